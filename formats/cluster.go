@@ -1,0 +1,66 @@
+package formats
+
+// Cluster describes the GPUs available to a plan.
+type Cluster struct {
+	TypeMeta
+	Metadata Metadata  `json:"metadata"`
+	GPUs     []GPUPool `json:"gpus"`
+	// NICGbps is the nominal per-server NIC bandwidth; NICDerate divides it to get the
+	// effective bandwidth the planner uses (PPipe derates by 5).
+	NICGbps   float64 `json:"nic_gbps"`
+	NICDerate float64 `json:"nic_derate,omitempty"`
+	// HostMemoryBytes is CPU memory per server (model cache, KV swap), 0 = unknown.
+	HostMemoryBytes int64 `json:"host_memory_bytes,omitempty"`
+	// Servers optionally lists servers explicitly; when empty they are derived from
+	// gpus[].per_server.
+	Servers []Server `json:"servers,omitempty"`
+}
+
+// GPUPool is a number of GPUs of one type.
+type GPUPool struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+	// PerServer is how many of these GPUs share a server (and its NIC).
+	PerServer int `json:"per_server"`
+	// MemoryBytes per GPU; 0 = the known value for this type.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// VGPU lists the allowed slice levels v (slice = 1/v GPU); empty = [1].
+	VGPU []int `json:"vgpu,omitempty"`
+	// Class is "high" or "low" (PPipe's GPU classes, for reporting utilization).
+	Class string `json:"class,omitempty"`
+}
+
+// Server is one machine of a cluster with explicit NIC bandwidth.
+type Server struct {
+	Name    string  `json:"name"`
+	GPU     string  `json:"gpu"`
+	GPUs    int     `json:"gpus"`
+	NICGbps float64 `json:"nic_gbps,omitempty"`
+}
+
+// Pool returns the GPU pool of the given type.
+func (c *Cluster) Pool(gpu string) (*GPUPool, bool) {
+	for i := range c.GPUs {
+		if c.GPUs[i].Type == gpu {
+			return &c.GPUs[i], true
+		}
+	}
+	return nil, false
+}
+
+// EffectiveNICMbps is the bandwidth (Mbit/s = bit/µs) the planner may use per server.
+func (c *Cluster) EffectiveNICMbps() float64 {
+	d := c.NICDerate
+	if d <= 0 {
+		d = 1
+	}
+	return c.NICGbps * 1000 / d
+}
+
+// Levels returns the allowed vGPU levels of the pool, defaulting to whole GPUs.
+func (g *GPUPool) Levels() []int {
+	if len(g.VGPU) == 0 {
+		return []int{1}
+	}
+	return g.VGPU
+}

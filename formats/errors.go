@@ -1,0 +1,121 @@
+package formats
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors callers can branch on with errors.Is.
+var (
+	// ErrInvalid marks a document that decoded but broke a semantic rule.
+	ErrInvalid = errors.New("invalid document")
+	// ErrDecode marks a file that is not valid YAML/JSON or does not match the schema.
+	ErrDecode = errors.New("cannot decode document")
+	// ErrUnknownKind marks a document whose kind this build does not know.
+	ErrUnknownKind = errors.New("unknown kind")
+	// ErrWrongKind marks a document of a different kind than the caller asked for.
+	ErrWrongKind = errors.New("wrong kind")
+)
+
+// FieldError is one problem in a document: file, field path, offending value and the rule.
+// It renders as `cluster.yaml: gpus[1].count: -3: must be >= 0`.
+type FieldError struct {
+	File  string
+	Path  string
+	Value string
+	Rule  string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	if e.Value != "" {
+		b.WriteString(e.Value)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Rule)
+	return b.String()
+}
+
+// Unwrap lets errors.Is(err, ErrInvalid) match every FieldError.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// ErrorList collects every problem found in one or more documents.
+type ErrorList []*FieldError
+
+func (l ErrorList) Error() string {
+	msgs := make([]string, len(l))
+	for i, e := range l {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Unwrap exposes the individual errors to errors.Is/As.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// Err returns nil for an empty list so callers can `return list.Err()`.
+func (l ErrorList) Err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// WithFile sets the file name on every error that has none.
+func (l ErrorList) WithFile(file string) ErrorList {
+	for _, e := range l {
+		if e.File == "" {
+			e.File = file
+		}
+	}
+	return l
+}
+
+// validator accumulates FieldErrors while walking a document.
+type validator struct {
+	errs ErrorList
+}
+
+func (v *validator) add(path string, value any, rule string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Path: path, Value: render(value), Rule: fmt.Sprintf(rule, args...)})
+}
+
+func render(value any) string {
+	switch x := value.(type) {
+	case nil:
+		return ""
+	case string:
+		if x == "" {
+			return `""`
+		}
+		return fmt.Sprintf("%q", x)
+	case float64:
+		return fmt.Sprintf("%g", x)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+func field(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}

@@ -1,0 +1,198 @@
+package formats
+
+// Plan is the output of `plan solve`: one section per system, plus provenance so that
+// `plan check --resolve` can reproduce it. Only the sections that apply are present.
+type Plan struct {
+	TypeMeta
+	Metadata   Metadata   `json:"metadata"`
+	Provenance Provenance `json:"provenance"`
+	// Cluster is the cluster the plan was solved for (embedded so a plan is self-contained).
+	Cluster *Cluster     `json:"cluster,omitempty"`
+	PPipe   *PPipePlan   `json:"ppipe,omitempty"`
+	PARD    *PARDPlan    `json:"pard,omitempty"`
+	Cascade *CascadePlan `json:"cascade,omitempty"`
+	QLM     *QLMPlan     `json:"qlm,omitempty"`
+	DyOrc   *DyOrcPlan   `json:"dyorc,omitempty"`
+}
+
+// Provenance records how a plan was made.
+type Provenance struct {
+	Tool          string `json:"tool"`
+	ToolVersion   string `json:"tool_version"`
+	Solver        string `json:"solver,omitempty"`
+	SolverVersion string `json:"solver_version,omitempty"`
+	// InputDigest is the sha256 of the canonical JSON of all inputs.
+	InputDigest string     `json:"input_digest"`
+	Inputs      []InputRef `json:"inputs,omitempty"`
+	Strategy    string     `json:"strategy,omitempty"`
+	// Options records every setting that influenced the result (flags, defaults).
+	Options   map[string]string `json:"options,omitempty"`
+	Status    string            `json:"status"`
+	Objective float64           `json:"objective"`
+	Bound     float64           `json:"bound"`
+	Gap       float64           `json:"gap"`
+	SolveMs   float64           `json:"solve_ms"`
+	Nodes     int64             `json:"nodes,omitempty"`
+	// Embedded holds the inputs themselves so the plan can be re-solved anywhere.
+	Embedded *EmbeddedInputs `json:"embedded,omitempty"`
+}
+
+// InputRef names one input file and its digest.
+type InputRef struct {
+	Kind   string `json:"kind"`
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+}
+
+// EmbeddedInputs are the decoded inputs a plan was solved from.
+type EmbeddedInputs struct {
+	Profiles []Profile `json:"profiles,omitempty"`
+	Cluster  *Cluster  `json:"cluster,omitempty"`
+	Workload *Workload `json:"workload,omitempty"`
+}
+
+// PPipePlan is a set of pooled pipelines per model (PPipe, NP and DART-r plans alike).
+type PPipePlan struct {
+	Strategy string `json:"strategy"` // ppipe | np | dart-r
+	// SLOMargin α: the planner budgets T' = T − round(α·T).
+	SLOMargin     float64           `json:"slo_margin"`
+	MaxPartitions int               `json:"max_partitions"`
+	Models        []PPipeModelPlan  `json:"models"`
+	GPUUse        []GPUUse          `json:"gpu_use,omitempty"`
+	Extra         map[string]string `json:"extra,omitempty"`
+}
+
+// PPipeModelPlan is the part of a PPipe plan that serves one model.
+type PPipeModelPlan struct {
+	Model  string   `json:"model"`
+	SLO    Duration `json:"slo"`
+	Weight float64  `json:"weight"`
+	// BudgetUs is the planning budget T' in µs.
+	BudgetUs      float64         `json:"budget_us"`
+	ThroughputRPS float64         `json:"throughput_rps"`
+	Pipelines     []PPipePipeline `json:"pipelines"`
+}
+
+// PPipePipeline is a chain of partitions, each served by a pool of (v)GPUs of one type,
+// with one batch size for the whole pipeline.
+type PPipePipeline struct {
+	Batch         int         `json:"batch"`
+	ThroughputRPS float64     `json:"throughput_rps"`
+	LatencyUs     float64     `json:"latency_us"`
+	Partitions    []Partition `json:"partitions"`
+}
+
+// Partition is blocks [FirstBlock, EndBlock) on Count slices of 1/VGPU of a GPU type.
+type Partition struct {
+	FirstBlock int    `json:"first_block"`
+	EndBlock   int    `json:"end_block"`
+	GPU        string `json:"gpu"`
+	VGPU       int    `json:"vgpu"`
+	// Count is the number of 1/VGPU slices; physical GPUs = ceil(Count/VGPU) per pool.
+	Count          int     `json:"count"`
+	StageLatencyUs float64 `json:"stage_latency_us"`
+	// TransferUs is the outgoing transfer time of one batch (0 for the last stage).
+	TransferUs    float64 `json:"transfer_us"`
+	ThroughputRPS float64 `json:"throughput_rps"`
+}
+
+// GPUUse reports GPUs used per type.
+type GPUUse struct {
+	GPU   string  `json:"gpu"`
+	Class string  `json:"class,omitempty"`
+	Used  float64 `json:"used"`
+	Total int     `json:"total"`
+}
+
+// PARDPlan provisions multi-module pipelines and names the dropping policy to run.
+type PARDPlan struct {
+	Policy string             `json:"policy"`
+	Params map[string]float64 `json:"params,omitempty"`
+	Apps   []PARDApp          `json:"apps"`
+}
+
+// PARDApp is one provisioned pipeline.
+type PARDApp struct {
+	Name    string       `json:"name"`
+	SLO     Duration     `json:"slo"`
+	RateRPS float64      `json:"rate_rps"`
+	Modules []ModulePlan `json:"modules"`
+}
+
+// ModulePlan provisions one module: batch size and workers on a GPU type.
+type ModulePlan struct {
+	Name      string  `json:"name"`
+	Model     string  `json:"model"`
+	GPU       string  `json:"gpu"`
+	Batch     int     `json:"batch"`
+	Workers   int     `json:"workers"`
+	LatencyUs float64 `json:"latency_us"`
+}
+
+// CascadePlan is CascadeServe's gear plan: a fixed replica placement and one gear per QPS range.
+type CascadePlan struct {
+	Task      string    `json:"task"`
+	Placement []Replica `json:"placement"`
+	Gears     []Gear    `json:"gears"`
+	PollMs    float64   `json:"poll_ms,omitempty"`
+	Alpha     float64   `json:"alpha,omitempty"`
+	MaxBatch  int       `json:"max_batch,omitempty"`
+}
+
+// Replica places one copy of a model on GPUs.
+type Replica struct {
+	Model string `json:"model"`
+	GPUs  []int  `json:"gpus"`
+}
+
+// Gear is the cascade and routing used while the QPS is in [QLo, QHi).
+type Gear struct {
+	QLo     float64              `json:"q_lo"`
+	QHi     float64              `json:"q_hi"`
+	Models  []string             `json:"models"`
+	Thr     []float64            `json:"thr"`
+	Share   map[string][]float64 `json:"share,omitempty"`
+	Trigger map[string]int       `json:"trigger,omitempty"`
+	ExpAcc  float64              `json:"expected_accuracy,omitempty"`
+	ExpWork float64              `json:"expected_work_s,omitempty"`
+	ExpPLat float64              `json:"expected_platency_ms,omitempty"`
+}
+
+// QLMPlan assigns request groups to instances' virtual queues in order.
+type QLMPlan struct {
+	Instances []QLMInstance `json:"instances"`
+	Groups    []QLMGroup    `json:"groups,omitempty"`
+	ReplanMs  float64       `json:"replan_ms,omitempty"`
+}
+
+// QLMInstance is one LLM engine instance and its virtual queue (group IDs, head first).
+type QLMInstance struct {
+	Name     string   `json:"name"`
+	GPU      string   `json:"gpu"`
+	GPUCount int      `json:"gpu_count"`
+	Model    string   `json:"model,omitempty"`
+	Queue    []string `json:"queue,omitempty"`
+}
+
+// QLMGroup is a request group: requests of one model with similar SLO and lengths.
+type QLMGroup struct {
+	ID       string   `json:"id"`
+	Model    string   `json:"model"`
+	Class    string   `json:"class,omitempty"`
+	SLO      Duration `json:"slo"`
+	Requests int      `json:"requests"`
+}
+
+// DyOrcPlan deploys workflow services onto GPUs and sets the speculative scheduler's knobs.
+type DyOrcPlan struct {
+	Deployments []ServiceDeployment `json:"deployments"`
+	Params      map[string]float64  `json:"params,omitempty"`
+}
+
+// ServiceDeployment places replicas of a service.
+type ServiceDeployment struct {
+	Service  string `json:"service"`
+	GPU      string `json:"gpu"`
+	Replicas int    `json:"replicas"`
+	MaxBatch int    `json:"max_batch"`
+}

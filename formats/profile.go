@@ -1,0 +1,154 @@
+package formats
+
+// Profile holds measured or estimated latencies of one or more models (DNNs split into
+// blocks, and LLMs) on GPU types. It is what `plan profile` writes and `plan solve` reads.
+type Profile struct {
+	TypeMeta
+	Metadata Metadata       `json:"metadata"`
+	Models   []ModelProfile `json:"models,omitempty"`
+	LLMs     []LLMProfile   `json:"llms,omitempty"`
+}
+
+// ModelProfile describes one DNN: its layers (used for pre-partitioning), the blocks it was
+// grouped into, the bytes crossing every cut between blocks, and latency tables.
+type ModelProfile struct {
+	Name string `json:"name"`
+	// Backend that produced the numbers: onnx, roofline, trt or import.
+	Backend string `json:"backend"`
+	// Source is the ONNX file, zoo name or trtexec export the profile came from.
+	Source string `json:"source,omitempty"`
+	// Device the measured backends ran on (cpu, cuda:0); empty for analytic profiles.
+	Device string `json:"device,omitempty"`
+	// InputShape is the per-sample input shape (batch dimension excluded).
+	InputShape []int64 `json:"input_shape,omitempty"`
+	// MemoryBytes is the weight memory of the whole model.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// PartsMemoryBytes lists memory per GPU for models that span several GPUs (CascadeServe).
+	PartsMemoryBytes []int64 `json:"parts_memory_bytes,omitempty"`
+	// Partition names the pre-partitioning method (greedy or min-traffic) and its bounds.
+	Partition *PartitionInfo `json:"partition,omitempty"`
+	Layers    []Layer        `json:"layers,omitempty"`
+	Blocks    []Block        `json:"blocks"`
+	// CutBytes[c-1] is the size at batch 1 (fp16) of every tensor live across cut c, the cut
+	// between block c-1 and block c; len = len(Blocks)-1. Transfer is linear in batch.
+	CutBytes []int64 `json:"cut_bytes"`
+	// Latency holds one entry per (GPU type, vGPU level, batch).
+	Latency []LatencyEntry `json:"latency"`
+}
+
+// PartitionInfo records how layers were grouped into blocks.
+type PartitionInfo struct {
+	Method       string  `json:"method"` // greedy | min-traffic
+	Blocks       int     `json:"blocks"` // requested N (the result may have fewer)
+	LowerBound   float64 `json:"lower_bound,omitempty"`
+	UpperBound   float64 `json:"upper_bound,omitempty"`
+	ReferenceGPU string  `json:"reference_gpu,omitempty"`
+}
+
+// Layer is one operator (or fused group) in topological order.
+type Layer struct {
+	Name string `json:"name"`
+	Op   string `json:"op"`
+	// FLOPs and Bytes at batch 1 (analytic; 0 when unknown).
+	FLOPs float64 `json:"flops,omitempty"`
+	Bytes float64 `json:"bytes,omitempty"`
+	// ParamBytes is the weight size of this layer.
+	ParamBytes int64 `json:"param_bytes,omitempty"`
+	// OutputBytes is the fp16 size at batch 1 of the layer's outputs.
+	OutputBytes int64 `json:"output_bytes,omitempty"`
+	// LatencyUs is the latency per GPU type (or "cpu") at the reference batch.
+	LatencyUs map[string]float64 `json:"latency_us,omitempty"`
+}
+
+// Block is a contiguous range [FirstLayer, EndLayer) of layers, the unit the planner cuts at.
+type Block struct {
+	FirstLayer  int   `json:"first_layer"`
+	EndLayer    int   `json:"end_layer"`
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+}
+
+// LatencyEntry gives per-block latency for one GPU type, vGPU level and batch size.
+// VGPU v means the block runs on a 1/v slice while all v slices of the GPU run the same block
+// concurrently, so interference is inside the number (as PPipe profiles with MPS).
+type LatencyEntry struct {
+	GPU   string `json:"gpu"`
+	VGPU  int    `json:"vgpu"`
+	Batch int    `json:"batch"`
+	// BlockUs is the median latency of each block, len = len(Blocks).
+	BlockUs []float64 `json:"block_us"`
+	// P90Us and CV are optional dispersion statistics from measured backends.
+	P90Us []float64 `json:"p90_us,omitempty"`
+	CV    []float64 `json:"cv,omitempty"`
+	// TotalUs is the whole-model latency when measured as one session (0 = not measured).
+	TotalUs float64 `json:"total_us,omitempty"`
+}
+
+// LLMProfile holds what QLM needs of one LLM on one GPU configuration.
+type LLMProfile struct {
+	Model    string  `json:"model"`
+	GPU      string  `json:"gpu"`
+	GPUCount int     `json:"gpu_count"`
+	Backend  string  `json:"backend"` // roofline | import
+	ParamsB  float64 `json:"params_billion"`
+	// WeightBytes is the model's weight memory across all its GPUs.
+	WeightBytes int64 `json:"weight_bytes"`
+	// PrefillUsPerToken and PrefillBaseUs give prefill time = base + per_token·prompt tokens.
+	PrefillBaseUs     float64 `json:"prefill_base_us"`
+	PrefillUsPerToken float64 `json:"prefill_us_per_token"`
+	// DecodeUsPerToken is the time of one decode iteration at the average running batch.
+	DecodeUsPerToken float64 `json:"decode_us_per_token"`
+	// ThroughputTokensPerS is the saturated decode throughput Θ.
+	ThroughputTokensPerS float64 `json:"throughput_tokens_per_s"`
+	KVBytesPerToken      int64   `json:"kv_bytes_per_token"`
+	KVCapacityTokens     int64   `json:"kv_capacity_tokens"`
+	AvgBatch             float64 `json:"avg_batch"`
+	// Epsilon = measured decode time / (O·d), the estimator's correction factor.
+	Epsilon float64 `json:"epsilon,omitempty"`
+	// LoadColdUs (disk→GPU) and LoadWarmUs (CPU→GPU) model swap costs.
+	LoadColdUs   float64 `json:"load_cold_us"`
+	LoadWarmUs   float64 `json:"load_warm_us"`
+	HostLinkGBps float64 `json:"host_link_gbps,omitempty"`
+}
+
+// Model returns the model profile with the given name.
+func (p *Profile) Model(name string) (*ModelProfile, bool) {
+	for i := range p.Models {
+		if p.Models[i].Name == name {
+			return &p.Models[i], true
+		}
+	}
+	return nil, false
+}
+
+// Lookup returns the latency entry for (gpu, vgpu, batch).
+func (m *ModelProfile) Lookup(gpu string, vgpu, batch int) (*LatencyEntry, bool) {
+	for i := range m.Latency {
+		e := &m.Latency[i]
+		if e.GPU == gpu && e.VGPU == vgpu && e.Batch == batch {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// GPUs returns the distinct GPU types in the latency table in first-seen order.
+func (m *ModelProfile) GPUs() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range m.Latency {
+		if !seen[e.GPU] {
+			seen[e.GPU] = true
+			out = append(out, e.GPU)
+		}
+	}
+	return out
+}
+
+// WholeUs is the sum of block latencies of an entry: the model's latency when not cut.
+func (e *LatencyEntry) WholeUs() float64 {
+	var s float64
+	for _, v := range e.BlockUs {
+		s += v
+	}
+	return s
+}

@@ -1,0 +1,101 @@
+package formats
+
+import "math"
+
+// KnownGPUs lists the GPU types plan has specifications for (roofline backend). Clusters may
+// name other types, but then must give memory_bytes.
+var KnownGPUs = map[string]int64{
+	"P4":   8 << 30,
+	"T4":   16 << 30,
+	"L4":   24 << 30,
+	"A10":  24 << 30,
+	"V100": 32 << 30,
+	"A100": 80 << 30,
+	"H100": 80 << 30,
+	"H200": 141 << 30,
+}
+
+// Validate checks a cluster.
+func (c *Cluster) Validate() ErrorList {
+	v := &validator{}
+	checkMeta(v, c.TypeMeta, KindCluster)
+	if len(c.GPUs) == 0 {
+		v.add("gpus", nil, "must list at least one GPU type")
+	}
+	seen := map[string]bool{}
+	for i, g := range c.GPUs {
+		p := idx("gpus", i)
+		if g.Type == "" {
+			v.add(field(p, "type"), g.Type, "must not be empty")
+		} else if seen[g.Type] {
+			v.add(field(p, "type"), g.Type, "duplicate GPU type")
+		}
+		seen[g.Type] = true
+		if g.Count < 0 {
+			v.add(field(p, "count"), g.Count, "must be >= 0")
+		}
+		if g.PerServer < 1 {
+			v.add(field(p, "per_server"), g.PerServer, "must be >= 1")
+		}
+		if g.MemoryBytes < 0 {
+			v.add(field(p, "memory_bytes"), g.MemoryBytes, "must be >= 0")
+		}
+		if _, known := KnownGPUs[g.Type]; !known && g.Type != "" && g.MemoryBytes == 0 {
+			v.add(field(p, "type"), g.Type, "unknown GPU type (known: P4, T4, L4, A10, V100, A100, H100, H200); give memory_bytes for a custom type")
+		}
+		for j, lv := range g.VGPU {
+			if lv < 1 || lv > 4 {
+				v.add(idx(field(p, "vgpu"), j), lv, "must be in 1..4")
+			}
+		}
+		if g.Class != "" && g.Class != "high" && g.Class != "low" {
+			v.add(field(p, "class"), g.Class, "must be high or low")
+		}
+	}
+	positive(v, "nic_gbps", c.NICGbps)
+	if c.NICDerate != 0 && !(c.NICDerate >= 1) {
+		v.add("nic_derate", c.NICDerate, "must be >= 1 (or omitted)")
+	}
+	if c.HostMemoryBytes < 0 {
+		v.add("host_memory_bytes", c.HostMemoryBytes, "must be >= 0")
+	}
+	for i, s := range c.Servers {
+		p := idx("servers", i)
+		if s.Name == "" {
+			v.add(field(p, "name"), s.Name, "must not be empty")
+		}
+		if !seen[s.GPU] {
+			v.add(field(p, "gpu"), s.GPU, "unknown GPU type: not in gpus[]")
+		}
+		if s.GPUs < 1 {
+			v.add(field(p, "gpus"), s.GPUs, "must be >= 1")
+		}
+		if s.NICGbps < 0 || math.IsNaN(s.NICGbps) {
+			v.add(field(p, "nic_gbps"), s.NICGbps, "must be >= 0")
+		}
+	}
+	return v.errs
+}
+
+func checkMeta(v *validator, t TypeMeta, kind string) {
+	if t.APIVersion != APIVersion {
+		v.add("apiVersion", t.APIVersion, "must be %s", APIVersion)
+	}
+	if t.Kind != kind {
+		v.add("kind", t.Kind, "must be %s", kind)
+	}
+}
+
+// positive requires a finite number > 0.
+func positive(v *validator, path string, x float64) {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
+		v.add(path, x, "must be > 0")
+	}
+}
+
+// nonNegative requires a finite number >= 0.
+func nonNegative(v *validator, path string, x float64) {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+		v.add(path, x, "must be >= 0")
+	}
+}

@@ -1,0 +1,162 @@
+package formats
+
+// Workload says what must be served: single models with SLOs and rate weights (PPipe),
+// multi-module pipelines/DAGs with one end-to-end SLO (PARD), model cascades with validation
+// data (CascadeServe), LLM request classes (QLM) and dynamic workflows (DyOrc).
+type Workload struct {
+	TypeMeta
+	Metadata   Metadata        `json:"metadata"`
+	Models     []ModelWorkload `json:"models,omitempty"`
+	Pipelines  []Pipeline      `json:"pipelines,omitempty"`
+	Cascades   []Cascade       `json:"cascades,omitempty"`
+	LLMClasses []LLMClass      `json:"llm_classes,omitempty"`
+	Workflows  *Workflows      `json:"workflows,omitempty"`
+}
+
+// ModelWorkload is one model served on its own (PPipe's per-model workload).
+type ModelWorkload struct {
+	Name string `json:"name"`
+	// Profile names the model in the profile when it differs from Name.
+	Profile string `json:"profile,omitempty"`
+	// SLO is the end-to-end latency objective; 0 = SLOScale × the fastest batch-1 latency.
+	SLO      Duration `json:"slo,omitempty"`
+	SLOScale float64  `json:"slo_scale,omitempty"`
+	// Weight is the model's share of requests (multi-model max-min objective); default 1.
+	Weight float64 `json:"weight,omitempty"`
+	// RateRPS is an expected arrival rate, when known.
+	RateRPS float64 `json:"rate_rps,omitempty"`
+}
+
+// ProfileName returns the model name to look up in profiles.
+func (m *ModelWorkload) ProfileName() string {
+	if m.Profile != "" {
+		return m.Profile
+	}
+	return m.Name
+}
+
+// Pipeline is a multi-module application (a DAG, usually a chain) with one end-to-end SLO.
+type Pipeline struct {
+	Name    string   `json:"name"`
+	SLO     Duration `json:"slo"`
+	RateRPS float64  `json:"rate_rps,omitempty"`
+	Modules []Module `json:"modules"`
+}
+
+// Module is one stage of a pipeline.
+type Module struct {
+	Name string `json:"name"`
+	// Model names the model profile that serves this module.
+	Model string `json:"model"`
+	// After lists upstream modules; empty = an entry module.
+	After []Edge `json:"after,omitempty"`
+}
+
+// Edge is a dependency on an upstream module; Probability < 1 makes it conditional
+// (the request visits this module only with that probability).
+type Edge struct {
+	Module      string  `json:"module"`
+	Probability float64 `json:"probability,omitempty"`
+}
+
+// Cascade is a family of models that may be arranged into cascades for one task,
+// with per-sample validation records and an SLO.
+type Cascade struct {
+	Name   string   `json:"name"`
+	Models []string `json:"models"`
+	// Exactly one of LatencySLO (maximize accuracy) or AccuracySLO (minimize latency).
+	LatencySLO  *LatencySLO `json:"latency_slo,omitempty"`
+	AccuracySLO float64     `json:"accuracy_slo,omitempty"`
+	QPSMax      float64     `json:"qps_max"`
+	QPSRanges   int         `json:"qps_ranges,omitempty"`
+	// QPSHistogram[i] is the fraction of time spent at QPS i (from a trace); optional.
+	QPSHistogram []float64          `json:"qps_histogram,omitempty"`
+	Validation   []ValidationRecord `json:"validation"`
+}
+
+// LatencySLO is a percentile latency bound.
+type LatencySLO struct {
+	Percentile float64  `json:"percentile"`
+	Latency    Duration `json:"latency"`
+}
+
+// ValidationRecord is one model's output on one validation sample.
+type ValidationRecord struct {
+	Sample int     `json:"sample"`
+	Model  string  `json:"model"`
+	Pred   string  `json:"pred"`
+	Cert   float64 `json:"cert"`
+	Label  string  `json:"label,omitempty"`
+	// Correct replaces Label for tasks judged per answer (generative tasks).
+	Correct *bool `json:"correct,omitempty"`
+}
+
+// LLMClass is a class of LLM requests (QLM): model, SLO, rate and token-length profile.
+type LLMClass struct {
+	Name         string       `json:"name"`
+	Model        string       `json:"model"`
+	SLO          Duration     `json:"slo"`
+	Interactive  bool         `json:"interactive,omitempty"`
+	RateRPS      float64      `json:"rate_rps"`
+	InputTokens  TokenProfile `json:"input_tokens"`
+	OutputTokens TokenProfile `json:"output_tokens"`
+}
+
+// TokenProfile summarizes a token-length distribution.
+type TokenProfile struct {
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std,omitempty"`
+	Max  int     `json:"max"`
+}
+
+// Workflows describes DyOrc's dynamic workflows: services and applications built from
+// steps with guards, choices, fan-out and loops.
+type Workflows struct {
+	Services map[string]Service `json:"services"`
+	Apps     map[string]App     `json:"apps"`
+}
+
+// Service is a batched model call shared by applications.
+type Service struct {
+	WeightsGB float64 `json:"weights_gb"`
+	ActGB     float64 `json:"act_gb,omitempty"`
+	MaxBatch  int     `json:"max_batch"`
+	// Latency is inline for tests; normally it comes from the profile.
+	Latency *ServiceLatency `json:"latency,omitempty"`
+	OutKB   float64         `json:"out_kb,omitempty"`
+}
+
+// ServiceLatency is a linear batch-latency model: base + per_item·b.
+type ServiceLatency struct {
+	BaseUs    float64 `json:"base_us"`
+	PerItemUs float64 `json:"per_item_us"`
+}
+
+// App is a workflow: a list of steps or one loop.
+type App struct {
+	SLO   Duration `json:"slo,omitempty"`
+	Steps []Step   `json:"steps,omitempty"`
+	Loop  *Loop    `json:"loop,omitempty"`
+}
+
+// Step is one service call (or a choice among services) inside a workflow.
+type Step struct {
+	ID      string `json:"id"`
+	Service string `json:"svc,omitempty"`
+	// Choice calls exactly one of several services; weights are for the simulator only.
+	Choice map[string]float64 `json:"choice,omitempty"`
+	After  []string           `json:"after,omitempty"`
+	// When is a guard evaluated on outputs; P is its probability in the simulator.
+	When   string  `json:"when,omitempty"`
+	P      float64 `json:"p,omitempty"`
+	Fanout int     `json:"fanout,omitempty"`
+}
+
+// Loop repeats its body; PStop[i] is the chance of stopping after round i+1.
+type Loop struct {
+	ID      string    `json:"id"`
+	MaxIter int       `json:"max_iter"`
+	Until   string    `json:"until,omitempty"`
+	PStop   []float64 `json:"p_stop"`
+	Body    []Step    `json:"body"`
+}
