@@ -14,7 +14,9 @@ type Duration time.Duration
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Microseconds returns the duration in µs, the unit of every profiled latency.
-func (d Duration) Microseconds() float64 { return float64(time.Duration(d)) / float64(time.Microsecond) }
+func (d Duration) Microseconds() float64 {
+	return float64(time.Duration(d)) / float64(time.Microsecond)
+}
 
 // String formats like time.Duration.
 func (d Duration) String() string { return time.Duration(d).String() }

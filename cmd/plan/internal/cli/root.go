@@ -1,0 +1,239 @@
+// Package cli implements plan's cobra commands. Each command lives in its own file with its
+// help text, examples and an options struct, and registers itself with register() from an
+// init function, so commands are added without touching this file. The whole CLI runs
+// in-process through Run, which is what the tests call.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Exit codes of the contract in DESIGN.md.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // a check or regression failed
+	ExitUsage   = 2 // bad input or usage
+)
+
+// Streams are the process's standard streams, injected so tests need no terminal.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// App is what every command receives: streams, resolved global options and a logger.
+type App struct {
+	Streams
+	// Output is "table" or "json".
+	Output string
+	Quiet  bool
+	Log    *slog.Logger
+	// Viper holds the config file and PLAN_* environment.
+	Viper *viper.Viper
+
+	configFile string
+	logLevel   string
+}
+
+// ExitError carries an exit code with the error that caused it.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// usageError marks bad input or usage (exit 2).
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &ExitError{Code: ExitUsage, Err: err}
+}
+
+// usageErrorf formats a usage error.
+func usageErrorf(format string, args ...any) error { return usageError(fmt.Errorf(format, args...)) }
+
+// checkFailed marks a failed check or regression (exit 1).
+func checkFailed(err error) error { return &ExitError{Code: ExitFailure, Err: err} }
+
+type commandFactory func(*App) *cobra.Command
+
+var registry []commandFactory
+
+// register adds a command constructor; called from init functions of the command files.
+func register(f commandFactory) { registry = append(registry, f) }
+
+// NewRoot builds the command tree on the given streams.
+func NewRoot(s Streams) (*cobra.Command, *App) {
+	app := &App{Streams: s, Viper: viper.New()}
+	root := &cobra.Command{
+		Use:   "plan",
+		Short: "Plan, simulate, serve and check ML inference under latency SLOs",
+		Long: `plan profiles models, solves for an optimal serving plan on a mixed GPU fleet
+(PPipe, CascadeServe, QLM, PARD, DyOrc), simulates it at scale, serves it, and checks
+plans for regressions in CI.
+
+Settings come from flags, then PLAN_* environment variables (PLAN_SLO=200ms for --slo),
+then the YAML file given by --config (top-level keys, or keys under the command name).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return app.setup(cmd)
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	pf := root.PersistentFlags()
+	pf.StringVar(&app.configFile, "config", "", "YAML config file with defaults for any flag (env PLAN_CONFIG)")
+	pf.StringVarP(&app.Output, "output", "O", "table", "output format: table or json")
+	pf.StringVar(&app.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.BoolVarP(&app.Quiet, "quiet", "q", false, "print only results and errors (no progress, no info logs)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+
+	cmds := make([]*cobra.Command, 0, len(registry))
+	for _, f := range registry {
+		cmds = append(cmds, f(app))
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
+	root.AddCommand(cmds...)
+	return root, app
+}
+
+// Run executes the CLI with args and returns the process exit code. Errors are printed once,
+// to stderr, prefixed with "plan: ".
+func Run(args []string, s Streams) int {
+	root, _ := NewRoot(s)
+	root.SetArgs(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitUsage
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		code = ee.Code
+	} else if !isCobraUsage(err) {
+		code = ExitFailure
+	}
+	msg := strings.TrimRight(err.Error(), "\n")
+	for _, line := range strings.Split(msg, "\n") {
+		fmt.Fprintf(s.Err, "plan: %s\n", line)
+	}
+	return code
+}
+
+// isCobraUsage recognizes cobra's own argument and command errors, which are usage errors.
+func isCobraUsage(err error) bool {
+	m := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
+		if strings.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// setup resolves flags > PLAN_* environment > config file, then validates global options.
+func (a *App) setup(cmd *cobra.Command) error {
+	if a.configFile == "" {
+		a.configFile = os.Getenv("PLAN_CONFIG")
+	}
+	a.Viper.SetEnvPrefix("PLAN")
+	a.Viper.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
+	a.Viper.AutomaticEnv()
+	if a.configFile != "" {
+		a.Viper.SetConfigFile(a.configFile)
+		a.Viper.SetConfigType("yaml")
+		if err := a.Viper.ReadInConfig(); err != nil {
+			return usageErrorf("--config %s: %v", a.configFile, err)
+		}
+	}
+	var firstErr error
+	apply := func(f *pflag.Flag) {
+		if f.Changed || firstErr != nil || f.Name == "config" || f.Name == "help" {
+			return
+		}
+		val, ok := a.lookup(cmd.Name(), f.Name)
+		if !ok {
+			return
+		}
+		if err := f.Value.Set(val); err != nil {
+			firstErr = usageErrorf("setting --%s from environment/config: %q: %v", f.Name, val, err)
+			return
+		}
+		f.Changed = true
+	}
+	cmd.Flags().VisitAll(apply)
+	cmd.InheritedFlags().VisitAll(apply)
+	if firstErr != nil {
+		return firstErr
+	}
+	if a.Output != "table" && a.Output != "json" {
+		return usageErrorf("--output: %q: must be table or json", a.Output)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
+		return usageErrorf("--log-level: %q: must be debug, info, warn or error", a.logLevel)
+	}
+	if a.Quiet && level < slog.LevelWarn {
+		level = slog.LevelWarn
+	}
+	a.Log = slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: level}))
+	return nil
+}
+
+// lookup finds a value for a flag in the environment (PLAN_FLAG_NAME) or the config file
+// (key "command.flag" first, then "flag").
+func (a *App) lookup(command, flag string) (string, bool) {
+	env := "PLAN_" + strings.ToUpper(strings.NewReplacer("-", "_").Replace(flag))
+	if v, ok := os.LookupEnv(env); ok {
+		return v, true
+	}
+	for _, key := range []string{command + "." + flag, flag} {
+		if a.Viper.InConfig(key) {
+			v := a.Viper.Get(key)
+			switch x := v.(type) {
+			case []any:
+				parts := make([]string, len(x))
+				for i, p := range x {
+					parts[i] = fmt.Sprint(p)
+				}
+				return strings.Join(parts, ","), true
+			default:
+				return fmt.Sprint(x), true
+			}
+		}
+	}
+	return "", false
+}
+
+// Infof logs progress unless --quiet.
+func (a *App) Infof(format string, args ...any) {
+	if a.Quiet {
+		return
+	}
+	fmt.Fprintf(a.Err, format+"\n", args...)
+}
