@@ -1,0 +1,264 @@
+package highs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// WASI/emscripten errno values returned by the host imports.
+const (
+	errnoSuccess = 0
+	errnoBadf    = 8
+	errnoInval   = 28
+	errnoNoent   = 44
+	errnoSpipe   = 70
+)
+
+// wasmPageSize is the WebAssembly page size in bytes.
+const wasmPageSize = 65536
+
+// clockOrigin anchors the monotonic clocks handed to HiGHS; only differences
+// matter to it (time limits, log timestamps).
+var clockOrigin = time.Now()
+
+// hostState is the per-instance state the host imports need. It travels in the
+// context of every call into the instance (see Instance.bind) because wazero
+// host functions are shared by all instances of the runtime.
+type hostState struct {
+	log  io.Writer // receives everything HiGHS writes to stdout/stderr; may be nil
+	tail tailBuffer
+}
+
+type hostStateKey struct{}
+
+func stateFrom(ctx context.Context) *hostState {
+	st, _ := ctx.Value(hostStateKey{}).(*hostState)
+	return st
+}
+
+// abortError is panicked by the host imports that end the instance (abort,
+// uncaught C++ throw, exit). wazero recovers it and returns it wrapped from
+// the exported call, where errors.Is(err, ErrAborted) matches it.
+type abortError struct{ reason string }
+
+func (e *abortError) Error() string { return "HiGHS aborted: " + e.reason }
+func (e *abortError) Unwrap() error { return ErrAborted }
+
+// instantiateHost registers the emscripten import module "a" in rt. Every
+// import the pinned build declares must be present or instantiation fails.
+func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
+	i32, i64, f64 := api.ValueTypeI32, api.ValueTypeI64, api.ValueTypeF64
+	b := rt.NewHostModuleBuilder(importModule)
+	def := func(name string, fn api.GoModuleFunc, params, results []api.ValueType) {
+		b.NewFunctionBuilder().WithGoModuleFunction(fn, params, results).Export(name)
+	}
+	v := func(ts ...api.ValueType) []api.ValueType { return ts }
+
+	def(impCxaThrow, hostCxaThrow, v(i32, i32, i32), nil)
+	def(impExit, hostExit, v(i32), nil)
+	def(impProcExit, hostExit, v(i32), nil)
+	def(impAbortJS, func(context.Context, api.Module, []uint64) {
+		panic(&abortError{reason: "abort()"})
+	}, nil, nil)
+	def(impEmscriptenGetNow, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = api.EncodeF64(float64(time.Since(clockOrigin).Nanoseconds()) / 1e6)
+	}, nil, v(f64))
+	def(impEmscriptenDateNow, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = api.EncodeF64(float64(time.Now().UnixNano()) / 1e6)
+	}, nil, v(f64))
+	def(impClockTimeGet, hostClockTimeGet, v(i32, i64, i32), v(i32))
+	def(impEmscriptenResize, hostResizeHeap, v(i32), v(i32))
+	def(impFdWrite, hostFdWrite, v(i32, i32, i32, i32), v(i32))
+	def(impFdRead, hostFdRead, v(i32, i32, i32, i32), v(i32))
+	def(impFdClose, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = stdErrno(s[0], errnoSuccess)
+	}, v(i32), v(i32))
+	def(impFdSeek, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = stdErrno(s[0], errnoSpipe) // the standard streams are ttys
+	}, v(i32, i64, i32, i32), v(i32))
+	// The syscalls return -errno. fcntl/ioctl on the standard streams succeed
+	// so that musl treats stdout as a terminal and line-buffers it: the
+	// progress parser then sees each log line as soon as HiGHS prints it.
+	def(impSyscallFcntl64, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = negErrno(stdErrno(s[0], errnoSuccess))
+	}, v(i32, i32, i32), v(i32))
+	def(impSyscallIoctl, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = negErrno(stdErrno(s[0], errnoSuccess))
+	}, v(i32, i32, i32), v(i32))
+	// There is no file system: HiGHS is only ever fed models through memory.
+	def(impSyscallOpenat, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = negErrno(errnoNoent)
+	}, v(i32, i32, i32, i32), v(i32))
+	def(impSetitimerJS, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = 0 // alarm() is never relied on; timers are a no-op
+	}, v(i32, f64), v(i32))
+	def(impTzsetJS, hostTzset, v(i32, i32, i32, i32), nil)
+	def(impEnvironSizesGet, func(_ context.Context, m api.Module, s []uint64) {
+		// An empty environment: the host's variables are none of HiGHS's business.
+		mem := m.Memory()
+		ok := mem.WriteUint32Le(uint32(s[0]), 0) && mem.WriteUint32Le(uint32(s[1]), 0)
+		s[0] = okErrno(ok)
+	}, v(i32, i32), v(i32))
+	def(impEnvironGet, func(_ context.Context, _ api.Module, s []uint64) {
+		s[0] = errnoSuccess
+	}, v(i32, i32), v(i32))
+	def(impKeepaliveClear, func(context.Context, api.Module, []uint64) {}, nil, nil)
+
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// stdErrno returns ok for the standard streams 0-2 and EBADF for any other
+// descriptor (none can exist without a file system).
+func stdErrno(fd uint64, ok uint32) uint64 {
+	if uint32(fd) <= 2 {
+		return uint64(ok)
+	}
+	return errnoBadf
+}
+
+func negErrno(e uint64) uint64 { return uint64(uint32(-int32(e))) }
+
+func okErrno(ok bool) uint64 {
+	if ok {
+		return errnoSuccess
+	}
+	return errnoInval
+}
+
+func hostCxaThrow(_ context.Context, m api.Module, s []uint64) {
+	// s = (exception ptr, std::type_info*, destructor). The mangled type name
+	// (e.g. "St9bad_alloc") is the char* right after the type_info vtable
+	// pointer; it makes the error actionable.
+	reason := "uncaught C++ exception"
+	if namePtr, ok := m.Memory().ReadUint32Le(uint32(s[1]) + 4); ok {
+		if name := readCString(m.Memory(), namePtr, 128); name != "" {
+			reason += " " + name
+		}
+	}
+	panic(&abortError{reason: reason})
+}
+
+func hostExit(_ context.Context, _ api.Module, s []uint64) {
+	panic(&abortError{reason: fmt.Sprintf("exit(%d)", int32(s[0]))})
+}
+
+func hostClockTimeGet(_ context.Context, m api.Module, s []uint64) {
+	var ns int64
+	switch uint32(s[0]) {
+	case 0: // CLOCK_REALTIME
+		ns = time.Now().UnixNano()
+	case 1, 2, 3: // monotonic and CPU-time clocks
+		ns = time.Since(clockOrigin).Nanoseconds()
+	default:
+		s[0] = errnoInval
+		return
+	}
+	s[0] = okErrno(m.Memory().WriteUint64Le(uint32(s[2]), uint64(ns)))
+}
+
+// hostResizeHeap grows linear memory to at least the requested size. Like
+// emscripten's JS it over-allocates by 20% (capped at +96 MiB) so that a
+// growing heap does not call back for every malloc.
+func hostResizeHeap(_ context.Context, m api.Module, s []uint64) {
+	mem := m.Memory()
+	requested := uint64(uint32(s[0]))
+	old := uint64(mem.Size())
+	maxPages, hasMax := mem.Definition().Max()
+	if !hasMax {
+		maxPages = 65536
+	}
+	maxSize := uint64(maxPages) * wasmPageSize
+	if requested > maxSize {
+		s[0] = 0
+		return
+	}
+	for cut := uint64(1); cut <= 4; cut *= 2 {
+		want := min(old+old/(5*cut), requested+96<<20)
+		want = min(maxSize, alignUp(max(requested, want), wasmPageSize))
+		if want <= old {
+			s[0] = 1
+			return
+		}
+		if _, ok := mem.Grow(uint32((want - old) / wasmPageSize)); ok {
+			s[0] = 1
+			return
+		}
+	}
+	s[0] = 0
+}
+
+func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
+
+func hostFdWrite(ctx context.Context, m api.Module, s []uint64) {
+	fd, iov, iovcnt, pnum := uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3])
+	if fd != 1 && fd != 2 {
+		s[0] = errnoBadf
+		return
+	}
+	mem := m.Memory()
+	st := stateFrom(ctx)
+	var total uint32
+	for i := range iovcnt {
+		ptr, ok1 := mem.ReadUint32Le(iov + 8*i)
+		n, ok2 := mem.ReadUint32Le(iov + 8*i + 4)
+		buf, ok3 := mem.Read(ptr, n)
+		if !ok1 || !ok2 || !ok3 {
+			s[0] = errnoInval
+			return
+		}
+		if st != nil {
+			st.write(buf)
+		}
+		total += n
+	}
+	s[0] = okErrno(mem.WriteUint32Le(pnum, total))
+}
+
+func (st *hostState) write(p []byte) {
+	st.tail.Write(p)
+	if st.log != nil {
+		// A failing log writer must not fail the solve.
+		_, _ = st.log.Write(p)
+	}
+}
+
+func hostFdRead(_ context.Context, m api.Module, s []uint64) {
+	if uint32(s[0]) != 0 {
+		s[0] = errnoBadf
+		return
+	}
+	s[0] = okErrno(m.Memory().WriteUint32Le(uint32(s[3]), 0)) // stdin is at EOF
+}
+
+// hostTzset reports UTC: HiGHS only uses local time for its log banner.
+func hostTzset(_ context.Context, m api.Module, s []uint64) {
+	mem := m.Memory()
+	mem.WriteUint32Le(uint32(s[0]), 0)
+	mem.WriteUint32Le(uint32(s[1]), 0)
+	mem.Write(uint32(s[2]), []byte("UTC\x00"))
+	mem.Write(uint32(s[3]), []byte("UTC\x00"))
+}
+
+// readCString reads a NUL-terminated string of at most max bytes at ptr.
+func readCString(mem api.Memory, ptr uint32, max uint32) string {
+	if ptr == 0 {
+		return ""
+	}
+	n := min(max, mem.Size()-min(ptr, mem.Size()))
+	buf, ok := mem.Read(ptr, n)
+	if !ok {
+		return ""
+	}
+	for i, c := range buf {
+		if c == 0 {
+			return string(buf[:i])
+		}
+	}
+	return string(buf)
+}

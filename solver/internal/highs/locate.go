@@ -1,0 +1,95 @@
+package highs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// EnvWasm names the environment variable that overrides where highs.wasm is
+// looked for.
+const EnvWasm = "PLAN_HIGHS_WASM"
+
+// repoWasm is the wasm's place in a source checkout (scripts/fetch-assets.sh).
+var repoWasm = filepath.Join("third_party", "highs", "highs.wasm")
+
+// LoadWasm finds, reads and verifies highs.wasm. It returns the bytes and a
+// description of where they came from. Search order:
+//
+//  1. $PLAN_HIGHS_WASM (an error if set but unreadable: the user asked for it);
+//  2. highs.wasm next to the executable (installed layout);
+//  3. ../third_party/highs/highs.wasm relative to the executable (bin/ in a checkout);
+//  4. third_party/highs/highs.wasm in the working directory or any parent
+//     (go test, go run);
+//  5. a copy embedded with the build tag highs_embed.
+//
+// The first candidate that exists wins; if its sha256 is not the pinned one
+// the result is an error, because the minified ABI table only fits that build.
+func LoadWasm() ([]byte, string, error) {
+	if p := os.Getenv(EnvWasm); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %s=%s: %v", ErrUnavailable, EnvWasm, p, err)
+		}
+		return verified(b, p)
+	}
+	var searched []string
+	for _, p := range candidates() {
+		searched = append(searched, p)
+		b, err := os.ReadFile(p)
+		if err == nil {
+			return verified(b, p)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("%w: %s: %v", ErrUnavailable, p, err)
+		}
+	}
+	if len(embeddedWasm) > 0 {
+		return verified(embeddedWasm, "embedded (highs_embed)")
+	}
+	return nil, "", fmt.Errorf("%w; searched %q", ErrUnavailable, searched)
+}
+
+// candidates lists the file locations of steps 2-4 of LoadWasm.
+func candidates() []string {
+	var out []string
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		dir := filepath.Dir(exe)
+		out = append(out, filepath.Join(dir, "highs.wasm"), filepath.Join(dir, "..", repoWasm))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; {
+			out = append(out, filepath.Join(dir, repoWasm))
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return out
+}
+
+func verified(b []byte, from string) ([]byte, string, error) {
+	if err := VerifyWasm(b); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", from, err)
+	}
+	return b, from, nil
+}
+
+// VerifyWasm checks that b is the pinned highs.wasm build.
+func VerifyWasm(b []byte) error {
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); got != WasmSHA256 {
+		return fmt.Errorf("%w: highs.wasm has sha256 %s, want %s (%s); its minified ABI is unknown to this build of plan (run `make assets`)",
+			ErrUnavailable, got, WasmSHA256, Package)
+	}
+	return nil
+}

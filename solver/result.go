@@ -1,0 +1,129 @@
+package solver
+
+import (
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/plan-dev/plan/solver/internal/highs"
+)
+
+// Sentinel errors. Solve's errors wrap one of ErrCanceled, ErrAborted,
+// ErrBackendUnavailable, ErrInvalidModel or ErrSolveFailed; Result.Err
+// returns ErrInfeasible, ErrUnbounded or ErrNoSolution.
+var (
+	// ErrInfeasible: the model has no feasible solution.
+	ErrInfeasible = errors.New("solver: model is infeasible")
+	// ErrUnbounded: the objective is unbounded in the optimization direction.
+	ErrUnbounded = errors.New("solver: model is unbounded")
+	// ErrNoSolution: the time limit was reached before any feasible solution was found.
+	ErrNoSolution = errors.New("solver: no feasible solution found within the limits")
+	// ErrBackendUnavailable: highs.wasm is missing or not the pinned build;
+	// its message says to run `make assets` or set PLAN_HIGHS_WASM.
+	ErrBackendUnavailable = highs.ErrUnavailable
+	// ErrAborted: HiGHS crashed (C++ exception, abort, trap, out of memory).
+	// The process is unaffected; the instance is discarded.
+	ErrAborted = highs.ErrAborted
+	// ErrCanceled: the context ended before the solve finished. Errors
+	// wrapping it also wrap the context's error.
+	ErrCanceled = highs.ErrCanceled
+	// ErrInvalidModel: Validate found a problem, or Options do not fit the model.
+	ErrInvalidModel = errors.New("solver: invalid model")
+	// ErrSolveFailed: HiGHS ended without a usable status (e.g. a numerical
+	// solve error); Result.Status is StatusError.
+	ErrSolveFailed = errors.New("solver: HiGHS failed")
+)
+
+// Status is the outcome of a solve.
+type Status int
+
+// Solve outcomes.
+const (
+	StatusOptimal    Status = iota + 1 // proven optimal within the gap tolerance
+	StatusInfeasible                   // no feasible solution exists
+	StatusUnbounded                    // the objective is unbounded
+	StatusTimeLimit                    // stopped by Options.TimeLimit; see Result.HasSolution
+	StatusError                        // HiGHS failed; Solve also returns an error
+)
+
+var statusNames = [...]string{"", "optimal", "infeasible", "unbounded", "time-limit", "error"}
+
+func (s Status) String() string {
+	if s > 0 && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Result is what a solve found.
+type Result struct {
+	Status Status
+	// Objective is the objective of the returned solution (offset included).
+	// Without a solution it is the worst value in the optimization direction
+	// (+Inf when minimizing), or the best one (-Inf) when unbounded.
+	Objective float64
+	// Bound is the best proven bound on the optimal objective (for an LP
+	// solved to optimality, the objective itself).
+	Bound float64
+	// Gap is HiGHS's relative MIP gap |Objective-Bound| / |Objective|
+	// (0 for optimal LPs, +Inf without a solution).
+	Gap float64
+	// Values holds one value per variable when HasSolution. Integer
+	// variables are rounded to exact integers.
+	Values      []float64
+	HasSolution bool
+	Nodes       int64         // branch-and-bound nodes (0 for LPs)
+	Iterations  int64         // simplex/IPM iterations, all LPs included
+	Wall        time.Duration // wall time of Solve
+}
+
+// Value returns the value of v in the solution, or 0 if there is none.
+func (r *Result) Value(v Var) float64 {
+	if int(v) < 0 || int(v) >= len(r.Values) {
+		return 0
+	}
+	return r.Values[v]
+}
+
+// Err returns nil if the result carries a solution and otherwise the
+// sentinel describing why not: ErrInfeasible, ErrUnbounded or ErrNoSolution.
+func (r *Result) Err() error {
+	switch {
+	case r.HasSolution:
+		return nil
+	case r.Status == StatusInfeasible:
+		return ErrInfeasible
+	case r.Status == StatusUnbounded:
+		return ErrUnbounded
+	case r.Status == StatusError:
+		return ErrSolveFailed
+	default:
+		return ErrNoSolution
+	}
+}
+
+// Options tune a solve. The zero value solves to HiGHS's default gap with no
+// time limit.
+type Options struct {
+	TimeLimit time.Duration // 0 = none
+	RelGap    float64       // mip_rel_gap; 0 = HiGHS default 1e-4
+	// Start is an optional MIP start, one value per variable, passed to
+	// HiGHS with Highs_setSolution. HiGHS ignores an infeasible start.
+	Start []float64
+	// Progress, if set, is called from the solving goroutine for every MIP
+	// progress line HiGHS logs (new incumbents, periodic updates).
+	Progress func(Progress)
+	// Log, if set, receives the raw HiGHS log.
+	Log io.Writer
+}
+
+// Progress is a snapshot of a running MIP solve.
+type Progress struct {
+	Elapsed      time.Duration // since Solve started
+	Nodes        int64         // branch-and-bound nodes processed
+	Incumbent    float64       // best solution's objective (valid if HasIncumbent)
+	Bound        float64       // best proven bound
+	Gap          float64       // relative gap; +Inf if unknown
+	HasIncumbent bool
+}
