@@ -76,10 +76,13 @@ type PPipeModelPlan struct {
 // PPipePipeline is a chain of partitions, each served by a pool of (v)GPUs of one type,
 // with one batch size for the whole pipeline.
 type PPipePipeline struct {
-	Batch         int         `json:"batch"`
-	ThroughputRPS float64     `json:"throughput_rps"`
-	LatencyUs     float64     `json:"latency_us"`
-	Partitions    []Partition `json:"partitions"`
+	Batch         int     `json:"batch"`
+	ThroughputRPS float64 `json:"throughput_rps"`
+	LatencyUs     float64 `json:"latency_us"`
+	// BatchFormationUs is the allowance β for gathering a batch at the head stage, included in
+	// LatencyUs (0 unless the plan was solved with the batch-formation allowance).
+	BatchFormationUs float64     `json:"batch_formation_us,omitempty"`
+	Partitions       []Partition `json:"partitions"`
 }
 
 // Partition is blocks [FirstBlock, EndBlock) on Count slices of 1/VGPU of a GPU type.

@@ -1,0 +1,194 @@
+package ppipe
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Strategies accepted by Options.Strategy.
+const (
+	StrategyPPipe = "ppipe"  // pooled pipelines (the MILP of spec §2)
+	StrategyNP    = "np"     // no partitioning: whole model per GPU, best SLO-safe batch per type
+	StrategyDARTR = "dart-r" // replicated DART: NP split, then one-high + one-low pipelines
+)
+
+// Rounding modes of the GPU budget (spec §2.4 constraint 7 and §7 item 5).
+const (
+	// RoundingStage rounds physical GPUs per (model, stage index, GPU type), as the authors'
+	// code does: slices of different pipelines at the same stage index may share a GPU.
+	RoundingStage = "stage"
+	// RoundingPipeline rounds per (pipeline, stage): a physical GPU only ever hosts slices of
+	// one pool, which is what the profiles measured (identical co-tenants).
+	RoundingPipeline = "pipeline"
+)
+
+// Defaults of Options' zero values.
+const (
+	DefaultMaxPartitions = 3
+	DefaultAlpha         = 0.4
+	DefaultTimeLimit     = 60 * time.Second
+	DefaultGap           = 0.001
+	// BatchFormationRho is ρ in β = ρ·(b−1)/λ̂ (spec §2.2, [code]).
+	BatchFormationRho = 1.3
+)
+
+// Inputs are the decoded input documents of a solve.
+type Inputs struct {
+	// Profiles hold the models' block latency tables; a model may appear in one profile only.
+	Profiles []*formats.Profile
+	Cluster  *formats.Cluster
+	// Workload lists the models to serve with weights and SLOs. Nil means every model of the
+	// profiles, weight 1, default SLO.
+	Workload *formats.Workload
+	// Refs name the input files, recorded in the plan's provenance (optional).
+	Refs []formats.InputRef
+}
+
+// Options tune a solve. The zero value means the defaults of the spec.
+type Options struct {
+	// Strategy is ppipe (default), np or dart-r.
+	Strategy string
+	// MaxPartitions P bounds the stages of a pipeline (default 3).
+	MaxPartitions int
+	// Alpha is the SLO margin α: the planner budgets T' = T − round(α·T). 0 means the default
+	// 0.4; a negative value plans with the full SLO (α = 0).
+	Alpha float64
+	// SLO, when > 0, overrides every model's SLO (the --slo flag).
+	SLO time.Duration
+	// TimeLimit bounds the whole solve (default 60 s); the incumbent is returned on expiry.
+	TimeLimit time.Duration
+	// Gap is the relative MIP gap at which the solver stops (default 0.001).
+	Gap float64
+	// BatchAllowance adds β = ρ·(b−1)/λ̂ to the head stage's latency (two passes via NP).
+	BatchAllowance bool
+	// Rounding is RoundingStage (default) or RoundingPipeline.
+	Rounding string
+	// NoWarmStart disables the MIP start from the NP plan (for benchmarks of its effect).
+	NoWarmStart bool
+	// Deterministic zeroes Provenance.SolveMs so identical inputs give byte-identical plans
+	// (used for golden files).
+	Deterministic bool
+	// Progress, if set, receives solver progress (from the solving goroutine).
+	Progress func(Progress)
+}
+
+// Progress is a snapshot of a running solve, in the objective's unit (requests/s, or the
+// weight-normalised worst-model requests/s for several models).
+type Progress struct {
+	Phase        string // "np", "ppipe", "dart-r"
+	Elapsed      time.Duration
+	Nodes        int64
+	Incumbent    float64
+	Bound        float64
+	Gap          float64
+	HasIncumbent bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Strategy == "" {
+		o.Strategy = StrategyPPipe
+	}
+	if o.MaxPartitions == 0 {
+		o.MaxPartitions = DefaultMaxPartitions
+	}
+	if o.Alpha == 0 {
+		o.Alpha = DefaultAlpha
+	} else if o.Alpha < 0 {
+		o.Alpha = 0
+	}
+	if o.TimeLimit == 0 {
+		o.TimeLimit = DefaultTimeLimit
+	}
+	if o.Gap == 0 {
+		o.Gap = DefaultGap
+	}
+	if o.Rounding == "" {
+		o.Rounding = RoundingStage
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	var msgs []string
+	switch o.Strategy {
+	case StrategyPPipe, StrategyNP, StrategyDARTR:
+	default:
+		msgs = append(msgs, fmt.Sprintf("strategy: %q: must be ppipe, np or dart-r", o.Strategy))
+	}
+	if o.MaxPartitions < 1 || o.MaxPartitions > 6 {
+		msgs = append(msgs, fmt.Sprintf("max-partitions: %d: must be in 1..6", o.MaxPartitions))
+	}
+	if !(o.Alpha >= 0 && o.Alpha < 1) {
+		msgs = append(msgs, fmt.Sprintf("alpha: %g: must be in [0, 1)", o.Alpha))
+	}
+	if o.TimeLimit < 0 {
+		msgs = append(msgs, fmt.Sprintf("time-limit: %s: must be > 0", o.TimeLimit))
+	}
+	if !(o.Gap > 0 && o.Gap < 1) {
+		msgs = append(msgs, fmt.Sprintf("gap: %g: must be in (0, 1)", o.Gap))
+	}
+	if o.Rounding != RoundingStage && o.Rounding != RoundingPipeline {
+		msgs = append(msgs, fmt.Sprintf("rounding: %q: must be stage or pipeline", o.Rounding))
+	}
+	if o.SLO < 0 {
+		msgs = append(msgs, fmt.Sprintf("slo: %s: must be > 0", o.SLO))
+	}
+	if len(msgs) > 0 {
+		return &InputError{Problems: msgs}
+	}
+	return nil
+}
+
+// ErrInput marks inputs that cannot be planned (missing GPU types, unknown models, no GPUs).
+var ErrInput = errors.New("invalid planning input")
+
+// ErrInfeasible marks an SLO no pipeline can meet; the error is an *InfeasibleError.
+var ErrInfeasible = errors.New("SLO cannot be met")
+
+// ErrNoSolution marks a solve that ended (time limit) without any feasible plan.
+var ErrNoSolution = errors.New("no plan found within the time limit")
+
+// InputError lists every problem found in the inputs; it matches ErrInput.
+type InputError struct{ Problems []string }
+
+func (e *InputError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// Unwrap makes errors.Is(err, ErrInput) true.
+func (e *InputError) Unwrap() error { return ErrInput }
+
+// InfeasibleModel names a model whose SLO no pipeline meets, with the smallest SLO that would
+// admit one (under the same margin, partitions and cluster).
+type InfeasibleModel struct {
+	Model       string
+	SLO         time.Duration
+	MinFeasible time.Duration // 0 when no SLO helps (e.g. no usable GPU type)
+	// Reason explains an infeasibility that no SLO fixes (empty for SLO infeasibility).
+	Reason string
+}
+
+// InfeasibleError lists the models whose SLO cannot be met; it matches ErrInfeasible.
+type InfeasibleError struct{ Models []InfeasibleModel }
+
+func (e *InfeasibleError) Error() string {
+	var b strings.Builder
+	for i, m := range e.Models {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if m.Reason != "" {
+			fmt.Fprintf(&b, "model %s: slo %s: %s", m.Model, m.SLO, m.Reason)
+		} else if m.MinFeasible > 0 {
+			fmt.Fprintf(&b, "model %s: slo %s: no pipeline meets it; the smallest feasible SLO is %s", m.Model, m.SLO, m.MinFeasible)
+		} else {
+			fmt.Fprintf(&b, "model %s: slo %s: no pipeline meets any SLO on this cluster", m.Model, m.SLO)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrInfeasible) true.
+func (e *InfeasibleError) Unwrap() error { return ErrInfeasible }

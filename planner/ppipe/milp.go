@@ -1,0 +1,238 @@
+package ppipe
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/plan-dev/plan/solver"
+)
+
+// built is a MILP over the option spaces of one or more models, with its variable handles.
+type built struct {
+	m      *solver.Model
+	spaces []*modelSpace
+	cfg    spaceConfig
+	y, g   [][][][]solver.Var // [model][template][stage][option]
+	u, x   [][]solver.Var     // [model][template]
+	z      solver.Var
+	multi  bool
+	// hvars are the rounding variables with the (scaled) terms they bound, for warm starts.
+	hvars []hvar
+}
+
+type hvar struct {
+	h     solver.Var
+	terms []solver.Term // g terms with coefficient 12/v
+}
+
+// lcmLevels scales g/v to integers: 12 is divisible by every level 1..4.
+const lcmLevels = 12
+
+// build writes the A.2 formulation (spec §2.4) over the pruned spaces. Rows and columns are
+// added in a fixed order, so the same inputs always give the same model.
+func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
+	m := solver.NewModel("ppipe", solver.Maximize)
+	b := &built{m: m, spaces: spaces, cfg: cfg, multi: len(spaces) > 1}
+	if b.multi {
+		b.z = m.AddContinuous("z", 0, solver.Inf, 1)
+	}
+	// Budget terms per type, collected while walking the templates.
+	budget := make([][]solver.Term, len(p.types))
+	type hkey struct{ m, d, k int }
+	stageTerms := map[hkey][]solver.Term{}
+	stageAllWhole := map[hkey]bool{}
+	var stageOrder []hkey
+	for mi, ms := range spaces {
+		b.y = append(b.y, make([][][]solver.Var, len(ms.tmpls)))
+		b.g = append(b.g, make([][][]solver.Var, len(ms.tmpls)))
+		b.u = append(b.u, make([]solver.Var, len(ms.tmpls)))
+		b.x = append(b.x, make([]solver.Var, len(ms.tmpls)))
+		var objTerms []solver.Term
+		for li, t := range ms.tmpls {
+			name := fmt.Sprintf("m%d_l%d", mi, li)
+			obj := 0.0
+			if !b.multi {
+				obj = 1
+			}
+			u := m.AddBinary("u_"+name, 0)
+			x := m.AddContinuous("x_"+name, 0, t.xmax, obj)
+			b.u[mi][li], b.x[mi][li] = u, x
+			objTerms = append(objTerms, solver.Term{Var: x, Coef: -1})
+			b.y[mi][li] = make([][]solver.Var, len(t.stages))
+			b.g[mi][li] = make([][]solver.Var, len(t.stages))
+			latTerms := []solver.Term{{Var: u, Coef: -ms.md.budget / 1000}}
+			for d, st := range t.stages {
+				k := t.types[d]
+				choice := []solver.Term{{Var: u, Coef: -1}}
+				thr := []solver.Term{{Var: x, Coef: 1}}
+				ys := make([]solver.Var, len(st))
+				gs := make([]solver.Var, len(st))
+				key := hkey{mi, d, k}
+				if cfg.roundingPipeline(p) {
+					key = hkey{mi, li*16 + d, k} // one rounding group per (template, stage)
+				}
+				if _, ok := stageTerms[key]; !ok {
+					stageOrder = append(stageOrder, key)
+					stageAllWhole[key] = true
+				}
+				for oi, o := range st {
+					on := fmt.Sprintf("%s_d%d_v%db%d_%d_%d", name, d, o.v, o.b, o.i, o.j)
+					y := m.AddBinary("y_"+on, 0)
+					g := m.AddInteger("g_"+on, 0, float64(o.G), 0)
+					ys[oi], gs[oi] = y, g
+					choice = append(choice, solver.Term{Var: y, Coef: 1})
+					thr = append(thr, solver.Term{Var: g, Coef: -o.X})
+					latTerms = append(latTerms, solver.Term{Var: y, Coef: o.lat() / 1000})
+					// Linking y ≤ g ≤ G·y with the tight G of bound().
+					m.AddRow("ub_"+on, -solver.Inf, 0, solver.Term{Var: g, Coef: 1}, solver.Term{Var: y, Coef: -float64(o.G)})
+					m.AddRow("lb_"+on, 0, solver.Inf, solver.Term{Var: g, Coef: 1}, solver.Term{Var: y, Coef: -1})
+					stageTerms[key] = append(stageTerms[key], solver.Term{Var: g, Coef: float64(lcmLevels / o.v)})
+					if o.v != 1 {
+						stageAllWhole[key] = false
+					}
+				}
+				b.y[mi][li][d], b.g[mi][li][d] = ys, gs
+				m.AddRow(fmt.Sprintf("choice_%s_d%d", name, d), 0, 0, choice...)
+				m.AddRow(fmt.Sprintf("thr_%s_d%d", name, d), -solver.Inf, 0, thr...)
+			}
+			// Contiguity + unified batch: stage d ends at cut c with batch b ⇔ stage d+1 starts there.
+			for d := 0; d+1 < len(t.stages); d++ {
+				type cb struct{ c, b int }
+				flows := map[cb][]solver.Term{}
+				var order []cb
+				for oi, o := range t.stages[d] {
+					key := cb{o.j, o.b}
+					if _, ok := flows[key]; !ok {
+						order = append(order, key)
+					}
+					flows[key] = append(flows[key], solver.Term{Var: b.y[mi][li][d][oi], Coef: 1})
+				}
+				for oi, o := range t.stages[d+1] {
+					key := cb{o.i, o.b}
+					if _, ok := flows[key]; !ok {
+						order = append(order, key)
+					}
+					flows[key] = append(flows[key], solver.Term{Var: b.y[mi][li][d+1][oi], Coef: -1})
+				}
+				for _, key := range order {
+					m.AddRow(fmt.Sprintf("flow_%s_d%d_c%d_b%d", name, d, key.c, key.b), 0, 0, flows[key]...)
+				}
+			}
+			// Latency row only where some chain of surviving options could exceed T'.
+			if t.maxLat > ms.md.budget+1e-9 {
+				m.AddRow("lat_"+name, -solver.Inf, 0, latTerms...)
+			}
+		}
+		if b.multi {
+			objTerms = append(objTerms, solver.Term{Var: b.z, Coef: ms.md.weight})
+			m.AddRow(fmt.Sprintf("maxmin_m%d", mi), -solver.Inf, 0, objTerms...)
+		}
+	}
+	// GPU budget with physical rounding: h ≥ Σ g/v per rounding group, Σ h ≤ N_k. Groups
+	// holding only whole-GPU options need no h (Σ g is already an integer GPU count).
+	for _, key := range stageOrder {
+		terms := stageTerms[key]
+		if stageAllWhole[key] {
+			for _, t := range terms {
+				budget[key.k] = append(budget[key.k], solver.Term{Var: t.Var, Coef: 1})
+			}
+			continue
+		}
+		n := p.count(cfg, key.k)
+		h := m.AddInteger(fmt.Sprintf("h_m%d_s%d_k%d", key.m, key.d, key.k), 0, float64(n), 0)
+		row := append([]solver.Term{{Var: h, Coef: lcmLevels}}, negate(terms)...)
+		m.AddRow(fmt.Sprintf("round_m%d_s%d_k%d", key.m, key.d, key.k), 0, solver.Inf, row...)
+		b.hvars = append(b.hvars, hvar{h: h, terms: terms})
+		budget[key.k] = append(budget[key.k], solver.Term{Var: h, Coef: 1})
+	}
+	for k := range p.types {
+		if len(budget[k]) > 0 {
+			m.AddRow("budget_"+p.types[k].name, -solver.Inf, float64(p.count(cfg, k)), budget[k]...)
+		}
+	}
+	return b
+}
+
+func negate(ts []solver.Term) []solver.Term {
+	out := make([]solver.Term, len(ts))
+	for i, t := range ts {
+		out[i] = solver.Term{Var: t.Var, Coef: -t.Coef}
+	}
+	return out
+}
+
+func (c spaceConfig) roundingPipeline(p *problem) bool { return p.opts.Rounding == RoundingPipeline }
+
+// choice is one chosen option with its slice count: the decoded form of y and g.
+type choice struct {
+	stage, opt int
+	g          int
+}
+
+// assignment is a solution in decoded form: per model, per template, the chosen option of
+// every stage (nil = template unused).
+type assignment [][][]choice
+
+// start turns an assignment into a full MIP start vector.
+func (b *built) start(a assignment) []float64 {
+	vals := make([]float64, b.m.NumVars())
+	zs := math.Inf(1)
+	for mi, ms := range b.spaces {
+		total := 0.0
+		for li, t := range ms.tmpls {
+			ch := a[mi][li]
+			if ch == nil {
+				continue
+			}
+			vals[b.u[mi][li]] = 1
+			x := t.xmax
+			for _, c := range ch {
+				o := t.stages[c.stage][c.opt]
+				vals[b.y[mi][li][c.stage][c.opt]] = 1
+				vals[b.g[mi][li][c.stage][c.opt]] = float64(c.g)
+				x = math.Min(x, o.X*float64(c.g))
+			}
+			vals[b.x[mi][li]] = x
+			total += x
+		}
+		zs = math.Min(zs, total/ms.md.weight)
+	}
+	for _, h := range b.hvars {
+		s := 0.0
+		for _, t := range h.terms {
+			s += t.Coef * vals[t.Var]
+		}
+		vals[h.h] = math.Ceil(s/lcmLevels - 1e-9)
+	}
+	if b.multi {
+		vals[b.z] = zs
+	}
+	return vals
+}
+
+// decode reads the chosen options and slice counts out of a solution vector.
+func (b *built) decode(vals []float64) assignment {
+	a := make(assignment, len(b.spaces))
+	for mi, ms := range b.spaces {
+		a[mi] = make([][]choice, len(ms.tmpls))
+		for li, t := range ms.tmpls {
+			if vals[b.u[mi][li]] < 0.5 {
+				continue
+			}
+			var ch []choice
+			for d := range t.stages {
+				for oi := range t.stages[d] {
+					if vals[b.y[mi][li][d][oi]] > 0.5 {
+						g := int(math.Round(vals[b.g[mi][li][d][oi]]))
+						ch = append(ch, choice{stage: d, opt: oi, g: max(g, 1)})
+						break
+					}
+				}
+			}
+			if len(ch) == len(t.stages) {
+				a[mi][li] = ch
+			}
+		}
+	}
+	return a
+}

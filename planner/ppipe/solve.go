@@ -1,0 +1,448 @@
+package ppipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/solver"
+)
+
+// Solve plans the workload on the cluster with the chosen strategy and returns a complete,
+// self-contained plan (provenance with embedded inputs included). Errors: *InputError
+// (ErrInput) for inconsistent inputs, *InfeasibleError (ErrInfeasible) when some model's SLO
+// admits no pipeline, ErrNoSolution when the time limit passed without any plan, and the
+// solver's errors (solver.ErrBackendUnavailable, solver.ErrCanceled, ...) otherwise.
+func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	p, err := prepare(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{p: p, ctx: ctx, began: time.Now()}
+	s.deadline = s.began.Add(opts.TimeLimit)
+	if p.opts.Strategy == StrategyDARTR && len(p.types) > 2 {
+		return nil, &InputError{Problems: []string{fmt.Sprintf("strategy dart-r: cluster has %d GPU types with GPUs: DART-r pairs one high-class with one low-class type, so it needs at most 2", len(p.types))}}
+	}
+	if opts.BatchAllowance {
+		// Pass 1: NP without β estimates λ̂_m, the head's arrival rate that fills batches.
+		pipes, _, err := s.np(false)
+		if err != nil && !errors.Is(err, ErrInfeasible) {
+			return nil, err
+		}
+		thr := modelThroughput(pipes, len(p.models))
+		for mi, md := range p.models {
+			md.betaOn = true
+			md.lambda = thr[mi] / 1e6
+		}
+	}
+	var pipes []pipe
+	var st stats
+	switch opts.Strategy {
+	case StrategyNP:
+		pipes, st, err = s.np(true)
+	case StrategyDARTR:
+		pipes, st, err = s.dartr()
+	default:
+		pipes, st, err = s.ppipe()
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.solveMs = float64(time.Since(s.began).Microseconds()) / 1000
+	if opts.Deterministic {
+		st.solveMs = 0
+	}
+	st.nodes = s.nodes
+	return p.plan(in, pipes, st)
+}
+
+// session carries the state shared by the sub-solves of one Solve call.
+type session struct {
+	p        *problem
+	ctx      context.Context
+	began    time.Time
+	deadline time.Time
+	nodes    int64
+	dartrErr error
+}
+
+// stats is what the provenance reports about the solve.
+type stats struct {
+	status                  string
+	objective, bound, gap   float64
+	solveMs                 float64
+	nodes                   int64
+	rawOptions, keptOptions int
+}
+
+// checkFeasible builds the spaces and reports every model with no SLO-feasible pipeline.
+func (s *session) spaces(cfg spaceConfig) ([]*modelSpace, error) {
+	var spaces []*modelSpace
+	var bad []InfeasibleModel
+	for _, md := range s.p.models {
+		ms := s.p.space(md, cfg)
+		spaces = append(spaces, ms)
+		if len(ms.tmpls) == 0 {
+			bad = append(bad, InfeasibleModel{Model: md.name, SLO: md.slo, MinFeasible: minFeasibleSLO(ms.minLat, s.p.opts.Alpha)})
+		}
+	}
+	if len(bad) > 0 {
+		return nil, &InfeasibleError{Models: bad}
+	}
+	return spaces, nil
+}
+
+// minFeasibleSLO is the smallest T (whole µs) with T − round(α·T) ≥ lat.
+func minFeasibleSLO(lat, alpha float64) time.Duration {
+	if math.IsInf(lat, 0) || math.IsNaN(lat) {
+		return 0
+	}
+	T := math.Max(1, math.Floor(lat/(1-alpha))-3)
+	for T-math.Round(alpha*T) < lat-1e-9 {
+		T++
+	}
+	return time.Duration(T) * time.Microsecond
+}
+
+// run solves one MILP within the session's remaining time.
+func (s *session) run(phase string, b *built, start []float64) (*solver.Result, error) {
+	remaining := time.Until(s.deadline)
+	if remaining < 100*time.Millisecond {
+		remaining = 100 * time.Millisecond
+	}
+	o := solver.Options{TimeLimit: remaining, RelGap: s.p.opts.Gap, Start: start}
+	if f := s.p.opts.Progress; f != nil {
+		o.Progress = func(pr solver.Progress) {
+			f(Progress{Phase: phase, Elapsed: time.Since(s.began), Nodes: s.nodes + pr.Nodes, Incumbent: pr.Incumbent,
+				Bound: pr.Bound, Gap: pr.Gap, HasIncumbent: pr.HasIncumbent})
+		}
+	}
+	res, err := solver.Solve(s.ctx, b.m, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", phase, err)
+	}
+	s.nodes += res.Nodes
+	if !res.HasSolution {
+		if res.Status == solver.StatusTimeLimit {
+			return nil, fmt.Errorf("%s: %w (time limit %s)", phase, ErrNoSolution, s.p.opts.TimeLimit)
+		}
+		return nil, fmt.Errorf("%s: solver status %s: %w", phase, res.Status, res.Err())
+	}
+	return res, nil
+}
+
+func statusOf(r *solver.Result) string {
+	if r.Status == solver.StatusOptimal {
+		return "optimal"
+	}
+	return r.Status.String()
+}
+
+// np solves the no-partitioning baseline: P = 1, whole GPUs, same objective, margin and β.
+func (s *session) np(withBeta bool) ([]pipe, stats, error) {
+	cfg := spaceConfig{P: 1, wholeOnly: true}
+	spaces, err := s.spaces(cfg)
+	if err != nil {
+		return nil, stats{}, err
+	}
+	b := s.p.build(spaces, cfg)
+	res, err := s.run("np", b, nil)
+	if err != nil {
+		return nil, stats{}, err
+	}
+	pipes := s.p.pipes(spaces, b.decode(res.Values), 1)
+	st := stats{status: statusOf(res), objective: res.Objective, bound: res.Bound, gap: res.Gap}
+	countOptions(&st, spaces)
+	if err := s.p.emptyModels(pipes); err != nil {
+		return nil, st, err
+	}
+	return pipes, st, nil
+}
+
+func countOptions(st *stats, spaces []*modelSpace) {
+	for _, ms := range spaces {
+		st.rawOptions += ms.raw
+		st.keptOptions += ms.kept
+	}
+}
+
+// ppipe solves the pooled-pipeline MILP, warm-started from the NP plan when NP is feasible.
+func (s *session) ppipe() ([]pipe, stats, error) {
+	cfg := spaceConfig{P: s.p.opts.MaxPartitions}
+	spaces, err := s.spaces(cfg)
+	if err != nil {
+		return nil, stats{}, err
+	}
+	b := s.p.build(spaces, cfg)
+	var start []float64
+	if !s.p.opts.NoWarmStart {
+		npPipes, _, err := s.np(true)
+		switch {
+		case err == nil:
+			start = b.start(b.assignFrom(npPipes))
+		case errors.Is(err, ErrInfeasible):
+			// NP cannot serve some model whole; PPipe may still cut it. No warm start.
+		default:
+			return nil, stats{}, err
+		}
+	}
+	res, err := s.run("ppipe", b, start)
+	if err != nil {
+		return nil, stats{}, err
+	}
+	pipes := s.p.pipes(spaces, b.decode(res.Values), 1)
+	st := stats{status: statusOf(res), objective: res.Objective, bound: res.Bound, gap: res.Gap}
+	countOptions(&st, spaces)
+	if err := s.p.emptyModels(pipes); err != nil {
+		return nil, st, err
+	}
+	return pipes, st, nil
+}
+
+// emptyModels reports models the plan gives no throughput (e.g. every feasible pipeline
+// needs more GPUs than the cluster has).
+func (p *problem) emptyModels(pipes []pipe) error {
+	thr := modelThroughput(pipes, len(p.models))
+	var bad []InfeasibleModel
+	for mi, md := range p.models {
+		if thr[mi] <= 0 {
+			bad = append(bad, InfeasibleModel{Model: md.name, SLO: md.slo, Reason: "every pipeline that meets the SLO needs more GPUs than the cluster has left for it"})
+		}
+	}
+	if len(bad) > 0 {
+		return &InfeasibleError{Models: bad}
+	}
+	return nil
+}
+
+// assignFrom maps whole-model single-GPU pipelines (an NP plan) onto this MILP's variables.
+// NP's (v=1, b, 0, M) option may have been pruned as dominated by a v' > 1 option of the same
+// batch; then the dominating option with v'·n slices is used: same GPUs, at least as fast.
+func (b *built) assignFrom(pipes []pipe) assignment {
+	a := make(assignment, len(b.spaces))
+	for mi, ms := range b.spaces {
+		a[mi] = make([][]choice, len(ms.tmpls))
+	}
+	for _, pp := range pipes {
+		if len(pp.parts) != 1 {
+			continue
+		}
+		part := pp.parts[0]
+		ms := b.spaces[pp.model]
+		for li, t := range ms.tmpls {
+			if len(t.types) != 1 || t.types[0] != part.k || a[pp.model][li] != nil {
+				continue
+			}
+			best, bestCap := -1, 0.0
+			for oi, o := range t.stages[0] {
+				if o.b != part.o.b || o.v%part.o.v != 0 || o.C > part.o.C*(1+1e-12) {
+					continue
+				}
+				if c := float64(o.v) * o.X; c > bestCap {
+					best, bestCap = oi, c
+				}
+			}
+			if best >= 0 {
+				o := t.stages[0][best]
+				g := min(o.G, part.g*o.v/part.o.v)
+				a[pp.model][li] = []choice{{stage: 0, opt: best, g: g}}
+			}
+			break
+		}
+	}
+	return a
+}
+
+// pipe is a decoded pipeline after post-processing.
+type pipe struct {
+	model int
+	batch int
+	parts []part
+	x     float64 // throughput, req/s
+}
+
+type part struct {
+	k int
+	o option
+	g int
+}
+
+// pipes turns an assignment into pipelines: x = min_d X·g, then every stage is trimmed to
+// ⌈x/X⌉ slices (the MILP is indifferent to surplus slices on non-bottleneck stages, §7 item
+// 6). scale multiplies slice counts and throughput (DART-r's p×A).
+func (p *problem) pipes(spaces []*modelSpace, a assignment, scale int) []pipe {
+	var out []pipe
+	for mi, ms := range spaces {
+		for li, t := range ms.tmpls {
+			ch := a[mi][li]
+			if ch == nil {
+				continue
+			}
+			pp := pipe{model: mi, x: math.Inf(1)}
+			for _, c := range ch {
+				o := t.stages[c.stage][c.opt]
+				pp.parts = append(pp.parts, part{k: t.types[c.stage], o: o, g: c.g})
+				pp.batch = o.b
+				pp.x = math.Min(pp.x, o.X*float64(c.g))
+			}
+			for i := range pp.parts {
+				pt := &pp.parts[i]
+				pt.g = max(1, min(pt.g, int(math.Ceil(pp.x/pt.o.X-1e-9))))
+				pt.g *= scale
+			}
+			pp.x *= float64(scale)
+			out = append(out, pp)
+		}
+	}
+	return out
+}
+
+func modelThroughput(pipes []pipe, n int) []float64 {
+	thr := make([]float64, n)
+	for _, pp := range pipes {
+		thr[pp.model] += pp.x
+	}
+	return thr
+}
+
+// objective is Σx (one model) or min_m x_m/w_m (max-min).
+func (p *problem) objective(pipes []pipe) float64 {
+	thr := modelThroughput(pipes, len(p.models))
+	if len(thr) == 1 {
+		return thr[0]
+	}
+	z := math.Inf(1)
+	for mi, md := range p.models {
+		z = math.Min(z, thr[mi]/md.weight)
+	}
+	return z
+}
+
+func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// plan assembles the output document.
+func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error) {
+	o := p.opts
+	pl := &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: o.Strategy, Description: fmt.Sprintf("%s plan for %d model(s) on %s", o.Strategy, len(p.models), clusterName(p.cluster))},
+		Cluster:  p.cluster,
+	}
+	pp := &formats.PPipePlan{Strategy: o.Strategy, SLOMargin: o.Alpha, MaxPartitions: o.MaxPartitions}
+	if o.Strategy == StrategyNP {
+		pp.MaxPartitions = 1
+	}
+	for mi, md := range p.models {
+		mp := formats.PPipeModelPlan{Model: md.name, SLO: formats.Duration(md.slo), Weight: md.weight, BudgetUs: md.budget, Pipelines: []formats.PPipePipeline{}}
+		for _, x := range pipes {
+			if x.model != mi {
+				continue
+			}
+			pl := formats.PPipePipeline{Batch: x.batch, ThroughputRPS: x.x}
+			for d, pt := range x.parts {
+				pl.LatencyUs += pt.o.C + pt.o.Y
+				if d == 0 {
+					pl.BatchFormationUs = pt.o.Beta
+					pl.LatencyUs += pt.o.Beta
+				}
+				pl.Partitions = append(pl.Partitions, formats.Partition{
+					FirstBlock: pt.o.i, EndBlock: pt.o.j, GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g,
+					StageLatencyUs: pt.o.C, TransferUs: pt.o.Y, ThroughputRPS: pt.o.X * float64(pt.g),
+				})
+			}
+			mp.ThroughputRPS += x.x
+			mp.Pipelines = append(mp.Pipelines, pl)
+		}
+		pp.Models = append(pp.Models, mp)
+	}
+	used := PhysicalGPUs(pp, o.Rounding)
+	for _, g := range p.cluster.GPUs {
+		pp.GPUUse = append(pp.GPUUse, formats.GPUUse{GPU: g.Type, Class: g.Class, Used: used[g.Type], Total: g.Count})
+	}
+	pp.Extra = map[string]string{
+		"rounding":        o.Rounding,
+		"batch_allowance": strconv.FormatBool(o.BatchAllowance),
+		"options_raw":     strconv.Itoa(st.rawOptions),
+		"options_kept":    strconv.Itoa(st.keptOptions),
+	}
+	pl.PPipe = pp
+	emb := p.embedded
+	digest, err := formats.Digest(&emb)
+	if err != nil {
+		return nil, err
+	}
+	opts := map[string]string{
+		"strategy":        o.Strategy,
+		"max_partitions":  strconv.Itoa(o.MaxPartitions),
+		"alpha":           fmtFloat(o.Alpha),
+		"time_limit":      o.TimeLimit.String(),
+		"gap":             fmtFloat(o.Gap),
+		"rounding":        o.Rounding,
+		"batch_allowance": strconv.FormatBool(o.BatchAllowance),
+		"warm_start":      strconv.FormatBool(!o.NoWarmStart),
+	}
+	if o.SLO > 0 {
+		opts["slo"] = o.SLO.String()
+	}
+	pl.Provenance = formats.Provenance{
+		Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),
+		InputDigest: digest, Inputs: slices.Clone(in.Refs), Strategy: o.Strategy, Options: opts,
+		Status: st.status, Objective: st.objective, Bound: st.bound, Gap: st.gap, SolveMs: st.solveMs, Nodes: st.nodes,
+		Embedded: &emb,
+	}
+	return pl, nil
+}
+
+// ToolVersion is recorded in plans; the CLI overrides it with the build's version.
+var ToolVersion = "dev"
+
+func clusterName(c *formats.Cluster) string {
+	if c.Metadata.Name != "" {
+		return c.Metadata.Name
+	}
+	return "the cluster"
+}
+
+// PhysicalGPUs counts the physical GPUs a plan occupies per type under a rounding mode:
+// "stage" sums slices per (model, stage index, type) and rounds up once per group (so slices
+// of different pipelines may share a GPU); "pipeline" rounds up per partition.
+func PhysicalGPUs(pp *formats.PPipePlan, rounding string) map[string]float64 {
+	type key struct {
+		m, d int
+		gpu  string
+	}
+	twelfths := map[key]int{}
+	var order []key
+	for mi, m := range pp.Models {
+		for pi, pl := range m.Pipelines {
+			for d, pt := range pl.Partitions {
+				k := key{mi, d, pt.GPU}
+				if rounding == RoundingPipeline {
+					k = key{mi, pi*64 + d, pt.GPU}
+				}
+				if _, ok := twelfths[k]; !ok {
+					order = append(order, k)
+				}
+				v := pt.VGPU
+				if v < 1 || v > 4 {
+					v = 1
+				}
+				twelfths[k] += pt.Count * (lcmLevels / v)
+			}
+		}
+	}
+	out := map[string]float64{}
+	for _, k := range order {
+		out[k.gpu] += float64((twelfths[k] + lcmLevels - 1) / lcmLevels)
+	}
+	return out
+}

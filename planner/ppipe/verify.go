@@ -1,0 +1,217 @@
+package ppipe
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Violation is one broken constraint found by Verify.
+type Violation struct {
+	// Where locates it: "model M pipeline P partition D" (parts omitted when not relevant).
+	Where string
+	// Rule names the constraint: budget, latency, transfer, throughput, contiguity, batch,
+	// gpu, vgpu, count, slo-budget, model.
+	Rule   string
+	Detail string
+}
+
+func (v Violation) String() string {
+	if v.Where == "" {
+		return v.Rule + ": " + v.Detail
+	}
+	return v.Where + ": " + v.Rule + ": " + v.Detail
+}
+
+// Verify re-checks every constraint of a PPipe/NP/DART-r plan from its embedded inputs,
+// without the solver: GPU budget with physical rounding, stage latency and transfer against
+// the profile and NIC bandwidth, pipeline latency ≤ the planning budget T', the budget itself
+// (T − round(α·T)), throughput arithmetic (stage = X·count, pipeline = min over stages,
+// model = Σ pipelines), contiguous cuts covering every block, and one profiled batch per
+// pipeline. It returns every violation found (nil = the plan is consistent).
+func Verify(pl *formats.Plan) []Violation {
+	var out []Violation
+	add := func(where, rule, f string, a ...any) {
+		out = append(out, Violation{Where: where, Rule: rule, Detail: fmt.Sprintf(f, a...)})
+	}
+	pp := pl.PPipe
+	if pp == nil {
+		add("", "plan", "no ppipe section: not a PPipe, NP or DART-r plan")
+		return out
+	}
+	cl := pl.Cluster
+	var profs []formats.Profile
+	if e := pl.Provenance.Embedded; e != nil {
+		profs = e.Profiles
+		if cl == nil {
+			cl = e.Cluster
+		}
+	}
+	if cl == nil {
+		add("", "plan", "no cluster recorded (plan.cluster and provenance.embedded.cluster are empty)")
+		return out
+	}
+	if len(profs) == 0 {
+		add("", "plan", "provenance.embedded.profiles missing: latencies cannot be verified")
+	}
+	workload := map[string]string{}
+	if e := pl.Provenance.Embedded; e != nil && e.Workload != nil {
+		for _, w := range e.Workload.Models {
+			workload[w.Name] = w.ProfileName()
+		}
+	}
+	findModel := func(name string) *formats.ModelProfile {
+		if pn, ok := workload[name]; ok {
+			name = pn
+		}
+		for i := range profs {
+			if m, ok := profs[i].Model(name); ok {
+				return m
+			}
+		}
+		return nil
+	}
+	rounding := RoundingStage
+	if r := pp.Extra["rounding"]; r != "" {
+		rounding = r
+	}
+	bw := cl.EffectiveNICMbps()
+	seen := map[string]bool{}
+	for _, m := range pp.Models {
+		mw := fmt.Sprintf("model %s", m.Model)
+		if seen[m.Model] {
+			add(mw, "model", "listed twice")
+		}
+		seen[m.Model] = true
+		T := m.SLO.Microseconds()
+		if want := T - math.Round(pp.SLOMargin*T); !near(m.BudgetUs, want) {
+			add(mw, "slo-budget", "budget_us %g ≠ T − round(α·T) = %g (slo %s, α %g)", m.BudgetUs, want, m.SLO, pp.SLOMargin)
+		}
+		mp := findModel(m.Model)
+		if mp == nil && len(profs) > 0 {
+			add(mw, "model", "not in the embedded profiles")
+		}
+		sum := 0.0
+		for pi, p := range m.Pipelines {
+			pw := fmt.Sprintf("%s pipeline %d", mw, pi)
+			if len(p.Partitions) == 0 {
+				add(pw, "contiguity", "no partitions")
+				continue
+			}
+			if pp.MaxPartitions > 0 && len(p.Partitions) > pp.MaxPartitions {
+				add(pw, "contiguity", "%d partitions > max_partitions %d", len(p.Partitions), pp.MaxPartitions)
+			}
+			if p.Batch < 1 {
+				add(pw, "batch", "batch %d < 1", p.Batch)
+			}
+			lat := p.BatchFormationUs
+			minThr := math.Inf(1)
+			next := 0
+			for d, pt := range p.Partitions {
+				w := fmt.Sprintf("%s partition %d", pw, d)
+				if pt.FirstBlock != next {
+					add(w, "contiguity", "starts at block %d, previous partition ended at %d", pt.FirstBlock, next)
+				}
+				if pt.EndBlock <= pt.FirstBlock {
+					add(w, "contiguity", "empty or reversed block range [%d, %d)", pt.FirstBlock, pt.EndBlock)
+				}
+				next = pt.EndBlock
+				pool, ok := cl.Pool(pt.GPU)
+				if !ok || pool.Count == 0 {
+					add(w, "gpu", "GPU type %q has no GPUs in the cluster", pt.GPU)
+					continue
+				}
+				if !slices.Contains(pool.Levels(), pt.VGPU) {
+					add(w, "vgpu", "vgpu %d not allowed on %s (allowed %v)", pt.VGPU, pt.GPU, pool.Levels())
+					continue
+				}
+				if pt.Count < 1 {
+					add(w, "count", "count %d < 1", pt.Count)
+				}
+				lat += pt.StageLatencyUs + pt.TransferUs
+				minThr = math.Min(minThr, pt.ThroughputRPS)
+				if mp == nil {
+					continue
+				}
+				M := len(mp.Blocks)
+				if pt.FirstBlock < 0 || pt.EndBlock > M || pt.EndBlock <= pt.FirstBlock {
+					add(w, "contiguity", "block range [%d, %d) outside the model's %d blocks", pt.FirstBlock, pt.EndBlock, M)
+					continue
+				}
+				e, ok := mp.Lookup(pt.GPU, pt.VGPU, p.Batch)
+				if !ok || len(e.BlockUs) != M {
+					add(w, "batch", "batch %d is not profiled on %s at vgpu %d", p.Batch, pt.GPU, pt.VGPU)
+					continue
+				}
+				C := 0.0
+				for q := pt.FirstBlock; q < pt.EndBlock; q++ {
+					C += math.Max(e.BlockUs[q], 1)
+				}
+				if !near(pt.StageLatencyUs, C) {
+					add(w, "latency", "stage_latency_us %g ≠ %g from the profile (blocks [%d, %d), %s v%d b%d)", pt.StageLatencyUs, C, pt.FirstBlock, pt.EndBlock, pt.GPU, pt.VGPU, p.Batch)
+				}
+				tau := func(c int) float64 {
+					if c <= 0 || c >= M {
+						return 0
+					}
+					return 8 * float64(mp.CutBytes[c-1]) / bw
+				}
+				Y := float64(p.Batch) * tau(pt.EndBlock)
+				if !near(pt.TransferUs, Y) {
+					add(w, "transfer", "transfer_us %g ≠ batch %d × %g µs per sample at cut %d", pt.TransferUs, p.Batch, tau(pt.EndBlock), pt.EndBlock)
+				}
+				X := 1e6 * float64(p.Batch) / C
+				slot := float64(pt.VGPU * max(pool.PerServer, 1))
+				if t := tau(pt.FirstBlock); t > 0 {
+					X = math.Min(X, 1e6/(slot*t))
+				}
+				if t := tau(pt.EndBlock); t > 0 {
+					X = math.Min(X, 1e6/(slot*t))
+				}
+				if want := X * float64(pt.Count); !near(pt.ThroughputRPS, want) {
+					add(w, "throughput", "throughput_rps %g ≠ X·count = %g × %d = %g", pt.ThroughputRPS, X, pt.Count, want)
+				}
+			}
+			if mp != nil && next != len(mp.Blocks) {
+				add(pw, "contiguity", "last partition ends at block %d, the model has %d blocks", next, len(mp.Blocks))
+			}
+			if !near(p.LatencyUs, lat) {
+				add(pw, "latency", "latency_us %g ≠ Σ stage latency + transfer (+β) = %g", p.LatencyUs, lat)
+			}
+			if lat > m.BudgetUs*(1+1e-9)+1e-6 {
+				add(pw, "latency", "pipeline latency %.1f µs exceeds the planning budget T' = %.1f µs", lat, m.BudgetUs)
+			}
+			if !math.IsInf(minThr, 1) && p.ThroughputRPS > minThr*(1+1e-9)+1e-9 {
+				add(pw, "throughput", "throughput_rps %g > its slowest stage %g", p.ThroughputRPS, minThr)
+			}
+			sum += p.ThroughputRPS
+		}
+		if !near(m.ThroughputRPS, sum) {
+			add(mw, "throughput", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
+		}
+	}
+	used := PhysicalGPUs(pp, rounding)
+	for _, g := range cl.GPUs {
+		if u := used[g.Type]; u > float64(g.Count) {
+			add("cluster", "budget", "%s: plan needs %g physical GPUs (rounding per %s), cluster has %d", g.Type, u, rounding, g.Count)
+		}
+	}
+	gpus := make([]string, 0, len(used))
+	for gpu := range used {
+		gpus = append(gpus, gpu)
+	}
+	slices.Sort(gpus)
+	for _, gpu := range gpus {
+		if _, ok := cl.Pool(gpu); !ok {
+			add("cluster", "budget", "%s: used by the plan but not in the cluster", gpu)
+		}
+	}
+	return out
+}
+
+// near compares recorded and recomputed numbers with a relative tolerance of 1e-6.
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-6*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
