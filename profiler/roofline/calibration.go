@@ -1,0 +1,41 @@
+package roofline
+
+// Params are the per-GPU constants of the roofline model.
+type Params struct {
+	// EtaCompute and EtaMem are the achieved shares of peak arithmetic and DRAM bandwidth.
+	EtaCompute, EtaMem float64
+	// PhiFLOPs is the work per SM (FLOPs) at which a kernel fills the GPU; below
+	// SMs·PhiFLOPs the kernel runs at the rate of a partly filled GPU.
+	PhiFLOPs float64
+	// OverheadUs is the fixed cost per launched kernel (launch + tail), µs.
+	OverheadUs float64
+	// L2Boost is the bandwidth of L2-resident traffic relative to DRAM.
+	L2Boost float64
+	// Kappa[v-1] is the slice interference factor κ_v: a 1/v slice takes v·κ_v × the
+	// whole-GPU time (κ_1 = 1).
+	Kappa [4]float64
+}
+
+// calibrated holds the fitted constants. See CALIBRATION.md for the targets and the
+// remaining error per target.
+var calibrated = map[string]Params{
+	"P4":   {EtaCompute: 0.70, EtaMem: 0.80, PhiFLOPs: 2e6, OverheadUs: 8, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
+	"T4":   {EtaCompute: 0.68, EtaMem: 0.75, PhiFLOPs: 2e6, OverheadUs: 7, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
+	"L4":   {EtaCompute: 0.55, EtaMem: 0.80, PhiFLOPs: 4e6, OverheadUs: 6, L2Boost: 2.5, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
+	"V100": {EtaCompute: 0.70, EtaMem: 0.75, PhiFLOPs: 8e6, OverheadUs: 6, L2Boost: 1.5, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
+	// No targets exist for these; they take the constants of their closest calibrated
+	// relative (A10 ~ L4, an Ampere/Ada part with TF32; A100/H100/H200 ~ V100's HBM
+	// behaviour with TF32 tensor cores).
+	"A10":  {EtaCompute: 0.55, EtaMem: 0.80, PhiFLOPs: 4e6, OverheadUs: 6, L2Boost: 2.0, Kappa: [4]float64{1, 0.97, 1.0, 1.0}},
+	"A100": {EtaCompute: 0.50, EtaMem: 0.80, PhiFLOPs: 8e6, OverheadUs: 5, L2Boost: 2.0, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
+	"H100": {EtaCompute: 0.45, EtaMem: 0.80, PhiFLOPs: 8e6, OverheadUs: 4, L2Boost: 2.0, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
+	"H200": {EtaCompute: 0.45, EtaMem: 0.80, PhiFLOPs: 8e6, OverheadUs: 4, L2Boost: 2.0, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
+}
+
+// ParamsFor returns the calibrated constants of a GPU type (generic ones for an unknown type).
+func ParamsFor(gpu string) Params {
+	if p, ok := calibrated[gpu]; ok {
+		return p
+	}
+	return Params{EtaCompute: 0.5, EtaMem: 0.75, PhiFLOPs: 4e6, OverheadUs: 6, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}}
+}

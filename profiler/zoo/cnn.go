@@ -1,0 +1,320 @@
+package zoo
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/plan-dev/plan/profiler/graph"
+)
+
+// resnet builds a bottleneck ResNet (torchvision v1.5: the stride sits in the 3×3 conv).
+// widthMult scales the bottleneck's inner width (2 for WideResNet-*-2). Batch norm is folded
+// into the convolutions, as in an inference export.
+func resnet(name string, depths []int, widthMult int64) (*graph.Graph, error) {
+	b, x := newBuilder(name, 3, 224, 224)
+	b.scope("stem")
+	x = b.relu(b.convp(x, 64, 7, 2, 3))
+	x = b.maxpool(x, 3, 2, 1)
+	for s, n := range depths {
+		planes := int64(64) << s
+		stride := int64(1)
+		if s > 0 {
+			stride = 2
+		}
+		for i := 0; i < n; i++ {
+			b.scope(fmt.Sprintf("layer%d.%d", s+1, i))
+			st := int64(1)
+			if i == 0 {
+				st = stride
+			}
+			x = bottleneck(b, x, planes*widthMult, planes*4, st, 1)
+		}
+	}
+	b.scope("head")
+	x = b.gemm(b.flatten(b.gap(x)), 1000)
+	return b.finish(x)
+}
+
+// bottleneck is 1×1 → 3×3 (stride, dilation) → 1×1 with a projection shortcut when the shape
+// changes.
+func bottleneck(b *builder, x string, inner, out, stride, dilation int64) string {
+	identity := x
+	if stride != 1 || b.shape(x)[0] != out {
+		identity = b.convx(x, out, convOpt{kh: 1, kw: 1, sh: stride, sw: stride, group: 1, dilation: 1})
+	}
+	y := b.relu(b.conv(x, inner, 1, 1))
+	if dilation > 1 {
+		y = b.relu(b.dconv(y, inner, 3, dilation))
+	} else {
+		y = b.relu(b.conv(y, inner, 3, stride))
+	}
+	y = b.conv(y, out, 1, 1)
+	return b.relu(b.add(y, identity))
+}
+
+// fcnR101D8 is mmsegmentation's FCN with a dilated ResNet-101 (V1c deep stem, output stride
+// 8: stages 3 and 4 keep stride 1 with dilation 2 and 4) at 512×1024 and Cityscapes' 19
+// classes. The head is two 3×3 convs to 512 channels, a concat with its input, a fusing 3×3
+// conv and a 1×1 classifier; logits are upsampled ×8 to the input size. The auxiliary head
+// is training-only and omitted.
+func fcnR101D8() (*graph.Graph, error) {
+	b, x := newBuilder("fcn-r101-d8", 3, 512, 1024)
+	b.scope("stem")
+	x = b.relu(b.conv(x, 32, 3, 2))
+	x = b.relu(b.conv(x, 32, 3, 1))
+	x = b.relu(b.conv(x, 64, 3, 1))
+	x = b.maxpool(x, 3, 2, 1)
+	depths := []int{3, 4, 23, 3}
+	strides := []int64{1, 2, 1, 1}
+	dilations := []int64{1, 1, 2, 4}
+	for s, n := range depths {
+		planes := int64(64) << s
+		for i := 0; i < n; i++ {
+			b.scope(fmt.Sprintf("layer%d.%d", s+1, i))
+			st := int64(1)
+			if i == 0 {
+				st = strides[s]
+			}
+			x = bottleneck(b, x, planes, planes*4, st, dilations[s])
+		}
+	}
+	b.scope("decode")
+	in := x
+	y := b.relu(b.conv(x, 512, 3, 1))
+	y = b.relu(b.conv(y, 512, 3, 1))
+	y = b.relu(b.conv(b.concat(in, y), 512, 3, 1))
+	y = b.conv(y, 19, 1, 1)
+	y = b.resize(y, 8)
+	return b.finish(y)
+}
+
+// repvggB3 is RepVGG-B3 in its deployed (re-parameterized) form: plain 3×3 conv + ReLU
+// stacks. a = 3, b = 5: widths 64, 192, 384, 768, 2560 with 1, 4, 6, 16, 1 layers.
+func repvggB3() (*graph.Graph, error) {
+	b, x := newBuilder("repvgg-b3", 3, 224, 224)
+	widths := []int64{64, 192, 384, 768, 2560}
+	layers := []int{1, 4, 6, 16, 1}
+	for s := range widths {
+		for i := 0; i < layers[s]; i++ {
+			b.scope(fmt.Sprintf("stage%d.%d", s, i))
+			st := int64(1)
+			if i == 0 {
+				st = 2
+			}
+			x = b.relu(b.conv(x, widths[s], 3, st))
+		}
+	}
+	b.scope("head")
+	x = b.gemm(b.flatten(b.gap(x)), 1000)
+	return b.finish(x)
+}
+
+// efficientNet builds EfficientNet-B* from the B0 stage table scaled by width and depth
+// multipliers (Tan & Le 2019), with squeeze-and-excitation (ratio 0.25) and swish.
+func efficientNet(name string, width, depth float64, res int64) (*graph.Graph, error) {
+	type stage struct {
+		expand, k, stride, cin, cout, repeats int64
+	}
+	stages := []stage{
+		{1, 3, 1, 32, 16, 1}, {6, 3, 2, 16, 24, 2}, {6, 5, 2, 24, 40, 2}, {6, 3, 2, 40, 80, 3},
+		{6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4}, {6, 3, 1, 192, 320, 1},
+	}
+	round := func(f int64) int64 {
+		v := float64(f) * width
+		n := int64(math.Max(8, float64(int64(v+4)/8*8)))
+		if float64(n) < 0.9*v {
+			n += 8
+		}
+		return n
+	}
+	b, x := newBuilder(name, 3, res, res)
+	b.scope("stem")
+	x = b.swish(b.conv(x, round(32), 3, 2))
+	for s, st := range stages {
+		reps := int64(math.Ceil(float64(st.repeats) * depth))
+		cout := round(st.cout)
+		for i := int64(0); i < reps; i++ {
+			b.scope(fmt.Sprintf("blocks%d.%d", s, i))
+			stride := int64(1)
+			if i == 0 {
+				stride = st.stride
+			}
+			x = mbconv(b, x, st.expand, st.k, stride, cout)
+		}
+	}
+	b.scope("head")
+	x = b.swish(b.conv(x, round(1280), 1, 1))
+	x = b.gemm(b.flatten(b.gap(x)), 1000)
+	return b.finish(x)
+}
+
+// mbconv is the inverted bottleneck: 1×1 expand, depthwise k×k, squeeze-and-excitation,
+// 1×1 project, and a residual when the shape is unchanged.
+func mbconv(b *builder, x string, expand, k, stride, cout int64) string {
+	cin := b.shape(x)[0]
+	y := x
+	if expand != 1 {
+		y = b.swish(b.conv(y, cin*expand, 1, 1))
+	}
+	y = b.swish(b.dwconv(y, k, stride))
+	// Squeeze-and-excitation on the input width × 0.25.
+	se := b.gap(y)
+	se = b.swish(b.conv(se, max(1, cin/4), 1, 1))
+	se = b.sigmoid(b.conv(se, b.shape(y)[0], 1, 1))
+	y = b.mul(y, se)
+	y = b.conv(y, cout, 1, 1)
+	if stride == 1 && cin == cout {
+		y = b.add(y, x)
+	}
+	return y
+}
+
+// convnextL is ConvNeXt-L (dims 192-384-768-1536, depths 3-3-27-3) at 224. Channels-last
+// layer norms and MLPs are written as Transpose + LayerNormalization + MatMul, which is how
+// the PyTorch model exports.
+func convnextL() (*graph.Graph, error) {
+	dims := []int64{192, 384, 768, 1536}
+	depths := []int{3, 3, 27, 3}
+	b, x := newBuilder("convnext-l", 3, 224, 224)
+	b.scope("stem")
+	x = b.convp(x, dims[0], 4, 4, 0)
+	x = channelNorm(b, x)
+	for s, n := range depths {
+		if s > 0 {
+			b.scope(fmt.Sprintf("downsample%d", s))
+			x = channelNorm(b, x)
+			x = b.convp(x, dims[s], 2, 2, 0)
+		}
+		for i := 0; i < n; i++ {
+			b.scope(fmt.Sprintf("stages%d.%d", s, i))
+			y := b.dwconv(x, 7, 1)
+			y = b.transpose(y, 1, 2, 0) // [H, W, C]
+			y = b.layernorm(y)
+			y = b.gelu(b.linear(y, 4*dims[s]))
+			y = b.linear(y, dims[s])
+			y = b.transpose(y, 2, 0, 1)
+			x = b.add(x, y)
+		}
+	}
+	b.scope("head")
+	x = b.flatten(b.gap(x))
+	x = b.layernorm(x)
+	x = b.gemm(x, 1000)
+	return b.finish(x)
+}
+
+// channelNorm is a layer norm over the channel axis of a [C, H, W] map.
+func channelNorm(b *builder, x string) string {
+	y := b.transpose(x, 1, 2, 0)
+	y = b.layernorm(y)
+	return b.transpose(y, 2, 0, 1)
+}
+
+// inceptionV3 follows torchvision's Inception3 at 299×299 (no auxiliary classifier).
+func inceptionV3() (*graph.Graph, error) {
+	b, x := newBuilder("inception-v3", 3, 299, 299)
+	cbr := func(x string, c, k, s, p int64) string { return b.relu(b.convp(x, c, k, s, p)) }
+	asym := func(x string, c, kh, kw int64) string { return b.relu(b.convAsym(x, c, kh, kw)) }
+	b.scope("stem")
+	x = cbr(x, 32, 3, 2, 0)
+	x = cbr(x, 32, 3, 1, 0)
+	x = cbr(x, 64, 3, 1, 1)
+	x = b.maxpool(x, 3, 2, 0)
+	x = cbr(x, 80, 1, 1, 0)
+	x = cbr(x, 192, 3, 1, 0)
+	x = b.maxpool(x, 3, 2, 0)
+	inceptionA := func(x string, pool int64) string {
+		b1 := cbr(x, 64, 1, 1, 0)
+		b5 := cbr(cbr(x, 48, 1, 1, 0), 64, 5, 1, 2)
+		b3 := cbr(cbr(cbr(x, 64, 1, 1, 0), 96, 3, 1, 1), 96, 3, 1, 1)
+		bp := cbr(b.avgpool(x, 3, 1, 1), pool, 1, 1, 0)
+		return b.concat(b1, b5, b3, bp)
+	}
+	for i, pool := range []int64{32, 64, 64} {
+		b.scope(fmt.Sprintf("Mixed_5%c", 'b'+i))
+		x = inceptionA(x, pool)
+	}
+	b.scope("Mixed_6a")
+	{
+		b3 := cbr(x, 384, 3, 2, 0)
+		bd := cbr(cbr(cbr(x, 64, 1, 1, 0), 96, 3, 1, 1), 96, 3, 2, 0)
+		bp := b.maxpool(x, 3, 2, 0)
+		x = b.concat(b3, bd, bp)
+	}
+	for i, c7 := range []int64{128, 160, 160, 192} {
+		b.scope(fmt.Sprintf("Mixed_6%c", 'b'+i))
+		b1 := cbr(x, 192, 1, 1, 0)
+		b7 := asym(asym(cbr(x, c7, 1, 1, 0), c7, 1, 7), 192, 7, 1)
+		bd := cbr(x, c7, 1, 1, 0)
+		bd = asym(asym(asym(asym(bd, c7, 7, 1), c7, 1, 7), c7, 7, 1), 192, 1, 7)
+		bp := cbr(b.avgpool(x, 3, 1, 1), 192, 1, 1, 0)
+		x = b.concat(b1, b7, bd, bp)
+	}
+	b.scope("Mixed_7a")
+	{
+		b3 := cbr(cbr(x, 192, 1, 1, 0), 320, 3, 2, 0)
+		b7 := asym(asym(cbr(x, 192, 1, 1, 0), 192, 1, 7), 192, 7, 1)
+		b7 = cbr(b7, 192, 3, 2, 0)
+		bp := b.maxpool(x, 3, 2, 0)
+		x = b.concat(b3, b7, bp)
+	}
+	for i := 0; i < 2; i++ {
+		b.scope(fmt.Sprintf("Mixed_7%c", 'b'+i))
+		b1 := cbr(x, 320, 1, 1, 0)
+		b3 := cbr(x, 384, 1, 1, 0)
+		b3 = b.concat(asym(b3, 384, 1, 3), asym(b3, 384, 3, 1))
+		bd := cbr(cbr(x, 448, 1, 1, 0), 384, 3, 1, 1)
+		bd = b.concat(asym(bd, 384, 1, 3), asym(bd, 384, 3, 1))
+		bp := cbr(b.avgpool(x, 3, 1, 1), 192, 1, 1, 0)
+		x = b.concat(b1, b3, bd, bp)
+	}
+	b.scope("head")
+	x = b.gemm(b.flatten(b.gap(x)), 1000)
+	return b.finish(x)
+}
+
+// demoCNN is the small model behind `plan profile` / `plan solve` with no inputs: 19 convs
+// and a classifier on a 3×320×320 image. Early stages are wide in space and thin in channels
+// (bandwidth-bound), late stages the reverse (compute-bound), so the relative speed of two GPU
+// types differs from block to block as PPipe observes; it has residual skips (which make some
+// cuts expensive) and a depthwise-separable block.
+func demoCNN() (*graph.Graph, error) {
+	b, x := newBuilder("demo", 3, 320, 320)
+	b.scope("stem")
+	x = b.relu(b.conv(x, 32, 3, 2)) // 160
+	x = b.relu(b.conv(x, 48, 3, 1)) // 160
+	x = b.relu(b.conv(x, 64, 3, 2)) // 80
+	b.scope("res1")
+	y := b.relu(b.conv(x, 64, 3, 1))
+	y = b.conv(y, 64, 3, 1)
+	x = b.relu(b.add(x, y))
+	b.scope("dw")
+	y = b.relu(b.dwconv(x, 3, 1))
+	x = b.relu(b.conv(y, 128, 1, 1))
+	b.scope("down2")
+	x = b.relu(b.conv(x, 192, 3, 2)) // 40
+	b.scope("res2")
+	y = b.relu(b.conv(x, 192, 3, 1))
+	y = b.conv(y, 192, 3, 1)
+	x = b.relu(b.add(x, y))
+	b.scope("down3")
+	x = b.relu(b.conv(x, 384, 3, 2)) // 20
+	b.scope("res3")
+	y = b.relu(b.conv(x, 384, 3, 1))
+	y = b.conv(y, 384, 3, 1)
+	x = b.relu(b.add(x, y))
+	b.scope("down4")
+	x = b.relu(b.conv(x, 768, 3, 2)) // 10
+	b.scope("res4")
+	y = b.relu(b.conv(x, 768, 3, 1))
+	y = b.conv(y, 768, 3, 1)
+	x = b.relu(b.add(x, y))
+	b.scope("res5")
+	y = b.relu(b.conv(x, 768, 3, 1))
+	y = b.conv(y, 768, 3, 1)
+	x = b.relu(b.add(x, y))
+	b.scope("head")
+	x = b.relu(b.conv(x, 1280, 1, 1))
+	x = b.gemm(b.flatten(b.gap(x)), 1000)
+	return b.finish(x)
+}
