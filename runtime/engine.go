@@ -1,0 +1,579 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Hop is one stage of a batch's route with its reservation and what actually happened.
+type Hop struct {
+	Stage  StageID
+	Worker WorkerID
+	// ResStart and OutRes are the reserved starts of execution and of the outgoing transfer.
+	ResStart, OutRes Time
+	// Nominal is the profiled latency at the batch's size; OutNominal the outgoing transfer.
+	Nominal, OutNominal Time
+	// Start/End: actual execution (-1 until reported). OutStart/OutEnd: actual outgoing
+	// transfer (-1 if none or not yet).
+	Start, End       Time
+	OutStart, OutEnd Time
+	// ready: the input is at the worker; outReady: the output waits for the transfer.
+	ready, outReady bool
+}
+
+// Batch is a group of requests dispatched together along a path; it keeps its identity and
+// reserved path through all its hops (PPipe never re-batches downstream).
+type Batch struct {
+	ID         BatchID
+	App        AppID
+	Reqs       []ReqID
+	Hops       []Hop
+	Dispatched Time
+	seq        int64
+}
+
+// Size returns the number of requests in the batch.
+func (b *Batch) Size() int { return len(b.Reqs) }
+
+// entry is a queued unit of work on a worker or link, ordered by (res, seq).
+type entry struct {
+	b   BatchID
+	hop int32
+	res Time
+	seq int64
+}
+
+func (a entry) less(b entry) bool {
+	if a.res != b.res {
+		return a.res < b.res
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.hop < b.hop
+}
+
+// fifo is an ordered queue with cheap pops at the front and sorted inserts near the back.
+type fifo struct {
+	items []entry
+	head  int
+}
+
+func (q *fifo) len() int { return len(q.items) - q.head }
+
+func (q *fifo) front() (entry, bool) {
+	if q.head >= len(q.items) {
+		return entry{}, false
+	}
+	return q.items[q.head], true
+}
+
+func (q *fifo) pop() {
+	q.head++
+	if q.head == len(q.items) {
+		q.items = q.items[:0]
+		q.head = 0
+	} else if q.head > 64 && q.head*2 > len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		q.items = q.items[:n]
+		q.head = 0
+	}
+}
+
+func (q *fifo) insert(e entry) {
+	q.items = append(q.items, e)
+	i := len(q.items) - 1
+	for i > q.head && e.less(q.items[i-1]) {
+		q.items[i] = q.items[i-1]
+		i--
+	}
+	q.items[i] = e
+}
+
+type workerState struct {
+	q    fifo
+	busy bool
+	// cur is the running entry while busy.
+	cur      entry
+	curStart Time
+	busyTime Time
+}
+
+type linkState struct {
+	q        fifo
+	busy     bool
+	busyTime Time
+}
+
+// Engine is the runtime's state machine: it owns requests, batches, worker and link queues,
+// runs one Policy and drives one Effects implementation. It is not safe for concurrent use:
+// a wall-clock driver calls Handle/Arrive from a single goroutine (an event loop reading a
+// channel), which is also what keeps decisions deterministic.
+type Engine struct {
+	dep     *Deployment
+	pol     Policy
+	fx      Effects
+	reqs    []Request
+	batches []Batch
+	workers []workerState
+	up      []linkState
+	down    []linkState
+	dec     Decisions
+	seq     int64
+	events  int64
+
+	timerTok   int64
+	timerLive  map[int64]int64 // policy key → live token
+	timerKeyOf map[int64]int64 // token → policy key
+	tickEvery  Time
+
+	finished int64
+	observer func(now Time, ev *Event, ds []Decision)
+	scratch  []ReqID
+}
+
+// tickToken is the driver-level timer key of the engine's periodic tick.
+const tickToken int64 = -1
+
+// NewEngine builds an engine serving dep with policy pol on driver fx. It validates the
+// deployment, attaches the policy and, for a Ticker policy, asks fx for the first tick.
+func NewEngine(dep *Deployment, pol Policy, fx Effects) (*Engine, error) {
+	if err := dep.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		dep:        dep,
+		pol:        pol,
+		fx:         fx,
+		workers:    make([]workerState, len(dep.Topo.Workers)),
+		up:         make([]linkState, len(dep.Topo.Servers)),
+		down:       make([]linkState, len(dep.Topo.Servers)),
+		timerLive:  map[int64]int64{},
+		timerKeyOf: map[int64]int64{},
+	}
+	if err := pol.Attach(View{e}); err != nil {
+		return nil, fmt.Errorf("policy %s: %w", pol.Name(), err)
+	}
+	if t, ok := pol.(Ticker); ok && t.TickEvery() > 0 {
+		e.tickEvery = t.TickEvery()
+		fx.SetTimer(0, tickToken)
+	}
+	return e, nil
+}
+
+// Observe installs a hook that sees every event the policy handles and the decisions it
+// made, before the engine applies them (tests record scenarios with it). nil removes it.
+func (e *Engine) Observe(f func(now Time, ev *Event, ds []Decision)) { e.observer = f }
+
+// Deployment returns what the engine serves.
+func (e *Engine) Deployment() *Deployment { return e.dep }
+
+// Policy returns the engine's policy.
+func (e *Engine) Policy() Policy { return e.pol }
+
+// View returns the read-only view policies get.
+func (e *Engine) View() View { return View{e} }
+
+// Requests returns every request so far, indexed by ReqID (read-only).
+func (e *Engine) Requests() []Request { return e.reqs }
+
+// Batches returns every batch so far, indexed by BatchID (read-only).
+func (e *Engine) Batches() []Batch { return e.batches }
+
+// Events returns the number of events handled.
+func (e *Engine) Events() int64 { return e.events }
+
+// Finished returns the number of requests that reached an outcome.
+func (e *Engine) Finished() int64 { return e.finished }
+
+// WorkerBusy returns the total time worker w spent executing batches.
+func (e *Engine) WorkerBusy(w WorkerID) Time { return e.workers[w].busyTime }
+
+// ReserveRequests pre-sizes the request table (a driver that knows how many arrivals to
+// expect avoids re-allocation).
+func (e *Engine) ReserveRequests(n int) {
+	if cap(e.reqs) < n {
+		r := make([]Request, len(e.reqs), n)
+		copy(r, e.reqs)
+		e.reqs = r
+	}
+}
+
+// Arrive creates a request of app arriving at now (deadline = now + the app's SLO) and lets
+// the policy react. It returns the request's ID.
+func (e *Engine) Arrive(now Time, app AppID, class int32) (ReqID, error) {
+	if int(app) < 0 || int(app) >= len(e.dep.Apps) {
+		return -1, fmt.Errorf("arrival: app %d: no such application", app)
+	}
+	id := ReqID(len(e.reqs))
+	e.reqs = append(e.reqs, Request{
+		ID: id, App: app, Class: class, Arrival: now, Deadline: now + e.dep.Apps[app].SLO,
+		Dispatch: Never, Done: Never, DropStage: NoStage,
+	})
+	return id, e.Handle(now, Event{Kind: EvArrival, Req: id})
+}
+
+// Handle processes one driver event at time now. An error means a policy made an invalid
+// decision or the driver reported something impossible; the engine's state is then
+// unspecified (tests fail, serve logs and stops).
+func (e *Engine) Handle(now Time, ev Event) error {
+	e.events++
+	switch ev.Kind {
+	case EvArrival:
+		if int(ev.Req) < 0 || int(ev.Req) >= len(e.reqs) {
+			return fmt.Errorf("arrival of unknown request %d", ev.Req)
+		}
+		return e.callPolicy(now, &ev)
+	case EvTimer:
+		if ev.Key == tickToken {
+			e.fx.SetTimer(now+e.tickEvery, tickToken)
+			return e.callPolicy(now, &Event{Kind: EvTick})
+		}
+		key, ok := e.timerKeyOf[ev.Key]
+		if !ok {
+			return nil // stale or cancelled
+		}
+		delete(e.timerKeyOf, ev.Key)
+		delete(e.timerLive, key)
+		return e.callPolicy(now, &Event{Kind: EvTimer, Key: key})
+	case EvBatchDone:
+		return e.batchDone(now, ev)
+	case EvTransferDone:
+		return e.transferDone(now, ev)
+	}
+	return fmt.Errorf("driver delivered event kind %v", ev.Kind)
+}
+
+func (e *Engine) callPolicy(now Time, ev *Event) error {
+	e.dec.list = e.dec.list[:0]
+	e.pol.Handle(now, ev, &e.dec)
+	if e.observer != nil {
+		e.observer(now, ev, e.dec.list)
+	}
+	// Applying may run more policy calls (none today), so iterate over a stable copy length.
+	for i := 0; i < len(e.dec.list); i++ {
+		if err := e.apply(now, &e.dec.list[i]); err != nil {
+			return fmt.Errorf("policy %s at t=%dµs on %v: %w", e.pol.Name(), now, ev.Kind, err)
+		}
+	}
+	return nil
+}
+
+var errBadDecision = errors.New("invalid decision")
+
+func (e *Engine) apply(now Time, d *Decision) error {
+	switch d.Kind {
+	case DDispatch:
+		return e.dispatch(now, d)
+	case DDrop:
+		if int(d.Req) < 0 || int(d.Req) >= len(e.reqs) {
+			return fmt.Errorf("%w: drop of unknown request %d", errBadDecision, d.Req)
+		}
+		r := &e.reqs[d.Req]
+		if r.Outcome != Pending || r.held {
+			return fmt.Errorf("%w: drop of request %d which is %v (in flight: %v)", errBadDecision, d.Req, r.Outcome, r.held)
+		}
+		r.Outcome = Dropped
+		r.Reason = d.Reason
+		r.DropStage = d.Stage
+		r.Estimate = d.Estimate
+		r.Done = now
+		e.finished++
+		e.fx.Finish(now, r)
+	case DSetTimer:
+		if d.At < now {
+			return fmt.Errorf("%w: timer at %d before now %d", errBadDecision, d.At, now)
+		}
+		if old, ok := e.timerLive[d.Key]; ok {
+			delete(e.timerKeyOf, old)
+		}
+		e.timerTok++
+		e.timerLive[d.Key] = e.timerTok
+		e.timerKeyOf[e.timerTok] = d.Key
+		e.fx.SetTimer(d.At, e.timerTok)
+	case DCancelTimer:
+		if old, ok := e.timerLive[d.Key]; ok {
+			delete(e.timerKeyOf, old)
+			delete(e.timerLive, d.Key)
+		}
+	default:
+		return fmt.Errorf("%w: kind %d", errBadDecision, d.Kind)
+	}
+	return nil
+}
+
+func (e *Engine) dispatch(now Time, d *Decision) error {
+	if len(d.Reqs) == 0 || len(d.Path) == 0 {
+		return fmt.Errorf("%w: dispatch with %d requests and %d hops", errBadDecision, len(d.Reqs), len(d.Path))
+	}
+	id := BatchID(len(e.batches))
+	e.seq++
+	b := Batch{ID: id, App: d.App, Dispatched: now, seq: e.seq}
+	b.Reqs = append(make([]ReqID, 0, len(d.Reqs)), d.Reqs...)
+	b.Hops = make([]Hop, len(d.Path))
+	size := len(d.Reqs)
+	for i, p := range d.Path {
+		if int(p.Stage) < 0 || int(p.Stage) >= len(e.dep.Stages) || int(p.Worker) < 0 || int(p.Worker) >= len(e.workers) {
+			return fmt.Errorf("%w: hop %d: stage %d worker %d", errBadDecision, i, p.Stage, p.Worker)
+		}
+		st := &e.dep.Stages[p.Stage]
+		if e.dep.Topo.Workers[p.Worker].Stage != p.Stage {
+			return fmt.Errorf("%w: hop %d: worker %d does not serve stage %s", errBadDecision, i, p.Worker, st.Name)
+		}
+		if i > 0 && !hasNext(&e.dep.Stages[d.Path[i-1].Stage], p.Stage) {
+			return fmt.Errorf("%w: hop %d: stage %s does not follow %s", errBadDecision, i, st.Name, e.dep.Stages[d.Path[i-1].Stage].Name)
+		}
+		b.Hops[i] = Hop{
+			Stage: p.Stage, Worker: p.Worker, ResStart: p.ResStart, OutRes: p.OutStart,
+			Nominal: st.Lat(size), OutNominal: st.Xfer(size),
+			Start: -1, End: -1, OutStart: -1, OutEnd: -1,
+		}
+	}
+	for _, r := range d.Reqs {
+		if int(r) < 0 || int(r) >= len(e.reqs) {
+			return fmt.Errorf("%w: dispatch of unknown request %d", errBadDecision, r)
+		}
+		q := &e.reqs[r]
+		if q.Outcome != Pending || q.held || q.App != d.App {
+			return fmt.Errorf("%w: dispatch of request %d (%v, in flight %v, app %d≠%d)", errBadDecision, r, q.Outcome, q.held, q.App, d.App)
+		}
+		q.held = true
+		if q.Dispatch == Never {
+			q.Dispatch = now
+		}
+		q.Batches = append(q.Batches, id)
+	}
+	b.Hops[0].ready = true
+	e.batches = append(e.batches, b)
+	bp := &e.batches[id]
+	for i := range bp.Hops {
+		h := &bp.Hops[i]
+		e.workers[h.Worker].q.insert(entry{b: id, hop: int32(i), res: h.ResStart, seq: bp.seq})
+		if i+1 < len(bp.Hops) {
+			src := e.dep.Topo.Workers[h.Worker].Server
+			dst := e.dep.Topo.Workers[bp.Hops[i+1].Worker].Server
+			x := entry{b: id, hop: int32(i), res: h.OutRes, seq: bp.seq}
+			e.up[src].q.insert(x)
+			e.down[dst].q.insert(x)
+		}
+	}
+	e.tryWorker(now, bp.Hops[0].Worker)
+	return nil
+}
+
+func hasNext(s *Stage, n StageID) bool {
+	for _, x := range s.Next {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// tryWorker starts the worker's next queued hop if the worker is idle and the hop's input
+// has arrived. Work runs in reservation order: an early arrival does not overtake.
+func (e *Engine) tryWorker(now Time, w WorkerID) {
+	ws := &e.workers[w]
+	if ws.busy {
+		return
+	}
+	x, ok := ws.q.front()
+	if !ok {
+		return
+	}
+	b := &e.batches[x.b]
+	h := &b.Hops[x.hop]
+	if !h.ready {
+		return
+	}
+	ws.q.pop()
+	ws.busy = true
+	ws.cur = x
+	ws.curStart = now
+	e.fx.RunBatch(now, w, x.b, int(x.hop), h.Stage, len(b.Reqs), h.Nominal)
+}
+
+func (e *Engine) batchDone(now Time, ev Event) error {
+	if int(ev.Worker) < 0 || int(ev.Worker) >= len(e.workers) {
+		return fmt.Errorf("batch-done on unknown worker %d", ev.Worker)
+	}
+	ws := &e.workers[ev.Worker]
+	if !ws.busy || ws.cur.b != ev.Batch || ws.cur.hop != ev.Hop {
+		return fmt.Errorf("batch-done for batch %d hop %d on worker %d, which is not running it", ev.Batch, ev.Hop, ev.Worker)
+	}
+	if ev.End < ev.Start {
+		return fmt.Errorf("batch-done with end %d before start %d", ev.End, ev.Start)
+	}
+	ws.busy = false
+	ws.busyTime += ev.End - ev.Start
+	b := &e.batches[ev.Batch]
+	h := &b.Hops[ev.Hop]
+	h.Start, h.End = ev.Start, ev.End
+	share := float64(ev.End-ev.Start) / float64(len(b.Reqs)*e.dep.Topo.Workers[ev.Worker].VGPU)
+	for _, r := range b.Reqs {
+		e.reqs[r].WorkGPU += share
+	}
+	st := &e.dep.Stages[h.Stage]
+	last := int(ev.Hop) == len(b.Hops)-1
+	switch {
+	case !last:
+		h.outReady = true
+		e.tryLink(now, e.dep.Topo.Workers[ev.Worker].Server, true)
+	case len(st.Next) == 0:
+		for _, r := range b.Reqs {
+			q := &e.reqs[r]
+			q.held = false
+			q.Done = ev.End
+			if ev.End <= q.Deadline {
+				q.Outcome = Completed
+			} else {
+				q.Outcome = Late
+			}
+			e.finished++
+			e.fx.Finish(now, q)
+		}
+	default:
+		// The path ends before the application does: send the output toward the next
+		// stage's pool through the sender's uplink only (the receiver is not known yet).
+		h.outReady = true
+		src := e.dep.Topo.Workers[ev.Worker].Server
+		e.seq++
+		e.up[src].q.insert(entry{b: ev.Batch, hop: ev.Hop, res: 0, seq: e.seq})
+		e.tryLink(now, src, true)
+	}
+	if err := e.callPolicy(now, &ev); err != nil {
+		return err
+	}
+	e.tryWorker(now, ev.Worker)
+	return nil
+}
+
+// linkEnds returns the servers a transfer after hop hop of batch b uses (dst = NoServer for a
+// transfer into a pool queue).
+func (e *Engine) linkEnds(b *Batch, hop int) (src, dst ServerID) {
+	src = e.dep.Topo.Workers[b.Hops[hop].Worker].Server
+	dst = NoServer
+	if hop+1 < len(b.Hops) {
+		dst = e.dep.Topo.Workers[b.Hops[hop+1].Worker].Server
+	}
+	return src, dst
+}
+
+// tryLink starts the head transfer of server s's uplink (up=true) or downlink if it is ready
+// and heads every queue it needs.
+func (e *Engine) tryLink(now Time, s ServerID, up bool) {
+	l := &e.down[s]
+	if up {
+		l = &e.up[s]
+	}
+	if l.busy {
+		return
+	}
+	x, ok := l.q.front()
+	if !ok {
+		return
+	}
+	b := &e.batches[x.b]
+	h := &b.Hops[x.hop]
+	if !h.outReady {
+		return
+	}
+	src, dst := e.linkEnds(b, int(x.hop))
+	u := &e.up[src]
+	if u.busy {
+		return
+	}
+	if y, _ := u.q.front(); y != x {
+		return
+	}
+	if dst != NoServer {
+		d := &e.down[dst]
+		if d.busy {
+			return
+		}
+		if y, _ := d.q.front(); y != x {
+			return
+		}
+		d.q.pop()
+		d.busy = true
+	}
+	u.q.pop()
+	u.busy = true
+	h.outReady = false
+	var bytes int64
+	if st := &e.dep.Stages[h.Stage]; st.OutBytes > 0 {
+		bytes = st.OutBytes * int64(len(b.Reqs))
+	}
+	e.fx.Transfer(now, x.b, int(x.hop), src, dst, bytes, h.OutNominal)
+}
+
+func (e *Engine) transferDone(now Time, ev Event) error {
+	if int(ev.Batch) < 0 || int(ev.Batch) >= len(e.batches) {
+		return fmt.Errorf("transfer-done for unknown batch %d", ev.Batch)
+	}
+	b := &e.batches[ev.Batch]
+	if int(ev.Hop) < 0 || int(ev.Hop) >= len(b.Hops) {
+		return fmt.Errorf("transfer-done for batch %d hop %d: no such hop", ev.Batch, ev.Hop)
+	}
+	h := &b.Hops[ev.Hop]
+	if h.OutStart >= 0 || h.End < 0 {
+		return fmt.Errorf("transfer-done for batch %d hop %d twice or before its execution", ev.Batch, ev.Hop)
+	}
+	h.OutStart, h.OutEnd = ev.Start, ev.End
+	src, dst := e.linkEnds(b, int(ev.Hop))
+	e.up[src].busy = false
+	e.up[src].busyTime += ev.End - ev.Start
+	if dst != NoServer {
+		e.down[dst].busy = false
+		e.down[dst].busyTime += ev.End - ev.Start
+		nh := &b.Hops[ev.Hop+1]
+		nh.ready = true
+		e.tryWorker(now, nh.Worker)
+	} else {
+		for _, r := range b.Reqs {
+			e.reqs[r].held = false
+		}
+	}
+	if err := e.callPolicy(now, &ev); err != nil {
+		return err
+	}
+	if dst == NoServer {
+		next := e.dep.Stages[h.Stage].Next[0]
+		if err := e.callPolicy(now, &Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next}); err != nil {
+			return err
+		}
+	}
+	e.tryLink(now, src, true)
+	if dst != NoServer {
+		e.tryLink(now, dst, false)
+	}
+	return nil
+}
+
+// View is the read-only window policies get on engine state. Its methods return pointers
+// into engine tables for speed; policies must not write through them.
+type View struct{ e *Engine }
+
+// Deployment returns the served deployment.
+func (v View) Deployment() *Deployment { return v.e.dep }
+
+// Req returns request id.
+func (v View) Req(id ReqID) *Request { return &v.e.reqs[id] }
+
+// Batch returns batch id.
+func (v View) Batch(id BatchID) *Batch { return &v.e.batches[id] }
+
+// WorkerIdle reports whether worker w runs nothing and has nothing queued.
+func (v View) WorkerIdle(w WorkerID) bool {
+	ws := &v.e.workers[w]
+	return !ws.busy && ws.q.len() == 0
+}
+
+// WorkerQueued returns the number of hops queued (not running) on worker w.
+func (v View) WorkerQueued(w WorkerID) int { return v.e.workers[w].q.len() }
+
+// WorkerRunning returns the batch worker w is running, when it started, and whether it runs.
+func (v View) WorkerRunning(w WorkerID) (BatchID, Time, bool) {
+	ws := &v.e.workers[w]
+	return ws.cur.b, ws.curStart, ws.busy
+}

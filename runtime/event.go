@@ -1,0 +1,172 @@
+package runtime
+
+// EventKind says what happened.
+type EventKind uint8
+
+// Events. Drivers deliver EvArrival (via Engine.Arrive), EvBatchDone, EvTransferDone and
+// EvTimer; the engine itself generates EvStageArrival and EvTick for the policy.
+const (
+	// EvArrival: request Req arrived (Engine.Arrive created it).
+	EvArrival EventKind = iota + 1
+	// EvBatchDone: Worker finished hop Hop of Batch; Start and End are the ACTUAL times the
+	// driver observed. Reported by the driver after an Effects.RunBatch.
+	EvBatchDone
+	// EvTransferDone: the transfer after hop Hop of Batch finished; Start and End are actual.
+	// Reported by the driver after an Effects.Transfer.
+	EvTransferDone
+	// EvTimer: a timer fired. Drivers echo the Key of Effects.SetTimer; the engine translates
+	// it back to the policy's key (and drops stale timers) before the policy sees it.
+	EvTimer
+	// EvStageArrival (engine → policy): the requests of Batch arrived at Stage, which the
+	// batch's path left unassigned; the policy queues and re-batches them.
+	EvStageArrival
+	// EvTick (engine → policy): the periodic control loop of a Ticker policy.
+	EvTick
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EvArrival:
+		return "arrival"
+	case EvBatchDone:
+		return "batch-done"
+	case EvTransferDone:
+		return "transfer-done"
+	case EvTimer:
+		return "timer"
+	case EvStageArrival:
+		return "stage-arrival"
+	case EvTick:
+		return "tick"
+	}
+	return "unknown"
+}
+
+// Event is one input to the state machine. It is a plain value (no pointers) so drivers can
+// queue millions of them cheaply. Fields that do not apply to a kind are zero.
+type Event struct {
+	Kind   EventKind
+	Req    ReqID
+	Batch  BatchID
+	Hop    int32
+	Stage  StageID
+	Worker WorkerID
+	// Start and End are the actual start and end of a batch or transfer.
+	Start, End Time
+	// Key identifies a timer.
+	Key int64
+}
+
+// DecisionKind is the kind of a policy decision.
+type DecisionKind uint8
+
+// Decisions a policy can make.
+const (
+	// DDispatch: send requests Reqs of App as one batch along Path. Hops with Worker ==
+	// NoWorker are routed later by the policy (EvStageArrival); a path may end before the
+	// application's last stage, likewise.
+	DDispatch DecisionKind = iota + 1
+	// DDrop: drop request Req at Stage for Reason (Estimate = the estimate behind it).
+	DDrop
+	// DSetTimer: fire EvTimer with Key at At (replacing any timer with the same key).
+	DSetTimer
+	// DCancelTimer: forget the timer with Key.
+	DCancelTimer
+)
+
+func (k DecisionKind) String() string {
+	switch k {
+	case DDispatch:
+		return "dispatch"
+	case DDrop:
+		return "drop"
+	case DSetTimer:
+		return "set-timer"
+	case DCancelTimer:
+		return "cancel-timer"
+	}
+	return "unknown"
+}
+
+// PathHop is one stage of a dispatched batch's route and, for reserving policies, the
+// reservation made for it.
+type PathHop struct {
+	Stage  StageID
+	Worker WorkerID
+	// ResStart is the reserved start on Worker (0 = no reservation: run in arrival order).
+	// Workers and links execute their queued work in (ResStart, dispatch order) order, so a
+	// consistent reservation schedule can never deadlock and is kept under jitter.
+	ResStart Time
+	// OutStart is the reserved start of the transfer LEAVING this hop for the next hop.
+	OutStart Time
+}
+
+// Decision is one policy output. Slices are borrowed: the engine copies what it keeps, so a
+// policy may reuse its buffers after Handle returns.
+type Decision struct {
+	Kind     DecisionKind
+	App      AppID
+	Reqs     []ReqID
+	Path     []PathHop
+	Req      ReqID
+	Stage    StageID
+	Reason   DropReason
+	Estimate Time
+	At       Time
+	Key      int64
+}
+
+// Decisions is the buffer a policy appends its decisions to.
+type Decisions struct {
+	list []Decision
+}
+
+// Dispatch sends reqs of app as one batch along path.
+func (d *Decisions) Dispatch(app AppID, reqs []ReqID, path []PathHop) {
+	d.list = append(d.list, Decision{Kind: DDispatch, App: app, Reqs: reqs, Path: path})
+}
+
+// Drop drops request r at stage for reason; estimate is the latency estimate behind the
+// decision (0 if none).
+func (d *Decisions) Drop(r ReqID, stage StageID, reason DropReason, estimate Time) {
+	d.list = append(d.list, Decision{Kind: DDrop, Req: r, Stage: stage, Reason: reason, Estimate: estimate})
+}
+
+// SetTimer asks for an EvTimer with key at time at (replacing a pending one with that key).
+func (d *Decisions) SetTimer(at Time, key int64) {
+	d.list = append(d.list, Decision{Kind: DSetTimer, At: at, Key: key})
+}
+
+// CancelTimer forgets the timer with key.
+func (d *Decisions) CancelTimer(key int64) {
+	d.list = append(d.list, Decision{Kind: DCancelTimer, Key: key})
+}
+
+// List returns the decisions made so far (borrowed).
+func (d *Decisions) List() []Decision { return d.list }
+
+// Len returns the number of decisions.
+func (d *Decisions) Len() int { return len(d.list) }
+
+// Effects is what the engine asks its driver to do. Every call happens inside
+// Engine.Handle; the driver must not call back into the engine from an effect (queue the
+// resulting event instead). Durations are NOMINAL (from the profile); the driver decides
+// the actual time (sim: nominal × seeded jitter; serve: however long the worker takes) and
+// reports it in the completion event.
+type Effects interface {
+	// RunBatch starts hop hop of batch b (size requests of stage) on worker w at now. The
+	// driver later delivers Event{Kind: EvBatchDone, Batch: b, Hop: hop, Worker: w, Start,
+	// End}.
+	RunBatch(now Time, w WorkerID, b BatchID, hop int, stage StageID, size int, nominal Time)
+	// Transfer starts moving the output of hop hop of batch b from server from to server to
+	// (NoServer = into a pool queue, receive side not modelled). The driver later delivers
+	// Event{Kind: EvTransferDone, Batch: b, Hop: hop, Start, End}.
+	Transfer(now Time, b BatchID, hop int, from, to ServerID, bytes int64, nominal Time)
+	// SetTimer asks for Event{Kind: EvTimer, Key: key} at time at (≥ now). Timers are never
+	// cancelled through the driver: the engine ignores stale keys, so a driver may simply
+	// deliver every timer it was given.
+	SetTimer(at Time, key int64)
+	// Finish reports that request r reached its outcome (completed, late or dropped). serve
+	// answers the client here; sim records metrics.
+	Finish(now Time, r *Request)
+}

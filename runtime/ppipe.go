@@ -1,0 +1,480 @@
+package runtime
+
+import "math"
+
+// PPipeOptions configures the reservation dispatcher (spec §4).
+type PPipeOptions struct {
+	// Interval selects interval-mode reservations (gap filling) instead of busy-until.
+	Interval bool
+	// Penalty is the [code] step-1 refinement: a batch-1 pipeline that would miss the head's
+	// deadline gets +SLO added to its wait.
+	Penalty bool
+	// Admission is the [code] refinement: the first time a request is at the head, a batch
+	// of at least round(0.95·bs) must fit its deadline, else it is dropped.
+	Admission bool
+	// Order names the queue order (default "edf").
+	Order string
+}
+
+// PPipeStats counts the dispatcher's work (for benchmarks and reports).
+type PPipeStats struct {
+	Probes     int64
+	Dispatches int64
+	Runs       int64
+}
+
+// PPipe is PPipe's central reservation-based adaptive batching dispatcher. One instance
+// serves every application of a deployment; each application keeps its own deadline-ordered
+// queue and pipelines; reservations on workers and NICs are shared.
+type PPipe struct {
+	opts PPipeOptions
+	v    View
+	dep  *Deployment
+	apps []ppApp
+	res  resources
+	// Resource indices: workers [0,W), uplinks [W, W+S), downlinks [W+S, W+2S).
+	nw, ns int
+	server []ServerID // worker → server
+	seen   []bool     // request → has been at the head (admission)
+	// probe scratch: candidate and best results
+	cand, best probeResult
+	stats      PPipeStats
+}
+
+type ppPipe struct {
+	stages []StageID
+	last   int
+	bs     int
+	lat    [][]Time // [d][b]
+	net    [][]Time // [d][b]: transfer into stage d (0 for d = 0)
+	work   []Time   // [b]: Σ_d lat + net
+	pools  [][]WorkerID
+}
+
+type ppApp struct {
+	id    AppID
+	q     *ReqQueue
+	pipes []ppPipe
+	slo   Time
+	timer bool
+}
+
+type probeResult struct {
+	path   []PathHop
+	finish Time
+	wait   Time
+	b      int
+}
+
+// NewPPipe makes the dispatcher.
+func NewPPipe(o PPipeOptions) *PPipe { return &PPipe{opts: o} }
+
+// Name implements Policy.
+func (p *PPipe) Name() string { return "ppipe" }
+
+// Stats returns the dispatcher's counters.
+func (p *PPipe) Stats() PPipeStats { return p.stats }
+
+// Attach implements Policy: it precomputes per-pipeline latency and transfer tables.
+func (p *PPipe) Attach(v View) error {
+	p.v = v
+	p.dep = v.Deployment()
+	order, err := NewOrder(p.opts.Order, "edf")
+	if err != nil {
+		return err
+	}
+	p.nw = len(p.dep.Topo.Workers)
+	p.ns = len(p.dep.Topo.Servers)
+	p.server = make([]ServerID, p.nw)
+	for i, w := range p.dep.Topo.Workers {
+		p.server[i] = w.Server
+	}
+	p.res.init(p.nw+2*p.ns, p.opts.Interval)
+	maxD := 0
+	for ai := range p.dep.Apps {
+		a := &p.dep.Apps[ai]
+		pa := ppApp{id: AppID(ai), q: NewReqQueue(v, order), slo: a.SLO}
+		for _, chain := range a.Pipelines {
+			if len(chain) == 0 {
+				continue
+			}
+			bs := p.dep.Stages[chain[0]].Batch
+			pp := ppPipe{stages: chain, last: len(chain) - 1, bs: bs}
+			pp.work = make([]Time, bs+1)
+			for d, sid := range chain {
+				st := &p.dep.Stages[sid]
+				lat := make([]Time, bs+1)
+				net := make([]Time, bs+1)
+				for b := 1; b <= bs; b++ {
+					lat[b] = st.Lat(b)
+					if d > 0 {
+						net[b] = p.dep.Stages[chain[d-1]].Xfer(b)
+					}
+					pp.work[b] += lat[b] + net[b]
+				}
+				pp.lat = append(pp.lat, lat)
+				pp.net = append(pp.net, net)
+				pp.pools = append(pp.pools, st.Pool)
+			}
+			maxD = max(maxD, len(chain))
+			pa.pipes = append(pa.pipes, pp)
+		}
+		p.apps = append(p.apps, pa)
+	}
+	p.cand.path = make([]PathHop, maxD)
+	p.best.path = make([]PathHop, maxD)
+	return nil
+}
+
+// Handle implements Policy.
+func (p *PPipe) Handle(now Time, ev *Event, out *Decisions) {
+	switch ev.Kind {
+	case EvArrival:
+		r := p.v.Req(ev.Req)
+		a := &p.apps[r.App]
+		a.q.Push(ev.Req)
+		p.run(a, now, out)
+	case EvTimer:
+		a := &p.apps[ev.Key]
+		a.timer = false
+		p.run(a, now, out)
+	case EvBatchDone:
+		b := p.v.Batch(ev.Batch)
+		h := &b.Hops[ev.Hop]
+		if p.correct(int(ev.Worker), h.ResStart, h.Nominal, ev.End, now) {
+			p.run(&p.apps[b.App], now, out)
+		}
+	case EvTransferDone:
+		b := p.v.Batch(ev.Batch)
+		if int(ev.Hop)+1 >= len(b.Hops) {
+			return
+		}
+		h := &b.Hops[ev.Hop]
+		src := p.server[h.Worker]
+		dst := p.server[b.Hops[ev.Hop+1].Worker]
+		c1 := p.correct(p.nw+int(src), h.OutRes, h.OutNominal, ev.End, now)
+		c2 := p.correct(p.nw+p.ns+int(dst), h.OutRes, h.OutNominal, ev.End, now)
+		if c1 || c2 {
+			p.run(&p.apps[b.App], now, out)
+		}
+	}
+}
+
+// correct applies feedback: the reservation [resStart, resStart+nominal) on resource r
+// actually ended at end. It reports whether anything changed.
+func (p *PPipe) correct(r int, resStart, nominal, end, now Time) bool {
+	resEnd := resStart + nominal
+	if end == resEnd {
+		return false
+	}
+	return p.res.correct(r, resStart, resEnd, end, now)
+}
+
+// run is the two-step dispatcher loop for one application.
+func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
+	p.stats.Runs++
+	for a.q.Len() > 0 {
+		hid := a.q.Front()
+		h := p.v.Req(hid)
+		// Step 1: the pipeline with the least waiting at its planned batch.
+		bestScore := Never
+		pi := -1
+		for i := range a.pipes {
+			pp := &a.pipes[i]
+			p.probe(pp, pp.bs, now, &p.cand)
+			score := p.cand.wait
+			if p.opts.Penalty && pp.bs == 1 && p.cand.finish > h.Deadline {
+				score += a.slo
+			}
+			if score < bestScore {
+				bestScore = score
+				pi = i
+				p.cand, p.best = p.best, p.cand
+			}
+		}
+		if pi < 0 {
+			out.Drop(hid, NoStage, DropNoPath, 0)
+			a.q.PopFront()
+			continue
+		}
+		pp := &a.pipes[pi]
+		// Step 2: the largest batch that meets the head's deadline (best holds bs).
+		b := pp.bs
+		if p.best.finish > h.Deadline {
+			b = 0
+			for c := pp.bs - 1; c >= 1; c-- {
+				p.probe(pp, c, now, &p.best)
+				if p.best.finish <= h.Deadline {
+					b = c
+					break
+				}
+			}
+		}
+		if b == 0 {
+			out.Drop(hid, NoStage, DropDeadline, p.best.finish-h.Arrival)
+			a.q.PopFront()
+			continue
+		}
+		if p.opts.Admission && !p.seenGet(hid) {
+			lo := int(math.Round(0.95 * float64(pp.bs)))
+			if b < lo {
+				out.Drop(hid, NoStage, DropAdmission, 0)
+				a.q.PopFront()
+				continue
+			}
+			p.seenSet(hid)
+		}
+		if a.q.Len() >= b {
+			p.reserve(pp, &p.best)
+			out.Dispatch(a.id, a.q.FrontN(b), p.best.path[:len(pp.stages)])
+			a.q.Drop(b)
+			p.stats.Dispatches++
+			continue
+		}
+		n := a.q.Len() + 1
+		p.probe(pp, n, now, &p.cand)
+		if p.cand.finish > h.Deadline {
+			out.Drop(hid, NoStage, DropWaitCorner, p.cand.finish-h.Arrival)
+			a.q.PopFront()
+			continue
+		}
+		out.SetTimer(h.Deadline-pp.work[n]+1, int64(a.id))
+		a.timer = true
+		return
+	}
+	if a.timer {
+		out.CancelTimer(int64(a.id))
+		a.timer = false
+	}
+}
+
+func (p *PPipe) seenGet(r ReqID) bool { return int(r) < len(p.seen) && p.seen[r] }
+
+func (p *PPipe) seenSet(r ReqID) {
+	for int(r) >= len(p.seen) {
+		p.seen = append(p.seen, false)
+	}
+	p.seen[r] = true
+}
+
+// probe computes where a batch of b would run along pipeline pp if dispatched now, without
+// reserving anything (spec §4 probe()).
+func (p *PPipe) probe(pp *ppPipe, b int, now Time, out *probeResult) {
+	p.stats.Probes++
+	t := now
+	var work Time
+	for d := range pp.stages {
+		inf := pp.lat[d][b]
+		net := pp.net[d][b]
+		work += inf + net
+		best := Never
+		var bw WorkerID
+		var bts, bxs, bend Time
+		var src ServerID
+		if d > 0 {
+			src = p.server[out.path[d-1].Worker]
+		}
+		for _, w := range pp.pools[d] {
+			tw := t
+			var xs Time
+			dst := p.server[w]
+			if d > 0 {
+				tw = p.res.earliest2(p.nw+int(src), p.nw+p.ns+int(dst), tw, net)
+				xs = tw
+				tw += net
+			}
+			ts := p.res.earliest1(int(w), tw, inf)
+			end := ts + inf
+			score := end
+			if d < pp.last {
+				// [code] prefer a slice whose uplink is free when it finishes.
+				if u := p.res.busyUntil(p.nw + int(dst)); u > score {
+					score = u
+				}
+			}
+			if score < best {
+				best, bw, bts, bxs, bend = score, w, ts, xs, end
+			}
+		}
+		out.path[d] = PathHop{Stage: pp.stages[d], Worker: bw, ResStart: bts}
+		if d > 0 {
+			out.path[d-1].OutStart = bxs
+		}
+		t = bend
+	}
+	out.finish = t
+	out.wait = t - now - work
+	out.b = b
+}
+
+// reserve books every resource of a probe result.
+func (p *PPipe) reserve(pp *ppPipe, r *probeResult) {
+	b := r.b
+	for d := range pp.stages {
+		h := &r.path[d]
+		p.res.book(int(h.Worker), h.ResStart, h.ResStart+pp.lat[d][b])
+		if d > 0 {
+			net := pp.net[d][b]
+			xs := r.path[d-1].OutStart
+			p.res.book(p.nw+int(p.server[r.path[d-1].Worker]), xs, xs+net)
+			p.res.book(p.nw+p.ns+int(p.server[h.Worker]), xs, xs+net)
+		}
+	}
+}
+
+// resources holds the reservation tables: busy-until per resource, plus sorted interval
+// lists in interval mode.
+type resources struct {
+	bu       []Time
+	interval bool
+	iv       [][]ival
+}
+
+type ival struct{ s, e Time }
+
+func (r *resources) init(n int, interval bool) {
+	r.bu = make([]Time, n)
+	r.interval = interval
+	if interval {
+		r.iv = make([][]ival, n)
+	}
+}
+
+func (r *resources) busyUntil(i int) Time { return r.bu[i] }
+
+// earliest1 is earliestSlot({i}, t, dur).
+func (r *resources) earliest1(i int, t, dur Time) Time {
+	if !r.interval {
+		return max(t, r.bu[i])
+	}
+	return r.gap(i, t, dur)
+}
+
+// earliest2 is earliestSlot({i, j}, t, dur): both resources free over [t', t'+dur).
+func (r *resources) earliest2(i, j int, t, dur Time) Time {
+	if !r.interval {
+		return max(t, r.bu[i], r.bu[j])
+	}
+	for {
+		a := r.gap(i, t, dur)
+		b := r.gap(j, a, dur)
+		if b == a {
+			return a
+		}
+		t = b
+	}
+}
+
+// gap returns the earliest t' ≥ t with [t', t'+dur) free on resource i (interval mode).
+func (r *resources) gap(i int, t, dur Time) Time {
+	l := r.iv[i]
+	// Intervals are sorted and disjoint; skip those ending at or before t.
+	lo, hi := 0, len(l)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if l[m].e <= t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for k := lo; k < len(l); k++ {
+		if l[k].s >= t+dur {
+			break
+		}
+		if l[k].e > t {
+			t = l[k].e
+		}
+	}
+	return t
+}
+
+// book reserves [s, e) on resource i.
+func (r *resources) book(i int, s, e Time) {
+	if e > r.bu[i] {
+		r.bu[i] = e
+	}
+	if !r.interval || e <= s {
+		return
+	}
+	l := r.iv[i]
+	k := len(l)
+	for k > 0 && l[k-1].s > s {
+		k--
+	}
+	l = append(l, ival{})
+	copy(l[k+1:], l[k:])
+	l[k] = ival{s, e}
+	r.iv[i] = l
+}
+
+// correct replaces the reservation [s, resEnd) on resource i by one ending at end: with no
+// later reservation the resource is free from end; otherwise later reservations shift by the
+// difference, never to before now. It also forgets intervals that ended before now.
+func (r *resources) correct(i int, s, resEnd, end, now Time) bool {
+	delta := end - resEnd
+	if !r.interval {
+		if r.bu[i] == resEnd {
+			r.bu[i] = end
+		} else {
+			r.bu[i] = max(r.bu[i]+delta, now)
+		}
+		return true
+	}
+	l := r.iv[i]
+	k := 0
+	for k < len(l) && !(l[k].s == s && l[k].e == resEnd) {
+		k++
+	}
+	if k == len(l) {
+		return false
+	}
+	l[k].e = end
+	for j := k + 1; j < len(l); j++ {
+		l[j].s = max(l[j].s+delta, now)
+		l[j].e = max(l[j].e+delta, l[j].s)
+	}
+	// Prune finished intervals.
+	n := 0
+	for n < len(l) && l[n].e <= now && n < k {
+		n++
+	}
+	l = l[n:]
+	r.iv[i] = l
+	r.bu[i] = 0
+	if len(l) > 0 {
+		r.bu[i] = l[len(l)-1].e
+	}
+	return true
+}
+
+func newPPipePolicy(cfg Config) (Policy, error) {
+	o := PPipeOptions{Order: cfg.Order}
+	var err error
+	if o.Interval, err = cfg.Bool("interval", false); err != nil {
+		return nil, err
+	}
+	if o.Penalty, err = cfg.Bool("penalty", true); err != nil {
+		return nil, err
+	}
+	if o.Admission, err = cfg.Bool("admission", true); err != nil {
+		return nil, err
+	}
+	return NewPPipe(o), nil
+}
+
+func init() {
+	RegisterPolicy("ppipe", "PPipe's reservation-based adaptive batching (params: interval, penalty, admission; default busy-until, both [code] refinements on)", newPPipePolicy)
+	RegisterPolicy("ppipe-paper", "PPipe's Algorithm 1 as printed: reservation dispatcher without the two [code] refinements", func(cfg Config) (Policy, error) {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		if _, ok := cfg.Params["penalty"]; !ok {
+			cfg.Params["penalty"] = "false"
+		}
+		if _, ok := cfg.Params["admission"]; !ok {
+			cfg.Params["admission"] = "false"
+		}
+		return newPPipePolicy(cfg)
+	})
+}

@@ -1,0 +1,206 @@
+package runtime
+
+import "math"
+
+// Reactive is the ablation baseline of PPipe (the authors' "SLA-aware" balancer, spec §4): no
+// reservations. Stage 0 of every pipeline of an app forms one pool; each later stage is its
+// own pool with its own deadline-ordered queue; requests are re-batched at every stage and
+// outputs leave through the sender's NIC in FIFO order, so contention and stage queuing show
+// up as downstream drops.
+type Reactive struct {
+	v     View
+	dep   *Deployment
+	order Order
+	pools []rpool
+	// poolOf maps a stage to its pool.
+	poolOf []int
+	// worker state
+	estEnd   []Time // nominal end of the worker's queued work
+	slack    []Time // Σ planned latency + transfer downstream of the worker's stage
+	examined []int32
+	buf      []ReqID
+	path     [1]PathHop
+}
+
+type rpool struct {
+	q       *ReqQueue
+	workers []WorkerID
+	timer   bool
+}
+
+// NewReactive makes the baseline.
+func NewReactive(order string) (*Reactive, error) {
+	o, err := NewOrder(order, "edf")
+	if err != nil {
+		return nil, err
+	}
+	return &Reactive{order: o}, nil
+}
+
+// Name implements Policy.
+func (r *Reactive) Name() string { return "reactive" }
+
+// Attach implements Policy.
+func (r *Reactive) Attach(v View) error {
+	r.v = v
+	r.dep = v.Deployment()
+	r.poolOf = make([]int, len(r.dep.Stages))
+	for i := range r.poolOf {
+		r.poolOf[i] = -1
+	}
+	nw := len(r.dep.Topo.Workers)
+	r.estEnd = make([]Time, nw)
+	r.slack = make([]Time, nw)
+	for ai := range r.dep.Apps {
+		a := &r.dep.Apps[ai]
+		head := len(r.pools)
+		r.pools = append(r.pools, rpool{q: NewReqQueue(v, r.order)})
+		for _, chain := range a.Pipelines {
+			for d, sid := range chain {
+				pi := head
+				if d > 0 {
+					pi = len(r.pools)
+					r.pools = append(r.pools, rpool{q: NewReqQueue(v, r.order)})
+				}
+				r.poolOf[sid] = pi
+				st := &r.dep.Stages[sid]
+				var slack Time
+				for _, ds := range chain[d+1:] {
+					s2 := &r.dep.Stages[ds]
+					slack += s2.Lat(s2.Batch) + s2.Xfer(s2.Batch)
+				}
+				for _, w := range st.Pool {
+					r.slack[w] = slack
+					r.pools[pi].workers = append(r.pools[pi].workers, w)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Handle implements Policy.
+func (r *Reactive) Handle(now Time, ev *Event, out *Decisions) {
+	switch ev.Kind {
+	case EvArrival:
+		req := r.v.Req(ev.Req)
+		a := &r.dep.Apps[req.App]
+		if len(a.Entry) == 0 {
+			out.Drop(ev.Req, NoStage, DropNoPath, 0)
+			return
+		}
+		pi := r.poolOf[a.Entry[0]]
+		r.pools[pi].q.Push(ev.Req)
+		r.trigger(pi, now, out)
+	case EvStageArrival:
+		pi := r.poolOf[ev.Stage]
+		for _, id := range r.v.Batch(ev.Batch).Reqs {
+			r.pools[pi].q.Push(id)
+		}
+		r.trigger(pi, now, out)
+	case EvTimer:
+		r.pools[ev.Key].timer = false
+		r.trigger(int(ev.Key), now, out)
+	case EvBatchDone:
+		b := r.v.Batch(ev.Batch)
+		h := &b.Hops[ev.Hop]
+		if delta := (ev.End - ev.Start) - h.Nominal; delta != 0 {
+			r.estEnd[ev.Worker] = max(r.estEnd[ev.Worker]+delta, now)
+		}
+		if r.v.WorkerIdle(ev.Worker) {
+			r.estEnd[ev.Worker] = ev.End
+		}
+	}
+}
+
+func (r *Reactive) examinedAt(id ReqID) int32 {
+	if int(id) < len(r.examined) {
+		return r.examined[id]
+	}
+	return 0
+}
+
+func (r *Reactive) setExamined(id ReqID, pool int) {
+	for int(id) >= len(r.examined) {
+		r.examined = append(r.examined, 0)
+	}
+	r.examined[id] = int32(pool + 1)
+}
+
+func (r *Reactive) trigger(pi int, now Time, out *Decisions) {
+	p := &r.pools[pi]
+	for {
+		// The worker whose queued work ends first (ties: pool order).
+		var w WorkerID = NoWorker
+		start := Never
+		for _, c := range p.workers {
+			if s := max(r.estEnd[c], now); s < start {
+				start, w = s, c
+			}
+		}
+		if w == NoWorker {
+			for p.q.Len() > 0 {
+				out.Drop(p.q.PopFront(), NoStage, DropNoPath, 0)
+			}
+			return
+		}
+		st := &r.dep.Stages[r.dep.Topo.Workers[w].Stage]
+		sid := r.dep.Topo.Workers[w].Stage
+		bs := st.Batch
+		lo := int(math.Round(0.95 * float64(bs)))
+		b := 0
+		for p.q.Len() > 0 {
+			hid := p.q.Front()
+			h := r.v.Req(hid)
+			budget := h.Deadline - r.slack[w] - start
+			b = 0
+			for c := bs; c >= 1; c-- {
+				if st.Lat(c)+st.Xfer(c) <= budget {
+					b = c
+					break
+				}
+			}
+			if b == 0 {
+				out.Drop(p.q.PopFront(), sid, DropDeadline, 0)
+				continue
+			}
+			if b < lo && r.examinedAt(hid) != int32(pi+1) {
+				out.Drop(p.q.PopFront(), sid, DropAdmission, 0)
+				continue
+			}
+			break
+		}
+		if p.q.Len() == 0 {
+			if p.timer {
+				out.CancelTimer(int64(pi))
+				p.timer = false
+			}
+			return
+		}
+		hid := p.q.Front()
+		n := p.q.Len()
+		at := Time(0)
+		if n < b {
+			at = r.v.Req(hid).Deadline - r.slack[w] - st.Lat(n+1) + 1
+		}
+		if n >= b || at <= now {
+			b = min(b, n)
+			r.buf = append(r.buf[:0], p.q.FrontN(b)...)
+			p.q.Drop(b)
+			r.path[0] = PathHop{Stage: sid, Worker: w}
+			out.Dispatch(r.v.Req(hid).App, r.buf, r.path[:])
+			r.estEnd[w] = start + st.Lat(b)
+			continue
+		}
+		r.setExamined(hid, pi)
+		out.SetTimer(at, int64(pi))
+		p.timer = true
+		return
+	}
+}
+
+func init() {
+	RegisterPolicy("reactive", "PPipe's reactive per-pool baseline: no reservations, re-batching at every stage (ablation)", func(cfg Config) (Policy, error) {
+		return NewReactive(cfg.Order)
+	})
+}

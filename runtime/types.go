@@ -1,0 +1,226 @@
+package runtime
+
+import "math"
+
+// Time is a point in time or a duration in integer microseconds. Points are measured from the
+// start of the run (sim: virtual time 0; serve: the instant the engine was created).
+type Time int64
+
+// Common durations.
+const (
+	Microsecond Time = 1
+	Millisecond Time = 1000
+	Second      Time = 1000 * Millisecond
+	// Never is a time after every other time.
+	Never Time = math.MaxInt64
+)
+
+// Dense identifiers: each indexes a slice in the engine or the deployment.
+type (
+	// ReqID identifies a request: an index into the engine's request table.
+	ReqID int32
+	// AppID identifies an application (for PPipe: one model) in Deployment.Apps.
+	AppID int32
+	// StageID identifies a stage within Deployment.Stages (global across applications).
+	StageID int32
+	// WorkerID identifies a worker (a whole GPU or a 1/v slice) in Topology.Workers.
+	WorkerID int32
+	// ServerID identifies a server (a NIC) in Topology.Servers.
+	ServerID int32
+	// BatchID identifies a dispatched batch in the engine's batch table.
+	BatchID int32
+)
+
+// NoStage, NoWorker and NoServer mark unset identifiers.
+const (
+	NoStage  StageID  = -1
+	NoWorker WorkerID = -1
+	NoServer ServerID = -1
+)
+
+// Outcome is a request's terminal state. Every request reaches exactly one.
+type Outcome uint8
+
+// Outcomes.
+const (
+	Pending   Outcome = iota // not finished yet
+	Completed                // finished by its deadline
+	Late                     // finished after its deadline
+	Dropped                  // discarded by a policy (see Request.Reason)
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Pending:
+		return "pending"
+	case Completed:
+		return "completed"
+	case Late:
+		return "late"
+	case Dropped:
+		return "dropped"
+	}
+	return "unknown"
+}
+
+// DropReason says why a policy dropped a request. It is an open set of strings so that new
+// policies add reasons without touching this package; reports group drops by reason.
+type DropReason string
+
+// Drop reasons used by the policies in this package.
+const (
+	// DropDeadline: no batch size lets the request finish by its deadline (PPipe step 2,
+	// reactive budget test).
+	DropDeadline DropReason = "deadline"
+	// DropAdmission: the first time at the head of the queue not even a near-planned batch
+	// fits (PPipe's [code] admission refinement; the reactive baseline's 95% rule).
+	DropAdmission DropReason = "admission"
+	// DropWaitCorner: waiting for one more request would break the head's deadline because
+	// latency is not monotone in batch size (PPipe's corner case).
+	DropWaitCorner DropReason = "wait-corner"
+	// DropNoPath: the application has no usable pipeline.
+	DropNoPath DropReason = "no-path"
+	// DropShutdown: the driver stopped (serve drains, then drops what is left).
+	DropShutdown DropReason = "shutdown"
+)
+
+// Request is one inference request and its life-cycle record. The engine owns requests;
+// policies read them through View and must not modify them.
+type Request struct {
+	ID  ReqID
+	App AppID
+	// Class is a free label for multi-class workloads (QLM groups, PARD priorities).
+	Class int32
+	// Arrival and Deadline (= Arrival + the application's SLO unless the driver set it).
+	Arrival, Deadline Time
+	// Dispatch is when the request first joined a dispatched batch (Never before).
+	Dispatch Time
+	// Done is when the request reached its outcome.
+	Done    Time
+	Outcome Outcome
+	// Reason, DropStage and Estimate describe a drop: why, at which stage (NoStage = before
+	// the first stage), and the latency estimate that caused it (0 if none).
+	Reason    DropReason
+	DropStage StageID
+	Estimate  Time
+	// Batches lists every batch the request travelled in, in order. Per-stage start/end and
+	// transfer times are in the batches' hops (Engine.Batch).
+	Batches []BatchID
+	// WorkGPU is the GPU time spent on this request in GPU-µs (a batch's duration divided by
+	// its size and by the worker's slice level v); for a dropped request it is wasted work.
+	WorkGPU float64
+	// held: the request is in a dispatched batch (engine-owned; policies cannot drop it).
+	held bool
+}
+
+// InFlight reports whether the request is inside a dispatched batch right now.
+func (r *Request) InFlight() bool { return r.held }
+
+// Server is a machine with one NIC; every GPU of the server shares it.
+type Server struct {
+	Name string
+	// UpMbps and DownMbps are the effective send/receive bandwidths in Mbit/s = bit/µs.
+	UpMbps, DownMbps float64
+}
+
+// GPU is a physical GPU.
+type GPU struct {
+	Type   string
+	Class  string // high | low | "" (PPipe's classes, for utilization reports)
+	Server ServerID
+}
+
+// Worker is one execution slot: a whole GPU (VGPU = 1) or one 1/VGPU slice of it.
+type Worker struct {
+	Name   string
+	GPU    int // index into Topology.GPUs
+	Server ServerID
+	Type   string
+	Class  string
+	VGPU   int
+	// Stage is the stage whose pool this worker belongs to (NoStage = unassigned).
+	Stage StageID
+}
+
+// Topology is the physical cluster a deployment runs on.
+type Topology struct {
+	Servers []Server
+	GPUs    []GPU
+	Workers []Worker
+}
+
+// Stage is one node of an application graph served by a pool of workers: for PPipe a
+// partition (blocks [i,j) of a model) of one pipeline; for PARD a module.
+type Stage struct {
+	Name string
+	App  AppID
+	// Pipeline groups the stages of one PPipe pipeline (index within the app; -1 = none).
+	Pipeline int
+	// Index is the stage's position within its pipeline (0 = entry).
+	Index int
+	// Next lists successor stages. Empty = sink. Chains have one successor; a DAG fan-out
+	// sends the batch's requests to every successor (not implemented yet: the engine rejects
+	// len(Next) > 1 until a policy needs it).
+	Next []StageID
+	// Pool lists the workers serving the stage.
+	Pool []WorkerID
+	// Batch is the planned batch size.
+	Batch int
+	// LatUs[b] is the nominal latency of a batch of b (1 ≤ b < len(LatUs)); LatUs[0] = 0.
+	LatUs []Time
+	// OutBytes is the per-sample size of the stage's output (0 for the last stage).
+	OutBytes int64
+	// XferPerSampleUs is the planned per-sample transfer time of the output (µs, may be
+	// fractional); the transfer of b samples takes ceil(b·XferPerSampleUs).
+	XferPerSampleUs float64
+}
+
+// Lat returns the nominal latency of a batch of b on the stage, extrapolating linearly past the
+// table (a batch larger than profiled is a policy bug, but the engine must not panic on it).
+func (s *Stage) Lat(b int) Time {
+	if b <= 0 {
+		return 0
+	}
+	if b < len(s.LatUs) {
+		return s.LatUs[b]
+	}
+	n := len(s.LatUs) - 1
+	if n <= 0 {
+		return 0
+	}
+	return s.LatUs[n] * Time(b) / Time(n)
+}
+
+// Xfer returns the planned transfer time of a batch of b leaving the stage.
+func (s *Stage) Xfer(b int) Time {
+	if len(s.Next) == 0 || b <= 0 {
+		return 0
+	}
+	return Time(math.Ceil(float64(b) * s.XferPerSampleUs))
+}
+
+// App is an application: a graph of stages with one end-to-end SLO. For PPipe an app is one
+// model, and each pooled pipeline is a separate chain of stages; Entry lists the first stage
+// of every pipeline (the dispatcher picks one per batch).
+type App struct {
+	Name string
+	SLO  Time
+	// Weight is the app's share of requests in multi-app workloads.
+	Weight float64
+	// RateRPS is the planned throughput (load factor 1.0).
+	RateRPS float64
+	Entry   []StageID
+	// Pipelines[p] lists the stages of pipeline p in order (PPipe plans); empty for
+	// non-pipeline apps.
+	Pipelines [][]StageID
+}
+
+// Deployment is what an engine serves: applications, their stages and the cluster.
+type Deployment struct {
+	Apps   []App
+	Stages []Stage
+	Topo   Topology
+}
+
+// Worker returns worker w.
+func (d *Deployment) Worker(w WorkerID) *Worker { return &d.Topo.Workers[w] }
