@@ -31,3 +31,14 @@ fetch highs 1.15.3 \
   build/highs.wasm \
   528be4365bea1d4188988646b244263f50320df55782e14d6af5bce7cd45c840 \
   "$dest/highs/highs.wasm"
+
+# ONNX Runtime 1.24.1, Linux x64 CPU build (profiler/measure, the `onnx` backend). The version
+# must match the C API headers of github.com/yalue/onnxruntime_go v1.27.0 (ORT_API_VERSION 24).
+# Only linux/x64 is fetched; elsewhere point PLAN_ORT_LIB at a local libonnxruntime.
+if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ]; then
+  fetch onnxruntime-node 1.24.1 \
+    57181cf6e6e711b155c5b942d591fd63ded0b5de5c4922d51fd994e7f6ac2772 \
+    bin/napi-v6/linux/x64/libonnxruntime.so.1 \
+    53ef1ac028dd1b05554b8da28d9159eb3876f99868193d2aaa6e67f0243c23d4 \
+    "$dest/onnxruntime/libonnxruntime.so"
+fi

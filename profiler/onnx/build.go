@@ -1,0 +1,433 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/plan-dev/plan/profiler/graph"
+)
+
+// batchParam names the dynamic batch dimension in every model the writer produces.
+const batchParam = "N"
+
+// irVersion 8 goes with opsets up to 18, 9 up to 20 (onnx/docs/Versioning.md).
+func irFor(opset int64) int64 {
+	if opset > 18 {
+		return 9
+	}
+	return 8
+}
+
+// scalarAttrs are ONNX attributes of type INT; every other integer attribute is INTS.
+var scalarAttrs = map[string]bool{
+	"group": true, "axis": true, "transA": true, "transB": true, "keepdims": true,
+	"ceil_mode": true, "count_include_pad": true, "storage_order": true, "to": true,
+	"allowzero": true, "noop_with_empty_axes": true, "select_last_index": true,
+}
+
+// helperAttrs are IR-only attributes (see package graph) that become inputs, not attributes.
+var helperAttrs = map[string]bool{"vocab_size": true, "scales": true, "shape": true}
+
+// Build materializes an IR graph as a runnable ONNX model: every node becomes the ONNX
+// operator of the same name, weights the op implies (graph.WeightShapes) or that the graph
+// lists as Const tensors become initializers with seeded random values, and every graph input
+// and output gets a dynamic batch dimension "N" in front of its per-sample shape. The same
+// graph and seed always give the same bytes.
+func Build(g *graph.Graph, seed int64) ([]byte, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("build %q: %w", g.Name, err)
+	}
+	b := &builder{g: g, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed0f0a11)), used: map[string]bool{}, emitted: map[string]bool{}}
+	for name := range g.Tensors {
+		b.used[name] = true
+	}
+	for _, n := range g.Nodes {
+		b.used[n.Name] = true
+		if n.Op == "Gelu" {
+			b.opset = max(b.opset, 20)
+		}
+	}
+	b.opset = max(b.opset, 17)
+	var nodes [][]byte
+	for i := range g.Nodes {
+		enc, err := b.node(&g.Nodes[i])
+		if err != nil {
+			return nil, fmt.Errorf("build %q: node %q (%s): %w", g.Name, g.Nodes[i].Name, g.Nodes[i].Op, err)
+		}
+		nodes = append(nodes, enc)
+	}
+	var gr []byte
+	for _, n := range nodes {
+		gr = putBytes(gr, fGraphNode, n)
+	}
+	name := g.Name
+	if name == "" {
+		name = "graph"
+	}
+	gr = putString(gr, fGraphName, name)
+	for _, t := range b.inits {
+		gr = putBytes(gr, fGraphInitializer, t)
+	}
+	for _, in := range g.Inputs {
+		t := g.Tensors[in]
+		dt, ok := dtypeByName(t.DType)
+		if !ok {
+			dt = Float
+		}
+		gr = putBytes(gr, fGraphInput, valueInfo(in, dt, t.Shape))
+	}
+	for _, out := range g.Outputs {
+		t := g.Tensors[out]
+		dt, ok := dtypeByName(t.DType)
+		if !ok {
+			dt = Float
+		}
+		gr = putBytes(gr, fGraphOutput, valueInfo(out, dt, t.Shape))
+	}
+	return model(irFor(b.opset), map[string]int64{"": b.opset}, gr), nil
+}
+
+// model wraps an encoded GraphProto into a ModelProto.
+func model(ir int64, opsets map[string]int64, graphBytes []byte) []byte {
+	var out []byte
+	out = putVarint(out, fModelIRVersion, ir)
+	out = putString(out, fModelProducerName, "plan")
+	out = putBytes(out, fModelGraph, graphBytes)
+	doms := make([]string, 0, len(opsets))
+	for d := range opsets {
+		doms = append(doms, d)
+	}
+	sort.Strings(doms)
+	for _, d := range doms {
+		var op []byte
+		if d != "" {
+			op = putString(op, fOpsetDomain, d)
+		}
+		op = putVarint(op, fOpsetVersion, opsets[d])
+		out = putBytes(out, fModelOpsetImport, op)
+	}
+	return out
+}
+
+// valueInfo encodes a tensor declaration with a dynamic batch in front of shape.
+func valueInfo(name string, dt DataType, shape []int64) []byte {
+	dims := []Dim{{Param: batchParam}}
+	for _, d := range shape {
+		dims = append(dims, Dim{Value: d})
+	}
+	return encodeValueInfo(name, dt, dims)
+}
+
+func encodeValueInfo(name string, dt DataType, dims []Dim) []byte {
+	var sh []byte
+	for _, d := range dims {
+		var dm []byte
+		if d.Known() {
+			dm = putVarint(dm, fDimValue, d.Value)
+		} else {
+			dm = putString(dm, fDimParam, d.Param)
+		}
+		sh = putBytes(sh, fShapeDim, dm)
+	}
+	var tt []byte
+	tt = putVarint(tt, fTensorTypeElem, int64(dt))
+	tt = putBytes(tt, fTensorTypeShape, sh)
+	var ty []byte
+	ty = putBytes(ty, fTypeTensor, tt)
+	var vi []byte
+	vi = putString(vi, fValueInfoName, name)
+	vi = putBytes(vi, fValueInfoType, ty)
+	return vi
+}
+
+// tensorProto encodes an initializer with raw little-endian data.
+func tensorProto(name string, dt DataType, dims []int64, raw []byte) []byte {
+	var t []byte
+	for _, d := range dims {
+		t = putVarint(t, fTensorDims, d)
+	}
+	t = putVarint(t, fTensorDataType, int64(dt))
+	t = putString(t, fTensorName, name)
+	t = putBytes(t, fTensorRawData, raw)
+	return t
+}
+
+type builder struct {
+	g     *graph.Graph
+	rng   *rand.Rand
+	inits [][]byte
+	used  map[string]bool
+	opset int64
+	// emitted marks Const tensors already written (several nodes may read one).
+	emitted map[string]bool
+}
+
+func (b *builder) fresh(base string) string {
+	name := base
+	for k := 1; b.used[name]; k++ {
+		name = fmt.Sprintf("%s_%d", base, k)
+	}
+	b.used[name] = true
+	return name
+}
+
+// floats adds a float initializer whose values are mean + std·N(0,1) (|·| when abs).
+func (b *builder) floats(base string, dims []int64, mean, std float64, abs bool) string {
+	name := b.fresh(base)
+	n := graph.Elements(dims)
+	raw := make([]byte, 4*n)
+	for i := int64(0); i < n; i++ {
+		v := b.rng.NormFloat64() * std
+		if abs {
+			v = math.Abs(v)
+		}
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(mean+v)))
+	}
+	b.inits = append(b.inits, tensorProto(name, Float, dims, raw))
+	return name
+}
+
+func (b *builder) int64s(base string, vals []int64) string {
+	name := b.fresh(base)
+	raw := make([]byte, 8*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
+	}
+	b.inits = append(b.inits, tensorProto(name, Int64, []int64{int64(len(vals))}, raw))
+	return name
+}
+
+func (b *builder) scalar(base string, v float32) string {
+	name := b.fresh(base)
+	raw := make([]byte, 4)
+	binary.LittleEndian.PutUint32(raw, math.Float32bits(v))
+	b.inits = append(b.inits, tensorProto(name, Float, nil, raw))
+	return name
+}
+
+// weight initializes a weight with a scale that keeps activations O(1) through deep stacks
+// (He initialization): exploding or denormal values would distort CPU timings.
+func (b *builder) weight(base string, dims []int64, fanIn int64) string {
+	return b.floats(base, dims, 0, math.Sqrt(2/float64(max(fanIn, 1))), false)
+}
+
+// constInput materializes a Const tensor the graph lists as an input.
+func (b *builder) constInput(n *graph.Node, t graph.Tensor) (string, error) {
+	dt, ok := dtypeByName(t.DType)
+	if !ok {
+		return "", fmt.Errorf("constant %q: unsupported dtype %q", t.Name, t.DType)
+	}
+	if b.emitted[t.Name] {
+		return t.Name, nil
+	}
+	b.emitted[t.Name] = true
+	b.used[t.Name] = true
+	switch dt {
+	case Float:
+		fan := int64(1)
+		if len(t.Shape) > 1 {
+			fan = graph.Elements(t.Shape[1:])
+		}
+		name := b.weight(t.Name+"#", t.Shape, fan)
+		// Keep the graph's name: rename the freshly encoded tensor.
+		last := len(b.inits) - 1
+		b.inits[last] = renameTensor(b.inits[last], t.Name)
+		delete(b.used, name)
+		return t.Name, nil
+	case Int64, Int32:
+		vals := make([]int64, graph.Elements(t.Shape))
+		if n.Op == "Reshape" && len(vals) == len(n.Attrs["shape"]) {
+			copy(vals, n.Attrs["shape"])
+		}
+		size := dt.Size()
+		raw := make([]byte, size*int64(len(vals)))
+		for i, v := range vals {
+			if size == 8 {
+				binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
+			} else {
+				binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
+			}
+		}
+		b.inits = append(b.inits, tensorProto(t.Name, dt, t.Shape, raw))
+		return t.Name, nil
+	}
+	return "", fmt.Errorf("constant %q: cannot generate %s data", t.Name, t.DType)
+}
+
+func (b *builder) node(n *graph.Node) ([]byte, error) {
+	var acts, consts []string
+	for _, in := range n.Inputs {
+		t := b.g.Tensors[in]
+		if t.Const {
+			name, err := b.constInput(n, t)
+			if err != nil {
+				return nil, err
+			}
+			consts = append(consts, name)
+		} else {
+			acts = append(acts, in)
+		}
+	}
+	if len(n.Outputs) == 0 {
+		return nil, fmt.Errorf("no outputs")
+	}
+	out := b.g.Tensors[n.Outputs[0]]
+	inputs := append([]string{}, acts...)
+	attrs := map[string][]int64{}
+	for k, v := range n.Attrs {
+		if !helperAttrs[k] {
+			attrs[k] = v
+		}
+	}
+	var strAttrs [][2]string
+	if len(consts) > 0 {
+		// The graph names its weights (it came from an ONNX file): keep ONNX's input order.
+		inputs = inputs[:0]
+		for _, in := range n.Inputs {
+			inputs = append(inputs, in)
+		}
+	} else {
+		var err error
+		inputs, err = b.implied(n, acts, out, attrs, &strAttrs)
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Opset 13 moved Squeeze/Unsqueeze/ReduceSum axes, opset 18 the other reductions', to inputs.
+	if axes, ok := attrs["axes"]; ok {
+		moved := n.Op == "Squeeze" || n.Op == "Unsqueeze" || n.Op == "ReduceSum" ||
+			(b.opset >= 18 && len(n.Op) > 6 && n.Op[:6] == "Reduce")
+		if moved {
+			delete(attrs, "axes")
+			inputs = append(inputs, b.int64s(n.Name+".axes", axes))
+		}
+	}
+	var enc []byte
+	for _, in := range inputs {
+		enc = putString(enc, fNodeInput, in)
+	}
+	for _, o := range n.Outputs {
+		enc = putString(enc, fNodeOutput, o)
+	}
+	enc = putString(enc, fNodeName, n.Name)
+	enc = putString(enc, fNodeOpType, n.Op)
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var a []byte
+		a = putString(a, fAttrName, k)
+		if scalarAttrs[k] && len(attrs[k]) == 1 {
+			a = putVarint(a, fAttrType, int64(AttrInt))
+			a = putVarint(a, fAttrI, attrs[k][0])
+		} else {
+			a = putVarint(a, fAttrType, int64(AttrInts))
+			for _, v := range attrs[k] {
+				a = putVarint(a, fAttrInts, v)
+			}
+		}
+		enc = putBytes(enc, fNodeAttribute, a)
+	}
+	for _, sa := range strAttrs {
+		var a []byte
+		a = putString(a, fAttrName, sa[0])
+		a = putVarint(a, fAttrType, int64(AttrString))
+		a = putString(a, fAttrS, sa[1])
+		enc = putBytes(enc, fNodeAttribute, a)
+	}
+	return enc, nil
+}
+
+// implied returns the ONNX inputs of a node whose graph lists only activations, creating the
+// weights and constant operands the op needs.
+func (b *builder) implied(n *graph.Node, acts []string, out graph.Tensor, attrs map[string][]int64, strAttrs *[][2]string) ([]string, error) {
+	ws, err := graph.WeightShapes(b.g, n)
+	if err != nil {
+		return nil, err
+	}
+	first := func() graph.Tensor {
+		if len(acts) == 0 {
+			return graph.Tensor{}
+		}
+		return b.g.Tensors[acts[0]]
+	}
+	in := append([]string{}, acts...)
+	switch n.Op {
+	case "Conv", "ConvTranspose":
+		if len(ws) != 2 || len(acts) != 1 {
+			return nil, fmt.Errorf("needs one activation input")
+		}
+		fan := graph.Elements(ws[0][1:])
+		if _, ok := attrs["kernel_shape"]; !ok {
+			attrs["kernel_shape"] = ws[0][2:]
+		}
+		return append(in, b.weight(n.Name+".weight", ws[0], fan), b.floats(n.Name+".bias", ws[1], 0, 0.01, false)), nil
+	case "Gemm":
+		if len(acts) != 1 || len(ws) != 2 {
+			return nil, fmt.Errorf("needs one activation input")
+		}
+		if len(first().Shape) != 1 {
+			return nil, fmt.Errorf("input %q: per-sample shape %v must have rank 1 (the batched input is [N, K])", acts[0], first().Shape)
+		}
+		k := ws[0][1]
+		if attrs["transB"] == nil || attrs["transB"][0] == 0 {
+			k = ws[0][0]
+		}
+		return append(in, b.weight(n.Name+".weight", ws[0], k), b.floats(n.Name+".bias", ws[1], 0, 0.01, false)), nil
+	case "MatMul":
+		if len(acts) == 1 {
+			return append(in, b.weight(n.Name+".weight", ws[0], ws[0][0])), nil
+		}
+	case "BatchNormalization":
+		c := ws[0]
+		return append(in,
+			b.floats(n.Name+".scale", c, 1, 0.1, false),
+			b.floats(n.Name+".bias", c, 0, 0.1, false),
+			b.floats(n.Name+".mean", c, 0, 0.1, false),
+			b.floats(n.Name+".var", c, 1, 0.1, true)), nil
+	case "LayerNormalization":
+		return append(in, b.floats(n.Name+".scale", ws[0], 1, 0, false), b.floats(n.Name+".bias", ws[1], 0, 0, false)), nil
+	case "Gather":
+		if len(ws) == 1 {
+			// The table is the data input; the activation holds the indices.
+			return append([]string{b.floats(n.Name+".table", ws[0], 0, 0.02, false)}, acts...), nil
+		}
+	case "PRelu":
+		return append(in, b.floats(n.Name+".slope", ws[0], 0.25, 0, false)), nil
+	case "Reshape":
+		shape, ok := n.Attrs["shape"]
+		if !ok {
+			// The IR's reshape target is the output's per-sample shape behind the batch.
+			shape = append([]int64{0}, out.Shape...)
+		}
+		return append(in, b.int64s(n.Name+".shape", shape)), nil
+	case "Resize":
+		scales := n.Attrs["scales"]
+		if scales == nil {
+			return nil, fmt.Errorf("needs the scales attribute")
+		}
+		name := b.fresh(n.Name + ".scales")
+		raw := make([]byte, 4*len(scales))
+		for i, s := range scales {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(s)))
+		}
+		b.inits = append(b.inits, tensorProto(name, Float, []int64{int64(len(scales))}, raw))
+		*strAttrs = append(*strAttrs, [2]string{"mode", "linear"})
+		return append(in, "", name), nil
+	case "Clip":
+		// Without bounds Clip is the identity; the IR has no float attributes, so use ReLU6,
+		// the clip CNNs use.
+		return append(in, b.scalar(n.Name+".min", 0), b.scalar(n.Name+".max", 6)), nil
+	case "Add", "Sub", "Mul", "Div":
+		if len(acts) == 1 {
+			// A bias or scale: a learned operand of the output's per-sample shape.
+			return append(in, b.floats(n.Name+".operand", out.Shape, 0, 0.1, false)), nil
+		}
+	}
+	return in, nil
+}
