@@ -13,6 +13,7 @@ type built struct {
 	spaces []*modelSpace
 	cfg    spaceConfig
 	y, g   [][][][]solver.Var // [model][template][stage][option]
+	f      [][][][]solver.Var // throughput routed through each option, req/s
 	u, x   [][]solver.Var     // [model][template]
 	z      solver.Var
 	multi  bool
@@ -45,6 +46,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 	for mi, ms := range spaces {
 		b.y = append(b.y, make([][][]solver.Var, len(ms.tmpls)))
 		b.g = append(b.g, make([][][]solver.Var, len(ms.tmpls)))
+		b.f = append(b.f, make([][][]solver.Var, len(ms.tmpls)))
 		b.u = append(b.u, make([]solver.Var, len(ms.tmpls)))
 		b.x = append(b.x, make([]solver.Var, len(ms.tmpls)))
 		var objTerms []solver.Term
@@ -60,6 +62,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			objTerms = append(objTerms, solver.Term{Var: x, Coef: -1})
 			b.y[mi][li] = make([][]solver.Var, len(t.stages))
 			b.g[mi][li] = make([][]solver.Var, len(t.stages))
+			b.f[mi][li] = make([][]solver.Var, len(t.stages))
 			latTerms := []solver.Term{{Var: u, Coef: -ms.md.budget / 1000}}
 			for d, st := range t.stages {
 				k := t.types[d]
@@ -67,6 +70,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 				thr := []solver.Term{{Var: x, Coef: 1}}
 				ys := make([]solver.Var, len(st))
 				gs := make([]solver.Var, len(st))
+				fs := make([]solver.Var, len(st))
 				key := hkey{mi, d, k}
 				if cfg.roundingPipeline(p) {
 					key = hkey{mi, li*16 + d, k} // one rounding group per (template, stage)
@@ -79,9 +83,11 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 					on := fmt.Sprintf("%s_d%d_v%db%d_%d_%d", name, d, o.v, o.b, o.i, o.j)
 					y := m.AddBinary("y_"+on, 0)
 					g := m.AddInteger("g_"+on, 0, float64(o.G), 0)
-					ys[oi], gs[oi] = y, g
+					f := m.AddContinuous("f_"+on, 0, math.Min(t.xmax, o.X*float64(o.G)), 0)
+					ys[oi], gs[oi], fs[oi] = y, g, f
 					choice = append(choice, solver.Term{Var: y, Coef: 1})
-					thr = append(thr, solver.Term{Var: g, Coef: -o.X})
+					thr = append(thr, solver.Term{Var: f, Coef: -1})
+					m.AddRow("cap_"+on, -solver.Inf, 0, solver.Term{Var: f, Coef: 1}, solver.Term{Var: g, Coef: -o.X})
 					latTerms = append(latTerms, solver.Term{Var: y, Coef: o.lat() / 1000})
 					// Linking y ≤ g ≤ G·y with the tight G of bound().
 					m.AddRow("ub_"+on, -solver.Inf, 0, solver.Term{Var: g, Coef: 1}, solver.Term{Var: y, Coef: -float64(o.G)})
@@ -91,11 +97,20 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 						stageAllWhole[key] = false
 					}
 				}
-				b.y[mi][li][d], b.g[mi][li][d] = ys, gs
+				b.y[mi][li][d], b.g[mi][li][d], b.f[mi][li][d] = ys, gs, fs
 				m.AddRow(fmt.Sprintf("choice_%s_d%d", name, d), 0, 0, choice...)
-				m.AddRow(fmt.Sprintf("thr_%s_d%d", name, d), -solver.Inf, 0, thr...)
+				if d == 0 {
+					// x = Σ f over the head stage; conservation carries it through every stage.
+					m.AddRow(fmt.Sprintf("thr_%s", name), 0, 0, thr...)
+				}
 			}
 			// Contiguity + unified batch: stage d ends at cut c with batch b ⇔ stage d+1 starts there.
+			fvar := map[solver.Var]solver.Var{}
+			for d := range t.stages {
+				for oi := range t.stages[d] {
+					fvar[b.y[mi][li][d][oi]] = b.f[mi][li][d][oi]
+				}
+			}
 			for d := 0; d+1 < len(t.stages); d++ {
 				type cb struct{ c, b int }
 				flows := map[cb][]solver.Term{}
@@ -116,6 +131,13 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 				}
 				for _, key := range order {
 					m.AddRow(fmt.Sprintf("flow_%s_d%d_c%d_b%d", name, d, key.c, key.b), 0, 0, flows[key]...)
+					// The same conservation for throughput: in the LP relaxation, throughput must
+					// follow contiguous chains, so fractional choices cannot skip blocks.
+					ft := make([]solver.Term, len(flows[key]))
+					for i, tm := range flows[key] {
+						ft[i] = solver.Term{Var: fvar[tm.Var], Coef: tm.Coef}
+					}
+					m.AddRow(fmt.Sprintf("fflow_%s_d%d_c%d_b%d", name, d, key.c, key.b), 0, 0, ft...)
 				}
 			}
 			// Latency row only where some chain of surviving options could exceed T'.
@@ -193,6 +215,9 @@ func (b *built) start(a assignment) []float64 {
 				x = math.Min(x, o.X*float64(c.g))
 			}
 			vals[b.x[mi][li]] = x
+			for _, c := range ch {
+				vals[b.f[mi][li][c.stage][c.opt]] = x
+			}
 			total += x
 		}
 		zs = math.Min(zs, total/ms.md.weight)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -119,7 +120,7 @@ func (s *session) run(phase string, b *built, start []float64) (*solver.Result, 
 	if remaining < 100*time.Millisecond {
 		remaining = 100 * time.Millisecond
 	}
-	o := solver.Options{TimeLimit: remaining, RelGap: s.p.opts.Gap, Start: start}
+	o := solver.Options{TimeLimit: remaining, RelGap: s.p.opts.Gap, Start: start, Log: solverLog}
 	if f := s.p.opts.Progress; f != nil {
 		o.Progress = func(pr solver.Progress) {
 			f(Progress{Phase: phase, Elapsed: time.Since(s.began), Nodes: s.nodes + pr.Nodes, Incumbent: pr.Incumbent,
@@ -401,6 +402,9 @@ func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error)
 	}
 	return pl, nil
 }
+
+// solverLog receives HiGHS's log when set (tests and benchmarks set it for diagnosis).
+var solverLog io.Writer
 
 // ToolVersion is recorded in plans; the CLI overrides it with the build's version.
 var ToolVersion = "dev"
