@@ -2,8 +2,14 @@ package roofline
 
 // Params are the per-GPU constants of the roofline model.
 type Params struct {
-	// EtaCompute and EtaMem are the achieved shares of peak arithmetic and DRAM bandwidth.
+	// EtaCompute is the achieved share of peak arithmetic on large layers; EtaMem that of
+	// DRAM bandwidth.
 	EtaCompute, EtaMem float64
+	// EtaSmall and HalfWorkFLOPs model tensor-core GEMM efficiency growing with the size
+	// of the product: a layer doing w FLOPs per sample reaches
+	// EtaSmall + (EtaCompute−EtaSmall)·w/(w+HalfWorkFLOPs). HalfWorkFLOPs = 0 means a flat
+	// EtaCompute (CUDA-core FP32 GPUs).
+	EtaSmall, HalfWorkFLOPs float64
 	// PhiFLOPs is the work per SM (FLOPs) at which a kernel fills the GPU; below
 	// SMs·PhiFLOPs the kernel runs at the rate of a partly filled GPU.
 	PhiFLOPs float64
@@ -19,10 +25,10 @@ type Params struct {
 // calibrated holds the fitted constants. See CALIBRATION.md for the targets and the
 // remaining error per target.
 var calibrated = map[string]Params{
-	"P4":   {EtaCompute: 0.70, EtaMem: 0.80, PhiFLOPs: 2e6, OverheadUs: 8, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
-	"T4":   {EtaCompute: 0.68, EtaMem: 0.75, PhiFLOPs: 2e6, OverheadUs: 7, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
-	"L4":   {EtaCompute: 0.55, EtaMem: 0.80, PhiFLOPs: 4e6, OverheadUs: 6, L2Boost: 2.5, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
-	"V100": {EtaCompute: 0.70, EtaMem: 0.75, PhiFLOPs: 8e6, OverheadUs: 6, L2Boost: 1.5, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
+	"P4":   {EtaCompute: 0.70, EtaMem: 0.80, PhiFLOPs: 1e6, OverheadUs: 10, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
+	"T4":   {EtaCompute: 0.68, EtaMem: 0.65, PhiFLOPs: 4e6, OverheadUs: 8, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
+	"L4":   {EtaCompute: 0.55, EtaSmall: 0.20, HalfWorkFLOPs: 2e9, EtaMem: 0.80, PhiFLOPs: 1.5e6, OverheadUs: 5, L2Boost: 2, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
+	"V100": {EtaCompute: 0.85, EtaMem: 0.75, PhiFLOPs: 1.5e6, OverheadUs: 5, L2Boost: 1.5, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
 	// No targets exist for these; they take the constants of their closest calibrated
 	// relative (A10 ~ L4, an Ampere/Ada part with TF32; A100/H100/H200 ~ V100's HBM
 	// behaviour with TF32 tensor cores).
@@ -30,6 +36,14 @@ var calibrated = map[string]Params{
 	"A100": {EtaCompute: 0.50, EtaMem: 0.80, PhiFLOPs: 8e6, OverheadUs: 5, L2Boost: 2.0, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
 	"H100": {EtaCompute: 0.45, EtaMem: 0.80, PhiFLOPs: 8e6, OverheadUs: 4, L2Boost: 2.0, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
 	"H200": {EtaCompute: 0.45, EtaMem: 0.80, PhiFLOPs: 8e6, OverheadUs: 4, L2Boost: 2.0, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
+}
+
+// Eta is the compute efficiency of a layer doing work FLOPs.
+func (p Params) Eta(work float64) float64 {
+	if p.HalfWorkFLOPs <= 0 {
+		return p.EtaCompute
+	}
+	return p.EtaSmall + (p.EtaCompute-p.EtaSmall)*work/(work+p.HalfWorkFLOPs)
 }
 
 // ParamsFor returns the calibrated constants of a GPU type (generic ones for an unknown type).

@@ -190,7 +190,9 @@ func (e *Estimator) memUs(bytes float64) float64 {
 	if bytes <= 0 {
 		return 0
 	}
-	hit := min(1, float64(e.Spec.L2Bytes)/bytes)
+	// The share of the traffic served from L2 falls smoothly as the working set outgrows it.
+	l2 := float64(e.Spec.L2Bytes)
+	hit := l2 / (l2 + bytes)
 	t := bytes / (e.Params.EtaMem * e.bwBpus)
 	return t * (1 - hit*(1-1/e.Params.L2Boost))
 }
@@ -208,7 +210,7 @@ func (e *Estimator) LayerUs(l Layer, b int) float64 {
 	if l.FLOPs > 0 {
 		work := fb * l.FLOPs
 		occ := min(1, work/(float64(e.Spec.SMs)*e.Params.PhiFLOPs))
-		tc = work / (e.Params.EtaCompute * e.peakFPus * occ)
+		tc = work / (e.Params.Eta(l.FLOPs) * e.peakFPus * occ)
 	}
 	tm := e.memUs(l.W + fb*l.A)
 	return max(tc, tm) + e.Params.OverheadUs

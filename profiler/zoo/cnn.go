@@ -273,46 +273,54 @@ func inceptionV3() (*graph.Graph, error) {
 	return b.finish(x)
 }
 
-// demoCNN is the small model behind `plan profile` / `plan solve` with no inputs: 19 convs
-// and a classifier on a 3×320×320 image. Early stages are wide in space and thin in channels
-// (bandwidth-bound), late stages the reverse (compute-bound), so the relative speed of two GPU
-// types differs from block to block as PPipe observes; it has residual skips (which make some
-// cuts expensive) and a depthwise-separable block.
+// demoCNN is the model behind `plan profile` / `plan solve` with no inputs: 27 convolutions
+// and a classifier on a 3×1024×1024 video frame, about 47 GFLOPs. The early stages are
+// depthwise-separable blocks at high resolution (wide in space, thin in channels: bandwidth-
+// bound), the late stages dense 3×3 residual blocks with many channels (compute-bound), so the
+// relative speed of two GPU types differs from block to block as PPipe observes (P4 is ~2×
+// slower than L4 early and ~5× late). Residual skips make some cuts carry two tensors.
 func demoCNN() (*graph.Graph, error) {
-	b, x := newBuilder("demo", 3, 320, 320)
+	b, x := newBuilder("demo", 3, 1024, 1024)
+	sep := func(x string, cout, stride int64) string {
+		return b.relu(b.conv(b.relu(b.dwconv(x, 3, stride)), cout, 1, 1))
+	}
+	resSep := func(x string) string {
+		y := b.conv(b.relu(b.dwconv(x, 3, 1)), b.shape(x)[0], 1, 1)
+		return b.relu(b.add(y, x))
+	}
+	res := func(x string) string {
+		c := b.shape(x)[0]
+		y := b.conv(b.relu(b.conv(x, c, 3, 1)), c, 3, 1)
+		return b.relu(b.add(y, x))
+	}
 	b.scope("stem")
-	x = b.relu(b.conv(x, 32, 3, 2)) // 160
-	x = b.relu(b.conv(x, 48, 3, 1)) // 160
-	x = b.relu(b.conv(x, 64, 3, 2)) // 80
+	x = b.relu(b.conv(x, 16, 3, 2)) // 512
+	b.scope("sep1")
+	x = sep(x, 32, 1)
+	b.scope("sep2")
+	x = sep(x, 48, 2) // 256
+	b.scope("sep3")
+	x = resSep(x)
+	b.scope("sep4")
+	x = sep(x, 96, 2) // 128
+	b.scope("sep5")
+	x = resSep(x)
+	b.scope("down1")
+	x = b.relu(b.conv(x, 192, 3, 2)) // 64
 	b.scope("res1")
-	y := b.relu(b.conv(x, 64, 3, 1))
-	y = b.conv(y, 64, 3, 1)
-	x = b.relu(b.add(x, y))
-	b.scope("dw")
-	y = b.relu(b.dwconv(x, 3, 1))
-	x = b.relu(b.conv(y, 128, 1, 1))
+	x = res(x)
 	b.scope("down2")
-	x = b.relu(b.conv(x, 192, 3, 2)) // 40
+	x = b.relu(b.conv(x, 512, 3, 2)) // 32
 	b.scope("res2")
-	y = b.relu(b.conv(x, 192, 3, 1))
-	y = b.conv(y, 192, 3, 1)
-	x = b.relu(b.add(x, y))
-	b.scope("down3")
-	x = b.relu(b.conv(x, 384, 3, 2)) // 20
+	x = res(x)
 	b.scope("res3")
-	y = b.relu(b.conv(x, 384, 3, 1))
-	y = b.conv(y, 384, 3, 1)
-	x = b.relu(b.add(x, y))
-	b.scope("down4")
-	x = b.relu(b.conv(x, 768, 3, 2)) // 10
+	x = res(x)
+	b.scope("res3b")
+	x = res(x)
+	b.scope("down3")
+	x = b.relu(b.conv(x, 768, 3, 2)) // 16
 	b.scope("res4")
-	y = b.relu(b.conv(x, 768, 3, 1))
-	y = b.conv(y, 768, 3, 1)
-	x = b.relu(b.add(x, y))
-	b.scope("res5")
-	y = b.relu(b.conv(x, 768, 3, 1))
-	y = b.conv(y, 768, 3, 1)
-	x = b.relu(b.add(x, y))
+	x = res(x)
 	b.scope("head")
 	x = b.relu(b.conv(x, 1280, 1, 1))
 	x = b.gemm(b.flatten(b.gap(x)), 1000)
