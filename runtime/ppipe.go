@@ -238,7 +238,14 @@ func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
 			a.q.PopFront()
 			continue
 		}
-		out.SetTimer(h.Deadline-pp.work[n]+1, int64(a.id))
+		// Wake up at the last instant a batch one larger could still start (spec), but no
+		// later than the last instant the current batch can (ours: with a flat latency
+		// table the spec's instant is 1 µs too late for the smaller batch too).
+		at := h.Deadline - pp.work[n] + 1
+		if alt := h.Deadline - pp.work[n-1]; n > 1 && alt > now && alt < at {
+			at = alt
+		}
+		out.SetTimer(at, int64(a.id))
 		a.timer = true
 		return
 	}

@@ -1,0 +1,305 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+)
+
+// Source yields arrival times in non-decreasing order; runtime.Never ends the stream.
+type Source interface {
+	Next() runtime.Time
+}
+
+// ArrivalSpec describes an arrival process independent of its rate, so one spec serves every
+// load point and application.
+type ArrivalSpec struct {
+	// Kind is poisson, bursty (Gamma renewal), mmpp (two-state Markov-modulated Poisson),
+	// replay (per-request timestamps with the folding scaler) or counts (per-interval counts).
+	Kind string
+	// CV is the Gamma renewal's coefficient of variation (bursty; default 3).
+	CV float64
+	// MMPP parameters: rate multipliers and mean sojourn times of the high and low states
+	// (defaults 2.5×/0.2 s and 0.625×/0.8 s: the mean rate is the target rate).
+	HighMult, LowMult       float64
+	HighSojourn, LowSojourn runtime.Time
+	// Trace holds the replayed timestamps or counts (replay, counts).
+	Trace *formats.Trace
+	// Name labels the spec in reports (the file name for traces).
+	Name string
+}
+
+// ParseArrival parses the --trace value: poisson, bursty, bursty:CV, mmpp. File traces are
+// loaded by the caller (LoadTrace) and passed as a replay/counts spec.
+func ParseArrival(s string) (ArrivalSpec, error) {
+	name, arg, hasArg := strings.Cut(s, ":")
+	switch name {
+	case "poisson":
+		if hasArg {
+			return ArrivalSpec{}, fmt.Errorf("--trace %q: poisson takes no parameter", s)
+		}
+		return ArrivalSpec{Kind: "poisson", Name: "poisson"}, nil
+	case "bursty":
+		cv := 3.0
+		if hasArg {
+			v, err := strconv.ParseFloat(arg, 64)
+			if err != nil || !(v > 0) || math.IsInf(v, 0) || v > 100 {
+				return ArrivalSpec{}, fmt.Errorf("--trace %q: the coefficient of variation must be a number in (0, 100]", s)
+			}
+			cv = v
+		}
+		return ArrivalSpec{Kind: "bursty", CV: cv, Name: fmt.Sprintf("bursty(cv=%g)", cv)}, nil
+	case "mmpp":
+		if hasArg {
+			return ArrivalSpec{}, fmt.Errorf("--trace %q: mmpp takes no parameter", s)
+		}
+		return ArrivalSpec{Kind: "mmpp", Name: "mmpp"}, nil
+	}
+	return ArrivalSpec{}, fmt.Errorf("--trace %q: must be poisson, bursty[:CV], mmpp or a trace file", s)
+}
+
+// TraceSpec wraps a decoded trace file as an arrival spec.
+func TraceSpec(name string, t *formats.Trace) (ArrivalSpec, error) {
+	if t.Counts != nil {
+		return ArrivalSpec{Kind: "counts", Trace: t, Name: name}, nil
+	}
+	if len(t.Requests) == 0 {
+		return ArrivalSpec{}, fmt.Errorf("%s: requests: the trace is empty", name)
+	}
+	for i, r := range t.Requests {
+		if r.TimeUs < 0 {
+			return ArrivalSpec{}, fmt.Errorf("%s: requests[%d].t_us: %d: must be >= 0", name, i, r.TimeUs)
+		}
+		if i > 0 && r.TimeUs < t.Requests[i-1].TimeUs {
+			return ArrivalSpec{}, fmt.Errorf("%s: requests[%d].t_us: %d: timestamps must be non-decreasing (previous %d)", name, i, r.TimeUs, t.Requests[i-1].TimeUs)
+		}
+	}
+	return ArrivalSpec{Kind: "replay", Trace: t, Name: name}, nil
+}
+
+// New makes a source with mean rate rps for application app, seeded. Arrivals before horizon
+// only matter; sources may stop early (runtime.Never).
+func (s ArrivalSpec) New(rps float64, app string, seed uint64) (Source, error) {
+	if !(rps > 0) || math.IsInf(rps, 0) {
+		return nil, fmt.Errorf("arrival rate %g for %s: must be > 0", rps, app)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	mean := 1e6 / rps // µs
+	switch s.Kind {
+	case "poisson", "":
+		return &renewal{rng: rng, gap: func(r *rand.Rand) float64 { return r.ExpFloat64() * mean }}, nil
+	case "bursty":
+		cv := s.CV
+		if cv <= 0 {
+			cv = 3
+		}
+		shape := 1 / (cv * cv)
+		scale := mean * cv * cv
+		return &renewal{rng: rng, gap: func(r *rand.Rand) float64 { return gammaSample(r, shape) * scale }}, nil
+	case "mmpp":
+		hm, lm := orDefault(s.HighMult, 2.5), orDefault(s.LowMult, 0.625)
+		hs, ls := float64(s.HighSojourn), float64(s.LowSojourn)
+		if hs <= 0 {
+			hs = 0.2e6
+		}
+		if ls <= 0 {
+			ls = 0.8e6
+		}
+		// Normalize so the stationary mean rate is rps whatever the multipliers.
+		norm := (hm*hs + lm*ls) / (hs + ls)
+		m := &mmpp{rng: rng, rate: [2]float64{hm * rps / norm / 1e6, lm * rps / norm / 1e6}, sojourn: [2]float64{hs, ls}}
+		m.state = 1
+		m.switchAt = rng.ExpFloat64() * ls
+		return m, nil
+	case "replay":
+		return newReplay(s.Trace, app, rps, rng)
+	case "counts":
+		return newCounts(s.Trace.Counts, app, rps, rng)
+	}
+	return nil, fmt.Errorf("unknown arrival kind %q", s.Kind)
+}
+
+func orDefault(v, d float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// renewal is a renewal process with i.i.d. gaps; times accumulate in float µs so rounding
+// does not bias the rate.
+type renewal struct {
+	rng *rand.Rand
+	gap func(*rand.Rand) float64
+	t   float64
+}
+
+func (r *renewal) Next() runtime.Time {
+	r.t += r.gap(r.rng)
+	return runtime.Time(r.t)
+}
+
+// gammaSample draws Gamma(shape, 1) (Marsaglia–Tsang; shape < 1 by the boost
+// Gamma(a) = Gamma(a+1)·U^(1/a)).
+func gammaSample(r *rand.Rand, shape float64) float64 {
+	if shape < 1 {
+		u := r.Float64()
+		for u == 0 {
+			u = r.Float64()
+		}
+		return gammaSample(r, shape+1) * math.Pow(u, 1/shape)
+	}
+	d := shape - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return d * v
+		}
+	}
+}
+
+// mmpp is a two-state Markov-modulated Poisson process (state 0 = bursty, 1 = quiet).
+type mmpp struct {
+	rng      *rand.Rand
+	rate     [2]float64 // per µs
+	sojourn  [2]float64 // mean µs
+	state    int
+	switchAt float64
+	t        float64
+}
+
+func (m *mmpp) Next() runtime.Time {
+	for {
+		gap := m.rng.ExpFloat64() / m.rate[m.state]
+		if m.t+gap <= m.switchAt {
+			m.t += gap
+			return runtime.Time(m.t)
+		}
+		// Memoryless: restart the exponential clock at the switch.
+		m.t = m.switchAt
+		m.state ^= 1
+		m.switchAt = m.t + m.rng.ExpFloat64()*m.sojourn[m.state]
+	}
+}
+
+// replay plays back a per-request trace scaled by folding: with span D and factor
+// f = target/native rate, every timestamp maps to t mod (D/f); the folded times repeat with
+// period D/f, so the rate is exactly the target.
+type replay struct {
+	times  []float64
+	period float64
+	i      int
+	base   float64
+}
+
+func newReplay(t *formats.Trace, app string, rps float64, _ *rand.Rand) (Source, error) {
+	var ts []float64
+	for _, r := range t.Requests {
+		if r.Target == "" || r.Target == app {
+			ts = append(ts, float64(r.TimeUs))
+		}
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("trace has no requests for %s", app)
+	}
+	first := ts[0]
+	span := ts[len(ts)-1] - first
+	n := float64(len(ts))
+	if span <= 0 {
+		// Every request at one instant: treat the trace as n arrivals per (n/rps) period.
+		span = 1
+	}
+	// Native rate n/span; folding period = span / f = n/rps.
+	period := n / rps * 1e6
+	folded := make([]float64, len(ts))
+	for i, x := range ts {
+		folded[i] = math.Mod(x-first, period)
+	}
+	sort.Float64s(folded)
+	_ = span
+	return &replay{times: folded, period: period}, nil
+}
+
+func (r *replay) Next() runtime.Time {
+	if r.i == len(r.times) {
+		r.i = 0
+		r.base += r.period
+	}
+	t := r.base + r.times[r.i]
+	r.i++
+	return runtime.Time(t)
+}
+
+// counts turns per-interval counts into a Poisson process with a piecewise-constant rate,
+// scaled so the mean rate is the target, repeating the series.
+type counts struct {
+	rng      *rand.Rand
+	rates    []float64 // per µs, per interval
+	interval float64
+	t        float64
+}
+
+func newCounts(c *formats.RateSeries, app string, rps float64, rng *rand.Rand) (Source, error) {
+	if c.Target != "" && c.Target != app {
+		return nil, fmt.Errorf("trace counts are for %s, not %s", c.Target, app)
+	}
+	var total int64
+	for _, n := range c.Counts {
+		total += n
+	}
+	iv := c.Interval.Microseconds()
+	if total == 0 || iv <= 0 {
+		return nil, fmt.Errorf("trace counts are all zero")
+	}
+	native := float64(total) / (iv * float64(len(c.Counts))) // per µs
+	f := rps / 1e6 / native
+	rates := make([]float64, len(c.Counts))
+	for i, n := range c.Counts {
+		rates[i] = float64(n) / iv * f
+	}
+	return &counts{rng: rng, rates: rates, interval: iv}, nil
+}
+
+func (c *counts) Next() runtime.Time {
+	for {
+		k := int(c.t / c.interval)
+		end := float64(k+1) * c.interval
+		rate := c.rates[k%len(c.rates)]
+		if rate > 0 {
+			gap := c.rng.ExpFloat64() / rate
+			if c.t+gap < end {
+				c.t += gap
+				return runtime.Time(c.t)
+			}
+		}
+		c.t = end
+	}
+}
+
+// Times is a fixed list of arrival times (tests, hand-written scenarios).
+type Times struct {
+	T []runtime.Time
+	i int
+}
+
+// Next implements Source.
+func (t *Times) Next() runtime.Time {
+	if t.i >= len(t.T) {
+		return runtime.Never
+	}
+	t.i++
+	return t.T[t.i-1]
+}

@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"math"
+	"sort"
+
+	"github.com/plan-dev/plan/runtime"
+)
+
+// Metrics are the results of one run. Every field is derived from virtual time only, so the
+// same inputs and seed give identical metrics (and report bytes).
+type Metrics struct {
+	// Total aggregates every application.
+	Total AppMetrics   `json:"total"`
+	Apps  []AppMetrics `json:"apps"`
+	// Classes and GPUTypes give temporal utilization: Σ worker busy time / v over the
+	// class's (type's) physical GPUs × the run's wall time.
+	Classes  []Utilization `json:"classes"`
+	GPUTypes []Utilization `json:"gpu_types"`
+	Events   int64         `json:"events"`
+	// EndUs is when the last request finished (the run's wall time in virtual µs).
+	EndUs int64 `json:"end_us"`
+}
+
+// AppMetrics are one application's (or the total's) request outcomes.
+type AppMetrics struct {
+	Name       string  `json:"name"`
+	OfferedRPS float64 `json:"offered_rps"`
+	Requests   int64   `json:"requests"`
+	Completed  int64   `json:"completed"`
+	Late       int64   `json:"late"`
+	Dropped    int64   `json:"dropped"`
+	// Attainment = share of requests completed by their deadline (neither dropped nor
+	// late); equal to the authors' (1−drop)(1−late).
+	Attainment float64 `json:"attainment"`
+	// GoodputRPS = on-time completions per second of the arrival window.
+	GoodputRPS float64     `json:"goodput_rps"`
+	Drops      []DropCount `json:"drops,omitempty"`
+	// WastedGPUMs is GPU time (GPU-ms) spent on requests that were later dropped.
+	WastedGPUMs float64 `json:"wasted_gpu_ms"`
+	Latency     Latency `json:"latency"`
+}
+
+// DropCount counts drops at one stage for one reason.
+type DropCount struct {
+	Stage  string `json:"stage"`
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+// Latency summarizes end-to-end latency of finished (completed or late) requests.
+type Latency struct {
+	MeanUs float64 `json:"mean_us"`
+	P50Us  int64   `json:"p50_us"`
+	P90Us  int64   `json:"p90_us"`
+	P99Us  int64   `json:"p99_us"`
+	P999Us int64   `json:"p999_us"`
+	MaxUs  int64   `json:"max_us"`
+}
+
+// Utilization is the busy share of a group of GPUs.
+type Utilization struct {
+	Name string  `json:"name"`
+	GPUs int     `json:"gpus"`
+	Busy float64 `json:"busy"`
+}
+
+type dropKey struct {
+	stage  runtime.StageID
+	reason runtime.DropReason
+}
+
+type appCol struct {
+	requests, completed, late, dropped int64
+	wasted                             float64
+	lat                                []runtime.Time
+	drops                              map[dropKey]int64
+}
+
+type collector struct {
+	dep  *runtime.Deployment
+	apps []appCol
+}
+
+func newCollector(dep *runtime.Deployment) *collector {
+	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps))}
+	for i := range c.apps {
+		c.apps[i].drops = map[dropKey]int64{}
+	}
+	return c
+}
+
+func (c *collector) finish(r *runtime.Request) {
+	a := &c.apps[r.App]
+	a.requests++
+	switch r.Outcome {
+	case runtime.Completed:
+		a.completed++
+		a.lat = append(a.lat, r.Done-r.Arrival)
+	case runtime.Late:
+		a.late++
+		a.lat = append(a.lat, r.Done-r.Arrival)
+	case runtime.Dropped:
+		a.dropped++
+		a.wasted += r.WorkGPU
+		a.drops[dropKey{r.DropStage, r.Reason}]++
+	}
+}
+
+func (c *collector) metrics(e *runtime.Engine, end, window runtime.Time) *Metrics {
+	m := &Metrics{Events: e.Events(), EndUs: int64(end)}
+	secs := float64(window) / 1e6
+	var all appCol
+	all.drops = map[dropKey]int64{}
+	for i := range c.apps {
+		a := &c.apps[i]
+		m.Apps = append(m.Apps, c.summarize(c.dep.Apps[i].Name, a, secs))
+		all.requests += a.requests
+		all.completed += a.completed
+		all.late += a.late
+		all.dropped += a.dropped
+		all.wasted += a.wasted
+		all.lat = append(all.lat, a.lat...)
+		for k, v := range a.drops {
+			all.drops[k] += v
+		}
+	}
+	m.Total = c.summarize("total", &all, secs)
+	wall := float64(max(end, window))
+	if wall <= 0 {
+		wall = 1
+	}
+	m.Classes = c.util(e, wall, func(g runtime.GPU) string { return g.Class })
+	m.GPUTypes = c.util(e, wall, func(g runtime.GPU) string { return g.Type })
+	return m
+}
+
+func (c *collector) util(e *runtime.Engine, wall float64, key func(runtime.GPU) string) []Utilization {
+	gpus := map[string]int{}
+	busy := map[string]float64{}
+	for _, g := range c.dep.Topo.GPUs {
+		gpus[key(g)]++
+	}
+	for i, w := range c.dep.Topo.Workers {
+		k := key(c.dep.Topo.GPUs[w.GPU])
+		busy[k] += float64(e.WorkerBusy(runtime.WorkerID(i))) / float64(w.VGPU)
+	}
+	names := make([]string, 0, len(gpus))
+	for k := range gpus {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]Utilization, 0, len(names))
+	for _, k := range names {
+		name := k
+		if name == "" {
+			name = "-"
+		}
+		out = append(out, Utilization{Name: name, GPUs: gpus[k], Busy: round6(busy[k] / (float64(gpus[k]) * wall))})
+	}
+	return out
+}
+
+func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
+	out := AppMetrics{
+		Name: name, Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped,
+		WastedGPUMs: round6(a.wasted / 1000),
+	}
+	out.Attainment = 1
+	if a.requests > 0 {
+		out.Attainment = round6(float64(a.completed) / float64(a.requests))
+	}
+	if secs > 0 {
+		out.GoodputRPS = round6(float64(a.completed) / secs)
+	}
+	for k, v := range a.drops {
+		st := "queue"
+		if k.stage >= 0 {
+			st = c.dep.Stages[k.stage].Name
+		}
+		out.Drops = append(out.Drops, DropCount{Stage: st, Reason: string(k.reason), Count: v})
+	}
+	sort.Slice(out.Drops, func(i, j int) bool {
+		if out.Drops[i].Stage != out.Drops[j].Stage {
+			return out.Drops[i].Stage < out.Drops[j].Stage
+		}
+		return out.Drops[i].Reason < out.Drops[j].Reason
+	})
+	out.Latency = percentiles(a.lat)
+	return out
+}
+
+func percentiles(lat []runtime.Time) Latency {
+	if len(lat) == 0 {
+		return Latency{}
+	}
+	s := append([]runtime.Time(nil), lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum float64
+	for _, v := range s {
+		sum += float64(v)
+	}
+	q := func(p float64) int64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		i = min(max(i, 0), len(s)-1)
+		return int64(s[i])
+	}
+	return Latency{
+		MeanUs: round6(sum / float64(len(s))),
+		P50Us:  q(0.50), P90Us: q(0.90), P99Us: q(0.99), P999Us: q(0.999), MaxUs: int64(s[len(s)-1]),
+	}
+}
+
+// round6 keeps six significant decimals so reports stay readable and stable.
+func round6(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*1e6) / 1e6
+}

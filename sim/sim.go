@@ -1,0 +1,208 @@
+// Package sim is the discrete-event driver of the runtime: it feeds the same policies that
+// `plan serve` runs from one event heap in virtual time (integer µs, ordered by time and
+// creation sequence), generates arrivals (Poisson, Gamma-renewal bursts, MMPP, trace replay
+// with the folding scaler, per-interval counts), collects metrics (SLO attainment, goodput,
+// drops by stage and reason, utilization, wasted GPU time, latency percentiles) and sweeps
+// load factors in parallel with results identical to a sequential run.
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/plan-dev/plan/runtime"
+)
+
+// Options configures one simulation run.
+type Options struct {
+	// Duration is the arrival window; the run continues until every request finished.
+	Duration runtime.Time
+	// Seed seeds arrivals (per application) and jitter.
+	Seed uint64
+	// Jitter is the relative half-width of uniform noise on execution and transfer times
+	// (0.05 = ±5%); 0 = deterministic.
+	Jitter float64
+	// Observe, when set, sees every policy decision (tests).
+	Observe func(now runtime.Time, ev *runtime.Event, ds []runtime.Decision)
+	// OnFinish, when set, sees every request when it finishes.
+	OnFinish func(now runtime.Time, r *runtime.Request)
+}
+
+// item is one heap entry. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
+type item struct {
+	t   runtime.Time
+	seq uint64
+	ev  runtime.Event
+}
+
+// evheap is a binary min-heap on (t, seq) without container/heap's interface calls.
+type evheap []item
+
+func (h evheap) less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *evheap) push(x item) {
+	*h = append(*h, x)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *evheap) pop() item {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+// Sim is one simulation: the engine plus the heap and the metric collector. It implements
+// runtime.Effects.
+type Sim struct {
+	Engine  *runtime.Engine
+	dep     *runtime.Deployment
+	heap    evheap
+	seq     uint64
+	sources []Source
+	opts    Options
+	jit     *rand.Rand
+	now     runtime.Time
+	col     *collector
+	// pending counts applications whose next arrival is in the heap.
+	pending int
+}
+
+// New builds a simulation of dep under pol with one arrival source per application (nil =
+// no arrivals for that app).
+func New(dep *runtime.Deployment, pol runtime.Policy, sources []Source, opts Options) (*Sim, error) {
+	if len(sources) != len(dep.Apps) {
+		return nil, fmt.Errorf("sim: %d arrival sources for %d applications", len(sources), len(dep.Apps))
+	}
+	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep)}
+	if opts.Jitter > 0 {
+		s.jit = rand.New(rand.NewPCG(opts.Seed, 0x6a09e667f3bcc909))
+	}
+	eng, err := runtime.NewEngine(dep, pol, s)
+	if err != nil {
+		return nil, err
+	}
+	s.Engine = eng
+	if opts.Observe != nil {
+		eng.Observe(opts.Observe)
+	}
+	for a, src := range sources {
+		if src != nil {
+			s.scheduleArrival(runtime.AppID(a))
+		}
+	}
+	return s, nil
+}
+
+func (s *Sim) scheduleArrival(a runtime.AppID) {
+	t := s.sources[a].Next()
+	if t == runtime.Never || t >= s.opts.Duration {
+		return
+	}
+	if t < s.now {
+		t = s.now
+	}
+	s.pending++
+	s.push(t, runtime.Event{Kind: runtime.EvArrival, Stage: runtime.StageID(a)})
+}
+
+func (s *Sim) push(t runtime.Time, ev runtime.Event) {
+	s.seq++
+	s.heap.push(item{t: t, seq: s.seq, ev: ev})
+}
+
+func (s *Sim) jitter(d runtime.Time) runtime.Time {
+	if s.jit == nil || d == 0 {
+		return d
+	}
+	f := 1 + s.opts.Jitter*(2*s.jit.Float64()-1)
+	return max(runtime.Time(math.Round(float64(d)*f)), 0)
+}
+
+// RunBatch implements runtime.Effects.
+func (s *Sim) RunBatch(now runtime.Time, w runtime.WorkerID, b runtime.BatchID, hop int, _ runtime.StageID, _ int, nominal runtime.Time) {
+	end := now + s.jitter(nominal)
+	s.push(end, runtime.Event{Kind: runtime.EvBatchDone, Batch: b, Hop: int32(hop), Worker: w, Start: now, End: end})
+}
+
+// Transfer implements runtime.Effects.
+func (s *Sim) Transfer(now runtime.Time, b runtime.BatchID, hop int, _, _ runtime.ServerID, _ int64, nominal runtime.Time) {
+	end := now + s.jitter(nominal)
+	s.push(end, runtime.Event{Kind: runtime.EvTransferDone, Batch: b, Hop: int32(hop), Start: now, End: end})
+}
+
+// SetTimer implements runtime.Effects.
+func (s *Sim) SetTimer(at runtime.Time, key int64) {
+	s.push(at, runtime.Event{Kind: runtime.EvTimer, Key: key})
+}
+
+// Finish implements runtime.Effects.
+func (s *Sim) Finish(now runtime.Time, r *runtime.Request) {
+	s.col.finish(r)
+	if s.opts.OnFinish != nil {
+		s.opts.OnFinish(now, r)
+	}
+}
+
+// Run processes events until the heap is empty (arrivals stop at Duration and every request
+// then drains) and returns the metrics.
+func (s *Sim) Run() (*Metrics, error) {
+	for len(s.heap) > 0 {
+		it := s.heap.pop()
+		s.now = it.t
+		var err error
+		if it.ev.Kind == runtime.EvArrival {
+			a := runtime.AppID(it.ev.Stage)
+			s.pending--
+			_, err = s.Engine.Arrive(it.t, a, 0)
+			s.scheduleArrival(a)
+		} else {
+			err = s.Engine.Handle(it.t, it.ev)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Only timers (ticks) can be left once arrivals ended and every request finished.
+		if s.pending == 0 && s.Engine.Finished() == int64(len(s.Engine.Requests())) {
+			break
+		}
+	}
+	return s.col.metrics(s.Engine, s.now, s.opts.Duration), nil
+}
+
+// Now returns the time of the last processed event.
+func (s *Sim) Now() runtime.Time { return s.now }
