@@ -1,0 +1,95 @@
+package llm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/gpus"
+)
+
+func TestKVBytesPerToken(t *testing.T) {
+	// qlm.md §6: 128 KiB, 800 KiB, 320 KiB.
+	want := map[string]int64{"mistral-7b": 128 << 10, "vicuna-13b": 800 << 10, "llama-2-70b": 320 << 10}
+	for name, w := range want {
+		m, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.KVBytesPerToken(); got != w {
+			t.Errorf("%s: %d, want %d", name, got, w)
+		}
+	}
+}
+
+// The reference facts of qlm.md §6 and how close the estimate must come.
+func TestEstimateMatchesReference(t *testing.T) {
+	tests := []struct {
+		model, gpu     string
+		tp             int
+		kvTokens       float64 // expected capacity
+		stepLo, stepHi float64 // decode step, ms, near-empty and full KV
+	}{
+		{"mistral-7b", "A100", 1, 420e3, 11, 46},
+		{"mistral-7b", "A10", 1, 39e3, 32, 43},
+		{"vicuna-13b", "A100", 1, 54e3, 18, 46},
+		{"vicuna-13b", "A10", 2, 16e3, 0, 0},
+		{"llama-2-70b", "A100", 4, 430e3, 27, 49},
+	}
+	for _, tc := range tests {
+		p, err := Estimate(tc.model, tc.gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.GPUCount != tc.tp {
+			t.Errorf("%s on %s: %d GPUs, want %d", tc.model, tc.gpu, p.GPUCount, tc.tp)
+		}
+		if r := float64(p.KVCapacityTokens) / tc.kvTokens; r < 0.75 || r > 1.25 {
+			t.Errorf("%s on %s: KV capacity %d tokens, reference %.0f (±25%%)", tc.model, tc.gpu, p.KVCapacityTokens, tc.kvTokens)
+		}
+		if tc.stepLo > 0 {
+			m, _ := Lookup(tc.model)
+			g, _ := gpus.Lookup(tc.gpu)
+			lo := StepUs(m, g, p.GPUCount, 1, 0) / 1000
+			hi := StepUs(m, g, p.GPUCount, 1, float64(p.KVCapacityTokens)) / 1000
+			if lo < 0.7*tc.stepLo || lo > 1.3*tc.stepLo || hi < 0.7*tc.stepHi || hi > 1.3*tc.stepHi {
+				t.Errorf("%s on %s: step %.1f–%.1f ms, reference %.0f–%.0f (±30%%)", tc.model, tc.gpu, lo, hi, tc.stepLo, tc.stepHi)
+			}
+		}
+		if p.ThroughputTokensPerS <= 0 || p.AvgBatch < 1 || p.PrefillUsPerToken <= 0 {
+			t.Errorf("%s on %s: incomplete %+v", tc.model, tc.gpu, p)
+		}
+	}
+}
+
+func TestEstimateAllAndImport(t *testing.T) {
+	ps, err := EstimateAll(Names(), DefaultGPUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 9 {
+		t.Fatalf("%d profiles", len(ps))
+	}
+	doc := &formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile}, LLMs: ps}
+	path := filepath.Join(t.TempDir(), "llm.json")
+	if err := formats.WriteFile(path, doc); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Import(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 9 || got[0].Backend != "import" {
+		t.Fatalf("import: %d profiles, backend %q", len(got), got[0].Backend)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	os.WriteFile(empty, []byte(`{"apiVersion":"plan/v1","kind":"Profile","metadata":{},"models":[]}`), 0o644)
+	if _, err := Import(empty); err == nil {
+		t.Error("empty profile: want an error")
+	}
+	if _, err := Estimate("gpt-5", "A100"); err == nil || !strings.Contains(err.Error(), "mistral-7b") {
+		t.Errorf("unknown model: %v", err)
+	}
+}
