@@ -97,10 +97,10 @@ func TestRoundTrip(t *testing.T) {
 
 func TestNotONNX(t *testing.T) {
 	cases := map[string][]byte{
-		"empty":  nil,
-		"text":   []byte("hello, this is not a model\n"),
-		"json":   []byte(`{"apiVersion": "plan/v1"}`),
-		"binary": {0xff, 0xff, 0xff, 0xff, 0x0f},
+		"empty":               nil,
+		"text":                []byte("hello, this is not a model\n"),
+		"json":                []byte(`{"apiVersion": "plan/v1"}`),
+		"binary":              {0xff, 0xff, 0xff, 0xff, 0x0f},
 		"proto without graph": putVarint(nil, fModelIRVersion, 8),
 	}
 	for name, data := range cases {

@@ -145,3 +145,20 @@ func (m *Model) declare(t string) ([]byte, error) {
 	}
 	return encodeValueInfo(t, s.dtype, dims), nil
 }
+
+// BatchedShape returns the inferred shape of tensor t from the last Graph call, with -1 for
+// the batch dimension, and its element type.
+func (m *Model) BatchedShape(t string) ([]int64, DataType, bool) {
+	s, ok := m.shapes[t]
+	if !ok {
+		return nil, Undefined, false
+	}
+	out := make([]int64, len(s.dims))
+	for i, d := range s.dims {
+		if d == batchDim {
+			d = -1
+		}
+		out[i] = d
+	}
+	return out, s.dtype, true
+}

@@ -1,0 +1,552 @@
+// Package measure is the measured backend of `plan profile`: it times an ONNX model with ONNX
+// Runtime (github.com/yalue/onnxruntime_go, libonnxruntime loaded at run time). Per-layer
+// latency comes from ONNX Runtime's own profiler (fused kernels are mapped back to the layers
+// they contain); per-block latency from timing each block's subgraph (onnx.Subgraph) as its
+// own session at every batch size, with warm-up and repeats until the median is stable; vGPU
+// level v runs v sessions of a block concurrently, so interference is inside the number, as
+// PPipe profiles with MPS.
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/graph"
+	"github.com/plan-dev/plan/profiler/onnx"
+)
+
+// Options configure a measurement.
+type Options struct {
+	// Model is the ONNX file's content.
+	Model []byte
+	// Graph is Model's IR (from onnx.Parse(Model).Graph(shape)); nil derives it with the
+	// shapes the file declares. Its first input's shape fixes the dynamic dimensions.
+	Graph *graph.Graph
+	// Blocks to time, as ranges of Graph's nodes; nil times the whole model as one block.
+	Blocks []formats.Block
+	// Batches to measure (default 1).
+	Batches []int
+	// Device is "cpu" (default) or "cuda:N".
+	Device string
+	// TRT adds the TensorRT execution provider in front of CUDA.
+	TRT bool
+	// VGPU lists the vGPU levels (default 1): level v runs v sessions concurrently.
+	VGPU []int
+	// Warmup runs before timing (default 3); MinRepeats and MaxRepeats bound the timed runs
+	// (defaults 10 and 200): timing stops once the median moved less than 1% over the last
+	// MinRepeats runs, at MaxRepeats, or when MaxTime per measurement is spent.
+	Warmup, MinRepeats, MaxRepeats int
+	// MaxTime bounds one (block, batch, vGPU) measurement once MinRepeats are done (default 5s).
+	MaxTime time.Duration
+	// Threads sets ONNX Runtime's intra-op threads per session (0 = its default, all cores).
+	Threads int
+	// SkipLayers skips the per-layer profiling pass.
+	SkipLayers bool
+	// Seed for the random input data.
+	Seed int64
+	// Progress, when set, is called after every finished measurement.
+	Progress func(done, total int)
+}
+
+// Stats summarizes repeated timings of one thing.
+type Stats struct {
+	MedianUs float64 `json:"median_us"`
+	P90Us    float64 `json:"p90_us"`
+	// CV is the coefficient of variation (standard deviation / mean).
+	CV      float64 `json:"cv"`
+	Repeats int     `json:"repeats"`
+}
+
+// LayerTime is the measured latency of one graph node.
+type LayerTime struct {
+	Name string  `json:"name"`
+	Op   string  `json:"op"`
+	Us   float64 `json:"us"`
+	// Kernel is the ONNX Runtime node the time was measured on; for a layer fused into
+	// another kernel it names that kernel and Fused is true (the kernel's time is split
+	// over the layers it contains in proportion to their FLOPs and traffic).
+	Kernel string `json:"kernel,omitempty"`
+	Fused  bool   `json:"fused,omitempty"`
+}
+
+// Measurement holds the timings at one (vGPU level, batch).
+type Measurement struct {
+	VGPU   int     `json:"vgpu"`
+	Batch  int     `json:"batch"`
+	Blocks []Stats `json:"blocks"`
+	// Total is the whole model timed as one session.
+	Total Stats `json:"total"`
+}
+
+// Result is everything one Run measured.
+type Result struct {
+	Device     string `json:"device"`
+	ORTVersion string `json:"ort_version"`
+	// Layers has one entry per graph node, at ProfileBatch.
+	Layers       []LayerTime `json:"layers,omitempty"`
+	ProfileBatch int         `json:"profile_batch,omitempty"`
+	// UnattributedUs is kernel time ONNX Runtime spent in nodes it inserted (layout
+	// reorders, casts) that belong to no layer; the median per run.
+	UnattributedUs float64 `json:"unattributed_us,omitempty"`
+	// ProfiledRunUs is the median whole-run time ONNX Runtime's profiler reported.
+	ProfiledRunUs float64         `json:"profiled_run_us,omitempty"`
+	Blocks        []formats.Block `json:"blocks"`
+	// CutBytes[c-1] is the fp16 size at batch 1 of the tensors crossing the cut before block c.
+	CutBytes     []int64       `json:"cut_bytes"`
+	Measurements []Measurement `json:"measurements"`
+}
+
+// Entries turns the measurements into profile latency entries for GPU type gpu ("" = the
+// result's device, e.g. "cpu").
+func (r *Result) Entries(gpu string) []formats.LatencyEntry {
+	if gpu == "" {
+		gpu = r.Device
+	}
+	out := make([]formats.LatencyEntry, 0, len(r.Measurements))
+	for _, m := range r.Measurements {
+		e := formats.LatencyEntry{GPU: gpu, VGPU: m.VGPU, Batch: m.Batch, TotalUs: round2(m.Total.MedianUs)}
+		for _, s := range m.Blocks {
+			e.BlockUs = append(e.BlockUs, round2(s.MedianUs))
+			e.P90Us = append(e.P90Us, round2(s.P90Us))
+			e.CV = append(e.CV, math.Round(s.CV*1e4)/1e4)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// LayerLatency returns the per-layer latency map a formats.Layer holds, keyed by gpu.
+func (r *Result) LayerLatency(gpu string) []map[string]float64 {
+	if gpu == "" {
+		gpu = r.Device
+	}
+	out := make([]map[string]float64, len(r.Layers))
+	for i, l := range r.Layers {
+		out[i] = map[string]float64{gpu: round2(l.Us)}
+	}
+	return out
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// Available reports whether ONNX Runtime can be loaded (nil) or why not.
+func Available() error {
+	_, err := initORT()
+	return err
+}
+
+// Version is the loaded ONNX Runtime's version ("" when unavailable).
+func Version() string { return ortVersion() }
+
+var deviceRE = regexp.MustCompile(`^cuda:(\d+)$`)
+
+// ParseDevice splits a device name into its kind ("cpu" or "cuda") and ordinal.
+func ParseDevice(device string) (kind string, id int, err error) {
+	switch {
+	case device == "" || device == "cpu":
+		return "cpu", 0, nil
+	case deviceRE.MatchString(device):
+		id, _ := strconv.Atoi(deviceRE.FindStringSubmatch(device)[1])
+		return "cuda", id, nil
+	}
+	return "", 0, fmt.Errorf("%w: unknown device %q: use cpu or cuda:N", ErrDevice, device)
+}
+
+// ioSpec declares one input or output of a session; negative dimensions are the batch.
+type ioSpec struct {
+	name  string
+	shape []int64
+	dtype onnx.DataType
+}
+
+type sessionSpec struct {
+	what          string // for error messages
+	model         []byte
+	inputs        []ioSpec
+	outputs       []ioSpec
+	device        string
+	trt           bool
+	threads       int
+	profilePrefix string
+	seed          int64
+}
+
+// session is one ONNX Runtime session with bound input and output tensors.
+type session interface {
+	bind(batch int) error
+	run() error
+	close() error
+}
+
+func (o *Options) defaults() error {
+	if len(o.Model) == 0 {
+		return errors.New("measure: no model")
+	}
+	if o.Batches == nil {
+		o.Batches = []int{1}
+	}
+	if o.VGPU == nil {
+		o.VGPU = []int{1}
+	}
+	if o.Device == "" {
+		o.Device = "cpu"
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 3
+	}
+	if o.MinRepeats <= 0 {
+		o.MinRepeats = 10
+	}
+	if o.MaxRepeats < o.MinRepeats {
+		o.MaxRepeats = max(200, o.MinRepeats)
+	}
+	if o.MaxTime <= 0 {
+		o.MaxTime = 5 * time.Second
+	}
+	for _, b := range o.Batches {
+		if b <= 0 {
+			return fmt.Errorf("measure: batch %d: must be positive", b)
+		}
+	}
+	for _, v := range o.VGPU {
+		if v <= 0 || v > 16 {
+			return fmt.Errorf("measure: vGPU level %d: must be in 1..16", v)
+		}
+	}
+	_, _, err := ParseDevice(o.Device)
+	return err
+}
+
+// Run measures the model. It fails early, before any timing, when ONNX Runtime or the
+// device is unavailable.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	m, err := onnx.Parse(opts.Model)
+	if err != nil {
+		return nil, err
+	}
+	g := opts.Graph
+	var shape []int64
+	if g != nil && len(g.Inputs) > 0 {
+		shape = g.Tensors[g.Inputs[0]].Shape
+	}
+	mg, err := m.Graph(shape)
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		g = mg
+	}
+	if len(g.Nodes) != len(m.Nodes) {
+		return nil, fmt.Errorf("measure: the graph has %d nodes, the model %d: pass the graph of this model", len(g.Nodes), len(m.Nodes))
+	}
+	blocks := opts.Blocks
+	if blocks == nil {
+		blocks = []formats.Block{{FirstLayer: 0, EndLayer: len(g.Nodes)}}
+	}
+	for i, b := range blocks {
+		if b.FirstLayer < 0 || b.EndLayer > len(g.Nodes) || b.FirstLayer >= b.EndLayer {
+			return nil, fmt.Errorf("measure: block %d [%d, %d): not a non-empty range of the %d layers", i, b.FirstLayer, b.EndLayer, len(g.Nodes))
+		}
+		if i > 0 && b.FirstLayer != blocks[i-1].EndLayer {
+			return nil, fmt.Errorf("measure: block %d starts at %d, block %d ends at %d: blocks must be contiguous", i, b.FirstLayer, i-1, blocks[i-1].EndLayer)
+		}
+	}
+	if _, err := initORT(); err != nil {
+		return nil, err
+	}
+	res := &Result{Device: opts.Device, ORTVersion: ortVersion(), Blocks: blocks}
+	var cuts []int
+	for _, b := range blocks[1:] {
+		cuts = append(cuts, b.FirstLayer)
+	}
+	if res.CutBytes, err = graph.CutBytes(g, cuts); err != nil {
+		return nil, err
+	}
+	if res.CutBytes == nil {
+		res.CutBytes = []int64{}
+	}
+
+	// Sessions: one per block per vGPU slice, plus the whole model.
+	whole, err := specFor(m, 0, len(m.Nodes), opts.Model, opts, "the whole model")
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]sessionSpec, len(blocks))
+	for i, b := range blocks {
+		data := opts.Model
+		if len(blocks) > 1 {
+			if data, err = onnx.Subgraph(m, b.FirstLayer, b.EndLayer); err != nil {
+				return nil, fmt.Errorf("measure: block %d: %w", i, err)
+			}
+		}
+		if specs[i], err = specFor(m, b.FirstLayer, b.EndLayer, data, opts, fmt.Sprintf("block %d [%d, %d)", i, b.FirstLayer, b.EndLayer)); err != nil {
+			return nil, err
+		}
+	}
+	total := len(opts.VGPU) * len(opts.Batches) * (len(blocks) + 1)
+	if !opts.SkipLayers {
+		total++
+	}
+	done := 0
+	step := func() {
+		done++
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+	}
+	if !opts.SkipLayers {
+		if err := profileLayers(ctx, res, g, whole, opts); err != nil {
+			return nil, err
+		}
+		step()
+	}
+	for _, v := range opts.VGPU {
+		ms := make([]Measurement, len(opts.Batches))
+		for bi, batch := range opts.Batches {
+			ms[bi] = Measurement{VGPU: v, Batch: batch, Blocks: make([]Stats, len(blocks))}
+		}
+		for i := -1; i < len(blocks); i++ {
+			spec := whole
+			if i >= 0 {
+				spec = specs[i]
+			}
+			stats, err := timeSpec(ctx, spec, v, opts)
+			if err != nil {
+				return nil, err
+			}
+			for bi := range opts.Batches {
+				if i < 0 {
+					ms[bi].Total = stats[bi]
+				} else {
+					ms[bi].Blocks[i] = stats[bi]
+				}
+				step()
+			}
+		}
+		res.Measurements = append(res.Measurements, ms...)
+	}
+	return res, nil
+}
+
+// specFor declares the session of nodes [first, end) of m.
+func specFor(m *onnx.Model, first, end int, data []byte, opts Options, what string) (sessionSpec, error) {
+	ins, outs, err := onnx.BlockIO(m, first, end)
+	if err != nil {
+		return sessionSpec{}, err
+	}
+	spec := sessionSpec{what: what, model: data, device: opts.Device, trt: opts.TRT, threads: opts.Threads, seed: opts.Seed}
+	decl := func(names []string) ([]ioSpec, error) {
+		var out []ioSpec
+		for _, n := range names {
+			shape, dt, ok := m.BatchedShape(n)
+			if !ok {
+				return nil, fmt.Errorf("measure: %s: tensor %q has no inferred shape", what, n)
+			}
+			out = append(out, ioSpec{name: n, shape: shape, dtype: dt})
+		}
+		return out, nil
+	}
+	if spec.inputs, err = decl(ins); err != nil {
+		return spec, err
+	}
+	if spec.outputs, err = decl(outs); err != nil {
+		return spec, err
+	}
+	return spec, nil
+}
+
+// timeSpec opens v sessions of spec and times them at every batch.
+func timeSpec(ctx context.Context, spec sessionSpec, v int, opts Options) ([]Stats, error) {
+	sessions := make([]session, 0, v)
+	defer func() {
+		for _, s := range sessions {
+			s.close()
+		}
+	}()
+	for k := 0; k < v; k++ {
+		sp := spec
+		sp.seed = spec.seed + int64(k)
+		s, err := newSession(sp)
+		if err != nil {
+			return nil, err
+		}
+		sessions = append(sessions, s)
+	}
+	out := make([]Stats, len(opts.Batches))
+	for bi, batch := range opts.Batches {
+		for _, s := range sessions {
+			if err := s.bind(batch); err != nil {
+				return nil, err
+			}
+		}
+		samples, err := repeat(ctx, sessions, opts)
+		if err != nil {
+			return nil, err
+		}
+		out[bi] = summarize(samples)
+	}
+	return out, nil
+}
+
+// repeat runs all sessions concurrently, round after round, and returns one sample per
+// session per round (µs). It stops when the median is stable.
+func repeat(ctx context.Context, sessions []session, opts Options) ([]float64, error) {
+	round := func(record *[]float64) error {
+		if len(sessions) == 1 {
+			t0 := time.Now()
+			if err := sessions[0].run(); err != nil {
+				return err
+			}
+			if record != nil {
+				*record = append(*record, float64(time.Since(t0).Nanoseconds())/1e3)
+			}
+			return nil
+		}
+		times := make([]float64, len(sessions))
+		errs := make([]error, len(sessions))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for k, s := range sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				t0 := time.Now()
+				errs[k] = s.run()
+				times[k] = float64(time.Since(t0).Nanoseconds()) / 1e3
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if record != nil {
+			*record = append(*record, times...)
+		}
+		return nil
+	}
+	for w := 0; w < opts.Warmup; w++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := round(nil); err != nil {
+			return nil, err
+		}
+	}
+	var samples []float64
+	began := time.Now()
+	prev := -1.0
+	for n := 1; n <= opts.MaxRepeats; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := round(&samples); err != nil {
+			return nil, err
+		}
+		if n < opts.MinRepeats {
+			continue
+		}
+		if time.Since(began) > opts.MaxTime {
+			break
+		}
+		// Check stability every MinRepeats/2 rounds: stop once the median moved < 1%.
+		if k := max(opts.MinRepeats/2, 1); (n-opts.MinRepeats)%k == 0 {
+			med := quantile(samples, 0.5)
+			if prev > 0 && math.Abs(med-prev) <= 0.01*prev {
+				break
+			}
+			prev = med
+		}
+	}
+	return samples, nil
+}
+
+// quantile is the q-quantile with linear interpolation.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	pos := q * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
+}
+
+func summarize(xs []float64) Stats {
+	st := Stats{MedianUs: quantile(xs, 0.5), P90Us: quantile(xs, 0.9), Repeats: len(xs)}
+	var mean float64
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var vr float64
+	for _, x := range xs {
+		vr += (x - mean) * (x - mean)
+	}
+	if len(xs) > 1 && mean > 0 {
+		st.CV = math.Sqrt(vr/float64(len(xs)-1)) / mean
+	}
+	return st
+}
+
+// profileLayers runs the whole model with ONNX Runtime's profiler on and maps the kernel
+// times to the graph's layers.
+func profileLayers(ctx context.Context, res *Result, g *graph.Graph, whole sessionSpec, opts Options) error {
+	dir, err := os.MkdirTemp("", "plan-ort-profile-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	spec := whole
+	spec.profilePrefix = filepath.Join(dir, "profile")
+	s, err := newSession(spec)
+	if err != nil {
+		return err
+	}
+	batch := opts.Batches[0]
+	runs := max(opts.MinRepeats, 5)
+	err = s.bind(batch)
+	for i := 0; err == nil && i < opts.Warmup+runs; i++ {
+		if err = ctx.Err(); err == nil {
+			err = s.run()
+		}
+	}
+	// Closing the session makes ONNX Runtime write the trace.
+	if cerr := s.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	files, _ := filepath.Glob(spec.profilePrefix + "*.json")
+	if len(files) != 1 {
+		return fmt.Errorf("measure: ONNX Runtime wrote %d profile files, want 1", len(files))
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		return err
+	}
+	tr, err := ParseTrace(data)
+	if err != nil {
+		return err
+	}
+	res.Layers, res.UnattributedUs, res.ProfiledRunUs = tr.Attribute(g, opts.Warmup)
+	res.ProfileBatch = batch
+	return nil
+}

@@ -1,0 +1,231 @@
+//go:build cgo
+
+package measure
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/plan-dev/plan/profiler/onnx"
+)
+
+var (
+	ortOnce sync.Once
+	ortPath string
+	ortErr  error
+)
+
+// initORT loads libonnxruntime once per process. A failure is remembered: the library
+// cannot be loaded twice into one process anyway.
+func initORT() (string, error) {
+	ortOnce.Do(func() {
+		ortPath, ortErr = libraryPath()
+		if ortErr != nil {
+			return
+		}
+		ort.SetSharedLibraryPath(ortPath)
+		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+			ortErr = fmt.Errorf("%w: loading %s: %v (the bindings need ONNX Runtime %s; run `make assets` or set %s)", ErrNoLibrary, ortPath, err, ORTMinor, LibEnv)
+			return
+		}
+		if v := ort.GetVersion(); !strings.HasPrefix(v, ORTMinor) {
+			ortErr = fmt.Errorf("%w: %s is ONNX Runtime %s, the bindings need %s.x (run `make assets` or set %s)", ErrNoLibrary, ortPath, v, ORTMinor, LibEnv)
+		}
+	})
+	return ortPath, ortErr
+}
+
+type ortSession struct {
+	s       *ort.DynamicAdvancedSession
+	spec    sessionSpec
+	inputs  []ort.Value
+	outputs []ort.Value
+	rng     *rand.Rand
+}
+
+func newSession(spec sessionSpec) (session, error) {
+	if _, err := initORT(); err != nil {
+		return nil, err
+	}
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	defer opts.Destroy()
+	if spec.threads > 0 {
+		if err := opts.SetIntraOpNumThreads(spec.threads); err != nil {
+			return nil, err
+		}
+		if err := opts.SetInterOpNumThreads(1); err != nil {
+			return nil, err
+		}
+	}
+	if spec.profilePrefix != "" {
+		if err := opts.EnableProfiling(spec.profilePrefix); err != nil {
+			return nil, err
+		}
+	}
+	if err := appendProvider(opts, spec.device, spec.trt); err != nil {
+		return nil, err
+	}
+	names := func(ios []ioSpec) []string {
+		out := make([]string, len(ios))
+		for i, io := range ios {
+			out[i] = io.name
+		}
+		return out
+	}
+	s, err := ort.NewDynamicAdvancedSessionWithONNXData(spec.model, names(spec.inputs), names(spec.outputs), opts)
+	if err != nil {
+		return nil, fmt.Errorf("onnx runtime: creating a session for %s: %w", spec.what, err)
+	}
+	return &ortSession{s: s, spec: spec, rng: rand.New(rand.NewPCG(uint64(spec.seed), 77))}, nil
+}
+
+// appendProvider selects the execution provider for a device name.
+func appendProvider(opts *ort.SessionOptions, device string, trt bool) error {
+	kind, id, err := ParseDevice(device)
+	if err != nil {
+		return err
+	}
+	if kind == "cpu" {
+		if trt {
+			return fmt.Errorf("%w: --trt needs a CUDA device (--device cuda:N)", ErrDevice)
+		}
+		return nil
+	}
+	idStr := fmt.Sprint(id)
+	if trt {
+		to, err := ort.NewTensorRTProviderOptions()
+		if err != nil {
+			return missingProvider(device, "TensorRT", err)
+		}
+		defer to.Destroy()
+		if err := to.Update(map[string]string{"device_id": idStr}); err != nil {
+			return missingProvider(device, "TensorRT", err)
+		}
+		if err := opts.AppendExecutionProviderTensorRT(to); err != nil {
+			return missingProvider(device, "TensorRT", err)
+		}
+	}
+	co, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return missingProvider(device, "CUDA", err)
+	}
+	defer co.Destroy()
+	if err := co.Update(map[string]string{"device_id": idStr}); err != nil {
+		return missingProvider(device, "CUDA", err)
+	}
+	if err := opts.AppendExecutionProviderCUDA(co); err != nil {
+		return missingProvider(device, "CUDA", err)
+	}
+	return nil
+}
+
+func missingProvider(device, provider string, err error) error {
+	return fmt.Errorf("%w: --device %s: the installed ONNX Runtime (%s) has no usable %s execution provider (%v); the library `make assets` installs is CPU-only: point %s at a GPU build of ONNX Runtime %s.x, or use --device cpu",
+		ErrDevice, device, ortPath, provider, err, LibEnv, ORTMinor)
+}
+
+func (s *ortSession) bind(batch int) error {
+	s.free()
+	alloc := func(ios []ioSpec, fill bool) ([]ort.Value, error) {
+		var vals []ort.Value
+		for _, io := range ios {
+			shape := make([]int64, len(io.shape))
+			for i, d := range io.shape {
+				if d < 0 {
+					d = int64(batch)
+				}
+				shape[i] = d
+			}
+			v, err := s.newTensor(io, ort.NewShape(shape...), fill)
+			if err != nil {
+				for _, x := range vals {
+					x.Destroy()
+				}
+				return nil, fmt.Errorf("%s: tensor %q: %w", s.spec.what, io.name, err)
+			}
+			vals = append(vals, v)
+		}
+		return vals, nil
+	}
+	var err error
+	if s.inputs, err = alloc(s.spec.inputs, true); err != nil {
+		return err
+	}
+	if s.outputs, err = alloc(s.spec.outputs, false); err != nil {
+		return err
+	}
+	return nil
+}
+
+// newTensor allocates a tensor; inputs get random data (normal floats, zero indices, which
+// are valid for any Gather).
+func (s *ortSession) newTensor(io ioSpec, shape ort.Shape, fill bool) (ort.Value, error) {
+	switch io.dtype {
+	case onnx.Float:
+		t, err := ort.NewEmptyTensor[float32](shape)
+		if err == nil && fill {
+			d := t.GetData()
+			for i := range d {
+				d[i] = float32(s.rng.NormFloat64())
+			}
+		}
+		return t, err
+	case onnx.Double:
+		t, err := ort.NewEmptyTensor[float64](shape)
+		if err == nil && fill {
+			d := t.GetData()
+			for i := range d {
+				d[i] = s.rng.NormFloat64()
+			}
+		}
+		return t, err
+	case onnx.Int64:
+		return ort.NewEmptyTensor[int64](shape)
+	case onnx.Int32:
+		return ort.NewEmptyTensor[int32](shape)
+	case onnx.Int8:
+		return ort.NewEmptyTensor[int8](shape)
+	case onnx.Uint8:
+		return ort.NewEmptyTensor[uint8](shape)
+	case onnx.Bool:
+		return ort.NewEmptyTensor[bool](shape)
+	}
+	return nil, fmt.Errorf("element type %s is not supported by the measured backend", io.dtype)
+}
+
+func (s *ortSession) run() error {
+	if err := s.s.Run(s.inputs, s.outputs); err != nil {
+		return fmt.Errorf("onnx runtime: running %s: %w", s.spec.what, err)
+	}
+	return nil
+}
+
+func (s *ortSession) free() {
+	for _, v := range s.inputs {
+		v.Destroy()
+	}
+	for _, v := range s.outputs {
+		v.Destroy()
+	}
+	s.inputs, s.outputs = nil, nil
+}
+
+// close releases the session; with profiling enabled ONNX Runtime writes its JSON trace now.
+func (s *ortSession) close() error {
+	s.free()
+	return s.s.Destroy()
+}
+
+func ortVersion() string {
+	if _, err := initORT(); err != nil {
+		return ""
+	}
+	return ort.GetVersion()
+}

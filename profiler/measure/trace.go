@@ -1,0 +1,283 @@
+package measure
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/plan-dev/plan/profiler/graph"
+)
+
+// traceEvent is one entry of ONNX Runtime's profiling output (Chrome trace format).
+type traceEvent struct {
+	Cat  string  `json:"cat"`
+	Name string  `json:"name"`
+	Dur  float64 `json:"dur"` // µs
+	Ph   string  `json:"ph"`
+	Args struct {
+		OpName   string `json:"op_name"`
+		Provider string `json:"provider"`
+	} `json:"args"`
+}
+
+// Trace is a parsed ONNX Runtime profile: kernel durations per ORT node, in run order.
+type Trace struct {
+	// Kernels maps an ORT node name to its kernel durations (µs), one per run.
+	Kernels map[string][]float64
+	// Ops maps an ORT node name to its operator (e.g. "FusedConv").
+	Ops map[string]string
+	// Order lists ORT node names in first-execution order.
+	Order []string
+	// Runs holds the whole-run durations (µs), one per run.
+	Runs []float64
+}
+
+const kernelSuffix = "_kernel_time"
+
+// ParseTrace decodes ONNX Runtime's profiling JSON (a JSON array of trace events).
+func ParseTrace(data []byte) (*Trace, error) {
+	var evs []traceEvent
+	if err := json.Unmarshal(data, &evs); err != nil {
+		return nil, fmt.Errorf("ONNX Runtime profile: %w", err)
+	}
+	tr := &Trace{Kernels: map[string][]float64{}, Ops: map[string]string{}}
+	for _, e := range evs {
+		switch {
+		case e.Cat == "Node" && strings.HasSuffix(e.Name, kernelSuffix):
+			name := strings.TrimSuffix(e.Name, kernelSuffix)
+			if _, seen := tr.Kernels[name]; !seen {
+				tr.Order = append(tr.Order, name)
+				tr.Ops[name] = e.Args.OpName
+			}
+			if e.Dur < 0 {
+				return nil, fmt.Errorf("ONNX Runtime profile: event %q: negative duration", e.Name)
+			}
+			tr.Kernels[name] = append(tr.Kernels[name], e.Dur)
+		case e.Cat == "Session" && e.Name == "model_run":
+			tr.Runs = append(tr.Runs, e.Dur)
+		}
+	}
+	if len(tr.Kernels) == 0 {
+		return nil, errors.New("ONNX Runtime profile: no kernel events")
+	}
+	return tr, nil
+}
+
+// steady drops the first warmup samples when enough remain.
+func steady(xs []float64, warmup int) []float64 {
+	if len(xs) > warmup {
+		return xs[warmup:]
+	}
+	return xs
+}
+
+// matchLayer finds the graph layer an ORT node stands for: the node of the same name, else
+// the longest layer name contained in the ORT name at word boundaries (ONNX Runtime names
+// fused and layout-transformed nodes after the node they replace, e.g. "fused Conv_3" or
+// "Conv_3_token_12"; the boundary check keeps "Conv_1" from matching "Conv_10").
+func matchLayer(ortName string, index map[string]int, names []string) (int, bool) {
+	if i, ok := index[ortName]; ok {
+		return i, true
+	}
+	best, bestLen := -1, 0
+	for _, n := range names {
+		if len(n) <= bestLen || n == "" {
+			continue
+		}
+		for from := 0; ; {
+			k := strings.Index(ortName[from:], n)
+			if k < 0 {
+				break
+			}
+			k += from
+			end := k + len(n)
+			okBefore := k == 0 || !isWordChar(ortName[k-1]) || ortName[k-1] == '_'
+			okAfter := end == len(ortName) || !isAlnum(ortName[end])
+			if okBefore && okAfter {
+				best, bestLen = index[n], len(n)
+				break
+			}
+			from = k + 1
+		}
+	}
+	return best, best >= 0
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isWordChar(c byte) bool { return isAlnum(c) || c == '_' }
+
+// sameOp reports whether an ORT kernel's operator implements the graph operator (FusedConv
+// implements Conv, the NCHWc Conv too).
+func sameOp(kernelOp, layerOp string) bool {
+	return kernelOp == layerOp || strings.TrimPrefix(kernelOp, "Fused") == layerOp
+}
+
+// Attribute maps kernel times to the graph's layers. ONNX Runtime fuses layers (Conv with
+// BatchNormalization, activations and residual adds; MatMul with Add) and names the fused
+// kernel either after the first layer or after the last layer's output tensor (the NCHWc
+// layout names "Relu_3.out_nchwc" a Conv kernel). So a kernel is matched to a layer by node or
+// tensor name; when its operator is not that layer's, the kernel also contains the chain of
+// producers up to the layer whose operator it is. Layers still without a kernel (eliminated
+// reshapes, activations fused into a kernel named after the first layer) join the kernel of
+// the nearest producer, else consumer, that has one. A kernel's time is split over its layers
+// in proportion to FLOPs + bytes, so layer times add up to kernel times. Kernels matching no
+// layer (inserted layout reorders) are returned as unattributed time.
+func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unattributed, runUs float64) {
+	n := len(g.Nodes)
+	index := map[string]int{}
+	var names []string
+	for i, nd := range g.Nodes {
+		for _, o := range nd.Outputs {
+			index[o] = i
+			names = append(names, o)
+		}
+	}
+	for i, nd := range g.Nodes {
+		index[nd.Name] = i // a node name wins over an equal tensor name
+		names = append(names, nd.Name)
+	}
+	sort.SliceStable(names, func(a, b int) bool { return len(names[a]) > len(names[b]) })
+	producers := g.Producers()
+	producer := func(i int) int {
+		for _, in := range g.Nodes[i].Inputs {
+			if p, ok := producers[in]; ok && !g.Tensors[in].Const {
+				return p
+			}
+		}
+		return -1
+	}
+	type group struct {
+		kernel  string
+		us      float64
+		members []int
+	}
+	var groups []group
+	memberOf := make([][]int, n)
+	matched := make([]int, len(tr.Order))
+	own := make([]bool, n)
+	for k, name := range tr.Order {
+		i, ok := matchLayer(name, index, names)
+		matched[k] = -1
+		if ok {
+			matched[k] = i
+			own[i] = true
+		}
+	}
+	for k, name := range tr.Order {
+		med := quantile(steady(tr.Kernels[name], warmup), 0.5)
+		l := matched[k]
+		if l < 0 {
+			unattributed += med
+			continue
+		}
+		chain := []int{l}
+		if op := tr.Ops[name]; op != "" && !sameOp(op, g.Nodes[l].Op) {
+			var path []int
+			for cur, steps := l, 0; steps < 16; steps++ {
+				p := producer(cur)
+				if p < 0 || own[p] {
+					break
+				}
+				path = append(path, p)
+				if sameOp(op, g.Nodes[p].Op) {
+					chain = append(chain, path...)
+					break
+				}
+				cur = p
+			}
+		}
+		gid := len(groups)
+		groups = append(groups, group{kernel: name, us: med, members: chain})
+		for _, m := range chain {
+			memberOf[m] = append(memberOf[m], gid)
+		}
+	}
+	assigned := func(i int) bool { return len(memberOf[i]) > 0 }
+	var up func(i int, seen map[int]bool) int
+	up = func(i int, seen map[int]bool) int {
+		if seen[i] {
+			return -1
+		}
+		seen[i] = true
+		for _, in := range g.Nodes[i].Inputs {
+			if p, ok := producers[in]; ok && !g.Tensors[in].Const {
+				if assigned(p) {
+					return p
+				}
+				if h := up(p, seen); h >= 0 {
+					return h
+				}
+			}
+		}
+		return -1
+	}
+	consumers := map[string][]int{}
+	for i, nd := range g.Nodes {
+		for _, in := range nd.Inputs {
+			consumers[in] = append(consumers[in], i)
+		}
+	}
+	var down func(i int, seen map[int]bool) int
+	down = func(i int, seen map[int]bool) int {
+		if seen[i] {
+			return -1
+		}
+		seen[i] = true
+		for _, o := range g.Nodes[i].Outputs {
+			for _, c := range consumers[o] {
+				if assigned(c) {
+					return c
+				}
+				if h := down(c, seen); h >= 0 {
+					return h
+				}
+			}
+		}
+		return -1
+	}
+	// Attach the rest against the kernel assignment so far (a snapshot, so the result does
+	// not depend on the order layers are visited in).
+	extra := map[int]int{}
+	for i := range g.Nodes {
+		if assigned(i) {
+			continue
+		}
+		h := up(i, map[int]bool{})
+		if h < 0 {
+			h = down(i, map[int]bool{})
+		}
+		if h >= 0 {
+			extra[i] = memberOf[h][0]
+		}
+	}
+	for i := range g.Nodes {
+		if gid, ok := extra[i]; ok {
+			memberOf[i] = []int{gid}
+			groups[gid].members = append(groups[gid].members, i)
+		}
+	}
+	weight := func(i int) float64 { return g.Nodes[i].FLOPs + g.Nodes[i].ActBytes/4 + 1 }
+	layers = make([]LayerTime, n)
+	for i, nd := range g.Nodes {
+		layers[i] = LayerTime{Name: nd.Name, Op: nd.Op}
+	}
+	for _, gr := range groups {
+		var w float64
+		for _, m := range gr.members {
+			w += weight(m)
+		}
+		for _, m := range gr.members {
+			layers[m].Us += gr.us * weight(m) / w
+			if layers[m].Kernel == "" {
+				layers[m].Kernel = gr.kernel
+				layers[m].Fused = len(gr.members) > 1
+			}
+		}
+	}
+	return layers, unattributed, quantile(steady(tr.Runs, warmup), 0.5)
+}
