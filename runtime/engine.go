@@ -245,7 +245,7 @@ func (e *Engine) Handle(now Time, ev Event) error {
 }
 
 func (e *Engine) callPolicy(now Time, ev *Event) error {
-	e.dec.list = e.dec.list[:0]
+	e.dec.reset()
 	e.pol.Handle(now, ev, &e.dec)
 	if e.observer != nil {
 		e.observer(now, ev, e.dec.list)

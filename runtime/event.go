@@ -101,8 +101,8 @@ type PathHop struct {
 	OutStart Time
 }
 
-// Decision is one policy output. Slices are borrowed: the engine copies what it keeps, so a
-// policy may reuse its buffers after Handle returns.
+// Decision is one policy output. Its slices belong to the Decisions buffer and are valid
+// until the policy's next Handle call.
 type Decision struct {
 	Kind     DecisionKind
 	App      AppID
@@ -116,14 +116,28 @@ type Decision struct {
 	Key      int64
 }
 
-// Decisions is the buffer a policy appends its decisions to.
+// Decisions is the buffer a policy appends its decisions to. It copies the slices a policy
+// passes, so a policy may keep mutating its queues and scratch buffers after deciding.
 type Decisions struct {
 	list []Decision
+	reqs []ReqID
+	path []PathHop
+}
+
+func (d *Decisions) reset() {
+	d.list = d.list[:0]
+	d.reqs = d.reqs[:0]
+	d.path = d.path[:0]
 }
 
 // Dispatch sends reqs of app as one batch along path.
 func (d *Decisions) Dispatch(app AppID, reqs []ReqID, path []PathHop) {
-	d.list = append(d.list, Decision{Kind: DDispatch, App: app, Reqs: reqs, Path: path})
+	// Append-only arenas: a reallocation leaves earlier decisions' slices intact.
+	n, m := len(d.reqs), len(d.path)
+	d.reqs = append(d.reqs, reqs...)
+	d.path = append(d.path, path...)
+	d.list = append(d.list, Decision{Kind: DDispatch, App: app,
+		Reqs: d.reqs[n:len(d.reqs):len(d.reqs)], Path: d.path[m:len(d.path):len(d.path)]})
 }
 
 // Drop drops request r at stage for reason; estimate is the latency estimate behind the

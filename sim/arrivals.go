@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -302,4 +303,23 @@ func (t *Times) Next() runtime.Time {
 	}
 	t.i++
 	return t.T[t.i-1]
+}
+
+// DecodeTrace decodes a trace document (JSON or YAML) into an arrival spec, rejecting
+// negative or decreasing timestamps with the offending index.
+func DecodeTrace(name string, data []byte) (ArrivalSpec, error) {
+	t, err := formats.DecodeInto[*formats.Trace](name, data)
+	if err != nil {
+		return ArrivalSpec{}, err
+	}
+	return TraceSpec(name, t)
+}
+
+// LoadTrace reads a trace file into an arrival spec.
+func LoadTrace(path string) (ArrivalSpec, error) {
+	t, err := formats.ReadInto[*formats.Trace](path)
+	if err != nil {
+		return ArrivalSpec{}, err
+	}
+	return TraceSpec(filepath.Base(path), t)
 }

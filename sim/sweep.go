@@ -272,7 +272,11 @@ func ParseLoadRange(s string) ([]float64, error) {
 			return nil, fmt.Errorf("load range %q: %d points (at most 10000)", s, n)
 		}
 		for i := 0; i < n; i++ {
-			out = append(out, math.Round((lo+float64(i)*step)*1e9)/1e9)
+			v := lo + float64(i)*step
+			if r := math.Round(v*1e9) / 1e9; !math.IsInf(r, 0) && !math.IsNaN(r) {
+				v = r // 0.05·3 prints as 0.15, not 0.15000000000000002
+			}
+			out = append(out, v)
 		}
 	} else {
 		for _, x := range strings.Split(s, ",") {
@@ -286,8 +290,8 @@ func ParseLoadRange(s string) ([]float64, error) {
 	sort.Float64s(out)
 	uniq := out[:0]
 	for i, v := range out {
-		if v <= 0 {
-			return nil, fmt.Errorf("load range %q: load %g must be > 0", s, v)
+		if !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("load range %q: load %g must be a positive finite number", s, v)
 		}
 		if i == 0 || v != out[i-1] {
 			uniq = append(uniq, v)
