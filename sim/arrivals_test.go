@@ -213,9 +213,9 @@ func FuzzParseArrival(f *testing.F) {
 }
 
 func FuzzTraceFile(f *testing.F) {
-	f.Add([]byte(`{"apiVersion":"plan/v1","kind":"Trace","requests":[{"t_us":0},{"t_us":5},{"t_us":5}]}`))
-	f.Add([]byte(`{"apiVersion":"plan/v1","kind":"Trace","requests":[{"t_us":9},{"t_us":5}]}`))
-	f.Add([]byte(`{"apiVersion":"plan/v1","kind":"Trace","counts":{"interval":"1s","counts":[3,0,2]}}`))
+	f.Add([]byte(`{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"x"},"requests":[{"t_us":0},{"t_us":5},{"t_us":5}]}`))
+	f.Add([]byte(`{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"x"},"requests":[{"t_us":9},{"t_us":5}]}`))
+	f.Add([]byte(`{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"x"},"counts":{"interval":"1s","counts":[3,0,2]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, err := DecodeTrace("fuzz.json", data)
 		if err != nil {

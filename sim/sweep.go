@@ -88,26 +88,7 @@ func PointSeed(seed uint64, load float64, app int) uint64 {
 
 // RunPoint simulates one load factor.
 func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
-	pol, err := rt.NewPolicy(cfg.Policy)
-	if err != nil {
-		return nil, err
-	}
-	srcs := make([]Source, len(cfg.Dep.Apps))
-	for a := range cfg.Dep.Apps {
-		rate := cfg.Dep.Apps[a].RateRPS
-		if a < len(cfg.BaseRPS) {
-			rate = cfg.BaseRPS[a]
-		}
-		if rate*load <= 0 {
-			continue
-		}
-		src, err := cfg.Arrival.New(rate*load, cfg.Dep.Apps[a].Name, PointSeed(cfg.Seed, load, a))
-		if err != nil {
-			return nil, err
-		}
-		srcs[a] = src
-	}
-	s, err := New(cfg.Dep, pol, srcs, Options{Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter})
+	s, err := newPointSim(cfg, load)
 	if err != nil {
 		return nil, err
 	}

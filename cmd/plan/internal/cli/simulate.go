@@ -1,0 +1,317 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/sim"
+)
+
+type simulateOptions struct {
+	trace     string
+	load      string
+	duration  time.Duration
+	seed      uint64
+	report    string
+	policy    string
+	params    []string
+	jitter    float64
+	reference string
+	parallel  int
+}
+
+func init() { register(newSimulateCmd) }
+
+func newSimulateCmd(app *App) *cobra.Command {
+	o := &simulateOptions{}
+	cmd := &cobra.Command{
+		Use:   "simulate [PLAN]",
+		Short: "Simulate a plan in virtual time and sweep the load factor",
+		Long: `simulate runs a plan through the same runtime policies that 'plan serve' uses, in
+virtual time, at a range of load factors (1.0 = the plan's planned throughput per model), and
+prints SLO attainment per load factor and the highest load factor with at least 99%
+attainment (a step counts only if the next lower step passes too).
+
+Load points run in parallel on all cores; results are identical to a sequential run and
+depend only on the inputs and --seed. With --report DIR it writes report.json, the
+attainment curve and a per-(v)GPU timeline of the highest passing load (PNG and SVG).
+
+PLAN defaults to ./plan.json.`,
+		Example: `  plan simulate plan.json
+  plan simulate plan.json --trace bursty --load 0.5:1.0:0.05 --duration 30s --seed 7
+  plan simulate plan.json --trace arrivals.json --report out/
+  plan simulate np.json --reference-plan plan.json     # NP at PPipe's load factors
+  plan simulate plan.json --policy reactive            # the reactive ablation baseline`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSimulate(cmd, app, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a Trace file")
+	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list")
+	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
+	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
+	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
+	f.StringVar(&o.policy, "policy", "ppipe", "runtime policy: "+policyNames())
+	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable), e.g. interval=true, admission=false")
+	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
+	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
+	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
+	return cmd
+}
+
+func policyNames() string {
+	var n []string
+	for _, r := range runtime.Policies() {
+		n = append(n, r.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// loadPlanDeployment reads a plan and builds its deployment; every problem is a usage error
+// naming the file.
+func loadPlanDeployment(path string) (*formats.Plan, *runtime.Deployment, error) {
+	p, err := formats.ReadInto[*formats.Plan](path)
+	if err != nil {
+		return nil, nil, usageError(err)
+	}
+	dep, err := runtime.FromPlan(p)
+	if err != nil {
+		var el formats.ErrorList
+		if errors.As(err, &el) {
+			return nil, nil, usageError(el.WithFile(filepath.Base(path)))
+		}
+		return nil, nil, usageErrorf("%s: %v", filepath.Base(path), err)
+	}
+	return p, dep, nil
+}
+
+func resolvePlanArg(args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	if _, err := os.Stat("plan.json"); err == nil {
+		return "plan.json", nil
+	}
+	return "", usageErrorf("no plan given and no ./plan.json: run `plan solve` first, or pass PLAN")
+}
+
+func parseParams(kv []string) (map[string]string, error) {
+	if len(kv) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, s := range kv {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--param %q: must be KEY=VALUE", s)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	path, err := resolvePlanArg(args)
+	if err != nil {
+		return err
+	}
+	plan, dep, err := loadPlanDeployment(path)
+	if err != nil {
+		return err
+	}
+	var spec sim.ArrivalSpec
+	switch name, _, _ := strings.Cut(o.trace, ":"); name {
+	case "poisson", "bursty", "mmpp":
+		spec, err = sim.ParseArrival(o.trace)
+	default:
+		spec, err = sim.LoadTrace(o.trace)
+	}
+	if err != nil {
+		return usageError(err)
+	}
+	loads, err := sim.ParseLoadRange(o.load)
+	if err != nil {
+		return usageErrorf("--load: %v", err)
+	}
+	if o.duration <= 0 {
+		return usageErrorf("--duration: %s: must be > 0", o.duration)
+	}
+	if o.jitter < 0 || o.jitter >= 1 {
+		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
+	}
+	params, err := parseParams(o.params)
+	if err != nil {
+		return err
+	}
+	pcfg := runtime.Config{Policy: o.policy, Params: params}
+	if _, err := runtime.NewPolicy(pcfg); err != nil {
+		return usageErrorf("--policy: %v", err)
+	}
+	base, err := baseRates(dep, o.reference)
+	if err != nil {
+		return err
+	}
+	strategy := ""
+	if plan.PPipe != nil {
+		strategy = plan.PPipe.Strategy
+	}
+	cfg := &sim.SweepConfig{
+		Dep: dep, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
+		Duration: runtime.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
+		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy,
+	}
+	if !app.Quiet {
+		start := time.Now()
+		cfg.Progress = func(done, total int, p *sim.Point) {
+			fmt.Fprintf(app.Err, "\rsimulate: %s %d/%d load points (last: %.2f → %.2f%%) %s", bar(done, total), done, total, p.Load, 100*p.Total.Attainment, time.Since(start).Round(time.Millisecond))
+			if done == total {
+				fmt.Fprintln(app.Err)
+			}
+		}
+	}
+	rep, err := sim.Sweep(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	if o.report != "" {
+		if err := writeSimReport(app, cfg, rep, o.report); err != nil {
+			return err
+		}
+	}
+	if app.JSONOutput() {
+		return app.WriteJSON(rep)
+	}
+	printSimTable(app, rep)
+	return nil
+}
+
+// baseRates returns per-app rates at load 1.0 from a reference plan (nil = the plan's own).
+func baseRates(dep *runtime.Deployment, reference string) ([]float64, error) {
+	if reference == "" {
+		return nil, nil
+	}
+	_, ref, err := loadPlanDeployment(reference)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(dep.Apps))
+	for i, a := range dep.Apps {
+		found := false
+		for _, r := range ref.Apps {
+			if r.Name == a.Name {
+				out[i], found = r.RateRPS, true
+			}
+		}
+		if !found {
+			return nil, usageErrorf("--reference-plan %s: no model %q", reference, a.Name)
+		}
+	}
+	return out, nil
+}
+
+func bar(done, total int) string {
+	const w = 20
+	n := done * w / max(total, 1)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", w-n) + "]"
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
+
+func printSimTable(app *App, rep *sim.Report) {
+	classes := map[string]bool{}
+	for _, p := range rep.Points {
+		for _, c := range p.Classes {
+			classes[c.Name] = true
+		}
+	}
+	var cls []string
+	for c := range classes {
+		cls = append(cls, c)
+	}
+	sort.Strings(cls)
+	header := []string{"load", "offered/s", "attainment", "goodput/s", "dropped", "late", "p50 ms", "p99 ms"}
+	for _, c := range cls {
+		header = append(header, "util "+c)
+	}
+	var rows [][]string
+	for _, p := range rep.Points {
+		row := []string{
+			fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", p.Total.OfferedRPS), pct(p.Total.Attainment),
+			fmt.Sprintf("%.1f", p.Total.GoodputRPS), fmt.Sprint(p.Total.Dropped), fmt.Sprint(p.Total.Late),
+			fmt.Sprintf("%.1f", float64(p.Total.Latency.P50Us)/1000), fmt.Sprintf("%.1f", float64(p.Total.Latency.P99Us)/1000),
+		}
+		for _, c := range cls {
+			u := "-"
+			for _, x := range p.Classes {
+				if x.Name == c {
+					u = pct(x.Busy)
+				}
+			}
+			row = append(row, u)
+		}
+		rows = append(rows, row)
+	}
+	app.Table(header, rows)
+	if rep.MaxLoad99 > 0 {
+		fmt.Fprintf(app.Out, "\nmax load factor at 99%% attainment: %.2f\n", rep.MaxLoad99)
+	} else {
+		fmt.Fprintf(app.Out, "\nmax load factor at 99%% attainment: none of the simulated loads\n")
+	}
+}
+
+func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usageErrorf("--report %s: %v", dir, err)
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := formats.WriteAtomic(filepath.Join(dir, "report.json"), append(data, '\n')); err != nil {
+		return err
+	}
+	p, err := sim.AttainmentPlot(fmt.Sprintf("%s: %s, %s", rep.Plan, rep.Policy, rep.Trace), sim.CurvesOf(rep, ""))
+	if err != nil {
+		return err
+	}
+	files, err := sim.SavePlot(p, dir, "attainment", 16*vg.Centimeter, 10*vg.Centimeter)
+	if err != nil {
+		return err
+	}
+	// Timeline of the highest passing load (else the lowest load), a 200 ms window
+	// starting one third into the run.
+	load := rep.MaxLoad99
+	if load == 0 {
+		load = rep.Points[0].Load
+	}
+	s, err := sim.RunForTimeline(cfg, load)
+	if err != nil {
+		return err
+	}
+	from := cfg.Duration / 3
+	to := from + 200*runtime.Millisecond
+	tp, err := sim.TimelinePlot(fmt.Sprintf("%s at load %.2f", rep.Plan, load), s.Engine, from, to)
+	if err != nil {
+		return err
+	}
+	rows := sim.TimelineRows(cfg.Dep)
+	tf, err := sim.SavePlot(tp, dir, "timeline", 24*vg.Centimeter, vg.Length(3+0.45*float64(rows))*vg.Centimeter)
+	if err != nil {
+		return err
+	}
+	app.Infof("wrote %s, %s", filepath.Join(dir, "report.json"), strings.Join(append(files, tf...), ", "))
+	return nil
+}

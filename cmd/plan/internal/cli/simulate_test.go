@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func fixture(name string) string {
+	return filepath.Join("..", "..", "..", "..", "testdata", "sim", name)
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	dir := t.TempDir()
+	// A plan whose pipelines need more GPUs than its cluster has.
+	raw, err := os.ReadFile(fixture("one-gpu.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	part := doc["ppipe"].(map[string]any)["models"].([]any)[0].(map[string]any)["pipelines"].([]any)[0].(map[string]any)["partitions"].([]any)[0].(map[string]any)
+	part["count"] = 3
+	bad, _ := json.Marshal(doc)
+	badPlan := filepath.Join(dir, "bad-plan.json")
+	os.WriteFile(badPlan, bad, 0o644)
+	badTrace := filepath.Join(dir, "trace.json")
+	os.WriteFile(badTrace, []byte(`{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"x"},"requests":[{"t_us":10},{"t_us":5}]}`), 0o644)
+	negTrace := filepath.Join(dir, "neg.json")
+	os.WriteFile(negTrace, []byte(`{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"x"},"requests":[{"t_us":-1}]}`), 0o644)
+
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no plan", []string{"simulate"}, "run `plan solve` first"},
+		{"plan exceeds cluster", []string{"simulate", badPlan}, "bad-plan.json"},
+		{"non-monotone trace", []string{"simulate", fixture("one-gpu.json"), "--trace", badTrace}, "non-decreasing"},
+		{"negative trace", []string{"simulate", fixture("one-gpu.json"), "--trace", negTrace}, "must be >= 0"},
+		{"empty load range", []string{"simulate", fixture("one-gpu.json"), "--load", "1:0.5:0.1"}, "empty"},
+		{"unknown policy", []string{"simulate", fixture("one-gpu.json"), "--policy", "nope"}, "unknown policy"},
+		{"bad duration", []string{"simulate", fixture("one-gpu.json"), "--duration", "0s"}, "--duration"},
+	}
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if c.name == "no plan" {
+				os.Chdir(dir)
+				defer os.Chdir(wd)
+			}
+			code, out, errs := runCLI(t, args...)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errs)
+			}
+			if !strings.Contains(errs, c.want) {
+				t.Errorf("stderr %q does not mention %q", errs, c.want)
+			}
+			if out != "" {
+				t.Errorf("wrote output on bad input: %q", out)
+			}
+		})
+	}
+}
+
+func TestSimulateDeterministicJSONAndReport(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"simulate", fixture("mixed.json"), "--trace", "bursty", "--load", "0.5:1.0:0.25", "--duration", "2s", "--seed", "3", "-O", "json", "-q"}
+	code, a, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	_, b, _ := runCLI(t, append(args, "--parallel", "1")...)
+	if a != b {
+		t.Fatal("parallel and sequential runs differ")
+	}
+	var rep struct {
+		Kind   string
+		Points []struct{ Load float64 }
+	}
+	if err := json.Unmarshal([]byte(a), &rep); err != nil || rep.Kind != "SimulationReport" || len(rep.Points) != 3 {
+		t.Fatalf("bad JSON report (%v): %.200s", err, a)
+	}
+	code, out, errs := runCLI(t, "simulate", fixture("nic.json"), "--load", "0.5,1", "--duration", "1s", "--report", dir, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "max load factor at 99% attainment") {
+		t.Errorf("table output lacks the max load line:\n%s", out)
+	}
+	for _, f := range []string{"report.json", "attainment.png", "attainment.svg", "timeline.png", "timeline.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+)
+
+// Curve is one attainment-vs-load series.
+type Curve struct {
+	Name   string
+	Loads  []float64
+	Values []float64 // attainment in [0, 1]
+}
+
+// CurvesOf returns the total and per-application attainment curves of a report.
+func CurvesOf(rep *Report, prefix string) []Curve {
+	total := Curve{Name: prefix + "all"}
+	apps := make([]Curve, len(rep.BaseRPS))
+	for i, a := range rep.BaseRPS {
+		apps[i].Name = prefix + a.App
+	}
+	for _, p := range rep.Points {
+		total.Loads = append(total.Loads, p.Load)
+		total.Values = append(total.Values, p.Total.Attainment)
+		for i := range apps {
+			if i < len(p.Apps) {
+				apps[i].Loads = append(apps[i].Loads, p.Load)
+				apps[i].Values = append(apps[i].Values, p.Apps[i].Attainment)
+			}
+		}
+	}
+	if len(apps) <= 1 {
+		return []Curve{total}
+	}
+	return append([]Curve{total}, apps...)
+}
+
+// palette is a fixed color cycle (deterministic output).
+var palette = []color.Color{
+	color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff}, color.RGBA{0x8c, 0x56, 0x4b, 0xff},
+	color.RGBA{0xe3, 0x77, 0xc2, 0xff}, color.RGBA{0x7f, 0x7f, 0x7f, 0xff}, color.RGBA{0xbc, 0xbd, 0x22, 0xff},
+	color.RGBA{0x17, 0xbe, 0xcf, 0xff},
+}
+
+// AttainmentPlot draws attainment (%) against load factor with the 99% target line.
+func AttainmentPlot(title string, curves []Curve) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "load factor"
+	p.Y.Label.Text = "SLO attainment (%)"
+	p.Y.Min, p.Y.Max = 0, 101
+	p.Legend.Top = false
+	p.Legend.Left = true
+	xmin, xmax := 0.0, 1.0
+	for i, c := range curves {
+		xy := make(plotter.XYs, len(c.Loads))
+		for j := range c.Loads {
+			xy[j].X, xy[j].Y = c.Loads[j], 100*c.Values[j]
+			if j == 0 || c.Loads[j] < xmin {
+				xmin = min(xmin, c.Loads[j])
+			}
+			xmax = max(xmax, c.Loads[j])
+		}
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		col := palette[i%len(palette)]
+		l.Color, pts.Color = col, col
+		l.Width = vg.Points(1.5)
+		pts.Shape = draw.CircleGlyph{}
+		pts.Radius = vg.Points(2)
+		p.Add(l, pts)
+		p.Legend.Add(c.Name, l, pts)
+	}
+	target, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: 99}, {X: xmax, Y: 99}})
+	if err != nil {
+		return nil, err
+	}
+	target.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	target.Color = color.Gray{0x60}
+	p.Add(target)
+	p.Legend.Add("99% target", target)
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// gantt draws busy intervals as bars, one row per worker.
+type gantt struct {
+	bars       []bar
+	rows       int
+	from, till float64
+}
+
+type bar struct {
+	row  int
+	s, e float64
+	c    color.Color
+}
+
+func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	for _, b := range g.bars {
+		x0, x1 := trX(b.s), trX(b.e)
+		y0, y1 := trY(float64(b.row)-0.38), trY(float64(b.row)+0.38)
+		poly := []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
+		c.FillPolygon(b.c, c.ClipPolygonXY(poly))
+	}
+}
+
+func (g *gantt) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return g.from, g.till, -0.5, float64(g.rows) - 0.5
+}
+
+// MaxTimelineRows bounds the rows of a timeline plot (the first workers in stage order).
+const MaxTimelineRows = 48
+
+// TimelinePlot draws, like PPipe's Figure 12, what every (v)GPU worker executed over
+// [from, to): one row per worker (grouped by stage), one bar per batch, colored by the
+// batch's pipeline; NIC transfers are drawn as thin grey bars on the sender's row.
+func TimelinePlot(title string, e *runtime.Engine, from, to runtime.Time) (*plot.Plot, error) {
+	dep := e.Deployment()
+	// Rows: workers ordered by stage, then ID.
+	ws := make([]int, 0, len(dep.Topo.Workers))
+	for i := range dep.Topo.Workers {
+		if dep.Topo.Workers[i].Stage >= 0 {
+			ws = append(ws, i)
+		}
+	}
+	sort.SliceStable(ws, func(a, b int) bool {
+		return dep.Topo.Workers[ws[a]].Stage < dep.Topo.Workers[ws[b]].Stage
+	})
+	if len(ws) > MaxTimelineRows {
+		ws = ws[:MaxTimelineRows]
+	}
+	row := map[runtime.WorkerID]int{}
+	ticks := make([]plot.Tick, len(ws))
+	for r, w := range ws {
+		row[runtime.WorkerID(w)] = r
+		wk := dep.Topo.Workers[w]
+		ticks[r] = plot.Tick{Value: float64(r), Label: fmt.Sprintf("%s %s", dep.Stages[wk.Stage].Name, wk.Name)}
+	}
+	ms := func(t runtime.Time) float64 { return float64(t) / 1000 }
+	g := &gantt{rows: len(ws), from: ms(from), till: ms(to)}
+	grey := color.Gray{0xa0}
+	for _, b := range e.Batches() {
+		for _, h := range b.Hops {
+			r, ok := row[h.Worker]
+			if !ok || h.Start < 0 || h.End <= from || h.Start >= to {
+				continue
+			}
+			pl := dep.Stages[h.Stage].Pipeline
+			col := palette[(max(pl, 0)+int(dep.Stages[h.Stage].App)*3)%len(palette)]
+			g.bars = append(g.bars, bar{row: r, s: ms(max(h.Start, from)), e: ms(min(h.End, to)), c: col})
+			if h.OutStart >= 0 && h.OutEnd > from && h.OutStart < to {
+				g.bars = append(g.bars, bar{row: r, s: ms(max(h.OutStart, from)), e: ms(min(h.OutEnd, to)), c: grey})
+			}
+		}
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (ms)"
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Tick.Label.Font.Size = vg.Points(7)
+	p.X.Min, p.X.Max = ms(from), ms(to)
+	p.Add(g)
+	return p, nil
+}
+
+// SavePlot writes p as DIR/BASE.png and DIR/BASE.svg (atomically) and returns the paths.
+func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) {
+	var paths []string
+	for _, ext := range []string{"png", "svg"} {
+		wt, err := p.WriterTo(w, h, ext)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if _, err := wt.WriteTo(&buf); err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, base+"."+ext)
+		if err := formats.WriteAtomic(path, buf.Bytes()); err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// TimelineRows returns how many rows a timeline of dep would have.
+func TimelineRows(dep *runtime.Deployment) int {
+	n := 0
+	for _, w := range dep.Topo.Workers {
+		if w.Stage >= 0 {
+			n++
+		}
+	}
+	return min(n, MaxTimelineRows)
+}
+
+// RunForTimeline re-runs one load point and returns the finished simulation (for its
+// batches); runs are deterministic, so it reproduces the point in the report exactly.
+func RunForTimeline(cfg *SweepConfig, load float64) (*Sim, error) {
+	s, err := newPointSim(cfg, load)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Run(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newPointSim builds the simulation of one load point: a fresh policy instance and one
+// source per application seeded by PointSeed.
+func newPointSim(cfg *SweepConfig, load float64) (*Sim, error) {
+	pol, err := runtime.NewPolicy(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	srcs := make([]Source, len(cfg.Dep.Apps))
+	for a := range cfg.Dep.Apps {
+		rate := cfg.Dep.Apps[a].RateRPS
+		if a < len(cfg.BaseRPS) {
+			rate = cfg.BaseRPS[a]
+		}
+		if rate*load <= 0 {
+			continue
+		}
+		if srcs[a], err = cfg.Arrival.New(rate*load, cfg.Dep.Apps[a].Name, PointSeed(cfg.Seed, load, a)); err != nil {
+			return nil, err
+		}
+	}
+	return New(cfg.Dep, pol, srcs, Options{Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter})
+}
