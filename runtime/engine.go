@@ -35,6 +35,27 @@ type Batch struct {
 // Size returns the number of requests in the batch.
 func (b *Batch) Size() int { return len(b.Reqs) }
 
+// arena hands out small slices carved from large chunks, so per-batch and per-request
+// slices cost no allocation each. Slices are capped at their length, so appending to one
+// never overwrites its neighbour.
+type arena[T any] struct {
+	chunk []T
+}
+
+const arenaChunk = 1 << 14
+
+func (a *arena[T]) take(n int) []T {
+	if n > arenaChunk/4 {
+		return make([]T, n)
+	}
+	if len(a.chunk) < n {
+		a.chunk = make([]T, arenaChunk)
+	}
+	s := a.chunk[:n:n]
+	a.chunk = a.chunk[n:]
+	return s
+}
+
 // entry is a queued unit of work on a worker or link, ordered by (res, seq).
 type entry struct {
 	b   BatchID
@@ -127,9 +148,13 @@ type Engine struct {
 	timerKeyOf map[int64]int64 // token → policy key
 	tickEvery  Time
 
-	finished int64
-	observer func(now Time, ev *Event, ds []Decision)
-	scratch  []ReqID
+	finished   int64
+	cur        Event
+	reqArena   arena[ReqID]
+	hopArena   arena[Hop]
+	batchArena arena[BatchID]
+	observer   func(now Time, ev *Event, ds []Decision)
+	scratch    []ReqID
 }
 
 // tickToken is the driver-level timer key of the engine's periodic tick.
@@ -189,13 +214,18 @@ func (e *Engine) Finished() int64 { return e.finished }
 // WorkerBusy returns the total time worker w spent executing batches.
 func (e *Engine) WorkerBusy(w WorkerID) Time { return e.workers[w].busyTime }
 
-// ReserveRequests pre-sizes the request table (a driver that knows how many arrivals to
+// ReserveRequests pre-sizes the request and batch tables (a driver that knows how many arrivals to
 // expect avoids re-allocation).
 func (e *Engine) ReserveRequests(n int) {
 	if cap(e.reqs) < n {
 		r := make([]Request, len(e.reqs), n)
 		copy(r, e.reqs)
 		e.reqs = r
+	}
+	if cap(e.batches) < n {
+		b := make([]Batch, len(e.batches), n)
+		copy(b, e.batches)
+		e.batches = b
 	}
 }
 
@@ -223,11 +253,11 @@ func (e *Engine) Handle(now Time, ev Event) error {
 		if int(ev.Req) < 0 || int(ev.Req) >= len(e.reqs) {
 			return fmt.Errorf("arrival of unknown request %d", ev.Req)
 		}
-		return e.callPolicy(now, &ev)
+		return e.callPolicy(now, ev)
 	case EvTimer:
 		if ev.Key == tickToken {
 			e.fx.SetTimer(now+e.tickEvery, tickToken)
-			return e.callPolicy(now, &Event{Kind: EvTick})
+			return e.callPolicy(now, Event{Kind: EvTick})
 		}
 		key, ok := e.timerKeyOf[ev.Key]
 		if !ok {
@@ -235,7 +265,7 @@ func (e *Engine) Handle(now Time, ev Event) error {
 		}
 		delete(e.timerKeyOf, ev.Key)
 		delete(e.timerLive, key)
-		return e.callPolicy(now, &Event{Kind: EvTimer, Key: key})
+		return e.callPolicy(now, Event{Kind: EvTimer, Key: key})
 	case EvBatchDone:
 		return e.batchDone(now, ev)
 	case EvTransferDone:
@@ -244,7 +274,11 @@ func (e *Engine) Handle(now Time, ev Event) error {
 	return fmt.Errorf("driver delivered event kind %v", ev.Kind)
 }
 
-func (e *Engine) callPolicy(now Time, ev *Event) error {
+// callPolicy hands ev to the policy. The event lives in the engine (not on the caller's
+// stack) so passing its address through the Policy interface does not allocate.
+func (e *Engine) callPolicy(now Time, event Event) error {
+	e.cur = event
+	ev := &e.cur
 	e.dec.reset()
 	e.pol.Handle(now, ev, &e.dec)
 	if e.observer != nil {
@@ -309,8 +343,9 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 	id := BatchID(len(e.batches))
 	e.seq++
 	b := Batch{ID: id, App: d.App, Dispatched: now, seq: e.seq}
-	b.Reqs = append(make([]ReqID, 0, len(d.Reqs)), d.Reqs...)
-	b.Hops = make([]Hop, len(d.Path))
+	b.Reqs = e.reqArena.take(len(d.Reqs))
+	copy(b.Reqs, d.Reqs)
+	b.Hops = e.hopArena.take(len(d.Path))
 	size := len(d.Reqs)
 	for i, p := range d.Path {
 		if int(p.Stage) < 0 || int(p.Stage) >= len(e.dep.Stages) || int(p.Worker) < 0 || int(p.Worker) >= len(e.workers) {
@@ -341,7 +376,14 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		if q.Dispatch == Never {
 			q.Dispatch = now
 		}
-		q.Batches = append(q.Batches, id)
+		if q.Batches == nil {
+			// Most requests travel in one batch: a 1-element slice from the arena
+			// (a later append, for re-batching policies, reallocates as usual).
+			q.Batches = e.batchArena.take(1)
+			q.Batches[0] = id
+		} else {
+			q.Batches = append(q.Batches, id)
+		}
 	}
 	b.Hops[0].ready = true
 	e.batches = append(e.batches, b)
@@ -441,7 +483,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 		e.up[src].q.insert(entry{b: ev.Batch, hop: ev.Hop, res: 0, seq: e.seq})
 		e.tryLink(now, src, true)
 	}
-	if err := e.callPolicy(now, &ev); err != nil {
+	if err := e.callPolicy(now, ev); err != nil {
 		return err
 	}
 	e.tryWorker(now, ev.Worker)
@@ -534,12 +576,12 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 			e.reqs[r].held = false
 		}
 	}
-	if err := e.callPolicy(now, &ev); err != nil {
+	if err := e.callPolicy(now, ev); err != nil {
 		return err
 	}
 	if dst == NoServer {
 		next := e.dep.Stages[h.Stage].Next[0]
-		if err := e.callPolicy(now, &Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next}); err != nil {
+		if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next}); err != nil {
 			return err
 		}
 	}

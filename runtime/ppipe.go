@@ -173,6 +173,9 @@ func (p *PPipe) correct(r int, resStart, nominal, end, now Time) bool {
 // run is the two-step dispatcher loop for one application.
 func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
 	p.stats.Runs++
+	if p.opts.Interval && p.stats.Runs%256 == 0 {
+		p.res.prune(now)
+	}
 	for a.q.Len() > 0 {
 		hid := a.q.Front()
 		h := p.v.Req(hid)
@@ -394,6 +397,19 @@ func (r *resources) gap(i int, t, dur Time) Time {
 		}
 	}
 	return t
+}
+
+// prune forgets interval reservations that ended by now (interval mode).
+func (r *resources) prune(now Time) {
+	for i, l := range r.iv {
+		k := 0
+		for k < len(l) && l[k].e <= now {
+			k++
+		}
+		if k > 0 {
+			r.iv[i] = append(l[:0], l[k:]...)
+		}
+	}
 }
 
 // book reserves [s, e) on resource i.

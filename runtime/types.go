@@ -173,6 +173,9 @@ type Stage struct {
 	// XferPerSampleUs is the planned per-sample transfer time of the output (µs, may be
 	// fractional); the transfer of b samples takes ceil(b·XferPerSampleUs).
 	XferPerSampleUs float64
+	// Active is how many workers of Pool serve from the start (PARD's autoscaler activates
+	// the rest after a cold start, up to len(Pool)); 0 = all of Pool.
+	Active int
 }
 
 // Lat returns the nominal latency of a batch of b on the stage, extrapolating linearly past the
@@ -213,6 +216,9 @@ type App struct {
 	// Pipelines[p] lists the stages of pipeline p in order (PPipe plans); empty for
 	// non-pipeline apps.
 	Pipelines [][]StageID
+	// Params are policy parameters the plan carries (PARD's λ, windows, autoscaling); a
+	// Config parameter of the same name wins.
+	Params map[string]string
 }
 
 // Deployment is what an engine serves: applications, their stages and the cluster.

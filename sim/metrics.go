@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/runtime"
@@ -195,7 +196,7 @@ func percentiles(lat []runtime.Time) Latency {
 		return Latency{}
 	}
 	s := append([]runtime.Time(nil), lat...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	var sum float64
 	for _, v := range s {
 		sum += float64(v)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 	"sort"
 
@@ -232,6 +233,7 @@ func newPointSim(cfg *SweepConfig, load float64) (*Sim, error) {
 		return nil, err
 	}
 	srcs := make([]Source, len(cfg.Dep.Apps))
+	var expect float64
 	for a := range cfg.Dep.Apps {
 		rate := cfg.Dep.Apps[a].RateRPS
 		if a < len(cfg.BaseRPS) {
@@ -240,9 +242,13 @@ func newPointSim(cfg *SweepConfig, load float64) (*Sim, error) {
 		if rate*load <= 0 {
 			continue
 		}
+		expect += rate * load * float64(cfg.Duration) / 1e6
 		if srcs[a], err = cfg.Arrival.New(rate*load, cfg.Dep.Apps[a].Name, PointSeed(cfg.Seed, load, a)); err != nil {
 			return nil, err
 		}
 	}
-	return New(cfg.Dep, pol, srcs, Options{Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter})
+	return New(cfg.Dep, pol, srcs, Options{
+		Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter,
+		ExpectedRequests: int(math.Min(expect*1.1+1024, 1<<26)),
+	})
 }

@@ -25,6 +25,8 @@ type Options struct {
 	Jitter float64
 	// Observe, when set, sees every policy decision (tests).
 	Observe func(now runtime.Time, ev *runtime.Event, ds []runtime.Decision)
+	// ExpectedRequests pre-sizes the engine's tables (0 = grow as needed).
+	ExpectedRequests int
 	// OnFinish, when set, sees every request when it finishes.
 	OnFinish func(now runtime.Time, r *runtime.Request)
 }
@@ -117,6 +119,10 @@ func New(dep *runtime.Deployment, pol runtime.Policy, sources []Source, opts Opt
 		return nil, err
 	}
 	s.Engine = eng
+	if opts.ExpectedRequests > 0 {
+		eng.ReserveRequests(opts.ExpectedRequests)
+		s.heap = make(evheap, 0, 1024)
+	}
 	if opts.Observe != nil {
 		eng.Observe(opts.Observe)
 	}

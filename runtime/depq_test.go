@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// TestDEPQAgainstSortedSlice runs random operation sequences on the min-max heap and on a
+// sorted slice and requires identical answers at every step.
+func TestDEPQAgainstSortedSlice(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		seed   uint64
+		ops    int
+		keyMax int64
+	}{
+		{"distinct keys", 1, 5000, 1 << 40},
+		{"many ties", 2, 5000, 8},
+		{"small", 3, 200, 100},
+		{"all equal", 4, 1000, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(tc.seed, 7))
+			var q DEPQ
+			var ref []depqItem
+			next := ReqID(0)
+			for op := 0; op < tc.ops; op++ {
+				switch c := rng.IntN(10); {
+				case c < 5 || len(ref) == 0:
+					it := depqItem{key: Time(rng.Int64N(tc.keyMax)), id: next, aux: Time(next) * 3}
+					next++
+					q.Push(it.key, it.id, it.aux)
+					i := sort.Search(len(ref), func(i int) bool { return it.less(ref[i]) })
+					ref = append(ref, depqItem{})
+					copy(ref[i+1:], ref[i:])
+					ref[i] = it
+				case c < 7:
+					k, id, aux := q.PopMin()
+					want := ref[0]
+					ref = ref[1:]
+					if k != want.key || id != want.id || aux != want.aux {
+						t.Fatalf("op %d: PopMin = (%d,%d,%d), want %+v", op, k, id, aux, want)
+					}
+				default:
+					k, id, aux := q.PopMax()
+					want := ref[len(ref)-1]
+					ref = ref[:len(ref)-1]
+					if k != want.key || id != want.id || aux != want.aux {
+						t.Fatalf("op %d: PopMax = (%d,%d,%d), want %+v", op, k, id, aux, want)
+					}
+				}
+				if q.Len() != len(ref) {
+					t.Fatalf("op %d: Len = %d, want %d", op, q.Len(), len(ref))
+				}
+				if len(ref) > 0 {
+					k, id, _ := q.Min()
+					if k != ref[0].key || id != ref[0].id {
+						t.Fatalf("op %d: Min = (%d,%d), want %+v", op, k, id, ref[0])
+					}
+					k, id, _ = q.Max()
+					if w := ref[len(ref)-1]; k != w.key || id != w.id {
+						t.Fatalf("op %d: Max = (%d,%d), want %+v", op, k, id, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDEPQPushPop(b *testing.B) {
+	var q DEPQ
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 1024; i++ {
+		q.Push(Time(rng.Int64N(1e9)), ReqID(i), 0)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q.Push(Time(rng.Int64N(1e9)), ReqID(i), 0)
+		if i%2 == 0 {
+			q.PopMax()
+		} else {
+			q.PopMin()
+		}
+	}
+}

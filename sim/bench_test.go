@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/plan-dev/plan/runtime"
+)
+
+// BenchmarkSim100GPU is the speed target: a 100-GPU (25 L4 + 75 P4), 30-second run at load
+// 1.0 (≈145k requests) under the reservation dispatcher. It reports simulated events per
+// second of wall time and the wall time per run.
+func BenchmarkSim100GPU(b *testing.B) {
+	dep := loadDep(b, "hc1-100.json")
+	spec, _ := ParseArrival("poisson")
+	cfg := &SweepConfig{Dep: dep, Policy: runtime.Config{Policy: "ppipe"}, Arrival: spec, Duration: 30 * runtime.Second, Seed: 1}
+	b.ReportAllocs()
+	var events int64
+	for i := 0; i < b.N; i++ {
+		s, err := newPointSim(cfg, 1.0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := s.Run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += m.Events
+		if p, ok := s.Engine.Policy().(*runtime.PPipe); ok && i == 0 {
+			st := p.Stats()
+			b.ReportMetric(float64(st.Probes)/float64(st.Dispatches), "probes/batch")
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
+}
+
+// BenchmarkSimReactive100GPU is the same run under the reactive baseline.
+func BenchmarkSimReactive100GPU(b *testing.B) {
+	dep := loadDep(b, "hc1-100.json")
+	spec, _ := ParseArrival("poisson")
+	cfg := &SweepConfig{Dep: dep, Policy: runtime.Config{Policy: "reactive"}, Arrival: spec, Duration: 30 * runtime.Second, Seed: 1}
+	var events int64
+	for i := 0; i < b.N; i++ {
+		s, err := newPointSim(cfg, 1.0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := s.Run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += m.Events
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkEventHeap measures the bare heap (push + pop).
+func BenchmarkEventHeap(b *testing.B) {
+	var h evheap
+	for i := 0; i < 1024; i++ {
+		h.push(item{t: runtime.Time(i * 7919 % 1024), seq: uint64(i)})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		x := h.pop()
+		x.t += 1000
+		x.seq = uint64(i + 1024)
+		h.push(x)
+	}
+}
