@@ -42,11 +42,11 @@ type Options struct {
 	TRT bool
 	// VGPU lists the vGPU levels (default 1): level v runs v sessions concurrently.
 	VGPU []int
-	// Warmup runs before timing (default 3); MinRepeats and MaxRepeats bound the timed runs
-	// (defaults 10 and 200): timing stops once the median moved less than 1% over the last
-	// MinRepeats runs, at MaxRepeats, or when MaxTime per measurement is spent.
+	// Warmup rounds run before timing (default 3); MinRepeats and MaxRepeats bound the timed
+	// rounds (defaults 10 and 200): timing stops once every median moved less than 1% between
+	// two checks, at MaxRepeats, or when MaxTime per (vGPU level, batch) is spent.
 	Warmup, MinRepeats, MaxRepeats int
-	// MaxTime bounds one (block, batch, vGPU) measurement once MinRepeats are done (default 5s).
+	// MaxTime bounds the timing of one (vGPU level, batch) once MinRepeats are done (default 10s).
 	MaxTime time.Duration
 	// Threads sets ONNX Runtime's intra-op threads per session (0 = its default, all cores).
 	Threads int
@@ -63,7 +63,9 @@ type Stats struct {
 	MedianUs float64 `json:"median_us"`
 	P90Us    float64 `json:"p90_us"`
 	// CV is the coefficient of variation (standard deviation / mean).
-	CV      float64 `json:"cv"`
+	CV float64 `json:"cv"`
+	// MinUs is the fastest run: the least disturbed by other load on the machine.
+	MinUs   float64 `json:"min_us"`
 	Repeats int     `json:"repeats"`
 }
 
@@ -211,7 +213,7 @@ func (o *Options) defaults() error {
 		o.MaxRepeats = max(200, o.MinRepeats)
 	}
 	if o.MaxTime <= 0 {
-		o.MaxTime = 5 * time.Second
+		o.MaxTime = 10 * time.Second
 	}
 	for _, b := range o.Batches {
 		if b <= 0 {
@@ -313,30 +315,19 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		step()
 	}
+	all := append([]sessionSpec{whole}, specs...)
 	for _, v := range opts.VGPU {
-		ms := make([]Measurement, len(opts.Batches))
-		for bi, batch := range opts.Batches {
-			ms[bi] = Measurement{VGPU: v, Batch: batch, Blocks: make([]Stats, len(blocks))}
-		}
-		for i := -1; i < len(blocks); i++ {
-			spec := whole
-			if i >= 0 {
-				spec = specs[i]
-			}
-			stats, err := timeSpec(ctx, spec, v, opts)
-			if err != nil {
-				return nil, err
-			}
-			for bi := range opts.Batches {
-				if i < 0 {
-					ms[bi].Total = stats[bi]
-				} else {
-					ms[bi].Blocks[i] = stats[bi]
-				}
+		stats, err := timeAll(ctx, all, v, opts, func() {
+			for range all {
 				step()
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
-		res.Measurements = append(res.Measurements, ms...)
+		for bi, batch := range opts.Batches {
+			res.Measurements = append(res.Measurements, Measurement{VGPU: v, Batch: batch, Total: stats[bi][0], Blocks: stats[bi][1:]})
+		}
 	}
 	return res, nil
 }
@@ -368,74 +359,96 @@ func specFor(m *onnx.Model, first, end int, data []byte, opts Options, what stri
 	return spec, nil
 }
 
-// timeSpec opens v sessions of spec and times them at every batch.
-func timeSpec(ctx context.Context, spec sessionSpec, v int, opts Options) ([]Stats, error) {
-	sessions := make([]session, 0, v)
+// timeAll opens v sessions of every spec and times them at every batch. The specs are timed
+// in interleaved rounds (each round runs every spec once, in a rotating order) rather than one
+// after the other, so a change in machine load while measuring hits all of them alike and the
+// block sums stay comparable with the whole-model time. It returns stats[batch][spec].
+func timeAll(ctx context.Context, specs []sessionSpec, v int, opts Options, batchDone func()) ([][]Stats, error) {
+	sessions := make([][]session, len(specs))
 	defer func() {
-		for _, s := range sessions {
-			s.close()
+		for _, ss := range sessions {
+			for _, s := range ss {
+				s.close()
+			}
 		}
 	}()
-	for k := 0; k < v; k++ {
-		sp := spec
-		sp.seed = spec.seed + int64(k)
-		s, err := newSession(sp)
-		if err != nil {
-			return nil, err
-		}
-		sessions = append(sessions, s)
-	}
-	out := make([]Stats, len(opts.Batches))
-	for bi, batch := range opts.Batches {
-		for _, s := range sessions {
-			if err := s.bind(batch); err != nil {
+	for i, spec := range specs {
+		for k := 0; k < v; k++ {
+			sp := spec
+			sp.seed = spec.seed + int64(k)
+			s, err := newSession(sp)
+			if err != nil {
 				return nil, err
+			}
+			sessions[i] = append(sessions[i], s)
+		}
+	}
+	out := make([][]Stats, len(opts.Batches))
+	for bi, batch := range opts.Batches {
+		for _, ss := range sessions {
+			for _, s := range ss {
+				if err := s.bind(batch); err != nil {
+					return nil, err
+				}
 			}
 		}
 		samples, err := repeat(ctx, sessions, opts)
 		if err != nil {
 			return nil, err
 		}
-		out[bi] = summarize(samples)
+		out[bi] = make([]Stats, len(specs))
+		for i := range specs {
+			out[bi][i] = summarize(samples[i])
+		}
+		batchDone()
 	}
 	return out, nil
 }
 
-// repeat runs all sessions concurrently, round after round, and returns one sample per
-// session per round (µs). It stops when the median is stable.
-func repeat(ctx context.Context, sessions []session, opts Options) ([]float64, error) {
-	round := func(record *[]float64) error {
-		if len(sessions) == 1 {
+// runConcurrently runs a group of sessions (the v slices of one vGPU level) at once and
+// returns each one's latency in µs.
+func runConcurrently(group []session) ([]float64, error) {
+	if len(group) == 1 {
+		t0 := time.Now()
+		if err := group[0].run(); err != nil {
+			return nil, err
+		}
+		return []float64{float64(time.Since(t0).Nanoseconds()) / 1e3}, nil
+	}
+	times := make([]float64, len(group))
+	errs := make([]error, len(group))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for k, s := range group {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
 			t0 := time.Now()
-			if err := sessions[0].run(); err != nil {
+			errs[k] = s.run()
+			times[k] = float64(time.Since(t0).Nanoseconds()) / 1e3
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return times, errors.Join(errs...)
+}
+
+// repeat runs rounds over all session groups (warm-up first) and returns the samples of each
+// group. It stops once every group's median moved less than 1% between two checks (made
+// every MinRepeats/2 rounds past MinRepeats), at MaxRepeats rounds, or when MaxTime is spent.
+func repeat(ctx context.Context, groups [][]session, opts Options) ([][]float64, error) {
+	samples := make([][]float64, len(groups))
+	round := func(r int, record bool) error {
+		for j := range groups {
+			i := (j + r) % len(groups) // rotate so no group always runs right after another
+			ts, err := runConcurrently(groups[i])
+			if err != nil {
 				return err
 			}
-			if record != nil {
-				*record = append(*record, float64(time.Since(t0).Nanoseconds())/1e3)
+			if record {
+				samples[i] = append(samples[i], ts...)
 			}
-			return nil
-		}
-		times := make([]float64, len(sessions))
-		errs := make([]error, len(sessions))
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for k, s := range sessions {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				t0 := time.Now()
-				errs[k] = s.run()
-				times[k] = float64(time.Since(t0).Nanoseconds()) / 1e3
-			}()
-		}
-		close(start)
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-		if record != nil {
-			*record = append(*record, times...)
 		}
 		return nil
 	}
@@ -443,18 +456,17 @@ func repeat(ctx context.Context, sessions []session, opts Options) ([]float64, e
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := round(nil); err != nil {
+		if err := round(w, false); err != nil {
 			return nil, err
 		}
 	}
-	var samples []float64
 	began := time.Now()
-	prev := -1.0
+	prev := make([]float64, len(groups))
 	for n := 1; n <= opts.MaxRepeats; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := round(&samples); err != nil {
+		if err := round(n, true); err != nil {
 			return nil, err
 		}
 		if n < opts.MinRepeats {
@@ -463,13 +475,18 @@ func repeat(ctx context.Context, sessions []session, opts Options) ([]float64, e
 		if time.Since(began) > opts.MaxTime {
 			break
 		}
-		// Check stability every MinRepeats/2 rounds: stop once the median moved < 1%.
 		if k := max(opts.MinRepeats/2, 1); (n-opts.MinRepeats)%k == 0 {
-			med := quantile(samples, 0.5)
-			if prev > 0 && math.Abs(med-prev) <= 0.01*prev {
+			stable := true
+			for i := range groups {
+				med := quantile(samples[i], 0.5)
+				if prev[i] <= 0 || math.Abs(med-prev[i]) > 0.01*prev[i] {
+					stable = false
+				}
+				prev[i] = med
+			}
+			if stable {
 				break
 			}
-			prev = med
 		}
 	}
 	return samples, nil
@@ -489,7 +506,7 @@ func quantile(xs []float64, q float64) float64 {
 }
 
 func summarize(xs []float64) Stats {
-	st := Stats{MedianUs: quantile(xs, 0.5), P90Us: quantile(xs, 0.9), Repeats: len(xs)}
+	st := Stats{MedianUs: quantile(xs, 0.5), P90Us: quantile(xs, 0.9), MinUs: quantile(xs, 0), Repeats: len(xs)}
 	var mean float64
 	for _, x := range xs {
 		mean += x
@@ -504,6 +521,9 @@ func summarize(xs []float64) Stats {
 	}
 	return st
 }
+
+// traceHook, when set (by tests regenerating fixtures), receives every raw trace.
+var traceHook func([]byte)
 
 // profileLayers runs the whole model with ONNX Runtime's profiler on and maps the kernel
 // times to the graph's layers.
@@ -541,6 +561,9 @@ func profileLayers(ctx context.Context, res *Result, g *graph.Graph, whole sessi
 	data, err := os.ReadFile(files[0])
 	if err != nil {
 		return err
+	}
+	if traceHook != nil {
+		traceHook(data)
 	}
 	tr, err := ParseTrace(data)
 	if err != nil {

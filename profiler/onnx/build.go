@@ -59,7 +59,14 @@ func Build(g *graph.Graph, seed int64) ([]byte, error) {
 		}
 		nodes = append(nodes, enc)
 	}
-	var gr []byte
+	size := 64
+	for _, t := range b.inits {
+		size += len(t) + 8
+	}
+	for _, n := range nodes {
+		size += len(n) + 8
+	}
+	gr := make([]byte, 0, size)
 	for _, n := range nodes {
 		gr = putBytes(gr, fGraphNode, n)
 	}
@@ -92,7 +99,7 @@ func Build(g *graph.Graph, seed int64) ([]byte, error) {
 
 // model wraps an encoded GraphProto into a ModelProto.
 func model(ir int64, opsets map[string]int64, graphBytes []byte) []byte {
-	var out []byte
+	out := make([]byte, 0, len(graphBytes)+64+16*len(opsets))
 	out = putVarint(out, fModelIRVersion, ir)
 	out = putString(out, fModelProducerName, "plan")
 	out = putBytes(out, fModelGraph, graphBytes)
@@ -145,7 +152,7 @@ func encodeValueInfo(name string, dt DataType, dims []Dim) []byte {
 
 // tensorProto encodes an initializer with raw little-endian data.
 func tensorProto(name string, dt DataType, dims []int64, raw []byte) []byte {
-	var t []byte
+	t := make([]byte, 0, len(raw)+len(name)+16+11*len(dims))
 	for _, d := range dims {
 		t = putVarint(t, fTensorDims, d)
 	}
@@ -174,17 +181,29 @@ func (b *builder) fresh(base string) string {
 	return name
 }
 
-// floats adds a float initializer whose values are mean + std·N(0,1) (|·| when abs).
+// floats adds a float initializer whose values are mean + std·U where U is uniform with unit
+// variance (|U| when abs). Uniform rather than normal (PyTorch's default initialization is
+// Kaiming-uniform too) because the values do not matter for timing, and a multiply-shift
+// generator keeps a 100 MB model fast to build.
 func (b *builder) floats(base string, dims []int64, mean, std float64, abs bool) string {
 	name := b.fresh(base)
 	n := graph.Elements(dims)
 	raw := make([]byte, 4*n)
+	// Uniform on [-√3, √3) has unit variance.
+	scale := float32(std * math.Sqrt(3) / (1 << 31))
+	m := float32(mean)
+	state := b.rng.Uint64() | 1
 	for i := int64(0); i < n; i++ {
-		v := b.rng.NormFloat64() * std
-		if abs {
-			v = math.Abs(v)
+		// xorshift64*: cheap, and seeded from the builder's seeded PCG.
+		state ^= state >> 12
+		state ^= state << 25
+		state ^= state >> 27
+		r := int32((state * 0x2545F4914F6CDD1D) >> 32)
+		v := float32(r) * scale
+		if abs && v < 0 {
+			v = -v
 		}
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(mean+v)))
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(m+v))
 	}
 	b.inits = append(b.inits, tensorProto(name, Float, dims, raw))
 	return name

@@ -73,7 +73,7 @@ func MLP(in, hidden, out int64) *graph.Graph {
 
 // CNN is a small image classifier on [3, res, res]: a stem (Conv-BN-Relu), a residual block
 // whose skip connection crosses three nodes, a depthwise-separable block (depthwise Conv,
-// Relu, pointwise Conv, Relu) with a squeeze-excitation gate (GlobalAveragePool, Conv,
+// Relu, pointwise Conv, Relu) and a 3×3 Conv at half resolution, a squeeze-excitation gate (GlobalAveragePool, Conv,
 // Sigmoid, Mul), a concat of two pooled branches, and a Gemm head.
 func CNN(width, res int64) *graph.Graph {
 	b := newBuilder("cnn", []int64{3, res, res})
@@ -89,6 +89,8 @@ func CNN(width, res int64) *graph.Graph {
 	x = b.conv(x, width, 3, 2, width)
 	x = b.unary("Relu", x)
 	x = b.conv(x, 2*width, 1, 1, 1)
+	x = b.unary("Relu", x)
+	x = b.conv(x, 2*width, 3, 1, 1)
 	x = b.unary("Relu", x)
 	// Squeeze-excitation gate.
 	s := b.add("GlobalAveragePool", []string{x}, []int64{2 * width, 1, 1}, nil)
@@ -106,5 +108,53 @@ func CNN(width, res int64) *graph.Graph {
 	x = b.add("Flatten", []string{x}, []int64{2 * in[0]}, map[string][]int64{"axis": {1}})
 	x = b.add("Gemm", []string{x}, []int64{10}, map[string][]int64{"transB": {1}})
 	x = b.add("Softmax", []string{x}, []int64{10}, map[string][]int64{"axis": {-1}})
+	return b.finish(x)
+}
+
+// Transformer is a one-layer BERT-style encoder on token ids [seq]: embedding lookup
+// (Gather with the IR's vocab_size attribute), layer norm, multi-head self-attention
+// (Reshape/Transpose/MatMul/Softmax), residual adds and a GELU feed-forward block.
+func Transformer(vocab, hidden, heads, seq int64) *graph.Graph {
+	b := &builder{g: &graph.Graph{Name: "transformer", Tensors: map[string]graph.Tensor{}, Inputs: []string{"ids"}}}
+	b.g.Tensors["ids"] = graph.Tensor{Name: "ids", Shape: []int64{seq}, DType: "int64"}
+	x := b.add("Gather", []string{"ids"}, []int64{seq, hidden}, map[string][]int64{"axis": {0}, "vocab_size": {vocab}})
+	ln := func(t string) string {
+		return b.add("LayerNormalization", []string{t}, b.shape(t), map[string][]int64{"axis": {-1}})
+	}
+	linear := func(t string, n int64) string {
+		s := append([]int64(nil), b.shape(t)...)
+		s[len(s)-1] = n
+		return b.add("MatMul", []string{t}, s, nil)
+	}
+	transpose := func(t string, perm ...int64) string {
+		in := b.shape(t)
+		s := make([]int64, len(perm))
+		full := []int64{0}
+		for i, p := range perm {
+			s[i] = in[p]
+			full = append(full, p+1)
+		}
+		return b.add("Transpose", []string{t}, s, map[string][]int64{"perm": full})
+	}
+	reshape := func(t string, shape ...int64) string {
+		return b.add("Reshape", []string{t}, shape, map[string][]int64{"shape": append([]int64{0}, shape...)})
+	}
+	matmul := func(p, q string) string {
+		s := append([]int64(nil), b.shape(p)...)
+		qs := b.shape(q)
+		s[len(s)-1] = qs[len(qs)-1]
+		return b.add("MatMul", []string{p, q}, s, nil)
+	}
+	x = ln(x)
+	dh := hidden / heads
+	split := func(t string) string { return reshape(t, seq, heads, dh) }
+	q := transpose(split(linear(x, hidden)), 1, 0, 2)
+	k := transpose(split(linear(x, hidden)), 1, 2, 0)
+	v := transpose(split(linear(x, hidden)), 1, 0, 2)
+	s := b.add("Softmax", []string{matmul(q, k)}, []int64{heads, seq, seq}, map[string][]int64{"axis": {-1}})
+	c := reshape(transpose(matmul(s, v), 1, 0, 2), seq, hidden)
+	x = ln(b.add("Add", []string{linear(c, hidden), x}, []int64{seq, hidden}, nil))
+	f := b.unary("Gelu", linear(x, 4*hidden))
+	x = ln(b.add("Add", []string{linear(f, hidden), x}, []int64{seq, hidden}, nil))
 	return b.finish(x)
 }

@@ -1,0 +1,167 @@
+package measure
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/profiler/graph"
+	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
+)
+
+var update = flag.Bool("update", false, "regenerate the ONNX Runtime trace fixture (needs the library) and the golden attribution")
+
+var (
+	traceFixture = filepath.Join("..", "..", "testdata", "onnx", "ort_profile_cnn.json")
+	traceGolden  = filepath.Join("..", "..", "testdata", "onnx", "ort_profile_cnn.golden.json")
+)
+
+// fixtureGraph is the model the trace fixture was recorded on.
+var fixtureGraph = func() *graph.Graph { return onnxtest.CNN(16, 32) }
+
+// keepEvents strips a trace to the events the parser reads (kernels and runs), so the
+// fixture stays small.
+func keepEvents(t *testing.T, data []byte) []byte {
+	var evs []map[string]any
+	if err := json.Unmarshal(data, &evs); err != nil {
+		t.Fatal(err)
+	}
+	var kept []map[string]any
+	for _, e := range evs {
+		name, _ := e["name"].(string)
+		if strings.HasSuffix(name, kernelSuffix) || name == "model_run" {
+			if args, ok := e["args"].(map[string]any); ok {
+				// Thread statistics vary run to run and are not read.
+				delete(args, "thread_scheduling_stats")
+			}
+			kept = append(kept, e)
+		}
+	}
+	out, err := json.MarshalIndent(kept, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
+}
+
+// TestTraceGolden maps a recorded ONNX Runtime trace (NCHWc layout: fused Conv+BN+Relu
+// kernels named after the last layer's output) onto the CNN's layers.
+func TestTraceGolden(t *testing.T) {
+	g := fixtureGraph()
+	if *update {
+		needORT(t)
+		var raw []byte
+		traceHook = func(b []byte) { raw = b }
+		defer func() { traceHook = nil }()
+		if _, err := Run(context.Background(), quick(Options{Model: build(t, g), Graph: g})); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(traceFixture, keepEvents(t, raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(traceFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ParseTrace(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, unattr, run := tr.Attribute(g, 1)
+	got, err := json.MarshalIndent(struct {
+		Layers         []LayerTime `json:"layers"`
+		UnattributedUs float64     `json:"unattributed_us"`
+		RunUs          float64     `json:"run_us"`
+	}{layers, unattr, run}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if *update {
+		if err := os.WriteFile(traceGolden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(traceGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("attribution differs from %s (run with -update after checking):\n%s", traceGolden, got)
+	}
+	// Invariants that hold for any trace: every layer has a kernel, and layer times plus
+	// unattributed time add up to the kernel times.
+	var sumLayers, sumKernels float64
+	for _, l := range layers {
+		if l.Kernel == "" || l.Us <= 0 {
+			t.Errorf("layer %+v: not timed", l)
+		}
+		sumLayers += l.Us
+	}
+	for _, k := range tr.Order {
+		sumKernels += quantile(steady(tr.Kernels[k], 1), 0.5)
+	}
+	if d := sumLayers + unattr - sumKernels; d > 1e-6 || d < -1e-6 {
+		t.Errorf("layers %.3f + unattributed %.3f != kernels %.3f", sumLayers, unattr, sumKernels)
+	}
+}
+
+func TestMatchLayer(t *testing.T) {
+	names := []string{"Conv_10", "Conv_1", "Relu_3.out", "Relu_3", "/layer1/conv1/Conv"}
+	index := map[string]int{"Conv_1": 0, "Conv_10": 1, "Relu_3": 2, "Relu_3.out": 2, "/layer1/conv1/Conv": 3}
+	cases := []struct {
+		ort  string
+		want int
+	}{
+		{"Conv_1", 0}, {"Conv_10", 1}, {"fused Conv_1", 0}, {"Conv_1_token_7", 0},
+		{"Relu_3.out_nchwc", 2}, {"Conv_100", -1}, {"ReorderInput", -1},
+		{"/layer1/conv1/Conv_output_0_nchwc", 3}, {"XConv_1", -1},
+	}
+	for _, c := range cases {
+		got, ok := matchLayer(c.ort, index, names)
+		if !ok {
+			got = -1
+		}
+		if got != c.want {
+			t.Errorf("matchLayer(%q) = %d, want %d", c.ort, got, c.want)
+		}
+	}
+}
+
+func TestParseTraceErrors(t *testing.T) {
+	for _, in := range []string{``, `{}`, `[]`, `[{"cat":"Session","name":"model_run","dur":5}]`, `[{"cat":"Node","name":"a_kernel_time","dur":-1}]`} {
+		if _, err := ParseTrace([]byte(in)); err == nil {
+			t.Errorf("ParseTrace(%q): no error", in)
+		}
+	}
+}
+
+func FuzzParseTrace(f *testing.F) {
+	if data, err := os.ReadFile(traceFixture); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte(`[{"cat":"Node","name":"Conv_1_kernel_time","dur":12,"args":{"op_name":"Conv"}},{"cat":"Session","name":"model_run","dur":20}]`))
+	f.Add([]byte(`[{"cat":"Node","name":"_kernel_time","dur":0}]`))
+	g := fixtureGraph()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ParseTrace(data)
+		if err != nil {
+			return
+		}
+		layers, _, _ := tr.Attribute(g, 1)
+		if len(layers) != len(g.Nodes) {
+			t.Fatalf("%d layers for %d nodes", len(layers), len(g.Nodes))
+		}
+		for _, l := range layers {
+			if l.Us < 0 || l.Us != l.Us {
+				t.Fatalf("layer %+v: bad time", l)
+			}
+		}
+	})
+}

@@ -1,0 +1,5 @@
+package measure
+
+import "strconv"
+
+func strconvFormat(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
