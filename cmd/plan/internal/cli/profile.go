@@ -1,0 +1,673 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/demo"
+	"github.com/plan-dev/plan/profiler"
+	"github.com/plan-dev/plan/profiler/gpus"
+	"github.com/plan-dev/plan/profiler/graph"
+	"github.com/plan-dev/plan/profiler/llm"
+	"github.com/plan-dev/plan/profiler/measure"
+	"github.com/plan-dev/plan/profiler/onnx"
+	"github.com/plan-dev/plan/profiler/partition"
+	"github.com/plan-dev/plan/profiler/roofline"
+	"github.com/plan-dev/plan/profiler/trt"
+	"github.com/plan-dev/plan/profiler/zoo"
+)
+
+func init() { register(newProfileCmd) }
+
+type profileOptions struct {
+	zoo        string
+	backend    string
+	device     string
+	gpus       []string
+	batch      string
+	vgpu       string
+	blocks     int
+	method     string
+	inputShape string
+	trtProfile string
+	trtLayers  string
+	llm        string
+	seed       int64
+	out        string
+}
+
+// profileRun is the parsed, validated form of the options.
+type profileRun struct {
+	opt        profileOptions
+	model      string // ONNX path, "" when none
+	gpus       []string
+	gpusSet    bool
+	batches    []int
+	vgpus      []int
+	method     partition.Method
+	inputShape []int64
+}
+
+func newProfileCmd(app *App) *cobra.Command {
+	o := profileOptions{}
+	cmd := &cobra.Command{
+		Use:   "profile [MODEL.onnx]",
+		Short: "Measure or estimate per-block latency of a model and write profile.json",
+		Long: `Profile a DNN: group its layers into blocks (pre-partitioning), compute the bytes crossing
+every cut between blocks, and fill a latency table per GPU type, vGPU slice level and batch.
+
+Backends:
+  roofline  analytic estimate from layer FLOPs and bytes against a GPU spec table (P4, T4, L4,
+            A10, V100, A100, H100, H200), for a zoo architecture (--zoo) or an ONNX file
+  onnx      measured with ONNX Runtime on --device (cpu, or cuda:N where the installed
+            ONNX Runtime has the CUDA provider); blocks are timed as their own sessions
+  trt       import of trtexec --exportProfile (--trt-profile) and --exportLayerInfo
+            (--trt-layers) JSON for the GPU named by --gpu
+
+With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
+(L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
+--llm adds LLM profiles (QLM): a model name, "all", or a profile file to import.
+The profile is validated and written atomically; a summary table goes to stdout.`,
+		Example: `  plan profile                                   # the demo model
+  plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
+  plan profile --zoo resnet50 --batch 1-8 --vgpu 1-4 --partition greedy
+  plan profile model.onnx --device cpu --batch 1,2,4 --input-shape 3,224,224
+  plan profile model.onnx --backend roofline --gpu A100
+  plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
+  plan profile --llm all --gpu A10,A100,H100 -o llm.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			run, err := o.parse(cmd, args)
+			if err != nil {
+				return err
+			}
+			return run.execute(cmd.Context(), app)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.zoo, "zoo", "", "profile a zoo architecture: "+strings.Join(zoo.Names(), ", "))
+	f.StringVar(&o.backend, "backend", "", "onnx, roofline or trt (default: onnx for a MODEL.onnx, roofline otherwise)")
+	f.StringVar(&o.device, "device", "cpu", "device for the onnx backend: cpu or cuda:N")
+	f.StringSliceVar(&o.gpus, "gpu", nil, "GPU types for roofline estimates (default L4,P4; A10,A100,H100 for --llm)")
+	f.StringVar(&o.batch, "batch", "", "batch sizes, e.g. 1-8 or 1,2,4 (default: PPipe's grid, 1-8 on whole GPUs)")
+	f.StringVar(&o.vgpu, "vgpu", "", "vGPU slice levels, e.g. 1-4 (default: PPipe's grid)")
+	f.IntVar(&o.blocks, "blocks", 10, "number of blocks to pre-partition into")
+	f.StringVar(&o.method, "partition", "min-traffic", "pre-partitioning: greedy or min-traffic")
+	f.StringVar(&o.inputShape, "input-shape", "", "per-sample input shape for ONNX models with dynamic dimensions, e.g. 3,224,224")
+	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
+	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
+	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
+	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data")
+	f.StringVarP(&o.out, "out", "o", "profile.json", "output file")
+	return cmd
+}
+
+// parse checks every flag before any work starts, so bad input writes nothing.
+func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, error) {
+	r := &profileRun{opt: o}
+	if len(args) == 1 {
+		r.model = args[0]
+	}
+	if r.model != "" && o.zoo != "" {
+		return nil, usageErrorf("give either MODEL.onnx or --zoo, not both")
+	}
+	if o.zoo != "" {
+		if !slices.Contains(zoo.Names(), strings.ToLower(o.zoo)) {
+			return nil, usageErrorf("--zoo: %q: unknown model; known models: %s", o.zoo, strings.Join(zoo.Names(), ", "))
+		}
+	}
+	switch o.backend {
+	case "":
+		if r.model != "" {
+			r.opt.backend = "onnx"
+		} else if o.trtProfile != "" {
+			r.opt.backend = "trt"
+		}
+	case "onnx", "roofline", "trt":
+	default:
+		return nil, usageErrorf("--backend: %q: must be onnx, roofline or trt", o.backend)
+	}
+	if r.opt.backend == "trt" {
+		if o.trtProfile == "" {
+			return nil, usageErrorf("--backend trt: needs --trt-profile (trtexec --exportProfile JSON)")
+		}
+		if r.model != "" || o.zoo != "" {
+			return nil, usageErrorf("--backend trt: imports trtexec exports; drop MODEL.onnx / --zoo")
+		}
+	} else if o.trtProfile != "" || o.trtLayers != "" {
+		return nil, usageErrorf("--trt-profile/--trt-layers: only with --backend trt")
+	}
+	if _, _, err := measure.ParseDevice(o.device); err != nil {
+		return nil, usageErrorf("--device: %q: %v", o.device, err)
+	}
+	if cmd.Flags().Changed("device") && r.opt.backend != "onnx" && !(r.model == "" && o.zoo == "" && r.opt.backend == "") {
+		return nil, usageErrorf("--device: only the onnx backend runs on a device (use --gpu for roofline estimates)")
+	}
+	var err error
+	if r.method, err = partition.ParseMethod(o.method); err != nil {
+		return nil, usageErrorf("--partition: %q: must be greedy or min-traffic", o.method)
+	}
+	if o.blocks < 1 || o.blocks > 1000 {
+		return nil, usageErrorf("--blocks: %d: must be in 1..1000", o.blocks)
+	}
+	if r.batches, err = parseIntList(o.batch, 1, 4096); err != nil {
+		return nil, usageErrorf("--batch: %q: %v", o.batch, err)
+	}
+	if r.vgpus, err = parseIntList(o.vgpu, 1, 4); err != nil {
+		return nil, usageErrorf("--vgpu: %q: %v", o.vgpu, err)
+	}
+	if o.inputShape != "" {
+		for _, p := range strings.Split(o.inputShape, ",") {
+			d, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+			if err != nil || d < 1 {
+				return nil, usageErrorf("--input-shape: %q: must be positive integers separated by commas (batch excluded), e.g. 3,224,224", o.inputShape)
+			}
+			r.inputShape = append(r.inputShape, d)
+		}
+	}
+	r.gpusSet = len(o.gpus) > 0
+	for _, g := range o.gpus {
+		g = strings.TrimSpace(g)
+		if g == "" {
+			continue
+		}
+		spec, err := gpus.Lookup(g)
+		if err != nil {
+			return nil, usageErrorf("--gpu: %v", err)
+		}
+		if !slices.Contains(r.gpus, spec.Name) {
+			r.gpus = append(r.gpus, spec.Name)
+		}
+	}
+	if r.opt.backend == "trt" && len(r.gpus) != 1 {
+		return nil, usageErrorf("--backend trt: --gpu must name the one GPU type the engine ran on (e.g. --gpu L4)")
+	}
+	if r.opt.backend == "trt" && len(r.batches) > 1 {
+		return nil, usageErrorf("--backend trt: --batch must be the single batch size the engine was profiled at")
+	}
+	if o.llm != "" && !isFile(o.llm) && o.llm != "all" {
+		if _, err := llm.Lookup(o.llm); err != nil {
+			return nil, usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
+		}
+	}
+	if o.out == "" {
+		return nil, usageErrorf("-o: must name an output file")
+	}
+	return r, nil
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// parseIntList parses "1-8", "1,2,4" or "1-4,8" into sorted distinct values in [lo, hi].
+func parseIntList(s string, lo, hi int) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		a, b, isRange := strings.Cut(part, "-")
+		x, err1 := strconv.Atoi(strings.TrimSpace(a))
+		y, err2 := x, error(nil)
+		if isRange {
+			y, err2 = strconv.Atoi(strings.TrimSpace(b))
+		}
+		if err1 != nil || err2 != nil || x > y {
+			return nil, fmt.Errorf("must be integers or ranges like 1-8, separated by commas")
+		}
+		if x < lo || y > hi {
+			return nil, fmt.Errorf("values must be in %d..%d", lo, hi)
+		}
+		for v := x; v <= y; v++ {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// grid is the (vGPU, batch) grid the flags ask for: nil leaves PPipe's grid.
+func (r *profileRun) grid() []roofline.Point {
+	if r.batches == nil && r.vgpus == nil {
+		return nil
+	}
+	levels, batches := r.vgpus, r.batches
+	if levels == nil {
+		levels = []int{1}
+	}
+	if batches == nil {
+		batches = []int{1, 2, 3, 4, 5, 6, 7, 8}
+	}
+	return roofline.Grid(levels, batches)
+}
+
+func (r *profileRun) execute(ctx context.Context, app *App) error {
+	var models []formats.ModelProfile
+	var llms []formats.LLMProfile
+	name, desc := "", ""
+	switch {
+	case r.opt.llm != "" && r.model == "" && r.opt.zoo == "" && r.opt.backend == "":
+		// LLMs only.
+	case r.opt.backend == "trt":
+		mp, err := r.importTRT()
+		if err != nil {
+			return err
+		}
+		models = append(models, *mp)
+		name, desc = mp.Name, "imported from trtexec exports"
+	case r.model == "" && r.opt.zoo == "" && r.opt.backend != "onnx":
+		mps, err := r.demo(ctx, app)
+		if err != nil {
+			return err
+		}
+		models = append(models, mps...)
+		name, desc = "demo", "the demo CNN: roofline estimates for the demo cluster's GPU types"
+	default:
+		g, src, err := r.loadGraph()
+		if err != nil {
+			return err
+		}
+		var mp *formats.ModelProfile
+		if r.opt.backend == "onnx" {
+			mp, err = r.measured(ctx, app, g, src, nil)
+		} else {
+			mp, err = r.analytic(app, g, src)
+		}
+		if err != nil {
+			return err
+		}
+		models = append(models, *mp)
+		name, desc = mp.Name, mp.Backend+" profile of "+src
+	}
+	if r.opt.llm != "" {
+		ls, err := r.llmProfiles()
+		if err != nil {
+			return err
+		}
+		llms = ls
+		if name == "" {
+			name, desc = "llm", "LLM profiles"
+		}
+	}
+	doc := profiler.NewProfile(name, desc, models, llms)
+	if err := formats.WriteFile(r.opt.out, doc); err != nil {
+		var el formats.ErrorList
+		if errors.As(err, &el) {
+			return checkFailed(fmt.Errorf("generated profile does not validate (a bug): %w", err))
+		}
+		return err
+	}
+	app.Infof("profile: wrote %s", r.opt.out)
+	return r.summary(app, doc)
+}
+
+// loadGraph returns the IR of the zoo model or ONNX file, and a source label.
+func (r *profileRun) loadGraph() (*graph.Graph, string, error) {
+	if r.opt.zoo != "" {
+		g, err := zoo.Build(r.opt.zoo)
+		if err != nil {
+			return nil, "", usageError(err)
+		}
+		return g, "zoo:" + strings.ToLower(r.opt.zoo), nil
+	}
+	if r.model == "" {
+		g, err := zoo.Build("demo")
+		return g, "zoo:demo", err
+	}
+	m, err := onnx.Load(r.model)
+	if err != nil {
+		return nil, "", usageErrorf("%s: %v", r.model, err)
+	}
+	g, err := m.Graph(r.inputShape)
+	if err != nil {
+		return nil, "", usageErrorf("%s: %v", r.model, err)
+	}
+	if g.TotalFLOPs() == 0 {
+		if err := graph.Annotate(g); err != nil {
+			return nil, "", usageErrorf("%s: %v", r.model, err)
+		}
+	}
+	g.Name = strings.TrimSuffix(filepath.Base(r.model), filepath.Ext(r.model))
+	return g, r.model, nil
+}
+
+func (r *profileRun) roofGPUs() []string {
+	if r.gpusSet {
+		return r.gpus
+	}
+	return []string{"L4", "P4"}
+}
+
+func (r *profileRun) analytic(app *App, g *graph.Graph, src string) (*formats.ModelProfile, error) {
+	app.Infof("profile: roofline estimate of %s (%d layers, %.1f GFLOPs) on %s", g.Name, len(g.Nodes), g.TotalFLOPs()/1e9, strings.Join(r.roofGPUs(), ", "))
+	mp, err := roofline.Profile(g, roofline.Options{
+		GPUs: r.roofGPUs(), DefaultGrid: r.grid(), Blocks: r.opt.blocks, Method: r.method,
+		Seed: r.opt.seed, Source: src,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return mp, nil
+}
+
+// demo is the no-model case: the embedded demo's analytic profile for the demo cluster (or
+// for --gpu), plus a CPU measurement when ONNX Runtime is available.
+func (r *profileRun) demo(ctx context.Context, app *App) ([]formats.ModelProfile, error) {
+	var mp *formats.ModelProfile
+	if r.gpusSet || r.grid() != nil || r.opt.blocks != 10 || r.method != partition.MinTraffic || r.opt.seed != profiler.DemoSeed {
+		g, src, err := r.loadGraph()
+		if err != nil {
+			return nil, err
+		}
+		if mp, err = r.analytic(app, g, src); err != nil {
+			return nil, err
+		}
+	} else {
+		c, err := demo.Cluster()
+		if err != nil {
+			return nil, err
+		}
+		app.Infof("profile: no model given: the demo CNN, roofline estimates for the demo cluster (%s)", clusterTypes(c))
+		doc, err := profiler.DemoProfile(c)
+		if err != nil {
+			return nil, err
+		}
+		mp = &doc.Models[0]
+	}
+	out := []formats.ModelProfile{*mp}
+	if r.opt.backend == "roofline" {
+		return out, nil
+	}
+	if err := measure.Available(); err != nil {
+		app.Infof("profile: skipping the CPU measurement: %v", err)
+		return out, nil
+	}
+	g, src, err := r.loadGraph()
+	if err != nil {
+		return nil, err
+	}
+	cpu, err := r.measured(ctx, app, g, src, mp.Blocks)
+	if err != nil {
+		return nil, err
+	}
+	cpu.Name = mp.Name + "-cpu"
+	return append(out, *cpu), nil
+}
+
+func clusterTypes(c *formats.Cluster) string {
+	var s []string
+	for _, p := range c.GPUs {
+		s = append(s, fmt.Sprintf("%d×%s", p.Count, p.Type))
+	}
+	return strings.Join(s, " + ")
+}
+
+// measured times g's blocks with ONNX Runtime. blocks == nil pre-partitions on roofline
+// estimates of the --gpu types (default L4): the paper notes the reference type barely
+// changes the blocks, and it avoids a second, per-layer measurement pass.
+func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src string, blocks []formats.Block) (*formats.ModelProfile, error) {
+	if err := measure.Available(); err != nil {
+		return nil, usageErrorf("--backend onnx: %v", err)
+	}
+	var data []byte
+	var err error
+	if r.model != "" {
+		if data, err = os.ReadFile(r.model); err != nil {
+			return nil, usageErrorf("%s: %v", r.model, err)
+		}
+	} else {
+		app.Infof("profile: materializing %s as ONNX (random weights, seed %d)", g.Name, r.opt.seed)
+		if data, err = onnx.Build(g, r.opt.seed); err != nil {
+			return nil, fmt.Errorf("building ONNX for %s: %w", g.Name, err)
+		}
+	}
+	// The IR of the bytes being measured: block indices must refer to its nodes.
+	m, err := onnx.Parse(data)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", src, err)
+	}
+	mg, err := m.Graph(r.inputShape)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", src, err)
+	}
+	if mg.TotalFLOPs() == 0 {
+		if err := graph.Annotate(mg); err != nil {
+			return nil, err
+		}
+	}
+	mg.Name = g.Name
+	var part *partition.Result
+	if blocks == nil || len(mg.Nodes) != len(g.Nodes) {
+		ref := r.gpus
+		if len(ref) == 0 {
+			ref = []string{"L4"}
+		}
+		est, err := roofline.Profile(mg, roofline.Options{GPUs: ref, DefaultGrid: []roofline.Point{{VGPU: 1, Batch: 1}}, Blocks: r.opt.blocks, Method: r.method, Noise: -1})
+		if err != nil {
+			return nil, err
+		}
+		blocks = est.Blocks
+		part = &partition.Result{Blocks: est.Blocks, CutBytes: est.CutBytes, Info: *est.Partition}
+	}
+	batches := r.batches
+	if batches == nil {
+		batches = []int{1, 2, 4, 8}
+		if r.model == "" && r.opt.zoo == "" {
+			// The demo is sized for GPUs; keep its CPU pass short.
+			batches = []int{1}
+		}
+	}
+	mo := measure.Options{Model: data, Graph: mg, Blocks: blocks, Batches: batches, Device: r.opt.device, Seed: r.opt.seed}
+	if r.vgpus != nil && r.opt.device != "cpu" {
+		mo.VGPU = r.vgpus
+	}
+	if r.model == "" && r.opt.zoo == "" {
+		mo.Warmup, mo.MinRepeats, mo.MaxTime = 1, 3, 2*time.Second
+	}
+	bar := newProgress(app, "measuring "+g.Name+" on "+r.opt.device)
+	mo.Progress = bar.update
+	res, err := measure.Run(ctx, mo)
+	bar.done()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, usageErrorf("--backend onnx: %v", err)
+	}
+	label := r.opt.device
+	if r.opt.device != "cpu" && len(r.gpus) == 1 {
+		label = r.gpus[0]
+	}
+	mp := &formats.ModelProfile{
+		Name:        g.Name,
+		Backend:     "onnx",
+		Source:      src,
+		Device:      r.opt.device,
+		MemoryBytes: mg.TotalParamBytes(),
+		Blocks:      blocks,
+		CutBytes:    res.CutBytes,
+		Latency:     res.Entries(label),
+	}
+	if part != nil {
+		mp.Partition = &part.Info
+	}
+	if len(mg.Inputs) > 0 {
+		mp.InputShape = mg.Tensors[mg.Inputs[0]].Shape
+	}
+	lat := res.LayerLatency(label)
+	for q, n := range mg.Nodes {
+		l := formats.Layer{Name: n.Name, Op: n.Op, FLOPs: n.FLOPs, Bytes: float64(n.ParamBytes) + n.ActBytes, ParamBytes: n.ParamBytes}
+		for _, o := range n.Outputs {
+			l.OutputBytes += mg.Tensors[o].TransferBytes()
+		}
+		if q < len(lat) {
+			l.LatencyUs = lat[q]
+		}
+		mp.Layers = append(mp.Layers, l)
+	}
+	for i := range mp.Blocks {
+		mp.Blocks[i].MemoryBytes = 0
+		for q := mp.Blocks[i].FirstLayer; q < mp.Blocks[i].EndLayer; q++ {
+			mp.Blocks[i].MemoryBytes += mg.Nodes[q].ParamBytes
+		}
+	}
+	return mp, nil
+}
+
+func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
+	prof, err := os.ReadFile(r.opt.trtProfile)
+	if err != nil {
+		return nil, usageErrorf("--trt-profile: %v", err)
+	}
+	var layers []byte
+	if r.opt.trtLayers != "" {
+		if layers, err = os.ReadFile(r.opt.trtLayers); err != nil {
+			return nil, usageErrorf("--trt-layers: %v", err)
+		}
+	}
+	batch := 1
+	if len(r.batches) == 1 {
+		batch = r.batches[0]
+	}
+	name := strings.TrimSuffix(filepath.Base(r.opt.trtProfile), filepath.Ext(r.opt.trtProfile))
+	src := r.opt.trtProfile
+	if r.opt.trtLayers != "" {
+		src += "," + r.opt.trtLayers
+	}
+	mp, err := trt.Import(prof, layers, trt.ImportOptions{Name: name, Source: src, GPU: r.gpus[0], Batch: batch, Blocks: r.opt.blocks, Method: r.method})
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return mp, nil
+}
+
+func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
+	if isFile(r.opt.llm) {
+		ls, err := llm.Import(r.opt.llm)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return ls, nil
+	}
+	names := []string{r.opt.llm}
+	if r.opt.llm == "all" {
+		names = llm.Names()
+	}
+	gs := llm.DefaultGPUs
+	if r.gpusSet {
+		gs = r.gpus
+	}
+	ls, err := llm.EstimateAll(names, gs)
+	if err != nil {
+		return nil, usageErrorf("--llm: %v", err)
+	}
+	return ls, nil
+}
+
+// profileRow is one summary line.
+type profileRow struct {
+	Model   string    `json:"model"`
+	Device  string    `json:"device"`
+	VGPU    int       `json:"vgpu"`
+	Batch   int       `json:"batch"`
+	TotalMs float64   `json:"total_ms"`
+	BlockUs []float64 `json:"block_us"`
+}
+
+type llmRow struct {
+	Model      string  `json:"model"`
+	GPU        string  `json:"gpu"`
+	GPUs       int     `json:"gpus"`
+	DecodeMs   float64 `json:"decode_ms"`
+	Throughput float64 `json:"throughput_tokens_per_s"`
+	KVTokens   int64   `json:"kv_capacity_tokens"`
+}
+
+func (r *profileRun) summary(app *App, doc *formats.Profile) error {
+	var rows []profileRow
+	for _, m := range doc.Models {
+		for _, e := range m.Latency {
+			rows = append(rows, profileRow{Model: m.Name, Device: e.GPU, VGPU: e.VGPU, Batch: e.Batch, TotalMs: e.WholeUs() / 1000, BlockUs: e.BlockUs})
+		}
+	}
+	var lrows []llmRow
+	for _, l := range doc.LLMs {
+		lrows = append(lrows, llmRow{l.Model, l.GPU, l.GPUCount, l.DecodeUsPerToken / 1000, l.ThroughputTokensPerS, l.KVCapacityTokens})
+	}
+	if app.JSONOutput() {
+		return app.WriteJSON(struct {
+			File   string       `json:"file"`
+			Blocks []profileRow `json:"blocks,omitempty"`
+			LLMs   []llmRow     `json:"llms,omitempty"`
+		}{r.opt.out, rows, lrows})
+	}
+	if len(rows) > 0 {
+		var tab [][]string
+		for _, row := range rows {
+			bs := make([]string, len(row.BlockUs))
+			for i, b := range row.BlockUs {
+				bs[i] = strconv.FormatFloat(b, 'f', 0, 64)
+			}
+			tab = append(tab, []string{row.Model, row.Device, strconv.Itoa(row.VGPU), strconv.Itoa(row.Batch),
+				strconv.FormatFloat(row.TotalMs, 'f', 2, 64), strings.Join(bs, " ")})
+		}
+		app.Table([]string{"model", "device", "vgpu", "batch", "total ms", "block µs"}, tab)
+	}
+	if len(lrows) > 0 {
+		var tab [][]string
+		for _, l := range lrows {
+			tab = append(tab, []string{l.Model, l.GPU, strconv.Itoa(l.GPUs), strconv.FormatFloat(l.DecodeMs, 'f', 1, 64),
+				strconv.FormatFloat(l.Throughput, 'f', 0, 64), strconv.FormatInt(l.KVTokens, 10)})
+		}
+		app.Table([]string{"llm", "gpu", "gpus", "decode ms", "tokens/s", "kv tokens"}, tab)
+	}
+	return nil
+}
+
+// progress draws a one-line bar on stderr (redrawn in place) unless --quiet.
+type progress struct {
+	app   *App
+	label string
+	last  int
+	drawn bool
+}
+
+func newProgress(app *App, label string) *progress {
+	return &progress{app: app, label: label, last: -1}
+}
+
+func (p *progress) update(done, total int) {
+	if p.app.Quiet || total <= 0 {
+		return
+	}
+	pct := done * 100 / total
+	if pct == p.last {
+		return
+	}
+	p.last = pct
+	const width = 30
+	fill := done * width / total
+	fmt.Fprintf(p.app.Err, "\rprofile: %s [%s%s] %d/%d", p.label, strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
+	p.drawn = true
+}
+
+func (p *progress) done() {
+	if p.drawn {
+		fmt.Fprintln(p.app.Err)
+	}
+}
