@@ -12,7 +12,7 @@ type built struct {
 	m      *solver.Model
 	spaces []*modelSpace
 	cfg    spaceConfig
-	y, g   [][][][]solver.Var // [model][template][stage][option]
+	y, g   [][][][]solver.Var // [model][template][stage][option]; g is the option's g_{l,d,v}
 	f      [][][][]solver.Var // throughput routed through each option, req/s
 	u, x   [][]solver.Var     // [model][template]
 	z      solver.Var
@@ -79,21 +79,52 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 					stageOrder = append(stageOrder, key)
 					stageAllWhole[key] = true
 				}
+				// Slices are counted per (l, d, v), not per option: exactly one option of the
+				// stage is active, so Σ_{ω at level v} f_ω/X_ω ≤ g_v is exact for integer points
+				// and as tight as per-option counts in the LP, with far fewer integer columns.
+				levelOf := map[int][]int{}
+				var levels []int
+				for oi, o := range st {
+					if _, ok := levelOf[o.v]; !ok {
+						levels = append(levels, o.v)
+					}
+					levelOf[o.v] = append(levelOf[o.v], oi)
+				}
 				for oi, o := range st {
 					on := fmt.Sprintf("%s_d%d_v%db%d_%d_%d", name, d, o.v, o.b, o.i, o.j)
 					y := m.AddBinary("y_"+on, 0)
-					g := m.AddInteger("g_"+on, 0, float64(o.G), 0)
-					f := m.AddContinuous("f_"+on, 0, math.Min(t.xmax, o.X*float64(o.G)), 0)
-					ys[oi], gs[oi], fs[oi] = y, g, f
+					F := math.Min(t.xmax, o.X*float64(o.G))
+					f := m.AddContinuous("f_"+on, 0, F, 0)
+					ys[oi], fs[oi] = y, f
 					choice = append(choice, solver.Term{Var: y, Coef: 1})
 					thr = append(thr, solver.Term{Var: f, Coef: -1})
-					m.AddRow("cap_"+on, -solver.Inf, 0, solver.Term{Var: f, Coef: 1}, solver.Term{Var: g, Coef: -o.X})
+					m.AddRow("fy_"+on, -solver.Inf, 0, solver.Term{Var: f, Coef: 1}, solver.Term{Var: y, Coef: -F})
 					latTerms = append(latTerms, solver.Term{Var: y, Coef: o.lat() / 1000})
-					// Linking y ≤ g ≤ G·y with the tight G of bound().
-					m.AddRow("ub_"+on, -solver.Inf, 0, solver.Term{Var: g, Coef: 1}, solver.Term{Var: y, Coef: -float64(o.G)})
-					m.AddRow("lb_"+on, 0, solver.Inf, solver.Term{Var: g, Coef: 1}, solver.Term{Var: y, Coef: -1})
-					stageTerms[key] = append(stageTerms[key], solver.Term{Var: g, Coef: float64(lcmLevels / o.v)})
-					if o.v != 1 {
+				}
+				for _, v := range levels {
+					vn := fmt.Sprintf("%s_d%d_v%d", name, d, v)
+					Gv := 0
+					for _, oi := range levelOf[v] {
+						Gv = max(Gv, st[oi].G)
+					}
+					g := m.AddInteger("g_"+vn, 0, float64(Gv), 0)
+					for _, oi := range levelOf[v] {
+						gs[oi] = g
+					}
+					capRow := []solver.Term{{Var: g, Coef: -1}}
+					ub := []solver.Term{{Var: g, Coef: 1}}
+					lb := []solver.Term{{Var: g, Coef: 1}}
+					for _, oi := range levelOf[v] {
+						capRow = append(capRow, solver.Term{Var: fs[oi], Coef: 1 / st[oi].X})
+						ub = append(ub, solver.Term{Var: ys[oi], Coef: -float64(st[oi].G)})
+						lb = append(lb, solver.Term{Var: ys[oi], Coef: -1})
+					}
+					m.AddRow("cap_"+vn, -solver.Inf, 0, capRow...)
+					// y ≤ g ≤ G·y with the tight per-option G of bound() instead of big-M v·N.
+					m.AddRow("ub_"+vn, -solver.Inf, 0, ub...)
+					m.AddRow("lb_"+vn, 0, solver.Inf, lb...)
+					stageTerms[key] = append(stageTerms[key], solver.Term{Var: g, Coef: float64(lcmLevels / v)})
+					if v != 1 {
 						stageAllWhole[key] = false
 					}
 				}
@@ -211,7 +242,7 @@ func (b *built) start(a assignment) []float64 {
 			for _, c := range ch {
 				o := t.stages[c.stage][c.opt]
 				vals[b.y[mi][li][c.stage][c.opt]] = 1
-				vals[b.g[mi][li][c.stage][c.opt]] = float64(c.g)
+				vals[b.g[mi][li][c.stage][c.opt]] = float64(c.g) // the stage's g_v (shared by its level)
 				x = math.Min(x, o.X*float64(c.g))
 			}
 			vals[b.x[mi][li]] = x
