@@ -64,6 +64,14 @@ func newSession(spec sessionSpec) (session, error) {
 			return nil, err
 		}
 	}
+	// Idle pool threads spin by default, waiting for work; with one session per block timed in
+	// interleaved rounds, the spinning threads of the session that just ran would steal the
+	// cores from the next one and inflate its time.
+	for _, key := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
+		if err := opts.AddSessionConfigEntry(key, "0"); err != nil {
+			return nil, err
+		}
+	}
 	if spec.profilePrefix != "" {
 		if err := opts.EnableProfiling(spec.profilePrefix); err != nil {
 			return nil, err
