@@ -1,0 +1,317 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// The KServe v2 ("Open Inference Protocol") JSON shapes plan serves and, for remote workers,
+// speaks to upstream endpoints. Only what one-tensor-in, one-tensor-out models need is typed;
+// unknown request fields are rejected so a typo does not pass silently.
+
+// InferRequest is the body of POST /v2/models/{model}/infer.
+type InferRequest struct {
+	ID         string                `json:"id,omitempty"`
+	Parameters map[string]any        `json:"parameters,omitempty"`
+	Inputs     []TensorJSON          `json:"inputs"`
+	Outputs    []RequestedOutputJSON `json:"outputs,omitempty"`
+}
+
+// RequestedOutputJSON names an output the client wants.
+type RequestedOutputJSON struct {
+	Name       string         `json:"name"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+}
+
+// TensorJSON is one input or output tensor. Data stays raw: for emulated workers it is carried
+// through byte for byte, which keeps the driver's hot path free of float parsing.
+type TensorJSON struct {
+	Name       string          `json:"name"`
+	Shape      []int64         `json:"shape"`
+	Datatype   string          `json:"datatype"`
+	Parameters map[string]any  `json:"parameters,omitempty"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// InferResponse is the body of a successful inference. Timing and Outcome are plan's
+// extension: the end-to-end latency and where it went.
+type InferResponse struct {
+	ModelName    string       `json:"model_name"`
+	ModelVersion string       `json:"model_version,omitempty"`
+	ID           string       `json:"id,omitempty"`
+	Outputs      []TensorJSON `json:"outputs"`
+	Outcome      string       `json:"outcome"`
+	Timing       Timing       `json:"timing"`
+}
+
+// DropResponse is the 503 body of a request a policy dropped (or that shutdown or a
+// migration could not serve).
+type DropResponse struct {
+	Error  string `json:"error"`
+	Model  string `json:"model,omitempty"`
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason"`
+	// Stage is the stage the request was dropped at ("queue" before the first stage).
+	Stage      string `json:"stage"`
+	EstimateUs int64  `json:"estimate_us,omitempty"`
+	Timing     Timing `json:"timing"`
+}
+
+// ErrorResponse is the body of every other error (400, 404, 500, 502).
+type ErrorResponse struct {
+	Error string `json:"error"`
+}
+
+// Timing is the latency breakdown of one request, in µs of the server's monotonic clock.
+// LatencyUs = MigrationUs + BatchWaitUs + QueueUs + ExecUs + TransferUs + DeliveryUs.
+type Timing struct {
+	// LatencyUs runs from the moment the driver accepted the request to its answer.
+	LatencyUs int64 `json:"latency_us"`
+	// SLOUs is the application's latency objective; DeadlineMissed says it was exceeded.
+	SLOUs int64 `json:"slo_us"`
+	// MigrationUs is time held while a plan reload paused intake.
+	MigrationUs int64 `json:"migration_us,omitempty"`
+	// BatchWaitUs is time in the dispatcher's queue until the request's batch was formed.
+	BatchWaitUs int64 `json:"batch_wait_us"`
+	// QueueUs is time a dispatched batch waited for its reserved worker or link.
+	QueueUs int64 `json:"queue_us"`
+	// ExecUs and TransferUs are summed over stages (details in Stages).
+	ExecUs     int64 `json:"exec_us"`
+	TransferUs int64 `json:"transfer_us"`
+	// DeliveryUs is the executor's own overhead between the last stage's end and the answer.
+	DeliveryUs int64         `json:"delivery_us"`
+	Stages     []StageTiming `json:"stages,omitempty"`
+}
+
+// StageTiming is one hop of the request's route.
+type StageTiming struct {
+	Stage      string `json:"stage"`
+	Worker     string `json:"worker"`
+	Batch      int    `json:"batch"`
+	QueueUs    int64  `json:"queue_us"`
+	ExecUs     int64  `json:"exec_us"`
+	TransferUs int64  `json:"transfer_us,omitempty"`
+}
+
+// ModelMetadata is the body of GET /v2/models/{model}.
+type ModelMetadata struct {
+	Name     string       `json:"name"`
+	Versions []string     `json:"versions,omitempty"`
+	Platform string       `json:"platform"`
+	Inputs   []TensorSpec `json:"inputs"`
+	Outputs  []TensorSpec `json:"outputs"`
+	// SLOUs and RateRPS are plan's extension: the objective and the planned throughput.
+	SLOUs   int64   `json:"slo_us"`
+	RateRPS float64 `json:"rate_rps"`
+}
+
+// TensorSpec declares a model input or output: -1 marks a variable dimension.
+type TensorSpec struct {
+	Name     string  `json:"name"`
+	Datatype string  `json:"datatype"`
+	Shape    []int64 `json:"shape"`
+}
+
+// elemSize is the byte size of each KServe datatype plan accepts.
+var elemSize = map[string]int{
+	"BOOL": 1, "UINT8": 1, "INT8": 1, "INT16": 2, "UINT16": 2, "INT32": 4, "UINT32": 4,
+	"INT64": 8, "UINT64": 8, "FP16": 2, "FP32": 4, "FP64": 8,
+}
+
+// BadRequestError is a request the server cannot take: it becomes a 400 with its message.
+type BadRequestError struct{ Msg string }
+
+func (e *BadRequestError) Error() string { return e.Msg }
+
+func badf(format string, args ...any) error {
+	return &BadRequestError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// DecodeInferRequest parses an infer request body and checks it against the model's input
+// spec: one input, the declared datatype, a shape whose batch dimension is 1 (plan batches
+// requests itself) and whose other dimensions match, and data whose element count matches
+// the shape. Every failure is a *BadRequestError naming the field.
+func DecodeInferRequest(body []byte, spec TensorSpec) (*InferRequest, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req InferRequest
+	if err := dec.Decode(&req); err != nil {
+		return nil, badf("malformed JSON: %s", jsonErr(err))
+	}
+	if dec.More() {
+		return nil, badf("malformed JSON: trailing data after the request object")
+	}
+	if len(req.Inputs) != 1 {
+		return nil, badf("inputs: %d tensors: the model takes exactly one (%s)", len(req.Inputs), spec.Name)
+	}
+	in := &req.Inputs[0]
+	if in.Name != spec.Name && in.Name != "" {
+		return nil, badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
+	}
+	if in.Datatype != spec.Datatype {
+		return nil, badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
+	}
+	if len(in.Shape) != len(spec.Shape) {
+		return nil, badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
+	}
+	n := int64(1)
+	for i, d := range in.Shape {
+		if d < 0 {
+			return nil, badf("inputs[0].shape[%d]: %d: must be >= 0", i, d)
+		}
+		if i == 0 {
+			if d != 1 {
+				return nil, badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
+			}
+		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
+			return nil, badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
+		}
+		if d > 0 && n > math.MaxInt32/d {
+			return nil, badf("inputs[0].shape: %v: too many elements", in.Shape)
+		}
+		n *= d
+	}
+	got, err := countElements(in.Data, in.Datatype)
+	if err != nil {
+		return nil, badf("inputs[0].data: %v", err)
+	}
+	if got != n {
+		return nil, badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
+	}
+	if in.Name == "" {
+		in.Name = spec.Name
+	}
+	return &req, nil
+}
+
+func jsonErr(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %s: got a JSON %s, want %s", te.Field, te.Value, te.Type)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// countElements counts the leaves of a (possibly nested, row-major) JSON array and checks
+// that each is a value of the datatype.
+func countElements(raw json.RawMessage, dtype string) (int64, error) {
+	if len(raw) == 0 {
+		return 0, errors.New("missing")
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return 0, fmt.Errorf("%s", jsonErr(err))
+	}
+	var n int64
+	var walk func(x any, depth int) error
+	walk = func(x any, depth int) error {
+		if depth > 32 {
+			return errors.New("nested too deeply")
+		}
+		switch t := x.(type) {
+		case []any:
+			for _, e := range t {
+				if err := walk(e, depth+1); err != nil {
+					return err
+				}
+			}
+			return nil
+		case json.Number:
+			if dtype == "BOOL" {
+				return fmt.Errorf("element %d: %s: want true or false for BOOL", n, t)
+			}
+			if strings.HasPrefix(dtype, "FP") {
+				f, err := t.Float64()
+				if err != nil || math.IsInf(f, 0) {
+					return fmt.Errorf("element %d: %s: not a finite number", n, t)
+				}
+			} else if _, err := t.Int64(); err != nil {
+				return fmt.Errorf("element %d: %s: not an integer (datatype %s)", n, t, dtype)
+			}
+		case bool:
+			if dtype != "BOOL" {
+				return fmt.Errorf("element %d: %v: want a number for %s", n, t, dtype)
+			}
+		default:
+			return fmt.Errorf("element %d: %v: want a number", n, t)
+		}
+		n++
+		return nil
+	}
+	if _, ok := v.([]any); !ok {
+		return 0, errors.New("must be a JSON array")
+	}
+	if err := walk(v, 0); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Float32s decodes a tensor's data (nested arrays allowed) as float32 values.
+func (t *TensorJSON) Float32s() ([]float32, error) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(t.Data))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	var out []float32
+	var walk func(x any) error
+	walk = func(x any) error {
+		switch e := x.(type) {
+		case []any:
+			for _, y := range e {
+				if err := walk(y); err != nil {
+					return err
+				}
+			}
+		case json.Number:
+			f, err := e.Float64()
+			if err != nil {
+				return err
+			}
+			out = append(out, float32(f))
+		case bool:
+			if e {
+				out = append(out, 1)
+			} else {
+				out = append(out, 0)
+			}
+		default:
+			return fmt.Errorf("unexpected %T in tensor data", x)
+		}
+		return nil
+	}
+	return out, walk(v)
+}
+
+// Float32Tensor builds a flat FP32 tensor.
+func Float32Tensor(name string, shape []int64, data []float32) TensorJSON {
+	b := make([]byte, 0, 2+len(data)*10)
+	b = append(b, '[')
+	for i, f := range data {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendFloat32(b, f)
+	}
+	b = append(b, ']')
+	return TensorJSON{Name: name, Shape: shape, Datatype: "FP32", Data: b}
+}
+
+func appendFloat32(b []byte, f float32) []byte {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return append(b, '0') // JSON has no NaN; a model producing one is already broken
+	}
+	return fmt.Appendf(b, "%g", f)
+}

@@ -1,0 +1,695 @@
+package serve
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+)
+
+// call is one accepted HTTP request on its way through the driver. The handler goroutine
+// creates it and waits on resp; the driver answers exactly once.
+type call struct {
+	model   string
+	id      string
+	payload *Payload
+	// received is the driver's time when it took the call; fed when it was handed to the
+	// engine (later than received only across a migration).
+	received, fed runtime.Time
+	resp          chan result
+	answered      bool
+}
+
+// result is the driver's answer; the handler goroutine turns it into JSON so encoding never
+// runs on the driver's single goroutine.
+type result struct {
+	status   int // 200, 404, 502 or 503
+	outcome  string
+	reason   string
+	stage    string
+	estimate int64
+	err      string
+	timing   Timing
+	payload  *Payload
+}
+
+// tracker wraps an executor: it counts running jobs so that a retired executor (after a
+// reload, or at exit) is closed only when its last job is done, whoever finishes last.
+type tracker struct {
+	Executor
+	running atomic.Int64
+	retired atomic.Bool
+	once    sync.Once
+	log     *slog.Logger
+}
+
+func (t *tracker) start() { t.running.Add(1) }
+
+func (t *tracker) finish() {
+	if t.running.Add(-1) == 0 && t.retired.Load() {
+		t.close()
+	}
+}
+
+func (t *tracker) retire() {
+	t.retired.Store(true)
+	if t.running.Load() == 0 {
+		t.close()
+	}
+}
+
+func (t *tracker) close() {
+	t.once.Do(func() {
+		if err := t.Executor.Close(); err != nil && t.log != nil {
+			t.log.Warn("closing workers", "kind", t.Executor.Kind(), "err", err)
+		}
+	})
+}
+
+// generation is one engine serving one deployment. A reload creates a new generation; so does
+// a periodic rotation (the engine keeps every request it ever saw, so an idle driver swaps in
+// a fresh engine of the same deployment to bound memory). Events carry their generation and
+// stale ones are ignored.
+type generation struct {
+	n      int
+	plan   *formats.Plan
+	digest string
+	dep    *runtime.Deployment
+	polCfg runtime.Config
+	eng    *runtime.Engine
+	exec   *tracker
+	apps   map[string]runtime.AppID
+	calls  []*call
+	// outstanding counts accepted calls not answered yet.
+	outstanding int
+	// queued counts requests per app not yet in any batch (the dispatcher's queue).
+	queued []int64
+	specs  []modelSpec
+}
+
+// modelSpec is what the HTTP layer needs to know about a served model.
+type modelSpec struct {
+	name    string
+	in, out TensorSpec
+	sloUs   int64
+	rateRPS float64
+}
+
+// reloadReq asks the driver to migrate to a prepared generation.
+type reloadReq struct {
+	next  *generation
+	reply chan error
+	began runtime.Time
+}
+
+// driver owns the engine: ONE goroutine receives every event (arrivals, job completions,
+// timers, commands), reads the clock once per event and calls the engine; the engine's
+// effects come back here (runtime.Effects) and are performed without blocking.
+type driver struct {
+	clk     Clock
+	log     *slog.Logger
+	m       *metrics
+	intake  chan *call
+	done    chan *Job
+	cmds    chan func()
+	stopped chan struct{}
+
+	// Everything below is owned by the loop goroutine.
+	now       runtime.Time
+	gen       *generation
+	gens      int
+	timers    timerHeap
+	seq       uint64
+	timer     *time.Timer
+	timerAt   runtime.Time
+	xjit      float64
+	xrng      *rand.Rand
+	migrating *reloadReq
+	paused    []*call
+	maxPaused int
+	flushFor  runtime.Time
+	draining  bool
+	exit      bool
+	rotateAt  int
+	onSwitch  func(*generation)
+}
+
+// effects implements runtime.Effects for one generation.
+type effects struct {
+	d *driver
+	g *generation
+}
+
+func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uint64) *driver {
+	d := &driver{
+		clk: clk, log: log, m: m,
+		intake:    make(chan *call),
+		done:      make(chan *Job, 1024),
+		cmds:      make(chan func()),
+		stopped:   make(chan struct{}),
+		xjit:      jitter,
+		xrng:      rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b)),
+		maxPaused: 1 << 16,
+		rotateAt:  1 << 20,
+		timerAt:   runtime.Never,
+	}
+	d.timer = time.NewTimer(time.Hour)
+	d.timer.Stop()
+	return d
+}
+
+// prepare builds a generation for a deployment without its engine; it touches no driver
+// state and runs on the caller's goroutine (the preload step of a migration). The policy is
+// attached once to a throwaway engine so that a plan the policy rejects fails here, before
+// intake pauses; the real engine is built on the driver goroutine at the switch, so that its
+// timers (a Ticker's first tick) start with the generation.
+func prepare(plan *formats.Plan, dep *runtime.Deployment, pol runtime.Config, exec *tracker, specs []modelSpec) (*generation, error) {
+	g := &generation{plan: plan, dep: dep, polCfg: pol, exec: exec, apps: map[string]runtime.AppID{}, specs: specs}
+	for i, a := range dep.Apps {
+		g.apps[a.Name] = runtime.AppID(i)
+	}
+	if plan != nil {
+		dg, err := formats.Digest(plan)
+		if err != nil {
+			return nil, err
+		}
+		g.digest = dg
+	}
+	p, err := runtime.NewPolicy(pol)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := runtime.NewEngine(dep, p, nopEffects{}); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// nopEffects lets prepare validate a policy against a deployment.
+type nopEffects struct{}
+
+func (nopEffects) RunBatch(runtime.Time, runtime.WorkerID, runtime.BatchID, int, runtime.StageID, int, runtime.Time) {
+}
+func (nopEffects) Transfer(runtime.Time, runtime.BatchID, int, runtime.ServerID, runtime.ServerID, int64, runtime.Time) {
+}
+func (nopEffects) SetTimer(runtime.Time, int64)            {}
+func (nopEffects) Finish(runtime.Time, *runtime.Request) {}
+
+// attach gives g a fresh engine and policy. The engine's constructor may arm a tick timer,
+// which is queued with g's generation number; numbers are assigned here, before use.
+func (d *driver) attach(g *generation) error {
+	pol, err := runtime.NewPolicy(g.polCfg)
+	if err != nil {
+		return err
+	}
+	d.gens++
+	g.n = d.gens
+	g.calls = g.calls[:0]
+	g.queued = make([]int64, len(g.dep.Apps))
+	fx := &effects{d: d, g: g}
+	eng, err := runtime.NewEngine(g.dep, pol, fx)
+	if err != nil {
+		return err
+	}
+	eng.Observe(func(_ runtime.Time, _ *runtime.Event, ds []runtime.Decision) {
+		for i := range ds {
+			x := &ds[i]
+			switch x.Kind {
+			case runtime.DDispatch:
+				for _, r := range x.Reqs {
+					if eng.Requests()[r].Dispatch == runtime.Never {
+						g.queued[x.App]--
+					}
+				}
+			case runtime.DDrop:
+				if q := &eng.Requests()[x.Req]; q.Dispatch == runtime.Never {
+					g.queued[q.App]--
+				}
+			}
+		}
+	})
+	g.eng = eng
+	return nil
+}
+
+// run is the event loop.
+func (d *driver) run(first *generation) {
+	defer close(d.stopped)
+	if err := d.switchTo(first); err != nil {
+		// prepare validated the same deployment and policy; this cannot happen.
+		panic(err)
+	}
+	for !d.exit {
+		select {
+		case c := <-d.intake:
+			d.now = d.clk.Now()
+			d.onCall(c)
+		case j := <-d.done:
+			d.now = d.clk.Now()
+			d.onJob(j)
+		case <-d.timer.C:
+			d.timerAt = runtime.Never
+			d.now = d.clk.Now()
+			d.onTimers()
+		case f := <-d.cmds:
+			d.now = d.clk.Now()
+			f()
+		}
+		d.afterEvent()
+	}
+	d.gen.exec.retire()
+}
+
+// afterEvent finishes a migration or a drain once the old engine has no work left, rotates an
+// idle engine, and re-arms the timer for the earliest pending entry.
+func (d *driver) afterEvent() {
+	g := d.gen
+	if g.outstanding == 0 {
+		switch {
+		case d.draining:
+			d.exit = true
+			return
+		case d.migrating != nil:
+			d.completeMigration()
+		case len(g.eng.Requests()) >= d.rotateAt:
+			if err := d.attach(g); err != nil {
+				d.log.Error("rotating the engine", "err", err)
+			}
+		}
+	}
+	d.arm()
+}
+
+func (d *driver) arm() {
+	if len(d.timers) == 0 {
+		return
+	}
+	at := d.timers[0].at
+	if at == d.timerAt {
+		return
+	}
+	d.timerAt = at
+	d.timer.Reset(max(d.clk.At(at).Sub(time.Now()), 0))
+}
+
+func (d *driver) push(x timerItem) {
+	d.seq++
+	x.seq = d.seq
+	d.timers.push(x)
+}
+
+func (d *driver) onTimers() {
+	for len(d.timers) > 0 && d.timers[0].at <= d.now {
+		x := d.timers.pop()
+		switch x.kind {
+		case tPolicy:
+			if x.gen == d.gen.n {
+				d.handle(runtime.Event{Kind: runtime.EvTimer, Key: x.key})
+			}
+		case tTransfer:
+			if x.gen == d.gen.n {
+				d.handle(runtime.Event{Kind: runtime.EvTransferDone, Batch: x.batch, Hop: x.hop, Start: x.start, End: d.now})
+			}
+		case tFlush:
+			if d.migrating != nil && x.gen == d.gen.n {
+				d.log.Warn("migration flush timed out: answering the old plan's unfinished requests with 503", "outstanding", d.gen.outstanding)
+				d.abandon(d.gen, "migration")
+			}
+		case tDrain:
+			if d.draining {
+				d.log.Warn("drain timed out: answering unfinished requests with 503", "outstanding", d.gen.outstanding)
+				d.abandon(d.gen, string(runtime.DropShutdown))
+				for _, c := range d.paused {
+					d.answerShutdown(c, "migration")
+				}
+				d.paused = nil
+			}
+		}
+	}
+}
+
+// handle calls the engine; an error is a policy or driver bug: the generation's requests are
+// answered with 500 and a fresh engine takes over, so one bug does not wedge the server.
+func (d *driver) handle(ev runtime.Event) {
+	if err := d.gen.eng.Handle(d.now, ev); err != nil {
+		d.fail(err)
+	}
+}
+
+func (d *driver) fail(err error) {
+	g := d.gen
+	d.log.Error("engine error: answering its requests with 500 and restarting the engine", "err", err)
+	for _, c := range g.calls {
+		if c != nil && !c.answered {
+			d.answer(g, c, result{status: 500, err: "internal error: " + err.Error()})
+		}
+	}
+	if aerr := d.attach(g); aerr != nil {
+		d.log.Error("restarting the engine", "err", aerr)
+	}
+}
+
+func (d *driver) onCall(c *call) {
+	c.received = d.now
+	d.m.arrived(c.model)
+	switch {
+	case d.draining:
+		d.answerShutdown(c, "intake")
+		return
+	case d.migrating != nil:
+		if len(d.paused) >= d.maxPaused {
+			d.answerShutdown(c, "migration")
+			return
+		}
+		d.paused = append(d.paused, c)
+		return
+	}
+	d.feed(c)
+}
+
+// feed hands a call to the current engine.
+func (d *driver) feed(c *call) {
+	g := d.gen
+	app, ok := g.apps[c.model]
+	if !ok {
+		// The model was removed by a reload while the call waited.
+		c.answered = true
+		d.m.finished(c.model, "error", 0)
+		c.resp <- result{status: 404, err: fmt.Sprintf("model %q is not served by the active plan", c.model)}
+		return
+	}
+	c.fed = d.now
+	id := runtime.ReqID(len(g.eng.Requests()))
+	for len(g.calls) <= int(id) {
+		g.calls = append(g.calls, nil)
+	}
+	g.calls[id] = c
+	g.outstanding++
+	g.queued[app]++
+	if _, err := g.eng.Arrive(d.now, app, 0); err != nil {
+		d.fail(err)
+	}
+}
+
+func (d *driver) onJob(j *Job) {
+	g := d.gen
+	if j.gen != g.n {
+		return // a job of an abandoned generation (its requests were answered already)
+	}
+	b := &g.eng.Batches()[j.Batch]
+	for i, r := range b.Reqs {
+		if c := g.calls[r]; c != nil && i < len(j.Payload) {
+			c.payload = j.Payload[i]
+		}
+	}
+	w := &g.dep.Topo.Workers[j.Worker]
+	d.m.busy(w.Name, g.dep.Stages[j.Stage].Name, j.End-j.Start)
+	d.handle(runtime.Event{Kind: runtime.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
+}
+
+// RunBatch implements runtime.Effects: hand the hop to the executor.
+func (fx *effects) RunBatch(now runtime.Time, w runtime.WorkerID, b runtime.BatchID, hop int, stage runtime.StageID, size int, nominal runtime.Time) {
+	g, d := fx.g, fx.d
+	bt := &g.eng.Batches()[b]
+	j := &Job{Worker: w, Batch: b, Hop: hop, Stage: stage, Nominal: nominal, Start: now, gen: g.n,
+		Payload: make([]*Payload, len(bt.Reqs))}
+	for i, r := range bt.Reqs {
+		if c := g.calls[r]; c != nil {
+			j.Payload[i] = c.payload
+		}
+	}
+	ex := g.exec
+	ex.start()
+	ex.Run(j, func(j *Job) {
+		ex.finish()
+		select {
+		case d.done <- j:
+		case <-d.stopped:
+		}
+	})
+}
+
+// Transfer implements runtime.Effects: transfers are emulated on every worker kind (the NIC
+// model the plan was made for), through the driver's timer heap.
+func (fx *effects) Transfer(now runtime.Time, b runtime.BatchID, hop int, _, _ runtime.ServerID, _ int64, nominal runtime.Time) {
+	d := fx.d
+	dur := nominal
+	if d.xjit > 0 && nominal > 0 {
+		dur = max(runtime.Time(math.Round(float64(nominal)*(1+d.xjit*(2*d.xrng.Float64()-1)))), 0)
+	}
+	d.push(timerItem{at: now + dur, kind: tTransfer, gen: fx.g.n, batch: b, hop: int32(hop), start: now})
+}
+
+// SetTimer implements runtime.Effects.
+func (fx *effects) SetTimer(at runtime.Time, key int64) {
+	fx.d.push(timerItem{at: at, kind: tPolicy, gen: fx.g.n, key: key})
+}
+
+// Finish implements runtime.Effects: answer the client.
+func (fx *effects) Finish(now runtime.Time, r *runtime.Request) {
+	g, d := fx.g, fx.d
+	if int(r.ID) >= len(g.calls) {
+		return
+	}
+	c := g.calls[r.ID]
+	if c == nil || c.answered {
+		return
+	}
+	t := d.timing(g, c, r, now)
+	res := result{timing: t, payload: c.payload}
+	switch r.Outcome {
+	case runtime.Completed, runtime.Late:
+		res.status = 200
+		res.outcome = r.Outcome.String()
+		if c.payload != nil && c.payload.Err != nil {
+			res.status = 502
+			res.outcome = "error"
+			res.stage = c.payload.ErrStage
+			res.err = c.payload.Err.Error()
+		}
+	default:
+		res.status = 503
+		res.outcome = "dropped"
+		res.reason = string(r.Reason)
+		res.stage = stageName(g.dep, r.DropStage)
+		res.estimate = int64(r.Estimate)
+		d.m.drop(c.model, res.stage, res.reason)
+	}
+	d.answer(g, c, res)
+}
+
+func stageName(dep *runtime.Deployment, s runtime.StageID) string {
+	if s < 0 || int(s) >= len(dep.Stages) {
+		return "queue"
+	}
+	return dep.Stages[s].Name
+}
+
+// answer sends the result (the channel has room for exactly one) and does the bookkeeping.
+func (d *driver) answer(g *generation, c *call, res result) {
+	if c.answered {
+		return
+	}
+	c.answered = true
+	g.outstanding--
+	d.m.finished(c.model, res.outcome, res.timing.LatencyUs)
+	c.resp <- res
+}
+
+// answerShutdown answers a call the engine never saw with 503.
+func (d *driver) answerShutdown(c *call, stage string) {
+	if c.answered {
+		return
+	}
+	c.answered = true
+	reason := string(runtime.DropShutdown)
+	if stage == "migration" {
+		reason = "migration"
+	}
+	d.m.drop(c.model, stage, reason)
+	d.m.finished(c.model, "dropped", int64(d.now-c.received))
+	c.resp <- result{status: 503, outcome: "dropped", reason: reason, stage: stage,
+		timing: Timing{LatencyUs: int64(d.now - c.received)}}
+}
+
+// abandon answers every unfinished call of g with 503 (drain or flush timeout). The engine's
+// state is left as is: the generation is retired right after.
+func (d *driver) abandon(g *generation, reason string) {
+	eng := g.eng
+	for id, c := range g.calls {
+		if c == nil || c.answered {
+			continue
+		}
+		r := &eng.Requests()[id]
+		stage := "queue"
+		if len(r.Batches) > 0 {
+			b := &eng.Batches()[r.Batches[len(r.Batches)-1]]
+			for _, h := range b.Hops {
+				stage = g.dep.Stages[h.Stage].Name
+				if h.End < 0 {
+					break
+				}
+			}
+		}
+		t := d.timing(g, c, r, d.now)
+		d.m.drop(c.model, stage, reason)
+		d.answer(g, c, result{status: 503, outcome: "dropped", reason: reason, stage: stage, timing: t})
+	}
+}
+
+// timing computes the latency breakdown of r from the engine's batch records.
+func (d *driver) timing(g *generation, c *call, r *runtime.Request, now runtime.Time) Timing {
+	app := &g.dep.Apps[r.App]
+	t := Timing{LatencyUs: int64(now - c.received), SLOUs: int64(app.SLO), MigrationUs: int64(c.fed - c.received)}
+	if len(r.Batches) == 0 {
+		t.BatchWaitUs = int64(now - c.fed)
+		return t
+	}
+	eng := g.eng
+	first := &eng.Batches()[r.Batches[0]]
+	t.BatchWaitUs = int64(first.Dispatched - r.Arrival)
+	prev := first.Dispatched
+	for _, bid := range r.Batches {
+		b := &eng.Batches()[bid]
+		if b.Dispatched > prev {
+			t.QueueUs += int64(b.Dispatched - prev)
+			prev = b.Dispatched
+		}
+		for _, h := range b.Hops {
+			if h.Start < 0 {
+				break
+			}
+			st := StageTiming{Stage: g.dep.Stages[h.Stage].Name, Worker: g.dep.Topo.Workers[h.Worker].Name, Batch: len(b.Reqs),
+				QueueUs: int64(max(h.Start-prev, 0))}
+			prev = max(prev, h.Start)
+			if h.End >= 0 {
+				st.ExecUs = int64(h.End - h.Start)
+				prev = h.End
+			}
+			if h.OutEnd >= 0 {
+				st.QueueUs += int64(max(h.OutStart-prev, 0))
+				st.TransferUs = int64(h.OutEnd - h.OutStart)
+				prev = h.OutEnd
+			}
+			t.QueueUs += st.QueueUs
+			t.ExecUs += st.ExecUs
+			t.TransferUs += st.TransferUs
+			t.Stages = append(t.Stages, st)
+		}
+	}
+	if now > prev {
+		t.DeliveryUs = int64(now - prev)
+	}
+	return t
+}
+
+// switchTo makes g the current generation, with a fresh engine.
+func (d *driver) switchTo(g *generation) error {
+	if err := d.attach(g); err != nil {
+		return err
+	}
+	d.gen = g
+	d.m.setPlan(g)
+	if d.onSwitch != nil {
+		d.onSwitch(g)
+	}
+	return nil
+}
+
+// startMigration is PPipe's migration: the next generation was preloaded by the caller; now
+// intake pauses (new calls wait in d.paused), the old engine flushes its in-flight work,
+// and afterEvent switches once it is idle (or the flush deadline answers the rest).
+func (d *driver) startMigration(r *reloadReq) {
+	if d.draining {
+		r.reply <- fmt.Errorf("the server is shutting down")
+		return
+	}
+	if d.migrating != nil {
+		r.reply <- ErrReloadBusy
+		return
+	}
+	r.began = d.now
+	d.migrating = r
+	d.m.setReady(false)
+	d.push(timerItem{at: d.now + d.flushFor, kind: tFlush, gen: d.gen.n})
+}
+
+func (d *driver) completeMigration() {
+	r := d.migrating
+	d.migrating = nil
+	old := d.gen
+	if err := d.switchTo(r.next); err != nil {
+		d.log.Error("switching plans: keeping the old one", "err", err)
+		r.next.exec.retire()
+		r.reply <- err
+	} else {
+		old.exec.retire()
+	}
+	paused := d.paused
+	d.paused = nil
+	d.log.Info("plan switched", "digest", r.next.digest, "paused_us", int64(d.now-r.began), "held", len(paused))
+	for _, c := range paused {
+		d.feed(c)
+	}
+	d.m.setReady(true)
+	if d.gen == r.next {
+		r.reply <- nil
+	}
+}
+
+// startDrain stops intake and lets in-flight requests finish until deadline.
+func (d *driver) startDrain(deadline time.Time) {
+	if d.draining {
+		return
+	}
+	d.draining = true
+	d.m.setReady(false)
+	if d.migrating != nil {
+		d.migrating.next.exec.retire()
+		d.migrating.reply <- fmt.Errorf("the server is shutting down")
+		d.migrating = nil
+		for _, c := range d.paused {
+			d.answerShutdown(c, "migration")
+		}
+		d.paused = nil
+	}
+	at := d.now + runtime.Time(time.Until(deadline)/time.Microsecond)
+	d.push(timerItem{at: max(at, d.now), kind: tDrain})
+}
+
+// snapshot fills the gauges that only the driver can read.
+func (d *driver) snapshot() {
+	g := d.gen
+	v := g.eng.View()
+	for i := range g.dep.Topo.Workers {
+		w := &g.dep.Topo.Workers[i]
+		_, _, busy := v.WorkerRunning(runtime.WorkerID(i))
+		d.m.workerQueue(w.Name, g.dep.Stages[w.Stage].Name, v.WorkerQueued(runtime.WorkerID(i)), busy)
+	}
+	for i, a := range g.dep.Apps {
+		d.m.queueDepth(a.Name, g.queued[i])
+	}
+	d.m.setPaused(len(d.paused))
+}
+
+// do runs f on the driver goroutine and waits; it reports false when the driver has stopped.
+func (d *driver) do(f func()) bool {
+	ok := make(chan struct{})
+	select {
+	case d.cmds <- func() { f(); close(ok) }:
+	case <-d.stopped:
+		return false
+	}
+	select {
+	case <-ok:
+		return true
+	case <-d.stopped:
+		return false
+	}
+}

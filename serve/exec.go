@@ -1,0 +1,110 @@
+package serve
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/plan-dev/plan/runtime"
+)
+
+// Payload is what travels with one request from stage to stage: the client's input tensor at
+// the first stage, then whatever the previous stage produced (fp16 feature maps for ONNX
+// workers). Err marks a request a worker failed; later stages pass it through untouched and
+// the client gets a 502 naming the stage.
+type Payload struct {
+	// Tensor is the client's input (and, for carried-through payloads, the output).
+	Tensor TensorJSON
+	// Features are named intermediate tensors (ONNX workers), per sample, fp16.
+	Features []Feature
+	Err      error
+	ErrStage string
+}
+
+// Feature is one per-sample intermediate tensor stored as IEEE half floats (the wire format
+// PPipe assumes for feature maps between stages).
+type Feature struct {
+	Name  string
+	Shape []int64 // per sample (no batch dimension)
+	F16   []uint16
+}
+
+// Job is one hop of a batch handed to a worker. The driver fills everything up to Start; the
+// executor sets End (from the shared clock) and may replace Payload entries.
+type Job struct {
+	Worker  runtime.WorkerID
+	Batch   runtime.BatchID
+	Hop     int
+	Stage   runtime.StageID
+	Nominal runtime.Time
+	// Start is the driver's time when it handed the job over.
+	Start   runtime.Time
+	End     runtime.Time
+	Payload []*Payload
+	gen     int
+}
+
+// Executor runs jobs for the workers of one deployment. Run is called on the driver's
+// goroutine and must not block: it starts the work (a timer, a goroutine) and calls done
+// exactly once, from any goroutine, when the hop finished. The engine guarantees a worker
+// runs one job at a time.
+type Executor interface {
+	// Kind is emulated, onnx or remote.
+	Kind() string
+	Run(job *Job, done func(*Job))
+	// Close releases sessions and connections; it is called after the last job finished.
+	Close() error
+}
+
+// Clock is the server's monotonic clock in µs since the driver started.
+type Clock struct{ epoch time.Time }
+
+// NewClock starts a clock now.
+func NewClock() Clock { return Clock{epoch: time.Now()} }
+
+// Now returns µs since the epoch (monotonic: time.Since uses the monotonic reading).
+func (c Clock) Now() runtime.Time { return runtime.Time(time.Since(c.epoch) / time.Microsecond) }
+
+// At returns the wall-clock instant of t.
+func (c Clock) At(t runtime.Time) time.Time { return c.epoch.Add(time.Duration(t) * time.Microsecond) }
+
+// Emulated is the executor that needs no hardware: each hop takes its profiled (nominal)
+// latency, optionally with seeded uniform jitter, measured by a runtime timer (no busy
+// waiting, no goroutine while waiting). Payloads are carried through.
+type Emulated struct {
+	clk    Clock
+	jitter float64
+	rng    *rand.Rand
+}
+
+// NewEmulated makes an emulated executor. jitter is the relative half-width of the uniform
+// noise (0.05 = ±5%); the seed makes the noise sequence reproducible.
+func NewEmulated(clk Clock, jitter float64, seed uint64) *Emulated {
+	return &Emulated{clk: clk, jitter: jitter, rng: rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))}
+}
+
+// Kind implements Executor.
+func (e *Emulated) Kind() string { return "emulated" }
+
+// Duration returns the emulated duration of nominal (driver goroutine only: the rng is not
+// shared).
+func (e *Emulated) Duration(nominal runtime.Time) runtime.Time {
+	if e.jitter <= 0 || nominal <= 0 {
+		return nominal
+	}
+	f := 1 + e.jitter*(2*e.rng.Float64()-1)
+	return max(runtime.Time(math.Round(float64(nominal)*f)), 0)
+}
+
+// Run implements Executor: the hop ends when a timer armed for Start + duration fires.
+func (e *Emulated) Run(job *Job, done func(*Job)) {
+	d := e.Duration(job.Nominal)
+	wait := e.clk.At(job.Start + d).Sub(time.Now())
+	time.AfterFunc(wait, func() {
+		job.End = e.clk.Now()
+		done(job)
+	})
+}
+
+// Close implements Executor.
+func (e *Emulated) Close() error { return nil }

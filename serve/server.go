@@ -1,0 +1,455 @@
+// Package serve is the wall-clock driver of the runtime: `plan serve` runs the same
+// deterministic policies that `sim` drives in virtual time (DESIGN.md, "One policy, two
+// clocks"). One goroutine owns the engine and receives every event on channels — arrivals
+// from HTTP handlers, hop completions from workers, timers — reads the monotonic clock once
+// per event and performs the engine's effects without blocking: hops go to an Executor
+// (emulated timers, ONNX Runtime sessions, or remote KServe v2 endpoints), transfers and
+// policy timers go to one timer heap.
+//
+// The HTTP API is KServe v2 JSON (POST /v2/models/{model}/infer, health and model metadata),
+// plus GET /metrics (Prometheus text format) and GET/PUT /v1/plan. Every accepted request
+// gets exactly one answer: 200 with the output and a latency breakdown, or 503 naming the
+// drop reason and stage. A new plan is loaded with PPipe's migration (preload, pause intake,
+// flush in-flight work, switch, resume); shutdown drains within a deadline and answers what
+// is left with 503.
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+)
+
+// ExecutorFactory builds the executor for a deployment (called at start and for every plan
+// reload, before intake pauses: the preload step).
+type ExecutorFactory func(clk Clock, dep *runtime.Deployment, plan *formats.Plan) (Executor, error)
+
+// SpecProvider is implemented by executors that know their models' tensors (ONNX); others
+// get the emulated default (Options.InputShape).
+type SpecProvider interface {
+	Spec(app runtime.AppID) (in, out TensorSpec)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Plan is the plan to serve (PPipe, NP or DART-r).
+	Plan *formats.Plan
+	// Policy picks the runtime policy (default ppipe).
+	Policy runtime.Config
+	// NewExecutor builds workers; nil means emulated workers.
+	NewExecutor ExecutorFactory
+	// Jitter is the emulated workers' (and transfers') relative noise; Seed seeds it.
+	Jitter float64
+	Seed   uint64
+	// MaxBody bounds an infer request body (default 16 MiB).
+	MaxBody int64
+	// DrainTimeout bounds graceful shutdown (default 10 s).
+	DrainTimeout time.Duration
+	// FlushTimeout bounds a migration's flush (default 2 × the largest SLO + 100 ms).
+	FlushTimeout time.Duration
+	// InputShape is the per-sample input shape emulated models declare (-1 = any size);
+	// default [-1]: any flat vector, carried through as the output.
+	InputShape []int64
+	Log        *slog.Logger
+}
+
+// Server serves one plan at a time over HTTP.
+type Server struct {
+	opts    Options
+	clk     Clock
+	d       *driver
+	m       *metrics
+	mux     *http.ServeMux
+	closing atomic.Bool
+	active  atomic.Pointer[generation]
+}
+
+// New validates the plan, builds the deployment and the workers, and starts the driver.
+// Errors from the plan (formats.ErrorList with field paths) mean bad input.
+func New(opts Options) (*Server, error) {
+	if opts.Plan == nil {
+		return nil, errors.New("serve: no plan")
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 16 << 20
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if len(opts.InputShape) == 0 {
+		opts.InputShape = []int64{-1}
+	}
+	s := &Server{opts: opts, clk: NewClock(), m: newMetrics()}
+	if s.opts.NewExecutor == nil {
+		s.opts.NewExecutor = func(clk Clock, _ *runtime.Deployment, _ *formats.Plan) (Executor, error) {
+			return NewEmulated(clk, opts.Jitter, opts.Seed), nil
+		}
+	}
+	g, err := s.prepare(opts.Plan)
+	if err != nil {
+		return nil, err
+	}
+	s.d = newDriver(s.clk, opts.Log, s.m, opts.Jitter, opts.Seed+1)
+	s.d.flushFor = s.flushTimeout(g)
+	s.d.onSwitch = func(g *generation) {
+		s.active.Store(g)
+		s.d.flushFor = s.flushTimeout(g)
+	}
+	go s.d.run(g)
+	// The first switch happens on the driver goroutine; wait for it so Handler sees the models.
+	s.d.do(func() {})
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) flushTimeout(g *generation) runtime.Time {
+	if s.opts.FlushTimeout > 0 {
+		return runtime.Time(s.opts.FlushTimeout / time.Microsecond)
+	}
+	var slo runtime.Time
+	for _, a := range g.dep.Apps {
+		slo = max(slo, a.SLO)
+	}
+	return 2*slo + 100*runtime.Millisecond
+}
+
+// prepare is the preload step: deployment, workers (sessions, connections), specs.
+func (s *Server) prepare(p *formats.Plan) (*generation, error) {
+	dep, err := runtime.FromPlan(p)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := s.opts.NewExecutor(s.clk, dep, p)
+	if err != nil {
+		return nil, err
+	}
+	tr := &tracker{Executor: ex, log: s.opts.Log}
+	specs := make([]modelSpec, len(dep.Apps))
+	sp, hasSpec := ex.(SpecProvider)
+	for i, a := range dep.Apps {
+		ms := modelSpec{name: a.Name, sloUs: int64(a.SLO), rateRPS: a.RateRPS}
+		if hasSpec {
+			ms.in, ms.out = sp.Spec(runtime.AppID(i))
+		} else {
+			shape := append([]int64{-1}, s.opts.InputShape...)
+			ms.in = TensorSpec{Name: "input", Datatype: "FP32", Shape: shape}
+			ms.out = TensorSpec{Name: "output", Datatype: "FP32", Shape: shape}
+		}
+		specs[i] = ms
+	}
+	g, err := prepare(p, dep, s.opts.Policy, tr, specs)
+	if err != nil {
+		tr.retire()
+		return nil, err
+	}
+	return g, nil
+}
+
+// ErrReloadBusy is returned by Reload while another migration runs.
+var ErrReloadBusy = errors.New("a plan reload is already in progress")
+
+// Reload migrates to plan p: preload (here, on the caller's goroutine), then pause intake,
+// flush the old plan's in-flight requests, switch and resume (on the driver). It returns
+// when the new plan serves. Plan errors are returned before anything pauses.
+func (s *Server) Reload(ctx context.Context, p *formats.Plan) error {
+	if s.closing.Load() {
+		return errors.New("the server is shutting down")
+	}
+	g, err := s.prepare(p)
+	if err != nil {
+		return err
+	}
+	r := &reloadReq{next: g, reply: make(chan error, 1)}
+	if !s.d.do(func() { s.d.startMigration(r) }) {
+		g.exec.retire()
+		return errors.New("the server is shutting down")
+	}
+	select {
+	case err := <-r.reply:
+		if errors.Is(err, ErrReloadBusy) {
+			g.exec.retire()
+			return ErrReloadBusy
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err() // the migration goes on; the caller stopped waiting
+	case <-s.d.stopped:
+		return errors.New("the server is shutting down")
+	}
+}
+
+// Shutdown stops intake, lets in-flight requests finish within DrainTimeout, answers the
+// rest with 503 and stops the driver. It returns when every accepted request was answered
+// (or ctx ends).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	deadline := time.Now().Add(s.opts.DrainTimeout)
+	s.d.do(func() { s.d.startDrain(deadline) })
+	select {
+	case <-s.d.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done is closed when the driver stopped.
+func (s *Server) Done() <-chan struct{} { return s.d.stopped }
+
+// Serve runs the HTTP API on ln until ctx ends, then shuts down gracefully: the listener
+// closes (new connections are refused), in-flight requests finish within DrainTimeout and
+// the rest get 503, and Serve returns nil.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.closing.Store(true)
+		_ = s.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	s.closing.Store(true)
+	hctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout+5*time.Second)
+	defer cancel()
+	hdone := make(chan error, 1)
+	go func() { hdone <- hs.Shutdown(hctx) }()
+	_ = s.Shutdown(context.Background())
+	err := <-hdone
+	<-errc
+	if err != nil {
+		return fmt.Errorf("closing HTTP connections: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("POST /v2/models/{model}/infer", s.handleInfer)
+	m.HandleFunc("GET /v2/models/{model}", s.handleModel)
+	m.HandleFunc("GET /v2/models/{model}/ready", s.handleModelReady)
+	m.HandleFunc("GET /v2/health/live", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]bool{"live": true})
+	})
+	m.HandleFunc("GET /v2/health/ready", s.handleReady)
+	m.HandleFunc("GET /v2", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]any{"name": "plan", "version": "v2", "extensions": []string{}})
+	})
+	m.HandleFunc("GET /metrics", s.handleMetrics)
+	m.HandleFunc("GET /v1/plan", s.handleGetPlan)
+	m.HandleFunc("PUT /v1/plan", s.handlePutPlan)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+	})
+	s.mux = m
+}
+
+func (s *Server) model(name string) (*modelSpec, *generation, bool) {
+	g := s.active.Load()
+	if g == nil {
+		return nil, nil, false
+	}
+	if a, ok := g.apps[name]; ok {
+		return &g.specs[a], g, true
+	}
+	return nil, g, false
+}
+
+func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation) {
+	s.m.reject(404, "unknown-model")
+	names := ""
+	if g != nil {
+		for i, a := range g.dep.Apps {
+			if i > 0 {
+				names += ", "
+			}
+			names += a.Name
+		}
+	}
+	writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("model %q not found: this server serves %s", name, names)})
+}
+
+func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("model")
+	spec, g, ok := s.model(name)
+	if !ok {
+		s.unknownModel(w, name, g)
+		return
+	}
+	if s.closing.Load() {
+		s.m.reject(503, "shutdown")
+		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, Reason: string(runtime.DropShutdown), Stage: "intake"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			s.m.reject(400, "body-too-large")
+			writeJSON(w, 400, ErrorResponse{Error: fmt.Sprintf("request body larger than --max-body %d bytes", mb.Limit)})
+			return
+		}
+		s.m.reject(400, "read")
+		writeJSON(w, 400, ErrorResponse{Error: "reading the request body: " + err.Error()})
+		return
+	}
+	req, err := DecodeInferRequest(body, spec.in)
+	if err != nil {
+		s.m.reject(400, "bad-request")
+		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
+		return
+	}
+	c := &call{model: name, id: req.ID, payload: &Payload{Tensor: req.Inputs[0]}, resp: make(chan result, 1)}
+	select {
+	case s.d.intake <- c:
+	case <-s.d.stopped:
+		s.m.reject(503, "shutdown")
+		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, ID: req.ID, Reason: string(runtime.DropShutdown), Stage: "intake"})
+		return
+	}
+	var res result
+	select {
+	case res = <-c.resp:
+	case <-r.Context().Done():
+		return // the client left; the driver's answer lands in the buffered channel
+	}
+	s.writeResult(w, name, spec, c, &res)
+}
+
+func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpec, c *call, res *result) {
+	switch res.status {
+	case 200:
+		out := TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
+		if res.payload != nil {
+			out = res.payload.Tensor
+			if out.Name == "" || out.Name == spec.in.Name {
+				out.Name = spec.out.Name
+			}
+		}
+		writeJSON(w, 200, &InferResponse{ModelName: model, ID: c.id, Outputs: []TensorJSON{out}, Outcome: res.outcome, Timing: res.timing})
+	case 503:
+		msg := fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
+		writeDrop(w, &DropResponse{Error: msg, Model: model, ID: c.id, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Timing: res.timing})
+	default:
+		msg := res.err
+		if res.stage != "" {
+			msg = fmt.Sprintf("stage %s: %s", res.stage, res.err)
+		}
+		writeJSON(w, res.status, ErrorResponse{Error: msg})
+	}
+}
+
+func writeDrop(w http.ResponseWriter, d *DropResponse) {
+	// Retry-After: the shortest honest hint is "next second"; a dropped request's deadline is
+	// gone and the load that caused the drop rarely lasts longer than that.
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, d)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = 500
+		b, _ = json.Marshal(ErrorResponse{Error: "encoding the response: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("model")
+	spec, g, ok := s.model(name)
+	if !ok {
+		s.unknownModel(w, name, g)
+		return
+	}
+	writeJSON(w, 200, &ModelMetadata{Name: name, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
+		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
+}
+
+func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("model")
+	if _, g, ok := s.model(name); !ok {
+		s.unknownModel(w, name, g)
+		return
+	}
+	s.handleReady(w, r)
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+	if s.closing.Load() || !s.m.isReady() {
+		writeJSON(w, 503, map[string]bool{"ready": false})
+		return
+	}
+	writeJSON(w, 200, map[string]bool{"ready": true})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
+	s.d.do(s.d.snapshot)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_ = s.m.write(w)
+}
+
+func (s *Server) handleGetPlan(w http.ResponseWriter, _ *http.Request) {
+	g := s.active.Load()
+	b, err := formats.Marshal(g.plan)
+	if err != nil {
+		writeJSON(w, 500, ErrorResponse{Error: err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Plan-Digest", g.digest)
+	_, _ = w.Write(b)
+}
+
+// maxPlanBytes bounds PUT /v1/plan (plans embed their profiles, so they can be large).
+const maxPlanBytes = 64 << 20
+
+func (s *Server) handlePutPlan(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPlanBytes))
+	if err != nil {
+		writeJSON(w, 400, ErrorResponse{Error: "reading the plan: " + err.Error()})
+		return
+	}
+	p, err := formats.DecodeInto[*formats.Plan]("plan", body)
+	if err != nil {
+		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
+		return
+	}
+	if err := s.Reload(r.Context(), p); err != nil {
+		code := 400
+		switch {
+		case errors.Is(err, ErrReloadBusy):
+			code = 409
+		case s.closing.Load():
+			code = 503
+		}
+		writeJSON(w, code, ErrorResponse{Error: err.Error()})
+		return
+	}
+	g := s.active.Load()
+	writeJSON(w, 200, map[string]string{"status": "switched", "digest": g.digest})
+}
+
+// ActiveDigest returns the digest of the plan being served.
+func (s *Server) ActiveDigest() string { return s.active.Load().digest }

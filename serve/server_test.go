@@ -1,0 +1,444 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+func loadPlan(t testing.TB, name string) *formats.Plan {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// testServer runs a Server behind httptest and shuts both down at the end of the test,
+// checking that no goroutine outlives them.
+func testServer(t testing.TB, opts Options) (*Server, *httptest.Server) {
+	t.Helper()
+	before := goruntime.NumGoroutine()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() {
+		_ = s.Shutdown(context.Background())
+		ts.Close()
+		http.DefaultClient.CloseIdleConnections()
+		checkGoroutines(t, before)
+	})
+	return s, ts
+}
+
+func checkGoroutines(t testing.TB, before int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		n := goruntime.NumGoroutine()
+		if n <= before+2 { // slack: the HTTP client's transport may keep a reader briefly
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:goruntime.Stack(buf, true)]
+			t.Errorf("goroutines: %d before, %d after\n%s", before, n, buf)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func inferBody(vals ...float32) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"id":"r1","inputs":[{"name":"input","shape":[1,%d],"datatype":"FP32","data":[`, len(vals))
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%g", v)
+	}
+	b.WriteString("]}]}")
+	return b.String()
+}
+
+func post(t testing.TB, url, body string) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+func get(t testing.TB, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestInfer(t *testing.T) {
+	for _, plan := range []string{"demo-plan.json", "nic.json"} {
+		t.Run(plan, func(t *testing.T) {
+			p := loadPlan(t, plan)
+			_, ts := testServer(t, Options{Plan: p})
+			model := p.PPipe.Models[0].Model
+			code, _, body := post(t, ts.URL+"/v2/models/"+model+"/infer", inferBody(1, 2.5, -3))
+			if code != 200 {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			var r InferResponse
+			if err := json.Unmarshal(body, &r); err != nil {
+				t.Fatal(err)
+			}
+			// "late" is legal on a loaded machine: the answer still comes, flagged.
+			if r.ModelName != model || r.ID != "r1" || (r.Outcome != "completed" && r.Outcome != "late") {
+				t.Errorf("response %+v", r)
+			}
+			if len(r.Outputs) != 1 || r.Outputs[0].Name != "output" || string(r.Outputs[0].Data) != "[1,2.5,-3]" {
+				t.Errorf("outputs %+v (data %s)", r.Outputs, r.Outputs[0].Data)
+			}
+			tm := r.Timing
+			sum := tm.MigrationUs + tm.BatchWaitUs + tm.QueueUs + tm.ExecUs + tm.TransferUs + tm.DeliveryUs
+			if sum != tm.LatencyUs {
+				t.Errorf("breakdown %+v sums to %d, latency %d", tm, sum, tm.LatencyUs)
+			}
+			stages := len(p.PPipe.Models[0].Pipelines[0].Partitions)
+			if len(tm.Stages) != stages {
+				t.Errorf("%d stage timings, want %d", len(tm.Stages), stages)
+			}
+			var nominal int64
+			for _, part := range p.PPipe.Models[0].Pipelines[0].Partitions {
+				nominal += int64(part.StageLatencyUs)
+			}
+			if tm.ExecUs < nominal || tm.SLOUs != int64(time.Duration(p.PPipe.Models[0].SLO)/time.Microsecond) {
+				t.Errorf("exec %d µs (nominal %d), slo %d µs", tm.ExecUs, nominal, tm.SLOUs)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	p := loadPlan(t, "demo-plan.json")
+	_, ts := testServer(t, Options{Plan: p, MaxBody: 1024})
+	url := ts.URL + "/v2/models/demo/infer"
+	cases := []struct {
+		name, url, body string
+		code            int
+		want            string
+	}{
+		{"malformed JSON", url, `{"inputs": [`, 400, "malformed JSON"},
+		{"unknown field", url, `{"inputz": []}`, 400, "malformed JSON"},
+		{"no inputs", url, `{"inputs": []}`, 400, "exactly one"},
+		{"wrong dtype", url, `{"inputs":[{"name":"input","shape":[1,2],"datatype":"INT64","data":[1,2]}]}`, 400, "datatype"},
+		{"wrong rank", url, `{"inputs":[{"name":"input","shape":[2],"datatype":"FP32","data":[1,2]}]}`, 400, "rank"},
+		{"batch of two", url, `{"inputs":[{"name":"input","shape":[2,1],"datatype":"FP32","data":[1,2]}]}`, 400, "one sample per request"},
+		{"count mismatch", url, `{"inputs":[{"name":"input","shape":[1,3],"datatype":"FP32","data":[1,2]}]}`, 400, "needs 3"},
+		{"not a number", url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":["x"]}]}`, 400, "want a number"},
+		{"wrong name", url, `{"inputs":[{"name":"image","shape":[1,1],"datatype":"FP32","data":[1]}]}`, 400, "the model's input"},
+		{"too large", url, inferBody(make([]float32, 600)...), 400, "--max-body 1024"},
+		{"unknown model", ts.URL + "/v2/models/nope/infer", inferBody(1), 404, "serves demo"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, body := post(t, c.url, c.body)
+			if code != c.code || !strings.Contains(string(body), c.want) {
+				t.Errorf("got %d %s, want %d containing %q", code, body, c.code, c.want)
+			}
+			var e ErrorResponse
+			if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
+				t.Errorf("body is not an error object: %s", body)
+			}
+		})
+	}
+	if code, _ := get(t, ts.URL+"/v2/models/nope"); code != 404 {
+		t.Errorf("metadata of unknown model: %d", code)
+	}
+}
+
+func TestStrictShape(t *testing.T) {
+	p := loadPlan(t, "demo-plan.json")
+	_, ts := testServer(t, Options{Plan: p, InputShape: []int64{2, 2}})
+	ok := `{"inputs":[{"name":"input","shape":[1,2,2],"datatype":"FP32","data":[[1,2],[3,4]]}]}`
+	if code, _, body := post(t, ts.URL+"/v2/models/demo/infer", ok); code != 200 {
+		t.Errorf("nested data: %d %s", code, body)
+	}
+	bad := `{"inputs":[{"name":"input","shape":[1,2,3],"datatype":"FP32","data":[1,2,3,4,5,6]}]}`
+	if code, _, body := post(t, ts.URL+"/v2/models/demo/infer", bad); code != 400 || !strings.Contains(string(body), "shape[2]") {
+		t.Errorf("wrong dim: %d %s", code, body)
+	}
+}
+
+// TestDrop floods a single GPU: the dispatcher drops what cannot meet its deadline, and every
+// drop is a 503 with the reason, the stage and Retry-After.
+func TestDrop(t *testing.T) {
+	p := loadPlan(t, "one-gpu.json")
+	_, ts := testServer(t, Options{Plan: p})
+	const n = 24
+	type got struct {
+		code  int
+		retry string
+		body  []byte
+	}
+	res := make([]got, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, h, b := post(t, ts.URL+"/v2/models/m1/infer", inferBody(float32(i)))
+			res[i] = got{code, h.Get("Retry-After"), b}
+		}()
+	}
+	wg.Wait()
+	var ok, dropped int
+	for _, r := range res {
+		switch r.code {
+		case 200:
+			ok++
+		case 503:
+			dropped++
+			var d DropResponse
+			if err := json.Unmarshal(r.body, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Reason == "" || d.Stage != "queue" || r.retry != "1" || !strings.Contains(d.Error, d.Reason) {
+				t.Errorf("drop %+v, Retry-After %q", d, r.retry)
+			}
+		default:
+			t.Errorf("status %d: %s", r.code, r.body)
+		}
+	}
+	if ok == 0 || dropped == 0 {
+		t.Errorf("%d served, %d dropped: want both", ok, dropped)
+	}
+}
+
+func TestHealthAndMetadata(t *testing.T) {
+	p := loadPlan(t, "demo-plan.json")
+	s, ts := testServer(t, Options{Plan: p})
+	for _, path := range []string{"/v2/health/live", "/v2/health/ready", "/v2/models/demo/ready", "/v2"} {
+		if code, body := get(t, ts.URL+path); code != 200 {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	code, body := get(t, ts.URL+"/v2/models/demo")
+	var md ModelMetadata
+	if err := json.Unmarshal(body, &md); code != 200 || err != nil {
+		t.Fatalf("metadata: %d %s", code, body)
+	}
+	if md.Name != "demo" || md.Platform != "plan-emulated" || md.SLOUs != 14061 || md.Inputs[0].Datatype != "FP32" {
+		t.Errorf("metadata %+v", md)
+	}
+	code, body = get(t, ts.URL+"/v1/plan")
+	pl, err := formats.DecodeInto[*formats.Plan]("plan", body)
+	if code != 200 || err != nil {
+		t.Fatalf("GET /v1/plan: %d %v", code, err)
+	}
+	if dg, _ := formats.Digest(pl); dg != s.ActiveDigest() {
+		t.Errorf("plan digest %s, active %s", dg, s.ActiveDigest())
+	}
+	if code, _ := get(t, ts.URL+"/nope"); code != 404 {
+		t.Errorf("unknown path: %d", code)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	p := loadPlan(t, "demo-plan.json")
+	s, ts := testServer(t, Options{Plan: p})
+	for i := 0; i < 3; i++ {
+		if code, _, body := post(t, ts.URL+"/v2/models/demo/infer", inferBody(1)); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	post(t, ts.URL+"/v2/models/demo/infer", "{")
+	code, body := get(t, ts.URL+"/metrics")
+	if code != 200 {
+		t.Fatal(code)
+	}
+	text := string(body)
+	for _, name := range MetricNames {
+		if !strings.Contains(text, "# TYPE "+name+" ") {
+			t.Errorf("metric family %s missing", name)
+		}
+	}
+	for _, want := range []string{
+		`plan_requests_total{model="demo"} 3`,
+		`plan_request_latency_seconds_count{model="demo"} 3`,
+		`plan_rejected_total{code="400",cause="bad-request"} 1`,
+		`plan_active_plan_info{digest="` + s.ActiveDigest() + `",name="ppipe"} 1`,
+		`plan_queue_depth{model="demo"} 0`,
+		`plan_worker_busy_seconds_total{worker="L4#0/2.0",stage="demo/p0/s0"}`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+// concurrent fires n requests spaced by gap and returns their status codes.
+func concurrent(t *testing.T, url string, n int, gap time.Duration) []int {
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(url, "application/json", strings.NewReader(inferBody(float32(i))))
+			if err != nil {
+				codes[i] = -1
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		}()
+		time.Sleep(gap)
+	}
+	wg.Wait()
+	return codes
+}
+
+// TestReload swaps plans while requests are in flight: every request is answered (200, or
+// 503 for the policy's own drops), and the new plan's digest is active afterwards.
+func TestReload(t *testing.T) {
+	p1 := loadPlan(t, "demo-plan.json")
+	p2 := loadPlan(t, "demo-plan.json")
+	p2.Metadata.Name = "demo-v2"
+	p2.PPipe.Models[0].SLO = formats.Duration(20 * time.Millisecond)
+	s, ts := testServer(t, Options{Plan: p1})
+	old := s.ActiveDigest()
+	done := make(chan []int)
+	go func() { done <- concurrent(t, ts.URL+"/v2/models/demo/infer", 200, 500*time.Microsecond) }()
+	time.Sleep(30 * time.Millisecond)
+	b, _ := formats.Marshal(p2)
+	req, _ := http.NewRequest(http.MethodPut, ts.URL+"/v1/plan", bytes.NewReader(b))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("PUT /v1/plan: %d %s", resp.StatusCode, body)
+	}
+	codes := <-done
+	for i, c := range codes {
+		if c != 200 && c != 503 {
+			t.Errorf("request %d: status %d", i, c)
+		}
+	}
+	if s.ActiveDigest() == old {
+		t.Error("digest unchanged after reload")
+	}
+	_, mt := get(t, ts.URL+"/metrics")
+	if !strings.Contains(string(mt), "plan_reloads_total 1") || !strings.Contains(string(mt), `name="demo-v2"`) {
+		t.Errorf("metrics after reload:\n%s", mt)
+	}
+	code, md := get(t, ts.URL+"/v2/models/demo")
+	if code != 200 || !strings.Contains(string(md), `"slo_us":20000`) {
+		t.Errorf("metadata after reload: %s", md)
+	}
+	// A broken plan is refused with the reason, and the old one keeps serving.
+	bad := strings.Replace(string(b), `"count": 8`, `"count": 80`, 1)
+	req, _ = http.NewRequest(http.MethodPut, ts.URL+"/v1/plan", strings.NewReader(bad))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "GPUs") {
+		t.Errorf("bad plan: %d %s", resp.StatusCode, body)
+	}
+	if code, _, _ := post(t, ts.URL+"/v2/models/demo/infer", inferBody(1)); code != 200 {
+		t.Errorf("after refused reload: %d", code)
+	}
+}
+
+// TestShutdown drains: in-flight requests finish (200) or, past the drain deadline, get 503;
+// none hangs; new requests are refused with 503.
+func TestShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drain time.Duration
+		want  int
+	}{{"finish", 5 * time.Second, 200}, {"timeout", time.Millisecond, 503}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := loadPlan(t, "nic.json")
+			before := goruntime.NumGoroutine()
+			s, err := New(Options{Plan: p, DrainTimeout: tc.drain})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(s)
+			defer func() {
+				ts.Close()
+				http.DefaultClient.CloseIdleConnections()
+				checkGoroutines(t, before)
+			}()
+			codes := make(chan int, 1)
+			go func() {
+				code, _, _ := post(t, ts.URL+"/v2/models/m2/infer", inferBody(1))
+				codes <- code
+			}()
+			waitOutstanding(t, s, 1) // in flight: the pipeline takes 13 ms
+			if err := s.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if c := <-codes; c != tc.want {
+				t.Errorf("in-flight request: %d, want %d", c, tc.want)
+			}
+			code, h, body := post(t, ts.URL+"/v2/models/m2/infer", inferBody(1))
+			if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(string(body), `"reason":"shutdown"`) {
+				t.Errorf("after shutdown: %d %s", code, body)
+			}
+			if code, _ := get(t, ts.URL+"/v2/health/ready"); code != 503 {
+				t.Errorf("ready after shutdown: %d", code)
+			}
+		})
+	}
+}
+
+// waitOutstanding waits until the driver holds at least n unanswered requests.
+func waitOutstanding(t testing.TB, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		var got int
+		s.d.do(func() { got = s.d.gen.outstanding })
+		if got >= n {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatalf("the driver never held %d requests", n)
+}
