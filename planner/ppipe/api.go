@@ -69,6 +69,9 @@ type Options struct {
 	Rounding string
 	// NoWarmStart disables the MIP start from the NP plan (for benchmarks of its effect).
 	NoWarmStart bool
+	// NoLPGuide skips the LP relaxation and the LP-restricted MILP and hands the full MILP
+	// to HiGHS directly (for benchmarks of their effect).
+	NoLPGuide bool
 	// Deterministic zeroes Provenance.SolveMs so identical inputs give byte-identical plans
 	// (used for golden files).
 	Deterministic bool

@@ -94,7 +94,7 @@ func (s *session) dartrPart(mi int, md *modelData, counts []int, P, scale int, s
 	}
 	spaces := []*modelSpace{ms}
 	b := s.p.build(spaces, cfg)
-	res, err := s.run("dart-r", b, nil)
+	res, err := s.run("dart-r", b, nil, 0)
 	if err != nil {
 		if errors.Is(err, ErrNoSolution) {
 			st.status = solver.StatusTimeLimit.String()

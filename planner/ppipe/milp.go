@@ -56,7 +56,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			if !b.multi {
 				obj = 1
 			}
-			u := m.AddBinary("u_"+name, 0)
+			u := m.AddVar("u_"+name, 0, 1, 0, !cfg.relax)
 			x := m.AddContinuous("x_"+name, 0, t.xmax, obj)
 			b.u[mi][li], b.x[mi][li] = u, x
 			objTerms = append(objTerms, solver.Term{Var: x, Coef: -1})
@@ -92,7 +92,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 				}
 				for oi, o := range st {
 					on := fmt.Sprintf("%s_d%d_v%db%d_%d_%d", name, d, o.v, o.b, o.i, o.j)
-					y := m.AddBinary("y_"+on, 0)
+					y := m.AddVar("y_"+on, 0, 1, 0, !cfg.relax)
 					F := math.Min(t.xmax, o.X*float64(o.G))
 					f := m.AddContinuous("f_"+on, 0, F, 0)
 					ys[oi], fs[oi] = y, f
@@ -107,7 +107,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 					for _, oi := range levelOf[v] {
 						Gv = max(Gv, st[oi].G)
 					}
-					g := m.AddInteger("g_"+vn, 0, float64(Gv), 0)
+					g := m.AddVar("g_"+vn, 0, float64(Gv), 0, !cfg.relax)
 					for _, oi := range levelOf[v] {
 						gs[oi] = g
 					}
@@ -192,7 +192,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			continue
 		}
 		n := p.count(cfg, key.k)
-		h := m.AddInteger(fmt.Sprintf("h_m%d_s%d_k%d", key.m, key.d, key.k), 0, float64(n), 0)
+		h := m.AddVar(fmt.Sprintf("h_m%d_s%d_k%d", key.m, key.d, key.k), 0, float64(n), 0, !cfg.relax)
 		row := append([]solver.Term{{Var: h, Coef: lcmLevels}}, negate(terms)...)
 		m.AddRow(fmt.Sprintf("round_m%d_s%d_k%d", key.m, key.d, key.k), 0, solver.Inf, row...)
 		b.hvars = append(b.hvars, hvar{h: h, terms: terms})

@@ -41,6 +41,8 @@ type spaceConfig struct {
 	wholeOnly bool
 	// counts overrides the GPU counts per type index (DART-r's one-high + one-low cluster).
 	counts []int
+	// relax builds the LP relaxation (diagnostics and tests of the formulation's strength).
+	relax bool
 }
 
 func (p *problem) count(cfg spaceConfig, k int) int {

@@ -115,8 +115,11 @@ func minFeasibleSLO(lat, alpha float64) time.Duration {
 }
 
 // run solves one MILP within the session's remaining time.
-func (s *session) run(phase string, b *built, start []float64) (*solver.Result, error) {
+func (s *session) run(phase string, b *built, start []float64, limit time.Duration) (*solver.Result, error) {
 	remaining := time.Until(s.deadline)
+	if limit > 0 && limit < remaining {
+		remaining = limit
+	}
 	if remaining < 100*time.Millisecond {
 		remaining = 100 * time.Millisecond
 	}
@@ -156,7 +159,7 @@ func (s *session) np(withBeta bool) ([]pipe, stats, error) {
 		return nil, stats{}, err
 	}
 	b := s.p.build(spaces, cfg)
-	res, err := s.run("np", b, nil)
+	res, err := s.run("np", b, nil, 0)
 	if err != nil {
 		return nil, stats{}, err
 	}
@@ -176,33 +179,104 @@ func countOptions(st *stats, spaces []*modelSpace) {
 	}
 }
 
-// ppipe solves the pooled-pipeline MILP, warm-started from the NP plan when NP is feasible.
+// ppipe solves the pooled-pipeline MILP. HiGHS's MIP presolve is the slowest part in
+// WebAssembly and our LP relaxation is tight (throughput flows along contiguous chains), so
+// the LP guides the search:
+//  1. NP plan (warm start), LP relaxation of the full model (a valid global bound);
+//  2. the MILP restricted to the options the LP uses plus the NP options: small, fast, and
+//     often proves the target gap against the LP bound on its own;
+//  3. otherwise the full MILP, warm-started from the restricted plan, with the time left.
 func (s *session) ppipe() ([]pipe, stats, error) {
 	cfg := spaceConfig{P: s.p.opts.MaxPartitions}
 	spaces, err := s.spaces(cfg)
 	if err != nil {
 		return nil, stats{}, err
 	}
-	b := s.p.build(spaces, cfg)
-	var start []float64
+	full := s.p.build(spaces, cfg)
+	var npAssign assignment
 	if !s.p.opts.NoWarmStart {
 		npPipes, _, err := s.np(true)
 		switch {
 		case err == nil:
-			start = b.start(b.assignFrom(npPipes))
+			npAssign = full.assignFrom(npPipes)
 		case errors.Is(err, ErrInfeasible):
 			// NP cannot serve some model whole; PPipe may still cut it. No warm start.
 		default:
 			return nil, stats{}, err
 		}
 	}
-	res, err := s.run("ppipe", b, start)
-	if err != nil {
-		return nil, stats{}, err
-	}
-	pipes := s.p.pipes(spaces, b.decode(res.Values), 1)
-	st := stats{status: statusOf(res), objective: res.Objective, bound: res.Bound, gap: res.Gap}
+	st := stats{}
 	countOptions(&st, spaces)
+	var best assignment
+	bestObj, bound := math.Inf(-1), math.Inf(1)
+	if npAssign != nil {
+		best, bestObj = npAssign, s.p.objective(s.p.pipes(spaces, npAssign, 1))
+	}
+	if !s.p.opts.NoLPGuide {
+		lcfg := cfg
+		lcfg.relax = true
+		lp := s.p.build(spaces, lcfg)
+		lres, err := s.run("lp", lp, nil, 0)
+		if err != nil {
+			return nil, stats{}, err
+		}
+		if lres.Status == solver.StatusOptimal {
+			bound = lres.Objective
+			const eps = 1e-7
+			keep := func(m, l, d, o int) bool {
+				if lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps {
+					return true
+				}
+				if npAssign != nil {
+					for _, c := range npAssign[m][l] {
+						if c.stage == d && c.opt == o {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			r := restrict(spaces, keep)
+			rb := s.p.build(r.spaces, cfg)
+			var start []float64
+			if npAssign != nil {
+				start = rb.start(r.lower(npAssign))
+			}
+			rres, err := s.run("ppipe-lp", rb, start, time.Until(s.deadline)/2)
+			switch {
+			case err == nil:
+				if rres.Objective > bestObj {
+					best, bestObj = r.lift(rb.decode(rres.Values), spaces), rres.Objective
+				}
+			case errors.Is(err, ErrNoSolution):
+			default:
+				return nil, stats{}, err
+			}
+		}
+	}
+	if best == nil || relGap(bestObj, bound) > s.p.opts.Gap {
+		var start []float64
+		if best != nil {
+			start = full.start(best)
+		}
+		res, err := s.run("ppipe", full, start, 0)
+		if err != nil && !(errors.Is(err, ErrNoSolution) && best != nil) {
+			return nil, stats{}, err
+		}
+		if err == nil {
+			bound = math.Min(bound, res.Bound)
+			if res.Objective >= bestObj || best == nil {
+				best, bestObj = full.decode(res.Values), res.Objective
+			}
+		}
+	}
+	pipes := s.p.pipes(spaces, best, 1)
+	st.objective, st.bound = bestObj, math.Max(bound, bestObj)
+	st.gap = relGap(st.objective, st.bound)
+	st.status = "optimal"
+	if st.gap > s.p.opts.Gap*(1+1e-9) {
+		st.status = solver.StatusTimeLimit.String()
+	}
 	if err := s.p.emptyModels(pipes); err != nil {
 		return nil, st, err
 	}

@@ -1,0 +1,438 @@
+// Package pard provisions multi-module inference pipelines for PARD (spec §6): per module a
+// GPU type, a batch size and a worker count such that the expected rate is sustained within
+// the end-to-end SLO at the fewest GPUs. The model is a small MILP (one multiple-choice
+// selection per module) solved through solver; the default latency rule is the spec's
+// Σ_path 2·d_k(b_k) ≤ 0.8·SLO (each module may take one batch wait plus one execution; the
+// remaining 20% covers queueing). The plan names the dropping policy and its parameters;
+// the runtime's pipeline policies (runtime.PipelinePolicies) run it.
+package pard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/solver"
+)
+
+// ErrBadInput marks errors in the inputs (a cycle, a module without a profile, an SLO below
+// the sum of batch-1 latencies, a cluster too small): the CLI exits 2 on them.
+var ErrBadInput = errors.New("bad input")
+
+// Defaults.
+const (
+	DefaultSLOFraction = 0.8
+	DefaultMaxBatch    = 32
+	DefaultPolicy      = "pard"
+	// DefaultRateRPS is the rate provisioned for when the workload gives none.
+	DefaultRateRPS = 100
+)
+
+// Options tune Provision.
+type Options struct {
+	// SLOFraction is f in Σ_path 2·d ≤ f·SLO (default 0.8).
+	SLOFraction float64
+	// RateRPS overrides every pipeline's rate (0 = the workload's rate_rps, else
+	// DefaultRateRPS).
+	RateRPS float64
+	// MaxBatch bounds batch sizes (default 32).
+	MaxBatch int
+	// Policy and Params go into the plan (default "pard", no parameters).
+	Policy string
+	Params map[string]float64
+	// TimeLimit bounds the solver (default 10 s).
+	TimeLimit time.Duration
+}
+
+// Inputs are the decoded documents.
+type Inputs struct {
+	Workload *formats.Workload
+	Profiles []formats.Profile
+	Cluster  *formats.Cluster
+	// Refs name the input files for the provenance (optional).
+	Refs []formats.InputRef
+}
+
+// option is one candidate (GPU type, batch) for a module.
+type option struct {
+	gpu     string
+	batch   int
+	latUs   float64
+	workers int
+}
+
+// ToolVersion is recorded in plans; the CLI overrides it with the build's version.
+var ToolVersion = "dev"
+
+func bad(path string, value any, rule string, args ...any) error {
+	fe := &formats.FieldError{Path: path, Value: fmt.Sprint(value), Rule: fmt.Sprintf(rule, args...)}
+	return fmt.Errorf("%w: %w", ErrBadInput, formats.ErrorList{fe})
+}
+
+// Provision solves the provisioning MILP for every pipeline of the workload.
+func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error) {
+	if in.Workload == nil || len(in.Workload.Pipelines) == 0 {
+		return nil, bad("pipelines", "", "the workload has no pipelines")
+	}
+	if in.Cluster == nil || len(in.Cluster.GPUs) == 0 {
+		return nil, bad("cluster.gpus", "", "the cluster has no GPUs")
+	}
+	if o.SLOFraction == 0 {
+		o.SLOFraction = DefaultSLOFraction
+	}
+	if !(o.SLOFraction > 0 && o.SLOFraction <= 1) {
+		return nil, bad("slo_fraction", o.SLOFraction, "must be in (0, 1]")
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.Policy == "" {
+		o.Policy = DefaultPolicy
+	}
+	if o.TimeLimit == 0 {
+		o.TimeLimit = 10 * time.Second
+	}
+	known := false
+	for _, n := range runtime.PipelinePolicies() {
+		known = known || n == o.Policy
+	}
+	if !known {
+		return nil, bad("policy", o.Policy, "must be one of %s", strings.Join(runtime.PipelinePolicies(), ", "))
+	}
+	find := func(model string) *formats.ModelProfile {
+		for i := range in.Profiles {
+			if m, ok := in.Profiles[i].Model(model); ok {
+				return m
+			}
+		}
+		return nil
+	}
+	type modInfo struct {
+		opts []option
+	}
+	type appInfo struct {
+		pl    *formats.Pipeline
+		rate  float64
+		mods  []modInfo
+		paths [][]int
+	}
+	var apps []appInfo
+	usedModels := map[string]bool{}
+	for pi := range in.Workload.Pipelines {
+		pl := &in.Workload.Pipelines[pi]
+		pp := fmt.Sprintf("pipelines[%d]", pi)
+		if pl.SLO <= 0 {
+			return nil, bad(pp+".slo", pl.SLO, "must be > 0")
+		}
+		rate := pl.RateRPS
+		if o.RateRPS > 0 {
+			rate = o.RateRPS
+		}
+		if rate <= 0 {
+			rate = DefaultRateRPS
+		}
+		paths, err := sourceSinkPaths(pl, pp)
+		if err != nil {
+			return nil, err
+		}
+		ai := appInfo{pl: pl, rate: rate, paths: paths}
+		for mi, m := range pl.Modules {
+			mp := fmt.Sprintf("%s.modules[%d]", pp, mi)
+			prof := find(m.Model)
+			if prof == nil {
+				return nil, bad(mp+".model", m.Model, "no profile has this model (module %s)", m.Name)
+			}
+			usedModels[m.Model] = true
+			var opts []option
+			for _, g := range in.Cluster.GPUs {
+				for b := 1; b <= o.MaxBatch; b++ {
+					e, ok := prof.Lookup(g.Type, 1, b)
+					if !ok {
+						continue
+					}
+					lat := e.WholeUs()
+					if e.TotalUs > 0 {
+						lat = e.TotalUs
+					}
+					if !(lat > 0) {
+						continue
+					}
+					n := int(math.Ceil(rate * lat / 1e6 / float64(b)))
+					opts = append(opts, option{gpu: g.Type, batch: b, latUs: lat, workers: max(n, 1)})
+				}
+			}
+			if len(opts) == 0 {
+				return nil, bad(mp+".model", m.Model, "the profile has no whole-GPU latency of this model on the cluster's GPU types")
+			}
+			ai.mods = append(ai.mods, modInfo{opts: prune(opts)})
+		}
+		// The SLO must at least cover the batch-1 latencies along every path (fastest GPU).
+		for _, p := range paths {
+			var sum float64
+			var names []string
+			for _, k := range p {
+				best := math.Inf(1)
+				for _, op := range ai.mods[k].opts {
+					if op.batch == 1 {
+						best = math.Min(best, op.latUs)
+					}
+				}
+				if math.IsInf(best, 1) {
+					best = ai.mods[k].opts[0].latUs
+				}
+				sum += best
+				names = append(names, pl.Modules[k].Name)
+			}
+			if sum > float64(time.Duration(pl.SLO)/time.Microsecond) {
+				return nil, bad(pp+".slo", pl.SLO, "below the sum of batch-1 latencies %.1f ms along %s", sum/1000, strings.Join(names, " -> "))
+			}
+		}
+		apps = append(apps, ai)
+	}
+
+	// The MILP: one option per module, latency rule per path, GPUs per type.
+	m := solver.NewModel("pard-provision", solver.Minimize)
+	type vref struct {
+		app, mod, opt int
+		v             solver.Var
+	}
+	var vars []vref
+	perType := map[string][]solver.Term{}
+	for a, ai := range apps {
+		byMod := make([][]solver.Term, len(ai.mods))
+		lat := make([][]solver.Term, len(ai.mods))
+		for k, mi := range ai.mods {
+			for j, op := range mi.opts {
+				// Tie-break toward lower latency (more slack for queueing) at equal GPUs.
+				v := m.AddBinary(fmt.Sprintf("x_%s_%s_%s_b%d", ai.pl.Name, ai.pl.Modules[k].Name, op.gpu, op.batch), float64(op.workers)+1e-7*op.latUs)
+				vars = append(vars, vref{a, k, j, v})
+				byMod[k] = append(byMod[k], solver.Term{Var: v, Coef: 1})
+				lat[k] = append(lat[k], solver.Term{Var: v, Coef: 2 * op.latUs})
+				perType[op.gpu] = append(perType[op.gpu], solver.Term{Var: v, Coef: float64(op.workers)})
+			}
+			m.AddRow(fmt.Sprintf("one_%s_%s", ai.pl.Name, ai.pl.Modules[k].Name), 1, 1, byMod[k]...)
+		}
+		budget := o.SLOFraction * float64(time.Duration(ai.pl.SLO)/time.Microsecond)
+		for pi, p := range ai.paths {
+			var terms []solver.Term
+			for _, k := range p {
+				terms = append(terms, lat[k]...)
+			}
+			m.AddRow(fmt.Sprintf("slo_%s_p%d", ai.pl.Name, pi), -solver.Inf, budget, terms...)
+		}
+	}
+	var types []string
+	for t := range perType {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		pool, _ := in.Cluster.Pool(t)
+		m.AddRow("gpus_"+t, -solver.Inf, float64(pool.Count), perType[t]...)
+	}
+	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit})
+	if err != nil {
+		return nil, fmt.Errorf("pard provisioning: %w", err)
+	}
+	if !res.HasSolution {
+		return nil, diagnose(apps[0].pl, in.Cluster, o, res.Status, func() string {
+			var parts []string
+			for _, ai := range apps {
+				var sum float64
+				for _, p := range ai.paths {
+					var s float64
+					for _, k := range p {
+						best := math.Inf(1)
+						for _, op := range ai.mods[k].opts {
+							best = math.Min(best, 2*op.latUs)
+						}
+						s += best
+					}
+					sum = math.Max(sum, s)
+				}
+				parts = append(parts, fmt.Sprintf("%s needs Σ2·d ≥ %.1f ms against %.0f%% of %v", ai.pl.Name, sum/1000, 100*o.SLOFraction, time.Duration(ai.pl.SLO)))
+			}
+			return strings.Join(parts, "; ")
+		}())
+	}
+	plan := &formats.PARDPlan{Policy: o.Policy, Params: o.Params}
+	for a, ai := range apps {
+		pa := formats.PARDApp{Name: ai.pl.Name, SLO: ai.pl.SLO, RateRPS: ai.rate}
+		for k, mod := range ai.pl.Modules {
+			for _, vr := range vars {
+				if vr.app == a && vr.mod == k && res.Value(vr.v) > 0.5 {
+					op := ai.mods[k].opts[vr.opt]
+					pa.Modules = append(pa.Modules, formats.ModulePlan{Name: mod.Name, Model: mod.Model, GPU: op.gpu,
+						Batch: op.batch, Workers: op.workers, LatencyUs: op.latUs})
+				}
+			}
+		}
+		plan.Apps = append(plan.Apps, pa)
+	}
+	emb := formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload}
+	for _, p := range in.Profiles {
+		q := formats.Profile{TypeMeta: p.TypeMeta, Metadata: p.Metadata}
+		for _, mm := range p.Models {
+			if usedModels[mm.Name] {
+				mm.Layers = nil
+				q.Models = append(q.Models, mm)
+			}
+		}
+		if len(q.Models) > 0 {
+			emb.Profiles = append(emb.Profiles, q)
+		}
+	}
+	digest, err := planner.InputDigest(&emb)
+	if err != nil {
+		return nil, err
+	}
+	opts := map[string]string{
+		"slo_fraction": fmt.Sprint(o.SLOFraction), "max_batch": fmt.Sprint(o.MaxBatch), "policy": o.Policy,
+		"rule": "sum_path 2*d_k(b_k) <= slo_fraction*SLO; workers = ceil(rate*d/b)",
+	}
+	if o.RateRPS > 0 {
+		opts["rate_rps"] = fmt.Sprint(o.RateRPS)
+	}
+	name := in.Workload.Metadata.Name
+	if name == "" {
+		name = "pard"
+	}
+	out := &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: name, Description: "PARD pipeline provisioning"},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),
+			InputDigest: digest, Inputs: in.Refs, Strategy: "pard", Options: opts, Status: res.Status.String(),
+			Objective: math.Round(res.Objective), Bound: math.Round(res.Bound), Gap: res.Gap,
+			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},
+		Cluster: in.Cluster,
+		PARD:    plan,
+	}
+	if math.IsInf(out.Provenance.Gap, 0) || math.IsNaN(out.Provenance.Gap) {
+		out.Provenance.Gap = 0
+	}
+	return out, nil
+}
+
+func diagnose(_ *formats.Pipeline, cl *formats.Cluster, o Options, st solver.Status, detail string) error {
+	total := 0
+	for _, g := range cl.GPUs {
+		total += g.Count
+	}
+	return fmt.Errorf("%w: no provisioning meets the latency rule within %d GPUs (%s): %s", ErrBadInput, total, st, detail)
+}
+
+// prune drops dominated options: per GPU type, an option is kept only if no other needs at
+// most as many workers at no higher latency (they would never be chosen; fewer binaries).
+func prune(opts []option) []option {
+	sort.Slice(opts, func(i, j int) bool {
+		if opts[i].gpu != opts[j].gpu {
+			return opts[i].gpu < opts[j].gpu
+		}
+		if opts[i].latUs != opts[j].latUs {
+			return opts[i].latUs < opts[j].latUs
+		}
+		return opts[i].workers < opts[j].workers
+	})
+	var out []option
+	best := map[string]int{}
+	for _, op := range opts {
+		if w, ok := best[op.gpu]; ok && w <= op.workers {
+			continue
+		}
+		best[op.gpu] = op.workers
+		out = append(out, op)
+	}
+	return out
+}
+
+// sourceSinkPaths checks the module graph (known edges, no cycle, one entry and one sink)
+// and returns every entry→sink path as module indices.
+func sourceSinkPaths(pl *formats.Pipeline, pp string) ([][]int, error) {
+	if len(pl.Modules) == 0 {
+		return nil, bad(pp+".modules", "", "must list at least one module")
+	}
+	index := map[string]int{}
+	for i, m := range pl.Modules {
+		if _, dup := index[m.Name]; dup {
+			return nil, bad(fmt.Sprintf("%s.modules[%d].name", pp, i), m.Name, "duplicate module name")
+		}
+		index[m.Name] = i
+	}
+	succ := make([][]int, len(pl.Modules))
+	indeg := make([]int, len(pl.Modules))
+	for i, m := range pl.Modules {
+		for j, e := range m.After {
+			u, ok := index[e.Module]
+			if !ok {
+				return nil, bad(fmt.Sprintf("%s.modules[%d].after[%d].module", pp, i, j), e.Module, "unknown module")
+			}
+			succ[u] = append(succ[u], i)
+			indeg[i]++
+		}
+	}
+	// Kahn: what is left is on a cycle.
+	deg := append([]int(nil), indeg...)
+	var q []int
+	for i, d := range deg {
+		if d == 0 {
+			q = append(q, i)
+		}
+	}
+	seen := 0
+	for len(q) > 0 {
+		u := q[0]
+		q = q[1:]
+		seen++
+		for _, v := range succ[u] {
+			deg[v]--
+			if deg[v] == 0 {
+				q = append(q, v)
+			}
+		}
+	}
+	if seen != len(pl.Modules) {
+		var cyc []string
+		for i, d := range deg {
+			if d > 0 {
+				cyc = append(cyc, pl.Modules[i].Name)
+			}
+		}
+		return nil, bad(pp+".modules", strings.Join(cyc, ", "), "the modules form a cycle")
+	}
+	var entries, sinks []string
+	for i, m := range pl.Modules {
+		if indeg[i] == 0 {
+			entries = append(entries, m.Name)
+		}
+		if len(succ[i]) == 0 {
+			sinks = append(sinks, m.Name)
+		}
+	}
+	if len(entries) != 1 {
+		return nil, bad(pp+".modules", strings.Join(entries, ", "), "a pipeline needs exactly one entry module (no after), found %d", len(entries))
+	}
+	if len(sinks) != 1 {
+		return nil, bad(pp+".modules", strings.Join(sinks, ", "), "a pipeline needs exactly one last module (branches must merge), found %d", len(sinks))
+	}
+	var paths [][]int
+	var walk func(u int, acc []int)
+	walk = func(u int, acc []int) {
+		acc = append(acc, u)
+		if len(succ[u]) == 0 {
+			paths = append(paths, append([]int(nil), acc...))
+			return
+		}
+		for _, v := range succ[u] {
+			walk(v, acc)
+		}
+	}
+	walk(index[entries[0]], nil)
+	return paths, nil
+}
