@@ -210,8 +210,11 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		lat := make([][]solver.Term, len(ai.mods))
 		for k, mi := range ai.mods {
 			for j, op := range mi.opts {
-				// Tie-break toward lower latency (more slack for queueing) at equal GPUs.
-				v := m.AddBinary(fmt.Sprintf("x_%s_%s_%s_b%d", ai.pl.Name, ai.pl.Modules[k].Name, op.gpu, op.batch), float64(op.workers)+1e-7*op.latUs)
+				// At equal GPU counts prefer the option with the most spare throughput (the
+				// smallest fractional need rate·d/b): the autoscaler's rounding then leaves
+				// headroom, and batches grow toward what the latency rule allows (spec §6).
+				need := ai.rate * op.latUs / 1e6 / float64(op.batch)
+				v := m.AddBinary(fmt.Sprintf("x_%s_%s_%s_b%d", ai.pl.Name, ai.pl.Modules[k].Name, op.gpu, op.batch), float64(op.workers)+1e-3*need/float64(op.workers))
 				vars = append(vars, vref{a, k, j, v})
 				byMod[k] = append(byMod[k], solver.Term{Var: v, Coef: 1})
 				lat[k] = append(lat[k], solver.Term{Var: v, Coef: 2 * op.latUs})
@@ -328,26 +331,33 @@ func diagnose(_ *formats.Pipeline, cl *formats.Cluster, o Options, st solver.Sta
 	return fmt.Errorf("%w: no provisioning meets the latency rule within %d GPUs (%s): %s", ErrBadInput, total, st, detail)
 }
 
-// prune drops dominated options: per GPU type, an option is kept only if no other needs at
-// most as many workers at no higher latency (they would never be chosen; fewer binaries).
+// prune drops dominated options: an option is dropped when another of the same GPU type is
+// no slower, needs no more workers and has no less spare throughput (it would never be
+// chosen; fewer binaries).
 func prune(opts []option) []option {
 	sort.Slice(opts, func(i, j int) bool {
 		if opts[i].gpu != opts[j].gpu {
 			return opts[i].gpu < opts[j].gpu
 		}
-		if opts[i].latUs != opts[j].latUs {
-			return opts[i].latUs < opts[j].latUs
-		}
-		return opts[i].workers < opts[j].workers
+		return opts[i].batch < opts[j].batch
 	})
+	need := func(o option) float64 { return o.latUs / float64(o.batch) }
 	var out []option
-	best := map[string]int{}
-	for _, op := range opts {
-		if w, ok := best[op.gpu]; ok && w <= op.workers {
-			continue
+	for i, a := range opts {
+		dominated := false
+		for j, b := range opts {
+			if i == j || a.gpu != b.gpu {
+				continue
+			}
+			if b.latUs <= a.latUs && b.workers <= a.workers && need(b) <= need(a) &&
+				(b.latUs < a.latUs || b.workers < a.workers || need(b) < need(a) || j < i) {
+				dominated = true
+				break
+			}
 		}
-		best[op.gpu] = op.workers
-		out = append(out, op)
+		if !dominated {
+			out = append(out, a)
+		}
 	}
 	return out
 }

@@ -1,0 +1,293 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/plan-dev/plan/runtime"
+)
+
+// PipelineJitter is the default execution noise of pipeline runs: the spec asks for Gaussian
+// noise with a 3% standard deviation; the simulator's noise is uniform, and ±5.2% has the
+// same standard deviation (0.03·√3).
+const PipelineJitter = 0.052
+
+// PipelineRun configures one simulation of a single pipeline application (PARD's
+// experiments run one application per deployment).
+type PipelineRun struct {
+	Dep    *runtime.Deployment
+	Policy runtime.Config
+	// Rates drives the arrivals (per-second rates, Poisson within each second).
+	Rates RateSeries
+	Seed  uint64
+	// Jitter is the relative half-width of uniform execution noise (default PipelineJitter;
+	// negative = none).
+	Jitter float64
+	// OnFinish sees every finished request (tests).
+	OnFinish func(now runtime.Time, r *runtime.Request)
+}
+
+// WindowStat is the worst window of one size: the minimum normalized goodput over sliding
+// windows (1 s steps, by arrival time) and the matching maximum ("transient") drop rate.
+type WindowStat struct {
+	Seconds     int     `json:"seconds"`
+	MinGoodput  float64 `json:"min_goodput"`
+	MaxDropRate float64 `json:"max_drop_rate"`
+}
+
+// ModuleShare is the share of all drops (late completions included, charged to the sink)
+// that happened at one module.
+type ModuleShare struct {
+	Module string  `json:"module"`
+	Index  int     `json:"index"`
+	Share  float64 `json:"share"`
+	Count  int64   `json:"count"`
+}
+
+// PipelineMetrics are PARD's metrics for one run (spec §1, §6).
+type PipelineMetrics struct {
+	App       string `json:"app"`
+	Policy    string `json:"policy"`
+	Requests  int64  `json:"requests"`
+	Completed int64  `json:"completed"`
+	Late      int64  `json:"late"`
+	Dropped   int64  `json:"dropped"`
+	// Goodput is on-time completions normalized by the input (the paper's normalized
+	// goodput); GoodputRPS is on-time completions per second.
+	Goodput    float64 `json:"goodput"`
+	GoodputRPS float64 `json:"goodput_rps"`
+	// DropRate = (dropped + late) / requests.
+	DropRate float64 `json:"drop_rate"`
+	// InvalidRate = GPU time of requests that ended dropped or late / all GPU time (a batch
+	// of s requests charges d(s)/s to each, every branch included).
+	InvalidRate float64 `json:"invalid_rate"`
+	GPUSeconds  float64 `json:"gpu_seconds"`
+	// Shares of drops per module (pipeline order) and the share in the later half (modules
+	// with index ≥ N/2).
+	Shares     []ModuleShare `json:"shares"`
+	LaterShare float64       `json:"later_share"`
+	Windows    []WindowStat  `json:"windows"`
+	// MeanWaitMs is the mean queueing + batch wait per request and module.
+	MeanWaitMs float64 `json:"mean_wait_ms"`
+	// Reasons counts drops by reason.
+	Reasons map[string]int64 `json:"reasons,omitempty"`
+	// PerSecond arrivals and on-time completions, by arrival second.
+	Arrivals []int64 `json:"-"`
+	Good     []int64 `json:"-"`
+}
+
+// WindowSizes are the window lengths of the transient metrics (seconds).
+var WindowSizes = []int{1, 5, 10, 30, 60}
+
+// RunPipeline simulates one pipeline application under the configured policy.
+func RunPipeline(cfg PipelineRun) (*PipelineMetrics, error) {
+	if cfg.Dep == nil || len(cfg.Dep.Apps) != 1 {
+		return nil, fmt.Errorf("pipeline run: need a deployment with exactly one application")
+	}
+	pol, err := runtime.NewPolicy(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	j := cfg.Jitter
+	if j == 0 {
+		j = PipelineJitter
+	}
+	if j < 0 {
+		j = 0
+	}
+	s, err := New(cfg.Dep, pol, []Source{cfg.Rates.Source(cfg.Seed)}, Options{
+		Duration: runtime.Time(len(cfg.Rates)) * runtime.Second, Seed: cfg.Seed ^ 0x9e37, Jitter: j, OnFinish: cfg.OnFinish,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Engine.ReserveRequests(int(cfg.Rates.Mean()*float64(len(cfg.Rates))*1.05) + 16)
+	if _, err := s.Run(); err != nil {
+		return nil, err
+	}
+	m := PipelineOutcome(s.Engine, len(cfg.Rates))
+	m.Policy = pol.Name()
+	return m, nil
+}
+
+// PipelineOutcome computes PARD's metrics from a finished engine (every request must have
+// reached its outcome); secs is the arrival window in seconds.
+func PipelineOutcome(e *runtime.Engine, secs int) *PipelineMetrics {
+	dep := e.Deployment()
+	m := &PipelineMetrics{App: dep.Apps[0].Name, Reasons: map[string]int64{},
+		Arrivals: make([]int64, secs), Good: make([]int64, secs)}
+	var stages []runtime.StageID
+	sink := runtime.NoStage
+	for i := range dep.Stages {
+		if dep.Stages[i].App == 0 {
+			stages = append(stages, runtime.StageID(i))
+			if len(dep.Stages[i].Next) == 0 {
+				sink = runtime.StageID(i)
+			}
+		}
+	}
+	counts := make(map[runtime.StageID]int64)
+	var all, bad, wait float64
+	var waits int64
+	batches := e.Batches()
+	for i := range e.Requests() {
+		r := &e.Requests()[i]
+		m.Requests++
+		sec := int(r.Arrival / runtime.Second)
+		if sec >= 0 && sec < secs {
+			m.Arrivals[sec]++
+		}
+		all += r.WorkGPU
+		switch r.Outcome {
+		case runtime.Completed:
+			m.Completed++
+			if sec >= 0 && sec < secs {
+				m.Good[sec]++
+			}
+		case runtime.Late:
+			m.Late++
+			bad += r.WorkGPU
+			counts[sink]++
+			m.Reasons["late"]++
+		case runtime.Dropped:
+			m.Dropped++
+			bad += r.WorkGPU
+			counts[r.DropStage]++
+			m.Reasons[string(r.Reason)]++
+		}
+		// Queueing + batch wait per module: from the input's arrival at the module (the
+		// request's arrival, or the end of the transfer that brought it) to the start of
+		// its batch. For a merge the later branch counts (L_pre ends when it arrives).
+		ready := map[runtime.StageID]runtime.Time{}
+		for _, b := range r.Batches {
+			bt := &batches[b]
+			h := &bt.Hops[0]
+			at := r.Arrival
+			if t, ok := ready[h.Stage]; ok {
+				at = t
+			}
+			if h.Start >= 0 {
+				wait += float64(h.Start - at)
+				waits++
+			}
+			end := h.End
+			if h.OutEnd >= 0 {
+				end = h.OutEnd
+			}
+			for _, n := range dep.Stages[h.Stage].Next {
+				ready[n] = max(ready[n], end)
+			}
+		}
+	}
+	if m.Requests > 0 {
+		m.Goodput = round6(float64(m.Completed) / float64(m.Requests))
+		m.DropRate = round6(float64(m.Dropped+m.Late) / float64(m.Requests))
+	}
+	if secs > 0 {
+		m.GoodputRPS = round6(float64(m.Completed) / float64(secs))
+	}
+	if all > 0 {
+		m.InvalidRate = round6(bad / all)
+	}
+	m.GPUSeconds = round6(all / 1e6)
+	if waits > 0 {
+		m.MeanWaitMs = round6(wait / float64(waits) / 1000)
+	}
+	tot := m.Dropped + m.Late
+	n := len(stages)
+	var later int64
+	for _, s := range stages {
+		st := &dep.Stages[s]
+		c := counts[s]
+		sh := ModuleShare{Module: st.Name, Index: st.Index, Count: c}
+		if tot > 0 {
+			sh.Share = round6(float64(c) / float64(tot))
+		}
+		if 2*st.Index >= n {
+			later += c
+		}
+		m.Shares = append(m.Shares, sh)
+	}
+	if tot > 0 {
+		m.LaterShare = round6(float64(later) / float64(tot))
+	}
+	for _, w := range WindowSizes {
+		m.Windows = append(m.Windows, windowStat(m.Arrivals, m.Good, w))
+	}
+	return m
+}
+
+func windowStat(arr, good []int64, w int) WindowStat {
+	ws := WindowStat{Seconds: w, MinGoodput: 1}
+	if len(arr) == 0 {
+		return ws
+	}
+	w = min(w, len(arr))
+	var a, g int64
+	for i := range arr {
+		a += arr[i]
+		g += good[i]
+		if i >= w {
+			a -= arr[i-w]
+			g -= good[i-w]
+		}
+		if i >= w-1 && a > 0 {
+			ws.MinGoodput = math.Min(ws.MinGoodput, float64(g)/float64(a))
+		}
+	}
+	ws.MinGoodput = round6(ws.MinGoodput)
+	ws.MaxDropRate = round6(1 - ws.MinGoodput)
+	return ws
+}
+
+// GoodputOver returns the normalized goodput over the seconds mask selects (the paper's
+// "segments that need dropping"); 1 when they hold no arrivals.
+func (m *PipelineMetrics) GoodputOver(mask []bool) float64 {
+	var a, g int64
+	for i, on := range mask {
+		if on && i < len(m.Arrivals) {
+			a += m.Arrivals[i]
+			g += m.Good[i]
+		}
+	}
+	if a == 0 {
+		return 1
+	}
+	return round6(float64(g) / float64(a))
+}
+
+// NeedsDropping marks the seconds in which the never-dropping baseline misses the SLO for
+// more than 1% of the arrivals: the windows where a dropping policy matters.
+func (m *PipelineMetrics) NeedsDropping() []bool {
+	mask := make([]bool, len(m.Arrivals))
+	for i := range mask {
+		mask[i] = m.Arrivals[i] > 0 && float64(m.Good[i]) < 0.99*float64(m.Arrivals[i])
+	}
+	return mask
+}
+
+// StressRates is the fixed-capacity stress test's arrival series: a constant rate of f ×
+// capacity for secs seconds (spec §6: 0.5×–3×).
+func StressRates(capacity, f float64, secs int) RateSeries {
+	r := make(RateSeries, secs)
+	for i := range r {
+		r[i] = capacity * f
+	}
+	return r
+}
+
+// PipelineCapacity returns the throughput (requests/s) of the application's workers that
+// serve from the start: the bottleneck module's Σ b/d(b).
+func PipelineCapacity(dep *runtime.Deployment) float64 {
+	capacity := math.Inf(1)
+	for i := range dep.Stages {
+		st := &dep.Stages[i]
+		n := st.Active
+		if n <= 0 || n > len(st.Pool) {
+			n = len(st.Pool)
+		}
+		c := float64(n) * float64(st.Batch) / (float64(st.Lat(st.Batch)) / 1e6)
+		capacity = math.Min(capacity, c)
+	}
+	return capacity
+}
