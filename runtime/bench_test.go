@@ -57,8 +57,19 @@ func BenchmarkProbeReserve(b *testing.B) {
 					}
 				}
 				p.reserve(&a.pipes[pi], &p.best)
-				if mode.interval && i%1024 == 0 {
-					p.res.prune(now)
+				// Retire what ended by now on the resources just used, as the completion
+				// reports of a running system would.
+				for d, h := range p.best.path[:len(a.pipes[pi].stages)] {
+					rs := [3]int{int(h.Worker), -1, -1}
+					if d > 0 {
+						rs[1] = p.nw + int(p.server[p.best.path[d-1].Worker])
+						rs[2] = p.nw + p.ns + int(p.server[h.Worker])
+					}
+					for _, r := range rs {
+						for r >= 0 && len(p.res.list(r)) > 0 && p.res.list(r)[0].e <= now {
+							p.res.correct(r, p.res.list(r)[0].e, now)
+						}
+					}
 				}
 			}
 		})

@@ -304,7 +304,7 @@ func (e *Engine) apply(now Time, d *Decision) error {
 			return fmt.Errorf("%w: drop of unknown request %d", errBadDecision, d.Req)
 		}
 		r := &e.reqs[d.Req]
-		if r.Outcome != Pending || r.held {
+		if r.Outcome != Pending || r.held > 0 {
 			return fmt.Errorf("%w: drop of request %d which is %v (in flight: %v)", errBadDecision, d.Req, r.Outcome, r.held)
 		}
 		r.Outcome = Dropped
@@ -369,10 +369,11 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 			return fmt.Errorf("%w: dispatch of unknown request %d", errBadDecision, r)
 		}
 		q := &e.reqs[r]
-		if q.Outcome != Pending || q.held || q.App != d.App {
+		// A request may be in two batches at once only on the branches of a DAG fan-out.
+		if q.Outcome != Pending || (q.held > 0 && !e.dep.hasFanOut(q.App)) || q.App != d.App {
 			return fmt.Errorf("%w: dispatch of request %d (%v, in flight %v, app %d≠%d)", errBadDecision, r, q.Outcome, q.held, q.App, d.App)
 		}
-		q.held = true
+		q.held++
 		if q.Dispatch == Never {
 			q.Dispatch = now
 		}
@@ -464,7 +465,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	case len(st.Next) == 0:
 		for _, r := range b.Reqs {
 			q := &e.reqs[r]
-			q.held = false
+			q.held--
 			q.Done = ev.End
 			if ev.End <= q.Deadline {
 				q.Outcome = Completed
@@ -573,16 +574,18 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 		e.tryWorker(now, nh.Worker)
 	} else {
 		for _, r := range b.Reqs {
-			e.reqs[r].held = false
+			e.reqs[r].held--
 		}
 	}
 	if err := e.callPolicy(now, ev); err != nil {
 		return err
 	}
 	if dst == NoServer {
-		next := e.dep.Stages[h.Stage].Next[0]
-		if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next}); err != nil {
-			return err
+		// A DAG fan-out delivers the batch's requests to every successor.
+		for _, next := range e.dep.Stages[h.Stage].Next {
+			if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next}); err != nil {
+				return err
+			}
 		}
 	}
 	e.tryLink(now, src, true)

@@ -139,43 +139,27 @@ func (p *PPipe) Handle(now Time, ev *Event, out *Decisions) {
 		a.timer = false
 		p.run(a, now, out)
 	case EvBatchDone:
-		b := p.v.Batch(ev.Batch)
-		h := &b.Hops[ev.Hop]
-		if p.correct(int(ev.Worker), h.ResStart, h.Nominal, ev.End, now) {
-			p.run(&p.apps[b.App], now, out)
+		if p.res.correct(int(ev.Worker), ev.End, now) {
+			p.run(&p.apps[p.v.Batch(ev.Batch).App], now, out)
 		}
 	case EvTransferDone:
 		b := p.v.Batch(ev.Batch)
 		if int(ev.Hop)+1 >= len(b.Hops) {
 			return
 		}
-		h := &b.Hops[ev.Hop]
-		src := p.server[h.Worker]
+		src := p.server[b.Hops[ev.Hop].Worker]
 		dst := p.server[b.Hops[ev.Hop+1].Worker]
-		c1 := p.correct(p.nw+int(src), h.OutRes, h.OutNominal, ev.End, now)
-		c2 := p.correct(p.nw+p.ns+int(dst), h.OutRes, h.OutNominal, ev.End, now)
+		c1 := p.res.correct(p.nw+int(src), ev.End, now)
+		c2 := p.res.correct(p.nw+p.ns+int(dst), ev.End, now)
 		if c1 || c2 {
 			p.run(&p.apps[b.App], now, out)
 		}
 	}
 }
 
-// correct applies feedback: the reservation [resStart, resStart+nominal) on resource r
-// actually ended at end. It reports whether anything changed.
-func (p *PPipe) correct(r int, resStart, nominal, end, now Time) bool {
-	resEnd := resStart + nominal
-	if end == resEnd {
-		return false
-	}
-	return p.res.correct(r, resStart, resEnd, end, now)
-}
-
 // run is the two-step dispatcher loop for one application.
 func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
 	p.stats.Runs++
-	if p.opts.Interval && p.stats.Runs%256 == 0 {
-		p.res.prune(now)
-	}
 	for a.q.Len() > 0 {
 		hid := a.q.Front()
 		h := p.v.Req(hid)
@@ -332,23 +316,34 @@ func (p *PPipe) reserve(pp *ppPipe, r *probeResult) {
 	}
 }
 
-// resources holds the reservation tables: busy-until per resource, plus sorted interval
-// lists in interval mode.
+// resources holds the reservation tables. Every resource keeps its outstanding
+// reservations in start order; a resource executes them in that order (the engine runs
+// queued work by reserved start), so the report of a finished one always concerns the
+// first entry. Busy-until mode decides from the last end only; interval mode also fills
+// gaps between entries.
 type resources struct {
 	bu       []Time
 	interval bool
-	iv       [][]ival
+	iv       []ivq
 }
 
 type ival struct{ s, e Time }
 
+// ivq is a resource's outstanding reservations: buf[head:], sorted by start. Pops advance
+// head, so steady-state operation allocates nothing.
+type ivq struct {
+	buf  []ival
+	head int
+}
+
 func (r *resources) init(n int, interval bool) {
 	r.bu = make([]Time, n)
 	r.interval = interval
-	if interval {
-		r.iv = make([][]ival, n)
-	}
+	r.iv = make([]ivq, n)
 }
+
+// list returns resource i's outstanding reservations (borrowed).
+func (r *resources) list(i int) []ival { return r.iv[i].buf[r.iv[i].head:] }
 
 func (r *resources) busyUntil(i int) Time { return r.bu[i] }
 
@@ -377,8 +372,8 @@ func (r *resources) earliest2(i, j int, t, dur Time) Time {
 
 // gap returns the earliest t' ≥ t with [t', t'+dur) free on resource i (interval mode).
 func (r *resources) gap(i int, t, dur Time) Time {
-	l := r.iv[i]
-	// Intervals are sorted and disjoint; skip those ending at or before t.
+	l := r.list(i)
+	// Entries are sorted and disjoint; skip those ending at or before t.
 	lo, hi := 0, len(l)
 	for lo < hi {
 		m := (lo + hi) / 2
@@ -399,75 +394,57 @@ func (r *resources) gap(i int, t, dur Time) Time {
 	return t
 }
 
-// prune forgets interval reservations that ended by now (interval mode).
-func (r *resources) prune(now Time) {
-	for i, l := range r.iv {
-		k := 0
-		for k < len(l) && l[k].e <= now {
-			k++
-		}
-		if k > 0 {
-			r.iv[i] = append(l[:0], l[k:]...)
-		}
-	}
-}
-
 // book reserves [s, e) on resource i.
 func (r *resources) book(i int, s, e Time) {
 	if e > r.bu[i] {
 		r.bu[i] = e
 	}
-	if !r.interval || e <= s {
-		return
+	q := &r.iv[i]
+	if q.head > 0 && len(q.buf) == cap(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		q.buf = q.buf[:n]
+		q.head = 0
 	}
-	l := r.iv[i]
-	k := len(l)
-	for k > 0 && l[k-1].s > s {
+	k := len(q.buf)
+	for k > q.head && q.buf[k-1].s > s {
 		k--
 	}
-	l = append(l, ival{})
-	copy(l[k+1:], l[k:])
-	l[k] = ival{s, e}
-	r.iv[i] = l
+	q.buf = append(q.buf, ival{})
+	copy(q.buf[k+1:], q.buf[k:])
+	q.buf[k] = ival{s, e}
 }
 
-// correct replaces the reservation [s, resEnd) on resource i by one ending at end: with no
-// later reservation the resource is free from end; otherwise later reservations shift by the
-// difference, never to before now. It also forgets intervals that ended before now.
-func (r *resources) correct(i int, s, resEnd, end, now Time) bool {
-	delta := end - resEnd
-	if !r.interval {
-		if r.bu[i] == resEnd {
-			r.bu[i] = end
-		} else {
-			r.bu[i] = max(r.bu[i]+delta, now)
-		}
-		return true
-	}
-	l := r.iv[i]
-	k := 0
-	for k < len(l) && !(l[k].s == s && l[k].e == resEnd) {
-		k++
-	}
-	if k == len(l) {
+// correct applies feedback: the first outstanding reservation of resource i actually ended
+// at end. With no later reservation the resource is free from end (earlier frees capacity,
+// later pushes back); otherwise the later ones shift by the difference, never to before now
+// (spec §4; the paper gives no more detail). It reports whether the table changed.
+func (r *resources) correct(i int, end, now Time) bool {
+	q := &r.iv[i]
+	if q.head >= len(q.buf) {
 		return false
 	}
-	l[k].e = end
-	for j := k + 1; j < len(l); j++ {
-		l[j].s = max(l[j].s+delta, now)
-		l[j].e = max(l[j].e+delta, l[j].s)
+	delta := end - q.buf[q.head].e
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf = q.buf[:0]
+		q.head = 0
 	}
-	// Prune finished intervals.
-	n := 0
-	for n < len(l) && l[n].e <= now && n < k {
-		n++
+	l := r.list(i)
+	if len(l) == 0 {
+		r.bu[i] = end
+		return delta != 0
 	}
-	l = l[n:]
-	r.iv[i] = l
-	r.bu[i] = 0
-	if len(l) > 0 {
-		r.bu[i] = l[len(l)-1].e
+	if delta == 0 {
+		return false
 	}
+	prev := now
+	for j := range l {
+		d := l[j].e - l[j].s
+		l[j].s = max(l[j].s+delta, prev)
+		l[j].e = l[j].s + d
+		prev = l[j].e
+	}
+	r.bu[i] = l[len(l)-1].e
 	return true
 }
 

@@ -109,12 +109,13 @@ type Request struct {
 	// WorkGPU is the GPU time spent on this request in GPU-µs (a batch's duration divided by
 	// its size and by the worker's slice level v); for a dropped request it is wasted work.
 	WorkGPU float64
-	// held: the request is in a dispatched batch (engine-owned; policies cannot drop it).
-	held bool
+	// held counts the dispatched batches the request is in (engine-owned; policies cannot
+	// drop it while > 0). Only the branches of a DAG fan-out hold a request twice.
+	held int32
 }
 
 // InFlight reports whether the request is inside a dispatched batch right now.
-func (r *Request) InFlight() bool { return r.held }
+func (r *Request) InFlight() bool { return r.held > 0 }
 
 // Server is a machine with one NIC; every GPU of the server shares it.
 type Server struct {
