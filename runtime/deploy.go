@@ -41,9 +41,6 @@ func (d *Deployment) Validate() error {
 		if s.Batch < 1 {
 			add(p+".batch", s.Batch, "must be >= 1")
 		}
-		if len(s.Next) > 1 {
-			add(p+".next", len(s.Next), "fan-out is not supported yet (chains only)")
-		}
 		for _, n := range s.Next {
 			if int(n) < 0 || int(n) >= len(d.Stages) {
 				add(p+".next", n, "no such stage")

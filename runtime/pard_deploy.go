@@ -191,3 +191,15 @@ func FromPARDPlan(p *formats.Plan) (*Deployment, error) {
 	}
 	return NewPipelineDeployment(specs, hop)
 }
+
+// hasFanOut reports whether application a has a stage with several successors (a DAG whose
+// branches hold a request concurrently). It is only consulted for a request that is already
+// in flight, so its cost does not matter on the common path.
+func (d *Deployment) hasFanOut(a AppID) bool {
+	for i := range d.Stages {
+		if d.Stages[i].App == a && len(d.Stages[i].Next) > 1 {
+			return true
+		}
+	}
+	return false
+}

@@ -160,8 +160,8 @@ type Stage struct {
 	// Index is the stage's position within its pipeline (0 = entry).
 	Index int
 	// Next lists successor stages. Empty = sink. Chains have one successor; a DAG fan-out
-	// sends the batch's requests to every successor (not implemented yet: the engine rejects
-	// len(Next) > 1 until a policy needs it).
+	// sends the batch's requests to every successor (one EvStageArrival each), and the
+	// policy joins the branches where they merge (PARD's da).
 	Next []StageID
 	// Pool lists the workers serving the stage.
 	Pool []WorkerID

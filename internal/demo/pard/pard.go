@@ -30,7 +30,7 @@ var (
 	Pose       = StageType{"pose", 10, 4}
 	OCR        = StageType{"ocr", 8, 3}
 	Face       = StageType{"face", 6, 2.5}
-	Counter    = StageType{"counter", 5, 2}     // kill-count, alive-player
+	Counter    = StageType{"counter", 5, 2}      // kill-count, alive-player
 	Recognizer = StageType{"recognizer", 4, 1.5} // expression, eye, health, icon
 )
 
