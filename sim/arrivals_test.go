@@ -46,7 +46,7 @@ func TestArrivalRateAndCV(t *testing.T) {
 		{"bursty:1", 200, 1, 0.02, 0.03},
 		{"bursty:2", 800, 2, 0.05, 0.12},
 		// MMPP: mean rate λ; its gap CV is above 1 (bursts) but far below the Gamma's 3.
-		{"mmpp", 1000, 0, 0.05, 0},
+		{"mmpp", 50, 0, 0.05, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
