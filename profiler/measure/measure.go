@@ -169,6 +169,8 @@ type ioSpec struct {
 	name  string
 	shape []int64
 	dtype onnx.DataType
+	// value, for integer tensors computed from shapes, gives their content at a batch size.
+	value func(batch int64) ([]int64, bool)
 }
 
 type sessionSpec struct {
@@ -266,6 +268,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("measure: block %d starts at %d, block %d ends at %d: blocks must be contiguous", i, b.FirstLayer, i-1, blocks[i-1].EndLayer)
 		}
 	}
+	// A model exported with a fixed batch cannot run at other batch sizes.
+	for _, in := range m.Inputs {
+		if len(in.Dims) == 0 || !in.Dims[0].Known() {
+			continue
+		}
+		for _, b := range opts.Batches {
+			if int64(b) != in.Dims[0].Value {
+				return nil, fmt.Errorf("measure: input %q has a fixed batch size of %d, so batch %d cannot be measured: export the model with a dynamic batch dimension (or measure --batch %d only)", in.Name, in.Dims[0].Value, b, in.Dims[0].Value)
+			}
+		}
+	}
 	if _, err := initORT(); err != nil {
 		return nil, err
 	}
@@ -346,7 +359,11 @@ func specFor(m *onnx.Model, first, end int, data []byte, opts Options, what stri
 			if !ok {
 				return nil, fmt.Errorf("measure: %s: tensor %q has no inferred shape", what, n)
 			}
-			out = append(out, ioSpec{name: n, shape: shape, dtype: dt})
+			io := ioSpec{name: n, shape: shape, dtype: dt}
+			if _, ok := m.ShapeValue(n, 1); ok {
+				io.value = func(b int64) ([]int64, bool) { return m.ShapeValue(n, b) }
+			}
+			out = append(out, io)
 		}
 		return out, nil
 	}

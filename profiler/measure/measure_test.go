@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,9 +61,16 @@ func TestEveryLayerTimed(t *testing.T) {
 		"cnn":         onnxtest.CNN(16, 32),
 		"transformer": onnxtest.Transformer(1000, 64, 4, 16),
 	}
+	models := map[string][]byte{}
+	for name, g := range cases {
+		models[name] = build(t, g)
+	}
+	// An exporter-style file: unnamed nodes, a Constant, a dynamic flatten.
+	torch, tg := loadFixture(t, "torch_style.onnx")
+	cases["torch"], models["torch"] = tg, torch
 	for name, g := range cases {
 		t.Run(name, func(t *testing.T) {
-			r, err := Run(context.Background(), quick(Options{Model: build(t, g), Graph: g}))
+			r, err := Run(context.Background(), quick(Options{Model: models[name], Graph: g}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,6 +91,57 @@ func TestEveryLayerTimed(t *testing.T) {
 				t.Errorf("ORT version %q, want %q", r.ORTVersion, ORTVersion)
 			}
 		})
+	}
+}
+
+func loadFixture(t *testing.T, name string) ([]byte, *graph.Graph) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "onnx", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnx.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Graph(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, g
+}
+
+// TestShapeValuedCut cuts the exporter-style model between the Concat that computes the
+// flatten target from the batch size and the Reshape that uses it: the second block must be
+// fed the target for the batch being measured.
+func TestShapeValuedCut(t *testing.T) {
+	needORT(t)
+	data, g := loadFixture(t, "torch_style.onnx")
+	cut := -1
+	for i, n := range g.Nodes {
+		if n.Op == "Reshape" {
+			cut = i
+		}
+	}
+	r, err := Run(context.Background(), quick(Options{Model: data, Graph: g, Blocks: blocks([]int{cut}, len(g.Nodes)), Batches: []int{1, 4}, SkipLayers: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Live across the cut: the pooled features [8,1,1] (fp16) and the int64 target [2] (4 B each).
+	if want := int64(8*2 + 2*4); len(r.CutBytes) != 1 || r.CutBytes[0] != want {
+		t.Errorf("cut bytes %v, want [%d]", r.CutBytes, want)
+	}
+}
+
+func TestStaticBatchModel(t *testing.T) {
+	needORT(t)
+	data, g := loadFixture(t, "static_batch.onnx")
+	if _, err := Run(context.Background(), quick(Options{Model: data, Graph: g, SkipLayers: true})); err != nil {
+		t.Fatalf("batch 1 of a batch-1 model: %v", err)
+	}
+	_, err := Run(context.Background(), quick(Options{Model: data, Graph: g, Batches: []int{1, 2}}))
+	if err == nil || !strings.Contains(err.Error(), "fixed batch size of 1") {
+		t.Fatalf("err = %v, want a fixed-batch error", err)
 	}
 }
 
@@ -140,7 +199,10 @@ func retry(t *testing.T, what string, attempt func() (ok bool, msg string)) {
 // TestBlockSums checks that the blocks' medians add up to the whole model's median within
 // 15%: cutting costs a session call and layout conversions per block, which must stay small
 // against compute for the block table to describe the model. The blocks and the whole model
-// are timed in interleaved rounds, so load from other processes hits both alike.
+// are timed in interleaved rounds, so slow drifts of machine load hit both alike. On a
+// machine so oversubscribed that most runs are preempted (total CV > 0.3), medians of runs of
+// different lengths stop being comparable (a long run is preempted more often); there the
+// check falls back to the fastest runs, the standard estimator for noisy timing, and says so.
 func TestBlockSums(t *testing.T) {
 	needORT(t)
 	cases := []struct {
@@ -149,7 +211,7 @@ func TestBlockSums(t *testing.T) {
 		cuts  []int
 		batch int
 	}{
-		{"mlp", onnxtest.MLP(1024, 2048, 1000), []int{2, 5}, 8},
+		{"mlp", onnxtest.MLP(512, 1024, 1000), []int{2, 5}, 8},
 		// Cuts after the residual stage and after the depthwise-separable block.
 		{"cnn", onnxtest.CNN(48, 48), []int{8, 12}, 1},
 	}
@@ -165,13 +227,22 @@ func TestBlockSums(t *testing.T) {
 					t.Fatal(err)
 				}
 				m := r.Measurements[0]
-				var sum float64
+				var sum, fastest float64
 				for _, b := range m.Blocks {
 					sum += b.MedianUs
+					fastest += b.MinUs
 				}
 				ratio := sum / m.Total.MedianUs
-				msg := "blocks " + fmtStats(m.Blocks) + " total " + fmtF(m.Total.MedianUs) + " ratio " + fmtF(ratio)
-				return ratio >= 0.85 && ratio <= 1.15, msg
+				msg := fmt.Sprintf("block medians %s sum to %.0f µs, whole model %.0f µs (cv %.2f): ratio %.2f", fmtStats(m.Blocks), sum, m.Total.MedianUs, m.Total.CV, ratio)
+				if ratio >= 0.85 && ratio <= 1.15 {
+					return true, msg
+				}
+				if m.Total.CV > 0.3 {
+					fr := fastest / m.Total.MinUs
+					t.Logf("%s; machine oversubscribed, fastest runs: ratio %.2f", msg, fr)
+					return fr >= 0.85 && fr <= 1.15, msg + fmt.Sprintf("; fastest runs ratio %.2f", fr)
+				}
+				return false, msg
 			})
 		})
 	}
@@ -188,7 +259,7 @@ func TestBatchGrows(t *testing.T) {
 			t.Fatal(err)
 		}
 		b1, b8 := r.Measurements[0].Total.MedianUs, r.Measurements[1].Total.MedianUs
-		return b8 > b1, "b=1 " + fmtF(b1) + " µs, b=8 " + fmtF(b8) + " µs"
+		return b8 > b1, fmt.Sprintf("b=1 %.0f µs, b=8 %.0f µs", b1, b8)
 	})
 }
 
@@ -339,14 +410,10 @@ func TestQuantileAndStats(t *testing.T) {
 	}
 }
 
-func fmtF(v float64) string { return strings.TrimRight(strings.TrimRight(formatFloat(v), "0"), ".") }
-
-func formatFloat(v float64) string { return strconvFormat(v) }
-
 func fmtStats(ss []Stats) string {
 	var parts []string
 	for _, s := range ss {
-		parts = append(parts, fmtF(s.MedianUs))
+		parts = append(parts, fmt.Sprintf("%.0f", s.MedianUs))
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }

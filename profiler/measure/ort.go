@@ -45,6 +45,7 @@ type ortSession struct {
 	inputs  []ort.Value
 	outputs []ort.Value
 	rng     *rand.Rand
+	batch   int64
 }
 
 func newSession(spec sessionSpec) (session, error) {
@@ -141,6 +142,7 @@ func missingProvider(device, provider string, err error) error {
 
 func (s *ortSession) bind(batch int) error {
 	s.free()
+	s.batch = int64(batch)
 	alloc := func(ios []ioSpec, fill bool) ([]ort.Value, error) {
 		var vals []ort.Value
 		for _, io := range ios {
@@ -195,9 +197,20 @@ func (s *ortSession) newTensor(io ioSpec, shape ort.Shape, fill bool) (ort.Value
 		}
 		return t, err
 	case onnx.Int64:
-		return ort.NewEmptyTensor[int64](shape)
+		t, err := ort.NewEmptyTensor[int64](shape)
+		if v, ok := s.valueOf(io); err == nil && fill && ok {
+			copy(t.GetData(), v)
+		}
+		return t, err
 	case onnx.Int32:
-		return ort.NewEmptyTensor[int32](shape)
+		t, err := ort.NewEmptyTensor[int32](shape)
+		if v, ok := s.valueOf(io); err == nil && fill && ok {
+			d := t.GetData()
+			for i := range d[:min(len(d), len(v))] {
+				d[i] = int32(v[i])
+			}
+		}
+		return t, err
 	case onnx.Int8:
 		return ort.NewEmptyTensor[int8](shape)
 	case onnx.Uint8:
@@ -206,6 +219,14 @@ func (s *ortSession) newTensor(io ioSpec, shape ort.Shape, fill bool) (ort.Value
 		return ort.NewEmptyTensor[bool](shape)
 	}
 	return nil, fmt.Errorf("element type %s is not supported by the measured backend", io.dtype)
+}
+
+// valueOf gives the content of a shape-valued input at the bound batch size.
+func (s *ortSession) valueOf(io ioSpec) ([]int64, bool) {
+	if io.value == nil {
+		return nil, false
+	}
+	return io.value(s.batch)
 }
 
 func (s *ortSession) run() error {

@@ -145,6 +145,9 @@ func reshapeAttr(v []int64) []int64 {
 
 // samePads computes explicit pads for auto_pad=SAME_* convolutions and pools.
 func samePads(n *Node, shapes map[string]shapeInfo) []int64 {
+	if len(n.Inputs) == 0 {
+		return nil
+	}
 	x, ok := shapes[n.Inputs[0]]
 	if !ok || len(x.dims) < 3 {
 		return nil

@@ -277,6 +277,9 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 	if len(in) == 0 || !present[0] {
 		return nil, errors.New("missing first input")
 	}
+	if len(n.Outputs) == 0 {
+		return nil, errors.New("no outputs")
+	}
 	x := in[0]
 	same := func(dims []int64) []shapeInfo { return []shapeInfo{{dims: dims, dtype: x.dtype}} }
 	constInts := func(i int) ([]int64, bool) {

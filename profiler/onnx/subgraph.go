@@ -162,3 +162,21 @@ func (m *Model) BatchedShape(t string) ([]int64, DataType, bool) {
 	}
 	return out, s.dtype, true
 }
+
+// ShapeValue returns the values of a small integer tensor computed from shapes (the
+// Shape→Gather→Concat idiom) at the given batch size, when inference knows them. A block that
+// receives such a tensor across a cut must be fed these values, not arbitrary data.
+func (m *Model) ShapeValue(t string, batch int64) ([]int64, bool) {
+	s, ok := m.shapes[t]
+	if !ok || s.value == nil || s.konst {
+		return nil, false
+	}
+	out := make([]int64, len(s.value))
+	for i, v := range s.value {
+		if v == batchDim {
+			v = batch
+		}
+		out[i] = v
+	}
+	return out, true
+}

@@ -1,5 +1,0 @@
-package measure
-
-import "strconv"
-
-func strconvFormat(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
