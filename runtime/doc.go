@@ -20,6 +20,31 @@
 // (BatchDone, TransferDone, Timer) carrying the ACTUAL start and end times. Those reports are
 // also the policies' feedback (PPipe's reservation correction).
 //
+// # Writing a driver
+//
+// A wall-clock driver (serve) owns one goroutine, the event loop, which is the only caller
+// of the engine:
+//
+//	start := time.Now()
+//	now := func() runtime.Time { return runtime.Time(time.Since(start) / time.Microsecond) }
+//	for ev := range events {            // arrivals, worker completions, timer fires
+//		switch ev.kind {
+//		case arrival:                   // an HTTP request: remember its reply channel by ReqID
+//			id, err := eng.Arrive(now(), ev.app, 0)
+//		default:                        // EvBatchDone / EvTransferDone / EvTimer from Effects
+//			err = eng.Handle(now(), ev.event)
+//		}
+//	}
+//
+// and implements Effects without blocking: RunBatch hands the batch to the worker's
+// goroutine, which measures the actual start and end and sends back EvBatchDone (with
+// Start/End in engine time); Transfer likewise (or completes at once when stages share a
+// process); SetTimer arms a time.AfterFunc that sends EvTimer{Key} to the loop (firing late
+// is harmless, stale keys are ignored); Finish answers the request (completed, late, or a
+// 503 carrying Request.Reason and Request.DropStage). Every accepted request gets exactly
+// one Finish. The request and batch tables grow for the life of the engine; a long-running
+// driver should start a fresh engine when it reloads a plan.
+//
 // Times are integer microseconds (Time) since the start of the run; durations use the same
 // type. Identifiers are dense small integers so state lives in slices, not maps.
 //

@@ -53,7 +53,7 @@ func (e Effect) String() string {
 	case FxTransfer:
 		return fmt.Sprintf("t=%d transfer batch %d hop %d server %d→%d for %d", e.Now, e.Batch, e.Hop, e.From, e.To, e.Nominal)
 	case FxSetTimer:
-		return fmt.Sprintf("t=%d timer %d at %d", e.Now, e.Key, e.At)
+		return fmt.Sprintf("timer %d at %d", e.Key, e.At)
 	case FxFinish:
 		if e.Outcome == Dropped {
 			return fmt.Sprintf("t=%d request %d dropped (%s)", e.Now, e.Req, e.Reason)
