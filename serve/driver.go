@@ -198,7 +198,7 @@ func (nopEffects) RunBatch(runtime.Time, runtime.WorkerID, runtime.BatchID, int,
 }
 func (nopEffects) Transfer(runtime.Time, runtime.BatchID, int, runtime.ServerID, runtime.ServerID, int64, runtime.Time) {
 }
-func (nopEffects) SetTimer(runtime.Time, int64)            {}
+func (nopEffects) SetTimer(runtime.Time, int64)          {}
 func (nopEffects) Finish(runtime.Time, *runtime.Request) {}
 
 // attach gives g a fresh engine and policy. The engine's constructor may arm a tick timer,

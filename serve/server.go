@@ -210,9 +210,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Done is closed when the driver stopped.
 func (s *Server) Done() <-chan struct{} { return s.d.stopped }
 
-// Serve runs the HTTP API on ln until ctx ends, then shuts down gracefully: the listener
-// closes (new connections are refused), in-flight requests finish within DrainTimeout and
-// the rest get 503, and Serve returns nil.
+// Serve runs the HTTP API on ln until ctx ends (or Shutdown was called), then shuts down
+// gracefully: the listener closes (new connections are refused), in-flight requests finish
+// within DrainTimeout and the rest get 503, and Serve returns nil.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
@@ -223,6 +223,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = s.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
+	case <-s.d.stopped:
 	}
 	s.closing.Store(true)
 	hctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout+5*time.Second)

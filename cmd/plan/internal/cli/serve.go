@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/serve"
+)
+
+type serveOptions struct {
+	addr         string
+	workers      string
+	endpoints    string
+	model        string
+	device       string
+	threads      int
+	policy       string
+	params       []string
+	jitter       float64
+	seed         uint64
+	maxBody      string
+	drainTimeout time.Duration
+	flushTimeout time.Duration
+	inputShape   string
+}
+
+func init() { register(newServeCmd) }
+
+// serveHook, when set (tests), is called with the running server and its address.
+var serveHook func(s *serve.Server, addr string)
+
+func newServeCmd(app *App) *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve [PLAN]",
+		Short: "Serve a plan over HTTP (KServe v2) with emulated, ONNX Runtime or remote workers",
+		Long: `serve runs a plan for real: the same runtime policies that 'plan simulate' drives in
+virtual time, driven by the wall clock. Clients POST /v2/models/{model}/infer (KServe v2
+JSON); every answer carries the end-to-end latency and its breakdown (batch wait, queue,
+per-stage execution, transfer). A request the policy drops gets 503 with the reason and the
+stage, and Retry-After.
+
+Workers: emulated (default) wait each stage's profiled latency (--jitter adds seeded noise)
+and carry the input through as the output, so any flat FP32 vector is accepted unless
+--input-shape declares one; onnx runs each partition's block subgraph of --model with ONNX
+Runtime and passes feature maps between stages as fp16; remote sends each stage to a KServe
+v2 / Triton endpoint listed in --endpoints (checked at start).
+
+Endpoints: GET /v2/health/live, /v2/health/ready, /v2/models/{model}, /metrics
+(Prometheus), GET /v1/plan (the active plan), PUT /v1/plan (load a new plan).
+
+SIGHUP re-reads PLAN and migrates to it as PPipe does (preload, pause intake, flush
+in-flight work, switch, resume). SIGINT/SIGTERM stop intake, let in-flight requests finish
+within --drain-timeout, answer the rest with 503 and exit 0.
+
+PLAN defaults to ./plan.json.`,
+		Example: `  plan serve plan.json
+  plan serve plan.json --addr 127.0.0.1:9000 --jitter 0.05 --seed 7
+  plan serve plan.json --workers onnx --model model.onnx --device cpu
+  plan serve plan.json --workers remote --endpoints endpoints.yaml
+  curl -s localhost:8080/v2/models/demo/infer \
+    -d '{"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}'
+  kill -HUP $(pidof plan)     # reload plan.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServe(cmd, app, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default)")
+	f.StringVar(&o.workers, "workers", "emulated", "worker kind: emulated, onnx or remote")
+	f.StringVar(&o.endpoints, "endpoints", "", "remote workers: YAML/JSON file mapping stages to KServe v2 endpoints")
+	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from")
+	f.StringVar(&o.device, "device", "cpu", "onnx workers: cpu or cuda:N")
+	f.IntVar(&o.threads, "threads", 1, "onnx workers: intra-op threads per session")
+	f.StringVar(&o.policy, "policy", "ppipe", "runtime policy: "+policyNames())
+	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable)")
+	f.Float64Var(&o.jitter, "jitter", 0, "emulated workers: relative uniform jitter on execution and transfer times (0.05 = ±5%)")
+	f.Uint64Var(&o.seed, "seed", 1, "random seed of the jitter")
+	f.StringVar(&o.maxBody, "max-body", "16MiB", "largest infer request body (bytes, or with KiB/MiB/GiB)")
+	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take")
+	f.DurationVar(&o.flushTimeout, "flush-timeout", 0, "on reload, how long the old plan may take to flush (0 = 2 × the largest SLO + 100ms)")
+	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
+	return cmd
+}
+
+// parseSize parses "1048576", "64KiB", "16MiB", "1GiB" (also KB/MB/GB as powers of 1000).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("must be a positive size such as 1048576 or 16MiB")
+	}
+	return n * mult, nil
+}
+
+func parseShape(s string) ([]int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int64
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil || v == 0 || v < -1 {
+			return nil, fmt.Errorf("%q: dimensions must be positive integers or -1", p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) error {
+	path, err := resolvePlanArg(args)
+	if err != nil {
+		return err
+	}
+	plan, _, err := loadPlanDeployment(path)
+	if err != nil {
+		return err
+	}
+	maxBody, err := parseSize(o.maxBody)
+	if err != nil {
+		return usageErrorf("--max-body %q: %v", o.maxBody, err)
+	}
+	if o.drainTimeout < 0 || o.flushTimeout < 0 {
+		return usageErrorf("--drain-timeout and --flush-timeout must be >= 0")
+	}
+	if o.jitter < 0 || o.jitter >= 1 {
+		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
+	}
+	shape, err := parseShape(o.inputShape)
+	if err != nil {
+		return usageErrorf("--input-shape: %v", err)
+	}
+	params, err := parseParams(o.params)
+	if err != nil {
+		return err
+	}
+	pcfg := runtime.Config{Policy: o.policy, Params: params}
+	if _, err := runtime.NewPolicy(pcfg); err != nil {
+		return usageErrorf("--policy: %v", err)
+	}
+	opts := serve.Options{
+		Plan: plan, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
+		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
+	}
+	switch o.workers {
+	case "emulated":
+		if o.endpoints != "" || o.model != "" {
+			return usageErrorf("--endpoints and --model need --workers remote or onnx")
+		}
+	case "remote":
+		if o.endpoints == "" {
+			return usageErrorf("--workers remote needs --endpoints FILE")
+		}
+		eps, err := serve.ReadEndpoints(o.endpoints)
+		if err != nil {
+			return usageError(err)
+		}
+		opts.NewExecutor = serve.RemoteFactory(eps, nil)
+	case "onnx":
+		if o.model == "" {
+			return usageErrorf("--workers onnx needs --model FILE.onnx")
+		}
+		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads})
+	default:
+		return usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
+	}
+	if shape != nil && o.workers != "emulated" {
+		return usageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
+	}
+
+	s, err := serve.New(opts)
+	if err != nil {
+		// The plan was valid on its own; what fails here is the plan against the workers
+		// (a missing model file, an endpoint that does not answer): bad input, exit 2.
+		return usageError(fmt.Errorf("%s: %w", filepath.Base(path), err))
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		_ = s.Shutdown(context.Background())
+		return usageErrorf("--addr %s: %v", o.addr, err)
+	}
+	app.Log.Info("serving", "plan", path, "digest", s.ActiveDigest(), "workers", o.workers, "addr", "http://"+ln.Addr().String())
+
+	// SIGHUP reloads the plan file. cli.Run cancels the context on SIGINT/SIGTERM.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	ctx := cmd.Context()
+	stopHup := make(chan struct{})
+	hupDone := make(chan struct{})
+	go func() {
+		defer close(hupDone)
+		for {
+			select {
+			case <-stopHup:
+				return
+			case <-hup:
+				reloadFromFile(ctx, app, s, path)
+			}
+		}
+	}()
+	if serveHook != nil {
+		serveHook(s, ln.Addr().String())
+	}
+	err = s.Serve(ctx, ln)
+	close(stopHup)
+	<-hupDone
+	if err != nil {
+		return err
+	}
+	app.Log.Info("stopped", "addr", ln.Addr().String())
+	return nil
+}
+
+// reloadFromFile re-reads the plan and migrates to it; a bad plan is logged and the old one
+// keeps serving.
+func reloadFromFile(ctx context.Context, app *App, s *serve.Server, path string) {
+	p, err := formats.ReadInto[*formats.Plan](path)
+	if err != nil {
+		app.Log.Error("SIGHUP: not reloading", "err", err)
+		return
+	}
+	start := time.Now()
+	if err := s.Reload(ctx, p); err != nil {
+		app.Log.Error("SIGHUP: reload failed, the old plan keeps serving", "plan", path, "err", err)
+		return
+	}
+	app.Log.Info("SIGHUP: plan reloaded", "plan", path, "digest", s.ActiveDigest(), "took", time.Since(start).Round(time.Microsecond))
+}

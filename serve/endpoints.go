@@ -1,0 +1,142 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+)
+
+// EndpointsKind is the kind of an endpoints file.
+const EndpointsKind = "Endpoints"
+
+// Endpoints maps the stages of a deployment to remote KServe v2 / Triton HTTP endpoints:
+// this is how `plan serve --workers remote` fronts an existing serving engine.
+//
+//	apiVersion: plan/v1
+//	kind: Endpoints
+//	stages:
+//	  - stage: "demo/p0/s0"        # a stage name, or a path.Match pattern ("*", "demo/*/s1")
+//	    model: demo-head           # the model name at the endpoint (default: the plan's model)
+//	    urls: [http://127.0.0.1:8001, http://127.0.0.1:8002]
+//
+// The first entry whose pattern matches a stage serves it; pool member i of the stage uses
+// urls[i mod len(urls)].
+type Endpoints struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Stages     []StageEndpoint `json:"stages"`
+	// file is the name errors are reported against.
+	file string
+}
+
+// StageEndpoint is one entry of an endpoints file.
+type StageEndpoint struct {
+	Stage string   `json:"stage"`
+	Model string   `json:"model,omitempty"`
+	URLs  []string `json:"urls"`
+}
+
+// ReadEndpoints reads and validates an endpoints file (YAML or JSON).
+func ReadEndpoints(p string) (*Endpoints, error) {
+	data, err := formats.ReadBytes(p)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeEndpoints(filepath.Base(p), data)
+}
+
+// DecodeEndpoints decodes an endpoints document strictly (unknown fields are errors) and
+// validates it; errors render as `file: path: value: rule`.
+func DecodeEndpoints(name string, data []byte) (*Endpoints, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", name, formats.ErrDecode, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var e Endpoints
+	if err := dec.Decode(&e); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", name, formats.ErrDecode, jsonErr(err))
+	}
+	e.file = name
+	var errs formats.ErrorList
+	add := func(p string, v any, rule string) {
+		errs = append(errs, &formats.FieldError{File: name, Path: p, Value: fmt.Sprint(v), Rule: rule})
+	}
+	if e.APIVersion != formats.APIVersion {
+		add("apiVersion", e.APIVersion, "must be "+formats.APIVersion)
+	}
+	if e.Kind != EndpointsKind {
+		add("kind", e.Kind, "must be "+EndpointsKind)
+	}
+	if len(e.Stages) == 0 {
+		add("stages", 0, "list at least one stage")
+	}
+	for i, s := range e.Stages {
+		p := fmt.Sprintf("stages[%d]", i)
+		if s.Stage == "" {
+			add(p+".stage", `""`, "name a stage or a pattern such as \"*\"")
+		} else if _, err := path.Match(s.Stage, ""); err != nil {
+			add(p+".stage", s.Stage, "not a valid pattern")
+		}
+		if len(s.URLs) == 0 {
+			add(p+".urls", 0, "list at least one endpoint URL")
+		}
+		for j, u := range s.URLs {
+			pu, err := url.Parse(u)
+			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+				add(fmt.Sprintf("%s.urls[%d]", p, j), u, "must be an http:// or https:// URL with a host")
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return &e, nil
+}
+
+// resolved is the endpoint of one worker.
+type resolved struct {
+	url   string
+	model string
+}
+
+// resolve assigns an endpoint to every worker of dep.
+func (e *Endpoints) resolve(dep *runtime.Deployment) ([]resolved, error) {
+	out := make([]resolved, len(dep.Topo.Workers))
+	var missing []string
+	for si := range dep.Stages {
+		st := &dep.Stages[si]
+		var ent *StageEndpoint
+		for i := range e.Stages {
+			if ok, _ := path.Match(e.Stages[i].Stage, st.Name); ok {
+				ent = &e.Stages[i]
+				break
+			}
+		}
+		if ent == nil {
+			missing = append(missing, st.Name)
+			continue
+		}
+		model := ent.Model
+		if model == "" {
+			model = dep.Apps[st.App].Name
+		}
+		for i, w := range st.Pool {
+			out[w] = resolved{url: strings.TrimRight(ent.URLs[i%len(ent.URLs)], "/"), model: model}
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s: no endpoint serves stage(s) %s (add an entry, or one with stage \"*\")", e.file, strings.Join(missing, ", "))
+	}
+	return out, nil
+}
