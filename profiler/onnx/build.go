@@ -36,11 +36,15 @@ var helperAttrs = map[string]bool{"vocab_size": true, "scales": true, "shape": t
 // lists as Const tensors become initializers with seeded random values, and every graph input
 // and output gets a dynamic batch dimension "N" in front of its per-sample shape. The same
 // graph and seed always give the same bytes.
-func Build(g *graph.Graph, seed int64) ([]byte, error) {
+func Build(g *graph.Graph, seed int64) ([]byte, error) { return build(g, seed, false) }
+
+// build is Build; skeleton leaves the float weights without data, which keeps every shape
+// (for tests that check the structure of models too big to materialize, e.g. BERT-large).
+func build(g *graph.Graph, seed int64, skeleton bool) ([]byte, error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("build %q: %w", g.Name, err)
 	}
-	b := &builder{g: g, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed0f0a11)), used: map[string]bool{}, emitted: map[string]bool{}}
+	b := &builder{g: g, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed0f0a11)), used: map[string]bool{}, emitted: map[string]bool{}, skeleton: skeleton}
 	for name := range g.Tensors {
 		b.used[name] = true
 	}
@@ -170,6 +174,8 @@ type builder struct {
 	opset int64
 	// emitted marks Const tensors already written (several nodes may read one).
 	emitted map[string]bool
+	// skeleton writes float weights without data.
+	skeleton bool
 }
 
 func (b *builder) fresh(base string) string {
@@ -188,6 +194,9 @@ func (b *builder) fresh(base string) string {
 func (b *builder) floats(base string, dims []int64, mean, std float64, abs bool) string {
 	name := b.fresh(base)
 	n := graph.Elements(dims)
+	if b.skeleton {
+		n = 0
+	}
 	raw := make([]byte, 4*n)
 	// Uniform on [-√3, √3) has unit variance.
 	scale := float32(std * math.Sqrt(3) / (1 << 31))

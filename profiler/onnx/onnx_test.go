@@ -345,3 +345,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestZooStructure writes every zoo model as an ONNX skeleton (weights without data: the big
+// ones would take gigabytes) and checks that reading it back gives every tensor the zoo's
+// shape: the writer covers every op the zoo uses, and shape inference agrees with the zoo.
+func TestZooStructure(t *testing.T) {
+	for _, name := range zoo.Names() {
+		t.Run(name, func(t *testing.T) {
+			g, err := zoo.Build(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := build(g, 1, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Parse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Graph(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Nodes) != len(g.Nodes) {
+				t.Fatalf("%d nodes, want %d", len(got.Nodes), len(g.Nodes))
+			}
+			bad := 0
+			for name, tt := range g.Tensors {
+				if tt.Const {
+					continue
+				}
+				if gt, ok := got.Tensors[name]; !ok || !reflect.DeepEqual(gt.Shape, tt.Shape) {
+					if bad++; bad <= 5 {
+						t.Errorf("tensor %q: shape %v, want %v", name, gt.Shape, tt.Shape)
+					}
+				}
+			}
+			if d := got.TotalFLOPs() - g.TotalFLOPs(); d > 1e-6*g.TotalFLOPs() || d < -1e-6*g.TotalFLOPs() {
+				t.Errorf("FLOPs %g, want %g", got.TotalFLOPs(), g.TotalFLOPs())
+			}
+		})
+	}
+}
