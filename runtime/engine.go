@@ -622,3 +622,34 @@ func (v View) WorkerRunning(w WorkerID) (BatchID, Time, bool) {
 	ws := &v.e.workers[w]
 	return ws.cur.b, ws.curStart, ws.busy
 }
+
+// StageRecord is what happened to a request at one stage: the worker, the execution and the
+// outgoing transfer (OutStart/OutEnd = -1 when there was none).
+type StageRecord struct {
+	Stage            StageID
+	Worker           WorkerID
+	Batch            BatchID
+	BatchSize        int
+	Start, End       Time
+	OutStart, OutEnd Time
+}
+
+// Trace returns request id's per-stage record in visiting order (stages not reached yet are
+// absent). Together with the request's Arrival, Dispatch and Done it gives the latency
+// breakdown serve reports: queueing (Dispatch − Arrival), per-stage waiting and execution,
+// and transfers.
+func (e *Engine) Trace(id ReqID) []StageRecord {
+	r := &e.reqs[id]
+	var out []StageRecord
+	for _, bid := range r.Batches {
+		b := &e.batches[bid]
+		for _, h := range b.Hops {
+			if h.Start < 0 {
+				break
+			}
+			out = append(out, StageRecord{Stage: h.Stage, Worker: h.Worker, Batch: bid, BatchSize: len(b.Reqs),
+				Start: h.Start, End: h.End, OutStart: h.OutStart, OutEnd: h.OutEnd})
+		}
+	}
+	return out
+}

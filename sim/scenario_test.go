@@ -160,3 +160,13 @@ r6 dropped (deadline) at 6
 		})
 	}
 }
+
+func TestRequestTrace(t *testing.T) {
+	s := runScenario(t, "nic.json", "ppipe", []runtime.Time{0, 0})
+	got := fmt.Sprint(s.Engine.Trace(1))
+	// r1: P4 #2 (worker 1) 0–6 ms, transfer 10–14 ms (behind r0's), L4 (worker 2) 14–17 ms.
+	want := "[{0 1 1 1 0 6000 10000 14000} {1 2 1 1 14000 17000 -1 -1}]"
+	if got != want {
+		t.Errorf("trace %s, want %s", got, want)
+	}
+}

@@ -8,8 +8,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 
 	"github.com/plan-dev/plan/runtime"
 )
@@ -97,7 +95,7 @@ type Sim struct {
 	seq     uint64
 	sources []Source
 	opts    Options
-	jit     *rand.Rand
+	jit     *runtime.Jitter
 	now     runtime.Time
 	col     *collector
 	// pending counts applications whose next arrival is in the heap.
@@ -112,7 +110,7 @@ func New(dep *runtime.Deployment, pol runtime.Policy, sources []Source, opts Opt
 	}
 	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep)}
 	if opts.Jitter > 0 {
-		s.jit = rand.New(rand.NewPCG(opts.Seed, 0x6a09e667f3bcc909))
+		s.jit = runtime.NewJitter(opts.Jitter, opts.Seed)
 	}
 	eng, err := runtime.NewEngine(dep, pol, s)
 	if err != nil {
@@ -151,13 +149,7 @@ func (s *Sim) push(t runtime.Time, ev runtime.Event) {
 	s.heap.push(item{t: t, seq: s.seq, ev: ev})
 }
 
-func (s *Sim) jitter(d runtime.Time) runtime.Time {
-	if s.jit == nil || d == 0 {
-		return d
-	}
-	f := 1 + s.opts.Jitter*(2*s.jit.Float64()-1)
-	return max(runtime.Time(math.Round(float64(d)*f)), 0)
-}
+func (s *Sim) jitter(d runtime.Time) runtime.Time { return s.jit.Apply(d) }
 
 // RunBatch implements runtime.Effects.
 func (s *Sim) RunBatch(now runtime.Time, w runtime.WorkerID, b runtime.BatchID, hop int, _ runtime.StageID, _ int, nominal runtime.Time) {
