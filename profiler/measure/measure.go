@@ -92,7 +92,10 @@ type Measurement struct {
 
 // Result is everything one Run measured.
 type Result struct {
-	Device     string `json:"device"`
+	Device string `json:"device"`
+	// GPU is the device's type for profile entries: "cpu", or the GPU type of cuda:N
+	// ("L4", "A100"...) when nvidia-smi identifies it, else the device string.
+	GPU        string `json:"gpu"`
 	ORTVersion string `json:"ort_version"`
 	// Layers has one entry per graph node, at ProfileBatch.
 	Layers       []LayerTime `json:"layers,omitempty"`
@@ -109,10 +112,10 @@ type Result struct {
 }
 
 // Entries turns the measurements into profile latency entries for GPU type gpu ("" = the
-// result's device, e.g. "cpu").
+// result's GPU type: "cpu", or e.g. "L4" for cuda:0 on an L4).
 func (r *Result) Entries(gpu string) []formats.LatencyEntry {
 	if gpu == "" {
-		gpu = r.Device
+		gpu = r.GPU
 	}
 	out := make([]formats.LatencyEntry, 0, len(r.Measurements))
 	for _, m := range r.Measurements {
@@ -130,7 +133,7 @@ func (r *Result) Entries(gpu string) []formats.LatencyEntry {
 // LayerLatency returns the per-layer latency map a formats.Layer holds, keyed by gpu.
 func (r *Result) LayerLatency(gpu string) []map[string]float64 {
 	if gpu == "" {
-		gpu = r.Device
+		gpu = r.GPU
 	}
 	out := make([]map[string]float64, len(r.Layers))
 	for i, l := range r.Layers {
@@ -282,7 +285,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if _, err := initORT(); err != nil {
 		return nil, err
 	}
-	res := &Result{Device: opts.Device, ORTVersion: ortVersion(), Blocks: blocks}
+	res := &Result{Device: opts.Device, GPU: DeviceType(opts.Device), ORTVersion: ortVersion(), Blocks: blocks}
 	var cuts []int
 	for _, b := range blocks[1:] {
 		cuts = append(cuts, b.FirstLayer)

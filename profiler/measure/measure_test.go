@@ -396,6 +396,23 @@ func TestParseDevice(t *testing.T) {
 	}
 }
 
+func TestGPUType(t *testing.T) {
+	cases := map[string]string{
+		"NVIDIA L4": "L4", "Tesla P4": "P4", "Tesla T4": "T4", "NVIDIA A100-SXM4-40GB": "A100",
+		"NVIDIA A100 80GB PCIe": "A100", "NVIDIA H100 80GB HBM3": "H100", "NVIDIA H200": "H200",
+		"Tesla V100-SXM2-16GB": "V100", "NVIDIA A10G": "A10", "NVIDIA A10": "A10", "NVIDIA L40S": "L40S",
+		"NVIDIA GeForce RTX 4090": "", "": "",
+	}
+	for in, want := range cases {
+		if got := GPUType(in); got != want {
+			t.Errorf("GPUType(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if DeviceType("cpu") != "cpu" || DeviceType("") != "cpu" {
+		t.Error("DeviceType of the CPU is not cpu")
+	}
+}
+
 func TestQuantileAndStats(t *testing.T) {
 	xs := []float64{5, 1, 4, 2, 3}
 	if q := quantile(xs, 0.5); q != 3 {
