@@ -215,10 +215,10 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 }
 
 // estimateBench predicts the run time from constants measured on a 2-core CI machine:
-// a PPipe MILP on a 3-model group takes ~5 s (NP/DART-r well under 1 s), and one simulated
+// the three MILPs of a 3-model group take ~15 s together on 100 GPUs, and one simulated
 // second of a 100-GPU cluster at load 1 costs ~15 ms of CPU per core.
 func estimateBench(cfg ppipebench.Config, rows int) time.Duration {
-	solve := 6 * time.Second
+	solve := 15 * time.Second
 	perSimSec := 15 * time.Millisecond
 	if !cfg.Large {
 		perSimSec = 2 * time.Millisecond
