@@ -139,6 +139,7 @@ var pardDefaults = map[string]float64{
 	"split":           0,     // nexus: per-stage deadlines
 	"cumulative":      0,     // clipper++: cumulative budgets
 	"hop_in_lsub":     1,     // add the planned hop delay of downstream edges to L_sub (§8.7)
+	"mu_window_s":     2,     // μ from the mean T_in over this long (spec §3: 1–2 s)
 }
 
 // PARDParamNames lists the parameter names the pipeline policies accept.
@@ -177,6 +178,7 @@ type Pipeline struct {
 	fixedEps    float64
 	smoothN     int
 	epsN        int
+	muN         int
 	hopInLsub   bool
 	rng         *rand.Rand
 	mods        []pardModule // indexed by StageID
@@ -363,6 +365,7 @@ func (p *Pipeline) resolve(plan map[string]string) (map[string]float64, error) {
 		check("headroom", out["headroom"] > 0 && out["headroom"] <= 100, "must be in (0, 100]"),
 		check("oc_alpha", out["oc_alpha"] >= 0 && out["oc_alpha"] < 1, "must be in [0, 1)"),
 		check("oc_t_ms", out["oc_t_ms"] > 0, "must be > 0"),
+		check("mu_window_s", out["mu_window_s"] >= out["sync_s"] && out["mu_window_s"] <= out["eps_window_s"], "must be in [sync_s, eps_window_s]"),
 	} {
 		if c != nil {
 			return nil, c
@@ -432,6 +435,7 @@ func (p *Pipeline) Attach(v View) error {
 	}
 	p.smoothN = max(1, int(math.Round(par["smooth_window_s"]/par["sync_s"])))
 	p.epsN = max(1, int(math.Round(par["eps_window_s"]/par["sync_s"])))
+	p.muN = min(p.epsN, max(1, int(math.Round(par["mu_window_s"]/par["sync_s"]))))
 	p.hopInLsub = par["hop_in_lsub"] != 0
 	seed := uint64(par["seed"])
 	p.rng = rand.New(rand.NewPCG(seed, 0x5a4d_7061_7264_0001))
@@ -963,12 +967,17 @@ func (p *Pipeline) tickModule(now Time, m *pardModule) {
 	tin := float64(m.inCur) / (float64(p.sync) / float64(Second))
 	m.inCur = 0
 	m.tin[m.rpos] = tin
-	var sm float64
+	var sm, mu float64
 	k := min(p.smoothN, m.rn+1)
 	for i := 0; i < k; i++ {
 		sm += m.tin[(m.rpos-i+len(m.tin)*2)%len(m.tin)]
 	}
 	m.ts[m.rpos] = sm / float64(k)
+	k = min(p.muN, m.rn+1)
+	for i := 0; i < k; i++ {
+		mu += m.tin[(m.rpos-i+len(m.tin)*2)%len(m.tin)]
+	}
+	mu /= float64(k)
 	m.rpos = (m.rpos + 1) % len(m.tin)
 	if m.rn < len(m.tin) {
 		m.rn++
@@ -994,8 +1003,8 @@ func (p *Pipeline) tickModule(now Time, m *pardModule) {
 	}
 	m.mu = math.Inf(1)
 	if cap > 0 {
-		m.mu = tin / cap
-	} else if tin == 0 {
+		m.mu = mu / cap
+	} else if mu == 0 {
 		m.mu = 0
 	}
 	switch {
