@@ -26,7 +26,7 @@ type Params struct {
 // remaining error per target.
 var calibrated = map[string]Params{
 	"P4":   {EtaCompute: 0.70, EtaMem: 0.80, PhiFLOPs: 1e6, OverheadUs: 10, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
-	"T4":   {EtaCompute: 0.68, EtaMem: 0.65, PhiFLOPs: 4e6, OverheadUs: 8, L2Boost: 1.5, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
+	"T4":   {EtaCompute: 0.62, EtaMem: 0.65, PhiFLOPs: 4e6, OverheadUs: 8, L2Boost: 1.5, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
 	"L4":   {EtaCompute: 0.55, EtaSmall: 0.20, HalfWorkFLOPs: 2e9, EtaMem: 0.80, PhiFLOPs: 1.5e6, OverheadUs: 5, L2Boost: 2, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
 	"V100": {EtaCompute: 0.85, EtaMem: 0.85, PhiFLOPs: 1.5e6, OverheadUs: 5, L2Boost: 1.5, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
 	// No targets exist for these; they take the constants of their closest calibrated
