@@ -466,6 +466,9 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 		for _, r := range b.Reqs {
 			q := &e.reqs[r]
 			q.held--
+			if q.Outcome != Pending {
+				continue // already finished at another sink of a DAG: one Finish per request
+			}
 			q.Done = ev.End
 			if ev.End <= q.Deadline {
 				q.Outcome = Completed
