@@ -53,3 +53,16 @@ func TestDemoProfileDeterministic(t *testing.T) {
 		t.Fatal(errs)
 	}
 }
+
+// BenchmarkDemoProfile is the analytic part of `plan profile` with no model.
+func BenchmarkDemoProfile(b *testing.B) {
+	c, err := demo.Cluster()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := DemoProfile(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -152,3 +152,28 @@ func TestRunLadderAndFallback(t *testing.T) {
 		t.Fatal("ParseMethod(fastest): want error")
 	}
 }
+
+// BenchmarkMinTraffic partitions a 900-layer model (EfficientNet-B8 sized) balanced on 8 GPU
+// types.
+func BenchmarkMinTraffic(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const layers, gpus = 900, 8
+	in := Input{Blocks: 10, Cuts: make([]int64, layers+1)}
+	for k := 0; k < gpus; k++ {
+		in.GPUs = append(in.GPUs, string(rune('A'+k)))
+		row := make([]float64, layers)
+		for q := range row {
+			row[q] = 1 + 100*r.Float64()
+		}
+		in.Latency = append(in.Latency, row)
+	}
+	for p := range in.Cuts {
+		in.Cuts[p] = int64(r.IntN(1 << 20))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Run(in, MinTraffic); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
