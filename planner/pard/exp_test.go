@@ -14,7 +14,7 @@ import (
 
 func TestExp(t *testing.T) {
 	w := demo.Workload(150)
-	w.Pipelines = w.Pipelines[:3]
+	w.Pipelines = w.Pipelines[3:4]
 	pl, err := Provision(context.Background(), Inputs{Workload: w, Profiles: []formats.Profile{*demo.Profile()}, Cluster: demo.Cluster()}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestExp(t *testing.T) {
 		pp := *pl.PARD
 		pp.Apps = pp.Apps[ai : ai+1]
 		p1.PARD = &pp
-		for _, tr := range []string{"wiki", "tweet", "azure"} {
+		for _, tr := range []string{"tweet", "azure"} {
 			rates, err := sim.PARDTrace(tr, 600, 150, 1)
 			if err != nil {
 				t.Fatal(err)

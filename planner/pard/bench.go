@@ -1,0 +1,410 @@
+package pard
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	demo "github.com/plan-dev/plan/internal/demo/pard"
+	rt "github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/sim"
+)
+
+// BenchOptions configure RunBench (`plan bench pard`).
+type BenchOptions struct {
+	// Apps, Traces and Policies select subsets (default all).
+	Apps, Traces, Policies []string
+	// Seeds per workload (default 5), trace length in seconds (default 1200), mean rate.
+	Seeds   int
+	Seconds int
+	RateRPS float64
+	// ColdStart is the autoscaler's cold start in seconds (default 15).
+	ColdStart float64
+	// Samples is M for the batch-wait quantile (default 2000 in the bench; the runtime
+	// default is 10000 — at λ = 0.1 the quantile's standard error is already < 1% of d).
+	Samples int
+	// StressFactors are the fixed-capacity load multipliers (default 0.5, 1, 1.5, 2, 3).
+	StressFactors []float64
+	// StressApps are run in the stress test (default lv).
+	StressApps []string
+	// Parallel runs at once (default GOMAXPROCS).
+	Parallel int
+	// Progress, when set, is called after every finished run.
+	Progress func(done, total int)
+}
+
+// QuickBench is the --quick configuration: every app, trace and policy, one seed, 300 s.
+func QuickBench() BenchOptions {
+	return BenchOptions{Seeds: 1, Seconds: 300, StressFactors: []float64{0.5, 1, 2, 3}}
+}
+
+// BenchRow aggregates one (app, trace, policy) over seeds (means).
+type BenchRow struct {
+	App    string `json:"app"`
+	Trace  string `json:"trace"`
+	Policy string `json:"policy"`
+	Seeds  int    `json:"seeds"`
+	// Goodput over the whole run and over the seconds where naive misses the SLO for > 1%.
+	Goodput      float64 `json:"goodput"`
+	BurstGoodput float64 `json:"burst_goodput"`
+	DropRate     float64 `json:"drop_rate"`
+	InvalidRate  float64 `json:"invalid_rate"`
+	LaterShare   float64 `json:"later_share"`
+	// Shares[i] is the share of drops at module i (pipeline order).
+	Shares []float64 `json:"shares"`
+	// MinGoodput[i] is the minimum goodput over windows of sim.WindowSizes[i] seconds.
+	MinGoodput []float64 `json:"min_goodput"`
+	MeanWaitMs float64   `json:"mean_wait_ms"`
+	Requests   int64     `json:"requests"`
+}
+
+// StressRow is one fixed-capacity point.
+type StressRow struct {
+	App    string  `json:"app"`
+	Factor float64 `json:"factor"`
+	Policy string  `json:"policy"`
+	// Goodput is on-time completions / capacity-limited ideal min(rate, capacity).
+	OfIdeal  float64 `json:"of_ideal"`
+	DropRate float64 `json:"drop_rate"`
+}
+
+// Comparison is PARD against one baseline on one workload.
+type Comparison struct {
+	App, Trace, Baseline string
+	// GoodputGain is PARD's goodput / the baseline's − 1; DropRatio and InvalidRatio are the
+	// baseline's rate / PARD's (∞ when PARD has none).
+	GoodputGain, BurstGain, DropRatio, InvalidRatio float64
+}
+
+// Module is a provisioned module as the bench reports it.
+type Module struct {
+	App, Name        string
+	Batch, Workers   int
+	LatencyMs        float64
+	SumTwoD, SLOFrac float64
+}
+
+// BenchResult is the full benchmark output.
+type BenchResult struct {
+	Options     BenchOptions  `json:"options"`
+	Modules     []Module      `json:"modules"`
+	Rows        []BenchRow    `json:"rows"`
+	Comparisons []Comparison  `json:"comparisons"`
+	Stress      []StressRow   `json:"stress"`
+	TraceCV     []TraceCVStat `json:"trace_cv"`
+}
+
+// TraceCVStat records a generated trace's calibration.
+type TraceCVStat struct {
+	Trace  string  `json:"trace"`
+	Seed   uint64  `json:"seed"`
+	CV     float64 `json:"cv"`
+	Target float64 `json:"target"`
+}
+
+// Row returns the aggregated row for (app, trace, policy).
+func (r *BenchResult) Row(app, trace, policy string) *BenchRow {
+	for i := range r.Rows {
+		x := &r.Rows[i]
+		if x.App == app && x.Trace == trace && x.Policy == policy {
+			return x
+		}
+	}
+	return nil
+}
+
+func (o *BenchOptions) defaults() {
+	if len(o.Apps) == 0 {
+		for _, a := range demo.Apps {
+			o.Apps = append(o.Apps, a.Name)
+		}
+	}
+	if len(o.Traces) == 0 {
+		for _, t := range sim.PARDTraces {
+			o.Traces = append(o.Traces, t.Name)
+		}
+	}
+	if len(o.Policies) == 0 {
+		o.Policies = rt.PipelinePolicies()
+	}
+	if o.Seeds == 0 {
+		o.Seeds = 5
+	}
+	if o.Seconds == 0 {
+		o.Seconds = 1200
+	}
+	if o.RateRPS == 0 {
+		o.RateRPS = demo.DefaultRateRPS
+	}
+	if o.ColdStart == 0 {
+		o.ColdStart = 15
+	}
+	if o.Samples == 0 {
+		o.Samples = 2000
+	}
+	if o.StressFactors == nil {
+		o.StressFactors = []float64{0.5, 1, 1.5, 2, 3}
+	}
+	if o.StressApps == nil {
+		o.StressApps = []string{"lv"}
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = runtime.GOMAXPROCS(0)
+	}
+}
+
+// ocThreshold is pard-oc's tuned T per trace (spec §4).
+func ocThreshold(trace string) string {
+	if trace == "wiki" {
+		return "20"
+	}
+	return "25"
+}
+
+// RunBench runs the PARD benchmark: provision each bundled app (MILP), then every trace ×
+// policy × seed with autoscaling and cold starts, plus the fixed-capacity stress test.
+func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
+	o.defaults()
+	for _, p := range o.Policies {
+		if _, err := rt.NewPipeline(p, rt.Config{}); err != nil {
+			return nil, fmt.Errorf("%w: --policies: %v", ErrBadInput, err)
+		}
+	}
+	res := &BenchResult{Options: o}
+	plans := map[string]*formats.Plan{}
+	for _, name := range append(append([]string{}, o.Apps...), o.StressApps...) {
+		if _, done := plans[name]; done {
+			continue
+		}
+		app, ok := demo.AppByName(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown app %q (tm, lv, ga, da)", ErrBadInput, name)
+		}
+		wl := demo.Workload(o.RateRPS)
+		wl.Pipelines = []formats.Pipeline{demo.Pipeline(app, o.RateRPS)}
+		pl, err := Provision(ctx, Inputs{Workload: wl, Profiles: []formats.Profile{*demo.Profile()}, Cluster: demo.Cluster()}, Options{})
+		if err != nil {
+			return nil, fmt.Errorf("provisioning %s: %w", name, err)
+		}
+		plans[name] = pl
+	}
+	for _, name := range o.Apps {
+		pa := plans[name].PARD.Apps[0]
+		var sum float64
+		for _, m := range pa.Modules {
+			sum += 2 * m.LatencyUs
+		}
+		for _, m := range pa.Modules {
+			res.Modules = append(res.Modules, Module{App: name, Name: m.Name, Batch: m.Batch, Workers: m.Workers,
+				LatencyMs: m.LatencyUs / 1000, SumTwoD: sum / 1000, SLOFrac: sum / float64(time.Duration(pa.SLO).Microseconds())})
+		}
+	}
+	traces := map[string]sim.RateSeries{}
+	key := func(tr string, seed int) string { return tr + "/" + strconv.Itoa(seed) }
+	for _, tr := range o.Traces {
+		target := 0.0
+		for _, t := range sim.PARDTraces {
+			if t.Name == tr {
+				target = t.CV
+			}
+		}
+		for s := 1; s <= o.Seeds; s++ {
+			r, err := sim.PARDTrace(tr, o.Seconds, o.RateRPS, uint64(s))
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+			}
+			traces[key(tr, s)] = r
+			res.TraceCV = append(res.TraceCV, TraceCVStat{Trace: tr, Seed: uint64(s), CV: math.Round(r.CV()*1000) / 1000, Target: target})
+		}
+	}
+	type job struct {
+		app, trace, policy string
+		seed               int
+		factor             float64 // > 0: stress
+	}
+	var jobs []job
+	pols := append([]string{}, o.Policies...)
+	hasNone := false
+	for _, p := range pols {
+		hasNone = hasNone || p == "none"
+	}
+	if !hasNone {
+		pols = append([]string{"none"}, pols...) // the needs-dropping windows come from naive
+	}
+	for _, a := range o.Apps {
+		for _, tr := range o.Traces {
+			for s := 1; s <= o.Seeds; s++ {
+				for _, p := range pols {
+					jobs = append(jobs, job{a, tr, p, s, 0})
+				}
+			}
+		}
+	}
+	stressPols := []string{"none", "nexus", "clipper++", "pard"}
+	for _, a := range o.StressApps {
+		for _, f := range o.StressFactors {
+			for _, p := range stressPols {
+				jobs = append(jobs, job{a, "stress", p, 1, f})
+			}
+		}
+	}
+	results := make([]*sim.PipelineMetrics, len(jobs))
+	errs := make([]error, len(jobs))
+	var mu sync.Mutex
+	done := 0
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < o.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				params := map[string]string{"samples": strconv.Itoa(o.Samples), "seed": strconv.Itoa(j.seed)}
+				var rates sim.RateSeries
+				if j.factor > 0 {
+					rates = nil
+				} else {
+					params["autoscale"] = "1"
+					params["cold_start_s"] = strconv.FormatFloat(o.ColdStart, 'g', -1, 64)
+					rates = traces[key(j.trace, j.seed)]
+				}
+				if j.policy == "pard-oc" {
+					params["oc_t_ms"] = ocThreshold(j.trace)
+				}
+				dep, err := rt.FromPARDPlan(plans[j.app])
+				if err == nil && j.factor > 0 {
+					// Stress: the planned workers only, a constant rate of factor × capacity.
+					for si := range dep.Stages {
+						dep.Stages[si].Pool = dep.Stages[si].Pool[:dep.Stages[si].Active]
+					}
+					rates = sim.StressRates(sim.PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
+				}
+				if err == nil {
+					results[i], err = sim.RunPipeline(sim.PipelineRun{Dep: dep, Rates: rates, Seed: uint64(j.seed),
+						Policy: rt.Config{Policy: j.policy, Params: params}})
+				}
+				errs[i] = err
+				mu.Lock()
+				done++
+				if o.Progress != nil {
+					o.Progress(done, len(jobs))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, err := range errs {
+		if err != nil {
+			j := jobs[i]
+			return nil, fmt.Errorf("%s/%s/%s seed %d: %w", j.app, j.trace, j.policy, j.seed, err)
+		}
+	}
+	// Aggregate.
+	naive := map[string]*sim.PipelineMetrics{}
+	for i, j := range jobs {
+		if j.factor == 0 && j.policy == "none" {
+			naive[j.app+"/"+key(j.trace, j.seed)] = results[i]
+		}
+	}
+	for _, a := range o.Apps {
+		for _, tr := range o.Traces {
+			for _, p := range o.Policies {
+				row := BenchRow{App: a, Trace: tr, Policy: p}
+				for i, j := range jobs {
+					if j.factor != 0 || j.app != a || j.trace != tr || j.policy != p {
+						continue
+					}
+					m := results[i]
+					row.Seeds++
+					row.Requests += m.Requests
+					row.Goodput += m.Goodput
+					row.BurstGoodput += m.GoodputOver(naive[a+"/"+key(tr, j.seed)].NeedsDropping())
+					row.DropRate += m.DropRate
+					row.InvalidRate += m.InvalidRate
+					row.LaterShare += m.LaterShare
+					row.MeanWaitMs += m.MeanWaitMs
+					if row.Shares == nil {
+						row.Shares = make([]float64, len(m.Shares))
+						row.MinGoodput = make([]float64, len(m.Windows))
+					}
+					for k, s := range m.Shares {
+						row.Shares[k] += s.Share
+					}
+					for k, w := range m.Windows {
+						row.MinGoodput[k] += w.MinGoodput
+					}
+				}
+				n := float64(max(row.Seeds, 1))
+				r6 := func(x float64) float64 { return math.Round(x/n*1e6) / 1e6 }
+				row.Goodput, row.BurstGoodput, row.DropRate = r6(row.Goodput), r6(row.BurstGoodput), r6(row.DropRate)
+				row.InvalidRate, row.LaterShare, row.MeanWaitMs = r6(row.InvalidRate), r6(row.LaterShare), r6(row.MeanWaitMs)
+				for k := range row.Shares {
+					row.Shares[k] = r6(row.Shares[k])
+				}
+				for k := range row.MinGoodput {
+					row.MinGoodput[k] = r6(row.MinGoodput[k])
+				}
+				res.Rows = append(res.Rows, row)
+			}
+			pard := res.Row(a, tr, "pard")
+			for _, b := range []string{"nexus", "clipper++"} {
+				base := res.Row(a, tr, b)
+				if pard == nil || base == nil {
+					continue
+				}
+				res.Comparisons = append(res.Comparisons, Comparison{App: a, Trace: tr, Baseline: b,
+					GoodputGain: ratio(pard.Goodput, base.Goodput) - 1, BurstGain: ratio(pard.BurstGoodput, base.BurstGoodput) - 1,
+					DropRatio: ratio(base.DropRate, pard.DropRate), InvalidRatio: ratio(base.InvalidRate, pard.InvalidRate)})
+			}
+		}
+	}
+	for i, j := range jobs {
+		if j.factor == 0 {
+			continue
+		}
+		m := results[i]
+		ideal := math.Min(1, 1/j.factor) // min(rate, capacity)/rate
+		res.Stress = append(res.Stress, StressRow{App: j.app, Factor: j.factor, Policy: j.policy,
+			OfIdeal: math.Round(m.Goodput/ideal*1e4) / 1e4, DropRate: m.DropRate})
+	}
+	sort.SliceStable(res.Stress, func(x, y int) bool {
+		if res.Stress[x].App != res.Stress[y].App {
+			return res.Stress[x].App < res.Stress[y].App
+		}
+		return res.Stress[x].Factor < res.Stress[y].Factor
+	})
+	return res, nil
+}
+
+// Infinite stands for a ratio against zero (PARD had no drops or no waste).
+const Infinite = 1e9
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		if a == 0 {
+			return 1
+		}
+		return Infinite // JSON has no ∞
+	}
+	return math.Round(a/b*1e4) / 1e4
+}
