@@ -24,7 +24,7 @@ const EndpointsKind = "Endpoints"
 //	apiVersion: plan/v1
 //	kind: Endpoints
 //	stages:
-//	  - stage: "demo/p0/s0"        # a stage name, or a path.Match pattern ("*", "demo/*/s1")
+//	  - stage: "demo/p0/s0"        # a stage name, "*" (every stage), or a path.Match pattern ("demo/*/s1")
 //	    model: demo-head           # the model name at the endpoint (default: the plan's model)
 //	    urls: [http://127.0.0.1:8001, http://127.0.0.1:8002]
 //
@@ -104,6 +104,16 @@ func DecodeEndpoints(name string, data []byte) (*Endpoints, error) {
 	return &e, nil
 }
 
+// matchStage matches a stage name against an entry: "*" alone matches every stage, anything
+// else is a path.Match pattern over the "model/pipeline/stage" name ("demo/*/s0").
+func matchStage(pattern, name string) bool {
+	if pattern == "*" {
+		return true
+	}
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
 // resolved is the endpoint of one worker.
 type resolved struct {
 	url   string
@@ -118,7 +128,7 @@ func (e *Endpoints) resolve(dep *runtime.Deployment) ([]resolved, error) {
 		st := &dep.Stages[si]
 		var ent *StageEndpoint
 		for i := range e.Stages {
-			if ok, _ := path.Match(e.Stages[i].Stage, st.Name); ok {
+			if matchStage(e.Stages[i].Stage, st.Name) {
 				ent = &e.Stages[i]
 				break
 			}

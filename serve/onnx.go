@@ -83,7 +83,7 @@ func NewONNX(clk Clock, dep *runtime.Deployment, p *formats.Plan, o ONNXOptions)
 		return nil, fmt.Errorf("the plan's profile of %q has %d layers but --model %s has %d nodes: profile this model file (plan profile %s)", pm.Model, end, o.Model, len(m.Nodes), o.Model)
 	}
 	x := &ONNX{clk: clk, dep: dep, stages: make([]*onnxStage, len(dep.Stages)), outIdx: map[*onnxStage]int{},
-		in: TensorSpec{Name: m.Inputs[0].Name, Datatype: "FP32", Shape: specShape(m.Inputs[0].Dims)},
+		in:  TensorSpec{Name: m.Inputs[0].Name, Datatype: "FP32", Shape: specShape(m.Inputs[0].Dims)},
 		out: TensorSpec{Name: m.Outputs[0].Name, Datatype: "FP32", Shape: specShape(m.Outputs[0].Dims)}}
 	byRange := map[[2]int]*onnxStage{}
 	for si := range dep.Stages {

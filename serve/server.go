@@ -420,6 +420,11 @@ func (s *Server) handleGetPlan(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Plan-Digest", g.digest)
+	pol := g.polCfg.Policy
+	if pol == "" {
+		pol = "ppipe"
+	}
+	w.Header().Set("X-Plan-Policy", pol)
 	_, _ = w.Write(b)
 }
 

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/serve/load"
+	"github.com/plan-dev/plan/sim"
+)
+
+type loadOptions struct {
+	rate        float64
+	load        float64
+	model       string
+	duration    time.Duration
+	maxRequests int
+	trace       string
+	seed        uint64
+	slo         time.Duration
+	timeout     time.Duration
+}
+
+func init() { register(newLoadCmd) }
+
+func newLoadCmd(app *App) *cobra.Command {
+	o := &loadOptions{}
+	cmd := &cobra.Command{
+		Use:   "load URL",
+		Short: "Send open-loop load to a running 'plan serve' and report SLO attainment",
+		Long: `load sends requests to a 'plan serve' (or any KServe v2 server that also answers
+GET /v1/plan) at their scheduled arrival times whether or not earlier ones were answered
+(open loop), waits for every answer, and reports attainment, goodput, drops and latency
+percentiles in the same format as 'plan simulate'.
+
+Arrivals are the simulator's: with --load L and --seed S the trace is exactly the one
+'plan simulate --load L --seed S' replays, so the two reports can be compared line by line.
+--rate R sets one model's rate in requests/s instead. A request counts as on time when the
+client saw its 200 within the model's SLO.
+
+Only loopback targets (127.0.0.0/8, ::1, localhost) are accepted: this is a test tool, not
+a way to load someone else's server.`,
+		Example: `  plan load http://127.0.0.1:8080 --load 0.9 --duration 10s
+  plan load http://127.0.0.1:8080 --rate 500 --duration 30s --trace bursty --seed 7
+  plan load http://127.0.0.1:8080 --rate 2000 --max-requests 10000 -O json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLoad(cmd, app, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&o.rate, "rate", 0, "requests/s to one model (see --model); exclusive with --load")
+	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate (default 1.0 without --rate)")
+	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit)")
+	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a Trace file")
+	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
+	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
+	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request counts as lost")
+	return cmd
+}
+
+// checkLoopback accepts http(s) URLs whose host is a loopback address or localhost.
+func checkLoopback(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("URL %q: must be http://HOST:PORT", raw)
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", fmt.Errorf("URL %q: only loopback targets are allowed (127.0.0.1, ::1, localhost), not %q", raw, host)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return "", fmt.Errorf("URL %q: give the server's base URL, without a path", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error {
+	base, err := checkLoopback(target)
+	if err != nil {
+		return usageError(err)
+	}
+	if o.rate < 0 || o.load < 0 {
+		return usageErrorf("--rate and --load must be > 0")
+	}
+	if o.rate > 0 && o.load > 0 {
+		return usageErrorf("--rate and --load are exclusive")
+	}
+	if o.rate == 0 && o.load == 0 {
+		o.load = 1
+	}
+	if o.duration <= 0 {
+		return usageErrorf("--duration: %s: must be > 0", o.duration)
+	}
+	if o.maxRequests < 0 {
+		return usageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
+	}
+	var spec sim.ArrivalSpec
+	switch name, _, _ := strings.Cut(o.trace, ":"); name {
+	case "poisson", "bursty", "mmpp":
+		spec, err = sim.ParseArrival(o.trace)
+	default:
+		spec, err = sim.LoadTrace(o.trace)
+	}
+	if err != nil {
+		return usageError(err)
+	}
+	opts := load.Options{
+		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
+		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
+	}
+	if !app.Quiet {
+		start := time.Now()
+		opts.Progress = func(sent, answered int64) {
+			fmt.Fprintf(app.Err, "\rload: %d sent, %d answered, %s", sent, answered, time.Since(start).Round(time.Second))
+		}
+	}
+	res, err := load.Run(cmd.Context(), opts)
+	if !app.Quiet {
+		fmt.Fprintln(app.Err)
+	}
+	if err != nil {
+		return err
+	}
+	if res.Lag > 10*time.Millisecond {
+		app.Log.Warn("the load generator fell behind its schedule (arrivals were sent late)", "max_lag", res.Lag.Round(time.Millisecond))
+	}
+	if app.JSONOutput() {
+		return app.WriteJSON(res.Report)
+	}
+	printSimTable(app, res.Report)
+	p := res.Report.Points[0].Total
+	if len(p.Drops) > 0 {
+		fmt.Fprintln(app.Out)
+		var rows [][]string
+		for _, d := range p.Drops {
+			rows = append(rows, []string{d.Stage, d.Reason, fmt.Sprint(d.Count)})
+		}
+		app.Table([]string{"stage", "reason", "drops"}, rows)
+	}
+	return nil
+}

@@ -1,0 +1,459 @@
+// Package load is `plan load`: an open-loop load generator for `plan serve` (or any server
+// speaking the same KServe v2 JSON). Arrival times come from the simulator's arrival
+// processes with the simulator's seeding, so `plan load --load L --seed S` against a server
+// and `plan simulate --load L --seed S` replay the very same trace; results are reported in
+// the simulator's report type. Open loop means a request is sent at its arrival time whether
+// or not earlier ones were answered, so overload shows up as drops, not as a slower client.
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/sim"
+)
+
+// Options configure a run.
+type Options struct {
+	// URL is the server's base URL (http://127.0.0.1:8080).
+	URL string
+	// Model restricts the run to one model ("" = every model of the served plan).
+	Model string
+	// Load scales every model's planned rate (as `plan simulate --load`); Rate, when > 0,
+	// sets the rate of the one model instead (Load is then Rate / its planned rate).
+	Load float64
+	Rate float64
+	// Duration is the arrival window; MaxRequests (> 0) stops arrivals earlier.
+	Duration    time.Duration
+	MaxRequests int
+	Arrival     sim.ArrivalSpec
+	Seed        uint64
+	// SLO overrides the servers' objective for attainment (0 = the model's, from metadata).
+	SLO time.Duration
+	// Timeout bounds one request (0 = 10 × SLO + 5 s); a request that times out counts as
+	// dropped at stage "client" with reason "timeout" (a lost request).
+	Timeout time.Duration
+	Client  *http.Client
+	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
+	// with the requests sent and answered so far.
+	Progress func(sent, answered int64)
+}
+
+// Sample is one request's client-side record.
+type Sample struct {
+	App     int
+	Arrival time.Duration // scheduled, from the start
+	Latency time.Duration // send → answer
+	Status  int           // 0 = transport error
+	Reason  string
+	Stage   string
+}
+
+// Result is what Run returns: the report (the simulator's format) and the raw samples.
+type Result struct {
+	Report  *sim.Report
+	Samples []Sample
+	// Lag is the largest delay between a scheduled arrival and its send (the generator's
+	// own tardiness).
+	Lag time.Duration
+}
+
+type target struct {
+	name string
+	slo  runtime.Time
+	rate float64 // planned rate (load 1.0)
+	body []byte
+}
+
+// Run sends the trace and waits for every answer.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Client == nil {
+		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 30 * time.Second}}
+	}
+	base := strings.TrimRight(o.URL, "/")
+	plan, policy, err := fetchPlan(ctx, o.Client, base)
+	if err != nil {
+		return nil, err
+	}
+	dep, err := runtime.FromPlan(plan)
+	if err != nil {
+		return nil, fmt.Errorf("%s/v1/plan: %w", base, err)
+	}
+	var targets []target
+	for _, a := range dep.Apps {
+		if o.Model != "" && a.Name != o.Model {
+			continue
+		}
+		md, err := fetchModel(ctx, o.Client, base, a.Name)
+		if err != nil {
+			return nil, err
+		}
+		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md)}
+		if md.SLOUs > 0 {
+			t.slo = runtime.Time(md.SLOUs)
+		}
+		if o.SLO > 0 {
+			t.slo = runtime.Time(o.SLO / time.Microsecond)
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("model %q: the served plan has no such model", o.Model)
+	}
+	load := o.Load
+	if o.Rate > 0 {
+		if len(targets) != 1 {
+			return nil, fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))
+		}
+		load = o.Rate / targets[0].rate
+	}
+	if !(load > 0) || math.IsInf(load, 0) {
+		return nil, fmt.Errorf("load %g: must be > 0", load)
+	}
+	if o.Timeout <= 0 {
+		var slo runtime.Time
+		for _, t := range targets {
+			slo = max(slo, t.slo)
+		}
+		o.Timeout = 10*time.Duration(slo)*time.Microsecond + 5*time.Second
+	}
+	window := runtime.Time(o.Duration / time.Microsecond)
+
+	// Arrival times per target, seeded as the simulator seeds the same load point.
+	type arrival struct {
+		t   runtime.Time
+		app int
+	}
+	var arrivals []arrival
+	for i, t := range targets {
+		app := appIndex(dep, t.name)
+		rate := t.rate * load
+		if o.Rate > 0 {
+			rate = o.Rate
+		}
+		src, err := o.Arrival.New(rate, t.name, sim.PointSeed(o.Seed, load, app))
+		if err != nil {
+			return nil, err
+		}
+		for {
+			at := src.Next()
+			if at == runtime.Never || at >= window {
+				break
+			}
+			arrivals = append(arrivals, arrival{at, i})
+		}
+	}
+	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].t < arrivals[j].t })
+	if o.MaxRequests > 0 && len(arrivals) > o.MaxRequests {
+		arrivals = arrivals[:o.MaxRequests]
+	}
+
+	samples := make([]Sample, len(arrivals))
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	var lag time.Duration
+	start := time.Now()
+	sent := 0
+	cancelled := false
+	var lastProgress time.Time
+send:
+	for i, a := range arrivals {
+		due := start.Add(time.Duration(a.t) * time.Microsecond)
+		if d := time.Until(due); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				cancelled = true
+				break send
+			}
+		} else if l := -d; l > lag {
+			lag = l
+		}
+		samples[i] = Sample{App: a.app, Arrival: time.Duration(a.t) * time.Microsecond}
+		wg.Add(1)
+		go func(s *Sample, t *target) {
+			defer wg.Done()
+			do(ctx, o.Client, base, t, s, o.Timeout)
+			answered.Add(1)
+		}(&samples[i], &targets[a.app])
+		sent++
+		if o.Progress != nil && time.Since(lastProgress) > 250*time.Millisecond {
+			lastProgress = time.Now()
+			o.Progress(int64(sent), answered.Load())
+		}
+	}
+	wg.Wait()
+	if o.Progress != nil {
+		o.Progress(int64(sent), answered.Load())
+	}
+	if cancelled {
+		return nil, ctx.Err()
+	}
+	samples = samples[:sent]
+	rep := report(plan, policy, o, targets, load, samples)
+	return &Result{Report: rep, Samples: samples, Lag: lag}, nil
+}
+
+func appIndex(dep *runtime.Deployment, name string) int {
+	for i, a := range dep.Apps {
+		if a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// do sends one request and records the answer.
+func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, timeout time.Duration) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/v2/models/"+t.name+"/infer", bytes.NewReader(t.body))
+	if err != nil {
+		s.Reason, s.Stage = "error", "client"
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	begin := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		s.Latency = time.Since(begin)
+		s.Stage = "client"
+		s.Reason = "error"
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.Reason = "timeout"
+		}
+		return
+	}
+	body, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s.Latency = time.Since(begin)
+	s.Status = resp.StatusCode
+	switch {
+	case rerr != nil:
+		s.Status, s.Stage, s.Reason = 0, "client", "error"
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		var d serve.DropResponse
+		if json.Unmarshal(body, &d) == nil && d.Reason != "" {
+			s.Reason, s.Stage = d.Reason, d.Stage
+		} else {
+			s.Reason, s.Stage = "http-503", "server"
+		}
+	case resp.StatusCode != http.StatusOK:
+		s.Reason, s.Stage = fmt.Sprintf("http-%d", resp.StatusCode), "server"
+	}
+}
+
+func fetchPlan(ctx context.Context, c *http.Client, base string) (*formats.Plan, string, error) {
+	body, h, err := get(ctx, c, base+"/v1/plan")
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := formats.DecodeInto[*formats.Plan]("GET /v1/plan", body)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, h.Get("X-Plan-Policy"), nil
+}
+
+func fetchModel(ctx context.Context, c *http.Client, base, model string) (*serve.ModelMetadata, error) {
+	body, _, err := get(ctx, c, base+"/v2/models/"+model)
+	if err != nil {
+		return nil, err
+	}
+	var md serve.ModelMetadata
+	if err := json.Unmarshal(body, &md); err != nil || len(md.Inputs) == 0 {
+		return nil, fmt.Errorf("%s/v2/models/%s: not KServe v2 model metadata", base, model)
+	}
+	return &md, nil
+}
+
+func get(ctx context.Context, c *http.Client, url string) ([]byte, http.Header, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != 200 {
+		return nil, nil, fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, strings.TrimSpace(string(b[:min(len(b), 200)])))
+	}
+	return b, resp.Header, nil
+}
+
+// requestBody builds one sample for the model's input: variable dimensions get size 4
+// (the batch dimension 1), values are a deterministic ramp.
+func requestBody(md *serve.ModelMetadata) []byte {
+	in := md.Inputs[0]
+	shape := make([]int64, len(in.Shape))
+	n := int64(1)
+	for i, d := range in.Shape {
+		switch {
+		case i == 0:
+			d = 1
+		case d < 0:
+			d = 4
+		}
+		shape[i] = d
+		n *= d
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"inputs":[{"name":%q,"shape":%s,"datatype":%q,"data":[`, in.Name, mustJSON(shape), in.Datatype)
+	for i := int64(0); i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if in.Datatype == "BOOL" {
+			b.WriteString("false")
+		} else {
+			fmt.Fprintf(&b, "%d", i%7)
+		}
+	}
+	b.WriteString("]}]}")
+	return b.Bytes()
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// report summarizes the samples exactly as the simulator summarizes requests: a request is
+// completed when answered 200 within its SLO as measured by the client, late when answered
+// after it, and dropped otherwise (503 with the server's reason and stage, or a client-side
+// failure at stage "client").
+func report(plan *formats.Plan, policy string, o Options, targets []target, load float64, samples []Sample) *sim.Report {
+	secs := o.Duration.Seconds()
+	type acc struct {
+		requests, completed, late, dropped int64
+		lat                                []int64
+		drops                              map[[2]string]int64
+	}
+	accs := make([]acc, len(targets))
+	for i := range accs {
+		accs[i].drops = map[[2]string]int64{}
+	}
+	var end time.Duration
+	for _, s := range samples {
+		a := &accs[s.App]
+		a.requests++
+		end = max(end, s.Arrival+s.Latency)
+		if s.Status == 200 {
+			lat := s.Latency.Microseconds()
+			a.lat = append(a.lat, lat)
+			if runtime.Time(lat) <= targets[s.App].slo {
+				a.completed++
+			} else {
+				a.late++
+			}
+			continue
+		}
+		a.dropped++
+		a.drops[[2]string{s.Stage, s.Reason}]++
+	}
+	summarize := func(name string, a *acc, offered float64) sim.AppMetrics {
+		m := sim.AppMetrics{Name: name, OfferedRPS: round6(offered), Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped, Attainment: 1}
+		if a.requests > 0 {
+			m.Attainment = round6(float64(a.completed) / float64(a.requests))
+		}
+		if secs > 0 {
+			m.GoodputRPS = round6(float64(a.completed) / secs)
+		}
+		for k, v := range a.drops {
+			m.Drops = append(m.Drops, sim.DropCount{Stage: k[0], Reason: k[1], Count: v})
+		}
+		sort.Slice(m.Drops, func(i, j int) bool {
+			if m.Drops[i].Stage != m.Drops[j].Stage {
+				return m.Drops[i].Stage < m.Drops[j].Stage
+			}
+			return m.Drops[i].Reason < m.Drops[j].Reason
+		})
+		m.Latency = percentiles(a.lat)
+		return m
+	}
+	var all acc
+	all.drops = map[[2]string]int64{}
+	var met sim.Metrics
+	var totalRate float64
+	for i, t := range targets {
+		a := &accs[i]
+		rate := t.rate * load
+		if o.Rate > 0 {
+			rate = o.Rate
+		}
+		totalRate += rate
+		met.Apps = append(met.Apps, summarize(t.name, a, rate))
+		all.requests += a.requests
+		all.completed += a.completed
+		all.late += a.late
+		all.dropped += a.dropped
+		all.lat = append(all.lat, a.lat...)
+		for k, v := range a.drops {
+			all.drops[k] += v
+		}
+	}
+	met.Total = summarize("total", &all, totalRate)
+	met.EndUs = end.Microseconds()
+	rep := &sim.Report{
+		APIVersion: formats.APIVersion, Kind: sim.ReportKind, Plan: plan.Metadata.Name, Policy: policy,
+		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(),
+		Points: []sim.Point{{Load: round6(load), Metrics: met}},
+	}
+	if plan.PPipe != nil {
+		rep.Strategy = plan.PPipe.Strategy
+	}
+	if rep.Policy == "" {
+		rep.Policy = "ppipe"
+	}
+	for _, t := range targets {
+		rep.BaseRPS = append(rep.BaseRPS, sim.AppRate{App: t.name, RPS: round6(t.rate)})
+	}
+	rep.MaxLoad99 = sim.MaxLoadAt(rep.Points, 0.99)
+	return rep
+}
+
+func percentiles(lat []int64) sim.Latency {
+	if len(lat) == 0 {
+		return sim.Latency{}
+	}
+	s := append([]int64(nil), lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum float64
+	for _, v := range s {
+		sum += float64(v)
+	}
+	q := func(p float64) int64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	return sim.Latency{MeanUs: round6(sum / float64(len(s))), P50Us: q(0.5), P90Us: q(0.9), P99Us: q(0.99), P999Us: q(0.999), MaxUs: s[len(s)-1]}
+}
+
+func round6(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*1e6) / 1e6
+}
