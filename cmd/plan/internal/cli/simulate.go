@@ -175,10 +175,18 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	}
 	if !app.Quiet {
 		start := time.Now()
+		tty := isTerminal(app.Err)
 		cfg.Progress = func(done, total int, p *sim.Point) {
-			fmt.Fprintf(app.Err, "\rsimulate: %s %d/%d load points (last: %.2f → %.2f%%) %s", bar(done, total), done, total, p.Load, 100*p.Total.Attainment, time.Since(start).Round(time.Millisecond))
-			if done == total {
-				fmt.Fprintln(app.Err)
+			line := fmt.Sprintf("simulate: %s %d/%d load points (last: %.2f → %.2f%%) %s", bar(done, total), done, total, p.Load, 100*p.Total.Attainment, time.Since(start).Round(time.Millisecond))
+			switch {
+			case tty:
+				fmt.Fprint(app.Err, "\r"+line)
+				if done == total {
+					fmt.Fprintln(app.Err)
+				}
+			case done == total || done%max(total/10, 1) == 0:
+				// Logs and CI: a line per tenth of the sweep, not per point.
+				fmt.Fprintln(app.Err, line)
 			}
 		}
 	}
@@ -220,6 +228,17 @@ func baseRates(dep *runtime.Deployment, reference string) ([]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal), where a progress bar may
+// redraw itself with \r.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func bar(done, total int) string {
