@@ -36,7 +36,7 @@ type BenchOptions struct {
 	// Parallel runs at once (default GOMAXPROCS).
 	Parallel int
 	// Progress, when set, is called after every finished run.
-	Progress func(done, total int)
+	Progress func(done, total int) `json:"-"`
 }
 
 // QuickBench is the --quick configuration: every app, trace and policy, one seed, 300 s.

@@ -1,0 +1,284 @@
+package ppipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/solver"
+)
+
+// oracle solves a tiny single-model instance by exhaustive enumeration, written from the
+// spec (§2) without the planner's code: every template (type sequence of length ≤ P), every
+// (batch, cuts, levels) configuration meeting T', every slice count per stage; templates are
+// combined by a DP over GPU usage (twelfths of a GPU per rounding group), keeping the best
+// throughput per usage vector. It returns the optimal throughput in req/s.
+func oracle(t *testing.T, in Inputs, P int, alpha float64, rounding string) float64 {
+	t.Helper()
+	cl := in.Cluster
+	mp := &in.Profiles[0].Models[0]
+	M := len(mp.Blocks)
+	type gt struct {
+		name   string
+		n, s   int
+		levels []int
+	}
+	var types []gt
+	for _, g := range cl.GPUs {
+		if g.Count > 0 {
+			types = append(types, gt{g.Type, g.Count, g.PerServer, g.Levels()})
+		}
+	}
+	ref, _ := mp.Lookup("L4", 1, 1)
+	T := math.Round(5 * ref.WholeUs())
+	if in.Workload != nil && in.Workload.Models[0].SLO > 0 {
+		T = in.Workload.Models[0].SLO.Microseconds()
+	}
+	budget := T - math.Round(alpha*T)
+	bw := cl.NICGbps * 1000 / cl.NICDerate
+	tau := func(c int) float64 {
+		if c <= 0 || c >= M {
+			return 0
+		}
+		return 8 * float64(mp.CutBytes[c-1]) / bw
+	}
+	// Rounding groups: (stage index, type) for stage rounding; (template, stage) otherwise.
+	type usage = string // encoded vector of twelfths per group
+	var templates [][]int
+	var rec func(pre []int)
+	rec = func(pre []int) {
+		if len(pre) > 0 {
+			templates = append(templates, slices.Clone(pre))
+		}
+		if len(pre) == P {
+			return
+		}
+		for k := range types {
+			rec(append(pre, k))
+		}
+	}
+	rec(nil)
+	groups := map[[2]int]int{} // (d or template*8+d, k) → index
+	groupOf := func(li, d, k int) int {
+		key := [2]int{d, k}
+		if rounding == RoundingPipeline {
+			key = [2]int{li*8 + d, k}
+		}
+		if i, ok := groups[key]; ok {
+			return i
+		}
+		groups[key] = len(groups)
+		return groups[key]
+	}
+	groupType := map[int]int{}
+	for li, tp := range templates {
+		for d, k := range tp {
+			groupType[groupOf(li, d, k)] = k
+		}
+	}
+	G := len(groups)
+	enc := func(v []int) usage {
+		b := make([]byte, len(v))
+		for i, x := range v {
+			b[i] = byte(x)
+		}
+		return string(b)
+	}
+	feasible := func(v []int) bool {
+		per := make([]int, len(types))
+		for g, x := range v {
+			per[groupType[g]] += (x + 11) / 12
+		}
+		for k := range types {
+			if per[k] > types[k].n {
+				return false
+			}
+		}
+		return true
+	}
+	states := map[usage]float64{enc(make([]int, G)): 0}
+	vecs := map[usage][]int{enc(make([]int, G)): make([]int, G)}
+	for li, tp := range templates {
+		D := len(tp)
+		// Best throughput per usage vector of this template alone.
+		opts := map[usage]float64{}
+		optVec := map[usage][]int{}
+		var cuts func(pre []int)
+		var configs [][]int
+		cuts = func(pre []int) {
+			if len(pre) == D-1 {
+				configs = append(configs, slices.Clone(pre))
+				return
+			}
+			last := 0
+			if len(pre) > 0 {
+				last = pre[len(pre)-1]
+			}
+			for c := last + 1; c < M; c++ {
+				cuts(append(pre, c))
+			}
+		}
+		cuts(nil)
+		for _, cs := range configs {
+			bounds := append(append([]int{0}, cs...), M)
+			for b := 1; b <= 8; b++ {
+				var lv func(d int, vs []int)
+				lv = func(d int, vs []int) {
+					if d == D {
+						lat := 0.0
+						X := make([]float64, D)
+						for s := 0; s < D; s++ {
+							k := types[tp[s]]
+							e, ok := mp.Lookup(k.name, vs[s], b)
+							if !ok {
+								return
+							}
+							C := 0.0
+							for q := bounds[s]; q < bounds[s+1]; q++ {
+								C += math.Max(1, e.BlockUs[q])
+							}
+							lat += C + float64(b)*tau(bounds[s+1])
+							X[s] = 1e6 * float64(b) / C
+							slot := float64(vs[s] * k.s)
+							if t := tau(bounds[s]); t > 0 {
+								X[s] = math.Min(X[s], 1e6/(slot*t))
+							}
+							if t := tau(bounds[s+1]); t > 0 {
+								X[s] = math.Min(X[s], 1e6/(slot*t))
+							}
+						}
+						if lat > budget+1e-9 {
+							return
+						}
+						var counts func(s int, g []int)
+						counts = func(s int, g []int) {
+							if s == D {
+								x := math.Inf(1)
+								u := make([]int, G)
+								for q := 0; q < D; q++ {
+									x = math.Min(x, X[q]*float64(g[q]))
+									u[groupOf(li, q, tp[q])] += g[q] * 12 / vs[q]
+								}
+								if !feasible(u) {
+									return
+								}
+								key := enc(u)
+								if x > opts[key] {
+									opts[key], optVec[key] = x, u
+								}
+								return
+							}
+							for n := 1; n <= vs[s]*types[tp[s]].n; n++ {
+								counts(s+1, append(g, n))
+							}
+						}
+						counts(0, nil)
+						return
+					}
+					for _, v := range types[tp[d]].levels {
+						lv(d+1, append(vs, v))
+					}
+				}
+				lv(0, nil)
+			}
+		}
+		next := map[usage]float64{}
+		nextVec := map[usage][]int{}
+		for key, val := range states {
+			next[key], nextVec[key] = val, vecs[key]
+		}
+		for sk, sv := range states {
+			for ok, ov := range opts {
+				u := make([]int, G)
+				for g := range u {
+					u[g] = vecs[sk][g] + optVec[ok][g]
+				}
+				if !feasible(u) {
+					continue
+				}
+				key := enc(u)
+				if v := sv + ov; v > next[key] {
+					next[key], nextVec[key] = v, u
+				}
+			}
+		}
+		states, vecs = next, nextVec
+	}
+	best := 0.0
+	for _, v := range states {
+		best = math.Max(best, v)
+	}
+	return best
+}
+
+// skipWithoutSolver skips when the HiGHS wasm is absent, unless PLAN_REQUIRE_ALL=1.
+func skipWithoutSolver(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, solver.ErrBackendUnavailable) && os.Getenv("PLAN_REQUIRE_ALL") != "1" {
+		t.Skipf("HiGHS wasm unavailable: %v", err)
+	}
+}
+
+func tinyInstance(seed uint64) (Inputs, int) {
+	r := seed
+	next := func(n uint64) int { r = r*6364136223846793005 + 1442695040888963407; return int((r >> 33) % n) }
+	M := 2 + next(3)
+	P := 1 + next(2)
+	l4 := specL4
+	l4.levels = []int{1, 2}
+	l4.perServer = 1 + next(2)
+	p4 := specP4
+	p4.ratioLo, p4.ratio = 1.2, 3.5 // P4 useful enough that mixed plans occur
+	gpus := []gpuSpec{l4, p4}
+	prof := genProfile(seed, 1, M, gpus, 2)
+	cl := genCluster(gpus, []int{1 + next(4), next(5)}, float64(5+next(40)))
+	ref, _ := prof.Models[0].Lookup("L4", 1, 1)
+	slo := ref.WholeUs() * (1 + float64(next(50))/10)
+	wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
+		Models: []formats.ModelWorkload{{Name: "m0", SLO: formats.Duration(math.Round(slo) * 1000)}}}
+	return Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}, P
+}
+
+// TestOracle compares the MILP optimum with exhaustive enumeration on tiny instances
+// (≤ 4 blocks, P ≤ 2, ≤ 4 GPUs per type) in both rounding modes.
+func TestOracle(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 12
+	}
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		in, P := tinyInstance(seed)
+		for _, rounding := range []string{RoundingStage, RoundingPipeline} {
+			want := oracle(t, in, P, 0.4, rounding)
+			// Odd seeds hand the full MILP to HiGHS directly, even seeds take the LP-guided path.
+			pl, err := Solve(context.Background(), in, Options{MaxPartitions: P, Gap: 1e-9, Rounding: rounding, Deterministic: true, NoLPGuide: seed%2 == 1})
+			skipWithoutSolver(t, err)
+			if want == 0 {
+				if !errors.Is(err, ErrInfeasible) {
+					t.Errorf("seed %d %s: oracle finds no plan, Solve: %v", seed, rounding, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("seed %d %s: %v", seed, rounding, err)
+			}
+			got := pl.PPipe.Models[0].ThroughputRPS
+			stats := ""
+			for _, pp := range pl.PPipe.Models[0].Pipelines {
+				stats += fmt.Sprintf(" %d×b%d", len(pp.Partitions), pp.Batch)
+			}
+			t.Logf("seed %d %s: M=%d P=%d oracle %.3f pipelines%s", seed, rounding, len(in.Profiles[0].Models[0].Blocks), P, want, stats)
+			if math.Abs(got-want) > 1e-6*want || math.Abs(pl.Provenance.Objective-want) > 1e-6*want {
+				t.Errorf("seed %d %s (M=%d P=%d): MILP %.6f (objective %.6f), oracle %.6f", seed, rounding, len(in.Profiles[0].Models[0].Blocks), P, got, pl.Provenance.Objective, want)
+			}
+			if v := Verify(pl); len(v) > 0 {
+				t.Errorf("seed %d %s: %v", seed, rounding, v)
+			}
+		}
+	}
+}
