@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/plan-dev/plan/profiler/graph"
 )
@@ -63,24 +66,22 @@ func build(g *graph.Graph, seed int64, skeleton bool) ([]byte, error) {
 		}
 		nodes = append(nodes, enc)
 	}
-	size := 64
-	for _, t := range b.inits {
-		size += len(t) + 8
-	}
-	for _, n := range nodes {
-		size += len(n) + 8
-	}
-	gr := make([]byte, 0, size)
-	for _, n := range nodes {
-		gr = putBytes(gr, fGraphNode, n)
-	}
 	name := g.Name
 	if name == "" {
 		name = "graph"
 	}
-	gr = putString(gr, fGraphName, name)
+	// The graph's fields, encoded once: the weights dominate the size, so the model is
+	// assembled with a single copy of each instead of nesting buffers.
+	var parts [][]byte
+	field := func(num protowire.Number, v []byte) {
+		parts = append(parts, protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.BytesType), uint64(len(v))), v)
+	}
+	for _, n := range nodes {
+		field(fGraphNode, n)
+	}
+	field(fGraphName, []byte(name))
 	for _, t := range b.inits {
-		gr = putBytes(gr, fGraphInitializer, t)
+		field(fGraphInitializer, t)
 	}
 	for _, in := range g.Inputs {
 		t := g.Tensors[in]
@@ -88,7 +89,7 @@ func build(g *graph.Graph, seed int64, skeleton bool) ([]byte, error) {
 		if !ok {
 			dt = Float
 		}
-		gr = putBytes(gr, fGraphInput, valueInfo(in, dt, t.Shape))
+		field(fGraphInput, valueInfo(in, dt, t.Shape))
 	}
 	for _, out := range g.Outputs {
 		t := g.Tensors[out]
@@ -96,17 +97,26 @@ func build(g *graph.Graph, seed int64, skeleton bool) ([]byte, error) {
 		if !ok {
 			dt = Float
 		}
-		gr = putBytes(gr, fGraphOutput, valueInfo(out, dt, t.Shape))
+		field(fGraphOutput, valueInfo(out, dt, t.Shape))
 	}
-	return model(irFor(b.opset), map[string]int64{"": b.opset}, gr), nil
+	graphLen := 0
+	for _, p := range parts {
+		graphLen += len(p)
+	}
+	out := modelHeader(irFor(b.opset), map[string]int64{"": b.opset}, graphLen)
+	out = slices.Grow(out, graphLen)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, nil
 }
 
-// model wraps an encoded GraphProto into a ModelProto.
-func model(ir int64, opsets map[string]int64, graphBytes []byte) []byte {
-	out := make([]byte, 0, len(graphBytes)+64+16*len(opsets))
+// modelHeader encodes a ModelProto's fields up to the length prefix of its graph; the
+// graph's bytes follow. Field order does not matter to protobuf readers.
+func modelHeader(ir int64, opsets map[string]int64, graphLen int) []byte {
+	var out []byte
 	out = putVarint(out, fModelIRVersion, ir)
 	out = putString(out, fModelProducerName, "plan")
-	out = putBytes(out, fModelGraph, graphBytes)
 	doms := make([]string, 0, len(opsets))
 	for d := range opsets {
 		doms = append(doms, d)
@@ -120,7 +130,14 @@ func model(ir int64, opsets map[string]int64, graphBytes []byte) []byte {
 		op = putVarint(op, fOpsetVersion, opsets[d])
 		out = putBytes(out, fModelOpsetImport, op)
 	}
-	return out
+	out = protowire.AppendTag(out, fModelGraph, protowire.BytesType)
+	return protowire.AppendVarint(out, uint64(graphLen))
+}
+
+// model wraps an encoded GraphProto into a ModelProto.
+func model(ir int64, opsets map[string]int64, graphBytes []byte) []byte {
+	out := modelHeader(ir, opsets, len(graphBytes))
+	return append(slices.Grow(out, len(graphBytes)), graphBytes...)
 }
 
 // valueInfo encodes a tensor declaration with a dynamic batch in front of shape.
@@ -156,14 +173,20 @@ func encodeValueInfo(name string, dt DataType, dims []Dim) []byte {
 
 // tensorProto encodes an initializer with raw little-endian data.
 func tensorProto(name string, dt DataType, dims []int64, raw []byte) []byte {
-	t := make([]byte, 0, len(raw)+len(name)+16+11*len(dims))
+	return append(tensorHeader(name, dt, dims, len(raw)), raw...)
+}
+
+// tensorHeader encodes a TensorProto up to the length prefix of rawLen bytes of raw data,
+// with capacity for the data.
+func tensorHeader(name string, dt DataType, dims []int64, rawLen int) []byte {
+	t := make([]byte, 0, rawLen+len(name)+32+11*len(dims))
 	for _, d := range dims {
 		t = putVarint(t, fTensorDims, d)
 	}
 	t = putVarint(t, fTensorDataType, int64(dt))
 	t = putString(t, fTensorName, name)
-	t = putBytes(t, fTensorRawData, raw)
-	return t
+	t = protowire.AppendTag(t, fTensorRawData, protowire.BytesType)
+	return protowire.AppendVarint(t, uint64(rawLen))
 }
 
 type builder struct {
@@ -197,7 +220,11 @@ func (b *builder) floats(base string, dims []int64, mean, std float64, abs bool)
 	if b.skeleton {
 		n = 0
 	}
-	raw := make([]byte, 4*n)
+	// Encode the TensorProto header, then generate the data in place (no copy of the data).
+	t := tensorHeader(name, Float, dims, int(4*n))
+	off := len(t)
+	t = t[:off+int(4*n)]
+	raw := t[off:]
 	// Uniform on [-√3, √3) has unit variance.
 	scale := float32(std * math.Sqrt(3) / (1 << 31))
 	m := float32(mean)
@@ -214,7 +241,7 @@ func (b *builder) floats(base string, dims []int64, mean, std float64, abs bool)
 		}
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(m+v))
 	}
-	b.inits = append(b.inits, tensorProto(name, Float, dims, raw))
+	b.inits = append(b.inits, t)
 	return name
 }
 
