@@ -124,8 +124,9 @@ func facilityLocation(seed uint64, nf, nc int) *Model {
 		m.AddRow("serve", 1, 1, terms...)
 	}
 	for i := range fac {
-		// Capacities sum to ~3x demand: several facilities must open.
-		capacity := math.Round(3 * total / float64(nf) * (0.5 + r.Float64()))
+		// Each facility can serve 1/7 to 1/3.5 of the total demand: several
+		// must open. (Tighter capacities make the instance far harder.)
+		capacity := math.Round(6 * total / float64(nf) * (1 + r.Float64()))
 		terms := []Term{{open[i], -capacity}}
 		for j := range cus {
 			terms = append(terms, Term{assign[i][j], demand[j]})

@@ -15,11 +15,25 @@ const lpLineWidth = 100
 
 // WriteLP writes the model in CPLEX LP format (readable by HiGHS, CPLEX,
 // Gurobi, SCIP, GLPK). Names are sanitized to the format's character set and
-// made unique; unnamed variables and rows become x<i> and c<i>.
+// made unique; unnamed variables and rows become x<i> and c<i>. A ranged row
+// lb <= expr <= ub is written as two rows, name~lo and name~hi, because LP
+// readers disagree on a double-inequality syntax (HiGHS rejects it).
 func (m *Model) WriteLP(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	vn := lpNames(len(m.cols), func(i int) string { return m.cols[i].name }, "x")
-	rn := lpNames(len(m.rows), func(i int) string { return m.rows[i].name }, "c")
+	var raw []string // row names as emitted, ranged rows split in two
+	for i, r := range m.rows {
+		name := r.name
+		if name == "" {
+			name = "c" + strconv.Itoa(i)
+		}
+		if isRanged(r.lb, r.ub) {
+			raw = append(raw, name+"~lo", name+"~hi")
+		} else {
+			raw = append(raw, name)
+		}
+	}
+	rn := lpNames(len(raw), func(i int) string { return raw[i] }, "c")
 
 	if m.name != "" {
 		fmt.Fprintf(bw, "\\ Model %s\n", strings.Map(printable, m.name))
@@ -44,28 +58,28 @@ func (m *Model) WriteLP(w io.Writer) error {
 	bw.WriteString("\n")
 
 	bw.WriteString("Subject To\n")
-	for i, r := range m.rows {
-		e.start(" " + rn[i] + ":")
+	k := 0 // index into rn
+	for _, r := range m.rows {
 		lo, hi := r.lb, r.ub
-		if !math.IsInf(lo, -1) && !math.IsInf(hi, 1) && lo != hi {
-			// Ranged row: CPLEX LP's "lhs <= expr <= rhs" form.
-			e.item(lpNum(lo) + " <=")
+		if isRanged(lo, hi) {
+			e.row(rn[k], r.terms, ">= "+lpNum(lo))
+			e.row(rn[k+1], r.terms, "<= "+lpNum(hi))
+			k += 2
+			continue
 		}
-		if len(r.terms) == 0 {
-			e.item("0 " + firstVar(vn)) // the format needs at least one term
-		}
-		e.terms(r.terms)
+		var rel string
 		switch {
 		case lo == hi:
-			e.item("= " + lpNum(hi))
+			rel = "= " + lpNum(hi)
 		case !math.IsInf(hi, 1):
-			e.item("<= " + lpNum(hi))
+			rel = "<= " + lpNum(hi)
 		case !math.IsInf(lo, -1):
-			e.item(">= " + lpNum(lo))
+			rel = ">= " + lpNum(lo)
 		default: // free row
-			e.item(">= -inf")
+			rel = ">= -inf"
 		}
-		bw.WriteString("\n")
+		e.row(rn[k], r.terms, rel)
+		k++
 	}
 
 	bw.WriteString("Bounds\n")
@@ -101,7 +115,7 @@ func (m *Model) WriteLP(w io.Writer) error {
 			continue
 		}
 		bw.WriteString(sec.title + "\n")
-		e.start("")
+		e.start(" ")
 		for _, n := range names {
 			e.item(n)
 		}
@@ -116,24 +130,42 @@ type lpExpr struct {
 	w     *bufio.Writer
 	names []string
 	col   int
+	sep   bool // the next item needs a separating space
 }
 
 func (e *lpExpr) start(prefix string) {
 	e.w.WriteString(prefix)
 	e.col = len(prefix)
+	e.sep = prefix != "" && !strings.HasSuffix(prefix, " ")
 }
 
 func (e *lpExpr) item(s string) {
-	if e.col > 1 && e.col+1+len(s) > lpLineWidth {
+	if e.col > 3 && e.col+1+len(s) > lpLineWidth {
 		e.w.WriteString("\n   ")
-		e.col = 3
+		e.col, e.sep = 3, true
 	}
-	if e.col > 0 {
+	if e.sep {
 		e.w.WriteByte(' ')
 		e.col++
 	}
+	e.sep = true
 	e.w.WriteString(s)
 	e.col += len(s)
+}
+
+// row writes " name: terms rel" and ends the line.
+func (e *lpExpr) row(name string, ts []Term, rel string) {
+	e.start(" " + name + ":")
+	if len(ts) == 0 {
+		e.item("0 " + firstVar(e.names)) // the format needs at least one term
+	}
+	e.terms(ts)
+	e.item(rel)
+	e.w.WriteString("\n")
+}
+
+func isRanged(lb, ub float64) bool {
+	return lb != ub && !math.IsInf(lb, -1) && !math.IsInf(ub, 1)
 }
 
 func (e *lpExpr) terms(ts []Term) {

@@ -119,7 +119,11 @@ func (s *session) run(mode runMode) (highs.ModelStatus, error) {
 		return 0, err
 	}
 	if err := in.PassModel(ctx, s.m.problem(mode.zeroObj)); err != nil {
-		return 0, err
+		if errors.Is(err, ErrAborted) || errors.Is(err, ErrCanceled) {
+			return 0, err
+		}
+		// HiGHS refused the model (checks beyond Validate's).
+		return 0, fmt.Errorf("%w: %w", ErrInvalidModel, err)
 	}
 	if s.opts.Start != nil && !mode.zeroObj && s.m.nInt > 0 {
 		if err := in.SetSolution(ctx, s.opts.Start); err != nil {

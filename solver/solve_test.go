@@ -329,6 +329,8 @@ func TestCancel(t *testing.T) {
 	}
 	if lag := time.Since(canceledAt); lag > time.Second {
 		t.Errorf("Solve returned %v after cancel", lag)
+	} else {
+		t.Logf("Solve returned %v after cancel", lag)
 	}
 	// The canceled instance is discarded; the next solve gets a healthy one.
 	small := multiKnapsack(5, 10, 2)

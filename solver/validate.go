@@ -9,6 +9,11 @@ import (
 // maxValidateErrors caps how many problems Validate reports at once.
 const maxValidateErrors = 10
 
+// MaxCoef is the largest matrix coefficient magnitude a model may hold.
+// HiGHS refuses larger ones (its large_matrix_value); they are almost always
+// a big-M gone wrong.
+const MaxCoef = 1e15
+
 // Validate checks the model for values no solver can interpret: NaN
 // anywhere, infinite objective or matrix coefficients, lb > ub, a lower
 // bound of +Inf or an upper bound of -Inf, and rows referring to variables
@@ -44,7 +49,7 @@ func (m *Model) Validate() error {
 				}
 				continue
 			}
-			if !finite(t.Coef) && !add("%s: coefficient of var %d (%q) is %v", what, t.Var, m.cols[t.Var].name, t.Coef) {
+			if !(math.Abs(t.Coef) <= MaxCoef) && !add("%s: coefficient of var %d (%q) is %v", what, t.Var, m.cols[t.Var].name, t.Coef) {
 				return errors.Join(errs...)
 			}
 		}

@@ -52,6 +52,7 @@ const (
 	expDestroy           = "G"  // Highs_destroy(h)
 	expVersion           = "H"  // Highs_version() const char*
 	expRun               = "N"  // Highs_run(h) status
+	expReadModel         = "P"  // Highs_readModel(h, filename) status
 	expPassLp            = "U"  // Highs_passLp(h, ...)
 	expPassMip           = "V"  // Highs_passMip(h, ...)
 	expSetBoolOption     = "ia" // Highs_setBoolOptionValue(h, name, v)
@@ -73,11 +74,25 @@ const (
 // requiredExports lists every export the package resolves at instantiation,
 // so a mismatched build fails loudly up front instead of mid-solve.
 var requiredExports = []string{
-	expWasmCallCtors, expCreate, expDestroy, expVersion, expRun, expPassLp,
+	expWasmCallCtors, expCreate, expDestroy, expVersion, expRun, expReadModel, expPassLp,
 	expPassMip, expSetBoolOption, expSetIntOption, expSetDoubleOption,
 	expSetStringOption, expGetIntInfo, expGetDoubleInfo, expGetInt64Info,
 	expGetSolution, expGetModelStatus, expGetObjectiveValue, expSetSolution,
 	expGetSizeofHighsInt, expFree, expMalloc,
+}
+
+// exportNames maps the minified exports to their C names (error messages).
+var exportNames = map[string]string{
+	expWasmCallCtors: "__wasm_call_ctors", expCreate: "Highs_create",
+	expDestroy: "Highs_destroy", expVersion: "Highs_version", expRun: "Highs_run",
+	expReadModel: "Highs_readModel", expPassLp: "Highs_passLp", expPassMip: "Highs_passMip",
+	expSetBoolOption: "Highs_setBoolOptionValue", expSetIntOption: "Highs_setIntOptionValue",
+	expSetDoubleOption: "Highs_setDoubleOptionValue", expSetStringOption: "Highs_setStringOptionValue",
+	expGetIntInfo: "Highs_getIntInfoValue", expGetDoubleInfo: "Highs_getDoubleInfoValue",
+	expGetInt64Info: "Highs_getInt64InfoValue", expGetSolution: "Highs_getSolution",
+	expGetModelStatus: "Highs_getModelStatus", expGetObjectiveValue: "Highs_getObjectiveValue",
+	expSetSolution: "Highs_setSolution", expGetSizeofHighsInt: "Highs_getSizeofHighsInt",
+	expFree: "free", expMalloc: "malloc",
 }
 
 // HiGHS C API constants (highs_c_api.h).

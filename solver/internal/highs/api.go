@@ -268,3 +268,18 @@ func (in *Instance) writeArrays(ctx context.Context, arrays ...any) ([]uint32, e
 	}
 	return ptrs, nil
 }
+
+// ReadModel loads a model file (format by extension: .lp, .mps) from data
+// into the current Highs object via Highs_readModel. The file is visible to
+// HiGHS as /<name> only for the duration of the call.
+func (in *Instance) ReadModel(ctx context.Context, name string, data []byte) error {
+	path := "/" + name
+	in.state.fs.put(path, data)
+	defer in.state.fs.remove(path)
+	p, err := in.putName(path)
+	if err != nil {
+		return err
+	}
+	r, err := in.call(ctx, expReadModel, in.h, uint64(p))
+	return in.checkStatus("Highs_readModel", r, err)
+}

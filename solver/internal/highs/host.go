@@ -14,8 +14,10 @@ import (
 const (
 	errnoSuccess = 0
 	errnoBadf    = 8
+	errnoAcces   = 2
 	errnoInval   = 28
 	errnoNoent   = 44
+	errnoNotty   = 59
 	errnoSpipe   = 70
 )
 
@@ -32,6 +34,7 @@ var clockOrigin = time.Now()
 type hostState struct {
 	log  io.Writer // receives everything HiGHS writes to stdout/stderr; may be nil
 	tail tailBuffer
+	fs   memFS // read-only files for Highs_readModel
 }
 
 type hostStateKey struct{}
@@ -39,6 +42,22 @@ type hostStateKey struct{}
 func stateFrom(ctx context.Context) *hostState {
 	st, _ := ctx.Value(hostStateKey{}).(*hostState)
 	return st
+}
+
+// canceledError is panicked by host imports once the call's context is done;
+// the instance is then discarded like after an abort.
+type canceledError struct{ err error }
+
+func (e *canceledError) Error() string { return "canceled: " + e.err.Error() }
+func (e *canceledError) Unwrap() error { return e.err }
+
+// checkCanceled unwinds the running HiGHS call if ctx is done. It runs in
+// the imports HiGHS calls often (clocks, output, heap growth), so a solve
+// stops within milliseconds of cancellation, at worst a few hundred.
+func checkCanceled(ctx context.Context) {
+	if err := ctx.Err(); err != nil {
+		panic(&canceledError{err: err})
+	}
 }
 
 // abortError is panicked by the host imports that end the instance (abort,
@@ -65,34 +84,50 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	def(impAbortJS, func(context.Context, api.Module, []uint64) {
 		panic(&abortError{reason: "abort()"})
 	}, nil, nil)
-	def(impEmscriptenGetNow, func(_ context.Context, _ api.Module, s []uint64) {
+	def(impEmscriptenGetNow, func(ctx context.Context, _ api.Module, s []uint64) {
+		checkCanceled(ctx)
 		s[0] = api.EncodeF64(float64(time.Since(clockOrigin).Nanoseconds()) / 1e6)
 	}, nil, v(f64))
-	def(impEmscriptenDateNow, func(_ context.Context, _ api.Module, s []uint64) {
+	def(impEmscriptenDateNow, func(ctx context.Context, _ api.Module, s []uint64) {
+		checkCanceled(ctx)
 		s[0] = api.EncodeF64(float64(time.Now().UnixNano()) / 1e6)
 	}, nil, v(f64))
 	def(impClockTimeGet, hostClockTimeGet, v(i32, i64, i32), v(i32))
 	def(impEmscriptenResize, hostResizeHeap, v(i32), v(i32))
 	def(impFdWrite, hostFdWrite, v(i32, i32, i32, i32), v(i32))
 	def(impFdRead, hostFdRead, v(i32, i32, i32, i32), v(i32))
-	def(impFdClose, func(_ context.Context, _ api.Module, s []uint64) {
-		s[0] = stdErrno(s[0], errnoSuccess)
+	def(impFdClose, func(ctx context.Context, _ api.Module, s []uint64) {
+		if fd := uint32(s[0]); fd > 2 {
+			s[0] = stateFrom(ctx).fs.close(fd)
+			return
+		}
+		s[0] = errnoSuccess
 	}, v(i32), v(i32))
-	def(impFdSeek, func(_ context.Context, _ api.Module, s []uint64) {
-		s[0] = stdErrno(s[0], errnoSpipe) // the standard streams are ttys
-	}, v(i32, i64, i32, i32), v(i32))
+	def(impFdSeek, hostFdSeek, v(i32, i64, i32, i32), v(i32))
 	// The syscalls return -errno. fcntl/ioctl on the standard streams succeed
 	// so that musl treats stdout as a terminal and line-buffers it: the
 	// progress parser then sees each log line as soon as HiGHS prints it.
-	def(impSyscallFcntl64, func(_ context.Context, _ api.Module, s []uint64) {
-		s[0] = negErrno(stdErrno(s[0], errnoSuccess))
+	def(impSyscallFcntl64, func(ctx context.Context, _ api.Module, s []uint64) {
+		if fd := uint32(s[0]); fd > 2 && !stateFrom(ctx).fs.isOpen(fd) {
+			s[0] = negErrno(errnoBadf)
+			return
+		}
+		s[0] = 0
 	}, v(i32, i32, i32), v(i32))
-	def(impSyscallIoctl, func(_ context.Context, _ api.Module, s []uint64) {
-		s[0] = negErrno(stdErrno(s[0], errnoSuccess))
+	def(impSyscallIoctl, func(ctx context.Context, _ api.Module, s []uint64) {
+		switch fd := uint32(s[0]); {
+		case fd <= 2:
+			s[0] = 0
+		case stateFrom(ctx).fs.isOpen(fd):
+			s[0] = negErrno(errnoNotty)
+		default:
+			s[0] = negErrno(errnoBadf)
+		}
 	}, v(i32, i32, i32), v(i32))
-	// There is no file system: HiGHS is only ever fed models through memory.
-	def(impSyscallOpenat, func(_ context.Context, _ api.Module, s []uint64) {
-		s[0] = negErrno(errnoNoent)
+	// The only files are those memFS holds for Highs_readModel.
+	def(impSyscallOpenat, func(ctx context.Context, m api.Module, s []uint64) {
+		path := readCString(m.Memory(), uint32(s[1]), 4096)
+		s[0] = stateFrom(ctx).fs.open(path, uint32(s[2]))
 	}, v(i32, i32, i32, i32), v(i32))
 	def(impSetitimerJS, func(_ context.Context, _ api.Module, s []uint64) {
 		s[0] = 0 // alarm() is never relied on; timers are a no-op
@@ -148,7 +183,8 @@ func hostExit(_ context.Context, _ api.Module, s []uint64) {
 	panic(&abortError{reason: fmt.Sprintf("exit(%d)", int32(s[0]))})
 }
 
-func hostClockTimeGet(_ context.Context, m api.Module, s []uint64) {
+func hostClockTimeGet(ctx context.Context, m api.Module, s []uint64) {
+	checkCanceled(ctx)
 	var ns int64
 	switch uint32(s[0]) {
 	case 0: // CLOCK_REALTIME
@@ -165,7 +201,8 @@ func hostClockTimeGet(_ context.Context, m api.Module, s []uint64) {
 // hostResizeHeap grows linear memory to at least the requested size. Like
 // emscripten's JS it over-allocates by 20% (capped at +96 MiB) so that a
 // growing heap does not call back for every malloc.
-func hostResizeHeap(_ context.Context, m api.Module, s []uint64) {
+func hostResizeHeap(ctx context.Context, m api.Module, s []uint64) {
+	checkCanceled(ctx)
 	mem := m.Memory()
 	requested := uint64(uint32(s[0]))
 	old := uint64(mem.Size())
@@ -196,6 +233,7 @@ func hostResizeHeap(_ context.Context, m api.Module, s []uint64) {
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
 
 func hostFdWrite(ctx context.Context, m api.Module, s []uint64) {
+	checkCanceled(ctx)
 	fd, iov, iovcnt, pnum := uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3])
 	if fd != 1 && fd != 2 {
 		s[0] = errnoBadf
@@ -228,12 +266,65 @@ func (st *hostState) write(p []byte) {
 	}
 }
 
-func hostFdRead(_ context.Context, m api.Module, s []uint64) {
-	if uint32(s[0]) != 0 {
+func hostFdRead(ctx context.Context, m api.Module, s []uint64) {
+	fd, iov, iovcnt, pnum := uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3])
+	mem := m.Memory()
+	if fd == 0 {
+		s[0] = okErrno(mem.WriteUint32Le(pnum, 0)) // stdin is at EOF
+		return
+	}
+	f := stateFrom(ctx).fs.file(fd)
+	if f == nil {
 		s[0] = errnoBadf
 		return
 	}
-	s[0] = okErrno(m.Memory().WriteUint32Le(uint32(s[3]), 0)) // stdin is at EOF
+	var total uint32
+	for i := range iovcnt {
+		ptr, ok1 := mem.ReadUint32Le(iov + 8*i)
+		n, ok2 := mem.ReadUint32Le(iov + 8*i + 4)
+		buf, ok3 := mem.Read(ptr, n)
+		if !ok1 || !ok2 || !ok3 {
+			s[0] = errnoInval
+			return
+		}
+		k := copy(buf, f.data[min(f.pos, len(f.data)):])
+		f.pos += k
+		total += uint32(k)
+		if k < len(buf) {
+			break
+		}
+	}
+	s[0] = okErrno(mem.WriteUint32Le(pnum, total))
+}
+
+func hostFdSeek(ctx context.Context, m api.Module, s []uint64) {
+	fd, off, whence, pnew := uint32(s[0]), int64(s[1]), uint32(s[2]), uint32(s[3])
+	if fd <= 2 {
+		s[0] = errnoSpipe // the standard streams are ttys
+		return
+	}
+	f := stateFrom(ctx).fs.file(fd)
+	if f == nil {
+		s[0] = errnoBadf
+		return
+	}
+	var base int64
+	switch whence {
+	case 0: // SEEK_SET
+	case 1: // SEEK_CUR
+		base = int64(f.pos)
+	case 2: // SEEK_END
+		base = int64(len(f.data))
+	default:
+		s[0] = errnoInval
+		return
+	}
+	if base+off < 0 {
+		s[0] = errnoInval
+		return
+	}
+	f.pos = int(base + off)
+	s[0] = okErrno(m.Memory().WriteUint64Le(pnew, uint64(f.pos)))
 }
 
 // hostTzset reports UTC: HiGHS only uses local time for its log banner.

@@ -89,6 +89,9 @@ func (in *Instance) call(ctx context.Context, name string, args ...uint64) ([]ui
 	if in.broken {
 		return nil, fmt.Errorf("%w: instance unusable after an earlier failure", ErrAborted)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
+	}
 	res, err := in.fn[name].Call(in.bind(ctx), args...)
 	if err != nil {
 		in.broken = true
@@ -97,8 +100,8 @@ func (in *Instance) call(ctx context.Context, name string, args ...uint64) ([]ui
 	return res, nil
 }
 
-// classify maps a failed wasm call to ErrCanceled (context done: wazero
-// closed the module) or ErrAborted (abort, C++ throw, exit or trap), adding
+// classify maps a failed wasm call to ErrCanceled (context done, see
+// checkCanceled) or ErrAborted (abort, C++ throw, exit or trap), adding
 // the tail of the HiGHS log.
 func (in *Instance) classify(ctx context.Context, what string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -116,17 +119,11 @@ func (in *Instance) classify(ctx context.Context, what string, err error) error 
 }
 
 // exportName maps a minified export to its C name for error messages.
-func exportName(min string) string {
-	for name, m := range map[string]string{
-		"Highs_run": expRun, "Highs_passMip": expPassMip, "Highs_passLp": expPassLp,
-		"Highs_create": expCreate, "__wasm_call_ctors": expWasmCallCtors,
-		"Highs_setSolution": expSetSolution, "malloc": expMalloc,
-	} {
-		if m == min {
-			return name
-		}
+func exportName(minified string) string {
+	if name, ok := exportNames[minified]; ok {
+		return name
 	}
-	return "export " + min
+	return "export " + minified
 }
 
 func (in *Instance) malloc(ctx context.Context, n int) (uint32, error) {

@@ -1,0 +1,160 @@
+package highs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// engine returns the default engine, skipping (or failing under
+// PLAN_REQUIRE_ALL=1) when highs.wasm is absent.
+func engine(t *testing.T) *Engine {
+	t.Helper()
+	e, err := Default()
+	if err != nil {
+		if os.Getenv("PLAN_REQUIRE_ALL") == "1" || !errors.Is(err, ErrUnavailable) {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return e
+}
+
+func TestLoadWasmErrors(t *testing.T) {
+	t.Setenv(EnvWasm, filepath.Join(t.TempDir(), "missing.wasm"))
+	_, _, err := LoadWasm()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), EnvWasm) ||
+		!strings.Contains(err.Error(), "make assets") {
+		t.Errorf("missing file: %v", err)
+	}
+
+	bad := filepath.Join(t.TempDir(), "highs.wasm")
+	if err := os.WriteFile(bad, []byte("\x00asm\x01\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvWasm, bad)
+	_, _, err = LoadWasm()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("wrong hash: %v", err)
+	}
+	if _, err := NewEngine(context.Background(), []byte("nope"), "", "test"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("NewEngine(garbage) = %v", err)
+	}
+}
+
+func TestLoadWasmFromEnv(t *testing.T) {
+	e := engine(t)
+	if !strings.HasSuffix(e.Source(), "highs.wasm") && !strings.Contains(e.Source(), "embedded") {
+		t.Errorf("source %q", e.Source())
+	}
+	t.Setenv(EnvWasm, e.Source())
+	if _, src, err := LoadWasm(); err != nil || src != e.Source() {
+		t.Errorf("LoadWasm via %s = %q, %v", EnvWasm, src, err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if v := engine(t).Version(context.Background()); !strings.HasPrefix(v, "1.15.") {
+		t.Errorf("Version() = %q", v)
+	}
+}
+
+// TestAbortDiscardsInstance makes HiGHS throw a C++ exception (its LP reader
+// throws std::invalid_argument on a double inequality) and checks that the
+// error is reported, the instance is retired and the engine keeps working.
+func TestAbortDiscardsInstance(t *testing.T) {
+	e := engine(t)
+	ctx := context.Background()
+	in, err := e.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = in.ReadModel(ctx, "bad.lp", []byte("Minimize\n obj: x\nSubject To\n r: 1 <= x <= 2\nEnd\n"))
+	if !errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "invalid_argument") ||
+		!strings.Contains(err.Error(), "Highs_readModel") {
+		t.Fatalf("ReadModel error = %v, want an abort naming std::invalid_argument", err)
+	}
+	if _, err := in.Version(ctx); !errors.Is(err, ErrAborted) {
+		t.Errorf("call on a broken instance = %v, want ErrAborted", err)
+	}
+	e.Release(ctx, in)
+	in2, err := e.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release(ctx, in2)
+	if in2 == in {
+		t.Fatal("broken instance was handed out again")
+	}
+	if v, err := in2.Version(ctx); err != nil || v == "" {
+		t.Fatalf("fresh instance: %q, %v", v, err)
+	}
+}
+
+func TestInstanceReuse(t *testing.T) {
+	e := engine(t)
+	ctx := context.Background()
+	in, err := e.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Release(ctx, in)
+	in2, err := e.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release(ctx, in2)
+	if in2 != in || in2.h != 0 {
+		t.Errorf("healthy instance not reused with its Highs object destroyed (same=%v h=%d)", in2 == in, in2.h)
+	}
+}
+
+// TestReadModelSandboxed checks that HiGHS cannot reach host files: only
+// memFS entries exist (its LP reader reports a missing file by throwing).
+func TestReadModelSandboxed(t *testing.T) {
+	e := engine(t)
+	ctx := context.Background()
+	host := filepath.Join(t.TempDir(), "host.lp")
+	if err := os.WriteFile(host, []byte("Minimize\n obj: x\nEnd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := e.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release(ctx, in)
+	if err := in.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := in.putName(host)
+	r, err := in.call(ctx, expReadModel, in.h, uint64(p))
+	if err == nil && int32(r[0]) != StatusError {
+		t.Errorf("HiGHS read host file %s", host)
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	var tb tailBuffer
+	for i := 0; i < 2000; i++ {
+		tb.Write([]byte("line " + strings.Repeat("x", i%7) + "\n"))
+	}
+	if len(tb.buf) > tailCap {
+		t.Errorf("tail holds %d bytes", len(tb.buf))
+	}
+	if got := strings.Count(tb.Lines(3), "\n"); got != 2 {
+		t.Errorf("Lines(3) has %d newlines", got)
+	}
+	tb.Write([]byte(strings.Repeat("y", 3*tailCap)))
+	if len(tb.buf) != tailCap || tb.buf[0] != 'y' {
+		t.Errorf("oversized write: len %d", len(tb.buf))
+	}
+}
