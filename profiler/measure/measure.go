@@ -244,6 +244,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ext := m.ExternalData(); len(ext) > 0 {
+		return nil, fmt.Errorf("measure: %d initializers (%q...) keep their data in external files, which the measured backend does not load: save the model with its weights inside the .onnx file", len(ext), ext[0])
+	}
 	g := opts.Graph
 	var shape []int64
 	if g != nil && len(g.Inputs) > 0 {

@@ -388,3 +388,23 @@ func TestZooStructure(t *testing.T) {
 		})
 	}
 }
+
+func TestExternalData(t *testing.T) {
+	ext := tensorHeader("w", Float, []int64{4}, 0)
+	ext = putVarint(ext, fTensorDataLocation, 1)
+	var gr []byte
+	gr = putBytes(gr, fGraphNode, nodeProto("mm", "MatMul", []string{"x", "w"}, []string{"y"}))
+	gr = putBytes(gr, fGraphInitializer, ext)
+	gr = putBytes(gr, fGraphInput, encodeValueInfo("x", Float, []Dim{{Param: "N"}, {Value: 4}}))
+	gr = putBytes(gr, fGraphOutput, encodeValueInfo("y", Float, []Dim{{Param: "N"}}))
+	m, err := Parse(model(8, map[string]int64{"": 17}, gr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.ExternalData(); !reflect.DeepEqual(got, []string{"w"}) {
+		t.Fatalf("ExternalData() = %v", got)
+	}
+	if _, err := m.Initializers["w"].Int64s(); err == nil {
+		t.Error("reading external data: no error")
+	}
+}

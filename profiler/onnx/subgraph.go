@@ -180,3 +180,15 @@ func (m *Model) ShapeValue(t string, batch int64) ([]int64, bool) {
 	}
 	return out, true
 }
+
+// ExternalData lists the initializers whose data lives in separate files (ONNX's external
+// data format, used for models over 2 GB): a model held in memory cannot reach them.
+func (m *Model) ExternalData() []string {
+	var out []string
+	for _, name := range m.initOrder {
+		if m.Initializers[name].External {
+			out = append(out, name)
+		}
+	}
+	return out
+}
