@@ -1,0 +1,64 @@
+package serve
+
+import (
+	"errors"
+	"testing"
+)
+
+func FuzzDecodeInferRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"inputs":[{"name":"input","shape":[1,3],"datatype":"FP32","data":[1,2,3]}]}`,
+		`{"id":"a","inputs":[{"name":"input","shape":[1,2,2],"datatype":"FP32","data":[[1,2],[3,4]]}],"outputs":[{"name":"output"}]}`,
+		`{"inputs":[{"name":"input","shape":[1,1],"datatype":"BOOL","data":[true]}]}`,
+		`{"inputs":[]}`, `{`, `[]`, `{"inputs":[{"shape":[1,-5],"datatype":"FP32","data":[]}]}`,
+		`{"inputs":[{"name":"input","shape":[1,99999999999],"datatype":"FP32","data":[1]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	spec := TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, -1}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeInferRequest(body, spec)
+		if err != nil {
+			var bad *BadRequestError
+			if !errors.As(err, &bad) {
+				t.Fatalf("error %v is not a BadRequestError", err)
+			}
+			return
+		}
+		in := req.Inputs[0]
+		if len(req.Inputs) != 1 || in.Datatype != "FP32" || len(in.Shape) != 2 || in.Shape[0] != 1 || in.Name != "input" {
+			t.Fatalf("accepted %+v", req)
+		}
+		n, err := countElements(in.Data, in.Datatype)
+		if err != nil || n != in.Shape[1] {
+			t.Fatalf("accepted data with %d elements (%v) for shape %v", n, err, in.Shape)
+		}
+		if _, err := in.Float32s(); err != nil {
+			t.Fatalf("accepted data that does not decode: %v", err)
+		}
+	})
+}
+
+func FuzzDecodeEndpoints(f *testing.F) {
+	for _, s := range []string{
+		"apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: '*'\n    urls: [http://127.0.0.1:9]\n",
+		`{"apiVersion":"plan/v1","kind":"Endpoints","stages":[{"stage":"a/*","model":"m","urls":["https://h:1/x"]}]}`,
+		"kind: Endpoints\n", "- a\n", "",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		e, err := DecodeEndpoints("f.yaml", doc)
+		if err != nil {
+			return
+		}
+		if len(e.Stages) == 0 {
+			t.Fatal("accepted a file without stages")
+		}
+		for _, s := range e.Stages {
+			if len(s.URLs) == 0 || s.Stage == "" {
+				t.Fatalf("accepted %+v", s)
+			}
+		}
+	})
+}
