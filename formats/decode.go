@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Document is any decoded file: *Profile, *Cluster, *Workload, *Plan or *Trace.
@@ -28,51 +28,65 @@ func (t TypeMeta) GetKind() string { return t.Kind }
 const MaxFileBytes = 512 << 20
 
 // ReadFile decodes and validates a file of any known kind. All problems are returned as one
-// ErrorList naming the file; decoding problems wrap ErrDecode.
+// ErrorList naming the file (by its base name); decoding problems wrap ErrDecode, a file that
+// cannot be read wraps the os error (errors.Is(err, fs.ErrNotExist) works).
 func ReadFile(path string) (Document, error) {
-	data, err := readLimited(path)
+	data, err := ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
 	return Decode(filepath.Base(path), data)
 }
 
-func readLimited(path string) ([]byte, error) {
+// ReadBytes reads a whole file of at most MaxFileBytes. Its errors read
+// `PATH: cannot read: CAUSE` and wrap the underlying error.
+func ReadBytes(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, &ReadError{Path: path, Err: err}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, &ReadError{Path: path, Err: err}
 	}
 	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileBytes)
+		return nil, &ReadError{Path: path, Err: fmt.Errorf("larger than %d bytes", MaxFileBytes)}
 	}
 	return data, nil
+}
+
+// ReadError is a file that could not be read.
+type ReadError struct {
+	Path string
+	Err  error
+}
+
+func (e *ReadError) Error() string { return e.Path + ": cannot read: " + e.cause() }
+
+func (e *ReadError) cause() string {
+	var pe *fs.PathError
+	if errors.As(e.Err, &pe) {
+		if errors.Is(pe.Err, fs.ErrNotExist) {
+			return "no such file"
+		}
+		return pe.Err.Error()
+	}
+	return e.Err.Error()
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+func (e *ReadError) problems() ErrorList {
+	return ErrorList{{File: e.Path, Rule: "cannot read: " + e.cause()}}
 }
 
 // Decode decodes YAML or JSON bytes by their kind, strictly, and validates the result.
 // name is used in error messages (usually the file's base name).
 func Decode(name string, data []byte) (Document, error) {
-	js, err := toJSON(data)
+	doc, err := Parse(name, data)
 	if err != nil {
-		return nil, decodeErr(name, "", err)
-	}
-	var meta TypeMeta
-	if err := json.Unmarshal(js, &meta); err != nil {
-		return nil, decodeErr(name, "", err)
-	}
-	if meta.APIVersion != APIVersion {
-		return nil, ErrorList{{File: name, Path: "apiVersion", Value: render(meta.APIVersion), Rule: "must be " + APIVersion}}
-	}
-	doc, err := newDocument(meta.Kind)
-	if err != nil {
-		return nil, ErrorList{{File: name, Path: "kind", Value: render(meta.Kind), Rule: "must be one of " + strings.Join(Kinds, ", ")}}
-	}
-	if err := strictUnmarshal(js, doc); err != nil {
-		return nil, decodeErr(name, "", err)
+		return nil, err
 	}
 	if errs := doc.Validate(); len(errs) > 0 {
 		return nil, errs.WithFile(name)
@@ -80,27 +94,68 @@ func Decode(name string, data []byte) (Document, error) {
 	return doc, nil
 }
 
+// Parse decodes YAML or JSON bytes by their kind, strictly, without the semantic validation
+// (callers that want every problem of a set of files, like `plan validate`, validate
+// themselves). Structural problems — unreadable YAML/JSON, an unknown field, a missing
+// required field, a wrong type, a non-finite number — are all reported, each with its path,
+// in an error that matches ErrDecode; a wrong apiVersion or an unknown kind stop early.
+func Parse(name string, data []byte) (Document, error) {
+	return parse(name, data, "")
+}
+
+func parse(name string, data []byte, wantKind string) (Document, error) {
+	tree, js, err := parseTree(data)
+	if err != nil {
+		return nil, ErrorList{{File: name, Rule: err.Error()}}.tagged(ErrDecode)
+	}
+	apiVersion, _ := tree["apiVersion"].(string)
+	kind, kindOK := tree["kind"].(string)
+	if apiVersion != APIVersion {
+		return nil, ErrorList{{File: name, Path: "apiVersion", Value: renderTree(tree["apiVersion"]), Rule: "must be " + APIVersion}}.tagged(ErrDecode)
+	}
+	doc, err := newDocument(kind)
+	if err != nil || !kindOK {
+		return nil, ErrorList{{File: name, Path: "kind", Value: renderTree(tree["kind"]), Rule: "must be one of " + strings.Join(Kinds, ", ")}}.tagged(ErrUnknownKind)
+	}
+	if wantKind != "" && kind != wantKind {
+		return nil, ErrorList{{File: name, Path: "kind", Value: render(kind), Rule: "must be " + wantKind}}.tagged(ErrWrongKind)
+	}
+	var errs ErrorList
+	checkStructure(reflect.TypeOf(doc).Elem(), tree, "", &errs)
+	if len(errs) > 0 {
+		return nil, errs.WithFile(name).tagged(ErrDecode)
+	}
+	if js == nil { // YAML: the tree holds only finite numbers now, so it marshals
+		js, err = json.Marshal(tree)
+	}
+	if err == nil {
+		err = strictUnmarshal(js, doc)
+	}
+	if err != nil {
+		// The structural check should have caught everything; report what encoding/json says.
+		return nil, ErrorList{{File: name, Rule: strings.TrimPrefix(err.Error(), "json: ")}}.tagged(ErrDecode)
+	}
+	return doc, nil
+}
+
 // DecodeInto decodes into a document of a specific kind and fails with ErrWrongKind
-// (naming both kinds) when the file holds another one.
+// (`name: kind: "Plan": must be Cluster`) when the file holds another one.
 func DecodeInto[T Document](name string, data []byte) (T, error) {
 	var zero T
-	doc, err := Decode(name, data)
+	doc, err := parse(name, data, kindOf(zero))
 	if err != nil {
 		return zero, err
 	}
-	t, ok := doc.(T)
-	if !ok {
-		want, _ := any(zero).(Document)
-		wantKind := kindOf(want)
-		return zero, fmt.Errorf("%s: kind: %q: must be %s: %w", name, doc.GetKind(), wantKind, ErrWrongKind)
+	if errs := doc.Validate(); len(errs) > 0 {
+		return zero, errs.WithFile(name)
 	}
-	return t, nil
+	return doc.(T), nil
 }
 
 // ReadInto reads a file expected to hold a document of type T.
 func ReadInto[T Document](path string) (T, error) {
 	var zero T
-	data, err := readLimited(path)
+	data, err := ReadBytes(path)
 	if err != nil {
 		return zero, err
 	}
@@ -139,31 +194,6 @@ func newDocument(kind string) (Document, error) {
 	return nil, ErrUnknownKind
 }
 
-func toJSON(data []byte) ([]byte, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return nil, errors.New("empty file")
-	}
-	if trimmed[0] == '{' {
-		if !json.Valid(trimmed) {
-			// Report the JSON syntax error with its offset.
-			var v any
-			if err := json.Unmarshal(trimmed, &v); err != nil {
-				return nil, err
-			}
-		}
-		return trimmed, nil
-	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) || !bytes.HasPrefix(bytes.TrimSpace(js), []byte("{")) {
-		return nil, errors.New("top level must be a mapping with apiVersion and kind")
-	}
-	return js, nil
-}
-
 func strictUnmarshal(js []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
@@ -176,25 +206,36 @@ func strictUnmarshal(js []byte, v any) error {
 	return nil
 }
 
-// decodeErr turns encoding/json's messages into a FieldError with a field path when it can.
-func decodeErr(name, path string, err error) error {
-	msg := err.Error()
-	var ute *json.UnmarshalTypeError
-	if errors.As(err, &ute) {
-		return ErrorList{{File: name, Path: ute.Field, Value: ute.Value, Rule: "must be " + ute.Type.String()}}.decode()
-	}
-	if strings.HasPrefix(msg, "json: unknown field ") {
-		f := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-		return ErrorList{{File: name, Path: f, Rule: "unknown field"}}.decode()
-	}
-	msg = strings.TrimPrefix(msg, "json: ")
-	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
-	return ErrorList{{File: name, Path: path, Rule: msg}}.decode()
+// taggedList is an ErrorList that also matches a sentinel (ErrDecode, ErrWrongKind, ...).
+type taggedList struct {
+	ErrorList
+	tag error
 }
 
-// decodeError is an ErrorList that also matches ErrDecode.
-type decodeError struct{ ErrorList }
+func (l ErrorList) tagged(tag error) error { return taggedList{l, tag} }
 
-func (l ErrorList) decode() error { return decodeError{l} }
+func (t taggedList) Unwrap() []error { return append(t.ErrorList.Unwrap(), t.tag) }
 
-func (d decodeError) Unwrap() []error { return append(d.ErrorList.Unwrap(), ErrDecode) }
+func (t taggedList) problems() ErrorList { return t.ErrorList }
+
+// Problems returns the individual problems behind an error from this package: the entries
+// of an ErrorList (however it is wrapped), a read error as one problem, and any other error
+// as a single problem whose rule is its message. nil gives nil.
+func Problems(err error) ErrorList {
+	if err == nil {
+		return nil
+	}
+	var p interface{ problems() ErrorList }
+	if errors.As(err, &p) {
+		return p.problems()
+	}
+	var l ErrorList
+	if errors.As(err, &l) {
+		return l
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return ErrorList{fe}
+	}
+	return ErrorList{{Rule: err.Error()}}
+}

@@ -6,6 +6,17 @@
 // workloads) may be YAML or JSON; machine outputs (profiles, plans, traces) are JSON.
 // Durations in human files are strings such as "200ms"; profiled latencies are microseconds
 // in fields whose names end in _us.
+//
+// Reading a file has three layers, each reporting every problem it finds as a FieldError
+// (`cluster.yaml: gpus[1].count: -3: must be >= 0`):
+//   - Parse decodes strictly: unreadable YAML/JSON, unknown or missing fields, wrong types
+//     and non-finite numbers (YAML's .nan/.inf) are ErrDecode problems with their paths;
+//   - Validate (a method of every Document) checks the kind's semantic rules;
+//   - CheckSet checks several documents against each other (models, GPU types, targets).
+//
+// Decode and ReadFile do the first two; DecodeInto and ReadInto also require a kind.
+// Schema generates the JSON Schema of a kind from the Go types; the published copies live
+// in the repository's schema/ folder and a test fails when they drift.
 package formats
 
 // APIVersion is the only file-format version this build reads and writes.

@@ -3,6 +3,7 @@ package formats
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -99,6 +100,8 @@ func render(value any) string {
 	switch x := value.(type) {
 	case nil:
 		return ""
+	case raw:
+		return string(x)
 	case string:
 		if x == "" {
 			return `""`
@@ -111,7 +114,10 @@ func render(value any) string {
 	}
 }
 
-func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+// raw is a value rendered as is, without quotes (tuples such as "(L4, vgpu 2, batch 4)").
+type raw string
+
+func idx(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 func field(path, name string) string {
 	if path == "" {

@@ -53,7 +53,7 @@ func (c *Cluster) Validate() ErrorList {
 		}
 	}
 	positive(v, "nic_gbps", c.NICGbps)
-	if c.NICDerate != 0 && !(c.NICDerate >= 1) {
+	if c.NICDerate != 0 && !(c.NICDerate >= 1 && !math.IsInf(c.NICDerate, 0)) {
 		v.add("nic_derate", c.NICDerate, "must be >= 1 (or omitted)")
 	}
 	if c.HostMemoryBytes < 0 {
@@ -70,9 +70,7 @@ func (c *Cluster) Validate() ErrorList {
 		if s.GPUs < 1 {
 			v.add(field(p, "gpus"), s.GPUs, "must be >= 1")
 		}
-		if s.NICGbps < 0 || math.IsNaN(s.NICGbps) {
-			v.add(field(p, "nic_gbps"), s.NICGbps, "must be >= 0")
-		}
+		nonNegative(v, field(p, "nic_gbps"), s.NICGbps)
 	}
 	return v.errs
 }

@@ -74,8 +74,10 @@ type Cascade struct {
 	Validation   []ValidationRecord `json:"validation"`
 }
 
-// LatencySLO is a percentile latency bound.
+// LatencySLO is a percentile latency bound: the Percentile quantile of end-to-end latency
+// must not exceed Latency.
 type LatencySLO struct {
+	// Percentile is a quantile in (0, 1]: 0.95 for p95.
 	Percentile float64  `json:"percentile"`
 	Latency    Duration `json:"latency"`
 }

@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+func init() { register(newValidateCmd) }
+
+type validateOptions struct {
+	schema string
+}
+
+// validateResult is one file's outcome in `plan validate --output json`.
+type validateResult struct {
+	File   string          `json:"file"`
+	Kind   string          `json:"kind,omitempty"`
+	OK     bool            `json:"ok"`
+	Errors []validateIssue `json:"errors"`
+}
+
+// validateIssue is one problem: the field path, the offending value, the rule it breaks, and
+// the whole line as printed on stderr.
+type validateIssue struct {
+	Path    string `json:"path,omitempty"`
+	Value   string `json:"value,omitempty"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+func newValidateCmd(app *App) *cobra.Command {
+	o := &validateOptions{}
+	cmd := &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Check profile, cluster, workload, plan and trace files",
+		Long: `validate decodes each file by its kind (apiVersion plan/v1; YAML or JSON), strictly:
+unknown fields, missing required fields, wrong types and NaN or infinite numbers are errors.
+It then checks every semantic rule of the kind, and, across all the files given together,
+that they agree: workloads name profiled models, profiles have latencies for the cluster's
+GPU types, plans use the cluster's GPU types and the profiles' models and blocks, traces
+target the workload's models and applications.
+
+Every problem is printed to stderr, one per line, as FILE: FIELD.PATH: VALUE: RULE. Good
+files are listed on stdout as FILE: ok (KIND), or, with --output json, every file as
+{file, kind, ok, errors[]}. The exit status is 0 when every file is good and 2 otherwise.
+Nothing is written. FILE "-" reads standard input.
+
+--schema KIND prints the JSON Schema (draft 2020-12) of a kind instead; the same schemas
+are published in the repository's schema/ folder.`,
+		Example: `  plan validate cluster.yaml
+  plan validate cluster.yaml profile.json workload.yaml plan.json
+  plan validate plan.json --output json | jq '.[] | select(.ok | not)'
+  cat workload.yaml | plan validate -
+  plan validate --schema Workload > workload.schema.json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.schema != "" {
+				if len(args) > 0 {
+					return usageErrorf("--schema takes no files")
+				}
+				return printSchema(app, o.schema)
+			}
+			if len(args) == 0 {
+				return usageErrorf("validate: give at least one FILE (or --schema KIND)")
+			}
+			return runValidate(app, args)
+		},
+	}
+	cmd.Flags().StringVar(&o.schema, "schema", "", "print the JSON Schema of a kind ("+strings.Join(formats.Kinds, ", ")+") and exit")
+	return cmd
+}
+
+func printSchema(app *App, kind string) error {
+	for _, k := range formats.Kinds {
+		if strings.EqualFold(k, kind) {
+			b, err := formats.Schema(k)
+			if err != nil {
+				return err
+			}
+			_, err = app.Out.Write(b)
+			return err
+		}
+	}
+	return usageErrorf("--schema: %q: must be one of %s", kind, strings.Join(formats.Kinds, ", "))
+}
+
+func runValidate(app *App, args []string) error {
+	// The same file named twice is checked once.
+	var files []string
+	seen := map[string]bool{}
+	for _, f := range args {
+		if !seen[f] {
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
+	results := make([]validateResult, len(files))
+	byName := map[string]int{}
+	docs := map[string]formats.Document{}
+	add := func(i int, errs formats.ErrorList) {
+		for _, e := range errs {
+			results[i].Errors = append(results[i].Errors, validateIssue{Path: e.Path, Value: e.Value, Rule: e.Rule, Message: e.Error()})
+		}
+	}
+	for i, f := range files {
+		name := f
+		if f == "-" {
+			name = "<stdin>"
+		}
+		results[i].File = name
+		byName[name] = i
+		data, err := readInput(app, f)
+		if err != nil {
+			add(i, formats.Problems(err))
+			continue
+		}
+		doc, err := formats.Parse(name, data)
+		if err != nil {
+			add(i, formats.Problems(err))
+			continue
+		}
+		results[i].Kind = doc.GetKind()
+		add(i, doc.Validate().WithFile(name))
+		docs[name] = doc
+	}
+	for _, e := range formats.CheckSet(docs) {
+		if i, ok := byName[e.File]; ok {
+			add(i, formats.ErrorList{e})
+		}
+	}
+
+	bad, problems := 0, 0
+	for i := range results {
+		r := &results[i]
+		r.OK = len(r.Errors) == 0
+		if r.Errors == nil {
+			r.Errors = []validateIssue{}
+		}
+		if !r.OK {
+			bad++
+			problems += len(r.Errors)
+		}
+		for _, e := range r.Errors {
+			fmt.Fprintln(app.Err, e.Message)
+		}
+	}
+	if app.JSONOutput() {
+		if err := app.WriteJSON(results); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range results {
+			if r.OK {
+				fmt.Fprintf(app.Out, "%s: ok (%s)\n", r.File, r.Kind)
+			}
+		}
+	}
+	if bad > 0 {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("validate: %d of %d files have problems (%d in all)", bad, len(results), problems)}
+	}
+	return nil
+}
+
+// readInput reads a file, or standard input for "-".
+func readInput(app *App, f string) ([]byte, error) {
+	if f != "-" {
+		return formats.ReadBytes(f)
+	}
+	data, err := io.ReadAll(io.LimitReader(app.In, formats.MaxFileBytes+1))
+	if err != nil {
+		return nil, &formats.ReadError{Path: "<stdin>", Err: err}
+	}
+	if len(data) > formats.MaxFileBytes {
+		return nil, &formats.ReadError{Path: "<stdin>", Err: fmt.Errorf("larger than %d bytes", formats.MaxFileBytes)}
+	}
+	return data, nil
+}

@@ -1,0 +1,512 @@
+package formats
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// CheckSet runs the checks that span files: docs maps a file name to its decoded document.
+// It reports, against the file that holds the problem:
+//   - a workload naming a model (models, pipeline modules, cascades, LLM classes, workflow
+//     services without inline latency) that no given profile has;
+//   - a profiled model that is used (by a given workload, or any model when no workload is
+//     given) with no latency for a GPU type of a given cluster; an LLM with no profile on any
+//     of the cluster's GPU types;
+//   - a plan naming GPU types that no given cluster has, models that no given profile has,
+//     partitions that do not end at the model's last block or have no latency entry, and
+//     applications, cascades, LLM classes and services a given workload does not define;
+//   - a trace whose targets or classes no given workload defines.
+//
+// Each check runs only when the files it needs are present, so any subset may be given.
+// Documents need not be valid on their own; CheckSet never panics on invalid ones.
+func CheckSet(docs map[string]Document) ErrorList {
+	files := make([]string, 0, len(docs))
+	for f := range docs {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	var (
+		profiles  = newModelIndex()
+		clusters  []namedCluster
+		workloads []namedWorkload
+	)
+	for _, f := range files {
+		switch d := docs[f].(type) {
+		case *Profile:
+			if d != nil {
+				profiles.add(f, d)
+			}
+		case *Cluster:
+			if d != nil {
+				clusters = append(clusters, namedCluster{f, d})
+			}
+		case *Workload:
+			if d != nil {
+				workloads = append(workloads, namedWorkload{f, d})
+			}
+		}
+	}
+	var all ErrorList
+	for _, f := range files {
+		v := &validator{}
+		switch d := docs[f].(type) {
+		case *Workload:
+			if d != nil && len(profiles.files) > 0 {
+				checkWorkloadModels(v, d, profiles)
+			}
+		case *Profile:
+			if d != nil && len(clusters) > 0 {
+				checkProfileCoverage(v, d, profiles, clusters, workloads)
+			}
+		case *Plan:
+			if d != nil {
+				checkPlanSet(v, d, profiles, clusters, workloads)
+			}
+		case *Trace:
+			if d != nil && len(workloads) > 0 {
+				checkTraceTargets(v, d, workloads)
+			}
+		}
+		all = append(all, v.errs.WithFile(f)...)
+	}
+	return all
+}
+
+type namedCluster struct {
+	file string
+	c    *Cluster
+}
+
+type namedWorkload struct {
+	file string
+	w    *Workload
+}
+
+// modelIndex finds profiled models across several profiles.
+type modelIndex struct {
+	files []string
+	dnn   map[string][]dnnRef
+	llm   map[string][]*LLMProfile
+}
+
+type dnnRef struct {
+	file string
+	m    *ModelProfile
+}
+
+func newModelIndex() *modelIndex {
+	return &modelIndex{dnn: map[string][]dnnRef{}, llm: map[string][]*LLMProfile{}}
+}
+
+func (ix *modelIndex) add(file string, p *Profile) {
+	ix.files = append(ix.files, file)
+	for i := range p.Models {
+		m := &p.Models[i]
+		ix.dnn[m.Name] = append(ix.dnn[m.Name], dnnRef{file, m})
+	}
+	for i := range p.LLMs {
+		l := &p.LLMs[i]
+		ix.llm[l.Model] = append(ix.llm[l.Model], l)
+	}
+}
+
+func (ix *modelIndex) where() string { return strings.Join(ix.files, ", ") }
+
+// hasGPU reports whether any profile of the model has a latency entry for the GPU type.
+func (ix *modelIndex) hasGPU(model, gpu string) bool {
+	for _, r := range ix.dnn[model] {
+		for _, e := range r.m.Latency {
+			if e.GPU == gpu {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lookup finds a latency entry for (gpu, vgpu, batch) in any profile of the model.
+func (ix *modelIndex) lookup(model, gpu string, vgpu, batch int) bool {
+	for _, r := range ix.dnn[model] {
+		if _, ok := r.m.Lookup(gpu, vgpu, batch); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func checkWorkloadModels(v *validator, w *Workload, ix *modelIndex) {
+	dnn := func(path, name string) {
+		if name != "" && len(ix.dnn[name]) == 0 {
+			v.add(path, name, "model not found in any profile (%s)", ix.where())
+		}
+	}
+	for i := range w.Models {
+		m := &w.Models[i]
+		p := idx("models", i)
+		if m.Profile != "" {
+			p = field(p, "profile")
+		} else {
+			p = field(p, "name")
+		}
+		dnn(p, m.ProfileName())
+	}
+	for i := range w.Pipelines {
+		for j := range w.Pipelines[i].Modules {
+			dnn(field(idx(field(idx("pipelines", i), "modules"), j), "model"), w.Pipelines[i].Modules[j].Model)
+		}
+	}
+	for i := range w.Cascades {
+		for j, m := range w.Cascades[i].Models {
+			if m != "" && len(ix.dnn[m]) == 0 && len(ix.llm[m]) == 0 {
+				v.add(idx(field(idx("cascades", i), "models"), j), m, "model not found in any profile (%s)", ix.where())
+			}
+		}
+	}
+	for i := range w.LLMClasses {
+		if m := w.LLMClasses[i].Model; m != "" && len(ix.llm[m]) == 0 {
+			v.add(field(idx("llm_classes", i), "model"), m, "LLM not found in any profile (%s)", ix.where())
+		}
+	}
+	if wf := w.Workflows; wf != nil {
+		for _, name := range sortedKeys(wf.Services) {
+			if wf.Services[name].Latency == nil && len(ix.dnn[name]) == 0 {
+				v.add(keyPath("workflows.services", name), name, "no latency: none inline and not in any profile (%s)", ix.where())
+			}
+		}
+	}
+}
+
+// usedModels returns the DNN and LLM model names the workloads use; nil maps mean "all".
+func usedModels(workloads []namedWorkload) (dnn, llm map[string]bool) {
+	if len(workloads) == 0 {
+		return nil, nil
+	}
+	dnn, llm = map[string]bool{}, map[string]bool{}
+	for _, nw := range workloads {
+		w := nw.w
+		for i := range w.Models {
+			dnn[w.Models[i].ProfileName()] = true
+		}
+		for _, p := range w.Pipelines {
+			for _, m := range p.Modules {
+				dnn[m.Model] = true
+			}
+		}
+		for _, c := range w.Cascades {
+			for _, m := range c.Models {
+				dnn[m] = true
+				llm[m] = true
+			}
+		}
+		for _, c := range w.LLMClasses {
+			llm[c.Model] = true
+		}
+		if wf := w.Workflows; wf != nil {
+			for name, s := range wf.Services {
+				if s.Latency == nil {
+					dnn[name] = true
+				}
+			}
+		}
+	}
+	return dnn, llm
+}
+
+func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []namedCluster, workloads []namedWorkload) {
+	usedDNN, usedLLM := usedModels(workloads)
+	for i := range p.Models {
+		m := &p.Models[i]
+		if usedDNN != nil && !usedDNN[m.Name] {
+			continue
+		}
+		for _, nc := range clusters {
+			for _, pool := range nc.c.GPUs {
+				if pool.Count > 0 && pool.Type != "" && !ix.hasGPU(m.Name, pool.Type) {
+					v.add(field(idx("models", i), "latency"), pool.Type, "no latency for GPU type %s of %s (model %s is used)", pool.Type, nc.file, m.Name)
+				}
+			}
+		}
+	}
+	// An LLM needs a profile on at least one GPU type of some cluster; report it once, on the
+	// first profile file that has the model.
+	reported := map[string]bool{}
+	for i := range p.LLMs {
+		l := &p.LLMs[i]
+		if reported[l.Model] || (usedLLM != nil && !usedLLM[l.Model]) || ix.llm[l.Model][0] != l {
+			continue
+		}
+		reported[l.Model] = true
+		found := false
+		var types []string
+		for _, nc := range clusters {
+			for _, pool := range nc.c.GPUs {
+				types = append(types, pool.Type)
+				for _, o := range ix.llm[l.Model] {
+					if o.GPU == pool.Type && pool.Count > 0 {
+						found = true
+					}
+				}
+			}
+		}
+		if !found {
+			v.add(field(idx("llms", i), "gpu"), l.GPU, "LLM %s has no profile on any GPU type of the cluster (%s)", l.Model, strings.Join(types, ", "))
+		}
+	}
+}
+
+// checkProfiles checks a plan's models against profiles: they exist, PPipe partitions end at
+// the model's last block and every (gpu, vgpu, batch) used has a latency entry.
+func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string) {
+	known := func(path, model string) bool {
+		if model == "" {
+			return false
+		}
+		if len(ix.dnn[model]) == 0 {
+			v.add(path, model, "model not found in %s", where)
+			return false
+		}
+		return true
+	}
+	if pp := p.PPipe; pp != nil {
+		for i := range pp.Models {
+			m := &pp.Models[i]
+			ip := idx("ppipe.models", i)
+			if !known(field(ip, "model"), m.Model) {
+				continue
+			}
+			nb := len(ix.dnn[m.Model][0].m.Blocks)
+			for j := range m.Pipelines {
+				pl := &m.Pipelines[j]
+				jp := idx(field(ip, "pipelines"), j)
+				if n := len(pl.Partitions); n > 0 {
+					if end := pl.Partitions[n-1].EndBlock; end != nb {
+						v.add(field(idx(field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
+					}
+				}
+				for k := range pl.Partitions {
+					pt := &pl.Partitions[k]
+					if pt.GPU != "" && !ix.lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
+						v.add(idx(field(jp, "partitions"), k), raw(fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch)), "no latency entry for model %s in %s", m.Model, where)
+					}
+				}
+			}
+		}
+	}
+	if pd := p.PARD; pd != nil {
+		for i := range pd.Apps {
+			for j := range pd.Apps[i].Modules {
+				mp := field(idx(field(idx("pard.apps", i), "modules"), j), "model")
+				known(mp, pd.Apps[i].Modules[j].Model)
+			}
+		}
+	}
+	if c := p.Cascade; c != nil {
+		for i, r := range c.Placement {
+			if r.Model != "" && len(ix.dnn[r.Model]) == 0 && len(ix.llm[r.Model]) == 0 {
+				v.add(field(idx("cascade.placement", i), "model"), r.Model, "model not found in %s", where)
+			}
+		}
+	}
+	if q := p.QLM; q != nil {
+		for i, g := range q.Groups {
+			if g.Model != "" && len(ix.llm[g.Model]) == 0 {
+				v.add(field(idx("qlm.groups", i), "model"), g.Model, "LLM not found in %s", where)
+			}
+		}
+		for i, in := range q.Instances {
+			if in.Model != "" && len(ix.llm[in.Model]) == 0 {
+				v.add(field(idx("qlm.instances", i), "model"), in.Model, "LLM not found in %s", where)
+			}
+		}
+	}
+}
+
+func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster, workloads []namedWorkload) {
+	if len(clusters) > 0 {
+		known := map[string]bool{}
+		var files []string
+		for _, nc := range clusters {
+			files = append(files, nc.file)
+			for _, pool := range nc.c.GPUs {
+				known[pool.Type] = true
+			}
+		}
+		for _, ref := range p.gpuRefs() {
+			if ref.gpu != "" && !known[ref.gpu] {
+				v.add(ref.path, ref.gpu, "unknown GPU type: not in %s (%s)", strings.Join(files, ", "), listNames(known))
+			}
+		}
+	}
+	if len(ix.files) > 0 {
+		p.checkProfiles(v, ix, "any profile ("+ix.where()+")")
+	}
+	if len(workloads) > 0 {
+		checkPlanWorkload(v, p, workloads)
+	}
+}
+
+type gpuRef struct{ path, gpu string }
+
+// gpuRefs lists every GPU type a plan's sections name, with its path.
+func (p *Plan) gpuRefs() []gpuRef {
+	var out []gpuRef
+	if pp := p.PPipe; pp != nil {
+		for i := range pp.Models {
+			for j := range pp.Models[i].Pipelines {
+				for k, pt := range pp.Models[i].Pipelines[j].Partitions {
+					out = append(out, gpuRef{fmt.Sprintf("ppipe.models[%d].pipelines[%d].partitions[%d].gpu", i, j, k), pt.GPU})
+				}
+			}
+		}
+		for i, u := range pp.GPUUse {
+			out = append(out, gpuRef{fmt.Sprintf("ppipe.gpu_use[%d].gpu", i), u.GPU})
+		}
+	}
+	if pd := p.PARD; pd != nil {
+		for i := range pd.Apps {
+			for j, m := range pd.Apps[i].Modules {
+				out = append(out, gpuRef{fmt.Sprintf("pard.apps[%d].modules[%d].gpu", i, j), m.GPU})
+			}
+		}
+	}
+	if q := p.QLM; q != nil {
+		for i, in := range q.Instances {
+			out = append(out, gpuRef{fmt.Sprintf("qlm.instances[%d].gpu", i), in.GPU})
+		}
+	}
+	if d := p.DyOrc; d != nil {
+		for i, s := range d.Deployments {
+			out = append(out, gpuRef{fmt.Sprintf("dyorc.deployments[%d].gpu", i), s.GPU})
+		}
+	}
+	return out
+}
+
+// GPUTypes returns the distinct GPU types the plan's sections use, in first-seen order.
+func (p *Plan) GPUTypes() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range p.gpuRefs() {
+		if r.gpu != "" && !seen[r.gpu] {
+			seen[r.gpu] = true
+			out = append(out, r.gpu)
+		}
+	}
+	return out
+}
+
+func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
+	var files []string
+	pipelines, cascades, classes, services := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	hasWorkflows := false
+	for _, nw := range workloads {
+		files = append(files, nw.file)
+		for _, pl := range nw.w.Pipelines {
+			pipelines[pl.Name] = true
+		}
+		for _, c := range nw.w.Cascades {
+			cascades[c.Name] = true
+		}
+		for _, c := range nw.w.LLMClasses {
+			classes[c.Name] = true
+		}
+		if wf := nw.w.Workflows; wf != nil {
+			hasWorkflows = true
+			for name := range wf.Services {
+				services[name] = true
+			}
+		}
+	}
+	where := strings.Join(files, ", ")
+	if pd := p.PARD; pd != nil {
+		for i, a := range pd.Apps {
+			if a.Name != "" && !pipelines[a.Name] {
+				v.add(field(idx("pard.apps", i), "name"), a.Name, "not a pipeline of %s", where)
+			}
+		}
+	}
+	if c := p.Cascade; c != nil && c.Task != "" && !cascades[c.Task] {
+		v.add("cascade.task", c.Task, "not a cascade of %s", where)
+	}
+	if q := p.QLM; q != nil && len(classes) > 0 {
+		for i, g := range q.Groups {
+			if g.Class != "" && !classes[g.Class] {
+				v.add(field(idx("qlm.groups", i), "class"), g.Class, "not an LLM class of %s", where)
+			}
+		}
+	}
+	if d := p.DyOrc; d != nil && hasWorkflows {
+		for i, s := range d.Deployments {
+			if s.Service != "" && !services[s.Service] {
+				v.add(field(idx("dyorc.deployments", i), "service"), s.Service, "not a workflow service of %s", where)
+			}
+		}
+	}
+}
+
+func checkTraceTargets(v *validator, t *Trace, workloads []namedWorkload) {
+	targets, classes := map[string]bool{}, map[string]bool{}
+	var files []string
+	for _, nw := range workloads {
+		w := nw.w
+		files = append(files, nw.file)
+		for _, m := range w.Models {
+			targets[m.Name] = true
+		}
+		for _, p := range w.Pipelines {
+			targets[p.Name] = true
+		}
+		for _, c := range w.Cascades {
+			targets[c.Name] = true
+		}
+		for _, c := range w.LLMClasses {
+			targets[c.Model] = true
+			classes[c.Name] = true
+		}
+		if wf := w.Workflows; wf != nil {
+			for name := range wf.Apps {
+				targets[name] = true
+			}
+		}
+	}
+	where := strings.Join(files, ", ")
+	// Report each unknown target or class once, at its first use, with a count.
+	type first struct {
+		path string
+		n    int
+	}
+	badT, badC := map[string]*first{}, map[string]*first{}
+	var orderT, orderC []string
+	note := func(m map[string]*first, order *[]string, key, path string) {
+		if f := m[key]; f != nil {
+			f.n++
+			return
+		}
+		m[key] = &first{path, 1}
+		*order = append(*order, key)
+	}
+	for i, r := range t.Requests {
+		if r.Target != "" && !targets[r.Target] {
+			note(badT, &orderT, r.Target, field(idx("requests", i), "target"))
+		}
+		if r.Class != "" && len(classes) > 0 && !classes[r.Class] {
+			note(badC, &orderC, r.Class, field(idx("requests", i), "class"))
+		}
+	}
+	if c := t.Counts; c != nil && c.Target != "" && !targets[c.Target] {
+		note(badT, &orderT, c.Target, "counts.target")
+	}
+	times := func(n int) string {
+		if n == 1 {
+			return ""
+		}
+		return fmt.Sprintf(" (%d requests)", n)
+	}
+	for _, k := range orderT {
+		v.add(badT[k].path, k, "unknown target: not a model or application of %s%s", where, times(badT[k].n))
+	}
+	for _, k := range orderC {
+		v.add(badC[k].path, k, "unknown class: not an LLM class of %s%s", where, times(badC[k].n))
+	}
+}

@@ -1,0 +1,156 @@
+package formats
+
+import (
+	"strings"
+	"testing"
+)
+
+// goodSet decodes the named good fixtures into a CheckSet input.
+func goodSet(t *testing.T, names ...string) map[string]Document {
+	t.Helper()
+	docs := map[string]Document{}
+	for _, n := range names {
+		docs[n] = loadGood(t, n)
+	}
+	return docs
+}
+
+func TestCheckSet(t *testing.T) {
+	all := []string{"cluster.yaml", "profile.json", "workload.yaml", "plan.json", "plan-sections.json", "trace-requests.json", "trace-counts.json"}
+	cases := []struct {
+		name   string
+		files  []string
+		mutate func(map[string]Document)
+		want   []string
+	}{
+		{"workload model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
+			w := d["workload.yaml"].(*Workload)
+			w.Models[0].Name = "vgg16"
+			w.Pipelines[0].Modules[0].Model = "yolov8n"
+			w.Models[1].Profile = "yolov8n"
+		}, []string{
+			`workload.yaml: models[0].name: "vgg16": model not found in any profile (profile.json)`,
+			`workload.yaml: models[1].profile: "yolov8n": model not found in any profile (profile.json)`,
+			`workload.yaml: pipelines[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
+		{"cascade model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
+			d["workload.yaml"].(*Workload).Cascades[0].Models[1] = "llama-2-70b"
+		}, []string{`workload.yaml: cascades[0].models[1]: "llama-2-70b": model not found in any profile (profile.json)`}},
+		{"LLM class not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
+			d["workload.yaml"].(*Workload).LLMClasses[0].Model = "resnet50"
+		}, []string{`workload.yaml: llm_classes[0].model: "resnet50": LLM not found in any profile (profile.json)`}},
+		{"service without latency", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
+			s := d["workload.yaml"].(*Workload).Workflows.Services["sd15"]
+			s.Latency = nil
+			d["workload.yaml"].(*Workload).Workflows.Services["sd15"] = s
+		}, []string{`workload.yaml: workflows.services.sd15: "sd15": no latency: none inline and not in any profile (profile.json)`}},
+		{"GPU type without latency", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
+			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
+		}, []string{
+			`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`,
+			`profile.json: models[1].latency: "T4": no latency for GPU type T4 of cluster.yaml (model yolov5s is used)`}},
+		{"GPU type without latency, unused model", []string{"cluster.yaml", "profile.json", "workload.yaml"}, func(d map[string]Document) {
+			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
+			w := d["workload.yaml"].(*Workload)
+			w.Models = w.Models[:1]                              // no more yolov5s model
+			w.Pipelines[0].Modules = w.Pipelines[0].Modules[1:2] // nor module
+			w.Pipelines[0].Modules[0].After = nil                //
+			d["trace-counts.json"] = nil                         // nil documents are ignored
+		}, []string{`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`}},
+		{"GPU type with no GPUs is fine", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
+			d["cluster.yaml"].(*Cluster).GPUs = append(d["cluster.yaml"].(*Cluster).GPUs, GPUPool{Type: "A100", Count: 0, PerServer: 8})
+		}, nil},
+		{"LLM with no profile on the cluster", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
+			d["cluster.yaml"].(*Cluster).GPUs[0].Type = "A10"
+		}, []string{
+			`profile.json: models[0].latency: "A10": no latency for GPU type A10 of cluster.yaml (model resnet50 is used)`,
+			`profile.json: models[1].latency: "A10": no latency for GPU type A10 of cluster.yaml (model yolov5s is used)`,
+			`profile.json: llms[2].gpu: "L4": LLM llama-3.1-8b has no profile on any GPU type of the cluster (A10, P4)`}},
+		{"plan GPU type unknown", []string{"cluster.yaml", "plan.json", "plan-sections.json"}, func(d map[string]Document) {
+			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
+		}, []string{
+			`plan-sections.json: pard.apps[0].modules[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
+			`plan-sections.json: pard.apps[0].modules[2].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
+			`plan-sections.json: pard.apps[0].modules[3].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
+			`plan-sections.json: qlm.instances[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
+			`plan-sections.json: dyorc.deployments[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
+			`plan.json: ppipe.models[0].pipelines[0].partitions[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
+			`plan.json: ppipe.models[1].pipelines[1].partitions[0].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
+			`plan.json: ppipe.gpu_use[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`}},
+		{"plan model not profiled", []string{"profile.json", "plan.json", "plan-sections.json"}, func(d map[string]Document) {
+			d["plan.json"].(*Plan).PPipe.Models[1].Model = "yolov8n"
+			p := d["plan-sections.json"].(*Plan)
+			p.PARD.Apps[0].Modules[0].Model = "yolov8n"
+			p.Cascade.Placement[0].Model = "gpt-2"
+			p.QLM.Groups[0].Model = "resnet50"
+			p.QLM.Instances[0].Model = "mistral-7b"
+		}, []string{
+			`plan-sections.json: pard.apps[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`,
+			`plan-sections.json: cascade.placement[0].model: "gpt-2": model not found in any profile (profile.json)`,
+			`plan-sections.json: qlm.groups[0].model: "resnet50": LLM not found in any profile (profile.json)`,
+			`plan-sections.json: qlm.instances[0].model: "mistral-7b": LLM not found in any profile (profile.json)`,
+			`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
+		{"plan partition blocks and latency", []string{"profile.json", "plan.json"}, func(d map[string]Document) {
+			p := d["plan.json"].(*Plan)
+			p.PPipe.Models[0].Pipelines[0].Partitions[1].EndBlock = 5
+			p.PPipe.Models[1].Pipelines[0].Partitions[0].VGPU = 3
+		}, []string{
+			`plan.json: ppipe.models[0].pipelines[0].partitions[1].end_block: 5: must equal the number of blocks of resnet50 (4)`,
+			`plan.json: ppipe.models[1].pipelines[0].partitions[0]: (L4, vgpu 3, batch 1): no latency entry for model yolov5s in any profile (profile.json)`}},
+		{"plan against workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]Document) {
+			p := d["plan-sections.json"].(*Plan)
+			p.PARD.Apps[0].Name = "retail"
+			p.Cascade.Task = "mmlu"
+			p.QLM.Groups[1].Class = "batch"
+			p.DyOrc.Deployments[2].Service = "whisper"
+		}, []string{
+			`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`,
+			`plan-sections.json: cascade.task: "mmlu": not a cascade of workload.yaml`,
+			`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`,
+			`plan-sections.json: dyorc.deployments[2].service: "whisper": not a workflow service of workload.yaml`}},
+		{"trace targets", []string{"workload.yaml", "trace-requests.json", "trace-counts.json"}, func(d map[string]Document) {
+			tr := d["trace-requests.json"].(*Trace)
+			tr.Requests[0].Target = "vgg16"
+			tr.Requests[4].Target = "vgg16"
+			tr.Requests[3].Class = "batch"
+			d["trace-counts.json"].(*Trace).Counts.Target = "yolov5s" // a profile name, not the workload's model name
+		}, []string{
+			`trace-counts.json: counts.target: "yolov5s": unknown target: not a model or application of workload.yaml`,
+			`trace-requests.json: requests[0].target: "vgg16": unknown target: not a model or application of workload.yaml (2 requests)`,
+			`trace-requests.json: requests[3].class: "batch": unknown class: not an LLM class of workload.yaml`}},
+		{"nothing to check against", []string{"plan.json", "trace-requests.json"}, func(d map[string]Document) {
+			d["plan.json"].(*Plan).PPipe.Models[1].Model = "yolov8n"
+			d["trace-requests.json"].(*Trace).Requests[0].Target = "vgg16"
+		}, nil},
+		{"all good", all, func(map[string]Document) {}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			docs := goodSet(t, c.files...)
+			c.mutate(docs)
+			var got []string
+			for _, e := range CheckSet(docs) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(c.want, "\n\t"))
+			}
+		})
+	}
+}
+
+// CheckSet must not panic on documents that are invalid on their own.
+func TestCheckSetInvalidDocuments(t *testing.T) {
+	docs := map[string]Document{
+		"p.json": &Profile{Models: []ModelProfile{{Name: "m"}}, LLMs: []LLMProfile{{Model: "l"}}},
+		"c.yaml": &Cluster{GPUs: []GPUPool{{Type: "L4", Count: 1}}},
+		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}, Cascades: []Cascade{{Models: []string{"l"}}}, Workflows: &Workflows{}},
+		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}, Cascade: &CascadePlan{}, QLM: &QLMPlan{}, DyOrc: &DyOrcPlan{}, PARD: &PARDPlan{Apps: []PARDApp{{}}}},
+		"t.json": &Trace{Counts: &RateSeries{}},
+		"e.json": &Plan{},
+	}
+	_ = CheckSet(docs)
+	_ = CheckSet(nil)
+	for _, d := range docs {
+		_ = d.Validate()
+	}
+}

@@ -1,0 +1,484 @@
+package formats
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+)
+
+// PlanStatuses are the statuses a plan's provenance may record: the solver's outcomes plus
+// "heuristic" for plans made without a solver (baselines such as np or dart-r).
+var PlanStatuses = []string{"optimal", "time-limit", "heuristic", "infeasible", "unbounded", "error"}
+
+// PPipeStrategies are the strategies a PPipe section may name.
+var PPipeStrategies = []string{"ppipe", "np", "dart-r"}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// TargetCluster returns the cluster the plan was solved for: Cluster, else the embedded
+// input cluster, else nil.
+func (p *Plan) TargetCluster() *Cluster {
+	if p.Cluster != nil {
+		return p.Cluster
+	}
+	if e := p.Provenance.Embedded; e != nil {
+		return e.Cluster
+	}
+	return nil
+}
+
+// PhysicalGPUs is the number of whole GPUs a partition's pool occupies: ceil(Count/VGPU).
+func (pt *Partition) PhysicalGPUs() int {
+	if pt.VGPU <= 1 {
+		return pt.Count
+	}
+	return (pt.Count + pt.VGPU - 1) / pt.VGPU
+}
+
+// Validate checks a plan: every section on its own, GPU types against the plan's cluster
+// (when it has one), and models against its embedded profiles (when it has them).
+func (p *Plan) Validate() ErrorList {
+	v := &validator{}
+	checkMeta(v, p.TypeMeta, KindPlan)
+	p.Provenance.validate(v, "provenance")
+	if p.Cluster != nil {
+		v.nested("cluster", p.Cluster.Validate())
+	}
+	g := p.gpuChecker()
+	if p.PPipe != nil {
+		p.PPipe.validate(v, "ppipe", g)
+	}
+	if p.PARD != nil {
+		p.PARD.validate(v, "pard", g)
+	}
+	if p.Cascade != nil {
+		p.Cascade.validate(v, "cascade", g)
+	}
+	if p.QLM != nil {
+		p.QLM.validate(v, "qlm", g)
+	}
+	if p.DyOrc != nil {
+		p.DyOrc.validate(v, "dyorc", g)
+	}
+	if p.PPipe == nil && p.PARD == nil && p.Cascade == nil && p.QLM == nil && p.DyOrc == nil {
+		switch p.Provenance.Status {
+		case "optimal", "time-limit", "heuristic":
+			v.add("", nil, "must have at least one of ppipe, pard, cascade, qlm or dyorc (status is %s)", p.Provenance.Status)
+		}
+	}
+	if e := p.Provenance.Embedded; e != nil && len(e.Profiles) > 0 {
+		// Check the sections against the embedded profiles, once those are valid themselves.
+		ix := newModelIndex()
+		valid := true
+		for i := range e.Profiles {
+			valid = valid && len(e.Profiles[i].Validate()) == 0
+			ix.add(fmt.Sprintf("provenance.embedded.profiles[%d]", i), &e.Profiles[i])
+		}
+		if valid {
+			p.checkProfiles(v, ix, "provenance.embedded.profiles")
+		}
+	}
+	return v.errs
+}
+
+func (pv *Provenance) validate(v *validator, p string) {
+	notEmpty(v, field(p, "tool"), pv.Tool)
+	notEmpty(v, field(p, "tool_version"), pv.ToolVersion)
+	if !digestRE.MatchString(pv.InputDigest) {
+		v.add(field(p, "input_digest"), pv.InputDigest, "must be sha256:<64 hex digits>")
+	}
+	for i, in := range pv.Inputs {
+		ip := idx(field(p, "inputs"), i)
+		oneOf(v, field(ip, "kind"), in.Kind, Kinds)
+		notEmpty(v, field(ip, "path"), in.Path)
+		if !digestRE.MatchString(in.Digest) {
+			v.add(field(ip, "digest"), in.Digest, "must be sha256:<64 hex digits>")
+		}
+	}
+	for _, k := range sortedKeys(pv.Options) {
+		if k == "" {
+			v.add(keyPath(field(p, "options"), k), k, "option name must not be empty")
+		}
+	}
+	oneOf(v, field(p, "status"), pv.Status, PlanStatuses)
+	finiteNum(v, field(p, "objective"), pv.Objective)
+	finiteNum(v, field(p, "bound"), pv.Bound)
+	nonNegative(v, field(p, "gap"), pv.Gap)
+	nonNegative(v, field(p, "solve_ms"), pv.SolveMs)
+	atLeast(v, field(p, "nodes"), pv.Nodes, 0)
+	if e := pv.Embedded; e != nil {
+		ep := field(p, "embedded")
+		for i := range e.Profiles {
+			v.nested(idx(field(ep, "profiles"), i), e.Profiles[i].Validate())
+		}
+		if e.Cluster != nil {
+			v.nested(field(ep, "cluster"), e.Cluster.Validate())
+		}
+		if e.Workload != nil {
+			v.nested(field(ep, "workload"), e.Workload.Validate())
+		}
+	}
+}
+
+func finiteNum(v *validator, path string, x float64) {
+	if !finite(x) {
+		v.add(path, x, "must be a finite number")
+	}
+}
+
+// gpuChecker checks GPU type references against a plan's cluster, when it has one.
+type gpuChecker struct {
+	cluster *Cluster
+	where   string // "cluster" or "provenance.embedded.cluster"
+}
+
+func (p *Plan) gpuChecker() gpuChecker {
+	if p.Cluster != nil {
+		return gpuChecker{p.Cluster, "cluster"}
+	}
+	if c := p.TargetCluster(); c != nil {
+		return gpuChecker{c, "provenance.embedded.cluster"}
+	}
+	return gpuChecker{}
+}
+
+// check requires a non-empty GPU type that the cluster (if any) has.
+func (g gpuChecker) check(v *validator, path, gpu string) *GPUPool {
+	if !notEmpty(v, path, gpu) || g.cluster == nil {
+		return nil
+	}
+	pool, ok := g.cluster.Pool(gpu)
+	if !ok {
+		v.add(path, gpu, "unknown GPU type: not in %s.gpus (%s)", g.where, g.types())
+		return nil
+	}
+	return pool
+}
+
+func (g gpuChecker) types() string {
+	t := make([]string, len(g.cluster.GPUs))
+	for i, p := range g.cluster.GPUs {
+		t[i] = p.Type
+	}
+	return strings.Join(t, ", ")
+}
+
+func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
+	oneOf(v, field(p, "strategy"), pp.Strategy, PPipeStrategies)
+	if !(pp.SLOMargin >= 0 && pp.SLOMargin < 1) {
+		v.add(field(p, "slo_margin"), pp.SLOMargin, "must be in [0, 1)")
+	}
+	atLeast(v, field(p, "max_partitions"), int64(pp.MaxPartitions), 1)
+	mp := field(p, "models")
+	if len(pp.Models) == 0 {
+		v.add(mp, nil, "must list at least one model")
+	}
+	seen := names{}
+	used := map[string]int{}
+	var order []string
+	for i := range pp.Models {
+		m := &pp.Models[i]
+		ip := idx(mp, i)
+		seen.check(v, field(ip, "model"), m.Model)
+		positiveDuration(v, field(ip, "slo"), m.SLO)
+		positive(v, field(ip, "weight"), m.Weight)
+		positive(v, field(ip, "budget_us"), m.BudgetUs)
+		if sloUs := m.SLO.Microseconds(); m.SLO > 0 && m.BudgetUs > sloUs {
+			v.add(field(ip, "budget_us"), m.BudgetUs, "must be <= slo (%g us)", sloUs)
+		}
+		nonNegative(v, field(ip, "throughput_rps"), m.ThroughputRPS)
+		for j := range m.Pipelines {
+			pl := &m.Pipelines[j]
+			jp := idx(field(ip, "pipelines"), j)
+			atLeast(v, field(jp, "batch"), int64(pl.Batch), 1)
+			nonNegative(v, field(jp, "throughput_rps"), pl.ThroughputRPS)
+			nonNegative(v, field(jp, "latency_us"), pl.LatencyUs)
+			nonNegative(v, field(jp, "batch_formation_us"), pl.BatchFormationUs)
+			if finite(pl.BatchFormationUs) && finite(pl.LatencyUs) && pl.LatencyUs >= 0 && pl.BatchFormationUs > pl.LatencyUs {
+				v.add(field(jp, "batch_formation_us"), pl.BatchFormationUs, "must be <= latency_us (%g), which includes it", pl.LatencyUs)
+			}
+			pp2 := field(jp, "partitions")
+			if len(pl.Partitions) == 0 {
+				v.add(pp2, nil, "must list at least one partition")
+			}
+			if pp.MaxPartitions >= 1 && len(pl.Partitions) > pp.MaxPartitions {
+				v.add(pp2, len(pl.Partitions), "more partitions than max_partitions = %d", pp.MaxPartitions)
+			}
+			for k := range pl.Partitions {
+				pt := &pl.Partitions[k]
+				kp := idx(pp2, k)
+				if k == 0 && pt.FirstBlock != 0 {
+					v.add(field(kp, "first_block"), pt.FirstBlock, "must be 0: partitions must start at block 0")
+				}
+				if k > 0 && pt.FirstBlock != pl.Partitions[k-1].EndBlock {
+					v.add(field(kp, "first_block"), pt.FirstBlock, "must equal partitions[%d].end_block (%d): partitions must be contiguous", k-1, pl.Partitions[k-1].EndBlock)
+				}
+				if pt.EndBlock <= pt.FirstBlock {
+					v.add(field(kp, "end_block"), pt.EndBlock, "must be > first_block (%d)", pt.FirstBlock)
+				}
+				pool := g.check(v, field(kp, "gpu"), pt.GPU)
+				vgpuLevel(v, field(kp, "vgpu"), pt.VGPU)
+				if pool != nil && pt.VGPU >= 1 && pt.VGPU <= 4 && !containsInt(pool.Levels(), pt.VGPU) {
+					v.add(field(kp, "vgpu"), pt.VGPU, "level not allowed for GPU type %s in %s (vgpu: %v)", pt.GPU, g.where, pool.Levels())
+				}
+				atLeast(v, field(kp, "count"), int64(pt.Count), 1)
+				nonNegative(v, field(kp, "stage_latency_us"), pt.StageLatencyUs)
+				nonNegative(v, field(kp, "transfer_us"), pt.TransferUs)
+				nonNegative(v, field(kp, "throughput_rps"), pt.ThroughputRPS)
+				if pool != nil && pt.Count >= 1 && pt.VGPU >= 1 {
+					if _, ok := used[pt.GPU]; !ok {
+						order = append(order, pt.GPU)
+					}
+					used[pt.GPU] += pt.PhysicalGPUs()
+				}
+			}
+		}
+	}
+	for _, gpu := range order {
+		if pool, _ := g.cluster.Pool(gpu); used[gpu] > pool.Count {
+			v.add(mp, gpu, "pipelines use %d GPUs of this type, %s has %d", used[gpu], g.where, pool.Count)
+		}
+	}
+	for i, u := range pp.GPUUse {
+		up := idx(field(p, "gpu_use"), i)
+		g.check(v, field(up, "gpu"), u.GPU)
+		if u.Class != "" && u.Class != "high" && u.Class != "low" {
+			v.add(field(up, "class"), u.Class, "must be high or low")
+		}
+		nonNegative(v, field(up, "used"), u.Used)
+		atLeast(v, field(up, "total"), int64(u.Total), 0)
+		if finite(u.Used) && u.Total >= 0 && u.Used > float64(u.Total)+1e-9 {
+			v.add(field(up, "used"), u.Used, "must be <= total (%d)", u.Total)
+		}
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func finiteParams(v *validator, p string, params map[string]float64) {
+	for _, k := range sortedKeys(params) {
+		kp := keyPath(p, k)
+		if k == "" {
+			v.add(kp, k, "parameter name must not be empty")
+		}
+		finiteNum(v, kp, params[k])
+	}
+}
+
+func (pd *PARDPlan) validate(v *validator, p string, g gpuChecker) {
+	notEmpty(v, field(p, "policy"), pd.Policy)
+	finiteParams(v, field(p, "params"), pd.Params)
+	ap := field(p, "apps")
+	if len(pd.Apps) == 0 {
+		v.add(ap, nil, "must list at least one app")
+	}
+	seen := names{}
+	for i := range pd.Apps {
+		a := &pd.Apps[i]
+		ip := idx(ap, i)
+		seen.check(v, field(ip, "name"), a.Name)
+		positiveDuration(v, field(ip, "slo"), a.SLO)
+		nonNegative(v, field(ip, "rate_rps"), a.RateRPS)
+		mp := field(ip, "modules")
+		if len(a.Modules) == 0 {
+			v.add(mp, nil, "must list at least one module")
+		}
+		mods := names{}
+		for j := range a.Modules {
+			m := &a.Modules[j]
+			jp := idx(mp, j)
+			mods.check(v, field(jp, "name"), m.Name)
+			notEmpty(v, field(jp, "model"), m.Model)
+			g.check(v, field(jp, "gpu"), m.GPU)
+			atLeast(v, field(jp, "batch"), int64(m.Batch), 1)
+			atLeast(v, field(jp, "workers"), int64(m.Workers), 1)
+			nonNegative(v, field(jp, "latency_us"), m.LatencyUs)
+		}
+	}
+}
+
+func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
+	notEmpty(v, field(p, "task"), cp.Task)
+	pp := field(p, "placement")
+	if len(cp.Placement) == 0 {
+		v.add(pp, nil, "must place at least one replica")
+	}
+	total := -1
+	if g.cluster != nil {
+		total = 0
+		for _, pool := range g.cluster.GPUs {
+			total += pool.Count
+		}
+	}
+	replicas := map[string]int{}
+	for i, r := range cp.Placement {
+		ip := idx(pp, i)
+		if notEmpty(v, field(ip, "model"), r.Model) {
+			replicas[r.Model]++
+		}
+		if len(r.GPUs) == 0 {
+			v.add(field(ip, "gpus"), nil, "must list at least one GPU index")
+		}
+		seen := map[int]bool{}
+		for j, gi := range r.GPUs {
+			jp := idx(field(ip, "gpus"), j)
+			switch {
+			case gi < 0:
+				v.add(jp, gi, "must be >= 0")
+			case total >= 0 && gi >= total:
+				v.add(jp, gi, "must be < %d, the number of GPUs in %s", total, g.where)
+			case seen[gi]:
+				v.add(jp, gi, "duplicate GPU index")
+			}
+			seen[gi] = true
+		}
+	}
+	gp := field(p, "gears")
+	if len(cp.Gears) == 0 {
+		v.add(gp, nil, "must list at least one gear")
+	}
+	for i := range cp.Gears {
+		gr := &cp.Gears[i]
+		ip := idx(gp, i)
+		nonNegative(v, field(ip, "q_lo"), gr.QLo)
+		if i == 0 && gr.QLo != 0 && finite(gr.QLo) && gr.QLo >= 0 {
+			v.add(field(ip, "q_lo"), gr.QLo, "must be 0: gears must start at QPS 0")
+		}
+		if i > 0 && gr.QLo != cp.Gears[i-1].QHi {
+			v.add(field(ip, "q_lo"), gr.QLo, "must equal gears[%d].q_hi (%g): gears must be contiguous", i-1, cp.Gears[i-1].QHi)
+		}
+		if !finite(gr.QHi) || !(gr.QHi > gr.QLo) {
+			v.add(field(ip, "q_hi"), gr.QHi, "must be > q_lo (%g)", gr.QLo)
+		}
+		mp := field(ip, "models")
+		if len(gr.Models) == 0 {
+			v.add(mp, nil, "must list at least one model")
+		}
+		models := map[string]bool{}
+		for j, m := range gr.Models {
+			jp := idx(mp, j)
+			if !notEmpty(v, jp, m) {
+				continue
+			}
+			if models[m] {
+				v.add(jp, m, "duplicate model")
+			} else if replicas[m] == 0 {
+				v.add(jp, m, "model has no replica in %s", pp)
+			}
+			models[m] = true
+		}
+		if len(gr.Models) > 0 && len(gr.Thr) != len(gr.Models)-1 {
+			v.add(field(ip, "thr"), len(gr.Thr), "length must be len(models)-1 = %d", len(gr.Models)-1)
+		}
+		for j, t := range gr.Thr {
+			nonNegative(v, idx(field(ip, "thr"), j), t)
+		}
+		for _, m := range sortedKeys(gr.Share) {
+			sp := keyPath(field(ip, "share"), m)
+			if !models[m] {
+				v.add(sp, m, "not a model of this gear")
+				continue
+			}
+			shares := gr.Share[m]
+			if len(shares) != replicas[m] {
+				v.add(sp, len(shares), "length must be the number of replicas of %s in %s (%d)", m, pp, replicas[m])
+			}
+			var sum float64
+			ok := true
+			for j, s := range shares {
+				if !finite(s) || s < 0 || s > 1 {
+					v.add(idx(sp, j), s, "must be in [0, 1]")
+					ok = false
+				}
+				sum += s
+			}
+			if ok && len(shares) > 0 && math.Abs(sum-1) > 1e-6 {
+				v.add(sp, nil, "must sum to 1 (sums to %g)", sum)
+			}
+		}
+		for _, m := range sortedKeys(gr.Trigger) {
+			tp := keyPath(field(ip, "trigger"), m)
+			if !models[m] {
+				v.add(tp, m, "not a model of this gear")
+			}
+			atLeast(v, tp, int64(gr.Trigger[m]), 1)
+		}
+		inRange(v, field(ip, "expected_accuracy"), gr.ExpAcc, 0, 1)
+		nonNegative(v, field(ip, "expected_work_s"), gr.ExpWork)
+		nonNegative(v, field(ip, "expected_platency_ms"), gr.ExpPLat)
+	}
+	nonNegative(v, field(p, "poll_ms"), cp.PollMs)
+	nonNegative(v, field(p, "alpha"), cp.Alpha)
+	if cp.MaxBatch < 0 {
+		v.add(field(p, "max_batch"), cp.MaxBatch, "must be >= 1 (or omitted)")
+	}
+}
+
+func (q *QLMPlan) validate(v *validator, p string, g gpuChecker) {
+	ip := field(p, "instances")
+	if len(q.Instances) == 0 {
+		v.add(ip, nil, "must list at least one instance")
+	}
+	groups := names{}
+	for i := range q.Groups {
+		gr := &q.Groups[i]
+		gp := idx(field(p, "groups"), i)
+		groups.check(v, field(gp, "id"), gr.ID)
+		notEmpty(v, field(gp, "model"), gr.Model)
+		positiveDuration(v, field(gp, "slo"), gr.SLO)
+		atLeast(v, field(gp, "requests"), int64(gr.Requests), 1)
+	}
+	seen := names{}
+	queued := map[string]string{}
+	for i := range q.Instances {
+		in := &q.Instances[i]
+		np := idx(ip, i)
+		seen.check(v, field(np, "name"), in.Name)
+		g.check(v, field(np, "gpu"), in.GPU)
+		atLeast(v, field(np, "gpu_count"), int64(in.GPUCount), 1)
+		for j, id := range in.Queue {
+			jp := idx(field(np, "queue"), j)
+			if groups[id] == "" {
+				v.add(jp, id, "unknown group: not in %s", field(p, "groups"))
+				continue
+			}
+			if first, dup := queued[id]; dup {
+				v.add(jp, id, "group is already queued at %s", first)
+				continue
+			}
+			queued[id] = jp
+		}
+	}
+	nonNegative(v, field(p, "replan_ms"), q.ReplanMs)
+}
+
+func (d *DyOrcPlan) validate(v *validator, p string, g gpuChecker) {
+	dp := field(p, "deployments")
+	if len(d.Deployments) == 0 {
+		v.add(dp, nil, "must list at least one deployment")
+	}
+	first := map[[2]string]int{}
+	for i := range d.Deployments {
+		s := &d.Deployments[i]
+		ip := idx(dp, i)
+		notEmpty(v, field(ip, "service"), s.Service)
+		g.check(v, field(ip, "gpu"), s.GPU)
+		atLeast(v, field(ip, "replicas"), int64(s.Replicas), 1)
+		atLeast(v, field(ip, "max_batch"), int64(s.MaxBatch), 1)
+		k := [2]string{s.Service, s.GPU}
+		if f, dup := first[k]; dup {
+			v.add(ip, raw(fmt.Sprintf("(%s, %s)", s.Service, s.GPU)), "duplicate (service, gpu) deployment (first at %s)", idx(dp, f))
+		} else {
+			first[k] = i
+		}
+	}
+	finiteParams(v, field(p, "params"), d.Params)
+}

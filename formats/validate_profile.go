@@ -1,0 +1,187 @@
+package formats
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ProfileBackends are the backends a model profile may name.
+var ProfileBackends = []string{"onnx", "roofline", "trt", "import"}
+
+// LLMBackends are the backends an LLM profile may name.
+var LLMBackends = []string{"roofline", "import"}
+
+// PartitionMethods are the block pre-partitioning methods.
+var PartitionMethods = []string{"greedy", "min-traffic"}
+
+// Validate checks a profile.
+func (p *Profile) Validate() ErrorList {
+	v := &validator{}
+	checkMeta(v, p.TypeMeta, KindProfile)
+	if len(p.Models) == 0 && len(p.LLMs) == 0 {
+		v.add("models", nil, "must list at least one model (models or llms)")
+	}
+	seen := names{}
+	for i := range p.Models {
+		p.Models[i].validate(v, idx("models", i), seen)
+	}
+	llms := map[raw]string{}
+	for i := range p.LLMs {
+		p.LLMs[i].validate(v, idx("llms", i), llms)
+	}
+	return v.errs
+}
+
+func oneOf(v *validator, path, s string, allowed []string) {
+	for _, a := range allowed {
+		if s == a {
+			return
+		}
+	}
+	v.add(path, s, "must be one of %s", strings.Join(allowed, ", "))
+}
+
+func (m *ModelProfile) validate(v *validator, p string, seen names) {
+	seen.check(v, field(p, "name"), m.Name)
+	oneOf(v, field(p, "backend"), m.Backend, ProfileBackends)
+	for j, d := range m.InputShape {
+		atLeast(v, idx(field(p, "input_shape"), j), d, 1)
+	}
+	atLeast(v, field(p, "memory_bytes"), m.MemoryBytes, 0)
+	for j, b := range m.PartsMemoryBytes {
+		atLeast(v, idx(field(p, "parts_memory_bytes"), j), b, 0)
+	}
+	if pi := m.Partition; pi != nil {
+		pp := field(p, "partition")
+		oneOf(v, field(pp, "method"), pi.Method, PartitionMethods)
+		atLeast(v, field(pp, "blocks"), int64(pi.Blocks), 1)
+		nonNegative(v, field(pp, "lower_bound"), pi.LowerBound)
+		nonNegative(v, field(pp, "upper_bound"), pi.UpperBound)
+		if finite(pi.LowerBound) && finite(pi.UpperBound) && pi.UpperBound > 0 && pi.UpperBound < pi.LowerBound {
+			v.add(field(pp, "upper_bound"), pi.UpperBound, "must be >= lower_bound (%g)", pi.LowerBound)
+		}
+	}
+	layerNames := names{}
+	for j := range m.Layers {
+		l := &m.Layers[j]
+		lp := idx(field(p, "layers"), j)
+		layerNames.check(v, field(lp, "name"), l.Name)
+		notEmpty(v, field(lp, "op"), l.Op)
+		nonNegative(v, field(lp, "flops"), l.FLOPs)
+		nonNegative(v, field(lp, "bytes"), l.Bytes)
+		atLeast(v, field(lp, "param_bytes"), l.ParamBytes, 0)
+		atLeast(v, field(lp, "output_bytes"), l.OutputBytes, 0)
+		for _, gpu := range sortedKeys(l.LatencyUs) {
+			kp := keyPath(field(lp, "latency_us"), gpu)
+			if gpu == "" {
+				v.add(kp, gpu, "GPU type must not be empty")
+			}
+			nonNegative(v, kp, l.LatencyUs[gpu])
+		}
+	}
+	m.validateBlocks(v, p)
+	nb := len(m.Blocks)
+	if nb > 0 && len(m.CutBytes) != nb-1 {
+		v.add(field(p, "cut_bytes"), len(m.CutBytes), "length must be len(blocks)-1 = %d", nb-1)
+	}
+	for j, c := range m.CutBytes {
+		atLeast(v, idx(field(p, "cut_bytes"), j), c, 0)
+	}
+	if len(m.Latency) == 0 {
+		v.add(field(p, "latency"), nil, "must have at least one entry")
+	}
+	type key struct {
+		gpu         string
+		vgpu, batch int
+	}
+	first := map[key]int{}
+	for j := range m.Latency {
+		e := &m.Latency[j]
+		ep := idx(field(p, "latency"), j)
+		notEmpty(v, field(ep, "gpu"), e.GPU)
+		vgpuLevel(v, field(ep, "vgpu"), e.VGPU)
+		atLeast(v, field(ep, "batch"), int64(e.Batch), 1)
+		k := key{e.GPU, e.VGPU, e.Batch}
+		if f, dup := first[k]; dup {
+			v.add(ep, raw(fmt.Sprintf("(%s, vgpu %d, batch %d)", e.GPU, e.VGPU, e.Batch)), "duplicate (gpu, vgpu, batch) entry (first at %s)", idx(field(p, "latency"), f))
+		} else {
+			first[k] = j
+		}
+		perBlock := func(name string, xs []float64, optional bool) {
+			fp := field(ep, name)
+			if nb > 0 && (len(xs) > 0 || !optional) && len(xs) != nb {
+				v.add(fp, len(xs), "length must be len(blocks) = %d", nb)
+			}
+			for b, x := range xs {
+				nonNegative(v, idx(fp, b), x)
+			}
+		}
+		perBlock("block_us", e.BlockUs, false)
+		perBlock("p90_us", e.P90Us, true)
+		perBlock("cv", e.CV, true)
+		nonNegative(v, field(ep, "total_us"), e.TotalUs)
+	}
+}
+
+// validateBlocks checks that blocks are non-empty layer ranges, contiguous from layer 0, and
+// cover all layers when layers are listed.
+func (m *ModelProfile) validateBlocks(v *validator, p string) {
+	bp := field(p, "blocks")
+	if len(m.Blocks) == 0 {
+		v.add(bp, nil, "must list at least one block")
+		return
+	}
+	for j, b := range m.Blocks {
+		jp := idx(bp, j)
+		if j == 0 && b.FirstLayer != 0 {
+			v.add(field(jp, "first_layer"), b.FirstLayer, "must be 0: blocks must start at layer 0")
+		}
+		if j > 0 && b.FirstLayer != m.Blocks[j-1].EndLayer {
+			v.add(field(jp, "first_layer"), b.FirstLayer, "must equal blocks[%d].end_layer (%d): blocks must be contiguous", j-1, m.Blocks[j-1].EndLayer)
+		}
+		if b.EndLayer <= b.FirstLayer {
+			v.add(field(jp, "end_layer"), b.EndLayer, "must be > first_layer (%d)", b.FirstLayer)
+		}
+		atLeast(v, field(jp, "memory_bytes"), b.MemoryBytes, 0)
+	}
+	if n := len(m.Layers); n > 0 {
+		last := len(m.Blocks) - 1
+		if end := m.Blocks[last].EndLayer; end != n {
+			v.add(field(idx(bp, last), "end_layer"), end, "must equal the number of layers (%d): blocks must cover every layer", n)
+		}
+	}
+}
+
+func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
+	notEmpty(v, field(p, "model"), l.Model)
+	notEmpty(v, field(p, "gpu"), l.GPU)
+	atLeast(v, field(p, "gpu_count"), int64(l.GPUCount), 1)
+	if l.Model != "" && l.GPU != "" {
+		k := raw(fmt.Sprintf("(%s, %s x%d)", l.Model, l.GPU, l.GPUCount))
+		if first, dup := seen[k]; dup {
+			v.add(p, k, "duplicate (model, gpu, gpu_count) entry (first at %s)", first)
+		} else {
+			seen[k] = p
+		}
+	}
+	oneOf(v, field(p, "backend"), l.Backend, LLMBackends)
+	positive(v, field(p, "params_billion"), l.ParamsB)
+	if l.WeightBytes <= 0 {
+		v.add(field(p, "weight_bytes"), l.WeightBytes, "must be > 0")
+	}
+	nonNegative(v, field(p, "prefill_base_us"), l.PrefillBaseUs)
+	positive(v, field(p, "prefill_us_per_token"), l.PrefillUsPerToken)
+	positive(v, field(p, "decode_us_per_token"), l.DecodeUsPerToken)
+	positive(v, field(p, "throughput_tokens_per_s"), l.ThroughputTokensPerS)
+	if l.KVBytesPerToken <= 0 {
+		v.add(field(p, "kv_bytes_per_token"), l.KVBytesPerToken, "must be > 0")
+	}
+	if l.KVCapacityTokens <= 0 {
+		v.add(field(p, "kv_capacity_tokens"), l.KVCapacityTokens, "must be > 0")
+	}
+	positive(v, field(p, "avg_batch"), l.AvgBatch)
+	optionalPositive(v, field(p, "epsilon"), l.Epsilon)
+	nonNegative(v, field(p, "load_cold_us"), l.LoadColdUs)
+	nonNegative(v, field(p, "load_warm_us"), l.LoadWarmUs)
+	optionalPositive(v, field(p, "host_link_gbps"), l.HostLinkGBps)
+}

@@ -1,0 +1,285 @@
+package formats
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// One bad-input test per validation rule: start from a good fixture, break one thing (as a
+// Go caller can, NaN included) and expect exactly these messages.
+
+type badCase struct {
+	name   string
+	file   string // good fixture to start from
+	mutate func(Document)
+	want   []string
+}
+
+func cl(f func(*Cluster)) func(Document)     { return func(d Document) { f(d.(*Cluster)) } }
+func pr(f func(*Profile)) func(Document)     { return func(d Document) { f(d.(*Profile)) } }
+func wl(f func(*Workload)) func(Document)    { return func(d Document) { f(d.(*Workload)) } }
+func pl(f func(*Plan)) func(Document)        { return func(d Document) { f(d.(*Plan)) } }
+func tr(f func(*Trace)) func(Document)       { return func(d Document) { f(d.(*Trace)) } }
+func ms(d time.Duration) Duration            { return Duration(d * time.Millisecond) }
+func boolp(b bool) *bool                     { return &b }
+func cascade0(w *Workload) *Cascade          { return &w.Cascades[0] }
+func app(w *Workload, name string) App       { return w.Workflows.Apps[name] }
+func setApp(w *Workload, name string, a App) { w.Workflows.Apps[name] = a }
+
+var nan = math.NaN()
+var inf = math.Inf(1)
+
+func runBad(t *testing.T, cases []badCase) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.name] {
+			t.Fatalf("duplicate case name %q", c.name)
+		}
+		seen[c.name] = true
+		t.Run(c.name, func(t *testing.T) {
+			doc := loadGood(t, c.file)
+			c.mutate(doc)
+			got := doc.Validate().WithFile(c.file)
+			var msgs []string
+			for _, e := range got {
+				msgs = append(msgs, e.Error())
+			}
+			if strings.Join(msgs, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(msgs, "\n\t"), strings.Join(c.want, "\n\t"))
+			}
+		})
+	}
+}
+
+func TestValidateCluster(t *testing.T) {
+	const f = "cluster.yaml"
+	runBad(t, []badCase{
+		{"apiVersion", f, cl(func(c *Cluster) { c.APIVersion = "plan/v2" }), []string{`cluster.yaml: apiVersion: "plan/v2": must be plan/v1`}},
+		{"kind", f, cl(func(c *Cluster) { c.Kind = "Plan" }), []string{`cluster.yaml: kind: "Plan": must be Cluster`}},
+		{"no gpus", f, cl(func(c *Cluster) { c.GPUs, c.Servers = nil, nil }), []string{`cluster.yaml: gpus: must list at least one GPU type`}},
+		{"empty type", f, cl(func(c *Cluster) { c.GPUs[1].Type, c.Servers = "", nil }), []string{`cluster.yaml: gpus[1].type: "": must not be empty`}},
+		{"duplicate type", f, cl(func(c *Cluster) { c.GPUs[1].Type, c.Servers = "L4", nil }), []string{`cluster.yaml: gpus[1].type: "L4": duplicate GPU type`}},
+		{"negative count", f, cl(func(c *Cluster) { c.GPUs[1].Count = -3 }), []string{`cluster.yaml: gpus[1].count: -3: must be >= 0`}},
+		{"per_server", f, cl(func(c *Cluster) { c.GPUs[0].PerServer = 0 }), []string{`cluster.yaml: gpus[0].per_server: 0: must be >= 1`}},
+		{"memory_bytes", f, cl(func(c *Cluster) { c.GPUs[0].MemoryBytes = -1 }), []string{`cluster.yaml: gpus[0].memory_bytes: -1: must be >= 0`}},
+		{"unknown gpu type", f, cl(func(c *Cluster) { c.GPUs[0].Type, c.Servers = "X9", nil }), []string{`cluster.yaml: gpus[0].type: "X9": unknown GPU type (known: P4, T4, L4, A10, V100, A100, H100, H200); give memory_bytes for a custom type`}},
+		{"vgpu level", f, cl(func(c *Cluster) { c.GPUs[0].VGPU = []int{1, 5} }), []string{`cluster.yaml: gpus[0].vgpu[1]: 5: must be in 1..4`}},
+		{"class", f, cl(func(c *Cluster) { c.GPUs[0].Class = "medium" }), []string{`cluster.yaml: gpus[0].class: "medium": must be high or low`}},
+		{"nic NaN", f, cl(func(c *Cluster) { c.NICGbps = nan }), []string{`cluster.yaml: nic_gbps: NaN: must be > 0`}},
+		{"nic_derate", f, cl(func(c *Cluster) { c.NICDerate = 0.5 }), []string{`cluster.yaml: nic_derate: 0.5: must be >= 1 (or omitted)`}},
+		{"host memory", f, cl(func(c *Cluster) { c.HostMemoryBytes = -1 }), []string{`cluster.yaml: host_memory_bytes: -1: must be >= 0`}},
+		{"server name", f, cl(func(c *Cluster) { c.Servers[1].Name = "" }), []string{`cluster.yaml: servers[1].name: "": must not be empty`}},
+		{"server gpu", f, cl(func(c *Cluster) { c.Servers[1].GPU = "T4" }), []string{`cluster.yaml: servers[1].gpu: "T4": unknown GPU type: not in gpus[]`}},
+		{"server gpus", f, cl(func(c *Cluster) { c.Servers[1].GPUs = 0 }), []string{`cluster.yaml: servers[1].gpus: 0: must be >= 1`}},
+		{"server nic", f, cl(func(c *Cluster) { c.Servers[0].NICGbps = nan }), []string{`cluster.yaml: servers[0].nic_gbps: NaN: must be >= 0`}},
+	})
+}
+
+func TestValidateProfile(t *testing.T) {
+	const f = "profile.json"
+	r := func(p *Profile) *ModelProfile { return &p.Models[0] } // resnet50: has layers
+	y := func(p *Profile) *ModelProfile { return &p.Models[1] } // yolov5s: no layers, p90/cv
+	runBad(t, []badCase{
+		{"kind", f, pr(func(p *Profile) { p.Kind = "Cluster" }), []string{`profile.json: kind: "Cluster": must be Profile`}},
+		{"no models", f, pr(func(p *Profile) { p.Models, p.LLMs = nil, nil }), []string{`profile.json: models: must list at least one model (models or llms)`}},
+		{"empty name", f, pr(func(p *Profile) { y(p).Name = "" }), []string{`profile.json: models[1].name: "": must not be empty`}},
+		{"duplicate name", f, pr(func(p *Profile) { y(p).Name = "resnet50" }), []string{`profile.json: models[1].name: "resnet50": duplicate name (first at models[0].name)`}},
+		{"backend", f, pr(func(p *Profile) { y(p).Backend = "tensorflow" }), []string{`profile.json: models[1].backend: "tensorflow": must be one of onnx, roofline, trt, import`}},
+		{"input shape", f, pr(func(p *Profile) { y(p).InputShape[0] = 0 }), []string{`profile.json: models[1].input_shape[0]: 0: must be >= 1`}},
+		{"memory", f, pr(func(p *Profile) { y(p).MemoryBytes = -1 }), []string{`profile.json: models[1].memory_bytes: -1: must be >= 0`}},
+		{"parts memory", f, pr(func(p *Profile) { y(p).PartsMemoryBytes = []int64{5, -1} }), []string{`profile.json: models[1].parts_memory_bytes[1]: -1: must be >= 0`}},
+		{"partition method", f, pr(func(p *Profile) { r(p).Partition.Method = "random" }), []string{`profile.json: models[0].partition.method: "random": must be one of greedy, min-traffic`}},
+		{"partition blocks", f, pr(func(p *Profile) { r(p).Partition.Blocks = 0 }), []string{`profile.json: models[0].partition.blocks: 0: must be >= 1`}},
+		{"partition bound NaN", f, pr(func(p *Profile) { r(p).Partition.LowerBound = nan }), []string{`profile.json: models[0].partition.lower_bound: NaN: must be >= 0`}},
+		{"partition upper < lower", f, pr(func(p *Profile) { r(p).Partition.UpperBound = 1 }), []string{`profile.json: models[0].partition.upper_bound: 1: must be >= lower_bound (1.2)`}},
+		{"layer name empty", f, pr(func(p *Profile) { r(p).Layers[2].Name = "" }), []string{`profile.json: models[0].layers[2].name: "": must not be empty`}},
+		{"layer name duplicate", f, pr(func(p *Profile) { r(p).Layers[2].Name = "stem" }), []string{`profile.json: models[0].layers[2].name: "stem": duplicate name (first at models[0].layers[0].name)`}},
+		{"layer op", f, pr(func(p *Profile) { r(p).Layers[2].Op = "" }), []string{`profile.json: models[0].layers[2].op: "": must not be empty`}},
+		{"layer flops", f, pr(func(p *Profile) { r(p).Layers[2].FLOPs = -1 }), []string{`profile.json: models[0].layers[2].flops: -1: must be >= 0`}},
+		{"layer bytes Inf", f, pr(func(p *Profile) { r(p).Layers[2].Bytes = inf }), []string{`profile.json: models[0].layers[2].bytes: +Inf: must be >= 0`}},
+		{"layer param bytes", f, pr(func(p *Profile) { r(p).Layers[2].ParamBytes = -1 }), []string{`profile.json: models[0].layers[2].param_bytes: -1: must be >= 0`}},
+		{"layer output bytes", f, pr(func(p *Profile) { r(p).Layers[2].OutputBytes = -1 }), []string{`profile.json: models[0].layers[2].output_bytes: -1: must be >= 0`}},
+		{"layer latency gpu", f, pr(func(p *Profile) { r(p).Layers[2].LatencyUs[""] = 3 }), []string{`profile.json: models[0].layers[2].latency_us[""]: "": GPU type must not be empty`}},
+		{"layer latency", f, pr(func(p *Profile) { r(p).Layers[2].LatencyUs["L4"] = -5 }), []string{`profile.json: models[0].layers[2].latency_us.L4: -5: must be >= 0`}},
+		{"no blocks", f, pr(func(p *Profile) { y(p).Blocks, y(p).CutBytes = nil, nil }), []string{`profile.json: models[1].blocks: must list at least one block`}},
+		{"blocks start", f, pr(func(p *Profile) { y(p).Blocks[0].FirstLayer = 1 }), []string{`profile.json: models[1].blocks[0].first_layer: 1: must be 0: blocks must start at layer 0`}},
+		{"blocks contiguous", f, pr(func(p *Profile) { y(p).Blocks[1].FirstLayer = 11 }), []string{`profile.json: models[1].blocks[1].first_layer: 11: must equal blocks[0].end_layer (10): blocks must be contiguous`}},
+		{"block empty range", f, pr(func(p *Profile) { y(p).Blocks[2].EndLayer = 17 }), []string{`profile.json: models[1].blocks[2].end_layer: 17: must be > first_layer (17)`}},
+		{"block memory", f, pr(func(p *Profile) { y(p).Blocks[2].MemoryBytes = -1 }), []string{`profile.json: models[1].blocks[2].memory_bytes: -1: must be >= 0`}},
+		{"blocks cover layers", f, pr(func(p *Profile) { r(p).Layers = r(p).Layers[:7] }), []string{`profile.json: models[0].blocks[3].end_layer: 8: must equal the number of layers (7): blocks must cover every layer`}},
+		{"cut_bytes length", f, pr(func(p *Profile) { y(p).CutBytes = y(p).CutBytes[:1] }), []string{`profile.json: models[1].cut_bytes: 1: length must be len(blocks)-1 = 2`}},
+		{"cut_bytes negative", f, pr(func(p *Profile) { y(p).CutBytes[1] = -1 }), []string{`profile.json: models[1].cut_bytes[1]: -1: must be >= 0`}},
+		{"no latency", f, pr(func(p *Profile) { y(p).Latency = nil }), []string{`profile.json: models[1].latency: must have at least one entry`}},
+		{"latency gpu", f, pr(func(p *Profile) { y(p).Latency[5].GPU = "" }), []string{`profile.json: models[1].latency[5].gpu: "": must not be empty`}},
+		{"latency vgpu", f, pr(func(p *Profile) { y(p).Latency[5].VGPU = 0 }), []string{`profile.json: models[1].latency[5].vgpu: 0: must be in 1..4`}},
+		{"latency batch", f, pr(func(p *Profile) { y(p).Latency[5].Batch = 0 }), []string{`profile.json: models[1].latency[5].batch: 0: must be >= 1`}},
+		{"latency duplicate", f, pr(func(p *Profile) { y(p).Latency[5].Batch = 1 }), []string{`profile.json: models[1].latency[5]: (P4, vgpu 1, batch 1): duplicate (gpu, vgpu, batch) entry (first at models[1].latency[4])`}},
+		{"block_us length", f, pr(func(p *Profile) { y(p).Latency[0].BlockUs = []float64{1, 2} }), []string{`profile.json: models[1].latency[0].block_us: 2: length must be len(blocks) = 3`}},
+		{"block_us negative", f, pr(func(p *Profile) { y(p).Latency[0].BlockUs[2] = -1 }), []string{`profile.json: models[1].latency[0].block_us[2]: -1: must be >= 0`}},
+		{"block_us NaN", f, pr(func(p *Profile) { y(p).Latency[0].BlockUs[2] = nan }), []string{`profile.json: models[1].latency[0].block_us[2]: NaN: must be >= 0`}},
+		{"p90 length", f, pr(func(p *Profile) { y(p).Latency[0].P90Us = []float64{1} }), []string{`profile.json: models[1].latency[0].p90_us: 1: length must be len(blocks) = 3`}},
+		{"cv NaN", f, pr(func(p *Profile) { y(p).Latency[0].CV[1] = nan }), []string{`profile.json: models[1].latency[0].cv[1]: NaN: must be >= 0`}},
+		{"total_us", f, pr(func(p *Profile) { y(p).Latency[0].TotalUs = -1 }), []string{`profile.json: models[1].latency[0].total_us: -1: must be >= 0`}},
+		{"llm model", f, pr(func(p *Profile) { p.LLMs[2].Model = "" }), []string{`profile.json: llms[2].model: "": must not be empty`}},
+		{"llm gpu", f, pr(func(p *Profile) { p.LLMs[2].GPU = "" }), []string{`profile.json: llms[2].gpu: "": must not be empty`}},
+		{"llm gpu_count", f, pr(func(p *Profile) { p.LLMs[2].GPUCount = 0 }), []string{`profile.json: llms[2].gpu_count: 0: must be >= 1`}},
+		{"llm duplicate", f, pr(func(p *Profile) { p.LLMs[1].GPU = "L4" }), []string{`profile.json: llms[1]: (llama-3.2-1b, L4 x1): duplicate (model, gpu, gpu_count) entry (first at llms[0])`}},
+		{"llm backend", f, pr(func(p *Profile) { p.LLMs[2].Backend = "vllm" }), []string{`profile.json: llms[2].backend: "vllm": must be one of roofline, import`}},
+		{"llm params", f, pr(func(p *Profile) { p.LLMs[2].ParamsB = 0 }), []string{`profile.json: llms[2].params_billion: 0: must be > 0`}},
+		{"llm weights", f, pr(func(p *Profile) { p.LLMs[2].WeightBytes = 0 }), []string{`profile.json: llms[2].weight_bytes: 0: must be > 0`}},
+		{"llm prefill base", f, pr(func(p *Profile) { p.LLMs[2].PrefillBaseUs = -1 }), []string{`profile.json: llms[2].prefill_base_us: -1: must be >= 0`}},
+		{"llm prefill per token", f, pr(func(p *Profile) { p.LLMs[2].PrefillUsPerToken = 0 }), []string{`profile.json: llms[2].prefill_us_per_token: 0: must be > 0`}},
+		{"llm decode", f, pr(func(p *Profile) { p.LLMs[2].DecodeUsPerToken = nan }), []string{`profile.json: llms[2].decode_us_per_token: NaN: must be > 0`}},
+		{"llm throughput", f, pr(func(p *Profile) { p.LLMs[2].ThroughputTokensPerS = -1 }), []string{`profile.json: llms[2].throughput_tokens_per_s: -1: must be > 0`}},
+		{"llm kv bytes", f, pr(func(p *Profile) { p.LLMs[2].KVBytesPerToken = 0 }), []string{`profile.json: llms[2].kv_bytes_per_token: 0: must be > 0`}},
+		{"llm kv capacity", f, pr(func(p *Profile) { p.LLMs[2].KVCapacityTokens = -1 }), []string{`profile.json: llms[2].kv_capacity_tokens: -1: must be > 0`}},
+		{"llm avg batch", f, pr(func(p *Profile) { p.LLMs[2].AvgBatch = 0 }), []string{`profile.json: llms[2].avg_batch: 0: must be > 0`}},
+		{"llm epsilon", f, pr(func(p *Profile) { p.LLMs[2].Epsilon = -1 }), []string{`profile.json: llms[2].epsilon: -1: must be > 0 (or omitted)`}},
+		{"llm load cold", f, pr(func(p *Profile) { p.LLMs[2].LoadColdUs = -1 }), []string{`profile.json: llms[2].load_cold_us: -1: must be >= 0`}},
+		{"llm load warm", f, pr(func(p *Profile) { p.LLMs[2].LoadWarmUs = inf }), []string{`profile.json: llms[2].load_warm_us: +Inf: must be >= 0`}},
+		{"llm host link", f, pr(func(p *Profile) { p.LLMs[2].HostLinkGBps = -1 }), []string{`profile.json: llms[2].host_link_gbps: -1: must be > 0 (or omitted)`}},
+	})
+}
+
+func TestValidateWorkload(t *testing.T) {
+	const f = "workload.yaml"
+	pipe := func(w *Workload) *Pipeline { return &w.Pipelines[0] }
+	runBad(t, []badCase{
+		{"kind", f, wl(func(w *Workload) { w.Kind = "Trace" }), []string{`workload.yaml: kind: "Trace": must be Workload`}},
+		{"empty", f, wl(func(w *Workload) {
+			w.Models, w.Pipelines, w.Cascades, w.LLMClasses, w.Workflows = nil, nil, nil, nil, nil
+		}), []string{`workload.yaml: must describe at least one of models, pipelines, cascades, llm_classes or workflows`}},
+		// models
+		{"model name empty", f, wl(func(w *Workload) { w.Models[1].Name = "" }), []string{`workload.yaml: models[1].name: "": must not be empty`}},
+		{"model name duplicate", f, wl(func(w *Workload) { w.Models[1].Name = "resnet50" }), []string{`workload.yaml: models[1].name: "resnet50": duplicate name (first at models[0].name)`}},
+		{"model slo negative", f, wl(func(w *Workload) { w.Models[0].SLO = ms(-5) }), []string{`workload.yaml: models[0].slo: -5ms: must be >= 0 (0 = slo_scale x the fastest batch-1 latency)`}},
+		{"model slo_scale", f, wl(func(w *Workload) { w.Models[1].SLOScale = 0.5 }), []string{`workload.yaml: models[1].slo_scale: 0.5: must be >= 1 (or omitted)`}},
+		{"model slo and slo_scale", f, wl(func(w *Workload) { w.Models[0].SLOScale = 5 }), []string{`workload.yaml: models[0].slo_scale: 5: set slo or slo_scale, not both`}},
+		{"model weight", f, wl(func(w *Workload) { w.Models[0].Weight = -1 }), []string{`workload.yaml: models[0].weight: -1: must be > 0 (or omitted)`}},
+		{"model rate NaN", f, wl(func(w *Workload) { w.Models[0].RateRPS = nan }), []string{`workload.yaml: models[0].rate_rps: NaN: must be >= 0`}},
+		// pipelines
+		{"pipeline name", f, wl(func(w *Workload) { pipe(w).Name = "" }), []string{`workload.yaml: pipelines[0].name: "": must not be empty`}},
+		{"pipeline duplicate", f, wl(func(w *Workload) { w.Pipelines = append(w.Pipelines, w.Pipelines[0]) }), []string{`workload.yaml: pipelines[1].name: "traffic": duplicate name (first at pipelines[0].name)`}},
+		{"pipeline slo", f, wl(func(w *Workload) { pipe(w).SLO = 0 }), []string{`workload.yaml: pipelines[0].slo: 0s: must be > 0`}},
+		{"pipeline rate", f, wl(func(w *Workload) { pipe(w).RateRPS = -1 }), []string{`workload.yaml: pipelines[0].rate_rps: -1: must be >= 0`}},
+		{"pipeline no modules", f, wl(func(w *Workload) { pipe(w).Modules = nil }), []string{`workload.yaml: pipelines[0].modules: must list at least one module`}},
+		{"module name duplicate", f, wl(func(w *Workload) { pipe(w).Modules[3].Name = "person" }), []string{`workload.yaml: pipelines[0].modules[3].name: "person": duplicate name (first at pipelines[0].modules[2].name)`}},
+		{"module model", f, wl(func(w *Workload) { pipe(w).Modules[3].Model = "" }), []string{`workload.yaml: pipelines[0].modules[3].model: "": must not be empty`}},
+		{"edge empty", f, wl(func(w *Workload) { pipe(w).Modules[3].After[0].Module = "" }), []string{`workload.yaml: pipelines[0].modules[3].after[0].module: "": must not be empty`}},
+		{"edge self", f, wl(func(w *Workload) { pipe(w).Modules[3].After[0].Module = "plate" }), []string{`workload.yaml: pipelines[0].modules[3].after[0].module: "plate": a module cannot depend on itself`}},
+		{"edge unknown", f, wl(func(w *Workload) { pipe(w).Modules[3].After[0].Module = "car" }), []string{`workload.yaml: pipelines[0].modules[3].after[0].module: "car": unknown module: not in pipelines[0].modules`}},
+		{"edge duplicate", f, wl(func(w *Workload) {
+			m := &pipe(w).Modules[3]
+			m.After = append(m.After, Edge{Module: "vehicle"})
+		}), []string{`workload.yaml: pipelines[0].modules[3].after[1].module: "vehicle": duplicate edge (first at after[0])`}},
+		{"edge probability", f, wl(func(w *Workload) { pipe(w).Modules[1].After[0].Probability = 1.5 }), []string{`workload.yaml: pipelines[0].modules[1].after[0].probability: 1.5: must be in (0, 1]`}},
+		{"edge probability negative", f, wl(func(w *Workload) { pipe(w).Modules[1].After[0].Probability = -0.1 }), []string{`workload.yaml: pipelines[0].modules[1].after[0].probability: -0.1: must be in (0, 1]`}},
+		{"cycle", f, wl(func(w *Workload) { pipe(w).Modules[0].After = []Edge{{Module: "plate"}} }), []string{`workload.yaml: pipelines[0].modules: modules form a cycle: detect -> vehicle -> plate -> detect`}},
+		// cascades
+		{"cascade name", f, wl(func(w *Workload) { cascade0(w).Name = "" }), []string{`workload.yaml: cascades[0].name: "": must not be empty`}},
+		{"cascade duplicate", f, wl(func(w *Workload) { w.Cascades = append(w.Cascades, w.Cascades[0]) }), []string{`workload.yaml: cascades[1].name: "hellaswag": duplicate name (first at cascades[0].name)`}},
+		{"cascade no models", f, wl(func(w *Workload) { cascade0(w).Models, cascade0(w).Validation = nil, nil }), []string{
+			`workload.yaml: cascades[0].models: must list at least one model`,
+			`workload.yaml: cascades[0].validation: must have at least one record`}},
+		{"cascade model empty", f, wl(func(w *Workload) { cascade0(w).Models = append(cascade0(w).Models, "") }), []string{`workload.yaml: cascades[0].models[2]: "": must not be empty`}},
+		{"cascade model duplicate", f, wl(func(w *Workload) { cascade0(w).Models = append(cascade0(w).Models, "llama-3.2-1b") }), []string{`workload.yaml: cascades[0].models[2]: "llama-3.2-1b": duplicate model`}},
+		{"cascade both slos", f, wl(func(w *Workload) { cascade0(w).LatencySLO = &LatencySLO{0.95, ms(3000)} }), []string{`workload.yaml: cascades[0].accuracy_slo: 0.62: set latency_slo or accuracy_slo, not both`}},
+		{"cascade no slo", f, wl(func(w *Workload) { cascade0(w).AccuracySLO = 0 }), []string{`workload.yaml: cascades[0]: must set latency_slo or accuracy_slo`}},
+		{"cascade percentile", f, wl(func(w *Workload) { cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &LatencySLO{95, ms(3000)} }), []string{`workload.yaml: cascades[0].latency_slo.percentile: 95: must be in (0, 1] (a quantile: 0.95 for p95)`}},
+		{"cascade latency", f, wl(func(w *Workload) { cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &LatencySLO{0.95, 0} }), []string{`workload.yaml: cascades[0].latency_slo.latency: 0s: must be > 0`}},
+		{"cascade accuracy", f, wl(func(w *Workload) { cascade0(w).AccuracySLO = 1.5 }), []string{`workload.yaml: cascades[0].accuracy_slo: 1.5: must be in (0, 1]`}},
+		{"cascade qps_max", f, wl(func(w *Workload) { cascade0(w).QPSMax = 0 }), []string{`workload.yaml: cascades[0].qps_max: 0: must be > 0`}},
+		{"cascade qps_ranges", f, wl(func(w *Workload) { cascade0(w).QPSRanges = -1 }), []string{`workload.yaml: cascades[0].qps_ranges: -1: must be >= 1 (or omitted)`}},
+		{"cascade histogram negative", f, wl(func(w *Workload) { cascade0(w).QPSHistogram[2] = -0.2 }), []string{`workload.yaml: cascades[0].qps_histogram[2]: -0.2: must be >= 0`}},
+		{"cascade histogram zero", f, wl(func(w *Workload) { cascade0(w).QPSHistogram = []float64{0, 0} }), []string{`workload.yaml: cascades[0].qps_histogram: must not be all zero`}},
+		{"record sample", f, wl(func(w *Workload) { cascade0(w).Validation[0].Sample, cascade0(w).Validation[1].Sample = -1, -1 }), []string{
+			`workload.yaml: cascades[0].validation[0].sample: -1: must be >= 0`,
+			`workload.yaml: cascades[0].validation[1].sample: -1: must be >= 0`}},
+		{"record model empty", f, wl(func(w *Workload) {
+			cascade0(w).Validation = append(cascade0(w).Validation, ValidationRecord{Sample: 0, Pred: "B", Label: "B"})
+		}), []string{`workload.yaml: cascades[0].validation[8].model: "": must not be empty`}},
+		{"record model unknown", f, wl(func(w *Workload) {
+			cascade0(w).Validation = append(cascade0(w).Validation, ValidationRecord{Sample: 0, Model: "gpt", Pred: "B", Label: "B"})
+		}), []string{`workload.yaml: cascades[0].validation[8].model: "gpt": unknown model: not in cascades[0].models`}},
+		{"record cert", f, wl(func(w *Workload) { cascade0(w).Validation[3].Cert = nan }), []string{`workload.yaml: cascades[0].validation[3].cert: NaN: must be >= 0`}},
+		{"record label and correct", f, wl(func(w *Workload) { cascade0(w).Validation[3].Correct = boolp(true) }), []string{`workload.yaml: cascades[0].validation[3].correct: true: set label or correct, not both`}},
+		{"record neither label nor correct", f, wl(func(w *Workload) { cascade0(w).Validation[3].Label = "" }), []string{`workload.yaml: cascades[0].validation[3]: must set label or correct`}},
+		{"record duplicate", f, wl(func(w *Workload) { cascade0(w).Validation = append(cascade0(w).Validation, cascade0(w).Validation[0]) }), []string{`workload.yaml: cascades[0].validation[8]: (sample 0, model llama-3.2-1b): duplicate record (first at cascades[0].validation[0])`}},
+		{"record label mismatch", f, wl(func(w *Workload) { cascade0(w).Validation[1].Label = "C" }), []string{`workload.yaml: cascades[0].validation[1].label: "C": differs from cascades[0].validation[0].label ("B") for the same sample`}},
+		{"records cover different samples", f, wl(func(w *Workload) { cascade0(w).Validation = cascade0(w).Validation[:7] }), []string{`workload.yaml: cascades[0].validation: "llama-3.1-8b": no records for samples 3: every model must cover the same samples`}},
+		{"model without records", f, wl(func(w *Workload) {
+			c := cascade0(w)
+			var keep []ValidationRecord
+			for _, r := range c.Validation {
+				if r.Model != "llama-3.1-8b" {
+					keep = append(keep, r)
+				}
+			}
+			c.Validation = keep
+		}), []string{`workload.yaml: cascades[0].validation: "llama-3.1-8b": no records for this model`}},
+		// LLM classes
+		{"class name", f, wl(func(w *Workload) { w.LLMClasses[1].Name = "chat" }), []string{`workload.yaml: llm_classes[1].name: "chat": duplicate name (first at llm_classes[0].name)`}},
+		{"class model", f, wl(func(w *Workload) { w.LLMClasses[1].Model = "" }), []string{`workload.yaml: llm_classes[1].model: "": must not be empty`}},
+		{"class slo", f, wl(func(w *Workload) { w.LLMClasses[1].SLO = ms(-1) }), []string{`workload.yaml: llm_classes[1].slo: -1ms: must be > 0`}},
+		{"class rate", f, wl(func(w *Workload) { w.LLMClasses[1].RateRPS = -1 }), []string{`workload.yaml: llm_classes[1].rate_rps: -1: must be >= 0`}},
+		{"tokens mean", f, wl(func(w *Workload) { w.LLMClasses[1].InputTokens.Mean = 0 }), []string{`workload.yaml: llm_classes[1].input_tokens.mean: 0: must be > 0`}},
+		{"tokens std", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
+		{"tokens max", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
+		{"tokens mean above max", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
+		// workflows
+		{"workflows empty", f, wl(func(w *Workload) { w.Workflows = &Workflows{} }), []string{
+			`workload.yaml: workflows.services: must define at least one service`,
+			`workload.yaml: workflows.apps: must define at least one app`}},
+		{"service name", f, wl(func(w *Workload) { w.Workflows.Services[""] = Service{MaxBatch: 1} }), []string{`workload.yaml: workflows.services[""]: "": service name must not be empty`}},
+		{"service weights", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.WeightsGB = -1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.weights_gb: -1: must be >= 0`}},
+		{"service act", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.ActGB = nan; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.act_gb: NaN: must be >= 0`}},
+		{"service max_batch", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.MaxBatch = 0; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.max_batch: 0: must be >= 1`}},
+		{"service latency base", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.BaseUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.base_us: -1: must be >= 0`}},
+		{"service latency per item", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.PerItemUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.per_item_us: -1: must be >= 0`}},
+		{"service out", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.OutKB = -1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.out_kb: -1: must be >= 0`}},
+		{"app name", f, wl(func(w *Workload) { setApp(w, "", app(w, "kc")) }), []string{`workload.yaml: workflows.apps[""]: "": app name must not be empty`}},
+		{"app slo", f, wl(func(w *Workload) { a := app(w, "gill"); a.SLO = ms(-1); setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.slo: -1ms: must be > 0 (or omitted)`}},
+		{"app steps and loop", f, wl(func(w *Workload) { a := app(w, "gill"); a.Loop = app(w, "debate").Loop; setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.loop: set steps or loop, not both`}},
+		{"app neither", f, wl(func(w *Workload) { setApp(w, "gill", App{}) }), []string{`workload.yaml: workflows.apps.gill: must set steps or loop`}},
+		{"step id empty", f, wl(func(w *Workload) { app(w, "gill").Steps[2].ID = "" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "": must not be empty`}},
+		{"step id duplicate", f, wl(func(w *Workload) { app(w, "gill").Steps[2].ID = "enc" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "enc": duplicate name (first at workflows.apps.gill.steps[0].id)`}},
+		{"step svc and choice", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Service = "vit" }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: set svc or choice, not both`}},
+		{"step neither", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "" }), []string{`workload.yaml: workflows.apps.kc.steps[0]: must set svc or choice`}},
+		{"step unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "gpt4" }), []string{`workload.yaml: workflows.apps.kc.steps[0].svc: "gpt4": unknown service: not in workflows.services`}},
+		{"choice unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_med"] = 0.1 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice.card_med: "card_med": unknown service: not in workflows.services`}},
+		{"choice weight", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_law"] = 0 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice.card_law: 0: must be > 0`}},
+		{"step p", f, wl(func(w *Workload) { app(w, "kc").Steps[1].P = 1.5 }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 1.5: must be in [0, 1]`}},
+		{"step p without when", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "" }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 0.6: p is the probability of the when guard: set when`}},
+		{"step fanout", f, wl(func(w *Workload) { app(w, "gill").Steps[0].Fanout = -2 }), []string{`workload.yaml: workflows.apps.gill.steps[0].fanout: -2: must be >= 1 (or omitted)`}},
+		{"after empty", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[0] = "?" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[0]: "?": must name a step, optionally with a ? or * suffix, or be $in`}},
+		{"after self", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[0] = "llm*" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[0]: "llm*": a step cannot depend on itself`}},
+		{"after unknown", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[1] = "in" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[1]: "in": unknown step: not a step of this app (use $in for the request input)`}},
+		{"steps cycle", f, wl(func(w *Workload) { app(w, "kc").Steps[0].After = []string{"ans"} }), []string{`workload.yaml: workflows.apps.kc.steps: steps form a cycle: ask -> card -> ans -> ask`}},
+		{"loop id", f, wl(func(w *Workload) { app(w, "debate").Loop.ID = "" }), []string{
+			`workload.yaml: workflows.apps.debate.loop.id: "": must not be empty`,
+			`workload.yaml: workflows.apps.debate.loop.body[0].after[0]: "round.prev*": unknown step: not a step of this app (use $in for the request input)`}},
+		{"loop max_iter", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 0 }), []string{`workload.yaml: workflows.apps.debate.loop.max_iter: 0: must be >= 1`}},
+		{"loop p_stop length", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop: 4: length must be max_iter = 5`}},
+		{"loop p_stop value", f, wl(func(w *Workload) { app(w, "debate").Loop.PStop[1] = 1.5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop[1]: 1.5: must be in [0, 1]`}},
+		{"loop body", f, wl(func(w *Workload) { app(w, "debate").Loop.Body = nil }), []string{`workload.yaml: workflows.apps.debate.loop.body: must list at least one step`}},
+	})
+}
+
+func TestValidateTrace(t *testing.T) {
+	const f, c = "trace-requests.json", "trace-counts.json"
+	runBad(t, []badCase{
+		{"kind", f, tr(func(t *Trace) { t.Kind = "" }), []string{`trace-requests.json: kind: "": must be Trace`}},
+		{"both", f, tr(func(t *Trace) { t.Counts = &RateSeries{Interval: ms(1000), Counts: []int64{1}} }), []string{`trace-requests.json: counts: set requests or counts, not both`}},
+		{"neither", f, tr(func(t *Trace) { t.Requests = nil }), []string{`trace-requests.json: requests: must set requests (at least one) or counts`}},
+		{"negative time", f, tr(func(t *Trace) { t.Requests[0].TimeUs = -1 }), []string{`trace-requests.json: requests[0].t_us: -1: must be >= 0`}},
+		{"decreasing", f, tr(func(t *Trace) { t.Requests[5].TimeUs = 100 }), []string{`trace-requests.json: requests[5].t_us: 100: must be >= requests[4].t_us (4100): timestamps must be non-decreasing`}},
+		{"input tokens", f, tr(func(t *Trace) { t.Requests[3].InputTokens = -1 }), []string{`trace-requests.json: requests[3].input_tokens: -1: must be >= 0`}},
+		{"output tokens", f, tr(func(t *Trace) { t.Requests[3].OutputTokens = -1 }), []string{`trace-requests.json: requests[3].output_tokens: -1: must be >= 0`}},
+		{"interval", c, tr(func(t *Trace) { t.Counts.Interval = 0 }), []string{`trace-counts.json: counts.interval: 0s: must be > 0`}},
+		{"no counts", c, tr(func(t *Trace) { t.Counts.Counts = nil }), []string{`trace-counts.json: counts.counts: must have at least one interval`}},
+		{"negative count", c, tr(func(t *Trace) { t.Counts.Counts[3] = -7 }), []string{`trace-counts.json: counts.counts[3]: -7: must be >= 0`}},
+	})
+}

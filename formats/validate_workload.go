@@ -1,0 +1,380 @@
+package formats
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Validate checks a workload.
+func (w *Workload) Validate() ErrorList {
+	v := &validator{}
+	checkMeta(v, w.TypeMeta, KindWorkload)
+	if len(w.Models) == 0 && len(w.Pipelines) == 0 && len(w.Cascades) == 0 && len(w.LLMClasses) == 0 && w.Workflows == nil {
+		v.add("", nil, "must describe at least one of models, pipelines, cascades, llm_classes or workflows")
+	}
+	seen := names{}
+	for i := range w.Models {
+		w.Models[i].validate(v, idx("models", i), seen)
+	}
+	seen = names{}
+	for i := range w.Pipelines {
+		w.Pipelines[i].validate(v, idx("pipelines", i), seen)
+	}
+	seen = names{}
+	for i := range w.Cascades {
+		w.Cascades[i].validate(v, idx("cascades", i), seen)
+	}
+	seen = names{}
+	for i := range w.LLMClasses {
+		w.LLMClasses[i].validate(v, idx("llm_classes", i), seen)
+	}
+	if w.Workflows != nil {
+		w.Workflows.validate(v, "workflows")
+	}
+	return v.errs
+}
+
+func (m *ModelWorkload) validate(v *validator, p string, seen names) {
+	seen.check(v, field(p, "name"), m.Name)
+	if m.SLO < 0 {
+		v.add(field(p, "slo"), m.SLO, "must be >= 0 (0 = slo_scale x the fastest batch-1 latency)")
+	}
+	if m.SLOScale != 0 && !(m.SLOScale >= 1 && finite(m.SLOScale)) {
+		v.add(field(p, "slo_scale"), m.SLOScale, "must be >= 1 (or omitted)")
+	}
+	if m.SLO > 0 && m.SLOScale != 0 {
+		v.add(field(p, "slo_scale"), m.SLOScale, "set slo or slo_scale, not both")
+	}
+	optionalPositive(v, field(p, "weight"), m.Weight)
+	nonNegative(v, field(p, "rate_rps"), m.RateRPS)
+}
+
+func (pl *Pipeline) validate(v *validator, p string, seen names) {
+	seen.check(v, field(p, "name"), pl.Name)
+	positiveDuration(v, field(p, "slo"), pl.SLO)
+	nonNegative(v, field(p, "rate_rps"), pl.RateRPS)
+	mp := field(p, "modules")
+	if len(pl.Modules) == 0 {
+		v.add(mp, nil, "must list at least one module")
+		return
+	}
+	mods := names{}
+	ambiguous := false // an empty or repeated name makes the graph meaningless
+	for j := range pl.Modules {
+		n := pl.Modules[j].Name
+		ambiguous = ambiguous || n == "" || mods[n] != ""
+		mods.check(v, field(idx(mp, j), "name"), n)
+	}
+	succ := map[string][]string{}
+	var order []string
+	for j := range pl.Modules {
+		m := &pl.Modules[j]
+		jp := idx(mp, j)
+		notEmpty(v, field(jp, "model"), m.Model)
+		order = append(order, m.Name)
+		edges := map[string]int{}
+		for k, e := range m.After {
+			ep := idx(field(jp, "after"), k)
+			switch {
+			case e.Module == "":
+				v.add(field(ep, "module"), e.Module, "must not be empty")
+			case e.Module == m.Name:
+				v.add(field(ep, "module"), e.Module, "a module cannot depend on itself")
+			case mods[e.Module] == "":
+				v.add(field(ep, "module"), e.Module, "unknown module: not in %s", mp)
+			default:
+				if f, dup := edges[e.Module]; dup {
+					v.add(field(ep, "module"), e.Module, "duplicate edge (first at after[%d])", f)
+				} else {
+					edges[e.Module] = k
+					succ[e.Module] = append(succ[e.Module], m.Name)
+				}
+			}
+			if e.Probability != 0 && !(e.Probability > 0 && e.Probability <= 1) {
+				v.add(field(ep, "probability"), e.Probability, "must be in (0, 1]")
+			}
+		}
+	}
+	if c := findCycle(order, succ); c != nil && !ambiguous {
+		v.add(mp, nil, "modules form a cycle: %s", strings.Join(c, " -> "))
+	}
+}
+
+func (c *Cascade) validate(v *validator, p string, seen names) {
+	seen.check(v, field(p, "name"), c.Name)
+	mp := field(p, "models")
+	if len(c.Models) == 0 {
+		v.add(mp, nil, "must list at least one model")
+	}
+	models := map[string]bool{}
+	for j, m := range c.Models {
+		jp := idx(mp, j)
+		if !notEmpty(v, jp, m) {
+			continue
+		}
+		if models[m] {
+			v.add(jp, m, "duplicate model")
+		}
+		models[m] = true
+	}
+	switch {
+	case c.LatencySLO != nil && c.AccuracySLO != 0:
+		v.add(field(p, "accuracy_slo"), c.AccuracySLO, "set latency_slo or accuracy_slo, not both")
+	case c.LatencySLO == nil && c.AccuracySLO == 0:
+		v.add(p, nil, "must set latency_slo or accuracy_slo")
+	}
+	if s := c.LatencySLO; s != nil {
+		sp := field(p, "latency_slo")
+		if !(s.Percentile > 0 && s.Percentile <= 1) {
+			v.add(field(sp, "percentile"), s.Percentile, "must be in (0, 1] (a quantile: 0.95 for p95)")
+		}
+		positiveDuration(v, field(sp, "latency"), s.Latency)
+	}
+	if c.AccuracySLO != 0 && !(c.AccuracySLO > 0 && c.AccuracySLO <= 1) {
+		v.add(field(p, "accuracy_slo"), c.AccuracySLO, "must be in (0, 1]")
+	}
+	positive(v, field(p, "qps_max"), c.QPSMax)
+	if c.QPSRanges < 0 {
+		v.add(field(p, "qps_ranges"), c.QPSRanges, "must be >= 1 (or omitted)")
+	}
+	var sum float64
+	for j, x := range c.QPSHistogram {
+		nonNegative(v, idx(field(p, "qps_histogram"), j), x)
+		if finite(x) && x > 0 {
+			sum += x
+		}
+	}
+	if len(c.QPSHistogram) > 0 && sum == 0 {
+		v.add(field(p, "qps_histogram"), nil, "must not be all zero")
+	}
+	c.validateRecords(v, p, models)
+}
+
+func (c *Cascade) validateRecords(v *validator, p string, models map[string]bool) {
+	vp := field(p, "validation")
+	if len(c.Validation) == 0 {
+		v.add(vp, nil, "must have at least one record")
+		return
+	}
+	type key struct {
+		sample int
+		model  string
+	}
+	first := map[key]int{}
+	label := map[int]int{} // sample -> first record index with a label
+	samples := map[string]map[int]bool{}
+	all := map[int]bool{}
+	for j := range c.Validation {
+		r := &c.Validation[j]
+		rp := idx(vp, j)
+		atLeast(v, field(rp, "sample"), int64(r.Sample), 0)
+		if notEmpty(v, field(rp, "model"), r.Model) && !models[r.Model] {
+			v.add(field(rp, "model"), r.Model, "unknown model: not in %s", field(p, "models"))
+		}
+		nonNegative(v, field(rp, "cert"), r.Cert)
+		switch {
+		case r.Label != "" && r.Correct != nil:
+			v.add(field(rp, "correct"), *r.Correct, "set label or correct, not both")
+		case r.Label == "" && r.Correct == nil:
+			v.add(rp, nil, "must set label or correct")
+		}
+		k := key{r.Sample, r.Model}
+		if f, dup := first[k]; dup {
+			v.add(rp, raw(fmt.Sprintf("(sample %d, model %s)", r.Sample, r.Model)), "duplicate record (first at %s)", idx(vp, f))
+		} else {
+			first[k] = j
+		}
+		if r.Label != "" {
+			if f, ok := label[r.Sample]; !ok {
+				label[r.Sample] = j
+			} else if other := c.Validation[f].Label; other != r.Label {
+				v.add(field(rp, "label"), r.Label, "differs from %s.label (%q) for the same sample", idx(vp, f), other)
+			}
+		}
+		if samples[r.Model] == nil {
+			samples[r.Model] = map[int]bool{}
+		}
+		samples[r.Model][r.Sample] = true
+		all[r.Sample] = true
+	}
+	// Every model must have records for the same samples.
+	for _, m := range c.Models {
+		if m == "" {
+			continue
+		}
+		have := samples[m]
+		if len(have) == 0 {
+			v.add(vp, m, "no records for this model")
+			continue
+		}
+		var missing []int
+		for s := range all {
+			if !have[s] {
+				missing = append(missing, s)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Ints(missing)
+			strs := make([]string, len(missing))
+			for i, s := range missing {
+				strs[i] = strconv.Itoa(s)
+			}
+			v.add(vp, m, "no records for samples %s: every model must cover the same samples", elide(strs, 8))
+		}
+	}
+}
+
+func (c *LLMClass) validate(v *validator, p string, seen names) {
+	seen.check(v, field(p, "name"), c.Name)
+	notEmpty(v, field(p, "model"), c.Model)
+	positiveDuration(v, field(p, "slo"), c.SLO)
+	nonNegative(v, field(p, "rate_rps"), c.RateRPS)
+	c.InputTokens.validate(v, field(p, "input_tokens"))
+	c.OutputTokens.validate(v, field(p, "output_tokens"))
+}
+
+func (t *TokenProfile) validate(v *validator, p string) {
+	positive(v, field(p, "mean"), t.Mean)
+	nonNegative(v, field(p, "std"), t.Std)
+	atLeast(v, field(p, "max"), int64(t.Max), 1)
+	if finite(t.Mean) && t.Max >= 1 && t.Mean > float64(t.Max) {
+		v.add(field(p, "mean"), t.Mean, "must be <= max (%d)", t.Max)
+	}
+}
+
+// StepInput is the `after` reference to the request's own input.
+const StepInput = "$in"
+
+// ParseStepRef splits an `after` reference into the step it names and its suffix:
+// "x?" (if x ran), "x*" (all copies of x) or "" (x must run). "$in" is the request input;
+// "loop.prev" inside a loop body is the previous round.
+func ParseStepRef(ref string) (step string, suffix string) {
+	if n := len(ref); n > 0 && (ref[n-1] == '?' || ref[n-1] == '*') {
+		return ref[:n-1], ref[n-1:]
+	}
+	return ref, ""
+}
+
+func (w *Workflows) validate(v *validator, p string) {
+	sp := field(p, "services")
+	if len(w.Services) == 0 {
+		v.add(sp, nil, "must define at least one service")
+	}
+	for _, name := range sortedKeys(w.Services) {
+		s := w.Services[name]
+		np := keyPath(sp, name)
+		if name == "" {
+			v.add(np, name, "service name must not be empty")
+		}
+		nonNegative(v, field(np, "weights_gb"), s.WeightsGB)
+		nonNegative(v, field(np, "act_gb"), s.ActGB)
+		atLeast(v, field(np, "max_batch"), int64(s.MaxBatch), 1)
+		if s.Latency != nil {
+			nonNegative(v, field(np, "latency.base_us"), s.Latency.BaseUs)
+			nonNegative(v, field(np, "latency.per_item_us"), s.Latency.PerItemUs)
+		}
+		nonNegative(v, field(np, "out_kb"), s.OutKB)
+	}
+	ap := field(p, "apps")
+	if len(w.Apps) == 0 {
+		v.add(ap, nil, "must define at least one app")
+	}
+	for _, name := range sortedKeys(w.Apps) {
+		a := w.Apps[name]
+		np := keyPath(ap, name)
+		if name == "" {
+			v.add(np, name, "app name must not be empty")
+		}
+		if a.SLO < 0 {
+			v.add(field(np, "slo"), a.SLO, "must be > 0 (or omitted)")
+		}
+		switch {
+		case len(a.Steps) > 0 && a.Loop != nil:
+			v.add(field(np, "loop"), nil, "set steps or loop, not both")
+		case len(a.Steps) == 0 && a.Loop == nil:
+			v.add(np, nil, "must set steps or loop")
+		}
+		ids := names{}
+		if len(a.Steps) > 0 {
+			w.validateSteps(v, field(np, "steps"), a.Steps, ids, "")
+		}
+		if l := a.Loop; l != nil {
+			lp := field(np, "loop")
+			ids.check(v, field(lp, "id"), l.ID)
+			atLeast(v, field(lp, "max_iter"), int64(l.MaxIter), 1)
+			if l.MaxIter >= 1 && len(l.PStop) != l.MaxIter {
+				v.add(field(lp, "p_stop"), len(l.PStop), "length must be max_iter = %d", l.MaxIter)
+			}
+			for k, x := range l.PStop {
+				inRange(v, idx(field(lp, "p_stop"), k), x, 0, 1)
+			}
+			if len(l.Body) == 0 {
+				v.add(field(lp, "body"), nil, "must list at least one step")
+			} else {
+				w.validateSteps(v, field(lp, "body"), l.Body, ids, l.ID)
+			}
+		}
+	}
+}
+
+// validateSteps checks a step list; loopID is set for a loop body, where "loopID.prev" is valid.
+func (w *Workflows) validateSteps(v *validator, p string, steps []Step, ids names, loopID string) {
+	local := map[string]bool{}
+	ambiguous := false // an empty or repeated id makes the graph meaningless
+	for j := range steps {
+		ids.check(v, field(idx(p, j), "id"), steps[j].ID)
+		ambiguous = ambiguous || steps[j].ID == "" || local[steps[j].ID]
+		local[steps[j].ID] = true
+	}
+	succ := map[string][]string{}
+	var order []string
+	for j := range steps {
+		s := &steps[j]
+		jp := idx(p, j)
+		order = append(order, s.ID)
+		switch {
+		case s.Service != "" && len(s.Choice) > 0:
+			v.add(field(jp, "choice"), nil, "set svc or choice, not both")
+		case s.Service == "" && len(s.Choice) == 0:
+			v.add(jp, nil, "must set svc or choice")
+		}
+		if _, ok := w.Services[s.Service]; s.Service != "" && !ok {
+			v.add(field(jp, "svc"), s.Service, "unknown service: not in workflows.services")
+		}
+		for _, c := range sortedKeys(s.Choice) {
+			cp := keyPath(field(jp, "choice"), c)
+			if _, ok := w.Services[c]; !ok {
+				v.add(cp, c, "unknown service: not in workflows.services")
+			}
+			positive(v, cp, s.Choice[c])
+		}
+		inRange(v, field(jp, "p"), s.P, 0, 1)
+		if s.P != 0 && s.When == "" {
+			v.add(field(jp, "p"), s.P, "p is the probability of the when guard: set when")
+		}
+		if s.Fanout < 0 {
+			v.add(field(jp, "fanout"), s.Fanout, "must be >= 1 (or omitted)")
+		}
+		for k, ref := range s.After {
+			rp := idx(field(jp, "after"), k)
+			base, _ := ParseStepRef(ref)
+			switch {
+			case ref == StepInput:
+			case base == "":
+				v.add(rp, ref, "must name a step, optionally with a ? or * suffix, or be $in")
+			case loopID != "" && base == loopID+".prev":
+			case base == s.ID:
+				v.add(rp, ref, "a step cannot depend on itself")
+			case !local[base]:
+				v.add(rp, ref, "unknown step: not a step of this app (use $in for the request input)")
+			default:
+				succ[base] = append(succ[base], s.ID)
+			}
+		}
+	}
+	if c := findCycle(order, succ); c != nil && !ambiguous {
+		v.add(p, nil, "steps form a cycle: %s", strings.Join(c, " -> "))
+	}
+}
