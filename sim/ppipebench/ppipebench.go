@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -123,6 +124,9 @@ type Config struct {
 	Parallel int
 	// Log receives progress lines (may be nil).
 	Log func(format string, args ...any)
+	// PlanDir, when set, receives every solved plan as HC-GROUP-TRACE-STRATEGY.json, so a
+	// row can be re-run with `plan simulate` (use --reference-plan with the PPipe plan).
+	PlanDir string
 }
 
 // Row is one (HC, group, trace) result.
@@ -309,6 +313,12 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 		}
 		plans[i] = p
 		row.Status[i] = p.Provenance.Status
+		if cfg.PlanDir != "" {
+			name := fmt.Sprintf("%s-%s-%s-%s.json", hc.Name, g.Name, trace, s)
+			if err := formats.WriteFile(filepath.Join(cfg.PlanDir, name), p); err != nil {
+				return nil, err
+			}
+		}
 		cfg.logf("%s %s %s: solved %s (%s, %.0f req/s) in %s", hc.Name, g.Name, trace, s, p.Provenance.Status, totalRPS(p), time.Since(t0).Round(time.Millisecond))
 	}
 	if plans[2] == nil {

@@ -96,7 +96,7 @@ prints an estimate first.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.quick, "quick", false, "reduced run (HC1, HC2; one group; Poisson; 5 s points): under 2 minutes")
-	f.StringVar(&o.report, "report", "", "directory for bench.json")
+	f.StringVar(&o.report, "report", "", "directory for bench.json and the solved plans (plans/)")
 	f.StringSliceVar(&o.hcs, "hc", nil, "clusters to run (default all: HC1,HC2,HC3,HC4)")
 	f.StringSliceVar(&o.groups, "groups", nil, "model groups to run (default all: G1..G6)")
 	f.StringSliceVar(&o.traces, "trace", nil, "arrival processes (default poisson,bursty)")
@@ -137,7 +137,7 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 	cfg := ppipebench.Config{
 		Large: !o.small, Seed: o.seed, MaxPartitions: 2, Ablation: !o.noAbl, Parallel: o.parallel,
 		Duration: 30 * runtime.Second, TimeLimit: 60 * time.Second,
-		Loads: ppipebench.Loads(0.3, 1.0, 0.05),
+		Loads: ppipebench.Loads(0.05, 1.0, 0.05),
 		HCs:   ppipebench.HCs, Groups: ppipebench.Groups, Traces: []string{"poisson", "bursty"},
 	}
 	if o.quick {
@@ -146,7 +146,7 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 		cfg.Traces = []string{"poisson"}
 		cfg.Duration = 5 * runtime.Second
 		cfg.TimeLimit = 20 * time.Second
-		cfg.Loads = ppipebench.Loads(0.4, 1.0, 0.1)
+		cfg.Loads = ppipebench.Loads(0.1, 1.0, 0.1)
 	}
 	var err error
 	if cfg.HCs, err = pickNamed(cfg.HCs, func(h ppipebench.HC) string { return h.Name }, o.hcs, "hc"); err != nil {
@@ -178,6 +178,12 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 	start := time.Now()
 	cfg.Log = func(format string, args ...any) {
 		app.Infof("[%s] "+format, append([]any{time.Since(start).Round(time.Second)}, args...)...)
+	}
+	if o.report != "" {
+		cfg.PlanDir = filepath.Join(o.report, "plans")
+		if err := os.MkdirAll(cfg.PlanDir, 0o755); err != nil {
+			return usageErrorf("--report %s: %v", o.report, err)
+		}
 	}
 	res, err := ppipebench.Run(cmd.Context(), cfg)
 	if err != nil {
