@@ -32,7 +32,7 @@ func timeline(s *Sim) string {
 		fmt.Fprintf(&b, "batch %d %v:", bt.ID, bt.Reqs)
 		for i, h := range bt.Hops {
 			fmt.Fprintf(&b, " %s %s-%s", dep.Topo.Workers[h.Worker].Name, ms(h.Start), ms(h.End))
-			if i+1 < len(bt.Hops) {
+			if h.OutStart >= 0 {
 				fmt.Fprintf(&b, " xfer %s-%s", ms(h.OutStart), ms(h.OutEnd))
 			}
 		}
@@ -150,10 +150,51 @@ r4 completed at 28
 r5 dropped (deadline) at 5
 r6 dropped (deadline) at 6
 `,
+	}, {
+		// The reactive baseline on the NIC bottleneck: nothing is reserved, so all ten
+		// requests run on the P4s and queue for the uplink (FIFO, 4 ms each); r7..r9 reach
+		// the L4 too late and are dropped there, after 6 ms of P4 time each (wasted).
+		name: "nic-reactive", plan: "nic.json", policy: "reactive",
+		arrivals: []runtime.Time{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		want: `batch 0 [0]: P4#1 0-6 xfer 6-10
+batch 1 [1]: P4#2 0-6 xfer 10-14
+batch 2 [2]: P4#1 6-12 xfer 14-18
+batch 3 [3]: P4#2 6-12 xfer 18-22
+batch 4 [4]: P4#1 12-18 xfer 22-26
+batch 5 [5]: P4#2 12-18 xfer 26-30
+batch 6 [6]: P4#1 18-24 xfer 30-34
+batch 7 [7]: P4#2 18-24 xfer 34-38
+batch 8 [8]: P4#1 24-30 xfer 38-42
+batch 9 [9]: P4#2 24-30 xfer 42-46
+batch 10 [0]: L4#0 10-13
+batch 11 [1]: L4#0 14-17
+batch 12 [2]: L4#0 18-21
+batch 13 [3]: L4#0 22-25
+batch 14 [4]: L4#0 26-29
+batch 15 [5]: L4#0 30-33
+batch 16 [6]: L4#0 34-37
+r0 completed at 13
+r1 completed at 17
+r2 completed at 21
+r3 completed at 25
+r4 completed at 29
+r5 completed at 33
+r6 completed at 37
+r7 dropped (deadline) at 38
+r8 dropped (deadline) at 42
+r9 dropped (deadline) at 46
+`,
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := runScenario(t, c.plan, c.policy, c.arrivals)
+			if c.policy == "reactive" {
+				for _, r := range s.Engine.Requests()[7:] {
+					if r.WorkGPU != 6000 || r.DropStage != 1 {
+						t.Errorf("r%d: wasted %g GPU-µs at stage %d, want 6000 at stage 1", r.ID, r.WorkGPU, r.DropStage)
+					}
+				}
+			}
 			if got := timeline(s); got != c.want {
 				t.Errorf("timeline:\n%s\nwant:\n%s", got, c.want)
 			}
