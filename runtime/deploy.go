@@ -80,6 +80,9 @@ func FromPlan(p *formats.Plan) (*Deployment, error) {
 	add := func(path string, value any, rule string) {
 		errs = append(errs, &formats.FieldError{Path: path, Value: fmt.Sprint(value), Rule: rule})
 	}
+	if p.PPipe == nil && p.PARD != nil {
+		return FromPARDPlan(p) // multi-module pipelines (PARD)
+	}
 	if p.PPipe == nil {
 		return nil, formats.ErrorList{{Path: "ppipe", Rule: "the plan has no ppipe section (only PPipe, NP and DART-r plans can be simulated so far)"}}
 	}
