@@ -111,6 +111,12 @@ func isAlnum(c byte) bool {
 
 func isWordChar(c byte) bool { return isAlnum(c) || c == '_' }
 
+// elementwise operators are the ones ONNX Runtime folds into a neighbouring kernel.
+var elementwise = map[string]bool{
+	"Add": true, "Sub": true, "Mul": true, "Div": true, "Relu": true, "Sigmoid": true,
+	"Tanh": true, "Clip": true, "LeakyRelu": true, "Erf": true, "Identity": true,
+}
+
 // sameOp reports whether an ORT kernel's operator implements the graph operator (FusedConv
 // implements Conv, the NCHWc Conv too).
 func sameOp(kernelOp, layerOp string) bool {
@@ -168,6 +174,40 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 			own[i] = true
 		}
 	}
+	// Kernels ONNX Runtime named afresh (e.g. "SkipLayerNormalization" for Add +
+	// LayerNormalization) match by operator: a layer without a kernel whose operator the
+	// kernel's name contains, preferring layers after the previous kernel's layer (kernels run
+	// in topological order), then the longest operator name, then the earliest.
+	prev := -1
+	for k, name := range tr.Order {
+		op := tr.Ops[name]
+		if matched[k] >= 0 || op == "" {
+			if matched[k] >= 0 {
+				prev = matched[k]
+			}
+			continue
+		}
+		best := -1
+		better := func(i, j int) bool { // is layer i a better match than layer j?
+			if (i > prev) != (j > prev) {
+				return i > prev
+			}
+			if len(g.Nodes[i].Op) != len(g.Nodes[j].Op) {
+				return len(g.Nodes[i].Op) > len(g.Nodes[j].Op)
+			}
+			return i < j
+		}
+		for i, nd := range g.Nodes {
+			if !own[i] && strings.Contains(op, nd.Op) && (best < 0 || better(i, best)) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			matched[k] = best
+			own[best] = true
+			prev = best
+		}
+	}
 	for k, name := range tr.Order {
 		med := quantile(steady(tr.Kernels[name], warmup), 0.5)
 		l := matched[k]
@@ -177,7 +217,10 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 		}
 		chain := []int{l}
 		if op := tr.Ops[name]; op != "" && !sameOp(op, g.Nodes[l].Op) {
+			// Named after the chain's last layer: take the producers up to the layer whose
+			// operator the kernel is (the NCHWc Conv named after the Relu it absorbed).
 			var path []int
+			found := false
 			for cur, steps := l, 0; steps < 16; steps++ {
 				p := producer(cur)
 				if p < 0 || own[p] {
@@ -186,9 +229,22 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 				path = append(path, p)
 				if sameOp(op, g.Nodes[p].Op) {
 					chain = append(chain, path...)
+					found = true
 					break
 				}
 				cur = p
+			}
+			// A composite kernel (SkipLayerNormalization, BiasGelu) absorbed the
+			// elementwise layers feeding its main operator.
+			if !found && strings.Contains(op, g.Nodes[l].Op) {
+				for cur := l; ; {
+					p := producer(cur)
+					if p < 0 || own[p] || !elementwise[g.Nodes[p].Op] {
+						break
+					}
+					chain = append(chain, p)
+					cur = p
+				}
 			}
 		}
 		gid := len(groups)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,4 +165,65 @@ func FuzzParseTrace(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAttributeFusions covers the kernel names ONNX Runtime produces for fused layers, with
+// synthetic traces (one run each, no warm-up).
+func TestAttributeFusions(t *testing.T) {
+	ev := func(name, op string, dur float64) string {
+		return fmt.Sprintf(`{"cat":"Node","name":%q,"dur":%g,"args":{"op_name":%q}}`, name+kernelSuffix, dur, op)
+	}
+	tf := onnxtest.Transformer(100, 32, 2, 8)
+	mlp := onnxtest.MLP(8, 16, 4)
+	cases := []struct {
+		name   string
+		g      *graph.Graph
+		events []string
+		// want maps a layer to the kernel it must be attributed to.
+		want   map[string]string
+		unattr float64
+	}{
+		{"gemm+relu named after the gemm", mlp,
+			[]string{ev("fused Gemm_1", "FusedGemm", 10), ev("ReorderInput", "ReorderInput", 3)},
+			map[string]string{"Gemm_1": "fused Gemm_1", "Relu_2": "fused Gemm_1"}, 3},
+		{"matmul+add fusion", mlp,
+			[]string{ev("fused MatMul_3/MatMulAddFusion", "FusedGemm", 10)},
+			map[string]string{"MatMul_3": "fused MatMul_3/MatMulAddFusion", "Add_4": "fused MatMul_3/MatMulAddFusion"}, 0},
+		{"skip layer norm", tf,
+			[]string{ev("MatMul_17", "MatMul", 10), ev("SkipLayerNormalization", "SkipLayerNormalization", 4)},
+			map[string]string{"MatMul_17": "MatMul_17", "Add_18": "SkipLayerNormalization", "LayerNormalization_19": "SkipLayerNormalization"}, 0},
+		{"nchwc conv named after the relu output", fixtureGraph(),
+			[]string{ev("Relu_3.out_nchwc", "Conv", 12), ev("Relu_5.out_nchwc", "Conv", 20)},
+			map[string]string{"Conv_1": "Relu_3.out_nchwc", "BatchNormalization_2": "Relu_3.out_nchwc", "Relu_3": "Relu_3.out_nchwc", "Conv_4": "Relu_5.out_nchwc"}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := ParseTrace([]byte("[" + strings.Join(c.events, ",") + "]"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			layers, unattr, _ := tr.Attribute(c.g, 0)
+			byName := map[string]LayerTime{}
+			var sum float64
+			for _, l := range layers {
+				byName[l.Name] = l
+				sum += l.Us
+			}
+			for layer, kernel := range c.want {
+				if got := byName[layer]; got.Kernel != kernel || got.Us <= 0 {
+					t.Errorf("layer %s: %+v, want kernel %q and a positive time", layer, got, kernel)
+				}
+			}
+			if unattr != c.unattr {
+				t.Errorf("unattributed %g, want %g", unattr, c.unattr)
+			}
+			var kernels float64
+			for _, k := range tr.Order {
+				kernels += tr.Kernels[k][0]
+			}
+			if d := sum + unattr - kernels; d > 1e-9 || d < -1e-9 {
+				t.Errorf("layers %g + unattributed %g != kernels %g", sum, unattr, kernels)
+			}
+		})
+	}
 }
