@@ -30,7 +30,7 @@ func timeline(s *Sim) string {
 	ms := func(t runtime.Time) string { return fmt.Sprintf("%g", float64(t)/1000) }
 	for _, bt := range s.Engine.Batches() {
 		fmt.Fprintf(&b, "batch %d %v:", bt.ID, bt.Reqs)
-		for i, h := range bt.Hops {
+		for _, h := range bt.Hops {
 			fmt.Fprintf(&b, " %s %s-%s", dep.Topo.Workers[h.Worker].Name, ms(h.Start), ms(h.End))
 			if h.OutStart >= 0 {
 				fmt.Fprintf(&b, " xfer %s-%s", ms(h.OutStart), ms(h.OutEnd))
