@@ -20,9 +20,12 @@ const (
 const (
 	// RoundingStage rounds physical GPUs per (model, stage index, GPU type), as the authors'
 	// code does: slices of different pipelines at the same stage index may share a GPU.
+	// Our runtime packs every pool onto its own GPUs and formats.Plan.Validate counts
+	// ⌈count/v⌉ per partition, so stage-rounded plans that share GPUs fail validation.
 	RoundingStage = "stage"
-	// RoundingPipeline rounds per (pipeline, stage): a physical GPU only ever hosts slices of
-	// one pool, which is what the profiles measured (identical co-tenants).
+	// RoundingPipeline (default) rounds per (pipeline, stage): a physical GPU only ever hosts
+	// slices of one pool, which is what the profiles measured (identical co-tenants, spec §7
+	// item 5) and what the runtime deploys.
 	RoundingPipeline = "pipeline"
 )
 
@@ -65,7 +68,7 @@ type Options struct {
 	Gap float64
 	// BatchAllowance adds β = ρ·(b−1)/λ̂ to the head stage's latency (two passes via NP).
 	BatchAllowance bool
-	// Rounding is RoundingStage (default) or RoundingPipeline.
+	// Rounding is RoundingPipeline (default) or RoundingStage.
 	Rounding string
 	// NoWarmStart disables the MIP start from the NP plan (for benchmarks of its effect).
 	NoWarmStart bool
@@ -110,7 +113,7 @@ func (o Options) withDefaults() Options {
 		o.Gap = DefaultGap
 	}
 	if o.Rounding == "" {
-		o.Rounding = RoundingStage
+		o.Rounding = RoundingPipeline
 	}
 	return o
 }

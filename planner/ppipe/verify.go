@@ -12,8 +12,9 @@ import (
 type Violation struct {
 	// Where locates it: "model M pipeline P partition D" (parts omitted when not relevant).
 	Where string
-	// Rule names the constraint: budget, latency, transfer, throughput, contiguity, batch,
-	// gpu, vgpu, count, slo-budget, model.
+	// Rule names the constraint: budget (GPUs), latency (pipeline ≤ T'), latency-sum,
+	// stage-latency, transfer, throughput (stage = X·count, pipeline ≤ slowest stage),
+	// throughput-sum, contiguity, batch, gpu, vgpu, count, slo-budget, model, plan.
 	Rule   string
 	Detail string
 }
@@ -73,7 +74,7 @@ func Verify(pl *formats.Plan) []Violation {
 		}
 		return nil
 	}
-	rounding := RoundingStage
+	rounding := RoundingPipeline
 	if r := pp.Extra["rounding"]; r != "" {
 		rounding = r
 	}
@@ -150,7 +151,7 @@ func Verify(pl *formats.Plan) []Violation {
 					C += math.Max(e.BlockUs[q], 1)
 				}
 				if !near(pt.StageLatencyUs, C) {
-					add(w, "latency", "stage_latency_us %g ≠ %g from the profile (blocks [%d, %d), %s v%d b%d)", pt.StageLatencyUs, C, pt.FirstBlock, pt.EndBlock, pt.GPU, pt.VGPU, p.Batch)
+					add(w, "stage-latency", "stage_latency_us %g ≠ %g from the profile (blocks [%d, %d), %s v%d b%d)", pt.StageLatencyUs, C, pt.FirstBlock, pt.EndBlock, pt.GPU, pt.VGPU, p.Batch)
 				}
 				tau := func(c int) float64 {
 					if c <= 0 || c >= M {
@@ -178,7 +179,7 @@ func Verify(pl *formats.Plan) []Violation {
 				add(pw, "contiguity", "last partition ends at block %d, the model has %d blocks", next, len(mp.Blocks))
 			}
 			if !near(p.LatencyUs, lat) {
-				add(pw, "latency", "latency_us %g ≠ Σ stage latency + transfer (+β) = %g", p.LatencyUs, lat)
+				add(pw, "latency-sum", "latency_us %g ≠ Σ stage latency + transfer (+β) = %g", p.LatencyUs, lat)
 			}
 			if lat > m.BudgetUs*(1+1e-9)+1e-6 {
 				add(pw, "latency", "pipeline latency %.1f µs exceeds the planning budget T' = %.1f µs", lat, m.BudgetUs)
@@ -189,7 +190,7 @@ func Verify(pl *formats.Plan) []Violation {
 			sum += p.ThroughputRPS
 		}
 		if !near(m.ThroughputRPS, sum) {
-			add(mw, "throughput", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
+			add(mw, "throughput-sum", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
 		}
 	}
 	used := PhysicalGPUs(pp, rounding)

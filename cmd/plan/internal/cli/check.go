@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
 	"fmt"
 	"math"
 	"sort"
@@ -96,7 +100,7 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	if o.timeLimit < 0 {
 		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
-	plan, err := formats.ReadInto[*formats.Plan](path)
+	plan, invalid, err := readPlanForCheck(path)
 	if err != nil {
 		return usageError(err)
 	}
@@ -113,6 +117,10 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 		}
 	}
 	lg := &checkLog{app: app, name: planName(path)}
+	for _, fe := range invalid {
+		fe.File = ""
+		lg.fail("format: %s", fe)
+	}
 	verifyPlan(lg, plan)
 	if golden != nil {
 		compareThroughput(lg, "golden "+planName(o.golden), plan, golden, tol)
@@ -126,6 +134,32 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 		return checkFailed(fmt.Errorf("%s: %d check(s) failed", planName(path), lg.fails))
 	}
 	return nil
+}
+
+// readPlanForCheck reads a plan for checking. A file that decodes but breaks the format's
+// semantic rules (a budget overrun, non-contiguous cuts, …) is exactly what check must
+// report as failed checks (exit 1), so those rules come back as a list instead of an error;
+// only unreadable files (syntax, unknown fields, wrong kind) are errors (exit 2).
+func readPlanForCheck(path string) (*formats.Plan, formats.ErrorList, error) {
+	plan, err := formats.ReadInto[*formats.Plan](path)
+	if err == nil {
+		return plan, nil, nil
+	}
+	var list formats.ErrorList
+	if errors.Is(err, formats.ErrDecode) || !errors.As(err, &list) {
+		return nil, nil, err
+	}
+	data, rerr := os.ReadFile(path)
+	if rerr != nil {
+		return nil, nil, rerr
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p formats.Plan
+	if derr := dec.Decode(&p); derr != nil || p.Kind != formats.KindPlan {
+		return nil, nil, err
+	}
+	return &p, list, nil
 }
 
 func verifyPlan(lg *checkLog, plan *formats.Plan) {

@@ -74,7 +74,7 @@ gap. An SLO no pipeline can meet exits 2 and names the smallest feasible SLO per
 	f.DurationVar(&o.timeLimit, "time-limit", ppipe.DefaultTimeLimit, "solver time limit; the best plan so far is written on expiry")
 	f.Float64Var(&o.gap, "gap", ppipe.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
-	f.StringVar(&o.rounding, "rounding", ppipe.RoundingStage, "GPU rounding: stage (slices of one stage index share GPUs, as PPipe) or pipeline (per pool)")
+	f.StringVar(&o.rounding, "rounding", ppipe.RoundingPipeline, "GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)")
 	f.BoolVar(&o.batchAllowance, "batch-allowance", false, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	f.BoolVar(&o.noWarmStart, "no-warm-start", false, "do not start the MILP from the NP plan")
@@ -157,6 +157,9 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	in, err := loadSolveInputs(o)
 	if err != nil {
 		return err
+	}
+	if in.Workload != nil && len(in.Workload.Pipelines) > 0 {
+		return solvePARD(cmd, app, o, in) // multi-module pipelines: planner/pard
 	}
 	alpha := o.alpha
 	if alpha == 0 {
