@@ -148,6 +148,6 @@ func Profile() *formats.Profile {
 func Cluster() *formats.Cluster {
 	return &formats.Cluster{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindCluster},
 		Metadata: formats.Metadata{Name: "pard-testbed", Description: "16 machines x 4 RTX 2080Ti (PARD's testbed)"},
-		GPUs:     []formats.GPUPool{{Type: GPU, Count: 64, PerServer: 4, VGPU: []int{1}}},
+		GPUs:     []formats.GPUPool{{Type: GPU, Count: 64, PerServer: 4, VGPU: []int{1}, MemoryBytes: 11 << 30}},
 		NICGbps:  10}
 }
