@@ -58,17 +58,21 @@ func bottleneck(b *builder, x string, inner, out, stride, dilation int64) string
 // conv and a 1×1 classifier; logits are upsampled ×8 to the input size. The auxiliary head
 // is training-only and omitted.
 func fcnR101D8() (*graph.Graph, error) {
-	b, x := newBuilder("fcn-r101-d8", 3, 512, 1024)
+	return fcn("fcn-r101-d8", []int{3, 4, 23, 3}, 64, 512, 1024)
+}
+
+// fcn is the dilated-ResNet FCN with the given stage depths, base width and input size.
+func fcn(name string, depths []int, width, h, w int64) (*graph.Graph, error) {
+	b, x := newBuilder(name, 3, h, w)
 	b.scope("stem")
-	x = b.relu(b.conv(x, 32, 3, 2))
-	x = b.relu(b.conv(x, 32, 3, 1))
-	x = b.relu(b.conv(x, 64, 3, 1))
+	x = b.relu(b.conv(x, width/2, 3, 2))
+	x = b.relu(b.conv(x, width/2, 3, 1))
+	x = b.relu(b.conv(x, width, 3, 1))
 	x = b.maxpool(x, 3, 2, 1)
-	depths := []int{3, 4, 23, 3}
 	strides := []int64{1, 2, 1, 1}
 	dilations := []int64{1, 1, 2, 4}
 	for s, n := range depths {
-		planes := int64(64) << s
+		planes := width << s
 		for i := 0; i < n; i++ {
 			b.scope(fmt.Sprintf("layer%d.%d", s+1, i))
 			st := int64(1)
@@ -80,9 +84,10 @@ func fcnR101D8() (*graph.Graph, error) {
 	}
 	b.scope("decode")
 	in := x
-	y := b.relu(b.conv(x, 512, 3, 1))
-	y = b.relu(b.conv(y, 512, 3, 1))
-	y = b.relu(b.conv(b.concat(in, y), 512, 3, 1))
+	head := width * 8
+	y := b.relu(b.conv(x, head, 3, 1))
+	y = b.relu(b.conv(y, head, 3, 1))
+	y = b.relu(b.conv(b.concat(in, y), head, 3, 1))
 	y = b.conv(y, 19, 1, 1)
 	y = b.resize(y, 8)
 	return b.finish(y)
@@ -173,9 +178,11 @@ func mbconv(b *builder, x string, expand, k, stride, cout int64) string {
 // layer norms and MLPs are written as Transpose + LayerNormalization + MatMul, which is how
 // the PyTorch model exports.
 func convnextL() (*graph.Graph, error) {
-	dims := []int64{192, 384, 768, 1536}
-	depths := []int{3, 3, 27, 3}
-	b, x := newBuilder("convnext-l", 3, 224, 224)
+	return convnext("convnext-l", []int64{192, 384, 768, 1536}, []int{3, 3, 27, 3}, 224)
+}
+
+func convnext(name string, dims []int64, depths []int, res int64) (*graph.Graph, error) {
+	b, x := newBuilder(name, 3, res, res)
 	b.scope("stem")
 	x = b.convp(x, dims[0], 4, 4, 0)
 	x = channelNorm(b, x)
