@@ -200,9 +200,9 @@ func retry(t *testing.T, what string, attempt func() (ok bool, msg string)) {
 // 15%: cutting costs a session call and layout conversions per block, which must stay small
 // against compute for the block table to describe the model. The blocks and the whole model
 // are timed in interleaved rounds, so slow drifts of machine load hit both alike. On a
-// machine so oversubscribed that most runs are preempted (total CV > 0.3), medians of runs of
-// different lengths stop being comparable (a long run is preempted more often); there the
-// check falls back to the fastest runs, the standard estimator for noisy timing, and says so.
+// machine so busy that runs are preempted (a CV above 0.1), medians of runs of different
+// lengths stop being comparable (a long run is preempted more often); there the check falls
+// back to the fastest runs, the standard estimator for noisy timing, and says so.
 func TestBlockSums(t *testing.T) {
 	needORT(t)
 	cases := []struct {
@@ -237,7 +237,11 @@ func TestBlockSums(t *testing.T) {
 				if ratio >= 0.85 && ratio <= 1.15 {
 					return true, msg
 				}
-				if m.Total.CV > 0.3 {
+				noisy := m.Total.CV > 0.1
+				for _, b := range m.Blocks {
+					noisy = noisy || b.CV > 0.1
+				}
+				if noisy {
 					fr := fastest / m.Total.MinUs
 					t.Logf("%s; machine oversubscribed, fastest runs: ratio %.2f", msg, fr)
 					return fr >= 0.85 && fr <= 1.15, msg + fmt.Sprintf("; fastest runs ratio %.2f", fr)
