@@ -69,8 +69,10 @@ func (c Clock) Now() runtime.Time { return runtime.Time(time.Since(c.epoch) / ti
 func (c Clock) At(t runtime.Time) time.Time { return c.epoch.Add(time.Duration(t) * time.Microsecond) }
 
 // Emulated is the executor that needs no hardware: each hop takes its profiled (nominal)
-// latency, optionally with seeded uniform jitter, measured by a runtime timer (no busy
-// waiting, no goroutine while waiting). Payloads are carried through.
+// latency, optionally with seeded uniform jitter, measured by a timer (no busy waiting).
+// Payloads are carried through. The driver recognizes it and keeps its hops in its own
+// timer heap (no goroutine, no runtime timer per hop); Run is the same thing for callers
+// outside a driver.
 type Emulated struct {
 	clk    Clock
 	jitter float64

@@ -32,7 +32,9 @@ func needORT(t *testing.T) {
 // twoPartitionPlan cuts a model of n nodes at node cut into two blocks and plans one
 // pipeline of two stages (one L4 each) at batch size batch.
 func twoPartitionPlan(model string, n, cut, batch int) *formats.Plan {
-	tm := func(kind string) formats.TypeMeta { return formats.TypeMeta{APIVersion: formats.APIVersion, Kind: kind} }
+	tm := func(kind string) formats.TypeMeta {
+		return formats.TypeMeta{APIVersion: formats.APIVersion, Kind: kind}
+	}
 	var lat []formats.LatencyEntry
 	for b := 1; b <= batch; b++ {
 		lat = append(lat, formats.LatencyEntry{GPU: "L4", VGPU: 1, Batch: b, BlockUs: []float64{1000, 1000}})

@@ -8,6 +8,7 @@ type timerKind uint8
 const (
 	tPolicy   timerKind = iota + 1 // Effects.SetTimer: deliver EvTimer with key
 	tTransfer                      // an emulated transfer ends: deliver EvTransferDone
+	tBatch                         // an emulated hop ends: deliver EvBatchDone
 	tFlush                         // a migration's flush deadline
 	tDrain                         // the shutdown drain deadline
 )
@@ -24,6 +25,7 @@ type timerItem struct {
 	batch runtime.BatchID
 	hop   int32
 	start runtime.Time
+	job   *Job
 }
 
 type timerHeap []timerItem
