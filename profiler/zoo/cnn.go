@@ -280,8 +280,8 @@ func inceptionV3() (*graph.Graph, error) {
 	return b.finish(x)
 }
 
-// demoCNN is the model behind `plan profile` / `plan solve` with no inputs: 27 convolutions
-// and a classifier on a 3×1024×1024 video frame, about 47 GFLOPs. The early stages are
+// demoCNN is the model behind `plan profile` / `plan solve` with no inputs: 25 convolutions
+// and a classifier on a 3×1024×1024 video frame, about 34 GFLOPs. The early stages are
 // depthwise-separable blocks at high resolution (wide in space, thin in channels: bandwidth-
 // bound), the late stages dense 3×3 residual blocks with many channels (compute-bound), so the
 // relative speed of two GPU types differs from block to block as PPipe observes (P4 is ~2×
@@ -317,16 +317,16 @@ func demoCNN() (*graph.Graph, error) {
 	b.scope("res1")
 	x = res(x)
 	b.scope("down2")
-	x = b.relu(b.conv(x, 512, 3, 2)) // 32
+	x = b.relu(b.conv(x, 384, 3, 2)) // 32
 	b.scope("res2")
 	x = res(x)
 	b.scope("res3")
 	x = res(x)
-	b.scope("res3b")
-	x = res(x)
 	b.scope("down3")
 	x = b.relu(b.conv(x, 768, 3, 2)) // 16
 	b.scope("res4")
+	x = res(x)
+	b.scope("res5")
 	x = res(x)
 	b.scope("head")
 	x = b.relu(b.conv(x, 1280, 1, 1))
