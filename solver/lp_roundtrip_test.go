@@ -20,7 +20,7 @@ func TestWriteLPReadsBackIntoHiGHS(t *testing.T) {
 	// Bound the golden model so that it has an optimum to compare.
 	golden.AddRow("boundx", -Inf, 100, Term{x, 1})
 	golden.AddRow("boundy", -100, Inf, Term{y, 1})
-	models := []*Model{golden, multiKnapsack(9, 30, 3), facilityLocation(3, 5, 8)}
+	models := []*Model{golden, multiKnapsack(9, 15, 2), facilityLocation(3, 5, 8)}
 	for _, m := range models {
 		res, err := Solve(context.Background(), m, Options{RelGap: 1e-9})
 		if err != nil || res.Status != StatusOptimal {

@@ -347,7 +347,7 @@ func TestCancel(t *testing.T) {
 
 func TestConcurrentSolves(t *testing.T) {
 	needBackend(t)
-	const workers, perWorker = 6, 4
+	const workers, perWorker = 4, 3
 	models := make([]*Model, 8)
 	want := make([]float64, len(models))
 	for i := range models {
@@ -418,5 +418,22 @@ func TestFeasibilityRun(t *testing.T) {
 		if err != nil || st != tc.want {
 			t.Errorf("feasible=%v: status %v, %v; want %v", tc.feasible, st, err, tc.want)
 		}
+	}
+}
+
+// TestSolveWithoutBackend runs where highs.wasm is absent (e.g. the test
+// binary started outside the checkout): Solve must say how to get it.
+func TestSolveWithoutBackend(t *testing.T) {
+	if _, err := highs.Default(); err == nil {
+		t.Skip("backend present")
+	}
+	m := NewModel("m", Minimize)
+	m.AddContinuous("x", 0, 1, 1)
+	_, err := Solve(context.Background(), m, Options{})
+	if !errors.Is(err, ErrBackendUnavailable) || !strings.Contains(err.Error(), "make assets") {
+		t.Fatalf("Solve without backend: %v", err)
+	}
+	if v := Version(); !strings.Contains(v, "unavailable") {
+		t.Errorf("Version() = %q", v)
 	}
 }

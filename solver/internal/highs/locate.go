@@ -54,19 +54,28 @@ func LoadWasm() ([]byte, string, error) {
 	return nil, "", fmt.Errorf("%w; searched %q", ErrUnavailable, searched)
 }
 
-// candidates lists the file locations of steps 2-4 of LoadWasm.
+// candidates lists the file locations of steps 2-4 of LoadWasm, without
+// duplicates (bin/.. is often the working directory).
 func candidates() []string {
 	var out []string
+	seen := make(map[string]bool)
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
 	if exe, err := os.Executable(); err == nil {
 		if r, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = r
 		}
 		dir := filepath.Dir(exe)
-		out = append(out, filepath.Join(dir, "highs.wasm"), filepath.Join(dir, "..", repoWasm))
+		add(filepath.Join(dir, "highs.wasm"))
+		add(filepath.Join(dir, "..", repoWasm))
 	}
 	if wd, err := os.Getwd(); err == nil {
 		for dir := wd; ; {
-			out = append(out, filepath.Join(dir, repoWasm))
+			add(filepath.Join(dir, repoWasm))
 			parent := filepath.Dir(dir)
 			if parent == dir {
 				break
