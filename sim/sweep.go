@@ -209,6 +209,18 @@ func MaxLoadAt(points []Point, target float64) float64 {
 	return 0
 }
 
+// MaxLoadAtApp is MaxLoadAt for one application (index into Point.Apps).
+func MaxLoadAtApp(points []Point, app int, target float64) float64 {
+	one := make([]Point, len(points))
+	for i, p := range points {
+		one[i] = Point{Load: p.Load}
+		if app < len(p.Apps) {
+			one[i].Apps = []AppMetrics{p.Apps[app]}
+		}
+	}
+	return MaxLoadAt(one, target)
+}
+
 // ParseLoadRange parses "lo:hi:step" (inclusive), a single value "0.5", or a list
 // "0.5,0.9". Values must be positive and finite; the result is sorted ascending without
 // duplicates. Steps are counted in integers so 0.05:1.0:0.05 has exactly 20 points.

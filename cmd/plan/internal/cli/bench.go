@@ -275,8 +275,17 @@ func printBenchPPipe(app *App, res *ppipebench.Result, sums []ppipebench.Summary
 			p[0], p[1], p[2], ppipebench.Paper.LowUtil[0], ppipebench.Paper.LowUtil[1], ppipebench.Paper.LowUtil[2])
 	}
 	if res.Ablation != nil {
-		fmt.Fprintf(app.Out, "\nAblation (%s, Poisson, same PPipe plan): reservation %.2f vs reactive %.2f max lf (paper: %.2f vs %.2f)\n",
+		fmt.Fprintf(app.Out, "\nAblation (%s, Poisson, same PPipe plan, α = 0.1, P ≤ 3): mean per-model max lf, reservation %.2f vs reactive %.2f (paper: %.2f vs %.2f)\n",
 			res.AblationGroup, res.Ablation[0], res.Ablation[1], ppipebench.Paper.Ablation[0], ppipebench.Paper.Ablation[1])
+		var t [][]string
+		for _, m := range res.AblationModels {
+			var pl []string
+			for _, p := range m.Pipelines {
+				pl = append(pl, strings.Join(p, "→"))
+			}
+			t = append(t, []string{m.Model, fmt.Sprintf("%.2f", m.Reservation), fmt.Sprintf("%.2f", m.Reactive), strings.Join(pl, " + ")})
+		}
+		app.Table([]string{"model", "reservation", "reactive", "pipelines"}, t)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(app.Out, "note: %s\n", n)
