@@ -307,6 +307,9 @@ func (d *driver) push(x timerItem) {
 func (d *driver) onTimers() {
 	for len(d.timers) > 0 && d.timers[0].at <= d.now {
 		x := d.timers.pop()
+		if x.kind != tFlush && x.kind != tDrain && x.gen == d.gen.n {
+			d.m.lateness(d.now - x.at)
+		}
 		switch x.kind {
 		case tPolicy:
 			if x.gen == d.gen.n {

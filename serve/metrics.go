@@ -15,6 +15,9 @@ import (
 // typical 10–200 ms SLOs, coarse above.
 var latencyBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5}
 
+// latenessBuckets bound how late the driver's timers fire (seconds): 50 µs to 100 ms.
+var latenessBuckets = []float64{0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
+
 // metrics are the Prometheus series. The driver writes (one short critical section per
 // event); /metrics reads. The text exposition format is written by hand: it is a few lines
 // of code and keeps the hot path free of a registry's interface calls.
@@ -29,6 +32,9 @@ type metrics struct {
 	reloads  int64
 	ready    bool
 	paused   int
+	late     []int64 // timer lateness histogram (non-cumulative, + overflow)
+	lateSum  float64
+	lateN    int64
 }
 
 type appMetrics struct {
@@ -50,7 +56,17 @@ type workerMetrics struct {
 
 func newMetrics() *metrics {
 	return &metrics{apps: map[string]*appMetrics{}, drops: map[[3]string]int64{}, workers: map[string]*workerMetrics{},
-		rejected: map[[2]string]int64{}, ready: true}
+		rejected: map[[2]string]int64{}, ready: true, late: make([]int64, len(latenessBuckets)+1)}
+}
+
+// lateness records how late a timer fired (µs).
+func (m *metrics) lateness(us runtime.Time) {
+	s := float64(us) / 1e6
+	m.mu.Lock()
+	m.late[sort.SearchFloat64s(latenessBuckets, s)]++
+	m.lateSum += s
+	m.lateN++
+	m.mu.Unlock()
 }
 
 func (m *metrics) app(name string) *appMetrics {
@@ -168,6 +184,7 @@ var MetricNames = []string{
 	"plan_request_latency_seconds", "plan_requests_in_flight", "plan_queue_depth",
 	"plan_worker_queue_depth", "plan_worker_busy", "plan_worker_busy_seconds_total",
 	"plan_paused_requests", "plan_ready", "plan_reloads_total", "plan_active_plan_info",
+	"plan_timer_lateness_seconds",
 }
 
 // write renders the text exposition format (version 0.0.4), families and series sorted.
@@ -268,6 +285,16 @@ func (m *metrics) write(w io.Writer) error {
 	fmt.Fprintf(&b, "plan_reloads_total %d\n", m.reloads)
 	fam("plan_active_plan_info", "gauge", "The active plan: its digest and name.")
 	fmt.Fprintf(&b, "plan_active_plan_info{digest=%s,name=%s} 1\n", q(m.digest), q(m.planName))
+	fam("plan_timer_lateness_seconds", "histogram", "How late the driver's timers (emulated hops, transfers, policy timers) fired: the executor's own delay.")
+	var cum int64
+	for i, ub := range latenessBuckets {
+		cum += m.late[i]
+		fmt.Fprintf(&b, "plan_timer_lateness_seconds_bucket{le=%s} %d\n", q(strconv.FormatFloat(ub, 'g', -1, 64)), cum)
+	}
+	cum += m.late[len(latenessBuckets)]
+	fmt.Fprintf(&b, "plan_timer_lateness_seconds_bucket{le=\"+Inf\"} %d\n", cum)
+	fmt.Fprintf(&b, "plan_timer_lateness_seconds_sum %g\n", m.lateSum)
+	fmt.Fprintf(&b, "plan_timer_lateness_seconds_count %d\n", m.lateN)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

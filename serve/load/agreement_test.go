@@ -49,7 +49,14 @@ func TestAgreement(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector slows the HTTP path by an order of magnitude; timing agreement is meaningless under it")
 	}
-	if l := timerLateness(); l > time.Millisecond {
+	limit := 2 * time.Millisecond
+	if s := os.Getenv("PLAN_AGREEMENT_MAX_LATENESS"); s != "" {
+		var err error
+		if limit, err = time.ParseDuration(s); err != nil {
+			t.Fatalf("PLAN_AGREEMENT_MAX_LATENESS=%q: %v", s, err)
+		}
+	}
+	if l := timerLateness(); l > limit {
 		msg := fmt.Sprintf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
 		if os.Getenv("PLAN_REQUIRE_ALL") == "1" {
 			t.Fatal(msg)
