@@ -147,7 +147,7 @@ type Result struct {
 	Ablation       *[2]float64
 	AblationGroup  string
 	AblationModels []ModelLF
-	Notes         []string
+	Notes          []string
 }
 
 func (c *Config) logf(format string, args ...any) {
