@@ -42,6 +42,7 @@ type profileOptions struct {
 	trtProfile string
 	trtLayers  string
 	llm        string
+	precision  string
 	seed       int64
 	out        string
 }
@@ -84,7 +85,8 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile model.onnx --device cpu --batch 1,2,4 --input-shape 3,224,224
   plan profile model.onnx --backend roofline --gpu A100
   plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
-  plan profile --llm all --gpu A10,A100,H100 -o llm.json`,
+  plan profile --llm all --gpu A10,A100,H100 -o llm.json
+  plan profile --zoo llama-2-70b --gpu A100`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := o.parse(cmd, args)
@@ -107,6 +109,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
 	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
+	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data")
 	f.StringVarP(&o.out, "out", "o", "profile.json", "output file")
 	return cmd
@@ -121,10 +124,22 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	if r.model != "" && o.zoo != "" {
 		return nil, usageErrorf("give either MODEL.onnx or --zoo, not both")
 	}
+	if o.zoo != "" && slices.Contains(llm.Names(), strings.ToLower(o.zoo)) {
+		// LLMs live in the zoo too (qlm.md §6: plan profile --zoo NAME --gpu A100).
+		if o.llm != "" {
+			return nil, usageErrorf("--zoo %s is an LLM: drop --llm", o.zoo)
+		}
+		r.opt.llm, r.opt.zoo, o.zoo = strings.ToLower(o.zoo), "", ""
+	}
 	if o.zoo != "" {
 		if !slices.Contains(zoo.Names(), strings.ToLower(o.zoo)) {
-			return nil, usageErrorf("--zoo: %q: unknown model; known models: %s", o.zoo, strings.Join(zoo.Names(), ", "))
+			return nil, usageErrorf("--zoo: %q: unknown model; known models: %s; LLMs: %s", o.zoo, strings.Join(zoo.Names(), ", "), strings.Join(llm.Names(), ", "))
 		}
+	}
+	switch gpus.Precision(o.precision) {
+	case "", gpus.FP32, gpus.TF32, gpus.FP16:
+	default:
+		return nil, usageErrorf("--precision: %q: must be fp32, tf32 or fp16", o.precision)
 	}
 	switch o.backend {
 	case "":
@@ -195,8 +210,8 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	if r.opt.backend == "trt" && len(r.batches) > 1 {
 		return nil, usageErrorf("--backend trt: --batch must be the single batch size the engine was profiled at")
 	}
-	if o.llm != "" && !isFile(o.llm) && o.llm != "all" {
-		if _, err := llm.Lookup(o.llm); err != nil {
+	if r.opt.llm != "" && !isFile(r.opt.llm) && r.opt.llm != "all" {
+		if _, err := llm.Lookup(r.opt.llm); err != nil {
 			return nil, usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
 		}
 	}
@@ -261,7 +276,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 	var llms []formats.LLMProfile
 	name, desc := "", ""
 	switch {
-	case r.opt.llm != "" && r.model == "" && r.opt.zoo == "" && r.opt.backend == "":
+	case r.opt.llm != "" && r.model == "" && r.opt.zoo == "" && (r.opt.backend == "" || r.opt.backend == "roofline"):
 		// LLMs only.
 	case r.opt.backend == "trt":
 		mp, err := r.importTRT()
@@ -357,7 +372,7 @@ func (r *profileRun) analytic(app *App, g *graph.Graph, src string) (*formats.Mo
 	app.Infof("profile: roofline estimate of %s (%d layers, %.1f GFLOPs) on %s", g.Name, len(g.Nodes), g.TotalFLOPs()/1e9, strings.Join(r.roofGPUs(), ", "))
 	mp, err := roofline.Profile(g, roofline.Options{
 		GPUs: r.roofGPUs(), DefaultGrid: r.grid(), Blocks: r.opt.blocks, Method: r.method,
-		Seed: r.opt.seed, Source: src,
+		Seed: r.opt.seed, Source: src, Precision: gpus.Precision(r.opt.precision),
 	})
 	if err != nil {
 		return nil, err
@@ -369,7 +384,7 @@ func (r *profileRun) analytic(app *App, g *graph.Graph, src string) (*formats.Mo
 // for --gpu), plus a CPU measurement when ONNX Runtime is available.
 func (r *profileRun) demo(ctx context.Context, app *App) ([]formats.ModelProfile, error) {
 	var mp *formats.ModelProfile
-	if r.gpusSet || r.grid() != nil || r.opt.blocks != 10 || r.method != partition.MinTraffic || r.opt.seed != profiler.DemoSeed {
+	if r.gpusSet || r.grid() != nil || r.opt.blocks != 10 || r.method != partition.MinTraffic || r.opt.seed != profiler.DemoSeed || r.opt.precision != "" {
 		g, src, err := r.loadGraph()
 		if err != nil {
 			return nil, err

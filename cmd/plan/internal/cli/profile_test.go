@@ -100,6 +100,8 @@ func TestProfileBadInput(t *testing.T) {
 		{"not onnx", []string{notONNX, "--backend", "roofline"}, "model.onnx"},
 		{"unknown llm", []string{"--llm", "gpt-9"}, "known LLMs"},
 		{"bad device", []string{"--zoo", "resnet50", "--backend", "onnx", "--device", "tpu"}, "--device"},
+		{"bad precision", []string{"--zoo", "resnet50", "--precision", "int4"}, "--precision"},
+		{"llm zoo and llm", []string{"--zoo", "mistral-7b", "--llm", "all"}, "drop --llm"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +137,14 @@ func TestProfileTRTAndLLM(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "mistral-7b") {
 		t.Errorf("summary lacks the LLM: %s", stdout)
+	}
+	// An LLM named with --zoo, as qlm.md writes it.
+	zooLLM := filepath.Join(t.TempDir(), "zoo-llm.json")
+	if code, _, stderr := rootRun(t, "profile", "--zoo", "llama-2-70b", "--backend", "roofline", "--gpu", "A100", "-o", zooLLM); code != ExitOK {
+		t.Fatalf("--zoo llama-2-70b: exit %d: %s", code, stderr)
+	}
+	if p := readProfile(t, zooLLM); len(p.Models) != 0 || len(p.LLMs) != 1 || p.LLMs[0].GPUCount != 4 {
+		t.Fatalf("--zoo llama-2-70b: %+v", p)
 	}
 	// LLMs only, then import them back.
 	llmOut := filepath.Join(t.TempDir(), "llm.json")
