@@ -335,8 +335,8 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 		if err != nil {
 			return nil, fmt.Errorf("%s %s %s %s: %w", hc.Name, g.Name, trace, Strategies[i], err)
 		}
-		row.MaxLF[i] = rep.MaxLoad99
-		row.LowUtil[i] = lowUtilAt(rep, rep.MaxLoad99)
+		row.MaxLF[i] = sim.MaxLoadAtMean(rep.Points, 0.99)
+		row.LowUtil[i] = lowUtilAt(rep, row.MaxLF[i])
 	}
 	cfg.logf("%s %s %s: max lf NP %.2f, DART-r %.2f, PPipe %.2f", hc.Name, g.Name, trace, row.MaxLF[0], row.MaxLF[1], row.MaxLF[2])
 	return row, nil
