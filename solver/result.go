@@ -66,8 +66,9 @@ type Result struct {
 	// Bound is the best proven bound on the optimal objective (for an LP
 	// solved to optimality, the objective itself).
 	Bound float64
-	// Gap is HiGHS's relative MIP gap |Objective-Bound| / |Objective|
-	// (0 for optimal LPs, +Inf without a solution).
+	// Gap is the relative MIP gap as HiGHS reports it (info mip_gap,
+	// roughly |Objective-Bound| / |Objective|); 0 for optimal LPs, +Inf
+	// without a solution.
 	Gap float64
 	// Values holds one value per variable when HasSolution. Integer
 	// variables are rounded to exact integers.

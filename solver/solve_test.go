@@ -437,3 +437,22 @@ func TestSolveWithoutBackend(t *testing.T) {
 		t.Errorf("Version() = %q", v)
 	}
 }
+
+// TestProgressPanicPropagates checks that a panicking callback surfaces as
+// that panic in the caller, not as a HiGHS failure, and harms nothing else.
+func TestProgressPanicPropagates(t *testing.T) {
+	needBackend(t)
+	m := multiKnapsack(2, 60, 5)
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want the callback's panic", r)
+			}
+		}()
+		Solve(context.Background(), m, Options{TimeLimit: time.Second, Progress: func(Progress) { panic("boom") }})
+		t.Error("Solve returned normally")
+	}()
+	if res, err := Solve(context.Background(), multiKnapsack(5, 10, 2), Options{}); err != nil || res.Status != StatusOptimal {
+		t.Fatalf("solve after panic: %v, %v", res, err)
+	}
+}

@@ -35,6 +35,10 @@ type hostState struct {
 	log  io.Writer // receives everything HiGHS writes to stdout/stderr; may be nil
 	tail tailBuffer
 	fs   memFS // read-only files for Highs_readModel
+	// userPanic holds a panic raised by the log writer (the caller's code,
+	// e.g. a Progress callback); Instance.call re-raises it in the caller's
+	// goroutine rather than reporting it as a HiGHS failure.
+	userPanic any
 }
 
 type hostStateKey struct{}
@@ -260,10 +264,17 @@ func hostFdWrite(ctx context.Context, m api.Module, s []uint64) {
 
 func (st *hostState) write(p []byte) {
 	st.tail.Write(p)
-	if st.log != nil {
-		// A failing log writer must not fail the solve.
-		_, _ = st.log.Write(p)
+	if st.log == nil {
+		return
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			st.userPanic = r
+			panic(&abortError{reason: "log writer panicked"})
+		}
+	}()
+	// A failing log writer must not fail the solve.
+	_, _ = st.log.Write(p)
 }
 
 func hostFdRead(ctx context.Context, m api.Module, s []uint64) {

@@ -93,6 +93,10 @@ func (in *Instance) call(ctx context.Context, name string, args ...uint64) ([]ui
 		return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
 	}
 	res, err := in.fn[name].Call(in.bind(ctx), args...)
+	if p := in.state.userPanic; p != nil {
+		in.broken = true
+		panic(p)
+	}
 	if err != nil {
 		in.broken = true
 		return nil, in.classify(ctx, name, err)
