@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
@@ -74,10 +77,20 @@ func TestServeAndLoad(t *testing.T) {
 		close(ready)
 	}
 	defer func() { serveHook = nil }()
-	var sout, serr bytes.Buffer
+	// A copy of the plan that the test rewrites before SIGHUP.
+	planData, err := os.ReadFile(demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planPath := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(planPath, planData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var sout bytes.Buffer
+	serr := &syncBuffer{}
 	done := make(chan int)
 	go func() {
-		done <- Run([]string{"serve", demoPlanPath, "--addr", "127.0.0.1:0", "--jitter", "0.02"}, Streams{In: strings.NewReader(""), Out: &sout, Err: &serr})
+		done <- Run([]string{"serve", planPath, "--addr", "127.0.0.1:0", "--jitter", "0.02"}, Streams{In: strings.NewReader(""), Out: &sout, Err: serr})
 	}()
 	select {
 	case <-ready:
@@ -100,13 +113,47 @@ func TestServeAndLoad(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "attainment") || !strings.Contains(out, "0.05") {
 		t.Errorf("table report: exit %d\n%s", code, out)
 	}
+	// SIGHUP re-reads the plan file and migrates to it.
+	old := srv.ActiveDigest()
+	renamed := strings.Replace(string(planData), `"name": "ppipe"`, `"name": "ppipe-v2"`, 1)
+	if err := os.WriteFile(planPath, []byte(renamed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.ActiveDigest() == old && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if srv.ActiveDigest() == old {
+		t.Errorf("SIGHUP did not reload the plan: %s", serr.String())
+	}
 	if err := srv.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if code := <-done; code != ExitOK {
 		t.Errorf("serve exited %d: %s", code, serr.String())
 	}
-	if !strings.Contains(serr.String(), "serving") {
-		t.Errorf("serve log: %s", serr.String())
+	if log := serr.String(); !strings.Contains(log, "serving") || !strings.Contains(log, "SIGHUP: plan reloaded") {
+		t.Errorf("serve log: %s", log)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
