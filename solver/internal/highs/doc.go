@@ -8,7 +8,10 @@
 //     table mapping the minified import/export names of that build to the
 //     emscripten/HiGHS C API names they stand for.
 //   - host.go implements the ~20 emscripten/WASI host imports in Go (memory
-//     growth, stdout capture, clocks, abort/exit turned into Go errors).
+//     growth, stdout capture, clocks, abort/exit turned into Go errors, a
+//     tiny in-memory file system for Highs_readModel). The imports HiGHS
+//     calls often also check the call's context, which is how a running
+//     solve is canceled.
 //   - Engine (compiled module, one per process) and Instance (one wasm
 //     instance, used by one solve at a time) wrap the HiGHS C API.
 //
