@@ -134,6 +134,7 @@ var pardDefaults = map[string]float64{
 	"scale_window_s":  5,     // rate average the scaler provisions for
 	"scale_down_s":    30,    // the scaler keeps capacity for the max rate over this long
 	"headroom":        1,     // provision rate × headroom
+	"scale_by_module": 1,     // scale each module on its own input rate (1) or on the app's (0)
 	"oc_alpha":        0.4,   // pard-oc: share of input shed while throttled
 	"oc_t_ms":         25,    // pard-oc: queueing-delay threshold T
 	"split":           0,     // nexus: per-stage deadlines
@@ -171,6 +172,7 @@ type Pipeline struct {
 	scaleWin    int
 	scaleDown   int
 	headroom    float64
+	scaleByMod  bool
 	ocAlpha     float64
 	ocT         Time
 	nexusSplit  bool
@@ -425,6 +427,7 @@ func (p *Pipeline) Attach(v View) error {
 	p.scaleWin = max(1, int(math.Round(par["scale_window_s"]/par["sync_s"])))
 	p.scaleDown = max(0, int(math.Round(par["scale_down_s"]/par["sync_s"])))
 	p.headroom = par["headroom"]
+	p.scaleByMod = par["scale_by_module"] != 0
 	p.ocAlpha = par["oc_alpha"]
 	p.ocT = Time(par["oc_t_ms"] * float64(Millisecond))
 	p.nexusSplit = par["split"] != 0
@@ -1159,7 +1162,11 @@ func (p *Pipeline) scale(now Time, a *pardApp) {
 	for _, s := range a.mods {
 		m := &p.mods[s]
 		per := float64(m.batch) / (float64(m.d) / float64(Second))
-		want := int(math.Ceil(peak * p.headroom / per))
+		r := peak
+		if p.scaleByMod {
+			r = p.moduleRate(m)
+		}
+		want := int(math.Ceil(r * p.headroom / per))
 		want = min(max(want, 1), len(m.workers))
 		have := 0
 		for _, w := range m.workers {
@@ -1195,6 +1202,32 @@ func (p *Pipeline) scale(now Time, a *pardApp) {
 			}
 		}
 	}
+}
+
+// moduleRate is the module's own input rate as a per-module autoscaler sees it: the mean
+// T_in over scale_window_s, and for scaling down the highest such mean of the last
+// scale_down_s (bounded by the ε window the module keeps). Upstream drops and upstream
+// capacity shape it, so downstream modules scale up only after upstream ones did, which
+// is how bursts reach later modules of a real pipeline while they are still cold.
+func (p *Pipeline) moduleRate(m *pardModule) float64 {
+	n := len(m.tin)
+	avg := func(end int) float64 { // mean of the scaleWin buckets ending end buckets ago
+		var s float64
+		k := 0
+		for i := end; i < end+p.scaleWin && i < m.rn; i++ {
+			s += m.tin[(m.rpos-1-i+2*n)%n]
+			k++
+		}
+		if k == 0 {
+			return 0
+		}
+		return s / float64(k)
+	}
+	peak := avg(0)
+	for end := 1; end+p.scaleWin <= min(m.rn, p.scaleDown+p.scaleWin); end++ {
+		peak = max(peak, avg(end))
+	}
+	return peak
 }
 
 // ModuleState is a read-only snapshot of one module's state planner (for reports and tests).
