@@ -654,16 +654,24 @@ func (r *profileRun) summary(app *App, doc *formats.Profile) error {
 	return nil
 }
 
-// progress draws a one-line bar on stderr (redrawn in place) unless --quiet.
+// progress draws a one-line bar on stderr (redrawn in place on a terminal; a line per 10%
+// otherwise, so CI logs stay readable) unless --quiet.
 type progress struct {
 	app   *App
 	label string
 	last  int
+	tty   bool
 	drawn bool
 }
 
 func newProgress(app *App, label string) *progress {
-	return &progress{app: app, label: label, last: -1}
+	p := &progress{app: app, label: label, last: -1}
+	if f, ok := app.Err.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
 }
 
 func (p *progress) update(done, total int) {
@@ -671,6 +679,13 @@ func (p *progress) update(done, total int) {
 		return
 	}
 	pct := done * 100 / total
+	if !p.tty {
+		if step := pct / 10; step != p.last {
+			p.last = step
+			fmt.Fprintf(p.app.Err, "profile: %s: %d/%d (%d%%)\n", p.label, done, total, pct)
+		}
+		return
+	}
 	if pct == p.last {
 		return
 	}
