@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
@@ -346,4 +348,58 @@ func ceilDiv(a, b int) int {
 		return 0
 	}
 	return (a + b - 1) / b
+}
+
+// PlanDeployer turns the section of a plan it understands into a deployment. It returns
+// ok = false when the plan has no such section; policy is the runtime policy the plan asks
+// for by default (PARD plans name theirs; PPipe plans run "ppipe").
+type PlanDeployer func(p *formats.Plan) (d *Deployment, policy string, ok bool, err error)
+
+var deployers struct {
+	mu    sync.Mutex
+	names []string
+	fns   map[string]PlanDeployer
+}
+
+// RegisterPlanDeployer adds a deployer for one plan section (call from init; names are
+// tried in sorted order, so at most one should accept a given plan).
+func RegisterPlanDeployer(name string, f PlanDeployer) {
+	deployers.mu.Lock()
+	defer deployers.mu.Unlock()
+	if deployers.fns == nil {
+		deployers.fns = map[string]PlanDeployer{}
+	}
+	if _, dup := deployers.fns[name]; dup {
+		panic(fmt.Sprintf("runtime: plan deployer %q registered twice", name))
+	}
+	deployers.fns[name] = f
+	deployers.names = append(deployers.names, name)
+	sort.Strings(deployers.names)
+}
+
+// Deploy builds the deployment of a plan with the first registered deployer that accepts
+// it, and returns the plan's default policy. This is what `plan simulate` and `plan serve`
+// call, so a new system only has to register its deployer and policies.
+func Deploy(p *formats.Plan) (*Deployment, string, error) {
+	deployers.mu.Lock()
+	names := append([]string(nil), deployers.names...)
+	deployers.mu.Unlock()
+	for _, n := range names {
+		d, pol, ok, err := deployers.fns[n](p)
+		if !ok {
+			continue
+		}
+		return d, pol, err
+	}
+	return nil, "", formats.ErrorList{{Path: "", Rule: fmt.Sprintf("the plan has no section the runtime can serve (deployers: %s)", strings.Join(names, ", "))}}
+}
+
+func init() {
+	RegisterPlanDeployer("ppipe", func(p *formats.Plan) (*Deployment, string, bool, error) {
+		if p.PPipe == nil {
+			return nil, "", false, nil
+		}
+		d, err := FromPlan(p)
+		return d, "ppipe", true, err
+	})
 }

@@ -53,7 +53,10 @@
 // Kubernetes-scheduler-framework style: one small interface per extension point (Policy for
 // batching/dispatch, Order for queue ordering, Dropper for drop tests, Ticker for periodic
 // control loops), each with a registry by name (RegisterPolicy, RegisterOrder,
-// RegisterDropper). A Config names what to run. Policies read engine state through the
+// RegisterDropper). A Config names what to run. Plans become deployments through
+// RegisterPlanDeployer (one per plan section: "ppipe" here); Deploy picks the one that
+// accepts a plan and returns the plan's default policy, so `plan simulate` and `plan serve`
+// serve any system that registers a deployer and its policies. Policies read engine state through the
 // read-only View and write only into Decisions, so a test can record every decision (Nomad
 // style) with Engine.Observe.
 package runtime

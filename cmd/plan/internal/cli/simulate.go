@@ -64,7 +64,7 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
-	f.StringVar(&o.policy, "policy", "ppipe", "runtime policy: "+policyNames())
+	f.StringVar(&o.policy, "policy", "ppipe", "runtime policy (default: the plan's own): "+policyNames())
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable), e.g. interval=true, admission=false")
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
@@ -83,19 +83,25 @@ func policyNames() string {
 // loadPlanDeployment reads a plan and builds its deployment; every problem is a usage error
 // naming the file.
 func loadPlanDeployment(path string) (*formats.Plan, *runtime.Deployment, error) {
+	p, dep, _, err := loadPlanDeploymentPolicy(path)
+	return p, dep, err
+}
+
+// loadPlanDeploymentPolicy also returns the plan's default runtime policy.
+func loadPlanDeploymentPolicy(path string) (*formats.Plan, *runtime.Deployment, string, error) {
 	p, err := formats.ReadInto[*formats.Plan](path)
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, "", usageError(err)
 	}
-	dep, err := runtime.FromPlan(p)
+	dep, pol, err := runtime.Deploy(p)
 	if err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {
-			return nil, nil, usageError(el.WithFile(filepath.Base(path)))
+			return nil, nil, "", usageError(el.WithFile(filepath.Base(path)))
 		}
-		return nil, nil, usageErrorf("%s: %v", filepath.Base(path), err)
+		return nil, nil, "", usageErrorf("%s: %v", filepath.Base(path), err)
 	}
-	return p, dep, nil
+	return p, dep, pol, nil
 }
 
 func resolvePlanArg(args []string) (string, error) {
@@ -128,9 +134,12 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	plan, dep, err := loadPlanDeployment(path)
+	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(path)
 	if err != nil {
 		return err
+	}
+	if !cmd.Flags().Changed("policy") && defPolicy != "" {
+		o.policy = defPolicy // the plan's own policy (a PARD plan names its dropper)
 	}
 	var spec sim.ArrivalSpec
 	switch name, _, _ := strings.Cut(o.trace, ":"); name {
