@@ -280,12 +280,14 @@ func inceptionV3() (*graph.Graph, error) {
 	return b.finish(x)
 }
 
-// demoCNN is the model behind `plan profile` / `plan solve` with no inputs: 25 convolutions
-// and a classifier on a 3×1024×1024 video frame, about 34 GFLOPs. The early stages are
-// depthwise-separable blocks at high resolution (wide in space, thin in channels: bandwidth-
-// bound), the late stages dense 3×3 residual blocks with many channels (compute-bound), so the
-// relative speed of two GPU types differs from block to block as PPipe observes (P4 is ~2×
-// slower than L4 early and ~5× late). Residual skips make some cuts carry two tensors.
+// demoCNN is the model behind `plan profile` / `plan solve` with no inputs: 29 convolutions
+// and a classifier on a 3×1024×1024 video frame, about 31 GFLOPs (L4 ≈ 2.2 ms at batch 1 in
+// the roofline). The early stages are depthwise-separable blocks at high resolution (wide in
+// space, thin in channels: bandwidth-bound, P4 ≈ 2× slower than L4), the late stages
+// widening bottlenecks whose dense 3×3 convolutions run at 512–1024 channels (compute-bound,
+// P4 ≈ 6× slower), as PPipe observes on real models. Between the late blocks only a narrow
+// tensor (≈ 100–500 KB in fp16) crosses, so pipelines that hand the tail to P4s are worth
+// their network transfer even on the demo cluster's shared 2 Gbit/s links.
 func demoCNN() (*graph.Graph, error) {
 	b, x := newBuilder("demo", 3, 1024, 1024)
 	sep := func(x string, cout, stride int64) string {
@@ -293,6 +295,16 @@ func demoCNN() (*graph.Graph, error) {
 	}
 	resSep := func(x string) string {
 		y := b.conv(b.relu(b.dwconv(x, 3, 1)), b.shape(x)[0], 1, 1)
+		return b.relu(b.add(y, x))
+	}
+	// inverted is a bottleneck that widens: 1×1 up to inner channels, a dense 3×3 at that
+	// width, 1×1 back down. Most FLOPs sit in the wide 3×3 while the tensor between blocks
+	// stays narrow, so the cheap cuts are where the expensive layers end.
+	inverted := func(x string, inner int64) string {
+		c := b.shape(x)[0]
+		y := b.relu(b.conv(x, inner, 1, 1))
+		y = b.relu(b.conv(y, inner, 3, 1))
+		y = b.conv(y, c, 1, 1)
 		return b.relu(b.add(y, x))
 	}
 	res := func(x string) string {
@@ -317,17 +329,17 @@ func demoCNN() (*graph.Graph, error) {
 	b.scope("res1")
 	x = res(x)
 	b.scope("down2")
-	x = b.relu(b.conv(x, 384, 3, 2)) // 32
-	b.scope("res2")
-	x = res(x)
-	b.scope("res3")
-	x = res(x)
+	x = b.relu(b.conv(x, 256, 3, 2)) // 32
+	b.scope("ib1")
+	x = inverted(x, 512)
+	b.scope("ib2")
+	x = inverted(x, 512)
 	b.scope("down3")
-	x = b.relu(b.conv(x, 768, 3, 2)) // 16
-	b.scope("res4")
-	x = res(x)
-	b.scope("res5")
-	x = res(x)
+	x = b.relu(b.conv(x, 192, 3, 2)) // 16
+	b.scope("ib3")
+	x = inverted(x, 1024)
+	b.scope("ib4")
+	x = inverted(x, 1024)
 	b.scope("head")
 	x = b.relu(b.conv(x, 1280, 1, 1))
 	x = b.gemm(b.flatten(b.gap(x)), 1000)
