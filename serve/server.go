@@ -58,6 +58,10 @@ type Options struct {
 	DrainTimeout time.Duration
 	// FlushTimeout bounds a migration's flush (default 2 × the largest SLO + 100 ms).
 	FlushTimeout time.Duration
+	// MaxInFlight bounds the requests inside the server at once (default 4096); beyond it
+	// requests are refused at the door with 503 "overload", so a server that cannot keep up
+	// sheds load instead of piling up connections, goroutines and memory.
+	MaxInFlight int
 	// InputShape is the per-sample input shape emulated models declare (-1 = any size);
 	// default [-1]: any flat vector, carried through as the output.
 	InputShape []int64
@@ -66,13 +70,14 @@ type Options struct {
 
 // Server serves one plan at a time over HTTP.
 type Server struct {
-	opts    Options
-	clk     Clock
-	d       *driver
-	m       *metrics
-	mux     *http.ServeMux
-	closing atomic.Bool
-	active  atomic.Pointer[generation]
+	opts     Options
+	clk      Clock
+	d        *driver
+	m        *metrics
+	mux      *http.ServeMux
+	closing  atomic.Bool
+	active   atomic.Pointer[generation]
+	inflight atomic.Int64
 }
 
 // New validates the plan, builds the deployment and the workers, and starts the driver.
@@ -83,6 +88,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 16 << 20
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 4096
 	}
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
@@ -300,6 +308,13 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, Reason: string(runtime.DropShutdown), Stage: "intake"})
 		return
 	}
+	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
+		s.inflight.Add(-1)
+		s.m.reject(503, "overload")
+		writeDrop(w, &DropResponse{Error: fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), Model: name, Reason: "overload", Stage: "intake"})
+		return
+	}
+	defer s.inflight.Add(-1)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 	if err != nil {
 		var mb *http.MaxBytesError

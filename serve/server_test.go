@@ -442,3 +442,24 @@ func waitOutstanding(t testing.TB, s *Server, n int) {
 	}
 	t.Fatalf("the driver never held %d requests", n)
 }
+
+// TestMaxInFlight: beyond --max-inflight, requests are refused at the door with 503.
+func TestMaxInFlight(t *testing.T) {
+	s, ts := testServer(t, Options{Plan: loadPlan(t, "nic.json"), MaxInFlight: 1})
+	first := make(chan int)
+	go func() {
+		code, _, _ := post(t, ts.URL+"/v2/models/m2/infer", inferBody(1))
+		first <- code
+	}()
+	waitOutstanding(t, s, 1)
+	code, h, body := post(t, ts.URL+"/v2/models/m2/infer", inferBody(2))
+	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(string(body), `"reason":"overload"`) || !strings.Contains(string(body), `"stage":"intake"`) {
+		t.Errorf("second request: %d %s", code, body)
+	}
+	if c := <-first; c != 200 {
+		t.Errorf("first request: %d", c)
+	}
+	if code, _, _ := post(t, ts.URL+"/v2/models/m2/infer", inferBody(3)); code != 200 {
+		t.Errorf("after the first finished: %d", code)
+	}
+}

@@ -47,7 +47,12 @@ type Options struct {
 	// Timeout bounds one request (0 = 10 × SLO + 5 s); a request that times out counts as
 	// dropped at stage "client" with reason "timeout" (a lost request).
 	Timeout time.Duration
-	Client  *http.Client
+	// Client sends the requests (nil = one with at most MaxConns connections).
+	Client *http.Client
+	// MaxConns bounds the connections of the default client (default 512): beyond it,
+	// requests wait for a connection (the wait counts in their latency) instead of
+	// exhausting file descriptors when the server falls behind.
+	MaxConns int
 	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
 	// with the requests sent and answered so far.
 	Progress func(sent, answered int64)
@@ -81,8 +86,12 @@ type target struct {
 
 // Run sends the trace and waits for every answer.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 512
+	}
 	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 30 * time.Second}}
+		o.Client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns, IdleConnTimeout: 30 * time.Second}}
+		defer o.Client.CloseIdleConnections()
 	}
 	base := strings.TrimRight(o.URL, "/")
 	plan, policy, err := fetchPlan(ctx, o.Client, base)

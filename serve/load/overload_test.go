@@ -56,7 +56,7 @@ func TestOverload(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096}}
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 512, MaxIdleConnsPerHost: 512}}
 	spec, _ := sim.ParseArrival("poisson")
 	res, err := Run(context.Background(), Options{URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 5, Client: client})
 	if err != nil {
@@ -118,7 +118,7 @@ func BenchmarkExecutorOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		ts := httptest.NewServer(s)
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096}}
+		client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1024, MaxIdleConnsPerHost: 1024}}
 		res, err := Run(context.Background(), Options{URL: ts.URL, Rate: 5000, Duration: 2 * time.Second, Arrival: spec, Seed: uint64(i + 1), Client: client})
 		if err != nil {
 			b.Fatal(err)

@@ -34,6 +34,7 @@ type serveOptions struct {
 	drainTimeout time.Duration
 	flushTimeout time.Duration
 	inputShape   string
+	maxInFlight  int
 }
 
 func init() { register(newServeCmd) }
@@ -92,6 +93,7 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.maxBody, "max-body", "16MiB", "largest infer request body (bytes, or with KiB/MiB/GiB)")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take")
 	f.DurationVar(&o.flushTimeout, "flush-timeout", 0, "on reload, how long the old plan may take to flush (0 = 2 × the largest SLO + 100ms)")
+	f.IntVar(&o.maxInFlight, "max-inflight", 4096, "requests held at once; beyond it new ones get 503 \"overload\" at intake")
 	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
 	return cmd
 }
@@ -150,6 +152,9 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if o.jitter < 0 || o.jitter >= 1 {
 		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
 	}
+	if o.maxInFlight < 1 {
+		return usageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
+	}
 	shape, err := parseShape(o.inputShape)
 	if err != nil {
 		return usageErrorf("--input-shape: %v", err)
@@ -165,6 +170,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	opts := serve.Options{
 		Plan: plan, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
+		MaxInFlight: o.maxInFlight,
 	}
 	switch o.workers {
 	case "emulated":
