@@ -203,3 +203,13 @@ func (d *Deployment) hasFanOut(a AppID) bool {
 	}
 	return false
 }
+
+func init() {
+	RegisterPlanDeployer("pard", func(p *formats.Plan) (*Deployment, string, bool, error) {
+		if p.PARD == nil || p.PPipe != nil {
+			return nil, "", false, nil
+		}
+		d, err := FromPARDPlan(p)
+		return d, p.PARD.Policy, true, err
+	})
+}
