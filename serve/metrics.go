@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,6 +177,25 @@ func (m *metrics) setPaused(n int) {
 	m.mu.Lock()
 	m.paused = n
 	m.mu.Unlock()
+}
+
+// latenessQuantile returns the upper bound of the lateness bucket holding quantile q
+// (+Inf as 1 s), or 0 before any timer fired.
+func (m *metrics) latenessQuantile(q float64) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lateN == 0 {
+		return 0
+	}
+	need := int64(math.Ceil(q * float64(m.lateN)))
+	var cum int64
+	for i, ub := range latenessBuckets {
+		cum += m.late[i]
+		if cum >= need {
+			return ub
+		}
+	}
+	return 1
 }
 
 // MetricNames lists every series family /metrics exposes (tests check them).

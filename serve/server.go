@@ -472,5 +472,12 @@ func (s *Server) handlePutPlan(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]string{"status": "switched", "digest": g.digest})
 }
 
+// TimerLateness returns (the upper bound of the histogram bucket of) quantile q of how late
+// the driver's timers fired since start: the wall clock's precision on this machine, which
+// bounds how closely serve can follow the simulator.
+func (s *Server) TimerLateness(q float64) time.Duration {
+	return time.Duration(s.m.latenessQuantile(q) * float64(time.Second))
+}
+
 // ActiveDigest returns the digest of the plan being served.
 func (s *Server) ActiveDigest() string { return s.active.Load().digest }
