@@ -352,6 +352,9 @@ func (r *profileRun) loadGraph() (*graph.Graph, string, error) {
 	if err != nil {
 		return nil, "", usageErrorf("%s: %v", r.model, err)
 	}
+	if err := g.Validate(); err != nil {
+		return nil, "", usageErrorf("%s: %v", r.model, err)
+	}
 	if g.TotalFLOPs() == 0 {
 		if err := graph.Annotate(g); err != nil {
 			return nil, "", usageErrorf("%s: %v", r.model, err)
