@@ -72,6 +72,7 @@ type benchPPipeOptions struct {
 	small     bool
 	parallel  int
 	noAbl     bool
+	cv        float64
 }
 
 func newBenchPPipeCmd(app *App) *cobra.Command {
@@ -106,6 +107,7 @@ prints an estimate first.`,
 	f.BoolVar(&o.small, "small", false, "use the 4 + 12 GPU testbed clusters instead of 25 + 75")
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
 	f.BoolVar(&o.noAbl, "no-ablation", false, "skip the reservation-vs-reactive ablation")
+	f.Float64Var(&o.cv, "cv", ppipebench.DefaultBurstyCV, "coefficient of variation of the bursty (Gamma renewal) trace, calibrated so PPipe loses ≈6% from Poisson to bursty as in the paper")
 	return cmd
 }
 
@@ -163,6 +165,10 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 		}
 		cfg.Traces = o.traces
 	}
+	if !(o.cv > 0 && o.cv <= 100) {
+		return usageErrorf("--cv %g: must be in (0, 100]", o.cv)
+	}
+	cfg.BurstyCV = o.cv
 	if o.duration < 0 || o.timeLimit < 0 {
 		return usageErrorf("--duration and --time-limit must be > 0")
 	}
