@@ -141,6 +141,7 @@ var pardDefaults = map[string]float64{
 	"cumulative":      0,     // clipper++: cumulative budgets
 	"hop_in_lsub":     1,     // add the planned hop delay of downstream edges to L_sub (§8.7)
 	"mu_window_s":     2,     // μ from the mean T_in over this long (spec §3: 1–2 s)
+	"sibling_cancel":  0,     // DAG: a drop on one branch cancels the sibling branches' work (§8.8)
 }
 
 // PARDParamNames lists the parameter names the pipeline policies accept.
@@ -182,6 +183,8 @@ type Pipeline struct {
 	epsN        int
 	muN         int
 	hopInLsub   bool
+	cancel      bool
+	doomed      map[ReqID]pardDrop
 	rng         *rand.Rand
 	mods        []pardModule // indexed by StageID
 	workers     []pardWorker // indexed by WorkerID (only pipeline workers are used)
@@ -247,6 +250,9 @@ type pardModule struct {
 	preds   int
 	ances   []StageID // every upstream module (pard-oc throttles them)
 	paths   []pardPath
+	// merge is the first merge module downstream when the module lies on a branch between
+	// a fan-out and its merge (NoStage otherwise): a drop there must wait for the siblings.
+	merge StageID
 	// sumD is the largest Σd over source→sink paths through the module (budget split);
 	// prefD the largest Σd over source→module prefixes (cumulative budgets).
 	sumD, prefD Time
@@ -440,6 +446,8 @@ func (p *Pipeline) Attach(v View) error {
 	p.epsN = max(1, int(math.Round(par["eps_window_s"]/par["sync_s"])))
 	p.muN = min(p.epsN, max(1, int(math.Round(par["mu_window_s"]/par["sync_s"]))))
 	p.hopInLsub = par["hop_in_lsub"] != 0
+	p.cancel = par["sibling_cancel"] != 0
+	p.doomed = map[ReqID]pardDrop{}
 	seed := uint64(par["seed"])
 	p.rng = rand.New(rand.NewPCG(seed, 0x5a4d_7061_7264_0001))
 	p.deferred = map[ReqID]pardDrop{}
@@ -588,6 +596,15 @@ func (p *Pipeline) build(ring int) error {
 				pre = max(pre, p.mods[pr].prefD)
 			}
 			m.prefD = pre + m.d
+			m.merge = NoStage
+			for cur := s; len(d.Stages[cur].Next) == 1; {
+				n := d.Stages[cur].Next[0]
+				if len(preds[n]) > 1 {
+					m.merge = n
+					break
+				}
+				cur = n
+			}
 			m.sumD = m.prefD + down
 			// Ancestors for pard-oc.
 			seen := map[StageID]bool{}
@@ -620,6 +637,23 @@ func (p *Pipeline) drop(out *Decisions, id ReqID, stage StageID, reason DropReas
 	if p.gone(id) {
 		return
 	}
+	if mg := p.mods[stage].merge; mg != NoStage && !p.cancel {
+		// Without sibling cancellation the other branches keep working on the request
+		// (their GPU time then counts as invalid); the drop is issued at the merge once
+		// every branch is accounted for, the dropped one counting as arrived.
+		if _, ok := p.doomed[id]; !ok {
+			p.doomed[id] = pardDrop{stage, reason, est}
+		}
+		k := joinKey{id, mg}
+		c := p.join[k] + 1
+		if int(c) < p.mods[mg].preds {
+			p.join[k] = c
+			return
+		}
+		delete(p.join, k)
+		p.dropDoomed(out, id)
+		return
+	}
 	for int(id) >= len(p.flags) {
 		p.flags = append(p.flags, 0)
 	}
@@ -629,6 +663,22 @@ func (p *Pipeline) drop(out *Decisions, id ReqID, stage StageID, reason DropReas
 		return
 	}
 	out.Drop(id, stage, reason, est)
+}
+
+// dropDoomed issues the first drop decided on any branch of a request whose branches are
+// all done.
+func (p *Pipeline) dropDoomed(out *Decisions, id ReqID) {
+	dd := p.doomed[id]
+	delete(p.doomed, id)
+	for int(id) >= len(p.flags) {
+		p.flags = append(p.flags, 0)
+	}
+	p.flags[id] |= flagGone
+	if p.v.Req(id).InFlight() {
+		p.deferred[id] = dd
+		return
+	}
+	out.Drop(id, dd.stage, dd.reason, dd.est)
 }
 
 // flushDeferred issues a kept drop once no batch holds the request any more.
@@ -684,6 +734,10 @@ func (p *Pipeline) arriveAt(now Time, s StageID, id ReqID, out *Decisions) {
 			return
 		}
 		delete(p.join, k)
+		if _, ok := p.doomed[id]; ok {
+			p.dropDoomed(out, id)
+			return
+		}
 	}
 	m.inCur++
 	if p.variant.rule == ruleOC && m.throttle {

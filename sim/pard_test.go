@@ -266,6 +266,33 @@ func TestPipelinePoliciesConserveRequests(t *testing.T) {
 	}
 }
 
+// TestSiblingCancellation runs the DAG app with and without sibling cancellation (§8.8):
+// both conserve requests, and cancelling the sibling branches can only reduce the GPU time
+// spent on requests that end up dropped.
+func TestSiblingCancellation(t *testing.T) {
+	rates, err := PARDTrace("tweet", 60, 150, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _ := demo.AppByName("da")
+	inv := map[string]float64{}
+	for _, cancel := range []string{"0", "1"} {
+		m, err := RunPipeline(PipelineRun{Dep: toyApp(t, app, 60), Rates: rates, Seed: 4,
+			Policy: runtime.Config{Policy: "pard", Params: map[string]string{"autoscale": "1", "cold_start_s": "10", "samples": "500", "sibling_cancel": cancel}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Completed+m.Late+m.Dropped != m.Requests || m.Dropped == 0 {
+			t.Fatalf("cancel=%s: %d requests, %d+%d+%d outcomes", cancel, m.Requests, m.Completed, m.Late, m.Dropped)
+		}
+		inv[cancel] = m.InvalidRate
+	}
+	t.Logf("invalid rate: siblings keep running %.4f, cancelled %.4f", inv["0"], inv["1"])
+	if inv["1"] > inv["0"] {
+		t.Errorf("sibling cancellation raised the invalid rate: %.4f > %.4f", inv["1"], inv["0"])
+	}
+}
+
 // toyApp lays out a bundled app with the spec's rule-of-thumb provisioning (batch 4, n =
 // ceil(rate·d/b)) for tests that must not depend on the solver.
 func toyApp(t testing.TB, app demo.App, rate float64) *runtime.Deployment {
