@@ -58,7 +58,9 @@ func TestOverload(t *testing.T) {
 	ts := httptest.NewServer(s)
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 512, MaxIdleConnsPerHost: 512}}
 	spec, _ := sim.ParseArrival("poisson")
-	res, err := Run(context.Background(), Options{URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 5, Client: client})
+	res, err := Run(context.Background(), Options{URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 5, Client: client,
+		// A lost request is one never answered: wait far longer than any answer can take.
+		Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
