@@ -169,3 +169,26 @@ func BenchmarkZooAllGPUs(b *testing.B) {
 		}
 	}
 }
+
+// TestGenerationsOrdered is a sanity check on the uncalibrated GPUs: on every zoo model at
+// batch 8, a newer part of the same line is faster (T4 < P4, A10 < T4, A100 < V100,
+// H100 < A100, H200 ≤ H100).
+func TestGenerationsOrdered(t *testing.T) {
+	pairs := [][2]string{{"T4", "P4"}, {"A10", "T4"}, {"A100", "V100"}, {"H100", "A100"}, {"H200", "H100"}}
+	for _, name := range zoo.Names() {
+		g, err := zoo.Build(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp, err := Profile(g, Options{GPUs: gpus.Names(), DefaultGrid: []Point{{1, 8}}, Noise: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pairs {
+			newer, older := mustLookup(t, mp, p[0], 1, 8).WholeUs(), mustLookup(t, mp, p[1], 1, 8).WholeUs()
+			if newer > older*1.0001 {
+				t.Errorf("%s b=8: %s %.2f ms slower than %s %.2f ms", name, p[0], newer/1000, p[1], older/1000)
+			}
+		}
+	}
+}
