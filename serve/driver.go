@@ -73,9 +73,10 @@ func (t *tracker) close() {
 }
 
 // generation is one engine serving one deployment. A reload creates a new generation; so does
-// a periodic rotation (the engine keeps every request it ever saw, so an idle driver swaps in
-// a fresh engine of the same deployment to bound memory). Events carry their generation and
-// stale ones are ignored.
+// a periodic rotation: the engine keeps every request it ever saw, so after rotateAt requests
+// an idle driver swaps in a fresh engine of the same deployment, and a driver that is never
+// idle migrates to the same plan (pause, flush, switch) to bound memory. Events carry their
+// generation number and stale ones are ignored.
 type generation struct {
 	n      int
 	plan   *formats.Plan
@@ -270,18 +271,20 @@ func (d *driver) run(first *generation) {
 // idle engine, and re-arms the timer for the earliest pending entry.
 func (d *driver) afterEvent() {
 	g := d.gen
-	if g.outstanding == 0 {
-		switch {
-		case d.draining:
-			d.exit = true
-			return
-		case d.migrating != nil:
-			d.completeMigration()
-		case len(g.eng.Requests()) >= d.rotateAt:
-			if err := d.attach(g); err != nil {
-				d.log.Error("rotating the engine", "err", err)
-			}
+	switch {
+	case g.outstanding == 0 && d.draining:
+		d.exit = true
+		return
+	case g.outstanding == 0 && d.migrating != nil:
+		d.completeMigration()
+	case g.outstanding == 0 && len(g.eng.Requests()) >= d.rotateAt:
+		if err := d.attach(g); err != nil {
+			d.log.Error("rotating the engine", "err", err)
 		}
+	case len(g.eng.Requests()) >= d.rotateAt+d.rotateAt/4 && d.migrating == nil && !d.draining:
+		// Never idle under sustained load: rotate as a migration to the same plan (a pause
+		// of at most one flush, once per 2^20 requests).
+		d.startMigration(&reloadReq{next: g, reply: make(chan error, 1)})
 	}
 	d.arm()
 }
@@ -630,7 +633,9 @@ func (d *driver) startMigration(r *reloadReq) {
 	}
 	r.began = d.now
 	d.migrating = r
-	d.m.setReady(false)
+	if r.next != d.gen {
+		d.m.setReady(false) // a rotation is too short to tell load balancers
+	}
 	d.push(timerItem{at: d.now + d.flushFor, kind: tFlush, gen: d.gen.n})
 }
 
@@ -638,16 +643,24 @@ func (d *driver) completeMigration() {
 	r := d.migrating
 	d.migrating = nil
 	old := d.gen
-	if err := d.switchTo(r.next); err != nil {
-		d.log.Error("switching plans: keeping the old one", "err", err)
-		r.next.exec.retire()
-		r.reply <- err
-	} else {
-		old.exec.retire()
+	switch {
+	case r.next == old:
+		// A rotation: the same plan on a fresh engine.
+		if err := d.attach(old); err != nil {
+			d.log.Error("rotating the engine", "err", err)
+		}
+	default:
+		if err := d.switchTo(r.next); err != nil {
+			d.log.Error("switching plans: keeping the old one", "err", err)
+			r.next.exec.retire()
+			r.reply <- err
+		} else {
+			old.exec.retire()
+			d.log.Info("plan switched", "digest", r.next.digest, "paused_us", int64(d.now-r.began), "held", len(d.paused))
+		}
 	}
 	paused := d.paused
 	d.paused = nil
-	d.log.Info("plan switched", "digest", r.next.digest, "paused_us", int64(d.now-r.began), "held", len(paused))
 	for _, c := range paused {
 		d.feed(c)
 	}
@@ -665,7 +678,9 @@ func (d *driver) startDrain(deadline time.Time) {
 	d.draining = true
 	d.m.setReady(false)
 	if d.migrating != nil {
-		d.migrating.next.exec.retire()
+		if d.migrating.next != d.gen {
+			d.migrating.next.exec.retire()
+		}
 		d.migrating.reply <- fmt.Errorf("the server is shutting down")
 		d.migrating = nil
 		for _, c := range d.paused {

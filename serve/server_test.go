@@ -463,3 +463,25 @@ func TestMaxInFlight(t *testing.T) {
 		t.Errorf("after the first finished: %d", code)
 	}
 }
+
+// TestRotation: the engine is replaced after rotateAt requests, idle or not, and no request
+// is lost across the swaps.
+func TestRotation(t *testing.T) {
+	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json")})
+	s.d.do(func() { s.d.rotateAt = 16 })
+	codes := concurrent(t, ts.URL+"/v2/models/demo/infer", 300, 300*time.Microsecond)
+	for i, c := range codes {
+		if c != 200 && c != 503 {
+			t.Errorf("request %d: status %d", i, c)
+		}
+	}
+	var gens, reqs int
+	s.d.do(func() { gens, reqs = s.d.gens, len(s.d.gen.eng.Requests()) })
+	if gens < 5 || reqs > 16+16/4+64 {
+		t.Errorf("%d engines, the last holds %d requests", gens, reqs)
+	}
+	_, mt := get(t, ts.URL+"/metrics")
+	if !strings.Contains(string(mt), `plan_requests_total{model="demo"} 300`) || !strings.Contains(string(mt), `plan_requests_in_flight{model="demo"} 0`) {
+		t.Errorf("metrics:\n%s", mt)
+	}
+}
