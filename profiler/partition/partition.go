@@ -102,8 +102,7 @@ func (in *Input) check() (layers int, err error) {
 
 // Run partitions with the given method.
 func Run(in Input, m Method) (*Result, error) {
-	layers, err := in.check()
-	if err != nil {
+	if _, err := in.check(); err != nil {
 		return nil, err
 	}
 	n := in.Blocks
@@ -117,6 +116,7 @@ func Run(in Input, m Method) (*Result, error) {
 		bounds = GreedyBounds(in.Latency[in.Reference], n)
 		info.ReferenceGPU = in.GPUs[in.Reference]
 	case MinTraffic:
+		var err error
 		bounds, info.LowerBound, info.UpperBound, err = minTrafficLadder(in.Latency, in.Cuts, n)
 		if errors.Is(err, ErrInfeasible) {
 			// Even the loosest bounds fail (a few layers dominate the model): fall back
@@ -129,7 +129,6 @@ func Run(in Input, m Method) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("partition method %q: must be greedy or min-traffic", m)
 	}
-	_ = layers
 	return assemble(in, bounds, info), nil
 }
 

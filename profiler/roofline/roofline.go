@@ -52,11 +52,11 @@ func Grid(levels, batches []int) []Point {
 	return out
 }
 
-// layer kinds.
+// Layer kinds, as the cost model treats them.
 const (
-	kindCompute = iota // launched kernel: roofline + overhead
-	kindFused          // epilogue of the previous kernel: extra bytes only
-	kindView           // metadata only: free
+	KindCompute = iota // a launched kernel: roofline + overhead
+	KindFused          // epilogue of the previous kernel: extra bytes only
+	KindView           // metadata only (Reshape, Flatten): free
 )
 
 // fusable ops can run as the epilogue of a preceding kernel.
@@ -73,6 +73,7 @@ var viewOps = map[string]bool{
 
 // Layer is a node's cost as the roofline sees it.
 type Layer struct {
+	// Kind is KindCompute, KindFused or KindView.
 	Kind  int
 	FLOPs float64 // per sample
 	W     float64 // weight bytes
@@ -89,10 +90,10 @@ func Layers(g *graph.Graph) []Layer {
 		l := Layer{FLOPs: n.FLOPs, W: float64(n.ParamBytes), A: n.ActBytes}
 		switch {
 		case viewOps[n.Op]:
-			l.Kind = kindView
+			l.Kind = KindView
 			l.A = 0
 		case fusable[n.Op] && prevKernel && readsAny(n, chain):
-			l.Kind = kindFused
+			l.Kind = KindFused
 			l.FLOPs = 0
 			var extra float64
 			var outElems float64
@@ -117,14 +118,14 @@ func Layers(g *graph.Graph) []Layer {
 			}
 			l.A = extra
 		default:
-			l.Kind = kindCompute
+			l.Kind = KindCompute
 			chain = map[string]float64{}
 			chainMax = 0
 		}
-		if l.Kind != kindView {
-			prevKernel = l.Kind == kindFused || isKernelOp(n.Op)
+		if l.Kind != KindView {
+			prevKernel = l.Kind == KindFused || isKernelOp(n.Op)
 		}
-		if l.Kind != kindView || prevKernel {
+		if l.Kind != KindView || prevKernel {
 			for _, o := range n.Outputs {
 				e := float64(graph.Elements(g.Tensors[o].Shape))
 				chain[o] = e
@@ -201,9 +202,9 @@ func (e *Estimator) memUs(bytes float64) float64 {
 func (e *Estimator) LayerUs(l Layer, b int) float64 {
 	fb := float64(b)
 	switch l.Kind {
-	case kindView:
+	case KindView:
 		return 0
-	case kindFused:
+	case KindFused:
 		return e.memUs(fb * l.A)
 	}
 	var tc float64

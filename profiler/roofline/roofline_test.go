@@ -29,7 +29,7 @@ func TestLayerUsHandComputed(t *testing.T) {
 		return bytes / (p.EtaMem * bw) * (1 - hit*(1-1/p.L2Boost))
 	}
 	// Compute-bound: 1 GFLOP, 1 MB of traffic, full occupancy.
-	big := Layer{Kind: kindCompute, FLOPs: 1e9, W: 5e5, A: 5e5}
+	big := Layer{Kind: KindCompute, FLOPs: 1e9, W: 5e5, A: 5e5}
 	want := 1e9/(p.EtaCompute*peak) + p.OverheadUs
 	if got := e.LayerUs(big, 1); !near(got, want) {
 		t.Errorf("compute-bound: %v µs, want %v", got, want)
@@ -40,21 +40,21 @@ func TestLayerUsHandComputed(t *testing.T) {
 		t.Errorf("compute-bound b=4: %v µs, want %v", got, want4)
 	}
 	// Memory-bound: 1 MFLOP over 64 MB.
-	thin := Layer{Kind: kindCompute, FLOPs: 1e6, W: 0, A: 64e6}
+	thin := Layer{Kind: KindCompute, FLOPs: 1e6, W: 0, A: 64e6}
 	if got, want := e.LayerUs(thin, 1), mem(64e6)+p.OverheadUs; !near(got, want) {
 		t.Errorf("memory-bound: %v µs, want %v", got, want)
 	}
 	// Under-occupied: 1 kFLOP runs at the rate of a partly filled GPU.
-	tiny := Layer{Kind: kindCompute, FLOPs: 1e3}
+	tiny := Layer{Kind: KindCompute, FLOPs: 1e3}
 	occ := 1e3 / (20 * p.PhiFLOPs)
 	if got, want := e.LayerUs(tiny, 1), 1e3/(p.EtaCompute*peak*occ)+p.OverheadUs; !near(got, want) {
 		t.Errorf("under-occupied: %v µs, want %v", got, want)
 	}
 	// Fused epilogues pay only their extra traffic; views are free.
-	if got, want := e.LayerUs(Layer{Kind: kindFused, A: 1e6}, 2), mem(2e6); !near(got, want) {
+	if got, want := e.LayerUs(Layer{Kind: KindFused, A: 1e6}, 2), mem(2e6); !near(got, want) {
 		t.Errorf("fused: %v, want %v", got, want)
 	}
-	if got := e.LayerUs(Layer{Kind: kindView, A: 1e9}, 8); got != 0 {
+	if got := e.LayerUs(Layer{Kind: KindView, A: 1e9}, 8); got != 0 {
 		t.Errorf("view: %v, want 0", got)
 	}
 }
