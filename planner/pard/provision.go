@@ -265,7 +265,12 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 			return strings.Join(parts, "; ")
 		}())
 	}
-	plan := &formats.PARDPlan{Policy: o.Policy, Params: o.Params}
+	params := o.Params
+	if params == nil {
+		// The spec's defaults (§2–§3, §8.5), written out so a plan documents what it runs.
+		params = map[string]float64{"lambda": 0.1, "window_s": 5, "smooth_window_s": 5, "eps_window_s": 30, "mu_window_s": 2}
+	}
+	plan := &formats.PARDPlan{Policy: o.Policy, Params: params}
 	for a, ai := range apps {
 		pa := formats.PARDApp{Name: ai.pl.Name, SLO: ai.pl.SLO, RateRPS: ai.rate}
 		for k, mod := range ai.pl.Modules {
