@@ -291,3 +291,15 @@ func PipelineCapacity(dep *runtime.Deployment) float64 {
 	}
 	return capacity
 }
+
+// FixCapacity turns a pipeline deployment into the stress test's fixed-capacity set-up:
+// every module keeps only the workers that serve from the start, so the autoscaler (if
+// enabled) has nothing to add.
+func FixCapacity(dep *runtime.Deployment) {
+	for i := range dep.Stages {
+		st := &dep.Stages[i]
+		if st.Active > 0 && st.Active < len(st.Pool) {
+			st.Pool = st.Pool[:st.Active]
+		}
+	}
+}

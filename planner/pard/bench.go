@@ -281,9 +281,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 				dep, err := rt.FromPARDPlan(plans[j.app])
 				if err == nil && j.factor > 0 {
 					// Stress: the planned workers only, a constant rate of factor × capacity.
-					for si := range dep.Stages {
-						dep.Stages[si].Pool = dep.Stages[si].Pool[:dep.Stages[si].Active]
-					}
+					sim.FixCapacity(dep)
 					rates = sim.StressRates(sim.PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
 				}
 				if err == nil {
