@@ -127,7 +127,7 @@ type driver struct {
 	gens      int
 	timers    timerHeap
 	seq       uint64
-	timer     *time.Timer
+	timer     wakeTimer
 	timerAt   runtime.Time
 	xjit      float64
 	xrng      *rand.Rand
@@ -160,8 +160,7 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 		rotateAt:  1 << 20,
 		timerAt:   runtime.Never,
 	}
-	d.timer = time.NewTimer(time.Hour)
-	d.timer.Stop()
+	d.timer = newWakeTimer()
 	return d
 }
 
@@ -242,6 +241,7 @@ func (d *driver) attach(g *generation) error {
 // run is the event loop.
 func (d *driver) run(first *generation) {
 	defer close(d.stopped)
+	defer d.timer.Close()
 	if err := d.switchTo(first); err != nil {
 		// prepare validated the same deployment and policy; this cannot happen.
 		panic(err)
@@ -254,7 +254,7 @@ func (d *driver) run(first *generation) {
 		case j := <-d.done:
 			d.now = d.clk.Now()
 			d.onJob(j)
-		case <-d.timer.C:
+		case <-d.timer.C():
 			d.timerAt = runtime.Never
 			d.now = d.clk.Now()
 			d.onTimers()

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package serve
+
+func newWakeTimer() wakeTimer { return newGoTimer() }
