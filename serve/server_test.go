@@ -198,7 +198,10 @@ func TestStrictShape(t *testing.T) {
 // drop is a 503 with the reason, the stage and Retry-After.
 func TestDrop(t *testing.T) {
 	p := loadPlan(t, "one-gpu.json")
-	_, ts := testServer(t, Options{Plan: p})
+	s, ts := testServer(t, Options{Plan: p})
+	// Hold the driver for a while so that the burst reaches it at once, whatever the
+	// machine's scheduling: the requests wait at the intake channel meanwhile.
+	go s.d.do(func() { time.Sleep(50 * time.Millisecond) })
 	const n = 24
 	type got struct {
 		code  int
