@@ -66,6 +66,9 @@ type Sample struct {
 	Status  int           // 0 = transport error
 	Reason  string
 	Stage   string
+	// ServerLatency is the latency the server reported (timing.latency_us): the client's
+	// latency without the HTTP round trip.
+	ServerLatency time.Duration
 }
 
 // Result is what Run returns: the report (the simulator's format) and the raw samples.
@@ -263,6 +266,15 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 		}
 	case resp.StatusCode != http.StatusOK:
 		s.Reason, s.Stage = fmt.Sprintf("http-%d", resp.StatusCode), "server"
+	default:
+		var r struct {
+			Timing struct {
+				LatencyUs int64 `json:"latency_us"`
+			} `json:"timing"`
+		}
+		if json.Unmarshal(body, &r) == nil {
+			s.ServerLatency = time.Duration(r.Timing.LatencyUs) * time.Microsecond
+		}
 	}
 }
 
