@@ -68,6 +68,11 @@ type Options struct {
 	Gap float64
 	// BatchAllowance adds β = ρ·(b−1)/λ̂ to the head stage's latency (two passes via NP).
 	BatchAllowance bool
+	// Replicas is how many pipelines may share one GPU-type sequence (each with its own
+	// cuts, slices and batch): 0 or 1 = one (the paper), n > 1 = n, -1 = K^{P−D} as in the
+	// authors' code. Replicas raise throughput and shrink the MILP's gap (the LP relaxation
+	// mixes several configurations of one sequence, which only replicas can realise).
+	Replicas int
 	// Rounding is RoundingPipeline (default) or RoundingStage.
 	Rounding string
 	// NoWarmStart disables the MIP start from the NP plan (for benchmarks of its effect).
@@ -136,6 +141,9 @@ func (o Options) validate() error {
 	}
 	if !(o.Gap > 0 && o.Gap < 1) {
 		msgs = append(msgs, fmt.Sprintf("gap: %g: must be in (0, 1)", o.Gap))
+	}
+	if o.Replicas < -1 || o.Replicas > 8 {
+		msgs = append(msgs, fmt.Sprintf("replicas: %d: must be -1 (authors' code), 0..8", o.Replicas))
 	}
 	if o.Rounding != RoundingStage && o.Rounding != RoundingPipeline {
 		msgs = append(msgs, fmt.Sprintf("rounding: %q: must be stage or pipeline", o.Rounding))

@@ -60,6 +60,12 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			x := m.AddContinuous("x_"+name, 0, t.xmax, obj)
 			b.u[mi][li], b.x[mi][li] = u, x
 			objTerms = append(objTerms, solver.Term{Var: x, Coef: -1})
+			if t.replica > 0 {
+				// Symmetry breaking between replicas of one type sequence: x[l,r] ≥ x[l,r+1]
+				// and u[l,r] ≥ u[l,r+1], so permuted copies of a plan are not re-explored.
+				m.AddRow("symx_"+name, 0, solver.Inf, solver.Term{Var: b.x[mi][li-1], Coef: 1}, solver.Term{Var: x, Coef: -1})
+				m.AddRow("symu_"+name, 0, solver.Inf, solver.Term{Var: b.u[mi][li-1], Coef: 1}, solver.Term{Var: u, Coef: -1})
+			}
 			b.y[mi][li] = make([][]solver.Var, len(t.stages))
 			b.g[mi][li] = make([][]solver.Var, len(t.stages))
 			b.f[mi][li] = make([][]solver.Var, len(t.stages))

@@ -20,8 +20,9 @@ func (o *option) lat() float64 { return o.C + o.Y + o.Beta }
 
 // tmpl is a pipeline template: a sequence of GPU types with the surviving options per stage.
 type tmpl struct {
-	types  []int
-	stages [][]option
+	types   []int
+	replica int // 0 for the first copy of a type sequence
+	stages  [][]option
 	xmax   float64 // upper bound on the pipeline's throughput, req/s
 	maxLat float64 // longest chain through surviving options, µs
 }
@@ -43,6 +44,25 @@ type spaceConfig struct {
 	counts []int
 	// relax builds the LP relaxation (diagnostics and tests of the formulation's strength).
 	relax bool
+	// replicas of every type sequence: 0 or 1 = one (paper), n > 1 = n, -1 = K^{P−D} (the
+	// authors' code, whose fixed-length templates with empty trailing stages repeat shorter
+	// sequences).
+	replicas int
+}
+
+// replicaCount is how many copies of a length-D type sequence the space holds.
+func (c spaceConfig) replicaCount(K, D int) int {
+	switch {
+	case c.replicas < 0:
+		n := 1
+		for range c.P - D {
+			n *= K
+		}
+		return n
+	case c.replicas == 0:
+		return 1
+	}
+	return c.replicas
 }
 
 func (p *problem) count(cfg spaceConfig, k int) int {
@@ -88,6 +108,12 @@ func (p *problem) templates(cfg spaceConfig) [][]int {
 func (p *problem) space(md *modelData, cfg spaceConfig) *modelSpace {
 	ms := &modelSpace{md: md, minLat: math.Inf(1)}
 	M := md.blocks
+	usableTypes := 0
+	for k := range p.types {
+		if p.count(cfg, k) > 0 {
+			usableTypes++
+		}
+	}
 	for _, types := range p.templates(cfg) {
 		D := len(types)
 		if D > M {
@@ -151,6 +177,14 @@ func (p *problem) space(md *modelData, cfg spaceConfig) *modelSpace {
 			ms.kept += len(t.stages[d])
 		}
 		ms.tmpls = append(ms.tmpls, t)
+		for r := 1; r < cfg.replicaCount(usableTypes, D); r++ {
+			cp := &tmpl{types: t.types, replica: r, xmax: t.xmax, maxLat: t.maxLat, stages: make([][]option, D)}
+			for d := range t.stages {
+				cp.stages[d] = slices.Clone(t.stages[d])
+				ms.kept += len(t.stages[d])
+			}
+			ms.tmpls = append(ms.tmpls, cp)
+		}
 	}
 	return ms
 }

@@ -183,11 +183,12 @@ func countOptions(st *stats, spaces []*modelSpace) {
 // WebAssembly and our LP relaxation is tight (throughput flows along contiguous chains), so
 // the LP guides the search:
 //  1. NP plan (warm start), LP relaxation of the full model (a valid global bound);
-//  2. the MILP restricted to the options the LP uses plus the NP options: small, fast, and
-//     often proves the target gap against the LP bound on its own;
+//  2. the MILP restricted to the templates the LP uses, at the batches it uses them with
+//     (any cuts and slices), plus the NP options: small, fast, and often proves the target
+//     gap against the LP bound on its own;
 //  3. otherwise the full MILP, warm-started from the restricted plan, with the time left.
 func (s *session) ppipe() ([]pipe, stats, error) {
-	cfg := spaceConfig{P: s.p.opts.MaxPartitions}
+	cfg := spaceConfig{P: s.p.opts.MaxPartitions, replicas: s.p.opts.Replicas}
 	spaces, err := s.spaces(cfg)
 	if err != nil {
 		return nil, stats{}, err
@@ -223,8 +224,29 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		if lres.Status == solver.StatusOptimal {
 			bound = lres.Objective
 			const eps = 1e-7
+			inLP := func(m, l, d, o int) bool {
+				return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
+			}
+			// Batches the LP uses per template: the restricted MILP may re-cut and re-slice
+			// those templates freely at those batches (the LP's own support is too narrow:
+			// its integer optimum is often several % below the best plan).
+			lpBatch := map[[3]int]bool{}
+			for m, ms := range spaces {
+				for l, t := range ms.tmpls {
+					for d, st := range t.stages {
+						for o, op := range st {
+							if inLP(m, l, d, o) {
+								lpBatch[[3]int{m, l, op.b}] = true
+							}
+						}
+					}
+				}
+			}
 			keep := func(m, l, d, o int) bool {
-				if lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps {
+				if inLP(m, l, d, o) {
+					return true
+				}
+				if lpBatch[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
 					return true
 				}
 				if npAssign != nil {
@@ -464,6 +486,7 @@ func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error)
 		"rounding":        o.Rounding,
 		"batch_allowance": strconv.FormatBool(o.BatchAllowance),
 		"warm_start":      strconv.FormatBool(!o.NoWarmStart),
+		"replicas":        strconv.Itoa(o.Replicas),
 	}
 	if o.SLO > 0 {
 		opts["slo"] = o.SLO.String()

@@ -1,0 +1,74 @@
+package ppipe
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestDebugCase solves one benchmark case once (CASE=i, optional P=, LIMIT=) for diagnosis.
+func TestDebugCase(t *testing.T) {
+	if os.Getenv("CASE") == "" {
+		t.Skip("set CASE")
+	}
+	i, _ := strconv.Atoi(os.Getenv("CASE"))
+	c := benchCases[i]
+	P := c.P
+	if s := os.Getenv("P"); s != "" {
+		P, _ = strconv.Atoi(s)
+	}
+	limit := 60 * time.Second
+	if s := os.Getenv("LIMIT"); s != "" {
+		limit, _ = time.ParseDuration(s)
+	}
+	start := time.Now()
+	pl, err := Solve(context.Background(), c.inputs(), Options{MaxPartitions: P, TimeLimit: limit, Rounding: os.Getenv("ROUNDING"), Replicas: replicasEnv(), NoLPGuide: os.Getenv("NOLP") != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v status %s obj %.2f bound %.2f gap %.4f%% options %s/%s", time.Since(start), pl.Provenance.Status, pl.Provenance.Objective, pl.Provenance.Bound, pl.Provenance.Gap*100, pl.PPipe.Extra["options_kept"], pl.PPipe.Extra["options_raw"])
+}
+
+func TestDebugLPCase(t *testing.T) {
+	if os.Getenv("LPCASE") == "" {
+		t.Skip("set LPCASE")
+	}
+	i, _ := strconv.Atoi(os.Getenv("LPCASE"))
+	c := benchCases[i]
+	o := Options{MaxPartitions: c.P, Rounding: os.Getenv("ROUNDING")}.withDefaults()
+	p, err := prepare(c.inputs(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := spaceConfig{P: c.P, relax: true}
+	s := &session{p: p, ctx: context.Background(), began: time.Now(), deadline: time.Now().Add(time.Minute)}
+	spaces, _ := s.spaces(cfg)
+	b := p.build(spaces, cfg)
+	res, err := s.run("lp", b, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("LP %.2f", res.Objective)
+	for mi, ms := range spaces {
+		for li, tp := range ms.tmpls {
+			if res.Values[b.x[mi][li]] < 1e-6 {
+				continue
+			}
+			t.Logf("m%d tmpl %v x=%.2f u=%.3f xmax %.1f", mi, tp.types, res.Values[b.x[mi][li]], res.Values[b.u[mi][li]], tp.xmax)
+			for d := range tp.stages {
+				for oi, op := range tp.stages[d] {
+					if f := res.Values[b.f[mi][li][d][oi]]; f > 1e-6 || res.Values[b.y[mi][li][d][oi]] > 1e-6 {
+						t.Logf("   d%d v%d b%d [%d,%d) y=%.3f f=%.1f g=%.2f X=%.1f lat=%.0f budget=%.0f G=%d", d, op.v, op.b, op.i, op.j, res.Values[b.y[mi][li][d][oi]], f, res.Values[b.g[mi][li][d][oi]], op.X, op.lat(), ms.md.budget, op.G)
+					}
+				}
+			}
+		}
+	}
+}
+
+func replicasEnv() int {
+	n, _ := strconv.Atoi(os.Getenv("REPLICAS"))
+	return n
+}
