@@ -23,8 +23,8 @@ type tmpl struct {
 	types   []int
 	replica int // 0 for the first copy of a type sequence
 	stages  [][]option
-	xmax   float64 // upper bound on the pipeline's throughput, req/s
-	maxLat float64 // longest chain through surviving options, µs
+	xmax    float64 // upper bound on the pipeline's throughput, req/s
+	maxLat  float64 // longest chain through surviving options, µs
 }
 
 // modelSpace is the pruned option space of one model.
