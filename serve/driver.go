@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/serve/internal/waketimer"
 )
 
 // call is one accepted HTTP request on its way through the driver. The handler goroutine
@@ -127,7 +128,7 @@ type driver struct {
 	gens      int
 	timers    timerHeap
 	seq       uint64
-	timer     wakeTimer
+	timer     waketimer.Timer
 	timerAt   runtime.Time
 	xjit      float64
 	xrng      *rand.Rand
@@ -160,7 +161,7 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 		rotateAt:  1 << 20,
 		timerAt:   runtime.Never,
 	}
-	d.timer = newWakeTimer()
+	d.timer = waketimer.New()
 	return d
 }
 

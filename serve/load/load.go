@@ -24,6 +24,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/internal/waketimer"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -182,18 +183,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	sent := 0
 	cancelled := false
 	var lastProgress time.Time
+	// A precise timer: Go's timers would release arrivals up to 1 ms late in clumps, making
+	// the trace burstier than the simulator's.
+	wt := waketimer.New()
+	defer wt.Close()
 send:
 	for i, a := range arrivals {
 		due := start.Add(time.Duration(a.t) * time.Microsecond)
-		if d := time.Until(due); d > 0 {
+		if d := time.Until(due); d <= 0 {
+			lag = max(lag, -d)
+		}
+		for d := time.Until(due); d > 0; d = time.Until(due) {
+			wt.Reset(d)
 			select {
-			case <-time.After(d):
+			case <-wt.C():
 			case <-ctx.Done():
 				cancelled = true
 				break send
 			}
-		} else if l := -d; l > lag {
-			lag = l
 		}
 		samples[i] = Sample{App: a.app, Arrival: time.Duration(a.t) * time.Microsecond}
 		wg.Add(1)

@@ -1,17 +1,23 @@
-package serve
+// Package waketimer is a one-shot, re-armable timer with microsecond precision for the serve
+// driver and the load generator. Go's runtime timers sleep in epoll_wait, whose timeout has
+// millisecond granularity, so a process that is idle between events wakes up to ~1 ms late
+// (0.5 ms on average); on Linux this package arms a timerfd instead, which the network poller
+// watches like any other descriptor, so the wakeup comes when the hrtimer expires. Nothing
+// busy-waits.
+package waketimer
 
 import "time"
 
-// wakeTimer wakes the driver at the earliest pending timer entry. C receives a token when
-// the timer fires; spurious tokens are harmless (the driver re-checks its heap).
-type wakeTimer interface {
+// Timer wakes its owner. C receives a token when the timer fires; a token may be stale (the
+// timer was re-armed meanwhile), so owners re-check the time.
+type Timer interface {
 	C() <-chan struct{}
 	// Reset arms the timer to fire after d (replacing any pending expiry).
 	Reset(d time.Duration)
 	Close()
 }
 
-// goTimer is the portable wakeTimer on a time.Timer.
+// goTimer is the portable Timer on a time.Timer.
 type goTimer struct {
 	t    *time.Timer
 	c    chan struct{}

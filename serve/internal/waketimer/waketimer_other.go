@@ -1,5 +1,6 @@
 //go:build !linux
 
-package serve
+package waketimer
 
-func newWakeTimer() wakeTimer { return newGoTimer() }
+// New makes a disarmed timer; Close releases it.
+func New() Timer { return newGoTimer() }
