@@ -292,6 +292,13 @@ func resolveOptions(plan *formats.Plan, timeLimit time.Duration) (ppipe.Options,
 	o.Rounding = rec["rounding"]
 	o.BatchAllowance = rec["batch_allowance"] == "true"
 	o.NoWarmStart = rec["warm_start"] == "false"
+	if v, ok := rec["replicas"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, "replicas: "+v)
+		}
+		o.Replicas = n
+	}
 	if len(errs) > 0 {
 		return o, fmt.Errorf("provenance.options: unreadable values: %s", strings.Join(errs, ", "))
 	}

@@ -33,6 +33,7 @@ type solveOptions struct {
 	batchAllowance bool
 	deterministic  bool
 	noWarmStart    bool
+	replicas       int
 }
 
 func init() { register(newSolveCmd) }
@@ -78,6 +79,7 @@ gap. An SLO no pipeline can meet exits 2 and names the smallest feasible SLO per
 	f.BoolVar(&o.batchAllowance, "batch-allowance", false, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	f.BoolVar(&o.noWarmStart, "no-warm-start", false, "do not start the MILP from the NP plan")
+	f.IntVar(&o.replicas, "replicas", 1, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
 	return cmd
 }
 
@@ -168,7 +170,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	opts := ppipe.Options{
 		Strategy: o.strategy, MaxPartitions: o.maxPartitions, Alpha: alpha, SLO: o.slo,
 		TimeLimit: o.timeLimit, Gap: o.gap, BatchAllowance: o.batchAllowance, Rounding: o.rounding,
-		NoWarmStart: o.noWarmStart, Deterministic: o.deterministic,
+		NoWarmStart: o.noWarmStart, Deterministic: o.deterministic, Replicas: o.replicas,
 	}
 	pr := &progressPrinter{app: app}
 	if !app.Quiet {
