@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/runtime"
 )
 
 func loadPlan(t testing.TB, name string) *formats.Plan {
@@ -103,10 +104,10 @@ func get(t testing.TB, url string) (int, []byte) {
 }
 
 func TestInfer(t *testing.T) {
-	for _, plan := range []string{"demo-plan.json", "nic.json"} {
-		t.Run(plan, func(t *testing.T) {
-			p := loadPlan(t, plan)
-			_, ts := testServer(t, Options{Plan: p})
+	for _, tc := range []struct{ plan, policy string }{{"demo-plan.json", ""}, {"nic.json", ""}, {"nic.json", "reactive"}} {
+		t.Run(tc.plan+"/"+tc.policy, func(t *testing.T) {
+			p := loadPlan(t, tc.plan)
+			_, ts := testServer(t, Options{Plan: p, Policy: runtime.Config{Policy: tc.policy}})
 			model := p.PPipe.Models[0].Model
 			code, _, body := post(t, ts.URL+"/v2/models/"+model+"/infer", inferBody(1, 2.5, -3))
 			if code != 200 {
