@@ -25,14 +25,14 @@ type Params struct {
 // calibrated holds the fitted constants. See CALIBRATION.md for the targets and the
 // remaining error per target.
 var calibrated = map[string]Params{
-	"P4":   {EtaCompute: 0.70, EtaMem: 0.80, PhiFLOPs: 1e6, OverheadUs: 10, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
-	"T4":   {EtaCompute: 0.58, EtaMem: 0.60, PhiFLOPs: 1e6, OverheadUs: 8, L2Boost: 1.5, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
-	"L4":   {EtaCompute: 0.55, EtaSmall: 0.20, HalfWorkFLOPs: 2e9, EtaMem: 0.80, PhiFLOPs: 1.5e6, OverheadUs: 5, L2Boost: 2, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
-	"V100": {EtaCompute: 0.85, EtaMem: 0.85, PhiFLOPs: 1.5e6, OverheadUs: 5, L2Boost: 1.5, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
+	"P4":   {EtaCompute: 0.80, EtaMem: 0.80, PhiFLOPs: 1e6, OverheadUs: 10, L2Boost: 1.5, Kappa: [4]float64{1, 1, 1, 1}},
+	"T4":   {EtaCompute: 0.70, EtaMem: 0.60, PhiFLOPs: 1e6, OverheadUs: 8, L2Boost: 1.5, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
+	"L4":   {EtaCompute: 0.65, EtaSmall: 0.12, HalfWorkFLOPs: 8e9, EtaMem: 0.80, PhiFLOPs: 0.6e6, OverheadUs: 5, L2Boost: 2, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
+	"V100": {EtaCompute: 0.85, EtaMem: 0.85, PhiFLOPs: 0.8e6, OverheadUs: 5, L2Boost: 1.5, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
 	// No targets exist for these. A10 takes L4's constants (same tensor-core generation
 	// family, TF32); A100/H100/H200 use TF32 tensor cores whose efficiency needs larger
 	// layers to ramp up (bigger GPUs), V100-like slicing, and HBM at 80%.
-	"A10":  {EtaCompute: 0.55, EtaSmall: 0.20, HalfWorkFLOPs: 2e9, EtaMem: 0.80, PhiFLOPs: 1.5e6, OverheadUs: 5, L2Boost: 2, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
+	"A10":  {EtaCompute: 0.65, EtaSmall: 0.12, HalfWorkFLOPs: 8e9, EtaMem: 0.80, PhiFLOPs: 0.6e6, OverheadUs: 5, L2Boost: 2, Kappa: [4]float64{1, 0.97, 1.02, 1.04}},
 	"A100": {EtaCompute: 0.50, EtaSmall: 0.15, HalfWorkFLOPs: 4e9, EtaMem: 0.80, PhiFLOPs: 2e6, OverheadUs: 5, L2Boost: 2, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
 	"H100": {EtaCompute: 0.45, EtaSmall: 0.12, HalfWorkFLOPs: 6e9, EtaMem: 0.80, PhiFLOPs: 2e6, OverheadUs: 4, L2Boost: 2, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},
 	"H200": {EtaCompute: 0.45, EtaSmall: 0.12, HalfWorkFLOPs: 6e9, EtaMem: 0.80, PhiFLOPs: 2e6, OverheadUs: 4, L2Boost: 2, Kappa: [4]float64{1, 0.87, 0.82, 0.83}},

@@ -12,7 +12,7 @@ import (
 
 // ppipeModels are the PPipe evaluation models the zoo has (6 of 18: the detectors and the
 // other segmenters are not built).
-var ppipeModels = []string{"convnext-l", "efficientnet-b8", "inception-v3", "repvgg-b3", "wide-resnet101-2", "fcn-r101-d8"}
+var ppipeModels = []string{"convnext-l", "efficientnet-b8", "inception-v3", "repvgg-b3", "wide-resnet101-2", "atss-r50", "centernet-r18", "fsaf-r50", "gfl-x101", "rtmdet-x", "efficientdet-d1", "apcnet-r101-d8", "dnl-r101-d8", "encnet-r101-d8", "fcn-r101-d8", "gcnet-r101-d8", "nonlocal-r101-d8", "colorization-v2"}
 
 type calib struct {
 	l4Ms       map[string]float64            // block-sum latency on L4, b=1

@@ -214,3 +214,41 @@ func (b *builder) finish(outputs ...string) (*graph.Graph, error) {
 	}
 	return b.g, nil
 }
+
+func (b *builder) sub(x, y string) string { return b.binary("Sub", x, y) }
+
+// adaptiveAvgPool pools a [C, H, W] map to s×s the way ONNX can: stride ⌊H/s⌋ and a kernel
+// that makes the last window end at the border (PyTorch's adaptive windows differ by at most
+// one row or column).
+func (b *builder) adaptiveAvgPool(x string, s int64) string {
+	in := b.shape(x)
+	sh, sw := in[1]/s, in[2]/s
+	kh, kw := in[1]-(s-1)*sh, in[2]-(s-1)*sw
+	attrs := map[string][]int64{"kernel_shape": {kh, kw}, "strides": {sh, sw}, "pads": {0, 0, 0, 0}}
+	return b.node("AveragePool", []string{x}, []int64{in[0], s, s}, attrs)
+}
+
+// reduceMean averages over one per-sample axis, keeping it (size 1).
+func (b *builder) reduceMean(x string, axis int64) string {
+	s := append([]int64(nil), b.shape(x)...)
+	s[axis] = 1
+	return b.node("ReduceMean", []string{x}, s, map[string][]int64{"axes": {axis + 1}, "keepdims": {1}})
+}
+
+// deconv is a k×k transposed convolution with stride s and padding p:
+// out = (in−1)·s − 2p + k.
+func (b *builder) deconv(x string, cout, k, s, p int64) string {
+	in := b.shape(x)
+	h := (in[1]-1)*s - 2*p + k
+	w := (in[2]-1)*s - 2*p + k
+	attrs := map[string][]int64{
+		"kernel_shape": {k, k}, "strides": {s, s}, "pads": {p, p, p, p}, "dilations": {1, 1}, "group": {1},
+	}
+	return b.node("ConvTranspose", []string{x}, []int64{cout, h, w}, attrs)
+}
+
+// flat2 reshapes a [C, H, W] map to [C, H·W].
+func (b *builder) flat2(x string) string {
+	s := b.shape(x)
+	return b.reshape(x, s[0], s[1]*s[2])
+}

@@ -64,6 +64,21 @@ func fcnR101D8() (*graph.Graph, error) {
 // fcn is the dilated-ResNet FCN with the given stage depths, base width and input size.
 func fcn(name string, depths []int, width, h, w int64) (*graph.Graph, error) {
 	b, x := newBuilder(name, 3, h, w)
+	x = resnetD8(b, x, depths, width)
+	b.scope("decode")
+	in := x
+	head := width * 8
+	y := b.relu(b.conv(x, head, 3, 1))
+	y = b.relu(b.conv(y, head, 3, 1))
+	y = b.relu(b.conv(b.concat(in, y), head, 3, 1))
+	y = b.conv(y, 19, 1, 1)
+	y = b.resize(y, 8)
+	return b.finish(y)
+}
+
+// resnetD8 is mmsegmentation's ResNetV1c backbone with output stride 8: a deep stem (three
+// 3×3 convs), then bottleneck stages where stages 3 and 4 keep stride 1 and dilate by 2 and 4.
+func resnetD8(b *builder, x string, depths []int, width int64) string {
 	b.scope("stem")
 	x = b.relu(b.conv(x, width/2, 3, 2))
 	x = b.relu(b.conv(x, width/2, 3, 1))
@@ -82,15 +97,7 @@ func fcn(name string, depths []int, width, h, w int64) (*graph.Graph, error) {
 			x = bottleneck(b, x, planes, planes*4, st, dilations[s])
 		}
 	}
-	b.scope("decode")
-	in := x
-	head := width * 8
-	y := b.relu(b.conv(x, head, 3, 1))
-	y = b.relu(b.conv(y, head, 3, 1))
-	y = b.relu(b.conv(b.concat(in, y), head, 3, 1))
-	y = b.conv(y, 19, 1, 1)
-	y = b.resize(y, 8)
-	return b.finish(y)
+	return x
 }
 
 // repvggB3 is RepVGG-B3 in its deployed (re-parameterized) form: plain 3×3 conv + ReLU
@@ -281,11 +288,11 @@ func inceptionV3() (*graph.Graph, error) {
 }
 
 // demoCNN is the model behind `plan profile` / `plan solve` with no inputs: 29 convolutions
-// and a classifier on a 3×1024×1024 video frame, about 31 GFLOPs (L4 ≈ 2.2 ms at batch 1 in
+// and a classifier on a 3×1024×1024 video frame, about 31 GFLOPs (L4 ≈ 2.8 ms at batch 1 in
 // the roofline). The early stages are depthwise-separable blocks at high resolution (wide in
 // space, thin in channels: bandwidth-bound, P4 ≈ 2× slower than L4), the late stages
 // widening bottlenecks whose dense 3×3 convolutions run at 512–1024 channels (compute-bound,
-// P4 ≈ 6× slower), as PPipe observes on real models. Between the late blocks only a narrow
+// P4 ≈ 4× slower), as PPipe observes on real models. Between the late blocks only a narrow
 // tensor (≈ 100–500 KB in fp16) crosses, so pipelines that hand the tail to P4s are worth
 // their network transfer even on the demo cluster's shared 2 Gbit/s links.
 func demoCNN() (*graph.Graph, error) {

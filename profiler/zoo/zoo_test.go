@@ -21,6 +21,7 @@ var published = map[string]struct {
 	"inception-v3":     {23.8, 11.5, 0.10},
 	"repvgg-b3":        {110.9, 52.4, 0.05},
 	"bert-base":        {109.5, 22.4, 0.15},
+	"efficientdet-d1":  {6.6, 12.2, 0.10},
 	"bert-large":       {335.1, 79.3, 0.15},
 }
 
