@@ -85,7 +85,7 @@ func TestProfileBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown zoo", []string{"--zoo", "resnet9000"}, "known models: bert-base"},
+		{"unknown zoo", []string{"--zoo", "resnet9000"}, "known models: apcnet-r101-d8"},
 		{"bad batch", []string{"--zoo", "resnet50", "--batch", "8-1"}, "--batch"},
 		{"zero batch", []string{"--zoo", "resnet50", "--batch", "0"}, "--batch"},
 		{"bad vgpu", []string{"--zoo", "resnet50", "--vgpu", "1-5"}, "--vgpu"},
