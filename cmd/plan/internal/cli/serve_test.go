@@ -157,3 +157,37 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestParseSizeAndLoopback(t *testing.T) {
+	sizes := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{{"1048576", 1 << 20, true}, {"16MiB", 16 << 20, true}, {"64 KiB", 64 << 10, true}, {"2GB", 2e9, true}, {"0", 0, false}, {"-1", 0, false}, {"lots", 0, false}, {"9999999GiB", 0, false}}
+	for _, c := range sizes {
+		got, err := parseSize(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseSize(%q) = %d, %v", c.in, got, err)
+		}
+	}
+	urls := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080", true},
+		{"http://localhost:8080/", "http://localhost:8080", true},
+		{"http://[::1]:9000", "http://[::1]:9000", true},
+		{"http://127.3.4.5:1", "http://127.3.4.5:1", true},
+		{"http://10.0.0.1:8080", "", false},
+		{"http://example.com", "", false},
+		{"http://127.0.0.1:8080/v2/models/demo/infer", "", false},
+		{"ftp://127.0.0.1", "", false},
+		{"127.0.0.1:8080", "", false},
+	}
+	for _, c := range urls {
+		got, err := checkLoopback(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("checkLoopback(%q) = %q, %v", c.in, got, err)
+		}
+	}
+}
