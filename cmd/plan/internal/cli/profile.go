@@ -111,7 +111,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data")
-	f.StringVarP(&o.out, "out", "o", "profile.json", "output file")
+	f.StringVarP(&o.out, "out", "o", "profile.json", "output file (- writes the profile to stdout instead of the summary)")
 	return cmd
 }
 
@@ -320,6 +320,18 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		}
 	}
 	doc := profiler.NewProfile(name, desc, models, llms)
+	if r.opt.out == "-" {
+		// The profile itself on stdout (validated first), for pipes.
+		if errs := doc.Validate(); len(errs) > 0 {
+			return checkFailed(fmt.Errorf("generated profile does not validate (a bug): %w", errs))
+		}
+		data, err := formats.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		_, err = app.Out.Write(data)
+		return err
+	}
 	if err := formats.WriteFile(r.opt.out, doc); err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {

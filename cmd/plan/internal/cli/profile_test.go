@@ -76,6 +76,20 @@ func TestProfileDemoRooflineAndJSON(t *testing.T) {
 	}
 }
 
+func TestProfileToStdout(t *testing.T) {
+	code, stdout, stderr := rootRun(t, "profile", "--zoo", "resnet50", "--gpu", "T4", "--batch", "1", "-o", "-")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	doc, err := formats.Decode("stdout", []byte(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := doc.(*formats.Profile); len(p.Models) != 1 || p.Models[0].Latency[0].GPU != "T4" {
+		t.Fatalf("profile %+v", p)
+	}
+}
+
 func TestProfileBadInput(t *testing.T) {
 	dir := t.TempDir()
 	notONNX := filepath.Join(dir, "model.onnx")
