@@ -8,6 +8,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/graph"
+	"github.com/plan-dev/plan/profiler/partition"
 	"github.com/plan-dev/plan/profiler/zoo"
 )
 
@@ -190,5 +191,27 @@ func TestGenerationsOrdered(t *testing.T) {
 				t.Errorf("%s b=8: %s %.2f ms slower than %s %.2f ms", name, p[0], newer/1000, p[1], older/1000)
 			}
 		}
+	}
+}
+
+func TestProfileGivenPartition(t *testing.T) {
+	g, err := zoo.Build("resnet50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := Profile(g, Options{GPUs: []string{"L4"}, Blocks: 4, Method: "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Partition.Method != "greedy" || first.Partition.ReferenceGPU != "L4" || len(first.Blocks) > 4 {
+		t.Fatalf("partition %+v, %d blocks", first.Partition, len(first.Blocks))
+	}
+	part := &partition.Result{Blocks: first.Blocks, CutBytes: first.CutBytes, Info: *first.Partition}
+	again, err := Profile(g, Options{GPUs: []string{"P4"}, Partition: part})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again.Blocks, first.Blocks) || !reflect.DeepEqual(again.CutBytes, first.CutBytes) {
+		t.Fatal("a given partition was not kept")
 	}
 }
