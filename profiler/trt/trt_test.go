@@ -199,3 +199,20 @@ func FuzzParseLayerInfo(f *testing.F) {
 		}
 	})
 }
+
+func TestDType(t *testing.T) {
+	for in, want := range map[string]string{
+		"Row major linear FP32":                            "float32",
+		"Channel major FP16 format where channel % 8 == 0": "float16",
+		"Row major linear Half":                            "float16",
+		"Row major Int8 format":                            "int8",
+		"Row major linear Int32":                           "int32",
+		"Row major linear INT64":                           "int64",
+		"Row major linear Bool":                            "bool",
+		"":                                                 "float32",
+	} {
+		if got := DType(in); got != want {
+			t.Errorf("DType(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

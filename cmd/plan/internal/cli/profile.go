@@ -43,6 +43,7 @@ type profileOptions struct {
 	trtLayers  string
 	llm        string
 	precision  string
+	useTRT     bool
 	seed       int64
 	out        string
 }
@@ -109,6 +110,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
 	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
+	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data")
 	f.StringVarP(&o.out, "out", "o", "profile.json", "output file (- writes the profile to stdout instead of the summary)")
@@ -164,6 +166,9 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	}
 	if _, _, err := measure.ParseDevice(o.device); err != nil {
 		return nil, usageErrorf("--device: %q: %v", o.device, err)
+	}
+	if o.useTRT && (r.opt.backend != "onnx" || !strings.HasPrefix(o.device, "cuda")) {
+		return nil, usageErrorf("--trt: needs --backend onnx (or a MODEL.onnx) and --device cuda:N")
 	}
 	if cmd.Flags().Changed("device") && r.opt.backend != "onnx" && !(r.model == "" && o.zoo == "" && r.opt.backend == "") {
 		return nil, usageErrorf("--device: only the onnx backend runs on a device (use --gpu for roofline estimates)")
@@ -502,7 +507,7 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 			batches = []int{1}
 		}
 	}
-	mo := measure.Options{Model: data, Graph: mg, Blocks: blocks, Batches: batches, Device: r.opt.device, Seed: r.opt.seed}
+	mo := measure.Options{Model: data, Graph: mg, Blocks: blocks, Batches: batches, Device: r.opt.device, TRT: r.opt.useTRT, Seed: r.opt.seed}
 	if r.vgpus != nil && r.opt.device != "cpu" {
 		mo.VGPU = r.vgpus
 	}

@@ -114,6 +114,7 @@ func TestProfileBadInput(t *testing.T) {
 		{"not onnx", []string{notONNX, "--backend", "roofline"}, "model.onnx"},
 		{"unknown llm", []string{"--llm", "gpt-9"}, "known LLMs"},
 		{"bad device", []string{"--zoo", "resnet50", "--backend", "onnx", "--device", "tpu"}, "--device"},
+		{"trt on cpu", []string{"--zoo", "resnet50", "--backend", "onnx", "--trt"}, "--trt"},
 		{"bad precision", []string{"--zoo", "resnet50", "--precision", "int4"}, "--precision"},
 		{"llm zoo and llm", []string{"--zoo", "mistral-7b", "--llm", "all"}, "drop --llm"},
 	}
