@@ -80,25 +80,37 @@ type Layer struct {
 	A     float64 // activation bytes per sample (for fused layers: the extra bytes only)
 }
 
-// Layers classifies every node of an annotated graph.
+// Layers classifies every node of an annotated graph. A kernel is a compute node plus the
+// run of elementwise nodes right after it that consume its results: TensorRT and ONNX Runtime
+// fuse those into the kernel's epilogue, so they cost only the extra tensors they read (a
+// residual) and, when a broadcast enlarges the result (squeeze-and-excitation scaling), the
+// larger write. Views (Reshape, Flatten) are free and do not interrupt a kernel.
 func Layers(g *graph.Graph) []Layer {
 	out := make([]Layer, len(g.Nodes))
-	chain := map[string]float64{} // tensors produced inside the current kernel → elements
-	var chainMax float64
-	prevKernel := false
+	var k struct {
+		open    bool               // the open kernel can absorb an epilogue
+		results map[string]float64 // tensors the open kernel produced → elements
+		largest float64            // the largest of them
+	}
+	addResults := func(n graph.Node) {
+		for _, o := range n.Outputs {
+			e := float64(graph.Elements(g.Tensors[o].Shape))
+			k.results[o] = e
+			k.largest = max(k.largest, e)
+		}
+	}
 	for i, n := range g.Nodes {
-		l := Layer{FLOPs: n.FLOPs, W: float64(n.ParamBytes), A: n.ActBytes}
+		l := Layer{Kind: KindCompute, FLOPs: n.FLOPs, W: float64(n.ParamBytes), A: n.ActBytes}
 		switch {
 		case viewOps[n.Op]:
-			l.Kind = KindView
-			l.A = 0
-		case fusable[n.Op] && prevKernel && readsAny(n, chain):
-			l.Kind = KindFused
-			l.FLOPs = 0
-			var extra float64
-			var outElems float64
+			l = Layer{Kind: KindView, W: l.W}
+			if k.open {
+				addResults(n) // a view of a kernel result is still that result
+			}
+		case fusable[n.Op] && k.open && readsAny(n, k.results):
+			var extra, outElems float64
 			for _, in := range n.Inputs {
-				if _, ok := chain[in]; ok {
+				if _, ok := k.results[in]; ok {
 					continue
 				}
 				if t, ok := g.Tensors[in]; ok && !t.Const {
@@ -108,29 +120,17 @@ func Layers(g *graph.Graph) []Layer {
 			for _, o := range n.Outputs {
 				outElems += float64(graph.Elements(g.Tensors[o].Shape))
 			}
-			if outElems > chainMax {
-				// A broadcast grew the tensor (squeeze-and-excitation scaling): the
-				// result is written at its new size.
+			if outElems > k.largest {
 				for _, o := range n.Outputs {
 					extra += float64(g.Tensors[o].Bytes())
 				}
-				chainMax = outElems
 			}
-			l.A = extra
+			l = Layer{Kind: KindFused, W: l.W, A: extra}
+			addResults(n)
 		default:
-			l.Kind = KindCompute
-			chain = map[string]float64{}
-			chainMax = 0
-		}
-		if l.Kind != KindView {
-			prevKernel = l.Kind == KindFused || isKernelOp(n.Op)
-		}
-		if l.Kind != KindView || prevKernel {
-			for _, o := range n.Outputs {
-				e := float64(graph.Elements(g.Tensors[o].Shape))
-				chain[o] = e
-				chainMax = max(chainMax, e)
-			}
+			k.open = isKernelOp(n.Op)
+			k.results, k.largest = map[string]float64{}, 0
+			addResults(n)
 		}
 		out[i] = l
 	}
