@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -201,98 +202,185 @@ func jsonErr(err error) string {
 }
 
 // countElements counts the leaves of a (possibly nested, row-major) JSON array and checks
-// that each is a value of the datatype.
+// that each is a value of the datatype. It scans the bytes once without building values: an
+// image tensor has ~10^5 elements, and decoding them into interfaces would cost more than
+// serving the request.
 func countElements(raw json.RawMessage, dtype string) (int64, error) {
 	if len(raw) == 0 {
 		return 0, errors.New("missing")
 	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return 0, fmt.Errorf("%s", jsonErr(err))
-	}
 	var n int64
-	var walk func(x any, depth int) error
-	walk = func(x any, depth int) error {
-		if depth > 32 {
-			return errors.New("nested too deeply")
-		}
-		switch t := x.(type) {
-		case []any:
-			for _, e := range t {
-				if err := walk(e, depth+1); err != nil {
-					return err
+	err := scanArray(raw, func(tok []byte) error {
+		switch {
+		case dtype == "BOOL":
+			if string(tok) != "true" && string(tok) != "false" {
+				return fmt.Errorf("element %d: %s: want true or false for BOOL", n, tok)
+			}
+		case string(tok) == "true" || string(tok) == "false":
+			return fmt.Errorf("element %d: %s: want a number for %s", n, tok, dtype)
+		case !isJSONNumber(tok):
+			return fmt.Errorf("element %d: %s: want a number", n, clip(tok))
+		case strings.HasPrefix(dtype, "FP"):
+			// Only an exponent or a long mantissa can overflow; parse just those.
+			if bytes.ContainsAny(tok, "eE") || len(tok) > 20 {
+				bits := 32
+				if dtype == "FP64" {
+					bits = 64
+				}
+				if _, err := strconv.ParseFloat(string(tok), bits); err != nil {
+					return fmt.Errorf("element %d: %s: not a finite %s number", n, clip(tok), dtype)
 				}
 			}
-			return nil
-		case json.Number:
-			if dtype == "BOOL" {
-				return fmt.Errorf("element %d: %s: want true or false for BOOL", n, t)
-			}
-			if strings.HasPrefix(dtype, "FP") {
-				f, err := t.Float64()
-				if err != nil || math.IsInf(f, 0) {
-					return fmt.Errorf("element %d: %s: not a finite number", n, t)
-				}
-			} else if _, err := t.Int64(); err != nil {
-				return fmt.Errorf("element %d: %s: not an integer (datatype %s)", n, t, dtype)
-			}
-		case bool:
-			if dtype != "BOOL" {
-				return fmt.Errorf("element %d: %v: want a number for %s", n, t, dtype)
-			}
-		default:
-			return fmt.Errorf("element %d: %v: want a number", n, t)
+		case bytes.ContainsAny(tok, ".eE"):
+			return fmt.Errorf("element %d: %s: not an integer (datatype %s)", n, tok, dtype)
 		}
 		n++
 		return nil
-	}
-	if _, ok := v.([]any); !ok {
-		return 0, errors.New("must be a JSON array")
-	}
-	if err := walk(v, 0); err != nil {
+	})
+	if err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
-// Float32s decodes a tensor's data (nested arrays allowed) as float32 values.
-func (t *TensorJSON) Float32s() ([]float32, error) {
-	var v any
-	d := json.NewDecoder(bytes.NewReader(t.Data))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return nil, err
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
 	}
-	var out []float32
-	var walk func(x any) error
-	walk = func(x any) error {
-		switch e := x.(type) {
-		case []any:
-			for _, y := range e {
-				if err := walk(y); err != nil {
-					return err
-				}
+	return string(b)
+}
+
+// scanArray walks a JSON array of arrays and scalars, calling leaf for every scalar token.
+// It checks the array grammar (brackets, commas, nesting ≤ 32); leaf checks the tokens.
+func scanArray(raw []byte, leaf func(tok []byte) error) error {
+	i := 0
+	ws := func() {
+		for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+			i++
+		}
+	}
+	ws()
+	if i >= len(raw) || raw[i] != '[' {
+		return errors.New("must be a JSON array")
+	}
+	depth := 0
+	// expect: what may come next; 0 = a value or ']' (after '['), 1 = ',' or ']' (after a
+	// value), 2 = a value (after ',').
+	expect := 2
+	for {
+		ws()
+		if i >= len(raw) {
+			if depth > 0 {
+				return errors.New("unterminated array")
 			}
-		case json.Number:
-			f, err := e.Float64()
-			if err != nil {
+			return nil
+		}
+		if depth == 0 && expect == 1 {
+			return fmt.Errorf("trailing data at byte %d", i)
+		}
+		c := raw[i]
+		switch {
+		case c == '[':
+			if expect == 1 {
+				return fmt.Errorf("missing comma at byte %d", i)
+			}
+			depth++
+			if depth > 32 {
+				return errors.New("nested too deeply")
+			}
+			i++
+			expect = 0
+		case c == ']':
+			if expect == 2 && depth > 0 {
+				return fmt.Errorf("unexpected ] at byte %d", i)
+			}
+			depth--
+			i++
+			expect = 1
+		case c == ',':
+			if expect != 1 {
+				return fmt.Errorf("unexpected , at byte %d", i)
+			}
+			i++
+			expect = 2
+		default:
+			if expect == 1 {
+				return fmt.Errorf("missing comma at byte %d", i)
+			}
+			start := i
+			for i < len(raw) && raw[i] != ',' && raw[i] != ']' && raw[i] != '[' && raw[i] != ' ' && raw[i] != '\t' && raw[i] != '\n' && raw[i] != '\r' {
+				i++
+			}
+			if err := leaf(raw[start:i]); err != nil {
 				return err
 			}
-			out = append(out, float32(f))
-		case bool:
-			if e {
-				out = append(out, 1)
-			} else {
-				out = append(out, 0)
-			}
-		default:
-			return fmt.Errorf("unexpected %T in tensor data", x)
+			expect = 1
 		}
-		return nil
 	}
-	return out, walk(v)
+}
+
+// isJSONNumber reports whether b is a number in JSON's grammar.
+func isJSONNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// Float32s decodes a tensor's data (nested arrays allowed) as float32 values (BOOL as 0/1).
+func (t *TensorJSON) Float32s() ([]float32, error) {
+	out := make([]float32, 0, len(t.Data)/4)
+	err := scanArray(t.Data, func(tok []byte) error {
+		switch string(tok) {
+		case "true":
+			out = append(out, 1)
+			return nil
+		case "false":
+			out = append(out, 0)
+			return nil
+		}
+		f, err := strconv.ParseFloat(string(tok), 32)
+		if err != nil {
+			return fmt.Errorf("element %d: %s: not a number", len(out), clip(tok))
+		}
+		out = append(out, float32(f))
+		return nil
+	})
+	return out, err
 }
 
 // Float32Tensor builds a flat FP32 tensor.

@@ -1,7 +1,11 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"math"
+	"strconv"
 	"testing"
 )
 
@@ -58,6 +62,66 @@ func FuzzDecodeEndpoints(f *testing.F) {
 		for _, s := range e.Stages {
 			if len(s.URLs) == 0 || s.Stage == "" {
 				t.Fatalf("accepted %+v", s)
+			}
+		}
+	})
+}
+
+// refCount is the straightforward element counter (encoding/json into interfaces) that the
+// byte scanner replaced; the fuzz target below checks that both agree.
+func refCount(raw []byte) (int64, bool) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil || d.More() {
+		return 0, false
+	}
+	var n int64
+	ok := true
+	var walk func(x any, depth int)
+	walk = func(x any, depth int) {
+		switch t := x.(type) {
+		case []any:
+			if depth > 32 {
+				ok = false
+			}
+			for _, e := range t {
+				walk(e, depth+1)
+			}
+		case json.Number:
+			f, err := strconv.ParseFloat(string(t), 32)
+			if err != nil || math.IsInf(f, 0) {
+				ok = false
+			}
+			n++
+		default:
+			ok = false
+		}
+	}
+	if _, isArr := v.([]any); !isArr {
+		return 0, false
+	}
+	walk(v, 1)
+	return n, ok
+}
+
+func FuzzCountElements(f *testing.F) {
+	for _, s := range []string{"[1,2,3]", "[[1,2],[3,4]]", "[]", "[[]]", "[1,,2]", "[1 2]", "[-0.5e3, 2E-2]", "[01]", "[1.]", "[[1],2]", " [ 1 ] ", "[1]x", "[1e39]", "[true]", `["a"]`, "[[[[1]]]]", "[1,]", "[,1]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return // tensor data reaches the scanner as one valid JSON value (json.RawMessage)
+		}
+		got, err := countElements(raw, "FP32")
+		want, ok := refCount(raw)
+		if (err == nil) != ok || (ok && got != want) {
+			t.Fatalf("%q: scanner %d, %v; reference %d, %v", raw, got, err, want, ok)
+		}
+		if err == nil {
+			vals, err := (&TensorJSON{Data: raw}).Float32s()
+			if err != nil || int64(len(vals)) != got {
+				t.Fatalf("%q: counted %d, decoded %d (%v)", raw, got, len(vals), err)
 			}
 		}
 	})
