@@ -26,6 +26,8 @@ type BenchOptions struct {
 	RateRPS float64
 	// ColdStart is the autoscaler's cold start in seconds (default 15).
 	ColdStart float64
+	// Headroom: the autoscaler provisions rate × headroom (default 1: n = ceil(rate·d/b)).
+	Headroom float64
 	// Samples is M for the batch-wait quantile (default 2000 in the bench; the runtime
 	// default is 10000 — at λ = 0.1 the quantile's standard error is already < 1% of d).
 	Samples int
@@ -144,6 +146,9 @@ func (o *BenchOptions) defaults() {
 	}
 	if o.ColdStart == 0 {
 		o.ColdStart = 15
+	}
+	if o.Headroom == 0 {
+		o.Headroom = 1
 	}
 	if o.Samples == 0 {
 		o.Samples = 2000
@@ -273,6 +278,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 				} else {
 					params["autoscale"] = "1"
 					params["cold_start_s"] = strconv.FormatFloat(o.ColdStart, 'g', -1, 64)
+					params["headroom"] = strconv.FormatFloat(o.Headroom, 'g', -1, 64)
 					rates = traces[key(j.trace, j.seed)]
 				}
 				if j.policy == "pard-oc" {

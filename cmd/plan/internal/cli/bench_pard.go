@@ -28,6 +28,7 @@ type benchPARDOptions struct {
 	seconds  int
 	rate     float64
 	cold     float64
+	headroom float64
 	parallel int
 }
 
@@ -61,6 +62,7 @@ gains next to the paper's headline numbers.
 	f.IntVar(&o.seconds, "seconds", 0, "trace length in seconds (default 1200, quick 300)")
 	f.Float64Var(&o.rate, "rate", 0, "mean request rate (default 150 req/s)")
 	f.Float64Var(&o.cold, "cold-start", 0, "autoscaler cold start in seconds (default 15)")
+	f.Float64Var(&o.headroom, "headroom", 0, "autoscaler provisions rate × headroom (default 1)")
 	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
 	return cmd
 }
@@ -72,8 +74,11 @@ func runBenchPARD(cmd *cobra.Command, app *App, o *benchPARDOptions) error {
 		bo = pard.QuickBench()
 	}
 	bo.Apps, bo.Traces, bo.Policies, bo.Parallel = o.apps, o.traces, o.policies, o.parallel
-	if o.seeds < 0 || o.seconds < 0 || o.rate < 0 || o.cold < 0 {
-		return usageErrorf("--seeds, --seconds, --rate and --cold-start must be >= 0")
+	if o.seeds < 0 || o.seconds < 0 || o.rate < 0 || o.cold < 0 || o.headroom < 0 {
+		return usageErrorf("--seeds, --seconds, --rate, --cold-start and --headroom must be >= 0")
+	}
+	if o.headroom > 0 {
+		bo.Headroom = o.headroom
 	}
 	if o.seconds > 0 && o.seconds < 60 {
 		return usageErrorf("--seconds %d: must be at least 60", o.seconds)
