@@ -14,15 +14,16 @@ import (
 // the head once per level; FLOPs and traffic are exact); FPN upsampling is a Resize like every
 // upsampling in the zoo (the IR has no mode attribute; nearest and bilinear cost alike).
 
-// resnetC returns the C3, C4, C5 maps of a bottleneck ResNet / ResNeXt (torchvision v1.5).
-// groups > 1 makes it ResNeXt with baseWidth channels per group.
-func resnetC(b *builder, x string, depths []int, groups, baseWidth int64) (c3, c4, c5 string) {
+// resnetC returns the C3, C4, C5 maps of a bottleneck ResNet / ResNeXt (torchvision v1.5)
+// with stem width w (64 for the published models). groups > 1 makes it ResNeXt with
+// baseWidth channels per group.
+func resnetC(b *builder, x string, depths []int, w, groups, baseWidth int64) (c3, c4, c5 string) {
 	b.scope("backbone.stem")
-	x = b.relu(b.convp(x, 64, 7, 2, 3))
+	x = b.relu(b.convp(x, w, 7, 2, 3))
 	x = b.maxpool(x, 3, 2, 1)
 	var outs []string
 	for s, n := range depths {
-		planes := int64(64) << s
+		planes := w << s
 		inner := planes
 		if groups > 1 {
 			inner = groups * baseWidth << s
@@ -52,20 +53,20 @@ func bottleneckG(b *builder, x string, inner, out, stride, groups int64) string 
 	return b.relu(b.add(y, identity))
 }
 
-// fpn is the feature pyramid (Lin et al. 2017) on C3–C5 with 256 channels and two extra
+// fpn is the feature pyramid (Lin et al. 2017) on C3–C5 with c channels (256) and two extra
 // levels from stride-2 convs, on the P5 output (ATSS, GFL) or on C5 (RetinaNet/FSAF).
-func fpn(b *builder, c3, c4, c5 string, extraOnInput bool) []string {
+func fpn(b *builder, c3, c4, c5 string, c int64, extraOnInput bool) []string {
 	b.scope("neck")
-	l3, l4, l5 := b.conv(c3, 256, 1, 1), b.conv(c4, 256, 1, 1), b.conv(c5, 256, 1, 1)
+	l3, l4, l5 := b.conv(c3, c, 1, 1), b.conv(c4, c, 1, 1), b.conv(c5, c, 1, 1)
 	l4 = b.add(l4, b.resize(l5, 2))
 	l3 = b.add(l3, b.resize(l4, 2))
-	p3, p4, p5 := b.conv(l3, 256, 3, 1), b.conv(l4, 256, 3, 1), b.conv(l5, 256, 3, 1)
+	p3, p4, p5 := b.conv(l3, c, 3, 1), b.conv(l4, c, 3, 1), b.conv(l5, c, 3, 1)
 	src := p5
 	if extraOnInput {
 		src = c5
 	}
-	p6 := b.conv(src, 256, 3, 2)
-	p7 := b.conv(b.relu(p6), 256, 3, 2)
+	p6 := b.conv(src, c, 3, 2)
+	p7 := b.conv(b.relu(p6), c, 3, 2)
 	return []string{p3, p4, p5, p6, p7}
 }
 
@@ -76,9 +77,10 @@ func denseHead(b *builder, levels []string, cls, reg, extra int64) []string {
 	for l, p := range levels {
 		b.scope(fmt.Sprintf("head.P%d", l+3))
 		c, r := p, p
+		w := b.shape(p)[0]
 		for i := 0; i < 4; i++ {
-			c = b.relu(b.conv(c, 256, 3, 1))
-			r = b.relu(b.conv(r, 256, 3, 1))
+			c = b.relu(b.conv(c, w, 3, 1))
+			r = b.relu(b.conv(r, w, 3, 1))
 		}
 		outs = append(outs, b.conv(c, cls, 3, 1), b.conv(r, reg, 3, 1))
 		if extra > 0 {
@@ -91,14 +93,15 @@ func denseHead(b *builder, levels []string, cls, reg, extra int64) []string {
 // detector800 builds backbone + FPN + dense head at 800×1333 (padded to 800×1344).
 func detector800(name string, depths []int, groups, baseWidth int64, extraOnInput bool, cls, reg, extra int64) func() (*graph.Graph, error) {
 	return func() (*graph.Graph, error) {
-		return detector(name, 800, 1344, depths, groups, baseWidth, extraOnInput, cls, reg, extra)
+		return detector(name, 800, 1344, depths, 64, groups, baseWidth, extraOnInput, cls, reg, extra)
 	}
 }
 
-func detector(name string, h, w int64, depths []int, groups, baseWidth int64, extraOnInput bool, cls, reg, extra int64) (*graph.Graph, error) {
+// detector is an FPN detector at h×w with backbone stem width sw (neck: 4·sw channels).
+func detector(name string, h, w int64, depths []int, sw, groups, baseWidth int64, extraOnInput bool, cls, reg, extra int64) (*graph.Graph, error) {
 	b, x := newBuilder(name, 3, h, w)
-	c3, c4, c5 := resnetC(b, x, depths, groups, baseWidth)
-	return b.finish(denseHead(b, fpn(b, c3, c4, c5, extraOnInput), cls, reg, extra)...)
+	c3, c4, c5 := resnetC(b, x, depths, sw, groups, baseWidth)
+	return b.finish(denseHead(b, fpn(b, c3, c4, c5, 4*sw, extraOnInput), cls, reg, extra)...)
 }
 
 // ATSS R50-FPN: 80 classes, box regression and centerness, one anchor per location.

@@ -13,7 +13,7 @@ import (
 // light models are materialized by default; the others spend seconds generating random
 // weights, so they run with PLAN_ZOO_ONNX_ALL=1, and scaled-down builds of the same
 // architectures (same builders, same operators and attributes) stand in for them.
-var light = map[string]bool{"demo": true, "efficientnet-b0": true, "inception-v3": true, "centernet-r18": true, "efficientdet-d1": true, "colorization-v2": true}
+var light = map[string]bool{"demo": true, "efficientnet-b0": true, "inception-v3": true, "centernet-r18": true, "efficientdet-d1": true}
 
 var scaledDown = map[string]func() (*graph.Graph, error){
 	"tiny-bert": func() (*graph.Graph, error) { return bert("tiny-bert", 2, 64, 4, 16) },
@@ -21,7 +21,6 @@ var scaledDown = map[string]func() (*graph.Graph, error){
 	"tiny-convnext": func() (*graph.Graph, error) {
 		return convnext("tiny-convnext", []int64{8, 16, 32, 64}, []int{1, 1, 2, 1}, 64)
 	},
-	"tiny-resnet": func() (*graph.Graph, error) { return resnet("tiny-resnet", []int{1, 1, 1, 1}, 2) },
 	"tiny-nonlocal": func() (*graph.Graph, error) {
 		return segmenter("tiny-nonlocal", []int{1, 1, 1, 1}, 8, 64, 128, nlHead(false))
 	},
@@ -32,10 +31,10 @@ var scaledDown = map[string]func() (*graph.Graph, error){
 	"tiny-encnet": func() (*graph.Graph, error) { return segmenter("tiny-encnet", []int{1, 1, 1, 1}, 8, 64, 128, encHead) },
 	"tiny-apcnet": func() (*graph.Graph, error) { return segmenter("tiny-apcnet", []int{1, 1, 1, 1}, 8, 64, 128, apcHead) },
 	"tiny-gfl": func() (*graph.Graph, error) {
-		return detector("tiny-gfl", 128, 192, []int{1, 1, 1, 1}, 32, 4, false, 80, 68, 0)
+		return detector("tiny-gfl", 128, 192, []int{1, 1, 1, 1}, 8, 4, 2, false, 80, 68, 0)
 	},
 	"tiny-atss": func() (*graph.Graph, error) {
-		return detector("tiny-atss", 128, 192, []int{1, 1, 1, 1}, 1, 0, true, 80, 4, 1)
+		return detector("tiny-atss", 128, 192, []int{1, 1, 1, 1}, 8, 1, 0, true, 80, 4, 1)
 	},
 	"tiny-rtmdet": func() (*graph.Graph, error) { return rtmdet("tiny-rtmdet", 0.125, []int{1, 1, 1, 1}, 1, 128) },
 }
