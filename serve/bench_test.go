@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,4 +32,22 @@ func BenchmarkServeHTTP(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDecodeImage decodes and validates a 3×224×224 FP32 request (150,528 elements).
+func BenchmarkDecodeImage(b *testing.B) {
+	vals := make([]float32, 3*224*224)
+	for i := range vals {
+		vals[i] = float32(i%255) / 255
+	}
+	in := Float32Tensor("input", []int64{1, 3, 224, 224}, vals)
+	body, _ := json.Marshal(InferRequest{Inputs: []TensorJSON{in}})
+	spec := TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, 3, 224, 224}}
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := DecodeInferRequest(body, spec); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
