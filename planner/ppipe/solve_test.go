@@ -137,3 +137,31 @@ func FuzzVerify(f *testing.F) {
 		_ = Verify(&p)
 	})
 }
+
+// TestBatchAllowance: with β the head stage of every batched pipeline budgets ρ·(b−1)/λ̂,
+// the plan still verifies, and throughput cannot exceed the β-free plan's.
+func TestBatchAllowance(t *testing.T) {
+	in := loadFixtureInputs(t)
+	plain, err := Solve(context.Background(), in, Options{MaxPartitions: 2, Gap: 1e-6})
+	skipWithoutSolver(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBeta, err := Solve(context.Background(), in, Options{MaxPartitions: 2, Gap: 1e-6, BatchAllowance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Verify(withBeta); len(v) > 0 {
+		t.Fatalf("violations: %v", v)
+	}
+	for _, m := range withBeta.PPipe.Models {
+		for _, p := range m.Pipelines {
+			if (p.Batch > 1) != (p.BatchFormationUs > 0) {
+				t.Errorf("%s: batch %d with batch_formation_us %g", m.Model, p.Batch, p.BatchFormationUs)
+			}
+		}
+	}
+	if withBeta.Provenance.Objective > plain.Provenance.Objective*(1+1e-6) {
+		t.Errorf("β made the plan better: %g > %g", withBeta.Provenance.Objective, plain.Provenance.Objective)
+	}
+}
