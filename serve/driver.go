@@ -30,7 +30,7 @@ type call struct {
 // result is the driver's answer; the handler goroutine turns it into JSON so encoding never
 // runs on the driver's single goroutine.
 type result struct {
-	status   int // 200, 404, 502 or 503
+	status   int // 200, 404, 500 (engine error), 502 (worker error) or 503
 	outcome  string
 	reason   string
 	stage    string
