@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,7 +134,9 @@ func (o *BenchOptions) defaults() {
 		}
 	}
 	if len(o.Policies) == 0 {
-		o.Policies = rt.PipelinePolicies()
+		// Every pipeline policy, plus PARD without the §8.3 min-end purge and (for the DAG)
+		// with sibling cancellation (§8.8), which the spec asks to report both ways.
+		o.Policies = append(rt.PipelinePolicies(), "pard+purge=0", "pard+sibling_cancel=1")
 	}
 	if o.Seeds == 0 {
 		o.Seeds = 5
@@ -177,7 +180,11 @@ func ocThreshold(trace string) string {
 func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	o.defaults()
 	for _, p := range o.Policies {
-		if _, err := rt.NewPipeline(p, rt.Config{}); err != nil {
+		name, params, err := splitPolicy(p)
+		if err == nil {
+			_, err = rt.NewPipeline(name, rt.Config{Params: params})
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: --policies: %v", ErrBadInput, err)
 		}
 	}
@@ -271,6 +278,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 			defer wg.Done()
 			for i := range next {
 				j := jobs[i]
+				name, extra, _ := splitPolicy(j.policy)
 				params := map[string]string{"samples": strconv.Itoa(o.Samples), "seed": strconv.Itoa(j.seed)}
 				var rates sim.RateSeries
 				if j.factor > 0 {
@@ -281,8 +289,11 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 					params["headroom"] = strconv.FormatFloat(o.Headroom, 'g', -1, 64)
 					rates = traces[key(j.trace, j.seed)]
 				}
-				if j.policy == "pard-oc" {
+				if name == "pard-oc" {
 					params["oc_t_ms"] = ocThreshold(j.trace)
+				}
+				for k, v := range extra {
+					params[k] = v
 				}
 				dep, err := rt.FromPARDPlan(plans[j.app])
 				if err == nil && j.factor > 0 {
@@ -292,7 +303,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 				}
 				if err == nil {
 					results[i], err = sim.RunPipeline(sim.PipelineRun{Dep: dep, Rates: rates, Seed: uint64(j.seed),
-						Policy: rt.Config{Policy: j.policy, Params: params}})
+						Policy: rt.Config{Policy: name, Params: params}})
 				}
 				errs[i] = err
 				mu.Lock()
@@ -402,6 +413,21 @@ feed:
 
 // Infinite stands for a ratio against zero (PARD had no drops or no waste).
 const Infinite = 1e9
+
+// splitPolicy parses a bench policy "name[+key=value...]" (a pipeline policy with
+// parameters, e.g. pard+purge=0).
+func splitPolicy(s string) (string, map[string]string, error) {
+	parts := strings.Split(s, "+")
+	params := map[string]string{}
+	for _, kv := range parts[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return "", nil, fmt.Errorf("policy %q: %q must be key=value", s, kv)
+		}
+		params[k] = v
+	}
+	return parts[0], params, nil
+}
 
 func ratio(a, b float64) float64 {
 	if b == 0 {

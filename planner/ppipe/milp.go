@@ -70,6 +70,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			b.g[mi][li] = make([][]solver.Var, len(t.stages))
 			b.f[mi][li] = make([][]solver.Var, len(t.stages))
 			latTerms := []solver.Term{{Var: u, Coef: -ms.md.budget / 1000}}
+			flowLat := []solver.Term{{Var: x, Coef: -ms.md.budget / 1000}}
 			for d, st := range t.stages {
 				k := t.types[d]
 				choice := []solver.Term{{Var: u, Coef: -1}}
@@ -106,6 +107,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 					thr = append(thr, solver.Term{Var: f, Coef: -1})
 					m.AddRow("fy_"+on, -solver.Inf, 0, solver.Term{Var: f, Coef: 1}, solver.Term{Var: y, Coef: -F})
 					latTerms = append(latTerms, solver.Term{Var: y, Coef: o.lat() / 1000})
+					flowLat = append(flowLat, solver.Term{Var: f, Coef: o.lat() / 1000})
 				}
 				for _, v := range levels {
 					vn := fmt.Sprintf("%s_d%d_v%d", name, d, v)
@@ -180,6 +182,11 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			// Latency row only where some chain of surviving options could exceed T'.
 			if t.maxLat > ms.md.budget+1e-9 {
 				m.AddRow("lat_"+name, -solver.Inf, 0, latTerms...)
+				// The same budget weighted by throughput: Σ lat_ω·f_ω ≤ T'·x. In an integer
+				// solution every chosen option carries f = x, so this is the latency row times
+				// x; in the LP it stops options that carry no flow from lending "latency
+				// credit" to a slow chain that does (the relaxation's main weakness).
+				m.AddRow("flat_"+name, -solver.Inf, 0, flowLat...)
 			}
 		}
 		if b.multi {
