@@ -136,7 +136,7 @@ func (o *BenchOptions) defaults() {
 	if len(o.Policies) == 0 {
 		// Every pipeline policy, plus PARD without the §8.3 min-end purge and (for the DAG)
 		// with sibling cancellation (§8.8), which the spec asks to report both ways.
-		o.Policies = append(rt.PipelinePolicies(), "pard+purge=0", "pard+sibling_cancel=1")
+		o.Policies = append(rt.PipelinePolicies(), "pard:purge=0", "pard:sibling_cancel=1")
 	}
 	if o.Seeds == 0 {
 		o.Seeds = 5
@@ -414,19 +414,21 @@ feed:
 // Infinite stands for a ratio against zero (PARD had no drops or no waste).
 const Infinite = 1e9
 
-// splitPolicy parses a bench policy "name[+key=value...]" (a pipeline policy with
-// parameters, e.g. pard+purge=0).
+// splitPolicy parses a bench policy "name[:key=value,...]" (a pipeline policy with
+// parameters, e.g. pard:purge=0).
 func splitPolicy(s string) (string, map[string]string, error) {
-	parts := strings.Split(s, "+")
+	name, rest, has := strings.Cut(s, ":")
 	params := map[string]string{}
-	for _, kv := range parts[1:] {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return "", nil, fmt.Errorf("policy %q: %q must be key=value", s, kv)
+	if has {
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return "", nil, fmt.Errorf("policy %q: %q must be key=value", s, kv)
+			}
+			params[k] = v
 		}
-		params[k] = v
 	}
-	return parts[0], params, nil
+	return name, params, nil
 }
 
 func ratio(a, b float64) float64 {
