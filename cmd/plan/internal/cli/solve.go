@@ -180,7 +180,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	plan, err := ppipe.Solve(cmd.Context(), in, opts)
 	pr.done()
 	if err != nil {
-		return solveError(err)
+		return solveError(withFileNames(err, o))
 	}
 	if err := formats.WriteFile(o.out, plan); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
@@ -208,6 +208,38 @@ func solveError(err error) error {
 	default:
 		return checkFailed(fmt.Errorf("%w (nothing written)", err))
 	}
+}
+
+// withFileNames replaces the planner's "cluster:", "workload:" and "profile:" prefixes with
+// the files the user gave, so messages read `cluster.yaml: gpus: ...: rule`.
+func withFileNames(err error, o *solveOptions) error {
+	var ie *ppipe.InputError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	names := map[string]string{"cluster": "demo cluster", "workload": "workload", "profile": "demo profile"}
+	if o.cluster != "" {
+		names["cluster"] = filepath.Base(o.cluster)
+	}
+	if o.workload != "" {
+		names["workload"] = filepath.Base(o.workload)
+	}
+	if len(o.profiles) == 1 {
+		names["profile"] = filepath.Base(o.profiles[0])
+	} else if len(o.profiles) > 1 {
+		names["profile"] = "profiles"
+	}
+	out := &ppipe.InputError{}
+	for _, p := range ie.Problems {
+		for k, v := range names {
+			if rest, ok := strings.CutPrefix(p, k+": "); ok {
+				p = v + ": " + rest
+				break
+			}
+		}
+		out.Problems = append(out.Problems, p)
+	}
+	return out
 }
 
 // progressPrinter prints one progress line per new incumbent and at most one per second
@@ -295,5 +327,3 @@ func fmtMs(ms float64) string {
 
 // planName is the file name used in messages.
 func planName(path string) string { return filepath.Base(path) }
-
-var _ = strings.TrimSpace
