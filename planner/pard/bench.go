@@ -414,21 +414,20 @@ feed:
 // Infinite stands for a ratio against zero (PARD had no drops or no waste).
 const Infinite = 1e9
 
-// splitPolicy parses a bench policy "name[:key=value,...]" (a pipeline policy with
-// parameters, e.g. pard:purge=0).
+// splitPolicy parses a bench policy "name[:key=value...]" (a pipeline policy with
+// parameters, e.g. pard:purge=0 or pard:lambda=0.2:window_s=3; ":" because --policies
+// splits on commas).
 func splitPolicy(s string) (string, map[string]string, error) {
-	name, rest, has := strings.Cut(s, ":")
+	parts := strings.Split(s, ":")
 	params := map[string]string{}
-	if has {
-		for _, kv := range strings.Split(rest, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return "", nil, fmt.Errorf("policy %q: %q must be key=value", s, kv)
-			}
-			params[k] = v
+	for _, kv := range parts[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return "", nil, fmt.Errorf("policy %q: %q must be key=value", s, kv)
 		}
+		params[k] = v
 	}
-	return name, params, nil
+	return parts[0], params, nil
 }
 
 func ratio(a, b float64) float64 {
