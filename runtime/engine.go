@@ -149,6 +149,8 @@ type Engine struct {
 	tickEvery  Time
 
 	finished   int64
+	reqBase    ReqID
+	batchBase  BatchID
 	cur        Event
 	reqArena   arena[ReqID]
 	hopArena   arena[Hop]
@@ -199,11 +201,74 @@ func (e *Engine) Policy() Policy { return e.pol }
 // View returns the read-only view policies get.
 func (e *Engine) View() View { return View{e} }
 
-// Requests returns every request so far, indexed by ReqID (read-only).
+// Requests returns every request so far, indexed by ReqID (read-only). After Compact it
+// starts at RequestBase: index with id − RequestBase(), or use Req.
 func (e *Engine) Requests() []Request { return e.reqs }
 
-// Batches returns every batch so far, indexed by BatchID (read-only).
+// Batches returns every batch so far, indexed by BatchID (read-only); after Compact it
+// starts at BatchBase.
 func (e *Engine) Batches() []Batch { return e.batches }
+
+// Req returns request id (read-only), which must not have been forgotten by Compact.
+func (e *Engine) Req(id ReqID) *Request { return e.rq(id) }
+
+// Batch returns batch id (read-only), which must not have been forgotten by Compact.
+func (e *Engine) Batch(id BatchID) *Batch { return e.bt(id) }
+
+// RequestBase and BatchBase are the oldest IDs still held (0 until Compact forgets some).
+func (e *Engine) RequestBase() ReqID { return e.reqBase }
+
+// BatchBase: see RequestBase.
+func (e *Engine) BatchBase() BatchID { return e.batchBase }
+
+func (e *Engine) rq(id ReqID) *Request { return &e.reqs[id-e.reqBase] }
+func (e *Engine) bt(id BatchID) *Batch { return &e.batches[id-e.batchBase] }
+
+func (e *Engine) hasReq(id ReqID) bool {
+	return id >= e.reqBase && int(id-e.reqBase) < len(e.reqs)
+}
+
+// Compact forgets finished requests and closed batches older than every unfinished one,
+// so a long-running driver (serve) keeps memory bounded: call it now and then (say every
+// few thousand events). IDs of what remains stay valid; forgotten IDs must not be used
+// again (policies only see live ones). Decisions and outcomes are unaffected.
+func (e *Engine) Compact() {
+	k := 0
+	for k < len(e.batches) && e.batchClosed(&e.batches[k]) {
+		k++
+	}
+	minReq := ReqID(len(e.reqs)) + e.reqBase
+	for i := k; i < len(e.batches); i++ {
+		for _, r := range e.batches[i].Reqs {
+			minReq = min(minReq, r)
+		}
+	}
+	j := 0
+	for j < len(e.reqs) && e.reqs[j].Outcome != Pending && e.reqs[j].ID < minReq {
+		j++
+	}
+	if k > 0 {
+		n := copy(e.batches, e.batches[k:])
+		clear(e.batches[n:])
+		e.batches = e.batches[:n]
+		e.batchBase += BatchID(k)
+	}
+	if j > 0 {
+		n := copy(e.reqs, e.reqs[j:])
+		clear(e.reqs[n:])
+		e.reqs = e.reqs[:n]
+		e.reqBase += ReqID(j)
+	}
+}
+
+// batchClosed: every hop ran and the tail transfer (into a pool queue) is done.
+func (e *Engine) batchClosed(b *Batch) bool {
+	h := &b.Hops[len(b.Hops)-1]
+	if h.End < 0 {
+		return false
+	}
+	return len(e.dep.Stages[h.Stage].Next) == 0 || h.OutEnd >= 0
+}
 
 // Events returns the number of events handled.
 func (e *Engine) Events() int64 { return e.events }
@@ -235,7 +300,7 @@ func (e *Engine) Arrive(now Time, app AppID, class int32) (ReqID, error) {
 	if int(app) < 0 || int(app) >= len(e.dep.Apps) {
 		return -1, fmt.Errorf("arrival: app %d: no such application", app)
 	}
-	id := ReqID(len(e.reqs))
+	id := ReqID(len(e.reqs)) + e.reqBase
 	e.reqs = append(e.reqs, Request{
 		ID: id, App: app, Class: class, Arrival: now, Deadline: now + e.dep.Apps[app].SLO,
 		Dispatch: Never, Done: Never, DropStage: NoStage,
@@ -250,7 +315,7 @@ func (e *Engine) Handle(now Time, ev Event) error {
 	e.events++
 	switch ev.Kind {
 	case EvArrival:
-		if int(ev.Req) < 0 || int(ev.Req) >= len(e.reqs) {
+		if !e.hasReq(ev.Req) {
 			return fmt.Errorf("arrival of unknown request %d", ev.Req)
 		}
 		return e.callPolicy(now, ev)
@@ -300,10 +365,10 @@ func (e *Engine) apply(now Time, d *Decision) error {
 	case DDispatch:
 		return e.dispatch(now, d)
 	case DDrop:
-		if int(d.Req) < 0 || int(d.Req) >= len(e.reqs) {
+		if !e.hasReq(d.Req) {
 			return fmt.Errorf("%w: drop of unknown request %d", errBadDecision, d.Req)
 		}
-		r := &e.reqs[d.Req]
+		r := e.rq(d.Req)
 		if r.Outcome != Pending || r.held > 0 {
 			return fmt.Errorf("%w: drop of request %d which is %v (in flight: %v)", errBadDecision, d.Req, r.Outcome, r.held)
 		}
@@ -340,7 +405,7 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 	if len(d.Reqs) == 0 || len(d.Path) == 0 {
 		return fmt.Errorf("%w: dispatch with %d requests and %d hops", errBadDecision, len(d.Reqs), len(d.Path))
 	}
-	id := BatchID(len(e.batches))
+	id := BatchID(len(e.batches)) + e.batchBase
 	e.seq++
 	b := Batch{ID: id, App: d.App, Dispatched: now, seq: e.seq}
 	b.Reqs = e.reqArena.take(len(d.Reqs))
@@ -365,10 +430,10 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		}
 	}
 	for _, r := range d.Reqs {
-		if int(r) < 0 || int(r) >= len(e.reqs) {
+		if !e.hasReq(r) {
 			return fmt.Errorf("%w: dispatch of unknown request %d", errBadDecision, r)
 		}
-		q := &e.reqs[r]
+		q := e.rq(r)
 		// A request may be in two batches at once only on the branches of a DAG fan-out.
 		if q.Outcome != Pending || (q.held > 0 && !e.dep.hasFanOut(q.App)) || q.App != d.App {
 			return fmt.Errorf("%w: dispatch of request %d (%v, in flight %v, app %d≠%d)", errBadDecision, r, q.Outcome, q.held, q.App, d.App)
@@ -388,7 +453,7 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 	}
 	b.Hops[0].ready = true
 	e.batches = append(e.batches, b)
-	bp := &e.batches[id]
+	bp := e.bt(id)
 	for i := range bp.Hops {
 		h := &bp.Hops[i]
 		e.workers[h.Worker].q.insert(entry{b: id, hop: int32(i), res: h.ResStart, seq: bp.seq})
@@ -424,7 +489,7 @@ func (e *Engine) tryWorker(now Time, w WorkerID) {
 	if !ok {
 		return
 	}
-	b := &e.batches[x.b]
+	b := e.bt(x.b)
 	h := &b.Hops[x.hop]
 	if !h.ready {
 		return
@@ -449,12 +514,12 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	}
 	ws.busy = false
 	ws.busyTime += ev.End - ev.Start
-	b := &e.batches[ev.Batch]
+	b := e.bt(ev.Batch)
 	h := &b.Hops[ev.Hop]
 	h.Start, h.End = ev.Start, ev.End
 	share := float64(ev.End-ev.Start) / float64(len(b.Reqs)*e.dep.Topo.Workers[ev.Worker].VGPU)
 	for _, r := range b.Reqs {
-		e.reqs[r].WorkGPU += share
+		e.rq(r).WorkGPU += share
 	}
 	st := &e.dep.Stages[h.Stage]
 	last := int(ev.Hop) == len(b.Hops)-1
@@ -464,7 +529,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 		e.tryLink(now, e.dep.Topo.Workers[ev.Worker].Server, true)
 	case len(st.Next) == 0:
 		for _, r := range b.Reqs {
-			q := &e.reqs[r]
+			q := e.rq(r)
 			q.held--
 			if q.Outcome != Pending {
 				continue // already finished at another sink of a DAG: one Finish per request
@@ -519,7 +584,7 @@ func (e *Engine) tryLink(now Time, s ServerID, up bool) {
 	if !ok {
 		return
 	}
-	b := &e.batches[x.b]
+	b := e.bt(x.b)
 	h := &b.Hops[x.hop]
 	if !h.outReady {
 		return
@@ -554,10 +619,10 @@ func (e *Engine) tryLink(now Time, s ServerID, up bool) {
 }
 
 func (e *Engine) transferDone(now Time, ev Event) error {
-	if int(ev.Batch) < 0 || int(ev.Batch) >= len(e.batches) {
+	if ev.Batch < e.batchBase || int(ev.Batch-e.batchBase) >= len(e.batches) {
 		return fmt.Errorf("transfer-done for unknown batch %d", ev.Batch)
 	}
-	b := &e.batches[ev.Batch]
+	b := e.bt(ev.Batch)
 	if int(ev.Hop) < 0 || int(ev.Hop) >= len(b.Hops) {
 		return fmt.Errorf("transfer-done for batch %d hop %d: no such hop", ev.Batch, ev.Hop)
 	}
@@ -577,7 +642,7 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 		e.tryWorker(now, nh.Worker)
 	} else {
 		for _, r := range b.Reqs {
-			e.reqs[r].held--
+			e.rq(r).held--
 		}
 	}
 	if err := e.callPolicy(now, ev); err != nil {
@@ -606,10 +671,10 @@ type View struct{ e *Engine }
 func (v View) Deployment() *Deployment { return v.e.dep }
 
 // Req returns request id.
-func (v View) Req(id ReqID) *Request { return &v.e.reqs[id] }
+func (v View) Req(id ReqID) *Request { return v.e.rq(id) }
 
 // Batch returns batch id.
-func (v View) Batch(id BatchID) *Batch { return &v.e.batches[id] }
+func (v View) Batch(id BatchID) *Batch { return v.e.bt(id) }
 
 // WorkerIdle reports whether worker w runs nothing and has nothing queued.
 func (v View) WorkerIdle(w WorkerID) bool {
@@ -642,10 +707,13 @@ type StageRecord struct {
 // breakdown serve reports: queueing (Dispatch − Arrival), per-stage waiting and execution,
 // and transfers.
 func (e *Engine) Trace(id ReqID) []StageRecord {
-	r := &e.reqs[id]
+	r := e.rq(id)
 	var out []StageRecord
 	for _, bid := range r.Batches {
-		b := &e.batches[bid]
+		if bid < e.batchBase {
+			continue // forgotten by Compact
+		}
+		b := e.bt(bid)
 		for _, h := range b.Hops {
 			if h.Start < 0 {
 				break

@@ -235,3 +235,37 @@ func TestMaxLoadAtMean(t *testing.T) {
 		t.Errorf("MaxLoadAt (every app) = %g, want 0.9", got)
 	}
 }
+
+// TestCompactChangesNothing runs the same simulations with the engine compacting its tables
+// every 97 events (as serve does to bound memory): the metrics must be identical.
+func TestCompactChangesNothing(t *testing.T) {
+	for _, plan := range []string{"mixed.json", "nic.json"} {
+		for _, pol := range []string{"ppipe", "reactive"} {
+			run := func(compact int64) []byte {
+				dep := loadDep(t, plan)
+				p, err := runtime.NewPolicy(runtime.Config{Policy: pol})
+				if err != nil {
+					t.Fatal(err)
+				}
+				spec, _ := ParseArrival("bursty")
+				src, _ := spec.New(dep.Apps[0].RateRPS, dep.Apps[0].Name, 5)
+				s, err := New(dep, p, []Source{src}, Options{Duration: runtime.Second, Seed: 5, Jitter: 0.05, CompactEvery: compact})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := s.Run()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if compact > 0 && s.Engine.RequestBase() == 0 {
+					t.Fatalf("%s/%s: compaction forgot nothing", plan, pol)
+				}
+				b, _ := json.Marshal(m)
+				return b
+			}
+			if a, b := run(0), run(97); !bytes.Equal(a, b) {
+				t.Errorf("%s/%s: compaction changed the metrics:\n%s\n%s", plan, pol, a, b)
+			}
+		}
+	}
+}

@@ -23,6 +23,9 @@ type Options struct {
 	Jitter float64
 	// Observe, when set, sees every policy decision (tests).
 	Observe func(now runtime.Time, ev *runtime.Event, ds []runtime.Decision)
+	// CompactEvery, when > 0, calls Engine.Compact after every that many events (what a
+	// long-running driver does; tests use it to check compaction changes nothing).
+	CompactEvery int64
 	// ExpectedRequests pre-sizes the engine's tables (0 = grow as needed).
 	ExpectedRequests int
 	// OnFinish, when set, sees every request when it finishes.
@@ -194,8 +197,11 @@ func (s *Sim) Run() (*Metrics, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.opts.CompactEvery > 0 && s.Engine.Events()%s.opts.CompactEvery == 0 {
+			s.Engine.Compact()
+		}
 		// Only timers (ticks) can be left once arrivals ended and every request finished.
-		if s.pending == 0 && s.Engine.Finished() == int64(len(s.Engine.Requests())) {
+		if s.pending == 0 && s.Engine.Finished() == int64(len(s.Engine.Requests()))+int64(s.Engine.RequestBase()) {
 			break
 		}
 	}
