@@ -42,8 +42,9 @@
 // process); SetTimer arms a time.AfterFunc that sends EvTimer{Key} to the loop (firing late
 // is harmless, stale keys are ignored); Finish answers the request (completed, late, or a
 // 503 carrying Request.Reason and Request.DropStage). Every accepted request gets exactly
-// one Finish. The request and batch tables grow for the life of the engine; a long-running
-// driver should start a fresh engine when it reloads a plan.
+// one Finish. The request and batch tables grow with every arrival; a long-running driver
+// calls Engine.Compact now and then (from the loop) to forget finished requests and closed
+// batches, and starts a fresh engine when it reloads a plan.
 //
 // Times are integer microseconds (Time) since the start of the run; durations use the same
 // type. Identifiers are dense small integers so state lives in slices, not maps.
