@@ -145,6 +145,9 @@ type Row struct {
 	MaxLF   [3]float64
 	LowUtil [3]float64
 	Status  [3]string
+	// Limit names the model with the lowest attainment at the first load step above MaxLF
+	// (what stops the group), with that attainment.
+	Limit [3]string
 }
 
 // Result is the whole benchmark.
@@ -345,6 +348,7 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 		}
 		row.MaxLF[i] = sim.MaxLoadAtMean(rep.Points, 0.99)
 		row.LowUtil[i] = lowUtilAt(rep, row.MaxLF[i])
+		row.Limit[i] = limiter(rep, row.MaxLF[i])
 	}
 	cfg.logf("%s %s %s: max lf NP %.2f, DART-r %.2f, PPipe %.2f", hc.Name, g.Name, trace, row.MaxLF[0], row.MaxLF[1], row.MaxLF[2])
 	return row, nil
@@ -396,6 +400,26 @@ func sweep(ctx context.Context, cfg *Config, p *formats.Plan, base map[string]fl
 		Dep: dep, Policy: pol, Arrival: spec, BaseRPS: rates, Loads: cfg.Loads,
 		Duration: cfg.Duration, Seed: cfg.Seed, Parallel: cfg.Parallel,
 	})
+}
+
+// limiter names the worst model at the first load above max.
+func limiter(rep *sim.Report, max float64) string {
+	for _, p := range rep.Points {
+		if p.Load <= max {
+			continue
+		}
+		worst, att := "", 2.0
+		for _, a := range p.Apps {
+			if a.Requests > 0 && a.Attainment < att {
+				worst, att = a.Name, a.Attainment
+			}
+		}
+		if worst == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s %.1f%%", worst, 100*att)
+	}
+	return ""
 }
 
 func lowUtilAt(rep *sim.Report, load float64) float64 {

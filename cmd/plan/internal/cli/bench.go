@@ -253,10 +253,10 @@ func printBenchPPipe(app *App, res *ppipebench.Result, sums []ppipebench.Summary
 	for _, r := range res.Rows {
 		rows = append(rows, []string{r.HC, r.Group, r.Trace,
 			fmt.Sprintf("%.2f", r.MaxLF[0]), fmt.Sprintf("%.2f", r.MaxLF[1]), fmt.Sprintf("%.2f", r.MaxLF[2]),
-			pct(r.LowUtil[0]), pct(r.LowUtil[1]), pct(r.LowUtil[2]), strings.Join(r.Models, ",")})
+			pct(r.LowUtil[0]), pct(r.LowUtil[1]), pct(r.LowUtil[2]), r.Limit[2], strings.Join(r.Models, ",")})
 	}
 	fmt.Fprintln(app.Out, "Max load factor at 99% attainment (mean over the group's models, as the paper scores a group) per cluster, group and trace, and low-class utilization at that load:")
-	app.Table([]string{"HC", "group", "trace", "NP", "DART-r", "PPipe", "low NP", "low DART-r", "low PPipe", "models (zoo)"}, rows)
+	app.Table([]string{"HC", "group", "trace", "NP", "DART-r", "PPipe", "low NP", "low DART-r", "low PPipe", "PPipe limited by", "models (zoo)"}, rows)
 	for _, s := range sums {
 		fmt.Fprintf(app.Out, "\nGains of PPipe in max load factor, %s (ours vs paper):\n", s.Trace)
 		var t [][]string
