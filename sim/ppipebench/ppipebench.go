@@ -471,6 +471,11 @@ func ablationOn(ctx context.Context, cfg *Config, res *Result, pc *profileCache,
 		res.Notes = append(res.Notes, fmt.Sprintf("ablation on %s: solve failed: %v", hc.Name, err))
 		return false, nil
 	}
+	if cfg.PlanDir != "" {
+		if err := formats.WriteFile(filepath.Join(cfg.PlanDir, fmt.Sprintf("ablation-%s-%s.json", hc.Name, g.Name)), p); err != nil {
+			return false, err
+		}
+	}
 	multi := false
 	for _, m := range p.PPipe.Models {
 		for _, pl := range m.Pipelines {
