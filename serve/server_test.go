@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -487,5 +488,43 @@ func TestRotation(t *testing.T) {
 	_, mt := get(t, ts.URL+"/metrics")
 	if !strings.Contains(string(mt), `plan_requests_total{model="demo"} 300`) || !strings.Contains(string(mt), `plan_requests_in_flight{model="demo"} 0`) {
 		t.Errorf("metrics:\n%s", mt)
+	}
+}
+
+// flakyPolicy makes one invalid decision (dropping a request twice) on the first arrival it
+// ever sees, then behaves as PPipe: the driver must answer the victim with 500 and go on.
+type flakyPolicy struct {
+	runtime.Policy
+	tripped *atomic.Bool
+}
+
+func (f *flakyPolicy) Handle(now runtime.Time, ev *runtime.Event, out *runtime.Decisions) {
+	if ev.Kind == runtime.EvArrival && f.tripped.CompareAndSwap(false, true) {
+		out.Drop(ev.Req, runtime.NoStage, runtime.DropDeadline, 0)
+		out.Drop(ev.Req, runtime.NoStage, runtime.DropDeadline, 0)
+		return
+	}
+	f.Policy.Handle(now, ev, out)
+}
+
+var flakyTripped atomic.Bool
+
+func init() {
+	runtime.RegisterPolicy("serve-test-flaky", "test only: one invalid decision, then ppipe", func(cfg runtime.Config) (runtime.Policy, error) {
+		return &flakyPolicy{Policy: runtime.NewPPipe(runtime.PPipeOptions{Penalty: true, Admission: true}), tripped: &flakyTripped}, nil
+	})
+}
+
+func TestEngineError(t *testing.T) {
+	flakyTripped.Store(false)
+	_, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), Policy: runtime.Config{Policy: "serve-test-flaky"}})
+	code, _, body := post(t, ts.URL+"/v2/models/demo/infer", inferBody(1))
+	if code != 500 && code != 503 {
+		t.Errorf("first request: %d %s", code, body)
+	}
+	for i := 0; i < 3; i++ {
+		if code, _, body := post(t, ts.URL+"/v2/models/demo/infer", inferBody(1)); code != 200 {
+			t.Errorf("after the engine error: %d %s", code, body)
+		}
 	}
 }
