@@ -235,20 +235,42 @@ func (b *builder) reduceMean(x string, axis int64) string {
 	return b.node("ReduceMean", []string{x}, s, map[string][]int64{"axes": {axis + 1}, "keepdims": {1}})
 }
 
-// deconv is a k×k transposed convolution with stride s and padding p:
-// out = (in−1)·s − 2p + k.
-func (b *builder) deconv(x string, cout, k, s, p int64) string {
-	in := b.shape(x)
-	h := (in[1]-1)*s - 2*p + k
-	w := (in[2]-1)*s - 2*p + k
-	attrs := map[string][]int64{
-		"kernel_shape": {k, k}, "strides": {s, s}, "pads": {p, p, p, p}, "dilations": {1, 1}, "group": {1},
-	}
-	return b.node("ConvTranspose", []string{x}, []int64{cout, h, w}, attrs)
-}
-
 // flat2 reshapes a [C, H, W] map to [C, H·W].
 func (b *builder) flat2(x string) string {
 	s := b.shape(x)
 	return b.reshape(x, s[0], s[1]*s[2])
+}
+
+// concatAt joins along a per-sample axis.
+func (b *builder) concatAt(axis int64, xs ...string) string {
+	s := append([]int64(nil), b.shape(xs[0])...)
+	s[axis] = 0
+	for _, x := range xs {
+		s[axis] += b.shape(x)[axis]
+	}
+	return b.node("Concat", xs, s, map[string][]int64{"axis": {axis + 1}})
+}
+
+// upsample2 is nearest-neighbour ×2 upsampling of a [C, H, W] map written with Reshape and
+// Concat (each pixel duplicated along W, then each row along H), which every ONNX consumer
+// can shape-infer; it moves about twice the bytes of a Resize, a small share of any model.
+func (b *builder) upsample2(x string) string {
+	s := b.shape(x)
+	c, h, w := s[0], s[1], s[2]
+	y := b.reshape(x, c, h, w, 1)
+	y = b.reshape(b.concatAt(3, y, y), c, h, 1, 2*w)
+	return b.reshape(b.concatAt(2, y, y), c, 2*h, 2*w)
+}
+
+// deconv2 stands for a 4×4, stride-2, padding-1 transposed convolution (CenterNet's and the
+// colorization network's upsampling) as ×2 nearest upsampling followed by a 2×2 convolution
+// padded on the bottom and right: the same output size and the same FLOPs
+// (2·4·Cin·Cout·4HW = 2·16·Cin·Cout·HW), in operators every ONNX consumer shape-infers.
+func (b *builder) deconv2(x string, cout int64) string {
+	y := b.upsample2(x)
+	in := b.shape(y)
+	attrs := map[string][]int64{
+		"kernel_shape": {2, 2}, "strides": {1, 1}, "pads": {0, 0, 1, 1}, "dilations": {1, 1}, "group": {1},
+	}
+	return b.node("Conv", []string{y}, []int64{cout, in[1], in[2]}, attrs)
 }

@@ -11,8 +11,9 @@ import (
 // published configurations. Simplifications, all minor in cost: batch and group norms are
 // folded into the convolutions, deformable convolutions are plain ones, and a head whose
 // weights are shared across pyramid levels is written once per level (so MemoryBytes counts
-// the head once per level; FLOPs and traffic are exact); FPN upsampling is a Resize like every
-// upsampling in the zoo (the IR has no mode attribute; nearest and bilinear cost alike).
+// the head once per level; FLOPs and traffic are exact). Nearest ×2 upsampling is written as
+// Reshape + Concat and 4×4 stride-2 transposed convolutions as upsampling + a 2×2 conv with the
+// same FLOPs (see upsample2, deconv2), so profiler/onnx can shape-infer every model.
 
 // resnetC returns the C3, C4, C5 maps of a bottleneck ResNet / ResNeXt (torchvision v1.5)
 // with stem width w (64 for the published models). groups > 1 makes it ResNeXt with
@@ -58,8 +59,8 @@ func bottleneckG(b *builder, x string, inner, out, stride, groups int64) string 
 func fpn(b *builder, c3, c4, c5 string, c int64, extraOnInput bool) []string {
 	b.scope("neck")
 	l3, l4, l5 := b.conv(c3, c, 1, 1), b.conv(c4, c, 1, 1), b.conv(c5, c, 1, 1)
-	l4 = b.add(l4, b.resize(l5, 2))
-	l3 = b.add(l3, b.resize(l4, 2))
+	l4 = b.add(l4, b.upsample2(l5))
+	l3 = b.add(l3, b.upsample2(l4))
 	p3, p4, p5 := b.conv(l3, c, 3, 1), b.conv(l4, c, 3, 1), b.conv(l5, c, 3, 1)
 	src := p5
 	if extraOnInput {
@@ -140,7 +141,7 @@ func centernetR18() (*graph.Graph, error) {
 	for i, c := range []int64{256, 128, 64} {
 		b.scope(fmt.Sprintf("neck.%d", i))
 		x = b.relu(b.conv(x, c, 3, 1))
-		x = b.relu(b.deconv(x, c, 4, 2, 1))
+		x = b.relu(b.deconv2(x, c))
 	}
 	var outs []string
 	for _, h := range []struct {
@@ -210,9 +211,9 @@ func rtmdet(name string, wf float64, depths []int, neckBlocks int, res int64) (*
 	c3, c4, c5 := c[1], c[2], c[3]
 	b.scope("neck.top_down")
 	r5 := cbs(c5, widths[2], 1, 1)
-	t4 := csp(b.concat(b.resize(r5, 2), c4), widths[2], neckBlocks, false)
+	t4 := csp(b.concat(b.upsample2(r5), c4), widths[2], neckBlocks, false)
 	r4 := cbs(t4, widths[1], 1, 1)
-	p3 := csp(b.concat(b.resize(r4, 2), c3), widths[1], neckBlocks, false)
+	p3 := csp(b.concat(b.upsample2(r4), c3), widths[1], neckBlocks, false)
 	b.scope("neck.bottom_up")
 	p4 := csp(b.concat(cbs(p3, widths[1], 3, 2), r4), widths[2], neckBlocks, false)
 	p5 := csp(b.concat(cbs(p4, widths[2], 3, 2), r5), widths[3], neckBlocks, false)
@@ -244,7 +245,7 @@ func efficientDetD1() (*graph.Graph, error) {
 		td := make([]string, 5)
 		td[4] = ps[4]
 		for l := 3; l >= 0; l-- {
-			td[l] = sep(b.add(ps[l], b.resize(td[l+1], 2)))
+			td[l] = sep(b.add(ps[l], b.upsample2(td[l+1])))
 		}
 		out := make([]string, 5)
 		out[0] = td[0]
@@ -298,7 +299,7 @@ func colorizationV2() (*graph.Graph, error) {
 		x = stage(x, st.c, st.n, st.last, st.dil)
 	}
 	b.scope("model8")
-	x = b.relu(b.deconv(x, 256, 4, 2, 1))
+	x = b.relu(b.deconv2(x, 256))
 	x = stage(x, 256, 2, 1, 1)
 	x = b.conv(x, 313, 1, 1)
 	b.scope("out")

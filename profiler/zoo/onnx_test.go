@@ -3,7 +3,6 @@ package zoo
 import (
 	"os"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/profiler/graph"
@@ -72,10 +71,6 @@ func TestMaterializeONNX(t *testing.T) {
 			}
 			back, err := m.Graph(nil)
 			if err != nil {
-				if op := missingRule(err); op != "" {
-					// A gap in profiler/onnx's shape inference, not in the zoo graph.
-					t.Skipf("profiler/onnx cannot infer %s shapes yet: %v", op, err)
-				}
 				t.Fatal(err)
 			}
 			if len(back.Nodes) != len(g.Nodes) {
@@ -95,16 +90,4 @@ func TestMaterializeONNX(t *testing.T) {
 			}
 		})
 	}
-}
-
-// missingRule names the operator when err is profiler/onnx reporting an operator it has no
-// shape-inference rule for.
-func missingRule(err error) string {
-	msg := err.Error()
-	for _, op := range []string{"ConvTranspose", "Resize"} {
-		if strings.Contains(msg, "operator "+op+" has no shape-inference rule") {
-			return op
-		}
-	}
-	return ""
 }
