@@ -265,7 +265,8 @@ func (b *builder) upsample2(x string) string {
 // deconv2 stands for a 4×4, stride-2, padding-1 transposed convolution (CenterNet's and the
 // colorization network's upsampling) as ×2 nearest upsampling followed by a 2×2 convolution
 // padded on the bottom and right: the same output size and the same FLOPs
-// (2·4·Cin·Cout·4HW = 2·16·Cin·Cout·HW), in operators every ONNX consumer shape-infers.
+// (2·4·Cin·Cout·4HW = 2·16·Cin·Cout·HW), in operators every ONNX consumer shape-infers. Its
+// weights are a quarter of the deconvolution's (4·Cin·Cout instead of 16·Cin·Cout).
 func (b *builder) deconv2(x string, cout int64) string {
 	y := b.upsample2(x)
 	in := b.shape(y)
