@@ -25,6 +25,9 @@ var benchCases = []benchCase{
 	{"P3-2types-3models", []gpuSpec{specL4, specP4}, []int{25, 75}, 3, 3, 2},
 	// Target: ≤ 120 s.
 	{"P3-4types-1model", []gpuSpec{specL4, specV100, specT4, specP4}, []int{10, 15, 35, 40}, 1, 3, 3},
+	// The authors' main setting (P ≤ 2) for the group and the four types, for comparison.
+	{"P2-2types-3models", []gpuSpec{specL4, specP4}, []int{25, 75}, 3, 2, 2},
+	{"P2-4types-1model", []gpuSpec{specL4, specV100, specT4, specP4}, []int{10, 15, 35, 40}, 1, 2, 3},
 }
 
 func (c benchCase) inputs() Inputs {
