@@ -9,9 +9,10 @@ import (
 )
 
 // Diagnostics for formulation work, skipped unless their environment variable is set:
-//   PPIPE_SOLVER_LOG=1   HiGHS's log on stderr (any test or benchmark)
-//   CASE=i [P= LIMIT= ROUNDING= REPLICAS= NOLP=1]   one benchmark case, summary line
-//   LPCASE=i             the LP relaxation of a case, with every option it uses
+//
+//	PPIPE_SOLVER_LOG=1   HiGHS's log on stderr (any test or benchmark)
+//	CASE=i [P= LIMIT= ROUNDING= REPLICAS= NOLP=1]   one benchmark case, summary line
+//	LPCASE=i             the LP relaxation of a case, with every option it uses
 func init() {
 	if os.Getenv("PPIPE_SOLVER_LOG") != "" {
 		solverLog = os.Stderr
