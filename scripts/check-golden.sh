@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 plan=${1:-bin/plan}
 shopt -s nullglob
-plans=(testdata/golden/*.plan.json)
+plans=(testdata/golden/*.json)
 if [ ${#plans[@]} -eq 0 ]; then
   echo "no golden plans in testdata/golden"
   exit 0
