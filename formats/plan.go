@@ -68,9 +68,13 @@ type PPipeModelPlan struct {
 	SLO    Duration `json:"slo"`
 	Weight float64  `json:"weight"`
 	// BudgetUs is the planning budget T' in µs.
-	BudgetUs      float64         `json:"budget_us"`
-	ThroughputRPS float64         `json:"throughput_rps"`
-	Pipelines     []PPipePipeline `json:"pipelines"`
+	BudgetUs      float64 `json:"budget_us"`
+	ThroughputRPS float64 `json:"throughput_rps"`
+	// TargetRPS is the rate the plan is optimised to guarantee (load factor 1.0): z·w_m for
+	// multi-model max-min plans, where throughput_rps may exceed it because the objective is
+	// indifferent to a model's surplus; equal to throughput_rps for one model. 0 = unknown.
+	TargetRPS float64         `json:"target_rps,omitempty"`
+	Pipelines []PPipePipeline `json:"pipelines"`
 }
 
 // PPipePipeline is a chain of partitions, each served by a pool of (v)GPUs of one type,

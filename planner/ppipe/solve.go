@@ -461,6 +461,15 @@ func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error)
 		}
 		pp.Models = append(pp.Models, mp)
 	}
+	// The guaranteed rate: min_m x_m/w_m of the decoded plan times w_m (§7 item 6).
+	z := p.objective(pipes)
+	for mi := range pp.Models {
+		if len(pp.Models) == 1 {
+			pp.Models[mi].TargetRPS = pp.Models[mi].ThroughputRPS
+		} else {
+			pp.Models[mi].TargetRPS = z * pp.Models[mi].Weight
+		}
+	}
 	used := PhysicalGPUs(pp, o.Rounding)
 	for _, g := range p.cluster.GPUs {
 		pp.GPUUse = append(pp.GPUUse, formats.GPUUse{GPU: g.Type, Class: g.Class, Used: used[g.Type], Total: g.Count})

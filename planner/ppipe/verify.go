@@ -189,6 +189,9 @@ func Verify(pl *formats.Plan) []Violation {
 			}
 			sum += p.ThroughputRPS
 		}
+		if m.TargetRPS > m.ThroughputRPS*(1+1e-9)+1e-9 {
+			add(mw, "throughput-sum", "target_rps %g > throughput_rps %g: the pipelines cannot carry the target", m.TargetRPS, m.ThroughputRPS)
+		}
 		if !near(m.ThroughputRPS, sum) {
 			add(mw, "throughput-sum", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
 		}
