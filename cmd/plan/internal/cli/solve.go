@@ -300,9 +300,9 @@ func renderPPipePlan(app *App, plan *formats.Plan) {
 	fmt.Fprintln(app.Out)
 	rows = rows[:0]
 	for _, m := range pp.Models {
-		rows = append(rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)), fmt.Sprintf("%.1f", m.ThroughputRPS)})
+		rows = append(rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)), fmt.Sprintf("%.1f", m.ThroughputRPS), fmt.Sprintf("%.1f", m.TargetRPS)})
 	}
-	app.Table([]string{"MODEL", "SLO", "BUDGET_MS", "WEIGHT", "PIPELINES", "THROUGHPUT_RPS"}, rows)
+	app.Table([]string{"MODEL", "SLO", "BUDGET_MS", "WEIGHT", "PIPELINES", "THROUGHPUT_RPS", "TARGET_RPS"}, rows)
 	fmt.Fprintln(app.Out)
 	rows = rows[:0]
 	for _, g := range pp.GPUUse {
