@@ -27,6 +27,15 @@ var goldenCases = []struct {
 	{"ppipe-2models.json", []string{"--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload.yaml", "--max-partitions", "2"}},
 }
 
+// skipWithoutHiGHS skips a test that needs the solver when highs.wasm is absent, unless
+// PLAN_REQUIRE_ALL=1 (CI with assets) makes that a failure.
+func skipWithoutHiGHS(t *testing.T, output string) {
+	t.Helper()
+	if strings.Contains(output, "HiGHS backend unavailable") && os.Getenv("PLAN_REQUIRE_ALL") != "1" {
+		t.Skip("HiGHS wasm unavailable (run make assets)")
+	}
+}
+
 func repoRoot(t *testing.T) {
 	t.Helper()
 	t.Chdir(filepath.Join("..", "..", "..", ".."))
@@ -46,6 +55,7 @@ func TestSolveGolden(t *testing.T) {
 			}
 			args := append([]string{"solve", "-q", "--deterministic", "-o", out}, c.args...)
 			code, stdout, stderr := runCLI(t, args...)
+			skipWithoutHiGHS(t, stderr)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -88,6 +98,7 @@ func TestSolveJSONAndDeterminism(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
 	code, out, errs := runCLI(t, "solve", "--deterministic", "-o", a, "--output", "json")
+	skipWithoutHiGHS(t, errs)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -147,9 +158,16 @@ func TestSolveBadInput(t *testing.T) {
 func TestCheck(t *testing.T) {
 	repoRoot(t)
 	good := "testdata/ppipe/good-plan.json"
-	if code, out, errs := runCLI(t, "check", good, "--resolve", "--time-limit", "60s"); code != 0 || !strings.Contains(out, "ok   good-plan.json: resolve") {
+	if code, out, errs := runCLI(t, "check", good); code != 0 {
 		t.Fatalf("good plan: exit %d\n%s%s", code, out, errs)
 	}
+	t.Run("resolve", func(t *testing.T) {
+		code, out, errs := runCLI(t, "check", good, "--resolve", "--time-limit", "60s")
+		skipWithoutHiGHS(t, out+errs)
+		if code != 0 || !strings.Contains(out, "ok   good-plan.json: resolve") {
+			t.Fatalf("good plan: exit %d\n%s%s", code, out, errs)
+		}
+	})
 	// Every hand-broken plan fails with exit 1 and a FAIL line naming its rule.
 	entries, err := os.ReadDir("testdata/ppipe/broken")
 	if err != nil {
