@@ -130,16 +130,23 @@ func TestInfer(t *testing.T) {
 			if sum != tm.LatencyUs {
 				t.Errorf("breakdown %+v sums to %d, latency %d", tm, sum, tm.LatencyUs)
 			}
-			stages := len(p.PPipe.Models[0].Pipelines[0].Partitions)
-			if len(tm.Stages) != stages {
-				t.Errorf("%d stage timings, want %d", len(tm.Stages), stages)
+			// The request went through one of the plan's pipelines: its stages, at least
+			// their nominal latency.
+			matched := false
+			for _, pl := range p.PPipe.Models[0].Pipelines {
+				if len(pl.Partitions) != len(tm.Stages) {
+					continue
+				}
+				var nominal int64
+				for _, part := range pl.Partitions {
+					nominal += int64(part.StageLatencyUs)
+				}
+				if tm.ExecUs >= nominal {
+					matched = true
+				}
 			}
-			var nominal int64
-			for _, part := range p.PPipe.Models[0].Pipelines[0].Partitions {
-				nominal += int64(part.StageLatencyUs)
-			}
-			if tm.ExecUs < nominal || tm.SLOUs != int64(time.Duration(p.PPipe.Models[0].SLO)/time.Microsecond) {
-				t.Errorf("exec %d µs (nominal %d), slo %d µs", tm.ExecUs, nominal, tm.SLOUs)
+			if !matched || tm.SLOUs != int64(time.Duration(p.PPipe.Models[0].SLO)/time.Microsecond) {
+				t.Errorf("timing %+v matches no pipeline of the plan (or the SLO)", tm)
 			}
 		})
 	}
@@ -257,7 +264,7 @@ func TestHealthAndMetadata(t *testing.T) {
 	if err := json.Unmarshal(body, &md); code != 200 || err != nil {
 		t.Fatalf("metadata: %d %s", code, body)
 	}
-	if md.Name != "demo" || md.Platform != "plan-emulated" || md.SLOUs != 14061 || md.Inputs[0].Datatype != "FP32" {
+	if md.Name != "demo" || md.Platform != "plan-emulated" || md.SLOUs != int64(time.Duration(p.PPipe.Models[0].SLO)/time.Microsecond) || md.Inputs[0].Datatype != "FP32" {
 		t.Errorf("metadata %+v", md)
 	}
 	code, body = get(t, ts.URL+"/v1/plan")
@@ -275,6 +282,10 @@ func TestHealthAndMetadata(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	p := loadPlan(t, "demo-plan.json")
+	dep, err := runtime.FromPlan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, ts := testServer(t, Options{Plan: p})
 	for i := 0; i < 3; i++ {
 		if code, _, body := post(t, ts.URL+"/v2/models/demo/infer", inferBody(1)); code != 200 {
@@ -298,7 +309,7 @@ func TestMetrics(t *testing.T) {
 		`plan_rejected_total{code="400",cause="bad-request"} 1`,
 		`plan_active_plan_info{digest="` + s.ActiveDigest() + `",name="ppipe"} 1`,
 		`plan_queue_depth{model="demo"} 0`,
-		`plan_worker_busy_seconds_total{worker="L4#0/2.0",stage="demo/p0/s0"}`,
+		fmt.Sprintf(`plan_worker_busy_seconds_total{worker=%q,stage=%q}`, dep.Topo.Workers[0].Name, dep.Stages[0].Name),
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q", want)
@@ -373,8 +384,10 @@ func TestReload(t *testing.T) {
 		t.Errorf("metadata after reload: %s", md)
 	}
 	// A broken plan is refused with the reason, and the old one keeps serving.
-	bad := strings.Replace(string(b), `"count": 8`, `"count": 80`, 1)
-	req, _ = http.NewRequest(http.MethodPut, ts.URL+"/v1/plan", strings.NewReader(bad))
+	p3 := loadPlan(t, "demo-plan.json")
+	p3.PPipe.Models[0].Pipelines[0].Partitions[0].Count = 1000
+	bad, _ := formats.Marshal(p3)
+	req, _ = http.NewRequest(http.MethodPut, ts.URL+"/v1/plan", bytes.NewReader(bad))
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
