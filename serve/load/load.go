@@ -190,9 +190,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 send:
 	for i, a := range arrivals {
 		due := start.Add(time.Duration(a.t) * time.Microsecond)
-		if d := time.Until(due); d <= 0 {
-			lag = max(lag, -d)
-		}
 		for d := time.Until(due); d > 0; d = time.Until(due) {
 			wt.Reset(d)
 			select {
@@ -202,6 +199,7 @@ send:
 				break send
 			}
 		}
+		lag = max(lag, time.Since(due))
 		samples[i] = Sample{App: a.app, Arrival: time.Duration(a.t) * time.Microsecond}
 		wg.Add(1)
 		go func(s *Sample, t *target) {
