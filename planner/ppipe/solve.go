@@ -217,11 +217,11 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		lcfg := cfg
 		lcfg.relax = true
 		lp := s.p.build(spaces, lcfg)
-		lres, err := s.run("lp", lp, nil, 0)
-		if err != nil {
+		lres, err := s.run("lp", lp, nil, time.Until(s.deadline)/2)
+		if err != nil && !errors.Is(err, ErrNoSolution) {
 			return nil, stats{}, err
 		}
-		if lres.Status == solver.StatusOptimal {
+		if err == nil && lres.Status == solver.StatusOptimal {
 			bound = lres.Objective
 			const eps = 1e-7
 			inLP := func(m, l, d, o int) bool {
