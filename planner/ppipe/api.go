@@ -90,7 +90,7 @@ type Options struct {
 // Progress is a snapshot of a running solve, in the objective's unit (requests/s, or the
 // weight-normalised worst-model requests/s for several models).
 type Progress struct {
-	Phase        string // "np", "ppipe", "dart-r"
+	Phase        string // "np", "lp", "restricted" (MILP on the LP's templates), "ppipe", "dart-r"
 	Elapsed      time.Duration
 	Nodes        int64
 	Incumbent    float64

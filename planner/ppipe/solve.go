@@ -85,7 +85,8 @@ type stats struct {
 	rawOptions, keptOptions int
 }
 
-// checkFeasible builds the spaces and reports every model with no SLO-feasible pipeline.
+// spaces builds the pruned option spaces and reports every model with no SLO-feasible
+// pipeline (with the smallest SLO that would admit one).
 func (s *session) spaces(cfg spaceConfig) ([]*modelSpace, error) {
 	var spaces []*modelSpace
 	var bad []InfeasibleModel
@@ -264,7 +265,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 			if npAssign != nil {
 				start = rb.start(r.lower(npAssign))
 			}
-			rres, err := s.run("ppipe-lp", rb, start, time.Until(s.deadline)/2)
+			rres, err := s.run("restricted", rb, start, time.Until(s.deadline)/2)
 			switch {
 			case err == nil:
 				if rres.Objective > bestObj {
