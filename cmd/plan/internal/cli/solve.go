@@ -271,7 +271,7 @@ func (p *progressPrinter) report(pr ppipe.Progress) {
 	if !math.IsInf(pr.Gap, 0) && !math.IsNaN(pr.Gap) {
 		gap = fmt.Sprintf("%.2f%%", pr.Gap*100)
 	}
-	fmt.Fprintf(p.app.Err, "solve %-6s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
+	fmt.Fprintf(p.app.Err, "solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
 }
 
 func (p *progressPrinter) done() {}
