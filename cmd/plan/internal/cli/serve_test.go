@@ -191,3 +191,16 @@ func TestParseSizeAndLoopback(t *testing.T) {
 		}
 	}
 }
+
+func TestServeONNXBadModel(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.onnx")
+	code, _, stderr := rootRun(t, "serve", demoPlanPath, "--workers", "onnx", "--model", missing, "--addr", "127.0.0.1:0")
+	// Without ONNX Runtime (or cgo) the error names the library instead of the model.
+	if code != ExitUsage || (!strings.Contains(stderr, "missing.onnx") && !strings.Contains(stderr, "ONNX Runtime") && !strings.Contains(stderr, "cgo")) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = rootRun(t, "serve", demoPlanPath, "--workers", "onnx")
+	if code != ExitUsage || !strings.Contains(stderr, "--model") {
+		t.Errorf("no --model: exit %d, stderr %q", code, stderr)
+	}
+}
