@@ -24,6 +24,7 @@ var goldenCases = []struct {
 	{"demo-np.json", []string{"--strategy", "np"}},
 	{"demo-dartr.json", []string{"--strategy", "dart-r"}},
 	{"demo-ppipe-200ms.json", []string{"--slo", "200ms"}},
+	{"demo-hc1-ppipe.json", []string{"--cluster", "testdata/ppipe/cluster-hc1.yaml"}},
 	{"ppipe-2models.json", []string{"--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload.yaml", "--max-partitions", "2"}},
 }
 
