@@ -178,7 +178,6 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	}
 	ppipe.ToolVersion = buildVersion().Version
 	plan, err := ppipe.Solve(cmd.Context(), in, opts)
-	pr.done()
 	if err != nil {
 		return solveError(withFileNames(err, o))
 	}
@@ -250,7 +249,6 @@ type progressPrinter struct {
 	last    time.Time
 	lastInc float64
 	phase   string
-	printed bool
 }
 
 func (p *progressPrinter) report(pr ppipe.Progress) {
@@ -261,7 +259,7 @@ func (p *progressPrinter) report(pr ppipe.Progress) {
 	if !improved && pr.Phase == p.phase && now.Sub(p.last) < time.Second {
 		return
 	}
-	p.last, p.phase, p.printed = now, pr.Phase, true
+	p.last, p.phase = now, pr.Phase
 	inc := "-"
 	if pr.HasIncumbent {
 		inc = fmt.Sprintf("%.4g", pr.Incumbent)
@@ -273,8 +271,6 @@ func (p *progressPrinter) report(pr ppipe.Progress) {
 	}
 	fmt.Fprintf(p.app.Err, "solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
 }
-
-func (p *progressPrinter) done() {}
 
 // renderPPipePlan prints the pipelines, per-model throughput and GPU use.
 func renderPPipePlan(app *App, plan *formats.Plan) {
