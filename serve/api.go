@@ -117,12 +117,6 @@ type TensorSpec struct {
 	Shape    []int64 `json:"shape"`
 }
 
-// elemSize is the byte size of each KServe datatype plan accepts.
-var elemSize = map[string]int{
-	"BOOL": 1, "UINT8": 1, "INT8": 1, "INT16": 2, "UINT16": 2, "INT32": 4, "UINT32": 4,
-	"INT64": 8, "UINT64": 8, "FP16": 2, "FP32": 4, "FP64": 8,
-}
-
 // BadRequestError is a request the server cannot take: it becomes a 400 with its message.
 type BadRequestError struct{ Msg string }
 

@@ -299,7 +299,7 @@ func (d *driver) arm() {
 		return
 	}
 	d.timerAt = at
-	d.timer.Reset(max(d.clk.At(at).Sub(time.Now()), 0))
+	d.timer.Reset(max(time.Until(d.clk.At(at)), 0))
 }
 
 func (d *driver) push(x timerItem) {

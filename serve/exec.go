@@ -101,7 +101,7 @@ func (e *Emulated) Duration(nominal runtime.Time) runtime.Time {
 // Run implements Executor: the hop ends when a timer armed for Start + duration fires.
 func (e *Emulated) Run(job *Job, done func(*Job)) {
 	d := e.Duration(job.Nominal)
-	wait := e.clk.At(job.Start + d).Sub(time.Now())
+	wait := time.Until(e.clk.At(job.Start + d))
 	time.AfterFunc(wait, func() {
 		job.End = e.clk.Now()
 		done(job)

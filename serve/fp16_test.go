@@ -30,7 +30,8 @@ func TestFP16(t *testing.T) {
 		{1 + 3.0/2048, 0x3c02},    // halfway: ties to even (up)
 		{6.103515625e-05, 0x0400}, // smallest normal
 		{0.333333333, 0x3555},     // nearest
-		{-0.0, 0x0000},
+		{float32(math.Copysign(0, -1)), 0x8000}, // negative zero keeps its sign
+		{0, 0x0000},
 	}
 	for _, c := range cases {
 		if got := f32to16(c.f); got != c.want {

@@ -152,15 +152,6 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	return err
 }
 
-// stdErrno returns ok for the standard streams 0-2 and EBADF for any other
-// descriptor (none can exist without a file system).
-func stdErrno(fd uint64, ok uint32) uint64 {
-	if uint32(fd) <= 2 {
-		return uint64(ok)
-	}
-	return errnoBadf
-}
-
 func negErrno(e uint64) uint64 { return uint64(uint32(-int32(e))) }
 
 func okErrno(ok bool) uint64 {
