@@ -26,10 +26,10 @@ func TestFP16(t *testing.T) {
 	}{
 		{1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {65520, 0x7c00}, {1e9, 0x7c00},
 		{float32(math.Inf(-1)), 0xfc00}, {5.960464477539063e-08, 0x0001}, {2e-8, 0},
-		{1 + 1.0/2048, 0x3c00},    // halfway: ties to even (down)
-		{1 + 3.0/2048, 0x3c02},    // halfway: ties to even (up)
-		{6.103515625e-05, 0x0400}, // smallest normal
-		{0.333333333, 0x3555},     // nearest
+		{1 + 1.0/2048, 0x3c00},                  // halfway: ties to even (down)
+		{1 + 3.0/2048, 0x3c02},                  // halfway: ties to even (up)
+		{6.103515625e-05, 0x0400},               // smallest normal
+		{0.333333333, 0x3555},                   // nearest
 		{float32(math.Copysign(0, -1)), 0x8000}, // negative zero keeps its sign
 		{0, 0x0000},
 	}
