@@ -32,7 +32,9 @@ var scalarAttrs = map[string]bool{
 }
 
 // helperAttrs are IR-only attributes (see package graph) that become inputs, not attributes.
-var helperAttrs = map[string]bool{"vocab_size": true, "scales": true, "shape": true}
+// Besides those package graph lists, Resize "nearest" = [1] selects nearest-neighbour
+// interpolation (the writer's default is linear, which the zoo's upsampling layers use).
+var helperAttrs = map[string]bool{"vocab_size": true, "scales": true, "shape": true, "nearest": true}
 
 // Build materializes an IR graph as a runnable ONNX model: every node becomes the ONNX
 // operator of the same name, weights the op implies (graph.WeightShapes) or that the graph
@@ -314,7 +316,12 @@ func (b *builder) constInput(n *graph.Node, t graph.Tensor) (string, error) {
 
 func (b *builder) node(n *graph.Node) ([]byte, error) {
 	var acts, consts []string
-	for _, in := range n.Inputs {
+	resize := n.Op == "Resize" || n.Op == "Upsample"
+	for i, in := range n.Inputs {
+		if resize && i > 0 {
+			// roi, scales and sizes (constants or computed) are rewritten from the shapes.
+			continue
+		}
 		t := b.g.Tensors[in]
 		if t.Const {
 			name, err := b.constInput(n, t)
@@ -368,7 +375,11 @@ func (b *builder) node(n *graph.Node) ([]byte, error) {
 		enc = putString(enc, fNodeOutput, o)
 	}
 	enc = putString(enc, fNodeName, n.Name)
-	enc = putString(enc, fNodeOpType, n.Op)
+	op := n.Op
+	if op == "Upsample" {
+		op = "Resize" // Upsample left the opset in version 10
+	}
+	enc = putString(enc, fNodeOpType, op)
 	keys := make([]string, 0, len(attrs))
 	for k := range attrs {
 		keys = append(keys, k)
@@ -461,18 +472,26 @@ func (b *builder) implied(n *graph.Node, acts []string, out graph.Tensor, attrs 
 			shape = append([]int64{0}, out.Shape...)
 		}
 		return append(in, b.int64s(n.Name+".shape", shape)), nil
-	case "Resize":
-		scales := n.Attrs["scales"]
-		if scales == nil {
-			return nil, fmt.Errorf("needs the scales attribute")
+	case "Resize", "Upsample":
+		if len(acts) != 1 {
+			return nil, fmt.Errorf("needs one activation input")
+		}
+		scales, err := resizeScales(n, first().Shape, out.Shape)
+		if err != nil {
+			return nil, err
 		}
 		name := b.fresh(n.Name + ".scales")
 		raw := make([]byte, 4*len(scales))
 		for i, s := range scales {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(s)))
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(s))
 		}
 		b.inits = append(b.inits, tensorProto(name, Float, []int64{int64(len(scales))}, raw))
-		*strAttrs = append(*strAttrs, [2]string{"mode", "linear"})
+		delete(attrs, "axes")
+		mode := "linear"
+		if n.AttrInt("nearest", 0) == 1 {
+			mode = "nearest"
+		}
+		*strAttrs = append(*strAttrs, [2]string{"mode", mode})
 		return append(in, "", name), nil
 	case "Clip":
 		// Without bounds Clip is the identity; the IR has no float attributes, so use ReLU6,
@@ -485,4 +504,38 @@ func (b *builder) implied(n *graph.Node, acts []string, out graph.Tensor, attrs 
 		}
 	}
 	return in, nil
+}
+
+// resizeScales returns the float scales of a Resize over the batched axes: the integer
+// factors of the "scales" attribute, or else output/input per axis, nudged so that ONNX
+// Runtime's floor(input · scale) in float32 gives the output size exactly.
+func resizeScales(n *graph.Node, in, out []int64) ([]float32, error) {
+	if f := n.Attrs["scales"]; f != nil {
+		if len(f) != len(in)+1 {
+			return nil, fmt.Errorf("scales %v do not fit the per-sample input %v", f, in)
+		}
+		s := make([]float32, len(f))
+		for i, v := range f {
+			s[i] = float32(v)
+		}
+		return s, nil
+	}
+	if len(in) != len(out) {
+		return nil, fmt.Errorf("input %v and output %v differ in rank", in, out)
+	}
+	s := []float32{1}
+	for i, d := range in {
+		if d <= 0 || out[i] <= 0 {
+			return nil, fmt.Errorf("input %v or output %v has an empty axis", in, out)
+		}
+		v := float32(float64(out[i]) / float64(d))
+		for k := 0; k < 4 && int64(v*float32(d)) < out[i]; k++ {
+			v = math.Nextafter32(v, float32(math.Inf(1)))
+		}
+		if int64(v*float32(d)) != out[i] {
+			return nil, fmt.Errorf("no float32 scale resizes %d to %d", d, out[i])
+		}
+		s = append(s, v)
+	}
+	return s, nil
 }

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/plan-dev/plan/profiler/graph"
 )
@@ -10,7 +11,7 @@ import (
 // the writer need (windows, groups, axes, transposition flags).
 var irAttrs = []string{
 	"kernel_shape", "strides", "pads", "dilations", "group", "ceil_mode", "count_include_pad",
-	"axis", "perm", "transA", "transB", "keepdims", "axes", "to",
+	"axis", "perm", "transA", "transB", "keepdims", "axes", "to", "output_padding", "output_shape",
 }
 
 // Graph runs shape inference and returns the profiler's IR of the model. inputShape is the
@@ -69,6 +70,11 @@ func (m *Model) Graph(inputShape []int64) (*graph.Graph, error) {
 			if in == "" {
 				continue
 			}
+			if s, ok := shapes[in]; ok && s.konst && (n.OpType == "Resize" || n.OpType == "Upsample") && slices.Contains(s.dims, 0) {
+				// An empty roi, scales or sizes constant stands for an omitted input (opset
+				// 11-12 exporters write them): it holds no data, and the IR has no empty tensors.
+				continue
+			}
 			if err := addTensor(in); err != nil {
 				return nil, err
 			}
@@ -101,7 +107,14 @@ func (m *Model) Graph(inputShape []int64) (*graph.Graph, error) {
 		}
 		// Auto padding is a string attribute; turn it into explicit pads so consumers of the
 		// IR need not know the rule.
-		if a, ok := n.Attr("auto_pad"); ok && (string(a.S) == "SAME_UPPER" || string(a.S) == "SAME_LOWER") {
+		if n.OpType == "ConvTranspose" {
+			if pads := transposePads(n, shapes); pads != nil {
+				if gn.Attrs == nil {
+					gn.Attrs = map[string][]int64{}
+				}
+				gn.Attrs["pads"] = pads
+			}
+		} else if a, ok := n.Attr("auto_pad"); ok && (string(a.S) == "SAME_UPPER" || string(a.S) == "SAME_LOWER") {
 			if pads := samePads(n, shapes); pads != nil {
 				if gn.Attrs == nil {
 					gn.Attrs = map[string][]int64{}
@@ -117,6 +130,9 @@ func (m *Model) Graph(inputShape []int64) (*graph.Graph, error) {
 				}
 				gn.Attrs["kernel_shape"] = append([]int64(nil), w.dims[2:]...)
 			}
+		}
+		if n.OpType == "Resize" || n.OpType == "Upsample" {
+			resizeAttrs(n, shapes, &gn)
 		}
 		g.Nodes = append(g.Nodes, gn)
 	}
@@ -141,6 +157,62 @@ func reshapeAttr(v []int64) []int64 {
 		out[i] = d
 	}
 	return out
+}
+
+// resizeAttrs sets the IR's Resize helper attributes: "scales", the integer factor per batched
+// axis when every output size is a multiple of the input size, and "nearest" = [1] when the
+// mode is nearest (ONNX's default; the writer's default is linear).
+func resizeAttrs(n *Node, shapes map[string]shapeInfo, gn *graph.Node) {
+	if gn.Attrs == nil {
+		gn.Attrs = map[string][]int64{}
+	}
+	mode := "nearest"
+	if a, ok := n.Attr("mode"); ok && len(a.S) > 0 {
+		mode = string(a.S)
+	}
+	if mode == "nearest" {
+		gn.Attrs["nearest"] = []int64{1}
+	}
+	delete(gn.Attrs, "axes") // an opset-18 Resize attribute: the factors cover every axis
+	if len(n.Inputs) == 0 || len(n.Outputs) == 0 {
+		return
+	}
+	x, ok1 := shapes[n.Inputs[0]]
+	y, ok2 := shapes[n.Outputs[0]]
+	if !ok1 || !ok2 || len(x.dims) != len(y.dims) {
+		return
+	}
+	factors := make([]int64, len(x.dims))
+	for i, d := range x.dims {
+		switch {
+		case d == batchDim && y.dims[i] == batchDim:
+			factors[i] = 1
+		case d > 0 && y.dims[i] > 0 && y.dims[i]%d == 0:
+			factors[i] = y.dims[i] / d
+		default:
+			return
+		}
+	}
+	gn.Attrs["scales"] = factors
+}
+
+// transposePads gives a ConvTranspose with auto_pad SAME_* or output_shape the explicit pads
+// that produce the same output.
+func transposePads(n *Node, shapes map[string]shapeInfo) []int64 {
+	if len(n.Inputs) < 2 || len(n.Outputs) == 0 {
+		return nil
+	}
+	x, ok1 := shapes[n.Inputs[0]]
+	w, ok2 := shapes[n.Inputs[1]]
+	y, ok3 := shapes[n.Outputs[0]]
+	if !ok1 || !ok2 || !ok3 || len(x.dims) < 3 || len(w.dims) != len(x.dims) {
+		return nil
+	}
+	k := n.AttrInts("kernel_shape")
+	if k == nil {
+		k = w.dims[2:]
+	}
+	return convTransposePads(n, x.dims, y.dims, k)
 }
 
 // samePads computes explicit pads for auto_pad=SAME_* convolutions and pools.

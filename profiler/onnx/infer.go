@@ -3,6 +3,8 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 )
 
@@ -18,7 +20,10 @@ type shapeInfo struct {
 	dims  []int64
 	dtype DataType
 	value []int64 // nil when unknown
-	konst bool    // an initializer
+	// fvalue holds the values of small float constants (Resize scales and roi) and of float
+	// arithmetic on them; nil when unknown.
+	fvalue []float64
+	konst  bool // an initializer
 }
 
 // inferError says which node failed and why.
@@ -44,6 +49,11 @@ func (m *Model) infer(inputShape []int64) (map[string]shapeInfo, error) {
 		if (t.DataType == Int64 || t.DataType == Int32) && t.Elements() <= 64 {
 			if v, err := t.Int64s(); err == nil {
 				si.value = v
+			}
+		}
+		if (t.DataType == Float || t.DataType == Double) && t.Elements() <= 64 {
+			if v, err := t.Float64s(); err == nil {
+				si.fvalue = v
 			}
 		}
 		shapes[name] = si
@@ -292,6 +302,24 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 	switch {
 	case unaryOps[op]:
 		out := same(x.dims)
+		if f, ok := x.floats(); ok && isFloat(x.dtype) {
+			switch op {
+			case "Identity":
+				out[0].fvalue = f
+			case "Floor", "Ceil":
+				out[0].fvalue = make([]float64, len(f))
+				for i, v := range f {
+					if op == "Floor" {
+						out[0].fvalue[i] = math.Floor(v)
+					} else {
+						out[0].fvalue[i] = math.Ceil(v)
+					}
+				}
+			}
+		}
+		if op == "Identity" {
+			out[0].value = x.value
+		}
 		if op == "Dropout" || op == "BatchNormalization" || op == "LayerNormalization" {
 			// Extra outputs (mask, running stats) are rarely consumed; give them X's shape.
 			for len(out) < len(n.Outputs) {
@@ -318,8 +346,24 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 			dt = in[1].dtype
 		}
 		out := shapeInfo{dims: b, dtype: dt}
-		if len(in) == 2 && x.value != nil && in[1].value != nil && len(x.value) == len(in[1].value) {
-			out.value = arith(op, x.value, in[1].value)
+		if len(in) == 2 && x.value != nil && in[1].value != nil {
+			a, b := x.value, in[1].value
+			// A one-element operand broadcasts (H·2 on a [H, W] shape slice).
+			if len(a) == 1 && len(b) > 1 {
+				a = slices.Repeat(a, len(b))
+			} else if len(b) == 1 && len(a) > 1 {
+				b = slices.Repeat(b, len(a))
+			}
+			if len(a) == len(b) {
+				out.value = arith(op, a, b)
+			}
+		}
+		if len(in) == 2 && out.value == nil && (isFloat(x.dtype) || isFloat(in[1].dtype)) {
+			a, okA := x.floats()
+			b, okB := in[1].floats()
+			if okA && okB {
+				out.fvalue = floatArith(op, a, b)
+			}
 		}
 		return []shapeInfo{out}, nil
 	}
@@ -422,7 +466,7 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 		if err != nil {
 			return nil, err
 		}
-		out := shapeInfo{dims: d, dtype: x.dtype, value: x.value}
+		out := shapeInfo{dims: d, dtype: x.dtype, value: x.value, fvalue: x.fvalue}
 		return []shapeInfo{out}, nil
 	case "Concat":
 		axis, err := normAxis(n.AttrInt("axis", 0), len(x.dims))
@@ -432,7 +476,8 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 		d := append([]int64{}, x.dims...)
 		d[axis] = 0
 		var vals []int64
-		allVals := true
+		var fvals []float64
+		allVals, allFloats := true, true
 		for i := range in {
 			if !present[i] {
 				continue
@@ -454,10 +499,17 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 				allVals = false
 			}
 			vals = append(vals, in[i].value...)
+			if f, ok := in[i].floats(); ok {
+				fvals = append(fvals, f...)
+			} else {
+				allFloats = false
+			}
 		}
 		out := shapeInfo{dims: d, dtype: x.dtype}
 		if allVals && len(d) == 1 {
 			out.value = vals
+		} else if allFloats && len(d) == 1 && isFloat(x.dtype) {
+			out.fvalue = fvals
 		}
 		return []shapeInfo{out}, nil
 	case "Transpose":
@@ -488,7 +540,16 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 		return []shapeInfo{{dims: []int64{int64(len(v))}, dtype: Int64, value: v}}, nil
 	case "Cast":
 		to := DataType(n.AttrInt("to", int64(Float)))
-		return []shapeInfo{{dims: x.dims, dtype: to, value: x.value}}, nil
+		out := shapeInfo{dims: x.dims, dtype: to, value: x.value}
+		if f, ok := x.floats(); ok && isFloat(to) {
+			out.fvalue = f
+		} else if x.fvalue != nil && !isFloat(to) {
+			out.value = make([]int64, len(x.fvalue))
+			for i, v := range x.fvalue {
+				out.value[i] = int64(v) // truncation, as a float→int cast does
+			}
+		}
+		return []shapeInfo{out}, nil
 	case "Squeeze", "Unsqueeze":
 		axes := n.AttrInts("axes")
 		if axes == nil {
@@ -498,7 +559,7 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 		if err != nil {
 			return nil, err
 		}
-		return []shapeInfo{{dims: d, dtype: x.dtype, value: x.value}}, nil
+		return []shapeInfo{{dims: d, dtype: x.dtype, value: x.value, fvalue: x.fvalue}}, nil
 	case "Gather":
 		if len(in) < 2 || !present[1] {
 			return nil, errors.New("missing indices")
@@ -509,6 +570,17 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 		}
 		d := append(append(append([]int64{}, x.dims[:axis]...), in[1].dims...), x.dims[axis+1:]...)
 		out := shapeInfo{dims: d, dtype: x.dtype}
+		if x.fvalue != nil && in[1].value != nil && len(x.dims) == 1 {
+			for _, idx := range in[1].value {
+				if idx < 0 {
+					idx += int64(len(x.fvalue))
+				}
+				if idx < 0 || idx >= int64(len(x.fvalue)) {
+					return nil, fmt.Errorf("index %d out of range", idx)
+				}
+				out.fvalue = append(out.fvalue, x.fvalue[idx])
+			}
+		}
 		if x.value != nil && in[1].value != nil && len(x.dims) == 1 {
 			for _, idx := range in[1].value {
 				if idx < 0 {
@@ -559,6 +631,16 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 		if sizes == nil {
 			sizes, _ = constInts(1)
 		}
+		if k := n.AttrInt("num_outputs", 0); sizes == nil && k > 0 && x.dims[axis] != batchDim {
+			if k != int64(len(n.Outputs)) || k > x.dims[axis] {
+				return nil, fmt.Errorf("num_outputs %d for %d outputs of a dimension of %d", k, len(n.Outputs), x.dims[axis])
+			}
+			// Opset 18: equal chunks of ceil(dim/k), the last one smaller.
+			chunk := (x.dims[axis] + k - 1) / k
+			for rest := x.dims[axis]; rest > 0; rest -= chunk {
+				sizes = append(sizes, min(chunk, rest))
+			}
+		}
 		if sizes == nil {
 			k := int64(len(n.Outputs))
 			if x.dims[axis] == batchDim || x.dims[axis]%k != 0 {
@@ -578,10 +660,43 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 			out = append(out, shapeInfo{dims: d, dtype: x.dtype})
 		}
 		return out, nil
+	case "Resize", "Upsample":
+		d, err := m.resizeShape(n, in, present)
+		if err != nil {
+			return nil, err
+		}
+		return same(d), nil
+	case "ConvTranspose":
+		if len(in) < 2 || !present[1] {
+			return nil, errors.New("missing weight")
+		}
+		d, err := convTransposeShape(n, x.dims, in[1].dims)
+		if err != nil {
+			return nil, err
+		}
+		return same(d), nil
+	case "Slice":
+		out, err := sliceShape(n, x, in, present)
+		if err != nil {
+			return nil, err
+		}
+		return []shapeInfo{out}, nil
 	case "Pad":
 		pads := n.AttrInts("pads")
 		if pads == nil {
 			pads, _ = constInts(1)
+		}
+		if axes, ok := constInts(3); ok && len(pads) == 2*len(axes) {
+			// Opset 18: pads for the listed axes only.
+			full := make([]int64, 2*len(x.dims))
+			for j, a := range axes {
+				k, err := normAxis(a, len(x.dims))
+				if err != nil {
+					return nil, err
+				}
+				full[k], full[k+len(x.dims)] = pads[j], pads[j+len(axes)]
+			}
+			pads = full
 		}
 		if len(pads) != 2*len(x.dims) {
 			return nil, errors.New("pads are not a constant of length 2·rank")

@@ -327,6 +327,10 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	if fpn, err := Build(FPN(), 1); err == nil {
+		f.Add(fpn)
+	}
+	f.Add(DetectStyle())
 	f.Add([]byte("not onnx"))
 	f.Add([]byte{0x08, 0x08, 0x3a, 0x00})
 	f.Fuzz(func(t *testing.T, data []byte) {
