@@ -188,6 +188,7 @@ func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
 			v.add(field(ip, "budget_us"), m.BudgetUs, "must be <= slo (%g us)", sloUs)
 		}
 		nonNegative(v, field(ip, "throughput_rps"), m.ThroughputRPS)
+		nonNegative(v, field(ip, "target_rps"), m.TargetRPS)
 		for j := range m.Pipelines {
 			pl := &m.Pipelines[j]
 			jp := idx(field(ip, "pipelines"), j)
