@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Marshal renders a document as indented JSON with a trailing newline. encoding/json sorts
@@ -45,6 +48,42 @@ func WriteFile(path string, doc Document) error {
 		return err
 	}
 	return WriteAtomic(path, data)
+}
+
+// CheckWritable reports, before any work is done, why WriteFile could not create path: the
+// path is a directory, its directory does not exist or is not a directory, or no file can be
+// created there. Commands call it first so a bad -o fails fast with nothing written. The
+// error names the problem, not the path (callers prefix the flag and the path).
+func CheckWritable(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errors.New("is a directory")
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such directory", dir)
+	case errors.Is(err, syscall.ENOTDIR) || (err == nil && !st.IsDir()):
+		return fmt.Errorf("%s: not a directory", dir)
+	case err != nil:
+		return fmt.Errorf("%s: %w", dir, unwrapPath(err))
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot create files: %w", dir, unwrapPath(err))
+	}
+	name := tmp.Name()
+	tmp.Close()
+	return os.Remove(name)
+}
+
+// unwrapPath drops the operation and path of an *fs.PathError (the caller names the path).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // WriteAtomic writes bytes to path through a temp file and rename.

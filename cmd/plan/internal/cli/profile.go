@@ -223,6 +223,11 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	if o.out == "" {
 		return nil, usageErrorf("-o: must name an output file")
 	}
+	if o.out != "-" {
+		if err := formats.CheckWritable(o.out); err != nil {
+			return nil, usageErrorf("--out: %q: %v", o.out, err)
+		}
+	}
 	return r, nil
 }
 
@@ -361,7 +366,11 @@ func (r *profileRun) loadGraph() (*graph.Graph, string, error) {
 		g, err := zoo.Build("demo")
 		return g, "zoo:demo", err
 	}
-	m, err := onnx.Load(r.model)
+	data, err := os.ReadFile(r.model)
+	if err != nil {
+		return nil, "", usageError(&formats.ReadError{Path: r.model, Err: err})
+	}
+	m, err := onnx.Parse(data)
 	if err != nil {
 		return nil, "", usageErrorf("%s: %v", r.model, err)
 	}
@@ -463,7 +472,7 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 	var err error
 	if r.model != "" {
 		if data, err = os.ReadFile(r.model); err != nil {
-			return nil, usageErrorf("%s: %v", r.model, err)
+			return nil, usageError(&formats.ReadError{Path: r.model, Err: err})
 		}
 	} else {
 		app.Infof("profile: materializing %s as ONNX (random weights, seed %d)", g.Name, r.opt.seed)

@@ -156,6 +156,21 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if o.timeLimit <= 0 {
 		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
+	// 0 means "the default" to the planner; given explicitly it is out of range, not a
+	// request for the default, so it must not be silently replaced.
+	fl := cmd.Flags()
+	if fl.Changed("max-partitions") && o.maxPartitions == 0 {
+		return usageErrorf("--max-partitions: 0: must be in 1..6")
+	}
+	if fl.Changed("gap") && o.gap == 0 {
+		return usageErrorf("--gap: 0: must be in (0, 1)")
+	}
+	if fl.Changed("slo") && o.slo == 0 {
+		return usageErrorf("--slo: 0s: must be > 0 (leave it out for the workload's or the default SLO)")
+	}
+	if err := formats.CheckWritable(o.out); err != nil {
+		return usageErrorf("--out: %q: %v", o.out, err)
+	}
 	in, err := loadSolveInputs(o)
 	if err != nil {
 		return err
