@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +26,7 @@ func solvePARD(cmd *cobra.Command, app *App, o *solveOptions, in ppipe.Inputs) e
 	plan, err := pard.Provision(cmd.Context(), pin, pard.Options{TimeLimit: o.timeLimit})
 	if err != nil {
 		if errors.Is(err, pard.ErrBadInput) {
-			return usageError(err)
+			return usageError(pardFileNames(err, o))
 		}
 		return err
 	}
@@ -43,4 +45,28 @@ func solvePARD(cmd *cobra.Command, app *App, o *solveOptions, in ppipe.Inputs) e
 	app.Table([]string{"pipeline", "slo", "module", "gpu", "batch", "workers", "d(b) ms"}, rows)
 	app.Infof("wrote %s (policy %s; run it with plan simulate %s --policy %s)", o.out, plan.PARD.Policy, o.out, plan.PARD.Policy)
 	return nil
+}
+
+// pardFileNames puts the file that holds each problem in front of it: pipelines[...] paths
+// are in the workload, cluster.* paths in the cluster, so messages read
+// `workload.yaml: pipelines[0].slo: 5ms: rule`.
+func pardFileNames(err error, o *solveOptions) error {
+	var el formats.ErrorList
+	if !errors.As(err, &el) {
+		return err
+	}
+	cluster := "demo cluster"
+	if o.cluster != "" {
+		cluster = filepath.Base(o.cluster)
+	}
+	for _, e := range el {
+		switch {
+		case e.File != "":
+		case strings.HasPrefix(e.Path, "pipelines"):
+			e.File = filepath.Base(o.workload)
+		case strings.HasPrefix(e.Path, "cluster."):
+			e.File, e.Path = cluster, strings.TrimPrefix(e.Path, "cluster.")
+		}
+	}
+	return el
 }
