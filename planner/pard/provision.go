@@ -245,25 +245,63 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		return nil, fmt.Errorf("pard provisioning: %w", err)
 	}
 	if !res.HasSolution {
-		return nil, diagnose(apps[0].pl, in.Cluster, o, res.Status, func() string {
-			var parts []string
-			for _, ai := range apps {
-				var sum float64
-				for _, p := range ai.paths {
-					var s float64
-					for _, k := range p {
-						best := math.Inf(1)
-						for _, op := range ai.mods[k].opts {
-							best = math.Min(best, 2*op.latUs)
-						}
-						s += best
+		total := 0
+		for _, g := range in.Cluster.GPUs {
+			total += g.Count
+		}
+		var errs formats.ErrorList
+		need := 0
+		for a, ai := range apps {
+			pp := fmt.Sprintf("pipelines[%d]", a)
+			// The latency rule alone: the fastest option of every module along the worst path.
+			var worst float64
+			var worstPath []int
+			for _, p := range ai.paths {
+				var s float64
+				for _, k := range p {
+					best := math.Inf(1)
+					for _, op := range ai.mods[k].opts {
+						best = math.Min(best, 2*op.latUs)
 					}
-					sum = math.Max(sum, s)
+					s += best
 				}
-				parts = append(parts, fmt.Sprintf("%s needs Σ2·d ≥ %.1f ms against %.0f%% of %v", ai.pl.Name, sum/1000, 100*o.SLOFraction, time.Duration(ai.pl.SLO)))
+				if s > worst {
+					worst, worstPath = s, p
+				}
 			}
-			return strings.Join(parts, "; ")
-		}())
+			budget := o.SLOFraction * float64(time.Duration(ai.pl.SLO)/time.Microsecond)
+			if worst > budget {
+				names := make([]string, len(worstPath))
+				for i, k := range worstPath {
+					names[i] = ai.pl.Modules[k].Name
+				}
+				minSLO := time.Duration(math.Ceil(worst/o.SLOFraction/100)) * 100 * time.Microsecond
+				errs = append(errs, &formats.FieldError{Path: pp + ".slo", Value: time.Duration(ai.pl.SLO).String(),
+					Rule: fmt.Sprintf("the provisioning rule Σ2·d ≤ %.0f%% of the SLO (%.1f ms) cannot hold: the fastest options need Σ2·d = %.1f ms along %s; the smallest feasible SLO is %s",
+						100*o.SLOFraction, budget/1000, worst/1000, strings.Join(names, " -> "), minSLO)})
+				continue
+			}
+			// The rate alone: the fewest workers of every module, whatever its latency.
+			n := 0
+			for _, mi := range ai.mods {
+				fewest := math.MaxInt
+				for _, op := range mi.opts {
+					fewest = min(fewest, op.workers)
+				}
+				n += fewest
+			}
+			need += n
+			if n > total {
+				errs = append(errs, &formats.FieldError{Path: pp + ".rate_rps", Value: fmt.Sprint(ai.rate),
+					Rule: fmt.Sprintf("needs at least %d GPUs at this rate, the cluster has %d", n, total)})
+			}
+		}
+		if len(errs) == 0 {
+			errs = append(errs, &formats.FieldError{Path: "pipelines", Rule: fmt.Sprintf(
+				"no provisioning meets every pipeline's latency rule (Σ2·d ≤ %.0f%% of the SLO) at its rate within the cluster's %d GPUs (together they need at least %d; solver: %s): lower rate_rps, relax slo or add GPUs",
+				100*o.SLOFraction, total, need, res.Status)})
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, errs)
 	}
 	params := o.Params
 	if params == nil {
@@ -326,14 +364,6 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		out.Provenance.Gap = 0
 	}
 	return out, nil
-}
-
-func diagnose(_ *formats.Pipeline, cl *formats.Cluster, o Options, st solver.Status, detail string) error {
-	total := 0
-	for _, g := range cl.GPUs {
-		total += g.Count
-	}
-	return fmt.Errorf("%w: no provisioning meets the latency rule within %d GPUs (%s): %s", ErrBadInput, total, st, detail)
 }
 
 // prune drops dominated options: an option is dropped when another of the same GPU type is
