@@ -58,6 +58,9 @@ func NewRemote(clk Clock, dep *runtime.Deployment, eps *Endpoints, client *http.
 		}
 		checked[key] = true
 		if err := r.check(e); err != nil {
+			if eps.file != "" {
+				err = fmt.Errorf("%s: %w", eps.file, err)
+			}
 			return nil, err
 		}
 	}

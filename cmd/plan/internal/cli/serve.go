@@ -202,6 +202,10 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if err != nil {
 		// The plan was valid on its own; what fails here is the plan against the workers
 		// (a missing model file, an endpoint that does not answer): bad input, exit 2.
+		// Errors that already name the endpoints file are about that file.
+		if o.workers == "remote" && strings.HasPrefix(err.Error(), filepath.Base(o.endpoints)+": ") {
+			return usageError(err)
+		}
 		return usageError(fmt.Errorf("%s: %w", filepath.Base(path), err))
 	}
 	ln, err := net.Listen("tcp", o.addr)
