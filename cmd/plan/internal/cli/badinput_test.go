@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The "Bad input" sections of issues 2, 3, 4, 6 and 7, end to end through Run: every case
+// exits with its code, says what it must (file, field, value, rule), writes no output file
+// and leaves an existing output file as it was. Fixtures live in testdata/badinput.
+
+const oldPlan = "OLD CONTENT, MUST SURVIVE\n"
+
+type badInputCase struct {
+	name string
+	args []string
+	env  map[string]string
+	code int
+	// want are substrings stderr must hold; once are substrings it must hold exactly once.
+	want []string
+	once []string
+	// out is the output file (relative to a temp dir) that must not appear; keep is one
+	// that exists before the run with oldPlan and must keep it.
+	out  string
+	keep string
+	// solver marks cases that may need HiGHS (skipped without it).
+	solver bool
+}
+
+func runBadInput(t *testing.T, cases []badInputCase) {
+	t.Helper()
+	repoRoot(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := make([]string, len(tc.args))
+			for i, a := range tc.args {
+				args[i] = strings.ReplaceAll(a, "$TMP", dir)
+			}
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			keep := ""
+			if tc.keep != "" {
+				keep = filepath.Join(dir, tc.keep)
+				if err := os.WriteFile(keep, []byte(oldPlan), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "-o", keep)
+			}
+			code, stdout, stderr := rootRun(t, args...)
+			if tc.solver {
+				skipWithoutHiGHS(t, stderr)
+			}
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			if tc.code != ExitOK && stdout != "" && tc.code == ExitUsage {
+				t.Errorf("bad input printed on stdout:\n%s", stdout)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range tc.once {
+				if n := strings.Count(stderr, w); n != 1 {
+					t.Errorf("stderr holds %q %d times, want once:\n%s", w, n, stderr)
+				}
+			}
+			if tc.out != "" {
+				if _, err := os.Stat(filepath.Join(dir, tc.out)); err == nil {
+					t.Errorf("wrote %s on bad input", tc.out)
+				}
+			}
+			if keep != "" {
+				if b, err := os.ReadFile(keep); err != nil || string(b) != oldPlan {
+					t.Errorf("existing output changed: %q, %v", b, err)
+				}
+			}
+			// No temp files left behind next to the output.
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if strings.Contains(e.Name(), ".tmp-") {
+					t.Errorf("left a temp file %s", e.Name())
+				}
+			}
+		})
+	}
+}
+
+func TestBadInputValidate(t *testing.T) {
+	good := "testdata/formats/good/"
+	runBadInput(t, []badInputCase{
+		{name: "missing file", args: []string{"validate", "$TMP/nope.yaml"}, code: ExitUsage, want: []string{"nope.yaml: cannot read: no such file"}},
+		{name: "directory", args: []string{"validate", "testdata"}, code: ExitUsage, want: []string{"testdata: cannot read: is a directory"}},
+		{name: "wrong kind for solve", args: []string{"solve", "--cluster", good + "profile.json"}, code: ExitUsage, want: []string{`profile.json: kind: "Profile": must be Cluster`}, out: "plan.json"},
+	})
+}
+
+func TestBadInputSolve(t *testing.T) {
+	pard := []string{"solve", "-q", "--profile", "testdata/pard/profile.json", "--cluster", "testdata/pard/cluster.json"}
+	pp := []string{"solve", "-q", "--profile", "testdata/ppipe/profile.json", "--cluster"}
+	cases := []badInputCase{
+		{name: "infeasible slo", args: []string{"solve", "-q", "--slo", "1ms"}, keep: "plan.json", solver: true, code: ExitUsage,
+			want: []string{"model demo: slo 1ms: no pipeline meets it; the smallest feasible SLO is "}},
+		{name: "profile lacks cluster gpu", args: append(pp, "testdata/ppipe/cluster-t4.yaml"), keep: "plan.json", code: ExitUsage,
+			want: []string{"profile.json: model m0: no latency for GPU type T4"}},
+		{name: "zero gpus", args: append(pp, "testdata/ppipe/cluster-empty.yaml"), keep: "plan.json", code: ExitUsage,
+			want: []string{"cluster-empty.yaml: gpus: every count is 0"}},
+		{name: "unknown model", args: append(pp, "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload-unknown.yaml"), keep: "plan.json", code: ExitUsage,
+			want: []string{`workload-unknown.yaml: models[0].name: "resnet-does-not-exist": unknown model`}},
+		{name: "missing profile file", args: []string{"solve", "--profile", "$TMP/none.json"}, keep: "plan.json", code: ExitUsage,
+			want: []string{"none.json: cannot read: no such file"}},
+
+		// -o that cannot be written: exit 2 before any work, naming the flag and path.
+		{name: "out in missing dir", args: []string{"solve", "-q", "-o", "$TMP/no/such/dir/plan.json"}, code: ExitUsage,
+			want: []string{`--out: "`, "no/such/dir: no such directory"}},
+		{name: "out is a directory", args: []string{"solve", "-q", "-o", "$TMP"}, code: ExitUsage,
+			want: []string{`--out: "`, "is a directory"}},
+
+		// Explicit values that the planner would silently replace by its defaults.
+		{name: "max partitions 0", args: []string{"solve", "-q", "--max-partitions", "0"}, keep: "plan.json", code: ExitUsage,
+			want: []string{"--max-partitions: 0: must be in 1..6"}},
+		{name: "gap 0", args: []string{"solve", "-q", "--gap", "0"}, keep: "plan.json", code: ExitUsage,
+			want: []string{"--gap: 0: must be in (0, 1)"}},
+		{name: "slo 0", args: []string{"solve", "-q", "--slo", "0"}, keep: "plan.json", code: ExitUsage,
+			want: []string{"--slo: 0s: must be > 0"}},
+		{name: "slo 0 from env", args: []string{"solve", "-q"}, env: map[string]string{"PLAN_SLO": "0s"}, keep: "plan.json", code: ExitUsage,
+			want: []string{"--slo: 0s: must be > 0"}},
+
+		// Pipeline workloads (issue 7): the file is named.
+		{name: "pipeline cycle", args: append(pard, "--workload", "testdata/badinput/pipeline-cycle.yaml"), keep: "plan.json", code: ExitUsage,
+			want: []string{"pipeline-cycle.yaml: pipelines[0].modules: modules form a cycle: detect -> faces -> detect"}},
+		{name: "pipeline module without profile", args: append(pard, "--workload", "testdata/badinput/pipeline-unknown-model.yaml"), keep: "plan.json", code: ExitUsage,
+			want: []string{"pipeline-unknown-model.yaml: pipelines[0].modules[1].model: no-such-model: no profile has this model (module faces)"}},
+		{name: "pipeline slo below batch-1 sum", args: append(pard, "--workload", "testdata/badinput/pipeline-slo-too-low.yaml"), keep: "plan.json", code: ExitUsage,
+			want: []string{"pipeline-slo-too-low.yaml: pipelines[0].slo: 5ms: below the sum of batch-1 latencies 36.5 ms along detect -> faces"}},
+		{name: "pipeline slo below the provisioning rule", args: append(pard, "--workload", "testdata/badinput/pipeline-slo-rule.yaml"), keep: "plan.json", code: ExitUsage, solver: true,
+			want: []string{"pipeline-slo-rule.yaml: pipelines[0].slo: 50ms: ", "the smallest feasible SLO is 91.3ms"}, once: []string{"cannot hold"}},
+		{name: "pipeline rate beyond the cluster", args: append(pard, "--workload", "testdata/badinput/pipeline-rate-too-high.yaml"), keep: "plan.json", code: ExitUsage, solver: true,
+			want: []string{"pipeline-rate-too-high.yaml: pipelines[0].rate_rps: 1e+06: ", "64"}},
+		{name: "pipeline out in missing dir", args: append(pard, "--workload", "testdata/pard/workload.json", "-o", "$TMP/no/plan.json"), code: ExitUsage,
+			want: []string{`--out: "`, "no such directory"}},
+	}
+	runBadInput(t, cases)
+}
+
+func TestBadInputProfile(t *testing.T) {
+	roof := []string{"profile", "-q", "--zoo", "resnet50", "--backend", "roofline", "--gpu", "L4", "--batch", "1"}
+	runBadInput(t, []badInputCase{
+		{name: "not onnx", args: []string{"profile", "testdata/badinput/not-a-model.onnx", "--backend", "roofline"}, keep: "p.json", code: ExitUsage,
+			want: []string{"not-a-model.onnx: not an ONNX model"}, once: []string{"not-a-model.onnx"}},
+		{name: "missing onnx", args: []string{"profile", "$TMP/missing.onnx", "--backend", "roofline"}, keep: "p.json", code: ExitUsage,
+			want: []string{"missing.onnx: cannot read: no such file"}, once: []string{"missing.onnx"}},
+		{name: "directory as onnx", args: []string{"profile", "testdata", "--backend", "roofline"}, keep: "p.json", code: ExitUsage,
+			want: []string{"testdata: cannot read: is a directory"}},
+		{name: "unknown zoo", args: []string{"profile", "--zoo", "nosuch"}, keep: "p.json", code: ExitUsage, want: []string{`--zoo: "nosuch": unknown model`}},
+		{name: "no ort library", args: []string{"profile", "testdata/onnx/torch_style.onnx"}, env: map[string]string{"PLAN_ORT_LIB": "/nonexistent"}, keep: "p.json", code: ExitUsage,
+			want: []string{"PLAN_ORT_LIB=/nonexistent: no such file", "make assets"}},
+		{name: "out in missing dir", args: append(roof, "-o", "$TMP/no/such/dir/p.json"), code: ExitUsage,
+			want: []string{`--out: "`, "no/such/dir: no such directory"}},
+		{name: "out is a directory", args: append(roof, "-o", "$TMP"), code: ExitUsage,
+			want: []string{`--out: "`, "is a directory"}},
+	})
+}
+
+func TestBadInputCheckServeLoad(t *testing.T) {
+	runBadInput(t, []badInputCase{
+		{name: "check broken plan", args: []string{"check", "testdata/ppipe/broken/count.json"}, code: ExitFailure, want: []string{"count.json: 3 check(s) failed"}},
+		{name: "check wrong kind", args: []string{"check", "testdata/ppipe/cluster.yaml"}, code: ExitUsage, want: []string{`cluster.yaml: kind: "Cluster": must be Plan`}},
+		{name: "serve invalid plan", args: []string{"serve", "testdata/ppipe/broken/count.json", "--addr", "127.0.0.1:0"}, code: ExitUsage,
+			want: []string{"count.json: ppipe.models[0].pipelines[0].partitions[0].count: 0: must be >= 1"}},
+		{name: "serve endpoints nowhere", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--workers", "remote", "--endpoints", "testdata/badinput/endpoints-nowhere.yaml"}, code: ExitUsage,
+			want: []string{"endpoints-nowhere.yaml: ", "http://127.0.0.1:1", "does not answer"}},
+		{name: "serve addr garbage", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "garbage"}, code: ExitUsage, want: []string{"--addr garbage: "}},
+		{name: "load non-loopback", args: []string{"load", "http://8.8.8.8:80"}, code: ExitUsage, want: []string{"only loopback targets are allowed"}},
+		{name: "load look-alike host", args: []string{"load", "http://localhost.evil.com/"}, code: ExitUsage, want: []string{"only loopback targets are allowed"}},
+	})
+}
