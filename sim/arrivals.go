@@ -217,20 +217,15 @@ func newReplay(t *formats.Trace, app string, rps float64, _ *rand.Rand) (Source,
 		return nil, fmt.Errorf("trace has no requests for %s", app)
 	}
 	first := ts[0]
-	span := ts[len(ts)-1] - first
-	n := float64(len(ts))
-	if span <= 0 {
-		// Every request at one instant: treat the trace as n arrivals per (n/rps) period.
-		span = 1
-	}
-	// Native rate n/span; folding period = span / f = n/rps.
-	period := n / rps * 1e6
+	// With span D and native rate n/D, the factor is f = rps·D/n and the folding period
+	// D/f = n/rps: independent of D, which also covers a trace whose requests share one
+	// instant. A period longer than D (f < 1) replays the trace with a silent tail.
+	period := float64(len(ts)) / rps * 1e6
 	folded := make([]float64, len(ts))
 	for i, x := range ts {
 		folded[i] = math.Mod(x-first, period)
 	}
 	sort.Float64s(folded)
-	_ = span
 	return &replay{times: folded, period: period}, nil
 }
 
