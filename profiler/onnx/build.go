@@ -347,10 +347,7 @@ func (b *builder) node(n *graph.Node) ([]byte, error) {
 	var strAttrs [][2]string
 	if len(consts) > 0 {
 		// The graph names its weights (it came from an ONNX file): keep ONNX's input order.
-		inputs = inputs[:0]
-		for _, in := range n.Inputs {
-			inputs = append(inputs, in)
-		}
+		inputs = append(inputs[:0], n.Inputs...)
 	} else {
 		var err error
 		inputs, err = b.implied(n, acts, out, attrs, &strAttrs)

@@ -411,7 +411,7 @@ func (m *Model) inferNode(n *Node, shapes map[string]shapeInfo) ([]shapeInfo, er
 		return same(d), nil
 	case "Gemm":
 		if len(in) < 2 || !present[1] || len(x.dims) != 2 || len(in[1].dims) != 2 {
-			return nil, errors.New("Gemm needs two rank-2 inputs")
+			return nil, errors.New("operator Gemm needs two rank-2 inputs")
 		}
 		a, b := x.dims, in[1].dims
 		mdim, k1 := a[0], a[1]
@@ -939,7 +939,7 @@ func squeeze(unsq bool, in, axes []int64) ([]int64, error) {
 		return d, nil
 	}
 	if axes == nil {
-		return nil, errors.New("Unsqueeze axes are not constant")
+		return nil, errors.New("operator Unsqueeze: axes are not constant")
 	}
 	r := len(in) + len(axes)
 	ins := map[int]bool{}

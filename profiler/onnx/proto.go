@@ -180,8 +180,3 @@ func putString(b []byte, num protowire.Number, s string) []byte {
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	return protowire.AppendString(b, s)
 }
-
-func putFloat(b []byte, num protowire.Number, v float32) []byte {
-	b = protowire.AppendTag(b, num, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, math.Float32bits(v))
-}
