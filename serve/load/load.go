@@ -15,6 +15,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	neturl "net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -88,6 +89,16 @@ type target struct {
 	body []byte
 }
 
+// ErrSetup matches the errors Run returns before sending anything: no server answering at
+// the URL, a model the served plan lacks, a rate that does not fit the plan. They are the
+// user's input, not the server's behaviour (the CLI exits 2 on them).
+var ErrSetup = errors.New("load cannot start")
+
+// setupError marks err as ErrSetup without changing its message.
+type setupError struct{ error }
+
+func (e setupError) Unwrap() []error { return []error{e.error, ErrSetup} }
+
 // Run sends the trace and waits for every answer.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.MaxConns <= 0 {
@@ -100,11 +111,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	base := strings.TrimRight(o.URL, "/")
 	plan, policy, err := fetchPlan(ctx, o.Client, base)
 	if err != nil {
-		return nil, err
+		return nil, setupError{err}
 	}
 	dep, err := runtime.FromPlan(plan)
 	if err != nil {
-		return nil, fmt.Errorf("%s/v1/plan: %w", base, err)
+		return nil, setupError{fmt.Errorf("%s/v1/plan: %w", base, err)}
 	}
 	var targets []target
 	for _, a := range dep.Apps {
@@ -113,7 +124,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		md, err := fetchModel(ctx, o.Client, base, a.Name)
 		if err != nil {
-			return nil, err
+			return nil, setupError{err}
 		}
 		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md)}
 		if md.SLOUs > 0 {
@@ -125,17 +136,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		targets = append(targets, t)
 	}
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("model %q: the served plan has no such model", o.Model)
+		var served []string
+		for _, a := range dep.Apps {
+			served = append(served, a.Name)
+		}
+		return nil, setupError{fmt.Errorf("--model: %q: the served plan has no such model (it serves %s)", o.Model, strings.Join(served, ", "))}
 	}
 	load := o.Load
 	if o.Rate > 0 {
 		if len(targets) != 1 {
-			return nil, fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))
+			return nil, setupError{fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))}
 		}
 		load = o.Rate / targets[0].rate
 	}
 	if !(load > 0) || math.IsInf(load, 0) {
-		return nil, fmt.Errorf("load %g: must be > 0", load)
+		return nil, setupError{fmt.Errorf("load %g: must be > 0", load)}
 	}
 	if o.Timeout <= 0 {
 		var slo runtime.Time
@@ -316,6 +331,10 @@ func get(ctx context.Context, c *http.Client, url string) ([]byte, http.Header, 
 	}
 	resp, err := c.Do(req)
 	if err != nil {
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // it repeats the method and URL
+		}
 		return nil, nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,8 +89,19 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	if o.rate < 0 || o.load < 0 {
-		return usageErrorf("--rate and --load must be > 0")
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"rate", o.rate}, {"load", o.load}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return usageErrorf("--%s: %g: must be a finite number > 0", f.name, f.v)
+		}
+	}
+	if o.slo < 0 {
+		return usageErrorf("--slo: %s: must be > 0", o.slo)
+	}
+	if o.timeout < 0 {
+		return usageErrorf("--timeout: %s: must be > 0", o.timeout)
 	}
 	if o.rate > 0 && o.load > 0 {
 		return usageErrorf("--rate and --load are exclusive")
@@ -115,15 +129,20 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 	}
+	var progressed atomic.Bool
 	if !app.Quiet {
 		start := time.Now()
 		opts.Progress = func(sent, answered int64) {
+			progressed.Store(true)
 			fmt.Fprintf(app.Err, "\rload: %d sent, %d answered, %s", sent, answered, time.Since(start).Round(time.Second))
 		}
 	}
 	res, err := load.Run(cmd.Context(), opts)
-	if !app.Quiet {
+	if progressed.Load() {
 		fmt.Fprintln(app.Err)
+	}
+	if errors.Is(err, load.ErrSetup) {
+		return usageError(err)
 	}
 	if err != nil {
 		return err
