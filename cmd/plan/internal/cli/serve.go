@@ -149,7 +149,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if o.drainTimeout < 0 || o.flushTimeout < 0 {
 		return usageErrorf("--drain-timeout and --flush-timeout must be >= 0")
 	}
-	if o.jitter < 0 || o.jitter >= 1 {
+	if !(o.jitter >= 0 && o.jitter < 1) {
 		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
 	}
 	if o.maxInFlight < 1 {
