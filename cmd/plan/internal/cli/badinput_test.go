@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +180,38 @@ func TestBadInputCheckServeLoad(t *testing.T) {
 		{name: "serve addr garbage", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "garbage"}, code: ExitUsage, want: []string{"--addr garbage: "}},
 		{name: "load non-loopback", args: []string{"load", "http://8.8.8.8:80"}, code: ExitUsage, want: []string{"only loopback targets are allowed"}},
 		{name: "load look-alike host", args: []string{"load", "http://localhost.evil.com/"}, code: ExitUsage, want: []string{"only loopback targets are allowed"}},
+		{name: "load nobody listening", args: []string{"load", "http://127.0.0.1:1", "--duration", "100ms"}, code: ExitUsage,
+			want: []string{"GET http://127.0.0.1:1/v1/plan: dial tcp 127.0.0.1:1: "}, once: []string{"127.0.0.1:1/v1/plan"}},
+		{name: "load rate NaN", args: []string{"load", "http://127.0.0.1:1", "--rate", "NaN"}, code: ExitUsage, want: []string{"--rate: NaN: must be a finite number > 0"}},
+		{name: "load load Inf", args: []string{"load", "http://127.0.0.1:1", "--load", "Inf"}, code: ExitUsage, want: []string{"--load: +Inf: must be a finite number > 0"}},
+		{name: "load negative slo", args: []string{"load", "http://127.0.0.1:1", "--slo", "-1s"}, code: ExitUsage, want: []string{"--slo: -1s: must be > 0"}},
+		{name: "load negative timeout", args: []string{"load", "http://127.0.0.1:1", "--timeout", "-1s"}, code: ExitUsage, want: []string{"--timeout: -1s: must be > 0"}},
+		{name: "serve jitter NaN", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--jitter", "NaN"}, code: ExitUsage, want: []string{"--jitter: NaN: must be in [0, 1)"}},
 	})
+}
+
+// TestBadInputLoadUnknownModel runs plan load against a server whose plan lacks the model.
+func TestBadInputLoadUnknownModel(t *testing.T) {
+	plan, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "testdata", "serve", "demo-plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/plan" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(plan)
+	}))
+	defer srv.Close()
+	code, stdout, stderr := rootRun(t, "load", srv.URL, "--model", "nosuch", "--duration", "100ms")
+	if code != ExitUsage || stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	if want := `--model: "nosuch": the served plan has no such model (it serves demo)`; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	if strings.HasPrefix(stderr, "\n") {
+		t.Errorf("stderr starts with an empty line: %q", stderr)
+	}
 }
