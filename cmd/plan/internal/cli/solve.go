@@ -243,6 +243,9 @@ func withFileNames(err error, o *solveOptions) error {
 	} else if len(o.profiles) > 1 {
 		names["profile"] = "profiles"
 	}
+	for i, f := range o.profiles {
+		names[fmt.Sprintf("profile[%d]", i)] = fmt.Sprintf("%s (--profile #%d)", filepath.Base(f), i+1)
+	}
 	out := &ppipe.InputError{}
 	for _, p := range ie.Problems {
 		for k, v := range names {
