@@ -114,6 +114,8 @@ func TestBadInputSolve(t *testing.T) {
 			want: []string{"cluster-empty.yaml: gpus: every count is 0"}},
 		{name: "unknown model", args: append(pp, "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload-unknown.yaml"), keep: "plan.json", code: ExitUsage,
 			want: []string{`workload-unknown.yaml: models[0].name: "resnet-does-not-exist": unknown model`}},
+		{name: "model in two profiles", args: append(pp, "testdata/ppipe/cluster.yaml", "--profile", "testdata/ppipe/profile.json"), keep: "plan.json", code: ExitUsage,
+			want: []string{`profile.json (--profile #2): models[0].name: "m0": model appears in more than one profile`}},
 		{name: "missing profile file", args: []string{"solve", "--profile", "$TMP/none.json"}, keep: "plan.json", code: ExitUsage,
 			want: []string{"none.json: cannot read: no such file"}},
 
@@ -159,6 +161,8 @@ func TestBadInputProfile(t *testing.T) {
 			want: []string{"missing.onnx: cannot read: no such file"}, once: []string{"missing.onnx"}},
 		{name: "directory as onnx", args: []string{"profile", "testdata", "--backend", "roofline"}, keep: "p.json", code: ExitUsage,
 			want: []string{"testdata: cannot read: is a directory"}},
+		{name: "unresolvable dynamic dim", args: []string{"profile", "testdata/badinput/dynamic-hw.onnx", "--backend", "roofline"}, keep: "p.json", code: ExitUsage,
+			want: []string{`dynamic-hw.onnx: input "input": dimension 2 ("H") is dynamic`, "pass --input-shape"}},
 		{name: "unknown zoo", args: []string{"profile", "--zoo", "nosuch"}, keep: "p.json", code: ExitUsage, want: []string{`--zoo: "nosuch": unknown model`}},
 		{name: "no ort library", args: []string{"profile", "testdata/onnx/torch_style.onnx"}, env: map[string]string{"PLAN_ORT_LIB": "/nonexistent"}, keep: "p.json", code: ExitUsage,
 			want: []string{"PLAN_ORT_LIB=/nonexistent: no such file", "make assets"}},
