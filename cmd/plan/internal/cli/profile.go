@@ -576,12 +576,12 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
 	prof, err := os.ReadFile(r.opt.trtProfile)
 	if err != nil {
-		return nil, usageErrorf("--trt-profile: %v", err)
+		return nil, usageError(&formats.ReadError{Path: r.opt.trtProfile, Err: err})
 	}
 	var layers []byte
 	if r.opt.trtLayers != "" {
 		if layers, err = os.ReadFile(r.opt.trtLayers); err != nil {
-			return nil, usageErrorf("--trt-layers: %v", err)
+			return nil, usageError(&formats.ReadError{Path: r.opt.trtLayers, Err: err})
 		}
 	}
 	batch := 1
@@ -595,7 +595,7 @@ func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
 	}
 	mp, err := trt.Import(prof, layers, trt.ImportOptions{Name: name, Source: src, GPU: r.gpus[0], Batch: batch, Blocks: r.opt.blocks, Method: r.method})
 	if err != nil {
-		return nil, usageError(err)
+		return nil, usageErrorf("%s: %v", src, err)
 	}
 	return mp, nil
 }
