@@ -176,6 +176,11 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		return err
 	}
 	if in.Workload != nil && len(in.Workload.Pipelines) > 0 {
+		if n := len(in.Workload.Models); n > 0 {
+			// One run plans one kind: the models would be silently left out of the plan.
+			return usageErrorf("%s: models: %d model(s) alongside %d pipeline(s): plan solve provisions either models (PPipe) or pipelines (PARD) in one run: split the workload into two files",
+				filepath.Base(o.workload), n, len(in.Workload.Pipelines))
+		}
 		return solvePARD(cmd, app, o, in) // multi-module pipelines: planner/pard
 	}
 	alpha := o.alpha
