@@ -146,6 +146,8 @@ func TestBadInputSolve(t *testing.T) {
 			want: []string{"pipeline-slo-rule.yaml: pipelines[0].slo: 50ms: ", "the smallest feasible SLO is 91.3ms"}, once: []string{"cannot hold"}},
 		{name: "pipeline rate beyond the cluster", args: append(pard, "--workload", "testdata/badinput/pipeline-rate-too-high.yaml"), keep: "plan.json", code: ExitUsage, solver: true,
 			want: []string{"pipeline-rate-too-high.yaml: pipelines[0].rate_rps: 1e+06: ", "64"}},
+		{name: "models and pipelines", args: append(pard, "--workload", "testdata/badinput/models-and-pipelines.yaml"), keep: "plan.json", code: ExitUsage,
+			want: []string{"models-and-pipelines.yaml: models: 1 model(s) alongside 1 pipeline(s)"}},
 		{name: "pipeline out in missing dir", args: append(pard, "--workload", "testdata/pard/workload.json", "-o", "$TMP/no/plan.json"), code: ExitUsage,
 			want: []string{`--out: "`, "no such directory"}},
 	}
