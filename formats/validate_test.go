@@ -159,6 +159,8 @@ func TestValidateWorkload(t *testing.T) {
 		{"model slo_scale", f, wl(func(w *Workload) { w.Models[1].SLOScale = 0.5 }), []string{`workload.yaml: models[1].slo_scale: 0.5: must be >= 1 (or omitted)`}},
 		{"model slo and slo_scale", f, wl(func(w *Workload) { w.Models[0].SLOScale = 5 }), []string{`workload.yaml: models[0].slo_scale: 5: set slo or slo_scale, not both`}},
 		{"model weight", f, wl(func(w *Workload) { w.Models[0].Weight = -1 }), []string{`workload.yaml: models[0].weight: -1: must be > 0 (or omitted)`}},
+		{"model weight huge", f, wl(func(w *Workload) { w.Models[0].Weight = 1e308 }), []string{`workload.yaml: models[0].weight: 1e+308: must be in [1e-06, 1e+06] (weights are relative)`}},
+		{"model weight tiny", f, wl(func(w *Workload) { w.Models[0].Weight = 1e-300 }), []string{`workload.yaml: models[0].weight: 1e-300: must be in [1e-06, 1e+06] (weights are relative)`}},
 		{"model rate NaN", f, wl(func(w *Workload) { w.Models[0].RateRPS = nan }), []string{`workload.yaml: models[0].rate_rps: NaN: must be >= 0`}},
 		// pipelines
 		{"pipeline name", f, wl(func(w *Workload) { pipe(w).Name = "" }), []string{`workload.yaml: pipelines[0].name: "": must not be empty`}},

@@ -48,8 +48,19 @@ func (m *ModelWorkload) validate(v *validator, p string, seen names) {
 		v.add(field(p, "slo_scale"), m.SLOScale, "set slo or slo_scale, not both")
 	}
 	optionalPositive(v, field(p, "weight"), m.Weight)
+	if m.Weight > 0 && finite(m.Weight) && (m.Weight < MinWeight || m.Weight > MaxWeight) {
+		// Weights scale the max-min objective's rows: far outside this range the MILP's
+		// coefficients are meaningless (or rejected by the solver).
+		v.add(field(p, "weight"), m.Weight, "must be in [%g, %g] (weights are relative)", MinWeight, MaxWeight)
+	}
 	nonNegative(v, field(p, "rate_rps"), m.RateRPS)
 }
+
+// MinWeight and MaxWeight bound a model's rate weight.
+const (
+	MinWeight = 1e-6
+	MaxWeight = 1e6
+)
 
 func (pl *Pipeline) validate(v *validator, p string, seen names) {
 	seen.check(v, field(p, "name"), pl.Name)
