@@ -1,6 +1,6 @@
 # plan — build, test and benchmark.
 #   make          fetch pinned assets (npm pack, sha256-checked) and build bin/plan
-#   make test     everything CI runs: gofmt, vet, unit tests with -race (schema drift
+#   make test     everything CI runs: gofmt, vet, staticcheck, unit tests with -race (schema drift
 #                 included), short fuzz runs, and `plan check` over the golden plans
 #   make bench    Go benchmarks of the hot paths and the solver
 
@@ -10,6 +10,7 @@ BENCHTIME ?= 1x
 PKGS      := ./...
 WASM      := third_party/highs/highs.wasm
 EMBED     := solver/internal/highs/embed/highs.wasm
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2026.2.2
 
 export CGO_ENABLED ?= 1
 
@@ -32,6 +33,7 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 unit:
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)

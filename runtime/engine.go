@@ -156,7 +156,6 @@ type Engine struct {
 	hopArena   arena[Hop]
 	batchArena arena[BatchID]
 	observer   func(now Time, ev *Event, ds []Decision)
-	scratch    []ReqID
 }
 
 // tickToken is the driver-level timer key of the engine's periodic tick.

@@ -163,40 +163,39 @@ type Pipeline struct {
 	v   View
 	dep *Deployment
 
-	lambda      float64
-	window      Time
-	sync        Time
-	samples     int
-	purge       bool
-	autoscale   bool
-	coldStart   Time
-	scaleWin    int
-	scaleDown   int
-	headroom    float64
-	scaleByMod  bool
-	ocAlpha     float64
-	ocT         Time
-	nexusSplit  bool
-	cumulative  bool
-	fixedEps    float64
-	smoothN     int
-	epsN        int
-	muN         int
-	hopInLsub   bool
-	cancel      bool
-	doomed      map[ReqID]pardDrop
-	rng         *rand.Rand
-	mods        []pardModule // indexed by StageID
-	workers     []pardWorker // indexed by WorkerID (only pipeline workers are used)
-	apps        []pardApp
-	flags       []uint8 // per request: gone (a drop was decided), deferred
-	deferred    map[ReqID]pardDrop
-	join        map[joinKey]int32
-	touched     []WorkerID
-	buf         []ReqID
-	path        [1]PathHop
-	tickCount   int64
-	initialized bool
+	lambda     float64
+	window     Time
+	sync       Time
+	samples    int
+	purge      bool
+	autoscale  bool
+	coldStart  Time
+	scaleWin   int
+	scaleDown  int
+	headroom   float64
+	scaleByMod bool
+	ocAlpha    float64
+	ocT        Time
+	nexusSplit bool
+	cumulative bool
+	fixedEps   float64
+	smoothN    int
+	epsN       int
+	muN        int
+	hopInLsub  bool
+	cancel     bool
+	doomed     map[ReqID]pardDrop
+	rng        *rand.Rand
+	mods       []pardModule // indexed by StageID
+	workers    []pardWorker // indexed by WorkerID (only pipeline workers are used)
+	apps       []pardApp
+	flags      []uint8 // per request: gone (a drop was decided), deferred
+	deferred   map[ReqID]pardDrop
+	join       map[joinKey]int32
+	touched    []WorkerID
+	buf        []ReqID
+	path       [1]PathHop
+	tickCount  int64
 }
 
 const (

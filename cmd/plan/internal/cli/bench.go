@@ -231,16 +231,16 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 // second of a 100-GPU cluster at load 1 costs ~15 ms of CPU per core.
 func estimateBench(cfg ppipebench.Config, rows int) time.Duration {
 	solve := 15 * time.Second
-	perSimSec := 15 * time.Millisecond
+	costPerSimulatedSecond := 15 * time.Millisecond
 	if !cfg.Large {
-		perSimSec = 2 * time.Millisecond
+		costPerSimulatedSecond = 2 * time.Millisecond
 	}
 	var lf float64
 	for _, l := range cfg.Loads {
 		lf += l
 	}
 	cores := 2.0
-	sims := time.Duration(float64(perSimSec) * lf * float64(cfg.Duration) / 1e6 * 3 / cores)
+	sims := time.Duration(float64(costPerSimulatedSecond) * lf * float64(cfg.Duration) / 1e6 * 3 / cores)
 	total := time.Duration(rows) * (solve + sims)
 	if cfg.Ablation {
 		total += solve + 2*sims/3
