@@ -258,7 +258,13 @@ func newModelData(w *formats.ModelWorkload, mp *formats.ModelProfile, p *problem
 			add("profile: model %s: no batch-1 whole-GPU latency to derive the default SLO from; give slo in the workload or --slo", mp.Name)
 			return nil, probs
 		}
-		md.slo = time.Duration(math.Round(scale*ref)) * time.Microsecond
+		us := math.Round(scale * ref)
+		if !(us >= 1 && us < float64(math.MaxInt64/int64(time.Microsecond))) {
+			// All-zero or absurd latencies: the derived SLO is no duration at all.
+			add("profile: model %s: the default SLO, %g × its batch-1 latency (%g µs), is not a usable duration: check the profile's latencies, or give slo in the workload or --slo", mp.Name, scale, ref)
+			return nil, probs
+		}
+		md.slo = time.Duration(us) * time.Microsecond
 	}
 	if md.slo <= 0 {
 		add("workload: model %s: slo: %s: must be > 0", w.Name, md.slo)
