@@ -116,6 +116,8 @@ func TestBadInputSolve(t *testing.T) {
 			want: []string{`workload-unknown.yaml: models[0].name: "resnet-does-not-exist": unknown model`}},
 		{name: "weight out of range", args: append(pp, "testdata/ppipe/cluster.yaml", "--workload", "testdata/badinput/weight-huge.yaml"), keep: "plan.json", code: ExitUsage,
 			want: []string{"weight-huge.yaml: models[1].weight: 1e+308: must be in [1e-06, 1e+06] (weights are relative)"}},
+		{name: "zero latencies, no default slo", args: []string{"solve", "-q", "--profile", "testdata/badinput/profile-zero-latency.json", "--cluster", "testdata/ppipe/cluster.yaml"}, keep: "plan.json", code: ExitUsage,
+			want: []string{"profile-zero-latency.json: model m0: the default SLO, 5 × its batch-1 latency (0 µs), is not a usable duration"}},
 		{name: "model in two profiles", args: append(pp, "testdata/ppipe/cluster.yaml", "--profile", "testdata/ppipe/profile.json"), keep: "plan.json", code: ExitUsage,
 			want: []string{`profile.json (--profile #2): models[0].name: "m0": model appears in more than one profile`}},
 		{name: "missing profile file", args: []string{"solve", "--profile", "$TMP/none.json"}, keep: "plan.json", code: ExitUsage,
