@@ -1,6 +1,9 @@
 package runtime
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // PPipeOptions configures the reservation dispatcher (spec §4).
 type PPipeOptions struct {
@@ -93,6 +96,11 @@ func (p *PPipe) Attach(v View) error {
 	maxD := 0
 	for ai := range p.dep.Apps {
 		a := &p.dep.Apps[ai]
+		if len(a.Pipelines) == 0 {
+			// A deployment without pooled pipelines (a PARD module graph) would drop every
+			// request as unroutable: refuse it so the mismatch surfaces as bad input.
+			return fmt.Errorf("application %s has no pooled pipelines: policy %s serves PPipe, NP and DART-r plans", a.Name, p.Name())
+		}
 		pa := ppApp{id: AppID(ai), q: NewReqQueue(v, order), slo: a.SLO}
 		for _, chain := range a.Pipelines {
 			if len(chain) == 0 {

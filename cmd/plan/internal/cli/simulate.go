@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -158,16 +159,33 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if o.duration <= 0 {
 		return usageErrorf("--duration: %s: must be > 0", o.duration)
 	}
-	if o.jitter < 0 || o.jitter >= 1 {
+	if !(o.jitter >= 0 && o.jitter < 1) { // also rejects NaN
 		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
+	}
+	if o.parallel < 0 {
+		return usageErrorf("--parallel: %d: must be >= 0 (0 = all cores)", o.parallel)
+	}
+	if o.report != "" {
+		if err := checkReportDir(o.report); err != nil {
+			return usageErrorf("--report %s: %v", o.report, err)
+		}
+	}
+	if err := checkSimulationSize(dep, loads, o.duration); err != nil {
+		return err
 	}
 	params, err := parseParams(o.params)
 	if err != nil {
 		return err
 	}
 	pcfg := runtime.Config{Policy: o.policy, Params: params}
-	if _, err := runtime.NewPolicy(pcfg); err != nil {
+	pol, err := runtime.NewPolicy(pcfg)
+	if err != nil {
 		return usageErrorf("--policy: %v", err)
+	}
+	// Attach the policy once up front: a plan it cannot serve is bad input (exit 2), not a
+	// failure discovered at the first load point.
+	if _, err := runtime.NewEngine(dep, pol, discardEffects{}); err != nil {
+		return usageErrorf("--policy %s: %s: %v", o.policy, filepath.Base(path), err)
 	}
 	base, err := baseRates(dep, o.reference)
 	if err != nil {
@@ -343,3 +361,55 @@ func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string)
 	app.Infof("wrote %s, %s", filepath.Join(dir, "report.json"), strings.Join(append(files, tf...), ", "))
 	return nil
 }
+
+// maxRequestsPerPoint bounds one load point's arrivals: the simulator keeps every request's
+// life-cycle record, about half a kilobyte each, and load points run in parallel.
+const maxRequestsPerPoint = 5_000_000
+
+// checkSimulationSize refuses sweeps whose load points would not fit in memory, instead of
+// letting the process be killed halfway.
+func checkSimulationSize(dep *runtime.Deployment, loads []float64, d time.Duration) error {
+	var rate float64
+	for _, a := range dep.Apps {
+		rate += a.RateRPS
+	}
+	peak := 0.0
+	for _, l := range loads {
+		peak = max(peak, l)
+	}
+	if n := rate * peak * d.Seconds(); n > maxRequestsPerPoint {
+		return usageErrorf("--load %g × %.0f req/s × --duration %s = %.3g requests in one load point: more than %d; shorten --duration or lower --load",
+			peak, rate, d, n, maxRequestsPerPoint)
+	}
+	return nil
+}
+
+// checkReportDir accepts an existing directory, or a path whose nearest existing ancestor is
+// a directory (it is created after the run), so a bad --report fails before simulating.
+func checkReportDir(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s is not a directory", p)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if parent := filepath.Dir(p); parent == p {
+			return nil
+		}
+	}
+}
+
+// discardEffects lets the policy be attached once for validation without a driver.
+type discardEffects struct{}
+
+func (discardEffects) RunBatch(runtime.Time, runtime.WorkerID, runtime.BatchID, int, runtime.StageID, int, runtime.Time) {
+}
+func (discardEffects) Transfer(runtime.Time, runtime.BatchID, int, runtime.ServerID, runtime.ServerID, int64, runtime.Time) {
+}
+func (discardEffects) SetTimer(runtime.Time, int64)          {}
+func (discardEffects) Finish(runtime.Time, *runtime.Request) {}
