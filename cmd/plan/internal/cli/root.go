@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -168,6 +169,10 @@ func (a *App) setup(cmd *cobra.Command) error {
 		a.Viper.SetConfigFile(a.configFile)
 		a.Viper.SetConfigType("yaml")
 		if err := a.Viper.ReadInConfig(); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is already in the message
+			}
 			return usageErrorf("--config %s: %v", a.configFile, err)
 		}
 	}
@@ -176,12 +181,12 @@ func (a *App) setup(cmd *cobra.Command) error {
 		if f.Changed || firstErr != nil || f.Name == "config" || f.Name == "help" {
 			return
 		}
-		val, ok := a.lookup(cmd.Name(), f.Name)
+		val, source, ok := a.lookup(cmd.Name(), f.Name)
 		if !ok {
 			return
 		}
 		if err := f.Value.Set(val); err != nil {
-			firstErr = usageErrorf("setting --%s from environment/config: %q: %v", f.Name, val, err)
+			firstErr = usageErrorf("%s: %q: invalid value for --%s: %v", source, val, f.Name, err)
 			return
 		}
 		f.Changed = true
@@ -206,11 +211,11 @@ func (a *App) setup(cmd *cobra.Command) error {
 }
 
 // lookup finds a value for a flag in the environment (PLAN_FLAG_NAME) or the config file
-// (key "command.flag" first, then "flag").
-func (a *App) lookup(command, flag string) (string, bool) {
+// (key "command.flag" first, then "flag"), and names where it came from for error messages.
+func (a *App) lookup(command, flag string) (value, source string, ok bool) {
 	env := "PLAN_" + strings.ToUpper(strings.NewReplacer("-", "_").Replace(flag))
 	if v, ok := os.LookupEnv(env); ok {
-		return v, true
+		return v, "environment " + env, true
 	}
 	for _, key := range []string{command + "." + flag, flag} {
 		if a.Viper.InConfig(key) {
@@ -221,13 +226,13 @@ func (a *App) lookup(command, flag string) (string, bool) {
 				for i, p := range x {
 					parts[i] = fmt.Sprint(p)
 				}
-				return strings.Join(parts, ","), true
+				return strings.Join(parts, ","), a.configFile + ": " + key, true
 			default:
-				return fmt.Sprint(x), true
+				return fmt.Sprint(x), a.configFile + ": " + key, true
 			}
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // Infof logs progress unless --quiet.

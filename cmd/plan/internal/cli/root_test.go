@@ -80,6 +80,33 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+func TestSettingSourceNamed(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(cfg, []byte("quiet: maybe\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"environment", map[string]string{"PLAN_QUIET": "maybe"}, []string{"version"}, `plan: environment PLAN_QUIET: "maybe": invalid value for --quiet`},
+		{"config file", nil, []string{"version", "--config", cfg}, cfg + `: quiet: "maybe": invalid value for --quiet`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, _, errOut := rootRun(t, tc.args...)
+			if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
+
 func TestCompletion(t *testing.T) {
 	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
 		code, out, _ := rootRun(t, "completion", sh)
