@@ -338,7 +338,9 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 			}
 		}
 	}
-	if len(ix.files) > 0 {
+	// A plan that embeds the profiles it was solved from is checked against those by its
+	// own Validate; profiles given beside it may belong to other plans in the same set.
+	if len(ix.files) > 0 && (p.Provenance.Embedded == nil || len(p.Provenance.Embedded.Profiles) == 0) {
 		p.checkProfiles(v, ix, "any profile ("+ix.where()+")")
 	}
 	if len(workloads) > 0 {

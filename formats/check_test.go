@@ -89,6 +89,15 @@ func TestCheckSet(t *testing.T) {
 			`plan-sections.json: qlm.groups[0].model: "resnet50": LLM not found in any profile (profile.json)`,
 			`plan-sections.json: qlm.instances[0].model: "mistral-7b": LLM not found in any profile (profile.json)`,
 			`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
+		{"plan with embedded profiles ignores profiles beside it", []string{"profile.json", "plan.json"}, func(d map[string]Document) {
+			ext := d["profile.json"].(*Profile)
+			own := *ext
+			own.Models = append([]ModelProfile(nil), ext.Models...)
+			d["plan.json"].(*Plan).Provenance.Embedded = &EmbeddedInputs{Profiles: []Profile{own}}
+			for i := range ext.Models {
+				ext.Models[i].Name = "other-" + ext.Models[i].Name // another plan's models
+			}
+		}, nil},
 		{"plan partition blocks and latency", []string{"profile.json", "plan.json"}, func(d map[string]Document) {
 			p := d["plan.json"].(*Plan)
 			p.PPipe.Models[0].Pipelines[0].Partitions[1].EndBlock = 5
