@@ -246,7 +246,7 @@ func FromPlan(p *formats.Plan) (*Deployment, error) {
 	for mi, m := range p.PPipe.Models {
 		app := App{
 			Name: m.Model, SLO: Time(time.Duration(m.SLO) / time.Microsecond),
-			Weight: m.Weight, RateRPS: m.ThroughputRPS,
+			Weight: m.Weight, RateRPS: planRate(m),
 		}
 		aid := AppID(len(d.Apps))
 		prof := findModel(m.Model)
@@ -402,4 +402,13 @@ func init() {
 		d, err := FromPlan(p)
 		return d, "ppipe", true, err
 	})
+}
+
+// planRate is a model's offered rate at load factor 1.0: the plan's guaranteed rate
+// (target_rps, spec §7 item 6), else its capacity (plans without a target).
+func planRate(m formats.PPipeModelPlan) float64 {
+	if m.TargetRPS > 0 {
+		return m.TargetRPS
+	}
+	return m.ThroughputRPS
 }

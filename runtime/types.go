@@ -211,7 +211,8 @@ type App struct {
 	SLO  Time
 	// Weight is the app's share of requests in multi-app workloads.
 	Weight float64
-	// RateRPS is the planned throughput (load factor 1.0).
+	// RateRPS is the rate at load factor 1.0: the plan's guaranteed rate (target_rps), else
+	// its throughput.
 	RateRPS float64
 	Entry   []StageID
 	// Pipelines[p] lists the stages of pipeline p in order (PPipe plans); empty for

@@ -80,6 +80,12 @@ type Options struct {
 	// NoLPGuide skips the LP relaxation and the LP-restricted MILP and hands the full MILP
 	// to HiGHS directly (for benchmarks of their effect).
 	NoLPGuide bool
+	// FillSurplus hands the GPUs the plan leaves idle back to the models as headroom, after
+	// the MILP (every strategy): the model with the lowest capacity/target ratio repeatedly
+	// gets the step with the most capacity per GPU, growing one of its pipelines or opening a
+	// one-stage whole-model pipeline (surplus.go). TargetRPS stays the MILP's guaranteed rate
+	// (load factor 1.0); ThroughputRPS reports the capacity. The CLI defaults it to true.
+	FillSurplus bool
 	// Deterministic zeroes Provenance.SolveMs so identical inputs give byte-identical plans
 	// (used for golden files).
 	Deterministic bool

@@ -24,6 +24,11 @@
 // MILP restricted to the templates and batches the LP uses; only if that leaves a gap above
 // the target does HiGHS get the full MILP, warm-started from the best plan so far.
 //
+// Surplus (surplus.go, Options.FillSurplus): after any strategy, the GPUs the plan leaves idle
+// are handed to the model with the lowest capacity/target ratio, step by step (grow one of its
+// pipelines or open a one-stage whole-model pipeline, the most capacity per GPU first), until
+// no step fits; target_rps keeps the MILP's guaranteed rate.
+//
 // Units inside the formulation: latencies in µs (latency rows in ms for conditioning),
 // throughput in requests/s, GPU budget rows in twelfths of a GPU (12 = lcm of levels 1..4) so
 // every coefficient is an integer.

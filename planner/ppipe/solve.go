@@ -63,7 +63,11 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 		st.solveMs = 0
 	}
 	st.nodes = s.nodes
-	return p.plan(in, pipes, st)
+	target := p.fillTargets(pipes)
+	if opts.FillSurplus {
+		pipes, st.surplus = p.fillSurplus(pipes, target)
+	}
+	return p.plan(in, pipes, target, st)
 }
 
 // session carries the state shared by the sub-solves of one Solve call.
@@ -83,6 +87,7 @@ type stats struct {
 	solveMs                 float64
 	nodes                   int64
 	rawOptions, keptOptions int
+	surplus                 []int // physical GPUs FillSurplus handed out, per type
 }
 
 // spaces builds the pruned option spaces and reports every model with no SLO-feasible
@@ -428,7 +433,8 @@ func (p *problem) objective(pipes []pipe) float64 {
 func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 // plan assembles the output document.
-func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error) {
+// target is each model's guaranteed rate (fillTargets of the MILP's plan, before FillSurplus).
+func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*formats.Plan, error) {
 	o := p.opts
 	pl := &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
@@ -462,14 +468,10 @@ func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error)
 		}
 		pp.Models = append(pp.Models, mp)
 	}
-	// The guaranteed rate: min_m x_m/w_m of the decoded plan times w_m (§7 item 6).
-	z := p.objective(pipes)
+	// The guaranteed rate: min_m x_m/w_m of the decoded plan times w_m (§7 item 6), taken
+	// before FillSurplus so that load factor 1.0 stays the solver's value.
 	for mi := range pp.Models {
-		if len(pp.Models) == 1 {
-			pp.Models[mi].TargetRPS = pp.Models[mi].ThroughputRPS
-		} else {
-			pp.Models[mi].TargetRPS = z * pp.Models[mi].Weight
-		}
+		pp.Models[mi].TargetRPS = target[mi]
 	}
 	used := PhysicalGPUs(pp, o.Rounding)
 	for _, g := range p.cluster.GPUs {
@@ -480,6 +482,9 @@ func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error)
 		"batch_allowance": strconv.FormatBool(o.BatchAllowance),
 		"options_raw":     strconv.Itoa(st.rawOptions),
 		"options_kept":    strconv.Itoa(st.keptOptions),
+	}
+	if o.FillSurplus {
+		pp.Extra["surplus_gpus"] = p.surplusExtra(st.surplus)
 	}
 	pl.PPipe = pp
 	emb := p.embedded
@@ -497,6 +502,7 @@ func (p *problem) plan(in Inputs, pipes []pipe, st stats) (*formats.Plan, error)
 		"batch_allowance": strconv.FormatBool(o.BatchAllowance),
 		"warm_start":      strconv.FormatBool(!o.NoWarmStart),
 		"replicas":        strconv.Itoa(o.Replicas),
+		"fill_surplus":    strconv.FormatBool(o.FillSurplus),
 	}
 	if o.SLO > 0 {
 		opts["slo"] = o.SLO.String()

@@ -306,6 +306,7 @@ func workload(g Group, trace string, prof *formats.Profile) *formats.Workload {
 func solve(ctx context.Context, cfg *Config, strategy string, cl *formats.Cluster, prof *formats.Profile, w *formats.Workload, alpha float64, maxP int) (*formats.Plan, error) {
 	return ppipe.Solve(ctx, ppipe.Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: w}, ppipe.Options{
 		Strategy: strategy, MaxPartitions: maxP, Alpha: alpha, TimeLimit: cfg.TimeLimit, Deterministic: true,
+		FillSurplus: true,
 	})
 }
 
@@ -364,11 +365,15 @@ func totalRPS(p *formats.Plan) float64 {
 	return s
 }
 
-// ratesOf returns the per-model throughput of a plan by model name (load factor 1.0).
+// ratesOf returns the per-model guaranteed rate of a plan by model name (load factor 1.0):
+// target_rps (z·w_m, spec §7 item 6), else throughput_rps.
 func ratesOf(p *formats.Plan) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range p.PPipe.Models {
-		out[m.Model] = m.ThroughputRPS
+		out[m.Model] = m.TargetRPS
+		if out[m.Model] <= 0 {
+			out[m.Model] = m.ThroughputRPS
+		}
 	}
 	return out
 }

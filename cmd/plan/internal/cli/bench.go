@@ -83,10 +83,10 @@ func newBenchPPipeCmd(app *App) *cobra.Command {
 		Long: `Reproduces PPipe's main comparison (ppipe.md §5–§6) on roofline stand-in profiles of the
 zoo's architectures: for each heterogeneous cluster HC1–HC4 (25 high + 75 low GPUs) and each
 three-model group, solve PPipe, NP and DART-r plans, sweep the load factor (relative to the
-PPipe plan's per-model throughput) under Poisson and bursty arrivals, and report the highest
-load factor with 99% SLO attainment, the gains, the low-class GPU utilization, and the
-reservation-vs-reactive ablation. Paper models the zoo lacks run on a stand-in of the same
-backbone (listed in the output).
+PPipe plan's per-model guaranteed rate, target_rps) under Poisson and bursty arrivals, and
+report the highest load factor with 99% SLO attainment, the gains, the low-class GPU
+utilization, and the reservation-vs-reactive ablation. Paper models the zoo lacks run on a
+stand-in of the same backbone (listed in the output).
 
 --quick runs HC1 and HC2 with one group, Poisson only, 5 s per load point; the full run
 prints an estimate first.`,

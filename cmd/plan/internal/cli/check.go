@@ -292,6 +292,8 @@ func resolveOptions(plan *formats.Plan, timeLimit time.Duration) (ppipe.Options,
 	o.Rounding = rec["rounding"]
 	o.BatchAllowance = rec["batch_allowance"] == "true"
 	o.NoWarmStart = rec["warm_start"] == "false"
+	// Plans written before the option existed had no surplus filling.
+	o.FillSurplus = rec["fill_surplus"] == "true"
 	if v, ok := rec["replicas"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {

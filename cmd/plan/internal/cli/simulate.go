@@ -40,9 +40,9 @@ func newSimulateCmd(app *App) *cobra.Command {
 		Use:   "simulate [PLAN]",
 		Short: "Simulate a plan in virtual time and sweep the load factor",
 		Long: `simulate runs a plan through the same runtime policies that 'plan serve' uses, in
-virtual time, at a range of load factors (1.0 = the plan's planned throughput per model), and
-prints SLO attainment per load factor and the highest load factor with at least 99%
-attainment (a step counts only if the next lower step passes too).
+virtual time, at a range of load factors (1.0 = the plan's guaranteed rate per model,
+target_rps), and prints SLO attainment per load factor and the highest load factor with at
+least 99% attainment (a step counts only if the next lower step passes too).
 
 Load points run in parallel on all cores; results are identical to a sequential run and
 depend only on the inputs and --seed. With --report DIR it writes report.json, the

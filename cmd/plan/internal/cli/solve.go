@@ -34,6 +34,7 @@ type solveOptions struct {
 	deterministic  bool
 	noWarmStart    bool
 	replicas       int
+	fillSurplus    bool
 }
 
 func init() { register(newSolveCmd) }
@@ -79,6 +80,7 @@ gap. An SLO no pipeline can meet exits 2 and names the smallest feasible SLO per
 	f.BoolVar(&o.batchAllowance, "batch-allowance", false, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	f.BoolVar(&o.noWarmStart, "no-warm-start", false, "do not start the MILP from the NP plan")
+	f.BoolVar(&o.fillSurplus, "fill-surplus", true, "hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate")
 	f.IntVar(&o.replicas, "replicas", 1, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
 	return cmd
 }
@@ -191,6 +193,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		Strategy: o.strategy, MaxPartitions: o.maxPartitions, Alpha: alpha, SLO: o.slo,
 		TimeLimit: o.timeLimit, Gap: o.gap, BatchAllowance: o.batchAllowance, Rounding: o.rounding,
 		NoWarmStart: o.noWarmStart, Deterministic: o.deterministic, Replicas: o.replicas,
+		FillSurplus: o.fillSurplus,
 	}
 	pr := &progressPrinter{app: app}
 	if !app.Quiet {

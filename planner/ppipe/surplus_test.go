@@ -1,0 +1,193 @@
+package ppipe
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// surplusCase is a 3-model group on 6 L4 + 18 P4 whose max-min MILP leaves P4s idle that a
+// model can still use (solves in about a second).
+func surplusCase() Inputs {
+	gp := []gpuSpec{specL4, specP4}
+	return Inputs{Profiles: []*formats.Profile{genProfile(4, 3, 6, gp, 4)}, Cluster: genCluster(gp, []int{6, 18}, 30)}
+}
+
+func usedGPUs(pl *formats.Plan) (used, total float64) {
+	for _, g := range pl.PPipe.GPUUse {
+		used += g.Used
+		total += float64(g.Total)
+	}
+	return used, total
+}
+
+// TestFillSurplus: the option hands idle GPUs to the models, keeps the MILP's guaranteed rate
+// as target_rps, only adds to the MILP's pipelines, verifies, and is deterministic; off, the
+// plan is the MILP's (idle GPUs stay idle, no surplus extra).
+func TestFillSurplus(t *testing.T) {
+	in := surplusCase()
+	opts := Options{MaxPartitions: 2, Deterministic: true, TimeLimit: 30 * time.Second}
+	off, err := Solve(context.Background(), in, opts)
+	skipWithoutSolver(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.FillSurplus = true
+	on, err := Solve(context.Background(), in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, pl := range map[string]*formats.Plan{"off": off, "on": on} {
+		if v := Verify(pl); len(v) > 0 {
+			t.Errorf("%s: violations: %v", name, v)
+		}
+	}
+	uOff, total := usedGPUs(off)
+	uOn, _ := usedGPUs(on)
+	if !(uOff < total) {
+		t.Fatalf("the MILP left no GPU idle (%g/%g): the case no longer exercises the option", uOff, total)
+	}
+	if !(uOn > uOff) {
+		t.Errorf("used GPUs %g with the option, %g without: nothing assigned", uOn, uOff)
+	}
+	if _, ok := off.PPipe.Extra["surplus_gpus"]; ok || off.Provenance.Options["fill_surplus"] != "false" {
+		t.Errorf("off: extra %v, options %v", off.PPipe.Extra, off.Provenance.Options)
+	}
+	if on.PPipe.Extra["surplus_gpus"] == "" || on.Provenance.Options["fill_surplus"] != "true" {
+		t.Errorf("on: extra %v, options %v", on.PPipe.Extra, on.Provenance.Options)
+	}
+	if on.Provenance.Objective != off.Provenance.Objective {
+		t.Errorf("objective %g with the option, %g without", on.Provenance.Objective, off.Provenance.Objective)
+	}
+	gain := 0.0
+	for mi, mOff := range off.PPipe.Models {
+		mOn := on.PPipe.Models[mi]
+		if mOn.TargetRPS != mOff.TargetRPS {
+			t.Errorf("%s: target %g with the option, %g without: load factor 1.0 must stay the MILP's rate", mOn.Model, mOn.TargetRPS, mOff.TargetRPS)
+		}
+		if mOn.ThroughputRPS < mOff.ThroughputRPS {
+			t.Errorf("%s: throughput %g with the option < %g without", mOn.Model, mOn.ThroughputRPS, mOff.ThroughputRPS)
+		}
+		gain += mOn.ThroughputRPS - mOff.ThroughputRPS
+		// The MILP's pipelines come first, unchanged but for larger pools.
+		if len(mOn.Pipelines) < len(mOff.Pipelines) {
+			t.Fatalf("%s: %d pipelines with the option, %d without", mOn.Model, len(mOn.Pipelines), len(mOff.Pipelines))
+		}
+		for pi, a := range mOff.Pipelines {
+			b := mOn.Pipelines[pi]
+			if a.Batch != b.Batch || a.LatencyUs != b.LatencyUs || len(a.Partitions) != len(b.Partitions) || b.ThroughputRPS < a.ThroughputRPS {
+				t.Errorf("%s pipeline %d changed: %+v → %+v", mOn.Model, pi, a, b)
+				continue
+			}
+			for d, pa := range a.Partitions {
+				pb := b.Partitions[d]
+				if pa.GPU != pb.GPU || pa.VGPU != pb.VGPU || pa.FirstBlock != pb.FirstBlock || pa.EndBlock != pb.EndBlock || pb.Count < pa.Count {
+					t.Errorf("%s pipeline %d partition %d changed: %+v → %+v", mOn.Model, pi, d, pa, pb)
+				}
+			}
+		}
+	}
+	if !(gain > 0) {
+		t.Errorf("no capacity added")
+	}
+	again, err := Solve(context.Background(), in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := formats.Marshal(on)
+	b, _ := formats.Marshal(again)
+	if !bytes.Equal(a, b) {
+		t.Errorf("two solves with the option differ")
+	}
+}
+
+// TestFillSurplusFixpoint plans every strategy, frees GPUs by halving every pool, and fills:
+// the result verifies, keeps the targets, leaves no step for any model (a second fill adds
+// nothing: no idle GPU that some pipeline could use), and is identical on a rerun.
+func TestFillSurplusFixpoint(t *testing.T) {
+	gp := []gpuSpec{specL4, specP4}
+	in := Inputs{Profiles: []*formats.Profile{genProfile(2, 2, 4, gp, 4)}, Cluster: genCluster(gp, []int{3, 8}, 30)}
+	for _, strategy := range []string{StrategyNP, StrategyDARTR, StrategyPPipe} {
+		for _, rounding := range []string{RoundingPipeline, RoundingStage} {
+			t.Run(strategy+"/"+rounding, func(t *testing.T) {
+				opts := Options{Strategy: strategy, Rounding: rounding, MaxPartitions: 2, SLO: 150 * time.Millisecond, Deterministic: true, TimeLimit: 30 * time.Second}.withDefaults()
+				p, err := prepare(in, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := &session{p: p, ctx: context.Background(), began: time.Now()}
+				s.deadline = s.began.Add(opts.TimeLimit)
+				var pipes []pipe
+				var st stats
+				switch strategy {
+				case StrategyNP:
+					pipes, st, err = s.np(true)
+				case StrategyDARTR:
+					pipes, st, err = s.dartr()
+				default:
+					pipes, st, err = s.ppipe()
+				}
+				skipWithoutSolver(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range pipes {
+					pp := &pipes[i]
+					for d := range pp.parts {
+						pp.parts[d].g = max(1, pp.parts[d].g/2)
+					}
+					pp.x = pipeCap(pp.parts, nil)
+				}
+				target := p.fillTargets(pipes)
+				filled, added := p.fillSurplus(pipes, target)
+				sum := 0
+				for _, a := range added {
+					sum += a
+				}
+				if sum == 0 {
+					t.Errorf("halved pools freed GPUs but none were handed out")
+				}
+				again, added2 := p.fillSurplus(filled, target)
+				for k, a := range added2 {
+					if a != 0 {
+						t.Errorf("a second fill added %d %s: the first left a usable GPU idle", a, p.types[k].name)
+					}
+				}
+				if !reflect.DeepEqual(again, filled) {
+					t.Errorf("a second fill changed the pipelines")
+				}
+				rerun, _ := p.fillSurplus(pipes, target)
+				if !reflect.DeepEqual(rerun, filled) {
+					t.Errorf("fill is not deterministic")
+				}
+				st.surplus = added
+				pl, err := p.plan(in, filled, target, st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v := Verify(pl); len(v) > 0 {
+					t.Errorf("violations: %v", v)
+				}
+				thrBefore := modelThroughput(pipes, len(p.models))
+				for mi, m := range pl.PPipe.Models {
+					if m.TargetRPS != target[mi] || m.ThroughputRPS < thrBefore[mi] {
+						t.Errorf("%s: target %g (want %g), throughput %g (was %g)", m.Model, m.TargetRPS, target[mi], m.ThroughputRPS, thrBefore[mi])
+					}
+				}
+				t.Logf("added %s; throughput/target %v", p.surplusExtra(added), ratios(pl))
+			})
+		}
+	}
+}
+
+func ratios(pl *formats.Plan) []float64 {
+	var out []float64
+	for _, m := range pl.PPipe.Models {
+		out = append(out, m.ThroughputRPS/m.TargetRPS)
+	}
+	return out
+}
