@@ -10,7 +10,7 @@ BENCHTIME ?= 1x
 PKGS      := ./...
 WASM      := third_party/highs/highs.wasm
 EMBED     := solver/internal/highs/embed/highs.wasm
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2026.2.2
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 export CGO_ENABLED ?= 1
 
