@@ -126,7 +126,7 @@ type driver struct {
 	now       runtime.Time
 	gen       *generation
 	gens      int
-	timers    timerHeap
+	timers    runtime.TimeHeap[timerItem]
 	seq       uint64
 	timer     waketimer.Timer
 	timerAt   runtime.Time
@@ -294,7 +294,7 @@ func (d *driver) arm() {
 	if len(d.timers) == 0 {
 		return
 	}
-	at := d.timers[0].at
+	at := d.timers[0].At
 	if at == d.timerAt {
 		return
 	}
@@ -302,17 +302,17 @@ func (d *driver) arm() {
 	d.timer.Reset(max(time.Until(d.clk.At(at)), 0))
 }
 
-func (d *driver) push(x timerItem) {
+func (d *driver) push(at runtime.Time, x timerItem) {
 	d.seq++
-	x.seq = d.seq
-	d.timers.push(x)
+	d.timers.Push(runtime.Timed[timerItem]{At: at, Seq: d.seq, Val: x})
 }
 
 func (d *driver) onTimers() {
-	for len(d.timers) > 0 && d.timers[0].at <= d.now {
-		x := d.timers.pop()
+	for len(d.timers) > 0 && d.timers[0].At <= d.now {
+		due := d.timers.Pop()
+		x := due.Val
 		if x.kind != tFlush && x.kind != tDrain && x.gen == d.gen.n {
-			d.m.lateness(d.now - x.at)
+			d.m.lateness(d.now - due.At)
 		}
 		switch x.kind {
 		case tPolicy:
@@ -440,7 +440,7 @@ func (fx *effects) RunBatch(now runtime.Time, w runtime.WorkerID, b runtime.Batc
 	if em, ok := ex.Executor.(*Emulated); ok {
 		// Emulated hops need no goroutine at all: their end is one more entry in the
 		// driver's timer heap.
-		d.push(timerItem{at: now + em.Duration(nominal), kind: tBatch, gen: g.n, job: j})
+		d.push(now+em.Duration(nominal), timerItem{kind: tBatch, gen: g.n, job: j})
 		return
 	}
 	ex.start()
@@ -461,12 +461,12 @@ func (fx *effects) Transfer(now runtime.Time, b runtime.BatchID, hop int, _, _ r
 	if d.xjit > 0 && nominal > 0 {
 		dur = max(runtime.Time(math.Round(float64(nominal)*(1+d.xjit*(2*d.xrng.Float64()-1)))), 0)
 	}
-	d.push(timerItem{at: now + dur, kind: tTransfer, gen: fx.g.n, batch: b, hop: int32(hop), start: now})
+	d.push(now+dur, timerItem{kind: tTransfer, gen: fx.g.n, batch: b, hop: int32(hop), start: now})
 }
 
 // SetTimer implements runtime.Effects.
 func (fx *effects) SetTimer(at runtime.Time, key int64) {
-	fx.d.push(timerItem{at: at, kind: tPolicy, gen: fx.g.n, key: key})
+	fx.d.push(at, timerItem{kind: tPolicy, gen: fx.g.n, key: key})
 }
 
 // Finish implements runtime.Effects: answer the client.
@@ -637,7 +637,7 @@ func (d *driver) startMigration(r *reloadReq) {
 	if r.next != d.gen {
 		d.m.setReady(false) // a rotation is too short to tell load balancers
 	}
-	d.push(timerItem{at: d.now + d.flushFor, kind: tFlush, gen: d.gen.n})
+	d.push(d.now+d.flushFor, timerItem{kind: tFlush, gen: d.gen.n})
 }
 
 func (d *driver) completeMigration() {
@@ -690,7 +690,7 @@ func (d *driver) startDrain(deadline time.Time) {
 		d.paused = nil
 	}
 	at := d.now + runtime.Time(time.Until(deadline)/time.Microsecond)
-	d.push(timerItem{at: max(at, d.now), kind: tDrain})
+	d.push(max(at, d.now), timerItem{kind: tDrain})
 }
 
 // snapshot fills the gauges that only the driver can read.

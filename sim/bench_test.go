@@ -74,13 +74,13 @@ func BenchmarkSimReactive100GPU(b *testing.B) {
 func BenchmarkEventHeap(b *testing.B) {
 	var h evheap
 	for i := 0; i < 1024; i++ {
-		h.push(item{t: runtime.Time(i * 7919 % 1024), seq: uint64(i)})
+		h.Push(runtime.Timed[runtime.Event]{At: runtime.Time(i * 7919 % 1024), Seq: uint64(i)})
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		x := h.pop()
-		x.t += 1000
-		x.seq = uint64(i + 1024)
-		h.push(x)
+		x := h.Pop()
+		x.At += 1000
+		x.Seq = uint64(i + 1024)
+		h.Push(x)
 	}
 }

@@ -32,62 +32,8 @@ type Options struct {
 	OnFinish func(now runtime.Time, r *runtime.Request)
 }
 
-// item is one heap entry. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
-type item struct {
-	t   runtime.Time
-	seq uint64
-	ev  runtime.Event
-}
-
-// evheap is a binary min-heap on (t, seq) without container/heap's interface calls.
-type evheap []item
-
-func (h evheap) less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
-	}
-	return h[i].seq < h[j].seq
-}
-
-func (h *evheap) push(x item) {
-	*h = append(*h, x)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *evheap) pop() item {
-	s := *h
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
-	return top
-}
+// evheap is the event queue. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
+type evheap = runtime.TimeHeap[runtime.Event]
 
 // Sim is one simulation: the engine plus the heap and the metric collector. It implements
 // runtime.Effects.
@@ -149,7 +95,7 @@ func (s *Sim) scheduleArrival(a runtime.AppID) {
 
 func (s *Sim) push(t runtime.Time, ev runtime.Event) {
 	s.seq++
-	s.heap.push(item{t: t, seq: s.seq, ev: ev})
+	s.heap.Push(runtime.Timed[runtime.Event]{At: t, Seq: s.seq, Val: ev})
 }
 
 func (s *Sim) jitter(d runtime.Time) runtime.Time { return s.jit.Apply(d) }
@@ -183,16 +129,16 @@ func (s *Sim) Finish(now runtime.Time, r *runtime.Request) {
 // then drains) and returns the metrics.
 func (s *Sim) Run() (*Metrics, error) {
 	for len(s.heap) > 0 {
-		it := s.heap.pop()
-		s.now = it.t
+		it := s.heap.Pop()
+		s.now = it.At
 		var err error
-		if it.ev.Kind == runtime.EvArrival {
-			a := runtime.AppID(it.ev.Stage)
+		if it.Val.Kind == runtime.EvArrival {
+			a := runtime.AppID(it.Val.Stage)
 			s.pending--
-			_, err = s.Engine.Arrive(it.t, a, 0)
+			_, err = s.Engine.Arrive(it.At, a, 0)
 			s.scheduleArrival(a)
 		} else {
-			err = s.Engine.Handle(it.t, it.ev)
+			err = s.Engine.Handle(it.At, it.Val)
 		}
 		if err != nil {
 			return nil, err
