@@ -36,6 +36,16 @@ type ArrivalSpec struct {
 	Name string
 }
 
+// ParseTraceFlag reads a --trace value: a generator name (poisson, bursty[:CV], mmpp) or
+// the path of a Trace file, as `plan simulate` and `plan load` both accept it.
+func ParseTraceFlag(s string) (ArrivalSpec, error) {
+	switch name, _, _ := strings.Cut(s, ":"); name {
+	case "poisson", "bursty", "mmpp":
+		return ParseArrival(s)
+	}
+	return LoadTrace(s)
+}
+
 // ParseArrival parses the --trace value: poisson, bursty, bursty:CV, mmpp. File traces are
 // loaded by the caller (LoadTrace) and passed as a replay/counts spec.
 func ParseArrival(s string) (ArrivalSpec, error) {

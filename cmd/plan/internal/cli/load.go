@@ -115,13 +115,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if o.maxRequests < 0 {
 		return usageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
 	}
-	var spec sim.ArrivalSpec
-	switch name, _, _ := strings.Cut(o.trace, ":"); name {
-	case "poisson", "bursty", "mmpp":
-		spec, err = sim.ParseArrival(o.trace)
-	default:
-		spec, err = sim.LoadTrace(o.trace)
-	}
+	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
 		return usageError(err)
 	}

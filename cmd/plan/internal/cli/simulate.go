@@ -142,13 +142,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if !cmd.Flags().Changed("policy") && defPolicy != "" {
 		o.policy = defPolicy // the plan's own policy (a PARD plan names its dropper)
 	}
-	var spec sim.ArrivalSpec
-	switch name, _, _ := strings.Cut(o.trace, ":"); name {
-	case "poisson", "bursty", "mmpp":
-		spec, err = sim.ParseArrival(o.trace)
-	default:
-		spec, err = sim.LoadTrace(o.trace)
-	}
+	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
 		return usageError(err)
 	}
