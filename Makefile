@@ -42,8 +42,8 @@ unit:
 # without -race (under which it skips itself), after the unit tests have freed the cores.
 # Wall-clock runs share the machine with whatever else runs, so one retry is allowed.
 agreement:
-	$(GO) test -count=1 -run '^TestAgreement$$' -v ./serve/load || \
-	  { echo "agreement: retrying once"; $(GO) test -count=1 -run '^TestAgreement$$' -v ./serve/load; }
+	PLAN_AGREEMENT=1 $(GO) test -count=1 -run '^TestAgreement$$' -v ./serve/load || \
+	  { echo "agreement: retrying once"; PLAN_AGREEMENT=1 $(GO) test -count=1 -run '^TestAgreement$$' -v ./serve/load; }
 
 # Every Fuzz target runs for FUZZTIME on top of its seed corpus (the seeds already ran in unit).
 fuzz:

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,6 +81,26 @@ func (c Config) Bool(key string, def bool) (bool, error) {
 		return def, fmt.Errorf("policy parameter %s: %q: must be true or false", key, s)
 	}
 	return v, nil
+}
+
+// CheckKnown rejects parameters the policy does not read, so a typo such as
+// "admision=false" is an error instead of a silently ignored setting.
+func (c Config) CheckKnown(policy string, known ...string) error {
+	var unknown []string
+	for k := range c.Params {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	takes := "takes no parameters"
+	if len(known) > 0 {
+		takes = "takes " + strings.Join(known, ", ")
+	}
+	return fmt.Errorf("policy %s: unknown parameter %s: it %s", policy, strings.Join(unknown, ", "), takes)
 }
 
 // Float returns a numeric parameter, def when absent.

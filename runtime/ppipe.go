@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
 	"math"
 )
 
@@ -457,6 +458,9 @@ func (r *resources) correct(i int, end, now Time) bool {
 }
 
 func newPPipePolicy(cfg Config) (Policy, error) {
+	if err := cfg.CheckKnown("ppipe", "interval", "penalty", "admission"); err != nil {
+		return nil, err
+	}
 	o := PPipeOptions{Order: cfg.Order}
 	var err error
 	if o.Interval, err = cfg.Bool("interval", false); err != nil {
@@ -474,6 +478,8 @@ func newPPipePolicy(cfg Config) (Policy, error) {
 func init() {
 	RegisterPolicy("ppipe", "PPipe's reservation-based adaptive batching (params: interval, penalty, admission; default busy-until, both [code] refinements on)", newPPipePolicy)
 	RegisterPolicy("ppipe-paper", "PPipe's Algorithm 1 as printed: reservation dispatcher without the two [code] refinements", func(cfg Config) (Policy, error) {
+		// Copy: the caller's map must not change under it.
+		cfg.Params = maps.Clone(cfg.Params)
 		if cfg.Params == nil {
 			cfg.Params = map[string]string{}
 		}

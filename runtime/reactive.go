@@ -201,6 +201,9 @@ func (r *Reactive) trigger(pi int, now Time, out *Decisions) {
 
 func init() {
 	RegisterPolicy("reactive", "PPipe's reactive per-pool baseline: no reservations, re-batching at every stage (ablation)", func(cfg Config) (Policy, error) {
+		if err := cfg.CheckKnown("reactive"); err != nil {
+			return nil, err
+		}
 		return NewReactive(cfg.Order)
 	})
 }
