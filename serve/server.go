@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -266,6 +267,24 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/plan", s.handleGetPlan)
 	m.HandleFunc("PUT /v1/plan", s.handlePutPlan)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The catch-all answers every method, so the mux's own 405 never fires: tell a wrong
+		// method on a known path (GET …/infer) from an unknown path here.
+		var allow []string
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut} {
+			if method == r.Method {
+				continue
+			}
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			return
+		}
 		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	})
 	s.mux = m

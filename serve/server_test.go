@@ -278,6 +278,15 @@ func TestHealthAndMetadata(t *testing.T) {
 	if code, _ := get(t, ts.URL+"/nope"); code != 404 {
 		t.Errorf("unknown path: %d", code)
 	}
+	// A known path with the wrong method is 405 with Allow, not 404.
+	resp, err := http.Get(ts.URL + "/v2/models/demo/infer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET …/infer: %d, Allow %q; want 405, POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
 }
 
 func TestMetrics(t *testing.T) {
