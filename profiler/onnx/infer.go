@@ -745,21 +745,11 @@ func arith(op string, a, b []int64) []int64 {
 			}
 			return nil
 		}
-		switch op {
-		case "Add":
-			out[i] = x + y
-		case "Sub":
-			out[i] = x - y
-		case "Mul":
-			out[i] = x * y
-		case "Div":
-			if y == 0 {
-				return nil
-			}
-			out[i] = x / y
-		default:
+		v, ok := binaryOp(op, x, y)
+		if !ok {
 			return nil
 		}
+		out[i] = v
 	}
 	return out
 }

@@ -88,21 +88,11 @@ func floatArith(op string, a, b []float64) []float64 {
 	out := make([]float64, n)
 	for i := range out {
 		x, y := a[min(i, len(a)-1)], b[min(i, len(b)-1)]
-		switch op {
-		case "Add":
-			out[i] = x + y
-		case "Sub":
-			out[i] = x - y
-		case "Mul":
-			out[i] = x * y
-		case "Div":
-			if y == 0 {
-				return nil
-			}
-			out[i] = x / y
-		default:
+		v, ok := binaryOp(op, x, y)
+		if !ok {
 			return nil
 		}
+		out[i] = v
 	}
 	return out
 }
@@ -471,4 +461,23 @@ func sliceShape(n *Node, x shapeInfo, in []shapeInfo, present []bool) (shapeInfo
 		}
 	}
 	return out, nil
+}
+
+// binaryOp evaluates one of ONNX's elementwise Add, Sub, Mul, Div on constant operands; false
+// for other ops and for division by zero (the value is then unknown, not an error).
+func binaryOp[T int64 | float64](op string, x, y T) (T, bool) {
+	switch op {
+	case "Add":
+		return x + y, true
+	case "Sub":
+		return x - y, true
+	case "Mul":
+		return x * y, true
+	case "Div":
+		if y == 0 {
+			return 0, false
+		}
+		return x / y, true
+	}
+	return 0, false
 }
