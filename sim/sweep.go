@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	rt "github.com/plan-dev/plan/runtime"
 )
@@ -114,43 +112,17 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	if len(cfg.Loads) == 0 {
 		return nil, fmt.Errorf("empty load range")
 	}
-	par := cfg.Parallel
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
-	}
-	par = min(par, len(cfg.Loads))
 	points := make([]*Point, len(cfg.Loads))
-	errs := make([]error, len(cfg.Loads))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	for w := 0; w < par; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				points[i], errs[i] = RunPoint(cfg, cfg.Loads[i])
-				if cfg.Progress != nil && errs[i] == nil {
-					mu.Lock()
-					done++
-					cfg.Progress(done, len(cfg.Loads), points[i])
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-feed:
-	for i := range cfg.Loads {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	errs, err := Parallel(ctx, len(cfg.Loads), cfg.Parallel, func(i int) error {
+		var err error
+		points[i], err = RunPoint(cfg, cfg.Loads[i])
+		return err
+	}, func(i, finished int, err error) {
+		if cfg.Progress != nil && err == nil {
+			cfg.Progress(finished, len(cfg.Loads), points[i])
 		}
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i, err := range errs {

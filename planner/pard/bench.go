@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
@@ -267,65 +266,42 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		}
 	}
 	results := make([]*sim.PipelineMetrics, len(jobs))
-	errs := make([]error, len(jobs))
-	var mu sync.Mutex
-	done := 0
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < o.Parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				j := jobs[i]
-				name, extra, _ := splitPolicy(j.policy)
-				params := map[string]string{"samples": strconv.Itoa(o.Samples), "seed": strconv.Itoa(j.seed)}
-				var rates sim.RateSeries
-				if j.factor > 0 {
-					rates = nil
-				} else {
-					params["autoscale"] = "1"
-					params["cold_start_s"] = strconv.FormatFloat(o.ColdStart, 'g', -1, 64)
-					params["headroom"] = strconv.FormatFloat(o.Headroom, 'g', -1, 64)
-					rates = traces[key(j.trace, j.seed)]
-				}
-				if name == "pard-oc" {
-					params["oc_t_ms"] = ocThreshold(j.trace)
-				}
-				for k, v := range extra {
-					params[k] = v
-				}
-				dep, err := rt.FromPARDPlan(plans[j.app])
-				if err == nil && j.factor > 0 {
-					// Stress: the planned workers only, a constant rate of factor × capacity.
-					sim.FixCapacity(dep)
-					rates = sim.StressRates(sim.PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
-				}
-				if err == nil {
-					results[i], err = sim.RunPipeline(sim.PipelineRun{Dep: dep, Rates: rates, Seed: uint64(j.seed),
-						Policy: rt.Config{Policy: name, Params: params}})
-				}
-				errs[i] = err
-				mu.Lock()
-				done++
-				if o.Progress != nil {
-					o.Progress(done, len(jobs))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range jobs {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	errs, err := sim.Parallel(ctx, len(jobs), o.Parallel, func(i int) error {
+		j := jobs[i]
+		name, extra, _ := splitPolicy(j.policy)
+		params := map[string]string{"samples": strconv.Itoa(o.Samples), "seed": strconv.Itoa(j.seed)}
+		var rates sim.RateSeries
+		if j.factor > 0 {
+			rates = nil
+		} else {
+			params["autoscale"] = "1"
+			params["cold_start_s"] = strconv.FormatFloat(o.ColdStart, 'g', -1, 64)
+			params["headroom"] = strconv.FormatFloat(o.Headroom, 'g', -1, 64)
+			rates = traces[key(j.trace, j.seed)]
 		}
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+		if name == "pard-oc" {
+			params["oc_t_ms"] = ocThreshold(j.trace)
+		}
+		for k, v := range extra {
+			params[k] = v
+		}
+		dep, err := rt.FromPARDPlan(plans[j.app])
+		if err == nil && j.factor > 0 {
+			// Stress: the planned workers only, a constant rate of factor × capacity.
+			sim.FixCapacity(dep)
+			rates = sim.StressRates(sim.PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
+		}
+		if err == nil {
+			results[i], err = sim.RunPipeline(sim.PipelineRun{Dep: dep, Rates: rates, Seed: uint64(j.seed),
+				Policy: rt.Config{Policy: name, Params: params}})
+		}
+		return err
+	}, func(_, finished int, _ error) {
+		if o.Progress != nil {
+			o.Progress(finished, len(jobs))
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i, err := range errs {
