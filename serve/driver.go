@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
 )
 
@@ -22,7 +22,7 @@ type call struct {
 	payload *Payload
 	// received is the driver's time when it took the call; fed when it was handed to the
 	// engine (later than received only across a migration).
-	received, fed runtime.Time
+	received, fed dataplane.Time
 	resp          chan result
 	answered      bool
 }
@@ -82,11 +82,11 @@ type generation struct {
 	n      int
 	plan   *formats.Plan
 	digest string
-	dep    *runtime.Deployment
-	polCfg runtime.Config
-	eng    *runtime.Engine
+	dep    *dataplane.Deployment
+	polCfg dataplane.Config
+	eng    *dataplane.Engine
 	exec   *tracker
-	apps   map[string]runtime.AppID
+	apps   map[string]dataplane.AppID
 	calls  []*call
 	// outstanding counts accepted calls not answered yet.
 	outstanding int
@@ -107,12 +107,12 @@ type modelSpec struct {
 type reloadReq struct {
 	next  *generation
 	reply chan error
-	began runtime.Time
+	began dataplane.Time
 }
 
 // driver owns the engine: ONE goroutine receives every event (arrivals, job completions,
 // timers, commands), reads the clock once per event and calls the engine; the engine's
-// effects come back here (runtime.Effects) and are performed without blocking.
+// effects come back here (dataplane.Effects) and are performed without blocking.
 type driver struct {
 	clk     Clock
 	log     *slog.Logger
@@ -123,26 +123,26 @@ type driver struct {
 	stopped chan struct{}
 
 	// Everything below is owned by the loop goroutine.
-	now       runtime.Time
+	now       dataplane.Time
 	gen       *generation
 	gens      int
-	timers    runtime.TimeHeap[timerItem]
+	timers    dataplane.TimeHeap[timerItem]
 	seq       uint64
 	timer     waketimer.Timer
-	timerAt   runtime.Time
+	timerAt   dataplane.Time
 	xjit      float64
 	xrng      *rand.Rand
 	migrating *reloadReq
 	paused    []*call
 	maxPaused int
-	flushFor  runtime.Time
+	flushFor  dataplane.Time
 	draining  bool
 	exit      bool
 	rotateAt  int
 	onSwitch  func(*generation)
 }
 
-// effects implements runtime.Effects for one generation.
+// effects implements dataplane.Effects for one generation.
 type effects struct {
 	d *driver
 	g *generation
@@ -159,7 +159,7 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 		xrng:      rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b)),
 		maxPaused: 1 << 16,
 		rotateAt:  1 << 20,
-		timerAt:   runtime.Never,
+		timerAt:   dataplane.Never,
 	}
 	d.timer = waketimer.New()
 	return d
@@ -170,10 +170,10 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 // attached once to a throwaway engine so that a plan the policy rejects fails here, before
 // intake pauses; the real engine is built on the driver goroutine at the switch, so that its
 // timers (a Ticker's first tick) start with the generation.
-func prepare(plan *formats.Plan, dep *runtime.Deployment, pol runtime.Config, exec *tracker, specs []modelSpec) (*generation, error) {
-	g := &generation{plan: plan, dep: dep, polCfg: pol, exec: exec, apps: map[string]runtime.AppID{}, specs: specs}
+func prepare(plan *formats.Plan, dep *dataplane.Deployment, pol dataplane.Config, exec *tracker, specs []modelSpec) (*generation, error) {
+	g := &generation{plan: plan, dep: dep, polCfg: pol, exec: exec, apps: map[string]dataplane.AppID{}, specs: specs}
 	for i, a := range dep.Apps {
-		g.apps[a.Name] = runtime.AppID(i)
+		g.apps[a.Name] = dataplane.AppID(i)
 	}
 	if plan != nil {
 		dg, err := formats.Digest(plan)
@@ -182,11 +182,11 @@ func prepare(plan *formats.Plan, dep *runtime.Deployment, pol runtime.Config, ex
 		}
 		g.digest = dg
 	}
-	p, err := runtime.NewPolicy(pol)
+	p, err := dataplane.NewPolicy(pol)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := runtime.NewEngine(dep, p, nopEffects{}); err != nil {
+	if _, err := dataplane.NewEngine(dep, p, nopEffects{}); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -195,17 +195,17 @@ func prepare(plan *formats.Plan, dep *runtime.Deployment, pol runtime.Config, ex
 // nopEffects lets prepare validate a policy against a deployment.
 type nopEffects struct{}
 
-func (nopEffects) RunBatch(runtime.Time, runtime.WorkerID, runtime.BatchID, int, runtime.StageID, int, runtime.Time) {
+func (nopEffects) RunBatch(dataplane.Time, dataplane.WorkerID, dataplane.BatchID, int, dataplane.StageID, int, dataplane.Time) {
 }
-func (nopEffects) Transfer(runtime.Time, runtime.BatchID, int, runtime.ServerID, runtime.ServerID, int64, runtime.Time) {
+func (nopEffects) Transfer(dataplane.Time, dataplane.BatchID, int, dataplane.ServerID, dataplane.ServerID, int64, dataplane.Time) {
 }
-func (nopEffects) SetTimer(runtime.Time, int64)          {}
-func (nopEffects) Finish(runtime.Time, *runtime.Request) {}
+func (nopEffects) SetTimer(dataplane.Time, int64)            {}
+func (nopEffects) Finish(dataplane.Time, *dataplane.Request) {}
 
 // attach gives g a fresh engine and policy. The engine's constructor may arm a tick timer,
 // which is queued with g's generation number; numbers are assigned here, before use.
 func (d *driver) attach(g *generation) error {
-	pol, err := runtime.NewPolicy(g.polCfg)
+	pol, err := dataplane.NewPolicy(g.polCfg)
 	if err != nil {
 		return err
 	}
@@ -214,22 +214,22 @@ func (d *driver) attach(g *generation) error {
 	g.calls = g.calls[:0]
 	g.queued = make([]int64, len(g.dep.Apps))
 	fx := &effects{d: d, g: g}
-	eng, err := runtime.NewEngine(g.dep, pol, fx)
+	eng, err := dataplane.NewEngine(g.dep, pol, fx)
 	if err != nil {
 		return err
 	}
-	eng.Observe(func(_ runtime.Time, _ *runtime.Event, ds []runtime.Decision) {
+	eng.Observe(func(_ dataplane.Time, _ *dataplane.Event, ds []dataplane.Decision) {
 		for i := range ds {
 			x := &ds[i]
 			switch x.Kind {
-			case runtime.DDispatch:
+			case dataplane.DDispatch:
 				for _, r := range x.Reqs {
-					if eng.Requests()[r].Dispatch == runtime.Never {
+					if eng.Requests()[r].Dispatch == dataplane.Never {
 						g.queued[x.App]--
 					}
 				}
-			case runtime.DDrop:
-				if q := &eng.Requests()[x.Req]; q.Dispatch == runtime.Never {
+			case dataplane.DDrop:
+				if q := &eng.Requests()[x.Req]; q.Dispatch == dataplane.Never {
 					g.queued[q.App]--
 				}
 			}
@@ -256,7 +256,7 @@ func (d *driver) run(first *generation) {
 			d.now = d.clk.Now()
 			d.onJob(j)
 		case <-d.timer.C():
-			d.timerAt = runtime.Never
+			d.timerAt = dataplane.Never
 			d.now = d.clk.Now()
 			d.onTimers()
 		case f := <-d.cmds:
@@ -302,9 +302,9 @@ func (d *driver) arm() {
 	d.timer.Reset(max(time.Until(d.clk.At(at)), 0))
 }
 
-func (d *driver) push(at runtime.Time, x timerItem) {
+func (d *driver) push(at dataplane.Time, x timerItem) {
 	d.seq++
-	d.timers.Push(runtime.Timed[timerItem]{At: at, Seq: d.seq, Val: x})
+	d.timers.Push(dataplane.Timed[timerItem]{At: at, Seq: d.seq, Val: x})
 }
 
 func (d *driver) onTimers() {
@@ -317,7 +317,7 @@ func (d *driver) onTimers() {
 		switch x.kind {
 		case tPolicy:
 			if x.gen == d.gen.n {
-				d.handle(runtime.Event{Kind: runtime.EvTimer, Key: x.key})
+				d.handle(dataplane.Event{Kind: dataplane.EvTimer, Key: x.key})
 			}
 		case tBatch:
 			if x.gen == d.gen.n {
@@ -326,7 +326,7 @@ func (d *driver) onTimers() {
 			}
 		case tTransfer:
 			if x.gen == d.gen.n {
-				d.handle(runtime.Event{Kind: runtime.EvTransferDone, Batch: x.batch, Hop: x.hop, Start: x.start, End: d.now})
+				d.handle(dataplane.Event{Kind: dataplane.EvTransferDone, Batch: x.batch, Hop: x.hop, Start: x.start, End: d.now})
 			}
 		case tFlush:
 			if d.migrating != nil && x.gen == d.gen.n {
@@ -336,7 +336,7 @@ func (d *driver) onTimers() {
 		case tDrain:
 			if d.draining {
 				d.log.Warn("drain timed out: answering unfinished requests with 503", "outstanding", d.gen.outstanding)
-				d.abandon(d.gen, string(runtime.DropShutdown))
+				d.abandon(d.gen, string(dataplane.DropShutdown))
 				for _, c := range d.paused {
 					d.answerShutdown(c, "migration")
 				}
@@ -348,7 +348,7 @@ func (d *driver) onTimers() {
 
 // handle calls the engine; an error is a policy or driver bug: the generation's requests are
 // answered with 500 and a fresh engine takes over, so one bug does not wedge the server.
-func (d *driver) handle(ev runtime.Event) {
+func (d *driver) handle(ev dataplane.Event) {
 	if err := d.gen.eng.Handle(d.now, ev); err != nil {
 		d.fail(err)
 	}
@@ -397,7 +397,7 @@ func (d *driver) feed(c *call) {
 		return
 	}
 	c.fed = d.now
-	id := runtime.ReqID(len(g.eng.Requests()))
+	id := dataplane.ReqID(len(g.eng.Requests()))
 	for len(g.calls) <= int(id) {
 		g.calls = append(g.calls, nil)
 	}
@@ -422,11 +422,11 @@ func (d *driver) onJob(j *Job) {
 	}
 	w := &g.dep.Topo.Workers[j.Worker]
 	d.m.busy(w.Name, g.dep.Stages[j.Stage].Name, j.End-j.Start)
-	d.handle(runtime.Event{Kind: runtime.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
+	d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
 }
 
-// RunBatch implements runtime.Effects: hand the hop to the executor.
-func (fx *effects) RunBatch(now runtime.Time, w runtime.WorkerID, b runtime.BatchID, hop int, stage runtime.StageID, size int, nominal runtime.Time) {
+// RunBatch implements dataplane.Effects: hand the hop to the executor.
+func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, stage dataplane.StageID, size int, nominal dataplane.Time) {
 	g, d := fx.g, fx.d
 	bt := &g.eng.Batches()[b]
 	j := &Job{Worker: w, Batch: b, Hop: hop, Stage: stage, Nominal: nominal, Start: now, gen: g.n,
@@ -453,24 +453,24 @@ func (fx *effects) RunBatch(now runtime.Time, w runtime.WorkerID, b runtime.Batc
 	})
 }
 
-// Transfer implements runtime.Effects: transfers are emulated on every worker kind (the NIC
+// Transfer implements dataplane.Effects: transfers are emulated on every worker kind (the NIC
 // model the plan was made for), through the driver's timer heap.
-func (fx *effects) Transfer(now runtime.Time, b runtime.BatchID, hop int, _, _ runtime.ServerID, _ int64, nominal runtime.Time) {
+func (fx *effects) Transfer(now dataplane.Time, b dataplane.BatchID, hop int, _, _ dataplane.ServerID, _ int64, nominal dataplane.Time) {
 	d := fx.d
 	dur := nominal
 	if d.xjit > 0 && nominal > 0 {
-		dur = max(runtime.Time(math.Round(float64(nominal)*(1+d.xjit*(2*d.xrng.Float64()-1)))), 0)
+		dur = max(dataplane.Time(math.Round(float64(nominal)*(1+d.xjit*(2*d.xrng.Float64()-1)))), 0)
 	}
 	d.push(now+dur, timerItem{kind: tTransfer, gen: fx.g.n, batch: b, hop: int32(hop), start: now})
 }
 
-// SetTimer implements runtime.Effects.
-func (fx *effects) SetTimer(at runtime.Time, key int64) {
+// SetTimer implements dataplane.Effects.
+func (fx *effects) SetTimer(at dataplane.Time, key int64) {
 	fx.d.push(at, timerItem{kind: tPolicy, gen: fx.g.n, key: key})
 }
 
-// Finish implements runtime.Effects: answer the client.
-func (fx *effects) Finish(now runtime.Time, r *runtime.Request) {
+// Finish implements dataplane.Effects: answer the client.
+func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 	g, d := fx.g, fx.d
 	if int(r.ID) >= len(g.calls) {
 		return
@@ -482,7 +482,7 @@ func (fx *effects) Finish(now runtime.Time, r *runtime.Request) {
 	t := d.timing(g, c, r, now)
 	res := result{timing: t, payload: c.payload}
 	switch r.Outcome {
-	case runtime.Completed, runtime.Late:
+	case dataplane.Completed, dataplane.Late:
 		res.status = 200
 		res.outcome = r.Outcome.String()
 		if c.payload != nil && c.payload.Err != nil {
@@ -502,7 +502,7 @@ func (fx *effects) Finish(now runtime.Time, r *runtime.Request) {
 	d.answer(g, c, res)
 }
 
-func stageName(dep *runtime.Deployment, s runtime.StageID) string {
+func stageName(dep *dataplane.Deployment, s dataplane.StageID) string {
 	if s < 0 || int(s) >= len(dep.Stages) {
 		return "queue"
 	}
@@ -526,7 +526,7 @@ func (d *driver) answerShutdown(c *call, stage string) {
 		return
 	}
 	c.answered = true
-	reason := string(runtime.DropShutdown)
+	reason := string(dataplane.DropShutdown)
 	if stage == "migration" {
 		reason = "migration"
 	}
@@ -562,7 +562,7 @@ func (d *driver) abandon(g *generation, reason string) {
 }
 
 // timing computes the latency breakdown of r from the engine's batch records.
-func (d *driver) timing(g *generation, c *call, r *runtime.Request, now runtime.Time) Timing {
+func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now dataplane.Time) Timing {
 	app := &g.dep.Apps[r.App]
 	t := Timing{LatencyUs: int64(now - c.received), SLOUs: int64(app.SLO), MigrationUs: int64(c.fed - c.received)}
 	if len(r.Batches) == 0 {
@@ -689,7 +689,7 @@ func (d *driver) startDrain(deadline time.Time) {
 		}
 		d.paused = nil
 	}
-	at := d.now + runtime.Time(time.Until(deadline)/time.Microsecond)
+	at := d.now + dataplane.Time(time.Until(deadline)/time.Microsecond)
 	d.push(max(at, d.now), timerItem{kind: tDrain})
 }
 
@@ -699,8 +699,8 @@ func (d *driver) snapshot() {
 	v := g.eng.View()
 	for i := range g.dep.Topo.Workers {
 		w := &g.dep.Topo.Workers[i]
-		_, _, busy := v.WorkerRunning(runtime.WorkerID(i))
-		d.m.workerQueue(w.Name, g.dep.Stages[w.Stage].Name, v.WorkerQueued(runtime.WorkerID(i)), busy)
+		_, _, busy := v.WorkerRunning(dataplane.WorkerID(i))
+		d.m.workerQueue(w.Name, g.dep.Stages[w.Stage].Name, v.WorkerQueued(dataplane.WorkerID(i)), busy)
 	}
 	for i, a := range g.dep.Apps {
 		d.m.queueDepth(a.Name, g.queued[i])

@@ -11,8 +11,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // EndpointsKind is the kind of an endpoints file.
@@ -121,7 +121,7 @@ type resolved struct {
 }
 
 // resolve assigns an endpoint to every worker of dep.
-func (e *Endpoints) resolve(dep *runtime.Deployment) ([]resolved, error) {
+func (e *Endpoints) resolve(dep *dataplane.Deployment) ([]resolved, error) {
 	out := make([]resolved, len(dep.Topo.Workers))
 	var missing []string
 	for si := range dep.Stages {

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // Payload is what travels with one request from stage to stage: the client's input tensor at
@@ -32,14 +32,14 @@ type Feature struct {
 // Job is one hop of a batch handed to a worker. The driver fills everything up to Start; the
 // executor sets End (from the shared clock) and may replace Payload entries.
 type Job struct {
-	Worker  runtime.WorkerID
-	Batch   runtime.BatchID
+	Worker  dataplane.WorkerID
+	Batch   dataplane.BatchID
 	Hop     int
-	Stage   runtime.StageID
-	Nominal runtime.Time
+	Stage   dataplane.StageID
+	Nominal dataplane.Time
 	// Start is the driver's time when it handed the job over.
-	Start   runtime.Time
-	End     runtime.Time
+	Start   dataplane.Time
+	End     dataplane.Time
 	Payload []*Payload
 	gen     int
 }
@@ -63,10 +63,12 @@ type Clock struct{ epoch time.Time }
 func NewClock() Clock { return Clock{epoch: time.Now()} }
 
 // Now returns µs since the epoch (monotonic: time.Since uses the monotonic reading).
-func (c Clock) Now() runtime.Time { return runtime.Time(time.Since(c.epoch) / time.Microsecond) }
+func (c Clock) Now() dataplane.Time { return dataplane.Time(time.Since(c.epoch) / time.Microsecond) }
 
 // At returns the wall-clock instant of t.
-func (c Clock) At(t runtime.Time) time.Time { return c.epoch.Add(time.Duration(t) * time.Microsecond) }
+func (c Clock) At(t dataplane.Time) time.Time {
+	return c.epoch.Add(time.Duration(t) * time.Microsecond)
+}
 
 // Emulated is the executor that needs no hardware: each hop takes its profiled (nominal)
 // latency, optionally with seeded uniform jitter, measured by a timer (no busy waiting).
@@ -90,12 +92,12 @@ func (e *Emulated) Kind() string { return "emulated" }
 
 // Duration returns the emulated duration of nominal (driver goroutine only: the rng is not
 // shared).
-func (e *Emulated) Duration(nominal runtime.Time) runtime.Time {
+func (e *Emulated) Duration(nominal dataplane.Time) dataplane.Time {
 	if e.jitter <= 0 || nominal <= 0 {
 		return nominal
 	}
 	f := 1 + e.jitter*(2*e.rng.Float64()-1)
-	return max(runtime.Time(math.Round(float64(nominal)*f)), 0)
+	return max(dataplane.Time(math.Round(float64(nominal)*f)), 0)
 }
 
 // Run implements Executor: the hop ends when a timer armed for Start + duration fires.

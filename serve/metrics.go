@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // latencyBuckets are the upper bounds (seconds) of the latency histograms: fine below the
@@ -61,7 +61,7 @@ func newMetrics() *metrics {
 }
 
 // lateness records how late a timer fired (µs).
-func (m *metrics) lateness(us runtime.Time) {
+func (m *metrics) lateness(us dataplane.Time) {
 	s := float64(us) / 1e6
 	m.mu.Lock()
 	m.late[sort.SearchFloat64s(latenessBuckets, s)]++
@@ -114,7 +114,7 @@ func (m *metrics) reject(code int, why string) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) busy(worker, stage string, d runtime.Time) {
+func (m *metrics) busy(worker, stage string, d dataplane.Time) {
 	m.mu.Lock()
 	w := m.workers[worker]
 	if w == nil {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/serve")
@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/se
 // TestMetricsGolden renders a fixed sequence of events in the Prometheus text format and
 // compares it with testdata/serve/metrics.golden (go test ./serve -run MetricsGolden -update).
 func TestMetricsGolden(t *testing.T) {
-	dep, err := runtime.FromPlan(loadPlan(t, "nic.json"))
+	dep, err := dataplane.FromPlan(loadPlan(t, "nic.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // ONNX is the executor that runs each stage's partition of the model with ONNX Runtime: the
@@ -18,7 +18,7 @@ import (
 // leave the stage as fp16 (per request) and are widened again by the next stage.
 type ONNX struct {
 	clk    Clock
-	dep    *runtime.Deployment
+	dep    *dataplane.Deployment
 	stages []*onnxStage // by StageID
 	in     TensorSpec
 	out    TensorSpec
@@ -37,13 +37,13 @@ type onnxStage struct {
 
 // ONNXFactory returns the ExecutorFactory of onnx workers.
 func ONNXFactory(o ONNXOptions) ExecutorFactory {
-	return func(clk Clock, dep *runtime.Deployment, p *formats.Plan) (Executor, error) {
+	return func(clk Clock, dep *dataplane.Deployment, p *formats.Plan) (Executor, error) {
 		return NewONNX(clk, dep, p, o)
 	}
 }
 
 // NewONNX builds one session per distinct partition of the plan (the preload step).
-func NewONNX(clk Clock, dep *runtime.Deployment, p *formats.Plan, o ONNXOptions) (*ONNX, error) {
+func NewONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOptions) (*ONNX, error) {
 	if err := measure.LibraryAvailable(); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func indexOf(xs []string, s string) int {
 func (x *ONNX) Kind() string { return "onnx" }
 
 // Spec implements SpecProvider.
-func (x *ONNX) Spec(runtime.AppID) (in, out TensorSpec) { return x.in, x.out }
+func (x *ONNX) Spec(dataplane.AppID) (in, out TensorSpec) { return x.in, x.out }
 
 // Run implements Executor: the session runs on its own goroutine.
 func (x *ONNX) Run(job *Job, done func(*Job)) {

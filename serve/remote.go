@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // Remote is the executor whose workers are KServe v2 / Triton HTTP endpoints. A hop sends
@@ -19,7 +19,7 @@ import (
 // back per request and becomes the next stage's input.
 type Remote struct {
 	clk     Clock
-	dep     *runtime.Deployment
+	dep     *dataplane.Deployment
 	eps     []resolved // per worker
 	meta    map[string]*ModelMetadata
 	client  *http.Client
@@ -28,7 +28,7 @@ type Remote struct {
 
 // RemoteFactory returns the ExecutorFactory of remote workers. client nil = a pooled client.
 func RemoteFactory(eps *Endpoints, client *http.Client) ExecutorFactory {
-	return func(clk Clock, dep *runtime.Deployment, _ *formats.Plan) (Executor, error) {
+	return func(clk Clock, dep *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
 		return NewRemote(clk, dep, eps, client)
 	}
 }
@@ -36,7 +36,7 @@ func RemoteFactory(eps *Endpoints, client *http.Client) ExecutorFactory {
 // NewRemote resolves every worker's endpoint and checks that each endpoint answers its
 // health check (GET /v2/health/ready) and describes its model (GET /v2/models/{model});
 // a silent endpoint is an error naming its address.
-func NewRemote(clk Clock, dep *runtime.Deployment, eps *Endpoints, client *http.Client) (*Remote, error) {
+func NewRemote(clk Clock, dep *dataplane.Deployment, eps *Endpoints, client *http.Client) (*Remote, error) {
 	res, err := eps.resolve(dep)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func NewRemote(clk Clock, dep *runtime.Deployment, eps *Endpoints, client *http.
 	if client == nil {
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
 	}
-	var slo runtime.Time
+	var slo dataplane.Time
 	for _, a := range dep.Apps {
 		slo = max(slo, a.SLO)
 	}
@@ -105,7 +105,7 @@ func (r *Remote) check(e resolved) error {
 func (r *Remote) Kind() string { return "remote" }
 
 // Spec implements SpecProvider: the first stage's input and the last stage's output.
-func (r *Remote) Spec(app runtime.AppID) (in, out TensorSpec) {
+func (r *Remote) Spec(app dataplane.AppID) (in, out TensorSpec) {
 	a := &r.dep.Apps[app]
 	in = TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, -1}}
 	out = TensorSpec{Name: "output", Datatype: "FP32", Shape: []int64{-1, -1}}
@@ -135,7 +135,7 @@ func batchShape(s []int64) []int64 {
 	return out
 }
 
-func (r *Remote) metaOf(w runtime.WorkerID) *ModelMetadata {
+func (r *Remote) metaOf(w dataplane.WorkerID) *ModelMetadata {
 	e := r.eps[w]
 	return r.meta[e.url+"|"+e.model]
 }

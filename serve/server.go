@@ -28,18 +28,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // ExecutorFactory builds the executor for a deployment (called at start and for every plan
 // reload, before intake pauses: the preload step).
-type ExecutorFactory func(clk Clock, dep *runtime.Deployment, plan *formats.Plan) (Executor, error)
+type ExecutorFactory func(clk Clock, dep *dataplane.Deployment, plan *formats.Plan) (Executor, error)
 
 // SpecProvider is implemented by executors that know their models' tensors (ONNX); others
 // get the emulated default (Options.InputShape).
 type SpecProvider interface {
-	Spec(app runtime.AppID) (in, out TensorSpec)
+	Spec(app dataplane.AppID) (in, out TensorSpec)
 }
 
 // Options configure a Server.
@@ -47,7 +47,7 @@ type Options struct {
 	// Plan is the plan to serve (PPipe, NP or DART-r).
 	Plan *formats.Plan
 	// Policy picks the runtime policy (default ppipe).
-	Policy runtime.Config
+	Policy dataplane.Config
 	// NewExecutor builds workers; nil means emulated workers.
 	NewExecutor ExecutorFactory
 	// Jitter is the emulated workers' (and transfers') relative noise; Seed seeds it.
@@ -104,7 +104,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, clk: NewClock(), m: newMetrics()}
 	if s.opts.NewExecutor == nil {
-		s.opts.NewExecutor = func(clk Clock, _ *runtime.Deployment, _ *formats.Plan) (Executor, error) {
+		s.opts.NewExecutor = func(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
 			return NewEmulated(clk, opts.Jitter, opts.Seed), nil
 		}
 	}
@@ -125,20 +125,20 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) flushTimeout(g *generation) runtime.Time {
+func (s *Server) flushTimeout(g *generation) dataplane.Time {
 	if s.opts.FlushTimeout > 0 {
-		return runtime.Time(s.opts.FlushTimeout / time.Microsecond)
+		return dataplane.Time(s.opts.FlushTimeout / time.Microsecond)
 	}
-	var slo runtime.Time
+	var slo dataplane.Time
 	for _, a := range g.dep.Apps {
 		slo = max(slo, a.SLO)
 	}
-	return 2*slo + 100*runtime.Millisecond
+	return 2*slo + 100*dataplane.Millisecond
 }
 
 // prepare is the preload step: deployment, workers (sessions, connections), specs.
 func (s *Server) prepare(p *formats.Plan) (*generation, error) {
-	dep, err := runtime.FromPlan(p)
+	dep, err := dataplane.FromPlan(p)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (s *Server) prepare(p *formats.Plan) (*generation, error) {
 	for i, a := range dep.Apps {
 		ms := modelSpec{name: a.Name, sloUs: int64(a.SLO), rateRPS: a.RateRPS}
 		if hasSpec {
-			ms.in, ms.out = sp.Spec(runtime.AppID(i))
+			ms.in, ms.out = sp.Spec(dataplane.AppID(i))
 		} else {
 			shape := append([]int64{-1}, s.opts.InputShape...)
 			ms.in = TensorSpec{Name: "input", Datatype: "FP32", Shape: shape}
@@ -324,7 +324,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.closing.Load() {
 		s.m.reject(503, "shutdown")
-		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, Reason: string(runtime.DropShutdown), Stage: "intake"})
+		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, Reason: string(dataplane.DropShutdown), Stage: "intake"})
 		return
 	}
 	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
@@ -357,7 +357,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	case s.d.intake <- c:
 	case <-s.d.stopped:
 		s.m.reject(503, "shutdown")
-		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, ID: req.ID, Reason: string(runtime.DropShutdown), Stage: "intake"})
+		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, ID: req.ID, Reason: string(dataplane.DropShutdown), Stage: "intake"})
 		return
 	}
 	var res result

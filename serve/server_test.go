@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
 func loadPlan(t testing.TB, name string) *formats.Plan {
@@ -108,7 +108,7 @@ func TestInfer(t *testing.T) {
 	for _, tc := range []struct{ plan, policy string }{{"demo-plan.json", ""}, {"nic.json", ""}, {"nic.json", "reactive"}} {
 		t.Run(tc.plan+"/"+tc.policy, func(t *testing.T) {
 			p := loadPlan(t, tc.plan)
-			_, ts := testServer(t, Options{Plan: p, Policy: runtime.Config{Policy: tc.policy}})
+			_, ts := testServer(t, Options{Plan: p, Policy: dataplane.Config{Policy: tc.policy}})
 			model := p.PPipe.Models[0].Model
 			code, _, body := post(t, ts.URL+"/v2/models/"+model+"/infer", inferBody(1, 2.5, -3))
 			if code != 200 {
@@ -291,7 +291,7 @@ func TestHealthAndMetadata(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	p := loadPlan(t, "demo-plan.json")
-	dep, err := runtime.FromPlan(p)
+	dep, err := dataplane.FromPlan(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,14 +516,14 @@ func TestRotation(t *testing.T) {
 // flakyPolicy makes one invalid decision (dropping a request twice) on the first arrival it
 // ever sees, then behaves as PPipe: the driver must answer the victim with 500 and go on.
 type flakyPolicy struct {
-	runtime.Policy
+	dataplane.Policy
 	tripped *atomic.Bool
 }
 
-func (f *flakyPolicy) Handle(now runtime.Time, ev *runtime.Event, out *runtime.Decisions) {
-	if ev.Kind == runtime.EvArrival && f.tripped.CompareAndSwap(false, true) {
-		out.Drop(ev.Req, runtime.NoStage, runtime.DropDeadline, 0)
-		out.Drop(ev.Req, runtime.NoStage, runtime.DropDeadline, 0)
+func (f *flakyPolicy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	if ev.Kind == dataplane.EvArrival && f.tripped.CompareAndSwap(false, true) {
+		out.Drop(ev.Req, dataplane.NoStage, dataplane.DropDeadline, 0)
+		out.Drop(ev.Req, dataplane.NoStage, dataplane.DropDeadline, 0)
 		return
 	}
 	f.Policy.Handle(now, ev, out)
@@ -532,14 +532,14 @@ func (f *flakyPolicy) Handle(now runtime.Time, ev *runtime.Event, out *runtime.D
 var flakyTripped atomic.Bool
 
 func init() {
-	runtime.RegisterPolicy("serve-test-flaky", "test only: one invalid decision, then ppipe", func(cfg runtime.Config) (runtime.Policy, error) {
-		return &flakyPolicy{Policy: runtime.NewPPipe(runtime.PPipeOptions{Penalty: true, Admission: true}), tripped: &flakyTripped}, nil
+	dataplane.RegisterPolicy("serve-test-flaky", "test only: one invalid decision, then ppipe", func(cfg dataplane.Config) (dataplane.Policy, error) {
+		return &flakyPolicy{Policy: dataplane.NewPPipe(dataplane.PPipeOptions{Penalty: true, Admission: true}), tripped: &flakyTripped}, nil
 	})
 }
 
 func TestEngineError(t *testing.T) {
 	flakyTripped.Store(false)
-	_, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), Policy: runtime.Config{Policy: "serve-test-flaky"}})
+	_, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), Policy: dataplane.Config{Policy: "serve-test-flaky"}})
 	code, _, body := post(t, ts.URL+"/v2/models/demo/infer", inferBody(1))
 	if code != 500 && code != 503 {
 		t.Errorf("first request: %d %s", code, body)

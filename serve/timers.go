@@ -1,6 +1,6 @@
 package serve
 
-import "github.com/plan-dev/plan/runtime"
+import "github.com/plan-dev/plan/dataplane"
 
 // timerKind says what a driver timer is for.
 type timerKind uint8
@@ -13,15 +13,15 @@ const (
 	tDrain                         // the shutdown drain deadline
 )
 
-// timerItem is the payload of one entry of the driver's timer heap (a runtime.TimeHeap).
+// timerItem is the payload of one entry of the driver's timer heap (a dataplane.TimeHeap).
 // Every engine timer and emulated transfer shares ONE time.Timer armed for the earliest
 // entry, so a busy server keeps no goroutine or runtime timer per pending event.
 type timerItem struct {
 	kind  timerKind
 	gen   int
 	key   int64
-	batch runtime.BatchID
+	batch dataplane.BatchID
 	hop   int32
-	start runtime.Time
+	start dataplane.Time
 	job   *Job
 }

@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
-// Source yields arrival times in non-decreasing order; runtime.Never ends the stream.
+// Source yields arrival times in non-decreasing order; dataplane.Never ends the stream.
 type Source interface {
-	Next() runtime.Time
+	Next() dataplane.Time
 }
 
 // ArrivalSpec describes an arrival process independent of its rate, so one spec serves every
@@ -29,7 +29,7 @@ type ArrivalSpec struct {
 	// MMPP parameters: rate multipliers and mean sojourn times of the high and low states
 	// (defaults 2.5×/0.2 s and 0.625×/0.8 s: the mean rate is the target rate).
 	HighMult, LowMult       float64
-	HighSojourn, LowSojourn runtime.Time
+	HighSojourn, LowSojourn dataplane.Time
 	// Trace holds the replayed timestamps or counts (replay, counts).
 	Trace *formats.Trace
 	// Name labels the spec in reports (the file name for traces).
@@ -95,7 +95,7 @@ func TraceSpec(name string, t *formats.Trace) (ArrivalSpec, error) {
 }
 
 // New makes a source with mean rate rps for application app, seeded. Arrivals before horizon
-// only matter; sources may stop early (runtime.Never).
+// only matter; sources may stop early (dataplane.Never).
 func (s ArrivalSpec) New(rps float64, app string, seed uint64) (Source, error) {
 	if !(rps > 0) || math.IsInf(rps, 0) {
 		return nil, fmt.Errorf("arrival rate %g for %s: must be > 0", rps, app)
@@ -151,9 +151,9 @@ type renewal struct {
 	t   float64
 }
 
-func (r *renewal) Next() runtime.Time {
+func (r *renewal) Next() dataplane.Time {
 	r.t += r.gap(r.rng)
-	return runtime.Time(r.t)
+	return dataplane.Time(r.t)
 }
 
 // gammaSample draws Gamma(shape, 1) (Marsaglia–Tsang; shape < 1 by the boost
@@ -192,12 +192,12 @@ type mmpp struct {
 	t        float64
 }
 
-func (m *mmpp) Next() runtime.Time {
+func (m *mmpp) Next() dataplane.Time {
 	for {
 		gap := m.rng.ExpFloat64() / m.rate[m.state]
 		if m.t+gap <= m.switchAt {
 			m.t += gap
-			return runtime.Time(m.t)
+			return dataplane.Time(m.t)
 		}
 		// Memoryless: restart the exponential clock at the switch.
 		m.t = m.switchAt
@@ -239,14 +239,14 @@ func newReplay(t *formats.Trace, app string, rps float64, _ *rand.Rand) (Source,
 	return &replay{times: folded, period: period}, nil
 }
 
-func (r *replay) Next() runtime.Time {
+func (r *replay) Next() dataplane.Time {
 	if r.i == len(r.times) {
 		r.i = 0
 		r.base += r.period
 	}
 	t := r.base + r.times[r.i]
 	r.i++
-	return runtime.Time(t)
+	return dataplane.Time(t)
 }
 
 // counts turns per-interval counts into a Poisson process with a piecewise-constant rate,
@@ -279,7 +279,7 @@ func newCounts(c *formats.RateSeries, app string, rps float64, rng *rand.Rand) (
 	return &counts{rng: rng, rates: rates, interval: iv}, nil
 }
 
-func (c *counts) Next() runtime.Time {
+func (c *counts) Next() dataplane.Time {
 	for {
 		k := int(c.t / c.interval)
 		end := float64(k+1) * c.interval
@@ -288,7 +288,7 @@ func (c *counts) Next() runtime.Time {
 			gap := c.rng.ExpFloat64() / rate
 			if c.t+gap < end {
 				c.t += gap
-				return runtime.Time(c.t)
+				return dataplane.Time(c.t)
 			}
 		}
 		c.t = end
@@ -297,14 +297,14 @@ func (c *counts) Next() runtime.Time {
 
 // Times is a fixed list of arrival times (tests, hand-written scenarios).
 type Times struct {
-	T []runtime.Time
+	T []dataplane.Time
 	i int
 }
 
 // Next implements Source.
-func (t *Times) Next() runtime.Time {
+func (t *Times) Next() dataplane.Time {
 	if t.i >= len(t.T) {
-		return runtime.Never
+		return dataplane.Never
 	}
 	t.i++
 	return t.T[t.i-1]

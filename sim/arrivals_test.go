@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // gapStats draws n arrivals and returns the mean rate (per s) and the CV of the gaps.
 func gapStats(t *testing.T, src Source, n int) (rate, cv float64) {
 	t.Helper()
-	var prev runtime.Time
+	var prev dataplane.Time
 	var sum, sum2 float64
-	var last runtime.Time
+	var last dataplane.Time
 	for i := 0; i < n; i++ {
 		x := src.Next()
 		if x < prev {
@@ -89,7 +89,7 @@ func TestReplayFoldingScaler(t *testing.T) {
 		}
 		// 100 s is a whole number of folding periods (n/rate = 20, 10, 2.5 s).
 		n := 0
-		for src.Next() < 100*runtime.Second {
+		for src.Next() < 100*dataplane.Second {
 			n++
 		}
 		if want := int(target * 100); n != want {
@@ -110,11 +110,11 @@ func TestReplayFoldingScaler(t *testing.T) {
 	total := 0
 	for {
 		x := src.Next()
-		if x >= 100*runtime.Second {
+		if x >= 100*dataplane.Second {
 			break
 		}
 		total++
-		if (x/runtime.Second)%10 >= 5 {
+		if (x/dataplane.Second)%10 >= 5 {
 			inQuiet++
 		}
 	}
@@ -201,7 +201,7 @@ func FuzzParseArrival(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var prev runtime.Time
+		var prev dataplane.Time
 		for i := 0; i < 100; i++ {
 			x := src.Next()
 			if x < prev {
@@ -225,7 +225,7 @@ func FuzzTraceFile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var prev runtime.Time
+		var prev dataplane.Time
 		for i := 0; i < 50; i++ {
 			x := src.Next()
 			if x < prev {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // BenchmarkSim100GPU is the speed target: a 100-GPU (25 L4 + 75 P4), 30-second run at load
@@ -14,7 +14,7 @@ import (
 func BenchmarkSim100GPU(b *testing.B) {
 	dep := loadDep(b, "hc1-100.json")
 	spec, _ := ParseArrival("poisson")
-	cfg := &SweepConfig{Dep: dep, Policy: runtime.Config{Policy: "ppipe"}, Arrival: spec, Duration: 30 * runtime.Second, Seed: 1}
+	cfg := &SweepConfig{Dep: dep, Policy: dataplane.Config{Policy: "ppipe"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
 	b.ReportAllocs()
 	var events int64
 	cpu0 := cpuTime()
@@ -28,7 +28,7 @@ func BenchmarkSim100GPU(b *testing.B) {
 			b.Fatal(err)
 		}
 		events += m.Events
-		if p, ok := s.Engine.Policy().(*runtime.PPipe); ok && i == 0 {
+		if p, ok := s.Engine.Policy().(*dataplane.PPipe); ok && i == 0 {
 			st := p.Stats()
 			b.ReportMetric(float64(st.Probes)/float64(st.Dispatches), "probes/batch")
 		}
@@ -54,7 +54,7 @@ func cpuTime() time.Duration {
 func BenchmarkSimReactive100GPU(b *testing.B) {
 	dep := loadDep(b, "hc1-100.json")
 	spec, _ := ParseArrival("poisson")
-	cfg := &SweepConfig{Dep: dep, Policy: runtime.Config{Policy: "reactive"}, Arrival: spec, Duration: 30 * runtime.Second, Seed: 1}
+	cfg := &SweepConfig{Dep: dep, Policy: dataplane.Config{Policy: "reactive"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
 	var events int64
 	for i := 0; i < b.N; i++ {
 		s, err := newPointSim(cfg, 1.0)
@@ -74,7 +74,7 @@ func BenchmarkSimReactive100GPU(b *testing.B) {
 func BenchmarkEventHeap(b *testing.B) {
 	var h evheap
 	for i := 0; i < 1024; i++ {
-		h.Push(runtime.Timed[runtime.Event]{At: runtime.Time(i * 7919 % 1024), Seq: uint64(i)})
+		h.Push(dataplane.Timed[dataplane.Event]{At: dataplane.Time(i * 7919 % 1024), Seq: uint64(i)})
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -8,11 +8,11 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 type span struct {
-	s, e runtime.Time
+	s, e dataplane.Time
 	what string
 }
 
@@ -29,13 +29,13 @@ func checkNoOverlap(t *testing.T, res string, spans []span) {
 func TestInvariantsRandomRuns(t *testing.T) {
 	type cfg struct {
 		plan    string
-		policy  runtime.Config
+		policy  dataplane.Config
 		arrival string
 		load    float64
 		jitter  float64
 	}
 	var cases []cfg
-	policies := []runtime.Config{
+	policies := []dataplane.Config{
 		{Policy: "ppipe"},
 		{Policy: "ppipe-paper"},
 		{Policy: "ppipe", Params: map[string]string{"interval": "true"}},
@@ -52,15 +52,15 @@ func TestInvariantsRandomRuns(t *testing.T) {
 			}
 		}
 	}
-	dur := 2 * runtime.Second
+	dur := 2 * dataplane.Second
 	if testing.Short() {
-		dur = runtime.Second / 2
+		dur = dataplane.Second / 2
 	}
 	for i, c := range cases {
 		name := fmt.Sprintf("%s/%s%v/%s/%g/j%g", c.plan, c.policy.Policy, c.policy.Params, c.arrival, c.load, c.jitter)
 		t.Run(name, func(t *testing.T) {
 			dep := loadDep(t, c.plan)
-			pol, err := runtime.NewPolicy(c.policy)
+			pol, err := dataplane.NewPolicy(c.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,10 +72,10 @@ func TestInvariantsRandomRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			finished := map[runtime.ReqID]int{}
+			finished := map[dataplane.ReqID]int{}
 			s, err := New(dep, pol, []Source{src}, Options{
 				Duration: dur, Seed: uint64(i), Jitter: c.jitter,
-				OnFinish: func(_ runtime.Time, r *runtime.Request) { finished[r.ID]++ },
+				OnFinish: func(_ dataplane.Time, r *dataplane.Request) { finished[r.ID]++ },
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +90,7 @@ func TestInvariantsRandomRuns(t *testing.T) {
 			}
 			// Every request reaches exactly one outcome, reported exactly once.
 			for _, r := range reqs {
-				if r.Outcome == runtime.Pending || finished[r.ID] != 1 {
+				if r.Outcome == dataplane.Pending || finished[r.ID] != 1 {
 					t.Fatalf("request %d: outcome %v, finished %d times", r.ID, r.Outcome, finished[r.ID])
 				}
 			}
@@ -98,9 +98,9 @@ func TestInvariantsRandomRuns(t *testing.T) {
 				t.Fatalf("outcomes %d + %d + %d != %d requests", m.Total.Completed, m.Total.Late, m.Total.Dropped, len(reqs))
 			}
 			// No worker or NIC direction is ever double-booked; hops follow each other.
-			workers := map[runtime.WorkerID][]span{}
-			up := map[runtime.ServerID][]span{}
-			down := map[runtime.ServerID][]span{}
+			workers := map[dataplane.WorkerID][]span{}
+			up := map[dataplane.ServerID][]span{}
+			down := map[dataplane.ServerID][]span{}
 			reserving := c.policy.Policy != "reactive"
 			for _, b := range s.Engine.Batches() {
 				for i, h := range b.Hops {
@@ -149,8 +149,8 @@ func sweepCfg(t testing.TB, par int) *SweepConfig {
 	dep := loadDep(t, "mixed.json")
 	spec, _ := ParseArrival("bursty")
 	return &SweepConfig{
-		Dep: dep, Policy: runtime.Config{Policy: "ppipe"}, Arrival: spec,
-		Loads: []float64{0.4, 0.7, 0.9, 1.0, 1.1}, Duration: runtime.Second, Seed: 42, Jitter: 0.02,
+		Dep: dep, Policy: dataplane.Config{Policy: "ppipe"}, Arrival: spec,
+		Loads: []float64{0.4, 0.7, 0.9, 1.0, 1.1}, Duration: dataplane.Second, Seed: 42, Jitter: 0.02,
 		Parallel: par, PlanName: "mixed",
 	}
 }
@@ -243,13 +243,13 @@ func TestCompactChangesNothing(t *testing.T) {
 		for _, pol := range []string{"ppipe", "reactive"} {
 			run := func(compact int64) []byte {
 				dep := loadDep(t, plan)
-				p, err := runtime.NewPolicy(runtime.Config{Policy: pol})
+				p, err := dataplane.NewPolicy(dataplane.Config{Policy: pol})
 				if err != nil {
 					t.Fatal(err)
 				}
 				spec, _ := ParseArrival("bursty")
 				src, _ := spec.New(dep.Apps[0].RateRPS, dep.Apps[0].Name, 5)
-				s, err := New(dep, p, []Source{src}, Options{Duration: runtime.Second, Seed: 5, Jitter: 0.05, CompactEvery: compact})
+				s, err := New(dep, p, []Source{src}, Options{Duration: dataplane.Second, Seed: 5, Jitter: 0.05, CompactEvery: compact})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // Metrics are the results of one run. Every field is derived from virtual time only, so the
@@ -67,23 +67,23 @@ type Utilization struct {
 }
 
 type dropKey struct {
-	stage  runtime.StageID
-	reason runtime.DropReason
+	stage  dataplane.StageID
+	reason dataplane.DropReason
 }
 
 type appCol struct {
 	requests, completed, late, dropped int64
 	wasted                             float64
-	lat                                []runtime.Time
+	lat                                []dataplane.Time
 	drops                              map[dropKey]int64
 }
 
 type collector struct {
-	dep  *runtime.Deployment
+	dep  *dataplane.Deployment
 	apps []appCol
 }
 
-func newCollector(dep *runtime.Deployment) *collector {
+func newCollector(dep *dataplane.Deployment) *collector {
 	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps))}
 	for i := range c.apps {
 		c.apps[i].drops = map[dropKey]int64{}
@@ -91,24 +91,24 @@ func newCollector(dep *runtime.Deployment) *collector {
 	return c
 }
 
-func (c *collector) finish(r *runtime.Request) {
+func (c *collector) finish(r *dataplane.Request) {
 	a := &c.apps[r.App]
 	a.requests++
 	switch r.Outcome {
-	case runtime.Completed:
+	case dataplane.Completed:
 		a.completed++
 		a.lat = append(a.lat, r.Done-r.Arrival)
-	case runtime.Late:
+	case dataplane.Late:
 		a.late++
 		a.lat = append(a.lat, r.Done-r.Arrival)
-	case runtime.Dropped:
+	case dataplane.Dropped:
 		a.dropped++
 		a.wasted += r.WorkGPU
 		a.drops[dropKey{r.DropStage, r.Reason}]++
 	}
 }
 
-func (c *collector) metrics(e *runtime.Engine, end, window runtime.Time) *Metrics {
+func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Metrics {
 	m := &Metrics{Events: e.Events(), EndUs: int64(end)}
 	secs := float64(window) / 1e6
 	var all appCol
@@ -131,12 +131,12 @@ func (c *collector) metrics(e *runtime.Engine, end, window runtime.Time) *Metric
 	if wall <= 0 {
 		wall = 1
 	}
-	m.Classes = c.util(e, wall, func(g runtime.GPU) string { return g.Class })
-	m.GPUTypes = c.util(e, wall, func(g runtime.GPU) string { return g.Type })
+	m.Classes = c.util(e, wall, func(g dataplane.GPU) string { return g.Class })
+	m.GPUTypes = c.util(e, wall, func(g dataplane.GPU) string { return g.Type })
 	return m
 }
 
-func (c *collector) util(e *runtime.Engine, wall float64, key func(runtime.GPU) string) []Utilization {
+func (c *collector) util(e *dataplane.Engine, wall float64, key func(dataplane.GPU) string) []Utilization {
 	gpus := map[string]int{}
 	busy := map[string]float64{}
 	for _, g := range c.dep.Topo.GPUs {
@@ -144,7 +144,7 @@ func (c *collector) util(e *runtime.Engine, wall float64, key func(runtime.GPU) 
 	}
 	for i, w := range c.dep.Topo.Workers {
 		k := key(c.dep.Topo.GPUs[w.GPU])
-		busy[k] += float64(e.WorkerBusy(runtime.WorkerID(i))) / float64(w.VGPU)
+		busy[k] += float64(e.WorkerBusy(dataplane.WorkerID(i))) / float64(w.VGPU)
 	}
 	names := make([]string, 0, len(gpus))
 	for k := range gpus {
@@ -191,11 +191,11 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 	return out
 }
 
-func percentiles(lat []runtime.Time) Latency {
+func percentiles(lat []dataplane.Time) Latency {
 	if len(lat) == 0 {
 		return Latency{}
 	}
-	s := append([]runtime.Time(nil), lat...)
+	s := append([]dataplane.Time(nil), lat...)
 	slices.Sort(s)
 	var sum float64
 	for _, v := range s {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // PipelineJitter is the default execution noise of pipeline runs: the spec asks for Gaussian
@@ -15,8 +15,8 @@ const PipelineJitter = 0.052
 // PipelineRun configures one simulation of a single pipeline application (PARD's
 // experiments run one application per deployment).
 type PipelineRun struct {
-	Dep    *runtime.Deployment
-	Policy runtime.Config
+	Dep    *dataplane.Deployment
+	Policy dataplane.Config
 	// Rates drives the arrivals (per-second rates, Poisson within each second).
 	Rates RateSeries
 	Seed  uint64
@@ -24,7 +24,7 @@ type PipelineRun struct {
 	// negative = none).
 	Jitter float64
 	// OnFinish sees every finished request (tests).
-	OnFinish func(now runtime.Time, r *runtime.Request)
+	OnFinish func(now dataplane.Time, r *dataplane.Request)
 }
 
 // WindowStat is the worst window of one size: the minimum normalized goodput over sliding
@@ -84,7 +84,7 @@ func RunPipeline(cfg PipelineRun) (*PipelineMetrics, error) {
 	if cfg.Dep == nil || len(cfg.Dep.Apps) != 1 {
 		return nil, fmt.Errorf("pipeline run: need a deployment with exactly one application")
 	}
-	pol, err := runtime.NewPolicy(cfg.Policy)
+	pol, err := dataplane.NewPolicy(cfg.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func RunPipeline(cfg PipelineRun) (*PipelineMetrics, error) {
 		j = 0
 	}
 	s, err := New(cfg.Dep, pol, []Source{cfg.Rates.Source(cfg.Seed)}, Options{
-		Duration: runtime.Time(len(cfg.Rates)) * runtime.Second, Seed: cfg.Seed ^ 0x9e37, Jitter: j, OnFinish: cfg.OnFinish,
+		Duration: dataplane.Time(len(cfg.Rates)) * dataplane.Second, Seed: cfg.Seed ^ 0x9e37, Jitter: j, OnFinish: cfg.OnFinish,
 	})
 	if err != nil {
 		return nil, err
@@ -112,44 +112,44 @@ func RunPipeline(cfg PipelineRun) (*PipelineMetrics, error) {
 
 // PipelineOutcome computes PARD's metrics from a finished engine (every request must have
 // reached its outcome); secs is the arrival window in seconds.
-func PipelineOutcome(e *runtime.Engine, secs int) *PipelineMetrics {
+func PipelineOutcome(e *dataplane.Engine, secs int) *PipelineMetrics {
 	dep := e.Deployment()
 	m := &PipelineMetrics{App: dep.Apps[0].Name, Reasons: map[string]int64{},
 		Arrivals: make([]int64, secs), Good: make([]int64, secs)}
-	var stages []runtime.StageID
-	sink := runtime.NoStage
+	var stages []dataplane.StageID
+	sink := dataplane.NoStage
 	for i := range dep.Stages {
 		if dep.Stages[i].App == 0 {
-			stages = append(stages, runtime.StageID(i))
+			stages = append(stages, dataplane.StageID(i))
 			if len(dep.Stages[i].Next) == 0 {
-				sink = runtime.StageID(i)
+				sink = dataplane.StageID(i)
 			}
 		}
 	}
-	counts := make(map[runtime.StageID]int64)
+	counts := make(map[dataplane.StageID]int64)
 	var all, bad, wait float64
 	var waits int64
 	batches := e.Batches()
 	for i := range e.Requests() {
 		r := &e.Requests()[i]
 		m.Requests++
-		sec := int(r.Arrival / runtime.Second)
+		sec := int(r.Arrival / dataplane.Second)
 		if sec >= 0 && sec < secs {
 			m.Arrivals[sec]++
 		}
 		all += r.WorkGPU
 		switch r.Outcome {
-		case runtime.Completed:
+		case dataplane.Completed:
 			m.Completed++
 			if sec >= 0 && sec < secs {
 				m.Good[sec]++
 			}
-		case runtime.Late:
+		case dataplane.Late:
 			m.Late++
 			bad += r.WorkGPU
 			counts[sink]++
 			m.Reasons["late"]++
-		case runtime.Dropped:
+		case dataplane.Dropped:
 			m.Dropped++
 			bad += r.WorkGPU
 			counts[r.DropStage]++
@@ -158,7 +158,7 @@ func PipelineOutcome(e *runtime.Engine, secs int) *PipelineMetrics {
 		// Queueing + batch wait per module: from the input's arrival at the module (the
 		// request's arrival, or the end of the transfer that brought it) to the start of
 		// its batch. For a merge the later branch counts (L_pre ends when it arrives).
-		ready := map[runtime.StageID]runtime.Time{}
+		ready := map[dataplane.StageID]dataplane.Time{}
 		for _, b := range r.Batches {
 			bt := &batches[b]
 			h := &bt.Hops[0]
@@ -278,7 +278,7 @@ func StressRates(capacity, f float64, secs int) RateSeries {
 
 // PipelineCapacity returns the throughput (requests/s) of the application's workers that
 // serve from the start: the bottleneck module's Σ b/d(b).
-func PipelineCapacity(dep *runtime.Deployment) float64 {
+func PipelineCapacity(dep *dataplane.Deployment) float64 {
 	capacity := math.Inf(1)
 	for i := range dep.Stages {
 		st := &dep.Stages[i]
@@ -295,7 +295,7 @@ func PipelineCapacity(dep *runtime.Deployment) float64 {
 // FixCapacity turns a pipeline deployment into the stress test's fixed-capacity set-up:
 // every module keeps only the workers that serve from the start, so the autoscaler (if
 // enabled) has nothing to add.
-func FixCapacity(dep *runtime.Deployment) {
+func FixCapacity(dep *dataplane.Deployment) {
 	for i := range dep.Stages {
 		st := &dep.Stages[i]
 		if st.Active > 0 && st.Active < len(st.Pool) {

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/dataplane"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // constLat is a latency table that does not depend on the batch size (keeps toy timelines
 // exact).
-func constLat(d runtime.Time, upto int) []runtime.Time {
-	l := make([]runtime.Time, upto+1)
+func constLat(d dataplane.Time, upto int) []dataplane.Time {
+	l := make([]dataplane.Time, upto+1)
 	for b := 1; b <= upto; b++ {
 		l[b] = d
 	}
@@ -22,25 +22,25 @@ func constLat(d runtime.Time, upto int) []runtime.Time {
 
 // toy runs a chain of modules (name, batch, constant latency) under policy with the given
 // arrivals, no jitter and no network hop, and returns every request's outcome line.
-func toy(t *testing.T, policy string, slo runtime.Time, mods []ModuleToy, arrivals []runtime.Time) []string {
+func toy(t *testing.T, policy string, slo dataplane.Time, mods []ModuleToy, arrivals []dataplane.Time) []string {
 	t.Helper()
-	spec := runtime.PipelineSpec{Name: "toy", SLO: slo}
+	spec := dataplane.PipelineSpec{Name: "toy", SLO: slo}
 	for i, m := range mods {
-		ms := runtime.ModuleSpec{Name: m.Name, Batch: m.Batch, LatUs: constLat(m.D, m.Batch), Workers: 1}
+		ms := dataplane.ModuleSpec{Name: m.Name, Batch: m.Batch, LatUs: constLat(m.D, m.Batch), Workers: 1}
 		if i > 0 {
 			ms.After = []string{mods[i-1].Name}
 		}
 		spec.Modules = append(spec.Modules, ms)
 	}
-	dep, err := runtime.NewPipelineDeployment([]runtime.PipelineSpec{spec}, 0)
+	dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := runtime.NewPolicy(runtime.Config{Policy: policy})
+	pol, err := dataplane.NewPolicy(dataplane.Config{Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(dep, pol, []Source{&Times{T: arrivals}}, Options{Duration: runtime.Second})
+	s, err := New(dep, pol, []Source{&Times{T: arrivals}}, Options{Duration: dataplane.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func toy(t *testing.T, policy string, slo runtime.Time, mods []ModuleToy, arriva
 	var out []string
 	for _, r := range s.Engine.Requests() {
 		line := fmt.Sprintf("r%d %s", r.ID, r.Outcome)
-		if r.Outcome == runtime.Dropped {
+		if r.Outcome == dataplane.Dropped {
 			line += fmt.Sprintf(" at %s (%s, estimate %gms)", dep.Stages[r.DropStage].Name, r.Reason, math.Round(float64(r.Estimate)/100)/10)
 		} else {
 			line += fmt.Sprintf(" in %gms", float64(r.Done-r.Arrival)/1000)
@@ -64,10 +64,10 @@ func toy(t *testing.T, policy string, slo runtime.Time, mods []ModuleToy, arriva
 type ModuleToy struct {
 	Name  string
 	Batch int
-	D     runtime.Time
+	D     dataplane.Time
 }
 
-const msT = runtime.Millisecond
+const msT = dataplane.Millisecond
 
 // TestFig3aFIFOKeepsWrongHalf is the paper's Fig. 3a: batch size 4 and eight arrivals
 // during one execution window, so half must go. r0 runs alone on M1 [0,100] ms and the
@@ -83,7 +83,7 @@ const msT = runtime.Millisecond
 // L_sub = d + w = 110.5 ms): 4 of 8 saved, no waste.
 func TestFig3aFIFOKeepsWrongHalf(t *testing.T) {
 	mods := []ModuleToy{{"m1", 4, 100 * msT}, {"m2", 4, 100 * msT}}
-	arr := []runtime.Time{0, 1 * msT, 2 * msT, 3 * msT, 4 * msT,
+	arr := []dataplane.Time{0, 1 * msT, 2 * msT, 3 * msT, 4 * msT,
 		10 * msT, 20 * msT, 30 * msT, 40 * msT, 60 * msT, 70 * msT, 80 * msT, 90 * msT}
 	head := []string{"r0 completed in 200ms", "r1 completed in 299ms", "r2 completed in 298ms", "r3 completed in 297ms", "r4 completed in 296ms"}
 	cases := []struct {
@@ -118,7 +118,7 @@ func TestFig3aFIFOKeepsWrongHalf(t *testing.T) {
 // both; HBF takes B, and A is dropped by the estimate when popped for the late batch.
 func TestFig7LBFSavesBoth(t *testing.T) {
 	mods := []ModuleToy{{"u", 2, 40 * msT}, {"m", 2, 100 * msT}}
-	arr := []runtime.Time{0, 41 * msT, 42 * msT, 80 * msT}
+	arr := []dataplane.Time{0, 41 * msT, 42 * msT, 80 * msT}
 	cases := []struct {
 		policy string
 		want   string
@@ -142,23 +142,23 @@ func TestFig7LBFSavesBoth(t *testing.T) {
 // 1.24/0.84/0.44/0.10 labelled by the first module of the sum).
 func TestBatchWaitQuantiles(t *testing.T) {
 	const d = 100 * msT
-	spec := runtime.PipelineSpec{Name: "eq", SLO: 10 * runtime.Second}
+	spec := dataplane.PipelineSpec{Name: "eq", SLO: 10 * dataplane.Second}
 	for i := 0; i < 5; i++ {
-		ms := runtime.ModuleSpec{Name: fmt.Sprintf("m%d", i), Batch: 1, LatUs: constLat(d, 1), Workers: 1}
+		ms := dataplane.ModuleSpec{Name: fmt.Sprintf("m%d", i), Batch: 1, LatUs: constLat(d, 1), Workers: 1}
 		if i > 0 {
 			ms.After = []string{fmt.Sprintf("m%d", i-1)}
 		}
 		spec.Modules = append(spec.Modules, ms)
 	}
-	dep, err := runtime.NewPipelineDeployment([]runtime.PipelineSpec{spec}, 0)
+	dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := runtime.NewPolicy(runtime.Config{Policy: "pard", Params: map[string]string{"samples": "200000", "hop_in_lsub": "false"}})
+	pol, err := dataplane.NewPolicy(dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "200000", "hop_in_lsub": "false"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(dep, pol, []Source{&Times{}}, Options{Duration: runtime.Second})
+	s, err := New(dep, pol, []Source{&Times{}}, Options{Duration: dataplane.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,14 +166,14 @@ func TestBatchWaitQuantiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []float64{1.247, 0.843, 0.447, 0.100, 0}
-	st := pol.(*runtime.Pipeline).State(0)
+	st := pol.(*dataplane.Pipeline).State(0)
 	for k, ms := range st {
 		got := float64(ms.W) / float64(d)
 		if math.Abs(got-want[k]) > 0.01 {
 			t.Errorf("w at module %d = %.4fd, want %.3fd ± 0.01d", k, got, want[k])
 		}
 		// L_sub = Σ(q + d) + w over the downstream modules (q = 0 without traffic).
-		if wantL := runtime.Time(4-k)*d + ms.W; ms.Lsub != wantL {
+		if wantL := dataplane.Time(4-k)*d + ms.W; ms.Lsub != wantL {
 			t.Errorf("L_sub at module %d = %d, want %d", k, ms.Lsub, wantL)
 		}
 	}
@@ -185,21 +185,21 @@ func TestBatchWaitQuantiles(t *testing.T) {
 // (μ = 0.9, 1.1) and at least halve the changes right at μ = 1 compared with ε = 0.
 func TestHysteresisDoesNotFlap(t *testing.T) {
 	flips := func(policy string, f float64) int {
-		spec := runtime.PipelineSpec{Name: "h", SLO: runtime.Second, Modules: []runtime.ModuleSpec{
+		spec := dataplane.PipelineSpec{Name: "h", SLO: dataplane.Second, Modules: []dataplane.ModuleSpec{
 			{Name: "m", Batch: 4, LatUs: constLat(20*msT, 4), Workers: 1}}}
-		dep, err := runtime.NewPipelineDeployment([]runtime.PipelineSpec{spec}, 0)
+		dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol, err := runtime.NewPolicy(runtime.Config{Policy: policy, Params: map[string]string{"samples": "100"}})
+		pol, err := dataplane.NewPolicy(dataplane.Config{Policy: policy, Params: map[string]string{"samples": "100"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := pol.(*runtime.Pipeline)
+		p := pol.(*dataplane.Pipeline)
 		n, last := 0, false
-		s, err := New(dep, pol, []Source{StressRates(200, f, 300).Source(3)}, Options{Duration: 300 * runtime.Second,
-			Observe: func(now runtime.Time, ev *runtime.Event, _ []runtime.Decision) {
-				if ev.Kind == runtime.EvTick {
+		s, err := New(dep, pol, []Source{StressRates(200, f, 300).Source(3)}, Options{Duration: 300 * dataplane.Second,
+			Observe: func(now dataplane.Time, ev *dataplane.Event, _ []dataplane.Decision) {
+				if ev.Kind == dataplane.EvTick {
 					if h := p.State(now)[0].HBF; h != last {
 						n++
 						last = h
@@ -235,15 +235,15 @@ func TestPipelinePoliciesConserveRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, app := range demo.Apps {
-		for _, policy := range runtime.PipelinePolicies() {
+		for _, policy := range dataplane.PipelinePolicies() {
 			t.Run(app.Name+"/"+policy, func(t *testing.T) {
 				dep := toyApp(t, app, 60)
-				seen := map[runtime.ReqID]int{}
+				seen := map[dataplane.ReqID]int{}
 				m, err := RunPipeline(PipelineRun{Dep: dep, Rates: rates, Seed: 9,
-					Policy: runtime.Config{Policy: policy, Params: map[string]string{"autoscale": "1", "cold_start_s": "5", "samples": "500"}},
-					OnFinish: func(_ runtime.Time, r *runtime.Request) {
+					Policy: dataplane.Config{Policy: policy, Params: map[string]string{"autoscale": "1", "cold_start_s": "5", "samples": "500"}},
+					OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
 						seen[r.ID]++
-						if r.Outcome == runtime.Pending {
+						if r.Outcome == dataplane.Pending {
 							t.Errorf("r%d finished pending", r.ID)
 						}
 					}})
@@ -278,7 +278,7 @@ func TestSiblingCancellation(t *testing.T) {
 	inv := map[string]float64{}
 	for _, cancel := range []string{"0", "1"} {
 		m, err := RunPipeline(PipelineRun{Dep: toyApp(t, app, 60), Rates: rates, Seed: 4,
-			Policy: runtime.Config{Policy: "pard", Params: map[string]string{"autoscale": "1", "cold_start_s": "10", "samples": "500", "sibling_cancel": cancel}}})
+			Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"autoscale": "1", "cold_start_s": "10", "samples": "500", "sibling_cancel": cancel}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,18 +295,18 @@ func TestSiblingCancellation(t *testing.T) {
 
 // toyApp lays out a bundled app with the spec's rule-of-thumb provisioning (batch 4, n =
 // ceil(rate·d/b)) for tests that must not depend on the solver.
-func toyApp(t testing.TB, app demo.App, rate float64) *runtime.Deployment {
+func toyApp(t testing.TB, app demo.App, rate float64) *dataplane.Deployment {
 	t.Helper()
-	spec := runtime.PipelineSpec{Name: app.Name, SLO: runtime.Time(app.SLO.Microseconds())}
+	spec := dataplane.PipelineSpec{Name: app.Name, SLO: dataplane.Time(app.SLO.Microseconds())}
 	for _, m := range app.Modules {
-		lat := make([]runtime.Time, 5)
+		lat := make([]dataplane.Time, 5)
 		for b := 1; b <= 4; b++ {
-			lat[b] = runtime.Time(1000 * (m.Type.A + m.Type.C*float64(b)))
+			lat[b] = dataplane.Time(1000 * (m.Type.A + m.Type.C*float64(b)))
 		}
 		n := int(math.Ceil(rate * float64(lat[4]) / 1e6 / 4))
-		spec.Modules = append(spec.Modules, runtime.ModuleSpec{Name: m.Name, After: m.After, GPU: demo.GPU, Batch: 4, LatUs: lat, Workers: n, MaxWorkers: 4 * n})
+		spec.Modules = append(spec.Modules, dataplane.ModuleSpec{Name: m.Name, After: m.After, GPU: demo.GPU, Batch: 4, LatUs: lat, Workers: n, MaxWorkers: 4 * n})
 	}
-	dep, err := runtime.NewPipelineDeployment([]runtime.PipelineSpec{spec}, runtime.DefaultHop)
+	dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, dataplane.DefaultHop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func BenchmarkPARDPerRequest(b *testing.B) {
 	var reqs int64
 	for i := 0; i < b.N; i++ {
 		dep := toyApp(b, app, 300)
-		m, err := RunPipeline(PipelineRun{Dep: dep, Rates: rates, Seed: uint64(i), Policy: runtime.Config{Policy: "pard", Params: map[string]string{"samples": "1000"}}})
+		m, err := RunPipeline(PipelineRun{Dep: dep, Rates: rates, Seed: uint64(i), Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "1000"}}})
 		if err != nil {
 			b.Fatal(err)
 		}

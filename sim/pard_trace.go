@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // RateSeries is a per-second request-rate series (requests/s), replayed with Poisson
@@ -167,11 +167,11 @@ type rateSource struct {
 	t     float64 // µs
 }
 
-func (s *rateSource) Next() runtime.Time {
+func (s *rateSource) Next() dataplane.Time {
 	for {
 		sec := int(s.t / 1e6)
 		if sec >= len(s.rates) {
-			return runtime.Never
+			return dataplane.Never
 		}
 		rate := s.rates[sec] / 1e6
 		end := float64(sec+1) * 1e6
@@ -182,7 +182,7 @@ func (s *rateSource) Next() runtime.Time {
 		gap := s.rng.ExpFloat64() / rate
 		if s.t+gap < end {
 			s.t += gap
-			return runtime.Time(s.t)
+			return dataplane.Time(s.t)
 		}
 		s.t = end
 	}

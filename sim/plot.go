@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // Curve is one attainment-vs-load series.
@@ -131,7 +131,7 @@ const MaxTimelineRows = 48
 // TimelinePlot draws, like PPipe's Figure 12, what every (v)GPU worker executed over
 // [from, to): one row per worker (grouped by stage), one bar per batch, colored by the
 // batch's pipeline; NIC transfers are drawn as thin grey bars on the sender's row.
-func TimelinePlot(title string, e *runtime.Engine, from, to runtime.Time) (*plot.Plot, error) {
+func TimelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time) (*plot.Plot, error) {
 	dep := e.Deployment()
 	// Rows: workers ordered by stage, then ID.
 	ws := make([]int, 0, len(dep.Topo.Workers))
@@ -146,14 +146,14 @@ func TimelinePlot(title string, e *runtime.Engine, from, to runtime.Time) (*plot
 	if len(ws) > MaxTimelineRows {
 		ws = ws[:MaxTimelineRows]
 	}
-	row := map[runtime.WorkerID]int{}
+	row := map[dataplane.WorkerID]int{}
 	ticks := make([]plot.Tick, len(ws))
 	for r, w := range ws {
-		row[runtime.WorkerID(w)] = r
+		row[dataplane.WorkerID(w)] = r
 		wk := dep.Topo.Workers[w]
 		ticks[r] = plot.Tick{Value: float64(r), Label: fmt.Sprintf("%s %s", dep.Stages[wk.Stage].Name, wk.Name)}
 	}
-	ms := func(t runtime.Time) float64 { return float64(t) / 1000 }
+	ms := func(t dataplane.Time) float64 { return float64(t) / 1000 }
 	g := &gantt{rows: len(ws), from: ms(from), till: ms(to)}
 	grey := color.Gray{0xa0}
 	for _, b := range e.Batches() {
@@ -202,7 +202,7 @@ func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) 
 }
 
 // TimelineRows returns how many rows a timeline of dep would have.
-func TimelineRows(dep *runtime.Deployment) int {
+func TimelineRows(dep *dataplane.Deployment) int {
 	n := 0
 	for _, w := range dep.Topo.Workers {
 		if w.Stage >= 0 {
@@ -228,7 +228,7 @@ func RunForTimeline(cfg *SweepConfig, load float64) (*Sim, error) {
 // newPointSim builds the simulation of one load point: a fresh policy instance and one
 // source per application seeded by PointSeed.
 func newPointSim(cfg *SweepConfig, load float64) (*Sim, error) {
-	pol, err := runtime.NewPolicy(cfg.Policy)
+	pol, err := dataplane.NewPolicy(cfg.Policy)
 	if err != nil {
 		return nil, err
 	}

@@ -6,17 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
-func loadDep(t testing.TB, name string) *runtime.Deployment {
+func loadDep(t testing.TB, name string) *dataplane.Deployment {
 	t.Helper()
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "sim", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := runtime.FromPlan(p)
+	d, err := dataplane.FromPlan(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func loadDep(t testing.TB, name string) *runtime.Deployment {
 func timeline(s *Sim) string {
 	var b strings.Builder
 	dep := s.Engine.Deployment()
-	ms := func(t runtime.Time) string { return fmt.Sprintf("%g", float64(t)/1000) }
+	ms := func(t dataplane.Time) string { return fmt.Sprintf("%g", float64(t)/1000) }
 	for _, bt := range s.Engine.Batches() {
 		fmt.Fprintf(&b, "batch %d %v:", bt.ID, bt.Reqs)
 		for _, h := range bt.Hops {
@@ -40,7 +40,7 @@ func timeline(s *Sim) string {
 	}
 	for _, r := range s.Engine.Requests() {
 		fmt.Fprintf(&b, "r%d %s", r.ID, r.Outcome)
-		if r.Outcome == runtime.Dropped {
+		if r.Outcome == dataplane.Dropped {
 			fmt.Fprintf(&b, " (%s) at %s\n", r.Reason, ms(r.Done))
 		} else {
 			fmt.Fprintf(&b, " at %s\n", ms(r.Done))
@@ -49,14 +49,14 @@ func timeline(s *Sim) string {
 	return b.String()
 }
 
-func runScenario(t *testing.T, plan, policy string, arrivals []runtime.Time) *Sim {
+func runScenario(t *testing.T, plan, policy string, arrivals []dataplane.Time) *Sim {
 	t.Helper()
 	dep := loadDep(t, plan)
-	pol, err := runtime.NewPolicy(runtime.Config{Policy: policy})
+	pol, err := dataplane.NewPolicy(dataplane.Config{Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(dep, pol, []Source{&Times{T: arrivals}}, Options{Duration: runtime.Second})
+	s, err := New(dep, pol, []Source{&Times{T: arrivals}}, Options{Duration: dataplane.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +66,12 @@ func runScenario(t *testing.T, plan, policy string, arrivals []runtime.Time) *Si
 	return s
 }
 
-const ms = runtime.Millisecond
+const ms = dataplane.Millisecond
 
 func TestScenarios(t *testing.T) {
 	cases := []struct {
 		name, plan, policy string
-		arrivals           []runtime.Time
+		arrivals           []dataplane.Time
 		want               string
 	}{{
 		// One L4, batch 2 (8 ms at b=1, 10 ms at b=2), SLO 25 ms. r0 waits for a partner
@@ -79,7 +79,7 @@ func TestScenarios(t *testing.T) {
 		// the last instant a batch of 2 could still have started) and goes alone; of the
 		// burst r3..r5 the first two share a batch and r5 cannot make it; r6+r7 fill a batch.
 		name: "one-gpu", plan: "one-gpu.json", policy: "ppipe",
-		arrivals: []runtime.Time{0, 3 * ms, 4 * ms, 20 * ms, 20 * ms, 20 * ms, 30 * ms, 30500},
+		arrivals: []dataplane.Time{0, 3 * ms, 4 * ms, 20 * ms, 20 * ms, 20 * ms, 30 * ms, 30500},
 		want: `batch 0 [0 1]: L4#0 3-13
 batch 1 [2]: L4#0 19.001-27.001
 batch 2 [3 4]: L4#0 27.001-37.001
@@ -98,7 +98,7 @@ r7 completed at 47.001
 		// so completions come every 4 ms; r7..r9 would finish at 41 ms > 40 ms and are
 		// dropped at once. Ties between the P4s go to the first in pool order.
 		name: "nic-bottleneck", plan: "nic.json", policy: "ppipe",
-		arrivals: []runtime.Time{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		arrivals: []dataplane.Time{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		want: `batch 0 [0]: P4#1 0-6 xfer 6-10 L4#0 10-13
 batch 1 [1]: P4#2 0-6 xfer 10-14 L4#0 14-17
 batch 2 [2]: P4#1 6-12 xfer 14-18 L4#0 18-21
@@ -122,7 +122,7 @@ r9 dropped (deadline) at 0
 		// batch of 1 fits its deadline; the admission refinement drops it (the oldest) so
 		// that r5 and r6 share a full batch and both make it.
 		name: "burst-drops-oldest", plan: "one-gpu.json", policy: "ppipe",
-		arrivals: []runtime.Time{0, 0, 0, 0, 4 * ms, 5 * ms, 6 * ms},
+		arrivals: []dataplane.Time{0, 0, 0, 0, 4 * ms, 5 * ms, 6 * ms},
 		want: `batch 0 [0 1]: L4#0 0-10
 batch 1 [2 3]: L4#0 10-20
 batch 2 [5 6]: L4#0 20-30
@@ -138,7 +138,7 @@ r6 completed at 30
 		// The same burst under Algorithm 1 as printed (no admission): r4 goes alone and
 		// both newer requests miss.
 		name: "burst-paper", plan: "one-gpu.json", policy: "ppipe-paper",
-		arrivals: []runtime.Time{0, 0, 0, 0, 4 * ms, 5 * ms, 6 * ms},
+		arrivals: []dataplane.Time{0, 0, 0, 0, 4 * ms, 5 * ms, 6 * ms},
 		want: `batch 0 [0 1]: L4#0 0-10
 batch 1 [2 3]: L4#0 10-20
 batch 2 [4]: L4#0 20-28
@@ -155,7 +155,7 @@ r6 dropped (deadline) at 6
 		// requests run on the P4s and queue for the uplink (FIFO, 4 ms each); r7..r9 reach
 		// the L4 too late and are dropped there, after 6 ms of P4 time each (wasted).
 		name: "nic-reactive", plan: "nic.json", policy: "reactive",
-		arrivals: []runtime.Time{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		arrivals: []dataplane.Time{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		want: `batch 0 [0]: P4#1 0-6 xfer 6-10
 batch 1 [1]: P4#2 0-6 xfer 10-14
 batch 2 [2]: P4#1 6-12 xfer 14-18
@@ -203,7 +203,7 @@ r9 dropped (deadline) at 46
 }
 
 func TestRequestTrace(t *testing.T) {
-	s := runScenario(t, "nic.json", "ppipe", []runtime.Time{0, 0})
+	s := runScenario(t, "nic.json", "ppipe", []dataplane.Time{0, 0})
 	got := fmt.Sprint(s.Engine.Trace(1))
 	// r1: P4 #2 (worker 1) 0–6 ms, transfer 10–14 ms (behind r0's), L4 (worker 2) 14–17 ms.
 	want := "[{0 1 1 1 0 6000 10000 14000} {1 2 1 1 14000 17000 -1 -1}]"

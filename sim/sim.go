@@ -9,43 +9,43 @@ package sim
 import (
 	"fmt"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // Options configures one simulation run.
 type Options struct {
 	// Duration is the arrival window; the run continues until every request finished.
-	Duration runtime.Time
+	Duration dataplane.Time
 	// Seed seeds arrivals (per application) and jitter.
 	Seed uint64
 	// Jitter is the relative half-width of uniform noise on execution and transfer times
 	// (0.05 = ±5%); 0 = deterministic.
 	Jitter float64
 	// Observe, when set, sees every policy decision (tests).
-	Observe func(now runtime.Time, ev *runtime.Event, ds []runtime.Decision)
+	Observe func(now dataplane.Time, ev *dataplane.Event, ds []dataplane.Decision)
 	// CompactEvery, when > 0, calls Engine.Compact after every that many events (what a
 	// long-running driver does; tests use it to check compaction changes nothing).
 	CompactEvery int64
 	// ExpectedRequests pre-sizes the engine's tables (0 = grow as needed).
 	ExpectedRequests int
 	// OnFinish, when set, sees every request when it finishes.
-	OnFinish func(now runtime.Time, r *runtime.Request)
+	OnFinish func(now dataplane.Time, r *dataplane.Request)
 }
 
 // evheap is the event queue. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
-type evheap = runtime.TimeHeap[runtime.Event]
+type evheap = dataplane.TimeHeap[dataplane.Event]
 
 // Sim is one simulation: the engine plus the heap and the metric collector. It implements
-// runtime.Effects.
+// dataplane.Effects.
 type Sim struct {
-	Engine  *runtime.Engine
-	dep     *runtime.Deployment
+	Engine  *dataplane.Engine
+	dep     *dataplane.Deployment
 	heap    evheap
 	seq     uint64
 	sources []Source
 	opts    Options
-	jit     *runtime.Jitter
-	now     runtime.Time
+	jit     *dataplane.Jitter
+	now     dataplane.Time
 	col     *collector
 	// pending counts applications whose next arrival is in the heap.
 	pending int
@@ -53,15 +53,15 @@ type Sim struct {
 
 // New builds a simulation of dep under pol with one arrival source per application (nil =
 // no arrivals for that app).
-func New(dep *runtime.Deployment, pol runtime.Policy, sources []Source, opts Options) (*Sim, error) {
+func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts Options) (*Sim, error) {
 	if len(sources) != len(dep.Apps) {
 		return nil, fmt.Errorf("sim: %d arrival sources for %d applications", len(sources), len(dep.Apps))
 	}
 	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep)}
 	if opts.Jitter > 0 {
-		s.jit = runtime.NewJitter(opts.Jitter, opts.Seed)
+		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}
-	eng, err := runtime.NewEngine(dep, pol, s)
+	eng, err := dataplane.NewEngine(dep, pol, s)
 	if err != nil {
 		return nil, err
 	}
@@ -75,50 +75,50 @@ func New(dep *runtime.Deployment, pol runtime.Policy, sources []Source, opts Opt
 	}
 	for a, src := range sources {
 		if src != nil {
-			s.scheduleArrival(runtime.AppID(a))
+			s.scheduleArrival(dataplane.AppID(a))
 		}
 	}
 	return s, nil
 }
 
-func (s *Sim) scheduleArrival(a runtime.AppID) {
+func (s *Sim) scheduleArrival(a dataplane.AppID) {
 	t := s.sources[a].Next()
-	if t == runtime.Never || t >= s.opts.Duration {
+	if t == dataplane.Never || t >= s.opts.Duration {
 		return
 	}
 	if t < s.now {
 		t = s.now
 	}
 	s.pending++
-	s.push(t, runtime.Event{Kind: runtime.EvArrival, Stage: runtime.StageID(a)})
+	s.push(t, dataplane.Event{Kind: dataplane.EvArrival, Stage: dataplane.StageID(a)})
 }
 
-func (s *Sim) push(t runtime.Time, ev runtime.Event) {
+func (s *Sim) push(t dataplane.Time, ev dataplane.Event) {
 	s.seq++
-	s.heap.Push(runtime.Timed[runtime.Event]{At: t, Seq: s.seq, Val: ev})
+	s.heap.Push(dataplane.Timed[dataplane.Event]{At: t, Seq: s.seq, Val: ev})
 }
 
-func (s *Sim) jitter(d runtime.Time) runtime.Time { return s.jit.Apply(d) }
+func (s *Sim) jitter(d dataplane.Time) dataplane.Time { return s.jit.Apply(d) }
 
-// RunBatch implements runtime.Effects.
-func (s *Sim) RunBatch(now runtime.Time, w runtime.WorkerID, b runtime.BatchID, hop int, _ runtime.StageID, _ int, nominal runtime.Time) {
+// RunBatch implements dataplane.Effects.
+func (s *Sim) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, _ dataplane.StageID, _ int, nominal dataplane.Time) {
 	end := now + s.jitter(nominal)
-	s.push(end, runtime.Event{Kind: runtime.EvBatchDone, Batch: b, Hop: int32(hop), Worker: w, Start: now, End: end})
+	s.push(end, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: b, Hop: int32(hop), Worker: w, Start: now, End: end})
 }
 
-// Transfer implements runtime.Effects.
-func (s *Sim) Transfer(now runtime.Time, b runtime.BatchID, hop int, _, _ runtime.ServerID, _ int64, nominal runtime.Time) {
+// Transfer implements dataplane.Effects.
+func (s *Sim) Transfer(now dataplane.Time, b dataplane.BatchID, hop int, _, _ dataplane.ServerID, _ int64, nominal dataplane.Time) {
 	end := now + s.jitter(nominal)
-	s.push(end, runtime.Event{Kind: runtime.EvTransferDone, Batch: b, Hop: int32(hop), Start: now, End: end})
+	s.push(end, dataplane.Event{Kind: dataplane.EvTransferDone, Batch: b, Hop: int32(hop), Start: now, End: end})
 }
 
-// SetTimer implements runtime.Effects.
-func (s *Sim) SetTimer(at runtime.Time, key int64) {
-	s.push(at, runtime.Event{Kind: runtime.EvTimer, Key: key})
+// SetTimer implements dataplane.Effects.
+func (s *Sim) SetTimer(at dataplane.Time, key int64) {
+	s.push(at, dataplane.Event{Kind: dataplane.EvTimer, Key: key})
 }
 
-// Finish implements runtime.Effects.
-func (s *Sim) Finish(now runtime.Time, r *runtime.Request) {
+// Finish implements dataplane.Effects.
+func (s *Sim) Finish(now dataplane.Time, r *dataplane.Request) {
 	s.col.finish(r)
 	if s.opts.OnFinish != nil {
 		s.opts.OnFinish(now, r)
@@ -132,8 +132,8 @@ func (s *Sim) Run() (*Metrics, error) {
 		it := s.heap.Pop()
 		s.now = it.At
 		var err error
-		if it.Val.Kind == runtime.EvArrival {
-			a := runtime.AppID(it.Val.Stage)
+		if it.Val.Kind == dataplane.EvArrival {
+			a := dataplane.AppID(it.Val.Stage)
 			s.pending--
 			_, err = s.Engine.Arrive(it.At, a, 0)
 			s.scheduleArrival(a)
@@ -155,4 +155,4 @@ func (s *Sim) Run() (*Metrics, error) {
 }
 
 // Now returns the time of the last processed event.
-func (s *Sim) Now() runtime.Time { return s.now }
+func (s *Sim) Now() dataplane.Time { return s.now }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	rt "github.com/plan-dev/plan/runtime"
+	rt "github.com/plan-dev/plan/dataplane"
 )
 
 // ReportKind is the kind written into simulation (and `plan load`) reports.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	rt "github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
-	rt "github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/sim"
 )
 

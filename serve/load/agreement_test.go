@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
@@ -67,7 +67,7 @@ func TestAgreement(t *testing.T) {
 		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
 	}
 	plan := demoPlan(t)
-	dep, err := runtime.FromPlan(plan)
+	dep, err := dataplane.FromPlan(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestAgreement(t *testing.T) {
 	for _, lf := range []float64{0.5, 0.9} {
 		t.Run(fmt.Sprint(lf), func(t *testing.T) {
 			pt, err := sim.RunPoint(&sim.SweepConfig{Dep: dep, Arrival: spec, Loads: []float64{lf},
-				Duration: runtime.Time(dur / time.Microsecond), Seed: 1}, lf)
+				Duration: dataplane.Time(dur / time.Microsecond), Seed: 1}, lf)
 			if err != nil {
 				t.Fatal(err)
 			}

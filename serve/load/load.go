@@ -22,8 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
 	"github.com/plan-dev/plan/sim"
@@ -84,7 +84,7 @@ type Result struct {
 
 type target struct {
 	name string
-	slo  runtime.Time
+	slo  dataplane.Time
 	rate float64 // planned rate (load 1.0)
 	body []byte
 }
@@ -113,7 +113,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, setupError{err}
 	}
-	dep, err := runtime.FromPlan(plan)
+	dep, err := dataplane.FromPlan(plan)
 	if err != nil {
 		return nil, setupError{fmt.Errorf("%s/v1/plan: %w", base, err)}
 	}
@@ -128,10 +128,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md)}
 		if md.SLOUs > 0 {
-			t.slo = runtime.Time(md.SLOUs)
+			t.slo = dataplane.Time(md.SLOUs)
 		}
 		if o.SLO > 0 {
-			t.slo = runtime.Time(o.SLO / time.Microsecond)
+			t.slo = dataplane.Time(o.SLO / time.Microsecond)
 		}
 		targets = append(targets, t)
 	}
@@ -153,17 +153,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, setupError{fmt.Errorf("load %g: must be > 0", load)}
 	}
 	if o.Timeout <= 0 {
-		var slo runtime.Time
+		var slo dataplane.Time
 		for _, t := range targets {
 			slo = max(slo, t.slo)
 		}
 		o.Timeout = 10*time.Duration(slo)*time.Microsecond + 5*time.Second
 	}
-	window := runtime.Time(o.Duration / time.Microsecond)
+	window := dataplane.Time(o.Duration / time.Microsecond)
 
 	// Arrival times per target, seeded as the simulator seeds the same load point.
 	type arrival struct {
-		t   runtime.Time
+		t   dataplane.Time
 		app int
 	}
 	var arrivals []arrival
@@ -179,7 +179,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		for {
 			at := src.Next()
-			if at == runtime.Never || at >= window {
+			if at == dataplane.Never || at >= window {
 				break
 			}
 			arrivals = append(arrivals, arrival{at, i})
@@ -240,7 +240,7 @@ send:
 	return &Result{Report: rep, Samples: samples, Lag: lag}, nil
 }
 
-func appIndex(dep *runtime.Deployment, name string) int {
+func appIndex(dep *dataplane.Deployment, name string) int {
 	for i, a := range dep.Apps {
 		if a.Name == name {
 			return i
@@ -408,7 +408,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		if s.Status == 200 {
 			lat := s.Latency.Microseconds()
 			a.lat = append(a.lat, lat)
-			if runtime.Time(lat) <= targets[s.App].slo {
+			if dataplane.Time(lat) <= targets[s.App].slo {
 				a.completed++
 			} else {
 				a.late++

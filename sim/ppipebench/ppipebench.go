@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner/ppipe"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/roofline"
 	"github.com/plan-dev/plan/profiler/zoo"
-	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -117,7 +117,7 @@ type Config struct {
 	// Loads swept (ascending); the max lf is the highest passing step whose next lower step
 	// passes too.
 	Loads    []float64
-	Duration runtime.Time
+	Duration dataplane.Time
 	Seed     uint64
 	// TimeLimit bounds each MILP solve.
 	TimeLimit time.Duration
@@ -343,7 +343,7 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 		if p == nil {
 			continue
 		}
-		rep, err := sweep(ctx, cfg, p, base, trace, runtime.Config{Policy: "ppipe"})
+		rep, err := sweep(ctx, cfg, p, base, trace, dataplane.Config{Policy: "ppipe"})
 		if err != nil {
 			return nil, fmt.Errorf("%s %s %s %s: %w", hc.Name, g.Name, trace, Strategies[i], err)
 		}
@@ -378,8 +378,8 @@ func ratesOf(p *formats.Plan) map[string]float64 {
 	return out
 }
 
-func sweep(ctx context.Context, cfg *Config, p *formats.Plan, base map[string]float64, trace string, pol runtime.Config) (*sim.Report, error) {
-	dep, err := runtime.FromPlan(p)
+func sweep(ctx context.Context, cfg *Config, p *formats.Plan, base map[string]float64, trace string, pol dataplane.Config) (*sim.Report, error) {
+	dep, err := dataplane.FromPlan(p)
 	if err != nil {
 		return nil, err
 	}
@@ -493,7 +493,7 @@ func ablationOn(ctx context.Context, cfg *Config, res *Result, pc *profileCache,
 	base := ratesOf(p)
 	var reps [2]*sim.Report
 	for i, pol := range []string{"ppipe", "reactive"} {
-		rep, err := sweep(ctx, cfg, p, base, "poisson", runtime.Config{Policy: pol})
+		rep, err := sweep(ctx, cfg, p, base, "poisson", dataplane.Config{Policy: pol})
 		if err != nil {
 			return false, err
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/runtime"
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // TestSmallRun runs one HC, one group and one trace on the small (4 + 12) cluster with a
@@ -16,7 +16,7 @@ func TestSmallRun(t *testing.T) {
 	}
 	cfg := Config{
 		HCs: HCs[:1], Groups: Groups[1:2], Traces: []string{"poisson"},
-		Loads: Loads(0.5, 1.0, 0.25), Duration: runtime.Second, Seed: 1,
+		Loads: Loads(0.5, 1.0, 0.25), Duration: dataplane.Second, Seed: 1,
 		TimeLimit: 20 * time.Second, MaxPartitions: 2,
 		Log: t.Logf,
 	}

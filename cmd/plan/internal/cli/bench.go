@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/sim/ppipebench"
 )
 
@@ -138,7 +138,7 @@ func pickNamed[T any](all []T, name func(T) string, want []string, what string) 
 func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 	cfg := ppipebench.Config{
 		Large: !o.small, Seed: o.seed, MaxPartitions: 2, Ablation: !o.noAbl, Parallel: o.parallel,
-		Duration: 30 * runtime.Second, TimeLimit: 60 * time.Second,
+		Duration: 30 * dataplane.Second, TimeLimit: 60 * time.Second,
 		Loads: ppipebench.Loads(0.05, 1.0, 0.05),
 		HCs:   ppipebench.HCs, Groups: ppipebench.Groups, Traces: []string{"poisson", "bursty"},
 	}
@@ -146,7 +146,7 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 		cfg.HCs = ppipebench.HCs[:2]
 		cfg.Groups = ppipebench.Groups[3:4]
 		cfg.Traces = []string{"poisson"}
-		cfg.Duration = 5 * runtime.Second
+		cfg.Duration = 5 * dataplane.Second
 		cfg.TimeLimit = 20 * time.Second
 		cfg.Loads = ppipebench.Loads(0.1, 1.0, 0.1)
 	}
@@ -173,7 +173,7 @@ func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
 		return usageErrorf("--duration and --time-limit must be > 0")
 	}
 	if o.duration > 0 {
-		cfg.Duration = runtime.Time(o.duration / time.Microsecond)
+		cfg.Duration = dataplane.Time(o.duration / time.Microsecond)
 	}
 	if o.timeLimit > 0 {
 		cfg.TimeLimit = o.timeLimit

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -163,8 +163,8 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if err != nil {
 		return err
 	}
-	pcfg := runtime.Config{Policy: o.policy, Params: params}
-	if _, err := runtime.NewPolicy(pcfg); err != nil {
+	pcfg := dataplane.Config{Policy: o.policy, Params: params}
+	if _, err := dataplane.NewPolicy(pcfg); err != nil {
 		return usageErrorf("--policy: %v", err)
 	}
 	opts := serve.Options{

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -75,7 +75,7 @@ PLAN defaults to ./plan.json.`,
 
 func policyNames() string {
 	var n []string
-	for _, r := range runtime.Policies() {
+	for _, r := range dataplane.Policies() {
 		n = append(n, r.Name)
 	}
 	return strings.Join(n, ", ")
@@ -83,18 +83,18 @@ func policyNames() string {
 
 // loadPlanDeployment reads a plan and builds its deployment; every problem is a usage error
 // naming the file.
-func loadPlanDeployment(path string) (*formats.Plan, *runtime.Deployment, error) {
+func loadPlanDeployment(path string) (*formats.Plan, *dataplane.Deployment, error) {
 	p, dep, _, err := loadPlanDeploymentPolicy(path)
 	return p, dep, err
 }
 
 // loadPlanDeploymentPolicy also returns the plan's default runtime policy.
-func loadPlanDeploymentPolicy(path string) (*formats.Plan, *runtime.Deployment, string, error) {
+func loadPlanDeploymentPolicy(path string) (*formats.Plan, *dataplane.Deployment, string, error) {
 	p, err := formats.ReadInto[*formats.Plan](path)
 	if err != nil {
 		return nil, nil, "", usageError(err)
 	}
-	dep, pol, err := runtime.Deploy(p)
+	dep, pol, err := dataplane.Deploy(p)
 	if err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {
@@ -171,14 +171,14 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	pcfg := runtime.Config{Policy: o.policy, Params: params}
-	pol, err := runtime.NewPolicy(pcfg)
+	pcfg := dataplane.Config{Policy: o.policy, Params: params}
+	pol, err := dataplane.NewPolicy(pcfg)
 	if err != nil {
 		return usageErrorf("--policy: %v", err)
 	}
 	// Attach the policy once up front: a plan it cannot serve is bad input (exit 2), not a
 	// failure discovered at the first load point.
-	if _, err := runtime.NewEngine(dep, pol, discardEffects{}); err != nil {
+	if _, err := dataplane.NewEngine(dep, pol, discardEffects{}); err != nil {
 		return usageErrorf("--policy %s: %s: %v", o.policy, filepath.Base(path), err)
 	}
 	base, err := baseRates(dep, o.reference)
@@ -191,7 +191,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	}
 	cfg := &sim.SweepConfig{
 		Dep: dep, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
-		Duration: runtime.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
+		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
 		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy,
 	}
 	if !app.Quiet {
@@ -228,7 +228,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 }
 
 // baseRates returns per-app rates at load 1.0 from a reference plan (nil = the plan's own).
-func baseRates(dep *runtime.Deployment, reference string) ([]float64, error) {
+func baseRates(dep *dataplane.Deployment, reference string) ([]float64, error) {
 	if reference == "" {
 		return nil, nil
 	}
@@ -342,7 +342,7 @@ func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string)
 		return err
 	}
 	from := cfg.Duration / 3
-	to := from + 200*runtime.Millisecond
+	to := from + 200*dataplane.Millisecond
 	tp, err := sim.TimelinePlot(fmt.Sprintf("%s at load %.2f", rep.Plan, load), s.Engine, from, to)
 	if err != nil {
 		return err
@@ -362,7 +362,7 @@ const maxRequestsPerPoint = 5_000_000
 
 // checkSimulationSize refuses sweeps whose load points would not fit in memory, instead of
 // letting the process be killed halfway.
-func checkSimulationSize(dep *runtime.Deployment, loads []float64, d time.Duration) error {
+func checkSimulationSize(dep *dataplane.Deployment, loads []float64, d time.Duration) error {
 	var rate float64
 	for _, a := range dep.Apps {
 		rate += a.RateRPS
@@ -401,9 +401,9 @@ func checkReportDir(dir string) error {
 // discardEffects lets the policy be attached once for validation without a driver.
 type discardEffects struct{}
 
-func (discardEffects) RunBatch(runtime.Time, runtime.WorkerID, runtime.BatchID, int, runtime.StageID, int, runtime.Time) {
+func (discardEffects) RunBatch(dataplane.Time, dataplane.WorkerID, dataplane.BatchID, int, dataplane.StageID, int, dataplane.Time) {
 }
-func (discardEffects) Transfer(runtime.Time, runtime.BatchID, int, runtime.ServerID, runtime.ServerID, int64, runtime.Time) {
+func (discardEffects) Transfer(dataplane.Time, dataplane.BatchID, int, dataplane.ServerID, dataplane.ServerID, int64, dataplane.Time) {
 }
-func (discardEffects) SetTimer(runtime.Time, int64)          {}
-func (discardEffects) Finish(runtime.Time, *runtime.Request) {}
+func (discardEffects) SetTimer(dataplane.Time, int64)            {}
+func (discardEffects) Finish(dataplane.Time, *dataplane.Request) {}

@@ -1,4 +1,4 @@
-package runtime
+package dataplane
 
 // Timed is a value due at a time. Seq breaks ties in insertion order, which is what makes
 // drivers deterministic when several things fall due in the same microsecond.

@@ -1,11 +1,11 @@
-package runtime_test
+package dataplane_test
 
 import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/runtime"
 )
 
 // A driver by hand: the engine asks for effects, the driver reports what happened. This is
@@ -15,13 +15,13 @@ func ExampleEngine() {
 	if err != nil {
 		panic(err)
 	}
-	dep, err := runtime.FromPlan(plan) // one L4, batch 2: 8 ms at b=1, 10 ms at b=2; SLO 25 ms
+	dep, err := dataplane.FromPlan(plan) // one L4, batch 2: 8 ms at b=1, 10 ms at b=2; SLO 25 ms
 	if err != nil {
 		panic(err)
 	}
-	pol, _ := runtime.NewPolicy(runtime.Config{Policy: "ppipe"})
-	rec := &runtime.Recorder{}
-	eng, err := runtime.NewEngine(dep, pol, rec)
+	pol, _ := dataplane.NewPolicy(dataplane.Config{Policy: "ppipe"})
+	rec := &dataplane.Recorder{}
+	eng, err := dataplane.NewEngine(dep, pol, rec)
 	if err != nil {
 		panic(err)
 	}
@@ -31,7 +31,7 @@ func ExampleEngine() {
 		fmt.Println(fx)
 	}
 	// The worker reports: it really took 10.5 ms.
-	eng.Handle(13500, runtime.Event{Kind: runtime.EvBatchDone, Batch: 0, Worker: 0, Start: 3000, End: 13500})
+	eng.Handle(13500, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: 0, Worker: 0, Start: 3000, End: 13500})
 	for _, fx := range rec.Take() {
 		fmt.Println(fx)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package dataplane
 
 // EventKind says what happened.
 type EventKind uint8

@@ -1,4 +1,4 @@
-// Package runtime is plan's data-plane core: requests with deadlines, applications as graphs
+// Package dataplane is plan's data-plane core: requests with deadlines, applications as graphs
 // of stages, pools of (v)GPU workers grouped into servers with NIC links, and the pluggable
 // scheduling policies (PPipe's reservation dispatcher, the reactive per-pool baseline, and
 // later PARD's dropper, CascadeServe's gears, QLM's virtual queues, DyOrc's speculation).
@@ -60,4 +60,4 @@
 // serve any system that registers a deployer and its policies. Policies read engine state through the
 // read-only View and write only into Decisions, so a test can record every decision (Nomad
 // style) with Engine.Observe.
-package runtime
+package dataplane

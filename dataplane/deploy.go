@@ -1,4 +1,4 @@
-package runtime
+package dataplane
 
 import (
 	"fmt"
@@ -370,7 +370,7 @@ func RegisterPlanDeployer(name string, f PlanDeployer) {
 		deployers.fns = map[string]PlanDeployer{}
 	}
 	if _, dup := deployers.fns[name]; dup {
-		panic(fmt.Sprintf("runtime: plan deployer %q registered twice", name))
+		panic(fmt.Sprintf("dataplane: plan deployer %q registered twice", name))
 	}
 	deployers.fns[name] = f
 	deployers.names = append(deployers.names, name)

@@ -1,4 +1,4 @@
-package runtime
+package dataplane
 
 import (
 	"fmt"
@@ -139,7 +139,7 @@ func (r *registry[F]) add(kind, name, doc string, f F) {
 		r.docs = map[string]string{}
 	}
 	if _, dup := r.entries[name]; dup {
-		panic(fmt.Sprintf("runtime: %s %q registered twice", kind, name))
+		panic(fmt.Sprintf("dataplane: %s %q registered twice", kind, name))
 	}
 	r.entries[name] = f
 	r.docs[name] = doc

@@ -1,4 +1,4 @@
-package runtime
+package dataplane
 
 // ReqQueue is a queue of requests kept in an Order, with O(1) pops at the front and inserts
 // that are O(1) when arrivals come in order (the common case: same SLO, time-ordered).

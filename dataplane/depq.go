@@ -1,4 +1,4 @@
-package runtime
+package dataplane
 
 // DEPQ is a double-ended priority queue of requests (a min-max heap, Atkinson et al. 1986):
 // PopMin and PopMax are both O(log n), Push is O(log n). PARD keeps one per worker keyed by
