@@ -293,15 +293,53 @@ func (e *Engine) ReserveRequests(n int) {
 	}
 }
 
+// Attrs are a request's attributes, set by the driver at arrival and read by policies: the
+// class of a multi-class workload (QLM's request groups, PARD's priorities), token counts of
+// an LLM request (QLM), the validation sample a cascade request stands for (CascadeServe's
+// stand-in certainties), and a priority.
+type Attrs struct {
+	Class     int32
+	Priority  int32
+	InTokens  int32
+	OutTokens int32
+	Sample    int64
+}
+
+// Arrival describes a request entering the engine.
+type Arrival struct {
+	App AppID
+	Attrs
+	// At is when the request reached the door (a wall-clock driver stamps it when the request
+	// is read off the socket, before decoding). Zero or a time after now means now. The
+	// deadline counts from At, so the policy decides from the request's true age.
+	At Time
+	// Deadline overrides At + the application's SLO when > 0.
+	Deadline Time
+}
+
 // Arrive creates a request of app arriving at now (deadline = now + the app's SLO) and lets
 // the policy react. It returns the request's ID.
 func (e *Engine) Arrive(now Time, app AppID, class int32) (ReqID, error) {
-	if int(app) < 0 || int(app) >= len(e.dep.Apps) {
-		return -1, fmt.Errorf("arrival: app %d: no such application", app)
+	return e.Admit(now, Arrival{App: app, Attrs: Attrs{Class: class}})
+}
+
+// Admit creates the request a describes at now and lets the policy react. It returns the
+// request's ID.
+func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
+	if int(a.App) < 0 || int(a.App) >= len(e.dep.Apps) {
+		return -1, fmt.Errorf("arrival: app %d: no such application", a.App)
+	}
+	at := a.At
+	if at <= 0 || at > now {
+		at = now
+	}
+	dl := a.Deadline
+	if dl <= 0 {
+		dl = at + e.dep.Apps[a.App].SLO
 	}
 	id := ReqID(len(e.reqs)) + e.reqBase
 	e.reqs = append(e.reqs, Request{
-		ID: id, App: app, Class: class, Arrival: now, Deadline: now + e.dep.Apps[app].SLO,
+		ID: id, App: a.App, Class: a.Class, Attrs: a.Attrs, Arrival: at, Deadline: dl,
 		Dispatch: Never, Done: Never, DropStage: NoStage,
 	})
 	return id, e.Handle(now, Event{Kind: EvArrival, Req: id})

@@ -89,8 +89,11 @@ const (
 type Request struct {
 	ID  ReqID
 	App AppID
-	// Class is a free label for multi-class workloads (QLM groups, PARD priorities).
+	// Class is a free label for multi-class workloads (QLM groups, PARD priorities); it
+	// equals Attrs.Class.
 	Class int32
+	// Attrs are the attributes the driver gave at arrival.
+	Attrs Attrs
 	// Arrival and Deadline (= Arrival + the application's SLO unless the driver set it).
 	Arrival, Deadline Time
 	// Dispatch is when the request first joined a dispatched batch (Never before).
