@@ -52,7 +52,7 @@ func (c *Cluster) Validate() ErrorList {
 			v.add(field(p, "class"), g.Class, "must be high or low")
 		}
 	}
-	positive(v, "nic_gbps", c.NICGbps)
+	bandwidth(v, "nic_gbps", c.NICGbps, false)
 	if c.NICDerate != 0 && !(c.NICDerate >= 1 && !math.IsInf(c.NICDerate, 0)) {
 		v.add("nic_derate", c.NICDerate, "must be >= 1 (or omitted)")
 	}
@@ -70,7 +70,7 @@ func (c *Cluster) Validate() ErrorList {
 		if s.GPUs < 1 {
 			v.add(field(p, "gpus"), s.GPUs, "must be >= 1")
 		}
-		nonNegative(v, field(p, "nic_gbps"), s.NICGbps)
+		bandwidth(v, field(p, "nic_gbps"), s.NICGbps, true)
 	}
 	return v.errs
 }

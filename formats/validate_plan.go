@@ -183,19 +183,19 @@ func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
 		seen.check(v, field(ip, "model"), m.Model)
 		positiveDuration(v, field(ip, "slo"), m.SLO)
 		positive(v, field(ip, "weight"), m.Weight)
-		positive(v, field(ip, "budget_us"), m.BudgetUs)
+		positiveMicroseconds(v, field(ip, "budget_us"), m.BudgetUs)
 		if sloUs := m.SLO.Microseconds(); m.SLO > 0 && m.BudgetUs > sloUs {
 			v.add(field(ip, "budget_us"), m.BudgetUs, "must be <= slo (%g us)", sloUs)
 		}
-		nonNegative(v, field(ip, "throughput_rps"), m.ThroughputRPS)
-		nonNegative(v, field(ip, "target_rps"), m.TargetRPS)
+		rate(v, field(ip, "throughput_rps"), m.ThroughputRPS)
+		rate(v, field(ip, "target_rps"), m.TargetRPS)
 		for j := range m.Pipelines {
 			pl := &m.Pipelines[j]
 			jp := idx(field(ip, "pipelines"), j)
 			atLeast(v, field(jp, "batch"), int64(pl.Batch), 1)
-			nonNegative(v, field(jp, "throughput_rps"), pl.ThroughputRPS)
-			nonNegative(v, field(jp, "latency_us"), pl.LatencyUs)
-			nonNegative(v, field(jp, "batch_formation_us"), pl.BatchFormationUs)
+			rate(v, field(jp, "throughput_rps"), pl.ThroughputRPS)
+			microseconds(v, field(jp, "latency_us"), pl.LatencyUs)
+			microseconds(v, field(jp, "batch_formation_us"), pl.BatchFormationUs)
 			if finite(pl.BatchFormationUs) && finite(pl.LatencyUs) && pl.LatencyUs >= 0 && pl.BatchFormationUs > pl.LatencyUs {
 				v.add(field(jp, "batch_formation_us"), pl.BatchFormationUs, "must be <= latency_us (%g), which includes it", pl.LatencyUs)
 			}
@@ -224,9 +224,9 @@ func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
 					v.add(field(kp, "vgpu"), pt.VGPU, "level not allowed for GPU type %s in %s (vgpu: %v)", pt.GPU, g.where, pool.Levels())
 				}
 				atLeast(v, field(kp, "count"), int64(pt.Count), 1)
-				nonNegative(v, field(kp, "stage_latency_us"), pt.StageLatencyUs)
-				nonNegative(v, field(kp, "transfer_us"), pt.TransferUs)
-				nonNegative(v, field(kp, "throughput_rps"), pt.ThroughputRPS)
+				microseconds(v, field(kp, "stage_latency_us"), pt.StageLatencyUs)
+				microseconds(v, field(kp, "transfer_us"), pt.TransferUs)
+				rate(v, field(kp, "throughput_rps"), pt.ThroughputRPS)
 				if pool != nil && pt.Count >= 1 && pt.VGPU >= 1 {
 					if _, ok := used[pt.GPU]; !ok {
 						order = append(order, pt.GPU)
@@ -287,7 +287,7 @@ func (pd *PARDPlan) validate(v *validator, p string, g gpuChecker) {
 		ip := idx(ap, i)
 		seen.check(v, field(ip, "name"), a.Name)
 		positiveDuration(v, field(ip, "slo"), a.SLO)
-		nonNegative(v, field(ip, "rate_rps"), a.RateRPS)
+		rate(v, field(ip, "rate_rps"), a.RateRPS)
 		mp := field(ip, "modules")
 		if len(a.Modules) == 0 {
 			v.add(mp, nil, "must list at least one module")
@@ -301,7 +301,7 @@ func (pd *PARDPlan) validate(v *validator, p string, g gpuChecker) {
 			g.check(v, field(jp, "gpu"), m.GPU)
 			atLeast(v, field(jp, "batch"), int64(m.Batch), 1)
 			atLeast(v, field(jp, "workers"), int64(m.Workers), 1)
-			nonNegative(v, field(jp, "latency_us"), m.LatencyUs)
+			microseconds(v, field(jp, "latency_us"), m.LatencyUs)
 		}
 	}
 }
@@ -349,7 +349,7 @@ func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
 	for i := range cp.Gears {
 		gr := &cp.Gears[i]
 		ip := idx(gp, i)
-		nonNegative(v, field(ip, "q_lo"), gr.QLo)
+		rate(v, field(ip, "q_lo"), gr.QLo)
 		if i == 0 && gr.QLo != 0 && finite(gr.QLo) && gr.QLo >= 0 {
 			v.add(field(ip, "q_lo"), gr.QLo, "must be 0: gears must start at QPS 0")
 		}
@@ -358,6 +358,8 @@ func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
 		}
 		if !finite(gr.QHi) || !(gr.QHi > gr.QLo) {
 			v.add(field(ip, "q_hi"), gr.QHi, "must be > q_lo (%g)", gr.QLo)
+		} else {
+			rate(v, field(ip, "q_hi"), gr.QHi)
 		}
 		mp := field(ip, "models")
 		if len(gr.Models) == 0 {
@@ -413,10 +415,10 @@ func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
 			atLeast(v, tp, int64(gr.Trigger[m]), 1)
 		}
 		inRange(v, field(ip, "expected_accuracy"), gr.ExpAcc, 0, 1)
-		nonNegative(v, field(ip, "expected_work_s"), gr.ExpWork)
-		nonNegative(v, field(ip, "expected_platency_ms"), gr.ExpPLat)
+		durationIn(v, field(ip, "expected_work_s"), gr.ExpWork, 1e6, "s", false)
+		durationIn(v, field(ip, "expected_platency_ms"), gr.ExpPLat, 1e3, "ms", false)
 	}
-	nonNegative(v, field(p, "poll_ms"), cp.PollMs)
+	durationIn(v, field(p, "poll_ms"), cp.PollMs, 1e3, "ms", false)
 	nonNegative(v, field(p, "alpha"), cp.Alpha)
 	if cp.MaxBatch < 0 {
 		v.add(field(p, "max_batch"), cp.MaxBatch, "must be >= 1 (or omitted)")
@@ -458,7 +460,7 @@ func (q *QLMPlan) validate(v *validator, p string, g gpuChecker) {
 			queued[id] = jp
 		}
 	}
-	nonNegative(v, field(p, "replan_ms"), q.ReplanMs)
+	durationIn(v, field(p, "replan_ms"), q.ReplanMs, 1e3, "ms", false)
 }
 
 func (d *DyOrcPlan) validate(v *validator, p string, g gpuChecker) {

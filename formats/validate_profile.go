@@ -76,7 +76,7 @@ func (m *ModelProfile) validate(v *validator, p string, seen names) {
 			if gpu == "" {
 				v.add(kp, gpu, "GPU type must not be empty")
 			}
-			nonNegative(v, kp, l.LatencyUs[gpu])
+			microseconds(v, kp, l.LatencyUs[gpu])
 		}
 	}
 	m.validateBlocks(v, p)
@@ -107,19 +107,19 @@ func (m *ModelProfile) validate(v *validator, p string, seen names) {
 		} else {
 			first[k] = j
 		}
-		perBlock := func(name string, xs []float64, optional bool) {
+		perBlock := func(name string, xs []float64, optional bool, check func(*validator, string, float64)) {
 			fp := field(ep, name)
 			if nb > 0 && (len(xs) > 0 || !optional) && len(xs) != nb {
 				v.add(fp, len(xs), "length must be len(blocks) = %d", nb)
 			}
 			for b, x := range xs {
-				nonNegative(v, idx(fp, b), x)
+				check(v, idx(fp, b), x)
 			}
 		}
-		perBlock("block_us", e.BlockUs, false)
-		perBlock("p90_us", e.P90Us, true)
-		perBlock("cv", e.CV, true)
-		nonNegative(v, field(ep, "total_us"), e.TotalUs)
+		perBlock("block_us", e.BlockUs, false, microseconds)
+		perBlock("p90_us", e.P90Us, true, microseconds)
+		perBlock("cv", e.CV, true, nonNegative)
+		microseconds(v, field(ep, "total_us"), e.TotalUs)
 	}
 }
 
@@ -169,10 +169,10 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
 	if l.WeightBytes <= 0 {
 		v.add(field(p, "weight_bytes"), l.WeightBytes, "must be > 0")
 	}
-	nonNegative(v, field(p, "prefill_base_us"), l.PrefillBaseUs)
-	positive(v, field(p, "prefill_us_per_token"), l.PrefillUsPerToken)
-	positive(v, field(p, "decode_us_per_token"), l.DecodeUsPerToken)
-	positive(v, field(p, "throughput_tokens_per_s"), l.ThroughputTokensPerS)
+	microseconds(v, field(p, "prefill_base_us"), l.PrefillBaseUs)
+	positiveMicroseconds(v, field(p, "prefill_us_per_token"), l.PrefillUsPerToken)
+	positiveMicroseconds(v, field(p, "decode_us_per_token"), l.DecodeUsPerToken)
+	positiveRate(v, field(p, "throughput_tokens_per_s"), l.ThroughputTokensPerS)
 	if l.KVBytesPerToken <= 0 {
 		v.add(field(p, "kv_bytes_per_token"), l.KVBytesPerToken, "must be > 0")
 	}
@@ -181,7 +181,10 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
 	}
 	positive(v, field(p, "avg_batch"), l.AvgBatch)
 	optionalPositive(v, field(p, "epsilon"), l.Epsilon)
-	nonNegative(v, field(p, "load_cold_us"), l.LoadColdUs)
-	nonNegative(v, field(p, "load_warm_us"), l.LoadWarmUs)
+	microseconds(v, field(p, "load_cold_us"), l.LoadColdUs)
+	microseconds(v, field(p, "load_warm_us"), l.LoadWarmUs)
 	optionalPositive(v, field(p, "host_link_gbps"), l.HostLinkGBps)
+	if finite(l.HostLinkGBps) && l.HostLinkGBps > MaxNICGbps {
+		v.add(field(p, "host_link_gbps"), l.HostLinkGBps, "must be <= %g GB/s", MaxNICGbps)
+	}
 }

@@ -45,7 +45,9 @@ func optionalPositive(v *validator, path string, x float64) {
 func positiveDuration(v *validator, path string, d Duration) {
 	if d <= 0 {
 		v.add(path, d, "must be > 0")
+		return
 	}
+	boundedDuration(v, path, d)
 }
 
 // names tracks names that must be unique and non-empty; it reports the first path on a repeat.

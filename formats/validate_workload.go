@@ -41,6 +41,7 @@ func (m *ModelWorkload) validate(v *validator, p string, seen names) {
 	if m.SLO < 0 {
 		v.add(field(p, "slo"), m.SLO, "must be >= 0 (0 = slo_scale x the fastest batch-1 latency)")
 	}
+	boundedDuration(v, field(p, "slo"), m.SLO)
 	if m.SLOScale != 0 && !(m.SLOScale >= 1 && finite(m.SLOScale)) {
 		v.add(field(p, "slo_scale"), m.SLOScale, "must be >= 1 (or omitted)")
 	}
@@ -53,7 +54,7 @@ func (m *ModelWorkload) validate(v *validator, p string, seen names) {
 		// coefficients are meaningless (or rejected by the solver).
 		v.add(field(p, "weight"), m.Weight, "must be in [%g, %g] (weights are relative)", MinWeight, MaxWeight)
 	}
-	nonNegative(v, field(p, "rate_rps"), m.RateRPS)
+	rate(v, field(p, "rate_rps"), m.RateRPS)
 }
 
 // MinWeight and MaxWeight bound a model's rate weight.
@@ -65,7 +66,7 @@ const (
 func (pl *Pipeline) validate(v *validator, p string, seen names) {
 	seen.check(v, field(p, "name"), pl.Name)
 	positiveDuration(v, field(p, "slo"), pl.SLO)
-	nonNegative(v, field(p, "rate_rps"), pl.RateRPS)
+	rate(v, field(p, "rate_rps"), pl.RateRPS)
 	mp := field(p, "modules")
 	if len(pl.Modules) == 0 {
 		v.add(mp, nil, "must list at least one module")
@@ -146,7 +147,7 @@ func (c *Cascade) validate(v *validator, p string, seen names) {
 	if c.AccuracySLO != 0 && !(c.AccuracySLO > 0 && c.AccuracySLO <= 1) {
 		v.add(field(p, "accuracy_slo"), c.AccuracySLO, "must be in (0, 1]")
 	}
-	positive(v, field(p, "qps_max"), c.QPSMax)
+	positiveRate(v, field(p, "qps_max"), c.QPSMax)
 	if c.QPSRanges < 0 {
 		v.add(field(p, "qps_ranges"), c.QPSRanges, "must be >= 1 (or omitted)")
 	}
@@ -241,7 +242,7 @@ func (c *LLMClass) validate(v *validator, p string, seen names) {
 	seen.check(v, field(p, "name"), c.Name)
 	notEmpty(v, field(p, "model"), c.Model)
 	positiveDuration(v, field(p, "slo"), c.SLO)
-	nonNegative(v, field(p, "rate_rps"), c.RateRPS)
+	rate(v, field(p, "rate_rps"), c.RateRPS)
 	c.InputTokens.validate(v, field(p, "input_tokens"))
 	c.OutputTokens.validate(v, field(p, "output_tokens"))
 }
@@ -283,8 +284,8 @@ func (w *Workflows) validate(v *validator, p string) {
 		nonNegative(v, field(np, "act_gb"), s.ActGB)
 		atLeast(v, field(np, "max_batch"), int64(s.MaxBatch), 1)
 		if s.Latency != nil {
-			nonNegative(v, field(np, "latency.base_us"), s.Latency.BaseUs)
-			nonNegative(v, field(np, "latency.per_item_us"), s.Latency.PerItemUs)
+			microseconds(v, field(np, "latency.base_us"), s.Latency.BaseUs)
+			microseconds(v, field(np, "latency.per_item_us"), s.Latency.PerItemUs)
 		}
 		nonNegative(v, field(np, "out_kb"), s.OutKB)
 	}
@@ -301,6 +302,7 @@ func (w *Workflows) validate(v *validator, p string) {
 		if a.SLO < 0 {
 			v.add(field(np, "slo"), a.SLO, "must be > 0 (or omitted)")
 		}
+		boundedDuration(v, field(np, "slo"), a.SLO)
 		switch {
 		case len(a.Steps) > 0 && a.Loop != nil:
 			v.add(field(np, "loop"), nil, "set steps or loop, not both")
