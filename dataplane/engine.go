@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Hop is one stage of a batch's route with its reservation and what actually happened.
@@ -118,6 +119,21 @@ type workerState struct {
 	cur      entry
 	curStart Time
 	busyTime Time
+	// loading: a model load occupies the worker; models and mem are what is resident.
+	loading bool
+	models  []residentModel
+	mem     int64
+}
+
+type residentModel struct {
+	name  string
+	bytes int64
+}
+
+type loadJob struct {
+	w     WorkerID
+	model string
+	bytes int64
 }
 
 type linkState struct {
@@ -144,8 +160,10 @@ type Engine struct {
 	events  int64
 
 	timerTok   int64
-	timerLive  map[int64]int64 // policy key → live token
-	timerKeyOf map[int64]int64 // token → policy key
+	timerLive  map[int64]int64   // policy key → live token
+	timerKeyOf map[int64]int64   // token → policy key
+	loads      map[int64]loadJob // token → model load in progress
+	one        [1]ReqID          // View.Arrived's scratch for a single-request arrival
 	tickEvery  Time
 
 	finished   int64
@@ -158,8 +176,8 @@ type Engine struct {
 	observer   func(now Time, ev *Event, ds []Decision)
 }
 
-// tickToken is the driver-level timer key of the engine's periodic tick.
-const tickToken int64 = -1
+// TickToken is the driver-level timer key of the engine's periodic tick.
+const TickToken int64 = -1
 
 // NewEngine builds an engine serving dep with policy pol on driver fx. It validates the
 // deployment, attaches the policy and, for a Ticker policy, asks fx for the first tick.
@@ -176,13 +194,14 @@ func NewEngine(dep *Deployment, pol Policy, fx Effects) (*Engine, error) {
 		down:       make([]linkState, len(dep.Topo.Servers)),
 		timerLive:  map[int64]int64{},
 		timerKeyOf: map[int64]int64{},
+		loads:      map[int64]loadJob{},
 	}
 	if err := pol.Attach(View{e}); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", pol.Name(), err)
 	}
 	if t, ok := pol.(Ticker); ok && t.TickEvery() > 0 {
 		e.tickEvery = t.TickEvery()
-		fx.SetTimer(0, tickToken)
+		fx.SetTimer(0, TickToken)
 	}
 	return e, nil
 }
@@ -266,7 +285,29 @@ func (e *Engine) batchClosed(b *Batch) bool {
 	if h.End < 0 {
 		return false
 	}
-	return len(e.dep.Stages[h.Stage].Next) == 0 || h.OutEnd >= 0
+	st := &e.dep.Stages[h.Stage]
+	if len(st.Next) == 0 || st.Manual || h.OutEnd >= 0 {
+		return true
+	}
+	// A routed stage whose requests all answered early sends nothing on.
+	if st.Routed {
+		for _, r := range b.Reqs {
+			if e.hasReq(r) && e.rq(r).Outcome == Pending {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// SetResult records what the stage that just ran request r said about it. A driver calls it
+// for each request of a batch before delivering the batch's EvBatchDone; Routed stages
+// route by it and policies read it (Request.Result).
+func (e *Engine) SetResult(r ReqID, res Result) {
+	if e.hasReq(r) {
+		e.rq(r).Result = res
+	}
 }
 
 // Events returns the number of events handled.
@@ -357,8 +398,12 @@ func (e *Engine) Handle(now Time, ev Event) error {
 		}
 		return e.callPolicy(now, ev)
 	case EvTimer:
-		if ev.Key == tickToken {
-			e.fx.SetTimer(now+e.tickEvery, tickToken)
+		if job, ok := e.loads[ev.Key]; ok {
+			delete(e.loads, ev.Key)
+			return e.loadDone(now, job)
+		}
+		if ev.Key == TickToken {
+			e.fx.SetTimer(now+e.tickEvery, TickToken)
 			return e.callPolicy(now, Event{Kind: EvTick})
 		}
 		key, ok := e.timerKeyOf[ev.Key]
@@ -427,6 +472,31 @@ func (e *Engine) apply(now Time, d *Decision) error {
 		e.timerLive[d.Key] = e.timerTok
 		e.timerKeyOf[e.timerTok] = d.Key
 		e.fx.SetTimer(d.At, e.timerTok)
+	case DComplete:
+		if !e.hasReq(d.Req) {
+			return fmt.Errorf("%w: completion of unknown request %d", errBadDecision, d.Req)
+		}
+		r := e.rq(d.Req)
+		if r.Outcome != Pending || r.held > 0 {
+			return fmt.Errorf("%w: completion of request %d which is %v (in flight: %v)", errBadDecision, d.Req, r.Outcome, r.held)
+		}
+		e.finish(now, r, now)
+	case DLoad:
+		return e.load(now, d)
+	case DEvict:
+		if int(d.Worker) < 0 || int(d.Worker) >= len(e.workers) {
+			return fmt.Errorf("%w: evict on worker %d", errBadDecision, d.Worker)
+		}
+		ws := &e.workers[d.Worker]
+		i := slices.IndexFunc(ws.models, func(m residentModel) bool { return m.name == d.Model })
+		if i < 0 {
+			return fmt.Errorf("%w: evict of model %q not resident on worker %d", errBadDecision, d.Model, d.Worker)
+		}
+		ws.mem -= ws.models[i].bytes
+		ws.models = slices.Delete(ws.models, i, i+1)
+		if me, ok := e.fx.(ModelEffects); ok {
+			me.EvictModel(now, d.Worker, d.Model)
+		}
 	case DCancelTimer:
 		if old, ok := e.timerLive[d.Key]; ok {
 			delete(e.timerKeyOf, old)
@@ -435,6 +505,59 @@ func (e *Engine) apply(now Time, d *Decision) error {
 	default:
 		return fmt.Errorf("%w: kind %d", errBadDecision, d.Kind)
 	}
+	return nil
+}
+
+// finish records a request's completion at end (completed or late by its deadline).
+func (e *Engine) finish(now Time, q *Request, end Time) {
+	q.Done = end
+	if end <= q.Deadline {
+		q.Outcome = Completed
+	} else {
+		q.Outcome = Late
+	}
+	e.finished++
+	e.fx.Finish(now, q)
+}
+
+// load starts a model load on an idle worker: the worker is busy for the load's duration,
+// which the engine times itself (a timer token of its own), so every driver supports it.
+func (e *Engine) load(now Time, d *Decision) error {
+	if int(d.Worker) < 0 || int(d.Worker) >= len(e.workers) {
+		return fmt.Errorf("%w: load on worker %d", errBadDecision, d.Worker)
+	}
+	ws := &e.workers[d.Worker]
+	if ws.busy || ws.loading {
+		return fmt.Errorf("%w: load of %q on worker %d while it is busy", errBadDecision, d.Model, d.Worker)
+	}
+	if d.At < 0 || d.Bytes < 0 {
+		return fmt.Errorf("%w: load of %q with duration %d and %d bytes", errBadDecision, d.Model, d.At, d.Bytes)
+	}
+	if slices.ContainsFunc(ws.models, func(m residentModel) bool { return m.name == d.Model }) {
+		return fmt.Errorf("%w: model %q already resident on worker %d", errBadDecision, d.Model, d.Worker)
+	}
+	if capb := e.dep.Topo.Workers[d.Worker].MemBytes; capb > 0 && ws.mem+d.Bytes > capb {
+		return fmt.Errorf("%w: model %q (%d bytes) does not fit on worker %d (%d of %d used)", errBadDecision, d.Model, d.Bytes, d.Worker, ws.mem, capb)
+	}
+	ws.loading = true
+	ws.mem += d.Bytes
+	e.timerTok++
+	e.loads[e.timerTok] = loadJob{w: d.Worker, model: d.Model, bytes: d.Bytes}
+	if me, ok := e.fx.(ModelEffects); ok {
+		me.LoadModel(now, d.Worker, d.Model, d.Bytes, d.At)
+	}
+	e.fx.SetTimer(now+d.At, e.timerTok)
+	return nil
+}
+
+func (e *Engine) loadDone(now Time, job loadJob) error {
+	ws := &e.workers[job.w]
+	ws.loading = false
+	ws.models = append(ws.models, residentModel{name: job.model, bytes: job.bytes})
+	if err := e.callPolicy(now, Event{Kind: EvModelLoaded, Worker: job.w, Req: NoReq}); err != nil {
+		return err
+	}
+	e.tryWorker(now, job.w)
 	return nil
 }
 
@@ -460,9 +583,13 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		if i > 0 && !hasNext(&e.dep.Stages[d.Path[i-1].Stage], p.Stage) {
 			return fmt.Errorf("%w: hop %d: stage %s does not follow %s", errBadDecision, i, st.Name, e.dep.Stages[d.Path[i-1].Stage].Name)
 		}
+		nominal := st.Lat(size)
+		if p.Dur > 0 {
+			nominal = p.Dur
+		}
 		b.Hops[i] = Hop{
 			Stage: p.Stage, Worker: p.Worker, ResStart: p.ResStart, OutRes: p.OutStart,
-			Nominal: st.Lat(size), OutNominal: st.Xfer(size),
+			Nominal: nominal, OutNominal: st.Xfer(size),
 			Start: -1, End: -1, OutStart: -1, OutEnd: -1,
 		}
 	}
@@ -519,7 +646,7 @@ func hasNext(s *Stage, n StageID) bool {
 // has arrived. Work runs in reservation order: an early arrival does not overtake.
 func (e *Engine) tryWorker(now Time, w WorkerID) {
 	ws := &e.workers[w]
-	if ws.busy {
+	if ws.busy || ws.loading {
 		return
 	}
 	x, ok := ws.q.front()
@@ -564,6 +691,11 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	case !last:
 		h.outReady = true
 		e.tryLink(now, e.dep.Topo.Workers[ev.Worker].Server, true)
+	case st.Manual:
+		// The policy decides what becomes of the requests (EvBatchDone below).
+		for _, r := range b.Reqs {
+			e.rq(r).held--
+		}
 	case len(st.Next) == 0:
 		for _, r := range b.Reqs {
 			q := e.rq(r)
@@ -571,15 +703,10 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 			if q.Outcome != Pending {
 				continue // already finished at another sink of a DAG: one Finish per request
 			}
-			q.Done = ev.End
-			if ev.End <= q.Deadline {
-				q.Outcome = Completed
-			} else {
-				q.Outcome = Late
-			}
-			e.finished++
-			e.fx.Finish(now, q)
+			e.finish(now, q, ev.End)
 		}
+	case st.Routed && e.exitAll(now, b, ev.End):
+		// Every request answered here: nothing travels on.
 	default:
 		// The path ends before the application does: send the output toward the next
 		// stage's pool through the sender's uplink only (the receiver is not known yet).
@@ -594,6 +721,25 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	}
 	e.tryWorker(now, ev.Worker)
 	return nil
+}
+
+// exitAll finishes the requests of b whose result says Exit at a routed stage and reports
+// whether none is left to send on.
+func (e *Engine) exitAll(now Time, b *Batch, end Time) bool {
+	left := false
+	for _, r := range b.Reqs {
+		q := e.rq(r)
+		if q.Outcome != Pending {
+			continue
+		}
+		if q.Result.Exit {
+			q.held--
+			e.finish(now, q, end)
+			continue
+		}
+		left = true
+	}
+	return !left
 }
 
 // linkEnds returns the servers a transfer after hop hop of batch b uses (dst = NoServer for a
@@ -677,18 +823,38 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 		nh := &b.Hops[ev.Hop+1]
 		nh.ready = true
 		e.tryWorker(now, nh.Worker)
-	} else {
+	}
+	st := &e.dep.Stages[h.Stage]
+	if dst == NoServer {
 		for _, r := range b.Reqs {
-			e.rq(r).held--
+			if q := e.rq(r); !st.Routed || q.Outcome == Pending {
+				q.held--
+			}
 		}
 	}
 	if err := e.callPolicy(now, ev); err != nil {
 		return err
 	}
-	if dst == NoServer {
+	if dst == NoServer && st.Routed {
+		// Each request goes its own way: one arrival per request at the successor its
+		// result names.
+		for _, r := range b.Reqs {
+			q := e.rq(r)
+			if q.Outcome != Pending || q.held > 0 {
+				continue
+			}
+			br := int(q.Result.Branch)
+			if br < 0 || br >= len(st.Next) {
+				return fmt.Errorf("request %d left routed stage %s for branch %d of %d", r, st.Name, br, len(st.Next))
+			}
+			if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: st.Next[br], Req: r}); err != nil {
+				return err
+			}
+		}
+	} else if dst == NoServer {
 		// A DAG fan-out delivers the batch's requests to every successor.
-		for _, next := range e.dep.Stages[h.Stage].Next {
-			if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next}); err != nil {
+		for _, next := range st.Next {
+			if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next, Req: NoReq}); err != nil {
 				return err
 			}
 		}
@@ -713,11 +879,42 @@ func (v View) Req(id ReqID) *Request { return v.e.rq(id) }
 // Batch returns batch id.
 func (v View) Batch(id BatchID) *Batch { return v.e.bt(id) }
 
-// WorkerIdle reports whether worker w runs nothing and has nothing queued.
+// WorkerIdle reports whether worker w runs nothing, loads nothing and has nothing queued.
 func (v View) WorkerIdle(w WorkerID) bool {
 	ws := &v.e.workers[w]
-	return !ws.busy && ws.q.len() == 0
+	return !ws.busy && !ws.loading && ws.q.len() == 0
 }
+
+// Arrived lists the requests an EvStageArrival delivers: the whole batch, or the one
+// request a routed stage sent (borrowed until the next call).
+func (v View) Arrived(ev *Event) []ReqID {
+	if ev.Req != NoReq {
+		v.e.one[0] = ev.Req
+		return v.e.one[:]
+	}
+	return v.e.bt(ev.Batch).Reqs
+}
+
+// WorkerLoading reports whether a model load occupies worker w.
+func (v View) WorkerLoading(w WorkerID) bool { return v.e.workers[w].loading }
+
+// Resident reports whether model is loaded on worker w.
+func (v View) Resident(w WorkerID, model string) bool {
+	return slices.ContainsFunc(v.e.workers[w].models, func(m residentModel) bool { return m.name == model })
+}
+
+// Models lists the models resident on worker w, least recently loaded first.
+func (v View) Models(w WorkerID) []string {
+	ms := v.e.workers[w].models
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.name
+	}
+	return out
+}
+
+// MemUsed is the memory models occupy (or are being loaded into) on worker w.
+func (v View) MemUsed(w WorkerID) int64 { return v.e.workers[w].mem }
 
 // WorkerQueued returns the number of hops queued (not running) on worker w.
 func (v View) WorkerQueued(w WorkerID) int { return v.e.workers[w].q.len() }

@@ -18,10 +18,15 @@ const (
 	// it back to the policy's key (and drops stale timers) before the policy sees it.
 	EvTimer
 	// EvStageArrival (engine → policy): the requests of Batch arrived at Stage, which the
-	// batch's path left unassigned; the policy queues and re-batches them.
+	// batch's path left unassigned; the policy queues and re-batches them. When Req is not
+	// NoReq only that request arrived (the batch left a Routed stage, whose requests go
+	// their own ways); View.Arrived lists the arriving requests either way.
 	EvStageArrival
 	// EvTick (engine → policy): the periodic control loop of a Ticker policy.
 	EvTick
+	// EvModelLoaded (engine → policy): the load of Model Key on Worker finished; the worker
+	// is free again.
+	EvModelLoaded
 )
 
 func (k EventKind) String() string {
@@ -38,6 +43,8 @@ func (k EventKind) String() string {
 		return "stage-arrival"
 	case EvTick:
 		return "tick"
+	case EvModelLoaded:
+		return "model-loaded"
 	}
 	return "unknown"
 }
@@ -72,6 +79,15 @@ const (
 	DSetTimer
 	// DCancelTimer: forget the timer with Key.
 	DCancelTimer
+	// DComplete: request Req finished at Stage (an answer before the application's sink:
+	// a cascade's early exit, an LLM sequence's last token). The request must be pending
+	// and not in flight.
+	DComplete
+	// DLoad: load Model (Bytes of memory) on Worker, taking Dur; the worker runs nothing
+	// meanwhile and the policy gets EvModelLoaded when it is done.
+	DLoad
+	// DEvict: unload Model from Worker, freeing its memory at once.
+	DEvict
 )
 
 func (k DecisionKind) String() string {
@@ -84,6 +100,12 @@ func (k DecisionKind) String() string {
 		return "set-timer"
 	case DCancelTimer:
 		return "cancel-timer"
+	case DComplete:
+		return "complete"
+	case DLoad:
+		return "load"
+	case DEvict:
+		return "evict"
 	}
 	return "unknown"
 }
@@ -99,6 +121,9 @@ type PathHop struct {
 	ResStart Time
 	// OutStart is the reserved start of the transfer LEAVING this hop for the next hop.
 	OutStart Time
+	// Dur, when > 0, is the hop's nominal duration instead of the stage's profiled latency
+	// at the batch's size (an LLM iteration whose cost depends on its tokens, not its size).
+	Dur Time
 }
 
 // Decision is one policy output. Its slices belong to the Decisions buffer and are valid
@@ -114,6 +139,9 @@ type Decision struct {
 	Estimate Time
 	At       Time
 	Key      int64
+	Worker   WorkerID
+	Model    string
+	Bytes    int64
 }
 
 // Decisions is the buffer a policy appends its decisions to. It copies the slices a policy
@@ -123,6 +151,10 @@ type Decisions struct {
 	reqs []ReqID
 	path []PathHop
 }
+
+// Reset empties the buffer (the engine does this before each policy call; benchmarks that
+// drive a policy directly do it themselves).
+func (d *Decisions) Reset() { d.reset() }
 
 func (d *Decisions) reset() {
 	d.list = d.list[:0]
@@ -156,6 +188,21 @@ func (d *Decisions) CancelTimer(key int64) {
 	d.list = append(d.list, Decision{Kind: DCancelTimer, Key: key})
 }
 
+// Complete finishes request r at stage (completed or late by its deadline).
+func (d *Decisions) Complete(r ReqID, stage StageID) {
+	d.list = append(d.list, Decision{Kind: DComplete, Req: r, Stage: stage})
+}
+
+// Load loads model (bytes of memory) on worker w, taking dur.
+func (d *Decisions) Load(w WorkerID, model string, bytes int64, dur Time) {
+	d.list = append(d.list, Decision{Kind: DLoad, Worker: w, Model: model, Bytes: bytes, At: dur})
+}
+
+// Evict unloads model from worker w.
+func (d *Decisions) Evict(w WorkerID, model string) {
+	d.list = append(d.list, Decision{Kind: DEvict, Worker: w, Model: model})
+}
+
 // List returns the decisions made so far (borrowed).
 func (d *Decisions) List() []Decision { return d.list }
 
@@ -183,4 +230,12 @@ type Effects interface {
 	// Finish reports that request r reached its outcome (completed, late or dropped). serve
 	// answers the client here; sim records metrics.
 	Finish(now Time, r *Request)
+}
+
+// ModelEffects is implemented by drivers that act on model loads and evictions (serve
+// opening or closing a real session). The engine times the load itself with a timer, so a
+// driver without it still serves deployments whose policies load models.
+type ModelEffects interface {
+	LoadModel(now Time, w WorkerID, model string, bytes int64, dur Time)
+	EvictModel(now Time, w WorkerID, model string)
 }

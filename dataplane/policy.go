@@ -1,12 +1,12 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Policy is the batching/dispatch extension point: the one decision maker every engine runs.
@@ -39,33 +39,12 @@ type Order interface {
 	Less(a, b *Request) bool
 }
 
-// DropContext is what a Dropper sees when a request is about to join a batch at a stage.
-type DropContext struct {
-	Req   *Request
-	Stage StageID
-	// ExpectedStart is when the batch being formed is expected to start (t_e in PARD).
-	ExpectedStart Time
-	// Batch is the batch size the stage runs at.
-	Batch int
-}
-
-// Dropper is the dropping extension point: a test applied when a request is taken from a
-// queue (PARD's decision point). It returns whether to drop, the reason and the estimate
-// behind it. Stateful droppers (PARD's state planner) also implement Ticker through their
-// policy.
-type Dropper interface {
-	Name() string
-	ShouldDrop(v View, c DropContext, now Time) (drop bool, reason DropReason, estimate Time)
-}
-
 // Config picks the policies an engine runs, by registry name.
 type Config struct {
-	// Policy is the batching/dispatch policy (default "ppipe").
+	// Policy is the batching/dispatch policy (empty = the deployment's default).
 	Policy string
-	// Order and Dropper name the queue order and drop test for policies that take them
-	// (empty = the policy's default).
-	Order   string
-	Dropper string
+	// Order names the queue order for policies that take one (empty = the policy's default).
+	Order string
 	// Params are policy-specific settings ("interval=true", "penalty=false").
 	Params map[string]string
 }
@@ -119,88 +98,105 @@ func (c Config) Float(key string, def float64) (float64, error) {
 // PolicyFactory builds a policy from its configuration.
 type PolicyFactory func(cfg Config) (Policy, error)
 
-// Registration describes a registered policy, order or dropper.
+// PolicySpec describes a policy a system contributes: its registry name, a one-line doc,
+// the deployment kinds it can serve (Deployment.Kind: the plan section its deployer reads)
+// and its factory.
+type PolicySpec struct {
+	Name   string
+	Doc    string
+	Serves []string
+	New    PolicyFactory
+}
+
+// Registration describes a registered policy or order.
 type Registration struct {
-	Name string
-	Doc  string
+	Name   string
+	Doc    string
+	Serves []string
 }
 
-type registry[F any] struct {
-	mu      sync.RWMutex
-	entries map[string]F
-	docs    map[string]string
+// Registry maps policy names to factories. It is a plain value built explicitly from the
+// systems' policy lists (internal/systems builds the in-tree one, kube-scheduler style), so
+// nothing registers itself from init and tests build registries of exactly what they need.
+type Registry struct {
+	specs map[string]PolicySpec
 }
 
-func (r *registry[F]) add(kind, name, doc string, f F) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.entries == nil {
-		r.entries = map[string]F{}
-		r.docs = map[string]string{}
-	}
-	if _, dup := r.entries[name]; dup {
-		panic(fmt.Sprintf("dataplane: %s %q registered twice", kind, name))
-	}
-	r.entries[name] = f
-	r.docs[name] = doc
-}
-
-func (r *registry[F]) get(kind, name string) (F, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	f, ok := r.entries[name]
-	if !ok {
-		var zero F
-		names := make([]string, 0, len(r.entries))
-		for n := range r.entries {
-			names = append(names, n)
+// NewRegistry builds a registry of specs. A duplicate name panics: two policies with one
+// name is a programming error in the systems list.
+func NewRegistry(specs ...PolicySpec) *Registry {
+	r := &Registry{specs: map[string]PolicySpec{}}
+	for _, sp := range specs {
+		if _, dup := r.specs[sp.Name]; dup {
+			panic(fmt.Sprintf("dataplane: policy %q registered twice", sp.Name))
 		}
-		sort.Strings(names)
-		return zero, fmt.Errorf("unknown %s %q: must be one of %s", kind, name, strings.Join(names, ", "))
+		if sp.New == nil || sp.Name == "" {
+			panic(fmt.Sprintf("dataplane: policy %q has no factory", sp.Name))
+		}
+		r.specs[sp.Name] = sp
 	}
-	return f, nil
+	return r
 }
 
-func (r *registry[F]) list() []Registration {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]Registration, 0, len(r.entries))
-	for n := range r.entries {
-		out = append(out, Registration{Name: n, Doc: r.docs[n]})
+// ErrUnknownPolicy and ErrPolicyMismatch are returned (wrapped) by Registry.New.
+var (
+	ErrUnknownPolicy  = errors.New("unknown policy")
+	ErrPolicyMismatch = errors.New("policy does not serve this deployment")
+)
+
+// New builds the policy cfg.Policy names for dep: cfg.Policy empty means def (the
+// deployment's default). A policy that does not serve dep.Kind is refused, naming the plan
+// section and the policies that do serve it.
+func (r *Registry) New(dep *Deployment, cfg Config, def string) (Policy, error) {
+	name := cfg.Policy
+	if name == "" {
+		name = def
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sp, ok := r.specs[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q: must be one of %s", ErrUnknownPolicy, name, strings.Join(r.names(""), ", "))
+	}
+	if dep != nil && dep.Kind != "" && !slices.Contains(sp.Serves, dep.Kind) {
+		return nil, fmt.Errorf("%w: policy %s serves %s plans; the plan's %s section is served by %s",
+			ErrPolicyMismatch, name, strings.Join(sp.Serves, ", "), dep.Kind, strings.Join(r.names(dep.Kind), ", "))
+	}
+	cfg.Policy = name
+	return sp.New(cfg)
+}
+
+// Lookup returns the spec registered under name.
+func (r *Registry) Lookup(name string) (PolicySpec, bool) {
+	sp, ok := r.specs[name]
+	return sp, ok
+}
+
+// names lists the registered names in order, those serving kind only when kind is set.
+func (r *Registry) names(kind string) []string {
+	var out []string
+	for n, sp := range r.specs {
+		if kind == "" || slices.Contains(sp.Serves, kind) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 
-var (
-	policies registry[PolicyFactory]
-	orders   registry[func() Order]
-	droppers registry[func(cfg Config) (Dropper, error)]
-)
-
-// RegisterPolicy adds a policy under name (call from an init function). It panics on a
-// duplicate name: two policies with one name is a programming error.
-func RegisterPolicy(name, doc string, f PolicyFactory) { policies.add("policy", name, doc, f) }
-
-// RegisterOrder adds a queue order.
-func RegisterOrder(name, doc string, f func() Order) { orders.add("order", name, doc, f) }
-
-// RegisterDropper adds a drop test.
-func RegisterDropper(name, doc string, f func(cfg Config) (Dropper, error)) {
-	droppers.add("dropper", name, doc, f)
+// Policies lists the registered policies by name.
+func (r *Registry) Policies() []Registration {
+	out := make([]Registration, 0, len(r.specs))
+	for _, n := range r.names("") {
+		sp := r.specs[n]
+		out = append(out, Registration{Name: n, Doc: sp.Doc, Serves: sp.Serves})
+	}
+	return out
 }
 
-// NewPolicy builds the policy cfg.Policy names (default "ppipe").
-func NewPolicy(cfg Config) (Policy, error) {
-	name := cfg.Policy
-	if name == "" {
-		name = "ppipe"
-	}
-	f, err := policies.get("policy", name)
-	if err != nil {
-		return nil, err
-	}
-	return f(cfg)
+// orders are the queue orders policies take by name (Config.Order). The set is fixed: a
+// system with an order of its own keeps it inside its policy.
+var orders = map[string]func() Order{
+	"fifo": func() Order { return FIFO{} },
+	"edf":  func() Order { return EDF{} },
 }
 
 // NewOrder builds the order named name, or def when name is empty.
@@ -208,34 +204,17 @@ func NewOrder(name, def string) (Order, error) {
 	if name == "" {
 		name = def
 	}
-	f, err := orders.get("order", name)
-	if err != nil {
-		return nil, err
+	f, ok := orders[name]
+	if !ok {
+		names := make([]string, 0, len(orders))
+		for n := range orders {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("unknown order %q: must be one of %s", name, strings.Join(names, ", "))
 	}
 	return f(), nil
 }
-
-// NewDropper builds the dropper cfg.Dropper names, or def when it is empty.
-func NewDropper(cfg Config, def string) (Dropper, error) {
-	name := cfg.Dropper
-	if name == "" {
-		name = def
-	}
-	f, err := droppers.get("dropper", name)
-	if err != nil {
-		return nil, err
-	}
-	return f(cfg)
-}
-
-// Policies lists the registered policies by name.
-func Policies() []Registration { return policies.list() }
-
-// Orders lists the registered queue orders.
-func Orders() []Registration { return orders.list() }
-
-// Droppers lists the registered drop tests.
-func Droppers() []Registration { return droppers.list() }
 
 // FIFO orders by arrival, then ID.
 type FIFO struct{}
@@ -263,9 +242,4 @@ func (EDF) Less(a, b *Request) bool {
 		return a.Deadline < b.Deadline
 	}
 	return FIFO{}.Less(a, b)
-}
-
-func init() {
-	RegisterOrder("fifo", "first come, first served (arrival time)", func() Order { return FIFO{} })
-	RegisterOrder("edf", "earliest deadline first", func() Order { return EDF{} })
 }

@@ -31,8 +31,9 @@ type (
 	BatchID int32
 )
 
-// NoStage, NoWorker and NoServer mark unset identifiers.
+// NoStage, NoWorker, NoServer and NoReq mark unset identifiers.
 const (
+	NoReq    ReqID    = -1
 	NoStage  StageID  = -1
 	NoWorker WorkerID = -1
 	NoServer ServerID = -1
@@ -112,6 +113,8 @@ type Request struct {
 	// WorkGPU is the GPU time spent on this request in GPU-µs (a batch's duration divided by
 	// its size and by the worker's slice level v); for a dropped request it is wasted work.
 	WorkGPU float64
+	// Result is what the last stage that ran the request said about it (Engine.SetResult).
+	Result Result
 	// held counts the dispatched batches the request is in (engine-owned; policies cannot
 	// drop it while > 0). Only the branches of a DAG fan-out hold a request twice.
 	held int32
@@ -144,6 +147,8 @@ type Worker struct {
 	VGPU   int
 	// Stage is the stage whose pool this worker belongs to (NoStage = unassigned).
 	Stage StageID
+	// MemBytes is the memory models may occupy on the worker (0 = not tracked).
+	MemBytes int64
 }
 
 // Topology is the physical cluster a deployment runs on.
@@ -177,6 +182,20 @@ type Stage struct {
 	// XferPerSampleUs is the planned per-sample transfer time of the output (µs, may be
 	// fractional); the transfer of b samples takes ceil(b·XferPerSampleUs).
 	XferPerSampleUs float64
+	// Routed: each request leaving the stage goes to the one successor its Result.Branch
+	// names (a workflow's choice, a sampled Edge.Probability), or finishes here when
+	// Result.Exit is set (a cascade stage confident enough answers early). Without Routed a
+	// request goes to every successor (a DAG fan-out) and finishes only at a sink.
+	Routed bool
+	// NextProb[i] is the probability that a request takes Next[i] (Routed stages whose
+	// branching the driver samples; nil = the driver's results decide).
+	NextProb []float64
+	// Manual: the engine neither forwards nor finishes requests when a batch of this stage
+	// ends; the policy completes, drops or re-dispatches them (iteration-level instances
+	// such as an LLM's continuous batching, where one batch is one engine iteration).
+	Manual bool
+	// Model names the model the stage runs (for load/evict decisions; "" = none tracked).
+	Model string
 	// Active is how many workers of Pool serve from the start (PARD's autoscaler activates
 	// the rest after a cold start, up to len(Pool)); 0 = all of Pool.
 	Active int
@@ -226,8 +245,25 @@ type App struct {
 	Params map[string]string
 }
 
+// Result is a stage's verdict on one request, reported by the driver with the batch's
+// completion (sim draws it from the stage's NextProb or a system's model of its outputs;
+// serve reads it from the worker's real output).
+type Result struct {
+	// Branch indexes Stage.Next: the successor a Routed stage sends the request to.
+	Branch int32
+	// Exit finishes the request at a Routed stage (an early answer).
+	Exit bool
+	// Certainty is the model's confidence in its output (a cascade's max softmax probability).
+	Certainty float32
+	// Label is the model's output class (-1 = none).
+	Label int32
+}
+
 // Deployment is what an engine serves: applications, their stages and the cluster.
 type Deployment struct {
+	// Kind names the plan section the deployment came from ("ppipe", "pard", ...): the
+	// policy registry serves it only with policies that declare that kind.
+	Kind   string
 	Apps   []App
 	Stages []Stage
 	Topo   Topology

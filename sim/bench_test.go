@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+
 	"github.com/plan-dev/plan/dataplane"
 )
 
@@ -14,7 +16,7 @@ import (
 func BenchmarkSim100GPU(b *testing.B) {
 	dep := loadDep(b, "hc1-100.json")
 	spec, _ := ParseArrival("poisson")
-	cfg := &SweepConfig{Dep: dep, Policy: dataplane.Config{Policy: "ppipe"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
+	cfg := &SweepConfig{Policies: testPolicies, Dep: dep, Policy: dataplane.Config{Policy: "ppipe"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
 	b.ReportAllocs()
 	var events int64
 	cpu0 := cpuTime()
@@ -28,7 +30,7 @@ func BenchmarkSim100GPU(b *testing.B) {
 			b.Fatal(err)
 		}
 		events += m.Events
-		if p, ok := s.Engine.Policy().(*dataplane.PPipe); ok && i == 0 {
+		if p, ok := s.Engine.Policy().(*dpppipe.PPipe); ok && i == 0 {
 			st := p.Stats()
 			b.ReportMetric(float64(st.Probes)/float64(st.Dispatches), "probes/batch")
 		}
@@ -54,7 +56,7 @@ func cpuTime() time.Duration {
 func BenchmarkSimReactive100GPU(b *testing.B) {
 	dep := loadDep(b, "hc1-100.json")
 	spec, _ := ParseArrival("poisson")
-	cfg := &SweepConfig{Dep: dep, Policy: dataplane.Config{Policy: "reactive"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
+	cfg := &SweepConfig{Policies: testPolicies, Dep: dep, Policy: dataplane.Config{Policy: "reactive"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
 	var events int64
 	for i := 0; i < b.N; i++ {
 		s, err := newPointSim(cfg, 1.0)

@@ -60,7 +60,7 @@ func TestInvariantsRandomRuns(t *testing.T) {
 		name := fmt.Sprintf("%s/%s%v/%s/%g/j%g", c.plan, c.policy.Policy, c.policy.Params, c.arrival, c.load, c.jitter)
 		t.Run(name, func(t *testing.T) {
 			dep := loadDep(t, c.plan)
-			pol, err := dataplane.NewPolicy(c.policy)
+			pol, err := newTestPolicy(c.policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestInvariantsRandomRuns(t *testing.T) {
 func sweepCfg(t testing.TB, par int) *SweepConfig {
 	dep := loadDep(t, "mixed.json")
 	spec, _ := ParseArrival("bursty")
-	return &SweepConfig{
+	return &SweepConfig{Policies: testPolicies,
 		Dep: dep, Policy: dataplane.Config{Policy: "ppipe"}, Arrival: spec,
 		Loads: []float64{0.4, 0.7, 0.9, 1.0, 1.1}, Duration: dataplane.Second, Seed: 42, Jitter: 0.02,
 		Parallel: par, PlanName: "mixed",
@@ -243,7 +243,7 @@ func TestCompactChangesNothing(t *testing.T) {
 		for _, pol := range []string{"ppipe", "reactive"} {
 			run := func(compact int64) []byte {
 				dep := loadDep(t, plan)
-				p, err := dataplane.NewPolicy(dataplane.Config{Policy: pol})
+				p, err := newTestPolicy(dataplane.Config{Policy: pol})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -15,8 +16,9 @@ const PipelineJitter = 0.052
 // PipelineRun configures one simulation of a single pipeline application (PARD's
 // experiments run one application per deployment).
 type PipelineRun struct {
-	Dep    *dataplane.Deployment
-	Policy dataplane.Config
+	Dep      *dataplane.Deployment
+	Policies *dataplane.Registry
+	Policy   dataplane.Config
 	// Rates drives the arrivals (per-second rates, Poisson within each second).
 	Rates RateSeries
 	Seed  uint64
@@ -84,7 +86,10 @@ func RunPipeline(cfg PipelineRun) (*PipelineMetrics, error) {
 	if cfg.Dep == nil || len(cfg.Dep.Apps) != 1 {
 		return nil, fmt.Errorf("pipeline run: need a deployment with exactly one application")
 	}
-	pol, err := dataplane.NewPolicy(cfg.Policy)
+	if cfg.Policies == nil {
+		return nil, errors.New("sim: PipelineRun.Policies is nil")
+	}
+	pol, err := cfg.Policies.New(cfg.Dep, cfg.Policy, "")
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	dppard "github.com/plan-dev/plan/dataplane/pard"
+
 	"github.com/plan-dev/plan/dataplane"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
 )
@@ -24,19 +26,19 @@ func constLat(d dataplane.Time, upto int) []dataplane.Time {
 // arrivals, no jitter and no network hop, and returns every request's outcome line.
 func toy(t *testing.T, policy string, slo dataplane.Time, mods []ModuleToy, arrivals []dataplane.Time) []string {
 	t.Helper()
-	spec := dataplane.PipelineSpec{Name: "toy", SLO: slo}
+	spec := dppard.PipelineSpec{Name: "toy", SLO: slo}
 	for i, m := range mods {
-		ms := dataplane.ModuleSpec{Name: m.Name, Batch: m.Batch, LatUs: constLat(m.D, m.Batch), Workers: 1}
+		ms := dppard.ModuleSpec{Name: m.Name, Batch: m.Batch, LatUs: constLat(m.D, m.Batch), Workers: 1}
 		if i > 0 {
 			ms.After = []string{mods[i-1].Name}
 		}
 		spec.Modules = append(spec.Modules, ms)
 	}
-	dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, 0)
+	dep, err := dppard.NewPipelineDeployment([]dppard.PipelineSpec{spec}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := dataplane.NewPolicy(dataplane.Config{Policy: policy})
+	pol, err := newTestPolicy(dataplane.Config{Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,19 +144,19 @@ func TestFig7LBFSavesBoth(t *testing.T) {
 // 1.24/0.84/0.44/0.10 labelled by the first module of the sum).
 func TestBatchWaitQuantiles(t *testing.T) {
 	const d = 100 * msT
-	spec := dataplane.PipelineSpec{Name: "eq", SLO: 10 * dataplane.Second}
+	spec := dppard.PipelineSpec{Name: "eq", SLO: 10 * dataplane.Second}
 	for i := 0; i < 5; i++ {
-		ms := dataplane.ModuleSpec{Name: fmt.Sprintf("m%d", i), Batch: 1, LatUs: constLat(d, 1), Workers: 1}
+		ms := dppard.ModuleSpec{Name: fmt.Sprintf("m%d", i), Batch: 1, LatUs: constLat(d, 1), Workers: 1}
 		if i > 0 {
 			ms.After = []string{fmt.Sprintf("m%d", i-1)}
 		}
 		spec.Modules = append(spec.Modules, ms)
 	}
-	dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, 0)
+	dep, err := dppard.NewPipelineDeployment([]dppard.PipelineSpec{spec}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := dataplane.NewPolicy(dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "200000", "hop_in_lsub": "false"}})
+	pol, err := newTestPolicy(dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "200000", "hop_in_lsub": "false"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestBatchWaitQuantiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []float64{1.247, 0.843, 0.447, 0.100, 0}
-	st := pol.(*dataplane.Pipeline).State(0)
+	st := pol.(*dppard.Pipeline).State(0)
 	for k, ms := range st {
 		got := float64(ms.W) / float64(d)
 		if math.Abs(got-want[k]) > 0.01 {
@@ -185,17 +187,17 @@ func TestBatchWaitQuantiles(t *testing.T) {
 // (μ = 0.9, 1.1) and at least halve the changes right at μ = 1 compared with ε = 0.
 func TestHysteresisDoesNotFlap(t *testing.T) {
 	flips := func(policy string, f float64) int {
-		spec := dataplane.PipelineSpec{Name: "h", SLO: dataplane.Second, Modules: []dataplane.ModuleSpec{
+		spec := dppard.PipelineSpec{Name: "h", SLO: dataplane.Second, Modules: []dppard.ModuleSpec{
 			{Name: "m", Batch: 4, LatUs: constLat(20*msT, 4), Workers: 1}}}
-		dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, 0)
+		dep, err := dppard.NewPipelineDeployment([]dppard.PipelineSpec{spec}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol, err := dataplane.NewPolicy(dataplane.Config{Policy: policy, Params: map[string]string{"samples": "100"}})
+		pol, err := newTestPolicy(dataplane.Config{Policy: policy, Params: map[string]string{"samples": "100"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := pol.(*dataplane.Pipeline)
+		p := pol.(*dppard.Pipeline)
 		n, last := 0, false
 		s, err := New(dep, pol, []Source{StressRates(200, f, 300).Source(3)}, Options{Duration: 300 * dataplane.Second,
 			Observe: func(now dataplane.Time, ev *dataplane.Event, _ []dataplane.Decision) {
@@ -235,11 +237,11 @@ func TestPipelinePoliciesConserveRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, app := range demo.Apps {
-		for _, policy := range dataplane.PipelinePolicies() {
+		for _, policy := range dppard.PipelinePolicies() {
 			t.Run(app.Name+"/"+policy, func(t *testing.T) {
 				dep := toyApp(t, app, 60)
 				seen := map[dataplane.ReqID]int{}
-				m, err := RunPipeline(PipelineRun{Dep: dep, Rates: rates, Seed: 9,
+				m, err := RunPipeline(PipelineRun{Policies: testPolicies, Dep: dep, Rates: rates, Seed: 9,
 					Policy: dataplane.Config{Policy: policy, Params: map[string]string{"autoscale": "1", "cold_start_s": "5", "samples": "500"}},
 					OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
 						seen[r.ID]++
@@ -277,7 +279,7 @@ func TestSiblingCancellation(t *testing.T) {
 	app, _ := demo.AppByName("da")
 	inv := map[string]float64{}
 	for _, cancel := range []string{"0", "1"} {
-		m, err := RunPipeline(PipelineRun{Dep: toyApp(t, app, 60), Rates: rates, Seed: 4,
+		m, err := RunPipeline(PipelineRun{Policies: testPolicies, Dep: toyApp(t, app, 60), Rates: rates, Seed: 4,
 			Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"autoscale": "1", "cold_start_s": "10", "samples": "500", "sibling_cancel": cancel}}})
 		if err != nil {
 			t.Fatal(err)
@@ -297,16 +299,16 @@ func TestSiblingCancellation(t *testing.T) {
 // ceil(rate·d/b)) for tests that must not depend on the solver.
 func toyApp(t testing.TB, app demo.App, rate float64) *dataplane.Deployment {
 	t.Helper()
-	spec := dataplane.PipelineSpec{Name: app.Name, SLO: dataplane.Time(app.SLO.Microseconds())}
+	spec := dppard.PipelineSpec{Name: app.Name, SLO: dataplane.Time(app.SLO.Microseconds())}
 	for _, m := range app.Modules {
 		lat := make([]dataplane.Time, 5)
 		for b := 1; b <= 4; b++ {
 			lat[b] = dataplane.Time(1000 * (m.Type.A + m.Type.C*float64(b)))
 		}
 		n := int(math.Ceil(rate * float64(lat[4]) / 1e6 / 4))
-		spec.Modules = append(spec.Modules, dataplane.ModuleSpec{Name: m.Name, After: m.After, GPU: demo.GPU, Batch: 4, LatUs: lat, Workers: n, MaxWorkers: 4 * n})
+		spec.Modules = append(spec.Modules, dppard.ModuleSpec{Name: m.Name, After: m.After, GPU: demo.GPU, Batch: 4, LatUs: lat, Workers: n, MaxWorkers: 4 * n})
 	}
-	dep, err := dataplane.NewPipelineDeployment([]dataplane.PipelineSpec{spec}, dataplane.DefaultHop)
+	dep, err := dppard.NewPipelineDeployment([]dppard.PipelineSpec{spec}, dppard.DefaultHop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +350,7 @@ func BenchmarkPARDPerRequest(b *testing.B) {
 	var reqs int64
 	for i := 0; i < b.N; i++ {
 		dep := toyApp(b, app, 300)
-		m, err := RunPipeline(PipelineRun{Dep: dep, Rates: rates, Seed: uint64(i), Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "1000"}}})
+		m, err := RunPipeline(PipelineRun{Policies: testPolicies, Dep: dep, Rates: rates, Seed: uint64(i), Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "1000"}}})
 		if err != nil {
 			b.Fatal(err)
 		}

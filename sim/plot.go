@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image/color"
 	"math"
@@ -228,7 +229,10 @@ func RunForTimeline(cfg *SweepConfig, load float64) (*Sim, error) {
 // newPointSim builds the simulation of one load point: a fresh policy instance and one
 // source per application seeded by PointSeed.
 func newPointSim(cfg *SweepConfig, load float64) (*Sim, error) {
-	pol, err := dataplane.NewPolicy(cfg.Policy)
+	if cfg.Policies == nil {
+		return nil, errors.New("sim: SweepConfig.Policies is nil")
+	}
+	pol, err := cfg.Policies.New(cfg.Dep, cfg.Policy, "")
 	if err != nil {
 		return nil, err
 	}

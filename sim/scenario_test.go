@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 )
@@ -16,7 +18,7 @@ func loadDep(t testing.TB, name string) *dataplane.Deployment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dataplane.FromPlan(p)
+	d, err := dpppipe.FromPlan(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func timeline(s *Sim) string {
 func runScenario(t *testing.T, plan, policy string, arrivals []dataplane.Time) *Sim {
 	t.Helper()
 	dep := loadDep(t, plan)
-	pol, err := dataplane.NewPolicy(dataplane.Config{Policy: policy})
+	pol, err := newTestPolicy(dataplane.Config{Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}

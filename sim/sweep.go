@@ -54,9 +54,11 @@ type Point struct {
 // SweepConfig describes a load sweep.
 type SweepConfig struct {
 	Dep *rt.Deployment
-	// Policy picks the runtime policy (a fresh instance per load point).
-	Policy  rt.Config
-	Arrival ArrivalSpec
+	// Policies is the registry the policy comes from; Policy picks it (a fresh instance per
+	// load point; Policy.Policy must name one that serves Dep).
+	Policies *rt.Registry
+	Policy   rt.Config
+	Arrival  ArrivalSpec
 	// BaseRPS overrides the per-app rate at load 1.0 (default: each app's planned RateRPS).
 	BaseRPS  []float64
 	Loads    []float64

@@ -4,7 +4,7 @@
 // selection per module) solved through solver; the default latency rule is the spec's
 // Σ_path 2·d_k(b_k) ≤ 0.8·SLO (each module may take one batch wait plus one execution; the
 // remaining 20% covers queueing). The plan names the dropping policy and its parameters;
-// the runtime's pipeline policies (dataplane.PipelinePolicies) run it.
+// the runtime's pipeline policies (dppard.PipelinePolicies) run it.
 package pard
 
 import (
@@ -16,7 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plan-dev/plan/dataplane"
+	dppard "github.com/plan-dev/plan/dataplane/pard"
+
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
@@ -100,11 +101,11 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		o.TimeLimit = 10 * time.Second
 	}
 	known := false
-	for _, n := range dataplane.PipelinePolicies() {
+	for _, n := range dppard.PipelinePolicies() {
 		known = known || n == o.Policy
 	}
 	if !known {
-		return nil, bad("policy", o.Policy, "must be one of %s", strings.Join(dataplane.PipelinePolicies(), ", "))
+		return nil, bad("policy", o.Policy, "must be one of %s", strings.Join(dppard.PipelinePolicies(), ", "))
 	}
 	find := func(model string) *formats.ModelProfile {
 		for i := range in.Profiles {

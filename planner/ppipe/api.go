@@ -1,12 +1,12 @@
 package ppipe
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 // Strategies accepted by Options.Strategy.
@@ -94,16 +94,9 @@ type Options struct {
 }
 
 // Progress is a snapshot of a running solve, in the objective's unit (requests/s, or the
-// weight-normalised worst-model requests/s for several models).
-type Progress struct {
-	Phase        string // "np", "lp", "restricted" (MILP on the LP's templates), "ppipe", "dart-r"
-	Elapsed      time.Duration
-	Nodes        int64
-	Incumbent    float64
-	Bound        float64
-	Gap          float64
-	HasIncumbent bool
-}
+// weight-normalised worst-model requests/s for several models). Phase is "np", "lp",
+// "restricted" (MILP on the LP's templates), "ppipe" or "dart-r".
+type Progress = planner.Progress
 
 func (o Options) withDefaults() Options {
 	if o.Strategy == "" {
@@ -164,21 +157,16 @@ func (o Options) validate() error {
 }
 
 // ErrInput marks inputs that cannot be planned (missing GPU types, unknown models, no GPUs).
-var ErrInput = errors.New("invalid planning input")
+var ErrInput = planner.ErrInput
 
 // ErrInfeasible marks an SLO no pipeline can meet; the error is an *InfeasibleError.
-var ErrInfeasible = errors.New("SLO cannot be met")
+var ErrInfeasible = planner.ErrInfeasible
 
 // ErrNoSolution marks a solve that ended (time limit) without any feasible plan.
-var ErrNoSolution = errors.New("no plan found within the time limit")
+var ErrNoSolution = planner.ErrNoSolution
 
 // InputError lists every problem found in the inputs; it matches ErrInput.
-type InputError struct{ Problems []string }
-
-func (e *InputError) Error() string { return strings.Join(e.Problems, "\n") }
-
-// Unwrap makes errors.Is(err, ErrInput) true.
-func (e *InputError) Unwrap() error { return ErrInput }
+type InputError = planner.InputError
 
 // InfeasibleModel names a model whose SLO no pipeline meets, with the smallest SLO that would
 // admit one (under the same margin, partitions and cluster).

@@ -1,35 +1,18 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
+	"errors"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/sim/ppipebench"
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/internal/systems"
 )
 
-// benchRegistry holds the `plan bench` subcommands. Each system's benchmark lives in its own
-// file and registers itself from an init function:
-//
-//	func init() { registerBench(newBenchPARDCmd) }
-//	func newBenchPARDCmd(app *App) *cobra.Command { ... Use: "pard" ... }
-var benchRegistry []commandFactory
+func init() { register(newBenchCmd) }
 
-// registerBench adds a `plan bench` subcommand constructor.
-func registerBench(f commandFactory) { benchRegistry = append(benchRegistry, f) }
-
-func init() {
-	register(newBenchCmd)
-	registerBench(newBenchPPipeCmd)
-}
-
+// newBenchCmd builds `plan bench` with one subcommand per bench of every registered system.
 func newBenchCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -38,15 +21,39 @@ func newBenchCmd(app *App) *cobra.Command {
 the paper's table next to ours. Every benchmark has --quick (a reduced run that finishes in
 under two minutes) and --report DIR.`,
 		Example: `  plan bench ppipe --quick
+  plan bench pard --quick
   plan bench ppipe --report out/ppipe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usageErrorf("plan bench needs a benchmark: %s", strings.Join(benchNames(cmd), ", "))
 		},
 	}
-	for _, f := range benchRegistry {
-		cmd.AddCommand(f(app))
+	for _, s := range systems.InTree() {
+		for _, nb := range s.Benches {
+			cmd.AddCommand(newBenchSubcommand(app, nb))
+		}
 	}
+	return cmd
+}
+
+func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
+	b := nb()
+	cmd := &cobra.Command{
+		Use:     b.Name(),
+		Short:   b.Short(),
+		Long:    b.Long(),
+		Example: b.Example(),
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := bench.Env{Out: app.Out, Err: app.Err, JSON: app.JSONOutput(), Infof: app.Infof, Table: app.Table, WriteJSON: app.WriteJSON}
+			err := b.Run(cmd.Context(), env)
+			if errors.Is(err, bench.ErrUsage) {
+				return usageError(err)
+			}
+			return err
+		},
+	}
+	b.Flags(cmd.Flags())
 	return cmd
 }
 
@@ -58,251 +65,4 @@ func benchNames(cmd *cobra.Command) []string {
 		}
 	}
 	return n
-}
-
-type benchPPipeOptions struct {
-	quick     bool
-	report    string
-	hcs       []string
-	groups    []string
-	traces    []string
-	duration  time.Duration
-	timeLimit time.Duration
-	seed      uint64
-	small     bool
-	parallel  int
-	noAbl     bool
-	cv        float64
-}
-
-func newBenchPPipeCmd(app *App) *cobra.Command {
-	o := &benchPPipeOptions{}
-	cmd := &cobra.Command{
-		Use:   "ppipe",
-		Short: "PPipe vs NP vs DART-r on HC1–HC4 (max load factor at 99% attainment)",
-		Long: `Reproduces PPipe's main comparison (ppipe.md §5–§6) on roofline stand-in profiles of the
-zoo's architectures: for each heterogeneous cluster HC1–HC4 (25 high + 75 low GPUs) and each
-three-model group, solve PPipe, NP and DART-r plans, sweep the load factor (relative to the
-PPipe plan's per-model guaranteed rate, target_rps) under Poisson and bursty arrivals, and
-report the highest load factor with 99% SLO attainment, the gains, the low-class GPU
-utilization, and the reservation-vs-reactive ablation. Paper models the zoo lacks run on a
-stand-in of the same backbone (listed in the output).
-
---quick runs HC1 and HC2 with one group, Poisson only, 5 s per load point; the full run
-prints an estimate first.`,
-		Example: `  plan bench ppipe --quick
-  plan bench ppipe --hc HC1,HC3 --groups G2,G4 --trace poisson --report out/`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchPPipe(cmd, app, o) },
-	}
-	f := cmd.Flags()
-	f.BoolVar(&o.quick, "quick", false, "reduced run (HC1, HC2; one group; Poisson; 5 s points): under 2 minutes")
-	f.StringVar(&o.report, "report", "", "directory for bench.json and the solved plans (plans/)")
-	f.StringSliceVar(&o.hcs, "hc", nil, "clusters to run (default all: HC1,HC2,HC3,HC4)")
-	f.StringSliceVar(&o.groups, "groups", nil, "model groups to run (default all: G1..G6)")
-	f.StringSliceVar(&o.traces, "trace", nil, "arrival processes (default poisson,bursty)")
-	f.DurationVar(&o.duration, "duration", 0, "virtual time per load point (default 30s, quick 5s)")
-	f.DurationVar(&o.timeLimit, "time-limit", 0, "MILP time limit per solve (default 60s, quick 20s)")
-	f.Uint64Var(&o.seed, "seed", 1, "random seed")
-	f.BoolVar(&o.small, "small", false, "use the 4 + 12 GPU testbed clusters instead of 25 + 75")
-	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
-	f.BoolVar(&o.noAbl, "no-ablation", false, "skip the reservation-vs-reactive ablation")
-	f.Float64Var(&o.cv, "cv", ppipebench.DefaultBurstyCV, "coefficient of variation of the bursty (Gamma renewal) trace, calibrated so PPipe loses ≈6% from Poisson to bursty as in the paper")
-	return cmd
-}
-
-func pickNamed[T any](all []T, name func(T) string, want []string, what string) ([]T, error) {
-	if len(want) == 0 {
-		return all, nil
-	}
-	var out []T
-	for _, w := range want {
-		found := false
-		for _, x := range all {
-			if strings.EqualFold(name(x), w) {
-				out = append(out, x)
-				found = true
-			}
-		}
-		if !found {
-			var names []string
-			for _, x := range all {
-				names = append(names, name(x))
-			}
-			return nil, usageErrorf("--%s %q: must be one of %s", what, w, strings.Join(names, ", "))
-		}
-	}
-	return out, nil
-}
-
-func runBenchPPipe(cmd *cobra.Command, app *App, o *benchPPipeOptions) error {
-	cfg := ppipebench.Config{
-		Large: !o.small, Seed: o.seed, MaxPartitions: 2, Ablation: !o.noAbl, Parallel: o.parallel,
-		Duration: 30 * dataplane.Second, TimeLimit: 60 * time.Second,
-		Loads: ppipebench.Loads(0.05, 1.0, 0.05),
-		HCs:   ppipebench.HCs, Groups: ppipebench.Groups, Traces: []string{"poisson", "bursty"},
-	}
-	if o.quick {
-		cfg.HCs = ppipebench.HCs[:2]
-		cfg.Groups = ppipebench.Groups[3:4]
-		cfg.Traces = []string{"poisson"}
-		cfg.Duration = 5 * dataplane.Second
-		cfg.TimeLimit = 20 * time.Second
-		cfg.Loads = ppipebench.Loads(0.1, 1.0, 0.1)
-	}
-	var err error
-	if cfg.HCs, err = pickNamed(cfg.HCs, func(h ppipebench.HC) string { return h.Name }, o.hcs, "hc"); err != nil {
-		return err
-	}
-	if cfg.Groups, err = pickNamed(cfg.Groups, func(g ppipebench.Group) string { return g.Name }, o.groups, "groups"); err != nil {
-		return err
-	}
-	if len(o.traces) > 0 {
-		for _, t := range o.traces {
-			if t != "poisson" && t != "bursty" {
-				return usageErrorf("--trace %q: must be poisson or bursty", t)
-			}
-		}
-		cfg.Traces = o.traces
-	}
-	if !(o.cv > 0 && o.cv <= 100) {
-		return usageErrorf("--cv %g: must be in (0, 100]", o.cv)
-	}
-	cfg.BurstyCV = o.cv
-	if o.duration < 0 || o.timeLimit < 0 {
-		return usageErrorf("--duration and --time-limit must be > 0")
-	}
-	if o.duration > 0 {
-		cfg.Duration = dataplane.Time(o.duration / time.Microsecond)
-	}
-	if o.timeLimit > 0 {
-		cfg.TimeLimit = o.timeLimit
-	}
-	rows := len(cfg.HCs) * len(cfg.Groups) * len(cfg.Traces)
-	est := estimateBench(cfg, rows)
-	app.Infof("bench ppipe: %d cluster×group×trace rows, %d load points of %s each, estimated %s on this machine", rows, len(cfg.Loads), time.Duration(cfg.Duration)*time.Microsecond, est.Round(time.Second))
-	start := time.Now()
-	cfg.Log = func(format string, args ...any) {
-		app.Infof("[%s] "+format, append([]any{time.Since(start).Round(time.Second)}, args...)...)
-	}
-	if o.report != "" {
-		cfg.PlanDir = filepath.Join(o.report, "plans")
-		if err := os.MkdirAll(cfg.PlanDir, 0o755); err != nil {
-			return usageErrorf("--report %s: %v", o.report, err)
-		}
-	}
-	res, err := ppipebench.Run(cmd.Context(), cfg)
-	if err != nil {
-		return err
-	}
-	sums := ppipebench.Summarize(res, cfg.Traces)
-	if o.report != "" {
-		if err := os.MkdirAll(o.report, 0o755); err != nil {
-			return usageErrorf("--report %s: %v", o.report, err)
-		}
-		data, err := json.MarshalIndent(struct {
-			Kind    string                 `json:"kind"`
-			Result  *ppipebench.Result     `json:"result"`
-			Summary []ppipebench.Summary   `json:"summary"`
-			Config  map[string]interface{} `json:"config"`
-		}{"PPipeBench", res, sums, map[string]interface{}{
-			"large": cfg.Large, "duration_us": cfg.Duration, "seed": cfg.Seed, "loads": cfg.Loads, "max_partitions": cfg.MaxPartitions,
-		}}, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := formats.WriteAtomic(filepath.Join(o.report, "bench.json"), append(data, '\n')); err != nil {
-			return err
-		}
-	}
-	if app.JSONOutput() {
-		return app.WriteJSON(struct {
-			Result  *ppipebench.Result   `json:"result"`
-			Summary []ppipebench.Summary `json:"summary"`
-		}{res, sums})
-	}
-	printBenchPPipe(app, res, sums)
-	app.Infof("bench ppipe: done in %s", time.Since(start).Round(time.Second))
-	return nil
-}
-
-// estimateBench predicts the run time from constants measured on a 2-core CI machine:
-// the three MILPs of a 3-model group take ~15 s together on 100 GPUs, and one simulated
-// second of a 100-GPU cluster at load 1 costs ~15 ms of CPU per core.
-func estimateBench(cfg ppipebench.Config, rows int) time.Duration {
-	solve := 15 * time.Second
-	costPerSimulatedSecond := 15 * time.Millisecond
-	if !cfg.Large {
-		costPerSimulatedSecond = 2 * time.Millisecond
-	}
-	var lf float64
-	for _, l := range cfg.Loads {
-		lf += l
-	}
-	cores := 2.0
-	sims := time.Duration(float64(costPerSimulatedSecond) * lf * float64(cfg.Duration) / 1e6 * 3 / cores)
-	total := time.Duration(rows) * (solve + sims)
-	if cfg.Ablation {
-		total += solve + 2*sims/3
-	}
-	return total
-}
-
-func printBenchPPipe(app *App, res *ppipebench.Result, sums []ppipebench.Summary) {
-	var rows [][]string
-	for _, r := range res.Rows {
-		rows = append(rows, []string{r.HC, r.Group, r.Trace,
-			fmt.Sprintf("%.2f", r.MaxLF[0]), fmt.Sprintf("%.2f", r.MaxLF[1]), fmt.Sprintf("%.2f", r.MaxLF[2]),
-			pct(r.LowUtil[0]), pct(r.LowUtil[1]), pct(r.LowUtil[2]), r.Limit[2], strings.Join(r.Models, ",")})
-	}
-	fmt.Fprintln(app.Out, "Max load factor at 99% attainment (mean over the group's models, as the paper scores a group) per cluster, group and trace, and low-class utilization at that load:")
-	app.Table([]string{"HC", "group", "trace", "NP", "DART-r", "PPipe", "low NP", "low DART-r", "low PPipe", "PPipe limited by", "models (zoo)"}, rows)
-	for _, s := range sums {
-		fmt.Fprintf(app.Out, "\nGains of PPipe in max load factor, %s (ours vs paper):\n", s.Trace)
-		var t [][]string
-		var mNP, mDR, pNP, pDR float64
-		paperNP, paperDR := ppipebench.Paper.VsNP[s.Trace], ppipebench.Paper.VsDARTR[s.Trace]
-		for i, hc := range s.HC {
-			idx := hcIndex(hc)
-			t = append(t, []string{hc,
-				fmt.Sprintf("%.2f / %.2f / %.2f", s.MeanLF[i][0], s.MeanLF[i][1], s.MeanLF[i][2]),
-				fmt.Sprintf("%+.1f%%", s.VsNP[i]), fmt.Sprintf("%+.1f%%", paperNP[idx]),
-				fmt.Sprintf("%+.1f%%", s.VsDARTR[i]), fmt.Sprintf("%+.1f%%", paperDR[idx]),
-				pct(s.LowUtil[i][2])})
-			mNP += s.VsNP[i] / float64(len(s.HC))
-			mDR += s.VsDARTR[i] / float64(len(s.HC))
-			pNP += paperNP[idx] / float64(len(s.HC))
-			pDR += paperDR[idx] / float64(len(s.HC))
-		}
-		t = append(t, []string{"mean", "", fmt.Sprintf("%+.1f%%", mNP), fmt.Sprintf("%+.1f%%", pNP), fmt.Sprintf("%+.1f%%", mDR), fmt.Sprintf("%+.1f%%", pDR), ""})
-		app.Table([]string{"HC", "max lf NP / DART-r / PPipe", "vs NP", "paper", "vs DART-r", "paper", "low util PPipe"}, t)
-		p := ppipebench.Paper.MeanLF[s.Trace]
-		fmt.Fprintf(app.Out, "paper mean max lf: NP %.3f, DART-r %.3f, PPipe %.3f; low-class utilization (Poisson) NP %.1f%%, DART-r %.1f%%, PPipe %.1f%%\n",
-			p[0], p[1], p[2], ppipebench.Paper.LowUtil[0], ppipebench.Paper.LowUtil[1], ppipebench.Paper.LowUtil[2])
-	}
-	if res.Ablation != nil {
-		fmt.Fprintf(app.Out, "\nAblation (%s, Poisson, same PPipe plan, α = 0.1, P ≤ 3): mean per-model max lf, reservation %.2f vs reactive %.2f (paper: %.2f vs %.2f)\n",
-			res.AblationGroup, res.Ablation[0], res.Ablation[1], ppipebench.Paper.Ablation[0], ppipebench.Paper.Ablation[1])
-		var t [][]string
-		for _, m := range res.AblationModels {
-			var pl []string
-			for _, p := range m.Pipelines {
-				pl = append(pl, strings.Join(p, "→"))
-			}
-			t = append(t, []string{m.Model, fmt.Sprintf("%.2f", m.Reservation), fmt.Sprintf("%.2f", m.Reactive), strings.Join(pl, " + ")})
-		}
-		app.Table([]string{"model", "reservation", "reactive", "pipelines"}, t)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(app.Out, "note: %s\n", n)
-	}
-}
-
-func hcIndex(name string) int {
-	for i, h := range ppipebench.HCs {
-		if h.Name == name {
-			return i
-		}
-	}
-	return 0
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/planner/ppipe"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/planner"
 )
 
 type checkOptions struct {
@@ -32,15 +32,18 @@ func newCheckCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check PLAN",
 		Short: "Verify a plan, compare it with a golden plan, and re-solve it (CI regression gate)",
-		Long: `check verifies a PPipe/NP/DART-r plan without the solver: every partition's stage latency and
-transfer against the embedded profile and NIC bandwidth, each pipeline's latency against its
-planning budget T' = SLO − round(α·SLO), the throughput arithmetic (stage = X·count, pipeline =
-slowest stage, model = Σ pipelines), contiguous cuts covering all blocks, one profiled batch per
-pipeline, and the GPU budget with physical rounding.
+		Long: `check verifies a plan with its system's verifier, without the solver. PPipe/NP/DART-r:
+every partition's stage latency and transfer against the embedded profile and NIC bandwidth,
+each pipeline's latency against its planning budget T' = SLO − round(α·SLO), the throughput
+arithmetic (stage = X·count, pipeline = slowest stage, model = Σ pipelines), contiguous cuts
+covering all blocks, one profiled batch per pipeline, and the GPU budget with physical
+rounding. PARD: every module's model and profiled latency, workers covering the rate, Σ2·d ≤
+f·SLO on every path, and the GPUs per type.
 
---golden F fails if any model's throughput fell below the golden plan's by more than
---tolerance. --resolve re-solves from the inputs embedded in the plan (same strategy and
-options) and fails if the new plan's objective or per-model throughput is lower by more than
+--golden F compares per model (PPipe: every model's throughput, and the max-min objective of
+multi-model plans) or per application (PARD: GPUs and provisioned rate) and fails on a loss
+beyond --tolerance. --resolve re-solves from the inputs embedded in the plan (same strategy
+and options) and fails if the new plan's objective or per-model results are worse by more than
 --tolerance; with --golden, the re-solved plan is compared with the golden plan too.
 Throughputs are compared, never timings. Exit 0 = all checks pass, 1 = a check failed,
 2 = the plan cannot be read. One line per check, fit for CI logs.`,
@@ -104,16 +107,20 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	if plan.PPipe == nil {
-		return usageErrorf("%s: ppipe: missing: plan check verifies PPipe, NP and DART-r plans", planName(path))
+	sys, err := systems.ForPlan(plan)
+	if err != nil {
+		return usageErrorf("%s: %v", path, err)
+	}
+	if sys.Checker == nil {
+		return usageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection, sys.Name)
 	}
 	var golden *formats.Plan
 	if o.golden != "" {
 		if golden, err = formats.ReadInto[*formats.Plan](o.golden); err != nil {
 			return usageError(err)
 		}
-		if golden.PPipe == nil {
-			return usageErrorf("%s: ppipe: missing: not a PPipe plan", planName(o.golden))
+		if !sys.HasPlan(golden) {
+			return usageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", o.golden, sys.PlanSection, sys.Name, path)
 		}
 	}
 	lg := &checkLog{app: app, name: planName(path)}
@@ -121,14 +128,12 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 		fe.File = ""
 		lg.fail("format: %s", fe)
 	}
-	verifyPlan(lg, plan)
+	verifyPlan(lg, sys.Checker, plan)
 	if golden != nil {
-		compareThroughput(lg, "golden "+planName(o.golden), plan, golden, tol)
+		compare(lg, "golden "+planName(o.golden), sys.Checker.Compare(plan, golden, tol))
 	}
 	if o.resolve {
-		if err := resolvePlan(cmd, app, lg, plan, golden, o, tol); err != nil {
-			return err
-		}
+		resolvePlan(cmd, app, lg, sys.Checker, plan, golden, o, tol)
 	}
 	if lg.fails > 0 {
 		return checkFailed(fmt.Errorf("%s: %d check(s) failed", planName(path), lg.fails))
@@ -162,17 +167,14 @@ func readPlanForCheck(path string) (*formats.Plan, formats.ErrorList, error) {
 	return &p, list, nil
 }
 
-func verifyPlan(lg *checkLog, plan *formats.Plan) {
-	vs := ppipe.Verify(plan)
+// verifyPlan runs the system's verifier and the input digest check (every system records it).
+func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
+	vs, summary := ck.Verify(plan)
 	for _, v := range vs {
 		lg.fail("verify: %s", v)
 	}
 	if len(vs) == 0 {
-		n := 0
-		for _, m := range plan.PPipe.Models {
-			n += len(m.Pipelines)
-		}
-		lg.ok("verify: %s plan, %d model(s), %d pipeline(s): GPU budget, latency ≤ budget, throughput arithmetic, contiguous cuts, batches", plan.PPipe.Strategy, len(plan.PPipe.Models), n)
+		lg.ok("verify: %s", summary)
 	}
 	if e := plan.Provenance.Embedded; e != nil && plan.Provenance.InputDigest != "" {
 		d, err := formats.Digest(e)
@@ -192,62 +194,14 @@ func short(d string) string {
 	return d
 }
 
-// compareThroughput fails for each model whose throughput dropped below ref by more than tol.
-// Plans of several models are max-min: the weight-normalised worst model is the objective,
-// and a model's surplus above it is arbitrary, so those compare the objective instead.
-func compareThroughput(lg *checkLog, what string, got, ref *formats.Plan, tol float64) {
-	refBy := map[string]formats.PPipeModelPlan{}
-	for _, m := range ref.PPipe.Models {
-		refBy[m.Model] = m
-	}
-	gotBy := map[string]formats.PPipeModelPlan{}
-	for _, m := range got.PPipe.Models {
-		gotBy[m.Model] = m
-	}
-	names := make([]string, 0, len(refBy))
-	for n := range refBy {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	multi := len(ref.PPipe.Models) > 1
-	for _, n := range names {
-		r := refBy[n]
-		g, ok := gotBy[n]
-		if !ok {
-			lg.fail("%s: model %s: missing from the plan", what, n)
-			continue
-		}
-		if multi {
-			continue
-		}
-		line := fmt.Sprintf("%s: model %s: %.2f rps vs %.2f rps (%+.2f%%, tolerance %.2f%%)", what, n, g.ThroughputRPS, r.ThroughputRPS, pctDiff(g.ThroughputRPS, r.ThroughputRPS), tol*100)
-		if g.ThroughputRPS < r.ThroughputRPS*(1-tol) {
-			lg.fail("%s", line)
+func compare(lg *checkLog, what string, cs []planner.Check) {
+	for _, c := range cs {
+		if c.OK {
+			lg.ok("%s: %s", what, c.Line)
 		} else {
-			lg.ok("%s", line)
+			lg.fail("%s: %s", what, c.Line)
 		}
 	}
-	if multi {
-		gz, rz := maxMin(got.PPipe), maxMin(ref.PPipe)
-		line := fmt.Sprintf("%s: worst weighted throughput (max-min objective) %.2f vs %.2f (%+.2f%%, tolerance %.2f%%)", what, gz, rz, pctDiff(gz, rz), tol*100)
-		if gz < rz*(1-tol) {
-			lg.fail("%s", line)
-		} else {
-			lg.ok("%s", line)
-		}
-	}
-}
-
-func maxMin(pp *formats.PPipePlan) float64 {
-	z := math.Inf(1)
-	for _, m := range pp.Models {
-		w := m.Weight
-		if w <= 0 {
-			w = 1
-		}
-		z = math.Min(z, m.ThroughputRPS/w)
-	}
-	return z
 }
 
 func pctDiff(a, b float64) float64 {
@@ -257,94 +211,28 @@ func pctDiff(a, b float64) float64 {
 	return 100 * (a - b) / b
 }
 
-// resolveOptions rebuilds the solve options recorded in a plan's provenance.
-func resolveOptions(plan *formats.Plan, timeLimit time.Duration) (ppipe.Options, error) {
-	rec := plan.Provenance.Options
-	o := ppipe.Options{Strategy: plan.PPipe.Strategy, MaxPartitions: plan.PPipe.MaxPartitions, Alpha: plan.PPipe.SLOMargin, Deterministic: true}
-	if o.Alpha == 0 {
-		o.Alpha = -1
-	}
-	var errs []string
-	if v, ok := rec["max_partitions"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, "max_partitions: "+v)
-		}
-		o.MaxPartitions = n
-	}
-	if v, ok := rec["gap"]; ok {
-		g, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, "gap: "+v)
-		}
-		o.Gap = g
-	}
-	if v, ok := rec["time_limit"]; ok && timeLimit == 0 {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, "time_limit: "+v)
-		}
-		o.TimeLimit = d
-	}
-	if timeLimit > 0 {
-		o.TimeLimit = timeLimit
-	}
-	o.Rounding = rec["rounding"]
-	o.BatchAllowance = rec["batch_allowance"] == "true"
-	o.NoWarmStart = rec["warm_start"] == "false"
-	// Plans written before the option existed had no surplus filling.
-	o.FillSurplus = rec["fill_surplus"] == "true"
-	if v, ok := rec["replicas"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, "replicas: "+v)
-		}
-		o.Replicas = n
-	}
-	if len(errs) > 0 {
-		return o, fmt.Errorf("provenance.options: unreadable values: %s", strings.Join(errs, ", "))
-	}
-	return o, nil
-}
-
-func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, plan, golden *formats.Plan, o *checkOptions, tol float64) error {
-	e := plan.Provenance.Embedded
-	if e == nil || e.Cluster == nil || len(e.Profiles) == 0 {
-		lg.fail("resolve: provenance.embedded holds no inputs: cannot re-solve")
-		return nil
-	}
-	opts, err := resolveOptions(plan, o.timeLimit)
-	if err != nil {
-		return usageErrorf("%s: %v", lg.name, err)
-	}
-	in := ppipe.Inputs{Cluster: e.Cluster, Workload: e.Workload}
-	for i := range e.Profiles {
-		in.Profiles = append(in.Profiles, &e.Profiles[i])
-	}
-	app.Infof("check %s: re-solving (%s, P=%d, time limit %s)…", lg.name, opts.Strategy, opts.MaxPartitions, opts.TimeLimit)
-	re, err := ppipe.Solve(cmd.Context(), in, opts)
+func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker, plan, golden *formats.Plan, o *checkOptions, tol float64) {
+	app.Infof("check %s: re-solving from the embedded inputs…", lg.name)
+	re, err := ck.Resolve(cmd.Context(), plan, o.timeLimit)
 	if err != nil {
 		lg.fail("resolve: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
-		return nil
+		return
 	}
 	if re.Provenance.InputDigest != plan.Provenance.InputDigest {
 		lg.fail("resolve: input digest %s ≠ recorded %s", short(re.Provenance.InputDigest), short(plan.Provenance.InputDigest))
 	}
 	pv := re.Provenance
 	line := fmt.Sprintf("resolve: objective %.2f vs recorded %.2f (%+.2f%%; %s, gap %.3f%%)", pv.Objective, plan.Provenance.Objective, pctDiff(pv.Objective, plan.Provenance.Objective), pv.Status, pv.Gap*100)
-	if pv.Objective < plan.Provenance.Objective*(1-tol) {
-		lg.fail("%s", line)
-	} else {
-		lg.ok("%s", line)
-	}
-	if vs := ppipe.Verify(re); len(vs) > 0 {
+	// The objective's sense is the system's: compare through Compare below; here a change
+	// beyond the tolerance in either direction is reported, a worse one fails via Compare.
+	lg.ok("%s", line)
+	if vs, _ := ck.Verify(re); len(vs) > 0 {
 		for _, v := range vs {
 			lg.fail("resolve: re-solved plan: %s", v)
 		}
 	}
-	compareThroughput(lg, "resolve", re, plan, tol)
+	compare(lg, "resolve", ck.Compare(re, plan, tol))
 	if golden != nil {
-		compareThroughput(lg, "resolve vs golden", re, golden, tol)
+		compare(lg, "resolve vs golden", ck.Compare(re, golden, tol))
 	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -86,7 +87,7 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from")
 	f.StringVar(&o.device, "device", "cpu", "onnx workers: cpu or cuda:N")
 	f.IntVar(&o.threads, "threads", 1, "onnx workers: intra-op threads per session")
-	f.StringVar(&o.policy, "policy", "ppipe", "runtime policy: "+policyNames())
+	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames())
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable)")
 	f.Float64Var(&o.jitter, "jitter", 0, "emulated workers: relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the jitter")
@@ -164,11 +165,16 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return err
 	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	if _, err := dataplane.NewPolicy(pcfg); err != nil {
-		return usageErrorf("--policy: %v", err)
+	reg := systems.Policies()
+	dep, def, err := systems.Deploy(plan)
+	if err != nil {
+		return usageErrorf("%s: %v", path, err)
+	}
+	if _, err := reg.New(dep, pcfg, def); err != nil {
+		return usageErrorf("--policy: %s: %v", path, err)
 	}
 	opts := serve.Options{
-		Plan: plan, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
+		Plan: plan, Deploy: systems.Deploy, Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
 		MaxInFlight: o.maxInFlight,
 	}

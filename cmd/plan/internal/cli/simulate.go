@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -65,7 +66,7 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
-	f.StringVar(&o.policy, "policy", "ppipe", "runtime policy (default: the plan's own): "+policyNames())
+	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames())
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable), e.g. interval=true, admission=false")
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
@@ -75,7 +76,7 @@ PLAN defaults to ./plan.json.`,
 
 func policyNames() string {
 	var n []string
-	for _, r := range dataplane.Policies() {
+	for _, r := range systems.Policies().Policies() {
 		n = append(n, r.Name)
 	}
 	return strings.Join(n, ", ")
@@ -94,7 +95,7 @@ func loadPlanDeploymentPolicy(path string) (*formats.Plan, *dataplane.Deployment
 	if err != nil {
 		return nil, nil, "", usageError(err)
 	}
-	dep, pol, err := dataplane.Deploy(p)
+	dep, pol, err := systems.Deploy(p)
 	if err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {
@@ -139,7 +140,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	if !cmd.Flags().Changed("policy") && defPolicy != "" {
+	if o.policy == "" {
 		o.policy = defPolicy // the plan's own policy (a PARD plan names its dropper)
 	}
 	spec, err := sim.ParseTraceFlag(o.trace)
@@ -172,9 +173,10 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return err
 	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	pol, err := dataplane.NewPolicy(pcfg)
+	reg := systems.Policies()
+	pol, err := reg.New(dep, pcfg, defPolicy)
 	if err != nil {
-		return usageErrorf("--policy: %v", err)
+		return usageErrorf("--policy: %s: %v", filepath.Base(path), err)
 	}
 	// Attach the policy once up front: a plan it cannot serve is bad input (exit 2), not a
 	// failure discovered at the first load point.
@@ -185,12 +187,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	strategy := ""
-	if plan.PPipe != nil {
-		strategy = plan.PPipe.Strategy
-	}
+	strategy := plan.Provenance.Strategy
 	cfg := &sim.SweepConfig{
-		Dep: dep, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
+		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
 		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
 		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy,
 	}

@@ -5,37 +5,36 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/demo"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/ppipe"
 	"github.com/plan-dev/plan/solver"
 )
 
 type solveOptions struct {
-	profiles       []string
-	cluster        string
-	workload       string
-	slo            time.Duration
-	strategy       string
-	maxPartitions  int
-	alpha          float64
-	timeLimit      time.Duration
-	gap            float64
-	out            string
-	rounding       string
-	batchAllowance bool
-	deterministic  bool
-	noWarmStart    bool
-	replicas       int
-	fillSurplus    bool
+	profiles      []string
+	cluster       string
+	workload      string
+	slo           time.Duration
+	strategy      string
+	timeLimit     time.Duration
+	gap           float64
+	out           string
+	deterministic bool
 }
+
+// commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
+var commonSolveFlags = []string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic"}
 
 func init() { register(newSolveCmd) }
 
@@ -43,24 +42,26 @@ func newSolveCmd(app *App) *cobra.Command {
 	o := &solveOptions{}
 	cmd := &cobra.Command{
 		Use:   "solve",
-		Short: "Solve for a serving plan (PPipe pooled pipelines, or the NP / DART-r baselines)",
-		Long: `solve picks pooled pipelines for every model of the workload: where to cut the model
-(between profiled blocks), which GPU type and vGPU slice (1/1..1/4) serves each part, one
-batch size per pipeline and how many slices each pool gets, maximising throughput (one model)
-or the worst weight-normalised throughput (several models) under each model's SLO. It solves
-the PPipe MILP with HiGHS, warm-started from the NP plan, and writes plan.json atomically.
+		Short: "Solve for a serving plan with the planner of the workload's system",
+		Long: `solve plans the workload with the planner of the system its sections belong to (see the
+systems table in plan --help): models → PPipe (pooled pipelines on heterogeneous GPUs: cuts,
+GPU types, vGPU slices, batch sizes and pool sizes, maximising throughput under each model's
+SLO; --strategy np or dart-r for the baselines); pipelines → PARD (per-module GPU type, batch
+and workers at the fewest GPUs under Σ2·d ≤ f·SLO). It solves MILPs with HiGHS and writes
+plan.json atomically.
 
 Without --profile/--cluster it uses the embedded demo (a small CNN on 4×L4 + 12×P4). Without
---workload every profiled model is served with weight 1. The SLO of a model is --slo if given,
-else its workload slo, else 5 × its batch-1 whole-model latency on L4 (or the fastest GPU).
-The planner budgets T' = SLO − round(α·SLO) (--alpha).
+--workload every profiled model is served with weight 1 (PPipe). The SLO of a model is --slo
+if given, else its workload slo, else 5 × its batch-1 whole-model latency on L4.
 
-When the time limit is reached the best plan found so far is written together with its proven
-gap. An SLO no pipeline can meet exits 2 and names the smallest feasible SLO per model.`,
+A flag that the workload's planner does not take is an error (exit 2). When the time limit is
+reached the best plan found so far is written together with its proven gap. An SLO no plan can
+meet exits 2 and names the smallest feasible SLO.`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
-  plan solve --strategy np -o np.json          # baselines: np, dart-r
+  plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
   plan solve --max-partitions 2 --time-limit 30s --gap 0.01
+  plan solve --profile testdata/pard/profile.json --cluster testdata/pard/cluster.json --workload testdata/pard/workload.json -o pard.json
   plan solve --output json | jq .ppipe.models[0].throughput_rps`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSolve(cmd, app, o) },
@@ -68,26 +69,35 @@ gap. An SLO no pipeline can meet exits 2 and names the smallest feasible SLO per
 	f := cmd.Flags()
 	f.StringArrayVar(&o.profiles, "profile", nil, "profile file (repeatable; default: the embedded demo profile)")
 	f.StringVar(&o.cluster, "cluster", "", "cluster file (default: the embedded demo cluster, 4×L4 + 12×P4)")
-	f.StringVar(&o.workload, "workload", "", "workload file: models, weights, per-model SLOs (default: every profiled model, weight 1)")
+	f.StringVar(&o.workload, "workload", "", "workload file; its sections pick the planner (default: every profiled model, weight 1, PPipe)")
 	f.DurationVar(&o.slo, "slo", 0, "SLO for every model, overriding the workload (default: 5 × batch-1 L4 latency)")
-	f.StringVar(&o.strategy, "strategy", ppipe.StrategyPPipe, "ppipe, np (no partitioning) or dart-r (replicated DART)")
-	f.IntVar(&o.maxPartitions, "max-partitions", ppipe.DefaultMaxPartitions, "maximum partitions (stages) per pipeline, P")
-	f.Float64Var(&o.alpha, "alpha", ppipe.DefaultAlpha, "SLO margin α: plan with T' = SLO − round(α·SLO)")
+	f.StringVar(&o.strategy, "strategy", "", "the planner's algorithm or baseline (default: the system's own; PPipe: ppipe, np, dart-r)")
 	f.DurationVar(&o.timeLimit, "time-limit", ppipe.DefaultTimeLimit, "solver time limit; the best plan so far is written on expiry")
 	f.Float64Var(&o.gap, "gap", ppipe.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
-	f.StringVar(&o.rounding, "rounding", ppipe.RoundingPipeline, "GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)")
-	f.BoolVar(&o.batchAllowance, "batch-allowance", false, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
-	f.BoolVar(&o.noWarmStart, "no-warm-start", false, "do not start the MILP from the NP plan")
-	f.BoolVar(&o.fillSurplus, "fill-surplus", true, "hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate")
-	f.IntVar(&o.replicas, "replicas", 1, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
+	// Every planner's own flags, each defined once (the first planner to define a name
+	// describes it); after parsing, the chosen planner gets the values it takes.
+	for _, s := range systems.InTree() {
+		if s.NewPlanner == nil {
+			continue
+		}
+		pfs := pflag.NewFlagSet(s.Name, pflag.ContinueOnError)
+		s.NewPlanner().Flags(pfs)
+		pfs.VisitAll(func(fl *pflag.Flag) {
+			if f.Lookup(fl.Name) == nil {
+				c := *fl
+				c.Usage = fmt.Sprintf("%s (%s)", fl.Usage, s.Name)
+				f.AddFlag(&c)
+			}
+		})
+	}
 	return cmd
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-func loadSolveInputs(o *solveOptions) (ppipe.Inputs, error) {
-	var in ppipe.Inputs
+func loadSolveInputs(o *solveOptions) (planner.Inputs, error) {
+	var in planner.Inputs
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
 		if err != nil {
@@ -152,18 +162,10 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if o.out == "" {
 		return usageErrorf("--out: must not be empty")
 	}
-	if !(o.alpha >= 0 && o.alpha < 1) {
-		return usageErrorf("--alpha: %g: must be in [0, 1)", o.alpha)
-	}
 	if o.timeLimit <= 0 {
 		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
-	// 0 means "the default" to the planner; given explicitly it is out of range, not a
-	// request for the default, so it must not be silently replaced.
 	fl := cmd.Flags()
-	if fl.Changed("max-partitions") && o.maxPartitions == 0 {
-		return usageErrorf("--max-partitions: 0: must be in 1..6")
-	}
 	if fl.Changed("gap") && o.gap == 0 {
 		return usageErrorf("--gap: 0: must be in (0, 1)")
 	}
@@ -177,30 +179,45 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err != nil {
 		return err
 	}
-	if in.Workload != nil && len(in.Workload.Pipelines) > 0 {
-		if n := len(in.Workload.Models); n > 0 {
-			// One run plans one kind: the models would be silently left out of the plan.
-			return usageErrorf("%s: models: %d model(s) alongside %d pipeline(s): plan solve provisions either models (PPipe) or pipelines (PARD) in one run: split the workload into two files",
-				filepath.Base(o.workload), n, len(in.Workload.Pipelines))
+	sys, err := systems.ForWorkload(in.Workload)
+	if err != nil {
+		name := "workload"
+		if o.workload != "" {
+			name = o.workload
 		}
-		return solvePARD(cmd, app, o, in) // multi-module pipelines: planner/pard
+		return usageErrorf("%s: %v", name, err)
 	}
-	alpha := o.alpha
-	if alpha == 0 {
-		alpha = -1 // ppipe.Options: negative = no margin (0 = default)
+	if o.strategy != "" && !slices.Contains(sys.Strategies, o.strategy) {
+		return usageErrorf("--strategy %q: the %s planner takes %s", o.strategy, sys.Name, strings.Join(sys.Strategies, ", "))
 	}
-	opts := ppipe.Options{
-		Strategy: o.strategy, MaxPartitions: o.maxPartitions, Alpha: alpha, SLO: o.slo,
-		TimeLimit: o.timeLimit, Gap: o.gap, BatchAllowance: o.batchAllowance, Rounding: o.rounding,
-		NoWarmStart: o.noWarmStart, Deterministic: o.deterministic, Replicas: o.replicas,
-		FillSurplus: o.fillSurplus,
+	pl := sys.NewPlanner()
+	pfs := pflag.NewFlagSet(sys.Name, pflag.ContinueOnError)
+	pl.Flags(pfs)
+	var ferr error
+	fl.Visit(func(f *pflag.Flag) {
+		if ferr != nil || slices.Contains(commonSolveFlags, f.Name) || cmd.InheritedFlags().Lookup(f.Name) != nil {
+			return
+		}
+		if pfs.Lookup(f.Name) == nil {
+			var takes []string
+			pfs.VisitAll(func(x *pflag.Flag) { takes = append(takes, "--"+x.Name) })
+			ferr = usageErrorf("--%s: the %s planner (chosen by the workload's sections) does not take it; it takes %s", f.Name, sys.Name, strings.Join(takes, ", "))
+			return
+		}
+		if err := pfs.Set(f.Name, f.Value.String()); err != nil {
+			ferr = usageErrorf("--%s: %v", f.Name, err)
+		}
+	})
+	if ferr != nil {
+		return ferr
 	}
+	settings := planner.Settings{SLO: o.slo, Strategy: o.strategy, TimeLimit: o.timeLimit, Gap: o.gap,
+		Deterministic: o.deterministic, ToolVersion: buildVersion().Version}
 	pr := &progressPrinter{app: app}
 	if !app.Quiet {
-		opts.Progress = pr.report
+		settings.Progress = pr.report
 	}
-	ppipe.ToolVersion = buildVersion().Version
-	plan, err := ppipe.Solve(cmd.Context(), in, opts)
+	plan, err := pl.Solve(cmd.Context(), in, settings)
 	if err != nil {
 		return solveError(withFileNames(err, o))
 	}
@@ -214,7 +231,16 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if app.JSONOutput() {
 		return app.WriteJSON(plan)
 	}
-	renderPPipePlan(app, plan)
+	if sys.Render != nil {
+		for i, t := range sys.Render(plan) {
+			if i > 0 {
+				fmt.Fprintln(app.Out)
+			}
+			app.Table(t.Header, t.Rows)
+		}
+	}
+	fmt.Fprintf(app.Out, "\n%s plan (strategy %s): %s, objective %.4g, bound %.4g, gap %.3f%%, %d nodes, %s (%s)\n",
+		sys.Name, pv.Strategy, pv.Status, pv.Objective, pv.Bound, pv.Gap*100, pv.Nodes, fmtMs(pv.SolveMs), pv.SolverVersion)
 	app.Infof("wrote %s", o.out)
 	return nil
 }
@@ -223,7 +249,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 // SLO exit 2, anything else (no solution in time, solver failure) exits 1.
 func solveError(err error) error {
 	switch {
-	case errors.Is(err, ppipe.ErrInput), errors.Is(err, ppipe.ErrInfeasible):
+	case errors.Is(err, planner.ErrInput), errors.Is(err, planner.ErrInfeasible):
 		return usageError(err)
 	case errors.Is(err, solver.ErrCanceled):
 		return checkFailed(fmt.Errorf("interrupted: %w (nothing written)", err))
@@ -235,9 +261,9 @@ func solveError(err error) error {
 // withFileNames replaces the planner's "cluster:", "workload:" and "profile:" prefixes with
 // the files the user gave, so messages read `cluster.yaml: gpus: ...: rule`.
 func withFileNames(err error, o *solveOptions) error {
-	var ie *ppipe.InputError
+	var ie *planner.InputError
 	if !errors.As(err, &ie) {
-		return err
+		return pardFileNames(err, o)
 	}
 	names := map[string]string{"cluster": "demo cluster", "workload": "workload", "profile": "demo profile"}
 	if o.cluster != "" {
@@ -254,7 +280,7 @@ func withFileNames(err error, o *solveOptions) error {
 	for i, f := range o.profiles {
 		names[fmt.Sprintf("profile[%d]", i)] = fmt.Sprintf("%s (--profile #%d)", filepath.Base(f), i+1)
 	}
-	out := &ppipe.InputError{}
+	out := &planner.InputError{}
 	for _, p := range ie.Problems {
 		for k, v := range names {
 			if rest, ok := strings.CutPrefix(p, k+": "); ok {
@@ -277,7 +303,7 @@ type progressPrinter struct {
 	phase   string
 }
 
-func (p *progressPrinter) report(pr ppipe.Progress) {
+func (p *progressPrinter) report(pr planner.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -296,48 +322,6 @@ func (p *progressPrinter) report(pr ppipe.Progress) {
 		gap = fmt.Sprintf("%.2f%%", pr.Gap*100)
 	}
 	fmt.Fprintf(p.app.Err, "solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
-}
-
-// renderPPipePlan prints the pipelines, per-model throughput and GPU use.
-func renderPPipePlan(app *App, plan *formats.Plan) {
-	pp := plan.PPipe
-	ms := func(us float64) string { return strconv.FormatFloat(us/1000, 'f', 2, 64) }
-	var rows [][]string
-	for _, m := range pp.Models {
-		for pi, p := range m.Pipelines {
-			for d, pt := range p.Partitions {
-				row := []string{m.Model, strconv.Itoa(pi), strconv.Itoa(d), fmt.Sprintf("[%d,%d)", pt.FirstBlock, pt.EndBlock),
-					pt.GPU, fmt.Sprintf("1/%d", pt.VGPU), strconv.Itoa(pt.Count), strconv.Itoa(p.Batch),
-					ms(pt.StageLatencyUs), ms(pt.TransferUs), fmt.Sprintf("%.1f", pt.ThroughputRPS)}
-				if d == 0 {
-					row = append(row, fmt.Sprintf("%.1f", p.ThroughputRPS), ms(p.LatencyUs))
-				} else {
-					row = append(row, "", "")
-				}
-				rows = append(rows, row)
-			}
-		}
-	}
-	app.Table([]string{"MODEL", "PIPE", "STAGE", "BLOCKS", "GPU", "VGPU", "COUNT", "BATCH", "STAGE_MS", "XFER_MS", "STAGE_RPS", "PIPE_RPS", "PIPE_MS"}, rows)
-	fmt.Fprintln(app.Out)
-	rows = rows[:0]
-	for _, m := range pp.Models {
-		rows = append(rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)), fmt.Sprintf("%.1f", m.ThroughputRPS), fmt.Sprintf("%.1f", m.TargetRPS)})
-	}
-	app.Table([]string{"MODEL", "SLO", "BUDGET_MS", "WEIGHT", "PIPELINES", "THROUGHPUT_RPS", "TARGET_RPS"}, rows)
-	fmt.Fprintln(app.Out)
-	rows = rows[:0]
-	for _, g := range pp.GPUUse {
-		class := g.Class
-		if class == "" {
-			class = "-"
-		}
-		rows = append(rows, []string{g.GPU, class, fmt.Sprintf("%g", g.Used), strconv.Itoa(g.Total), fmt.Sprintf("%.0f%%", 100*g.Used/math.Max(1, float64(g.Total)))})
-	}
-	app.Table([]string{"GPU", "CLASS", "USED", "TOTAL", "USE"}, rows)
-	pv := plan.Provenance
-	fmt.Fprintf(app.Out, "\nstrategy %s: %s, objective %.4g, bound %.4g, gap %.3f%%, %d nodes, %s (%s)\n",
-		pp.Strategy, pv.Status, pv.Objective, pv.Bound, pv.Gap*100, pv.Nodes, fmtMs(pv.SolveMs), pv.SolverVersion)
 }
 
 func fmtMs(ms float64) string {

@@ -1,8 +1,10 @@
-package dataplane
+package ppipe
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 func TestUnknownPolicyParams(t *testing.T) {
@@ -17,7 +19,7 @@ func TestUnknownPolicyParams(t *testing.T) {
 		{"ppipe", map[string]string{"interval": "true", "admission": "false"}, ""},
 	}
 	for _, tc := range tests {
-		_, err := NewPolicy(Config{Policy: tc.policy, Params: tc.params})
+		_, err := NewPolicy(dataplane.Config{Policy: tc.policy, Params: tc.params})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s %v: %v", tc.policy, tc.params, err)
@@ -27,7 +29,7 @@ func TestUnknownPolicyParams(t *testing.T) {
 	}
 	// ppipe-paper fills in its defaults on a copy, never in the caller's map.
 	params := map[string]string{"interval": "true"}
-	if _, err := NewPolicy(Config{Policy: "ppipe-paper", Params: params}); err != nil {
+	if _, err := NewPolicy(dataplane.Config{Policy: "ppipe-paper", Params: params}); err != nil {
 		t.Fatal(err)
 	}
 	if len(params) != 1 {

@@ -1,4 +1,4 @@
-package pard
+package pardbench
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	dppard "github.com/plan-dev/plan/dataplane/pard"
+	plpard "github.com/plan-dev/plan/planner/pard"
 
 	rt "github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -135,7 +138,7 @@ func (o *BenchOptions) defaults() {
 	if len(o.Policies) == 0 {
 		// Every pipeline policy, plus PARD without the §8.3 min-end purge and (for the DAG)
 		// with sibling cancellation (§8.8), which the spec asks to report both ways.
-		o.Policies = append(rt.PipelinePolicies(), "pard:purge=0", "pard:sibling_cancel=1")
+		o.Policies = append(dppard.PipelinePolicies(), "pard:purge=0", "pard:sibling_cancel=1")
 	}
 	if o.Seeds == 0 {
 		o.Seeds = 5
@@ -181,10 +184,10 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	for _, p := range o.Policies {
 		name, params, err := splitPolicy(p)
 		if err == nil {
-			_, err = rt.NewPipeline(name, rt.Config{Params: params})
+			_, err = dppard.NewPipeline(name, rt.Config{Params: params})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: --policies: %v", ErrBadInput, err)
+			return nil, fmt.Errorf("%w: --policies: %v", plpard.ErrBadInput, err)
 		}
 	}
 	res := &BenchResult{Options: o}
@@ -195,11 +198,11 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		}
 		app, ok := demo.AppByName(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: unknown app %q (tm, lv, ga, da)", ErrBadInput, name)
+			return nil, fmt.Errorf("%w: unknown app %q (tm, lv, ga, da)", plpard.ErrBadInput, name)
 		}
 		wl := demo.Workload(o.RateRPS)
 		wl.Pipelines = []formats.Pipeline{demo.Pipeline(app, o.RateRPS)}
-		pl, err := Provision(ctx, Inputs{Workload: wl, Profiles: []formats.Profile{*demo.Profile()}, Cluster: demo.Cluster()}, Options{})
+		pl, err := plpard.Provision(ctx, plpard.Inputs{Workload: wl, Profiles: []formats.Profile{*demo.Profile()}, Cluster: demo.Cluster()}, plpard.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("provisioning %s: %w", name, err)
 		}
@@ -228,7 +231,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		for s := 1; s <= o.Seeds; s++ {
 			r, err := sim.PARDTrace(tr, o.Seconds, o.RateRPS, uint64(s))
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+				return nil, fmt.Errorf("%w: %v", plpard.ErrBadInput, err)
 			}
 			traces[key(tr, s)] = r
 			res.TraceCV = append(res.TraceCV, TraceCVStat{Trace: tr, Seed: uint64(s), CV: math.Round(r.CV()*1000) / 1000, Target: target})
@@ -285,14 +288,14 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		for k, v := range extra {
 			params[k] = v
 		}
-		dep, err := rt.FromPARDPlan(plans[j.app])
+		dep, err := dppard.FromPARDPlan(plans[j.app])
 		if err == nil && j.factor > 0 {
 			// Stress: the planned workers only, a constant rate of factor × capacity.
 			sim.FixCapacity(dep)
 			rates = sim.StressRates(sim.PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
 		}
 		if err == nil {
-			results[i], err = sim.RunPipeline(sim.PipelineRun{Dep: dep, Rates: rates, Seed: uint64(j.seed),
+			results[i], err = sim.RunPipeline(sim.PipelineRun{Policies: dppard.Registry(), Dep: dep, Rates: rates, Seed: uint64(j.seed),
 				Policy: rt.Config{Policy: name, Params: params}})
 		}
 		return err

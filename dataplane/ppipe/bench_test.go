@@ -1,22 +1,25 @@
-package dataplane
+package ppipe
 
 import (
 	"path/filepath"
 	"testing"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 )
 
 type nopEffects struct{}
 
-func (nopEffects) RunBatch(Time, WorkerID, BatchID, int, StageID, int, Time)    {}
-func (nopEffects) Transfer(Time, BatchID, int, ServerID, ServerID, int64, Time) {}
-func (nopEffects) SetTimer(Time, int64)                                         {}
-func (nopEffects) Finish(Time, *Request)                                        {}
+func (nopEffects) RunBatch(dataplane.Time, dataplane.WorkerID, dataplane.BatchID, int, dataplane.StageID, int, dataplane.Time) {
+}
+func (nopEffects) Transfer(dataplane.Time, dataplane.BatchID, int, dataplane.ServerID, dataplane.ServerID, int64, dataplane.Time) {
+}
+func (nopEffects) SetTimer(dataplane.Time, int64)            {}
+func (nopEffects) Finish(dataplane.Time, *dataplane.Request) {}
 
-func loadFixture(tb testing.TB, name string) *Deployment {
+func loadFixture(tb testing.TB, name string) *dataplane.Deployment {
 	tb.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "sim", name))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -38,16 +41,16 @@ func BenchmarkProbeReserve(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			dep := loadFixture(b, "hc1-100.json")
 			p := NewPPipe(PPipeOptions{Interval: mode.interval, Penalty: true, Admission: true})
-			if _, err := NewEngine(dep, p, nopEffects{}); err != nil {
+			if _, err := dataplane.NewEngine(dep, p, nopEffects{}); err != nil {
 				b.Fatal(err)
 			}
 			a := &p.apps[0]
-			gap := Time(1e6 / dep.Apps[0].RateRPS)
-			var now Time
+			gap := dataplane.Time(1e6 / dep.Apps[0].RateRPS)
+			var now dataplane.Time
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				now += gap
-				best := Never
+				best := dataplane.Never
 				pi := 0
 				for j := range a.pipes {
 					p.probe(&a.pipes[j], a.pipes[j].bs, now, &p.cand)

@@ -1,6 +1,10 @@
-package dataplane
+package ppipe
 
-import "math"
+import (
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
+)
 
 // Reactive is the ablation baseline of PPipe (the authors' "SLA-aware" balancer, spec §4): no
 // reservations. Stage 0 of every pipeline of an app forms one pool; each later stage is its
@@ -8,29 +12,29 @@ import "math"
 // outputs leave through the sender's NIC in FIFO order, so contention and stage queuing show
 // up as downstream drops.
 type Reactive struct {
-	v     View
-	dep   *Deployment
-	order Order
+	v     dataplane.View
+	dep   *dataplane.Deployment
+	order dataplane.Order
 	pools []rpool
 	// poolOf maps a stage to its pool.
 	poolOf []int
 	// worker state
-	estEnd   []Time // nominal end of the worker's queued work
-	slack    []Time // Σ planned latency + transfer downstream of the worker's stage
+	estEnd   []dataplane.Time // nominal end of the worker's queued work
+	slack    []dataplane.Time // Σ planned latency + transfer downstream of the worker's stage
 	examined []int32
-	buf      []ReqID
-	path     [1]PathHop
+	buf      []dataplane.ReqID
+	path     [1]dataplane.PathHop
 }
 
 type rpool struct {
-	q       *ReqQueue
-	workers []WorkerID
+	q       *dataplane.ReqQueue
+	workers []dataplane.WorkerID
 	timer   bool
 }
 
 // NewReactive makes the baseline.
 func NewReactive(order string) (*Reactive, error) {
-	o, err := NewOrder(order, "edf")
+	o, err := dataplane.NewOrder(order, "edf")
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +45,7 @@ func NewReactive(order string) (*Reactive, error) {
 func (r *Reactive) Name() string { return "reactive" }
 
 // Attach implements Policy.
-func (r *Reactive) Attach(v View) error {
+func (r *Reactive) Attach(v dataplane.View) error {
 	r.v = v
 	r.dep = v.Deployment()
 	r.poolOf = make([]int, len(r.dep.Stages))
@@ -49,22 +53,22 @@ func (r *Reactive) Attach(v View) error {
 		r.poolOf[i] = -1
 	}
 	nw := len(r.dep.Topo.Workers)
-	r.estEnd = make([]Time, nw)
-	r.slack = make([]Time, nw)
+	r.estEnd = make([]dataplane.Time, nw)
+	r.slack = make([]dataplane.Time, nw)
 	for ai := range r.dep.Apps {
 		a := &r.dep.Apps[ai]
 		head := len(r.pools)
-		r.pools = append(r.pools, rpool{q: NewReqQueue(v, r.order)})
+		r.pools = append(r.pools, rpool{q: dataplane.NewReqQueue(v, r.order)})
 		for _, chain := range a.Pipelines {
 			for d, sid := range chain {
 				pi := head
 				if d > 0 {
 					pi = len(r.pools)
-					r.pools = append(r.pools, rpool{q: NewReqQueue(v, r.order)})
+					r.pools = append(r.pools, rpool{q: dataplane.NewReqQueue(v, r.order)})
 				}
 				r.poolOf[sid] = pi
 				st := &r.dep.Stages[sid]
-				var slack Time
+				var slack dataplane.Time
 				for _, ds := range chain[d+1:] {
 					s2 := &r.dep.Stages[ds]
 					slack += s2.Lat(s2.Batch) + s2.Xfer(s2.Batch)
@@ -80,28 +84,28 @@ func (r *Reactive) Attach(v View) error {
 }
 
 // Handle implements Policy.
-func (r *Reactive) Handle(now Time, ev *Event, out *Decisions) {
+func (r *Reactive) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	switch ev.Kind {
-	case EvArrival:
+	case dataplane.EvArrival:
 		req := r.v.Req(ev.Req)
 		a := &r.dep.Apps[req.App]
 		if len(a.Entry) == 0 {
-			out.Drop(ev.Req, NoStage, DropNoPath, 0)
+			out.Drop(ev.Req, dataplane.NoStage, dataplane.DropNoPath, 0)
 			return
 		}
 		pi := r.poolOf[a.Entry[0]]
 		r.pools[pi].q.Push(ev.Req)
 		r.trigger(pi, now, out)
-	case EvStageArrival:
+	case dataplane.EvStageArrival:
 		pi := r.poolOf[ev.Stage]
-		for _, id := range r.v.Batch(ev.Batch).Reqs {
+		for _, id := range r.v.Arrived(ev) {
 			r.pools[pi].q.Push(id)
 		}
 		r.trigger(pi, now, out)
-	case EvTimer:
+	case dataplane.EvTimer:
 		r.pools[ev.Key].timer = false
 		r.trigger(int(ev.Key), now, out)
-	case EvBatchDone:
+	case dataplane.EvBatchDone:
 		b := r.v.Batch(ev.Batch)
 		h := &b.Hops[ev.Hop]
 		if delta := (ev.End - ev.Start) - h.Nominal; delta != 0 {
@@ -113,34 +117,34 @@ func (r *Reactive) Handle(now Time, ev *Event, out *Decisions) {
 	}
 }
 
-func (r *Reactive) examinedAt(id ReqID) int32 {
+func (r *Reactive) examinedAt(id dataplane.ReqID) int32 {
 	if int(id) < len(r.examined) {
 		return r.examined[id]
 	}
 	return 0
 }
 
-func (r *Reactive) setExamined(id ReqID, pool int) {
+func (r *Reactive) setExamined(id dataplane.ReqID, pool int) {
 	for int(id) >= len(r.examined) {
 		r.examined = append(r.examined, 0)
 	}
 	r.examined[id] = int32(pool + 1)
 }
 
-func (r *Reactive) trigger(pi int, now Time, out *Decisions) {
+func (r *Reactive) trigger(pi int, now dataplane.Time, out *dataplane.Decisions) {
 	p := &r.pools[pi]
 	for {
 		// The worker whose queued work ends first (ties: pool order).
-		var w WorkerID = NoWorker
-		start := Never
+		var w dataplane.WorkerID = dataplane.NoWorker
+		start := dataplane.Never
 		for _, c := range p.workers {
 			if s := max(r.estEnd[c], now); s < start {
 				start, w = s, c
 			}
 		}
-		if w == NoWorker {
+		if w == dataplane.NoWorker {
 			for p.q.Len() > 0 {
-				out.Drop(p.q.PopFront(), NoStage, DropNoPath, 0)
+				out.Drop(p.q.PopFront(), dataplane.NoStage, dataplane.DropNoPath, 0)
 			}
 			return
 		}
@@ -161,11 +165,11 @@ func (r *Reactive) trigger(pi int, now Time, out *Decisions) {
 				}
 			}
 			if b == 0 {
-				out.Drop(p.q.PopFront(), sid, DropDeadline, 0)
+				out.Drop(p.q.PopFront(), sid, dataplane.DropDeadline, 0)
 				continue
 			}
 			if b < lo && r.examinedAt(hid) != int32(pi+1) {
-				out.Drop(p.q.PopFront(), sid, DropAdmission, 0)
+				out.Drop(p.q.PopFront(), sid, dataplane.DropAdmission, 0)
 				continue
 			}
 			break
@@ -179,7 +183,7 @@ func (r *Reactive) trigger(pi int, now Time, out *Decisions) {
 		}
 		hid := p.q.Front()
 		n := p.q.Len()
-		at := Time(0)
+		at := dataplane.Time(0)
 		if n < b {
 			at = r.v.Req(hid).Deadline - r.slack[w] - st.Lat(n+1) + 1
 		}
@@ -187,7 +191,7 @@ func (r *Reactive) trigger(pi int, now Time, out *Decisions) {
 			b = min(b, n)
 			r.buf = append(r.buf[:0], p.q.FrontN(b)...)
 			p.q.Drop(b)
-			r.path[0] = PathHop{Stage: sid, Worker: w}
+			r.path[0] = dataplane.PathHop{Stage: sid, Worker: w}
 			out.Dispatch(r.v.Req(hid).App, r.buf, r.path[:])
 			r.estEnd[w] = start + st.Lat(b)
 			continue
@@ -199,11 +203,14 @@ func (r *Reactive) trigger(pi int, now Time, out *Decisions) {
 	}
 }
 
-func init() {
-	RegisterPolicy("reactive", "PPipe's reactive per-pool baseline: no reservations, re-batching at every stage (ablation)", func(cfg Config) (Policy, error) {
+// reactivePolicy is the registry entry of the reactive baseline.
+var reactivePolicy = dataplane.PolicySpec{
+	Name: "reactive", Doc: "PPipe's reactive per-pool baseline: no reservations, re-batching at every stage (ablation)",
+	Serves: []string{Kind},
+	New: func(cfg dataplane.Config) (dataplane.Policy, error) {
 		if err := cfg.CheckKnown("reactive"); err != nil {
 			return nil, err
 		}
 		return NewReactive(cfg.Order)
-	})
+	},
 }

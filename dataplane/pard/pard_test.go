@@ -1,36 +1,38 @@
-package dataplane
+package pard
 
 import (
 	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // pardBench builds an engine running policy on one module (batch 8, 50 ms) whose worker is
 // busy, with a full forming batch and depth requests waiting in its DEPQ.
-func pardBench(tb testing.TB, policy string, depth int) (*Pipeline, *Engine, WorkerID) {
+func pardBench(tb testing.TB, policy string, depth int) (*Pipeline, *dataplane.Engine, dataplane.WorkerID) {
 	tb.Helper()
-	lat := make([]Time, 9)
+	lat := make([]dataplane.Time, 9)
 	for b := 1; b <= 8; b++ {
-		lat[b] = 50 * Millisecond
+		lat[b] = 50 * dataplane.Millisecond
 	}
-	dep, err := NewPipelineDeployment([]PipelineSpec{{Name: "b", SLO: 1000 * Second,
+	dep, err := NewPipelineDeployment([]PipelineSpec{{Name: "b", SLO: 1000 * dataplane.Second,
 		Modules: []ModuleSpec{{Name: "m", Batch: 8, LatUs: lat, Workers: 1}}}}, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	pol, err := NewPolicy(Config{Policy: policy, Params: map[string]string{"samples": "100"}})
+	pol, err := NewPolicy(dataplane.Config{Policy: policy, Params: map[string]string{"samples": "100"}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := NewEngine(dep, pol, &Recorder{})
+	e, err := dataplane.NewEngine(dep, pol, &dataplane.Recorder{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	p := pol.(*Pipeline)
-	if err := e.Handle(0, Event{Kind: EvTimer, Key: tickToken}); err != nil {
+	if err := e.Handle(0, dataplane.Event{Kind: dataplane.EvTimer, Key: dataplane.TickToken}); err != nil {
 		tb.Fatal(err)
 	}
 	for i := 0; i < 1+8+depth; i++ { // r0 runs; 8 form the next batch; the rest wait
-		if _, err := e.Arrive(Time(i)*Microsecond, 0, 0); err != nil {
+		if _, err := e.Arrive(dataplane.Time(i)*dataplane.Microsecond, 0, 0); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -52,13 +54,13 @@ func BenchmarkPARDBroker(b *testing.B) {
 		b.Run(tc.policy, func(b *testing.B) {
 			p, e, w := pardBench(b, tc.policy, tc.depth)
 			pw := &p.workers[w]
-			var dec Decisions
-			now := 10 * Millisecond
+			var dec dataplane.Decisions
+			now := 10 * dataplane.Millisecond
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				pw.forming = pw.forming[:0] // as if the forming batch had launched
 				p.fill(now, w, &dec)
-				dec.reset()
+				dec.Reset()
 				for _, id := range pw.forming {
 					r := e.View().Req(id)
 					key := r.Deadline
@@ -78,8 +80,8 @@ func TestPARDBrokerSetup(t *testing.T) {
 	p, _, w := pardBench(t, "pard", 16)
 	pw := &p.workers[w]
 	pw.forming = pw.forming[:0]
-	var dec Decisions
-	p.fill(10*Millisecond, w, &dec)
+	var dec dataplane.Decisions
+	p.fill(10*dataplane.Millisecond, w, &dec)
 	if len(pw.forming) != 8 || dec.Len() != 0 || pw.q.Len() != 8 {
 		t.Fatalf("forming %d, decisions %d, queued %d", len(pw.forming), dec.Len(), pw.q.Len())
 	}

@@ -1,9 +1,11 @@
-package dataplane
+package ppipe
 
 import (
 	"fmt"
 	"maps"
 	"math"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // PPipeOptions configures the reservation dispatcher (spec §4).
@@ -32,41 +34,41 @@ type PPipeStats struct {
 // queue and pipelines; reservations on workers and NICs are shared.
 type PPipe struct {
 	opts PPipeOptions
-	v    View
-	dep  *Deployment
+	v    dataplane.View
+	dep  *dataplane.Deployment
 	apps []ppApp
 	res  resources
 	// Resource indices: workers [0,W), uplinks [W, W+S), downlinks [W+S, W+2S).
 	nw, ns int
-	server []ServerID // worker → server
-	seen   []bool     // request → has been at the head (admission)
+	server []dataplane.ServerID // worker → server
+	seen   []bool               // request → has been at the head (admission)
 	// probe scratch: candidate and best results
 	cand, best probeResult
 	stats      PPipeStats
 }
 
 type ppPipe struct {
-	stages []StageID
+	stages []dataplane.StageID
 	last   int
 	bs     int
-	lat    [][]Time // [d][b]
-	net    [][]Time // [d][b]: transfer into stage d (0 for d = 0)
-	work   []Time   // [b]: Σ_d lat + net
-	pools  [][]WorkerID
+	lat    [][]dataplane.Time // [d][b]
+	net    [][]dataplane.Time // [d][b]: transfer into stage d (0 for d = 0)
+	work   []dataplane.Time   // [b]: Σ_d lat + net
+	pools  [][]dataplane.WorkerID
 }
 
 type ppApp struct {
-	id    AppID
-	q     *ReqQueue
+	id    dataplane.AppID
+	q     *dataplane.ReqQueue
 	pipes []ppPipe
-	slo   Time
+	slo   dataplane.Time
 	timer bool
 }
 
 type probeResult struct {
-	path   []PathHop
-	finish Time
-	wait   Time
+	path   []dataplane.PathHop
+	finish dataplane.Time
+	wait   dataplane.Time
 	b      int
 }
 
@@ -80,16 +82,16 @@ func (p *PPipe) Name() string { return "ppipe" }
 func (p *PPipe) Stats() PPipeStats { return p.stats }
 
 // Attach implements Policy: it precomputes per-pipeline latency and transfer tables.
-func (p *PPipe) Attach(v View) error {
+func (p *PPipe) Attach(v dataplane.View) error {
 	p.v = v
 	p.dep = v.Deployment()
-	order, err := NewOrder(p.opts.Order, "edf")
+	order, err := dataplane.NewOrder(p.opts.Order, "edf")
 	if err != nil {
 		return err
 	}
 	p.nw = len(p.dep.Topo.Workers)
 	p.ns = len(p.dep.Topo.Servers)
-	p.server = make([]ServerID, p.nw)
+	p.server = make([]dataplane.ServerID, p.nw)
 	for i, w := range p.dep.Topo.Workers {
 		p.server[i] = w.Server
 	}
@@ -102,18 +104,18 @@ func (p *PPipe) Attach(v View) error {
 			// request as unroutable: refuse it so the mismatch surfaces as bad input.
 			return fmt.Errorf("application %s has no pooled pipelines: policy %s serves PPipe, NP and DART-r plans", a.Name, p.Name())
 		}
-		pa := ppApp{id: AppID(ai), q: NewReqQueue(v, order), slo: a.SLO}
+		pa := ppApp{id: dataplane.AppID(ai), q: dataplane.NewReqQueue(v, order), slo: a.SLO}
 		for _, chain := range a.Pipelines {
 			if len(chain) == 0 {
 				continue
 			}
 			bs := p.dep.Stages[chain[0]].Batch
 			pp := ppPipe{stages: chain, last: len(chain) - 1, bs: bs}
-			pp.work = make([]Time, bs+1)
+			pp.work = make([]dataplane.Time, bs+1)
 			for d, sid := range chain {
 				st := &p.dep.Stages[sid]
-				lat := make([]Time, bs+1)
-				net := make([]Time, bs+1)
+				lat := make([]dataplane.Time, bs+1)
+				net := make([]dataplane.Time, bs+1)
 				for b := 1; b <= bs; b++ {
 					lat[b] = st.Lat(b)
 					if d > 0 {
@@ -130,28 +132,28 @@ func (p *PPipe) Attach(v View) error {
 		}
 		p.apps = append(p.apps, pa)
 	}
-	p.cand.path = make([]PathHop, maxD)
-	p.best.path = make([]PathHop, maxD)
+	p.cand.path = make([]dataplane.PathHop, maxD)
+	p.best.path = make([]dataplane.PathHop, maxD)
 	return nil
 }
 
 // Handle implements Policy.
-func (p *PPipe) Handle(now Time, ev *Event, out *Decisions) {
+func (p *PPipe) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	switch ev.Kind {
-	case EvArrival:
+	case dataplane.EvArrival:
 		r := p.v.Req(ev.Req)
 		a := &p.apps[r.App]
 		a.q.Push(ev.Req)
 		p.run(a, now, out)
-	case EvTimer:
+	case dataplane.EvTimer:
 		a := &p.apps[ev.Key]
 		a.timer = false
 		p.run(a, now, out)
-	case EvBatchDone:
+	case dataplane.EvBatchDone:
 		if p.res.correct(int(ev.Worker), ev.End, now) {
 			p.run(&p.apps[p.v.Batch(ev.Batch).App], now, out)
 		}
-	case EvTransferDone:
+	case dataplane.EvTransferDone:
 		b := p.v.Batch(ev.Batch)
 		if int(ev.Hop)+1 >= len(b.Hops) {
 			return
@@ -167,13 +169,13 @@ func (p *PPipe) Handle(now Time, ev *Event, out *Decisions) {
 }
 
 // run is the two-step dispatcher loop for one application.
-func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
+func (p *PPipe) run(a *ppApp, now dataplane.Time, out *dataplane.Decisions) {
 	p.stats.Runs++
 	for a.q.Len() > 0 {
 		hid := a.q.Front()
 		h := p.v.Req(hid)
 		// Step 1: the pipeline with the least waiting at its planned batch.
-		bestScore := Never
+		bestScore := dataplane.Never
 		pi := -1
 		for i := range a.pipes {
 			pp := &a.pipes[i]
@@ -189,7 +191,7 @@ func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
 			}
 		}
 		if pi < 0 {
-			out.Drop(hid, NoStage, DropNoPath, 0)
+			out.Drop(hid, dataplane.NoStage, dataplane.DropNoPath, 0)
 			a.q.PopFront()
 			continue
 		}
@@ -207,14 +209,14 @@ func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
 			}
 		}
 		if b == 0 {
-			out.Drop(hid, NoStage, DropDeadline, p.best.finish-h.Arrival)
+			out.Drop(hid, dataplane.NoStage, dataplane.DropDeadline, p.best.finish-h.Arrival)
 			a.q.PopFront()
 			continue
 		}
 		if p.opts.Admission && !p.seenGet(hid) {
 			lo := int(math.Round(0.95 * float64(pp.bs)))
 			if b < lo {
-				out.Drop(hid, NoStage, DropAdmission, 0)
+				out.Drop(hid, dataplane.NoStage, dataplane.DropAdmission, 0)
 				a.q.PopFront()
 				continue
 			}
@@ -230,7 +232,7 @@ func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
 		n := a.q.Len() + 1
 		p.probe(pp, n, now, &p.cand)
 		if p.cand.finish > h.Deadline {
-			out.Drop(hid, NoStage, DropWaitCorner, p.cand.finish-h.Arrival)
+			out.Drop(hid, dataplane.NoStage, dataplane.DropWaitCorner, p.cand.finish-h.Arrival)
 			a.q.PopFront()
 			continue
 		}
@@ -251,9 +253,9 @@ func (p *PPipe) run(a *ppApp, now Time, out *Decisions) {
 	}
 }
 
-func (p *PPipe) seenGet(r ReqID) bool { return int(r) < len(p.seen) && p.seen[r] }
+func (p *PPipe) seenGet(r dataplane.ReqID) bool { return int(r) < len(p.seen) && p.seen[r] }
 
-func (p *PPipe) seenSet(r ReqID) {
+func (p *PPipe) seenSet(r dataplane.ReqID) {
 	for int(r) >= len(p.seen) {
 		p.seen = append(p.seen, false)
 	}
@@ -262,24 +264,24 @@ func (p *PPipe) seenSet(r ReqID) {
 
 // probe computes where a batch of b would run along pipeline pp if dispatched now, without
 // reserving anything (spec §4 probe()).
-func (p *PPipe) probe(pp *ppPipe, b int, now Time, out *probeResult) {
+func (p *PPipe) probe(pp *ppPipe, b int, now dataplane.Time, out *probeResult) {
 	p.stats.Probes++
 	t := now
-	var work Time
+	var work dataplane.Time
 	for d := range pp.stages {
 		inf := pp.lat[d][b]
 		net := pp.net[d][b]
 		work += inf + net
-		best := Never
-		var bw WorkerID
-		var bts, bxs, bend Time
-		var src ServerID
+		best := dataplane.Never
+		var bw dataplane.WorkerID
+		var bts, bxs, bend dataplane.Time
+		var src dataplane.ServerID
 		if d > 0 {
 			src = p.server[out.path[d-1].Worker]
 		}
 		for _, w := range pp.pools[d] {
 			tw := t
-			var xs Time
+			var xs dataplane.Time
 			dst := p.server[w]
 			if d > 0 {
 				tw = p.res.earliest2(p.nw+int(src), p.nw+p.ns+int(dst), tw, net)
@@ -299,7 +301,7 @@ func (p *PPipe) probe(pp *ppPipe, b int, now Time, out *probeResult) {
 				best, bw, bts, bxs, bend = score, w, ts, xs, end
 			}
 		}
-		out.path[d] = PathHop{Stage: pp.stages[d], Worker: bw, ResStart: bts}
+		out.path[d] = dataplane.PathHop{Stage: pp.stages[d], Worker: bw, ResStart: bts}
 		if d > 0 {
 			out.path[d-1].OutStart = bxs
 		}
@@ -331,12 +333,12 @@ func (p *PPipe) reserve(pp *ppPipe, r *probeResult) {
 // first entry. Busy-until mode decides from the last end only; interval mode also fills
 // gaps between entries.
 type resources struct {
-	bu       []Time
+	bu       []dataplane.Time
 	interval bool
 	iv       []ivq
 }
 
-type ival struct{ s, e Time }
+type ival struct{ s, e dataplane.Time }
 
 // ivq is a resource's outstanding reservations: buf[head:], sorted by start. Pops advance
 // head, so steady-state operation allocates nothing.
@@ -346,7 +348,7 @@ type ivq struct {
 }
 
 func (r *resources) init(n int, interval bool) {
-	r.bu = make([]Time, n)
+	r.bu = make([]dataplane.Time, n)
 	r.interval = interval
 	r.iv = make([]ivq, n)
 }
@@ -354,10 +356,10 @@ func (r *resources) init(n int, interval bool) {
 // list returns resource i's outstanding reservations (borrowed).
 func (r *resources) list(i int) []ival { return r.iv[i].buf[r.iv[i].head:] }
 
-func (r *resources) busyUntil(i int) Time { return r.bu[i] }
+func (r *resources) busyUntil(i int) dataplane.Time { return r.bu[i] }
 
 // earliest1 is earliestSlot({i}, t, dur).
-func (r *resources) earliest1(i int, t, dur Time) Time {
+func (r *resources) earliest1(i int, t, dur dataplane.Time) dataplane.Time {
 	if !r.interval {
 		return max(t, r.bu[i])
 	}
@@ -365,7 +367,7 @@ func (r *resources) earliest1(i int, t, dur Time) Time {
 }
 
 // earliest2 is earliestSlot({i, j}, t, dur): both resources free over [t', t'+dur).
-func (r *resources) earliest2(i, j int, t, dur Time) Time {
+func (r *resources) earliest2(i, j int, t, dur dataplane.Time) dataplane.Time {
 	if !r.interval {
 		return max(t, r.bu[i], r.bu[j])
 	}
@@ -380,7 +382,7 @@ func (r *resources) earliest2(i, j int, t, dur Time) Time {
 }
 
 // gap returns the earliest t' ≥ t with [t', t'+dur) free on resource i (interval mode).
-func (r *resources) gap(i int, t, dur Time) Time {
+func (r *resources) gap(i int, t, dur dataplane.Time) dataplane.Time {
 	l := r.list(i)
 	// Entries are sorted and disjoint; skip those ending at or before t.
 	lo, hi := 0, len(l)
@@ -404,7 +406,7 @@ func (r *resources) gap(i int, t, dur Time) Time {
 }
 
 // book reserves [s, e) on resource i.
-func (r *resources) book(i int, s, e Time) {
+func (r *resources) book(i int, s, e dataplane.Time) {
 	if e > r.bu[i] {
 		r.bu[i] = e
 	}
@@ -427,7 +429,7 @@ func (r *resources) book(i int, s, e Time) {
 // at end. With no later reservation the resource is free from end (earlier frees capacity,
 // later pushes back); otherwise the later ones shift by the difference, never to before now
 // (spec §4; the paper gives no more detail). It reports whether the table changed.
-func (r *resources) correct(i int, end, now Time) bool {
+func (r *resources) correct(i int, end, now dataplane.Time) bool {
 	q := &r.iv[i]
 	if q.head >= len(q.buf) {
 		return false
@@ -457,7 +459,7 @@ func (r *resources) correct(i int, end, now Time) bool {
 	return true
 }
 
-func newPPipePolicy(cfg Config) (Policy, error) {
+func newPPipePolicy(cfg dataplane.Config) (dataplane.Policy, error) {
 	if err := cfg.CheckKnown("ppipe", "interval", "penalty", "admission"); err != nil {
 		return nil, err
 	}
@@ -475,20 +477,27 @@ func newPPipePolicy(cfg Config) (Policy, error) {
 	return NewPPipe(o), nil
 }
 
-func init() {
-	RegisterPolicy("ppipe", "PPipe's reservation-based adaptive batching (params: interval, penalty, admission; default busy-until, both [code] refinements on)", newPPipePolicy)
-	RegisterPolicy("ppipe-paper", "PPipe's Algorithm 1 as printed: reservation dispatcher without the two [code] refinements", func(cfg Config) (Policy, error) {
-		// Copy: the caller's map must not change under it.
-		cfg.Params = maps.Clone(cfg.Params)
-		if cfg.Params == nil {
-			cfg.Params = map[string]string{}
-		}
-		if _, ok := cfg.Params["penalty"]; !ok {
-			cfg.Params["penalty"] = "false"
-		}
-		if _, ok := cfg.Params["admission"]; !ok {
-			cfg.Params["admission"] = "false"
-		}
-		return newPPipePolicy(cfg)
-	})
+// Policies lists the PPipe system's policies for the registry: the reservation dispatcher,
+// Algorithm 1 as printed, and the reactive baseline. They serve PPipe plans (Kind).
+func Policies() []dataplane.PolicySpec {
+	return []dataplane.PolicySpec{
+		{Name: "ppipe", Doc: "PPipe's reservation-based adaptive batching (params: interval, penalty, admission; default busy-until, both [code] refinements on)",
+			Serves: []string{Kind}, New: newPPipePolicy},
+		{Name: "ppipe-paper", Doc: "PPipe's Algorithm 1 as printed: reservation dispatcher without the two [code] refinements",
+			Serves: []string{Kind}, New: func(cfg dataplane.Config) (dataplane.Policy, error) {
+				// Copy: the caller's map must not change under it.
+				cfg.Params = maps.Clone(cfg.Params)
+				if cfg.Params == nil {
+					cfg.Params = map[string]string{}
+				}
+				if _, ok := cfg.Params["penalty"]; !ok {
+					cfg.Params["penalty"] = "false"
+				}
+				if _, ok := cfg.Params["admission"]; !ok {
+					cfg.Params["admission"] = "false"
+				}
+				return newPPipePolicy(cfg)
+			}},
+		reactivePolicy,
+	}
 }

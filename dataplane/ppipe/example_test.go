@@ -1,25 +1,26 @@
-package dataplane_test
+package ppipe_test
 
 import (
 	"fmt"
 	"path/filepath"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
 )
 
 // A driver by hand: the engine asks for effects, the driver reports what happened. This is
 // the whole contract a wall-clock driver implements (with goroutines and timers instead).
 func ExampleEngine() {
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "sim", "one-gpu.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", "one-gpu.json"))
 	if err != nil {
 		panic(err)
 	}
-	dep, err := dataplane.FromPlan(plan) // one L4, batch 2: 8 ms at b=1, 10 ms at b=2; SLO 25 ms
+	dep, err := ppipe.FromPlan(plan) // one L4, batch 2: 8 ms at b=1, 10 ms at b=2; SLO 25 ms
 	if err != nil {
 		panic(err)
 	}
-	pol, _ := dataplane.NewPolicy(dataplane.Config{Policy: "ppipe"})
+	pol, _ := ppipe.NewPolicy(dataplane.Config{Policy: "ppipe"})
 	rec := &dataplane.Recorder{}
 	eng, err := dataplane.NewEngine(dep, pol, rec)
 	if err != nil {

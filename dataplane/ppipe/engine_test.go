@@ -1,21 +1,23 @@
-package dataplane
+package ppipe
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
-func newEngine(t *testing.T, plan string, pol Policy) (*Engine, *Recorder) {
+func newEngine(t *testing.T, plan string, pol dataplane.Policy) (*dataplane.Engine, *dataplane.Recorder) {
 	t.Helper()
-	rec := &Recorder{}
-	e, err := NewEngine(loadFixture(t, plan), pol, rec)
+	rec := &dataplane.Recorder{}
+	e, err := dataplane.NewEngine(loadFixture(t, plan), pol, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e, rec
 }
 
-func mustArrive(t *testing.T, e *Engine, now Time) ReqID {
+func mustArrive(t *testing.T, e *dataplane.Engine, now dataplane.Time) dataplane.ReqID {
 	t.Helper()
 	id, err := e.Arrive(now, 0, 0)
 	if err != nil {
@@ -24,10 +26,10 @@ func mustArrive(t *testing.T, e *Engine, now Time) ReqID {
 	return id
 }
 
-func runs(fx []Effect) []Effect {
-	var out []Effect
+func runs(fx []dataplane.Effect) []dataplane.Effect {
+	var out []dataplane.Effect
 	for _, f := range fx {
-		if f.Kind == FxRunBatch {
+		if f.Kind == dataplane.FxRunBatch {
 			out = append(out, f)
 		}
 	}
@@ -53,7 +55,7 @@ func TestFeedbackCorrection(t *testing.T) {
 		t.Fatalf("effects: %v", r)
 	}
 	// The batch actually ends at 13 ms: later reservations shift by +3 ms.
-	if err := e.Handle(13000, Event{Kind: EvBatchDone, Batch: 0, Worker: 0, Start: 0, End: 13000}); err != nil {
+	if err := e.Handle(13000, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: 0, Worker: 0, Start: 0, End: 13000}); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.res.bu[0]; got != 23000 {
@@ -70,21 +72,21 @@ func TestFeedbackCorrection(t *testing.T) {
 	}
 	// The second batch ends early (at 20 ms instead of 23): a later reservation exists, so
 	// it shifts back by 3 ms, and never before now.
-	if err := e.Handle(20000, Event{Kind: EvBatchDone, Batch: 1, Worker: 0, Start: 13000, End: 20000}); err != nil {
+	if err := e.Handle(20000, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: 1, Worker: 0, Start: 13000, End: 20000}); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.res.bu[0]; got != 30000 {
 		t.Fatalf("after an early finish busy-until %d, want 30000", got)
 	}
 	// The third batch ends early with nothing behind it: the GPU is free from its end.
-	if err := e.Handle(26000, Event{Kind: EvBatchDone, Batch: 2, Worker: 0, Start: 20000, End: 26000}); err != nil {
+	if err := e.Handle(26000, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: 2, Worker: 0, Start: 20000, End: 26000}); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.res.bu[0]; got != 26000 {
 		t.Fatalf("busy-until %d, want 26000", got)
 	}
 	for _, r := range e.Requests() {
-		if r.Outcome != Completed {
+		if r.Outcome != dataplane.Completed {
 			t.Errorf("request %d: %v", r.ID, r.Outcome)
 		}
 	}
@@ -97,7 +99,7 @@ func TestIntervalReservations(t *testing.T) {
 	r.book(0, 20, 30)
 	r.book(1, 10, 15)
 	cases := []struct {
-		t, dur, want Time
+		t, dur, want dataplane.Time
 	}{
 		{5, 5, 10},  // fits the gap [10,20)
 		{5, 15, 30}, // too long for the gap
@@ -131,17 +133,17 @@ func TestIntervalReservations(t *testing.T) {
 
 // badPolicy makes one invalid decision per arrival, chosen by the test.
 type badPolicy struct {
-	v      View
-	decide func(v View, ev *Event, out *Decisions)
+	v      dataplane.View
+	decide func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions)
 	ticks  int
-	every  Time
+	every  dataplane.Time
 }
 
-func (p *badPolicy) Name() string        { return "bad" }
-func (p *badPolicy) Attach(v View) error { p.v = v; return nil }
-func (p *badPolicy) TickEvery() Time     { return p.every }
-func (p *badPolicy) Handle(now Time, ev *Event, out *Decisions) {
-	if ev.Kind == EvTick {
+func (p *badPolicy) Name() string                  { return "bad" }
+func (p *badPolicy) Attach(v dataplane.View) error { p.v = v; return nil }
+func (p *badPolicy) TickEvery() dataplane.Time     { return p.every }
+func (p *badPolicy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	if ev.Kind == dataplane.EvTick {
 		p.ticks++
 		return
 	}
@@ -154,30 +156,30 @@ func TestEngineRejectsInvalidDecisions(t *testing.T) {
 	cases := []struct {
 		name   string
 		plan   string
-		decide func(v View, ev *Event, out *Decisions)
+		decide func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions)
 		want   string
 	}{
-		{"worker of another stage", "nic.json", func(v View, ev *Event, out *Decisions) {
-			out.Dispatch(0, []ReqID{ev.Req}, []PathHop{{Stage: 0, Worker: 2}}) // worker 2 is the L4 of stage 1
+		{"worker of another stage", "nic.json", func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
+			out.Dispatch(0, []dataplane.ReqID{ev.Req}, []dataplane.PathHop{{Stage: 0, Worker: 2}}) // worker 2 is the L4 of stage 1
 		}, "does not serve stage"},
-		{"skipped stage", "nic.json", func(v View, ev *Event, out *Decisions) {
-			out.Dispatch(0, []ReqID{ev.Req}, []PathHop{{Stage: 1, Worker: 2}, {Stage: 1, Worker: 2}})
+		{"skipped stage", "nic.json", func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
+			out.Dispatch(0, []dataplane.ReqID{ev.Req}, []dataplane.PathHop{{Stage: 1, Worker: 2}, {Stage: 1, Worker: 2}})
 		}, "does not follow"},
-		{"drop in flight", "one-gpu.json", func(v View, ev *Event, out *Decisions) {
-			out.Dispatch(0, []ReqID{ev.Req}, []PathHop{{Stage: 0, Worker: 0}})
+		{"drop in flight", "one-gpu.json", func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
+			out.Dispatch(0, []dataplane.ReqID{ev.Req}, []dataplane.PathHop{{Stage: 0, Worker: 0}})
 			out.Drop(ev.Req, 0, "test", 0)
 		}, "in flight"},
-		{"timer in the past", "one-gpu.json", func(v View, ev *Event, out *Decisions) {
+		{"timer in the past", "one-gpu.json", func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
 			out.SetTimer(-1, 1)
 		}, "before now"},
-		{"empty batch", "one-gpu.json", func(v View, ev *Event, out *Decisions) {
-			out.Dispatch(0, nil, []PathHop{{Stage: 0, Worker: 0}})
+		{"empty batch", "one-gpu.json", func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
+			out.Dispatch(0, nil, []dataplane.PathHop{{Stage: 0, Worker: 0}})
 		}, "dispatch with 0 requests"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e, _ := newEngine(t, c.plan, &badPolicy{decide: func(v View, ev *Event, out *Decisions) {
-				if ev.Kind == EvArrival {
+			e, _ := newEngine(t, c.plan, &badPolicy{decide: func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
+				if ev.Kind == dataplane.EvArrival {
 					c.decide(v, ev, out)
 				}
 			}})
@@ -190,19 +192,19 @@ func TestEngineRejectsInvalidDecisions(t *testing.T) {
 }
 
 func TestTicksAndStaleTimers(t *testing.T) {
-	p := &badPolicy{every: Second}
+	p := &badPolicy{every: dataplane.Second}
 	e, rec := newEngine(t, "one-gpu.json", p)
 	fx := rec.Take()
-	if len(fx) != 1 || fx[0].Kind != FxSetTimer || fx[0].At != 0 {
+	if len(fx) != 1 || fx[0].Kind != dataplane.FxSetTimer || fx[0].At != 0 {
 		t.Fatalf("first tick not armed at 0: %v", fx)
 	}
 	key := fx[0].Key
 	for i := 0; i < 3; i++ {
-		if err := e.Handle(Time(i)*Second, Event{Kind: EvTimer, Key: key}); err != nil {
+		if err := e.Handle(dataplane.Time(i)*dataplane.Second, dataplane.Event{Kind: dataplane.EvTimer, Key: key}); err != nil {
 			t.Fatal(err)
 		}
 		fx := rec.Take()
-		if len(fx) != 1 || fx[0].At != Time(i+1)*Second {
+		if len(fx) != 1 || fx[0].At != dataplane.Time(i+1)*dataplane.Second {
 			t.Fatalf("tick %d re-armed as %v", i, fx)
 		}
 	}
@@ -210,15 +212,15 @@ func TestTicksAndStaleTimers(t *testing.T) {
 		t.Fatalf("%d ticks, want 3", p.ticks)
 	}
 	// A policy timer replaced before it fires: the old token is ignored.
-	p.decide = func(v View, ev *Event, out *Decisions) {
-		if ev.Kind == EvArrival {
+	p.decide = func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
+		if ev.Kind == dataplane.EvArrival {
 			out.SetTimer(v.Req(ev.Req).Arrival+100, 7)
 		}
 	}
 	fired := 0
 	p2 := p.decide
-	p.decide = func(v View, ev *Event, out *Decisions) {
-		if ev.Kind == EvTimer {
+	p.decide = func(v dataplane.View, ev *dataplane.Event, out *dataplane.Decisions) {
+		if ev.Kind == dataplane.EvTimer {
 			fired++
 		}
 		p2(v, ev, out)
@@ -227,12 +229,12 @@ func TestTicksAndStaleTimers(t *testing.T) {
 	mustArrive(t, e, 20)
 	var tokens []int64
 	for _, f := range rec.Take() {
-		if f.Kind == FxSetTimer {
+		if f.Kind == dataplane.FxSetTimer {
 			tokens = append(tokens, f.Key)
 		}
 	}
 	for _, tok := range tokens {
-		if err := e.Handle(200, Event{Kind: EvTimer, Key: tok}); err != nil {
+		if err := e.Handle(200, dataplane.Event{Kind: dataplane.EvTimer, Key: tok}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,14 +244,14 @@ func TestTicksAndStaleTimers(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if _, err := NewPolicy(Config{Policy: "no-such"}); err == nil || !strings.Contains(err.Error(), "ppipe") {
+	if _, err := NewPolicy(dataplane.Config{Policy: "no-such"}); err == nil || !strings.Contains(err.Error(), "ppipe") {
 		t.Fatalf("unknown policy error should list the registered ones: %v", err)
 	}
-	if _, err := NewPolicy(Config{Policy: "ppipe", Params: map[string]string{"interval": "maybe"}}); err == nil {
+	if _, err := NewPolicy(dataplane.Config{Policy: "ppipe", Params: map[string]string{"interval": "maybe"}}); err == nil {
 		t.Fatal("bad boolean parameter accepted")
 	}
 	for _, name := range []string{"ppipe", "ppipe-paper", "reactive"} {
-		p, err := NewPolicy(Config{Policy: name})
+		p, err := NewPolicy(dataplane.Config{Policy: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +259,7 @@ func TestRegistry(t *testing.T) {
 			t.Fatalf("%s: empty name", name)
 		}
 	}
-	if o, err := NewOrder("", "edf"); err != nil || o.Name() != "edf" {
+	if o, err := dataplane.NewOrder("", "edf"); err != nil || o.Name() != "edf" {
 		t.Fatalf("default order: %v %v", o, err)
 	}
 	defer func() {
@@ -265,13 +267,13 @@ func TestRegistry(t *testing.T) {
 			t.Fatal("duplicate registration did not panic")
 		}
 	}()
-	RegisterPolicy("ppipe", "", nil)
+	dataplane.NewRegistry(append(Policies(), Policies()[0])...)
 }
 
 func TestFromPlanPacking(t *testing.T) {
 	d := loadFixture(t, "mixed.json")
 	// Stage m3/p0/s1 runs on 4 half-L4 slices: two physical GPUs, two slices each.
-	var st *Stage
+	var st *dataplane.Stage
 	for i := range d.Stages {
 		if d.Stages[i].Name == "m3/p0/s1" {
 			st = &d.Stages[i]

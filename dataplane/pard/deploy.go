@@ -1,4 +1,4 @@
-package dataplane
+package pard
 
 import (
 	"fmt"
@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 )
 
 // PipelineSpec describes one multi-module application for NewPipelineDeployment.
 type PipelineSpec struct {
 	Name    string
-	SLO     Time
+	SLO     dataplane.Time
 	RateRPS float64
 	Modules []ModuleSpec
 	// Params are policy parameters carried by the plan (App.Params).
@@ -27,31 +28,31 @@ type ModuleSpec struct {
 	GPU   string
 	Batch int
 	// LatUs[b] is the profiled latency of a batch of b (LatUs[0] unused); at least up to Batch.
-	LatUs []Time
+	LatUs []dataplane.Time
 	// Workers serve from the start; MaxWorkers (≥ Workers) bounds the autoscaler.
 	Workers, MaxWorkers int
 }
 
 // DefaultHop is the fixed network hop between modules [ours, spec §6: 1–2 ms].
-const DefaultHop = 1500 * Microsecond
+const DefaultHop = 1500 * dataplane.Microsecond
 
 // NewPipelineDeployment lays out pipeline applications: one stage per module (edges from
 // After, so a module with two successors fans out and one with two predecessors merges), and
 // MaxWorkers one-GPU workers per module, each on its own server. The hop between modules is a
 // transfer of hop for a full batch (pro rata for partial ones) that never contends, so it
 // stays the fixed 1–2 ms of the spec.
-func NewPipelineDeployment(apps []PipelineSpec, hop Time) (*Deployment, error) {
-	d := &Deployment{}
+func NewPipelineDeployment(apps []PipelineSpec, hop dataplane.Time) (*dataplane.Deployment, error) {
+	d := &dataplane.Deployment{Kind: Kind}
 	for ai, a := range apps {
-		aid := AppID(ai)
-		app := App{Name: a.Name, SLO: a.SLO, Weight: 1, RateRPS: a.RateRPS, Params: a.Params}
-		base := StageID(len(d.Stages))
-		index := map[string]StageID{}
+		aid := dataplane.AppID(ai)
+		app := dataplane.App{Name: a.Name, SLO: a.SLO, Weight: 1, RateRPS: a.RateRPS, Params: a.Params}
+		base := dataplane.StageID(len(d.Stages))
+		index := map[string]dataplane.StageID{}
 		for j, m := range a.Modules {
 			if _, dup := index[m.Name]; dup {
 				return nil, fmt.Errorf("pipeline %s: module %q listed twice", a.Name, m.Name)
 			}
-			index[m.Name] = base + StageID(j)
+			index[m.Name] = base + dataplane.StageID(j)
 		}
 		for j, m := range a.Modules {
 			if m.Batch < 1 {
@@ -60,37 +61,37 @@ func NewPipelineDeployment(apps []PipelineSpec, hop Time) (*Deployment, error) {
 			if len(m.LatUs) <= m.Batch {
 				return nil, fmt.Errorf("pipeline %s: module %s: latency table covers batches up to %d, the plan runs %d", a.Name, m.Name, len(m.LatUs)-1, m.Batch)
 			}
-			st := Stage{Name: a.Name + "/" + m.Name, App: aid, Pipeline: -1, Index: j, Batch: m.Batch,
-				LatUs: append([]Time{0}, m.LatUs[1:]...), Active: m.Workers}
+			st := dataplane.Stage{Name: a.Name + "/" + m.Name, App: aid, Pipeline: -1, Index: j, Batch: m.Batch,
+				LatUs: append([]dataplane.Time{0}, m.LatUs[1:]...), Active: m.Workers}
 			if hop > 0 {
 				st.XferPerSampleUs = float64(hop) / float64(m.Batch)
 			}
 			nw := max(m.MaxWorkers, m.Workers, 1)
 			for k := 0; k < nw; k++ {
-				w := WorkerID(len(d.Topo.Workers))
-				sv := ServerID(len(d.Topo.Servers))
-				d.Topo.Servers = append(d.Topo.Servers, Server{Name: fmt.Sprintf("%s/%s-%d", a.Name, m.Name, k), UpMbps: 1e6, DownMbps: 1e6})
-				d.Topo.GPUs = append(d.Topo.GPUs, GPU{Type: m.GPU, Server: sv})
-				d.Topo.Workers = append(d.Topo.Workers, Worker{Name: fmt.Sprintf("%s/%s#%d", a.Name, m.Name, k),
-					GPU: len(d.Topo.GPUs) - 1, Server: sv, Type: m.GPU, VGPU: 1, Stage: base + StageID(j)})
+				w := dataplane.WorkerID(len(d.Topo.Workers))
+				sv := dataplane.ServerID(len(d.Topo.Servers))
+				d.Topo.Servers = append(d.Topo.Servers, dataplane.Server{Name: fmt.Sprintf("%s/%s-%d", a.Name, m.Name, k), UpMbps: 1e6, DownMbps: 1e6})
+				d.Topo.GPUs = append(d.Topo.GPUs, dataplane.GPU{Type: m.GPU, Server: sv})
+				d.Topo.Workers = append(d.Topo.Workers, dataplane.Worker{Name: fmt.Sprintf("%s/%s#%d", a.Name, m.Name, k),
+					GPU: len(d.Topo.GPUs) - 1, Server: sv, Type: m.GPU, VGPU: 1, Stage: base + dataplane.StageID(j)})
 				st.Pool = append(st.Pool, w)
 			}
 			d.Stages = append(d.Stages, st)
 		}
-		var entries []StageID
+		var entries []dataplane.StageID
 		for j, m := range a.Modules {
 			if len(m.After) == 0 {
-				entries = append(entries, base+StageID(j))
+				entries = append(entries, base+dataplane.StageID(j))
 			}
 			for _, up := range m.After {
 				u, ok := index[up]
 				if !ok {
 					return nil, fmt.Errorf("pipeline %s: module %s: after %q: no such module", a.Name, m.Name, up)
 				}
-				d.Stages[u].Next = append(d.Stages[u].Next, base+StageID(j))
+				d.Stages[u].Next = append(d.Stages[u].Next, base+dataplane.StageID(j))
 			}
 		}
-		for i := base; i < StageID(len(d.Stages)); i++ {
+		for i := base; i < dataplane.StageID(len(d.Stages)); i++ {
 			sort.Slice(d.Stages[i].Next, func(x, y int) bool { return d.Stages[i].Next[x] < d.Stages[i].Next[y] })
 		}
 		app.Entry = entries
@@ -108,7 +109,7 @@ func NewPipelineDeployment(apps []PipelineSpec, hop Time) (*Deployment, error) {
 // batch, scaled linearly, when the profile lacks the entry). Plan parameters become the
 // application's policy parameters; `max_workers` (factor over the planned workers, default 4)
 // bounds the autoscaler and `hop_ms` sets the inter-module hop (default 1.5).
-func FromPARDPlan(p *formats.Plan) (*Deployment, error) {
+func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if p.PARD == nil {
 		return nil, formats.ErrorList{{Path: "pard", Rule: "the plan has no pard section"}}
 	}
@@ -125,7 +126,7 @@ func FromPARDPlan(p *formats.Plan) (*Deployment, error) {
 		case "max_workers":
 			factor = v
 		case "hop_ms":
-			hop = Time(v * float64(Millisecond))
+			hop = dataplane.Time(v * float64(dataplane.Millisecond))
 		default:
 			params[k] = strconv.FormatFloat(v, 'g', -1, 64)
 		}
@@ -148,7 +149,7 @@ func FromPARDPlan(p *formats.Plan) (*Deployment, error) {
 				}
 			}
 		}
-		ps := PipelineSpec{Name: a.Name, SLO: Time(time.Duration(a.SLO) / time.Microsecond), RateRPS: a.RateRPS, Params: params}
+		ps := PipelineSpec{Name: a.Name, SLO: dataplane.Time(time.Duration(a.SLO) / time.Microsecond), RateRPS: a.RateRPS, Params: params}
 		for j, m := range a.Modules {
 			mp := fmt.Sprintf("pard.apps[%d].modules[%d]", ai, j)
 			if m.Batch < 1 || m.Workers < 1 {
@@ -162,7 +163,7 @@ func FromPARDPlan(p *formats.Plan) (*Deployment, error) {
 			case j > 0:
 				ms.After = []string{a.Modules[j-1].Name}
 			}
-			ms.LatUs = make([]Time, m.Batch+1)
+			ms.LatUs = make([]dataplane.Time, m.Batch+1)
 			var prof *formats.ModelProfile
 			for i := range profiles {
 				if mm, ok := profiles[i].Model(m.Model); ok {
@@ -171,14 +172,14 @@ func FromPARDPlan(p *formats.Plan) (*Deployment, error) {
 				}
 			}
 			for b := 1; b <= m.Batch; b++ {
-				ms.LatUs[b] = Time(math.Ceil(m.LatencyUs * float64(b) / float64(m.Batch)))
+				ms.LatUs[b] = dataplane.Time(math.Ceil(m.LatencyUs * float64(b) / float64(m.Batch)))
 				if prof != nil {
 					if e, ok := prof.Lookup(m.GPU, 1, b); ok {
 						var s float64
 						for _, x := range e.BlockUs {
 							s += x
 						}
-						ms.LatUs[b] = Time(math.Ceil(s))
+						ms.LatUs[b] = dataplane.Time(math.Ceil(s))
 					}
 				}
 			}
@@ -192,24 +193,5 @@ func FromPARDPlan(p *formats.Plan) (*Deployment, error) {
 	return NewPipelineDeployment(specs, hop)
 }
 
-// hasFanOut reports whether application a has a stage with several successors (a DAG whose
-// branches hold a request concurrently). It is only consulted for a request that is already
-// in flight, so its cost does not matter on the common path.
-func (d *Deployment) hasFanOut(a AppID) bool {
-	for i := range d.Stages {
-		if d.Stages[i].App == a && len(d.Stages[i].Next) > 1 {
-			return true
-		}
-	}
-	return false
-}
-
-func init() {
-	RegisterPlanDeployer("pard", func(p *formats.Plan) (*Deployment, string, bool, error) {
-		if p.PARD == nil || p.PPipe != nil {
-			return nil, "", false, nil
-		}
-		d, err := FromPARDPlan(p)
-		return d, p.PARD.Policy, true, err
-	})
-}
+// Kind is the plan section PARD deployments come from.
+const Kind = "pard"

@@ -1,4 +1,4 @@
-package dataplane
+package ppipe
 
 import (
 	"path/filepath"
@@ -10,7 +10,7 @@ import (
 // TestFromPlanRate: load factor 1.0 is the plan's guaranteed rate (target_rps) when it has
 // one, even where throughput_rps reports more capacity; else the throughput.
 func TestFromPlanRate(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "sim", "hc1-100.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", "hc1-100.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

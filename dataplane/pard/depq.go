@@ -1,4 +1,6 @@
-package dataplane
+package pard
+
+import "github.com/plan-dev/plan/dataplane"
 
 // DEPQ is a double-ended priority queue of requests (a min-max heap, Atkinson et al. 1986):
 // PopMin and PopMax are both O(log n), Push is O(log n). PARD keeps one per worker keyed by
@@ -12,9 +14,9 @@ type DEPQ struct {
 }
 
 type depqItem struct {
-	key Time
-	id  ReqID
-	aux Time
+	key dataplane.Time
+	id  dataplane.ReqID
+	aux dataplane.Time
 }
 
 func (a depqItem) less(b depqItem) bool {
@@ -29,13 +31,13 @@ func (q *DEPQ) Len() int { return len(q.h) }
 
 // Push adds request id with key; aux is carried along untouched (PARD stores the arrival
 // time at the module there, so a request can wait at two DAG branches at once).
-func (q *DEPQ) Push(key Time, id ReqID, aux Time) {
+func (q *DEPQ) Push(key dataplane.Time, id dataplane.ReqID, aux dataplane.Time) {
 	q.h = append(q.h, depqItem{key, id, aux})
 	q.bubbleUp(len(q.h) - 1)
 }
 
 // Min returns the smallest (key, id) without removing it; ok is false when empty.
-func (q *DEPQ) Min() (key Time, id ReqID, ok bool) {
+func (q *DEPQ) Min() (key dataplane.Time, id dataplane.ReqID, ok bool) {
 	if len(q.h) == 0 {
 		return 0, -1, false
 	}
@@ -43,7 +45,7 @@ func (q *DEPQ) Min() (key Time, id ReqID, ok bool) {
 }
 
 // Max returns the largest (key, id) without removing it; ok is false when empty.
-func (q *DEPQ) Max() (key Time, id ReqID, ok bool) {
+func (q *DEPQ) Max() (key dataplane.Time, id dataplane.ReqID, ok bool) {
 	i := q.maxIndex()
 	if i < 0 {
 		return 0, -1, false
@@ -53,11 +55,13 @@ func (q *DEPQ) Max() (key Time, id ReqID, ok bool) {
 
 // PopMin removes the smallest entry and returns its key, request and aux value (the queue
 // must not be empty).
-func (q *DEPQ) PopMin() (Time, ReqID, Time) { return q.removeAt(0) }
+func (q *DEPQ) PopMin() (dataplane.Time, dataplane.ReqID, dataplane.Time) { return q.removeAt(0) }
 
 // PopMax removes the largest entry and returns its key, request and aux value (the queue
 // must not be empty).
-func (q *DEPQ) PopMax() (Time, ReqID, Time) { return q.removeAt(q.maxIndex()) }
+func (q *DEPQ) PopMax() (dataplane.Time, dataplane.ReqID, dataplane.Time) {
+	return q.removeAt(q.maxIndex())
+}
 
 // Reset empties the queue, keeping its storage.
 func (q *DEPQ) Reset() { q.h = q.h[:0] }
@@ -86,7 +90,7 @@ func onMinLevel(i int) bool {
 	return d%2 == 0
 }
 
-func (q *DEPQ) removeAt(i int) (Time, ReqID, Time) {
+func (q *DEPQ) removeAt(i int) (dataplane.Time, dataplane.ReqID, dataplane.Time) {
 	it := q.h[i]
 	n := len(q.h) - 1
 	q.h[i] = q.h[n]

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner/ppipe"
@@ -379,7 +381,7 @@ func ratesOf(p *formats.Plan) map[string]float64 {
 }
 
 func sweep(ctx context.Context, cfg *Config, p *formats.Plan, base map[string]float64, trace string, pol dataplane.Config) (*sim.Report, error) {
-	dep, err := dataplane.FromPlan(p)
+	dep, err := dpppipe.FromPlan(p)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +403,7 @@ func sweep(ctx context.Context, cfg *Config, p *formats.Plan, base map[string]fl
 		}
 		spec.Name = fmt.Sprintf("bursty(cv=%g)", spec.CV)
 	}
-	return sim.Sweep(ctx, &sim.SweepConfig{
+	return sim.Sweep(ctx, &sim.SweepConfig{Policies: dpppipe.Registry(),
 		Dep: dep, Policy: pol, Arrival: spec, BaseRPS: rates, Loads: cfg.Loads,
 		Duration: cfg.Duration, Seed: cfg.Seed, Parallel: cfg.Parallel,
 	})

@@ -1,9 +1,11 @@
-package dataplane
+package pard
 
 import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // TestDEPQAgainstSortedSlice runs random operation sequences on the min-max heap and on a
@@ -24,11 +26,11 @@ func TestDEPQAgainstSortedSlice(t *testing.T) {
 			rng := rand.New(rand.NewPCG(tc.seed, 7))
 			var q DEPQ
 			var ref []depqItem
-			next := ReqID(0)
+			next := dataplane.ReqID(0)
 			for op := 0; op < tc.ops; op++ {
 				switch c := rng.IntN(10); {
 				case c < 5 || len(ref) == 0:
-					it := depqItem{key: Time(rng.Int64N(tc.keyMax)), id: next, aux: Time(next) * 3}
+					it := depqItem{key: dataplane.Time(rng.Int64N(tc.keyMax)), id: next, aux: dataplane.Time(next) * 3}
 					next++
 					q.Push(it.key, it.id, it.aux)
 					i := sort.Search(len(ref), func(i int) bool { return it.less(ref[i]) })
@@ -72,11 +74,11 @@ func BenchmarkDEPQPushPop(b *testing.B) {
 	var q DEPQ
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 1024; i++ {
-		q.Push(Time(rng.Int64N(1e9)), ReqID(i), 0)
+		q.Push(dataplane.Time(rng.Int64N(1e9)), dataplane.ReqID(i), 0)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		q.Push(Time(rng.Int64N(1e9)), ReqID(i), 0)
+		q.Push(dataplane.Time(rng.Int64N(1e9)), dataplane.ReqID(i), 0)
 		if i%2 == 0 {
 			q.PopMax()
 		} else {

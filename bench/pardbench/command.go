@@ -1,6 +1,7 @@
-package cli
+package pardbench
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,16 +10,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
+	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/planner/pard"
+	plpard "github.com/plan-dev/plan/planner/pard"
 	"github.com/plan-dev/plan/sim"
+	"github.com/spf13/pflag"
 )
 
-func init() { registerBench(newBenchPARDCmd) }
-
-type benchPARDOptions struct {
+// Command is `plan bench pard`.
+type Command struct {
 	quick    bool
 	report   string
 	apps     []string
@@ -32,12 +32,17 @@ type benchPARDOptions struct {
 	parallel int
 }
 
-func newBenchPARDCmd(app *App) *cobra.Command {
-	o := &benchPARDOptions{}
-	cmd := &cobra.Command{
-		Use:   "pard",
-		Short: "PARD vs Nexus, Clipper++, naive and PARD's ablations on tm, lv, ga, da × wiki, tweet, azure",
-		Long: `Reproduces PARD's evaluation (pard.md §5–§6) in the simulator on stand-in profiles: each of
+// Name implements bench.Bench.
+func (o *Command) Name() string { return "pard" }
+
+// Short implements bench.Bench.
+func (o *Command) Short() string {
+	return "PARD vs Nexus, Clipper++, naive and PARD's ablations on tm, lv, ga, da × wiki, tweet, azure"
+}
+
+// Long implements bench.Bench.
+func (o *Command) Long() string {
+	return `Reproduces PARD's evaluation (md §5–§6) in the simulator on stand-in profiles: each of
 the four applications is provisioned by the MILP (Σ 2·d ≤ 0.8·SLO), then replayed on the
 wiki-, tweet- and azure-like traces (CV 0.47 / 1.0 / 1.3) with rate-based autoscaling and
 cold starts under every pipeline policy, for several seeds; a fixed-capacity stress test
@@ -46,13 +51,17 @@ never-dropping baseline misses the SLO), drop and invalid rates, the share of dr
 later half of the pipeline, the minimum goodput over 1/5/10/30/60 s windows, and PARD's
 gains next to the paper's headline numbers.
 
---quick: one seed, 300 s traces (about a minute on 2 cores).`,
-		Example: `  plan bench pard --quick
-  plan bench pard --apps lv --traces tweet --seeds 3 --report out/pard`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchPARD(cmd, app, o) },
-	}
-	f := cmd.Flags()
+--quick: one seed, 300 s traces (about a minute on 2 cores).`
+}
+
+// Example implements bench.Bench.
+func (o *Command) Example() string {
+	return `  plan bench pard --quick
+  plan bench pard --apps lv --traces tweet --seeds 3 --report out/pard`
+}
+
+// Flags implements bench.Bench.
+func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "reduced run (1 seed, 300 s traces): under 2 minutes")
 	f.StringVar(&o.report, "report", "", "directory for bench.json")
 	f.StringSliceVar(&o.apps, "apps", nil, "applications (default tm,lv,ga,da)")
@@ -64,24 +73,23 @@ gains next to the paper's headline numbers.
 	f.Float64Var(&o.cold, "cold-start", 0, "autoscaler cold start in seconds (default 15)")
 	f.Float64Var(&o.headroom, "headroom", 0, "autoscaler provisions rate × headroom (default 1)")
 	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
-	return cmd
 }
 
-func runBenchPARD(cmd *cobra.Command, app *App, o *benchPARDOptions) error {
+func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	start := time.Now()
-	bo := pard.BenchOptions{}
+	bo := BenchOptions{}
 	if o.quick {
-		bo = pard.QuickBench()
+		bo = QuickBench()
 	}
 	bo.Apps, bo.Traces, bo.Policies, bo.Parallel = o.apps, o.traces, o.policies, o.parallel
 	if o.seeds < 0 || o.seconds < 0 || o.rate < 0 || o.cold < 0 || o.headroom < 0 {
-		return usageErrorf("--seeds, --seconds, --rate, --cold-start and --headroom must be >= 0")
+		return bench.Usagef("--seeds, --seconds, --rate, --cold-start and --headroom must be >= 0")
 	}
 	if o.headroom > 0 {
 		bo.Headroom = o.headroom
 	}
 	if o.seconds > 0 && o.seconds < 60 {
-		return usageErrorf("--seconds %d: must be at least 60", o.seconds)
+		return bench.Usagef("--seconds %d: must be at least 60", o.seconds)
 	}
 	if o.seeds > 0 {
 		bo.Seeds = o.seeds
@@ -99,24 +107,24 @@ func runBenchPARD(cmd *cobra.Command, app *App, o *benchPARDOptions) error {
 	bo.Progress = func(done, total int) {
 		if time.Since(last) > 5*time.Second || done == total {
 			last = time.Now()
-			app.Infof("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
+			env.Infof("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
 		}
 	}
-	res, err := pard.RunBench(cmd.Context(), bo)
+	res, err := RunBench(ctx, bo)
 	if err != nil {
-		if errors.Is(err, pard.ErrBadInput) {
-			return usageError(err)
+		if errors.Is(err, plpard.ErrBadInput) {
+			return bench.Usage(err)
 		}
 		return err
 	}
 	if o.report != "" {
 		if err := os.MkdirAll(o.report, 0o755); err != nil {
-			return usageErrorf("--report %s: %v", o.report, err)
+			return bench.Usagef("--report %s: %v", o.report, err)
 		}
 		res.Options.Progress = nil
 		data, err := json.MarshalIndent(struct {
-			Kind   string            `json:"kind"`
-			Result *pard.BenchResult `json:"result"`
+			Kind   string       `json:"kind"`
+			Result *BenchResult `json:"result"`
 		}{"PARDBench", res}, "", "  ")
 		if err != nil {
 			return err
@@ -125,44 +133,44 @@ func runBenchPARD(cmd *cobra.Command, app *App, o *benchPARDOptions) error {
 			return err
 		}
 	}
-	if app.JSONOutput() {
+	if env.JSON {
 		res.Options.Progress = nil
-		return app.WriteJSON(res)
+		return env.WriteJSON(res)
 	}
-	printBenchPARD(app, res)
-	app.Infof("bench pard: done in %s", time.Since(start).Round(time.Second))
+	printBenchPARD(env, res)
+	env.Infof("bench pard: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }
 
 func pardPct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
 func pardTimes(x float64) string {
-	if x >= pard.Infinite {
+	if x >= Infinite {
 		return "∞"
 	}
 	return fmt.Sprintf("%.2f×", x)
 }
 
-func printBenchPARD(app *App, res *pard.BenchResult) {
-	fmt.Fprintln(app.Out, "Provisioning (MILP, Σ2·d ≤ 0.8·SLO, fewest GPUs at the mean rate):")
+func printBenchPARD(env bench.Env, res *BenchResult) {
+	fmt.Fprintln(env.Out, "Provisioning (MILP, Σ2·d ≤ 0.8·SLO, fewest GPUs at the mean rate):")
 	var rows [][]string
 	for _, m := range res.Modules {
 		rows = append(rows, []string{m.App, m.Name, fmt.Sprint(m.Batch), fmt.Sprint(m.Workers), fmt.Sprintf("%.1f", m.LatencyMs), fmt.Sprintf("%.0f ms = %.0f%% SLO", m.SumTwoD, 100*m.SLOFrac)})
 	}
-	app.Table([]string{"app", "module", "batch", "workers", "d(b) ms", "Σ2·d"}, rows)
-	fmt.Fprintln(app.Out)
+	env.Table([]string{"app", "module", "batch", "workers", "d(b) ms", "Σ2·d"}, rows)
+	fmt.Fprintln(env.Out)
 	var cvs []string
 	for _, c := range res.TraceCV {
 		cvs = append(cvs, fmt.Sprintf("%s#%d %.3f", c.Trace, c.Seed, c.CV))
 	}
-	fmt.Fprintf(app.Out, "Trace CVs (targets wiki 0.47, tweet 1.0, azure 1.3): %s\n\n", strings.Join(cvs, ", "))
+	fmt.Fprintf(env.Out, "Trace CVs (targets wiki 0.47, tweet 1.0, azure 1.3): %s\n\n", strings.Join(cvs, ", "))
 	var wh []string
 	for _, w := range sim.WindowSizes {
 		wh = append(wh, fmt.Sprintf("min%ds", w))
 	}
 	for _, a := range res.Options.Apps {
 		for _, tr := range res.Options.Traces {
-			fmt.Fprintf(app.Out, "%s-%s (%d seed(s); goodput normalized by input; burst = seconds where naive misses the SLO):\n", a, tr, res.Options.Seeds)
+			fmt.Fprintf(env.Out, "%s-%s (%d seed(s); goodput normalized by input; burst = seconds where naive misses the SLO):\n", a, tr, res.Options.Seeds)
 			rows = rows[:0]
 			for _, p := range res.Options.Policies {
 				r := res.Row(a, tr, p)
@@ -181,12 +189,12 @@ func printBenchPARD(app *App, res *pard.BenchResult) {
 				row = append(row, fmt.Sprintf("%.1f", r.MeanWaitMs))
 				rows = append(rows, row)
 			}
-			app.Table(append(append([]string{"policy", "goodput", "burst", "drop", "invalid", "later½", "drops/module %"}, wh...), "wait ms"), rows)
-			fmt.Fprintln(app.Out)
+			env.Table(append(append([]string{"policy", "goodput", "burst", "drop", "invalid", "later½", "drops/module %"}, wh...), "wait ms"), rows)
+			fmt.Fprintln(env.Out)
 		}
 	}
 	if len(res.Comparisons) > 0 {
-		fmt.Fprintln(app.Out, "PARD vs the reactive baselines (ours) next to the paper's headline numbers:")
+		fmt.Fprintln(env.Out, "PARD vs the reactive baselines (ours) next to the paper's headline numbers:")
 		rows = rows[:0]
 		minG, maxG, minD, maxD, minI, maxI := 1e18, -1e18, 1e18, -1e18, 1e18, -1e18
 		for _, c := range res.Comparisons {
@@ -195,17 +203,17 @@ func printBenchPARD(app *App, res *pard.BenchResult) {
 			minD, maxD = min(minD, c.DropRatio), max(maxD, c.DropRatio)
 			minI, maxI = min(minI, c.InvalidRatio), max(maxI, c.InvalidRatio)
 		}
-		app.Table([]string{"workload", "vs", "goodput", "burst goodput", "fewer drops", "less waste"}, rows)
-		fmt.Fprintln(app.Out)
-		app.Table([]string{"result", "paper", "ours (range over workloads)"}, [][]string{
+		env.Table([]string{"workload", "vs", "goodput", "burst goodput", "fewer drops", "less waste"}, rows)
+		fmt.Fprintln(env.Out)
+		env.Table([]string{"result", "paper", "ours (range over workloads)"}, [][]string{
 			{"goodput vs Nexus/Clipper++", "+16% to +176%", fmt.Sprintf("%+.1f%% to %+.1f%%", 100*minG, 100*maxG)},
 			{"drop-rate reduction", "1.6× to 16.7×", pardTimes(minD) + " to " + pardTimes(maxD)},
 			{"invalid-rate reduction", "1.5× to 61.9×", pardTimes(minI) + " to " + pardTimes(maxI)},
 			{"later-half drops, reactive", "51–97% (Nexus), 31–89% (Clipper++)", laterRange(res, "nexus") + " (Nexus), " + laterRange(res, "clipper++") + " (Clipper++)"},
 			{"later-half drops, PARD", "13% (87% in the first two modules)", laterRange(res, "pard")},
 		})
-		fmt.Fprintln(app.Out)
-		fmt.Fprintln(app.Out, "Targets on the bursty traces (tweet, azure): PARD goodput above nexus and clipper++, ≥ 1.5× fewer drops:")
+		fmt.Fprintln(env.Out)
+		fmt.Fprintln(env.Out, "Targets on the bursty traces (tweet, azure): PARD goodput above nexus and clipper++, ≥ 1.5× fewer drops:")
 		rows = rows[:0]
 		for _, c := range res.Comparisons {
 			if c.Trace == "wiki" {
@@ -224,20 +232,20 @@ func printBenchPARD(app *App, res *pard.BenchResult) {
 			}
 			rows = append(rows, []string{c.App + "-" + c.Trace, c.Baseline, ok})
 		}
-		app.Table([]string{"workload", "vs", "target"}, rows)
-		fmt.Fprintln(app.Out)
+		env.Table([]string{"workload", "vs", "target"}, rows)
+		fmt.Fprintln(env.Out)
 	}
 	if len(res.Stress) > 0 {
-		fmt.Fprintln(app.Out, "Stress test (fixed workers, constant rate = factor × capacity; goodput / min(rate, capacity)):")
+		fmt.Fprintln(env.Out, "Stress test (fixed workers, constant rate = factor × capacity; goodput / min(rate, capacity)):")
 		rows = rows[:0]
 		for _, s := range res.Stress {
 			rows = append(rows, []string{s.App, fmt.Sprintf("%.1f×", s.Factor), s.Policy, pardPct(s.OfIdeal), pardPct(s.DropRate)})
 		}
-		app.Table([]string{"app", "load", "policy", "of ideal", "drop"}, rows)
+		env.Table([]string{"app", "load", "policy", "of ideal", "drop"}, rows)
 	}
 }
 
-func laterRange(res *pard.BenchResult, policy string) string {
+func laterRange(res *BenchResult, policy string) string {
 	lo, hi, n := 2.0, -1.0, 0
 	for _, r := range res.Rows {
 		if r.Policy == policy && r.DropRate > 0 {

@@ -1,4 +1,4 @@
-package dataplane
+package pard
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // PARD (Zhao et al., EuroSys '26) and the baselines it is compared with, as one pipeline
@@ -102,18 +104,18 @@ func PipelinePolicies() []string {
 // Drop reasons of the pipeline policies.
 const (
 	// DropEstimate: PARD's Eq. 3 end-to-end estimate exceeds the SLO.
-	DropEstimate DropReason = "estimate"
+	DropEstimate dataplane.DropReason = "estimate"
 	// DropPurge: the request at the min end of the queue can no longer make it even if it
 	// were served now (spec §8.3; keeps queues timely under HBF).
-	DropPurge DropReason = "purge"
+	DropPurge dataplane.DropReason = "purge"
 	// DropWindow: Nexus's sliding-window rule.
-	DropWindow DropReason = "window"
+	DropWindow dataplane.DropReason = "window"
 	// DropBudget: a per-module latency budget was exceeded (Clipper++, split, WCL).
-	DropBudget DropReason = "budget"
+	DropBudget dataplane.DropReason = "budget"
 	// DropOverload: DAGOR-style admission control shed the request on arrival.
-	DropOverload DropReason = "overload"
+	DropOverload dataplane.DropReason = "overload"
 	// DropExpired: the request is already past its end-to-end deadline.
-	DropExpired DropReason = "expired"
+	DropExpired dataplane.DropReason = "expired"
 )
 
 // pardDefaults are the parameters and their defaults (spec §2–§4, §6, §8.5). Every key a
@@ -157,25 +159,25 @@ func PARDParamNames() []string {
 // Pipeline is the pipeline executor: one instance runs one variant (pard, nexus, ...).
 type Pipeline struct {
 	variant pardVariant
-	cfg     Config
+	cfg     dataplane.Config
 	p       map[string]float64
 
-	v   View
-	dep *Deployment
+	v   dataplane.View
+	dep *dataplane.Deployment
 
 	lambda     float64
-	window     Time
-	sync       Time
+	window     dataplane.Time
+	sync       dataplane.Time
 	samples    int
 	purge      bool
 	autoscale  bool
-	coldStart  Time
+	coldStart  dataplane.Time
 	scaleWin   int
 	scaleDown  int
 	headroom   float64
 	scaleByMod bool
 	ocAlpha    float64
-	ocT        Time
+	ocT        dataplane.Time
 	nexusSplit bool
 	cumulative bool
 	fixedEps   float64
@@ -184,17 +186,17 @@ type Pipeline struct {
 	muN        int
 	hopInLsub  bool
 	cancel     bool
-	doomed     map[ReqID]pardDrop
+	doomed     map[dataplane.ReqID]pardDrop
 	rng        *rand.Rand
 	mods       []pardModule // indexed by StageID
 	workers    []pardWorker // indexed by WorkerID (only pipeline workers are used)
 	apps       []pardApp
 	flags      []uint8 // per request: gone (a drop was decided), deferred
-	deferred   map[ReqID]pardDrop
+	deferred   map[dataplane.ReqID]pardDrop
 	join       map[joinKey]int32
-	touched    []WorkerID
-	buf        []ReqID
-	path       [1]PathHop
+	touched    []dataplane.WorkerID
+	buf        []dataplane.ReqID
+	path       [1]dataplane.PathHop
 	tickCount  int64
 }
 
@@ -203,22 +205,22 @@ const (
 )
 
 type joinKey struct {
-	r ReqID
-	s StageID
+	r dataplane.ReqID
+	s dataplane.StageID
 }
 
 type pardDrop struct {
-	stage  StageID
-	reason DropReason
-	est    Time
+	stage  dataplane.StageID
+	reason dataplane.DropReason
+	est    dataplane.Time
 }
 
 type pardApp struct {
-	id      AppID
-	slo     Time
-	entry   StageID
-	mods    []StageID // topological order
-	ingress []int64   // per-second arrivals (ring, scale_down_s + scale_window_s long)
+	id      dataplane.AppID
+	slo     dataplane.Time
+	entry   dataplane.StageID
+	mods    []dataplane.StageID // topological order
+	ingress []int64             // per-second arrivals (ring, scale_down_s + scale_window_s long)
 	inCur   int64
 	rate5   []float64 // ring of the scaler's windowed rate, one per tick
 	// sampler scratch: per module a draw, per (module, path) the sums
@@ -232,29 +234,29 @@ type qBucket struct {
 }
 
 type pardPath struct {
-	mods  []StageID // downstream modules in order (excluding the deciding module)
-	hops  Time      // planned transfer delays along the path, the deciding module's edge included
-	sumD  Time      // Σ d_i(b_i)
-	samps []float64 // sampler scratch
+	mods  []dataplane.StageID // downstream modules in order (excluding the deciding module)
+	hops  dataplane.Time      // planned transfer delays along the path, the deciding module's edge included
+	sumD  dataplane.Time      // Σ d_i(b_i)
+	samps []float64           // sampler scratch
 }
 
 type pardModule struct {
 	used    bool
-	stage   StageID
-	app     AppID
-	slo     Time
+	stage   dataplane.StageID
+	app     dataplane.AppID
+	slo     dataplane.Time
 	batch   int
-	d       Time
-	workers []WorkerID
+	d       dataplane.Time
+	workers []dataplane.WorkerID
 	preds   int
-	ances   []StageID // every upstream module (pard-oc throttles them)
+	ances   []dataplane.StageID // every upstream module (pard-oc throttles them)
 	paths   []pardPath
 	// merge is the first merge module downstream when the module lies on a branch between
 	// a fan-out and its merge (NoStage otherwise): a drop there must wait for the siblings.
-	merge StageID
+	merge dataplane.StageID
 	// sumD is the largest Σd over source→sink paths through the module (budget split);
 	// prefD the largest Σd over source→module prefixes (cumulative budgets).
-	sumD, prefD Time
+	sumD, prefD dataplane.Time
 
 	qb       []qBucket
 	u        []float32
@@ -264,38 +266,38 @@ type pardModule struct {
 	rpos, rn int
 	hbf      bool
 	mu, eps  float64
-	q        Time // published windowed queueing delay
-	q1       Time // last second's mean queueing delay (pard-oc)
-	lsub     Time // published L_sub
-	w        Time // published batch-wait quantile (largest path)
-	budget   Time // split / WCL budget
-	wclCur   []Time
-	wclHist  [][]Time
-	wcl      Time
+	q        dataplane.Time // published windowed queueing delay
+	q1       dataplane.Time // last second's mean queueing delay (pard-oc)
+	lsub     dataplane.Time // published L_sub
+	w        dataplane.Time // published batch-wait quantile (largest path)
+	budget   dataplane.Time // split / WCL budget
+	wclCur   []dataplane.Time
+	wclHist  [][]dataplane.Time
+	wcl      dataplane.Time
 	throttle bool
 	credit   float64
 	rr       int
 }
 
 type pardWorker struct {
-	mod      StageID
+	mod      dataplane.StageID
 	q        DEPQ
-	forming  []ReqID
+	forming  []dataplane.ReqID
 	busy     bool
-	runStart Time
-	runNom   Time
-	activeAt Time // when it serves new requests (Never = not provisioned)
+	runStart dataplane.Time
+	runNom   dataplane.Time
+	activeAt dataplane.Time // when it serves new requests (Never = not provisioned)
 	cand     []pardCand
 }
 
 type pardCand struct {
-	id  ReqID
-	est Time
+	id  dataplane.ReqID
+	est dataplane.Time
 }
 
 // NewPipeline builds the pipeline policy named name (one of PipelinePolicies) with cfg's
 // parameters.
-func NewPipeline(name string, cfg Config) (*Pipeline, error) {
+func NewPipeline(name string, cfg dataplane.Config) (*Pipeline, error) {
 	for _, v := range pardVariants {
 		if v.name == name {
 			for k := range cfg.Params {
@@ -385,21 +387,21 @@ func (p *Pipeline) resolve(plan map[string]string) (map[string]float64, error) {
 func (p *Pipeline) Name() string { return p.variant.name }
 
 // TickEvery implements Ticker: the state planner's sync period.
-func (p *Pipeline) TickEvery() Time {
+func (p *Pipeline) TickEvery() dataplane.Time {
 	s := pardDefaults["sync_s"]
 	if x, ok := p.cfg.Params["sync_s"]; ok {
 		if f, err := strconv.ParseFloat(x, 64); err == nil && f > 0 {
 			s = f
 		}
 	}
-	return Time(s * float64(Second))
+	return dataplane.Time(s * float64(dataplane.Second))
 }
 
 // Params returns the parameters in effect (after Attach: defaults, plan, config).
 func (p *Pipeline) Params() map[string]float64 { return p.p }
 
 // Attach implements Policy.
-func (p *Pipeline) Attach(v View) error {
+func (p *Pipeline) Attach(v dataplane.View) error {
 	p.v = v
 	p.dep = v.Deployment()
 	plan := map[string]string{}
@@ -423,18 +425,18 @@ func (p *Pipeline) Attach(v View) error {
 	}
 	p.p = par
 	p.lambda = par["lambda"]
-	p.window = Time(par["window_s"] * float64(Second))
-	p.sync = Time(par["sync_s"] * float64(Second))
+	p.window = dataplane.Time(par["window_s"] * float64(dataplane.Second))
+	p.sync = dataplane.Time(par["sync_s"] * float64(dataplane.Second))
 	p.samples = int(par["samples"])
 	p.purge = par["purge"] != 0
 	p.autoscale = par["autoscale"] != 0
-	p.coldStart = Time(par["cold_start_s"] * float64(Second))
+	p.coldStart = dataplane.Time(par["cold_start_s"] * float64(dataplane.Second))
 	p.scaleWin = max(1, int(math.Round(par["scale_window_s"]/par["sync_s"])))
 	p.scaleDown = max(0, int(math.Round(par["scale_down_s"]/par["sync_s"])))
 	p.headroom = par["headroom"]
 	p.scaleByMod = par["scale_by_module"] != 0
 	p.ocAlpha = par["oc_alpha"]
-	p.ocT = Time(par["oc_t_ms"] * float64(Millisecond))
+	p.ocT = dataplane.Time(par["oc_t_ms"] * float64(dataplane.Millisecond))
 	p.nexusSplit = par["split"] != 0
 	p.cumulative = par["cumulative"] != 0
 	p.fixedEps = par["eps"]
@@ -446,10 +448,10 @@ func (p *Pipeline) Attach(v View) error {
 	p.muN = min(p.epsN, max(1, int(math.Round(par["mu_window_s"]/par["sync_s"]))))
 	p.hopInLsub = par["hop_in_lsub"] != 0
 	p.cancel = par["sibling_cancel"] != 0
-	p.doomed = map[ReqID]pardDrop{}
+	p.doomed = map[dataplane.ReqID]pardDrop{}
 	seed := uint64(par["seed"])
 	p.rng = rand.New(rand.NewPCG(seed, 0x5a4d_7061_7264_0001))
-	p.deferred = map[ReqID]pardDrop{}
+	p.deferred = map[dataplane.ReqID]pardDrop{}
 	p.join = map[joinKey]int32{}
 	return p.build(int(par["ring"]))
 }
@@ -459,13 +461,13 @@ func (p *Pipeline) build(ring int) error {
 	d := p.dep
 	p.mods = make([]pardModule, len(d.Stages))
 	p.workers = make([]pardWorker, len(d.Topo.Workers))
-	preds := make([][]StageID, len(d.Stages))
+	preds := make([][]dataplane.StageID, len(d.Stages))
 	for i := range d.Stages {
 		for _, n := range d.Stages[i].Next {
-			preds[n] = append(preds[n], StageID(i))
+			preds[n] = append(preds[n], dataplane.StageID(i))
 		}
 	}
-	nb := int(math.Ceil(float64(p.window)/float64(100*Millisecond))) + 1
+	nb := int(math.Ceil(float64(p.window)/float64(100*dataplane.Millisecond))) + 1
 	for ai := range d.Apps {
 		a := &d.Apps[ai]
 		if len(a.Entry) != 1 {
@@ -475,8 +477,8 @@ func (p *Pipeline) build(ring int) error {
 			return fmt.Errorf("application %s: pipeline policies serve one module graph per application, found %d pipelines (a PPipe plan?)", a.Name, len(a.Pipelines))
 		}
 		// Topological order of the modules reachable from the entry (Kahn).
-		reach := map[StageID]bool{}
-		var stack []StageID
+		reach := map[dataplane.StageID]bool{}
+		var stack []dataplane.StageID
 		stack = append(stack, a.Entry[0])
 		for len(stack) > 0 {
 			s := stack[len(stack)-1]
@@ -487,7 +489,7 @@ func (p *Pipeline) build(ring int) error {
 			reach[s] = true
 			stack = append(stack, d.Stages[s].Next...)
 		}
-		indeg := map[StageID]int{}
+		indeg := map[dataplane.StageID]int{}
 		for s := range reach {
 			for _, pr := range preds[s] {
 				if !reach[pr] {
@@ -496,8 +498,8 @@ func (p *Pipeline) build(ring int) error {
 			}
 			indeg[s] = len(preds[s])
 		}
-		var order []StageID
-		ready := []StageID{a.Entry[0]}
+		var order []dataplane.StageID
+		ready := []dataplane.StageID{a.Entry[0]}
 		if indeg[a.Entry[0]] != 0 {
 			return fmt.Errorf("application %s: the entry module %s has predecessors (a cycle?)", a.Name, d.Stages[a.Entry[0]].Name)
 		}
@@ -524,7 +526,7 @@ func (p *Pipeline) build(ring int) error {
 		if sinks != 1 {
 			return fmt.Errorf("application %s: pipeline policies need exactly one sink module (branches must merge), found %d", a.Name, sinks)
 		}
-		pa := pardApp{id: AppID(ai), slo: a.SLO, entry: a.Entry[0], mods: order,
+		pa := pardApp{id: dataplane.AppID(ai), slo: a.SLO, entry: a.Entry[0], mods: order,
 			ingress: make([]int64, p.scaleDown+p.scaleWin+1), rate5: make([]float64, p.scaleDown+1),
 			draw: make([]float64, len(d.Stages))}
 		p.apps = append(p.apps, pa)
@@ -533,7 +535,7 @@ func (p *Pipeline) build(ring int) error {
 			m := &p.mods[s]
 			m.used = true
 			m.stage = s
-			m.app = AppID(ai)
+			m.app = dataplane.AppID(ai)
 			m.slo = a.SLO
 			m.batch = st.Batch
 			m.d = st.Lat(st.Batch)
@@ -546,7 +548,7 @@ func (p *Pipeline) build(ring int) error {
 			m.u = make([]float32, ring)
 			m.tin = make([]float64, p.epsN)
 			m.ts = make([]float64, p.epsN)
-			m.wclHist = make([][]Time, max(1, int(math.Ceil(float64(p.window)/float64(p.sync)))))
+			m.wclHist = make([][]dataplane.Time, max(1, int(math.Ceil(float64(p.window)/float64(p.sync)))))
 			if len(st.Pool) == 0 {
 				return fmt.Errorf("application %s: module %s has no workers", a.Name, st.Name)
 			}
@@ -557,7 +559,7 @@ func (p *Pipeline) build(ring int) error {
 			for i, w := range st.Pool {
 				pw := &p.workers[w]
 				pw.mod = s
-				pw.activeAt = Never
+				pw.activeAt = dataplane.Never
 				if i < active {
 					pw.activeAt = 0
 				}
@@ -566,11 +568,11 @@ func (p *Pipeline) build(ring int) error {
 		// Downstream paths of every module and Σd over whole paths.
 		for _, s := range order {
 			m := &p.mods[s]
-			var walk func(cur StageID, acc []StageID, hops Time)
-			walk = func(cur StageID, acc []StageID, hops Time) {
+			var walk func(cur dataplane.StageID, acc []dataplane.StageID, hops dataplane.Time)
+			walk = func(cur dataplane.StageID, acc []dataplane.StageID, hops dataplane.Time) {
 				st := &d.Stages[cur]
 				if len(st.Next) == 0 {
-					pp := pardPath{mods: append([]StageID(nil), acc...), hops: hops, samps: make([]float64, p.samples)}
+					pp := pardPath{mods: append([]dataplane.StageID(nil), acc...), hops: hops, samps: make([]float64, p.samples)}
 					for _, x := range pp.mods {
 						pp.sumD += p.mods[x].d
 					}
@@ -585,17 +587,17 @@ func (p *Pipeline) build(ring int) error {
 		}
 		for _, s := range order {
 			m := &p.mods[s]
-			var down Time
+			var down dataplane.Time
 			for _, pp := range m.paths {
 				down = max(down, pp.sumD)
 			}
 			// Longest prefix Σd ending at s (topological DP over predecessors).
-			var pre Time
+			var pre dataplane.Time
 			for _, pr := range preds[s] {
 				pre = max(pre, p.mods[pr].prefD)
 			}
 			m.prefD = pre + m.d
-			m.merge = NoStage
+			m.merge = dataplane.NoStage
 			for cur := s; len(d.Stages[cur].Next) == 1; {
 				n := d.Stages[cur].Next[0]
 				if len(preds[n]) > 1 {
@@ -606,9 +608,9 @@ func (p *Pipeline) build(ring int) error {
 			}
 			m.sumD = m.prefD + down
 			// Ancestors for pard-oc.
-			seen := map[StageID]bool{}
-			var up func(x StageID)
-			up = func(x StageID) {
+			seen := map[dataplane.StageID]bool{}
+			var up func(x dataplane.StageID)
+			up = func(x dataplane.StageID) {
 				for _, pr := range preds[x] {
 					if !seen[pr] {
 						seen[pr] = true
@@ -619,24 +621,24 @@ func (p *Pipeline) build(ring int) error {
 			}
 			up(s)
 			sort.Slice(m.ances, func(i, j int) bool { return m.ances[i] < m.ances[j] })
-			m.budget = Time(float64(a.SLO) * float64(m.d) / float64(max(m.sumD, 1)))
+			m.budget = dataplane.Time(float64(a.SLO) * float64(m.d) / float64(max(m.sumD, 1)))
 		}
 	}
 	return nil
 }
 
-func (p *Pipeline) gone(id ReqID) bool {
+func (p *Pipeline) gone(id dataplane.ReqID) bool {
 	return int(id) < len(p.flags) && p.flags[id]&flagGone != 0
 }
 
 // drop decides a drop. A request still inside a batch of a sibling DAG branch cannot be
 // dropped by the engine yet: the decision (stage, reason, estimate) is kept and issued when
 // the sibling hands the request back.
-func (p *Pipeline) drop(out *Decisions, id ReqID, stage StageID, reason DropReason, est Time) {
+func (p *Pipeline) drop(out *dataplane.Decisions, id dataplane.ReqID, stage dataplane.StageID, reason dataplane.DropReason, est dataplane.Time) {
 	if p.gone(id) {
 		return
 	}
-	if mg := p.mods[stage].merge; mg != NoStage && !p.cancel {
+	if mg := p.mods[stage].merge; mg != dataplane.NoStage && !p.cancel {
 		// Without sibling cancellation the other branches keep working on the request
 		// (their GPU time then counts as invalid); the drop is issued at the merge once
 		// every branch is accounted for, the dropped one counting as arrived.
@@ -666,7 +668,7 @@ func (p *Pipeline) drop(out *Decisions, id ReqID, stage StageID, reason DropReas
 
 // dropDoomed issues the first drop decided on any branch of a request whose branches are
 // all done.
-func (p *Pipeline) dropDoomed(out *Decisions, id ReqID) {
+func (p *Pipeline) dropDoomed(out *dataplane.Decisions, id dataplane.ReqID) {
 	dd := p.doomed[id]
 	delete(p.doomed, id)
 	for int(id) >= len(p.flags) {
@@ -681,27 +683,26 @@ func (p *Pipeline) dropDoomed(out *Decisions, id ReqID) {
 }
 
 // flushDeferred issues a kept drop once no batch holds the request any more.
-func (p *Pipeline) flushDeferred(out *Decisions, id ReqID) {
-	if dd, ok := p.deferred[id]; ok && !p.v.Req(id).InFlight() && p.v.Req(id).Outcome == Pending {
+func (p *Pipeline) flushDeferred(out *dataplane.Decisions, id dataplane.ReqID) {
+	if dd, ok := p.deferred[id]; ok && !p.v.Req(id).InFlight() && p.v.Req(id).Outcome == dataplane.Pending {
 		delete(p.deferred, id)
 		out.Drop(id, dd.stage, dd.reason, dd.est)
 	}
 }
 
 // Handle implements Policy.
-func (p *Pipeline) Handle(now Time, ev *Event, out *Decisions) {
+func (p *Pipeline) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	switch ev.Kind {
-	case EvArrival:
+	case dataplane.EvArrival:
 		r := p.v.Req(ev.Req)
 		a := &p.apps[r.App]
 		a.inCur++
 		p.touched = p.touched[:0]
 		p.arriveAt(now, a.entry, ev.Req, out)
 		p.fillTouched(now, out)
-	case EvStageArrival:
-		b := p.v.Batch(ev.Batch)
+	case dataplane.EvStageArrival:
 		p.touched = p.touched[:0]
-		for _, id := range b.Reqs {
+		for _, id := range p.v.Arrived(ev) {
 			if p.gone(id) {
 				p.flushDeferred(out, id)
 				continue
@@ -709,7 +710,7 @@ func (p *Pipeline) Handle(now Time, ev *Event, out *Decisions) {
 			p.arriveAt(now, ev.Stage, id, out)
 		}
 		p.fillTouched(now, out)
-	case EvBatchDone:
+	case dataplane.EvBatchDone:
 		if int(ev.Worker) < len(p.workers) {
 			w := &p.workers[ev.Worker]
 			if p.mods[w.mod].used && w.busy {
@@ -717,13 +718,13 @@ func (p *Pipeline) Handle(now Time, ev *Event, out *Decisions) {
 				p.fill(now, ev.Worker, out)
 			}
 		}
-	case EvTick:
+	case dataplane.EvTick:
 		p.tick(now)
 	}
 }
 
 // arriveAt queues request id at module s (joining DAG branches first).
-func (p *Pipeline) arriveAt(now Time, s StageID, id ReqID, out *Decisions) {
+func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplane.ReqID, out *dataplane.Decisions) {
 	m := &p.mods[s]
 	if m.preds > 1 {
 		k := joinKey{id, s}
@@ -763,7 +764,7 @@ func (p *Pipeline) arriveAt(now Time, s StageID, id ReqID, out *Decisions) {
 	p.touched = append(p.touched, w)
 }
 
-func (p *Pipeline) fillTouched(now Time, out *Decisions) {
+func (p *Pipeline) fillTouched(now dataplane.Time, out *dataplane.Decisions) {
 	for i := 0; i < len(p.touched); i++ {
 		p.fill(now, p.touched[i], out)
 	}
@@ -771,8 +772,8 @@ func (p *Pipeline) fillTouched(now Time, out *Decisions) {
 
 // pick is the module's dispatcher: join-shortest-queue over the workers that serve now
 // (queued + forming requests), ties broken round-robin [ours, spec §2.1].
-func (p *Pipeline) pick(now Time, m *pardModule) WorkerID {
-	best := NoWorker
+func (p *Pipeline) pick(now dataplane.Time, m *pardModule) dataplane.WorkerID {
+	best := dataplane.NoWorker
 	bestLoad := math.MaxInt
 	n := len(m.workers)
 	for i := 0; i < n; i++ {
@@ -790,7 +791,7 @@ func (p *Pipeline) pick(now Time, m *pardModule) WorkerID {
 		}
 	}
 	m.rr = (m.rr + 1) % n
-	if best == NoWorker {
+	if best == dataplane.NoWorker {
 		// Nothing serves (every worker is cold): queue at the first worker, which drains
 		// when it starts; the estimate will drop what cannot wait.
 		best = m.workers[0]
@@ -799,7 +800,7 @@ func (p *Pipeline) pick(now Time, m *pardModule) WorkerID {
 }
 
 // expectedStart is t_e: the end of the running batch, or now when the GPU is idle.
-func (pw *pardWorker) expectedStart(now Time) Time {
+func (pw *pardWorker) expectedStart(now dataplane.Time) dataplane.Time {
 	if pw.busy {
 		return max(pw.runStart+pw.runNom, now)
 	}
@@ -808,7 +809,7 @@ func (pw *pardWorker) expectedStart(now Time) Time {
 
 // fill is the request broker (spec §2.5): take requests in priority order, drop or add them
 // to the forming batch, and launch when the GPU is idle.
-func (p *Pipeline) fill(now Time, w WorkerID, out *Decisions) {
+func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
 	pw := &p.workers[w]
 	m := &p.mods[pw.mod]
 	te := pw.expectedStart(now)
@@ -832,8 +833,8 @@ func (p *Pipeline) fill(now Time, w WorkerID, out *Decisions) {
 				break
 			}
 		}
-		var id ReqID
-		var tr Time
+		var id dataplane.ReqID
+		var tr dataplane.Time
 		switch {
 		case p.variant.order == orderHBF || p.variant.order == orderAdaptive && m.hbf:
 			_, id, tr = pw.q.PopMax()
@@ -874,10 +875,10 @@ func (p *Pipeline) fill(now Time, w WorkerID, out *Decisions) {
 }
 
 // keep adds a request to the forming batch and records the planner's samples.
-func (p *Pipeline) keep(now, te, tr Time, pw *pardWorker, m *pardModule, id ReqID) {
+func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModule, id dataplane.ReqID) {
 	pw.forming = append(pw.forming, id)
 	// Q = t_b − t_r from batched requests only (§8.6), in 100 ms buckets.
-	bn := int64(now / (100 * Millisecond))
+	bn := int64(now / (100 * dataplane.Millisecond))
 	qb := &m.qb[bn%int64(len(m.qb))]
 	if qb.n != bn {
 		*qb = qBucket{n: bn}
@@ -900,7 +901,7 @@ func (p *Pipeline) keep(now, te, tr Time, pw *pardWorker, m *pardModule, id ReqI
 }
 
 // test is the drop rule at t_b for request r (arrived at the module at tr).
-func (p *Pipeline) test(now, te, tr Time, r *Request, m *pardModule) (bool, DropReason, Time) {
+func (p *Pipeline) test(now, te, tr dataplane.Time, r *dataplane.Request, m *pardModule) (bool, dataplane.DropReason, dataplane.Time) {
 	switch p.variant.rule {
 	case ruleNexus:
 		if p.nexusSplit {
@@ -912,7 +913,7 @@ func (p *Pipeline) test(now, te, tr Time, r *Request, m *pardModule) (bool, Drop
 	case ruleClipper:
 		if p.cumulative {
 			l := now - r.Arrival
-			return l > Time(float64(m.slo)*float64(m.prefD-m.d)/float64(max(m.sumD, 1))), DropBudget, l
+			return l > dataplane.Time(float64(m.slo)*float64(m.prefD-m.d)/float64(max(m.sumD, 1))), DropBudget, l
 		}
 		l := now - tr
 		return l > m.budget, DropBudget, l
@@ -930,7 +931,7 @@ func (p *Pipeline) test(now, te, tr Time, r *Request, m *pardModule) (bool, Drop
 }
 
 // launch starts the forming batch on the idle worker and begins forming the next one.
-func (p *Pipeline) launch(now Time, w WorkerID, out *Decisions) {
+func (p *Pipeline) launch(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
 	pw := &p.workers[w]
 	m := &p.mods[pw.mod]
 	p.buf = p.buf[:0]
@@ -946,7 +947,7 @@ func (p *Pipeline) launch(now Time, w WorkerID, out *Decisions) {
 		p.fill(now, w, out)
 		return
 	}
-	p.path[0] = PathHop{Stage: m.stage, Worker: w}
+	p.path[0] = dataplane.PathHop{Stage: m.stage, Worker: w}
 	out.Dispatch(m.app, p.buf, p.path[:])
 	pw.busy = true
 	pw.runStart = now
@@ -956,7 +957,7 @@ func (p *Pipeline) launch(now Time, w WorkerID, out *Decisions) {
 
 // tick is the state planner (spec §2.6): publish q, T_in, μ, ε and the mode, draw the
 // downstream wait sums, refresh L_sub, budgets, throttles and the worker count.
-func (p *Pipeline) tick(now Time) {
+func (p *Pipeline) tick(now dataplane.Time) {
 	p.tickCount++
 	for ai := range p.apps {
 		a := &p.apps[ai]
@@ -987,16 +988,16 @@ func (p *Pipeline) tick(now Time) {
 	}
 }
 
-func (p *Pipeline) tickModule(now Time, m *pardModule) {
+func (p *Pipeline) tickModule(now dataplane.Time, m *pardModule) {
 	// Windowed queueing delay, weight 1 − age/window [ours, linear in age].
 	var ws, wc, s1, c1 float64
-	cur := int64(now / (100 * Millisecond))
+	cur := int64(now / (100 * dataplane.Millisecond))
 	for i := range m.qb {
 		b := &m.qb[i]
 		if b.n < 0 {
 			continue
 		}
-		mid := Time(b.n)*100*Millisecond + 50*Millisecond
+		mid := dataplane.Time(b.n)*100*dataplane.Millisecond + 50*dataplane.Millisecond
 		age := now - mid
 		if age < 0 {
 			age = 0
@@ -1014,13 +1015,13 @@ func (p *Pipeline) tickModule(now Time, m *pardModule) {
 	}
 	m.q, m.q1 = 0, 0
 	if wc > 0 {
-		m.q = Time(ws / wc)
+		m.q = dataplane.Time(ws / wc)
 	}
 	if c1 > 0 {
-		m.q1 = Time(s1 / c1)
+		m.q1 = dataplane.Time(s1 / c1)
 	}
 	// Input rate in sync-sized buckets, its moving mean and ε.
-	tin := float64(m.inCur) / (float64(p.sync) / float64(Second))
+	tin := float64(m.inCur) / (float64(p.sync) / float64(dataplane.Second))
 	m.inCur = 0
 	m.tin[m.rpos] = tin
 	var sm, mu float64
@@ -1054,7 +1055,7 @@ func (p *Pipeline) tickModule(now Time, m *pardModule) {
 	var cap float64
 	for _, w := range m.workers {
 		if p.workers[w].activeAt <= now {
-			cap += float64(m.batch) / (float64(m.d) / float64(Second))
+			cap += float64(m.batch) / (float64(m.d) / float64(dataplane.Second))
 		}
 	}
 	m.mu = math.Inf(1)
@@ -1113,7 +1114,7 @@ func (p *Pipeline) sample(a *pardApp) {
 		m.lsub, m.w = 0, 0
 		for pi := range m.paths {
 			pp := &m.paths[pi]
-			var l, w Time
+			var l, w dataplane.Time
 			switch p.variant.lsub {
 			case lsubBack:
 				l = 0
@@ -1134,7 +1135,7 @@ func (p *Pipeline) sample(a *pardApp) {
 				case p.variant.w == wUpper || p.lambda >= 1:
 					w = pp.sumD
 				default:
-					w = Time(Quantile(pp.samps[:p.samples], p.lambda))
+					w = dataplane.Time(Quantile(pp.samps[:p.samples], p.lambda))
 				}
 				l += w
 			}
@@ -1146,7 +1147,7 @@ func (p *Pipeline) sample(a *pardApp) {
 
 // wclBudgets reallocates budgets ∝ the p99 of Q+W+D over the window (pard-wcl).
 func (p *Pipeline) wclBudgets(a *pardApp) {
-	var tmp []Time
+	var tmp []dataplane.Time
 	for _, s := range a.mods {
 		m := &p.mods[s]
 		tmp = tmp[:0]
@@ -1161,13 +1162,13 @@ func (p *Pipeline) wclBudgets(a *pardApp) {
 		m.wcl = tmp[min(len(tmp)-1, int(math.Ceil(0.99*float64(len(tmp))))-1)]
 	}
 	// Largest Σ WCL over source→sink paths through each module.
-	pre := map[StageID]Time{}
+	pre := map[dataplane.StageID]dataplane.Time{}
 	for _, s := range a.mods {
-		var best Time
+		var best dataplane.Time
 		for pi := range p.mods {
 			for _, n := range p.dep.Stages[pi].Next {
 				if n == s && p.mods[pi].used {
-					best = max(best, pre[StageID(pi)])
+					best = max(best, pre[dataplane.StageID(pi)])
 				}
 			}
 		}
@@ -1176,16 +1177,16 @@ func (p *Pipeline) wclBudgets(a *pardApp) {
 	for i := len(a.mods) - 1; i >= 0; i-- {
 		s := a.mods[i]
 		m := &p.mods[s]
-		var down Time
+		var down dataplane.Time
 		for _, pp := range m.paths {
-			var x Time
+			var x dataplane.Time
 			for _, y := range pp.mods {
 				x += p.mods[y].wcl
 			}
 			down = max(down, x)
 		}
 		tot := pre[s] + down
-		m.budget = Time(float64(m.slo) * float64(m.wcl) / float64(max(tot, 1)))
+		m.budget = dataplane.Time(float64(m.slo) * float64(m.wcl) / float64(max(tot, 1)))
 	}
 }
 
@@ -1193,7 +1194,7 @@ func (p *Pipeline) wclBudgets(a *pardApp) {
 // module for the application's input rate averaged over scale_window_s, keep capacity for
 // the highest such rate of the last scale_down_s, and let new workers serve only after the
 // cold start.
-func (p *Pipeline) scale(now Time, a *pardApp) {
+func (p *Pipeline) scale(now dataplane.Time, a *pardApp) {
 	n := len(a.ingress)
 	a.ingress[int(p.tickCount)%n] = a.inCur
 	a.inCur = 0
@@ -1204,7 +1205,7 @@ func (p *Pipeline) scale(now Time, a *pardApp) {
 	}
 	rate := 0.0
 	if k > 0 {
-		rate = float64(sum) / (float64(k) * float64(p.sync) / float64(Second))
+		rate = float64(sum) / (float64(k) * float64(p.sync) / float64(dataplane.Second))
 	}
 	rn := len(a.rate5)
 	a.rate5[int(p.tickCount)%rn] = rate
@@ -1214,7 +1215,7 @@ func (p *Pipeline) scale(now Time, a *pardApp) {
 	}
 	for _, s := range a.mods {
 		m := &p.mods[s]
-		per := float64(m.batch) / (float64(m.d) / float64(Second))
+		per := float64(m.batch) / (float64(m.d) / float64(dataplane.Second))
 		r := peak
 		if p.scaleByMod {
 			r = p.moduleRate(m)
@@ -1223,7 +1224,7 @@ func (p *Pipeline) scale(now Time, a *pardApp) {
 		want = min(max(want, 1), len(m.workers))
 		have := 0
 		for _, w := range m.workers {
-			if p.workers[w].activeAt != Never {
+			if p.workers[w].activeAt != dataplane.Never {
 				have++
 			}
 		}
@@ -1233,7 +1234,7 @@ func (p *Pipeline) scale(now Time, a *pardApp) {
 				if have == want {
 					break
 				}
-				if pw := &p.workers[w]; pw.activeAt == Never {
+				if pw := &p.workers[w]; pw.activeAt == dataplane.Never {
 					pw.activeAt = now + p.coldStart
 					have++
 				}
@@ -1242,14 +1243,14 @@ func (p *Pipeline) scale(now Time, a *pardApp) {
 			// Retire the last provisioned workers first (pending ones before serving
 			// ones); a retired worker drains what it already queued.
 			for i := len(m.workers) - 1; i >= 0 && have > want; i-- {
-				if pw := &p.workers[m.workers[i]]; pw.activeAt > now && pw.activeAt != Never {
-					pw.activeAt = Never
+				if pw := &p.workers[m.workers[i]]; pw.activeAt > now && pw.activeAt != dataplane.Never {
+					pw.activeAt = dataplane.Never
 					have--
 				}
 			}
 			for i := len(m.workers) - 1; i >= 0 && have > want; i-- {
-				if pw := &p.workers[m.workers[i]]; pw.activeAt != Never {
-					pw.activeAt = Never
+				if pw := &p.workers[m.workers[i]]; pw.activeAt != dataplane.Never {
+					pw.activeAt = dataplane.Never
 					have--
 				}
 			}
@@ -1285,28 +1286,28 @@ func (p *Pipeline) moduleRate(m *pardModule) float64 {
 
 // ModuleState is a read-only snapshot of one module's state planner (for reports and tests).
 type ModuleState struct {
-	Stage StageID
+	Stage dataplane.StageID
 	// Q is the windowed queueing delay, W the batch-wait quantile and Lsub the published
 	// downstream estimate (max over paths).
-	Q, W, Lsub Time
+	Q, W, Lsub dataplane.Time
 	// Mu is the load factor, Eps the hysteresis half-width, HBF the current mode.
 	Mu, Eps float64
 	HBF     bool
 	// Active is the number of workers serving now; Provisioned includes cold ones.
 	Active, Provisioned int
 	// Budget is the per-module budget of the split/WCL/Clipper++ rules.
-	Budget Time
+	Budget dataplane.Time
 }
 
 // State returns the state planner's snapshot of every pipeline module at time now.
-func (p *Pipeline) State(now Time) []ModuleState {
+func (p *Pipeline) State(now dataplane.Time) []ModuleState {
 	var out []ModuleState
 	for _, a := range p.apps {
 		for _, s := range a.mods {
 			m := &p.mods[s]
 			ms := ModuleState{Stage: s, Q: m.q, W: m.w, Lsub: m.lsub, Mu: m.mu, Eps: m.eps, HBF: m.hbf, Budget: m.budget}
 			for _, w := range m.workers {
-				if at := p.workers[w].activeAt; at != Never {
+				if at := p.workers[w].activeAt; at != dataplane.Never {
 					ms.Provisioned++
 					if at <= now {
 						ms.Active++
@@ -1367,9 +1368,14 @@ func Quantile(xs []float64, lambda float64) float64 {
 	return xs[k]
 }
 
-func init() {
+// Policies lists PARD's policies, its baselines and ablations for the registry; they serve
+// PARD plans (Kind) and any pipeline deployment built by NewPipelineDeployment.
+func Policies() []dataplane.PolicySpec {
+	out := make([]dataplane.PolicySpec, 0, len(pardVariants))
 	for _, v := range pardVariants {
 		name := v.name
-		RegisterPolicy(name, v.doc, func(cfg Config) (Policy, error) { return NewPipeline(name, cfg) })
+		out = append(out, dataplane.PolicySpec{Name: name, Doc: v.doc, Serves: []string{Kind},
+			New: func(cfg dataplane.Config) (dataplane.Policy, error) { return NewPipeline(name, cfg) }})
 	}
+	return out
 }

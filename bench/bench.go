@@ -1,0 +1,81 @@
+// Package bench is the contract of `plan bench NAME`: each system's paper evaluation lives in
+// its own package under bench/ (ppipebench, pardbench, ...) and implements Bench; the system
+// registry (internal/systems) lists them and the CLI turns each into a subcommand. Benches
+// import planners and the simulator; nothing below them imports a bench, so planner and sim
+// never import each other.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Env is what a bench writes to: the CLI's output streams and renderers.
+type Env struct {
+	Out, Err io.Writer
+	// JSON asks for machine output (WriteJSON) instead of tables.
+	JSON      bool
+	Infof     func(format string, a ...any)
+	Table     func(header []string, rows [][]string)
+	WriteJSON func(v any) error
+}
+
+// Bench is one `plan bench NAME` subcommand. One value serves one run: Flags binds the
+// bench's flags to it, Run reads them.
+type Bench interface {
+	Name() string
+	// Short, Long and Example are the subcommand's help.
+	Short() string
+	Long() string
+	Example() string
+	Flags(fs *pflag.FlagSet)
+	Run(ctx context.Context, env Env) error
+}
+
+// ErrUsage marks bad bench arguments (exit 2).
+var ErrUsage = errors.New("bad bench arguments")
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+func (e usageError) Unwrap() error { return ErrUsage }
+
+// Usagef returns an error matching ErrUsage.
+func Usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// PickNamed selects the items of all whose name is in want (case-insensitive; all when want
+// is empty), refusing unknown names with the valid ones listed.
+func PickNamed[T any](all []T, name func(T) string, want []string, flag string) ([]T, error) {
+	if len(want) == 0 {
+		return all, nil
+	}
+	var out []T
+	for _, w := range want {
+		found := false
+		for _, x := range all {
+			if strings.EqualFold(name(x), w) {
+				out = append(out, x)
+				found = true
+			}
+		}
+		if !found {
+			var names []string
+			for _, x := range all {
+				names = append(names, name(x))
+			}
+			return nil, Usagef("--%s %q: must be one of %s", flag, w, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// Pct formats a fraction as a percentage with two decimals.
+func Pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
+
+// Usage marks err as a usage error (it then matches ErrUsage too).
+func Usage(err error) error { return usageError{err.Error()} }

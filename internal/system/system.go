@@ -1,0 +1,47 @@
+// Package system defines what one serving system contributes to `plan`: a planner for the
+// workload sections it handles, a deployer for the plan section it reads, its runtime
+// policies, a checker for `plan check`, its benches and its exporters. internal/systems
+// lists the built-in systems; commands find a system there and never name one.
+package system
+
+import (
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+)
+
+// System is one system's parts. Every field but Name may be empty where the system does not
+// provide that part yet; commands then say so (exit 2).
+type System struct {
+	// Name is the system's registry name ("ppipe", "pard").
+	Name string
+	// Doc is a one-line description.
+	Doc string
+
+	// WorkloadSections are the workload sections its planner handles ("models",
+	// "pipelines", ...); DefaultWorkload: it also plans when no workload is given.
+	WorkloadSections []string
+	DefaultWorkload  bool
+	// Strategies are the planner's algorithms and baselines, the default first.
+	Strategies []string
+	// NewPlanner returns a planner for one solve.
+	NewPlanner func() planner.Planner
+	// Render is how `plan solve` prints a plan of this system.
+	Render func(p *formats.Plan) []planner.Table
+
+	// PlanSection is the plan section its deployer reads (also Deployment.Kind).
+	PlanSection string
+	// HasPlan reports whether a plan carries the section.
+	HasPlan func(p *formats.Plan) bool
+	// Deploy builds the deployment of the plan's section and names its default policy.
+	Deploy func(p *formats.Plan) (*dataplane.Deployment, string, error)
+	// Policies are the runtime policies (and baselines) that serve its deployments.
+	Policies []dataplane.PolicySpec
+
+	// Checker verifies, compares and re-solves its plans for `plan check`.
+	Checker planner.Checker
+
+	// Benches are its `plan bench` subcommands, one fresh value per call.
+	Benches []func() bench.Bench
+}

@@ -1,0 +1,166 @@
+// Package pardsys assembles the PARD system for the registry: pipeline provisioning
+// (planner/pard), the proactive dropper with its baselines and ablations (dataplane/pard),
+// the plan checker and `plan bench pard`.
+package pardsys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/bench/pardbench"
+	"github.com/plan-dev/plan/dataplane"
+	dppard "github.com/plan-dev/plan/dataplane/pard"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/pard"
+)
+
+// System returns the PARD system.
+func System() system.System {
+	return system.System{
+		Name:             "pard",
+		Doc:              "PARD: proactive request dropping and adaptive priority in multi-model pipelines",
+		WorkloadSections: []string{"pipelines"},
+		Strategies:       []string{"pard"},
+		NewPlanner:       func() planner.Planner { return &Planner{} },
+		Render:           Render,
+		PlanSection:      dppard.Kind,
+		HasPlan:          func(p *formats.Plan) bool { return p.PARD != nil },
+		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
+			d, err := dppard.FromPARDPlan(p)
+			return d, p.PARD.Policy, err
+		},
+		Policies: dppard.Policies(),
+		Checker:  Checker{},
+		Benches:  []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
+	}
+}
+
+// Planner provisions pipeline workloads.
+type Planner struct {
+	sloFraction float64
+	rate        float64
+	maxBatch    int
+	policy      string
+}
+
+// Flags implements planner.Planner.
+func (o *Planner) Flags(f *pflag.FlagSet) {
+	f.Float64Var(&o.sloFraction, "slo-fraction", pard.DefaultSLOFraction, "PARD provisioning rule: Σ 2·d(b) ≤ f·SLO along every path")
+	f.Float64Var(&o.rate, "rate", 0, "provision every pipeline for this rate in req/s (default: the workload's rate_rps)")
+	f.IntVar(&o.maxBatch, "max-batch", pard.DefaultMaxBatch, "largest batch size a module may run")
+	f.StringVar(&o.policy, "runtime-policy", pard.DefaultPolicy, "the dropping policy the plan names as its default (plan simulate/serve --policy overrides it)")
+}
+
+// Solve implements planner.Planner.
+func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	if s.SLO > 0 {
+		return nil, &planner.InputError{Problems: []string{"--slo: PARD pipelines take their SLO from the workload (pipelines[].slo)"}}
+	}
+	pin := pard.Inputs{Workload: in.Workload, Cluster: in.Cluster, Refs: in.Refs}
+	for _, p := range in.Profiles {
+		pin.Profiles = append(pin.Profiles, *p)
+	}
+	if s.ToolVersion != "" {
+		pard.ToolVersion = s.ToolVersion
+	}
+	plan, err := pard.Provision(ctx, pin, pard.Options{TimeLimit: s.TimeLimit, SLOFraction: o.sloFraction, RateRPS: o.rate, MaxBatch: o.maxBatch, Policy: o.policy})
+	if err != nil && errors.Is(err, pard.ErrBadInput) && !errors.Is(err, planner.ErrInput) {
+		return nil, fmt.Errorf("%w: %w", planner.ErrInput, err)
+	}
+	if err == nil && s.Deterministic {
+		plan.Provenance.SolveMs = 0
+	}
+	return plan, err
+}
+
+// Render prints the provisioning per module.
+func Render(plan *formats.Plan) []planner.Table {
+	t := planner.Table{Header: []string{"PIPELINE", "SLO", "RATE_RPS", "MODULE", "GPU", "BATCH", "WORKERS", "D(B)_MS"}}
+	for _, a := range plan.PARD.Apps {
+		for _, m := range a.Modules {
+			t.Rows = append(t.Rows, []string{a.Name, a.SLO.String(), fmt.Sprintf("%.1f", a.RateRPS), m.Name, m.GPU, strconv.Itoa(m.Batch), strconv.Itoa(m.Workers), fmt.Sprintf("%.1f", m.LatencyUs/1000)})
+		}
+	}
+	return []planner.Table{t}
+}
+
+// Checker checks PARD plans.
+type Checker struct{}
+
+// Verify implements planner.Checker.
+func (Checker) Verify(p *formats.Plan) ([]string, string) {
+	n := 0
+	for _, a := range p.PARD.Apps {
+		n += len(a.Modules)
+	}
+	return pard.Verify(p), fmt.Sprintf("pard plan, %d pipeline(s), %d module(s): models and profiled latencies, workers cover the rate, Σ2·d ≤ f·SLO on every path, GPUs per type", len(p.PARD.Apps), n)
+}
+
+// Compare implements planner.Checker, per application: GPUs provisioned (fewer is the
+// objective) and the rate covered.
+func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
+	if ref.PARD == nil {
+		return []planner.Check{{Line: "reference is not a PARD plan"}}
+	}
+	by := map[string]formats.PARDApp{}
+	for _, a := range got.PARD.Apps {
+		by[a.Name] = a
+	}
+	refs := append([]formats.PARDApp(nil), ref.PARD.Apps...)
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	var out []planner.Check
+	for _, r := range refs {
+		g, ok := by[r.Name]
+		if !ok {
+			out = append(out, planner.Check{Line: fmt.Sprintf("app %s: missing from the plan", r.Name)})
+			continue
+		}
+		gg, rg := pard.GPUs(g), pard.GPUs(r)
+		out = append(out, planner.Check{OK: float64(gg) <= float64(rg)*(1+tol),
+			Line: fmt.Sprintf("app %s: %d GPUs vs %d (tolerance %.2f%%)", r.Name, gg, rg, tol*100)})
+		out = append(out, planner.Check{OK: g.RateRPS >= r.RateRPS*(1-tol),
+			Line: fmt.Sprintf("app %s: provisioned for %.2f req/s vs %.2f (tolerance %.2f%%)", r.Name, g.RateRPS, r.RateRPS, tol*100)})
+	}
+	return out
+}
+
+// Resolve implements planner.Checker.
+func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
+	e := p.Provenance.Embedded
+	if e == nil || e.Cluster == nil || e.Workload == nil {
+		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
+	}
+	rec := p.Provenance.Options
+	o := pard.Options{Policy: p.PARD.Policy, Params: p.PARD.Params, TimeLimit: timeLimit}
+	var err error
+	num := func(key string) float64 {
+		v, ok := rec[key]
+		if !ok {
+			return 0
+		}
+		f, perr := strconv.ParseFloat(v, 64)
+		if perr != nil && err == nil {
+			err = &planner.InputError{Problems: []string{fmt.Sprintf("provenance.options.%s: %q: not a number", key, v)}}
+		}
+		return f
+	}
+	o.SLOFraction, o.RateRPS, o.MaxBatch = num("slo_fraction"), num("rate_rps"), int(num("max_batch"))
+	if err != nil {
+		return nil, err
+	}
+	in := pard.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: e.Profiles}
+	re, err := pard.Provision(ctx, in, o)
+	if err == nil {
+		re.Provenance.SolveMs = 0
+	}
+	return re, err
+}

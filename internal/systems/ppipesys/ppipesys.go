@@ -1,0 +1,268 @@
+// Package ppipesys assembles the PPipe system for the registry: the MILP planner with its
+// NP and DART-r baselines (planner/ppipe), the reservation dispatcher and reactive baseline
+// (dataplane/ppipe), the plan checker and `plan bench ppipe`.
+package ppipesys
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/bench/ppipebench"
+	"github.com/plan-dev/plan/dataplane"
+	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/ppipe"
+)
+
+// System returns the PPipe system.
+func System() system.System {
+	return system.System{
+		Name:             "ppipe",
+		Doc:              "PPipe: pooled pipelines on heterogeneous GPUs (MILP) with reservation-based batching; NP and DART-r baselines",
+		WorkloadSections: []string{"models"},
+		DefaultWorkload:  true,
+		Strategies:       []string{ppipe.StrategyPPipe, ppipe.StrategyNP, ppipe.StrategyDARTR},
+		NewPlanner:       func() planner.Planner { return &Planner{} },
+		Render:           Render,
+		PlanSection:      dpppipe.Kind,
+		HasPlan:          func(p *formats.Plan) bool { return p.PPipe != nil },
+		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
+			d, err := dpppipe.FromPlan(p)
+			return d, dpppipe.DefaultPolicy, err
+		},
+		Policies: dpppipe.Policies(),
+		Checker:  Checker{},
+		Benches:  []func() bench.Bench{func() bench.Bench { return &ppipebench.Command{} }},
+	}
+}
+
+// Planner is PPipe's planner with its own flags.
+type Planner struct {
+	fs             *pflag.FlagSet
+	maxPartitions  int
+	alpha          float64
+	rounding       string
+	batchAllowance bool
+	noWarmStart    bool
+	fillSurplus    bool
+	replicas       int
+}
+
+// Flags implements planner.Planner.
+func (o *Planner) Flags(f *pflag.FlagSet) {
+	o.fs = f
+	f.IntVar(&o.maxPartitions, "max-partitions", ppipe.DefaultMaxPartitions, "maximum partitions (stages) per pipeline, P")
+	f.Float64Var(&o.alpha, "alpha", ppipe.DefaultAlpha, "SLO margin α: plan with T' = SLO − round(α·SLO)")
+	f.StringVar(&o.rounding, "rounding", ppipe.RoundingPipeline, "GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)")
+	f.BoolVar(&o.batchAllowance, "batch-allowance", false, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
+	f.BoolVar(&o.noWarmStart, "no-warm-start", false, "do not start the MILP from the NP plan")
+	f.BoolVar(&o.fillSurplus, "fill-surplus", true, "hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate")
+	f.IntVar(&o.replicas, "replicas", 1, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
+}
+
+func (o *Planner) changed(name string) bool { return o.fs != nil && o.fs.Changed(name) }
+
+// Solve implements planner.Planner.
+func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	if !(o.alpha >= 0 && o.alpha < 1) {
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--alpha: %g: must be in [0, 1)", o.alpha)}}
+	}
+	// 0 means "the default" to the planner; given explicitly it is out of range.
+	if o.changed("max-partitions") && o.maxPartitions == 0 {
+		return nil, &planner.InputError{Problems: []string{"--max-partitions: 0: must be in 1..6"}}
+	}
+	alpha := o.alpha
+	if alpha == 0 {
+		alpha = -1 // ppipe.Options: negative = no margin (0 = default)
+	}
+	opts := ppipe.Options{
+		Strategy: s.Strategy, MaxPartitions: o.maxPartitions, Alpha: alpha, SLO: s.SLO,
+		TimeLimit: s.TimeLimit, Gap: s.Gap, BatchAllowance: o.batchAllowance, Rounding: o.rounding,
+		NoWarmStart: o.noWarmStart, Deterministic: s.Deterministic, Replicas: o.replicas,
+		FillSurplus: o.fillSurplus, Progress: s.Progress,
+	}
+	if s.ToolVersion != "" {
+		ppipe.ToolVersion = s.ToolVersion
+	}
+	return ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
+}
+
+// Render prints the pipelines, per-model throughput and GPU use.
+func Render(plan *formats.Plan) []planner.Table {
+	pp := plan.PPipe
+	ms := func(us float64) string { return strconv.FormatFloat(us/1000, 'f', 2, 64) }
+	var t1, t2, t3 planner.Table
+	t1.Header = []string{"MODEL", "PIPE", "STAGE", "BLOCKS", "GPU", "VGPU", "COUNT", "BATCH", "STAGE_MS", "XFER_MS", "STAGE_RPS", "PIPE_RPS", "PIPE_MS"}
+	for _, m := range pp.Models {
+		for pi, p := range m.Pipelines {
+			for d, pt := range p.Partitions {
+				row := []string{m.Model, strconv.Itoa(pi), strconv.Itoa(d), fmt.Sprintf("[%d,%d)", pt.FirstBlock, pt.EndBlock),
+					pt.GPU, fmt.Sprintf("1/%d", pt.VGPU), strconv.Itoa(pt.Count), strconv.Itoa(p.Batch),
+					ms(pt.StageLatencyUs), ms(pt.TransferUs), fmt.Sprintf("%.1f", pt.ThroughputRPS)}
+				if d == 0 {
+					row = append(row, fmt.Sprintf("%.1f", p.ThroughputRPS), ms(p.LatencyUs))
+				} else {
+					row = append(row, "", "")
+				}
+				t1.Rows = append(t1.Rows, row)
+			}
+		}
+	}
+	t2.Header = []string{"MODEL", "SLO", "BUDGET_MS", "WEIGHT", "PIPELINES", "THROUGHPUT_RPS", "TARGET_RPS"}
+	for _, m := range pp.Models {
+		t2.Rows = append(t2.Rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)), fmt.Sprintf("%.1f", m.ThroughputRPS), fmt.Sprintf("%.1f", m.TargetRPS)})
+	}
+	t3.Header = []string{"GPU", "CLASS", "USED", "TOTAL", "USE"}
+	for _, g := range pp.GPUUse {
+		class := g.Class
+		if class == "" {
+			class = "-"
+		}
+		t3.Rows = append(t3.Rows, []string{g.GPU, class, fmt.Sprintf("%g", g.Used), strconv.Itoa(g.Total), fmt.Sprintf("%.0f%%", 100*g.Used/math.Max(1, float64(g.Total)))})
+	}
+	return []planner.Table{t1, t2, t3}
+}
+
+// Checker checks PPipe, NP and DART-r plans.
+type Checker struct{}
+
+// Verify implements planner.Checker.
+func (Checker) Verify(plan *formats.Plan) ([]string, string) {
+	var out []string
+	for _, v := range ppipe.Verify(plan) {
+		out = append(out, v.String())
+	}
+	n := 0
+	for _, m := range plan.PPipe.Models {
+		n += len(m.Pipelines)
+	}
+	return out, fmt.Sprintf("%s plan, %d model(s), %d pipeline(s): GPU budget, latency ≤ budget, throughput arithmetic, contiguous cuts, batches", plan.PPipe.Strategy, len(plan.PPipe.Models), n)
+}
+
+// Compare implements planner.Checker: every model's throughput, and for plans of several
+// models the max-min objective (the worst weight-normalised throughput) as well.
+func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
+	var out []planner.Check
+	if ref.PPipe == nil {
+		return []planner.Check{{Line: "reference is not a PPipe plan"}}
+	}
+	gotBy := map[string]formats.PPipeModelPlan{}
+	for _, m := range got.PPipe.Models {
+		gotBy[m.Model] = m
+	}
+	refs := append([]formats.PPipeModelPlan(nil), ref.PPipe.Models...)
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Model < refs[j].Model })
+	for _, r := range refs {
+		g, ok := gotBy[r.Model]
+		if !ok {
+			out = append(out, planner.Check{Line: fmt.Sprintf("model %s: missing from the plan", r.Model)})
+			continue
+		}
+		out = append(out, within(fmt.Sprintf("model %s: throughput", r.Model), g.ThroughputRPS, r.ThroughputRPS, "rps", tol))
+	}
+	if len(ref.PPipe.Models) > 1 {
+		out = append(out, within("worst weighted throughput (max-min objective)", maxMin(got.PPipe), maxMin(ref.PPipe), "rps", tol))
+	}
+	return out
+}
+
+func within(what string, got, ref float64, unit string, tol float64) planner.Check {
+	line := fmt.Sprintf("%s %.2f %s vs %.2f %s (%+.2f%%, tolerance %.2f%%)", what, got, unit, ref, unit, pctDiff(got, ref), tol*100)
+	return planner.Check{OK: got >= ref*(1-tol), Line: line}
+}
+
+func maxMin(pp *formats.PPipePlan) float64 {
+	z := math.Inf(1)
+	for _, m := range pp.Models {
+		w := m.Weight
+		if w <= 0 {
+			w = 1
+		}
+		z = math.Min(z, m.ThroughputRPS/w)
+	}
+	return z
+}
+
+func pctDiff(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * (a - b) / b
+}
+
+// Resolve implements planner.Checker: the same strategy and recorded options.
+func (Checker) Resolve(ctx context.Context, plan *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
+	e := plan.Provenance.Embedded
+	if e == nil || e.Cluster == nil || len(e.Profiles) == 0 {
+		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
+	}
+	opts, err := resolveOptions(plan, timeLimit)
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	in := ppipe.Inputs{Cluster: e.Cluster, Workload: e.Workload}
+	for i := range e.Profiles {
+		in.Profiles = append(in.Profiles, &e.Profiles[i])
+	}
+	return ppipe.Solve(ctx, in, opts)
+}
+
+// resolveOptions rebuilds the solve options recorded in a plan's provenance.
+func resolveOptions(plan *formats.Plan, timeLimit time.Duration) (ppipe.Options, error) {
+	rec := plan.Provenance.Options
+	o := ppipe.Options{Strategy: plan.PPipe.Strategy, MaxPartitions: plan.PPipe.MaxPartitions, Alpha: plan.PPipe.SLOMargin, Deterministic: true}
+	if o.Alpha == 0 {
+		o.Alpha = -1
+	}
+	var errs []string
+	if v, ok := rec["max_partitions"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, "max_partitions: "+v)
+		}
+		o.MaxPartitions = n
+	}
+	if v, ok := rec["gap"]; ok {
+		g, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, "gap: "+v)
+		}
+		o.Gap = g
+	}
+	if v, ok := rec["time_limit"]; ok && timeLimit == 0 {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, "time_limit: "+v)
+		}
+		o.TimeLimit = d
+	}
+	if timeLimit > 0 {
+		o.TimeLimit = timeLimit
+	}
+	o.Rounding = rec["rounding"]
+	o.BatchAllowance = rec["batch_allowance"] == "true"
+	o.NoWarmStart = rec["warm_start"] == "false"
+	// Plans written before the option existed had no surplus filling.
+	o.FillSurplus = rec["fill_surplus"] == "true"
+	if v, ok := rec["replicas"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, "replicas: "+v)
+		}
+		o.Replicas = n
+	}
+	if len(errs) > 0 {
+		return o, fmt.Errorf("provenance.options: unreadable values: %s", strings.Join(errs, ", "))
+	}
+	return o, nil
+}

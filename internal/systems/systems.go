@@ -1,0 +1,146 @@
+// Package systems is the in-tree registry of serving systems: one explicit list (as
+// kube-scheduler's in-tree plugin registry), no init() side effects. Commands look systems up
+// here — by workload section for `plan solve`, by plan section for simulate, serve, check and
+// export, by name for `plan bench` — and never name one themselves. Adding a system means
+// new packages (planner, data plane, bench, and a glue package under internal/systems) and
+// one line in InTree.
+package systems
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/internal/systems/pardsys"
+	"github.com/plan-dev/plan/internal/systems/ppipesys"
+)
+
+// InTree lists the built-in systems.
+func InTree() []system.System {
+	return []system.System{
+		ppipesys.System(),
+		pardsys.System(),
+	}
+}
+
+// Policies is the policy registry of every in-tree system.
+func Policies() *dataplane.Registry {
+	var specs []dataplane.PolicySpec
+	for _, s := range InTree() {
+		specs = append(specs, s.Policies...)
+	}
+	return dataplane.NewRegistry(specs...)
+}
+
+// WorkloadSections lists the non-empty sections of a workload (nil = none given).
+func WorkloadSections(w *formats.Workload) []string {
+	if w == nil {
+		return nil
+	}
+	var out []string
+	if len(w.Models) > 0 {
+		out = append(out, "models")
+	}
+	if len(w.Pipelines) > 0 {
+		out = append(out, "pipelines")
+	}
+	if len(w.Cascades) > 0 {
+		out = append(out, "cascades")
+	}
+	if len(w.LLMClasses) > 0 {
+		out = append(out, "llm_classes")
+	}
+	if w.Workflows != nil {
+		out = append(out, "workflows")
+	}
+	return out
+}
+
+// ForWorkload picks the system whose planner handles every section w has (w nil: the one
+// that plans without a workload). A workload no planner handles, or mixing sections no
+// single planner handles, is an error naming the sections.
+func ForWorkload(w *formats.Workload) (system.System, error) {
+	secs := WorkloadSections(w)
+	var handles []string
+	for _, s := range InTree() {
+		if s.NewPlanner == nil {
+			continue
+		}
+		if len(secs) == 0 {
+			if s.DefaultWorkload {
+				return s, nil
+			}
+			continue
+		}
+		all := true
+		for _, sec := range secs {
+			all = all && slices.Contains(s.WorkloadSections, sec)
+		}
+		if all {
+			return s, nil
+		}
+		handles = append(handles, fmt.Sprintf("%s (%s)", s.Name, strings.Join(s.WorkloadSections, ", ")))
+	}
+	if len(secs) == 0 {
+		return system.System{}, fmt.Errorf("the workload has no section to plan: it needs one of %s", strings.Join(handles, "; "))
+	}
+	if len(secs) > 1 {
+		return system.System{}, fmt.Errorf("sections %s: no single planner handles them together (planners: %s): split the workload into one file per system", strings.Join(secs, ", "), strings.Join(handles, "; "))
+	}
+	return system.System{}, fmt.Errorf("section %s: no planner handles it yet (planners: %s)", secs[0], strings.Join(handles, "; "))
+}
+
+// ForPlan picks the system whose plan section the plan carries. A plan with no known
+// section, or with several, is an error.
+func ForPlan(p *formats.Plan) (system.System, error) {
+	var found []system.System
+	var known []string
+	for _, s := range InTree() {
+		if s.HasPlan == nil {
+			continue
+		}
+		known = append(known, s.PlanSection)
+		if s.HasPlan(p) {
+			found = append(found, s)
+		}
+	}
+	sort.Strings(known)
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return system.System{}, fmt.Errorf("the plan has no section any system serves (sections with a deployer: %s)", strings.Join(known, ", "))
+	}
+	var names []string
+	for _, s := range found {
+		names = append(names, s.PlanSection)
+	}
+	return system.System{}, fmt.Errorf("the plan has sections %s: a plan carries one system's section", strings.Join(names, ", "))
+}
+
+// Deploy builds a plan's deployment with its system's deployer and names the plan's
+// default policy. serve and load take it as their plan→deployment function.
+func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	s, err := ForPlan(p)
+	if err != nil {
+		return nil, "", formats.ErrorList{{Path: "", Rule: err.Error()}}
+	}
+	if s.Deploy == nil {
+		return nil, "", formats.ErrorList{{Path: s.PlanSection, Rule: fmt.Sprintf("system %s cannot deploy plans yet", s.Name)}}
+	}
+	return s.Deploy(p)
+}
+
+// ByName returns the system called name.
+func ByName(name string) (system.System, bool) {
+	for _, s := range InTree() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return system.System{}, false
+}

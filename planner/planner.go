@@ -1,0 +1,106 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Inputs are what every planner plans from: the profiles, the cluster, the workload (nil =
+// the planner's default for the profiles) and references to the files they came from (for
+// the plan's provenance).
+type Inputs struct {
+	Profiles []*formats.Profile
+	Cluster  *formats.Cluster
+	Workload *formats.Workload
+	Refs     []formats.InputRef
+}
+
+// Settings are the solve settings every planner takes (`plan solve`'s common flags). Zero
+// values mean the planner's defaults.
+type Settings struct {
+	// SLO overrides every workload SLO.
+	SLO time.Duration
+	// Strategy picks the planner's algorithm or one of its baselines ("" = its default).
+	Strategy  string
+	TimeLimit time.Duration
+	Gap       float64
+	// Deterministic records no wall-clock times, so identical inputs give identical plans.
+	Deterministic bool
+	// Progress, if set, receives solver progress (from the solving goroutine).
+	Progress func(Progress)
+	// ToolVersion is recorded in the plan's provenance.
+	ToolVersion string
+}
+
+// Progress is a snapshot of a running solve, in the objective's unit.
+type Progress struct {
+	Phase        string
+	Elapsed      time.Duration
+	Nodes        int64
+	Incumbent    float64
+	Bound        float64
+	Gap          float64
+	HasIncumbent bool
+}
+
+// Planner turns a workload into a plan. One value serves one solve: Flags binds the
+// planner's own flags to it, Solve reads them.
+type Planner interface {
+	// Flags adds the planner's own flags (beyond Settings) to fs.
+	Flags(fs *pflag.FlagSet)
+	// Solve plans. Errors wrap ErrInput or ErrInfeasible for bad input (exit 2), ErrNoSolution
+	// when the time limit passed without a plan, anything else for solver failures.
+	Solve(ctx context.Context, in Inputs, s Settings) (*formats.Plan, error)
+}
+
+// Check is one line of `plan check`: a verdict and what was compared.
+type Check struct {
+	OK   bool
+	Line string
+}
+
+// Checker checks a system's plan section for `plan check`, independently of the planner's
+// solver: Verify re-derives every constraint, Compare is the golden comparison (per model or
+// application, never only the objective), Resolve re-plans from the inputs the plan embeds.
+type Checker interface {
+	// Verify lists every violated constraint (none = the plan is valid) and a one-line
+	// summary of what was verified.
+	Verify(p *formats.Plan) (violations []string, summary string)
+	// Compare compares got with ref, allowing a relative loss of tol.
+	Compare(got, ref *formats.Plan, tol float64) []Check
+	// Resolve re-plans from the plan's embedded inputs and recorded options (timeLimit > 0
+	// overrides the recorded limit).
+	Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error)
+}
+
+// Table is a rendered table: what `plan solve` prints for a plan.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Sentinel errors planners wrap.
+var (
+	// ErrInput marks invalid planning input (exit 2).
+	ErrInput = errors.New("invalid planning input")
+	// ErrInfeasible marks an SLO (or accuracy target) no plan can meet (exit 2).
+	ErrInfeasible = errors.New("SLO cannot be met")
+	// ErrNoSolution marks a solve that ended (time limit) without any plan (exit 1).
+	ErrNoSolution = errors.New("no plan found within the time limit")
+)
+
+// InputError lists every problem found in the inputs; it matches ErrInput. Problems start
+// with the input they concern ("cluster: ", "workload: ", "profile: "), which the CLI
+// replaces with the file names.
+type InputError struct{ Problems []string }
+
+func (e *InputError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// Unwrap makes errors.Is(err, ErrInput) true.
+func (e *InputError) Unwrap() error { return ErrInput }
