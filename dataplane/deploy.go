@@ -73,3 +73,26 @@ func (d *Deployment) hasFanOut(a AppID) bool {
 	}
 	return false
 }
+
+// Emulated returns the result an emulated worker reports for request r after stage st, and
+// whether the stage needs one (a routed stage, or a deployment with its own emulator).
+func (d *Deployment) Emulated(st StageID, r *Request, u float64) (Result, bool) {
+	s := &d.Stages[st]
+	if d.Emulate != nil {
+		return d.Emulate(s, r, u), true
+	}
+	if !s.Routed {
+		return Result{}, false
+	}
+	res := Result{Label: -1}
+	acc := 0.0
+	for i, p := range s.NextProb {
+		acc += p
+		if u < acc || i == len(s.NextProb)-1 {
+			res.Branch = int32(i)
+			return res, true
+		}
+	}
+	res.Exit = len(s.Next) == 0
+	return res, true
+}

@@ -259,8 +259,17 @@ type Result struct {
 	Label int32
 }
 
+// Emulator says what an emulated model outputs for request r at stage st: the branch a
+// routed stage sends it to, a cascade stage's certainty. u is a uniform number in [0, 1)
+// the driver draws from its seeded generator for this request and stage, so sim and serve's
+// emulated workers make the same choices for the same seed.
+type Emulator func(st *Stage, r *Request, u float64) Result
+
 // Deployment is what an engine serves: applications, their stages and the cluster.
 type Deployment struct {
+	// Emulate, when set, is the system's model of its stages' outputs (nil: a routed
+	// stage samples its NextProb; other stages report nothing).
+	Emulate Emulator
 	// Kind names the plan section the deployment came from ("ppipe", "pard", ...): the
 	// policy registry serves it only with policies that declare that kind.
 	Kind   string

@@ -8,6 +8,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -30,6 +31,10 @@ type Options struct {
 	ExpectedRequests int
 	// OnFinish, when set, sees every request when it finishes.
 	OnFinish func(now dataplane.Time, r *dataplane.Request)
+	// Attrs, when set, gives the attributes of application a's n-th arrival (token counts of
+	// an LLM request, the validation sample a cascade request stands for). It must be a
+	// deterministic function of its arguments and the system's own seed.
+	Attrs func(a dataplane.AppID, n int64) dataplane.Attrs
 }
 
 // evheap is the event queue. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
@@ -49,6 +54,10 @@ type Sim struct {
 	col     *collector
 	// pending counts applications whose next arrival is in the heap.
 	pending int
+	// arrivals counts each application's arrivals (Options.Attrs' n).
+	arrivals []int64
+	// rng draws the emulated results of routed stages (Deployment.Emulated).
+	rng *rand.Rand
 }
 
 // New builds a simulation of dep under pol with one arrival source per application (nil =
@@ -57,7 +66,8 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	if len(sources) != len(dep.Apps) {
 		return nil, fmt.Errorf("sim: %d arrival sources for %d applications", len(sources), len(dep.Apps))
 	}
-	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep)}
+	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep), arrivals: make([]int64, len(dep.Apps)),
+		rng: rand.New(rand.NewPCG(opts.Seed, 0x5eed0e5017))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}
@@ -135,9 +145,17 @@ func (s *Sim) Run() (*Metrics, error) {
 		if it.Val.Kind == dataplane.EvArrival {
 			a := dataplane.AppID(it.Val.Stage)
 			s.pending--
-			_, err = s.Engine.Arrive(it.At, a, 0)
+			arr := dataplane.Arrival{App: a}
+			if s.opts.Attrs != nil {
+				arr.Attrs = s.opts.Attrs(a, s.arrivals[a])
+			}
+			s.arrivals[a]++
+			_, err = s.Engine.Admit(it.At, arr)
 			s.scheduleArrival(a)
 		} else {
+			if it.Val.Kind == dataplane.EvBatchDone {
+				s.emulate(it.Val)
+			}
 			err = s.Engine.Handle(it.At, it.Val)
 		}
 		if err != nil {
@@ -152,6 +170,20 @@ func (s *Sim) Run() (*Metrics, error) {
 		}
 	}
 	return s.col.metrics(s.Engine, s.now, s.opts.Duration), nil
+}
+
+// emulate reports the emulated results of a finished batch's requests (routed stages and
+// systems that model their outputs), drawn in request order from the run's seeded generator.
+func (s *Sim) emulate(ev dataplane.Event) {
+	b := s.Engine.Batch(ev.Batch)
+	st := b.Hops[ev.Hop].Stage
+	for _, id := range b.Reqs {
+		if res, ok := s.dep.Emulated(st, s.Engine.Req(id), s.rng.Float64()); ok {
+			s.Engine.SetResult(id, res)
+		} else {
+			return
+		}
+	}
 }
 
 // Now returns the time of the last processed event.
