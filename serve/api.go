@@ -68,12 +68,16 @@ type ErrorResponse struct {
 }
 
 // Timing is the latency breakdown of one request, in µs of the server's monotonic clock.
-// LatencyUs = MigrationUs + BatchWaitUs + QueueUs + ExecUs + TransferUs + DeliveryUs.
+// LatencyUs = IntakeUs + MigrationUs + BatchWaitUs + QueueUs + ExecUs + TransferUs + DeliveryUs.
 type Timing struct {
-	// LatencyUs runs from the moment the driver accepted the request to its answer.
+	// LatencyUs runs from the request's arrival (its handler started, before the body was
+	// read) to its answer; the deadline counts from the same instant.
 	LatencyUs int64 `json:"latency_us"`
-	// SLOUs is the application's latency objective; DeadlineMissed says it was exceeded.
+	// SLOUs is the application's latency objective.
 	SLOUs int64 `json:"slo_us"`
+	// IntakeUs is the time from the arrival to the driver: reading and decoding the body and
+	// waiting at the intake queue.
+	IntakeUs int64 `json:"intake_us"`
 	// MigrationUs is time held while a plan reload paused intake.
 	MigrationUs int64 `json:"migration_us,omitempty"`
 	// BatchWaitUs is time in the dispatcher's queue until the request's batch was formed.
@@ -170,9 +174,9 @@ func DecodeInferRequest(body []byte, spec TensorSpec) (*InferRequest, error) {
 		}
 		n *= d
 	}
-	got, err := countElements(in.Data, in.Datatype)
+	got, err := checkData(in.Data, in.Shape, in.Datatype, "inputs[0].data")
 	if err != nil {
-		return nil, badf("inputs[0].data: %v", err)
+		return nil, &BadRequestError{Msg: err.Error()}
 	}
 	if got != n {
 		return nil, badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
@@ -195,6 +199,187 @@ func jsonErr(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
+// checkData checks a tensor's data against its shape and datatype and counts its elements.
+// Data is flat (row-major, any length: the caller compares the count) or nested exactly as
+// the shape (rank levels, or rank−1 without the batch dimension), every list as long as its
+// dimension. A ragged list, an array where a number belongs (or the reverse) or an element
+// of the wrong type is an error naming the element's path (inputs[0].data[1][1]).
+func checkData(raw []byte, shape []int64, dtype, name string) (int64, error) {
+	c := dataChecker{raw: raw, shape: shape, dtype: dtype, name: name, leaf: -1}
+	c.ws()
+	if c.i >= len(raw) || raw[c.i] != '[' {
+		return 0, fmt.Errorf("%s: must be a JSON array", name)
+	}
+	if err := c.list(1); err != nil {
+		return 0, err
+	}
+	c.ws()
+	if c.i < len(raw) {
+		return 0, fmt.Errorf("%s: trailing data at byte %d", name, c.i)
+	}
+	return c.n, nil
+}
+
+type dataChecker struct {
+	raw   []byte
+	i     int
+	shape []int64
+	dtype string
+	name  string
+	// leaf is the depth of the first element (-1 before it); every element must be there.
+	leaf int
+	path []int
+	n    int64
+}
+
+func (c *dataChecker) ws() {
+	for c.i < len(c.raw) && (c.raw[c.i] == ' ' || c.raw[c.i] == '\t' || c.raw[c.i] == '\n' || c.raw[c.i] == '\r') {
+		c.i++
+	}
+}
+
+// at renders the path of the current element.
+func (c *dataChecker) at() string {
+	b := []byte(c.name)
+	for _, k := range c.path {
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(k), 10)
+		b = append(b, ']')
+	}
+	return string(b)
+}
+
+// list parses the array at c.i (a '['), at depth (the data itself is depth 1).
+func (c *dataChecker) list(depth int) error {
+	if depth > 32 {
+		return fmt.Errorf("%s: nested too deeply", c.at())
+	}
+	if c.leaf >= 0 && depth > c.leaf {
+		return fmt.Errorf("%s: an array where a number belongs (ragged data: elements are %d levels deep elsewhere)", c.at(), c.leaf)
+	}
+	c.i++ // '['
+	c.ws()
+	k := 0
+	if c.i < len(c.raw) && c.raw[c.i] == ']' {
+		c.i++
+		return c.closed(depth, 0)
+	}
+	c.path = append(c.path, 0)
+	for {
+		c.path[len(c.path)-1] = k
+		c.ws()
+		if c.i >= len(c.raw) {
+			return fmt.Errorf("%s: unterminated array", c.name)
+		}
+		if c.raw[c.i] == '[' {
+			if err := c.list(depth + 1); err != nil {
+				return err
+			}
+		} else if err := c.scalar(depth); err != nil {
+			return err
+		}
+		k++
+		c.ws()
+		if c.i >= len(c.raw) {
+			return fmt.Errorf("%s: unterminated array", c.name)
+		}
+		switch c.raw[c.i] {
+		case ',':
+			c.i++
+		case ']':
+			c.i++
+			c.path = c.path[:len(c.path)-1]
+			return c.closed(depth, k)
+		default:
+			return fmt.Errorf("%s: missing comma at byte %d", c.at(), c.i)
+		}
+	}
+}
+
+// closed checks the length k of a list at depth against the shape, once the elements' depth
+// is known: flat data (depth 1) is counted by the caller; nested data must follow the shape.
+func (c *dataChecker) closed(depth, k int) error {
+	L := c.leaf
+	if L <= 1 {
+		return nil // flat, or no element yet (an empty list: the count decides)
+	}
+	rank := len(c.shape)
+	if L != rank && L != rank-1 {
+		return fmt.Errorf("%s: nested %d levels deep: shape %v takes flat data or %d levels", c.name, L, c.shape, rank)
+	}
+	want := c.shape[rank-L+depth-1]
+	if int64(k) != want {
+		return fmt.Errorf("%s: %d elements at this level: shape %v needs %d (ragged data)", c.at(), k, c.shape, want)
+	}
+	return nil
+}
+
+// scalar checks one element at depth.
+func (c *dataChecker) scalar(depth int) error {
+	if c.leaf < 0 {
+		c.leaf = depth
+	} else if depth != c.leaf {
+		return fmt.Errorf("%s: a number where an array belongs (ragged data: elements are %d levels deep elsewhere)", c.at(), c.leaf)
+	}
+	start := c.i
+	if c.raw[c.i] == '"' {
+		// A string: skip it whole (escapes included) so the error shows it.
+		c.i++
+		for c.i < len(c.raw) && c.raw[c.i] != '"' {
+			if c.raw[c.i] == '\\' {
+				c.i++
+			}
+			c.i++
+		}
+		c.i = min(c.i+1, len(c.raw))
+		return fmt.Errorf("%s: %s: want a %s", c.at(), clip(c.raw[start:c.i]), c.want())
+	}
+	for c.i < len(c.raw) && c.raw[c.i] != ',' && c.raw[c.i] != ']' && c.raw[c.i] != '[' && c.raw[c.i] != ' ' && c.raw[c.i] != '\t' && c.raw[c.i] != '\n' && c.raw[c.i] != '\r' {
+		c.i++
+	}
+	tok := c.raw[start:c.i]
+	if err := checkElement(tok, c.dtype); err != nil {
+		return fmt.Errorf("%s: %v", c.at(), err)
+	}
+	c.n++
+	return nil
+}
+
+func (c *dataChecker) want() string {
+	if c.dtype == "BOOL" {
+		return "true or false for BOOL"
+	}
+	return "number for " + c.dtype
+}
+
+// checkElement checks that tok is a value of dtype.
+func checkElement(tok []byte, dtype string) error {
+	switch {
+	case dtype == "BOOL":
+		if string(tok) != "true" && string(tok) != "false" {
+			return fmt.Errorf("%s: want true or false for BOOL", clip(tok))
+		}
+	case string(tok) == "true" || string(tok) == "false":
+		return fmt.Errorf("%s: want a number for %s", tok, dtype)
+	case !isJSONNumber(tok):
+		return fmt.Errorf("%s: want a number for %s", clip(tok), dtype)
+	case strings.HasPrefix(dtype, "FP"):
+		// Only an exponent or a long mantissa can overflow; parse just those.
+		if hasAny(tok, 'e', 'E') || len(tok) > 20 {
+			bits := 32
+			if dtype == "FP64" {
+				bits = 64
+			}
+			if _, err := strconv.ParseFloat(string(tok), bits); err != nil {
+				return fmt.Errorf("%s: not a finite %s number", clip(tok), dtype)
+			}
+		}
+	case hasAny(tok, '.', 'e', 'E'):
+		return fmt.Errorf("%s: not an integer (datatype %s)", tok, dtype)
+	}
+	return nil
+}
+
 // countElements counts the leaves of a (possibly nested, row-major) JSON array and checks
 // that each is a value of the datatype. It scans the bytes once without building values: an
 // image tensor has ~10^5 elements, and decoding them into interfaces would cost more than
@@ -205,28 +390,8 @@ func countElements(raw json.RawMessage, dtype string) (int64, error) {
 	}
 	var n int64
 	err := scanArray(raw, func(tok []byte) error {
-		switch {
-		case dtype == "BOOL":
-			if string(tok) != "true" && string(tok) != "false" {
-				return fmt.Errorf("element %d: %s: want true or false for BOOL", n, tok)
-			}
-		case string(tok) == "true" || string(tok) == "false":
-			return fmt.Errorf("element %d: %s: want a number for %s", n, tok, dtype)
-		case !isJSONNumber(tok):
-			return fmt.Errorf("element %d: %s: want a number", n, clip(tok))
-		case strings.HasPrefix(dtype, "FP"):
-			// Only an exponent or a long mantissa can overflow; parse just those.
-			if hasAny(tok, 'e', 'E') || len(tok) > 20 {
-				bits := 32
-				if dtype == "FP64" {
-					bits = 64
-				}
-				if _, err := strconv.ParseFloat(string(tok), bits); err != nil {
-					return fmt.Errorf("element %d: %s: not a finite %s number", n, clip(tok), dtype)
-				}
-			}
-		case hasAny(tok, '.', 'e', 'E'):
-			return fmt.Errorf("element %d: %s: not an integer (datatype %s)", n, tok, dtype)
+		if err := checkElement(tok, dtype); err != nil {
+			return fmt.Errorf("element %d: %v", n, err)
 		}
 		n++
 		return nil

@@ -13,7 +13,7 @@ import (
 // (decode, validate), driver (engine, timers, emulated 2 ms hop), answer encoding. Requests
 // run concurrently (the 2 ms of emulated work overlap), so ns/op is the throughput cost.
 func BenchmarkServeHTTP(b *testing.B) {
-	s, err := New(Options{Plan: loadPlan(b, "wide.json")})
+	s, err := New(withSystems(Options{Plan: loadPlan(b, "wide.json")}))
 	if err != nil {
 		b.Fatal(err)
 	}

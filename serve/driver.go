@@ -18,13 +18,18 @@ import (
 // creates it and waits on resp; the driver answers exactly once.
 type call struct {
 	model   string
+	ms      *modelSeries
 	id      string
 	payload *Payload
-	// received is the driver's time when it took the call; fed when it was handed to the
-	// engine (later than received only across a migration).
-	received, fed dataplane.Time
-	resp          chan result
-	answered      bool
+	// at is the request's true arrival: when its handler started, before the body was read
+	// (the engine's deadline counts from it); received is the driver's time when it took
+	// the call; fed when it was handed to the engine (later than received only across a
+	// migration).
+	at, received, fed dataplane.Time
+	// req is the engine's ID of the request (valid once fed).
+	req      dataplane.ReqID
+	resp     chan result
+	answered bool
 }
 
 // result is the driver's answer; the handler goroutine turns it into JSON so encoding never
@@ -84,15 +89,68 @@ type generation struct {
 	digest string
 	dep    *dataplane.Deployment
 	polCfg dataplane.Config
+	reg    *dataplane.Registry
 	eng    *dataplane.Engine
 	exec   *tracker
 	apps   map[string]dataplane.AppID
-	calls  []*call
+	// calls holds the unanswered calls by engine request ID − callBase; an answered call is
+	// cleared at once (its payload freed) and the answered prefix trimmed with the engine's
+	// Compact, so memory follows the requests in flight, not the requests served.
+	calls    []*call
+	callBase dataplane.ReqID
+	// doors publish the door's verdict per app to the HTTP handlers (driver writes, handlers
+	// read without a lock).
+	doors []door
 	// outstanding counts accepted calls not answered yet.
 	outstanding int
 	// queued counts requests per app not yet in any batch (the dispatcher's queue).
 	queued []int64
 	specs  []modelSpec
+}
+
+// door is the admission state of one app as the handlers see it: requests arriving before
+// closedUntil are refused before their body is read, with reason.
+type door struct {
+	closedUntil atomic.Int64
+	reason      atomic.Pointer[string]
+}
+
+// call returns the unanswered call of request id, or nil.
+func (g *generation) call(id dataplane.ReqID) *call {
+	i := int(id - g.callBase)
+	if i < 0 || i >= len(g.calls) {
+		return nil
+	}
+	return g.calls[i]
+}
+
+func (g *generation) setCall(id dataplane.ReqID, c *call) {
+	i := int(id - g.callBase)
+	for len(g.calls) <= i {
+		g.calls = append(g.calls, nil)
+	}
+	g.calls[i] = c
+}
+
+func (g *generation) clearCall(id dataplane.ReqID) {
+	if i := int(id - g.callBase); i >= 0 && i < len(g.calls) {
+		g.calls[i] = nil
+	}
+}
+
+// trimCalls forgets the answered calls at the front.
+func (g *generation) trimCalls() {
+	k := 0
+	for k < len(g.calls) && g.calls[k] == nil {
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	n := copy(g.calls, g.calls[k:])
+	clear(g.calls[n:])
+	g.calls = g.calls[:n]
+	g.callBase += dataplane.ReqID(k)
 }
 
 // modelSpec is what the HTTP layer needs to know about a served model.
@@ -101,6 +159,7 @@ type modelSpec struct {
 	in, out TensorSpec
 	sloUs   int64
 	rateRPS float64
+	series  *modelSeries
 }
 
 // reloadReq asks the driver to migrate to a prepared generation.
@@ -140,7 +199,17 @@ type driver struct {
 	exit      bool
 	rotateAt  int
 	onSwitch  func(*generation)
+	// events counts loop iterations (the engine is compacted every compactEvery); doorAt is
+	// when the doors were last evaluated.
+	events int
+	doorAt dataplane.Time
 }
+
+const (
+	compactEvery = 256
+	// doorEvery is how often the driver re-evaluates the doors under load (µs).
+	doorEvery dataplane.Time = 100
+)
 
 // effects implements dataplane.Effects for one generation.
 type effects struct {
@@ -158,7 +227,7 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 		xjit:      jitter,
 		xrng:      rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b)),
 		maxPaused: 1 << 16,
-		rotateAt:  1 << 20,
+		rotateAt:  1 << 22,
 		timerAt:   dataplane.Never,
 	}
 	d.timer = waketimer.New()
@@ -170,8 +239,8 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 // attached once to a throwaway engine so that a plan the policy rejects fails here, before
 // intake pauses; the real engine is built on the driver goroutine at the switch, so that its
 // timers (a Ticker's first tick) start with the generation.
-func prepare(plan *formats.Plan, dep *dataplane.Deployment, pol dataplane.Config, exec *tracker, specs []modelSpec) (*generation, error) {
-	g := &generation{plan: plan, dep: dep, polCfg: pol, exec: exec, apps: map[string]dataplane.AppID{}, specs: specs}
+func prepare(plan *formats.Plan, dep *dataplane.Deployment, pol dataplane.Config, reg *dataplane.Registry, exec *tracker, specs []modelSpec) (*generation, error) {
+	g := &generation{plan: plan, dep: dep, polCfg: pol, reg: reg, exec: exec, apps: map[string]dataplane.AppID{}, specs: specs}
 	for i, a := range dep.Apps {
 		g.apps[a.Name] = dataplane.AppID(i)
 	}
@@ -182,7 +251,7 @@ func prepare(plan *formats.Plan, dep *dataplane.Deployment, pol dataplane.Config
 		}
 		g.digest = dg
 	}
-	p, err := dataplane.NewPolicy(pol)
+	p, err := reg.New(dep, pol, "")
 	if err != nil {
 		return nil, err
 	}
@@ -205,14 +274,22 @@ func (nopEffects) Finish(dataplane.Time, *dataplane.Request) {}
 // attach gives g a fresh engine and policy. The engine's constructor may arm a tick timer,
 // which is queued with g's generation number; numbers are assigned here, before use.
 func (d *driver) attach(g *generation) error {
-	pol, err := dataplane.NewPolicy(g.polCfg)
+	pol, err := g.reg.New(g.dep, g.polCfg, "")
 	if err != nil {
 		return err
 	}
 	d.gens++
 	g.n = d.gens
+	clear(g.calls)
 	g.calls = g.calls[:0]
+	g.callBase = 0
 	g.queued = make([]int64, len(g.dep.Apps))
+	if g.doors == nil {
+		g.doors = make([]door, len(g.dep.Apps))
+	}
+	for i := range g.doors {
+		g.doors[i].closedUntil.Store(0)
+	}
 	fx := &effects{d: d, g: g}
 	eng, err := dataplane.NewEngine(g.dep, pol, fx)
 	if err != nil {
@@ -224,12 +301,12 @@ func (d *driver) attach(g *generation) error {
 			switch x.Kind {
 			case dataplane.DDispatch:
 				for _, r := range x.Reqs {
-					if eng.Requests()[r].Dispatch == dataplane.Never {
+					if eng.Req(r).Dispatch == dataplane.Never {
 						g.queued[x.App]--
 					}
 				}
 			case dataplane.DDrop:
-				if q := &eng.Requests()[x.Req]; q.Dispatch == dataplane.Never {
+				if q := eng.Req(x.Req); q.Dispatch == dataplane.Never {
 					g.queued[q.App]--
 				}
 			}
@@ -272,22 +349,77 @@ func (d *driver) run(first *generation) {
 // idle engine, and re-arms the timer for the earliest pending entry.
 func (d *driver) afterEvent() {
 	g := d.gen
+	d.events++
+	if d.events%compactEvery == 0 {
+		g.eng.Compact()
+		g.trimCalls()
+	}
+	if d.now-d.doorAt >= doorEvery {
+		d.doorAt = d.now
+		d.evalDoors(g)
+	}
 	switch {
 	case g.outstanding == 0 && d.draining:
 		d.exit = true
 		return
 	case g.outstanding == 0 && d.migrating != nil:
 		d.completeMigration()
-	case g.outstanding == 0 && len(g.eng.Requests()) >= d.rotateAt:
+	case g.outstanding == 0 && d.issued(g) >= d.rotateAt:
 		if err := d.attach(g); err != nil {
 			d.log.Error("rotating the engine", "err", err)
 		}
-	case len(g.eng.Requests()) >= d.rotateAt+d.rotateAt/4 && d.migrating == nil && !d.draining:
+	case d.issued(g) >= d.rotateAt+d.rotateAt/4 && d.migrating == nil && !d.draining:
 		// Never idle under sustained load: rotate as a migration to the same plan (a pause
 		// of at most one flush, once per 2^20 requests).
 		d.startMigration(&reloadReq{next: g, reply: make(chan error, 1)})
 	}
 	d.arm()
+}
+
+// issued is the number of request IDs g's engine handed out. The engine forgets answered
+// requests (Compact), but IDs are 32-bit and policies may keep per-ID state, so the engine
+// is still rotated now and then.
+func (d *driver) issued(g *generation) int {
+	return int(g.eng.RequestBase()) + len(g.eng.Requests())
+}
+
+// evalDoors asks the policy (dataplane.Door), or the driver's own estimate, whether a fresh
+// arrival of each app could still be served in time, and publishes the verdict for the
+// handlers: a closed door refuses requests before their body is read.
+func (d *driver) evalDoors(g *generation) {
+	pd, hasDoor := g.eng.Policy().(dataplane.Door)
+	v := g.eng.View()
+	for i := range g.doors {
+		app := dataplane.AppID(i)
+		var until dataplane.Time
+		var reason string
+		if hasDoor {
+			ok, why, retry := pd.Door(v, app, d.now, d.now)
+			if !ok {
+				until, reason = max(retry, d.now+1), string(why)
+			}
+		} else if wait := genericWait(&g.dep.Apps[i], g.queued[i]); wait > g.dep.Apps[i].SLO {
+			// Requests not yet in a batch, served at the planned rate, would keep a fresh
+			// arrival waiting longer than its SLO.
+			until, reason = d.now+wait-g.dep.Apps[i].SLO, "overload"
+		}
+		dr := &g.doors[i]
+		if until > 0 {
+			if p := dr.reason.Load(); p == nil || *p != reason {
+				dr.reason.Store(&reason)
+			}
+		}
+		dr.closedUntil.Store(int64(until))
+	}
+}
+
+// genericWait estimates how long a fresh arrival of app waits for the queued requests ahead
+// of it at the app's planned rate (policies without a Door).
+func genericWait(a *dataplane.App, queued int64) dataplane.Time {
+	if a.RateRPS <= 0 || queued <= 0 {
+		return 0
+	}
+	return dataplane.Time(float64(queued) / a.RateRPS * 1e6)
 }
 
 func (d *driver) arm() {
@@ -312,7 +444,7 @@ func (d *driver) onTimers() {
 		due := d.timers.Pop()
 		x := due.Val
 		if x.kind != tFlush && x.kind != tDrain && x.gen == d.gen.n {
-			d.m.lateness(d.now - due.At)
+			d.m.latenessUs(d.now - due.At)
 		}
 		switch x.kind {
 		case tPolicy:
@@ -359,7 +491,7 @@ func (d *driver) fail(err error) {
 	d.log.Error("engine error: answering its requests with 500 and restarting the engine", "err", err)
 	for _, c := range g.calls {
 		if c != nil && !c.answered {
-			d.answer(g, c, result{status: 500, err: "internal error: " + err.Error()})
+			d.answer(g, c, result{status: 500, outcome: "error", err: "internal error: " + err.Error()})
 		}
 	}
 	if aerr := d.attach(g); aerr != nil {
@@ -369,7 +501,7 @@ func (d *driver) fail(err error) {
 
 func (d *driver) onCall(c *call) {
 	c.received = d.now
-	d.m.arrived(c.model)
+	d.m.arrived(c.ms)
 	switch {
 	case d.draining:
 		d.answerShutdown(c, "intake")
@@ -392,19 +524,21 @@ func (d *driver) feed(c *call) {
 	if !ok {
 		// The model was removed by a reload while the call waited.
 		c.answered = true
-		d.m.finished(c.model, "error", 0)
+		d.m.finished(c.ms, "error", 0)
 		c.resp <- result{status: 404, err: fmt.Sprintf("model %q is not served by the active plan", c.model)}
 		return
 	}
 	c.fed = d.now
-	id := dataplane.ReqID(len(g.eng.Requests()))
-	for len(g.calls) <= int(id) {
-		g.calls = append(g.calls, nil)
-	}
-	g.calls[id] = c
+	d.m.intake(d.now - c.at)
+	// The ID the engine will give: the call must be findable if the policy answers it at once.
+	id := g.eng.RequestBase() + dataplane.ReqID(len(g.eng.Requests()))
+	c.req = id
+	g.setCall(id, c)
 	g.outstanding++
 	g.queued[app]++
-	if _, err := g.eng.Arrive(d.now, app, 0); err != nil {
+	// The deadline counts from the true arrival, so the policy decides from the request's
+	// real age: time spent reading, decoding and waiting at the intake counts.
+	if _, err := g.eng.Admit(d.now, dataplane.Arrival{App: app, At: c.at}); err != nil {
 		d.fail(err)
 	}
 }
@@ -414,9 +548,9 @@ func (d *driver) onJob(j *Job) {
 	if j.gen != g.n {
 		return // a job of an abandoned generation (its requests were answered already)
 	}
-	b := &g.eng.Batches()[j.Batch]
+	b := g.eng.Batch(j.Batch)
 	for i, r := range b.Reqs {
-		if c := g.calls[r]; c != nil && i < len(j.Payload) {
+		if c := g.call(r); c != nil && i < len(j.Payload) {
 			c.payload = j.Payload[i]
 		}
 	}
@@ -428,11 +562,11 @@ func (d *driver) onJob(j *Job) {
 // RunBatch implements dataplane.Effects: hand the hop to the executor.
 func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, stage dataplane.StageID, size int, nominal dataplane.Time) {
 	g, d := fx.g, fx.d
-	bt := &g.eng.Batches()[b]
+	bt := g.eng.Batch(b)
 	j := &Job{Worker: w, Batch: b, Hop: hop, Stage: stage, Nominal: nominal, Start: now, gen: g.n,
 		Payload: make([]*Payload, len(bt.Reqs))}
 	for i, r := range bt.Reqs {
-		if c := g.calls[r]; c != nil {
+		if c := g.call(r); c != nil {
 			j.Payload[i] = c.payload
 		}
 	}
@@ -472,10 +606,7 @@ func (fx *effects) SetTimer(at dataplane.Time, key int64) {
 // Finish implements dataplane.Effects: answer the client.
 func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 	g, d := fx.g, fx.d
-	if int(r.ID) >= len(g.calls) {
-		return
-	}
-	c := g.calls[r.ID]
+	c := g.call(r.ID)
 	if c == nil || c.answered {
 		return
 	}
@@ -516,7 +647,11 @@ func (d *driver) answer(g *generation, c *call, res result) {
 	}
 	c.answered = true
 	g.outstanding--
-	d.m.finished(c.model, res.outcome, res.timing.LatencyUs)
+	if g.call(c.req) == c {
+		g.clearCall(c.req)
+	}
+	c.payload = nil
+	d.m.finished(c.ms, res.outcome, res.timing.LatencyUs)
 	c.resp <- res
 }
 
@@ -531,23 +666,25 @@ func (d *driver) answerShutdown(c *call, stage string) {
 		reason = "migration"
 	}
 	d.m.drop(c.model, stage, reason)
-	d.m.finished(c.model, "dropped", int64(d.now-c.received))
+	lat := int64(d.now - c.at)
+	d.m.finished(c.ms, "dropped", lat)
+	c.payload = nil
 	c.resp <- result{status: 503, outcome: "dropped", reason: reason, stage: stage,
-		timing: Timing{LatencyUs: int64(d.now - c.received)}}
+		timing: Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}}
 }
 
 // abandon answers every unfinished call of g with 503 (drain or flush timeout). The engine's
 // state is left as is: the generation is retired right after.
 func (d *driver) abandon(g *generation, reason string) {
 	eng := g.eng
-	for id, c := range g.calls {
+	for _, c := range g.calls {
 		if c == nil || c.answered {
 			continue
 		}
-		r := &eng.Requests()[id]
+		r := eng.Req(c.req)
 		stage := "queue"
-		if len(r.Batches) > 0 {
-			b := &eng.Batches()[r.Batches[len(r.Batches)-1]]
+		if n := len(r.Batches); n > 0 && r.Batches[n-1] >= eng.BatchBase() {
+			b := eng.Batch(r.Batches[n-1])
 			for _, h := range b.Hops {
 				stage = g.dep.Stages[h.Stage].Name
 				if h.End < 0 {
@@ -564,17 +701,19 @@ func (d *driver) abandon(g *generation, reason string) {
 // timing computes the latency breakdown of r from the engine's batch records.
 func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now dataplane.Time) Timing {
 	app := &g.dep.Apps[r.App]
-	t := Timing{LatencyUs: int64(now - c.received), SLOUs: int64(app.SLO), MigrationUs: int64(c.fed - c.received)}
-	if len(r.Batches) == 0 {
+	t := Timing{LatencyUs: int64(now - c.at), SLOUs: int64(app.SLO), IntakeUs: int64(c.received - c.at), MigrationUs: int64(c.fed - c.received)}
+	if len(r.Batches) == 0 || r.Dispatch == dataplane.Never {
 		t.BatchWaitUs = int64(now - c.fed)
 		return t
 	}
 	eng := g.eng
-	first := &eng.Batches()[r.Batches[0]]
-	t.BatchWaitUs = int64(first.Dispatched - r.Arrival)
-	prev := first.Dispatched
+	t.BatchWaitUs = int64(r.Dispatch - c.fed)
+	prev := r.Dispatch
 	for _, bid := range r.Batches {
-		b := &eng.Batches()[bid]
+		if bid < eng.BatchBase() {
+			continue // forgotten by Compact (an earlier batch of a re-batched request)
+		}
+		b := eng.Batch(bid)
 		if b.Dispatched > prev {
 			t.QueueUs += int64(b.Dispatched - prev)
 			prev = b.Dispatched

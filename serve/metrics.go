@@ -1,13 +1,18 @@
 package serve
 
 import (
-	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -19,178 +24,262 @@ var latencyBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.0
 // latenessBuckets bound how late the driver's timers fire (seconds): 50 µs to 100 ms.
 var latenessBuckets = []float64{0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
 
-// metrics are the Prometheus series. The driver writes (one short critical section per
-// event); /metrics reads. The text exposition format is written by hand: it is a few lines
-// of code and keeps the hot path free of a registry's interface calls.
+// intakeBuckets bound the intake queue age (seconds): from the door (the request read off
+// the socket) to the engine, 10 µs to 1 s.
+var intakeBuckets = []float64{0.00001, 0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1}
+
+// metrics are the Prometheus series, kept with the Prometheus client library in a registry of
+// the server's own (two servers in one process do not collide). /metrics serves them with the
+// library's Go runtime and process collectors (goroutines, heap, RSS, file descriptors).
+// Per-model series are resolved once per model, so the hot path does no label lookups.
 type metrics struct {
-	mu       sync.Mutex
-	apps     map[string]*appMetrics
-	drops    map[[3]string]int64 // model, stage, reason
-	workers  map[string]*workerMetrics
-	rejected map[[2]string]int64 // code, why
+	reg *prometheus.Registry // plan_* families
+	all prometheus.Gatherers // reg + runtime and process collectors
+
+	requests, responses, drops, rejected *prometheus.CounterVec
+	latency                              *prometheus.HistogramVec
+	inflight, queued                     *prometheus.GaugeVec
+	workerQueued, workerBusy             *prometheus.GaugeVec
+	workerBusySecs                       *prometheus.CounterVec
+	paused, readyG                       prometheus.Gauge
+	reloads                              prometheus.Counter
+	planInfo                             *prometheus.GaugeVec
+	lateness                             prometheus.Histogram
+	intakeAge                            prometheus.Histogram
+
+	models    sync.Map // model name → *modelSeries
+	dropsByK  sync.Map // dropKey → prometheus.Counter
+	rejectByK sync.Map // rejectKey → prometheus.Counter
+
+	mu       sync.Mutex // setPlan, worker series
 	digest   string
-	planName string
-	reloads  int64
-	ready    bool
-	paused   int
-	late     []int64 // timer lateness histogram (non-cumulative, + overflow)
-	lateSum  float64
-	lateN    int64
+	workers  map[string]*workerSeries
+	ready    atomic.Bool
+	late     [16]atomic.Int64 // lateness per bucket (non-cumulative, + overflow) for quantiles
+	lateN    atomic.Int64
+	answered atomic.Int64 // answers sent (every accepted request exactly once)
 }
 
-type appMetrics struct {
-	requests int64
-	outcomes map[string]int64
-	inflight int64
-	queued   int64
-	latCount []int64 // per bucket (non-cumulative), + overflow
-	latSum   float64
-	latN     int64
+type modelSeries struct {
+	requests                                 prometheus.Counter
+	completed, late, dropped, errored, other prometheus.Counter
+	latency                                  prometheus.Observer
+	inflight, queued                         prometheus.Gauge
 }
 
-type workerMetrics struct {
-	stage  string
-	busyUs int64
-	queued int
-	busy   bool
+type workerSeries struct {
+	busySecs     prometheus.Counter
+	queued, busy prometheus.Gauge
+}
+
+type dropKey struct{ model, stage, reason string }
+
+type rejectKey struct {
+	code  int
+	cause string
 }
 
 func newMetrics() *metrics {
-	return &metrics{apps: map[string]*appMetrics{}, drops: map[[3]string]int64{}, workers: map[string]*workerMetrics{},
-		rejected: map[[2]string]int64{}, ready: true, late: make([]int64, len(latenessBuckets)+1)}
+	m := &metrics{reg: prometheus.NewRegistry(), workers: map[string]*workerSeries{}}
+	m.ready.Store(true)
+	f := promauto(m.reg)
+	m.requests = f.counterVec("plan_requests_total", "Inference requests accepted by the driver.", "model")
+	m.responses = f.counterVec("plan_responses_total", "Answered requests by outcome (completed, late, dropped, error).", "model", "outcome")
+	m.drops = f.counterVec("plan_drops_total", "Dropped requests by stage and reason (stage intake: refused at the door, before the body was decoded).", "model", "stage", "reason")
+	m.rejected = f.counterVec("plan_rejected_total", "Requests refused before intake, by HTTP status and cause.", "code", "cause")
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "plan_request_latency_seconds",
+		Help: "End-to-end latency of answered (completed or late) requests, from the door.", Buckets: latencyBuckets}, []string{"model"})
+	m.inflight = f.gaugeVec("plan_requests_in_flight", "Accepted requests not answered yet.", "model")
+	m.queued = f.gaugeVec("plan_queue_depth", "Requests in the dispatcher's queue (not yet in a batch).", "model")
+	m.workerQueued = f.gaugeVec("plan_worker_queue_depth", "Batches queued on a worker (not running).", "worker", "stage")
+	m.workerBusy = f.gaugeVec("plan_worker_busy", "1 while a worker runs a batch.", "worker", "stage")
+	m.workerBusySecs = f.counterVec("plan_worker_busy_seconds_total", "Time a worker spent executing batches (since the active plan started).", "worker", "stage")
+	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{Name: "plan_paused_requests", Help: "Requests held while a plan migration pauses intake."})
+	m.readyG = prometheus.NewGauge(prometheus.GaugeOpts{Name: "plan_ready", Help: "1 when the server takes requests (0 while migrating or draining)."})
+	m.reloads = prometheus.NewCounter(prometheus.CounterOpts{Name: "plan_reloads_total", Help: "Plan migrations completed."})
+	m.planInfo = f.gaugeVec("plan_active_plan_info", "The active plan: its digest and name.", "digest", "name")
+	m.lateness = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "plan_timer_lateness_seconds",
+		Help: "How late the driver's timers (emulated hops, transfers, policy timers) fired: the executor's own delay.", Buckets: latenessBuckets})
+	m.intakeAge = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "plan_intake_age_seconds",
+		Help: "Age of a request when the engine received it: from the door (read off the socket) through body decoding and the intake queue.", Buckets: intakeBuckets})
+	m.reg.MustRegister(m.latency, m.paused, m.readyG, m.reloads, m.lateness, m.intakeAge)
+	m.readyG.Set(1)
+	rt := prometheus.NewRegistry()
+	rt.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.all = prometheus.Gatherers{m.reg, rt}
+	return m
+}
+
+type registerer struct{ r *prometheus.Registry }
+
+func promauto(r *prometheus.Registry) registerer { return registerer{r} }
+
+func (r registerer) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	r.r.MustRegister(v)
+	return v
+}
+
+func (r registerer) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	r.r.MustRegister(v)
+	return v
+}
+
+// model returns the series of one model, creating them on first use.
+func (m *metrics) model(name string) *modelSeries {
+	if s, ok := m.models.Load(name); ok {
+		return s.(*modelSeries)
+	}
+	s := &modelSeries{
+		requests:  m.requests.WithLabelValues(name),
+		completed: m.responses.WithLabelValues(name, "completed"),
+		late:      m.responses.WithLabelValues(name, "late"),
+		dropped:   m.responses.WithLabelValues(name, "dropped"),
+		errored:   m.responses.WithLabelValues(name, "error"),
+		latency:   m.latency.WithLabelValues(name),
+		inflight:  m.inflight.WithLabelValues(name),
+		queued:    m.queued.WithLabelValues(name),
+	}
+	v, _ := m.models.LoadOrStore(name, s)
+	return v.(*modelSeries)
 }
 
 // lateness records how late a timer fired (µs).
-func (m *metrics) lateness(us dataplane.Time) {
+func (m *metrics) latenessUs(us dataplane.Time) {
 	s := float64(us) / 1e6
-	m.mu.Lock()
-	m.late[sort.SearchFloat64s(latenessBuckets, s)]++
-	m.lateSum += s
-	m.lateN++
-	m.mu.Unlock()
+	m.lateness.Observe(s)
+	m.late[sort.SearchFloat64s(latenessBuckets, s)].Add(1)
+	m.lateN.Add(1)
 }
 
-func (m *metrics) app(name string) *appMetrics {
-	a := m.apps[name]
-	if a == nil {
-		a = &appMetrics{outcomes: map[string]int64{}, latCount: make([]int64, len(latencyBuckets)+1)}
-		m.apps[name] = a
+// intake records the age of a request when the engine took it (µs).
+func (m *metrics) intake(us dataplane.Time) { m.intakeAge.Observe(float64(us) / 1e6) }
+
+func (m *metrics) arrived(ms *modelSeries) {
+	ms.requests.Inc()
+	ms.inflight.Inc()
+}
+
+func (m *metrics) finished(ms *modelSeries, outcome string, latUs int64) {
+	m.answered.Add(1)
+	ms.inflight.Dec()
+	switch outcome {
+	case "completed":
+		ms.completed.Inc()
+	case "late":
+		ms.late.Inc()
+	case "dropped":
+		ms.dropped.Inc()
+		return
+	case "error":
+		ms.errored.Inc()
+		return
+	default:
+		m.responses.WithLabelValues("?", outcome).Inc()
+		return
 	}
-	return a
-}
-
-func (m *metrics) arrived(model string) {
-	m.mu.Lock()
-	a := m.app(model)
-	a.requests++
-	a.inflight++
-	m.mu.Unlock()
-}
-
-func (m *metrics) finished(model, outcome string, latUs int64) {
-	m.mu.Lock()
-	a := m.app(model)
-	a.outcomes[outcome]++
-	a.inflight--
-	if outcome == "completed" || outcome == "late" {
-		s := float64(latUs) / 1e6
-		i := sort.SearchFloat64s(latencyBuckets, s)
-		a.latCount[i]++
-		a.latSum += s
-		a.latN++
-	}
-	m.mu.Unlock()
+	ms.latency.Observe(float64(latUs) / 1e6)
 }
 
 func (m *metrics) drop(model, stage, reason string) {
-	m.mu.Lock()
-	m.drops[[3]string{model, stage, reason}]++
-	m.mu.Unlock()
+	k := dropKey{model, stage, reason}
+	if c, ok := m.dropsByK.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c, _ := m.dropsByK.LoadOrStore(k, m.drops.WithLabelValues(model, stage, reason))
+	c.(prometheus.Counter).Inc()
 }
 
 func (m *metrics) reject(code int, why string) {
-	m.mu.Lock()
-	m.rejected[[2]string{strconv.Itoa(code), why}]++
-	m.mu.Unlock()
+	k := rejectKey{code, why}
+	if c, ok := m.rejectByK.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c, _ := m.rejectByK.LoadOrStore(k, m.rejected.WithLabelValues(strconv.Itoa(code), why))
+	c.(prometheus.Counter).Inc()
+}
+
+func (m *metrics) worker(name, stage string) *workerSeries {
+	w := m.workers[name]
+	if w == nil {
+		w = &workerSeries{busySecs: m.workerBusySecs.WithLabelValues(name, stage),
+			queued: m.workerQueued.WithLabelValues(name, stage), busy: m.workerBusy.WithLabelValues(name, stage)}
+		m.workers[name] = w
+	}
+	return w
 }
 
 func (m *metrics) busy(worker, stage string, d dataplane.Time) {
 	m.mu.Lock()
-	w := m.workers[worker]
-	if w == nil {
-		w = &workerMetrics{stage: stage}
-		m.workers[worker] = w
-	}
-	w.busyUs += int64(d)
+	w := m.worker(worker, stage)
 	m.mu.Unlock()
+	w.busySecs.Add(float64(d) / 1e6)
 }
 
 func (m *metrics) workerQueue(worker, stage string, queued int, busy bool) {
 	m.mu.Lock()
-	w := m.workers[worker]
-	if w == nil {
-		w = &workerMetrics{}
-		m.workers[worker] = w
-	}
-	w.stage, w.queued, w.busy = stage, queued, busy
+	w := m.worker(worker, stage)
 	m.mu.Unlock()
+	w.queued.Set(float64(queued))
+	b := 0.0
+	if busy {
+		b = 1
+	}
+	w.busy.Set(b)
 }
 
-func (m *metrics) queueDepth(model string, n int64) {
-	m.mu.Lock()
-	m.app(model).queued = n
-	m.mu.Unlock()
-}
+func (m *metrics) queueDepth(model string, n int64) { m.model(model).queued.Set(float64(n)) }
 
 func (m *metrics) setPlan(g *generation) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.digest != "" && m.digest != g.digest {
-		m.reloads++
+		m.reloads.Inc()
 	}
 	m.digest = g.digest
+	name := ""
 	if g.plan != nil {
-		m.planName = g.plan.Metadata.Name
+		name = g.plan.Metadata.Name
 	}
-	// Workers of the previous plan disappear from the per-worker gauges.
-	for k := range m.workers {
-		delete(m.workers, k)
-	}
+	m.planInfo.Reset()
+	m.planInfo.WithLabelValues(g.digest, name).Set(1)
+	// Workers of the previous plan disappear from the per-worker series.
+	m.workerBusySecs.Reset()
+	m.workerQueued.Reset()
+	m.workerBusy.Reset()
+	clear(m.workers)
 	for _, w := range g.dep.Topo.Workers {
-		m.workers[w.Name] = &workerMetrics{stage: g.dep.Stages[w.Stage].Name}
+		m.worker(w.Name, g.dep.Stages[w.Stage].Name)
 	}
-	m.mu.Unlock()
 }
 
 func (m *metrics) setReady(ok bool) {
-	m.mu.Lock()
-	m.ready = ok
-	m.mu.Unlock()
+	m.ready.Store(ok)
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	m.readyG.Set(v)
 }
 
-func (m *metrics) isReady() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ready
-}
+func (m *metrics) isReady() bool { return m.ready.Load() }
 
-func (m *metrics) setPaused(n int) {
-	m.mu.Lock()
-	m.paused = n
-	m.mu.Unlock()
-}
+func (m *metrics) setPaused(n int) { m.paused.Set(float64(n)) }
 
 // latenessQuantile returns the upper bound of the lateness bucket holding quantile q
 // (+Inf as 1 s), or 0 before any timer fired.
 func (m *metrics) latenessQuantile(q float64) float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lateN == 0 {
+	n := m.lateN.Load()
+	if n == 0 {
 		return 0
 	}
-	need := int64(math.Ceil(q * float64(m.lateN)))
+	need := int64(math.Ceil(q * float64(n)))
 	var cum int64
 	for i, ub := range latenessBuckets {
-		cum += m.late[i]
+		cum += m.late[i].Load()
 		if cum >= need {
 			return ub
 		}
@@ -198,137 +287,32 @@ func (m *metrics) latenessQuantile(q float64) float64 {
 	return 1
 }
 
-// MetricNames lists every series family /metrics exposes (tests check them).
+// MetricNames lists every plan_* series family /metrics exposes (tests check them); the Go
+// runtime (go_*) and process (process_*) families come with them.
 var MetricNames = []string{
 	"plan_requests_total", "plan_responses_total", "plan_drops_total", "plan_rejected_total",
 	"plan_request_latency_seconds", "plan_requests_in_flight", "plan_queue_depth",
 	"plan_worker_queue_depth", "plan_worker_busy", "plan_worker_busy_seconds_total",
 	"plan_paused_requests", "plan_ready", "plan_reloads_total", "plan_active_plan_info",
-	"plan_timer_lateness_seconds",
+	"plan_timer_lateness_seconds", "plan_intake_age_seconds",
 }
 
-// write renders the text exposition format (version 0.0.4), families and series sorted.
+// handler serves every family (plan_*, go_*, process_*) with content negotiation.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.all, promhttp.HandlerOpts{})
+}
+
+// write renders the plan_* families in the text exposition format (the golden test).
 func (m *metrics) write(w io.Writer) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var b strings.Builder
-	fam := func(name, typ, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		return err
 	}
-	models := make([]string, 0, len(m.apps))
-	for k := range m.apps {
-		models = append(models, k)
-	}
-	sort.Strings(models)
-
-	fam("plan_requests_total", "counter", "Inference requests accepted by the driver.")
-	for _, k := range models {
-		fmt.Fprintf(&b, "plan_requests_total{model=%s} %d\n", q(k), m.apps[k].requests)
-	}
-	fam("plan_responses_total", "counter", "Answered requests by outcome (completed, late, dropped, error).")
-	for _, k := range models {
-		a := m.apps[k]
-		outs := sortedKeys(a.outcomes)
-		for _, o := range outs {
-			fmt.Fprintf(&b, "plan_responses_total{model=%s,outcome=%s} %d\n", q(k), q(o), a.outcomes[o])
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
 		}
 	}
-	fam("plan_drops_total", "counter", "Dropped requests by stage and reason.")
-	dk := make([][3]string, 0, len(m.drops))
-	for k := range m.drops {
-		dk = append(dk, k)
-	}
-	sort.Slice(dk, func(i, j int) bool { return strings.Join(dk[i][:], "\x00") < strings.Join(dk[j][:], "\x00") })
-	for _, k := range dk {
-		fmt.Fprintf(&b, "plan_drops_total{model=%s,stage=%s,reason=%s} %d\n", q(k[0]), q(k[1]), q(k[2]), m.drops[k])
-	}
-	fam("plan_rejected_total", "counter", "Requests rejected before intake, by HTTP status and cause.")
-	rk := make([][2]string, 0, len(m.rejected))
-	for k := range m.rejected {
-		rk = append(rk, k)
-	}
-	sort.Slice(rk, func(i, j int) bool { return rk[i][0]+rk[i][1] < rk[j][0]+rk[j][1] })
-	for _, k := range rk {
-		fmt.Fprintf(&b, "plan_rejected_total{code=%s,cause=%s} %d\n", q(k[0]), q(k[1]), m.rejected[k])
-	}
-	fam("plan_request_latency_seconds", "histogram", "End-to-end latency of answered (completed or late) requests.")
-	for _, k := range models {
-		a := m.apps[k]
-		var cum int64
-		for i, ub := range latencyBuckets {
-			cum += a.latCount[i]
-			fmt.Fprintf(&b, "plan_request_latency_seconds_bucket{model=%s,le=%s} %d\n", q(k), q(strconv.FormatFloat(ub, 'g', -1, 64)), cum)
-		}
-		cum += a.latCount[len(latencyBuckets)]
-		fmt.Fprintf(&b, "plan_request_latency_seconds_bucket{model=%s,le=\"+Inf\"} %d\n", q(k), cum)
-		fmt.Fprintf(&b, "plan_request_latency_seconds_sum{model=%s} %g\n", q(k), a.latSum)
-		fmt.Fprintf(&b, "plan_request_latency_seconds_count{model=%s} %d\n", q(k), a.latN)
-	}
-	fam("plan_requests_in_flight", "gauge", "Accepted requests not answered yet.")
-	for _, k := range models {
-		fmt.Fprintf(&b, "plan_requests_in_flight{model=%s} %d\n", q(k), m.apps[k].inflight)
-	}
-	fam("plan_queue_depth", "gauge", "Requests in the dispatcher's queue (not yet in a batch).")
-	for _, k := range models {
-		fmt.Fprintf(&b, "plan_queue_depth{model=%s} %d\n", q(k), m.apps[k].queued)
-	}
-	workers := make([]string, 0, len(m.workers))
-	for k := range m.workers {
-		workers = append(workers, k)
-	}
-	sort.Strings(workers)
-	fam("plan_worker_queue_depth", "gauge", "Batches queued on a worker (not running).")
-	for _, k := range workers {
-		fmt.Fprintf(&b, "plan_worker_queue_depth{worker=%s,stage=%s} %d\n", q(k), q(m.workers[k].stage), m.workers[k].queued)
-	}
-	fam("plan_worker_busy", "gauge", "1 while a worker runs a batch.")
-	for _, k := range workers {
-		v := 0
-		if m.workers[k].busy {
-			v = 1
-		}
-		fmt.Fprintf(&b, "plan_worker_busy{worker=%s,stage=%s} %d\n", q(k), q(m.workers[k].stage), v)
-	}
-	fam("plan_worker_busy_seconds_total", "counter", "Time a worker spent executing batches (since the active plan started).")
-	for _, k := range workers {
-		fmt.Fprintf(&b, "plan_worker_busy_seconds_total{worker=%s,stage=%s} %g\n", q(k), q(m.workers[k].stage), float64(m.workers[k].busyUs)/1e6)
-	}
-	fam("plan_paused_requests", "gauge", "Requests held while a plan migration pauses intake.")
-	fmt.Fprintf(&b, "plan_paused_requests %d\n", m.paused)
-	fam("plan_ready", "gauge", "1 when the server takes requests (0 while migrating or draining).")
-	r := 0
-	if m.ready {
-		r = 1
-	}
-	fmt.Fprintf(&b, "plan_ready %d\n", r)
-	fam("plan_reloads_total", "counter", "Plan migrations completed.")
-	fmt.Fprintf(&b, "plan_reloads_total %d\n", m.reloads)
-	fam("plan_active_plan_info", "gauge", "The active plan: its digest and name.")
-	fmt.Fprintf(&b, "plan_active_plan_info{digest=%s,name=%s} 1\n", q(m.digest), q(m.planName))
-	fam("plan_timer_lateness_seconds", "histogram", "How late the driver's timers (emulated hops, transfers, policy timers) fired: the executor's own delay.")
-	var cum int64
-	for i, ub := range latenessBuckets {
-		cum += m.late[i]
-		fmt.Fprintf(&b, "plan_timer_lateness_seconds_bucket{le=%s} %d\n", q(strconv.FormatFloat(ub, 'g', -1, 64)), cum)
-	}
-	cum += m.late[len(latenessBuckets)]
-	fmt.Fprintf(&b, "plan_timer_lateness_seconds_bucket{le=\"+Inf\"} %d\n", cum)
-	fmt.Fprintf(&b, "plan_timer_lateness_seconds_sum %g\n", m.lateSum)
-	fmt.Fprintf(&b, "plan_timer_lateness_seconds_count %d\n", m.lateN)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// q quotes a label value as the exposition format wants (backslash, quote, newline escaped).
-func q(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return nil
 }

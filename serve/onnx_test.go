@@ -178,11 +178,11 @@ func TestONNXBadModel(t *testing.T) {
 	}
 	// A profile with more layers than the model has nodes was made from another model.
 	plan := twoPartitionPlan("mlp", 99, 2, 1)
-	_, err = New(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu"})})
+	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu"})}))
 	if err == nil || !strings.Contains(err.Error(), "has 99 layers") {
 		t.Errorf("error %v", err)
 	}
-	_, err = New(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: filepath.Join(t.TempDir(), "none.onnx"), Device: "cpu"})})
+	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: filepath.Join(t.TempDir(), "none.onnx"), Device: "cpu"})}))
 	if err == nil || !strings.Contains(err.Error(), "none.onnx") {
 		t.Errorf("error %v", err)
 	}

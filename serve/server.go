@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -44,9 +45,15 @@ type SpecProvider interface {
 
 // Options configure a Server.
 type Options struct {
-	// Plan is the plan to serve (PPipe, NP or DART-r).
+	// Plan is the plan to serve.
 	Plan *formats.Plan
-	// Policy picks the runtime policy (default ppipe).
+	// Deploy turns a plan into the deployment it describes and names the plan's default
+	// policy (the system registry's deployer for the plan's section); it is called at start
+	// and on every reload, so a reloaded plan may belong to another system.
+	Deploy func(*formats.Plan) (*dataplane.Deployment, string, error)
+	// Policies is the registry policies are built from.
+	Policies *dataplane.Registry
+	// Policy picks the runtime policy (Policy.Policy empty = the plan's default).
 	Policy dataplane.Config
 	// NewExecutor builds workers; nil means emulated workers.
 	NewExecutor ExecutorFactory
@@ -59,10 +66,15 @@ type Options struct {
 	DrainTimeout time.Duration
 	// FlushTimeout bounds a migration's flush (default 2 × the largest SLO + 100 ms).
 	FlushTimeout time.Duration
-	// MaxInFlight bounds the requests inside the server at once (default 4096); beyond it
-	// requests are refused at the door with 503 "overload", so a server that cannot keep up
-	// sheds load instead of piling up connections, goroutines and memory.
+	// MaxInFlight bounds the decoded requests inside the server at once (default 4096);
+	// beyond it requests are refused at the door with 503 "overload", so a server that
+	// cannot keep up sheds load instead of piling up goroutines and memory. A request takes
+	// its slot only once its body is read: a slow client holds none.
 	MaxInFlight int
+	// HeaderTimeout bounds reading a request's headers (default 5 s), BodyTimeout reading its
+	// body (default 5 s: 408 after it), WriteTimeout writing the answer (default 10 s), and
+	// IdleTimeout how long a keep-alive connection may sit idle (default 60 s).
+	HeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
 	// InputShape is the per-sample input shape emulated models declare (-1 = any size);
 	// default [-1]: any flat vector, carried through as the output.
 	InputShape []int64
@@ -79,11 +91,15 @@ type Server struct {
 	closing  atomic.Bool
 	active   atomic.Pointer[generation]
 	inflight atomic.Int64
+	metricsH http.Handler
 }
 
 // New validates the plan, builds the deployment and the workers, and starts the driver.
 // Errors from the plan (formats.ErrorList with field paths) mean bad input.
 func New(opts Options) (*Server, error) {
+	if opts.Deploy == nil || opts.Policies == nil {
+		return nil, errors.New("serve: Options.Deploy and Options.Policies are required")
+	}
 	if opts.Plan == nil {
 		return nil, errors.New("serve: no plan")
 	}
@@ -96,6 +112,14 @@ func New(opts Options) (*Server, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
+	for _, t := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&opts.HeaderTimeout, 5 * time.Second}, {&opts.BodyTimeout, 5 * time.Second}, {&opts.WriteTimeout, 10 * time.Second}, {&opts.IdleTimeout, 60 * time.Second}} {
+		if *t.v <= 0 {
+			*t.v = t.def
+		}
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -103,6 +127,7 @@ func New(opts Options) (*Server, error) {
 		opts.InputShape = []int64{-1}
 	}
 	s := &Server{opts: opts, clk: NewClock(), m: newMetrics()}
+	s.metricsH = s.m.handler()
 	if s.opts.NewExecutor == nil {
 		s.opts.NewExecutor = func(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
 			return NewEmulated(clk, opts.Jitter, opts.Seed), nil
@@ -138,9 +163,13 @@ func (s *Server) flushTimeout(g *generation) dataplane.Time {
 
 // prepare is the preload step: deployment, workers (sessions, connections), specs.
 func (s *Server) prepare(p *formats.Plan) (*generation, error) {
-	dep, err := dataplane.FromPlan(p)
+	dep, def, err := s.opts.Deploy(p)
 	if err != nil {
 		return nil, err
+	}
+	pcfg := s.opts.Policy
+	if pcfg.Policy == "" {
+		pcfg.Policy = def
 	}
 	ex, err := s.opts.NewExecutor(s.clk, dep, p)
 	if err != nil {
@@ -150,7 +179,7 @@ func (s *Server) prepare(p *formats.Plan) (*generation, error) {
 	specs := make([]modelSpec, len(dep.Apps))
 	sp, hasSpec := ex.(SpecProvider)
 	for i, a := range dep.Apps {
-		ms := modelSpec{name: a.Name, sloUs: int64(a.SLO), rateRPS: a.RateRPS}
+		ms := modelSpec{name: a.Name, sloUs: int64(a.SLO), rateRPS: a.RateRPS, series: s.m.model(a.Name)}
 		if hasSpec {
 			ms.in, ms.out = sp.Spec(dataplane.AppID(i))
 		} else {
@@ -160,7 +189,7 @@ func (s *Server) prepare(p *formats.Plan) (*generation, error) {
 		}
 		specs[i] = ms
 	}
-	g, err := prepare(p, dep, s.opts.Policy, tr, specs)
+	g, err := prepare(p, dep, pcfg, s.opts.Policies, tr, specs)
 	if err != nil {
 		tr.retire()
 		return nil, err
@@ -201,11 +230,12 @@ func (s *Server) Reload(ctx context.Context, p *formats.Plan) error {
 	}
 }
 
-// Shutdown stops intake, lets in-flight requests finish within DrainTimeout, answers the
-// rest with 503 and stops the driver. It returns when every accepted request was answered
-// (or ctx ends).
+// Shutdown stops intake (readiness turns 503 at once; new requests get 503 "shutdown"), lets
+// in-flight requests finish within DrainTimeout, answers the rest with 503 and stops the
+// driver. It returns when every accepted request was answered (or ctx ends).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	s.m.setReady(false)
 	deadline := time.Now().Add(s.opts.DrainTimeout)
 	s.d.do(func() { s.d.startDrain(deadline) })
 	select {
@@ -219,28 +249,36 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Done is closed when the driver stopped.
 func (s *Server) Done() <-chan struct{} { return s.d.stopped }
 
-// Serve runs the HTTP API on ln until ctx ends (or Shutdown was called), then shuts down
-// gracefully: the listener closes (new connections are refused), in-flight requests finish
-// within DrainTimeout and the rest get 503, and Serve returns nil.
+// HTTPServer returns the http.Server Serve runs: the handler with the header, idle and
+// (per request) body and write timeouts, so that a slow or idle client cannot hold a
+// connection's resources for long.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s, ReadHeaderTimeout: s.opts.HeaderTimeout, IdleTimeout: s.opts.IdleTimeout,
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
+}
+
+// Serve runs the HTTP API on ln until ctx ends (or Shutdown was called), then drains:
+// readiness turns 503 at once, the listener stays open while requests already admitted
+// finish (within DrainTimeout; the rest get 503), and requests arriving meanwhile get 503
+// "shutdown" (with Connection: close); then the listener and connections close and Serve
+// returns nil.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
+	hs := s.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
-		s.closing.Store(true)
 		_ = s.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
 	case <-s.d.stopped:
 	}
-	s.closing.Store(true)
-	hctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout+5*time.Second)
-	defer cancel()
-	hdone := make(chan error, 1)
-	go func() { hdone <- hs.Shutdown(hctx) }()
 	_ = s.Shutdown(context.Background())
-	err := <-hdone
+	// Every admitted request is answered (the driver stopped); handlers still writing their
+	// answers finish before the connections close.
+	hctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout+time.Second)
+	defer cancel()
+	err := hs.Shutdown(hctx)
 	<-errc
 	if err != nil {
 		return fmt.Errorf("closing HTTP connections: %w", err)
@@ -316,6 +354,9 @@ func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation)
 }
 
 func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
+	// The true arrival: the request was read off the socket up to its headers; its body is
+	// not read yet. The deadline counts from here.
+	at := s.clk.Now()
 	name := r.PathValue("model")
 	spec, g, ok := s.model(name)
 	if !ok {
@@ -323,27 +364,40 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.closing.Load() {
-		s.m.reject(503, "shutdown")
-		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, Reason: string(dataplane.DropShutdown), Stage: "intake"})
+		s.refuse(w, name, "", string(dataplane.DropShutdown), "the server is shutting down", 0, true)
 		return
 	}
-	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
-		s.inflight.Add(-1)
-		s.m.reject(503, "overload")
-		writeDrop(w, &DropResponse{Error: fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), Model: name, Reason: "overload", Stage: "intake"})
+	if r.ContentLength > s.opts.MaxBody {
+		s.tooLarge(w, s.opts.MaxBody)
 		return
 	}
-	defer s.inflight.Add(-1)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	app := g.apps[name]
+	dr := &g.doors[app]
+	if until := dataplane.Time(dr.closedUntil.Load()); at < until {
+		// The policy (or the driver's estimate) says a request arriving now cannot finish
+		// by its deadline: refuse it before reading and decoding its body.
+		reason := "overload"
+		if p := dr.reason.Load(); p != nil {
+			reason = *p
+		}
+		s.refuse(w, name, "", reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at, false)
+		return
+	}
+	body, err := s.readBody(w, r)
 	if err != nil {
 		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			s.m.reject(400, "body-too-large")
-			writeJSON(w, 400, ErrorResponse{Error: fmt.Sprintf("request body larger than --max-body %d bytes", mb.Limit)})
-			return
+		switch {
+		case errors.As(err, &mb):
+			s.tooLarge(w, mb.Limit)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			s.m.reject(http.StatusRequestTimeout, "body-timeout")
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestTimeout, ErrorResponse{Error: fmt.Sprintf("reading the request body took longer than %s", s.opts.BodyTimeout)})
+		default:
+			s.m.reject(400, "read")
+			w.Header().Set("Connection", "close")
+			writeJSON(w, 400, ErrorResponse{Error: "reading the request body: " + err.Error()})
 		}
-		s.m.reject(400, "read")
-		writeJSON(w, 400, ErrorResponse{Error: "reading the request body: " + err.Error()})
 		return
 	}
 	req, err := DecodeInferRequest(body, spec.in)
@@ -352,12 +406,17 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
 		return
 	}
-	c := &call{model: name, id: req.ID, payload: &Payload{Tensor: req.Inputs[0]}, resp: make(chan result, 1)}
+	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
+		s.inflight.Add(-1)
+		s.refuse(w, name, req.ID, "overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0, false)
+		return
+	}
+	defer s.inflight.Add(-1)
+	c := &call{model: name, ms: spec.series, id: req.ID, at: at, payload: &Payload{Tensor: req.Inputs[0]}, resp: make(chan result, 1)}
 	select {
 	case s.d.intake <- c:
 	case <-s.d.stopped:
-		s.m.reject(503, "shutdown")
-		writeDrop(w, &DropResponse{Error: "the server is shutting down", Model: name, ID: req.ID, Reason: string(dataplane.DropShutdown), Stage: "intake"})
+		s.refuse(w, name, req.ID, string(dataplane.DropShutdown), "the server is shutting down", 0, true)
 		return
 	}
 	var res result
@@ -366,7 +425,44 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return // the client left; the driver's answer lands in the buffered channel
 	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	s.writeResult(w, name, spec, c, &res)
+}
+
+// readBody reads the body within BodyTimeout and MaxBody. The read deadline is lifted
+// afterwards: the connection's next request has its own.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)); err == nil {
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
+	rd := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+	if n := r.ContentLength; n >= 0 {
+		// Known length (checked against MaxBody): one allocation, one read.
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(rd)
+}
+
+// refuse answers a request the server does not take: 503 with the reason at stage intake,
+// counted as a drop, with Retry-After (retry: when the door reopens; 0 = one second).
+func (s *Server) refuse(w http.ResponseWriter, model, id, reason, msg string, retry dataplane.Time, closeConn bool) {
+	s.m.reject(http.StatusServiceUnavailable, reason)
+	s.m.drop(model, "intake", reason)
+	if closeConn {
+		w.Header().Set("Connection", "close")
+	}
+	writeDropAfter(w, &DropResponse{Error: msg, Model: model, ID: id, Reason: reason, Stage: "intake"}, retry)
+}
+
+func (s *Server) tooLarge(w http.ResponseWriter, limit int64) {
+	s.m.reject(http.StatusRequestEntityTooLarge, "body-too-large")
+	w.Header().Set("Connection", "close")
+	writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse{Error: fmt.Sprintf("request body larger than --max-body %d bytes", limit)})
 }
 
 func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpec, c *call, res *result) {
@@ -392,10 +488,17 @@ func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpe
 	}
 }
 
-func writeDrop(w http.ResponseWriter, d *DropResponse) {
-	// Retry-After: the shortest honest hint is "next second"; a dropped request's deadline is
-	// gone and the load that caused the drop rarely lasts longer than that.
-	w.Header().Set("Retry-After", "1")
+func writeDrop(w http.ResponseWriter, d *DropResponse) { writeDropAfter(w, d, 0) }
+
+// writeDropAfter answers 503 with Retry-After: the seconds until retry (at least 1, the
+// shortest the header can say; 0 = the hint "next second": a dropped request's deadline is
+// gone and the load that caused the drop rarely lasts longer than that).
+func writeDropAfter(w http.ResponseWriter, d *DropResponse, retry dataplane.Time) {
+	secs := int64(1)
+	if retry > dataplane.Second {
+		secs = int64((retry + dataplane.Second - 1) / dataplane.Second)
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	writeJSON(w, http.StatusServiceUnavailable, d)
 }
 
@@ -439,10 +542,9 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, map[string]bool{"ready": true})
 }
 
-func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	s.d.do(s.d.snapshot)
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_ = s.m.write(w)
+	s.metricsH.ServeHTTP(w, r)
 }
 
 func (s *Server) handleGetPlan(w http.ResponseWriter, _ *http.Request) {

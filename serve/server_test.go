@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 )
@@ -34,7 +36,7 @@ func loadPlan(t testing.TB, name string) *formats.Plan {
 func testServer(t testing.TB, opts Options) (*Server, *httptest.Server) {
 	t.Helper()
 	before := goruntime.NumGoroutine()
-	s, err := New(opts)
+	s, err := New(withSystems(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestInfer(t *testing.T) {
 				t.Errorf("outputs %+v (data %s)", r.Outputs, r.Outputs[0].Data)
 			}
 			tm := r.Timing
-			sum := tm.MigrationUs + tm.BatchWaitUs + tm.QueueUs + tm.ExecUs + tm.TransferUs + tm.DeliveryUs
+			sum := tm.IntakeUs + tm.MigrationUs + tm.BatchWaitUs + tm.QueueUs + tm.ExecUs + tm.TransferUs + tm.DeliveryUs
 			if sum != tm.LatencyUs {
 				t.Errorf("breakdown %+v sums to %d, latency %d", tm, sum, tm.LatencyUs)
 			}
@@ -170,7 +172,7 @@ func TestBadInput(t *testing.T) {
 		{"count mismatch", url, `{"inputs":[{"name":"input","shape":[1,3],"datatype":"FP32","data":[1,2]}]}`, 400, "needs 3"},
 		{"not a number", url, `{"inputs":[{"name":"input","shape":[1,1],"datatype":"FP32","data":["x"]}]}`, 400, "want a number"},
 		{"wrong name", url, `{"inputs":[{"name":"image","shape":[1,1],"datatype":"FP32","data":[1]}]}`, 400, "the model's input"},
-		{"too large", url, inferBody(make([]float32, 600)...), 400, "--max-body 1024"},
+		{"too large", url, inferBody(make([]float32, 600)...), 413, "--max-body 1024"},
 		{"unknown model", ts.URL + "/v2/models/nope/infer", inferBody(1), 404, "serves demo"},
 	}
 	for _, c := range cases {
@@ -209,8 +211,10 @@ func TestDrop(t *testing.T) {
 	p := loadPlan(t, "one-gpu.json")
 	s, ts := testServer(t, Options{Plan: p})
 	// Hold the driver for a while so that the burst reaches it at once, whatever the
-	// machine's scheduling: the requests wait at the intake channel meanwhile.
-	go s.d.do(func() { time.Sleep(50 * time.Millisecond) })
+	// machine's scheduling: the requests wait at the intake channel meanwhile. Their
+	// deadlines count from their arrival, so the hold (5 ms) must leave time within the
+	// 25 ms SLO for some to be served.
+	go s.d.do(func() { time.Sleep(5 * time.Millisecond) })
 	const n = 24
 	type got struct {
 		code  int
@@ -239,7 +243,8 @@ func TestDrop(t *testing.T) {
 			if err := json.Unmarshal(r.body, &d); err != nil {
 				t.Fatal(err)
 			}
-			if d.Reason == "" || d.Stage != "queue" || r.retry != "1" || !strings.Contains(d.Error, d.Reason) {
+			// Dropped by the dispatcher (stage queue) or refused at the door (intake).
+			if d.Reason == "" || (d.Stage != "queue" && d.Stage != "intake") || r.retry != "1" || !strings.Contains(d.Error, d.Reason) {
 				t.Errorf("drop %+v, Retry-After %q", d, r.retry)
 			}
 		default:
@@ -291,7 +296,7 @@ func TestHealthAndMetadata(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	p := loadPlan(t, "demo-plan.json")
-	dep, err := dataplane.FromPlan(p)
+	dep, err := dpppipe.FromPlan(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +313,9 @@ func TestMetrics(t *testing.T) {
 	}
 	text := string(body)
 	for _, name := range MetricNames {
+		if name == "plan_drops_total" {
+			continue // a labelled family shows once it has a series: nothing was dropped
+		}
 		if !strings.Contains(text, "# TYPE "+name+" ") {
 			t.Errorf("metric family %s missing", name)
 		}
@@ -315,10 +323,11 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`plan_requests_total{model="demo"} 3`,
 		`plan_request_latency_seconds_count{model="demo"} 3`,
-		`plan_rejected_total{code="400",cause="bad-request"} 1`,
+		`plan_rejected_total{cause="bad-request",code="400"} 1`,
+		"# TYPE go_goroutines gauge", "# TYPE process_resident_memory_bytes gauge", "# TYPE process_open_fds gauge",
 		`plan_active_plan_info{digest="` + s.ActiveDigest() + `",name="ppipe"} 1`,
 		`plan_queue_depth{model="demo"} 0`,
-		fmt.Sprintf(`plan_worker_busy_seconds_total{worker=%q,stage=%q}`, dep.Topo.Workers[0].Name, dep.Stages[0].Name),
+		fmt.Sprintf(`plan_worker_busy_seconds_total{stage=%q,worker=%q}`, dep.Stages[0].Name, dep.Topo.Workers[0].Name),
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q", want)
@@ -422,7 +431,7 @@ func TestShutdown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := loadPlan(t, "nic.json")
 			before := goruntime.NumGoroutine()
-			s, err := New(Options{Plan: p, DrainTimeout: tc.drain})
+			s, err := New(withSystems(Options{Plan: p, DrainTimeout: tc.drain}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -531,11 +540,10 @@ func (f *flakyPolicy) Handle(now dataplane.Time, ev *dataplane.Event, out *datap
 
 var flakyTripped atomic.Bool
 
-func init() {
-	dataplane.RegisterPolicy("serve-test-flaky", "test only: one invalid decision, then ppipe", func(cfg dataplane.Config) (dataplane.Policy, error) {
-		return &flakyPolicy{Policy: dataplane.NewPPipe(dataplane.PPipeOptions{Penalty: true, Admission: true}), tripped: &flakyTripped}, nil
-	})
-}
+var flakySpec = dataplane.PolicySpec{Name: "serve-test-flaky", Doc: "test only: one invalid decision, then ppipe", Serves: []string{dpppipe.Kind},
+	New: func(cfg dataplane.Config) (dataplane.Policy, error) {
+		return &flakyPolicy{Policy: dpppipe.NewPPipe(dpppipe.PPipeOptions{Penalty: true, Admission: true}), tripped: &flakyTripped}, nil
+	}}
 
 func TestEngineError(t *testing.T) {
 	flakyTripped.Store(false)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
@@ -67,7 +69,7 @@ func TestAgreement(t *testing.T) {
 		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
 	}
 	plan := demoPlan(t)
-	dep, err := dataplane.FromPlan(plan)
+	dep, err := dpppipe.FromPlan(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,19 +77,19 @@ func TestAgreement(t *testing.T) {
 	spec, _ := sim.ParseArrival("poisson")
 	for _, lf := range []float64{0.5, 0.9} {
 		t.Run(fmt.Sprint(lf), func(t *testing.T) {
-			pt, err := sim.RunPoint(&sim.SweepConfig{Dep: dep, Arrival: spec, Loads: []float64{lf},
+			pt, err := sim.RunPoint(&sim.SweepConfig{Policies: dpppipe.Registry(), Dep: dep, Arrival: spec, Loads: []float64{lf},
 				Duration: dataplane.Time(dur / time.Microsecond), Seed: 1}, lf)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := serve.New(serve.Options{Plan: plan})
+			s, err := serve.New(serve.Options{Plan: plan, Deploy: testDeploy, Policies: testPolicies})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ts := httptest.NewServer(s)
 			defer ts.Close()
 			defer s.Shutdown(context.Background())
-			res, err := Run(context.Background(), Options{URL: ts.URL, Load: lf, Duration: dur, Arrival: spec, Seed: 1})
+			res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: lf, Duration: dur, Arrival: spec, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -55,6 +55,9 @@ type Options struct {
 	// requests wait for a connection (the wait counts in their latency) instead of
 	// exhausting file descriptors when the server falls behind.
 	MaxConns int
+	// Deploy reads the served plan's applications and planned rates (the system registry's
+	// deployer for the plan's section).
+	Deploy func(*formats.Plan) (*dataplane.Deployment, string, error)
 	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
 	// with the requests sent and answered so far.
 	Progress func(sent, answered int64)
@@ -113,7 +116,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, setupError{err}
 	}
-	dep, err := dataplane.FromPlan(plan)
+	if o.Deploy == nil {
+		return nil, setupError{errors.New("load: Options.Deploy is required")}
+	}
+	dep, _, err := o.Deploy(plan)
 	if err != nil {
 		return nil, setupError{fmt.Errorf("%s/v1/plan: %w", base, err)}
 	}
