@@ -5,6 +5,8 @@
 package system
 
 import (
+	"math/rand/v2"
+
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -38,6 +40,9 @@ type System struct {
 	Deploy func(p *formats.Plan) (*dataplane.Deployment, string, error)
 	// Policies are the runtime policies (and baselines) that serve its deployments.
 	Policies []dataplane.PolicySpec
+	// Sample builds a small random deployment of the system's kind from r: the conformance
+	// harness (internal/conformance) runs every policy of the system on such deployments.
+	Sample func(r *rand.Rand) *dataplane.Deployment
 
 	// Checker verifies, compares and re-solves its plans for `plan check`.
 	Checker planner.Checker

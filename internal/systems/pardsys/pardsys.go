@@ -39,6 +39,7 @@ func System() system.System {
 			return d, p.PARD.Policy, err
 		},
 		Policies: dppard.Policies(),
+		Sample:   dppard.Sample,
 		Checker:  Checker{},
 		Benches:  []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 	}

@@ -41,6 +41,7 @@ func System() system.System {
 			return d, dpppipe.DefaultPolicy, err
 		},
 		Policies: dpppipe.Policies(),
+		Sample:   dpppipe.Sample,
 		Checker:  Checker{},
 		Benches:  []func() bench.Bench{func() bench.Bench { return &ppipebench.Command{} }},
 	}

@@ -1,0 +1,44 @@
+package pard
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// Sample builds a small random PARD deployment from r: one pipeline of two to four modules
+// as a chain or a DAG with a fan-out and a merge, random latency tables and worker counts.
+// The conformance harness runs every PARD policy on such deployments.
+func Sample(r *rand.Rand) *dataplane.Deployment {
+	n := 2 + r.IntN(3)
+	spec := PipelineSpec{Name: "app", RateRPS: float64(50 + r.IntN(500))}
+	var sum dataplane.Time
+	for k := 0; k < n; k++ {
+		m := ModuleSpec{Name: fmt.Sprintf("m%d", k), GPU: "T4", Batch: 1 + r.IntN(8), Workers: 1 + r.IntN(3)}
+		m.MaxWorkers = m.Workers + r.IntN(2)
+		base := dataplane.Time(1000 + r.IntN(8000))
+		m.LatUs = make([]dataplane.Time, m.Batch+1)
+		for b := 1; b <= m.Batch; b++ {
+			m.LatUs[b] = base + dataplane.Time(b-1)*base/3
+		}
+		switch {
+		case k == 0:
+		case k == n-1 && n >= 4 && r.IntN(2) == 0:
+			// Merge the two branches of a fan-out from module 0.
+			m.After = []string{"m1", fmt.Sprintf("m%d", n-2)}
+		case n >= 4 && k == n-2:
+			m.After = []string{"m0"}
+		default:
+			m.After = []string{fmt.Sprintf("m%d", k-1)}
+		}
+		sum += 2 * m.LatUs[m.Batch]
+		spec.Modules = append(spec.Modules, m)
+	}
+	spec.SLO = sum + dataplane.Time(r.IntN(int(sum)+1))
+	d, err := NewPipelineDeployment([]PipelineSpec{spec}, DefaultHop)
+	if err != nil {
+		panic(fmt.Sprintf("pard.Sample built an invalid deployment: %v", err)) // a bug in Sample
+	}
+	return d
+}
