@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -57,7 +58,7 @@ func (c Config) Bool(key string, def bool) (bool, error) {
 	}
 	v, err := strconv.ParseBool(s)
 	if err != nil {
-		return def, fmt.Errorf("policy parameter %s: %q: must be true or false", key, s)
+		return def, fmt.Errorf("policy %s: parameter %s: %q: must be true or false", c.Policy, key, s)
 	}
 	return v, nil
 }
@@ -88,11 +89,27 @@ func (c Config) Float(key string, def float64) (float64, error) {
 	if !ok {
 		return def, nil
 	}
-	v, err := strconv.ParseFloat(s, 64)
+	return ParseNumber(c.Policy, key, s)
+}
+
+// ParseNumber is how every policy reads a numeric parameter, from a --param flag or a plan:
+// a finite number, or true/false meaning 1/0 (switches such as PARD's sibling_cancel).
+func ParseNumber(policy, key, s string) (float64, error) {
+	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {
-		return def, fmt.Errorf("policy parameter %s: %q: must be a number", key, s)
+		b, berr := strconv.ParseBool(strings.TrimSpace(s))
+		if berr != nil {
+			return 0, fmt.Errorf("policy %s: parameter %s: %q: must be a number", policy, key, s)
+		}
+		x = 0
+		if b {
+			x = 1
+		}
 	}
-	return v, nil
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("policy %s: parameter %s: %q: must be finite", policy, key, s)
+	}
+	return x, nil
 }
 
 // PolicyFactory builds a policy from its configuration.

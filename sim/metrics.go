@@ -1,8 +1,8 @@
 package sim
 
 import (
+	"gonum.org/v1/gonum/stat"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -192,23 +192,25 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 }
 
 func percentiles(lat []dataplane.Time) Latency {
-	if len(lat) == 0 {
+	xs := make([]float64, len(lat))
+	for i, v := range lat {
+		xs[i] = float64(v)
+	}
+	return Summarize(xs)
+}
+
+// Summarize is the latency summary of samples in µs (reordered in place): mean and the
+// empirical quantiles, each the smallest sample x with F(x) ≥ p (gonum's stat.Empirical),
+// so a p99 is a latency some request really had. sim and `plan load` both report with it.
+func Summarize(us []float64) Latency {
+	if len(us) == 0 {
 		return Latency{}
 	}
-	s := append([]dataplane.Time(nil), lat...)
-	slices.Sort(s)
-	var sum float64
-	for _, v := range s {
-		sum += float64(v)
-	}
-	q := func(p float64) int64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		i = min(max(i, 0), len(s)-1)
-		return int64(s[i])
-	}
+	sort.Float64s(us)
+	q := func(p float64) int64 { return int64(stat.Quantile(p, stat.Empirical, us, nil)) }
 	return Latency{
-		MeanUs: round6(sum / float64(len(s))),
-		P50Us:  q(0.50), P90Us: q(0.90), P99Us: q(0.99), P999Us: q(0.999), MaxUs: int64(s[len(s)-1]),
+		MeanUs: round6(stat.Mean(us, nil)),
+		P50Us:  q(0.50), P90Us: q(0.90), P99Us: q(0.99), P999Us: q(0.999), MaxUs: int64(us[len(us)-1]),
 	}
 }
 

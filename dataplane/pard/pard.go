@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -329,19 +328,9 @@ func (p *Pipeline) resolve(plan map[string]string) (map[string]float64, error) {
 				}
 				return fmt.Errorf("policy %s: unknown parameter %q", p.variant.name, k)
 			}
-			x, err := strconv.ParseFloat(s, 64)
+			x, err := dataplane.ParseNumber(p.variant.name, k, s)
 			if err != nil {
-				b, berr := strconv.ParseBool(s)
-				if berr != nil {
-					return fmt.Errorf("policy %s: parameter %s: %q: must be a number", p.variant.name, k, s)
-				}
-				x = 0
-				if b {
-					x = 1
-				}
-			}
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("policy %s: parameter %s: %q: must be finite", p.variant.name, k, s)
+				return err
 			}
 			out[k] = x
 		}
@@ -390,7 +379,7 @@ func (p *Pipeline) Name() string { return p.variant.name }
 func (p *Pipeline) TickEvery() dataplane.Time {
 	s := pardDefaults["sync_s"]
 	if x, ok := p.cfg.Params["sync_s"]; ok {
-		if f, err := strconv.ParseFloat(x, 64); err == nil && f > 0 {
+		if f, err := dataplane.ParseNumber(p.variant.name, "sync_s", x); err == nil && f > 0 {
 			s = f
 		}
 	}
