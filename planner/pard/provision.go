@@ -324,18 +324,7 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		plan.Apps = append(plan.Apps, pa)
 	}
 	emb := formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload}
-	for _, p := range in.Profiles {
-		q := formats.Profile{TypeMeta: p.TypeMeta, Metadata: p.Metadata}
-		for _, mm := range p.Models {
-			if usedModels[mm.Name] {
-				mm.Layers = nil
-				q.Models = append(q.Models, mm)
-			}
-		}
-		if len(q.Models) > 0 {
-			emb.Profiles = append(emb.Profiles, q)
-		}
-	}
+	emb.Profiles = planner.EmbedProfiles(in.Profiles, func(m string) bool { return usedModels[m] })
 	digest, err := planner.InputDigest(&emb)
 	if err != nil {
 		return nil, err

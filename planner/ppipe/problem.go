@@ -143,19 +143,11 @@ func prepare(in Inputs, opts Options) (*problem, error) {
 	}
 	// Canonical embedded inputs: used models only, without the layer lists (the planner never
 	// reads them and they dominate a profile's size).
-	var profs []formats.Profile
-	for _, pr := range in.Profiles {
-		cp := formats.Profile{TypeMeta: pr.TypeMeta, Metadata: pr.Metadata}
-		for _, m := range pr.Models {
-			if used[m.Name] {
-				m.Layers = nil
-				cp.Models = append(cp.Models, m)
-			}
-		}
-		if len(cp.Models) > 0 {
-			profs = append(profs, cp)
-		}
+	vals := make([]formats.Profile, len(in.Profiles))
+	for i, pr := range in.Profiles {
+		vals[i] = *pr
 	}
+	profs := planner.EmbedProfiles(vals, func(m string) bool { return used[m] })
 	wdoc := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Models: wl}
 	if in.Workload != nil {
 		wdoc.Metadata = in.Workload.Metadata
