@@ -51,9 +51,11 @@ type Options struct {
 	Timeout time.Duration
 	// Client sends the requests (nil = one with at most MaxConns connections).
 	Client *http.Client
-	// MaxConns bounds the connections of the default client (default 512): beyond it,
-	// requests wait for a connection (the wait counts in their latency) instead of
-	// exhausting file descriptors when the server falls behind.
+	// MaxConns bounds the connections of the default client (default 2048, `plan load
+	// --connections`): beyond it, requests wait for a connection (the wait counts in their
+	// latency) instead of exhausting file descriptors when the server falls behind. An
+	// open-loop client needs about rate × latency of them: 2,900 req/s held ~200 ms each is
+	// ~600.
 	MaxConns int
 	// Deploy reads the served plan's applications and planned rates (the system registry's
 	// deployer for the plan's section).
@@ -83,6 +85,55 @@ type Result struct {
 	// Lag is the largest delay between a scheduled arrival and its send (the generator's
 	// own tardiness).
 	Lag time.Duration
+	// Outcomes tells the server's answers from the client's failures.
+	Outcomes Outcomes
+}
+
+// Outcomes splits a run's requests by who decided their fate.
+type Outcomes struct {
+	// Completed and Late are 200 answers within and after the SLO (client-measured).
+	Completed, Late int64
+	// ServerDrops counts the server's 503s by reason (stage intake: refused at the door).
+	ServerDrops []sim.DropCount
+	// ServerErrors counts other HTTP statuses (400, 404, 500, 502, ...).
+	ServerErrors map[int]int64
+	// ClientTimeouts are requests with no answer within Options.Timeout (what a lost request
+	// looks like); ClientErrors other transport failures (refused or reset connections).
+	ClientTimeouts, ClientErrors int64
+}
+
+func outcomes(samples []Sample, targets []target) Outcomes {
+	o := Outcomes{ServerErrors: map[int]int64{}}
+	drops := map[[2]string]int64{}
+	for _, s := range samples {
+		switch {
+		case s.Status == http.StatusOK:
+			if dataplane.Time(s.Latency.Microseconds()) <= targets[s.App].slo {
+				o.Completed++
+			} else {
+				o.Late++
+			}
+		case s.Status == http.StatusServiceUnavailable:
+			drops[[2]string{s.Stage, s.Reason}]++
+		case s.Status != 0:
+			o.ServerErrors[s.Status]++
+		case s.Reason == "timeout":
+			o.ClientTimeouts++
+		default:
+			o.ClientErrors++
+		}
+	}
+	for k, v := range drops {
+		o.ServerDrops = append(o.ServerDrops, sim.DropCount{Stage: k[0], Reason: k[1], Count: v})
+	}
+	sort.Slice(o.ServerDrops, func(i, j int) bool {
+		a, b := o.ServerDrops[i], o.ServerDrops[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Stage+a.Reason < b.Stage+b.Reason
+	})
+	return o
 }
 
 type target struct {
@@ -105,7 +156,7 @@ func (e setupError) Unwrap() []error { return []error{e.error, ErrSetup} }
 // Run sends the trace and waits for every answer.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.MaxConns <= 0 {
-		o.MaxConns = 512
+		o.MaxConns = 2048
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns, IdleConnTimeout: 30 * time.Second}}
@@ -243,7 +294,7 @@ send:
 	}
 	samples = samples[:sent]
 	rep := report(plan, policy, o, targets, load, samples)
-	return &Result{Report: rep, Samples: samples, Lag: lag}, nil
+	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(samples, targets)}, nil
 }
 
 func appIndex(dep *dataplane.Deployment, name string) int {
@@ -486,20 +537,11 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 }
 
 func percentiles(lat []int64) sim.Latency {
-	if len(lat) == 0 {
-		return sim.Latency{}
+	xs := make([]float64, len(lat))
+	for i, v := range lat {
+		xs[i] = float64(v)
 	}
-	s := append([]int64(nil), lat...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	var sum float64
-	for _, v := range s {
-		sum += float64(v)
-	}
-	q := func(p float64) int64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return s[min(max(i, 0), len(s)-1)]
-	}
-	return sim.Latency{MeanUs: round6(sum / float64(len(s))), P50Us: q(0.5), P90Us: q(0.9), P99Us: q(0.99), P999Us: q(0.999), MaxUs: s[len(s)-1]}
+	return sim.Summarize(xs)
 }
 
 func round6(x float64) float64 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ type loadOptions struct {
 	seed        uint64
 	slo         time.Duration
 	timeout     time.Duration
+	connections int
 }
 
 func init() { register(newLoadCmd) }
@@ -66,6 +68,7 @@ a way to load someone else's server.`,
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
 	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request counts as lost")
+	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
 	return cmd
 }
 
@@ -116,6 +119,9 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if o.maxRequests < 0 {
 		return usageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
 	}
+	if o.connections < 1 {
+		return usageErrorf("--connections: %d: must be >= 1", o.connections)
+	}
 	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
 		return usageError(err)
@@ -123,9 +129,12 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	opts := load.Options{Deploy: systems.Deploy,
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
+		MaxConns: o.connections,
 	}
 	var progressed atomic.Bool
-	if !app.Quiet {
+	// Progress rewrites one line with \r: only on a terminal (in a CI log or a file it would
+	// be one endless line).
+	if !app.Quiet && isTerminal(app.Err) && isTerminal(app.Out) {
 		start := time.Now()
 		opts.Progress = func(sent, answered int64) {
 			progressed.Store(true)
@@ -148,15 +157,53 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if app.JSONOutput() {
 		return app.WriteJSON(res.Report)
 	}
-	printSimTable(app, res.Report)
-	p := res.Report.Points[0].Total
-	if len(p.Drops) > 0 {
-		fmt.Fprintln(app.Out)
-		var rows [][]string
-		for _, d := range p.Drops {
-			rows = append(rows, []string{d.Stage, d.Reason, fmt.Sprint(d.Count)})
-		}
-		app.Table([]string{"stage", "reason", "drops"}, rows)
-	}
+	printLoadReport(app, res)
 	return nil
+}
+
+// printLoadReport renders one real run: attainment and latency as 'plan simulate' reports a
+// load point, then who decided the fate of the requests that were not on time — the server
+// (drops by stage and reason, late answers, other statuses) or the client (timeouts, failed
+// connections).
+func printLoadReport(app *App, res *load.Result) {
+	rep := res.Report
+	p := rep.Points[0]
+	t := p.Total
+	app.Table([]string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}, [][]string{{
+		fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", t.OfferedRPS), fmt.Sprint(t.Requests), pct(t.Attainment),
+		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
+		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
+	}})
+	oc := res.Outcomes
+	var drops int64
+	for _, d := range oc.ServerDrops {
+		drops += d.Count
+	}
+	var errs int64
+	for _, n := range oc.ServerErrors {
+		errs += n
+	}
+	fmt.Fprintln(app.Out)
+	rows := [][]string{
+		{"on time (200 within the SLO)", fmt.Sprint(oc.Completed)},
+		{"late answers (200 after the SLO)", fmt.Sprint(oc.Late)},
+		{"server drops (503)", fmt.Sprint(drops)},
+	}
+	for _, d := range oc.ServerDrops {
+		rows = append(rows, []string{fmt.Sprintf("  %s at %s", d.Reason, d.Stage), fmt.Sprint(d.Count)})
+	}
+	if errs > 0 {
+		rows = append(rows, []string{"server errors (other statuses)", fmt.Sprint(errs)})
+		codes := make([]int, 0, len(oc.ServerErrors))
+		for c := range oc.ServerErrors {
+			codes = append(codes, c)
+		}
+		sort.Ints(codes)
+		for _, c := range codes {
+			rows = append(rows, []string{fmt.Sprintf("  HTTP %d", c), fmt.Sprint(oc.ServerErrors[c])})
+		}
+	}
+	rows = append(rows, []string{"client timeouts (no answer within --timeout)", fmt.Sprint(oc.ClientTimeouts)},
+		[]string{"client errors (connection failed)", fmt.Sprint(oc.ClientErrors)})
+	app.Table([]string{"requests", "count"}, rows)
 }

@@ -36,6 +36,8 @@ type serveOptions struct {
 	flushTimeout time.Duration
 	inputShape   string
 	maxInFlight  int
+	// HTTP timeouts against slow or idle clients.
+	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
 }
 
 func init() { register(newServeCmd) }
@@ -94,7 +96,11 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.maxBody, "max-body", "16MiB", "largest infer request body (bytes, or with KiB/MiB/GiB)")
 	f.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take")
 	f.DurationVar(&o.flushTimeout, "flush-timeout", 0, "on reload, how long the old plan may take to flush (0 = 2 × the largest SLO + 100ms)")
-	f.IntVar(&o.maxInFlight, "max-inflight", 4096, "requests held at once; beyond it new ones get 503 \"overload\" at intake")
+	f.IntVar(&o.maxInFlight, "max-inflight", 4096, "decoded requests held at once; beyond it new ones get 503 \"overload\" at intake")
+	f.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "longest a client may take to send a request's headers")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", 5*time.Second, "longest a client may take to send an infer request's body (408 after it; a slow body holds no --max-inflight slot)")
+	f.DurationVar(&o.writeTimeout, "write-timeout", 10*time.Second, "longest writing an answer may take")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a keep-alive connection may stay idle")
 	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
 	return cmd
 }
@@ -153,6 +159,9 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if !(o.jitter >= 0 && o.jitter < 1) {
 		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
 	}
+	if o.headerTimeout <= 0 || o.bodyTimeout <= 0 || o.writeTimeout <= 0 || o.idleTimeout <= 0 {
+		return usageErrorf("--header-timeout, --body-timeout, --write-timeout and --idle-timeout must be > 0")
+	}
 	if o.maxInFlight < 1 {
 		return usageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
 	}
@@ -176,7 +185,8 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	opts := serve.Options{
 		Plan: plan, Deploy: systems.Deploy, Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
-		MaxInFlight: o.maxInFlight,
+		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
+		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout,
 	}
 	switch o.workers {
 	case "emulated":
