@@ -174,9 +174,10 @@ func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
 	if len(pp.Models) == 0 {
 		v.add(mp, nil, "must list at least one model")
 	}
+	if r, ok := pp.Extra["rounding"]; ok {
+		oneOf(v, keyPath(field(p, "extra"), "rounding"), r, Roundings)
+	}
 	seen := names{}
-	used := map[string]int{}
-	var order []string
 	for i := range pp.Models {
 		m := &pp.Models[i]
 		ip := idx(mp, i)
@@ -189,6 +190,10 @@ func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
 		}
 		rate(v, field(ip, "throughput_rps"), m.ThroughputRPS)
 		rate(v, field(ip, "target_rps"), m.TargetRPS)
+		if len(m.Pipelines) == 0 {
+			// A model the plan cannot serve has no place in it (the solver fails instead).
+			v.add(field(ip, "pipelines"), nil, "must list at least one pipeline")
+		}
 		for j := range m.Pipelines {
 			pl := &m.Pipelines[j]
 			jp := idx(field(ip, "pipelines"), j)
@@ -227,18 +232,15 @@ func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
 				microseconds(v, field(kp, "stage_latency_us"), pt.StageLatencyUs)
 				microseconds(v, field(kp, "transfer_us"), pt.TransferUs)
 				rate(v, field(kp, "throughput_rps"), pt.ThroughputRPS)
-				if pool != nil && pt.Count >= 1 && pt.VGPU >= 1 {
-					if _, ok := used[pt.GPU]; !ok {
-						order = append(order, pt.GPU)
-					}
-					used[pt.GPU] += pt.PhysicalGPUs()
-				}
 			}
 		}
 	}
-	for _, gpu := range order {
-		if pool, _ := g.cluster.Pool(gpu); used[gpu] > pool.Count {
-			v.add(mp, gpu, "pipelines use %d GPUs of this type, %s has %d", used[gpu], g.where, pool.Count)
+	if g.cluster != nil {
+		types, used := pp.PhysicalGPUs()
+		for _, gpu := range types {
+			if pool, ok := g.cluster.Pool(gpu); ok && used[gpu] > pool.Count {
+				v.add(mp, gpu, "pipelines use %d GPUs of this type (%s rounding), %s has %d", used[gpu], pp.Rounding(), g.where, pool.Count)
+			}
 		}
 	}
 	for i, u := range pp.GPUUse {

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,7 @@ func TestValidatePlan(t *testing.T) {
 		{"pipeline latency", f, pl(func(p *Plan) { yol(p).Pipelines[1].LatencyUs = -1 }), []string{`plan.json: ppipe.models[1].pipelines[1].latency_us: -1: must be >= 0`}},
 		{"batch formation", f, pl(func(p *Plan) { yol(p).Pipelines[1].BatchFormationUs = -1 }), []string{`plan.json: ppipe.models[1].pipelines[1].batch_formation_us: -1: must be >= 0`}},
 		{"batch formation above latency", f, pl(func(p *Plan) { yol(p).Pipelines[1].BatchFormationUs = 6000 }), []string{`plan.json: ppipe.models[1].pipelines[1].batch_formation_us: 6000: must be <= latency_us (5670), which includes it`}},
+		{"no pipelines", f, pl(func(p *Plan) { yol(p).Pipelines = nil }), []string{`plan.json: ppipe.models[1].pipelines: must list at least one pipeline`}},
 		{"no partitions", f, pl(func(p *Plan) { yol(p).Pipelines[1].Partitions = nil }), []string{`plan.json: ppipe.models[1].pipelines[1].partitions: must list at least one partition`}},
 		{"partitions start", f, pl(func(p *Plan) { part(p, 0).FirstBlock = 1 }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[0].first_block: 1: must be 0: partitions must start at block 0`}},
 		{"partitions contiguous", f, pl(func(p *Plan) { part(p, 1).FirstBlock = 2 }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[1].first_block: 2: must equal partitions[0].end_block (3): partitions must be contiguous`}},
@@ -64,7 +66,7 @@ func TestValidatePlan(t *testing.T) {
 		{"partition stage latency", f, pl(func(p *Plan) { part(p, 1).StageLatencyUs = -1 }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[1].stage_latency_us: -1: must be >= 0`}},
 		{"partition transfer", f, pl(func(p *Plan) { part(p, 0).TransferUs = inf }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[0].transfer_us: +Inf: must be >= 0`}},
 		{"partition throughput", f, pl(func(p *Plan) { part(p, 0).ThroughputRPS = -1 }), []string{`plan.json: ppipe.models[0].pipelines[0].partitions[0].throughput_rps: -1: must be >= 0`}},
-		{"gpus over capacity", f, pl(func(p *Plan) { yol(p).Pipelines[0].Partitions[0].Count = 4 }), []string{`plan.json: ppipe.models: "L4": pipelines use 5 GPUs of this type, cluster has 4`}},
+		{"gpus over capacity", f, pl(func(p *Plan) { yol(p).Pipelines[0].Partitions[0].Count = 4 }), []string{`plan.json: ppipe.models: "L4": pipelines use 5 GPUs of this type (pipeline rounding), cluster has 4`}},
 		{"gpu_use gpu", f, pl(func(p *Plan) { p.PPipe.GPUUse[0].GPU = "T4" }), []string{`plan.json: ppipe.gpu_use[0].gpu: "T4": unknown GPU type: not in cluster.gpus (L4, P4)`}},
 		{"gpu_use class", f, pl(func(p *Plan) { p.PPipe.GPUUse[0].Class = "top" }), []string{`plan.json: ppipe.gpu_use[0].class: "top": must be high or low`}},
 		{"gpu_use used", f, pl(func(p *Plan) { p.PPipe.GPUUse[0].Used = -1 }), []string{`plan.json: ppipe.gpu_use[0].used: -1: must be >= 0`}},
@@ -185,5 +187,52 @@ func TestValidatePlanAllowed(t *testing.T) {
 	}
 	if got := (&Partition{VGPU: 4, Count: 5}).PhysicalGPUs(); got != 2 {
 		t.Errorf("PhysicalGPUs(5 slices of 1/4) = %d, want 2", got)
+	}
+}
+
+// TestStageRounding (issue 17 item 2): under ppipe.extra.rounding "stage" the pools at one
+// (model, stage index, GPU type) share GPUs — slices of any level summed as fractions and
+// rounded up once — and Validate must count them that way: it refused plans the solver made
+// under --rounding stage ("pipelines use 76 GPUs of this type, cluster has 75").
+func TestStageRounding(t *testing.T) {
+	// Three pipelines of yolov5s whose head pools (a half and two quarters of an L4) share one
+	// L4 under stage rounding and take three under pipeline rounding.
+	twoPools := func(p *Plan) {
+		m := &p.PPipe.Models[1]
+		m.Pipelines[0].Partitions[0].VGPU, m.Pipelines[0].Partitions[0].Count = 2, 1
+		m.Pipelines[1].Partitions[0].GPU, m.Pipelines[1].Partitions[0].VGPU, m.Pipelines[1].Partitions[0].Count = "L4", 4, 1
+		m.Pipelines = append(m.Pipelines, m.Pipelines[1])
+		m.Pipelines[2].Partitions = []Partition{m.Pipelines[1].Partitions[0]}
+		m.Pipelines[2].Partitions[0].VGPU = 4
+		p.Cluster.GPUs[0].Count = 2 // resnet50 takes one L4 (2 halves); yolov5s gets one
+	}
+	cases := []struct {
+		rounding string
+		used     int
+		want     []string
+	}{
+		{"stage", 2, nil},
+		{"", 4, []string{`plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (pipeline rounding), cluster has 2`}},
+		{"pipeline", 4, []string{`plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (pipeline rounding), cluster has 2`}},
+		{"per-gpu", 4, []string{`plan.json: ppipe.extra.rounding: "per-gpu": must be one of pipeline, stage`, `plan.json: ppipe.models: "L4": pipelines use 4 GPUs of this type (per-gpu rounding), cluster has 2`}},
+	}
+	for _, c := range cases {
+		t.Run(c.rounding, func(t *testing.T) {
+			p := loadGood(t, "plan.json").(*Plan)
+			twoPools(p)
+			if c.rounding != "" {
+				p.PPipe.Extra = map[string]string{"rounding": c.rounding}
+			}
+			if _, used := p.PPipe.PhysicalGPUs(); used["L4"] != c.used {
+				t.Errorf("PhysicalGPUs: L4 %d, want %d", used["L4"], c.used)
+			}
+			var got []string
+			for _, e := range p.Validate().WithFile("plan.json") {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(c.want, "\n\t"))
+			}
+		})
 	}
 }

@@ -19,14 +19,14 @@ const (
 // Rounding modes of the GPU budget (spec §2.4 constraint 7 and §7 item 5).
 const (
 	// RoundingStage rounds physical GPUs per (model, stage index, GPU type), as the authors'
-	// code does: slices of different pipelines at the same stage index may share a GPU.
-	// Our runtime packs every pool onto its own GPUs and formats.Plan.Validate counts
-	// ⌈count/v⌉ per partition, so stage-rounded plans that share GPUs fail validation.
-	RoundingStage = "stage"
+	// code does: slices of different pipelines at the same stage index may share a GPU. The
+	// plan records it in ppipe.extra.rounding, and formats.PPipePlan.PhysicalGPUs — the one
+	// rule the solver, Validate, Verify and the deployment count GPUs by — honours it.
+	RoundingStage = formats.RoundingStage
 	// RoundingPipeline (default) rounds per (pipeline, stage): a physical GPU only ever hosts
 	// slices of one pool, which is what the profiles measured (identical co-tenants, spec §7
-	// item 5) and what the runtime deploys.
-	RoundingPipeline = "pipeline"
+	// item 5).
+	RoundingPipeline = formats.RoundingPipeline
 )
 
 // Defaults of Options' zero values.

@@ -531,35 +531,13 @@ func clusterName(c *formats.Cluster) string {
 
 // PhysicalGPUs counts the physical GPUs a plan occupies per type under a rounding mode:
 // "stage" sums slices per (model, stage index, type) and rounds up once per group (so slices
-// of different pipelines may share a GPU); "pipeline" rounds up per partition.
+// of different pipelines may share a GPU); "pipeline" rounds up per partition. It is
+// formats.PPipePlan.PhysicalGPUsWith, the rule Validate and Verify check too.
 func PhysicalGPUs(pp *formats.PPipePlan, rounding string) map[string]float64 {
-	type key struct {
-		m, d int
-		gpu  string
-	}
-	twelfths := map[key]int{}
-	var order []key
-	for mi, m := range pp.Models {
-		for pi, pl := range m.Pipelines {
-			for d, pt := range pl.Partitions {
-				k := key{mi, d, pt.GPU}
-				if rounding == RoundingPipeline {
-					k = key{mi, pi*64 + d, pt.GPU}
-				}
-				if _, ok := twelfths[k]; !ok {
-					order = append(order, k)
-				}
-				v := pt.VGPU
-				if v < 1 || v > 4 {
-					v = 1
-				}
-				twelfths[k] += pt.Count * (lcmLevels / v)
-			}
-		}
-	}
-	out := map[string]float64{}
-	for _, k := range order {
-		out[k.gpu] += float64((twelfths[k] + lcmLevels - 1) / lcmLevels)
+	_, used := pp.PhysicalGPUsWith(rounding)
+	out := make(map[string]float64, len(used))
+	for t, n := range used {
+		out[t] = float64(n)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,43 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
+// TestVerifyMalformed (issue 17 item 1): Verify panicked with "index out of range [3] with
+// length 0" on a plan whose embedded profile has fewer cut sizes than blocks (the FuzzVerify
+// crasher kept in testdata/fuzz/FuzzVerify). Malformed embedded inputs are violations.
+func TestVerifyMalformed(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(p *formats.Plan)
+		want   string
+	}{
+		{"cut_bytes shorter than blocks", func(p *formats.Plan) { p.Provenance.Embedded.Profiles[0].Models[0].CutBytes = nil },
+			"plan: provenance.embedded.profiles[0] is invalid (models[0].cut_bytes: 0: length must be len(blocks)-1 = 5)"},
+		{"block_us shorter than blocks", func(p *formats.Plan) {
+			e := &p.Provenance.Embedded.Profiles[0].Models[0].Latency[0]
+			e.BlockUs = e.BlockUs[:2]
+		}, "plan: provenance.embedded.profiles[0] is invalid"},
+		{"no pipelines", func(p *formats.Plan) { p.PPipe.Models[0].Pipelines = nil }, "model m0: model: no pipelines"},
+		{"unknown rounding", func(p *formats.Plan) { p.PPipe.Extra["rounding"] = "x" }, `budget: ppipe.extra.rounding "x": must be pipeline or stage`},
+		{"partition beyond the blocks", func(p *formats.Plan) { p.PPipe.Models[0].Pipelines[0].Partitions[0].EndBlock = 99 }, "contiguity"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := formats.ReadInto[*formats.Plan](fixturePath("good-plan.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.mutate(p)
+			var got []string
+			for _, v := range Verify(p) {
+				got = append(got, v.String())
+			}
+			if !strings.Contains(strings.Join(got, "\n"), c.want) {
+				t.Errorf("violations lack %q:\n%s", c.want, strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
 // TestBatchAllowance: with β the head stage of every batched pipeline budgets ρ·(b−1)/λ̂,
 // the plan still verifies, and throughput cannot exceed the β-free plan's.
 func TestBatchAllowance(t *testing.T) {
@@ -163,5 +201,43 @@ func TestBatchAllowance(t *testing.T) {
 	}
 	if withBeta.Provenance.Objective > plain.Provenance.Objective*(1+1e-6) {
 		t.Errorf("β made the plan better: %g > %g", withBeta.Provenance.Objective, plain.Provenance.Objective)
+	}
+}
+
+// TestStageRoundingPlansValidate (issue 17 item 2): plan solve --rounding stage --replicas -1
+// solved, then refused to write its own plan ("pipelines use 76 GPUs of this type, cluster has
+// 75") because the format counted GPUs per pool. Plans whose pools share GPUs at a stage
+// index must pass Validate and Verify alike; at least one case here shares GPUs, so the old
+// per-pool count would have refused it.
+func TestStageRoundingPlansValidate(t *testing.T) {
+	base := loadFixtureInputs(t)
+	shared := 0
+	for _, c := range []struct{ l4, p4 int }{{3, 5}, {5, 3}} {
+		in := base
+		cl := *base.Cluster
+		cl.GPUs = slices.Clone(cl.GPUs)
+		cl.GPUs[0].Count, cl.GPUs[1].Count = c.l4, c.p4
+		in.Cluster = &cl
+		pl, err := Solve(context.Background(), in, Options{MaxPartitions: 3, Rounding: RoundingStage, Replicas: -1, Gap: 1e-4, Deterministic: true})
+		skipWithoutSolver(t, err)
+		if err != nil {
+			t.Fatalf("%d L4 + %d P4: %v", c.l4, c.p4, err)
+		}
+		if errs := pl.Validate(); len(errs) > 0 {
+			t.Errorf("%d L4 + %d P4: the solver's stage-rounded plan fails validation:\n%v", c.l4, c.p4, errs)
+		}
+		if v := Verify(pl); len(v) > 0 {
+			t.Errorf("%d L4 + %d P4: %v", c.l4, c.p4, v)
+		}
+		_, perPool := pl.PPipe.PhysicalGPUsWith(RoundingPipeline)
+		for _, g := range cl.GPUs {
+			if perPool[g.Type] > g.Count {
+				shared++
+				t.Logf("%d L4 + %d P4: %s pools share GPUs (%d per pool, %d in the cluster)", c.l4, c.p4, g.Type, perPool[g.Type], g.Count)
+			}
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no case shares GPUs between pools: the test no longer exercises stage rounding")
 	}
 }

@@ -57,6 +57,17 @@ func Verify(pl *formats.Plan) []Violation {
 	if len(profs) == 0 {
 		add("", "plan", "provenance.embedded.profiles missing: latencies cannot be verified")
 	}
+	// Latencies are re-derived only from profiles that are valid themselves (block and cut
+	// tables of matching lengths); Verify must never panic on what a file holds.
+	var valid []formats.Profile
+	for i := range profs {
+		if errs := profs[i].Validate(); len(errs) > 0 {
+			add("", "plan", "provenance.embedded.profiles[%d] is invalid (%s): its models' latencies cannot be verified", i, errs[0])
+			continue
+		}
+		valid = append(valid, profs[i])
+	}
+	profs = valid
 	workload := map[string]string{}
 	if e := pl.Provenance.Embedded; e != nil && e.Workload != nil {
 		for _, w := range e.Workload.Models {
@@ -74,10 +85,6 @@ func Verify(pl *formats.Plan) []Violation {
 		}
 		return nil
 	}
-	rounding := RoundingPipeline
-	if r := pp.Extra["rounding"]; r != "" {
-		rounding = r
-	}
 	bw := cl.EffectiveNICMbps()
 	seen := map[string]bool{}
 	for _, m := range pp.Models {
@@ -93,6 +100,9 @@ func Verify(pl *formats.Plan) []Violation {
 		mp := findModel(m.Model)
 		if mp == nil && len(profs) > 0 {
 			add(mw, "model", "not in the embedded profiles")
+		}
+		if len(m.Pipelines) == 0 {
+			add(mw, "model", "no pipelines: the plan does not serve it")
 		}
 		sum := 0.0
 		for pi, p := range m.Pipelines {
@@ -154,7 +164,7 @@ func Verify(pl *formats.Plan) []Violation {
 					add(w, "stage-latency", "stage_latency_us %g ≠ %g from the profile (blocks [%d, %d), %s v%d b%d)", pt.StageLatencyUs, C, pt.FirstBlock, pt.EndBlock, pt.GPU, pt.VGPU, p.Batch)
 				}
 				tau := func(c int) float64 {
-					if c <= 0 || c >= M {
+					if c <= 0 || c >= M || c-1 >= len(mp.CutBytes) {
 						return 0
 					}
 					return 8 * float64(mp.CutBytes[c-1]) / bw
@@ -196,10 +206,14 @@ func Verify(pl *formats.Plan) []Violation {
 			add(mw, "throughput-sum", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
 		}
 	}
-	used := PhysicalGPUs(pp, rounding)
+	rounding := pp.Rounding()
+	if rounding != RoundingStage && rounding != RoundingPipeline {
+		add("", "budget", "ppipe.extra.rounding %q: must be %s or %s", rounding, RoundingPipeline, RoundingStage)
+	}
+	_, used := pp.PhysicalGPUs()
 	for _, g := range cl.GPUs {
-		if u := used[g.Type]; u > float64(g.Count) {
-			add("cluster", "budget", "%s: plan needs %g physical GPUs (rounding per %s), cluster has %d", g.Type, u, rounding, g.Count)
+		if u := used[g.Type]; u > g.Count {
+			add("cluster", "budget", "%s: plan needs %d physical GPUs (rounding per %s), cluster has %d", g.Type, u, rounding, g.Count)
 		}
 	}
 	gpus := make([]string, 0, len(used))
