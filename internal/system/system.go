@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 )
@@ -49,4 +50,8 @@ type System struct {
 
 	// Benches are its `plan bench` subcommands, one fresh value per call.
 	Benches []func() bench.Bench
+
+	// Exporters write its plans for `plan export --to TARGET`, one per target (Triton,
+	// KServe, Ray Serve).
+	Exporters []export.Exporter
 }

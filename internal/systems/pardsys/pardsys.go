@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/bench/pardbench"
 	"github.com/plan-dev/plan/dataplane"
 	dppard "github.com/plan-dev/plan/dataplane/pard"
+	xpard "github.com/plan-dev/plan/export/pard"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
@@ -38,10 +39,11 @@ func System() system.System {
 			d, err := dppard.FromPARDPlan(p)
 			return d, p.PARD.Policy, err
 		},
-		Policies: dppard.Policies(),
-		Sample:   dppard.Sample,
-		Checker:  Checker{},
-		Benches:  []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
+		Policies:  dppard.Policies(),
+		Sample:    dppard.Sample,
+		Checker:   Checker{},
+		Exporters: xpard.Exporters(),
+		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 	}
 }
 
@@ -75,7 +77,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	}
 	plan, err := pard.Provision(ctx, pin, pard.Options{TimeLimit: s.TimeLimit, SLOFraction: o.sloFraction, RateRPS: o.rate, MaxBatch: o.maxBatch, Policy: o.policy})
 	if err != nil && errors.Is(err, pard.ErrBadInput) && !errors.Is(err, planner.ErrInput) {
-		return nil, fmt.Errorf("%w: %w", planner.ErrInput, err)
+		return nil, inputError{err}
 	}
 	if err == nil && s.Deterministic {
 		plan.Provenance.SolveMs = 0
@@ -165,3 +167,9 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 	}
 	return re, err
 }
+
+// inputError marks PARD's bad-input errors as planner.ErrInput without changing their text.
+type inputError struct{ err error }
+
+func (e inputError) Error() string   { return e.err.Error() }
+func (e inputError) Unwrap() []error { return []error{planner.ErrInput, e.err} }

@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/bench/ppipebench"
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	xppipe "github.com/plan-dev/plan/export/ppipe"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
@@ -40,10 +41,11 @@ func System() system.System {
 			d, err := dpppipe.FromPlan(p)
 			return d, dpppipe.DefaultPolicy, err
 		},
-		Policies: dpppipe.Policies(),
-		Sample:   dpppipe.Sample,
-		Checker:  Checker{},
-		Benches:  []func() bench.Bench{func() bench.Bench { return &ppipebench.Command{} }},
+		Policies:  dpppipe.Policies(),
+		Sample:    dpppipe.Sample,
+		Checker:   Checker{},
+		Exporters: xppipe.Exporters(),
+		Benches:   []func() bench.Bench{func() bench.Bench { return &ppipebench.Command{} }},
 	}
 }
 

@@ -151,7 +151,7 @@ func TestBadInputSolve(t *testing.T) {
 		{name: "pipeline rate beyond the cluster", args: append(pard, "--workload", "testdata/badinput/pipeline-rate-too-high.yaml"), keep: "plan.json", code: ExitUsage, solver: true,
 			want: []string{"pipeline-rate-too-high.yaml: pipelines[0].rate_rps: 1e+06: ", "64"}},
 		{name: "models and pipelines", args: append(pard, "--workload", "testdata/badinput/models-and-pipelines.yaml"), keep: "plan.json", code: ExitUsage,
-			want: []string{"models-and-pipelines.yaml: models: 1 model(s) alongside 1 pipeline(s)"}},
+			want: []string{"models-and-pipelines.yaml: sections models, pipelines: no single planner handles them together"}},
 		{name: "pipeline out in missing dir", args: append(pard, "--workload", "testdata/pard/workload.json", "-o", "$TMP/no/plan.json"), code: ExitUsage,
 			want: []string{`--out: "`, "no such directory"}},
 	}

@@ -29,5 +29,15 @@ func pardFileNames(err error, o *solveOptions) error {
 			e.File, e.Path = cluster, strings.TrimPrefix(e.Path, "cluster.")
 		}
 	}
-	return el
+	return listOnly{list: el, err: err}
 }
+
+// listOnly prints just the field errors of err (the files now named in front of each) and
+// still matches what err matches, so the exit code follows the planner's sentinel.
+type listOnly struct {
+	list formats.ErrorList
+	err  error
+}
+
+func (e listOnly) Error() string { return e.list.Error() }
+func (e listOnly) Unwrap() error { return e.err }

@@ -133,7 +133,7 @@ func TestSolveBadInput(t *testing.T) {
 		{"unknown model", []string{"--profile", prof, "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload-unknown.yaml"}, `"resnet-does-not-exist": unknown model`},
 		{"GPU type not profiled", []string{"--profile", prof, "--cluster", "testdata/ppipe/cluster-t4.yaml"}, "no latency for GPU type T4"},
 		{"zero GPUs", []string{"--profile", prof, "--cluster", "testdata/ppipe/cluster-empty.yaml"}, "need at least one GPU"},
-		{"bad strategy", []string{"--strategy", "greedy"}, `strategy: "greedy": must be ppipe, np or dart-r`},
+		{"bad strategy", []string{"--strategy", "greedy"}, `--strategy "greedy": the ppipe planner takes ppipe, np, dart-r`},
 		{"bad alpha", []string{"--alpha", "1.5"}, "--alpha: 1.5"},
 		{"bad gap", []string{"--gap", "2"}, "gap: 2"},
 		{"missing profile file", []string{"--profile", "testdata/ppipe/nope.json"}, "nope.json"},
@@ -169,7 +169,9 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("good plan: exit %d\n%s%s", code, out, errs)
 		}
 	})
-	// Every hand-broken plan fails with exit 1 and a FAIL line naming its rule.
+	// Every hand-broken plan is caught: one that plan validate rejects is bad input (exit 2,
+	// the same problems on stderr), any other fails its check (exit 1, a FAIL line naming its
+	// rule).
 	entries, err := os.ReadDir("testdata/ppipe/broken")
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +179,16 @@ func TestCheck(t *testing.T) {
 	for _, e := range entries {
 		rule := strings.TrimSuffix(e.Name(), ".json")
 		t.Run(rule, func(t *testing.T) {
-			code, out, _ := runCLI(t, "check", filepath.Join("testdata/ppipe/broken", e.Name()))
+			file := filepath.Join("testdata/ppipe/broken", e.Name())
+			_, err := formats.ReadFile(file)
+			code, out, errs := runCLI(t, "check", file)
+			if err != nil {
+				vcode, _, verrs := runCLI(t, "validate", file)
+				if code != ExitUsage || vcode != ExitUsage || out != "" || !strings.Contains(errs, strings.Split(verrs, "\n")[0]) {
+					t.Errorf("validate rejects it (exit %d):\n%s\ncheck: exit %d, want 2 with the same problems\n%s%s", vcode, verrs, code, out, errs)
+				}
+				return
+			}
 			if code != ExitFailure {
 				t.Errorf("exit %d, want 1\n%s", code, out)
 			}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// TestSystemsDispatch: every command reaches the right system through the registry, for
+// PPipe and PARD plans alike (issue 10).
+func TestSystemsDispatch(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	pardPlan := filepath.Join(dir, "pard.json")
+	code, stdout, stderr := runCLI(t, "solve", "-q", "--deterministic", "--profile", "testdata/pard/profile.json",
+		"--cluster", "testdata/pard/cluster.json", "--workload", "testdata/pard/workload.json", "-o", pardPlan)
+	skipWithoutHiGHS(t, stderr)
+	if code != 0 {
+		t.Fatalf("solve pard: exit %d: %s%s", code, stdout, stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"check pard", []string{"check", pardPlan}, 0, []string{"ok   pard.json: verify: pard plan"}},
+		{"check pard golden", []string{"check", pardPlan, "--golden", pardPlan}, 0, []string{"GPUs vs", "provisioned for"}},
+		{"check pard resolve", []string{"check", pardPlan, "--resolve"}, 0, []string{"resolve: app"}},
+		{"simulate pard default policy", []string{"simulate", pardPlan, "--load", "0.5", "--duration", "2s", "-O", "json"}, 0, []string{`"policy": "pard"`}},
+		{"pard plan with a ppipe policy", []string{"simulate", pardPlan, "--policy", "ppipe", "--load", "0.5", "--duration", "1s"}, ExitUsage,
+			[]string{"policy ppipe serves ppipe plans; the plan's pard section is served by", "nexus"}},
+		{"ppipe plan with a pard policy", []string{"simulate", "testdata/golden/demo-ppipe.json", "--policy", "nexus", "--load", "0.5", "--duration", "1s"}, ExitUsage,
+			[]string{"policy nexus serves pard plans; the plan's ppipe section is served by ppipe, ppipe-paper, reactive"}},
+		{"flag of another planner", []string{"solve", "-q", "--profile", "testdata/pard/profile.json", "--cluster", "testdata/pard/cluster.json",
+			"--workload", "testdata/pard/workload.json", "--max-partitions", "2", "-o", filepath.Join(dir, "x.json")}, ExitUsage,
+			[]string{"--max-partitions: the pard planner (chosen by the workload's sections) does not take it"}},
+		{"strategy of another planner", []string{"solve", "-q", "--profile", "testdata/pard/profile.json", "--cluster", "testdata/pard/cluster.json",
+			"--workload", "testdata/pard/workload.json", "--strategy", "np", "-o", filepath.Join(dir, "x.json")}, ExitUsage,
+			[]string{`--strategy "np": the pard planner takes pard`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("%v: exit %d, want %d\n%s%s", tc.args, code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("%v: output lacks %q:\n%s%s", tc.args, w, stdout, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckGoldenPerModel: a multi-model plan whose one model lost throughput fails the
+// golden comparison even though the max-min objective did not change (issue 10).
+func TestCheckGoldenPerModel(t *testing.T) {
+	repoRoot(t)
+	golden := "testdata/golden/ppipe-2models.json"
+	p, err := formats.ReadInto[*formats.Plan](golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.PPipe.Models) < 2 {
+		t.Fatalf("%s: want a multi-model plan", golden)
+	}
+	// Lower the model with the most headroom over its guaranteed rate: the objective (the
+	// worst weighted throughput) stays, only the per-model comparison can catch it.
+	best := 0
+	for i, m := range p.PPipe.Models {
+		if m.ThroughputRPS-m.TargetRPS > p.PPipe.Models[best].ThroughputRPS-p.PPipe.Models[best].TargetRPS {
+			best = i
+		}
+	}
+	m := &p.PPipe.Models[best]
+	m.ThroughputRPS = m.TargetRPS + (m.ThroughputRPS-m.TargetRPS)*0.5
+	changed := filepath.Join(t.TempDir(), "changed.json")
+	data, err := formats.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := formats.WriteAtomic(changed, data); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "check", changed, "--golden", golden)
+	if code != ExitFailure || !strings.Contains(stdout, "FAIL changed.json: golden ppipe-2models.json: model "+m.Model+": throughput") {
+		t.Fatalf("exit %d, want 1 with a per-model failure for %s:\n%s%s", code, m.Model, stdout, stderr)
+	}
+}
