@@ -16,7 +16,8 @@ import (
 //   - a plan naming GPU types that no given cluster has, models that no given profile has,
 //     partitions that do not end at the model's last block or have no latency entry, and
 //     applications, cascades, LLM classes and services a given workload does not define;
-//   - a trace whose targets or classes no given workload defines.
+//   - a trace whose targets or classes no given workload defines, or that no given plan
+//     serves (its models, applications, cascade task, LLM groups and classes).
 //
 // Each check runs only when the files it needs are present, so any subset may be given.
 // Documents need not be valid on their own; CheckSet never panics on invalid ones.
@@ -30,6 +31,7 @@ func CheckSet(docs map[string]Document) ErrorList {
 		profiles  = newModelIndex()
 		clusters  []namedCluster
 		workloads []namedWorkload
+		plans     []namedPlan
 	)
 	for _, f := range files {
 		switch d := docs[f].(type) {
@@ -45,6 +47,10 @@ func CheckSet(docs map[string]Document) ErrorList {
 			if d != nil {
 				workloads = append(workloads, namedWorkload{f, d})
 			}
+		case *Plan:
+			if d != nil {
+				plans = append(plans, namedPlan{f, d})
+			}
 		}
 	}
 	var all ErrorList
@@ -55,6 +61,9 @@ func CheckSet(docs map[string]Document) ErrorList {
 			if d != nil && len(profiles.files) > 0 {
 				checkWorkloadModels(v, d, profiles)
 			}
+			if d != nil {
+				checkWorkflowMemory(v, d, clusters)
+			}
 		case *Profile:
 			if d != nil && len(clusters) > 0 {
 				checkProfileCoverage(v, d, profiles, clusters, workloads)
@@ -64,8 +73,8 @@ func CheckSet(docs map[string]Document) ErrorList {
 				checkPlanSet(v, d, profiles, clusters, workloads)
 			}
 		case *Trace:
-			if d != nil && len(workloads) > 0 {
-				checkTraceTargets(v, d, workloads)
+			if d != nil {
+				checkTraceTargets(v, d, workloads, plans)
 			}
 		}
 		all = append(all, v.errs.WithFile(f)...)
@@ -444,71 +453,5 @@ func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 				v.add(field(idx("dyorc.deployments", i), "service"), s.Service, "not a workflow service of %s", where)
 			}
 		}
-	}
-}
-
-func checkTraceTargets(v *validator, t *Trace, workloads []namedWorkload) {
-	targets, classes := map[string]bool{}, map[string]bool{}
-	var files []string
-	for _, nw := range workloads {
-		w := nw.w
-		files = append(files, nw.file)
-		for _, m := range w.Models {
-			targets[m.Name] = true
-		}
-		for _, p := range w.Pipelines {
-			targets[p.Name] = true
-		}
-		for _, c := range w.Cascades {
-			targets[c.Name] = true
-		}
-		for _, c := range w.LLMClasses {
-			targets[c.Model] = true
-			classes[c.Name] = true
-		}
-		if wf := w.Workflows; wf != nil {
-			for name := range wf.Apps {
-				targets[name] = true
-			}
-		}
-	}
-	where := strings.Join(files, ", ")
-	// Report each unknown target or class once, at its first use, with a count.
-	type first struct {
-		path string
-		n    int
-	}
-	badT, badC := map[string]*first{}, map[string]*first{}
-	var orderT, orderC []string
-	note := func(m map[string]*first, order *[]string, key, path string) {
-		if f := m[key]; f != nil {
-			f.n++
-			return
-		}
-		m[key] = &first{path, 1}
-		*order = append(*order, key)
-	}
-	for i, r := range t.Requests {
-		if r.Target != "" && !targets[r.Target] {
-			note(badT, &orderT, r.Target, field(idx("requests", i), "target"))
-		}
-		if r.Class != "" && len(classes) > 0 && !classes[r.Class] {
-			note(badC, &orderC, r.Class, field(idx("requests", i), "class"))
-		}
-	}
-	if c := t.Counts; c != nil && c.Target != "" && !targets[c.Target] {
-		note(badT, &orderT, c.Target, "counts.target")
-	}
-	times := func(n int) string {
-		if n == 1 {
-			return ""
-		}
-		return fmt.Sprintf(" (%d requests)", n)
-	}
-	for _, k := range orderT {
-		v.add(badT[k].path, k, "unknown target: not a model or application of %s%s", where, times(badT[k].n))
-	}
-	for _, k := range orderC {
-		v.add(badC[k].path, k, "unknown class: not an LLM class of %s%s", where, times(badC[k].n))
 	}
 }

@@ -206,7 +206,8 @@ func TestValidateWorkload(t *testing.T) {
 		{"record model unknown", f, wl(func(w *Workload) {
 			cascade0(w).Validation = append(cascade0(w).Validation, ValidationRecord{Sample: 0, Model: "gpt", Pred: "B", Label: "B"})
 		}), []string{`workload.yaml: cascades[0].validation[8].model: "gpt": unknown model: not in cascades[0].models`}},
-		{"record cert", f, wl(func(w *Workload) { cascade0(w).Validation[3].Cert = nan }), []string{`workload.yaml: cascades[0].validation[3].cert: NaN: must be >= 0`}},
+		{"record cert", f, wl(func(w *Workload) { cascade0(w).Validation[3].Cert = nan }), []string{`workload.yaml: cascades[0].validation[3].cert: NaN: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)`}},
+		{"record cert above 1", f, wl(func(w *Workload) { cascade0(w).Validation[3].Cert = 4.2 }), []string{`workload.yaml: cascades[0].validation[3].cert: 4.2: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)`}},
 		{"record label and correct", f, wl(func(w *Workload) { cascade0(w).Validation[3].Correct = boolp(true) }), []string{`workload.yaml: cascades[0].validation[3].correct: true: set label or correct, not both`}},
 		{"record neither label nor correct", f, wl(func(w *Workload) { cascade0(w).Validation[3].Label = "" }), []string{`workload.yaml: cascades[0].validation[3]: must set label or correct`}},
 		{"record duplicate", f, wl(func(w *Workload) { cascade0(w).Validation = append(cascade0(w).Validation, cascade0(w).Validation[0]) }), []string{`workload.yaml: cascades[0].validation[8]: (sample 0, model llama-3.2-1b): duplicate record (first at cascades[0].validation[0])`}},
@@ -251,8 +252,8 @@ func TestValidateWorkload(t *testing.T) {
 		{"step svc and choice", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Service = "vit" }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: set svc or choice, not both`}},
 		{"step neither", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "" }), []string{`workload.yaml: workflows.apps.kc.steps[0]: must set svc or choice`}},
 		{"step unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "gpt4" }), []string{`workload.yaml: workflows.apps.kc.steps[0].svc: "gpt4": unknown service: not in workflows.services`}},
-		{"choice unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_med"] = 0.1 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice.card_med: "card_med": unknown service: not in workflows.services`}},
-		{"choice weight", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_law"] = 0 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice.card_law: 0: must be > 0`}},
+		{"choice unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_med"] = 0.1 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: 1.1: branch probabilities must sum to 1 (they sum to 1.1)`, `workload.yaml: workflows.apps.kc.steps[1].choice.card_med: "card_med": unknown service: not in workflows.services`}},
+		{"choice weight", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_law"] = 0 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: 0.6: branch probabilities must sum to 1 (they sum to 0.6)`, `workload.yaml: workflows.apps.kc.steps[1].choice.card_law: 0: must be > 0`}},
 		{"step p", f, wl(func(w *Workload) { app(w, "kc").Steps[1].P = 1.5 }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 1.5: must be in [0, 1]`}},
 		{"step p without when", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "" }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 0.6: p is the probability of the when guard: set when`}},
 		{"step fanout", f, wl(func(w *Workload) { app(w, "gill").Steps[0].Fanout = -2 }), []string{`workload.yaml: workflows.apps.gill.steps[0].fanout: -2: must be >= 1 (or omitted)`}},
@@ -263,7 +264,9 @@ func TestValidateWorkload(t *testing.T) {
 		{"loop id", f, wl(func(w *Workload) { app(w, "debate").Loop.ID = "" }), []string{
 			`workload.yaml: workflows.apps.debate.loop.id: "": must not be empty`,
 			`workload.yaml: workflows.apps.debate.loop.body[0].after[0]: "round.prev*": unknown step: not a step of this app (use $in for the request input)`}},
-		{"loop max_iter", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 0 }), []string{`workload.yaml: workflows.apps.debate.loop.max_iter: 0: must be >= 1`}},
+		{"loop max_iter", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 0 }), []string{`workload.yaml: workflows.apps.debate.loop.max_iter: 0: unbounded loop: max_iter must be >= 1 (DyOrc loops are bounded)`}},
+		{"guard syntax", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "ask.need >> 2" }), []string{`workload.yaml: workflows.apps.kc.steps[1].when: "ask.need >> 2": guard cannot be evaluated: right-hand side "> 2" of > is not a finite number`}},
+		{"guard unknown step", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "ans.need" }), []string{`workload.yaml: workflows.apps.kc.steps[1].when: "ans.need": guard cannot be evaluated: "ans" is neither in (the request input) nor a step listed before this one`}},
 		{"loop p_stop length", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop: 4: length must be max_iter = 5`}},
 		{"loop p_stop value", f, wl(func(w *Workload) { app(w, "debate").Loop.PStop[1] = 1.5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop[1]: 1.5: must be in [0, 1]`}},
 		{"loop body", f, wl(func(w *Workload) { app(w, "debate").Loop.Body = nil }), []string{`workload.yaml: workflows.apps.debate.loop.body: must list at least one step`}},

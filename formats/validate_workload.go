@@ -185,7 +185,11 @@ func (c *Cascade) validateRecords(v *validator, p string, models map[string]bool
 		if notEmpty(v, field(rp, "model"), r.Model) && !models[r.Model] {
 			v.add(field(rp, "model"), r.Model, "unknown model: not in %s", field(p, "models"))
 		}
-		nonNegative(v, field(rp, "cert"), r.Cert)
+		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe spec
+		// §1.1, issue 12): outside [0, 1] they are a unit mistake (logits, percentages).
+		if !finite(r.Cert) || r.Cert < 0 || r.Cert > 1 {
+			v.add(field(rp, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)")
+		}
 		switch {
 		case r.Label != "" && r.Correct != nil:
 			v.add(field(rp, "correct"), *r.Correct, "set label or correct, not both")
@@ -288,6 +292,9 @@ func (w *Workflows) validate(v *validator, p string) {
 			microseconds(v, field(np, "latency.per_item_us"), s.Latency.PerItemUs)
 		}
 		nonNegative(v, field(np, "out_kb"), s.OutKB)
+		if s.OutKind != "" && s.OutKind != "tensor" && s.OutKind != "general" {
+			v.add(field(np, "out_kind"), s.OutKind, "must be tensor or general (or omitted)")
+		}
 	}
 	ap := field(p, "apps")
 	if len(w.Apps) == 0 {
@@ -303,6 +310,7 @@ func (w *Workflows) validate(v *validator, p string) {
 			v.add(field(np, "slo"), a.SLO, "must be > 0 (or omitted)")
 		}
 		boundedDuration(v, field(np, "slo"), a.SLO)
+		nonNegative(v, field(np, "rate_rps"), a.RateRPS)
 		switch {
 		case len(a.Steps) > 0 && a.Loop != nil:
 			v.add(field(np, "loop"), nil, "set steps or loop, not both")
@@ -316,7 +324,9 @@ func (w *Workflows) validate(v *validator, p string) {
 		if l := a.Loop; l != nil {
 			lp := field(np, "loop")
 			ids.check(v, field(lp, "id"), l.ID)
-			atLeast(v, field(lp, "max_iter"), int64(l.MaxIter), 1)
+			if l.MaxIter < 1 {
+				v.add(field(lp, "max_iter"), l.MaxIter, "unbounded loop: max_iter must be >= 1 (DyOrc loops are bounded)")
+			}
 			if l.MaxIter >= 1 && len(l.PStop) != l.MaxIter {
 				v.add(field(lp, "p_stop"), len(l.PStop), "length must be max_iter = %d", l.MaxIter)
 			}
@@ -343,10 +353,16 @@ func (w *Workflows) validateSteps(v *validator, p string, steps []Step, ids name
 	}
 	succ := map[string][]string{}
 	var order []string
+	before := map[string]bool{}
+	if loopID != "" {
+		before[loopID] = true
+	}
 	for j := range steps {
 		s := &steps[j]
 		jp := idx(p, j)
 		order = append(order, s.ID)
+		validateWorkflowStep(v, jp, s, before)
+		before[s.ID] = true
 		switch {
 		case s.Service != "" && len(s.Choice) > 0:
 			v.add(field(jp, "choice"), nil, "set svc or choice, not both")

@@ -126,6 +126,9 @@ type Service struct {
 	// Latency is inline for tests; normally it comes from the profile.
 	Latency *ServiceLatency `json:"latency,omitempty"`
 	OutKB   float64         `json:"out_kb,omitempty"`
+	// OutKind is "tensor" (default: moved between GPUs by the tensor tier) or "general"
+	// (text, JPEG: serialised RPC, DyOrc spec §3.2).
+	OutKind string `json:"out_kind,omitempty"`
 }
 
 // ServiceLatency is a linear batch-latency model: base + per_item·b.
@@ -136,9 +139,11 @@ type ServiceLatency struct {
 
 // App is a workflow: a list of steps or one loop.
 type App struct {
-	SLO   Duration `json:"slo,omitempty"`
-	Steps []Step   `json:"steps,omitempty"`
-	Loop  *Loop    `json:"loop,omitempty"`
+	SLO Duration `json:"slo,omitempty"`
+	// RateRPS is the app's expected request rate (plan solve places services for it).
+	RateRPS float64 `json:"rate_rps,omitempty"`
+	Steps   []Step  `json:"steps,omitempty"`
+	Loop    *Loop   `json:"loop,omitempty"`
 }
 
 // Step is one service call (or a choice among services) inside a workflow.
