@@ -1,5 +1,9 @@
 # plan — build, test and benchmark.
 #   make          fetch pinned assets (npm pack, sha256-checked) and build bin/plan
+#   make native   translate the pinned highs.wasm to C (wasm2c, Debian package wabt) and compile
+#                 it once into third_party/highs/native/libhighs_w2c.a for the native solver
+#                 engine (build tag highs_native). On by default where wasm2c is installed;
+#                 NATIVE=0 builds and tests the pure-Go (wazero) engine only.
 #   make test     everything CI runs: gofmt, vet, staticcheck, unit tests with -race (schema drift
 #                 included), short fuzz runs, and `plan check` over the golden plans
 #   make bench    Go benchmarks of the hot paths and the solver
@@ -12,38 +16,75 @@ WASM      := third_party/highs/highs.wasm
 EMBED     := solver/internal/highs/embed/highs.wasm
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+# Native HiGHS: wasm2c output is ~50 MB of C, split into NATIVE_PARTS files so that it compiles
+# in parallel and in ~0.5 GB per compiler instead of 3.5 GB. Compiled once here, not by cgo on
+# every `go test` rebuild; cgo links the archive (solver/internal/highs/native.go).
+WASM2C       ?= wasm2c
+NATIVE       ?= $(if $(shell command -v $(WASM2C) 2>/dev/null),1,0)
+NATIVE_DIR   := third_party/highs/native
+NATIVE_LIB   := $(NATIVE_DIR)/libhighs_w2c.a
+NATIVE_PARTS := 0 1 2 3 4 5 6 7
+NATIVE_OBJS  := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(NATIVE_PARTS) main) $(NATIVE_DIR)/rt.o
+# -ffp-contract=off: no fused multiply-add, so floating point matches wasm (and wazero) exactly.
+NATIVE_CFLAGS ?= -O2 -fno-strict-aliasing -ffp-contract=off -w
+NATIVE_JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(NATIVE),1)
+TAGS       := highs_native
+NATIVE_DEP := native
+endif
+comma := ,
+
 export CGO_ENABLED ?= 1
 
-.PHONY: all assets build test lint unit agreement fuzz golden bench clean
+.PHONY: all assets native build test lint unit agreement fuzz golden bench clean
 
 all: build
 
 assets:
 	./scripts/fetch-assets.sh
 
-build: assets
+native: assets
+	@command -v $(WASM2C) >/dev/null || { echo "make native: $(WASM2C) not found: apt-get install wabt (or make NATIVE=0)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory -j$(NATIVE_JOBS) $(NATIVE_LIB)
+
+$(NATIVE_DIR)/.generated: $(WASM) solver/internal/highs/w2cgen/main.go
+	$(GO) run ./solver/internal/highs/w2cgen -wasm $(WASM) -out $(NATIVE_DIR) -wasm2c $(WASM2C) -parts $(words $(NATIVE_PARTS))
+	touch $@
+
+$(NATIVE_OBJS): $(NATIVE_DIR)/%.o: $(NATIVE_DIR)/.generated
+	$(CC) $(NATIVE_CFLAGS) -c $(NATIVE_DIR)/$*.c -o $@
+
+$(NATIVE_LIB): $(NATIVE_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+build: assets $(NATIVE_DEP)
 	mkdir -p $(dir $(EMBED)) bin
 	cp $(WASM) $(EMBED)
-	$(GO) build -tags highs_embed -o bin/plan ./cmd/plan
+	$(GO) build -tags highs_embed$(if $(TAGS),$(comma)$(TAGS)) -o bin/plan ./cmd/plan
 	@echo "built bin/plan"
 
-test: assets lint unit agreement fuzz golden
+test: assets $(NATIVE_DEP) lint unit agreement fuzz golden
 
-lint:
+# vet and staticcheck see the pure-Go build of every package, and the native engine's files too
+# when it is built.
+lint: $(NATIVE_DEP)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	$(if $(TAGS),$(GO) vet -tags $(TAGS) ./solver/...)
+	$(if $(TAGS),$(GO) run $(STATICCHECK) -tags $(TAGS) ./solver/...)
 
-unit:
-	$(GO) test -race -count=1 -timeout 45m $(PKGS)
+unit: $(NATIVE_DEP)
+	$(GO) test -race -count=1 -timeout 45m -tags '$(TAGS)' $(PKGS)
 
 # serve vs simulate attainment on the demo plan (issue 6). It needs real timers, so it runs
 # without -race (under which it skips itself), after the unit tests have freed the cores.
 # Wall-clock runs share the machine with whatever else runs, so one retry is allowed.
 agreement:
-	PLAN_AGREEMENT=1 $(GO) test -count=1 -run '^TestAgreement$$' -v ./serve/load || \
-	  { echo "agreement: retrying once"; PLAN_AGREEMENT=1 $(GO) test -count=1 -run '^TestAgreement$$' -v ./serve/load; }
+	PLAN_AGREEMENT=1 $(GO) test -count=1 -run '^TestAgreement(PARD)?$$' -v ./serve/load || \
+	  { echo "agreement: retrying once"; PLAN_AGREEMENT=1 $(GO) test -count=1 -run '^TestAgreement(PARD)?$$' -v ./serve/load; }
 
 # Every Fuzz target runs for FUZZTIME on top of its seed corpus (the seeds already ran in unit).
 fuzz:
@@ -52,8 +93,8 @@ fuzz:
 golden: build
 	./scripts/check-golden.sh bin/plan
 
-bench: assets
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS)
+bench: assets $(NATIVE_DEP)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -tags '$(TAGS)' $(PKGS)
 
 clean:
-	rm -rf bin $(EMBED)
+	rm -rf bin $(EMBED) $(NATIVE_DIR)

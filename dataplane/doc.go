@@ -51,13 +51,24 @@
 //
 // # Extension points
 //
-// Kubernetes-scheduler-framework style: one small interface per extension point (Policy for
-// batching/dispatch, Order for queue ordering, Dropper for drop tests, Ticker for periodic
-// control loops), each with a registry by name (RegisterPolicy, RegisterOrder,
-// RegisterDropper). A Config names what to run. Plans become deployments through
-// RegisterPlanDeployer (one per plan section: "ppipe" here); Deploy picks the one that
-// accepts a plan and returns the plan's default policy, so `plan simulate` and `plan serve`
-// serve any system that registers a deployer and its policies. Policies read engine state through the
-// read-only View and write only into Decisions, so a test can record every decision (Nomad
-// style) with Engine.Observe.
+// Kubernetes-scheduler-framework style: one small interface per extension point — Policy for
+// batching, dispatch and dropping, Ticker for periodic control loops, Order for queue
+// ordering (fifo, edf), Door for admission at the door — and a Registry of policies by name
+// built explicitly from the systems' lists (internal/systems), never from init(). Each system
+// lives in a sub-package (ppipe, pard, ...) with its policies, its deployer (plan section →
+// Deployment, whose Kind names the section) and a Sample deployment generator for the
+// conformance harness; Registry.New refuses a policy that does not serve the deployment's
+// kind. Policies read engine state through the read-only View and write only into Decisions,
+// so a test can record every decision (Nomad style) with Engine.Observe.
+//
+// # The contract for every system
+//
+// Requests carry attributes (Attrs: class, priority, token counts, sample) and the last
+// stage's Result (branch, exit, certainty, label), reported by the driver with each batch's
+// completion (Engine.SetResult; Deployment.Emulated for emulated workers). Routed stages send
+// each request to the successor its result names, or finish it early (a cascade's confident
+// answer); DComplete finishes a request at any stage; Manual stages leave every request to
+// the policy after each batch (an LLM instance's iterations, with PathHop.Dur as the
+// iteration's cost); DLoad/DEvict move models on workers with durations and memory
+// (EvModelLoaded reports a finished load).
 package dataplane
