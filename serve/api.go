@@ -217,6 +217,9 @@ func checkData(raw []byte, shape []int64, dtype, name string) (int64, error) {
 	if c.i < len(raw) {
 		return 0, fmt.Errorf("%s: trailing data at byte %d", name, c.i)
 	}
+	if c.lenErr != nil {
+		return 0, c.lenErr
+	}
 	return c.n, nil
 }
 
@@ -230,6 +233,9 @@ type dataChecker struct {
 	leaf int
 	path []int
 	n    int64
+	// lenErr is the first list of the wrong length: reported only when no element is
+	// misplaced or mistyped, which names the bad element more precisely.
+	lenErr error
 }
 
 func (c *dataChecker) ws() {
@@ -308,8 +314,8 @@ func (c *dataChecker) closed(depth, k int) error {
 		return fmt.Errorf("%s: nested %d levels deep: shape %v takes flat data or %d levels", c.name, L, c.shape, rank)
 	}
 	want := c.shape[rank-L+depth-1]
-	if int64(k) != want {
-		return fmt.Errorf("%s: %d elements at this level: shape %v needs %d (ragged data)", c.at(), k, c.shape, want)
+	if int64(k) != want && c.lenErr == nil {
+		c.lenErr = fmt.Errorf("%s: %d elements at this level: shape %v needs %d (ragged data)", c.at(), k, c.shape, want)
 	}
 	return nil
 }

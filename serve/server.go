@@ -364,7 +364,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.closing.Load() {
-		s.refuse(w, name, "", string(dataplane.DropShutdown), "the server is shutting down", 0, true)
+		s.refuse(w, r, name, "", string(dataplane.DropShutdown), "the server is shutting down", 0, true, true)
 		return
 	}
 	if r.ContentLength > s.opts.MaxBody {
@@ -380,7 +380,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		if p := dr.reason.Load(); p != nil {
 			reason = *p
 		}
-		s.refuse(w, name, "", reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at, false)
+		s.refuse(w, r, name, "", reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at, true, false)
 		return
 	}
 	body, err := s.readBody(w, r)
@@ -408,7 +408,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
 		s.inflight.Add(-1)
-		s.refuse(w, name, req.ID, "overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0, false)
+		s.refuse(w, r, name, req.ID, "overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0, false, false)
 		return
 	}
 	defer s.inflight.Add(-1)
@@ -416,7 +416,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	select {
 	case s.d.intake <- c:
 	case <-s.d.stopped:
-		s.refuse(w, name, req.ID, string(dataplane.DropShutdown), "the server is shutting down", 0, true)
+		s.refuse(w, r, name, req.ID, string(dataplane.DropShutdown), "the server is shutting down", 0, false, true)
 		return
 	}
 	var res result
@@ -425,7 +425,16 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return // the client left; the driver's answer lands in the buffered channel
 	}
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	// A client that does not read its answer is cut off after WriteTimeout. The deadline
+	// stays on the connection, so it is lifted once the answer is out: the connection's next
+	// request must not inherit it.
+	rc := http.NewResponseController(w)
+	if rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)) == nil {
+		s.writeResult(w, name, spec, c, &res)
+		_ = rc.Flush()
+		_ = rc.SetWriteDeadline(time.Time{})
+		return
+	}
 	s.writeResult(w, name, spec, c, &res)
 }
 
@@ -450,9 +459,20 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 // refuse answers a request the server does not take: 503 with the reason at stage intake,
 // counted as a drop, with Retry-After (retry: when the door reopens; 0 = one second).
-func (s *Server) refuse(w http.ResponseWriter, model, id, reason, msg string, retry dataplane.Time, closeConn bool) {
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool) {
 	s.m.reject(http.StatusServiceUnavailable, reason)
 	s.m.drop(model, "intake", reason)
+	if unread && !closeConn {
+		// Refused before its body was read: net/http reads (discards) a small unread body
+		// to keep the connection, which a client that sent it already makes instant. Bound
+		// that read for one that did not; close the connection instead of reading a large
+		// or unknown-length body.
+		if n := r.ContentLength; n < 0 || n > 64<<10 {
+			closeConn = true
+		} else {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		}
+	}
 	if closeConn {
 		w.Header().Set("Connection", "close")
 	}
@@ -502,16 +522,37 @@ func writeDropAfter(w http.ResponseWriter, d *DropResponse, retry dataplane.Time
 	writeJSON(w, http.StatusServiceUnavailable, d)
 }
 
+var contentTypeJSON = []string{"application/json"}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		code = 500
-		b, _ = json.Marshal(ErrorResponse{Error: "encoding the response: " + err.Error()})
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b := (*bp)[:0]
+	ok := true
+	switch x := v.(type) {
+	case *InferResponse:
+		b, ok = appendInferResponse(b, x)
+	case *DropResponse:
+		b = appendDropResponse(b, x)
+	default:
+		ok = false
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			code = 500
+			b, _ = json.Marshal(ErrorResponse{Error: "encoding the response: " + err.Error()})
+		}
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+	}
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
