@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/profiler/onnx"
+)
+
+type exportOptions struct {
+	to         string
+	out        string
+	force      bool
+	model      string
+	name       string
+	storageURI string
+	importPath string
+}
+
+func init() { register(newExportCmd) }
+
+func newExportCmd(app *App) *cobra.Command {
+	o := &exportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export PLAN --to triton|kserve|ray -o DIR",
+		Short: "Export a plan to Triton, KServe or Ray Serve files",
+		Long: `export writes a plan as the files of the serving system you already run, through the
+exporter the plan's system registers for the target:
+
+  triton  a model repository: <model>/config.pbtxt per exported model (max_batch_size and
+          preferred_batch_size from the plan's batch, instance_group count from the pool
+          size, max_queue_delay and a rejecting queue timeout from the latency budget, the
+          placement in parameters), with --model the ONNX partition in <model>/1/model.onnx
+          and one ensemble per pipeline;
+  kserve  one InferenceService per pool or module (replicas, batcher, the GPU type as the
+          nvidia.com/gpu.product node selector) and one Sequence InferenceGraph per chain;
+  ray     serve-config.yaml: one application per pipeline, one deployment per pool or module
+          (num_replicas, fractional num_gpus for vGPU slices, batching in user_config).
+
+Output is deterministic. Every file is checked against the target's schema before anything
+is written; DIR is then written atomically. Exit 2: the plan cannot be read, its system has
+no exporter for the target, or DIR exists and is not empty (use --force to replace it).`,
+		Example: `  plan export plan.json --to triton -o repo/
+  plan export plan.json --to triton -o repo/ --model resnet50.onnx --force
+  plan export plan.json --to kserve -o manifests/ --storage-uri s3://models/plan
+  plan export plan.json --to ray -o ray/`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runExport(app, o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.to, "to", "", "target: "+strings.Join(export.Targets, ", "))
+	f.StringVarP(&o.out, "out", "o", "", "output directory")
+	f.BoolVar(&o.force, "force", false, "replace an existing non-empty output directory")
+	f.StringVar(&o.model, "model", "", "ONNX model the plan serves: write each partition beside its config")
+	f.StringVar(&o.name, "name", "", "name prefix of the exported objects (default: the plan's metadata.name, or its file name)")
+	f.StringVar(&o.storageURI, "storage-uri", "", "KServe storageUri prefix of the Triton repository (default pvc://plan-models)")
+	f.StringVar(&o.importPath, "import-path", "", "Ray Serve import_path of the application builder (default plan_ray:app)")
+	return cmd
+}
+
+// exporterFor finds the system's exporter for target.
+func exporterFor(sys system.System, target string) (*export.Exporter, error) {
+	for i := range sys.Exporters {
+		if sys.Exporters[i].Target == target {
+			return &sys.Exporters[i], nil
+		}
+	}
+	return nil, fmt.Errorf("system %s has no exporter for target %s", sys.Name, target)
+}
+
+func runExport(app *App, o *exportOptions, path string) error {
+	if !slices.Contains(export.Targets, o.to) {
+		return usageErrorf("--to: %q: must be one of %s", o.to, strings.Join(export.Targets, ", "))
+	}
+	if o.out == "" {
+		return usageErrorf("-o: an output directory is required")
+	}
+	plan, err := formats.ReadInto[*formats.Plan](path)
+	if err != nil {
+		return usageError(err)
+	}
+	sys, err := systems.ForPlan(plan)
+	if err != nil {
+		return usageErrorf("%s: %v", path, err)
+	}
+	ex, err := exporterFor(sys, o.to)
+	if err != nil {
+		return usageErrorf("%s: %v", path, err)
+	}
+	opts := export.Options{Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath}
+	if opts.Name == "" {
+		opts.Name = plan.Metadata.Name
+	}
+	if opts.Name == "" {
+		opts.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if o.model != "" {
+		if opts.Model, err = onnx.Load(o.model); err != nil {
+			return usageErrorf("--model %s: %v", o.model, err)
+		}
+	}
+	files, err := ex.Export(plan, opts)
+	if err != nil {
+		return usageErrorf("%s: export to %s: %v", path, o.to, err)
+	}
+	if err := export.Validate(files); err != nil {
+		return err // a bug of the exporter, not of the input: exit 1
+	}
+	if err := export.Write(o.out, files, o.force); err != nil {
+		return usageError(err)
+	}
+	if !app.Quiet {
+		fmt.Fprintf(app.Out, "exported %s (%s) to %s: %d file(s) in %s\n", path, sys.Name, o.to, len(files), o.out)
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+// Package export turns a plan into the files of the serving systems users already run
+// (issue 16): a Triton model repository (config.pbtxt per model, ecosystem digest §2), KServe
+// InferenceService and InferenceGraph manifests (§3) and a Ray Serve config file (§4).
+//
+// The contract is Exporter: a system registers one per target in its registry entry
+// (internal/system.System.Exporters) and returns an in-memory file set; `plan export` looks
+// the plan's system up, validates the files against the targets' schemas (Validate) and
+// writes them atomically (Write). Every exporter records, on each exported unit, the plan
+// placement it came from (Placement) so that ReadBack recovers placements and batch sizes
+// from the files alone: the round-trip tests compare them with the plan's.
+package export
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/onnx"
+)
+
+// Targets.
+const (
+	Triton = "triton"
+	KServe = "kserve"
+	Ray    = "ray"
+)
+
+// Targets lists every target `plan export --to` accepts.
+var Targets = []string{Triton, KServe, Ray}
+
+// Exporter writes one system's plans for one target.
+type Exporter struct {
+	// Target is Triton, KServe or Ray.
+	Target string
+	// Export builds the files; paths are relative, slash-separated.
+	Export func(p *formats.Plan, o Options) (Files, error)
+}
+
+// Options are the settings of one export.
+type Options struct {
+	// Name prefixes every exported object (DNS-1123 label; default "plan"): the plan's
+	// metadata name, or the plan file's base name.
+	Name string
+	// Model, when set, is the ONNX model the plan serves: exporters that cut it write each
+	// partition's subgraph beside its config (Triton: <model>/1/model.onnx).
+	Model *onnx.Model
+	// StorageURI is the KServe storageUri prefix of the Triton repository (default
+	// "pvc://plan-models"); a predictor's storageUri is StorageURI/<triton model name>.
+	StorageURI string
+	// ImportPath is the Ray Serve application's import_path (default "plan_ray:app"): the
+	// user's module that builds a deployment from user_config.
+	ImportPath string
+}
+
+// Defaults fills the zero fields of o.
+func (o Options) Defaults() Options {
+	if o.Name == "" {
+		o.Name = "plan"
+	}
+	o.Name = DNSLabel(o.Name)
+	if o.StorageURI == "" {
+		o.StorageURI = "pvc://plan-models"
+	}
+	o.StorageURI = strings.TrimRight(o.StorageURI, "/")
+	if o.ImportPath == "" {
+		o.ImportPath = "plan_ray:app"
+	}
+	return o
+}
+
+// Files is an exported file set: relative slash-separated path → contents.
+type Files map[string][]byte
+
+// Names returns the paths in lexical order.
+func (f Files) Names() []string {
+	out := make([]string, 0, len(f))
+	for k := range f {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Placement is one exported unit — a PPipe pool (one partition of one pipeline) or a PARD
+// module — as the files record it. Key names it in the plan ("model/p<i>/s<j>",
+// "app/module").
+type Placement struct {
+	Key        string
+	GPU        string
+	VGPU       int
+	Count      int
+	Batch      int
+	FirstBlock int
+	EndBlock   int
+}
+
+func (p Placement) String() string {
+	return fmt.Sprintf("%s: %d×1/%d %s batch %d blocks [%d,%d)", p.Key, p.Count, p.VGPU, p.GPU, p.Batch, p.FirstBlock, p.EndBlock)
+}
+
+// SortPlacements orders placements by key.
+func SortPlacements(ps []Placement) {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Key < ps[j].Key })
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// DNSLabel lowers s to a Kubernetes DNS-1123 label: lower case, [a-z0-9-], no leading or
+// trailing '-', at most 63 characters.
+func DNSLabel(s string) string {
+	s = nonDNS.ReplaceAllString(strings.ToLower(s), "-")
+	s = strings.Trim(s, "-")
+	if len(s) > 63 {
+		s = strings.TrimRight(s[:63], "-")
+	}
+	if s == "" {
+		s = "x"
+	}
+	return s
+}
+
+// ErrNotEmpty is returned by Write for an existing non-empty directory without force.
+var ErrNotEmpty = errors.New("exists and is not empty")
+
+// Write writes files under dir atomically: into a fresh sibling directory first, which then
+// replaces dir (an existing non-empty dir needs force, and is replaced whole). A failure
+// leaves dir as it was.
+func Write(dir string, files Files, force bool) error {
+	dir = filepath.Clean(dir)
+	if ents, err := os.ReadDir(dir); err == nil {
+		if len(ents) > 0 && !force {
+			return fmt.Errorf("-o %s: %w: pass --force to replace it", dir, ErrNotEmpty)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("-o %s: %w", dir, err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("-o %s: %w", dir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".export-")
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	for _, name := range files.Names() {
+		if !fs.ValidPath(name) || name == "." {
+			return fmt.Errorf("export: invalid file name %q", name)
+		}
+		p := filepath.Join(tmp, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("-o %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			_ = os.Rename(old, dir)
+		}
+		return fmt.Errorf("-o %s: %w", dir, err)
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}

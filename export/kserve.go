@@ -1,0 +1,144 @@
+package export
+
+import (
+	"math"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+)
+
+// KServe manifests (ecosystem digest §3): only the documented fields a plan sets.
+
+// ObjectMeta is Kubernetes object metadata.
+type ObjectMeta struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// InferenceService is serving.kserve.io/v1beta1 InferenceService.
+type InferenceService struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   ObjectMeta `json:"metadata"`
+	Spec       ISVCSpec   `json:"spec"`
+}
+
+// ISVCSpec holds the predictor.
+type ISVCSpec struct {
+	Predictor Predictor `json:"predictor"`
+}
+
+// Predictor is the predictor component: replicas, the model and where it runs.
+type Predictor struct {
+	MinReplicas  int               `json:"minReplicas"`
+	MaxReplicas  int               `json:"maxReplicas"`
+	ScaleMetric  string            `json:"scaleMetric,omitempty"`
+	ScaleTarget  int               `json:"scaleTarget,omitempty"`
+	Batcher      *Batcher          `json:"batcher,omitempty"`
+	Model        PredictorModel    `json:"model"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+}
+
+// Batcher is KServe's request batcher (maxLatency in ms, timeout in s).
+type Batcher struct {
+	MaxBatchSize int `json:"maxBatchSize"`
+	MaxLatency   int `json:"maxLatency"`
+	Timeout      int `json:"timeout,omitempty"`
+}
+
+// PredictorModel is the model spec.
+type PredictorModel struct {
+	ModelFormat ModelFormat `json:"modelFormat"`
+	Runtime     string      `json:"runtime"`
+	StorageURI  string      `json:"storageUri"`
+	Resources   Resources   `json:"resources"`
+}
+
+// ModelFormat names the format.
+type ModelFormat struct {
+	Name string `json:"name"`
+}
+
+// Resources are container resource limits and requests.
+type Resources struct {
+	Limits   map[string]string `json:"limits,omitempty"`
+	Requests map[string]string `json:"requests,omitempty"`
+}
+
+// InferenceGraph is serving.kserve.io/v1alpha1 InferenceGraph.
+type InferenceGraph struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   ObjectMeta `json:"metadata"`
+	Spec       GraphSpec  `json:"spec"`
+}
+
+// GraphSpec holds the graph's nodes ("root" is the entry).
+type GraphSpec struct {
+	Nodes map[string]GraphNode `json:"nodes"`
+}
+
+// GraphNode is a router and its steps.
+type GraphNode struct {
+	RouterType string      `json:"routerType"`
+	Steps      []GraphStep `json:"steps"`
+}
+
+// GraphStep calls one InferenceService; Data "$response" feeds it the previous step's answer.
+type GraphStep struct {
+	Name        string `json:"name"`
+	ServiceName string `json:"serviceName"`
+	Data        string `json:"data,omitempty"`
+}
+
+// Label keys of exported KServe objects.
+const labelPrefix = "plan.dev/"
+
+// NewInferenceService builds the InferenceService of one pool: replicas = the pool's slice
+// count (one pod per slice), the GPU type as the nvidia.com/gpu.product node selector, and
+// for 1/v slices (v > 1) nvidia.com/gpu.replicas = v (the time-sliced device plugin's label).
+func NewInferenceService(name, storage string, pl Placement, queueDelayUs int64, timeoutUs int64) InferenceService {
+	sel := map[string]string{"nvidia.com/gpu.product": pl.GPU}
+	if pl.VGPU > 1 {
+		sel["nvidia.com/gpu.replicas"] = strconv.Itoa(pl.VGPU)
+	}
+	labels := map[string]string{}
+	ann := map[string]string{}
+	for k, v := range pl.Params() {
+		ann[labelPrefix+k[len("plan."):]] = v
+	}
+	labels[labelPrefix+"batch"] = strconv.Itoa(pl.Batch)
+	labels[labelPrefix+"gpu"] = DNSLabel(pl.GPU)
+	return InferenceService{
+		APIVersion: "serving.kserve.io/v1beta1", Kind: "InferenceService",
+		Metadata: ObjectMeta{Name: name, Labels: labels, Annotations: ann},
+		Spec: ISVCSpec{Predictor: Predictor{
+			MinReplicas: pl.Count, MaxReplicas: pl.Count,
+			Batcher: &Batcher{MaxBatchSize: pl.Batch, MaxLatency: int(math.Ceil(float64(queueDelayUs) / 1000)),
+				Timeout: int(math.Ceil(float64(timeoutUs) / 1e6))},
+			Model: PredictorModel{ModelFormat: ModelFormat{Name: "onnx"}, Runtime: "kserve-tritonserver",
+				StorageURI: storage + "/" + name,
+				Resources:  Resources{Limits: map[string]string{"nvidia.com/gpu": "1"}, Requests: map[string]string{"nvidia.com/gpu": "1"}}},
+			NodeSelector: sel,
+		}},
+	}
+}
+
+// NewSequenceGraph builds an InferenceGraph whose root calls services in order.
+func NewSequenceGraph(name string, services []string) InferenceGraph {
+	g := InferenceGraph{APIVersion: "serving.kserve.io/v1alpha1", Kind: "InferenceGraph", Metadata: ObjectMeta{Name: name}}
+	node := GraphNode{RouterType: "Sequence"}
+	for i, s := range services {
+		st := GraphStep{Name: "step-" + strconv.Itoa(i), ServiceName: s, Data: "$request"}
+		if i > 0 {
+			st.Data = "$response"
+		}
+		node.Steps = append(node.Steps, st)
+	}
+	g.Spec.Nodes = map[string]GraphNode{"root": node}
+	return g
+}
+
+// YAML marshals a manifest (keys in lexical order).
+func YAML(v any) ([]byte, error) { return yaml.Marshal(v) }

@@ -1,0 +1,143 @@
+package pard
+
+import (
+	"bytes"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/export/pard golden files")
+
+// planFile is a PARD plan solved from testdata/pard (`plan solve --deterministic --profile
+// testdata/pard/profile.json --cluster testdata/pard/cluster.json --workload
+// testdata/pard/workload.json`): three chains (tm, lv, ga) and one DAG (da).
+const (
+	planFile  = "../../testdata/export/pard/plan.json"
+	goldenDir = "../../testdata/export/pard"
+)
+
+func readPlan(t testing.TB) *formats.Plan {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func exporter(t testing.TB, target string) export.Exporter {
+	for _, e := range Exporters() {
+		if e.Target == target {
+			return e
+		}
+	}
+	t.Fatalf("no %s exporter", target)
+	return export.Exporter{}
+}
+
+// TestGolden compares every target's files with testdata/export/pard/<target>/ (`go test
+// ./export/pard -update` rewrites them) after checking them against the schemas, and reads
+// them back: the modules' GPU types, workers and batch sizes equal the plan's.
+func TestGolden(t *testing.T) {
+	p := readPlan(t)
+	for _, target := range export.Targets {
+		t.Run(target, func(t *testing.T) {
+			files, err := exporter(t, target).Export(p, export.Options{Name: "pard"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := export.Validate(files); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(goldenDir, target)
+			if *update {
+				_ = os.RemoveAll(dir)
+				if err := export.Write(dir, files, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := export.Files{}
+			err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				b, err := os.ReadFile(path)
+				rel, _ := filepath.Rel(dir, path)
+				want[filepath.ToSlash(rel)] = b
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%v (run go test ./export/pard -update)", err)
+			}
+			if !reflect.DeepEqual(files.Names(), want.Names()) {
+				t.Fatalf("files %v, golden %v", files.Names(), want.Names())
+			}
+			for _, n := range files.Names() {
+				if !bytes.Equal(files[n], want[n]) {
+					t.Errorf("%s differs from the golden file (run go test ./export/pard -update):\n%s", n, files[n])
+				}
+			}
+			got, err := export.ReadBack(target, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := Placements(p); !reflect.DeepEqual(got, w) {
+				t.Errorf("read back:\n%v\nplan:\n%v", got, w)
+			}
+		})
+	}
+}
+
+// TestChains: chains get an ensemble and a Sequence graph, the DAG application (da) neither;
+// its Ray deployments name both successors of the fan-out.
+func TestChains(t *testing.T) {
+	p := readPlan(t)
+	tri, _ := exporter(t, export.Triton).Export(p, export.Options{})
+	for _, app := range []string{"tm", "lv", "ga"} {
+		c, err := export.ParseTriton(tri["plan-"+app+"/config.pbtxt"])
+		if err != nil || c.Platform != "ensemble" {
+			t.Errorf("%s: ensemble %v %v", app, c, err)
+		}
+	}
+	if _, ok := tri["plan-da/config.pbtxt"]; ok {
+		t.Error("da is a DAG: no ensemble")
+	}
+	ks, _ := exporter(t, export.KServe).Export(p, export.Options{})
+	if _, ok := ks["inferencegraph-plan-da.yaml"]; ok {
+		t.Error("da is a DAG: no Sequence graph")
+	}
+	if _, ok := ks["inferencegraph-plan-tm.yaml"]; !ok {
+		t.Error("tm: no Sequence graph")
+	}
+	ray, _ := exporter(t, export.Ray).Export(p, export.Options{})
+	if y := string(ray[export.RayConfigFile]); !strings.Contains(y, "- plan-da-face-recognition\n      - plan-da-pose-recognition") {
+		t.Errorf("da's person-detection must fan out to face- and pose-recognition:\n%s", y)
+	}
+	if _, err := exporter(t, export.Triton).Export(&formats.Plan{}, export.Options{}); err == nil {
+		t.Error("a plan without a pard section must fail")
+	}
+}
+
+// BenchmarkExport exports the PARD plan to all three targets, validation included.
+func BenchmarkExport(b *testing.B) {
+	p := readPlan(b)
+	for b.Loop() {
+		for _, target := range export.Targets {
+			files, err := exporter(b, target).Export(p, export.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := export.Validate(files); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,92 @@
+// Package ppipe exports PPipe plans (PPipe, NP and DART-r alike) to Triton, KServe and Ray
+// Serve (issue 16). Each pool — one partition of one pipeline, Count slices of 1/VGPU of one
+// GPU type — becomes one exported model; each pipeline becomes a chain (a Triton ensemble when
+// the ONNX file is given, a KServe Sequence graph, a Ray application).
+//
+// Mapping (PPipe paper §4, the plan's fields):
+//   - max_batch_size / preferred_batch_size / batcher / user_config.max_batch_size: the
+//     pipeline's batch (one batch for the whole pipeline);
+//   - instance_group count / replicas / num_replicas: the pool's slice count;
+//   - num_gpus 1/VGPU (vGPU slices), nvidia.com/gpu.product = the pool's GPU type;
+//   - max_queue_delay: an equal per-stage share of the budget's slack, T' − pipeline latency
+//     (0 for batch 1: nothing to wait for); the queue timeout is T' itself: a request still
+//     queued after the whole planning budget cannot meet its SLO [ours].
+package ppipe
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Exporters returns PPipe's exporters for every target.
+func Exporters() []export.Exporter { return export.Exporters(Build) }
+
+// Key names pipeline pi's stage d of model in placements.
+func Key(model string, pi, d int) string { return fmt.Sprintf("%s/p%d/s%d", model, pi, d) }
+
+// Placements are the plan's pools as the exported files must record them.
+func Placements(p *formats.Plan) []export.Placement {
+	var out []export.Placement
+	for _, m := range p.PPipe.Models {
+		for pi, pl := range m.Pipelines {
+			for d, pt := range pl.Partitions {
+				out = append(out, export.Placement{Key: Key(m.Model, pi, d), GPU: pt.GPU, VGPU: max(pt.VGPU, 1),
+					Count: pt.Count, Batch: pl.Batch, FirstBlock: pt.FirstBlock, EndBlock: pt.EndBlock})
+			}
+		}
+	}
+	export.SortPlacements(out)
+	return out
+}
+
+// Build lays a PPipe plan out as groups, one per pipeline.
+func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
+	if p.PPipe == nil {
+		return nil, fmt.Errorf("the plan has no ppipe section")
+	}
+	var cut *export.Cutter
+	if o.Model != nil {
+		if len(p.PPipe.Models) != 1 {
+			return nil, fmt.Errorf("--model: the plan serves %d models: a model file applies to a plan of one model", len(p.PPipe.Models))
+		}
+		var err error
+		if cut, err = export.NewCutter(o.Model, p, p.PPipe.Models[0].Model); err != nil {
+			return nil, err
+		}
+	}
+	var gs []export.Group
+	for mi, m := range p.PPipe.Models {
+		for pi, pl := range m.Pipelines {
+			if len(pl.Partitions) == 0 {
+				return nil, fmt.Errorf("ppipe.models[%d].pipelines[%d]: no partitions", mi, pi)
+			}
+			g := export.Group{Name: export.DNSLabel(fmt.Sprintf("%s-%s-p%d", o.Name, m.Model, pi)), Chain: true}
+			slack := math.Max(0, m.BudgetUs-pl.LatencyUs)
+			delay := int64(0)
+			if pl.Batch > 1 {
+				delay = int64(math.Floor(slack / float64(len(pl.Partitions))))
+			}
+			for d, pt := range pl.Partitions {
+				u := export.Unit{Name: export.DNSLabel(fmt.Sprintf("%s-s%d", g.Name, d)),
+					Placement: export.Placement{Key: Key(m.Model, pi, d), GPU: pt.GPU, VGPU: max(pt.VGPU, 1), Count: pt.Count,
+						Batch: pl.Batch, FirstBlock: pt.FirstBlock, EndBlock: pt.EndBlock},
+					QueueDelayUs: delay, TimeoutUs: int64(math.Ceil(m.BudgetUs))}
+				if cut != nil {
+					var err error
+					if u.ONNX, u.Inputs, u.Outputs, err = cut.Cut(pt.FirstBlock, pt.EndBlock); err != nil {
+						return nil, fmt.Errorf("ppipe.models[%d].pipelines[%d].partitions[%d]: %w", mi, pi, d, err)
+					}
+				}
+				if d+1 < len(pl.Partitions) {
+					u.Next = []string{export.DNSLabel(fmt.Sprintf("%s-s%d", g.Name, d+1))}
+				}
+				g.Units = append(g.Units, u)
+			}
+			gs = append(gs, g)
+		}
+	}
+	return gs, nil
+}

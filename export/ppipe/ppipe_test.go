@@ -1,0 +1,259 @@
+package ppipe
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/onnx"
+	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/export/ppipe golden files")
+
+const goldenDir = "../../testdata/export/ppipe"
+
+// goldenPlans are exported into golden files; every plan of testdata/golden round-trips.
+var goldenPlans = []string{"demo-ppipe", "ppipe-2models", "demo-np"}
+
+func readPlan(t testing.TB, name string) *formats.Plan {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("../../testdata/golden", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func exporter(t testing.TB, target string) export.Exporter {
+	for _, e := range Exporters() {
+		if e.Target == target {
+			return e
+		}
+	}
+	t.Fatalf("no %s exporter", target)
+	return export.Exporter{}
+}
+
+// TestGolden compares every target's files with testdata/export/ppipe/<plan>/<target>/
+// (`go test ./export/ppipe -update` rewrites them), and checks them against the schemas.
+func TestGolden(t *testing.T) {
+	for _, name := range goldenPlans {
+		for _, target := range export.Targets {
+			t.Run(name+"/"+target, func(t *testing.T) {
+				p := readPlan(t, name)
+				files, err := exporter(t, target).Export(p, export.Options{Name: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := export.Validate(files); err != nil {
+					t.Fatal(err)
+				}
+				again, _ := exporter(t, target).Export(p, export.Options{Name: name})
+				if !reflect.DeepEqual(files, again) {
+					t.Fatal("two exports of one plan differ")
+				}
+				compareGolden(t, filepath.Join(goldenDir, name, target), files)
+			})
+		}
+	}
+}
+
+func compareGolden(t *testing.T, dir string, files export.Files) {
+	t.Helper()
+	if *update {
+		_ = os.RemoveAll(dir)
+		if err := export.Write(dir, files, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := export.Files{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		want[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%v (run go test ./export/ppipe -update)", err)
+	}
+	if !reflect.DeepEqual(files.Names(), want.Names()) {
+		t.Fatalf("files %v, golden %v (run go test ./export/ppipe -update)", files.Names(), want.Names())
+	}
+	for _, n := range files.Names() {
+		if !bytes.Equal(files[n], want[n]) {
+			t.Errorf("%s differs from %s (run go test ./export/ppipe -update):\n%s", n, dir, files[n])
+		}
+	}
+}
+
+// TestRoundTrip exports every golden plan to every target and reads the files back: the
+// placements (GPU type, slice, pool size, blocks) and batch sizes equal the plan's.
+func TestRoundTrip(t *testing.T) {
+	ents, err := os.ReadDir("../../testdata/golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		p := readPlan(t, name)
+		want := Placements(p)
+		for _, target := range export.Targets {
+			t.Run(name+"/"+target, func(t *testing.T) {
+				files, err := exporter(t, target).Export(p, export.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := export.ReadBack(target, files)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("read back:\n%v\nplan:\n%v", got, want)
+				}
+			})
+		}
+	}
+}
+
+// cnnPlan plans a generated CNN of n nodes cut at node cut into two one-L4 stages.
+func cnnPlan(model string, n, cut, batch int) *formats.Plan {
+	tm := func(kind string) formats.TypeMeta {
+		return formats.TypeMeta{APIVersion: formats.APIVersion, Kind: kind}
+	}
+	prof := formats.Profile{TypeMeta: tm("Profile"), Models: []formats.ModelProfile{{
+		Name: model, Backend: "onnx", Blocks: []formats.Block{{FirstLayer: 0, EndLayer: cut}, {FirstLayer: cut, EndLayer: n}},
+	}}}
+	return &formats.Plan{TypeMeta: tm("Plan"), Metadata: formats.Metadata{Name: "cnn"},
+		Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Profiles: []formats.Profile{prof}}},
+		PPipe: &formats.PPipePlan{Strategy: "ppipe", Models: []formats.PPipeModelPlan{{
+			Model: model, SLO: formats.Duration(1e8), BudgetUs: 60000,
+			Pipelines: []formats.PPipePipeline{{Batch: batch, LatencyUs: 20000, Partitions: []formats.Partition{
+				{FirstBlock: 0, EndBlock: 1, GPU: "L4", VGPU: 1, Count: 2},
+				{FirstBlock: 1, EndBlock: 2, GPU: "L4", VGPU: 2, Count: 1},
+			}}},
+		}}}}
+}
+
+// TestModelPartitions cuts a generated CNN (a cut inside the residual connection, so one
+// tensor passes through the first partition) with --model: each partition's ONNX file sits
+// beside its config, the configs declare the cut tensors, and the ensemble wires them.
+func TestModelPartitions(t *testing.T) {
+	data, err := onnx.Build(onnxtest.CNN(4, 16), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnx.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(m.Nodes)
+	files, err := exporter(t, export.Triton).Export(cnnPlan("cnn", n, n/2, 4), export.Options{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.Validate(files); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"plan-cnn-p0-s0", "plan-cnn-p0-s1"} {
+		sub, err := onnx.Parse(files[s+"/1/model.onnx"])
+		if err != nil {
+			t.Fatalf("%s/1/model.onnx: %v", s, err)
+		}
+		c, _ := export.ParseTriton(files[s+"/config.pbtxt"])
+		if len(c.Input) != len(sub.Inputs) || len(c.Output) != len(sub.Outputs) {
+			t.Errorf("%s: config declares %d inputs, %d outputs; the partition has %d, %d", s, len(c.Input), len(c.Output), len(sub.Inputs), len(sub.Outputs))
+		}
+		if c.MaxBatchSize != 4 || c.GetDynamicBatching().GetPreferredBatchSize()[0] != 4 {
+			t.Errorf("%s: batch %d", s, c.MaxBatchSize)
+		}
+	}
+	ens, err := export.ParseTriton(files["plan-cnn-p0/config.pbtxt"])
+	if err != nil || ens.Platform != "ensemble" || len(ens.GetEnsembleScheduling().GetStep()) != 2 {
+		t.Fatalf("ensemble: %v %v", ens, err)
+	}
+	s0, s1 := ens.GetEnsembleScheduling().GetStep()[0], ens.GetEnsembleScheduling().GetStep()[1]
+	produced := map[string]bool{}
+	for _, v := range s0.OutputMap {
+		produced[v] = true
+	}
+	for _, in := range ens.Input {
+		produced[in.Name] = true
+	}
+	for k, v := range s1.InputMap {
+		if !produced[v] {
+			t.Errorf("step 1 input %s reads %s, which nothing produces", k, v)
+		}
+	}
+
+	// A model that is not the profiled one, and a plan of two models, are refused.
+	if _, err := exporter(t, export.Triton).Export(cnnPlan("cnn", n+1, n/2, 4), export.Options{Model: m}); err == nil || !strings.Contains(err.Error(), "nodes") {
+		t.Errorf("mismatched model: %v", err)
+	}
+	two := readPlan(t, "ppipe-2models")
+	if _, err := exporter(t, export.Triton).Export(two, export.Options{Model: m}); err == nil || !strings.Contains(err.Error(), "2 models") {
+		t.Errorf("two models: %v", err)
+	}
+}
+
+// TestMapping pins the plan → file mapping on one pool of ppipe-2models (L4 at 1/2).
+func TestMapping(t *testing.T) {
+	p := readPlan(t, "ppipe-2models")
+	files, err := exporter(t, export.Ray).Export(p, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(files[export.RayConfigFile])
+	for _, want := range []string{"num_gpus: 0.5", "L4: 0.5", "num_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("serve-config.yaml lacks %q", want)
+		}
+	}
+	files, _ = exporter(t, export.KServe).Export(p, export.Options{})
+	k := string(files["inferenceservice-plan-m0-p0-s0.yaml"])
+	for _, want := range []string{"nvidia.com/gpu.product: L4", "nvidia.com/gpu.replicas: \"2\"", "minReplicas: 2", "maxBatchSize: 1"} {
+		if !strings.Contains(k, want) {
+			t.Errorf("inferenceservice lacks %q:\n%s", want, k)
+		}
+	}
+	files, _ = exporter(t, export.Triton).Export(p, export.Options{})
+	c, _ := export.ParseTriton(files["plan-m0-p0-s0/config.pbtxt"])
+	m := p.PPipe.Models[0]
+	if c.InstanceGroup[0].Count != 2 || c.GetDynamicBatching().GetDefaultQueuePolicy().GetDefaultTimeoutMicroseconds() != uint64(m.BudgetUs) {
+		t.Errorf("triton config: %v", c)
+	}
+	if got := fmt.Sprint(c.Parameters["plan.gpu"].GetStringValue()); got != "L4" {
+		t.Errorf("plan.gpu = %s", got)
+	}
+}
+
+// BenchmarkExportLargest exports the largest golden plan to all three targets, validation
+// included (target: ≤ 100 ms per export).
+func BenchmarkExportLargest(b *testing.B) {
+	p := readPlan(b, "demo-ppipe")
+	for b.Loop() {
+		for _, target := range export.Targets {
+			files, err := exporter(b, target).Export(p, export.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := export.Validate(files); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

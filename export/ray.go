@@ -1,0 +1,65 @@
+package export
+
+import "math"
+
+// Ray Serve config file (`serve deploy config.yaml`, ecosystem digest §4): only the documented
+// fields a plan sets.
+
+// RayConfig is the whole file.
+type RayConfig struct {
+	Applications []RayApp `json:"applications"`
+}
+
+// RayApp is one application.
+type RayApp struct {
+	Name        string          `json:"name"`
+	RoutePrefix string          `json:"route_prefix"`
+	ImportPath  string          `json:"import_path"`
+	Deployments []RayDeployment `json:"deployments"`
+}
+
+// RayDeployment is one deployment: a fixed replica count, the per-replica resources, and the
+// plan's batching and placement in user_config (delivered to the replica's reconfigure()).
+type RayDeployment struct {
+	Name               string          `json:"name"`
+	NumReplicas        int             `json:"num_replicas"`
+	MaxOngoingRequests int             `json:"max_ongoing_requests"`
+	MaxQueuedRequests  int             `json:"max_queued_requests,omitempty"`
+	RayActorOptions    RayActorOptions `json:"ray_actor_options"`
+	UserConfig         RayUserConfig   `json:"user_config"`
+}
+
+// RayActorOptions are a replica's resources: a fraction of a GPU for a 1/v slice, and the GPU
+// type as a custom resource (the nodes of that type declare it).
+type RayActorOptions struct {
+	NumGPUs   float64            `json:"num_gpus"`
+	NumCPUs   float64            `json:"num_cpus,omitempty"`
+	Resources map[string]float64 `json:"resources,omitempty"`
+}
+
+// RayUserConfig is what a replica needs to serve its part of the plan.
+type RayUserConfig struct {
+	Placement map[string]string `json:"plan"`
+	// MaxBatchSize and BatchWaitTimeoutS configure @serve.batch.
+	MaxBatchSize      int     `json:"max_batch_size"`
+	BatchWaitTimeoutS float64 `json:"batch_wait_timeout_s"`
+	// TimeoutS is the request deadline (the SLO budget).
+	TimeoutS float64 `json:"timeout_s"`
+	// Next names the deployments a result goes to (none = the last stage).
+	Next []string `json:"next,omitempty"`
+}
+
+// NewRayDeployment builds the deployment of one pool or module.
+func NewRayDeployment(name string, pl Placement, queueDelayUs, timeoutUs int64, next []string) RayDeployment {
+	v := max(pl.VGPU, 1)
+	return RayDeployment{
+		Name: name, NumReplicas: pl.Count, MaxOngoingRequests: 2 * pl.Batch,
+		RayActorOptions: RayActorOptions{NumGPUs: roundFrac(1 / float64(v)), NumCPUs: 1,
+			Resources: map[string]float64{pl.GPU: roundFrac(1 / float64(v))}},
+		UserConfig: RayUserConfig{Placement: pl.Params(), MaxBatchSize: pl.Batch,
+			BatchWaitTimeoutS: float64(queueDelayUs) / 1e6, TimeoutS: float64(timeoutUs) / 1e6, Next: next},
+	}
+}
+
+// roundFrac keeps 4 decimals (1/3 → 0.3333): Ray accepts fractional resources to 1e-4.
+func roundFrac(x float64) float64 { return math.Floor(x*1e4) / 1e4 }

@@ -1,0 +1,126 @@
+package export
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ReadBack recovers the placements an export records — the `plan import`-style reading the
+// round-trip tests use — from the files alone: Triton model configs (ensembles skipped) by
+// their parameters, max_batch_size and instance_group count; InferenceServices by their
+// annotations, replica counts and batcher; Ray deployments by user_config, num_replicas and
+// num_gpus. The record's own count, batch and slice are cross-checked against the target's
+// fields, so a file whose native settings disagree with the plan is an error.
+func ReadBack(target string, files Files) ([]Placement, error) {
+	var out []Placement
+	for _, name := range files.Names() {
+		data := files[name]
+		var (
+			pl  Placement
+			err error
+			ok  bool
+		)
+		switch {
+		case target == Triton && path.Base(name) == "config.pbtxt":
+			pl, ok, err = readTriton(data)
+		case target == KServe && strings.HasSuffix(name, ".yaml"):
+			pl, ok, err = readKServe(data)
+		case target == Ray && path.Base(name) == RayConfigFile:
+			var ps []Placement
+			ps, err = readRay(data)
+			out = append(out, ps...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if ok {
+			out = append(out, pl)
+		}
+	}
+	SortPlacements(out)
+	return out, nil
+}
+
+func readTriton(data []byte) (Placement, bool, error) {
+	c, err := ParseTriton(data)
+	if err != nil {
+		return Placement{}, false, err
+	}
+	if c.Platform == "ensemble" {
+		return Placement{}, false, nil
+	}
+	params := map[string]string{}
+	for k, v := range c.Parameters {
+		params[k] = v.GetStringValue()
+	}
+	pl, err := placementFrom(params)
+	if err != nil {
+		return pl, false, err
+	}
+	count := 0
+	for _, g := range c.InstanceGroup {
+		count += int(g.Count)
+	}
+	if count != pl.Count || int(c.MaxBatchSize) != pl.Batch {
+		return pl, false, fmt.Errorf("instance count %d, max_batch_size %d: the recorded placement says %d, %d", count, c.MaxBatchSize, pl.Count, pl.Batch)
+	}
+	return pl, true, nil
+}
+
+func readKServe(data []byte) (Placement, bool, error) {
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return Placement{}, false, err
+	}
+	if probe.Kind != "InferenceService" {
+		return Placement{}, false, nil
+	}
+	var s InferenceService
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return Placement{}, false, err
+	}
+	params := map[string]string{}
+	for k, v := range s.Metadata.Annotations {
+		if rest, ok := strings.CutPrefix(k, labelPrefix); ok {
+			params["plan."+rest] = v
+		}
+	}
+	pl, err := placementFrom(params)
+	if err != nil {
+		return pl, false, err
+	}
+	p := s.Spec.Predictor
+	if p.MinReplicas != pl.Count || p.Batcher == nil || p.Batcher.MaxBatchSize != pl.Batch || p.NodeSelector["nvidia.com/gpu.product"] != pl.GPU {
+		return pl, false, fmt.Errorf("replicas/batcher/node selector disagree with the recorded placement %s", pl)
+	}
+	return pl, true, nil
+}
+
+func readRay(data []byte) ([]Placement, error) {
+	var c RayConfig
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, err
+	}
+	var out []Placement
+	for _, a := range c.Applications {
+		for _, d := range a.Deployments {
+			pl, err := placementFrom(d.UserConfig.Placement)
+			if err != nil {
+				return nil, fmt.Errorf("application %s, deployment %s: %w", a.Name, d.Name, err)
+			}
+			frac := strconv.FormatFloat(roundFrac(1/float64(max(pl.VGPU, 1))), 'g', -1, 64)
+			if d.NumReplicas != pl.Count || d.UserConfig.MaxBatchSize != pl.Batch ||
+				strconv.FormatFloat(d.RayActorOptions.NumGPUs, 'g', -1, 64) != frac {
+				return nil, fmt.Errorf("application %s, deployment %s: num_replicas/max_batch_size/num_gpus disagree with the recorded placement %s", a.Name, d.Name, pl)
+			}
+			out = append(out, pl)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,148 @@
+package export
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// TritonConfig is the part of a Triton model configuration a plan sets (ecosystem digest §2).
+// PBTxt renders it deterministically in protobuf text format.
+type TritonConfig struct {
+	Name     string
+	Platform string // "onnxruntime_onnx" or "ensemble"
+	// MaxBatchSize is the largest batch (the plan's batch).
+	MaxBatchSize int
+	Inputs       []TritonTensor
+	Outputs      []TritonTensor
+	// Instances is instance_group [{kind: KIND_GPU, count}] (0 = none written).
+	Instances int
+	// Batching is dynamic_batching (nil = none).
+	Batching *TritonBatching
+	// Steps is ensemble_scheduling.step (ensembles only).
+	Steps []TritonStep
+	// Parameters are free-form string parameters: plan provenance of the model.
+	Parameters map[string]string
+}
+
+// TritonTensor is one input or output.
+type TritonTensor struct {
+	Name     string
+	DataType string // TYPE_FP32, ...
+	Dims     []int64
+}
+
+// TritonBatching is dynamic_batching with a rejecting default queue policy.
+type TritonBatching struct {
+	Preferred       []int
+	MaxQueueDelayUs int64
+	TimeoutUs       int64
+}
+
+// TritonStep is one ensemble step; maps go from the step model's tensor to the ensemble's.
+type TritonStep struct {
+	Model  string
+	Input  map[string]string
+	Output map[string]string
+}
+
+// PBTxt renders c as config.pbtxt.
+func (c *TritonConfig) PBTxt() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\n", strconv.Quote(c.Name))
+	fmt.Fprintf(&b, "platform: %s\n", strconv.Quote(c.Platform))
+	fmt.Fprintf(&b, "max_batch_size: %d\n", c.MaxBatchSize)
+	tensors := func(kind string, ts []TritonTensor) {
+		for _, t := range ts {
+			dims := make([]string, len(t.Dims))
+			for i, d := range t.Dims {
+				dims[i] = strconv.FormatInt(d, 10)
+			}
+			fmt.Fprintf(&b, "%s {\n  name: %s\n  data_type: %s\n  dims: [ %s ]\n}\n", kind, strconv.Quote(t.Name), t.DataType, strings.Join(dims, ", "))
+		}
+	}
+	tensors("input", c.Inputs)
+	tensors("output", c.Outputs)
+	if c.Instances > 0 {
+		fmt.Fprintf(&b, "instance_group {\n  kind: KIND_GPU\n  count: %d\n}\n", c.Instances)
+	}
+	if q := c.Batching; q != nil {
+		b.WriteString("dynamic_batching {\n")
+		for _, p := range q.Preferred {
+			fmt.Fprintf(&b, "  preferred_batch_size: %d\n", p)
+		}
+		fmt.Fprintf(&b, "  max_queue_delay_microseconds: %d\n", q.MaxQueueDelayUs)
+		fmt.Fprintf(&b, "  default_queue_policy {\n    timeout_action: REJECT\n    default_timeout_microseconds: %d\n  }\n", q.TimeoutUs)
+		b.WriteString("}\n")
+	}
+	if len(c.Steps) > 0 {
+		b.WriteString("ensemble_scheduling {\n")
+		for _, s := range c.Steps {
+			fmt.Fprintf(&b, "  step {\n    model_name: %s\n    model_version: -1\n", strconv.Quote(s.Model))
+			pbMap(&b, "input_map", s.Input)
+			pbMap(&b, "output_map", s.Output)
+			b.WriteString("  }\n")
+		}
+		b.WriteString("}\n")
+	}
+	keys := make([]string, 0, len(c.Parameters))
+	for k := range c.Parameters {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(c.Parameters[k]))
+	}
+	return []byte(b.String())
+}
+
+func pbMap(b *strings.Builder, field string, m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "    %s { key: %s value: %s }\n", field, strconv.Quote(k), strconv.Quote(m[k]))
+	}
+}
+
+// Placement parameter keys every exporter writes (Triton parameters, KServe labels and
+// annotations, Ray user_config): ReadBack reads them.
+const (
+	ParamKey        = "plan.key"
+	ParamGPU        = "plan.gpu"
+	ParamVGPU       = "plan.vgpu"
+	ParamCount      = "plan.count"
+	ParamBatch      = "plan.batch"
+	ParamFirstBlock = "plan.first_block"
+	ParamEndBlock   = "plan.end_block"
+)
+
+// Params returns the placement as string parameters.
+func (p Placement) Params() map[string]string {
+	return map[string]string{
+		ParamKey: p.Key, ParamGPU: p.GPU, ParamVGPU: strconv.Itoa(p.VGPU), ParamCount: strconv.Itoa(p.Count),
+		ParamBatch: strconv.Itoa(p.Batch), ParamFirstBlock: strconv.Itoa(p.FirstBlock), ParamEndBlock: strconv.Itoa(p.EndBlock),
+	}
+}
+
+// placementFrom parses Params' output back.
+func placementFrom(m map[string]string) (Placement, error) {
+	p := Placement{Key: m[ParamKey], GPU: m[ParamGPU]}
+	if p.Key == "" {
+		return p, fmt.Errorf("no %s", ParamKey)
+	}
+	for _, f := range []struct {
+		k string
+		v *int
+	}{{ParamVGPU, &p.VGPU}, {ParamCount, &p.Count}, {ParamBatch, &p.Batch}, {ParamFirstBlock, &p.FirstBlock}, {ParamEndBlock, &p.EndBlock}} {
+		n, err := strconv.Atoi(m[f.k])
+		if err != nil {
+			return p, fmt.Errorf("%s: %s: %q: not an integer", p.Key, f.k, m[f.k])
+		}
+		*f.v = n
+	}
+	return p, nil
+}

@@ -1,0 +1,209 @@
+package export
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Group is what a system's plan becomes before rendering: applications (a PPipe pipeline, a
+// PARD app), each a set of units (a pool, a module) with its placement and timing. The three
+// targets render the same groups, so every system gets all three from one builder.
+type Group struct {
+	// Name is the group's object name (DNS label): Triton ensemble, InferenceGraph, Ray app.
+	Name string
+	// Chain: the units run in order, each feeding the next (an ensemble and a Sequence graph
+	// are written only for chains: Triton ensembles and KServe Sequences have no conditions).
+	Chain bool
+	// Positional wires a chain's ensemble by position (step k's i-th input is step k−1's
+	// i-th output) instead of by tensor name (the cut model's tensors keep their names).
+	Positional bool
+	Units      []Unit
+}
+
+// Unit is one exported model: a Triton model, an InferenceService, a Ray deployment.
+type Unit struct {
+	Name      string
+	Placement Placement
+	// QueueDelayUs is how long a batch may wait to fill; TimeoutUs when a queued request is
+	// rejected (both from the plan's latency budget).
+	QueueDelayUs int64
+	TimeoutUs    int64
+	// Inputs and Outputs declare the model's tensors (none: Triton completes them from the
+	// model file); ONNX is the model file written beside the config (nil = none).
+	Inputs, Outputs []TritonTensor
+	ONNX            []byte
+	// Next are the names of the units a result goes to.
+	Next []string
+}
+
+// Build turns a plan into groups.
+type Build func(p *formats.Plan, o Options) ([]Group, error)
+
+// Exporters returns the exporters of every target for a system's builder.
+func Exporters(build Build) []Exporter {
+	render := map[string]func([]Group, Options) (Files, error){Triton: TritonFiles, KServe: KServeFiles, Ray: RayFiles}
+	var out []Exporter
+	for _, t := range Targets {
+		r := render[t]
+		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
+			o = o.Defaults()
+			gs, err := build(p, o)
+			if err != nil {
+				return nil, err
+			}
+			return r(gs, o)
+		}})
+	}
+	return out
+}
+
+// TritonFiles renders a model repository: <unit>/config.pbtxt (and <unit>/1/model.onnx when
+// the unit has a model file), plus an ensemble <group>/config.pbtxt per chain whose units
+// declare their tensors.
+func TritonFiles(gs []Group, _ Options) (Files, error) {
+	f := Files{}
+	for _, g := range gs {
+		for _, u := range g.Units {
+			c := TritonConfig{Name: u.Name, Platform: "onnxruntime_onnx", MaxBatchSize: u.Placement.Batch,
+				Inputs: u.Inputs, Outputs: u.Outputs, Instances: u.Placement.Count,
+				Batching:   &TritonBatching{Preferred: []int{u.Placement.Batch}, MaxQueueDelayUs: u.QueueDelayUs, TimeoutUs: u.TimeoutUs},
+				Parameters: u.Placement.Params()}
+			if err := put(f, u.Name+"/config.pbtxt", c.PBTxt()); err != nil {
+				return nil, err
+			}
+			if u.ONNX != nil {
+				if err := put(f, u.Name+"/1/model.onnx", u.ONNX); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if e := ensemble(g); e != nil {
+			if err := put(f, g.Name+"/config.pbtxt", e.PBTxt()); err != nil {
+				return nil, err
+			}
+			// Triton loads an ensemble from a version directory too (empty).
+			if err := put(f, g.Name+"/1/.keep", nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f, nil
+}
+
+// ensemble chains a group's units by tensor name (ecosystem digest §2): each step reads the
+// latest producer of every input; an output that re-produces a tensor (a pass-through across
+// a cut) gets a step-suffixed ensemble name.
+func ensemble(g Group) *TritonConfig {
+	if !g.Chain || len(g.Units) < 2 {
+		return nil
+	}
+	c := &TritonConfig{Name: g.Name, Platform: "ensemble", MaxBatchSize: g.Units[0].Placement.Batch}
+	cur := map[string]string{}
+	for _, t := range g.Units[0].Inputs {
+		cur[t.Name] = t.Name
+		c.Inputs = append(c.Inputs, t)
+	}
+	for k, u := range g.Units {
+		if len(u.Inputs) == 0 || len(u.Outputs) == 0 {
+			return nil
+		}
+		c.MaxBatchSize = min(c.MaxBatchSize, u.Placement.Batch)
+		st := TritonStep{Model: u.Name, Input: map[string]string{}, Output: map[string]string{}}
+		if g.Positional && k > 0 {
+			prev := c.Steps[k-1]
+			if len(u.Inputs) != len(g.Units[k-1].Outputs) {
+				return nil
+			}
+			for i, t := range u.Inputs {
+				st.Input[t.Name] = prev.Output[g.Units[k-1].Outputs[i].Name]
+			}
+			for _, t := range u.Outputs {
+				name := t.Name + "_s" + strconv.Itoa(k)
+				cur[t.Name] = name
+				st.Output[t.Name] = name
+			}
+			c.Steps = append(c.Steps, st)
+			continue
+		}
+		for _, t := range u.Inputs {
+			src, ok := cur[t.Name]
+			if !ok {
+				return nil // the chain does not produce what this unit reads
+			}
+			st.Input[t.Name] = src
+		}
+		for _, t := range u.Outputs {
+			name := t.Name
+			if _, taken := cur[t.Name]; taken {
+				name = t.Name + "_s" + strconv.Itoa(k)
+			}
+			cur[t.Name] = name
+			st.Output[t.Name] = name
+		}
+		c.Steps = append(c.Steps, st)
+	}
+	for _, t := range g.Units[len(g.Units)-1].Outputs {
+		c.Outputs = append(c.Outputs, TritonTensor{Name: cur[t.Name], DataType: t.DataType, Dims: t.Dims})
+	}
+	return c
+}
+
+// KServeFiles renders one InferenceService per unit (inferenceservice-<unit>.yaml) and one
+// Sequence InferenceGraph per chain (inferencegraph-<group>.yaml).
+func KServeFiles(gs []Group, o Options) (Files, error) {
+	f := Files{}
+	for _, g := range gs {
+		var names []string
+		for _, u := range g.Units {
+			b, err := YAML(NewInferenceService(u.Name, o.StorageURI, u.Placement, u.QueueDelayUs, u.TimeoutUs))
+			if err != nil {
+				return nil, err
+			}
+			if err := put(f, "inferenceservice-"+u.Name+".yaml", b); err != nil {
+				return nil, err
+			}
+			names = append(names, u.Name)
+		}
+		if g.Chain && len(names) > 0 {
+			b, err := YAML(NewSequenceGraph(g.Name, names))
+			if err != nil {
+				return nil, err
+			}
+			if err := put(f, "inferencegraph-"+g.Name+".yaml", b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f, nil
+}
+
+// RayFiles renders serve-config.yaml: one application per group (route /<group>), one
+// deployment per unit.
+func RayFiles(gs []Group, o Options) (Files, error) {
+	var c RayConfig
+	for _, g := range gs {
+		a := RayApp{Name: g.Name, RoutePrefix: "/" + g.Name, ImportPath: o.ImportPath}
+		for _, u := range g.Units {
+			a.Deployments = append(a.Deployments, NewRayDeployment(u.Name, u.Placement, u.QueueDelayUs, u.TimeoutUs, u.Next))
+		}
+		c.Applications = append(c.Applications, a)
+	}
+	b, err := YAML(c)
+	if err != nil {
+		return nil, err
+	}
+	return Files{RayConfigFile: b}, nil
+}
+
+func put(f Files, name string, b []byte) error {
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("export: two objects named %s (rename a model, module or application)", name)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	f[name] = b
+	return nil
+}

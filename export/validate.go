@@ -1,0 +1,229 @@
+package export
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/prototext"
+	"sigs.k8s.io/yaml"
+
+	"github.com/plan-dev/plan/export/internal/tritonpb"
+)
+
+//go:embed schema/*.json
+var schemaFS embed.FS
+
+// RayConfigFile is the name of the Ray Serve config file in an export.
+const RayConfigFile = "serve-config.yaml"
+
+// Validate checks every exported file against its target's schema: config.pbtxt through a
+// protobuf text-format parse into tritonpb.ModelConfig (unknown fields and enum values are
+// errors), KServe manifests and the Ray Serve config through the JSON Schemas in schema/
+// (written from the documented fields; additionalProperties false everywhere). Every problem
+// is reported, each naming the file.
+func Validate(files Files) error {
+	var errs []string
+	for _, name := range files.Names() {
+		data := files[name]
+		switch {
+		case path.Base(name) == "config.pbtxt":
+			if _, err := ParseTriton(data); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+			}
+		case strings.HasSuffix(name, ".yaml"):
+			for _, e := range validateYAML(name, data) {
+				errs = append(errs, fmt.Sprintf("%s: %s", name, e))
+			}
+		case strings.HasSuffix(name, ".onnx"), path.Base(name) == ".keep":
+		default:
+			errs = append(errs, fmt.Sprintf("%s: no schema for this file", name))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("export: %d invalid file(s):\n%s", len(errs), strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// ParseTriton parses a config.pbtxt strictly.
+func ParseTriton(data []byte) (*tritonpb.ModelConfig, error) {
+	var c tritonpb.ModelConfig
+	if err := (prototext.UnmarshalOptions{}).Unmarshal(data, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// SchemaFor names the schema of a YAML document.
+func SchemaFor(name string, doc map[string]any) (string, error) {
+	if path.Base(name) == RayConfigFile {
+		return "ray-serve.schema.json", nil
+	}
+	switch doc["kind"] {
+	case "InferenceService":
+		return "inferenceservice.schema.json", nil
+	case "InferenceGraph":
+		return "inferencegraph.schema.json", nil
+	}
+	return "", fmt.Errorf("kind %v: not a manifest plan exports", doc["kind"])
+}
+
+func validateYAML(name string, data []byte) []string {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return []string{err.Error()}
+	}
+	sf, err := SchemaFor(name, doc)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	schema, err := loadSchema(sf)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	v := validator{root: schema}
+	v.check(schema, doc, "")
+	return v.errs
+}
+
+func loadSchema(name string) (map[string]any, error) {
+	raw, err := schemaFS.ReadFile("schema/" + name)
+	if err != nil {
+		return nil, err
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("schema/%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// validator checks the JSON Schema keywords our schemas use: $ref (#/definitions/...),
+// type, enum, minimum, properties, required, additionalProperties (false or a schema),
+// items and oneOf.
+type validator struct {
+	root map[string]any
+	errs []string
+}
+
+func (v *validator) fail(at, format string, a ...any) {
+	if at == "" {
+		at = "(document)"
+	}
+	v.errs = append(v.errs, at+": "+fmt.Sprintf(format, a...))
+}
+
+func (v *validator) check(s map[string]any, x any, at string) {
+	if ref, ok := s["$ref"].(string); ok {
+		def, _ := v.root["definitions"].(map[string]any)[strings.TrimPrefix(ref, "#/definitions/")].(map[string]any)
+		if def == nil {
+			v.fail(at, "schema: unresolved $ref %s", ref)
+			return
+		}
+		s = def
+	}
+	if one, ok := s["oneOf"].([]any); ok {
+		n := 0
+		for _, alt := range one {
+			sub := validator{root: v.root}
+			sub.check(alt.(map[string]any), x, at)
+			if len(sub.errs) == 0 {
+				n++
+			}
+		}
+		if n != 1 {
+			v.fail(at, "%v: matches %d of the %d alternatives (want exactly 1)", x, n, len(one))
+		}
+	}
+	if enum, ok := s["enum"].([]any); ok {
+		found := false
+		for _, e := range enum {
+			found = found || e == x
+		}
+		if !found {
+			v.fail(at, "%v: must be one of %v", x, enum)
+			return
+		}
+	}
+	if t, ok := s["type"].(string); ok && !hasType(t, x) {
+		v.fail(at, "%v: must be of type %s", x, t)
+		return
+	}
+	if m, ok := s["minimum"].(float64); ok {
+		if f, isNum := x.(float64); isNum && f < m {
+			v.fail(at, "%v: must be >= %v", x, m)
+		}
+	}
+	switch x := x.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		req, _ := s["required"].([]any)
+		for _, r := range req {
+			if _, ok := x[r.(string)]; !ok {
+				v.fail(at, "missing required field %q", r)
+			}
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sub := at + "." + k
+			if at == "" {
+				sub = k
+			}
+			if ps, ok := props[k].(map[string]any); ok {
+				v.check(ps, x[k], sub)
+				continue
+			}
+			switch ap := s["additionalProperties"].(type) {
+			case bool:
+				if !ap {
+					v.fail(sub, "unknown field")
+				}
+			case map[string]any:
+				v.check(ap, x[k], sub)
+			}
+		}
+	case []any:
+		if it, ok := s["items"].(map[string]any); ok {
+			for i, e := range x {
+				v.check(it, e, fmt.Sprintf("%s[%d]", at, i))
+			}
+		}
+	}
+}
+
+func hasType(t string, x any) bool {
+	switch t {
+	case "object":
+		_, ok := x.(map[string]any)
+		return ok
+	case "array":
+		_, ok := x.([]any)
+		return ok
+	case "string":
+		_, ok := x.(string)
+		return ok
+	case "boolean":
+		_, ok := x.(bool)
+		return ok
+	case "number":
+		_, ok := x.(float64)
+		return ok
+	case "integer":
+		f, ok := x.(float64)
+		return ok && f == math.Trunc(f)
+	}
+	return false
+}
