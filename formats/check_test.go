@@ -126,8 +126,21 @@ func TestCheckSet(t *testing.T) {
 			`trace-counts.json: counts.target: "yolov5s": unknown target: not a model or application of workload.yaml`,
 			`trace-requests.json: requests[0].target: "vgg16": unknown target: not a model or application of workload.yaml (2 requests)`,
 			`trace-requests.json: requests[3].class: "batch": unknown class: not an LLM class of workload.yaml`}},
-		{"nothing to check against", []string{"plan.json", "trace-requests.json"}, func(d map[string]Document) {
-			d["plan.json"].(*Plan).PPipe.Models[1].Model = "yolov8n"
+		// Issue 17 item 5: a trace naming a model the plan does not serve was accepted.
+		{"trace against plan", []string{"plan.json", "trace-requests.json", "trace-counts.json"}, func(d map[string]Document) {
+			tr := d["trace-requests.json"].(*Trace)
+			for i := range tr.Requests {
+				tr.Requests[i].Target = "resnet50"
+			}
+			tr.Requests[2].Target, tr.Requests[5].Target = "vgg16", "vgg16"
+			d["trace-counts.json"].(*Trace).Counts.Target = "detector"
+		}, []string{
+			`trace-counts.json: counts.target: "detector": unknown target: not a model or application served by plan.json (resnet50, yolov5s)`,
+			`trace-requests.json: requests[2].target: "vgg16": unknown target: not a model or application served by plan.json (resnet50, yolov5s) (2 requests)`}},
+		{"trace against a plan with workflows", []string{"plan-sections.json", "trace-requests.json"}, func(d map[string]Document) {
+			d["trace-requests.json"].(*Trace).Requests[0].Target = "vgg16" // workflow apps live in the workload
+		}, nil},
+		{"nothing to check against", []string{"profile.json", "trace-requests.json"}, func(d map[string]Document) {
 			d["trace-requests.json"].(*Trace).Requests[0].Target = "vgg16"
 		}, nil},
 		{"all good", all, func(map[string]Document) {}, nil},
