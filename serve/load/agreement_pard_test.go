@@ -18,7 +18,7 @@ import (
 )
 
 // TestAgreementPARD is issue 10's serve-vs-simulate check for PARD, as TestAgreement is for
-// PPipe: the bundled PARD plan (testdata/golden/pard-tm.json, solved from testdata/pard) under
+// PPipe: the bundled PARD plan (testdata/golden/pard-4apps.json, solved from testdata/pard) under
 // its own dropping policy, served with emulated workers and driven by `plan load`, against
 // `plan simulate` on the same trace, at load factors 0.5 and 0.9: attainment within 3 points.
 func TestAgreementPARD(t *testing.T) {
@@ -34,7 +34,7 @@ func TestAgreementPARD(t *testing.T) {
 	if l := timerLateness(); l > 2*time.Millisecond {
 		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
 	}
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "pard-tm.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "pard-4apps.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
