@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 )
@@ -28,14 +27,15 @@ func (t TypeMeta) GetKind() string { return t.Kind }
 const MaxFileBytes = 512 << 20
 
 // ReadFile decodes and validates a file of any known kind. All problems are returned as one
-// ErrorList naming the file (by its base name); decoding problems wrap ErrDecode, a file that
-// cannot be read wraps the os error (errors.Is(err, fs.ErrNotExist) works).
+// ErrorList naming the file by its path as given (so `golden/plan.json` and `plan.json` are
+// told apart); decoding problems wrap ErrDecode, a file that cannot be read wraps the os
+// error (errors.Is(err, fs.ErrNotExist) works).
 func ReadFile(path string) (Document, error) {
 	data, err := ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
-	return Decode(filepath.Base(path), data)
+	return Decode(path, data)
 }
 
 // ReadBytes reads a whole file of at most MaxFileBytes. Its errors read
@@ -159,7 +159,7 @@ func ReadInto[T Document](path string) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	return DecodeInto[T](filepath.Base(path), data)
+	return DecodeInto[T](path, data)
 }
 
 func kindOf(d Document) string {

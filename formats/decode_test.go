@@ -215,8 +215,9 @@ func TestReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ReadFile(path)
-	if got := messages(err); len(got) != 1 || got[0] != "c.yaml: gpus[0].count: -1: must be >= 0" {
-		t.Fatalf("ReadFile names the file by its base name: %q", got)
+	// Issue 17 item 10: the path as given, not its base name (golden/plan.json vs plan.json).
+	if got := messages(err); len(got) != 1 || got[0] != path+": gpus[0].count: -1: must be >= 0" {
+		t.Fatalf("ReadFile must name the file by its path as given: %q", got)
 	}
 	if _, err := ReadInto[*Trace](path); !errors.Is(err, ErrWrongKind) {
 		t.Fatalf("ReadInto[*Trace] on a cluster: %v", err)

@@ -41,7 +41,7 @@ func Digest(v any) (string, error) {
 // failure leaves any previous file intact.
 func WriteFile(path string, doc Document) error {
 	if errs := doc.Validate(); len(errs) > 0 {
-		return errs.WithFile(filepath.Base(path))
+		return errs.WithFile(path)
 	}
 	data, err := Marshal(doc)
 	if err != nil {

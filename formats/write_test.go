@@ -88,7 +88,7 @@ func TestWriteFile(t *testing.T) {
 	// An invalid document is not written: the old file stays, no temp file appears.
 	c.GPUs[0].Count = -3
 	err = WriteFile(path, c)
-	if !errors.Is(err, ErrInvalid) || err.Error() != "cluster.json: gpus[0].count: -3: must be >= 0" {
+	if !errors.Is(err, ErrInvalid) || err.Error() != path+": gpus[0].count: -3: must be >= 0" {
 		t.Fatalf("err = %v", err)
 	}
 	after, _ := os.ReadFile(path)

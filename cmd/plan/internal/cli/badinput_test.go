@@ -185,7 +185,9 @@ func TestBadInputProfile(t *testing.T) {
 
 func TestBadInputCheckServeLoad(t *testing.T) {
 	runBadInput(t, []badInputCase{
-		{name: "check broken plan", args: []string{"check", "testdata/ppipe/broken/count.json"}, code: ExitFailure, want: []string{"count.json: 3 check(s) failed"}},
+		{name: "check invalid plan", args: []string{"check", "testdata/ppipe/broken/count.json"}, code: ExitUsage,
+			want: []string{"testdata/ppipe/broken/count.json: ppipe.models[0].pipelines[0].partitions[0].count: 0: must be >= 1"}},
+		{name: "check broken plan", args: []string{"check", "testdata/ppipe/broken/latency.json"}, code: ExitFailure, want: []string{"testdata/ppipe/broken/latency.json: 1 check(s) failed"}},
 		{name: "check wrong kind", args: []string{"check", "testdata/ppipe/cluster.yaml"}, code: ExitUsage, want: []string{`cluster.yaml: kind: "Cluster": must be Plan`}},
 		{name: "serve invalid plan", args: []string{"serve", "testdata/ppipe/broken/count.json", "--addr", "127.0.0.1:0"}, code: ExitUsage,
 			want: []string{"count.json: ppipe.models[0].pipelines[0].partitions[0].count: 0: must be >= 1"}},

@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +42,9 @@ beyond --tolerance. --resolve re-solves from the inputs embedded in the plan (sa
 and options) and fails if the new plan's objective or per-model results are worse by more than
 --tolerance; with --golden, the re-solved plan is compared with the golden plan too.
 Throughputs are compared, never timings. Exit 0 = all checks pass, 1 = a check failed,
-2 = the plan cannot be read. One line per check, fit for CI logs.`,
+2 = bad input: a plan or golden plan that cannot be read or that 'plan validate' rejects
+(every problem is printed, as validate prints it). One line per check, fit for CI logs;
+with --output json one object {plan, ok, failed, checks: [{ok, message}]}.`,
 		Example: `  plan check plan.json
   plan check plan.json --golden testdata/golden/demo-ppipe.json --tolerance 1%
   plan check testdata/golden/demo-ppipe.json --golden testdata/golden/demo-ppipe.json --resolve`,
@@ -79,20 +77,59 @@ func parseTolerance(s string) (float64, error) {
 	return v, nil
 }
 
-// checkLog prints "check NAME: ..." lines and counts failures.
+// checkLog prints "ok|FAIL NAME: ..." lines (or collects them for --output json) and counts
+// failures.
 type checkLog struct {
-	app   *App
-	name  string
-	fails int
+	app    *App
+	name   string
+	fails  int
+	checks []checkLine
 }
 
-func (c *checkLog) ok(format string, a ...any) {
-	fmt.Fprintf(c.app.Out, "ok   %s: %s\n", c.name, fmt.Sprintf(format, a...))
+// checkLine is one check's outcome in `plan check --output json`.
+type checkLine struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
 }
+
+// checkReport is the whole of `plan check --output json`.
+type checkReport struct {
+	Plan   string      `json:"plan"`
+	OK     bool        `json:"ok"`
+	Failed int         `json:"failed"`
+	Checks []checkLine `json:"checks"`
+}
+
+func (c *checkLog) ok(format string, a ...any) { c.line(true, fmt.Sprintf(format, a...)) }
 
 func (c *checkLog) fail(format string, a ...any) {
 	c.fails++
-	fmt.Fprintf(c.app.Out, "FAIL %s: %s\n", c.name, fmt.Sprintf(format, a...))
+	c.line(false, fmt.Sprintf(format, a...))
+}
+
+func (c *checkLog) line(ok bool, msg string) {
+	c.checks = append(c.checks, checkLine{OK: ok, Message: msg})
+	if c.app.JSONOutput() {
+		return
+	}
+	tag := "FAIL"
+	if ok {
+		tag = "ok  "
+	}
+	fmt.Fprintf(c.app.Out, "%s %s: %s\n", tag, c.name, msg)
+}
+
+// report prints the JSON report (--output json) and returns the exit status's error.
+func (c *checkLog) report() error {
+	if c.app.JSONOutput() {
+		if err := c.app.WriteJSON(checkReport{Plan: c.name, OK: c.fails == 0, Failed: c.fails, Checks: c.checks}); err != nil {
+			return err
+		}
+	}
+	if c.fails > 0 {
+		return checkFailed(fmt.Errorf("%s: %d check(s) failed", c.name, c.fails))
+	}
+	return nil
 }
 
 func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error {
@@ -103,7 +140,8 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	if o.timeLimit < 0 {
 		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
-	plan, invalid, err := readPlanForCheck(path)
+	// A plan that validate rejects is bad input here too (exit 2), never a failed check.
+	plan, err := formats.ReadInto[*formats.Plan](path)
 	if err != nil {
 		return usageError(err)
 	}
@@ -124,10 +162,6 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 		}
 	}
 	lg := &checkLog{app: app, name: planName(path)}
-	for _, fe := range invalid {
-		fe.File = ""
-		lg.fail("format: %s", fe)
-	}
 	verifyPlan(lg, sys.Checker, plan)
 	if golden != nil {
 		compare(lg, "golden "+planName(o.golden), sys.Checker.Compare(plan, golden, tol))
@@ -135,36 +169,7 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	if o.resolve {
 		resolvePlan(cmd, app, lg, sys.Checker, plan, golden, o, tol)
 	}
-	if lg.fails > 0 {
-		return checkFailed(fmt.Errorf("%s: %d check(s) failed", planName(path), lg.fails))
-	}
-	return nil
-}
-
-// readPlanForCheck reads a plan for checking. A file that decodes but breaks the format's
-// semantic rules (a budget overrun, non-contiguous cuts, …) is exactly what check must
-// report as failed checks (exit 1), so those rules come back as a list instead of an error;
-// only unreadable files (syntax, unknown fields, wrong kind) are errors (exit 2).
-func readPlanForCheck(path string) (*formats.Plan, formats.ErrorList, error) {
-	plan, err := formats.ReadInto[*formats.Plan](path)
-	if err == nil {
-		return plan, nil, nil
-	}
-	var list formats.ErrorList
-	if errors.Is(err, formats.ErrDecode) || !errors.As(err, &list) {
-		return nil, nil, err
-	}
-	data, rerr := os.ReadFile(path)
-	if rerr != nil {
-		return nil, nil, rerr
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var p formats.Plan
-	if derr := dec.Decode(&p); derr != nil || p.Kind != formats.KindPlan {
-		return nil, nil, err
-	}
-	return &p, list, nil
+	return lg.report()
 }
 
 // verifyPlan runs the system's verifier and the input digest check (every system records it).

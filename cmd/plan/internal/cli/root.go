@@ -175,6 +175,9 @@ func (a *App) setup(cmd *cobra.Command) error {
 			}
 			return usageErrorf("--config %s: %v", a.configFile, err)
 		}
+		if err := checkConfigKeys(cmd.Root(), a.Viper.AllSettings(), a.configFile); err != nil {
+			return err
+		}
 	}
 	var firstErr error
 	apply := func(f *pflag.Flag) {
@@ -208,6 +211,67 @@ func (a *App) setup(cmd *cobra.Command) error {
 	}
 	a.Log = slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: level}))
 	return nil
+}
+
+// checkConfigKeys refuses a config file that is not one: a plan file (it has a kind), or keys
+// that set nothing — a top-level key must be a flag of some command or a section named after
+// a command, and a key in a section a flag of that command. Every unknown key is reported.
+func checkConfigKeys(root *cobra.Command, settings map[string]any, file string) error {
+	if kind, ok := settings["kind"]; ok {
+		return usageErrorf("--config %s: kind: %q: a %v file, not a config file (a config file sets flags: `slo: 200ms`, or `solve:` then `  slo: 200ms`)", file, fmt.Sprint(kind), kind)
+	}
+	if v, ok := settings["apiversion"]; ok {
+		return usageErrorf("--config %s: apiVersion: %q: a plan file, not a config file (a config file sets flags: `slo: 200ms`)", file, fmt.Sprint(v))
+	}
+	anyFlag := map[string]bool{}
+	byCommand := map[string]map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		fl := byCommand[c.Name()]
+		if fl == nil {
+			fl = map[string]bool{}
+			byCommand[c.Name()] = fl
+		}
+		add := func(f *pflag.Flag) { fl[f.Name], anyFlag[f.Name] = true, true }
+		c.Flags().VisitAll(add)
+		c.InheritedFlags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	delete(byCommand, root.Name())
+	var problems []string
+	for _, k := range sortedKeys(settings) {
+		section, isSection := settings[k].(map[string]any)
+		switch flags, isCommand := byCommand[k]; {
+		case isCommand && isSection:
+			for _, sk := range sortedKeys(section) {
+				if !flags[sk] {
+					problems = append(problems, fmt.Sprintf("--config %s: %s.%s: unknown key: %s has no flag --%s", file, k, sk, k, sk))
+				}
+			}
+		case anyFlag[k]:
+		case isCommand:
+			problems = append(problems, fmt.Sprintf("--config %s: %s: must be a section of %s's flags (FLAG: VALUE under %s:)", file, k, k, k))
+		default:
+			problems = append(problems, fmt.Sprintf("--config %s: %s: unknown key: not a flag of any command nor a command's section", file, k))
+		}
+	}
+	if len(problems) > 0 {
+		return usageError(errors.New(strings.Join(problems, "\n")))
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // lookup finds a value for a flag in the environment (PLAN_FLAG_NAME) or the config file

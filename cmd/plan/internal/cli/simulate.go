@@ -99,9 +99,9 @@ func loadPlanDeploymentPolicy(path string) (*formats.Plan, *dataplane.Deployment
 	if err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {
-			return nil, nil, "", usageError(el.WithFile(filepath.Base(path)))
+			return nil, nil, "", usageError(el.WithFile(path))
 		}
-		return nil, nil, "", usageErrorf("%s: %v", filepath.Base(path), err)
+		return nil, nil, "", usageErrorf("%s: %v", path, err)
 	}
 	return p, dep, pol, nil
 }
@@ -147,6 +147,12 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return usageError(err)
 	}
+	if spec.Trace != nil {
+		// The trace must name what the plan serves (the cross-file check of plan validate).
+		if errs := formats.CheckSet(map[string]formats.Document{path: plan, o.trace: spec.Trace}); len(errs) > 0 {
+			return usageError(errs)
+		}
+	}
 	loads, err := sim.ParseLoadRange(o.load)
 	if err != nil {
 		return usageErrorf("--load: %v", err)
@@ -176,12 +182,12 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	reg := systems.Policies()
 	pol, err := reg.New(dep, pcfg, defPolicy)
 	if err != nil {
-		return usageErrorf("--policy: %s: %v", filepath.Base(path), err)
+		return usageErrorf("--policy: %s: %v", path, err)
 	}
 	// Attach the policy once up front: a plan it cannot serve is bad input (exit 2), not a
 	// failure discovered at the first load point.
 	if _, err := dataplane.NewEngine(dep, pol, discardEffects{}); err != nil {
-		return usageErrorf("--policy %s: %s: %v", o.policy, filepath.Base(path), err)
+		return usageErrorf("--policy %s: %s: %v", o.policy, path, err)
 	}
 	base, err := baseRates(dep, o.reference)
 	if err != nil {

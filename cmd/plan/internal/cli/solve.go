@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -267,18 +266,18 @@ func withFileNames(err error, o *solveOptions) error {
 	}
 	names := map[string]string{"cluster": "demo cluster", "workload": "workload", "profile": "demo profile"}
 	if o.cluster != "" {
-		names["cluster"] = filepath.Base(o.cluster)
+		names["cluster"] = o.cluster
 	}
 	if o.workload != "" {
-		names["workload"] = filepath.Base(o.workload)
+		names["workload"] = o.workload
 	}
 	if len(o.profiles) == 1 {
-		names["profile"] = filepath.Base(o.profiles[0])
+		names["profile"] = o.profiles[0]
 	} else if len(o.profiles) > 1 {
 		names["profile"] = "profiles"
 	}
 	for i, f := range o.profiles {
-		names[fmt.Sprintf("profile[%d]", i)] = fmt.Sprintf("%s (--profile #%d)", filepath.Base(f), i+1)
+		names[fmt.Sprintf("profile[%d]", i)] = fmt.Sprintf("%s (--profile #%d)", f, i+1)
 	}
 	out := &planner.InputError{}
 	for _, p := range ie.Problems {
@@ -331,5 +330,6 @@ func fmtMs(ms float64) string {
 	return (time.Duration(ms * float64(time.Millisecond))).Round(time.Millisecond).String()
 }
 
-// planName is the file name used in messages.
-func planName(path string) string { return filepath.Base(path) }
+// planName is the file name used in messages: the path as given, so that golden/plan.json
+// and plan.json are told apart.
+func planName(path string) string { return path }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -18,13 +17,13 @@ func pardFileNames(err error, o *solveOptions) error {
 	}
 	cluster := "demo cluster"
 	if o.cluster != "" {
-		cluster = filepath.Base(o.cluster)
+		cluster = o.cluster
 	}
 	for _, e := range el {
 		switch {
 		case e.File != "":
 		case strings.HasPrefix(e.Path, "pipelines"):
-			e.File = filepath.Base(o.workload)
+			e.File = o.workload
 		case strings.HasPrefix(e.Path, "cluster."):
 			e.File, e.Path = cluster, strings.TrimPrefix(e.Path, "cluster.")
 		}

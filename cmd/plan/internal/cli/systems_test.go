@@ -26,7 +26,7 @@ func TestSystemsDispatch(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"check pard", []string{"check", pardPlan}, 0, []string{"ok   pard.json: verify: pard plan"}},
+		{"check pard", []string{"check", pardPlan}, 0, []string{"ok   " + pardPlan + ": verify: pard plan"}},
 		{"check pard golden", []string{"check", pardPlan, "--golden", pardPlan}, 0, []string{"GPUs vs", "provisioned for"}},
 		{"check pard resolve", []string{"check", pardPlan, "--resolve"}, 0, []string{"resolve: app"}},
 		{"simulate pard default policy", []string{"simulate", pardPlan, "--load", "0.5", "--duration", "2s", "-O", "json"}, 0, []string{`"policy": "pard"`}},
@@ -86,7 +86,7 @@ func TestCheckGoldenPerModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "check", changed, "--golden", golden)
-	if code != ExitFailure || !strings.Contains(stdout, "FAIL changed.json: golden ppipe-2models.json: model "+m.Model+": throughput") {
+	if code != ExitFailure || !strings.Contains(stdout, "FAIL "+changed+": golden "+golden+": model "+m.Model+": throughput") {
 		t.Fatalf("exit %d, want 1 with a per-model failure for %s:\n%s%s", code, m.Model, stdout, stderr)
 	}
 }

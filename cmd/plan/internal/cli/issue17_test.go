@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// TestBadInputIssue17 runs the bad-input cases of issue 17 end to end: each exits 2 naming
+// the file as given, the field and the value, and writes nothing.
+func TestBadInputIssue17(t *testing.T) {
+	const plan = "testdata/serve/demo-plan.json"
+	const trace = "testdata/badinput/trace-unknown-model.json"
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "..", "..", plan)) // runBadInput moves to the repository root
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.PPipe.Models[0].Pipelines[0].Partitions[0].StageLatencyUs = 1e308
+	data, _ := formats.Marshal(p)
+	huge := filepath.Join(t.TempDir(), "huge.json")
+	if err := os.WriteFile(huge, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runBadInput(t, []badInputCase{
+		// Item 5: a trace naming a model the plan does not serve.
+		{name: "simulate trace against plan", args: []string{"simulate", plan, "--trace", trace, "--load", "0.5", "--duration", "1s", "--report", "$TMP/out"}, code: ExitUsage,
+			want: []string{trace + `: requests[1].target: "nosuch": unknown target: not a model or application served by ` + plan + " (demo) (2 requests)"}, out: "out"},
+		// Item 3: durations and rates beyond the engine's µs clock.
+		{name: "simulate latency 1e308", args: []string{"simulate", huge, "--load", "0.5", "--duration", "1s"}, code: ExitUsage,
+			want: []string{huge + ": ppipe.models[0].pipelines[0].partitions[0].stage_latency_us: 1e+308: must be <= 3.1536e+13"}},
+		{name: "validate latency 1e308", args: []string{"validate", huge}, code: ExitUsage,
+			want: []string{huge + ": ppipe.models[0].pipelines[0].partitions[0].stage_latency_us: 1e+308: must be <= 3.1536e+13"}},
+		// Item 10: errors name the path as given, not its base name.
+		{name: "golden named as given", args: []string{"check", "testdata/ppipe/good-plan.json", "--golden", "testdata/ppipe/broken/count.json"}, code: ExitUsage,
+			want: []string{"testdata/ppipe/broken/count.json: ppipe.models[0].pipelines[0].partitions[0].count: 0: must be >= 1"}},
+	})
+}
