@@ -1,0 +1,226 @@
+package formats
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ImportValidation reads CascadeServe per-sample validation records (spec §1.1: sample,
+// model, pred, cert, and label or correct) from the file called name, by its extension:
+//
+//   - .json: a JSON array of records, or an object with a "records" array (an
+//     apiVersion/kind wrapper is accepted and ignored);
+//   - .jsonl / .ndjson: one record object per line (blank lines skipped);
+//   - .csv: a header row naming the columns (sample, model, pred, cert, label, correct;
+//     extra columns are errors), then one record per row. The artifact's row-aligned
+//     per-model CSVs (pred,label,cert, no sample or model column) import when model is
+//     given: the row number becomes the sample.
+//
+// model, when not empty, fills records without a model. Every problem is reported with the
+// file, the line (or array index) and the field; the records are not validated across
+// models here: the workload's cascades validation does that (Cascade.Validation).
+func ImportValidation(name string, data []byte, model string) ([]ValidationRecord, error) {
+	var recs []ValidationRecord
+	var errs ErrorList
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".json":
+		recs, errs = importJSON(data)
+	case ".jsonl", ".ndjson":
+		recs, errs = importJSONL(data)
+	case ".csv":
+		recs, errs = importCSV(data, model)
+	default:
+		return nil, ErrorList{{File: name, Value: fmt.Sprintf("%q", filepath.Ext(name)), Rule: "validation records must be .json, .jsonl or .csv"}}.tagged(ErrDecode)
+	}
+	if len(errs) == 0 {
+		for i := range recs {
+			if recs[i].Model == "" {
+				recs[i].Model = model
+			}
+			errs = append(errs, checkRecord(&recs[i], fmt.Sprintf("records[%d]", i))...)
+		}
+		if len(recs) == 0 {
+			errs = append(errs, &FieldError{Rule: "no validation records"})
+		}
+	}
+	if len(errs) > 0 {
+		if len(errs) > 20 {
+			errs = append(errs[:20], &FieldError{Rule: fmt.Sprintf("... and %d more problems", len(errs)-20)})
+		}
+		return nil, errs.WithFile(name).tagged(ErrDecode)
+	}
+	return recs, nil
+}
+
+// checkRecord applies the per-record rules (the cross-record ones live in
+// Cascade.validateRecords).
+func checkRecord(r *ValidationRecord, p string) ErrorList {
+	v := &validator{}
+	atLeast(v, field(p, "sample"), int64(r.Sample), 0)
+	notEmpty(v, field(p, "model"), r.Model)
+	if !finite(r.Cert) || r.Cert < 0 || r.Cert > 1 {
+		v.add(field(p, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)")
+	}
+	switch {
+	case r.Label != "" && r.Correct != nil:
+		v.add(field(p, "correct"), *r.Correct, "set label or correct, not both")
+	case r.Label == "" && r.Correct == nil:
+		v.add(p, nil, "must set label or correct")
+	}
+	return v.errs
+}
+
+func importJSON(data []byte) ([]ValidationRecord, ErrorList) {
+	data = bytes.TrimSpace(data)
+	var recs []ValidationRecord
+	if len(data) > 0 && data[0] == '{' {
+		var wrap struct {
+			APIVersion string             `json:"apiVersion"`
+			Kind       string             `json:"kind"`
+			Records    []ValidationRecord `json:"records"`
+		}
+		if err := strictUnmarshal(data, &wrap); err != nil {
+			return nil, ErrorList{{Rule: "not a validation-records document: " + err.Error()}}
+		}
+		return wrap.Records, nil
+	}
+	if err := strictUnmarshal(data, &recs); err != nil {
+		return nil, ErrorList{{Rule: "not a JSON array of validation records: " + err.Error()}}
+	}
+	return recs, nil
+}
+
+func importJSONL(data []byte) ([]ValidationRecord, ErrorList) {
+	var recs []ValidationRecord
+	var errs ErrorList
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var r ValidationRecord
+		if err := strictUnmarshal(b, &r); err != nil {
+			errs = append(errs, &FieldError{Path: fmt.Sprintf("line %d", line), Rule: err.Error()})
+			continue
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, &FieldError{Path: fmt.Sprintf("line %d", line+1), Rule: err.Error()})
+	}
+	return recs, errs
+}
+
+func importCSV(data []byte, model string) ([]ValidationRecord, ErrorList) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.TrimLeadingSpace = true
+	header, err := r.Read()
+	if err != nil {
+		return nil, ErrorList{{Path: "line 1", Rule: "a header row is required: " + csvErr(err)}}
+	}
+	col := map[string]int{}
+	var errs ErrorList
+	for i, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		switch h {
+		case "sample", "model", "pred", "cert", "label", "correct":
+		default:
+			errs = append(errs, &FieldError{Path: fmt.Sprintf("line 1, column %d", i+1), Value: fmt.Sprintf("%q", h), Rule: "unknown column: must be one of sample, model, pred, cert, label, correct"})
+			continue
+		}
+		if _, dup := col[h]; dup {
+			errs = append(errs, &FieldError{Path: fmt.Sprintf("line 1, column %d", i+1), Value: fmt.Sprintf("%q", h), Rule: "duplicate column"})
+		}
+		col[h] = i
+	}
+	for _, need := range []string{"pred", "cert"} {
+		if _, ok := col[need]; !ok {
+			errs = append(errs, &FieldError{Path: "line 1", Rule: "missing column " + need})
+		}
+	}
+	if _, ok := col["model"]; !ok && model == "" {
+		errs = append(errs, &FieldError{Path: "line 1", Rule: "missing column model (or name the model the file holds)"})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	var recs []ValidationRecord
+	for row := 0; ; row++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := r.FieldPos(0)
+		at := fmt.Sprintf("line %d", line)
+		if err != nil {
+			errs = append(errs, &FieldError{Path: at, Rule: csvErr(err)})
+			if len(errs) > 20 {
+				break
+			}
+			continue
+		}
+		get := func(k string) (string, bool) {
+			i, ok := col[k]
+			if !ok || i >= len(rec) {
+				return "", false
+			}
+			return strings.TrimSpace(rec[i]), true
+		}
+		v := ValidationRecord{Sample: row}
+		if s, ok := get("sample"); ok {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				errs = append(errs, &FieldError{Path: at + ": sample", Value: fmt.Sprintf("%q", s), Rule: "must be an integer"})
+			}
+			v.Sample = n
+		}
+		v.Model, _ = get("model")
+		v.Pred, _ = get("pred")
+		if s, ok := get("cert"); ok {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				errs = append(errs, &FieldError{Path: at + ": cert", Value: fmt.Sprintf("%q", s), Rule: "must be a number"})
+			}
+			v.Cert = f
+		}
+		v.Label, _ = get("label")
+		if s, ok := get("correct"); ok && s != "" {
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				errs = append(errs, &FieldError{Path: at + ": correct", Value: fmt.Sprintf("%q", s), Rule: "must be true or false"})
+			}
+			v.Correct = &b
+		}
+		recs = append(recs, v)
+	}
+	return recs, errs
+}
+
+func csvErr(err error) string {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// ValidationRecordsJSON renders records in the importable JSON form.
+func ValidationRecordsJSON(recs []ValidationRecord) ([]byte, error) {
+	return json.MarshalIndent(struct {
+		APIVersion string             `json:"apiVersion"`
+		Kind       string             `json:"kind"`
+		Records    []ValidationRecord `json:"records"`
+	}{APIVersion, "ValidationRecords", recs}, "", "  ")
+}

@@ -1,0 +1,139 @@
+package cascade
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+)
+
+// Online defaults (spec §3, §5).
+const (
+	PollMs   = 100
+	Alpha    = 8
+	MaxBatch = 1000
+)
+
+// ToolVersion is recorded in plans.
+var ToolVersion = "dev"
+
+// Hardware returns the planner's view of cluster cl (one GPU type: CascadeServe plans a
+// homogeneous cluster).
+func HardwareOf(cl *formats.Cluster) (Hardware, []string) {
+	if cl == nil || len(cl.GPUs) == 0 {
+		return Hardware{}, []string{"cluster: gpus: must list one GPU pool"}
+	}
+	if len(cl.GPUs) > 1 {
+		return Hardware{}, []string{fmt.Sprintf("cluster: gpus: %d pools: CascadeServe plans one GPU type (give one pool)", len(cl.GPUs))}
+	}
+	g := cl.GPUs[0]
+	hw := Hardware{GPU: g.Type, N: g.Count, PerServer: g.PerServer, Mem: g.MemoryBytes}
+	if hw.PerServer <= 0 {
+		hw.PerServer = hw.N
+	}
+	if hw.Mem <= 0 {
+		return hw, []string{fmt.Sprintf("cluster: gpus[0].memory_bytes: %d: CascadeServe needs the GPU memory", g.MemoryBytes)}
+	}
+	return hw, nil
+}
+
+// Solve plans the workload's (single) cascades entry and returns the plan document.
+func Solve(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan, *Result, error) {
+	if in.Workload == nil || len(in.Workload.Cascades) == 0 {
+		return nil, nil, &planner.InputError{Problems: []string{"workload: cascades: must have one entry"}}
+	}
+	if len(in.Workload.Cascades) > 1 {
+		return nil, nil, &planner.InputError{Problems: []string{fmt.Sprintf("workload: cascades: %d entries: a gear plan serves one task (one entry per workload)", len(in.Workload.Cascades))}}
+	}
+	hw, probs := HardwareOf(in.Cluster)
+	if probs != nil {
+		return nil, nil, &planner.InputError{Problems: probs}
+	}
+	c := &in.Workload.Cascades[0]
+	t, probs := NewTask(c, "workload: cascades[0]", in.Profiles, hw.GPU, hw.Mem)
+	if probs != nil {
+		return nil, nil, &planner.InputError{Problems: probs}
+	}
+	res, err := Plan(ctx, t, c, hw, o)
+	if err != nil {
+		return nil, res, err
+	}
+	return res.Document(in, c), res, nil
+}
+
+// Document renders the result as a plan with embedded inputs.
+func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
+	t := r.Task
+	cp := &formats.CascadePlan{Task: c.Name, PollMs: PollMs, Alpha: Alpha, MaxBatch: MaxBatch}
+	for _, rep := range r.Placement {
+		cp.Placement = append(cp.Placement, formats.Replica{Model: t.Models[rep.Model].Name, GPUs: append([]int(nil), rep.GPUs...)})
+	}
+	for _, g := range r.Gears {
+		fg := formats.Gear{QLo: g.QLo, QHi: g.QHi, Share: map[string][]float64{}, Trigger: map[string]int{},
+			ExpAcc: round(g.C.Acc, 1e-6), ExpWork: round(g.C.Work, 1e-9), ExpPLat: round(g.Sim.PLat*1000, 1e-3)}
+		if math.IsInf(fg.ExpPLat, 0) || math.IsNaN(fg.ExpPLat) {
+			fg.ExpPLat = 0
+		}
+		for i, m := range g.C.Models {
+			name := t.Models[m].Name
+			fg.Models = append(fg.Models, name)
+			if i > 0 {
+				fg.Thr = append(fg.Thr, g.C.Thr[i-1])
+			}
+			sh := make([]float64, len(g.Share[i]))
+			var sum float64
+			for k, x := range g.Share[i] {
+				sh[k] = round(x, 1e-9)
+				sum += sh[k]
+			}
+			if len(sh) > 0 {
+				sh[len(sh)-1] = round(sh[len(sh)-1]+1-sum, 1e-12)
+			}
+			fg.Share[name] = sh
+			fg.Trigger[name] = 1
+			if i == 0 {
+				fg.Trigger[name] = max(g.B1, 1)
+			}
+		}
+		cp.Gears = append(cp.Gears, fg)
+	}
+	// The last gear serves every QPS above qps_max (§5: clamp); gears are [q_lo, q_hi).
+	emb := formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload}
+	for _, p := range in.Profiles {
+		emb.Profiles = append(emb.Profiles, *p)
+	}
+	digest, _ := planner.InputDigest(&emb)
+	o := r.Opt
+	opts := map[string]string{"strategy": o.Strategy, "ranges": strconv.Itoa(o.Ranges), "qps_max": fmt.Sprint(o.QPSMax),
+		"percentile": fmt.Sprint(o.Percentile), "gpus": strconv.Itoa(r.HW.N), "weights": "requests"}
+	if o.TimeWeights {
+		opts["weights"] = "time"
+	}
+	if o.Latency > 0 {
+		opts["latency_slo"] = o.Latency.String()
+	}
+	if o.Accuracy > 0 {
+		opts["accuracy_slo"] = fmt.Sprint(o.Accuracy)
+	}
+	if o.MinGPUs {
+		opts["min_gpus"] = "true"
+	}
+	name := in.Workload.Metadata.Name
+	if name == "" {
+		name = c.Name
+	}
+	return &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("CascadeServe gear plan (%s): %d gears on %d GPUs", o.Strategy, len(r.Gears), r.GPUsUsed)},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", InputDigest: digest, Inputs: in.Refs,
+			Strategy: o.Strategy, Options: opts, Status: "optimal", Objective: round(r.Acc, 1e-6), Bound: round(r.Acc, 1e-6),
+			SolveMs: float64(r.Elapsed.Microseconds()) / 1000, Nodes: int64(r.Iterations), Embedded: &emb},
+		Cluster: in.Cluster,
+		Cascade: cp,
+	}
+}
+
+func round(x, q float64) float64 { return math.Round(x/q) * q }

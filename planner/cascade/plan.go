@@ -1,0 +1,663 @@
+package cascade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+)
+
+// Strategies: the CascadeServe planner and the baselines of spec §6, planned on the same
+// inputs. DynBa and MS+ choose single models; no-switch uses one gear for all ranges;
+// no-cascade restricts gears to single models.
+const (
+	StrategyCascadeServe = "cascadeserve"
+	StrategyNoSwitch     = "no-switch"
+	StrategyNoCascade    = "no-cascade"
+	StrategyDynBa        = "dynba"
+	StrategyMSPlus       = "ms+"
+)
+
+// Strategies lists the strategies, the default first.
+var Strategies = []string{StrategyCascadeServe, StrategyNoSwitch, StrategyNoCascade, StrategyDynBa, StrategyMSPlus}
+
+// Options are the planner's settings.
+type Options struct {
+	Strategy string
+	// Latency (> 0) is a latency SLO at Percentile (maximize accuracy); Accuracy (> 0) is an
+	// accuracy SLO (minimize weighted latency). Both: the latency SLO with an accuracy floor
+	// (a cell of the paper's Fig. 7). Zero values take the workload's.
+	Latency    time.Duration
+	Percentile float64
+	Accuracy   float64
+	// GPUs uses the first GPUs of the cluster (0 = all); MinGPUs searches the fewest GPUs
+	// whose plan meets the SLO (and the accuracy floor).
+	GPUs    int
+	MinGPUs bool
+	// Ranges overrides the workload's qps_ranges (§8.4 default: 64, or width 1 QPS when
+	// qps_max ≤ 64); QPSMax its qps_max.
+	Ranges int
+	QPSMax float64
+	// TimeWeights weights range accuracy by time instead of requests (§8.2).
+	TimeWeights bool
+	Search      SearchOptions
+	Sim         SimOptions
+	// Budget bounds the loop's iterations (0 = 10,000).
+	Budget int
+}
+
+// Result is a solved plan with the planner's bookkeeping.
+type Result struct {
+	Task      *Task
+	Pareto    []Cascade
+	Placement []Replica
+	Gears     []Gear
+	HW        Hardware
+	// Acc is the plan's weighted accuracy; Weights the per-range ω.
+	Acc     float64
+	Weights []float64
+	// GPUsUsed counts GPUs holding at least one replica.
+	GPUsUsed   int
+	Iterations int
+	LPs        int
+	Sims       int
+	Elapsed    time.Duration
+	Opt        Options
+}
+
+// planning is one co-optimization run.
+type planning struct {
+	ctx   context.Context
+	t     *Task
+	hw    Hardware
+	P     []Cascade
+	q     []float64 // per range: evaluation QPS (upper bound, §8.4)
+	lo    []float64
+	w     []float64 // ω_r
+	opt   Options
+	lb    *lbSolver
+	sims  int
+	cache map[string]Gear
+}
+
+// ErrBadInput marks invalid input (wrapped with planner.ErrInput by the glue).
+var ErrBadInput = planner.ErrInput
+
+// Plan runs the planner for task t on hardware hw with workload entry c (QPS settings and
+// histogram).
+func Plan(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Options) (*Result, error) {
+	start := time.Now()
+	if o.Strategy == "" {
+		o.Strategy = StrategyCascadeServe
+	}
+	if !slices.Contains(Strategies, o.Strategy) {
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("strategy %q: must be one of %v", o.Strategy, Strategies)}}
+	}
+	if o.Latency == 0 && o.Accuracy == 0 {
+		if c.LatencySLO != nil {
+			o.Latency = time.Duration(c.LatencySLO.Latency)
+			if o.Percentile == 0 {
+				o.Percentile = c.LatencySLO.Percentile
+			}
+		} else {
+			o.Accuracy = c.AccuracySLO
+		}
+	}
+	if o.Percentile == 0 {
+		o.Percentile = 0.95
+	}
+	o.Sim.Percentile = o.Percentile
+	if o.QPSMax == 0 {
+		o.QPSMax = c.QPSMax
+	}
+	if o.Ranges == 0 {
+		o.Ranges = c.QPSRanges
+	}
+	if o.Ranges == 0 {
+		o.Ranges = 64
+		if o.QPSMax <= 64 {
+			o.Ranges = max(1, int(math.Ceil(o.QPSMax)))
+		}
+	}
+	if !o.MinGPUs {
+		if o.GPUs > 0 && o.GPUs < hw.N {
+			hw.N = o.GPUs
+		}
+		res, err := planOn(ctx, t, c, hw, o)
+		if res != nil {
+			res.Elapsed = time.Since(start)
+		}
+		return res, err
+	}
+	var last error
+	lim := hw.N
+	if o.GPUs > 0 {
+		lim = min(lim, o.GPUs)
+	}
+	var lps, sims int
+	for n := 1; n <= lim; n++ {
+		h := hw
+		h.N = n
+		res, err := planOn(ctx, t, c, h, o)
+		if res != nil {
+			lps += res.LPs
+			sims += res.Sims
+		}
+		if err == nil && res.meets(o) {
+			res.Elapsed, res.LPs, res.Sims = time.Since(start), lps, sims
+			return res, nil
+		}
+		if err != nil && !errors.Is(err, planner.ErrInfeasible) {
+			return nil, err
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = fmt.Errorf("%w: %d GPUs: %s", planner.ErrInfeasible, n, res.shortfall(o))
+		}
+	}
+	return nil, fmt.Errorf("no GPU count up to %d meets the SLO: %w", lim, last)
+}
+
+// meets reports whether a plan meets every SLO of o (for MinGPUs): no overloaded gear, the
+// accuracy floor, and the latency bound at every gear.
+func (r *Result) meets(o Options) bool { return r.shortfall(o) == "" }
+
+func (r *Result) shortfall(o Options) string {
+	if o.Accuracy > 0 && r.Acc < o.Accuracy-1e-9 {
+		return fmt.Sprintf("accuracy %.4f < %.4f", r.Acc, o.Accuracy)
+	}
+	for i, g := range r.Gears {
+		if g.Overload || !g.Sim.Sustained {
+			return fmt.Sprintf("gear %d (QPS %g) overloaded", i, g.QHi)
+		}
+		if o.Latency > 0 && g.Sim.PLat > o.Latency.Seconds()+1e-9 {
+			return fmt.Sprintf("gear %d (QPS %g): p%g latency %.0f ms > %v", i, g.QHi, o.Percentile*100, g.Sim.PLat*1000, o.Latency)
+		}
+	}
+	return ""
+}
+
+// weights returns per-range weights ω_r (§8.2–8.3): time fractions from the histogram
+// (fraction of time at integer QPS i), else Zipf s=1 over range indices; times the range's
+// mean QPS for request weights.
+func weights(c *formats.Cascade, lo, hi []float64, timeOnly bool) []float64 {
+	n := len(lo)
+	w := make([]float64, n)
+	if len(c.QPSHistogram) > 0 {
+		for i, f := range c.QPSHistogram {
+			q := float64(i)
+			r := sort.Search(n, func(j int) bool { return hi[j] > q })
+			if r >= n {
+				r = n - 1
+			}
+			w[r] += f
+		}
+	} else {
+		for r := range w {
+			w[r] = 1 / float64(r+1)
+		}
+	}
+	var sum float64
+	for r := range w {
+		if !timeOnly {
+			w[r] *= math.Max((lo[r]+hi[r])/2, 1e-9)
+		}
+		sum += w[r]
+	}
+	for r := range w {
+		if sum > 0 {
+			w[r] /= sum
+		} else {
+			w[r] = 1 / float64(n)
+		}
+	}
+	return w
+}
+
+func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Options) (*Result, error) {
+	p := &planning{ctx: ctx, t: t, hw: hw, opt: o, lb: &lbSolver{ctx: ctx, t: t, nGPU: hw.N, cache: map[string]lbResult{}}, cache: map[string]Gear{}}
+	// SP1: cascade search with Pareto filtering (§4.2).
+	so := o.Search
+	switch o.Strategy {
+	case StrategyNoCascade, StrategyDynBa, StrategyMSPlus:
+		so.Singles = true
+	}
+	p.P = Pareto(t.Enumerate(so))
+	n := o.Ranges
+	width := o.QPSMax / float64(n)
+	for r := 0; r < n; r++ {
+		p.lo = append(p.lo, float64(r)*width)
+		p.q = append(p.q, float64(r+1)*width)
+	}
+	p.w = weights(c, p.lo, p.q, o.TimeWeights)
+	if o.Strategy == StrategyNoSwitch || o.Strategy == StrategyDynBa {
+		// One gear for every QPS: plan a single range at qps_max, then stretch it.
+		p.lo, p.q, p.w = []float64{0}, []float64{o.QPSMax}, []float64{1}
+	}
+	var gears []Gear
+	var pl []Replica
+	var err error
+	if o.Accuracy > 0 && o.Latency == 0 {
+		gears, pl, err = p.accuracyLoop()
+	} else {
+		gears, pl, err = p.latencyLoop()
+	}
+	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w}
+	if err != nil {
+		return res, err
+	}
+	res.Gears, res.Placement = gears, pl
+	for i, g := range gears {
+		res.Acc += p.w[i] * g.C.Acc
+	}
+	usedGPU := map[int]bool{}
+	for _, r := range pl {
+		for _, d := range r.GPUs {
+			usedGPU[d] = true
+		}
+	}
+	res.GPUsUsed = len(usedGPU)
+	return res, nil
+}
+
+// gear evaluates cascade a at range r on placement pl: shares from the LP at the SP4 batch
+// size, then SP4's b1 search with the planner simulator (§4.5).
+func (p *planning) gear(a, r int, pl []Replica, plKey string) (Gear, *planErr) {
+	c := &p.P[a]
+	key := fmt.Sprintf("%d|%g|%s", a, p.q[r], plKey)
+	if g, ok := p.cache[key]; ok {
+		g.QLo, g.QHi = p.lo[r], p.q[r]
+		if g.Overload {
+			return g, &planErr{kind: "throughput", rng: r, model: c.Models[max(g.Sim.Bottleneck, 0)]}
+		}
+		return g, nil
+	}
+	g, perr := p.tuneBatching(a, r, pl, plKey)
+	p.cache[key] = g
+	return g, perr
+}
+
+// batchGrid is SP4's b1 scan [ours: a geometric grid of the artifact's 1..B_prof, keeping
+// the planner's cost bounded at BERT's 7,600 QPS].
+var batchGrid = []int{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 80, 100, 128, 160, 200, 256}
+
+func (p *planning) tuneBatching(a, r int, pl []Replica, plKey string) (Gear, *planErr) {
+	c := &p.P[a]
+	q := p.q[r]
+	g := Gear{QLo: p.lo[r], QHi: q, C: *c, B1: 1}
+	lastBottleneck := 0
+	var best *Gear
+	grid := batchGrid
+	if p.opt.Strategy == StrategyDynBa || p.opt.Strategy == StrategyMSPlus {
+		grid = []int{1} // a free GPU runs everything queued (DynBa; MS+'s adaptive batching)
+	}
+	for _, b1 := range grid {
+		lb := p.lb.solve(c, pl, plKey, p.batchTimes(c, b1), true)
+		if math.IsInf(lb.u, 1) {
+			return g, &planErr{kind: "throughput", rng: r, model: c.Models[0]}
+		}
+		g.Share = make([][]float64, len(c.Models))
+		for i := range c.Models {
+			g.Share[i] = normShares(lb.x[i])
+		}
+		// pre-check (§4.5, recommended per-GPU form): Σ_ρ x_ρ/b_ρ·lat(b_ρ) ≤ 1.
+		if len(grid) > 1 && !p.precheck(c, pl, lb, b1, q) {
+			continue
+		}
+		g.B1 = b1
+		g.Sim = p.t.SimulateGear(pl, p.hw.N, &g, q, p.opt.Sim)
+		g.Simulated = true
+		p.sims++
+		if debug {
+			fmt.Printf("    sim %s q=%g b1=%d -> %+v\n", p.t.Names(c), q, b1, g.Sim)
+		}
+		if !g.Sim.Sustained {
+			lastBottleneck = g.Sim.Bottleneck
+			continue
+		}
+		if best == nil || g.Sim.PLat < best.Sim.PLat {
+			cp := g
+			best = &cp
+		}
+		if p.opt.Latency > 0 && g.Sim.PLat > p.opt.Latency.Seconds() {
+			continue // the artifact keeps growing b1 here too
+		}
+		return g, nil
+	}
+	kind := "throughput"
+	if best != nil {
+		g = *best
+		kind = "latency"
+	} else if !g.Simulated {
+		g.Sim = SimResult{Bottleneck: 0, PLat: math.Inf(1)}
+	}
+	g.Overload = best == nil
+	m := c.Models[min(max(lastBottleneck, 0), len(c.Models)-1)]
+	return g, &planErr{kind: kind, rng: r, model: m}
+}
+
+func (p *planning) precheck(c *Cascade, pl []Replica, lb lbResult, b1 int, q float64) bool {
+	load := make([]float64, p.hw.N)
+	for i, m := range c.Models {
+		b := max(1, int(math.Round(c.Reach[i]*float64(b1))))
+		k := 0
+		for _, r := range pl {
+			if r.Model != m {
+				continue
+			}
+			x := lb.x[i][k] * q
+			k++
+			if x <= 0 {
+				continue
+			}
+			// [ours] x/b batches per second, not ceil(x/b): below b QPS a batch takes more
+			// than a second to fill, which is latency (the simulation's call), not load.
+			t := x / float64(b) * p.t.Models[m].Lat(b) / 1e6
+			for _, d := range r.GPUs {
+				load[d] += t
+			}
+		}
+	}
+	for _, l := range load {
+		if l > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// latencyLoop is Algorithm 1 under a latency SLO (§4.1, §4.3 latency branch): every range
+// starts at the most accurate Pareto cascade; throughput, latency and OOM errors flow back
+// — SP4 errors first raise the bottleneck model's replica count (SP3), then downgrade the
+// range (SP2) — until a full pass is clean.
+func (p *planning) latencyLoop() ([]Gear, []Replica, error) {
+	n := len(p.q)
+	assign := make([]int, n)
+	if p.opt.Strategy == StrategyMSPlus {
+		// MS+ (§6): for each QPS, the most accurate single model whose n·B/lat(B) covers it.
+		for r := range assign {
+			assign[r] = len(p.P) - 1
+			for a := range p.P {
+				m := &p.t.Models[p.P[a].Models[0]]
+				B := len(m.LatUs) - 1
+				if float64(p.hw.N)*float64(B)/(m.Lat(B)/1e6) >= p.q[r] {
+					assign[r] = a
+					break
+				}
+			}
+		}
+	}
+	minCount := map[int]int{}
+	budget := p.opt.Budget
+	if budget <= 0 {
+		budget = 10000
+	}
+	downgrade := func(r int) error {
+		assign[r]++
+		if assign[r] >= len(p.P) {
+			return p.infeasible(r)
+		}
+		// [ours] a higher-QPS range never keeps a more accurate (slower) cascade than a
+		// lower one that had to give way: it would fail the same way.
+		for r2 := r + 1; r2 < n; r2++ {
+			assign[r2] = max(assign[r2], assign[r])
+		}
+		return nil
+	}
+	for it := 0; it < budget; it++ {
+		if err := p.ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		if debug {
+			fmt.Println("iter", it, assign, minCount)
+		}
+		// SP3 quick reject (§4.4): Σ λ_m·rt(m) > n_gpus at the optimistic time.
+		bad := -1
+		for r := 0; r < n && bad < 0; r++ {
+			if p.q[r]*p.P[assign[r]].Work > float64(p.hw.N) {
+				bad = r
+			}
+		}
+		if bad >= 0 {
+			if err := downgrade(bad); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		pl, perr := p.place(assign, minCount)
+		if perr != nil {
+			if err := downgrade(perr.rng); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		plKey := placementKey(pl)
+		gears := make([]Gear, n)
+		var fail *planErr
+		for r := 0; r < n && fail == nil; r++ {
+			g, e := p.gear(assign[r], r, pl, plKey)
+			gears[r] = g
+			fail = e
+		}
+		if fail == nil {
+			return gears, pl, nil
+		}
+		if debug {
+			fmt.Printf("  fail %+v pl=%v\n", *fail, pl)
+		}
+		// SP4 → SP3: one more replica of the bottleneck model, if there is room to add
+		// one; otherwise SP3 passes a throughput error to SP2.
+		m := fail.model
+		cnt := 0
+		for _, r := range pl {
+			if r.Model == m {
+				cnt++
+			}
+		}
+		maxCnt := len(p.t.fullReplication(p.hw, onlyModel(len(p.t.Models), m)))
+		if m >= 0 && cnt < maxCnt && minCount[m] < cnt+1 && fullUse(pl, p.t, p.hw) {
+			minCount[m] = cnt + 1
+			continue
+		}
+		if err := downgrade(fail.rng); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: the co-optimization loop did not converge within %d iterations", planner.ErrNoSolution, budget)
+}
+
+// fullUse reports whether pruning removed any replica (otherwise raising a replica count
+// cannot help: every model already sits everywhere).
+func fullUse(pl []Replica, t *Task, hw Hardware) bool {
+	use := make([]bool, len(t.Models))
+	for _, r := range pl {
+		use[r.Model] = true
+	}
+	return len(t.fullReplication(hw, use)) > len(pl)
+}
+
+func onlyModel(n, m int) []bool {
+	u := make([]bool, n)
+	if m >= 0 && m < n {
+		u[m] = true
+	}
+	return u
+}
+
+// infeasible names the best attainable point when range r has no cascade left.
+func (p *planning) infeasible(r int) error {
+	cheap := &p.P[len(p.P)-1]
+	msg := fmt.Sprintf("no cascade serves %g QPS", p.q[r])
+	if p.opt.Latency > 0 {
+		// best attainable: the cheapest cascade's simulated latency at this range
+		pl := p.t.fullReplication(p.hw, onlyModelSet(len(p.t.Models), cheap.Models))
+		g := Gear{QLo: p.lo[r], QHi: p.q[r], C: *cheap, B1: 1}
+		best := math.Inf(1)
+		for _, b1 := range batchGrid {
+			g.B1 = b1
+			s := p.t.SimulateGear(pl, p.hw.N, &g, p.q[r], p.opt.Sim)
+			if s.Sustained {
+				best = math.Min(best, s.PLat)
+			}
+		}
+		if !math.IsInf(best, 1) {
+			msg += fmt.Sprintf(" within p%g ≤ %v on %d GPU(s): the best attainable is %.0f ms (cascade %s)", p.opt.Percentile*100, p.opt.Latency, p.hw.N, best*1000, p.t.Names(cheap))
+		} else {
+			msg += fmt.Sprintf(" on %d GPU(s) at any latency: even %s cannot keep up", p.hw.N, p.t.Names(cheap))
+		}
+	}
+	return fmt.Errorf("%w: %s", planner.ErrInfeasible, msg)
+}
+
+func onlyModelSet(n int, ms []int) []bool {
+	u := make([]bool, n)
+	for _, m := range ms {
+		u[m] = true
+	}
+	return u
+}
+
+// accuracyLoop is the accuracy-SLO branch (§4.3, §8.12): start at the cheapest cascade,
+// upgrade the least-loaded range until A ≥ A*; throughput shortfalls are soft (the range
+// is marked overloaded); then an improvement pass moves overloaded ranges to cheaper
+// cascades, re-upgrading the least-loaded others, when weighted latency improves.
+func (p *planning) accuracyLoop() ([]Gear, []Replica, error) {
+	n := len(p.q)
+	A := p.opt.Accuracy
+	if p.P[0].Acc < A-1e-12 {
+		return nil, nil, fmt.Errorf("%w: accuracy %.4g: the most accurate cascade reaches %.4f (%s)", planner.ErrInfeasible, A, p.P[0].Acc, p.t.Names(&p.P[0]))
+	}
+	assign := make([]int, n)
+	for r := range assign {
+		assign[r] = len(p.P) - 1
+	}
+	p.raise(assign, -1)
+	gears, pl, cost := p.evalAcc(assign)
+	for pass := 0; pass < 2*n; pass++ {
+		worst := -1
+		for r := n - 1; r >= 0; r-- {
+			if gears[r].Overload && assign[r] < len(p.P)-1 {
+				worst = r
+				break
+			}
+		}
+		if worst < 0 {
+			break
+		}
+		try := slices.Clone(assign)
+		try[worst]++
+		p.raise(try, worst)
+		g2, pl2, c2 := p.evalAcc(try)
+		if c2 >= cost {
+			break
+		}
+		assign, gears, pl, cost = try, g2, pl2, c2
+	}
+	return gears, pl, nil
+}
+
+// raise upgrades the least-loaded ranges (never skip) one step at a time until the plan's
+// weighted accuracy reaches A*.
+func (p *planning) raise(assign []int, skip int) {
+	acc := func() float64 {
+		var a float64
+		for r, x := range assign {
+			a += p.w[r] * p.P[x].Acc
+		}
+		return a
+	}
+	for acc() < p.opt.Accuracy-1e-12 {
+		best, bl := -1, math.Inf(1)
+		for r, x := range assign {
+			if r == skip || x == 0 {
+				continue
+			}
+			if l := p.q[r] * p.P[x].Work; l < bl {
+				best, bl = r, l
+			}
+		}
+		if best < 0 {
+			return
+		}
+		assign[best]--
+	}
+}
+
+// evalAcc places and simulates an accuracy-SLO assignment; the cost is the weighted p-th
+// latency with a large penalty per overloaded gear.
+func (p *planning) evalAcc(assign []int) ([]Gear, []Replica, float64) {
+	minCount := map[int]int{}
+	pl, perr := p.place(assign, minCount)
+	if perr != nil {
+		// soft: keep full replication of what fits, pruning without the LP guard
+		pl = p.t.fullReplication(p.hw, onlyModelSet(len(p.t.Models), usedModels(p.P, assign)))
+		pl = p.pruneMemOnly(pl)
+	}
+	plKey := placementKey(pl)
+	gears := make([]Gear, len(assign))
+	var cost float64
+	for r := range assign {
+		g, _ := p.gear(assign[r], r, pl, plKey)
+		gears[r] = g
+		l := g.Sim.PLat
+		if g.Overload || math.IsInf(l, 1) {
+			l = 1e6
+		}
+		cost += p.w[r] * l
+	}
+	return gears, pl, cost
+}
+
+func usedModels(P []Cascade, assign []int) []int {
+	var out []int
+	for _, a := range assign {
+		for _, m := range P[a].Models {
+			if !contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// pruneMemOnly drops replicas (largest first, keeping one per model) until memory fits.
+func (p *planning) pruneMemOnly(pl []Replica) []Replica {
+	for {
+		used := make([]int64, p.hw.N)
+		for _, r := range pl {
+			for k, d := range r.GPUs {
+				used[d] += p.t.memUse(r, k)
+			}
+		}
+		count := map[int]int{}
+		for _, r := range pl {
+			count[r.Model]++
+		}
+		drop := -1
+		for i := len(pl) - 1; i >= 0; i-- {
+			r := pl[i]
+			over := false
+			for _, d := range r.GPUs {
+				over = over || used[d] > p.hw.Mem
+			}
+			if over && count[r.Model] > 1 {
+				drop = i
+				break
+			}
+		}
+		if drop < 0 {
+			return pl
+		}
+		pl = append(pl[:drop], pl[drop+1:]...)
+	}
+}
+
+var debug = os.Getenv("CASCADE_DEBUG") != ""
