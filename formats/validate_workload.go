@@ -310,7 +310,7 @@ func (w *Workflows) validate(v *validator, p string) {
 			v.add(field(np, "slo"), a.SLO, "must be > 0 (or omitted)")
 		}
 		boundedDuration(v, field(np, "slo"), a.SLO)
-		nonNegative(v, field(np, "rate_rps"), a.RateRPS)
+		rate(v, field(np, "rate_rps"), a.RateRPS)
 		switch {
 		case len(a.Steps) > 0 && a.Loop != nil:
 			v.add(field(np, "loop"), nil, "set steps or loop, not both")
