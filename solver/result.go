@@ -19,8 +19,9 @@ var (
 	ErrUnbounded = errors.New("solver: model is unbounded")
 	// ErrNoSolution: the time limit was reached before any feasible solution was found.
 	ErrNoSolution = errors.New("solver: no feasible solution found within the limits")
-	// ErrBackendUnavailable: highs.wasm is missing or not the pinned build;
-	// its message says to run `make assets` or set PLAN_HIGHS_WASM.
+	// ErrBackendUnavailable: highs.wasm is missing or not the pinned build,
+	// or PLAN_SOLVER_ENGINE asks for an engine this binary lacks; the errors
+	// wrapping it say how to fix that (`make assets`, PLAN_HIGHS_WASM, ...).
 	ErrBackendUnavailable = highs.ErrUnavailable
 	// ErrAborted: HiGHS crashed (C++ exception, abort, trap, out of memory).
 	// The process is unaffected; the instance is discarded.
@@ -112,11 +113,37 @@ type Options struct {
 	// Start is an optional MIP start, one value per variable, passed to
 	// HiGHS with Highs_setSolution. HiGHS ignores an infeasible start.
 	Start []float64
-	// Progress, if set, is called from the solving goroutine for every MIP
-	// progress line HiGHS logs (new incumbents, periodic updates).
+	// Progress, if set, is called for every MIP progress line HiGHS logs
+	// (new incumbents, periodic updates). Without a race it is called from
+	// the goroutine running Solve; in a race the calls come from the
+	// racers' goroutines, one at a time, with the best incumbent and bound
+	// of all racers and the sum of their nodes.
 	Progress func(Progress)
-	// Log, if set, receives the raw HiGHS log.
+	// Log, if set, receives the raw HiGHS log (in a race, racer 0's only).
 	Log io.Writer
+	// Race is how many HiGHS instances solve a MIP in parallel, each with
+	// different random seeds and heuristic settings; the first to prove the
+	// gap (or infeasibility) wins and the others are canceled. Branch and
+	// bound on hard MILPs varies a lot with such settings, so a race is
+	// usually faster than any one instance and uses all cores (each
+	// instance is single-threaded). If every racer hits the time limit,
+	// the best incumbent wins and Bound is the best bound any racer proved.
+	// Racers other than the first start from Start, the only incumbent the
+	// HiGHS C API can hand a solve, not from each other's incumbents.
+	//
+	// 0 races automatically: a MIP whose TimeLimit is 0 or at least
+	// RaceMinTimeLimit gets min(GOMAXPROCS, 4) racers when GOMAXPROCS >= 2,
+	// started only once the first instance has run for RaceDelay without
+	// finishing, so that easy models never pay for a race. 1 never races;
+	// n >= 2 starts n racers at once. LPs never race.
+	Race int
+	// Deterministic disables racing: the result then depends only on the
+	// model and the options (not on timing), up to the time limit. Both
+	// engines run the same HiGHS build and return the same result. A race
+	// returns an optimal solution within the gap, but which one of several
+	// (and so the values, node count and iterations) depends on which
+	// racer finished first.
+	Deterministic bool
 }
 
 // Progress is a snapshot of a running MIP solve.

@@ -30,10 +30,35 @@ func Solve(ctx context.Context, m *Model, opts Options) (*Result, error) {
 	if err := opts.check(m); err != nil {
 		return nil, err
 	}
+	if err := writeLPEnv(m); err != nil {
+		return nil, err
+	}
 	eng, err := highs.Default()
 	if err != nil {
 		return nil, err
 	}
+	return solveWith(ctx, eng, m, opts, start)
+}
+
+// solveWith solves a validated model on eng, racing instances if opts ask
+// for it (see Options.Race).
+func solveWith(ctx context.Context, eng *highs.Engine, m *Model, opts Options, start time.Time) (*Result, error) {
+	var res *Result
+	var err error
+	if n, delay := opts.racers(m); n > 1 {
+		res, err = race(ctx, eng, m, opts, start, n, delay)
+	} else {
+		res, err = solveOne(ctx, eng, &session{ctx: ctx, m: m, opts: opts, start: start,
+			log: opts.Log, progress: opts.Progress})
+	}
+	if res != nil {
+		res.Wall = time.Since(start)
+	}
+	return res, err
+}
+
+// solveOne runs session s on an instance of eng.
+func solveOne(ctx context.Context, eng *highs.Engine, s *session) (*Result, error) {
 	inst, err := eng.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -41,13 +66,8 @@ func Solve(ctx context.Context, m *Model, opts Options) (*Result, error) {
 	// Release outlives ctx: an instance canceled mid-call is closed there,
 	// a healthy one has its Highs object destroyed and goes back to the pool.
 	defer eng.Release(context.WithoutCancel(ctx), inst)
-
-	s := &session{ctx: ctx, m: m, opts: opts, in: inst, start: start}
-	res, err := s.solve()
-	if res != nil {
-		res.Wall = time.Since(start)
-	}
-	return res, err
+	s.in = inst
+	return s.solve()
 }
 
 func (o *Options) check(m *Model) error {
@@ -58,6 +78,8 @@ func (o *Options) check(m *Model) error {
 		return fmt.Errorf("%w: negative Options.TimeLimit %v", ErrInvalidModel, o.TimeLimit)
 	case !(o.RelGap >= 0) || math.IsInf(o.RelGap, 0):
 		return fmt.Errorf("%w: Options.RelGap %v", ErrInvalidModel, o.RelGap)
+	case o.Race < 0:
+		return fmt.Errorf("%w: negative Options.Race %d", ErrInvalidModel, o.Race)
 	}
 	for j, v := range o.Start {
 		if math.IsNaN(v) {
@@ -67,14 +89,20 @@ func (o *Options) check(m *Model) error {
 	return nil
 }
 
-// session is one Solve call: up to three HiGHS runs on one instance.
+// session is one solve on one instance: up to three HiGHS runs. A race
+// has one session per instance.
 type session struct {
-	ctx   context.Context
-	m     *Model
-	opts  Options
-	in    *highs.Instance
-	start time.Time
-	err   error // first fatal error from an info query
+	ctx     context.Context
+	m       *Model
+	opts    Options
+	in      *highs.Instance
+	start   time.Time
+	variant int // racer number: 0 runs HiGHS's defaults, others diversify
+	// log and progress receive this session's HiGHS log and MIP progress
+	// (Options.Log and Options.Progress, or a race's merged view of them).
+	log      io.Writer
+	progress func(Progress)
+	err      error // first fatal error from an info query
 }
 
 // runMode selects how a run differs from the plain solve.
@@ -173,16 +201,19 @@ func (s *session) setOptions(mode runMode) error {
 			return err
 		}
 	}
+	if s.variant > 0 && s.m.nInt > 0 {
+		return setRaceOptions(ctx, in, s.variant)
+	}
 	return nil
 }
 
 // logWriter builds the sink for the HiGHS log of one run.
 func (s *session) logWriter(mode runMode) io.Writer {
 	var ws []io.Writer
-	if s.opts.Log != nil {
-		ws = append(ws, s.opts.Log)
+	if s.log != nil {
+		ws = append(ws, s.log)
 	}
-	if s.opts.Progress != nil && !mode.zeroObj {
+	if s.progress != nil && !mode.zeroObj {
 		ws = append(ws, &highs.LineWriter{Fn: s.progressLine})
 	}
 	switch len(ws) {
@@ -199,7 +230,7 @@ func (s *session) progressLine(line string) {
 	if !ok {
 		return
 	}
-	s.opts.Progress(Progress{
+	s.progress(Progress{
 		Elapsed:      time.Since(s.start),
 		Nodes:        row.Nodes,
 		Incumbent:    row.BestSol,
@@ -335,6 +366,10 @@ func (s *session) keep(err error) int64 {
 
 // Version describes the backend, e.g. "HiGHS 1.15.1 (wasm, highs@1.15.3)".
 // It loads the backend if needed; without one the version is not known.
+// Both engines run the same wasm build (natively after wasm2c, or in wazero)
+// and give the same results, so the string does not name the engine: plans
+// that record it stay byte-identical whichever engine solved them. Engine
+// names it.
 func Version() string {
 	if eng, err := highs.Default(); err == nil {
 		if v := eng.Version(context.Background()); v != "" {
@@ -342,4 +377,17 @@ func Version() string {
 		}
 	}
 	return "HiGHS 1.15 (wasm, " + highs.Package + ", backend unavailable)"
+}
+
+// Engine names the engine Solve uses: "native" (HiGHS translated to C by
+// wasm2c and compiled in, build tag highs_native) or "wazero" (the wasm in
+// the pure-Go runtime), as chosen by PLAN_SOLVER_ENGINE or, by default, the
+// native one where it was built. It is "" with an error if that engine is
+// not available.
+func Engine() (string, error) {
+	eng, err := highs.Default()
+	if err != nil {
+		return "", err
+	}
+	return eng.Kind(), nil
 }

@@ -15,15 +15,57 @@ import (
 
 func t1(v Var, c float64) Term { return Term{v, c} }
 
+// knownCase is a small model with a known outcome.
+type knownCase struct {
+	name   string
+	build  func() *Model
+	status Status
+	obj    float64
+	values []float64 // checked when non-nil
+}
+
 func TestSolveKnown(t *testing.T) {
 	needBackend(t)
-	tests := []struct {
-		name   string
-		build  func() *Model
-		status Status
-		obj    float64
-		values []float64 // checked when non-nil
-	}{
+	for _, tc := range knownCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.build()
+			res, err := Solve(context.Background(), m, Options{})
+			if err != nil {
+				t.Fatalf("Solve: %v", err)
+			}
+			if res.Status != tc.status {
+				t.Fatalf("status = %v, want %v", res.Status, tc.status)
+			}
+			if math.IsInf(tc.obj, 0) {
+				if res.Objective != tc.obj || res.HasSolution {
+					t.Errorf("objective = %v, HasSolution = %v; want %v, false", res.Objective, res.HasSolution, tc.obj)
+				}
+				if res.Err() == nil {
+					t.Error("Err() = nil for a result without solution")
+				}
+				return
+			}
+			if !res.HasSolution || math.Abs(res.Objective-tc.obj) > 1e-6 {
+				t.Fatalf("objective = %v (HasSolution %v), want %v", res.Objective, res.HasSolution, tc.obj)
+			}
+			if math.Abs(res.Bound-tc.obj) > 1e-4*math.Max(1, math.Abs(tc.obj)) || res.Gap > 1e-4 {
+				t.Errorf("bound = %v, gap = %v at optimum %v", res.Bound, res.Gap, tc.obj)
+			}
+			checkFeasible(t, m, res.Values, res.Objective, 1e-6)
+			for j, want := range tc.values {
+				if got := res.Value(Var(j)); math.Abs(got-want) > 1e-6 {
+					t.Errorf("value of %s = %v, want %v", m.VarName(Var(j)), got, want)
+				}
+			}
+			if res.Err() != nil || res.Wall <= 0 {
+				t.Errorf("Err() = %v, Wall = %v", res.Err(), res.Wall)
+			}
+		})
+	}
+}
+
+func knownCases() []knownCase {
+	return []knownCase{
 		{"lp-maximize", func() *Model {
 			m := NewModel("lp", Maximize)
 			x := m.AddContinuous("x", 0, 3, 3)
@@ -161,42 +203,6 @@ func TestSolveKnown(t *testing.T) {
 			return m
 		}, StatusInfeasible, math.Inf(-1), nil},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			m := tc.build()
-			res, err := Solve(context.Background(), m, Options{})
-			if err != nil {
-				t.Fatalf("Solve: %v", err)
-			}
-			if res.Status != tc.status {
-				t.Fatalf("status = %v, want %v", res.Status, tc.status)
-			}
-			if math.IsInf(tc.obj, 0) {
-				if res.Objective != tc.obj || res.HasSolution {
-					t.Errorf("objective = %v, HasSolution = %v; want %v, false", res.Objective, res.HasSolution, tc.obj)
-				}
-				if res.Err() == nil {
-					t.Error("Err() = nil for a result without solution")
-				}
-				return
-			}
-			if !res.HasSolution || math.Abs(res.Objective-tc.obj) > 1e-6 {
-				t.Fatalf("objective = %v (HasSolution %v), want %v", res.Objective, res.HasSolution, tc.obj)
-			}
-			if math.Abs(res.Bound-tc.obj) > 1e-4*math.Max(1, math.Abs(tc.obj)) || res.Gap > 1e-4 {
-				t.Errorf("bound = %v, gap = %v at optimum %v", res.Bound, res.Gap, tc.obj)
-			}
-			checkFeasible(t, m, res.Values, res.Objective, 1e-6)
-			for j, want := range tc.values {
-				if got := res.Value(Var(j)); math.Abs(got-want) > 1e-6 {
-					t.Errorf("value of %s = %v, want %v", m.VarName(Var(j)), got, want)
-				}
-			}
-			if res.Err() != nil || res.Wall <= 0 {
-				t.Errorf("Err() = %v, Wall = %v", res.Err(), res.Wall)
-			}
-		})
-	}
 }
 
 func TestErrSentinels(t *testing.T) {
@@ -221,9 +227,10 @@ func TestErrSentinels(t *testing.T) {
 			t.Errorf("Status(%d).String() = %q, want %q", int(s), s.String(), want)
 		}
 	}
-	if !strings.Contains(ErrBackendUnavailable.Error(), "make assets") ||
-		!strings.Contains(ErrBackendUnavailable.Error(), "PLAN_HIGHS_WASM") {
-		t.Errorf("ErrBackendUnavailable message %q must say how to fix it", ErrBackendUnavailable)
+	t.Setenv(highs.EnvWasm, "/nonexistent/highs.wasm")
+	if _, _, err := highs.LoadWasm(); !errors.Is(err, ErrBackendUnavailable) ||
+		!strings.Contains(err.Error(), "make assets") || !strings.Contains(err.Error(), "PLAN_HIGHS_WASM") {
+		t.Errorf("missing wasm: %v; the error must say how to fix it", err)
 	}
 }
 

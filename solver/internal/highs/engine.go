@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-
-	"github.com/tetratelabs/wazero"
 )
 
 // maxPooledMemory is the largest linear memory an idle instance may keep.
@@ -16,13 +14,54 @@ import (
 // dropped rather than pinning its heap for the life of the process.
 const maxPooledMemory = 256 << 20
 
-// Engine is a compiled HiGHS module plus a pool of idle instances. It is safe
-// for concurrent use; each Instance is used by one goroutine at a time.
+// Engine kinds. Both run the same pinned HiGHS build, so they give the same
+// results; they differ in speed and in what the binary needs.
+const (
+	// KindNative runs C translated from highs.wasm by wasm2c at build time
+	// and compiled with cgo (build tag highs_native, `make native`).
+	KindNative = "native"
+	// KindWazero runs highs.wasm with the pure-Go runtime wazero.
+	KindWazero = "wazero"
+)
+
+// EnvEngine names the environment variable that picks the engine: "native",
+// "wazero", or unset/"auto" for native where it was built, else wazero.
+const EnvEngine = "PLAN_SOLVER_ENGINE"
+
+// backend creates instances of one engine kind.
+type backend interface {
+	// instantiate creates an instance whose host imports use st.
+	instantiate(ctx context.Context, st *hostState) (machine, error)
+	close(ctx context.Context) error
+}
+
+// machine is one instance of the module as a backend runs it: exports called
+// by their minified names with wasm-typed arguments (f64 as raw bits), plus
+// its linear memory.
+type machine interface {
+	call(ctx context.Context, name string, args []uint64) ([]uint64, error)
+	memory() memory
+	close(ctx context.Context)
+}
+
+// memory is the view of linear memory this package needs; wazero's
+// api.Memory has exactly these methods. Slices returned by Read alias the
+// memory and are valid until it grows.
+type memory interface {
+	Size() uint32
+	Read(offset, byteCount uint32) ([]byte, bool)
+	Write(offset uint32, v []byte) bool
+	ReadUint64Le(offset uint32) (uint64, bool)
+	WriteUint64Le(offset uint32, v uint64) bool
+}
+
+// Engine is a HiGHS backend (compiled module) plus a pool of idle instances.
+// It is safe for concurrent use; each Instance is used by one goroutine at a
+// time.
 type Engine struct {
-	rt     wazero.Runtime
-	cm     wazero.CompiledModule
-	cache  wazero.CompilationCache
-	source string // where the wasm came from, for diagnostics
+	kind   string
+	b      backend
+	source string // where the code came from, for diagnostics
 
 	idle chan *Instance
 
@@ -30,52 +69,8 @@ type Engine struct {
 	version     string
 }
 
-// NewEngine verifies wasm against the pinned hash and compiles it. cacheDir
-// names a wazero compilation cache directory ("" for none); with a warm cache
-// compilation takes ~0.1 s instead of ~3 s.
-func NewEngine(ctx context.Context, wasm []byte, cacheDir, source string) (*Engine, error) {
-	if err := VerifyWasm(wasm); err != nil {
-		return nil, err
-	}
-	// Cancellation is not wazero's WithCloseOnContextDone: in the optimizing
-	// compiler that plants a termination check calling out of compiled code
-	// at every loop header, which made HiGHS 8-10x slower (measured on the
-	// facility-location benchmark: 38 s vs 4.6 s). The host imports check the
-	// context instead (see checkCanceled): HiGHS reads the clock many times a
-	// second, also to enforce its own time limit.
-	cfg := wazero.NewRuntimeConfig()
-	var cache wazero.CompilationCache
-	if cacheDir != "" {
-		// A cache that cannot be created (read-only home, ...) only costs time.
-		if c, err := wazero.NewCompilationCacheWithDir(cacheDir); err == nil {
-			cache = c
-			cfg = cfg.WithCompilationCache(c)
-		}
-	}
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	fail := func(err error) (*Engine, error) {
-		_ = rt.Close(ctx)
-		if cache != nil {
-			_ = cache.Close(ctx)
-		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, source, err)
-	}
-	if err := instantiateHost(ctx, rt); err != nil {
-		return fail(err)
-	}
-	cm, err := rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return fail(err)
-	}
-	for _, name := range requiredExports {
-		if _, ok := cm.ExportedFunctions()[name]; !ok {
-			return fail(fmt.Errorf("export %q missing", name))
-		}
-	}
-	return &Engine{
-		rt: rt, cm: cm, cache: cache, source: source,
-		idle: make(chan *Instance, runtime.GOMAXPROCS(0)),
-	}, nil
+func newEngine(kind string, b backend, source string) *Engine {
+	return &Engine{kind: kind, b: b, source: source, idle: make(chan *Instance, runtime.GOMAXPROCS(0))}
 }
 
 // Close releases the engine, its idle instances and the compiled code.
@@ -85,16 +80,15 @@ func (e *Engine) Close(ctx context.Context) error {
 		case in := <-e.idle:
 			in.close(ctx)
 		default:
-			err := e.rt.Close(ctx)
-			if e.cache != nil {
-				_ = e.cache.Close(ctx)
-			}
-			return err
+			return e.b.close(ctx)
 		}
 	}
 }
 
-// Source says where the engine's wasm was loaded from.
+// Kind is KindNative or KindWazero.
+func (e *Engine) Kind() string { return e.kind }
+
+// Source says where the engine's code was loaded from.
 func (e *Engine) Source() string { return e.source }
 
 // Acquire returns an idle instance or instantiates a new one (~3 ms). The
@@ -129,7 +123,7 @@ func (e *Engine) Release(ctx context.Context, in *Instance) {
 	}
 }
 
-// Version returns the HiGHS version string compiled into the wasm, e.g.
+// Version returns the HiGHS version string compiled into the module, e.g.
 // "1.15.0", or "" if no instance could be created.
 func (e *Engine) Version(ctx context.Context) string {
 	e.versionOnce.Do(func() {
@@ -144,34 +138,71 @@ func (e *Engine) Version(ctx context.Context) string {
 }
 
 var (
-	defaultMu     sync.Mutex
-	defaultEngine *Engine
+	defaultMu sync.Mutex
+	engines   = map[string]*Engine{}
 )
 
-// Default returns the process-wide engine, compiling the wasm on first use
-// with the on-disk cache under os.UserCacheDir()/plan/wazero. Success is
-// cached for the life of the process; failure is not, so that a later call
-// can pick up a wasm fetched in the meantime.
+// Default returns the process-wide engine that $PLAN_SOLVER_ENGINE selects:
+// the native one where this binary was built with it (NativeBuilt), else
+// wazero. An explicit "native" in a binary without it is an error wrapping
+// ErrUnavailable rather than a silent fallback.
 func Default() (*Engine, error) {
+	kind, err := DefaultKind()
+	if err != nil {
+		return nil, err
+	}
+	return ForKind(kind)
+}
+
+// DefaultKind is the engine kind Default returns.
+func DefaultKind() (string, error) {
+	switch v := os.Getenv(EnvEngine); v {
+	case "", "auto":
+		if NativeBuilt {
+			return KindNative, nil
+		}
+		return KindWazero, nil
+	case KindNative, KindWazero:
+		return v, nil
+	default:
+		return "", fmt.Errorf("%w: %s=%q: want %q, %q or unset", ErrUnavailable, EnvEngine, v, KindNative, KindWazero)
+	}
+}
+
+// ForKind returns the process-wide engine of a kind, creating it on first
+// use: for wazero it compiles the wasm with the on-disk cache under
+// os.UserCacheDir()/plan/wazero. Success is cached for the life of the
+// process; failure is not, so that a later call can pick up a wasm fetched
+// in the meantime.
+func ForKind(kind string) (*Engine, error) {
 	defaultMu.Lock()
 	defer defaultMu.Unlock()
-	if defaultEngine != nil {
-		return defaultEngine, nil
+	if e := engines[kind]; e != nil {
+		return e, nil
 	}
-	wasm, source, err := LoadWasm()
+	var e *Engine
+	var err error
+	switch kind {
+	case KindNative:
+		e, err = newNativeEngine()
+	case KindWazero:
+		var wasm []byte
+		var source string
+		if wasm, source, err = LoadWasm(); err == nil {
+			e, err = NewEngine(context.Background(), wasm, DefaultCacheDir(), source)
+		}
+	default:
+		err = fmt.Errorf("%w: unknown engine kind %q", ErrUnavailable, kind)
+	}
 	if err != nil {
 		return nil, err
 	}
-	e, err := NewEngine(context.Background(), wasm, DefaultCacheDir(), source)
-	if err != nil {
-		return nil, err
-	}
-	defaultEngine = e
+	engines[kind] = e
 	return e, nil
 }
 
-// DefaultCacheDir is the compilation cache directory of Default, or "" if the
-// user has no cache directory.
+// DefaultCacheDir is the wazero compilation cache directory of Default, or
+// "" if the user has no cache directory.
 func DefaultCacheDir() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {

@@ -9,11 +9,12 @@ import (
 	"testing"
 )
 
-// engine returns the default engine, skipping (or failing under
-// PLAN_REQUIRE_ALL=1) when highs.wasm is absent.
-func engine(t *testing.T) *Engine {
+// engineOf returns the engine of a kind, skipping (or failing under
+// PLAN_REQUIRE_ALL=1) when it is absent: highs.wasm not fetched, or the
+// native engine not built.
+func engineOf(t *testing.T, kind string) *Engine {
 	t.Helper()
-	e, err := Default()
+	e, err := ForKind(kind)
 	if err != nil {
 		if os.Getenv("PLAN_REQUIRE_ALL") == "1" || !errors.Is(err, ErrUnavailable) {
 			t.Fatal(err)
@@ -21,6 +22,44 @@ func engine(t *testing.T) *Engine {
 		t.Skip(err)
 	}
 	return e
+}
+
+// engine returns the wazero engine.
+func engine(t *testing.T) *Engine { return engineOf(t, KindWazero) }
+
+// eachEngine runs f as one subtest per engine kind.
+func eachEngine(t *testing.T, f func(t *testing.T, e *Engine)) {
+	for _, kind := range []string{KindWazero, KindNative} {
+		t.Run(kind, func(t *testing.T) { f(t, engineOf(t, kind)) })
+	}
+}
+
+func TestDefaultKind(t *testing.T) {
+	t.Setenv(EnvEngine, "")
+	want := KindWazero
+	if NativeBuilt {
+		want = KindNative
+	}
+	if k, err := DefaultKind(); k != want || err != nil {
+		t.Errorf("DefaultKind() = %q, %v; want %q", k, err, want)
+	}
+	t.Setenv(EnvEngine, KindWazero)
+	if k, err := DefaultKind(); k != KindWazero || err != nil {
+		t.Errorf("%s=wazero: DefaultKind() = %q, %v", EnvEngine, k, err)
+	}
+	t.Setenv(EnvEngine, "fast")
+	if _, err := DefaultKind(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), EnvEngine) {
+		t.Errorf("%s=fast: %v", EnvEngine, err)
+	}
+	t.Setenv(EnvEngine, KindNative)
+	_, err := Default()
+	if NativeBuilt {
+		if err != nil && os.Getenv("PLAN_REQUIRE_ALL") == "1" {
+			t.Errorf("%s=native: %v", EnvEngine, err)
+		}
+	} else if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "make native") {
+		t.Errorf("%s=native without the native engine: %v, want an error saying how to build it", EnvEngine, err)
+	}
 }
 
 func TestLoadWasmErrors(t *testing.T) {
@@ -60,89 +99,94 @@ func TestLoadWasmFromEnv(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	if v := engine(t).Version(context.Background()); !strings.HasPrefix(v, "1.15.") {
-		t.Errorf("Version() = %q", v)
-	}
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		if v := e.Version(context.Background()); !strings.HasPrefix(v, "1.15.") {
+			t.Errorf("Version() = %q", v)
+		}
+	})
 }
 
 // TestAbortDiscardsInstance makes HiGHS throw a C++ exception (its LP reader
 // throws std::invalid_argument on a double inequality) and checks that the
 // error is reported, the instance is retired and the engine keeps working.
 func TestAbortDiscardsInstance(t *testing.T) {
-	e := engine(t)
-	ctx := context.Background()
-	in, err := e.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
-	err = in.ReadModel(ctx, "bad.lp", []byte("Minimize\n obj: x\nSubject To\n r: 1 <= x <= 2\nEnd\n"))
-	if !errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "invalid_argument") ||
-		!strings.Contains(err.Error(), "Highs_readModel") {
-		t.Fatalf("ReadModel error = %v, want an abort naming std::invalid_argument", err)
-	}
-	if _, err := in.Version(ctx); !errors.Is(err, ErrAborted) {
-		t.Errorf("call on a broken instance = %v, want ErrAborted", err)
-	}
-	e.Release(ctx, in)
-	in2, err := e.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Release(ctx, in2)
-	if in2 == in {
-		t.Fatal("broken instance was handed out again")
-	}
-	if v, err := in2.Version(ctx); err != nil || v == "" {
-		t.Fatalf("fresh instance: %q, %v", v, err)
-	}
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		ctx := context.Background()
+		in, err := e.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Create(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = in.ReadModel(ctx, "bad.lp", []byte("Minimize\n obj: x\nSubject To\n r: 1 <= x <= 2\nEnd\n"))
+		if !errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "invalid_argument") ||
+			!strings.Contains(err.Error(), "Highs_readModel") {
+			t.Fatalf("ReadModel error = %v, want an abort naming std::invalid_argument", err)
+		}
+		if _, err := in.Version(ctx); !errors.Is(err, ErrAborted) {
+			t.Errorf("call on a broken instance = %v, want ErrAborted", err)
+		}
+		e.Release(ctx, in)
+		in2, err := e.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Release(ctx, in2)
+		if in2 == in {
+			t.Fatal("broken instance was handed out again")
+		}
+		if v, err := in2.Version(ctx); err != nil || v == "" {
+			t.Fatalf("fresh instance: %q, %v", v, err)
+		}
+	})
 }
 
 func TestInstanceReuse(t *testing.T) {
-	e := engine(t)
-	ctx := context.Background()
-	in, err := e.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.Release(ctx, in)
-	in2, err := e.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Release(ctx, in2)
-	if in2 != in || in2.h != 0 {
-		t.Errorf("healthy instance not reused with its Highs object destroyed (same=%v h=%d)", in2 == in, in2.h)
-	}
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		ctx := context.Background()
+		in, err := e.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Create(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.Release(ctx, in)
+		in2, err := e.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Release(ctx, in2)
+		if in2 != in || in2.h != 0 {
+			t.Errorf("healthy instance not reused with its Highs object destroyed (same=%v h=%d)", in2 == in, in2.h)
+		}
+	})
 }
 
 // TestReadModelSandboxed checks that HiGHS cannot reach host files: only
 // memFS entries exist (its LP reader reports a missing file by throwing).
 func TestReadModelSandboxed(t *testing.T) {
-	e := engine(t)
-	ctx := context.Background()
-	host := filepath.Join(t.TempDir(), "host.lp")
-	if err := os.WriteFile(host, []byte("Minimize\n obj: x\nEnd\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	in, err := e.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Release(ctx, in)
-	if err := in.Create(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p, _ := in.putName(host)
-	r, err := in.call(ctx, expReadModel, in.h, uint64(p))
-	if err == nil && int32(r[0]) != StatusError {
-		t.Errorf("HiGHS read host file %s", host)
-	}
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		ctx := context.Background()
+		host := filepath.Join(t.TempDir(), "host.lp")
+		if err := os.WriteFile(host, []byte("Minimize\n obj: x\nEnd\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in, err := e.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Release(ctx, in)
+		if err := in.Create(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := in.putName(host)
+		r, err := in.call(ctx, expReadModel, in.h, uint64(p))
+		if err == nil && int32(r[0]) != StatusError {
+			t.Errorf("HiGHS read host file %s", host)
+		}
+	})
 }
 
 func TestTailBuffer(t *testing.T) {

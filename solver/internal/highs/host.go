@@ -29,8 +29,9 @@ const wasmPageSize = 65536
 var clockOrigin = time.Now()
 
 // hostState is the per-instance state the host imports need. It travels in the
-// context of every call into the instance (see Instance.bind) because wazero
-// host functions are shared by all instances of the runtime.
+// context of every call into a wazero instance (see wazeroMachine.bind)
+// because wazero host functions are shared by all instances of the runtime;
+// the native engine reaches it through a cgo.Handle.
 type hostState struct {
 	log  io.Writer // receives everything HiGHS writes to stdout/stderr; may be nil
 	tail tailBuffer
@@ -275,8 +276,8 @@ func hostFdRead(ctx context.Context, m api.Module, s []uint64) {
 		s[0] = okErrno(mem.WriteUint32Le(pnum, 0)) // stdin is at EOF
 		return
 	}
-	f := stateFrom(ctx).fs.file(fd)
-	if f == nil {
+	fs := &stateFrom(ctx).fs
+	if !fs.isOpen(fd) {
 		s[0] = errnoBadf
 		return
 	}
@@ -289,8 +290,7 @@ func hostFdRead(ctx context.Context, m api.Module, s []uint64) {
 			s[0] = errnoInval
 			return
 		}
-		k := copy(buf, f.data[min(f.pos, len(f.data)):])
-		f.pos += k
+		k := fs.read(fd, buf)
 		total += uint32(k)
 		if k < len(buf) {
 			break
@@ -305,28 +305,12 @@ func hostFdSeek(ctx context.Context, m api.Module, s []uint64) {
 		s[0] = errnoSpipe // the standard streams are ttys
 		return
 	}
-	f := stateFrom(ctx).fs.file(fd)
-	if f == nil {
-		s[0] = errnoBadf
+	pos, errno := stateFrom(ctx).fs.seek(fd, off, whence)
+	if errno != errnoSuccess {
+		s[0] = errno
 		return
 	}
-	var base int64
-	switch whence {
-	case 0: // SEEK_SET
-	case 1: // SEEK_CUR
-		base = int64(f.pos)
-	case 2: // SEEK_END
-		base = int64(len(f.data))
-	default:
-		s[0] = errnoInval
-		return
-	}
-	if base+off < 0 {
-		s[0] = errnoInval
-		return
-	}
-	f.pos = int(base + off)
-	s[0] = okErrno(m.Memory().WriteUint64Le(pnew, uint64(f.pos)))
+	s[0] = okErrno(m.Memory().WriteUint64Le(pnew, uint64(pos)))
 }
 
 // hostTzset reports UTC: HiGHS only uses local time for its log banner.
@@ -339,7 +323,7 @@ func hostTzset(_ context.Context, m api.Module, s []uint64) {
 }
 
 // readCString reads a NUL-terminated string of at most max bytes at ptr.
-func readCString(mem api.Memory, ptr uint32, max uint32) string {
+func readCString(mem memory, ptr uint32, max uint32) string {
 	if ptr == 0 {
 		return ""
 	}

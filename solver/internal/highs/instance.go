@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 )
 
 // scratchSize is a per-instance buffer for option/info names and the scalar
@@ -21,9 +18,8 @@ const (
 // It is not safe for concurrent use. After any call fails the instance is
 // broken: every later call fails and Engine.Release discards it.
 type Instance struct {
-	mod     api.Module
-	mem     api.Memory
-	fn      map[string]api.Function
+	m       machine
+	mem     memory
 	state   hostState
 	scratch uint32
 	h       uint64 // Highs object pointer; 0 if none
@@ -31,23 +27,12 @@ type Instance struct {
 }
 
 func (e *Engine) newInstance(ctx context.Context) (*Instance, error) {
-	in := &Instance{fn: make(map[string]api.Function, len(requiredExports))}
-	// WithName("") keeps instances anonymous so any number can coexist;
-	// emscripten has no _start: the constructors are run explicitly below.
-	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	mod, err := e.rt.InstantiateModule(in.bind(ctx), e.cm, cfg)
+	in := &Instance{}
+	m, err := e.b.instantiate(ctx, &in.state)
 	if err != nil {
 		return nil, in.classify(ctx, "instantiate", err)
 	}
-	in.mod = mod
-	in.mem = mod.ExportedMemory(expMemory)
-	if in.mem == nil {
-		in.close(ctx)
-		return nil, fmt.Errorf("%w: memory export %q missing", ErrUnavailable, expMemory)
-	}
-	for _, name := range requiredExports {
-		in.fn[name] = mod.ExportedFunction(name)
-	}
+	in.m, in.mem = m, m.memory()
 	if _, err := in.call(ctx, expWasmCallCtors); err != nil {
 		in.close(ctx)
 		return nil, err
@@ -70,14 +55,10 @@ func (e *Engine) newInstance(ctx context.Context) (*Instance, error) {
 
 func (in *Instance) close(ctx context.Context) {
 	in.broken = true
-	if in.mod != nil {
-		_ = in.mod.Close(ctx)
+	if in.m != nil {
+		in.m.close(ctx)
+		in.m = nil
 	}
-}
-
-// bind attaches the instance's host state to ctx for the host imports.
-func (in *Instance) bind(ctx context.Context) context.Context {
-	return context.WithValue(ctx, hostStateKey{}, &in.state)
 }
 
 // SetLog directs what HiGHS prints (its log) to w; nil discards it. The last
@@ -92,7 +73,7 @@ func (in *Instance) call(ctx context.Context, name string, args ...uint64) ([]ui
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
 	}
-	res, err := in.fn[name].Call(in.bind(ctx), args...)
+	res, err := in.m.call(ctx, name, args)
 	if p := in.state.userPanic; p != nil {
 		in.broken = true
 		panic(p)

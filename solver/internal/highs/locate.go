@@ -33,7 +33,7 @@ func LoadWasm() ([]byte, string, error) {
 	if p := os.Getenv(EnvWasm); p != "" {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %s=%s: %v", ErrUnavailable, EnvWasm, p, err)
+			return nil, "", fmt.Errorf("%w: %s=%s: %v (%s)", ErrUnavailable, EnvWasm, p, err, wasmHint)
 		}
 		return verified(b, p)
 	}
@@ -45,13 +45,13 @@ func LoadWasm() ([]byte, string, error) {
 			return verified(b, p)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("%w: %s: %v", ErrUnavailable, p, err)
+			return nil, "", fmt.Errorf("%w: %s: %v (%s)", ErrUnavailable, p, err, wasmHint)
 		}
 	}
 	if len(embeddedWasm) > 0 {
 		return verified(embeddedWasm, "embedded (highs_embed)")
 	}
-	return nil, "", fmt.Errorf("%w; searched %q", ErrUnavailable, searched)
+	return nil, "", fmt.Errorf("%w: highs.wasm not found (searched %q): %s", ErrUnavailable, searched, wasmHint)
 }
 
 // candidates lists the file locations of steps 2-4 of LoadWasm, without

@@ -49,7 +49,41 @@ func (fs *memFS) open(path string, flags uint32) uint64 {
 	return uint64(fd)
 }
 
-func (fs *memFS) file(fd uint32) *memFile { return fs.fds[fd] }
+// read copies from the file at fd into buf and returns the byte count
+// (0 at end of file or for a descriptor that is not open).
+func (fs *memFS) read(fd uint32, buf []byte) int {
+	f := fs.fds[fd]
+	if f == nil {
+		return 0
+	}
+	k := copy(buf, f.data[min(f.pos, len(f.data)):])
+	f.pos += k
+	return k
+}
+
+// seek moves the position of fd (whence: 0 SEEK_SET, 1 SEEK_CUR, 2
+// SEEK_END) and returns it, or a WASI errno.
+func (fs *memFS) seek(fd uint32, off int64, whence uint32) (int64, uint64) {
+	f := fs.fds[fd]
+	if f == nil {
+		return 0, errnoBadf
+	}
+	var base int64
+	switch whence {
+	case 0:
+	case 1:
+		base = int64(f.pos)
+	case 2:
+		base = int64(len(f.data))
+	default:
+		return 0, errnoInval
+	}
+	if base+off < 0 {
+		return 0, errnoInval
+	}
+	f.pos = int(base + off)
+	return int64(f.pos), errnoSuccess
+}
 
 func (fs *memFS) isOpen(fd uint32) bool { return fs.fds[fd] != nil }
 

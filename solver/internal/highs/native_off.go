@@ -1,0 +1,17 @@
+//go:build !highs_native
+
+package highs
+
+import "fmt"
+
+// NativeBuilt reports whether this binary contains the native engine.
+const NativeBuilt = false
+
+func newNativeEngine() (*Engine, error) {
+	return nil, fmt.Errorf("%w: the native engine is not built into this binary: run `make native` (needs wasm2c, Debian package wabt) and build with -tags highs_native, or set %s=%s",
+		ErrUnavailable, EnvEngine, KindWazero)
+}
+
+// NewNativeEngine returns a new native engine with its own instance pool
+// (benchmarks use it to measure a cold start); see ForKind.
+func NewNativeEngine() (*Engine, error) { return newNativeEngine() }
