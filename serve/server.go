@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -92,6 +93,8 @@ type Server struct {
 	active   atomic.Pointer[generation]
 	inflight atomic.Int64
 	metricsH http.Handler
+	// arrivals counts infer requests at the door (the idle monitor's signal).
+	arrivals atomic.Int64
 }
 
 // New validates the plan, builds the deployment and the workers, and starts the driver.
@@ -147,7 +150,35 @@ func New(opts Options) (*Server, error) {
 	// The first switch happens on the driver goroutine; wait for it so Handler sees the models.
 	s.d.do(func() {})
 	s.routes()
+	go s.releaseWhenIdle(time.Second, 3)
 	return s, nil
+}
+
+// releaseWhenIdle hands the heap's free pages back to the operating system once the server
+// has been idle for idle ticks after serving: Go's background scavenger returns them over
+// minutes, so without this a burst of load would leave the process's RSS high long after.
+// It costs one forced GC per burst.
+func (s *Server) releaseWhenIdle(tick time.Duration, idle int) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last, quiet, dirty := s.arrivals.Load(), 0, false
+	for {
+		select {
+		case <-s.d.stopped:
+			return
+		case <-t.C:
+		}
+		n := s.arrivals.Load()
+		switch {
+		case n != last:
+			last, quiet, dirty = n, 0, true
+		case dirty:
+			if quiet++; quiet >= idle {
+				debug.FreeOSMemory()
+				dirty = false
+			}
+		}
+	}
 }
 
 func (s *Server) flushTimeout(g *generation) dataplane.Time {
@@ -357,6 +388,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	// The true arrival: the request was read off the socket up to its headers; its body is
 	// not read yet. The deadline counts from here.
 	at := s.clk.Now()
+	s.arrivals.Add(1)
 	name := r.PathValue("model")
 	spec, g, ok := s.model(name)
 	if !ok {
