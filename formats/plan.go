@@ -194,6 +194,18 @@ type QLMGroup struct {
 type DyOrcPlan struct {
 	Deployments []ServiceDeployment `json:"deployments"`
 	Params      map[string]float64  `json:"params,omitempty"`
+	// Placement lists, per GPU of the plan's cluster (in cluster order, GPU 0 first), the
+	// services resident there at start (the warm initial placement the scheduler starts
+	// from; DyOrc spec §6 #20). Empty = the deployer spreads the replicas itself.
+	Placement []GPUServices `json:"placement,omitempty"`
+	// Policy is the runtime policy the plan names as its default ("" = dyorc).
+	Policy string `json:"policy,omitempty"`
+}
+
+// GPUServices is the set of services one GPU holds at start.
+type GPUServices struct {
+	GPU      int      `json:"gpu"`
+	Services []string `json:"services"`
 }
 
 // ServiceDeployment places replicas of a service.

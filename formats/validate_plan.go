@@ -486,4 +486,17 @@ func (d *DyOrcPlan) validate(v *validator, p string, g gpuChecker) {
 		}
 	}
 	finiteParams(v, field(p, "params"), d.Params)
+	seenGPU := map[int]bool{}
+	for i, g := range d.Placement {
+		ip := idx(field(p, "placement"), i)
+		if g.GPU < 0 {
+			v.add(field(ip, "gpu"), g.GPU, "must be >= 0")
+		} else if seenGPU[g.GPU] {
+			v.add(field(ip, "gpu"), g.GPU, "GPU listed twice")
+		}
+		seenGPU[g.GPU] = true
+		for j, s := range g.Services {
+			notEmpty(v, idx(field(ip, "services"), j), s)
+		}
+	}
 }

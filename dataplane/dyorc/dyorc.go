@@ -1,0 +1,778 @@
+package dyorc
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// Mode selects the scheduler (spec §5.3).
+type Mode int
+
+// Scheduler modes.
+const (
+	// ModeSpec is DyOrc: prediction, the speculative DP, reservations and proactive loads.
+	ModeSpec Mode = iota
+	// ModeGreedy places each call when it is made by Eq.1 (no prediction, reactive loads).
+	ModeGreedy
+	// ModeRoundRobin places calls on GPUs in turn, ignoring what is loaded.
+	ModeRoundRobin
+	// ModeOracle is ModeSpec given each request's true future (Attrs.Sample ≠ 0): the bound on
+	// what prediction can gain.
+	ModeOracle
+	// ModeFixed is the Triton-like baseline: the plan's placement, frozen (no loading); each
+	// call goes to the replica with the earliest estimated finish.
+	ModeFixed
+)
+
+// Options configure a scheduler.
+type Options struct {
+	Mode Mode
+	// Argmax makes the predictor pick the most likely successor (default: sample, §6 #2).
+	Argmax bool
+	// StateUs is the scheduler time charged per DP state expanded (spec §5.3, §6 #19).
+	StateUs float64
+	// Seed seeds the predictor's rollouts.
+	Seed uint64
+}
+
+// DefaultStateUs is the charge per expanded DP state [ours]: a fixed constant, between our Go
+// DP's measured cost (a few ns per state, BenchmarkDP) and the spec's 1 µs starting point
+// for the paper's Rust state sets, so that scheduler overhead grows with |D|² (Fig.13).
+const DefaultStateUs = 0.05
+
+// Stats are a scheduler's counters.
+type Stats struct {
+	Calls, DPRuns, Binds, Mispredicts int64
+	StatesExpanded                    int64
+	Loads, Evictions                  int64
+	// SchedBusy is the scheduler time charged for DP work.
+	SchedBusy dataplane.Time
+	// Per application: per-step predictions made and correct; whole-workflow predictions
+	// (made at the first call) and exact.
+	StepTotal, StepHit, FlowTotal, FlowHit []int64
+}
+
+type task struct {
+	req   dataplane.ReqID
+	stage dataplane.StageID
+	svc   int
+	items int
+	ready dataplane.Time
+	seq   int64
+}
+
+type resv struct {
+	svc, items, dev int
+	ready           dataplane.Time
+	seq             int64
+}
+
+type pbatch struct {
+	svc, items int
+	start, end dataplane.Time
+}
+
+type loadReq struct {
+	svc  int
+	real bool
+}
+
+type device struct {
+	running     bool
+	runSvc      int
+	outstanding int
+	runEnd      dataplane.Time
+	queue       []*task
+	resv        []*resv
+	resident    []bool
+	lastUse     []dataplane.Time
+	loading     int
+	loadETA     dataplane.Time
+	loadQ       []loadReq
+	mem         int64
+	plan        []pbatch
+	dirty       bool
+	timerAt     dataplane.Time
+}
+
+type reqState struct {
+	app                         int
+	prevDev, prevSvc, prevItems int
+	calls                       []int
+	chain                       []*resv
+	expect                      int
+	hasExpect                   bool
+	flowPred                    []int
+}
+
+// Policy is DyOrc's central scheduler and its ablations, as a dataplane.Policy.
+type Policy struct {
+	name  string
+	opt   Options
+	v     dataplane.View
+	dep   *dataplane.Deployment
+	m     *Meta
+	devs  []device
+	reqs  map[dataplane.ReqID]*reqState
+	preds []*Predictor
+	hostC [][]bool // [server][svc] in host RAM
+	sched dataplane.Time
+	seq   int64
+	rr    int
+	warm  bool
+	st    Stats
+	// DP scratch.
+	h, h2 []float64
+	bp    [][]int
+	tmp   []int
+}
+
+// New returns a scheduler named name.
+func New(name string, opt Options) *Policy {
+	return &Policy{name: name, opt: opt}
+}
+
+// Name implements dataplane.Policy.
+func (p *Policy) Name() string { return p.name }
+
+// Stats returns the scheduler's counters.
+func (p *Policy) Stats() *Stats { return &p.st }
+
+// Attach implements dataplane.Policy.
+func (p *Policy) Attach(v dataplane.View) error {
+	p.v, p.dep = v, v.Deployment()
+	m, ok := MetaOf(p.dep)
+	if !ok {
+		return fmt.Errorf("policy %s: the deployment was not built by dataplane/dyorc", p.name)
+	}
+	p.m = m
+	ns := len(m.W.Services)
+	p.devs = make([]device, m.GPUs)
+	for g := range p.devs {
+		p.devs[g] = device{resident: make([]bool, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never}
+	}
+	p.reqs = map[dataplane.ReqID]*reqState{}
+	for a := range m.W.Apps {
+		pr := NewPredictor(ns, p.opt.Seed+uint64(a)+1)
+		pr.Argmax = p.opt.Argmax
+		p.preds = append(p.preds, pr)
+	}
+	p.st.StepTotal = make([]int64, len(m.W.Apps))
+	p.st.StepHit = make([]int64, len(m.W.Apps))
+	p.st.FlowTotal = make([]int64, len(m.W.Apps))
+	p.st.FlowHit = make([]int64, len(m.W.Apps))
+	nsrv := 0
+	for _, s := range m.GPUServer {
+		nsrv = max(nsrv, s+1)
+	}
+	p.hostC = make([][]bool, nsrv)
+	for i := range p.hostC {
+		p.hostC[i] = make([]bool, ns)
+	}
+	return nil
+}
+
+// Handle implements dataplane.Policy.
+func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	if !p.warm {
+		p.prewarm(out)
+	}
+	switch ev.Kind {
+	case dataplane.EvArrival:
+		r := p.v.Req(ev.Req)
+		a := int(r.App)
+		p.reqs[ev.Req] = &reqState{app: a, prevDev: -1, prevSvc: -1}
+		ws := p.m.IngressWorkers[a]
+		out.Dispatch(r.App, []dataplane.ReqID{ev.Req}, []dataplane.PathHop{{Stage: p.m.Ingress[a], Worker: ws[int(ev.Req)%len(ws)], Dur: dataplane.Time(p.m.Net.IngressUs)}})
+	case dataplane.EvStageArrival:
+		for _, r := range p.v.Arrived(ev) {
+			p.call(now, r, ev.Stage, out)
+		}
+	case dataplane.EvBatchDone:
+		d := p.m.DevOf[ev.Worker]
+		b := p.v.Batch(ev.Batch)
+		for _, r := range b.Reqs {
+			rs := p.reqs[r]
+			if rs == nil {
+				continue
+			}
+			if d >= 0 {
+				rs.prevDev = d
+			}
+			if p.v.Req(r).Outcome != dataplane.Pending {
+				p.finish(r, rs)
+			}
+		}
+		if d < 0 {
+			return
+		}
+		dv := &p.devs[d]
+		dv.outstanding--
+		if dv.outstanding <= 0 {
+			dv.running, dv.dirty = false, true
+			p.startLoad(now, d, out)
+			p.tryStart(now, d, out)
+		}
+	case dataplane.EvModelLoaded:
+		d := p.m.DevOf[ev.Worker]
+		if d < 0 {
+			return
+		}
+		sv := p.m.StageSvc[p.dep.Topo.Workers[ev.Worker].Stage]
+		dv := &p.devs[d]
+		dv.resident[sv] = true
+		dv.lastUse[sv] = now
+		if dv.loading == sv {
+			dv.loading = -1
+		}
+		dv.dirty = true
+		p.startLoad(now, d, out)
+		p.tryStart(now, d, out)
+	case dataplane.EvTimer:
+		d := int(ev.Key)
+		if d >= 0 && d < len(p.devs) {
+			p.devs[d].timerAt = dataplane.Never
+			p.tryStart(now, d, out)
+		}
+	}
+}
+
+// prewarm loads the plan's placement at once (the initial state DyOrc starts from, §6 #20).
+func (p *Policy) prewarm(out *dataplane.Decisions) {
+	p.warm = true
+	for g, svcs := range p.m.Warm {
+		for _, sv := range svcs {
+			s := &p.m.W.Services[sv]
+			out.Load(p.m.Holder[g][sv], s.Name, s.Bytes, 0)
+			// Resident at once: a batch dispatched meanwhile waits for the 0-length load.
+			p.devs[g].resident[sv] = true
+			p.devs[g].mem += s.Bytes
+			p.hostC[p.m.GPUServer[g]][sv] = true
+		}
+	}
+}
+
+// itemsOf is the fan-out of service sv's calls in app a (for predicted tasks).
+func (p *Policy) itemsOf(a, sv int) int {
+	k := 1
+	for _, n := range p.m.W.Apps[a].Nodes {
+		if n.Svc == sv {
+			k = max(k, n.Items)
+		}
+	}
+	return k
+}
+
+// call handles a real service call (spec §2.6 steps 2–3).
+func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.StageID, out *dataplane.Decisions) {
+	rs := p.reqs[r]
+	if rs == nil {
+		return
+	}
+	sv := p.m.StageSvc[stage]
+	items := p.m.W.Apps[rs.app].Nodes[p.m.StageNode[stage]].Items
+	p.st.Calls++
+	if rs.hasExpect {
+		p.st.StepTotal[rs.app]++
+		if rs.expect == sv {
+			p.st.StepHit[rs.app]++
+		}
+	}
+	t0 := max(now, p.sched)
+	dev := 0
+	spec := p.opt.Mode == ModeSpec || p.opt.Mode == ModeOracle
+	switch {
+	case p.opt.Mode == ModeRoundRobin:
+		dev = p.rr % len(p.devs)
+		p.rr++
+	case p.opt.Mode == ModeFixed:
+		dev = p.bestFixed(now, t0, rs, sv, items)
+	case spec && len(rs.chain) > 0 && rs.chain[0].svc == sv:
+		// The call matches the next reservation: bind it there, no DP (§2.6 3).
+		dev = rs.chain[0].dev
+		p.dropResv(rs.chain[0])
+		rs.chain = rs.chain[1:]
+		p.st.Binds++
+	default:
+		if len(rs.chain) > 0 {
+			p.st.Mispredicts++
+		}
+		p.cancelChain(rs)
+		svcs := append(p.tmp[:0], sv)
+		if spec {
+			svcs = p.future(r, rs, sv, svcs)
+		}
+		its := make([]int, len(svcs))
+		its[0] = items
+		for k := 1; k < len(svcs); k++ {
+			its[k] = p.itemsOf(rs.app, svcs[k])
+		}
+		devs, hs, states := p.DP(now, t0, rs.prevDev, rs.prevSvc, rs.prevItems, svcs, its)
+		p.st.DPRuns++
+		p.st.StatesExpanded += int64(states)
+		cost := dataplane.Time(math.Ceil(float64(states) * p.opt.StateUs))
+		p.sched = t0 + cost
+		p.st.SchedBusy += cost
+		t0 = p.sched
+		dev = devs[0]
+		if spec {
+			if len(rs.calls) == 0 {
+				rs.flowPred = slices.Clone(svcs)
+			}
+			for k := 1; k < len(svcs); k++ {
+				ready := dataplane.Time(hs[k-1] + p.m.Comm(devs[k-1], devs[k], svcs[k-1], its[k-1]))
+				p.seq++
+				x := &resv{svc: svcs[k], items: its[k], dev: devs[k], ready: ready, seq: p.seq}
+				rs.chain = append(rs.chain, x)
+				dv := &p.devs[devs[k]]
+				dv.resv = append(dv.resv, x)
+				dv.dirty = true
+				p.ensureLoad(now, devs[k], svcs[k], false, out)
+			}
+		}
+		p.tmp = svcs
+	}
+	if spec {
+		rs.hasExpect = true
+		rs.expect = End
+		if len(rs.chain) > 0 {
+			rs.expect = rs.chain[0].svc
+		}
+	}
+	ready := max(t0, now+dataplane.Time(math.Ceil(p.m.Comm(rs.prevDev, dev, rs.prevSvc, rs.prevItems))))
+	p.seq++
+	dv := &p.devs[dev]
+	dv.queue = append(dv.queue, &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq})
+	dv.dirty = true
+	rs.calls = append(rs.calls, sv)
+	rs.prevSvc, rs.prevItems = sv, items
+	// (ModeFixed only loads a service no replica holds: Triton loads nothing by itself.)
+	p.ensureLoad(now, dev, sv, true, out)
+	p.tryStart(now, dev, out)
+}
+
+// future appends the predicted rest of the request after its call of sv: the Markov rollout
+// (ModeSpec) or the true path (ModeOracle).
+func (p *Policy) future(r dataplane.ReqID, rs *reqState, sv int, svcs []int) []int {
+	if p.opt.Mode == ModeOracle {
+		path, ok := p.m.TruePath(p.v.Req(r))
+		if ok {
+			app := &p.m.W.Apps[rs.app]
+			for k := len(rs.calls) + 1; k < len(path); k++ {
+				svcs = append(svcs, app.Nodes[path[k]].Svc)
+			}
+			return svcs
+		}
+	}
+	pred := p.preds[rs.app].Rollout(sv, nil)
+	return append(svcs, pred...)
+}
+
+// finish ends a request (§2.6 step 4): leftover reservations go, the chain learns its calls.
+func (p *Policy) finish(r dataplane.ReqID, rs *reqState) {
+	if rs.hasExpect {
+		p.st.StepTotal[rs.app]++
+		if rs.expect == End {
+			p.st.StepHit[rs.app]++
+		}
+	}
+	if rs.flowPred != nil {
+		p.st.FlowTotal[rs.app]++
+		if slices.Equal(rs.flowPred, rs.calls) {
+			p.st.FlowHit[rs.app]++
+		}
+	}
+	p.cancelChain(rs)
+	if p.opt.Mode == ModeSpec {
+		p.preds[rs.app].Observe(rs.calls)
+	}
+	delete(p.reqs, r)
+}
+
+func (p *Policy) cancelChain(rs *reqState) {
+	for _, x := range rs.chain {
+		p.dropResv(x)
+	}
+	rs.chain = rs.chain[:0]
+}
+
+func (p *Policy) dropResv(x *resv) {
+	dv := &p.devs[x.dev]
+	if i := slices.Index(dv.resv, x); i >= 0 {
+		dv.resv = slices.Delete(dv.resv, i, i+1)
+		dv.dirty = true
+	}
+}
+
+// bestFixed is the Triton-like router: the replica of the fixed placement with the earliest
+// estimated finish (any GPU when no replica holds the service).
+func (p *Policy) bestFixed(now, t0 dataplane.Time, rs *reqState, sv, items int) int {
+	best, bestH := -1, math.Inf(1)
+	for g := range p.devs {
+		if !slices.Contains(p.m.Warm[g], sv) {
+			continue
+		}
+		r := float64(t0) + p.m.Comm(rs.prevDev, g, rs.prevSvc, rs.prevItems)
+		if h := p.availComp(now, g, sv, items, r); h < bestH {
+			best, bestH = g, h
+		}
+	}
+	if best < 0 {
+		best = p.rr % len(p.devs)
+		p.rr++
+	}
+	return best
+}
+
+// DP is the speculative scheduler's dynamic program (spec §2.5) over a chain of tasks
+// svcs[0..n) with items its[k]; the first consumes the output of service srcSvc on GPU src
+// (-1 = the request input) ready at t0. A state is (GPU of the latest task, its finish h);
+// within a layer a state is dominated by one on the same GPU with smaller h, and the
+// predecessor's triple is redundant once its consumer is placed, so each layer keeps at most
+// one state per GPU: |D| + (n−1)·|D|² states are expanded. It returns the GPU of every task,
+// their estimated finishes and the states expanded.
+func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its []int) ([]int, []float64, int) {
+	G := len(p.devs)
+	n := len(svcs)
+	if cap(p.h) < G {
+		p.h, p.h2 = make([]float64, G), make([]float64, G)
+	}
+	h, h2 := p.h[:G], p.h2[:G]
+	for len(p.bp) < n {
+		p.bp = append(p.bp, nil)
+	}
+	for k := 0; k < n; k++ {
+		if cap(p.bp[k]) < G {
+			p.bp[k] = make([]int, G)
+		}
+		p.bp[k] = p.bp[k][:G]
+	}
+	states := G
+	for d := 0; d < G; d++ {
+		r := float64(t0) + p.m.Comm(src, d, srcSvc, srcItems)
+		h[d] = p.availComp(now, d, svcs[0], its[0], r)
+	}
+	for k := 1; k < n; k++ {
+		sv, it := svcs[k-1], its[k-1]
+		// comm depends only on the tier: same GPU, same node, other node.
+		cn, cx := 0.0, 0.0
+		if G > 1 {
+			cn = p.m.Comm(0, 1, sv, it)
+		}
+		cx = cn
+		srv := p.m.GPUServer
+		for g := 1; g < G; g++ {
+			if srv[g] != srv[0] {
+				cx = p.m.Comm(0, g, sv, it)
+				break
+			}
+		}
+		bp := p.bp[k]
+		for d := 0; d < G; d++ {
+			best, arg := math.Inf(1), 0
+			for e := 0; e < G; e++ {
+				x := h[e]
+				switch {
+				case e == d:
+				case srv[e] == srv[d]:
+					x += cn
+				default:
+					x += cx
+				}
+				if x < best {
+					best, arg = x, e
+				}
+			}
+			bp[d] = arg
+			h2[d] = p.availComp(now, d, svcs[k], its[k], best)
+		}
+		states += G * G
+		h, h2 = h2, h
+	}
+	last := 0
+	for d := 1; d < G; d++ {
+		if h[d] < h[last] {
+			last = d
+		}
+	}
+	devs := make([]int, n)
+	hs := make([]float64, n)
+	devs[n-1] = last
+	for k := n - 1; k > 0; k-- {
+		devs[k-1] = p.bp[k][devs[k]]
+	}
+	// Re-derive each task's finish along the chosen chain (the layers were overwritten).
+	r := float64(t0) + p.m.Comm(src, devs[0], srcSvc, srcItems)
+	for k := 0; k < n; k++ {
+		if k > 0 {
+			r = hs[k-1] + p.m.Comm(devs[k-1], devs[k], svcs[k-1], its[k-1])
+		}
+		hs[k] = p.availComp(now, devs[k], svcs[k], its[k], r)
+	}
+	p.h, p.h2 = h, h2
+	return devs, hs, states
+}
+
+// svcReady is when service sv can run on GPU d: now if resident, the load's ETA if loading,
+// else after the current load and its own load (§2.4 avail).
+func (p *Policy) svcReady(now dataplane.Time, d, sv int) float64 {
+	dv := &p.devs[d]
+	switch {
+	case dv.resident[sv]:
+		return float64(now)
+	case dv.loading == sv:
+		return float64(dv.loadETA)
+	}
+	base := float64(now)
+	if dv.loading >= 0 {
+		base = max(base, float64(dv.loadETA))
+	}
+	return base + p.m.LoadUs(sv, !p.hostC[p.m.GPUServer[d]][sv])
+}
+
+// availComp is Eq.1: the finish of a task of items on GPU d whose input is ready at ready,
+// joining the GPU's last planned batch when it is the same service, has not started, has
+// room, and starts no earlier than the input is ready (§6 #7).
+func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) float64 {
+	pl := p.plan(now, d)
+	s := &p.m.W.Services[sv]
+	sr := p.svcReady(now, d, sv)
+	free := float64(now)
+	if dv := &p.devs[d]; dv.running {
+		free = max(free, float64(dv.runEnd))
+	}
+	if n := len(pl); n > 0 {
+		last := &pl[n-1]
+		if last.svc == sv && last.start > now && last.items+items <= s.MaxBatch && ready <= float64(last.start) && sr <= float64(last.start) {
+			return float64(last.start) + s.Lat(last.items+items)
+		}
+		free = max(free, float64(last.end))
+	}
+	return max(free, ready, sr) + s.Lat(items)
+}
+
+// plan returns GPU d's planned batches (the device model, §2.4): its queued real tasks and
+// reservations in order, grouped into batches by the join rule, after the running batch.
+func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
+	dv := &p.devs[d]
+	if !dv.dirty {
+		return dv.plan
+	}
+	dv.dirty = false
+	dv.plan = dv.plan[:0]
+	t := now
+	if dv.running {
+		t = max(t, dv.runEnd)
+	}
+	add := func(sv, items int, ready dataplane.Time, seq int64) {
+		s := &p.m.W.Services[sv]
+		sr := dataplane.Time(p.svcReady(now, d, sv))
+		if n := len(dv.plan); n > 0 {
+			last := &dv.plan[n-1]
+			if last.svc == sv && last.items+items <= s.MaxBatch && ready <= last.start && sr <= last.start {
+				last.items += items
+				last.end = last.start + dataplane.Time(s.Lat(last.items))
+				return
+			}
+			t = max(t, last.end)
+		}
+		st := max(t, ready, sr)
+		dv.plan = append(dv.plan, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(s.Lat(items))})
+	}
+	i, j := 0, 0
+	for i < len(dv.queue) || j < len(dv.resv) {
+		if j >= len(dv.resv) || (i < len(dv.queue) && dv.queue[i].seq < dv.resv[j].seq) {
+			x := dv.queue[i]
+			add(x.svc, x.items, x.ready, x.seq)
+			i++
+		} else {
+			x := dv.resv[j]
+			add(x.svc, x.items, x.ready, x.seq)
+			j++
+		}
+	}
+	return dv.plan
+}
+
+// tryStart runs the worker rule (§2.6 step 5, §2.2): when GPU d is free, the oldest ready task
+// whose service is resident heads a batch that every ready task of that service behind it
+// joins, up to max_batch items. Tasks whose input has not arrived are skipped; reservations
+// never run.
+func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
+	dv := &p.devs[d]
+	if dv.running {
+		return
+	}
+	var head *task
+	next := dataplane.Never
+	for _, t := range dv.queue {
+		if t.ready > now {
+			next = min(next, t.ready)
+			continue
+		}
+		if dv.resident[t.svc] {
+			head = t
+			break
+		}
+	}
+	if head == nil {
+		if next < dv.timerAt {
+			dv.timerAt = next
+			out.SetTimer(next, int64(d))
+		}
+		return
+	}
+	s := &p.m.W.Services[head.svc]
+	var members []*task
+	total := 0
+	keep := dv.queue[:0]
+	for _, t := range dv.queue {
+		if t.svc == head.svc && t.ready <= now && (t == head || total+t.items <= s.MaxBatch) {
+			members = append(members, t)
+			total += t.items
+			continue
+		}
+		keep = append(keep, t)
+	}
+	for k := len(keep); k < len(dv.queue); k++ {
+		dv.queue[k] = nil
+	}
+	dv.queue = keep
+	dur := dataplane.Time(math.Ceil(s.Lat(total)))
+	// One engine batch per stage, all on this GPU's workers with the joint batch's duration:
+	// together they are one service batch across workflows (§2.2).
+	sort.SliceStable(members, func(i, j int) bool { return members[i].stage < members[j].stage })
+	groups := 0
+	var reqs []dataplane.ReqID
+	for i := 0; i < len(members); {
+		j := i
+		reqs = reqs[:0]
+		for j < len(members) && members[j].stage == members[i].stage {
+			reqs = append(reqs, members[j].req)
+			j++
+		}
+		st := members[i].stage
+		out.Dispatch(p.dep.Stages[st].App, reqs, []dataplane.PathHop{{Stage: st, Worker: p.m.WorkerOf[d][st], Dur: dur}})
+		groups++
+		i = j
+	}
+	dv.running, dv.runSvc, dv.outstanding = true, head.svc, groups
+	dv.runEnd = now + dur
+	dv.lastUse[head.svc] = now
+	dv.dirty = true
+}
+
+// ensureLoad queues a load of sv on GPU d (proactive for a reservation, real for a task).
+func (p *Policy) ensureLoad(now dataplane.Time, d, sv int, real bool, out *dataplane.Decisions) {
+	dv := &p.devs[d]
+	if dv.resident[sv] || dv.loading == sv {
+		return
+	}
+	for i := range dv.loadQ {
+		if dv.loadQ[i].svc == sv {
+			dv.loadQ[i].real = dv.loadQ[i].real || real
+			return
+		}
+	}
+	dv.loadQ = append(dv.loadQ, loadReq{svc: sv, real: real})
+	p.startLoad(now, d, out)
+}
+
+func (p *Policy) neededReal(d, sv int) bool {
+	dv := &p.devs[d]
+	if dv.running && dv.runSvc == sv {
+		return true
+	}
+	for _, t := range dv.queue {
+		if t.svc == sv {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Policy) neededResv(d, sv int) bool {
+	for _, x := range p.devs[d].resv {
+		if x.svc == sv {
+			return true
+		}
+	}
+	return false
+}
+
+// startLoad starts GPU d's next load, one at a time (§6 #10), real tasks' loads first. Memory
+// comes from LRU eviction of services no queued batch needs; a reservation never pins its
+// service against a real task's load (§2.6, §2.7); when nothing can be evicted the load waits.
+func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) {
+	dv := &p.devs[d]
+	if dv.loading >= 0 {
+		return
+	}
+	// Drop loads nothing needs any more.
+	keep := dv.loadQ[:0]
+	for _, l := range dv.loadQ {
+		l.real = p.neededReal(d, l.svc)
+		if l.real || p.neededResv(d, l.svc) {
+			keep = append(keep, l)
+		}
+	}
+	dv.loadQ = keep
+	pick := -1
+	for i, l := range dv.loadQ {
+		if l.real {
+			pick = i
+			break
+		}
+	}
+	if pick < 0 && len(dv.loadQ) > 0 {
+		pick = 0
+	}
+	if pick < 0 {
+		return
+	}
+	l := dv.loadQ[pick]
+	s := &p.m.W.Services[l.svc]
+	capb := p.m.GPUMem
+	if capb > 0 && dv.mem+s.Bytes > capb {
+		var victims []int
+		for sv, ok := range dv.resident {
+			if ok && !p.neededReal(d, sv) && (l.real || !p.neededResv(d, sv)) {
+				victims = append(victims, sv)
+			}
+		}
+		sort.Slice(victims, func(i, j int) bool {
+			if dv.lastUse[victims[i]] != dv.lastUse[victims[j]] {
+				return dv.lastUse[victims[i]] < dv.lastUse[victims[j]]
+			}
+			return victims[i] < victims[j]
+		})
+		free := capb - dv.mem
+		k := 0
+		for k < len(victims) && free < s.Bytes {
+			free += p.m.W.Services[victims[k]].Bytes
+			k++
+		}
+		if free < s.Bytes {
+			return // wait for the queue (§6 #11)
+		}
+		for _, sv := range victims[:k] {
+			out.Evict(p.m.Holder[d][sv], p.m.W.Services[sv].Name)
+			dv.resident[sv] = false
+			dv.mem -= p.m.W.Services[sv].Bytes
+			p.st.Evictions++
+		}
+	}
+	srv := p.m.GPUServer[d]
+	dur := dataplane.Time(math.Ceil(p.m.LoadUs(l.svc, !p.hostC[srv][l.svc])))
+	p.hostC[srv][l.svc] = true
+	out.Load(p.m.Holder[d][l.svc], s.Name, s.Bytes, dur)
+	dv.loading, dv.loadETA = l.svc, now+dur
+	dv.mem += s.Bytes
+	dv.loadQ = slices.Delete(dv.loadQ, pick, pick+1)
+	dv.dirty = true
+	p.st.Loads++
+}
