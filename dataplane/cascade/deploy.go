@@ -1,0 +1,235 @@
+// Package cascade is CascadeServe's data plane (spec §5): the gear-switching policy — QPS
+// measured every 100 ms through the engine's Ticker, gear lookup, the α = 8 backlog rule
+// —, per-replica stage queues with minimum-queue triggers, certainty-threshold forwarding
+// (a request answers at the first stage confident enough: Complete), deficit routing over
+// the gear's replica shares, one batch at a time per GPU, and model loading when a gear
+// needs a model not yet resident; and its deployer, which builds a Deployment from a
+// plan's cascade section with an Emulate that replays per-sample certainties of the
+// validation records (Attrs.Sample, else the request ID, modulo the sample count).
+package cascade
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	pc "github.com/plan-dev/plan/planner/cascade"
+)
+
+// Kind is the plan section cascade deployments come from.
+const Kind = "cascade"
+
+// ParamPlan is the App.Params key carrying the gear table to the policy (JSON of
+// gearTable): the deployer writes it, the policy reads it at Attach.
+const ParamPlan = "cascade.gears"
+
+// gearTable is the policy's view of the plan: replicas are workers (same index), gears
+// name stages.
+type gearTable struct {
+	PollMs   float64       `json:"poll_ms"`
+	Alpha    float64       `json:"alpha"`
+	MaxBatch int           `json:"max_batch"`
+	Replicas []replicaSpec `json:"replicas"`
+	Gears    []gearSpec    `json:"gears"`
+}
+
+type replicaSpec struct {
+	Stage int   `json:"stage"`
+	GPUs  []int `json:"gpus"`
+	Bytes int64 `json:"bytes"`
+}
+
+type gearSpec struct {
+	QHi    float64 `json:"q_hi"`
+	Stages []int   `json:"stages"`
+	Thr    []float64
+	// Share[i][k]: share of stage i's k-th replica (placement order among its replicas).
+	Share [][]float64 `json:"share"`
+	B1    int         `json:"b1"`
+}
+
+// FromPlan builds the deployment of p's cascade section, replaying the embedded
+// workload's validation records.
+func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
+	if p.Cascade == nil {
+		return nil, formats.ErrorList{{Path: "cascade", Rule: "the plan has no cascade section"}}
+	}
+	e := p.Provenance.Embedded
+	if e == nil || e.Workload == nil || e.Cluster == nil {
+		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: "a cascade plan needs its embedded workload, profiles and cluster (validation records and latencies)"}}
+	}
+	hw, probs := pc.HardwareOf(e.Cluster)
+	if probs != nil {
+		return nil, formats.ErrorList{{Path: "provenance.embedded.cluster", Rule: probs[0]}}
+	}
+	var c *formats.Cascade
+	for i := range e.Workload.Cascades {
+		if e.Workload.Cascades[i].Name == p.Cascade.Task {
+			c = &e.Workload.Cascades[i]
+		}
+	}
+	if c == nil {
+		return nil, formats.ErrorList{{Path: "cascade.task", Value: strconv.Quote(p.Cascade.Task), Rule: "not a cascade of the embedded workload"}}
+	}
+	profs := make([]*formats.Profile, len(e.Profiles))
+	for i := range e.Profiles {
+		profs[i] = &e.Profiles[i]
+	}
+	t, probs := pc.NewTask(c, "provenance.embedded.workload.cascades", profs, hw.GPU, hw.Mem)
+	if probs != nil {
+		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: probs[0]}}
+	}
+	slo := 10 * time.Second // [ours] an accuracy-SLO plan has no latency bound: 10 s marks "late"
+	if c.LatencySLO != nil {
+		slo = time.Duration(c.LatencySLO.Latency)
+	}
+	return NewDeployment(p.Cascade, t, hw, slo, c.QPSMax)
+}
+
+// NewDeployment lays out gear plan cp for task t (whose validation records the emulator
+// replays: pass a held-out test task to keep planning and serving data apart, §8.14).
+// One Manual stage per model (the policy forwards or completes at each batch's end), one
+// worker per replica on its first GPU.
+func NewDeployment(cp *formats.CascadePlan, t *pc.Task, hw pc.Hardware, slo time.Duration, qpsMax float64) (*dataplane.Deployment, error) {
+	d := &dataplane.Deployment{Kind: Kind}
+	idx := map[string]int{}
+	for i, m := range t.Models {
+		idx[m.Name] = i
+	}
+	maxB := cp.MaxBatch
+	if maxB <= 0 {
+		maxB = pc.MaxBatch
+	}
+	stageOf := map[string]dataplane.StageID{}
+	stageModel := []int{}
+	addStage := func(name string) (dataplane.StageID, error) {
+		if s, ok := stageOf[name]; ok {
+			return s, nil
+		}
+		m, ok := idx[name]
+		if !ok {
+			return 0, fmt.Errorf("model %q is not a model of cascade %s", name, t.Name)
+		}
+		mi := &t.Models[m]
+		lat := make([]dataplane.Time, maxB+1)
+		for b := 1; b <= maxB; b++ {
+			lat[b] = dataplane.Time(math.Ceil(mi.Lat(b)))
+		}
+		s := dataplane.StageID(len(d.Stages))
+		d.Stages = append(d.Stages, dataplane.Stage{Name: t.Name + "/" + name, App: 0, Pipeline: -1, Index: int(s), Batch: 1,
+			LatUs: lat, Manual: true, Model: name})
+		stageOf[name] = s
+		stageModel = append(stageModel, m)
+		return s, nil
+	}
+	per := max(hw.PerServer, 1)
+	n := max(hw.N, 1)
+	for _, r := range cp.Placement {
+		for _, g := range r.GPUs {
+			n = max(n, g+1)
+		}
+	}
+	for s := 0; s*per < n; s++ {
+		d.Topo.Servers = append(d.Topo.Servers, dataplane.Server{Name: fmt.Sprintf("server-%d", s), UpMbps: 1e6, DownMbps: 1e6})
+	}
+	for g := 0; g < n; g++ {
+		d.Topo.GPUs = append(d.Topo.GPUs, dataplane.GPU{Type: hw.GPU, Server: dataplane.ServerID(g / per)})
+	}
+	tab := gearTable{PollMs: cp.PollMs, Alpha: cp.Alpha, MaxBatch: maxB}
+	if tab.PollMs <= 0 {
+		tab.PollMs = pc.PollMs
+	}
+	repsOf := map[string][]int{}
+	for i, r := range cp.Placement {
+		s, err := addStage(r.Model)
+		if err != nil {
+			return nil, formats.ErrorList{{Path: fmt.Sprintf("cascade.placement[%d].model", i), Value: strconv.Quote(r.Model), Rule: err.Error()}}
+		}
+		if len(r.GPUs) == 0 {
+			return nil, formats.ErrorList{{Path: fmt.Sprintf("cascade.placement[%d].gpus", i), Rule: "must list at least one GPU"}}
+		}
+		w := dataplane.WorkerID(len(d.Topo.Workers))
+		d.Topo.Workers = append(d.Topo.Workers, dataplane.Worker{Name: fmt.Sprintf("%s@gpu%v", r.Model, r.GPUs), GPU: r.GPUs[0],
+			Server: dataplane.ServerID(r.GPUs[0] / per), Type: hw.GPU, VGPU: 1, Stage: s})
+		d.Stages[s].Pool = append(d.Stages[s].Pool, w)
+		var bytes int64
+		for _, p := range t.Models[idx[r.Model]].Parts {
+			bytes += p
+		}
+		tab.Replicas = append(tab.Replicas, replicaSpec{Stage: int(s), GPUs: r.GPUs, Bytes: bytes})
+		repsOf[r.Model] = append(repsOf[r.Model], i)
+	}
+	for gi, g := range cp.Gears {
+		gs := gearSpec{QHi: g.QHi, Thr: g.Thr, B1: max(1, g.Trigger[firstOr(g.Models)])}
+		for _, m := range g.Models {
+			s, ok := stageOf[m]
+			if !ok {
+				return nil, formats.ErrorList{{Path: fmt.Sprintf("cascade.gears[%d].models", gi), Value: strconv.Quote(m), Rule: "model has no replica in cascade.placement"}}
+			}
+			gs.Stages = append(gs.Stages, int(s))
+			sh := g.Share[m]
+			if len(sh) != len(repsOf[m]) {
+				sh = make([]float64, len(repsOf[m]))
+				for k := range sh {
+					sh[k] = 1 / float64(len(sh))
+				}
+			}
+			gs.Share = append(gs.Share, sh)
+		}
+		tab.Gears = append(tab.Gears, gs)
+	}
+	js, err := json.Marshal(tab)
+	if err != nil {
+		return nil, err
+	}
+	var entry []dataplane.StageID
+	for s := range d.Stages {
+		entry = append(entry, dataplane.StageID(s))
+	}
+	d.Apps = []dataplane.App{{Name: t.Name, SLO: dataplane.Time(slo / time.Microsecond), Weight: 1, RateRPS: qpsMax,
+		Entry: entry, Params: map[string]string{ParamPlan: string(js)}}}
+	// Emulate: stage s's model on the request's sample (Attrs.Sample, else its ID, mod N).
+	certs, preds := t.Cert, make([][]int32, len(t.Models))
+	for m := range t.Models {
+		preds[m] = make([]int32, t.N)
+		for s := range preds[m] {
+			if t.Correct[m][s] {
+				preds[m][s] = 1
+			}
+		}
+	}
+	N := int64(t.N)
+	d.Emulate = func(st *dataplane.Stage, r *dataplane.Request, _ float64) dataplane.Result {
+		m := stageModel[st.Index]
+		s := SampleOf(r, N)
+		return dataplane.Result{Certainty: float32(certs[m][s]), Label: preds[m][s]}
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// SampleOf is the validation sample request r replays: Attrs.Sample when set, else its ID
+// (§4.6: request i uses sample i mod N).
+func SampleOf(r *dataplane.Request, n int64) int64 {
+	x := r.Attrs.Sample
+	if x <= 0 {
+		x = int64(r.ID)
+	}
+	if x < 0 {
+		x = -x
+	}
+	return x % n
+}
+
+func firstOr(ms []string) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	return ms[0]
+}

@@ -1,0 +1,460 @@
+package cascade
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// Policy names.
+const (
+	// PolicyGears is CascadeServe's gear-switching policy (the default).
+	PolicyGears = "cascadeserve"
+	// PolicyNoSwitch serves one static gear (the plan's last, highest-QPS gear): the
+	// no-switching ablation of the paper's Fig. 12.
+	PolicyNoSwitch = "cascade-noswitch"
+)
+
+// Policies lists the data plane's policies.
+func Policies() []dataplane.PolicySpec {
+	return []dataplane.PolicySpec{
+		{Name: PolicyGears, Doc: "CascadeServe: gear switching on 100 ms QPS polls (α backlog rule), certainty-threshold forwarding, deficit routing, per-GPU batches at queue triggers", Serves: []string{Kind},
+			New: func(cfg dataplane.Config) (dataplane.Policy, error) { return newPolicy(PolicyGears, cfg, true) }},
+		{Name: PolicyNoSwitch, Doc: "CascadeServe ablation: one static gear (the plan's highest-QPS gear) with the same batching and forwarding", Serves: []string{Kind},
+			New: func(cfg dataplane.Config) (dataplane.Policy, error) { return newPolicy(PolicyNoSwitch, cfg, false) }},
+	}
+}
+
+// Registry is a registry of this data plane's policies alone.
+func Registry() *dataplane.Registry { return dataplane.NewRegistry(Policies()...) }
+
+// Policy is the gear-switching state machine. Parameters: alpha (backlog rule factor,
+// default the plan's, 8), poll_ms (QPS poll, default the plan's, 100), qps_scale (§5 drift
+// scaling, default 1), preload (true: the placement is resident from the start; false:
+// load a replica's model the first time a gear needs it).
+type Policy struct {
+	name    string
+	switchG bool
+	cfg     dataplane.Config
+	alpha   float64
+	pollMs  float64
+	scale   float64
+	preload bool
+
+	v    dataplane.View
+	dep  *dataplane.Deployment
+	tab  gearTable
+	app  dataplane.AppID
+	cur  int // current gear
+	gqhi []float64
+	// stageReps[s]: workers of stage s; repIdx[w]: w's index among its stage's replicas.
+	stageReps [][]dataplane.WorkerID
+	repIdx    []int
+	gpuReps   [][]dataplane.WorkerID
+	gpuBusy   []bool
+	running   []bool // per worker
+	queues    [][]dataplane.ReqID
+	heads     []int
+	enq       [][]dataplane.Time // enqueue time of each queued request
+	// deficit routing counters per (gear, position): total and per replica sent.
+	total [][]float64
+	sent  [][][]float64
+	// per request: the gear it entered with (index by ID - base).
+	gearOf  []int16
+	reqBase dataplane.ReqID
+	// QPS measurement.
+	count    int64
+	lastTick dataplane.Time
+	// model residency (preload=false): per worker, loaded or loading.
+	loaded, loading []bool
+	// Switches counts gear changes; Decisions counts gear lookups (bench reporting).
+	Switches, Lookups int64
+	path              [1]dataplane.PathHop
+	batch             []dataplane.ReqID
+}
+
+func newPolicy(name string, cfg dataplane.Config, sw bool) (*Policy, error) {
+	if err := cfg.CheckKnown(name, "alpha", "poll_ms", "qps_scale", "preload"); err != nil {
+		return nil, err
+	}
+	p := &Policy{name: name, switchG: sw, cfg: cfg}
+	var err error
+	if p.alpha, err = cfg.Float("alpha", -1); err != nil {
+		return nil, err
+	}
+	if p.pollMs, err = cfg.Float("poll_ms", -1); err != nil {
+		return nil, err
+	}
+	if p.scale, err = cfg.Float("qps_scale", 1); err != nil {
+		return nil, err
+	}
+	if p.preload, err = cfg.Bool("preload", true); err != nil {
+		return nil, err
+	}
+	if !(p.scale > 0) {
+		return nil, fmt.Errorf("policy %s: qps_scale %g: must be > 0", name, p.scale)
+	}
+	return p, nil
+}
+
+// Name implements dataplane.Policy.
+func (p *Policy) Name() string { return p.name }
+
+// TickEvery implements dataplane.Ticker: the producer's QPS poll (§5, 100 ms).
+func (p *Policy) TickEvery() dataplane.Time {
+	ms := p.pollMs
+	if ms <= 0 {
+		ms = 100
+	}
+	return dataplane.Time(ms * float64(dataplane.Millisecond))
+}
+
+// Attach implements dataplane.Policy: it reads the gear table the deployer put in the
+// application's parameters.
+func (p *Policy) Attach(v dataplane.View) error {
+	p.v = v
+	p.dep = v.Deployment()
+	if p.dep.Kind != Kind || len(p.dep.Apps) != 1 {
+		return fmt.Errorf("policy %s serves one-application cascade deployments", p.name)
+	}
+	js, ok := p.dep.Apps[0].Params[ParamPlan]
+	if !ok {
+		return fmt.Errorf("policy %s: the deployment carries no gear table (%s)", p.name, ParamPlan)
+	}
+	if err := json.Unmarshal([]byte(js), &p.tab); err != nil {
+		return fmt.Errorf("policy %s: gear table: %v", p.name, err)
+	}
+	if len(p.tab.Gears) == 0 || len(p.tab.Replicas) != len(p.dep.Topo.Workers) {
+		return fmt.Errorf("policy %s: gear table with %d gears and %d replicas for %d workers", p.name, len(p.tab.Gears), len(p.tab.Replicas), len(p.dep.Topo.Workers))
+	}
+	if p.alpha < 0 {
+		p.alpha = p.tab.Alpha
+		if p.alpha <= 0 {
+			p.alpha = 8
+		}
+	}
+	if p.pollMs < 0 {
+		p.pollMs = p.tab.PollMs
+	}
+	if p.tab.MaxBatch <= 0 {
+		p.tab.MaxBatch = 1000
+	}
+	nS, nW, nG := len(p.dep.Stages), len(p.dep.Topo.Workers), len(p.dep.Topo.GPUs)
+	p.stageReps = make([][]dataplane.WorkerID, nS)
+	p.repIdx = make([]int, nW)
+	p.gpuReps = make([][]dataplane.WorkerID, nG)
+	for w, r := range p.tab.Replicas {
+		if r.Stage < 0 || r.Stage >= nS {
+			return fmt.Errorf("policy %s: replica %d: stage %d", p.name, w, r.Stage)
+		}
+		p.repIdx[w] = len(p.stageReps[r.Stage])
+		p.stageReps[r.Stage] = append(p.stageReps[r.Stage], dataplane.WorkerID(w))
+		for _, g := range r.GPUs {
+			if g < 0 || g >= nG {
+				return fmt.Errorf("policy %s: replica %d: GPU %d of %d", p.name, w, g, nG)
+			}
+			p.gpuReps[g] = append(p.gpuReps[g], dataplane.WorkerID(w))
+		}
+	}
+	for gi, g := range p.tab.Gears {
+		if len(g.Stages) == 0 || len(g.Thr) != len(g.Stages)-1 || len(g.Share) != len(g.Stages) {
+			return fmt.Errorf("policy %s: gear %d is malformed", p.name, gi)
+		}
+		for i, s := range g.Stages {
+			if s < 0 || s >= nS || len(g.Share[i]) != len(p.stageReps[s]) {
+				return fmt.Errorf("policy %s: gear %d stage %d: shares for %d replicas", p.name, gi, s, len(p.stageReps[s]))
+			}
+		}
+		p.gqhi = append(p.gqhi, g.QHi)
+	}
+	p.gpuBusy = make([]bool, nG)
+	p.running = make([]bool, nW)
+	p.queues = make([][]dataplane.ReqID, nW)
+	p.enq = make([][]dataplane.Time, nW)
+	p.heads = make([]int, nW)
+	p.loaded = make([]bool, nW)
+	p.loading = make([]bool, nW)
+	for w := range p.loaded {
+		p.loaded[w] = p.preload
+	}
+	p.total = make([][]float64, len(p.tab.Gears))
+	p.sent = make([][][]float64, len(p.tab.Gears))
+	for gi, g := range p.tab.Gears {
+		p.total[gi] = make([]float64, len(g.Stages))
+		p.sent[gi] = make([][]float64, len(g.Stages))
+		for i, s := range g.Stages {
+			p.sent[gi][i] = make([]float64, len(p.stageReps[s]))
+		}
+	}
+	if !p.switchG {
+		p.cur = len(p.tab.Gears) - 1
+	}
+	return nil
+}
+
+// Gear returns the gear serving qps: the first whose upper bound exceeds it, clamped to
+// the last (§5). It is the per-poll decision the bench times.
+func Gear(qhi []float64, qps float64) int {
+	i := sort.SearchFloat64s(qhi, qps)
+	if i < len(qhi) && qhi[i] == qps {
+		i++ // ranges are [q_lo, q_hi)
+	}
+	return min(i, len(qhi)-1)
+}
+
+// Switch applies §5's rule: switch to the gear of qps unless it is a lower-QPS gear and
+// qps < alpha·q0 (a backlog of q0 stage-1 requests still drains).
+func Switch(qhi []float64, cur int, qps, alpha float64, q0 int) int {
+	g := Gear(qhi, qps)
+	if g < cur && qps < alpha*float64(q0) {
+		return cur
+	}
+	return g
+}
+
+// Current returns the current gear index.
+func (p *Policy) Current() int { return p.cur }
+
+// Handle implements dataplane.Policy.
+func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	switch ev.Kind {
+	case dataplane.EvArrival:
+		p.count++
+		r := p.v.Req(ev.Req)
+		p.setGear(ev.Req, p.cur)
+		g := &p.tab.Gears[p.cur]
+		w := p.route(p.cur, 0, g.Stages[0])
+		p.push(w, ev.Req, r.Arrival)
+		p.kick(now, w, out)
+	case dataplane.EvTick:
+		elapsed := float64(now-p.lastTick) / float64(dataplane.Second)
+		if now > p.lastTick && p.switchG {
+			qps := math.Ceil(float64(p.count)/elapsed) * p.scale
+			q0 := 0
+			for _, w := range p.stageReps[p.tab.Gears[p.cur].Stages[0]] {
+				q0 += len(p.queues[w]) - p.heads[w]
+			}
+			p.Lookups++
+			if g := Switch(p.gqhi, p.cur, qps, p.alpha, q0); g != p.cur {
+				p.cur = g
+				p.Switches++
+				p.ensureLoaded(now, out)
+			}
+		}
+		p.count, p.lastTick = 0, now
+		if !p.preload && now == 0 {
+			p.ensureLoaded(now, out)
+		}
+		for g := range p.gpuBusy {
+			p.tryGPU(now, g, out)
+		}
+	case dataplane.EvBatchDone:
+		p.batchDone(now, ev, out)
+	case dataplane.EvModelLoaded:
+		w := ev.Worker
+		p.loading[w], p.loaded[w] = false, true
+		p.kick(now, w, out)
+	}
+}
+
+// ensureLoaded loads the current gear's models on replicas that do not hold them yet
+// (preload=false): the worker is busy meanwhile and its queue waits.
+func (p *Policy) ensureLoaded(now dataplane.Time, out *dataplane.Decisions) {
+	if p.preload {
+		return
+	}
+	for _, s := range p.tab.Gears[p.cur].Stages {
+		for _, w := range p.stageReps[s] {
+			if p.loaded[w] || p.loading[w] || p.running[w] {
+				continue
+			}
+			r := p.tab.Replicas[w]
+			// load at 2 GB/s plus a warm-up (spec §7.1), at least 1 s
+			dur := dataplane.Time(math.Max(float64(r.Bytes)/2e9, 1) * float64(dataplane.Second))
+			p.loading[w] = true
+			out.Load(w, p.dep.Stages[s].Model, 0, dur)
+		}
+	}
+}
+
+func (p *Policy) setGear(id dataplane.ReqID, g int) {
+	if len(p.gearOf) == 0 {
+		p.reqBase = id
+	}
+	i := int(id - p.reqBase)
+	for len(p.gearOf) <= i {
+		p.gearOf = append(p.gearOf, 0)
+	}
+	p.gearOf[i] = int16(g)
+}
+
+func (p *Policy) gearOfReq(id dataplane.ReqID) int {
+	i := int(id - p.reqBase)
+	if i < 0 || i >= len(p.gearOf) {
+		return p.cur
+	}
+	return int(p.gearOf[i])
+}
+
+// route picks stage s's replica for position pos of gear g by deficit over the gear's
+// shares (target share − observed share, §5).
+func (p *Policy) route(g, pos, s int) dataplane.WorkerID {
+	sh := p.tab.Gears[g].Share[pos]
+	p.total[g][pos]++
+	best, bv := 0, math.Inf(-1)
+	for k := range sh {
+		if sh[k] <= 0 {
+			continue
+		}
+		if v := sh[k]*p.total[g][pos] - p.sent[g][pos][k]; v > bv {
+			best, bv = k, v
+		}
+	}
+	p.sent[g][pos][best]++
+	return p.stageReps[s][best]
+}
+
+func (p *Policy) push(w dataplane.WorkerID, id dataplane.ReqID, at dataplane.Time) {
+	p.queues[w] = append(p.queues[w], id)
+	p.enq[w] = append(p.enq[w], at)
+}
+
+func (p *Policy) qlen(w dataplane.WorkerID) int { return len(p.queues[w]) - p.heads[w] }
+
+// trigger is w's minimum queue length: the current gear's b1 for its first model, 1 for
+// every other stage (§4.5). [ours] A head that has waited a whole poll interval runs
+// whatever is queued: the paper's triggers have no timeout, so a partial stage-1 batch
+// would otherwise wait forever once arrivals stop (and the α rule keeps the gear while it
+// waits).
+func (p *Policy) trigger(now dataplane.Time, w dataplane.WorkerID) int {
+	g := &p.tab.Gears[p.cur]
+	if p.tab.Replicas[w].Stage != g.Stages[0] {
+		return 1
+	}
+	if p.qlen(w) > 0 && now-p.enq[w][p.heads[w]] >= p.TickEvery() {
+		return 1
+	}
+	return max(g.B1, 1)
+}
+
+// kick tries to start batches on the GPUs of worker w.
+func (p *Policy) kick(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
+	for _, g := range p.tab.Replicas[w].GPUs {
+		p.tryGPU(now, g, out)
+	}
+}
+
+// tryGPU starts, on free GPU g, the ready queue (length ≥ trigger, every GPU of the
+// replica free, model resident) with the oldest head (§8.11).
+func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
+	if p.gpuBusy[g] {
+		return
+	}
+	best := dataplane.NoWorker
+	var bt dataplane.Time
+	for _, w := range p.gpuReps[g] {
+		if p.running[w] || !p.loaded[w] || p.qlen(w) < p.trigger(now, w) {
+			continue
+		}
+		free := true
+		for _, d := range p.tab.Replicas[w].GPUs {
+			free = free && !p.gpuBusy[d]
+		}
+		if !free {
+			continue
+		}
+		if h := p.enq[w][p.heads[w]]; best == dataplane.NoWorker || h < bt {
+			best, bt = w, h
+		}
+	}
+	if best == dataplane.NoWorker {
+		return
+	}
+	w := best
+	n := min(p.qlen(w), p.tab.MaxBatch)
+	p.batch = append(p.batch[:0], p.queues[w][p.heads[w]:p.heads[w]+n]...)
+	p.heads[w] += n
+	if p.heads[w] == len(p.queues[w]) {
+		p.queues[w], p.enq[w], p.heads[w] = p.queues[w][:0], p.enq[w][:0], 0
+	} else if p.heads[w] > 4096 {
+		p.queues[w] = append(p.queues[w][:0], p.queues[w][p.heads[w]:]...)
+		p.enq[w] = append(p.enq[w][:0], p.enq[w][p.heads[w]:]...)
+		p.heads[w] = 0
+	}
+	for _, d := range p.tab.Replicas[w].GPUs {
+		p.gpuBusy[d] = true
+	}
+	p.running[w] = true
+	p.path[0] = dataplane.PathHop{Stage: dataplane.StageID(p.tab.Replicas[w].Stage), Worker: w}
+	out.Dispatch(p.dep.Stages[p.tab.Replicas[w].Stage].App, p.batch, p.path[:])
+}
+
+// batchDone forwards each request of the finished batch whose certainty is below the
+// threshold to the next stage (co-located replica first, else deficit routing) and
+// completes the others (§2, §5), then frees the replica's GPUs.
+func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	w := ev.Worker
+	st := p.tab.Replicas[w].Stage
+	b := p.v.Batch(ev.Batch)
+	for _, id := range b.Reqs {
+		r := p.v.Req(id)
+		if r.Outcome != dataplane.Pending {
+			continue
+		}
+		// The current gear's cascade applies to samples entering a stage from now on; a
+		// request whose model left the cascade goes on with the gear it entered with.
+		g := p.cur
+		pos := indexOf(p.tab.Gears[g].Stages, st)
+		if pos < 0 {
+			g = p.gearOfReq(id)
+			pos = indexOf(p.tab.Gears[g].Stages, st)
+		}
+		gs := &p.tab.Gears[g]
+		if pos < 0 || pos == len(gs.Stages)-1 || !(float64(r.Result.Certainty) < gs.Thr[pos]) {
+			out.Complete(id, dataplane.StageID(st))
+			continue
+		}
+		ns := gs.Stages[pos+1]
+		target := dataplane.NoWorker
+		for k, x := range p.stageReps[ns] {
+			if gs.Share[pos+1][k] > 0 && shareGPU(p.tab.Replicas[x].GPUs, p.tab.Replicas[w].GPUs) {
+				target = x
+				break
+			}
+		}
+		if target == dataplane.NoWorker {
+			target = p.route(g, pos+1, ns)
+		}
+		p.push(target, id, r.Arrival)
+	}
+	p.running[w] = false
+	for _, d := range p.tab.Replicas[w].GPUs {
+		p.gpuBusy[d] = false
+	}
+	for g := range p.gpuBusy {
+		p.tryGPU(now, g, out)
+	}
+}
+
+func indexOf(xs []int, x int) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func shareGPU(a, b []int) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
