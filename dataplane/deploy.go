@@ -96,3 +96,16 @@ func (d *Deployment) Emulated(st StageID, r *Request, u float64) (Result, bool) 
 	res.Exit = len(s.Next) == 0
 	return res, true
 }
+
+// SkipCoin is the deterministic coin of conditional stages: a uniform number in [0, 1) that
+// is a function of (seed, request, stage) alone, so a request skips the same stages in the
+// simulator and in serve, in any event order (splitmix64 over the three).
+func SkipCoin(seed uint64, r ReqID, s StageID) float64 {
+	x := seed ^ uint64(uint32(r))<<24 ^ uint64(uint32(s)) ^ 0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
+}

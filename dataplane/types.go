@@ -194,6 +194,11 @@ type Stage struct {
 	// ends; the policy completes, drops or re-dispatches them (iteration-level instances
 	// such as an LLM's continuous batching, where one batch is one engine iteration).
 	Manual bool
+	// SkipProb is the probability that a request reaching the stage is not processed there
+	// (a conditional module: a workload edge with probability p gives 1 − p). Policies that
+	// serve conditional graphs pass a skipped request on as if the stage had run, deciding
+	// per request with SkipCoin so that sim and serve skip the same requests.
+	SkipProb float64
 	// Model names the model the stage runs (for load/evict decisions; "" = none tracked).
 	Model string
 	// Active is how many workers of Pool serve from the start (PARD's autoscaler activates

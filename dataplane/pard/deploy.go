@@ -31,6 +31,9 @@ type ModuleSpec struct {
 	LatUs []dataplane.Time
 	// Workers serve from the start; MaxWorkers (≥ Workers) bounds the autoscaler.
 	Workers, MaxWorkers int
+	// Prob is the probability that a request visits the module (a conditional module of the
+	// workload, Edge.Probability; 0 means 1).
+	Prob float64
 }
 
 // DefaultHop is the fixed network hop between modules [ours, spec §6: 1–2 ms].
@@ -63,6 +66,9 @@ func NewPipelineDeployment(apps []PipelineSpec, hop dataplane.Time) (*dataplane.
 			}
 			st := dataplane.Stage{Name: a.Name + "/" + m.Name, App: aid, Pipeline: -1, Index: j, Batch: m.Batch,
 				LatUs: append([]dataplane.Time{0}, m.LatUs[1:]...), Active: m.Workers}
+			if m.Prob > 0 && m.Prob < 1 {
+				st.SkipProb = 1 - m.Prob
+			}
 			if hop > 0 {
 				st.XferPerSampleUs = float64(hop) / float64(m.Batch)
 			}
@@ -137,6 +143,7 @@ func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	var specs []PipelineSpec
 	for ai, a := range p.PARD.Apps {
 		var edges map[string][]string
+		probs := map[string]float64{}
 		if wl != nil {
 			for _, pl := range wl.Pipelines {
 				if pl.Name == a.Name {
@@ -144,6 +151,9 @@ func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 					for _, m := range pl.Modules {
 						for _, e := range m.After {
 							edges[m.Name] = append(edges[m.Name], e.Module)
+							if e.Probability > 0 && e.Probability < 1 {
+								probs[m.Name] = e.Probability
+							}
 						}
 					}
 				}
@@ -157,6 +167,7 @@ func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 			}
 			ms := ModuleSpec{Name: m.Name, GPU: m.GPU, Batch: m.Batch, Workers: m.Workers,
 				MaxWorkers: int(math.Ceil(factor * float64(m.Workers)))}
+			ms.Prob = probs[m.Name]
 			switch {
 			case edges != nil:
 				ms.After = edges[m.Name]

@@ -728,6 +728,10 @@ func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplan
 			return
 		}
 	}
+	if sp := p.dep.Stages[s].SkipProb; sp > 0 && dataplane.SkipCoin(skipSeed, id, s) < sp {
+		p.skip(now, s, id, out)
+		return
+	}
 	m.inCur++
 	if p.variant.rule == ruleOC && m.throttle {
 		m.credit += 1 - p.ocAlpha
@@ -751,6 +755,28 @@ func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplan
 		}
 	}
 	p.touched = append(p.touched, w)
+}
+
+// skip passes a request that does not visit conditional module s on, as if s had run: to
+// each successor (joins count it), or, at a sink, to completion unless another branch still
+// holds it (that branch then finishes it at its own sink, the engine's first-sink rule).
+func (p *Pipeline) skip(now dataplane.Time, s dataplane.StageID, id dataplane.ReqID, out *dataplane.Decisions) {
+	st := &p.dep.Stages[s]
+	if len(st.Next) > 0 {
+		for _, n := range st.Next {
+			p.arriveAt(now, n, id, out)
+		}
+		return
+	}
+	r := p.v.Req(id)
+	if r.InFlight() || r.Outcome != dataplane.Pending || p.gone(id) {
+		return
+	}
+	for int(id) >= len(p.flags) {
+		p.flags = append(p.flags, 0)
+	}
+	p.flags[id] |= flagGone
+	out.Complete(id, s)
 }
 
 func (p *Pipeline) fillTouched(now dataplane.Time, out *dataplane.Decisions) {
@@ -1368,3 +1394,7 @@ func Policies() []dataplane.PolicySpec {
 	}
 	return out
 }
+
+// skipSeed seeds the coin of conditional modules (dataplane.SkipCoin): a constant, so a
+// trace's requests skip the same modules in every run, simulated or served.
+const skipSeed = 1

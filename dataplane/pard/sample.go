@@ -32,6 +32,9 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 		default:
 			m.After = []string{fmt.Sprintf("m%d", k-1)}
 		}
+		if k > 0 && r.IntN(3) == 0 {
+			m.Prob = 0.2 + 0.6*r.Float64() // a conditional module
+		}
 		sum += 2 * m.LatUs[m.Batch]
 		spec.Modules = append(spec.Modules, m)
 	}
