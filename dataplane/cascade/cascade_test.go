@@ -133,9 +133,9 @@ func TestSwitchRule(t *testing.T) {
 		want int
 	}{
 		{0, 50, 0, 0}, {0, 150, 0, 1}, {0, 900, 0, 2}, {0, 100, 0, 1},
-		{2, 50, 0, 0},  // down: no backlog
-		{2, 50, 10, 2}, // down blocked: 50 < 8·10
-		{2, 150, 10, 1}, // 150 ≥ 8·10: the backlog is small enough
+		{2, 50, 0, 0},     // down: no backlog
+		{2, 50, 10, 2},    // down blocked: 50 < 8·10
+		{2, 150, 10, 1},   // 150 ≥ 8·10: the backlog is small enough
 		{1, 250, 1000, 2}, // up is immediate
 	}
 	for _, tc := range tests {

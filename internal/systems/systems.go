@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/internal/systems/cascadesys"
 	"github.com/plan-dev/plan/internal/systems/pardsys"
 	"github.com/plan-dev/plan/internal/systems/ppipesys"
 )
@@ -24,6 +25,7 @@ func InTree() []system.System {
 	return []system.System{
 		ppipesys.System(),
 		pardsys.System(),
+		cascadesys.System(),
 	}
 }
 

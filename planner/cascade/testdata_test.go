@@ -41,11 +41,11 @@ cascades:
   - name: sentiment
     models: [bert-tiny, bert-small, bert-base]
     latency_slo: {percentile: 0.95, latency: 400ms}
-    qps_max: 2000
+    qps_max: 14000
     qps_ranges: 8
     validation:
 `)
-	for _, r := range f.Generate(400, 12) {
+	for _, r := range f.Generate(600, 12) {
 		fmt.Fprintf(&b, "      - {sample: %d, model: %s, pred: %q, cert: %g, label: %q}\n", r.Sample, r.Model, r.Pred, r.Cert, r.Label)
 	}
 	return b.Bytes()

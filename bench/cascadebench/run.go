@@ -1,0 +1,318 @@
+package cascadebench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+	dpc "github.com/plan-dev/plan/dataplane/cascade"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	pc "github.com/plan-dev/plan/planner/cascade"
+	"github.com/plan-dev/plan/sim"
+)
+
+// Setup is one of the paper's workloads on stand-ins.
+type Setup struct {
+	Name    string
+	Family  pc.Family
+	Peak    float64 // trace peak QPS (paper: BERT 7,600, Llama 60)
+	MaxGPUs int
+	Latency time.Duration
+	// Accuracy targets: the accuracy floor of each GPU-count query.
+	Targets []float64
+	Ranges  int
+}
+
+// Setups are BERT and Llama (spec §6).
+var Setups = []Setup{
+	{Name: "bert", Family: pc.BERT, Peak: 7600, MaxGPUs: 8, Latency: 400 * time.Millisecond, Targets: []float64{0.83, 0.84, 0.845}, Ranges: 16},
+	{Name: "llama", Family: pc.Llama, Peak: 60, MaxGPUs: 16, Latency: 6 * time.Second, Targets: []float64{0.60, 0.625, 0.64}, Ranges: 12},
+}
+
+// data holds one setup's planning inputs and held-out test task.
+type data struct {
+	s       Setup
+	in      planner.Inputs
+	c       *formats.Cascade
+	test    *pc.Task
+	qps     []float64 // per-second trace, scaled
+	samples int
+}
+
+func prepare(s Setup, trace []float64, samples int) (*data, error) {
+	f := s.Family
+	q := Scale(trace, s.Peak)
+	c := formats.Cascade{Name: s.Name, Models: f.Names(), QPSMax: s.Peak, QPSRanges: s.Ranges, QPSHistogram: Histogram(q),
+		LatencySLO: &formats.LatencySLO{Percentile: 0.95, Latency: formats.Duration(s.Latency)}, Validation: f.Generate(samples, 1)}
+	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
+		Metadata: formats.Metadata{Name: s.Name}, Cascades: []formats.Cascade{c}}
+	in := planner.Inputs{Workload: w, Profiles: []*formats.Profile{f.Profile()}, Cluster: f.Cluster(s.MaxGPUs, 2)}
+	// §8.14: the test set (serving) uses another seed than the validation set (planning).
+	tc := formats.Cascade{Name: s.Name, Models: f.Names(), Validation: f.Generate(samples, 2)}
+	test, probs := pc.NewTask(&tc, "test", in.Profiles, f.GPU, f.GPUMem)
+	if probs != nil {
+		return nil, fmt.Errorf("%v", probs)
+	}
+	return &data{s: s, in: in, c: &w.Cascades[0], test: test, qps: q, samples: samples}, nil
+}
+
+// Served is a trace replay's outcome.
+type Served struct {
+	Requests int64   `json:"requests"`
+	Accuracy float64 `json:"accuracy"`
+	P95Ms    float64 `json:"p95_ms"`
+	Switches int64   `json:"switches"`
+}
+
+// serve replays qps (evenly spaced arrivals within each second) through plan's gears in
+// the simulator with the held-out test set, and measures accuracy over served requests and
+// p95 end-to-end latency.
+func (d *data) serve(plan *formats.Plan, policy string, qps []float64) (Served, error) {
+	hw, _ := pc.HardwareOf(d.in.Cluster)
+	dep, err := dpc.NewDeployment(plan.Cascade, d.test, hw, d.s.Latency, d.s.Peak)
+	if err != nil {
+		return Served{}, err
+	}
+	pol, err := dpc.Registry().New(dep, dataplane.Config{Policy: policy}, dpc.PolicyGears)
+	if err != nil {
+		return Served{}, err
+	}
+	var ts []dataplane.Time
+	for s, q := range qps {
+		n := int(math.Round(q))
+		for i := 0; i < n; i++ {
+			ts = append(ts, dataplane.Time(s)*dataplane.Second+dataplane.Time(float64(i)/float64(n)*float64(dataplane.Second)))
+		}
+	}
+	modelOf := map[string]int{}
+	for i, m := range d.test.Models {
+		modelOf[m.Name] = i
+	}
+	var right, n int64
+	var lats []float64
+	var s *sim.Sim
+	s, err = sim.New(dep, pol, []sim.Source{&sim.Times{T: ts}}, sim.Options{Duration: dataplane.Time(len(qps)) * dataplane.Second, Seed: 1,
+		ExpectedRequests: len(ts),
+		Attrs:            func(_ dataplane.AppID, k int64) dataplane.Attrs { return dataplane.Attrs{Sample: k + 1} },
+		OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
+			n++
+			lats = append(lats, float64(r.Done-r.Arrival)/1000)
+			if len(r.Batches) == 0 {
+				return
+			}
+			b := s.Engine.Batch(r.Batches[len(r.Batches)-1])
+			m := modelOf[dep.Stages[b.Hops[len(b.Hops)-1].Stage].Model]
+			if d.test.Correct[m][dpc.SampleOf(r, int64(d.test.N))] {
+				right++
+			}
+		}})
+	if err != nil {
+		return Served{}, err
+	}
+	if _, err := s.Run(); err != nil {
+		return Served{}, err
+	}
+	sort.Float64s(lats)
+	out := Served{Requests: n, Switches: pol.(*dpc.Policy).Switches}
+	if n > 0 {
+		out.Accuracy = float64(right) / float64(n)
+		out.P95Ms = lats[min(len(lats)-1, int(math.Ceil(0.95*float64(len(lats))))-1)]
+	}
+	return out, nil
+}
+
+// MinGPUs is one (system, accuracy target) cell: the fewest GPUs whose plan meets the
+// latency SLO and the accuracy floor, and what serving the trace measured.
+type MinGPUs struct {
+	System   string  `json:"system"`
+	Target   float64 `json:"accuracy_target"`
+	GPUs     float64 `json:"gpus"` // 0 = none up to MaxGPUs
+	PlanAcc  float64 `json:"plan_accuracy"`
+	Served   Served  `json:"served"`
+	PlanMs   float64 `json:"planner_ms"`
+	Note     string  `json:"note,omitempty"`
+	Feasible bool    `json:"feasible"`
+}
+
+func (d *data) minGPUs(ctx context.Context, strategy string, target float64, window []float64) MinGPUs {
+	row := MinGPUs{System: strategy, Target: target}
+	start := time.Now()
+	plan, res, err := pc.Solve(ctx, d.in, pc.Options{Strategy: strategy, Latency: d.s.Latency, Accuracy: target, MinGPUs: true, GPUs: d.s.MaxGPUs})
+	row.PlanMs = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		row.Note = err.Error()
+		return row
+	}
+	row.Feasible, row.GPUs, row.PlanAcc = true, float64(res.HW.N), res.Acc
+	policy := dpc.PolicyGears
+	if strategy == pc.StrategyNoSwitch || strategy == pc.StrategyDynBa {
+		policy = dpc.PolicyNoSwitch
+	}
+	if window != nil {
+		row.Served, err = d.serve(plan, policy, window)
+		if err != nil {
+			row.Note = err.Error()
+		}
+	}
+	return row
+}
+
+// cocktail is the Cocktail+-style autoscaler's time-averaged GPU count (spec §6): replicas
+// = ceil(max true QPS over the next planning interval / packing factor) of the cheapest
+// single model meeting the accuracy target, the packing factor being the QPS one GPU
+// sustains within the latency SLO (found with the planner's simulator); intervals of
+// {10, 60, 300} s, best kept.
+func (d *data) cocktail(target float64) MinGPUs {
+	row := MinGPUs{System: "cocktail+", Target: target}
+	t, _ := pc.NewTask(d.c, "bench", d.in.Profiles, d.s.Family.GPU, d.s.Family.GPUMem)
+	best := -1
+	for m := range t.Models {
+		if t.Accuracy(m) >= target && (best < 0 || t.Models[m].RtOpt < t.Models[best].RtOpt) {
+			best = m
+		}
+	}
+	if best < 0 {
+		row.Note = "no single model reaches the target"
+		return row
+	}
+	// packing factor: bisection on the sustained rate of the model alone on one GPU
+	pl := []pc.Replica{{Model: best, GPUs: []int{0}}}
+	ok := func(q float64) bool {
+		for _, b1 := range []int{1, 4, 16, 64} {
+			g := pc.Gear{QHi: q, C: t.Evaluate([]int{best}, nil), Share: [][]float64{{1}}, B1: b1}
+			r := t.SimulateGear(pl, 1, &g, q, pc.SimOptions{Percentile: 0.95, MaxArrivals: 8000})
+			if r.Sustained && r.PLat <= d.s.Latency.Seconds() {
+				return true
+			}
+		}
+		return false
+	}
+	lo, hi := 0.0, 1/t.Models[best].RtOpt
+	for i := 0; i < 14; i++ {
+		mid := (lo + hi) / 2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo <= 0 {
+		row.Note = "one GPU cannot serve the model within the SLO"
+		return row
+	}
+	bestAvg := math.Inf(1)
+	for _, iv := range []int{10, 60, 300} {
+		var sum float64
+		for s := range d.qps {
+			mx := 0.0
+			for k := s - s%iv; k < min(len(d.qps), s-s%iv+iv); k++ {
+				mx = max(mx, d.qps[k])
+			}
+			sum += math.Ceil(mx / lo)
+		}
+		bestAvg = math.Min(bestAvg, sum/float64(len(d.qps)))
+	}
+	row.Feasible, row.GPUs, row.PlanAcc = true, math.Round(bestAvg*100)/100, t.Accuracy(best)
+	row.Note = fmt.Sprintf("%s, packing %.0f QPS/GPU, no load delays counted", t.Models[best].Name, lo)
+	return row
+}
+
+// PlannerCost compares the planner with exhaustive search over cascade-to-range
+// assignments in the restricted space of §4.7 (every model on every GPU): per range every
+// Pareto cascade at every batch trigger is simulated and the most accurate one meeting
+// the SLO is kept (ranges are independent once the placement is fixed, so this is the
+// exhaustive optimum).
+type PlannerCost struct {
+	Setup        string  `json:"setup"`
+	GPUs         int     `json:"gpus"`
+	Ranges       int     `json:"ranges"`
+	Pareto       int     `json:"pareto"`
+	PlannerMs    float64 `json:"planner_ms"`
+	PlannerAcc   float64 `json:"planner_accuracy"`
+	ExhaustiveMs float64 `json:"exhaustive_ms"`
+	ExhaustAcc   float64 `json:"exhaustive_accuracy"`
+	GapPct       float64 `json:"gap_pct"`
+	Sims         int     `json:"planner_sims"`
+	LPs          int     `json:"planner_lps"`
+}
+
+func (d *data) plannerCost(ctx context.Context, gpus int) (PlannerCost, error) {
+	out := PlannerCost{Setup: d.s.Name, GPUs: gpus, Ranges: d.s.Ranges}
+	start := time.Now()
+	_, res, err := pc.Solve(ctx, d.in, pc.Options{Latency: d.s.Latency, GPUs: gpus})
+	out.PlannerMs = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		return out, err
+	}
+	out.PlannerAcc, out.Pareto, out.Sims, out.LPs = res.Acc, len(res.Pareto), res.Sims, res.LPs
+	t := res.Task
+	start = time.Now()
+	hw := res.HW
+	var acc float64
+	for r := range res.Gears {
+		q := res.Gears[r].QHi
+		bestAcc := -1.0
+		for _, c := range res.Pareto {
+			if c.Acc <= bestAcc {
+				continue
+			}
+			var pl []pc.Replica
+			for _, m := range c.Models {
+				for g := 0; g < hw.N; g++ {
+					if t.Models[m].Width() == 1 {
+						pl = append(pl, pc.Replica{Model: m, GPUs: []int{g}})
+					} else if g%t.Models[m].Width() == 0 && g+t.Models[m].Width() <= hw.N {
+						gs := []int{}
+						for k := 0; k < t.Models[m].Width(); k++ {
+							gs = append(gs, g+k)
+						}
+						pl = append(pl, pc.Replica{Model: m, GPUs: gs})
+					}
+				}
+			}
+			share := make([][]float64, len(c.Models))
+			for i, m := range c.Models {
+				n := 0
+				for _, rp := range pl {
+					if rp.Model == m {
+						n++
+					}
+				}
+				share[i] = make([]float64, n)
+				for k := range share[i] {
+					share[i][k] = 1 / float64(n)
+				}
+			}
+			for _, b1 := range []int{1, 2, 4, 8, 16, 32, 64, 100} {
+				g := pc.Gear{QHi: q, C: c, Share: share, B1: b1}
+				s := t.SimulateGear(pl, hw.N, &g, q, pc.SimOptions{Percentile: 0.95})
+				if s.Sustained && s.PLat <= d.s.Latency.Seconds() {
+					bestAcc = c.Acc
+					break
+				}
+			}
+		}
+		if bestAcc < 0 {
+			bestAcc = 0
+		}
+		acc += res.Weights[r] * bestAcc
+	}
+	out.ExhaustiveMs = float64(time.Since(start).Microseconds()) / 1000
+	out.ExhaustAcc = acc
+	if acc > 0 {
+		out.GapPct = 100 * (acc - out.PlannerAcc) / acc
+	}
+	return out, nil
+}
+
+// Curve is accuracy vs p95 of CascadeServe's latency-SLO plan per GPU count.
+type Curve struct {
+	Setup  string  `json:"setup"`
+	GPUs   int     `json:"gpus"`
+	Acc    float64 `json:"plan_accuracy"`
+	Served Served  `json:"served"`
+}

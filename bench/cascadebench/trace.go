@@ -1,0 +1,95 @@
+// Package cascadebench is `plan bench cascade`: CascadeServe's evaluation (spec §6–§7) on
+// stand-ins — the BERT and Llama set-ups with seeded latent-difficulty validation and test
+// sets, arrival rates shaped by the real Twitter-derived trace (../shared/data, read at run
+// time, scaled to the paper's peaks), GPUs needed per target for CascadeServe and the
+// baselines, accuracy vs p95 per GPU count, and planner time vs exhaustive search — side
+// by side with the paper's numbers.
+package cascadebench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// DefaultTrace is where the Twitter-derived per-second QPS trace lives, relative to the
+// repository root (or any directory below it).
+const DefaultTrace = "../shared/data/twitter-qps-1200s.txt"
+
+// findTrace resolves path, trying the working directory's ancestors for the default.
+func findTrace(path string) (string, error) {
+	if path != DefaultTrace {
+		return path, nil
+	}
+	dir, _ := os.Getwd()
+	for i := 0; i < 6 && dir != ""; i++ {
+		p := filepath.Join(dir, DefaultTrace)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		dir = filepath.Dir(dir)
+	}
+	return "", fmt.Errorf("--trace: %s not found from the working directory or its parents: give its path", DefaultTrace)
+}
+
+// ReadQPS reads one per-second rate per line (blank lines and # comments skipped).
+func ReadQPS(path string) ([]float64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQPS(path, data)
+}
+
+// ParseQPS parses a per-second rate series; every problem names the file and line.
+func ParseQPS(name string, data []byte) ([]float64, error) {
+	var out []float64
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(f >= 0) || f > 1e9 {
+			return nil, fmt.Errorf("%s: line %d: %q: must be a rate >= 0", name, line, s)
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no rates", name)
+	}
+	return out, nil
+}
+
+// Scale multiplies a series so its peak is peak.
+func Scale(q []float64, peak float64) []float64 {
+	m := 0.0
+	for _, x := range q {
+		m = max(m, x)
+	}
+	out := make([]float64, len(q))
+	for i, x := range q {
+		out[i] = x * peak / m
+	}
+	return out
+}
+
+// Histogram is the fraction of time at each integer QPS (the workload's qps_histogram).
+func Histogram(q []float64) []float64 {
+	m := 0
+	for _, x := range q {
+		m = max(m, int(x))
+	}
+	h := make([]float64, m+1)
+	for _, x := range q {
+		h[int(x)] += 1 / float64(len(q))
+	}
+	return h
+}

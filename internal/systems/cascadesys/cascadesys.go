@@ -1,0 +1,246 @@
+// Package cascadesys assembles CascadeServe for the registry (spec
+// ../shared/specs/cascadeserve.md): the gear planner and its baselines (planner/cascade),
+// the gear-switching data plane with its no-switch ablation (dataplane/cascade), the plan
+// checker and `plan bench cascade`.
+package cascadesys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/bench/cascadebench"
+	"github.com/plan-dev/plan/dataplane"
+	dpc "github.com/plan-dev/plan/dataplane/cascade"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/planner"
+	pc "github.com/plan-dev/plan/planner/cascade"
+)
+
+// System returns the CascadeServe system.
+func System() system.System {
+	return system.System{
+		Name:             "cascade",
+		Doc:              "CascadeServe: gear plans of model cascades (cascade search, QPS-range adaptation, placement + LB LP, batching) switched on measured QPS",
+		WorkloadSections: []string{"cascades"},
+		Strategies:       pc.Strategies,
+		NewPlanner:       func() planner.Planner { return &Planner{} },
+		Render:           Render,
+		PlanSection:      dpc.Kind,
+		HasPlan:          func(p *formats.Plan) bool { return p.Cascade != nil },
+		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
+			d, err := dpc.FromPlan(p)
+			return d, dpc.PolicyGears, err
+		},
+		Policies: dpc.Policies(),
+		Sample:   dpc.Sample,
+		Checker:  Checker{},
+		Benches:  []func() bench.Bench{func() bench.Bench { return &cascadebench.Command{} }},
+	}
+}
+
+// Planner plans cascades workloads.
+type Planner struct {
+	accuracy   float64
+	percentile float64
+	gpus       int
+	minGPUs    bool
+	ranges     int
+	qpsMax     float64
+	levels     int
+	maxLen     int
+	monotone   bool
+	weights    string
+}
+
+// Flags implements planner.Planner.
+func (o *Planner) Flags(f *pflag.FlagSet) {
+	f.Float64Var(&o.accuracy, "accuracy", 0, "accuracy SLO in (0,1]: minimize latency at this weighted accuracy (with --slo: the accuracy floor of a latency SLO)")
+	f.Float64Var(&o.percentile, "percentile", 0, "latency SLO percentile (default: the workload's, or 0.95)")
+	f.IntVar(&o.gpus, "gpus", 0, "use only the first N GPUs of the cluster (0 = all)")
+	f.BoolVar(&o.minGPUs, "min-gpus", false, "search the fewest GPUs whose plan meets every SLO")
+	f.IntVar(&o.ranges, "ranges", 0, "number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)")
+	f.Float64Var(&o.qpsMax, "qps-max", 0, "highest planned QPS (default: the workload's qps_max)")
+	f.IntVar(&o.levels, "levels", 20, "threshold levels per model (certainty quantiles)")
+	f.IntVar(&o.maxLen, "max-len", 3, "longest cascade (1..3)")
+	f.BoolVar(&o.monotone, "monotone", false, "only cost-ascending cascades")
+	f.StringVar(&o.weights, "weights", "requests", "range accuracy weights: requests (ω ∝ time·QPS) or time")
+}
+
+func (o *Planner) options(s planner.Settings) (pc.Options, error) {
+	var probs []string
+	if o.accuracy != 0 && !(o.accuracy > 0 && o.accuracy <= 1) {
+		probs = append(probs, fmt.Sprintf("--accuracy: %g: must be in (0, 1]", o.accuracy))
+	}
+	if o.percentile != 0 && !(o.percentile > 0 && o.percentile <= 1) {
+		probs = append(probs, fmt.Sprintf("--percentile: %g: must be in (0, 1]", o.percentile))
+	}
+	if o.gpus < 0 || o.ranges < 0 || o.qpsMax < 0 || math.IsNaN(o.qpsMax) {
+		probs = append(probs, "--gpus, --ranges and --qps-max: must be >= 0")
+	}
+	if o.levels < 2 || o.levels > 1000 {
+		probs = append(probs, fmt.Sprintf("--levels: %d: must be in [2, 1000]", o.levels))
+	}
+	if o.maxLen < 1 || o.maxLen > 3 {
+		probs = append(probs, fmt.Sprintf("--max-len: %d: must be 1, 2 or 3", o.maxLen))
+	}
+	if o.weights != "requests" && o.weights != "time" {
+		probs = append(probs, fmt.Sprintf("--weights: %q: must be requests or time", o.weights))
+	}
+	if len(probs) > 0 {
+		return pc.Options{}, &planner.InputError{Problems: probs}
+	}
+	return pc.Options{Strategy: s.Strategy, Latency: s.SLO, Percentile: o.percentile, Accuracy: o.accuracy, GPUs: o.gpus,
+		MinGPUs: o.minGPUs, Ranges: o.ranges, QPSMax: o.qpsMax, TimeWeights: o.weights == "time",
+		Search: pc.SearchOptions{Levels: o.levels, MaxLen: o.maxLen, Monotone: o.monotone}}, nil
+}
+
+// Solve implements planner.Planner.
+func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	opt, err := o.options(s)
+	if err != nil {
+		return nil, err
+	}
+	if s.TimeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.TimeLimit)
+		defer cancel()
+	}
+	if s.ToolVersion != "" {
+		pc.ToolVersion = s.ToolVersion
+	}
+	plan, _, err := pc.Solve(ctx, in, opt)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, err)
+		}
+		if errors.Is(err, planner.ErrInfeasible) {
+			return nil, fmt.Errorf("workload: cascades[0]: %w", err)
+		}
+		return nil, err
+	}
+	plan.Provenance.Options["levels"] = strconv.Itoa(o.levels)
+	plan.Provenance.Options["max_len"] = strconv.Itoa(o.maxLen)
+	plan.Provenance.Options["monotone"] = strconv.FormatBool(o.monotone)
+	if s.Deterministic {
+		plan.Provenance.SolveMs = 0
+	}
+	return plan, nil
+}
+
+// Render prints the placement and one row per gear.
+func Render(p *formats.Plan) []planner.Table {
+	cp := p.Cascade
+	pl := planner.Table{Header: []string{"REPLICA", "MODEL", "GPUS"}}
+	for i, r := range cp.Placement {
+		pl.Rows = append(pl.Rows, []string{strconv.Itoa(i), r.Model, fmt.Sprint(r.GPUs)})
+	}
+	gt := planner.Table{Header: []string{"GEAR", "QPS", "CASCADE", "B1", "ACC", "WORK_MS", "P_LAT_MS"}}
+	for i, g := range cp.Gears {
+		var b strings.Builder
+		for j, m := range g.Models {
+			if j > 0 {
+				fmt.Fprintf(&b, " <%.3g> ", g.Thr[j-1])
+			}
+			b.WriteString(m)
+		}
+		b1 := 1
+		if len(g.Models) > 0 {
+			b1 = g.Trigger[g.Models[0]]
+		}
+		gt.Rows = append(gt.Rows, []string{strconv.Itoa(i), fmt.Sprintf("[%g, %g)", g.QLo, g.QHi), b.String(), strconv.Itoa(b1),
+			fmt.Sprintf("%.4f", g.ExpAcc), fmt.Sprintf("%.3f", g.ExpWork*1000), fmt.Sprintf("%.1f", g.ExpPLat)})
+	}
+	return []planner.Table{pl, gt}
+}
+
+// Checker checks gear plans.
+type Checker struct{}
+
+// Verify implements planner.Checker.
+func (Checker) Verify(p *formats.Plan) ([]string, string) {
+	return pc.Verify(p), fmt.Sprintf("cascade plan %s, %d gears, %d replicas on %d GPUs: placement and memory, shares, gear coverage, replayed accuracy per gear, SLO",
+		p.Cascade.Task, len(p.Cascade.Gears), len(p.Cascade.Placement), pc.GPUs(p.Cascade))
+}
+
+// Compare implements planner.Checker: GPUs (fewer is better) and weighted accuracy
+// (higher is better), then each gear's expected accuracy.
+func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
+	if ref.Cascade == nil {
+		return []planner.Check{{Line: "reference is not a cascade plan"}}
+	}
+	g, r := got.Cascade, ref.Cascade
+	out := []planner.Check{
+		{OK: float64(pc.GPUs(g)) <= float64(pc.GPUs(r))*(1+tol), Line: fmt.Sprintf("task %s: %d GPUs vs %d (tolerance %.2f%%)", g.Task, pc.GPUs(g), pc.GPUs(r), tol*100)},
+		{OK: got.Provenance.Objective >= ref.Provenance.Objective*(1-tol), Line: fmt.Sprintf("task %s: weighted accuracy %.4f vs %.4f (tolerance %.2f%%)", g.Task, got.Provenance.Objective, ref.Provenance.Objective, tol*100)},
+	}
+	if len(g.Gears) != len(r.Gears) {
+		out = append(out, planner.Check{Line: fmt.Sprintf("task %s: %d gears vs %d", g.Task, len(g.Gears), len(r.Gears))})
+		return out
+	}
+	for i := range g.Gears {
+		out = append(out, planner.Check{OK: g.Gears[i].ExpAcc >= r.Gears[i].ExpAcc*(1-tol),
+			Line: fmt.Sprintf("gear %d [%g, %g): accuracy %.4f vs %.4f", i, g.Gears[i].QLo, g.Gears[i].QHi, g.Gears[i].ExpAcc, r.Gears[i].ExpAcc)})
+	}
+	return out
+}
+
+// Resolve implements planner.Checker: re-plans from the embedded inputs with the recorded
+// options.
+func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
+	e := p.Provenance.Embedded
+	if e == nil || e.Cluster == nil || e.Workload == nil {
+		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
+	}
+	rec := p.Provenance.Options
+	o := &Planner{levels: 20, maxLen: 3, weights: "requests"}
+	var errs []string
+	num := func(key string, dst *float64) {
+		if v, ok := rec[key]; ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("provenance.options.%s: %q: not a number", key, v))
+			}
+			*dst = f
+		}
+	}
+	var gpus, ranges, levels, maxLen float64
+	num("accuracy_slo", &o.accuracy)
+	num("percentile", &o.percentile)
+	num("qps_max", &o.qpsMax)
+	num("gpus", &gpus)
+	num("ranges", &ranges)
+	levels, maxLen = 20, 3
+	num("levels", &levels)
+	num("max_len", &maxLen)
+	o.gpus, o.ranges, o.levels, o.maxLen = int(gpus), int(ranges), int(levels), int(maxLen)
+	o.monotone = rec["monotone"] == "true"
+	o.minGPUs = rec["min_gpus"] == "true"
+	if rec["weights"] == "time" {
+		o.weights = "time"
+	}
+	s := planner.Settings{Strategy: p.Provenance.Strategy, TimeLimit: timeLimit, Deterministic: true}
+	if v, ok := rec["latency_slo"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("provenance.options.latency_slo: %q: not a duration", v))
+		}
+		s.SLO = d
+	}
+	if len(errs) > 0 {
+		return nil, &planner.InputError{Problems: errs}
+	}
+	profs := make([]*formats.Profile, len(e.Profiles))
+	for i := range e.Profiles {
+		profs[i] = &e.Profiles[i]
+	}
+	return o.Solve(ctx, planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}, s)
+}
