@@ -158,6 +158,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 2048
 	}
+	// Without a client of the caller's, infer requests go through the raw client
+	// (rawhttp.go); o.Client still fetches the plan and the models' metadata.
+	useRaw := o.Client == nil
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns, IdleConnTimeout: 30 * time.Second}}
 		defer o.Client.CloseIdleConnections()
@@ -248,6 +251,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	samples := make([]Sample, len(arrivals))
+	var raw *rawClient
+	if useRaw {
+		if raw, err = newRawClient(ctx, base, o.MaxConns, o.Timeout, len(arrivals), targets); err != nil {
+			return nil, setupError{err}
+		}
+	}
 	var wg sync.WaitGroup
 	var answered atomic.Int64
 	var lag time.Duration
@@ -274,11 +283,18 @@ send:
 		lag = max(lag, time.Since(due))
 		samples[i] = Sample{App: a.app, Arrival: time.Duration(a.t) * time.Microsecond}
 		wg.Add(1)
-		go func(s *Sample, t *target) {
-			defer wg.Done()
-			do(ctx, o.Client, base, t, s, o.Timeout)
-			answered.Add(1)
-		}(&samples[i], &targets[a.app])
+		if raw != nil {
+			raw.send(&targets[a.app], &samples[i], func() {
+				answered.Add(1)
+				wg.Done()
+			})
+		} else {
+			go func(s *Sample, t *target) {
+				defer wg.Done()
+				do(ctx, o.Client, base, t, s, o.Timeout)
+				answered.Add(1)
+			}(&samples[i], &targets[a.app])
+		}
 		sent++
 		if o.Progress != nil && time.Since(lastProgress) > 250*time.Millisecond {
 			lastProgress = time.Now()
@@ -286,6 +302,9 @@ send:
 		}
 	}
 	wg.Wait()
+	if raw != nil {
+		raw.close()
+	}
 	if o.Progress != nil {
 		o.Progress(int64(sent), answered.Load())
 	}

@@ -58,7 +58,7 @@ func TestOverload(t *testing.T) {
 	ts := httptest.NewServer(s)
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 512, MaxIdleConnsPerHost: 512}}
 	spec, _ := sim.ParseArrival("poisson")
-	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 5, Client: client,
+	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 5, MaxConns: 512,
 		// A lost request is one never answered: wait far longer than any answer can take.
 		Timeout: 30 * time.Second})
 	if err != nil {

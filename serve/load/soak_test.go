@@ -86,7 +86,7 @@ func TestSoak(t *testing.T) {
 	}()
 	spec, _ := sim.ParseArrival("poisson")
 	res, err := Run(context.Background(), Options{Deploy: testDeploy, URL: ts.URL, Load: 3, Duration: dur, Arrival: spec, Seed: 11,
-		Client: client, Timeout: 30 * time.Second})
+		MaxConns: 1024, Timeout: 30 * time.Second})
 	close(stop)
 	wg.Wait()
 	close(slow)
