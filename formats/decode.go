@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"reflect"
 	"strings"
 )
@@ -38,23 +35,9 @@ func ReadFile(path string) (Document, error) {
 	return Decode(path, data)
 }
 
-// ReadBytes reads a whole file of at most MaxFileBytes. Its errors read
-// `PATH: cannot read: CAUSE` and wrap the underlying error.
-func ReadBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &ReadError{Path: path, Err: err}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, &ReadError{Path: path, Err: err}
-	}
-	if len(data) > MaxFileBytes {
-		return nil, &ReadError{Path: path, Err: fmt.Errorf("larger than %d bytes", MaxFileBytes)}
-	}
-	return data, nil
-}
+// ReadBytes reads a whole regular file of at most MaxFileBytes (ReadBytesLimit). Its errors
+// read `PATH: cannot read: CAUSE` and wrap the underlying error.
+func ReadBytes(path string) ([]byte, error) { return ReadBytesLimit(path, MaxFileBytes) }
 
 // ReadError is a file that could not be read.
 type ReadError struct {

@@ -14,11 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // DataType is ONNX's TensorProto.DataType.
@@ -335,9 +336,18 @@ func (m *Model) Opset() int64 {
 	return m.Opsets["ai.onnx"]
 }
 
+// MaxModelBytes bounds the ONNX files read: protobuf messages cannot exceed 2 GiB (larger
+// models keep their weights in external data files).
+const MaxModelBytes = 2 << 30
+
+// ReadFile reads an ONNX file's bytes: a regular file of at most MaxModelBytes (anything
+// else, such as a FIFO or /dev/zero, is refused before a byte is read), errors as a
+// *formats.ReadError naming the path.
+func ReadFile(path string) ([]byte, error) { return formats.ReadBytesLimit(path, MaxModelBytes) }
+
 // Load reads and parses an ONNX file.
 func Load(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

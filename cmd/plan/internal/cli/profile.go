@@ -366,9 +366,9 @@ func (r *profileRun) loadGraph() (*graph.Graph, string, error) {
 		g, err := zoo.Build("demo")
 		return g, "zoo:demo", err
 	}
-	data, err := os.ReadFile(r.model)
+	data, err := onnx.ReadFile(r.model)
 	if err != nil {
-		return nil, "", usageError(&formats.ReadError{Path: r.model, Err: err})
+		return nil, "", usageError(err)
 	}
 	m, err := onnx.Parse(data)
 	if err != nil {
@@ -471,8 +471,8 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 	var data []byte
 	var err error
 	if r.model != "" {
-		if data, err = os.ReadFile(r.model); err != nil {
-			return nil, usageError(&formats.ReadError{Path: r.model, Err: err})
+		if data, err = onnx.ReadFile(r.model); err != nil {
+			return nil, usageError(err)
 		}
 	} else {
 		app.Infof("profile: materializing %s as ONNX (random weights, seed %d)", g.Name, r.opt.seed)
@@ -574,14 +574,14 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 }
 
 func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
-	prof, err := os.ReadFile(r.opt.trtProfile)
+	prof, err := formats.ReadBytes(r.opt.trtProfile)
 	if err != nil {
-		return nil, usageError(&formats.ReadError{Path: r.opt.trtProfile, Err: err})
+		return nil, usageError(err)
 	}
 	var layers []byte
 	if r.opt.trtLayers != "" {
-		if layers, err = os.ReadFile(r.opt.trtLayers); err != nil {
-			return nil, usageError(&formats.ReadError{Path: r.opt.trtLayers, Err: err})
+		if layers, err = formats.ReadBytes(r.opt.trtLayers); err != nil {
+			return nil, usageError(err)
 		}
 	}
 	batch := 1

@@ -126,8 +126,15 @@ then the YAML file given by --config (top-level keys, or keys under the command 
 func Run(args []string, s Streams) int {
 	root, _ := NewRoot(s)
 	root.SetArgs(args)
+	// SIGINT and SIGTERM cancel the context every long operation watches (reads of standard
+	// input, solves, simulations, serving); once one came, the default disposition is back, so
+	// a second signal ends the process at once whatever it is doing.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK

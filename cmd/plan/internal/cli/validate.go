@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -67,7 +67,7 @@ are published in the repository's schema/ folder.`,
 			if len(args) == 0 {
 				return usageErrorf("validate: give at least one FILE (or --schema KIND)")
 			}
-			return runValidate(app, args)
+			return runValidate(cmd.Context(), app, args)
 		},
 	}
 	cmd.Flags().StringVar(&o.schema, "schema", "", "print the JSON Schema of a kind ("+strings.Join(formats.Kinds, ", ")+") and exit")
@@ -88,7 +88,7 @@ func printSchema(app *App, kind string) error {
 	return usageErrorf("--schema: %q: must be one of %s", kind, strings.Join(formats.Kinds, ", "))
 }
 
-func runValidate(app *App, args []string) error {
+func runValidate(ctx context.Context, app *App, args []string) error {
 	// The same file named twice is checked once.
 	var files []string
 	seen := map[string]bool{}
@@ -113,7 +113,7 @@ func runValidate(app *App, args []string) error {
 		}
 		results[i].File = name
 		byName[name] = i
-		data, err := readInput(app, f)
+		data, err := readInput(ctx, app, f)
 		if err != nil {
 			add(i, formats.Problems(err))
 			continue
@@ -126,6 +126,9 @@ func runValidate(app *App, args []string) error {
 		results[i].Kind = doc.GetKind()
 		add(i, doc.Validate().WithFile(name))
 		docs[name] = doc
+	}
+	if ctx.Err() != nil {
+		return checkFailed(fmt.Errorf("validate: interrupted"))
 	}
 	for _, e := range formats.CheckSet(docs) {
 		if i, ok := byName[e.File]; ok {
@@ -165,17 +168,11 @@ func runValidate(app *App, args []string) error {
 	return nil
 }
 
-// readInput reads a file, or standard input for "-".
-func readInput(app *App, f string) ([]byte, error) {
+// readInput reads a file, or standard input for "-"; both are bounded, a file must be a
+// regular one and a read of standard input ends on SIGINT/SIGTERM (ctx).
+func readInput(ctx context.Context, app *App, f string) ([]byte, error) {
 	if f != "-" {
 		return formats.ReadBytes(f)
 	}
-	data, err := io.ReadAll(io.LimitReader(app.In, formats.MaxFileBytes+1))
-	if err != nil {
-		return nil, &formats.ReadError{Path: "<stdin>", Err: err}
-	}
-	if len(data) > formats.MaxFileBytes {
-		return nil, &formats.ReadError{Path: "<stdin>", Err: fmt.Errorf("larger than %d bytes", formats.MaxFileBytes)}
-	}
-	return data, nil
+	return formats.ReadStream(ctx, "<stdin>", app.In, formats.MaxFileBytes)
 }

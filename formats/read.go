@@ -1,0 +1,115 @@
+package formats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// Sentinels of the bounded readers (wrapped in a *ReadError naming the path).
+var (
+	// ErrNotRegular marks a path that is not a regular file: a directory, a named pipe, a
+	// device such as /dev/zero or a socket. Reading one could block forever or never end.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooLarge marks a file or stream beyond the reader's size limit.
+	ErrTooLarge = errors.New("too large")
+)
+
+// ReadBytesLimit reads a whole regular file of at most limit bytes. Anything else is refused
+// before a byte is read — a missing file, a directory, a FIFO (whose open would block), a
+// device (/dev/zero never ends), a file larger than limit — and the memory read is bounded by
+// the file's size. Errors are *ReadError: `PATH: cannot read: CAUSE`.
+func ReadBytesLimit(path string, limit int64) ([]byte, error) {
+	// Stat before open: opening a FIFO blocks until a writer appears.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, &ReadError{Path: path, Err: err}
+	}
+	if err := regular(st, limit); err != nil {
+		return nil, &ReadError{Path: path, Err: err}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &ReadError{Path: path, Err: err}
+	}
+	defer f.Close()
+	// The path may have been replaced between Stat and Open: check what was opened.
+	if st, err = f.Stat(); err != nil {
+		return nil, &ReadError{Path: path, Err: err}
+	}
+	if err := regular(st, limit); err != nil {
+		return nil, &ReadError{Path: path, Err: err}
+	}
+	buf := make([]byte, 0, st.Size()+1)
+	data, err := readAllLimit(f, buf, limit)
+	if err != nil {
+		return nil, &ReadError{Path: path, Err: err}
+	}
+	return data, nil
+}
+
+func regular(st fs.FileInfo, limit int64) error {
+	m := st.Mode()
+	switch {
+	case m.IsDir():
+		return fmt.Errorf("is a directory: %w", ErrNotRegular)
+	case m&fs.ModeNamedPipe != 0:
+		return fmt.Errorf("a named pipe (FIFO), %w", ErrNotRegular)
+	case m&fs.ModeDevice != 0 || m&fs.ModeCharDevice != 0:
+		return fmt.Errorf("a device, %w", ErrNotRegular)
+	case !m.IsRegular():
+		return fmt.Errorf("%w (%s)", ErrNotRegular, m.Type())
+	case st.Size() > limit:
+		return fmt.Errorf("%d bytes: larger than %d bytes: %w", st.Size(), limit, ErrTooLarge)
+	}
+	return nil
+}
+
+// readAllLimit reads r to its end into buf, failing once more than limit bytes came.
+func readAllLimit(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+	lr := &io.LimitedReader{R: r, N: limit + 1}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("larger than %d bytes: %w", limit, ErrTooLarge)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// ReadStream reads a stream (standard input) of at most limit bytes, and gives up with the
+// context's error when ctx is done first (SIGINT or SIGTERM while a pipe stays open). name
+// labels errors (`<stdin>: cannot read: CAUSE`). A read given up on leaves its goroutine
+// blocked in Read until the stream ends or the process exits.
+func ReadStream(ctx context.Context, name string, r io.Reader, limit int64) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := readAllLimit(r, nil, limit)
+		done <- result{data, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return nil, &ReadError{Path: name, Err: res.err}
+		}
+		return res.data, nil
+	case <-ctx.Done():
+		return nil, &ReadError{Path: name, Err: fmt.Errorf("interrupted: %w", context.Cause(ctx))}
+	}
+}
