@@ -1,7 +1,9 @@
 package roofline
 
 import (
+	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -117,10 +119,39 @@ func (c *calib) String() string {
 	return b.String()
 }
 
+// TestCalibrationReport keeps the report in CALIBRATION.md ("Output of the report") equal
+// to what the model computes now, so the documented numbers cannot go stale; -update
+// rewrites it. (It only logged the table before, and could not fail: issue 17 item 12.)
 func TestCalibrationReport(t *testing.T) {
 	c := measureCalibration(t)
-	t.Log("\n" + c.String())
+	const doc, heading = "CALIBRATION.md", "## Output of the report\n\n```\n"
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, heading)
+	if start < 0 {
+		t.Fatalf("%s: no %q section", doc, strings.TrimSpace(heading))
+	}
+	start += len(heading)
+	end := strings.Index(text[start:], "```")
+	if end < 0 {
+		t.Fatalf("%s: the report's code block is not closed", doc)
+	}
+	end += start
+	if got := c.String(); got != text[start:end] {
+		if *update {
+			if err := os.WriteFile(doc, []byte(text[:start]+got+text[end:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("%s is stale (go test ./profiler/roofline -run CalibrationReport -update rewrites it):\n--- documented\n%s--- computed\n%s", doc, text[start:end], got)
+	}
 }
+
+var update = flag.Bool("update", false, "rewrite the report in CALIBRATION.md")
 
 // TestCalibrationTargets checks the fitted constants against ppipe.md §6 within the stated
 // tolerances; CALIBRATION.md records the remaining error per target.

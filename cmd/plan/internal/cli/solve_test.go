@@ -69,12 +69,10 @@ func TestSolveGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(out)
-			if dg, dw := digestOf(t, got), digestOf(t, want); dg != dw && len(c.args) > 0 && c.args[0] == "--profile" {
-				t.Fatalf("%s: fixture inputs changed (input digest %s, golden %s): run -update", golden, dg, dw)
-			} else if dg != dw {
-				// The embedded demo (owned by the profiler) changed; the golden plan still
-				// re-solves from its own embedded inputs, so only the byte comparison is moot.
-				t.Skipf("%s: demo inputs changed since the golden was written: run go test ./cmd/plan/internal/cli -run SolveGolden -update", golden)
+			// Changed inputs (fixtures or the embedded demo) fail too, never skip: a golden plan
+			// solved from other inputs than a fresh solve's checks nothing (issue 17 item 12).
+			if dg, dw := digestOf(t, got), digestOf(t, want); dg != dw {
+				t.Fatalf("%s: the inputs changed since the golden was written (input digest %s, golden %s): run go test ./cmd/plan/internal/cli -run SolveGolden -update", golden, dg, dw)
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s differs from a fresh solve (run go test ./cmd/plan/internal/cli -run SolveGolden -update)", golden)
