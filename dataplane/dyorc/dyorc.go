@@ -37,6 +37,9 @@ type Options struct {
 	StateUs float64
 	// Seed seeds the predictor's rollouts.
 	Seed uint64
+	// ResvOutOfPlan keeps reservations out of the device model's timeline: they then only
+	// trigger loads and protect services from eviction [ours; default: counted, as the paper].
+	ResvOutOfPlan bool
 }
 
 // DefaultStateUs is the charge per expanded DP state [ours]: a fixed constant, between our Go
@@ -534,29 +537,43 @@ func (p *Policy) svcReady(now dataplane.Time, d, sv int) float64 {
 	return base + p.m.LoadUs(sv, !p.hostC[p.m.GPUServer[d]][sv])
 }
 
-// availComp is Eq.1: the finish of a task of items on GPU d whose input is ready at ready,
-// joining the GPU's last planned batch when it is the same service, has not started, has
-// room, and starts no earlier than the input is ready (§6 #7).
+// availComp is Eq.1: the finish of a task of items on GPU d whose input is ready at ready.
+// It joins a planned batch of the same service that has not started, has room and starts no
+// earlier than the input is ready (§6 #7), or else takes the first gap of the GPU's planned
+// timeline long enough for it: workers skip tasks that are not ready, so a reservation far in
+// the future does not delay a task ready now [ours, §2.6 5].
 func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) float64 {
 	pl := p.plan(now, d)
 	s := &p.m.W.Services[sv]
 	sr := p.svcReady(now, d, sv)
-	free := float64(now)
+	lat := s.Lat(items)
+	t := max(float64(now), ready, sr)
 	if dv := &p.devs[d]; dv.running {
-		free = max(free, float64(dv.runEnd))
+		t = max(t, float64(dv.runEnd))
 	}
-	if n := len(pl); n > 0 {
-		last := &pl[n-1]
-		if last.svc == sv && last.start > now && last.items+items <= s.MaxBatch && ready <= float64(last.start) && sr <= float64(last.start) {
-			return float64(last.start) + s.Lat(last.items+items)
+	best := math.Inf(1)
+	for i := range pl {
+		b := &pl[i]
+		if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
+			best = min(best, float64(b.start)+s.Lat(b.items+items))
 		}
-		free = max(free, float64(last.end))
 	}
-	return max(free, ready, sr) + s.Lat(items)
+	for i := range pl {
+		b := &pl[i]
+		if float64(b.end) <= t {
+			continue
+		}
+		if float64(b.start) >= t+lat {
+			break
+		}
+		t = float64(b.end)
+	}
+	return min(best, t+lat)
 }
 
 // plan returns GPU d's planned batches (the device model, §2.4): its queued real tasks and
-// reservations in order, grouped into batches by the join rule, after the running batch.
+// reservations in order of readiness, grouped into batches by the join rule, after the
+// running batch.
 func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	dv := &p.devs[d]
 	if !dv.dirty {
@@ -568,7 +585,7 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	if dv.running {
 		t = max(t, dv.runEnd)
 	}
-	add := func(sv, items int, ready dataplane.Time, seq int64) {
+	add := func(sv, items int, ready dataplane.Time) {
 		s := &p.m.W.Services[sv]
 		sr := dataplane.Time(p.svcReady(now, d, sv))
 		if n := len(dv.plan); n > 0 {
@@ -583,17 +600,28 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 		st := max(t, ready, sr)
 		dv.plan = append(dv.plan, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(s.Lat(items))})
 	}
-	i, j := 0, 0
-	for i < len(dv.queue) || j < len(dv.resv) {
-		if j >= len(dv.resv) || (i < len(dv.queue) && dv.queue[i].seq < dv.resv[j].seq) {
-			x := dv.queue[i]
-			add(x.svc, x.items, x.ready, x.seq)
-			i++
-		} else {
-			x := dv.resv[j]
-			add(x.svc, x.items, x.ready, x.seq)
-			j++
+	type item struct {
+		sv, items int
+		ready     dataplane.Time
+		seq       int64
+	}
+	its := make([]item, 0, len(dv.queue)+len(dv.resv))
+	for _, x := range dv.queue {
+		its = append(its, item{x.svc, x.items, x.ready, x.seq})
+	}
+	if !p.opt.ResvOutOfPlan {
+		for _, x := range dv.resv {
+			its = append(its, item{x.svc, x.items, x.ready, x.seq})
 		}
+	}
+	sort.Slice(its, func(i, j int) bool {
+		if its[i].ready != its[j].ready {
+			return its[i].ready < its[j].ready
+		}
+		return its[i].seq < its[j].seq
+	})
+	for _, x := range its {
+		add(x.sv, x.items, max(x.ready, now))
 	}
 	return dv.plan
 }

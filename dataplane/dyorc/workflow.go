@@ -229,3 +229,40 @@ func SampleRNG(app int, sample int64) *rand.Rand {
 func uRNG(u float64) *rand.Rand {
 	return rand.New(rand.NewPCG(math.Float64bits(u), 0xd1b54a32d192ed03))
 }
+
+// ExpectedItems returns the expected batch items each service serves per request of the app
+// (guard probabilities, choice weights, fan-out and the loop's stopping chances): what the
+// planner places services for. Only planning reads it; the scheduler never does (§6 #18).
+func (a *App) ExpectedItems(nsvc int) []float64 {
+	out := make([]float64, nsvc)
+	rounds := 1.0
+	if a.Loop != nil {
+		rounds, reach := 0.0, 1.0
+		for r := 0; r < a.Loop.MaxIter; r++ {
+			rounds += reach
+			if r < len(a.Loop.PStop) {
+				reach *= 1 - a.Loop.PStop[r]
+			}
+		}
+		return a.expected(out, rounds)
+	}
+	return a.expected(out, rounds)
+}
+
+func (a *App) expected(out []float64, rounds float64) []float64 {
+	for j, s := range a.body() {
+		pj := 1.0
+		if s.When != "" {
+			pj = s.P
+		}
+		for i, n := range a.stepNodes[j] {
+			w := 1.0
+			if a.stepWeights[j] != nil {
+				w = a.stepWeights[j][i]
+			}
+			nd := a.Nodes[n]
+			out[nd.Svc] += rounds * pj * w * float64(nd.Items)
+		}
+	}
+	return out
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/cascadesys"
+	"github.com/plan-dev/plan/internal/systems/dyorcsys"
 	"github.com/plan-dev/plan/internal/systems/pardsys"
 	"github.com/plan-dev/plan/internal/systems/ppipesys"
 )
@@ -25,6 +26,7 @@ func InTree() []system.System {
 	return []system.System{
 		ppipesys.System(),
 		pardsys.System(),
+		dyorcsys.System(),
 		cascadesys.System(),
 	}
 }

@@ -1,0 +1,182 @@
+package dyorcbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Command is `plan bench dyorc`.
+type Command struct {
+	quick    bool
+	report   string
+	apps     []string
+	policies []string
+	seeds    int
+	seconds  int
+	gpus     int
+	load     float64
+	stateUs  float64
+	parallel int
+	noScale  bool
+}
+
+// Name implements bench.Bench.
+func (o *Command) Name() string { return "dyorc" }
+
+// Short implements bench.Bench.
+func (o *Command) Short() string {
+	return "DyOrc vs greedy, round-robin, Triton-like and the oracle on GILL, KC, Debate, image, MIX; accuracy; scaling"
+}
+
+// Long implements bench.Bench.
+func (o *Command) Long() string {
+	return `Reproduces DyOrc's evaluation (spec §4–§5) in the simulator on the spec's stand-in
+profiles (§5.2) and an Azure-like trace (30 Zipf functions, lognormal per-minute bursts, a slow
+sine): each workload (gill, kc, debate, image, mix) is placed by the MILP of plan solve on
+8 GPUs and replayed under DyOrc and every baseline; then GILL is swept over 8..256 GPUs with
+the scheduler's DP cost charged (states × state_us). It prints mean and p99 latency, DyOrc's
+speed-up over each baseline as L_base/L_dyorc − 1 next to the paper's 4–198 %, the gap to the
+oracle-prediction bound, the predictor's per-step and whole-workflow accuracy next to the
+paper's 76–94 %, and per GPU count the latency, DP states, charged scheduler time and the
+measured decision time of this Go DP.
+
+--quick: one seed, 600 s traces, scaling to 128 GPUs (about a minute on 2 cores).`
+}
+
+// Example implements bench.Bench.
+func (o *Command) Example() string {
+	return `  plan bench dyorc --quick
+  plan bench dyorc --apps gill,mix --seeds 3 --report out/dyorc`
+}
+
+// Flags implements bench.Bench.
+func (o *Command) Flags(f *pflag.FlagSet) {
+	f.BoolVar(&o.quick, "quick", false, "reduced run (1 seed, 600 s, scaling to 128 GPUs): under 2 minutes")
+	f.StringVar(&o.report, "report", "", "directory for bench.json")
+	f.StringSliceVar(&o.apps, "apps", nil, "workloads (default gill,kc,debate,image,mix)")
+	f.StringSliceVar(&o.policies, "policies", nil, "policies (default all dyorc policies)")
+	f.IntVar(&o.seeds, "seeds", 0, "seeds per workload (default 3, quick 1)")
+	f.IntVar(&o.seconds, "seconds", 0, "trace length in seconds (default 1800, quick 600)")
+	f.IntVar(&o.gpus, "gpus", 0, "GPUs of the main comparison (default 8)")
+	f.Float64Var(&o.load, "load", 0, "multiplier on the stand-in apps' rates (default 3)")
+	f.Float64Var(&o.stateUs, "state-us", 0, "scheduler time charged per DP state in µs (default the policy's)")
+	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
+	f.BoolVar(&o.noScale, "no-scale", false, "skip the GPU-count sweep")
+}
+
+// Run implements bench.Bench.
+func (o *Command) Run(ctx context.Context, env bench.Env) error {
+	start := time.Now()
+	bo := Full()
+	if o.quick {
+		bo = Quick()
+	}
+	if o.seeds < 0 || o.seconds < 0 || o.gpus < 0 || o.load < 0 || o.stateUs < 0 {
+		return bench.Usagef("--seeds, --seconds, --gpus, --load and --state-us must be >= 0")
+	}
+	if o.seconds > 0 && o.seconds < 60 {
+		return bench.Usagef("--seconds %d: must be at least 60", o.seconds)
+	}
+	if o.seeds > 0 {
+		bo.Seeds = o.seeds
+	}
+	if o.seconds > 0 {
+		bo.Seconds = o.seconds
+	}
+	if o.gpus > 0 {
+		bo.GPUs = o.gpus
+	}
+	if o.load > 0 {
+		bo.Load = o.load
+	}
+	if o.noScale {
+		bo.Scale = nil
+	}
+	bo.StateUs, bo.Parallel = o.stateUs, o.parallel
+	apps, err := bench.PickNamed(AllApps, func(s string) string { return s }, o.apps, "--apps")
+	if err != nil {
+		return err
+	}
+	pols, err := bench.PickNamed(AllPolicies, func(s string) string { return s }, o.policies, "--policies")
+	if err != nil {
+		return err
+	}
+	bo.Apps, bo.Policies = apps, pols
+	last := time.Now()
+	bo.Progress = func(done, total int) {
+		if time.Since(last) > 5*time.Second || done == total {
+			last = time.Now()
+			env.Infof("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
+		}
+	}
+	res, err := Run(ctx, bo)
+	if err != nil {
+		return err
+	}
+	res.Options.Progress = nil
+	if o.report != "" {
+		if err := os.MkdirAll(o.report, 0o755); err != nil {
+			return bench.Usagef("--report %s: %v", o.report, err)
+		}
+		data, err := json.MarshalIndent(struct {
+			Kind   string  `json:"kind"`
+			Result *Result `json:"result"`
+		}{"DyOrcBench", res}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := formats.WriteAtomic(filepath.Join(o.report, "bench.json"), append(data, '\n')); err != nil {
+			return err
+		}
+	}
+	if env.JSON {
+		return env.WriteJSON(res)
+	}
+	Print(env, res)
+	env.Infof("bench dyorc: done in %s", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// Print writes the bench's tables.
+func Print(env bench.Env, res *Result) {
+	o := res.Options
+	env.Infof("latency on %d GPUs, %d s Azure-like trace, load ×%g, %d seed(s); speed-up = L_base/L_dyorc − 1 (paper: 4–198 %% vs the best baseline, spec §6 #13)", o.GPUs, o.Seconds, o.Load, o.Seeds)
+	dy := map[string]Row{}
+	for _, r := range res.Rows {
+		if r.Policy == "dyorc" {
+			dy[r.App] = r
+		}
+	}
+	var rows [][]string
+	for _, r := range res.Rows {
+		su := "—"
+		if d, ok := dy[r.App]; ok && r.Policy != "dyorc" && d.MeanMs > 0 {
+			su = fmt.Sprintf("%+.1f%%", 100*(r.MeanMs/d.MeanMs-1))
+		}
+		acc := "—"
+		if r.StepAcc >= 0 {
+			acc = fmt.Sprintf("%.0f%% / %.0f%%", 100*r.StepAcc, 100*r.FlowAcc)
+		}
+		rows = append(rows, []string{r.App, r.Policy, fmt.Sprint(r.Requests), fmt.Sprintf("%.0f", r.MeanMs), fmt.Sprintf("%.0f", r.P99Ms),
+			su, fmt.Sprintf("%.0f", r.Loads), acc, fmt.Sprintf("%.0f", r.StatesPerDP)})
+	}
+	env.Table([]string{"app", "policy", "requests", "mean ms", "p99 ms", "dyorc speed-up", "loads", "accuracy step/flow", "states/DP"}, rows)
+	if len(res.Scale) > 0 {
+		env.Infof("scaling (GILL, rate fixed; DP charged at state_us per state; decision = measured wall time of one DP in Go)")
+		var sr [][]string
+		for _, s := range res.Scale {
+			sr = append(sr, []string{fmt.Sprint(s.GPUs), fmt.Sprintf("%.0f", s.MeanMs), fmt.Sprintf("%.0f", s.P99Ms), fmt.Sprintf("%.0f", s.StatesPerDP),
+				fmt.Sprintf("%.0f", s.ChargedUs), fmt.Sprintf("%.1f", s.DecisionUs), fmt.Sprintf("%.0f", s.Loads)})
+		}
+		env.Table([]string{"GPUs", "mean ms", "p99 ms", "states/DP", "charged µs/req", "decision µs", "loads"}, sr)
+	}
+}

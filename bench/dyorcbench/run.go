@@ -1,0 +1,306 @@
+package dyorcbench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+	dp "github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/formats"
+	pl "github.com/plan-dev/plan/planner/dyorc"
+	"github.com/plan-dev/plan/sim"
+)
+
+// Options configure a bench run.
+type Options struct {
+	Apps     []string // gill, kc, debate, image, mix
+	Policies []string
+	Seeds    int
+	Seconds  int
+	GPUs     int
+	// Load multiplies every app's stand-in rate.
+	Load float64
+	// Scale lists the GPU counts of the scaling sweep (GILL); nil = none.
+	Scale []int
+	// StateUs is the DP charge per state (dyorc.DefaultStateUs when 0).
+	StateUs  float64
+	Parallel int
+	Progress func(done, total int)
+}
+
+// Quick is `--quick`: one seed, 600 s, scaling to 128 GPUs.
+func Quick() Options {
+	return Options{Seeds: 1, Seconds: 600, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128}}
+}
+
+// Full is the default run.
+func Full() Options {
+	return Options{Seeds: 3, Seconds: 1800, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128, 256}}
+}
+
+// AllApps are the workloads of the main table.
+var AllApps = []string{"gill", "kc", "debate", "image", "mix"}
+
+// AllPolicies are DyOrc and its baselines.
+var AllPolicies = []string{"dyorc", "dyorc-argmax", "dyorc-greedy", "dyorc-roundrobin", "dyorc-tis", "dyorc-oracle"}
+
+// Row is one (app, policy) result, averaged over seeds.
+type Row struct {
+	App, Policy string
+	Requests    int64
+	MeanMs      float64
+	P99Ms       float64
+	Loads       float64
+	// StepAcc and FlowAcc are the predictor's per-step and whole-workflow accuracy (dyorc
+	// policies; -1 otherwise).
+	StepAcc, FlowAcc float64
+	StatesPerDP      float64
+}
+
+// ScaleRow is one point of the scaling sweep.
+type ScaleRow struct {
+	GPUs        int
+	MeanMs      float64
+	P99Ms       float64
+	StatesPerDP float64
+	// ChargedUs is the scheduler time charged per request; DecisionUs the measured wall time
+	// of one DP decision (GILL's longest chain) in this Go implementation.
+	ChargedUs  float64
+	DecisionUs float64
+	Loads      float64
+}
+
+// Result is a whole bench run.
+type Result struct {
+	Options Options
+	Plans   map[string]formats.DyOrcPlan `json:"-"`
+	Rows    []Row
+	Scale   []ScaleRow
+}
+
+func appsOf(name string) []string {
+	if name == "mix" {
+		return []string{"gill", "kc", "debate", "image"}
+	}
+	return []string{name}
+}
+
+// setup builds the deployment for an app set on g GPUs: the MILP's placement when milp is set,
+// else each service once, most loaded first, on the least loaded GPU with room.
+func setup(ctx context.Context, apps []string, g int, load float64, milp bool) (*dataplane.Deployment, error) {
+	wf := Only(StandIns(), apps...)
+	for n, a := range wf.Apps {
+		a.RateRPS *= load
+		a.SLO = formats.Duration(120 * time.Second)
+		wf.Apps[n] = a
+	}
+	cl := &formats.Cluster{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindCluster},
+		GPUs: []formats.GPUPool{{Type: "A800", Count: g, PerServer: 8, MemoryBytes: 80e9}}}
+	wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Workflows: wf}
+	if milp {
+		p, err := pl.Solve(ctx, wl, cl, nil, pl.Options{TimeLimit: 20 * time.Second, Deterministic: true})
+		if err != nil {
+			return nil, err
+		}
+		return dp.FromPlan(p)
+	}
+	w := compile(wf)
+	ld := pl.Load(w)
+	order := make([]int, len(w.Services))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return ld[order[i]] > ld[order[j]] })
+	warm := make([][]int, g)
+	busy := make([]float64, g)
+	mem := make([]int64, g)
+	for _, s := range order {
+		best := -1
+		for d := 0; d < g; d++ {
+			if mem[d]+w.Services[s].Bytes <= 80e9 && (best < 0 || busy[d] < busy[best]) {
+				best = d
+			}
+		}
+		if best >= 0 {
+			warm[best] = append(warm[best], s)
+			busy[best] += ld[s]
+			mem[best] += w.Services[s].Bytes
+		}
+	}
+	c := dp.Cluster{GPUs: g, PerServer: 8, MemBytes: 80e9, Type: "A800"}
+	return dp.NewDeployment(w, c, warm, dp.DefaultNet)
+}
+
+type runOut struct {
+	m     *sim.Metrics
+	stats dp.Stats
+}
+
+func simulate(dep *dataplane.Deployment, policy string, secs int, seed uint64, stateUs float64) (runOut, error) {
+	sp, ok := dp.Registry().Lookup(policy)
+	if !ok {
+		return runOut{}, fmt.Errorf("unknown policy %q", policy)
+	}
+	params := map[string]string{}
+	if stateUs > 0 {
+		params["state_us"] = fmt.Sprint(stateUs)
+	}
+	pol, err := sp.New(dataplane.Config{Policy: policy, Params: params})
+	if err != nil {
+		return runOut{}, err
+	}
+	rates := make([]float64, len(dep.Apps))
+	for a := range dep.Apps {
+		rates[a] = dep.Apps[a].RateRPS
+	}
+	arr := AzureLike(rates, secs, seed)
+	srcs := make([]sim.Source, len(dep.Apps))
+	for a := range srcs {
+		ts := make([]dataplane.Time, len(arr[a]))
+		for i, t := range arr[a] {
+			ts[i] = dataplane.Time(t)
+		}
+		srcs[a] = &sim.Times{T: ts}
+	}
+	s, err := sim.New(dep, pol, srcs, sim.Options{Duration: dataplane.Time(secs) * dataplane.Second, Seed: seed, Jitter: 0.1,
+		Attrs: func(a dataplane.AppID, n int64) dataplane.Attrs {
+			return dataplane.Attrs{Sample: int64(seed)<<32 + n*8 + int64(a) + 1}
+		}})
+	if err != nil {
+		return runOut{}, err
+	}
+	m, err := s.Run()
+	if err != nil {
+		return runOut{}, err
+	}
+	return runOut{m: m, stats: *pol.(*dp.Policy).Stats()}, nil
+}
+
+// Run runs the bench.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if len(o.Apps) == 0 {
+		o.Apps = AllApps
+	}
+	if len(o.Policies) == 0 {
+		o.Policies = AllPolicies
+	}
+	res := &Result{Options: o}
+	deps := map[string]*dataplane.Deployment{}
+	for _, a := range o.Apps {
+		d, err := setup(ctx, appsOf(a), o.GPUs, o.Load, true)
+		if err != nil {
+			return nil, fmt.Errorf("app %s: %w", a, err)
+		}
+		deps[a] = d
+	}
+	type job struct {
+		app, pol string
+		seed     uint64
+		scale    int
+	}
+	var jobs []job
+	for _, a := range o.Apps {
+		for _, p := range o.Policies {
+			for s := 0; s < o.Seeds; s++ {
+				jobs = append(jobs, job{app: a, pol: p, seed: uint64(s + 1)})
+			}
+		}
+	}
+	for _, g := range o.Scale {
+		for s := 0; s < o.Seeds; s++ {
+			jobs = append(jobs, job{app: "gill", pol: "dyorc", seed: uint64(s + 1), scale: g})
+		}
+	}
+	outs := make([]runOut, len(jobs))
+	_, err := sim.Parallel(ctx, len(jobs), o.Parallel, func(i int) error {
+		j := jobs[i]
+		dep := deps[j.app]
+		if j.scale > 0 {
+			var err error
+			// Scaling: GILL at a fixed rate (about 60 % of 8 GPUs' capacity), the spread placement.
+			if dep, err = setup(ctx, []string{"gill"}, j.scale, o.Load, false); err != nil {
+				return err
+			}
+		}
+		r, err := simulate(dep, j.pol, o.Seconds, j.seed, o.StateUs)
+		outs[i] = r
+		return err
+	}, func(_, finished int, _ error) {
+		if o.Progress != nil {
+			o.Progress(finished, len(jobs))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(jobs); {
+		j := jobs[i]
+		k := i
+		var mean, p99, loads, states, dps, charged, reqs float64
+		var stepH, stepT, flowH, flowT int64
+		for k < len(jobs) && jobs[k].app == j.app && jobs[k].pol == j.pol && jobs[k].scale == j.scale {
+			r := outs[k]
+			mean += r.m.Total.Latency.MeanUs / 1000
+			p99 += float64(r.m.Total.Latency.P99Us) / 1000
+			loads += float64(r.stats.Loads)
+			states += float64(r.stats.StatesExpanded)
+			dps += float64(r.stats.DPRuns)
+			charged += float64(r.stats.SchedBusy)
+			reqs += float64(r.m.Total.Requests)
+			for a := range r.stats.StepHit {
+				stepH += r.stats.StepHit[a]
+				stepT += r.stats.StepTotal[a]
+				flowH += r.stats.FlowHit[a]
+				flowT += r.stats.FlowTotal[a]
+			}
+			k++
+		}
+		n := float64(k - i)
+		if j.scale > 0 {
+			res.Scale = append(res.Scale, ScaleRow{GPUs: j.scale, MeanMs: mean / n, P99Ms: p99 / n, StatesPerDP: states / max(dps, 1),
+				ChargedUs: charged / max(reqs, 1), Loads: loads / n, DecisionUs: DecisionUs(j.scale, 2000)})
+		} else {
+			row := Row{App: j.app, Policy: j.pol, Requests: int64(reqs / n), MeanMs: mean / n, P99Ms: p99 / n, Loads: loads / n,
+				StepAcc: -1, FlowAcc: -1, StatesPerDP: states / max(dps, 1)}
+			if stepT > 0 && (j.pol == "dyorc" || j.pol == "dyorc-argmax") {
+				row.StepAcc = float64(stepH) / float64(stepT)
+				row.FlowAcc = float64(flowH) / float64(max(flowT, 1))
+			}
+			res.Rows = append(res.Rows, row)
+		}
+		i = k
+	}
+	return res, nil
+}
+
+// DecisionUs measures one DP decision's wall time (µs) on g GPUs for GILL's longest chain
+// (vit → llm7b → sd15) on an idle cluster (the bench may read clocks; policies never do).
+func DecisionUs(g, iters int) float64 {
+	dep, err := setup(context.Background(), []string{"gill"}, g, 1, false)
+	if err != nil {
+		return -1
+	}
+	p := dp.New("dyorc", dp.Options{Mode: dp.ModeSpec})
+	if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
+		return -1
+	}
+	m, _ := dp.MetaOf(dep)
+	chain := []int{m.W.SvcIndex["vit"], m.W.SvcIndex["llm7b"], m.W.SvcIndex["sd15"]}
+	its := []int{1, 1, 1}
+	start := time.Now()
+	for i := 0; i < iters; i++ {
+		p.DP(0, 0, -1, -1, 0, chain, its)
+	}
+	return float64(time.Since(start).Microseconds()) / float64(iters)
+}
+
+type nopFx struct{}
+
+func (nopFx) RunBatch(dataplane.Time, dataplane.WorkerID, dataplane.BatchID, int, dataplane.StageID, int, dataplane.Time) {
+}
+func (nopFx) Transfer(dataplane.Time, dataplane.BatchID, int, dataplane.ServerID, dataplane.ServerID, int64, dataplane.Time) {
+}
+func (nopFx) SetTimer(dataplane.Time, int64)            {}
+func (nopFx) Finish(dataplane.Time, *dataplane.Request) {}

@@ -1,0 +1,139 @@
+// Package dyorcbench is `plan bench dyorc`: DyOrc's evaluation (spec §4–§5) in the simulator
+// on the spec's stand-in profiles (§5.2): the four applications and MIX, DyOrc against every
+// baseline (mean and p99 latency, speed-up L_base/L_dyorc − 1 next to the paper's 4–198 %),
+// prediction accuracy per application next to the paper's 76–94 %, and the scaling sweep to
+// 256 GPUs with the scheduler's own DP cost charged (Fig.13's U-shape), with the measured
+// decision time per request.
+package dyorcbench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	dp "github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/formats"
+)
+
+func lin(l1, lmax float64, mb int) *formats.ServiceLatency {
+	per := (lmax - l1) / float64(mb-1)
+	return &formats.ServiceLatency{BaseUs: (l1 - per) * 1000, PerItemUs: per * 1000}
+}
+
+// StandIns returns the §5.2 stand-in services and the four applications (the same numbers as
+// testdata/dyorc/gen.py).
+func StandIns() *formats.Workflows {
+	s := map[string]formats.Service{
+		"vit":   {WeightsGB: 0.6, MaxBatch: 64, Latency: lin(14, 127, 64), OutKB: 512, OutKind: "tensor"},
+		"llm7b": {WeightsGB: 13.5, MaxBatch: 32, Latency: lin(1600, 6600, 32), OutKB: 2, OutKind: "general"},
+		"sd15":  {WeightsGB: 2.2, MaxBatch: 8, Latency: lin(2500, 12000, 8), OutKB: 400, OutKind: "general"},
+	}
+	choice := map[string]float64{}
+	h := 0.0
+	for k := 1; k <= 25; k++ {
+		h += 1 / float64(k)
+	}
+	for k := 0; k < 25; k++ {
+		n := fmt.Sprintf("card%02d", k)
+		s[n] = formats.Service{WeightsGB: 2.6, MaxBatch: 32, Latency: lin(900, 3200, 32), OutKB: 2, OutKind: "general"}
+		choice[n] = 1 / (float64(k+1) * h)
+	}
+	for _, x := range []struct {
+		n      string
+		gb, l1 float64
+		mb     int
+	}{{"det", 0.2, 10, 32}, {"ocr", 0.4, 30, 32}, {"cap", 1.0, 200, 32}, {"upscale", 0.1, 80, 8}} {
+		s[x.n] = formats.Service{WeightsGB: x.gb, MaxBatch: x.mb, Latency: lin(x.l1, 4*x.l1, x.mb), OutKB: 256, OutKind: "tensor"}
+	}
+	apps := map[string]formats.App{
+		"gill": {RateRPS: 2, Steps: []formats.Step{
+			{ID: "enc", Service: "vit", When: "in.images>0", P: 0.5},
+			{ID: "llm", Service: "llm7b", After: []string{"enc?", "$in"}},
+			{ID: "gen", Service: "sd15", After: []string{"llm"}, When: "llm.img_tokens>0", P: 0.25}}},
+		"kc": {RateRPS: 2, Steps: []formats.Step{
+			{ID: "ask", Service: "llm7b", After: []string{"$in"}},
+			{ID: "card", Choice: choice, After: []string{"ask"}, When: "ask.need", P: 0.6},
+			{ID: "ans", Service: "llm7b", After: []string{"card?", "$in"}}}},
+		"debate": {RateRPS: 1, Loop: &formats.Loop{ID: "round", MaxIter: 4, Until: "consensus", PStop: []float64{0.6, 0.6, 0.7, 1},
+			Body: []formats.Step{{ID: "agent", Service: "llm7b", Fanout: 3, After: []string{"round.prev*", "$in"}}}}},
+		"image": {RateRPS: 20, Steps: []formats.Step{
+			{ID: "det", Service: "det", After: []string{"$in"}},
+			{ID: "read", Choice: map[string]float64{"ocr": 0.4, "cap": 0.6}, After: []string{"det"}},
+			{ID: "up", Service: "upscale", After: []string{"read"}, When: "read.lowres", P: 0.3}}},
+	}
+	return &formats.Workflows{Services: s, Apps: apps}
+}
+
+// Only returns the stand-ins restricted to the named apps (and the services they call).
+func Only(wf *formats.Workflows, apps ...string) *formats.Workflows {
+	out := &formats.Workflows{Services: map[string]formats.Service{}, Apps: map[string]formats.App{}}
+	for _, a := range apps {
+		app := wf.Apps[a]
+		out.Apps[a] = app
+		steps := app.Steps
+		if app.Loop != nil {
+			steps = app.Loop.Body
+		}
+		for _, st := range steps {
+			if st.Service != "" {
+				out.Services[st.Service] = wf.Services[st.Service]
+			}
+			for c := range st.Choice {
+				out.Services[c] = wf.Services[c]
+			}
+		}
+	}
+	return out
+}
+
+// AzureLike generates per-app arrival times (µs) over secs seconds (spec §5.2): 30 functions
+// with Zipf popularity, each minute's rate scaled by a lognormal(σ 0.8) burst and a slow sine,
+// Poisson arrivals within the minute, function i serving app i mod #apps, scaled so app a's
+// mean rate is rates[a]. mult, when set, multiplies app a's rate from minute change on (the
+// MIX pattern change).
+func AzureLike(rates []float64, secs int, seed uint64) [][]float64 {
+	rng := rand.New(rand.NewPCG(seed, 0xa2))
+	const nf = 30
+	pop := make([]float64, nf)
+	for i := range pop {
+		pop[i] = 1 / float64(i+1)
+	}
+	na := len(rates)
+	share := make([]float64, na) // popularity mass per app
+	for i := 0; i < nf; i++ {
+		share[i%na] += pop[i]
+	}
+	out := make([][]float64, na)
+	minutes := (secs + 59) / 60
+	for m := 0; m < minutes; m++ {
+		sine := 1 + 0.3*math.Sin(2*math.Pi*float64(m)/60)
+		for i := 0; i < nf; i++ {
+			a := i % na
+			burst := math.Exp(0.8*rng.NormFloat64() - 0.32) // mean 1
+			lam := rates[a] * pop[i] / share[a] * burst * sine
+			t := float64(m) * 60e6
+			end := math.Min(float64(m+1)*60e6, float64(secs)*1e6)
+			for lam > 0 {
+				t += rng.ExpFloat64() / lam * 1e6
+				if t >= end {
+					break
+				}
+				out[a] = append(out[a], t)
+			}
+		}
+	}
+	for a := range out {
+		sort.Float64s(out[a])
+	}
+	return out
+}
+
+// compile compiles and panics on a bug in the stand-ins.
+func compile(wf *formats.Workflows) *dp.Workflow {
+	w, err := dp.Compile(wf)
+	if err != nil {
+		panic(fmt.Sprintf("dyorcbench stand-ins: %v", err))
+	}
+	return w
+}

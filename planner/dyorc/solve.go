@@ -1,0 +1,178 @@
+// Package dyorc plans DyOrc deployments (`plan solve` for a workload's workflows section):
+// the initial service placement and replica counts the online scheduler starts from (spec
+// §6 #20: DyOrc is an online policy; the plan only seeds it with a warm placement, max_batch
+// and the expected load). The placement is an MILP solved through package solver; its gap is
+// recorded in the plan's provenance. Verify, Compare and Resolve implement `plan check`.
+package dyorc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	dp "github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/solver"
+)
+
+// ToolVersion is recorded in plans.
+var ToolVersion = "dev"
+
+// DefaultRate is the rate assumed for an app without rate_rps [ours].
+const DefaultRate = 1.0
+
+// Options tune a solve.
+type Options struct {
+	TimeLimit     time.Duration
+	Gap           float64
+	Deterministic bool
+	// Policy is the runtime policy the plan names ("" = dyorc).
+	Policy string
+}
+
+// Load is the expected GPU work of each service: busy seconds per second at its efficient
+// (max) batch, from the apps' rates and expected calls.
+func Load(w *dp.Workflow) []float64 {
+	out := make([]float64, len(w.Services))
+	for i := range w.Apps {
+		a := &w.Apps[i]
+		rate := a.RateRPS
+		if rate <= 0 {
+			rate = DefaultRate
+		}
+		for s, x := range a.ExpectedItems(len(w.Services)) {
+			sv := &w.Services[s]
+			out[s] += rate * x * sv.Lat(sv.MaxBatch) / float64(sv.MaxBatch) / 1e6
+		}
+	}
+	return out
+}
+
+// Solve places services: binary y[s][g] (service s resident on GPU g), work shares
+// w[s][g] ≤ y[s][g] with Σ_g w[s][g] = 1, per-GPU memory Σ_s mem_s·y[s][g] ≤ M, every service
+// on at least one GPU; minimize the busiest GPU's expected load z (+10⁻⁴ per replica, so
+// services are replicated only where that spreads load). Replicas = Σ_g y[s][g].
+func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
+	if wl == nil || wl.Workflows == nil {
+		return nil, &planner.InputError{Problems: []string{"workload: no workflows section"}}
+	}
+	if cl == nil {
+		return nil, &planner.InputError{Problems: []string{"cluster: a dyorc plan needs a cluster (--cluster)"}}
+	}
+	w, err := dp.Compile(wl.Workflows)
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
+	}
+	c, err := dp.ClusterOf(cl)
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{"cluster: " + err.Error()}}
+	}
+	var probs []string
+	for _, s := range w.Services {
+		if c.MemBytes > 0 && s.Bytes > c.MemBytes {
+			probs = append(probs, fmt.Sprintf("workload: workflows.services.%s.weights_gb: %g: the service needs %.1f GB, a GPU has %.1f GB", s.Name, s.WeightGB, float64(s.Bytes)/1e9, float64(c.MemBytes)/1e9))
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &planner.InputError{Problems: probs}
+	}
+	load := Load(w)
+	S, G := len(w.Services), c.GPUs
+	m := solver.NewModel("dyorc-placement", solver.Minimize)
+	z := m.AddContinuous("z", 0, math.Inf(1), 1)
+	y := make([][]solver.Var, S)
+	x := make([][]solver.Var, S)
+	for s := 0; s < S; s++ {
+		y[s], x[s] = make([]solver.Var, G), make([]solver.Var, G)
+		var cover, share []solver.Term
+		for g := 0; g < G; g++ {
+			y[s][g] = m.AddBinary(fmt.Sprintf("y_%s_%d", w.Services[s].Name, g), 1e-4)
+			x[s][g] = m.AddContinuous(fmt.Sprintf("w_%s_%d", w.Services[s].Name, g), 0, 1, 0)
+			m.AddRow(fmt.Sprintf("share_le_y_%s_%d", w.Services[s].Name, g), math.Inf(-1), 0, solver.Term{Var: x[s][g], Coef: 1}, solver.Term{Var: y[s][g], Coef: -1})
+			cover = append(cover, solver.Term{Var: y[s][g], Coef: 1})
+			share = append(share, solver.Term{Var: x[s][g], Coef: 1})
+		}
+		m.AddRow("placed_"+w.Services[s].Name, 1, math.Inf(1), cover...)
+		m.AddRow("shares_"+w.Services[s].Name, 1, 1, share...)
+	}
+	for g := 0; g < G; g++ {
+		busy := []solver.Term{{Var: z, Coef: -1}}
+		var mem []solver.Term
+		for s := 0; s < S; s++ {
+			busy = append(busy, solver.Term{Var: x[s][g], Coef: load[s]})
+			mem = append(mem, solver.Term{Var: y[s][g], Coef: float64(w.Services[s].Bytes) / 1e9})
+		}
+		m.AddRow(fmt.Sprintf("busy_%d", g), math.Inf(-1), 0, busy...)
+		if c.MemBytes > 0 {
+			m.AddRow(fmt.Sprintf("mem_%d", g), math.Inf(-1), float64(c.MemBytes)/1e9, mem...)
+		}
+	}
+	gap := o.Gap
+	if gap <= 0 {
+		gap = 0.01
+	}
+	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit, RelGap: gap, Deterministic: o.Deterministic})
+	if err != nil {
+		return nil, err
+	}
+	if !res.HasSolution {
+		if errors.Is(res.Err(), solver.ErrInfeasible) {
+			return nil, fmt.Errorf("%w: the workflow services do not fit in the cluster's %d GPUs of %.1f GB", planner.ErrInfeasible, G, float64(c.MemBytes)/1e9)
+		}
+		return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, res.Err())
+	}
+	plan := &formats.DyOrcPlan{Policy: o.Policy, Params: map[string]float64{"expected_max_gpu_load": round3(res.Value(z))}}
+	for g := 0; g < G; g++ {
+		gs := formats.GPUServices{GPU: g}
+		for s := 0; s < S; s++ {
+			if res.Value(y[s][g]) > 0.5 {
+				gs.Services = append(gs.Services, w.Services[s].Name)
+			}
+		}
+		plan.Placement = append(plan.Placement, gs)
+	}
+	for s := 0; s < S; s++ {
+		r := 0
+		for g := 0; g < G; g++ {
+			if res.Value(y[s][g]) > 0.5 {
+				r++
+			}
+		}
+		plan.Deployments = append(plan.Deployments, formats.ServiceDeployment{Service: w.Services[s].Name, GPU: c.Type, Replicas: r, MaxBatch: w.Services[s].MaxBatch})
+	}
+	sort.Slice(plan.Deployments, func(i, j int) bool { return plan.Deployments[i].Service < plan.Deployments[j].Service })
+	emb := formats.EmbeddedInputs{Cluster: cl, Workload: wl}
+	digest, err := planner.InputDigest(&emb)
+	if err != nil {
+		return nil, err
+	}
+	name := wl.Metadata.Name
+	if name == "" {
+		name = "dyorc"
+	}
+	opts := map[string]string{"gap": fmt.Sprint(gap), "policy": o.Policy,
+		"objective": "min max_g sum_s load_s*w_sg + 1e-4*replicas; w_sg <= y_sg; sum_g w_sg = 1; sum_s mem_s*y_sg <= M"}
+	out := &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: name, Description: "DyOrc initial service placement (warm start of the speculative scheduler)"},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),
+			InputDigest: digest, Inputs: refs, Strategy: "dyorc", Options: opts, Status: res.Status.String(),
+			Objective: round3(res.Objective), Bound: round3(res.Bound), Gap: res.Gap,
+			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},
+		Cluster: cl,
+		DyOrc:   plan,
+	}
+	if math.IsInf(out.Provenance.Gap, 0) || math.IsNaN(out.Provenance.Gap) {
+		out.Provenance.Gap = 0
+	}
+	if o.Deterministic {
+		out.Provenance.SolveMs = 0
+	}
+	return out, nil
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
