@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 
 	"github.com/plan-dev/plan/formats"
@@ -47,7 +48,7 @@ var (
 			{"bert-medium", 0.8365, 5.05, 0.003, []int64{166_000_000}},
 			{"bert-base", 0.8486, 7.5, 0.92, []int64{438_000_000}},
 		}}
-	Llama = Family{Name: "llama", Options: 4, Sigma: 0.35, Kappa: 2.0, GPU: "V100", GPUMem: 32_500_000_000, MaxBatch: 100,
+	Llama = Family{Name: "llama", Options: 4, Sigma: 0.25, Kappa: 2.0, GPU: "V100", GPUMem: 32_500_000_000, MaxBatch: 100,
 		Models: []StandinModel{
 			{"openllama-3b", 0.520, 0, 123, []int64{2_600_000_000}},
 			{"llama-2-7b", 0.528, 0, 212, []int64{4_700_000_000}},
@@ -69,31 +70,69 @@ var Families = map[string]Family{"bert": BERT, "llama": Llama}
 // is wrong, which is what lets a cascade beat its top model.
 func (f Family) Generate(n int, seed uint64) []formats.ValidationRecord {
 	rng := rand.New(rand.NewPCG(seed, 0x63617363))
-	scale := math.Sqrt(1 + f.Sigma*f.Sigma)
-	out := make([]formats.ValidationRecord, 0, n*len(f.Models))
 	opts := max(f.Options, 2)
+	M := len(f.Models)
+	// Draw difficulty, noise, labels and option noise first; then set each a_m to the
+	// (1−acc_m) quantile of d_s − σ·ε_{s,m}, so the drawn set hits the target accuracy
+	// exactly (the closed form Φ⁻¹(acc)·√(1+σ²) only holds in expectation, and a shared
+	// difficulty shifts every model together).
+	d := make([]float64, n)
+	label := make([]int, n)
+	eps := make([][]float64, M)
+	for m := range eps {
+		eps[m] = make([]float64, n)
+	}
 	for s := 0; s < n; s++ {
-		d := rng.NormFloat64()
-		label := rng.IntN(opts)
-		for _, m := range f.Models {
-			a := probit(m.Accuracy) * scale
-			e := a - d + f.Sigma*rng.NormFloat64()
+		d[s] = rng.NormFloat64()
+		label[s] = rng.IntN(opts)
+		for m := 0; m < M; m++ {
+			eps[m][s] = rng.NormFloat64()
+		}
+	}
+	a := make([]float64, M)
+	for m, sm := range f.Models {
+		x := make([]float64, n)
+		for s := range x {
+			x[s] = d[s] - f.Sigma*eps[m][s]
+		}
+		sort.Float64s(x)
+		// right iff a > x_s: exactly round(acc·n) samples
+		k := int(math.Round(sm.Accuracy * float64(n)))
+		switch {
+		case k <= 0:
+			a[m] = x[0] - 1
+		case k >= n:
+			a[m] = x[n-1] + 1
+		default:
+			a[m] = (x[k-1] + x[k]) / 2
+		}
+	}
+	out := make([]formats.ValidationRecord, 0, n*M)
+	for s := 0; s < n; s++ {
+		for m, sm := range f.Models {
+			e := a[m] - d[s] + f.Sigma*eps[m][s]
 			var cert float64
 			if opts == 2 {
 				cert = math.Abs(2/(1+math.Exp(-f.Kappa*e)) - 1)
 			} else {
-				z := []float64{f.Kappa * math.Abs(e)}
+				// [ours] a wrong pick on a four-way task wins by a smaller margin than a
+				// right one (0.5×): confident mistakes are rarer than confident answers.
+				lead := f.Kappa * e
+				if e <= 0 {
+					lead = -0.5 * f.Kappa * e
+				}
+				z := []float64{lead}
 				for o := 1; o < opts; o++ {
 					z = append(z, 0.3*rng.NormFloat64())
 				}
 				cert = top2Gap(z)
 			}
-			pred := label
+			pred := label[s]
 			if e <= 0 {
-				pred = (label + 1 + rng.IntN(opts-1)) % opts
+				pred = (label[s] + 1 + rng.IntN(opts-1)) % opts
 			}
 			cert = math.Round(cert*1e6) / 1e6
-			out = append(out, formats.ValidationRecord{Sample: s, Model: m.Name, Pred: strconv.Itoa(pred), Cert: cert, Label: strconv.Itoa(label)})
+			out = append(out, formats.ValidationRecord{Sample: s, Model: sm.Name, Pred: strconv.Itoa(pred), Cert: cert, Label: strconv.Itoa(label[s])})
 		}
 	}
 	return out
@@ -120,20 +159,6 @@ func top2Gap(z []float64) float64 {
 		}
 	}
 	return a - b
-}
-
-// probit is Φ⁻¹ by bisection on math.Erf (ample precision for calibration).
-func probit(p float64) float64 {
-	lo, hi := -8.0, 8.0
-	for i := 0; i < 80; i++ {
-		mid := (lo + hi) / 2
-		if 0.5*(1+math.Erf(mid/math.Sqrt2)) < p {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
 }
 
 // Profile returns the family's stand-in profile: lat(b) for b = 1..MaxBatch on the
