@@ -98,7 +98,7 @@ func (d *data) serve(plan *formats.Plan, policy string, qps []float64) (Served, 
 	s, err = sim.New(dep, pol, []sim.Source{&sim.Times{T: ts}}, sim.Options{Duration: dataplane.Time(len(qps)) * dataplane.Second, Seed: 1,
 		// No ExpectedRequests: sim.New replaces its heap when it is set, after the engine
 		// armed the policy's first tick (the gears would never switch).
-		Attrs:            func(_ dataplane.AppID, k int64) dataplane.Attrs { return dataplane.Attrs{Sample: k + 1} },
+		Attrs: func(_ dataplane.AppID, k int64) dataplane.Attrs { return dataplane.Attrs{Sample: k + 1} },
 		OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
 			n++
 			lats = append(lats, float64(r.Done-r.Arrival)/1000)
