@@ -1,0 +1,81 @@
+package cascadebench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/bench"
+)
+
+func TestParseQPS(t *testing.T) {
+	tests := []struct {
+		name, data, err string
+		n               int
+	}{
+		{"ok", "10\n# c\n\n20.5\n", "", 2},
+		{"negative", "10\n-1\n", `t.txt: line 2: "-1": must be a rate >= 0`, 0},
+		{"word", "x\n", `t.txt: line 1: "x": must be a rate >= 0`, 0},
+		{"empty", "", "t.txt: no rates", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := ParseQPS("t.txt", []byte(tc.data))
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || len(q) != tc.n {
+				t.Fatalf("%v %v", q, err)
+			}
+		})
+	}
+	s := Scale([]float64{10, 80, 20}, 7600)
+	if s[1] != 7600 || s[0] != 950 {
+		t.Fatalf("scale: %v", s)
+	}
+}
+
+func FuzzParseQPS(f *testing.F) {
+	f.Add("10\n20\n")
+	f.Fuzz(func(t *testing.T, data string) {
+		q, err := ParseQPS("f", []byte(data))
+		if err == nil {
+			for _, x := range q {
+				if !(x >= 0) {
+					t.Fatalf("accepted %v", x)
+				}
+			}
+		}
+	})
+}
+
+// TestQuickBench runs a reduced bench end to end when the shared trace is present
+// (PLAN_CASCADE_BENCH=1; it takes tens of seconds).
+func TestQuickBench(t *testing.T) {
+	if os.Getenv("PLAN_CASCADE_BENCH") == "" {
+		t.Skip("set PLAN_CASCADE_BENCH=1")
+	}
+	var out bytes.Buffer
+	env := bench.Env{Out: &out, Err: io.Discard, Infof: func(string, ...any) {},
+		Table: func(h []string, rows [][]string) {
+			fmt.Fprintln(&out, strings.Join(h, "\t"))
+			for _, r := range rows {
+				fmt.Fprintln(&out, strings.Join(r, "\t"))
+			}
+		}}
+	c := &Command{quick: true, trace: DefaultTrace}
+	if s := os.Getenv("PLAN_CASCADE_SETUPS"); s != "" {
+		c.setups = strings.Split(s, ",")
+	}
+	if err := c.Run(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+}
