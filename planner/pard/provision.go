@@ -77,7 +77,10 @@ func bad(path string, value any, rule string, args ...any) error {
 	return fmt.Errorf("%w: %w", ErrBadInput, formats.ErrorList{fe})
 }
 
-// Provision solves the provisioning MILP for every pipeline of the workload.
+// Provision solves the provisioning MILP for every pipeline of the workload. Errors wrap
+// ErrBadInput for inputs no provisioning can satisfy, planner.ErrNoSolution when the time
+// limit passed before the solver found any provisioning (raise TimeLimit), and the solver's
+// errors otherwise.
 func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error) {
 	if in.Workload == nil || len(in.Workload.Pipelines) == 0 {
 		return nil, bad("pipelines", "", "the workload has no pipelines")
@@ -296,6 +299,10 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 				errs = append(errs, &formats.FieldError{Path: pp + ".rate_rps", Value: fmt.Sprint(ai.rate),
 					Rule: fmt.Sprintf("needs at least %d GPUs at this rate, the cluster has %d", n, total)})
 			}
+		}
+		if len(errs) == 0 && res.Status == solver.StatusTimeLimit {
+			// No input is wrong: the solver ran out of time before its first provisioning.
+			return nil, fmt.Errorf("%w (%s, the solver found no feasible provisioning yet): raise --time-limit", planner.ErrNoSolution, o.TimeLimit)
 		}
 		if len(errs) == 0 {
 			errs = append(errs, &formats.FieldError{Path: "pipelines", Rule: fmt.Sprintf(

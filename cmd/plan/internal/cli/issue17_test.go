@@ -32,6 +32,10 @@ func TestBadInputIssue17(t *testing.T) {
 			want: []string{huge + ": ppipe.models[0].pipelines[0].partitions[0].stage_latency_us: 1e+308: must be <= 3.1536e+13"}},
 		{name: "validate latency 1e308", args: []string{"validate", huge}, code: ExitUsage,
 			want: []string{huge + ": ppipe.models[0].pipelines[0].partitions[0].stage_latency_us: 1e+308: must be <= 3.1536e+13"}},
+		// Item 8: a solver time limit without any provisioning is no plan (exit 1), not bad input.
+		{name: "pard time limit", args: []string{"solve", "-q", "--profile", "testdata/pard/profile.json", "--cluster", "testdata/pard/cluster.json",
+			"--workload", "testdata/pard/workload.json", "--time-limit", "1ns", "-o", "$TMP/plan.json"}, code: ExitFailure, solver: true,
+			want: []string{"no plan found within the time limit (1ns", "raise --time-limit", "nothing written"}, out: "plan.json"},
 		// Item 10: errors name the path as given, not its base name.
 		{name: "golden named as given", args: []string{"check", "testdata/ppipe/good-plan.json", "--golden", "testdata/ppipe/broken/count.json"}, code: ExitUsage,
 			want: []string{"testdata/ppipe/broken/count.json: ppipe.models[0].pipelines[0].partitions[0].count: 0: must be >= 1"}},
