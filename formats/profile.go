@@ -108,7 +108,45 @@ type LLMProfile struct {
 	LoadColdUs   float64 `json:"load_cold_us"`
 	LoadWarmUs   float64 `json:"load_warm_us"`
 	HostLinkGBps float64 `json:"host_link_gbps,omitempty"`
+	// Iteration is the piecewise-linear forward-time model of one engine iteration (QLM spec
+	// §6, the form vLLM simulators fit from measurements); nil = derived from the scalar
+	// prefill and decode fields above.
+	Iteration *LLMIteration `json:"iteration,omitempty"`
 }
+
+// LLMIteration models one continuous-batching engine iteration: a prefill iteration's time is
+// Prefill evaluated at the prompt tokens it processes; a decode iteration's is Decode at the
+// number of sequences it advances (one token each) plus DecodeUsPerContextToken times the
+// context tokens their KV caches hold (attention reads).
+type LLMIteration struct {
+	// Prefill and Decode are piecewise-linear in tokens: points in increasing token order,
+	// linear between them, flat below the first, extending the last segment above the last.
+	Prefill []PWLPoint `json:"prefill"`
+	Decode  []PWLPoint `json:"decode"`
+	// DecodeUsPerContextToken is the attention cost per context token of a decode iteration.
+	DecodeUsPerContextToken float64 `json:"decode_us_per_context_token,omitempty"`
+	// MaxBatchedTokens caps the prompt tokens of one prefill iteration (a longer prompt is
+	// prefilled alone); 0 = 4096.
+	MaxBatchedTokens int `json:"max_batched_tokens,omitempty"`
+	// MaxSeqs caps the running sequences; 0 = 256.
+	MaxSeqs int `json:"max_seqs,omitempty"`
+	// BlockTokens is the KV allocation granularity; 0 = 16.
+	BlockTokens int `json:"block_tokens,omitempty"`
+	// PreemptMode is how a sequence is preempted on this (model, GPU): auto (spec §2.1),
+	// swap (KV to CPU memory) or evict (recompute); "" = auto.
+	PreemptMode string `json:"preempt_mode,omitempty"`
+	// CPUSwapBytes is the CPU memory for swapped KV caches (0 = none: preemption recomputes).
+	CPUSwapBytes int64 `json:"cpu_swap_bytes,omitempty"`
+}
+
+// PWLPoint is one breakpoint of a piecewise-linear time in µs over a token count.
+type PWLPoint struct {
+	Tokens int     `json:"tokens"`
+	Us     float64 `json:"us"`
+}
+
+// PreemptModes are the values LLMIteration.PreemptMode may take.
+var PreemptModes = []string{"auto", "swap", "evict"}
 
 // Model returns the model profile with the given name.
 func (p *Profile) Model(name string) (*ModelProfile, bool) {

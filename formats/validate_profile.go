@@ -187,4 +187,39 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
 	if finite(l.HostLinkGBps) && l.HostLinkGBps > MaxNICGbps {
 		v.add(field(p, "host_link_gbps"), l.HostLinkGBps, "must be <= %g GB/s", MaxNICGbps)
 	}
+	if it := l.Iteration; it != nil {
+		ip := field(p, "iteration")
+		validPWL(v, field(ip, "prefill"), it.Prefill)
+		validPWL(v, field(ip, "decode"), it.Decode)
+		microseconds(v, field(ip, "decode_us_per_context_token"), it.DecodeUsPerContextToken)
+		atLeast(v, field(ip, "max_batched_tokens"), int64(it.MaxBatchedTokens), 0)
+		atLeast(v, field(ip, "max_seqs"), int64(it.MaxSeqs), 0)
+		atLeast(v, field(ip, "block_tokens"), int64(it.BlockTokens), 0)
+		atLeast(v, field(ip, "cpu_swap_bytes"), it.CPUSwapBytes, 0)
+		if it.PreemptMode != "" {
+			oneOf(v, field(ip, "preempt_mode"), it.PreemptMode, PreemptModes)
+		}
+	}
+}
+
+// validPWL checks a piecewise-linear time: at least one point, token counts >= 1 and strictly
+// increasing, times finite, > 0 and non-decreasing.
+func validPWL(v *validator, p string, pts []PWLPoint) {
+	if len(pts) == 0 {
+		v.add(p, nil, "must list at least one point")
+		return
+	}
+	for i, pt := range pts {
+		pp := idx(p, i)
+		atLeast(v, field(pp, "tokens"), int64(pt.Tokens), 1)
+		positiveMicroseconds(v, field(pp, "us"), pt.Us)
+		if i > 0 {
+			if pt.Tokens <= pts[i-1].Tokens {
+				v.add(field(pp, "tokens"), pt.Tokens, "must be > the previous point's tokens (%d)", pts[i-1].Tokens)
+			}
+			if finite(pt.Us) && pt.Us < pts[i-1].Us {
+				v.add(field(pp, "us"), pt.Us, "must be >= the previous point's us (%g): time cannot fall with more tokens", pts[i-1].Us)
+			}
+		}
+	}
 }
