@@ -66,8 +66,13 @@ type Options struct {
 	TimeLimit time.Duration
 	// Gap is the relative MIP gap at which the solver stops (default 0.001).
 	Gap float64
-	// BatchAllowance adds β = ρ·(b−1)/λ̂ to the head stage's latency (two passes via NP).
+	// BatchAllowance adds β = ρ·(b−1)/λ̂ to the head stage's latency. λ̂ is ArrivalRate when
+	// set, else the model's workload rate_rps when given, else the throughput of a first NP
+	// pass without β.
 	BatchAllowance bool
+	// ArrivalRate is λ̂ in requests/s for every model's batch-formation allowance (0 = the
+	// workload's rate_rps, else the NP estimate). Recorded as provenance option arrival_rate.
+	ArrivalRate float64
 	// Replicas is how many pipelines may share one GPU-type sequence (each with its own
 	// cuts, slices and batch): 0 or 1 = one (the paper), n > 1 = n, -1 = K^{P−D} as in the
 	// authors' code. Replicas raise throughput and shrink the MILP's gap (the LP relaxation
@@ -149,6 +154,12 @@ func (o Options) validate() error {
 	}
 	if o.SLO < 0 {
 		msgs = append(msgs, fmt.Sprintf("slo: %s: must be > 0", o.SLO))
+	}
+	if r := o.ArrivalRate; r != 0 && !(r >= formats.MinRateRPS && r <= formats.MaxRateRPS) { // also NaN
+		msgs = append(msgs, fmt.Sprintf("arrival-rate: %g: must be in [%.3g, %g] requests/s", r, formats.MinRateRPS, formats.MaxRateRPS))
+	}
+	if o.ArrivalRate != 0 && !o.BatchAllowance {
+		msgs = append(msgs, fmt.Sprintf("arrival-rate: %g: only the batch-formation allowance uses it: set batch-allowance too", o.ArrivalRate))
 	}
 	if len(msgs) > 0 {
 		return &InputError{Problems: msgs}

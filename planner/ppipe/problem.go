@@ -36,6 +36,8 @@ type modelData struct {
 	// lambda is λ̂ (req/µs) for the batch-formation allowance; 0 disables β.
 	lambda float64
 	betaOn bool
+	// rate is the workload's rate_rps (req/s; 0 = not given), λ̂'s default for β.
+	rate float64
 }
 
 type lkey struct{ k, v, b int }
@@ -184,7 +186,7 @@ func newModelData(w *formats.ModelWorkload, mp *formats.ModelProfile, p *problem
 		add("profile: model %s: cut_bytes: has %d entries: must have len(blocks)-1 = %d", mp.Name, len(mp.CutBytes), M-1)
 		return nil, probs
 	}
-	md := &modelData{name: w.Name, prof: mp, weight: w.Weight, blocks: M, pre: map[lkey][]float64{}, batches: map[int]map[int][]int{}}
+	md := &modelData{name: w.Name, prof: mp, weight: w.Weight, rate: w.RateRPS, blocks: M, pre: map[lkey][]float64{}, batches: map[int]map[int][]int{}}
 	md.tau = make([]float64, M+1)
 	for c := 1; c < M; c++ {
 		if mp.CutBytes[c-1] < 0 {

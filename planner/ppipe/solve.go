@@ -34,15 +34,26 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 		return nil, &InputError{Problems: []string{fmt.Sprintf("strategy dart-r: cluster has %d GPU types with GPUs: DART-r pairs one high-class with one low-class type, so it needs at most 2", len(p.types))}}
 	}
 	if opts.BatchAllowance {
-		// Pass 1: NP without β estimates λ̂_m, the head's arrival rate that fills batches.
-		pipes, _, err := s.np(false)
-		if err != nil && !errors.Is(err, ErrInfeasible) {
-			return nil, err
-		}
-		thr := modelThroughput(pipes, len(p.models))
+		// λ̂_m, the head's arrival rate that fills batches: Options.ArrivalRate, else the
+		// workload's rate_rps, else estimated by a first pass (NP without β).
+		var thr []float64
 		for mi, md := range p.models {
 			md.betaOn = true
-			md.lambda = thr[mi] / 1e6
+			switch {
+			case opts.ArrivalRate > 0:
+				md.lambda = opts.ArrivalRate / 1e6
+			case md.rate > 0:
+				md.lambda = md.rate / 1e6
+			default:
+				if thr == nil {
+					pipes, _, err := s.np(false)
+					if err != nil && !errors.Is(err, ErrInfeasible) {
+						return nil, err
+					}
+					thr = modelThroughput(pipes, len(p.models))
+				}
+				md.lambda = thr[mi] / 1e6
+			}
 		}
 	}
 	var pipes []pipe
@@ -506,6 +517,9 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 	}
 	if o.SLO > 0 {
 		opts["slo"] = o.SLO.String()
+	}
+	if o.ArrivalRate > 0 {
+		opts["arrival_rate"] = fmtFloat(o.ArrivalRate)
 	}
 	pl.Provenance = formats.Provenance{
 		Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),

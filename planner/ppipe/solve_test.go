@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -239,5 +240,60 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 	}
 	if shared == 0 {
 		t.Fatal("no case shares GPUs between pools: the test no longer exercises stage rounding")
+	}
+}
+
+// TestBatchAllowanceArrivalRate (issue 17 item 9): β = ρ·(b−1)/λ̂ could only use the NP
+// estimate of λ̂. It takes Options.ArrivalRate when set, else each model's workload rate_rps,
+// and records the option for re-solves.
+func TestBatchAllowanceArrivalRate(t *testing.T) {
+	base := loadFixtureInputs(t)
+	withRates := *base.Workload
+	withRates.Models = slices.Clone(withRates.Models)
+	withRates.Models[0].RateRPS, withRates.Models[1].RateRPS = 4000, 9000
+	cases := []struct {
+		name     string
+		workload *formats.Workload
+		arrival  float64
+		want     map[string]float64 // λ̂ per model, req/s
+	}{
+		{"workload rate_rps", &withRates, 0, map[string]float64{"m0": 4000, "m1": 9000}},
+		{"option over the workload", &withRates, 3000, map[string]float64{"m0": 3000, "m1": 3000}},
+		{"option alone", base.Workload, 5000, map[string]float64{"m0": 5000, "m1": 5000}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := base
+			in.Workload = c.workload
+			pl, err := Solve(context.Background(), in, Options{MaxPartitions: 2, BatchAllowance: true, ArrivalRate: c.arrival, Deterministic: true})
+			skipWithoutSolver(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := Verify(pl); len(v) > 0 {
+				t.Fatalf("violations: %v", v)
+			}
+			batched := 0
+			for _, m := range pl.PPipe.Models {
+				for _, p := range m.Pipelines {
+					want := BatchFormationRho * float64(p.Batch-1) / c.want[m.Model] * 1e6
+					if math.Abs(p.BatchFormationUs-want) > 1e-6*max(want, 1) {
+						t.Errorf("%s batch %d: β = %g µs, want ρ·(b−1)/λ̂ = %g µs", m.Model, p.Batch, p.BatchFormationUs, want)
+					}
+					if p.Batch > 1 {
+						batched++
+					}
+				}
+			}
+			if batched == 0 {
+				t.Fatal("no pipeline batches: β is 0 whatever λ̂ is, the case tests nothing")
+			}
+			if got := pl.Provenance.Options["arrival_rate"]; (c.arrival > 0) != (got != "") {
+				t.Errorf("provenance option arrival_rate = %q", got)
+			}
+		})
+	}
+	if _, err := Solve(context.Background(), base, Options{ArrivalRate: 100}); !errors.Is(err, ErrInput) {
+		t.Errorf("arrival rate without the batch allowance: %v", err)
 	}
 }
