@@ -51,13 +51,45 @@ func WriteFile(path string, doc Document) error {
 }
 
 // CheckWritable reports, before any work is done, why WriteFile could not create path: the
-// path is a directory, its directory does not exist or is not a directory, or no file can be
-// created there. Commands call it first so a bad -o fails fast with nothing written. The
-// error names the problem, not the path (callers prefix the flag and the path).
+// path is empty or a directory, its directory does not exist or is not a directory, or no
+// file can be created there. Commands call it first so a bad -o fails fast with nothing
+// written. The error names the problem, not the path (callers prefix the flag and the path).
+//
+// It is one half of the rule every output follows (CheckOutputDir is the other): the output
+// itself may be created or replaced, the directory it goes in must already exist — missing
+// parents are never created, so a typo fails instead of writing somewhere unexpected.
 func CheckWritable(path string) error {
+	if path == "" {
+		return errors.New("must not be empty")
+	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return errors.New("is a directory")
 	}
+	return checkParent(path)
+}
+
+// CheckOutputDir reports, before any work is done, why a directory of outputs (a report)
+// could not be written at path: the path is empty or exists and is not a directory, its
+// parent does not exist or is not a directory (only the output directory itself is created,
+// as WriteFile creates only the file), or no file can be created there.
+func CheckOutputDir(path string) error {
+	if path == "" {
+		return errors.New("must not be empty")
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && !st.IsDir():
+		return errors.New("is not a directory")
+	case err == nil:
+		return probe(path)
+	case !errors.Is(err, fs.ErrNotExist):
+		return unwrapPath(err)
+	}
+	return checkParent(filepath.Clean(path))
+}
+
+// checkParent checks that the directory holding path exists, is a directory and takes files.
+func checkParent(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	switch {
@@ -68,9 +100,17 @@ func CheckWritable(path string) error {
 	case err != nil:
 		return fmt.Errorf("%s: %w", dir, unwrapPath(err))
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err := probe(dir); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	return nil
+}
+
+// probe creates and removes a temporary file in dir.
+func probe(dir string) error {
+	tmp, err := os.CreateTemp(dir, ".plan-probe-*")
 	if err != nil {
-		return fmt.Errorf("%s: cannot create files: %w", dir, unwrapPath(err))
+		return fmt.Errorf("cannot create files: %w", unwrapPath(err))
 	}
 	name := tmp.Name()
 	tmp.Close()

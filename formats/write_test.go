@@ -110,3 +110,41 @@ func TestDigest(t *testing.T) {
 		t.Fatalf("digests %q, %q", a, b)
 	}
 }
+
+// TestOutputRule (issue 17 item 10): one rule for every output, file or directory: the output
+// itself may be created (or a file replaced), the directory it goes in must exist. simulate
+// --report created missing parents while solve -o refused them, and skipped "" silently.
+func TestOutputRule(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path      string
+		asFile    string // CheckWritable's error ("" = fine)
+		asDirWant string // CheckOutputDir's error
+	}{
+		{"", "must not be empty", "must not be empty"},
+		{filepath.Join(dir, "new"), "", ""},
+		{dir, "is a directory", ""},
+		{file, "", "is not a directory"},
+		{filepath.Join(dir, "missing", "x"), "no such directory", "no such directory"},
+		{filepath.Join(file, "x"), "not a directory", "not a directory"},
+	}
+	for _, c := range cases {
+		for _, k := range []struct {
+			name  string
+			check func(string) error
+			want  string
+		}{{"file", CheckWritable, c.asFile}, {"dir", CheckOutputDir, c.asDirWant}} {
+			err := k.check(c.path)
+			if (err == nil) != (k.want == "") || (err != nil && !strings.Contains(err.Error(), k.want)) {
+				t.Errorf("%s %q: err = %v, want %q", k.name, c.path, err, k.want)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Error("a check created its output")
+	}
+}

@@ -36,6 +36,15 @@ func TestBadInputIssue17(t *testing.T) {
 		{name: "pard time limit", args: []string{"solve", "-q", "--profile", "testdata/pard/profile.json", "--cluster", "testdata/pard/cluster.json",
 			"--workload", "testdata/pard/workload.json", "--time-limit", "1ns", "-o", "$TMP/plan.json"}, code: ExitFailure, solver: true,
 			want: []string{"no plan found within the time limit (1ns", "raise --time-limit", "nothing written"}, out: "plan.json"},
+		// Item 10: one output rule, checked before any work: the output may be created, the
+		// directory it goes in must exist; "" is refused; the path is named as given.
+		{name: "simulate report empty", args: []string{"simulate", plan, "--load", "0.5", "--duration", "1s", "--report", ""}, code: ExitUsage,
+			want: []string{`--report: "": must not be empty`}},
+		{name: "simulate report in a missing directory", args: []string{"simulate", plan, "--load", "0.5", "--duration", "1s", "--report", "$TMP/no/such/out"}, code: ExitUsage,
+			want: []string{`--report: "`, `/no/such/out": `, "/no/such: no such directory"}, out: "no"},
+		{name: "solve out in a missing directory", args: []string{"solve", "-q", "-o", "$TMP/no/plan.json"}, code: ExitUsage,
+			want: []string{`--out: "`, "/no: no such directory"}, out: "no"},
+		{name: "solve out empty", args: []string{"solve", "-q", "-o", ""}, code: ExitUsage, want: []string{"--out: must not be empty"}},
 		// Item 10: errors name the path as given, not its base name.
 		{name: "golden named as given", args: []string{"check", "testdata/ppipe/good-plan.json", "--golden", "testdata/ppipe/broken/count.json"}, code: ExitUsage,
 			want: []string{"testdata/ppipe/broken/count.json: ppipe.models[0].pipelines[0].partitions[0].count: 0: must be >= 1"}},

@@ -166,9 +166,11 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if o.parallel < 0 {
 		return usageErrorf("--parallel: %d: must be >= 0 (0 = all cores)", o.parallel)
 	}
-	if o.report != "" {
-		if err := checkReportDir(o.report); err != nil {
-			return usageErrorf("--report %s: %v", o.report, err)
+	// The output rule of every command (formats.CheckOutputDir): given, even as "", it must
+	// name a directory to create in an existing one, or an existing directory.
+	if cmd.Flags().Changed("report") || o.report != "" {
+		if err := formats.CheckOutputDir(o.report); err != nil {
+			return usageErrorf("--report: %q: %v", o.report, err)
 		}
 	}
 	if err := checkSimulationSize(dep, loads, o.duration); err != nil {
@@ -318,7 +320,7 @@ func printSimTable(app *App, rep *sim.Report) {
 }
 
 func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return usageErrorf("--report %s: %v", dir, err)
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
@@ -381,26 +383,6 @@ func checkSimulationSize(dep *dataplane.Deployment, loads []float64, d time.Dura
 			peak, rate, d, n, maxRequestsPerPoint)
 	}
 	return nil
-}
-
-// checkReportDir accepts an existing directory, or a path whose nearest existing ancestor is
-// a directory (it is created after the run), so a bad --report fails before simulating.
-func checkReportDir(dir string) error {
-	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		st, err := os.Stat(p)
-		if err == nil {
-			if !st.IsDir() {
-				return fmt.Errorf("%s is not a directory", p)
-			}
-			return nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if parent := filepath.Dir(p); parent == p {
-			return nil
-		}
-	}
 }
 
 // discardEffects lets the policy be attached once for validation without a driver.
