@@ -25,12 +25,21 @@ type Setup struct {
 	// Accuracy targets: the accuracy floor of each GPU-count query.
 	Targets []float64
 	Ranges  int
+	// Params are CascadeServe policy parameters for the set-up (the paper tuned its
+	// online knobs per workload, §7.4).
+	Params map[string]string
 }
 
 // Setups are BERT and Llama (spec §6).
 var Setups = []Setup{
 	{Name: "bert", Family: pc.BERT, Peak: 7600, MaxGPUs: 8, Latency: 400 * time.Millisecond, Targets: []float64{0.83, 0.84, 0.845}, Ranges: 16},
-	{Name: "llama", Family: pc.Llama, Peak: 60, MaxGPUs: 16, Latency: 6 * time.Second, Targets: []float64{0.60, 0.625, 0.64}, Ranges: 12},
+	// [ours] Llama's peak: the paper scales an Azure Functions window to 60 QPS; the
+	// Twitter shape we replay has peak/mean 4.8, which at peak 60 would mean 12.5 QPS on
+	// average, several times the paper's load (its CascadeServe serves 70B-level accuracy
+	// on 4 GPUs, ≈1.1 QPS of 70B per GPU pair). Peak 15 gives a mean of ≈3 QPS.
+	{Name: "llama", Family: pc.Llama, Peak: 15, MaxGPUs: 16, Latency: 6 * time.Second, Targets: []float64{0.60, 0.625, 0.64}, Ranges: 12,
+		// at ≈3 QPS a 100 ms poll sees 0 or 1 arrivals: measure over the last second
+		Params: map[string]string{"window_ms": "1000"}},
 }
 
 // data holds one setup's planning inputs and held-out test task.
@@ -77,7 +86,7 @@ func (d *data) serve(plan *formats.Plan, policy string, qps []float64) (Served, 
 	if err != nil {
 		return Served{}, err
 	}
-	pol, err := dpc.Registry().New(dep, dataplane.Config{Policy: policy}, dpc.PolicyGears)
+	pol, err := dpc.Registry().New(dep, dataplane.Config{Policy: policy, Params: d.s.Params}, dpc.PolicyGears)
 	if err != nil {
 		return Served{}, err
 	}

@@ -93,6 +93,7 @@ func TestGearSwitchingInSim(t *testing.T) {
 		{"no-switch", PolicyNoSwitch, nil, false},
 		{"lazy loading", PolicyGears, map[string]string{"preload": "false"}, true},
 		{"alpha 2", PolicyGears, map[string]string{"alpha": "2", "poll_ms": "50"}, true},
+		{"window", PolicyGears, map[string]string{"window_ms": "1000"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,8 +33,9 @@ func Registry() *dataplane.Registry { return dataplane.NewRegistry(Policies()...
 
 // Policy is the gear-switching state machine. Parameters: alpha (backlog rule factor,
 // default the plan's, 8), poll_ms (QPS poll, default the plan's, 100), qps_scale (§5 drift
-// scaling, default 1), preload (true: the placement is resident from the start; false:
-// load a replica's model the first time a gear needs it).
+// scaling, default 1), window_ms (measure QPS over this window, updated every poll;
+// default 0 = since the last poll, as the paper), preload (true: the placement is resident
+// from the start; false: load a replica's model the first time a gear needs it).
 type Policy struct {
 	name    string
 	switchG bool
@@ -65,9 +66,14 @@ type Policy struct {
 	// per request: the gear it entered with (index by ID - base).
 	gearOf  []int16
 	reqBase dataplane.ReqID
-	// QPS measurement.
+	// QPS measurement: arrivals since the last poll; with window_ms, the counts of the
+	// polls inside the window (a ring).
 	count    int64
 	lastTick dataplane.Time
+	windowMs float64
+	ring     []int64
+	ringT    []dataplane.Time
+	ringAt   int
 	// model residency (preload=false): per worker, loaded or loading.
 	loaded, loading []bool
 	// Switches counts gear changes; Decisions counts gear lookups (bench reporting).
@@ -77,7 +83,7 @@ type Policy struct {
 }
 
 func newPolicy(name string, cfg dataplane.Config, sw bool) (*Policy, error) {
-	if err := cfg.CheckKnown(name, "alpha", "poll_ms", "qps_scale", "preload"); err != nil {
+	if err := cfg.CheckKnown(name, "alpha", "poll_ms", "qps_scale", "preload", "window_ms"); err != nil {
 		return nil, err
 	}
 	p := &Policy{name: name, switchG: sw, cfg: cfg}
@@ -93,6 +99,12 @@ func newPolicy(name string, cfg dataplane.Config, sw bool) (*Policy, error) {
 	}
 	if p.preload, err = cfg.Bool("preload", true); err != nil {
 		return nil, err
+	}
+	if p.windowMs, err = cfg.Float("window_ms", 0); err != nil {
+		return nil, err
+	}
+	if p.windowMs < 0 || p.windowMs > 60000 {
+		return nil, fmt.Errorf("policy %s: window_ms %g: must be in [0, 60000]", name, p.windowMs)
 	}
 	if !(p.scale > 0) {
 		return nil, fmt.Errorf("policy %s: qps_scale %g: must be > 0", name, p.scale)
@@ -231,8 +243,26 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.kick(now, w, out)
 	case dataplane.EvTick:
 		elapsed := float64(now-p.lastTick) / float64(dataplane.Second)
+		count := p.count
+		if p.windowMs > 0 && now > p.lastTick {
+			// [ours] window_ms: QPS over the last window (several polls), for low-rate
+			// workloads where one 100 ms poll sees 0 or 1 arrivals and gears flap.
+			n := max(1, int(math.Round(p.windowMs/float64(p.TickEvery()/dataplane.Millisecond))))
+			if len(p.ring) != n {
+				p.ring, p.ringT, p.ringAt = make([]int64, n), make([]dataplane.Time, n), 0
+			}
+			p.ring[p.ringAt], p.ringT[p.ringAt] = p.count, now-p.lastTick
+			p.ringAt = (p.ringAt + 1) % n
+			var dt dataplane.Time
+			count = 0
+			for i := range p.ring {
+				count += p.ring[i]
+				dt += p.ringT[i]
+			}
+			elapsed = float64(dt) / float64(dataplane.Second)
+		}
 		if now > p.lastTick && p.switchG {
-			qps := math.Ceil(float64(p.count)/elapsed) * p.scale
+			qps := math.Ceil(float64(count)/elapsed) * p.scale
 			q0 := 0
 			for _, w := range p.stageReps[p.tab.Gears[p.cur].Stages[0]] {
 				q0 += len(p.queues[w]) - p.heads[w]

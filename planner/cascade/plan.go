@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"time"
@@ -316,9 +315,6 @@ func (p *planning) tuneBatching(a, r int, pl []Replica, plKey string) (Gear, *pl
 		g.Sim = p.t.SimulateGear(pl, p.hw.N, &g, q, p.opt.Sim)
 		g.Simulated = true
 		p.sims++
-		if debug {
-			fmt.Printf("    sim %s q=%g b1=%d -> %+v\n", p.t.Names(c), q, b1, g.Sim)
-		}
 		if !g.Sim.Sustained {
 			lastBottleneck = g.Sim.Bottleneck
 			continue
@@ -416,9 +412,6 @@ func (p *planning) latencyLoop() ([]Gear, []Replica, error) {
 		if err := p.ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		if debug {
-			fmt.Println("iter", it, assign, minCount)
-		}
 		// SP3 quick reject (§4.4): Σ λ_m·rt(m) > n_gpus at the optimistic time.
 		bad := -1
 		for r := 0; r < n && bad < 0; r++ {
@@ -449,9 +442,6 @@ func (p *planning) latencyLoop() ([]Gear, []Replica, error) {
 		}
 		if fail == nil {
 			return gears, pl, nil
-		}
-		if debug {
-			fmt.Printf("  fail %+v pl=%v\n", *fail, pl)
 		}
 		// SP4 → SP3: one more replica of the bottleneck model, if there is room to add
 		// one; otherwise SP3 passes a throughput error to SP2.
@@ -659,5 +649,3 @@ func (p *planning) pruneMemOnly(pl []Replica) []Replica {
 		pl = append(pl[:drop], pl[drop+1:]...)
 	}
 }
-
-var debug = os.Getenv("CASCADE_DEBUG") != ""
