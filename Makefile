@@ -7,6 +7,8 @@
 #   make test     everything CI runs: gofmt, vet, staticcheck, unit tests with -race (schema drift
 #                 included), short fuzz runs, and `plan check` over the golden plans
 #   make bench    Go benchmarks of the hot paths and the solver
+#   make generate regenerate the protobuf/gRPC Go code from the .proto files (protoc from the
+#                 Debian package protobuf-compiler; the Go plugins at the pinned versions below)
 
 GO        ?= go
 FUZZTIME  ?= 5s
@@ -15,6 +17,9 @@ PKGS      := ./...
 WASM      := third_party/highs/highs.wasm
 EMBED     := solver/internal/highs/embed/highs.wasm
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+PROTOC_GEN_GO      ?= google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+GOBIN_DIR          := $(shell $(GO) env GOPATH 2>/dev/null)/bin
 
 # Native HiGHS: wasm2c output is ~50 MB of C, split into NATIVE_PARTS files so that it compiles
 # in parallel and in ~0.5 GB per compiler instead of 3.5 GB. Compiled once here, not by cgo on
@@ -36,7 +41,7 @@ comma := ,
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all assets native build test lint unit agreement fuzz golden bench clean
+.PHONY: all assets native build test lint unit agreement fuzz golden bench clean generate protoc-plugins
 
 all: build
 
@@ -76,7 +81,8 @@ lint: $(NATIVE_DEP)
 	$(if $(TAGS),$(GO) vet -tags $(TAGS) ./solver/...)
 	$(if $(TAGS),$(GO) run $(STATICCHECK) -tags $(TAGS) ./solver/...)
 
-unit: $(NATIVE_DEP)
+# The generated-code drift test (serve/kservegrpc TestGeneratedCode) needs the plugins.
+unit: $(NATIVE_DEP) protoc-plugins
 	$(GO) test -race -count=1 -timeout 45m -tags '$(TAGS)' $(PKGS)
 
 # serve vs simulate attainment on the demo plan (issue 6). It needs real timers, so it runs
@@ -95,6 +101,16 @@ golden: build
 
 bench: assets $(NATIVE_DEP)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -tags '$(TAGS)' $(PKGS)
+
+protoc-plugins:
+	$(GO) install $(PROTOC_GEN_GO)
+	$(GO) install $(PROTOC_GEN_GO_GRPC)
+
+# Generated files are committed; TestGeneratedCode fails when they drift from the .proto files.
+generate: protoc-plugins
+	cd serve/kservegrpc/inferencepb && PATH="$(GOBIN_DIR):$$PATH" protoc --go_out=. --go_opt=paths=source_relative \
+	  --go-grpc_out=. --go-grpc_opt=paths=source_relative grpc_service.proto
+	cd export/internal/tritonpb && PATH="$(GOBIN_DIR):$$PATH" protoc --go_out=. --go_opt=paths=source_relative model_config.proto
 
 clean:
 	rm -rf bin $(EMBED) $(NATIVE_DIR)

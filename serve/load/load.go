@@ -63,6 +63,9 @@ type Options struct {
 	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
 	// with the requests sent and answered so far.
 	Progress func(sent, answered int64)
+	// Send, when set, sends each request instead of HTTP POST …/infer (`plan load --grpc`):
+	// plan and metadata still come from URL. See send.go.
+	Send Sender
 }
 
 // Sample is one request's client-side record.
@@ -141,6 +144,7 @@ type target struct {
 	slo  dataplane.Time
 	rate float64 // planned rate (load 1.0)
 	body []byte
+	md   *serve.ModelMetadata
 }
 
 // ErrSetup matches the errors Run returns before sending anything: no server answering at
@@ -186,7 +190,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, setupError{err}
 		}
-		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md)}
+		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md), md: md}
 		if md.SLOUs > 0 {
 			t.slo = dataplane.Time(md.SLOUs)
 		}
@@ -252,7 +256,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	samples := make([]Sample, len(arrivals))
 	var raw *rawClient
-	if useRaw {
+	if useRaw && o.Send == nil {
 		if raw, err = newRawClient(ctx, base, o.MaxConns, o.Timeout, len(arrivals), targets); err != nil {
 			return nil, setupError{err}
 		}
@@ -291,7 +295,11 @@ send:
 		} else {
 			go func(s *Sample, t *target) {
 				defer wg.Done()
-				do(ctx, o.Client, base, t, s, o.Timeout)
+				if o.Send != nil {
+					send(ctx, o.Send, t, s, o.Timeout)
+				} else {
+					do(ctx, o.Client, base, t, s, o.Timeout)
+				}
 				answered.Add(1)
 			}(&samples[i], &targets[a.app])
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/serve/kservegrpc"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
 )
@@ -29,6 +30,9 @@ type loadOptions struct {
 	slo         time.Duration
 	timeout     time.Duration
 	connections int
+	// grpc sends the requests over KServe v2 gRPC to this address (serve --grpc-addr).
+	grpc    string
+	grpcRaw bool
 }
 
 func init() { register(newLoadCmd) }
@@ -68,6 +72,8 @@ a way to load someone else's server.`,
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
 	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request counts as lost")
+	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this loopback HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
+	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
 	return cmd
 }
@@ -130,6 +136,17 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections,
+	}
+	if o.grpc != "" {
+		if _, err := checkLoopback("http://" + o.grpc); err != nil {
+			return usageErrorf("--grpc: %q: must be a loopback HOST:PORT", o.grpc)
+		}
+		conn, err := kservegrpc.Dial(o.grpc)
+		if err != nil {
+			return usageErrorf("--grpc %s: %v", o.grpc, err)
+		}
+		defer conn.Close()
+		opts.Send = kservegrpc.Sender(conn, o.grpcRaw, false)
 	}
 	var progressed atomic.Bool
 	// Progress rewrites one line with \r: only on a terminal (in a CI log or a file it would

@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kservegrpc"
 )
 
 type serveOptions struct {
@@ -36,6 +37,8 @@ type serveOptions struct {
 	flushTimeout time.Duration
 	inputShape   string
 	maxInFlight  int
+	// grpcAddr also serves the KServe v2 gRPC protocol (serve/kservegrpc); "" = off.
+	grpcAddr string
 	// HTTP timeouts against slow or idle clients.
 	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
 }
@@ -84,6 +87,7 @@ PLAN defaults to ./plan.json.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default)")
+	f.StringVar(&o.grpcAddr, "grpc-addr", "", "also serve the KServe v2 gRPC protocol on this address, e.g. 127.0.0.1:8001 (default off)")
 	f.StringVar(&o.workers, "workers", "emulated", "worker kind: emulated, onnx or remote")
 	f.StringVar(&o.endpoints, "endpoints", "", "remote workers: YAML/JSON file mapping stages to KServe v2 endpoints")
 	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from")
@@ -230,6 +234,16 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return usageErrorf("--addr %s: %v", o.addr, err)
 	}
 	app.Log.Info("serving", "plan", path, "digest", s.ActiveDigest(), "workers", o.workers, "addr", "http://"+ln.Addr().String())
+	if o.grpcAddr != "" {
+		gaddr, stopGRPC, err := kservegrpc.Start(cmd.Context(), s, o.grpcAddr)
+		if err != nil {
+			_ = ln.Close()
+			_ = s.Shutdown(context.Background())
+			return usageErrorf("--grpc-addr %s: %v", o.grpcAddr, err)
+		}
+		defer stopGRPC()
+		app.Log.Info("serving gRPC", "addr", gaddr)
+	}
 
 	// SIGHUP reloads the plan file. cli.Run cancels the context on SIGINT/SIGTERM.
 	hup := make(chan os.Signal, 1)

@@ -1,0 +1,187 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// The transport-neutral entry points for front ends other than the HTTP/JSON handler (the
+// KServe v2 gRPC service, serve/kservegrpc): the same door, in-flight bound, driver, engine,
+// admission and metrics as POST /v2/models/{model}/infer, without HTTP.
+
+// Answer is the outcome of Infer.
+type Answer struct {
+	// Status is what the HTTP API would answer: 200, 400 (bad input), 404 (unknown model),
+	// 500, 502 or 503 (dropped or refused: Reason, Stage).
+	Status int
+	// Output is the model's output tensor (Status 200).
+	Output  TensorJSON
+	Outcome string
+	Timing  Timing
+	// Reason and Stage say why and where a 503 was dropped ("overload" at "intake" when the
+	// server refused it for lack of room); EstimateUs is the policy's estimate, RetryUs how
+	// long the door stays closed.
+	Reason, Stage       string
+	EstimateUs, RetryUs int64
+	// Err is the message of any non-200 answer.
+	Err string
+}
+
+// Infer serves one request for model: in is its one input tensor (Data a JSON array, as in
+// the HTTP API; its name may be empty). The request arrives when Infer is called; ctx
+// ending before the answer returns ctx's error (the driver's answer is then discarded).
+func (s *Server) Infer(ctx context.Context, model, id string, in TensorJSON) (*Answer, error) {
+	at := s.clk.Now()
+	s.arrivals.Add(1)
+	spec, g, ok := s.model(model)
+	if !ok {
+		s.m.reject(404, "unknown-model")
+		names := ""
+		if g != nil {
+			for i, a := range g.dep.Apps {
+				if i > 0 {
+					names += ", "
+				}
+				names += a.Name
+			}
+		}
+		return &Answer{Status: 404, Err: fmt.Sprintf("model %q not found: this server serves %s", model, names)}, nil
+	}
+	refuse := func(reason, msg string, retry dataplane.Time) *Answer {
+		s.m.reject(503, reason)
+		s.m.drop(model, "intake", reason)
+		return &Answer{Status: 503, Reason: reason, Stage: "intake", RetryUs: int64(retry), Err: msg}
+	}
+	if s.closing.Load() {
+		return refuse(string(dataplane.DropShutdown), "the server is shutting down", 0), nil
+	}
+	app := g.apps[model]
+	dr := &g.doors[app]
+	if until := dataplane.Time(dr.closedUntil.Load()); at < until {
+		reason := "overload"
+		if p := dr.reason.Load(); p != nil {
+			reason = *p
+		}
+		return refuse(reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at), nil
+	}
+	if err := CheckInput(&in, spec.in); err != nil {
+		s.m.reject(400, "bad-request")
+		return &Answer{Status: 400, Err: err.Error()}, nil
+	}
+	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
+		s.inflight.Add(-1)
+		return refuse("overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0), nil
+	}
+	defer s.inflight.Add(-1)
+	c := &call{model: model, ms: spec.series, id: id, at: at, payload: &Payload{Tensor: in}, resp: make(chan result, 1)}
+	select {
+	case s.d.intake <- c:
+	case <-s.d.stopped:
+		return refuse(string(dataplane.DropShutdown), "the server is shutting down", 0), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var res result
+	select {
+	case res = <-c.resp:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	a := &Answer{Status: res.status, Outcome: res.outcome, Timing: res.timing, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate}
+	switch res.status {
+	case 200:
+		a.Output = TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
+		if res.payload != nil {
+			a.Output = res.payload.Tensor
+			if a.Output.Name == "" || a.Output.Name == spec.in.Name {
+				a.Output.Name = spec.out.Name
+			}
+		}
+	case 503:
+		a.Err = fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
+	default:
+		a.Err = res.err
+		if res.stage != "" {
+			a.Err = fmt.Sprintf("stage %s: %s", res.stage, res.err)
+		}
+	}
+	return a, nil
+}
+
+// CheckInput checks one input tensor against the model's input spec as the HTTP API does
+// (name, datatype, rank, one sample, every fixed dimension, the data's elements) and fills in
+// an empty name.
+func CheckInput(in *TensorJSON, spec TensorSpec) error {
+	if in.Name != spec.Name && in.Name != "" {
+		return badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
+	}
+	if in.Datatype != spec.Datatype {
+		return badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
+	}
+	if len(in.Shape) != len(spec.Shape) {
+		return badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
+	}
+	n := int64(1)
+	for i, d := range in.Shape {
+		if d < 0 {
+			return badf("inputs[0].shape[%d]: %d: must be >= 0", i, d)
+		}
+		if i == 0 {
+			if d != 1 {
+				return badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
+			}
+		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
+			return badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
+		}
+		if d > 0 && n > math.MaxInt32/d {
+			return badf("inputs[0].shape: %v: too many elements", in.Shape)
+		}
+		n *= d
+	}
+	got, err := checkData(in.Data, in.Shape, in.Datatype, "inputs[0].data")
+	if err != nil {
+		return &BadRequestError{Msg: err.Error()}
+	}
+	if got != n {
+		return badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
+	}
+	if in.Name == "" {
+		in.Name = spec.Name
+	}
+	return nil
+}
+
+// ModelInfo returns the metadata GET /v2/models/{model} answers (false: unknown model).
+func (s *Server) ModelInfo(model string) (ModelMetadata, bool) {
+	spec, g, ok := s.model(model)
+	if !ok {
+		return ModelMetadata{}, false
+	}
+	return ModelMetadata{Name: model, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
+		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS}, true
+}
+
+// Ready reports what GET /v2/health/ready answers: not shutting down, and workers ready.
+func (s *Server) Ready() bool { return !s.closing.Load() && s.m.isReady() }
+
+// Models lists the models (applications) of the plan being served.
+func (s *Server) Models() []string {
+	g := s.active.Load()
+	if g == nil {
+		return nil
+	}
+	out := make([]string, len(g.dep.Apps))
+	for i, a := range g.dep.Apps {
+		out[i] = a.Name
+	}
+	return out
+}
+
+// F32ToF16 rounds f to the nearest IEEE half float (the wire format of FP16 tensors).
+func F32ToF16(f float32) uint16 { return f32to16(f) }
+
+// F16ToF32 widens a half float exactly.
+func F16ToF32(h uint16) float32 { return f16to32(h) }

@@ -1,0 +1,41 @@
+package kservegrpc
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/load"
+	"github.com/plan-dev/plan/sim"
+)
+
+// TestLoadOverGRPC: `plan load --grpc` — the load generator's requests go over gRPC (typed,
+// raw and FP16 raw), plan and metadata over HTTP, and every one is served.
+func TestLoadOverGRPC(t *testing.T) {
+	s, _, conn := start(t, serve.Options{Plan: loadPlan(t, "wide.json")})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	for _, tc := range []struct {
+		name      string
+		raw, half bool
+	}{{"typed", false, false}, {"raw", true, false}, {"fp16", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := load.Run(context.Background(), load.Options{URL: ts.URL, Deploy: systems.Deploy, Rate: 400,
+				Duration: 250 * time.Millisecond, Arrival: sim.ArrivalSpec{Kind: "poisson"}, Seed: 1, Send: Sender(conn, tc.raw, tc.half)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Samples) == 0 {
+				t.Fatal("no requests sent")
+			}
+			for _, smp := range res.Samples {
+				if smp.Status != 200 || smp.ServerLatency <= 0 {
+					t.Fatalf("sample %+v: want 200 with the server's latency", smp)
+				}
+			}
+		})
+	}
+}

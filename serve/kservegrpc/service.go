@@ -1,0 +1,213 @@
+// Package kservegrpc serves the KServe v2 gRPC protocol (Open Inference Protocol, ecosystem
+// digest §1; issue 16) in front of a serve.Server: `plan serve --grpc-addr`. Every RPC goes
+// through the server's transport-neutral API (serve.Server.Infer, ModelInfo, Ready), so gRPC
+// requests share the HTTP path's door, in-flight bound, driver, engine, admission policy and
+// metrics. Sender is the client side `plan load --grpc` uses.
+//
+// Status codes: a request the policy dropped is UNAVAILABLE with the drop reason and stage in
+// the message (and in the trailers plan-drop-reason, plan-drop-stage, retry-after-ms); one
+// refused for overload (the in-flight bound or a door closed for overload) is
+// RESOURCE_EXHAUSTED; bad input is INVALID_ARGUMENT naming the tensor; an unknown model
+// NOT_FOUND.
+package kservegrpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/plan-dev/plan/serve"
+	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
+)
+
+// Service implements GRPCInferenceService over a serve.Server.
+type Service struct {
+	pb.UnimplementedGRPCInferenceServiceServer
+	s *serve.Server
+}
+
+// New returns a gRPC server with the service registered.
+func New(s *serve.Server, opts ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(opts...)
+	pb.RegisterGRPCInferenceServiceServer(g, &Service{s: s})
+	return g
+}
+
+// Serve runs g on ln until ctx ends, then stops gracefully (in-flight RPCs finish).
+func Serve(ctx context.Context, g *grpc.Server, ln net.Listener) error {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			g.GracefulStop()
+		case <-done:
+		}
+	}()
+	err := g.Serve(ln)
+	close(done)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// ServerLive implements the RPC: a server that answers is live.
+func (x *Service) ServerLive(context.Context, *pb.ServerLiveRequest) (*pb.ServerLiveResponse, error) {
+	return &pb.ServerLiveResponse{Live: true}, nil
+}
+
+// ServerReady implements the RPC as GET /v2/health/ready.
+func (x *Service) ServerReady(context.Context, *pb.ServerReadyRequest) (*pb.ServerReadyResponse, error) {
+	return &pb.ServerReadyResponse{Ready: x.s.Ready()}, nil
+}
+
+// ModelReady implements the RPC: NOT_FOUND for a model the plan does not serve.
+func (x *Service) ModelReady(_ context.Context, r *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
+	if _, ok := x.s.ModelInfo(r.GetName()); !ok {
+		return nil, x.notFound(r.GetName())
+	}
+	return &pb.ModelReadyResponse{Ready: x.s.Ready()}, nil
+}
+
+// ServerMetadata implements the RPC as GET /v2.
+func (x *Service) ServerMetadata(context.Context, *pb.ServerMetadataRequest) (*pb.ServerMetadataResponse, error) {
+	return &pb.ServerMetadataResponse{Name: "plan", Version: "v2", Extensions: []string{}}, nil
+}
+
+// ModelMetadata implements the RPC as GET /v2/models/{model}.
+func (x *Service) ModelMetadata(_ context.Context, r *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
+	md, ok := x.s.ModelInfo(r.GetName())
+	if !ok {
+		return nil, x.notFound(r.GetName())
+	}
+	out := &pb.ModelMetadataResponse{Name: md.Name, Versions: md.Versions, Platform: md.Platform}
+	for _, t := range md.Inputs {
+		out.Inputs = append(out.Inputs, &pb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape})
+	}
+	for _, t := range md.Outputs {
+		out.Outputs = append(out.Outputs, &pb.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape})
+	}
+	return out, nil
+}
+
+func (x *Service) notFound(name string) error {
+	return status.Errorf(codes.NotFound, "model %q not found: this server serves %v", name, x.s.Models())
+}
+
+// ModelInfer implements the RPC: one input tensor (typed contents or raw; FP16 raw), served
+// by serve.Server.Infer.
+func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
+	md, ok := x.s.ModelInfo(r.GetModelName())
+	if !ok {
+		return nil, x.notFound(r.GetModelName())
+	}
+	spec := md.Inputs[0]
+	if len(r.GetInputs()) != 1 {
+		return nil, status.Errorf(codes.InvalidArgument, "inputs: %d tensors: the model takes exactly one (%s)", len(r.GetInputs()), spec.Name)
+	}
+	isRaw := len(r.GetRawInputContents()) > 0
+	if isRaw && len(r.GetRawInputContents()) != len(r.GetInputs()) {
+		return nil, status.Errorf(codes.InvalidArgument, "raw_input_contents: %d entries for %d inputs: one per input, in order", len(r.GetRawInputContents()), len(r.GetInputs()))
+	}
+	for _, o := range r.GetOutputs() {
+		if o.GetName() != md.Outputs[0].Name {
+			return nil, status.Errorf(codes.InvalidArgument, "outputs: %q: the model's output is %q", o.GetName(), md.Outputs[0].Name)
+		}
+	}
+	in := r.GetInputs()[0]
+	var raw []byte
+	if isRaw {
+		raw = r.GetRawInputContents()[0]
+	}
+	data, dtype, err := inputJSON(in, raw, isRaw, spec.Datatype)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	half := isRaw && in.GetDatatype() == "FP16" && dtype != "FP16"
+	a, err := x.s.Infer(ctx, r.GetModelName(), r.GetId(), serve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data})
+	if err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	if a.Status != 200 {
+		if a.Status == 503 {
+			_ = grpc.SetTrailer(ctx, dropTrailer(a))
+		}
+		return nil, answerError(in.GetName(), a)
+	}
+	out, rawOut, err := outputTensor(a.Output, isRaw, half)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	resp := &pb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: r.GetModelVersion(), Id: r.GetId(),
+		Outputs: []*pb.ModelInferResponse_InferOutputTensor{out},
+		Parameters: map[string]*pb.InferParameter{
+			"outcome":    {ParameterChoice: &pb.InferParameter_StringParam{StringParam: a.Outcome}},
+			"latency_us": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: a.Timing.LatencyUs}},
+		}}
+	if isRaw {
+		resp.RawOutputContents = [][]byte{rawOut}
+	}
+	return resp, nil
+}
+
+// dropTrailer carries a drop's reason, stage, estimate and retry hint.
+func dropTrailer(a *serve.Answer) metadata.MD {
+	return metadata.Pairs("plan-drop-reason", a.Reason, "plan-drop-stage", a.Stage,
+		"plan-estimate-us", strconv.FormatInt(a.EstimateUs, 10), "retry-after-ms", strconv.FormatInt((a.RetryUs+999)/1000, 10))
+}
+
+// answerError maps a non-200 answer to its status: 400 INVALID_ARGUMENT naming the tensor,
+// 404 NOT_FOUND, 503 RESOURCE_EXHAUSTED for overload and UNAVAILABLE with the reason for
+// every other drop, 502 (a worker failed) UNAVAILABLE, else INTERNAL.
+func answerError(tensor string, a *serve.Answer) error {
+	switch a.Status {
+	case 400:
+		return status.Errorf(codes.InvalidArgument, "input %q: %s", tensor, a.Err)
+	case 404:
+		return status.Error(codes.NotFound, a.Err)
+	case 503:
+		code := codes.Unavailable
+		if a.Reason == "overload" {
+			code = codes.ResourceExhausted
+		}
+		return status.Errorf(code, "%s (reason %s, stage %s)", a.Err, a.Reason, a.Stage)
+	case 502:
+		return status.Error(codes.Unavailable, a.Err)
+	}
+	return status.Error(codes.Internal, a.Err)
+}
+
+// DropReason returns the drop reason and stage from a failed ModelInfer's trailers (empty
+// when the error was not a drop).
+func DropReason(trailer metadata.MD) (reason, stage string) {
+	if v := trailer.Get("plan-drop-reason"); len(v) > 0 {
+		reason = v[0]
+	}
+	if v := trailer.Get("plan-drop-stage"); len(v) > 0 {
+		stage = v[0]
+	}
+	return reason, stage
+}
+
+// Start listens on addr and serves the gRPC protocol for s in the background until ctx ends
+// or stop is called (which waits for the server to stop). It returns the bound address.
+func Start(ctx context.Context, s *serve.Server, addr string) (bound string, stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	g := New(s)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = Serve(ctx, g, ln)
+	}()
+	return ln.Addr().String(), func() { cancel(); <-done }, nil
+}
