@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -174,6 +175,11 @@ func (s *Server) releaseWhenIdle(tick time.Duration, idle int) {
 			last, quiet, dirty = n, 0, true
 		case dirty:
 			if quiet++; quiet >= idle {
+				// Two collections first: objects in sync.Pools (net/http's per-connection
+				// buffers, thousands after a burst) survive one GC in the pools' victim
+				// cache and would pin their spans.
+				runtime.GC()
+				runtime.GC()
 				debug.FreeOSMemory()
 				dirty = false
 			}

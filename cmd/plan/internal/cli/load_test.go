@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/serve"
+)
+
+// TestLoadReport: a real run's report says who decided each request's fate (server drops,
+// late answers, client timeouts) and nothing about simulated loads, and no \r progress is
+// written when the output is not a terminal (issue 17 item 10, issue 11).
+func TestLoadReport(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	code, out, stderr := rootRun(t, "load", ts.URL, "--rate", "200", "--duration", "300ms", "--connections", "8")
+	if code != ExitOK {
+		t.Fatalf("load: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"attainment", "on time", "late answers", "server drops (503)", "client timeouts", "client errors"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "simulated") || strings.Contains(out+stderr, "\r") {
+		t.Errorf("report of a real run:\n%s\nstderr:\n%q", out, stderr)
+	}
+	if code, _, stderr := rootRun(t, "load", ts.URL, "--connections", "0"); code != ExitUsage || !strings.Contains(stderr, "--connections") {
+		t.Errorf("--connections 0: exit %d %s", code, stderr)
+	}
+}
