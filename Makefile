@@ -1,5 +1,6 @@
 # plan — build, test and benchmark.
 #   make          fetch pinned assets (npm pack, sha256-checked) and build bin/plan
+#   make demo     the above, then solve, simulate (plots) and check the embedded demo (out/demo/)
 #   make native   translate the pinned highs.wasm to C (wasm2c, Debian package wabt) and compile
 #                 it once into third_party/highs/native/libhighs_w2c.a for the native solver
 #                 engine (build tag highs_native). On by default where wasm2c is installed;
@@ -41,7 +42,7 @@ comma := ,
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all assets native build test lint unit agreement fuzz golden bench clean generate protoc-plugins
+.PHONY: all assets native build demo test lint unit agreement fuzz golden bench clean generate protoc-plugins
 
 all: build
 
@@ -68,6 +69,10 @@ build: assets $(NATIVE_DEP)
 	cp $(WASM) $(EMBED)
 	$(GO) build -tags highs_embed$(if $(TAGS),$(comma)$(TAGS)) -o bin/plan ./cmd/plan
 	@echo "built bin/plan"
+
+# The README's first command. internal/readme runs scripts/demo.sh for it (after its own build).
+demo: build
+	./scripts/demo.sh bin/plan
 
 test: assets $(NATIVE_DEP) lint unit agreement fuzz golden
 
