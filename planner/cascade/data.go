@@ -69,9 +69,18 @@ func NewTask(c *formats.Cascade, p string, profiles []*formats.Profile, gpu stri
 	index := map[string]int{}
 	for j, name := range c.Models {
 		var mp *formats.ModelProfile
-		for _, pr := range profiles {
+		where := "profile"
+		for pi, pr := range profiles {
 			if m, ok := pr.Model(name); ok {
 				mp = m
+				if len(profiles) > 1 {
+					where = fmt.Sprintf("profile[%d]", pi)
+				}
+				for k := range pr.Models {
+					if pr.Models[k].Name == name {
+						where += fmt.Sprintf(": models[%d]", k)
+					}
+				}
 				break
 			}
 		}
@@ -108,7 +117,11 @@ func NewTask(c *formats.Cascade, p string, profiles []*formats.Profile, gpu stri
 		}
 		for k, part := range mi.Parts {
 			if gpuMem > 0 && part > gpuMem {
-				probs = append(probs, fmt.Sprintf("%s.models[%d]: %q: needs %d bytes on GPU part %d, more than any %s holds (%d bytes)", p, j, name, part, k, gpu, gpuMem))
+				field := ".memory_bytes"
+				if len(mp.PartsMemoryBytes) > 0 {
+					field = fmt.Sprintf(".parts_memory_bytes[%d]", k)
+				}
+				probs = append(probs, fmt.Sprintf("%s%s: %d: model %s is larger than any GPU: a %s holds %d bytes (split it over GPUs with parts_memory_bytes)", where, field, part, name, gpu, gpuMem))
 			}
 		}
 		mi.Rt1 = mi.LatUs[1] / 1e6

@@ -123,7 +123,22 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 			return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, err)
 		}
 		if errors.Is(err, planner.ErrInfeasible) {
-			return nil, fmt.Errorf("workload: cascades[0]: %w", err)
+			// Name the SLO that cannot be met (file, field, value); the message says which
+			// SLO is the best attainable. Exit 2 either way.
+			c := in.Workload.Cascades[0]
+			field := "workload: cascades[0]"
+			switch {
+			case opt.Accuracy > 0 && o.accuracy > 0:
+				field = fmt.Sprintf("--accuracy %g", opt.Accuracy)
+			case s.SLO > 0:
+				field = fmt.Sprintf("--slo %v", s.SLO)
+			case c.LatencySLO != nil:
+				field = fmt.Sprintf("workload: cascades[0].latency_slo.latency: %v", time.Duration(c.LatencySLO.Latency))
+			case c.AccuracySLO > 0:
+				field = fmt.Sprintf("workload: cascades[0].accuracy_slo: %g", c.AccuracySLO)
+			}
+			msg := strings.TrimPrefix(err.Error(), planner.ErrInfeasible.Error()+": ")
+			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("%s: %s: %s", field, planner.ErrInfeasible.Error(), msg)}}
 		}
 		return nil, err
 	}
