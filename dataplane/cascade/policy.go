@@ -48,7 +48,6 @@ type Policy struct {
 	v    dataplane.View
 	dep  *dataplane.Deployment
 	tab  gearTable
-	app  dataplane.AppID
 	cur  int // current gear
 	gqhi []float64
 	// stageReps[s]: workers of stage s; repIdx[w]: w's index among its stage's replicas.
