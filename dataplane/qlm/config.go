@@ -1,0 +1,203 @@
+// Package qlm is QLM's data plane (spec ../shared/specs/qlm.md; Patke et al., "One Queue Is
+// All You Need", arXiv 2407.00047): LLM instances emulated as iteration-level continuous
+// batching on the dataplane engine (§6 simulator), and the queue-management policies that
+// drive them — QLM itself (request groups, virtual queues, the RCT estimator, the plan
+// generator and the serving operations of §2) and the baselines of §5 (vLLM-FCFS, EDF,
+// round-robin and random assignment, ablations).
+//
+// An instance is one worker of the deployment's single Manual stage. Each engine iteration
+// is a dispatched one-hop batch whose PathHop.Dur is the iteration's forward time from the
+// piecewise-linear profile (formats.LLMIteration); between iterations the policy admits,
+// finishes (Complete) or preempts sequences. Requests of several classes (applications) in
+// one iteration travel as one batch per application on the same worker: the first carries
+// the iteration's duration, the others take zero time, so they all end together.
+package qlm
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Kind is the plan section this data plane serves.
+const Kind = "qlm"
+
+// Parameter keys under which the deployer stores the LLM set-up in App.Params (JSON), so a
+// deployment stays a plain value that sim and serve share.
+const (
+	paramClass = "qlm.class"
+	paramSetup = "qlm.setup"
+)
+
+// Class is one LLM request class (one application): model and token-length profiles.
+type Class struct {
+	Name        string               `json:"name"`
+	Model       string               `json:"model"`
+	Interactive bool                 `json:"interactive,omitempty"`
+	In          formats.TokenProfile `json:"in"`
+	Out         formats.TokenProfile `json:"out"`
+}
+
+// Instance is one LLM engine instance: its worker's GPU type and the model loaded at start.
+type Instance struct {
+	Name  string `json:"name"`
+	GPU   string `json:"gpu"`
+	Model string `json:"model,omitempty"`
+	// CPUModelBytes is the host memory for warm model copies (0 = 2× the largest model).
+	CPUModelBytes int64 `json:"cpu_model_bytes,omitempty"`
+}
+
+// Setup is what the policies need besides the engine view: the LLM profiles and instances.
+type Setup struct {
+	Profiles  []formats.LLMProfile `json:"profiles"`
+	Instances []Instance           `json:"instances"`
+	// Delta is the request-group cap factor δ (spec §1; 0 = 4).
+	Delta float64 `json:"delta,omitempty"`
+	// Confidence is the chance-constraint level Δ (spec §4.1; 0 = 0.95).
+	Confidence float64 `json:"confidence,omitempty"`
+}
+
+// pwl is a piecewise-linear time in µs over a token count (formats.LLMIteration).
+type pwl []formats.PWLPoint
+
+// at evaluates the curve at x tokens: flat below the first point, linear between points,
+// extending the last segment above the last point (flat with a single point).
+func (p pwl) at(x int) float64 {
+	if len(p) == 0 {
+		return 0
+	}
+	if x <= p[0].Tokens {
+		return p[0].Us
+	}
+	for i := 1; i < len(p); i++ {
+		if x <= p[i].Tokens {
+			a, b := p[i-1], p[i]
+			return a.Us + (b.Us-a.Us)*float64(x-a.Tokens)/float64(b.Tokens-a.Tokens)
+		}
+	}
+	n := len(p)
+	if n == 1 {
+		return p[0].Us
+	}
+	a, b := p[n-2], p[n-1]
+	return b.Us + (b.Us-a.Us)*float64(x-b.Tokens)/float64(b.Tokens-a.Tokens)
+}
+
+// llm is one model's timing and memory on one GPU type, resolved from its profile.
+type llm struct {
+	prof             *formats.LLMProfile
+	prefill, decode  pwl
+	ctxUs            float64
+	maxBatched       int
+	maxSeqs          int
+	block            int
+	kvCap            int
+	kvBytes          int64
+	preempt          string
+	cpuSwap          int64
+	hostBytesPerUs   float64
+	warmUs, coldUs   dataplane.Time
+	thetaTokPerSec   float64
+	avgBatch         float64
+	epsilon          float64
+	decodeStepSecond float64
+}
+
+func newLLM(p *formats.LLMProfile) *llm {
+	m := &llm{prof: p, maxBatched: 4096, maxSeqs: 256, block: 16, kvCap: int(p.KVCapacityTokens), kvBytes: p.KVBytesPerToken,
+		preempt: "auto", warmUs: dataplane.Time(math.Round(p.LoadWarmUs)), coldUs: dataplane.Time(math.Round(p.LoadColdUs + p.LoadWarmUs)),
+		thetaTokPerSec: p.ThroughputTokensPerS, avgBatch: p.AvgBatch, epsilon: p.Epsilon, decodeStepSecond: p.DecodeUsPerToken / 1e6}
+	if m.epsilon <= 0 {
+		m.epsilon = 1
+	}
+	host := p.HostLinkGBps
+	if host <= 0 {
+		host = 25
+	}
+	m.hostBytesPerUs = host * 1e3
+	if it := p.Iteration; it != nil {
+		m.prefill, m.decode, m.ctxUs = it.Prefill, it.Decode, it.DecodeUsPerContextToken
+		if it.MaxBatchedTokens > 0 {
+			m.maxBatched = it.MaxBatchedTokens
+		}
+		if it.MaxSeqs > 0 {
+			m.maxSeqs = it.MaxSeqs
+		}
+		if it.BlockTokens > 0 {
+			m.block = it.BlockTokens
+		}
+		if it.PreemptMode != "" {
+			m.preempt = it.PreemptMode
+		}
+		m.cpuSwap = it.CPUSwapBytes
+	} else {
+		// Without an iteration model: prefill = base + per-token·n, decode = the profiled
+		// step at the average batch (flat).
+		m.prefill = pwl{{Tokens: 1, Us: p.PrefillBaseUs + p.PrefillUsPerToken}, {Tokens: 2, Us: p.PrefillBaseUs + 2*p.PrefillUsPerToken}}
+		m.decode = pwl{{Tokens: 1, Us: p.DecodeUsPerToken}}
+	}
+	if m.warmUs <= 0 {
+		m.warmUs = 1
+	}
+	if m.coldUs <= 0 {
+		m.coldUs = 1
+	}
+	return m
+}
+
+// PrefillUs is the forward time of a prefill iteration over n prompt tokens, in whole µs.
+func (m *llm) prefillUs(n int) dataplane.Time {
+	return dataplane.Time(math.Round(m.prefill.at(n)))
+}
+
+// decodeUs is the forward time of a decode iteration advancing b sequences whose caches hold
+// ctx tokens, in whole µs.
+func (m *llm) decodeUs(b, ctx int) dataplane.Time {
+	return dataplane.Time(math.Round(m.decode.at(b) + m.ctxUs*float64(ctx)))
+}
+
+// blocks rounds a token count up to whole KV blocks.
+func (m *llm) blocks(tokens int) int { return (tokens + m.block - 1) / m.block * m.block }
+
+// IterationUs evaluates a profile's iteration model: the forward time in whole µs of a
+// prefill iteration over prefillTokens prompt tokens (decode = false) or of a decode
+// iteration advancing seqs sequences holding ctx context tokens (decode = true).
+func IterationUs(p *formats.LLMProfile, decode bool, prefillTokens, seqs, ctx int) dataplane.Time {
+	m := newLLM(p)
+	if decode {
+		return m.decodeUs(seqs, ctx)
+	}
+	return m.prefillUs(prefillTokens)
+}
+
+func encode(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("qlm: encode: %v", err))
+	}
+	return string(b)
+}
+
+// decodeSetup reads the set-up and classes the deployer stored in a deployment.
+func decodeSetup(dep *dataplane.Deployment) (*Setup, []Class, error) {
+	if dep.Kind != Kind || len(dep.Apps) == 0 {
+		return nil, nil, fmt.Errorf("qlm: deployment of kind %q is not a QLM deployment", dep.Kind)
+	}
+	var s Setup
+	if err := json.Unmarshal([]byte(dep.Apps[0].Params[paramSetup]), &s); err != nil {
+		return nil, nil, fmt.Errorf("qlm: apps[0].params.%s: %v", paramSetup, err)
+	}
+	cls := make([]Class, len(dep.Apps))
+	for i, a := range dep.Apps {
+		if err := json.Unmarshal([]byte(a.Params[paramClass]), &cls[i]); err != nil {
+			return nil, nil, fmt.Errorf("qlm: apps[%d].params.%s: %v", i, paramClass, err)
+		}
+	}
+	if len(s.Instances) != len(dep.Topo.Workers) {
+		return nil, nil, fmt.Errorf("qlm: %d instances for %d workers", len(s.Instances), len(dep.Topo.Workers))
+	}
+	return &s, cls, nil
+}

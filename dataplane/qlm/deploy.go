@@ -1,0 +1,63 @@
+package qlm
+
+import (
+	"fmt"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Build makes the deployment of LLM classes served by instances (one worker each, all in the
+// single Manual stage "instances"). Each class is an application with its own SLO and rate.
+func Build(classes []formats.LLMClass, setup Setup) (*dataplane.Deployment, error) {
+	if len(classes) == 0 || len(setup.Instances) == 0 {
+		return nil, fmt.Errorf("qlm: need at least one class and one instance (have %d, %d)", len(classes), len(setup.Instances))
+	}
+	dep := &dataplane.Deployment{Kind: Kind}
+	st := dataplane.Stage{Name: "instances", App: 0, Pipeline: -1, Batch: 1, LatUs: []dataplane.Time{0, 0}, Manual: true}
+	dep.Topo.Servers = []dataplane.Server{{Name: "s0", UpMbps: 1e5, DownMbps: 1e5}}
+	for i, in := range setup.Instances {
+		dep.Topo.GPUs = append(dep.Topo.GPUs, dataplane.GPU{Type: in.GPU})
+		dep.Topo.Workers = append(dep.Topo.Workers, dataplane.Worker{Name: in.Name, GPU: i, Type: in.GPU, VGPU: 1, Stage: 0})
+		st.Pool = append(st.Pool, dataplane.WorkerID(i))
+	}
+	dep.Stages = []dataplane.Stage{st}
+	for i, c := range classes {
+		cl := Class{Name: c.Name, Model: c.Model, Interactive: c.Interactive, In: c.InputTokens, Out: c.OutputTokens}
+		a := dataplane.App{Name: c.Name, SLO: dataplane.Time(c.SLO.D().Microseconds()), RateRPS: c.RateRPS, Weight: c.RateRPS,
+			Entry: []dataplane.StageID{0}, Params: map[string]string{paramClass: encode(cl)}}
+		if i == 0 {
+			a.Params[paramSetup] = encode(setup)
+		}
+		dep.Apps = append(dep.Apps, a)
+	}
+	if err := dep.Validate(); err != nil {
+		return nil, err
+	}
+	return dep, nil
+}
+
+// FromPlan builds the deployment of a plan's qlm section from the inputs embedded in its
+// provenance (classes from the workload, LLM profiles).
+func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
+	q := p.QLM
+	if q == nil {
+		return nil, formats.ErrorList{{Path: "qlm", Rule: "the plan has no qlm section"}}
+	}
+	e := p.Provenance.Embedded
+	if e == nil || e.Workload == nil || len(e.Workload.LLMClasses) == 0 || len(e.Profiles) == 0 {
+		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: "a QLM plan needs its embedded workload (llm_classes) and LLM profiles"}}
+	}
+	var setup Setup
+	for _, pr := range e.Profiles {
+		setup.Profiles = append(setup.Profiles, pr.LLMs...)
+	}
+	for _, in := range q.Instances {
+		setup.Instances = append(setup.Instances, Instance{Name: in.Name, GPU: in.GPU, Model: in.Model})
+	}
+	dep, err := Build(e.Workload.LLMClasses, setup)
+	if err != nil {
+		return nil, formats.ErrorList{{Path: "qlm", Rule: err.Error()}}
+	}
+	return dep, nil
+}

@@ -1,0 +1,341 @@
+package qlm
+
+import (
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// seq is one request as an LLM sequence (spec §6): prompt and output lengths, tokens
+// generated so far, KV slots held, and its place in the instance's running batch.
+type seq struct {
+	id       dataplane.ReqID
+	app      dataplane.AppID
+	model    string
+	prompt   int
+	out      int
+	gen      int
+	kv       int
+	deadline dataplane.Time
+	arrival  dataplane.Time
+	// needPrefill: admitted but its prompt (plus generated tokens after a recompute
+	// preemption) is not in the KV cache yet.
+	needPrefill bool
+	// swapped: preempted by a GPU→CPU KV swap; readyAt is when the swap-in ends.
+	swapped bool
+	readyAt dataplane.Time
+	inst    int
+	group   *group
+	ttft    dataplane.Time
+	started bool
+}
+
+func (s *seq) ctx() int { return s.prompt + s.gen }
+
+// instance is one LLM engine on one worker: its loaded model, running batch, swapped-out
+// sequences and the iteration in flight.
+type instance struct {
+	idx     int
+	w       dataplane.WorkerID
+	gpu     string
+	model   string
+	loading bool
+	target  string
+	running []*seq
+	swapped []*seq
+	kvUsed  int
+	cpuUsed int64
+	// iteration in flight
+	busy        bool
+	outstanding int
+	iter        []*seq
+	iterPrefill bool
+	// warm lists the models kept in CPU memory (warm start), least recently used first.
+	warm     []string
+	cpuBytes int64
+	// drain: a model switch waits for the running batch to finish (spec §7 #15).
+	drain bool
+	swaps int
+}
+
+// Stats are per-run counters a policy reports (bench and tests).
+type Stats struct {
+	Iterations, Prefills, ModelSwaps, WarmLoads, ColdLoads int64
+	Evictions, KVSwaps, Replans, PlanFallbacks             int64
+	// SolveNs is the wall time spent in the plan generator (not part of the deterministic
+	// state: policies never read it).
+	SolveNs int64
+	// TTFT and TPOT per finished request, in µs (TPOT = (done − first token)/(out − 1)).
+	TTFT, TPOT map[dataplane.ReqID]dataplane.Time
+	// Predicted holds the RCT estimate of completion (absolute µs) made when the request's
+	// group was last planned, for the R² of §5.
+	Predicted map[dataplane.ReqID]dataplane.Time
+}
+
+// model returns the instance's timing for model name (nil when it has no profile there).
+func (p *Policy) llmFor(in *instance, name string) *llm {
+	return p.models[[2]string{name, in.gpu}]
+}
+
+// step starts the instance's next iteration, model switch or nothing, when it is idle.
+func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions) {
+	if in.busy || in.loading {
+		return
+	}
+	h := p.q.head(p, in)
+	if h != nil && h.model != in.model {
+		if len(in.running) == 0 {
+			p.switchModel(now, in, h.model, out)
+			return
+		}
+		in.drain = true
+	} else {
+		in.drain = false
+	}
+	m := p.llmFor(in, in.model)
+	if m == nil {
+		return
+	}
+	// Request pulling (spec §2): swapped-in sequences first, then the queue head, while KV
+	// and the sequence cap allow.
+	for len(in.swapped) > 0 && len(in.running) < m.maxSeqs {
+		s := in.swapped[0]
+		need := m.blocks(s.ctx() + 1)
+		if in.kvUsed+need > m.kvCap {
+			break
+		}
+		in.swapped = in.swapped[1:]
+		in.cpuUsed -= int64(s.kv) * m.kvBytes
+		s.kv = need
+		in.kvUsed += need
+		s.swapped = false
+		s.readyAt = now + dataplane.Time(math.Ceil(float64(int64(s.ctx())*m.kvBytes)/m.hostBytesPerUs))
+		in.running = append(in.running, s)
+	}
+	if !in.drain && len(in.swapped) == 0 {
+		for len(in.running) < m.maxSeqs {
+			h := p.q.head(p, in)
+			if h == nil || h.model != in.model {
+				break
+			}
+			need := m.blocks(h.ctx() + 1)
+			if in.kvUsed+need > m.kvCap {
+				if !p.q.preemptFor(p, now, in, h, need) {
+					break
+				}
+				continue
+			}
+			p.q.pop(p, in, h)
+			h.kv = need
+			in.kvUsed += need
+			h.needPrefill = true
+			h.inst = in.idx
+			h.started = true
+			in.running = append(in.running, h)
+		}
+	}
+	// A prefill iteration for newly admitted sequences, else one decode step for all.
+	var iter []*seq
+	var dur dataplane.Time
+	tok := 0
+	for _, s := range in.running {
+		if s.needPrefill && (len(iter) == 0 || tok+s.ctx() <= m.maxBatched) {
+			iter = append(iter, s)
+			tok += s.ctx()
+		}
+	}
+	if len(iter) > 0 {
+		dur = m.prefillUs(tok)
+		in.iterPrefill = true
+		p.stats.Prefills++
+	} else {
+		// Grow every ready sequence's KV by one token; on overflow preempt the most recently
+		// admitted sequence (vLLM; spec §6).
+		for i := 0; i < len(in.running); i++ {
+			s := in.running[i]
+			if s.readyAt > now {
+				continue
+			}
+			need := m.blocks(s.ctx() + 1)
+			for in.kvUsed-s.kv+need > m.kvCap && len(in.running) > 1 {
+				v := in.running[len(in.running)-1]
+				p.preempt(in, v, m)
+				if v == s {
+					break
+				}
+			}
+			if i >= len(in.running) || in.running[i] != s {
+				break
+			}
+			in.kvUsed += need - s.kv
+			s.kv = need
+		}
+		ctx := 0
+		next := dataplane.Never
+		for _, s := range in.running {
+			if s.readyAt > now {
+				next = min(next, s.readyAt)
+				continue
+			}
+			iter = append(iter, s)
+			ctx += s.ctx()
+		}
+		if len(iter) == 0 {
+			if next != dataplane.Never {
+				out.SetTimer(next, int64(in.idx))
+			}
+			return
+		}
+		dur = m.decodeUs(len(iter), ctx)
+		in.iterPrefill = false
+	}
+	p.stats.Iterations++
+	in.iter = append(in.iter[:0], iter...)
+	in.busy = true
+	p.dispatchIteration(in, dur, out)
+}
+
+// dispatchIteration sends the iteration as one batch per application on the instance's
+// worker: the first carries the forward time, the rest take none (they end together).
+func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *dataplane.Decisions) {
+	in.outstanding = 0
+	first := true
+	for a := range p.byApp {
+		p.byApp[a] = p.byApp[a][:0]
+	}
+	var order []dataplane.AppID
+	for _, s := range in.iter {
+		if len(p.byApp[s.app]) == 0 {
+			order = append(order, s.app)
+		}
+		p.byApp[s.app] = append(p.byApp[s.app], s.id)
+	}
+	for _, a := range order {
+		d := dataplane.Time(0)
+		if first {
+			d = max(dur, 1)
+			first = false
+		}
+		out.Dispatch(a, p.byApp[a], []dataplane.PathHop{{Stage: 0, Worker: in.w, Dur: d}})
+		in.outstanding++
+	}
+}
+
+// iterationDone applies the finished iteration at its end time: prefilled sequences get their
+// first token, decoded ones one more; finished sequences complete and free their KV.
+func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.Decisions) {
+	m := p.llmFor(in, in.model)
+	keep := in.running[:0]
+	done := map[*seq]bool{}
+	for _, s := range in.iter {
+		s.needPrefill = false
+		s.gen++
+		if s.ttft == 0 && s.gen == 1 {
+			s.ttft = now - s.arrival
+			p.stats.TTFT[s.id] = s.ttft
+		}
+		if s.gen >= s.out {
+			done[s] = true
+		}
+	}
+	for _, s := range in.running {
+		if done[s] {
+			in.kvUsed -= s.kv
+			s.kv = 0
+			if s.out > 1 {
+				p.stats.TPOT[s.id] = (now - s.arrival - s.ttft) / dataplane.Time(s.out-1)
+			}
+			p.q.finished(p, s)
+			out.Complete(s.id, 0)
+			continue
+		}
+		keep = append(keep, s)
+	}
+	_ = m
+	in.running = keep
+	in.iter = in.iter[:0]
+	in.busy = false
+}
+
+// preempt takes victim v out of the running batch: a KV swap to CPU memory when the mode
+// allows and pays (spec §2.1), else eviction (recompute: generated tokens are kept and one
+// prefill over prompt + generated replaces them).
+func (p *Policy) preempt(in *instance, v *seq, m *llm) {
+	for i, s := range in.running {
+		if s == v {
+			in.running = append(in.running[:i], in.running[i+1:]...)
+			break
+		}
+	}
+	in.kvUsed -= v.kv
+	bytes := int64(v.kv) * m.kvBytes
+	swap := false
+	if p.opt.swap && !v.needPrefill {
+		switch m.preempt {
+		case "swap":
+			swap = in.cpuUsed+bytes <= m.cpuSwap
+		case "auto":
+			swap = in.cpuUsed+bytes <= m.cpuSwap && 2*float64(bytes)/m.hostBytesPerUs < float64(m.prefillUs(v.ctx()))
+		}
+	}
+	if swap {
+		in.cpuUsed += bytes
+		v.swapped = true
+		in.swapped = append(in.swapped, v)
+		p.stats.KVSwaps++
+		return
+	}
+	v.kv = 0
+	v.needPrefill = false
+	p.stats.Evictions++
+	p.q.requeue(p, in, v)
+}
+
+// switchModel evicts the loaded model and loads name: warm (CPU→GPU) when it is in the
+// instance's CPU cache, else cold (disk→CPU→GPU) (spec §2 model swap + warm start).
+func (p *Policy) switchModel(now dataplane.Time, in *instance, name string, out *dataplane.Decisions) {
+	m := p.llmFor(in, name)
+	if m == nil {
+		return
+	}
+	if in.model != "" && p.view.Resident(in.w, in.model) {
+		out.Evict(in.w, in.model)
+	}
+	dur := m.coldUs
+	warm := false
+	if p.opt.warm {
+		for i, w := range in.warm {
+			if w == name {
+				warm = true
+				in.warm = append(in.warm[:i], in.warm[i+1:]...)
+				break
+			}
+		}
+	}
+	if warm {
+		dur = m.warmUs
+		p.stats.WarmLoads++
+	} else {
+		p.stats.ColdLoads++
+	}
+	if p.opt.warm && in.model != "" {
+		// The outgoing model stays in CPU memory (LRU within the cache budget).
+		in.warm = append(in.warm, in.model)
+		for p.cacheBytes(in) > in.cpuBytes && len(in.warm) > 0 {
+			in.warm = in.warm[1:]
+		}
+	}
+	p.stats.ModelSwaps++
+	in.loading, in.target = true, name
+	out.Load(in.w, name, max(m.prof.WeightBytes, 1), max(dur, 1))
+}
+
+func (p *Policy) cacheBytes(in *instance) int64 {
+	var b int64
+	for _, w := range in.warm {
+		if m := p.llmFor(in, w); m != nil {
+			b += m.prof.WeightBytes
+		}
+	}
+	return b
+}

@@ -1,0 +1,374 @@
+package qlm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/plan-dev/plan/solver"
+)
+
+// PlanProblem is one instance of the plan generator (spec §4): the waiting request groups,
+// with their costs on every instance, and the instances' loaded models and residual work.
+// Times are seconds; Now and deadlines are absolute.
+type PlanProblem struct {
+	Now       float64
+	Instances []PlanInstance
+	Groups    []PlanGroup
+}
+
+// PlanInstance is one virtual queue's instance.
+type PlanInstance struct {
+	Loaded   string
+	Residual float64
+}
+
+// PlanGroup is one request group: model, deadline, the instance it is pinned to (-1 = free:
+// load balancing may place it) and its cost per instance (nil = cannot run there).
+type PlanGroup struct {
+	ID       int
+	Model    string
+	Deadline float64
+	Pinned   int
+	Cost     []*GroupCost
+}
+
+// GroupCost are a group's RCT quantities on one instance (§3.1): drain time mean and L1
+// quantile, own completion mean and Δ-quantile, and the swap time S into its model.
+type GroupCost struct {
+	WMean, WQ, CMean, CQ, Swap float64
+}
+
+// PlanOptions set the solve.
+type PlanOptions struct {
+	// TimeLimit bounds one MILP solve (0 = 1 s, spec §4.3).
+	TimeLimit time.Duration
+	// MaxBinaries above which the problem is decomposed (§4.3: assign by least drain time,
+	// then order each queue by deadline); 0 = 4000.
+	MaxBinaries int
+}
+
+// PlanSolution is the virtual-queue order per instance (indexes into Groups) and how it was
+// found.
+type PlanSolution struct {
+	Queues [][]int
+	// Mode is strict, soft, decomposed or edf (the fallback chain of §7 #6).
+	Mode string
+	// Fallback: the strict program had no plan.
+	Fallback bool
+	// Violations is the number of groups predicted to miss their deadline.
+	Violations int
+	Objective  float64
+}
+
+// SolvePlan runs the plan generator: the recommended MILP of spec §4.2 with the L1
+// linearisation of the chance constraint (each drain term at μ + zσ, completion at its
+// Δ-quantile), strict first, then soft, then EDF order with least-loaded placement.
+func SolvePlan(pr *PlanProblem, o PlanOptions) PlanSolution {
+	if o.TimeLimit <= 0 {
+		o.TimeLimit = time.Second
+	}
+	if o.MaxBinaries <= 0 {
+		o.MaxBinaries = 4000
+	}
+	G, N := len(pr.Instances), len(pr.Groups)
+	L := N
+	if G > 1 {
+		L = min(N, int(math.Ceil(1.5*float64(N)/float64(G)))+2)
+	}
+	bins := 0
+	for _, g := range pr.Groups {
+		for gi, c := range g.Cost {
+			if c != nil && (g.Pinned < 0 || g.Pinned == gi) {
+				bins += L
+			}
+		}
+	}
+	if N == 0 {
+		return PlanSolution{Queues: make([][]int, G), Mode: "strict"}
+	}
+	if bins <= o.MaxBinaries {
+		for _, soft := range []bool{false, true} {
+			if q, obj, err := solveMILP(pr, L, soft, o.TimeLimit); err == nil {
+				s := PlanSolution{Queues: q, Mode: "strict", Fallback: soft, Objective: obj}
+				if soft {
+					s.Mode = "soft"
+				}
+				s.Violations = Violations(pr, q)
+				return s
+			}
+		}
+		q := edfPlan(pr)
+		return PlanSolution{Queues: q, Mode: "edf", Fallback: true, Violations: Violations(pr, q)}
+	}
+	q := edfPlan(pr)
+	return PlanSolution{Queues: q, Mode: "decomposed", Violations: Violations(pr, q)}
+}
+
+// Violations counts groups whose L1-quantile completion under plan q misses their deadline.
+func Violations(pr *PlanProblem, q [][]int) int {
+	n := 0
+	for g, order := range q {
+		t := pr.Now + pr.Instances[g].Residual
+		prev := pr.Instances[g].Loaded
+		for _, i := range order {
+			c := pr.Groups[i].Cost[g]
+			if pr.Groups[i].Model != prev {
+				t += c.Swap
+				prev = pr.Groups[i].Model
+			}
+			if t+c.CQ > pr.Groups[i].Deadline {
+				n++
+			}
+			t += c.WQ
+		}
+	}
+	return n
+}
+
+// Expected is the MILP objective (13) of plan q: the sum of expected group completions.
+func Expected(pr *PlanProblem, q [][]int) float64 {
+	sum := 0.0
+	for g, order := range q {
+		t := pr.Instances[g].Residual
+		prev := pr.Instances[g].Loaded
+		for _, i := range order {
+			c := pr.Groups[i].Cost[g]
+			if pr.Groups[i].Model != prev {
+				t += c.Swap
+				prev = pr.Groups[i].Model
+			}
+			sum += t + c.CMean
+			t += c.WMean
+		}
+	}
+	return sum
+}
+
+// edfPlan is the fallback: groups by earliest deadline (ties by ID), each to its pinned
+// instance or the eligible one with the least expected drain so far.
+func edfPlan(pr *PlanProblem) [][]int {
+	G := len(pr.Instances)
+	idx := make([]int, len(pr.Groups))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		ga, gb := pr.Groups[idx[a]], pr.Groups[idx[b]]
+		if ga.Deadline != gb.Deadline {
+			return ga.Deadline < gb.Deadline
+		}
+		return ga.ID < gb.ID
+	})
+	load := make([]float64, G)
+	for g := range load {
+		load[g] = pr.Instances[g].Residual
+	}
+	q := make([][]int, G)
+	for _, i := range idx {
+		gr := pr.Groups[i]
+		best := gr.Pinned
+		if best < 0 {
+			bt := math.Inf(1)
+			for g, c := range gr.Cost {
+				if c != nil && load[g] < bt {
+					best, bt = g, load[g]
+				}
+			}
+		}
+		q[best] = append(q[best], i)
+		load[best] += gr.Cost[best].WMean
+	}
+	return q
+}
+
+// solveMILP builds and solves the MILP of §4.2 (strict or soft) with L positions per queue.
+func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int, float64, error) {
+	G, N := len(pr.Instances), len(pr.Groups)
+	m := solver.NewModel("qlm-plan", solver.Minimize)
+	type xv struct {
+		i, g, j int
+		v       solver.Var
+	}
+	var xs []xv
+	at := make([][][]xv, G) // at[g][j] = vars at position j of g
+	for g := range at {
+		at[g] = make([][]xv, L)
+	}
+	perGroup := make([][]solver.Term, N)
+	models := map[string]int{}
+	var mlist []string
+	for i, gr := range pr.Groups {
+		if _, ok := models[gr.Model]; !ok {
+			models[gr.Model] = len(mlist)
+			mlist = append(mlist, gr.Model)
+		}
+		for g, c := range gr.Cost {
+			if c == nil || (gr.Pinned >= 0 && gr.Pinned != g) {
+				continue
+			}
+			for j := 0; j < L; j++ {
+				v := m.AddBinary(fmt.Sprintf("x_%d_%d_%d", g, i, j), 0)
+				x := xv{i, g, j, v}
+				xs = append(xs, x)
+				at[g][j] = append(at[g][j], x)
+				perGroup[i] = append(perGroup[i], solver.Term{Var: v, Coef: 1})
+			}
+		}
+		if len(perGroup[i]) == 0 {
+			return nil, 0, fmt.Errorf("group %d has no eligible instance", gr.ID)
+		}
+	}
+	for i := range perGroup {
+		m.AddRow(fmt.Sprintf("assign_%d", i), 1, 1, perGroup[i]...)
+	}
+	// Horizon bound M (§4.2).
+	M := 0.0
+	minSlo := 0.0
+	for g := range pr.Instances {
+		h := pr.Instances[g].Residual
+		for _, gr := range pr.Groups {
+			if c := gr.Cost[g]; c != nil {
+				h += c.CQ + c.WQ + c.Swap
+			}
+		}
+		M = math.Max(M, h)
+	}
+	for _, gr := range pr.Groups {
+		minSlo = math.Min(minSlo, gr.Deadline-pr.Now)
+	}
+	M += -minSlo + 1
+	occ := func(g, j int) []solver.Term {
+		var t []solver.Term
+		for _, x := range at[g][j] {
+			t = append(t, solver.Term{Var: x.v, Coef: 1})
+		}
+		return t
+	}
+	for g := 0; g < G; g++ {
+		for j := 0; j < L; j++ {
+			m.AddRow(fmt.Sprintf("occ_%d_%d", g, j), math.Inf(-1), 1, occ(g, j)...)
+			if j+1 < L {
+				t := occ(g, j+1)
+				for _, x := range at[g][j] {
+					t = append(t, solver.Term{Var: x.v, Coef: -1})
+				}
+				m.AddRow(fmt.Sprintf("gap_%d_%d", g, j), math.Inf(-1), 0, t...)
+			}
+		}
+		// Swap-in variables s[g,k,j] ≥ y[g,k,j] − y[g,k,j−1] (j ≥ 1; §7 #3); position 0 pays
+		// a swap when its model is not the loaded one (§7 #4).
+		sw := make([][]solver.Term, L) // swap-time terms at position j
+		for j := 0; j < L; j++ {
+			for k, name := range mlist {
+				var yk, ykPrev []solver.Term
+				var S float64
+				for _, x := range at[g][j] {
+					if pr.Groups[x.i].Model == name {
+						yk = append(yk, solver.Term{Var: x.v, Coef: 1})
+						S = pr.Groups[x.i].Cost[g].Swap
+					}
+				}
+				if len(yk) == 0 {
+					continue
+				}
+				if j == 0 {
+					if name != pr.Instances[g].Loaded {
+						for _, t := range yk {
+							sw[0] = append(sw[0], solver.Term{Var: t.Var, Coef: S})
+						}
+					}
+					continue
+				}
+				for _, x := range at[g][j-1] {
+					if pr.Groups[x.i].Model == name {
+						ykPrev = append(ykPrev, solver.Term{Var: x.v, Coef: 1})
+					}
+				}
+				s := m.AddContinuous(fmt.Sprintf("s_%d_%d_%d", g, k, j), 0, 1, 0)
+				row := []solver.Term{{Var: s, Coef: 1}}
+				for _, t := range yk {
+					row = append(row, solver.Term{Var: t.Var, Coef: -1})
+				}
+				row = append(row, ykPrev...)
+				m.AddRow(fmt.Sprintf("swap_%d_%d_%d", g, k, j), 0, math.Inf(1), row...)
+				sw[j] = append(sw[j], solver.Term{Var: s, Coef: S})
+			}
+		}
+		// ctE / ctQ at each position: drains before j, swaps up to j, own completion at j.
+		for j := 0; j < L; j++ {
+			var e, qt []solver.Term
+			for jj := 0; jj < j; jj++ {
+				for _, x := range at[g][jj] {
+					c := pr.Groups[x.i].Cost[g]
+					e = append(e, solver.Term{Var: x.v, Coef: c.WMean})
+					qt = append(qt, solver.Term{Var: x.v, Coef: c.WQ})
+				}
+			}
+			for jj := 0; jj <= j; jj++ {
+				e = append(e, sw[jj]...)
+				qt = append(qt, sw[jj]...)
+			}
+			var slo []solver.Term
+			for _, x := range at[g][j] {
+				c := pr.Groups[x.i].Cost[g]
+				slack := pr.Groups[x.i].Deadline - pr.Now
+				e = append(e, solver.Term{Var: x.v, Coef: c.CMean + M})
+				qt = append(qt, solver.Term{Var: x.v, Coef: c.CQ - slack + M})
+				slo = append(slo, solver.Term{Var: x.v, Coef: slack})
+			}
+			R := pr.Instances[g].Residual
+			// c ≥ ctE − M(1 − o)  ⇔  c − (Σ coef·x) ≥ R − M
+			cv := m.AddContinuous(fmt.Sprintf("c_%d_%d", g, j), 0, math.Inf(1), 1)
+			m.AddRow(fmt.Sprintf("obj_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: cv, Coef: 1}}, neg(e)...)...)
+			if soft {
+				l := m.AddContinuous(fmt.Sprintf("late_%d_%d", g, j), 0, math.Inf(1), 100)
+				m.AddRow(fmt.Sprintf("late_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: l, Coef: 1}}, neg(qt)...)...)
+			} else {
+				// ctQ − slo ≤ M(1 − o)  ⇔  Σ(coef)·x ≤ M − R
+				m.AddRow(fmt.Sprintf("chance_%d_%d", g, j), math.Inf(-1), M-R, qt...)
+			}
+			_ = slo
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)
+	defer cancel()
+	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: limit, RelGap: 0.01, Deterministic: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	if !res.HasSolution {
+		return nil, 0, fmt.Errorf("no solution: %v", res.Status)
+	}
+	q := make([][]int, G)
+	pos := make([][]int, G)
+	for _, x := range xs {
+		if res.Values[x.v] > 0.5 {
+			q[x.g] = append(q[x.g], x.i)
+			pos[x.g] = append(pos[x.g], x.j)
+		}
+	}
+	for g := range q {
+		sort.Sort(byPos{q[g], pos[g]})
+	}
+	return q, res.Objective, nil
+}
+
+func neg(ts []solver.Term) []solver.Term {
+	out := make([]solver.Term, len(ts))
+	for i, t := range ts {
+		out[i] = solver.Term{Var: t.Var, Coef: -t.Coef}
+	}
+	return out
+}
+
+type byPos struct{ q, p []int }
+
+func (b byPos) Len() int           { return len(b.q) }
+func (b byPos) Less(i, j int) bool { return b.p[i] < b.p[j] }
+func (b byPos) Swap(i, j int) {
+	b.q[i], b.q[j] = b.q[j], b.q[i]
+	b.p[i], b.p[j] = b.p[j], b.p[i]
+}

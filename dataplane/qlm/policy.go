@@ -1,0 +1,283 @@
+package qlm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Policy names.
+const (
+	PolicyQLM     = "qlm"
+	PolicyFCFS    = "qlm-vllm-fcfs"
+	PolicyEDF     = "qlm-edf"
+	PolicyRR      = "qlm-rr"
+	PolicyRandom  = "qlm-random"
+	PolicyNoEvict = "qlm-no-evict"
+	PolicyNoSwap  = "qlm-no-swap"
+	PolicyNoWarm  = "qlm-no-warm"
+)
+
+// options are the switches that make the baselines and ablations of spec §5.
+type options struct {
+	name  string
+	evict bool // request eviction on a replan-induced head change (§2)
+	swap  bool // GPU↔CPU KV swap as a preemption mode (§2.1)
+	warm  bool // warm model start from the CPU cache (§2)
+	// placement of new groups: "plan" (least drain + plan generator), "rr", "random".
+	placement string
+	seed      uint64
+}
+
+// queue is the queueing layer a policy puts in front of the instances: FCFS or EDF per
+// instance (vLLM, EDF baselines) or QLM's request groups and virtual queues.
+type queue interface {
+	add(p *Policy, now dataplane.Time, s *seq)
+	head(p *Policy, in *instance) *seq
+	pop(p *Policy, in *instance, s *seq)
+	requeue(p *Policy, in *instance, s *seq)
+	preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, need int) bool
+	finished(p *Policy, s *seq)
+	tick(p *Policy, now dataplane.Time)
+}
+
+// Policy is one QLM-kind policy: the instance engine plus a queueing layer.
+type Policy struct {
+	opt    options
+	view   dataplane.View
+	dep    *dataplane.Deployment
+	setup  *Setup
+	class  []Class
+	models map[[2]string]*llm
+	inst   []*instance
+	byW    map[dataplane.WorkerID]*instance
+	seqs   map[dataplane.ReqID]*seq
+	q      queue
+	byApp  [][]dataplane.ReqID
+	stats  Stats
+	rr     int
+}
+
+// Name implements dataplane.Policy.
+func (p *Policy) Name() string { return p.opt.name }
+
+// TickEvery implements dataplane.Ticker: the periodic violation check of spec §4.5.
+func (p *Policy) TickEvery() dataplane.Time { return dataplane.Second }
+
+// Stats returns the run's counters.
+func (p *Policy) Stats() *Stats { return &p.stats }
+
+// Attach implements dataplane.Policy.
+func (p *Policy) Attach(v dataplane.View) error {
+	p.view, p.dep = v, v.Deployment()
+	s, cls, err := decodeSetup(p.dep)
+	if err != nil {
+		return err
+	}
+	p.setup, p.class = s, cls
+	p.models = map[[2]string]*llm{}
+	for i := range s.Profiles {
+		pr := &s.Profiles[i]
+		p.models[[2]string{pr.Model, pr.GPU}] = newLLM(pr)
+	}
+	p.byW = map[dataplane.WorkerID]*instance{}
+	p.inst = nil
+	for i, in := range s.Instances {
+		x := &instance{idx: i, w: dataplane.WorkerID(i), gpu: in.GPU, model: in.Model, cpuBytes: in.CPUModelBytes}
+		if x.cpuBytes == 0 {
+			for _, m := range p.models {
+				if m.prof.GPU == in.GPU {
+					x.cpuBytes = max(x.cpuBytes, 2*m.prof.WeightBytes)
+				}
+			}
+		}
+		p.inst = append(p.inst, x)
+		p.byW[x.w] = x
+	}
+	for i, c := range cls {
+		ok := false
+		for _, in := range p.inst {
+			ok = ok || p.llmFor(in, c.Model) != nil
+		}
+		if !ok {
+			return fmt.Errorf("qlm: class %s: model %s has no profile on any instance's GPU", c.Name, c.Model)
+		}
+		_ = i
+	}
+	p.seqs = map[dataplane.ReqID]*seq{}
+	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))
+	p.stats = Stats{TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}}
+	return nil
+}
+
+// Handle implements dataplane.Policy.
+func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	switch ev.Kind {
+	case dataplane.EvArrival:
+		r := p.view.Req(ev.Req)
+		s := p.newSeq(r)
+		p.seqs[s.id] = s
+		p.q.add(p, now, s)
+	case dataplane.EvBatchDone:
+		in := p.byW[ev.Worker]
+		if in == nil || !in.busy {
+			return
+		}
+		in.outstanding--
+		if in.outstanding > 0 {
+			return
+		}
+		p.iterationDone(ev.End, in, out)
+	case dataplane.EvModelLoaded:
+		in := p.byW[ev.Worker]
+		if in != nil && in.loading {
+			in.loading = false
+			in.model = in.target
+		}
+	case dataplane.EvTick:
+		p.q.tick(p, now)
+	}
+	for _, in := range p.inst {
+		p.step(now, in, out)
+	}
+}
+
+// newSeq reads a request's token counts from its attributes, or draws them from its class's
+// profile (normal, truncated to [1, max]; spec §7 #9) seeded by the request ID, so sim and
+// serve's emulated instances agree.
+func (p *Policy) newSeq(r *dataplane.Request) *seq {
+	c := &p.class[r.App]
+	s := &seq{id: r.ID, app: r.App, model: c.Model, prompt: int(r.Attrs.InTokens), out: int(r.Attrs.OutTokens),
+		deadline: r.Deadline, arrival: r.Arrival, inst: -1}
+	if s.prompt <= 0 {
+		s.prompt = drawTokens(c.In, uint64(r.ID), 1)
+	}
+	if s.out <= 0 {
+		s.out = drawTokens(c.Out, uint64(r.ID), 2)
+	}
+	return s
+}
+
+func drawTokens(t formats.TokenProfile, id uint64, salt uint64) int {
+	u1, u2 := u01(id, salt), u01(id, salt+100)
+	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	x := int(math.Round(t.Mean + t.Std*z))
+	return max(1, min(x, max(t.Max, 1)))
+}
+
+// u01 is a deterministic uniform in (0, 1) from (id, salt).
+func u01(id, salt uint64) float64 {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], id)
+	binary.LittleEndian.PutUint64(b[8:], salt)
+	h.Write(b[:])
+	return (float64(h.Sum64()>>11) + 0.5) / (1 << 53)
+}
+
+// eligible lists the instances with a profile for model.
+func (p *Policy) eligible(model string) []*instance {
+	var out []*instance
+	for _, in := range p.inst {
+		if p.llmFor(in, model) != nil {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// --- per-instance FCFS / EDF queues (spec §5 baselines) ---
+
+// plainQueue is one waiting list per instance, in FCFS or deadline order; requests are
+// round-robined over the instances able to host their model.
+type plainQueue struct {
+	edf  bool
+	wait [][]*seq
+}
+
+func (q *plainQueue) less(a, b *seq) bool {
+	if q.edf && a.deadline != b.deadline {
+		return a.deadline < b.deadline
+	}
+	if a.arrival != b.arrival {
+		return a.arrival < b.arrival
+	}
+	return a.id < b.id
+}
+
+func (q *plainQueue) insert(i int, s *seq) {
+	w := q.wait[i]
+	k := sort.Search(len(w), func(j int) bool { return q.less(s, w[j]) })
+	w = append(w, nil)
+	copy(w[k+1:], w[k:])
+	w[k] = s
+	q.wait[i] = w
+}
+
+func (q *plainQueue) add(p *Policy, _ dataplane.Time, s *seq) {
+	if q.wait == nil {
+		q.wait = make([][]*seq, len(p.inst))
+	}
+	el := p.eligible(s.model)
+	in := el[p.rr%len(el)]
+	p.rr++
+	s.inst = in.idx
+	q.insert(in.idx, s)
+}
+
+func (q *plainQueue) head(_ *Policy, in *instance) *seq {
+	if q.wait == nil || len(q.wait[in.idx]) == 0 {
+		return nil
+	}
+	return q.wait[in.idx][0]
+}
+
+func (q *plainQueue) pop(_ *Policy, in *instance, s *seq) {
+	w := q.wait[in.idx]
+	for i, x := range w {
+		if x == s {
+			q.wait[in.idx] = append(w[:i], w[i+1:]...)
+			return
+		}
+	}
+}
+
+func (q *plainQueue) requeue(_ *Policy, in *instance, s *seq) {
+	if !q.edf {
+		// vLLM puts a preempted sequence back at the front of its waiting queue.
+		q.wait[in.idx] = append([]*seq{s}, q.wait[in.idx]...)
+		return
+	}
+	q.insert(in.idx, s)
+}
+
+// preemptFor: EDF is preemptive (spec §5 [ours]): when the head has an earlier deadline than
+// a running sequence and KV is full, evict the latest-deadline running one (recompute).
+func (q *plainQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *seq, _ int) bool {
+	if !q.edf || len(in.running) == 0 || in.busy {
+		return false
+	}
+	var v *seq
+	for _, s := range in.running {
+		if v == nil || s.deadline > v.deadline || (s.deadline == v.deadline && s.id > v.id) {
+			v = s
+		}
+	}
+	if v.deadline <= h.deadline {
+		return false
+	}
+	m := p.llmFor(in, in.model)
+	sw := p.opt.swap
+	p.opt.swap = false
+	p.preempt(in, v, m)
+	p.opt.swap = sw
+	return true
+}
+
+func (q *plainQueue) finished(*Policy, *seq)       {}
+func (q *plainQueue) tick(*Policy, dataplane.Time) {}

@@ -1,0 +1,330 @@
+package qlm
+
+import (
+	"math"
+	"sort"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// group is a request group (spec §1): waiting requests of one class (so one model and SLO)
+// and one prompt-length bucket, FCFS inside, capped at δ·avg_batch members; its deadline is
+// the earliest member deadline (§7 #7).
+type group struct {
+	id       int
+	app      dataplane.AppID
+	model    string
+	bucket   int
+	members  []*seq
+	size     int
+	deadline dataplane.Time
+	vq       int
+	started  bool
+	mu, sd   float64
+	maxOut   int
+}
+
+// qlmQueue is QLM's queueing layer: request groups in per-instance virtual queues whose order
+// is the plan (spec §1, §4.6).
+type qlmQueue struct {
+	vq   [][]*group
+	open map[[2]int]*group
+	next int
+	// headChanged marks instances whose head group a replan changed (eviction trigger, §2).
+	headChanged []bool
+	lastSolve   dataplane.Time
+	rct         *RCT
+}
+
+func lenBucket(prompt int) int {
+	b := 0
+	for x := prompt; x > 128; x >>= 1 {
+		b++
+	}
+	return b
+}
+
+func (q *qlmQueue) init(p *Policy) {
+	if q.vq == nil {
+		q.vq = make([][]*group, len(p.inst))
+		q.open = map[[2]int]*group{}
+		q.headChanged = make([]bool, len(p.inst))
+		q.lastSolve = -dataplane.Second
+		q.rct = NewRCT(p.setup.Confidence)
+	}
+}
+
+func (p *Policy) delta() float64 {
+	if p.setup.Delta > 0 {
+		return p.setup.Delta
+	}
+	return 4
+}
+
+func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
+	q.init(p)
+	key := [2]int{int(s.app), lenBucket(s.prompt)}
+	g := q.open[key]
+	cap := 1
+	for _, in := range p.eligible(s.model) {
+		cap = max(cap, int(p.delta()*p.llmFor(in, s.model).avgBatch))
+	}
+	if g == nil || g.size >= cap || g.started {
+		c := &p.class[s.app]
+		g = &group{id: q.next, app: s.app, model: s.model, bucket: key[1], deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max}
+		q.next++
+		q.open[key] = g
+		g.vq = q.place(p, now, g)
+		q.vq[g.vq] = append(q.vq[g.vq], g)
+	}
+	g.members = append(g.members, s)
+	g.size++
+	s.group = g
+	s.inst = g.vq
+	g.deadline = min(g.deadline, s.deadline)
+	if q.violation(p, now) && now-q.lastSolve >= dataplane.Second/2 {
+		q.replan(p, now)
+	}
+}
+
+// place picks the virtual queue of a new group: least estimated drain time among instances
+// that can host its model (QLM), or naive round-robin / random assignment (baselines).
+func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
+	el := p.eligible(g.model)
+	switch p.opt.placement {
+	case "rr":
+		p.rr++
+		return el[(p.rr-1)%len(el)].idx
+	case "random":
+		return el[int(u01(uint64(g.id), p.opt.seed)*float64(len(el)))%len(el)].idx
+	}
+	best, bt := el[0].idx, math.Inf(1)
+	for _, in := range el {
+		t := q.drain(p, in, len(q.vq[in.idx]))
+		if t < bt {
+			best, bt = in.idx, t
+		}
+	}
+	return best
+}
+
+// drain is the expected time for instance in to finish its running batch and the first k
+// groups of its virtual queue (Eq. 2 drain times plus model swaps).
+func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
+	t := q.residual(p, in)
+	prev := in.model
+	for _, g := range q.vq[in.idx][:k] {
+		m := p.llmFor(in, g.model)
+		if g.model != prev {
+			t += p.swapSeconds(in, g.model)
+			prev = g.model
+		}
+		mw, _ := q.rct.Drain(len(g.members), g.mu, g.sd, m.thetaTokPerSec)
+		t += mw
+	}
+	return t
+}
+
+// residual is R_g: the expected remaining work of the running batch (spec §3.1 [ours]: the
+// remaining tokens E[O − k] at throughput Θ).
+func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
+	m := p.llmFor(in, in.model)
+	if m == nil {
+		return 0
+	}
+	var tok float64
+	for _, s := range in.running {
+		c := &p.class[s.app]
+		tok += math.Max(c.Out.Mean-float64(s.gen), 1)
+	}
+	for _, s := range in.swapped {
+		c := &p.class[s.app]
+		tok += math.Max(c.Out.Mean-float64(s.gen), 1)
+	}
+	return tok / m.thetaTokPerSec
+}
+
+func (p *Policy) swapSeconds(in *instance, model string) float64 {
+	m := p.llmFor(in, model)
+	if p.opt.warm {
+		for _, w := range in.warm {
+			if w == model {
+				return float64(m.warmUs) / 1e6
+			}
+		}
+	}
+	return float64(m.coldUs) / 1e6
+}
+
+// violation is the cheap RCT check of spec §4.6: does any group of any virtual queue miss its
+// deadline at the Δ-quantile of its completion time?
+func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
+	for _, in := range p.inst {
+		t := q.residual(p, in)
+		prev := in.model
+		for _, g := range q.vq[in.idx] {
+			if len(g.members) == 0 {
+				continue
+			}
+			m := p.llmFor(in, g.model)
+			if g.model != prev {
+				t += p.swapSeconds(in, g.model)
+				prev = g.model
+			}
+			c := q.rct.Completion(len(g.members), g.mu, g.sd, g.maxOut, m)
+			if float64(now)/1e6+t+c.Q > float64(g.deadline)/1e6 {
+				return true
+			}
+			wm, wsd := q.rct.Drain(len(g.members), g.mu, g.sd, m.thetaTokPerSec)
+			t += wm + q.rct.Z*wsd
+		}
+	}
+	return false
+}
+
+// replan snapshots the waiting groups, solves the plan generator and installs the new
+// virtual-queue orders (spec §4.6). Started groups stay on their instance (§7 #14).
+func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
+	q.lastSolve = now
+	p.stats.Replans++
+	var gs []*group
+	for _, v := range q.vq {
+		for _, g := range v {
+			if len(g.members) > 0 {
+				gs = append(gs, g)
+			}
+		}
+	}
+	if len(gs) == 0 {
+		return
+	}
+	oldHead := make([]*group, len(p.inst))
+	for i, v := range q.vq {
+		if len(v) > 0 {
+			oldHead[i] = v[0]
+		}
+	}
+	prob := &PlanProblem{Now: float64(now) / 1e6}
+	for _, in := range p.inst {
+		pi := PlanInstance{Loaded: in.model, Residual: q.residual(p, in)}
+		prob.Instances = append(prob.Instances, pi)
+	}
+	for _, g := range gs {
+		pg := PlanGroup{ID: g.id, Model: g.model, Deadline: float64(g.deadline) / 1e6, Pinned: -1}
+		if g.started || p.opt.placement != "plan" {
+			pg.Pinned = g.vq
+		}
+		for _, in := range p.inst {
+			m := p.llmFor(in, g.model)
+			if m == nil {
+				pg.Cost = append(pg.Cost, nil)
+				continue
+			}
+			wm, wsd := q.rct.Drain(len(g.members), g.mu, g.sd, m.thetaTokPerSec)
+			c := q.rct.Completion(len(g.members), g.mu, g.sd, g.maxOut, m)
+			pg.Cost = append(pg.Cost, &GroupCost{WMean: wm, WQ: wm + q.rct.Z*wsd, CMean: c.Mean, CQ: c.Q, Swap: p.swapSeconds(in, g.model)})
+		}
+		prob.Groups = append(prob.Groups, pg)
+	}
+	sol := SolvePlan(prob, PlanOptions{})
+	if sol.Fallback {
+		p.stats.PlanFallbacks++
+	}
+	for i := range q.vq {
+		q.vq[i] = q.vq[i][:0]
+	}
+	for g, order := range sol.Queues {
+		for _, k := range order {
+			gr := gs[k]
+			gr.vq = g
+			for _, s := range gr.members {
+				s.inst = g
+			}
+			q.vq[g] = append(q.vq[g], gr)
+		}
+	}
+	for i, v := range q.vq {
+		if len(v) > 0 && v[0] != oldHead[i] {
+			q.headChanged[i] = true
+		}
+	}
+}
+
+func (q *qlmQueue) head(p *Policy, in *instance) *seq {
+	q.init(p)
+	v := q.vq[in.idx]
+	for len(v) > 0 && len(v[0].members) == 0 {
+		v = v[1:]
+	}
+	q.vq[in.idx] = v
+	if len(v) == 0 {
+		q.headChanged[in.idx] = false
+		return nil
+	}
+	return v[0].members[0]
+}
+
+func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
+	g := s.group
+	for i, x := range g.members {
+		if x == s {
+			g.members = append(g.members[:i], g.members[i+1:]...)
+			break
+		}
+	}
+	g.started = true
+}
+
+// requeue puts an evicted sequence back at the front of its group, and the group back at the
+// head of its instance's virtual queue when it had left it (pinned: no migration, §7 #14).
+func (q *qlmQueue) requeue(_ *Policy, in *instance, s *seq) {
+	g := s.group
+	g.members = append([]*seq{s}, g.members...)
+	for _, x := range q.vq[in.idx] {
+		if x == g {
+			return
+		}
+	}
+	// Behind the head group (the eviction made room for it), before the rest.
+	v := q.vq[in.idx]
+	if len(v) == 0 {
+		q.vq[in.idx] = []*group{g}
+		return
+	}
+	q.vq[in.idx] = append([]*group{v[0], g}, v[1:]...)
+}
+
+// preemptFor is the eviction / KV-swap serving operation (spec §2): after a replan put a new
+// group at the head of a busy instance, preempt running sequences of other groups, least
+// generated tokens first, as many as needed to admit the head group's next request.
+func (q *qlmQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *seq, _ int) bool {
+	if !p.opt.evict || !q.headChanged[in.idx] || in.busy {
+		return false
+	}
+	var v *seq
+	for _, s := range in.running {
+		if s.group == h.group {
+			continue
+		}
+		if v == nil || s.gen < v.gen || (s.gen == v.gen && s.id > v.id) {
+			v = s
+		}
+	}
+	if v == nil {
+		q.headChanged[in.idx] = false
+		return false
+	}
+	p.preempt(in, v, p.llmFor(in, in.model))
+	return true
+}
+
+func (q *qlmQueue) finished(*Policy, *seq) {}
+
+func (q *qlmQueue) tick(p *Policy, now dataplane.Time) {
+	q.init(p)
+	if q.violation(p, now) && now-q.lastSolve >= dataplane.Second/2 {
+		q.replan(p, now)
+	}
+}
+
+var _ = sort.Ints

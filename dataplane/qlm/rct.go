@@ -1,0 +1,88 @@
+package qlm
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// RCT is the request-completion-time estimator of spec §3: waiting time linear in the output
+// tokens ahead (Eq. 2) at throughput Θ, decode time O·ε·d (Eq. 4), group completion = the max
+// over its members (Eq. 5) with output lengths Normal(μ, σ) truncated to [1, max] (§7 #9).
+type RCT struct {
+	// Delta is the chance-constraint level Δ and Z its normal quantile.
+	Delta, Z float64
+	cache    map[rctKey]Completion
+	// Samples is the Monte Carlo sample count (spec §3.1: 2000; fewer keeps policies fast).
+	Samples int
+}
+
+type rctKey struct {
+	n      int
+	mu, sd float64
+	max    int
+	prof   *llm
+}
+
+// Completion is a group's completion time in seconds from the moment it reaches the head of
+// its queue: mean and Δ-quantile.
+type Completion struct{ Mean, Q float64 }
+
+// NewRCT returns an estimator at confidence delta (0 = 0.95).
+func NewRCT(delta float64) *RCT {
+	if delta <= 0 || delta >= 1 {
+		delta = 0.95
+	}
+	return &RCT{Delta: delta, Z: normQuantile(delta), cache: map[rctKey]Completion{}, Samples: 500}
+}
+
+// Drain is W_{g,i} of §3.1: the delay a group of n requests causes to what is behind it,
+// mean n·μ/Θ and standard deviation √n·σ/Θ (seconds).
+func (r *RCT) Drain(n int, mu, sd, theta float64) (mean, std float64) {
+	return float64(n) * mu / theta, math.Sqrt(float64(n)) * sd / theta
+}
+
+// Completion is C_{g,i} of §3.1 by Monte Carlo with a fixed seed, cached by its inputs.
+func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm) Completion {
+	k := rctKey{n, mu, sd, maxOut, m}
+	if c, ok := r.cache[k]; ok {
+		return c
+	}
+	theta, d, eps := m.thetaTokPerSec, m.decodeStepSecond, m.epsilon
+	pre := float64(m.prefillUs(int(math.Max(1, mu)))) / 1e6
+	rng := rand.New(rand.NewPCG(uint64(n), 0x71a))
+	xs := make([]float64, r.Samples)
+	sum := 0.0
+	for s := range xs {
+		wait, worst := 0.0, 0.0
+		for q := 0; q < n; q++ {
+			o := math.Round(mu + sd*rng.NormFloat64())
+			o = math.Max(1, math.Min(o, float64(max(maxOut, 1))))
+			c := wait + pre + o*eps*d
+			worst = math.Max(worst, c)
+			wait += o / theta
+		}
+		xs[s] = worst
+		sum += worst
+	}
+	sortFloats(xs)
+	c := Completion{Mean: sum / float64(len(xs)), Q: xs[min(len(xs)-1, int(math.Ceil(r.Delta*float64(len(xs))))-1)]}
+	r.cache[k] = c
+	return c
+}
+
+func sortFloats(x []float64) { slices.Sort(x) }
+
+// normQuantile is the standard normal quantile, by bisection on math.Erf.
+func normQuantile(p float64) float64 {
+	lo, hi := -10.0, 10.0
+	for i := 0; i < 100; i++ {
+		mid := (lo + hi) / 2
+		if 0.5*(1+math.Erf(mid/math.Sqrt2)) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}

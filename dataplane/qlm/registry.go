@@ -1,0 +1,46 @@
+package qlm
+
+import (
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// spec builds a PolicySpec for one set of options over a queue factory.
+func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
+	return dataplane.PolicySpec{Name: name, Doc: doc, Serves: []string{Kind}, New: func(cfg dataplane.Config) (dataplane.Policy, error) {
+		if err := cfg.CheckKnown(name, "seed"); err != nil {
+			return nil, err
+		}
+		seed, err := cfg.Float("seed", 1)
+		if err != nil {
+			return nil, err
+		}
+		o.name = name
+		o.seed = uint64(seed)
+		return &Policy{opt: o, q: q()}, nil
+	}}
+}
+
+// Policies lists QLM and its baselines and ablations (spec §5).
+func Policies() []dataplane.PolicySpec {
+	full := options{evict: true, swap: true, warm: true, placement: "plan"}
+	qq := func() queue { return &qlmQueue{} }
+	noEvict, noSwap, noWarm, rr, rnd := full, full, full, full, full
+	noEvict.evict = false
+	noSwap.swap = false
+	noWarm.warm = false
+	rr.placement = "rr"
+	rnd.placement = "random"
+	return []dataplane.PolicySpec{
+		spec(PolicyQLM, "QLM: request groups in per-instance virtual queues ordered by the chance-constrained plan generator (MILP, soft, EDF fallbacks), RCT violation checks, eviction/KV swap/warm start", full, qq),
+		spec(PolicyFCFS, "vLLM baseline: FCFS per instance, round-robin placement, recompute preemption, cold model switches", options{placement: "rr"}, func() queue { return &plainQueue{} }),
+		spec(PolicyEDF, "EDF baseline: per-instance earliest-deadline order, round-robin placement, preemptive recompute eviction, cold model switches", options{placement: "rr"}, func() queue { return &plainQueue{edf: true} }),
+		spec(PolicyRR, "QLM per-instance policy with round-robin group assignment (replans only reorder)", rr, qq),
+		spec(PolicyRandom, "QLM per-instance policy with random group assignment (replans only reorder)", rnd, qq),
+		spec(PolicyNoEvict, "QLM ablation: no request eviction (replans take effect as requests finish)", noEvict, qq),
+		spec(PolicyNoSwap, "QLM ablation: no KV swap (preemption always recomputes)", noSwap, qq),
+		spec(PolicyNoWarm, "QLM ablation: no warm start (every model switch is a cold load)", noWarm, qq),
+	}
+}
+
+// Registry is a policy registry of this data plane alone (tests, bench).
+func Registry() *dataplane.Registry { return dataplane.NewRegistry(Policies()...) }
