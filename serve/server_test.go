@@ -113,6 +113,12 @@ func TestInfer(t *testing.T) {
 			_, ts := testServer(t, Options{Plan: p, Policy: dataplane.Config{Policy: tc.policy}})
 			model := p.PPipe.Models[0].Model
 			code, _, body := post(t, ts.URL+"/v2/models/"+model+"/infer", inferBody(1, 2.5, -3))
+			// A machine so loaded that a hop runs several times its length makes even a lone
+			// request miss its deadline (503 deadline): try again a few times.
+			for try := 0; try < 3 && code == 503; try++ {
+				time.Sleep(50 * time.Millisecond)
+				code, _, body = post(t, ts.URL+"/v2/models/"+model+"/infer", inferBody(1, 2.5, -3))
+			}
 			if code != 200 {
 				t.Fatalf("status %d: %s", code, body)
 			}
@@ -517,7 +523,10 @@ func TestRotation(t *testing.T) {
 		t.Errorf("%d engines, the last holds %d requests", gens, reqs)
 	}
 	_, mt := get(t, ts.URL+"/metrics")
-	if !strings.Contains(string(mt), `plan_requests_total{model="demo"} 300`) || !strings.Contains(string(mt), `plan_requests_in_flight{model="demo"} 0`) {
+	// Every request was accepted by the driver or refused at the door (a slow machine can
+	// close it), and none is left in flight.
+	accepted, door := metricValue(string(mt), `plan_requests_total{model="demo"}`), metricValue(string(mt), `plan_drops_total{model="demo",reason="admission",stage="intake"}`)
+	if accepted+door != 300 || !strings.Contains(string(mt), `plan_requests_in_flight{model="demo"} 0`) {
 		t.Errorf("metrics:\n%s", mt)
 	}
 }
@@ -557,4 +566,16 @@ func TestEngineError(t *testing.T) {
 			t.Errorf("after the engine error: %d %s", code, body)
 		}
 	}
+}
+
+// metricValue returns the value of the series written exactly as series (0 if absent).
+func metricValue(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return 0
 }
