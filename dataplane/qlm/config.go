@@ -58,6 +58,10 @@ type Setup struct {
 	Delta float64 `json:"delta,omitempty"`
 	// Confidence is the chance-constraint level Δ (spec §4.1; 0 = 0.95).
 	Confidence float64 `json:"confidence,omitempty"`
+	// SolveMs bounds one plan-generator MILP solve inside the re-plan budget (0 = 100 ms)
+	// and MaxBinaries the MILP size above which the problem is decomposed (0 = 800).
+	SolveMs     float64 `json:"solve_ms,omitempty"`
+	MaxBinaries int     `json:"max_binaries,omitempty"`
 }
 
 // pwl is a piecewise-linear time in µs over a token count (formats.LLMIteration).

@@ -101,7 +101,8 @@ func bundled(t testing.TB) ([]formats.LLMClass, []formats.LLMProfile) {
 // model switching and checks each request reaches exactly one outcome.
 func TestEveryRequestFinishesOnce(t *testing.T) {
 	cls, profs := bundled(t)
-	dep, err := Build(cls, Setup{Profiles: profs, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "vicuna-13b"}}})
+	dep, err := Build(cls, Setup{Profiles: profs, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "vicuna-13b"}},
+		SolveMs: 20, MaxBinaries: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestEveryRequestFinishesOnce(t *testing.T) {
 				srcs = append(srcs, src)
 			}
 			seen := map[dataplane.ReqID]int{}
-			s, err := sim.New(dep, p, srcs, sim.Options{Duration: 20 * dataplane.Second, Seed: 3,
+			s, err := sim.New(dep, p, srcs, sim.Options{Duration: 10 * dataplane.Second, Seed: 3,
 				OnFinish: func(_ dataplane.Time, r *dataplane.Request) { seen[r.ID]++ }})
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package qlm
 import (
 	"math"
 	"sort"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -226,7 +227,14 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		}
 		prob.Groups = append(prob.Groups, pg)
 	}
-	sol := SolvePlan(prob, PlanOptions{})
+	po := PlanOptions{TimeLimit: 100 * time.Millisecond, MaxBinaries: 800}
+	if p.setup.SolveMs > 0 {
+		po.TimeLimit = time.Duration(p.setup.SolveMs * float64(time.Millisecond))
+	}
+	if p.setup.MaxBinaries > 0 {
+		po.MaxBinaries = p.setup.MaxBinaries
+	}
+	sol := SolvePlan(prob, po)
 	if sol.Fallback {
 		p.stats.PlanFallbacks++
 	}

@@ -33,7 +33,7 @@ func NewRCT(delta float64) *RCT {
 	if delta <= 0 || delta >= 1 {
 		delta = 0.95
 	}
-	return &RCT{Delta: delta, Z: normQuantile(delta), cache: map[rctKey]Completion{}, Samples: 500}
+	return &RCT{Delta: delta, Z: normQuantile(delta), cache: map[rctKey]Completion{}, Samples: 200}
 }
 
 // Drain is W_{g,i} of §3.1: the delay a group of n requests causes to what is behind it,
@@ -44,6 +44,9 @@ func (r *RCT) Drain(n int, mu, sd, theta float64) (mean, std float64) {
 
 // Completion is C_{g,i} of §3.1 by Monte Carlo with a fixed seed, cached by its inputs.
 func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm) Completion {
+	if n > 16 {
+		n = (n + 7) / 8 * 8 // cache by n rounded up to a multiple of 8 (conservative)
+	}
 	k := rctKey{n, mu, sd, maxOut, m}
 	if c, ok := r.cache[k]; ok {
 		return c
