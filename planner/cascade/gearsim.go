@@ -93,7 +93,7 @@ func (t *Task) SimulateGear(pl []Replica, nGPU int, g *Gear, q float64, o SimOpt
 		o.Horizon = 10
 	}
 	if o.MaxArrivals <= 0 {
-		o.MaxArrivals = 20000
+		o.MaxArrivals = 10000
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 1000

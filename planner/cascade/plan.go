@@ -397,6 +397,17 @@ func (p *planning) latencyLoop() ([]Gear, []Replica, error) {
 		budget = 10000
 	}
 	downgrade := func(r int) error {
+		if assign[r] >= len(p.P)-1 {
+			// [ours] r already runs the cheapest cascade: the shortfall comes from memory or
+			// GPU time the other ranges' models take, so the highest range that can still
+			// give way does.
+			for r2 := n - 1; r2 >= 0; r2-- {
+				if assign[r2] < len(p.P)-1 {
+					r = r2
+					break
+				}
+			}
+		}
 		assign[r]++
 		if assign[r] >= len(p.P) {
 			return p.infeasible(r)
@@ -498,7 +509,9 @@ func (p *planning) infeasible(r int) error {
 				best = math.Min(best, s.PLat)
 			}
 		}
-		if !math.IsInf(best, 1) {
+		if !math.IsInf(best, 1) && best <= p.opt.Latency.Seconds() {
+			msg += fmt.Sprintf(" together with the other ranges on %d GPU(s): %s alone meets p%g ≤ %v (%.0f ms), but no placement serves every range", p.hw.N, p.t.Names(cheap), p.opt.Percentile*100, p.opt.Latency, best*1000)
+		} else if !math.IsInf(best, 1) {
 			msg += fmt.Sprintf(" within p%g ≤ %v on %d GPU(s): the best attainable is %.0f ms (cascade %s)", p.opt.Percentile*100, p.opt.Latency, p.hw.N, best*1000, p.t.Names(cheap))
 		} else {
 			msg += fmt.Sprintf(" on %d GPU(s) at any latency: even %s cannot keep up", p.hw.N, p.t.Names(cheap))
