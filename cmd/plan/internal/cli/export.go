@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -46,7 +47,8 @@ exporter the plan's system registers for the target:
           (num_replicas, fractional num_gpus for vGPU slices, batching in user_config).
 
 Output is deterministic. Every file is checked against the target's schema before anything
-is written; DIR is then written atomically. Exit 2: the plan cannot be read, its system has
+is written; DIR is then written atomically. With --output json: {plan, system, target, dir,
+files}. Exit 2: the plan cannot be read, its system has
 no exporter for the target, or DIR exists and is not empty (use --force to replace it).`,
 		Example: `  plan export plan.json --to triton -o repo/
   plan export plan.json --to triton -o repo/ --model resnet50.onnx --force
@@ -64,6 +66,15 @@ no exporter for the target, or DIR exists and is not empty (use --force to repla
 	f.StringVar(&o.storageURI, "storage-uri", "", "KServe storageUri prefix of the Triton repository (default pvc://plan-models)")
 	f.StringVar(&o.importPath, "import-path", "", "Ray Serve import_path of the application builder (default plan_ray:app)")
 	return cmd
+}
+
+// exportReport is `plan export --output json`.
+type exportReport struct {
+	Plan   string   `json:"plan"`
+	System string   `json:"system"`
+	Target string   `json:"target"`
+	Dir    string   `json:"dir"`
+	Files  []string `json:"files"`
 }
 
 // exporterFor finds the system's exporter for target.
@@ -116,6 +127,14 @@ func runExport(app *App, o *exportOptions, path string) error {
 	}
 	if err := export.Write(o.out, files, o.force); err != nil {
 		return usageError(err)
+	}
+	if app.JSONOutput() {
+		b, err := json.MarshalIndent(exportReport{Plan: path, System: sys.Name, Target: o.to, Dir: o.out, Files: files.Names()}, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(app.Out, string(b))
+		return nil
 	}
 	if !app.Quiet {
 		fmt.Fprintf(app.Out, "exported %s (%s) to %s: %d file(s) in %s\n", path, sys.Name, o.to, len(files), o.out)

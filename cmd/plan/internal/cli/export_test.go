@@ -49,6 +49,10 @@ func TestExport(t *testing.T) {
 	if code, _, stderr := runCLI(t, "export", plan, "--to", "ray", "-o", filepath.Join(dir, "ray"), "--force"); code != 0 {
 		t.Errorf("--force: exit %d: %s", code, stderr)
 	}
+	code, out, stderr := runCLI(t, "export", plan, "--to", "kserve", "-o", filepath.Join(dir, "k2"), "-O", "json")
+	if code != 0 || !strings.Contains(out, `"system": "ppipe"`) || !strings.Contains(out, "inferencegraph-") {
+		t.Errorf("--output json: exit %d: %s%s", code, out, stderr)
+	}
 	if _, err := exporterFor(system.System{Name: "cascade"}, "kserve"); err == nil || !strings.Contains(err.Error(), "system cascade has no exporter for target kserve") {
 		t.Errorf("exporterFor: %v", err)
 	}
