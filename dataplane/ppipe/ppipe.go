@@ -45,6 +45,11 @@ type PPipe struct {
 	// probe scratch: candidate and best results
 	cand, best probeResult
 	stats      PPipeStats
+	// ix indexes every pool's workers by lower bounds of their probe scores (index.go).
+	ix poolIndex
+	q  pquery
+	// checkProbe, when set (tests), sees every probe result.
+	checkProbe func(pp *ppPipe, b int, now dataplane.Time, out *probeResult)
 }
 
 type ppPipe struct {
@@ -55,6 +60,7 @@ type ppPipe struct {
 	net    [][]dataplane.Time // [d][b]: transfer into stage d (0 for d = 0)
 	work   []dataplane.Time   // [b]: Σ_d lat + net
 	pools  [][]dataplane.WorkerID
+	trees  []*poolTree // [d]: the index over pools[d]
 }
 
 type ppApp struct {
@@ -70,6 +76,7 @@ type probeResult struct {
 	finish dataplane.Time
 	wait   dataplane.Time
 	b      int
+	now    dataplane.Time // when it was probed (reserve books at that instant)
 }
 
 // NewPPipe makes the dispatcher.
@@ -132,6 +139,7 @@ func (p *PPipe) Attach(v dataplane.View) error {
 		}
 		p.apps = append(p.apps, pa)
 	}
+	p.ix.build(p)
 	p.cand.path = make([]dataplane.PathHop, maxD)
 	p.best.path = make([]dataplane.PathHop, maxD)
 	return nil
@@ -263,58 +271,67 @@ func (p *PPipe) seenSet(r dataplane.ReqID) {
 }
 
 // probe computes where a batch of b would run along pipeline pp if dispatched now, without
-// reserving anything (spec §4 probe()).
+// reserving anything (spec §4 probe()). Per stage it picks the worker with the least score
+// (its batch end, or its server's uplink busy-until when later, for a non-final stage), the
+// lowest pool index among equal scores. The pool index (index.go) finds that worker without
+// scoring every one; probeLinear in the tests is the plain scan it must agree with.
 func (p *PPipe) probe(pp *ppPipe, b int, now dataplane.Time, out *probeResult) {
 	p.stats.Probes++
+	p.res.now = now
 	t := now
 	var work dataplane.Time
 	for d := range pp.stages {
 		inf := pp.lat[d][b]
 		net := pp.net[d][b]
 		work += inf + net
-		best := dataplane.Never
-		var bw dataplane.WorkerID
-		var bts, bxs, bend dataplane.Time
-		var src dataplane.ServerID
+		q := &p.q
+		*q = pquery{first: d == 0, last: d == pp.last, t: t, inf: inf, net: net, best: dataplane.Never}
 		if d > 0 {
-			src = p.server[out.path[d-1].Worker]
+			q.src = p.server[out.path[d-1].Worker]
 		}
-		for _, w := range pp.pools[d] {
-			tw := t
-			var xs dataplane.Time
-			dst := p.server[w]
-			if d > 0 {
-				tw = p.res.earliest2(p.nw+int(src), p.nw+p.ns+int(dst), tw, net)
-				xs = tw
-				tw += net
-			}
-			ts := p.res.earliest1(int(w), tw, inf)
-			end := ts + inf
-			score := end
-			if d < pp.last {
-				// [code] prefer a slice whose uplink is free when it finishes.
-				if u := p.res.busyUntil(p.nw + int(dst)); u > score {
-					score = u
-				}
-			}
-			if score < best {
-				best, bw, bts, bxs, bend = score, w, ts, xs, end
-			}
-		}
-		out.path[d] = dataplane.PathHop{Stage: pp.stages[d], Worker: bw, ResStart: bts}
+		p.search(pp.trees[d], q)
+		out.path[d] = dataplane.PathHop{Stage: pp.stages[d], Worker: q.bw, ResStart: q.bts}
 		if d > 0 {
-			out.path[d-1].OutStart = bxs
+			out.path[d-1].OutStart = q.bxs
 		}
-		t = bend
+		t = q.bend
 	}
 	out.finish = t
 	out.wait = t - now - work
 	out.b = b
+	out.now = now
+	if p.checkProbe != nil {
+		p.checkProbe(pp, b, now, out)
+	}
+}
+
+// score is one worker's exact probe score at a stage (the spec's per-candidate step): the
+// transfer into it (d > 0) on the source uplink and its downlink, its own slot, and for a
+// non-final stage its uplink's busy-until.
+func (p *PPipe) score(w dataplane.WorkerID, q *pquery) (score, ts, xs, end dataplane.Time) {
+	tw := q.t
+	dst := p.server[w]
+	if !q.first {
+		tw = p.res.earliest2(p.nw+int(q.src), p.nw+p.ns+int(dst), tw, q.net)
+		xs = tw
+		tw += q.net
+	}
+	ts = p.res.earliest1(int(w), tw, q.inf)
+	end = ts + q.inf
+	score = end
+	if !q.last {
+		// [code] prefer a slice whose uplink is free when it finishes.
+		if u := p.res.busyUntil(p.nw + int(dst)); u > score {
+			score = u
+		}
+	}
+	return score, ts, xs, end
 }
 
 // reserve books every resource of a probe result.
 func (p *PPipe) reserve(pp *ppPipe, r *probeResult) {
 	b := r.b
+	p.res.now = r.now
 	for d := range pp.stages {
 		h := &r.path[d]
 		p.res.book(int(h.Worker), h.ResStart, h.ResStart+pp.lat[d][b])
@@ -336,6 +353,11 @@ type resources struct {
 	bu       []dataplane.Time
 	interval bool
 	iv       []ivq
+	// ix is told of every change (nil: no index).
+	ix *poolIndex
+	// now is the latest instant the tables were probed or changed at: no later probe asks
+	// about an earlier time (the index's interval-mode bounds rely on it).
+	now dataplane.Time
 }
 
 type ival struct{ s, e dataplane.Time }
@@ -423,6 +445,13 @@ func (r *resources) book(i int, s, e dataplane.Time) {
 	q.buf = append(q.buf, ival{})
 	copy(q.buf[k+1:], q.buf[k:])
 	q.buf[k] = ival{s, e}
+	r.changed(i)
+}
+
+func (r *resources) changed(i int) {
+	if r.ix != nil {
+		r.ix.update(r, i)
+	}
 }
 
 // correct applies feedback: the first outstanding reservation of resource i actually ended
@@ -434,6 +463,7 @@ func (r *resources) correct(i int, end, now dataplane.Time) bool {
 	if q.head >= len(q.buf) {
 		return false
 	}
+	r.now = max(r.now, now)
 	delta := end - q.buf[q.head].e
 	q.head++
 	if q.head == len(q.buf) {
@@ -443,20 +473,22 @@ func (r *resources) correct(i int, end, now dataplane.Time) bool {
 	l := r.list(i)
 	if len(l) == 0 {
 		r.bu[i] = end
+		r.changed(i)
 		return delta != 0
 	}
-	if delta == 0 {
-		return false
+	if delta != 0 {
+		prev := now
+		for j := range l {
+			d := l[j].e - l[j].s
+			l[j].s = max(l[j].s+delta, prev)
+			l[j].e = l[j].s + d
+			prev = l[j].e
+		}
+		r.bu[i] = l[len(l)-1].e
 	}
-	prev := now
-	for j := range l {
-		d := l[j].e - l[j].s
-		l[j].s = max(l[j].s+delta, prev)
-		l[j].e = l[j].s + d
-		prev = l[j].e
-	}
-	r.bu[i] = l[len(l)-1].e
-	return true
+	// Even with bu unchanged the head left: interval-mode bounds may move.
+	r.changed(i)
+	return delta != 0
 }
 
 func newPPipePolicy(cfg dataplane.Config) (dataplane.Policy, error) {

@@ -1,0 +1,261 @@
+package ppipe
+
+import "github.com/plan-dev/plan/dataplane"
+
+// The pool index makes a probe's per-stage choice cost about O(log n) in the pool size
+// instead of a scan of every worker (issue 15 item 4), with the same decision as the scan.
+//
+// A worker w on server s scores, at a stage probed from time t with inference time inf and
+// transfer time net (spec §4 probe()), in busy-until mode
+//
+//	max(t0 + net + inf,  D_s + net + inf,  B_w + inf,  U_s)
+//
+// where t0 = max(t, busy-until of the source uplink) (t0 = t and no net terms at d = 0),
+// D_s and U_s are the busy-until of s's downlink and uplink (U_s only before the last
+// stage) and B_w that of w: max distributes over +, so this equals the scan's nested
+// max. Each pool keeps a segment tree in pool order whose nodes hold the minimum of B, D
+// and U over their leaves; max(t0+net+inf, min D + net + inf, min B + inf, min U) bounds
+// every score below it. A left-to-right branch and bound scores leaves exactly (the
+// scan's own arithmetic, PPipe.score) and skips subtrees whose bound is not below the best
+// score so far: a later leaf only wins by a strictly smaller score, the scan's tie-break
+// (the lowest pool index among equal scores). With the floor t0+net+inf reached by the
+// first free worker, the search stops there.
+//
+// Interval mode (gap filling) uses the same tree with weaker, still valid bounds: a
+// resource whose first reservation started by the time of its last change is busy without
+// a gap until the end R of that first run of back-to-back reservations, so every free slot
+// of positive length starting at or after any later probe time lies at or after R (B_w, D_s
+// := R, else 0); the floor uses the source uplink's own gap, which the joint gap of the
+// transfer never precedes. Both need well-formed interval lists (see key).
+type poolIndex struct {
+	trees []poolTree
+	// leaves of each worker's resources: wLeaves[w] for B, sLeaves[s] for D and U.
+	wLeaves [][]leafRef
+	sLeaves [][]leafRef
+	nw, ns  int
+	// wf[i]: resource i's interval list is well formed (interval mode; see key).
+	wf []bool
+}
+
+type leafRef struct{ tree, pos int32 }
+
+// Fields of a tree node.
+const (
+	fB = iota // the worker's own busy-until (bound)
+	fD        // its server's downlink
+	fU        // its server's uplink
+)
+
+// pad fills the leaves past the pool's end: bounds of padding stay far above every real
+// score, yet adding a latency cannot overflow.
+const pad = dataplane.Never / 4
+
+type poolTree struct {
+	ws   []dataplane.WorkerID
+	size int                 // leaves: a power of two ≥ len(ws)
+	n    [][3]dataplane.Time // heap-ordered nodes, root 1, leaves [size, 2·size)
+}
+
+// pquery is one stage's probe: its inputs, bound terms and the best worker so far.
+type pquery struct {
+	first, last    bool
+	src            dataplane.ServerID
+	t, inf, net    dataplane.Time
+	floor          dataplane.Time
+	useB, useD     bool
+	offB, offD     dataplane.Time
+	best           dataplane.Time
+	bw             dataplane.WorkerID
+	bts, bxs, bend dataplane.Time
+}
+
+// build indexes the pool of every stage the dispatcher's pipelines use.
+func (ix *poolIndex) build(p *PPipe) {
+	ix.nw, ix.ns = p.nw, p.ns
+	ix.wLeaves = make([][]leafRef, p.nw)
+	ix.sLeaves = make([][]leafRef, p.ns)
+	ix.wf = make([]bool, len(p.res.bu))
+	byStage := map[dataplane.StageID]int{}
+	for ai := range p.apps {
+		for pi := range p.apps[ai].pipes {
+			pp := &p.apps[ai].pipes[pi]
+			for _, sid := range pp.stages {
+				if _, ok := byStage[sid]; ok {
+					continue
+				}
+				byStage[sid] = len(ix.trees)
+				pool := p.dep.Stages[sid].Pool
+				size := 1
+				for size < len(pool) {
+					size *= 2
+				}
+				tr := poolTree{ws: pool, size: size, n: make([][3]dataplane.Time, 2*size)}
+				for i := range tr.n {
+					tr.n[i] = [3]dataplane.Time{pad, pad, pad}
+				}
+				ti := int32(len(ix.trees))
+				for pos, w := range pool {
+					ref := leafRef{ti, int32(pos)}
+					ix.wLeaves[w] = append(ix.wLeaves[w], ref)
+					ix.sLeaves[p.server[w]] = append(ix.sLeaves[p.server[w]], ref)
+				}
+				ix.trees = append(ix.trees, tr)
+			}
+		}
+	}
+	for ai := range p.apps {
+		for pi := range p.apps[ai].pipes {
+			pp := &p.apps[ai].pipes[pi]
+			pp.trees = make([]*poolTree, len(pp.stages))
+			for d, sid := range pp.stages {
+				pp.trees[d] = &ix.trees[byStage[sid]]
+			}
+		}
+	}
+	p.res.ix = ix
+	for i := range p.res.bu {
+		ix.update(&p.res, i)
+	}
+}
+
+// key is resource i's bound: its busy-until, or in interval mode the end of its first run
+// of back-to-back reservations when that run had started by r.now (else 0). It also
+// records whether the interval list is well formed (sorted, disjoint, every entry of
+// positive length): only then is gap the least free slot, which the interval bounds
+// assume. Zero-length reservations (a zero transfer or latency) are legal and break that:
+// gap's binary search over ends then can land inside a reservation, so such a resource
+// gets no bound until its list is well formed again.
+func (ix *poolIndex) key(r *resources, i int) dataplane.Time {
+	if !r.interval {
+		return r.bu[i]
+	}
+	l := r.list(i)
+	ix.wf[i] = true
+	for k := range l {
+		if l[k].e <= l[k].s || k > 0 && l[k].s < l[k-1].e {
+			ix.wf[i] = false
+			return 0
+		}
+	}
+	if len(l) == 0 || l[0].s > r.now {
+		return 0
+	}
+	e := l[0].e
+	for k := 1; k < len(l) && l[k].s <= e; k++ {
+		e = l[k].e
+	}
+	return e
+}
+
+// update refreshes the leaves that depend on resource i.
+func (ix *poolIndex) update(r *resources, i int) {
+	switch {
+	case i < ix.nw:
+		if refs := ix.wLeaves[i]; len(refs) > 0 {
+			v := ix.key(r, i)
+			for _, l := range refs {
+				ix.trees[l.tree].set(int(l.pos), fB, v)
+			}
+		}
+	case i < ix.nw+ix.ns:
+		if r.interval {
+			ix.key(r, i) // well-formedness, for the floor
+		}
+		// The uplink term is the busy-until in both modes (the scan reads busyUntil).
+		if refs := ix.sLeaves[i-ix.nw]; len(refs) > 0 {
+			v := r.bu[i]
+			for _, l := range refs {
+				ix.trees[l.tree].set(int(l.pos), fU, v)
+			}
+		}
+	default:
+		if refs := ix.sLeaves[i-ix.nw-ix.ns]; len(refs) > 0 {
+			v := ix.key(r, i)
+			for _, l := range refs {
+				ix.trees[l.tree].set(int(l.pos), fD, v)
+			}
+		}
+	}
+}
+
+// set writes field f of leaf pos and repairs the minima above it.
+func (t *poolTree) set(pos, f int, v dataplane.Time) {
+	k := t.size + pos
+	if t.n[k][f] == v {
+		return
+	}
+	t.n[k][f] = v
+	for k > 1 {
+		k >>= 1
+		m := min(t.n[2*k][f], t.n[2*k+1][f])
+		if t.n[k][f] == m {
+			return
+		}
+		t.n[k][f] = m
+	}
+}
+
+// search sets q's best worker over tree t (an empty pool leaves the scan's zero values).
+func (p *PPipe) search(t *poolTree, q *pquery) {
+	q.floor = q.t + q.inf
+	q.useB, q.offB = true, q.inf
+	if !q.first {
+		q.offD = q.net + q.inf
+		up := p.nw + int(q.src)
+		if !p.res.interval {
+			q.floor = max(q.t, p.res.bu[up]) + q.net + q.inf
+			q.useD = true
+		} else if q.net > 0 && p.ix.wf[up] {
+			// gap is monotone in t on a well-formed list, and the joint slot of the
+			// transfer is one of the source uplink's gaps from some t' ≥ t.
+			q.floor = p.res.gap(up, q.t, q.net) + q.net + q.inf
+			q.useD = true
+		} else {
+			q.floor = q.t + q.net + q.inf
+		}
+	}
+	if p.res.interval && q.inf <= 0 {
+		// A zero-length slot can sit inside a run of reservations: no bound from B.
+		q.useB = false
+	}
+	if len(t.ws) == 0 {
+		return
+	}
+	p.descend(t, 1, q)
+}
+
+// bound is the least score any leaf under node k can have.
+func (q *pquery) bound(n *[3]dataplane.Time) dataplane.Time {
+	lb := q.floor
+	if q.useB {
+		lb = max(lb, n[fB]+q.offB)
+	}
+	if q.useD {
+		lb = max(lb, n[fD]+q.offD)
+	}
+	if !q.last {
+		lb = max(lb, n[fU])
+	}
+	return lb
+}
+
+func (p *PPipe) descend(t *poolTree, k int, q *pquery) {
+	for {
+		if q.bound(&t.n[k]) >= q.best {
+			return
+		}
+		if k >= t.size {
+			pos := k - t.size
+			if pos >= len(t.ws) {
+				return
+			}
+			w := t.ws[pos]
+			if s, ts, xs, end := p.score(w, q); s < q.best {
+				q.best, q.bw, q.bts, q.bxs, q.bend = s, w, ts, xs, end
+			}
+			return
+		}
+		p.descend(t, 2*k, q)
+		k = 2*k + 1
+	}
+}
