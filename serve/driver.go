@@ -340,6 +340,18 @@ func (d *driver) run(first *generation) {
 			d.now = d.clk.Now()
 			f()
 		}
+		// Due timers ride along with every event. The timer's own wakeup comes through the
+		// network poller, and a goroutine it readies queues behind every runnable goroutine:
+		// with thousands of handlers runnable on a busy machine, hop completions would wait
+		// tens of milliseconds while the workers idle — a collapse. A handler's intake send
+		// readies the driver next on its processor instead, so under load the timers are
+		// served within one arrival's gap.
+		if len(d.timers) > 0 {
+			if now := d.clk.Now(); d.timers[0].At <= now {
+				d.now = now
+				d.onTimers()
+			}
+		}
 		d.afterEvent()
 	}
 	d.gen.exec.retire()
@@ -554,9 +566,30 @@ func (d *driver) onJob(j *Job) {
 			c.payload = j.Payload[i]
 		}
 	}
+	if _, ok := g.exec.Executor.(*Emulated); ok {
+		// Emulated workers report what the system's model of its stages says
+		// (Deployment.Emulated: a routed stage's branch, a cascade stage's certainty), drawn
+		// with a uniform u seeded by (request, stage) so runs repeat.
+		for _, r := range b.Reqs {
+			res, ok := g.dep.Emulated(j.Stage, g.eng.Req(r), emulatedU(uint64(r), uint64(j.Stage)))
+			if !ok {
+				break
+			}
+			g.eng.SetResult(r, res)
+		}
+	}
 	w := &g.dep.Topo.Workers[j.Worker]
 	d.m.busy(w.Name, g.dep.Stages[j.Stage].Name, j.End-j.Start)
 	d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
+}
+
+// emulatedU is a uniform number in [0, 1) determined by (a, b) (splitmix64).
+func emulatedU(a, b uint64) float64 {
+	x := a*0x9e3779b97f4a7c15 + b + 0x632be59bd9b4e019
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
 }
 
 // RunBatch implements dataplane.Effects: hand the hop to the executor.
