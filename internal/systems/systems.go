@@ -19,6 +19,7 @@ import (
 	"github.com/plan-dev/plan/internal/systems/dyorcsys"
 	"github.com/plan-dev/plan/internal/systems/pardsys"
 	"github.com/plan-dev/plan/internal/systems/ppipesys"
+	"github.com/plan-dev/plan/internal/systems/qlmsys"
 )
 
 // InTree lists the built-in systems.
@@ -28,6 +29,7 @@ func InTree() []system.System {
 		pardsys.System(),
 		dyorcsys.System(),
 		cascadesys.System(),
+		qlmsys.System(),
 	}
 }
 

@@ -1,0 +1,100 @@
+// Package qlmsys assembles QLM for the registry (spec ../shared/specs/qlm.md): the initial
+// placement planner (planner/qlm), the LLM-instance data plane with QLM and its baselines
+// (dataplane/qlm), the plan checker and `plan bench qlm`.
+package qlmsys
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/bench/qlmbench"
+	"github.com/plan-dev/plan/dataplane"
+	dq "github.com/plan-dev/plan/dataplane/qlm"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/planner"
+	pq "github.com/plan-dev/plan/planner/qlm"
+)
+
+// System returns the QLM system.
+func System() system.System {
+	return system.System{
+		Name:             "qlm",
+		Doc:              "QLM: LLM serving with request groups, virtual queues, an RCT estimator and a stochastic plan generator over continuous-batching instances",
+		WorkloadSections: []string{"llm_classes"},
+		Strategies:       pq.Strategies,
+		NewPlanner:       func() planner.Planner { return &Planner{} },
+		Render:           Render,
+		PlanSection:      dq.Kind,
+		HasPlan:          func(p *formats.Plan) bool { return p.QLM != nil },
+		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
+			d, err := dq.FromPlan(p)
+			return d, dq.PolicyQLM, err
+		},
+		Policies: dq.Policies(),
+		Checker:  Checker{},
+		Benches:  []func() bench.Bench{func() bench.Bench { return &qlmbench.Command{} }},
+	}
+}
+
+// Planner plans llm_classes workloads.
+type Planner struct{}
+
+// Flags implements planner.Planner (the planner has no flags of its own).
+func (o *Planner) Flags(*pflag.FlagSet) {}
+
+// Solve implements planner.Planner.
+func (o *Planner) Solve(_ context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	if s.ToolVersion != "" {
+		pq.ToolVersion = s.ToolVersion
+	}
+	return pq.Solve(in, s.Strategy)
+}
+
+// Render prints the instances with their virtual queues, and the groups.
+func Render(p *formats.Plan) []planner.Table {
+	it := planner.Table{Header: []string{"INSTANCE", "GPU", "MODEL", "VIRTUAL QUEUE"}}
+	for _, in := range p.QLM.Instances {
+		it.Rows = append(it.Rows, []string{in.Name, in.GPU, in.Model, fmt.Sprint(in.Queue)})
+	}
+	gt := planner.Table{Header: []string{"GROUP", "MODEL", "CLASS", "SLO", "REQUESTS"}}
+	for _, g := range p.QLM.Groups {
+		gt.Rows = append(gt.Rows, []string{g.ID, g.Model, g.Class, g.SLO.String(), strconv.Itoa(g.Requests)})
+	}
+	return []planner.Table{it, gt}
+}
+
+// Checker checks QLM plans.
+type Checker struct{}
+
+// Verify implements planner.Checker.
+func (Checker) Verify(p *formats.Plan) ([]string, string) {
+	return pq.Verify(p), fmt.Sprintf("qlm plan, %d instances, %d groups: profiles and memory per instance, class coverage, group classes, expected load", len(p.QLM.Instances), len(p.QLM.Groups))
+}
+
+// Compare implements planner.Checker: the expected decode load per instance (lower is better).
+func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
+	if ref.QLM == nil {
+		return []planner.Check{{Line: "reference is not a qlm plan"}}
+	}
+	g, r := pq.Utilization(got), pq.Utilization(ref)
+	return []planner.Check{{OK: g <= r*(1+tol)+1e-9, Line: fmt.Sprintf("expected decode load per instance %.4f vs %.4f (tolerance %.2f%%)", g, r, tol*100)}}
+}
+
+// Resolve implements planner.Checker.
+func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*formats.Plan, error) {
+	e := p.Provenance.Embedded
+	if e == nil || e.Cluster == nil || e.Workload == nil {
+		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
+	}
+	profs := make([]*formats.Profile, len(e.Profiles))
+	for i := range e.Profiles {
+		profs[i] = &e.Profiles[i]
+	}
+	return pq.Solve(planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}, p.Provenance.Strategy)
+}

@@ -1,0 +1,259 @@
+// Package qlm is QLM's planner (spec ../shared/specs/qlm.md): `plan solve` for llm_classes
+// workloads writes the initial instance/model placement and virtual queues — one instance per
+// GPU set of the cluster, models placed in proportion to their expected decode load
+// (Σ rate·μ_out / Θ, spec §3), one initial request group per class queued on the instances
+// hosting its model in deadline order — and a checker for `plan check`. The runtime plan
+// generator (dataplane/qlm) re-plans the virtual queues from there.
+package qlm
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+)
+
+// ToolVersion is recorded in plan provenance.
+var ToolVersion = "dev"
+
+// Strategies are the planner's placement algorithms.
+var Strategies = []string{"load", "round-robin"}
+
+// instanceSlot is one GPU set an instance may occupy.
+type instanceSlot struct {
+	gpu string
+	mem int64
+}
+
+// profileFor returns model's LLM profile on gpu.
+func profileFor(profs []*formats.Profile, model, gpu string) *formats.LLMProfile {
+	for _, p := range profs {
+		for i := range p.LLMs {
+			if p.LLMs[i].Model == model && p.LLMs[i].GPU == gpu {
+				return &p.LLMs[i]
+			}
+		}
+	}
+	return nil
+}
+
+// Solve plans the initial placement.
+func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
+	if strategy == "" {
+		strategy = Strategies[0]
+	}
+	if strategy != "load" && strategy != "round-robin" {
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: must be one of load, round-robin", strategy)}}
+	}
+	w, c := in.Workload, in.Cluster
+	if w == nil || len(w.LLMClasses) == 0 {
+		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
+	}
+	if c == nil {
+		return nil, &planner.InputError{Problems: []string{"cluster: required for llm_classes workloads"}}
+	}
+	var slots []instanceSlot
+	for _, g := range c.GPUs {
+		for k := 0; k < g.Count; k++ {
+			slots = append(slots, instanceSlot{gpu: g.Type, mem: g.MemoryBytes})
+		}
+	}
+	var probs []string
+	load := map[string]float64{}
+	var models []string
+	for i, cl := range w.LLMClasses {
+		p := fmt.Sprintf("workload: llm_classes[%d]", i)
+		var fits bool
+		var best *formats.LLMProfile
+		for _, s := range slots {
+			pr := profileFor(in.Profiles, cl.Model, s.gpu)
+			if pr == nil {
+				continue
+			}
+			if pr.GPUCount > 1 {
+				continue // [ours] tensor-parallel instances are not planned yet: one GPU each
+			}
+			if s.mem > 0 && pr.WeightBytes >= s.mem {
+				probs = append(probs, fmt.Sprintf("%s.model: %s: weights of %d bytes exceed the %s's memory (%d bytes)", p, cl.Model, pr.WeightBytes, s.gpu, s.mem))
+				continue
+			}
+			fits = true
+			if best == nil {
+				best = pr
+			}
+		}
+		if !fits {
+			probs = append(probs, fmt.Sprintf("%s.model: %s: no LLM profile fits any GPU type of the cluster", p, cl.Model))
+			continue
+		}
+		prefill := best.PrefillBaseUs + best.PrefillUsPerToken*cl.InputTokens.Mean
+		if it := best.Iteration; it != nil && len(it.Prefill) > 0 {
+			prefill = it.Prefill[0].Us
+		}
+		if float64(cl.SLO.D().Microseconds()) <= prefill {
+			probs = append(probs, fmt.Sprintf("%s.slo: %s: below the prefill time of %s on %s (%.0f µs)", p, cl.SLO, cl.Model, best.GPU, prefill))
+		}
+		if _, ok := load[cl.Model]; !ok {
+			models = append(models, cl.Model)
+		}
+		load[cl.Model] += cl.RateRPS * cl.OutputTokens.Mean / best.ThroughputTokensPerS
+	}
+	if len(probs) > 0 {
+		return nil, &planner.InputError{Problems: probs}
+	}
+	// Instances per model: at least one each while instances last, the rest by largest
+	// remaining load per instance (D'Hondt), [ours].
+	count := map[string]int{}
+	n := len(slots)
+	order := append([]string(nil), models...)
+	sort.SliceStable(order, func(a, b int) bool { return load[order[a]] > load[order[b]] })
+	assign := make([]string, n)
+	used := 0
+	if strategy == "round-robin" {
+		for i := range assign {
+			assign[i] = models[i%len(models)]
+		}
+	} else {
+		for _, m := range order {
+			if used < n {
+				count[m]++
+				used++
+			}
+		}
+		for used < n {
+			best, bv := "", -1.0
+			for _, m := range order {
+				if v := load[m] / float64(count[m]+1); v > bv {
+					best, bv = m, v
+				}
+			}
+			count[best]++
+			used++
+		}
+		i := 0
+		for _, m := range order {
+			for k := 0; k < count[m]; k++ {
+				assign[i] = m
+				i++
+			}
+		}
+	}
+	q := &formats.QLMPlan{ReplanMs: 500}
+	for i, s := range slots {
+		q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: s.gpu, GPUCount: 1, Model: assign[i]})
+	}
+	// One initial group per class, in deadline (SLO) order, on the instances hosting its model.
+	cls := make([]int, len(w.LLMClasses))
+	for i := range cls {
+		cls[i] = i
+	}
+	sort.SliceStable(cls, func(a, b int) bool { return w.LLMClasses[cls[a]].SLO < w.LLMClasses[cls[b]].SLO })
+	next := map[string]int{}
+	for _, ci := range cls {
+		cl := w.LLMClasses[ci]
+		id := "rg-" + cl.Name
+		q.Groups = append(q.Groups, formats.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO,
+			Requests: max(1, int(math.Ceil(cl.RateRPS)))})
+		var hosts []int
+		for i, m := range assign {
+			if m == cl.Model {
+				hosts = append(hosts, i)
+			}
+		}
+		if len(hosts) == 0 {
+			for i := range q.Instances {
+				if profileFor(in.Profiles, cl.Model, q.Instances[i].GPU) != nil {
+					hosts = append(hosts, i)
+				}
+			}
+		}
+		h := hosts[next[cl.Model]%len(hosts)]
+		next[cl.Model]++
+		q.Instances[h].Queue = append(q.Instances[h].Queue, id)
+	}
+	emb := formats.EmbeddedInputs{Cluster: c, Workload: w}
+	for _, p := range in.Profiles {
+		cp := formats.Profile{TypeMeta: p.TypeMeta, Metadata: p.Metadata}
+		for _, l := range p.LLMs {
+			if _, ok := load[l.Model]; ok {
+				cp.LLMs = append(cp.LLMs, l)
+			}
+		}
+		if len(cp.LLMs) > 0 {
+			emb.Profiles = append(emb.Profiles, cp)
+		}
+	}
+	digest, _ := planner.InputDigest(&emb)
+	obj := 0.0
+	for _, m := range models {
+		if count[m] > 0 {
+			obj = math.Max(obj, load[m]/float64(count[m]))
+		}
+	}
+	name := w.Metadata.Name
+	if name == "" {
+		name = "qlm"
+	}
+	return &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM initial placement (%s): %d instances, %d request groups", strategy, len(q.Instances), len(q.Groups))},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
+			Options: map[string]string{"strategy": strategy}, Status: "optimal", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
+		Cluster: c,
+		QLM:     q,
+	}, nil
+}
+
+// Utilization is the expected decode load per instance of the model (the plan's objective:
+// the busiest model's Σ rate·μ_out/Θ divided by its instances; < 1 is sustainable).
+func Utilization(p *formats.Plan) float64 { return p.Provenance.Objective }
+
+// Verify checks a plan's qlm section against its embedded inputs: every instance's model has
+// a profile on its GPU and fits its memory, every class's model is hosted or hostable, the
+// queued groups name known classes, and the expected load per instance is below 1.
+func Verify(p *formats.Plan) []string {
+	var out []string
+	e := p.Provenance.Embedded
+	if e == nil || e.Workload == nil {
+		return []string{"provenance.embedded: no embedded workload: cannot verify"}
+	}
+	var profs []*formats.Profile
+	for i := range e.Profiles {
+		profs = append(profs, &e.Profiles[i])
+	}
+	hosted := map[string]int{}
+	for i, in := range p.QLM.Instances {
+		if in.Model == "" {
+			continue
+		}
+		pr := profileFor(profs, in.Model, in.GPU)
+		if pr == nil {
+			out = append(out, fmt.Sprintf("qlm.instances[%d]: model %s has no profile on %s", i, in.Model, in.GPU))
+			continue
+		}
+		hosted[in.Model]++
+	}
+	classes := map[string]bool{}
+	for i, cl := range e.Workload.LLMClasses {
+		classes[cl.Name] = true
+		ok := false
+		for _, in := range p.QLM.Instances {
+			ok = ok || profileFor(profs, cl.Model, in.GPU) != nil
+		}
+		if !ok {
+			out = append(out, fmt.Sprintf("workload.llm_classes[%d]: model %s: no instance can host it", i, cl.Model))
+		}
+	}
+	for i, g := range p.QLM.Groups {
+		if g.Class != "" && !classes[g.Class] {
+			out = append(out, fmt.Sprintf("qlm.groups[%d].class: %s: not a class of the embedded workload", i, g.Class))
+		}
+	}
+	if u := Utilization(p); u >= 1 {
+		out = append(out, fmt.Sprintf("expected decode load per instance %.3f >= 1: the placement cannot sustain the class rates", u))
+	}
+	return out
+}
