@@ -150,8 +150,9 @@ func TestRacers(t *testing.T) {
 		{"off", mip, Options{Race: 1}, 1, 0},
 		{"explicit", mip, Options{Race: 3, TimeLimit: time.Second}, 3, 0},
 		{"short-limit", mip, Options{TimeLimit: 5 * time.Second}, 1, 0},
+		{"planner-default-limit", mip, Options{TimeLimit: time.Minute}, 1, 0},
 		{"auto-no-limit", mip, Options{}, procs, delay},
-		{"auto-long-limit", mip, Options{TimeLimit: time.Minute}, procs, delay},
+		{"auto-long-limit", mip, Options{TimeLimit: RaceMinTimeLimit}, procs, delay},
 	} {
 		n, delay := tc.o.racers(tc.m)
 		if n != tc.n || delay != tc.delay {

@@ -15,8 +15,13 @@ import (
 // Automatic racing (Options.Race == 0).
 const (
 	// RaceMinTimeLimit is the smallest Options.TimeLimit with which a MIP
-	// races automatically (0, no limit, races too).
-	RaceMinTimeLimit = 10 * time.Second
+	// races automatically (0, no limit, races too). A race returns an
+	// optimal solution, but which one, and its bound and node count, depend
+	// on timing; plan's planners promise byte-identical plans under
+	// --deterministic with their default limits (ppipe 60 s, PARD 10 s)
+	// and do not pass Options.Deterministic down, so the threshold lies
+	// above those defaults: races are for solves a user lets run long.
+	RaceMinTimeLimit = 2 * time.Minute
 	// RaceDelay is how long the first instance runs alone before the other
 	// racers start.
 	RaceDelay = time.Second
