@@ -121,6 +121,9 @@ func ensemble(g Group) *TritonConfig {
 			}
 			for _, t := range u.Outputs {
 				name := t.Name + "_s" + strconv.Itoa(k)
+				if k == len(g.Units)-1 && !inUse(cur, t.Name) {
+					name = t.Name // the ensemble's output keeps the model's name
+				}
 				cur[t.Name] = name
 				st.Output[t.Name] = name
 			}
@@ -136,7 +139,7 @@ func ensemble(g Group) *TritonConfig {
 		}
 		for _, t := range u.Outputs {
 			name := t.Name
-			if _, taken := cur[t.Name]; taken {
+			if _, taken := cur[t.Name]; taken || g.Positional {
 				name = t.Name + "_s" + strconv.Itoa(k)
 			}
 			cur[t.Name] = name
@@ -148,6 +151,16 @@ func ensemble(g Group) *TritonConfig {
 		c.Outputs = append(c.Outputs, TritonTensor{Name: cur[t.Name], DataType: t.DataType, Dims: t.Dims})
 	}
 	return c
+}
+
+// inUse reports whether an ensemble tensor is already called name.
+func inUse(cur map[string]string, name string) bool {
+	for _, v := range cur {
+		if v == name {
+			return true
+		}
+	}
+	return false
 }
 
 // KServeFiles renders one InferenceService per unit (inferenceservice-<unit>.yaml) and one

@@ -141,3 +141,43 @@ func BenchmarkExport(b *testing.B) {
 		}
 	}
 }
+
+// TestRoundTripGolden exports every golden PARD plan of testdata/golden to every target and
+// reads the placements back.
+func TestRoundTripGolden(t *testing.T) {
+	ents, err := os.ReadDir("../../testdata/golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("../../testdata/golden", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.PARD == nil {
+			continue
+		}
+		for _, target := range export.Targets {
+			t.Run(name+"/"+target, func(t *testing.T) {
+				files, err := exporter(t, target).Export(p, export.Options{Name: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := export.Validate(files); err != nil {
+					t.Fatal(err)
+				}
+				got, err := export.ReadBack(target, files)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := Placements(p); !reflect.DeepEqual(got, w) {
+					t.Errorf("read back:\n%v\nplan:\n%v", got, w)
+				}
+			})
+		}
+	}
+}

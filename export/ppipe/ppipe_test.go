@@ -98,7 +98,7 @@ func compareGolden(t *testing.T, dir string, files export.Files) {
 	}
 }
 
-// TestRoundTrip exports every golden plan to every target and reads the files back: the
+// TestRoundTrip exports every golden PPipe plan to every target and reads the files back: the
 // placements (GPU type, slice, pool size, blocks) and batch sizes equal the plan's.
 func TestRoundTrip(t *testing.T) {
 	ents, err := os.ReadDir("../../testdata/golden")
@@ -111,6 +111,9 @@ func TestRoundTrip(t *testing.T) {
 			continue
 		}
 		p := readPlan(t, name)
+		if p.PPipe == nil {
+			continue // another system's golden plan
+		}
 		want := Placements(p)
 		for _, target := range export.Targets {
 			t.Run(name+"/"+target, func(t *testing.T) {
