@@ -44,9 +44,9 @@ type replicaSpec struct {
 }
 
 type gearSpec struct {
-	QHi    float64 `json:"q_hi"`
-	Stages []int   `json:"stages"`
-	Thr    []float64
+	QHi    float64   `json:"q_hi"`
+	Stages []int     `json:"stages"`
+	Thr    []float64 `json:"thr"`
 	// Share[i][k]: share of stage i's k-th replica (placement order among its replicas).
 	Share [][]float64 `json:"share"`
 	B1    int         `json:"b1"`
@@ -192,7 +192,9 @@ func NewDeployment(cp *formats.CascadePlan, t *pc.Task, hw pc.Hardware, slo time
 	}
 	d.Apps = []dataplane.App{{Name: t.Name, SLO: dataplane.Time(slo / time.Microsecond), Weight: 1, RateRPS: qpsMax,
 		Entry: entry, Params: map[string]string{ParamPlan: string(js)}}}
-	// Emulate: stage s's model on the request's sample (Attrs.Sample, else its ID, mod N).
+	// Emulate: stage s's model on the request's sample (Attrs.Sample, else its ID, mod N):
+	// its certainty, and Label 1 when the model answers the sample right, 0 when wrong (the
+	// stand-in's ground truth, so a run can measure accuracy over served requests).
 	certs, preds := t.Cert, make([][]int32, len(t.Models))
 	for m := range t.Models {
 		preds[m] = make([]int32, t.N)

@@ -266,7 +266,6 @@ func (t *Task) SimulateGear(pl []Replica, nGPU int, g *Gear, q float64, o SimOpt
 			if st < k-1 && t.Cert[m][s] < g.C.Thr[st] {
 				r.stage = st + 1
 				// co-located replica of the next model first (§5), else deficit routing.
-				nm := g.C.Models[st+1]
 				target := -1
 				for j, rj := range stageReps[st+1] {
 					if share[st+1][j] > 0 && sameGPU(pl[rj].GPUs, pl[ri].GPUs) {
@@ -277,7 +276,6 @@ func (t *Task) SimulateGear(pl []Replica, nGPU int, g *Gear, q float64, o SimOpt
 				if target < 0 {
 					target = route(st + 1)
 				}
-				_ = nm
 				queues[target] = append(queues[target], id)
 				continue
 			}

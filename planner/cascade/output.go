@@ -20,7 +20,7 @@ const (
 // ToolVersion is recorded in plans.
 var ToolVersion = "dev"
 
-// Hardware returns the planner's view of cluster cl (one GPU type: CascadeServe plans a
+// HardwareOf returns the planner's view of cluster cl (one GPU type: CascadeServe plans a
 // homogeneous cluster).
 func HardwareOf(cl *formats.Cluster) (Hardware, []string) {
 	if cl == nil || len(cl.GPUs) == 0 {

@@ -83,11 +83,9 @@ type planning struct {
 	opt   Options
 	lb    *lbSolver
 	sims  int
+	iters int
 	cache map[string]Gear
 }
-
-// ErrBadInput marks invalid input (wrapped with planner.ErrInput by the glue).
-var ErrBadInput = planner.ErrInput
 
 // Plan runs the planner for task t on hardware hw with workload entry c (QPS settings and
 // histogram).
@@ -249,7 +247,7 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	} else {
 		gears, pl, err = p.latencyLoop()
 	}
-	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w}
+	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w, Iterations: p.iters}
 	if err != nil {
 		return res, err
 	}
@@ -420,6 +418,7 @@ func (p *planning) latencyLoop() ([]Gear, []Replica, error) {
 		return nil
 	}
 	for it := 0; it < budget; it++ {
+		p.iters++
 		if err := p.ctx.Err(); err != nil {
 			return nil, nil, err
 		}
