@@ -27,7 +27,7 @@ type Options struct {
 	// StateUs is the DP charge per state (dyorc.DefaultStateUs when 0).
 	StateUs  float64
 	Parallel int
-	Progress func(done, total int)
+	Progress func(done, total int) `json:"-"`
 }
 
 // Quick is `--quick`: one seed, 600 s, scaling to 128 GPUs.
@@ -48,7 +48,7 @@ const MixShare = 0.5
 var AllApps = []string{"gill", "kc", "debate", "image", "mix"}
 
 // AllPolicies are DyOrc and its baselines.
-var AllPolicies = []string{"dyorc", "dyorc-argmax", "dyorc-greedy", "dyorc-roundrobin", "dyorc-tis", "dyorc-oracle"}
+var AllPolicies = []string{"dyorc", "dyorc-replan", "dyorc-argmax", "dyorc-greedy", "dyorc-roundrobin", "dyorc-tis", "dyorc-oracle"}
 
 // Row is one (app, policy) result, averaged over seeds.
 type Row struct {
@@ -272,7 +272,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		} else {
 			row := Row{App: j.app, Policy: j.pol, Requests: int64(reqs / n), MeanMs: mean / n, P99Ms: p99 / n, Loads: loads / n,
 				StepAcc: -1, FlowAcc: -1, StatesPerDP: states / max(dps, 1)}
-			if stepT > 0 && (j.pol == "dyorc" || j.pol == "dyorc-argmax") {
+			if stepT > 0 && (j.pol == "dyorc" || j.pol == "dyorc-argmax" || j.pol == "dyorc-replan") {
 				row.StepAcc = float64(stepH) / float64(stepT)
 				row.FlowAcc = float64(flowH) / float64(max(flowT, 1))
 			}

@@ -37,6 +37,9 @@ type Options struct {
 	StateUs float64
 	// Seed seeds the predictor's rollouts.
 	Seed uint64
+	// Replan re-runs the DP at every real call, even one its reservation predicted (the
+	// reservation then only served to load ahead) [ours; the paper binds without a DP].
+	Replan bool
 	// ResvOutOfPlan keeps reservations out of the device model's timeline: they then only
 	// trigger loads and protect services from eviction [ours; default: counted, as the paper].
 	ResvOutOfPlan bool
@@ -294,14 +297,14 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 		p.rr++
 	case p.opt.Mode == ModeFixed:
 		dev = p.bestFixed(now, t0, rs, sv, items)
-	case spec && len(rs.chain) > 0 && rs.chain[0].svc == sv:
+	case spec && !p.opt.Replan && len(rs.chain) > 0 && rs.chain[0].svc == sv:
 		// The call matches the next reservation: bind it there, no DP (§2.6 3).
 		dev = rs.chain[0].dev
 		p.dropResv(rs.chain[0])
 		rs.chain = rs.chain[1:]
 		p.st.Binds++
 	default:
-		if len(rs.chain) > 0 {
+		if len(rs.chain) > 0 && rs.chain[0].svc != sv {
 			p.st.Mispredicts++
 		}
 		p.cancelChain(rs)
