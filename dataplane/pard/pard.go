@@ -197,6 +197,8 @@ type Pipeline struct {
 	buf        []dataplane.ReqID
 	path       [1]dataplane.PathHop
 	tickCount  int64
+	// checkPick, when set (tests), sees every pick before the round-robin pointer moves.
+	checkPick func(now dataplane.Time, m *pardModule, got dataplane.WorkerID)
 }
 
 const (
@@ -276,6 +278,10 @@ type pardModule struct {
 	throttle bool
 	credit   float64
 	rr       int
+	// jsq indexes the workers' join-shortest-queue loads for pick; its leaves count a
+	// worker as serving when activeAt ≤ actNow, and nextAct is the earliest later activeAt.
+	jsq             jsqTree
+	actNow, nextAct dataplane.Time
 }
 
 type pardWorker struct {
@@ -287,6 +293,7 @@ type pardWorker struct {
 	runNom   dataplane.Time
 	activeAt dataplane.Time // when it serves new requests (Never = not provisioned)
 	cand     []pardCand
+	pos      int // index in its module's workers (the jsq leaf)
 }
 
 type pardCand struct {
@@ -548,11 +555,13 @@ func (p *Pipeline) build(ring int) error {
 			for i, w := range st.Pool {
 				pw := &p.workers[w]
 				pw.mod = s
+				pw.pos = i
 				pw.activeAt = dataplane.Never
 				if i < active {
 					pw.activeAt = 0
 				}
 			}
+			p.reindex(m, 0)
 		}
 		// Downstream paths of every module and Σd over whole paths.
 		for _, s := range order {
@@ -704,6 +713,7 @@ func (p *Pipeline) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			w := &p.workers[ev.Worker]
 			if p.mods[w.mod].used && w.busy {
 				w.busy = false
+				p.reload(ev.Worker)
 				p.fill(now, ev.Worker, out)
 			}
 		}
@@ -749,6 +759,7 @@ func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplan
 		key = now
 	}
 	pw.q.Push(key, id, now)
+	p.reload(w)
 	for _, t := range p.touched {
 		if t == w {
 			return
@@ -786,24 +797,25 @@ func (p *Pipeline) fillTouched(now dataplane.Time, out *dataplane.Decisions) {
 }
 
 // pick is the module's dispatcher: join-shortest-queue over the workers that serve now
-// (queued + forming requests), ties broken round-robin [ours, spec §2.1].
+// (queued + forming requests), ties broken round-robin [ours, spec §2.1]: the first worker
+// with the least load in pool order from m.rr on, wrapping around. The module's jsq tree
+// answers that in O(log n) instead of a scan of every worker (issue 15 item 4);
+// pickLinear in the tests is the scan it must agree with.
 func (p *Pipeline) pick(now dataplane.Time, m *pardModule) dataplane.WorkerID {
-	best := dataplane.NoWorker
-	bestLoad := math.MaxInt
+	if now >= m.nextAct {
+		p.reindex(m, now)
+	}
 	n := len(m.workers)
-	for i := 0; i < n; i++ {
-		w := m.workers[(m.rr+i)%n]
-		pw := &p.workers[w]
-		if pw.activeAt > now {
-			continue
+	best := dataplane.NoWorker
+	if lo := m.jsq.n[1]; lo != jsqIdle {
+		i := m.jsq.first(1, 0, m.jsq.size, m.rr, lo)
+		if i < 0 {
+			i = m.jsq.first(1, 0, m.jsq.size, 0, lo)
 		}
-		load := 2 * (pw.q.Len() + len(pw.forming))
-		if pw.busy {
-			load++
-		}
-		if load < bestLoad {
-			best, bestLoad = w, load
-		}
+		best = m.workers[i]
+	}
+	if p.checkPick != nil {
+		p.checkPick(now, m, best)
 	}
 	m.rr = (m.rr + 1) % n
 	if best == dataplane.NoWorker {
@@ -812,6 +824,100 @@ func (p *Pipeline) pick(now dataplane.Time, m *pardModule) dataplane.WorkerID {
 		best = m.workers[0]
 	}
 	return best
+}
+
+// load is worker pw's join-shortest-queue load (Never-like jsqIdle while it does not
+// serve at the module's actNow): twice its queued and forming requests, plus one while
+// it runs a batch, so a running worker loses ties to an idle one with the same queue.
+func (p *Pipeline) load(m *pardModule, pw *pardWorker) int {
+	if pw.activeAt > m.actNow {
+		return jsqIdle
+	}
+	l := 2 * (pw.q.Len() + len(pw.forming))
+	if pw.busy {
+		l++
+	}
+	return l
+}
+
+// reload refreshes worker w's jsq leaf after its queue, forming batch or busy flag changed.
+func (p *Pipeline) reload(w dataplane.WorkerID) {
+	pw := &p.workers[w]
+	m := &p.mods[pw.mod]
+	if len(m.jsq.n) == 0 {
+		return
+	}
+	m.jsq.set(pw.pos, p.load(m, pw))
+}
+
+// reindex rebuilds module m's jsq tree as of now (at attach, after the autoscaler moved
+// activeAt, and when a cold worker's activeAt has passed).
+func (p *Pipeline) reindex(m *pardModule, now dataplane.Time) {
+	m.actNow = now
+	m.nextAct = dataplane.Never
+	t := &m.jsq
+	if len(t.n) == 0 {
+		t.size = 1
+		for t.size < len(m.workers) {
+			t.size *= 2
+		}
+		t.n = make([]int, 2*t.size)
+	}
+	for i := range t.n[t.size:] {
+		t.n[t.size+i] = jsqIdle
+	}
+	for i, w := range m.workers {
+		pw := &p.workers[w]
+		t.n[t.size+i] = p.load(m, pw)
+		if pw.activeAt > now && pw.activeAt < m.nextAct {
+			m.nextAct = pw.activeAt
+		}
+	}
+	for k := t.size - 1; k >= 1; k-- {
+		t.n[k] = min(t.n[2*k], t.n[2*k+1])
+	}
+}
+
+// jsqIdle is the load of a worker that does not serve: above every real load.
+const jsqIdle = math.MaxInt
+
+// jsqTree is a min segment tree over a module's workers in pool order (root 1, leaves
+// [size, 2·size), padding jsqIdle).
+type jsqTree struct {
+	n    []int
+	size int
+}
+
+func (t *jsqTree) set(pos, v int) {
+	k := t.size + pos
+	if t.n[k] == v {
+		return
+	}
+	t.n[k] = v
+	for k > 1 {
+		k >>= 1
+		m := min(t.n[2*k], t.n[2*k+1])
+		if t.n[k] == m {
+			return
+		}
+		t.n[k] = m
+	}
+}
+
+// first returns the first leaf position ≥ from under node k (covering [lo, hi)) whose
+// load is ≤ v, or -1.
+func (t *jsqTree) first(k, lo, hi, from, v int) int {
+	if hi <= from || t.n[k] > v {
+		return -1
+	}
+	if k >= t.size {
+		return lo
+	}
+	mid := (lo + hi) / 2
+	if i := t.first(2*k, lo, mid, from, v); i >= 0 {
+		return i
+	}
+	return t.first(2*k+1, mid, hi, from, v)
 }
 
 // expectedStart is t_e: the end of the running batch, or now when the GPU is idle.
@@ -842,6 +948,7 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 					break
 				}
 				pw.q.PopMin()
+				p.reload(w)
 				p.drop(out, id, m.stage, DropPurge, est)
 			}
 			if pw.q.Len() == 0 {
@@ -856,6 +963,7 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 		default:
 			_, id, tr = pw.q.PopMin()
 		}
+		p.reload(w)
 		if p.gone(id) {
 			p.flushDeferred(out, id)
 			continue
@@ -892,6 +1000,7 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 // keep adds a request to the forming batch and records the planner's samples.
 func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModule, id dataplane.ReqID) {
 	pw.forming = append(pw.forming, id)
+	p.reload(m.workers[pw.pos])
 	// Q = t_b − t_r from batched requests only (§8.6), in 100 ms buckets.
 	bn := int64(now / (100 * dataplane.Millisecond))
 	qb := &m.qb[bn%int64(len(m.qb))]
@@ -958,6 +1067,7 @@ func (p *Pipeline) launch(now dataplane.Time, w dataplane.WorkerID, out *datapla
 		p.buf = append(p.buf, id)
 	}
 	pw.forming = pw.forming[:0]
+	p.reload(w)
 	if len(p.buf) == 0 {
 		p.fill(now, w, out)
 		return
@@ -965,6 +1075,7 @@ func (p *Pipeline) launch(now dataplane.Time, w dataplane.WorkerID, out *datapla
 	p.path[0] = dataplane.PathHop{Stage: m.stage, Worker: w}
 	out.Dispatch(m.app, p.buf, p.path[:])
 	pw.busy = true
+	p.reload(w)
 	pw.runStart = now
 	pw.runNom = p.dep.Stages[m.stage].Lat(len(p.buf))
 	p.fill(now, w, out)
@@ -981,6 +1092,9 @@ func (p *Pipeline) tick(now dataplane.Time) {
 		}
 		if p.autoscale {
 			p.scale(now, a)
+			for _, s := range a.mods {
+				p.reindex(&p.mods[s], now)
+			}
 		}
 		p.sample(a)
 		if p.variant.rule == ruleWCL {
