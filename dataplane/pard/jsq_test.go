@@ -181,3 +181,47 @@ func runSim(tb testing.TB, dep *dataplane.Deployment, pol dataplane.Policy, rps 
 		}
 	}
 }
+
+// BenchmarkPick is the module dispatcher's cost per request against the module's width:
+// the index (pick) and the reference scan, each followed by a change of the chosen
+// worker's load as a real arrival would make.
+func BenchmarkPick(b *testing.B) {
+	for _, n := range []int{16, 256, 4096} {
+		for _, scan := range []bool{false, true} {
+			name := fmt.Sprintf("workers=%d/index", n)
+			if scan {
+				name = fmt.Sprintf("workers=%d/scan", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				lat := []dataplane.Time{0, 5000}
+				dep, err := NewPipelineDeployment([]PipelineSpec{{Name: "b", SLO: dataplane.Second,
+					Modules: []ModuleSpec{{Name: "m", Batch: 1, LatUs: lat, Workers: n}}}}, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pol, err := NewPolicy(dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "100"}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := dataplane.NewEngine(dep, pol, &dataplane.Recorder{}); err != nil {
+					b.Fatal(err)
+				}
+				p := pol.(*Pipeline)
+				m := &p.mods[0]
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					var w dataplane.WorkerID
+					if scan {
+						w = p.pickLinear(0, m)
+						m.rr = (m.rr + 1) % n
+					} else {
+						w = p.pick(0, m)
+					}
+					pw := &p.workers[w]
+					pw.busy = !pw.busy
+					p.reload(w)
+				}
+			})
+		}
+	}
+}
