@@ -36,6 +36,8 @@ type Endpoints struct {
 	Stages     []StageEndpoint `json:"stages"`
 	// file is the name errors are reported against.
 	file string
+	// transports serve the URL schemes other than http(s) (remote_transport.go).
+	transports map[string]StageTransport
 }
 
 // StageEndpoint is one entry of an endpoints file.
@@ -93,8 +95,8 @@ func DecodeEndpoints(name string, data []byte) (*Endpoints, error) {
 		}
 		for j, u := range s.URLs {
 			pu, err := url.Parse(u)
-			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-				add(fmt.Sprintf("%s.urls[%d]", p, j), u, "must be an http:// or https:// URL with a host")
+			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https" && !transportSchemes[pu.Scheme]) || pu.Host == "" {
+				add(fmt.Sprintf("%s.urls[%d]", p, j), u, "must be an http://, https:// or grpc:// URL with a host")
 			}
 		}
 	}

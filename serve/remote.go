@@ -18,6 +18,7 @@ import (
 // the batch as one request whose input has the batch dimension in front; the output is split
 // back per request and becomes the next stage's input.
 type Remote struct {
+	epsSet  *Endpoints
 	clk     Clock
 	dep     *dataplane.Deployment
 	eps     []resolved // per worker
@@ -48,7 +49,7 @@ func NewRemote(clk Clock, dep *dataplane.Deployment, eps *Endpoints, client *htt
 	for _, a := range dep.Apps {
 		slo = max(slo, a.SLO)
 	}
-	r := &Remote{clk: clk, dep: dep, eps: res, meta: map[string]*ModelMetadata{}, client: client,
+	r := &Remote{epsSet: eps, clk: clk, dep: dep, eps: res, meta: map[string]*ModelMetadata{}, client: client,
 		timeout: max(10*time.Duration(slo)*time.Microsecond, 5*time.Second)}
 	checked := map[string]bool{}
 	for _, e := range res {
@@ -68,6 +69,12 @@ func NewRemote(clk Clock, dep *dataplane.Deployment, eps *Endpoints, client *htt
 }
 
 func (r *Remote) check(e resolved) error {
+	if t, addr, err := r.epsSet.transport(e.url); t != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return r.checkTransport(t, addr, e)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	get := func(p string) ([]byte, error) {
@@ -190,6 +197,17 @@ func (r *Remote) run(job *Job) {
 	if md != nil {
 		name = md.Inputs[0].Name
 	}
+	if t, addr, _ := r.epsSet.transport(e.url); t != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		defer cancel()
+		o, err := t.Infer(ctx, addr, e.model, TensorJSON{Name: name, Shape: shape, Datatype: first.Datatype, Data: data.Bytes()})
+		if err != nil {
+			fail(fmt.Errorf("remote endpoint %s: %v", e.url, err))
+			return
+		}
+		r.deliver(job, live, e, o, fail)
+		return
+	}
 	body, err := json.Marshal(&InferRequest{Inputs: []TensorJSON{{Name: name, Shape: shape, Datatype: first.Datatype, Data: data.Bytes()}}})
 	if err != nil {
 		fail(err)
@@ -223,19 +241,7 @@ func (r *Remote) run(job *Job) {
 		fail(fmt.Errorf("remote endpoint %s: answer is not a KServe v2 inference response", e.url))
 		return
 	}
-	o := &out.Outputs[0]
-	elems := splitFlat(o.Data)
-	n := len(live)
-	if len(o.Shape) == 0 || o.Shape[0] != int64(n) || len(elems)%n != 0 {
-		fail(fmt.Errorf("remote endpoint %s: output %q has shape %v for a batch of %d", e.url, o.Name, o.Shape, n))
-		return
-	}
-	per := len(elems) / n
-	sampleShape := append([]int64{1}, o.Shape[1:]...)
-	for k, i := range live {
-		d := "[" + strings.Join(elems[k*per:(k+1)*per], ",") + "]"
-		job.Payload[i] = &Payload{Tensor: TensorJSON{Name: o.Name, Shape: sampleShape, Datatype: o.Datatype, Data: json.RawMessage(d)}}
-	}
+	r.deliver(job, live, e, &out.Outputs[0], fail)
 }
 
 func sameDims(a, b []int64) bool {
@@ -282,5 +288,7 @@ func splitFlat(raw json.RawMessage) []string {
 // Close implements Executor.
 func (r *Remote) Close() error {
 	r.client.CloseIdleConnections()
+	// Transports belong to the endpoints (shared across reloads): the server's owner closes
+	// them.
 	return nil
 }

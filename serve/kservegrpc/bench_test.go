@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 	"github.com/plan-dev/plan/serve/load"
@@ -38,7 +37,7 @@ func TestMain(m *testing.M) {
 
 func benchServer() int {
 	p := loadPlan(&testing.B{}, "wide.json")
-	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	s, err := serve.New(serve.Options{Plan: p, Deploy: testDeploy, Policies: testPolicies})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -108,7 +107,7 @@ func BenchmarkLoad5000(b *testing.B) {
 			var ticks int64
 			n := 0
 			for b.Loop() {
-				o := load.Options{URL: "http://" + haddr, Deploy: systems.Deploy, Rate: *loadRate, Duration: 2 * time.Second,
+				o := load.Options{URL: "http://" + haddr, Deploy: testDeploy, Rate: *loadRate, Duration: 2 * time.Second,
 					Arrival: sim.ArrivalSpec{Kind: "poisson"}, Seed: 1, Client: &http.Client{Transport: &http.Transport{MaxConnsPerHost: 2048, MaxIdleConnsPerHost: 2048}}}
 				switch proto {
 				case "grpc":
@@ -149,7 +148,7 @@ func BenchmarkLoad5000(b *testing.B) {
 // (tensor decoding, serve.Server.Infer, the engine, the answer), as serve's
 // BenchmarkServeHTTP does for the HTTP handler.
 func BenchmarkModelInfer(b *testing.B) {
-	s, err := serve.New(serve.Options{Plan: loadPlan(b, "wide.json"), Deploy: systems.Deploy, Policies: systems.Policies()})
+	s, err := serve.New(serve.Options{Plan: loadPlan(b, "wide.json"), Deploy: testDeploy, Policies: testPolicies})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
@@ -35,7 +34,7 @@ func loadPlan(t testing.TB, name string) *formats.Plan {
 // a client; everything stops at the end of the test.
 func start(t testing.TB, o serve.Options) (*serve.Server, pb.GRPCInferenceServiceClient, *grpc.ClientConn) {
 	t.Helper()
-	o.Deploy, o.Policies = systems.Deploy, systems.Policies()
+	o.Deploy, o.Policies = testDeploy, testPolicies
 	s, err := serve.New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -205,6 +205,10 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		if err != nil {
 			return usageError(err)
 		}
+		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
+		sc := kservegrpc.NewStageClient()
+		defer sc.Close()
+		eps.SetTransport("grpc", sc)
 		opts.NewExecutor = serve.RemoteFactory(eps, nil)
 	case "onnx":
 		if o.model == "" {
