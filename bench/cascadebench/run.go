@@ -82,7 +82,7 @@ type Served struct {
 // p95 end-to-end latency.
 func (d *data) serve(plan *formats.Plan, policy string, qps []float64) (Served, error) {
 	hw, _ := pc.HardwareOf(d.in.Cluster)
-	dep, err := dpc.NewDeployment(plan.Cascade, d.test, hw, d.s.Latency, d.s.Peak)
+	dep, err := dpc.NewDeployment(plan.Cascade, d.test.Task, hw, d.s.Latency, d.s.Peak)
 	if err != nil {
 		return Served{}, err
 	}

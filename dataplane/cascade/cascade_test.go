@@ -1,4 +1,4 @@
-package cascade
+package cascade_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
+	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
@@ -48,9 +49,9 @@ func steps(rates []float64) *sim.Times {
 }
 
 // run simulates dep under policy name and checks that every request finishes exactly once.
-func run(t *testing.T, dep *dataplane.Deployment, name string, params map[string]string, src sim.Source, dur dataplane.Time) (*sim.Sim, *sim.Metrics, *Policy) {
+func run(t *testing.T, dep *dataplane.Deployment, name string, params map[string]string, src sim.Source, dur dataplane.Time) (*sim.Sim, *sim.Metrics, *dpc.Policy) {
 	t.Helper()
-	pol, err := Registry().New(dep, dataplane.Config{Policy: name, Params: params}, PolicyGears)
+	pol, err := dpc.Registry().New(dep, dataplane.Config{Policy: name, Params: params}, dpc.PolicyGears)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +74,12 @@ func run(t *testing.T, dep *dataplane.Deployment, name string, params map[string
 			t.Fatalf("request %d dropped: CascadeServe never drops", r.ID)
 		}
 	}
-	return s, m, pol.(*Policy)
+	return s, m, pol.(*dpc.Policy)
 }
 
 func TestGearSwitchingInSim(t *testing.T) {
 	plan := examplePlan(t)
-	dep, err := FromPlan(plan)
+	dep, err := dpc.FromPlan(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +90,11 @@ func TestGearSwitchingInSim(t *testing.T) {
 		params   map[string]string
 		switches bool
 	}{
-		{"gears", PolicyGears, nil, true},
-		{"no-switch", PolicyNoSwitch, nil, false},
-		{"lazy loading", PolicyGears, map[string]string{"preload": "false"}, true},
-		{"alpha 2", PolicyGears, map[string]string{"alpha": "2", "poll_ms": "50"}, true},
-		{"window", PolicyGears, map[string]string{"window_ms": "1000"}, true},
+		{"gears", dpc.PolicyGears, nil, true},
+		{"no-switch", dpc.PolicyNoSwitch, nil, false},
+		{"lazy loading", dpc.PolicyGears, map[string]string{"preload": "false"}, true},
+		{"alpha 2", dpc.PolicyGears, map[string]string{"alpha": "2", "poll_ms": "50"}, true},
+		{"window", dpc.PolicyGears, map[string]string{"window_ms": "1000"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,8 +114,8 @@ func TestGearSwitchingInSim(t *testing.T) {
 // every request finishes exactly once (the internal/conformance invariants).
 func TestConformance(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
-		dep := Sample(rand.New(rand.NewPCG(seed, 7)))
-		for _, name := range []string{PolicyGears, PolicyNoSwitch} {
+		dep := dpc.Sample(rand.New(rand.NewPCG(seed, 7)))
+		for _, name := range []string{dpc.PolicyGears, dpc.PolicyNoSwitch} {
 			spec, _ := sim.ParseArrival("poisson")
 			src, err := spec.New(dep.Apps[0].RateRPS*0.5, "a", seed)
 			if err != nil {
@@ -140,17 +141,17 @@ func TestSwitchRule(t *testing.T) {
 		{1, 250, 1000, 2}, // up is immediate
 	}
 	for _, tc := range tests {
-		if got := Switch(qhi, tc.cur, tc.qps, 8, tc.q0); got != tc.want {
-			t.Errorf("Switch(cur %d, qps %g, q0 %d) = %d, want %d", tc.cur, tc.qps, tc.q0, got, tc.want)
+		if got := dpc.Switch(qhi, tc.cur, tc.qps, 8, tc.q0); got != tc.want {
+			t.Errorf("dpc.Switch(cur %d, qps %g, q0 %d) = %d, want %d", tc.cur, tc.qps, tc.q0, got, tc.want)
 		}
 	}
 }
 
 func TestBadParams(t *testing.T) {
-	if _, err := NewPolicy(dataplane.Config{Params: map[string]string{"alfa": "2"}}); err == nil {
+	if _, err := dpc.NewPolicy(dataplane.Config{Params: map[string]string{"alfa": "2"}}); err == nil {
 		t.Fatal("unknown parameter accepted")
 	}
-	if _, err := NewPolicy(dataplane.Config{Params: map[string]string{"qps_scale": "0"}}); err == nil {
+	if _, err := dpc.NewPolicy(dataplane.Config{Params: map[string]string{"qps_scale": "0"}}); err == nil {
 		t.Fatal("qps_scale 0 accepted")
 	}
 }
@@ -164,7 +165,7 @@ func BenchmarkGearDecision(b *testing.B) {
 	}
 	cur := 10
 	for i := 0; b.Loop(); i++ {
-		cur = Switch(qhi, cur, float64(i%8000), 8, i%50)
+		cur = dpc.Switch(qhi, cur, float64(i%8000), 8, i%50)
 	}
 	_ = cur
 }

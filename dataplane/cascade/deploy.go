@@ -17,7 +17,6 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
 // Kind is the plan section cascade deployments come from.
@@ -62,7 +61,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if e == nil || e.Workload == nil || e.Cluster == nil {
 		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: "a cascade plan needs its embedded workload, profiles and cluster (validation records and latencies)"}}
 	}
-	hw, probs := pc.HardwareOf(e.Cluster)
+	hw, probs := HardwareOf(e.Cluster)
 	if probs != nil {
 		return nil, formats.ErrorList{{Path: "provenance.embedded.cluster", Rule: probs[0]}}
 	}
@@ -79,7 +78,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	for i := range e.Profiles {
 		profs[i] = &e.Profiles[i]
 	}
-	t, probs := pc.NewTask(c, "provenance.embedded.workload.cascades", profs, hw.GPU, hw.Mem)
+	t, probs := NewTask(c, "provenance.embedded.workload.cascades", profs, hw.GPU, hw.Mem)
 	if probs != nil {
 		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: probs[0]}}
 	}
@@ -94,7 +93,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 // replays: pass a held-out test task to keep planning and serving data apart, §8.14).
 // One Manual stage per model (the policy forwards or completes at each batch's end), one
 // worker per replica on its first GPU.
-func NewDeployment(cp *formats.CascadePlan, t *pc.Task, hw pc.Hardware, slo time.Duration, qpsMax float64) (*dataplane.Deployment, error) {
+func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Duration, qpsMax float64) (*dataplane.Deployment, error) {
 	d := &dataplane.Deployment{Kind: Kind}
 	idx := map[string]int{}
 	for i, m := range t.Models {
@@ -102,7 +101,7 @@ func NewDeployment(cp *formats.CascadePlan, t *pc.Task, hw pc.Hardware, slo time
 	}
 	maxB := cp.MaxBatch
 	if maxB <= 0 {
-		maxB = pc.MaxBatch
+		maxB = DefaultMaxBatch
 	}
 	stageOf := map[string]dataplane.StageID{}
 	stageModel := []int{}
@@ -141,7 +140,7 @@ func NewDeployment(cp *formats.CascadePlan, t *pc.Task, hw pc.Hardware, slo time
 	}
 	tab := gearTable{PollMs: cp.PollMs, Alpha: cp.Alpha, MaxBatch: maxB}
 	if tab.PollMs <= 0 {
-		tab.PollMs = pc.PollMs
+		tab.PollMs = DefaultPollMs
 	}
 	repsOf := map[string][]int{}
 	for i, r := range cp.Placement {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
 // NewPolicy builds one of this data plane's policies (cfg.Policy empty = "cascadeserve").
@@ -16,23 +15,32 @@ func NewPolicy(cfg dataplane.Config) (dataplane.Policy, error) {
 }
 
 // Sample builds a small random cascade deployment from r for the conformance harness: two
-// or three BERT stand-ins with random validation samples, one or two GPUs, two to four
-// gears with random cascades, thresholds, shares and triggers.
+// or three models with random latency curves and per-sample outputs, one or two GPUs, two
+// to four gears with random cascades, thresholds, shares and triggers.
 func Sample(r *rand.Rand) *dataplane.Deployment {
-	f := pc.BERT
 	k := 2 + r.IntN(2)
-	f.Models = append([]pc.StandinModel(nil), pc.BERT.Models[:k]...)
-	f.MaxBatch = 32
-	c := &formats.Cascade{Name: "sample", Models: f.Names(), QPSMax: 500, Validation: f.Generate(50+r.IntN(100), r.Uint64())}
-	t, probs := pc.NewTask(c, "sample", []*formats.Profile{f.Profile()}, f.GPU, f.GPUMem)
-	if probs != nil {
-		panic(fmt.Sprintf("cascade.Sample: %v", probs))
+	n := 50 + r.IntN(100)
+	t := &Task{Name: "sample", N: n}
+	for m := 0; m < k; m++ {
+		base, per := 1000+float64(r.IntN(8000)), float64(r.IntN(2000))
+		mi := ModelInfo{Name: fmt.Sprintf("m%d", m), LatUs: []float64{0}, Parts: []int64{int64(1+r.IntN(4)) << 28}}
+		for b := 1; b <= 32; b++ {
+			mi.LatUs = append(mi.LatUs, base+per*float64(b))
+		}
+		mi.Rt1, mi.RtOpt = mi.LatUs[1]/1e6, mi.LatUs[32]/32/1e6
+		t.Models = append(t.Models, mi)
+		cert, right := make([]float64, n), make([]bool, n)
+		for s := range cert {
+			cert[s] = r.Float64()
+			right[s] = r.Float64() < 0.5+cert[s]/2
+		}
+		t.Cert, t.Correct = append(t.Cert, cert), append(t.Correct, right)
 	}
-	n := 1 + r.IntN(2)
+	nGPU := 1 + r.IntN(2)
 	cp := &formats.CascadePlan{Task: "sample", PollMs: 50 + float64(r.IntN(100)), Alpha: float64(1 + r.IntN(8)), MaxBatch: 64}
 	reps := map[string]int{}
 	for m := range t.Models {
-		for g := 0; g < n; g++ {
+		for g := 0; g < nGPU; g++ {
 			if g == 0 || r.IntN(2) == 0 {
 				cp.Placement = append(cp.Placement, formats.Replica{Model: t.Models[m].Name, GPUs: []int{g}})
 				reps[t.Models[m].Name]++
@@ -66,7 +74,7 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 		}
 		cp.Gears = append(cp.Gears, g)
 	}
-	d, err := NewDeployment(cp, t, pc.Hardware{GPU: f.GPU, N: n, PerServer: 2, Mem: f.GPUMem}, 200*time.Millisecond, 500)
+	d, err := NewDeployment(cp, t, Hardware{GPU: "V100", N: nGPU, PerServer: 2, Mem: 32 << 30}, 200*time.Millisecond, 500)
 	if err != nil {
 		panic(fmt.Sprintf("cascade.Sample built an invalid deployment: %v", err))
 	}

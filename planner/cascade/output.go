@@ -6,39 +6,20 @@ import (
 	"math"
 	"strconv"
 
+	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 )
 
 // Online defaults (spec §3, §5).
 const (
-	PollMs   = 100
-	Alpha    = 8
-	MaxBatch = 1000
+	PollMs   = dpc.DefaultPollMs
+	Alpha    = dpc.DefaultAlpha
+	MaxBatch = dpc.DefaultMaxBatch
 )
 
 // ToolVersion is recorded in plans.
 var ToolVersion = "dev"
-
-// HardwareOf returns the planner's view of cluster cl (one GPU type: CascadeServe plans a
-// homogeneous cluster).
-func HardwareOf(cl *formats.Cluster) (Hardware, []string) {
-	if cl == nil || len(cl.GPUs) == 0 {
-		return Hardware{}, []string{"cluster: gpus: must list one GPU pool"}
-	}
-	if len(cl.GPUs) > 1 {
-		return Hardware{}, []string{fmt.Sprintf("cluster: gpus: %d pools: CascadeServe plans one GPU type (give one pool)", len(cl.GPUs))}
-	}
-	g := cl.GPUs[0]
-	hw := Hardware{GPU: g.Type, N: g.Count, PerServer: g.PerServer, Mem: g.MemoryBytes}
-	if hw.PerServer <= 0 {
-		hw.PerServer = hw.N
-	}
-	if hw.Mem <= 0 {
-		return hw, []string{fmt.Sprintf("cluster: gpus[0].memory_bytes: %d: CascadeServe needs the GPU memory", g.MemoryBytes)}
-	}
-	return hw, nil
-}
 
 // Solve plans the workload's (single) cascades entry and returns the plan document.
 func Solve(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan, *Result, error) {

@@ -5,15 +5,6 @@ import (
 	"sort"
 )
 
-// Hardware is the cluster as the planner sees it: n GPUs of one type, PerServer to a
-// server, Mem bytes each.
-type Hardware struct {
-	GPU       string
-	N         int
-	PerServer int
-	Mem       int64
-}
-
 // fullReplication places every model of use on every GPU; a w-GPU model gets one replica
 // per aligned group of w GPUs inside each server (never across servers, §4.4).
 func (t *Task) fullReplication(hw Hardware, use []bool) []Replica {
