@@ -185,3 +185,13 @@ func F32ToF16(f float32) uint16 { return f32to16(f) }
 
 // F16ToF32 widens a half float exactly.
 func F16ToF32(h uint16) float32 { return f16to32(h) }
+
+// Specs returns a model's input and output tensor specs (false: unknown model), without
+// ModelInfo's allocations (the gRPC hot path).
+func (s *Server) Specs(model string) (in, out TensorSpec, ok bool) {
+	spec, _, ok := s.model(model)
+	if !ok {
+		return TensorSpec{}, TensorSpec{}, false
+	}
+	return spec.in, spec.out, true
+}

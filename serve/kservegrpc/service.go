@@ -103,11 +103,10 @@ func (x *Service) notFound(name string) error {
 // ModelInfer implements the RPC: one input tensor (typed contents or raw; FP16 raw), served
 // by serve.Server.Infer.
 func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
-	md, ok := x.s.ModelInfo(r.GetModelName())
+	spec, outSpec, ok := x.s.Specs(r.GetModelName())
 	if !ok {
 		return nil, x.notFound(r.GetModelName())
 	}
-	spec := md.Inputs[0]
 	if len(r.GetInputs()) != 1 {
 		return nil, status.Errorf(codes.InvalidArgument, "inputs: %d tensors: the model takes exactly one (%s)", len(r.GetInputs()), spec.Name)
 	}
@@ -116,8 +115,8 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 		return nil, status.Errorf(codes.InvalidArgument, "raw_input_contents: %d entries for %d inputs: one per input, in order", len(r.GetRawInputContents()), len(r.GetInputs()))
 	}
 	for _, o := range r.GetOutputs() {
-		if o.GetName() != md.Outputs[0].Name {
-			return nil, status.Errorf(codes.InvalidArgument, "outputs: %q: the model's output is %q", o.GetName(), md.Outputs[0].Name)
+		if o.GetName() != outSpec.Name {
+			return nil, status.Errorf(codes.InvalidArgument, "outputs: %q: the model's output is %q", o.GetName(), outSpec.Name)
 		}
 	}
 	in := r.GetInputs()[0]
