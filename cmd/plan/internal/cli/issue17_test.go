@@ -30,6 +30,8 @@ func TestBadInputIssue17(t *testing.T) {
 		// Item 3: durations and rates beyond the engine's µs clock.
 		{name: "simulate latency 1e308", args: []string{"simulate", huge, "--load", "0.5", "--duration", "1s"}, code: ExitUsage,
 			want: []string{huge + ": ppipe.models[0].pipelines[0].partitions[0].stage_latency_us: 1e+308: must be <= 3.1536e+13"}},
+		{name: "serve latency 1e308", args: []string{"serve", huge, "--addr", "127.0.0.1:0"}, code: ExitUsage,
+			want: []string{huge + ": ppipe.models[0].pipelines[0].partitions[0].stage_latency_us: 1e+308: must be <= 3.1536e+13"}},
 		{name: "validate latency 1e308", args: []string{"validate", huge}, code: ExitUsage,
 			want: []string{huge + ": ppipe.models[0].pipelines[0].partitions[0].stage_latency_us: 1e+308: must be <= 3.1536e+13"}},
 		// Item 8: a solver time limit without any provisioning is no plan (exit 1), not bad input.
