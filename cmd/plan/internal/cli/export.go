@@ -48,8 +48,8 @@ exporter the plan's system registers for the target:
 
 Output is deterministic. Every file is checked against the target's schema before anything
 is written; DIR is then written atomically. With --output json: {plan, system, target, dir,
-files}. Exit 2: the plan cannot be read, its system has
-no exporter for the target, or DIR exists and is not empty (use --force to replace it).`,
+files}. Exit 2: the plan cannot be read, its system has no exporter for the target, or DIR
+exists and is not empty (use --force to replace it).`,
 		Example: `  plan export plan.json --to triton -o repo/
   plan export plan.json --to triton -o repo/ --model resnet50.onnx --force
   plan export plan.json --to kserve -o manifests/ --storage-uri s3://models/plan
