@@ -56,6 +56,7 @@ type Planner struct {
 	alpha          float64
 	rounding       string
 	batchAllowance bool
+	arrivalRate    float64
 	noWarmStart    bool
 	fillSurplus    bool
 	replicas       int
@@ -68,6 +69,7 @@ func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.alpha, "alpha", ppipe.DefaultAlpha, "SLO margin α: plan with T' = SLO − round(α·SLO)")
 	f.StringVar(&o.rounding, "rounding", ppipe.RoundingPipeline, "GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)")
 	f.BoolVar(&o.batchAllowance, "batch-allowance", false, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
+	f.Float64Var(&o.arrivalRate, "arrival-rate", 0, "λ̂ in requests/s for --batch-allowance (default: each model's workload rate_rps, else the NP estimate)")
 	f.BoolVar(&o.noWarmStart, "no-warm-start", false, "do not start the MILP from the NP plan")
 	f.BoolVar(&o.fillSurplus, "fill-surplus", true, "hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate")
 	f.IntVar(&o.replicas, "replicas", 1, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
@@ -92,7 +94,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		Strategy: s.Strategy, MaxPartitions: o.maxPartitions, Alpha: alpha, SLO: s.SLO,
 		TimeLimit: s.TimeLimit, Gap: s.Gap, BatchAllowance: o.batchAllowance, Rounding: o.rounding,
 		NoWarmStart: o.noWarmStart, Deterministic: s.Deterministic, Replicas: o.replicas,
-		FillSurplus: o.fillSurplus, Progress: s.Progress,
+		FillSurplus: o.fillSurplus, Progress: s.Progress, ArrivalRate: o.arrivalRate,
 	}
 	if s.ToolVersion != "" {
 		ppipe.ToolVersion = s.ToolVersion
@@ -257,6 +259,13 @@ func resolveOptions(plan *formats.Plan, timeLimit time.Duration) (ppipe.Options,
 	o.NoWarmStart = rec["warm_start"] == "false"
 	// Plans written before the option existed had no surplus filling.
 	o.FillSurplus = rec["fill_surplus"] == "true"
+	if v, ok := rec["arrival_rate"]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, "arrival_rate: "+v)
+		}
+		o.ArrivalRate = f
+	}
 	if v, ok := rec["replicas"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
