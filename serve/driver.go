@@ -388,6 +388,19 @@ func (d *driver) afterEvent() {
 	d.arm()
 }
 
+// rotateIfIdle gives the current generation a fresh engine when nothing is in flight (the
+// server went idle after a burst: the old engine's tables were sized for it).
+func (d *driver) rotateIfIdle() {
+	if g := d.gen; g.outstanding == 0 && d.migrating == nil && !d.draining && d.issued(g) > 0 {
+		if err := d.attach(g); err != nil {
+			d.log.Error("rotating the engine", "err", err)
+		}
+		// The timer heap's array was sized for the burst too (the old engine's entries are
+		// stale now; they fire and are ignored).
+		d.timers = append(dataplane.TimeHeap[timerItem](nil), d.timers...)
+	}
+}
+
 // issued is the number of request IDs g's engine handed out. The engine forgets answered
 // requests (Compact), but IDs are 32-bit and policies may keep per-ID state, so the engine
 // is still rotated now and then.

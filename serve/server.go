@@ -175,9 +175,11 @@ func (s *Server) releaseWhenIdle(tick time.Duration, idle int) {
 			last, quiet, dirty = n, 0, true
 		case dirty:
 			if quiet++; quiet >= idle {
-				// Two collections first: objects in sync.Pools (net/http's per-connection
+				// A fresh engine lets the old one's tables and arenas go (sized for the
+				// burst), then two collections: objects in sync.Pools (net/http's per-connection
 				// buffers, thousands after a burst) survive one GC in the pools' victim
 				// cache and would pin their spans.
+				s.d.do(s.d.rotateIfIdle)
 				runtime.GC()
 				runtime.GC()
 				debug.FreeOSMemory()
