@@ -71,6 +71,10 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}
+	if opts.ExpectedRequests > 0 {
+		// Before NewEngine: the engine arms a Ticker policy's first tick on this heap.
+		s.heap = make(evheap, 0, 1024)
+	}
 	eng, err := dataplane.NewEngine(dep, pol, s)
 	if err != nil {
 		return nil, err
@@ -78,7 +82,6 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	s.Engine = eng
 	if opts.ExpectedRequests > 0 {
 		eng.ReserveRequests(opts.ExpectedRequests)
-		s.heap = make(evheap, 0, 1024)
 	}
 	if opts.Observe != nil {
 		eng.Observe(opts.Observe)
