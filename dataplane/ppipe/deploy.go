@@ -61,7 +61,12 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	type group struct {
 		key    groupKey
 		slices int
+		// levels lists every slice's vGPU level, in partition order, for a stage-rounded
+		// group (key.v = 0: all levels of one model, stage index and GPU type share GPUs).
+		levels []int
+		packed [][]int
 	}
+	stageRounded := p.PPipe.Rounding() == formats.RoundingStage
 	var groups []*group
 	gindex := map[groupKey]*group{}
 	for mi, m := range p.PPipe.Models {
@@ -103,6 +108,9 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 					continue
 				}
 				k := groupKey{mi, di, part.GPU, part.VGPU}
+				if stageRounded {
+					k.v = 0
+				}
 				g := gindex[k]
 				if g == nil {
 					g = &group{key: k}
@@ -110,13 +118,28 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 					groups = append(groups, g)
 				}
 				g.slices += part.Count
+				for c := 0; stageRounded && c < part.Count; c++ {
+					g.levels = append(g.levels, part.VGPU)
+				}
 			}
 		}
 	}
 	// GPU demand per type versus the cluster.
+	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs formats.PackSlices
+	// lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs charges, so the
+	// deployment refuses exactly what validation refuses (issue 17 item 2).
+	gpusOf := func(g *group) int {
+		if g.key.v == 0 {
+			return len(g.packed)
+		}
+		return ceilDiv(g.slices, g.key.v)
+	}
 	need := map[string]int{}
 	for _, g := range groups {
-		need[g.key.gpu] += ceilDiv(g.slices, g.key.v)
+		if g.key.v == 0 {
+			g.packed = formats.PackSlices(g.levels)
+		}
+		need[g.key.gpu] += gpusOf(g)
 	}
 	types := make([]string, 0, len(need))
 	for t := range need {
@@ -160,7 +183,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		used := 0
 		for _, g := range groups {
 			if g.key.gpu == t {
-				used = ceilDiv(used, per)*per + ceilDiv(g.slices, g.key.v)
+				used = ceilDiv(used, per)*per + gpusOf(g)
 			}
 		}
 		aligned[t] = used <= pool.Count
@@ -169,6 +192,9 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	type cursor struct {
 		gpus  []int // GPUs of the group
 		slice int   // next slice index within the group
+		// gpuOf and slotOf place slice i of a stage-rounded group: on gpus[gpuOf[i]], as
+		// its slotOf[i]-th slice.
+		gpuOf, slotOf []int
 	}
 	cursors := map[groupKey]*cursor{}
 	for _, g := range groups {
@@ -178,8 +204,17 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		if aligned[g.key.gpu] {
 			n = ceilDiv(n, per) * per
 		}
-		cnt := ceilDiv(g.slices, g.key.v)
-		cursors[g.key] = &cursor{gpus: typeGPU[g.key.gpu][n : n+cnt]}
+		cnt := gpusOf(g)
+		cur := &cursor{gpus: typeGPU[g.key.gpu][n : n+cnt]}
+		if g.key.v == 0 {
+			cur.gpuOf, cur.slotOf = make([]int, g.slices), make([]int, g.slices)
+			for gi, on := range g.packed {
+				for slot, i := range on {
+					cur.gpuOf[i], cur.slotOf[i] = gi, slot
+				}
+			}
+		}
+		cursors[g.key] = cur
 		nextGPU[g.key.gpu] = n + cnt
 	}
 
@@ -214,11 +249,18 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 						st.XferPerSampleUs = 8 * float64(st.OutBytes) / bw
 					}
 				}
-				cur := cursors[groupKey{mi, di, part.GPU, part.VGPU}]
+				gk := groupKey{mi, di, part.GPU, part.VGPU}
+				if stageRounded {
+					gk.v = 0
+				}
+				cur := cursors[gk]
 				pool, _ := cl.Pool(part.GPU)
 				for c := 0; c < part.Count; c++ {
 					gi := cur.gpus[cur.slice/part.VGPU]
 					slot := cur.slice % part.VGPU
+					if cur.gpuOf != nil {
+						gi, slot = cur.gpus[cur.gpuOf[cur.slice]], cur.slotOf[cur.slice]
+					}
 					cur.slice++
 					w := dataplane.WorkerID(len(d.Topo.Workers))
 					name := fmt.Sprintf("%s#%d", part.GPU, gi)
