@@ -397,13 +397,27 @@ func (p *planning) latencyLoop() ([]Gear, []Replica, error) {
 	downgrade := func(r int) error {
 		if assign[r] >= len(p.P)-1 {
 			// [ours] r already runs the cheapest cascade: the shortfall comes from memory or
-			// GPU time the other ranges' models take, so the highest range that can still
-			// give way does.
+			// GPU time the other ranges' models take, so a range using the most
+			// memory-hungry model gives way (the highest such range).
+			best, bestMem := -1, int64(-1)
 			for r2 := n - 1; r2 >= 0; r2-- {
-				if assign[r2] < len(p.P)-1 {
-					r = r2
-					break
+				if assign[r2] >= len(p.P)-1 {
+					continue
 				}
+				var mem int64
+				for _, m := range p.P[assign[r2]].Models {
+					var b int64
+					for _, x := range p.t.Models[m].Parts {
+						b += x
+					}
+					mem = max(mem, b)
+				}
+				if mem > bestMem {
+					best, bestMem = r2, mem
+				}
+			}
+			if best >= 0 {
+				r = best
 			}
 		}
 		assign[r]++
