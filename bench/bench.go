@@ -10,8 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 
+	"github.com/plan-dev/plan/formats"
 	"github.com/spf13/pflag"
 )
 
@@ -79,3 +82,19 @@ func Pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
 // Usage marks err as a usage error (it then matches ErrUsage too).
 func Usage(err error) error { return usageError{err.Error()} }
+
+// PrepareReport applies the one output rule to a --report directory before any work: it may
+// exist (and must then be a writable directory) or be created in a directory that exists;
+// nothing is created on the way (issue 17 item 10). An empty dir means no report.
+func PrepareReport(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := formats.CheckOutputDir(dir); err != nil {
+		return Usagef("--report: %q: %v", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return Usagef("--report: %q: %v", dir, err)
+	}
+	return nil
+}

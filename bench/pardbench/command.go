@@ -76,6 +76,9 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 }
 
 func (o *Command) Run(ctx context.Context, env bench.Env) error {
+	if err := bench.PrepareReport(o.report); err != nil {
+		return err
+	}
 	start := time.Now()
 	bo := BenchOptions{}
 	if o.quick {

@@ -76,6 +76,9 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 }
 
 func (o *Command) Run(ctx context.Context, env bench.Env) error {
+	if err := bench.PrepareReport(o.report); err != nil {
+		return err
+	}
 	cfg := Config{
 		Large: !o.small, Seed: o.seed, MaxPartitions: 2, Ablation: !o.noAbl, Parallel: o.parallel,
 		Duration: 30 * dataplane.Second, TimeLimit: 60 * time.Second,
