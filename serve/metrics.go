@@ -61,10 +61,10 @@ type metrics struct {
 }
 
 type modelSeries struct {
-	requests                                 prometheus.Counter
-	completed, late, dropped, errored, other prometheus.Counter
-	latency                                  prometheus.Observer
-	inflight, queued                         prometheus.Gauge
+	requests                          prometheus.Counter
+	completed, late, dropped, errored prometheus.Counter
+	latency                           prometheus.Observer
+	inflight, queued                  prometheus.Gauge
 }
 
 type workerSeries struct {
