@@ -72,6 +72,7 @@ type pquery struct {
 // build indexes the pool of every stage the dispatcher's pipelines use.
 func (ix *poolIndex) build(p *PPipe) {
 	ix.nw, ix.ns = p.nw, p.ns
+	ix.trees = nil
 	ix.wLeaves = make([][]leafRef, p.nw)
 	ix.sLeaves = make([][]leafRef, p.ns)
 	ix.wf = make([]bool, len(p.res.bu))
