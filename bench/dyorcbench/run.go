@@ -48,7 +48,7 @@ const MixShare = 0.5
 var AllApps = []string{"gill", "kc", "debate", "image", "mix"}
 
 // AllPolicies are DyOrc and its baselines.
-var AllPolicies = []string{"dyorc", "dyorc-replan", "dyorc-argmax", "dyorc-greedy", "dyorc-roundrobin", "dyorc-tis", "dyorc-oracle"}
+var AllPolicies = []string{"dyorc", "dyorc-replan", "dyorc-argmax", "dyorc-greedy", "dyorc-roundrobin", "dyorc-ray", "dyorc-tis", "dyorc-oracle"}
 
 // Row is one (app, policy) result, averaged over seeds.
 type Row struct {

@@ -264,3 +264,19 @@ func (m *Meta) Comm(from, to, sv, items int) float64 {
 	}
 	return t + b/n.NetBpus + n.NetLatUs
 }
+
+// Tier3 is the cost of moving the outputs as general data (serialised RPC) even between
+// services on the same GPU: how Ray Serve passes every hop (spec §5.3).
+func (m *Meta) Tier3(from, to, sv, items int) float64 {
+	if from < 0 || sv < 0 {
+		return 0
+	}
+	s := &m.W.Services[sv]
+	b := float64(s.OutBytes) * float64(max(items, 1))
+	n := &m.Net
+	t := b/n.SerBpus + n.SerLatUs
+	if from == to || m.GPUServer[from] == m.GPUServer[to] {
+		return t + b/n.SockBpus
+	}
+	return t + b/n.NetBpus + n.NetLatUs
+}

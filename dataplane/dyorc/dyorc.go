@@ -26,6 +26,23 @@ const (
 	// ModeFixed is the Triton-like baseline: the plan's placement, frozen (no loading); each
 	// call goes to the replica with the earliest estimated finish.
 	ModeFixed
+	// ModeRay is the Ray-Serve-like baseline (spec §5.3): per-service replica sets routed by
+	// the power of two choices, batches of at most RayMaxBatch, tier-3 messages on every hop,
+	// and reactive autoscaling with Ray's documented defaults (target 2 ongoing requests per
+	// replica, 10 s metrics interval, 30 s upscale delay, 600 s downscale delay); new replicas
+	// load from disk. [ours] Co-located replicas time-share the GPU one batch at a time (no
+	// processor sharing) and a service keeps at least one replica.
+	ModeRay
+)
+
+// Ray-like defaults (spec §5.3, §6 #17).
+const (
+	RayMaxBatch       = 10
+	RayTargetOngoing  = 2.0
+	RayInterval       = 10 * dataplane.Second
+	RayUpscaleDelay   = 30 * dataplane.Second
+	RayDownscaleDelay = 600 * dataplane.Second
+	rayTick           = -2 // timer key of the autoscaler
 )
 
 // Options configure a scheduler.
@@ -131,6 +148,10 @@ type Policy struct {
 	rr    int
 	warm  bool
 	st    Stats
+	// Ray-like state: replicas per service, since when each was over/under target.
+	rayRep          [][]int
+	rayOver, rayIdle []dataplane.Time
+	rayRng          uint64
 	// DP scratch.
 	h, h2 []float64
 	bp    [][]int
@@ -185,7 +206,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 // Handle implements dataplane.Policy.
 func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	if !p.warm {
-		p.prewarm(out)
+		p.prewarm(now, out)
 	}
 	switch ev.Kind {
 	case dataplane.EvArrival:
@@ -239,6 +260,11 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.startLoad(now, d, out)
 		p.tryStart(now, d, out)
 	case dataplane.EvTimer:
+		if ev.Key == rayTick {
+			p.rayScale(now)
+			out.SetTimer(now+RayInterval, rayTick)
+			return
+		}
 		d := int(ev.Key)
 		if d >= 0 && d < len(p.devs) {
 			p.devs[d].timerAt = dataplane.Never
@@ -248,8 +274,23 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 }
 
 // prewarm loads the plan's placement at once (the initial state DyOrc starts from, §6 #20).
-func (p *Policy) prewarm(out *dataplane.Decisions) {
+func (p *Policy) prewarm(now dataplane.Time, out *dataplane.Decisions) {
 	p.warm = true
+	if p.opt.Mode == ModeRay {
+		ns := len(p.m.W.Services)
+		p.rayRep = make([][]int, ns)
+		p.rayOver, p.rayIdle = make([]dataplane.Time, ns), make([]dataplane.Time, ns)
+		for i := range p.rayOver {
+			p.rayOver[i], p.rayIdle[i] = -1, -1
+		}
+		for g, svcs := range p.m.Warm {
+			for _, sv := range svcs {
+				p.rayRep[sv] = append(p.rayRep[sv], g)
+			}
+		}
+		p.rayRng = p.opt.Seed*0x9e3779b97f4a7c15 + 1
+		out.SetTimer(now+RayInterval, rayTick)
+	}
 	for g, svcs := range p.m.Warm {
 		for _, sv := range svcs {
 			s := &p.m.W.Services[sv]
@@ -297,6 +338,8 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 		p.rr++
 	case p.opt.Mode == ModeFixed:
 		dev = p.bestFixed(now, t0, rs, sv, items)
+	case p.opt.Mode == ModeRay:
+		dev = p.rayRoute(sv)
 	case spec && !p.opt.Replan && len(rs.chain) > 0 && rs.chain[0].svc == sv:
 		// The call matches the next reservation: bind it there, no DP (§2.6 3).
 		dev = rs.chain[0].dev
@@ -349,7 +392,11 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 			rs.expect = rs.chain[0].svc
 		}
 	}
-	ready := max(t0, now+dataplane.Time(math.Ceil(p.m.Comm(rs.prevDev, dev, rs.prevSvc, rs.prevItems))))
+	comm := p.m.Comm(rs.prevDev, dev, rs.prevSvc, rs.prevItems)
+	if p.opt.Mode == ModeRay && rs.prevSvc >= 0 {
+		comm = p.m.Tier3(rs.prevDev, dev, rs.prevSvc, rs.prevItems)
+	}
+	ready := max(t0, now+dataplane.Time(math.Ceil(comm)))
 	p.seq++
 	dv := &p.devs[dev]
 	dv.queue = append(dv.queue, &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq})
@@ -662,7 +709,7 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 	total := 0
 	keep := dv.queue[:0]
 	for _, t := range dv.queue {
-		if t.svc == head.svc && t.ready <= now && (t == head || total+t.items <= s.MaxBatch) {
+		if t.svc == head.svc && t.ready <= now && (t == head || total+t.items <= p.maxBatch(head.svc)) {
 			members = append(members, t)
 			total += t.items
 			continue
@@ -705,7 +752,9 @@ func (p *Policy) ensureLoad(now dataplane.Time, d, sv int, real bool, out *datap
 	}
 	for i := range dv.loadQ {
 		if dv.loadQ[i].svc == sv {
+			// A real task may evict what a waiting reservation's load could not: retry.
 			dv.loadQ[i].real = dv.loadQ[i].real || real
+			p.startLoad(now, d, out)
 			return
 		}
 	}
@@ -798,7 +847,7 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 		}
 	}
 	srv := p.m.GPUServer[d]
-	dur := dataplane.Time(math.Ceil(p.m.LoadUs(l.svc, !p.hostC[srv][l.svc])))
+	dur := dataplane.Time(math.Ceil(p.m.LoadUs(l.svc, !p.hostC[srv][l.svc] || p.opt.Mode == ModeRay)))
 	p.hostC[srv][l.svc] = true
 	out.Load(p.m.Holder[d][l.svc], s.Name, s.Bytes, dur)
 	dv.loading, dv.loadETA = l.svc, now+dur
@@ -806,4 +855,102 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 	dv.loadQ = slices.Delete(dv.loadQ, pick, pick+1)
 	dv.dirty = true
 	p.st.Loads++
+}
+
+// maxBatch is the batch cap of service sv under this scheduler.
+func (p *Policy) maxBatch(sv int) int {
+	if p.opt.Mode == ModeRay {
+		return min(RayMaxBatch, p.m.W.Services[sv].MaxBatch)
+	}
+	return p.m.W.Services[sv].MaxBatch
+}
+
+// ongoing counts the queued and running tasks of service sv on GPU d.
+func (p *Policy) ongoing(d, sv int) int {
+	dv := &p.devs[d]
+	n := 0
+	if dv.running && dv.runSvc == sv {
+		n++
+	}
+	for _, t := range dv.queue {
+		if t.svc == sv {
+			n++
+		}
+	}
+	return n
+}
+
+// rayRoute picks the less busy of two random replicas of sv (Ray Serve's default router);
+// a service without replicas gets one on the least busy GPU.
+func (p *Policy) rayRoute(sv int) int {
+	reps := p.rayRep[sv]
+	if len(reps) == 0 {
+		p.rayAdd(sv)
+		reps = p.rayRep[sv]
+	}
+	next := func() int {
+		p.rayRng ^= p.rayRng << 13
+		p.rayRng ^= p.rayRng >> 7
+		p.rayRng ^= p.rayRng << 17
+		return int(p.rayRng % uint64(len(reps)))
+	}
+	a, b := reps[next()], reps[next()]
+	if p.ongoing(b, sv) < p.ongoing(a, sv) {
+		return b
+	}
+	return a
+}
+
+// rayAdd adds a replica of sv on the GPU with the least queued work that has none.
+func (p *Policy) rayAdd(sv int) {
+	best, bestN := -1, 0
+	for g := range p.devs {
+		if slices.Contains(p.rayRep[sv], g) {
+			continue
+		}
+		n := len(p.devs[g].queue)
+		if best < 0 || n < bestN {
+			best, bestN = g, n
+		}
+	}
+	if best >= 0 {
+		p.rayRep[sv] = append(p.rayRep[sv], best)
+	}
+}
+
+// rayScale is the autoscaler's control loop: a service whose ongoing requests per replica
+// stay above the target for the upscale delay gets one more replica; one idle for the
+// downscale delay loses one (keeping one).
+func (p *Policy) rayScale(now dataplane.Time) {
+	for sv := range p.rayRep {
+		reps := p.rayRep[sv]
+		if len(reps) == 0 {
+			continue
+		}
+		n := 0
+		for _, g := range reps {
+			n += p.ongoing(g, sv)
+		}
+		per := float64(n) / float64(len(reps))
+		switch {
+		case per > RayTargetOngoing:
+			p.rayIdle[sv] = -1
+			if p.rayOver[sv] < 0 {
+				p.rayOver[sv] = now
+			} else if now-p.rayOver[sv] >= RayUpscaleDelay {
+				p.rayAdd(sv)
+				p.rayOver[sv] = -1
+			}
+		case n == 0:
+			p.rayOver[sv] = -1
+			if p.rayIdle[sv] < 0 {
+				p.rayIdle[sv] = now
+			} else if now-p.rayIdle[sv] >= RayDownscaleDelay && len(reps) > 1 {
+				p.rayRep[sv] = reps[:len(reps)-1]
+				p.rayIdle[sv] = -1
+			}
+		default:
+			p.rayOver[sv], p.rayIdle[sv] = -1, -1
+		}
+	}
 }

@@ -35,6 +35,7 @@ func Policies() []dataplane.PolicySpec {
 		mk("dyorc-greedy", "DyOrc data plane, each call placed when made by Eq.1 (no prediction, reactive loads)", ModeGreedy, false),
 		mk("dyorc-roundrobin", "DyOrc data plane, calls placed on GPUs in turn ignoring what is loaded", ModeRoundRobin, false),
 		mk("dyorc-oracle", "DyOrc given each request's true future (requests with a sample): the prediction bound", ModeOracle, false),
+		mk("dyorc-ray", "Ray-Serve-like: replicas per service, power-of-two routing, batches ≤ 10, tier-3 hops, reactive autoscaling with Ray's defaults", ModeRay, false),
 		mk("dyorc-tis", "Triton-like: the plan's placement frozen, each call to the replica with the earliest estimated finish", ModeFixed, false),
 	}
 }
