@@ -149,9 +149,9 @@ type Policy struct {
 	warm  bool
 	st    Stats
 	// Ray-like state: replicas per service, since when each was over/under target.
-	rayRep          [][]int
+	rayRep           [][]int
 	rayOver, rayIdle []dataplane.Time
-	rayRng          uint64
+	rayRng           uint64
 	// DP scratch.
 	h, h2 []float64
 	bp    [][]int
