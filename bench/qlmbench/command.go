@@ -122,6 +122,8 @@ type Result struct {
 	Requests               int
 	Interactive, Batch     float64 // SLO attainment
 	ThroughputRPS, WallSec float64
+	// Counters of the serving operations and the plan generator.
+	Evictions, KVSwaps, ModelSwaps, Replans, Fallbacks int64
 }
 
 // Run implements bench.Bench.
@@ -147,12 +149,12 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	var tab [][]string
 	for _, r := range res {
 		tab = append(tab, []string{r.Policy, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f%%", 100*r.Interactive), fmt.Sprintf("%.1f%%", 100*r.Batch),
-			fmt.Sprintf("%.2f", r.ThroughputRPS), fmt.Sprintf("%.2f", r.WallSec)})
+			fmt.Sprintf("%.2f", r.ThroughputRPS), fmt.Sprintf("%.2f", r.WallSec), fmt.Sprintf("%d/%d", r.Evictions, r.KVSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
 	}
 	if env.JSON {
 		return env.WriteJSON(res)
 	}
-	env.Table([]string{"POLICY", "REQUESTS", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS", "WALL_S"}, tab)
+	env.Table([]string{"POLICY", "REQUESTS", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS", "WALL_S", "EVICT/SWAP", "REPLANS/FALLBACK"}, tab)
 	env.Infof("paper (W_B): QLM +40-90%% SLO attainment over vLLM, above EDF; throughput +20%% over vLLM/EDF\n")
 	return nil
 }
@@ -187,7 +189,8 @@ func Replay(rows []row, profs []formats.LLMProfile, speedup, share float64, wind
 		{Name: "interactive", Model: "mistral-7b", SLO: formats.Duration(20 * time.Second), Interactive: true, RateRPS: 1, InputTokens: tp, OutputTokens: op},
 		{Name: "batch", Model: "mistral-7b", SLO: formats.Duration(10 * time.Minute), RateRPS: 1, InputTokens: tp, OutputTokens: op},
 	}
-	dep, err := dq.Build(classes, dq.Setup{Profiles: profs, Instances: []dq.Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "mistral-7b"}}})
+	dep, err := dq.Build(classes, dq.Setup{Profiles: profs, Instances: []dq.Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "mistral-7b"}},
+		SolveMs: 20, MaxBinaries: 400})
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +224,9 @@ func Replay(rows []row, profs []formats.LLMProfile, speedup, share float64, wind
 		if _, err := s.Run(); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", name, err)
 		}
-		r := Result{Policy: name, Requests: n[0] + n[1], WallSec: time.Since(start).Seconds()}
+		st := p.(*dq.Policy).Stats()
+		r := Result{Policy: name, Requests: n[0] + n[1], WallSec: time.Since(start).Seconds(), Evictions: st.Evictions, KVSwaps: st.KVSwaps,
+			ModelSwaps: st.ModelSwaps, Replans: st.Replans, Fallbacks: st.PlanFallbacks}
 		if n[0] > 0 {
 			r.Interactive = float64(ok[0]) / float64(n[0])
 		}

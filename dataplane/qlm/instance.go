@@ -28,6 +28,8 @@ type seq struct {
 	group   *group
 	ttft    dataplane.Time
 	started bool
+	// admitted is when the sequence last joined a running batch.
+	admitted dataplane.Time
 }
 
 func (s *seq) ctx() int { return s.prompt + s.gen }
@@ -131,8 +133,10 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 			h.needPrefill = true
 			h.inst = in.idx
 			h.started = true
+			h.admitted = now
 			in.running = append(in.running, h)
 		}
+		p.q.admitted(p, in)
 	}
 	// A prefill iteration for newly admitted sequences, else one decode step for all.
 	var iter []*seq

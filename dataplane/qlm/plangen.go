@@ -48,6 +48,9 @@ type PlanOptions struct {
 	// MaxBinaries above which the problem is decomposed (§4.3: assign by least drain time,
 	// then order each queue by deadline); 0 = 4000.
 	MaxBinaries int
+	// SkipStrict goes straight to soft mode (the caller's last strict program was
+	// infeasible and the overload persists: spec §7 #6, #13 — no solve storms).
+	SkipStrict bool
 }
 
 // PlanSolution is the virtual-queue order per instance (indexes into Groups) and how it was
@@ -91,6 +94,9 @@ func SolvePlan(pr *PlanProblem, o PlanOptions) PlanSolution {
 	}
 	if bins <= o.MaxBinaries {
 		for _, soft := range []bool{false, true} {
+			if !soft && o.SkipStrict {
+				continue
+			}
 			if q, obj, err := solveMILP(pr, L, soft, o.TimeLimit); err == nil {
 				s := PlanSolution{Queues: q, Mode: "strict", Fallback: soft, Objective: obj}
 				if soft {

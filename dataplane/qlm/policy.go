@@ -43,6 +43,7 @@ type queue interface {
 	requeue(p *Policy, in *instance, s *seq)
 	preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, need int) bool
 	finished(p *Policy, s *seq)
+	admitted(p *Policy, in *instance)
 	tick(p *Policy, now dataplane.Time)
 }
 
@@ -280,4 +281,5 @@ func (q *plainQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *se
 }
 
 func (q *plainQueue) finished(*Policy, *seq)       {}
+func (q *plainQueue) admitted(*Policy, *instance)  {}
 func (q *plainQueue) tick(*Policy, dataplane.Time) {}

@@ -34,6 +34,7 @@ type qlmQueue struct {
 	// headChanged marks instances whose head group a replan changed (eviction trigger, §2).
 	headChanged []bool
 	lastSolve   dataplane.Time
+	overloaded  bool
 	rct         *RCT
 }
 
@@ -227,7 +228,7 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		}
 		prob.Groups = append(prob.Groups, pg)
 	}
-	po := PlanOptions{TimeLimit: 100 * time.Millisecond, MaxBinaries: 800}
+	po := PlanOptions{TimeLimit: 100 * time.Millisecond, MaxBinaries: 800, SkipStrict: q.overloaded}
 	if p.setup.SolveMs > 0 {
 		po.TimeLimit = time.Duration(p.setup.SolveMs * float64(time.Millisecond))
 	}
@@ -238,6 +239,8 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 	if sol.Fallback {
 		p.stats.PlanFallbacks++
 	}
+	// Stay in soft mode while the soft plan still predicts violations.
+	q.overloaded = sol.Violations > 0
 	for i := range q.vq {
 		q.vq[i] = q.vq[i][:0]
 	}
@@ -305,13 +308,15 @@ func (q *qlmQueue) requeue(_ *Policy, in *instance, s *seq) {
 // preemptFor is the eviction / KV-swap serving operation (spec §2): after a replan put a new
 // group at the head of a busy instance, preempt running sequences of other groups, least
 // generated tokens first, as many as needed to admit the head group's next request.
-func (q *qlmQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *seq, _ int) bool {
+func (q *qlmQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, _ int) bool {
 	if !p.opt.evict || !q.headChanged[in.idx] || in.busy {
 		return false
 	}
 	var v *seq
 	for _, s := range in.running {
-		if s.group == h.group {
+		// Never a sequence of the head group, nor one admitted at this instant (no
+		// admit/evict ping-pong between groups within one step).
+		if s.group == h.group || s.admitted == now {
 			continue
 		}
 		if v == nil || s.gen < v.gen || (s.gen == v.gen && s.id > v.id) {
@@ -327,6 +332,10 @@ func (q *qlmQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *seq,
 }
 
 func (q *qlmQueue) finished(*Policy, *seq) {}
+
+// admitted ends the eviction trigger: a replan's head change preempts once, at the first
+// admission round after it.
+func (q *qlmQueue) admitted(_ *Policy, in *instance) { q.headChanged[in.idx] = false }
 
 func (q *qlmQueue) tick(p *Policy, now dataplane.Time) {
 	q.init(p)
