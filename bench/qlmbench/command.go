@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -86,7 +87,13 @@ func Load(path string) ([]row, error) {
 		return nil, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return Parse(path, f)
+}
+
+// Parse decodes an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens with a header
+// line), rejecting malformed lines and decreasing timestamps with the line number.
+func Parse(path string, r io.Reader) ([]row, error) {
+	sc := bufio.NewScanner(r)
 	var rows []row
 	var t0 time.Time
 	line := 0
@@ -110,6 +117,9 @@ func Load(path string) ([]row, error) {
 		}
 		if line == 2 {
 			t0 = ts
+		}
+		if len(rows) > 0 && ts.Sub(t0).Microseconds() < int64(rows[len(rows)-1].t) {
+			return nil, fmt.Errorf("%s:%d: TIMESTAMP %q: earlier than the previous line", path, line, parts[0])
 		}
 		rows = append(rows, row{t: dataplane.Time(ts.Sub(t0).Microseconds()), in: int32(min(in, 8192)), out: int32(min(out, 2048))})
 	}
