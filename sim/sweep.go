@@ -88,7 +88,7 @@ func PointSeed(seed uint64, load float64, app int) uint64 {
 
 // RunPoint simulates one load factor.
 func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
-	s, err := newPointSim(cfg, load)
+	s, err := newPointSimCompact(cfg, load, true)
 	if err != nil {
 		return nil, err
 	}

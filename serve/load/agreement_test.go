@@ -77,7 +77,7 @@ func TestAgreement(t *testing.T) {
 	spec, _ := sim.ParseArrival("poisson")
 	for _, lf := range []float64{0.5, 0.9} {
 		t.Run(fmt.Sprint(lf), func(t *testing.T) {
-			pt, err := sim.RunPoint(&sim.SweepConfig{Policies: dpppipe.Registry(), Dep: dep, Arrival: spec, Loads: []float64{lf},
+			pt, err := sim.RunPoint(&sim.SweepConfig{Policies: dpppipe.Registry(), Policy: dataplane.Config{Policy: dpppipe.DefaultPolicy}, Dep: dep, Arrival: spec, Loads: []float64{lf},
 				Duration: dataplane.Time(dur / time.Microsecond), Seed: 1}, lf)
 			if err != nil {
 				t.Fatal(err)
