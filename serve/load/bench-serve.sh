@@ -11,12 +11,12 @@
 # and AFTER seconds idle. Then plan vs floor on testdata/serve/wide.json (32 emulated L4s,
 # 2 ms, SLO 50 ms: the GPUs never bind, so the comparison is the HTTP and driver overhead) at
 # FLOOR_RATES: attainment, p50, p99, server CPU per request; the max rate within SLO is the
-# highest rate with ≥ 99% attainment. NICE (default 0) runs the measured processes at that
+# highest rate with ≥ 99% attainment. LOADS="" skips the first part. NICE (default 0) runs the measured processes at that
 # niceness (e.g. NICE=-10 on a machine shared with other jobs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(mktemp -d)}
-LOADS=${LOADS:-"0.9 2 3"}; DURATION=${DURATION:-60s}; AFTER=${AFTER:-30}
+LOADS=${LOADS-"0.9 2 3"}; DURATION=${DURATION:-60s}; AFTER=${AFTER:-30}
 FLOOR_RATES=${FLOOR_RATES:-"1000 2000 3000 4000 6000"}; FLOOR_DURATION=${FLOOR_DURATION:-10s}
 N="nice -n ${NICE:-0}"
 go build -o "$OUT/plan" ./cmd/plan
@@ -38,7 +38,7 @@ start() { # start KIND PLAN → PID in $SP
 }
 cpu() { awk '{print $14+$15}' /proc/$SP/stat; }
 rss() { awk '/VmRSS/{print $2}' /proc/$SP/status; }
-summary() { # summary JSON LABEL CPUTICKS
+summary() { # summary JSON LABEL CPUTICKS [short]
   python3 - "$@" <<'PY'
 import json, sys, os
 d = json.load(open(sys.argv[1])); t = d['points'][0]['total']; ticks = int(sys.argv[3])
@@ -46,11 +46,12 @@ hz = os.sysconf('SC_CLK_TCK')
 print("%-22s offered %6.0f/s  attainment %7.3f%%  goodput %7.1f/s  late %6d  dropped %7d  p50 %7.1f ms  p99 %7.1f ms  server CPU %6.1f µs/req"
       % (sys.argv[2], t['offered_rps'], 100*t['attainment'], t['goodput_rps'], t['late'], t['dropped'],
          t['latency']['p50_us']/1e3, t['latency']['p99_us']/1e3, ticks*1e6/hz/max(t['requests'],1)))
-print("%-22s drops %s" % ("", [(x['stage'], x['reason'], x['count']) for x in (t.get('drops') or [])]))
+if len(sys.argv) < 5:
+    print("%-22s drops %s" % ("", [(x['stage'], x['reason'], x['count']) for x in (t.get('drops') or [])]))
 PY
 }
 
-echo "## serve vs simulate"
+[ -n "$LOADS" ] && echo "## serve vs simulate"
 for L in $LOADS; do
   start serve "$PLAN"
   c0=$(cpu); r0=$(rss); peak=$r0
@@ -62,15 +63,15 @@ for L in $LOADS; do
   summary "$OUT/load-$L.json" "serve load $L" $((c1 - c0))
   echo "                       RSS before ${r0} kB, peak $(cat "$OUT/peak") kB, end ${r1} kB, after ${AFTER}s idle ${r2} kB; $(grep -ho 'max_lag=.*' "$OUT/load-$L.err" | sed 's/max_lag=/generator lag /' || true)"
 done
-$N "$OUT/plan" simulate "$PLAN" --load "$(echo $LOADS | tr ' ' ,)" --duration "$DURATION" --seed 1 -q 2>/dev/null
+[ -n "$LOADS" ] && $N "$OUT/plan" simulate "$PLAN" --load "$(echo $LOADS | tr ' ' ,)" --duration "$DURATION" --seed 1 -q 2>/dev/null
 
-echo "## plan vs floor on testdata/serve/wide.json"
-for K in floor serve; do
-  for R in $FLOOR_RATES; do
+echo "## plan vs floor on testdata/serve/wide.json (interleaved, so both see the same machine)"
+for R in $FLOOR_RATES; do
+  for K in floor serve; do
     start $K testdata/serve/wide.json
     c0=$(cpu)
     $N "$OUT/plan" load "http://$ADDR" --rate "$R" --model w --duration "$FLOOR_DURATION" --seed 1 -O json >"$OUT/$K-$R.json" 2>/dev/null || true
     c1=$(cpu); kill -TERM $SP; wait $SP || true
-    summary "$OUT/$K-$R.json" "$K $R/s" $((c1 - c0)) | head -1
+    summary "$OUT/$K-$R.json" "$K $R/s" $((c1 - c0)) short
   done
 done
