@@ -446,6 +446,13 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
 		return
 	}
+	if age := s.clk.Now() - at; age >= dataplane.Time(spec.sloUs) {
+		// Reading and decoding took the whole SLO (a slow client, a starved machine): the
+		// request cannot finish in time, and the driver need not spend an event on it.
+		s.refuseTimed(w, r, name, req.ID, string(dataplane.DropDeadline), fmt.Sprintf("refused at the door (deadline): the request is %d µs old, its SLO %d µs", age, spec.sloUs), 0, false, false,
+			Timing{LatencyUs: int64(age), SLOUs: spec.sloUs, IntakeUs: int64(age)})
+		return
+	}
 	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
 		s.inflight.Add(-1)
 		s.refuse(w, r, name, req.ID, "overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0, false, false)
@@ -500,6 +507,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 // refuse answers a request the server does not take: 503 with the reason at stage intake,
 // counted as a drop, with Retry-After (retry: when the door reopens; 0 = one second).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool) {
+	s.refuseTimed(w, r, model, id, reason, msg, retry, unread, closeConn, Timing{})
+}
+
+// refuseTimed is refuse with the request's timing so far.
+func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool, t Timing) {
 	s.m.reject(http.StatusServiceUnavailable, reason)
 	s.m.drop(model, "intake", reason)
 	if unread && !closeConn {
@@ -516,7 +528,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, model, id, reaso
 	if closeConn {
 		w.Header().Set("Connection", "close")
 	}
-	writeDropAfter(w, &DropResponse{Error: msg, Model: model, ID: id, Reason: reason, Stage: "intake"}, retry)
+	writeDropAfter(w, &DropResponse{Error: msg, Model: model, ID: id, Reason: reason, Stage: "intake", Timing: t}, retry)
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, limit int64) {

@@ -216,6 +216,19 @@ func TestStrictShape(t *testing.T) {
 func TestDrop(t *testing.T) {
 	p := loadPlan(t, "one-gpu.json")
 	s, ts := testServer(t, Options{Plan: p})
+	// A machine too busy to serve even the burst's first batch within the 25 ms SLO drops
+	// everything: try the burst a few times.
+	var ok, dropped int
+	for try := 0; try < 3 && (ok == 0 || dropped == 0); try++ {
+		ok, dropped = dropBurst(t, s, ts)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ok == 0 || dropped == 0 {
+		t.Errorf("%d served, %d dropped: want both", ok, dropped)
+	}
+}
+
+func dropBurst(t *testing.T, s *Server, ts *httptest.Server) (ok, dropped int) {
 	// Hold the driver for a while so that the burst reaches it at once, whatever the
 	// machine's scheduling: the requests wait at the intake channel meanwhile. Their
 	// deadlines count from their arrival, so the hold (5 ms) must leave time within the
@@ -238,7 +251,6 @@ func TestDrop(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var ok, dropped int
 	for _, r := range res {
 		switch r.code {
 		case 200:
@@ -257,9 +269,7 @@ func TestDrop(t *testing.T) {
 			t.Errorf("status %d: %s", r.code, r.body)
 		}
 	}
-	if ok == 0 || dropped == 0 {
-		t.Errorf("%d served, %d dropped: want both", ok, dropped)
-	}
+	return ok, dropped
 }
 
 func TestHealthAndMetadata(t *testing.T) {
