@@ -57,7 +57,6 @@ type instance struct {
 	cpuBytes int64
 	// drain: a model switch waits for the running batch to finish (spec §7 #15).
 	drain bool
-	swaps int
 }
 
 // Stats are per-run counters a policy reports (bench and tests).
@@ -228,7 +227,6 @@ func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *datapl
 // iterationDone applies the finished iteration at its end time: prefilled sequences get their
 // first token, decoded ones one more; finished sequences complete and free their KV.
 func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.Decisions) {
-	m := p.llmFor(in, in.model)
 	keep := in.running[:0]
 	done := map[*seq]bool{}
 	for _, s := range in.iter {
@@ -255,7 +253,6 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 		}
 		keep = append(keep, s)
 	}
-	_ = m
 	in.running = keep
 	in.iter = in.iter[:0]
 	in.busy = false

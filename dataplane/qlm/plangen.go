@@ -317,13 +317,11 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int,
 				e = append(e, sw[jj]...)
 				qt = append(qt, sw[jj]...)
 			}
-			var slo []solver.Term
 			for _, x := range at[g][j] {
 				c := pr.Groups[x.i].Cost[g]
 				slack := pr.Groups[x.i].Deadline - pr.Now
 				e = append(e, solver.Term{Var: x.v, Coef: c.CMean + M})
 				qt = append(qt, solver.Term{Var: x.v, Coef: c.CQ - slack + M})
-				slo = append(slo, solver.Term{Var: x.v, Coef: slack})
 			}
 			R := pr.Instances[g].Residual
 			// c ≥ ctE − M(1 − o)  ⇔  c − (Σ coef·x) ≥ R − M
@@ -336,7 +334,6 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int,
 				// ctQ − slo ≤ M(1 − o)  ⇔  Σ(coef)·x ≤ M − R
 				m.AddRow(fmt.Sprintf("chance_%d_%d", g, j), math.Inf(-1), M-R, qt...)
 			}
-			_ = slo
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)

@@ -58,7 +58,9 @@ func brute(pr *PlanProblem) float64 {
 // TestPlanMatchesBruteForce: spec §6 CI check 2 — the MILP's optimum equals enumeration for
 // G ≤ 2, N ≤ 5 (strict mode, feasible instances).
 func TestPlanMatchesBruteForce(t *testing.T) {
-	mk := func(w, c, dl, swap float64) *GroupCost { return &GroupCost{WMean: w, WQ: w * 1.2, CMean: c, CQ: c * 1.3, Swap: swap} }
+	mk := func(w, c, dl, swap float64) *GroupCost {
+		return &GroupCost{WMean: w, WQ: w * 1.2, CMean: c, CQ: c * 1.3, Swap: swap}
+	}
 	cases := []struct {
 		name string
 		pr   PlanProblem
@@ -103,5 +105,26 @@ func TestPlanFallbacks(t *testing.T) {
 	sol := SolvePlan(&pr, PlanOptions{})
 	if !sol.Fallback || sol.Mode != "soft" || len(sol.Queues[0]) != 2 || sol.Violations != 2 {
 		t.Fatalf("solution %+v", sol)
+	}
+}
+
+// BenchmarkPlanGenerator: the CI-scale MILP of spec §4.3 (G = 4 instances, N = 16 groups,
+// 3 models); divide ns/op by the requests the groups hold for the per-request overhead.
+func BenchmarkPlanGenerator(b *testing.B) {
+	pr := PlanProblem{}
+	models := []string{"a", "b", "c"}
+	for g := 0; g < 4; g++ {
+		pr.Instances = append(pr.Instances, PlanInstance{Loaded: models[g%3], Residual: float64(g)})
+	}
+	for i := 0; i < 16; i++ {
+		var cs []*GroupCost
+		for g := 0; g < 4; g++ {
+			w := 5 + float64((i*7+g*3)%11)
+			cs = append(cs, &GroupCost{WMean: w, WQ: 1.2 * w, CMean: w + 2, CQ: 1.3 * (w + 2), Swap: 3})
+		}
+		pr.Groups = append(pr.Groups, PlanGroup{ID: i, Model: models[i%3], Deadline: 40 + float64(i*13%90), Pinned: -1, Cost: cs})
+	}
+	for b.Loop() {
+		SolvePlan(&pr, PlanOptions{TimeLimit: time.Second})
 	}
 }

@@ -100,7 +100,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.inst = append(p.inst, x)
 		p.byW[x.w] = x
 	}
-	for i, c := range cls {
+	for _, c := range cls {
 		ok := false
 		for _, in := range p.inst {
 			ok = ok || p.llmFor(in, c.Model) != nil
@@ -108,7 +108,6 @@ func (p *Policy) Attach(v dataplane.View) error {
 		if !ok {
 			return fmt.Errorf("qlm: class %s: model %s has no profile on any instance's GPU", c.Name, c.Model)
 		}
-		_ = i
 	}
 	p.seqs = map[dataplane.ReqID]*seq{}
 	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))

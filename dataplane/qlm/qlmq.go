@@ -2,7 +2,6 @@ package qlm
 
 import (
 	"math"
-	"sort"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -343,5 +342,3 @@ func (q *qlmQueue) tick(p *Policy, now dataplane.Time) {
 		q.replan(p, now)
 	}
 }
-
-var _ = sort.Ints
