@@ -69,7 +69,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "first 3 minutes of virtual time (under 2 minutes)")
 	f.StringVar(&o.trace, "trace", DefaultTrace, "Azure LLM trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens)")
 	f.StringVar(&o.profile, "profile", "testdata/qlm/profile.json", "LLM profile (mistral-7b on A100)")
-	f.Float64Var(&o.speedup, "speedup", 6, "time compression of the trace (rate multiplier)")
+	f.Float64Var(&o.speedup, "speedup", 4, "time compression of the trace (rate multiplier)")
 	f.Float64Var(&o.share, "share", 0.2, "share of latency-sensitive requests")
 	f.Float64Var(&o.minutes, "minutes", 10, "minutes of virtual time replayed")
 	f.StringSliceVar(&o.policies, "policies", nil, "policies (default: all QLM-kind policies)")
