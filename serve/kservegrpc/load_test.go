@@ -30,10 +30,21 @@ func TestLoadOverGRPC(t *testing.T) {
 			if len(res.Samples) == 0 {
 				t.Fatal("no requests sent")
 			}
+			// Every request is answered by the server: 200 with the server's latency, or — on a
+			// machine too busy to keep the schedule — a drop that says why. Never a transport
+			// error, never a drop without a reason.
+			ok := 0
 			for _, smp := range res.Samples {
-				if smp.Status != 200 || smp.ServerLatency <= 0 {
-					t.Fatalf("sample %+v: want 200 with the server's latency", smp)
+				switch {
+				case smp.Status == 200 && smp.ServerLatency > 0:
+					ok++
+				case smp.Status == 503 && smp.Reason != "":
+				default:
+					t.Fatalf("sample %+v: want 200 with the server's latency or 503 with a reason", smp)
 				}
+			}
+			if ok == 0 {
+				t.Fatalf("no request of %d answered 200", len(res.Samples))
 			}
 		})
 	}
