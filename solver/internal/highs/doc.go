@@ -35,5 +35,6 @@
 // native engine wasm traps (out-of-bounds access, which is bounds-checked
 // rather than caught with signals that belong to the Go runtime, and a
 // per-thread stack guard against runaway recursion) end the call the same
-// way.
+// way. (`make native NATIVE_MEMCHECK=guard` trades the bounds checks for
+// guard pages: faster, but an out-of-bounds access then kills the process.)
 package highs

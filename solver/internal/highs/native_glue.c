@@ -14,13 +14,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "native_glue.h"
 #include "_cgo_export.h"
 
-/* Defined in highs_main.c by w2cgen: the sha256 of the wasm the C came from. */
+/* Defined in highs_main.c by w2cgen: the sha256 of the wasm the C came from,
+ * and whether memory is checked with guard pages (w2cgen -guard-pages). */
 extern const char highs_w2c_wasm_sha256[];
+extern const int highs_w2c_guard_pages;
+
+/* GUARD_RESERVE is what wasm-rt reserves per memory in guard-page mode. */
+#define GUARD_RESERVE 0x200000000ul
 
 /* Stack guard state read by the generated code (see w2cgen's prelude). */
 __thread uint32_t highs_w2c_depth;
@@ -414,7 +420,15 @@ highs_w2c_inst* highs_w2c_new(uintptr_t handle, int* trap) {
 }
 
 void highs_w2c_delete(highs_w2c_inst* in) {
+  wasm_rt_memory_t* m = mem(in);
+  uint8_t* data = m->data;
+  uint64_t size = m->size;
   Z_highs_free(&in->mod);
+  if (highs_w2c_guard_pages && data != NULL && size < GUARD_RESERVE) {
+    /* wasm-rt 1.0.32 unmaps only the used size, which would leak the rest
+     * of the reservation's address space per instance. */
+    munmap(data + size, GUARD_RESERVE - size);
+  }
   free(in);
 }
 

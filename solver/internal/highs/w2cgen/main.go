@@ -165,7 +165,7 @@ func run(wasmPath, out string, parts int, wasm2c, rt, memcheck string) error {
 	if err != nil {
 		return err
 	}
-	files, err := split(src, parts, fmt.Sprintf(prelude, filepath.Base(wasmPath), sha, memcheck), sha)
+	files, err := split(src, parts, fmt.Sprintf(prelude, filepath.Base(wasmPath), sha, memcheck), sha, memcheck == memcheckGuard)
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func run(wasmPath, out string, parts int, wasm2c, rt, memcheck string) error {
 // forward declarations, data segments and init code, then every function
 // definition (from a line `static T w2c_NAME(Z_highs_instance_t* instance`
 // to a line `}`), then the exports and the instantiate code.
-func split(src []byte, parts int, prelude, sha string) (map[string][]byte, error) {
+func split(src []byte, parts int, prelude, sha string, guard bool) (map[string][]byte, error) {
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -273,6 +273,9 @@ func split(src []byte, parts int, prelude, sha string) (map[string][]byte, error
 	// library left over from another wasm is refused rather than called
 	// through a wrong export table.
 	fmt.Fprintf(&main, "const char highs_w2c_wasm_sha256[] = %q;\n\n", sha)
+	// The glue frees a guard-page memory's whole reservation (wasm-rt
+	// 1.0.32 unmaps only the used part).
+	fmt.Fprintf(&main, "const int highs_w2c_guard_pages = %d;\n\n", map[bool]int{false: 0, true: 1}[guard])
 	for _, l := range lines[dataStart:firstDef] {
 		main.WriteString(l)
 		main.WriteByte('\n')
