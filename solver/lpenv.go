@@ -52,6 +52,9 @@ func WriteLPFile(dir string, m *Model) (string, error) {
 		return "", err
 	}
 	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp's 0600 would hide the file from other users
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
