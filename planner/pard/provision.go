@@ -244,7 +244,7 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		pool, _ := in.Cluster.Pool(t)
 		m.AddRow("gpus_"+t, -solver.Inf, float64(pool.Count), perType[t]...)
 	}
-	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit})
+	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit, Deterministic: true})
 	if err != nil {
 		return nil, fmt.Errorf("pard provisioning: %w", err)
 	}

@@ -140,7 +140,7 @@ func (s *session) run(phase string, b *built, start []float64, limit time.Durati
 	if remaining < 100*time.Millisecond {
 		remaining = 100 * time.Millisecond
 	}
-	o := solver.Options{TimeLimit: remaining, RelGap: s.p.opts.Gap, Start: start, Log: solverLog}
+	o := solver.Options{TimeLimit: remaining, RelGap: s.p.opts.Gap, Start: start, Log: solverLog, Deterministic: s.p.opts.Deterministic}
 	if f := s.p.opts.Progress; f != nil {
 		o.Progress = func(pr solver.Progress) {
 			f(Progress{Phase: phase, Elapsed: time.Since(s.began), Nodes: s.nodes + pr.Nodes, Incumbent: pr.Incumbent,
