@@ -14,14 +14,16 @@ func init() { register(newVersionCmd) }
 
 // versionInfo is what `plan version` reports.
 type versionInfo struct {
-	Module     string `json:"module"`
-	Version    string `json:"version"`
-	Revision   string `json:"revision,omitempty"`
-	Modified   bool   `json:"modified,omitempty"`
-	Go         string `json:"go"`
-	Platform   string `json:"platform"`
-	Solver     string `json:"solver"`
-	APIVersion string `json:"api_version"`
+	Module   string `json:"module"`
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+	Solver   string `json:"solver"`
+	// SolverEngine is the engine that runs HiGHS: native (wasm2c + cgo) or wazero.
+	SolverEngine string `json:"solver_engine"`
+	APIVersion   string `json:"api_version"`
 }
 
 // buildVersion reads the module version and VCS stamp that `go build` embeds.
@@ -74,6 +76,11 @@ HiGHS version of the in-process solver, and the file-format apiVersion it reads 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := buildVersion()
 			v.Solver = solver.Version()
+			if eng, err := solver.Engine(); err == nil {
+				v.SolverEngine = eng
+			} else {
+				v.SolverEngine = "unavailable: " + err.Error()
+			}
 			if app.JSONOutput() {
 				return app.WriteJSON(v)
 			}
@@ -89,6 +96,7 @@ HiGHS version of the in-process solver, and the file-format apiVersion it reads 
 				{"revision", rev},
 				{"go", v.Go + " " + v.Platform},
 				{"solver", v.Solver},
+				{"solver engine", v.SolverEngine},
 				{"file format", v.APIVersion},
 			})
 			return nil
