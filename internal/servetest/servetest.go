@@ -1,0 +1,33 @@
+// Package servetest gives the serving packages' tests a plan→deployment function and a policy
+// registry for PPipe and PARD plans without the full system registry (internal/systems): those
+// tests need only these two systems, and must keep building while another system's packages
+// change.
+package servetest
+
+import (
+	"fmt"
+
+	"github.com/plan-dev/plan/dataplane"
+	dppard "github.com/plan-dev/plan/dataplane/pard"
+	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Policies is a registry of the PPipe and PARD policies plus extra (test-only) ones.
+func Policies(extra ...dataplane.PolicySpec) *dataplane.Registry {
+	specs := append(dpppipe.Policies(), dppard.Policies()...)
+	return dataplane.NewRegistry(append(specs, extra...)...)
+}
+
+// Deploy builds the deployment of a PPipe or PARD plan and names its default policy.
+func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	switch {
+	case p.PPipe != nil:
+		d, err := dpppipe.FromPlan(p)
+		return d, dpppipe.DefaultPolicy, err
+	case p.PARD != nil:
+		d, err := dppard.FromPARDPlan(p)
+		return d, p.PARD.Policy, err
+	}
+	return nil, "", fmt.Errorf("servetest: the plan has no ppipe or pard section")
+}
