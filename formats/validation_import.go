@@ -162,15 +162,22 @@ func importCSV(data []byte, model string) ([]ValidationRecord, ErrorList) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := r.FieldPos(0)
-		at := fmt.Sprintf("line %d", line)
 		if err != nil {
+			// FieldPos needs a record; a failed read has none (it would panic), so the line
+			// comes from the parse error itself.
+			at := "line ?"
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				at = fmt.Sprintf("line %d", pe.Line)
+			}
 			errs = append(errs, &FieldError{Path: at, Rule: csvErr(err)})
 			if len(errs) > 20 {
 				break
 			}
 			continue
 		}
+		line, _ := r.FieldPos(0)
+		at := fmt.Sprintf("line %d", line)
 		get := func(k string) (string, bool) {
 			i, ok := col[k]
 			if !ok || i >= len(rec) {
