@@ -21,6 +21,12 @@ type Inputs struct {
 	Refs     []formats.InputRef
 }
 
+// Defaults of the common solve settings (`plan solve --time-limit`, `--gap`).
+const (
+	DefaultTimeLimit = 60 * time.Second
+	DefaultGap       = 0.001
+)
+
 // Settings are the solve settings every planner takes (`plan solve`'s common flags). Zero
 // values mean the planner's defaults.
 type Settings struct {

@@ -33,8 +33,8 @@ const (
 const (
 	DefaultMaxPartitions = 3
 	DefaultAlpha         = 0.4
-	DefaultTimeLimit     = 60 * time.Second
-	DefaultGap           = 0.001
+	DefaultTimeLimit     = planner.DefaultTimeLimit
+	DefaultGap           = planner.DefaultGap
 	// BatchFormationRho is ρ in β = ρ·(b−1)/λ̂ (spec §2.2, [code]).
 	BatchFormationRho = 1.3
 )

@@ -16,7 +16,6 @@ import (
 	"github.com/plan-dev/plan/internal/demo"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
-	"github.com/plan-dev/plan/planner/ppipe"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -71,8 +70,8 @@ meet exits 2 and names the smallest feasible SLO.`,
 	f.StringVar(&o.workload, "workload", "", "workload file; its sections pick the planner (default: every profiled model, weight 1, PPipe)")
 	f.DurationVar(&o.slo, "slo", 0, "SLO for every model, overriding the workload (default: 5 × batch-1 L4 latency)")
 	f.StringVar(&o.strategy, "strategy", "", "the planner's algorithm or baseline (default: the system's own; PPipe: ppipe, np, dart-r)")
-	f.DurationVar(&o.timeLimit, "time-limit", ppipe.DefaultTimeLimit, "solver time limit; the best plan so far is written on expiry")
-	f.Float64Var(&o.gap, "gap", ppipe.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
+	f.DurationVar(&o.timeLimit, "time-limit", planner.DefaultTimeLimit, "solver time limit; the best plan so far is written on expiry")
+	f.Float64Var(&o.gap, "gap", planner.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	// Every planner's own flags, each defined once (the first planner to define a name
