@@ -26,6 +26,11 @@ type call struct {
 	// the call; fed when it was handed to the engine (later than received only across a
 	// migration).
 	at, received, fed dataplane.Time
+	// attrs are the request's attributes for the engine; deadline, when > 0, overrides the
+	// application's SLO; onHop is the front end's per-hop callback (Request.OnHop).
+	attrs    dataplane.Attrs
+	deadline dataplane.Time
+	onHop    func(HopEvent)
 	// req is the engine's ID of the request (valid once fed).
 	req      dataplane.ReqID
 	resp     chan result
@@ -43,6 +48,7 @@ type result struct {
 	err      string
 	timing   Timing
 	payload  *Payload
+	res      dataplane.Result
 }
 
 // tracker wraps an executor: it counts running jobs so that a retired executor (after a
@@ -563,7 +569,7 @@ func (d *driver) feed(c *call) {
 	g.queued[app]++
 	// The deadline counts from the true arrival, so the policy decides from the request's
 	// real age: time spent reading, decoding and waiting at the intake counts.
-	if _, err := g.eng.Admit(d.now, dataplane.Arrival{App: app, At: c.at}); err != nil {
+	if _, err := g.eng.Admit(d.now, dataplane.Arrival{App: app, At: c.at, Attrs: c.attrs, Deadline: c.deadline}); err != nil {
 		d.fail(err)
 	}
 }
@@ -579,7 +585,11 @@ func (d *driver) onJob(j *Job) {
 			c.payload = j.Payload[i]
 		}
 	}
-	if _, ok := g.exec.Executor.(*Emulated); ok {
+	if len(j.Results) == len(b.Reqs) {
+		for i, r := range b.Reqs {
+			g.eng.SetResult(r, j.Results[i])
+		}
+	} else if _, ok := g.exec.Executor.(*Emulated); ok {
 		// Emulated workers report what the system's model of its stages says
 		// (Deployment.Emulated: a routed stage's branch, a cascade stage's certainty), drawn
 		// with a uniform u seeded by (request, stage) so runs repeat.
@@ -593,6 +603,12 @@ func (d *driver) onJob(j *Job) {
 	}
 	w := &g.dep.Topo.Workers[j.Worker]
 	d.m.busy(w.Name, g.dep.Stages[j.Stage].Name, j.End-j.Start)
+	for _, r := range b.Reqs {
+		if c := g.call(r); c != nil && c.onHop != nil && !c.answered {
+			c.onHop(HopEvent{Stage: g.dep.Stages[j.Stage].Name, Worker: w.Name, Hop: j.Hop,
+				StartUs: int64(j.Start), EndUs: int64(j.End), Result: g.eng.Req(r).Result})
+		}
+	}
 	d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
 }
 
@@ -657,7 +673,7 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 		return
 	}
 	t := d.timing(g, c, r, now)
-	res := result{timing: t, payload: c.payload}
+	res := result{timing: t, payload: c.payload, res: r.Result}
 	switch r.Outcome {
 	case dataplane.Completed, dataplane.Late:
 		res.status = 200

@@ -41,6 +41,11 @@ type Job struct {
 	Start   dataplane.Time
 	End     dataplane.Time
 	Payload []*Payload
+	// Results, when the executor fills it (one entry per request of the batch, in the
+	// batch's order) before calling done, are the models' own outputs (a cascade stage's
+	// certainty and label, a workflow step's branch): the driver hands each to
+	// Engine.SetResult, so real outputs decide forwarding and branching.
+	Results []dataplane.Result
 	gen     int
 }
 

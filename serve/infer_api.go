@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -28,13 +29,31 @@ type Answer struct {
 	EstimateUs, RetryUs int64
 	// Err is the message of any non-200 answer.
 	Err string
+	// Result is what the request's stages last reported about it (Engine.SetResult): the
+	// branch a workflow took, the certainty and label of the cascade stage that answered.
+	Result dataplane.Result
 }
 
 // Infer serves one request for model: in is its one input tensor (Data a JSON array, as in
 // the HTTP API; its name may be empty). The request arrives when Infer is called; ctx
 // ending before the answer returns ctx's error (the driver's answer is then discarded).
 func (s *Server) Infer(ctx context.Context, model, id string, in TensorJSON) (*Answer, error) {
-	at := s.clk.Now()
+	return s.Submit(ctx, Request{Model: model, ID: id, Input: &in})
+}
+
+// Submit serves one request through the same door, in-flight bound, driver, engine, admission
+// and metrics as POST /v2/models/{model}/infer: the entry point of every front end that is
+// not the KServe HTTP/JSON handler (KServe gRPC, a system's own API: serve.Frontend). ctx
+// ending before the answer returns ctx's error (the driver's answer is then discarded).
+func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
+	now := s.clk.Now()
+	at := now
+	if !req.Arrived.IsZero() {
+		// A front end that read the request off the socket earlier gives its true arrival;
+		// never later than now, never before the server's epoch.
+		at = min(max(s.clk.From(req.Arrived), 0), now)
+	}
+	model := req.Model
 	s.arrivals.Add(1)
 	spec, g, ok := s.model(model)
 	if !ok {
@@ -67,16 +86,30 @@ func (s *Server) Infer(ctx context.Context, model, id string, in TensorJSON) (*A
 		}
 		return refuse(reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at), nil
 	}
-	if err := CheckInput(&in, spec.in); err != nil {
+	payload := &Payload{}
+	if req.Input != nil {
+		in := *req.Input
+		if err := CheckInput(&in, spec.in); err != nil {
+			s.m.reject(400, "bad-request")
+			return &Answer{Status: 400, Err: err.Error()}, nil
+		}
+		payload.Tensor = in
+	}
+	var deadline dataplane.Time
+	if req.Deadline < 0 {
 		s.m.reject(400, "bad-request")
-		return &Answer{Status: 400, Err: err.Error()}, nil
+		return &Answer{Status: 400, Err: fmt.Sprintf("deadline: %s: must not be negative", req.Deadline)}, nil
+	}
+	if req.Deadline > 0 {
+		deadline = at + dataplane.Time(req.Deadline/time.Microsecond)
 	}
 	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
 		s.inflight.Add(-1)
 		return refuse("overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0), nil
 	}
 	defer s.inflight.Add(-1)
-	c := &call{model: model, ms: spec.series, id: id, at: at, payload: &Payload{Tensor: in}, resp: make(chan result, 1)}
+	c := &call{model: model, ms: spec.series, id: req.ID, at: at, payload: payload, resp: make(chan result, 1),
+		attrs: req.Attrs, deadline: deadline, onHop: req.OnHop}
 	select {
 	case s.d.intake <- c:
 	case <-s.d.stopped:
@@ -90,11 +123,11 @@ func (s *Server) Infer(ctx context.Context, model, id string, in TensorJSON) (*A
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	a := &Answer{Status: res.status, Outcome: res.outcome, Timing: res.timing, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate}
+	a := &Answer{Status: res.status, Outcome: res.outcome, Timing: res.timing, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Result: res.res}
 	switch res.status {
 	case 200:
 		a.Output = TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
-		if res.payload != nil {
+		if res.payload != nil && req.Input != nil {
 			a.Output = res.payload.Tensor
 			if a.Output.Name == "" || a.Output.Name == spec.in.Name {
 				a.Output.Name = spec.out.Name

@@ -80,7 +80,9 @@ type Options struct {
 	// InputShape is the per-sample input shape emulated models declare (-1 = any size);
 	// default [-1]: any flat vector, carried through as the output.
 	InputShape []int64
-	Log        *slog.Logger
+	// Frontends are the systems' own APIs registered beside the KServe v2 API.
+	Frontends []Frontend
+	Log       *slog.Logger
 }
 
 // Server serves one plan at a time over HTTP.
@@ -279,10 +281,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.d.do(func() { s.d.startDrain(deadline) })
 	select {
 	case <-s.d.stopped:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	var errs []error
+	for _, f := range s.opts.Frontends {
+		if c, ok := f.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Done is closed when the driver stopped.
@@ -343,6 +351,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("GET /v1/plan", s.handleGetPlan)
 	m.HandleFunc("PUT /v1/plan", s.handlePutPlan)
+	for _, f := range s.opts.Frontends {
+		f.Routes(s, m)
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The catch-all answers every method, so the mux's own 405 never fires: tell a wrong
 		// method on a known path (GET …/infer) from an unknown path here.

@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/serve"
 )
 
 // System is one system's parts. Every field but Name may be empty where the system does not
@@ -54,4 +55,9 @@ type System struct {
 	// Exporters write its plans for `plan export --to TARGET`, one per target (Triton,
 	// KServe, Ray Serve).
 	Exporters []export.Exporter
+
+	// Frontends are its own APIs on `plan serve` beside KServe v2 (QLM's OpenAI API,
+	// DyOrc's workflow runs), one fresh value per server. A frontend with flags of its own
+	// implements serve.FrontendFlags.
+	Frontends []func() serve.Frontend
 }

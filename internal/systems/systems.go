@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/internal/systems/pardsys"
 	"github.com/plan-dev/plan/internal/systems/ppipesys"
 	"github.com/plan-dev/plan/internal/systems/qlmsys"
+	"github.com/plan-dev/plan/serve"
 )
 
 // InTree lists the built-in systems.
@@ -40,6 +41,18 @@ func Policies() *dataplane.Registry {
 		specs = append(specs, s.Policies...)
 	}
 	return dataplane.NewRegistry(specs...)
+}
+
+// Frontends returns a fresh value of every in-tree system's serve front end. `plan serve`
+// registers them all: a reload may move the server to another system's plan.
+func Frontends() []serve.Frontend {
+	var fs []serve.Frontend
+	for _, s := range InTree() {
+		for _, f := range s.Frontends {
+			fs = append(fs, f())
+		}
+	}
+	return fs
 }
 
 // WorkloadSections lists the non-empty sections of a workload (nil = none given).

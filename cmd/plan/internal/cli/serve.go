@@ -41,6 +41,8 @@ type serveOptions struct {
 	grpcAddr string
 	// HTTP timeouts against slow or idle clients.
 	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
+	// frontends are the systems' own APIs (their flags are registered on the command).
+	frontends []serve.Frontend
 }
 
 func init() { register(newServeCmd) }
@@ -106,6 +108,12 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.writeTimeout, "write-timeout", 10*time.Second, "longest writing an answer may take")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a keep-alive connection may stay idle")
 	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
+	o.frontends = systems.Frontends()
+	for _, fe := range o.frontends {
+		if ff, ok := fe.(serve.FrontendFlags); ok {
+			ff.Flags(f)
+		}
+	}
 	return cmd
 }
 
@@ -190,7 +198,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		Plan: plan, Deploy: systems.Deploy, Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
 		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
-		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout,
+		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
 	}
 	switch o.workers {
 	case "emulated":

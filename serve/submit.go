@@ -1,0 +1,77 @@
+package serve
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// Request is one request for Server.Submit.
+type Request struct {
+	// Model is the plan's application name.
+	Model string
+	ID    string
+	// Input is the request's input tensor; nil means none (emulated workers need no data; a
+	// front end whose requests carry text, such as an LLM API, gives token counts in Attrs).
+	Input *TensorJSON
+	// Attrs are handed to the engine at arrival: class, priority, prompt and output tokens,
+	// the validation sample a cascade request stands for.
+	Attrs dataplane.Attrs
+	// Arrived is the request's true arrival (when the front end read it off the socket);
+	// zero means now. The deadline counts from it.
+	Arrived time.Time
+	// Deadline, when > 0, overrides the application's SLO for this request (an LLM request
+	// class's own objective).
+	Deadline time.Duration
+	// OnHop, when set, is called on the driver's goroutine each time one of the request's
+	// hops finishes (a stage's batch, an LLM instance's iteration), before the request's
+	// answer. It must not block: a streaming front end hands the event to its own goroutine.
+	OnHop func(HopEvent)
+}
+
+// HopEvent is one finished hop of a request (Request.OnHop).
+type HopEvent struct {
+	Stage, Worker string
+	Hop           int
+	// StartUs and EndUs are the hop's execution on the server's clock.
+	StartUs, EndUs int64
+	// Result is what the stage reported about the request (branch, exit, certainty, label).
+	Result dataplane.Result
+}
+
+// Frontend is a system's own API on `plan serve` (QLM's OpenAI-compatible API, DyOrc's
+// workflow runs), beside the KServe v2 API every plan gets. Routes is called once when the
+// server starts and registers its handlers on mux ("POST /v1/completions"); they reach the
+// engine through s.Submit. A reload may switch the plan to another system, so a handler
+// checks s.Deployment().Kind and answers a clear error when the active plan is not its own.
+type Frontend interface {
+	Routes(s *Server, mux *http.ServeMux)
+}
+
+// FrontendFlags is implemented by a Frontend with `plan serve` flags of its own (a durable
+// queue's directory, remote engines): they are registered on the command before parsing.
+type FrontendFlags interface {
+	Flags(fs *pflag.FlagSet)
+}
+
+// A Frontend that holds resources (a queue, connections) implements io.Closer: Shutdown
+// closes it after the drain.
+
+// Deployment returns the deployment being served now (read-only: it belongs to the driver).
+func (s *Server) Deployment() *dataplane.Deployment {
+	if g := s.active.Load(); g != nil {
+		return g.dep
+	}
+	return nil
+}
+
+// Clock returns the server's clock (µs since start), on which Timing and HopEvent are given.
+func (s *Server) Clock() Clock { return s.clk }
+
+// From converts a wall-clock instant to the clock's µs (negative before the clock started).
+func (c Clock) From(t time.Time) dataplane.Time {
+	return dataplane.Time(t.Sub(c.epoch) / time.Microsecond)
+}
