@@ -50,8 +50,8 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	at := now
 	if !req.Arrived.IsZero() {
 		// A front end that read the request off the socket earlier gives its true arrival;
-		// never later than now, never before the server's epoch.
-		at = min(max(s.clk.From(req.Arrived), 0), now)
+		// never later than now, never before the server's clock started.
+		at = min(max(s.clk.From(req.Arrived), 1), now) // the engine reads At 0 as "now"
 	}
 	model := req.Model
 	s.arrivals.Add(1)

@@ -301,7 +301,8 @@ func (s *Server) Done() <-chan struct{} { return s.d.stopped }
 // connection's resources for long.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{Handler: s, ReadHeaderTimeout: s.opts.HeaderTimeout, IdleTimeout: s.opts.IdleTimeout,
-		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn)}
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
+		ConnContext: connContext}
 }
 
 // Serve runs the HTTP API on ln until ctx ends (or Shutdown was called), then drains:
@@ -312,7 +313,7 @@ func (s *Server) HTTPServer() *http.Server {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := s.HTTPServer()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(stampListener{Listener: ln, clk: s.clk}) }()
 	select {
 	case err := <-errc:
 		_ = s.Shutdown(context.Background())
@@ -334,7 +335,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sc := stampOf(r)
+	if sc == nil {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// The stamp read so far is this request's arrival; whatever the handler reads (its body)
+	// must not become the next request's.
+	sc.cur = sc.take()
+	s.mux.ServeHTTP(w, r)
+	sc.first.Store(0)
+}
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
@@ -404,9 +416,10 @@ func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation)
 }
 
 func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
-	// The true arrival: the request was read off the socket up to its headers; its body is
-	// not read yet. The deadline counts from here.
-	at := s.clk.Now()
+	// The true arrival: when the request's first bytes were read off the socket (Serve
+	// stamps its connections), else now — its headers are read, its body is not yet. The
+	// deadline counts from here.
+	at := s.arrival(r)
 	s.arrivals.Add(1)
 	name := r.PathValue("model")
 	spec, g, ok := s.model(name)
@@ -451,6 +464,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	bodyRead(r)
 	req, err := DecodeInferRequest(body, spec.in)
 	if err != nil {
 		s.m.reject(400, "bad-request")
@@ -534,6 +548,14 @@ func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, 
 			closeConn = true
 		} else {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			// Discard it here rather than after the handler, so that its reads do not stamp
+			// the connection's next request.
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				closeConn = true
+			} else {
+				_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+			}
+			bodyRead(r)
 		}
 	}
 	if closeConn {

@@ -109,6 +109,10 @@ func TestSubmit(t *testing.T) {
 		}
 	})
 
+	// The old arrival must fall after the server's clock started (earlier ones are clamped).
+	for s.Clock().Now() <= dataplane.Time(p.PPipe.Models[0].SLO.D()/time.Microsecond)+1000 {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cases := []struct {
 		name   string
 		req    Request
@@ -121,10 +125,6 @@ func TestSubmit(t *testing.T) {
 		{"impossible deadline", Request{Model: model, Deadline: time.Microsecond}, 503},
 		// An arrival an SLO ago: the request is already too old to finish in time.
 		{"old arrival", Request{Model: model, Arrived: time.Now().Add(-p.PPipe.Models[0].SLO.D())}, 503},
-	}
-	// The old arrival must fall after the server's clock started (earlier ones are clamped).
-	for s.Clock().Now() <= dataplane.Time(p.PPipe.Models[0].SLO.D()/time.Microsecond)+1000 {
-		time.Sleep(10 * time.Millisecond)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
