@@ -168,7 +168,7 @@ func TestBatchWaitQuantiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []float64{1.247, 0.843, 0.447, 0.100, 0}
-	st := pol.(*dppard.Pipeline).State(0)
+	st := dppard.PipelineOf(pol).State(0)
 	for k, ms := range st {
 		got := float64(ms.W) / float64(d)
 		if math.Abs(got-want[k]) > 0.01 {
@@ -197,7 +197,7 @@ func TestHysteresisDoesNotFlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := pol.(*dppard.Pipeline)
+		p := dppard.PipelineOf(pol)
 		n, last := 0, false
 		s, err := New(dep, pol, []Source{StressRates(200, f, 300).Source(3)}, Options{Duration: 300 * dataplane.Second,
 			Observe: func(now dataplane.Time, ev *dataplane.Event, _ []dataplane.Decision) {

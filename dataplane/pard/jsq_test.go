@@ -91,7 +91,7 @@ func TestPickMatchesScan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := pol.(*Pipeline)
+			p := PipelineOf(pol)
 			p.checkPick = func(now dataplane.Time, m *pardModule, got dataplane.WorkerID) {
 				picks++
 				for _, w := range m.workers {
@@ -206,7 +206,7 @@ func BenchmarkPick(b *testing.B) {
 				if _, err := dataplane.NewEngine(dep, pol, &dataplane.Recorder{}); err != nil {
 					b.Fatal(err)
 				}
-				p := pol.(*Pipeline)
+				p := PipelineOf(pol)
 				m := &p.mods[0]
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {

@@ -1504,7 +1504,16 @@ func Policies() []dataplane.PolicySpec {
 	for _, v := range pardVariants {
 		name := v.name
 		out = append(out, dataplane.PolicySpec{Name: name, Doc: v.doc, Serves: []string{Kind},
-			New: func(cfg dataplane.Config) (dataplane.Policy, error) { return NewPipeline(name, cfg) }})
+			New: func(cfg dataplane.Config) (dataplane.Policy, error) {
+				p, err := NewPipeline(name, cfg)
+				if err != nil {
+					return nil, err
+				}
+				if p.variant.rule != ruleEq3 {
+					return p, nil
+				}
+				return DoorPipeline{p}, nil
+			}})
 	}
 	return out
 }

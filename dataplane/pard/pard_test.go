@@ -27,7 +27,7 @@ func pardBench(tb testing.TB, policy string, depth int) (*Pipeline, *dataplane.E
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := pol.(*Pipeline)
+	p := PipelineOf(pol)
 	if err := e.Handle(0, dataplane.Event{Kind: dataplane.EvTimer, Key: dataplane.TickToken}); err != nil {
 		tb.Fatal(err)
 	}
