@@ -331,33 +331,31 @@ func (d *driver) run(first *generation) {
 		panic(err)
 	}
 	for !d.exit {
+		// Due timers are handled before the event that woke the driver (at their own times:
+		// onTimers), and ride along with every event. The timer's own wakeup comes through
+		// the network poller, and a goroutine it readies queues behind every runnable
+		// goroutine: with thousands of handlers runnable on a busy machine, hop completions
+		// would wait tens of milliseconds while the workers idle — a collapse. A handler's
+		// intake send readies the driver next on its processor instead, so under load the
+		// timers are served within one arrival's gap.
 		select {
 		case c := <-d.intake:
+			d.onTimers()
 			d.now = d.clk.Now()
 			d.onCall(c)
 		case j := <-d.done:
-			d.now = d.clk.Now()
+			d.onTimers()
+			d.now = max(d.now, d.clk.Now())
 			d.onJob(j)
 		case <-d.timer.C():
 			d.timerAt = dataplane.Never
-			d.now = d.clk.Now()
 			d.onTimers()
 		case f := <-d.cmds:
-			d.now = d.clk.Now()
+			d.onTimers()
+			d.now = max(d.now, d.clk.Now())
 			f()
 		}
-		// Due timers ride along with every event. The timer's own wakeup comes through the
-		// network poller, and a goroutine it readies queues behind every runnable goroutine:
-		// with thousands of handlers runnable on a busy machine, hop completions would wait
-		// tens of milliseconds while the workers idle — a collapse. A handler's intake send
-		// readies the driver next on its processor instead, so under load the timers are
-		// served within one arrival's gap.
-		if len(d.timers) > 0 {
-			if now := d.clk.Now(); d.timers[0].At <= now {
-				d.now = now
-				d.onTimers()
-			}
-		}
+		d.onTimers()
 		d.afterEvent()
 	}
 	d.gen.exec.retire()
@@ -470,12 +468,20 @@ func (d *driver) push(at dataplane.Time, x timerItem) {
 	d.timers.Push(dataplane.Timed[timerItem]{At: at, Seq: d.seq, Val: x})
 }
 
+// onTimers handles every timer due by the wall clock, each at its own time: an emulated hop
+// ends, a transfer lands and a policy timer fires when it was due, not when the driver got
+// to it. The driver being late (a busy machine, a burst of arrivals) then delays only the
+// answers it sends, never the emulated workers' next hops — as in the simulator, where a
+// hop's end is exact — so lateness does not accumulate along a request's hops or cost the
+// workers capacity. d.now ends at the wall clock.
 func (d *driver) onTimers() {
-	for len(d.timers) > 0 && d.timers[0].At <= d.now {
+	wall := max(d.now, d.clk.Now())
+	for len(d.timers) > 0 && d.timers[0].At <= wall {
 		due := d.timers.Pop()
 		x := due.Val
+		d.now = max(d.now, due.At)
 		if x.kind != tFlush && x.kind != tDrain && x.gen == d.gen.n {
-			d.m.latenessUs(d.now - due.At)
+			d.m.latenessUs(wall - due.At)
 		}
 		switch x.kind {
 		case tPolicy:
@@ -507,6 +513,7 @@ func (d *driver) onTimers() {
 			}
 		}
 	}
+	d.now = wall
 }
 
 // handle calls the engine; an error is a policy or driver bug: the generation's requests are
@@ -672,12 +679,18 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 	if c == nil || c.answered {
 		return
 	}
-	t := d.timing(g, c, r, now)
+	// The engine may finish a request at a due timer's own time (onTimers); the client gets
+	// its answer now, and its latency and lateness are what it sees.
+	wall := max(now, d.clk.Now())
+	t := d.timing(g, c, r, wall)
 	res := result{timing: t, payload: c.payload, res: r.Result}
 	switch r.Outcome {
 	case dataplane.Completed, dataplane.Late:
 		res.status = 200
 		res.outcome = r.Outcome.String()
+		if r.Outcome == dataplane.Completed && wall > r.Deadline {
+			res.outcome = dataplane.Late.String()
+		}
 		if c.payload != nil && c.payload.Err != nil {
 			res.status = 502
 			res.outcome = "error"
