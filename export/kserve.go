@@ -90,6 +90,9 @@ type GraphStep struct {
 	Name        string `json:"name"`
 	ServiceName string `json:"serviceName"`
 	Data        string `json:"data,omitempty"`
+	// Condition is a GJSON query on the previous step's response: the step runs only when
+	// it matches (a cascade forwards on low certainty).
+	Condition string `json:"condition,omitempty"`
 }
 
 // Label keys of exported KServe objects.
