@@ -22,12 +22,18 @@ func TestDoor(t *testing.T) {
 	}
 	stats := p.Stats()
 	ok, reason, retry := p.Door(v, 0, 0, 0)
-	if ok || reason != dataplane.DropAdmission || retry <= 0 {
+	if ok || (reason != dataplane.DropAdmission && reason != dataplane.DropDeadline) || retry <= 0 {
 		t.Fatalf("door after a burst: admit %v, reason %q, retry after %d", ok, reason, retry)
 	}
 	if p.Stats() != stats {
 		t.Errorf("asking the door changed the counters: %+v → %+v", stats, p.Stats())
 	}
+	// Sound: the same request admitted anyway is dropped by the dispatcher, for that reason.
+	id := mustArrive(t, e, 0)
+	if r := v.Req(id); r.Outcome != dataplane.Dropped || r.Reason != reason {
+		t.Errorf("a request admitted while the door was closed (%s): %v %q", reason, r.Outcome, r.Reason)
+	}
+	stats = p.Stats()
 	// At retry, the same reservations let a fresh arrival through.
 	if ok, _, _ := p.Door(v, 0, retry, 0); !ok {
 		t.Errorf("door still closed for an arrival at its retry time %d", retry)
