@@ -1,7 +1,7 @@
 // Package cascadesys assembles CascadeServe for the registry (spec
 // ../shared/specs/cascadeserve.md): the gear planner and its baselines (planner/cascade),
 // the gear-switching data plane with its no-switch ablation (dataplane/cascade), the plan
-// checker and `plan bench cascade`.
+// checker, `plan bench cascade` and the exporters (export/cascade).
 package cascadesys
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/plan-dev/plan/bench/cascadebench"
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
+	xcascade "github.com/plan-dev/plan/export/cascade"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
@@ -40,10 +41,11 @@ func System() system.System {
 			d, err := dpc.FromPlan(p)
 			return d, dpc.PolicyGears, err
 		},
-		Policies: dpc.Policies(),
-		Sample:   dpc.Sample,
-		Checker:  Checker{},
-		Benches:  []func() bench.Bench{func() bench.Bench { return &cascadebench.Command{} }},
+		Policies:  dpc.Policies(),
+		Sample:    dpc.Sample,
+		Checker:   Checker{},
+		Benches:   []func() bench.Bench{func() bench.Bench { return &cascadebench.Command{} }},
+		Exporters: xcascade.Exporters(),
 	}
 }
 

@@ -1,0 +1,211 @@
+package cascade
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plan-dev/plan/export"
+)
+
+// tritonFiles renders the model repository: <unit>/config.pbtxt per model (an instance_group
+// per replica, named r<placement index>, pinned to its GPUs) and the coordinator
+// <name>/config.pbtxt (a BLS model whose parameters carry the gear table).
+func tritonFiles(l *layout) (export.Files, error) {
+	f := export.Files{}
+	for _, s := range l.models {
+		c := export.TritonConfig{Name: s.unit, Platform: "onnxruntime_onnx", MaxBatchSize: l.maxBatch(),
+			Batching:   &export.TritonBatching{Preferred: s.triggers, MaxQueueDelayUs: s.queueUs, TimeoutUs: l.sloUs},
+			Parameters: l.params(s)}
+		var b strings.Builder
+		b.Write(comment(fmt.Sprintf("cascade %s, model %s: %d replica(s) on %s (plan.gpu); instance groups r<i> are cascade.placement[i].", l.cp.Task, s.model, len(s.replicas), l.gpu),
+			"Preferred batch sizes are the gears' minimum-queue triggers; Triton picks among a model's instances itself,",
+			"so the gears' replica shares (in the coordinator's cascade.gears) are not enforced here."))
+		if s.gpus > 1 {
+			b.Write(comment(fmt.Sprintf("A replica spans %d GPUs: Triton starts one instance per listed GPU; serve it with a backend that shards across them.", s.gpus)))
+		}
+		b.Write(c.PBTxt())
+		for _, i := range s.replicas {
+			gpus := make([]string, len(l.cp.Placement[i].GPUs))
+			for j, g := range l.cp.Placement[i].GPUs {
+				gpus[j] = strconv.Itoa(g)
+			}
+			fmt.Fprintf(&b, "instance_group {\n  name: \"r%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ %s ]\n}\n", i, strings.Join(gpus, ", "))
+		}
+		if err := put(f, s.unit+"/config.pbtxt", []byte(b.String())); err != nil {
+			return nil, err
+		}
+	}
+	var b strings.Builder
+	b.Write(comment(fmt.Sprintf("CascadeServe coordinator for cascade %s (BLS, Python backend): supply 1/model.py.", l.cp.Task),
+		"It measures the QPS every poll_ms, switches gear by cascade.gears (q_lo <= QPS < q_hi; the alpha backlog rule),",
+		"calls the gear's models in order and answers at the first whose "+CertaintyOutput+" output is >= the gear's threshold.",
+		"Triton cannot express "+Unsupported+": this coordinator applies the recorded gear table."))
+	for i, g := range l.cp.Gears {
+		b.Write(comment(fmt.Sprintf("gear %d: %s", i, describe(g))))
+	}
+	fmt.Fprintf(&b, "name: %s\nbackend: \"python\"\nmax_batch_size: 0\n", strconv.Quote(l.o.Name))
+	b.WriteString("input {\n  name: \"INPUT0\"\n  data_type: TYPE_FP32\n  dims: [ -1 ]\n}\n")
+	b.WriteString("output {\n  name: \"OUTPUT0\"\n  data_type: TYPE_FP32\n  dims: [ -1 ]\n}\n")
+	b.WriteString("output {\n  name: \"STAGE\"\n  data_type: TYPE_INT32\n  dims: [ 1 ]\n}\n")
+	b.WriteString("instance_group {\n  kind: KIND_CPU\n  count: 1\n}\n")
+	stages := make([]string, len(l.models))
+	for k, s := range l.models {
+		stages[k] = s.model + "=" + s.unit
+	}
+	params := map[string]string{ParamTable: mustJSON(l.table()), "cascade.models": strings.Join(stages, ";"),
+		ParamCertainty: CertaintyOutput, "cascade.gpu": l.gpu}
+	for _, k := range sortedKeys(params) {
+		fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
+	}
+	if err := put(f, l.o.Name+"/config.pbtxt", []byte(b.String())); err != nil {
+		return nil, err
+	}
+	if err := put(f, l.o.Name+"/1/.keep", nil); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// kserveFiles renders one InferenceService per model and one InferenceGraph per gear.
+func kserveFiles(l *layout) (export.Files, error) {
+	f := export.Files{}
+	unit := map[string]string{}
+	for _, s := range l.models {
+		unit[s.model] = s.unit
+		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), s.queueUs, l.sloUs)
+		for k, v := range l.params(s) {
+			if rest, ok := strings.CutPrefix(k, "cascade."); ok {
+				isvc.Metadata.Annotations[annotation(rest)] = v
+			}
+		}
+		n := strconv.Itoa(s.gpus)
+		isvc.Spec.Predictor.Model.Resources = export.Resources{Limits: map[string]string{"nvidia.com/gpu": n}, Requests: map[string]string{"nvidia.com/gpu": n}}
+		b, err := export.YAML(isvc)
+		if err != nil {
+			return nil, err
+		}
+		head := comment(fmt.Sprintf("cascade %s, model %s: one pod per replica; %s lists cascade.placement index:GPUs (pods are not pinned to GPU indices).", l.cp.Task, s.model, annotation("replicas")),
+			"KServe balances a service's pods evenly: the gears' replica shares are recorded on the gear graphs, not enforced.")
+		if err := put(f, "inferenceservice-"+s.unit+".yaml", append(head, b...)); err != nil {
+			return nil, err
+		}
+	}
+	sw := l.table()
+	sw.Gears = nil
+	for i, g := range l.cp.Gears {
+		name := export.DNSLabel(fmt.Sprintf("%s-gear-%d", l.o.Name, i))
+		ig := export.InferenceGraph{APIVersion: "serving.kserve.io/v1alpha1", Kind: "InferenceGraph",
+			Metadata: export.ObjectMeta{Name: name, Annotations: map[string]string{
+				annotation("gear"): mustJSON(g), annotation("gear_index"): strconv.Itoa(i), annotation("switching"): mustJSON(sw),
+				annotation("qps_range"): fmt.Sprintf("[%g, %g)", g.QLo, g.QHi)}}}
+		node := export.GraphNode{RouterType: "Sequence"}
+		for j, m := range g.Models {
+			st := export.GraphStep{Name: "stage-" + strconv.Itoa(j), ServiceName: unit[m], Data: "$request"}
+			if j > 0 {
+				// GJSON on the previous step's v2 response: matches only when its certainty
+				// is below the threshold, so the request moves on (paper §3: a sample leaves
+				// at the first model confident enough).
+				st.Condition = fmt.Sprintf(`outputs.#(name=="%s").data.#(<%s)`, CertaintyOutput, strconv.FormatFloat(g.Thr[j-1], 'g', -1, 64))
+			}
+			node.Steps = append(node.Steps, st)
+		}
+		ig.Spec.Nodes = map[string]export.GraphNode{"root": node}
+		b, err := export.YAML(ig)
+		if err != nil {
+			return nil, err
+		}
+		head := comment(fmt.Sprintf("gear %d of cascade %s: %s", i, l.cp.Task, describe(g)),
+			"A Sequence step with a condition runs only when the previous response matches it (certainty below the threshold);",
+			"otherwise the previous step's response is the answer.",
+			"KServe cannot express "+Unsupported+": route traffic to the graph of the current QPS range with a controller of your own.")
+		if err := put(f, "inferencegraph-"+name+".yaml", append(head, b...)); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func annotation(key string) string { return "plan.dev/cascade." + key }
+
+// rayConfig is serve-config.yaml with the cascade's deployments (the router's user_config
+// is not export.RayUserConfig).
+type rayConfig struct {
+	Applications []rayApp `json:"applications"`
+}
+
+type rayApp struct {
+	Name        string          `json:"name"`
+	RoutePrefix string          `json:"route_prefix"`
+	ImportPath  string          `json:"import_path"`
+	Deployments []rayDeployment `json:"deployments"`
+}
+
+type rayDeployment struct {
+	Name               string                 `json:"name"`
+	NumReplicas        int                    `json:"num_replicas"`
+	MaxOngoingRequests int                    `json:"max_ongoing_requests"`
+	RayActorOptions    export.RayActorOptions `json:"ray_actor_options"`
+	UserConfig         rayUserConfig          `json:"user_config"`
+}
+
+// rayUserConfig is a model deployment's (Placement, batching, replicas) or the router's
+// (Table, Stages) configuration.
+type rayUserConfig struct {
+	Placement         map[string]string `json:"plan,omitempty"`
+	MaxBatchSize      int               `json:"max_batch_size,omitempty"`
+	Triggers          []int             `json:"triggers,omitempty"`
+	BatchWaitTimeoutS float64           `json:"batch_wait_timeout_s,omitempty"`
+	TimeoutS          float64           `json:"timeout_s,omitempty"`
+	Table             *Table            `json:"gear_table,omitempty"`
+	Stages            map[string]string `json:"stages,omitempty"`
+	Note              string            `json:"note,omitempty"`
+}
+
+// rayFiles renders serve-config.yaml: one application, a deployment per model and the
+// router deployment.
+func rayFiles(l *layout) (export.Files, error) {
+	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
+	stages := map[string]string{}
+	for _, s := range l.models {
+		stages[s.model] = s.unit
+		n := float64(s.gpus)
+		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: len(s.replicas), MaxOngoingRequests: 2 * l.maxBatch(),
+			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, Resources: map[string]float64{l.gpu: n}},
+			UserConfig: rayUserConfig{Placement: l.params(s), MaxBatchSize: l.maxBatch(), Triggers: s.triggers,
+				BatchWaitTimeoutS: float64(s.queueUs) / 1e6, TimeoutS: float64(l.sloUs) / 1e6}})
+	}
+	t := l.table()
+	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1, MaxOngoingRequests: 2 * l.maxBatch(),
+		RayActorOptions: export.RayActorOptions{NumCPUs: 1},
+		UserConfig:      rayUserConfig{Table: &t, Stages: stages, Note: "Ray Serve cannot express " + Unsupported + ": this router applies gear_table"}})
+	b, err := export.YAML(rayConfig{Applications: []rayApp{a}})
+	if err != nil {
+		return nil, err
+	}
+	head := comment(fmt.Sprintf("CascadeServe gear plan for cascade %s on %s GPUs: a deployment per model, and a router whose", l.cp.Task, l.gpu),
+		"user_config.gear_table the application's code applies (measure QPS every poll_ms, pick the gear, forward while",
+		"the certainty is below the gear's threshold): Ray Serve cannot express "+Unsupported+" natively.")
+	return export.Files{export.RayConfigFile: append(head, b...)}, nil
+}
+
+func put(f export.Files, name string, b []byte) error {
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("export: two objects named %s (rename a model, or pass --name)", name)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	f[name] = b
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
