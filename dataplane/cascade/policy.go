@@ -25,6 +25,8 @@ func Policies() []dataplane.PolicySpec {
 			New: func(cfg dataplane.Config) (dataplane.Policy, error) { return newPolicy(PolicyGears, cfg, true) }},
 		{Name: PolicyNoSwitch, Doc: "CascadeServe ablation: one static gear (the plan's highest-QPS gear) with the same batching and forwarding", Serves: []string{Kind},
 			New: func(cfg dataplane.Config) (dataplane.Policy, error) { return newPolicy(PolicyNoSwitch, cfg, false) }},
+		{Name: PolicyCocktail, Doc: "Cocktail+ baseline: one model autoscaled to ceil(QPS/packing) replicas, least-loaded routing, model loads (2 GB/s + warm-up) when a replica joins", Serves: []string{Kind},
+			New: func(cfg dataplane.Config) (dataplane.Policy, error) { return newCocktail(cfg) }},
 	}
 }
 

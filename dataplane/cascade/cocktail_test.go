@@ -1,0 +1,110 @@
+package cascade_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+	dpc "github.com/plan-dev/plan/dataplane/cascade"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/sim"
+)
+
+// TestCocktail runs the Cocktail+ baseline on a single-model plan (bert-base on both GPUs)
+// through a spike: the second replica joins only after loading the model (DLoad: ≥ 1 s, so
+// the spike's latency rises), leaves at the end of an interval without load (DEvict), and
+// the time-averaged GPU count lies between one and two. With a packing factor above the
+// spike, no replica ever joins.
+func TestCocktail(t *testing.T) {
+	plan := examplePlan(t)
+	cp := *plan.Cascade
+	cp.Placement = []formats.Replica{{Model: "bert-base", GPUs: []int{0}}, {Model: "bert-base", GPUs: []int{1}}}
+	cp.Gears = []formats.Gear{{QLo: 0, QHi: 14000, Models: []string{"bert-base"}, Thr: []float64{},
+		Share: map[string][]float64{"bert-base": {0.5, 0.5}}, Trigger: map[string]int{"bert-base": 1}}}
+	plan.Cascade = &cp
+	dep, err := dpc.FromPlan(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates := make([]float64, 16)
+	for i := range rates {
+		rates[i] = 200
+		if i >= 3 && i < 6 {
+			rates[i] = 1500
+		}
+	}
+	tests := []struct {
+		name      string
+		params    map[string]string
+		loads     int64
+		gpuLo     float64
+		gpuHi     float64
+		// joinAt: the second replica's first batch, no earlier (0: never)
+		joinAt dataplane.Time
+	}{
+		{"scales out and in", map[string]string{"packing": "1000", "interval_ms": "5000"}, 2, 1.05, 1.9, 4 * dataplane.Second},
+		{"packing above the spike", map[string]string{"packing": "5000"}, 1, 1, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := dpc.Registry().New(dep, dataplane.Config{Policy: dpc.PolicyCocktail, Params: tc.params}, dpc.PolicyGears)
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished := map[dataplane.ReqID]int{}
+			var spikeMax dataplane.Time
+			join := dataplane.Time(-1)
+			var s *sim.Sim
+			s, err = sim.New(dep, pol, []sim.Source{steps(rates)}, sim.Options{Duration: 16 * dataplane.Second, Seed: 1,
+				OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
+					finished[r.ID]++
+					for _, id := range r.Batches {
+						if h := s.Engine.Batch(id).Hops[0]; h.Worker == 1 && (join < 0 || h.Start < join) {
+							join = h.Start
+						}
+					}
+					if r.Arrival >= 3*dataplane.Second && r.Arrival < 6*dataplane.Second {
+						spikeMax = max(spikeMax, r.Done-r.Arrival)
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := s.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range s.Engine.Requests() {
+				r := &s.Engine.Requests()[i]
+				if r.Outcome == dataplane.Pending || r.Outcome == dataplane.Dropped || finished[r.ID] != 1 {
+					t.Fatalf("request %d: outcome %v, finished %d times", r.ID, r.Outcome, finished[r.ID])
+				}
+			}
+			c := pol.(*dpc.Cocktail)
+			avg := c.GPUAverage(16 * dataplane.Second)
+			t.Logf("%d requests, %d loads, %.2f GPUs on average, spike max latency %.0f ms", m.Total.Requests, c.Loads, avg, float64(spikeMax)/1000)
+			if c.Loads != tc.loads {
+				t.Errorf("%d loads, want %d", c.Loads, tc.loads)
+			}
+			if avg < tc.gpuLo-1e-9 || avg > tc.gpuHi+1e-9 {
+				t.Errorf("%.3f GPUs on average, want [%g, %g]", avg, tc.gpuLo, tc.gpuHi)
+			}
+			switch {
+			case tc.joinAt == 0 && join >= 0:
+				t.Errorf("the second replica served from %v µs: it never joins", join)
+			case tc.joinAt > 0 && join < tc.joinAt:
+				t.Errorf("the second replica served from %v µs: it joins at the spike (3 s) after loading for ≥ 1 s", join)
+			}
+		})
+	}
+	pol, err := dpc.Registry().New(dep, dataplane.Config{Policy: dpc.PolicyCocktail, Params: map[string]string{"model": "gpt"}}, dpc.PolicyGears)
+	if err == nil {
+		_, err = sim.New(dep, pol, []sim.Source{steps(rates)}, sim.Options{Duration: dataplane.Second})
+	}
+	if err == nil || !strings.Contains(err.Error(), `model "gpt": not a model of the deployment`) {
+		t.Errorf("an unknown model must fail at attach: %v", err)
+	}
+	if _, err := dpc.Registry().New(dep, dataplane.Config{Policy: dpc.PolicyCocktail, Params: map[string]string{"interval_ms": "10"}}, dpc.PolicyGears); err == nil {
+		t.Error("interval_ms below poll_ms must fail")
+	}
+}
