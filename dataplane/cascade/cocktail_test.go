@@ -34,11 +34,11 @@ func TestCocktail(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name      string
-		params    map[string]string
-		loads     int64
-		gpuLo     float64
-		gpuHi     float64
+		name   string
+		params map[string]string
+		loads  int64
+		gpuLo  float64
+		gpuHi  float64
 		// joinAt: the second replica's first batch, no earlier (0: never)
 		joinAt dataplane.Time
 	}{
