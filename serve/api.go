@@ -45,8 +45,12 @@ type InferResponse struct {
 	ModelVersion string       `json:"model_version,omitempty"`
 	ID           string       `json:"id,omitempty"`
 	Outputs      []TensorJSON `json:"outputs"`
-	Outcome      string       `json:"outcome"`
-	Timing       Timing       `json:"timing"`
+	// Parameters (KServe v2's response parameters) say which model answered when the models
+	// report certainties (a cascade): answered_by (the model), stage, hops (models run),
+	// certainty (max softmax probability) and label (argmax).
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Outcome    string         `json:"outcome"`
+	Timing     Timing         `json:"timing"`
 }
 
 // DropResponse is the 503 body of a request a policy dropped (or that shutdown or a

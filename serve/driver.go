@@ -49,6 +49,9 @@ type result struct {
 	timing   Timing
 	payload  *Payload
 	res      dataplane.Result
+	// answeredBy is the model (Stage.Model, else the stage) of the last hop when a model
+	// reported its certainty (a cascade: the stage that answered); "" otherwise.
+	answeredBy string
 }
 
 // tracker wraps an executor: it counts running jobs so that a retired executor (after a
@@ -684,6 +687,9 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 	wall := max(now, d.clk.Now())
 	t := d.timing(g, c, r, wall)
 	res := result{timing: t, payload: c.payload, res: r.Result}
+	if r.Result.Certainty > 0 && len(t.Stages) > 0 {
+		res.answeredBy = answeredBy(g.dep, t.Stages[len(t.Stages)-1].Stage)
+	}
 	switch r.Outcome {
 	case dataplane.Completed, dataplane.Late:
 		res.status = 200
@@ -706,6 +712,17 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 		d.m.drop(c.model, res.stage, res.reason)
 	}
 	d.answer(g, c, res)
+}
+
+// answeredBy names the model of the stage called stage (the stage's name when it names no
+// model).
+func answeredBy(dep *dataplane.Deployment, stage string) string {
+	for i := range dep.Stages {
+		if dep.Stages[i].Name == stage && dep.Stages[i].Model != "" {
+			return dep.Stages[i].Model
+		}
+	}
+	return stage
 }
 
 func stageName(dep *dataplane.Deployment, s dataplane.StageID) string {

@@ -15,6 +15,9 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 
 // appendInferResponse appends r as JSON; ok is false when r needs json.Marshal.
 func appendInferResponse(b []byte, r *InferResponse) ([]byte, bool) {
+	if r.Parameters != nil {
+		return b, false
+	}
 	for i := range r.Outputs {
 		if r.Outputs[i].Parameters != nil {
 			return b, false

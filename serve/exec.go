@@ -17,6 +17,9 @@ type Payload struct {
 	Tensor TensorJSON
 	// Features are named intermediate tensors (ONNX workers), per sample, fp16.
 	Features []Feature
+	// Input is the client's input once a stage replaced Tensor with its model's output:
+	// whole-model stages after the first (a cascade's) run on it again.
+	Input    *TensorJSON
 	Err      error
 	ErrStage string
 }

@@ -32,6 +32,9 @@ type Answer struct {
 	// Result is what the request's stages last reported about it (Engine.SetResult): the
 	// branch a workflow took, the certainty and label of the cascade stage that answered.
 	Result dataplane.Result
+	// AnsweredBy is the model whose output answered the request when the models report
+	// certainties (a cascade: the stage where the request left); "" otherwise.
+	AnsweredBy string
 }
 
 // Infer serves one request for model: in is its one input tensor (Data a JSON array, as in
@@ -123,7 +126,7 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	a := &Answer{Status: res.status, Outcome: res.outcome, Timing: res.timing, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Result: res.res}
+	a := &Answer{Status: res.status, Outcome: res.outcome, Timing: res.timing, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Result: res.res, AnsweredBy: res.answeredBy}
 	switch res.status {
 	case 200:
 		a.Output = TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
@@ -227,4 +230,19 @@ func (s *Server) Specs(model string) (in, out TensorSpec, ok bool) {
 		return TensorSpec{}, TensorSpec{}, false
 	}
 	return spec.in, spec.out, true
+}
+
+// parameters are the answer's KServe v2 response parameters: which model answered, at which
+// stage after how many hops, and with what certainty and label (nil when no model reported
+// a certainty).
+func (r *result) parameters() map[string]any {
+	if r.answeredBy == "" {
+		return nil
+	}
+	p := map[string]any{"answered_by": r.answeredBy, "hops": len(r.timing.Stages),
+		"certainty": math.Round(float64(r.res.Certainty)*1e6) / 1e6, "label": r.res.Label}
+	if n := len(r.timing.Stages); n > 0 {
+		p["stage"] = r.timing.Stages[n-1].Stage
+	}
+	return p
 }

@@ -580,7 +580,7 @@ func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpe
 				out.Name = spec.out.Name
 			}
 		}
-		writeJSON(w, 200, &InferResponse{ModelName: model, ID: c.id, Outputs: []TensorJSON{out}, Outcome: res.outcome, Timing: res.timing})
+		writeJSON(w, 200, &InferResponse{ModelName: model, ID: c.id, Outputs: []TensorJSON{out}, Parameters: res.parameters(), Outcome: res.outcome, Timing: res.timing})
 	case 503:
 		msg := fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
 		writeDrop(w, &DropResponse{Error: msg, Model: model, ID: c.id, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Timing: res.timing})
