@@ -35,9 +35,14 @@ type onnxStage struct {
 	last    bool // produces the model's output
 }
 
-// ONNXFactory returns the ExecutorFactory of onnx workers.
+// ONNXFactory returns the ExecutorFactory of onnx workers: partitions of one model for PPipe
+// plans (ONNX), whole models per stage for plans whose stages each name one (ONNXModels:
+// a cascade).
 func ONNXFactory(o ONNXOptions) ExecutorFactory {
 	return func(clk Clock, dep *dataplane.Deployment, p *formats.Plan) (Executor, error) {
+		if p.PPipe == nil && len(dep.Stages) > 0 && dep.Stages[0].Model != "" {
+			return NewONNXModels(clk, dep, o)
+		}
 		return NewONNX(clk, dep, p, o)
 	}
 }
