@@ -83,10 +83,19 @@ type collector struct {
 	apps []appCol
 }
 
-func newCollector(dep *dataplane.Deployment) *collector {
+// newCollector makes the collector; expect (0 = unknown) is about how many requests will be
+// answered, shared among the applications by their rates.
+func newCollector(dep *dataplane.Deployment, expect int) *collector {
 	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps))}
+	var total float64
+	for _, a := range dep.Apps {
+		total += max(a.RateRPS, 0)
+	}
 	for i := range c.apps {
 		c.apps[i].drops = map[dropKey]int64{}
+		if expect > 0 && total > 0 {
+			c.apps[i].lat = make([]dataplane.Time, 0, int(float64(expect)*max(dep.Apps[i].RateRPS, 0)/total)+16)
+		}
 	}
 	return c
 }

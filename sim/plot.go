@@ -267,6 +267,7 @@ func newPointSimCompact(cfg *SweepConfig, load float64, compact bool) (*Sim, err
 	}
 	if compact {
 		opts.CompactEvery = compactEvery
+		opts.ExpectedAnswers = opts.ExpectedRequests
 		opts.ExpectedRequests = min(opts.ExpectedRequests, 4*compactEvery)
 	}
 	return New(cfg.Dep, pol, srcs, opts)

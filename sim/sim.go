@@ -29,6 +29,10 @@ type Options struct {
 	CompactEvery int64
 	// ExpectedRequests pre-sizes the engine's tables (0 = grow as needed).
 	ExpectedRequests int
+	// ExpectedAnswers pre-sizes the latency record (0 = ExpectedRequests): a compacting run
+	// keeps small engine tables but still records every answered request's latency, and
+	// growing that record by doubling costs a large run a tenth of its time in copies.
+	ExpectedAnswers int
 	// OnFinish, when set, sees every request when it finishes.
 	OnFinish func(now dataplane.Time, r *dataplane.Request)
 	// Attrs, when set, gives the attributes of application a's n-th arrival (token counts of
@@ -66,7 +70,11 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	if len(sources) != len(dep.Apps) {
 		return nil, fmt.Errorf("sim: %d arrival sources for %d applications", len(sources), len(dep.Apps))
 	}
-	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep), arrivals: make([]int64, len(dep.Apps)),
+	answers := opts.ExpectedAnswers
+	if answers <= 0 {
+		answers = opts.ExpectedRequests
+	}
+	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers), arrivals: make([]int64, len(dep.Apps)),
 		rng: rand.New(rand.NewPCG(opts.Seed, 0x5eed0e5017))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)

@@ -67,6 +67,7 @@ func newRun(cfg *sim.SweepConfig, load float64, compact bool) (*sim.Sim, error) 
 	o := sim.Options{Duration: cfg.Duration, Seed: sim.PointSeed(cfg.Seed, load, -1), ExpectedRequests: int(expect*1.1 + 1024)}
 	if compact {
 		o.CompactEvery = 1 << 16
+		o.ExpectedAnswers = o.ExpectedRequests
 		o.ExpectedRequests = 0
 	}
 	return sim.New(cfg.Dep, pol, srcs, o)
