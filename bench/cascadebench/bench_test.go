@@ -79,3 +79,32 @@ func TestQuickBench(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 }
+
+// TestWritePlots draws the accuracy-vs-p95 and degradation plots of a small report: one
+// PNG and one SVG per plot, none for a scenario without runs.
+func TestWritePlots(t *testing.T) {
+	rep := Report{
+		Curves:  []Curve{{Setup: "bert", GPUs: 1, Served: Served{Requests: 10, Accuracy: 0.85, P95Ms: 100}}},
+		MinGPUs: []MinGPUs{{System: "ms+", Target: 0.84, Feasible: true, Served: Served{Requests: 10, Accuracy: 0.844, P95Ms: 40}}},
+		Degradation: []Degradation{
+			{Setup: "bert", Scenario: "nominal", System: "cascadeserve", GPUs: 1, WindowS: 2, Acc: []float64{0.85, -1}, P95Ms: []float64{100, -1}},
+			{Setup: "bert", Scenario: "nominal", System: "ms+", GPUs: 3, WindowS: 2, Acc: []float64{0.84, 0.83}, P95Ms: []float64{40, 500}},
+		},
+	}
+	dir := t.TempDir()
+	files, err := writePlots(dir, rep, Setups[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"accuracy-vs-p95-bert", "degradation-bert-nominal-p95", "degradation-bert-nominal-accuracy"}
+	if len(files) != 2*len(want) {
+		t.Fatalf("files %v, want PNG and SVG of %v", files, want)
+	}
+	for _, w := range want {
+		for _, ext := range []string{".png", ".svg"} {
+			if st, err := os.Stat(dir + "/" + w + ext); err != nil || st.Size() == 0 {
+				t.Errorf("%s%s: %v", w, ext, err)
+			}
+		}
+	}
+}

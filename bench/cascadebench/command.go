@@ -63,7 +63,7 @@ func (o *Command) Example() string {
 // Flags implements bench.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "reduced run (one target per set-up, 3,000 samples, 30 s BERT window): under 2 minutes")
-	f.StringVar(&o.report, "report", "", "directory for bench.json")
+	f.StringVar(&o.report, "report", "", "directory for bench.json and the plots (accuracy vs p95, degradation time series; PNG and SVG)")
 	f.StringVar(&o.trace, "trace", DefaultTrace, "per-second QPS trace (one rate a line)")
 	f.StringSliceVar(&o.setups, "setups", nil, "set-ups (default bert,llama)")
 	f.IntVar(&o.samples, "samples", 0, "validation and test samples per set-up (default 10,000; quick 3,000)")
@@ -76,7 +76,10 @@ type Report struct {
 	MinGPUs []MinGPUs     `json:"min_gpus"`
 	Curves  []Curve       `json:"curves"`
 	Cost    []PlannerCost `json:"planner_cost"`
-	Elapsed float64       `json:"elapsed_s"`
+	// Degradation: each system beyond its plan (more load, slower GPUs), per window.
+	Degradation []Degradation `json:"degradation"`
+	Plots       []string      `json:"plots,omitempty"`
+	Elapsed     float64       `json:"elapsed_s"`
 }
 
 // Run implements bench.Bench.
@@ -131,8 +134,15 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 				}
 				rep.MinGPUs = append(rep.MinGPUs, d.minGPUs(ctx, st, tg, win))
 			}
-			rep.MinGPUs = append(rep.MinGPUs, d.cocktail(tg))
+			rep.MinGPUs = append(rep.MinGPUs, d.cocktail(tg), d.cocktailRuntime(tg, win, o.quick))
 		}
+		// Degradation runs (paper Figs. 8/9): every system on the GPUs it needed for the
+		// middle target, beyond its plan.
+		dg, err := d.degrade(rep.MinGPUs, degradeTarget(s), win)
+		if err != nil {
+			return err
+		}
+		rep.Degradation = append(rep.Degradation, dg...)
 		// Accuracy vs p95 per GPU count (CascadeServe, latency SLO).
 		counts := []int{1, 2, 4}
 		if s.Name == "llama" {
@@ -160,10 +170,17 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	}
 	rep.Elapsed = time.Since(start).Seconds()
 	if o.report != "" {
-		if err := os.MkdirAll(o.report, 0o755); err != nil {
+		plots, err := writePlots(o.report, rep, setups)
+		if err != nil {
 			return err
 		}
-		b, _ := json.MarshalIndent(rep, "", "  ")
+		for _, p := range plots {
+			rep.Plots = append(rep.Plots, filepath.Base(p))
+		}
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
 		if err := os.WriteFile(filepath.Join(o.report, "bench.json"), b, 0o644); err != nil {
 			return err
 		}
@@ -274,6 +291,7 @@ func (o *Command) print(env bench.Env, rep Report) {
 		rows = append(rows, []string{c.Setup, fmt.Sprint(c.GPUs), fmt.Sprint(c.Ranges), fmt.Sprint(c.Pareto), fmt.Sprintf("%.0f", c.PlannerMs), fmt.Sprintf("%.4f", c.PlannerAcc),
 			fmt.Sprintf("%.0f", c.ExhaustiveMs), fmt.Sprintf("%.4f", c.ExhaustAcc), fmt.Sprintf("%.2f%%", c.GapPct)})
 	}
+	o.printDegradation(env, rep)
 	fmt.Fprintln(env.Out, "Planner vs exhaustive search (every model on every GPU):")
 	env.Table([]string{"SETUP", "GPUS", "RANGES", "PARETO", "PLANNER_MS", "PLANNER_ACC", "EXHAUSTIVE_MS", "EXHAUSTIVE_ACC", "GAP"}, rows)
 	fmt.Fprintln(env.Out)

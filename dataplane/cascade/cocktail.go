@@ -25,7 +25,9 @@ const PolicyCocktail = "cocktail+"
 // only at its end, to the interval's peak measured QPS; default 10000, the paper's grid
 // {10, 60, 300} s), poll_ms (QPS measurement; scale-up is immediate when a poll's QPS
 // exceeds the replicas' capacity, as the paper's Cocktail+ rescales at every QPS change;
-// default 100).
+// default 100), initial (replicas at the start, already loaded: the fleet a running
+// autoscaler holds when the replay starts; default 1). A backlog counts as load: scale-up
+// asks for ceil((QPS + queued requests/1 s)/packing) replicas.
 //
 // [ours] The paper's Cocktail+ scales to the true future QPS of the next interval (an
 // oracle); a runtime policy sees only the past, so it scales up on the measured QPS and
@@ -37,6 +39,7 @@ type Cocktail struct {
 	packing    float64
 	intervalMs float64
 	pollMs     float64
+	initial    int
 
 	v     dataplane.View
 	dep   *dataplane.Deployment
@@ -67,7 +70,7 @@ type Cocktail struct {
 }
 
 func newCocktail(cfg dataplane.Config) (*Cocktail, error) {
-	if err := cfg.CheckKnown(PolicyCocktail, "model", "packing", "interval_ms", "poll_ms"); err != nil {
+	if err := cfg.CheckKnown(PolicyCocktail, "model", "packing", "interval_ms", "poll_ms", "initial"); err != nil {
 		return nil, err
 	}
 	p := &Cocktail{cfg: cfg, model: cfg.Params["model"]}
@@ -81,6 +84,14 @@ func newCocktail(cfg dataplane.Config) (*Cocktail, error) {
 	if p.pollMs, err = cfg.Float("poll_ms", 100); err != nil {
 		return nil, err
 	}
+	init, err := cfg.Float("initial", 1)
+	if err != nil {
+		return nil, err
+	}
+	if init < 1 || init > 1e6 {
+		return nil, fmt.Errorf("policy %s: initial %g: must be in [1, 1e6]", PolicyCocktail, init)
+	}
+	p.initial = int(init)
 	if p.packing < 0 || !(p.pollMs >= 1 && p.pollMs <= 60000) || !(p.intervalMs >= p.pollMs) {
 		return nil, fmt.Errorf("policy %s: packing %g, poll_ms %g, interval_ms %g: want packing >= 0, poll_ms in [1, 60000], interval_ms >= poll_ms", PolicyCocktail, p.packing, p.pollMs, p.intervalMs)
 	}
@@ -189,13 +200,19 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		p.try(k, out)
 	case dataplane.EvTick:
 		if !p.started {
-			// the initial fleet: one replica, provisioned before the trace starts
+			// the initial fleet, provisioned before the trace starts
 			p.started = true
-			p.active[0] = true
-			p.load(now, 0, 0, out)
+			for k := 0; k < min(p.initial, len(p.reps)); k++ {
+				p.active[k] = true
+				p.load(now, k, 0, out)
+			}
 		} else if now > p.lastTick {
 			qps := float64(p.count) / (float64(now-p.lastTick) / float64(dataplane.Second))
 			p.peak = math.Max(p.peak, qps)
+			// [ours] a backlog is load too: drain it within a second
+			for k := range p.queues {
+				qps += float64(len(p.queues[k]))
+			}
 			p.scale(now, qps, now-p.lastScale >= dataplane.Time(p.intervalMs*float64(dataplane.Millisecond)), out)
 		}
 		p.count, p.lastTick = 0, now
