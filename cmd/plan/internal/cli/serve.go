@@ -64,7 +64,9 @@ stage, and Retry-After.
 Workers: emulated (default) wait each stage's profiled latency (--jitter adds seeded noise)
 and carry the input through as the output, so any flat FP32 vector is accepted unless
 --input-shape declares one; onnx runs each partition's block subgraph of --model with ONNX
-Runtime and passes feature maps between stages as fp16; remote sends each stage to a KServe
+Runtime and passes feature maps between stages as fp16 (a cascade plan: each stage runs its
+whole model, MODEL.onnx in the --model directory, and forwards by the output's certainty);
+remote sends each stage to a KServe
 v2 / Triton endpoint listed in --endpoints (checked at start).
 
 Endpoints: GET /v2/health/live, /v2/health/ready, /v2/models/{model}, /metrics
@@ -78,6 +80,7 @@ PLAN defaults to ./plan.json.`,
 		Example: `  plan serve plan.json
   plan serve plan.json --addr 127.0.0.1:9000 --jitter 0.05 --seed 7
   plan serve plan.json --workers onnx --model model.onnx --device cpu
+  plan serve tiny.json --workers onnx --model testdata/cascade/onnx   # a cascade: one MODEL.onnx per model
   plan serve plan.json --workers remote --endpoints endpoints.yaml
   curl -s localhost:8080/v2/models/demo/infer \
     -d '{"inputs":[{"name":"input","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}'
@@ -92,7 +95,7 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.grpcAddr, "grpc-addr", "", "also serve the KServe v2 gRPC protocol on this address, e.g. 127.0.0.1:8001 (default off)")
 	f.StringVar(&o.workers, "workers", "emulated", "worker kind: emulated, onnx or remote")
 	f.StringVar(&o.endpoints, "endpoints", "", "remote workers: YAML/JSON file mapping stages to KServe v2 endpoints")
-	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from")
+	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from (a cascade plan: a directory holding MODEL.onnx for each model)")
 	f.StringVar(&o.device, "device", "cpu", "onnx workers: cpu or cuda:N")
 	f.IntVar(&o.threads, "threads", 1, "onnx workers: intra-op threads per session")
 	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames())
