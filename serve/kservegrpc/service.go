@@ -149,6 +149,15 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 			"outcome":    {ParameterChoice: &pb.InferParameter_StringParam{StringParam: a.Outcome}},
 			"latency_us": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: a.Timing.LatencyUs}},
 		}}
+	if a.AnsweredBy != "" {
+		// The models report certainties (a cascade): which one answered, as the HTTP
+		// answer's parameters say.
+		resp.Parameters["answered_by"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_StringParam{StringParam: a.AnsweredBy}}
+		resp.Parameters["hops"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: int64(len(a.Timing.Stages))}}
+		// The protocol's parameters have no floating-point choice: the certainty is a decimal.
+		resp.Parameters["certainty"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_StringParam{StringParam: strconv.FormatFloat(float64(a.Result.Certainty), 'f', 6, 64)}}
+		resp.Parameters["label"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: int64(a.Result.Label)}}
+	}
 	if isRaw {
 		resp.RawOutputContents = [][]byte{rawOut}
 	}

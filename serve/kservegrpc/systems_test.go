@@ -1,9 +1,21 @@
 package kservegrpc
 
-import "github.com/plan-dev/plan/internal/servetest"
+import (
+	"github.com/plan-dev/plan/dataplane"
+	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/servetest"
+)
 
-// testPolicies and testDeploy stand in for the system registry (internal/systems).
+// testPolicies and testDeploy stand in for the system registry (internal/systems): PPipe and
+// PARD (servetest) and CascadeServe (TestCascadeAnsweredBy).
 var (
-	testPolicies = servetest.Policies()
-	testDeploy   = servetest.Deploy
+	testPolicies = servetest.Policies(dpcascade.Policies()...)
+	testDeploy   = func(p *formats.Plan) (*dataplane.Deployment, string, error) {
+		if p.Cascade != nil {
+			d, err := dpcascade.FromPlan(p)
+			return d, dpcascade.PolicyGears, err
+		}
+		return servetest.Deploy(p)
+	}
 )
