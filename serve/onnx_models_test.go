@@ -3,13 +3,16 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
@@ -224,5 +227,78 @@ func TestCertainty(t *testing.T) {
 		if math.Abs(c-tc.cert) > 1e-6 || l != tc.label {
 			t.Errorf("%s: certainty(%v) = %g, %d; want %g, %d", tc.name, tc.v, c, l, tc.cert, tc.label)
 		}
+	}
+}
+
+// TestONNXCascadeAccuracy serves all of the tiny cascade's validation inputs with onnx
+// workers and checks the served cascade against the plan: the share of requests forwarded is
+// the share the validation records put below the gear's threshold, and the accuracy of the
+// answers (against the reference labels) is the gear's expected accuracy — the planner's
+// numbers come true when the real models decide.
+func TestONNXCascadeAccuracy(t *testing.T) {
+	needORT(t)
+	if testing.Short() {
+		t.Skip("600 requests through ONNX Runtime")
+	}
+	plan := tinyPlan(t)
+	g := plan.Cascade.Gears[0]
+	models, ref, err := tinycascade.LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := tinycascade.Inputs(tinycascade.Samples)
+	o, err := tinycascade.Run(models, ref, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFwd := 0
+	for s := range xs {
+		if c, _ := tinycascade.Top(o.Probs[g.Models[0]][s]); c < g.Thr[0] {
+			wantFwd++
+		}
+	}
+	s, _ := testServer(t, Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
+		NewExecutor: ONNXFactory(ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
+	type out struct {
+		by    string
+		label int32
+	}
+	res := make([]out, len(xs))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, x := range xs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			in := Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
+			// No deadline to miss on a busy test machine: this checks what answers, not when.
+			a, err := s.Submit(context.Background(), Request{Model: tinycascade.Task, Input: &in, Deadline: time.Minute})
+			if err != nil || a.Status != 200 {
+				t.Errorf("sample %d: %v %+v", i, err, a)
+				return
+			}
+			res[i] = out{a.AnsweredBy, a.Result.Label}
+		}()
+	}
+	wg.Wait()
+	fwd, right := 0, 0
+	for i, r := range res {
+		if r.by == g.Models[len(g.Models)-1] {
+			fwd++
+		}
+		if int(r.label) == o.Labels[i] {
+			right++
+		}
+	}
+	acc := float64(right) / float64(len(xs))
+	t.Logf("%d of %d forwarded (validation records: %d), accuracy %.4f (plan: %.4f)", fwd, len(xs), wantFwd, acc, g.ExpAcc)
+	// ONNX Runtime and the Go evaluation may round a certainty within 1e-6 of the threshold
+	// differently: allow one sample either way.
+	if d := fwd - wantFwd; d < -1 || d > 1 {
+		t.Errorf("%d requests forwarded, the validation records say %d", fwd, wantFwd)
+	}
+	if math.Abs(acc-g.ExpAcc) > 1.5/float64(len(xs)) {
+		t.Errorf("served accuracy %.4f, the plan expects %.4f", acc, g.ExpAcc)
 	}
 }
