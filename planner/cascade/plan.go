@@ -15,17 +15,21 @@ import (
 
 // Strategies: the CascadeServe planner and the baselines of spec §6, planned on the same
 // inputs. DynBa and MS+ choose single models; no-switch uses one gear for all ranges;
-// no-cascade restricts gears to single models.
+// no-cascade restricts gears to single models. Cocktail+ (spec §6) provisions its largest
+// fleet like DynBa — one model, one gear for every QPS, at the planned peak — but with
+// CascadeServe's batching; its runtime policy (dataplane/cascade, cocktail+) then scales the
+// replicas in use with the measured QPS and loads the model on every replica that joins.
 const (
 	StrategyCascadeServe = "cascadeserve"
 	StrategyNoSwitch     = "no-switch"
 	StrategyNoCascade    = "no-cascade"
 	StrategyDynBa        = "dynba"
 	StrategyMSPlus       = "ms+"
+	StrategyCocktail     = "cocktail+"
 )
 
 // Strategies lists the strategies, the default first.
-var Strategies = []string{StrategyCascadeServe, StrategyNoSwitch, StrategyNoCascade, StrategyDynBa, StrategyMSPlus}
+var Strategies = []string{StrategyCascadeServe, StrategyNoSwitch, StrategyNoCascade, StrategyDynBa, StrategyMSPlus, StrategyCocktail}
 
 // Options are the planner's settings.
 type Options struct {
@@ -224,7 +228,7 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	// SP1: cascade search with Pareto filtering (§4.2).
 	so := o.Search
 	switch o.Strategy {
-	case StrategyNoCascade, StrategyDynBa, StrategyMSPlus:
+	case StrategyNoCascade, StrategyDynBa, StrategyMSPlus, StrategyCocktail:
 		so.Singles = true
 	}
 	p.P = Pareto(t.Enumerate(so))
@@ -235,7 +239,7 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 		p.q = append(p.q, float64(r+1)*width)
 	}
 	p.w = weights(c, p.lo, p.q, o.TimeWeights)
-	if o.Strategy == StrategyNoSwitch || o.Strategy == StrategyDynBa {
+	if o.Strategy == StrategyNoSwitch || o.Strategy == StrategyDynBa || o.Strategy == StrategyCocktail {
 		// One gear for every QPS: plan a single range at qps_max, then stretch it.
 		p.lo, p.q, p.w = []float64{0}, []float64{o.QPSMax}, []float64{1}
 	}

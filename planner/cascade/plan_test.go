@@ -32,6 +32,7 @@ func TestPlanStrategies(t *testing.T) {
 		{"bert accuracy", BERT, 7600, 2, 0, 0.84, StrategyCascadeServe},
 		{"bert dynba", BERT, 7600, 4, 400 * time.Millisecond, 0, StrategyDynBa},
 		{"bert no-cascade", BERT, 7600, 2, 400 * time.Millisecond, 0, StrategyNoCascade},
+		{"bert cocktail+", BERT, 7600, 4, 400 * time.Millisecond, 0, StrategyCocktail},
 		{"llama latency", Llama, 6, 4, 8 * time.Second, 0, StrategyCascadeServe},
 	}
 	for _, tc := range tests {
@@ -45,6 +46,9 @@ func TestPlanStrategies(t *testing.T) {
 			res, err := Plan(context.Background(), tk, c, hw, Options{Strategy: tc.strat})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if single := tc.strat == StrategyDynBa || tc.strat == StrategyCocktail; single && (len(res.Gears) != 1 || len(res.Gears[0].C.Models) != 1) {
+				t.Errorf("%s: want one single-model gear, got %d gears", tc.strat, len(res.Gears))
 			}
 			t.Logf("acc %.4f, %d gears, %d replicas, %d LPs, %d sims, %v", res.Acc, len(res.Gears), len(res.Placement), res.LPs, res.Sims, res.Elapsed)
 			for _, g := range res.Gears {

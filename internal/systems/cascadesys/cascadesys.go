@@ -39,6 +39,10 @@ func System() system.System {
 		HasPlan:          func(p *formats.Plan) bool { return p.Cascade != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
+			if p.Provenance.Strategy == pc.StrategyCocktail {
+				// a Cocktail+ plan is its largest fleet: the autoscaler decides what runs
+				return d, dpc.PolicyCocktail, err
+			}
 			return d, dpc.PolicyGears, err
 		},
 		Policies:  dpc.Policies(),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
+	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/cascade/golden-plan.json")
@@ -118,5 +119,22 @@ func TestGoldenPlan(t *testing.T) {
 	dep, pol, err := System().Deploy(plan)
 	if err != nil || pol != "cascadeserve" || len(dep.Stages) != 3 {
 		t.Fatalf("deploy: %v %q", err, pol)
+	}
+}
+
+// TestCocktailPlan: a cocktail+ plan is one single-model gear over the largest fleet, and
+// deploys with the cocktail+ autoscaling policy by default.
+func TestCocktailPlan(t *testing.T) {
+	in := inputs(t)
+	pl := &Planner{levels: 20, maxLen: 3, weights: "requests"}
+	plan, err := pl.Solve(context.Background(), in, planner.Settings{Strategy: pc.StrategyCocktail, Deterministic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := plan.Cascade.Gears; len(g) != 1 || len(g[0].Models) != 1 {
+		t.Fatalf("want one single-model gear: %+v", g)
+	}
+	if _, pol, err := System().Deploy(plan); err != nil || pol != "cocktail+" {
+		t.Fatalf("deploy: policy %q, %v", pol, err)
 	}
 }
