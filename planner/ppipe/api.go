@@ -85,6 +85,9 @@ type Options struct {
 	// NoLPGuide skips the LP relaxation and the LP-restricted MILP and hands the full MILP
 	// to HiGHS directly (for benchmarks of their effect).
 	NoLPGuide bool
+	// NoContinuousCounts skips the continuous-count relaxation and its repair (for
+	// benchmarks of their effect).
+	NoContinuousCounts bool
 	// FillSurplus hands the GPUs the plan leaves idle back to the models as headroom, after
 	// the MILP (every strategy): the model with the lowest capacity/target ratio repeatedly
 	// gets the step with the most capacity per GPU, growing one of its pipelines or opening a

@@ -115,7 +115,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 					for _, oi := range levelOf[v] {
 						Gv = max(Gv, st[oi].G)
 					}
-					g := m.AddVar("g_"+vn, 0, float64(Gv), 0, !cfg.relax)
+					g := m.AddVar("g_"+vn, 0, float64(Gv), 0, !cfg.relax && !cfg.contCounts)
 					for _, oi := range levelOf[v] {
 						gs[oi] = g
 					}
@@ -205,7 +205,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			continue
 		}
 		n := p.count(cfg, key.k)
-		h := m.AddVar(fmt.Sprintf("h_m%d_s%d_k%d", key.m, key.d, key.k), 0, float64(n), 0, !cfg.relax)
+		h := m.AddVar(fmt.Sprintf("h_m%d_s%d_k%d", key.m, key.d, key.k), 0, float64(n), 0, !cfg.relax && !cfg.contCounts)
 		row := append([]solver.Term{{Var: h, Coef: lcmLevels}}, negate(terms)...)
 		m.AddRow(fmt.Sprintf("round_m%d_s%d_k%d", key.m, key.d, key.k), 0, solver.Inf, row...)
 		b.hvars = append(b.hvars, hvar{h: h, terms: terms})

@@ -44,6 +44,10 @@ type spaceConfig struct {
 	counts []int
 	// relax builds the LP relaxation (diagnostics and tests of the formulation's strength).
 	relax bool
+	// contCounts keeps the template and option choices binary but makes slice and GPU counts
+	// continuous: the continuous-count relaxation, whose optimum bounds the MILP far more
+	// tightly than the LP and which solves in a fraction of its time.
+	contCounts bool
 	// replicas of every type sequence: 0 or 1 = one (paper), n > 1 = n, -1 = K^{P−D} (the
 	// authors' code, whose fixed-length templates with empty trailing stages repeat shorter
 	// sequences).

@@ -293,6 +293,14 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 			}
 		}
 	}
+	// Only the max-min objective over several models makes the counts the hard part: with
+	// one model the full MILP closes the gap about as fast as the relaxation solves.
+	if !s.p.opts.NoContinuousCounts && len(spaces) > 1 && (best == nil || relGap(bestObj, bound) > s.p.opts.Gap) {
+		var err error
+		if best, bestObj, bound, err = s.continuousCounts(spaces, cfg, best, bestObj, bound); err != nil {
+			return nil, stats{}, err
+		}
+	}
 	if best == nil || relGap(bestObj, bound) > s.p.opts.Gap {
 		var start []float64
 		if best != nil {
@@ -320,6 +328,75 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		return nil, st, err
 	}
 	return pipes, st, nil
+}
+
+// continuousCounts is the formulation phase of issue 15 item 3: what makes the MILP hard is
+// its integer slice and GPU counts (with them continuous, the hardest bundled case solves in
+// seconds). So it solves the continuous-count relaxation — template and option choices
+// binary, counts continuous — whose dual bound is a valid and much tighter upper bound than
+// the LP's, then repairs its choices into an integer plan with a small MILP over the options
+// it chose (and, at the same batch sizes, the other cuts and slice levels of its templates,
+// and the incumbent's choices, so the incumbent stays a feasible start). Either result may end
+// the pipeline: the repaired plan within the gap of the relaxation's bound needs no full MILP.
+func (s *session) continuousCounts(spaces []*modelSpace, cfg spaceConfig, best assignment, bestObj, bound float64) (assignment, float64, float64, error) {
+	ccfg := cfg
+	ccfg.contCounts = true
+	cb := s.p.build(spaces, ccfg)
+	var start []float64
+	if best != nil {
+		start = cb.start(best)
+	}
+	cres, err := s.run("continuous-counts", cb, start, time.Until(s.deadline)/3)
+	switch {
+	case errors.Is(err, ErrNoSolution):
+		return best, bestObj, bound, nil
+	case err != nil:
+		return nil, 0, 0, err
+	}
+	bound = math.Min(bound, math.Max(cres.Bound, cres.Objective))
+	chosen := func(m, l, d, o int) bool { return cres.Values[cb.y[m][l][d][o]] > 0.5 }
+	batches := map[[3]int]bool{}
+	for m, ms := range spaces {
+		for l, t := range ms.tmpls {
+			for d, st := range t.stages {
+				for o, op := range st {
+					if chosen(m, l, d, o) {
+						batches[[3]int{m, l, op.b}] = true
+					}
+				}
+			}
+		}
+	}
+	keep := func(m, l, d, o int) bool {
+		if chosen(m, l, d, o) || batches[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
+			return true
+		}
+		if best != nil {
+			for _, c := range best[m][l] {
+				if c.stage == d && c.opt == o {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	r := restrict(spaces, keep)
+	rb := s.p.build(r.spaces, cfg)
+	start = nil
+	if best != nil {
+		start = rb.start(r.lower(best))
+	}
+	rres, err := s.run("repair", rb, start, time.Until(s.deadline)/2)
+	switch {
+	case err == nil:
+		if rres.Objective > bestObj || best == nil {
+			best, bestObj = r.lift(rb.decode(rres.Values), spaces), rres.Objective
+		}
+	case errors.Is(err, ErrNoSolution):
+	default:
+		return nil, 0, 0, err
+	}
+	return best, bestObj, bound, nil
 }
 
 // emptyModels reports models the plan gives no throughput (e.g. every feasible pipeline

@@ -297,3 +297,36 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 		t.Errorf("arrival rate without the batch allowance: %v", err)
 	}
 }
+
+// TestContinuousCounts: the continuous-count phase (relaxation, then repair) changes how a
+// multi-model plan is found, never what an optimal solve finds: on small instances that both
+// pipelines solve to optimality, the objectives agree, and its plans verify.
+func TestContinuousCounts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		models int
+		seed   uint64
+	}{{"2 models", 2, 5}, {"3 models", 3, 7}} {
+		t.Run(c.name, func(t *testing.T) {
+			gpus := []gpuSpec{specL4, specP4}
+			in := Inputs{Profiles: []*formats.Profile{genProfile(c.seed, c.models, 4, gpus, 0)}, Cluster: genCluster(gpus, []int{3, 8}, 30)}
+			var objs []float64
+			for _, no := range []bool{true, false} {
+				pl, err := Solve(context.Background(), in, Options{MaxPartitions: 2, TimeLimit: 60 * time.Second, Gap: 1e-6, NoContinuousCounts: no, Deterministic: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pl.Provenance.Status != "optimal" {
+					t.Fatalf("NoContinuousCounts=%v: no proven optimum within a minute on a tiny instance (%s)", no, pl.Provenance.Status)
+				}
+				if errs := Verify(pl); len(errs) > 0 {
+					t.Fatalf("NoContinuousCounts=%v: the plan does not verify: %v", no, errs)
+				}
+				objs = append(objs, pl.Provenance.Objective)
+			}
+			if math.Abs(objs[0]-objs[1]) > 1e-6*math.Max(1, objs[0]) {
+				t.Errorf("optimal objective %.6f without the continuous-count phase, %.6f with it", objs[0], objs[1])
+			}
+		})
+	}
+}
