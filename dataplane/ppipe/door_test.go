@@ -33,10 +33,13 @@ func TestDoor(t *testing.T) {
 	if r := v.Req(id); r.Outcome != dataplane.Dropped || r.Reason != reason {
 		t.Errorf("a request admitted while the door was closed (%s): %v %q", reason, r.Outcome, r.Reason)
 	}
+	// At retry, the same reservations let a fresh arrival through; asking changes nothing.
 	stats = p.Stats()
-	// At retry, the same reservations let a fresh arrival through.
 	if ok, _, _ := p.Door(v, 0, retry, 0); !ok {
 		t.Errorf("door still closed for an arrival at its retry time %d", retry)
+	}
+	if p.Stats() != stats {
+		t.Errorf("asking the door changed the counters: %+v → %+v", stats, p.Stats())
 	}
 	// Without the admission refinement the bar is a batch of one.
 	p2 := NewPPipe(PPipeOptions{})
