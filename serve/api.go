@@ -74,8 +74,8 @@ type ErrorResponse struct {
 // Timing is the latency breakdown of one request, in µs of the server's monotonic clock.
 // LatencyUs = IntakeUs + MigrationUs + BatchWaitUs + QueueUs + ExecUs + TransferUs + DeliveryUs.
 type Timing struct {
-	// LatencyUs runs from the request's arrival (its handler started, before the body was
-	// read) to its answer; the deadline counts from the same instant.
+	// LatencyUs runs from the request's arrival (its first bytes read off the socket) to its
+	// answer; the deadline counts from the same instant.
 	LatencyUs int64 `json:"latency_us"`
 	// SLOUs is the application's latency objective.
 	SLOUs int64 `json:"slo_us"`

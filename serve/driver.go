@@ -21,8 +21,8 @@ type call struct {
 	ms      *modelSeries
 	id      string
 	payload *Payload
-	// at is the request's true arrival: when its handler started, before the body was read
-	// (the engine's deadline counts from it); received is the driver's time when it took
+	// at is the request's true arrival: when its first bytes were read off the socket (the
+	// engine's deadline counts from it); received is the driver's time when it took
 	// the call; fed when it was handed to the engine (later than received only across a
 	// migration).
 	at, received, fed dataplane.Time
