@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -34,16 +35,91 @@ type Degradation struct {
 }
 
 // Scenario degrades a replay: Load multiplies the arrival rates, Slow every GPU's batch
-// latency.
+// latency; Fail loses the plan's highest GPU.
 type Scenario struct {
 	Name string
 	Load float64
 	Slow float64
+	Fail bool
 }
 
 // Scenarios are the degradation runs: as planned, 1.5× the planned load (the trace beyond
-// the plan's peak), and every GPU 1.5× slower than profiled.
-var Scenarios = []Scenario{{Name: "nominal", Load: 1, Slow: 1}, {Name: "load-x1.5", Load: 1.5, Slow: 1}, {Name: "slow-x1.5", Load: 1, Slow: 1.5}}
+// the plan's peak), every GPU 1.5× slower than profiled, and one GPU lost before the
+// replay starts while the plan stays as it was (what a failure does until the planner
+// runs again; a 1-GPU plan has nothing left and is skipped).
+var Scenarios = []Scenario{{Name: "nominal", Load: 1, Slow: 1}, {Name: "load-x1.5", Load: 1.5, Slow: 1}, {Name: "slow-x1.5", Load: 1, Slow: 1.5},
+	{Name: "gpu-fail", Load: 1, Slow: 1, Fail: true}}
+
+// failGPU returns cp without its highest GPU: the replicas on it are gone, each gear's
+// shares are renormalized over the replicas left, and a model left without replicas drops
+// out of the gears' cascades (the model before it forwards, at its own threshold, to the
+// model after it; a last model's predecessor answers everything). Errors when no GPU or no
+// model of some gear is left.
+func failGPU(cp *formats.CascadePlan) (*formats.CascadePlan, error) {
+	g := -1
+	for _, r := range cp.Placement {
+		for _, x := range r.GPUs {
+			g = max(g, x)
+		}
+	}
+	out := *cp
+	out.Placement = nil
+	keep := map[string][]bool{} // per model, per replica in placement order: survives
+	for _, r := range cp.Placement {
+		ok := !slices.Contains(r.GPUs, g)
+		keep[r.Model] = append(keep[r.Model], ok)
+		if ok {
+			out.Placement = append(out.Placement, r)
+		}
+	}
+	if len(out.Placement) == 0 {
+		return nil, fmt.Errorf("no GPU left after losing GPU %d", g)
+	}
+	out.Gears = nil
+	for gi, gr := range cp.Gears {
+		ng := gr
+		ng.Models, ng.Thr, ng.Share = nil, nil, map[string][]float64{}
+		last := -1 // the last model kept: its own exit threshold leads to the next kept one
+		for i, m := range gr.Models {
+			var sh []float64
+			var sum float64
+			for k, ok := range keep[m] {
+				if ok {
+					x := 1.0
+					if k < len(gr.Share[m]) {
+						x = gr.Share[m][k]
+					}
+					sh = append(sh, x)
+					sum += x
+				}
+			}
+			if len(sh) == 0 {
+				continue // the model is gone: its predecessor's threshold now leads past it
+			}
+			for k := range sh {
+				if sum > 0 {
+					sh[k] /= sum
+				} else {
+					sh[k] = 1 / float64(len(sh))
+				}
+			}
+			if last >= 0 {
+				ng.Thr = append(ng.Thr, gr.Thr[last])
+			}
+			last = i
+			ng.Models = append(ng.Models, m)
+			ng.Share[m] = sh
+		}
+		if len(ng.Models) == 0 {
+			return nil, fmt.Errorf("gear %d has no model left after losing GPU %d", gi, g)
+		}
+		if ng.Thr == nil {
+			ng.Thr = []float64{}
+		}
+		out.Gears = append(out.Gears, ng)
+	}
+	return &out, nil
+}
 
 // degradationSystems are the systems the degradation runs compare (the ablations are
 // covered by the GPU table).
@@ -78,11 +154,22 @@ func (d *data) degrade(rows []MinGPUs, target float64, win []float64) ([]Degrada
 					right[k]++
 				}
 			}
-			sv, err := d.replay(r.plan, rp, q)
+			plan := r.plan
+			if sc.Fail {
+				cp, err := failGPU(plan.Cascade)
+				if err != nil {
+					continue // nothing left to serve with
+				}
+				plan = &formats.Plan{Cascade: cp}
+			}
+			sv, err := d.replay(plan, rp, q)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s %s: %w", d.s.Name, sc.Name, sys, err)
 			}
 			gpus := r.GPUs
+			if sc.Fail {
+				gpus--
+			}
 			if sv.AvgGPUs > 0 {
 				gpus = sv.AvgGPUs // an autoscaler's time-averaged GPUs in this run
 			}
