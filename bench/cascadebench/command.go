@@ -43,8 +43,13 @@ Twitter-derived trace (` + DefaultTrace + `, read at run time) scaled to the pap
 (BERT 7,600 QPS, Llama 60 QPS). It prints, per accuracy target at the latency SLO, the
 fewest GPUs each system needs (its plan, then a replay of the trace's busiest window in
 the simulator with the test set: measured accuracy and p95), CascadeServe's savings over
-the best baseline, accuracy vs p95 per GPU count, and the planner's time and accuracy vs
+the best baseline, accuracy vs p95 per GPU count, the degradation runs (each system on its
+GPUs for the middle target at 1.5× the load, with 1.5× slower GPUs and with one GPU lost:
+per-window accuracy and p95, paper Figs. 8/9), and the planner's time and accuracy vs
 exhaustive search over cascade-to-range assignments — next to the paper's numbers.
+Cocktail+ appears as the paper's oracle autoscaler (cocktail+: future QPS known, no load
+delay) and replayed with its runtime policy (cocktail+rt: measured QPS, model loads).
+--report DIR writes bench.json and the plots (PNG and SVG).
 
 Each cell replays at least ≈5,000 requests: a window around the trace's peak for BERT, the
 whole trace for Llama. Llama's peak is 15 QPS, not the paper's 60 (see Setups: the Twitter

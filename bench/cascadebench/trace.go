@@ -2,8 +2,10 @@
 // stand-ins — the BERT and Llama set-ups with seeded latent-difficulty validation and test
 // sets, arrival rates shaped by the real Twitter-derived trace (../shared/data, read at run
 // time, scaled to the paper's peaks), GPUs needed per target for CascadeServe and the
-// baselines, accuracy vs p95 per GPU count, and planner time vs exhaustive search — side
-// by side with the paper's numbers.
+// baselines (Cocktail+ both as the paper's oracle autoscaler and replayed with its runtime
+// policy and model-load delays), accuracy vs p95 per GPU count, the degradation runs of
+// Figs. 8/9 (more load than planned, slower GPUs, a lost GPU) with their plots, and planner
+// time vs exhaustive search — side by side with the paper's numbers.
 package cascadebench
 
 import (

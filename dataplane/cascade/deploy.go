@@ -1,4 +1,5 @@
-// Package cascade is CascadeServe's data plane (spec §5): the gear-switching policy — QPS
+// Package cascade is CascadeServe's data plane (spec §5) and its Cocktail+ baseline
+// (cocktail.go, spec §6): the gear-switching policy — QPS
 // measured every 100 ms through the engine's Ticker, gear lookup, the α = 8 backlog rule
 // —, per-replica stage queues with minimum-queue triggers, certainty-threshold forwarding
 // (a request answers at the first stage confident enough: Complete), deficit routing over
