@@ -40,15 +40,18 @@ func Full() Options {
 	return Options{Seeds: 3, Seconds: 1800, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128, 256}}
 }
 
-// MixShare scales every app's rate in MIX, where the four apps share the same GPUs [ours:
-// at the full per-app rates MIX overloads 8 GPUs].
-const MixShare = 0.5
+// MixShare scales every app's rate in MIX, where the four apps share the same GPUs [ours].
+// Spec §5.4 runs every workload below saturation (30–90 %); at 0.5 MIX on 8 GPUs is past it
+// (its queues grow without bound: mean latency 14 s on a 300 s trace, 27 s on 600 s, for
+// every policy alike), so the mean says how long the trace was, not how good the scheduler
+// is. At 0.3 the mean is stable across trace lengths.
+const MixShare = 0.3
 
 // AllApps are the workloads of the main table.
 var AllApps = []string{"gill", "kc", "debate", "image", "mix"}
 
 // AllPolicies are DyOrc and its baselines.
-var AllPolicies = []string{"dyorc", "dyorc-replan", "dyorc-argmax", "dyorc-greedy", "dyorc-roundrobin", "dyorc-ray", "dyorc-tis", "dyorc-oracle"}
+var AllPolicies = []string{"dyorc", "dyorc-literal", "dyorc-argmax", "dyorc-greedy", "dyorc-roundrobin", "dyorc-ray", "dyorc-tis", "dyorc-oracle"}
 
 // Row is one (app, policy) result, averaged over seeds.
 type Row struct {
@@ -272,7 +275,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		} else {
 			row := Row{App: j.app, Policy: j.pol, Requests: int64(reqs / n), MeanMs: mean / n, P99Ms: p99 / n, Loads: loads / n,
 				StepAcc: -1, FlowAcc: -1, StatesPerDP: states / max(dps, 1)}
-			if stepT > 0 && (j.pol == "dyorc" || j.pol == "dyorc-argmax" || j.pol == "dyorc-replan") {
+			if stepT > 0 && (j.pol == "dyorc" || j.pol == "dyorc-argmax" || j.pol == "dyorc-literal") {
 				row.StepAcc = float64(stepH) / float64(stepT)
 				row.FlowAcc = float64(flowH) / float64(max(flowT, 1))
 			}

@@ -54,12 +54,18 @@ type Options struct {
 	StateUs float64
 	// Seed seeds the predictor's rollouts.
 	Seed uint64
-	// Replan re-runs the DP at every real call, even one its reservation predicted (the
-	// reservation then only served to load ahead) [ours; the paper binds without a DP].
-	Replan bool
-	// ResvOutOfPlan keeps reservations out of the device model's timeline: they then only
-	// trigger loads and protect services from eviction [ours; default: counted, as the paper].
-	ResvOutOfPlan bool
+	// Literal is the paper's scheduler read literally (§2.6 3, §6 #4): a call that matches
+	// the next reservation binds to its GPU without a DP, reservations count in the device
+	// model's timeline, and the DP treats every load of a predicted task as hidden behind its
+	// predecessors. By default [ours] DyOrc instead re-runs the DP at every real call (the
+	// binding decision was made with the queues of the first call, stale by seconds under
+	// load), keeps reservations out of the timeline (a reservation whose predecessor is late
+	// sits at "now" on its GPU and makes it look busy to every other request) and charges a
+	// predicted task's load that needs an eviction in full, and a proactive load never
+	// evicts: reservations then only trigger loads into free memory and protect services
+	// from eviction (a real task's load still evicts them, §2.7). `plan bench dyorc` reports
+	// both (dyorc, dyorc-literal).
+	Literal bool
 }
 
 // DefaultStateUs is the charge per expanded DP state [ours]: a fixed constant, between our Go
@@ -70,6 +76,9 @@ const DefaultStateUs = 0.05
 // Stats are a scheduler's counters.
 type Stats struct {
 	Calls, DPRuns, Binds, Mispredicts int64
+	// Hits counts calls that matched their request's next reservation (bound to it under
+	// Literal, re-planned otherwise).
+	Hits int64
 	StatesExpanded                    int64
 	Loads, Evictions                  int64
 	// SchedBusy is the scheduler time charged for DP work.
@@ -340,15 +349,20 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 		dev = p.bestFixed(now, t0, rs, sv, items)
 	case p.opt.Mode == ModeRay:
 		dev = p.rayRoute(sv)
-	case spec && !p.opt.Replan && len(rs.chain) > 0 && rs.chain[0].svc == sv:
+	case spec && p.opt.Literal && len(rs.chain) > 0 && rs.chain[0].svc == sv:
 		// The call matches the next reservation: bind it there, no DP (§2.6 3).
 		dev = rs.chain[0].dev
 		p.dropResv(rs.chain[0])
 		rs.chain = rs.chain[1:]
 		p.st.Binds++
+		p.st.Hits++
 	default:
-		if len(rs.chain) > 0 && rs.chain[0].svc != sv {
-			p.st.Mispredicts++
+		if len(rs.chain) > 0 {
+			if rs.chain[0].svc != sv {
+				p.st.Mispredicts++
+			} else {
+				p.st.Hits++
+			}
 		}
 		p.cancelChain(rs)
 		svcs := append(p.tmp[:0], sv)
@@ -541,7 +555,7 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 				}
 			}
 			bp[d] = arg
-			h2[d] = p.availComp(now, d, svcs[k], its[k], best)
+			h2[d] = p.availCompPred(now, d, svcs[k], its[k], best)
 		}
 		states += G * G
 		h, h2 = h2, h
@@ -564,7 +578,11 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 		if k > 0 {
 			r = hs[k-1] + p.m.Comm(devs[k-1], devs[k], svcs[k-1], its[k-1])
 		}
-		hs[k] = p.availComp(now, devs[k], svcs[k], its[k], r)
+		if k == 0 {
+			hs[k] = p.availComp(now, devs[k], svcs[k], its[k], r)
+		} else {
+			hs[k] = p.availCompPred(now, devs[k], svcs[k], its[k], r)
+		}
 	}
 	p.h, p.h2 = h, h2
 	return devs, hs, states
@@ -585,6 +603,24 @@ func (p *Policy) svcReady(now dataplane.Time, d, sv int) float64 {
 		base = max(base, float64(dv.loadETA))
 	}
 	return base + p.m.LoadUs(sv, !p.hostC[p.m.GPUServer[d]][sv])
+}
+
+// availCompPred is availComp for a predicted task. Read literally, Eq.1 charges a missing
+// service's load from now, so a task predicted seconds ahead sees its load as free on every
+// GPU and the DP loads it next to its predecessor even where that evicts a service other
+// requests are using; with many requests predicting many services (KC's 25 cards) the
+// proactive loads then thrash. Unless Literal, a predicted task's load that does not fit in
+// the GPU's free memory is charged in full after the task's input is ready (as a reactive
+// load would be), so the DP prefers a GPU that holds the service or has room for it (§2.7:
+// proactive loads should overlap compute, not displace work).
+func (p *Policy) availCompPred(now dataplane.Time, d, sv, items int, ready float64) float64 {
+	if !p.opt.Literal {
+		dv := &p.devs[d]
+		if !dv.resident[sv] && dv.loading != sv && p.m.GPUMem > 0 && dv.mem+p.m.W.Services[sv].Bytes > p.m.GPUMem {
+			ready += p.m.LoadUs(sv, !p.hostC[p.m.GPUServer[d]][sv])
+		}
+	}
+	return p.availComp(now, d, sv, items, ready)
 }
 
 // availComp is Eq.1: the finish of a task of items on GPU d whose input is ready at ready.
@@ -659,7 +695,7 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	for _, x := range dv.queue {
 		its = append(its, item{x.svc, x.items, x.ready, x.seq})
 	}
-	if !p.opt.ResvOutOfPlan {
+	if p.opt.Literal {
 		for _, x := range dv.resv {
 			its = append(its, item{x.svc, x.items, x.ready, x.seq})
 		}
@@ -818,6 +854,11 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 	s := &p.m.W.Services[l.svc]
 	capb := p.m.GPUMem
 	if capb > 0 && dv.mem+s.Bytes > capb {
+		if !l.real && !p.opt.Literal {
+			// A proactive load only fills free memory [ours]: evicting for a guess displaced
+			// services that real calls then reloaded (KC, MIX: more loads, no faster).
+			return
+		}
 		var victims []int
 		for sv, ok := range dv.resident {
 			if ok && !p.neededReal(d, sv) && (l.real || !p.neededResv(d, sv)) {
