@@ -118,7 +118,8 @@ func kserveFiles(l *layout) (export.Files, error) {
 		}
 		head := comment(fmt.Sprintf("gear %d of cascade %s: %s", i, l.cp.Task, describe(g)),
 			"A Sequence step with a condition runs only when the previous response matches it (certainty below the threshold);",
-			"otherwise the previous step's response is the answer.",
+			"otherwise the previous step's response is the answer. Each model answers its certainty (max softmax probability)",
+			"as the v2 output tensor \""+CertaintyOutput+"\" (cascade.certainty_output).",
 			"KServe cannot express "+Unsupported+": route traffic to the graph of the current QPS range with a controller of your own.")
 		if err := put(f, "inferencegraph-"+name+".yaml", append(head, b...)); err != nil {
 			return nil, err
