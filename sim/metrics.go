@@ -14,8 +14,9 @@ type Metrics struct {
 	// Total aggregates every application.
 	Total AppMetrics   `json:"total"`
 	Apps  []AppMetrics `json:"apps"`
-	// Classes and GPUTypes give temporal utilization: Σ worker busy time / v over the
-	// class's (type's) physical GPUs × the run's wall time.
+	// Classes and GPUTypes give temporal utilization: busy time over the class's (type's)
+	// physical GPUs × the run's wall time, where a GPU's busy time is the union of its
+	// whole-GPU workers' busy intervals plus Σ busy/v of its 1/v slices.
 	Classes  []Utilization `json:"classes"`
 	GPUTypes []Utilization `json:"gpu_types"`
 	Events   int64         `json:"events"`
@@ -81,12 +82,30 @@ type appCol struct {
 type collector struct {
 	dep  *dataplane.Deployment
 	apps []appCol
+	// wholeBusy and wholeUntil are, per GPU, the union of the busy intervals of its whole-GPU
+	// (VGPU = 1) workers and where that union ends so far: several such workers on one GPU
+	// (DyOrc's one worker per stage, whose service batch across workflows runs as one engine
+	// batch per stage at once) keep one GPU busy once, not once per worker.
+	wholeBusy, wholeUntil []dataplane.Time
+}
+
+// run records that worker w runs from start to end; calls come in nondecreasing start.
+func (c *collector) run(w dataplane.WorkerID, start, end dataplane.Time) {
+	wk := &c.dep.Topo.Workers[w]
+	if wk.VGPU != 1 || wk.GPU < 0 || wk.GPU >= len(c.wholeBusy) {
+		return
+	}
+	if u := c.wholeUntil[wk.GPU]; end > u {
+		c.wholeBusy[wk.GPU] += end - max(start, u)
+		c.wholeUntil[wk.GPU] = end
+	}
 }
 
 // newCollector makes the collector; expect (0 = unknown) is about how many requests will be
 // answered, shared among the applications by their rates.
 func newCollector(dep *dataplane.Deployment, expect int) *collector {
-	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps))}
+	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)),
+		wholeBusy: make([]dataplane.Time, len(dep.Topo.GPUs)), wholeUntil: make([]dataplane.Time, len(dep.Topo.GPUs))}
 	var total float64
 	for _, a := range dep.Apps {
 		total += max(a.RateRPS, 0)
@@ -152,8 +171,14 @@ func (c *collector) util(e *dataplane.Engine, wall float64, key func(dataplane.G
 		gpus[key(g)]++
 	}
 	for i, w := range c.dep.Topo.Workers {
+		if w.VGPU == 1 {
+			continue // counted once per GPU below
+		}
 		k := key(c.dep.Topo.GPUs[w.GPU])
 		busy[k] += float64(e.WorkerBusy(dataplane.WorkerID(i))) / float64(w.VGPU)
+	}
+	for g, b := range c.wholeBusy {
+		busy[key(c.dep.Topo.GPUs[g])] += float64(b)
 	}
 	names := make([]string, 0, len(gpus))
 	for k := range gpus {

@@ -124,6 +124,7 @@ func (s *Sim) jitter(d dataplane.Time) dataplane.Time { return s.jit.Apply(d) }
 // RunBatch implements dataplane.Effects.
 func (s *Sim) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, _ dataplane.StageID, _ int, nominal dataplane.Time) {
 	end := now + s.jitter(nominal)
+	s.col.run(w, now, end)
 	s.push(end, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: b, Hop: int32(hop), Worker: w, Start: now, End: end})
 }
 
