@@ -78,9 +78,9 @@ type Stats struct {
 	Calls, DPRuns, Binds, Mispredicts int64
 	// Hits counts calls that matched their request's next reservation (bound to it under
 	// Literal, re-planned otherwise).
-	Hits int64
-	StatesExpanded                    int64
-	Loads, Evictions                  int64
+	Hits             int64
+	StatesExpanded   int64
+	Loads, Evictions int64
 	// SchedBusy is the scheduler time charged for DP work.
 	SchedBusy dataplane.Time
 	// Per application: per-step predictions made and correct; whole-workflow predictions

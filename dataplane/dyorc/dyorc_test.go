@@ -333,3 +333,22 @@ func TestLiteralBindsDefaultReplans(t *testing.T) {
 		t.Fatalf("default: %d DP runs for %d calls", def.stats.DPRuns, def.stats.Calls)
 	}
 }
+
+// TestUtilizationAtMostOne: DyOrc runs a service batch across workflows as one engine batch per
+// stage on the same GPU at once; the simulator must count that GPU busy once (it reported
+// over 100 % when it summed its workers), so under a heavy load every GPU type's busy share
+// is in (0, 1].
+func TestUtilizationAtMostOne(t *testing.T) {
+	for _, pol := range []string{"dyorc", "dyorc-greedy"} {
+		r := simulate(t, "workload.json", 2, pol, 6, 8*dataplane.Second, 3, false)
+		for _, u := range r.m.GPUTypes {
+			if u.Name != "A800" {
+				continue
+			}
+			if u.Busy <= 0 || u.Busy > 1 {
+				t.Fatalf("%s: %s busy %.3f", pol, u.Name, u.Busy)
+			}
+			t.Logf("%s: %s busy %.3f", pol, u.Name, u.Busy)
+		}
+	}
+}
