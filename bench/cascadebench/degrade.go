@@ -201,6 +201,16 @@ var palette = []color.Color{
 type series struct {
 	name string
 	xy   plotter.XYs
+	// color indexes palette: one color per system in every plot
+	color int
+}
+
+// colorOf is a system's palette index (CascadeServe's per-GPU-count curve takes the last).
+func colorOf(sys string) int {
+	if i := slices.Index(degradationSystems, sys); i >= 0 {
+		return i
+	}
+	return len(palette) - 1
 }
 
 // linePlot draws series with an optional dashed horizontal reference line.
@@ -210,7 +220,7 @@ func linePlot(title, xl, yl string, ss []series, ref float64, refName string) (*
 	p.X.Label.Text, p.Y.Label.Text = xl, yl
 	p.Legend.Top = true
 	xmin, xmax := math.Inf(1), math.Inf(-1)
-	for i, s := range ss {
+	for _, s := range ss {
 		var xy plotter.XYs
 		for _, v := range s.xy {
 			if v.Y >= 0 && !math.IsInf(v.Y, 0) {
@@ -225,7 +235,7 @@ func linePlot(title, xl, yl string, ss []series, ref float64, refName string) (*
 		if err != nil {
 			return nil, err
 		}
-		col := palette[i%len(palette)]
+		col := palette[s.color%len(palette)]
 		l.Color, pts.Color = col, col
 		l.Width = vg.Points(1.5)
 		pts.Shape = draw.CircleGlyph{}
@@ -263,7 +273,7 @@ func writePlots(dir string, rep Report, setups []Setup) ([]string, error) {
 	for _, s := range setups {
 		var ss []series
 		var cs series
-		cs.name = "cascadeserve (per GPU count)"
+		cs.name, cs.color = "cascadeserve (per GPU count)", colorOf("")
 		for _, c := range rep.Curves {
 			if c.Setup == s.Name && c.Served.Requests > 0 {
 				cs.xy = append(cs.xy, plotter.XY{X: c.Served.P95Ms, Y: c.Served.Accuracy})
@@ -273,7 +283,7 @@ func writePlots(dir string, rep Report, setups []Setup) ([]string, error) {
 			ss = append(ss, cs)
 		}
 		for _, sys := range degradationSystems {
-			sr := series{name: sys + " (min GPUs per target)"}
+			sr := series{name: sys + " (min GPUs per target)", color: colorOf(sys)}
 			for _, r := range rep.MinGPUs {
 				if r.System == sys && r.Feasible && r.Served.Requests > 0 && slices.Contains(s.Targets, r.Target) {
 					sr.xy = append(sr.xy, plotter.XY{X: r.Served.P95Ms, Y: r.Served.Accuracy})
@@ -299,7 +309,8 @@ func writePlots(dir string, rep Report, setups []Setup) ([]string, error) {
 				if dg.Setup != s.Name || dg.Scenario != sc.Name {
 					continue
 				}
-				l, a := series{name: fmt.Sprintf("%s (%g GPUs)", dg.System, dg.GPUs)}, series{name: fmt.Sprintf("%s (%g GPUs)", dg.System, dg.GPUs)}
+				name := fmt.Sprintf("%s (%g GPUs)", dg.System, dg.GPUs)
+				l, a := series{name: name, color: colorOf(dg.System)}, series{name: name, color: colorOf(dg.System)}
 				for k := range dg.P95Ms {
 					x := (float64(k) + 0.5) * dg.WindowS
 					l.xy = append(l.xy, plotter.XY{X: x, Y: dg.P95Ms[k]})
