@@ -291,7 +291,11 @@ func TestDPMatchesBruteForce(t *testing.T) {
 					if j > 0 {
 						ready = h + m.Comm(place[j-1], place[j], svcs[j-1], its[j-1])
 					}
-					h = p.availComp(0, place[j], svcs[j], its[j], ready)
+					if j == 0 {
+						h = p.availComp(0, place[j], svcs[j], its[j], ready)
+					} else {
+						h = p.availCompPred(0, place[j], svcs[j], its[j], ready)
+					}
 				}
 				best = min(best, h)
 				return
@@ -349,6 +353,51 @@ func TestUtilizationAtMostOne(t *testing.T) {
 				t.Fatalf("%s: %s busy %.3f", pol, u.Name, u.Busy)
 			}
 			t.Logf("%s: %s busy %.3f", pol, u.Name, u.Busy)
+		}
+	}
+}
+
+// TestPredictedLoadCharged: a predicted task's missing service costs its load after the task's
+// input is ready (unless Literal, where Eq.1's load from now hides it), so a far-ahead guess
+// does not pull a new replica next to its predecessor.
+func TestPredictedLoadCharged(t *testing.T) {
+	w := loadWorkflow(t, "gill.json")
+	warm := [][]int{{w.SvcIndex["llm7b"], w.SvcIndex["sd15"]}, {w.SvcIndex["llm7b"]}}
+	dep, err := NewDeployment(w, Cluster{GPUs: 2, PerServer: 8, MemBytes: 80e9, Type: "A800"}, warm, DefaultNet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := MetaOf(dep)
+	sd := w.SvcIndex["sd15"]
+	for _, lit := range []bool{false, true} {
+		p := New("dyorc", Options{Mode: ModeSpec, Literal: lit})
+		if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
+			t.Fatal(err)
+		}
+		for g, svcs := range warm {
+			for _, sv := range svcs {
+				p.devs[g].resident[sv] = true
+			}
+		}
+		p.hostC[0][sd] = true
+		ready := 10e6 // 10 s ahead: longer than any load
+		lat := w.Services[sd].Lat(1)
+		if h := p.availCompPred(0, 0, sd, 1, ready); math.Abs(h-(ready+lat)) > 1 {
+			t.Fatalf("literal=%v resident: %.0f, want %.0f", lit, h, ready+lat)
+		}
+		want := ready + m.LoadUs(sd, false) + lat
+		if lit {
+			want = ready + lat
+		}
+		if h := p.availCompPred(0, 1, sd, 1, ready); math.Abs(h-want) > 1 {
+			t.Fatalf("literal=%v missing: %.0f, want %.0f", lit, h, want)
+		}
+		// The chain llm → sd15 from GPU 1's llm: the DP keeps sd15 where it is resident
+		// unless literal, where the load hidden behind the LLM makes GPU 1 win by the
+		// transfer it saves.
+		devs, _, _ := p.DP(0, 0, 1, w.SvcIndex["llm7b"], 1, []int{w.SvcIndex["llm7b"], sd}, []int{1, 1})
+		if want := map[bool]int{false: 0, true: 1}[lit]; devs[1] != want {
+			t.Fatalf("literal=%v: sd15 placed on GPU %d, want %d", lit, devs[1], want)
 		}
 	}
 }
