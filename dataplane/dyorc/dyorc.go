@@ -55,16 +55,19 @@ type Options struct {
 	// Seed seeds the predictor's rollouts.
 	Seed uint64
 	// Literal is the paper's scheduler read literally (§2.6 3, §6 #4): a call that matches
-	// the next reservation binds to its GPU without a DP, reservations count in the device
-	// model's timeline, and the DP treats every load of a predicted task as hidden behind its
-	// predecessors. By default [ours] DyOrc instead re-runs the DP at every real call (the
-	// binding decision was made with the queues of the first call, stale by seconds under
-	// load), keeps reservations out of the timeline (a reservation whose predecessor is late
-	// sits at "now" on its GPU and makes it look busy to every other request), charges a
-	// predicted task's missing service its load on the critical path (availCompPred), and a
-	// proactive load never evicts: reservations then only start loads into free memory and
-	// protect services from eviction (a real task's load still evicts them, §2.7). `plan bench dyorc` reports
-	// both (dyorc, dyorc-literal).
+	// the next reservation binds to its GPU without a DP, every reservation counts in the
+	// device model's timeline, and the DP treats every load of a predicted task as hidden
+	// behind its predecessors. By default [ours] DyOrc instead
+	//   - re-runs the DP at every real call: the binding was decided with the queues of the
+	//     request's first call, stale by seconds under load;
+	//   - counts a reservation in the timeline only while its estimated input time is ahead
+	//     (a reservation behind a late predecessor would sit at "now" and make its GPU look
+	//     busy to every other request);
+	//   - charges a predicted task's missing service its load on the critical path
+	//     (availCompPred), and lets a proactive load take only free memory: reservations
+	//     start loads ahead and protect their services from eviction, except against a real
+	//     task's load (§2.7).
+	// `plan bench dyorc` reports both (dyorc, dyorc-literal).
 	Literal bool
 }
 
@@ -698,8 +701,12 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	for _, x := range dv.queue {
 		its = append(its, item{x.svc, x.items, x.ready, x.seq})
 	}
-	if p.opt.Literal {
-		for _, x := range dv.resv {
+	for _, x := range dv.resv {
+		// A reservation whose estimated input time has passed waits on a late predecessor:
+		// when it will be ready is unknown, and kept at "now" it would make this GPU look
+		// busy to every other request until its request's next call [ours]; read literally
+		// every reservation counts.
+		if p.opt.Literal || x.ready >= now {
 			its = append(its, item{x.svc, x.items, x.ready, x.seq})
 		}
 	}
