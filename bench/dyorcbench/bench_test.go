@@ -10,13 +10,18 @@ import (
 // TestQuickShape runs a reduced bench (GILL and image, short trace) and checks its shape:
 // every policy ran, DyOrc's accuracy is reported, scaling rows are present.
 func TestQuickShape(t *testing.T) {
-	o := Options{Apps: []string{"gill", "image"}, Seeds: 1, Seconds: 120, GPUs: 4, Load: 1, Scale: []int{4, 8}, Parallel: 1}
+	o := Options{Apps: []string{"gill", "image"}, Seeds: 1, Seconds: 120, GPUs: 4, Load: 1, Scale: []int{4, 8}, Parallel: 1, Change: true}
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 2*len(AllPolicies) || len(res.Scale) != 2 {
-		t.Fatalf("%d rows, %d scale rows", len(res.Rows), len(res.Scale))
+	if len(res.Rows) != 2*len(AllPolicies) || len(res.Scale) != 2 || len(res.Change) != len(AllPolicies) {
+		t.Fatalf("%d rows, %d scale rows, %d change rows", len(res.Rows), len(res.Scale), len(res.Change))
+	}
+	for _, c := range res.Change {
+		if c.BeforeMs <= 0 || c.AfterMs <= 0 || c.AfterP99Ms < c.AfterMs {
+			t.Fatalf("%+v", c)
+		}
 	}
 	for _, r := range res.Rows {
 		if r.Requests == 0 || r.MeanMs <= 0 {
@@ -45,6 +50,51 @@ func TestTiming(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s %s %v n=%d mean=%.0fms", a, p, time.Since(st).Round(time.Millisecond), r.m.Total.Requests, r.m.Total.Latency.MeanUs/1000)
+		}
+	}
+}
+
+// TestAzureLikeChange: up to the change minute the changed trace is AzureLike's; after it an
+// app whose rate doubles gets more arrivals and one that halves fewer.
+func TestAzureLikeChange(t *testing.T) {
+	rates := []float64{2, 2, 2}
+	base := AzureLike(rates, 1200, 4)
+	ch := AzureLikeChange(rates, []float64{2, 0.5, 1}, 10, 1200, 4)
+	at := 600e6
+	for a := range rates {
+		var nb, nc, ab, ac int
+		for _, x := range base[a] {
+			if x < at {
+				nb++
+			} else {
+				ab++
+			}
+		}
+		for _, x := range ch[a] {
+			if x < at {
+				nc++
+			} else {
+				ac++
+			}
+		}
+		if nb != nc {
+			t.Fatalf("app %d: %d arrivals before the change, AzureLike has %d", a, nc, nb)
+		}
+		for i := 0; i < nb; i++ {
+			if base[a][i] != ch[a][i] {
+				t.Fatalf("app %d: arrival %d differs before the change", a, i)
+			}
+		}
+		t.Logf("app %d: after the change %d arrivals, AzureLike %d", a, ac, ab)
+		switch a {
+		case 0:
+			if float64(ac) < 1.5*float64(ab) {
+				t.Fatalf("app 0 ×2: %d after, base %d", ac, ab)
+			}
+		case 1:
+			if float64(ac) > 0.7*float64(ab) {
+				t.Fatalf("app 1 ×0.5: %d after, base %d", ac, ab)
+			}
 		}
 	}
 }

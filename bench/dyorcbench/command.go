@@ -27,6 +27,7 @@ type Command struct {
 	stateUs  float64
 	parallel int
 	noScale  bool
+	noChange bool
 }
 
 // Name implements bench.Bench.
@@ -43,11 +44,12 @@ func (o *Command) Long() string {
 profiles (§5.2) and an Azure-like trace (30 Zipf functions, lognormal per-minute bursts, a slow
 sine): each workload (gill, kc, debate, image, mix) is placed by the MILP of plan solve on
 8 GPUs and replayed under DyOrc and every baseline; then GILL is swept over 8..256 GPUs with
-the scheduler's DP cost charged (states × state_us). It prints mean and p99 latency, DyOrc's
+the scheduler's DP cost charged (states × state_us), and MIX is replayed with the paper's
+pattern change (from the middle minute GILL ×2, KC and Debate ×0.5). It prints mean and p99 latency, DyOrc's
 speed-up over each baseline as L_base/L_dyorc − 1 next to the paper's 4–198 %, the gap to the
 oracle-prediction bound, the predictor's per-step and whole-workflow accuracy next to the
 paper's 76–94 %, and per GPU count the latency, DP states, charged scheduler time and the
-measured decision time of this Go DP.
+measured decision time of this Go DP, and each policy's latency before and after the change.
 
 --quick: one seed, 600 s traces, scaling to 128 GPUs (about a minute on 2 cores).`
 }
@@ -71,6 +73,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.stateUs, "state-us", 0, "scheduler time charged per DP state in µs (default the policy's)")
 	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
 	f.BoolVar(&o.noScale, "no-scale", false, "skip the GPU-count sweep")
+	f.BoolVar(&o.noChange, "no-change", false, "skip the MIX pattern-change runs")
 }
 
 // Run implements bench.Bench.
@@ -100,6 +103,9 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	}
 	if o.noScale {
 		bo.Scale = nil
+	}
+	if o.noChange {
+		bo.Change = false
 	}
 	bo.StateUs, bo.Parallel = o.stateUs, o.parallel
 	apps, err := bench.PickNamed(AllApps, func(s string) string { return s }, o.apps, "--apps")
@@ -170,6 +176,19 @@ func Print(env bench.Env, res *Result) {
 			su, fmt.Sprintf("%.0f", r.Loads), acc, fmt.Sprintf("%.0f", r.StatesPerDP)})
 	}
 	env.Table([]string{"app", "policy", "requests", "mean ms", "p99 ms", "dyorc speed-up", "loads", "accuracy step/flow", "states/DP"}, rows)
+	if len(res.Change) > 0 {
+		env.Infof("MIX pattern change at minute %d (GILL ×2, KC and Debate ×0.5; paper Fig.10: TIS degrades, DyOrc and Ray stay about flat): requests arriving before / after", o.Seconds/120)
+		var cr [][]string
+		for _, c := range res.Change {
+			ch := "—"
+			if c.BeforeMs > 0 {
+				ch = fmt.Sprintf("%+.0f%%", 100*(c.AfterMs/c.BeforeMs-1))
+			}
+			cr = append(cr, []string{c.Policy, fmt.Sprintf("%.0f", c.BeforeMs), fmt.Sprintf("%.0f", c.AfterMs), ch,
+				fmt.Sprintf("%.0f", c.BeforeP99Ms), fmt.Sprintf("%.0f", c.AfterP99Ms), fmt.Sprintf("%.0f", c.Loads)})
+		}
+		env.Table([]string{"policy", "mean ms before", "mean ms after", "change", "p99 before", "p99 after", "loads"}, cr)
+	}
 	if len(res.Scale) > 0 {
 		env.Infof("scaling (GILL, rate fixed; DP charged at state_us per state; decision = measured wall time of one DP in Go)")
 		var sr [][]string

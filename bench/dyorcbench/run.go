@@ -3,6 +3,7 @@ package dyorcbench
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -25,19 +26,21 @@ type Options struct {
 	// Scale lists the GPU counts of the scaling sweep (GILL); nil = none.
 	Scale []int
 	// StateUs is the DP charge per state (dyorc.DefaultStateUs when 0).
-	StateUs  float64
+	StateUs float64
+	// Change runs the MIX pattern change (paper §4, Fig.10) under every policy.
+	Change   bool
 	Parallel int
 	Progress func(done, total int) `json:"-"`
 }
 
 // Quick is `--quick`: one seed, 600 s, scaling to 128 GPUs.
 func Quick() Options {
-	return Options{Seeds: 1, Seconds: 600, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128}}
+	return Options{Seeds: 1, Seconds: 600, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128}, Change: true}
 }
 
 // Full is the default run.
 func Full() Options {
-	return Options{Seeds: 3, Seconds: 1800, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128, 256}}
+	return Options{Seeds: 3, Seconds: 1800, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128, 256}, Change: true}
 }
 
 // MixShare scales every app's rate in MIX, where the four apps share the same GPUs [ours].
@@ -79,12 +82,28 @@ type ScaleRow struct {
 	Loads      float64
 }
 
+// ChangeMult is the MIX pattern change (paper §4, Fig.10): from the middle of the trace
+// (minute 60 of the paper's 2 h) GILL's rate doubles and KC's and Debate's halve; our MIX's
+// image app keeps its rate.
+var ChangeMult = map[string]float64{"gill": 2, "kc": 0.5, "debate": 0.5, "image": 1}
+
+// ChangeRow is one policy under the MIX pattern change: mean and p99 latency of the requests
+// that arrived before and after the change (averaged over seeds).
+type ChangeRow struct {
+	Policy                  string
+	BeforeMs, AfterMs       float64
+	BeforeP99Ms, AfterP99Ms float64
+	Loads                   float64
+}
+
 // Result is a whole bench run.
 type Result struct {
 	Options Options
 	Plans   map[string]formats.DyOrcPlan `json:"-"`
 	Rows    []Row
 	Scale   []ScaleRow
+	// Change is the MIX pattern change at the trace's middle minute, per policy.
+	Change []ChangeRow
 }
 
 func appsOf(name string) []string {
@@ -143,9 +162,68 @@ func setup(ctx context.Context, apps []string, g int, load float64, milp bool) (
 type runOut struct {
 	m     *sim.Metrics
 	stats dp.Stats
+	// before and after summarise the requests that arrived before and after the pattern
+	// change (change runs only).
+	before, after latSummary
+}
+
+type latSummary struct{ mean, p99 float64 }
+
+func summarise(lat []float64) latSummary {
+	if len(lat) == 0 {
+		return latSummary{}
+	}
+	sort.Float64s(lat)
+	var sum float64
+	for _, x := range lat {
+		sum += x
+	}
+	return latSummary{mean: sum / float64(len(lat)), p99: lat[min(len(lat)-1, int(math.Ceil(0.99*float64(len(lat))))-1)]}
+}
+
+// simulateChange replays MIX with the pattern change at the trace's middle minute
+// (ChangeMult) and splits the latencies (ms) by arrival before and after it.
+func simulateChange(dep *dataplane.Deployment, policy string, secs int, seed uint64, stateUs float64) (runOut, error) {
+	rates := make([]float64, len(dep.Apps))
+	mult := make([]float64, len(dep.Apps))
+	for a := range dep.Apps {
+		rates[a] = dep.Apps[a].RateRPS
+		mult[a] = 1
+		if m, ok := ChangeMult[dep.Apps[a].Name]; ok {
+			mult[a] = m
+		}
+	}
+	changeMin := secs / 120
+	at := dataplane.Time(changeMin) * 60 * dataplane.Second
+	var before, after []float64
+	r, err := simulateArr(dep, policy, AzureLikeChange(rates, mult, changeMin, secs, seed), secs, seed, stateUs,
+		func(_ dataplane.Time, q *dataplane.Request) {
+			if q.Outcome != dataplane.Completed && q.Outcome != dataplane.Late {
+				return
+			}
+			l := float64(q.Done-q.Arrival) / 1000
+			if q.Arrival < at {
+				before = append(before, l)
+			} else {
+				after = append(after, l)
+			}
+		})
+	r.before, r.after = summarise(before), summarise(after)
+	return r, err
 }
 
 func simulate(dep *dataplane.Deployment, policy string, secs int, seed uint64, stateUs float64) (runOut, error) {
+	rates := make([]float64, len(dep.Apps))
+	for a := range dep.Apps {
+		rates[a] = dep.Apps[a].RateRPS
+	}
+	return simulateArr(dep, policy, AzureLike(rates, secs, seed), secs, seed, stateUs, nil)
+}
+
+// simulateArr replays the arrival times arr (µs, per app) under policy; onFinish, when set,
+// sees every finished request.
+func simulateArr(dep *dataplane.Deployment, policy string, arr [][]float64, secs int, seed uint64, stateUs float64,
+	onFinish func(dataplane.Time, *dataplane.Request)) (runOut, error) {
 	sp, ok := dp.Registry().Lookup(policy)
 	if !ok {
 		return runOut{}, fmt.Errorf("unknown policy %q", policy)
@@ -158,11 +236,6 @@ func simulate(dep *dataplane.Deployment, policy string, secs int, seed uint64, s
 	if err != nil {
 		return runOut{}, err
 	}
-	rates := make([]float64, len(dep.Apps))
-	for a := range dep.Apps {
-		rates[a] = dep.Apps[a].RateRPS
-	}
-	arr := AzureLike(rates, secs, seed)
 	srcs := make([]sim.Source, len(dep.Apps))
 	for a := range srcs {
 		ts := make([]dataplane.Time, len(arr[a]))
@@ -171,7 +244,7 @@ func simulate(dep *dataplane.Deployment, policy string, secs int, seed uint64, s
 		}
 		srcs[a] = &sim.Times{T: ts}
 	}
-	s, err := sim.New(dep, pol, srcs, sim.Options{Duration: dataplane.Time(secs) * dataplane.Second, Seed: seed, Jitter: 0.1,
+	s, err := sim.New(dep, pol, srcs, sim.Options{Duration: dataplane.Time(secs) * dataplane.Second, Seed: seed, Jitter: 0.1, OnFinish: onFinish,
 		Attrs: func(a dataplane.AppID, n int64) dataplane.Attrs {
 			return dataplane.Attrs{Sample: int64(seed)<<32 + n*8 + int64(a) + 1}
 		}})
@@ -210,6 +283,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		app, pol string
 		seed     uint64
 		scale    int
+		change   bool
 	}
 	var jobs []job
 	for _, a := range o.Apps {
@@ -224,6 +298,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			jobs = append(jobs, job{app: "gill", pol: "dyorc", seed: uint64(s + 1), scale: g})
 		}
 	}
+	if o.Change {
+		if deps["mix"] == nil {
+			d, err := setup(ctx, appsOf("mix"), o.GPUs, o.Load*MixShare, true)
+			if err != nil {
+				return nil, fmt.Errorf("app mix: %w", err)
+			}
+			deps["mix"] = d
+		}
+		for _, p := range o.Policies {
+			for s := 0; s < o.Seeds; s++ {
+				jobs = append(jobs, job{app: "mix", pol: p, seed: uint64(s + 1), change: true})
+			}
+		}
+	}
 	outs := make([]runOut, len(jobs))
 	_, err := sim.Parallel(ctx, len(jobs), o.Parallel, func(i int) error {
 		j := jobs[i]
@@ -234,6 +322,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			if dep, err = setup(ctx, []string{"gill"}, j.scale, o.Load, false); err != nil {
 				return err
 			}
+		}
+		if j.change {
+			r, err := simulateChange(dep, j.pol, o.Seconds, j.seed, o.StateUs)
+			outs[i] = r
+			return err
 		}
 		r, err := simulate(dep, j.pol, o.Seconds, j.seed, o.StateUs)
 		outs[i] = r
@@ -249,6 +342,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for i := 0; i < len(jobs); {
 		j := jobs[i]
 		k := i
+		if j.change {
+			var row ChangeRow
+			for k < len(jobs) && jobs[k].change && jobs[k].pol == j.pol {
+				r := outs[k]
+				row.BeforeMs += r.before.mean
+				row.AfterMs += r.after.mean
+				row.BeforeP99Ms += r.before.p99
+				row.AfterP99Ms += r.after.p99
+				row.Loads += float64(r.stats.Loads)
+				k++
+			}
+			n := float64(k - i)
+			res.Change = append(res.Change, ChangeRow{Policy: j.pol, BeforeMs: row.BeforeMs / n, AfterMs: row.AfterMs / n,
+				BeforeP99Ms: row.BeforeP99Ms / n, AfterP99Ms: row.AfterP99Ms / n, Loads: row.Loads / n})
+			i = k
+			continue
+		}
 		var mean, p99, loads, states, dps, charged, reqs float64
 		var stepH, stepT, flowH, flowT int64
 		for k < len(jobs) && jobs[k].app == j.app && jobs[k].pol == j.pol && jobs[k].scale == j.scale {

@@ -90,9 +90,15 @@ func Only(wf *formats.Workflows, apps ...string) *formats.Workflows {
 // AzureLike generates per-app arrival times (µs) over secs seconds (spec §5.2): 30 functions
 // with Zipf popularity, each minute's rate scaled by a lognormal(σ 0.8) burst and a slow sine,
 // Poisson arrivals within the minute, function i serving app i mod #apps, scaled so app a's
-// mean rate is rates[a]. mult, when set, multiplies app a's rate from minute change on (the
-// MIX pattern change).
+// mean rate is rates[a].
 func AzureLike(rates []float64, secs int, seed uint64) [][]float64 {
+	return AzureLikeChange(rates, nil, 0, secs, seed)
+}
+
+// AzureLikeChange is AzureLike whose app a's rate is multiplied by mult[a] from minute
+// changeMin on (the MIX pattern change, paper §4 Fig.10: GILL ×2, KC and Debate ×0.5); nil
+// mult is AzureLike. The random draws are the same as AzureLike's up to the change.
+func AzureLikeChange(rates, mult []float64, changeMin, secs int, seed uint64) [][]float64 {
 	rng := rand.New(rand.NewPCG(seed, 0xa2))
 	const nf = 30
 	pop := make([]float64, nf)
@@ -112,6 +118,9 @@ func AzureLike(rates []float64, secs int, seed uint64) [][]float64 {
 			a := i % na
 			burst := math.Exp(0.8*rng.NormFloat64() - 0.32) // mean 1
 			lam := rates[a] * pop[i] / share[a] * burst * sine
+			if mult != nil && m >= changeMin {
+				lam *= mult[a]
+			}
 			t := float64(m) * 60e6
 			end := math.Min(float64(m+1)*60e6, float64(secs)*1e6)
 			for lam > 0 {
