@@ -431,3 +431,60 @@ func TestStaleReservationLeavesTimeline(t *testing.T) {
 		}
 	}
 }
+
+// TestBestPredMatchesScan: the tier-minima transition picks, for every GPU, the predecessor
+// and value the quadratic scan over all GPUs picks (lowest index on ties), on random finishes
+// with ties and infinities, across server layouts.
+func TestBestPredMatchesScan(t *testing.T) {
+	w := loadWorkflow(t, "gill.json")
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range []struct{ gpus, per int }{{1, 8}, {2, 8}, {8, 8}, {12, 4}, {33, 8}, {64, 8}} {
+		warm := make([][]int, tc.gpus)
+		dep, err := NewDeployment(w, Cluster{GPUs: tc.gpus, PerServer: tc.per, MemBytes: 80e9, Type: "A800"}, warm, DefaultNet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := New("dyorc", Options{Mode: ModeSpec})
+		if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
+			t.Fatal(err)
+		}
+		srv := p.m.GPUServer
+		for iter := 0; iter < 200; iter++ {
+			G := tc.gpus
+			h := make([]float64, G)
+			for d := range h {
+				switch r.IntN(6) {
+				case 0:
+					h[d] = math.Inf(1)
+				case 1:
+					h[d] = 1000 // ties
+				default:
+					h[d] = float64(r.IntN(5000))
+				}
+			}
+			cn := float64(r.IntN(300))
+			cx := cn + float64(r.IntN(300))
+			arg, x := make([]int, G), make([]float64, G)
+			p.bestPred(h, cn, cx, arg, x)
+			for d := 0; d < G; d++ {
+				best, a := math.Inf(1), 0
+				for e := 0; e < G; e++ {
+					v := h[e]
+					switch {
+					case e == d:
+					case srv[e] == srv[d]:
+						v += cn
+					default:
+						v += cx
+					}
+					if v < best {
+						best, a = v, e
+					}
+				}
+				if arg[d] != a || x[d] != best {
+					t.Fatalf("%d GPUs, %d per server, d=%d: got (%d, %v), scan (%d, %v); h=%v", G, tc.per, d, arg[d], x[d], a, best, h)
+				}
+			}
+		}
+	}
+}
