@@ -70,7 +70,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.IntVar(&o.seconds, "seconds", 0, "trace length in seconds (default 1800, quick 600)")
 	f.IntVar(&o.gpus, "gpus", 0, "GPUs of the main comparison (default 8)")
 	f.Float64Var(&o.load, "load", 0, "multiplier on the stand-in apps' rates (default 3)")
-	f.Float64Var(&o.stateUs, "state-us", 0, "scheduler time charged per DP state in µs (default the policy's)")
+	f.Float64Var(&o.stateUs, "state-us", 0, "scheduler time charged per DP state in µs (default the policy's; 1 in the scaling sweep)")
 	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
 	f.BoolVar(&o.noScale, "no-scale", false, "skip the GPU-count sweep")
 	f.BoolVar(&o.noChange, "no-change", false, "skip the MIX pattern-change runs")
@@ -190,7 +190,11 @@ func Print(env bench.Env, res *Result) {
 		env.Table([]string{"policy", "mean ms before", "mean ms after", "change", "p99 before", "p99 after", "loads"}, cr)
 	}
 	if len(res.Scale) > 0 {
-		env.Infof("scaling (GILL, rate fixed; DP charged at state_us per state; decision = measured wall time of one DP in Go)")
+		su := o.StateUs
+		if su == 0 {
+			su = ScaleStateUs
+		}
+		env.Infof("scaling (GILL, rate fixed; DP charged at %g µs per state; decision = measured wall time of one DP in this Go implementation)", su)
 		var sr [][]string
 		for _, s := range res.Scale {
 			sr = append(sr, []string{fmt.Sprint(s.GPUs), fmt.Sprintf("%.0f", s.MeanMs), fmt.Sprintf("%.0f", s.P99Ms), fmt.Sprintf("%.0f", s.StatesPerDP),
