@@ -58,8 +58,10 @@ type Setup struct {
 	Delta float64 `json:"delta,omitempty"`
 	// Confidence is the chance-constraint level Δ (spec §4.1; 0 = 0.95).
 	Confidence float64 `json:"confidence,omitempty"`
-	// SolveMs bounds one plan-generator MILP solve inside the re-plan budget (0 = 100 ms)
-	// and MaxBinaries the MILP size above which the problem is decomposed (0 = 800).
+	// MaxBinaries is the MILP size up to which a re-plan also solves the exact MILP of spec
+	// §4.2 (warm-started from the decomposed plan of §4.3, kept only when better), and
+	// SolveMs bounds that solve (0 = 100 ms). 0 = never: the decomposed generator alone,
+	// which is deterministic (a step budget, not the wall clock).
 	SolveMs     float64 `json:"solve_ms,omitempty"`
 	MaxBinaries int     `json:"max_binaries,omitempty"`
 }

@@ -45,9 +45,11 @@ type GroupCost struct {
 type PlanOptions struct {
 	// TimeLimit bounds one MILP solve (0 = 1 s, spec §4.3).
 	TimeLimit time.Duration
-	// MaxBinaries above which the problem is decomposed (§4.3: assign by least drain time,
-	// then order each queue by deadline); 0 = 4000.
+	// MaxBinaries above which the MILP is not built and the decomposed plan (§4.3: assign,
+	// then order each queue) is the answer; 0 = 600, negative = never build it.
 	MaxBinaries int
+	// Budget bounds the decomposed generator's local search, in group steps (0 = 4 M).
+	Budget int
 	// SkipStrict goes straight to soft mode (the caller's last strict program was
 	// infeasible and the overload persists: spec §7 #6, #13 — no solve storms).
 	SkipStrict bool
@@ -66,17 +68,24 @@ type PlanSolution struct {
 	Objective  float64
 }
 
-// SolvePlan runs the plan generator: the recommended MILP of spec §4.2 with the L1
-// linearisation of the chance constraint (each drain term at μ + zσ, completion at its
-// Δ-quantile), strict first, then soft, then EDF order with least-loaded placement.
+// SolvePlan runs the plan generator. It first builds the decomposed plan of spec §4.3
+// (assignment in deadline order, then each queue ordered exactly or by bounded local
+// search); small problems then solve the recommended MILP of §4.2 with the L1 linearisation
+// of the chance constraint (each drain term at μ + zσ, completion at its Δ-quantile), strict
+// first, then soft, warm-started from that plan, and keep whichever plan is better (fewer
+// predicted violations, then objective 13). EDF order with least-loaded placement is the
+// last fallback.
 func SolvePlan(pr *PlanProblem, o PlanOptions) PlanSolution {
 	if o.TimeLimit <= 0 {
 		o.TimeLimit = time.Second
 	}
-	if o.MaxBinaries <= 0 {
-		o.MaxBinaries = 4000
+	if o.MaxBinaries == 0 {
+		o.MaxBinaries = 600
 	}
 	G, N := len(pr.Instances), len(pr.Groups)
+	if N == 0 {
+		return PlanSolution{Queues: make([][]int, G), Mode: "strict"}
+	}
 	L := N
 	if G > 1 {
 		L = min(N, int(math.Ceil(1.5*float64(N)/float64(G)))+2)
@@ -89,28 +98,54 @@ func SolvePlan(pr *PlanProblem, o PlanOptions) PlanSolution {
 			}
 		}
 	}
-	if N == 0 {
-		return PlanSolution{Queues: make([][]int, G), Mode: "strict"}
+	dq := decompose(pr, o.Budget)
+	ds := planScore(pr, dq)
+	// A decomposed queue longer than L cannot be the MILP's start; L = N always fits (§4.2).
+	for _, v := range dq {
+		L = max(L, len(v))
 	}
-	if bins <= o.MaxBinaries {
-		for _, soft := range []bool{false, true} {
-			if !soft && o.SkipStrict {
-				continue
-			}
-			if q, obj, err := solveMILP(pr, L, soft, o.TimeLimit); err == nil {
-				s := PlanSolution{Queues: q, Mode: "strict", Fallback: soft, Objective: obj}
-				if soft {
-					s.Mode = "soft"
-				}
-				s.Violations = Violations(pr, q)
-				return s
-			}
+	dec := PlanSolution{Queues: dq, Mode: "decomposed", Fallback: ds.viol > 0, Violations: ds.viol, Objective: ds.obj}
+	if o.MaxBinaries < 0 || bins > o.MaxBinaries {
+		return dec
+	}
+	for _, soft := range []bool{false, true} {
+		if !soft && o.SkipStrict {
+			continue
 		}
-		q := edfPlan(pr)
-		return PlanSolution{Queues: q, Mode: "edf", Fallback: true, Violations: Violations(pr, q)}
+		q, _, err := solveMILP(pr, L, soft, o.TimeLimit, dq)
+		if err != nil {
+			continue
+		}
+		ms := planScore(pr, q)
+		if ds.less(ms) {
+			return dec
+		}
+		s := PlanSolution{Queues: q, Mode: "strict", Fallback: soft, Violations: ms.viol, Objective: ms.obj}
+		if soft {
+			s.Mode = "soft"
+		}
+		return s
+	}
+	if ds.viol == 0 {
+		return dec
 	}
 	q := edfPlan(pr)
-	return PlanSolution{Queues: q, Mode: "decomposed", Violations: Violations(pr, q)}
+	if es := planScore(pr, q); ds.less(es) {
+		return dec
+	}
+	return PlanSolution{Queues: q, Mode: "edf", Fallback: true, Violations: Violations(pr, q), Objective: Expected(pr, q)}
+}
+
+// planScore is the lexicographic quality (violations, objective 13) of plan q.
+func planScore(pr *PlanProblem, q [][]int) score {
+	var s score
+	steps := 0
+	for g, order := range q {
+		qs := queueScore(pr, g, order, &steps)
+		s.viol += qs.viol
+		s.obj += qs.obj
+	}
+	return s
 }
 
 // Violations counts groups whose L1-quantile completion under plan q misses their deadline.
@@ -191,7 +226,7 @@ func edfPlan(pr *PlanProblem) [][]int {
 }
 
 // solveMILP builds and solves the MILP of §4.2 (strict or soft) with L positions per queue.
-func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int, float64, error) {
+func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration, start [][]int) ([][]int, float64, error) {
 	G, N := len(pr.Instances), len(pr.Groups)
 	m := solver.NewModel("qlm-plan", solver.Minimize)
 	type xv struct {
@@ -199,6 +234,13 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int,
 		v       solver.Var
 	}
 	var xs []xv
+	// defs are the continuous variables in creation order with the one row that bounds each
+	// from below (coefficient 1): the warm start sets each to its least feasible value.
+	type def struct {
+		v   solver.Var
+		row int
+	}
+	var defs []def
 	at := make([][][]xv, G) // at[g][j] = vars at position j of g
 	for g := range at {
 		at[g] = make([][]xv, L)
@@ -299,7 +341,7 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int,
 					row = append(row, solver.Term{Var: t.Var, Coef: -1})
 				}
 				row = append(row, ykPrev...)
-				m.AddRow(fmt.Sprintf("swap_%d_%d_%d", g, k, j), 0, math.Inf(1), row...)
+				defs = append(defs, def{s, m.AddRow(fmt.Sprintf("swap_%d_%d_%d", g, k, j), 0, math.Inf(1), row...)})
 				sw[j] = append(sw[j], solver.Term{Var: s, Coef: S})
 			}
 		}
@@ -326,10 +368,10 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int,
 			R := pr.Instances[g].Residual
 			// c ≥ ctE − M(1 − o)  ⇔  c − (Σ coef·x) ≥ R − M
 			cv := m.AddContinuous(fmt.Sprintf("c_%d_%d", g, j), 0, math.Inf(1), 1)
-			m.AddRow(fmt.Sprintf("obj_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: cv, Coef: 1}}, neg(e)...)...)
+			defs = append(defs, def{cv, m.AddRow(fmt.Sprintf("obj_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: cv, Coef: 1}}, neg(e)...)...)})
 			if soft {
 				l := m.AddContinuous(fmt.Sprintf("late_%d_%d", g, j), 0, math.Inf(1), 100)
-				m.AddRow(fmt.Sprintf("late_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: l, Coef: 1}}, neg(qt)...)...)
+				defs = append(defs, def{l, m.AddRow(fmt.Sprintf("late_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: l, Coef: 1}}, neg(qt)...)...)})
 			} else {
 				// ctQ − slo ≤ M(1 − o)  ⇔  Σ(coef)·x ≤ M − R
 				m.AddRow(fmt.Sprintf("chance_%d_%d", g, j), math.Inf(-1), M-R, qt...)
@@ -338,7 +380,35 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration) ([][]int,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)
 	defer cancel()
-	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: limit, RelGap: 0.01, Deterministic: true})
+	opts := solver.Options{TimeLimit: limit, RelGap: 0.01, Deterministic: true}
+	if start != nil {
+		// Warm start (§4.3): the decomposed plan's x, and each continuous variable at the
+		// least value its defining row allows.
+		val := make([]float64, m.NumVars())
+		pos := map[[3]int]bool{}
+		for g, order := range start {
+			for j, i := range order {
+				pos[[3]int{g, i, j}] = true
+			}
+		}
+		for _, x := range xs {
+			if pos[[3]int{x.g, x.i, x.j}] {
+				val[x.v] = 1
+			}
+		}
+		for _, d := range defs {
+			lb, _ := m.RowBounds(d.row)
+			v := lb
+			for _, t := range m.RowTerms(d.row) {
+				if t.Var != d.v {
+					v -= t.Coef * val[t.Var]
+				}
+			}
+			val[d.v] = math.Max(0, v)
+		}
+		opts.Start = val
+	}
+	res, err := solver.Solve(ctx, m, opts)
 	if err != nil {
 		return nil, 0, err
 	}

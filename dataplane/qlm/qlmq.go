@@ -227,7 +227,11 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		}
 		prob.Groups = append(prob.Groups, pg)
 	}
-	po := PlanOptions{TimeLimit: 100 * time.Millisecond, MaxBinaries: 800, SkipStrict: q.overloaded}
+	// By default the decomposed generator alone (spec §4.3): deterministic, bounded by its
+	// step budget, milliseconds at 400 groups. A set-up that names max_binaries also solves
+	// the MILP of §4.2 for problems up to that size, warm-started from it, inside solve_ms of
+	// wall clock (which makes runs depend on the machine's speed).
+	po := PlanOptions{TimeLimit: 100 * time.Millisecond, MaxBinaries: -1, SkipStrict: q.overloaded}
 	if p.setup.SolveMs > 0 {
 		po.TimeLimit = time.Duration(p.setup.SolveMs * float64(time.Millisecond))
 	}
