@@ -403,8 +403,9 @@ func TestPredictedLoadCharged(t *testing.T) {
 }
 
 // TestStaleReservationLeavesTimeline: a reservation counts in its GPU's planned timeline while
-// its estimated input time is ahead; once that time has passed (its predecessor is late) it
-// leaves the timeline by default and stays under Literal.
+// its estimated input time is ahead; once that time has passed (its predecessor is late), or
+// when it follows its predecessor with the same service on the same GPU, it stays out by
+// default and counts under Literal.
 func TestStaleReservationLeavesTimeline(t *testing.T) {
 	w := loadWorkflow(t, "gill.json")
 	llm := w.SvcIndex["llm7b"]
@@ -413,21 +414,22 @@ func TestStaleReservationLeavesTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		literal bool
-		ready   dataplane.Time
-		want    int
+		literal, follows bool
+		ready            dataplane.Time
+		want             int
 	}{
-		{false, 5e6, 1}, {false, 1e6, 0}, {true, 5e6, 1}, {true, 1e6, 1},
+		{false, false, 5e6, 1}, {false, false, 1e6, 0}, {true, false, 5e6, 1}, {true, false, 1e6, 1},
+		{false, true, 5e6, 0}, {true, true, 5e6, 1},
 	} {
 		p := New("dyorc", Options{Mode: ModeSpec, Literal: tc.literal})
 		if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
 			t.Fatal(err)
 		}
 		p.devs[0].resident[llm] = true
-		p.devs[0].resv = []*resv{{svc: llm, items: 1, dev: 0, ready: tc.ready, seq: 1}}
+		p.devs[0].resv = []*resv{{svc: llm, items: 1, dev: 0, ready: tc.ready, seq: 1, follows: tc.follows}}
 		p.devs[0].dirty = true
 		if got := len(p.plan(2e6, 0)); got != tc.want {
-			t.Errorf("literal=%v ready=%d at 2e6: %d planned batches, want %d", tc.literal, tc.ready, got, tc.want)
+			t.Errorf("literal=%v follows=%v ready=%d at 2e6: %d planned batches, want %d", tc.literal, tc.follows, tc.ready, got, tc.want)
 		}
 	}
 }
