@@ -88,8 +88,11 @@ type GraphNode struct {
 // GraphStep calls one InferenceService; Data "$response" feeds it the previous step's answer.
 type GraphStep struct {
 	Name        string `json:"name"`
-	ServiceName string `json:"serviceName"`
-	Data        string `json:"data,omitempty"`
+	ServiceName string `json:"serviceName,omitempty"`
+	// NodeName calls another node of the graph instead of a service (a Switch or an
+	// Ensemble nested in a Sequence).
+	NodeName string `json:"nodeName,omitempty"`
+	Data     string `json:"data,omitempty"`
 	// Condition is a GJSON query on the previous step's response: the step runs only when
 	// it matches (a cascade forwards on low certainty).
 	Condition string `json:"condition,omitempty"`
