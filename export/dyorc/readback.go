@@ -1,0 +1,311 @@
+package dyorc
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+)
+
+// maxGPUs bounds the GPU indices and deployment positions a file may name (a corrupt index
+// must not make ReadBack allocate without bound).
+const maxGPUs = 1 << 16
+
+// Exported is what ReadBack recovers: the plan's dyorc section and each application's
+// workflow.
+type Exported struct {
+	Plan *formats.DyOrcPlan
+	Apps map[string]formats.App
+}
+
+// ReadBack recovers a DyOrc plan from its exported files alone: the deployments in plan
+// order, the placement per GPU (services sorted by name, GPUs that hold nothing left out),
+// the policy and parameters, and every application's workflow. Each service's record is
+// cross-checked against the target's own fields (Triton instance groups and max_batch_size,
+// KServe replicas and batcher, Ray num_replicas), and a KServe graph's root against its
+// workflow's unrolled steps, so files whose native settings disagree with the record are an
+// error.
+func ReadBack(target string, files export.Files) (*Exported, error) {
+	rb := &reader{deps: map[int]dep{}, apps: map[string]formats.App{}}
+	for _, name := range files.Names() {
+		data := files[name]
+		var err error
+		switch {
+		case target == export.Triton && path.Base(name) == "config.pbtxt":
+			err = rb.triton(data)
+		case target == export.KServe && strings.HasSuffix(name, ".yaml"):
+			err = rb.kserve(data)
+		case target == export.Ray && path.Base(name) == export.RayConfigFile:
+			err = rb.ray(data)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return rb.result()
+}
+
+type dep struct {
+	d    formats.ServiceDeployment
+	gpus []int
+}
+
+type reader struct {
+	rec  *Record
+	deps map[int]dep
+	apps map[string]formats.App
+}
+
+// service records one service deployment from its parameters; count and batch are the
+// target's own replica count and largest batch.
+func (rb *reader) service(params map[string]string, count, batch int) error {
+	key := params[export.ParamKey]
+	svc, gpu, ok := strings.Cut(key, "/")
+	if !ok || svc == "" || gpu != params[export.ParamGPU] {
+		return fmt.Errorf("%s: %q: not service/%s", export.ParamKey, key, params[export.ParamGPU])
+	}
+	n, err1 := strconv.Atoi(params[export.ParamCount])
+	b, err2 := strconv.Atoi(params[export.ParamBatch])
+	i, err3 := strconv.Atoi(params[ParamIndex])
+	if err1 != nil || err2 != nil || err3 != nil || i < 0 || i >= maxGPUs {
+		return fmt.Errorf("%s: %s / %s / %s: %q / %q / %q: not integers", key, export.ParamCount, export.ParamBatch, ParamIndex, params[export.ParamCount], params[export.ParamBatch], params[ParamIndex])
+	}
+	gpus, err := parseGPUs(params[ParamGPUs])
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", key, ParamGPUs, err)
+	}
+	if n != count || n != len(gpus) || b != batch {
+		return fmt.Errorf("%s: %d replicas and batch %d recorded, the target's settings say %d replicas (%d GPUs listed) and batch %d", key, n, b, count, len(gpus), batch)
+	}
+	if _, dup := rb.deps[i]; dup {
+		return fmt.Errorf("%s: deployment index %d recorded twice", key, i)
+	}
+	rb.deps[i] = dep{d: formats.ServiceDeployment{Service: svc, GPU: gpu, Replicas: n, MaxBatch: b}, gpus: gpus}
+	return nil
+}
+
+func parseGPUs(s string) ([]int, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty")
+	}
+	var out []int
+	for _, g := range strings.Split(s, ",") {
+		x, err := strconv.Atoi(g)
+		if err != nil || x < 0 || x >= maxGPUs {
+			return nil, fmt.Errorf("%q: not a GPU index", g)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// app records one application's workflow and the plan record it carries.
+func (rb *reader) app(params map[string]string) error {
+	name := params[ParamApp]
+	if name == "" {
+		return fmt.Errorf("no %s", ParamApp)
+	}
+	var rec Record
+	if err := strictJSON(params[ParamPlan], &rec); err != nil {
+		return fmt.Errorf("app %s: %s: %w", name, ParamPlan, err)
+	}
+	if rb.rec != nil && mustJSON(*rb.rec) != mustJSON(rec) {
+		return fmt.Errorf("app %s: %s: differs from another application's", name, ParamPlan)
+	}
+	if rec.GPUs < 1 || rec.GPUs > maxGPUs {
+		return fmt.Errorf("app %s: %s: gpus %d: must be in [1, %d]", name, ParamPlan, rec.GPUs, maxGPUs)
+	}
+	rb.rec = &rec
+	var a formats.App
+	if err := strictJSON(params[ParamWorkflow], &a); err != nil {
+		return fmt.Errorf("app %s: %s: %w", name, ParamWorkflow, err)
+	}
+	if _, dup := rb.apps[name]; dup {
+		return fmt.Errorf("app %s recorded twice", name)
+	}
+	rb.apps[name] = a
+	return nil
+}
+
+func strictJSON(s string, v any) error {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+func (rb *reader) triton(data []byte) error {
+	c, err := export.ParseTriton(data)
+	if err != nil {
+		return err
+	}
+	params := map[string]string{}
+	for k, v := range c.Parameters {
+		params[k] = v.GetStringValue()
+	}
+	if c.Backend == "python" {
+		return rb.app(params)
+	}
+	gpus, err := parseGPUs(params[ParamGPUs])
+	if err != nil {
+		return fmt.Errorf("model %s: %s: %w", c.Name, ParamGPUs, err)
+	}
+	// Each GPU holding the service is the instance group g<gpu> pinned to it.
+	groups := map[string][]int{}
+	count := 0
+	for _, g := range c.InstanceGroup {
+		gs := make([]int, len(g.Gpus))
+		for i, x := range g.Gpus {
+			gs[i] = int(x)
+		}
+		groups[g.Name] = gs
+		count += int(g.Count)
+	}
+	for _, g := range gpus {
+		if gs, ok := groups["g"+strconv.Itoa(g)]; !ok || !slices.Equal(gs, []int{g}) {
+			return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on GPU %d", c.Name, g, gs, g)
+		}
+	}
+	return rb.service(params, count, int(c.MaxBatchSize))
+}
+
+// fromAnnotations maps plan.dev/X annotations back to plan.X and plan.dev/dyorc.X to dyorc.X.
+func fromAnnotations(a map[string]string) map[string]string {
+	params := map[string]string{}
+	for k, v := range a {
+		if rest, ok := strings.CutPrefix(k, "plan.dev/dyorc."); ok {
+			params["dyorc."+rest] = v
+		} else if rest, ok := strings.CutPrefix(k, "plan.dev/"); ok {
+			params["plan."+rest] = v
+		}
+	}
+	return params
+}
+
+func (rb *reader) kserve(data []byte) error {
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return err
+	}
+	switch probe.Kind {
+	case "InferenceService":
+		var s export.InferenceService
+		if err := yaml.UnmarshalStrict(data, &s); err != nil {
+			return err
+		}
+		params := fromAnnotations(s.Metadata.Annotations)
+		p := s.Spec.Predictor
+		if p.Batcher == nil || p.MinReplicas != p.MaxReplicas {
+			return fmt.Errorf("service %s: want a batcher and minReplicas = maxReplicas", s.Metadata.Name)
+		}
+		if params[export.ParamGPU] != p.NodeSelector["nvidia.com/gpu.product"] {
+			return fmt.Errorf("service %s: node selector %q, recorded GPU %q", s.Metadata.Name, p.NodeSelector["nvidia.com/gpu.product"], params[export.ParamGPU])
+		}
+		return rb.service(params, p.MinReplicas, p.Batcher.MaxBatchSize)
+	case "InferenceGraph":
+		var g export.InferenceGraph
+		if err := yaml.UnmarshalStrict(data, &g); err != nil {
+			return err
+		}
+		params := fromAnnotations(g.Metadata.Annotations)
+		if err := rb.app(params); err != nil {
+			return fmt.Errorf("graph %s: %w", g.Metadata.Name, err)
+		}
+		a := rb.apps[params[ParamApp]]
+		want := rounds(a) * len(steps(a))
+		if n := len(g.Spec.Nodes["root"].Steps); n != want {
+			return fmt.Errorf("graph %s: root has %d steps, the workflow unrolls to %d", g.Metadata.Name, n, want)
+		}
+	}
+	return nil
+}
+
+func (rb *reader) ray(data []byte) error {
+	var c rayConfig
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return err
+	}
+	for _, a := range c.Applications {
+		for _, d := range a.Deployments {
+			u := d.UserConfig
+			if u.Record != nil {
+				for _, w := range u.Workflows {
+					if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: mustJSON(*u.Record), ParamWorkflow: mustJSON(w.Workflow)}); err != nil {
+						return fmt.Errorf("deployment %s: %w", d.Name, err)
+					}
+				}
+				continue
+			}
+			if d.RayActorOptions.NumGPUs != 1 {
+				return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
+			}
+			if err := rb.service(u.Placement, d.NumReplicas, u.MaxBatchSize); err != nil {
+				return fmt.Errorf("deployment %s: %w", d.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// result assembles the plan section: deployment indices must be 0..n-1, GPUs within the
+// recorded cluster, every workflow service deployed.
+func (rb *reader) result() (*Exported, error) {
+	if rb.rec == nil {
+		return nil, fmt.Errorf("no workflow (%s) in the files", ParamWorkflow)
+	}
+	dp := &formats.DyOrcPlan{Policy: rb.rec.Policy, Params: rb.rec.Params, Deployments: make([]formats.ServiceDeployment, len(rb.deps))}
+	held := map[int][]string{}
+	deployed := map[string]bool{}
+	for i, d := range rb.deps {
+		if i >= len(dp.Deployments) {
+			return nil, fmt.Errorf("deployment index %d of %d: the indices are not 0..%d", i, len(rb.deps), len(rb.deps)-1)
+		}
+		dp.Deployments[i] = d.d
+		deployed[d.d.Service] = true
+		for _, g := range d.gpus {
+			if g >= rb.rec.GPUs {
+				return nil, fmt.Errorf("service %s: GPU %d: the plan's cluster has %d GPUs", d.d.Service, g, rb.rec.GPUs)
+			}
+			held[g] = append(held[g], d.d.Service)
+		}
+	}
+	if rb.rec.Placement {
+		gs := make([]int, 0, len(held))
+		for g := range held {
+			gs = append(gs, g)
+		}
+		sort.Ints(gs)
+		for _, g := range gs {
+			s := held[g]
+			slices.Sort(s)
+			dp.Placement = append(dp.Placement, formats.GPUServices{GPU: g, Services: s})
+		}
+	}
+	for name, a := range rb.apps {
+		for _, st := range steps(a) {
+			for _, svc := range append([]string{st.Service}, keys(st.Choice)...) {
+				if svc != "" && !deployed[svc] {
+					return nil, fmt.Errorf("app %s: step %s: service %s has no exported deployment", name, st.ID, svc)
+				}
+			}
+		}
+	}
+	return &Exported{Plan: dp, Apps: rb.apps}, nil
+}
+
+func keys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
