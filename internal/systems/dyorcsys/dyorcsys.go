@@ -1,6 +1,6 @@
 // Package dyorcsys assembles the DyOrc system for the registry: the placement MILP
 // (planner/dyorc), the speculative scheduler with its baselines (dataplane/dyorc), the plan
-// checker and `plan bench dyorc`.
+// checker, `plan bench dyorc` and the exporters (export/dyorc).
 package dyorcsys
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/bench/dyorcbench"
 	"github.com/plan-dev/plan/dataplane"
 	dpd "github.com/plan-dev/plan/dataplane/dyorc"
+	xdyorc "github.com/plan-dev/plan/export/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
@@ -46,6 +47,8 @@ func System() system.System {
 		Sample:   dpd.Sample,
 		Checker:  Checker{},
 		Benches:  []func() bench.Bench{func() bench.Bench { return &dyorcbench.Command{} }},
+		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
+		Exporters: xdyorc.Exporters(),
 	}
 }
 
