@@ -13,14 +13,15 @@ import (
 
 // Policy names.
 const (
-	PolicyQLM     = "qlm"
-	PolicyFCFS    = "qlm-vllm-fcfs"
-	PolicyEDF     = "qlm-edf"
-	PolicyRR      = "qlm-rr"
-	PolicyRandom  = "qlm-random"
-	PolicyNoEvict = "qlm-no-evict"
-	PolicyNoSwap  = "qlm-no-swap"
-	PolicyNoWarm  = "qlm-no-warm"
+	PolicyQLM      = "qlm"
+	PolicyFCFS     = "qlm-vllm-fcfs"
+	PolicyEDF      = "qlm-edf"
+	PolicyRR       = "qlm-rr"
+	PolicyRandom   = "qlm-random"
+	PolicyNoEvict  = "qlm-no-evict"
+	PolicyNoSwap   = "qlm-no-swap"
+	PolicyNoWarm   = "qlm-no-warm"
+	PolicyShepherd = "qlm-shepherd"
 )
 
 // options are the switches that make the baselines and ablations of spec §5.
@@ -62,6 +63,8 @@ type Policy struct {
 	byApp  [][]dataplane.ReqID
 	stats  Stats
 	rr     int
+	// now is the time of the event being handled (queues that decide in head() read it).
+	now dataplane.Time
 }
 
 // Name implements dataplane.Policy.
@@ -117,6 +120,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 
 // Handle implements dataplane.Policy.
 func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	p.now = now
 	switch ev.Kind {
 	case dataplane.EvArrival:
 		r := p.view.Req(ev.Req)

@@ -34,6 +34,7 @@ func Policies() []dataplane.PolicySpec {
 		spec(PolicyQLM, "QLM: request groups in per-instance virtual queues ordered by the chance-constrained plan generator (MILP, soft, EDF fallbacks), RCT violation checks, eviction/KV swap/warm start", full, qq),
 		spec(PolicyFCFS, "vLLM baseline: FCFS per instance, round-robin placement, recompute preemption, cold model switches", options{placement: "rr"}, func() queue { return &plainQueue{} }),
 		spec(PolicyEDF, "EDF baseline: per-instance earliest-deadline order, round-robin placement, preemptive recompute eviction, cold model switches", options{placement: "rr"}, func() queue { return &plainQueue{edf: true} }),
+		spec(PolicyShepherd, "SHEPHERD-like baseline: largest static batch per instance and model whose deadlines hold at p95 output lengths, run to completion, preempted only by a feasible batch twice its size; least-loaded placement, recompute preemption, cold model switches", options{placement: "least-loaded"}, func() queue { return &shepherdQueue{} }),
 		spec(PolicyRR, "QLM per-instance policy with round-robin group assignment (replans only reorder)", rr, qq),
 		spec(PolicyRandom, "QLM per-instance policy with random group assignment (replans only reorder)", rnd, qq),
 		spec(PolicyNoEvict, "QLM ablation: no request eviction (replans take effect as requests finish)", noEvict, qq),

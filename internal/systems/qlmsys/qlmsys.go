@@ -37,6 +37,7 @@ func System() system.System {
 			return d, dq.PolicyQLM, err
 		},
 		Policies: dq.Policies(),
+		Sample:   dq.Sample,
 		Checker:  Checker{},
 		Benches:  []func() bench.Bench{func() bench.Bench { return &qlmbench.Command{} }},
 	}

@@ -1,0 +1,205 @@
+package qlm
+
+import (
+	"math"
+	"sort"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// shepherdQueue is the SHEPHERD-like baseline of spec §5 [ours] (Zhang et al., NSDI 2023, as
+// QLM's evaluation ran it: "dynamic batching plus ILP ordering/placement, designed for
+// deterministic-latency DNNs"; QLM §8 notes it cannot use continuous batching). Per instance
+// and model it forms the largest static batch (≤ shepherdBatch) whose deadlines all hold
+// when every member generates its class's p95 output length; the batch runs to completion
+// with no joins mid-batch; a running batch is preempted (recompute) only when a new feasible
+// batch is at least twice its size; new requests go to the least-loaded instance.
+type shepherdQueue struct {
+	wait    [][]*seq // per instance, earliest deadline first
+	pending [][]*seq // the formed batch not yet admitted
+	tokens  []float64
+	dirty   []bool
+}
+
+// shepherdBatch is B_static of spec §5 (default 32).
+const shepherdBatch = 32
+
+func (q *shepherdQueue) init(p *Policy) {
+	if q.wait == nil {
+		n := len(p.inst)
+		q.wait, q.pending = make([][]*seq, n), make([][]*seq, n)
+		q.tokens, q.dirty = make([]float64, n), make([]bool, n)
+	}
+}
+
+func (q *shepherdQueue) insert(i int, s *seq) {
+	w := q.wait[i]
+	k := sort.Search(len(w), func(j int) bool {
+		if w[j].deadline != s.deadline {
+			return s.deadline < w[j].deadline
+		}
+		return s.id < w[j].id
+	})
+	w = append(w, nil)
+	copy(w[k+1:], w[k:])
+	w[k] = s
+	q.wait[i] = w
+	q.tokens[i] += p95Out(s)
+	q.dirty[i] = true
+}
+
+// p95Out is the SHEPHERD-like deterministic stand-in for a request's unknown output length:
+// its class's p95 (normal, spec §7 #9), at most the class maximum; the policy never reads
+// the true length.
+func p95Out(s *seq) float64 { return float64(s.group.maxOut) }
+
+func (q *shepherdQueue) add(p *Policy, _ dataplane.Time, s *seq) {
+	q.init(p)
+	c := &p.class[s.app]
+	o := c.Out.Mean + 1.645*c.Out.Std
+	if c.Out.Max > 0 {
+		o = math.Min(o, float64(c.Out.Max))
+	}
+	// The group field carries the per-request p95 (SHEPHERD has no request groups).
+	s.group = &group{maxOut: int(math.Ceil(math.Max(1, o)))}
+	best, bt := -1, math.Inf(1)
+	for _, in := range p.eligible(s.model) {
+		m := p.llmFor(in, s.model)
+		load := q.tokens[in.idx]
+		for _, r := range in.running {
+			load += math.Max(p95Out(r)-float64(r.gen), 1)
+		}
+		if t := load / m.thetaTokPerSec; t < bt {
+			best, bt = in.idx, t
+		}
+	}
+	s.inst = best
+	q.insert(best, s)
+}
+
+// form returns the largest feasible static batch on in at now (model, members) and whether
+// one is feasible; without a feasible one, the earliest-deadline request's model with as
+// many of its requests as fit in a batch (they are late anyway; serving them drains).
+func (q *shepherdQueue) form(p *Policy, in *instance, now dataplane.Time) ([]*seq, bool) {
+	w := q.wait[in.idx]
+	if len(w) == 0 {
+		return nil, false
+	}
+	var models []string
+	by := map[string][]*seq{}
+	for _, s := range w {
+		if _, ok := by[s.model]; !ok {
+			models = append(models, s.model)
+		}
+		by[s.model] = append(by[s.model], s)
+	}
+	var best []*seq
+	for _, k := range models {
+		m := p.llmFor(in, k)
+		cand := by[k]
+		for b := min(shepherdBatch, len(cand), m.maxSeqs); b >= 1 && b > len(best); b-- {
+			if q.feasible(p, in, m, k, cand[:b], now) {
+				if b > len(best) || (b == len(best) && k == in.model) {
+					best = cand[:b]
+				}
+				break
+			}
+		}
+	}
+	if best != nil {
+		return best, true
+	}
+	cand := by[w[0].model]
+	return cand[:min(shepherdBatch, len(cand), p.llmFor(in, w[0].model).maxSeqs)], false
+}
+
+// feasible: the batch's deterministic time (model switch, one prefill over all prompts, then
+// p95 decode steps at the batch's size) meets every member's deadline and fits the KV cache.
+func (q *shepherdQueue) feasible(p *Policy, in *instance, m *llm, model string, b []*seq, now dataplane.Time) bool {
+	t := 0.0
+	if model != in.model {
+		t += p.swapSeconds(in, model) * 1e6
+	}
+	prompt, steps, ctx := 0, 0.0, 0.0
+	for _, s := range b {
+		prompt += s.prompt
+		steps = math.Max(steps, p95Out(s))
+		ctx += float64(s.prompt) + p95Out(s)
+	}
+	if int(ctx) > m.kvCap {
+		return false
+	}
+	t += float64(m.prefillUs(prompt)) + steps*float64(m.decodeUs(len(b), int(ctx/2)))
+	end := now + dataplane.Time(math.Ceil(t))
+	for _, s := range b {
+		if end > s.deadline {
+			return false
+		}
+	}
+	return true
+}
+
+func (q *shepherdQueue) head(p *Policy, in *instance) *seq {
+	q.init(p)
+	if len(q.pending[in.idx]) > 0 {
+		return q.pending[in.idx][0]
+	}
+	if len(in.running) > 0 || len(in.swapped) > 0 {
+		// The static batch runs to completion; a new feasible batch twice its size preempts
+		// it (checked once per change of the waiting list).
+		if !q.dirty[in.idx] {
+			return nil
+		}
+		q.dirty[in.idx] = false
+		b, ok := q.form(p, in, p.now)
+		if !ok || len(b) < 2*(len(in.running)+len(in.swapped)) {
+			return nil
+		}
+		m := p.llmFor(in, in.model)
+		for len(in.running) > 0 {
+			p.preempt(in, in.running[len(in.running)-1], m)
+		}
+		return nil // the next step finds the instance empty and forms the batch
+	}
+	b, _ := q.form(p, in, p.now)
+	q.pending[in.idx] = append(q.pending[in.idx][:0], b...)
+	if len(b) == 0 {
+		return nil
+	}
+	return b[0]
+}
+
+func (q *shepherdQueue) pop(_ *Policy, in *instance, s *seq) {
+	if pd := q.pending[in.idx]; len(pd) > 0 && pd[0] == s {
+		q.pending[in.idx] = pd[1:]
+	}
+	w := q.wait[in.idx]
+	for i, x := range w {
+		if x == s {
+			q.wait[in.idx] = append(w[:i], w[i+1:]...)
+			q.tokens[in.idx] -= p95Out(s)
+			return
+		}
+	}
+}
+
+func (q *shepherdQueue) requeue(_ *Policy, in *instance, s *seq) { q.insert(in.idx, s) }
+
+// preemptFor: the static batch never evicts for admission (it was sized to fit).
+func (q *shepherdQueue) preemptFor(*Policy, dataplane.Time, *instance, *seq, int) bool {
+	return false
+}
+
+func (q *shepherdQueue) finished(*Policy, *seq) {}
+
+// admitted drops the rest of a formed batch that KV could not take: it re-forms next time.
+func (q *shepherdQueue) admitted(_ *Policy, in *instance) {
+	q.pending[in.idx] = q.pending[in.idx][:0]
+}
+
+func (q *shepherdQueue) tick(p *Policy, _ dataplane.Time) {
+	q.init(p)
+	for i := range q.dirty {
+		q.dirty[i] = true // slack shrinks with time: re-check preemption
+	}
+}
