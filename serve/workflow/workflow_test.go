@@ -1,0 +1,314 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+	dpd "github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/servetest"
+	"github.com/plan-dev/plan/serve"
+)
+
+// planFile is the bundled small example's plan (GILL and the image pipeline on 4 GPUs).
+var planFile = filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json")
+
+// deploy stands in for the system registry: DyOrc plans, and PPipe/PARD ones for the
+// wrong-system answer.
+func deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	if p.DyOrc != nil {
+		d, err := dpd.FromPlan(p)
+		return d, "dyorc", err
+	}
+	return servetest.Deploy(p)
+}
+
+func newServer(t *testing.T, p *formats.Plan, opts serve.Options) (*serve.Server, *httptest.Server) {
+	t.Helper()
+	opts.Plan, opts.Deploy, opts.Policies = p, deploy, servetest.Policies(dpd.Policies()...)
+	opts.Frontends = []serve.Frontend{New()}
+	s, err := serve.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() {
+		_ = s.Shutdown(context.Background())
+		ts.Close()
+	})
+	return s, ts
+}
+
+func readPlan(t *testing.T, path string) *formats.Plan {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func post(t *testing.T, url, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// truth is the node path the seed determines for app (dataplane/dyorc's ground truth).
+func truth(t *testing.T, dep *dataplane.Deployment, app string, seed int64) []string {
+	t.Helper()
+	m, ok := dpd.MetaOf(dep)
+	if !ok {
+		t.Fatal("not a dyorc deployment")
+	}
+	for i := range m.W.Apps {
+		a := &m.W.Apps[i]
+		if a.Name == app {
+			var out []string
+			for _, n := range a.Path(dpd.SampleRNG(i, seed)) {
+				out = append(out, a.Nodes[n].Name)
+			}
+			return out
+		}
+	}
+	t.Fatalf("no app %s", app)
+	return nil
+}
+
+// checkPath: every call chose the node the next call ran, the last one exited, and the
+// per-step timing is the server's.
+func checkPath(t *testing.T, r RunResponse) {
+	t.Helper()
+	if len(r.Path) < 2 || r.Path[0].Node != "$in" {
+		t.Fatalf("path %+v: want the ingress and at least one call", r.Path)
+	}
+	for i, st := range r.Path {
+		if i+1 < len(r.Path) {
+			if st.Exit || st.Next != r.Path[i+1].Node {
+				t.Errorf("step %d (%s) chose %q (exit %v), the next call ran %s", i, st.Node, st.Next, st.Exit, r.Path[i+1].Node)
+			}
+		} else if !st.Exit || st.Next != "" {
+			t.Errorf("last step %s: exit %v, next %q: want the workflow to end there", st.Node, st.Exit, st.Next)
+		}
+		if st.Stage != r.App+"/"+st.Node || st.Worker == "" || st.EndUs < st.StartUs || st.Batch < 1 {
+			t.Errorf("step %d: %+v", i, st)
+		}
+		if i > 0 && (st.Service == "" || st.ExecUs <= 0) {
+			t.Errorf("step %d: a service call needs a service and an execution time: %+v", i, st)
+		}
+	}
+	if r.LatencyUs <= 0 || len(r.Timing.Stages) != len(r.Path) {
+		t.Errorf("latency %d µs, %d timed stages for %d steps", r.LatencyUs, len(r.Timing.Stages), len(r.Path))
+	}
+}
+
+// TestRunSeeded runs the image pipeline for 24 seeds at once: each answer's path is the one
+// the seed determines (so both of the choice's branches and the guarded upscale appear), each
+// call's branch names the call that followed, and the same seed runs the same path again.
+func TestRunSeeded(t *testing.T) {
+	p := readPlan(t, planFile)
+	s, ts := newServer(t, p, serve.Options{})
+	const n = 24
+	got := make([]RunResponse, n+1)
+	var wg sync.WaitGroup
+	errs := make(chan string, n+1)
+	for i := 1; i <= n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(ts.URL+"/v1/workflows/image/run", "application/json", strings.NewReader(fmt.Sprintf(`{"id":"r%d","seed":%d}`, i, i)))
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				errs <- fmt.Sprintf("seed %d: %d %s", i, resp.StatusCode, b)
+				return
+			}
+			if err := json.Unmarshal(b, &got[i]); err != nil {
+				errs <- err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	seen := map[string]int{}
+	for i := 1; i <= n; i++ {
+		r := got[i]
+		if r.ID != fmt.Sprintf("r%d", i) || r.App != "image" {
+			t.Errorf("seed %d: id %q app %q", i, r.ID, r.App)
+		}
+		if want := truth(t, s.Deployment(), "image", int64(i)); !slices.Equal(r.Nodes, want) {
+			t.Errorf("seed %d: path %v, the seed's path is %v", i, r.Nodes, want)
+		}
+		checkPath(t, r)
+		for _, nd := range r.Nodes {
+			seen[nd]++
+		}
+	}
+	for _, nd := range []string{"det", "read:cap", "read:ocr", "up"} {
+		if seen[nd] == 0 {
+			t.Errorf("node %s never taken over %d seeds: %v", nd, n, seen)
+		}
+	}
+	code, b := post(t, ts.URL+"/v1/workflows/image/run", `{"seed":7}`)
+	var again RunResponse
+	if code != 200 || json.Unmarshal(b, &again) != nil || !slices.Equal(again.Nodes, got[7].Nodes) {
+		t.Errorf("seed 7 again: %d %s, first run %v", code, b, got[7].Nodes)
+	}
+}
+
+// TestRunDrawn: without a seed the emulated workers draw every branch from the workflow's
+// probabilities; the answer still shows a consistent path.
+func TestRunDrawn(t *testing.T) {
+	_, ts := newServer(t, readPlan(t, planFile), serve.Options{})
+	code, b := post(t, ts.URL+"/v1/workflows/image/run", "")
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	var r RunResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	checkPath(t, r)
+	if r.Nodes[0] != "det" || !strings.HasPrefix(r.Nodes[1], "read:") {
+		t.Errorf("path %v: want det, then one of read's services", r.Nodes)
+	}
+}
+
+// branchExecutor is an emulated executor whose model outputs pick the branch (as ONNX
+// workers report the argmax of a classifier): it always sends the image pipeline's detector
+// output to OCR and ends the workflow there.
+type branchExecutor struct {
+	*serve.Emulated
+	dep *dataplane.Deployment
+}
+
+func (e *branchExecutor) Run(job *serve.Job, done func(*serve.Job)) {
+	e.Emulated.Run(job, func(j *serve.Job) {
+		st := &e.dep.Stages[j.Stage]
+		res := dataplane.Result{Label: -1}
+		switch st.Name {
+		case "image/$in":
+			res.Branch = int32(nodeIndex(e.dep, st, "image/det"))
+		case "image/det":
+			res.Branch = int32(nodeIndex(e.dep, st, "image/read:ocr"))
+		default:
+			res.Exit = true
+		}
+		j.Results = make([]dataplane.Result, len(j.Payload))
+		for i := range j.Results {
+			j.Results[i] = res
+		}
+		done(j)
+	})
+}
+
+func nodeIndex(dep *dataplane.Deployment, st *dataplane.Stage, name string) int {
+	for i, s := range st.Next {
+		if dep.Stages[s].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestRunWorkerOutputs: the path follows what the workers report, not the workflow's
+// probabilities (seed 1's own path goes through the captioner).
+func TestRunWorkerOutputs(t *testing.T) {
+	p := readPlan(t, planFile)
+	s, ts := newServer(t, p, serve.Options{NewExecutor: func(clk serve.Clock, dep *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
+		return &branchExecutor{Emulated: serve.NewEmulated(clk, 0, 1), dep: dep}, nil
+	}})
+	seed := int64(1)
+	for ; slices.Contains(truth(t, s.Deployment(), "image", seed), "read:ocr"); seed++ {
+	}
+	code, b := post(t, ts.URL+"/v1/workflows/image/run", fmt.Sprintf(`{"seed":%d}`, seed))
+	var r RunResponse
+	if code != 200 || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("%d %s", code, b)
+	}
+	checkPath(t, r)
+	if !slices.Equal(r.Nodes, []string{"det", "read:ocr"}) {
+		t.Errorf("path %v: want the workers' choice det → read:ocr (the seed's own path is %v)", r.Nodes, truth(t, s.Deployment(), "image", seed))
+	}
+}
+
+// TestBadInput: an unknown workflow is 404, a malformed body 400 naming the field, a plan of
+// another system 409; nothing reaches the engine.
+func TestBadInput(t *testing.T) {
+	_, ts := newServer(t, readPlan(t, planFile), serve.Options{})
+	tests := []struct {
+		name, app, body string
+		code            int
+		want            string
+	}{
+		{"unknown app", "nope", `{}`, 404, `not found: this plan serves gill, image`},
+		{"seed type", "image", `{"seed":"x"}`, 400, "field seed"},
+		{"unknown field", "image", `{"seeds":1}`, 400, `seeds\": unknown (want id, seed, deadline_ms, input)`},
+		{"negative seed", "image", `{"seed":-1}`, 400, "field seed: -1: must not be negative"},
+		{"deadline", "image", `{"deadline_ms":-5}`, 400, "field deadline_ms: -5"},
+		{"input type", "image", `{"input":[1,2]}`, 400, "field input"},
+		{"not JSON", "image", `{"id":`, 400, "body: unexpected EOF"},
+		{"trailing", "image", `{} {}`, 400, "data after the JSON object"},
+		{"too large", "image", `{"id":"` + strings.Repeat("x", MaxBody) + `"}`, 413, "larger than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, b := post(t, ts.URL+"/v1/workflows/"+tc.app+"/run", tc.body)
+			if code != tc.code || !bytes.Contains(b, []byte(tc.want)) {
+				t.Errorf("%d %s, want %d %q", code, b, tc.code, tc.want)
+			}
+		})
+	}
+	resp, err := http.Get(ts.URL + "/v1/workflows/image/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d, want 405", resp.StatusCode)
+	}
+	_, other := newServer(t, readPlan(t, filepath.Join("..", "..", "testdata", "golden", "demo-ppipe.json")), serve.Options{})
+	code, b := post(t, other.URL+"/v1/workflows/image/run", `{}`)
+	if code != 409 || !bytes.Contains(b, []byte("the active plan is a ppipe plan")) {
+		t.Errorf("ppipe plan: %d %s, want 409", code, b)
+	}
+}
+
+// FuzzDecode: the body decoder never panics, and what it accepts is within bounds.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"id":"a","seed":3,"deadline_ms":100}`, `{"input":{"name":"x","shape":[1],"datatype":"FP32","data":[1]}}`, `{"seed":-1}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Decode(b)
+		if err == nil && (r.Seed < 0 || r.DeadlineMs < 0) {
+			t.Errorf("accepted %+v", r)
+		}
+	})
+}
