@@ -98,3 +98,34 @@ func TestAzureLikeChange(t *testing.T) {
 		}
 	}
 }
+
+// TestMixShape is spec §5.4's shape check on MIX at a fixed seed (a 300 s trace): DyOrc's mean
+// latency is below every baseline's and within 10 % of the oracle-prediction bound (the
+// issue's targets; RESULTS.md has the full runs, where the margin over Greedy is 30 %).
+func TestMixShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 300 s MIX trace under 6 policies")
+	}
+	pols := []string{"dyorc", "dyorc-greedy", "dyorc-roundrobin", "dyorc-ray", "dyorc-tis", "dyorc-oracle"}
+	res, err := Run(context.Background(), Options{Apps: []string{"mix"}, Policies: pols, Seeds: 1, Seconds: 300, GPUs: 8, Load: 3, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean := map[string]float64{}
+	for _, r := range res.Rows {
+		mean[r.Policy] = r.MeanMs
+	}
+	d := mean["dyorc"]
+	for _, p := range pols[1:] {
+		t.Logf("%s %.0f ms (dyorc %.0f)", p, mean[p], d)
+		if p == "dyorc-oracle" {
+			if d > 1.1*mean[p] {
+				t.Errorf("dyorc %.0f ms, more than 10 %% above the oracle's %.0f", d, mean[p])
+			}
+			continue
+		}
+		if d >= mean[p] {
+			t.Errorf("dyorc %.0f ms, not below %s's %.0f", d, p, mean[p])
+		}
+	}
+}
