@@ -62,8 +62,12 @@ type Setup struct {
 	// §4.2 (warm-started from the decomposed plan of §4.3, kept only when better), and
 	// SolveMs bounds that solve (0 = 100 ms). 0 = never: the decomposed generator alone,
 	// which is deterministic (a step budget, not the wall clock).
-	SolveMs     float64 `json:"solve_ms,omitempty"`
-	MaxBinaries int     `json:"max_binaries,omitempty"`
+	SolveMs float64 `json:"solve_ms,omitempty"`
+	// Grouping is how a re-plan forms request groups: "kmeans" re-forms the waiting,
+	// not-started requests by Alg. 1 (k-means over model, SLO and token statistics, split
+	// above δ·avg_batch); "" keeps the arrival-time buckets of spec §4.6 [ours].
+	Grouping    string `json:"grouping,omitempty"`
+	MaxBinaries int    `json:"max_binaries,omitempty"`
 }
 
 // pwl is a piecewise-linear time in µs over a token count (formats.LLMIteration).

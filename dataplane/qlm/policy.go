@@ -84,6 +84,9 @@ func (p *Policy) Attach(v dataplane.View) error {
 		return err
 	}
 	p.setup, p.class = s, cls
+	if s.Grouping != "" && s.Grouping != "kmeans" && s.Grouping != "buckets" {
+		return fmt.Errorf("qlm: setup.grouping %q: want kmeans or buckets", s.Grouping)
+	}
 	p.models = map[[2]string]*llm{}
 	for i := range s.Profiles {
 		pr := &s.Profiles[i]

@@ -2,6 +2,7 @@ package qlm
 
 import (
 	"math"
+	"sort"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -188,22 +189,29 @@ func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 	q.lastSolve = now
 	p.stats.Replans++
-	var gs []*group
-	for _, v := range q.vq {
+	oldHead := make([]*seq, len(p.inst))
+	for i, v := range q.vq {
 		for _, g := range v {
 			if len(g.members) > 0 {
-				gs = append(gs, g)
+				oldHead[i] = g.members[0]
+				break
+			}
+		}
+	}
+	var gs []*group
+	if p.setup.Grouping == "kmeans" {
+		gs = q.regroup(p)
+	} else {
+		for _, v := range q.vq {
+			for _, g := range v {
+				if len(g.members) > 0 {
+					gs = append(gs, g)
+				}
 			}
 		}
 	}
 	if len(gs) == 0 {
 		return
-	}
-	oldHead := make([]*group, len(p.inst))
-	for i, v := range q.vq {
-		if len(v) > 0 {
-			oldHead[i] = v[0]
-		}
 	}
 	prob := &PlanProblem{Now: float64(now) / 1e6}
 	for _, in := range p.inst {
@@ -258,10 +266,70 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		}
 	}
 	for i, v := range q.vq {
-		if len(v) > 0 && v[0] != oldHead[i] {
+		if len(v) > 0 && len(v[0].members) > 0 && v[0].members[0] != oldHead[i] {
 			q.headChanged[i] = true
 		}
 	}
+}
+
+// regroup re-forms the waiting requests of groups not started yet by Alg. 1 (KMeansGroups:
+// k-means over model, SLO and token statistics, split above δ·avg_batch; spec §4.6), seeded
+// by the policy's seed and the re-plan count. Started groups keep their members and their
+// instance (§7 #14). A new group's output statistics pool its members' classes.
+func (q *qlmQueue) regroup(p *Policy) []*group {
+	var gs []*group
+	var free []*seq
+	for _, v := range q.vq {
+		for _, g := range v {
+			switch {
+			case len(g.members) == 0:
+			case g.started:
+				gs = append(gs, g)
+			default:
+				free = append(free, g.members...)
+			}
+		}
+	}
+	if len(free) == 0 {
+		return gs
+	}
+	sort.SliceStable(free, func(a, b int) bool { return free[a].id < free[b].id })
+	items := make([]GroupItem, len(free))
+	for i, s := range free {
+		c := &p.class[s.app]
+		items[i] = GroupItem{Model: s.model, Deadline: float64(s.deadline) / 1e6, InTokens: float64(s.prompt), OutMean: c.Out.Mean, Arrival: float64(s.arrival) / 1e6}
+	}
+	capFor := func(model string) int {
+		c := 1
+		for _, in := range p.eligible(model) {
+			c = max(c, int(p.delta()*p.llmFor(in, model).avgBatch))
+		}
+		return c
+	}
+	clear(q.open)
+	for _, members := range KMeansGroups(items, capFor, p.opt.seed+uint64(p.stats.Replans)) {
+		first := free[members[0]]
+		g := &group{id: q.next, app: first.app, model: first.model, deadline: dataplane.Never, vq: first.inst}
+		q.next++
+		var mu, v float64
+		for _, i := range members {
+			s := free[i]
+			c := &p.class[s.app]
+			g.members = append(g.members, s)
+			g.deadline = min(g.deadline, s.deadline)
+			mu += c.Out.Mean
+			v += c.Out.Std * c.Out.Std
+			g.maxOut = max(g.maxOut, c.Out.Max)
+			s.group = g
+		}
+		g.size = len(g.members)
+		g.mu, g.sd = mu/float64(len(members)), math.Sqrt(v/float64(len(members)))
+		if g.vq < 0 || p.llmFor(p.inst[g.vq], g.model) == nil {
+			g.vq = p.eligible(g.model)[0].idx
+		}
+		gs = append(gs, g)
+	}
+	return gs
 }
 
 func (q *qlmQueue) head(p *Policy, in *instance) *seq {
