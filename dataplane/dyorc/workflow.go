@@ -2,8 +2,9 @@
 // dynamic workflows whose service calls appear one by one, component-level batching per
 // service across workflows on totipotent GPU workers, a per-application first-order Markov
 // predictor learned online, the speculative dynamic-programming scheduler with reservations
-// and re-planning on a mispredict, proactive loading with LRU eviction, and the baselines
-// (greedy, round-robin, Triton-like fixed placement, oracle prediction).
+// (re-run at every real call; the paper's binding of a predicted call is dyorc-literal, see
+// Options.Literal), proactive loading with LRU eviction, and the baselines (greedy,
+// round-robin, Ray-like, Triton-like fixed placement, oracle prediction).
 //
 // Mapping onto the engine [ours]: every (app, step, service) is a Routed stage whose
 // Result.Branch the driver draws through Deployment.Emulate (the workflow's probabilities, a
@@ -11,7 +12,8 @@
 // at a time (spec §3.1) by dispatching the per-stage parts of a service batch together on
 // that GPU's workers with the batch's joint duration, so requests of different workflows and
 // steps share one batch (§2.2). Model loads go through the engine's Load/Evict on one holder
-// worker per (GPU, service); the policy keeps the per-GPU memory account.
+// worker per (GPU, service); the policy keeps the per-GPU memory account. The simulator counts
+// a GPU busy once however many of its workers run parts of one batch (sim's utilization).
 package dyorc
 
 import (
