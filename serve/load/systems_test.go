@@ -3,18 +3,23 @@ package load
 import (
 	"github.com/plan-dev/plan/dataplane"
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
+	dpdyorc "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/servetest"
 )
 
 // testPolicies and testDeploy stand in for the system registry (internal/systems): PPipe and
-// PARD (servetest) and CascadeServe (TestAgreementCascade).
+// PARD (servetest), CascadeServe (TestAgreementCascade) and DyOrc (TestAgreementDyOrc).
 var (
-	testPolicies = servetest.Policies(dpcascade.Policies()...)
+	testPolicies = servetest.Policies(append(dpcascade.Policies(), dpdyorc.Policies()...)...)
 	testDeploy   = func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 		if p.Cascade != nil {
 			d, err := dpcascade.FromPlan(p)
 			return d, dpcascade.PolicyGears, err
+		}
+		if p.DyOrc != nil {
+			d, err := dpdyorc.FromPlan(p)
+			return d, "dyorc", err
 		}
 		return servetest.Deploy(p)
 	}
