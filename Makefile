@@ -104,9 +104,9 @@ unit: $(NATIVE_DEP) protoc-plugins
 # Wall-clock runs share the machine with whatever else runs, so two retries are allowed (at
 # load 0.9 the PPipe comparison sits 2–3 points apart, close to its 3-point bound).
 agreement:
-	PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade)?$$' -v ./serve/load || \
-	  { echo "agreement: retrying (1 of 2)"; PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade)?$$' -v ./serve/load; } || \
-	  { echo "agreement: retrying (2 of 2)"; PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade)?$$' -v ./serve/load; }
+	PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade|DyOrc)?$$' -v ./serve/load || \
+	  { echo "agreement: retrying (1 of 2)"; PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade|DyOrc)?$$' -v ./serve/load; } || \
+	  { echo "agreement: retrying (2 of 2)"; PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade|DyOrc)?$$' -v ./serve/load; }
 
 # Every Fuzz target runs for FUZZTIME on top of its seed corpus (the seeds already ran in unit).
 fuzz:
