@@ -1,6 +1,7 @@
 // Package dyorcsys assembles the DyOrc system for the registry: the placement MILP
 // (planner/dyorc), the speculative scheduler with its baselines (dataplane/dyorc), the plan
-// checker, `plan bench dyorc` and the exporters (export/dyorc).
+// checker, `plan bench dyorc`, the exporters (export/dyorc) and the workflow endpoint of `plan
+// serve` (serve/workflow).
 package dyorcsys
 
 import (
@@ -22,6 +23,8 @@ import (
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/dyorc"
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/workflow"
 )
 
 // System returns the DyOrc system.
@@ -49,6 +52,8 @@ func System() system.System {
 		Benches:  []func() bench.Bench{func() bench.Bench { return &dyorcbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
 		Exporters: xdyorc.Exporters(),
+		// plan serve: POST /v1/workflows/{app}/run (serve/workflow).
+		Frontends: []func() serve.Frontend{workflow.New},
 	}
 }
 
