@@ -1,0 +1,327 @@
+// Package openai is QLM's OpenAI-compatible front end on `plan serve` (issue 13 item 5; QLM
+// spec ../shared/specs/qlm.md, ecosystem spec §5): POST /v1/completions and
+// /v1/chat/completions (answered whole or streamed as server-sent events), GET /v1/models, and
+// a durable submit-and-poll queue for long-SLO (batch) requests, POST /v1/queue and GET
+// /v1/queue/{id}, kept in an embedded NATS JetStream server by default (ecosystem spec §6).
+//
+// Every request goes through serve.Server.Submit with its token counts, priority and class in
+// dataplane.Attrs, so QLM's request groups and virtual queues (paper §4: a request group is
+// formed by model and SLO; the RCT estimator, §5, needs the prompt length and the expected
+// output length) see what the client asked for. The model a client names is one of the plan's
+// applications (QLM's LLM classes); the engine's iterations (OnHop) are the stream's tokens.
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on what a request may ask for: beyond them the request is malformed (400).
+const (
+	// MaxTokensLimit bounds max_tokens and the prompt_tokens extension.
+	MaxTokensLimit = 1 << 20
+)
+
+// Request is a decoded completion or chat-completion request.
+type Request struct {
+	Chat  bool
+	Model string
+	// Prompt is the completion prompt (the strings of an array prompt joined), or the chat
+	// messages' contents in order.
+	Prompt   string
+	Messages []Message
+	// MaxTokens is the output length; 0 means the class's profile draws it (emulation).
+	MaxTokens int
+	Stream    bool
+	// IncludeUsage asks for a final usage chunk in a stream (stream_options.include_usage).
+	IncludeUsage bool
+	// Priority is vLLM's request priority (lower first).
+	Priority int32
+	// PromptTokens is the prompt length: the prompt_tokens extension field when given,
+	// otherwise Tokens of the text.
+	PromptTokens int
+	// Class is the class extension field (dataplane.Attrs.Class).
+	Class int32
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// wire is the JSON body. Fields the API defines but this server does not use (temperature,
+// top_p, stop, user, ...) are accepted and ignored, as vLLM does; unknown fields too.
+type wire struct {
+	Model         *string            `json:"model"`
+	Prompt        json.RawMessage    `json:"prompt"`
+	Messages      *[]json.RawMessage `json:"messages"`
+	MaxTokens     *int64             `json:"max_tokens"`
+	MaxCompletion *int64             `json:"max_completion_tokens"`
+	Stream        *bool              `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage *bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Priority     *int64   `json:"priority"`
+	N            *int64   `json:"n"`
+	Temperature  *float64 `json:"temperature"`
+	PromptTokens *int64   `json:"prompt_tokens"`
+	Class        *int64   `json:"class"`
+}
+
+// Error is an OpenAI-style error object: Status is the HTTP status it goes with.
+type Error struct {
+	Status  int    `json:"-"`
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   any    `json:"param"`
+	Code    any    `json:"code"`
+	// RetryAfter is the Retry-After header's seconds for 429/503 (0: none).
+	RetryAfter int64 `json:"-"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func badRequest(param, format string, a ...any) *Error {
+	var p any
+	if param != "" {
+		p = param
+	}
+	return &Error{Status: 400, Type: "invalid_request_error", Param: p, Message: fmt.Sprintf(format, a...)}
+}
+
+// Decode reads a completion (chat false) or chat-completion body. A malformed body is a 400
+// Error naming the field and the value.
+func Decode(body []byte, chat bool) (*Request, *Error) {
+	var w wire
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&w); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, badRequest(te.Field, "%s: must be %s, not a JSON %s", te.Field, kindOf(te.Type.Kind().String()), te.Value)
+		}
+		return nil, badRequest("", "the body is not a JSON object: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest("", "the body has data after its JSON object")
+	}
+	r := &Request{Chat: chat}
+	if w.Model == nil || *w.Model == "" {
+		return nil, badRequest("model", "model: required (one of GET /v1/models)")
+	}
+	r.Model = *w.Model
+	if chat {
+		if w.Prompt != nil {
+			return nil, badRequest("prompt", "prompt: not a chat-completion field (use messages, or POST /v1/completions)")
+		}
+		if w.Messages == nil || len(*w.Messages) == 0 {
+			return nil, badRequest("messages", "messages: required, at least one {role, content}")
+		}
+		for i, raw := range *w.Messages {
+			m, err := decodeMessage(raw)
+			if err != "" {
+				return nil, badRequest(fmt.Sprintf("messages[%d]", i), "messages[%d]: %s", i, err)
+			}
+			r.Messages = append(r.Messages, m)
+		}
+	} else {
+		if w.Messages != nil {
+			return nil, badRequest("messages", "messages: not a completion field (use prompt, or POST /v1/chat/completions)")
+		}
+		p, err := decodePrompt(w.Prompt)
+		if err != "" {
+			return nil, badRequest("prompt", "prompt: %s", err)
+		}
+		r.Prompt = p
+	}
+	mt := w.MaxTokens
+	name := "max_tokens"
+	if mt == nil && w.MaxCompletion != nil {
+		mt, name = w.MaxCompletion, "max_completion_tokens"
+	}
+	if mt != nil {
+		if *mt < 1 || *mt > MaxTokensLimit {
+			return nil, badRequest(name, "%s: %d: must be in [1, %d]", name, *mt, MaxTokensLimit)
+		}
+		r.MaxTokens = int(*mt)
+	}
+	if w.Stream != nil {
+		r.Stream = *w.Stream
+	}
+	if w.StreamOptions != nil {
+		if !r.Stream {
+			return nil, badRequest("stream_options", "stream_options: only allowed with stream: true")
+		}
+		if w.StreamOptions.IncludeUsage != nil {
+			r.IncludeUsage = *w.StreamOptions.IncludeUsage
+		}
+	}
+	if w.Priority != nil {
+		if *w.Priority < math.MinInt32 || *w.Priority > math.MaxInt32 {
+			return nil, badRequest("priority", "priority: %d: out of the 32-bit range", *w.Priority)
+		}
+		r.Priority = int32(*w.Priority)
+	}
+	if w.N != nil && *w.N != 1 {
+		return nil, badRequest("n", "n: %d: only one choice per request is served", *w.N)
+	}
+	if w.Temperature != nil && (*w.Temperature < 0 || *w.Temperature > 2) {
+		return nil, badRequest("temperature", "temperature: %g: must be in [0, 2]", *w.Temperature)
+	}
+	if w.Class != nil {
+		if *w.Class < 0 || *w.Class > math.MaxInt32 {
+			return nil, badRequest("class", "class: %d: must be in [0, %d]", *w.Class, math.MaxInt32)
+		}
+		r.Class = int32(*w.Class)
+	}
+	if w.PromptTokens != nil {
+		if *w.PromptTokens < 1 || *w.PromptTokens > MaxTokensLimit {
+			return nil, badRequest("prompt_tokens", "prompt_tokens: %d: must be in [1, %d]", *w.PromptTokens, MaxTokensLimit)
+		}
+		r.PromptTokens = int(*w.PromptTokens)
+	} else if chat {
+		r.PromptTokens = ChatTokens(r.Messages)
+	} else {
+		r.PromptTokens = max(Tokens(r.Prompt), 1)
+	}
+	if r.PromptTokens > MaxTokensLimit {
+		return nil, badRequest("prompt", "prompt: about %d tokens: more than %d", r.PromptTokens, MaxTokensLimit)
+	}
+	return r, nil
+}
+
+func kindOf(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int64", "int", "int32":
+		return "an integer"
+	case "float64":
+		return "a number"
+	case "slice":
+		return "an array"
+	case "struct", "ptr":
+		return "an object"
+	}
+	return k
+}
+
+func decodePrompt(raw json.RawMessage) (string, string) {
+	if raw == nil || string(raw) == "null" {
+		return "", "required (a string or an array of strings)"
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, ""
+	}
+	var ss []string
+	if err := json.Unmarshal(raw, &ss); err == nil {
+		if len(ss) != 1 {
+			return "", fmt.Sprintf("an array of %d prompts: one prompt per request is served", len(ss))
+		}
+		return ss[0], ""
+	}
+	v := string(raw)
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	return "", fmt.Sprintf("%s: must be a string or an array of one string (token-id prompts: give prompt_tokens)", v)
+}
+
+func decodeMessage(raw json.RawMessage) (Message, string) {
+	var m struct {
+		Role    *string         `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Message{}, "must be an object {role, content}"
+	}
+	if m.Role == nil || *m.Role == "" {
+		return Message{}, "role: required"
+	}
+	switch *m.Role {
+	case "system", "user", "assistant", "developer", "tool":
+	default:
+		return Message{}, fmt.Sprintf("role: %q: must be system, developer, user, assistant or tool", *m.Role)
+	}
+	out := Message{Role: *m.Role}
+	if m.Content == nil || string(m.Content) == "null" {
+		return out, ""
+	}
+	if err := json.Unmarshal(m.Content, &out.Content); err == nil {
+		return out, ""
+	}
+	// The array form: [{type: "text", text}].
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return Message{}, "content: must be a string or an array of {type: text, text}"
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		if p.Type != "text" {
+			return Message{}, fmt.Sprintf("content[%d].type: %q: only text parts are served", i, p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	out.Content = b.String()
+	return out, ""
+}
+
+// Tokens approximates the number of tokens of text deterministically, without a model's
+// vocabulary: every run of letters and digits counts one token per 4 bytes begun (the usual
+// rule of thumb for BPE vocabularies on English text: about 4 characters a token), every other
+// non-space character one token, spaces none. A client that knows the real count gives the
+// prompt_tokens extension field instead.
+func Tokens(text string) int {
+	n, word := 0, 0
+	flush := func() {
+		n += (word + 3) / 4
+		word = 0
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+		switch {
+		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			word++
+		case r >= utf8.RuneSelf && r != utf8.RuneError && !isSpace(r):
+			word += size // a non-ASCII letter: its UTF-8 bytes (CJK ≈ one token per character)
+		case isSpace(r):
+			flush()
+		default:
+			flush()
+			n++
+		}
+	}
+	flush()
+	return n
+}
+
+func isSpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\r', '\v', '\f', 0x85, 0xA0, 0x3000:
+		return true
+	}
+	return false
+}
+
+// ChatTokens approximates a chat's prompt tokens: each message's content (Tokens) plus 4
+// tokens of role framing, plus 3 priming the reply (the chat templates' overhead).
+func ChatTokens(ms []Message) int {
+	n := 3
+	for _, m := range ms {
+		n += 4 + Tokens(m.Content)
+	}
+	return n
+}

@@ -1,0 +1,604 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve"
+)
+
+// Frontend is the OpenAI-compatible API as a serve.Frontend. Kind is the deployment kind it
+// serves (QLM's): while the active plan is another system's, its routes answer 404 with an
+// error saying so.
+type Frontend struct {
+	Kind string
+	// QueueDir is the embedded JetStream server's store; QueueURL an external server instead.
+	QueueDir, QueueURL string
+	// QueueWorkers bounds the queued requests submitted to the engine at once; 0 makes a
+	// server that accepts and answers polls but serves none (another `plan serve` on the same
+	// --queue-url does).
+	QueueWorkers int
+	// NewQueue, when set, replaces JetStream (tests: NewMemQueue).
+	NewQueue func() (Queue, error)
+	// MaxBody bounds a request body (default 4 MiB).
+	MaxBody int64
+
+	s      *serve.Server
+	seq    atomic.Uint64
+	prefix string
+
+	qmu    sync.Mutex
+	q      Queue
+	qerr   error
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	closed bool
+}
+
+// New returns the front end for deployments of kind.
+func New(kind string) *Frontend {
+	return &Frontend{Kind: kind, QueueDir: filepath.Join(os.TempDir(), "plan-queue"), QueueWorkers: 32}
+}
+
+// Flags implements serve.FrontendFlags.
+func (f *Frontend) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.QueueDir, "queue-dir", f.QueueDir, "directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue)")
+	fs.StringVar(&f.QueueURL, "queue-url", f.QueueURL, "external NATS JetStream server for the batch queue (nats://host:4222); replaces --queue-dir")
+	fs.IntVar(&f.QueueWorkers, "queue-workers", f.QueueWorkers, "queued requests handed to the engine at once (0: accept and answer polls only)")
+}
+
+// Routes implements serve.Frontend.
+func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
+	f.s = s
+	if f.MaxBody <= 0 {
+		f.MaxBody = 4 << 20
+	}
+	// Ids are unique across restarts (the queue outlives the process): the start time in
+	// base 36, then a counter.
+	f.prefix = strconv.FormatInt(time.Now().UnixNano(), 36)
+	mux.HandleFunc("GET /v1/models", f.handleModels)
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, false) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, true) })
+	mux.HandleFunc("POST /v1/queue", f.handleEnqueue)
+	mux.HandleFunc("GET /v1/queue/{id}", f.handleQueueGet)
+	// A server that starts on a plan of this kind opens its queue at once, so requests left
+	// from the last run are served without waiting for a client.
+	if d := s.Deployment(); d != nil && d.Kind == f.Kind {
+		_, _ = f.queue()
+	}
+}
+
+// Close implements io.Closer: the queue workers put back what they hold, then the queue
+// closes.
+func (f *Frontend) Close() error {
+	f.qmu.Lock()
+	f.closed = true
+	q, stop := f.q, f.stop
+	f.qmu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	f.wg.Wait()
+	if q != nil {
+		return q.Close()
+	}
+	return nil
+}
+
+// queue opens the queue and starts its workers on first use.
+func (f *Frontend) queue() (Queue, error) {
+	f.qmu.Lock()
+	defer f.qmu.Unlock()
+	if f.closed {
+		return nil, errors.New("the server is shutting down")
+	}
+	if f.q != nil || f.qerr != nil {
+		return f.q, f.qerr
+	}
+	var q Queue
+	var err error
+	if f.NewQueue != nil {
+		q, err = f.NewQueue()
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.QueueDir, URL: f.QueueURL})
+		cancel()
+	}
+	if err != nil {
+		f.qerr = err
+		return nil, err
+	}
+	f.q = q
+	ctx, cancel := context.WithCancel(context.Background())
+	f.stop = cancel
+	for range max(f.QueueWorkers, 0) {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.work(ctx, q)
+		}()
+	}
+	return q, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
+	}
+	writeJSON(w, e.Status, map[string]*Error{"error": e})
+}
+
+// active checks that the plan being served is this front end's system's.
+func (f *Frontend) active() *Error {
+	d := f.s.Deployment()
+	if d == nil || d.Kind != f.Kind {
+		kind := "none"
+		if d != nil {
+			kind = d.Kind
+		}
+		return &Error{Status: 404, Type: "not_found_error", Code: "model_not_found",
+			Message: fmt.Sprintf("the OpenAI API serves %s plans; the active plan is a %s plan", f.Kind, kind)}
+	}
+	return nil
+}
+
+func (f *Frontend) handleModels(w http.ResponseWriter, _ *http.Request) {
+	if e := f.active(); e != nil {
+		writeError(w, e)
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	var ms []model
+	for _, a := range f.s.Deployment().Apps {
+		ms = append(ms, model{ID: a.Name, Object: "model", OwnedBy: "plan"})
+	}
+	writeJSON(w, 200, map[string]any{"object": "list", "data": ms})
+}
+
+// read reads and decodes a request body.
+func (f *Frontend) read(w http.ResponseWriter, r *http.Request, chat bool) (*Request, []byte, *Error) {
+	if e := f.active(); e != nil {
+		return nil, nil, e
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.MaxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, nil, &Error{Status: 413, Type: "invalid_request_error", Message: fmt.Sprintf("the body is larger than %d bytes", mb.Limit)}
+		}
+		return nil, nil, badRequest("", "reading the body: %v", err)
+	}
+	req, e := Decode(body, chat)
+	if e != nil {
+		return nil, nil, e
+	}
+	if !f.known(req.Model) {
+		return nil, nil, f.unknown(req.Model)
+	}
+	return req, body, nil
+}
+
+func (f *Frontend) known(model string) bool {
+	for _, a := range f.s.Deployment().Apps {
+		if a.Name == model {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *Frontend) unknown(model string) *Error {
+	var names []string
+	for _, a := range f.s.Deployment().Apps {
+		names = append(names, a.Name)
+	}
+	return &Error{Status: 404, Type: "not_found_error", Param: "model", Code: "model_not_found",
+		Message: fmt.Sprintf("model: %q: not served here (models: %s)", model, strings.Join(names, ", "))}
+}
+
+// submission is one request's way through the engine.
+type submission struct {
+	req *Request
+	id  string
+	// tokens counts the request's finished iterations (OnHop): each yields one token.
+	mu     sync.Mutex
+	tokens int
+	tick   chan struct{}
+}
+
+func (f *Frontend) newID(chat bool) string {
+	p := "cmpl-"
+	if chat {
+		p = "chatcmpl-"
+	}
+	return p + f.prefix + "-" + strconv.FormatUint(f.seq.Add(1), 10)
+}
+
+// submit runs req through Server.Submit with its attributes; QLM reads InTokens and OutTokens
+// (0: drawn from the class profile, spec §7 #9) for its RCT estimate (paper §5).
+func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) (*serve.Answer, error) {
+	return f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
+		Attrs: dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
+		OnHop: func(serve.HopEvent) {
+			sub.mu.Lock()
+			sub.tokens++
+			sub.mu.Unlock()
+			select {
+			case sub.tick <- struct{}{}:
+			default:
+			}
+		}})
+}
+
+// answerError maps a non-200 answer to an OpenAI error: refused at the door → 429 (the door
+// reopens after Retry-After), dropped by the policy or shutting down → 503.
+func answerError(a *serve.Answer) *Error {
+	switch a.Status {
+	case 400:
+		return badRequest("", "%s", a.Err)
+	case 404:
+		return &Error{Status: 404, Type: "not_found_error", Param: "model", Code: "model_not_found", Message: a.Err}
+	case 503:
+		e := &Error{Status: 503, Type: "server_error", Code: a.Reason,
+			Message: fmt.Sprintf("dropped (%s at %s): %s", a.Reason, a.Stage, a.Err), RetryAfter: 1}
+		if a.Stage == "intake" && a.Reason != string(dataplane.DropShutdown) {
+			e.Status, e.Type = 429, "rate_limit_error"
+			e.RetryAfter = max(1, (a.RetryUs+999_999)/1_000_000)
+		}
+		if e.Message == fmt.Sprintf("dropped (%s at %s): ", a.Reason, a.Stage) {
+			e.Message = fmt.Sprintf("dropped (%s at %s)", a.Reason, a.Stage)
+		}
+		return e
+	}
+	return &Error{Status: 500, Type: "server_error", Message: a.Err}
+}
+
+// completionTokens is the answer's output length: max_tokens when given (the engine generated
+// exactly that many), else the iterations the request took.
+func completionTokens(req *Request, hops int) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return max(hops, 1)
+}
+
+func finishReason(req *Request) string {
+	if req.MaxTokens > 0 {
+		return "length"
+	}
+	return "stop"
+}
+
+// Usage is the token accounting of an answer.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func usage(req *Request, out int) *Usage {
+	return &Usage{PromptTokens: req.PromptTokens, CompletionTokens: out, TotalTokens: req.PromptTokens + out}
+}
+
+// response builds the whole (non-streaming) answer.
+func response(req *Request, id string, created int64, out int) map[string]any {
+	choice := map[string]any{"index": 0, "finish_reason": finishReason(req)}
+	object := "text_completion"
+	if req.Chat {
+		object = "chat.completion"
+		choice["message"] = map[string]any{"role": "assistant", "content": Filler(0, out)}
+	} else {
+		choice["text"] = Filler(0, out)
+		choice["logprobs"] = nil
+	}
+	return map[string]any{"id": id, "object": object, "created": created, "model": req.Model,
+		"choices": []any{choice}, "usage": usage(req, out)}
+}
+
+func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
+	arrived := time.Now()
+	req, _, e := f.read(w, r, chat)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	sub := &submission{req: req, id: f.newID(chat), tick: make(chan struct{}, 1)}
+	if req.Stream {
+		f.stream(w, r, sub, arrived)
+		return
+	}
+	a, err := f.submit(r.Context(), sub, arrived)
+	if err != nil {
+		writeError(w, &Error{Status: 503, Type: "server_error", Message: err.Error()})
+		return
+	}
+	if a.Status != 200 {
+		writeError(w, answerError(a))
+		return
+	}
+	sub.mu.Lock()
+	out := completionTokens(req, sub.tokens)
+	sub.mu.Unlock()
+	writeJSON(w, 200, response(req, sub.id, arrived.Unix(), out))
+}
+
+// stream answers with server-sent events: a chunk of filler text for the tokens of every
+// iteration as it finishes, a last chunk with the finish reason, the usage chunk when asked
+// (stream_options.include_usage), then [DONE]. The status line waits for the first
+// iteration, so a request dropped before any is an ordinary error answer.
+func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submission, arrived time.Time) {
+	req := sub.req
+	type outcome struct {
+		a   *serve.Answer
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		a, err := f.submit(r.Context(), sub, arrived)
+		done <- outcome{a, err}
+	}()
+	rc := http.NewResponseController(w)
+	started, sent := false, 0
+	object := "text_completion"
+	if req.Chat {
+		object = "chat.completion.chunk"
+	}
+	created := arrived.Unix()
+	event := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	chunk := func(text string, finish any, first bool) map[string]any {
+		c := map[string]any{"index": 0, "finish_reason": finish}
+		if req.Chat {
+			d := map[string]any{}
+			if first {
+				d["role"] = "assistant"
+			}
+			if text != "" || !first {
+				d["content"] = text
+			}
+			c["delta"] = d
+		} else {
+			c["text"] = text
+			c["logprobs"] = nil
+		}
+		return map[string]any{"id": sub.id, "object": object, "created": created, "model": req.Model, "choices": []any{c}}
+	}
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.WriteHeader(200)
+	}
+	// emit sends the tokens finished since the last chunk (never past max_tokens: a
+	// preempted request's recomputed iterations yield none).
+	emit := func(limit int) {
+		sub.mu.Lock()
+		n := sub.tokens
+		sub.mu.Unlock()
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		if n <= sent {
+			return
+		}
+		start()
+		event(chunk(Filler(sent, n), nil, sent == 0))
+		sent = n
+		_ = rc.Flush()
+	}
+	for {
+		select {
+		case <-sub.tick:
+			emit(req.MaxTokens)
+		case o := <-done:
+			if o.err == nil && o.a.Status == 200 {
+				sub.mu.Lock()
+				out := completionTokens(req, sub.tokens)
+				sub.mu.Unlock()
+				emit(req.MaxTokens)
+				if sent < out {
+					start()
+					event(chunk(Filler(sent, out), nil, sent == 0))
+					sent = out
+				}
+				start()
+				event(chunk("", finishReason(req), false))
+				if req.IncludeUsage {
+					event(map[string]any{"id": sub.id, "object": object, "created": created, "model": req.Model,
+						"choices": []any{}, "usage": usage(req, out)})
+				}
+			} else {
+				e := &Error{Status: 503, Type: "server_error"}
+				if o.err != nil {
+					e.Message = o.err.Error()
+				} else {
+					e = answerError(o.a)
+				}
+				if !started {
+					writeError(w, e)
+					return
+				}
+				event(map[string]*Error{"error": e})
+			}
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
+			_ = rc.Flush()
+			return
+		}
+	}
+}
+
+// fillerWords are the emulated instances' generated text: the engine emulates an LLM's timing,
+// not its words, so token i of every answer is fillerWords[i mod len] (deterministic).
+var fillerWords = []string{" lorem", " ipsum", " dolor", " sit", " amet", ",", " consectetur", " adipiscing", " elit", "."}
+
+// Filler is the generated text of tokens [from, to).
+func Filler(from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		b.WriteString(fillerWords[i%len(fillerWords)])
+	}
+	return b.String()
+}
+
+// The batch queue's API.
+
+func (f *Frontend) handleEnqueue(w http.ResponseWriter, r *http.Request) {
+	// A queued request is a completion (prompt) or a chat completion (messages).
+	if e := f.active(); e != nil {
+		writeError(w, e)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.MaxBody))
+	if err != nil {
+		writeError(w, badRequest("", "reading the body: %v", err))
+		return
+	}
+	var probe struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &probe)
+	chat := probe.Messages != nil
+	req, e := Decode(body, chat)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Stream {
+		writeError(w, badRequest("stream", "stream: a queued request is polled (GET /v1/queue/{id}), not streamed"))
+		return
+	}
+	if !f.known(req.Model) {
+		writeError(w, f.unknown(req.Model))
+		return
+	}
+	q, err := f.queue()
+	if err != nil {
+		writeError(w, &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5})
+		return
+	}
+	id := "q-" + f.prefix + "-" + strconv.FormatUint(f.seq.Add(1), 10)
+	st := Status{ID: id, Object: "queue.request", Status: StatusQueued, Model: req.Model, Created: time.Now().Unix()}
+	if err := q.Enqueue(r.Context(), Job{ID: id, Chat: chat, Body: body}, st); err != nil {
+		writeError(w, &Error{Status: 503, Type: "server_error", Message: "enqueue: " + err.Error(), RetryAfter: 1})
+		return
+	}
+	writeJSON(w, 202, st)
+}
+
+func (f *Frontend) handleQueueGet(w http.ResponseWriter, r *http.Request) {
+	q, err := f.queue()
+	if err != nil {
+		writeError(w, &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5})
+		return
+	}
+	id := r.PathValue("id")
+	st, err := q.Get(r.Context(), id)
+	if errors.Is(err, ErrNotFound) {
+		writeError(w, &Error{Status: 404, Type: "not_found_error", Param: "id", Message: fmt.Sprintf("id: %q: no such queued request", id)})
+		return
+	}
+	if err != nil {
+		writeError(w, &Error{Status: 500, Type: "server_error", Message: err.Error()})
+		return
+	}
+	writeJSON(w, 200, st)
+}
+
+// maxAttempts bounds the times a queued request is submitted before it fails.
+const maxAttempts = 10
+
+// work submits queued requests one at a time until ctx ends. A request dropped for lack of
+// room goes back to the queue (after its Retry-After); one the engine cannot serve fails.
+func (f *Frontend) work(ctx context.Context, q Queue) {
+	for {
+		l, err := q.Lease(ctx)
+		if err != nil {
+			return
+		}
+		if !f.serveJob(ctx, q, l) {
+			return
+		}
+	}
+}
+
+// serveJob serves one leased request; false means the server is shutting down.
+func (f *Frontend) serveJob(ctx context.Context, q Queue, l *Lease) bool {
+	st, err := q.Get(ctx, l.ID)
+	if err != nil {
+		st = &Status{ID: l.ID, Object: "queue.request"}
+	}
+	st.Attempts = l.Attempt
+	fail := func(e *Error) {
+		st.Status, st.Error = StatusFailed, e
+		_ = q.Ack(context.WithoutCancel(ctx), l, *st)
+	}
+	req, e := Decode(l.Body, l.Chat)
+	if e != nil {
+		fail(e)
+		return true
+	}
+	if d := f.s.Deployment(); d == nil || d.Kind != f.Kind || !f.known(req.Model) {
+		// The plan changed under the queue: wait for one that serves the model.
+		_ = q.Nack(context.WithoutCancel(ctx), l, 5*time.Second)
+		return true
+	}
+	sub := &submission{req: req, id: l.ID, tick: make(chan struct{}, 1)}
+	a, err := f.submit(ctx, sub, time.Time{})
+	if err != nil || a.Status == 503 && a.Reason == string(dataplane.DropShutdown) {
+		// Shutting down: the request goes back for the next server.
+		_ = q.Nack(context.WithoutCancel(ctx), l, 0)
+		return false
+	}
+	if a.Status != 200 {
+		ae := answerError(a)
+		if a.Status == 503 && l.Attempt < maxAttempts {
+			_ = q.Nack(context.WithoutCancel(ctx), l, time.Duration(ae.RetryAfter)*time.Second)
+			return true
+		}
+		fail(ae)
+		return true
+	}
+	sub.mu.Lock()
+	out := completionTokens(req, sub.tokens)
+	sub.mu.Unlock()
+	b, err := json.Marshal(response(req, l.ID, st.Created, out))
+	if err != nil {
+		slog.Error("queue: encoding a result", "id", l.ID, "err", err)
+		return true
+	}
+	st.Status, st.Result, st.Error = StatusCompleted, b, nil
+	_ = q.Ack(context.WithoutCancel(ctx), l, *st)
+	return true
+}
