@@ -19,6 +19,8 @@ import (
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	pq "github.com/plan-dev/plan/planner/qlm"
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/openai"
 )
 
 // System returns the QLM system.
@@ -40,6 +42,8 @@ func System() system.System {
 		Sample:   dq.Sample,
 		Checker:  Checker{},
 		Benches:  []func() bench.Bench{func() bench.Bench { return &qlmbench.Command{} }},
+		// The OpenAI-compatible API and the durable batch queue (serve/openai).
+		Frontends: []func() serve.Frontend{func() serve.Frontend { return openai.New(dq.Kind) }},
 	}
 }
 
