@@ -62,7 +62,8 @@ type Options struct {
 	//     request's first call, stale by seconds under load;
 	//   - counts a reservation in the timeline only while its estimated input time is ahead
 	//     (a reservation behind a late predecessor would sit at "now" and make its GPU look
-	//     busy to every other request);
+	//     busy to every other request) and unless it follows its predecessor with the same
+	//     service on the same GPU (see plan);
 	//   - charges a predicted task's missing service its load on the critical path
 	//     (availCompPred), and lets a proactive load take only free memory: reservations
 	//     start loads ahead and protect their services from eviction, except against a real
