@@ -57,6 +57,39 @@ type instance struct {
 	cpuBytes int64
 	// drain: a model switch waits for the running batch to finish (spec §7 #15).
 	drain bool
+	// Throughput profiled over time (paper §4 Insight #1: "throughput can be estimated by
+	// profiling the workload over time"): exponentially decayed sums over the iterations
+	// that ran while requests waited (the saturated regime where waiting time matters) of
+	// tokens generated, busy seconds and decode iterations, for the loaded model.
+	satTok, satTime, satDecodes float64
+	// Busy seconds and decode iterations over every iteration (same decay): a running
+	// sequence's time per output token at the current load.
+	allTime, allDecodes float64
+	iterSat             bool
+	iterStart                   dataplane.Time
+}
+
+// satDecay is the per-iteration decay of the throughput sums (a window of ~200 iterations).
+const satDecay = 0.995
+
+// theta is Θ for model on in: the profiled-over-time throughput once 50 saturated decode
+// iterations were seen, else the profile's (spec §3).
+func (p *Policy) theta(in *instance, model string) float64 {
+	if in.model == model && in.satDecodes >= 50 && in.satTime > 0 {
+		return in.satTok / in.satTime
+	}
+	return p.llmFor(in, model).thetaTokPerSec
+}
+
+// tokenSeconds is ε·d of Eq. 4 for model on in: a running sequence's time per output token,
+// measured as recent busy time per decode iteration (prefill iterations interleaved
+// included) once 50 were seen, else the profile's decode step times its inefficiency factor.
+func (p *Policy) tokenSeconds(in *instance, model string) float64 {
+	if in.model == model && in.allDecodes >= 50 {
+		return in.allTime / in.allDecodes
+	}
+	m := p.llmFor(in, model)
+	return m.epsilon * m.decodeStepSecond
 }
 
 // Stats are per-run counters a policy reports (bench and tests).
@@ -71,6 +104,8 @@ type Stats struct {
 	// Predicted holds the RCT estimate of completion (absolute µs) made when the request's
 	// group was last planned, for the R² of §5.
 	Predicted map[dataplane.ReqID]dataplane.Time
+	// PredictedAt is when that estimate was made.
+	PredictedAt map[dataplane.ReqID]dataplane.Time
 }
 
 // model returns the instance's timing for model name (nil when it has no profile there).
@@ -193,6 +228,8 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 		in.iterPrefill = false
 	}
 	p.stats.Iterations++
+	in.iterSat = h != nil
+	in.iterStart = now
 	in.iter = append(in.iter[:0], iter...)
 	in.busy = true
 	p.dispatchIteration(in, dur, out)
@@ -227,6 +264,19 @@ func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *datapl
 // iterationDone applies the finished iteration at its end time: prefilled sequences get their
 // first token, decoded ones one more; finished sequences complete and free their KV.
 func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.Decisions) {
+	in.allTime = in.allTime*satDecay + float64(now-in.iterStart)/1e6
+	in.allDecodes *= satDecay
+	if !in.iterPrefill {
+		in.allDecodes++
+	}
+	if in.iterSat {
+		in.satTok = in.satTok*satDecay + float64(len(in.iter))
+		in.satTime = in.satTime*satDecay + float64(now-in.iterStart)/1e6
+		in.satDecodes *= satDecay
+		if !in.iterPrefill {
+			in.satDecodes++
+		}
+	}
 	keep := in.running[:0]
 	done := map[*seq]bool{}
 	for _, s := range in.iter {
@@ -327,6 +377,8 @@ func (p *Policy) switchModel(now dataplane.Time, in *instance, name string, out 
 		}
 	}
 	p.stats.ModelSwaps++
+	// The new model's throughput is profiled anew.
+	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
 	in.loading, in.target = true, name
 	out.Load(in.w, name, max(m.prof.WeightBytes, 1), max(dur, 1))
 }

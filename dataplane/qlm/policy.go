@@ -117,7 +117,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.seqs = map[dataplane.ReqID]*seq{}
 	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))
-	p.stats = Stats{TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}}
+	p.stats = Stats{TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
 	return nil
 }
 

@@ -84,6 +84,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	s.group = g
 	s.inst = g.vq
 	g.deadline = min(g.deadline, s.deadline)
+	q.predictOne(p, now, s)
 	if q.violation(p, now) && now-q.lastSolve >= dataplane.Second/2 {
 		q.replan(p, now)
 	}
@@ -116,12 +117,11 @@ func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 	t := q.residual(p, in)
 	prev := in.model
 	for _, g := range q.vq[in.idx][:k] {
-		m := p.llmFor(in, g.model)
 		if g.model != prev {
 			t += p.swapSeconds(in, g.model)
 			prev = g.model
 		}
-		mw, _ := q.rct.Drain(len(g.members), g.mu, g.sd, m.thetaTokPerSec)
+		mw, _ := q.rct.Drain(len(g.members), g.mu, g.sd, p.theta(in, g.model))
 		t += mw
 	}
 	return t
@@ -143,7 +143,7 @@ func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 		c := &p.class[s.app]
 		tok += math.Max(c.Out.Mean-float64(s.gen), 1)
 	}
-	return tok / m.thetaTokPerSec
+	return tok / p.theta(in, in.model)
 }
 
 func (p *Policy) swapSeconds(in *instance, model string) float64 {
@@ -173,11 +173,12 @@ func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 				t += p.swapSeconds(in, g.model)
 				prev = g.model
 			}
-			c := q.rct.Completion(len(g.members), g.mu, g.sd, g.maxOut, m)
+			th := p.theta(in, g.model)
+			c := q.rct.Completion(len(g.members), g.mu, g.sd, g.maxOut, m, th, p.tokenSeconds(in, g.model))
 			if float64(now)/1e6+t+c.Q > float64(g.deadline)/1e6 {
 				return true
 			}
-			wm, wsd := q.rct.Drain(len(g.members), g.mu, g.sd, m.thetaTokPerSec)
+			wm, wsd := q.rct.Drain(len(g.members), g.mu, g.sd, th)
 			t += wm + q.rct.Z*wsd
 		}
 	}
@@ -229,8 +230,9 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 				pg.Cost = append(pg.Cost, nil)
 				continue
 			}
-			wm, wsd := q.rct.Drain(len(g.members), g.mu, g.sd, m.thetaTokPerSec)
-			c := q.rct.Completion(len(g.members), g.mu, g.sd, g.maxOut, m)
+			th := p.theta(in, g.model)
+			wm, wsd := q.rct.Drain(len(g.members), g.mu, g.sd, th)
+			c := q.rct.Completion(len(g.members), g.mu, g.sd, g.maxOut, m, th, p.tokenSeconds(in, g.model))
 			pg.Cost = append(pg.Cost, &GroupCost{WMean: wm, WQ: wm + q.rct.Z*wsd, CMean: c.Mean, CQ: c.Q, Swap: p.swapSeconds(in, g.model)})
 		}
 		prob.Groups = append(prob.Groups, pg)
@@ -268,6 +270,64 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 	for i, v := range q.vq {
 		if len(v) > 0 && len(v[0].members) > 0 && v[0].members[0] != oldHead[i] {
 			q.headChanged[i] = true
+		}
+	}
+	q.predict(p, now)
+}
+
+// predictOne records the RCT estimate of a new request's completion where it joined: the
+// same terms as predict, for its group's place in its virtual queue.
+func (q *qlmQueue) predictOne(p *Policy, now dataplane.Time, s *seq) {
+	g := s.group
+	in := p.inst[g.vq]
+	k := 0
+	for k < len(q.vq[in.idx]) && q.vq[in.idx][k] != g {
+		k++
+	}
+	t := q.drain(p, in, k)
+	prev := in.model
+	if k > 0 {
+		prev = q.vq[in.idx][k-1].model
+	}
+	m := p.llmFor(in, g.model)
+	if g.model != prev {
+		t += p.swapSeconds(in, g.model)
+	}
+	ahead := 0.0
+	for _, x := range g.members[:len(g.members)-1] {
+		ahead += p.class[x.app].Out.Mean
+	}
+	c := &p.class[s.app]
+	c1 := t + ahead/p.theta(in, g.model) + float64(m.prefillUs(s.ctx()))/1e6 + c.Out.Mean*p.tokenSeconds(in, g.model)
+	p.stats.Predicted[s.id] = now + dataplane.Time(math.Round(c1*1e6))
+	p.stats.PredictedAt[s.id] = now
+}
+
+// predict records the RCT estimate of every waiting request's completion under the plan
+// just installed (spec §3, Eq. 2–4, means): the instance's residual work, model swaps and
+// the drain of the groups ahead, then inside its group the output tokens of the members
+// ahead at throughput Θ (Eq. 2), its own prefill, and its expected output at ε·d per token
+// (Eq. 4). Stats.Predicted keeps the latest estimate per request (RCTR2 scores them).
+func (q *qlmQueue) predict(p *Policy, now dataplane.Time) {
+	for _, in := range p.inst {
+		t := q.residual(p, in)
+		prev := in.model
+		for _, g := range q.vq[in.idx] {
+			m := p.llmFor(in, g.model)
+			if g.model != prev {
+				t += p.swapSeconds(in, g.model)
+				prev = g.model
+			}
+			ahead := 0.0
+			for _, s := range g.members {
+				c := &p.class[s.app]
+				c1 := t + ahead/p.theta(in, g.model) + float64(m.prefillUs(s.ctx()))/1e6 + c.Out.Mean*p.tokenSeconds(in, g.model)
+				p.stats.Predicted[s.id] = now + dataplane.Time(math.Round(c1*1e6))
+				p.stats.PredictedAt[s.id] = now
+				ahead += c.Out.Mean
+			}
+			mw, _ := q.rct.Drain(len(g.members), g.mu, g.sd, p.theta(in, g.model))
+			t += mw
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // RCT is the request-completion-time estimator of spec §3: waiting time linear in the output
@@ -18,10 +20,11 @@ type RCT struct {
 }
 
 type rctKey struct {
-	n      int
-	mu, sd float64
-	max    int
-	prof   *llm
+	n         int
+	mu, sd    float64
+	max       int
+	prof      *llm
+	theta, dt float64
 }
 
 // Completion is a group's completion time in seconds from the moment it reaches the head of
@@ -42,16 +45,19 @@ func (r *RCT) Drain(n int, mu, sd, theta float64) (mean, std float64) {
 	return float64(n) * mu / theta, math.Sqrt(float64(n)) * sd / theta
 }
 
-// Completion is C_{g,i} of §3.1 by Monte Carlo with a fixed seed, cached by its inputs.
-func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm) Completion {
+// Completion is C_{g,i} of §3.1 by Monte Carlo with a fixed seed, cached by its inputs:
+// members wait for the output tokens ahead at throughput theta (Eq. 2) and decode their own
+// at dTok seconds per token (ε·d, Eq. 4). theta and dTok are cached at 1 % resolution (they
+// are profiled over time and drift).
+func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm, theta, dTok float64) Completion {
 	if n > 16 {
 		n = (n + 7) / 8 * 8 // cache by n rounded up to a multiple of 8 (conservative)
 	}
-	k := rctKey{n, mu, sd, maxOut, m}
+	theta, dTok = round1pct(theta), round1pct(dTok)
+	k := rctKey{n, mu, sd, maxOut, m, theta, dTok}
 	if c, ok := r.cache[k]; ok {
 		return c
 	}
-	theta, d, eps := m.thetaTokPerSec, m.decodeStepSecond, m.epsilon
 	pre := float64(m.prefillUs(int(math.Max(1, mu)))) / 1e6
 	rng := rand.New(rand.NewPCG(uint64(n), 0x71a))
 	xs := make([]float64, r.Samples)
@@ -61,7 +67,7 @@ func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm) Completion {
 		for q := 0; q < n; q++ {
 			o := math.Round(mu + sd*rng.NormFloat64())
 			o = math.Max(1, math.Min(o, float64(max(maxOut, 1))))
-			c := wait + pre + o*eps*d
+			c := wait + pre + o*dTok
 			worst = math.Max(worst, c)
 			wait += o / theta
 		}
@@ -76,6 +82,14 @@ func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm) Completion {
 
 func sortFloats(x []float64) { slices.Sort(x) }
 
+// round1pct rounds x > 0 to two significant digits' worth of 1 % steps (log-spaced).
+func round1pct(x float64) float64 {
+	if !(x > 0) {
+		return x
+	}
+	return math.Exp(math.Round(math.Log(x)*100) / 100)
+}
+
 // normQuantile is the standard normal quantile, by bisection on math.Erf.
 func normQuantile(p float64) float64 {
 	lo, hi := -10.0, 10.0
@@ -88,4 +102,41 @@ func normQuantile(p float64) float64 {
 		}
 	}
 	return (lo + hi) / 2
+}
+
+// RCTR2 is the coefficient of determination of the RCT estimates in st against measured
+// completions done (absolute µs per request), both taken from the moment each estimate was
+// made: 1 − Σ(measured − predicted)² / Σ(measured − mean measured)² over the requests with an
+// estimate made at or after from and a completion (issue 13 target: ≥ 0.95). n is how many
+// requests it scored.
+func RCTR2(st *Stats, done map[dataplane.ReqID]dataplane.Time, from dataplane.Time) (r2 float64, n int) {
+	var ids []dataplane.ReqID
+	for id := range st.Predicted {
+		if _, ok := done[id]; ok && st.PredictedAt[id] >= from {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	if len(ids) < 2 {
+		return math.NaN(), len(ids)
+	}
+	y := make([]float64, len(ids))
+	f := make([]float64, len(ids))
+	mean := 0.0
+	for i, id := range ids {
+		at := st.PredictedAt[id]
+		y[i] = float64(done[id]-at) / 1e6
+		f[i] = float64(st.Predicted[id]-at) / 1e6
+		mean += y[i]
+	}
+	mean /= float64(len(y))
+	var res, tot float64
+	for i := range y {
+		res += (y[i] - f[i]) * (y[i] - f[i])
+		tot += (y[i] - mean) * (y[i] - mean)
+	}
+	if tot == 0 {
+		return math.NaN(), len(ids)
+	}
+	return 1 - res/tot, len(ids)
 }
