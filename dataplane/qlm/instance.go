@@ -66,7 +66,7 @@ type instance struct {
 	// sequence's time per output token at the current load.
 	allTime, allDecodes float64
 	iterSat             bool
-	iterStart                   dataplane.Time
+	iterStart           dataplane.Time
 }
 
 // satDecay is the per-iteration decay of the throughput sums (a window of ~200 iterations).
