@@ -80,6 +80,7 @@ const (
 	avgReqTokens   = 400.0 // ShareGPT-like request: ~150 prompt + ~250 output tokens
 	diskGBps       = 2.0   // NVMe read bandwidth for cold loads
 	minKVTokens    = 8192  // a configuration must hold at least two full 4K contexts
+	cpuSwapGB      = 16.0  // host memory for swapped KV caches (vLLM's swap_space is 4 GiB per GPU; ×4 GPUs-worth)
 )
 
 // capacity returns the KV tokens that fit on tp GPUs.
@@ -157,7 +158,38 @@ func Estimate(model, gpu string) (*formats.LLMProfile, error) {
 		LoadColdUs:           round(float64(w) / (diskGBps * 1e3)),
 		LoadWarmUs:           round(float64(w) / float64(tp) / (g.HostLinkGBps * 1e3)),
 		HostLinkGBps:         g.HostLinkGBps,
+		Iteration:            iteration(m, g, tp),
 	}, nil
+}
+
+// iteration is the piecewise-linear iteration model the emulated instances run (qlm.md §6,
+// formats.LLMIteration): prefill time over the prompt tokens of one iteration and decode time
+// over the batch's sequences, both from the roofline (max of weight/KV traffic and FLOPs,
+// plus the per-step overhead and tensor-parallel all-reduces), breakpoints where the regime
+// can change; the attention traffic of the context is the per-context-token term. The prefill
+// curve is exact at its breakpoints and linear in between; the decode curve likewise at
+// batch sizes 1…maxSeqs at the typical context.
+func iteration(m Model, g gpus.Spec, tp int) *formats.LLMIteration {
+	it := &formats.LLMIteration{MaxBatchedTokens: 4096, MaxSeqs: maxSeqs, BlockTokens: 16, PreemptMode: "auto",
+		CPUSwapBytes: int64(cpuSwapGB * 1e9)}
+	for _, n := range []int{1, 128, 512, 1024, 2048, 4096} {
+		// Prefill of n tokens: one pass over the weights, 2·P FLOPs per token.
+		it.Prefill = append(it.Prefill, formats.PWLPoint{Tokens: n, Us: round(StepUs(m, g, tp, n, float64(n)/2))})
+	}
+	bw := etaMem * g.MemBWGBps * 1e3
+	it.DecodeUsPerContextToken = math.Round(float64(m.KVBytesPerToken())/float64(tp)/bw*1e6) / 1e6
+	// The roofline takes the max of memory and compute time, the iteration model adds the
+	// context term: breakpoints are fitted at the typical context (half a request's tokens
+	// per sequence), so the two agree there and the context term is the slope around it.
+	for _, b := range []int{1, 16, 64, 128, maxSeqs} {
+		ctx := float64(b) * avgReqTokens / 2
+		us := round(StepUs(m, g, tp, b, ctx) - it.DecodeUsPerContextToken*ctx)
+		if n := len(it.Decode); n > 0 {
+			us = math.Max(us, it.Decode[n-1].Us) // memory-bound: flat up to rounding
+		}
+		it.Decode = append(it.Decode, formats.PWLPoint{Tokens: b, Us: us})
+	}
+	return it
 }
 
 // EstimateAll profiles every named model on every named GPU, in the given order.

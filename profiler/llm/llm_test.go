@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,4 +93,61 @@ func TestEstimateAllAndImport(t *testing.T) {
 	if _, err := Estimate("gpt-5", "A100"); err == nil || !strings.Contains(err.Error(), "mistral-7b") {
 		t.Errorf("unknown model: %v", err)
 	}
+}
+
+// TestEstimateIteration: the roofline profile carries the piecewise-linear iteration model
+// the emulated instances run (issue 13 item 1): it validates, it agrees with StepUs at its
+// breakpoints at the typical context, and a decode iteration at the average batch equals the
+// profile's DecodeUsPerToken within the interpolation between breakpoints (10 %).
+func TestEstimateIteration(t *testing.T) {
+	for _, mg := range [][2]string{{"mistral-7b", "A100"}, {"mistral-7b", "A10"}, {"vicuna-13b", "A100"}, {"llama-2-70b", "A100"}} {
+		t.Run(mg[0]+"/"+mg[1], func(t *testing.T) {
+			p, err := Estimate(mg[0], mg[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := p.Iteration
+			if it == nil || len(it.Prefill) < 2 || len(it.Decode) < 2 || it.DecodeUsPerContextToken <= 0 {
+				t.Fatalf("iteration %+v", it)
+			}
+			doc := formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: "Profile"}, LLMs: []formats.LLMProfile{*p}}
+			if errs := doc.Validate(); errs != nil {
+				t.Fatalf("validate: %v", errs)
+			}
+			m, _ := Lookup(mg[0])
+			g, _ := gpus.Lookup(mg[1])
+			for _, pt := range it.Decode {
+				ctx := float64(pt.Tokens) * avgReqTokens / 2
+				if got, want := pt.Us+it.DecodeUsPerContextToken*ctx, StepUs(m, g, p.GPUCount, pt.Tokens, ctx); math.Abs(got-want) > 0.05 {
+					t.Errorf("decode at %d sequences, typical context: %g µs, StepUs %g", pt.Tokens, got, want)
+				}
+			}
+			b := int(p.AvgBatch)
+			ctx := p.AvgBatch * avgReqTokens / 2
+			got := pwl(it.Decode, b) + it.DecodeUsPerContextToken*ctx
+			if r := got / p.DecodeUsPerToken; r < 0.9 || r > 1.1 {
+				t.Errorf("decode iteration at the average batch %d: %.0f µs, profile step %.0f µs", b, got, p.DecodeUsPerToken)
+			}
+			for i := 1; i < len(it.Prefill); i++ {
+				if it.Prefill[i].Us < it.Prefill[i-1].Us {
+					t.Errorf("prefill not monotone: %v", it.Prefill)
+				}
+			}
+		})
+	}
+}
+
+// pwl evaluates breakpoints at x (linear between, flat below, last segment extended).
+func pwl(p []formats.PWLPoint, x int) float64 {
+	if x <= p[0].Tokens {
+		return p[0].Us
+	}
+	for i := 1; i < len(p); i++ {
+		if x <= p[i].Tokens {
+			a, b := p[i-1], p[i]
+			return a.Us + (b.Us-a.Us)*float64(x-a.Tokens)/float64(b.Tokens-a.Tokens)
+		}
+	}
+	a, b := p[len(p)-2], p[len(p)-1]
+	return b.Us + (b.Us-a.Us)*float64(x-b.Tokens)/float64(b.Tokens-a.Tokens)
 }
