@@ -275,6 +275,11 @@ type Deployment struct {
 	// Emulate, when set, is the system's model of its stages' outputs (nil: a routed
 	// stage samples its NextProb; other stages report nothing).
 	Emulate Emulator
+	// Route, when set, is the system's map from what a stage's model really answered (out:
+	// its class and certainty, as an executor reports them) to where the request goes next:
+	// out with Branch or Exit set. A workflow's branches are then decided by real outputs
+	// (DyOrc with onnx workers); nil keeps the reported result as it is.
+	Route func(st *Stage, r *Request, out Result) Result
 	// Kind names the plan section the deployment came from ("ppipe", "pard", ...): the
 	// policy registry serves it only with policies that declare that kind.
 	Kind   string
