@@ -597,7 +597,12 @@ func (d *driver) onJob(j *Job) {
 	}
 	if len(j.Results) == len(b.Reqs) {
 		for i, r := range b.Reqs {
-			g.eng.SetResult(r, j.Results[i])
+			res := j.Results[i]
+			if g.dep.Route != nil {
+				// The system maps the model's real answer to the request's next step.
+				res = g.dep.Route(&g.dep.Stages[j.Stage], g.eng.Req(r), res)
+			}
+			g.eng.SetResult(r, res)
 		}
 	} else if _, ok := g.exec.Executor.(*Emulated); ok {
 		// Emulated workers report what the system's model of its stages says

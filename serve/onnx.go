@@ -40,7 +40,7 @@ type onnxStage struct {
 // a cascade).
 func ONNXFactory(o ONNXOptions) ExecutorFactory {
 	return func(clk Clock, dep *dataplane.Deployment, p *formats.Plan) (Executor, error) {
-		if p.PPipe == nil && len(dep.Stages) > 0 && dep.Stages[0].Model != "" {
+		if p.PPipe == nil && (dep.Route != nil || len(dep.Stages) > 0 && dep.Stages[0].Model != "") {
 			return NewONNXModels(clk, dep, o)
 		}
 		return NewONNX(clk, dep, p, o)

@@ -63,6 +63,12 @@ func NewONNXModels(clk Clock, dep *dataplane.Deployment, o ONNXOptions) (*ONNXMo
 	var models []string
 	for i := range dep.Stages {
 		m := dep.Stages[i].Model
+		if m == "" && dep.Route != nil {
+			// A stage that runs no model in a deployment that routes by model outputs (a
+			// workflow's ingress at the API server): it passes the request on, and the system's
+			// Route decides from class -1.
+			continue
+		}
 		if m == "" {
 			return nil, fmt.Errorf("stage %s runs no whole model: onnx workers serve PPipe plans (partitions of --model) or plans whose stages each run one model", dep.Stages[i].Name)
 		}
@@ -147,6 +153,9 @@ func (x *ONNXModels) run(job *Job) {
 		for _, i := range live {
 			job.Payload[i] = &Payload{Err: err, ErrStage: name}
 		}
+	}
+	if st == nil {
+		return // a stage without a model: the payloads pass on unchanged
 	}
 	var live []int
 	var ins []*TensorJSON
