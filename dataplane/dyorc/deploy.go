@@ -181,6 +181,7 @@ func NewDeployment(w *Workflow, c Cluster, warm [][]int, net Net) (*dataplane.De
 		}
 	}
 	d.Emulate = m.emulate
+	d.Route = m.route
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
