@@ -200,49 +200,31 @@ func TestRunDrawn(t *testing.T) {
 	}
 }
 
-// branchExecutor is an emulated executor whose model outputs pick the branch (as ONNX
-// workers report the argmax of a classifier): it always sends the image pipeline's detector
-// output to OCR and ends the workflow there.
-type branchExecutor struct {
+// classExecutor is an emulated executor that reports a model output for every request (as
+// ONNX workers report the argmax of a classifier): class 1 everywhere. dataplane/dyorc's
+// Route turns a class into the branch (class mod the node's candidates): the detector's
+// output sends the image to OCR (read's services in name order: cap, ocr), and OCR's ends
+// the workflow (up, or the end).
+type classExecutor struct {
 	*serve.Emulated
-	dep *dataplane.Deployment
 }
 
-func (e *branchExecutor) Run(job *serve.Job, done func(*serve.Job)) {
+func (e *classExecutor) Run(job *serve.Job, done func(*serve.Job)) {
 	e.Emulated.Run(job, func(j *serve.Job) {
-		st := &e.dep.Stages[j.Stage]
-		res := dataplane.Result{Label: -1}
-		switch st.Name {
-		case "image/$in":
-			res.Branch = int32(nodeIndex(e.dep, st, "image/det"))
-		case "image/det":
-			res.Branch = int32(nodeIndex(e.dep, st, "image/read:ocr"))
-		default:
-			res.Exit = true
-		}
 		j.Results = make([]dataplane.Result, len(j.Payload))
 		for i := range j.Results {
-			j.Results[i] = res
+			j.Results[i] = dataplane.Result{Label: 1, Certainty: 0.9}
 		}
 		done(j)
 	})
 }
 
-func nodeIndex(dep *dataplane.Deployment, st *dataplane.Stage, name string) int {
-	for i, s := range st.Next {
-		if dep.Stages[s].Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // TestRunWorkerOutputs: the path follows what the workers report, not the workflow's
-// probabilities (seed 1's own path goes through the captioner).
+// probabilities (the seed's own path goes through the captioner).
 func TestRunWorkerOutputs(t *testing.T) {
 	p := readPlan(t, planFile)
-	s, ts := newServer(t, p, serve.Options{NewExecutor: func(clk serve.Clock, dep *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
-		return &branchExecutor{Emulated: serve.NewEmulated(clk, 0, 1), dep: dep}, nil
+	s, ts := newServer(t, p, serve.Options{NewExecutor: func(clk serve.Clock, _ *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
+		return &classExecutor{Emulated: serve.NewEmulated(clk, 0, 1)}, nil
 	}})
 	seed := int64(1)
 	for ; slices.Contains(truth(t, s.Deployment(), "image", seed), "read:ocr"); seed++ {
