@@ -22,6 +22,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -37,6 +38,8 @@ type Command struct {
 	share    float64
 	minutes  float64
 	policies []string
+	workload string
+	relax    []float64
 }
 
 // Name implements bench.Bench.
@@ -73,6 +76,8 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.share, "share", 0.2, "share of latency-sensitive requests")
 	f.Float64Var(&o.minutes, "minutes", 10, "minutes of virtual time replayed")
 	f.StringSliceVar(&o.policies, "policies", nil, "policies (default: all QLM-kind policies)")
+	f.StringVar(&o.workload, "workload", "all", "set-up: single (W_B: Mistral-7B on 2 A100), multi (W_A: Mistral-7B, Vicuna-13B, Llama-70B on an A100/A10 mix) or all")
+	f.Float64SliceVar(&o.relax, "relax", []float64{2, 5, 11}, "SLO scales of the relaxation experiment on the multi-model set-up (paper App. A.1; QLM, vLLM, EDF, SHEPHERD unless --policies)")
 }
 
 type row struct {
@@ -126,14 +131,43 @@ func Parse(path string, r io.Reader) ([]row, error) {
 	return rows, sc.Err()
 }
 
-// Result is one policy's outcome.
+// Result is one policy's outcome on one workload.
 type Result struct {
+	Workload string
+	// SLOScale multiplies every class's SLO (the relaxation experiment, paper App. A.1).
+	SLOScale               float64
 	Policy                 string
 	Requests               int
 	Interactive, Batch     float64 // SLO attainment
+	Overall                float64
 	ThroughputRPS, WallSec float64
 	// Counters of the serving operations and the plan generator.
 	Evictions, KVSwaps, ModelSwaps, Replans, Fallbacks int64
+}
+
+// Workload is one of the paper's set-ups (spec §5): instances and the models requests ask
+// for, in trace order round-robin over Models.
+type Workload struct {
+	Name      string
+	Models    []string
+	Instances []dq.Instance
+	// Roofline: profiles come from profiler/llm's estimate (A10/A100 mixes, Llama-70B on
+	// 4×A100) instead of --profile.
+	Roofline bool
+	// Speedup scales the trace rate relative to --speedup (heavier set-ups need more load to
+	// saturate).
+	Speedup float64
+}
+
+// Workloads are the paper's set-ups: W_B single model (Mistral-7B on two A100s, spec §5) and
+// W_A multi-model (Mistral-7B, Vicuna-13B and Llama-70B on an A100/A10 mix: model swaps and
+// heterogeneous eligibility, Fig. 9).
+var Workloads = []Workload{
+	{Name: "single", Models: []string{"mistral-7b"}, Speedup: 1,
+		Instances: []dq.Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "mistral-7b"}}},
+	{Name: "multi", Models: []string{"mistral-7b", "vicuna-13b", "llama-2-70b"}, Roofline: true, Speedup: 0.5,
+		Instances: []dq.Instance{{Name: "a100-0", GPU: "A100", Model: "mistral-7b"}, {Name: "a100-1", GPU: "A100", Model: "vicuna-13b"},
+			{Name: "a100x4", GPU: "4xA100", Model: "llama-2-70b"}, {Name: "a10-0", GPU: "A10", Model: "mistral-7b"}}},
 }
 
 // Run implements bench.Bench.
@@ -141,8 +175,22 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	if o.speedup <= 0 || o.share < 0 || o.share > 1 || o.minutes <= 0 {
 		return bench.Usagef("--speedup must be > 0, --share in [0, 1], --minutes > 0")
 	}
+	for _, r := range o.relax {
+		if !(r > 0) {
+			return bench.Usagef("--relax: %g: SLO scales must be > 0", r)
+		}
+	}
 	if o.quick {
 		o.minutes = 3
+	}
+	var wls []Workload
+	for _, w := range Workloads {
+		if o.workload == "all" || o.workload == w.Name {
+			wls = append(wls, w)
+		}
+	}
+	if len(wls) == 0 {
+		return bench.Usagef("--workload %q: want single, multi or all", o.workload)
 	}
 	rows, err := Load(o.trace)
 	if err != nil {
@@ -152,55 +200,88 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	if err != nil {
 		return err
 	}
-	res, err := Replay(rows, pr.LLMs, o.speedup, o.share, dataplane.Time(o.minutes*60)*dataplane.Second, o.policies)
-	if err != nil {
-		return err
+	window := dataplane.Time(o.minutes*60) * dataplane.Second
+	var res []Result
+	for _, w := range wls {
+		r, err := ReplayWorkload(rows, w, pr.LLMs, o.speedup, o.share, window, o.policies, 1)
+		if err != nil {
+			return err
+		}
+		res = append(res, r...)
 	}
-	var tab [][]string
-	for _, r := range res {
-		tab = append(tab, []string{r.Policy, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f%%", 100*r.Interactive), fmt.Sprintf("%.1f%%", 100*r.Batch),
-			fmt.Sprintf("%.2f", r.ThroughputRPS), fmt.Sprintf("%.2f", r.WallSec), fmt.Sprintf("%d/%d", r.Evictions, r.KVSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
+	// SLO relaxation (paper App. A.1, Fig. 20): the multi-model set-up with every SLO scaled.
+	pols := o.policies
+	if len(pols) == 0 {
+		pols = []string{dq.PolicyQLM, dq.PolicyFCFS, dq.PolicyEDF, dq.PolicyShepherd}
+	}
+	for _, sc := range o.relax {
+		r, err := ReplayWorkload(rows, Workloads[1], pr.LLMs, o.speedup, o.share, window, pols, sc)
+		if err != nil {
+			return err
+		}
+		res = append(res, r...)
 	}
 	if env.JSON {
 		return env.WriteJSON(res)
 	}
-	env.Table([]string{"POLICY", "REQUESTS", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS", "WALL_S", "EVICT/SWAP", "REPLANS/FALLBACK"}, tab)
-	env.Infof("paper (W_B): QLM +40-90%% SLO attainment over vLLM, above EDF; throughput +20%% over vLLM/EDF\n")
+	var tab [][]string
+	for _, r := range res {
+		tab = append(tab, []string{r.Workload, fmt.Sprintf("%gx", r.SLOScale), r.Policy, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f%%", 100*r.Overall),
+			fmt.Sprintf("%.1f%%", 100*r.Interactive), fmt.Sprintf("%.1f%%", 100*r.Batch),
+			fmt.Sprintf("%.2f", r.ThroughputRPS), fmt.Sprintf("%.2f", r.WallSec), fmt.Sprintf("%d/%d/%d", r.Evictions, r.KVSwaps, r.ModelSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
+	}
+	env.Table([]string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS", "WALL_S", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
+	env.Infof("paper: QLM +40-90%% SLO attainment over vLLM and +50-90%% over SHEPHERD (W_A, W_B), above EDF; throughput +20%% over vLLM/EDF, +50%% over SHEPHERD; relaxation (W_A): EDF meets all SLOs at 3x, SHEPHERD at 5x, vLLM at 11x\n")
 	return nil
 }
 
-// Replay runs every policy on the trace window.
+// Replay runs every policy on the trace window of the single-model set-up.
 func Replay(rows []row, profs []formats.LLMProfile, speedup, share float64, window dataplane.Time, policies []string) ([]Result, error) {
-	var inter, batch []dataplane.Time
-	var attrs [2][]dataplane.Attrs
+	return ReplayWorkload(rows, Workloads[0], profs, speedup, share, window, policies, 1)
+}
+
+// ReplayWorkload runs every policy on the trace window of workload w with SLOs scaled by
+// sloScale: every request of the trace, in order, asks for the next of w.Models; a share of
+// them is latency-sensitive (20 s), the rest batch (10 min).
+func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup, share float64, window dataplane.Time, policies []string, sloScale float64) ([]Result, error) {
+	if w.Roofline {
+		var err error
+		profs, err = rooflineProfiles(w)
+		if err != nil {
+			return nil, err
+		}
+	}
+	nm := len(w.Models)
+	times := make([][]dataplane.Time, 2*nm)
+	attrs := make([][]dataplane.Attrs, 2*nm)
 	k := 0
 	every := 0
 	if share > 0 {
 		every = int(1/share + 0.5)
 	}
 	for _, r := range rows {
-		t := dataplane.Time(float64(r.t) / speedup)
+		t := dataplane.Time(float64(r.t) / (speedup * w.Speedup))
 		if t >= window {
 			break
 		}
 		a := dataplane.Attrs{InTokens: r.in, OutTokens: r.out}
-		if every > 0 && k%every == 0 {
-			inter = append(inter, t)
-			attrs[0] = append(attrs[0], a)
-		} else {
-			batch = append(batch, t)
-			attrs[1] = append(attrs[1], a)
+		c := 2*(k%nm) + 1
+		if every > 0 && (k/nm)%every == 0 {
+			c--
 		}
+		times[c] = append(times[c], t)
+		attrs[c] = append(attrs[c], a)
 		k++
 	}
 	tp := formats.TokenProfile{Mean: 1000, Std: 800, Max: 8192}
 	op := formats.TokenProfile{Mean: 230, Std: 200, Max: 2048}
-	classes := []formats.LLMClass{
-		{Name: "interactive", Model: "mistral-7b", SLO: formats.Duration(20 * time.Second), Interactive: true, RateRPS: 1, InputTokens: tp, OutputTokens: op},
-		{Name: "batch", Model: "mistral-7b", SLO: formats.Duration(10 * time.Minute), RateRPS: 1, InputTokens: tp, OutputTokens: op},
+	var classes []formats.LLMClass
+	for _, m := range w.Models {
+		classes = append(classes,
+			formats.LLMClass{Name: m + "-interactive", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(20*time.Second))), Interactive: true, RateRPS: 1, InputTokens: tp, OutputTokens: op},
+			formats.LLMClass{Name: m + "-batch", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(10*time.Minute))), RateRPS: 1, InputTokens: tp, OutputTokens: op})
 	}
-	dep, err := dq.Build(classes, dq.Setup{Profiles: profs, Instances: []dq.Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "mistral-7b"}},
-		SolveMs: 20, MaxBinaries: 400})
+	dep, err := dq.Build(classes, dq.Setup{Profiles: profs, Instances: w.Instances})
 	if err != nil {
 		return nil, err
 	}
@@ -217,9 +298,14 @@ func Replay(rows []row, profs []formats.LLMProfile, speedup, share float64, wind
 			return nil, bench.Usagef("--policies: %v", err)
 		}
 		start := time.Now()
-		var ok, n [2]int
+		ok := make([]int, len(classes))
+		n := make([]int, len(classes))
 		var last dataplane.Time
-		s, err := sim.New(dep, p, []sim.Source{&sim.Times{T: inter}, &sim.Times{T: batch}}, sim.Options{Duration: window + 1,
+		srcs := make([]sim.Source, len(classes))
+		for c := range srcs {
+			srcs[c] = &sim.Times{T: times[c]}
+		}
+		s, err := sim.New(dep, p, srcs, sim.Options{Duration: window + 1,
 			Attrs: func(a dataplane.AppID, i int64) dataplane.Attrs { return attrs[a][i] }, CompactEvery: 1 << 16,
 			OnFinish: func(now dataplane.Time, r *dataplane.Request) {
 				n[r.App]++
@@ -229,24 +315,70 @@ func Replay(rows []row, profs []formats.LLMProfile, speedup, share float64, wind
 				last = now
 			}})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 		}
 		if _, err := s.Run(); err != nil {
-			return nil, fmt.Errorf("policy %s: %w", name, err)
+			return nil, fmt.Errorf("workload %s, policy %s: %w", w.Name, name, err)
 		}
 		st := p.(*dq.Policy).Stats()
-		r := Result{Policy: name, Requests: n[0] + n[1], WallSec: time.Since(start).Seconds(), Evictions: st.Evictions, KVSwaps: st.KVSwaps,
+		r := Result{Workload: w.Name, SLOScale: sloScale, Policy: name, WallSec: time.Since(start).Seconds(), Evictions: st.Evictions, KVSwaps: st.KVSwaps,
 			ModelSwaps: st.ModelSwaps, Replans: st.Replans, Fallbacks: st.PlanFallbacks}
-		if n[0] > 0 {
-			r.Interactive = float64(ok[0]) / float64(n[0])
+		var okI, nI, okB, nB int
+		for c := range classes {
+			if c%2 == 0 {
+				okI, nI = okI+ok[c], nI+n[c]
+			} else {
+				okB, nB = okB+ok[c], nB+n[c]
+			}
 		}
-		if n[1] > 0 {
-			r.Batch = float64(ok[1]) / float64(n[1])
+		r.Requests = nI + nB
+		if nI > 0 {
+			r.Interactive = float64(okI) / float64(nI)
+		}
+		if nB > 0 {
+			r.Batch = float64(okB) / float64(nB)
+		}
+		if r.Requests > 0 {
+			r.Overall = float64(okI+okB) / float64(r.Requests)
 		}
 		if last > 0 {
 			r.ThroughputRPS = float64(r.Requests) / (float64(last) / 1e6)
 		}
 		out = append(out, r)
+	}
+	return out, nil
+}
+
+// rooflineProfiles estimates every (model, instance GPU label) pair of w with profiler/llm
+// (the roofline backend, iteration model included). A label "NxGPU" is a tensor-parallel
+// node of N GPUs: it hosts the models whose estimate needs exactly N such GPUs, a plain
+// "GPU" those that fit one; other pairs get no profile, so that instance cannot host that
+// model.
+func rooflineProfiles(w Workload) ([]formats.LLMProfile, error) {
+	seen := map[string]bool{}
+	var out []formats.LLMProfile
+	for _, in := range w.Instances {
+		if seen[in.GPU] {
+			continue
+		}
+		seen[in.GPU] = true
+		n, base := 1, in.GPU
+		if x, rest, ok := strings.Cut(in.GPU, "x"); ok {
+			if v, err := strconv.Atoi(x); err == nil && v > 0 {
+				n, base = v, rest
+			}
+		}
+		for _, m := range w.Models {
+			p, err := llm.Estimate(m, base)
+			if err != nil || p.GPUCount != n {
+				continue // does not fit, or needs another tensor-parallel degree
+			}
+			p.GPU = in.GPU
+			out = append(out, *p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("workload %s: no model fits any GPU", w.Name)
 	}
 	return out, nil
 }
