@@ -162,7 +162,7 @@ func Decode(body []byte) (*RunRequest, error) {
 	if err := d.Decode(req); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("body: field %s: %s is not a %s", te.Field, te.Value, te.Type)
+			return nil, fmt.Errorf("body: field %s: got a JSON %s, want %s", te.Field, te.Value, te.Type)
 		}
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return nil, fmt.Errorf("body: field %s: unknown (want id, seed, deadline_ms, input)", f)
