@@ -2,6 +2,7 @@ package qlm
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,6 +77,36 @@ func TestBadInput(t *testing.T) {
 			_, err := Solve(in, strategy)
 			if !errors.Is(err, planner.ErrInput) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v: want an input error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestBadTokenStats: non-positive or non-finite token statistics in the bundled workload are
+// rejected when it is read, naming the file, the field and the value (issue 13 bad input).
+func TestBadTokenStats(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "qlm", "workload.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ from, to, want string }{
+		{"output_tokens: {mean: 250, std: 150, max: 1024}", "output_tokens: {mean: .nan, std: 150, max: 1024}", "llm_classes[0].output_tokens.mean: NaN: must be a finite number"},
+		{"input_tokens: {mean: 150, std: 100, max: 2048}", "input_tokens: {mean: 150, std: .inf, max: 2048}", "llm_classes[0].input_tokens.std: +Inf: must be a finite number"},
+		{"input_tokens: {mean: 150, std: 100, max: 2048}", "input_tokens: {mean: -3, std: 100, max: 2048}", "llm_classes[0].input_tokens.mean: -3: must be > 0"},
+		{"output_tokens: {mean: 250, std: 150, max: 1024}", "output_tokens: {mean: 250, std: 150, max: 0}", "llm_classes[0].output_tokens.max: 0: must be >= 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			if !strings.Contains(string(src), c.from) {
+				t.Fatalf("bundled workload lacks %q", c.from)
+			}
+			path := filepath.Join(t.TempDir(), "workload.yaml")
+			if err := os.WriteFile(path, []byte(strings.Replace(string(src), c.from, c.to, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := formats.ReadInto[*formats.Workload](path)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v: want %s naming %q", err, path, c.want)
 			}
 		})
 	}
