@@ -37,6 +37,14 @@ type Frontend struct {
 	NewQueue func() (Queue, error)
 	// MaxBody bounds a request body (default 4 MiB).
 	MaxBody int64
+	// Endpoints maps instances to remote OpenAI-compatible engines (--llm-endpoints); empty:
+	// the instances are the server's own (emulated) workers. Poll is how often their
+	// /metrics are read.
+	Endpoints EndpointList
+	Poll      time.Duration
+
+	engines       *Engines
+	forwardClient *http.Client
 
 	s      *serve.Server
 	seq    atomic.Uint64
@@ -52,13 +60,16 @@ type Frontend struct {
 
 // New returns the front end for deployments of kind.
 func New(kind string) *Frontend {
-	return &Frontend{Kind: kind, QueueDir: filepath.Join(os.TempDir(), "plan-queue"), QueueWorkers: 32}
+	return &Frontend{Kind: kind, QueueDir: filepath.Join(os.TempDir(), "plan-queue"), QueueWorkers: 32,
+		Endpoints: EndpointList{}, Poll: time.Second}
 }
 
 // Flags implements serve.FrontendFlags.
 func (f *Frontend) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.QueueDir, "queue-dir", f.QueueDir, "directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue)")
 	fs.StringVar(&f.QueueURL, "queue-url", f.QueueURL, "external NATS JetStream server for the batch queue (nats://host:4222); replaces --queue-dir")
+	fs.Var(f.Endpoints, "llm-endpoints", "QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)")
+	fs.DurationVar(&f.Poll, "llm-poll", f.Poll, "how often the --llm-endpoints engines' /metrics are read")
 	fs.IntVar(&f.QueueWorkers, "queue-workers", f.QueueWorkers, "queued requests handed to the engine at once (0: accept and answer polls only)")
 }
 
@@ -76,6 +87,13 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, true) })
 	mux.HandleFunc("POST /v1/queue", f.handleEnqueue)
 	mux.HandleFunc("GET /v1/queue/{id}", f.handleQueueGet)
+	if len(f.Endpoints) > 0 {
+		f.engines = StartEngines(f.Endpoints, max(f.Poll, 10*time.Millisecond), nil)
+		f.forwardClient = &http.Client{}
+		mux.HandleFunc("GET /v1/engines", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
+		})
+	}
 	// A server that starts on a plan of this kind opens its queue at once, so requests left
 	// from the last run are served without waiting for a client.
 	if d := s.Deployment(); d != nil && d.Kind == f.Kind {
@@ -94,6 +112,9 @@ func (f *Frontend) Close() error {
 		stop()
 	}
 	f.wg.Wait()
+	if f.engines != nil {
+		f.engines.Close()
+	}
 	if q != nil {
 		return q.Close()
 	}
@@ -226,9 +247,11 @@ func (f *Frontend) unknown(model string) *Error {
 type submission struct {
 	req *Request
 	id  string
-	// tokens counts the request's finished iterations (OnHop): each yields one token.
+	// tokens counts the request's finished iterations (OnHop): each yields one token;
+	// worker is the instance of the first.
 	mu     sync.Mutex
 	tokens int
+	worker string
 	tick   chan struct{}
 }
 
@@ -245,9 +268,12 @@ func (f *Frontend) newID(chat bool) string {
 func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) (*serve.Answer, error) {
 	return f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
 		Attrs: dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
-		OnHop: func(serve.HopEvent) {
+		OnHop: func(h serve.HopEvent) {
 			sub.mu.Lock()
 			sub.tokens++
+			if sub.worker == "" {
+				sub.worker = h.Worker
+			}
 			sub.mu.Unlock()
 			select {
 			case sub.tick <- struct{}{}:
@@ -323,12 +349,16 @@ func response(req *Request, id string, created int64, out int) map[string]any {
 
 func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
 	arrived := time.Now()
-	req, _, e := f.read(w, r, chat)
+	req, body, e := f.read(w, r, chat)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	sub := &submission{req: req, id: f.newID(chat), tick: make(chan struct{}, 1)}
+	if f.engines != nil {
+		f.remote(w, r, sub, arrived, body)
+		return
+	}
 	if req.Stream {
 		f.stream(w, r, sub, arrived)
 		return
@@ -454,6 +484,50 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 			}
 			_, _ = io.WriteString(w, "data: [DONE]\n\n")
 			_ = rc.Flush()
+			return
+		}
+	}
+}
+
+// remote serves a request on a remote engine: the QLM engine admits and orders it, and
+// when it dispatches the request to an instance (its first iteration) the request goes to
+// that instance's engine. A request dropped before is answered with the drop.
+func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submission, arrived time.Time, body []byte) {
+	type outcome struct {
+		a   *serve.Answer
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		a, err := f.submit(r.Context(), sub, arrived)
+		done <- outcome{a, err}
+	}()
+	path := "/v1/completions"
+	if sub.req.Chat {
+		path = "/v1/chat/completions"
+	}
+	dispatched := func() string {
+		sub.mu.Lock()
+		defer sub.mu.Unlock()
+		return sub.worker
+	}
+	for {
+		select {
+		case <-sub.tick:
+			if inst := dispatched(); inst != "" {
+				f.forward(w, r, inst, path, body)
+				return
+			}
+		case o := <-done:
+			if inst := dispatched(); inst != "" {
+				f.forward(w, r, inst, path, body)
+				return
+			}
+			if o.err != nil {
+				writeError(w, &Error{Status: 503, Type: "server_error", Message: o.err.Error()})
+				return
+			}
+			writeError(w, answerError(o.a))
 			return
 		}
 	}

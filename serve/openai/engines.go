@@ -1,0 +1,301 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Remote engines (issue 13 item 5): OpenAI-compatible servers (vLLM) that do the generation
+// while QLM decides the order and the instance (paper §3: QLM sits in front of unmodified
+// serving engines and drives them through their request queues). --llm-endpoints maps the
+// plan's instances to engines; a request is forwarded to its instance's engine when the QLM
+// engine dispatches it there (its first iteration, OnHop), and the engine's own answer,
+// whole or streamed, goes back to the client. The engines' /metrics gauges
+// (vllm:num_requests_waiting, vllm:num_requests_running, ecosystem spec §5) are read every
+// poll interval and shown at GET /v1/engines.
+
+// EndpointList is the --llm-endpoints flag: instance=URL pairs, comma-separated.
+type EndpointList map[string]string
+
+// String implements pflag.Value.
+func (l EndpointList) String() string {
+	names := make([]string, 0, len(l))
+	for n := range l {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n + "=" + l[n])
+	}
+	return b.String()
+}
+
+// Set implements pflag.Value: a malformed pair is an error naming it.
+func (l EndpointList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		name, raw, ok := strings.Cut(p, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%q: want INSTANCE=URL", p)
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: %q: want an http(s) URL such as http://10.0.0.5:8000", name, raw)
+		}
+		if _, dup := l[name]; dup {
+			return fmt.Errorf("%s: given twice", name)
+		}
+		l[name] = strings.TrimRight(raw, "/")
+	}
+	return nil
+}
+
+// Type implements pflag.Value.
+func (l EndpointList) Type() string { return "instance=url,..." }
+
+// EngineState is one remote engine as last polled.
+type EngineState struct {
+	Instance string  `json:"instance"`
+	URL      string  `json:"url"`
+	Model    string  `json:"model,omitempty"`
+	Waiting  float64 `json:"num_requests_waiting"`
+	Running  float64 `json:"num_requests_running"`
+	Polled   int64   `json:"polled_unix_ms,omitempty"`
+	Err      string  `json:"error,omitempty"`
+}
+
+// Engines polls the remote engines.
+type Engines struct {
+	client *http.Client
+	mu     sync.Mutex
+	state  map[string]*EngineState
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// StartEngines polls every engine now and then every interval until Close.
+func StartEngines(eps EndpointList, interval time.Duration, client *http.Client) *Engines {
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	e := &Engines{client: client, state: map[string]*EngineState{}, done: make(chan struct{})}
+	for n, u := range eps {
+		e.state[n] = &EngineState{Instance: n, URL: u}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stop = cancel
+	e.pollAll(ctx)
+	go func() {
+		defer close(e.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				e.pollAll(ctx)
+			}
+		}
+	}()
+	return e
+}
+
+// Close stops polling.
+func (e *Engines) Close() {
+	e.stop()
+	<-e.done
+}
+
+// Get returns an instance's engine as last polled.
+func (e *Engines) Get(instance string) (EngineState, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.state[instance]
+	if !ok {
+		return EngineState{}, false
+	}
+	return *s, true
+}
+
+// All returns every engine, by instance name.
+func (e *Engines) All() []EngineState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]EngineState, 0, len(e.state))
+	for _, s := range e.state {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Instance < out[j].Instance })
+	return out
+}
+
+func (e *Engines) pollAll(ctx context.Context) {
+	for _, s := range e.All() {
+		ns := e.poll(ctx, s)
+		e.mu.Lock()
+		*e.state[s.Instance] = ns
+		e.mu.Unlock()
+	}
+}
+
+func (e *Engines) get(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
+	}
+	return b, nil
+}
+
+// poll reads an engine's served model (GET /v1/models, once) and its queue gauges.
+func (e *Engines) poll(ctx context.Context, s EngineState) EngineState {
+	s.Err = ""
+	if s.Model == "" {
+		b, err := e.get(ctx, s.URL+"/v1/models")
+		if err != nil {
+			s.Err = err.Error()
+			return s
+		}
+		var ms struct{ Data []struct{ ID string } }
+		if err := json.Unmarshal(b, &ms); err != nil || len(ms.Data) == 0 {
+			s.Err = fmt.Sprintf("GET %s/v1/models: no model listed", s.URL)
+			return s
+		}
+		s.Model = ms.Data[0].ID
+	}
+	b, err := e.get(ctx, s.URL+"/metrics")
+	if err != nil {
+		s.Err = err.Error()
+		return s
+	}
+	g := ParseGauges(b, "vllm:num_requests_waiting", "vllm:num_requests_running")
+	s.Waiting, s.Running = g["vllm:num_requests_waiting"], g["vllm:num_requests_running"]
+	s.Polled = time.Now().UnixMilli()
+	return s
+}
+
+// ParseGauges sums the samples of the named metrics in a Prometheus text exposition (an
+// engine serving several models reports one sample per model_name label).
+func ParseGauges(text []byte, names ...string) map[string]float64 {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		end := strings.IndexAny(l, "{ ")
+		if end < 0 {
+			continue
+		}
+		name := l[:end]
+		if !want[name] {
+			continue
+		}
+		rest := l[end:]
+		if rest[0] == '{' {
+			i := strings.LastIndexByte(rest, '}')
+			if i < 0 {
+				continue
+			}
+			rest = rest[i+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			out[name] += v
+		}
+	}
+	return out
+}
+
+// forward sends a request's body to its instance's engine, with the engine's model name,
+// and copies the engine's answer (status, content type, body; a stream as it comes) back.
+func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance string, path string, body []byte) {
+	es, ok := f.engines.Get(instance)
+	if !ok {
+		writeError(w, &Error{Status: 503, Type: "server_error", Code: "no_engine",
+			Message: fmt.Sprintf("instance %s has no engine in --llm-endpoints", instance), RetryAfter: 1})
+		return
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		writeError(w, badRequest("", "the body is not a JSON object: %v", err))
+		return
+	}
+	if es.Model != "" {
+		m["model"] = es.Model
+	}
+	delete(m, "prompt_tokens") // our extensions: not the engine's
+	delete(m, "class")
+	b, _ := json.Marshal(m)
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, es.URL+path, bytes.NewReader(b))
+	if err != nil {
+		writeError(w, &Error{Status: 502, Type: "server_error", Message: err.Error()})
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.forwardClient.Do(req)
+	if err != nil {
+		writeError(w, &Error{Status: 502, Type: "server_error", Code: "engine_unreachable",
+			Message: fmt.Sprintf("instance %s engine %s: %v", instance, es.URL, err)})
+		return
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.Header().Set("X-Plan-Instance", instance)
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}

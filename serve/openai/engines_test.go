@@ -1,0 +1,146 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeVLLM is an in-process stand-in for a vLLM server: /v1/models, /metrics with the queue
+// gauges, and completions that answer which model they were asked for.
+type fakeVLLM struct {
+	name             string
+	waiting, running float64
+	mu               sync.Mutex
+	bodies           []map[string]any
+}
+
+func (v *fakeVLLM) handler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, v.name)
+	})
+	m.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "# HELP vllm:num_requests_waiting Number of requests waiting.\n# TYPE vllm:num_requests_waiting gauge\n"+
+			"vllm:num_requests_waiting{model_name=%q} %g\nvllm:num_requests_running{model_name=%q} %g\nvllm:gpu_cache_usage_perc{model_name=%q} 0.5\n",
+			v.name, v.waiting, v.name, v.running, v.name)
+	})
+	complete := func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		v.mu.Lock()
+		v.bodies = append(v.bodies, body)
+		v.mu.Unlock()
+		if body["stream"] == true {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"model\":%q,\"choices\":[{\"text\":\"real\"}]}\n\ndata: [DONE]\n\n", body["model"])
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"object":"text_completion","model":%q,"choices":[{"index":0,"text":"real words","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`, body["model"])
+	}
+	m.HandleFunc("POST /v1/completions", complete)
+	m.HandleFunc("POST /v1/chat/completions", complete)
+	return m
+}
+
+func TestParseGauges(t *testing.T) {
+	text := "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"a\",x=\"}\"} 2\nvllm:num_requests_waiting{model_name=\"b\"} 3.5\n" +
+		"vllm:num_requests_running 4 1700000000\nvllm:num_requests_waiting_total 100\nbad{ 7\n"
+	g := ParseGauges([]byte(text), "vllm:num_requests_waiting", "vllm:num_requests_running")
+	if g["vllm:num_requests_waiting"] != 5.5 || g["vllm:num_requests_running"] != 4 || len(g) != 2 {
+		t.Errorf("gauges %v", g)
+	}
+}
+
+func TestEndpointList(t *testing.T) {
+	cases := []struct {
+		in, want, err string
+	}{
+		{"llm-0=http://a:8000/,llm-1=https://b", "llm-0=http://a:8000,llm-1=https://b", ""},
+		{"llm-0", "", "want INSTANCE=URL"},
+		{"llm-0=ftp://a", "", "http(s) URL"},
+		{"llm-0=http://a,llm-0=http://b", "", "given twice"},
+	}
+	for _, tc := range cases {
+		l := EndpointList{}
+		err := l.Set(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || l.String() != tc.want {
+			t.Errorf("%q: %q %v", tc.in, l.String(), err)
+		}
+	}
+}
+
+// TestRemoteEngines: with --llm-endpoints, QLM dispatches each request to an instance and
+// the instance's engine (a fake vLLM) answers it, under its own model name; its queue gauges
+// are read from /metrics.
+func TestRemoteEngines(t *testing.T) {
+	v0, v1 := &fakeVLLM{name: "mistralai/Mistral-7B", waiting: 2, running: 5}, &fakeVLLM{name: "lmsys/vicuna-13b", waiting: 1}
+	s0, s1 := httptest.NewServer(v0.handler()), httptest.NewServer(v1.handler())
+	defer s0.Close()
+	defer s1.Close()
+	fe := memFrontend()
+	if err := fe.Endpoints.Set("llm-0=" + s0.URL + ",llm-1=" + s1.URL); err != nil {
+		t.Fatal(err)
+	}
+	_, url := qlmServer(t, fe)
+	engines := map[string]string{"llm-0": "mistralai/Mistral-7B", "llm-1": "lmsys/vicuna-13b"}
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions"} {
+		body := `{"model":"vicuna-chat","prompt":"hi","max_tokens":4,"prompt_tokens":9}`
+		if path != "/v1/completions" {
+			body = `{"model":"vicuna-chat","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`
+		}
+		resp, b := post(t, url+path, body)
+		inst := resp.Header.Get("X-Plan-Instance")
+		var r struct{ Model string }
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %s", path, b)
+		}
+		if resp.StatusCode != 200 || engines[inst] == "" || r.Model != engines[inst] || !strings.Contains(string(b), "real words") {
+			t.Errorf("%s: status %d instance %q: %s", path, resp.StatusCode, inst, b)
+		}
+	}
+	// The stream is the engine's.
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"model":"mistral-chat","prompt":"x","max_tokens":2,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(sb), `"text":"real"`) || !strings.HasSuffix(string(sb), "data: [DONE]\n\n") {
+		t.Errorf("stream %q", sb)
+	}
+	// Our extension fields stay here.
+	for _, v := range []*fakeVLLM{v0, v1} {
+		v.mu.Lock()
+		for _, b := range v.bodies {
+			if _, ok := b["prompt_tokens"]; ok {
+				t.Errorf("prompt_tokens forwarded: %v", b)
+			}
+		}
+		v.mu.Unlock()
+	}
+	gr, err := http.Get(url + "/v1/engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gr.Body.Close()
+	var es struct{ Data []EngineState }
+	if err := json.NewDecoder(gr.Body).Decode(&es); err != nil {
+		t.Fatal(err)
+	}
+	if len(es.Data) != 2 || es.Data[0].Waiting != 2 || es.Data[0].Running != 5 || es.Data[1].Waiting != 1 || es.Data[0].Model != "mistralai/Mistral-7B" {
+		t.Errorf("engines %+v", es.Data)
+	}
+}
