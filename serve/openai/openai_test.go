@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
@@ -410,5 +412,35 @@ func TestQueueSurvivesRestart(t *testing.T) {
 	checkResult(t, done, false, 4)
 	if done.Attempts != 1 {
 		t.Errorf("attempts %d, want 1", done.Attempts)
+	}
+}
+
+// TestQueueExternal: --queue-url reaches a JetStream server over the network (here one
+// started in the test on a free port, as a cluster would be).
+func TestQueueExternal(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats server did not start")
+	}
+	defer func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}()
+	fe := New(dq.Kind)
+	fe.QueueURL, fe.QueueWorkers = ns.ClientURL(), 1
+	_, url := qlmServer(t, fe)
+	st := enqueue(t, url, `{"model":"mistral-chat","prompt":"over the network","max_tokens":3}`)
+	checkResult(t, waitDone(t, url, st.ID), false, 3)
+
+	bad := New(dq.Kind)
+	bad.QueueURL = "nats://127.0.0.1:1"
+	_, burl := qlmServer(t, bad)
+	resp, b := post(t, burl+"/v1/queue", `{"model":"mistral-chat","prompt":"x"}`)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !bytes.Contains(b, []byte("--queue-url nats://127.0.0.1:1")) {
+		t.Errorf("unreachable queue: %d %s", resp.StatusCode, b)
 	}
 }
