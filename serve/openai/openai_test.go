@@ -23,7 +23,7 @@ import (
 
 // qlmServer serves testdata/openai/qlm-plan.json (plan solve of testdata/qlm) with emulated
 // instances and the front end fe.
-func qlmServer(t *testing.T, fe *Frontend) (*serve.Server, string) {
+func qlmServer(t testing.TB, fe *Frontend) (*serve.Server, string) {
 	t.Helper()
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
 	if err != nil {
@@ -444,3 +444,5 @@ func TestQueueExternal(t *testing.T) {
 		t.Errorf("unreachable queue: %d %s", resp.StatusCode, b)
 	}
 }
+
+func qlmServerB(b *testing.B) (*serve.Server, string) { return qlmServer(b, memFrontend()) }
