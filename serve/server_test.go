@@ -447,23 +447,27 @@ func TestShutdown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := loadPlan(t, "nic.json")
 			before := goruntime.NumGoroutine()
-			s, err := New(withSystems(Options{Plan: p, DrainTimeout: tc.drain}))
+			gx := newGated()
+			s, err := New(withSystems(Options{Plan: p, DrainTimeout: tc.drain, NewExecutor: gx.factory}))
 			if err != nil {
 				t.Fatal(err)
 			}
 			ts := httptest.NewServer(s)
 			defer func() {
+				gx.open()
 				ts.Close()
 				http.DefaultClient.CloseIdleConnections()
 				checkGoroutines(t, before)
 			}()
-			codes := make(chan int, 1)
-			go func() {
-				code, _, _ := post(t, ts.URL+"/v2/models/m2/infer", inferBody(1))
-				codes <- code
-			}()
-			waitOutstanding(t, s, 1) // in flight: the pipeline takes 13 ms
-			if err := s.Shutdown(context.Background()); err != nil {
+			codes := heldRequest(t, s, ts.URL+"/v2/models/m2/infer")
+			shut := make(chan error, 1)
+			go func() { shut <- s.Shutdown(context.Background()) }()
+			if tc.want == 200 {
+				// Draining: the held request's hop may finish now.
+				waitClosing(t, s)
+				gx.open()
+			}
+			if err := <-shut; err != nil {
 				t.Fatal(err)
 			}
 			if c := <-codes; c != tc.want {
@@ -478,6 +482,78 @@ func TestShutdown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gated is an emulated executor whose hops start only once the test opens the gate: a
+// request is held in flight for as long as a test needs, however slow the machine.
+type gated struct {
+	gate chan struct{}
+	once sync.Once
+}
+
+func newGated() *gated { return &gated{gate: make(chan struct{})} }
+
+func (g *gated) open() { g.once.Do(func() { close(g.gate) }) }
+
+func (g *gated) factory(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
+	return &gatedExecutor{Emulated: NewEmulated(clk, 0, 1), gate: g.gate}, nil
+}
+
+type gatedExecutor struct {
+	*Emulated
+	gate chan struct{}
+}
+
+func (e *gatedExecutor) Run(job *Job, done func(*Job)) {
+	go func() {
+		<-e.gate
+		e.Emulated.Run(job, done)
+	}()
+}
+
+// heldRequest posts one request to url and waits until the driver holds it (its hop waits
+// at a gate); the channel gets its status code. A request the machine delivered too late to
+// be admitted (503) is sent again.
+func heldRequest(t *testing.T, s *Server, url string) <-chan int {
+	t.Helper()
+	for try := 0; ; try++ {
+		codes := make(chan int, 1)
+		go func() {
+			code, _, _ := post(t, url, inferBody(1))
+			codes <- code
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			var got int
+			s.d.do(func() { got = s.d.gen.outstanding })
+			if got >= 1 {
+				return codes
+			}
+			select {
+			case c := <-codes:
+				if try == 3 {
+					t.Fatalf("the request was answered %d before the driver held it, %d times", c, try+1)
+				}
+				deadline = time.Time{}
+			default:
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		if !deadline.IsZero() {
+			t.Fatal("the driver never held the request")
+		}
+	}
+}
+
+// waitClosing waits until Shutdown has begun (readiness off).
+func waitClosing(t *testing.T, s *Server) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if s.closing.Load() {
+			return
+		}
+	}
+	t.Fatal("Shutdown did not begin")
 }
 
 // waitOutstanding waits until the driver holds at least n unanswered requests.
@@ -497,14 +573,12 @@ func waitOutstanding(t testing.TB, s *Server, n int) {
 
 // TestMaxInFlight: beyond --max-inflight, requests are refused at the door with 503.
 func TestMaxInFlight(t *testing.T) {
-	s, ts := testServer(t, Options{Plan: loadPlan(t, "nic.json"), MaxInFlight: 1})
-	first := make(chan int)
-	go func() {
-		code, _, _ := post(t, ts.URL+"/v2/models/m2/infer", inferBody(1))
-		first <- code
-	}()
-	waitOutstanding(t, s, 1)
+	gx := newGated()
+	defer gx.open()
+	s, ts := testServer(t, Options{Plan: loadPlan(t, "nic.json"), MaxInFlight: 1, NewExecutor: gx.factory})
+	first := heldRequest(t, s, ts.URL+"/v2/models/m2/infer")
 	code, h, body := post(t, ts.URL+"/v2/models/m2/infer", inferBody(2))
+	gx.open()
 	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(string(body), `"reason":"overload"`) || !strings.Contains(string(body), `"stage":"intake"`) {
 		t.Errorf("second request: %d %s", code, body)
 	}
