@@ -97,6 +97,19 @@ func (d *Deployment) Emulated(st StageID, r *Request, u float64) (Result, bool) 
 	return res, true
 }
 
+// EmulatedU is the uniform number in [0, 1) that drivers hand Deployment.Emulated for
+// request r finishing its current batch at stage st: a function of the request's ID, the stage
+// and how many batches the request has been in (a loop that revisits a stage draws afresh), and
+// of nothing else. So the simulator and serve's emulated workers make the same choice for the
+// same request of the same trace, whatever order batches complete in (splitmix64).
+func EmulatedU(r *Request, st StageID) float64 {
+	x := uint64(uint32(r.ID))*0x9e3779b97f4a7c15 + uint64(uint32(st))<<20 + uint64(len(r.Batches)) + 0x632be59bd9b4e019
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
+}
+
 // SkipCoin is the deterministic coin of conditional stages: a uniform number in [0, 1) that
 // is a function of (seed, request, stage) alone, so a request skips the same stages in the
 // simulator and in serve, in any event order (splitmix64 over the three).

@@ -607,9 +607,10 @@ func (d *driver) onJob(j *Job) {
 	} else if _, ok := g.exec.Executor.(*Emulated); ok {
 		// Emulated workers report what the system's model of its stages says
 		// (Deployment.Emulated: a routed stage's branch, a cascade stage's certainty), drawn
-		// with a uniform u seeded by (request, stage) so runs repeat.
+		// with the simulator's u for (request, stage, visit) so runs repeat and agree.
 		for _, r := range b.Reqs {
-			res, ok := g.dep.Emulated(j.Stage, g.eng.Req(r), emulatedU(uint64(r), uint64(j.Stage)))
+			q := g.eng.Req(r)
+			res, ok := g.dep.Emulated(j.Stage, q, dataplane.EmulatedU(q, j.Stage))
 			if !ok {
 				break
 			}
@@ -625,15 +626,6 @@ func (d *driver) onJob(j *Job) {
 		}
 	}
 	d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
-}
-
-// emulatedU is a uniform number in [0, 1) determined by (a, b) (splitmix64).
-func emulatedU(a, b uint64) float64 {
-	x := a*0x9e3779b97f4a7c15 + b + 0x632be59bd9b4e019
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	x ^= x >> 31
-	return float64(x>>11) / (1 << 53)
 }
 
 // RunBatch implements dataplane.Effects: hand the hop to the executor.

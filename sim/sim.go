@@ -8,7 +8,6 @@ package sim
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -60,8 +59,6 @@ type Sim struct {
 	pending int
 	// arrivals counts each application's arrivals (Options.Attrs' n).
 	arrivals []int64
-	// rng draws the emulated results of routed stages (Deployment.Emulated).
-	rng *rand.Rand
 }
 
 // New builds a simulation of dep under pol with one arrival source per application (nil =
@@ -74,8 +71,7 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	if answers <= 0 {
 		answers = opts.ExpectedRequests
 	}
-	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers), arrivals: make([]int64, len(dep.Apps)),
-		rng: rand.New(rand.NewPCG(opts.Seed, 0x5eed0e5017))}
+	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers), arrivals: make([]int64, len(dep.Apps))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}
@@ -190,7 +186,10 @@ func (s *Sim) emulate(ev dataplane.Event) {
 	b := s.Engine.Batch(ev.Batch)
 	st := b.Hops[ev.Hop].Stage
 	for _, id := range b.Reqs {
-		if res, ok := s.dep.Emulated(st, s.Engine.Req(id), s.rng.Float64()); ok {
+		// The same u as serve's emulated workers for this request and stage: a trace takes
+		// the same branches, simulated or served.
+		q := s.Engine.Req(id)
+		if res, ok := s.dep.Emulated(st, q, dataplane.EmulatedU(q, st)); ok {
 			s.Engine.SetResult(id, res)
 		} else {
 			return
