@@ -25,17 +25,22 @@ import (
 // instances and the front end fe.
 func qlmServer(t testing.TB, fe *Frontend) (*serve.Server, string) {
 	t.Helper()
+	return qlmServerOpts(t, fe, serve.Options{})
+}
+
+func qlmServerOpts(t testing.TB, fe *Frontend, o serve.Options) (*serve.Server, string) {
+	t.Helper()
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := serve.New(serve.Options{Plan: p, Seed: 1,
-		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-			d, err := dq.FromPlan(p)
-			return d, dq.PolicyQLM, err
-		},
-		Policies:  dataplane.NewRegistry(dq.Policies()...),
-		Frontends: []serve.Frontend{fe}})
+	o.Plan, o.Seed, o.Frontends = p, 1, []serve.Frontend{fe}
+	o.Deploy = func(p *formats.Plan) (*dataplane.Deployment, string, error) {
+		d, err := dq.FromPlan(p)
+		return d, dq.PolicyQLM, err
+	}
+	o.Policies = dataplane.NewRegistry(dq.Policies()...)
+	s, err := serve.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,3 +451,23 @@ func TestQueueExternal(t *testing.T) {
 }
 
 func qlmServerB(b *testing.B) (*serve.Server, string) { return qlmServer(b, memFrontend()) }
+
+// TestRefused: a request the server has no room for (--max-inflight 1 while a stream holds
+// the slot) is a 429 with Retry-After whose message names the reason.
+func TestRefused(t *testing.T) {
+	_, url := qlmServerOpts(t, memFrontend(), serve.Options{MaxInFlight: 1, DrainTimeout: 200 * time.Millisecond})
+	resp, err := http.Post(url+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"mistral-chat","prompt":"hold","max_tokens":5000,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The first chunk means the stream's request is inside the server.
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("holding stream: %d %v", resp.StatusCode, err)
+	}
+	r2, b := post(t, url+"/v1/chat/completions", `{"model":"mistral-chat","messages":[{"role":"user","content":"x"}],"max_tokens":1}`)
+	if r2.StatusCode != 429 || r2.Header.Get("Retry-After") != "1" || !bytes.Contains(b, []byte("overload")) || !bytes.Contains(b, []byte(`"type":"rate_limit_error"`)) {
+		t.Errorf("status %d Retry-After %q: %s", r2.StatusCode, r2.Header.Get("Retry-After"), b)
+	}
+}
