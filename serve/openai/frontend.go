@@ -499,7 +499,9 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		a, err := f.submit(r.Context(), sub, arrived)
+		// The emulated request runs to its end after the forward (the engine's model of the
+		// instance's occupancy), whatever the client does.
+		a, err := f.submit(context.WithoutCancel(r.Context()), sub, arrived)
 		done <- outcome{a, err}
 	}()
 	path := "/v1/completions"
