@@ -36,15 +36,18 @@ func newExportCmd(app *App) *cobra.Command {
 		Long: `export writes a plan as the files of the serving system you already run, through the
 exporter the plan's system registers for the target:
 
-  triton  a model repository: <model>/config.pbtxt per exported model (max_batch_size and
-          preferred_batch_size from the plan's batch, instance_group count from the pool
-          size, max_queue_delay and a rejecting queue timeout from the latency budget, the
-          placement in parameters), with --model the ONNX partition in <model>/1/model.onnx
-          and one ensemble per pipeline;
-  kserve  one InferenceService per pool or module (replicas, batcher, the GPU type as the
-          nvidia.com/gpu.product node selector) and one Sequence InferenceGraph per chain;
-  ray     serve-config.yaml: one application per pipeline, one deployment per pool or module
-          (num_replicas, fractional num_gpus for vGPU slices, batching in user_config).
+  triton  a model repository: <model>/config.pbtxt per exported model (batching, instance
+          groups placed as the plan places replicas, the placement in parameters); with
+          --model the ONNX partitions and one ensemble per pipeline (partitioned plans);
+  kserve  InferenceServices (replicas, batcher, the GPU type as the nvidia.com/gpu.product
+          node selector) and InferenceGraphs for what the plan routes between models;
+  ray     serve-config.yaml: deployments (num_replicas, fractional num_gpus for vGPU
+          slices, batching and the plan's routing tables in user_config).
+
+Each system maps its plan to these as far as the target can express it (pools and pipelines,
+pipeline modules, cascade gears, workflows, LLM instances); what a target cannot do on its
+own — switching gears on measured QPS, re-planning queues — is said in the files, with the
+plan's tables recorded for the coordinator that does it.
 
 Output is deterministic. Every file is checked against the target's schema before anything
 is written; DIR is then written atomically. With --output json: {plan, system, target, dir,
