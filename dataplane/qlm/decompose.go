@@ -23,15 +23,21 @@ const defaultBudget = 4_000_000
 const enumerateMax = 8
 
 // score is the lexicographic quality of a plan: fewer predicted violations first, then the
-// smaller sum of expected completions (objective 13).
+// smaller total predicted lateness (the soft program's ℓ, §4.2: a group predicted late at
+// the conservative L1 quantile may still make it, so it must not be pushed back for a
+// smaller objective), then the smaller sum of expected completions (objective 13).
 type score struct {
 	viol int
+	late float64
 	obj  float64
 }
 
 func (a score) less(b score) bool {
 	if a.viol != b.viol {
 		return a.viol < b.viol
+	}
+	if math.Abs(a.late-b.late) > 1e-9 {
+		return a.late < b.late
 	}
 	return a.obj < b.obj-1e-9
 }
@@ -52,8 +58,9 @@ func queueScore(pr *PlanProblem, g int, order []int, steps *int) score {
 			te += c.Swap
 			prev = gr.Model
 		}
-		if tq+c.CQ > gr.Deadline {
+		if l := tq + c.CQ - gr.Deadline; l > 0 {
 			s.viol++
+			s.late += l
 		}
 		s.obj += te + c.CMean
 		tq += c.WQ
@@ -126,7 +133,7 @@ func relocate(pr *PlanProblem, q [][]int, steps *int, lim int) {
 					for p := lo; p <= hi; p++ {
 						to = append(append(append(to[:0], q[b][:p]...), i), q[b][p:]...)
 						ts := queueScore(pr, b, to, steps)
-						gain := score{viol: fs.viol + ts.viol - cur[a].viol - cur[b].viol, obj: fs.obj + ts.obj - cur[a].obj - cur[b].obj}
+						gain := score{viol: fs.viol + ts.viol - cur[a].viol - cur[b].viol, late: fs.late + ts.late - cur[a].late - cur[b].late, obj: fs.obj + ts.obj - cur[a].obj - cur[b].obj}
 						if gain.less(score{}) && (bestB < 0 || gain.less(bestGain)) {
 							bestB, bestP, bestGain = b, p, gain
 						}
@@ -247,7 +254,8 @@ func orderExact(pr *PlanProblem, g int, groups []int, steps *int) []int {
 				lb += te + pr.Groups[i].Cost[g].CMean
 			}
 		}
-		if s.viol > bestS.viol || (s.viol == bestS.viol && lb >= bestS.obj-1e-9) {
+		// viol and late only grow along a path; obj is bounded by lb.
+		if s.viol > bestS.viol || (s.viol == bestS.viol && (s.late > bestS.late+1e-9 || (math.Abs(s.late-bestS.late) <= 1e-9 && lb >= bestS.obj-1e-9))) {
 			return
 		}
 		for k, i := range sorted {
@@ -262,8 +270,9 @@ func orderExact(pr *PlanProblem, g int, groups []int, steps *int) []int {
 				ne += c.Swap
 			}
 			ns := s
-			if nq+c.CQ > gr.Deadline {
+			if l := nq + c.CQ - gr.Deadline; l > 0 {
 				ns.viol++
+				ns.late += l
 			}
 			ns.obj += ne + c.CMean
 			used[k] = true

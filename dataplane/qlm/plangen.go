@@ -143,6 +143,7 @@ func planScore(pr *PlanProblem, q [][]int) score {
 	for g, order := range q {
 		qs := queueScore(pr, g, order, &steps)
 		s.viol += qs.viol
+		s.late += qs.late
 		s.obj += qs.obj
 	}
 	return s
