@@ -51,8 +51,13 @@ type Batcher struct {
 type PredictorModel struct {
 	ModelFormat ModelFormat `json:"modelFormat"`
 	Runtime     string      `json:"runtime"`
-	StorageURI  string      `json:"storageUri"`
-	Resources   Resources   `json:"resources"`
+	// StorageURI is empty for a runtime that fetches its model itself (the huggingface
+	// runtime given --model_id).
+	StorageURI string `json:"storageUri,omitempty"`
+	// Args are the serving container's arguments (the huggingface runtime passes vLLM engine
+	// arguments through).
+	Args      []string  `json:"args,omitempty"`
+	Resources Resources `json:"resources"`
 }
 
 // ModelFormat names the format.

@@ -21,10 +21,15 @@ var schemaFS embed.FS
 // RayConfigFile is the name of the Ray Serve config file in an export.
 const RayConfigFile = "serve-config.yaml"
 
+// VLLMModelFile is the engine-arguments file of a Triton vLLM-backend model
+// (<model>/1/model.json).
+const VLLMModelFile = "model.json"
+
 // Validate checks every exported file against its target's schema: config.pbtxt through a
 // protobuf text-format parse into tritonpb.ModelConfig (unknown fields and enum values are
 // errors), KServe manifests and the Ray Serve config through the JSON Schemas in schema/
-// (written from the documented fields; additionalProperties false everywhere). Every problem
+// (written from the documented fields; additionalProperties false everywhere), and a Triton
+// vLLM model's model.json through the vLLM engine-arguments schema. Every problem
 // is reported, each naming the file.
 func Validate(files Files) error {
 	var errs []string
@@ -35,7 +40,8 @@ func Validate(files Files) error {
 			if _, err := ParseTriton(data); err != nil {
 				errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 			}
-		case strings.HasSuffix(name, ".yaml"):
+		case strings.HasSuffix(name, ".yaml"), path.Base(name) == VLLMModelFile:
+			// JSON is YAML: model.json goes through the same schema check.
 			for _, e := range validateYAML(name, data) {
 				errs = append(errs, fmt.Sprintf("%s: %s", name, e))
 			}
@@ -63,6 +69,9 @@ func ParseTriton(data []byte) (*tritonpb.ModelConfig, error) {
 func SchemaFor(name string, doc map[string]any) (string, error) {
 	if path.Base(name) == RayConfigFile {
 		return "ray-serve.schema.json", nil
+	}
+	if path.Base(name) == VLLMModelFile {
+		return "triton-vllm-model.schema.json", nil
 	}
 	switch doc["kind"] {
 	case "InferenceService":
