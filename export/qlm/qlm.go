@@ -1,0 +1,368 @@
+// Package qlm exports QLM plans to Triton, KServe and Ray Serve (issue 13, following
+// export/dyorc and export/cascade). A QLM plan (spec ../shared/specs/qlm.md) is a set of LLM
+// instances — an engine with one model loaded on a fixed GPU set (§1) — plus the request
+// groups (one model, similar SLO and lengths, §1) and each instance's virtual queue of groups,
+// head first: the order is the plan (§1, §4). Every target can run the instances natively, as
+// vLLM engines sized from the plan's LLM profiles (KV capacity, running-batch cap, KV blocks,
+// CPU swap space: §3.2); none can run the queues, so each export records the groups, the
+// virtual-queue assignment and the SLOs for a coordinator of the user's:
+//
+//   - Triton: one model per instance on Triton's vLLM backend (backend "vllm"; 1/model.json
+//     holds the engine arguments: the model, tensor_parallel_size = the instance's GPUs,
+//     gpu_memory_utilization so that vLLM's KV cache holds the profiled KV capacity,
+//     max_num_seqs = the profile's running-batch cap, max_model_len = the longest prompt plus
+//     output of the classes served by the model), its instance group pinned to the instance's
+//     GPU (KIND_GPU, gpus [g]; a tensor-parallel instance is one KIND_MODEL group whose GPUs
+//     qlm.gpus lists); and a coordinator BLS model (backend "python") whose parameters carry
+//     the request groups, every instance's virtual queue, the classes with their SLOs, the
+//     policy and its parameters (qlm.plan). Its model.py forms groups, keeps the queues and
+//     forwards a group's requests to the instance that pulls it (request pulling, §2).
+//   - KServe: one InferenceService per instance on the huggingface runtime with its vLLM
+//     backend (OpenAI-compatible completions and chat; the engine arguments as container
+//     args), one replica, nvidia.com/gpu = the instance's GPU count and the GPU type as the
+//     nvidia.com/gpu.product node selector; the plan record is the annotation
+//     plan.dev/qlm.plan on every service (KServe has no object for a queue coordinator).
+//   - Ray Serve: one deployment per instance (a vLLM engine, num_gpus = its GPU count, the
+//     engine arguments in user_config.engine) and a router deployment whose user_config.qlm
+//     holds the groups, the virtual queues and the SLOs.
+//
+// What no target can express (Unsupported) is QLM's control loop: the virtual queues
+// themselves, the plan generator's re-plans (RCT violation checks and the stochastic program,
+// §3–§4.5), and the serving operations beyond pulling — request eviction, GPU–CPU KV swap by
+// the §2.1 rule, model swap with warm start, load balancing by re-plan (§2). Each file says so
+// (a comment, an annotation, or the router's note) except model.json, whose keys the vLLM
+// backend passes to the engine as they are.
+//
+// GPU indices follow the cluster's order (the plan's cluster, else the embedded one): each
+// instance takes the next gpu_count GPUs of its type, as planner/qlm makes one instance per
+// GPU in that order. ReadBack recovers the instances (name, GPU type and count, the model
+// loaded at start), their GPUs, the groups, the virtual queues, the replan interval, the
+// policy and its parameters, and the classes; the round-trip tests compare them with the plan,
+// cross-checking each target's own fields (instance groups, tensor_parallel_size, GPU
+// resources, node selectors) against the record.
+package qlm
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	dq "github.com/plan-dev/plan/dataplane/qlm"
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Parameter keys (Triton parameters, KServe annotations under plan.dev/, Ray user_config.plan).
+const (
+	// ParamInstance names the plan instance a unit runs; ParamIndex is its position in
+	// qlm.instances.
+	ParamInstance = "qlm.instance"
+	ParamIndex    = "qlm.index"
+	// ParamGPU, ParamGPUCount and ParamGPUs are the instance's GPU type, its GPU count and the
+	// GPU indices (cluster order) it runs on: "0" or "2,3".
+	ParamGPU      = "qlm.gpu"
+	ParamGPUCount = "qlm.gpu_count"
+	ParamGPUs     = "qlm.gpus"
+	// ParamModel is the model the instance loads at start.
+	ParamModel = "qlm.model"
+	// ParamPlan is the plan-level record (JSON of Record) on the coordinator, the router and
+	// every KServe service.
+	ParamPlan = "qlm.plan"
+)
+
+// Unsupported is what no target can express, named in every export.
+const Unsupported = "QLM's virtual queues and their re-plans (RCT violation checks and the plan generator's stochastic program, " +
+	"spec §3–§4.5) and the serving operations beyond request pulling — request eviction, GPU–CPU KV swap by the §2.1 rule, " +
+	"model swap with warm start, load balancing by re-plan (spec §2): the engines serve the model the plan loads, " +
+	"and the queues are the coordinator's"
+
+// Policy parameters the coordinator runs with: the request-group cap factor δ (spec §1) and
+// the chance-constraint level Δ (spec §4.1) at the values dataplane/qlm uses when a plan
+// leaves them unset (Setup.Delta, Setup.Confidence).
+const (
+	DefaultDelta      = 4
+	DefaultConfidence = 0.95
+)
+
+// Record is the plan-level part of an export: the policy and its parameters, the cluster's
+// GPU count, the request groups, every instance's virtual queue (head first), the classes
+// requests arrive in (their SLOs and token profiles: the coordinator forms groups from
+// them), and the unit each instance is exported as (where the coordinator forwards).
+type Record struct {
+	Policy   string              `json:"policy"`
+	Params   map[string]float64  `json:"params"`
+	ReplanMs float64             `json:"replan_ms,omitempty"`
+	GPUs     int                 `json:"gpus"`
+	Groups   []formats.QLMGroup  `json:"groups"`
+	Queues   map[string][]string `json:"queues"`
+	Classes  []formats.LLMClass  `json:"classes"`
+	Units    map[string]string   `json:"units"`
+}
+
+// Engine is a vLLM engine's arguments (AsyncEngineArgs field names): Triton's model.json,
+// KServe's container args, Ray's user_config.engine.
+type Engine struct {
+	Model              string `json:"model"`
+	TensorParallelSize int    `json:"tensor_parallel_size"`
+	// GPUMemoryUtilization is the share of each GPU vLLM takes: weights, the profiled KV
+	// capacity and 2 GB per GPU of activations and CUDA graphs (the spec §6 KV-capacity
+	// formula solved for it), rounded up to 0.001. 0 (omitted: vLLM's default) when the
+	// cluster does not give the GPU's memory.
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+	MaxNumSeqs           int     `json:"max_num_seqs"`
+	MaxModelLen          int     `json:"max_model_len"`
+	MaxNumBatchedTokens  int     `json:"max_num_batched_tokens"`
+	BlockSize            int     `json:"block_size"`
+	// SwapSpace is the CPU memory for swapped KV caches, GiB per GPU (0: the profile gives
+	// none or says evict, so preemption recomputes).
+	SwapSpace float64 `json:"swap_space,omitempty"`
+}
+
+// Exporters returns QLM's exporters for every target.
+func Exporters() []export.Exporter {
+	render := map[string]func(*layout) (export.Files, error){export.Triton: tritonFiles, export.KServe: kserveFiles, export.Ray: rayFiles}
+	var out []export.Exporter
+	for _, t := range export.Targets {
+		r := render[t]
+		out = append(out, export.Exporter{Target: t, Export: func(p *formats.Plan, o export.Options) (export.Files, error) {
+			l, err := build(p, o.Defaults())
+			if err != nil {
+				return nil, err
+			}
+			return r(l)
+		}})
+	}
+	return out
+}
+
+// layout is a QLM plan prepared for rendering.
+type layout struct {
+	o     export.Options
+	rec   Record
+	insts []instance // in plan order
+	// coord is the coordinator's (Triton) or router's (Ray) unit name.
+	coord string
+}
+
+// instance is one LLM instance: its unit, GPUs and engine.
+type instance struct {
+	index  int
+	in     formats.QLMInstance
+	unit   string
+	gpus   []int
+	engine Engine
+}
+
+// params are an instance's recorded parameters.
+func (in instance) params() map[string]string {
+	return map[string]string{ParamInstance: in.in.Name, ParamIndex: strconv.Itoa(in.index), ParamGPU: in.in.GPU,
+		ParamGPUCount: strconv.Itoa(in.in.GPUCount), ParamGPUs: joinInts(in.gpus), ParamModel: in.in.Model}
+}
+
+// build checks the plan and lays it out.
+func build(p *formats.Plan, o export.Options) (*layout, error) {
+	q := p.QLM
+	if q == nil {
+		return nil, fmt.Errorf("the plan has no qlm section")
+	}
+	if o.Model != nil {
+		return nil, fmt.Errorf("--model: a QLM plan serves whole LLMs on vLLM engines; there is no partition to cut")
+	}
+	e := p.Provenance.Embedded
+	if e == nil || e.Workload == nil || len(e.Workload.LLMClasses) == 0 {
+		return nil, fmt.Errorf("provenance.embedded.workload.llm_classes: missing: the classes of a qlm plan come from its embedded workload")
+	}
+	cl := p.Cluster
+	if cl == nil {
+		cl = e.Cluster
+	}
+	if cl == nil {
+		return nil, fmt.Errorf("cluster: missing: a qlm plan must carry its cluster")
+	}
+	var types []string // GPU index → type
+	mem := map[string]int64{}
+	for _, g := range cl.GPUs {
+		for k := 0; k < g.Count; k++ {
+			types = append(types, g.Type)
+		}
+		mem[g.Type] = g.MemoryBytes
+	}
+	if len(types) == 0 {
+		return nil, fmt.Errorf("cluster.gpus: no GPUs")
+	}
+	if len(q.Instances) == 0 {
+		return nil, fmt.Errorf("qlm.instances: none: nothing to export")
+	}
+	// The longest request (prompt + output) of each model's classes bounds its context.
+	maxLen := map[string]int{}
+	for _, c := range e.Workload.LLMClasses {
+		maxLen[c.Model] = max(maxLen[c.Model], c.InputTokens.Max+c.OutputTokens.Max)
+	}
+	groups := map[string]bool{}
+	for _, g := range q.Groups {
+		groups[g.ID] = true
+	}
+	l := &layout{o: o, coord: export.DNSLabel(o.Name + "-coordinator"),
+		rec: Record{Policy: dq.PolicyQLM, Params: map[string]float64{"delta": DefaultDelta, "confidence": DefaultConfidence},
+			ReplanMs: q.ReplanMs, GPUs: len(types), Groups: q.Groups, Queues: map[string][]string{},
+			Classes: e.Workload.LLMClasses, Units: map[string]string{}}}
+	if l.rec.Groups == nil {
+		l.rec.Groups = []formats.QLMGroup{}
+	}
+	used := make([]bool, len(types))
+	for i, in := range q.Instances {
+		f := fmt.Sprintf("qlm.instances[%d]", i)
+		if in.Model == "" {
+			return nil, fmt.Errorf("%s.model: empty: a vLLM engine serves the model it loads at start", f)
+		}
+		if in.GPUCount < 1 {
+			return nil, fmt.Errorf("%s.gpu_count: %d: must be >= 1", f, in.GPUCount)
+		}
+		if _, dup := l.rec.Units[in.Name]; dup {
+			return nil, fmt.Errorf("%s.name: %q: duplicate instance", f, in.Name)
+		}
+		// The next gpu_count free GPUs of the instance's type, in cluster order.
+		var gpus []int
+		for g := 0; g < len(types) && len(gpus) < in.GPUCount; g++ {
+			if !used[g] && types[g] == in.GPU {
+				gpus = append(gpus, g)
+			}
+		}
+		if len(gpus) < in.GPUCount {
+			return nil, fmt.Errorf("%s.gpu_count: %d %s GPU(s): only %d of the cluster's %s GPUs are left for it", f, in.GPUCount, in.GPU, len(gpus), in.GPU)
+		}
+		for _, g := range gpus {
+			used[g] = true
+		}
+		prof := profileFor(e.Profiles, in.Model, in.GPU, in.GPUCount)
+		if prof == nil {
+			return nil, fmt.Errorf("%s.model: %q: no LLM profile on %d×%s in provenance.embedded.profiles", f, in.Model, in.GPUCount, in.GPU)
+		}
+		eng, err := engine(prof, in, maxLen[in.Model], mem[in.GPU])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for j, id := range in.Queue {
+			if !groups[id] {
+				return nil, fmt.Errorf("%s.queue[%d]: %q: not in qlm.groups", f, j, id)
+			}
+		}
+		it := instance{index: i, in: in, unit: export.DNSLabel(o.Name + "-" + in.Name), gpus: gpus, engine: eng}
+		l.rec.Units[in.Name] = it.unit
+		l.rec.Queues[in.Name] = slices.Clone(in.Queue)
+		if l.rec.Queues[in.Name] == nil {
+			l.rec.Queues[in.Name] = []string{}
+		}
+		l.insts = append(l.insts, it)
+	}
+	return l, nil
+}
+
+// profileFor is model's LLM profile on count GPUs of type gpu.
+func profileFor(profs []formats.Profile, model, gpu string, count int) *formats.LLMProfile {
+	for i := range profs {
+		for j := range profs[i].LLMs {
+			if p := &profs[i].LLMs[j]; p.Model == model && p.GPU == gpu && max(p.GPUCount, 1) == count {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// gib is vLLM's unit of swap_space.
+const gib = 1 << 30
+
+// engine sizes an instance's vLLM engine from its profile (spec §3.2, §6): the defaults are
+// dataplane/qlm's (256 sequences, 4096 batched tokens, 16-token blocks).
+func engine(p *formats.LLMProfile, in formats.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
+	e := Engine{Model: in.Model, TensorParallelSize: in.GPUCount, MaxNumSeqs: 256, MaxNumBatchedTokens: 4096, BlockSize: 16}
+	swap := int64(0)
+	if it := p.Iteration; it != nil {
+		if it.MaxSeqs > 0 {
+			e.MaxNumSeqs = it.MaxSeqs
+		}
+		if it.MaxBatchedTokens > 0 {
+			e.MaxNumBatchedTokens = it.MaxBatchedTokens
+		}
+		if it.BlockTokens > 0 {
+			e.BlockSize = it.BlockTokens
+		}
+		if it.PreemptMode != "evict" {
+			swap = it.CPUSwapBytes
+		}
+	}
+	if p.KVCapacityTokens < 1 {
+		return e, fmt.Errorf("model %s on %s: the profile's kv_capacity_tokens is %d", in.Model, in.GPU, p.KVCapacityTokens)
+	}
+	e.MaxModelLen = maxLen
+	if e.MaxModelLen < 1 || int64(e.MaxModelLen) > p.KVCapacityTokens {
+		// No class bounds the context, or one request would not fit the KV cache: the engine
+		// takes at most what the cache holds.
+		e.MaxModelLen = int(min(p.KVCapacityTokens, math.MaxInt32))
+	}
+	// vLLM without chunked prefill rejects a context longer than one prefill iteration; the
+	// simulator prefills a longer prompt alone (formats.LLMIteration.MaxBatchedTokens).
+	e.MaxNumBatchedTokens = max(e.MaxNumBatchedTokens, e.MaxModelLen)
+	if swap > 0 {
+		e.SwapSpace = math.Floor(float64(swap)/float64(in.GPUCount)/gib*100) / 100
+	}
+	if memBytes > 0 {
+		tp := float64(in.GPUCount)
+		need := float64(p.WeightBytes) + float64(p.KVCapacityTokens)*float64(p.KVBytesPerToken) + 2e9*tp
+		u := math.Ceil(need/(tp*float64(memBytes))*1000) / 1000
+		if u > 1 {
+			return e, fmt.Errorf("model %s: weights, %d KV tokens and activations need %.0f bytes, more than %d×%s hold (%d bytes each)",
+				in.Model, p.KVCapacityTokens, need, in.GPUCount, in.GPU, memBytes)
+		}
+		e.GPUMemoryUtilization = u
+	}
+	return e, nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// comment renders lines as '#' comments (Triton's text format and YAML both take them).
+func comment(lines ...string) []byte {
+	var b strings.Builder
+	for _, ln := range lines {
+		b.WriteString("# " + ln + "\n")
+	}
+	return []byte(b.String())
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // plain structs of numbers, strings, durations and maps always marshal
+	}
+	return string(b)
+}
+
+// describeQueues summarizes the virtual queues for comments: "llm-0: rg-a → rg-b; llm-1: …".
+func (l *layout) describeQueues() string {
+	var parts []string
+	for _, in := range l.insts {
+		q := strings.Join(in.in.Queue, " → ")
+		if q == "" {
+			q = "(empty)"
+		}
+		parts = append(parts, in.in.Name+": "+q)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describe summarizes an instance for comments.
+func (in instance) describe() string {
+	return fmt.Sprintf("QLM instance %s: %s on %d×%s (GPU(s) %s), vLLM engine: KV cache sized to the profiled capacity (gpu_memory_utilization %g), at most %d running sequences, contexts up to %d tokens.",
+		in.in.Name, in.in.Model, in.in.GPUCount, in.in.GPU, joinInts(in.gpus), in.engine.GPUMemoryUtilization, in.engine.MaxNumSeqs, in.engine.MaxModelLen)
+}

@@ -1,0 +1,396 @@
+package qlm
+
+import (
+	"bytes"
+	"flag"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/export/qlm golden files")
+
+// planFile is the bundled example's plan (plan solve --deterministic of testdata/qlm:
+// Mistral-7B chat and batch classes and a Vicuna-13B chat class on two A100s).
+const (
+	planFile  = "../../testdata/export/qlm/plan.json"
+	goldenDir = "../../testdata/export/qlm"
+)
+
+func readPlan(t testing.TB) *formats.Plan {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func exporter(t testing.TB, target string) export.Exporter {
+	for _, e := range Exporters() {
+		if e.Target == target {
+			return e
+		}
+	}
+	t.Fatalf("no %s exporter", target)
+	return export.Exporter{}
+}
+
+func readDir(t *testing.T, dir string) export.Files {
+	t.Helper()
+	want := export.Files{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		want[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%v (run go test ./export/qlm -update)", err)
+	}
+	return want
+}
+
+// check compares a read-back plan with p: the qlm section (instances with their virtual
+// queues, groups, replan interval), the policy, the classes of the embedded workload, and
+// the GPUs each instance runs on (gpus, by instance name).
+func check(t *testing.T, got *Exported, p *formats.Plan, gpus map[string][]int) {
+	t.Helper()
+	if !reflect.DeepEqual(got.Plan, p.QLM) {
+		t.Errorf("read back:\n%+v\nplan:\n%+v", got.Plan, p.QLM)
+	}
+	if got.Policy != "qlm" || got.Params["delta"] != DefaultDelta || got.Params["confidence"] != DefaultConfidence {
+		t.Errorf("policy %q, params %v: want qlm with δ = 4, Δ = 0.95", got.Policy, got.Params)
+	}
+	if !reflect.DeepEqual(got.Classes, p.Provenance.Embedded.Workload.LLMClasses) {
+		t.Errorf("classes read back:\n%+v\nworkload:\n%+v", got.Classes, p.Provenance.Embedded.Workload.LLMClasses)
+	}
+	if !reflect.DeepEqual(got.GPUs, gpus) {
+		t.Errorf("GPUs read back %v, want %v", got.GPUs, gpus)
+	}
+}
+
+// saysUnsupported: every file but model.json (the engine takes its keys as arguments) and the
+// empty .keep names what the target cannot express.
+func saysUnsupported(t *testing.T, files export.Files) {
+	t.Helper()
+	for _, n := range files.Names() {
+		if b := path.Base(n); b == export.VLLMModelFile || b == ".keep" {
+			continue
+		}
+		if !bytes.Contains(files[n], []byte("virtual queues and their re-plans")) || !bytes.Contains(files[n], []byte("warm start")) {
+			t.Errorf("%s does not say what the target cannot express", n)
+		}
+	}
+}
+
+// TestGolden compares every target's files with testdata/export/qlm/<target>/ after checking
+// them against the targets' schemas, then reads them back into the plan's qlm section.
+func TestGolden(t *testing.T) {
+	p := readPlan(t)
+	for _, target := range export.Targets {
+		t.Run(target, func(t *testing.T) {
+			files, err := exporter(t, target).Export(p, export.Options{Name: "qlm-demo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := export.Validate(files); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(goldenDir, target)
+			if *update {
+				_ = os.RemoveAll(dir)
+				if err := export.Write(dir, files, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := readDir(t, dir)
+			if !reflect.DeepEqual(files.Names(), want.Names()) {
+				t.Fatalf("files %v, golden %v", files.Names(), want.Names())
+			}
+			for _, n := range files.Names() {
+				if !bytes.Equal(files[n], want[n]) {
+					t.Errorf("%s differs from the golden file (run go test ./export/qlm -update):\n%s", n, files[n])
+				}
+			}
+			saysUnsupported(t, files)
+			got, err := ReadBack(target, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, got, p, map[string][]int{"llm-0": {0}, "llm-1": {1}})
+		})
+	}
+}
+
+// TestEngines: the engines are sized from the profiles — KV cache to the profiled capacity,
+// the context to the longest class, swap space only where the profile swaps — and every
+// target carries the same engine arguments.
+func TestEngines(t *testing.T) {
+	p := readPlan(t)
+	want := map[string]Engine{
+		// (14.5 GB + 420 000 × 128 KiB + 2 GB) / 80 GB = 0.8944 → 0.895; 20 GB of swap = 18.62 GiB.
+		"llm-0": {Model: "mistral-7b", TensorParallelSize: 1, GPUMemoryUtilization: 0.895, MaxNumSeqs: 256, MaxModelLen: 3072, MaxNumBatchedTokens: 4096, BlockSize: 16, SwapSpace: 18.62},
+		// (26 GB + 54 000 × 800 KiB + 2 GB) / 80 GB = 0.9030 → 0.903; preempt_mode evict: no swap.
+		"llm-1": {Model: "vicuna-13b", TensorParallelSize: 1, GPUMemoryUtilization: 0.903, MaxNumSeqs: 256, MaxModelLen: 3072, MaxNumBatchedTokens: 4096, BlockSize: 16},
+	}
+	for _, e := range Exporters() {
+		files, err := e.Export(p, export.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadBack(e.Target, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Engines, want) {
+			t.Errorf("%s: engines %+v, want %+v", e.Target, got.Engines, want)
+		}
+	}
+}
+
+// TestValidateEngine: a model.json with a field vLLM's engine does not take, or a negative
+// count, fails the schema check naming the file.
+func TestValidateEngine(t *testing.T) {
+	files, err := exporter(t, export.Triton).Export(readPlan(t), export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const f = "plan-llm-0/1/model.json"
+	for _, tc := range [][2]string{{`"max_num_seqs"`, `"max_seqs"`}, {`"block_size": 16`, `"block_size": -16`}} {
+		g := export.Files{}
+		for k, v := range files {
+			g[k] = v
+		}
+		g[f] = bytes.Replace(g[f], []byte(tc[0]), []byte(tc[1]), 1)
+		if err := export.Validate(g); err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("%s → %s: Validate: %v, want an error naming %s", tc[0], tc[1], err, f)
+		}
+	}
+}
+
+// mixPlan is a hand-made plan on a mixed cluster: a tensor-parallel Vicuna-13B instance on
+// two A100s after a single-GPU one, an L4 instance listed before the last A100 one (which
+// takes the A100 left, GPU 3, as the L4 one takes GPU 4), an instance with an empty virtual
+// queue, and no cluster memory for the L4 (vLLM's default memory share).
+func mixPlan(t *testing.T) *formats.Plan {
+	t.Helper()
+	p := readPlan(t)
+	e := *p.Provenance.Embedded
+	c := &formats.Cluster{GPUs: []formats.GPUPool{{Type: "A100", Count: 4, MemoryBytes: 80e9}, {Type: "L4", Count: 1}}}
+	prof := e.Profiles[0]
+	prof.LLMs = slices.Clone(prof.LLMs)
+	var mistral, vicuna formats.LLMProfile
+	for _, l := range prof.LLMs {
+		switch l.Model {
+		case "mistral-7b":
+			mistral = l
+		case "vicuna-13b":
+			vicuna = l
+		}
+	}
+	tp := vicuna
+	tp.GPUCount, tp.KVCapacityTokens, tp.Iteration = 2, 140000, nil
+	l4 := mistral
+	l4.GPU, l4.KVCapacityTokens = "L4", 39000
+	prof.LLMs = append(prof.LLMs, tp, l4)
+	e.Profiles = []formats.Profile{prof}
+	e.Cluster = c
+	p.Provenance.Embedded = &e
+	p.Cluster = c
+	p.QLM = &formats.QLMPlan{ReplanMs: 250,
+		Instances: []formats.QLMInstance{
+			{Name: "m0", GPU: "A100", GPUCount: 1, Model: "mistral-7b", Queue: []string{"rg-mistral-chat"}},
+			{Name: "v01", GPU: "A100", GPUCount: 2, Model: "vicuna-13b", Queue: []string{"rg-vicuna-chat"}},
+			{Name: "l4", GPU: "L4", GPUCount: 1, Model: "mistral-7b", Queue: []string{"rg-mistral-batch"}},
+			{Name: "idle", GPU: "A100", GPUCount: 1, Model: "mistral-7b"},
+		},
+		Groups: p.QLM.Groups}
+	return p
+}
+
+// TestShapes: the mixed plan round-trips through every target; Triton pins single-GPU
+// instances and runs the tensor-parallel one as a KIND_MODEL group, KServe asks for two GPUs,
+// Ray for num_gpus 2; the L4 engine leaves the memory share to vLLM.
+func TestShapes(t *testing.T) {
+	p := mixPlan(t)
+	gpus := map[string][]int{"m0": {0}, "v01": {1, 2}, "l4": {4}, "idle": {3}}
+	for _, target := range export.Targets {
+		t.Run(target, func(t *testing.T) {
+			files, err := exporter(t, target).Export(p, export.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := export.Validate(files); err != nil {
+				t.Fatal(err)
+			}
+			saysUnsupported(t, files)
+			got, err := ReadBack(target, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, got, p, gpus)
+			if e := got.Engines["v01"]; e.TensorParallelSize != 2 || e.SwapSpace != 0 || e.MaxModelLen != 3072 {
+				t.Errorf("v01 engine %+v: want tensor_parallel_size 2, no swap", e)
+			}
+			if e := got.Engines["l4"]; e.GPUMemoryUtilization != 0 {
+				t.Errorf("l4 engine %+v: the cluster gives no L4 memory: want vLLM's default share", e)
+			}
+			switch target {
+			case export.Triton:
+				c, err := export.ParseTriton(files["plan-v01/config.pbtxt"])
+				if err != nil || len(c.InstanceGroup) != 1 || c.InstanceGroup[0].Kind.String() != "KIND_MODEL" {
+					t.Errorf("v01: want one KIND_MODEL group: %v %v", c, err)
+				}
+				c, err = export.ParseTriton(files["plan-l4/config.pbtxt"])
+				if err != nil || len(c.InstanceGroup) != 1 || c.InstanceGroup[0].Name != "g4" || !slices.Equal(c.InstanceGroup[0].Gpus, []int32{4}) {
+					t.Errorf("l4: want group g4 pinned to GPU 4: %v %v", c, err)
+				}
+			case export.KServe:
+				y := string(files["inferenceservice-plan-v01.yaml"])
+				if !strings.Contains(y, `nvidia.com/gpu: "2"`) || !strings.Contains(y, "--tensor-parallel-size=2") || !strings.Contains(y, "nvidia.com/gpu.product: A100") {
+					t.Errorf("v01: want 2 GPUs on A100 nodes:\n%s", y)
+				}
+			case export.Ray:
+				y := string(files[export.RayConfigFile])
+				if !strings.Contains(y, "num_gpus: 2") || !strings.Contains(y, "name: plan-router") {
+					t.Errorf("want a 2-GPU deployment and the router:\n%s", y)
+				}
+			}
+		})
+	}
+}
+
+// TestReadBackRejects: files whose native settings disagree with the recorded plan, or that
+// lose part of it, are errors.
+func TestReadBackRejects(t *testing.T) {
+	p := readPlan(t)
+	tests := []struct {
+		target, file, old, new, want string
+	}{
+		{export.Triton, "plan-llm-1/config.pbtxt", "gpus: [ 1 ]", "gpus: [ 0 ]", "instance group g1 (KIND_GPU) on GPUs [0]"},
+		{export.Triton, "plan-llm-0/1/model.json", `"tensor_parallel_size": 1`, `"tensor_parallel_size": 2`, "tensor_parallel_size 2"},
+		{export.Triton, "plan-llm-0/1/model.json", `"model": "mistral-7b"`, `"model": "vicuna-13b"`, `the engine loads "vicuna-13b"`},
+		{export.Triton, "plan-llm-0/1/model.json", `"block_size"`, `"block_tokens"`, `unknown field "block_tokens"`},
+		{export.Triton, "plan-llm-1/config.pbtxt", "key: \"qlm.index\"\n  value { string_value: \"1\" }", "key: \"qlm.index\"\n  value { string_value: \"0\" }", "index 0 recorded twice"},
+		{export.Triton, "plan-coordinator/config.pbtxt", `\"llm-1\":\"plan-llm-1\"`, `\"llm-1\":\"plan-llm-9\"`, `exported as plan-llm-1, the plan record says "plan-llm-9"`},
+		{export.KServe, "inferenceservice-plan-llm-0.yaml", `nvidia.com/gpu.product: A100`, `nvidia.com/gpu.product: L4`, `GPU "A100" recorded, the target's settings say "L4"`},
+		{export.KServe, "inferenceservice-plan-llm-0.yaml", `"gpus":2`, `"gpus":3`, "differs from another file's"},
+		{export.KServe, "inferenceservice-plan-llm-1.yaml", `nvidia.com/gpu: "1"`, `nvidia.com/gpu: "2"`, "want the same GPU count"},
+		{export.Ray, export.RayConfigFile, "num_gpus: 1", "num_gpus: 2", "resources A100: 1, num_gpus 2"},
+		{export.Ray, export.RayConfigFile, "qlm.index: \"1\"", "qlm.index: \"2\"", "the indices are not 0..1"},
+		{export.Ray, export.RayConfigFile, "- rg-vicuna-chat\n", "- rg-vicuna-talk\n", `queued group "rg-vicuna-talk" is not in the plan record's groups`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.target+"/"+tc.want, func(t *testing.T) {
+			files, err := exporter(t, tc.target).Export(p, export.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := string(files[tc.file])
+			if !strings.Contains(s, tc.old) {
+				t.Fatalf("%s has no %q:\n%s", tc.file, tc.old, s)
+			}
+			files[tc.file] = []byte(strings.Replace(s, tc.old, tc.new, 1))
+			if _, err := ReadBack(tc.target, files); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// A Triton instance without its engine arguments.
+	files, err := exporter(t, export.Triton).Export(p, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(files, "plan-llm-0/1/model.json")
+	if _, err := ReadBack(export.Triton, files); err == nil || !strings.Contains(err.Error(), "no plan-llm-0/1/model.json beside it") {
+		t.Errorf("no model.json: err %v", err)
+	}
+}
+
+// TestBadPlans: plans the exporter cannot lay out fail with the field at fault.
+func TestBadPlans(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(p *formats.Plan)
+		want string
+	}{
+		{"no qlm", func(p *formats.Plan) { p.QLM = nil }, "no qlm section"},
+		{"no workload", func(p *formats.Plan) { p.Provenance.Embedded = nil }, "provenance.embedded.workload.llm_classes: missing"},
+		{"no cluster", func(p *formats.Plan) { p.Cluster, p.Provenance.Embedded.Cluster = nil, nil }, "cluster: missing"},
+		{"no model", func(p *formats.Plan) { p.QLM.Instances[1].Model = "" }, "qlm.instances[1].model: empty"},
+		{"no profile", func(p *formats.Plan) { p.QLM.Instances[1].Model = "llama-70b" }, `qlm.instances[1].model: "llama-70b": no LLM profile on 1×A100`},
+		{"gpu count", func(p *formats.Plan) { p.QLM.Instances[1].GPUCount = 2 }, "qlm.instances[1].gpu_count: 2 A100 GPU(s): only 1 of the cluster's A100 GPUs are left"},
+		{"tp profile", func(p *formats.Plan) { p.QLM.Instances[0].GPUCount = 2 }, `qlm.instances[0].model: "mistral-7b": no LLM profile on 2×A100`},
+		{"gpu type", func(p *formats.Plan) { p.QLM.Instances[0].GPU = "H100" }, "qlm.instances[0].gpu_count: 1 H100 GPU(s): only 0"},
+		{"queue", func(p *formats.Plan) { p.QLM.Instances[0].Queue[1] = "rg-x" }, `qlm.instances[0].queue[1]: "rg-x": not in qlm.groups`},
+		{"duplicate", func(p *formats.Plan) { p.QLM.Instances[1].Name = "llm-0" }, `qlm.instances[1].name: "llm-0": duplicate instance`},
+		{"memory", func(p *formats.Plan) { p.Cluster.GPUs[0].MemoryBytes = 40e9 }, "qlm.instances[0]: model mistral-7b: weights, 420000 KV tokens and activations need"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := readPlan(t)
+			tc.edit(p)
+			for _, e := range Exporters() {
+				if _, err := e.Export(p, export.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: err %v, want %q", e.Target, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// FuzzReadBack: the read-back decoders never panic on arbitrary files.
+func FuzzReadBack(f *testing.F) {
+	p := readPlan(f)
+	for _, e := range Exporters() {
+		files, err := e.Export(p, export.Options{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, n := range files.Names() {
+			f.Add(uint8(slices.Index(export.Targets, e.Target)), n, string(files[n]), "")
+		}
+		// A Triton instance with its engine arguments beside it.
+		if e.Target == export.Triton {
+			f.Add(uint8(0), "plan-llm-0/config.pbtxt", string(files["plan-llm-0/config.pbtxt"]), string(files["plan-llm-0/1/model.json"]))
+		}
+	}
+	f.Fuzz(func(t *testing.T, target uint8, name, data, engine string) {
+		if len(data) > 1<<16 || len(engine) > 1<<16 {
+			return
+		}
+		files := export.Files{name: []byte(data)}
+		if engine != "" {
+			files[path.Join(path.Dir(name), "1", export.VLLMModelFile)] = []byte(engine)
+		}
+		_, _ = ReadBack(export.Targets[int(target)%len(export.Targets)], files)
+	})
+}
+
+// BenchmarkExport exports the bundled plan to all three targets, validation included.
+func BenchmarkExport(b *testing.B) {
+	p := readPlan(b)
+	for b.Loop() {
+		for _, e := range Exporters() {
+			files, err := e.Export(p, export.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := export.Validate(files); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

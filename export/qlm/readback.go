@@ -1,0 +1,372 @@
+package qlm
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+)
+
+// maxGPUs bounds the GPU indices, GPU counts and instance positions a file may name (a corrupt
+// index must not make ReadBack allocate without bound).
+const maxGPUs = 1 << 16
+
+// Exported is what ReadBack recovers: the plan's qlm section, the policy and its parameters,
+// the classes, and per instance (by name) its GPU indices and engine arguments.
+type Exported struct {
+	Plan    *formats.QLMPlan
+	Policy  string
+	Params  map[string]float64
+	Classes []formats.LLMClass
+	GPUs    map[string][]int
+	Engines map[string]Engine
+}
+
+// ReadBack recovers a QLM plan from its exported files alone: the instances in plan order
+// (name, GPU type and count, the model loaded at start) with their virtual queues, the
+// request groups, the replan interval, the policy and its parameters, the classes, and each
+// instance's GPUs and engine. Each instance's record is cross-checked against the target's
+// own fields (Triton instance groups and model.json, KServe GPU resources, node selector and
+// container args, Ray num_gpus and resources), every copy of the plan record must agree, and
+// the record's units must be the exported ones, so files whose native settings disagree with
+// the record are an error.
+func ReadBack(target string, files export.Files) (*Exported, error) {
+	rb := &reader{insts: map[int]inst{}}
+	for _, name := range files.Names() {
+		data := files[name]
+		var err error
+		switch {
+		case target == export.Triton && path.Base(name) == "config.pbtxt":
+			err = rb.triton(name, data, files)
+		case target == export.KServe && strings.HasSuffix(name, ".yaml"):
+			err = rb.kserve(data)
+		case target == export.Ray && path.Base(name) == export.RayConfigFile:
+			err = rb.ray(data)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return rb.result()
+}
+
+type inst struct {
+	in     formats.QLMInstance
+	unit   string
+	gpus   []int
+	engine Engine
+}
+
+type reader struct {
+	rec   *Record
+	insts map[int]inst
+}
+
+// record keeps the plan record; every copy must be the same.
+func (rb *reader) record(s string) error {
+	var rec Record
+	if err := strictJSON(s, &rec); err != nil {
+		return fmt.Errorf("%s: %w", ParamPlan, err)
+	}
+	if rec.GPUs < 1 || rec.GPUs > maxGPUs {
+		return fmt.Errorf("%s: gpus %d: must be in [1, %d]", ParamPlan, rec.GPUs, maxGPUs)
+	}
+	if rb.rec != nil && mustJSON(*rb.rec) != mustJSON(rec) {
+		return fmt.Errorf("%s: differs from another file's", ParamPlan)
+	}
+	rb.rec = &rec
+	return nil
+}
+
+// instance records one instance from its parameters; unit is its exported name, gpuCount
+// and gpuType the target's own GPU settings ("" when the target does not say the type), eng
+// its engine arguments.
+func (rb *reader) instance(params map[string]string, unit string, gpuCount int, gpuType string, eng Engine) error {
+	name := params[ParamInstance]
+	if name == "" {
+		return fmt.Errorf("unit %s: no %s", unit, ParamInstance)
+	}
+	i, err1 := strconv.Atoi(params[ParamIndex])
+	n, err2 := strconv.Atoi(params[ParamGPUCount])
+	if err1 != nil || err2 != nil || i < 0 || i >= maxGPUs || n < 1 || n > maxGPUs {
+		return fmt.Errorf("instance %s: %s / %s: %q / %q: not an index and a GPU count", name, ParamIndex, ParamGPUCount, params[ParamIndex], params[ParamGPUCount])
+	}
+	gpus, err := parseGPUs(params[ParamGPUs])
+	if err != nil {
+		return fmt.Errorf("instance %s: %s: %w", name, ParamGPUs, err)
+	}
+	gpu, model := params[ParamGPU], params[ParamModel]
+	switch {
+	case gpu == "" || model == "":
+		return fmt.Errorf("instance %s: %s %q, %s %q: both must be set", name, ParamGPU, gpu, ParamModel, model)
+	case n != len(gpus) || n != gpuCount || n != eng.TensorParallelSize:
+		return fmt.Errorf("instance %s: %d GPU(s) recorded (%d listed), the target's settings say %d GPU(s), tensor_parallel_size %d", name, n, len(gpus), gpuCount, eng.TensorParallelSize)
+	case gpuType != "" && gpuType != gpu:
+		return fmt.Errorf("instance %s: GPU %q recorded, the target's settings say %q", name, gpu, gpuType)
+	case eng.Model != model:
+		return fmt.Errorf("instance %s: model %q recorded, the engine loads %q", name, model, eng.Model)
+	}
+	if _, dup := rb.insts[i]; dup {
+		return fmt.Errorf("instance %s: index %d recorded twice", name, i)
+	}
+	rb.insts[i] = inst{in: formats.QLMInstance{Name: name, GPU: gpu, GPUCount: n, Model: model}, unit: unit, gpus: gpus, engine: eng}
+	return nil
+}
+
+func parseGPUs(s string) ([]int, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty")
+	}
+	var out []int
+	for _, g := range strings.Split(s, ",") {
+		x, err := strconv.Atoi(g)
+		if err != nil || x < 0 || x >= maxGPUs {
+			return nil, fmt.Errorf("%q: not a GPU index", g)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+func strictJSON(s string, v any) error {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// triton reads a model: the coordinator (backend python) or an instance (backend vllm,
+// with its 1/model.json).
+func (rb *reader) triton(name string, data []byte, files export.Files) error {
+	c, err := export.ParseTriton(data)
+	if err != nil {
+		return err
+	}
+	params := map[string]string{}
+	for k, v := range c.Parameters {
+		params[k] = v.GetStringValue()
+	}
+	switch c.Backend {
+	case "python":
+		return rb.record(params[ParamPlan])
+	case "vllm":
+	default:
+		return fmt.Errorf("model %s: backend %q: a QLM export has vllm instances and a python coordinator", c.Name, c.Backend)
+	}
+	mj := path.Join(path.Dir(name), "1", export.VLLMModelFile)
+	raw, ok := files[mj]
+	if !ok {
+		return fmt.Errorf("model %s: no %s beside it", c.Name, mj)
+	}
+	var eng Engine
+	if err := strictJSON(string(raw), &eng); err != nil {
+		return fmt.Errorf("model %s: %s: %w", c.Name, mj, err)
+	}
+	gpus, err := parseGPUs(params[ParamGPUs])
+	if err != nil {
+		return fmt.Errorf("model %s: %s: %w", c.Name, ParamGPUs, err)
+	}
+	if len(c.InstanceGroup) != 1 || c.InstanceGroup[0].Count != 1 {
+		return fmt.Errorf("model %s: want one instance group of count 1 (one vLLM engine)", c.Name)
+	}
+	// One GPU: the group g<gpu> is pinned to it; more: one KIND_MODEL group (tensor parallel).
+	g := c.InstanceGroup[0]
+	got := make([]int, len(g.Gpus))
+	for i, x := range g.Gpus {
+		got[i] = int(x)
+	}
+	if len(gpus) == 1 {
+		if g.Kind.String() != "KIND_GPU" || g.Name != "g"+strconv.Itoa(gpus[0]) || !slices.Equal(got, gpus) {
+			return fmt.Errorf("model %s: instance group %s (%s) on GPUs %v, the record places the instance on GPU %d", c.Name, g.Name, g.Kind, got, gpus[0])
+		}
+	} else if g.Kind.String() != "KIND_MODEL" || len(got) > 0 {
+		return fmt.Errorf("model %s: instance group %s on GPUs %v: a tensor-parallel instance is one KIND_MODEL group", c.Name, g.Kind, got)
+	}
+	return rb.instance(params, c.Name, len(gpus), "", eng)
+}
+
+// fromAnnotations maps plan.dev/qlm.X annotations back to qlm.X.
+func fromAnnotations(a map[string]string) map[string]string {
+	params := map[string]string{}
+	for k, v := range a {
+		if rest, ok := strings.CutPrefix(k, "plan.dev/qlm."); ok {
+			params["qlm."+rest] = v
+		}
+	}
+	return params
+}
+
+// engineFromArgs parses the huggingface runtime's arguments back into the engine.
+func engineFromArgs(args []string) (Engine, error) {
+	m := map[string]json.RawMessage{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !ok || !strings.HasPrefix(a, "--") {
+			return Engine{}, fmt.Errorf("argument %q: not --name=value", a)
+		}
+		switch k {
+		case "model_name", "backend":
+			continue
+		case "model_id":
+			m["model"] = json.RawMessage(strconv.Quote(v))
+			continue
+		}
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return Engine{}, fmt.Errorf("argument %q: not a number", a)
+		}
+		k = strings.ReplaceAll(k, "-", "_")
+		if _, dup := m[k]; dup {
+			return Engine{}, fmt.Errorf("argument %q: given twice", a)
+		}
+		m[k] = json.RawMessage(v)
+	}
+	var e Engine
+	if err := strictJSON(mustJSON(m), &e); err != nil {
+		return Engine{}, fmt.Errorf("args: %w", err)
+	}
+	return e, nil
+}
+
+func (rb *reader) kserve(data []byte) error {
+	var s export.InferenceService
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return err
+	}
+	if s.Kind != "InferenceService" {
+		return fmt.Errorf("kind %q: a QLM export has InferenceServices only", s.Kind)
+	}
+	params := fromAnnotations(s.Metadata.Annotations)
+	if err := rb.record(params[ParamPlan]); err != nil {
+		return fmt.Errorf("service %s: %w", s.Metadata.Name, err)
+	}
+	p := s.Spec.Predictor
+	if p.MinReplicas != 1 || p.MaxReplicas != 1 {
+		return fmt.Errorf("service %s: replicas %d..%d: an instance is one replica", s.Metadata.Name, p.MinReplicas, p.MaxReplicas)
+	}
+	n, err := strconv.Atoi(p.Model.Resources.Limits["nvidia.com/gpu"])
+	if err != nil || p.Model.Resources.Requests["nvidia.com/gpu"] != p.Model.Resources.Limits["nvidia.com/gpu"] {
+		return fmt.Errorf("service %s: nvidia.com/gpu limit %q, request %q: want the same GPU count", s.Metadata.Name,
+			p.Model.Resources.Limits["nvidia.com/gpu"], p.Model.Resources.Requests["nvidia.com/gpu"])
+	}
+	eng, err := engineFromArgs(p.Model.Args)
+	if err != nil {
+		return fmt.Errorf("service %s: %w", s.Metadata.Name, err)
+	}
+	sel := p.NodeSelector["nvidia.com/gpu.product"]
+	if sel == "" {
+		return fmt.Errorf("service %s: no nvidia.com/gpu.product node selector", s.Metadata.Name)
+	}
+	return rb.instance(params, s.Metadata.Name, n, sel, eng)
+}
+
+func (rb *reader) ray(data []byte) error {
+	var c rayConfig
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return err
+	}
+	for _, a := range c.Applications {
+		for _, d := range a.Deployments {
+			u := d.UserConfig
+			if u.Record != nil {
+				if err := rb.record(mustJSON(*u.Record)); err != nil {
+					return fmt.Errorf("deployment %s: %w", d.Name, err)
+				}
+				continue
+			}
+			if u.Engine == nil {
+				return fmt.Errorf("deployment %s: user_config has neither qlm nor engine", d.Name)
+			}
+			if d.NumReplicas != 1 {
+				return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, d.NumReplicas)
+			}
+			o := d.RayActorOptions
+			n := int(o.NumGPUs)
+			if float64(n) != o.NumGPUs || len(o.Resources) != 1 {
+				return fmt.Errorf("deployment %s: num_gpus %g, resources %v: want whole GPUs of one type", d.Name, o.NumGPUs, o.Resources)
+			}
+			var typ string
+			for t, x := range o.Resources {
+				if x != o.NumGPUs {
+					return fmt.Errorf("deployment %s: resources %s: %g, num_gpus %g", d.Name, t, x, o.NumGPUs)
+				}
+				typ = t
+			}
+			if err := rb.instance(u.Placement, d.Name, n, typ, *u.Engine); err != nil {
+				return fmt.Errorf("deployment %s: %w", d.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// result assembles the qlm section: instance indices must be 0..n-1, the record's units the
+// exported ones, its queues the instances' and naming its groups, GPUs within the recorded
+// cluster and held by one instance each.
+func (rb *reader) result() (*Exported, error) {
+	if rb.rec == nil {
+		return nil, fmt.Errorf("no plan record (%s) in the files", ParamPlan)
+	}
+	rec := rb.rec
+	q := &formats.QLMPlan{Instances: make([]formats.QLMInstance, len(rb.insts)), Groups: rec.Groups, ReplanMs: rec.ReplanMs}
+	if len(q.Groups) == 0 {
+		q.Groups = nil
+	}
+	out := &Exported{Plan: q, Policy: rec.Policy, Params: rec.Params, Classes: rec.Classes, GPUs: map[string][]int{}, Engines: map[string]Engine{}}
+	groups := map[string]bool{}
+	for _, g := range rec.Groups {
+		groups[g.ID] = true
+	}
+	held := map[int]string{}
+	for i, in := range rb.insts {
+		if i >= len(q.Instances) {
+			return nil, fmt.Errorf("instance index %d of %d: the indices are not 0..%d", i, len(rb.insts), len(rb.insts)-1)
+		}
+		name := in.in.Name
+		if u, ok := rec.Units[name]; !ok || u != in.unit {
+			return nil, fmt.Errorf("instance %s: exported as %s, the plan record says %q", name, in.unit, u)
+		}
+		queue, ok := rec.Queues[name]
+		if !ok {
+			return nil, fmt.Errorf("instance %s: no virtual queue in the plan record", name)
+		}
+		for _, id := range queue {
+			if !groups[id] {
+				return nil, fmt.Errorf("instance %s: queued group %q is not in the plan record's groups", name, id)
+			}
+		}
+		if len(queue) > 0 {
+			in.in.Queue = slices.Clone(queue)
+		}
+		for _, g := range in.gpus {
+			if g >= rec.GPUs {
+				return nil, fmt.Errorf("instance %s: GPU %d: the plan's cluster has %d GPUs", name, g, rec.GPUs)
+			}
+			if other, dup := held[g]; dup {
+				return nil, fmt.Errorf("instance %s: GPU %d is also instance %s's", name, g, other)
+			}
+			held[g] = name
+		}
+		if _, dup := out.GPUs[name]; dup {
+			return nil, fmt.Errorf("instance %s recorded twice", name)
+		}
+		q.Instances[i] = in.in
+		out.GPUs[name] = in.gpus
+		out.Engines[name] = in.engine
+	}
+	if len(rec.Units) != len(rb.insts) || len(rec.Queues) != len(rb.insts) {
+		return nil, fmt.Errorf("the plan record names %d unit(s) and %d queue(s), the files export %d instance(s)", len(rec.Units), len(rec.Queues), len(rb.insts))
+	}
+	return out, nil
+}

@@ -1,0 +1,209 @@
+package qlm
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plan-dev/plan/export"
+)
+
+// pbParams renders string parameters in key order.
+func pbParams(b *strings.Builder, params map[string]string) {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
+	}
+}
+
+// engineJSON is model.json: the engine arguments, indented, in Engine's field order.
+func engineJSON(e Engine) []byte {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		panic(err) // numbers and a string always marshal
+	}
+	return append(b, '\n')
+}
+
+// tritonFiles renders the model repository: <unit>/config.pbtxt and <unit>/1/model.json per
+// instance (the vLLM backend), and the coordinator's <name>-coordinator/config.pbtxt (a BLS
+// model whose parameters carry the plan record).
+func tritonFiles(l *layout) (export.Files, error) {
+	f := export.Files{}
+	for _, in := range l.insts {
+		var b strings.Builder
+		b.Write(comment(in.describe(),
+			"1/model.json holds the vLLM engine arguments: set \"model\" to the weights (a Hugging Face id or a path).",
+			"The instance serves requests the coordinator forwards from the head of its virtual queue (request pulling);",
+			"add model_transaction_policy { decoupled: true } to stream tokens.",
+			"Triton cannot express "+Unsupported+"."))
+		fmt.Fprintf(&b, "name: %s\nbackend: \"vllm\"\nmax_batch_size: 0\n", strconv.Quote(in.unit))
+		if len(in.gpus) == 1 {
+			// One GPU: Triton pins the engine's instance to it.
+			fmt.Fprintf(&b, "instance_group {\n  name: \"g%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ %d ]\n}\n", in.gpus[0], in.gpus[0])
+		} else {
+			// Tensor parallel: vLLM spreads the model over the GPUs it sees (KIND_MODEL); start
+			// Triton with CUDA_VISIBLE_DEVICES covering qlm.gpus.
+			b.WriteString("instance_group {\n  kind: KIND_MODEL\n  count: 1\n}\n")
+		}
+		pbParams(&b, in.params())
+		if err := put(f, in.unit+"/config.pbtxt", []byte(b.String())); err != nil {
+			return nil, err
+		}
+		if err := put(f, in.unit+"/1/"+export.VLLMModelFile, engineJSON(in.engine)); err != nil {
+			return nil, err
+		}
+	}
+	var b strings.Builder
+	b.Write(comment("QLM coordinator (BLS, Python backend): supply 1/model.py.",
+		"It keeps QLM's global queue: classifies each request (input \"class\", an llm_classes name) into a request group",
+		"(qlm.plan: groups, classes with their SLOs, δ), keeps every instance's virtual queue in qlm.plan's order and forwards",
+		"the head group's requests to that instance's model (qlm.plan units) while its engine has room.",
+		"Virtual queues at start: "+l.describeQueues()+".",
+		"Triton cannot express "+Unsupported+"."))
+	fmt.Fprintf(&b, "name: %s\nbackend: \"python\"\nmax_batch_size: 0\n", strconv.Quote(l.coord))
+	b.WriteString("input {\n  name: \"text_input\"\n  data_type: TYPE_STRING\n  dims: [ 1 ]\n}\n")
+	b.WriteString("input {\n  name: \"class\"\n  data_type: TYPE_STRING\n  dims: [ 1 ]\n}\n")
+	b.WriteString("input {\n  name: \"sampling_parameters\"\n  data_type: TYPE_STRING\n  dims: [ 1 ]\n}\n")
+	b.WriteString("output {\n  name: \"text_output\"\n  data_type: TYPE_STRING\n  dims: [ -1 ]\n}\n")
+	b.WriteString("instance_group {\n  kind: KIND_CPU\n  count: 1\n}\n")
+	pbParams(&b, map[string]string{ParamPlan: mustJSON(l.rec)})
+	if err := put(f, l.coord+"/config.pbtxt", []byte(b.String())); err != nil {
+		return nil, err
+	}
+	if err := put(f, l.coord+"/1/.keep", nil); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// args are an engine's KServe huggingface-runtime container arguments: the runtime's own
+// (model name, model id, backend) and vLLM's engine arguments in CLI form.
+func (in instance) args() []string {
+	e := in.engine
+	a := []string{"--model_name=" + in.in.Model, "--model_id=" + e.Model, "--backend=vllm",
+		"--tensor-parallel-size=" + strconv.Itoa(e.TensorParallelSize)}
+	if e.GPUMemoryUtilization != 0 {
+		a = append(a, "--gpu-memory-utilization="+strconv.FormatFloat(e.GPUMemoryUtilization, 'g', -1, 64))
+	}
+	a = append(a, "--max-num-seqs="+strconv.Itoa(e.MaxNumSeqs), "--max-model-len="+strconv.Itoa(e.MaxModelLen),
+		"--max-num-batched-tokens="+strconv.Itoa(e.MaxNumBatchedTokens), "--block-size="+strconv.Itoa(e.BlockSize))
+	if e.SwapSpace != 0 {
+		a = append(a, "--swap-space="+strconv.FormatFloat(e.SwapSpace, 'g', -1, 64))
+	}
+	return a
+}
+
+func annotation(key string) string { return "plan.dev/" + key }
+
+// kserveFiles renders one InferenceService per instance.
+func kserveFiles(l *layout) (export.Files, error) {
+	f := export.Files{}
+	rec := mustJSON(l.rec)
+	for _, in := range l.insts {
+		ann := map[string]string{annotation(ParamPlan): rec, annotation("qlm.unsupported"): Unsupported}
+		for k, v := range in.params() {
+			ann[annotation(k)] = v
+		}
+		n := strconv.Itoa(in.in.GPUCount)
+		isvc := export.InferenceService{APIVersion: "serving.kserve.io/v1beta1", Kind: "InferenceService",
+			Metadata: export.ObjectMeta{Name: in.unit, Annotations: ann,
+				Labels: map[string]string{annotation("gpu"): export.DNSLabel(in.in.GPU), annotation("model"): export.DNSLabel(in.in.Model)}},
+			Spec: export.ISVCSpec{Predictor: export.Predictor{MinReplicas: 1, MaxReplicas: 1,
+				Model: export.PredictorModel{ModelFormat: export.ModelFormat{Name: "huggingface"}, Runtime: "kserve-huggingfaceserver",
+					Args:      in.args(),
+					Resources: export.Resources{Limits: map[string]string{"nvidia.com/gpu": n}, Requests: map[string]string{"nvidia.com/gpu": n}}},
+				NodeSelector: map[string]string{"nvidia.com/gpu.product": in.in.GPU}}}}
+		b, err := export.YAML(isvc)
+		if err != nil {
+			return nil, err
+		}
+		head := comment(in.describe(),
+			"The huggingface runtime's vLLM backend answers the OpenAI-compatible API (completions, chat completions);",
+			"set --model_id to the weights (a Hugging Face id). The pod is not pinned to qlm.gpus; one replica is the instance.",
+			fmt.Sprintf("%s is the plan record a queue coordinator needs (groups, virtual queues, SLOs).", annotation(ParamPlan)),
+			"KServe cannot express "+Unsupported+".")
+		if err := put(f, "inferenceservice-"+in.unit+".yaml", append(head, b...)); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// rayConfig is serve-config.yaml with QLM's deployments (their user_config is not
+// export.RayUserConfig).
+type rayConfig struct {
+	Applications []rayApp `json:"applications"`
+}
+
+type rayApp struct {
+	Name        string          `json:"name"`
+	RoutePrefix string          `json:"route_prefix"`
+	ImportPath  string          `json:"import_path"`
+	Deployments []rayDeployment `json:"deployments"`
+}
+
+type rayDeployment struct {
+	Name               string                 `json:"name"`
+	NumReplicas        int                    `json:"num_replicas"`
+	MaxOngoingRequests int                    `json:"max_ongoing_requests"`
+	RayActorOptions    export.RayActorOptions `json:"ray_actor_options"`
+	UserConfig         rayUserConfig          `json:"user_config"`
+}
+
+// rayUserConfig is an instance's (Placement, Engine) or the router's (Record) configuration.
+type rayUserConfig struct {
+	Placement map[string]string `json:"plan,omitempty"`
+	Engine    *Engine           `json:"engine,omitempty"`
+	Record    *Record           `json:"qlm,omitempty"`
+	Note      string            `json:"note"`
+}
+
+// rayFiles renders serve-config.yaml: one application, a deployment per instance and the
+// router.
+func rayFiles(l *layout) (export.Files, error) {
+	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
+	seqs := 0
+	for _, in := range l.insts {
+		eng := in.engine
+		n := float64(in.in.GPUCount)
+		// max_ongoing_requests = the engine's running-sequence cap: the router pulls no more
+		// into an instance than its continuous batch admits.
+		a.Deployments = append(a.Deployments, rayDeployment{Name: in.unit, NumReplicas: 1, MaxOngoingRequests: eng.MaxNumSeqs,
+			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, Resources: map[string]float64{in.in.GPU: n}},
+			UserConfig:      rayUserConfig{Placement: in.params(), Engine: &eng, Note: in.describe()}})
+		seqs += eng.MaxNumSeqs
+	}
+	rec := l.rec
+	// The router holds the global queue: room for every engine's running batch and δ more
+	// batches waiting per engine (the request-group cap, spec §1).
+	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1,
+		MaxOngoingRequests: seqs * (1 + DefaultDelta), RayActorOptions: export.RayActorOptions{NumCPUs: 1},
+		UserConfig: rayUserConfig{Record: &rec, Note: "Ray Serve cannot express " + Unsupported +
+			": this router keeps the groups and the virtual queues in qlm and forwards each head group's requests to its instance's deployment (qlm.units)"}})
+	b, err := export.YAML(rayConfig{Applications: []rayApp{a}})
+	if err != nil {
+		return nil, err
+	}
+	head := comment(fmt.Sprintf("QLM plan: a vLLM deployment per LLM instance (%d) and a router whose user_config.qlm holds the request groups,", len(l.insts)),
+		"every instance's virtual queue and the classes' SLOs. Virtual queues at start: "+l.describeQueues()+".",
+		"Ray Serve cannot express "+Unsupported+".")
+	return export.Files{export.RayConfigFile: append(head, b...)}, nil
+}
+
+func put(f export.Files, name string, b []byte) error {
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("export: two objects named %s (rename an instance, or pass --name)", name)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	f[name] = b
+	return nil
+}
