@@ -1,6 +1,7 @@
 // Package qlmsys assembles QLM for the registry (spec ../shared/specs/qlm.md): the initial
 // placement planner (planner/qlm), the LLM-instance data plane with QLM and its baselines
-// (dataplane/qlm), the plan checker and `plan bench qlm`.
+// (dataplane/qlm), the plan checker, `plan bench qlm`, the exporters (export/qlm) and the
+// OpenAI-compatible endpoint of `plan serve` (serve/openai).
 package qlmsys
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/bench/qlmbench"
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
+	xqlm "github.com/plan-dev/plan/export/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
@@ -42,6 +44,8 @@ func System() system.System {
 		Sample:   dq.Sample,
 		Checker:  Checker{},
 		Benches:  []func() bench.Bench{func() bench.Bench { return &qlmbench.Command{} }},
+		// plan export: Triton, KServe and Ray Serve files (export/qlm).
+		Exporters: xqlm.Exporters(),
 		// The OpenAI-compatible API and the durable batch queue (serve/openai).
 		Frontends: []func() serve.Frontend{func() serve.Frontend { return openai.New(dq.Kind) }},
 	}
