@@ -37,12 +37,15 @@ func newExportCmd(app *App) *cobra.Command {
 exporter the plan's system registers for the target:
 
   triton  a model repository: <model>/config.pbtxt per exported model (batching, instance
-          groups placed as the plan places replicas, the placement in parameters); with
+          groups placed as the plan places replicas, the placement in parameters; an LLM
+          instance on the vLLM backend with its engine arguments in 1/model.json); with
           --model the ONNX partitions and one ensemble per pipeline (partitioned plans);
-  kserve  InferenceServices (replicas, batcher, the GPU type as the nvidia.com/gpu.product
-          node selector) and InferenceGraphs for what the plan routes between models;
+  kserve  InferenceServices (replicas, batcher or an LLM's vLLM engine arguments, the GPU
+          type as the nvidia.com/gpu.product node selector) and InferenceGraphs for what
+          the plan routes between models;
   ray     serve-config.yaml: deployments (num_replicas, fractional num_gpus for vGPU
-          slices, batching and the plan's routing tables in user_config).
+          slices, batching or vLLM engine arguments and the plan's routing tables in
+          user_config).
 
 Each system maps its plan to these as far as the target can express it (pools and pipelines,
 pipeline modules, cascade gears, workflows, LLM instances); what a target cannot do on its
