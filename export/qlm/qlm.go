@@ -73,7 +73,7 @@ const (
 	ParamPlan = "qlm.plan"
 )
 
-// Unsupported is what no target can express, named in every export.
+// Unsupported is what no target can express, named in every exported file but model.json.
 const Unsupported = "QLM's virtual queues and their re-plans (RCT violation checks and the plan generator's stochastic program, " +
 	"spec §3–§4.5) and the serving operations beyond request pulling — request eviction, GPU–CPU KV swap by the §2.1 rule, " +
 	"model swap with warm start, load balancing by re-plan (spec §2): the engines serve the model the plan loads, " +
@@ -213,6 +213,9 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		l.rec.Groups = []formats.QLMGroup{}
 	}
 	used := make([]bool, len(types))
+	// Unit names must differ from each other and from the coordinator's and router's (Ray
+	// Serve would take two deployments of one name without complaint).
+	units := map[string]string{l.coord: "the coordinator", export.DNSLabel(o.Name + "-router"): "the router"}
 	for i, in := range q.Instances {
 		f := fmt.Sprintf("qlm.instances[%d]", i)
 		if in.Model == "" {
@@ -251,6 +254,10 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			}
 		}
 		it := instance{index: i, in: in, unit: export.DNSLabel(o.Name + "-" + in.Name), gpus: gpus, engine: eng}
+		if other, dup := units[it.unit]; dup {
+			return nil, fmt.Errorf("%s.name: %q: exported as %s, as is %s (rename the instance, or pass --name)", f, in.Name, it.unit, other)
+		}
+		units[it.unit] = "instance " + in.Name
 		l.rec.Units[in.Name] = it.unit
 		l.rec.Queues[in.Name] = slices.Clone(in.Queue)
 		if l.rec.Queues[in.Name] == nil {
@@ -363,6 +370,10 @@ func (l *layout) describeQueues() string {
 
 // describe summarizes an instance for comments.
 func (in instance) describe() string {
-	return fmt.Sprintf("QLM instance %s: %s on %d×%s (GPU(s) %s), vLLM engine: KV cache sized to the profiled capacity (gpu_memory_utilization %g), at most %d running sequences, contexts up to %d tokens.",
-		in.in.Name, in.in.Model, in.in.GPUCount, in.in.GPU, joinInts(in.gpus), in.engine.GPUMemoryUtilization, in.engine.MaxNumSeqs, in.engine.MaxModelLen)
+	kv := fmt.Sprintf("KV cache sized to the profiled capacity (gpu_memory_utilization %g)", in.engine.GPUMemoryUtilization)
+	if in.engine.GPUMemoryUtilization == 0 {
+		kv = "vLLM's default memory share (the cluster gives no GPU memory to size the KV cache from)"
+	}
+	return fmt.Sprintf("QLM instance %s: %s on %d×%s (GPU(s) %s), vLLM engine: %s, at most %d running sequences, contexts up to %d tokens.",
+		in.in.Name, in.in.Model, in.in.GPUCount, in.in.GPU, joinInts(in.gpus), kv, in.engine.MaxNumSeqs, in.engine.MaxModelLen)
 }

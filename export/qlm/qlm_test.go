@@ -336,6 +336,8 @@ func TestBadPlans(t *testing.T) {
 		{"gpu type", func(p *formats.Plan) { p.QLM.Instances[0].GPU = "H100" }, "qlm.instances[0].gpu_count: 1 H100 GPU(s): only 0"},
 		{"queue", func(p *formats.Plan) { p.QLM.Instances[0].Queue[1] = "rg-x" }, `qlm.instances[0].queue[1]: "rg-x": not in qlm.groups`},
 		{"duplicate", func(p *formats.Plan) { p.QLM.Instances[1].Name = "llm-0" }, `qlm.instances[1].name: "llm-0": duplicate instance`},
+		{"unit clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "LLM_0" }, `qlm.instances[1].name: "LLM_0": exported as plan-llm-0, as is instance llm-0`},
+		{"router clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "router" }, `qlm.instances[1].name: "router": exported as plan-router, as is the router`},
 		{"memory", func(p *formats.Plan) { p.Cluster.GPUs[0].MemoryBytes = 40e9 }, "qlm.instances[0]: model mistral-7b: weights, 420000 KV tokens and activations need"},
 	}
 	for _, tc := range tests {
