@@ -52,6 +52,9 @@ type result struct {
 	// answeredBy is the model (Stage.Model, else the stage) of the last hop when a model
 	// reported its certainty (a cascade: the stage that answered); "" otherwise.
 	answeredBy string
+	// finished is the engine's time of a 200 answer's completion: the handler measures the
+	// delivery from it (deliveryTracker).
+	finished dataplane.Time
 }
 
 // tracker wraps an executor: it counts running jobs so that a retired executor (after a
@@ -189,6 +192,8 @@ type driver struct {
 	done    chan *Job
 	cmds    chan func()
 	stopped chan struct{}
+	// delivery is shared with the handlers, which observe each answer's delivery time.
+	delivery deliveryTracker
 
 	// Everything below is owned by the loop goroutine.
 	now       dataplane.Time
@@ -426,14 +431,15 @@ func (d *driver) evalDoors(g *generation) {
 		var until dataplane.Time
 		var reason string
 		if hasDoor {
-			ok, why, retry := pd.Door(v, app, d.now, d.now)
+			// A fresh arrival whose answer must also be delivered: as old as the margin.
+			ok, why, retry := pd.Door(v, app, d.now-d.delivery.margin(g.dep.Apps[i].SLO), d.now)
 			if !ok {
 				until, reason = max(retry, d.now+1), string(why)
 			}
-		} else if wait := genericWait(&g.dep.Apps[i], g.queued[i]); wait > g.dep.Apps[i].SLO {
+		} else if slo := g.dep.Apps[i].SLO - d.delivery.margin(g.dep.Apps[i].SLO); genericWait(&g.dep.Apps[i], g.queued[i]) > slo {
 			// Requests not yet in a batch, served at the planned rate, would keep a fresh
 			// arrival waiting longer than its SLO.
-			until, reason = d.now+wait-g.dep.Apps[i].SLO, "overload"
+			until, reason = d.now+genericWait(&g.dep.Apps[i], g.queued[i])-slo, "overload"
 		}
 		dr := &g.doors[i]
 		if until > 0 {
@@ -578,8 +584,13 @@ func (d *driver) feed(c *call) {
 	g.outstanding++
 	g.queued[app]++
 	// The deadline counts from the true arrival, so the policy decides from the request's
-	// real age: time spent reading, decoding and waiting at the intake counts.
-	if _, err := g.eng.Admit(d.now, dataplane.Arrival{App: app, At: c.at, Attrs: c.attrs, Deadline: c.deadline}); err != nil {
+	// real age: time spent reading, decoding and waiting at the intake counts. The engine
+	// plans against it less the time an answer takes to reach the client (deliveryTracker).
+	slo := g.dep.Apps[app].SLO
+	if c.deadline <= 0 {
+		c.deadline = c.at + slo
+	}
+	if _, err := g.eng.Admit(d.now, dataplane.Arrival{App: app, At: c.at, Attrs: c.attrs, Deadline: c.deadline - d.delivery.margin(slo)}); err != nil {
 		d.fail(err)
 	}
 }
@@ -683,15 +694,17 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 	// its answer now, and its latency and lateness are what it sees.
 	wall := max(now, d.clk.Now())
 	t := d.timing(g, c, r, wall)
-	res := result{timing: t, payload: c.payload, res: r.Result}
+	res := result{timing: t, payload: c.payload, res: r.Result, finished: now}
 	if r.Result.Certainty > 0 && len(t.Stages) > 0 {
 		res.answeredBy = answeredBy(g.dep, t.Stages[len(t.Stages)-1].Stage)
 	}
 	switch r.Outcome {
 	case dataplane.Completed, dataplane.Late:
+		// On time by the request's true deadline, not the engine's (which is earlier by the
+		// delivery margin), and by the wall clock the client sees.
 		res.status = 200
-		res.outcome = r.Outcome.String()
-		if r.Outcome == dataplane.Completed && wall > r.Deadline {
+		res.outcome = dataplane.Completed.String()
+		if wall > c.deadline {
 			res.outcome = dataplane.Late.String()
 		}
 		if c.payload != nil && c.payload.Err != nil {

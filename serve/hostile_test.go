@@ -170,7 +170,9 @@ func TestTrueArrival(t *testing.T) {
 	fmt.Fprint(c, body[5:])
 	resp, b := readResponse(t, br)
 	var d DropResponse
-	if err := json.Unmarshal([]byte(b), &d); err != nil || resp.StatusCode != 503 || d.Timing.IntakeUs < 40000 {
+	// The stamp is taken when the first bytes are read, a little after they were written, so
+	// the intake is a hair under the 40 ms the client waited: bound it well clear of that.
+	if err := json.Unmarshal([]byte(b), &d); err != nil || resp.StatusCode != 503 || d.Timing.IntakeUs < 30000 {
 		t.Errorf("a request 40 ms old on a 25 ms SLO: %d %s", resp.StatusCode, b)
 	}
 }

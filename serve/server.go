@@ -505,9 +505,13 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		s.writeResult(w, name, spec, c, &res)
 		_ = rc.Flush()
 		_ = rc.SetWriteDeadline(time.Time{})
-		return
+	} else {
+		s.writeResult(w, name, spec, c, &res)
+		_ = rc.Flush()
 	}
-	s.writeResult(w, name, spec, c, &res)
+	if res.status == 200 {
+		s.d.delivery.observe(int64(s.d.clk.Now() - res.finished))
+	}
 }
 
 // readBody reads the body within BodyTimeout and MaxBody. The read deadline is lifted
