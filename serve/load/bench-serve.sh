@@ -48,6 +48,9 @@ print("%-22s offered %6.0f/s  attainment %7.3f%%  goodput %7.1f/s  late %6d  dro
          t['latency']['p50_us']/1e3, t['latency']['p99_us']/1e3, ticks*1e6/hz/max(t['requests'],1)))
 if len(sys.argv) < 5:
     print("%-22s drops %s" % ("", [(x['stage'], x['reason'], x['count']) for x in (t.get('drops') or [])]))
+    o = d.get('outcomes') or {}
+    print("%-22s late by the server's clock %d of %d; server-reported p99 %.1f ms"
+          % ("", o.get('server_late', 0), o.get('late', 0), o.get('server_p99_ns', 0)/1e6))
 PY
 }
 

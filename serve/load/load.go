@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
@@ -95,19 +97,29 @@ type Result struct {
 // Outcomes splits a run's requests by who decided their fate.
 type Outcomes struct {
 	// Completed and Late are 200 answers within and after the SLO (client-measured).
-	Completed, Late int64
+	Completed int64 `json:"completed"`
+	Late      int64 `json:"late"`
+	// ServerLate counts the late answers that were late by the server's own clock too
+	// (timing.latency_us > SLO); the rest of Late left the server on time and lost it on the
+	// way (the write, the client's read, a generator starved of CPU on a shared machine).
+	ServerLate int64 `json:"server_late"`
+	// ServerP99 is the 99th percentile of the latency the server reported for its 200
+	// answers (0 when it reported none).
+	ServerP99 time.Duration `json:"server_p99_ns"`
 	// ServerDrops counts the server's 503s by reason (stage intake: refused at the door).
-	ServerDrops []sim.DropCount
+	ServerDrops []sim.DropCount `json:"server_drops,omitempty"`
 	// ServerErrors counts other HTTP statuses (400, 404, 500, 502, ...).
-	ServerErrors map[int]int64
+	ServerErrors map[int]int64 `json:"server_errors,omitempty"`
 	// ClientTimeouts are requests with no answer within Options.Timeout (what a lost request
 	// looks like); ClientErrors other transport failures (refused or reset connections).
-	ClientTimeouts, ClientErrors int64
+	ClientTimeouts int64 `json:"client_timeouts"`
+	ClientErrors   int64 `json:"client_errors"`
 }
 
 func outcomes(samples []Sample, targets []target) Outcomes {
 	o := Outcomes{ServerErrors: map[int]int64{}}
 	drops := map[[2]string]int64{}
+	var server []float64
 	for _, s := range samples {
 		switch {
 		case s.Status == http.StatusOK:
@@ -115,6 +127,12 @@ func outcomes(samples []Sample, targets []target) Outcomes {
 				o.Completed++
 			} else {
 				o.Late++
+				if dataplane.Time(s.ServerLatency.Microseconds()) > targets[s.App].slo {
+					o.ServerLate++
+				}
+			}
+			if s.ServerLatency > 0 {
+				server = append(server, float64(s.ServerLatency))
 			}
 		case s.Status == http.StatusServiceUnavailable:
 			drops[[2]string{s.Stage, s.Reason}]++
@@ -125,6 +143,10 @@ func outcomes(samples []Sample, targets []target) Outcomes {
 		default:
 			o.ClientErrors++
 		}
+	}
+	if len(server) > 0 {
+		sort.Float64s(server)
+		o.ServerP99 = time.Duration(stat.Quantile(0.99, stat.Empirical, server, nil))
 	}
 	for k, v := range drops {
 		o.ServerDrops = append(o.ServerDrops, sim.DropCount{Stage: k[0], Reason: k[1], Count: v})

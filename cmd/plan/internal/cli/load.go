@@ -172,7 +172,12 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		app.Log.Warn("the load generator fell behind its schedule (arrivals were sent late)", "max_lag", res.Lag.Round(time.Millisecond))
 	}
 	if app.JSONOutput() {
-		return app.WriteJSON(res.Report)
+		// The simulator's report, so tools that read `plan simulate -O json` read this too,
+		// plus who decided the fate of each request.
+		return app.WriteJSON(struct {
+			*sim.Report
+			Outcomes load.Outcomes `json:"outcomes"`
+		}{res.Report, res.Outcomes})
 	}
 	printLoadReport(app, res)
 	return nil
@@ -204,6 +209,7 @@ func printLoadReport(app *App, res *load.Result) {
 	rows := [][]string{
 		{"on time (200 within the SLO)", fmt.Sprint(oc.Completed)},
 		{"late answers (200 after the SLO)", fmt.Sprint(oc.Late)},
+		{"  of which late by the server's clock", fmt.Sprint(oc.ServerLate)},
 		{"server drops (503)", fmt.Sprint(drops)},
 	}
 	for _, d := range oc.ServerDrops {
@@ -223,4 +229,8 @@ func printLoadReport(app *App, res *load.Result) {
 	rows = append(rows, []string{"client timeouts (no answer within --timeout)", fmt.Sprint(oc.ClientTimeouts)},
 		[]string{"client errors (connection failed)", fmt.Sprint(oc.ClientErrors)})
 	app.Table([]string{"requests", "count"}, rows)
+	if oc.ServerP99 > 0 {
+		fmt.Fprintf(app.Out, "\nserver-reported latency of 200 answers: p99 %.1f ms (the client's p99 adds the write, the read and the generator's own delays)\n",
+			float64(oc.ServerP99)/float64(time.Millisecond))
+	}
 }

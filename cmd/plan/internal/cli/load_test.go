@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -37,6 +38,20 @@ func TestLoadReport(t *testing.T) {
 	}
 	if strings.Contains(out, "simulated") || strings.Contains(out+stderr, "\r") {
 		t.Errorf("report of a real run:\n%s\nstderr:\n%q", out, stderr)
+	}
+	// -O json: the simulator's report with the outcomes beside it.
+	code, out, stderr = rootRun(t, "load", ts.URL, "--rate", "200", "--duration", "300ms", "--connections", "8", "-O", "json")
+	var js struct {
+		Points   []json.RawMessage `json:"points"`
+		Outcomes *struct {
+			Completed   int64 `json:"completed"`
+			Late        int64 `json:"late"`
+			ServerP99Ns int64 `json:"server_p99_ns"`
+		} `json:"outcomes"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); code != ExitOK || err != nil || len(js.Points) != 1 || js.Outcomes == nil ||
+		(js.Outcomes.Completed+js.Outcomes.Late > 0) != (js.Outcomes.ServerP99Ns > 0) {
+		t.Errorf("load -O json: exit %d %v %s\nstderr %s", code, err, out, stderr)
 	}
 	if code, _, stderr := rootRun(t, "load", ts.URL, "--connections", "0"); code != ExitUsage || !strings.Contains(stderr, "--connections") {
 		t.Errorf("--connections 0: exit %d %s", code, stderr)

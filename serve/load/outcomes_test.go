@@ -1,0 +1,47 @@
+package load
+
+import (
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// TestOutcomes: a late answer is charged to the server only when the server's own latency
+// was over the SLO too; the server's p99 comes from the latencies it reported.
+func TestOutcomes(t *testing.T) {
+	ms := time.Millisecond
+	targets := []target{{name: "m", slo: 100 * dataplane.Millisecond}}
+	for _, tc := range []struct {
+		name            string
+		samples         []Sample
+		completed, late int64
+		serverLate      int64
+		serverP99       time.Duration
+		drops, timeouts int64
+	}{
+		{"on time", []Sample{{Status: 200, Latency: 90 * ms, ServerLatency: 80 * ms}}, 1, 0, 0, 80 * ms, 0, 0},
+		{"late on the way", []Sample{{Status: 200, Latency: 120 * ms, ServerLatency: 95 * ms}}, 0, 1, 0, 95 * ms, 0, 0},
+		{"late at the server", []Sample{{Status: 200, Latency: 130 * ms, ServerLatency: 110 * ms}}, 0, 1, 1, 110 * ms, 0, 0},
+		{"no server timing", []Sample{{Status: 200, Latency: 130 * ms}}, 0, 1, 0, 0, 0, 0},
+		{"mixed", []Sample{
+			{Status: 200, Latency: 50 * ms, ServerLatency: 40 * ms},
+			{Status: 200, Latency: 150 * ms, ServerLatency: 60 * ms},
+			{Status: 503, Reason: "admission", Stage: "intake"},
+			{Reason: "timeout"},
+		}, 1, 1, 0, 60 * ms, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := outcomes(tc.samples, targets)
+			var drops int64
+			for _, d := range o.ServerDrops {
+				drops += d.Count
+			}
+			if o.Completed != tc.completed || o.Late != tc.late || o.ServerLate != tc.serverLate || o.ServerP99 != tc.serverP99 ||
+				drops != tc.drops || o.ClientTimeouts != tc.timeouts {
+				t.Errorf("outcomes %+v, want completed %d late %d server-late %d p99 %s drops %d timeouts %d",
+					o, tc.completed, tc.late, tc.serverLate, tc.serverP99, tc.drops, tc.timeouts)
+			}
+		})
+	}
+}
