@@ -81,6 +81,9 @@ type Sample struct {
 	// ServerLatency is the latency the server reported (timing.latency_us): the client's
 	// latency without the HTTP round trip.
 	ServerLatency time.Duration
+	// Wait is how long the request waited in the client for a connection before it was
+	// written (the raw client only): part of Latency the server cannot see.
+	Wait time.Duration
 }
 
 // Result is what Run returns: the report (the simulator's format) and the raw samples.
@@ -106,6 +109,9 @@ type Outcomes struct {
 	// ServerP99 is the 99th percentile of the latency the server reported for its 200
 	// answers (0 when it reported none).
 	ServerP99 time.Duration `json:"server_p99_ns"`
+	// WaitP99 is the 99th percentile of the client's wait for a connection (Sample.Wait) over
+	// the 200 answers.
+	WaitP99 time.Duration `json:"client_wait_p99_ns"`
 	// ServerDrops counts the server's 503s by reason (stage intake: refused at the door).
 	ServerDrops []sim.DropCount `json:"server_drops,omitempty"`
 	// ServerErrors counts other HTTP statuses (400, 404, 500, 502, ...).
@@ -119,7 +125,7 @@ type Outcomes struct {
 func outcomes(samples []Sample, targets []target) Outcomes {
 	o := Outcomes{ServerErrors: map[int]int64{}}
 	drops := map[[2]string]int64{}
-	var server []float64
+	var server, wait []float64
 	for _, s := range samples {
 		switch {
 		case s.Status == http.StatusOK:
@@ -134,6 +140,7 @@ func outcomes(samples []Sample, targets []target) Outcomes {
 			if s.ServerLatency > 0 {
 				server = append(server, float64(s.ServerLatency))
 			}
+			wait = append(wait, float64(s.Wait))
 		case s.Status == http.StatusServiceUnavailable:
 			drops[[2]string{s.Stage, s.Reason}]++
 		case s.Status != 0:
@@ -147,6 +154,10 @@ func outcomes(samples []Sample, targets []target) Outcomes {
 	if len(server) > 0 {
 		sort.Float64s(server)
 		o.ServerP99 = time.Duration(stat.Quantile(0.99, stat.Empirical, server, nil))
+	}
+	if len(wait) > 0 {
+		sort.Float64s(wait)
+		o.WaitP99 = time.Duration(stat.Quantile(0.99, stat.Empirical, wait, nil))
 	}
 	for k, v := range drops {
 		o.ServerDrops = append(o.ServerDrops, sim.DropCount{Stage: k[0], Reason: k[1], Count: v})

@@ -139,6 +139,7 @@ func isTimeout(err error) bool {
 // do sends j on nc and reads its answer; it reports whether the connection can be reused.
 func (c *rawClient) do(nc net.Conn, br *bufio.Reader, j rawJob, buf *[]byte) bool {
 	s := j.s
+	s.Wait = time.Since(j.begin)
 	_ = nc.SetDeadline(j.begin.Add(c.timeout))
 	req := c.reqs[j.t.name]
 	if _, err := nc.Write(req); err != nil {

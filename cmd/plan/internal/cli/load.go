@@ -230,7 +230,7 @@ func printLoadReport(app *App, res *load.Result) {
 		[]string{"client errors (connection failed)", fmt.Sprint(oc.ClientErrors)})
 	app.Table([]string{"requests", "count"}, rows)
 	if oc.ServerP99 > 0 {
-		fmt.Fprintf(app.Out, "\nserver-reported latency of 200 answers: p99 %.1f ms (the client's p99 adds the write, the read and the generator's own delays)\n",
-			float64(oc.ServerP99)/float64(time.Millisecond))
+		fmt.Fprintf(app.Out, "\nserver-reported latency of 200 answers: p99 %.1f ms; the client's wait for a free connection: p99 %.1f ms\n",
+			float64(oc.ServerP99)/float64(time.Millisecond), float64(oc.WaitP99)/float64(time.Millisecond))
 	}
 }
