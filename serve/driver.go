@@ -426,6 +426,7 @@ func (d *driver) issued(g *generation) int {
 func (d *driver) evalDoors(g *generation) {
 	pd, hasDoor := g.eng.Policy().(dataplane.Door)
 	v := g.eng.View()
+	d.m.deliveryMargin.Set(float64(d.delivery.q.Load()) / 1e6)
 	for i := range g.doors {
 		app := dataplane.AppID(i)
 		var until dataplane.Time

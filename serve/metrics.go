@@ -46,6 +46,7 @@ type metrics struct {
 	planInfo                             *prometheus.GaugeVec
 	lateness                             prometheus.Histogram
 	intakeAge                            prometheus.Histogram
+	deliveryMargin                       prometheus.Gauge
 
 	models    sync.Map // model name → *modelSeries
 	dropsByK  sync.Map // dropKey → prometheus.Counter
@@ -102,7 +103,9 @@ func newMetrics() *metrics {
 		Help: "How late the driver's timers (emulated hops, transfers, policy timers) fired: the executor's own delay.", Buckets: latenessBuckets})
 	m.intakeAge = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "plan_intake_age_seconds",
 		Help: "Age of a request when the engine received it: from the door (read off the socket) through body decoding and the intake queue.", Buckets: intakeBuckets})
-	m.reg.MustRegister(m.latency, m.paused, m.readyG, m.reloads, m.lateness, m.intakeAge)
+	m.deliveryMargin = prometheus.NewGauge(prometheus.GaugeOpts{Name: "plan_delivery_margin_seconds",
+		Help: "The estimated p99 of an answer's delivery after the engine finished it; the engine plans each request against its deadline less this (capped at a tenth of the SLO)."})
+	m.reg.MustRegister(m.latency, m.paused, m.readyG, m.reloads, m.lateness, m.intakeAge, m.deliveryMargin)
 	m.readyG.Set(1)
 	rt := prometheus.NewRegistry()
 	rt.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -294,7 +297,7 @@ var MetricNames = []string{
 	"plan_request_latency_seconds", "plan_requests_in_flight", "plan_queue_depth",
 	"plan_worker_queue_depth", "plan_worker_busy", "plan_worker_busy_seconds_total",
 	"plan_paused_requests", "plan_ready", "plan_reloads_total", "plan_active_plan_info",
-	"plan_timer_lateness_seconds", "plan_intake_age_seconds",
+	"plan_timer_lateness_seconds", "plan_intake_age_seconds", "plan_delivery_margin_seconds",
 }
 
 // handler serves every family (plan_*, go_*, process_*) with content negotiation.
