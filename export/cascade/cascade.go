@@ -1,8 +1,7 @@
 // Package cascade exports CascadeServe gear plans to Triton, KServe and Ray Serve (issue 12,
 // following export/ppipe and export/pard). A gear plan is a fixed replica placement plus one
 // gear per QPS range — a cascade (models in order), certainty thresholds, per-replica shares
-// and minimum-queue triggers (CascadeServe paper §4, spec ../shared/specs/cascadeserve.md §3,
-// §5). The targets can express the placement and the per-model batching; none can express
+// and minimum-queue triggers (CascadeServe paper §4–§5). The targets can express the placement and the per-model batching; none can express
 // gear switching (choosing the cascade by the QPS measured every 100 ms, paper §4.4), so:
 //
 //   - Triton: one model per cascade model, one instance_group per replica pinned to the

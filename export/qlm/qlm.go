@@ -1,5 +1,5 @@
 // Package qlm exports QLM plans to Triton, KServe and Ray Serve (issue 13, following
-// export/dyorc and export/cascade). A QLM plan (spec ../shared/specs/qlm.md) is a set of LLM
+// export/dyorc and export/cascade). A QLM plan (Patke et al., "QLM") is a set of LLM
 // instances — an engine with one model loaded on a fixed GPU set (§1) — plus the request
 // groups (one model, similar SLO and lengths, §1) and each instance's virtual queue of groups,
 // head first: the order is the plan (§1, §4). Every target can run the instances natively, as

@@ -1,5 +1,5 @@
-// Package cascade is CascadeServe's gear planner (Kossmann et al.; spec
-// ../shared/specs/cascadeserve.md): cascade search with Pareto filtering (§4.2), workload
+// Package cascade is CascadeServe's gear planner (Kossmann et al.,
+// CascadeServe): cascade search with Pareto filtering (§4.2), workload
 // adaptation over QPS ranges (§4.3), hardware mapping — greedy replica pruning, then the
 // load-balancing LP through solver (§4.4) —, dynamic batching sized by a discrete-event
 // simulation of each gear (§4.5–4.6), all inside the error-driven co-optimization loop of

@@ -1,4 +1,4 @@
-// Package qlm is QLM's planner (spec ../shared/specs/qlm.md): `plan solve` for llm_classes
+// Package qlm is QLM's planner (Patke et al., "QLM", SoCC '24): `plan solve` for llm_classes
 // workloads writes the initial instance/model placement and virtual queues — one instance per
 // GPU set of the cluster, models placed in proportion to their expected decode load
 // (Σ rate·μ_out / Θ, spec §3), one initial request group per class queued on the instances

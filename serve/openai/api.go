@@ -1,8 +1,8 @@
 // Package openai is QLM's OpenAI-compatible front end on `plan serve` (issue 13 item 5; QLM
-// spec ../shared/specs/qlm.md, ecosystem spec §5): POST /v1/completions and
+// paper §2; the OpenAI API's completions and chat objects): POST /v1/completions and
 // /v1/chat/completions (answered whole or streamed as server-sent events), GET /v1/models, and
 // a durable submit-and-poll queue for long-SLO (batch) requests, POST /v1/queue and GET
-// /v1/queue/{id}, kept in an embedded NATS JetStream server by default (ecosystem spec §6).
+// /v1/queue/{id}, kept in an embedded NATS JetStream server by default.
 //
 // Every request goes through serve.Server.Submit with its token counts, priority and class in
 // dataplane.Attrs, so QLM's request groups and virtual queues (paper §4: a request group is

@@ -1,5 +1,5 @@
-// Package cascadesys assembles CascadeServe for the registry (spec
-// ../shared/specs/cascadeserve.md): the gear planner and its baselines (planner/cascade),
+// Package cascadesys assembles CascadeServe for the registry (Kossmann et
+// al., CascadeServe): the gear planner and its baselines (planner/cascade),
 // the gear-switching data plane with its no-switch ablation (dataplane/cascade), the plan
 // checker, `plan bench cascade` and the exporters (export/cascade).
 package cascadesys

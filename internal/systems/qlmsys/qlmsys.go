@@ -1,4 +1,4 @@
-// Package qlmsys assembles QLM for the registry (spec ../shared/specs/qlm.md): the initial
+// Package qlmsys assembles QLM for the registry (Patke et al., "QLM"): the initial
 // placement planner (planner/qlm), the LLM-instance data plane with QLM and its baselines
 // (dataplane/qlm), the plan checker, `plan bench qlm`, the exporters (export/qlm) and the
 // OpenAI-compatible endpoint of `plan serve` (serve/openai).
