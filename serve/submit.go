@@ -71,6 +71,11 @@ func (s *Server) Deployment() *dataplane.Deployment {
 // Clock returns the server's clock (µs since start), on which Timing and HopEvent are given.
 func (s *Server) Clock() Clock { return s.clk }
 
+// WriteTimeout is the longest one write to a client may block (`--write-timeout`): a front
+// end that writes several times (a stream) sets it before each, so a client that stops
+// reading is cut off instead of holding its connection and handler.
+func (s *Server) WriteTimeout() time.Duration { return s.opts.WriteTimeout }
+
 // From converts a wall-clock instant to the clock's µs (negative before the clock started).
 func (c Clock) From(t time.Time) dataplane.Time {
 	return dataplane.Time(t.Sub(c.epoch) / time.Microsecond)

@@ -289,10 +289,15 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance stri
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
+			// --write-timeout per write: a client that stops reading is cut off (and the
+			// engine's stream with it, through the request's context).
+			_ = rc.SetWriteDeadline(time.Now().Add(f.s.WriteTimeout()))
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
-			_ = rc.Flush()
+			if rc.Flush() != nil {
+				return
+			}
 		}
 		if err != nil {
 			return

@@ -394,16 +394,28 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		done <- outcome{a, err}
 	}()
 	rc := http.NewResponseController(w)
+	wt := f.s.WriteTimeout()
 	started, sent := false, 0
 	object := "text_completion"
 	if req.Chat {
 		object = "chat.completion.chunk"
 	}
 	created := arrived.Unix()
+	// Each write gets --write-timeout: a client that stops reading its stream fails the
+	// write instead of holding this handler and its connection until the generation ends.
+	// After a failed write nothing more is sent; the request itself runs to its end.
+	var werr error
+	write := func(op func() error) {
+		if werr == nil {
+			_ = rc.SetWriteDeadline(time.Now().Add(wt))
+			werr = op()
+		}
+	}
 	event := func(v any) {
 		b, _ := json.Marshal(v)
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		write(func() error { _, err := fmt.Fprintf(w, "data: %s\n\n", b); return err })
 	}
+	flush := func() { write(rc.Flush) }
 	chunk := func(text string, finish any, first bool) map[string]any {
 		c := map[string]any{"index": 0, "finish_reason": finish}
 		if req.Chat {
@@ -446,12 +458,15 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		start()
 		event(chunk(Filler(sent, n), nil, sent == 0))
 		sent = n
-		_ = rc.Flush()
+		flush()
 	}
 	for {
 		select {
 		case <-sub.tick:
 			emit(req.MaxTokens)
+			if werr != nil {
+				return
+			}
 		case o := <-done:
 			if o.err == nil && o.a.Status == 200 {
 				sub.mu.Lock()
@@ -482,8 +497,8 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 				}
 				event(map[string]*Error{"error": e})
 			}
-			_, _ = io.WriteString(w, "data: [DONE]\n\n")
-			_ = rc.Flush()
+			write(func() error { _, err := io.WriteString(w, "data: [DONE]\n\n"); return err })
+			flush()
 			return
 		}
 	}

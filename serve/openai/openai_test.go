@@ -471,3 +471,20 @@ func TestRefused(t *testing.T) {
 		t.Errorf("status %d Retry-After %q: %s", r2.StatusCode, r2.Header.Get("Retry-After"), b)
 	}
 }
+
+// TestStreamWriteTimeout: every write of a stream gets --write-timeout, so a client that does
+// not keep up is cut off instead of holding the handler and its connection to the end. With
+// a timeout no write can meet, the stream never reaches [DONE].
+func TestStreamWriteTimeout(t *testing.T) {
+	_, url := qlmServerOpts(t, memFrontend(), serve.Options{WriteTimeout: time.Nanosecond})
+	resp, err := http.Post(url+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"mistral-chat","prompt":"one two three","max_tokens":12,"stream":true}`))
+	if err != nil {
+		return // cut off before the status line: what the timeout is for
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if bytes.Contains(b, []byte("[DONE]")) {
+		t.Errorf("the stream ran to its end past a write timeout no write can meet: %s", b)
+	}
+}
