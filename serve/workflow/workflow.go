@@ -90,6 +90,9 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/workflows/{app}/run", func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		code, v := run(s, r, arrived)
+		// The run may take long; its answer's write gets --write-timeout from now, so a
+		// client that does not read it is cut off, as on the KServe API.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.WriteTimeout()))
 		writeJSON(w, code, v)
 	})
 }
