@@ -3,8 +3,12 @@ package dyorcbench
 import (
 	"context"
 	"os"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
+
+	dp "github.com/plan-dev/plan/dataplane/dyorc"
 )
 
 // TestQuickShape runs a reduced bench (GILL and image, short trace) and checks its shape:
@@ -39,7 +43,7 @@ func TestTiming(t *testing.T) {
 		t.Skip()
 	}
 	for _, a := range AllApps {
-		dep, err := setup(context.Background(), appsOf(a), 8, 3, true)
+		dep, err := setup(context.Background(), appsOf(a), 8, 3, 0, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,5 +131,65 @@ func TestMixShape(t *testing.T) {
 		if d >= mean[p] {
 			t.Errorf("dyorc %.0f ms, not below %s's %.0f", d, p, mean[p])
 		}
+	}
+}
+
+// TestGPUMem: --gpu-gb sets every GPU's memory for the placement and the run alike (0 = an
+// A800-80GB, spec §5.2). At 80 GB GILL's three services (19.6 GB with their activation
+// reserve) never leave a GPU, so loading stays off the critical path; at 17.5 GB a GPU cannot
+// hold the LLM and Stable Diffusion together and services are evicted and reloaded (the
+// paper's small-cluster regime, §8.5). Runs are deterministic: the same seed gives the same
+// rows.
+func TestGPUMem(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		gb     float64
+		want   int64
+		evicts bool
+	}{
+		{"default 80 GB", 0, 80e9, false},
+		{"40 GB", 40, 40e9, false},
+		{"17.5 GB", 17.5, 17.5e9, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dep, err := setup(context.Background(), []string{"gill"}, 8, 3, tc.gb, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := dp.MetaOf(dep)
+			if m.GPUMem != tc.want {
+				t.Fatalf("GPU memory %d, want %d", m.GPUMem, tc.want)
+			}
+			llm, sd := m.W.SvcIndex["llm7b"], m.W.SvcIndex["sd15"]
+			for g, svcs := range m.Warm {
+				var used int64
+				for _, s := range svcs {
+					used += m.W.Services[s].Bytes
+				}
+				if used > tc.want {
+					t.Fatalf("GPU %d holds %d bytes at start, more than %d", g, used, tc.want)
+				}
+				if tc.evicts && slices.Contains(svcs, llm) && slices.Contains(svcs, sd) {
+					t.Fatalf("GPU %d holds llm7b and sd15 in %d bytes", g, tc.want)
+				}
+			}
+			o := Options{Apps: []string{"gill"}, Policies: []string{"dyorc", "dyorc-greedy"}, Seeds: 1, Seconds: 120, GPUs: 8, Load: 3, GPUMemGB: tc.gb, Parallel: 1}
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res.Rows {
+				if (r.Evictions > 0) != tc.evicts {
+					t.Errorf("%s: %.0f evictions, %.0f loads", r.Policy, r.Evictions, r.Loads)
+				}
+			}
+			again, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Rows, again.Rows) {
+				t.Fatalf("same seed, different rows:\n%+v\n%+v", res.Rows, again.Rows)
+			}
+		})
 	}
 }

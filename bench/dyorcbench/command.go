@@ -25,6 +25,7 @@ type Command struct {
 	gpus     int
 	load     float64
 	stateUs  float64
+	gpuGB    float64
 	parallel int
 	noScale  bool
 	noChange bool
@@ -70,6 +71,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.IntVar(&o.seconds, "seconds", 0, "trace length in seconds (default 1800, quick 600)")
 	f.IntVar(&o.gpus, "gpus", 0, "GPUs of the main comparison (default 8)")
 	f.Float64Var(&o.load, "load", 0, "multiplier on the stand-in apps' rates (default 3)")
+	f.Float64Var(&o.gpuGB, "gpu-gb", 0, "memory of each GPU in GB, for every policy (default 80, an A800-80GB; below 18.8 GILL's LLM and SD cannot share a GPU)")
 	f.Float64Var(&o.stateUs, "state-us", 0, "scheduler time charged per DP state in µs (default the policy's; 1 in the scaling sweep)")
 	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
 	f.BoolVar(&o.noScale, "no-scale", false, "skip the GPU-count sweep")
@@ -83,8 +85,8 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.quick {
 		bo = Quick()
 	}
-	if o.seeds < 0 || o.seconds < 0 || o.gpus < 0 || o.load < 0 || o.stateUs < 0 {
-		return bench.Usagef("--seeds, --seconds, --gpus, --load and --state-us must be >= 0")
+	if o.seeds < 0 || o.seconds < 0 || o.gpus < 0 || o.load < 0 || o.stateUs < 0 || o.gpuGB < 0 {
+		return bench.Usagef("--seeds, --seconds, --gpus, --load, --state-us and --gpu-gb must be >= 0")
 	}
 	if o.seconds > 0 && o.seconds < 60 {
 		return bench.Usagef("--seconds %d: must be at least 60", o.seconds)
@@ -107,7 +109,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.noChange {
 		bo.Change = false
 	}
-	bo.StateUs, bo.Parallel = o.stateUs, o.parallel
+	bo.StateUs, bo.Parallel, bo.GPUMemGB = o.stateUs, o.parallel, o.gpuGB
 	apps, err := bench.PickNamed(AllApps, func(s string) string { return s }, o.apps, "--apps")
 	if err != nil {
 		return err
@@ -155,7 +157,11 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 // Print writes the bench's tables.
 func Print(env bench.Env, res *Result) {
 	o := res.Options
-	env.Infof("latency on %d GPUs, %d s Azure-like trace, load ×%g, %d seed(s); speed-up = L_base/L_dyorc − 1 (paper: 4–198 %% vs the best baseline, spec §6 #13)", o.GPUs, o.Seconds, o.Load, o.Seeds)
+	mem := o.GPUMemGB
+	if mem <= 0 {
+		mem = DefaultGPUMemGB
+	}
+	env.Infof("latency on %d GPUs of %g GB, %d s Azure-like trace, load ×%g, %d seed(s); speed-up = L_base/L_dyorc − 1 (paper: 4–198 %% vs the best baseline, spec §6 #13)", o.GPUs, mem, o.Seconds, o.Load, o.Seeds)
 	dy := map[string]Row{}
 	for _, r := range res.Rows {
 		if r.Policy == "dyorc" {
@@ -173,9 +179,9 @@ func Print(env bench.Env, res *Result) {
 			acc = fmt.Sprintf("%.0f%% / %.0f%%", 100*r.StepAcc, 100*r.FlowAcc)
 		}
 		rows = append(rows, []string{r.App, r.Policy, fmt.Sprint(r.Requests), fmt.Sprintf("%.0f", r.MeanMs), fmt.Sprintf("%.0f", r.P99Ms),
-			su, fmt.Sprintf("%.0f", r.Loads), acc, fmt.Sprintf("%.0f", r.StatesPerDP)})
+			su, fmt.Sprintf("%.0f", r.Loads), fmt.Sprintf("%.0f", r.Evictions), acc, fmt.Sprintf("%.0f", r.StatesPerDP)})
 	}
-	env.Table([]string{"app", "policy", "requests", "mean ms", "p99 ms", "dyorc speed-up", "loads", "accuracy step/flow", "states/DP"}, rows)
+	env.Table([]string{"app", "policy", "requests", "mean ms", "p99 ms", "dyorc speed-up", "loads", "evictions", "accuracy step/flow", "states/DP"}, rows)
 	if len(res.Change) > 0 {
 		env.Infof("MIX pattern change at minute %d (GILL ×2, KC and Debate ×0.5; paper Fig.10: TIS degrades, DyOrc and Ray stay about flat): requests arriving before / after", o.Seconds/120)
 		var cr [][]string

@@ -28,7 +28,9 @@ type Options struct {
 	// StateUs is the DP charge per state (dyorc.DefaultStateUs when 0).
 	StateUs float64
 	// Change runs the MIX pattern change (paper §4, Fig.10) under every policy.
-	Change   bool
+	Change bool
+	// GPUMemGB is each GPU's memory in GB (DefaultGPUMemGB when 0), the same for every policy.
+	GPUMemGB float64
 	Parallel int
 	Progress func(done, total int) `json:"-"`
 }
@@ -42,6 +44,16 @@ func Quick() Options {
 func Full() Options {
 	return Options{Seeds: 3, Seconds: 1800, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128, 256}, Change: true}
 }
+
+// DefaultGPUMemGB is an A800-80GB's memory (spec §5.2). With the §5.2 stand-ins (weights plus
+// a 20 % activation reserve) all of GILL's services take 19.6 GB and Debate's one 16.2 GB, so
+// at this size no GPU ever evicts them and loading never reaches a request's critical path:
+// proactive loading, which the paper credits for Speculative's gain over Greedy (§8.3:
+// "DEBATE does not necessitate service loading, thereby reducing the advantages"), has
+// nothing to hide there. --gpu-gb reproduces the paper's small-cluster regime (§8.5: "the
+// limited number of loaded services that can be accommodated ... necessitating repeated
+// loading and unloading") with every policy on the same smaller GPUs.
+const DefaultGPUMemGB = 80
 
 // MixShare scales every app's rate in MIX, where the four apps share the same GPUs [ours].
 // Spec §5.4 runs every workload below saturation (30–90 %); at 0.5 MIX on 8 GPUs is past it
@@ -63,6 +75,9 @@ type Row struct {
 	MeanMs      float64
 	P99Ms       float64
 	Loads       float64
+	// Evictions counts services pushed out of GPU memory: 0 means every service a GPU loaded
+	// stayed resident, so no later call waited on a reload.
+	Evictions float64
 	// StepAcc and FlowAcc are the predictor's per-step and whole-workflow accuracy (dyorc
 	// policies; -1 otherwise).
 	StepAcc, FlowAcc float64
@@ -124,7 +139,12 @@ func appsOf(name string) []string {
 
 // setup builds the deployment for an app set on g GPUs: the MILP's placement when milp is set,
 // else each service once, most loaded first, on the least loaded GPU with room.
-func setup(ctx context.Context, apps []string, g int, load float64, milp bool) (*dataplane.Deployment, error) {
+// memGB is each GPU's memory (DefaultGPUMemGB when 0).
+func setup(ctx context.Context, apps []string, g int, load, memGB float64, milp bool) (*dataplane.Deployment, error) {
+	if memGB <= 0 {
+		memGB = DefaultGPUMemGB
+	}
+	memB := int64(memGB * 1e9)
 	wf := Only(StandIns(), apps...)
 	for n, a := range wf.Apps {
 		a.RateRPS *= load
@@ -132,7 +152,7 @@ func setup(ctx context.Context, apps []string, g int, load float64, milp bool) (
 		wf.Apps[n] = a
 	}
 	cl := &formats.Cluster{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindCluster},
-		GPUs: []formats.GPUPool{{Type: "A800", Count: g, PerServer: 8, MemoryBytes: 80e9}}}
+		GPUs: []formats.GPUPool{{Type: "A800", Count: g, PerServer: 8, MemoryBytes: memB}}}
 	wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Workflows: wf}
 	if milp {
 		p, err := pl.Solve(ctx, wl, cl, nil, pl.Options{TimeLimit: 20 * time.Second, Deterministic: true})
@@ -154,7 +174,7 @@ func setup(ctx context.Context, apps []string, g int, load float64, milp bool) (
 	for _, s := range order {
 		best := -1
 		for d := 0; d < g; d++ {
-			if mem[d]+w.Services[s].Bytes <= 80e9 && (best < 0 || busy[d] < busy[best]) {
+			if mem[d]+w.Services[s].Bytes <= memB && (best < 0 || busy[d] < busy[best]) {
 				best = d
 			}
 		}
@@ -164,7 +184,7 @@ func setup(ctx context.Context, apps []string, g int, load float64, milp bool) (
 			mem[best] += w.Services[s].Bytes
 		}
 	}
-	c := dp.Cluster{GPUs: g, PerServer: 8, MemBytes: 80e9, Type: "A800"}
+	c := dp.Cluster{GPUs: g, PerServer: 8, MemBytes: memB, Type: "A800"}
 	return dp.NewDeployment(w, c, warm, dp.DefaultNet)
 }
 
@@ -282,7 +302,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if a == "mix" {
 			ld *= MixShare
 		}
-		d, err := setup(ctx, appsOf(a), o.GPUs, ld, true)
+		d, err := setup(ctx, appsOf(a), o.GPUs, ld, o.GPUMemGB, true)
 		if err != nil {
 			return nil, fmt.Errorf("app %s: %w", a, err)
 		}
@@ -309,7 +329,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Change {
 		if deps["mix"] == nil {
-			d, err := setup(ctx, appsOf("mix"), o.GPUs, o.Load*MixShare, true)
+			d, err := setup(ctx, appsOf("mix"), o.GPUs, o.Load*MixShare, o.GPUMemGB, true)
 			if err != nil {
 				return nil, fmt.Errorf("app mix: %w", err)
 			}
@@ -328,7 +348,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if j.scale > 0 {
 			var err error
 			// Scaling: GILL at a fixed rate (about 60 % of 8 GPUs' capacity), the spread placement.
-			if dep, err = setup(ctx, []string{"gill"}, j.scale, o.Load, false); err != nil {
+			if dep, err = setup(ctx, []string{"gill"}, j.scale, o.Load, o.GPUMemGB, false); err != nil {
 				return err
 			}
 		}
@@ -372,13 +392,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			i = k
 			continue
 		}
-		var mean, p99, loads, states, dps, charged, reqs float64
+		var mean, p99, loads, evict, states, dps, charged, reqs float64
 		var stepH, stepT, flowH, flowT int64
 		for k < len(jobs) && jobs[k].app == j.app && jobs[k].pol == j.pol && jobs[k].scale == j.scale {
 			r := outs[k]
 			mean += r.m.Total.Latency.MeanUs / 1000
 			p99 += float64(r.m.Total.Latency.P99Us) / 1000
 			loads += float64(r.stats.Loads)
+			evict += float64(r.stats.Evictions)
 			states += float64(r.stats.StatesExpanded)
 			dps += float64(r.stats.DPRuns)
 			charged += float64(r.stats.SchedBusy)
@@ -397,7 +418,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				ChargedUs: charged / max(reqs, 1), Loads: loads / n, DecisionUs: DecisionUs(j.scale, 2000)})
 		} else {
 			row := Row{App: j.app, Policy: j.pol, Requests: int64(reqs / n), MeanMs: mean / n, P99Ms: p99 / n, Loads: loads / n,
-				StepAcc: -1, FlowAcc: -1, StatesPerDP: states / max(dps, 1)}
+				Evictions: evict / n, StepAcc: -1, FlowAcc: -1, StatesPerDP: states / max(dps, 1)}
 			if stepT > 0 && (j.pol == "dyorc" || j.pol == "dyorc-argmax" || j.pol == "dyorc-literal") {
 				row.StepAcc = float64(stepH) / float64(stepT)
 				row.FlowAcc = float64(flowH) / float64(max(flowT, 1))
@@ -412,7 +433,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // DecisionUs measures one DP decision's wall time (µs) on g GPUs for GILL's longest chain
 // (vit → llm7b → sd15) on an idle cluster (the bench may read clocks; policies never do).
 func DecisionUs(g, iters int) float64 {
-	dep, err := setup(context.Background(), []string{"gill"}, g, 1, false)
+	dep, err := setup(context.Background(), []string{"gill"}, g, 1, 0, false)
 	if err != nil {
 		return -1
 	}
