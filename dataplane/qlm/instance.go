@@ -96,6 +96,8 @@ func (p *Policy) tokenSeconds(in *instance, model string) float64 {
 type Stats struct {
 	Iterations, Prefills, ModelSwaps, WarmLoads, ColdLoads int64
 	Evictions, KVSwaps, Replans, PlanFallbacks             int64
+	// Pulls counts groups an instance with an empty virtual queue took from another one.
+	Pulls int64
 	// SolveNs is the wall time spent in the plan generator (not part of the deterministic
 	// state: policies never read it).
 	SolveNs int64

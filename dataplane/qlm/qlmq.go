@@ -401,9 +401,85 @@ func (q *qlmQueue) head(p *Policy, in *instance) *seq {
 	q.vq[in.idx] = v
 	if len(v) == 0 {
 		q.headChanged[in.idx] = false
-		return nil
+		g := q.pull(p, in)
+		if g == nil {
+			return nil
+		}
+		return g.members[0]
 	}
 	return v[0].members[0]
+}
+
+// pull keeps an instance whose virtual queue ran empty work-conserving: it takes over the
+// waiting group, not started yet, that it would start sooner than the instance it is queued
+// on (earliest deadline first, then group ID). Spec §2 makes load balancing implicit in the
+// plan and re-plans only on a predicted violation, so without this an instance that drains
+// its queue ahead of the RCT estimate idles while groups with loose deadlines wait elsewhere
+// (issue 13's stall: a mistral request 23 s behind a busy instance, the other one idle).
+// Paper §5 "request pulling": an instance pulls whenever it has spare capacity; started
+// groups stay where they are (no migration, §7 #14). A group of another model is taken only
+// by an instance with nothing running, paying the model swap (§2), when that still starts
+// it before its place where it waits.
+func (q *qlmQueue) pull(p *Policy, in *instance) *group {
+	// The round-robin and random ablations have no load balancing (spec §5): groups stay on
+	// their first virtual queue.
+	if in.loading || p.opt.placement != "plan" {
+		return nil
+	}
+	m := p.llmFor(in, in.model)
+	empty := len(in.running) == 0 && len(in.swapped) == 0
+	if m != nil && len(in.running) >= m.maxSeqs && !empty {
+		return nil
+	}
+	var best *group
+	for _, o := range p.inst {
+		if o == in {
+			continue
+		}
+		for k, g := range q.vq[o.idx] {
+			if g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil {
+				continue
+			}
+			here := 0.0
+			if g.model != in.model {
+				if !empty {
+					continue
+				}
+				here = p.swapSeconds(in, g.model)
+			}
+			there := q.drain(p, o, k)
+			prev := o.model
+			if k > 0 {
+				prev = q.vq[o.idx][k-1].model
+			}
+			if g.model != prev {
+				there += p.swapSeconds(o, g.model)
+			}
+			if here >= there {
+				continue
+			}
+			if best == nil || g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id) {
+				best = g
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	from := q.vq[best.vq]
+	for i, g := range from {
+		if g == best {
+			q.vq[best.vq] = append(from[:i:i], from[i+1:]...)
+			break
+		}
+	}
+	best.vq = in.idx
+	for _, s := range best.members {
+		s.inst = in.idx
+	}
+	q.vq[in.idx] = append(q.vq[in.idx], best)
+	p.stats.Pulls++
+	return best
 }
 
 func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
