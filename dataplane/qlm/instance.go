@@ -2,6 +2,7 @@ package qlm
 
 import (
 	"math"
+	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -134,12 +135,15 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 	if m == nil {
 		return
 	}
+	if p.opt.guard && p.opt.evict {
+		p.protectDeadlines(now, in, m)
+	}
 	// Request pulling (spec §2): swapped-in sequences first, then the queue head, while KV
 	// and the sequence cap allow.
 	for len(in.swapped) > 0 && len(in.running) < m.maxSeqs {
 		s := in.swapped[0]
 		need := m.blocks(s.ctx() + 1)
-		if in.kvUsed+need > m.kvCap {
+		if in.kvUsed+need > m.kvCap || (p.opt.guard && !p.admitKeepsDeadlines(now, in, m, s)) {
 			break
 		}
 		in.swapped = in.swapped[1:]
@@ -162,6 +166,9 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 					break
 				}
 				continue
+			}
+			if p.opt.guard && !p.admitKeepsDeadlines(now, in, m, h) {
+				break
 			}
 			p.q.pop(p, in, h)
 			h.kv = need
@@ -393,4 +400,176 @@ func (p *Policy) cacheBytes(in *instance) int64 {
 		}
 	}
 	return b
+}
+
+// admitKeepsDeadlines is QLM's deadline check on request pulling: admitting h into the
+// running batch costs every running sequence h's prefill iteration plus, per remaining output
+// token, the longer decode step of a batch one larger (Eq. 4: D = O·ε·d, d grows with the
+// batch and its context). It refuses h when a running sequence with an earlier deadline that
+// can still make it (rescuable) would be late at the Δ-quantile of its remaining output (the
+// chance constraint of §4.2). protectDeadlines evicts only when late at the mean, so what this
+// admits is not evicted again a few tokens later (no admit/evict ping-pong). Without it an
+// instance pulls every waiting request while KV lasts (paper §5 pulls on spare capacity), so
+// under overload 256 sequences share each step and prefills interleave: W_B quick measured
+// ~185 ms per output token, which misses a 20 s SLO past ~110 tokens whatever the queue
+// order, while batch requests with minutes of slack lose nothing by waiting.
+func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h *seq) bool {
+	if len(in.running) == 0 {
+		return true
+	}
+	run := byDeadline(in.running)
+	ctx := 0
+	for _, s := range run {
+		ctx += s.ctx()
+	}
+	b := len(run)
+	pre := float64(m.prefillUs(h.ctx())) / 1e6
+	t := float64(now) / 1e6
+	sub := 0
+	for i, s := range run {
+		sub += s.ctx()
+		if s.deadline >= h.deadline {
+			break
+		}
+		if !p.rescuable(t, m, run, i, sub) {
+			continue
+		}
+		r := p.residualQuantile(s)
+		if t+pre+r*stepSeconds(m, b+1, ctx+h.ctx(), r) > float64(s.deadline)/1e6 {
+			return false
+		}
+	}
+	return true
+}
+
+// byDeadline is the running batch in deadline order (ties by request ID).
+func byDeadline(running []*seq) []*seq {
+	run := append([]*seq(nil), running...)
+	sort.SliceStable(run, func(a, b int) bool {
+		if run[a].deadline != run[b].deadline {
+			return run[a].deadline < run[b].deadline
+		}
+		return run[a].id < run[b].id
+	})
+	return run
+}
+
+// rescuable: run[i] (deadline order, sub = context of run[:i+1]) is on time at its expected
+// remaining output in a batch of only the sequences with deadlines no later than its own.
+// Both the pulling check and eviction protect exactly these; hopeless ones hold nothing back.
+func (p *Policy) rescuable(t float64, m *llm, run []*seq, i, sub int) bool {
+	n := i + 1
+	for n < len(run) && run[n].deadline == run[i].deadline {
+		sub += run[n].ctx()
+		n++
+	}
+	r := p.residualTokens(run[i])
+	return t+r*stepSeconds(m, n, sub, r) <= float64(run[i].deadline)/1e6
+}
+
+// stepSeconds is the mean decode step over the next r tokens of a batch of b sequences
+// holding ctx tokens: every step adds b tokens of context (§6: the step grows with KV).
+func stepSeconds(m *llm, b, ctx int, r float64) float64 {
+	return float64(m.decodeUs(b, ctx+int(float64(b)*r/2))) / 1e6
+}
+
+// residualQuantile is the Δ-quantile of a running sequence's remaining output under Eq. 3
+// given gen tokens so far: Q = μ + σ·Φ⁻¹(Φ(a) + Δ·(1 − Φ(a))) − k, a = (k − μ)/σ, capped at
+// the class maximum; cached per (class, gen).
+func (p *Policy) residualQuantile(s *seq) float64 {
+	key := [2]int{int(s.app), s.gen}
+	if r, ok := p.resQ[key]; ok {
+		return r
+	}
+	c := &p.class[s.app]
+	mu, sd, k := c.Out.Mean, c.Out.Std, float64(s.gen)
+	r := math.Max(mu-k, 1)
+	if sd > 0 {
+		cdf := 0.5 * math.Erfc(-(k-mu)/sd/math.Sqrt2)
+		delta := p.setup.Confidence
+		if delta <= 0 || delta >= 1 {
+			delta = 0.95
+		}
+		u := cdf + delta*(1-cdf)
+		if u < 1 {
+			q := mu + sd*normQuantile(u)
+			if c.Out.Max > 0 {
+				q = math.Min(q, float64(c.Out.Max))
+			}
+			r = math.Max(q-k, 1)
+		} else {
+			r = 1
+		}
+	}
+	if p.resQ == nil {
+		p.resQ = map[[2]int]float64{}
+	}
+	p.resQ[key] = r
+	return r
+}
+
+// residualTokens is a running sequence's expected remaining output: the mean residual of its
+// class's output length, Normal(μ, σ) (Eq. 3), given the gen tokens it has produced,
+// E[O − k | O > k] = μ − k + σ·φ(a)/(1 − Φ(a)), a = (k − μ)/σ.
+func (p *Policy) residualTokens(s *seq) float64 {
+	c := &p.class[s.app]
+	mu, sd, k := c.Out.Mean, c.Out.Std, float64(s.gen)
+	if sd <= 0 {
+		return math.Max(mu-k, 1)
+	}
+	a := (k - mu) / sd
+	tail := 0.5 * math.Erfc(a/math.Sqrt2)
+	if tail < 1e-12 {
+		return 1
+	}
+	phi := math.Exp(-a*a/2) / math.Sqrt(2*math.Pi)
+	return math.Max(mu-k+sd*phi/tail, 1)
+}
+
+// protectDeadlines is request eviction (spec §2) for the decode-speed kind of HOL blocking:
+// a running sequence that its expected remaining output (Eq. 4 at the current step time)
+// makes late, but that would be on time in a batch of only the sequences with deadlines no
+// later than its own, gets those with later deadlines evicted (latest deadline first, then
+// least generated tokens: least lost work, §2.1) until it is on time again. The KV-space
+// eviction of preemptFor cannot see this case: the batch fits in memory, it is just too
+// large for the tight deadline's time per token.
+func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
+	t := float64(now) / 1e6
+	for len(in.running) > 1 {
+		run := byDeadline(in.running)
+		ctx := 0
+		for _, s := range run {
+			ctx += s.ctx()
+		}
+		var at *seq
+		sub := 0
+		for i, s := range run {
+			sub += s.ctx()
+			if s.deadline == run[len(run)-1].deadline {
+				break // nothing with a later deadline to evict for it
+			}
+			r := p.residualTokens(s)
+			if t+r*stepSeconds(m, len(run), ctx, r) > float64(s.deadline)/1e6 && p.rescuable(t, m, run, i, sub) {
+				at = s
+				break
+			}
+		}
+		if at == nil {
+			return
+		}
+		// The victim: latest deadline, then least generated tokens (least lost work, §2.1).
+		var v *seq
+		for _, s := range run {
+			if s.deadline <= at.deadline {
+				continue
+			}
+			if v == nil || s.deadline > v.deadline || (s.deadline == v.deadline && (s.gen < v.gen || (s.gen == v.gen && s.id > v.id))) {
+				v = s
+			}
+		}
+		if v == nil {
+			return
+		}
+		p.preempt(in, v, m)
+	}
 }

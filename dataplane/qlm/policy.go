@@ -30,6 +30,9 @@ type options struct {
 	evict bool // request eviction on a replan-induced head change (§2)
 	swap  bool // GPU↔CPU KV swap as a preemption mode (§2.1)
 	warm  bool // warm model start from the CPU cache (§2)
+	// guard: request pulling admits a request only when it keeps the running sequences with
+	// earlier deadlines on time (admitKeepsDeadlines).
+	guard bool
 	// placement of new groups: "plan" (least drain + plan generator), "rr", "random".
 	placement string
 	seed      uint64
@@ -63,6 +66,8 @@ type Policy struct {
 	byApp  [][]dataplane.ReqID
 	stats  Stats
 	rr     int
+	// resQ caches residualQuantile per (class, tokens generated).
+	resQ map[[2]int]float64
 	// now is the time of the event being handled (queues that decide in head() read it).
 	now dataplane.Time
 }

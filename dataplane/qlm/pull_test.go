@@ -61,3 +61,73 @@ func TestIdleInstancePulls(t *testing.T) {
 		t.Errorf("%d replans: the scenario should need none", p.stats.Replans)
 	}
 }
+
+// tokenTimeSetup is one instance of the hand profile (decode step 5 ms + 1 ms per extra
+// sequence) with an interactive class (3 s SLO, ~300 output tokens: 1.5 s alone, ~7.5 s in a
+// batch of 21) and a batch class (10 min, ~1000 tokens).
+func tokenTimeSetup(t *testing.T) *dataplane.Deployment {
+	t.Helper()
+	in := formats.TokenProfile{Mean: 100, Std: 10, Max: 200}
+	cls := []formats.LLMClass{
+		{Name: "inter", Model: "m", SLO: formats.Duration(3 * time.Second), Interactive: true, RateRPS: 1, InputTokens: in, OutputTokens: formats.TokenProfile{Mean: 300, Std: 10, Max: 400}},
+		{Name: "batch", Model: "m", SLO: formats.Duration(10 * time.Minute), RateRPS: 1, InputTokens: in, OutputTokens: formats.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
+	}
+	dep, err := Build(cls, Setup{Profiles: []formats.LLMProfile{handProfile()}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dep
+}
+
+func burst(n int, at dataplane.Time, a dataplane.Attrs) ([]dataplane.Time, []dataplane.Attrs) {
+	var ts []dataplane.Time
+	var as []dataplane.Attrs
+	for range n {
+		ts = append(ts, at)
+		as = append(as, a)
+	}
+	return ts, as
+}
+
+// TestEvictForTokenTime: 20 batch requests fill the running batch, then an interactive one
+// arrives. The batch fits in KV memory, so KV-space eviction never fires, but at 21
+// sequences a decode step takes ~25 ms and 300 tokens miss the 3 s SLO; QLM evicts
+// later-deadline sequences until the interactive one is on time (spec §2 eviction).
+func TestEvictForTokenTime(t *testing.T) {
+	dep := tokenTimeSetup(t)
+	bt, ba := burst(20, 0, dataplane.Attrs{InTokens: 100, OutTokens: 1000})
+	done, reqs, p := runSim(t, dep, PolicyQLM, [][]dataplane.Time{{100 * dataplane.Millisecond}, bt},
+		[][]dataplane.Attrs{{{InTokens: 100, OutTokens: 300}}, ba}, 300*dataplane.Second)
+	if len(done) != 21 {
+		t.Fatalf("%d of 21 requests finished", len(done))
+	}
+	for id, r := range reqs {
+		if r.Outcome != dataplane.Completed {
+			t.Errorf("request %d (app %d): outcome %v after %v µs", id, r.App, r.Outcome, done[id]-r.Arrival)
+		}
+	}
+	if p.stats.Evictions+p.stats.KVSwaps == 0 {
+		t.Error("no preemption: the interactive request cannot be on time in a batch of 21")
+	}
+}
+
+// TestPullKeepsDeadlines: an interactive request runs alone, then 20 batch requests arrive.
+// Pulling them all would make it late; QLM admits only as many as keep it on time, so
+// nothing has to be evicted afterwards.
+func TestPullKeepsDeadlines(t *testing.T) {
+	dep := tokenTimeSetup(t)
+	bt, ba := burst(20, 100*dataplane.Millisecond, dataplane.Attrs{InTokens: 100, OutTokens: 1000})
+	done, reqs, p := runSim(t, dep, PolicyQLM, [][]dataplane.Time{{0}, bt},
+		[][]dataplane.Attrs{{{InTokens: 100, OutTokens: 300}}, ba}, 300*dataplane.Second)
+	if len(done) != 21 {
+		t.Fatalf("%d of 21 requests finished", len(done))
+	}
+	for id, r := range reqs {
+		if r.Outcome != dataplane.Completed {
+			t.Errorf("request %d (app %d): outcome %v after %v µs", id, r.App, r.Outcome, done[id]-r.Arrival)
+		}
+	}
+	if n := p.stats.Evictions + p.stats.KVSwaps; n != 0 {
+		t.Errorf("%d preemptions: requests were pulled only to be evicted", n)
+	}
+}

@@ -22,7 +22,7 @@ func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
 
 // Policies lists QLM and its baselines and ablations (spec §5).
 func Policies() []dataplane.PolicySpec {
-	full := options{evict: true, swap: true, warm: true, placement: "plan"}
+	full := options{evict: true, swap: true, warm: true, guard: true, placement: "plan"}
 	qq := func() queue { return &qlmQueue{} }
 	noEvict, noSwap, noWarm, rr, rnd := full, full, full, full, full
 	noEvict.evict = false
