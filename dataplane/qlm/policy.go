@@ -66,8 +66,6 @@ type Policy struct {
 	byApp  [][]dataplane.ReqID
 	stats  Stats
 	rr     int
-	// resQ caches residualQuantile per (class, tokens generated).
-	resQ map[[2]int]float64
 	// now is the time of the event being handled (queues that decide in head() read it).
 	now dataplane.Time
 }

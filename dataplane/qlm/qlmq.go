@@ -482,6 +482,28 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 	return best
 }
 
+// behind is the pull past a head that admitKeepsDeadlines refused: the first request of the
+// earliest-deadline group further down the instance's virtual queue, of the loaded model, with
+// a deadline earlier than the head group's (ties by group ID). A batch group the plan left at
+// the head can wait (its admission would make a running tighter request late) without
+// blocking the interactive groups queued behind it: the head-of-line blocking QLM exists to
+// remove (paper §1), here caused by the running batch's time per token rather than its KV.
+func (q *qlmQueue) behind(_ *Policy, in *instance, h *seq) *seq {
+	var best *group
+	for _, g := range q.vq[in.idx] {
+		if g == h.group || len(g.members) == 0 || g.model != in.model || g.deadline >= h.group.deadline {
+			continue
+		}
+		if best == nil || g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id) {
+			best = g
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.members[0]
+}
+
 func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
 	g := s.group
 	for i, x := range g.members {
