@@ -19,6 +19,8 @@ type seq struct {
 	kv       int
 	deadline dataplane.Time
 	arrival  dataplane.Time
+	// prio is the request's priority attribute (vLLM's: lower first), spec §4.7.
+	prio int32
 	// needPrefill: admitted but its prompt (plus generated tokens after a recompute
 	// preemption) is not in the KV cache yet.
 	needPrefill bool
@@ -445,7 +447,8 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h
 		if s.deadline >= h.deadline {
 			break
 		}
-		if !p.rescuable(t, m, run, i, sub) {
+		// Strict priorities (§4.7): a less urgent sequence never holds a more urgent one back.
+		if s.prio > h.prio || !p.rescuable(t, m, run, i, sub) {
 			continue
 		}
 		r := p.residualTokens(s)
@@ -539,7 +542,7 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 		// The victim: latest deadline, then least generated tokens (least lost work, §2.1).
 		var v *seq
 		for _, s := range run {
-			if s.deadline <= at.deadline {
+			if s.deadline <= at.deadline || s.prio < at.prio {
 				continue
 			}
 			if v == nil || s.deadline > v.deadline || (s.deadline == v.deadline && (s.gen < v.gen || (s.gen == v.gen && s.id > v.id))) {

@@ -163,7 +163,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 func (p *Policy) newSeq(r *dataplane.Request) *seq {
 	c := &p.class[r.App]
 	s := &seq{id: r.ID, app: r.App, model: c.Model, prompt: int(r.Attrs.InTokens), out: int(r.Attrs.OutTokens),
-		deadline: r.Deadline, arrival: r.Arrival, inst: -1}
+		deadline: r.Deadline, arrival: r.Arrival, inst: -1, prio: r.Attrs.Priority}
 	if s.prompt <= 0 {
 		s.prompt = drawTokens(c.In, uint64(r.ID), 1)
 	}

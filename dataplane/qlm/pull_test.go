@@ -163,3 +163,28 @@ func TestPullPastRefusedHead(t *testing.T) {
 		}
 	}
 }
+
+// TestPriorityOrder: the request priority attribute (vLLM's, lower first) orders groups
+// strictly (spec §4.7). One sequence at a time; B (priority 5) and C (priority 1) of the
+// same class wait while A runs: C runs first, though B came first and would share its group.
+func TestPriorityOrder(t *testing.T) {
+	for _, grouping := range []string{"buckets", "kmeans"} {
+		t.Run(grouping, func(t *testing.T) {
+			prof := handProfile()
+			prof.Iteration.MaxSeqs = 1
+			dep, err := Build([]formats.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{prof}, Grouping: grouping,
+				Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs := [][]dataplane.Attrs{{{InTokens: 100, OutTokens: 50}, {InTokens: 100, OutTokens: 20, Priority: 5}, {InTokens: 100, OutTokens: 20, Priority: 1}}}
+			done, _, _ := runSim(t, dep, PolicyQLM, [][]dataplane.Time{{0, dataplane.Millisecond, 2 * dataplane.Millisecond}}, attrs, 10*dataplane.Second)
+			if len(done) != 3 {
+				t.Fatalf("%d of 3 requests finished", len(done))
+			}
+			if done[2] >= done[1] {
+				t.Errorf("priority 1 done at %d µs, priority 5 at %d µs: want the lower value first", done[2], done[1])
+			}
+		})
+	}
+}

@@ -23,19 +23,28 @@ type group struct {
 	started  bool
 	mu, sd   float64
 	maxOut   int
+	// prio: members share one priority (strict priorities, spec §4.7).
+	prio int32
 }
 
 // qlmQueue is QLM's queueing layer: request groups in per-instance virtual queues whose order
 // is the plan (spec §1, §4.6).
 type qlmQueue struct {
 	vq   [][]*group
-	open map[[2]int]*group
+	open map[groupKey]*group
 	next int
 	// headChanged marks instances whose head group a replan changed (eviction trigger, §2).
 	headChanged []bool
 	lastSolve   dataplane.Time
 	overloaded  bool
 	rct         *RCT
+}
+
+// groupKey is what requests share to join one open group: class, prompt-length bucket and
+// priority.
+type groupKey struct {
+	app, bucket int
+	prio        int32
 }
 
 func lenBucket(prompt int) int {
@@ -49,7 +58,7 @@ func lenBucket(prompt int) int {
 func (q *qlmQueue) init(p *Policy) {
 	if q.vq == nil {
 		q.vq = make([][]*group, len(p.inst))
-		q.open = map[[2]int]*group{}
+		q.open = map[groupKey]*group{}
 		q.headChanged = make([]bool, len(p.inst))
 		q.lastSolve = -dataplane.Second
 		q.rct = NewRCT(p.setup.Confidence)
@@ -65,7 +74,7 @@ func (p *Policy) delta() float64 {
 
 func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	q.init(p)
-	key := [2]int{int(s.app), lenBucket(s.prompt)}
+	key := groupKey{int(s.app), lenBucket(s.prompt), s.prio}
 	g := q.open[key]
 	cap := 1
 	for _, in := range p.eligible(s.model) {
@@ -73,11 +82,18 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	}
 	if g == nil || g.size >= cap || g.started {
 		c := &p.class[s.app]
-		g = &group{id: q.next, app: s.app, model: s.model, bucket: key[1], deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max}
+		g = &group{id: q.next, app: s.app, model: s.model, bucket: key.bucket, deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max, prio: s.prio}
 		q.next++
 		q.open[key] = g
 		g.vq = q.place(p, now, g)
-		q.vq[g.vq] = append(q.vq[g.vq], g)
+		// Strict priorities (spec §4.7): a new group goes behind every group of its priority
+		// or a more urgent one, ahead of the less urgent ones.
+		v := q.vq[g.vq]
+		k := len(v)
+		for k > 0 && v[k-1].prio > g.prio {
+			k--
+		}
+		q.vq[g.vq] = append(v[:k], append([]*group{g}, v[k:]...)...)
 	}
 	g.members = append(g.members, s)
 	g.size++
@@ -266,6 +282,9 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 			}
 			q.vq[g] = append(q.vq[g], gr)
 		}
+		// Strict priorities (spec §4.7): the plan chooses the assignment and the order
+		// within a priority; the relative order of priorities is fixed (lower first).
+		sort.SliceStable(q.vq[g], func(a, b int) bool { return q.vq[g][a].prio < q.vq[g][b].prio })
 	}
 	for i, v := range q.vq {
 		if len(v) > 0 && len(v[0].members) > 0 && v[0].members[0] != oldHead[i] {
@@ -353,12 +372,13 @@ func (q *qlmQueue) regroup(p *Policy) []*group {
 	if len(free) == 0 {
 		return gs
 	}
-	sort.SliceStable(free, func(a, b int) bool { return free[a].id < free[b].id })
-	items := make([]GroupItem, len(free))
-	for i, s := range free {
-		c := &p.class[s.app]
-		items[i] = GroupItem{Model: s.model, Deadline: float64(s.deadline) / 1e6, InTokens: float64(s.prompt), OutMean: c.Out.Mean, Arrival: float64(s.arrival) / 1e6}
-	}
+	// Strict priorities (spec §4.7): Alg. 1 groups the requests of each priority apart.
+	sort.SliceStable(free, func(a, b int) bool {
+		if free[a].prio != free[b].prio {
+			return free[a].prio < free[b].prio
+		}
+		return free[a].id < free[b].id
+	})
 	capFor := func(model string) int {
 		c := 1
 		for _, in := range p.eligible(model) {
@@ -367,9 +387,27 @@ func (q *qlmQueue) regroup(p *Policy) []*group {
 		return c
 	}
 	clear(q.open)
+	for lo := 0; lo < len(free); {
+		hi := lo
+		for hi < len(free) && free[hi].prio == free[lo].prio {
+			hi++
+		}
+		gs = q.kmeansGroups(p, free[lo:hi], capFor, gs)
+		lo = hi
+	}
+	return gs
+}
+
+// kmeansGroups forms the groups of free (one priority) by Alg. 1 and appends them to gs.
+func (q *qlmQueue) kmeansGroups(p *Policy, free []*seq, capFor func(string) int, gs []*group) []*group {
+	items := make([]GroupItem, len(free))
+	for i, s := range free {
+		c := &p.class[s.app]
+		items[i] = GroupItem{Model: s.model, Deadline: float64(s.deadline) / 1e6, InTokens: float64(s.prompt), OutMean: c.Out.Mean, Arrival: float64(s.arrival) / 1e6}
+	}
 	for _, members := range KMeansGroups(items, capFor, p.opt.seed+uint64(p.stats.Replans)) {
 		first := free[members[0]]
-		g := &group{id: q.next, app: first.app, model: first.model, deadline: dataplane.Never, vq: first.inst}
+		g := &group{id: q.next, app: first.app, model: first.model, deadline: dataplane.Never, vq: first.inst, prio: first.prio}
 		q.next++
 		var mu, v float64
 		for _, i := range members {
@@ -458,7 +496,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 			if here >= there {
 				continue
 			}
-			if best == nil || g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id) {
+			if best == nil || g.prio < best.prio || (g.prio == best.prio && (g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id))) {
 				best = g
 			}
 		}
@@ -491,7 +529,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 func (q *qlmQueue) behind(_ *Policy, in *instance, h *seq) *seq {
 	var best *group
 	for _, g := range q.vq[in.idx] {
-		if g == h.group || len(g.members) == 0 || g.model != in.model || g.deadline >= h.group.deadline {
+		if g == h.group || len(g.members) == 0 || g.model != in.model || g.deadline >= h.group.deadline || g.prio > h.group.prio {
 			continue
 		}
 		if best == nil || g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id) {
