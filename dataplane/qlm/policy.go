@@ -21,6 +21,7 @@ const (
 	PolicyNoEvict  = "qlm-no-evict"
 	PolicyNoSwap   = "qlm-no-swap"
 	PolicyNoWarm   = "qlm-no-warm"
+	PolicyNoGuard  = "qlm-no-guard"
 	PolicyShepherd = "qlm-shepherd"
 )
 

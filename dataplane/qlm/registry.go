@@ -24,7 +24,8 @@ func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
 func Policies() []dataplane.PolicySpec {
 	full := options{evict: true, swap: true, warm: true, guard: true, placement: "plan"}
 	qq := func() queue { return &qlmQueue{} }
-	noEvict, noSwap, noWarm, rr, rnd := full, full, full, full, full
+	noEvict, noSwap, noWarm, noGuard, rr, rnd := full, full, full, full, full, full
+	noGuard.guard = false
 	noEvict.evict = false
 	noSwap.swap = false
 	noWarm.warm = false
@@ -40,6 +41,7 @@ func Policies() []dataplane.PolicySpec {
 		spec(PolicyNoEvict, "QLM ablation: no request eviction (replans take effect as requests finish)", noEvict, qq),
 		spec(PolicyNoSwap, "QLM ablation: no KV swap (preemption always recomputes)", noSwap, qq),
 		spec(PolicyNoWarm, "QLM ablation: no warm start (every model switch is a cold load)", noWarm, qq),
+		spec(PolicyNoGuard, "QLM ablation: no deadline guard (instances pull while KV memory lasts; eviction only when it is full)", noGuard, qq),
 	}
 }
 
