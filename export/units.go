@@ -220,3 +220,28 @@ func put(f Files, name string, b []byte) error {
 	f[name] = b
 	return nil
 }
+
+// Renderers are a system's own renderers, one per target, of the layout L its build prepares
+// (systems whose units do not fit Group: CascadeServe, QLM, DyOrc).
+type Renderers[L any] struct {
+	Build               func(p *formats.Plan, o Options) (L, error)
+	Triton, KServe, Ray func(L) (Files, error)
+}
+
+// Exporters returns an exporter per target that builds the layout once per export (with the
+// options' defaults filled in) and renders it.
+func (r Renderers[L]) Exporters() []Exporter {
+	render := map[string]func(L) (Files, error){Triton: r.Triton, KServe: r.KServe, Ray: r.Ray}
+	var out []Exporter
+	for _, t := range Targets {
+		rt := render[t]
+		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
+			l, err := r.Build(p, o.Defaults())
+			if err != nil {
+				return nil, err
+			}
+			return rt(l)
+		}})
+	}
+	return out
+}

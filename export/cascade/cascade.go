@@ -73,19 +73,7 @@ type Table struct {
 
 // Exporters returns CascadeServe's exporters for every target.
 func Exporters() []export.Exporter {
-	render := map[string]func(*layout) (export.Files, error){export.Triton: tritonFiles, export.KServe: kserveFiles, export.Ray: rayFiles}
-	var out []export.Exporter
-	for _, t := range export.Targets {
-		r := render[t]
-		out = append(out, export.Exporter{Target: t, Export: func(p *formats.Plan, o export.Options) (export.Files, error) {
-			l, err := build(p, o.Defaults())
-			if err != nil {
-				return nil, err
-			}
-			return r(l)
-		}})
-	}
-	return out
+	return export.Renderers[*layout]{Build: build, Triton: tritonFiles, KServe: kserveFiles, Ray: rayFiles}.Exporters()
 }
 
 // layout is a gear plan prepared for rendering.
