@@ -437,10 +437,13 @@ func (d *driver) evalDoors(g *generation) {
 			if !ok {
 				until, reason = max(retry, d.now+1), string(why)
 			}
-		} else if slo := g.dep.Apps[i].SLO - d.delivery.margin(g.dep.Apps[i].SLO); genericWait(&g.dep.Apps[i], g.queued[i]) > slo {
+		} else {
 			// Requests not yet in a batch, served at the planned rate, would keep a fresh
-			// arrival waiting longer than its SLO.
-			until, reason = d.now+genericWait(&g.dep.Apps[i], g.queued[i])-slo, "overload"
+			// arrival waiting longer than its SLO (less the delivery margin).
+			a := &g.dep.Apps[i]
+			if wait, slo := genericWait(a, g.queued[i]), a.SLO-d.delivery.margin(a.SLO); wait > slo {
+				until, reason = d.now+wait-slo, "overload"
+			}
 		}
 		dr := &g.doors[i]
 		if until > 0 {
