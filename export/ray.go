@@ -5,29 +5,38 @@ import "math"
 // Ray Serve config file (`serve deploy config.yaml`, ecosystem digest §4): only the documented
 // fields a plan sets.
 
-// RayConfig is the whole file.
-type RayConfig struct {
-	Applications []RayApp `json:"applications"`
+// RayConfigOf is the whole file, its deployments' user_config of type U: RayUserConfig for
+// pipelines and modules, a system's own record where its deployments need more (a cascade's
+// gear table, QLM's engine settings, DyOrc's workflows).
+type RayConfigOf[U any] struct {
+	Applications []RayAppOf[U] `json:"applications"`
 }
 
-// RayApp is one application.
-type RayApp struct {
-	Name        string          `json:"name"`
-	RoutePrefix string          `json:"route_prefix"`
-	ImportPath  string          `json:"import_path"`
-	Deployments []RayDeployment `json:"deployments"`
+// RayAppOf is one application.
+type RayAppOf[U any] struct {
+	Name        string               `json:"name"`
+	RoutePrefix string               `json:"route_prefix"`
+	ImportPath  string               `json:"import_path"`
+	Deployments []RayDeploymentOf[U] `json:"deployments"`
 }
 
-// RayDeployment is one deployment: a fixed replica count, the per-replica resources, and the
-// plan's batching and placement in user_config (delivered to the replica's reconfigure()).
-type RayDeployment struct {
+// RayDeploymentOf is one deployment: a fixed replica count, the per-replica resources, and
+// the plan's batching and placement in user_config (delivered to the replica's reconfigure()).
+type RayDeploymentOf[U any] struct {
 	Name               string          `json:"name"`
 	NumReplicas        int             `json:"num_replicas"`
 	MaxOngoingRequests int             `json:"max_ongoing_requests"`
 	MaxQueuedRequests  int             `json:"max_queued_requests,omitempty"`
 	RayActorOptions    RayActorOptions `json:"ray_actor_options"`
-	UserConfig         RayUserConfig   `json:"user_config"`
+	UserConfig         U               `json:"user_config"`
 }
+
+// RayConfig, RayApp and RayDeployment carry RayUserConfig: PPipe's pools and PARD's modules.
+type (
+	RayConfig     = RayConfigOf[RayUserConfig]
+	RayApp        = RayAppOf[RayUserConfig]
+	RayDeployment = RayDeploymentOf[RayUserConfig]
+)
 
 // RayActorOptions are a replica's resources: a fraction of a GPU for a 1/v slice, and the GPU
 // type as a custom resource (the nodes of that type declare it).

@@ -53,11 +53,7 @@ func readTriton(data []byte) (Placement, bool, error) {
 	if c.Platform == "ensemble" {
 		return Placement{}, false, nil
 	}
-	params := map[string]string{}
-	for k, v := range c.Parameters {
-		params[k] = v.GetStringValue()
-	}
-	pl, err := placementFrom(params)
+	pl, err := placementFrom(TritonParams(c))
 	if err != nil {
 		return pl, false, err
 	}

@@ -25,7 +25,6 @@
 package cascade
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -219,23 +218,6 @@ func latencyUs(profs []formats.Profile, model, gpu string, b int) float64 {
 		}
 	}
 	return lat
-}
-
-// comment renders lines as '#' comments (Triton's text format and YAML both take them).
-func comment(lines ...string) []byte {
-	var b strings.Builder
-	for _, ln := range lines {
-		b.WriteString("# " + ln + "\n")
-	}
-	return []byte(b.String())
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // plain structs of numbers and strings always marshal
-	}
-	return string(b)
 }
 
 // describe summarizes gear gi for comments.

@@ -1,7 +1,6 @@
 package cascade
 
 import (
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -121,20 +120,14 @@ func parseReplicas(s string) ([]replica, error) {
 
 func (rb *reader) setTable(s string) error {
 	var t Table
-	if err := strictJSON(s, &t); err != nil {
+	if err := export.StrictJSON(s, &t); err != nil {
 		return fmt.Errorf("%s: %w", ParamTable, err)
 	}
-	if rb.table != nil && mustJSON(*rb.table) != mustJSON(t) {
+	if rb.table != nil && export.MustJSON(*rb.table) != export.MustJSON(t) {
 		return fmt.Errorf("%s: two different gear tables", ParamTable)
 	}
 	rb.table = &t
 	return nil
-}
-
-func strictJSON(s string, v any) error {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.DisallowUnknownFields()
-	return d.Decode(v)
 }
 
 func (rb *reader) triton(data []byte) error {
@@ -142,10 +135,7 @@ func (rb *reader) triton(data []byte) error {
 	if err != nil {
 		return err
 	}
-	params := map[string]string{}
-	for k, v := range c.Parameters {
-		params[k] = v.GetStringValue()
-	}
+	params := export.TritonParams(c)
 	if c.Backend == "python" {
 		if params[ParamTable] == "" {
 			return fmt.Errorf("coordinator %s: no %s parameter", c.Name, ParamTable)
@@ -220,7 +210,7 @@ func (rb *reader) kserve(data []byte) error {
 			return fmt.Errorf("graph %s: %s: %q: not a gear index", g.Metadata.Name, annotation("gear_index"), a[annotation("gear_index")])
 		}
 		var gear formats.Gear
-		if err := strictJSON(a[annotation("gear")], &gear); err != nil {
+		if err := export.StrictJSON(a[annotation("gear")], &gear); err != nil {
 			return fmt.Errorf("graph %s: %s: %w", g.Metadata.Name, annotation("gear"), err)
 		}
 		if n := len(g.Spec.Nodes["root"].Steps); n != len(gear.Models) {
@@ -247,7 +237,7 @@ func (rb *reader) ray(data []byte) error {
 		for _, d := range a.Deployments {
 			u := d.UserConfig
 			if u.Table != nil {
-				if err := rb.setTable(mustJSON(*u.Table)); err != nil {
+				if err := rb.setTable(export.MustJSON(*u.Table)); err != nil {
 					return fmt.Errorf("deployment %s: %w", d.Name, err)
 				}
 				continue

@@ -19,11 +19,11 @@ func tritonFiles(l *layout) (export.Files, error) {
 			Batching:   &export.TritonBatching{Preferred: s.triggers, MaxQueueDelayUs: s.queueUs, TimeoutUs: l.sloUs},
 			Parameters: l.params(s)}
 		var b strings.Builder
-		b.Write(comment(fmt.Sprintf("cascade %s, model %s: %d replica(s) on %s (plan.gpu); instance groups r<i> are cascade.placement[i].", l.cp.Task, s.model, len(s.replicas), l.gpu),
+		b.Write(export.Comment(fmt.Sprintf("cascade %s, model %s: %d replica(s) on %s (plan.gpu); instance groups r<i> are cascade.placement[i].", l.cp.Task, s.model, len(s.replicas), l.gpu),
 			"Preferred batch sizes are the gears' minimum-queue triggers; Triton picks among a model's instances itself,",
 			"so the gears' replica shares (in the coordinator's cascade.gears) are not enforced here."))
 		if s.gpus > 1 {
-			b.Write(comment(fmt.Sprintf("A replica spans %d GPUs: Triton starts one instance per listed GPU; serve it with a backend that shards across them.", s.gpus)))
+			b.Write(export.Comment(fmt.Sprintf("A replica spans %d GPUs: Triton starts one instance per listed GPU; serve it with a backend that shards across them.", s.gpus)))
 		}
 		b.Write(c.PBTxt())
 		for _, i := range s.replicas {
@@ -38,12 +38,12 @@ func tritonFiles(l *layout) (export.Files, error) {
 		}
 	}
 	var b strings.Builder
-	b.Write(comment(fmt.Sprintf("CascadeServe coordinator for cascade %s (BLS, Python backend): supply 1/model.py.", l.cp.Task),
+	b.Write(export.Comment(fmt.Sprintf("CascadeServe coordinator for cascade %s (BLS, Python backend): supply 1/model.py.", l.cp.Task),
 		"It measures the QPS every poll_ms, switches gear by cascade.gears (q_lo <= QPS < q_hi; the alpha backlog rule),",
 		"calls the gear's models in order and answers at the first whose "+CertaintyOutput+" output is >= the gear's threshold.",
 		"Triton cannot express "+Unsupported+": this coordinator applies the recorded gear table."))
 	for i, g := range l.cp.Gears {
-		b.Write(comment(fmt.Sprintf("gear %d: %s", i, describe(g))))
+		b.Write(export.Comment(fmt.Sprintf("gear %d: %s", i, describe(g))))
 	}
 	fmt.Fprintf(&b, "name: %s\nbackend: \"python\"\nmax_batch_size: 0\n", strconv.Quote(l.o.Name))
 	b.WriteString("input {\n  name: \"INPUT0\"\n  data_type: TYPE_FP32\n  dims: [ -1 ]\n}\n")
@@ -54,7 +54,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	for k, s := range l.models {
 		stages[k] = s.model + "=" + s.unit
 	}
-	params := map[string]string{ParamTable: mustJSON(l.table()), "cascade.models": strings.Join(stages, ";"),
+	params := map[string]string{ParamTable: export.MustJSON(l.table()), "cascade.models": strings.Join(stages, ";"),
 		ParamCertainty: CertaintyOutput, "cascade.gpu": l.gpu}
 	for _, k := range sortedKeys(params) {
 		fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
@@ -86,7 +86,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 		if err != nil {
 			return nil, err
 		}
-		head := comment(fmt.Sprintf("cascade %s, model %s: one pod per replica; %s lists cascade.placement index:GPUs (pods are not pinned to GPU indices).", l.cp.Task, s.model, annotation("replicas")),
+		head := export.Comment(fmt.Sprintf("cascade %s, model %s: one pod per replica; %s lists cascade.placement index:GPUs (pods are not pinned to GPU indices).", l.cp.Task, s.model, annotation("replicas")),
 			"KServe balances a service's pods evenly: the gears' replica shares are recorded on the gear graphs, not enforced.")
 		if err := put(f, "inferenceservice-"+s.unit+".yaml", append(head, b...)); err != nil {
 			return nil, err
@@ -98,7 +98,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 		name := export.DNSLabel(fmt.Sprintf("%s-gear-%d", l.o.Name, i))
 		ig := export.InferenceGraph{APIVersion: "serving.kserve.io/v1alpha1", Kind: "InferenceGraph",
 			Metadata: export.ObjectMeta{Name: name, Annotations: map[string]string{
-				annotation("gear"): mustJSON(g), annotation("gear_index"): strconv.Itoa(i), annotation("switching"): mustJSON(sw),
+				annotation("gear"): export.MustJSON(g), annotation("gear_index"): strconv.Itoa(i), annotation("switching"): export.MustJSON(sw),
 				annotation("qps_range"): fmt.Sprintf("[%g, %g)", g.QLo, g.QHi)}}}
 		node := export.GraphNode{RouterType: "Sequence"}
 		for j, m := range g.Models {
@@ -116,7 +116,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 		if err != nil {
 			return nil, err
 		}
-		head := comment(fmt.Sprintf("gear %d of cascade %s: %s", i, l.cp.Task, describe(g)),
+		head := export.Comment(fmt.Sprintf("gear %d of cascade %s: %s", i, l.cp.Task, describe(g)),
 			"A Sequence step with a condition runs only when the previous response matches it (certainty below the threshold);",
 			"otherwise the previous step's response is the answer. Each model answers its certainty (max softmax probability)",
 			"as the v2 output tensor \""+CertaintyOutput+"\" (cascade.certainty_output).",
@@ -132,24 +132,11 @@ func annotation(key string) string { return "plan.dev/cascade." + key }
 
 // rayConfig is serve-config.yaml with the cascade's deployments (the router's user_config
 // is not export.RayUserConfig).
-type rayConfig struct {
-	Applications []rayApp `json:"applications"`
-}
-
-type rayApp struct {
-	Name        string          `json:"name"`
-	RoutePrefix string          `json:"route_prefix"`
-	ImportPath  string          `json:"import_path"`
-	Deployments []rayDeployment `json:"deployments"`
-}
-
-type rayDeployment struct {
-	Name               string                 `json:"name"`
-	NumReplicas        int                    `json:"num_replicas"`
-	MaxOngoingRequests int                    `json:"max_ongoing_requests"`
-	RayActorOptions    export.RayActorOptions `json:"ray_actor_options"`
-	UserConfig         rayUserConfig          `json:"user_config"`
-}
+type (
+	rayConfig     = export.RayConfigOf[rayUserConfig]
+	rayApp        = export.RayAppOf[rayUserConfig]
+	rayDeployment = export.RayDeploymentOf[rayUserConfig]
+)
 
 // rayUserConfig is a model deployment's (Placement, batching, replicas) or the router's
 // (Table, Stages) configuration.
@@ -185,7 +172,7 @@ func rayFiles(l *layout) (export.Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	head := comment(fmt.Sprintf("CascadeServe gear plan for cascade %s on %s GPUs: a deployment per model, and a router whose", l.cp.Task, l.gpu),
+	head := export.Comment(fmt.Sprintf("CascadeServe gear plan for cascade %s on %s GPUs: a deployment per model, and a router whose", l.cp.Task, l.gpu),
 		"user_config.gear_table the application's code applies (measure QPS every poll_ms, pick the gear, forward while",
 		"the certainty is below the gear's threshold): Ray Serve cannot express "+Unsupported+" natively.")
 	return export.Files{export.RayConfigFile: append(head, b...)}, nil

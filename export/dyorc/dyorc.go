@@ -28,7 +28,6 @@
 package dyorc
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -116,7 +115,7 @@ func (l *layout) placement(s service) export.Placement {
 // params are a service's recorded parameters.
 func (l *layout) params(s service) map[string]string {
 	m := l.placement(s).Params()
-	m[ParamGPUs] = joinInts(s.gpus)
+	m[ParamGPUs] = export.JoinInts(s.gpus)
 	m[ParamIndex] = strconv.Itoa(s.index)
 	m[ParamNext] = NextOutput
 	return m
@@ -138,7 +137,7 @@ func (l *layout) appParams(a app) map[string]string {
 		}
 	}
 	slices.Sort(svcs)
-	return map[string]string{ParamPlan: mustJSON(l.rec), ParamApp: a.name, ParamWorkflow: mustJSON(a.wf),
+	return map[string]string{ParamPlan: export.MustJSON(l.rec), ParamApp: a.name, ParamWorkflow: export.MustJSON(a.wf),
 		ParamServices: strings.Join(svcs, ";"), ParamNext: NextOutput}
 }
 
@@ -283,31 +282,6 @@ func calls(a formats.App, svc string) bool {
 		}
 	}
 	return false
-}
-
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
-// comment renders lines as '#' comments (Triton's text format and YAML both take them).
-func comment(lines ...string) []byte {
-	var b strings.Builder
-	for _, ln := range lines {
-		b.WriteString("# " + ln + "\n")
-	}
-	return []byte(b.String())
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // plain structs of numbers, strings and maps always marshal
-	}
-	return string(b)
 }
 
 // describe summarizes a workflow for comments: its steps in order.

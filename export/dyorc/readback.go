@@ -1,7 +1,6 @@
 package dyorc
 
 import (
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -78,7 +77,7 @@ func (rb *reader) service(params map[string]string, count, batch int) error {
 	if err1 != nil || err2 != nil || err3 != nil || i < 0 || i >= maxGPUs {
 		return fmt.Errorf("%s: %s / %s / %s: %q / %q / %q: not integers", key, export.ParamCount, export.ParamBatch, ParamIndex, params[export.ParamCount], params[export.ParamBatch], params[ParamIndex])
 	}
-	gpus, err := parseGPUs(params[ParamGPUs])
+	gpus, err := export.ParseIndexList(params[ParamGPUs], maxGPUs)
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", key, ParamGPUs, err)
 	}
@@ -92,21 +91,6 @@ func (rb *reader) service(params map[string]string, count, batch int) error {
 	return nil
 }
 
-func parseGPUs(s string) ([]int, error) {
-	if s == "" {
-		return nil, fmt.Errorf("empty")
-	}
-	var out []int
-	for _, g := range strings.Split(s, ",") {
-		x, err := strconv.Atoi(g)
-		if err != nil || x < 0 || x >= maxGPUs {
-			return nil, fmt.Errorf("%q: not a GPU index", g)
-		}
-		out = append(out, x)
-	}
-	return out, nil
-}
-
 // app records one application's workflow and the plan record it carries.
 func (rb *reader) app(params map[string]string) error {
 	name := params[ParamApp]
@@ -114,10 +98,10 @@ func (rb *reader) app(params map[string]string) error {
 		return fmt.Errorf("no %s", ParamApp)
 	}
 	var rec Record
-	if err := strictJSON(params[ParamPlan], &rec); err != nil {
+	if err := export.StrictJSON(params[ParamPlan], &rec); err != nil {
 		return fmt.Errorf("app %s: %s: %w", name, ParamPlan, err)
 	}
-	if rb.rec != nil && mustJSON(*rb.rec) != mustJSON(rec) {
+	if rb.rec != nil && export.MustJSON(*rb.rec) != export.MustJSON(rec) {
 		return fmt.Errorf("app %s: %s: differs from another application's", name, ParamPlan)
 	}
 	if rec.GPUs < 1 || rec.GPUs > maxGPUs {
@@ -125,7 +109,7 @@ func (rb *reader) app(params map[string]string) error {
 	}
 	rb.rec = &rec
 	var a formats.App
-	if err := strictJSON(params[ParamWorkflow], &a); err != nil {
+	if err := export.StrictJSON(params[ParamWorkflow], &a); err != nil {
 		return fmt.Errorf("app %s: %s: %w", name, ParamWorkflow, err)
 	}
 	if _, dup := rb.apps[name]; dup {
@@ -135,25 +119,16 @@ func (rb *reader) app(params map[string]string) error {
 	return nil
 }
 
-func strictJSON(s string, v any) error {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.DisallowUnknownFields()
-	return d.Decode(v)
-}
-
 func (rb *reader) triton(data []byte) error {
 	c, err := export.ParseTriton(data)
 	if err != nil {
 		return err
 	}
-	params := map[string]string{}
-	for k, v := range c.Parameters {
-		params[k] = v.GetStringValue()
-	}
+	params := export.TritonParams(c)
 	if c.Backend == "python" {
 		return rb.app(params)
 	}
-	gpus, err := parseGPUs(params[ParamGPUs])
+	gpus, err := export.ParseIndexList(params[ParamGPUs], maxGPUs)
 	if err != nil {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamGPUs, err)
 	}
@@ -239,7 +214,7 @@ func (rb *reader) ray(data []byte) error {
 			u := d.UserConfig
 			if u.Record != nil {
 				for _, w := range u.Workflows {
-					if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: mustJSON(*u.Record), ParamWorkflow: mustJSON(w.Workflow)}); err != nil {
+					if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: export.MustJSON(*u.Record), ParamWorkflow: export.MustJSON(w.Workflow)}); err != nil {
 						return fmt.Errorf("deployment %s: %w", d.Name, err)
 					}
 				}

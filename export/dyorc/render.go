@@ -20,7 +20,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 			Batching:   &export.TritonBatching{TimeoutUs: s.timeoutUs},
 			Parameters: l.params(s)}
 		var b strings.Builder
-		b.Write(comment(fmt.Sprintf("DyOrc service %s: %d replica(s) on %s, warm on GPU(s) %s at start (instance groups g<gpu>).", s.dep.Service, s.dep.Replicas, s.dep.GPU, joinInts(s.gpus)),
+		b.Write(export.Comment(fmt.Sprintf("DyOrc service %s: %d replica(s) on %s, warm on GPU(s) %s at start (instance groups g<gpu>).", s.dep.Service, s.dep.Replicas, s.dep.GPU, export.JoinInts(s.gpus)),
 			"It batches the ready tasks of every workflow that calls it without waiting for more (component-level batching,",
 			"paper §4.1: queue delay 0); a task older than the longest SLO of those workflows is rejected. It",
 			fmt.Sprintf("answers the workflow node a request goes to next as the output %q (the branch its output decides).", NextOutput),
@@ -35,7 +35,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	}
 	for _, a := range l.apps {
 		var b strings.Builder
-		b.Write(comment(fmt.Sprintf("DyOrc workflow %s (BLS, Python backend): supply 1/model.py.", a.name),
+		b.Write(export.Comment(fmt.Sprintf("DyOrc workflow %s (BLS, Python backend): supply 1/model.py.", a.name),
 			"It walks the workflow in dyorc.workflow: calls each step's service (dyorc.services maps services to models),",
 			fmt.Sprintf("follows the node each answer names in its %q output (guards, choices, the loop's stop), and", NextOutput),
 			"calls a fan-out step's copies together. "+describe(a.wf),
@@ -79,7 +79,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 		if err != nil {
 			return nil, err
 		}
-		head := comment(fmt.Sprintf("DyOrc service %s: one pod per GPU that holds it at start (%s lists the GPU indices; pods are not pinned to them).", s.dep.Service, annotation("gpus")),
+		head := export.Comment(fmt.Sprintf("DyOrc service %s: one pod per GPU that holds it at start (%s lists the GPU indices; pods are not pinned to them).", s.dep.Service, annotation("gpus")),
 			fmt.Sprintf("It answers the workflow node a request goes to next as the v2 output tensor %q.", NextOutput))
 		if err := put(f, "inferenceservice-"+s.unit+".yaml", append(head, b...)); err != nil {
 			return nil, err
@@ -96,7 +96,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 		if err != nil {
 			return nil, err
 		}
-		head := comment(fmt.Sprintf("DyOrc workflow %s: %s", a.name, describe(a.wf)),
+		head := export.Comment(fmt.Sprintf("DyOrc workflow %s: %s", a.name, describe(a.wf)),
 			"root is a Sequence with a step per workflow step (a loop unrolled into its rounds). A step that may not run",
 			fmt.Sprintf("(a guard, a choice, a later loop round) is a Switch node whose steps match the previous %q output;", NextOutput),
 			"a Switch that matches nothing passes its input on. A fan-out step is an Ensemble of its copies.",
@@ -186,24 +186,11 @@ func annotation(key string) string { return "plan.dev/dyorc." + key }
 
 // rayConfig is serve-config.yaml with DyOrc's deployments (the driver's user_config is not
 // export.RayUserConfig).
-type rayConfig struct {
-	Applications []rayApp `json:"applications"`
-}
-
-type rayApp struct {
-	Name        string          `json:"name"`
-	RoutePrefix string          `json:"route_prefix"`
-	ImportPath  string          `json:"import_path"`
-	Deployments []rayDeployment `json:"deployments"`
-}
-
-type rayDeployment struct {
-	Name               string                 `json:"name"`
-	NumReplicas        int                    `json:"num_replicas"`
-	MaxOngoingRequests int                    `json:"max_ongoing_requests"`
-	RayActorOptions    export.RayActorOptions `json:"ray_actor_options"`
-	UserConfig         rayUserConfig          `json:"user_config"`
-}
+type (
+	rayConfig     = export.RayConfigOf[rayUserConfig]
+	rayApp        = export.RayAppOf[rayUserConfig]
+	rayDeployment = export.RayDeploymentOf[rayUserConfig]
+)
 
 // rayUserConfig is a service deployment's (Placement, batching) or the driver's (Plan,
 // Workflows) configuration.
@@ -250,7 +237,7 @@ func rayFiles(l *layout) (export.Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	head := comment(fmt.Sprintf("DyOrc plan: a deployment per service (num_replicas = GPUs holding it at start) and a workflow driver for %d application(s)", len(l.apps)),
+	head := export.Comment(fmt.Sprintf("DyOrc plan: a deployment per service (num_replicas = GPUs holding it at start) and a workflow driver for %d application(s)", len(l.apps)),
 		"whose user_config.workflows the application's code walks (guards, choices and the loop's stop decided by each",
 		"service's \""+NextOutput+"\" answer; fan-out copies called together). Ray Serve cannot express "+Unsupported+".")
 	return export.Files{export.RayConfigFile: append(head, b...)}, nil

@@ -1,9 +1,7 @@
 package pard
 
 import (
-	"bytes"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -26,21 +25,11 @@ const (
 
 func readPlan(t testing.TB) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](planFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return exporttest.ReadPlan(t, planFile)
 }
 
 func exporter(t testing.TB, target string) export.Exporter {
-	for _, e := range Exporters() {
-		if e.Target == target {
-			return e
-		}
-	}
-	t.Fatalf("no %s exporter", target)
-	return export.Exporter{}
+	return exporttest.Exporter(t, Exporters(), target)
 }
 
 // TestGolden compares every target's files with testdata/export/pard/<target>/ (`go test
@@ -57,34 +46,7 @@ func TestGolden(t *testing.T) {
 			if err := export.Validate(files); err != nil {
 				t.Fatal(err)
 			}
-			dir := filepath.Join(goldenDir, target)
-			if *update {
-				_ = os.RemoveAll(dir)
-				if err := export.Write(dir, files, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want := export.Files{}
-			err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				b, err := os.ReadFile(path)
-				rel, _ := filepath.Rel(dir, path)
-				want[filepath.ToSlash(rel)] = b
-				return err
-			})
-			if err != nil {
-				t.Fatalf("%v (run go test ./export/pard -update)", err)
-			}
-			if !reflect.DeepEqual(files.Names(), want.Names()) {
-				t.Fatalf("files %v, golden %v", files.Names(), want.Names())
-			}
-			for _, n := range files.Names() {
-				if !bytes.Equal(files[n], want[n]) {
-					t.Errorf("%s differs from the golden file (run go test ./export/pard -update):\n%s", n, files[n])
-				}
-			}
+			exporttest.Golden(t, filepath.Join(goldenDir, target), files, *update, "./export/pard")
 			got, err := export.ReadBack(target, files)
 			if err != nil {
 				t.Fatal(err)

@@ -1,10 +1,8 @@
 package ppipe
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/onnx"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
@@ -26,21 +25,11 @@ var goldenPlans = []string{"demo-ppipe", "ppipe-2models", "demo-np"}
 
 func readPlan(t testing.TB, name string) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("../../testdata/golden", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return exporttest.ReadPlan(t, filepath.Join("../../testdata/golden", name+".json"))
 }
 
 func exporter(t testing.TB, target string) export.Exporter {
-	for _, e := range Exporters() {
-		if e.Target == target {
-			return e
-		}
-	}
-	t.Fatalf("no %s exporter", target)
-	return export.Exporter{}
+	return exporttest.Exporter(t, Exporters(), target)
 }
 
 // TestGolden compares every target's files with testdata/export/ppipe/<plan>/<target>/
@@ -69,33 +58,7 @@ func TestGolden(t *testing.T) {
 
 func compareGolden(t *testing.T, dir string, files export.Files) {
 	t.Helper()
-	if *update {
-		_ = os.RemoveAll(dir)
-		if err := export.Write(dir, files, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := export.Files{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		want[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatalf("%v (run go test ./export/ppipe -update)", err)
-	}
-	if !reflect.DeepEqual(files.Names(), want.Names()) {
-		t.Fatalf("files %v, golden %v (run go test ./export/ppipe -update)", files.Names(), want.Names())
-	}
-	for _, n := range files.Names() {
-		if !bytes.Equal(files[n], want[n]) {
-			t.Errorf("%s differs from %s (run go test ./export/ppipe -update):\n%s", n, dir, files[n])
-		}
-	}
+	exporttest.Golden(t, dir, files, *update, "./export/ppipe")
 }
 
 // TestRoundTrip exports every golden PPipe plan to every target and reads the files back: the

@@ -43,7 +43,6 @@
 package qlm
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -147,7 +146,7 @@ type instance struct {
 // params are an instance's recorded parameters.
 func (in instance) params() map[string]string {
 	return map[string]string{ParamInstance: in.in.Name, ParamIndex: strconv.Itoa(in.index), ParamGPU: in.in.GPU,
-		ParamGPUCount: strconv.Itoa(in.in.GPUCount), ParamGPUs: joinInts(in.gpus), ParamModel: in.in.Model}
+		ParamGPUCount: strconv.Itoa(in.in.GPUCount), ParamGPUs: export.JoinInts(in.gpus), ParamModel: in.in.Model}
 }
 
 // build checks the plan and lays it out.
@@ -318,31 +317,6 @@ func engine(p *formats.LLMProfile, in formats.QLMInstance, maxLen int, memBytes 
 	return e, nil
 }
 
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
-// comment renders lines as '#' comments (Triton's text format and YAML both take them).
-func comment(lines ...string) []byte {
-	var b strings.Builder
-	for _, ln := range lines {
-		b.WriteString("# " + ln + "\n")
-	}
-	return []byte(b.String())
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // plain structs of numbers, strings, durations and maps always marshal
-	}
-	return string(b)
-}
-
 // describeQueues summarizes the virtual queues for comments: "llm-0: rg-a → rg-b; llm-1: …".
 func (l *layout) describeQueues() string {
 	var parts []string
@@ -363,5 +337,5 @@ func (in instance) describe() string {
 		kv = "vLLM's default memory share (the cluster gives no GPU memory to size the KV cache from)"
 	}
 	return fmt.Sprintf("QLM instance %s: %s on %d×%s (GPU(s) %s), vLLM engine: %s, at most %d running sequences, contexts up to %d tokens.",
-		in.in.Name, in.in.Model, in.in.GPUCount, in.in.GPU, joinInts(in.gpus), kv, in.engine.MaxNumSeqs, in.engine.MaxModelLen)
+		in.in.Name, in.in.Model, in.in.GPUCount, in.in.GPU, export.JoinInts(in.gpus), kv, in.engine.MaxNumSeqs, in.engine.MaxModelLen)
 }

@@ -3,8 +3,6 @@ package qlm
 import (
 	"bytes"
 	"flag"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -27,39 +26,11 @@ const (
 
 func readPlan(t testing.TB) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](planFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return exporttest.ReadPlan(t, planFile)
 }
 
 func exporter(t testing.TB, target string) export.Exporter {
-	for _, e := range Exporters() {
-		if e.Target == target {
-			return e
-		}
-	}
-	t.Fatalf("no %s exporter", target)
-	return export.Exporter{}
-}
-
-func readDir(t *testing.T, dir string) export.Files {
-	t.Helper()
-	want := export.Files{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		want[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatalf("%v (run go test ./export/qlm -update)", err)
-	}
-	return want
+	return exporttest.Exporter(t, Exporters(), target)
 }
 
 // check compares a read-back plan with p: the qlm section (instances with their virtual
@@ -108,22 +79,7 @@ func TestGolden(t *testing.T) {
 			if err := export.Validate(files); err != nil {
 				t.Fatal(err)
 			}
-			dir := filepath.Join(goldenDir, target)
-			if *update {
-				_ = os.RemoveAll(dir)
-				if err := export.Write(dir, files, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want := readDir(t, dir)
-			if !reflect.DeepEqual(files.Names(), want.Names()) {
-				t.Fatalf("files %v, golden %v", files.Names(), want.Names())
-			}
-			for _, n := range files.Names() {
-				if !bytes.Equal(files[n], want[n]) {
-					t.Errorf("%s differs from the golden file (run go test ./export/qlm -update):\n%s", n, files[n])
-				}
-			}
+			exporttest.Golden(t, filepath.Join(goldenDir, target), files, *update, "./export/qlm")
 			saysUnsupported(t, files)
 			got, err := ReadBack(target, files)
 			if err != nil {

@@ -72,13 +72,13 @@ type reader struct {
 // record keeps the plan record; every copy must be the same.
 func (rb *reader) record(s string) error {
 	var rec Record
-	if err := strictJSON(s, &rec); err != nil {
+	if err := export.StrictJSON(s, &rec); err != nil {
 		return fmt.Errorf("%s: %w", ParamPlan, err)
 	}
 	if rec.GPUs < 1 || rec.GPUs > maxGPUs {
 		return fmt.Errorf("%s: gpus %d: must be in [1, %d]", ParamPlan, rec.GPUs, maxGPUs)
 	}
-	if rb.rec != nil && mustJSON(*rb.rec) != mustJSON(rec) {
+	if rb.rec != nil && export.MustJSON(*rb.rec) != export.MustJSON(rec) {
 		return fmt.Errorf("%s: differs from another file's", ParamPlan)
 	}
 	rb.rec = &rec
@@ -98,7 +98,7 @@ func (rb *reader) instance(params map[string]string, unit string, gpuCount int, 
 	if err1 != nil || err2 != nil || i < 0 || i >= maxGPUs || n < 1 || n > maxGPUs {
 		return fmt.Errorf("instance %s: %s / %s: %q / %q: not an index and a GPU count", name, ParamIndex, ParamGPUCount, params[ParamIndex], params[ParamGPUCount])
 	}
-	gpus, err := parseGPUs(params[ParamGPUs])
+	gpus, err := export.ParseIndexList(params[ParamGPUs], maxGPUs)
 	if err != nil {
 		return fmt.Errorf("instance %s: %s: %w", name, ParamGPUs, err)
 	}
@@ -120,33 +120,6 @@ func (rb *reader) instance(params map[string]string, unit string, gpuCount int, 
 	return nil
 }
 
-func parseGPUs(s string) ([]int, error) {
-	if s == "" {
-		return nil, fmt.Errorf("empty")
-	}
-	var out []int
-	for _, g := range strings.Split(s, ",") {
-		x, err := strconv.Atoi(g)
-		if err != nil || x < 0 || x >= maxGPUs {
-			return nil, fmt.Errorf("%q: not a GPU index", g)
-		}
-		out = append(out, x)
-	}
-	return out, nil
-}
-
-func strictJSON(s string, v any) error {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
-	return nil
-}
-
 // triton reads a model: the coordinator (backend python) or an instance (backend vllm,
 // with its 1/model.json).
 func (rb *reader) triton(name string, data []byte, files export.Files) error {
@@ -154,10 +127,7 @@ func (rb *reader) triton(name string, data []byte, files export.Files) error {
 	if err != nil {
 		return err
 	}
-	params := map[string]string{}
-	for k, v := range c.Parameters {
-		params[k] = v.GetStringValue()
-	}
+	params := export.TritonParams(c)
 	switch c.Backend {
 	case "python":
 		return rb.record(params[ParamPlan])
@@ -171,10 +141,10 @@ func (rb *reader) triton(name string, data []byte, files export.Files) error {
 		return fmt.Errorf("model %s: no %s beside it", c.Name, mj)
 	}
 	var eng Engine
-	if err := strictJSON(string(raw), &eng); err != nil {
+	if err := export.StrictJSON(string(raw), &eng); err != nil {
 		return fmt.Errorf("model %s: %s: %w", c.Name, mj, err)
 	}
-	gpus, err := parseGPUs(params[ParamGPUs])
+	gpus, err := export.ParseIndexList(params[ParamGPUs], maxGPUs)
 	if err != nil {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamGPUs, err)
 	}
@@ -233,7 +203,7 @@ func engineFromArgs(args []string) (Engine, error) {
 		m[k] = json.RawMessage(v)
 	}
 	var e Engine
-	if err := strictJSON(mustJSON(m), &e); err != nil {
+	if err := export.StrictJSON(export.MustJSON(m), &e); err != nil {
 		return Engine{}, fmt.Errorf("args: %w", err)
 	}
 	return e, nil
@@ -280,7 +250,7 @@ func (rb *reader) ray(data []byte) error {
 		for _, d := range a.Deployments {
 			u := d.UserConfig
 			if u.Record != nil {
-				if err := rb.record(mustJSON(*u.Record)); err != nil {
+				if err := rb.record(export.MustJSON(*u.Record)); err != nil {
 					return fmt.Errorf("deployment %s: %w", d.Name, err)
 				}
 				continue

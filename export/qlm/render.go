@@ -38,7 +38,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	f := export.Files{}
 	for _, in := range l.insts {
 		var b strings.Builder
-		b.Write(comment(in.describe(),
+		b.Write(export.Comment(in.describe(),
 			"1/model.json holds the vLLM engine arguments: set \"model\" to the weights (a Hugging Face id or a path).",
 			"The instance serves requests the coordinator forwards from the head of its virtual queue (request pulling);",
 			"add model_transaction_policy { decoupled: true } to stream tokens.",
@@ -61,7 +61,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 		}
 	}
 	var b strings.Builder
-	b.Write(comment("QLM coordinator (BLS, Python backend): supply 1/model.py.",
+	b.Write(export.Comment("QLM coordinator (BLS, Python backend): supply 1/model.py.",
 		"It keeps QLM's global queue: classifies each request (input \"class\", an llm_classes name) into a request group",
 		"(qlm.plan: groups, classes with their SLOs, δ), keeps every instance's virtual queue in qlm.plan's order and forwards",
 		"the head group's requests to that instance's model (qlm.plan units) while its engine has room.",
@@ -73,7 +73,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	b.WriteString("input {\n  name: \"sampling_parameters\"\n  data_type: TYPE_STRING\n  dims: [ 1 ]\n}\n")
 	b.WriteString("output {\n  name: \"text_output\"\n  data_type: TYPE_STRING\n  dims: [ -1 ]\n}\n")
 	b.WriteString("instance_group {\n  kind: KIND_CPU\n  count: 1\n}\n")
-	pbParams(&b, map[string]string{ParamPlan: mustJSON(l.rec)})
+	pbParams(&b, map[string]string{ParamPlan: export.MustJSON(l.rec)})
 	if err := put(f, l.coord+"/config.pbtxt", []byte(b.String())); err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func annotation(key string) string { return "plan.dev/" + key }
 // kserveFiles renders one InferenceService per instance.
 func kserveFiles(l *layout) (export.Files, error) {
 	f := export.Files{}
-	rec := mustJSON(l.rec)
+	rec := export.MustJSON(l.rec)
 	for _, in := range l.insts {
 		ann := map[string]string{annotation(ParamPlan): rec, annotation("qlm.unsupported"): Unsupported}
 		for k, v := range in.params() {
@@ -124,7 +124,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 		if err != nil {
 			return nil, err
 		}
-		head := comment(in.describe(),
+		head := export.Comment(in.describe(),
 			"The huggingface runtime's vLLM backend answers the OpenAI-compatible API (completions, chat completions);",
 			"set --model_id to the weights (a Hugging Face id). The pod is not pinned to qlm.gpus; one replica is the instance.",
 			fmt.Sprintf("%s is the plan record a queue coordinator needs (groups, virtual queues, SLOs).", annotation(ParamPlan)),
@@ -138,24 +138,11 @@ func kserveFiles(l *layout) (export.Files, error) {
 
 // rayConfig is serve-config.yaml with QLM's deployments (their user_config is not
 // export.RayUserConfig).
-type rayConfig struct {
-	Applications []rayApp `json:"applications"`
-}
-
-type rayApp struct {
-	Name        string          `json:"name"`
-	RoutePrefix string          `json:"route_prefix"`
-	ImportPath  string          `json:"import_path"`
-	Deployments []rayDeployment `json:"deployments"`
-}
-
-type rayDeployment struct {
-	Name               string                 `json:"name"`
-	NumReplicas        int                    `json:"num_replicas"`
-	MaxOngoingRequests int                    `json:"max_ongoing_requests"`
-	RayActorOptions    export.RayActorOptions `json:"ray_actor_options"`
-	UserConfig         rayUserConfig          `json:"user_config"`
-}
+type (
+	rayConfig     = export.RayConfigOf[rayUserConfig]
+	rayApp        = export.RayAppOf[rayUserConfig]
+	rayDeployment = export.RayDeploymentOf[rayUserConfig]
+)
 
 // rayUserConfig is an instance's (Placement, Engine) or the router's (Record) configuration.
 type rayUserConfig struct {
@@ -191,7 +178,7 @@ func rayFiles(l *layout) (export.Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	head := comment(fmt.Sprintf("QLM plan: a vLLM deployment per LLM instance (%d) and a router whose user_config.qlm holds the request groups,", len(l.insts)),
+	head := export.Comment(fmt.Sprintf("QLM plan: a vLLM deployment per LLM instance (%d) and a router whose user_config.qlm holds the request groups,", len(l.insts)),
 		"every instance's virtual queue and the classes' SLOs. Virtual queues at start: "+l.describeQueues()+".",
 		"Ray Serve cannot express "+Unsupported+".")
 	return export.Files{export.RayConfigFile: append(head, b...)}, nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	xcascade "github.com/plan-dev/plan/export/cascade"
+	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -117,16 +117,7 @@ func TestCascadeExport(t *testing.T) {
 			if code != 0 || !strings.Contains(out, `"system": "cascade"`) {
 				t.Fatalf("exit %d: %s%s", code, out, stderr)
 			}
-			files := export.Files{}
-			err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				b, err := os.ReadFile(path)
-				rel, _ := filepath.Rel(dir, path)
-				files[filepath.ToSlash(rel)] = b
-				return err
-			})
+			files, err := exporttest.ReadDir(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,80 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/plan-dev/plan/export/internal/tritonpb"
+)
+
+// Helpers the systems' exporters share to write and read back the plan records they embed.
+
+// JoinInts writes xs as a comma-separated list ("0,3,5"), the form GPU lists take in
+// parameters and annotations.
+func JoinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseIndexList reads JoinInts' form back: a non-empty list of integers in [0, limit).
+func ParseIndexList(s string, limit int) ([]int, error) {
+	if s == "" {
+		return nil, fmt.Errorf("empty")
+	}
+	var out []int
+	for _, g := range strings.Split(s, ",") {
+		x, err := strconv.Atoi(g)
+		if err != nil || x < 0 || x >= limit {
+			return nil, fmt.Errorf("%q: not a GPU index", g)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// Comment renders lines as '#' comments (Triton's text format and YAML both take them).
+func Comment(lines ...string) []byte {
+	var b strings.Builder
+	for _, ln := range lines {
+		b.WriteString("# " + ln + "\n")
+	}
+	return []byte(b.String())
+}
+
+// MustJSON marshals a plan record. It panics only for values JSON cannot represent, which
+// the records (plain structs of numbers, strings, durations and maps) never hold.
+func MustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// StrictJSON decodes s into v, refusing fields v does not have: a record read back from
+// edited files must be exactly what an exporter wrote.
+func StrictJSON(s string, v any) error {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// TritonParams returns a model configuration's parameters as strings.
+func TritonParams(c *tritonpb.ModelConfig) map[string]string {
+	params := make(map[string]string, len(c.Parameters))
+	for k, v := range c.Parameters {
+		params[k] = v.GetStringValue()
+	}
+	return params
+}
