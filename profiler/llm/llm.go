@@ -73,7 +73,7 @@ const (
 	reserveBase    = 1.5e9 // activations, CUDA graphs: fixed part per GPU (bytes)
 	reserveFrac    = 0.07  // ... and the part proportional to GPU memory
 	etaMem         = 0.70  // achieved share of HBM/GDDR bandwidth in decode
-	etaCompute     = 0.45  // achieved share of FP16 tensor peak in prefill and large batches
+	etaCompute     = 0.45  // achieved share of FP16 tensor peak in prefill and large batches (unmeasured GPUs)
 	stepOverheadUs = 400.0 // scheduler + sampling per decode step
 	allReduceUs    = 10.0  // per all-reduce; two per layer under tensor parallelism
 	maxSeqs        = 256   // the engine's running-batch cap
@@ -82,6 +82,22 @@ const (
 	minKVTokens    = 8192  // a configuration must hold at least two full 4K contexts
 	cpuSwapGB      = 16.0  // host memory for swapped KV caches (vLLM's swap_space is 4 GiB per GPU; ×4 GPUs-worth)
 )
+
+// measuredCompute is the achieved share of the FP16 tensor peak in prefill where it was
+// measured: bf16 prefill of Mistral-7B- and Vicuna-13B-shaped decoders on an H100 SXM
+// (scripts/gpu/measure_torch.py, 2026-11-22) ran at 541 and 561 TFLOP/s between 1,024 and
+// 4,096 tokens, 0.55–0.57 of 989; with the default 0.45 the roofline's prefill was 25–34%
+// slow there, while its decode steps were within 7% (at 512 tokens of context). The H200 has
+// the H100's compute.
+var measuredCompute = map[string]float64{"H100": 0.55, "H200": 0.55}
+
+// computeShare is etaCompute, or the share measured on g.
+func computeShare(g gpus.Spec) float64 {
+	if s, ok := measuredCompute[g.Name]; ok {
+		return s
+	}
+	return etaCompute
+}
 
 // capacity returns the KV tokens that fit on tp GPUs.
 func capacity(m Model, g gpus.Spec, tp int) int64 {
@@ -109,7 +125,7 @@ func GPUCount(m Model, g gpus.Spec) (int, error) {
 func StepUs(m Model, g gpus.Spec, tp int, batch int, kvTokens float64) float64 {
 	bw := etaMem * g.MemBWGBps * 1e3 // bytes/µs per GPU
 	memUs := (float64(m.WeightBytes()) + kvTokens*float64(m.KVBytesPerToken())) / float64(tp) / bw
-	peak := etaCompute * g.FP16TFLOPS * 1e6 // FLOPs/µs per GPU
+	peak := computeShare(g) * g.FP16TFLOPS * 1e6 // FLOPs/µs per GPU
 	computeUs := 2 * m.ParamsB * 1e9 * float64(batch) / float64(tp) / peak
 	t := math.Max(memUs, computeUs) + stepOverheadUs
 	if tp > 1 {
@@ -136,7 +152,7 @@ func Estimate(model, gpu string) (*formats.LLMProfile, error) {
 	avgBatch := math.Min(maxSeqs, math.Floor(float64(kvCap)/avgReqTokens))
 	// At the average running batch the sequences are half-way through on average.
 	step := StepUs(m, g, tp, int(avgBatch), avgBatch*avgReqTokens/2)
-	peak := etaCompute * g.FP16TFLOPS * 1e6 * float64(tp)
+	peak := computeShare(g) * g.FP16TFLOPS * 1e6 * float64(tp)
 	perTok := 2 * m.ParamsB * 1e9 / peak
 	base := float64(m.WeightBytes())/float64(tp)/(etaMem*g.MemBWGBps*1e3) + stepOverheadUs
 	w := m.WeightBytes()
