@@ -160,10 +160,15 @@ func pwl(p []formats.PWLPoint, x int) float64 {
 // within 15% (it was 25–34% slow with the unmeasured compute share), decode steps at 512
 // tokens of context within 20%: the measured steps read weights and KV at 0.67 (Mistral's
 // grouped KV heads) to 0.79 (Vicuna's full heads) of the HBM peak, and the roofline's single
-// 0.70 sits between (Vicuna at batch 64 is 15% slow).
+// 0.70 sits between (Vicuna at batch 64 is 15% slow). A warm start (weights from pinned host
+// memory) within 15% of the measured host link.
 func TestMeasuredH100(t *testing.T) {
 	var m struct {
-		GPU string `json:"gpu"`
+		GPU      string `json:"gpu"`
+		HostLink struct {
+			Bytes        int64   `json:"bytes"`
+			H2DPinnedGBs float64 `json:"h2d_pinned_gbps"`
+		} `json:"host_link"`
 		LLM []struct {
 			Model   string `json:"model"`
 			Prefill []struct {
@@ -190,6 +195,11 @@ func TestMeasuredH100(t *testing.T) {
 		p, err := Estimate(ml.Model, "H100")
 		if err != nil {
 			t.Fatal(err)
+		}
+		// A warm start copies the weights from pinned host memory (measured 54.6 GB/s).
+		measured := float64(p.WeightBytes) / (m.HostLink.H2DPinnedGBs * 1e3)
+		if ratio := p.LoadWarmUs / measured; math.Abs(ratio-1) > 0.15 {
+			t.Errorf("%s warm load: estimate %.0f µs, at the measured host link %.0f µs (×%.2f)", ml.Model, p.LoadWarmUs, measured, ratio)
 		}
 		it := p.Iteration
 		for _, r := range ml.Prefill {

@@ -5,7 +5,7 @@ Not part of the build or the tests: it needs PyTorch, torchvision and a CUDA dev
 does not have. Run it where a GPU is at hand and compare its JSON with the roofline estimates
 of the same GPU (profiler/roofline/CALIBRATION.md, "Measured on a GPU"):
 
-    python3 scripts/gpu/measure_torch.py [cnn] [cnn-unfolded] [llm] > measured.json
+    python3 scripts/gpu/measure_torch.py [cnn] [cnn-unfolded] [llm] [link] > measured.json
 
 CNNs: the torchvision builds of zoo architectures with random weights (timing does not depend
 on the values), TF32 convolutions and matmuls (the roofline is calibrated to TF32 TensorRT
@@ -19,6 +19,9 @@ written out layer by layer: the matmuls and the attention are what an engine suc
 runs. Prefill: one sequence of N tokens, causal flash attention. Decode: one new token for
 each of B sequences over a preallocated KV cache of C tokens each, captured in a CUDA graph
 (vLLM captures decode steps in graphs too).
+
+link: host↔GPU copy bandwidth (a warm model start loads the weights from host memory; a KV
+swap moves caches both ways), which the LLM profiles' load_warm_us assumes.
 """
 import json
 import statistics
@@ -201,6 +204,28 @@ def llm(name, prefill_tokens, decode_batches, contexts):
     return res
 
 
+def host_link(total_gb=14.48, chunk_gb=1.0):
+    """Host↔GPU copy bandwidth, GB/s: what a warm model start (weights from host memory) and
+    a KV-cache swap cost. Pinned host memory in 1 GB chunks, as engines stage weights."""
+    n = int(chunk_gb * 1e9) // 2
+    host = torch.empty(n, dtype=torch.bfloat16, pin_memory=True)
+    pageable = torch.empty(n, dtype=torch.bfloat16)
+    dev = torch.empty(n, dtype=torch.bfloat16, device="cuda")
+    chunks = int(round(total_gb / chunk_gb))
+    res = {"bytes": chunks * n * 2}
+    for name, src, dst in (("h2d_pinned", host, dev), ("d2h_pinned", dev, host), ("h2d_pageable", pageable, dev)):
+        dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(chunks):
+            dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()
+        s = time.perf_counter() - t
+        res[name + "_gbps"] = round(chunks * n * 2 / s / 1e9, 2)
+        print(f"host link {name}: {res[name + '_gbps']} GB/s", file=sys.stderr)
+    return res
+
+
 def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
@@ -216,6 +241,8 @@ def main():
         out["cnn"] = cnns([1, 2, 4, 8])
     if "cnn-unfolded" in parts:
         out["cnn_unfolded"] = cnns([1, 8], fold=False)
+    if "link" in parts:
+        out["host_link"] = host_link()
     if "llm" in parts:
         out["llm"] = [llm(n, [1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192], [1, 16, 64, 128, 256], [512, 2048])
                       for n in SHAPES]
