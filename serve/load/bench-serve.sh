@@ -19,8 +19,9 @@ OUT=${OUT:-$(mktemp -d)}
 LOADS=${LOADS-"0.9 2 3"}; DURATION=${DURATION:-60s}; AFTER=${AFTER:-30}
 FLOOR_RATES=${FLOOR_RATES:-"1000 2000 3000 4000 6000"}; FLOOR_DURATION=${FLOOR_DURATION:-10s}
 N="nice -n ${NICE:-0}"
-go build -o "$OUT/plan" ./cmd/plan
-go build -o "$OUT/floor" ./serve/load/floor
+# PLAN_BIN and FLOOR_BIN use prebuilt binaries (a machine without Go).
+if [ -n "${PLAN_BIN:-}" ]; then cp "$PLAN_BIN" "$OUT/plan"; else go build -o "$OUT/plan" ./cmd/plan; fi
+if [ -n "${FLOOR_BIN:-}" ]; then cp "$FLOOR_BIN" "$OUT/floor"; else go build -o "$OUT/floor" ./serve/load/floor; fi
 PLAN=${1:-}
 if [ -z "$PLAN" ]; then
   PLAN="$OUT/plan.json"

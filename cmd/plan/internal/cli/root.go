@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -95,7 +96,8 @@ func NewRoot(s Streams) (*cobra.Command, *App) {
 plans for regressions in CI.
 
 Settings come from flags, then PLAN_* environment variables (PLAN_SLO=200ms for --slo),
-then the YAML file given by --config (top-level keys, or keys under the command name).`,
+then the YAML file given by --config (top-level keys, or keys under the command name).
+PLAN_CPUPROFILE=FILE writes a Go CPU profile of the whole run to FILE (go tool pprof).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,6 +137,14 @@ func Run(args []string, s Streams) int {
 		<-ctx.Done()
 		stop()
 	}()
+	if path := os.Getenv(cpuProfileEnv); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			fmt.Fprintf(s.Err, "plan: %s: %v\n", cpuProfileEnv, err)
+			return ExitUsage
+		}
+		defer stopProfile()
+	}
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
@@ -151,6 +161,28 @@ func Run(args []string, s Streams) int {
 		fmt.Fprintf(s.Err, "plan: %s\n", line)
 	}
 	return code
+}
+
+// cpuProfileEnv names the file a CPU profile of the run goes to: where a command spends its
+// time on a user's machine (a server at its limit, a slow solve) without rebuilding plan.
+const cpuProfileEnv = "PLAN_CPUPROFILE"
+
+// startCPUProfile profiles the process into a new file at path (an existing file is not
+// overwritten); the returned function stops the profile and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // isCobraUsage recognizes cobra's own argument and command errors, which are usage errors.

@@ -165,3 +165,24 @@ func TestPrecedence(t *testing.T) {
 }
 
 var probeLevel string
+
+// TestCPUProfile: PLAN_CPUPROFILE writes a pprof CPU profile of the run (gzip-compressed
+// protobuf), and refuses to overwrite an existing file (exit 2, nothing run).
+func TestCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	t.Setenv(cpuProfileEnv, path)
+	if code, _, errOut := rootRun(t, "version"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("%s: %d bytes, not a gzip-compressed profile", path, len(b))
+	}
+	code, out, errOut := rootRun(t, "version")
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, cpuProfileEnv) || !strings.Contains(errOut, "exists") {
+		t.Fatalf("existing profile: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
