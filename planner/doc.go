@@ -11,14 +11,15 @@ import (
 const DefaultSLOScale = 5.0
 
 // ReferenceGPU is the GPU type whose batch-1 latency defines the default SLO when a profile
-// has it (PPipe uses L4 even on V100 clusters, spec §7 item 9).
+// has it (PPipe §7.1 uses L4 even on V100 clusters).
 const ReferenceGPU = "L4"
 
 // ReferenceLatencyUs returns the whole-model latency at batch 1 on a whole GPU of the
 // reference type: L4 when profiled, otherwise the fastest GPU type among those accepted by
 // use (nil accepts all). It prefers a measured whole-model TotalUs over the block sum,
-// because block sums slightly exceed whole-model latency (spec §7 item 18). It returns the
-// GPU used and false when no batch-1 whole-GPU entry exists.
+// because block sums slightly exceed whole-model latency (FCN on L4: 6.9 ms over the
+// authors' blocks vs 6.66 ms whole, PPipe §7.5). It returns the GPU used and false when no
+// batch-1 whole-GPU entry exists.
 func ReferenceLatencyUs(m *formats.ModelProfile, use func(gpu string) bool) (float64, string, bool) {
 	whole := func(e *formats.LatencyEntry) float64 {
 		if e.TotalUs > 0 {

@@ -24,7 +24,8 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// HC is one of the paper's heterogeneous clusters (spec §5 table, [code] values).
+// HC is one of the paper's heterogeneous clusters (PPipe §7.1, Table 1; GPUs per server and
+// effective bandwidth from the authors' artifact, as Table 1's bandwidths look swapped).
 type HC struct {
 	Name            string
 	High, Low       string
@@ -46,7 +47,7 @@ type Group struct {
 	Models []string // paper model names
 }
 
-// Groups are the paper's random groups (seed 17 [code]).
+// Groups are the paper's random groups (seed 17 in the authors' artifact).
 var Groups = []Group{
 	{"G1", []string{"EfficientNet-B8", "EncNet", "RTMDet"}},
 	{"G2", []string{"Colorization", "Inception-v3", "RepVGG"}},
@@ -81,13 +82,14 @@ var zooName = map[string][]string{
 	"Colorization": {"colorization-v2", "resnet50"},
 }
 
-// Weights per trace (MAF functions assigned round-robin [code]).
+// Weights per trace (MAF functions assigned round-robin, PPipe §7.1;
+// the shares are the authors' artifact's).
 var weights = map[string][]float64{
 	"poisson": {0.30, 0.33, 0.37},
 	"bursty":  {0.39, 0.26, 0.35},
 }
 
-// Paper is the paper's headline table (spec §5): max-lf gains per HC.
+// Paper is the paper's headline table (PPipe §7.2, Fig. 6): max-lf gains per HC.
 var Paper = struct {
 	VsNP, VsDARTR map[string][4]float64 // trace → HC1..HC4 gains (%)
 	MeanLF        map[string][3]float64 // trace → NP, DART-r, PPipe mean max lf
@@ -101,7 +103,7 @@ var Paper = struct {
 	Ablation: [2]float64{0.92, 0.71},
 }
 
-// DefaultBurstyCV is the bursty trace's CV in the benchmark: calibrated (spec §6) so that
+// DefaultBurstyCV is the bursty trace's CV in the benchmark: calibrated so that
 // PPipe's max lf drops by ≈ 6% from Poisson to bursty, as in the paper (0.965 → 0.903). On
 // HC1-G2 with our stand-ins: Poisson 0.95; CV 1.5 → 0.90, CV 2 → 0.80, CV 3 → 0.55.
 const DefaultBurstyCV = 1.5
@@ -368,7 +370,7 @@ func totalRPS(p *formats.Plan) float64 {
 }
 
 // ratesOf returns the per-model guaranteed rate of a plan by model name (load factor 1.0):
-// target_rps (z·w_m, spec §7 item 6), else throughput_rps.
+// target_rps (z·w_m: load factor 1.0, PPipe §7.1), else throughput_rps.
 func ratesOf(p *formats.Plan) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range p.PPipe.Models {

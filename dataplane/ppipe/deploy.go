@@ -339,7 +339,7 @@ const Kind = "ppipe"
 const DefaultPolicy = "ppipe"
 
 // planRate is a model's offered rate at load factor 1.0: the plan's guaranteed rate
-// (target_rps, spec §7 item 6), else its capacity (plans without a target).
+// (target_rps: load factor 1.0, PPipe §7.1), else its capacity (plans without a target).
 func planRate(m formats.PPipeModelPlan) float64 {
 	if m.TargetRPS > 0 {
 		return m.TargetRPS

@@ -10,8 +10,8 @@ var _ dataplane.Door = (*PPipe)(nil)
 
 // Door implements dataplane.Door: it asks what the two-step dispatcher would decide for a
 // request of app arriving at `at` if it were at the head of the queue now, given the
-// reservations already booked (spec §4.2): step 1 picks the pipeline with the least waiting
-// at its planned batch (with the penalty for a batch-1 pipeline that would miss the
+// reservations already booked (PPipe §5.4, Alg. 1): step 1 picks the pipeline with the least
+// waiting at its planned batch (with the penalty for a batch-1 pipeline that would miss the
 // deadline), step 2 the largest batch that meets the deadline, and the admission refinement
 // drops a first-seen head whose batch falls below round(0.95·bs). A request the head test
 // drops is refused before its body is read. Reservations only grow until the request reaches

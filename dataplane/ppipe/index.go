@@ -6,7 +6,7 @@ import "github.com/plan-dev/plan/dataplane"
 // instead of a scan of every worker (issue 15 item 4), with the same decision as the scan.
 //
 // A worker w on server s scores, at a stage probed from time t with inference time inf and
-// transfer time net (spec §4 probe()), in busy-until mode
+// transfer time net (probe(), PPipe A.3, Alg. 2), in busy-until mode
 //
 //	max(t0 + net + inf,  D_s + net + inf,  B_w + inf,  U_s)
 //

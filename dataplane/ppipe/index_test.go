@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// probeLinear is the reference: the probe as first written (spec §4 probe()), scoring every
+// probeLinear is the reference: the probe as first written (PPipe A.3, Alg. 2), scoring every
 // worker of each pool in pool order and keeping the first of the least scores. The pool
 // index must reproduce its results exactly.
 func (p *PPipe) probeLinear(pp *ppPipe, b int, now dataplane.Time, out *probeResult) {

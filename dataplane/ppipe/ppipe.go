@@ -8,15 +8,15 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// PPipeOptions configures the reservation dispatcher (spec §4).
+// PPipeOptions configures the reservation dispatcher (PPipe §5.4, A.3).
 type PPipeOptions struct {
 	// Interval selects interval-mode reservations (gap filling) instead of busy-until.
 	Interval bool
-	// Penalty is the [code] step-1 refinement: a batch-1 pipeline that would miss the head's
-	// deadline gets +SLO added to its wait.
+	// Penalty is the step-1 refinement of the authors' artifact: a batch-1 pipeline that would
+	// miss the head's deadline gets +SLO added to its wait.
 	Penalty bool
-	// Admission is the [code] refinement: the first time a request is at the head, a batch
-	// of at least round(0.95·bs) must fit its deadline, else it is dropped.
+	// Admission is the artifact's admission refinement: the first time a request is at the
+	// head, a batch of at least round(0.95·bs) must fit its deadline, else it is dropped.
 	Admission bool
 	// Order names the queue order (default "edf").
 	Order string
@@ -244,9 +244,9 @@ func (p *PPipe) run(a *ppApp, now dataplane.Time, out *dataplane.Decisions) {
 			a.q.PopFront()
 			continue
 		}
-		// Wake up at the last instant a batch one larger could still start (spec), but no
-		// later than the last instant the current batch can (ours: with a flat latency
-		// table the spec's instant is 1 µs too late for the smaller batch too).
+		// Wake up at the last instant a batch one larger could still start (Alg. 1 line 23),
+		// but no later than the last instant the current batch can: with a flat latency table
+		// the former is 1 µs too late for the smaller batch too.
 		at := h.Deadline - pp.work[n] + 1
 		if alt := h.Deadline - pp.work[n-1]; n > 1 && alt > now && alt < at {
 			at = alt
@@ -271,10 +271,11 @@ func (p *PPipe) seenSet(r dataplane.ReqID) {
 }
 
 // probe computes where a batch of b would run along pipeline pp if dispatched now, without
-// reserving anything (spec §4 probe()). Per stage it picks the worker with the least score
-// (its batch end, or its server's uplink busy-until when later, for a non-final stage), the
-// lowest pool index among equal scores. The pool index (index.go) finds that worker without
-// scoring every one; probeLinear in the tests is the plain scan it must agree with.
+// reserving anything (probe(), PPipe A.3, Alg. 2). Per stage it picks the worker with the
+// least score (its batch end, or its server's uplink busy-until when later, for a non-final
+// stage), the lowest pool index among equal scores. The pool index (index.go) finds that
+// worker without scoring every one; probeLinear in the tests is the plain scan it must agree
+// with.
 func (p *PPipe) probe(pp *ppPipe, b int, now dataplane.Time, out *probeResult) {
 	p.stats.Probes++
 	p.res.now = now
@@ -305,7 +306,7 @@ func (p *PPipe) probe(pp *ppPipe, b int, now dataplane.Time, out *probeResult) {
 	}
 }
 
-// score is one worker's exact probe score at a stage (the spec's per-candidate step): the
+// score is one worker's exact probe score at a stage (Alg. 2 lines 13–21): the
 // transfer into it (d > 0) on the source uplink and its downlink, its own slot, and for a
 // non-final stage its uplink's busy-until.
 func (p *PPipe) score(w dataplane.WorkerID, q *pquery) (score, ts, xs, end dataplane.Time) {
@@ -320,7 +321,7 @@ func (p *PPipe) score(w dataplane.WorkerID, q *pquery) (score, ts, xs, end datap
 	end = ts + q.inf
 	score = end
 	if !q.last {
-		// [code] prefer a slice whose uplink is free when it finishes.
+		// The authors' artifact prefers a slice whose uplink is free when it finishes.
 		if u := p.res.busyUntil(p.nw + int(dst)); u > score {
 			score = u
 		}
@@ -454,10 +455,10 @@ func (r *resources) changed(i int) {
 	}
 }
 
-// correct applies feedback: the first outstanding reservation of resource i actually ended
-// at end. With no later reservation the resource is free from end (earlier frees capacity,
-// later pushes back); otherwise the later ones shift by the difference, never to before now
-// (spec §4; the paper gives no more detail). It reports whether the table changed.
+// correct applies feedback: the first outstanding reservation of resource i actually ended at
+// end. With no later reservation the resource is free from end (earlier frees capacity, later
+// pushes back); otherwise the later ones shift by the difference, never to before now (PPipe
+// §5.4 gives no more detail; this is our resolution). It reports whether the table changed.
 func (r *resources) correct(i int, end, now dataplane.Time) bool {
 	q := &r.iv[i]
 	if q.head >= len(q.buf) {

@@ -6,11 +6,11 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// Reactive is the ablation baseline of PPipe (the authors' "SLA-aware" balancer, spec §4): no
-// reservations. Stage 0 of every pipeline of an app forms one pool; each later stage is its
-// own pool with its own deadline-ordered queue; requests are re-batched at every stage and
-// outputs leave through the sender's NIC in FIFO order, so contention and stage queuing show
-// up as downstream drops.
+// Reactive is the ablation baseline of PPipe (PPipe §7.4; the "SLA-aware" balancer of the
+// authors' artifact): no reservations. Stage 0 of every pipeline of an app forms one pool;
+// each later stage is its own pool with its own deadline-ordered queue; requests are
+// re-batched at every stage and outputs leave through the sender's NIC in FIFO order, so
+// contention and stage queuing show up as downstream drops.
 type Reactive struct {
 	v     dataplane.View
 	dep   *dataplane.Deployment

@@ -11,12 +11,13 @@ import (
 
 // Strategies accepted by Options.Strategy.
 const (
-	StrategyPPipe = "ppipe"  // pooled pipelines (the MILP of spec §2)
+	StrategyPPipe = "ppipe"  // pooled pipelines (the MILP of PPipe §3, A.2)
 	StrategyNP    = "np"     // no partitioning: whole model per GPU, best SLO-safe batch per type
 	StrategyDARTR = "dart-r" // replicated DART: NP split, then one-high + one-low pipelines
 )
 
-// Rounding modes of the GPU budget (spec §2.4 constraint 7 and §7 item 5).
+// Rounding modes of the GPU budget. PPipe A.2, Eq. 23 counts fractional physical GPUs (g/v);
+// a deployment needs whole ones, so the planner rounds up.
 const (
 	// RoundingStage rounds physical GPUs per (model, stage index, GPU type), as the authors'
 	// code does: slices of different pipelines at the same stage index may share a GPU. The
@@ -24,8 +25,8 @@ const (
 	// rule the solver, Validate, Verify and the deployment count GPUs by — honours it.
 	RoundingStage = formats.RoundingStage
 	// RoundingPipeline (default) rounds per (pipeline, stage): a physical GPU only ever hosts
-	// slices of one pool, which is what the profiles measured (identical co-tenants, spec §7
-	// item 5).
+	// slices of one pool, which is what the profiles measured (the slices of one GPU run the
+	// same block, PPipe §5.3 footnote).
 	RoundingPipeline = formats.RoundingPipeline
 )
 
@@ -35,7 +36,8 @@ const (
 	DefaultAlpha         = 0.4
 	DefaultTimeLimit     = planner.DefaultTimeLimit
 	DefaultGap           = planner.DefaultGap
-	// BatchFormationRho is ρ in β = ρ·(b−1)/λ̂ (spec §2.2, [code]).
+	// BatchFormationRho is ρ in the head stage's batch-gathering time β = ρ·(b−1)/λ̂, a term
+	// the authors' artifact adds to the latency row (PPipe A.2, Eq. 27) and the paper omits.
 	BatchFormationRho = 1.3
 )
 
@@ -51,7 +53,7 @@ type Inputs struct {
 	Refs []formats.InputRef
 }
 
-// Options tune a solve. The zero value means the defaults of the spec.
+// Options tune a solve. The zero value means the defaults (the paper's settings, PPipe §7.1).
 type Options struct {
 	// Strategy is ppipe (default), np or dart-r.
 	Strategy string

@@ -9,8 +9,8 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// npAnalytic is NP for one model as the spec states it: per type, the batch with the highest
-// b/L(b) among those with L(b) ≤ T' (whole GPU), times the type's GPU count.
+// npAnalytic is NP for one model in closed form (PPipe §7.1): per type, the batch with the
+// highest b/L(b) among those with L(b) ≤ T' (whole GPU), times the type's GPU count.
 func npAnalytic(mp *formats.ModelProfile, cl *formats.Cluster, budget float64) (float64, map[string]int) {
 	total := 0.0
 	batch := map[string]int{}

@@ -7,7 +7,7 @@ import (
 	"github.com/plan-dev/plan/solver"
 )
 
-// dartr is replicated DART (spec §3), following the authors' procedure:
+// dartr is replicated DART (PPipe §7.1), following the authors' artifact:
 //  1. solve the multi-model NP plan; model m keeps the n_{m,k} GPUs it got;
 //  2. GPUs NP left unused are split evenly (floor) across the models;
 //  3. per model, p = min_k n_{m,k} pairs each run plan A, the PPipe MILP on a one-high +

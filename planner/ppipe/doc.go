@@ -7,7 +7,7 @@
 // Formulation (milp.go), per model m, template l (a GPU-type sequence of length ≤ P) and
 // stage d: binaries y per option ω = (v, b, i, j), continuous throughput f per option, one
 // integer slice count g per (l, d, v), binary u and throughput x per template. Beyond the
-// spec's rows it adds, all valid for every integer solution:
+// paper's rows (A.2, Eqs. 16–28) it adds, all valid for every integer solution:
 //   - throughput conservation Σ_{ω ends at (c,b)} f = Σ_{ω' starts at (c,b)} f, so the LP
 //     relaxation routes throughput along contiguous chains instead of skipping blocks
 //     (root bound 1294 → 276 against an optimum of 274 on a small case);

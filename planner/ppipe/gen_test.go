@@ -9,7 +9,8 @@ import (
 )
 
 // gpuSpec drives the synthetic profiles: latency ratio to L4 (range per block) and the
-// slice/batch grid the authors profiled (spec §2.2 and §6 calibration targets).
+// slice/batch grid the authors profiled (facts from the authors' artifact's published block
+// tables).
 type gpuSpec struct {
 	name           string
 	ratioLo, ratio float64 // per-block ratio to L4 is drawn in [ratioLo, ratio]

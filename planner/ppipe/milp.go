@@ -29,8 +29,8 @@ type hvar struct {
 // lcmLevels scales g/v to integers: 12 is divisible by every level 1..4.
 const lcmLevels = 12
 
-// build writes the A.2 formulation (spec §2.4) over the pruned spaces. Rows and columns are
-// added in a fixed order, so the same inputs always give the same model.
+// build writes the A.2 formulation (PPipe A.2, Eqs. 15–28) over the pruned spaces. Rows and
+// columns are added in a fixed order, so the same inputs always give the same model.
 func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 	m := solver.NewModel("ppipe", solver.Maximize)
 	b := &built{m: m, spaces: spaces, cfg: cfg, multi: len(spaces) > 1}

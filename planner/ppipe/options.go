@@ -104,7 +104,7 @@ func (p *problem) templates(cfg spaceConfig) [][]int {
 // space builds and prunes the options of one model:
 //  1. domain: d=0 ⇒ i=0, last ⇒ j=M, every partition non-empty;
 //  2. latency: an option survives only if the shortest chain through it (prefix DP + own
-//     C+Y+β + suffix DP, same batch) fits T' — stronger than the spec's per-option C+Y+β ≤ T'
+//     C+Y+β + suffix DP, same batch) fits T' — stronger than a per-option C+Y+β ≤ T'
 //     and it also removes options that cannot be chained at all (batch not profiled on the
 //     neighbour's type);
 //  3. dominance: drop ω if an option of the same (l,d,b,i,j) with v' a multiple of v has

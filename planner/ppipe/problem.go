@@ -220,7 +220,7 @@ func newModelData(w *formats.ModelWorkload, mp *formats.ModelProfile, p *problem
 				if math.IsNaN(l) || math.IsInf(l, 0) || l < 0 {
 					bad = true
 				}
-				pre[q+1] = pre[q] + math.Max(l, 1) // clamp each block ≥ 1 µs [code]
+				pre[q+1] = pre[q] + math.Max(l, 1) // clamp to ≥ 1 µs, as the authors' artifact does
 			}
 			if bad {
 				add("profile: model %s: latency[gpu=%s vgpu=%d batch=%d].block_us: must be finite and >= 0", mp.Name, e.GPU, e.VGPU, e.Batch)

@@ -9,9 +9,9 @@ import (
 
 // Surplus filling (Options.FillSurplus). Under max-min the MILP is indifferent to capacity
 // above z·w_m, and post-processing trims every pool to what its pipeline's throughput needs
-// (spec §7 item 6), so a plan may leave GPUs idle while its lightest model runs on a handful
-// of GPUs sized exactly for the guaranteed rate. fillSurplus hands those GPUs back as
-// headroom, greedily and deterministically:
+// (the MILP leaves surplus slices on non-bottleneck stages), so a plan may leave GPUs idle
+// while its lightest model runs on a handful of GPUs sized exactly for the guaranteed rate.
+// fillSurplus hands those GPUs back as headroom, greedily and deterministically:
 //
 //   - the model with the lowest capacity/target ratio (target = the MILP's guaranteed rate,
 //     z·w_m; the whole pre-fill throughput for one model) receives the next step; a model
@@ -78,7 +78,7 @@ func twelfthsOf(v, slices int) int {
 func ceilGPUs(t int) int { return (t + lcmLevels - 1) / lcmLevels }
 
 // fillTargets are the guaranteed rates of a decoded plan: z·w_m under max-min, the
-// throughput for one model (what TargetRPS records, spec §7 item 6).
+// throughput for one model (what TargetRPS records: load factor 1.0, PPipe §7.1).
 func (p *problem) fillTargets(pipes []pipe) []float64 {
 	thr := modelThroughput(pipes, len(p.models))
 	if len(thr) == 1 {
