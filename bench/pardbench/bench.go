@@ -136,8 +136,8 @@ func (o *BenchOptions) defaults() {
 		}
 	}
 	if len(o.Policies) == 0 {
-		// Every pipeline policy, plus PARD without the §8.3 min-end purge and (for the DAG)
-		// with sibling cancellation (§8.8), which the spec asks to report both ways.
+		// Every pipeline policy, plus PARD without our min-end purge and (for the DAG) with
+		// sibling cancellation: both are our choices, so report them both ways.
 		o.Policies = append(dppard.PipelinePolicies(), "pard:purge=0", "pard:sibling_cancel=1")
 	}
 	if o.Seeds == 0 {
@@ -169,7 +169,7 @@ func (o *BenchOptions) defaults() {
 	}
 }
 
-// ocThreshold is pard-oc's tuned T per trace (spec §4).
+// ocThreshold is pard-oc's tuned T per trace (PARD §5.3, footnote 10).
 func ocThreshold(trace string) string {
 	if trace == "wiki" {
 		return "20"

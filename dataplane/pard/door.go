@@ -10,7 +10,7 @@ type DoorPipeline struct{ *Pipeline }
 
 var _ dataplane.Door = DoorPipeline{}
 
-// Door implements dataplane.Door with the broker's Eq. 3 test (spec §2.5) as it would run
+// Door implements dataplane.Door with the broker's Eq. 3 test (PARD §4.2) as it would run
 // for a request of app arriving at `at`: at the entry module it is tested at t_b with
 // l = (t_e − t_r) + d + L_sub against the SLO, where t_e, the expected start of the batch it
 // joins, is no earlier than the earliest expected start over the module's serving workers

@@ -10,16 +10,18 @@ import (
 )
 
 // PARD (Zhao et al., EuroSys '26) and the baselines it is compared with, as one pipeline
-// executor with pluggable queue order and drop rule (spec §4: "policies differ only in queue
-// order and drop test"). Every module re-batches: each worker holds a double-ended priority
-// queue, forms the next batch while the current one runs, and launches it the moment the GPU
-// is free (work-conserving). The drop decision is taken at t_b, when the broker takes a
-// request from the queue to put it into the forming batch.
+// executor with pluggable queue order and drop rule: policies differ only in queue order and
+// drop test, so batching, scaling and dispatch stay identical (isolation as in PARD §5.3).
+// Every module re-batches: each worker holds a double-ended priority queue, forms the next
+// batch while the current one runs, and launches it the moment the GPU is free
+// (work-conserving). The drop decision is taken at t_b, when the broker takes a request from
+// the queue to put it into the forming batch.
 //
 // The state planner runs on the engine's 1 s tick and publishes a snapshot (windowed queueing
 // delay, batch-wait quantile, load factor and priority mode, budgets); workers use the
 // snapshot until the next tick, so the simulator sees the same staleness a distributed
-// deployment would (spec §8.12). Only t_e and d_k are live.
+// deployment would (1 s sync, PARD §5.4); reading live downstream state would flatter PARD.
+// Only t_e and d_k are live.
 
 // pardOrder is the queue order of a variant.
 type pardOrder uint8
@@ -71,7 +73,7 @@ type pardVariant struct {
 	instant   bool
 }
 
-// pardVariants are the registered pipeline policies (spec §4).
+// pardVariants are the registered pipeline policies (PARD §5.1 baselines, Table 1 ablations).
 var pardVariants = []pardVariant{
 	{name: "none", doc: "pipeline baseline (Naive): FIFO, never drops; late completions count as drops", order: orderFIFO, rule: ruleNone},
 	{name: "nexus", doc: "pipeline baseline Nexus: FIFO, sliding-window drop on L_pre+L_cur against the end-to-end deadline (param split=true: per-stage deadlines)", order: orderFIFO, rule: ruleNexus},
@@ -91,7 +93,7 @@ var pardVariants = []pardVariant{
 }
 
 // PipelinePolicies lists the names of the pipeline policies (PARD, its ablations and the
-// baselines), in the order of spec §4.
+// baselines): the baselines and PARD first, then the ablations in Table 1's order.
 func PipelinePolicies() []string {
 	out := make([]string, len(pardVariants))
 	for i, v := range pardVariants {
@@ -105,7 +107,7 @@ const (
 	// DropEstimate: PARD's Eq. 3 end-to-end estimate exceeds the SLO.
 	DropEstimate dataplane.DropReason = "estimate"
 	// DropPurge: the request at the min end of the queue can no longer make it even if it
-	// were served now (spec §8.3; keeps queues timely under HBF).
+	// were served now (ours: under HBF such requests could sit at the min end indefinitely).
 	DropPurge dataplane.DropReason = "purge"
 	// DropWindow: Nexus's sliding-window rule.
 	DropWindow dataplane.DropReason = "window"
@@ -117,7 +119,8 @@ const (
 	DropExpired dataplane.DropReason = "expired"
 )
 
-// pardDefaults are the parameters and their defaults (spec §2–§4, §6, §8.5). Every key a
+// pardDefaults are the parameters and their defaults (PARD §4.2–§4.3, §5.3; windows the
+// paper leaves open are ours). Every key a
 // Config or plan may set is listed, so a typo is an error instead of a silent default.
 var pardDefaults = map[string]float64{
 	"lambda":          0.1,   // batch-wait quantile λ
@@ -140,9 +143,9 @@ var pardDefaults = map[string]float64{
 	"oc_t_ms":         25,    // pard-oc: queueing-delay threshold T
 	"split":           0,     // nexus: per-stage deadlines
 	"cumulative":      0,     // clipper++: cumulative budgets
-	"hop_in_lsub":     1,     // add the planned hop delay of downstream edges to L_sub (§8.7)
-	"mu_window_s":     2,     // μ from the mean T_in over this long (spec §3: 1–2 s)
-	"sibling_cancel":  0,     // DAG: a drop on one branch cancels the sibling branches' work (§8.8)
+	"hop_in_lsub":     1,     // add downstream edges' planned hops to L_sub (not in the paper)
+	"mu_window_s":     2,     // μ from the mean T_in over this long (window not in the paper)
+	"sibling_cancel":  0,     // DAG: a drop on one branch cancels its siblings' work (paper: none)
 }
 
 // PARDParamNames lists the parameter names the pipeline policies accept.
@@ -796,10 +799,10 @@ func (p *Pipeline) fillTouched(now dataplane.Time, out *dataplane.Decisions) {
 	}
 }
 
-// pick is the module's dispatcher: join-shortest-queue over the workers that serve now
-// (queued + forming requests), ties broken round-robin [ours, spec §2.1]: the first worker
-// with the least load in pool order from m.rr on, wrapping around. The module's jsq tree
-// answers that in O(log n) instead of a scan of every worker (issue 15 item 4);
+// pick is the module's dispatcher: join-shortest-queue over the workers that serve now (queued
+// + forming requests), ties broken round-robin (PARD §4.1 leaves the dispatcher open): the
+// first worker with the least load in pool order from m.rr on, wrapping around. The module's
+// jsq tree answers that in O(log n) instead of a scan of every worker (issue 15 item 4);
 // pickLinear in the tests is the scan it must agree with.
 func (p *Pipeline) pick(now dataplane.Time, m *pardModule) dataplane.WorkerID {
 	if now >= m.nextAct {
@@ -928,8 +931,8 @@ func (pw *pardWorker) expectedStart(now dataplane.Time) dataplane.Time {
 	return now
 }
 
-// fill is the request broker (spec §2.5): take requests in priority order, drop or add them
-// to the forming batch, and launch when the GPU is idle.
+// fill is the request broker (PARD §4.2, Eq. 3): take requests in priority order, drop or add
+// them to the forming batch, and launch when the GPU is idle.
 func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
 	pw := &p.workers[w]
 	m := &p.mods[pw.mod]
@@ -938,7 +941,7 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 	pw.cand = pw.cand[:0]
 	for len(pw.forming)+len(pw.cand) < m.batch && pw.q.Len() > 0 {
 		if p.purge && p.variant.rule == ruleEq3 && p.variant.order != orderFIFO {
-			// §8.3: whatever the mode, a request that cannot make it even if served now
+			// Ours: whatever the mode, a request that cannot make it even if served now
 			// would be dropped whenever popped; drop it from the min end right away.
 			for pw.q.Len() > 0 {
 				_, id, _ := pw.q.Min()
@@ -1001,7 +1004,8 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModule, id dataplane.ReqID) {
 	pw.forming = append(pw.forming, id)
 	p.reload(m.workers[pw.pos])
-	// Q = t_b − t_r from batched requests only (§8.6), in 100 ms buckets.
+	// Q = t_b − t_r from batched requests only (dropped ones would bias q up under HBF), in
+	// 100 ms buckets.
 	bn := int64(now / (100 * dataplane.Millisecond))
 	qb := &m.qb[bn%int64(len(m.qb))]
 	if qb.n != bn {
@@ -1081,7 +1085,7 @@ func (p *Pipeline) launch(now dataplane.Time, w dataplane.WorkerID, out *datapla
 	p.fill(now, w, out)
 }
 
-// tick is the state planner (spec §2.6): publish q, T_in, μ, ε and the mode, draw the
+// tick is the state planner (PARD §4.2–§4.3): publish q, T_in, μ, ε and the mode, draw the
 // downstream wait sums, refresh L_sub, budgets, throttles and the worker count.
 func (p *Pipeline) tick(now dataplane.Time) {
 	p.tickCount++
@@ -1118,7 +1122,8 @@ func (p *Pipeline) tick(now dataplane.Time) {
 }
 
 func (p *Pipeline) tickModule(now dataplane.Time, m *pardModule) {
-	// Windowed queueing delay, weight 1 − age/window [ours, linear in age].
+	// Windowed queueing delay, linearly weighted (PARD §4.2, footnote 4): weight 1 −
+	// age/window.
 	var ws, wc, s1, c1 float64
 	cur := int64(now / (100 * dataplane.Millisecond))
 	for i := range m.qb {
@@ -1207,7 +1212,8 @@ func (p *Pipeline) tickModule(now dataplane.Time, m *pardModule) {
 }
 
 // sample draws the downstream batch-wait sums and publishes L_sub for every module of a
-// (spec §2.4, [ours] sampler): sample m of a path is Σ u_i·d_i with u_i drawn independently
+// (PARD §4.2; the paper only says "random sampling of recent arrivals", so the sampler is
+// ours): sample m of a path is Σ u_i·d_i with u_i drawn independently
 // from module i's ring of normalized waits (U[0,1] while the ring holds < 100 entries).
 // One draw per module and sample is shared by every path, so the cost is O(M·N) plus one
 // selection per path instead of O(M·N²).
@@ -1319,9 +1325,9 @@ func (p *Pipeline) wclBudgets(a *pardApp) {
 	}
 }
 
-// scale is the rate-based autoscaler (Nexus/InferLine style, spec §4, §6): provision every
-// module for the application's input rate averaged over scale_window_s, keep capacity for
-// the highest such rate of the last scale_down_s, and let new workers serve only after the
+// scale is the rate-based autoscaler (Nexus/InferLine style, as PARD §5.1 uses): provision
+// every module for the application's input rate averaged over scale_window_s, keep capacity
+// for the highest such rate of the last scale_down_s, and let new workers serve only after the
 // cold start.
 func (p *Pipeline) scale(now dataplane.Time, a *pardApp) {
 	n := len(a.ingress)

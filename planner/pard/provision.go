@@ -1,10 +1,11 @@
-// Package pard provisions multi-module inference pipelines for PARD (spec §6): per module a
-// GPU type, a batch size and a worker count such that the expected rate is sustained within
-// the end-to-end SLO at the fewest GPUs. The model is a small MILP (one multiple-choice
-// selection per module) solved through solver; the default latency rule is the spec's
-// Σ_path 2·d_k(b_k) ≤ 0.8·SLO (each module may take one batch wait plus one execution; the
-// remaining 20% covers queueing). The plan names the dropping policy and its parameters;
-// the runtime's pipeline policies (dppard.PipelinePolicies) run it.
+// Package pard provisions multi-module inference pipelines for PARD (EuroSys '26, §5.1): per
+// module a GPU type, a batch size and a worker count such that the expected rate is sustained
+// within the end-to-end SLO at the fewest GPUs. The model is a small MILP (one multiple-choice
+// selection per module) solved through solver. The paper does not say how batches were
+// chosen; our default latency rule is Σ_path 2·d_k(b_k) ≤ 0.8·SLO (each module may take one
+// batch wait plus one execution, PARD §4.2 Eq. 2; the remaining 20% covers queueing). The
+// plan names the dropping policy and its parameters; the runtime's pipeline policies
+// (dppard.PipelinePolicies) run it.
 package pard
 
 import (
@@ -216,7 +217,7 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 			for j, op := range mi.opts {
 				// At equal GPU counts prefer the option with the most spare throughput (the
 				// smallest fractional need rate·d/b): the autoscaler's rounding then leaves
-				// headroom, and batches grow toward what the latency rule allows (spec §6).
+				// headroom, and batches grow toward what the latency rule allows.
 				need := ai.rate * op.latUs / 1e6 / float64(op.batch)
 				v := m.AddBinary(fmt.Sprintf("x_%s_%s_%s_b%d", ai.pl.Name, ai.pl.Modules[k].Name, op.gpu, op.batch), float64(op.workers)+1e-3*need/float64(op.workers))
 				vars = append(vars, vref{a, k, j, v})
@@ -313,7 +314,8 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	}
 	params := o.Params
 	if params == nil {
-		// The spec's defaults (§2–§3, §8.5), written out so a plan documents what it runs.
+		// The defaults (λ, window: PARD §4.2; the μ/ε windows, which the paper does not give,
+		// are ours), written out so a plan documents what it runs.
 		params = map[string]float64{"lambda": 0.1, "window_s": 5, "smooth_window_s": 5, "eps_window_s": 30, "mu_window_s": 2}
 	}
 	plan := &formats.PARDPlan{Policy: o.Policy, Params: params}

@@ -12,7 +12,7 @@ import (
 )
 
 // Verify re-derives every constraint of a PARD plan from the inputs it embeds, without the
-// solver (spec §6 provisioning): every module runs its workload module's model on a GPU type
+// solver: every module runs its workload module's model on a GPU type
 // of the cluster at a profiled batch; the planned latency is the profile's; workers cover
 // the rate (workers·b/d ≥ rate); every source-to-sink path keeps Σ 2·d ≤ f·SLO; and each
 // GPU type's workers fit the cluster. It returns one line per violation.

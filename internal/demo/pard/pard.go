@@ -1,5 +1,5 @@
 // Package pard holds PARD's four bundled pipeline applications (tm, lv, ga, da) and the
-// stand-in profiles of their modules (spec §5, §6): the paper's 2080Ti profiles are not
+// stand-in profiles of their modules (PARD §5.1): the paper's 2080Ti profiles are not
 // public, so every module uses the linear model d(b) = a + c·b of its stage type. The
 // workload, profile and cluster are built in Go (so tests and `plan bench pard` need no
 // files) and mirrored in testdata/pard for the CLI; a test keeps the copies in sync.
@@ -24,7 +24,7 @@ type StageType struct {
 	A, C float64
 }
 
-// Stage types of spec §6.
+// Stage types: our linear fits d(b) = a + c·b ms, typical of CNNs.
 var (
 	Detector   = StageType{"detector", 20, 8}
 	Pose       = StageType{"pose", 10, 4}
@@ -48,8 +48,8 @@ type App struct {
 	Modules     []Module
 }
 
-// Apps are the four PARD applications. da follows spec §8.8: det → {face ∥ pose} →
-// expression → eye.
+// Apps are the four PARD applications. da follows PARD §5.1: det → {face ∥ pose} →
+// expression; the paper does not place eye tracking in da, so we append it → eye.
 var Apps = []App{
 	{Name: "tm", Title: "traffic monitoring", SLO: 400 * time.Millisecond, Modules: []Module{
 		{"object-detection", Detector, nil},

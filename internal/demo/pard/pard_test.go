@@ -55,7 +55,8 @@ func TestTestdataInSync(t *testing.T) {
 	}
 }
 
-// TestLVRuleOfThumb checks the spec's example: lv at batch 8 needs Σ2·d = 368 ms ≤ 400 ms.
+// TestLVRuleOfThumb checks the latency rule's worked example: lv at batch 8 needs Σ2·d = 368
+// ms ≤ 400 ms.
 func TestLVRuleOfThumb(t *testing.T) {
 	a, _ := AppByName("lv")
 	var sum float64
