@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-// ImportValidation reads CascadeServe per-sample validation records (spec §1.1: sample,
+// ImportValidation reads CascadeServe per-sample validation records (App. C.1: sample,
 // model, pred, cert, and label or correct) from the file called name, by its extension:
 //
 //   - .json: a JSON array of records, or an object with a "records" array (an

@@ -226,7 +226,7 @@ func peakWindow(q []float64, n int) []float64 {
 	return q[best : best+n]
 }
 
-// paper lists the paper's headline numbers (spec §6) per set-up.
+// paper lists the paper's headline numbers (CascadeServe §6.3, §6.5) per set-up.
 var paper = map[string]string{
 	"bert":  "paper (acc ≥ 0.84, peak 7.6k): CS 1 GPU p95 117 ms; DynBa-base 4 GPUs; MS+ 3 GPUs; Cocktail+ 3.2 avg GPUs → 2–3× fewer GPUs",
 	"llama": "paper (acc ≥ 0.625): CS 4 GPUs p95 3.37 s vs DynBa-70B 16 GPUs (≈2.7×); planner 0.1 s (Llama) / 1 s (BERT) vs 9 / 16 min exhaustive",

@@ -18,7 +18,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// Degradation is one system's run beyond its plan (paper Figs. 8/9, spec §6): each system
+// Degradation is one system's run beyond its plan (CascadeServe §6.4, Figs. 8/9): each system
 // on the GPUs it needed for the set-up's degradation target, replaying the same window
 // under a Scenario: more load than planned, or slower GPUs.
 type Degradation struct {
@@ -344,7 +344,7 @@ func writePlots(dir string, rep Report, setups []Setup) ([]string, error) {
 // are p95 ≤ 400 ms on BERT and acc ≥ 0.60–0.625 on Llama).
 func degradeTarget(s Setup) float64 { return s.Targets[len(s.Targets)/2] }
 
-// paperDegradation is the paper's Figs. 8/9 summary (spec §6).
+// paperDegradation is the paper's Figs. 8/9 summary (§6.4).
 var paperDegradation = map[string]string{
 	"bert":  "paper Fig. 8 (BERT, p95 ≤ 400 ms): CS on 1 GPU meets the SLO with slight accuracy loss; DynBa on 4 GPUs ≈4 s p95 at the peak; MS+ on 3 meets latency below CS's accuracy; Cocktail+ spikes at every peak (model loads)",
 	"llama": "paper Fig. 9 (Llama, acc ≥ 0.60): CS on 4 GPUs keeps accuracy, latency rises after ~500 s; MS+ on 8 violates accuracy at the large peak; DynBa on 16 cannot absorb the second spike; Cocktail+ jumps at every peak",

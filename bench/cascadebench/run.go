@@ -25,12 +25,12 @@ type Setup struct {
 	// Accuracy targets: the accuracy floor of each GPU-count query.
 	Targets []float64
 	Ranges  int
-	// Params are CascadeServe policy parameters for the set-up (the paper tuned its
-	// online knobs per workload, §7.4).
+	// Params are CascadeServe policy parameters for the set-up (the authors' artifact
+	// tuned its online knobs per workload too).
 	Params map[string]string
 }
 
-// Setups are BERT and Llama (spec §6).
+// Setups are BERT and Llama (CascadeServe §6.1).
 var Setups = []Setup{
 	{Name: "bert", Family: pc.BERT, Peak: 7600, MaxGPUs: 8, Latency: 400 * time.Millisecond, Targets: []float64{0.83, 0.84, 0.845}, Ranges: 16},
 	// [ours] Llama's peak: the paper scales an Azure Functions window to 60 QPS; the
@@ -60,7 +60,8 @@ func prepare(s Setup, trace []float64, samples int) (*data, error) {
 	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
 		Metadata: formats.Metadata{Name: s.Name}, Cascades: []formats.Cascade{c}}
 	in := planner.Inputs{Workload: w, Profiles: []*formats.Profile{f.Profile()}, Cluster: f.Cluster(s.MaxGPUs, 2)}
-	// §8.14: the test set (serving) uses another seed than the validation set (planning).
+	// The test set (serving) uses another seed than the validation set (planning): a
+	// held-out split, as in CascadeServe §6.1.
 	tc := formats.Cascade{Name: s.Name, Models: f.Names(), Validation: f.Generate(samples, 2)}
 	test, probs := pc.NewTask(&tc, "test", in.Profiles, f.GPU, f.GPUMem)
 	if probs != nil {
@@ -233,9 +234,9 @@ func (d *data) minGPUs(ctx context.Context, strategy string, target float64, win
 	return row
 }
 
-// cocktailModel is Cocktail+'s model and packing factor (spec §6): the cheapest single
-// model meeting the accuracy target, and the QPS one replica sustains within the latency
-// SLO (bisection with the planner's simulator).
+// cocktailModel is Cocktail+'s model and packing factor (CascadeServe §6.2): the cheapest
+// single model meeting the accuracy target, and the QPS one replica sustains within the
+// latency SLO (bisection with the planner's simulator).
 func (d *data) cocktailModel(target float64) (t *pc.Task, best int, packing float64, why string) {
 	t, _ = pc.NewTask(d.c, "bench", d.in.Profiles, d.s.Family.GPU, d.s.Family.GPUMem)
 	best = -1
@@ -279,7 +280,7 @@ func (d *data) cocktailModel(target float64) (t *pc.Task, best int, packing floa
 }
 
 // cocktail is the Cocktail+-style autoscaler's time-averaged GPU count as the paper ran it
-// (spec §6): replicas = ceil(max true QPS over the next planning interval / packing
+// (CascadeServe §6.2): replicas = ceil(max true QPS over the next planning interval / packing
 // factor), intervals of {10, 60, 300} s, best kept — an oracle on the future QPS, with no
 // model-load delays counted (cocktailRuntime replays the runtime policy with them).
 func (d *data) cocktail(target float64) MinGPUs {

@@ -1,4 +1,4 @@
-// Package cascadebench is `plan bench cascade`: CascadeServe's evaluation (spec §6–§7) on
+// Package cascadebench is `plan bench cascade`: CascadeServe's evaluation (§6) on
 // stand-ins — the BERT and Llama set-ups with seeded latent-difficulty validation and test
 // sets, arrival rates shaped by the real Twitter-derived trace (../shared/data, read at run
 // time, scaled to the paper's peaks), GPUs needed per target for CascadeServe and the

@@ -8,14 +8,15 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// PolicyCocktail is the Cocktail+-style autoscaling baseline (spec §6): one model served by
-// a varying number of replicas, replicas = ceil(QPS / packing factor), with least-loaded
-// routing and CascadeServe's batching (a free replica runs what is queued, up to the plan's
-// max_batch). A replica that joins must first load the model — memory at 2 GB/s plus one
-// warm-up batch, at least 1 s (spec §7.1) — through the engine's DLoad; a replica that
-// leaves is evicted (DEvict) once drained, and loads again when it rejoins. The artifact left
-// ensemble selection unimplemented and served one model (spec §6), so the "ensemble" here is
-// the set of replicas of that model, and an ensemble change is a load.
+// PolicyCocktail is the Cocktail+-style autoscaling baseline (CascadeServe §6.2): one model
+// served by a varying number of replicas, replicas = ceil(QPS / packing factor), with
+// least-loaded routing and CascadeServe's batching (a free replica runs what is queued, up to
+// the plan's max_batch). A replica that joins must first load the model — memory at 2 GB/s
+// plus one warm-up batch, at least 1 s (our stand-in for the paper's seconds-long loads) —
+// through the engine's DLoad; a replica that leaves is evicted (DEvict) once drained, and
+// loads again when it rejoins. The authors' artifact left ensemble selection unimplemented and
+// served one model, so the "ensemble" here is the set of replicas of that model, and an
+// ensemble change is a load.
 const PolicyCocktail = "cocktail+"
 
 // Cocktail is the Cocktail+ policy. Parameters: model (the model served; default the last
@@ -163,7 +164,7 @@ func (p *Cocktail) Attach(v dataplane.View) error {
 }
 
 // loadTime is a replica's model load: memory at 2 GB/s plus one warm-up batch, at least
-// 1 s (spec §7.1).
+// 1 s (our stand-in; the paper says only that loads take seconds).
 func (p *Cocktail) loadTime(k int) dataplane.Time {
 	d := dataplane.Time(float64(p.bytes[k])/2e9*float64(dataplane.Second)) + p.dep.Stages[p.stage].Lat(1)
 	return max(d, dataplane.Second)

@@ -1,5 +1,5 @@
-// Package cascade is CascadeServe's data plane (spec §5) and its Cocktail+ baseline
-// (cocktail.go, spec §6): the gear-switching policy — QPS
+// Package cascade is CascadeServe's data plane (CascadeServe §5) and its Cocktail+
+// baseline (cocktail.go, §6.2): the gear-switching policy — QPS
 // measured every 100 ms through the engine's Ticker, gear lookup, the α = 8 backlog rule
 // —, per-replica stage queues with minimum-queue triggers, certainty-threshold forwarding
 // (a request answers at the first stage confident enough: Complete), deficit routing over
@@ -91,9 +91,9 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 }
 
 // NewDeployment lays out gear plan cp for task t (whose validation records the emulator
-// replays: pass a held-out test task to keep planning and serving data apart, §8.14).
-// One Manual stage per model (the policy forwards or completes at each batch's end), one
-// worker per replica on its first GPU.
+// replays: pass a held-out test task to keep planning and serving data apart, like the paper's
+// held-out test set, §6.1). One Manual stage per model (the policy forwards or completes at
+// each batch's end), one worker per replica on its first GPU.
 func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Duration, qpsMax float64) (*dataplane.Deployment, error) {
 	d := &dataplane.Deployment{Kind: Kind}
 	idx := map[string]int{}

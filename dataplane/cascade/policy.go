@@ -303,7 +303,7 @@ func (p *Policy) ensureLoaded(now dataplane.Time, out *dataplane.Decisions) {
 				continue
 			}
 			r := p.tab.Replicas[w]
-			// load at 2 GB/s plus a warm-up (spec §7.1), at least 1 s
+			// load at 2 GB/s plus a warm-up, at least 1 s (our stand-in load model)
 			dur := dataplane.Time(math.Max(float64(r.Bytes)/2e9, 1) * float64(dataplane.Second))
 			p.loading[w] = true
 			out.Load(w, p.dep.Stages[s].Model, 0, dur)
@@ -378,8 +378,9 @@ func (p *Policy) kick(now dataplane.Time, w dataplane.WorkerID, out *dataplane.D
 	}
 }
 
-// tryGPU starts, on free GPU g, the ready queue (length ≥ trigger, every GPU of the
-// replica free, model resident) with the oldest head (§8.11).
+// tryGPU starts, on free GPU g, the ready queue (length ≥ trigger, every GPU of the replica
+// free, model resident) with the oldest head (the paper leaves intra-GPU order open; this is
+// deterministic).
 func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	if p.gpuBusy[g] {
 		return

@@ -1,7 +1,7 @@
 package cascade
 
-// This file holds the cascade task as both the planner (planner/cascade) and the data
-// plane read it: per-sample validation outputs and per-model profiles (spec §1).
+// This file holds the cascade task as both the planner (planner/cascade) and the data plane
+// read it: per-sample validation outputs and per-model profiles (CascadeServe §3, App. C.1).
 
 import (
 	"fmt"
@@ -29,7 +29,8 @@ type ModelInfo struct {
 	LatUs []float64
 	// Parts is the memory on each GPU the model spans (len = GPUs per replica).
 	Parts []int64
-	// RtOpt is min_b lat(b)/b in seconds (feasibility, §8.9); Rt1 = lat(1) in seconds.
+	// RtOpt is min_b lat(b)/b in seconds (feasibility: batch-1 times would reject loads that
+	// batching carries); Rt1 = lat(1) in seconds.
 	RtOpt, Rt1 float64
 }
 
@@ -204,7 +205,7 @@ type Hardware struct {
 	Mem       int64
 }
 
-// Online defaults of a gear plan (spec §3, §5).
+// Online defaults of a gear plan (CascadeServe §5).
 const (
 	DefaultPollMs   = 100
 	DefaultAlpha    = 8

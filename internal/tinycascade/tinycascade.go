@@ -232,8 +232,9 @@ func Softmax(z []float64) []float64 {
 	return out
 }
 
-// Top returns a probability vector's certainty (its largest value) and label (its argmax,
-// the first on ties): the certainty a cascade forwards by (spec §2: max softmax probability).
+// Top returns a probability vector's certainty (its largest value) and label (its argmax, the
+// first on ties): the certainty a cascade forwards by (max softmax probability, CascadeServe
+// §4.2).
 func Top(p []float64) (cert float64, label int) {
 	label = -1
 	for i, v := range p {

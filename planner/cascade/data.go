@@ -6,7 +6,7 @@
 // the paper's Algorithm 1 (§4.1). It plans under a latency SLO (maximize accuracy) or an
 // accuracy SLO (minimize latency, or GPUs with MinGPUs), and writes the plan's cascade
 // section. The baselines (DynBa, MS+, no-switch, no-cascade) are strategies of the same
-// planner; Verify re-derives every invariant of a plan (§8.15).
+// planner; Verify re-derives every invariant of a plan.
 package cascade
 
 import (

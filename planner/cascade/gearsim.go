@@ -7,13 +7,14 @@ import (
 )
 
 // Replica is one copy of a model on one GPU, or on an aligned group of GPUs inside one
-// server for a multi-GPU model (spec §4.4, §8.10).
+// server for a multi-GPU model (CascadeServe §4.4; never across servers, since an inference
+// server owns its GPUs, §5).
 type Replica struct {
 	Model int
 	GPUs  []int
 }
 
-// Gear is the cascade and routing serving one QPS range (spec §3).
+// Gear is the cascade and routing serving one QPS range (CascadeServe §3–§4).
 type Gear struct {
 	QLo, QHi float64
 	C        Cascade
@@ -22,7 +23,8 @@ type Gear struct {
 	Share [][]float64
 	// B1 is the stage-1 trigger (later stages trigger at 1).
 	B1 int
-	// Sim is the last simulation at QHi (§8.4).
+	// Sim is the last simulation at QHi: the paper does not say which QPS of a range it
+	// evaluates; the upper bound keeps a latency SLO valid over the whole range.
 	Sim       SimResult
 	Overload  bool
 	Simulated bool
@@ -79,12 +81,13 @@ func (h *simHeap) Pop() any {
 	return x
 }
 
-// SimulateGear runs gear g at constant rate q (evenly spaced arrivals) on placement pl
-// with nGPU GPUs: request i replays validation sample i mod N; per-replica FIFO queues; a
-// GPU runs one batch at a time (a multi-GPU replica holds its whole group); a queue at or
-// above its trigger takes everything queued up to MaxBatch, oldest head first among the
-// ready queues of a GPU (§8.11); forwarded samples go to a co-located replica of the next
-// model first, otherwise by deficit over the gear's shares (§5).
+// SimulateGear runs gear g at constant rate q (evenly spaced arrivals) on placement pl with
+// nGPU GPUs: request i replays validation sample i mod N; per-replica FIFO queues; a GPU runs
+// one batch at a time (a multi-GPU replica holds its whole group); a queue at or above its
+// trigger takes everything queued up to MaxBatch, oldest head first among the ready queues of
+// a GPU (the paper leaves intra-GPU order open; this is deterministic); forwarded samples go
+// to a co-located replica of the next model first, otherwise by deficit over the gear's shares
+// (§5).
 func (t *Task) SimulateGear(pl []Replica, nGPU int, g *Gear, q float64, o SimOptions) SimResult {
 	if o.Percentile <= 0 {
 		o.Percentile = 0.95

@@ -9,9 +9,9 @@ import (
 	"github.com/plan-dev/plan/solver"
 )
 
-// lbSolver solves the load-balancing LP of spec §4.4 for one cascade on one placement at
-// unit load (λ_m = Reach_m·1 QPS): u* and x scale linearly with the rate, so one solve per
-// (cascade, placement, per-sample times) serves every range that uses the cascade.
+// lbSolver solves the load-balancing LP of CascadeServe §4.4 (Eqs. 1–3) for one cascade on one
+// placement at unit load (λ_m = Reach_m·1 QPS): u* and x scale linearly with the rate, so one
+// solve per (cascade, placement, per-sample times) serves every range that uses the cascade.
 type lbSolver struct {
 	ctx   context.Context
 	t     *Task
@@ -100,7 +100,8 @@ func (s *lbSolver) solveUncached(c *Cascade, pl []Replica, perSample []float64, 
 				xs[i] = append(xs[i], v)
 				dem = append(dem, solver.Term{Var: v, Coef: 1})
 				for _, d := range pl[ri].GPUs {
-					// a multi-GPU replica holds every GPU of its group for the whole batch (§8.10)
+					// a multi-GPU replica holds every GPU of its group for the whole batch, so
+					// its full per-sample hold time enters each GPU's row
 					perGPU[d] = append(perGPU[d], solver.Term{Var: v, Coef: perSample[i]})
 				}
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// Online defaults (spec §3, §5).
+// Online defaults (CascadeServe §5: 100 ms QPS polls, α = 8).
 const (
 	PollMs   = dpc.DefaultPollMs
 	Alpha    = dpc.DefaultAlpha

@@ -56,7 +56,8 @@ type planErr struct {
 
 // place runs greedy pruning (§4.4) from full replication of the models the gears use,
 // keeping at least minCount[m] replicas of m and every range's LP feasible (u* ≤ 1 at the
-// optimistic per-sample time, §8.9). It returns the placement or an OOM error on the
+// optimistic per-sample time: §4.4's batch-1 times would reject loads that only SP4's
+// batching can carry). It returns the placement or an OOM error on the
 // range that blocked the pruning.
 func (p *planning) place(assign []int, minCount map[int]int) ([]Replica, *planErr) {
 	t := p.t
@@ -190,7 +191,7 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
-// optTimes returns the optimistic per-sample times (min_b lat(b)/b) of c's models (§8.9).
+// optTimes returns the optimistic per-sample times (min_b lat(b)/b) of c's models (see place).
 func (p *planning) optTimes(c *Cascade) []float64 {
 	out := make([]float64, len(c.Models))
 	for i, m := range c.Models {
@@ -200,7 +201,7 @@ func (p *planning) optTimes(c *Cascade) []float64 {
 }
 
 // batchTimes returns the per-sample times at the batch sizes SP4 chose: b1 for stage 1,
-// max(1, Reach_i·b1) later (§4.5, §8.9).
+// max(1, Reach_i·b1) later (§4.5).
 func (p *planning) batchTimes(c *Cascade, b1 int) []float64 {
 	out := make([]float64, len(c.Models))
 	for i, m := range c.Models {

@@ -13,10 +13,10 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// Strategies: the CascadeServe planner and the baselines of spec §6, planned on the same
-// inputs. DynBa and MS+ choose single models; no-switch uses one gear for all ranges;
-// no-cascade restricts gears to single models. Cocktail+ (spec §6) provisions its largest
-// fleet like DynBa — one model, one gear for every QPS, at the planned peak — but with
+// Strategies: the CascadeServe planner and the baselines of CascadeServe §6.2 and §6.6,
+// planned on the same inputs. DynBa and MS+ choose single models; no-switch uses one gear for
+// all ranges; no-cascade restricts gears to single models. Cocktail+ (§6.2) provisions its
+// largest fleet like DynBa — one model, one gear for every QPS, at the planned peak — but with
 // CascadeServe's batching; its runtime policy (dataplane/cascade, cocktail+) then scales the
 // replicas in use with the measured QPS and loads the model on every replica that joins.
 const (
@@ -44,11 +44,12 @@ type Options struct {
 	// whose plan meets the SLO (and the accuracy floor).
 	GPUs    int
 	MinGPUs bool
-	// Ranges overrides the workload's qps_ranges (§8.4 default: 64, or width 1 QPS when
-	// qps_max ≤ 64); QPSMax its qps_max.
+	// Ranges overrides the workload's qps_ranges (the paper gives no n_ranges; default 64,
+	// or width 1 QPS when qps_max ≤ 64, as in the authors' artifact); QPSMax its qps_max.
 	Ranges int
 	QPSMax float64
-	// TimeWeights weights range accuracy by time instead of requests (§8.2).
+	// TimeWeights weights range accuracy by time, as CascadeServe App. C.2 does, instead of by
+	// requests, which is what serving measures (high-QPS periods count more).
 	TimeWeights bool
 	Search      SearchOptions
 	Sim         SimOptions
@@ -81,7 +82,7 @@ type planning struct {
 	t     *Task
 	hw    Hardware
 	P     []Cascade
-	q     []float64 // per range: evaluation QPS (upper bound, §8.4)
+	q     []float64 // per range: evaluation QPS (upper bound: the SLO must hold over the range)
 	lo    []float64
 	w     []float64 // ω_r
 	opt   Options
@@ -186,9 +187,9 @@ func (r *Result) shortfall(o Options) string {
 	return ""
 }
 
-// weights returns per-range weights ω_r (§8.2–8.3): time fractions from the histogram
-// (fraction of time at integer QPS i), else Zipf s=1 over range indices; times the range's
-// mean QPS for request weights.
+// weights returns per-range weights ω_r: time fractions from the histogram (fraction of
+// time at integer QPS i), else Zipf s=1 over range indices (App. C.2 assumes Zipf but gives
+// no exponent); times the range's mean QPS for request weights.
 func weights(c *formats.Cascade, lo, hi []float64, timeOnly bool) []float64 {
 	n := len(lo)
 	w := make([]float64, n)
@@ -620,10 +621,11 @@ func onlyModelSet(n int, ms []int) []bool {
 	return u
 }
 
-// accuracyLoop is the accuracy-SLO branch (§4.3, §8.12): start at the cheapest cascade,
-// upgrade the least-loaded range until A ≥ A*; throughput shortfalls are soft (the range
-// is marked overloaded); then an improvement pass moves overloaded ranges to cheaper
-// cascades, re-upgrading the least-loaded others, when weighted latency improves.
+// accuracyLoop is the accuracy-SLO branch (CascadeServe §4.3): start at the cheapest cascade,
+// upgrade the least-loaded range until A ≥ A*; throughput shortfalls are soft (the range is
+// marked overloaded), so they never force accuracy below A*; then an improvement pass moves
+// overloaded ranges to cheaper cascades, re-upgrading the least-loaded others, when weighted
+// latency improves.
 func (p *planning) accuracyLoop() ([]Gear, []Replica, error) {
 	n := len(p.q)
 	A := p.opt.Accuracy

@@ -9,8 +9,8 @@ import (
 )
 
 // Cascade is an ordered list of models with the certainty thresholds between them
-// (spec §2): after stage i a request moves on iff cert_i < Thr[i] (strictly); the last
-// stage always answers.
+// (CascadeServe §2.1): after stage i a request moves on iff cert_i < Thr[i] (strictly); the
+// last stage always answers.
 type Cascade struct {
 	Models []int
 	Thr    []float64
@@ -45,16 +45,17 @@ func (t *Task) Names(c *Cascade) string {
 	return b.String()
 }
 
-// SearchOptions bound the cascade space (spec §4.2, §8.6–8.7).
+// SearchOptions bound the cascade space (CascadeServe §4.2).
 type SearchOptions struct {
 	// MaxLen is the longest cascade K (1..3; artifact 3).
 	MaxLen int
 	// Levels is the threshold grid size T (artifact 20).
 	Levels int
-	// Monotone keeps only cost-ascending cascades (§8.6; default: any order, as the artifact).
+	// Monotone keeps only cost-ascending cascades, as the paper implies (default: any order,
+	// as the authors' artifact samples).
 	Monotone bool
 	// Linspace uses linspace(0, TMax, Levels) thresholds instead of per-model certainty
-	// quantiles (§8.7's default).
+	// quantiles (our default: a fixed linspace depends on each model's certainty scale).
 	Linspace bool
 	TMax     float64
 	// Singles restricts the space to single-model cascades (the no-cascade ablation).

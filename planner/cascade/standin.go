@@ -10,16 +10,16 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// Family is a stand-in model family (spec §7.2–7.3): per-model single-model accuracies
-// (the paper's), the latency curve lat(b) = BaseMs + PerMs·b (b ≥ 1), memory per GPU part,
-// the task's number of options and the generator's noise.
+// Family is a stand-in model family (ours: the paper's per-sample outputs are not public):
+// per-model single-model accuracies (the paper's), the latency curve lat(b) = BaseMs + PerMs·b
+// (b ≥ 1), memory per GPU part, the task's number of options and the generator's noise.
 type Family struct {
 	Name    string
 	Options int // 2: binary (|2σ(κe)−1| certainty); 4: four-way (top-2 softmax gap)
 	Models  []StandinModel
 	// Sigma is the per-model evidence noise σ, Kappa the certainty sharpness κ.
 	Sigma, Kappa float64
-	// GPU and GPUMem describe the stand-in GPU (V100-32GB, spec §1.2).
+	// GPU and GPUMem describe the stand-in GPU (V100-32GB, CascadeServe §6.2).
 	GPU    string
 	GPUMem int64
 	// MaxBatch is the largest profiled batch (artifact: 100).
@@ -36,7 +36,8 @@ type StandinModel struct {
 	Parts []int64
 }
 
-// Calibration targets (spec §1.2, §7.1–7.2). BERT: latency ≈ flat for the small models,
+// Calibration targets (the paper's §6.1 accuracies and the authors' artifact's V100
+// profiles). BERT: latency ≈ flat for the small models,
 // Base ≈ 7.5 ms + 0.92 ms·b; Llama: no batching benefit (lat(b) = b × per-sample), 70B
 // holding 2 GPUs for ≈1.84 s per sample (four scored endings).
 var (
@@ -61,7 +62,7 @@ var (
 var Families = map[string]Family{"bert": BERT, "llama": Llama}
 
 // Generate draws n validation samples of the family's models from the seeded
-// latent-difficulty model (spec §7.2): difficulty d_s ~ N(0,1); evidence
+// latent-difficulty model (ours): difficulty d_s ~ N(0,1); evidence
 // e = a_m − d_s + σ·ε_{s,m}; a model is right iff e > 0, so P(right) = Φ(a_m/√(1+σ²)) and
 // a_m = Φ⁻¹(acc_m)·√(1+σ²) hits the target accuracy in expectation. Certainty grows with
 // |e|: binary |2σ(κe)−1|; four-way the gap between the two best softmax scores of

@@ -108,7 +108,7 @@ func TestExample(t *testing.T) {
 	t.Logf("accuracy %.4f on %d GPUs, %d gears, %v", res.Acc, res.GPUsUsed, len(res.Gears), res.Elapsed)
 }
 
-// TestVerifyCatches breaks a valid plan in the ways §8.15 lists.
+// TestVerifyCatches breaks a valid plan in each way Verify checks.
 func TestVerifyCatches(t *testing.T) {
 	in := exampleInputs(t)
 	plan, _, err := Solve(context.Background(), in, Options{})

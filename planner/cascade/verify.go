@@ -8,7 +8,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// Verify re-derives the invariants of a gear plan (spec §8.15) from the plan and its
+// Verify re-derives the invariants of a gear plan from the plan and its
 // embedded inputs, independently of the planner: every gear's models are placed; memory
 // per GPU fits; multi-GPU replicas stay inside one server; shares sum to 1 over existing
 // replicas; gears cover [0, qps_max] contiguously; each gear's expected accuracy and work
