@@ -195,8 +195,9 @@ type DyOrcPlan struct {
 	Deployments []ServiceDeployment `json:"deployments"`
 	Params      map[string]float64  `json:"params,omitempty"`
 	// Placement lists, per GPU of the plan's cluster (in cluster order, GPU 0 first), the
-	// services resident there at start (the warm initial placement the scheduler starts
-	// from; DyOrc spec §6 #20). Empty = the deployer spreads the replicas itself.
+	// services resident there at start (the warm initial placement the scheduler starts from:
+	// DyOrc schedules online, so a plan only seeds it). Empty = the deployer spreads the
+	// replicas itself.
 	Placement []GPUServices `json:"placement,omitempty"`
 	// Policy is the runtime policy the plan names as its default ("" = dyorc).
 	Policy string `json:"policy,omitempty"`

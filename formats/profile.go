@@ -132,8 +132,10 @@ type LLMIteration struct {
 	MaxSeqs int `json:"max_seqs,omitempty"`
 	// BlockTokens is the KV allocation granularity; 0 = 16.
 	BlockTokens int `json:"block_tokens,omitempty"`
-	// PreemptMode is how a sequence is preempted on this (model, GPU): auto (spec §2.1),
-	// swap (KV to CPU memory) or evict (recompute); "" = auto.
+	// PreemptMode is how a sequence is preempted on this (model, GPU): auto (swap when the KV
+	// round trip over the host link beats recomputing and swap space allows, else evict: our
+	// rule for QLM's Insight #2, §2.4), swap (KV to CPU memory) or evict (recompute); "" =
+	// auto.
 	PreemptMode string `json:"preempt_mode,omitempty"`
 	// CPUSwapBytes is the CPU memory for swapped KV caches (0 = none: preemption recomputes).
 	CPUSwapBytes int64 `json:"cpu_swap_bytes,omitempty"`

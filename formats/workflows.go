@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// Guard is a parsed `when` guard of a workflow step (DyOrc spec §1.3): a reference to the
+// Guard is a parsed `when` guard of a workflow step (our file format for the conditional
+// steps of DyOrc §2.1): a reference to the
 // request input ("in") or an earlier step's output, a dotted field path, and an optional
 // comparison with a number. "ask.need" tests a field for truth; "in.images>0" compares.
 type Guard struct {
@@ -135,7 +136,7 @@ func checkWorkflowMemory(v *validator, w *Workload, clusters []namedCluster) {
 }
 
 // ServiceBytes is the GPU memory a service occupies: its weights plus its activation
-// reserve (act_gb, or 20 % of the weights when not given: DyOrc spec §5.2).
+// reserve (act_gb, or 20 % of the weights when not given: our default, as DyOrc gives none).
 func ServiceBytes(s Service) int64 {
 	act := s.ActGB
 	if act == 0 {

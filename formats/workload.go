@@ -127,7 +127,7 @@ type Service struct {
 	Latency *ServiceLatency `json:"latency,omitempty"`
 	OutKB   float64         `json:"out_kb,omitempty"`
 	// OutKind is "tensor" (default: moved between GPUs by the tensor tier) or "general"
-	// (text, JPEG: serialised RPC, DyOrc spec §3.2).
+	// (text, JPEG: serialised RPC, DyOrc §6.2 tier 3).
 	OutKind string `json:"out_kind,omitempty"`
 }
 

@@ -1,10 +1,10 @@
 // Package dyorc exports DyOrc plans to Triton, KServe and Ray Serve (issue 14, following
 // export/ppipe, export/pard and export/cascade). A DyOrc plan is a warm service placement
-// (which GPU holds which workflow services at start, spec §6 #20) plus the workflows it
-// serves; the speculative scheduler (paper §4: Markov prediction, the DP placement of every
-// ready task, proactive loading with LRU eviction) is what no target can express, so every
-// export keeps the placement and the batching natively and describes each workflow for a
-// driver of the user's:
+// (which GPU holds which workflow services at start: DyOrc schedules online, so a plan only
+// seeds it) plus the workflows it serves; the speculative scheduler (DyOrc §5: Markov
+// prediction, the DP placement of every ready task, proactive loading with LRU eviction) is
+// what no target can express, so every export keeps the placement and the batching natively
+// and describes each workflow for a driver of the user's:
 //
 //   - Triton: one model per service deployment with one instance_group per GPU that holds the
 //     service (named g<gpu>, pinned to it), dynamic batching up to the service's max batch; and

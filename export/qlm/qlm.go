@@ -78,9 +78,10 @@ const Unsupported = "QLM's virtual queues and their re-plans (RCT violation chec
 	"model swap with warm start, load balancing by re-plan (spec §2): the engines serve the model the plan loads, " +
 	"and the queues are the coordinator's"
 
-// Policy parameters the coordinator runs with: the request-group cap factor δ (spec §1) and
-// the chance-constraint level Δ (spec §4.1) at the values dataplane/qlm uses when a plan
-// leaves them unset (Setup.Delta, Setup.Confidence).
+// Policy parameters the coordinator runs with: the request-group cap factor δ (QLM §4,
+// Alg. 1; δ = 4 as chosen in §8.3) and the chance-constraint level Δ (QLM §7, Eq. 12; the
+// paper gives no value, 0.95 is ours) at the values dataplane/qlm uses when a plan leaves
+// them unset (Setup.Delta, Setup.Confidence).
 const (
 	DefaultDelta      = 4
 	DefaultConfidence = 0.95
@@ -107,7 +108,7 @@ type Engine struct {
 	Model              string `json:"model"`
 	TensorParallelSize int    `json:"tensor_parallel_size"`
 	// GPUMemoryUtilization is the share of each GPU vLLM takes: weights, the profiled KV
-	// capacity and 2 GB per GPU of activations and CUDA graphs (the spec §6 KV-capacity
+	// capacity and 2 GB per GPU of activations and CUDA graphs (the profiler's KV-capacity
 	// formula solved for it), rounded up to 0.001. 0 (omitted: vLLM's default) when the
 	// cluster does not give the GPU's memory.
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
@@ -270,7 +271,7 @@ func profileFor(profs []formats.Profile, model, gpu string, count int) *formats.
 // gib is vLLM's unit of swap_space.
 const gib = 1 << 30
 
-// engine sizes an instance's vLLM engine from its profile (spec §3.2, §6): the defaults are
+// engine sizes an instance's vLLM engine from its profile: the defaults are
 // dataplane/qlm's (256 sequences, 4096 batched tokens, 16-token blocks).
 func engine(p *formats.LLMProfile, in formats.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
 	e := Engine{Model: in.Model, TensorParallelSize: in.GPUCount, MaxNumSeqs: 256, MaxNumBatchedTokens: 4096, BlockSize: 16}

@@ -169,7 +169,7 @@ func rayFiles(l *layout) (export.Files, error) {
 	}
 	rec := l.rec
 	// The router holds the global queue: room for every engine's running batch and δ more
-	// batches waiting per engine (the request-group cap, spec §1).
+	// batches waiting per engine (the request-group cap δ·batch, QLM §4).
 	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1,
 		MaxOngoingRequests: seqs * (1 + DefaultDelta), RayActorOptions: export.RayActorOptions{NumCPUs: 1},
 		UserConfig: rayUserConfig{Record: &rec, Note: "Ray Serve cannot express " + Unsupported +

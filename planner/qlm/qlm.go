@@ -1,9 +1,9 @@
 // Package qlm is QLM's planner (Patke et al., "QLM", SoCC '24): `plan solve` for llm_classes
 // workloads writes the initial instance/model placement and virtual queues — one instance per
 // GPU set of the cluster, models placed in proportion to their expected decode load
-// (Σ rate·μ_out / Θ, spec §3), one initial request group per class queued on the instances
-// hosting its model in deadline order — and a checker for `plan check`. The runtime plan
-// generator (dataplane/qlm) re-plans the virtual queues from there.
+// (Σ rate·μ_out / Θ, the drain time of QLM §6 Eq. 2), one initial request group per class queued
+// on the instances hosting its model in deadline order — and a checker for `plan check`. The
+// runtime plan generator (dataplane/qlm) re-plans the virtual queues from there.
 package qlm
 
 import (
@@ -105,7 +105,7 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 		return nil, &planner.InputError{Problems: probs}
 	}
 	// Instances per model: at least one each while instances last, the rest by largest
-	// remaining load per instance (D'Hondt), [ours].
+	// remaining load per instance (D'Hondt): the paper does not say how instances start.
 	count := map[string]int{}
 	n := len(slots)
 	order := append([]string(nil), models...)
