@@ -108,9 +108,9 @@ type LLMProfile struct {
 	LoadColdUs   float64 `json:"load_cold_us"`
 	LoadWarmUs   float64 `json:"load_warm_us"`
 	HostLinkGBps float64 `json:"host_link_gbps,omitempty"`
-	// Iteration is the piecewise-linear forward-time model of one engine iteration (QLM spec
-	// §6, the form vLLM simulators fit from measurements); nil = derived from the scalar
-	// prefill and decode fields above.
+	// Iteration is the piecewise-linear forward-time model of one engine iteration (our
+	// simulator's, the form vLLM simulators fit from measurements); nil = derived from the
+	// scalar prefill and decode fields above.
 	Iteration *LLMIteration `json:"iteration,omitempty"`
 }
 

@@ -185,8 +185,8 @@ func (c *Cascade) validateRecords(v *validator, p string, models map[string]bool
 		if notEmpty(v, field(rp, "model"), r.Model) && !models[r.Model] {
 			v.add(field(rp, "model"), r.Model, "unknown model: not in %s", field(p, "models"))
 		}
-		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe spec
-		// §1.1, issue 12): outside [0, 1] they are a unit mistake (logits, percentages).
+		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe App. B
+		// Eq. 5, issue 12): outside [0, 1] they are a unit mistake (logits, percentages).
 		if !finite(r.Cert) || r.Cert < 0 || r.Cert > 1 {
 			v.add(field(rp, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)")
 		}

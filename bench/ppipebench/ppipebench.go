@@ -1,4 +1,4 @@
-// Package ppipebench reproduces PPipe's evaluation (spec ppipe.md §5–§6) in the simulator:
+// Package ppipebench reproduces PPipe's evaluation (PPipe §7) in the simulator:
 // the HC1–HC4 clusters, three-model groups on roofline stand-in profiles, PPipe, NP and
 // DART-r plans solved by planner/ppipe, load-factor sweeps under Poisson and bursty
 // arrivals, and the reservation-vs-reactive ablation. `plan bench ppipe` drives it.

@@ -35,7 +35,7 @@ func TestLayering(t *testing.T) {
 		{"../../sim/...", []string{"planner", "serve", "bench", "cmd", "internal/systems"}},
 		{"../../dataplane/...", []string{"planner", "sim", "serve", "bench", "cmd", "internal/systems"}},
 		// The engine core solves nothing; a system's policy may re-plan online with the
-		// solver (QLM's plan generator, qlm.md §4), deterministically and within its budget.
+		// solver (QLM's plan generator, QLM §7), deterministically and within its budget.
 		{"../../dataplane", []string{"solver"}},
 		// serve/internal holds development mains (profiling), which may wire the registry.
 		{"../../serve ../../serve/load", []string{"planner", "bench", "cmd", "internal/systems"}},

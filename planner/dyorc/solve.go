@@ -1,6 +1,6 @@
 // Package dyorc plans DyOrc deployments (`plan solve` for a workload's workflows section):
-// the initial service placement and replica counts the online scheduler starts from (spec
-// §6 #20: DyOrc is an online policy; the plan only seeds it with a warm placement, max_batch
+// the initial service placement and replica counts the online scheduler starts from (DyOrc
+// schedules online, §5; the plan only seeds it with a warm placement, max_batch
 // and the expected load). The placement is an MILP solved through package solver; its gap is
 // recorded in the plan's provenance. Verify, Compare and Resolve implement `plan check`.
 package dyorc

@@ -14,10 +14,10 @@ import (
 )
 
 // oracle solves a tiny single-model instance by exhaustive enumeration, written from the
-// spec (§2) without the planner's code: every template (type sequence of length ≤ P), every
-// (batch, cuts, levels) configuration meeting T', every slice count per stage; templates are
-// combined by a DP over GPU usage (twelfths of a GPU per rounding group), keeping the best
-// throughput per usage vector. It returns the optimal throughput in req/s.
+// paper's formulation (PPipe A.2) without the planner's code: every template (type sequence of
+// length ≤ P), every (batch, cuts, levels) configuration meeting T', every slice count per
+// stage; templates are combined by a DP over GPU usage (twelfths of a GPU per rounding group),
+// keeping the best throughput per usage vector. It returns the optimal throughput in req/s.
 func oracle(t *testing.T, in Inputs, P int, alpha float64, rounding string) float64 {
 	t.Helper()
 	cl := in.Cluster

@@ -468,8 +468,9 @@ type part struct {
 }
 
 // pipes turns an assignment into pipelines: x = min_d X·g, then every stage is trimmed to
-// ⌈x/X⌉ slices (the MILP is indifferent to surplus slices on non-bottleneck stages, §7 item
-// 6). scale multiplies slice counts and throughput (DART-r's p×A).
+// ⌈x/X⌉ slices (the MILP's x_l = min_d x_ld, PPipe A.2 Eq. 28, is indifferent to surplus
+// slices on non-bottleneck stages). scale multiplies slice counts and throughput (DART-r's
+// p×A).
 func (p *problem) pipes(spaces []*modelSpace, a assignment, scale int) []pipe {
 	var out []pipe
 	for mi, ms := range spaces {
@@ -556,8 +557,8 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 		}
 		pp.Models = append(pp.Models, mp)
 	}
-	// The guaranteed rate: min_m x_m/w_m of the decoded plan times w_m (§7 item 6), taken
-	// before FillSurplus so that load factor 1.0 stays the solver's value.
+	// The guaranteed rate: min_m x_m/w_m of the decoded plan times w_m (load factor 1.0, PPipe
+	// §7.1), taken before FillSurplus so that load factor 1.0 stays the solver's value.
 	for mi := range pp.Models {
 		pp.Models[mi].TargetRPS = target[mi]
 	}

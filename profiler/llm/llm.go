@@ -1,10 +1,10 @@
-// Package llm builds the LLM profiles QLM plans with (qlm.md §3.2): prefill time, decode time
-// per token, KV-cache bytes per token and capacity, saturated throughput Θ, the average
-// running batch and model load times per model × GPU configuration. The analytic estimate
-// treats decode as reading the weights plus the live KV cache once per step (bandwidth-bound)
-// unless the batch makes it compute-bound, and prefill as compute-bound; tensor parallelism
-// splits both over the GPUs and adds an all-reduce cost per layer. Measured profiles are
-// imported from a formats.Profile file.
+// Package llm builds the LLM profiles QLM plans with (its RCT estimator's inputs, QLM §6, plus
+// what the LSOs of §5 cost): prefill time, decode time per token, KV-cache bytes per token and
+// capacity, saturated throughput Θ, the average running batch and model load times per model ×
+// GPU configuration. The analytic estimate treats decode as reading the weights plus the live
+// KV cache once per step (bandwidth-bound) unless the batch makes it compute-bound, and
+// prefill as compute-bound; tensor parallelism splits both over the GPUs and adds an
+// all-reduce cost per layer. Measured profiles are imported from a formats.Profile file.
 package llm
 
 import (
@@ -178,13 +178,13 @@ func Estimate(model, gpu string) (*formats.LLMProfile, error) {
 	}, nil
 }
 
-// iteration is the piecewise-linear iteration model the emulated instances run (qlm.md §6,
-// formats.LLMIteration): prefill time over the prompt tokens of one iteration and decode time
-// over the batch's sequences, both from the roofline (max of weight/KV traffic and FLOPs,
-// plus the per-step overhead and tensor-parallel all-reduces), breakpoints where the regime
-// can change; the attention traffic of the context is the per-context-token term. The prefill
-// curve is exact at its breakpoints and linear in between; the decode curve likewise at
-// batch sizes 1…maxSeqs at the typical context.
+// iteration is the piecewise-linear iteration model the emulated instances run (our simulator
+// model, formats.LLMIteration): prefill time over the prompt tokens of one iteration and
+// decode time over the batch's sequences, both from the roofline (max of weight/KV traffic and
+// FLOPs, plus the per-step overhead and tensor-parallel all-reduces), breakpoints where the
+// regime can change; the attention traffic of the context is the per-context-token term. The
+// prefill curve is exact at its breakpoints and linear in between; the decode curve likewise
+// at batch sizes 1…maxSeqs at the typical context.
 func iteration(m Model, g gpus.Spec, tp int) *formats.LLMIteration {
 	it := &formats.LLMIteration{MaxBatchedTokens: 4096, MaxSeqs: maxSeqs, BlockTokens: 16, PreemptMode: "auto",
 		CPUSwapBytes: int64(cpuSwapGB * 1e9)}

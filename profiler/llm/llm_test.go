@@ -13,7 +13,8 @@ import (
 )
 
 func TestKVBytesPerToken(t *testing.T) {
-	// qlm.md §6: 128 KiB, 800 KiB, 320 KiB.
+	// K and V in fp16 from the model configs: 32 layers × 8 KV heads × 128, 40 layers × 5120
+	// (MHA), 80 layers × 8 KV heads × 128.
 	want := map[string]int64{"mistral-7b": 128 << 10, "vicuna-13b": 800 << 10, "llama-2-70b": 320 << 10}
 	for name, w := range want {
 		m, err := Lookup(name)
@@ -26,7 +27,8 @@ func TestKVBytesPerToken(t *testing.T) {
 	}
 }
 
-// The reference facts of qlm.md §6 and how close the estimate must come.
+// Reference KV capacities and decode-step ranges (hand-computed from GPU datasheets and model
+// configs at the roofline defaults) and how close the estimate must come.
 func TestEstimateMatchesReference(t *testing.T) {
 	tests := []struct {
 		model, gpu     string

@@ -1,5 +1,5 @@
 // Package partition pre-partitions a model's layers (in topological order) into at most N
-// contiguous blocks, the unit PPipe's planner cuts at (PPipe §3.1; ppipe.md §3). Two methods:
+// contiguous blocks, the unit PPipe's planner cuts at (PPipe §5.2). Two methods:
 //
 //   - greedy: the paper's equal-runtime grouping on one reference GPU type;
 //   - min-traffic: the variant the authors' artifact used for its reference plans — exactly N
@@ -35,7 +35,7 @@ func ParseMethod(s string) (Method, error) {
 }
 
 // Ladder is the sequence of (lb, ub) balance bounds min-traffic tries, tightest first
-// (ppipe.md §3; most models are feasible at (0.5, 1.5)).
+// (the authors' artifact's ladder; most models are feasible at (0.5, 1.5)).
 var Ladder = [][2]float64{
 	{0.7, 1.3}, {0.5, 1.5}, {0.5, 2.0}, {0.5, 2.5}, {0.5, 3.0}, {0.5, 3.5}, {0.5, 4.0}, {0.4, 4.0},
 }

@@ -153,8 +153,9 @@ func TestCalibrationReport(t *testing.T) {
 
 var update = flag.Bool("update", false, "rewrite the report in CALIBRATION.md")
 
-// TestCalibrationTargets checks the fitted constants against ppipe.md §6 within the stated
-// tolerances; CALIBRATION.md records the remaining error per target.
+// TestCalibrationTargets checks the fitted constants against the calibration targets
+// (aggregate facts of the authors' published block tables) within the stated tolerances;
+// CALIBRATION.md records the remaining error per target.
 func TestCalibrationTargets(t *testing.T) {
 	c := measureCalibration(t)
 	within := func(what string, got, lo, hi float64) {

@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/profiler/partition"
 )
 
-// DefaultNoise is the amplitude of the per-block tie-breaking jitter (±3%, ppipe.md §6).
+// DefaultNoise is the amplitude of the per-block tie-breaking jitter (±3%).
 const DefaultNoise = 0.03
 
 // Options control an analytic profile.

@@ -1,6 +1,6 @@
 // Package roofline estimates per-layer and per-block latency of a DNN on GPUs the user does
-// not have (ppipe.md §6): every layer costs the larger of its compute time and its memory
-// time plus a launch overhead,
+// not have (stand-ins for PPipe's TensorRT block profiles): every layer costs the larger of
+// its compute time and its memory time plus a launch overhead,
 //
 //	t_k(q, b) = max( b·F / (η_c·P_k·occ), (W + b·A) / (η_m·BW_k) ) + o_k,
 //	occ = min(1, b·F / (SM_k·φ_k)),
@@ -10,7 +10,8 @@
 // a higher bandwidth. Elementwise ops that directly follow a convolution or matrix product are
 // fused into it (as TensorRT does): they add only the extra tensors they read. A 1/v vGPU
 // slice, with all v slices of the GPU running the same block, takes t(v, b) = v·κ_{k,v}·t(1, b).
-// Per-GPU efficiencies live in calibration.go, fitted to the aggregate facts of ppipe.md §6.
+// Per-GPU efficiencies live in calibration.go, fitted to aggregate facts of the PPipe
+// authors' published block tables (see CALIBRATION.md).
 package roofline
 
 import (
@@ -230,7 +231,7 @@ func (e *Estimator) SliceFactor(v int) float64 {
 }
 
 // Noise returns the deterministic per-(model, GPU, block) multiplicative jitter in
-// [1−amp, 1+amp] that breaks ties between otherwise identical blocks (ppipe.md §6).
+// [1−amp, 1+amp] that breaks ties between otherwise identical blocks.
 func Noise(seed int64, model, gpu string, blocks int, amp float64) []float64 {
 	h := fnv.New64a()
 	h.Write([]byte(model))

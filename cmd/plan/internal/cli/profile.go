@@ -127,7 +127,7 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 		return nil, usageErrorf("give either MODEL.onnx or --zoo, not both")
 	}
 	if o.zoo != "" && slices.Contains(llm.Names(), strings.ToLower(o.zoo)) {
-		// LLMs live in the zoo too (qlm.md §6: plan profile --zoo NAME --gpu A100).
+		// LLMs live in the zoo too (plan profile --zoo NAME --gpu A100).
 		if o.llm != "" {
 			return nil, usageErrorf("--zoo %s is an LLM: drop --llm", o.zoo)
 		}

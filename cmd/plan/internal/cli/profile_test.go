@@ -153,7 +153,7 @@ func TestProfileTRTAndLLM(t *testing.T) {
 	if !strings.Contains(stdout, "mistral-7b") {
 		t.Errorf("summary lacks the LLM: %s", stdout)
 	}
-	// An LLM named with --zoo, as qlm.md writes it.
+	// An LLM named with --zoo, like a DNN.
 	zooLLM := filepath.Join(t.TempDir(), "zoo-llm.json")
 	if code, _, stderr := rootRun(t, "profile", "--zoo", "llama-2-70b", "--backend", "roofline", "--gpu", "A100", "-o", zooLLM); code != ExitOK {
 		t.Fatalf("--zoo llama-2-70b: exit %d: %s", code, stderr)
