@@ -35,7 +35,10 @@ func TestRawClient(t *testing.T) {
 	}))
 	defer ts.Close()
 	targets := []target{{name: "m", body: []byte(`{}`)}}
-	c, err := newRawClient(context.Background(), ts.URL, 4, 100*time.Millisecond, 64, targets)
+	// A generous timeout: these answers come at once, but under -race on a loaded machine a
+	// 100 ms one expired (CI); the timeout path is checked below on a server that never
+	// answers.
+	c, err := newRawClient(context.Background(), ts.URL, 4, 10*time.Second, 64, targets)
 	if err != nil {
 		t.Fatal(err)
 	}
