@@ -1,6 +1,6 @@
 // Package export turns a plan into the files of the serving systems users already run
-// (issue 16): a Triton model repository (config.pbtxt per model, ecosystem digest §2), KServe
-// InferenceService and InferenceGraph manifests (§3) and a Ray Serve config file (§4).
+// (issue 16): a Triton model repository (config.pbtxt per model), KServe InferenceService and
+// InferenceGraph manifests and a Ray Serve config file, each from the target's documentation.
 //
 // The contract is Exporter: a system registers one per target in its registry entry
 // (internal/system.System.Exporters) and returns an in-memory file set; `plan export` looks

@@ -7,7 +7,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// KServe manifests (ecosystem digest §3): only the documented fields a plan sets.
+// KServe manifests (v1beta1 InferenceService, v1alpha1 InferenceGraph): only the documented
+// fields a plan sets.
 
 // ObjectMeta is Kubernetes object metadata.
 type ObjectMeta struct {

@@ -2,8 +2,8 @@ package export
 
 import "math"
 
-// Ray Serve config file (`serve deploy config.yaml`, ecosystem digest §4): only the documented
-// fields a plan sets.
+// Ray Serve config file (`serve deploy config.yaml`, from Ray Serve's documentation): only the
+// documented fields a plan sets.
 
 // RayConfigOf is the whole file, its deployments' user_config of type U: RayUserConfig for
 // pipelines and modules, a system's own record where its deployments need more (a cascade's

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// TritonConfig is the part of a Triton model configuration a plan sets (ecosystem digest §2).
+// TritonConfig is the part of a Triton model configuration a plan sets (Triton's
+// model_config.proto).
 // PBTxt renders it deterministically in protobuf text format.
 type TritonConfig struct {
 	Name     string

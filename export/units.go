@@ -92,9 +92,9 @@ func TritonFiles(gs []Group, _ Options) (Files, error) {
 	return f, nil
 }
 
-// ensemble chains a group's units by tensor name (ecosystem digest §2): each step reads the
-// latest producer of every input; an output that re-produces a tensor (a pass-through across
-// a cut) gets a step-suffixed ensemble name.
+// ensemble chains a group's units by tensor name (Triton ensemble scheduling): each step reads
+// the latest producer of every input; an output that re-produces a tensor (a pass-through
+// across a cut) gets a step-suffixed ensemble name.
 func ensemble(g Group) *TritonConfig {
 	if !g.Chain || len(g.Units) < 2 {
 		return nil

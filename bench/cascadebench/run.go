@@ -374,7 +374,7 @@ func (d *data) cocktailRuntime(target float64, win []float64, quick bool) (row M
 }
 
 // PlannerCost compares the planner with exhaustive search over cascade-to-range
-// assignments in the restricted space of §4.7 (every model on every GPU): per range every
+// assignments in the restricted space of §6.5 (every model on every GPU): per range every
 // Pareto cascade at every batch trigger is simulated and the most accurate one meeting
 // the SLO is kept (ranges are independent once the placement is fixed, so this is the
 // exhaustive optimum).

@@ -217,7 +217,7 @@ func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Durat
 }
 
 // SampleOf is the validation sample request r replays: Attrs.Sample when set, else its ID
-// (§4.6: request i uses sample i mod N).
+// (request i uses sample i mod N: the simulator cycles through the samples, App. C.1).
 func SampleOf(r *dataplane.Request, n int64) int64 {
 	x := r.Attrs.Sample
 	if x <= 0 {

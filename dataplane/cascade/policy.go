@@ -33,11 +33,12 @@ func Policies() []dataplane.PolicySpec {
 // Registry is a registry of this data plane's policies alone.
 func Registry() *dataplane.Registry { return dataplane.NewRegistry(Policies()...) }
 
-// Policy is the gear-switching state machine. Parameters: alpha (backlog rule factor,
-// default the plan's, 8), poll_ms (QPS poll, default the plan's, 100), qps_scale (§5 drift
-// scaling, default 1), window_ms (measure QPS over this window, updated every poll;
-// default 0 = since the last poll, as the paper), preload (true: the placement is resident
-// from the start; false: load a replica's model the first time a gear needs it).
+// Policy is the gear-switching state machine. Parameters: alpha (backlog rule factor, default
+// the plan's, 8), poll_ms (QPS poll, default the plan's, 100), qps_scale (QPS scaling for a
+// drifted QPS distribution, App. C.2; default 1), window_ms (measure QPS over this window,
+// updated every poll; default 0 = since the last poll, as the paper), preload (true: the
+// placement is resident from the start; false: load a replica's model the first time a gear
+// needs it).
 type Policy struct {
 	name    string
 	switchG bool
@@ -426,7 +427,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 
 // batchDone forwards each request of the finished batch whose certainty is below the
 // threshold to the next stage (co-located replica first, else deficit routing) and
-// completes the others (§2, §5), then frees the replica's GPUs.
+// completes the others (§2.1, §5), then frees the replica's GPUs.
 func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	w := ev.Worker
 	st := p.tab.Replicas[w].Stage

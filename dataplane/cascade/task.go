@@ -35,7 +35,7 @@ type ModelInfo struct {
 }
 
 // Lat returns lat(b) in µs: linear between profiled sizes, beyond the table extrapolated
-// from the last two points (§4.6).
+// from the last two points (MaxBatch may exceed the largest profiled batch).
 func (m *ModelInfo) Lat(b int) float64 {
 	n := len(m.LatUs) - 1
 	switch {

@@ -2,7 +2,7 @@
 // following export/ppipe and export/pard). A gear plan is a fixed replica placement plus one
 // gear per QPS range — a cascade (models in order), certainty thresholds, per-replica shares
 // and minimum-queue triggers (CascadeServe paper §4–§5). The targets can express the placement and the per-model batching; none can express
-// gear switching (choosing the cascade by the QPS measured every 100 ms, paper §4.4), so:
+// gear switching (choosing the cascade by the QPS measured every 100 ms, paper §5), so:
 //
 //   - Triton: one model per cascade model, one instance_group per replica pinned to the
 //     replica's GPUs, dynamic batching with the gears' triggers as preferred batch sizes; plus
@@ -92,7 +92,7 @@ type stage struct {
 	gpus     int   // GPUs per replica (the most any replica spans)
 	triggers []int // distinct triggers over the gears, ascending
 	// queueUs is one batch duration at the largest trigger: how long a batch may wait to
-	// fill (the paper's min-queue trigger, §4.3, holds a batch until the queue reaches it).
+	// fill (the paper's min-queue trigger, §4.5, holds a batch until the queue reaches it).
 	queueUs int64
 }
 

@@ -105,7 +105,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 			st := export.GraphStep{Name: "stage-" + strconv.Itoa(j), ServiceName: unit[m], Data: "$request"}
 			if j > 0 {
 				// GJSON on the previous step's v2 response: matches only when its certainty
-				// is below the threshold, so the request moves on (paper §3: a sample leaves
+				// is below the threshold, so the request moves on (paper §2.1: a sample leaves
 				// at the first model confident enough).
 				st.Condition = fmt.Sprintf(`outputs.#(name=="%s").data.#(<%s)`, CertaintyOutput, strconv.FormatFloat(g.Thr[j-1], 'g', -1, 64))
 			}

@@ -96,8 +96,8 @@ type service struct {
 	gpus  []int
 	// timeoutUs is the longest SLO of the applications calling the service: a task queued
 	// longer has missed its request's deadline. A batch never waits to fill (queue delay 0):
-	// DyOrc runs a service's ready tasks as one batch as soon as a worker is free (paper
-	// §4.1, component-level batching).
+	// DyOrc runs a service's ready tasks as one batch as soon as a worker is free (DyOrc
+	// §5.1, component-level batching).
 	timeoutUs int64
 }
 

@@ -3,7 +3,7 @@
 // GPU type — becomes one exported model; each pipeline becomes a chain (a Triton ensemble when
 // the ONNX file is given, a KServe Sequence graph, a Ray application).
 //
-// Mapping (PPipe paper §4, the plan's fields):
+// Mapping (PPipe §5.3–§5.4, the plan's fields):
 //   - max_batch_size / preferred_batch_size / batcher / user_config.max_batch_size: the
 //     pipeline's batch (one batch for the whole pipeline);
 //   - instance_group count / replicas / num_replicas: the pool's slice count;

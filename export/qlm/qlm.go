@@ -1,10 +1,10 @@
 // Package qlm exports QLM plans to Triton, KServe and Ray Serve (issue 13, following
-// export/dyorc and export/cascade). A QLM plan (Patke et al., "QLM") is a set of LLM
-// instances — an engine with one model loaded on a fixed GPU set (§1) — plus the request
-// groups (one model, similar SLO and lengths, §1) and each instance's virtual queue of groups,
-// head first: the order is the plan (§1, §4). Every target can run the instances natively, as
-// vLLM engines sized from the plan's LLM profiles (KV capacity, running-batch cap, KV blocks,
-// CPU swap space: §3.2); none can run the queues, so each export records the groups, the
+// export/dyorc and export/cascade). A QLM plan (Patke et al., "QLM") is a set of LLM instances
+// — an engine with one model loaded on a fixed GPU set (QLM §2.3) — plus the request groups
+// (one model, similar SLO and lengths, QLM §4) and each instance's virtual queue of groups,
+// head first: the order is the plan (QLM §4, §7). Every target can run the instances natively,
+// as vLLM engines sized from the plan's LLM profiles (KV capacity, running-batch cap, KV
+// blocks, CPU swap space); none can run the queues, so each export records the groups, the
 // virtual-queue assignment and the SLOs for a coordinator of the user's:
 //
 //   - Triton: one model per instance on Triton's vLLM backend (backend "vllm"; 1/model.json
@@ -16,7 +16,7 @@
 //     qlm.gpus lists); and a coordinator BLS model (backend "python") whose parameters carry
 //     the request groups, every instance's virtual queue, the classes with their SLOs, the
 //     policy and its parameters (qlm.plan). Its model.py forms groups, keeps the queues and
-//     forwards a group's requests to the instance that pulls it (request pulling, §2).
+//     forwards a group's requests to the instance that pulls it (request pulling, QLM §5).
 //   - KServe: one InferenceService per instance on the huggingface runtime with its vLLM
 //     backend (OpenAI-compatible completions and chat; the engine arguments as container
 //     args), one replica, nvidia.com/gpu = the instance's GPU count and the GPU type as the
@@ -28,10 +28,10 @@
 //
 // What no target can express (Unsupported) is QLM's control loop: the virtual queues
 // themselves, the plan generator's re-plans (RCT violation checks and the stochastic program,
-// §3–§4.5), and the serving operations beyond pulling — request eviction, GPU–CPU KV swap by
-// the §2.1 rule, model swap with warm start, load balancing by re-plan (§2). Each file says so
-// (a comment, an annotation, or the router's note) except model.json, whose keys the vLLM
-// backend passes to the engine as they are.
+// QLM §6–§7), and the serving operations beyond pulling — request eviction, GPU–CPU KV swap
+// (by our rule for Insight #2, §2.4), model swap with warm start, load balancing by re-plan
+// (QLM §5). Each file says so (a comment, an annotation, or the router's note) except
+// model.json, whose keys the vLLM backend passes to the engine as they are.
 //
 // GPU indices follow the cluster's order (the plan's cluster, else the embedded one): each
 // instance takes the next gpu_count GPUs of its type, as planner/qlm makes one instance per

@@ -18,7 +18,7 @@
 // so the small models are truncations of the reference: where the head's margin is wide its
 // answer survives the branches (high certainty, usually right), where it is narrow the
 // branches flip it (low certainty, often wrong). That is the property a cascade relies on
-// (the paper's §2: confident answers of cheap models are usually correct), and it makes
+// (CascadeServe §2.1: confident answers of cheap models are usually correct), and it makes
 // forwarding depend on the input, not on a coin.
 package tinycascade
 

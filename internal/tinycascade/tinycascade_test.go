@@ -76,7 +76,8 @@ func TestDeterministic(t *testing.T) {
 
 // TestCascadeProperties checks what makes the cascade worth serving: larger models are more
 // accurate, every model's certainty varies across inputs (some samples confident, some not),
-// and confident answers of the smallest model are more often right than its others (§2).
+// and confident answers of the smallest model are more often right than its others
+// (CascadeServe §2.1).
 func TestCascadeProperties(t *testing.T) {
 	models, ref, err := LoadAll()
 	if err != nil {

@@ -30,7 +30,7 @@ type Gear struct {
 	Simulated bool
 }
 
-// SimResult is what the planner's simulator reports for a gear at a constant rate (§4.6).
+// SimResult is what the planner's simulator reports for a gear at a constant rate (App. C.1).
 type SimResult struct {
 	PLat      float64   // p-th percentile end-to-end latency, seconds
 	Util      []float64 // per GPU

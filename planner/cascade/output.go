@@ -81,7 +81,8 @@ func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
 		}
 		cp.Gears = append(cp.Gears, fg)
 	}
-	// The last gear serves every QPS above qps_max (§5: clamp); gears are [q_lo, q_hi).
+	// The last gear serves every QPS above qps_max (the cheapest gear; the paper does not
+	// say); gears are [q_lo, q_hi).
 	emb := formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload}
 	for _, p := range in.Profiles {
 		emb.Profiles = append(emb.Profiles, *p)

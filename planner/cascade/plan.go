@@ -310,7 +310,8 @@ func (p *planning) tuneBatching(a, r int, pl []Replica, plKey string) (Gear, *pl
 		for i := range c.Models {
 			g.Share[i] = normShares(lb.x[i])
 		}
-		// pre-check (§4.5, recommended per-GPU form): Σ_ρ x_ρ/b_ρ·lat(b_ρ) ≤ 1.
+		// pre-check (§4.5; per GPU, unlike the authors' artifact's, which prices later
+		// stages at lat(1)): Σ_ρ x_ρ/b_ρ·lat(b_ρ) ≤ 1.
 		if len(grid) > 1 && !p.precheck(c, pl, lb, b1, q) {
 			continue
 		}
@@ -381,7 +382,7 @@ func (p *planning) latencyLoop() ([]Gear, []Replica, error) {
 	n := len(p.q)
 	assign := make([]int, n)
 	if p.opt.Strategy == StrategyMSPlus {
-		// MS+ (§6): for each QPS, the most accurate single model whose n·B/lat(B) covers it.
+		// MS+ (§6.2): for each QPS, the most accurate single model whose n·B/lat(B) covers it.
 		for r := range assign {
 			assign[r] = len(p.P) - 1
 			for a := range p.P {

@@ -263,7 +263,7 @@ func Pareto(cs []Cascade) []Cascade {
 	return out
 }
 
-// Evaluate replays cascade c over the validation samples (the direct definition of §2;
+// Evaluate replays cascade c over the validation samples (the direct definition of §2.1;
 // Enumerate's histograms must agree with it).
 func (t *Task) Evaluate(models []int, thr []float64) Cascade {
 	c := Cascade{Models: slices.Clone(models), Thr: slices.Clone(thr), Reach: make([]float64, len(models))}

@@ -1,5 +1,5 @@
 // Package ppipe plans pooled-pipeline inference serving on heterogeneous GPU clusters
-// (PPipe, USENIX ATC 2025, §2–§3): it prunes the option
+// (PPipe, USENIX ATC 2025, §3, §5.3, A.2): it prunes the option
 // space, builds the corrected A.2 MILP, solves it with the solver package (HiGHS), decodes and
 // post-processes the solution into a formats.Plan, and implements the NP and DART-r baselines.
 // Verify checks a plan's constraints independently of the solver (used by `plan check`).

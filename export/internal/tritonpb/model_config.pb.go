@@ -1,6 +1,6 @@
 // The subset of Triton Inference Server's model configuration (model_config.proto) that
 // `plan export --to triton` writes, restated from the documented fields of the Triton model
-// repository (ecosystem digest §2). config.pbtxt files are this message in protobuf text
+// repository. config.pbtxt files are this message in protobuf text
 // format; the export tests parse every exported config with prototext against it, so a field
 // we misspell or Triton does not have fails the test.
 
