@@ -36,7 +36,7 @@ func (o *Command) Short() string {
 
 // Long implements bench.Bench.
 func (o *Command) Long() string {
-	return `Reproduces CascadeServe's evaluation (spec §6–§7) on stand-ins: seeded latent-difficulty
+	return `Reproduces CascadeServe's evaluation (paper §6) on stand-ins: seeded latent-difficulty
 validation (planning) and test (serving) sets calibrated to the paper's single-model
 accuracies, stand-in V100 profiles, and per-second arrival rates from the real
 Twitter-derived trace (` + DefaultTrace + `, read at run time) scaled to the paper's peaks

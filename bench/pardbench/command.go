@@ -42,7 +42,7 @@ func (o *Command) Short() string {
 
 // Long implements bench.Bench.
 func (o *Command) Long() string {
-	return `Reproduces PARD's evaluation (md §5–§6) in the simulator on stand-in profiles: each of
+	return `Reproduces PARD's evaluation (paper §5) in the simulator on stand-in profiles: each of
 the four applications is provisioned by the MILP (Σ 2·d ≤ 0.8·SLO), then replayed on the
 wiki-, tweet- and azure-like traces (CV 0.47 / 1.0 / 1.3) with rate-based autoscaling and
 cold starts under every pipeline policy, for several seeds; a fixed-capacity stress test

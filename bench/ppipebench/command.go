@@ -41,7 +41,7 @@ func (o *Command) Short() string {
 
 // Long implements bench.Bench.
 func (o *Command) Long() string {
-	return `Reproduces PPipe's main comparison (ppipe.md §5–§6) on roofline stand-in profiles of the
+	return `Reproduces PPipe's main comparison (paper §7.2) on roofline stand-in profiles of the
 zoo's architectures: for each heterogeneous cluster HC1–HC4 (25 high + 75 low GPUs) and each
 three-model group, solve PPipe, NP and DART-r plans, sweep the load factor (relative to the
 PPipe plan's per-model guaranteed rate, target_rps) under Poisson and bursty arrivals, and

@@ -63,7 +63,7 @@ const NextOutput = "next"
 
 // Unsupported is what no target can express, named in every export.
 const Unsupported = "DyOrc's speculative scheduling (Markov workflow prediction, the DP placement of each ready task, " +
-	"proactive loading and LRU eviction, paper §4): services stay where the plan puts them at start"
+	"proactive loading and LRU eviction, DyOrc paper §5): services stay where the plan puts them at start"
 
 // Record is the plan-level part of an export: the scheduler's policy and knobs, the cluster's
 // GPU count, and whether the plan gave the placement (false: the deployer spread the replicas).

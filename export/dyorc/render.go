@@ -22,7 +22,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 		var b strings.Builder
 		b.Write(export.Comment(fmt.Sprintf("DyOrc service %s: %d replica(s) on %s, warm on GPU(s) %s at start (instance groups g<gpu>).", s.dep.Service, s.dep.Replicas, s.dep.GPU, export.JoinInts(s.gpus)),
 			"It batches the ready tasks of every workflow that calls it without waiting for more (component-level batching,",
-			"paper §4.1: queue delay 0); a task older than the longest SLO of those workflows is rejected. It",
+			"DyOrc paper §5.1: queue delay 0); a task older than the longest SLO of those workflows is rejected. It",
 			fmt.Sprintf("answers the workflow node a request goes to next as the output %q (the branch its output decides).", NextOutput),
 			"Triton cannot express "+Unsupported+"."))
 		b.Write(c.PBTxt())

@@ -74,8 +74,8 @@ const (
 
 // Unsupported is what no target can express, named in every exported file but model.json.
 const Unsupported = "QLM's virtual queues and their re-plans (RCT violation checks and the plan generator's stochastic program, " +
-	"spec §3–§4.5) and the serving operations beyond request pulling — request eviction, GPU–CPU KV swap by the §2.1 rule, " +
-	"model swap with warm start, load balancing by re-plan (spec §2): the engines serve the model the plan loads, " +
+	"QLM paper §4, §6–§7) and the serving operations beyond request pulling — request eviction, GPU–CPU KV swap, " +
+	"model swap with warm start, load balancing by re-plan (QLM paper §5): the engines serve the model the plan loads, " +
 	"and the queues are the coordinator's"
 
 // Policy parameters the coordinator runs with: the request-group cap factor δ (QLM §4,
