@@ -16,13 +16,26 @@ import (
 // and the image pipeline on 4 GPUs, testdata/export/dyorc/plan.json), `plan load` against
 // `plan serve --workers emulated` and `plan simulate` on the same trace agree on SLO
 // attainment within 2 points, under the dyorc policy (speculative DP scheduling, proactive
-// loads) with the branches drawn by the same seeded emulation in both (Deployment.Emulated).
-// Loads 1 and 1.5 put several GPUs' timelines under contention (p50 about 1 s, p99 about
-// 5.5 s against the image pipeline's 5 s SLO). Past saturation (load 2: the simulator 89%)
-// serve was 4–6 points better on this 2-core machine, with its timers 5–20 ms late: the two
-// draw the branches of a given request differently (the simulator from its sequential
-// generator, serve's emulated workers from a hash of request and stage), so the same trace
-// takes different paths; that load is left out of the bound until they draw alike.
+// loads) with the branches drawn alike in both (Deployment.Emulated with
+// dataplane.EmulatedU, a hash of request ID, stage and visit).
+//
+// What the bound measures, and what it does not. Request by request the two execute the
+// same schedule: on the seed-1 trace at load 1.5 every request's latency agrees within
+// ~2 ms (serve's timer lateness) until two requests arriving within a millisecond of each
+// other reach the server in the other order (the load generator's goroutines race). serve
+// then numbers them the other way round, and since the branch draw and the ingress worker
+// are keyed on the request ID, the two swap paths (their latencies swap exactly: 1538 and
+// 2317 ms); from there the runs are two different realizations of the same model. With
+// ~830 (load 1) and ~1,300 (load 1.5) requests per 40 s trace and multi-second paths, the
+// attainment of one realization is a wide statistic: the simulator alone, on the same
+// arrivals with only the branch draws re-salted (11 salts), gives 95.2–100% (mean 98.2%) at
+// load 1 and 84.4–98.3% (mean 93.4%) at load 1.5. Seed 1's own draw is 96.5% and 93.75%;
+// serve's 98.6–100% and 86.5–90% are inside those spreads, so a 40 s gap of 2–7 points is
+// the realization, not a difference between the executors. Short traces (10 s, ~235 and
+// ~310 requests) usually finish before a swap changes much, hence the usual agreement
+// there and the occasional 4-point miss. Agreeing on long traces needs the ID (or the draw)
+// to follow the trace's order rather than the order requests reach the server. Load 2 (past
+// saturation) is left out of the bound for the same reason, only more so.
 func TestAgreementDyOrc(t *testing.T) {
 	if testing.Short() {
 		t.Skip("wall-clock run of several seconds")
