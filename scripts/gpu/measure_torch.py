@@ -58,22 +58,6 @@ def timed_graph(fn, reps=50, warm=5):
     return statistics.median(times)
 
 
-def timed_eager(fn, reps=10, warm=2):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
 def fold_bn(m):
     """Folds every BatchNorm that follows a convolution into it (torch.fx), as TensorRT does
     when it builds an engine; eager PyTorch would otherwise launch a kernel per BatchNorm."""
