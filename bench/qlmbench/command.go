@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -75,9 +76,9 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.speedup, "speedup", 4, "time compression of the trace (rate multiplier)")
 	f.Float64Var(&o.share, "share", 0.2, "share of latency-sensitive requests")
 	f.Float64Var(&o.minutes, "minutes", 10, "minutes of virtual time replayed")
-	f.StringSliceVar(&o.policies, "policies", nil, "policies (default: all QLM-kind policies)")
+	f.StringSliceVar(&o.policies, "policies", nil, "comma-separated policies to run, e.g. qlm,qlm-edf (default: all QLM-kind policies)")
 	f.StringVar(&o.workload, "workload", "all", "set-up: single (W_B: Mistral-7B on 2 A100), multi (W_A: Mistral-7B, Vicuna-13B, Llama-70B on an A100/A10 mix) or all")
-	f.Float64SliceVar(&o.relax, "relax", []float64{2, 5, 11}, "SLO scales of the relaxation experiment on the multi-model set-up (paper App. A.1; QLM, vLLM, EDF, SHEPHERD unless --policies)")
+	f.Float64SliceVar(&o.relax, "relax", []float64{2, 5, 11}, "SLO scales of the relaxation experiment on the multi-model set-up (paper App. A.1; QLM, vLLM, EDF, SHEPHERD unless --policies; skipped with --workload single)")
 }
 
 type row struct {
@@ -183,6 +184,9 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	if o.quick {
 		o.minutes = 3
 	}
+	if err := CheckPolicies(o.policies); err != nil {
+		return err
+	}
 	var wls []Workload
 	for _, w := range Workloads {
 		if o.workload == "all" || o.workload == w.Name {
@@ -214,7 +218,11 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	if len(pols) == 0 {
 		pols = []string{dq.PolicyQLM, dq.PolicyFCFS, dq.PolicyEDF, dq.PolicyShepherd}
 	}
-	for _, sc := range o.relax {
+	relax := o.relax
+	if o.workload == Workloads[0].Name {
+		relax = nil // a multi-model experiment: not part of a single-model run
+	}
+	for _, sc := range relax {
 		r, err := ReplayWorkload(rows, Workloads[1], pr.LLMs, o.speedup, o.share, window, pols, sc)
 		if err != nil {
 			return err
@@ -232,6 +240,24 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	}
 	env.Table([]string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS", "WALL_S", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
 	env.Infof("paper: QLM +40-90%% SLO attainment over vLLM and +50-90%% over SHEPHERD (W_A, W_B), above EDF; throughput +20%% over vLLM/EDF, +50%% over SHEPHERD; relaxation (W_A): EDF meets all SLOs at 3x, SHEPHERD at 5x, vLLM at 11x\n")
+	return nil
+}
+
+// CheckPolicies rejects a --policies list naming a policy the QLM data plane does not have
+// (a usage error naming the flag, the value and the known names), before any replay runs.
+func CheckPolicies(names []string) error {
+	known := map[string]bool{}
+	var all []string
+	for _, p := range dq.Policies() {
+		known[p.Name] = true
+		all = append(all, p.Name)
+	}
+	sort.Strings(all)
+	for _, n := range names {
+		if !known[n] {
+			return bench.Usagef("--policies %q: unknown policy %q: must be one of %s", strings.Join(names, ","), n, strings.Join(all, ", "))
+		}
+	}
 	return nil
 }
 
