@@ -114,6 +114,10 @@ type llm struct {
 	avgBatch         float64
 	epsilon          float64
 	decodeStepSecond float64
+	// knee is the batch size where decode stops being memory-bound: below it a decode step
+	// costs about the same whatever the batch (weights are read once per step), so a wider
+	// batch is nearly free throughput (see flatBatch).
+	knee int
 }
 
 func newLLM(p *formats.LLMProfile) *llm {
@@ -149,6 +153,7 @@ func newLLM(p *formats.LLMProfile) *llm {
 		m.prefill = pwl{{Tokens: 1, Us: p.PrefillBaseUs + p.PrefillUsPerToken}, {Tokens: 2, Us: p.PrefillBaseUs + 2*p.PrefillUsPerToken}}
 		m.decode = pwl{{Tokens: 1, Us: p.DecodeUsPerToken}}
 	}
+	m.knee = flatBatch(m.decode, m.maxSeqs)
 	if m.warmUs <= 0 {
 		m.warmUs = 1
 	}
@@ -156,6 +161,23 @@ func newLLM(p *formats.LLMProfile) *llm {
 		m.coldUs = 1
 	}
 	return m
+}
+
+// flatBatch is the knee of a decode curve: the largest batch (at most maxSeqs) whose decode
+// step stays within 25% of a single sequence's. Up to there decode is memory-bound (QLM §2:
+// the weights are read once per step whatever the batch; Insight #1 of §4 profiles the
+// throughput of a full batch), so widening the batch costs the running sequences little time
+// per token and gains throughput almost linearly. The per-context-token cost is left out:
+// it is each sequence's own attention work, paid batched or not.
+func flatBatch(d pwl, maxSeqs int) int {
+	if len(d) < 2 {
+		return maxSeqs
+	}
+	b := 1
+	for b < maxSeqs && d.at(b+1) <= 1.25*d.at(1) {
+		b++
+	}
+	return b
 }
 
 // PrefillUs is the forward time of a prefill iteration over n prompt tokens, in whole µs.

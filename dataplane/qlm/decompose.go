@@ -22,12 +22,13 @@ const defaultBudget = 4_000_000
 // branch and bound (spec §4.3: "by enumeration when N_g ≤ 8").
 const enumerateMax = 8
 
-// score is the lexicographic quality of a plan: fewer predicted violations first, then the
+// score is the lexicographic quality of a plan, each term weighted by the groups' requests
+// (PlanGroup.Weight): fewer predicted violations first, then the
 // smaller total predicted lateness (the soft program's ℓ, §4.2: a group predicted late at
 // the conservative L1 quantile may still make it, so it must not be pushed back for a
 // smaller objective), then the smaller sum of expected completions (objective 13).
 type score struct {
-	viol int
+	viol float64
 	late float64
 	obj  float64
 }
@@ -58,11 +59,12 @@ func queueScore(pr *PlanProblem, g int, order []int, steps *int) score {
 			te += c.Swap
 			prev = gr.Model
 		}
+		w := gr.w()
 		if l := tq + c.CQ - gr.Deadline; l > 0 {
-			s.viol++
-			s.late += l
+			s.viol += w
+			s.late += w * l
 		}
-		s.obj += te + c.CMean
+		s.obj += w * (te + c.CMean)
 		tq += c.WQ
 		te += c.WMean
 	}
@@ -251,7 +253,7 @@ func orderExact(pr *PlanProblem, g int, groups []int, steps *int) []int {
 		lb := s.obj
 		for k, i := range sorted {
 			if !used[k] {
-				lb += te + pr.Groups[i].Cost[g].CMean
+				lb += pr.Groups[i].w() * (te + pr.Groups[i].Cost[g].CMean)
 			}
 		}
 		// viol and late only grow along a path; obj is bounded by lb.
@@ -270,11 +272,12 @@ func orderExact(pr *PlanProblem, g int, groups []int, steps *int) []int {
 				ne += c.Swap
 			}
 			ns := s
+			w := gr.w()
 			if l := nq + c.CQ - gr.Deadline; l > 0 {
-				ns.viol++
-				ns.late += l
+				ns.viol += w
+				ns.late += w * l
 			}
-			ns.obj += ne + c.CMean
+			ns.obj += w * (ne + c.CMean)
 			used[k] = true
 			cur = append(cur, i)
 			rec(nq+c.WQ, ne+c.WMean, gr.Model, ns)

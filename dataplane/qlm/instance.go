@@ -433,6 +433,14 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h
 	if len(in.running) == 0 {
 		return true
 	}
+	// Throughput floor: while the batch is below the decode knee, admission costs the running
+	// sequences almost nothing per token (the step is flat there, QLM §2) and refusing it
+	// only lowers throughput, which under sustained overload every waiting request pays for
+	// (their RCT, QLM §3, Eq. 2, is the queue's drain at Θ): the running batch's deadlines
+	// are protected only above the knee.
+	if len(in.running) < m.knee {
+		return true
+	}
 	run := byDeadline(in.running)
 	ctx := 0
 	for _, s := range run {
@@ -517,7 +525,9 @@ func (p *Policy) residualTokens(s *seq) float64 {
 // large for the tight deadline's time per token.
 func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 	t := float64(now) / 1e6
-	for len(in.running) > 1 {
+	// Not below the decode knee: there the step is flat in the batch size, so an eviction
+	// speeds the late sequence up by little and throws away the victim's work (QLM §2.1).
+	for len(in.running) > max(m.knee, 1) {
 		run := byDeadline(in.running)
 		ctx := 0
 		for _, s := range run {

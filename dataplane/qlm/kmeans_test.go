@@ -115,7 +115,9 @@ func TestKMeansGroupingPolicy(t *testing.T) {
 		spec, _ := sim.ParseArrival("bursty:3")
 		srcs := make([]sim.Source, len(dep.Apps))
 		for a := range dep.Apps {
-			srcs[a], _ = spec.New(dep.Apps[a].RateRPS*2, dep.Apps[a].Name, uint64(a))
+			// Three times the classes' rates: overloaded enough to predict a violation (and
+			// re-plan) even once idle instances split started groups.
+			srcs[a], _ = spec.New(dep.Apps[a].RateRPS*3, dep.Apps[a].Name, uint64(a))
 		}
 		s, err := sim.New(dep, p, srcs, sim.Options{Duration: 3 * dataplane.Second, Seed: 1})
 		if err != nil {

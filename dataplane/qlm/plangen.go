@@ -33,7 +33,16 @@ type PlanGroup struct {
 	Deadline float64
 	Pinned   int
 	Cost     []*GroupCost
+	// Weight is the number of requests the group holds (0 counts as 1): SLOs are per
+	// request (QLM §2.3, Def. 2.2), so the plan's penalty (QLM §7, Eq. 11–13) counts a late
+	// group once per request. Unweighted, pushing one group of hundreds of batch requests
+	// past its deadline costs the same as one late interactive request, and the decomposed
+	// plan sacrifices the large groups first under overload.
+	Weight int
 }
+
+// w is the group's weight in the plan's score.
+func (g *PlanGroup) w() float64 { return float64(max(g.Weight, 1)) }
 
 // GroupCost are a group's RCT quantities on one instance (§3.1): drain time mean and L1
 // quantile, own completion mean and Δ-quantile, and the swap time S into its model.
@@ -104,7 +113,7 @@ func SolvePlan(pr *PlanProblem, o PlanOptions) PlanSolution {
 	for _, v := range dq {
 		L = max(L, len(v))
 	}
-	dec := PlanSolution{Queues: dq, Mode: "decomposed", Fallback: ds.viol > 0, Violations: ds.viol, Objective: ds.obj}
+	dec := PlanSolution{Queues: dq, Mode: "decomposed", Fallback: ds.viol > 0, Violations: Violations(pr, dq), Objective: ds.obj}
 	if o.MaxBinaries < 0 || bins > o.MaxBinaries {
 		return dec
 	}
@@ -120,7 +129,7 @@ func SolvePlan(pr *PlanProblem, o PlanOptions) PlanSolution {
 		if ds.less(ms) {
 			return dec
 		}
-		s := PlanSolution{Queues: q, Mode: "strict", Fallback: soft, Violations: ms.viol, Objective: ms.obj}
+		s := PlanSolution{Queues: q, Mode: "strict", Fallback: soft, Violations: Violations(pr, q), Objective: ms.obj}
 		if soft {
 			s.Mode = "soft"
 		}

@@ -236,7 +236,7 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		prob.Instances = append(prob.Instances, pi)
 	}
 	for _, g := range gs {
-		pg := PlanGroup{ID: g.id, Model: g.model, Deadline: float64(g.deadline) / 1e6, Pinned: -1}
+		pg := PlanGroup{ID: g.id, Model: g.model, Deadline: float64(g.deadline) / 1e6, Pinned: -1, Weight: len(g.members)}
 		if g.started || p.opt.placement != "plan" {
 			pg.Pinned = g.vq
 		}
@@ -502,7 +502,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		}
 	}
 	if best == nil {
-		return nil
+		return q.split(p, in)
 	}
 	from := q.vq[best.vq]
 	for i, g := range from {
@@ -518,6 +518,54 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 	q.vq[in.idx] = append(q.vq[in.idx], best)
 	p.stats.Pulls++
 	return best
+}
+
+// split is load balancing for an instance that found nothing to pull: the waiting members
+// of a started group queued elsewhere. QLM §5 pins a group that started executing to its
+// instance ("cannot be migrated"), which is about its running requests; its waiting members
+// are still in the global queue. Left there, a large group (up to δ·avg_batch requests, QLM
+// §4.2) drains on one instance while another idles, which under sustained overload is lost
+// capacity every later request pays for (full W_B: one instance finished 230 s after the
+// other). The later half of the waiting members (FCFS within a group, QLM §5: the ones that
+// would wait longest) become a new group at the end of this instance's virtual queue; the
+// earlier half and the running members stay. Of the candidates, the group of highest
+// priority, then earliest deadline, then lowest ID (deterministic); of the loaded model,
+// or any model on an instance with nothing running or swapped (paying the model swap).
+func (q *qlmQueue) split(p *Policy, in *instance) *group {
+	empty := len(in.running) == 0 && len(in.swapped) == 0
+	var best *group
+	for _, o := range p.inst {
+		if o == in {
+			continue
+		}
+		for _, g := range q.vq[o.idx] {
+			if !g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil || (g.model != in.model && !empty) {
+				continue
+			}
+			if best == nil || g.prio < best.prio || (g.prio == best.prio && (g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id))) {
+				best = g
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	k := len(best.members) / 2
+	g := &group{id: q.next, app: best.app, model: best.model, bucket: best.bucket, deadline: dataplane.Never, vq: in.idx,
+		mu: best.mu, sd: best.sd, maxOut: best.maxOut, prio: best.prio}
+	q.next++
+	g.members = append([]*seq(nil), best.members[k:]...)
+	best.members = best.members[:k:k]
+	g.size = len(g.members)
+	for _, s := range g.members {
+		s.group = g
+		s.inst = in.idx
+		g.deadline = min(g.deadline, s.deadline)
+	}
+	best.retime()
+	q.vq[in.idx] = append(q.vq[in.idx], g)
+	p.stats.Pulls++
+	return g
 }
 
 // behind is the pull past a head that admitKeepsDeadlines refused: the first request of the
@@ -551,6 +599,21 @@ func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
 		}
 	}
 	g.started = true
+	g.retime()
+}
+
+// retime sets the group's deadline to the earliest deadline of its waiting members (QLM
+// §4.1: a group's deadline is its members' tightest SLO; a request pulled into the running
+// batch no longer waits in it). Otherwise a started group keeps the deadline of its first,
+// long-served member, and the plan's order (QLM §4.2–§4.3, EDF fallback included) serves all
+// of its later members ahead of groups with earlier waiting requests: up to δ·avg_batch
+// requests of one prompt-length bucket jump ahead of the others, which under overload makes
+// the batch class miss deadlines that an earliest-deadline order meets.
+func (g *group) retime() {
+	g.deadline = dataplane.Never
+	for _, s := range g.members {
+		g.deadline = min(g.deadline, s.deadline)
+	}
 }
 
 // requeue puts an evicted sequence back at the front of its group, and the group back at the
@@ -558,6 +621,7 @@ func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
 func (q *qlmQueue) requeue(_ *Policy, in *instance, s *seq) {
 	g := s.group
 	g.members = append([]*seq{s}, g.members...)
+	g.deadline = min(g.deadline, s.deadline)
 	for _, x := range q.vq[in.idx] {
 		if x == g {
 			return
