@@ -97,13 +97,26 @@ func (d *Deployment) Emulated(st StageID, r *Request, u float64) (Result, bool) 
 	return res, true
 }
 
+// TraceKey is the number that keys request r's per-request draws (emulated outcomes, the
+// ingress worker of a workflow): its index in its application's trace when the driver knows it
+// (Attrs.Trace), else its ID. The simulator numbers requests in arrival order, but serve
+// numbers them in the order they reach it, and two requests arriving within a millisecond
+// can reach it in either order; keyed on their trace index they draw alike in both.
+func TraceKey(r *Request) int64 {
+	if r.Attrs.Trace > 0 {
+		return r.Attrs.Trace - 1
+	}
+	return int64(r.ID)
+}
+
 // EmulatedU is the uniform number in [0, 1) that drivers hand Deployment.Emulated for
-// request r finishing its current batch at stage st: a function of the request's ID, the stage
-// and how many batches the request has been in (a loop that revisits a stage draws afresh), and
-// of nothing else. So the simulator and serve's emulated workers make the same choice for the
-// same request of the same trace, whatever order batches complete in (splitmix64).
+// request r finishing its current batch at stage st: a function of the request's trace key
+// (TraceKey), the stage and how many batches the request has been in (a loop that revisits a
+// stage draws afresh), and of nothing else. So the simulator and serve's emulated workers make
+// the same choice for the same request of the same trace, whatever order batches complete in
+// (splitmix64).
 func EmulatedU(r *Request, st StageID) float64 {
-	x := uint64(uint32(r.ID))*0x9e3779b97f4a7c15 + uint64(uint32(st))<<20 + uint64(len(r.Batches)) + 0x632be59bd9b4e019
+	x := uint64(uint32(TraceKey(r)))*0x9e3779b97f4a7c15 + uint64(uint32(st))<<20 + uint64(len(r.Batches)) + 0x632be59bd9b4e019
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	x ^= x >> 31

@@ -337,13 +337,17 @@ func (e *Engine) ReserveRequests(n int) {
 // Attrs are a request's attributes, set by the driver at arrival and read by policies: the
 // class of a multi-class workload (QLM's request groups, PARD's priorities), token counts of
 // an LLM request (QLM), the validation sample a cascade request stands for (CascadeServe's
-// stand-in certainties), and a priority.
+// stand-in certainties), a priority, and the request's place in its trace.
 type Attrs struct {
 	Class     int32
 	Priority  int32
 	InTokens  int32
 	OutTokens int32
 	Sample    int64
+	// Trace is 1 + the request's index among its application's arrivals in the trace it was
+	// replayed from (0: not replayed from a trace). The simulator sets it on every arrival;
+	// `plan load` sends it to serve (TraceKey says what reads it).
+	Trace int64
 }
 
 // Arrival describes a request entering the engine.

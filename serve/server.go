@@ -471,6 +471,12 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
 		return
 	}
+	trace, err := ParseTraceIndex(r.Header.Get(TraceIndexHeader))
+	if err != nil {
+		s.m.reject(400, "bad-request")
+		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
+		return
+	}
 	if age := s.clk.Now() - at; age >= dataplane.Time(spec.sloUs) {
 		// Reading and decoding took the whole SLO (a slow client, a starved machine): the
 		// request cannot finish in time, and the driver need not spend an event on it.
@@ -484,7 +490,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.inflight.Add(-1)
-	c := &call{model: name, ms: spec.series, id: req.ID, at: at, payload: &Payload{Tensor: req.Inputs[0]}, resp: make(chan result, 1)}
+	c := &call{model: name, ms: spec.series, id: req.ID, at: at, payload: &Payload{Tensor: req.Inputs[0]}, resp: make(chan result, 1), attrs: dataplane.Attrs{Trace: trace}}
 	select {
 	case s.d.intake <- c:
 	case <-s.d.stopped:

@@ -157,6 +157,9 @@ func (s *Sim) Run() (*Metrics, error) {
 			if s.opts.Attrs != nil {
 				arr.Attrs = s.opts.Attrs(a, s.arrivals[a])
 			}
+			if arr.Attrs.Trace == 0 {
+				arr.Attrs.Trace = s.arrivals[a] + 1
+			}
 			s.arrivals[a]++
 			_, err = s.Engine.Admit(it.At, arr)
 			s.scheduleArrival(a)

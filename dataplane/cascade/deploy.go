@@ -192,7 +192,7 @@ func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Durat
 	}
 	d.Apps = []dataplane.App{{Name: t.Name, SLO: dataplane.Time(slo / time.Microsecond), Weight: 1, RateRPS: qpsMax,
 		Entry: entry, Params: map[string]string{ParamPlan: string(js)}}}
-	// Emulate: stage s's model on the request's sample (Attrs.Sample, else its ID, mod N):
+	// Emulate: stage s's model on the request's sample (SampleOf):
 	// its certainty, and Label 1 when the model answers the sample right, 0 when wrong (the
 	// stand-in's ground truth, so a run can measure accuracy over served requests).
 	certs, preds := t.Cert, make([][]int32, len(t.Models))
@@ -216,12 +216,14 @@ func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Durat
 	return d, nil
 }
 
-// SampleOf is the validation sample request r replays: Attrs.Sample when set, else its ID
-// (request i uses sample i mod N: the simulator cycles through the samples, App. C.1).
+// SampleOf is the validation sample request r replays: Attrs.Sample when set, else its
+// trace key (the i-th request of a trace uses sample i mod N: the simulator cycles through
+// the samples, App. C.1; keyed on the trace rather than the ID, serve replays the same sample
+// for the same request of `plan load`'s trace whatever order requests reach it in).
 func SampleOf(r *dataplane.Request, n int64) int64 {
 	x := r.Attrs.Sample
 	if x <= 0 {
-		x = int64(r.ID)
+		x = dataplane.TraceKey(r)
 	}
 	if x < 0 {
 		x = -x

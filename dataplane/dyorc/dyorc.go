@@ -230,7 +230,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		a := int(r.App)
 		p.reqs[ev.Req] = &reqState{app: a, prevDev: -1, prevSvc: -1}
 		ws := p.m.IngressWorkers[a]
-		out.Dispatch(r.App, []dataplane.ReqID{ev.Req}, []dataplane.PathHop{{Stage: p.m.Ingress[a], Worker: ws[int(ev.Req)%len(ws)], Dur: dataplane.Time(p.m.Net.IngressUs)}})
+		out.Dispatch(r.App, []dataplane.ReqID{ev.Req}, []dataplane.PathHop{{Stage: p.m.Ingress[a], Worker: ws[dataplane.TraceKey(r)%int64(len(ws))], Dur: dataplane.Time(p.m.Net.IngressUs)}})
 	case dataplane.EvStageArrival:
 		for _, r := range p.v.Arrived(ev) {
 			p.call(now, r, ev.Stage, out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"strconv"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -92,6 +93,7 @@ func Sender(conn grpc.ClientConnInterface, raw, half bool) load.Sender {
 			v, _ = reqs.LoadOrStore(model, Request(md, raw, half))
 		}
 		var trailer metadata.MD
+		ctx = metadata.AppendToOutgoingContext(ctx, traceKey, strconv.FormatInt(s.Index, 10))
 		resp, err := client.ModelInfer(ctx, v.(*pb.ModelInferRequest), grpc.Trailer(&trailer))
 		if err == nil {
 			s.Status = 200

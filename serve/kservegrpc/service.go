@@ -16,12 +16,14 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/serve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
@@ -129,7 +131,16 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	half := isRaw && in.GetDatatype() == "FP16" && dtype != "FP16"
-	a, err := x.s.Infer(ctx, r.GetModelName(), r.GetId(), serve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data})
+	var trace int64
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(traceKey); len(v) > 0 {
+			if trace, err = serve.ParseTraceIndex(v[0]); err != nil {
+				return nil, status.Error(codes.InvalidArgument, err.Error())
+			}
+		}
+	}
+	a, err := x.s.Submit(ctx, serve.Request{Model: r.GetModelName(), ID: r.GetId(), Input: &serve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data},
+		Attrs: dataplane.Attrs{Trace: trace}})
 	if err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
@@ -163,6 +174,9 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	}
 	return resp, nil
 }
+
+// traceKey is serve.TraceIndexHeader as gRPC metadata (whose keys are lower case).
+var traceKey = strings.ToLower(serve.TraceIndexHeader)
 
 // dropTrailer carries a drop's reason, stage, estimate and retry hint.
 func dropTrailer(a *serve.Answer) metadata.MD {

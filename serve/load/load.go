@@ -17,6 +17,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,10 @@ type Options struct {
 
 // Sample is one request's client-side record.
 type Sample struct {
-	App     int
+	App int
+	// Index is the request's index among its application's arrivals in the trace, sent to
+	// the server as serve.TraceIndexHeader so that its emulated draws follow the trace.
+	Index   int64
 	Arrival time.Duration // scheduled, from the start
 	Latency time.Duration // send → answer
 	Status  int           // 0 = transport error
@@ -262,6 +266,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	type arrival struct {
 		t   dataplane.Time
 		app int
+		n   int64 // index among the target's arrivals
 	}
 	var arrivals []arrival
 	for i, t := range targets {
@@ -274,12 +279,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		var n int64
 		for {
 			at := src.Next()
 			if at == dataplane.Never || at >= window {
 				break
 			}
-			arrivals = append(arrivals, arrival{at, i})
+			arrivals = append(arrivals, arrival{at, i, n})
+			n++
 		}
 	}
 	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].t < arrivals[j].t })
@@ -318,7 +325,7 @@ send:
 			}
 		}
 		lag = max(lag, time.Since(due))
-		samples[i] = Sample{App: a.app, Arrival: time.Duration(a.t) * time.Microsecond}
+		samples[i] = Sample{App: a.app, Index: a.n, Arrival: time.Duration(a.t) * time.Microsecond}
 		wg.Add(1)
 		if raw != nil {
 			raw.send(&targets[a.app], &samples[i], func() {
@@ -376,6 +383,7 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(serve.TraceIndexHeader, strconv.FormatInt(s.Index, 10))
 	begin := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/plan-dev/plan/serve"
 )
 
 // rawClient sends infer requests over a pool of plain HTTP/1.1 keep-alive connections, one
@@ -26,7 +28,7 @@ import (
 type rawClient struct {
 	ctx        context.Context
 	addr, host string
-	reqs       map[string][]byte // the request bytes per model
+	reqs       map[string]rawRequest // the request bytes per model
 	max        int
 	timeout    time.Duration
 	work       chan rawJob
@@ -52,19 +54,30 @@ func newRawClient(ctx context.Context, base string, maxConns int, timeout time.D
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	c := &rawClient{ctx: ctx, addr: addr, host: u.Host, max: maxConns, timeout: timeout, work: make(chan rawJob, max(queue, 1)), reqs: map[string][]byte{}}
+	c := &rawClient{ctx: ctx, addr: addr, host: u.Host, max: maxConns, timeout: timeout, work: make(chan rawJob, max(queue, 1)), reqs: map[string]rawRequest{}}
 	for i := range targets {
 		c.reqs[targets[i].name] = c.request(&targets[i])
 	}
 	return c, nil
 }
 
-// request builds the bytes of one infer request of t.
-func (c *rawClient) request(t *target) []byte {
+// rawRequest is the bytes of t's infer requests around the one header that differs between
+// them (serve.TraceIndexHeader's value).
+type rawRequest struct{ head, tail []byte }
+
+// request builds the bytes of t's infer requests.
+func (c *rawClient) request(t *target) rawRequest {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", neturl.PathEscape(t.name), c.host, len(t.body))
-	b.Write(t.body)
-	return b.Bytes()
+	fmt.Fprintf(&b, "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s: ", neturl.PathEscape(t.name), c.host, len(t.body), serve.TraceIndexHeader)
+	tail := append([]byte("\r\n\r\n"), t.body...)
+	return rawRequest{head: b.Bytes(), tail: tail}
+}
+
+// appendRequest appends the bytes of request s of t to b.
+func (r rawRequest) appendRequest(b []byte, s *Sample) []byte {
+	b = append(b, r.head...)
+	b = strconv.AppendInt(b, s.Index, 10)
+	return append(b, r.tail...)
 }
 
 // send queues one request; done is called once it is recorded in s.
@@ -100,7 +113,7 @@ func (c *rawClient) conn() {
 			nc.Close()
 		}
 	}()
-	buf := make([]byte, 0, 4096)
+	buf, wbuf := make([]byte, 0, 4096), make([]byte, 0, 4096)
 	for j := range c.work {
 		if c.ctx.Err() != nil {
 			j.s.Latency = time.Since(j.begin)
@@ -122,7 +135,7 @@ func (c *rawClient) conn() {
 			}
 			br = bufio.NewReaderSize(nc, 4096)
 		}
-		keep := c.do(nc, br, j, &buf)
+		keep := c.do(nc, br, j, &buf, &wbuf)
 		if !keep {
 			nc.Close()
 			nc = nil
@@ -137,12 +150,12 @@ func isTimeout(err error) bool {
 }
 
 // do sends j on nc and reads its answer; it reports whether the connection can be reused.
-func (c *rawClient) do(nc net.Conn, br *bufio.Reader, j rawJob, buf *[]byte) bool {
+func (c *rawClient) do(nc net.Conn, br *bufio.Reader, j rawJob, buf, wbuf *[]byte) bool {
 	s := j.s
 	s.Wait = time.Since(j.begin)
 	_ = nc.SetDeadline(j.begin.Add(c.timeout))
-	req := c.reqs[j.t.name]
-	if _, err := nc.Write(req); err != nil {
+	*wbuf = c.reqs[j.t.name].appendRequest((*wbuf)[:0], s)
+	if _, err := nc.Write(*wbuf); err != nil {
 		s.Latency = time.Since(j.begin)
 		s.Stage, s.Reason = "client", "error"
 		if isTimeout(err) {

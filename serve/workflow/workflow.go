@@ -130,11 +130,15 @@ func run(s *serve.Server, r *http.Request, arrived time.Time) (int, any) {
 	if err != nil {
 		return http.StatusBadRequest, ErrorResponse{Error: err.Error()}
 	}
+	trace, err := serve.ParseTraceIndex(r.Header.Get(serve.TraceIndexHeader))
+	if err != nil {
+		return http.StatusBadRequest, ErrorResponse{Error: err.Error()}
+	}
 	var (
 		mu   sync.Mutex
 		hops []serve.HopEvent
 	)
-	sreq := serve.Request{Model: app, ID: req.ID, Input: req.Input, Arrived: arrived, Attrs: dataplane.Attrs{Sample: req.Seed},
+	sreq := serve.Request{Model: app, ID: req.ID, Input: req.Input, Arrived: arrived, Attrs: dataplane.Attrs{Sample: req.Seed, Trace: trace},
 		Deadline: time.Duration(req.DeadlineMs * float64(time.Millisecond)),
 		OnHop: func(h serve.HopEvent) {
 			mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	dpd "github.com/plan-dev/plan/dataplane/dyorc"
@@ -293,4 +294,88 @@ func FuzzDecode(f *testing.F) {
 			t.Errorf("accepted %+v", r)
 		}
 	})
+}
+
+// TestTraceIndexKeysDraws: the branches of a request that carries its trace index
+// (serve.TraceIndexHeader, as `plan load` sends it) follow the index, not the order requests
+// reach the server: the same requests sent in reverse order take the same paths. Without the
+// index they are keyed on arrival order and take other paths, which is how near-simultaneous
+// arrivals swapped by the network made a served trace another realization than the
+// simulated one.
+func TestTraceIndexKeysDraws(t *testing.T) {
+	const n = 8
+	// paths sends the requests in order, 5 ms apart (so the server numbers them in that
+	// order) without waiting for answers: a GILL run takes seconds.
+	paths := func(order []int, header bool) map[int]string {
+		t.Helper()
+		_, ts := newServer(t, readPlan(t, planFile), serve.Options{})
+		var (
+			mu   sync.Mutex
+			wg   sync.WaitGroup
+			out  = map[int]string{}
+			errs []error
+		)
+		for _, k := range order {
+			req, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/workflows/gill/run", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if header {
+				req.Header.Set(serve.TraceIndexHeader, fmt.Sprint(k))
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var r RunResponse
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					err = json.NewDecoder(resp.Body).Decode(&r)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != 200 {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("request %d: %w", k, err))
+				}
+				out[k] = strings.Join(r.Nodes, " → ")
+			}()
+			time.Sleep(5 * time.Millisecond)
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		return out
+	}
+	fwd, rev := make([]int, n), make([]int, n)
+	for i := range n {
+		fwd[i], rev[i] = i, n-1-i
+	}
+	want := paths(fwd, true)
+	distinct := map[string]bool{}
+	for _, p := range want {
+		distinct[p] = true
+	}
+	if len(distinct) < 2 {
+		t.Fatalf("all %d requests took the path %v: the test cannot tell orders apart", n, want[0])
+	}
+	got := paths(rev, true)
+	for k := range n {
+		if got[k] != want[k] {
+			t.Errorf("trace index %d: path %s in reverse order, %s in trace order", k, got[k], want[k])
+		}
+	}
+	unkeyed := paths(rev, false)
+	same := 0
+	for k := range n {
+		if unkeyed[k] == want[k] {
+			same++
+		}
+	}
+	if same == n {
+		t.Errorf("without the trace index, reverse order still gave every request its path: the draws do not depend on the key")
+	}
 }
