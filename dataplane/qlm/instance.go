@@ -37,6 +37,9 @@ type seq struct {
 
 func (s *seq) ctx() int { return s.prompt + s.gen }
 
+// slo is the request's end-to-end latency SLO (QLM §2.3, Def. 2.2).
+func (s *seq) slo() dataplane.Time { return s.deadline - s.arrival }
+
 // instance is one LLM engine on one worker: its loaded model, running batch, swapped-out
 // sequences and the iteration in flight.
 type instance struct {
@@ -456,7 +459,10 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h
 			break
 		}
 		// Strict priorities (§4.7): a less urgent sequence never holds a more urgent one back.
-		if s.prio > h.prio || !p.rescuable(t, m, run, i, sub) {
+		// Only a tighter SLO is protected: head-of-line blocking is a loose request holding
+		// back a tight one (QLM §1); between requests of one SLO the deadline order already
+		// is the arrival order, and refusing only lowers throughput.
+		if s.prio > h.prio || s.slo() >= h.slo() || !p.rescuable(t, m, run, i, sub) {
 			continue
 		}
 		r := p.residualTokens(s)
@@ -535,10 +541,17 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 		}
 		var at *seq
 		sub := 0
+		loose := dataplane.Time(0)
+		for _, s := range run {
+			loose = max(loose, s.slo())
+		}
 		for i, s := range run {
 			sub += s.ctx()
 			if s.deadline == run[len(run)-1].deadline {
 				break // nothing with a later deadline to evict for it
+			}
+			if s.slo() >= loose {
+				continue // no looser request to evict for it
 			}
 			r := p.residualTokens(s)
 			if t+r*stepSeconds(m, len(run), ctx, r) > float64(s.deadline)/1e6 && p.rescuable(t, m, run, i, sub) {
@@ -552,7 +565,7 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 		// The victim: latest deadline, then least generated tokens (least lost work, §2.1).
 		var v *seq
 		for _, s := range run {
-			if s.deadline <= at.deadline || s.prio < at.prio {
+			if s.deadline <= at.deadline || s.prio < at.prio || s.slo() <= at.slo() {
 				continue
 			}
 			if v == nil || s.deadline > v.deadline || (s.deadline == v.deadline && (s.gen < v.gen || (s.gen == v.gen && s.id > v.id))) {
