@@ -56,20 +56,6 @@ func MustJSON(v any) string {
 	return string(b)
 }
 
-// StrictJSON decodes s into v, refusing fields v does not have: a record read back from
-// edited files must be exactly what an exporter wrote.
-func StrictJSON(s string, v any) error {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if d.More() {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
-	return nil
-}
-
 // TritonParams returns a model configuration's parameters as strings.
 func TritonParams(c *tritonpb.ModelConfig) map[string]string {
 	params := make(map[string]string, len(c.Parameters))

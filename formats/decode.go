@@ -112,7 +112,7 @@ func parse(name string, data []byte, wantKind string) (Document, error) {
 		js, err = json.Marshal(tree)
 	}
 	if err == nil {
-		err = strictUnmarshal(js, doc)
+		err = StrictUnmarshal(js, doc)
 	}
 	if err != nil {
 		// The structural check should have caught everything; report what encoding/json says.
@@ -177,7 +177,10 @@ func newDocument(kind string) (Document, error) {
 	return nil, ErrUnknownKind
 }
 
-func strictUnmarshal(js []byte, v any) error {
+// StrictUnmarshal decodes the one JSON value in js into v, refusing fields v does not have
+// and data after the value: what every decoder of files a user or an exporter wrote needs,
+// since a misspelt key silently ignored is a setting silently lost.
+func StrictUnmarshal(js []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

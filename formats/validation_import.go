@@ -87,12 +87,12 @@ func importJSON(data []byte) ([]ValidationRecord, ErrorList) {
 			Kind       string             `json:"kind"`
 			Records    []ValidationRecord `json:"records"`
 		}
-		if err := strictUnmarshal(data, &wrap); err != nil {
+		if err := StrictUnmarshal(data, &wrap); err != nil {
 			return nil, ErrorList{{Rule: "not a validation-records document: " + err.Error()}}
 		}
 		return wrap.Records, nil
 	}
-	if err := strictUnmarshal(data, &recs); err != nil {
+	if err := StrictUnmarshal(data, &recs); err != nil {
 		return nil, ErrorList{{Rule: "not a JSON array of validation records: " + err.Error()}}
 	}
 	return recs, nil
@@ -111,7 +111,7 @@ func importJSONL(data []byte) ([]ValidationRecord, ErrorList) {
 			continue
 		}
 		var r ValidationRecord
-		if err := strictUnmarshal(b, &r); err != nil {
+		if err := StrictUnmarshal(b, &r); err != nil {
 			errs = append(errs, &FieldError{Path: fmt.Sprintf("line %d", line), Rule: err.Error()})
 			continue
 		}

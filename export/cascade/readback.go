@@ -120,7 +120,7 @@ func parseReplicas(s string) ([]replica, error) {
 
 func (rb *reader) setTable(s string) error {
 	var t Table
-	if err := export.StrictJSON(s, &t); err != nil {
+	if err := formats.StrictUnmarshal([]byte(s), &t); err != nil {
 		return fmt.Errorf("%s: %w", ParamTable, err)
 	}
 	if rb.table != nil && export.MustJSON(*rb.table) != export.MustJSON(t) {
@@ -210,7 +210,7 @@ func (rb *reader) kserve(data []byte) error {
 			return fmt.Errorf("graph %s: %s: %q: not a gear index", g.Metadata.Name, annotation("gear_index"), a[annotation("gear_index")])
 		}
 		var gear formats.Gear
-		if err := export.StrictJSON(a[annotation("gear")], &gear); err != nil {
+		if err := formats.StrictUnmarshal([]byte(a[annotation("gear")]), &gear); err != nil {
 			return fmt.Errorf("graph %s: %s: %w", g.Metadata.Name, annotation("gear"), err)
 		}
 		if n := len(g.Spec.Nodes["root"].Steps); n != len(gear.Models) {

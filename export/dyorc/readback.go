@@ -98,7 +98,7 @@ func (rb *reader) app(params map[string]string) error {
 		return fmt.Errorf("no %s", ParamApp)
 	}
 	var rec Record
-	if err := export.StrictJSON(params[ParamPlan], &rec); err != nil {
+	if err := formats.StrictUnmarshal([]byte(params[ParamPlan]), &rec); err != nil {
 		return fmt.Errorf("app %s: %s: %w", name, ParamPlan, err)
 	}
 	if rb.rec != nil && export.MustJSON(*rb.rec) != export.MustJSON(rec) {
@@ -109,7 +109,7 @@ func (rb *reader) app(params map[string]string) error {
 	}
 	rb.rec = &rec
 	var a formats.App
-	if err := export.StrictJSON(params[ParamWorkflow], &a); err != nil {
+	if err := formats.StrictUnmarshal([]byte(params[ParamWorkflow]), &a); err != nil {
 		return fmt.Errorf("app %s: %s: %w", name, ParamWorkflow, err)
 	}
 	if _, dup := rb.apps[name]; dup {

@@ -72,7 +72,7 @@ type reader struct {
 // record keeps the plan record; every copy must be the same.
 func (rb *reader) record(s string) error {
 	var rec Record
-	if err := export.StrictJSON(s, &rec); err != nil {
+	if err := formats.StrictUnmarshal([]byte(s), &rec); err != nil {
 		return fmt.Errorf("%s: %w", ParamPlan, err)
 	}
 	if rec.GPUs < 1 || rec.GPUs > maxGPUs {
@@ -141,7 +141,7 @@ func (rb *reader) triton(name string, data []byte, files export.Files) error {
 		return fmt.Errorf("model %s: no %s beside it", c.Name, mj)
 	}
 	var eng Engine
-	if err := export.StrictJSON(string(raw), &eng); err != nil {
+	if err := formats.StrictUnmarshal(raw, &eng); err != nil {
 		return fmt.Errorf("model %s: %s: %w", c.Name, mj, err)
 	}
 	gpus, err := export.ParseIndexList(params[ParamGPUs], maxGPUs)
@@ -203,7 +203,7 @@ func engineFromArgs(args []string) (Engine, error) {
 		m[k] = json.RawMessage(v)
 	}
 	var e Engine
-	if err := export.StrictJSON(export.MustJSON(m), &e); err != nil {
+	if err := formats.StrictUnmarshal([]byte(export.MustJSON(m)), &e); err != nil {
 		return Engine{}, fmt.Errorf("args: %w", err)
 	}
 	return e, nil
