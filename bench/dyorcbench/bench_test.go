@@ -103,9 +103,9 @@ func TestAzureLikeChange(t *testing.T) {
 	}
 }
 
-// TestMixShape is spec §5.4's shape check on MIX at a fixed seed (a 300 s trace): DyOrc's mean
-// latency is below every baseline's and within 10 % of the oracle-prediction bound (the
-// issue's targets; RESULTS.md has the full runs, where the margin over Greedy is 30 %).
+// TestMixShape checks the shape of DyOrc §8.1's result on MIX at a fixed seed (a 300 s trace):
+// DyOrc's mean latency is below every baseline's and within 10 % of the oracle-prediction bound
+// (the targets; RESULTS.md has the full runs, where the margin over Greedy is 30 %).
 func TestMixShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 300 s MIX trace under 6 policies")
@@ -135,11 +135,11 @@ func TestMixShape(t *testing.T) {
 }
 
 // TestGPUMem: --gpu-gb sets every GPU's memory for the placement and the run alike (0 = an
-// A800-80GB, spec §5.2). At 80 GB GILL's three services (19.6 GB with their activation
-// reserve) never leave a GPU, so loading stays off the critical path; at 17.5 GB a GPU cannot
-// hold the LLM and Stable Diffusion together and services are evicted and reloaded (the
-// paper's small-cluster regime, §8.5). Runs are deterministic: the same seed gives the same
-// rows.
+// A800-80GB, our reading of the paper's A800s, DyOrc §8). At 80 GB GILL's three services (19.6
+// GB with their activation reserve) never leave a GPU, so loading stays off the critical path;
+// at 17.5 GB a GPU cannot hold the LLM and Stable Diffusion together and services are evicted
+// and reloaded (the paper's small-cluster regime, §8.5). Runs are deterministic: the same seed
+// gives the same rows.
 func TestGPUMem(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -27,7 +27,7 @@ type Options struct {
 	Scale []int
 	// StateUs is the DP charge per state (dyorc.DefaultStateUs when 0).
 	StateUs float64
-	// Change runs the MIX pattern change (paper §4, Fig.10) under every policy.
+	// Change runs the MIX pattern change (DyOrc §8.2, Fig. 10) under every policy.
 	Change bool
 	// GPUMemGB is each GPU's memory in GB (DefaultGPUMemGB when 0), the same for every policy.
 	GPUMemGB float64
@@ -45,21 +45,21 @@ func Full() Options {
 	return Options{Seeds: 3, Seconds: 1800, GPUs: 8, Load: 3, Scale: []int{8, 16, 32, 64, 128, 256}, Change: true}
 }
 
-// DefaultGPUMemGB is an A800-80GB's memory (spec §5.2). With the §5.2 stand-ins (weights plus
-// a 20 % activation reserve) all of GILL's services take 19.6 GB and Debate's one 16.2 GB, so
-// at this size no GPU ever evicts them and loading never reaches a request's critical path:
-// proactive loading, which the paper credits for Speculative's gain over Greedy (§8.3:
-// "DEBATE does not necessitate service loading, thereby reducing the advantages"), has
+// DefaultGPUMemGB is an A800-80GB's memory (the paper's A800s, DyOrc §8). With our stand-ins
+// (weights plus a 20 % activation reserve) all of GILL's services take 19.6 GB and Debate's one
+// 16.2 GB, so at this size no GPU ever evicts them and loading never reaches a request's
+// critical path: proactive loading, which the paper credits for Speculative's gain over Greedy
+// (§8.3: "DEBATE does not necessitate service loading, thereby reducing the advantages"), has
 // nothing to hide there. --gpu-gb reproduces the paper's small-cluster regime (§8.5: "the
-// limited number of loaded services that can be accommodated ... necessitating repeated
-// loading and unloading") with every policy on the same smaller GPUs.
+// limited number of loaded services that can be accommodated ... necessitating repeated loading
+// and unloading") with every policy on the same smaller GPUs.
 const DefaultGPUMemGB = 80
 
-// MixShare scales every app's rate in MIX, where the four apps share the same GPUs [ours].
-// Spec §5.4 runs every workload below saturation (30–90 %); at 0.5 MIX on 8 GPUs is past it
-// (its queues grow without bound: mean latency 14 s on a 300 s trace, 27 s on 600 s, for
-// every policy alike), so the mean says how long the trace was, not how good the scheduler
-// is. At 0.3 the mean is stable across trace lengths.
+// MixShare scales every app's rate in MIX, where the four apps share the same GPUs [ours]. The
+// paper does not give its RPS (DyOrc §8), so we run every workload below saturation (30–90 %);
+// at 0.5 MIX on 8 GPUs is past it (its queues grow without bound: mean latency 14 s on a 300 s
+// trace, 27 s on 600 s, for every policy alike), so the mean says how long the trace was, not
+// how good the scheduler is. At 0.3 the mean is stable across trace lengths.
 const MixShare = 0.3
 
 // AllApps are the workloads of the main table.
@@ -98,15 +98,15 @@ type ScaleRow struct {
 }
 
 // ScaleStateUs is the scheduler time charged per DP state in the scaling sweep unless
-// --state-us sets one: the spec's starting point (§5.3, "about 1 µs"), standing for the
-// paper's scheduler, whose overhead makes GILL's latency worsen beyond 32 GPUs (Fig.13–14).
-// Our Go DP is far cheaper (BenchmarkDP: about 0.1 ns per counted state at 256 GPUs; the
-// sweep prints its measured decision time next to the charge), and at the main table's
-// DefaultStateUs (0.05 µs) the charge stays under 3 ms per request even at 256 GPUs, so
+// --state-us sets one: a rough guess of 1 µs (the paper reports no per-state cost), standing
+// for the paper's scheduler, whose overhead makes GILL's latency worsen beyond 32 GPUs
+// (Fig.13–14). Our Go DP is far cheaper (BenchmarkDP: about 0.1 ns per counted state at 256
+// GPUs; the sweep prints its measured decision time next to the charge), and at the main
+// table's DefaultStateUs (0.05 µs) the charge stays under 3 ms per request even at 256 GPUs, so
 // the sweep would show no U.
 const ScaleStateUs = 1.0
 
-// ChangeMult is the MIX pattern change (paper §4, Fig.10): from the middle of the trace
+// ChangeMult is the MIX pattern change (DyOrc §8.2, Fig. 10): from the middle of the trace
 // (minute 60 of the paper's 2 h) GILL's rate doubles and KC's and Debate's halve; our MIX's
 // image app keeps its rate.
 var ChangeMult = map[string]float64{"gill": 2, "kc": 0.5, "debate": 0.5, "image": 1}

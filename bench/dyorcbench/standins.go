@@ -1,5 +1,5 @@
-// Package dyorcbench is `plan bench dyorc`: DyOrc's evaluation (spec §4–§5) in the simulator
-// on the spec's stand-in profiles (§5.2): the four applications and MIX, DyOrc against every
+// Package dyorcbench is `plan bench dyorc`: DyOrc's evaluation (DyOrc §8) in the simulator
+// on our stand-in profiles (the paper publishes none): the four applications and MIX, DyOrc against every
 // baseline (mean and p99 latency, speed-up L_base/L_dyorc − 1 next to the paper's 4–198 %),
 // prediction accuracy per application next to the paper's 76–94 %, and the scaling sweep to
 // 256 GPUs with the scheduler's own DP cost charged (Fig.13's U-shape), with the measured
@@ -21,7 +21,7 @@ func lin(l1, lmax float64, mb int) *formats.ServiceLatency {
 	return &formats.ServiceLatency{BaseUs: (l1 - per) * 1000, PerItemUs: per * 1000}
 }
 
-// StandIns returns the §5.2 stand-in services and the four applications (the same numbers as
+// StandIns returns our stand-in services and the four applications (the same numbers as
 // testdata/dyorc/gen.py).
 func StandIns() *formats.Workflows {
 	s := map[string]formats.Service{
@@ -87,16 +87,17 @@ func Only(wf *formats.Workflows, apps ...string) *formats.Workflows {
 	return out
 }
 
-// AzureLike generates per-app arrival times (µs) over secs seconds (spec §5.2): 30 functions
-// with Zipf popularity, each minute's rate scaled by a lognormal(σ 0.8) burst and a slow sine,
-// Poisson arrivals within the minute, function i serving app i mod #apps, scaled so app a's
-// mean rate is rates[a].
+// AzureLike generates per-app arrival times (µs) over secs seconds, our stand-in for the Azure
+// Functions trace the paper replays (DyOrc §8, "Workload"): 30 functions with Zipf popularity,
+// each minute's rate scaled by a lognormal(σ 0.8) burst and a slow sine, Poisson arrivals
+// within the minute, function i serving app i mod #apps, scaled so app a's mean rate is
+// rates[a].
 func AzureLike(rates []float64, secs int, seed uint64) [][]float64 {
 	return AzureLikeChange(rates, nil, 0, secs, seed)
 }
 
 // AzureLikeChange is AzureLike whose app a's rate is multiplied by mult[a] from minute
-// changeMin on (the MIX pattern change, paper §4 Fig.10: GILL ×2, KC and Debate ×0.5); nil
+// changeMin on (the MIX pattern change, DyOrc §8.2, Fig. 10: GILL ×2, KC and Debate ×0.5); nil
 // mult is AzureLike. The random draws are the same as AzureLike's up to the change.
 func AzureLikeChange(rates, mult []float64, changeMin, secs int, seed uint64) [][]float64 {
 	rng := rand.New(rand.NewPCG(seed, 0xa2))

@@ -16,7 +16,8 @@ type Cluster struct {
 	Type      string
 }
 
-// Net holds the message-passing and loading costs (spec §3.2, §5.2 stand-ins).
+// Net holds the message-passing and loading costs: the tiers of DyOrc §6.2, with our own
+// stand-in numbers.
 type Net struct {
 	// Tier 2 (tensors): NVLink within a node, the network across nodes (bytes/µs, µs).
 	NVLinkBpus, NVLinkLatUs float64
@@ -24,13 +25,15 @@ type Net struct {
 	// Tier 3 (general data): serialise+deserialise, then a socket within a node.
 	SerBpus, SerLatUs, SockBpus float64
 	// Loads: host→GPU GB/HostGBps + HostLatUs; the first load on a node reads the disk at
-	// DiskSPerGB (every node reads all components into host RAM at start, spec §2.7).
+	// DiskSPerGB (every node reads all components into host RAM at start, DyOrc §5.4).
 	HostGBps, HostLatUs, DiskUsPerGB float64
-	// IngressUs is the API server's enqueue of a request (its upload, spec §2.4 $in).
+	// IngressUs is the API server's enqueue of a request (its upload): the request input's
+	// ready time in Eq. 2, which the paper leaves open.
 	IngressUs float64
 }
 
-// DefaultNet is the spec's A800/NVLink stand-in (§5.2).
+// DefaultNet is our stand-in for the paper's A800/NVLink testbed (DyOrc §8), which publishes
+// no link costs; with it serialisation is ~79 % of Fig. 3's transfer (the paper's 77 %, §3.3).
 var DefaultNet = Net{
 	NVLinkBpus: 150e3, NVLinkLatUs: 20, NetBpus: 12e3, NetLatUs: 50,
 	SerBpus: 1.5e3, SerLatUs: 1000, SockBpus: 5e3,
@@ -192,7 +195,8 @@ func NewDeployment(w *Workflow, c Cluster, warm [][]int, net Net) (*dataplane.De
 // emulate is the deployment's model of the workflows' control flow: after stage st, request
 // r goes to the node the ground truth draws. A request with Attrs.Sample ≠ 0 follows the path
 // its sample seeds (the same for every policy, and what the oracle reads); otherwise the
-// driver's u draws the transition (spec §1.3: the simulator uses p).
+// driver's u draws the transition (the workflow's p: our stand-in for the paper's Python
+// workflow code branching on real outputs, DyOrc §4).
 func (m *Meta) emulate(st *dataplane.Stage, r *dataplane.Request, u float64) dataplane.Result {
 	res := dataplane.Result{Label: -1}
 	a := &m.W.Apps[r.App]
@@ -242,7 +246,7 @@ func (m *Meta) LoadUs(sv int, cold bool) float64 {
 	return t
 }
 
-// Comm is the time to move items outputs of service sv from GPU from to GPU to (spec §3.2):
+// Comm is the time to move items outputs of service sv from GPU from to GPU to (DyOrc §6.2):
 // zero on the same GPU, the tensor tier or serialised RPC otherwise. from < 0 is the API
 // server (whose upload the ingress stage already charged).
 func (m *Meta) Comm(from, to, sv, items int) float64 {
@@ -267,7 +271,8 @@ func (m *Meta) Comm(from, to, sv, items int) float64 {
 }
 
 // Tier3 is the cost of moving the outputs as general data (serialised RPC) even between
-// services on the same GPU: how Ray Serve passes every hop (spec §5.3).
+// services on the same GPU: how Ray Serve passes every hop (it has no zero-copy path for GPU
+// tensors, DyOrc §3.3).
 func (m *Meta) Tier3(from, to, sv, items int) float64 {
 	if from < 0 || sv < 0 {
 		return 0

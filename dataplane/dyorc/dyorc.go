@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// Mode selects the scheduler (spec §5.3).
+// Mode selects the scheduler: DyOrc's, the ablations of DyOrc §8.3 or the baselines of §8.
 type Mode int
 
 // Scheduler modes.
@@ -26,7 +26,7 @@ const (
 	// ModeFixed is the Triton-like baseline: the plan's placement, frozen (no loading); each
 	// call goes to the replica with the earliest estimated finish.
 	ModeFixed
-	// ModeRay is the Ray-Serve-like baseline (spec §5.3): per-service replica sets routed by
+	// ModeRay is the Ray-Serve-like baseline (DyOrc §8): per-service replica sets routed by
 	// the power of two choices, batches of at most RayMaxBatch, tier-3 messages on every hop,
 	// and reactive autoscaling with Ray's documented defaults (target 2 ongoing requests per
 	// replica, 10 s metrics interval, 30 s upscale delay, 600 s downscale delay); new replicas
@@ -35,7 +35,8 @@ const (
 	ModeRay
 )
 
-// Ray-like defaults (spec §5.3, §6 #17).
+// Ray-like defaults: the paper runs Ray Serve's defaults without listing them (DyOrc §8), so
+// these are Ray's documented ones.
 const (
 	RayMaxBatch       = 10
 	RayTargetOngoing  = 2.0
@@ -48,16 +49,19 @@ const (
 // Options configure a scheduler.
 type Options struct {
 	Mode Mode
-	// Argmax makes the predictor pick the most likely successor (default: sample, §6 #2).
+	// Argmax makes the predictor pick the most likely successor (default: sample, as DyOrc §5.2
+	// does).
 	Argmax bool
-	// StateUs is the scheduler time charged per DP state expanded (spec §5.3, §6 #19).
+	// StateUs is the scheduler time charged per DP state expanded, always charged: the scaling
+	// optimum at 32 GPUs comes from scheduling overhead (DyOrc §8.5).
 	StateUs float64
 	// Seed seeds the predictor's rollouts.
 	Seed uint64
-	// Literal is the paper's scheduler read literally (§2.6 3, §6 #4): a call that matches
-	// the next reservation binds to its GPU without a DP, every reservation counts in the
-	// device model's timeline, and the DP treats every load of a predicted task as hidden
-	// behind its predecessors. By default [ours] DyOrc instead
+	// Literal is the paper's scheduler read literally (DyOrc §5.3: re-plan only on a
+	// mispredict; predicted tasks, whose queueing the paper leaves open, are our reservations):
+	// a call that matches the next reservation binds to its GPU without a DP, every reservation
+	// counts in the device model's timeline, and the DP treats every load of a predicted task
+	// as hidden behind its predecessors. By default [ours] DyOrc instead
 	//   - re-runs the DP at every real call: the binding was decided with the queues of the
 	//     request's first call, stale by seconds under load;
 	//   - counts a reservation in the timeline only while its estimated input time is ahead
@@ -67,14 +71,16 @@ type Options struct {
 	//   - charges a predicted task's missing service its load on the critical path
 	//     (availCompPred), and lets a proactive load take only free memory: reservations
 	//     start loads ahead and protect their services from eviction, except against a real
-	//     task's load (§2.7).
+	//     task's load (proactive loading is DyOrc §5.4; the exception is ours, or two
+	//     requests' reservations could block each other's loads for good).
 	// `plan bench dyorc` reports both (dyorc, dyorc-literal).
 	Literal bool
 }
 
 // DefaultStateUs is the charge per expanded DP state [ours]: a fixed constant, between our Go
-// DP's measured cost (a few ns per state, BenchmarkDP) and the spec's 1 µs starting point
-// for the paper's Rust state sets, so that scheduler overhead grows with |D|² (Fig.13).
+// DP's measured cost (a few ns per state, BenchmarkDP) and a rough 1 µs guess for the paper's
+// Rust state sets (the paper reports no per-state cost), so that scheduler overhead grows with
+// |D|² (Fig.13).
 const DefaultStateUs = 0.05
 
 // Stats are a scheduler's counters.
@@ -289,7 +295,8 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	}
 }
 
-// prewarm loads the plan's placement at once (the initial state DyOrc starts from, §6 #20).
+// prewarm loads the plan's placement at once (the paper does not say what DyOrc starts from; we
+// seed it with the offline plan's placement).
 func (p *Policy) prewarm(now dataplane.Time, out *dataplane.Decisions) {
 	p.warm = true
 	if p.opt.Mode == ModeRay {
@@ -330,7 +337,8 @@ func (p *Policy) itemsOf(a, sv int) int {
 	return k
 }
 
-// call handles a real service call (spec §2.6 steps 2–3).
+// call handles a real service call (DyOrc §5.3: schedule the predicted workflow, re-plan on a
+// mispredict).
 func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.StageID, out *dataplane.Decisions) {
 	rs := p.reqs[r]
 	if rs == nil {
@@ -357,7 +365,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	case p.opt.Mode == ModeRay:
 		dev = p.rayRoute(sv)
 	case spec && p.opt.Literal && len(rs.chain) > 0 && rs.chain[0].svc == sv:
-		// The call matches the next reservation: bind it there, no DP (§2.6 3).
+		// The call matches the next reservation: bind it there, no DP (DyOrc §5.3).
 		dev = rs.chain[0].dev
 		p.dropResv(rs.chain[0])
 		rs.chain = rs.chain[1:]
@@ -446,7 +454,7 @@ func (p *Policy) future(r dataplane.ReqID, rs *reqState, sv int, svcs []int) []i
 	return append(svcs, pred...)
 }
 
-// finish ends a request (§2.6 step 4): leftover reservations go, the chain learns its calls.
+// finish ends a request: leftover reservations go, the chain learns its calls (DyOrc §5.2).
 func (p *Policy) finish(r dataplane.ReqID, rs *reqState) {
 	if rs.hasExpect {
 		p.st.StepTotal[rs.app]++
@@ -502,8 +510,8 @@ func (p *Policy) bestFixed(now, t0 dataplane.Time, rs *reqState, sv, items int) 
 	return best
 }
 
-// DP is the speculative scheduler's dynamic program (spec §2.5) over a chain of tasks
-// svcs[0..n) with items its[k]; the first consumes the output of service srcSvc on GPU src
+// DP is the speculative scheduler's dynamic program (DyOrc §5.3, Algorithm 1) over a chain of
+// tasks svcs[0..n) with items its[k]; the first consumes the output of service srcSvc on GPU src
 // (-1 = the request input) ready at t0. A state is (GPU of the latest task, its finish h);
 // within a layer a state is dominated by one on the same GPU with smaller h, and the
 // predecessor's triple is redundant once its consumer is placed, so each layer keeps at most
@@ -591,12 +599,12 @@ type srvBest struct {
 func lessVA(v float64, a int, w float64, b int) bool { return v < w || v == w && a < b }
 
 // bestPred is the DP's transition for one layer: for every GPU d, the predecessor e that
-// minimises h[e] + comm(e→d) (ties to the lowest e), written to arg[d] with its value in
-// x[d]. comm depends only on the tier (0 on d itself, cn within d's server, cx across
-// servers), so the per-server two smallest h and the two best servers give every d's
-// minimum in O(|D|) rather than scanning all |D| predecessors: the same choices as the
-// quadratic scan (TestBestPredMatchesScan), at 256 GPUs ~100× faster. The scheduler is still
-// charged for the paper's |D|² transitions per layer (states, §5.3).
+// minimises h[e] + comm(e→d) (ties to the lowest e), written to arg[d] with its value in x[d].
+// comm depends only on the tier (0 on d itself, cn within d's server, cx across servers), so
+// the per-server two smallest h and the two best servers give every d's minimum in O(|D|)
+// rather than scanning all |D| predecessors: the same choices as the quadratic scan
+// (TestBestPredMatchesScan), at 256 GPUs ~100× faster. The scheduler is still charged for the
+// paper's |D|² transitions per layer (states), the overhead behind DyOrc §8.5's scaling.
 func (p *Policy) bestPred(h []float64, cn, cx float64, arg []int, x []float64) {
 	srv := p.m.GPUServer
 	G := len(h)
@@ -661,7 +669,7 @@ func (p *Policy) bestPred(h []float64, cn, cx float64, arg []int, x []float64) {
 }
 
 // svcReady is when service sv can run on GPU d: now if resident, the load's ETA if loading,
-// else after the current load and its own load (§2.4 avail).
+// else after the current load and its own load (avail in Eq. 1, DyOrc §5.3).
 func (p *Policy) svcReady(now dataplane.Time, d, sv int) float64 {
 	dv := &p.devs[d]
 	switch {
@@ -679,15 +687,16 @@ func (p *Policy) svcReady(now dataplane.Time, d, sv int) float64 {
 
 // availCompPred is availComp for a predicted task. Read literally, Eq.1 charges a missing
 // service's load from now, so a task predicted seconds ahead sees its load as free on every
-// GPU, and the DP loads it next to its predecessor to save a transfer of microseconds: one
-// more replica per guess, evicting services other requests use (KC's 25 cards thrash) and
-// holding the GPU's one load slot (§6 #10). Unless Literal, a predicted task's missing
-// service is charged its load after the task's input is ready, as the reactive load Greedy
-// would pay at the real call: the DP then puts a predicted task on a GPU without its service
-// only where that wins even with the load on the critical path (an overloaded replica, §2.5
-// "Effects"), and the reservation starts that load early, hidden behind the predecessors
-// (§2.7). Measured on `plan bench dyorc` (3 seeds × 1800 s, load ×3): image loads 18 → 7,
-// MIX 402 → 373, mean latency unchanged within the seeds' spread.
+// GPU, and the DP loads it next to its predecessor to save a transfer of microseconds: one more
+// replica per guess, evicting services other requests use (KC's 25 cards thrash) and holding
+// the GPU's one load slot (the paper does not say how many loads a GPU runs at once; we run
+// one). Unless Literal, a predicted task's missing service is charged its load after the task's
+// input is ready, as the reactive load Greedy would pay at the real call: the DP then puts a
+// predicted task on a GPU without its service only where that wins even with the load on the
+// critical path (an overloaded replica, DyOrc §5.3), and the reservation starts that load
+// early, hidden behind the predecessors (DyOrc §5.4). Measured on `plan bench dyorc` (3 seeds ×
+// 1800 s, load ×3): image loads 18 → 7, MIX 402 → 373, mean latency unchanged within the seeds'
+// spread.
 func (p *Policy) availCompPred(now dataplane.Time, d, sv, items int, ready float64) float64 {
 	if !p.opt.Literal {
 		dv := &p.devs[d]
@@ -698,11 +707,12 @@ func (p *Policy) availCompPred(now dataplane.Time, d, sv, items int, ready float
 	return p.availComp(now, d, sv, items, ready)
 }
 
-// availComp is Eq.1: the finish of a task of items on GPU d whose input is ready at ready.
-// It joins a planned batch of the same service that has not started, has room and starts no
-// earlier than the input is ready (§6 #7), or else takes the first gap of the GPU's planned
-// timeline long enough for it: workers skip tasks that are not ready, so a reservation far in
-// the future does not delay a task ready now [ours, §2.6 5].
+// availComp is Eq.1: the finish of a task of items on GPU d whose input is ready at ready. It
+// joins a planned batch of the same service that has not started, has room and starts no
+// earlier than the input is ready (the paper does not say; a batch that started before its
+// input would stall), or else takes the first gap of the GPU's planned timeline long enough for
+// it: workers skip tasks that are not ready, so a reservation far in the future does not delay
+// a task ready now [ours].
 func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) float64 {
 	pl := p.plan(now, d)
 	s := &p.m.W.Services[sv]
@@ -732,9 +742,9 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 	return min(best, t+lat)
 }
 
-// plan returns GPU d's planned batches (the device model, §2.4): its queued real tasks and
-// reservations in order of readiness, grouped into batches by the join rule, after the
-// running batch.
+// plan returns GPU d's planned batches (our device model behind avail in Eq. 1): its queued
+// real tasks and reservations in order of readiness, grouped into batches by the join rule,
+// after the running batch.
 func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	dv := &p.devs[d]
 	if !dv.dirty {
@@ -795,7 +805,7 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	return dv.plan
 }
 
-// tryStart runs the worker rule (§2.6 step 5, §2.2): when GPU d is free, the oldest ready task
+// tryStart runs the worker rule (DyOrc §5.1, §6.1): when GPU d is free, the oldest ready task
 // whose service is resident heads a batch that every ready task of that service behind it
 // joins, up to max_batch items. Tasks whose input has not arrived are skipped; reservations
 // never run.
@@ -841,7 +851,7 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 	dv.queue = keep
 	dur := dataplane.Time(math.Ceil(s.Lat(total)))
 	// One engine batch per stage, all on this GPU's workers with the joint batch's duration:
-	// together they are one service batch across workflows (§2.2).
+	// together they are one service batch across workflows (DyOrc §5.1).
 	sort.SliceStable(members, func(i, j int) bool { return members[i].stage < members[j].stage })
 	groups := 0
 	var reqs []dataplane.ReqID
@@ -903,9 +913,10 @@ func (p *Policy) neededResv(d, sv int) bool {
 	return false
 }
 
-// startLoad starts GPU d's next load, one at a time (§6 #10), real tasks' loads first. Memory
-// comes from LRU eviction of services no queued batch needs; a reservation never pins its
-// service against a real task's load (§2.6, §2.7); when nothing can be evicted the load waits.
+// startLoad starts GPU d's next load, one at a time (the paper does not say how many loads run
+// at once), real tasks' loads first. Memory comes from LRU eviction of services no queued batch
+// needs; a reservation never pins its service against a real task's load ([ours], so that
+// reservations cannot block each other's loads); when nothing can be evicted the load waits.
 func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) {
 	dv := &p.devs[d]
 	if dv.loading >= 0 {
@@ -961,7 +972,7 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 			k++
 		}
 		if free < s.Bytes {
-			return // wait for the queue (§6 #11)
+			return // wait for the queue (the paper leaves a full GPU open)
 		}
 		for _, sv := range victims[:k] {
 			out.Evict(p.m.Holder[d][sv], p.m.W.Services[sv].Name)

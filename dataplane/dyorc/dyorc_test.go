@@ -321,7 +321,7 @@ func (nopFx) Transfer(dataplane.Time, dataplane.BatchID, int, dataplane.ServerID
 func (nopFx) SetTimer(dataplane.Time, int64)            {}
 func (nopFx) Finish(dataplane.Time, *dataplane.Request) {}
 
-// TestLiteralBindsDefaultReplans: read literally (§2.6 3) a call that matches its reservation
+// TestLiteralBindsDefaultReplans: read literally (DyOrc §5.3) a call that matches its reservation
 // binds without a DP; by default every call re-runs the DP (no binds) while its reservations
 // still count as hits.
 func TestLiteralBindsDefaultReplans(t *testing.T) {

@@ -2,16 +2,17 @@ package dyorc
 
 import "math/rand/v2"
 
-// Predictor is DyOrc's per-application first-order Markov chain over services (spec §2.3):
+// Predictor is DyOrc's per-application first-order Markov chain over services (DyOrc §5.2):
 // F[prev][next] counts, with a start state (prev = ∅) and an end state S0, updated online with
 // every finished request's call sequence; counts are cumulative (the paper describes no decay).
 type Predictor struct {
 	nsvc int
 	// counts[(prev+1)*(nsvc+1)+(next+1)]: prev −1 = ∅ (start), next −1 = S0 (end).
 	counts []float64
-	// Argmax picks the most frequent successor instead of sampling (§6 #2).
+	// Argmax picks the most frequent successor instead of sampling (the paper samples,
+	// DyOrc §5.2; argmax is our option).
 	Argmax bool
-	// Cap bounds a rollout (spec §2.8: 32).
+	// Cap bounds a rollout (32 by default [ours]; the paper sets no cap).
 	Cap int
 	rng *rand.Rand
 }

@@ -4,7 +4,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// Policies lists DyOrc's scheduler and its baselines (spec §5.3), all serving "dyorc" plans.
+// Policies lists DyOrc's scheduler and its baselines (DyOrc §8, §8.3), all serving "dyorc" plans.
 // Parameters: state_us (scheduler time charged per DP state, default DefaultStateUs), seed
 // (the predictor's rollouts), argmax (1 = most likely successor instead of sampling).
 func Policies() []dataplane.PolicySpec {

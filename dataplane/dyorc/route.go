@@ -34,7 +34,7 @@ func (a *App) Candidates(cur, round int) []int {
 // the output's class picks among the node's candidates, class mod their number (a stage
 // that runs no model, the API server's ingress, reports class -1 and takes the first). The
 // workflow's probabilities play no part: the model decides, as the paper's workflows branch
-// on what a component answered (§2.1: a guard on an output, an LLM choosing a tool).
+// on what a component answered (DyOrc §2.1: a guard on an output, an LLM choosing a tool).
 func (m *Meta) route(st *dataplane.Stage, r *dataplane.Request, out dataplane.Result) dataplane.Result {
 	a := &m.W.Apps[r.App]
 	node, round := -1, 0

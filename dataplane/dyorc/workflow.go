@@ -1,4 +1,4 @@
-// Package dyorc is DyOrc's data plane (Zhang et al., SoCC '25; spec ../shared/specs/dyorc.md):
+// Package dyorc is DyOrc's data plane (Zhang et al., SoCC '25):
 // dynamic workflows whose service calls appear one by one, component-level batching per
 // service across workflows on totipotent GPU workers, a per-application first-order Markov
 // predictor learned online, the speculative dynamic-programming scheduler with reservations
@@ -9,9 +9,9 @@
 // Mapping onto the engine [ours]: every (app, step, service) is a Routed stage whose
 // Result.Branch the driver draws through Deployment.Emulate (the workflow's probabilities, a
 // seeded u); every GPU has one engine worker per stage, and the policy runs one batch per GPU
-// at a time (spec §3.1) by dispatching the per-stage parts of a service batch together on
+// at a time (DyOrc §6.1) by dispatching the per-stage parts of a service batch together on
 // that GPU's workers with the batch's joint duration, so requests of different workflows and
-// steps share one batch (§2.2). Model loads go through the engine's Load/Evict on one holder
+// steps share one batch (DyOrc §5.1). Model loads go through the engine's Load/Evict on one holder
 // worker per (GPU, service); the policy keeps the per-GPU memory account. The simulator counts
 // a GPU busy once however many of its workers run parts of one batch (sim's utilization).
 package dyorc
@@ -35,7 +35,8 @@ type Service struct {
 	Bytes    int64   // GPU memory: weights + activation reserve
 	WeightGB float64 // for load times
 	MaxBatch int
-	// BaseUs + PerItemUs·b is the latency of a batch of b items (spec §5.2).
+	// BaseUs + PerItemUs·b is the latency of a batch of b items: a linear stand-in of ours, as
+	// the paper publishes no profiles.
 	BaseUs, PerItemUs float64
 	OutBytes          int64 // per item
 	Tensor            bool  // output moves by the tensor tier (else tier 3)
@@ -168,7 +169,8 @@ func (a *App) body() []formats.Step {
 
 // Next draws the node that follows node cur (-1 = the request just arrived) in round round
 // (loops; 0-based) from the workflow's ground truth, or Exit. Only the driver's emulation and
-// the oracle policy may call it: the scheduler never sees p, choice weights or p_stop (§6 #18).
+// the oracle policy may call it: the scheduler never sees p, choice weights or p_stop, and learns
+// only from the calls it observes (DyOrc §5.2).
 func (a *App) Next(cur, round int, rng *rand.Rand) (node, nextRound int) {
 	steps := a.body()
 	from := 0
@@ -234,7 +236,8 @@ func uRNG(u float64) *rand.Rand {
 
 // ExpectedItems returns the expected batch items each service serves per request of the app
 // (guard probabilities, choice weights, fan-out and the loop's stopping chances): what the
-// planner places services for. Only planning reads it; the scheduler never does (§6 #18).
+// planner places services for. Only planning reads it; the scheduler never does (it learns
+// from observed calls, DyOrc §5.2).
 func (a *App) ExpectedItems(nsvc int) []float64 {
 	out := make([]float64, nsvc)
 	rounds := 1.0
