@@ -292,6 +292,9 @@ func (w *Workflows) validate(v *validator, p string) {
 			microseconds(v, field(np, "latency.per_item_us"), s.Latency.PerItemUs)
 		}
 		nonNegative(v, field(np, "out_kb"), s.OutKB)
+		if !finite(s.WorkSpread) || s.WorkSpread < 0 || s.WorkSpread >= 1 {
+			v.add(field(np, "work_spread"), s.WorkSpread, "must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)")
+		}
 		if s.OutKind != "" && s.OutKind != "tensor" && s.OutKind != "general" {
 			v.add(field(np, "out_kind"), s.OutKind, "must be tensor or general (or omitted)")
 		}

@@ -129,6 +129,11 @@ type Service struct {
 	// OutKind is "tensor" (default: moved between GPUs by the tensor tier) or "general"
 	// (text, JPEG: serialised RPC, DyOrc §6.2 tier 3).
 	OutKind string `json:"out_kind,omitempty"`
+	// WorkSpread s says how much a request's own work varies: each request costs a factor
+	// drawn uniformly from [1−s, 1+s] of the nominal (an LLM's output length: 0.5 gives
+	// U(0.5, 1.5)). Schedulers plan at the nominal; the simulator and emulated workers run
+	// the drawn work. 0 (the default): every request costs the same.
+	WorkSpread float64 `json:"work_spread,omitempty"`
 }
 
 // ServiceLatency is a linear batch-latency model: base + per_item·b.

@@ -196,7 +196,9 @@ type driver struct {
 	delivery deliveryTracker
 
 	// Everything below is owned by the loop goroutine.
-	now       dataplane.Time
+	now dataplane.Time
+	// scratch holds a batch's requests for the deployment's Work model.
+	scratch   []*dataplane.Request
 	gen       *generation
 	gens      int
 	timers    dataplane.TimeHeap[timerItem]
@@ -657,7 +659,15 @@ func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplan
 	ex := g.exec
 	if em, ok := ex.Executor.(*Emulated); ok {
 		// Emulated hops need no goroutine at all: their end is one more entry in the
-		// driver's timer heap.
+		// driver's timer heap. They take what the system's model of data-dependent work
+		// says (Deployment.Work, as the simulator does); real workers take what they take.
+		if g.dep.Work != nil {
+			d.scratch = d.scratch[:0]
+			for _, r := range bt.Reqs {
+				d.scratch = append(d.scratch, g.eng.Req(r))
+			}
+			nominal = g.dep.ScaledDuration(stage, d.scratch, nominal)
+		}
 		d.push(now+em.Duration(nominal), timerItem{kind: tBatch, gen: g.n, job: j})
 		return
 	}

@@ -59,6 +59,8 @@ type Sim struct {
 	pending int
 	// arrivals counts each application's arrivals (Options.Attrs' n).
 	arrivals []int64
+	// scratch holds a batch's requests for the deployment's Work model.
+	scratch []*dataplane.Request
 }
 
 // New builds a simulation of dep under pol with one arrival source per application (nil =
@@ -118,7 +120,14 @@ func (s *Sim) push(t dataplane.Time, ev dataplane.Event) {
 func (s *Sim) jitter(d dataplane.Time) dataplane.Time { return s.jit.Apply(d) }
 
 // RunBatch implements dataplane.Effects.
-func (s *Sim) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, _ dataplane.StageID, _ int, nominal dataplane.Time) {
+func (s *Sim) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, st dataplane.StageID, _ int, nominal dataplane.Time) {
+	if s.dep.Work != nil {
+		s.scratch = s.scratch[:0]
+		for _, id := range s.Engine.Batch(b).Reqs {
+			s.scratch = append(s.scratch, s.Engine.Req(id))
+		}
+		nominal = s.dep.ScaledDuration(st, s.scratch, nominal)
+	}
 	end := now + s.jitter(nominal)
 	s.col.run(w, now, end)
 	s.push(end, dataplane.Event{Kind: dataplane.EvBatchDone, Batch: b, Hop: int32(hop), Worker: w, Start: now, End: end})
