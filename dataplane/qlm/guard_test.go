@@ -30,11 +30,12 @@ func TestFlatBatch(t *testing.T) {
 }
 
 // TestGuardAdmission is the deadline guard of request pulling (admitKeepsDeadlines) on the
-// hand profile (decode knee 2): it refuses a looser-SLO request only above the knee and only
-// for a tighter-SLO running sequence it would make late. The old guard refused in every row
-// but the last: below the knee (a batch one wider costs 1 ms on 5 ms per token) and for a
-// running request of the same SLO (batch behind batch: refusing only lowers throughput,
-// which starved the batch class on the full W_B run).
+// hand profile (decode knee 2): it refuses a looser-SLO request only for a tighter-SLO
+// running sequence it would make late, and, while the waiting groups are behind, only above
+// the knee. The old guard refused in every row but the last: below the knee with the queue
+// behind (a batch one wider costs 1 ms on 5 ms per token) and for a running request of the
+// same SLO (batch behind batch: refusing only lowers throughput, which starved the batch
+// class on the full W_B run).
 func TestGuardAdmission(t *testing.T) {
 	prof := handProfile()
 	m := newLLM(&prof)
@@ -50,16 +51,18 @@ func TestGuardAdmission(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		running []*seq
+		floor   int // m.knee while the waiting groups are behind (qlmQueue.behind)
 		want    bool
 	}{
 		// Alone 300 tokens take 1.54 s, in a batch of 2 ~1.88 s: late at 1.7 s.
-		{"below the knee: admitted", []*seq{mk(1, 0, inter, 1700*dataplane.Millisecond)}, true},
+		{"below the knee, queue behind: admitted", []*seq{mk(1, 0, inter, 1700*dataplane.Millisecond)}, m.knee, true},
+		{"below the knee, queue keeping up: refused", []*seq{mk(1, 0, inter, 1700*dataplane.Millisecond)}, 0, false},
 		// 1000 tokens alone take 5.3 s, in a batch of 4 ~9.2 s: late at 7 s.
-		{"same SLO above the knee: admitted", []*seq{mk(1, 1, batch, 7*dataplane.Second), mk(2, 1, batch, 100*dataplane.Second), mk(3, 1, batch, 100*dataplane.Second)}, true},
+		{"same SLO above the knee: admitted", []*seq{mk(1, 1, batch, 7*dataplane.Second), mk(2, 1, batch, 100*dataplane.Second), mk(3, 1, batch, 100*dataplane.Second)}, m.knee, true},
 		// 300 tokens alone take 1.54 s, in a batch of 4 ~2.55 s: late at 2 s.
-		{"tighter SLO above the knee: refused", []*seq{mk(1, 0, inter, 2*dataplane.Second), mk(2, 1, batch, 100*dataplane.Second), mk(3, 1, batch, 100*dataplane.Second)}, false},
+		{"tighter SLO above the knee: refused", []*seq{mk(1, 0, inter, 2*dataplane.Second), mk(2, 1, batch, 100*dataplane.Second), mk(3, 1, batch, 100*dataplane.Second)}, m.knee, false},
 	} {
-		in := &instance{running: tc.running}
+		in := &instance{running: tc.running, floor: tc.floor}
 		h := mk(9, 1, batch, 500*dataplane.Second)
 		if got := p.admitKeepsDeadlines(now, in, m, h); got != tc.want {
 			t.Errorf("%s: admit %v, want %v", tc.name, got, tc.want)

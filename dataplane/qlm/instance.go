@@ -73,6 +73,10 @@ type instance struct {
 	allTime, allDecodes float64
 	iterSat             bool
 	iterStart           dataplane.Time
+	// floor is the batch size below which the deadline guard admits and protectDeadlines
+	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
+	// every tick, so it does not flip between an admission and the next step's eviction).
+	floor int
 }
 
 // satDecay is the per-iteration decay of the throughput sums (a window of ~200 iterations).
@@ -177,7 +181,7 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 				if !ok {
 					break
 				}
-				h = qq.behind(p, in, h)
+				h = qq.past(p, in, h)
 				if h == nil || !p.admitKeepsDeadlines(now, in, m, h) {
 					break
 				}
@@ -436,12 +440,11 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h
 	if len(in.running) == 0 {
 		return true
 	}
-	// Throughput floor: while the batch is below the decode knee, admission costs the running
-	// sequences almost nothing per token (the step is flat there, QLM §2) and refusing it
-	// only lowers throughput, which under sustained overload every waiting request pays for
-	// (their RCT, QLM §3, Eq. 2, is the queue's drain at Θ): the running batch's deadlines
-	// are protected only above the knee.
-	if len(in.running) < m.knee {
+	// Throughput floor (in.floor, set by the periodic check while the waiting looser-SLO
+	// groups are behind, qlmQueue.behind):
+	// below the decode knee admission costs the running sequences little per token, and
+	// refusing it lowers throughput that the waiting requests need.
+	if len(in.running) < in.floor {
 		return true
 	}
 	run := byDeadline(in.running)
@@ -533,7 +536,7 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 	t := float64(now) / 1e6
 	// Not below the decode knee: there the step is flat in the batch size, so an eviction
 	// speeds the late sequence up by little and throws away the victim's work (QLM §2.1).
-	for len(in.running) > max(m.knee, 1) {
+	for len(in.running) > max(in.floor, 1) {
 		run := byDeadline(in.running)
 		ctx := 0
 		for _, s := range run {
