@@ -16,13 +16,13 @@ import (
 )
 
 // ONNXModels is the onnx executor of deployments whose stages each run one whole model
-// (Stage.Model: a cascade's stages, CascadeServe spec §5): every distinct model gets one
-// ONNX Runtime session, a batch runs on the client's input of each of its requests, and the
-// executor reports each request's real output — certainty = max softmax probability,
-// label = argmax (§2, §4.6) — in Job.Results, so the policy forwards a request by what the
-// model said of it rather than by replayed validation records. The answer's tensor is the
-// output of the stage that answered; the client's input travels with it (Payload.Input)
-// for the stages after the first.
+// (Stage.Model: a cascade's stages, CascadeServe §5): every distinct model gets one ONNX
+// Runtime session, a batch runs on the client's input of each of its requests, and the executor
+// reports each request's real output — certainty = max softmax probability, label = argmax (the
+// softmax measure of CascadeServe §4.2; its Appendix B uses the top-two gap instead) — in
+// Job.Results, so the policy forwards a request by what the model said of it rather than by
+// replayed validation records. The answer's tensor is the output of the stage that answered;
+// the client's input travels with it (Payload.Input) for the stages after the first.
 type ONNXModels struct {
 	clk    Clock
 	stages []*wholeModel // by StageID

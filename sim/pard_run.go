@@ -8,9 +8,9 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// PipelineJitter is the default execution noise of pipeline runs: the spec asks for Gaussian
-// noise with a 3% standard deviation; the simulator's noise is uniform, and ±5.2% has the
-// same standard deviation (0.03·√3).
+// PipelineJitter is the default execution noise of pipeline runs. The paper treats profiled
+// durations as fixed and gives no noise figure; we stand in a 3% standard deviation. The
+// simulator's noise is uniform, and ±5.2% has the same standard deviation (0.03·√3).
 const PipelineJitter = 0.052
 
 // PipelineRun configures one simulation of a single pipeline application (PARD's
@@ -46,7 +46,7 @@ type ModuleShare struct {
 	Count  int64   `json:"count"`
 }
 
-// PipelineMetrics are PARD's metrics for one run (spec §1, §6).
+// PipelineMetrics are PARD's metrics for one run (PARD §5.1, "Metrics").
 type PipelineMetrics struct {
 	App       string `json:"app"`
 	Policy    string `json:"policy"`
@@ -272,7 +272,7 @@ func (m *PipelineMetrics) NeedsDropping() []bool {
 }
 
 // StressRates is the fixed-capacity stress test's arrival series: a constant rate of f ×
-// capacity for secs seconds (spec §6: 0.5×–3×).
+// capacity for secs seconds (the stress test of PARD §5.4; our sweep is 0.5×–3×).
 func StressRates(capacity, f float64, secs int) RateSeries {
 	r := make(RateSeries, secs)
 	for i := range r {

@@ -79,10 +79,10 @@ const msT = dataplane.Millisecond
 // [300,400] on M1. With SLO 355 ms only R5–R8 can make it.
 //
 // FIFO (Nexus) keeps R1–R4 — they pass its L_pre + L_cur test on M1 — and loses them at M2
-// after M1 spent GPU time on them; R5–R8 are then dropped at M2 too: 0 of 8 saved. PARD
-// (HBF, as the module is overloaded) keeps R5–R8 and drops R1–R4 at M1 before any work
-// (the min-end purge of §8.3 catches them at 200 ms: now − t_s + d + L_sub > SLO, with
-// L_sub = d + w = 110.5 ms): 4 of 8 saved, no waste.
+// after M1 spent GPU time on them; R5–R8 are then dropped at M2 too: 0 of 8 saved. PARD (HBF,
+// as the module is overloaded) keeps R5–R8 and drops R1–R4 at M1 before any work (our min-end
+// purge, for the HBF starvation the paper leaves open, catches them at 200 ms: now − t_s + d +
+// L_sub > SLO, with L_sub = d + w = 110.5 ms): 4 of 8 saved, no waste.
 func TestFig3aFIFOKeepsWrongHalf(t *testing.T) {
 	mods := []ModuleToy{{"m1", 4, 100 * msT}, {"m2", 4, 100 * msT}}
 	arr := []dataplane.Time{0, 1 * msT, 2 * msT, 3 * msT, 4 * msT,
@@ -268,9 +268,10 @@ func TestPipelinePoliciesConserveRequests(t *testing.T) {
 	}
 }
 
-// TestSiblingCancellation runs the DAG app with and without sibling cancellation (§8.8):
-// both conserve requests, and cancelling the sibling branches can only reduce the GPU time
-// spent on requests that end up dropped.
+// TestSiblingCancellation runs the DAG app with and without sibling cancellation (our option:
+// the paper does not say whether a dropped branch cancels its siblings): both conserve
+// requests, and cancelling the sibling branches can only reduce the GPU time spent on requests
+// that end up dropped.
 func TestSiblingCancellation(t *testing.T) {
 	rates, err := PARDTrace("tweet", 60, 150, 2)
 	if err != nil {
@@ -295,7 +296,7 @@ func TestSiblingCancellation(t *testing.T) {
 	}
 }
 
-// toyApp lays out a bundled app with the spec's rule-of-thumb provisioning (batch 4, n =
+// toyApp lays out a bundled app with our rule-of-thumb provisioning (batch 4, n =
 // ceil(rate·d/b)) for tests that must not depend on the solver.
 func toyApp(t testing.TB, app demo.App, rate float64) *dataplane.Deployment {
 	t.Helper()

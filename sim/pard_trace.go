@@ -9,7 +9,7 @@ import (
 )
 
 // RateSeries is a per-second request-rate series (requests/s), replayed with Poisson
-// arrivals within each second (PARD spec §6).
+// arrivals within each second (our stand-in for the traces PARD §5.1 replays).
 type RateSeries []float64
 
 // Mean returns the mean rate.
@@ -47,7 +47,7 @@ func (r RateSeries) Peak() float64 {
 }
 
 // PARDTraces are the synthetic stand-ins for the paper's Wikipedia, Twitter and Azure
-// Functions traces, with their target coefficients of variation (spec §5, §6).
+// Functions traces, with the coefficients of variation the paper gives (PARD §5.4).
 var PARDTraces = []struct {
 	Name string
 	CV   float64
@@ -55,7 +55,7 @@ var PARDTraces = []struct {
 
 // PARDTrace generates the named trace (wiki, tweet or azure): secs seconds with mean rate
 // mean, calibrated so its empirical CV matches the target within 0.01. The shape comes from
-// the spec's recipe; calibration scales the deviations from the mean (x' = m + k·(x − m),
+// our recipe; calibration scales the deviations from the mean (x' = m + k·(x − m),
 // floored at 2% of the mean) and bisects k, so bursts and periodicity keep their timing.
 func PARDTrace(name string, secs int, mean float64, seed uint64) (RateSeries, error) {
 	if secs < 10 {

@@ -6,7 +6,7 @@
 //
 // Every request goes through serve.Server.Submit with its token counts, priority and class in
 // dataplane.Attrs, so QLM's request groups and virtual queues (paper §4: a request group is
-// formed by model and SLO; the RCT estimator, §5, needs the prompt length and the expected
+// formed by model and SLO; the RCT estimator, §6, needs the prompt length and the expected
 // output length) see what the client asked for. The model a client names is one of the plan's
 // applications (QLM's LLM classes); the engine's iterations (OnHop) are the stream's tokens.
 package openai

@@ -17,13 +17,13 @@ import (
 )
 
 // Remote engines (issue 13 item 5): OpenAI-compatible servers (vLLM) that do the generation
-// while QLM decides the order and the instance (paper §3: QLM sits in front of unmodified
+// while QLM decides the order and the instance (QLM §3: QLM sits in front of unmodified
 // serving engines and drives them through their request queues). --llm-endpoints maps the
 // plan's instances to engines; a request is forwarded to its instance's engine when the QLM
 // engine dispatches it there (its first iteration, OnHop), and the engine's own answer,
 // whole or streamed, goes back to the client. The engines' /metrics gauges
-// (vllm:num_requests_waiting, vllm:num_requests_running, ecosystem spec §5) are read every
-// poll interval and shown at GET /v1/engines.
+// (vLLM's Prometheus vllm:num_requests_waiting and vllm:num_requests_running) are read
+// every poll interval and shown at GET /v1/engines.
 
 // EndpointList is the --llm-endpoints flag: instance=URL pairs, comma-separated.
 type EndpointList map[string]string

@@ -264,7 +264,8 @@ func (f *Frontend) newID(chat bool) string {
 }
 
 // submit runs req through Server.Submit with its attributes; QLM reads InTokens and OutTokens
-// (0: drawn from the class profile, spec §7 #9) for its RCT estimate (paper §5).
+// (0: drawn from the class profile, a normal truncated to [1, max], as the paper's normal
+// lengths can go negative) for its RCT estimate (QLM §6).
 func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) (*serve.Answer, error) {
 	return f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
 		Attrs: dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},

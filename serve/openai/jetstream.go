@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// JetStream names (ecosystem spec §6): a work-queue stream whose subjects are
+// JetStream names [ours]: a work-queue stream whose subjects are
 // plan.q.<model>, one durable pull consumer shared by every `plan serve` on the stream, and a
 // key-value bucket with each request's status and result.
 const (
