@@ -1,4 +1,4 @@
-// Package qlmbench is `plan bench qlm`: QLM's evaluation (spec §5) replayed in the simulator
+// Package qlmbench is `plan bench qlm`: QLM's evaluation (QLM §8) replayed in the simulator
 // on the Azure LLM inference traces (../shared/data/azure-llm-2023-*.csv, read at run time):
 // arrival times and prompt/output token counts come from the trace, compressed in time to
 // scale the rate; every request is latency-sensitive (20 s end-to-end SLO) with the given
@@ -146,7 +146,7 @@ type Result struct {
 	Evictions, KVSwaps, ModelSwaps, Replans, Fallbacks int64
 }
 
-// Workload is one of the paper's set-ups (spec §5): instances and the models requests ask
+// Workload is one of the paper's set-ups (QLM §8): instances and the models requests ask
 // for, in trace order round-robin over Models.
 type Workload struct {
 	Name      string
@@ -160,7 +160,7 @@ type Workload struct {
 	Speedup float64
 }
 
-// Workloads are the paper's set-ups: W_B single model (Mistral-7B on two A100s, spec §5) and
+// Workloads are the paper's set-ups: W_B single model (Mistral-7B on two A100s, QLM §8) and
 // W_A multi-model (Mistral-7B, Vicuna-13B and Llama-70B on an A100/A10 mix: model swaps and
 // heterogeneous eligibility, Fig. 9).
 var Workloads = []Workload{

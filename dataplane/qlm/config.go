@@ -1,8 +1,8 @@
-// Package qlm is QLM's data plane (spec ../shared/specs/qlm.md; Patke et al., "One Queue Is
+// Package qlm is QLM's data plane (Patke et al., "One Queue Is
 // All You Need", arXiv 2407.00047): LLM instances emulated as iteration-level continuous
-// batching on the dataplane engine (§6 simulator), and the queue-management policies that
+// batching on the dataplane engine (our simulator model), and the queue-management policies that
 // drive them — QLM itself (request groups, virtual queues, the RCT estimator, the plan
-// generator and the serving operations of §2) and the baselines of §5 (vLLM-FCFS, EDF,
+// generator and the serving operations of §5) and the baselines of §8 (vLLM-FCFS, EDF,
 // round-robin and random assignment, ablations).
 //
 // An instance is one worker of the deployment's single Manual stage. Each engine iteration
@@ -54,18 +54,18 @@ type Instance struct {
 type Setup struct {
 	Profiles  []formats.LLMProfile `json:"profiles"`
 	Instances []Instance           `json:"instances"`
-	// Delta is the request-group cap factor δ (spec §1; 0 = 4).
+	// Delta is the request-group cap factor δ (QLM §4; 0 = 4).
 	Delta float64 `json:"delta,omitempty"`
-	// Confidence is the chance-constraint level Δ (spec §4.1; 0 = 0.95).
+	// Confidence is the chance-constraint level Δ (QLM §7, Eq. 12; 0 = 0.95).
 	Confidence float64 `json:"confidence,omitempty"`
-	// MaxBinaries is the MILP size up to which a re-plan also solves the exact MILP of spec
-	// §4.2 (warm-started from the decomposed plan of §4.3, kept only when better), and
+	// MaxBinaries is the MILP size up to which a re-plan also solves the exact MILP of QLM
+	// §7 (linearised [ours], warm-started from the decomposed plan, kept only when better), and
 	// SolveMs bounds that solve (0 = 100 ms). 0 = never: the decomposed generator alone,
 	// which is deterministic (a step budget, not the wall clock).
 	SolveMs float64 `json:"solve_ms,omitempty"`
 	// Grouping is how a re-plan forms request groups: "kmeans" re-forms the waiting,
 	// not-started requests by Alg. 1 (k-means over model, SLO and token statistics, split
-	// above δ·avg_batch); "" keeps the arrival-time buckets of spec §4.6 [ours].
+	// above δ·avg_batch); "" keeps the arrival-time buckets [ours].
 	Grouping    string `json:"grouping,omitempty"`
 	MaxBinaries int    `json:"max_binaries,omitempty"`
 }
@@ -165,7 +165,7 @@ func newLLM(p *formats.LLMProfile) *llm {
 
 // flatBatch is the knee of a decode curve: the largest batch (at most maxSeqs) whose decode
 // step stays within 25% of a single sequence's. Up to there decode is memory-bound (QLM §2:
-// the weights are read once per step whatever the batch; Insight #1 of §4 profiles the
+// the weights are read once per step whatever the batch; Insight #1, QLM §2.4, profiles the
 // throughput of a full batch), so widening the batch costs the running sequences little time
 // per token and gains throughput almost linearly. The per-context-token cost is left out:
 // it is each sequence's own attention work, paid batched or not.

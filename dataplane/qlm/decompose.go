@@ -5,12 +5,12 @@ import (
 	"sort"
 )
 
-// The decomposed plan generator of spec §4.3 [ours]: at paper scale (100 GPUs, N ≈ 400 request
+// The decomposed plan generator of QLM §7 [ours]: at paper scale (100 GPUs, N ≈ 400 request
 // groups) the MILP has ~320 k binaries and cannot be solved in the re-plan budget, so the
 // program is split into (1) assignment of groups to virtual queues and (2) the order of each
 // queue. Both steps evaluate candidates with the same L1-linearised chance constraint and
 // objective (13) as the MILP (Violations / Expected), so a decomposed plan is always a
-// feasible point of the MILP; it is also the MILP's warm start (§4.3 "warm start from the
+// feasible point of the MILP; it is also the MILP's warm start ("warm start from the
 // current VQs"). Every step is bounded by a deterministic work budget (candidate-evaluation
 // group steps), never by the wall clock, so the same problem always yields the same plan.
 
@@ -19,12 +19,12 @@ import (
 const defaultBudget = 4_000_000
 
 // enumerateMax is the queue length up to which the per-queue order is found exactly by
-// branch and bound (spec §4.3: "by enumeration when N_g ≤ 8").
+// branch and bound (enumeration when N_g ≤ 8 [ours]).
 const enumerateMax = 8
 
 // score is the lexicographic quality of a plan, each term weighted by the groups' requests
 // (PlanGroup.Weight): fewer predicted violations first, then the
-// smaller total predicted lateness (the soft program's ℓ, §4.2: a group predicted late at
+// smaller total predicted lateness (the soft program's ℓ [ours]: a group predicted late at
 // the conservative L1 quantile may still make it, so it must not be pushed back for a
 // smaller objective), then the smaller sum of expected completions (objective 13).
 type score struct {
@@ -160,7 +160,7 @@ func relocate(pr *PlanProblem, q [][]int, steps *int, lim int) {
 
 // assign is step (1): groups in earliest-deadline order, each to the eligible instance where
 // it would meet its deadline at the L1 quantile with the least expected completion, or, when
-// none can, to the one where it completes earliest (least-loaded placement, §4.6). Appending
+// none can, to the one where it completes earliest (least-loaded placement [ours]). Appending
 // to a queue whose tail runs the same model costs no swap, so same-model groups gather.
 func assign(pr *PlanProblem) [][]int {
 	G := len(pr.Instances)

@@ -7,7 +7,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// seq is one request as an LLM sequence (spec §6): prompt and output lengths, tokens
+// seq is one request as an LLM sequence (QLM §2.1): prompt and output lengths, tokens
 // generated so far, KV slots held, and its place in the instance's running batch.
 type seq struct {
 	id       dataplane.ReqID
@@ -19,7 +19,7 @@ type seq struct {
 	kv       int
 	deadline dataplane.Time
 	arrival  dataplane.Time
-	// prio is the request's priority attribute (vLLM's: lower first), spec §4.7.
+	// prio is the request's priority attribute (vLLM's: lower first), QLM App. A.3.
 	prio int32
 	// needPrefill: admitted but its prompt (plus generated tokens after a recompute
 	// preemption) is not in the KV cache yet.
@@ -61,9 +61,9 @@ type instance struct {
 	// warm lists the models kept in CPU memory (warm start), least recently used first.
 	warm     []string
 	cpuBytes int64
-	// drain: a model switch waits for the running batch to finish (spec §7 #15).
+	// drain: a model switch waits for the running batch to finish (ours).
 	drain bool
-	// Throughput profiled over time (paper §4 Insight #1: "throughput can be estimated by
+	// Throughput profiled over time (QLM §2.4 Insight #1: "throughput can be estimated by
 	// profiling the workload over time"): exponentially decayed sums over the iterations
 	// that ran while requests waited (the saturated regime where waiting time matters) of
 	// tokens generated, busy seconds and decode iterations, for the loaded model.
@@ -83,7 +83,7 @@ type instance struct {
 const satDecay = 0.995
 
 // theta is Θ for model on in: the profiled-over-time throughput once 50 saturated decode
-// iterations were seen, else the profile's (spec §3).
+// iterations were seen, else the profile's (QLM §6).
 func (p *Policy) theta(in *instance, model string) float64 {
 	if in.model == model && in.satDecodes >= 50 && in.satTime > 0 {
 		return in.satTok / in.satTime
@@ -114,7 +114,7 @@ type Stats struct {
 	// TTFT and TPOT per finished request, in µs (TPOT = (done − first token)/(out − 1)).
 	TTFT, TPOT map[dataplane.ReqID]dataplane.Time
 	// Predicted holds the RCT estimate of completion (absolute µs) made when the request's
-	// group was last planned, for the R² of §5.
+	// group was last planned, for the R² of QLM §8.
 	Predicted map[dataplane.ReqID]dataplane.Time
 	// PredictedAt is when that estimate was made.
 	PredictedAt map[dataplane.ReqID]dataplane.Time
@@ -147,7 +147,7 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 	if p.opt.guard && p.opt.evict {
 		p.protectDeadlines(now, in, m)
 	}
-	// Request pulling (spec §2): swapped-in sequences first, then the queue head, while KV
+	// Request pulling (QLM §5): swapped-in sequences first, then the queue head, while KV
 	// and the sequence cap allow.
 	for len(in.swapped) > 0 && len(in.running) < m.maxSeqs {
 		s := in.swapped[0]
@@ -217,7 +217,7 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 		p.stats.Prefills++
 	} else {
 		// Grow every ready sequence's KV by one token; on overflow preempt the most recently
-		// admitted sequence (vLLM; spec §6).
+		// admitted sequence (vLLM, QLM §2.2).
 		for i := 0; i < len(in.running); i++ {
 			s := in.running[i]
 			if s.readyAt > now {
@@ -338,7 +338,7 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 }
 
 // preempt takes victim v out of the running batch: a KV swap to CPU memory when the mode
-// allows and pays (spec §2.1), else eviction (recompute: generated tokens are kept and one
+// allows and pays (QLM §2.4 Insight #2, §5), else eviction (recompute: generated tokens are kept and one
 // prefill over prompt + generated replaces them).
 func (p *Policy) preempt(in *instance, v *seq, m *llm) {
 	for i, s := range in.running {
@@ -372,7 +372,7 @@ func (p *Policy) preempt(in *instance, v *seq, m *llm) {
 }
 
 // switchModel evicts the loaded model and loads name: warm (CPU→GPU) when it is in the
-// instance's CPU cache, else cold (disk→CPU→GPU) (spec §2 model swap + warm start).
+// instance's CPU cache, else cold (disk→CPU→GPU) (QLM §5 model swap + warm start).
 func (p *Policy) switchModel(now dataplane.Time, in *instance, name string, out *dataplane.Decisions) {
 	m := p.llmFor(in, name)
 	if m == nil {
@@ -461,7 +461,7 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h
 		if s.deadline >= h.deadline {
 			break
 		}
-		// Strict priorities (§4.7): a less urgent sequence never holds a more urgent one back.
+		// Strict priorities (QLM App. A.3): a less urgent sequence never holds a more urgent one back.
 		// Only a tighter SLO is protected: head-of-line blocking is a loose request holding
 		// back a tight one (QLM §1); between requests of one SLO the deadline order already
 		// is the arrival order, and refusing only lowers throughput.
@@ -502,7 +502,7 @@ func (p *Policy) rescuable(t float64, m *llm, run []*seq, i, sub int) bool {
 }
 
 // stepSeconds is the mean decode step over the next r tokens of a batch of b sequences
-// holding ctx tokens: every step adds b tokens of context (§6: the step grows with KV).
+// holding ctx tokens: every step adds b tokens of context (the step grows with KV [ours]).
 func stepSeconds(m *llm, b, ctx int, r float64) float64 {
 	return float64(m.decodeUs(b, ctx+int(float64(b)*r/2))) / 1e6
 }
@@ -525,17 +525,17 @@ func (p *Policy) residualTokens(s *seq) float64 {
 	return math.Max(mu-k+sd*phi/tail, 1)
 }
 
-// protectDeadlines is request eviction (spec §2) for the decode-speed kind of HOL blocking:
+// protectDeadlines is request eviction (QLM §5) for the decode-speed kind of HOL blocking:
 // a running sequence that its expected remaining output (Eq. 4 at the current step time)
 // makes late, but that would be on time in a batch of only the sequences with deadlines no
 // later than its own, gets those with later deadlines evicted (latest deadline first, then
-// least generated tokens: least lost work, §2.1) until it is on time again. The KV-space
+// least generated tokens: least lost work, QLM §5) until it is on time again. The KV-space
 // eviction of preemptFor cannot see this case: the batch fits in memory, it is just too
 // large for the tight deadline's time per token.
 func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 	t := float64(now) / 1e6
 	// Not below the decode knee: there the step is flat in the batch size, so an eviction
-	// speeds the late sequence up by little and throws away the victim's work (QLM §2.1).
+	// speeds the late sequence up by little and throws away the victim's work (QLM §5).
 	for len(in.running) > max(in.floor, 1) {
 		run := byDeadline(in.running)
 		ctx := 0
@@ -565,7 +565,7 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 		if at == nil {
 			return
 		}
-		// The victim: latest deadline, then least generated tokens (least lost work, §2.1).
+		// The victim: latest deadline, then least generated tokens (least lost work, QLM §5).
 		var v *seq
 		for _, s := range run {
 			if s.deadline <= at.deadline || s.prio < at.prio || s.slo() <= at.slo() {

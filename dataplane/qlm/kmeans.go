@@ -6,7 +6,7 @@ import (
 	"sort"
 )
 
-// GroupItem is one waiting request as Alg. 1 of the paper (spec §4.6) sees it: its model,
+// GroupItem is one waiting request as Alg. 1 of the paper (QLM §4) sees it: its model,
 // its deadline (SLO) and its token statistics, plus its arrival for the split order.
 type GroupItem struct {
 	Model    string
@@ -16,11 +16,11 @@ type GroupItem struct {
 	Arrival  float64
 }
 
-// KMeansGroups is Alg. 1 (spec §4.6): k-means over (SLO, input tokens, expected output
-// tokens) on log scales, separately per model (a group holds one model, §1), then every cluster
+// KMeansGroups is Alg. 1 (QLM §4): k-means over (SLO, input tokens, expected output
+// tokens) on log scales, separately per model (a group holds one model, QLM §4), then every cluster
 // larger than cap(model) = δ·avg_batch is split in half, repeatedly, earliest arrivals in
 // the first half. k per model is the larger of the number of distinct deadlines' SLO bands
-// it needs and ⌈n / cap⌉ (the paper leaves k open, spec §6). Initial centres are k-means++
+// it needs and ⌈n / cap⌉ (the paper leaves k open). Initial centres are k-means++
 // draws from a PCG seeded by seed, so the grouping is deterministic. Groups are returned as
 // item indexes in arrival order, the groups ordered by model (first appearance), then by
 // earliest deadline.
@@ -98,7 +98,7 @@ func kmeans(items []GroupItem, idx []int, k int, seed uint64) [][]int {
 	if k <= 1 || n <= 1 {
 		return [][]int{append([]int(nil), idx...)}
 	}
-	// Features on log scales (spec §4.6 Alg. 1: SLO and token statistics): slack to the
+	// Features on log scales (QLM §4, Alg. 1: SLO and token statistics): slack to the
 	// earliest deadline, input tokens and expected output tokens. Log scales make a ten-fold
 	// SLO or length difference count alike and keep small jitter from splitting a class.
 	const dim = 3

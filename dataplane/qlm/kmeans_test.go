@@ -11,7 +11,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestKMeansGroups: Alg. 1 (spec §4.6) — groups never mix models, SLO classes stay apart,
+// TestKMeansGroups: Alg. 1 (QLM §4) — groups never mix models, SLO classes stay apart,
 // token statistics separate when k allows, no group exceeds δ·avg_batch (split earliest
 // arrivals first), every request is in exactly one group, and the result is seeded.
 func TestKMeansGroups(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/solver"
 )
 
-// PlanProblem is one instance of the plan generator (spec §4): the waiting request groups,
+// PlanProblem is one instance of the plan generator (QLM §7): the waiting request groups,
 // with their costs on every instance, and the instances' loaded models and residual work.
 // Times are seconds; Now and deadlines are absolute.
 type PlanProblem struct {
@@ -44,7 +44,7 @@ type PlanGroup struct {
 // w is the group's weight in the plan's score.
 func (g *PlanGroup) w() float64 { return float64(max(g.Weight, 1)) }
 
-// GroupCost are a group's RCT quantities on one instance (§3.1): drain time mean and L1
+// GroupCost are a group's RCT quantities on one instance (QLM §6): drain time mean and L1
 // quantile, own completion mean and Δ-quantile, and the swap time S into its model.
 type GroupCost struct {
 	WMean, WQ, CMean, CQ, Swap float64
@@ -52,15 +52,15 @@ type GroupCost struct {
 
 // PlanOptions set the solve.
 type PlanOptions struct {
-	// TimeLimit bounds one MILP solve (0 = 1 s, spec §4.3).
+	// TimeLimit bounds one MILP solve (0 = 1 s).
 	TimeLimit time.Duration
-	// MaxBinaries above which the MILP is not built and the decomposed plan (§4.3: assign,
+	// MaxBinaries above which the MILP is not built and the decomposed plan ([ours]: assign,
 	// then order each queue) is the answer; 0 = 600, negative = never build it.
 	MaxBinaries int
 	// Budget bounds the decomposed generator's local search, in group steps (0 = 4 M).
 	Budget int
 	// SkipStrict goes straight to soft mode (the caller's last strict program was
-	// infeasible and the overload persists: spec §7 #6, #13 — no solve storms).
+	// infeasible and the overload persists: no solve storms [ours]).
 	SkipStrict bool
 }
 
@@ -68,7 +68,7 @@ type PlanOptions struct {
 // found.
 type PlanSolution struct {
 	Queues [][]int
-	// Mode is strict, soft, decomposed or edf (the fallback chain of §7 #6).
+	// Mode is strict, soft, decomposed or edf (the fallback chain [ours]).
 	Mode string
 	// Fallback: the strict program had no plan.
 	Fallback bool
@@ -77,9 +77,9 @@ type PlanSolution struct {
 	Objective  float64
 }
 
-// SolvePlan runs the plan generator. It first builds the decomposed plan of spec §4.3
+// SolvePlan runs the plan generator. It first builds the decomposed plan [ours]
 // (assignment in deadline order, then each queue ordered exactly or by bounded local
-// search); small problems then solve the recommended MILP of §4.2 with the L1 linearisation
+// search); small problems then solve the MILP of QLM §7 with the L1 linearisation
 // of the chance constraint (each drain term at μ + zσ, completion at its Δ-quantile), strict
 // first, then soft, warm-started from that plan, and keep whichever plan is better (fewer
 // predicted violations, then objective 13). EDF order with least-loaded placement is the
@@ -109,7 +109,7 @@ func SolvePlan(pr *PlanProblem, o PlanOptions) PlanSolution {
 	}
 	dq := decompose(pr, o.Budget)
 	ds := planScore(pr, dq)
-	// A decomposed queue longer than L cannot be the MILP's start; L = N always fits (§4.2).
+	// A decomposed queue longer than L cannot be the MILP's start; L = N always fits.
 	for _, v := range dq {
 		L = max(L, len(v))
 	}
@@ -235,7 +235,7 @@ func edfPlan(pr *PlanProblem) [][]int {
 	return q
 }
 
-// solveMILP builds and solves the MILP of §4.2 (strict or soft) with L positions per queue.
+// solveMILP builds and solves the MILP of QLM §7 (strict or soft) with L positions per queue.
 func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration, start [][]int) ([][]int, float64, error) {
 	G, N := len(pr.Instances), len(pr.Groups)
 	m := solver.NewModel("qlm-plan", solver.Minimize)
@@ -282,7 +282,7 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration, start [][
 	for i := range perGroup {
 		m.AddRow(fmt.Sprintf("assign_%d", i), 1, 1, perGroup[i]...)
 	}
-	// Horizon bound M (§4.2).
+	// Horizon bound M [ours].
 	M := 0.0
 	minSlo := 0.0
 	for g := range pr.Instances {
@@ -316,8 +316,8 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration, start [][
 				m.AddRow(fmt.Sprintf("gap_%d_%d", g, j), math.Inf(-1), 0, t...)
 			}
 		}
-		// Swap-in variables s[g,k,j] ≥ y[g,k,j] − y[g,k,j−1] (j ≥ 1; §7 #3); position 0 pays
-		// a swap when its model is not the loaded one (§7 #4).
+		// Swap-in variables s[g,k,j] ≥ y[g,k,j] − y[g,k,j−1] (j ≥ 1; QLM §7 Eq. 9–10); position 0 pays
+		// a swap when its model is not the loaded one (QLM §7 Eq. 10).
 		sw := make([][]solver.Term, L) // swap-time terms at position j
 		for j := 0; j < L; j++ {
 			for k, name := range mlist {
@@ -392,7 +392,7 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration, start [][
 	defer cancel()
 	opts := solver.Options{TimeLimit: limit, RelGap: 0.01, Deterministic: true}
 	if start != nil {
-		// Warm start (§4.3): the decomposed plan's x, and each continuous variable at the
+		// Warm start [ours]: the decomposed plan's x, and each continuous variable at the
 		// least value its defining row allows.
 		val := make([]float64, m.NumVars())
 		pos := map[[3]int]bool{}

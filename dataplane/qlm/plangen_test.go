@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestRCTDrainHand: spec §6 CI check 1 — Θ = 2000 tok/s, n = 64, μ = 300, σ = 150 gives
+// TestRCTDrainHand: hand check 1 — Θ = 2000 tok/s, n = 64, μ = 300, σ = 150 gives
 // E[W] = 9.6 s and sd = 0.6 s.
 func TestRCTDrainHand(t *testing.T) {
 	m, s := NewRCT(0).Drain(64, 300, 150, 2000)
@@ -56,7 +56,7 @@ func brute(pr *PlanProblem) float64 {
 	return best
 }
 
-// TestPlanMatchesBruteForce: spec §6 CI check 2 — the MILP's optimum equals enumeration for
+// TestPlanMatchesBruteForce: hand check 2 — the MILP's optimum equals enumeration for
 // G ≤ 2, N ≤ 5 (strict mode, feasible instances).
 func TestPlanMatchesBruteForce(t *testing.T) {
 	mk := func(w, c, dl, swap float64) *GroupCost {
@@ -110,7 +110,7 @@ func TestPlanFallbacks(t *testing.T) {
 }
 
 // benchProblem is a synthetic plan problem: G instances over 3 models, N groups with
-// pseudo-random costs and deadlines (spec §4.3 CI scale at G = 4, N = 16; paper scale at
+// pseudo-random costs and deadlines (our CI scale at G = 4, N = 16; paper scale at
 // G = 100, N = 400).
 func benchProblem(G, N int) *PlanProblem {
 	pr := &PlanProblem{}
@@ -131,12 +131,12 @@ func benchProblem(G, N int) *PlanProblem {
 	return pr
 }
 
-// BenchmarkPlanGenerator: one re-plan at the CI scale of spec §4.3 (G = 4, N = 16; the MILP
+// BenchmarkPlanGenerator: one re-plan at our CI scale (G = 4, N = 16; the MILP
 // warm-started from the decomposition, and the decomposition alone, which the policy runs by
-// default) and at the paper's scale (N = 400 groups; G = 100 instances as in §4.3, and G = 8
+// default) and at the paper's scale (N = 400 groups; G = 100 instances as in QLM §8, and G = 8
 // for long queues).
 // ms/group is the decision overhead per request in the worst case of one-request groups
-// (spec §4.4 asks < 10 ms per request).
+// (QLM §8.3 reports milliseconds per request).
 func BenchmarkPlanGenerator(b *testing.B) {
 	for _, c := range []struct {
 		G, N int
@@ -163,7 +163,7 @@ func BenchmarkPlanGenerator(b *testing.B) {
 }
 
 // TestDecomposedOrderExact: on one instance the decomposed generator's per-queue branch and
-// bound must find the brute-force optimum (spec §4.3 step 2, enumeration for N_g ≤ 8).
+// bound must find the brute-force optimum (decomposed step 2 [ours]: enumeration for N_g ≤ 8).
 func TestDecomposedOrderExact(t *testing.T) {
 	for _, n := range []int{1, 3, 5, 6} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {

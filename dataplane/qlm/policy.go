@@ -25,12 +25,12 @@ const (
 	PolicyShepherd = "qlm-shepherd"
 )
 
-// options are the switches that make the baselines and ablations of spec §5.
+// options are the switches that make the baselines and ablations of QLM §8.
 type options struct {
 	name  string
-	evict bool // request eviction on a replan-induced head change (§2)
-	swap  bool // GPU↔CPU KV swap as a preemption mode (§2.1)
-	warm  bool // warm model start from the CPU cache (§2)
+	evict bool // request eviction on a replan-induced head change (QLM §5)
+	swap  bool // GPU↔CPU KV swap as a preemption mode (QLM §5)
+	warm  bool // warm model start from the CPU cache (QLM §5)
 	// guard: request pulling admits a request only when it keeps the running sequences with
 	// earlier deadlines on time (admitKeepsDeadlines).
 	guard bool
@@ -74,7 +74,7 @@ type Policy struct {
 // Name implements dataplane.Policy.
 func (p *Policy) Name() string { return p.opt.name }
 
-// TickEvery implements dataplane.Ticker: the periodic violation check of spec §4.5.
+// TickEvery implements dataplane.Ticker: the periodic RCT violation check (QLM §4, §6).
 func (p *Policy) TickEvery() dataplane.Time { return dataplane.Second }
 
 // Stats returns the run's counters.
@@ -159,7 +159,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 }
 
 // newSeq reads a request's token counts from its attributes, or draws them from its class's
-// profile (normal, truncated to [1, max]; spec §7 #9) seeded by the request ID, so sim and
+// profile (normal, truncated to [1, max]; QLM §6, Eq. 3) seeded by the request ID, so sim and
 // serve's emulated instances agree.
 func (p *Policy) newSeq(r *dataplane.Request) *seq {
 	c := &p.class[r.App]
@@ -202,7 +202,7 @@ func (p *Policy) eligible(model string) []*instance {
 	return out
 }
 
-// --- per-instance FCFS / EDF queues (spec §5 baselines) ---
+// --- per-instance FCFS / EDF queues (QLM §8 baselines) ---
 
 // plainQueue is one waiting list per instance, in FCFS or deadline order; requests are
 // round-robined over the instances able to host their model.
@@ -267,7 +267,7 @@ func (q *plainQueue) requeue(_ *Policy, in *instance, s *seq) {
 	q.insert(in.idx, s)
 }
 
-// preemptFor: EDF is preemptive (spec §5 [ours]): when the head has an earlier deadline than
+// preemptFor: EDF is preemptive (QLM §8 [ours]): when the head has an earlier deadline than
 // a running sequence and KV is full, evict the latest-deadline running one (recompute).
 func (q *plainQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *seq, _ int) bool {
 	if !q.edf || len(in.running) == 0 || in.busy {

@@ -39,7 +39,7 @@ func runSim(t *testing.T, dep *dataplane.Deployment, pol string, srcs [][]datapl
 // time; A runs long on i0, B runs one token on i1, C's group is placed on i0 (tie on
 // estimated drain) behind A. Its deadline is loose, so no violation forces a replan. Once
 // i1 is idle with an empty virtual queue it must pull C (work-conserving request pulling,
-// spec §2 "VQ changed → pulling/load balancing") instead of leaving C behind A's 400 tokens.
+// QLM §5: virtual-queue changes trigger pulling and load balancing) instead of leaving C behind A's 400 tokens.
 func TestIdleInstancePulls(t *testing.T) {
 	prof := handProfile()
 	prof.Iteration.MaxSeqs = 1
@@ -92,7 +92,7 @@ func burst(n int, at dataplane.Time, a dataplane.Attrs) ([]dataplane.Time, []dat
 // TestEvictForTokenTime: 20 batch requests fill the running batch, then an interactive one
 // arrives. The batch fits in KV memory, so KV-space eviction never fires, but at 21
 // sequences a decode step takes ~25 ms and 300 tokens miss the 3 s SLO; QLM evicts
-// later-deadline sequences until the interactive one is on time (spec §2 eviction).
+// later-deadline sequences until the interactive one is on time (QLM §5 eviction).
 func TestEvictForTokenTime(t *testing.T) {
 	dep := tokenTimeSetup(t)
 	bt, ba := burst(20, 0, dataplane.Attrs{InTokens: 100, OutTokens: 1000})
@@ -149,7 +149,7 @@ func TestPullPastRefusedHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A doomed request's predicted violation re-plans at 60 ms; the tight one, at 100 ms,
-	// joins the queue behind the batch group while re-plans are rate-limited (§7 #13).
+	// joins the queue behind the batch group while re-plans are rate-limited (ours).
 	bt, ba := burst(20, 70*dataplane.Millisecond, dataplane.Attrs{InTokens: 100, OutTokens: 1000})
 	tight := dataplane.Attrs{InTokens: 100, OutTokens: 100}
 	done, reqs, _ := runSim(t, dep, PolicyQLM, [][]dataplane.Time{{0}, bt, {100 * dataplane.Millisecond}, {60 * dataplane.Millisecond}},
@@ -165,7 +165,7 @@ func TestPullPastRefusedHead(t *testing.T) {
 }
 
 // TestPriorityOrder: the request priority attribute (vLLM's, lower first) orders groups
-// strictly (spec §4.7). One sequence at a time; B (priority 5) and C (priority 1) of the
+// strictly (QLM App. A.3). One sequence at a time; B (priority 5) and C (priority 1) of the
 // same class wait while A runs: C runs first, though B came first and would share its group.
 func TestPriorityOrder(t *testing.T) {
 	for _, grouping := range []string{"buckets", "kmeans"} {

@@ -8,9 +8,9 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// group is a request group (spec §1): waiting requests of one class (so one model and SLO)
+// group is a request group (QLM §4, Def. 4.1): waiting requests of one class (so one model and SLO)
 // and one prompt-length bucket, FCFS inside, capped at δ·avg_batch members; its deadline is
-// the earliest member deadline (§7 #7).
+// the earliest member deadline (QLM §7 penalises each group against its SLO).
 type group struct {
 	id       int
 	app      dataplane.AppID
@@ -23,17 +23,17 @@ type group struct {
 	started  bool
 	mu, sd   float64
 	maxOut   int
-	// prio: members share one priority (strict priorities, spec §4.7).
+	// prio: members share one priority (strict priorities, QLM App. A.3).
 	prio int32
 }
 
 // qlmQueue is QLM's queueing layer: request groups in per-instance virtual queues whose order
-// is the plan (spec §1, §4.6).
+// is the plan (QLM §4, §7).
 type qlmQueue struct {
 	vq   [][]*group
 	open map[groupKey]*group
 	next int
-	// headChanged marks instances whose head group a replan changed (eviction trigger, §2).
+	// headChanged marks instances whose head group a replan changed (eviction trigger, QLM §5).
 	headChanged []bool
 	lastSolve   dataplane.Time
 	overloaded  bool
@@ -86,7 +86,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 		q.next++
 		q.open[key] = g
 		g.vq = q.place(p, now, g)
-		// Strict priorities (spec §4.7): a new group goes behind every group of its priority
+		// Strict priorities (QLM App. A.3): a new group goes behind every group of its priority
 		// or a more urgent one, ahead of the less urgent ones.
 		v := q.vq[g.vq]
 		k := len(v)
@@ -143,7 +143,7 @@ func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 	return t
 }
 
-// residual is R_g: the expected remaining work of the running batch (spec §3.1 [ours]: the
+// residual is R_g: the expected remaining work of the running batch (QLM §6 [ours]: the
 // remaining tokens E[O − k] at throughput Θ).
 func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 	m := p.llmFor(in, in.model)
@@ -174,7 +174,7 @@ func (p *Policy) swapSeconds(in *instance, model string) float64 {
 	return float64(m.coldUs) / 1e6
 }
 
-// violation is the cheap RCT check of spec §4.6: does any group of any virtual queue miss its
+// violation is the cheap RCT check (QLM §4, §6): does any group of any virtual queue miss its
 // deadline at the Δ-quantile of its completion time?
 func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 	for _, in := range p.inst {
@@ -202,7 +202,7 @@ func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 }
 
 // replan snapshots the waiting groups, solves the plan generator and installs the new
-// virtual-queue orders (spec §4.6). Started groups stay on their instance (§7 #14).
+// virtual-queue orders (QLM §7). Started groups stay on their instance (QLM §5).
 func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 	q.lastSolve = now
 	p.stats.Replans++
@@ -253,9 +253,9 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		}
 		prob.Groups = append(prob.Groups, pg)
 	}
-	// By default the decomposed generator alone (spec §4.3): deterministic, bounded by its
+	// By default the decomposed generator alone (QLM §7 [ours]): deterministic, bounded by its
 	// step budget, milliseconds at 400 groups. A set-up that names max_binaries also solves
-	// the MILP of §4.2 for problems up to that size, warm-started from it, inside solve_ms of
+	// the MILP of QLM §7 for problems up to that size, warm-started from it, inside solve_ms of
 	// wall clock (which makes runs depend on the machine's speed).
 	po := PlanOptions{TimeLimit: 100 * time.Millisecond, MaxBinaries: -1, SkipStrict: q.overloaded}
 	if p.setup.SolveMs > 0 {
@@ -282,7 +282,7 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 			}
 			q.vq[g] = append(q.vq[g], gr)
 		}
-		// Strict priorities (spec §4.7): the plan chooses the assignment and the order
+		// Strict priorities (QLM App. A.3): the plan chooses the assignment and the order
 		// within a priority; the relative order of priorities is fixed (lower first).
 		sort.SliceStable(q.vq[g], func(a, b int) bool { return q.vq[g][a].prio < q.vq[g][b].prio })
 	}
@@ -323,7 +323,7 @@ func (q *qlmQueue) predictOne(p *Policy, now dataplane.Time, s *seq) {
 }
 
 // predict records the RCT estimate of every waiting request's completion under the plan
-// just installed (spec §3, Eq. 2–4, means): the instance's residual work, model swaps and
+// just installed (QLM §6, Eq. 2–4, means): the instance's residual work, model swaps and
 // the drain of the groups ahead, then inside its group the output tokens of the members
 // ahead at throughput Θ (Eq. 2), its own prefill, and its expected output at ε·d per token
 // (Eq. 4). Stats.Predicted keeps the latest estimate per request (RCTR2 scores them).
@@ -352,9 +352,9 @@ func (q *qlmQueue) predict(p *Policy, now dataplane.Time) {
 }
 
 // regroup re-forms the waiting requests of groups not started yet by Alg. 1 (KMeansGroups:
-// k-means over model, SLO and token statistics, split above δ·avg_batch; spec §4.6), seeded
+// k-means over model, SLO and token statistics, split above δ·avg_batch; QLM §4), seeded
 // by the policy's seed and the re-plan count. Started groups keep their members and their
-// instance (§7 #14). A new group's output statistics pool its members' classes.
+// instance (QLM §5). A new group's output statistics pool its members' classes.
 func (q *qlmQueue) regroup(p *Policy) []*group {
 	var gs []*group
 	var free []*seq
@@ -372,7 +372,7 @@ func (q *qlmQueue) regroup(p *Policy) []*group {
 	if len(free) == 0 {
 		return gs
 	}
-	// Strict priorities (spec §4.7): Alg. 1 groups the requests of each priority apart.
+	// Strict priorities (QLM App. A.3): Alg. 1 groups the requests of each priority apart.
 	sort.SliceStable(free, func(a, b int) bool {
 		if free[a].prio != free[b].prio {
 			return free[a].prio < free[b].prio
@@ -450,16 +450,16 @@ func (q *qlmQueue) head(p *Policy, in *instance) *seq {
 
 // pull keeps an instance whose virtual queue ran empty work-conserving: it takes over the
 // waiting group, not started yet, that it would start sooner than the instance it is queued
-// on (earliest deadline first, then group ID). Spec §2 makes load balancing implicit in the
+// on (earliest deadline first, then group ID). QLM §5 makes load balancing implicit in the
 // plan and re-plans only on a predicted violation, so without this an instance that drains
 // its queue ahead of the RCT estimate idles while groups with loose deadlines wait elsewhere
 // (issue 13's stall: a mistral request 23 s behind a busy instance, the other one idle).
 // Paper §5 "request pulling": an instance pulls whenever it has spare capacity; started
-// groups stay where they are (no migration, §7 #14). A group of another model is taken only
-// by an instance with nothing running, paying the model swap (§2), when that still starts
+// groups stay where they are (no migration, QLM §5). A group of another model is taken only
+// by an instance with nothing running, paying the model swap (QLM §5), when that still starts
 // it before its place where it waits.
 func (q *qlmQueue) pull(p *Policy, in *instance) *group {
-	// The round-robin and random ablations have no load balancing (spec §5): groups stay on
+	// The round-robin and random ablations have no load balancing (QLM §8): groups stay on
 	// their first virtual queue.
 	if in.loading || p.opt.placement != "plan" {
 		return nil
@@ -523,10 +523,10 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 // split is load balancing for an instance that found nothing to pull: the waiting members
 // of a started group queued elsewhere. QLM §5 pins a group that started executing to its
 // instance ("cannot be migrated"), which is about its running requests; its waiting members
-// are still in the global queue. Left there, a large group (up to δ·avg_batch requests, QLM
-// §4.2) drains on one instance while another idles, which under sustained overload is lost
+// are still in the global queue. Left there, a large group (up to δ·avg_batch requests,
+// QLM §4) drains on one instance while another idles, which under sustained overload is lost
 // capacity every later request pays for (full W_B: one instance finished 230 s after the
-// other). The later half of the waiting members (FCFS within a group, QLM §5: the ones that
+// other). The later half of the waiting members (FCFS within a group, QLM §4: the ones that
 // would wait longest) become a new group at the end of this instance's virtual queue; the
 // earlier half and the running members stay. Of the candidates, the group of highest
 // priority, then earliest deadline, then lowest ID (deterministic); of the loaded model,
@@ -644,11 +644,11 @@ func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
 	g.retime()
 }
 
-// retime sets the group's deadline to the earliest deadline of its waiting members (QLM
-// §4.1: a group's deadline is its members' tightest SLO; a request pulled into the running
-// batch no longer waits in it). Otherwise a started group keeps the deadline of its first,
-// long-served member, and the plan's order (QLM §4.2–§4.3, EDF fallback included) serves all
-// of its later members ahead of groups with earlier waiting requests: up to δ·avg_batch
+// retime sets the group's deadline to the earliest deadline of its waiting members (QLM §7
+// penalises a group against its SLO, Eq. 11; a request pulled into the running batch no
+// longer waits in it). Otherwise a started group keeps the deadline of its first,
+// long-served member, and the plan's order (QLM §7, our decomposed and EDF fallbacks
+// included) serves all of its later members ahead of groups with earlier waiting requests: up to δ·avg_batch
 // requests of one prompt-length bucket jump ahead of the others, which under overload makes
 // the batch class miss deadlines that an earliest-deadline order meets.
 func (g *group) retime() {
@@ -659,7 +659,7 @@ func (g *group) retime() {
 }
 
 // requeue puts an evicted sequence back at the front of its group, and the group back at the
-// head of its instance's virtual queue when it had left it (pinned: no migration, §7 #14).
+// head of its instance's virtual queue when it had left it (pinned: no migration, QLM §5).
 func (q *qlmQueue) requeue(_ *Policy, in *instance, s *seq) {
 	g := s.group
 	g.members = append([]*seq{s}, g.members...)
@@ -678,7 +678,7 @@ func (q *qlmQueue) requeue(_ *Policy, in *instance, s *seq) {
 	q.vq[in.idx] = append([]*group{v[0], g}, v[1:]...)
 }
 
-// preemptFor is the eviction / KV-swap serving operation (spec §2): after a replan put a new
+// preemptFor is the eviction / KV-swap serving operation (QLM §5): after a replan put a new
 // group at the head of a busy instance, preempt running sequences of other groups, least
 // generated tokens first, as many as needed to admit the head group's next request.
 func (q *qlmQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, _ int) bool {

@@ -8,14 +8,14 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// RCT is the request-completion-time estimator of spec §3: waiting time linear in the output
+// RCT is the request-completion-time estimator of QLM §6: waiting time linear in the output
 // tokens ahead (Eq. 2) at throughput Θ, decode time O·ε·d (Eq. 4), group completion = the max
-// over its members (Eq. 5) with output lengths Normal(μ, σ) truncated to [1, max] (§7 #9).
+// over its members (Eq. 5) with output lengths Normal(μ, σ) truncated to [1, max] (QLM §6, Eq. 3; truncation [ours]).
 type RCT struct {
 	// Delta is the chance-constraint level Δ and Z its normal quantile.
 	Delta, Z float64
 	cache    map[rctKey]Completion
-	// Samples is the Monte Carlo sample count (spec §3.1: 2000; fewer keeps policies fast).
+	// Samples is the Monte Carlo sample count (QLM §6; 2000 for full accuracy, fewer keeps policies fast).
 	Samples int
 }
 
@@ -39,13 +39,13 @@ func NewRCT(delta float64) *RCT {
 	return &RCT{Delta: delta, Z: normQuantile(delta), cache: map[rctKey]Completion{}, Samples: 200}
 }
 
-// Drain is W_{g,i} of §3.1: the delay a group of n requests causes to what is behind it,
+// Drain is W_{g,i} of QLM §6 (Eq. 2): the delay a group of n requests causes to what is behind it,
 // mean n·μ/Θ and standard deviation √n·σ/Θ (seconds).
 func (r *RCT) Drain(n int, mu, sd, theta float64) (mean, std float64) {
 	return float64(n) * mu / theta, math.Sqrt(float64(n)) * sd / theta
 }
 
-// Completion is C_{g,i} of §3.1 by Monte Carlo with a fixed seed, cached by its inputs:
+// Completion is C_{g,i} of QLM §6 (Eq. 5) by Monte Carlo with a fixed seed, cached by its inputs:
 // members wait for the output tokens ahead at throughput theta (Eq. 2) and decode their own
 // at dTok seconds per token (ε·d, Eq. 4). theta and dTok are cached at 1 % resolution (they
 // are profiled over time and drift).

@@ -12,7 +12,7 @@ import (
 
 // rctRun serves the bundled Mistral-7B chat class (output 250 ± 150 tokens) on one A100
 // under QLM: warm requests arriving evenly over the first 20 s saturate the instance so its
-// throughput is profiled (paper §4 Insight #1), then n requests arrive evenly over spread.
+// throughput is profiled (QLM §2.4 Insight #1), then n requests arrive evenly over spread.
 // It returns the RCT R² of the estimates made from 20 s on against the simulator's
 // completions. A short spread builds the queue whose positions the paper's Fig. 3 and
 // Fig. 14 plot; a spread as long as the drain time is steady service, where a request's own
@@ -49,7 +49,7 @@ func rctRun(t testing.TB, warm, n int, spread dataplane.Time) (float64, int) {
 	return RCTR2(p.(*Policy).Stats(), done, from)
 }
 
-// TestRCTR2: the RCT estimator (spec §3, Eq. 2–4) against the simulator's measured
+// TestRCTR2: the RCT estimator (QLM §6, Eq. 2–4) against the simulator's measured
 // completion times for a queue of 8 000 requests after 20 s of saturating warm-up (the
 // paper's setting, Fig. 3/14: R² 0.99; issue 13's target ≥ 0.95).
 func TestRCTR2(t *testing.T) {

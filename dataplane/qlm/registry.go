@@ -20,7 +20,7 @@ func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
 	}}
 }
 
-// Policies lists QLM and its baselines and ablations (spec §5).
+// Policies lists QLM and its baselines and ablations (QLM §8).
 func Policies() []dataplane.PolicySpec {
 	full := options{evict: true, swap: true, warm: true, guard: true, placement: "plan"}
 	qq := func() queue { return &qlmQueue{} }

@@ -7,7 +7,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// shepherdQueue is the SHEPHERD-like baseline of spec §5 [ours] (Zhang et al., NSDI 2023, as
+// shepherdQueue is the SHEPHERD-like baseline of QLM §8 [ours] (Zhang et al., NSDI 2023, as
 // QLM's evaluation ran it: "dynamic batching plus ILP ordering/placement, designed for
 // deterministic-latency DNNs"; QLM §8 notes it cannot use continuous batching). Per instance
 // and model it forms the largest static batch (≤ shepherdBatch) whose deadlines all hold
@@ -21,7 +21,7 @@ type shepherdQueue struct {
 	dirty   []bool
 }
 
-// shepherdBatch is B_static of spec §5 (default 32).
+// shepherdBatch is B_static of QLM §8 (default 32).
 const shepherdBatch = 32
 
 func (q *shepherdQueue) init(p *Policy) {
@@ -49,7 +49,7 @@ func (q *shepherdQueue) insert(i int, s *seq) {
 }
 
 // p95Out is the SHEPHERD-like deterministic stand-in for a request's unknown output length:
-// its class's p95 (normal, spec §7 #9), at most the class maximum; the policy never reads
+// its class's p95 (normal, QLM §6, Eq. 3), at most the class maximum; the policy never reads
 // the true length.
 func p95Out(s *seq) float64 { return float64(s.group.maxOut) }
 

@@ -41,7 +41,7 @@ func runTimes(t *testing.T, pol string, at []dataplane.Time, in, out []int32) (t
 	return ttft, done
 }
 
-// TestShepherdStaticBatch: SHEPHERD-like batches run to completion (spec §5): a request
+// TestShepherdStaticBatch: SHEPHERD-like batches run to completion (QLM §8): a request
 // arriving while a batch decodes waits for the whole batch, where vLLM's continuous batching
 // admits it at the next iteration.
 func TestShepherdStaticBatch(t *testing.T) {
@@ -68,7 +68,7 @@ func TestShepherdStaticBatch(t *testing.T) {
 }
 
 // TestShepherdPreemptsForDoubleBatch: a feasible batch twice the running one's size preempts
-// it (spec §5): two requests arriving during a one-request batch start first, and the
+// it (QLM §8): two requests arriving during a one-request batch start first, and the
 // preempted request finishes after both.
 func TestShepherdPreemptsForDoubleBatch(t *testing.T) {
 	first, done := runTimes(t, PolicyShepherd, []dataplane.Time{0, 3000, 3000}, []int32{100, 100, 100}, []int32{40, 5, 5})
