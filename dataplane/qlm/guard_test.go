@@ -6,6 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/sim"
 )
 
 // TestFlatBatch: the decode knee is the largest batch whose step stays within 25% of one
@@ -132,5 +133,57 @@ func TestPlanWeightsRequests(t *testing.T) {
 	sol := SolvePlan(pr, PlanOptions{MaxBinaries: -1})
 	if len(sol.Queues[0]) != 2 || sol.Queues[0][0] != 0 {
 		t.Errorf("queue %v: want the 100-request group first", sol.Queues[0])
+	}
+}
+
+// TestBehind: the throughput floor's trigger (qlmQueue.behind). One instance of the hand
+// profile (Θ = 5000 tok/s) runs an interactive request; a batch group of n requests of 1000
+// expected output tokens waits. It is behind when the RCT drain (n·1000/Θ) passes a waiting
+// looser-SLO member's deadline; a group of the running request's own SLO never counts (the
+// guard does not hold it back), and nothing running means no guard to relax.
+func TestBehind(t *testing.T) {
+	dep := tokenTimeSetup(t)
+	pol, err := Registry().New(dep, dataplane.Config{Policy: PolicyQLM}, PolicyQLM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.New(dep, pol, []sim.Source{&sim.Times{}, &sim.Times{}}, sim.Options{Duration: dataplane.Second}); err != nil {
+		t.Fatal(err)
+	}
+	p := pol.(*Policy)
+	q := p.q.(*qlmQueue)
+	q.init(p)
+	now := 100 * dataplane.Second
+	in := p.inst[0]
+	for _, tc := range []struct {
+		name     string
+		running  bool
+		app      dataplane.AppID
+		n        int
+		deadline dataplane.Time // of every waiting member, from now
+		want     bool
+	}{
+		{"batch group drains in time", true, 1, 10, 60 * dataplane.Second, false},
+		{"batch group drains past its deadline", true, 1, 400, 60 * dataplane.Second, true},
+		{"first member alone already late", true, 1, 1, 100 * dataplane.Millisecond, true},
+		{"same SLO as the running request", true, 0, 400, 60 * dataplane.Second, false},
+		{"nothing running", false, 1, 400, 60 * dataplane.Second, false},
+	} {
+		slo := 600 * dataplane.Second
+		if tc.app == 0 {
+			slo = 3 * dataplane.Second
+		}
+		g := &group{app: tc.app, model: "m", mu: p.class[tc.app].Out.Mean, sd: p.class[tc.app].Out.Std, deadline: now + tc.deadline}
+		for i := range tc.n {
+			g.members = append(g.members, &seq{id: dataplane.ReqID(100 + i), app: tc.app, deadline: now + tc.deadline, arrival: now + tc.deadline - slo, group: g})
+		}
+		q.vq[0] = []*group{g}
+		in.running = nil
+		if tc.running {
+			in.running = []*seq{{id: 1, app: 0, prompt: 100, deadline: now + 2*dataplane.Second, arrival: now - dataplane.Second}}
+		}
+		if got := q.behind(p, now, in); got != tc.want {
+			t.Errorf("%s: behind %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
