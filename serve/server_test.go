@@ -556,21 +556,6 @@ func waitClosing(t *testing.T, s *Server) {
 	t.Fatal("Shutdown did not begin")
 }
 
-// waitOutstanding waits until the driver holds at least n unanswered requests.
-func waitOutstanding(t testing.TB, s *Server, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		var got int
-		s.d.do(func() { got = s.d.gen.outstanding })
-		if got >= n {
-			return
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-	t.Fatalf("the driver never held %d requests", n)
-}
-
 // TestMaxInFlight: beyond --max-inflight, requests are refused at the door with 503.
 func TestMaxInFlight(t *testing.T) {
 	gx := newGated()
