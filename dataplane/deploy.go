@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -124,23 +123,23 @@ func EmulatedU(r *Request, st StageID) float64 {
 	return float64(x>>11) / (1 << 53)
 }
 
-// maxWorkFactor bounds Deployment.Work's factor (far above any data-dependent spread).
+// maxWorkFactor bounds Deployment.Work's result relative to the nominal (far above any
+// data-dependent spread).
 const maxWorkFactor = 1e3
 
 // ScaledDuration is the duration an emulated worker takes for a batch of reqs at stage st
-// whose nominal duration is nominal: nominal scaled by the deployment's Work model when it
-// has one (rounded to the µs, never negative).
+// whose nominal duration is nominal: the deployment's Work model's, when it has one.
 func (d *Deployment) ScaledDuration(st StageID, reqs []*Request, nominal Time) Time {
 	if d.Work == nil || nominal <= 0 {
 		return nominal
 	}
-	f := d.Work(&d.Stages[st], reqs)
-	if !(f >= 0 && f <= maxWorkFactor) {
-		// NaN, a negative or an absurd factor is a bug in the system's model (its own tests
-		// check the range): keep the clock sane rather than overflow or run it backwards.
+	t := d.Work(&d.Stages[st], reqs, nominal)
+	if t < 0 || float64(t) > maxWorkFactor*float64(nominal) {
+		// A negative or absurd duration is a bug in the system's model (its own tests check
+		// the range): keep the clock sane rather than run it backwards or overflow it.
 		return nominal
 	}
-	return Time(math.Round(float64(nominal) * f))
+	return t
 }
 
 // SkipCoin is the deterministic coin of conditional stages: a uniform number in [0, 1) that

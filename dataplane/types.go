@@ -280,14 +280,13 @@ type Deployment struct {
 	// out with Branch or Exit set. A workflow's branches are then decided by real outputs
 	// (DyOrc with onnx workers); nil keeps the reported result as it is.
 	Route func(st *Stage, r *Request, out Result) Result
-	// Work, when set, is the factor by which a batch of reqs at stage st takes longer (> 1)
-	// or shorter than the nominal duration the policy planned: work that depends on each
-	// request's own data, which no policy knows before it runs (an LLM's output length;
-	// the policy plans at its expectation). The simulator and serve's emulated workers
-	// apply it (ScaledDuration); real workers take what they take. It must be a function
-	// of its arguments alone, and of each request only through TraceKey, so a request
-	// costs the same simulated and served.
-	Work func(st *Stage, reqs []*Request) float64
+	// Work, when set, is how long a batch of reqs at stage st really takes when the policy
+	// planned nominal: work that depends on each request's own data, which no policy knows
+	// before it runs (an LLM's output length; the policy plans at its expectation). The
+	// simulator and serve's emulated workers run it (ScaledDuration); real workers take
+	// what they take. It must be a function of its arguments alone, and of each request
+	// only through TraceKey, so a request costs the same simulated and served.
+	Work func(st *Stage, reqs []*Request, nominal Time) Time
 	// Kind names the plan section the deployment came from ("ppipe", "pard", ...): the
 	// policy registry serves it only with policies that declare that kind.
 	Kind   string

@@ -41,9 +41,10 @@ func (o *Command) Short() string {
 
 // Long implements bench.Bench.
 func (o *Command) Long() string {
-	return `Reproduces DyOrc's evaluation (spec §4–§5) in the simulator on the spec's stand-in
-profiles (§5.2) and an Azure-like trace (30 Zipf functions, lognormal per-minute bursts, a slow
-sine): each workload (gill, kc, debate, image, mix) is placed by the MILP of plan solve on
+	return `Reproduces DyOrc's evaluation (DyOrc §8) in the simulator on our stand-in profiles
+of its models (the language models' work drawn per call as U(0.5, 1.5) of the profile's, an
+output length no scheduler knows in advance) and an Azure-like trace (30 Zipf functions,
+lognormal per-minute bursts, a slow sine): each workload (gill, kc, debate, image, mix) is placed by the MILP of plan solve on
 8 GPUs and replayed under DyOrc and every baseline; then GILL is swept over 8..256 GPUs with
 the scheduler's DP cost charged (states × state_us), and MIX is replayed with the paper's
 pattern change (from the middle minute GILL ×2, KC and Debate ×0.5). It prints mean and p99 latency, DyOrc's
@@ -161,7 +162,7 @@ func Print(env bench.Env, res *Result) {
 	if mem <= 0 {
 		mem = DefaultGPUMemGB
 	}
-	env.Infof("latency on %d GPUs of %g GB, %d s Azure-like trace, load ×%g, %d seed(s); speed-up = L_base/L_dyorc − 1 (paper: 4–198 %% vs the best baseline, spec §6 #13)", o.GPUs, mem, o.Seconds, o.Load, o.Seeds)
+	env.Infof("latency on %d GPUs of %g GB, %d s Azure-like trace, load ×%g, %d seed(s); speed-up = L_base/L_dyorc − 1 (paper: 4–198 %% vs the best baseline, DyOrc §8.1)", o.GPUs, mem, o.Seconds, o.Load, o.Seeds)
 	dy := map[string]Row{}
 	for _, r := range res.Rows {
 		if r.Policy == "dyorc" {

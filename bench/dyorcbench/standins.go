@@ -21,12 +21,17 @@ func lin(l1, lmax float64, mb int) *formats.ServiceLatency {
 	return &formats.ServiceLatency{BaseUs: (l1 - per) * 1000, PerItemUs: per * 1000}
 }
 
+// llmSpread is the language models' work spread: each call's output length, and so its
+// work, is U(0.5, 1.5) of the profile's (our stand-in set-up; the paper's LLM tasks vary in
+// length, which its scheduler cannot know in advance).
+const llmSpread = 0.5
+
 // StandIns returns our stand-in services and the four applications (the same numbers as
 // testdata/dyorc/gen.py).
 func StandIns() *formats.Workflows {
 	s := map[string]formats.Service{
 		"vit":   {WeightsGB: 0.6, MaxBatch: 64, Latency: lin(14, 127, 64), OutKB: 512, OutKind: "tensor"},
-		"llm7b": {WeightsGB: 13.5, MaxBatch: 32, Latency: lin(1600, 6600, 32), OutKB: 2, OutKind: "general"},
+		"llm7b": {WeightsGB: 13.5, MaxBatch: 32, Latency: lin(1600, 6600, 32), OutKB: 2, OutKind: "general", WorkSpread: llmSpread},
 		"sd15":  {WeightsGB: 2.2, MaxBatch: 8, Latency: lin(2500, 12000, 8), OutKB: 400, OutKind: "general"},
 	}
 	choice := map[string]float64{}
@@ -36,7 +41,7 @@ func StandIns() *formats.Workflows {
 	}
 	for k := 0; k < 25; k++ {
 		n := fmt.Sprintf("card%02d", k)
-		s[n] = formats.Service{WeightsGB: 2.6, MaxBatch: 32, Latency: lin(900, 3200, 32), OutKB: 2, OutKind: "general"}
+		s[n] = formats.Service{WeightsGB: 2.6, MaxBatch: 32, Latency: lin(900, 3200, 32), OutKB: 2, OutKind: "general", WorkSpread: llmSpread}
 		choice[n] = 1 / (float64(k+1) * h)
 	}
 	for _, x := range []struct {

@@ -184,6 +184,12 @@ func NewDeployment(w *Workflow, c Cluster, warm [][]int, net Net) (*dataplane.De
 		}
 	}
 	d.Emulate = m.emulate
+	for i := range w.Services {
+		if w.Services[i].Spread > 0 {
+			d.Work = m.work
+			break
+		}
+	}
 	d.Route = m.route
 	if err := d.Validate(); err != nil {
 		return nil, err

@@ -40,6 +40,8 @@ type Service struct {
 	BaseUs, PerItemUs float64
 	OutBytes          int64 // per item
 	Tensor            bool  // output moves by the tensor tier (else tier 3)
+	// Spread is the relative half-width of a request's own work (work_spread; Meta.work).
+	Spread float64
 }
 
 // Lat is the latency of a batch of b items (at least 1).
@@ -90,7 +92,7 @@ func Compile(wf *formats.Workflows) (*Workflow, error) {
 	for _, n := range names {
 		s := wf.Services[n]
 		sv := Service{Name: n, Bytes: formats.ServiceBytes(s), WeightGB: s.WeightsGB, MaxBatch: max(s.MaxBatch, 1),
-			OutBytes: int64(s.OutKB * 1024), Tensor: s.OutKind != "general"}
+			OutBytes: int64(s.OutKB * 1024), Tensor: s.OutKind != "general", Spread: s.WorkSpread}
 		if s.Latency == nil {
 			return nil, fmt.Errorf("workflows.services.%s: no inline latency (profile latencies for workflow services are not supported yet)", n)
 		}

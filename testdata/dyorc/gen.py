@@ -8,11 +8,12 @@ def lin(l1, lmax, mb):
 
 S = {}
 S["vit"] = {"weights_gb": 0.6, "max_batch": 64, "latency": lin(14, 127, 64), "out_kb": 512, "out_kind": "tensor"}
-S["llm7b"] = {"weights_gb": 13.5, "max_batch": 32, "latency": lin(1600, 6600, 32), "out_kb": 2, "out_kind": "general"}
+# Language models' work varies with each call's output length: U(0.5, 1.5) of the profile's.
+S["llm7b"] = {"weights_gb": 13.5, "max_batch": 32, "latency": lin(1600, 6600, 32), "out_kb": 2, "out_kind": "general", "work_spread": 0.5}
 S["sd15"] = {"weights_gb": 2.2, "max_batch": 8, "latency": lin(2500, 12000, 8), "out_kb": 400, "out_kind": "general"}
 NCARDS = 25
 for k in range(NCARDS):
-    S["card%02d" % k] = {"weights_gb": 2.6, "max_batch": 32, "latency": lin(900, 3200, 32), "out_kb": 2, "out_kind": "general"}
+    S["card%02d" % k] = {"weights_gb": 2.6, "max_batch": 32, "latency": lin(900, 3200, 32), "out_kb": 2, "out_kind": "general", "work_spread": 0.5}
 for name, gb, mb, l1 in [("det", 0.2, 32, 10), ("ocr", 0.4, 32, 30), ("cap", 1.0, 32, 200), ("upscale", 0.1, 8, 80)]:
     S[name] = {"weights_gb": gb, "max_batch": mb, "latency": lin(l1, 4 * l1, mb), "out_kb": 256, "out_kind": "tensor"}
 
