@@ -54,7 +54,7 @@ func (o *Command) Short() string {
 // Long implements bench.Bench.
 func (o *Command) Long() string {
 	return `Replays the Azure LLM inference trace (` + DefaultTrace + `, read at run time) against two
-A100 instances serving Mistral-7B (W_B, single model, spec §5) from the bundled profile
+A100 instances serving Mistral-7B (W_B, single model, QLM §8.2) from the bundled profile
 (testdata/qlm/profile.json). Arrival times are the trace's, compressed by --speedup to raise
 the rate; prompt and output lengths are the trace's. A --share of requests (every k-th) is
 latency-sensitive (20 s end-to-end SLO), the rest batch (10 min). Prints, per policy, SLO
