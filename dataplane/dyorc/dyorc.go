@@ -717,7 +717,7 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 	pl := p.plan(now, d)
 	s := &p.m.W.Services[sv]
 	sr := p.svcReady(now, d, sv)
-	lat := s.Lat(items)
+	lat := s.ExpLat(items)
 	t := max(float64(now), ready, sr)
 	if dv := &p.devs[d]; dv.running {
 		t = max(t, float64(dv.runEnd))
@@ -726,7 +726,7 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 	for i := range pl {
 		b := &pl[i]
 		if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
-			best = min(best, float64(b.start)+s.Lat(b.items+items))
+			best = min(best, float64(b.start)+s.ExpLat(b.items+items))
 		}
 	}
 	for i := range pl {
@@ -763,13 +763,13 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 			last := &dv.plan[n-1]
 			if last.svc == sv && last.items+items <= s.MaxBatch && ready <= last.start && sr <= last.start {
 				last.items += items
-				last.end = last.start + dataplane.Time(s.Lat(last.items))
+				last.end = last.start + dataplane.Time(s.ExpLat(last.items))
 				return
 			}
 			t = max(t, last.end)
 		}
 		st := max(t, ready, sr)
-		dv.plan = append(dv.plan, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(s.Lat(items))})
+		dv.plan = append(dv.plan, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(s.ExpLat(items))})
 	}
 	type item struct {
 		sv, items int
@@ -868,7 +868,9 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 		i = j
 	}
 	dv.running, dv.runSvc, dv.outstanding = true, head.svc, groups
-	dv.runEnd = now + dur
+	// The engine runs the batch at its nominal (the work model draws the real length); the
+	// device model expects it to end at its expected length.
+	dv.runEnd = now + dataplane.Time(math.Ceil(s.ExpLat(total)))
 	dv.lastUse[head.svc] = now
 	dv.dirty = true
 }

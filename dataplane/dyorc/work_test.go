@@ -112,3 +112,29 @@ func TestWorkFactorDistribution(t *testing.T) {
 		t.Error("the work factor repeats the branch draw")
 	}
 }
+
+// TestExpLat: the scheduler's expected batch latency matches the work model's mean over many
+// drawn batches (within 1%), and is the nominal without a spread.
+func TestExpLat(t *testing.T) {
+	m, st := workMeta(0.5, 1)
+	sv := &m.W.Services[0]
+	for _, b := range []int{1, 2, 4, 8, 32} {
+		const trials = 4000
+		var sum float64
+		for k := range int64(trials) {
+			keys := make([]int64, b)
+			for i := range keys {
+				keys[i] = k*int64(b) + int64(i)
+			}
+			sum += float64(m.work(st, reqs(keys...), dataplane.Time(sv.Lat(b))))
+		}
+		mean := sum / trials
+		if got := sv.ExpLat(b); math.Abs(got-mean) > 0.01*mean {
+			t.Errorf("b=%d: ExpLat %.0f µs, the work model's mean %.0f µs", b, got, mean)
+		}
+	}
+	m0, _ := workMeta(0, 1)
+	if s := &m0.W.Services[0]; s.ExpLat(7) != s.Lat(7) {
+		t.Errorf("no spread: ExpLat(7) = %g, Lat(7) = %g", s.ExpLat(7), s.Lat(7))
+	}
+}

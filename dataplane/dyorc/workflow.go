@@ -47,6 +47,19 @@ type Service struct {
 // Lat is the latency of a batch of b items (at least 1).
 func (s *Service) Lat(b int) float64 { return s.BaseUs + s.PerItemUs*float64(max(b, 1)) }
 
+// ExpLat is the expected latency of a batch of b items under the service's work spread
+// (Meta.work): base·E[max f] + per_item·b, where the largest of b factors drawn from
+// U(1−s, 1+s) has mean 1 − s + 2s·b/(b+1). The spread is a property of the service's
+// profile, not of any request, so a scheduler may plan with it; with no spread it is Lat.
+func (s *Service) ExpLat(b int) float64 {
+	b = max(b, 1)
+	if s.Spread <= 0 {
+		return s.Lat(b)
+	}
+	fmax := 1 - s.Spread + 2*s.Spread*float64(b)/float64(b+1)
+	return s.BaseUs*fmax + s.PerItemUs*float64(b)
+}
+
 // Node is one possible call of a workflow: a step (or one service of a choice step).
 type Node struct {
 	Step  int // index in the app's step list (loop: body)
