@@ -241,7 +241,11 @@ func TestValidateWorkload(t *testing.T) {
 		{"service act", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.ActGB = nan; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.act_gb: NaN: must be >= 0`}},
 		{"service max_batch", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.MaxBatch = 0; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.max_batch: 0: must be >= 1`}},
 		{"service work_spread", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.WorkSpread = 1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.work_spread: 1: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
-		{"service work_spread NaN", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.WorkSpread = math.NaN(); w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.work_spread: NaN: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
+		{"service work_spread NaN", f, wl(func(w *Workload) {
+			s := w.Workflows.Services["vit"]
+			s.WorkSpread = math.NaN()
+			w.Workflows.Services["vit"] = s
+		}), []string{`workload.yaml: workflows.services.vit.work_spread: NaN: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
 		{"service latency base", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.BaseUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.base_us: -1: must be >= 0`}},
 		{"service latency per item", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.PerItemUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.per_item_us: -1: must be >= 0`}},
 		{"service out", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.OutKB = -1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.out_kb: -1: must be >= 0`}},
