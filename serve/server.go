@@ -738,3 +738,13 @@ func (s *Server) TimerLateness(q float64) time.Duration {
 
 // ActiveDigest returns the digest of the plan being served.
 func (s *Server) ActiveDigest() string { return s.active.Load().digest }
+
+// WithPolicy runs f on the driver goroutine with the driver's clock and the policy of the
+// generation it is running (during a migration, the old one until the switch): the hook
+// through which a front end hands a policy what it observes outside the engine, such as
+// remote LLM engines' queue gauges (serve/openai, --llm-endpoints). f must not block, and
+// any decision it makes waits for the policy's next event. It waits for f and reports
+// false when the driver has stopped (f did not run).
+func (s *Server) WithPolicy(f func(now dataplane.Time, p dataplane.Policy)) bool {
+	return s.d.do(func() { f(s.d.now, s.d.gen.eng.Policy()) })
+}

@@ -77,6 +77,11 @@ type instance struct {
 	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
 	// every tick, so it does not flip between an admission and the next step's eviction).
 	floor int
+	// observed is what the instance's engine last reported it holds (waiting + running,
+	// QLM's own requests included) and observedAt when; 0 without an observation
+	// (ObserveInstance: remote engines only).
+	observed   float64
+	observedAt dataplane.Time
 }
 
 // satDecay is the per-iteration decay of the throughput sums (a window of ~200 iterations).

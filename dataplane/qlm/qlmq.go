@@ -144,11 +144,13 @@ func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 }
 
 // residual is R_g: the expected remaining work of the running batch (QLM §6 [ours]: the
-// remaining tokens E[O − k] at throughput Θ).
+// remaining tokens E[O − k] at throughput Θ), plus the external load its engine reported
+// (externalSeconds: zero unless ObserveInstance was called).
 func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
+	ext := p.externalSeconds(in)
 	m := p.llmFor(in, in.model)
 	if m == nil {
-		return 0
+		return ext
 	}
 	var tok float64
 	for _, s := range in.running {
@@ -159,7 +161,11 @@ func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 		c := &p.class[s.app]
 		tok += math.Max(c.Out.Mean-float64(s.gen), 1)
 	}
-	return tok / p.theta(in, in.model)
+	r := tok / p.theta(in, in.model)
+	if ext > 0 {
+		r += ext
+	}
+	return r
 }
 
 func (p *Policy) swapSeconds(in *instance, model string) float64 {
@@ -485,6 +491,10 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 				}
 				here = p.swapSeconds(in, g.model)
 			}
+			// An engine that reports external load starts the group only after it.
+			if ext := p.externalSeconds(in); ext > 0 {
+				here += ext
+			}
 			there := q.drain(p, o, k)
 			prev := o.model
 			if k > 0 {
@@ -533,9 +543,12 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 // or any model on an instance with nothing running or swapped (paying the model swap).
 func (q *qlmQueue) split(p *Policy, in *instance) *group {
 	empty := len(in.running) == 0 && len(in.swapped) == 0
+	ext := p.externalSeconds(in)
 	var best *group
 	for _, o := range p.inst {
-		if o == in {
+		// An instance whose engine reports external load takes no waiting members from an
+		// instance that would start them no later (its residual work R_g).
+		if o == in || (ext > 0 && ext >= q.residual(p, o)) {
 			continue
 		}
 		for _, g := range q.vq[o.idx] {

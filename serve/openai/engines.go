@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve"
 )
 
 // Remote engines (issue 13 item 5): OpenAI-compatible servers (vLLM) that do the generation
@@ -23,7 +26,26 @@ import (
 // engine dispatches it there (its first iteration, OnHop), and the engine's own answer,
 // whole or streamed, goes back to the client. The engines' /metrics gauges
 // (vLLM's Prometheus vllm:num_requests_waiting and vllm:num_requests_running) are read
-// every poll interval and shown at GET /v1/engines.
+// every poll interval (--llm-poll) and shown at GET /v1/engines.
+//
+// They also feed the policy (issue 13: remote engines' queue lengths). After every poll
+// round the front end hands each engine's gauges to the serving policy on the driver
+// goroutine (serve.Server.WithPolicy), when the policy implements InstanceObserver (the
+// dataplane/qlm policies do); an engine that could not be read is reported as holding nothing. The gauges count
+// everything the engine holds, QLM's own forwarded requests included: QLM takes their excess
+// over the requests it has running or swapped on that instance as external load, work ahead
+// of the instance's virtual queue (the Eq. 2 drain of that many requests, QLM §6), so its
+// completion estimates on that instance grow, new request groups go to other instances,
+// replans move waiting groups away, and the busy instance stops pulling work it would start
+// later (QLM §5, §7). The policy's own model of the instance (its emulated batch) is not
+// replaced by the gauges: it still decides when a request is forwarded.
+
+// InstanceObserver is implemented by a policy that takes the load observed at an instance's
+// engine: waiting and running requests, everything the engine holds (dataplane/qlm.Policy).
+// It is called on the driver goroutine.
+type InstanceObserver interface {
+	ObserveInstance(now dataplane.Time, instance string, waiting, running float64)
+}
 
 // EndpointList is the --llm-endpoints flag: instance=URL pairs, comma-separated.
 type EndpointList map[string]string
@@ -91,8 +113,10 @@ type Engines struct {
 	done   chan struct{}
 }
 
-// StartEngines polls every engine now and then every interval until Close.
-func StartEngines(eps EndpointList, interval time.Duration, client *http.Client) *Engines {
+// StartEngines polls every engine now and then every interval until Close. observe, when
+// not nil, receives every engine's state after each poll round: the first on the caller's
+// goroutine before StartEngines returns, the later ones on the polling goroutine.
+func StartEngines(eps EndpointList, interval time.Duration, client *http.Client, observe func([]EngineState)) *Engines {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -102,7 +126,13 @@ func StartEngines(eps EndpointList, interval time.Duration, client *http.Client)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
-	e.pollAll(ctx)
+	round := func() {
+		e.pollAll(ctx)
+		if observe != nil && ctx.Err() == nil {
+			observe(e.All())
+		}
+	}
+	round()
 	go func() {
 		defer close(e.done)
 		t := time.NewTicker(interval)
@@ -112,7 +142,7 @@ func StartEngines(eps EndpointList, interval time.Duration, client *http.Client)
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				e.pollAll(ctx)
+				round()
 			}
 		}
 	}()
@@ -303,4 +333,23 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance stri
 			return
 		}
 	}
+}
+
+// observeEngines hands the engines' gauges to the serving policy when it is an
+// InstanceObserver (one driver command per poll round). An engine whose last poll failed
+// counts as holding nothing: stale gauges would keep an instance looking busy.
+func observeEngines(s *serve.Server, es []EngineState) {
+	s.WithPolicy(func(now dataplane.Time, p dataplane.Policy) {
+		o, ok := p.(InstanceObserver)
+		if !ok {
+			return
+		}
+		for _, e := range es {
+			w, r := e.Waiting, e.Running
+			if e.Err != "" || e.Polled == 0 {
+				w, r = 0, 0
+			}
+			o.ObserveInstance(now, e.Instance, w, r)
+		}
+	})
 }

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	dq "github.com/plan-dev/plan/dataplane/qlm"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve"
 )
 
 // fakeVLLM is an in-process stand-in for a vLLM server: /v1/models, /metrics with the queue
@@ -142,5 +146,53 @@ func TestRemoteEngines(t *testing.T) {
 	}
 	if len(es.Data) != 2 || es.Data[0].Waiting != 2 || es.Data[0].Running != 5 || es.Data[1].Waiting != 1 || es.Data[0].Model != "mistralai/Mistral-7B" {
 		t.Errorf("engines %+v", es.Data)
+	}
+}
+
+// The QLM policy takes the engines' gauges (InstanceObserver).
+var _ InstanceObserver = (*dq.Policy)(nil)
+
+// TestRemoteEngineLoadSteers: both instances serve mistral-7b, each through a fake vLLM. The
+// gauges one engine reports in /metrics beyond what QLM sent it are work ahead of that
+// instance's virtual queue (QLM §6), so new requests go to the other instance; with no
+// external load they spread over both. The first poll round reaches the policy before the
+// server starts answering, so no waiting is needed.
+func TestRemoteEngineLoadSteers(t *testing.T) {
+	cases := []struct {
+		name           string
+		queued         [2]float64 // vllm:num_requests_waiting per engine
+		want0, want1   bool       // instances that must get requests
+		never0, never1 bool       // instances that must get none
+	}{
+		{name: "no external load", want0: true, want1: true},
+		{name: "llm-0 engine has a long queue", queued: [2]float64{300, 0}, want1: true, never0: true},
+		{name: "llm-1 engine has a long queue", queued: [2]float64{0, 300}, want0: true, never1: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v0 := &fakeVLLM{name: "mistral-a", waiting: tc.queued[0], running: 2}
+			v1 := &fakeVLLM{name: "mistral-b", waiting: tc.queued[1], running: 2}
+			s0, s1 := httptest.NewServer(v0.handler()), httptest.NewServer(v1.handler())
+			defer s0.Close()
+			defer s1.Close()
+			fe := memFrontend()
+			if err := fe.Endpoints.Set("llm-0=" + s0.URL + ",llm-1=" + s1.URL); err != nil {
+				t.Fatal(err)
+			}
+			_, url := qlmServerPlan(t, fe, serve.Options{}, func(p *formats.Plan) {
+				p.QLM.Instances[1].Model = "mistral-7b"
+			})
+			got := map[string]int{}
+			for i := range 6 {
+				resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":4,"prompt_tokens":%d}`, i, 100<<i))
+				if resp.StatusCode != 200 {
+					t.Fatalf("request %d: status %d: %s", i, resp.StatusCode, b)
+				}
+				got[resp.Header.Get("X-Plan-Instance")]++
+			}
+			if (tc.want0 && got["llm-0"] == 0) || (tc.want1 && got["llm-1"] == 0) || (tc.never0 && got["llm-0"] > 0) || (tc.never1 && got["llm-1"] > 0) {
+				t.Errorf("requests per instance %v", got)
+			}
+		})
 	}
 }

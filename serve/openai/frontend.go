@@ -88,7 +88,7 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/queue", f.handleEnqueue)
 	mux.HandleFunc("GET /v1/queue/{id}", f.handleQueueGet)
 	if len(f.Endpoints) > 0 {
-		f.engines = StartEngines(f.Endpoints, max(f.Poll, 10*time.Millisecond), nil)
+		f.engines = StartEngines(f.Endpoints, max(f.Poll, 10*time.Millisecond), nil, func(es []EngineState) { observeEngines(s, es) })
 		f.forwardClient = &http.Client{}
 		mux.HandleFunc("GET /v1/engines", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})

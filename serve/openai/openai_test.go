@@ -30,9 +30,18 @@ func qlmServer(t testing.TB, fe *Frontend) (*serve.Server, string) {
 
 func qlmServerOpts(t testing.TB, fe *Frontend, o serve.Options) (*serve.Server, string) {
 	t.Helper()
+	return qlmServerPlan(t, fe, o, nil)
+}
+
+// qlmServerPlan is qlmServerOpts with the plan changed by edit (nil: as read).
+func qlmServerPlan(t testing.TB, fe *Frontend, o serve.Options, edit func(*formats.Plan)) (*serve.Server, string) {
+	t.Helper()
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(p)
 	}
 	o.Plan, o.Seed, o.Frontends = p, 1, []serve.Frontend{fe}
 	o.Deploy = func(p *formats.Plan) (*dataplane.Deployment, string, error) {
