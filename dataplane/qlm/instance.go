@@ -78,10 +78,9 @@ type instance struct {
 	// every tick, so it does not flip between an admission and the next step's eviction).
 	floor int
 	// observed is what the instance's engine last reported it holds (waiting + running,
-	// QLM's own requests included) and observedAt when; 0 without an observation
-	// (ObserveInstance: remote engines only).
-	observed   float64
-	observedAt dataplane.Time
+	// QLM's own requests included); 0 without an observation (ObserveInstance: remote
+	// engines only). Each observation replaces the last, so no timestamp is kept.
+	observed float64
 }
 
 // satDecay is the per-iteration decay of the throughput sums (a window of ~200 iterations).
