@@ -447,6 +447,15 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, name, "", reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at, true, false)
 		return
 	}
+	// A malformed trace header is refused before the body is read: the connection closes
+	// rather than draining a body no answer will use, as the door's refusals do.
+	trace, err := ParseTraceIndex(r.Header.Get(TraceIndexHeader))
+	if err != nil {
+		s.m.reject(400, "bad-request")
+		w.Header().Set("Connection", "close")
+		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
+		return
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -466,12 +475,6 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	}
 	bodyRead(r)
 	req, err := DecodeInferRequest(body, spec.in)
-	if err != nil {
-		s.m.reject(400, "bad-request")
-		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
-		return
-	}
-	trace, err := ParseTraceIndex(r.Header.Get(TraceIndexHeader))
 	if err != nil {
 		s.m.reject(400, "bad-request")
 		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
