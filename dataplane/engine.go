@@ -30,7 +30,13 @@ type Batch struct {
 	Reqs       []ReqID
 	Hops       []Hop
 	Dispatched Time
-	seq        int64
+	// Lost: a worker on the batch's path failed before the batch got past it (EvWorkerDown);
+	// its requests were released and its remaining hops and transfers cancelled.
+	Lost bool
+	seq  int64
+	// running counts the batch's hops and transfers in progress, whose completions the
+	// driver still owes (a lost batch is closed once none is).
+	running int32
 }
 
 // Size returns the number of requests in the batch.
@@ -102,6 +108,20 @@ func (q *fifo) pop() {
 	}
 }
 
+// removeBatch drops every queued entry of batch b.
+func (q *fifo) removeBatch(b BatchID) {
+	items := q.items[:q.head]
+	for _, x := range q.items[q.head:] {
+		if x.b != b {
+			items = append(items, x)
+		}
+	}
+	q.items = items
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+}
+
 func (q *fifo) insert(e entry) {
 	q.items = append(q.items, e)
 	i := len(q.items) - 1
@@ -123,6 +143,8 @@ type workerState struct {
 	loading bool
 	models  []residentModel
 	mem     int64
+	// down: the worker failed (EvWorkerDown) and is not back (EvWorkerUp).
+	down bool
 }
 
 type residentModel struct {
@@ -281,6 +303,9 @@ func (e *Engine) Compact() {
 
 // batchClosed: every hop ran and the tail transfer (into a pool queue) is done.
 func (e *Engine) batchClosed(b *Batch) bool {
+	if b.Lost {
+		return b.running == 0
+	}
 	h := &b.Hops[len(b.Hops)-1]
 	if h.End < 0 {
 		return false
@@ -421,6 +446,14 @@ func (e *Engine) Handle(now Time, ev Event) error {
 		return e.batchDone(now, ev)
 	case EvTransferDone:
 		return e.transferDone(now, ev)
+	case EvWorkerDown, EvWorkerUp:
+		if int(ev.Worker) < 0 || int(ev.Worker) >= len(e.workers) {
+			return fmt.Errorf("%v of unknown worker %d", ev.Kind, ev.Worker)
+		}
+		if ev.Kind == EvWorkerDown {
+			return e.workerDown(now, ev.Worker)
+		}
+		return e.workerUp(now, ev.Worker)
 	}
 	return fmt.Errorf("driver delivered event kind %v", ev.Kind)
 }
@@ -597,6 +630,11 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 			Start: -1, End: -1, OutStart: -1, OutEnd: -1,
 		}
 	}
+	for _, p := range d.Path {
+		if e.workers[p.Worker].down {
+			return e.dropOnDown(now, d, p.Stage)
+		}
+	}
 	for _, r := range d.Reqs {
 		if !e.hasReq(r) {
 			return fmt.Errorf("%w: dispatch of unknown request %d", errBadDecision, r)
@@ -650,7 +688,7 @@ func hasNext(s *Stage, n StageID) bool {
 // has arrived. Work runs in reservation order: an early arrival does not overtake.
 func (e *Engine) tryWorker(now Time, w WorkerID) {
 	ws := &e.workers[w]
-	if ws.busy || ws.loading {
+	if ws.busy || ws.loading || ws.down {
 		return
 	}
 	x, ok := ws.q.front()
@@ -666,6 +704,7 @@ func (e *Engine) tryWorker(now Time, w WorkerID) {
 	ws.busy = true
 	ws.cur = x
 	ws.curStart = now
+	b.running++
 	e.fx.RunBatch(now, w, x.b, int(x.hop), h.Stage, len(b.Reqs), h.Nominal)
 }
 
@@ -674,6 +713,9 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 		return fmt.Errorf("batch-done on unknown worker %d", ev.Worker)
 	}
 	ws := &e.workers[ev.Worker]
+	if ev.Batch >= e.batchBase && int(ev.Batch-e.batchBase) < len(e.batches) && e.bt(ev.Batch).Lost {
+		return e.lostDone(now, ev)
+	}
 	if !ws.busy || ws.cur.b != ev.Batch || ws.cur.hop != ev.Hop {
 		return fmt.Errorf("batch-done for batch %d hop %d on worker %d, which is not running it", ev.Batch, ev.Hop, ev.Worker)
 	}
@@ -683,6 +725,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	ws.busy = false
 	ws.busyTime += ev.End - ev.Start
 	b := e.bt(ev.Batch)
+	b.running--
 	h := &b.Hops[ev.Hop]
 	h.Start, h.End = ev.Start, ev.End
 	share := float64(ev.End-ev.Start) / float64(len(b.Reqs)*e.dep.Topo.Workers[ev.Worker].VGPU)
@@ -798,6 +841,7 @@ func (e *Engine) tryLink(now Time, s ServerID, up bool) {
 	u.q.pop()
 	u.busy = true
 	h.outReady = false
+	b.running++
 	var bytes int64
 	if st := &e.dep.Stages[h.Stage]; st.OutBytes > 0 {
 		bytes = st.OutBytes * int64(len(b.Reqs))
@@ -813,6 +857,10 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 	if int(ev.Hop) < 0 || int(ev.Hop) >= len(b.Hops) {
 		return fmt.Errorf("transfer-done for batch %d hop %d: no such hop", ev.Batch, ev.Hop)
 	}
+	if b.Lost {
+		return e.lostDone(now, ev)
+	}
+	b.running--
 	h := &b.Hops[ev.Hop]
 	if h.OutStart >= 0 || h.End < 0 {
 		return fmt.Errorf("transfer-done for batch %d hop %d twice or before its execution", ev.Batch, ev.Hop)
@@ -961,4 +1009,158 @@ func (e *Engine) Trace(id ReqID) []StageRecord {
 		}
 	}
 	return out
+}
+
+// WorkerDown reports whether worker w failed and is not back (EvWorkerDown, EvWorkerUp).
+func (v View) WorkerDown(w WorkerID) bool { return v.e.workers[w].down }
+
+// BatchLost reports whether batch id was lost to a worker failure (or forgotten by Compact,
+// which keeps no lost batch whose completions are still owed).
+func (e *Engine) BatchLost(id BatchID) bool {
+	return id < e.batchBase || int(id-e.batchBase) >= len(e.batches) || e.bt(id).Lost
+}
+
+// workerDown fails worker w: the batch it runs and those queued on it are lost (their other
+// hops and transfers cancelled), its models are gone, and their requests are released —
+// dropped (DropWorkerFailed) unless the policy re-routes them (Failover).
+func (e *Engine) workerDown(now Time, w WorkerID) error {
+	ws := &e.workers[w]
+	if ws.down {
+		return nil
+	}
+	ws.down = true
+	var lost []BatchID
+	if ws.busy {
+		ws.busy = false
+		ws.busyTime += now - ws.curStart
+		lost = append(lost, ws.cur.b)
+	}
+	for _, x := range ws.q.items[ws.q.head:] {
+		if !slices.Contains(lost, x.b) {
+			lost = append(lost, x.b)
+		}
+	}
+	ws.q = fifo{}
+	ws.loading, ws.models, ws.mem = false, nil, 0
+	for tok, job := range e.loads {
+		if job.w == w {
+			delete(e.loads, tok) // its timer is then stale
+		}
+	}
+	var released []ReqID
+	var stages []StageID
+	for _, id := range lost {
+		b := e.bt(id)
+		b.Lost = true
+		stage := b.Hops[0].Stage
+		for i := range b.Hops {
+			h := &b.Hops[i]
+			if h.Worker == w {
+				stage = h.Stage
+			}
+			srv := e.dep.Topo.Workers[h.Worker].Server
+			e.workers[h.Worker].q.removeBatch(id)
+			e.up[srv].q.removeBatch(id)
+			e.down[srv].q.removeBatch(id)
+		}
+		for _, r := range b.Reqs {
+			q := e.rq(r)
+			if q.held > 0 {
+				q.held--
+			}
+			if q.Outcome == Pending && q.held == 0 {
+				released = append(released, r)
+				stages = append(stages, stage)
+			}
+		}
+	}
+	if f, ok := e.pol.(Failover); !ok || !f.Failover() {
+		for i, r := range released {
+			e.dropFailed(now, e.rq(r), stages[i])
+		}
+	}
+	// Removing the lost batches' entries may have unblocked the queues they headed.
+	for _, id := range lost {
+		for _, h := range e.bt(id).Hops {
+			srv := e.dep.Topo.Workers[h.Worker].Server
+			e.tryWorker(now, h.Worker)
+			e.tryLink(now, srv, true)
+			e.tryLink(now, srv, false)
+		}
+	}
+	return e.callPolicy(now, Event{Kind: EvWorkerDown, Worker: w, Req: NoReq})
+}
+
+// workerUp brings worker w back, empty.
+func (e *Engine) workerUp(now Time, w WorkerID) error {
+	ws := &e.workers[w]
+	if !ws.down {
+		return nil
+	}
+	ws.down = false
+	if err := e.callPolicy(now, Event{Kind: EvWorkerUp, Worker: w, Req: NoReq}); err != nil {
+		return err
+	}
+	e.tryWorker(now, w)
+	return nil
+}
+
+// lostDone takes a lost batch's owed completion: it frees the worker or links the hop or
+// transfer held, and nothing else happens (the batch's requests were released already).
+func (e *Engine) lostDone(now Time, ev Event) error {
+	b := e.bt(ev.Batch)
+	if int(ev.Hop) < 0 || int(ev.Hop) >= len(b.Hops) {
+		return fmt.Errorf("%v for batch %d hop %d: no such hop", ev.Kind, ev.Batch, ev.Hop)
+	}
+	if b.running > 0 {
+		b.running--
+	}
+	if ev.Kind == EvBatchDone {
+		ws := &e.workers[ev.Worker]
+		// The failed worker itself was freed when it failed (and may run other work now).
+		if ws.busy && ws.cur.b == ev.Batch && ws.cur.hop == ev.Hop {
+			ws.busy = false
+			ws.busyTime += ev.End - ev.Start
+			e.tryWorker(now, ev.Worker)
+		}
+		return nil
+	}
+	src, dst := e.linkEnds(b, int(ev.Hop))
+	e.up[src].busy = false
+	e.up[src].busyTime += ev.End - ev.Start
+	e.tryLink(now, src, true)
+	if dst != NoServer {
+		e.down[dst].busy = false
+		e.down[dst].busyTime += ev.End - ev.Start
+		e.tryLink(now, dst, false)
+	}
+	return nil
+}
+
+// dropFailed drops request q, released by a failure or dispatched to a failed worker.
+func (e *Engine) dropFailed(now Time, q *Request, stage StageID) {
+	q.Outcome = Dropped
+	q.Reason = DropWorkerFailed
+	q.DropStage = stage
+	q.Done = now
+	e.finished++
+	e.fx.Finish(now, q)
+}
+
+// dropOnDown answers a dispatch whose path crosses a failed worker: its requests that are
+// pending and in no other batch are dropped (DropWorkerFailed) and no batch is made.
+func (e *Engine) dropOnDown(now Time, d *Decision, stage StageID) error {
+	for _, r := range d.Reqs {
+		if !e.hasReq(r) {
+			return fmt.Errorf("%w: dispatch of unknown request %d", errBadDecision, r)
+		}
+		q := e.rq(r)
+		if q.Outcome != Pending || q.App != d.App {
+			return fmt.Errorf("%w: dispatch of request %d (%v, app %d≠%d)", errBadDecision, r, q.Outcome, q.App, d.App)
+		}
+		if q.held == 0 {
+			e.dropFailed(now, q, stage)
+		}
+	}
+	return nil
 }

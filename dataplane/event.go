@@ -27,6 +27,14 @@ const (
 	// EvModelLoaded (engine → policy): the load of Model Key on Worker finished; the worker
 	// is free again.
 	EvModelLoaded
+	// EvWorkerDown (driver → engine → policy): Worker failed. Its resident models and every
+	// batch it ran or held queued are lost; the requests of those batches are out of flight
+	// again. A Failover policy re-routes them itself; for any other policy the engine drops
+	// them (DropWorkerFailed) before the policy sees the event. Until EvWorkerUp, a dispatch
+	// to the worker drops its requests the same way.
+	EvWorkerDown
+	// EvWorkerUp (driver → engine → policy): Worker is back, empty (no model resident).
+	EvWorkerUp
 )
 
 func (k EventKind) String() string {
@@ -45,6 +53,10 @@ func (k EventKind) String() string {
 		return "tick"
 	case EvModelLoaded:
 		return "model-loaded"
+	case EvWorkerDown:
+		return "worker-down"
+	case EvWorkerUp:
+		return "worker-up"
 	}
 	return "unknown"
 }

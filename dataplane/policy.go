@@ -33,6 +33,15 @@ type Ticker interface {
 	TickEvery() Time
 }
 
+// Failover is implemented by policies that keep the requests of a failed worker (QLM
+// re-queues an instance's sequences and re-plans, QLM §7). After EvWorkerDown those requests
+// are pending and out of flight, and the policy must dispatch, complete or drop each of them
+// later; without Failover the engine drops them (DropWorkerFailed).
+type Failover interface {
+	// Failover reports whether the policy re-routes a failed worker's requests.
+	Failover() bool
+}
+
 // Order is the queue-ordering extension point: a strict weak order on requests. Policies that
 // keep queues take one by name (Config.Order). Ties must be broken deterministically (by ID).
 type Order interface {

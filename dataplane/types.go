@@ -83,6 +83,9 @@ const (
 	DropNoPath DropReason = "no-path"
 	// DropShutdown: the driver stopped (serve drains, then drops what is left).
 	DropShutdown DropReason = "shutdown"
+	// DropWorkerFailed: the worker running or holding the request's batch failed (EvWorkerDown)
+	// and the policy does not re-route such requests (Failover), or no live worker can serve it.
+	DropWorkerFailed DropReason = "worker-failed"
 )
 
 // Request is one inference request and its life-cycle record. The engine owns requests;

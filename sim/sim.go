@@ -38,6 +38,8 @@ type Options struct {
 	// an LLM request, the validation sample a cascade request stands for). It must be a
 	// deterministic function of its arguments and the system's own seed.
 	Attrs func(a dataplane.AppID, n int64) dataplane.Attrs
+	// Failures are worker failures to inject (EvWorkerDown at At, EvWorkerUp at Until).
+	Failures []Failure
 }
 
 // evheap is the event queue. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
@@ -95,6 +97,15 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	for a, src := range sources {
 		if src != nil {
 			s.scheduleArrival(dataplane.AppID(a))
+		}
+	}
+	for i, f := range opts.Failures {
+		if int(f.Worker) < 0 || int(f.Worker) >= len(dep.Topo.Workers) || f.At < 0 || (f.Until != 0 && f.Until <= f.At) {
+			return nil, fmt.Errorf("sim: failure %d: worker %d down at %d µs until %d µs: want a worker of the deployment and 0 ≤ at < until", i, f.Worker, f.At, f.Until)
+		}
+		s.push(f.At, dataplane.Event{Kind: dataplane.EvWorkerDown, Worker: f.Worker})
+		if f.Until > 0 {
+			s.push(f.Until, dataplane.Event{Kind: dataplane.EvWorkerUp, Worker: f.Worker})
 		}
 	}
 	return s, nil
@@ -195,6 +206,9 @@ func (s *Sim) Run() (*Metrics, error) {
 // emulate reports the emulated results of a finished batch's requests (routed stages and
 // systems that model their outputs), drawn in request order from the run's seeded generator.
 func (s *Sim) emulate(ev dataplane.Event) {
+	if s.Engine.BatchLost(ev.Batch) {
+		return
+	}
 	b := s.Engine.Batch(ev.Batch)
 	st := b.Hops[ev.Hop].Stage
 	for _, id := range b.Reqs {

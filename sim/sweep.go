@@ -72,6 +72,8 @@ type SweepConfig struct {
 	Progress func(done, total int, p *Point)
 	// Labels for the report.
 	PlanName, Strategy string
+	// Failures are injected at every load point (Options.Failures).
+	Failures []Failure
 }
 
 // PointSeed derives the seed of one application at one load factor from the sweep seed, so a

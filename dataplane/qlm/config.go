@@ -68,6 +68,18 @@ type Setup struct {
 	// above δ·avg_batch); "" keeps the arrival-time buckets [ours].
 	Grouping    string `json:"grouping,omitempty"`
 	MaxBinaries int    `json:"max_binaries,omitempty"`
+	// ReplanMs is the least time between two re-plans (the plan's replan_ms; 0 = 500 ms).
+	// QLM §7 re-plans only when the RCT check predicts a violation; under sustained overload
+	// that check holds at every arrival, and this bounds how often the generator runs.
+	ReplanMs float64 `json:"replan_ms,omitempty"`
+}
+
+// replanGap is the least time between two re-plans (Setup.ReplanMs).
+func (s *Setup) replanGap() dataplane.Time {
+	if s.ReplanMs > 0 {
+		return dataplane.Time(math.Round(s.ReplanMs * 1e3))
+	}
+	return dataplane.Second / 2
 }
 
 // pwl is a piecewise-linear time in µs over a token count (formats.LLMIteration).

@@ -81,6 +81,19 @@ type instance struct {
 	// QLM's own requests included); 0 without an observation (ObserveInstance: remote
 	// engines only). Each observation replaces the last, so no timestamp is kept.
 	observed float64
+	// down: the instance's worker failed (EvWorkerDown) and is not back.
+	down bool
+}
+
+// upcoming is the model the instance runs next: the one loading, else the loaded one. Plans
+// and estimates made during a load count the swap as paid; counting it against the model
+// being replaced made every re-plan during a load put the other model's groups first, and
+// two instances could then swap models back and forth without running anything.
+func (in *instance) upcoming() string {
+	if in.loading {
+		return in.target
+	}
+	return in.model
 }
 
 // satDecay is the per-iteration decay of the throughput sums (a window of ~200 iterations).
@@ -112,6 +125,9 @@ type Stats struct {
 	Evictions, KVSwaps, Replans, PlanFallbacks             int64
 	// Pulls counts groups an instance with an empty virtual queue took from another one.
 	Pulls int64
+	// Failovers counts instance failures handled; Rerouted the sequences they re-queued on
+	// live instances (running ones lose their KV and recompute, QLM §5's eviction).
+	Failovers, Rerouted int64
 	// SolveNs is the wall time spent in the plan generator (not part of the deterministic
 	// state: policies never read it).
 	SolveNs int64
@@ -131,7 +147,7 @@ func (p *Policy) llmFor(in *instance, name string) *llm {
 
 // step starts the instance's next iteration, model switch or nothing, when it is idle.
 func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions) {
-	if in.busy || in.loading {
+	if in.busy || in.loading || in.down {
 		return
 	}
 	h := p.q.head(p, in)

@@ -50,6 +50,9 @@ type queue interface {
 	finished(p *Policy, s *seq)
 	admitted(p *Policy, in *instance)
 	tick(p *Policy, now dataplane.Time)
+	// evacuate removes and returns, in queue order, the waiting sequences queued for a
+	// failed instance.
+	evacuate(p *Policy, in *instance) []*seq
 }
 
 // Policy is one QLM-kind policy: the instance engine plus a queueing layer.
@@ -133,7 +136,16 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		r := p.view.Req(ev.Req)
 		s := p.newSeq(r)
 		p.seqs[s.id] = s
-		p.q.add(p, now, s)
+		p.enqueue(now, s, out)
+	case dataplane.EvWorkerDown:
+		if in := p.byW[ev.Worker]; in != nil {
+			p.instanceDown(now, in, out)
+		}
+	case dataplane.EvWorkerUp:
+		if in := p.byW[ev.Worker]; in != nil {
+			// Back empty: the next step loads its head group's model cold.
+			in.down = false
+		}
 	case dataplane.EvBatchDone:
 		in := p.byW[ev.Worker]
 		if in == nil || !in.busy {
@@ -191,11 +203,11 @@ func u01(id, salt uint64) float64 {
 	return (float64(h.Sum64()>>11) + 0.5) / (1 << 53)
 }
 
-// eligible lists the instances with a profile for model.
+// eligible lists the live instances with a profile for model.
 func (p *Policy) eligible(model string) []*instance {
 	var out []*instance
 	for _, in := range p.inst {
-		if p.llmFor(in, model) != nil {
+		if !in.down && p.llmFor(in, model) != nil {
 			out = append(out, in)
 		}
 	}
@@ -290,6 +302,58 @@ func (q *plainQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *se
 	return true
 }
 
+func (q *plainQueue) evacuate(p *Policy, in *instance) []*seq {
+	if q.wait == nil {
+		return nil
+	}
+	out := q.wait[in.idx]
+	q.wait[in.idx] = nil
+	return out
+}
+
 func (q *plainQueue) finished(*Policy, *seq)       {}
 func (q *plainQueue) admitted(*Policy, *instance)  {}
 func (q *plainQueue) tick(*Policy, dataplane.Time) {}
+
+// Failover implements dataplane.Failover: every QLM-kind policy re-queues a failed
+// instance's sequences on live instances (the baselines too, so the comparison under a
+// failure is of scheduling, not of who drops).
+func (p *Policy) Failover() bool { return true }
+
+// enqueue queues sequence s, or drops it when no live instance can serve its model.
+func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {
+	if len(p.eligible(s.model)) == 0 {
+		delete(p.seqs, s.id)
+		out.Drop(s.id, 0, dataplane.DropWorkerFailed, 0)
+		return
+	}
+	p.q.add(p, now, s)
+}
+
+// instanceDown handles a failed instance: its KV cache, swapped sequences and loaded model
+// are gone. Running and swapped sequences keep the tokens they generated and go back to the
+// queue to recompute, like an eviction (QLM §5); its waiting sequences move to live
+// instances; QLM then re-plans (QLM §7 re-plans on a predicted violation or an instance
+// failure).
+func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.Decisions) {
+	p.stats.Failovers++
+	orphans := append(append([]*seq(nil), in.running...), in.swapped...)
+	in.down = true
+	in.running, in.swapped, in.iter = nil, nil, nil
+	in.kvUsed, in.cpuUsed = 0, 0
+	in.busy, in.outstanding, in.loading, in.drain = false, 0, false, false
+	in.model, in.target, in.warm = "", "", nil
+	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
+	in.floor, in.observed = 0, 0
+	for _, s := range orphans {
+		s.kv, s.needPrefill, s.swapped, s.readyAt, s.inst = 0, false, false, 0, -1
+	}
+	moved := append(orphans, p.q.evacuate(p, in)...)
+	for _, s := range moved {
+		p.stats.Rerouted++
+		p.enqueue(now, s, out)
+	}
+	if qq, ok := p.q.(*qlmQueue); ok && len(moved) > 0 {
+		qq.replan(p, now)
+	}
+}

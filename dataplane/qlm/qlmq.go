@@ -60,7 +60,7 @@ func (q *qlmQueue) init(p *Policy) {
 		q.vq = make([][]*group, len(p.inst))
 		q.open = map[groupKey]*group{}
 		q.headChanged = make([]bool, len(p.inst))
-		q.lastSolve = -dataplane.Second
+		q.lastSolve = -p.setup.replanGap()
 		q.rct = NewRCT(p.setup.Confidence)
 	}
 }
@@ -101,7 +101,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	s.inst = g.vq
 	g.deadline = min(g.deadline, s.deadline)
 	q.predictOne(p, now, s)
-	if q.violation(p, now) && now-q.lastSolve >= dataplane.Second/2 {
+	if q.violation(p, now) && now-q.lastSolve >= p.setup.replanGap() {
 		q.replan(p, now)
 	}
 }
@@ -131,7 +131,7 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 // groups of its virtual queue (Eq. 2 drain times plus model swaps).
 func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 	t := q.residual(p, in)
-	prev := in.model
+	prev := in.upcoming()
 	for _, g := range q.vq[in.idx][:k] {
 		if g.model != prev {
 			t += p.swapSeconds(in, g.model)
@@ -185,7 +185,7 @@ func (p *Policy) swapSeconds(in *instance, model string) float64 {
 func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 	for _, in := range p.inst {
 		t := q.residual(p, in)
-		prev := in.model
+		prev := in.upcoming()
 		for _, g := range q.vq[in.idx] {
 			if len(g.members) == 0 {
 				continue
@@ -238,9 +238,11 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 	}
 	prob := &PlanProblem{Now: float64(now) / 1e6}
 	for _, in := range p.inst {
-		pi := PlanInstance{Loaded: in.model, Residual: q.residual(p, in)}
+		pi := PlanInstance{Loaded: in.upcoming(), Residual: q.residual(p, in)}
 		prob.Instances = append(prob.Instances, pi)
 	}
+	// A failed instance takes no group (no cost there: infeasible, as for a GPU without a
+	// profile of the group's model).
 	for _, g := range gs {
 		pg := PlanGroup{ID: g.id, Model: g.model, Deadline: float64(g.deadline) / 1e6, Pinned: -1, Weight: len(g.members)}
 		if g.started || p.opt.placement != "plan" {
@@ -248,7 +250,7 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		}
 		for _, in := range p.inst {
 			m := p.llmFor(in, g.model)
-			if m == nil {
+			if m == nil || in.down {
 				pg.Cost = append(pg.Cost, nil)
 				continue
 			}
@@ -310,7 +312,7 @@ func (q *qlmQueue) predictOne(p *Policy, now dataplane.Time, s *seq) {
 		k++
 	}
 	t := q.drain(p, in, k)
-	prev := in.model
+	prev := in.upcoming()
 	if k > 0 {
 		prev = q.vq[in.idx][k-1].model
 	}
@@ -336,7 +338,7 @@ func (q *qlmQueue) predictOne(p *Policy, now dataplane.Time, s *seq) {
 func (q *qlmQueue) predict(p *Policy, now dataplane.Time) {
 	for _, in := range p.inst {
 		t := q.residual(p, in)
-		prev := in.model
+		prev := in.upcoming()
 		for _, g := range q.vq[in.idx] {
 			m := p.llmFor(in, g.model)
 			if g.model != prev {
@@ -603,7 +605,7 @@ func (q *qlmQueue) behind(p *Policy, now dataplane.Time, in *instance) bool {
 		tight = min(tight, s.slo())
 	}
 	t := float64(now)/1e6 + q.residual(p, in)
-	prev := in.model
+	prev := in.upcoming()
 	for _, g := range q.vq[in.idx] {
 		if len(g.members) == 0 {
 			continue
@@ -719,6 +721,25 @@ func (q *qlmQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *se
 
 func (q *qlmQueue) finished(*Policy, *seq) {}
 
+// evacuate empties a failed instance's virtual queue: its groups dissolve (their members are
+// re-added, and re-grouped, on live instances) and no open group stays placed there.
+func (q *qlmQueue) evacuate(p *Policy, in *instance) []*seq {
+	q.init(p)
+	var out []*seq
+	for _, g := range q.vq[in.idx] {
+		out = append(out, g.members...)
+		g.members, g.size = nil, 0
+	}
+	q.vq[in.idx] = nil
+	for k, g := range q.open {
+		if g.vq == in.idx {
+			delete(q.open, k)
+		}
+	}
+	q.headChanged[in.idx] = false
+	return out
+}
+
 // admitted ends the eviction trigger: a replan's head change preempts once, at the first
 // admission round after it.
 func (q *qlmQueue) admitted(_ *Policy, in *instance) { q.headChanged[in.idx] = false }
@@ -731,7 +752,7 @@ func (q *qlmQueue) tick(p *Policy, now dataplane.Time) {
 			in.floor = m.knee
 		}
 	}
-	if q.violation(p, now) && now-q.lastSolve >= dataplane.Second/2 {
+	if q.violation(p, now) && now-q.lastSolve >= p.setup.replanGap() {
 		q.replan(p, now)
 	}
 }

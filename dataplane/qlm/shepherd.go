@@ -190,6 +190,14 @@ func (q *shepherdQueue) preemptFor(*Policy, dataplane.Time, *instance, *seq, int
 	return false
 }
 
+func (q *shepherdQueue) evacuate(p *Policy, in *instance) []*seq {
+	q.init(p)
+	out := q.wait[in.idx]
+	q.wait[in.idx], q.pending[in.idx] = nil, nil
+	q.tokens[in.idx], q.dirty[in.idx] = 0, false
+	return out
+}
+
 func (q *shepherdQueue) finished(*Policy, *seq) {}
 
 // admitted drops the rest of a formed batch that KV could not take: it re-forms next time.

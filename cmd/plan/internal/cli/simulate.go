@@ -31,6 +31,7 @@ type simulateOptions struct {
 	jitter    float64
 	reference string
 	parallel  int
+	fail      []string
 }
 
 func init() { register(newSimulateCmd) }
@@ -54,7 +55,8 @@ PLAN defaults to ./plan.json.`,
   plan simulate plan.json --trace bursty --load 0.5:1.0:0.05 --duration 30s --seed 7
   plan simulate plan.json --trace arrivals.json --report out/
   plan simulate np.json --reference-plan plan.json     # NP at PPipe's load factors
-  plan simulate plan.json --policy reactive            # the reactive ablation baseline`,
+  plan simulate plan.json --policy reactive            # the reactive ablation baseline
+  plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimulate(cmd, app, o, args)
@@ -71,6 +73,7 @@ PLAN defaults to ./plan.json.`,
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
+	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
 	return cmd
 }
 
@@ -180,6 +183,14 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
+	var failures []sim.Failure
+	for _, spec := range o.fail {
+		f, err := sim.ParseFailure(spec, dep)
+		if err != nil {
+			return usageErrorf("--fail: %s: %v", path, err)
+		}
+		failures = append(failures, f)
+	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
 	reg := systems.Policies()
 	pol, err := reg.New(dep, pcfg, defPolicy)
@@ -199,7 +210,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	cfg := &sim.SweepConfig{
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
 		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
-		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy,
+		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy, Failures: failures,
 	}
 	if !app.Quiet {
 		start := time.Now()
