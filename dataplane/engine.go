@@ -1022,8 +1022,12 @@ func (e *Engine) BatchLost(id BatchID) bool {
 
 // workerDown fails worker w: the batch it runs and those queued on it are lost (their other
 // hops and transfers cancelled), its models are gone, and their requests are released —
-// dropped (DropWorkerFailed) unless the policy re-routes them (Failover).
+// dropped (DropWorkerFailed) unless the policy re-routes them (FailReroute).
 func (e *Engine) workerDown(now Time, w WorkerID) error {
+	fa, ok := e.pol.(FailureAware)
+	if !ok || fa.OnWorkerFailure() == 0 {
+		return fmt.Errorf("worker %s failed: %w (%s)", e.dep.Topo.Workers[w].Name, ErrNoFailover, e.pol.Name())
+	}
 	ws := &e.workers[w]
 	if ws.down {
 		return nil
@@ -1074,7 +1078,7 @@ func (e *Engine) workerDown(now Time, w WorkerID) error {
 			}
 		}
 	}
-	if f, ok := e.pol.(Failover); !ok || !f.Failover() {
+	if fa.OnWorkerFailure() != FailReroute {
 		for i, r := range released {
 			e.dropFailed(now, e.rq(r), stages[i])
 		}

@@ -29,9 +29,9 @@ const (
 	EvModelLoaded
 	// EvWorkerDown (driver → engine → policy): Worker failed. Its resident models and every
 	// batch it ran or held queued are lost; the requests of those batches are out of flight
-	// again. A Failover policy re-routes them itself; for any other policy the engine drops
+	// again. A FailReroute policy re-routes them itself; under FailDrop the engine drops
 	// them (DropWorkerFailed) before the policy sees the event. Until EvWorkerUp, a dispatch
-	// to the worker drops its requests the same way.
+	// to the worker drops its requests the same way. Only FailureAware policies take it.
 	EvWorkerDown
 	// EvWorkerUp (driver → engine → policy): Worker is back, empty (no model resident).
 	EvWorkerUp

@@ -33,13 +33,35 @@ type Ticker interface {
 	TickEvery() Time
 }
 
-// Failover is implemented by policies that keep the requests of a failed worker (QLM
-// re-queues an instance's sequences and re-plans, QLM §7). After EvWorkerDown those requests
-// are pending and out of flight, and the policy must dispatch, complete or drop each of them
-// later; without Failover the engine drops them (DropWorkerFailed).
-type Failover interface {
-	// Failover reports whether the policy re-routes a failed worker's requests.
-	Failover() bool
+// FailureMode is what a policy does when a worker fails (EvWorkerDown).
+type FailureMode uint8
+
+const (
+	// FailDrop: the engine drops the requests of the lost batches (DropWorkerFailed) and any
+	// request the policy later dispatches to the failed worker; the policy keeps no state
+	// that waits for a lost batch's completion (PPipe's reservations).
+	FailDrop FailureMode = iota + 1
+	// FailReroute: the requests of the lost batches stay pending, out of flight, and the
+	// policy dispatches, completes or drops each of them later (QLM re-queues an instance's
+	// sequences and re-plans, QLM §7).
+	FailReroute
+)
+
+// FailureAware is implemented by policies that handle worker failures. An engine refuses
+// EvWorkerDown for a policy that does not (ErrNoFailover): a policy that waits for a lost
+// batch's completion would never finish its requests.
+type FailureAware interface {
+	OnWorkerFailure() FailureMode
+}
+
+// ErrNoFailover is returned (wrapped) for a worker failure under a policy that is not
+// FailureAware.
+var ErrNoFailover = errors.New("policy does not handle worker failures")
+
+// HandlesFailures reports whether pol is FailureAware.
+func HandlesFailures(pol Policy) bool {
+	f, ok := pol.(FailureAware)
+	return ok && f.OnWorkerFailure() != 0
 }
 
 // Order is the queue-ordering extension point: a strict weak order on requests. Policies that

@@ -84,7 +84,7 @@ const (
 	// DropShutdown: the driver stopped (serve drains, then drops what is left).
 	DropShutdown DropReason = "shutdown"
 	// DropWorkerFailed: the worker running or holding the request's batch failed (EvWorkerDown)
-	// and the policy does not re-route such requests (Failover), or no live worker can serve it.
+	// and the policy does not re-route such requests (FailDrop), or no live worker can serve it.
 	DropWorkerFailed DropReason = "worker-failed"
 )
 

@@ -7,6 +7,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -40,7 +41,13 @@ type Options struct {
 	Attrs func(a dataplane.AppID, n int64) dataplane.Attrs
 	// Failures are worker failures to inject (EvWorkerDown at At, EvWorkerUp at Until).
 	Failures []Failure
+	// Horizon, when > 0, bounds virtual time: a run still going past it (a policy that never
+	// finishes its requests keeps a Ticker's timer alive for ever) returns ErrHorizon.
+	Horizon dataplane.Time
 }
+
+// ErrHorizon is returned by Run when virtual time passes Options.Horizon.
+var ErrHorizon = errors.New("sim: past the horizon")
 
 // evheap is the event queue. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
 type evheap = dataplane.TimeHeap[dataplane.Event]
@@ -98,6 +105,9 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 		if src != nil {
 			s.scheduleArrival(dataplane.AppID(a))
 		}
+	}
+	if len(opts.Failures) > 0 && !dataplane.HandlesFailures(pol) {
+		return nil, fmt.Errorf("sim: %w: %s", dataplane.ErrNoFailover, pol.Name())
 	}
 	for i, f := range opts.Failures {
 		if int(f.Worker) < 0 || int(f.Worker) >= len(dep.Topo.Workers) || f.At < 0 || (f.Until != 0 && f.Until <= f.At) {
@@ -169,6 +179,10 @@ func (s *Sim) Run() (*Metrics, error) {
 	for len(s.heap) > 0 {
 		it := s.heap.Pop()
 		s.now = it.At
+		if s.opts.Horizon > 0 && s.now > s.opts.Horizon {
+			left := int64(len(s.Engine.Requests())) + int64(s.Engine.RequestBase()) - s.Engine.Finished()
+			return nil, fmt.Errorf("%w: %d µs with %d requests unfinished", ErrHorizon, s.opts.Horizon, left)
+		}
 		var err error
 		if it.Val.Kind == dataplane.EvArrival {
 			a := dataplane.AppID(it.Val.Stage)

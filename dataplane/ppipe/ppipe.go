@@ -85,6 +85,10 @@ func NewPPipe(o PPipeOptions) *PPipe { return &PPipe{opts: o} }
 // Name implements Policy.
 func (p *PPipe) Name() string { return "ppipe" }
 
+// OnWorkerFailure implements dataplane.FailureAware: a failed GPU's requests are dropped and
+// its reservations simply go unused (re-planning around a lost GPU is `plan solve`'s job).
+func (p *PPipe) OnWorkerFailure() dataplane.FailureMode { return dataplane.FailDrop }
+
 // Stats returns the dispatcher's counters.
 func (p *PPipe) Stats() PPipeStats { return p.stats }
 

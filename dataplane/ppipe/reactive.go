@@ -44,6 +44,9 @@ func NewReactive(order string) (*Reactive, error) {
 // Name implements Policy.
 func (r *Reactive) Name() string { return "reactive" }
 
+// OnWorkerFailure implements dataplane.FailureAware (FailDrop, as PPipe).
+func (r *Reactive) OnWorkerFailure() dataplane.FailureMode { return dataplane.FailDrop }
+
 // Attach implements Policy.
 func (r *Reactive) Attach(v dataplane.View) error {
 	r.v = v

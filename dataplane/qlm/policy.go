@@ -315,10 +315,10 @@ func (q *plainQueue) finished(*Policy, *seq)       {}
 func (q *plainQueue) admitted(*Policy, *instance)  {}
 func (q *plainQueue) tick(*Policy, dataplane.Time) {}
 
-// Failover implements dataplane.Failover: every QLM-kind policy re-queues a failed
+// OnWorkerFailure implements dataplane.FailureAware: every QLM-kind policy re-queues a failed
 // instance's sequences on live instances (the baselines too, so the comparison under a
 // failure is of scheduling, not of who drops).
-func (p *Policy) Failover() bool { return true }
+func (p *Policy) OnWorkerFailure() dataplane.FailureMode { return dataplane.FailReroute }
 
 // enqueue queues sequence s, or drops it when no live instance can serve its model.
 func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {

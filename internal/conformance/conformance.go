@@ -34,6 +34,10 @@ type Case struct {
 	Duration dataplane.Time
 	// Jitter is the relative execution noise.
 	Jitter float64
+	// Fail, when FailAt > 0, fails worker FailWorker (modulo the sampled deployment's workers)
+	// at FailAt and brings it back at FailUntil (0 = never): every invariant must still hold.
+	FailWorker        int
+	FailAt, FailUntil dataplane.Time
 }
 
 // Decision is one recorded policy call: the event it saw and what it decided.
@@ -160,6 +164,15 @@ func run(sys system.System, c Case) (*Result, error) {
 			}
 		},
 	}
+	// Every run must drain: a policy that loses track of requests would otherwise tick for ever.
+	opts.Horizon = 100*c.Duration + 600*dataplane.Second
+	if c.FailAt > 0 && !dataplane.HandlesFailures(pol) {
+		return nil, fmt.Errorf("%s: %w", c.Policy, dataplane.ErrNoFailover)
+	}
+	if c.FailAt > 0 && len(dep.Topo.Workers) > 0 {
+		w := dataplane.WorkerID(c.FailWorker % len(dep.Topo.Workers))
+		opts.Failures = []sim.Failure{{Worker: w, At: c.FailAt, Until: c.FailUntil}}
+	}
 	s, err := sim.New(dep, pol, srcs, opts)
 	if err != nil {
 		return nil, nil // the policy refused the deployment at attach time
@@ -187,8 +200,8 @@ func run(sys system.System, c Case) (*Result, error) {
 	for i := range e.Batches() {
 		b := &e.Batches()[i]
 		for h, hop := range b.Hops {
-			if hop.Start < 0 {
-				continue // the request was dropped before this hop ran (never for a run batch)
+			if hop.Start < 0 || b.Lost {
+				continue // dropped before this hop ran, or lost to the failed worker
 			}
 			if hop.End < hop.Start || hop.OutEnd < hop.OutStart {
 				return res, violation("batch %d hop %d: negative duration (%d..%d, transfer %d..%d)", b.ID, h, hop.Start, hop.End, hop.OutStart, hop.OutEnd)

@@ -11,6 +11,11 @@ import (
 
 var patterns = []string{"poisson", "bursty:3", "mmpp"}
 
+// failureAware lists the systems whose policies all handle worker failures (FailureAware);
+// the others' policies must refuse a failure up front: PARD's, CascadeServe's and DyOrc's
+// policies wait for the completions of the batches a failed worker would lose.
+var failureAware = map[string]bool{"ppipe": true, "qlm": true}
+
 // TestEveryPolicy runs every registered policy on a few sampled deployments and patterns,
 // under and over its planned load.
 func TestEveryPolicy(t *testing.T) {
@@ -34,6 +39,23 @@ func TestEveryPolicy(t *testing.T) {
 				})
 			}
 		}
+		// A worker fails a third of the way in: back at two thirds, or never.
+		for i, until := range []dataplane.Time{1333 * dataplane.Millisecond, 0} {
+			c := Case{System: sp[0], Policy: sp[1], Seed: uint64(40 + i), Pattern: "poisson", Load: 1, Duration: 2 * dataplane.Second,
+				Jitter: 0.05, FailWorker: i, FailAt: 667 * dataplane.Millisecond, FailUntil: until}
+			t.Run(fmt.Sprintf("%s/%s/fail-until-%d", sp[0], sp[1], until), func(t *testing.T) {
+				_, err := Run(c)
+				if !failureAware[sp[0]] {
+					if !errors.Is(err, dataplane.ErrNoFailover) {
+						t.Fatalf("%+v: %v; want the failure refused (%v)", c, err, dataplane.ErrNoFailover)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("%+v: %v", c, err)
+				}
+			})
+		}
 	}
 }
 
@@ -51,15 +73,24 @@ func TestHarnessCatchesViolations(t *testing.T) {
 
 // FuzzConformance explores (policy, deployment, pattern, load, jitter) combinations.
 func FuzzConformance(f *testing.F) {
-	f.Add(uint64(1), uint8(0), uint8(0), uint8(10), uint8(5))
-	f.Add(uint64(2), uint8(3), uint8(1), uint8(30), uint8(0))
-	f.Add(uint64(3), uint8(9), uint8(2), uint8(5), uint8(10))
+	f.Add(uint64(1), uint8(0), uint8(0), uint8(10), uint8(5), uint8(0))
+	f.Add(uint64(2), uint8(3), uint8(1), uint8(30), uint8(0), uint8(7))
+	f.Add(uint64(3), uint8(9), uint8(2), uint8(5), uint8(10), uint8(34))
 	pols := Policies()
-	f.Fuzz(func(t *testing.T, seed uint64, pol, pat, load, jit uint8) {
+	f.Fuzz(func(t *testing.T, seed uint64, pol, pat, load, jit, fail uint8) {
 		sp := pols[int(pol)%len(pols)]
 		c := Case{System: sp[0], Policy: sp[1], Seed: seed, Pattern: patterns[int(pat)%len(patterns)],
 			Load: 0.1 + float64(load%50)/10, Duration: dataplane.Second, Jitter: float64(jit%20) / 100}
-		if _, err := Run(c); err != nil {
+		if fail > 0 {
+			// fail: the worker (low 3 bits), the failure's time (fifths of the window) and
+			// whether it comes back.
+			c.FailWorker = int(fail & 7)
+			c.FailAt = dataplane.Time(1+(fail>>3)%4) * dataplane.Second / 5
+			if fail&0x80 == 0 {
+				c.FailUntil = c.FailAt + dataplane.Second/4
+			}
+		}
+		if _, err := Run(c); err != nil && !(errors.Is(err, dataplane.ErrNoFailover) && !failureAware[sp[0]]) {
 			t.Fatalf("%+v: %v", c, err)
 		}
 	})

@@ -22,6 +22,7 @@ func fixture(name string) string {
 
 func TestSimulateBadInput(t *testing.T) {
 	dir := t.TempDir()
+	qlmPlan := filepath.Join("..", "..", "..", "..", "testdata", "export", "qlm", "plan.json")
 	// A plan whose pipelines need more GPUs than its cluster has.
 	raw, err := os.ReadFile(fixture("one-gpu.json"))
 	if err != nil {
@@ -53,6 +54,10 @@ func TestSimulateBadInput(t *testing.T) {
 		{"empty load range", []string{"simulate", fixture("one-gpu.json"), "--load", "1:0.5:0.1"}, "empty"},
 		{"unknown policy", []string{"simulate", fixture("one-gpu.json"), "--policy", "nope"}, "unknown policy"},
 		{"bad duration", []string{"simulate", fixture("one-gpu.json"), "--duration", "0s"}, "--duration"},
+		{"fail: unknown worker", []string{"simulate", qlmPlan, "--fail", "llm-9@1s"}, `--fail: ` + qlmPlan + `: "llm-9@1s": no worker "llm-9" in the plan; workers are llm-0, llm-1`},
+		{"fail: no time", []string{"simulate", qlmPlan, "--fail", "llm-0"}, "want WORKER@AT"},
+		{"fail: recovery first", []string{"simulate", qlmPlan, "--fail", "llm-0@5s-1s"}, `recovery time "1s"`},
+		{"fail: policy without failover", []string{"simulate", filepath.Join("..", "..", "..", "..", "testdata", "export", "pard", "plan.json"), "--fail", "tm/object-detection#0@1s"}, "--fail: policy pard does not handle worker failures"},
 	}
 	wd, _ := os.Getwd()
 	defer os.Chdir(wd)
@@ -106,5 +111,34 @@ func TestSimulateDeterministicJSONAndReport(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s not written: %v", f, err)
 		}
+	}
+}
+
+// TestSimulateFailover: with an instance failing and coming back, the bundled QLM plan's
+// simulation re-queues rather than drops, finishes, and is byte-identical run to run.
+func TestSimulateFailover(t *testing.T) {
+	plan := filepath.Join("..", "..", "..", "..", "testdata", "export", "qlm", "plan.json")
+	args := []string{"simulate", plan, "--load", "1", "--duration", "30s", "-q", "-O", "json", "--fail", "llm-0@10s-20s"}
+	code, a, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, b, _ := runCLI(t, args...); a != b {
+		t.Fatal("two runs with the same failure differ")
+	}
+	var rep struct {
+		Points []struct {
+			Total struct {
+				Requests, Dropped int64
+				Attainment        float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(a), &rep); err != nil {
+		t.Fatal(err)
+	}
+	tot := rep.Points[0].Total
+	if tot.Requests == 0 || tot.Dropped != 0 || tot.Attainment < 0.8 {
+		t.Errorf("%d requests, %d dropped, attainment %.3f; want none dropped (QLM re-queues) and ≥ 0.8", tot.Requests, tot.Dropped, tot.Attainment)
 	}
 }
