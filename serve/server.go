@@ -751,3 +751,38 @@ func (s *Server) ActiveDigest() string { return s.active.Load().digest }
 func (s *Server) WithPolicy(f func(now dataplane.Time, p dataplane.Policy)) bool {
 	return s.d.do(func() { f(s.d.now, s.d.gen.eng.Policy()) })
 }
+
+// SetWorkerDown reports that the worker named name failed (down) or is back (!down): the
+// engine loses the batches it held and the policy re-routes or drops their requests
+// (dataplane.EvWorkerDown). Front ends that watch remote engines call it (serve/openai marks
+// an instance down after consecutive failed polls). It fails for an unknown worker, for a
+// policy that does not handle failures (dataplane.ErrNoFailover), and when the driver stopped.
+func (s *Server) SetWorkerDown(name string, down bool) error {
+	var err error
+	ran := s.d.do(func() {
+		g := s.d.gen
+		w := -1
+		for i, wk := range g.dep.Topo.Workers {
+			if wk.Name == name {
+				w = i
+			}
+		}
+		if w < 0 {
+			err = fmt.Errorf("no worker %q in the plan", name)
+			return
+		}
+		if down && !dataplane.HandlesFailures(g.eng.Policy()) {
+			err = fmt.Errorf("worker %s: %w (%s)", name, dataplane.ErrNoFailover, g.eng.Policy().Name())
+			return
+		}
+		kind := dataplane.EvWorkerUp
+		if down {
+			kind = dataplane.EvWorkerDown
+		}
+		s.d.handle(dataplane.Event{Kind: kind, Worker: dataplane.WorkerID(w), Req: dataplane.NoReq})
+	})
+	if !ran {
+		return errors.New("the server has stopped")
+	}
+	return err
+}

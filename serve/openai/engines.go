@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sort"
@@ -102,7 +103,15 @@ type EngineState struct {
 	Running  float64 `json:"num_requests_running"`
 	Polled   int64   `json:"polled_unix_ms,omitempty"`
 	Err      string  `json:"error,omitempty"`
+	// Failures counts the consecutive failed polls; Down is set from DownAfter of them until
+	// a poll succeeds again (the instance is then failed in the engine, EvWorkerDown).
+	Failures int  `json:"consecutive_failures,omitempty"`
+	Down     bool `json:"down,omitempty"`
 }
+
+// DownAfter is the number of consecutive failed polls after which an engine counts as
+// failed: one lost poll is a hiccup, three at the polling interval an outage.
+const DownAfter = 3
 
 // Engines polls the remote engines.
 type Engines struct {
@@ -181,6 +190,12 @@ func (e *Engines) All() []EngineState {
 func (e *Engines) pollAll(ctx context.Context) {
 	for _, s := range e.All() {
 		ns := e.poll(ctx, s)
+		if ns.Err != "" {
+			ns.Failures = s.Failures + 1
+		} else {
+			ns.Failures = 0
+		}
+		ns.Down = ns.Failures >= DownAfter
 		e.mu.Lock()
 		*e.state[s.Instance] = ns
 		e.mu.Unlock()
@@ -333,6 +348,34 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance stri
 			return
 		}
 	}
+}
+
+// markDown fails an instance in the engine when its remote engine went down and brings it
+// back when a poll succeeds again (Server.SetWorkerDown): QLM then re-queues what it had
+// placed there and re-plans (QLM §7). It runs on the polling goroutine only.
+func (f *Frontend) markDown(s *serve.Server, es []EngineState) {
+	for _, e := range es {
+		if e.Down == f.isDown(e.Instance) {
+			continue
+		}
+		if err := s.SetWorkerDown(e.Instance, e.Down); err != nil {
+			slog.Warn("remote engine state", "instance", e.Instance, "down", e.Down, "err", err)
+			continue
+		}
+		f.downMu.Lock()
+		if f.down == nil {
+			f.down = map[string]bool{}
+		}
+		f.down[e.Instance] = e.Down
+		f.downMu.Unlock()
+	}
+}
+
+// isDown reports whether instance is failed in the engine (tests).
+func (f *Frontend) isDown(instance string) bool {
+	f.downMu.Lock()
+	defer f.downMu.Unlock()
+	return f.down[instance]
 }
 
 // observeEngines hands the engines' gauges to the serving policy when it is an

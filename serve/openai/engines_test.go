@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
@@ -22,6 +24,8 @@ type fakeVLLM struct {
 	waiting, running float64
 	mu               sync.Mutex
 	bodies           []map[string]any
+	// broken makes /metrics answer 503 (an engine that went down).
+	broken atomic.Bool
 }
 
 func (v *fakeVLLM) handler() http.Handler {
@@ -30,6 +34,10 @@ func (v *fakeVLLM) handler() http.Handler {
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, v.name)
 	})
 	m.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		if v.broken.Load() {
+			http.Error(w, "engine down", http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintf(w, "# HELP vllm:num_requests_waiting Number of requests waiting.\n# TYPE vllm:num_requests_waiting gauge\n"+
 			"vllm:num_requests_waiting{model_name=%q} %g\nvllm:num_requests_running{model_name=%q} %g\nvllm:gpu_cache_usage_perc{model_name=%q} 0.5\n",
 			v.name, v.waiting, v.name, v.running, v.name)
@@ -194,5 +202,112 @@ func TestRemoteEngineLoadSteers(t *testing.T) {
 				t.Errorf("requests per instance %v", got)
 			}
 		})
+	}
+}
+
+// TestRemoteEngineDown: an engine whose /metrics fails DownAfter polls in a row is failed in
+// the engine (its instance is down: QLM re-queues and re-plans, and places nothing there), so
+// every request goes to the other instance; once it answers again the instance comes back.
+func TestRemoteEngineDown(t *testing.T) {
+	v0 := &fakeVLLM{name: "mistral-a"}
+	v1 := &fakeVLLM{name: "mistral-b"}
+	s0, s1 := httptest.NewServer(v0.handler()), httptest.NewServer(v1.handler())
+	defer s0.Close()
+	defer s1.Close()
+	fe := memFrontend()
+	fe.Poll = 10 * time.Millisecond
+	if err := fe.Endpoints.Set("llm-0=" + s0.URL + ",llm-1=" + s1.URL); err != nil {
+		t.Fatal(err)
+	}
+	_, url := qlmServerPlan(t, fe, serve.Options{}, func(p *formats.Plan) {
+		p.QLM.Instances[1].Model = "mistral-7b"
+	})
+	// waitDown polls /v1/engines until llm-0's down flag is want.
+	waitDown := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			resp, err := http.Get(url + "/v1/engines")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l struct{ Data []EngineState }
+			err = json.NewDecoder(resp.Body).Decode(&l)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range l.Data {
+				if e.Instance == "llm-0" && e.Down == want && fe.isDown("llm-0") == want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("llm-0 not down=%v after 20 s: %+v", want, l.Data)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	v0.broken.Store(true)
+	waitDown(true)
+	got := map[string]int{}
+	for i := range 6 {
+		resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":4,"prompt_tokens":%d}`, i, 100<<i))
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d: %s", i, resp.StatusCode, b)
+		}
+		got[resp.Header.Get("X-Plan-Instance")]++
+	}
+	if got["llm-0"] > 0 || got["llm-1"] != 6 {
+		t.Errorf("requests per instance with llm-0's engine down: %v; want all on llm-1", got)
+	}
+	v0.broken.Store(false)
+	waitDown(false)
+}
+
+// TestSetWorkerDownRequeues: an emulated instance that fails while it generates loses its
+// sequences' KV, and QLM re-queues them on the other instance (with the tokens they had):
+// every request is still answered in full. An unknown worker is an error.
+func TestSetWorkerDownRequeues(t *testing.T) {
+	s, url := qlmServerPlan(t, memFrontend(), serve.Options{}, func(p *formats.Plan) {
+		p.QLM.Instances[1].Model = "mistral-7b"
+	})
+	if err := s.SetWorkerDown("llm-9", true); err == nil || !strings.Contains(err.Error(), `no worker "llm-9"`) {
+		t.Errorf("unknown worker: %v", err)
+	}
+	const n, tokens = 6, 300
+	type res struct {
+		code  int
+		usage Usage
+	}
+	out := make(chan res, n)
+	for i := range n {
+		go func() {
+			resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(
+				fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":%d,"prompt_tokens":200}`, i, tokens)))
+			if err != nil {
+				out <- res{code: -1}
+				return
+			}
+			defer resp.Body.Close()
+			var r struct {
+				Usage Usage `json:"usage"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&r)
+			out <- res{resp.StatusCode, r.Usage}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both instances are generating by now
+	if err := s.SetWorkerDown("llm-0", true); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		r := <-out
+		if r.code != 200 || r.usage.CompletionTokens != tokens {
+			t.Errorf("answer %d with %d completion tokens; want 200 with %d", r.code, r.usage.CompletionTokens, tokens)
+		}
+	}
+	if err := s.SetWorkerDown("llm-0", false); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -45,6 +45,9 @@ type Frontend struct {
 
 	engines       *Engines
 	forwardClient *http.Client
+	// down holds the instances failed in the engine because their remote engine is down.
+	downMu sync.Mutex
+	down   map[string]bool
 
 	s      *serve.Server
 	seq    atomic.Uint64
@@ -88,7 +91,10 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/queue", f.handleEnqueue)
 	mux.HandleFunc("GET /v1/queue/{id}", f.handleQueueGet)
 	if len(f.Endpoints) > 0 {
-		f.engines = StartEngines(f.Endpoints, max(f.Poll, 10*time.Millisecond), nil, func(es []EngineState) { observeEngines(s, es) })
+		f.engines = StartEngines(f.Endpoints, max(f.Poll, 10*time.Millisecond), nil, func(es []EngineState) {
+			observeEngines(s, es)
+			f.markDown(s, es)
+		})
 		f.forwardClient = &http.Client{}
 		mux.HandleFunc("GET /v1/engines", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
