@@ -11,11 +11,6 @@ import (
 
 var patterns = []string{"poisson", "bursty:3", "mmpp"}
 
-// failureAware lists the systems whose policies all handle worker failures (FailureAware);
-// the others' policies must refuse a failure up front: PARD's, CascadeServe's and DyOrc's
-// policies wait for the completions of the batches a failed worker would lose.
-var failureAware = map[string]bool{"ppipe": true, "qlm": true}
-
 // TestEveryPolicy runs every registered policy on a few sampled deployments and patterns,
 // under and over its planned load.
 func TestEveryPolicy(t *testing.T) {
@@ -45,7 +40,9 @@ func TestEveryPolicy(t *testing.T) {
 				Jitter: 0.05, FailWorker: i, FailAt: 667 * dataplane.Millisecond, FailUntil: until}
 			t.Run(fmt.Sprintf("%s/%s/fail-until-%d", sp[0], sp[1], until), func(t *testing.T) {
 				_, err := Run(c)
-				if !failureAware[sp[0]] {
+				// A policy that does not declare a FailureMode must refuse the failure up
+				// front; one that does must keep every invariant through it.
+				if !failureAware(t, sp[0], sp[1]) {
 					if !errors.Is(err, dataplane.ErrNoFailover) {
 						t.Fatalf("%+v: %v; want the failure refused (%v)", c, err, dataplane.ErrNoFailover)
 					}
@@ -90,7 +87,7 @@ func FuzzConformance(f *testing.F) {
 				c.FailUntil = c.FailAt + dataplane.Second/4
 			}
 		}
-		if _, err := Run(c); err != nil && !(errors.Is(err, dataplane.ErrNoFailover) && !failureAware[sp[0]]) {
+		if _, err := Run(c); err != nil && !(errors.Is(err, dataplane.ErrNoFailover) && !failureAware(t, sp[0], sp[1])) {
 			t.Fatalf("%+v: %v", c, err)
 		}
 	})
@@ -111,5 +108,36 @@ func TestHarnessFailsOnLostRequests(t *testing.T) {
 	_, err := run(sys, Case{Policy: "idle", Seed: 1, Pattern: "poisson", Load: 1, Duration: dataplane.Second})
 	if !errors.Is(err, ErrViolation) {
 		t.Fatalf("lost requests not reported: %v", err)
+	}
+}
+
+// failureAware reports whether system's policy declares a FailureMode (dataplane.FailureAware).
+func failureAware(t *testing.T, system, policy string) bool {
+	t.Helper()
+	sys, ok := systems.ByName(system)
+	if !ok {
+		t.Fatalf("no system %q", system)
+	}
+	for _, sp := range sys.Policies {
+		if sp.Name == policy {
+			p, err := sp.New(dataplane.Config{Policy: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return dataplane.HandlesFailures(p)
+		}
+	}
+	t.Fatalf("system %s has no policy %q", system, policy)
+	return false
+}
+
+// TestFailureAwareSystems: the policies that take worker failures today. A system that gains
+// failure handling is added here; one that loses it fails.
+func TestFailureAwareSystems(t *testing.T) {
+	for _, sp := range Policies() {
+		want := sp[0] == "ppipe" || sp[0] == "qlm"
+		if got := failureAware(t, sp[0], sp[1]); got != want {
+			t.Errorf("%s/%s: failure-aware %v, want %v", sp[0], sp[1], got, want)
+		}
 	}
 }
