@@ -96,6 +96,9 @@ type Stats struct {
 	// Per application: per-step predictions made and correct; whole-workflow predictions
 	// (made at the first call) and exact.
 	StepTotal, StepHit, FlowTotal, FlowHit []int64
+	// Rerouted counts calls re-placed after a worker failure; FailDropped the requests dropped
+	// because no live GPU (or API-server worker) was left to serve their next step.
+	Rerouted, FailDropped int64
 }
 
 type task struct {
@@ -105,6 +108,9 @@ type task struct {
 	items int
 	ready dataplane.Time
 	seq   int64
+	// fromSvc, fromItems: the request's previous call (its input), to re-place the task
+	// after a failure as the call it was.
+	fromSvc, fromItems int
 }
 
 type resv struct {
@@ -141,6 +147,10 @@ type device struct {
 	plan        []pbatch
 	dirty       bool
 	timerAt     dataplane.Time
+	// runW: the workers running the parts of the current batch (a failed one never reports).
+	runW []dataplane.WorkerID
+	// runTasks: the tasks of the current batch, to re-place those a failure releases.
+	runTasks []*task
 }
 
 type reqState struct {
@@ -151,6 +161,8 @@ type reqState struct {
 	expect                      int
 	hasExpect                   bool
 	flowPred                    []int
+	// on: the API-server worker holding the request's ingress (NoWorker once it is done).
+	on dataplane.WorkerID
 }
 
 // Policy is DyOrc's central scheduler and its ablations, as a dataplane.Policy.
@@ -169,6 +181,9 @@ type Policy struct {
 	rr    int
 	warm  bool
 	st    Stats
+	// down[g] counts GPU g's failed engine workers; nDown the GPUs with any (see onDown).
+	down  []int
+	nDown int
 	// Ray-like state: replicas per service, since when each was over/under target.
 	rayRep           [][]int
 	rayOver, rayIdle []dataplane.Time
@@ -205,6 +220,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.devs[g] = device{resident: make([]bool, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never}
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}
+	p.down = make([]int, m.GPUs)
 	for a := range m.W.Apps {
 		pr := NewPredictor(ns, p.opt.Seed+uint64(a)+1)
 		pr.Argmax = p.opt.Argmax
@@ -234,13 +250,17 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvArrival:
 		r := p.v.Req(ev.Req)
 		a := int(r.App)
-		p.reqs[ev.Req] = &reqState{app: a, prevDev: -1, prevSvc: -1}
-		ws := p.m.IngressWorkers[a]
-		out.Dispatch(r.App, []dataplane.ReqID{ev.Req}, []dataplane.PathHop{{Stage: p.m.Ingress[a], Worker: ws[dataplane.TraceKey(r)%int64(len(ws))], Dur: dataplane.Time(p.m.Net.IngressUs)}})
+		rs := &reqState{app: a, prevDev: -1, prevSvc: -1, on: dataplane.NoWorker}
+		p.reqs[ev.Req] = rs
+		p.ingress(r, rs, out)
 	case dataplane.EvStageArrival:
 		for _, r := range p.v.Arrived(ev) {
-			p.call(now, r, ev.Stage, out)
+			p.call(now, r, ev.Stage, false, out)
 		}
+	case dataplane.EvWorkerDown:
+		p.onDown(now, ev.Worker, out)
+	case dataplane.EvWorkerUp:
+		p.onUp(now, ev.Worker, out)
 	case dataplane.EvBatchDone:
 		d := p.m.DevOf[ev.Worker]
 		b := p.v.Batch(ev.Batch)
@@ -251,6 +271,8 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			}
 			if d >= 0 {
 				rs.prevDev = d
+			} else {
+				rs.on = dataplane.NoWorker
 			}
 			if p.v.Req(r).Outcome != dataplane.Pending {
 				p.finish(r, rs)
@@ -261,8 +283,13 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		dv := &p.devs[d]
 		dv.outstanding--
+		if i := slices.Index(dv.runW, ev.Worker); i >= 0 {
+			dv.runW = slices.Delete(dv.runW, i, i+1)
+		}
 		if dv.outstanding <= 0 {
 			dv.running, dv.dirty = false, true
+			clear(dv.runTasks)
+			dv.runTasks = dv.runTasks[:0]
 			p.startLoad(now, d, out)
 			p.tryStart(now, d, out)
 		}
@@ -317,6 +344,9 @@ func (p *Policy) prewarm(now dataplane.Time, out *dataplane.Decisions) {
 	for g, svcs := range p.m.Warm {
 		for _, sv := range svcs {
 			s := &p.m.W.Services[sv]
+			if p.v.WorkerDown(p.m.Holder[g][sv]) {
+				continue // failed before the first event: never load onto a down worker
+			}
 			out.Load(p.m.Holder[g][sv], s.Name, s.Bytes, 0)
 			// Resident at once: a batch dispatched meanwhile waits for the 0-length load.
 			p.devs[g].resident[sv] = true
@@ -338,33 +368,45 @@ func (p *Policy) itemsOf(a, sv int) int {
 }
 
 // call handles a real service call (DyOrc §5.3: schedule the predicted workflow, re-plan on a
-// mispredict).
-func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.StageID, out *dataplane.Decisions) {
+// mispredict). retry re-places a call a worker failure released (see onDown): it is not a new
+// call, so it counts in no prediction statistic.
+func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.StageID, retry bool, out *dataplane.Decisions) {
 	rs := p.reqs[r]
 	if rs == nil {
 		return
 	}
+	if p.nDown == len(p.devs) {
+		// Every GPU is down: nothing can serve the call (any live GPU could, loading the
+		// service: workers are totipotent, DyOrc §6.1), so the request fails now rather than
+		// waiting for a recovery that may never come.
+		p.failDrop(r, rs, stage, out)
+		return
+	}
 	sv := p.m.StageSvc[stage]
 	items := p.m.W.Apps[rs.app].Nodes[p.m.StageNode[stage]].Items
-	p.st.Calls++
-	if rs.hasExpect {
-		p.st.StepTotal[rs.app]++
-		if rs.expect == sv {
-			p.st.StepHit[rs.app]++
+	if retry {
+		p.st.Rerouted++
+	} else {
+		p.st.Calls++
+		if rs.hasExpect {
+			p.st.StepTotal[rs.app]++
+			if rs.expect == sv {
+				p.st.StepHit[rs.app]++
+			}
 		}
 	}
+	from, fromItems := rs.prevSvc, rs.prevItems
 	t0 := max(now, p.sched)
 	dev := 0
 	spec := p.opt.Mode == ModeSpec || p.opt.Mode == ModeOracle
 	switch {
 	case p.opt.Mode == ModeRoundRobin:
-		dev = p.rr % len(p.devs)
-		p.rr++
+		dev = p.nextLive()
 	case p.opt.Mode == ModeFixed:
 		dev = p.bestFixed(now, t0, rs, sv, items)
 	case p.opt.Mode == ModeRay:
 		dev = p.rayRoute(sv)
-	case spec && p.opt.Literal && len(rs.chain) > 0 && rs.chain[0].svc == sv:
+	case spec && p.opt.Literal && len(rs.chain) > 0 && rs.chain[0].svc == sv && p.down[rs.chain[0].dev] == 0:
 		// The call matches the next reservation: bind it there, no DP (DyOrc §5.3).
 		dev = rs.chain[0].dev
 		p.dropResv(rs.chain[0])
@@ -372,7 +414,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 		p.st.Binds++
 		p.st.Hits++
 	default:
-		if len(rs.chain) > 0 {
+		if len(rs.chain) > 0 && !retry {
 			if rs.chain[0].svc != sv {
 				p.st.Mispredicts++
 			} else {
@@ -428,7 +470,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	ready := max(t0, now+dataplane.Time(math.Ceil(comm)))
 	p.seq++
 	dv := &p.devs[dev]
-	dv.queue = append(dv.queue, &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq})
+	dv.queue = append(dv.queue, &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems})
 	dv.dirty = true
 	rs.calls = append(rs.calls, sv)
 	rs.prevSvc, rs.prevItems = sv, items
@@ -495,7 +537,7 @@ func (p *Policy) dropResv(x *resv) {
 func (p *Policy) bestFixed(now, t0 dataplane.Time, rs *reqState, sv, items int) int {
 	best, bestH := -1, math.Inf(1)
 	for g := range p.devs {
-		if !slices.Contains(p.m.Warm[g], sv) {
+		if !slices.Contains(p.m.Warm[g], sv) || p.down[g] > 0 {
 			continue
 		}
 		r := float64(t0) + p.m.Comm(rs.prevDev, g, rs.prevSvc, rs.prevItems)
@@ -504,8 +546,7 @@ func (p *Policy) bestFixed(now, t0 dataplane.Time, rs *reqState, sv, items int) 
 		}
 	}
 	if best < 0 {
-		best = p.rr % len(p.devs)
-		p.rr++
+		best = p.nextLive()
 	}
 	return best
 }
@@ -714,6 +755,9 @@ func (p *Policy) availCompPred(now dataplane.Time, d, sv, items int, ready float
 // it: workers skip tasks that are not ready, so a reservation far in the future does not delay
 // a task ready now [ours].
 func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) float64 {
+	if p.down[d] > 0 {
+		return math.Inf(1) // a failed GPU finishes nothing: the DP places no task there
+	}
 	pl := p.plan(now, d)
 	s := &p.m.W.Services[sv]
 	sr := p.svcReady(now, d, sv)
@@ -811,7 +855,7 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 // never run.
 func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 	dv := &p.devs[d]
-	if dv.running {
+	if dv.running || p.down[d] > 0 {
 		return
 	}
 	var head *task
@@ -864,9 +908,11 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 		}
 		st := members[i].stage
 		out.Dispatch(p.dep.Stages[st].App, reqs, []dataplane.PathHop{{Stage: st, Worker: p.m.WorkerOf[d][st], Dur: dur}})
+		dv.runW = append(dv.runW, p.m.WorkerOf[d][st])
 		groups++
 		i = j
 	}
+	dv.runTasks = append(dv.runTasks, members...)
 	dv.running, dv.runSvc, dv.outstanding = true, head.svc, groups
 	// The engine runs the batch at its nominal (the work model draws the real length); the
 	// device model expects it to end at its expected length.
@@ -921,8 +967,8 @@ func (p *Policy) neededResv(d, sv int) bool {
 // reservations cannot block each other's loads); when nothing can be evicted the load waits.
 func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) {
 	dv := &p.devs[d]
-	if dv.loading >= 0 {
-		return
+	if dv.loading >= 0 || p.down[d] > 0 {
+		return // one load at a time; none onto a failed GPU (the engine does not guard loads)
 	}
 	// Drop loads nothing needs any more.
 	keep := dv.loadQ[:0]
@@ -1021,9 +1067,21 @@ func (p *Policy) ongoing(d, sv int) int {
 // a service without replicas gets one on the least busy GPU.
 func (p *Policy) rayRoute(sv int) int {
 	reps := p.rayRep[sv]
+	if p.nDown > 0 {
+		// Ray Serve's router skips dead replicas; with none left the service gets a new one
+		// on a live GPU, as for a service without replicas.
+		reps = p.liveOf(reps)
+		if len(reps) == 0 {
+			p.rayAdd(sv)
+			reps = p.liveOf(p.rayRep[sv])
+		}
+	}
 	if len(reps) == 0 {
 		p.rayAdd(sv)
 		reps = p.rayRep[sv]
+	}
+	if len(reps) == 0 {
+		return p.nextLive()
 	}
 	next := func() int {
 		p.rayRng ^= p.rayRng << 13
@@ -1042,7 +1100,7 @@ func (p *Policy) rayRoute(sv int) int {
 func (p *Policy) rayAdd(sv int) {
 	best, bestN := -1, 0
 	for g := range p.devs {
-		if slices.Contains(p.rayRep[sv], g) {
+		if slices.Contains(p.rayRep[sv], g) || p.down[g] > 0 {
 			continue
 		}
 		n := len(p.devs[g].queue)
