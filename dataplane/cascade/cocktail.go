@@ -53,8 +53,12 @@ type Cocktail struct {
 	active, resident, loading, running []bool
 	gpuBusy                            []bool
 	queues                             [][]dataplane.ReqID
-	batch                              []dataplane.ReqID
 	path                               [1]dataplane.PathHop
+	// inflight[k]: the requests of the batch replica k runs (a failure releases them);
+	// nDown: replicas down now (0 = the failure-free fast path).
+	inflight [][]dataplane.ReqID
+	nDown    int
+	scratch  []dataplane.ReqID
 
 	count     int64
 	lastTick  dataplane.Time
@@ -159,6 +163,7 @@ func (p *Cocktail) Attach(v dataplane.View) error {
 	n := len(p.reps)
 	p.active, p.resident, p.loading, p.running = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
 	p.queues = make([][]dataplane.ReqID, n)
+	p.inflight = make([][]dataplane.ReqID, n)
 	p.gpuBusy = make([]bool, len(p.dep.Topo.GPUs))
 	return nil
 }
@@ -197,6 +202,10 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 	case dataplane.EvArrival:
 		p.count++
 		k := p.pick()
+		if k < 0 {
+			out.Drop(ev.Req, p.stage, dataplane.DropWorkerFailed, 0)
+			return
+		}
 		p.queues[k] = append(p.queues[k], ev.Req)
 		p.try(k, out)
 	case dataplane.EvTick:
@@ -204,6 +213,9 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			// the initial fleet, provisioned before the trace starts
 			p.started = true
 			for k := 0; k < min(p.initial, len(p.reps)); k++ {
+				if p.isDown(k) {
+					continue
+				}
 				p.active[k] = true
 				p.load(now, k, 0, out)
 			}
@@ -232,6 +244,7 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			}
 		}
 		p.running[k] = false
+		p.inflight[k] = p.inflight[k][:0]
 		for _, g := range p.gpus[k] {
 			p.gpuBusy[g] = false
 		}
@@ -245,6 +258,15 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			p.account(now)
 			p.retire(now, k, out)
 			p.try(k, out)
+		}
+	case dataplane.EvWorkerDown:
+		if k := p.index(ev.Worker); k >= 0 {
+			p.replicaDown(now, k, out)
+		}
+	case dataplane.EvWorkerUp:
+		if k := p.index(ev.Worker); k >= 0 {
+			// Back empty and inactive: the autoscaler loads it when it wants it again.
+			p.nDown--
 		}
 	}
 }
@@ -273,7 +295,7 @@ func (p *Cocktail) scale(now dataplane.Time, qps float64, intervalEnd bool, out 
 		p.peak, p.lastScale = qps, now
 	}
 	for k := 0; k < len(p.reps) && n < want; k++ {
-		if !p.active[k] {
+		if !p.active[k] && !p.isDown(k) {
 			p.active[k] = true
 			n++
 			if !p.resident[k] && !p.loading[k] && !p.running[k] {
@@ -311,6 +333,11 @@ func (p *Cocktail) retire(now dataplane.Time, k int, out *dataplane.Decisions) {
 		p.queues[k] = nil
 		for _, id := range q {
 			j := p.pick()
+			if j < 0 {
+				// no live replica (never when none failed: pick falls back to replica 0)
+				out.Drop(id, p.stage, dataplane.DropWorkerFailed, 0)
+				continue
+			}
 			p.queues[j] = append(p.queues[j], id)
 		}
 	}
@@ -326,7 +353,7 @@ func (p *Cocktail) retire(now dataplane.Time, k int, out *dataplane.Decisions) {
 func (p *Cocktail) pick() int {
 	best, bv := -1, math.Inf(1)
 	for k := range p.reps {
-		if !p.active[k] {
+		if !p.active[k] || p.isDown(k) {
 			continue
 		}
 		v := float64(len(p.queues[k]))
@@ -338,7 +365,13 @@ func (p *Cocktail) pick() int {
 		}
 	}
 	if best < 0 {
-		return 0
+		// nothing active (before the first tick, or its replicas failed): the first live
+		// replica, which the next scale-up activates first (replica 0 without failures)
+		for k := range p.reps {
+			if !p.isDown(k) {
+				return k
+			}
+		}
 	}
 	return best
 }
@@ -355,12 +388,68 @@ func (p *Cocktail) try(k int, out *dataplane.Decisions) {
 		}
 	}
 	n := min(len(p.queues[k]), p.tab.MaxBatch)
-	p.batch = append(p.batch[:0], p.queues[k][:n]...)
+	p.inflight[k] = append(p.inflight[k][:0], p.queues[k][:n]...)
 	p.queues[k] = append(p.queues[k][:0], p.queues[k][n:]...)
 	for _, g := range p.gpus[k] {
 		p.gpuBusy[g] = true
 	}
 	p.running[k] = true
 	p.path[0] = dataplane.PathHop{Stage: p.stage, Worker: p.reps[k]}
-	out.Dispatch(p.dep.Stages[p.stage].App, p.batch, p.path[:])
+	out.Dispatch(p.dep.Stages[p.stage].App, p.inflight[k], p.path[:])
+}
+
+// OnWorkerFailure implements dataplane.FailureAware. [ours] Cocktail+ (CascadeServe §6.2)
+// keeps ceil(QPS/packing) replicas of one model; a failed replica is replaced at once as a
+// scale-up would (a live idle replica joins and loads), and its lost batch and queue are
+// re-queued (FailReroute) by least-loaded routing on the live replicas: every replica serves
+// the same model, so any of them can answer. With no live replica the requests are dropped
+// as worker-failed.
+func (p *Cocktail) OnWorkerFailure() dataplane.FailureMode { return dataplane.FailReroute }
+
+// isDown reports whether replica k failed and is not back (no view lookup while none is).
+func (p *Cocktail) isDown(k int) bool { return p.nDown > 0 && p.v.WorkerDown(p.reps[k]) }
+
+// replicaDown forgets replica k's batch and load in flight (the engine reports neither),
+// activates a replacement when k was active, and re-queues k's requests.
+func (p *Cocktail) replicaDown(now dataplane.Time, k int, out *dataplane.Decisions) {
+	p.nDown++
+	p.scratch = p.scratch[:0]
+	if p.running[k] {
+		p.running[k] = false
+		for _, g := range p.gpus[k] {
+			p.gpuBusy[g] = false
+		}
+		p.scratch = append(p.scratch, p.inflight[k]...)
+	}
+	p.inflight[k] = p.inflight[k][:0]
+	p.scratch = append(p.scratch, p.queues[k]...)
+	p.queues[k] = p.queues[k][:0]
+	wasActive := p.active[k]
+	p.active[k], p.resident[k], p.loading[k] = false, false, false
+	if wasActive {
+		for j := range p.reps {
+			if !p.active[j] && !p.isDown(j) {
+				p.active[j] = true
+				if !p.resident[j] && !p.loading[j] && !p.running[j] {
+					p.load(now, j, p.loadTime(j), out)
+				}
+				break
+			}
+		}
+	}
+	p.account(now)
+	for _, id := range p.scratch {
+		if p.v.Req(id).Outcome != dataplane.Pending {
+			continue
+		}
+		j := p.pick()
+		if j < 0 {
+			out.Drop(id, p.stage, dataplane.DropWorkerFailed, 0)
+			continue
+		}
+		p.queues[j] = append(p.queues[j], id)
+	}
+	for j := range p.reps {
+		p.try(j, out)
+	}
 }

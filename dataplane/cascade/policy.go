@@ -81,7 +81,11 @@ type Policy struct {
 	// Switches counts gear changes; Decisions counts gear lookups (bench reporting).
 	Switches, Lookups int64
 	path              [1]dataplane.PathHop
-	batch             []dataplane.ReqID
+	// inflight[w]: the requests of the batch w runs (a failure of w releases them);
+	// nDown: workers down now (0 = the failure-free fast path).
+	inflight [][]dataplane.ReqID
+	nDown    int
+	scratch  []dataplane.ReqID
 }
 
 func newPolicy(name string, cfg dataplane.Config, sw bool) (*Policy, error) {
@@ -191,6 +195,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.heads = make([]int, nW)
 	p.loaded = make([]bool, nW)
 	p.loading = make([]bool, nW)
+	p.inflight = make([][]dataplane.ReqID, nW)
 	for w := range p.loaded {
 		p.loaded[w] = p.preload
 	}
@@ -241,6 +246,10 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.setGear(ev.Req, p.cur)
 		g := &p.tab.Gears[p.cur]
 		w := p.route(p.cur, 0, g.Stages[0])
+		if w == dataplane.NoWorker {
+			out.Drop(ev.Req, dataplane.StageID(g.Stages[0]), dataplane.DropWorkerFailed, 0)
+			return
+		}
 		p.push(w, ev.Req, r.Arrival)
 		p.kick(now, w, out)
 	case dataplane.EvTick:
@@ -289,6 +298,10 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		w := ev.Worker
 		p.loading[w], p.loaded[w] = false, true
 		p.kick(now, w, out)
+	case dataplane.EvWorkerDown:
+		p.workerDown(now, ev.Worker, out)
+	case dataplane.EvWorkerUp:
+		p.workerUp(now, ev.Worker, out)
 	}
 }
 
@@ -300,7 +313,7 @@ func (p *Policy) ensureLoaded(now dataplane.Time, out *dataplane.Decisions) {
 	}
 	for _, s := range p.tab.Gears[p.cur].Stages {
 		for _, w := range p.stageReps[s] {
-			if p.loaded[w] || p.loading[w] || p.running[w] {
+			if p.loaded[w] || p.loading[w] || p.running[w] || p.isDown(w) {
 				continue
 			}
 			r := p.tab.Replicas[w]
@@ -335,13 +348,28 @@ func (p *Policy) gearOfReq(id dataplane.ReqID) int {
 // shares (target share − observed share, §5).
 func (p *Policy) route(g, pos, s int) dataplane.WorkerID {
 	sh := p.tab.Gears[g].Share[pos]
+	// live is the share the live replicas hold: 1 without failures (sh/1 is exact, so a
+	// failure-free run routes as before); with a replica down, its share is spread over the
+	// live ones in proportion to theirs.
+	live := 1.0
+	if p.nDown > 0 {
+		live = 0
+		for k := range sh {
+			if sh[k] > 0 && !p.isDown(p.stageReps[s][k]) {
+				live += sh[k]
+			}
+		}
+		if live == 0 {
+			return p.anyLive(s)
+		}
+	}
 	p.total[g][pos]++
 	best, bv := 0, math.Inf(-1)
 	for k := range sh {
-		if sh[k] <= 0 {
+		if sh[k] <= 0 || (p.nDown > 0 && p.isDown(p.stageReps[s][k])) {
 			continue
 		}
-		if v := sh[k]*p.total[g][pos] - p.sent[g][pos][k]; v > bv {
+		if v := sh[k]/live*p.total[g][pos] - p.sent[g][pos][k]; v > bv {
 			best, bv = k, v
 		}
 	}
@@ -389,7 +417,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	best := dataplane.NoWorker
 	var bt dataplane.Time
 	for _, w := range p.gpuReps[g] {
-		if p.running[w] || !p.loaded[w] || p.qlen(w) < p.trigger(now, w) {
+		if p.running[w] || !p.loaded[w] || p.qlen(w) < p.trigger(now, w) || p.isDown(w) {
 			continue
 		}
 		free := true
@@ -408,7 +436,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	}
 	w := best
 	n := min(p.qlen(w), p.tab.MaxBatch)
-	p.batch = append(p.batch[:0], p.queues[w][p.heads[w]:p.heads[w]+n]...)
+	p.inflight[w] = append(p.inflight[w][:0], p.queues[w][p.heads[w]:p.heads[w]+n]...)
 	p.heads[w] += n
 	if p.heads[w] == len(p.queues[w]) {
 		p.queues[w], p.enq[w], p.heads[w] = p.queues[w][:0], p.enq[w][:0], 0
@@ -422,7 +450,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	}
 	p.running[w] = true
 	p.path[0] = dataplane.PathHop{Stage: dataplane.StageID(p.tab.Replicas[w].Stage), Worker: w}
-	out.Dispatch(p.dep.Stages[p.tab.Replicas[w].Stage].App, p.batch, p.path[:])
+	out.Dispatch(p.dep.Stages[p.tab.Replicas[w].Stage].App, p.inflight[w], p.path[:])
 }
 
 // batchDone forwards each request of the finished batch whose certainty is below the
@@ -453,7 +481,7 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 		ns := gs.Stages[pos+1]
 		target := dataplane.NoWorker
 		for k, x := range p.stageReps[ns] {
-			if gs.Share[pos+1][k] > 0 && shareGPU(p.tab.Replicas[x].GPUs, p.tab.Replicas[w].GPUs) {
+			if gs.Share[pos+1][k] > 0 && shareGPU(p.tab.Replicas[x].GPUs, p.tab.Replicas[w].GPUs) && !p.isDown(x) {
 				target = x
 				break
 			}
@@ -461,8 +489,13 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 		if target == dataplane.NoWorker {
 			target = p.route(g, pos+1, ns)
 		}
+		if target == dataplane.NoWorker {
+			out.Drop(id, dataplane.StageID(ns), dataplane.DropWorkerFailed, 0)
+			continue
+		}
 		p.push(target, id, r.Arrival)
 	}
+	p.inflight[w] = p.inflight[w][:0]
 	p.running[w] = false
 	for _, d := range p.tab.Replicas[w].GPUs {
 		p.gpuBusy[d] = false
@@ -490,4 +523,98 @@ func shareGPU(a, b []int) bool {
 		}
 	}
 	return false
+}
+
+// OnWorkerFailure implements dataplane.FailureAware. CascadeServe (§4.4) places several
+// replicas of a model, which jointly serve the model's QPS through the load balancer's
+// shares, and routes by deficit over those shares (§5); the paper does not treat failures.
+// [ours] A failed replica's samples are re-queued (FailReroute) on the live replicas of the
+// same model, whose shares absorb the failed one's: re-queueing is one push per sample, and
+// a sample that already passed the cascade's earlier models keeps that work. A sample that
+// no live replica of its model can take is dropped as worker-failed.
+func (p *Policy) OnWorkerFailure() dataplane.FailureMode { return dataplane.FailReroute }
+
+// isDown reports whether worker w failed and is not back (no view lookup while none is).
+func (p *Policy) isDown(w dataplane.WorkerID) bool { return p.nDown > 0 && p.v.WorkerDown(w) }
+
+// anyLive is stage s's live replica with the shortest queue (NoWorker if none): the
+// fallback when every replica the gear gives a share is down.
+func (p *Policy) anyLive(s int) dataplane.WorkerID {
+	best := dataplane.NoWorker
+	for _, w := range p.stageReps[s] {
+		if !p.isDown(w) && (best == dataplane.NoWorker || p.qlen(w) < p.qlen(best)) {
+			best = w
+		}
+	}
+	return best
+}
+
+// resetDeficit restarts deficit routing at every gear position of stage s: the set of live
+// replicas changed, and counts from before would send a returning replica a burst.
+func (p *Policy) resetDeficit(s int) {
+	for gi, g := range p.tab.Gears {
+		for pos, x := range g.Stages {
+			if x != s {
+				continue
+			}
+			p.total[gi][pos] = 0
+			clear(p.sent[gi][pos])
+		}
+	}
+}
+
+// workerDown forgets what was in flight on failed replica w (its batch, its load: the engine
+// reports neither) and re-queues its lost batch and its queue on live replicas of its model.
+func (p *Policy) workerDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
+	p.nDown++
+	st := p.tab.Replicas[w].Stage
+	p.scratch = p.scratch[:0]
+	if p.running[w] {
+		p.running[w] = false
+		for _, d := range p.tab.Replicas[w].GPUs {
+			p.gpuBusy[d] = false
+		}
+		p.scratch = append(p.scratch, p.inflight[w]...)
+	}
+	p.inflight[w] = p.inflight[w][:0]
+	p.loading[w], p.loaded[w] = false, false
+	p.scratch = append(p.scratch, p.queues[w][p.heads[w]:]...)
+	p.queues[w], p.enq[w], p.heads[w] = p.queues[w][:0], p.enq[w][:0], 0
+	p.resetDeficit(st)
+	for _, id := range p.scratch {
+		r := p.v.Req(id)
+		if r.Outcome != dataplane.Pending {
+			continue
+		}
+		g := p.cur
+		pos := indexOf(p.tab.Gears[g].Stages, st)
+		if pos < 0 {
+			g = p.gearOfReq(id)
+			pos = indexOf(p.tab.Gears[g].Stages, st)
+		}
+		target := dataplane.NoWorker
+		if pos >= 0 {
+			target = p.route(g, pos, st)
+		} else {
+			target = p.anyLive(st)
+		}
+		if target == dataplane.NoWorker {
+			out.Drop(id, dataplane.StageID(st), dataplane.DropWorkerFailed, 0)
+			continue
+		}
+		p.push(target, id, r.Arrival)
+	}
+	for g := range p.gpuBusy {
+		p.tryGPU(now, g, out)
+	}
+}
+
+// workerUp takes replica w back. It returns empty: with preload the placement counts as
+// resident (as at the start), otherwise it loads again when the current gear needs it.
+func (p *Policy) workerUp(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
+	p.nDown--
+	p.resetDeficit(p.tab.Replicas[w].Stage)
+	p.loaded[w] = p.preload
+	p.ensureLoaded(now, out)
+	p.kick(now, w, out)
 }
