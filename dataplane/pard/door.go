@@ -34,8 +34,8 @@ func (p DoorPipeline) Door(_ dataplane.View, app dataplane.AppID, at, now datapl
 	te := dataplane.Never
 	for _, w := range m.workers {
 		pw := &p.workers[w]
-		if pw.activeAt == dataplane.Never {
-			continue // not provisioned
+		if pw.activeAt == dataplane.Never || pw.down {
+			continue // not provisioned, or failed
 		}
 		te = min(te, max(pw.expectedStart(now), pw.activeAt))
 	}

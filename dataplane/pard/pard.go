@@ -297,6 +297,11 @@ type pardWorker struct {
 	activeAt dataplane.Time // when it serves new requests (Never = not provisioned)
 	cand     []pardCand
 	pos      int // index in its module's workers (the jsq leaf)
+	// running lists the requests of the batch the worker runs (valid while busy): a worker
+	// failure loses that batch and no EvBatchDone will come for it.
+	running []dataplane.ReqID
+	// down mirrors View.WorkerDown: the worker failed (EvWorkerDown) and is not back.
+	down bool
 }
 
 type pardCand struct {
@@ -722,7 +727,124 @@ func (p *Pipeline) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		}
 	case dataplane.EvTick:
 		p.tick(now)
+	case dataplane.EvWorkerDown:
+		p.workerDown(now, ev.Worker, out)
+	case dataplane.EvWorkerUp:
+		p.workerUp(ev.Worker)
 	}
+}
+
+// OnWorkerFailure implements dataplane.FailureAware with FailDrop: the engine drops the
+// requests of the batch the failed worker ran, and the pipeline keeps serving with the
+// module's other workers. PARD names machine failures among the unforeseen events that make
+// requests late (§1, §2) but describes no failover; it adjusts capacity by resource scaling
+// (§5.1), so here the autoscaler, when on, provisions a replacement as for any capacity
+// shortfall, and the lost batch's requests are not re-run (our choice).
+func (p *Pipeline) OnWorkerFailure() dataplane.FailureMode { return dataplane.FailDrop }
+
+// owns reports whether w is a worker of one of the pipeline's modules.
+func (p *Pipeline) owns(w dataplane.WorkerID) bool {
+	if int(w) < 0 || int(w) >= len(p.workers) {
+		return false
+	}
+	m := &p.mods[p.workers[w].mod]
+	return m.used && p.workers[w].pos < len(m.workers) && m.workers[p.workers[w].pos] == w
+}
+
+// workerDown forgets the batch the failed worker ran (the engine lost it and dropped its
+// requests, so no completion will free the worker) and hands the requests it queued or was
+// batching to the module's live workers; with none left they are dropped as worker-failed,
+// as every later arrival at the module is until a worker is back (waiting could last for
+// ever if the failure is permanent).
+func (p *Pipeline) workerDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
+	if !p.owns(w) {
+		return
+	}
+	pw := &p.workers[w]
+	if pw.down {
+		return
+	}
+	pw.down = true
+	m := &p.mods[pw.mod]
+	if pw.busy {
+		pw.busy = false
+		for _, id := range pw.running {
+			if p.gone(id) {
+				continue
+			}
+			if p.v.Req(id).Outcome == dataplane.Pending {
+				// A DAG branch of the request is still held elsewhere, so the engine kept
+				// it: this branch is lost, which counts as a drop on it (the merge then
+				// drops the request once the siblings are accounted for).
+				p.drop(out, id, m.stage, dataplane.DropWorkerFailed, 0)
+				continue
+			}
+			// The engine dropped it; copies queued on sibling branches must not run.
+			p.markGone(id)
+		}
+	}
+	pw.running = pw.running[:0]
+	p.reload(w)
+	p.touched = p.touched[:0]
+	for _, id := range pw.forming {
+		// The forming batch's module arrival times are not kept: they count from now.
+		key := p.v.Req(id).Deadline
+		if p.variant.order == orderFIFO {
+			key = now
+		}
+		p.rehome(now, m, id, key, now, out)
+	}
+	pw.forming = pw.forming[:0]
+	for pw.q.Len() > 0 {
+		key, id, tr := pw.q.PopMin()
+		p.rehome(now, m, id, key, tr, out)
+	}
+	p.reload(w)
+	p.fillTouched(now, out)
+}
+
+// rehome queues request id (key, module arrival tr) of module m at the worker pick chooses,
+// or drops it as worker-failed when the module has no live worker.
+func (p *Pipeline) rehome(now dataplane.Time, m *pardModule, id dataplane.ReqID, key, tr dataplane.Time, out *dataplane.Decisions) {
+	if p.gone(id) {
+		p.flushDeferred(out, id)
+		return
+	}
+	t := p.pick(now, m)
+	if t == dataplane.NoWorker {
+		p.drop(out, id, m.stage, dataplane.DropWorkerFailed, 0)
+		return
+	}
+	p.workers[t].q.Push(key, id, tr)
+	p.reload(t)
+	p.touch(t)
+}
+
+// workerUp takes worker w back: it is empty and serves again as it did before it failed.
+func (p *Pipeline) workerUp(w dataplane.WorkerID) {
+	if !p.owns(w) || !p.workers[w].down {
+		return
+	}
+	p.workers[w].down = false
+	p.reload(w)
+}
+
+// markGone records that request id reached its outcome (or will, by a decided drop).
+func (p *Pipeline) markGone(id dataplane.ReqID) {
+	for int(id) >= len(p.flags) {
+		p.flags = append(p.flags, 0)
+	}
+	p.flags[id] |= flagGone
+}
+
+// touch adds w to the workers to fill after the current event.
+func (p *Pipeline) touch(w dataplane.WorkerID) {
+	for _, t := range p.touched {
+		if t == w {
+			return
+		}
+	}
+	p.touched = append(p.touched, w)
 }
 
 // arriveAt queues request id at module s (joining DAG branches first).
@@ -755,6 +877,11 @@ func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplan
 		m.credit--
 	}
 	w := p.pick(now, m)
+	if w == dataplane.NoWorker {
+		// Every worker of the module is down (or a spare): nothing would ever serve it.
+		p.drop(out, id, s, dataplane.DropWorkerFailed, 0)
+		return
+	}
 	pw := &p.workers[w]
 	r := p.v.Req(id)
 	key := r.Deadline
@@ -763,12 +890,7 @@ func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplan
 	}
 	pw.q.Push(key, id, now)
 	p.reload(w)
-	for _, t := range p.touched {
-		if t == w {
-			return
-		}
-	}
-	p.touched = append(p.touched, w)
+	p.touch(w)
 }
 
 // skip passes a request that does not visit conditional module s on, as if s had run: to
@@ -825,15 +947,29 @@ func (p *Pipeline) pick(now dataplane.Time, m *pardModule) dataplane.WorkerID {
 		// Nothing serves (every worker is cold): queue at the first worker, which drains
 		// when it starts; the estimate will drop what cannot wait.
 		best = m.workers[0]
+		if p.workers[best].down {
+			best = p.coldLive(m)
+		}
 	}
 	return best
+}
+
+// coldLive is the first provisioned worker of m that is not down (a cold one: pick found
+// none serving), or NoWorker: then no worker of the module will serve without a recovery.
+func (p *Pipeline) coldLive(m *pardModule) dataplane.WorkerID {
+	for _, w := range m.workers {
+		if pw := &p.workers[w]; !pw.down && pw.activeAt != dataplane.Never {
+			return w
+		}
+	}
+	return dataplane.NoWorker
 }
 
 // load is worker pw's join-shortest-queue load (Never-like jsqIdle while it does not
 // serve at the module's actNow): twice its queued and forming requests, plus one while
 // it runs a batch, so a running worker loses ties to an idle one with the same queue.
 func (p *Pipeline) load(m *pardModule, pw *pardWorker) int {
-	if pw.activeAt > m.actNow {
+	if pw.activeAt > m.actNow || pw.down {
 		return jsqIdle
 	}
 	l := 2 * (pw.q.Len() + len(pw.forming))
@@ -935,6 +1071,9 @@ func (pw *pardWorker) expectedStart(now dataplane.Time) dataplane.Time {
 // them to the forming batch, and launch when the GPU is idle.
 func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
 	pw := &p.workers[w]
+	if pw.down {
+		return // a dispatch to it would only drop the batch (its queue went to live workers)
+	}
 	m := &p.mods[pw.mod]
 	te := pw.expectedStart(now)
 	slo := m.slo
@@ -1078,6 +1217,7 @@ func (p *Pipeline) launch(now dataplane.Time, w dataplane.WorkerID, out *datapla
 	}
 	p.path[0] = dataplane.PathHop{Stage: m.stage, Worker: w}
 	out.Dispatch(m.app, p.buf, p.path[:])
+	pw.running = append(pw.running[:0], p.buf...)
 	pw.busy = true
 	p.reload(w)
 	pw.runStart = now
@@ -1188,7 +1328,7 @@ func (p *Pipeline) tickModule(now dataplane.Time, m *pardModule) {
 	// Load factor μ = T_in / Σ_workers b/d(b).
 	var cap float64
 	for _, w := range m.workers {
-		if p.workers[w].activeAt <= now {
+		if p.workers[w].activeAt <= now && !p.workers[w].down {
 			cap += float64(m.batch) / (float64(m.d) / float64(dataplane.Second))
 		}
 	}
@@ -1357,9 +1497,10 @@ func (p *Pipeline) scale(now dataplane.Time, a *pardApp) {
 		}
 		want := int(math.Ceil(r * p.headroom / per))
 		want = min(max(want, 1), len(m.workers))
+		// A failed worker is no capacity: the scaler provisions a spare in its place.
 		have := 0
 		for _, w := range m.workers {
-			if p.workers[w].activeAt != dataplane.Never {
+			if pw := &p.workers[w]; pw.activeAt != dataplane.Never && !pw.down {
 				have++
 			}
 		}
@@ -1369,7 +1510,7 @@ func (p *Pipeline) scale(now dataplane.Time, a *pardApp) {
 				if have == want {
 					break
 				}
-				if pw := &p.workers[w]; pw.activeAt == dataplane.Never {
+				if pw := &p.workers[w]; pw.activeAt == dataplane.Never && !pw.down {
 					pw.activeAt = now + p.coldStart
 					have++
 				}
@@ -1378,13 +1519,13 @@ func (p *Pipeline) scale(now dataplane.Time, a *pardApp) {
 			// Retire the last provisioned workers first (pending ones before serving
 			// ones); a retired worker drains what it already queued.
 			for i := len(m.workers) - 1; i >= 0 && have > want; i-- {
-				if pw := &p.workers[m.workers[i]]; pw.activeAt > now && pw.activeAt != dataplane.Never {
+				if pw := &p.workers[m.workers[i]]; pw.activeAt > now && pw.activeAt != dataplane.Never && !pw.down {
 					pw.activeAt = dataplane.Never
 					have--
 				}
 			}
 			for i := len(m.workers) - 1; i >= 0 && have > want; i-- {
-				if pw := &p.workers[m.workers[i]]; pw.activeAt != dataplane.Never {
+				if pw := &p.workers[m.workers[i]]; pw.activeAt != dataplane.Never && !pw.down {
 					pw.activeAt = dataplane.Never
 					have--
 				}
@@ -1428,7 +1569,8 @@ type ModuleState struct {
 	// Mu is the load factor, Eps the hysteresis half-width, HBF the current mode.
 	Mu, Eps float64
 	HBF     bool
-	// Active is the number of workers serving now; Provisioned includes cold ones.
+	// Active is the number of workers serving now; Provisioned includes cold ones (a failed
+	// worker counts in neither).
 	Active, Provisioned int
 	// Budget is the per-module budget of the split/WCL/Clipper++ rules.
 	Budget dataplane.Time
@@ -1442,7 +1584,7 @@ func (p *Pipeline) State(now dataplane.Time) []ModuleState {
 			m := &p.mods[s]
 			ms := ModuleState{Stage: s, Q: m.q, W: m.w, Lsub: m.lsub, Mu: m.mu, Eps: m.eps, HBF: m.hbf, Budget: m.budget}
 			for _, w := range m.workers {
-				if at := p.workers[w].activeAt; at != dataplane.Never {
+				if at := p.workers[w].activeAt; at != dataplane.Never && !p.workers[w].down {
 					ms.Provisioned++
 					if at <= now {
 						ms.Active++
