@@ -131,13 +131,20 @@ func failureAware(t *testing.T, system, policy string) bool {
 	return false
 }
 
-// TestFailureAwareSystems: the policies that take worker failures today. A system that gains
-// failure handling is added here; one that loses it fails.
+// TestFailureAwareSystems: every in-tree policy declares what it does when a worker fails, so
+// TestEveryPolicy runs each through a failure; a policy that declares nothing is refused
+// (ErrNoFailover) rather than left waiting for a lost batch.
 func TestFailureAwareSystems(t *testing.T) {
 	for _, sp := range Policies() {
-		want := sp[0] == "ppipe" || sp[0] == "qlm"
-		if got := failureAware(t, sp[0], sp[1]); got != want {
-			t.Errorf("%s/%s: failure-aware %v, want %v", sp[0], sp[1], got, want)
+		if !failureAware(t, sp[0], sp[1]) {
+			t.Errorf("%s/%s declares no FailureMode", sp[0], sp[1])
 		}
+	}
+	sys, _ := systems.ByName("ppipe")
+	sys.Policies = []dataplane.PolicySpec{{Name: "idle", Serves: []string{sys.PlanSection},
+		New: func(dataplane.Config) (dataplane.Policy, error) { return idle{}, nil }}}
+	_, err := run(sys, Case{Policy: "idle", Seed: 1, Pattern: "poisson", Load: 1, Duration: dataplane.Second, FailAt: dataplane.Second / 2})
+	if !errors.Is(err, dataplane.ErrNoFailover) {
+		t.Fatalf("a failure under a policy with no FailureMode: %v; want %v", err, dataplane.ErrNoFailover)
 	}
 }

@@ -198,7 +198,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return usageErrorf("--policy: %s: %v", path, err)
 	}
 	if len(failures) > 0 && !dataplane.HandlesFailures(pol) {
-		return usageErrorf("--fail: policy %s does not handle worker failures (PPipe's and QLM's policies do)", pol.Name())
+		return usageErrorf("--fail: policy %s does not handle worker failures (it declares no dataplane.FailureMode)", pol.Name())
 	}
 	// Attach the policy once up front: a plan it cannot serve is bad input (exit 2), not a
 	// failure discovered at the first load point.

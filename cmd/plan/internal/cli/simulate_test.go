@@ -57,7 +57,6 @@ func TestSimulateBadInput(t *testing.T) {
 		{"fail: unknown worker", []string{"simulate", qlmPlan, "--fail", "llm-9@1s"}, `--fail: ` + qlmPlan + `: "llm-9@1s": no worker "llm-9" in the plan; workers are llm-0, llm-1`},
 		{"fail: no time", []string{"simulate", qlmPlan, "--fail", "llm-0"}, "want WORKER@AT"},
 		{"fail: recovery first", []string{"simulate", qlmPlan, "--fail", "llm-0@5s-1s"}, `recovery time "1s"`},
-		{"fail: policy without failover", []string{"simulate", filepath.Join("..", "..", "..", "..", "testdata", "export", "pard", "plan.json"), "--fail", "tm/object-detection#0@1s"}, "--fail: policy pard does not handle worker failures"},
 	}
 	wd, _ := os.Getwd()
 	defer os.Chdir(wd)
