@@ -18,10 +18,12 @@ type Failure struct {
 // ParseFailure reads a failure written WORKER@AT or WORKER@AT-UNTIL (durations such as 30s,
 // 1m30s; WORKER is a worker's name in dep, e.g. a QLM instance's).
 func ParseFailure(spec string, dep *dataplane.Deployment) (Failure, error) {
-	name, when, ok := strings.Cut(spec, "@")
-	if !ok || name == "" || when == "" {
+	// The last '@': worker names may hold one (CascadeServe's "model@gpu[0]"), times never.
+	i := strings.LastIndexByte(spec, '@')
+	if i < 0 || i == 0 || i == len(spec)-1 {
 		return Failure{}, fmt.Errorf("%q: want WORKER@AT or WORKER@AT-UNTIL (e.g. i0@30s-90s)", spec)
 	}
+	name, when := spec[:i], spec[i+1:]
 	w := dataplane.WorkerID(-1)
 	var names []string
 	for i, wk := range dep.Topo.Workers {

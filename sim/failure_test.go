@@ -86,7 +86,7 @@ func TestWorkerFailure(t *testing.T) {
 
 func TestParseFailure(t *testing.T) {
 	dep := &dataplane.Deployment{}
-	dep.Topo.Workers = []dataplane.Worker{{Name: "i0"}, {Name: "i1"}}
+	dep.Topo.Workers = []dataplane.Worker{{Name: "i0"}, {Name: "i1"}, {Name: "m@gpu[0]"}}
 	for _, tc := range []struct {
 		in   string
 		want Failure
@@ -95,7 +95,8 @@ func TestParseFailure(t *testing.T) {
 		{in: "i1@30s", want: Failure{Worker: 1, At: 30 * dataplane.Second}},
 		{in: "i0@1m-1m30s", want: Failure{Worker: 0, At: 60 * dataplane.Second, Until: 90 * dataplane.Second}},
 		{in: "i0@0s", want: Failure{Worker: 0}},
-		{in: "i2@1s", err: `no worker "i2" in the plan; workers are i0, i1`},
+		{in: "m@gpu[0]@2s-3s", want: Failure{Worker: 2, At: 2 * dataplane.Second, Until: 3 * dataplane.Second}},
+		{in: "i2@1s", err: `no worker "i2" in the plan; workers are i0, i1, m@gpu[0]`},
 		{in: "i0", err: "want WORKER@AT"},
 		{in: "@1s", err: "want WORKER@AT"},
 		{in: "i0@soon", err: `failure time "soon"`},
