@@ -363,6 +363,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /metrics", s.handleMetrics)
 	m.HandleFunc("GET /v1/plan", s.handleGetPlan)
 	m.HandleFunc("PUT /v1/plan", s.handlePutPlan)
+	m.HandleFunc("POST /v1/workers/state", s.handleWorkerState)
 	for _, f := range s.opts.Frontends {
 		f.Routes(s, m)
 	}
@@ -752,6 +753,49 @@ func (s *Server) WithPolicy(f func(now dataplane.Time, p dataplane.Policy)) bool
 	return s.d.do(func() { f(s.d.now, s.d.gen.eng.Policy()) })
 }
 
+// errUnknownWorker marks SetWorkerDown's unknown-name error (404 at /v1/workers/state).
+var errUnknownWorker = errors.New("unknown worker")
+
+// WorkerState is the body of POST /v1/workers/state: an operator (or a health checker) takes
+// a failed GPU's worker out of service, or puts it back.
+type WorkerState struct {
+	Worker string `json:"worker"`
+	Down   *bool  `json:"down"`
+}
+
+func (s *Server) handleWorkerState(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		writeJSON(w, 400, ErrorResponse{Error: "reading the body: " + err.Error()})
+		return
+	}
+	var ws WorkerState
+	if err := formats.StrictUnmarshal(body, &ws); err != nil {
+		writeJSON(w, 400, ErrorResponse{Error: "worker state: " + err.Error()})
+		return
+	}
+	switch {
+	case ws.Worker == "":
+		writeJSON(w, 400, ErrorResponse{Error: `worker state: field "worker" is required: the name of a worker of the served plan`})
+		return
+	case ws.Down == nil:
+		writeJSON(w, 400, ErrorResponse{Error: `worker state: field "down" is required (true: failed, false: back)`})
+		return
+	}
+	if err := s.SetWorkerDown(ws.Worker, *ws.Down); err != nil {
+		code := 503
+		switch {
+		case errors.Is(err, errUnknownWorker):
+			code = 404
+		case errors.Is(err, dataplane.ErrNoFailover):
+			code = 409
+		}
+		writeJSON(w, code, ErrorResponse{Error: err.Error()})
+		return
+	}
+	writeJSON(w, 200, map[string]any{"worker": ws.Worker, "down": *ws.Down})
+}
+
 // SetWorkerDown reports that the worker named name failed (down) or is back (!down): the
 // engine loses the batches it held and the policy re-routes or drops their requests
 // (dataplane.EvWorkerDown). Front ends that watch remote engines call it (serve/openai marks
@@ -762,13 +806,20 @@ func (s *Server) SetWorkerDown(name string, down bool) error {
 	ran := s.d.do(func() {
 		g := s.d.gen
 		w := -1
+		var names []string
 		for i, wk := range g.dep.Topo.Workers {
 			if wk.Name == name {
 				w = i
 			}
+			if len(names) < 8 {
+				names = append(names, wk.Name)
+			}
 		}
 		if w < 0 {
-			err = fmt.Errorf("no worker %q in the plan", name)
+			if len(g.dep.Topo.Workers) > len(names) {
+				names = append(names, fmt.Sprintf("… (%d workers)", len(g.dep.Topo.Workers)))
+			}
+			err = fmt.Errorf("%w %q: not in the plan; workers are %s", errUnknownWorker, name, strings.Join(names, ", "))
 			return
 		}
 		if down && !dataplane.HandlesFailures(g.eng.Policy()) {

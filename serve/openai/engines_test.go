@@ -272,7 +272,7 @@ func TestSetWorkerDownRequeues(t *testing.T) {
 	s, url := qlmServerPlan(t, memFrontend(), serve.Options{}, func(p *formats.Plan) {
 		p.QLM.Instances[1].Model = "mistral-7b"
 	})
-	if err := s.SetWorkerDown("llm-9", true); err == nil || !strings.Contains(err.Error(), `no worker "llm-9"`) {
+	if err := s.SetWorkerDown("llm-9", true); err == nil || !strings.Contains(err.Error(), `unknown worker "llm-9"`) {
 		t.Errorf("unknown worker: %v", err)
 	}
 	const n, tokens = 6, 300
