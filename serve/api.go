@@ -139,14 +139,12 @@ func badf(format string, args ...any) error {
 // requests itself) and whose other dimensions match, and data whose element count matches
 // the shape. Every failure is a *BadRequestError naming the field.
 func DecodeInferRequest(body []byte, spec TensorSpec) (*InferRequest, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var req InferRequest
-	if err := dec.Decode(&req); err != nil {
-		return nil, badf("malformed JSON: %s", jsonErr(err))
-	}
-	if dec.More() {
-		return nil, badf("malformed JSON: trailing data after the request object")
+	req, ok := decodeInferFast(body)
+	if !ok {
+		var err error
+		if req, err = decodeInferJSON(body); err != nil {
+			return nil, err
+		}
 	}
 	if len(req.Inputs) != 1 {
 		return nil, badf("inputs: %d tensors: the model takes exactly one (%s)", len(req.Inputs), spec.Name)
@@ -189,6 +187,20 @@ func DecodeInferRequest(body []byte, spec TensorSpec) (*InferRequest, error) {
 		in.Name = spec.Name
 	}
 	return &req, nil
+}
+
+// decodeInferJSON is the reference decoder (encoding/json, unknown fields refused).
+func decodeInferJSON(body []byte) (InferRequest, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req InferRequest
+	if err := dec.Decode(&req); err != nil {
+		return req, badf("malformed JSON: %s", jsonErr(err))
+	}
+	if dec.More() {
+		return req, badf("malformed JSON: trailing data after the request object")
+	}
+	return req, nil
 }
 
 func jsonErr(err error) string {
