@@ -17,49 +17,29 @@ const maxFastDepth = 32
 // decodeInferFast parses body if it has the common shape. The tensors' Data alias body.
 func decodeInferFast(body []byte) (req InferRequest, ok bool) {
 	p := fastParser{b: body}
-	p.ws()
-	if !p.byte('{') {
-		return req, false
-	}
 	var seenID, seenInputs bool
-	for first := true; ; first = false {
-		p.ws()
-		if !first {
-			if p.byte('}') {
-				break
-			}
-			if !p.byte(',') {
-				return req, false
-			}
-			p.ws()
-		}
-		key, ok := p.raw()
-		if !ok || !p.colon() {
-			return req, false
-		}
+	p.ws()
+	ok = p.object(func(key []byte) bool {
 		switch string(key) { // no allocation: the compiler compares the bytes
 		case "id":
 			if seenID {
-				return req, false
+				return false
 			}
 			seenID = true
-			if req.ID, ok = p.str(); !ok {
-				return req, false
-			}
+			req.ID, ok = p.str()
 		case "inputs":
 			if seenInputs {
-				return req, false
+				return false
 			}
 			seenInputs = true
-			if req.Inputs, ok = p.tensors(); !ok {
-				return req, false
-			}
+			req.Inputs, ok = p.tensors()
 		default:
-			return req, false
+			return false
 		}
-	}
+		return ok
+	})
 	p.ws()
-	return req, seenInputs && p.i == len(p.b)
+	return req, ok && seenInputs && p.i == len(p.b)
 }
 
 type fastParser struct {
@@ -146,26 +126,10 @@ func (p *fastParser) tensors() ([]TensorJSON, bool) {
 
 // tensor parses an object with name, shape, datatype and data, each at most once.
 func (p *fastParser) tensor() (t TensorJSON, ok bool) {
-	if !p.byte('{') {
-		return t, false
-	}
 	var seen [4]bool
-	for first := true; ; first = false {
-		p.ws()
-		if !first {
-			if p.byte('}') {
-				return t, true
-			}
-			if !p.byte(',') {
-				return t, false
-			}
-			p.ws()
-		}
-		key, ok := p.raw()
-		if !ok || !p.colon() {
-			return t, false
-		}
+	ok = p.object(func(key []byte) bool {
 		k := -1
+		ok := false
 		switch string(key) {
 		case "name":
 			k = 0
@@ -184,9 +148,35 @@ func (p *fastParser) tensor() (t TensorJSON, ok bool) {
 			}
 		}
 		if k < 0 || !ok || seen[k] {
-			return t, false
+			return false
 		}
 		seen[k] = true
+		return true
+	})
+	return t, ok
+}
+
+// object parses a non-empty object, calling member with each key and the parser at its
+// value; member parses the value or refuses the body.
+func (p *fastParser) object(member func(key []byte) bool) bool {
+	if !p.byte('{') {
+		return false
+	}
+	for first := true; ; first = false {
+		p.ws()
+		if !first {
+			if p.byte('}') {
+				return true
+			}
+			if !p.byte(',') {
+				return false
+			}
+			p.ws()
+		}
+		key, ok := p.raw()
+		if !ok || !p.colon() || !member(key) {
+			return false
+		}
 	}
 }
 
