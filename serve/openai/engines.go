@@ -103,8 +103,10 @@ type EngineState struct {
 	Running  float64 `json:"num_requests_running"`
 	Polled   int64   `json:"polled_unix_ms,omitempty"`
 	Err      string  `json:"error,omitempty"`
-	// Failures counts the consecutive failed polls; Down is set from DownAfter of them until
-	// a poll succeeds again (the instance is then failed in the engine, EvWorkerDown).
+	// Failures counts the consecutive failed polls, and forwards the engine failed (a
+	// transport error or a 5xx before any answer, which counts as DownAfter at once); Down is
+	// set from DownAfter of them until a poll succeeds again (the instance is then failed in
+	// the engine, EvWorkerDown).
 	Failures int  `json:"consecutive_failures,omitempty"`
 	Down     bool `json:"down,omitempty"`
 }
@@ -118,44 +120,62 @@ type Engines struct {
 	client *http.Client
 	mu     sync.Mutex
 	state  map[string]*EngineState
-	stop   context.CancelFunc
-	done   chan struct{}
+	// failed counts each instance's forward failures (Engines.fail): a poll that was out
+	// when one came must not overwrite it with what the engine answered before.
+	failed  map[string]int
+	observe func([]EngineState)
+	ctx     context.Context
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
 // StartEngines polls every engine now and then every interval until Close. observe, when
 // not nil, receives every engine's state after each poll round: the first on the caller's
 // goroutine before StartEngines returns, the later ones on the polling goroutine.
 func StartEngines(eps EndpointList, interval time.Duration, client *http.Client, observe func([]EngineState)) *Engines {
+	e := newEngines(eps, client, observe)
+	e.start(interval)
+	return e
+}
+
+// newEngines and start are StartEngines in two steps, so that the owner can hold the
+// Engines before its first round calls observe (Frontend.markDown reads it).
+func newEngines(eps EndpointList, client *http.Client, observe func([]EngineState)) *Engines {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	e := &Engines{client: client, state: map[string]*EngineState{}, done: make(chan struct{})}
+	e := &Engines{client: client, state: map[string]*EngineState{}, failed: map[string]int{},
+		observe: observe, done: make(chan struct{})}
 	for n, u := range eps {
 		e.state[n] = &EngineState{Instance: n, URL: u}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.stop = cancel
-	round := func() {
-		e.pollAll(ctx)
-		if observe != nil && ctx.Err() == nil {
-			observe(e.All())
-		}
-	}
-	round()
+	e.ctx, e.stop = context.WithCancel(context.Background())
+	return e
+}
+
+func (e *Engines) start(interval time.Duration) {
+	e.round()
 	go func() {
 		defer close(e.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-e.ctx.Done():
 				return
 			case <-t.C:
-				round()
+				e.round()
 			}
 		}
 	}()
-	return e
+}
+
+// round polls every engine and hands the states to observe.
+func (e *Engines) round() {
+	e.pollAll(e.ctx)
+	if e.observe != nil && e.ctx.Err() == nil {
+		e.observe(e.All())
+	}
 }
 
 // Close stops polling.
@@ -189,17 +209,42 @@ func (e *Engines) All() []EngineState {
 
 func (e *Engines) pollAll(ctx context.Context) {
 	for _, s := range e.All() {
-		ns := e.poll(ctx, s)
-		if ns.Err != "" {
-			ns.Failures = s.Failures + 1
-		} else {
-			ns.Failures = 0
-		}
-		ns.Down = ns.Failures >= DownAfter
 		e.mu.Lock()
-		*e.state[s.Instance] = ns
+		failed := e.failed[s.Instance]
+		e.mu.Unlock()
+		ns := e.poll(ctx, s)
+		e.mu.Lock()
+		cur := e.state[s.Instance]
+		switch {
+		case e.failed[s.Instance] != failed:
+			// A forward failed while this poll was out: that is newer news than the
+			// poll's; the next poll decides whether the engine is back.
+		case ns.Err != "":
+			ns.Failures = cur.Failures + 1
+			ns.Down = ns.Failures >= DownAfter
+			*cur = ns
+		default:
+			ns.Failures, ns.Down = 0, false
+			*cur = ns
+		}
 		e.mu.Unlock()
 	}
+}
+
+// fail records that instance's engine failed a forward before answering: a refused or
+// broken connection, or a 5xx, is the engine down, not a hiccup, so it counts as DownAfter
+// failed polls at once. The next successful poll brings it back.
+func (e *Engines) fail(instance, msg string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.state[instance]
+	if !ok {
+		return
+	}
+	e.failed[instance]++
+	s.Err = msg
+	s.Failures = max(s.Failures+1, DownAfter)
+	s.Down = true
 }
 
 func (e *Engines) get(ctx context.Context, u string) ([]byte, error) {
@@ -293,17 +338,21 @@ func ParseGauges(text []byte, names ...string) map[string]float64 {
 
 // forward sends a request's body to its instance's engine, with the engine's model name,
 // and copies the engine's answer (status, content type, body; a stream as it comes) back.
-func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance string, path string, body []byte) {
+// When the engine fails before answering (a transport error, or a 5xx status, whose body is
+// read and discarded) it writes nothing and returns the failure: the request can still go to
+// another instance. Everything else is answered here, a 4xx as the engine gave it (its
+// verdict on the request, which another engine would share).
+func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance string, path string, body []byte) error {
 	es, ok := f.engines.Get(instance)
 	if !ok {
 		writeError(w, &Error{Status: 503, Type: "server_error", Code: "no_engine",
 			Message: fmt.Sprintf("instance %s has no engine in --llm-endpoints", instance), RetryAfter: 1})
-		return
+		return nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(body, &m); err != nil {
 		writeError(w, badRequest("", "the body is not a JSON object: %v", err))
-		return
+		return nil
 	}
 	if es.Model != "" {
 		m["model"] = es.Model
@@ -314,16 +363,24 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance stri
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, es.URL+path, bytes.NewReader(b))
 	if err != nil {
 		writeError(w, &Error{Status: 502, Type: "server_error", Message: err.Error()})
-		return
+		return nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := f.forwardClient.Do(req)
 	if err != nil {
-		writeError(w, &Error{Status: 502, Type: "server_error", Code: "engine_unreachable",
-			Message: fmt.Sprintf("instance %s engine %s: %v", instance, es.URL, err)})
-		return
+		if r.Context().Err() != nil {
+			// The client left: no one to answer, and no news about the engine.
+			return nil
+		}
+		return fmt.Errorf("instance %s engine: %w", instance, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return fmt.Errorf("instance %s engine: POST %s%s: status %d: %s", instance, es.URL, path, resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		w.Header().Set("Content-Type", ct)
 	}
@@ -331,6 +388,8 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance stri
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
+	// tail is the last bytes sent: whether the stream stopped between two events.
+	tail := "\n\n"
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
@@ -338,40 +397,89 @@ func (f *Frontend) forward(w http.ResponseWriter, r *http.Request, instance stri
 			// engine's stream with it, through the request's context).
 			_ = rc.SetWriteDeadline(time.Now().Add(f.s.WriteTimeout()))
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+				return nil
 			}
 			if rc.Flush() != nil {
-				return
+				return nil
 			}
+			tail += string(buf[max(0, n-2):n])
+			tail = tail[len(tail)-2:]
 		}
-		if err != nil {
-			return
+		switch {
+		case err == nil:
+			continue
+		case err == io.EOF, r.Context().Err() != nil:
+			return nil
+		default:
+			// The answer has started: the client has part of it and cannot be handed
+			// to another engine unnoticed.
+			slog.Warn("remote engine failed mid-answer", "instance", instance, "url", es.URL, "err", err)
+			if !stream {
+				// Ending the handler would end the chunked body cleanly and the client
+				// would take the truncated JSON for the answer: abort the connection.
+				panic(http.ErrAbortHandler)
+			}
+			e := &Error{Status: 502, Type: "server_error", Code: "engine_failed",
+				Message: fmt.Sprintf("instance %s engine %s: the stream broke off: %v", instance, es.URL, err)}
+			eb, _ := json.Marshal(map[string]*Error{"error": e})
+			sep := ""
+			if tail != "\n\n" {
+				sep = "\n\n" // end the broken event, so the error is an event of its own
+			}
+			_ = rc.SetWriteDeadline(time.Now().Add(f.s.WriteTimeout()))
+			if _, werr := fmt.Fprintf(w, "%sdata: %s\n\ndata: [DONE]\n\n", sep, eb); werr == nil {
+				_ = rc.Flush()
+			}
+			return nil
 		}
 	}
+}
+
+// engineFailed fails instance in the engine at once when its remote engine failed a
+// forward: QLM then re-queues what it had placed there and re-plans (QLM §7), so the
+// request whose forward failed gets another instance.
+func (f *Frontend) engineFailed(instance string, err error) {
+	slog.Warn("remote engine failed; its instance is down until a poll succeeds", "instance", instance, "err", err)
+	f.engines.fail(instance, err.Error())
+	f.syncDown(f.s, instance)
 }
 
 // markDown fails an instance in the engine when its remote engine went down and brings it
 // back when a poll succeeds again (Server.SetWorkerDown): QLM then re-queues what it had
-// placed there and re-plans (QLM §7). It runs on the polling goroutine only.
-func (f *Frontend) markDown(s *serve.Server, es []EngineState) {
-	for _, e := range es {
-		if e.Down == f.isDown(e.Instance) {
-			continue
-		}
-		if err := s.SetWorkerDown(e.Instance, e.Down); err != nil {
-			slog.Warn("remote engine state", "instance", e.Instance, "down", e.Down, "err", err)
-			continue
-		}
-		f.downMu.Lock()
-		if f.down == nil {
-			f.down = map[string]bool{}
-		}
-		f.down[e.Instance] = e.Down
-		f.downMu.Unlock()
+// placed there and re-plans (QLM §7). It runs after every poll round.
+func (f *Frontend) markDown(s *serve.Server) {
+	for _, e := range f.engines.All() {
+		f.syncDown(s, e.Instance)
 	}
 }
 
-// isDown reports whether instance is failed in the engine (tests).
+// syncDown brings instance's state in the engine in line with its remote engine's. The
+// polling goroutine and every handler whose forward failed call it: markMu makes each
+// change one SetWorkerDown, taken on the engine's state as it is now (a poll round's
+// snapshot may predate a forward's failure).
+func (f *Frontend) syncDown(s *serve.Server, instance string) {
+	f.markMu.Lock()
+	defer f.markMu.Unlock()
+	e, ok := f.engines.Get(instance)
+	if !ok || e.Down == f.isDown(instance) {
+		return
+	}
+	if err := s.SetWorkerDown(instance, e.Down); err != nil {
+		slog.Warn("remote engine state", "instance", instance, "down", e.Down, "err", err)
+		return
+	}
+	f.downMu.Lock()
+	if f.down == nil {
+		f.down = map[string]bool{}
+	}
+	f.down[instance] = e.Down
+	f.downMu.Unlock()
+	if f.marked != nil {
+		f.marked(instance, e.Down)
+	}
+}
+
+// isDown reports whether instance is failed in the engine.
 func (f *Frontend) isDown(instance string) bool {
 	f.downMu.Lock()
 	defer f.downMu.Unlock()

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,25 @@ type fakeVLLM struct {
 	bodies           []map[string]any
 	// broken makes /metrics answer 503 (an engine that went down).
 	broken atomic.Bool
+	// fail, when set, says how this engine fails the completion it has just received.
+	fail func(v *fakeVLLM) failMode
+}
+
+// failMode is how a fake engine fails a completion.
+type failMode int
+
+const (
+	answer        failMode = iota // it does not: the engine answers
+	status500                     // 500 with a body, nothing else
+	dropConn                      // the connection closes before any answer (a crashed engine)
+	cutMidAnswer                  // the status and the first bytes (an SSE chunk), then the connection closes
+	badRequest400                 // 400: the engine's verdict on the request
+)
+
+func (v *fakeVLLM) received() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.bodies)
 }
 
 func (v *fakeVLLM) handler() http.Handler {
@@ -48,6 +68,32 @@ func (v *fakeVLLM) handler() http.Handler {
 		v.mu.Lock()
 		v.bodies = append(v.bodies, body)
 		v.mu.Unlock()
+		mode := answer
+		if v.fail != nil {
+			mode = v.fail(v)
+		}
+		switch mode {
+		case status500:
+			http.Error(w, `{"object":"error","message":"CUDA error: an illegal memory access was encountered"}`, 500)
+			return
+		case dropConn:
+			panic(http.ErrAbortHandler)
+		case badRequest400:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			fmt.Fprint(w, `{"object":"error","message":"max_tokens is too large","type":"BadRequestError","code":400}`)
+			return
+		case cutMidAnswer:
+			if body["stream"] == true {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "data: {\"model\":%q,\"choices\":[{\"text\":\"real\"}]}\n\n", body["model"])
+			} else {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"object":"text_completion","model":%q,"choi`, body["model"])
+			}
+			_ = http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}
 		if body["stream"] == true {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprintf(w, "data: {\"model\":%q,\"choices\":[{\"text\":\"real\"}]}\n\ndata: [DONE]\n\n", body["model"])
@@ -191,8 +237,11 @@ func TestRemoteEngineLoadSteers(t *testing.T) {
 				p.QLM.Instances[1].Model = "mistral-7b"
 			})
 			got := map[string]int{}
+			// The fake engines answer at once; the spread needs each request's emulated copy
+			// to hold its instance when the next arrives. 20 tokens (~0.4 s of decode) outlast
+			// a round trip under -race on a loaded machine, where 4 (~80 ms) did not always.
 			for i := range 6 {
-				resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":4,"prompt_tokens":%d}`, i, 100<<i))
+				resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":20,"prompt_tokens":%d}`, i, 100<<i))
 				if resp.StatusCode != 200 {
 					t.Fatalf("request %d: status %d: %s", i, resp.StatusCode, b)
 				}
@@ -309,5 +358,390 @@ func TestSetWorkerDownRequeues(t *testing.T) {
 	}
 	if err := s.SetWorkerDown("llm-0", false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// firstOnly makes the first engine that receives a completion fail every completion it gets
+// with mode, and the others answer: the engine of QLM's first pick is the broken one.
+func firstOnly(mode failMode) func(*fakeVLLM) failMode {
+	var bad atomic.Pointer[fakeVLLM]
+	return func(v *fakeVLLM) failMode {
+		bad.CompareAndSwap(nil, v)
+		if bad.Load() == v {
+			return mode
+		}
+		return answer
+	}
+}
+
+func always(mode failMode) func(*fakeVLLM) failMode {
+	return func(*fakeVLLM) failMode { return mode }
+}
+
+// marks counts the instances the front end failed in the engine and brought back
+// (Frontend.marked: SetWorkerDown calls that took effect), as "llm-0 down" / "llm-0 up".
+type marks struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *marks) record(instance string, down bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == nil {
+		m.n = map[string]int{}
+	}
+	k := instance + " up"
+	if down {
+		k = instance + " down"
+	}
+	m.n[k]++
+}
+
+func (m *marks) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Sprint(m.n)
+}
+
+// remoteFailServer serves the QLM plan with both instances on mistral-7b, llm-0 on engine
+// v[0] and llm-1 on v[1], each failing as fail says. The engines are polled once, at the
+// start (--llm-poll 1h): what fails an instance afterwards is the forward alone.
+func remoteFailServer(t *testing.T, fail func(*fakeVLLM) failMode) (*Frontend, string, [2]*fakeVLLM, *marks) {
+	t.Helper()
+	v := [2]*fakeVLLM{{name: "mistral-a", fail: fail}, {name: "mistral-b", fail: fail}}
+	s0, s1 := httptest.NewServer(v[0].handler()), httptest.NewServer(v[1].handler())
+	t.Cleanup(s0.Close)
+	t.Cleanup(s1.Close)
+	fe := memFrontend()
+	fe.Poll = time.Hour
+	m := &marks{}
+	fe.marked = m.record
+	if err := fe.Endpoints.Set("llm-0=" + s0.URL + ",llm-1=" + s1.URL); err != nil {
+		t.Fatal(err)
+	}
+	_, url := qlmServerPlan(t, fe, serve.Options{}, func(p *formats.Plan) {
+		p.QLM.Instances[1].Model = "mistral-7b"
+	})
+	return fe, url, v, m
+}
+
+// engineStates reads GET /v1/engines.
+func engineStates(t *testing.T, url string) map[string]EngineState {
+	t.Helper()
+	resp, err := http.Get(url + "/v1/engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l struct{ Data []EngineState }
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]EngineState{}
+	for _, e := range l.Data {
+		out[e.Instance] = e
+	}
+	return out
+}
+
+type answered struct {
+	code     int
+	instance string
+	body     string
+	err      error
+}
+
+// postAll sends n requests at once, each bounded by a deadline: one that hangs fails the
+// test instead of the run.
+func postAll(t *testing.T, url, path string, n int, stream bool) []answered {
+	t.Helper()
+	out := make(chan answered, n)
+	for i := range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			body := fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":40,"prompt_tokens":%d,"stream":%v}`, i, 100<<i, stream)
+			if path == "/v1/chat/completions" {
+				body = fmt.Sprintf(`{"model":"mistral-chat","messages":[{"role":"user","content":"p%d"}],"max_tokens":40,"stream":%v}`, i, stream)
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				out <- answered{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			out <- answered{code: resp.StatusCode, instance: resp.Header.Get("X-Plan-Instance"), body: string(b), err: err}
+		}()
+	}
+	var as []answered
+	for range n {
+		as = append(as, <-out)
+	}
+	return as
+}
+
+// TestRemoteEngineFailover: the engine of the instance QLM dispatched a request to fails
+// before answering (a 500, or a connection closed without an answer). That is the instance
+// failing: it is failed in the engine at once (down at /v1/engines, SetWorkerDown once), QLM
+// re-queues the request's emulated copy on the live instance (QLM §7), and the request is
+// forwarded there, so every client gets the live engine's answer. With both engines failing
+// every request ends with the drop and its reason (no live instance: worker-failed), not
+// with the first engine's error.
+func TestRemoteEngineFailover(t *testing.T) {
+	cases := []struct {
+		name   string
+		mode   failMode
+		both   bool
+		path   string
+		stream bool
+	}{
+		{name: "first engine answers 500", mode: status500, path: "/v1/completions"},
+		{name: "first engine answers 500 to streams", mode: status500, path: "/v1/completions", stream: true},
+		{name: "first engine closes the connection", mode: dropConn, path: "/v1/chat/completions"},
+		{name: "both engines answer 500", mode: status500, both: true, path: "/v1/completions"},
+		{name: "both engines close the connection", mode: dropConn, both: true, path: "/v1/chat/completions", stream: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fail := firstOnly(tc.mode)
+			if tc.both {
+				fail = always(tc.mode)
+			}
+			fe, url, v, m := remoteFailServer(t, fail)
+			const n = 6
+			as := postAll(t, url, tc.path, n, tc.stream)
+			es := engineStates(t, url)
+			if tc.both {
+				for _, a := range as {
+					var r struct{ Error *Error }
+					_ = json.Unmarshal([]byte(a.body), &r)
+					if a.err != nil || a.code != 503 || r.Error == nil || r.Error.Code != "worker-failed" || !strings.Contains(r.Error.Message, "worker-failed") {
+						t.Errorf("answer %d %v: %s; want 503 with the drop (worker-failed)", a.code, a.err, a.body)
+					}
+				}
+				for _, inst := range []string{"llm-0", "llm-1"} {
+					if e := es[inst]; !e.Down || e.Failures < DownAfter || e.Err == "" || !fe.isDown(inst) {
+						t.Errorf("%s: %+v (failed in the engine: %v); want down", inst, e, fe.isDown(inst))
+					}
+				}
+				if got := m.String(); got != "map[llm-0 down:1 llm-1 down:1]" {
+					t.Errorf("SetWorkerDown %s; want each instance down once", got)
+				}
+				return
+			}
+			good := ""
+			for _, a := range as {
+				if a.err != nil || a.code != 200 || !strings.Contains(a.body, "real") {
+					t.Errorf("answer %d %v: %s; want 200 from the live engine", a.code, a.err, a.body)
+					continue
+				}
+				if good == "" {
+					good = a.instance
+				}
+				if a.instance != good {
+					t.Errorf("answers from %s and %s; want all from the live instance", good, a.instance)
+				}
+			}
+			if t.Failed() {
+				return
+			}
+			bad, vb, vg := "llm-0", v[0], v[1]
+			if good == "llm-0" {
+				bad, vb, vg = "llm-1", v[1], v[0]
+			}
+			if vb.received() == 0 || vg.received() != n {
+				t.Errorf("engine %s got %d requests, %s %d; want ≥ 1 and %d (each request forwarded once to the live one)", bad, vb.received(), good, vg.received(), n)
+			}
+			if e := es[bad]; !e.Down || e.Failures < DownAfter || e.Err == "" || !fe.isDown(bad) {
+				t.Errorf("%s: %+v (failed in the engine: %v); want down", bad, e, fe.isDown(bad))
+			}
+			if e := es[good]; e.Down || fe.isDown(good) {
+				t.Errorf("%s: %+v; want up", good, e)
+			}
+			if got, want := m.String(), fmt.Sprintf("map[%s down:1]", bad); got != want {
+				t.Errorf("SetWorkerDown %s; want %s", got, want)
+			}
+			// The next poll round that reaches the engine brings the instance back (its
+			// /metrics answers: it may have restarted).
+			fe.engines.round()
+			if e := engineStates(t, url)[bad]; e.Down || e.Failures != 0 || fe.isDown(bad) {
+				t.Errorf("%s after a successful poll: %+v (failed in the engine: %v); want up", bad, e, fe.isDown(bad))
+			}
+			if got, want := m.String(), fmt.Sprintf("map[%s down:1 %s up:1]", bad, bad); got != want {
+				t.Errorf("SetWorkerDown %s; want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestRemoteEngineFailsAfterCopy: the engine fails the request only after its emulated copy
+// has finished on that instance (a non-streamed answer is sent whole, so a crash late in
+// the generation looks like this), and no re-queue can re-dispatch it: the copy is
+// submitted again, QLM places it on the live instance, and the request is forwarded there.
+func TestRemoteEngineFailsAfterCopy(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	var bad atomic.Pointer[fakeVLLM]
+	_, url, v, m := remoteFailServer(t, func(v *fakeVLLM) failMode {
+		bad.CompareAndSwap(nil, v)
+		if bad.Load() != v {
+			return answer
+		}
+		<-release
+		return status500
+	})
+	// metric reads a counter of the server's: plan_requests_total counts the emulated
+	// copies submitted, plan_responses_total those that ended.
+	metric := func(name string) float64 {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Error(err)
+			return -1
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return ParseGauges(b, name)[name]
+	}
+	type res struct {
+		code     int
+		instance string
+		body     []byte
+	}
+	out := make(chan res, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"model":"mistral-chat","prompt":"p","max_tokens":2}`))
+		if err != nil {
+			out <- res{code: -1, body: []byte(err.Error())}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		out <- res{resp.StatusCode, resp.Header.Get("X-Plan-Instance"), b}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for metric("plan_responses_total") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the emulated copy did not end in 20 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	unblock()
+	var r res
+	select {
+	case r = <-out:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer 20 s after the engine failed")
+	}
+	good, vb := "llm-1", v[0]
+	if bad.Load() == v[1] {
+		good, vb = "llm-0", v[1]
+	}
+	if r.code != 200 || r.instance != good || !strings.Contains(string(r.body), "real words") {
+		t.Errorf("answer %d from %q: %s; want 200 from %s", r.code, r.instance, r.body, good)
+	}
+	if n, copies := vb.received(), metric("plan_requests_total"); n != 1 || copies != 2 {
+		t.Errorf("failed engine got %d requests, the server %g emulated copies; want 1 and 2", n, copies)
+	}
+	if got := m.String(); !strings.Contains(got, "down:1") {
+		t.Errorf("SetWorkerDown %s; want the failed instance down", got)
+	}
+}
+
+// TestRemoteEngineNoRetry: a failure after the answer started cannot be hidden from the
+// client, and a 4xx is the engine's verdict on the request: neither is retried elsewhere nor
+// fails the instance. A broken stream ends with an error event and [DONE]; a broken whole
+// answer with the connection closed; a 4xx is passed through.
+func TestRemoteEngineNoRetry(t *testing.T) {
+	cases := []struct {
+		name   string
+		mode   failMode
+		stream bool
+		check  func(t *testing.T, a answered)
+	}{
+		{name: "stream broken after a chunk", mode: cutMidAnswer, stream: true, check: func(t *testing.T, a answered) {
+			chunk := strings.Index(a.body, `"text":"real"`)
+			ev := strings.Index(a.body, `data: {"error":{`)
+			if a.err != nil || a.code != 200 || chunk < 0 || ev < chunk || !strings.Contains(a.body[ev:], `"code":"engine_failed"`) ||
+				!strings.HasSuffix(a.body, "}\n\ndata: [DONE]\n\n") {
+				t.Errorf("stream %d %v: %q; want the chunk, an error event, [DONE]", a.code, a.err, a.body)
+			}
+		}},
+		{name: "whole answer broken", mode: cutMidAnswer, check: func(t *testing.T, a answered) {
+			if a.err == nil {
+				t.Errorf("answer %d read whole: %q; want the connection closed", a.code, a.body)
+			}
+		}},
+		{name: "400 passes through", mode: badRequest400, check: func(t *testing.T, a answered) {
+			if a.err != nil || a.code != 400 || !strings.Contains(a.body, "max_tokens is too large") {
+				t.Errorf("answer %d %v: %q; want the engine's 400", a.code, a.err, a.body)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fe, url, v, m := remoteFailServer(t, always(tc.mode))
+			as := postAll(t, url, "/v1/completions", 1, tc.stream)
+			tc.check(t, as[0])
+			if n := v[0].received() + v[1].received(); n != 1 {
+				t.Errorf("the engines got %d requests; want 1 (no retry)", n)
+			}
+			if got := m.String(); got != "map[]" || fe.isDown("llm-0") || fe.isDown("llm-1") {
+				t.Errorf("SetWorkerDown %s; want no instance failed", got)
+			}
+		})
+	}
+}
+
+// TestEngineFailedDuringPoll: a forward's failure counts as DownAfter failed polls at once;
+// a poll that was out when it came does not undo it, the next successful one does.
+func TestEngineFailedDuringPoll(t *testing.T) {
+	v := &fakeVLLM{name: "m"}
+	var during atomic.Pointer[func()]
+	h := v.handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f := during.Load(); f != nil && r.URL.Path == "/metrics" {
+			(*f)()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	e := StartEngines(EndpointList{"llm-0": srv.URL}, time.Hour, nil, nil)
+	defer e.Close()
+	steps := []struct {
+		name   string
+		fail   bool   // a forward fails before the poll
+		during bool   // a forward fails while the poll is out
+		broken bool   // the poll fails
+		want   string // Failures/Down/Err after the poll
+	}{
+		{name: "forward failed, poll fails", fail: true, broken: true, want: "4 true GET"},
+		{name: "forward failed during a successful poll", during: true, want: "5 true during"},
+		{name: "successful poll", want: "0 false "},
+		{name: "forward failed, then a successful poll", fail: true, want: "0 false "},
+	}
+	for _, st := range steps {
+		if st.fail {
+			e.fail("llm-0", "before")
+			if s, _ := e.Get("llm-0"); !s.Down || s.Failures < DownAfter || s.Err != "before" {
+				t.Errorf("%s: after the failure %+v", st.name, s)
+			}
+		}
+		during.Store(nil)
+		if st.during {
+			f := func() { e.fail("llm-0", "during") }
+			during.Store(&f)
+		}
+		v.broken.Store(st.broken)
+		e.pollAll(context.Background())
+		s, _ := e.Get("llm-0")
+		if got := fmt.Sprintf("%d %v %s", s.Failures, s.Down, s.Err); !strings.HasPrefix(got, st.want) {
+			t.Errorf("%s: %q, want %q…", st.name, got, st.want)
+		}
 	}
 }

@@ -45,9 +45,12 @@ type Frontend struct {
 
 	engines       *Engines
 	forwardClient *http.Client
-	// down holds the instances failed in the engine because their remote engine is down.
+	// down holds the instances failed in the engine because their remote engine is down;
+	// markMu orders the changes (Frontend.syncDown). marked, when set, is told of each (tests).
+	markMu sync.Mutex
 	downMu sync.Mutex
 	down   map[string]bool
+	marked func(instance string, down bool)
 
 	s      *serve.Server
 	seq    atomic.Uint64
@@ -91,11 +94,12 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/queue", f.handleEnqueue)
 	mux.HandleFunc("GET /v1/queue/{id}", f.handleQueueGet)
 	if len(f.Endpoints) > 0 {
-		f.engines = StartEngines(f.Endpoints, max(f.Poll, 10*time.Millisecond), nil, func(es []EngineState) {
-			observeEngines(s, es)
-			f.markDown(s, es)
-		})
 		f.forwardClient = &http.Client{}
+		f.engines = newEngines(f.Endpoints, nil, func(es []EngineState) {
+			observeEngines(s, es)
+			f.markDown(s)
+		})
+		f.engines.start(max(f.Poll, 10*time.Millisecond))
 		mux.HandleFunc("GET /v1/engines", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
 		})
@@ -254,7 +258,8 @@ type submission struct {
 	req *Request
 	id  string
 	// tokens counts the request's finished iterations (OnHop): each yields one token;
-	// worker is the instance of the first.
+	// worker is the instance of the latest: where QLM has the request now, which changes
+	// when a failed instance's requests are re-queued on live ones (QLM §7).
 	mu     sync.Mutex
 	tokens int
 	worker string
@@ -278,9 +283,7 @@ func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Tim
 		OnHop: func(h serve.HopEvent) {
 			sub.mu.Lock()
 			sub.tokens++
-			if sub.worker == "" {
-				sub.worker = h.Worker
-			}
+			sub.worker = h.Worker
 			sub.mu.Unlock()
 			select {
 			case sub.tick <- struct{}{}:
@@ -511,49 +514,94 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 	}
 }
 
+// outcome is an emulated request's end (Server.Submit's results).
+type outcome struct {
+	a   *serve.Answer
+	err error
+}
+
+// emulate runs the request through the engine, to its end whatever the client does: its
+// emulated copy is the engine's model of the instance's occupancy while the remote engine
+// generates.
+func (f *Frontend) emulate(ctx context.Context, sub *submission, arrived time.Time) <-chan outcome {
+	done := make(chan outcome, 1)
+	go func() {
+		a, err := f.submit(context.WithoutCancel(ctx), sub, arrived)
+		done <- outcome{a, err}
+	}()
+	return done
+}
+
 // remote serves a request on a remote engine: the QLM engine admits and orders it, and
 // when it dispatches the request to an instance (its first iteration) the request goes to
 // that instance's engine. A request dropped before is answered with the drop.
+//
+// An engine that fails before answering fails its instance in the engine (engineFailed),
+// which re-queues the request's emulated copy on a live instance (QLM §7); the request then
+// goes to that instance's engine when the copy's next iteration runs there. An instance is
+// tried once; the client's context bounds the wait. A copy that QLM drops instead (no live
+// instance can serve the model) is answered with the drop; one that had already finished on
+// the failed instance is submitted again, so that QLM places it anew.
 func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submission, arrived time.Time, body []byte) {
-	type outcome struct {
-		a   *serve.Answer
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		// The emulated request runs to its end after the forward (the engine's model of the
-		// instance's occupancy), whatever the client does.
-		a, err := f.submit(context.WithoutCancel(r.Context()), sub, arrived)
-		done <- outcome{a, err}
-	}()
 	path := "/v1/completions"
 	if sub.req.Chat {
 		path = "/v1/chat/completions"
 	}
-	dispatched := func() string {
+	tried := map[string]bool{}
+	var failures []string
+	// next is the instance to forward to: the one holding the emulated copy, unless it is
+	// down or its engine already failed this request.
+	next := func() string {
 		sub.mu.Lock()
-		defer sub.mu.Unlock()
-		return sub.worker
+		inst := sub.worker
+		sub.mu.Unlock()
+		if inst == "" || tried[inst] || f.isDown(inst) {
+			return ""
+		}
+		return inst
 	}
+	done := f.emulate(r.Context(), sub, arrived)
+	var end *outcome
+	resubmits := 0
 	for {
-		select {
-		case <-sub.tick:
-			if inst := dispatched(); inst != "" {
-				f.forward(w, r, inst, path, body)
+		inst := next()
+		if inst == "" && end == nil {
+			select {
+			case <-sub.tick:
+			case o := <-done:
+				end = &o
+			case <-r.Context().Done():
 				return
 			}
-		case o := <-done:
-			if inst := dispatched(); inst != "" {
-				f.forward(w, r, inst, path, body)
-				return
+			continue
+		}
+		if inst == "" {
+			// The emulated copy ended where no engine can take the request.
+			switch {
+			case end.err != nil:
+				writeError(w, &Error{Status: 503, Type: "server_error", Message: end.err.Error()})
+			case end.a.Status != 200:
+				writeError(w, answerError(end.a))
+			case resubmits < len(f.Endpoints):
+				resubmits++
+				done, end = f.emulate(r.Context(), sub, arrived), nil
+				continue
+			default:
+				msg := "no engine could serve the request"
+				if len(failures) > 0 {
+					msg += ": " + strings.Join(failures, "; ")
+				}
+				writeError(w, &Error{Status: 502, Type: "server_error", Code: "engine_failed", Message: msg})
 			}
-			if o.err != nil {
-				writeError(w, &Error{Status: 503, Type: "server_error", Message: o.err.Error()})
-				return
-			}
-			writeError(w, answerError(o.a))
 			return
 		}
+		err := f.forward(w, r, inst, path, body)
+		if err == nil {
+			return
+		}
+		tried[inst] = true
+		failures = append(failures, err.Error())
+		f.engineFailed(inst, err)
 	}
 }
 
