@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -72,17 +73,34 @@ func BenchmarkSimReactive100GPU(b *testing.B) {
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 }
 
-// BenchmarkEventHeap measures the bare heap (push + pop).
+// BenchmarkEventHeap measures the bare event queue (pop + push) holding n events with
+// times spread over a window, beside the binary dataplane.TimeHeap it replaced; n = 4,096
+// is about a 1,600-GPU run's queue.
 func BenchmarkEventHeap(b *testing.B) {
-	var h evheap
-	for i := 0; i < 1024; i++ {
-		h.Push(dataplane.Timed[dataplane.Event]{At: dataplane.Time(i * 7919 % 1024), Seq: uint64(i)})
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		x := h.Pop()
-		x.At += 1000
-		x.Seq = uint64(i + 1024)
-		h.Push(x)
+	for _, n := range []int{1024, 4096} {
+		b.Run(fmt.Sprintf("evqueue/n=%d", n), func(b *testing.B) {
+			var q evqueue
+			for i := 0; i < n; i++ {
+				q.Push(dataplane.Time(i*7919%n), dataplane.Event{Kind: dataplane.EvBatchDone})
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				at, ev := q.Pop()
+				q.Push(at+dataplane.Time(i*7919%n), ev)
+			}
+		})
+		b.Run(fmt.Sprintf("timeheap/n=%d", n), func(b *testing.B) {
+			var h dataplane.TimeHeap[dataplane.Event]
+			for i := 0; i < n; i++ {
+				h.Push(dataplane.Timed[dataplane.Event]{At: dataplane.Time(i * 7919 % n), Seq: uint64(i)})
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				x := h.Pop()
+				x.At += dataplane.Time(i * 7919 % n)
+				x.Seq = uint64(i + n)
+				h.Push(x)
+			}
+		})
 	}
 }

@@ -49,16 +49,14 @@ type Options struct {
 // ErrHorizon is returned by Run when virtual time passes Options.Horizon.
 var ErrHorizon = errors.New("sim: past the horizon")
 
-// evheap is the event queue. Arrivals are Event{Kind: EvArrival} with Stage holding the app.
-type evheap = dataplane.TimeHeap[dataplane.Event]
-
 // Sim is one simulation: the engine plus the heap and the metric collector. It implements
 // dataplane.Effects.
 type Sim struct {
-	Engine  *dataplane.Engine
-	dep     *dataplane.Deployment
-	heap    evheap
-	seq     uint64
+	Engine *dataplane.Engine
+	dep    *dataplane.Deployment
+	// heap is the event queue (a radix heap). Arrivals are Event{Kind: EvArrival} with
+	// Stage holding the app.
+	heap    evqueue
 	sources []Source
 	opts    Options
 	jit     *dataplane.Jitter
@@ -85,10 +83,6 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers), arrivals: make([]int64, len(dep.Apps))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
-	}
-	if opts.ExpectedRequests > 0 {
-		// Before NewEngine: the engine arms a Ticker policy's first tick on this heap.
-		s.heap = make(evheap, 0, 1024)
 	}
 	eng, err := dataplane.NewEngine(dep, pol, s)
 	if err != nil {
@@ -134,8 +128,7 @@ func (s *Sim) scheduleArrival(a dataplane.AppID) {
 }
 
 func (s *Sim) push(t dataplane.Time, ev dataplane.Event) {
-	s.seq++
-	s.heap.Push(dataplane.Timed[dataplane.Event]{At: t, Seq: s.seq, Val: ev})
+	s.heap.Push(t, ev)
 }
 
 func (s *Sim) jitter(d dataplane.Time) dataplane.Time { return s.jit.Apply(d) }
@@ -176,16 +169,16 @@ func (s *Sim) Finish(now dataplane.Time, r *dataplane.Request) {
 // Run processes events until the heap is empty (arrivals stop at Duration and every request
 // then drains) and returns the metrics.
 func (s *Sim) Run() (*Metrics, error) {
-	for len(s.heap) > 0 {
-		it := s.heap.Pop()
-		s.now = it.At
+	for s.heap.Len() > 0 {
+		at, ev := s.heap.Pop()
+		s.now = at
 		if s.opts.Horizon > 0 && s.now > s.opts.Horizon {
 			left := int64(len(s.Engine.Requests())) + int64(s.Engine.RequestBase()) - s.Engine.Finished()
 			return nil, fmt.Errorf("%w: %d µs with %d requests unfinished", ErrHorizon, s.opts.Horizon, left)
 		}
 		var err error
-		if it.Val.Kind == dataplane.EvArrival {
-			a := dataplane.AppID(it.Val.Stage)
+		if ev.Kind == dataplane.EvArrival {
+			a := dataplane.AppID(ev.Stage)
 			s.pending--
 			arr := dataplane.Arrival{App: a}
 			if s.opts.Attrs != nil {
@@ -195,13 +188,13 @@ func (s *Sim) Run() (*Metrics, error) {
 				arr.Attrs.Trace = s.arrivals[a] + 1
 			}
 			s.arrivals[a]++
-			_, err = s.Engine.Admit(it.At, arr)
+			_, err = s.Engine.Admit(at, arr)
 			s.scheduleArrival(a)
 		} else {
-			if it.Val.Kind == dataplane.EvBatchDone {
-				s.emulate(it.Val)
+			if ev.Kind == dataplane.EvBatchDone {
+				s.emulate(ev)
 			}
-			err = s.Engine.Handle(it.At, it.Val)
+			err = s.Engine.Handle(at, ev)
 		}
 		if err != nil {
 			return nil, err
