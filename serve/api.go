@@ -139,54 +139,64 @@ func badf(format string, args ...any) error {
 // requests itself) and whose other dimensions match, and data whose element count matches
 // the shape. Every failure is a *BadRequestError naming the field.
 func DecodeInferRequest(body []byte, spec TensorSpec) (*InferRequest, error) {
-	req, ok := decodeInferFast(body)
+	req, err := decodeInfer(body, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// decodeInfer is DecodeInferRequest returning the request by value (the handler's hot path
+// keeps it on its stack).
+func decodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
+	req, ok := decodeInferFast(body, spec)
 	if !ok {
 		var err error
 		if req, err = decodeInferJSON(body); err != nil {
-			return nil, err
+			return InferRequest{}, err
 		}
 	}
 	if len(req.Inputs) != 1 {
-		return nil, badf("inputs: %d tensors: the model takes exactly one (%s)", len(req.Inputs), spec.Name)
+		return InferRequest{}, badf("inputs: %d tensors: the model takes exactly one (%s)", len(req.Inputs), spec.Name)
 	}
 	in := &req.Inputs[0]
 	if in.Name != spec.Name && in.Name != "" {
-		return nil, badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
+		return InferRequest{}, badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
 	}
 	if in.Datatype != spec.Datatype {
-		return nil, badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
+		return InferRequest{}, badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
 	}
 	if len(in.Shape) != len(spec.Shape) {
-		return nil, badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
+		return InferRequest{}, badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
 	}
 	n := int64(1)
 	for i, d := range in.Shape {
 		if d < 0 {
-			return nil, badf("inputs[0].shape[%d]: %d: must be >= 0", i, d)
+			return InferRequest{}, badf("inputs[0].shape[%d]: %d: must be >= 0", i, d)
 		}
 		if i == 0 {
 			if d != 1 {
-				return nil, badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
+				return InferRequest{}, badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
 			}
 		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
-			return nil, badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
+			return InferRequest{}, badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
 		}
 		if d > 0 && n > math.MaxInt32/d {
-			return nil, badf("inputs[0].shape: %v: too many elements", in.Shape)
+			return InferRequest{}, badf("inputs[0].shape: %v: too many elements", in.Shape)
 		}
 		n *= d
 	}
 	got, err := checkData(in.Data, in.Shape, in.Datatype, "inputs[0].data")
 	if err != nil {
-		return nil, &BadRequestError{Msg: err.Error()}
+		return InferRequest{}, &BadRequestError{Msg: err.Error()}
 	}
 	if got != n {
-		return nil, badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
+		return InferRequest{}, badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
 	}
 	if in.Name == "" {
 		in.Name = spec.Name
 	}
-	return &req, nil
+	return req, nil
 }
 
 // decodeInferJSON is the reference decoder (encoding/json, unknown fields refused).
@@ -222,6 +232,7 @@ func jsonErr(err error) string {
 // of the wrong type is an error naming the element's path (inputs[0].data[1][1]).
 func checkData(raw []byte, shape []int64, dtype, name string) (int64, error) {
 	c := dataChecker{raw: raw, shape: shape, dtype: dtype, name: name, leaf: -1}
+	c.path = c.pathBuf[:0]
 	c.ws()
 	if c.i >= len(raw) || raw[c.i] != '[' {
 		return 0, fmt.Errorf("%s: must be a JSON array", name)
@@ -248,7 +259,10 @@ type dataChecker struct {
 	// leaf is the depth of the first element (-1 before it); every element must be there.
 	leaf int
 	path []int
-	n    int64
+	// pathBuf backs path for data nested up to 8 levels (a checker lives on its caller's
+	// stack: no allocation per request).
+	pathBuf [8]int
+	n       int64
 	// lenErr is the first list of the wrong length: reported only when no element is
 	// misplaced or mistyped, which names the bad element more precisely.
 	lenErr error

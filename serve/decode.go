@@ -15,8 +15,10 @@ package serve
 const maxFastDepth = 32
 
 // decodeInferFast parses body if it has the common shape. The tensors' Data alias body.
-func decodeInferFast(body []byte) (req InferRequest, ok bool) {
-	p := fastParser{b: body}
+// Strings equal to spec's name or datatype, which nearly every request repeats, are
+// returned as spec's, without an allocation.
+func decodeInferFast(body []byte, spec TensorSpec) (req InferRequest, ok bool) {
+	p := fastParser{b: body, name: spec.Name, dtype: spec.Datatype}
 	var seenID, seenInputs bool
 	p.ws()
 	ok = p.object(func(key []byte) bool {
@@ -45,6 +47,8 @@ func decodeInferFast(body []byte) (req InferRequest, ok bool) {
 type fastParser struct {
 	b []byte
 	i int
+	// name and dtype are strings str returns without allocating when the body has them.
+	name, dtype string
 }
 
 func (p *fastParser) ws() {
@@ -78,6 +82,12 @@ func (p *fastParser) colon() bool {
 // same bytes).
 func (p *fastParser) str() (string, bool) {
 	b, ok := p.raw()
+	switch string(b) { // no allocation: the compiler compares the bytes
+	case p.name:
+		return p.name, ok
+	case p.dtype:
+		return p.dtype, ok
+	}
 	return string(b), ok
 }
 

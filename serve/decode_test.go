@@ -46,7 +46,7 @@ func TestDecodeFast(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := decodeInferFast([]byte(c.body))
+			got, ok := decodeInferFast([]byte(c.body), TensorSpec{})
 			if ok != c.fast {
 				t.Fatalf("fast path took it: %v, want %v", ok, c.fast)
 			}
@@ -75,7 +75,7 @@ func FuzzDecodeFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := decodeInferFast(body)
+		got, ok := decodeInferFast(body, TensorSpec{})
 		if !ok {
 			return
 		}

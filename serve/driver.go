@@ -32,9 +32,35 @@ type call struct {
 	deadline dataplane.Time
 	onHop    func(HopEvent)
 	// req is the engine's ID of the request (valid once fed).
-	req      dataplane.ReqID
-	resp     chan result
+	req dataplane.ReqID
+	// res is the driver's answer, written once before done is signalled (done has room for
+	// the one signal, so the driver never waits for a handler that left). The answer
+	// travels in the call rather than in the channel: a channel of a pointer-holding type
+	// costs a second allocation for its buffer, and a result is large to copy twice.
+	res      result
+	done     chan struct{}
 	answered bool
+	// own is the request's payload as it arrived (payload points to it until a worker
+	// replaces it) and stages the backing of its timing's first stage: both are allocated
+	// with the call.
+	own    Payload
+	stages [1]StageTiming
+}
+
+// newCall makes a call for a request whose input is in (nil: none).
+func newCall(model string, ms *modelSeries, id string, at dataplane.Time, in *TensorJSON) *call {
+	c := &call{model: model, ms: ms, id: id, at: at, done: make(chan struct{}, 1)}
+	if in != nil {
+		c.own.Tensor = *in
+	}
+	c.payload = &c.own
+	return c
+}
+
+// reply hands the answer to the call's handler (exactly once: the caller checked answered).
+func (c *call) reply(res result) {
+	c.res = res
+	c.done <- struct{}{}
 }
 
 // result is the driver's answer; the handler goroutine turns it into JSON so encoding never
@@ -578,7 +604,7 @@ func (d *driver) feed(c *call) {
 		// The model was removed by a reload while the call waited.
 		c.answered = true
 		d.m.finished(c.ms, "error", 0)
-		c.resp <- result{status: 404, err: fmt.Sprintf("model %q is not served by the active plan", c.model)}
+		c.reply(result{status: 404, err: fmt.Sprintf("model %q is not served by the active plan", c.model)})
 		return
 	}
 	c.fed = d.now
@@ -649,8 +675,12 @@ func (d *driver) onJob(j *Job) {
 func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, stage dataplane.StageID, size int, nominal dataplane.Time) {
 	g, d := fx.g, fx.d
 	bt := g.eng.Batch(b)
-	j := &Job{Worker: w, Batch: b, Hop: hop, Stage: stage, Nominal: nominal, Start: now, gen: g.n,
-		Payload: make([]*Payload, len(bt.Reqs))}
+	j := &Job{Worker: w, Batch: b, Hop: hop, Stage: stage, Nominal: nominal, Start: now, gen: g.n}
+	if len(bt.Reqs) == 1 {
+		j.Payload = j.one[:]
+	} else {
+		j.Payload = make([]*Payload, len(bt.Reqs))
+	}
 	for i, r := range bt.Reqs {
 		if c := g.call(r); c != nil {
 			j.Payload[i] = c.payload
@@ -768,7 +798,7 @@ func (d *driver) answer(g *generation, c *call, res result) {
 	}
 	c.payload = nil
 	d.m.finished(c.ms, res.outcome, res.timing.LatencyUs)
-	c.resp <- res
+	c.reply(res)
 }
 
 // answerShutdown answers a call the engine never saw with 503.
@@ -785,8 +815,8 @@ func (d *driver) answerShutdown(c *call, stage string) {
 	lat := int64(d.now - c.at)
 	d.m.finished(c.ms, "dropped", lat)
 	c.payload = nil
-	c.resp <- result{status: 503, outcome: "dropped", reason: reason, stage: stage,
-		timing: Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}}
+	c.reply(result{status: 503, outcome: "dropped", reason: reason, stage: stage,
+		timing: Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}})
 }
 
 // abandon answers every unfinished call of g with 503 (drain or flush timeout). The engine's
@@ -853,6 +883,9 @@ func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now datapl
 			t.QueueUs += st.QueueUs
 			t.ExecUs += st.ExecUs
 			t.TransferUs += st.TransferUs
+			if t.Stages == nil {
+				t.Stages = c.stages[:0]
+			}
 			t.Stages = append(t.Stages, st)
 		}
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -142,7 +143,10 @@ func appendTiming(b []byte, t *Timing) []byte {
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
+			// A copy goes to json.Marshal, whose argument escapes: s itself must not, or
+			// every response (its outputs, its timing's stages) would be taken to escape
+			// with it and be allocated per answer.
+			q, _ := json.Marshal(strings.Clone(s))
 			return append(b, q...)
 		}
 	}

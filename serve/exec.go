@@ -50,6 +50,9 @@ type Job struct {
 	// Engine.SetResult, so real outputs decide forwarding and branching.
 	Results []dataplane.Result
 	gen     int
+	// one backs Payload for a batch of one request, the common case: the job and its
+	// payload list are one allocation.
+	one [1]*Payload
 }
 
 // Executor runs jobs for the workers of one deployment. Run is called on the driver's

@@ -89,14 +89,13 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 		}
 		return refuse(reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at), nil
 	}
-	payload := &Payload{}
+	var in TensorJSON
 	if req.Input != nil {
-		in := *req.Input
+		in = *req.Input
 		if err := CheckInput(&in, spec.in); err != nil {
 			s.m.reject(400, "bad-request")
 			return &Answer{Status: 400, Err: err.Error()}, nil
 		}
-		payload.Tensor = in
 	}
 	var deadline dataplane.Time
 	if req.Deadline < 0 {
@@ -111,8 +110,8 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 		return refuse("overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0), nil
 	}
 	defer s.inflight.Add(-1)
-	c := &call{model: model, ms: spec.series, id: req.ID, at: at, payload: payload, resp: make(chan result, 1),
-		attrs: req.Attrs, deadline: deadline, onHop: req.OnHop}
+	c := newCall(model, spec.series, req.ID, at, &in)
+	c.attrs, c.deadline, c.onHop = req.Attrs, deadline, req.OnHop
 	select {
 	case s.d.intake <- c:
 	case <-s.d.stopped:
@@ -120,12 +119,12 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	var res result
 	select {
-	case res = <-c.resp:
+	case <-c.done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	res := &c.res
 	if res.status == 200 {
 		// Up to the front end's hand-off: its own write follows.
 		s.d.delivery.observe(int64(s.d.clk.Now() - res.finished))

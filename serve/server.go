@@ -475,7 +475,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bodyRead(r)
-	req, err := DecodeInferRequest(body, spec.in)
+	req, err := decodeInfer(body, spec.in)
 	if err != nil {
 		s.m.reject(400, "bad-request")
 		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
@@ -494,29 +494,30 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.inflight.Add(-1)
-	c := &call{model: name, ms: spec.series, id: req.ID, at: at, payload: &Payload{Tensor: req.Inputs[0]}, resp: make(chan result, 1), attrs: dataplane.Attrs{Trace: trace}}
+	c := newCall(name, spec.series, req.ID, at, &req.Inputs[0])
+	c.attrs = dataplane.Attrs{Trace: trace}
 	select {
 	case s.d.intake <- c:
 	case <-s.d.stopped:
 		s.refuse(w, r, name, req.ID, string(dataplane.DropShutdown), "the server is shutting down", 0, false, true)
 		return
 	}
-	var res result
 	select {
-	case res = <-c.resp:
+	case <-c.done:
 	case <-r.Context().Done():
-		return // the client left; the driver's answer lands in the buffered channel
+		return // the client left; the driver's answer lands in the call and its buffered channel
 	}
+	res := &c.res
 	// A client that does not read its answer is cut off after WriteTimeout. The deadline
 	// stays on the connection, so it is lifted once the answer is out: the connection's next
 	// request must not inherit it.
 	rc := http.NewResponseController(w)
 	if rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)) == nil {
-		s.writeResult(w, name, spec, c, &res)
+		s.writeResult(w, name, spec, c, res)
 		_ = rc.Flush()
 		_ = rc.SetWriteDeadline(time.Time{})
 	} else {
-		s.writeResult(w, name, spec, c, &res)
+		s.writeResult(w, name, spec, c, res)
 		_ = rc.Flush()
 	}
 	if res.status == 200 {
@@ -531,16 +532,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err := rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)); err == nil {
 		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
-	rd := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
 	if n := r.ContentLength; n >= 0 {
-		// Known length (checked against MaxBody): one allocation, one read.
+		// Known length (checked against MaxBody, and net/http's body reader stops at it):
+		// one allocation, one read, no limit reader.
 		buf := make([]byte, n)
-		if _, err := io.ReadFull(rd, buf); err != nil {
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
 			return nil, err
 		}
 		return buf, nil
 	}
-	return io.ReadAll(rd)
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 }
 
 // refuse answers a request the server does not take: 503 with the reason at stage intake,
@@ -594,7 +595,8 @@ func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpe
 				out.Name = spec.out.Name
 			}
 		}
-		writeJSON(w, 200, &InferResponse{ModelName: model, ID: c.id, Outputs: []TensorJSON{out}, Parameters: res.parameters(), Outcome: res.outcome, Timing: res.timing})
+		outs := [1]TensorJSON{out}
+		writeInfer(w, &InferResponse{ModelName: model, ID: c.id, Outputs: outs[:], Parameters: res.parameters(), Outcome: res.outcome, Timing: res.timing})
 	case 503:
 		msg := fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
 		writeDrop(w, &DropResponse{Error: msg, Model: model, ID: c.id, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Timing: res.timing})
@@ -623,6 +625,23 @@ func writeDropAfter(w http.ResponseWriter, d *DropResponse, retry dataplane.Time
 
 var contentTypeJSON = []string{"application/json"}
 
+// contentLengths caches the Content-Length header values of bodies shorter than 4 KiB, the
+// infer answers' sizes: net/http only reads a header's values (as it does contentTypeJSON's),
+// so one slice serves every answer of a length, instead of a slice and a string per answer.
+var contentLengths [4096]atomic.Pointer[[]string]
+
+func contentLength(n int) []string {
+	if n >= len(contentLengths) {
+		return []string{strconv.Itoa(n)}
+	}
+	if p := contentLengths[n].Load(); p != nil {
+		return *p
+	}
+	v := []string{strconv.Itoa(n)}
+	contentLengths[n].Store(&v)
+	return v
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -643,10 +662,36 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 			b, _ = json.Marshal(ErrorResponse{Error: "encoding the response: " + err.Error()})
 		}
 	}
+	writeBody(w, code, bp, b)
+}
+
+// writeInfer writes a 200 infer answer. r does not escape when it is encoded by hand (the
+// common case), so the caller's response, its outputs and timing stay on its stack rather
+// than being allocated per answer, as writeJSON's interface argument would make them.
+func writeInfer(w http.ResponseWriter, r *InferResponse) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b, ok := appendInferResponse((*bp)[:0], r)
+	if !ok {
+		// json.Marshal's argument escapes: only this rare path allocates a copy (of the
+		// outputs too, so that the caller's array is not taken to escape with it).
+		cp := InferResponse{ModelName: r.ModelName, ModelVersion: r.ModelVersion, ID: r.ID,
+			Outputs: append([]TensorJSON(nil), r.Outputs...), Parameters: r.Parameters, Outcome: r.Outcome, Timing: r.Timing}
+		var err error
+		if b, err = json.Marshal(&cp); err != nil {
+			writeJSON(w, 500, ErrorResponse{Error: "encoding the response: " + err.Error()})
+			return
+		}
+	}
+	writeBody(w, 200, bp, b)
+}
+
+// writeBody writes the JSON body b (built in the pooled buffer bp) with a newline.
+func writeBody(w http.ResponseWriter, code int, bp *[]byte, b []byte) {
 	b = append(b, '\n')
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	h["Content-Length"] = contentLength(len(b))
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
 	if cap(b) <= 64<<10 {
