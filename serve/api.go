@@ -232,7 +232,6 @@ func jsonErr(err error) string {
 // of the wrong type is an error naming the element's path (inputs[0].data[1][1]).
 func checkData(raw []byte, shape []int64, dtype, name string) (int64, error) {
 	c := dataChecker{raw: raw, shape: shape, dtype: dtype, name: name, leaf: -1}
-	c.path = c.pathBuf[:0]
 	c.ws()
 	if c.i >= len(raw) || raw[c.i] != '[' {
 		return 0, fmt.Errorf("%s: must be a JSON array", name)
@@ -259,10 +258,7 @@ type dataChecker struct {
 	// leaf is the depth of the first element (-1 before it); every element must be there.
 	leaf int
 	path []int
-	// pathBuf backs path for data nested up to 8 levels (a checker lives on its caller's
-	// stack: no allocation per request).
-	pathBuf [8]int
-	n       int64
+	n    int64
 	// lenErr is the first list of the wrong length: reported only when no element is
 	// misplaced or mistyped, which names the bad element more precisely.
 	lenErr error

@@ -214,12 +214,23 @@ type driver struct {
 	clk     Clock
 	log     *slog.Logger
 	m       *metrics
-	intake  chan *call
 	done    chan *Job
 	cmds    chan func()
 	stopped chan struct{}
 	// delivery is shared with the handlers, which observe each answer's delivery time.
 	delivery deliveryTracker
+
+	// The intake: handlers append their calls to inQ under inMu and signal wake (room for
+	// one signal) when they found it empty; the driver takes the whole queue per wakeup.
+	// Under load a wakeup brings several calls, where a channel hand-off cost a select and a
+	// goroutine switch per call. The queue is bounded by MaxInFlight (a call holds its
+	// in-flight slot while queued); inClosed is set when the driver stops, after which
+	// handlers answer 503 themselves.
+	inMu     sync.Mutex
+	inQ      []*call
+	inClosed bool
+	wake     chan struct{}
+	inSpare  []*call
 
 	// Everything below is owned by the loop goroutine.
 	now dataplane.Time
@@ -262,7 +273,7 @@ type effects struct {
 func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uint64) *driver {
 	d := &driver{
 		clk: clk, log: log, m: m,
-		intake:    make(chan *call),
+		wake:      make(chan struct{}, 1),
 		done:      make(chan *Job, 1024),
 		cmds:      make(chan func()),
 		stopped:   make(chan struct{}),
@@ -372,33 +383,112 @@ func (d *driver) run(first *generation) {
 		// the network poller, and a goroutine it readies queues behind every runnable
 		// goroutine: with thousands of handlers runnable on a busy machine, hop completions
 		// would wait tens of milliseconds while the workers idle — a collapse. A handler's
-		// intake send readies the driver next on its processor instead, so under load the
+		// intake signal readies the driver next on its processor instead, so under load the
 		// timers are served within one arrival's gap.
+		//
+		// The wake timer is armed only when the driver is about to sleep: while events are
+		// waiting, each of them handles the due timers anyway, and every timerfd re-arm is a
+		// system call (several µs in a VM, where it reprograms the hardware timer).
 		select {
-		case c := <-d.intake:
-			d.onTimers()
-			d.now = d.clk.Now()
-			d.onCall(c)
+		case <-d.wake:
+			d.onIntake()
 		case j := <-d.done:
-			d.onTimers()
-			d.now = max(d.now, d.clk.Now())
-			d.onJob(j)
+			d.onDone(j)
 		case <-d.timer.C():
-			d.timerAt = dataplane.Never
-			d.onTimers()
+			d.onWake()
 		case f := <-d.cmds:
-			d.onTimers()
-			d.now = max(d.now, d.clk.Now())
-			f()
+			d.onCmd(f)
+		default:
+			d.arm()
+			select {
+			case <-d.wake:
+				d.onIntake()
+			case j := <-d.done:
+				d.onDone(j)
+			case <-d.timer.C():
+				d.onWake()
+			case f := <-d.cmds:
+				d.onCmd(f)
+			}
 		}
 		d.onTimers()
 		d.afterEvent()
 	}
+	// Calls queued after the last event are answered here; later ones are refused by
+	// their handlers.
+	d.inMu.Lock()
+	d.inClosed = true
+	left := d.inQ
+	d.inQ = nil
+	d.inMu.Unlock()
+	for _, c := range left {
+		c.received = d.now
+		d.m.arrived(c.ms)
+		d.answerShutdown(c, "intake")
+	}
 	d.gen.exec.retire()
 }
 
-// afterEvent finishes a migration or a drain once the old engine has no work left, rotates an
-// idle engine, and re-arms the timer for the earliest pending entry.
+// submit queues a call for the driver; false means the driver has stopped.
+func (d *driver) submit(c *call) bool {
+	d.inMu.Lock()
+	if d.inClosed {
+		d.inMu.Unlock()
+		return false
+	}
+	d.inQ = append(d.inQ, c)
+	first := len(d.inQ) == 1
+	d.inMu.Unlock()
+	if first {
+		// The driver takes the whole queue after each signal, so a queue that was not
+		// empty has a signal pending (or the driver is about to take it).
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// onIntake takes the queued calls; each is one event (due timers before it, the bookkeeping
+// after it), as if it had come alone.
+func (d *driver) onIntake() {
+	d.inMu.Lock()
+	batch := d.inQ
+	d.inQ = d.inSpare[:0]
+	d.inMu.Unlock()
+	for i, c := range batch {
+		if i > 0 {
+			d.onTimers()
+			d.afterEvent()
+		}
+		d.onTimers() // d.now is the wall clock
+		d.onCall(c)
+		batch[i] = nil
+	}
+	d.inSpare = batch[:0]
+}
+
+func (d *driver) onDone(j *Job) {
+	d.onTimers()
+	d.now = max(d.now, d.clk.Now())
+	d.onJob(j)
+}
+
+// onWake handles the wake timer's expiry (a timerfd is disarmed once it fired).
+func (d *driver) onWake() {
+	d.timerAt = dataplane.Never
+	d.onTimers()
+}
+
+func (d *driver) onCmd(f func()) {
+	d.onTimers()
+	d.now = max(d.now, d.clk.Now())
+	f()
+}
+
+// afterEvent finishes a migration or a drain once the old engine has no work left and rotates
+// an idle engine.
 func (d *driver) afterEvent() {
 	g := d.gen
 	d.events++
@@ -425,7 +515,6 @@ func (d *driver) afterEvent() {
 		// of at most one flush, once per 2^20 requests).
 		d.startMigration(&reloadReq{next: g, reply: make(chan error, 1)})
 	}
-	d.arm()
 }
 
 // rotateIfIdle gives the current generation a fresh engine when nothing is in flight (the
@@ -476,7 +565,8 @@ func (d *driver) evalDoors(g *generation) {
 		dr := &g.doors[i]
 		if until > 0 {
 			if p := dr.reason.Load(); p == nil || *p != reason {
-				dr.reason.Store(&reason)
+				r := reason // allocated only when the reason changes, not per evaluation
+				dr.reason.Store(&r)
 			}
 		}
 		dr.closedUntil.Store(int64(until))

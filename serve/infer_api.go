@@ -112,12 +112,8 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	defer s.inflight.Add(-1)
 	c := newCall(model, spec.series, req.ID, at, &in)
 	c.attrs, c.deadline, c.onHop = req.Attrs, deadline, req.OnHop
-	select {
-	case s.d.intake <- c:
-	case <-s.d.stopped:
+	if !s.d.submit(c) {
 		return refuse(string(dataplane.DropShutdown), "the server is shutting down", 0), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 	select {
 	case <-c.done:

@@ -496,9 +496,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Add(-1)
 	c := newCall(name, spec.series, req.ID, at, &req.Inputs[0])
 	c.attrs = dataplane.Attrs{Trace: trace}
-	select {
-	case s.d.intake <- c:
-	case <-s.d.stopped:
+	if !s.d.submit(c) {
 		s.refuse(w, r, name, req.ID, string(dataplane.DropShutdown), "the server is shutting down", 0, false, true)
 		return
 	}
@@ -595,8 +593,12 @@ func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpe
 				out.Name = spec.out.Name
 			}
 		}
+		if params := res.parameters(); params != nil || out.Parameters != nil {
+			writeJSON(w, 200, &InferResponse{ModelName: model, ID: c.id, Outputs: []TensorJSON{out}, Parameters: params, Outcome: res.outcome, Timing: res.timing})
+			return
+		}
 		outs := [1]TensorJSON{out}
-		writeInfer(w, &InferResponse{ModelName: model, ID: c.id, Outputs: outs[:], Parameters: res.parameters(), Outcome: res.outcome, Timing: res.timing})
+		writeInfer(w, &InferResponse{ModelName: model, ID: c.id, Outputs: outs[:], Outcome: res.outcome, Timing: res.timing})
 	case 503:
 		msg := fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
 		writeDrop(w, &DropResponse{Error: msg, Model: model, ID: c.id, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Timing: res.timing})
@@ -665,23 +667,18 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	writeBody(w, code, bp, b)
 }
 
-// writeInfer writes a 200 infer answer. r does not escape when it is encoded by hand (the
-// common case), so the caller's response, its outputs and timing stay on its stack rather
-// than being allocated per answer, as writeJSON's interface argument would make them.
+// writeInfer writes a 200 infer answer without parameters (none on the response or its
+// outputs: appendInferResponse encodes it by hand). r does not escape, so the caller's
+// response, its outputs and timing stay on its stack rather than being allocated per answer,
+// as writeJSON's interface argument would make them; nothing may copy from r to the heap
+// here (escape analysis would take all of r's pointers to escape with it).
 func writeInfer(w http.ResponseWriter, r *InferResponse) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b, ok := appendInferResponse((*bp)[:0], r)
 	if !ok {
-		// json.Marshal's argument escapes: only this rare path allocates a copy (of the
-		// outputs too, so that the caller's array is not taken to escape with it).
-		cp := InferResponse{ModelName: r.ModelName, ModelVersion: r.ModelVersion, ID: r.ID,
-			Outputs: append([]TensorJSON(nil), r.Outputs...), Parameters: r.Parameters, Outcome: r.Outcome, Timing: r.Timing}
-		var err error
-		if b, err = json.Marshal(&cp); err != nil {
-			writeJSON(w, 500, ErrorResponse{Error: "encoding the response: " + err.Error()})
-			return
-		}
+		writeJSON(w, 500, ErrorResponse{Error: "encoding the response: parameters on the hand-encoded path"})
+		return
 	}
 	writeBody(w, 200, bp, b)
 }
