@@ -15,11 +15,13 @@ import "github.com/plan-dev/plan/dataplane"
 // stage) and B_w that of w: max distributes over +, so this equals the scan's nested
 // max. Each pool keeps a segment tree in pool order whose nodes hold the minimum of B, D
 // and U over their leaves; max(t0+net+inf, min D + net + inf, min B + inf, min U) bounds
-// every score below it. A left-to-right branch and bound scores leaves exactly (the
-// scan's own arithmetic, PPipe.score) and skips subtrees whose bound is not below the best
-// score so far: a later leaf only wins by a strictly smaller score, the scan's tie-break
-// (the lowest pool index among equal scores). With the floor t0+net+inf reached by the
-// first free worker, the search stops there.
+// every score below it. A branch and bound scores leaves exactly (the scan's own
+// arithmetic, PPipe.score) and keeps the least score, the lowest pool index among equal
+// ones (the scan's tie-break). It enters the child with the lower bound first (the left
+// one on a tie), so its first leaf is already a good one, and skips a subtree whose bound
+// is above the best score so far, or equal to it with every leaf after the best one's
+// position. With the floor t0+net+inf reached, only subtrees to the left at the floor
+// remain; entering the left child on ties keeps those few.
 //
 // Interval mode (gap filling) uses the same tree with weaker, still valid bounds: a
 // resource whose first reservation started by the time of its last change is busy without
@@ -65,6 +67,7 @@ type pquery struct {
 	useB, useD     bool
 	offB, offD     dataplane.Time
 	best           dataplane.Time
+	bpos           int // pool position of bw (-1: none yet)
 	bw             dataplane.WorkerID
 	bts, bxs, bend dataplane.Time
 }
@@ -222,7 +225,11 @@ func (p *PPipe) search(t *poolTree, q *pquery) {
 	if len(t.ws) == 0 {
 		return
 	}
-	p.descend(t, 1, q)
+	// No position yet: until a leaf is taken only a bound below Never admits.
+	q.bpos = -1
+	if q.bound(&t.n[1]) < q.best {
+		p.descend(t, 1, 0, t.size, q)
+	}
 }
 
 // bound is the least score any leaf under node k can have.
@@ -240,23 +247,40 @@ func (q *pquery) bound(n *[3]dataplane.Time) dataplane.Time {
 	return lb
 }
 
-func (p *PPipe) descend(t *poolTree, k int, q *pquery) {
-	for {
-		if q.bound(&t.n[k]) >= q.best {
+// admits reports whether a subtree of bound b whose first leaf is at pool position lo can
+// hold a better worker than the best so far.
+func (q *pquery) admits(b dataplane.Time, lo int) bool {
+	return b < q.best || b == q.best && lo < q.bpos
+}
+
+// descend searches the subtree of node k, whose leaves are pool positions [lo, lo+w).
+func (p *PPipe) descend(t *poolTree, k, lo, w int, q *pquery) {
+	if k >= t.size {
+		if lo >= len(t.ws) {
 			return
 		}
-		if k >= t.size {
-			pos := k - t.size
-			if pos >= len(t.ws) {
-				return
-			}
-			w := t.ws[pos]
-			if s, ts, xs, end := p.score(w, q); s < q.best {
-				q.best, q.bw, q.bts, q.bxs, q.bend = s, w, ts, xs, end
-			}
-			return
+		ww := t.ws[lo]
+		if s, ts, xs, end := p.score(ww, q); s < q.best || s == q.best && lo < q.bpos {
+			q.best, q.bpos, q.bw, q.bts, q.bxs, q.bend = s, lo, ww, ts, xs, end
 		}
-		p.descend(t, 2*k, q)
-		k = 2*k + 1
+		return
+	}
+	w /= 2
+	l, r := 2*k, 2*k+1
+	bl, br := q.bound(&t.n[l]), q.bound(&t.n[r])
+	if br < bl {
+		if q.admits(br, lo+w) {
+			p.descend(t, r, lo+w, w, q)
+		}
+		if q.admits(bl, lo) {
+			p.descend(t, l, lo, w, q)
+		}
+		return
+	}
+	if q.admits(bl, lo) {
+		p.descend(t, l, lo, w, q)
+	}
+	if q.admits(br, lo+w) {
+		p.descend(t, r, lo+w, w, q)
 	}
 }
