@@ -110,6 +110,9 @@ func (m *Model) AddRow(name string, lb, ub float64, terms ...Term) int {
 	return len(m.rows) - 1
 }
 
+// SetVarBounds changes v's bounds (e.g. to fix it before a re-solve).
+func (m *Model) SetVarBounds(v Var, lb, ub float64) { m.cols[v].lb, m.cols[v].ub = lb, ub }
+
 // SetObjOffset sets the constant added to the objective.
 func (m *Model) SetObjOffset(c float64) { m.offset = c }
 

@@ -75,9 +75,15 @@ type Result struct {
 	// variables are rounded to exact integers.
 	Values      []float64
 	HasSolution bool
-	Nodes       int64         // branch-and-bound nodes (0 for LPs)
-	Iterations  int64         // simplex/IPM iterations, all LPs included
-	Wall        time.Duration // wall time of Solve
+	// ReducedCosts holds each variable's reduced cost (HiGHS's column dual)
+	// for an optimal LP, nil otherwise: the rate at which the objective
+	// worsens as a nonbasic variable leaves its bound, which bounds every
+	// solution's objective and so lets a caller fix variables that no
+	// solution above a cut-off can move (reduced-cost fixing).
+	ReducedCosts []float64
+	Nodes        int64         // branch-and-bound nodes (0 for LPs)
+	Iterations   int64         // simplex/IPM iterations, all LPs included
+	Wall         time.Duration // wall time of Solve
 }
 
 // Value returns the value of v in the solution, or 0 if there is none.

@@ -303,11 +303,14 @@ func (s *session) readSolution(res *Result, empty bool) error {
 	if empty {
 		res.Objective, res.Values = m.offset, []float64{}
 	} else {
-		x, err := s.in.Solution(s.ctx, len(m.cols), len(m.rows))
+		x, dual, err := s.in.Solution(s.ctx, len(m.cols), len(m.rows))
 		if err != nil {
 			return err
 		}
 		res.Values = x
+		if !isMIP && res.Status == StatusOptimal {
+			res.ReducedCosts = dual
+		}
 		if isMIP {
 			// HiGHS accepts integers within 1e-6; callers want exact ones,
 			// and an objective that matches the values they get.

@@ -463,3 +463,36 @@ func TestProgressPanicPropagates(t *testing.T) {
 		t.Fatalf("solve after panic: %v, %v", res, err)
 	}
 }
+
+// TestReducedCosts: an optimal LP reports one reduced cost per column, zero on basic columns
+// and |d| on a nonbasic one equal to the objective lost per unit it is pushed off its bound;
+// a MIP reports none.
+func TestReducedCosts(t *testing.T) {
+	needBackend(t)
+	// max 3x + 2y + z  s.t.  x + y + z ≤ 4,  x ≤ 3,  y, z ≥ 0.
+	// Optimum x = 3, y = 1, z = 0 (objective 11); the row's dual is 2, so z (cost 1) loses
+	// 1 per unit and x, at its upper bound, gains 1 per unit of bound.
+	m := NewModel("rc", Maximize)
+	x := m.AddContinuous("x", 0, 3, 3)
+	y := m.AddContinuous("y", 0, Inf, 2)
+	z := m.AddContinuous("z", 0, Inf, 1)
+	m.AddRow("cap", -Inf, 4, t1(x, 1), t1(y, 1), t1(z, 1))
+	res, err := Solve(context.Background(), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(res.Objective-11) > 1e-9 || len(res.ReducedCosts) != 3 {
+		t.Fatalf("objective %g, reduced costs %v", res.Objective, res.ReducedCosts)
+	}
+	for v, want := range map[Var]float64{x: 1, y: 0, z: 1} {
+		if got := math.Abs(res.ReducedCosts[v]); math.Abs(got-want) > 1e-9 {
+			t.Errorf("|reduced cost| of %s = %g, want %g", m.VarName(v), got, want)
+		}
+	}
+	mi := NewModel("rc-mip", Maximize)
+	a := mi.AddInteger("a", 0, 3, 1)
+	mi.AddRow("r", -Inf, 2.5, t1(a, 1))
+	if r, err := Solve(context.Background(), mi, Options{}); err != nil || r.ReducedCosts != nil {
+		t.Errorf("MIP: reduced costs %v, err %v", r.ReducedCosts, err)
+	}
+}

@@ -90,6 +90,9 @@ type Options struct {
 	// NoContinuousCounts skips the continuous-count relaxation and its repair (for
 	// benchmarks of their effect).
 	NoContinuousCounts bool
+	// NoCutoff ends with the plain full MILP warm-started from the best plan instead of the
+	// full MILP cut off at that plan's objective plus the gap (for benchmarks of its effect).
+	NoCutoff bool
 	// FillSurplus hands the GPUs the plan leaves idle back to the models as headroom, after
 	// the MILP (every strategy): the model with the lowest capacity/target ratio repeatedly
 	// gets the step with the most capacity per GPU, growing one of its pipelines or opening a

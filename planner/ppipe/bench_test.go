@@ -2,6 +2,7 @@ package ppipe
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
@@ -16,21 +17,31 @@ type benchCase struct {
 	models int
 	P      int
 	seed   uint64
+	// dir, when set, names a fixture under testdata (profile.json, cluster.json,
+	// workload.json) used instead of the synthetic generator.
+	dir string
 }
 
 var benchCases = []benchCase{
 	// Target: median ≤ 2 s to a proven gap ≤ 0.1%.
-	{"P2-2types-1model", []gpuSpec{specL4, specP4}, []int{25, 75}, 1, 2, 1},
+	{"P2-2types-1model", []gpuSpec{specL4, specP4}, []int{25, 75}, 1, 2, 1, ""},
 	// Target: ≤ 30 s to ≤ 0.1%.
-	{"P3-2types-3models", []gpuSpec{specL4, specP4}, []int{25, 75}, 3, 3, 2},
+	{"P3-2types-3models", []gpuSpec{specL4, specP4}, []int{25, 75}, 3, 3, 2, ""},
 	// Target: ≤ 120 s.
-	{"P3-4types-1model", []gpuSpec{specL4, specV100, specT4, specP4}, []int{10, 15, 35, 40}, 1, 3, 3},
+	{"P3-4types-1model", []gpuSpec{specL4, specV100, specT4, specP4}, []int{10, 15, 35, 40}, 1, 3, 3, ""},
 	// The authors' main setting (P ≤ 2) for the group and the four types, for comparison.
-	{"P2-2types-3models", []gpuSpec{specL4, specP4}, []int{25, 75}, 3, 2, 2},
-	{"P2-4types-1model", []gpuSpec{specL4, specV100, specT4, specP4}, []int{10, 15, 35, 40}, 1, 2, 3},
+	{"P2-2types-3models", []gpuSpec{specL4, specP4}, []int{25, 75}, 3, 2, 2, ""},
+	{"P2-4types-1model", []gpuSpec{specL4, specV100, specT4, specP4}, []int{10, 15, 35, 40}, 1, 2, 3, ""},
+	// Issue 15's "3 models, L4+T4, P≤3" (7.8k columns, 4.1k integers, 5.9k rows): HC2 at the
+	// paper's L size (25 L4 + 75 T4) with group G1 on the roofline profiles, as `plan bench
+	// ppipe --hc HC2 --groups G1` builds it. Target: ≤ 15 s to ≤ 0.1%.
+	{name: "P3-HC2-G1-3models", models: 3, P: 3, dir: "hc2-g1"},
 }
 
 func (c benchCase) inputs() Inputs {
+	if c.dir != "" {
+		return fixtureInputs(c.dir)
+	}
 	return Inputs{Profiles: []*formats.Profile{genProfile(c.seed, c.models, 10, c.gpus, 0)}, Cluster: genCluster(c.gpus, c.counts, 30)}
 }
 
@@ -85,4 +96,22 @@ func BenchmarkSolveAblation(b *testing.B) {
 			b.ReportMetric(pl.Provenance.Objective, "obj")
 		})
 	}
+}
+
+// fixtureInputs reads a planning fixture from testdata/dir; it panics on a broken fixture.
+func fixtureInputs(dir string) Inputs {
+	path := func(n string) string { return filepath.Join("testdata", dir, n) }
+	pr, err := formats.ReadInto[*formats.Profile](path("profile.json"))
+	if err != nil {
+		panic(err)
+	}
+	cl, err := formats.ReadInto[*formats.Cluster](path("cluster.json"))
+	if err != nil {
+		panic(err)
+	}
+	wl, err := formats.ReadInto[*formats.Workload](path("workload.json"))
+	if err != nil {
+		panic(err)
+	}
+	return Inputs{Profiles: []*formats.Profile{pr}, Cluster: cl, Workload: wl}
 }

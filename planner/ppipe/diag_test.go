@@ -11,7 +11,7 @@ import (
 // Diagnostics for formulation work, skipped unless their environment variable is set:
 //
 //	PPIPE_SOLVER_LOG=1   HiGHS's log on stderr (any test or benchmark)
-//	CASE=i [P= LIMIT= ROUNDING= REPLICAS= NOLP=1]   one benchmark case, summary line
+//	CASE=i [P= LIMIT= ROUNDING= REPLICAS= NOLP=1 NOCC=1 NOCUT=1]   one benchmark case: progress and summary
 //	LPCASE=i             the LP relaxation of a case, with every option it uses
 func init() {
 	if os.Getenv("PPIPE_SOLVER_LOG") != "" {
@@ -35,7 +35,17 @@ func TestDebugCase(t *testing.T) {
 		limit, _ = time.ParseDuration(s)
 	}
 	start := time.Now()
-	pl, err := Solve(context.Background(), c.inputs(), Options{MaxPartitions: P, TimeLimit: limit, Rounding: os.Getenv("ROUNDING"), Replicas: replicasEnv(), NoLPGuide: os.Getenv("NOLP") != ""})
+	o := Options{MaxPartitions: P, TimeLimit: limit, Rounding: os.Getenv("ROUNDING"), Replicas: replicasEnv(), NoLPGuide: os.Getenv("NOLP") != "",
+		NoContinuousCounts: os.Getenv("NOCC") != "", NoCutoff: os.Getenv("NOCUT") != ""}
+	// Phase changes and incumbent/bound moves, one line each.
+	var last Progress
+	o.Progress = func(pr Progress) {
+		if pr.Phase != last.Phase || pr.Incumbent != last.Incumbent || pr.Bound != last.Bound {
+			t.Logf("%8.2fs %-18s nodes %6d incumbent %.2f bound %.2f", pr.Elapsed.Seconds(), pr.Phase, pr.Nodes, pr.Incumbent, pr.Bound)
+			last = pr
+		}
+	}
+	pl, err := Solve(context.Background(), c.inputs(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

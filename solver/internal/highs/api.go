@@ -189,26 +189,35 @@ func (in *Instance) ModelStatus(ctx context.Context) (ModelStatus, error) {
 }
 
 // Solution returns the column values of the current solution.
-func (in *Instance) Solution(ctx context.Context, numCol, numRow int) ([]float64, error) {
-	// Highs_getSolution fills all four arrays; only the column values are kept.
+func (in *Instance) Solution(ctx context.Context, numCol, numRow int) (x, colDual []float64, err error) {
+	// Highs_getSolution fills all four arrays; the column values and duals are kept.
 	ptrs, err := in.allocAll(ctx, 8*numCol, 8*numCol, 8*numRow, 8*numRow)
 	defer in.freeAll(ctx, ptrs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := in.call(ctx, expGetSolution, in.h, uint64(ptrs[0]), uint64(ptrs[1]), uint64(ptrs[2]), uint64(ptrs[3]))
 	if err := in.checkStatus("Highs_getSolution", r, err); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	buf, ok := in.mem.Read(ptrs[0], uint32(8*numCol))
-	if !ok {
-		return nil, fmt.Errorf("%w: solution out of range", ErrAborted)
+	read := func(p uint32) ([]float64, error) {
+		buf, ok := in.mem.Read(p, uint32(8*numCol))
+		if !ok {
+			return nil, fmt.Errorf("%w: solution out of range", ErrAborted)
+		}
+		v := make([]float64, numCol)
+		for i := range v {
+			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
+		}
+		return v, nil
 	}
-	x := make([]float64, numCol)
-	for i := range x {
-		x[i] = math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:]))
+	if x, err = read(ptrs[0]); err != nil {
+		return nil, nil, err
 	}
-	return x, nil
+	if colDual, err = read(ptrs[1]); err != nil {
+		return nil, nil, err
+	}
+	return x, colDual, nil
 }
 
 // allocAll mallocs one buffer per size. On error the returned pointers

@@ -1,0 +1,137 @@
+package ppipe
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/solver"
+)
+
+// cutoffCases are small single- and multi-model instances whose full MILP solves to a proven
+// optimum in well under a second, so the cut-off phase can be checked against it.
+var cutoffCases = []struct {
+	name      string
+	models, P int
+	seed      uint64
+	counts    []int
+}{
+	{"1 model", 1, 2, 4, []int{3, 8}},
+	{"2 models", 2, 2, 2, []int{3, 8}},
+	{"3 models", 3, 2, 5, []int{4, 12}},
+}
+
+// cutoffFixture is one case prepared as ppipe() prepares a solve: the session, the spaces, the
+// LP relaxation solved, and the full MILP's proven optimum.
+type cutoffFixture struct {
+	s      *session
+	spaces []*modelSpace
+	cfg    spaceConfig
+	lp     *solver.Result
+	opt    float64
+}
+
+func newCutoffFixture(t *testing.T, models, P int, seed uint64, counts []int) cutoffFixture {
+	t.Helper()
+	gp := []gpuSpec{specL4, specP4}
+	in := Inputs{Profiles: []*formats.Profile{genProfile(seed, models, 4, gp, 4)}, Cluster: genCluster(gp, counts, 30)}
+	p, err := prepare(in, Options{MaxPartitions: P, Deterministic: true, TimeLimit: time.Minute}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cutoffFixture{s: &session{p: p, ctx: context.Background(), began: time.Now(), deadline: time.Now().Add(time.Minute)}, cfg: spaceConfig{P: P}}
+	if f.spaces, err = f.s.spaces(f.cfg); err != nil {
+		t.Fatal(err)
+	}
+	lcfg := f.cfg
+	lcfg.relax = true
+	f.lp, err = f.s.run("lp", p.build(f.spaces, lcfg), nil, 0)
+	skipWithoutSolver(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.lp.ReducedCosts) != len(f.lp.Values) {
+		t.Fatalf("LP: %d reduced costs for %d columns", len(f.lp.ReducedCosts), len(f.lp.Values))
+	}
+	gap := p.opts.Gap
+	p.opts.Gap = 1e-9
+	opt, err := f.s.run("full", p.build(f.spaces, f.cfg), nil, 0)
+	p.opts.Gap = gap
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.opt = opt.Objective
+	return f
+}
+
+// TestFixByReducedCost: fixing the full MILP's columns for a cut-off just below its optimum
+// keeps that optimum (the fixing removes no plan that reaches the cut-off), and it fixes
+// something; a cut-off above the LP bound fixes nothing (the LP already rules it out).
+func TestFixByReducedCost(t *testing.T) {
+	fixed := 0
+	for _, c := range cutoffCases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newCutoffFixture(t, c.models, c.P, c.seed, c.counts)
+			full := f.s.p.build(f.spaces, f.cfg)
+			n := fixByReducedCost(full.m, f.lp, f.opt*(1-1e-6))
+			fixed += n
+			t.Logf("%d of %d columns fixed", n, full.m.NumVars())
+			f.s.p.opts.Gap = 1e-9
+			res, err := f.s.run("fixed", full, nil, 0)
+			if err != nil {
+				t.Fatalf("after fixing %d columns: %v", n, err)
+			}
+			if math.Abs(res.Objective-f.opt) > 1e-6*f.opt {
+				t.Errorf("optimum %.9g after fixing %d columns, %.9g before", res.Objective, n, f.opt)
+			}
+			above := f.s.p.build(f.spaces, f.cfg)
+			if n := fixByReducedCost(above.m, f.lp, f.lp.Objective*1.01); n != 0 {
+				t.Errorf("a cut-off above the LP bound %.6g fixed %d columns", f.lp.Objective, n)
+			}
+		})
+	}
+	if fixed == 0 {
+		t.Error("no case fixed any column: the test exercises nothing")
+	}
+}
+
+// TestCutoffPhase: from a plan below the optimum (NP's), the cut-off phase returns a plan and
+// a bound within the gap of each other that bracket the proven optimum.
+func TestCutoffPhase(t *testing.T) {
+	for _, c := range cutoffCases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newCutoffFixture(t, c.models, c.P, c.seed, c.counts)
+			gap := f.s.p.opts.Gap
+			np, _, err := f.s.np(false)
+			if errors.Is(err, ErrInfeasible) {
+				t.Skip("NP cannot serve every model")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := f.s.p.build(f.spaces, f.cfg).assignFrom(np)
+			startObj := f.s.p.objective(f.s.p.pipes(f.spaces, start, 1))
+			// From NP's plan the phase must find a better one and prove it.
+			full := f.s.p.build(f.spaces, f.cfg)
+			best, obj, bound, err := f.s.cutoff(full, f.lp, start, startObj, f.lp.Objective)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if best == nil {
+				t.Fatal("no plan")
+			}
+			if got := f.s.p.objective(f.s.p.pipes(f.spaces, best, 1)); math.Abs(got-obj) > 1e-6*math.Max(1, obj) {
+				t.Errorf("plan's objective %.9g, reported %.9g", got, obj)
+			}
+			if obj > f.opt*(1+1e-6) || bound < f.opt*(1-1e-6) {
+				t.Errorf("objective %.9g and bound %.9g do not bracket the optimum %.9g (NP: %.9g)", obj, bound, f.opt, startObj)
+			}
+			if relGap(obj, bound) > gap*(1+1e-9) {
+				t.Errorf("gap %.6g after the cut-off phase, want ≤ %g (objective %.9g, bound %.9g)", relGap(obj, bound), gap, obj, bound)
+			}
+		})
+	}
+}
