@@ -434,6 +434,7 @@ func (r *resources) gap(i int, t, dur dataplane.Time) dataplane.Time {
 
 // book reserves [s, e) on resource i.
 func (r *resources) book(i int, s, e dataplane.Time) {
+	old := r.bu[i]
 	if e > r.bu[i] {
 		r.bu[i] = e
 	}
@@ -450,11 +451,15 @@ func (r *resources) book(i int, s, e dataplane.Time) {
 	q.buf = append(q.buf, ival{})
 	copy(q.buf[k+1:], q.buf[k:])
 	q.buf[k] = ival{s, e}
-	r.changed(i)
+	r.changed(i, old)
 }
 
-func (r *resources) changed(i int) {
-	if r.ix != nil {
+// changed tells the index that resource i changed; old is its busy-until before. In
+// busy-until mode the index reads nothing but busy-until, so when that stayed the same
+// (a completion reported on time, the common case) there is nothing to repair, and the
+// index's scattered leaves are not touched.
+func (r *resources) changed(i int, old dataplane.Time) {
+	if r.ix != nil && (r.interval || r.bu[i] != old) {
 		r.ix.update(r, i)
 	}
 }
@@ -469,6 +474,7 @@ func (r *resources) correct(i int, end, now dataplane.Time) bool {
 		return false
 	}
 	r.now = max(r.now, now)
+	old := r.bu[i]
 	delta := end - q.buf[q.head].e
 	q.head++
 	if q.head == len(q.buf) {
@@ -478,7 +484,7 @@ func (r *resources) correct(i int, end, now dataplane.Time) bool {
 	l := r.list(i)
 	if len(l) == 0 {
 		r.bu[i] = end
-		r.changed(i)
+		r.changed(i, old)
 		return delta != 0
 	}
 	if delta != 0 {
@@ -492,7 +498,7 @@ func (r *resources) correct(i int, end, now dataplane.Time) bool {
 		r.bu[i] = l[len(l)-1].e
 	}
 	// Even with bu unchanged the head left: interval-mode bounds may move.
-	r.changed(i)
+	r.changed(i, old)
 	return delta != 0
 }
 
