@@ -150,6 +150,11 @@ type Options struct {
 	// (and so the values, node count and iterations) depends on which
 	// racer finished first.
 	Deterministic bool
+	// NoHeuristics turns HiGHS's primal heuristics off (the root's RENS, RINS
+	// and rounding sub-MIPs, feasibility jump, shifting): for a MIP solved to
+	// prove a bound or infeasibility rather than to find a solution, where
+	// they are pure cost.
+	NoHeuristics bool
 }
 
 // Progress is a snapshot of a running MIP solve.

@@ -201,7 +201,22 @@ func (s *session) setOptions(mode runMode) error {
 			return err
 		}
 	}
+	if s.opts.NoHeuristics && s.m.nInt > 0 {
+		if err := in.SetDoubleOption(ctx, "mip_heuristic_effort", 0); err != nil {
+			return err
+		}
+		// Effort 0 alone still runs the root's heuristics.
+		for _, h := range []string{"rens", "rins", "root_reduced_cost", "shifting", "zi_round", "feasibility_jump"} {
+			if err := in.SetBoolOption(ctx, "mip_heuristic_run_"+h, false); err != nil {
+				return err
+			}
+		}
+	}
 	if s.variant > 0 && s.m.nInt > 0 {
+		if s.opts.NoHeuristics {
+			// Without heuristics the racers differ by their seeds alone.
+			return in.SetIntOption(ctx, "random_seed", s.variant)
+		}
 		return setRaceOptions(ctx, in, s.variant)
 	}
 	return nil

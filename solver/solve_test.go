@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -494,5 +495,27 @@ func TestReducedCosts(t *testing.T) {
 	mi.AddRow("r", -Inf, 2.5, t1(a, 1))
 	if r, err := Solve(context.Background(), mi, Options{}); err != nil || r.ReducedCosts != nil {
 		t.Errorf("MIP: reduced costs %v, err %v", r.ReducedCosts, err)
+	}
+}
+
+// TestNoHeuristics: with the primal heuristics off, every known case still ends with its
+// status and optimum (branch and bound alone finds and proves them), raced or not.
+func TestNoHeuristics(t *testing.T) {
+	needBackend(t)
+	for _, tc := range knownCases() {
+		for _, race := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/race=%d", tc.name, race), func(t *testing.T) {
+				res, err := Solve(context.Background(), tc.build(), Options{NoHeuristics: true, Race: race})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != tc.status {
+					t.Fatalf("status = %v, want %v", res.Status, tc.status)
+				}
+				if !math.IsInf(tc.obj, 0) && math.Abs(res.Objective-tc.obj) > 1e-6 {
+					t.Errorf("objective = %v, want %v", res.Objective, tc.obj)
+				}
+			})
+		}
 	}
 }

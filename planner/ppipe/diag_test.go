@@ -11,7 +11,7 @@ import (
 // Diagnostics for formulation work, skipped unless their environment variable is set:
 //
 //	PPIPE_SOLVER_LOG=1   HiGHS's log on stderr (any test or benchmark)
-//	CASE=i [P= LIMIT= ROUNDING= REPLICAS= NOLP=1 NOCC=1 NOCUT=1]   one benchmark case: progress and summary
+//	CASE=i [P= LIMIT= ROUNDING= REPLICAS= NOLP=1 NOCC=1 NOCUT=1 DET=1]   one benchmark case: progress and summary
 //	LPCASE=i             the LP relaxation of a case, with every option it uses
 func init() {
 	if os.Getenv("PPIPE_SOLVER_LOG") != "" {
@@ -36,7 +36,7 @@ func TestDebugCase(t *testing.T) {
 	}
 	start := time.Now()
 	o := Options{MaxPartitions: P, TimeLimit: limit, Rounding: os.Getenv("ROUNDING"), Replicas: replicasEnv(), NoLPGuide: os.Getenv("NOLP") != "",
-		NoContinuousCounts: os.Getenv("NOCC") != "", NoCutoff: os.Getenv("NOCUT") != ""}
+		NoContinuousCounts: os.Getenv("NOCC") != "", NoCutoff: os.Getenv("NOCUT") != "", Deterministic: os.Getenv("DET") != ""}
 	// Phase changes and incumbent/bound moves, one line each.
 	var last Progress
 	o.Progress = func(pr Progress) {
