@@ -34,8 +34,11 @@ NATIVE_DIR   := third_party/highs/native
 NATIVE_LIB   := $(NATIVE_DIR)/libhighs_w2c.a
 NATIVE_PARTS := 0 1 2 3 4 5 6 7
 NATIVE_OBJS  := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(NATIVE_PARTS) main) $(NATIVE_DIR)/rt.o
-# -ffp-contract=off: no fused multiply-add, so floating point matches wasm (and wazero) exactly.
-NATIVE_CFLAGS ?= -O2 -fno-strict-aliasing -ffp-contract=off -w
+# -ffp-contract=off: no fused multiply-add, so floating point matches wasm (and wazero) exactly
+# (without -ffast-math, -O3's vector code and -march=native's instructions round as wasm does:
+# TestEnginesAgree). -O3 -march=native against -O2: LP relaxation 34.0 → 29.7 ms, facility
+# location MIP 1.43 → 1.29 s (medians of 3 interleaved runs); the archive is built where it runs.
+NATIVE_CFLAGS ?= -O3 -march=native -fno-strict-aliasing -ffp-contract=off -w
 # bounds: every wasm memory access is bounds-checked and a bad one is an ErrAborted, as in wazero.
 # guard: 8 GiB guard reservations per instance, no checks; ~25% faster, but a bad access (a
 # HiGHS bug) kills the process, and a ulimit -v below ~8 GiB per instance makes it abort.
