@@ -48,6 +48,9 @@ func (p *PPipe) Door(_ dataplane.View, app dataplane.AppID, at, now dataplane.Ti
 	var bestFinish dataplane.Time
 	for i := range a.pipes {
 		pp := &a.pipes[i]
+		if pi >= 0 && p.waitFloor(pp, pp.bs, now) >= bestScore {
+			continue
+		}
 		p.probe(pp, pp.bs, now, &p.cand)
 		score := p.cand.wait
 		if p.opts.Penalty && pp.bs == 1 && p.cand.finish > deadline {

@@ -52,6 +52,10 @@ const (
 // score, yet adding a latency cannot overflow.
 const pad = dataplane.Never / 4
 
+// off is the offset that takes a term out of a bound: a node's value plus off is negative
+// (no score is), and cannot overflow.
+const off = -dataplane.Never / 2
+
 type poolTree struct {
 	ws   []dataplane.WorkerID
 	size int                 // leaves: a power of two ≥ len(ws)
@@ -60,16 +64,17 @@ type poolTree struct {
 
 // pquery is one stage's probe: its inputs, bound terms and the best worker so far.
 type pquery struct {
-	first, last    bool
-	src            dataplane.ServerID
-	t, inf, net    dataplane.Time
-	floor          dataplane.Time
-	useB, useD     bool
-	offB, offD     dataplane.Time
-	best           dataplane.Time
-	bpos           int // pool position of bw (-1: none yet)
-	bw             dataplane.WorkerID
-	bts, bxs, bend dataplane.Time
+	first, last bool
+	src         dataplane.ServerID
+	t, inf, net dataplane.Time
+	floor       dataplane.Time
+	// offB, offD, offU are added to a node's B, D and U in its bound; off (below every
+	// score even added to pad) leaves a term out, so bound needs no branches.
+	offB, offD, offU dataplane.Time
+	best             dataplane.Time
+	bpos             int // pool position of bw (-1: none yet)
+	bw               dataplane.WorkerID
+	bts, bxs, bend   dataplane.Time
 }
 
 // build indexes the pool of every stage the dispatcher's pipelines use.
@@ -182,45 +187,49 @@ func (ix *poolIndex) update(r *resources, i int) {
 	}
 }
 
-// set writes field f of leaf pos and repairs the minima above it.
+// set writes field f of leaf pos and repairs the minima above it: each level's new
+// minimum is the one just written below it against that node's sibling.
 func (t *poolTree) set(pos, f int, v dataplane.Time) {
+	n := t.n
 	k := t.size + pos
-	if t.n[k][f] == v {
+	if n[k][f] == v {
 		return
 	}
-	t.n[k][f] = v
+	n[k][f] = v
 	for k > 1 {
+		v = min(v, n[k^1][f])
 		k >>= 1
-		m := min(t.n[2*k][f], t.n[2*k+1][f])
-		if t.n[k][f] == m {
+		if n[k][f] == v {
 			return
 		}
-		t.n[k][f] = m
+		n[k][f] = v
 	}
 }
 
 // search sets q's best worker over tree t (an empty pool leaves the scan's zero values).
 func (p *PPipe) search(t *poolTree, q *pquery) {
 	q.floor = q.t + q.inf
-	q.useB, q.offB = true, q.inf
+	q.offB, q.offD, q.offU = q.inf, off, 0
+	if q.last {
+		q.offU = off
+	}
 	if !q.first {
-		q.offD = q.net + q.inf
 		up := p.nw + int(q.src)
 		if !p.res.interval {
 			q.floor = max(q.t, p.res.bu[up]) + q.net + q.inf
-			q.useD = true
+			q.offD = q.net + q.inf
 		} else if q.net > 0 && p.ix.wf[up] {
 			// gap is monotone in t on a well-formed list, and the joint slot of the
 			// transfer is one of the source uplink's gaps from some t' ≥ t.
 			q.floor = p.res.gap(up, q.t, q.net) + q.net + q.inf
-			q.useD = true
+			q.offD = q.net + q.inf
 		} else {
 			q.floor = q.t + q.net + q.inf
 		}
 	}
 	if p.res.interval && q.inf <= 0 {
 		// A zero-length slot can sit inside a run of reservations: no bound from B.
-		q.useB = false
+		q.offB = off
 	}
 	if len(t.ws) == 0 {
 		return
@@ -234,17 +243,7 @@ func (p *PPipe) search(t *poolTree, q *pquery) {
 
 // bound is the least score any leaf under node k can have.
 func (q *pquery) bound(n *[3]dataplane.Time) dataplane.Time {
-	lb := q.floor
-	if q.useB {
-		lb = max(lb, n[fB]+q.offB)
-	}
-	if q.useD {
-		lb = max(lb, n[fD]+q.offD)
-	}
-	if !q.last {
-		lb = max(lb, n[fU])
-	}
-	return lb
+	return max(q.floor, n[fB]+q.offB, n[fD]+q.offD, n[fU]+q.offU)
 }
 
 // admits reports whether a subtree of bound b whose first leaf is at pool position lo can
@@ -265,7 +264,7 @@ func (p *PPipe) descend(t *poolTree, k, lo, w int, q *pquery) {
 		}
 		return
 	}
-	w /= 2
+	w >>= 1
 	l, r := 2*k, 2*k+1
 	bl, br := q.bound(&t.n[l]), q.bound(&t.n[r])
 	if br < bl {
@@ -283,4 +282,35 @@ func (p *PPipe) descend(t *poolTree, k, lo, w int, q *pquery) {
 	if q.admits(br, lo+w) {
 		p.descend(t, r, lo+w, w, q)
 	}
+}
+
+// waitFloor is a lower bound on the wait probe(pp, b, now) reports, from the roots of the
+// pipeline's pool trees alone (busy-until mode; interval mode gets no bound): every
+// worker's batch at stage d ends at or after max(t + net + inf, min D + net + inf,
+// min B + inf), where t bounds the previous stage's end from below (score's arithmetic
+// with each term replaced by the pool's least). Step 1 of the dispatcher (PPipe Alg. 1)
+// switches to a pipeline only on a strictly lower wait, so a pipeline whose floor is not
+// below the best wait so far need not be probed: the decision is the same, and at
+// moderate load, where the first pipeline often has no wait at all, about half of step
+// 1's probes are skipped (issue 15 item 4).
+func (p *PPipe) waitFloor(pp *ppPipe, b int, now dataplane.Time) dataplane.Time {
+	if p.res.interval {
+		return -dataplane.Never
+	}
+	t := now
+	var work dataplane.Time
+	for d, tr := range pp.trees {
+		if len(tr.ws) == 0 {
+			return -dataplane.Never // probe's empty-pool result is no bound's business
+		}
+		root := &tr.n[1]
+		inf, net := pp.lat[d][b], pp.net[d][b]
+		work += inf + net
+		end := max(t+net+inf, root[fB]+inf)
+		if d > 0 {
+			end = max(end, root[fD]+net+inf)
+		}
+		t = end
+	}
+	return t - now - work
 }

@@ -81,6 +81,9 @@ func attachCheck(tb testing.TB, p *PPipe, probes *int64) {
 		if err := sameProbe(pp, out, &ref); err != nil {
 			tb.Fatalf("probe of %d at %d differs:\n%v", b, now, err)
 		}
+		if f := p.waitFloor(pp, b, now); f > out.wait {
+			tb.Fatalf("probe of %d at %d: wait %d below its floor %d", b, now, out.wait, f)
+		}
 	}
 }
 
@@ -157,6 +160,9 @@ func TestIndexMatchesScanRandomStates(t *testing.T) {
 						p.probeLinear(pp, b, now, &ref)
 						if err := sameProbe(pp, &p.cand, &ref); err != nil {
 							t.Fatalf("seed %d interval %v step %d pipe %d b %d: %v", seed, interval, step, pi, b, err)
+						}
+						if f := p.waitFloor(pp, b, now); f > ref.wait {
+							t.Fatalf("seed %d interval %v step %d pipe %d b %d: wait %d below its floor %d", seed, interval, step, pi, b, ref.wait, f)
 						}
 					}
 				}
@@ -245,11 +251,18 @@ func (s *miniSim) Finish(dataplane.Time, *dataplane.Request) {}
 // runSim runs dep under pol at load × each application's rate for dur, then drains.
 func runSim(tb testing.TB, dep *dataplane.Deployment, pol dataplane.Policy, load float64, dur dataplane.Time, r *rand.Rand) {
 	tb.Helper()
+	runSimObserved(tb, dep, pol, load, dur, r, nil)
+}
+
+// runSimObserved is runSim with an observer of every policy call (Engine.Observe).
+func runSimObserved(tb testing.TB, dep *dataplane.Deployment, pol dataplane.Policy, load float64, dur dataplane.Time, r *rand.Rand, obs func(dataplane.Time, *dataplane.Event, []dataplane.Decision)) {
+	tb.Helper()
 	s := &miniSim{r: r}
 	e, err := dataplane.NewEngine(dep, pol, s)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	e.Observe(obs)
 	const arrival = dataplane.EventKind(255) // ours: the loop's own arrival ticks
 	gap := func(a int) dataplane.Time {
 		return dataplane.Time(r.ExpFloat64() * 1e6 / (load * dep.Apps[a].RateRPS))
@@ -274,4 +287,41 @@ func runSim(tb testing.TB, dep *dataplane.Deployment, pol dataplane.Policy, load
 			tb.Fatal(err)
 		}
 	}
+}
+
+// TestWaitFloorKeepsDecisions runs the same simulations with step 1's floor pruning on and
+// off (noFloor) and requires identical decision streams: skipping a probe that cannot win
+// must change nothing but the work.
+func TestWaitFloorKeepsDecisions(t *testing.T) {
+	type rec struct {
+		now dataplane.Time
+		ds  string
+	}
+	run := func(dep *dataplane.Deployment, o PPipeOptions, noFloor bool, load float64, seed uint64) ([]rec, PPipeStats) {
+		p := NewPPipe(o)
+		p.noFloor = noFloor
+		var out []rec
+		runSimObserved(t, dep, p, load, dataplane.Second/2, rand.New(rand.NewPCG(seed, 6)), func(now dataplane.Time, _ *dataplane.Event, ds []dataplane.Decision) {
+			if len(ds) > 0 {
+				out = append(out, rec{now, fmt.Sprint(ds)})
+			}
+		})
+		return out, p.Stats()
+	}
+	var skipped int64
+	for _, name := range []string{"hc1-100.json", "nic.json", "mixed.json"} {
+		for _, load := range []float64{0.5, 0.9, 1.3} {
+			o := PPipeOptions{Penalty: true, Admission: true}
+			a, sa := run(loadFixture(t, name), o, false, load, 1)
+			b, sb := run(loadFixture(t, name), o, true, load, 1)
+			if !slices.Equal(a, b) {
+				t.Fatalf("%s at load %.1f: %d decision steps with the floor, %d without, or they differ", name, load, len(a), len(b))
+			}
+			skipped += sb.Probes - sa.Probes
+		}
+	}
+	if skipped <= 0 {
+		t.Errorf("the floor skipped %d probes: the test exercises nothing", skipped)
+	}
+	t.Logf("%d probes skipped", skipped)
 }

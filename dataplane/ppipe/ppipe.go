@@ -48,6 +48,8 @@ type PPipe struct {
 	// ix indexes every pool's workers by lower bounds of their probe scores (index.go).
 	ix poolIndex
 	q  pquery
+	// noFloor (tests) turns off step 1's skipping of pipelines by waitFloor.
+	noFloor bool
 	// checkProbe, when set (tests), sees every probe result.
 	checkProbe func(pp *ppPipe, b int, now dataplane.Time, out *probeResult)
 }
@@ -191,6 +193,9 @@ func (p *PPipe) run(a *ppApp, now dataplane.Time, out *dataplane.Decisions) {
 		pi := -1
 		for i := range a.pipes {
 			pp := &a.pipes[i]
+			if pi >= 0 && !p.noFloor && p.waitFloor(pp, pp.bs, now) >= bestScore {
+				continue // it cannot beat the best so far (ties keep the earlier pipeline)
+			}
 			p.probe(pp, pp.bs, now, &p.cand)
 			score := p.cand.wait
 			if p.opts.Penalty && pp.bs == 1 && p.cand.finish > h.Deadline {
@@ -448,9 +453,14 @@ func (r *resources) book(i int, s, e dataplane.Time) {
 	for k > q.head && q.buf[k-1].s > s {
 		k--
 	}
-	q.buf = append(q.buf, ival{})
-	copy(q.buf[k+1:], q.buf[k:])
-	q.buf[k] = ival{s, e}
+	if k == len(q.buf) {
+		// The common case: a reservation after every outstanding one.
+		q.buf = append(q.buf, ival{s, e})
+	} else {
+		q.buf = append(q.buf, ival{})
+		copy(q.buf[k+1:], q.buf[k:])
+		q.buf[k] = ival{s, e}
+	}
 	r.changed(i, old)
 }
 
