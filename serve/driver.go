@@ -235,13 +235,21 @@ type driver struct {
 	// Everything below is owned by the loop goroutine.
 	now dataplane.Time
 	// scratch holds a batch's requests for the deployment's Work model.
-	scratch   []*dataplane.Request
-	gen       *generation
-	gens      int
-	timers    dataplane.TimeHeap[timerItem]
-	seq       uint64
-	timer     waketimer.Timer
-	timerAt   dataplane.Time
+	scratch []*dataplane.Request
+	gen     *generation
+	gens    int
+	timers  dataplane.TimeHeap[timerItem]
+	seq     uint64
+	timer   waketimer.Timer
+	timerAt dataplane.Time
+	// soon is the busy driver's wake (see arm): a Go runtime timer, armed for soonAt.
+	soon   *time.Timer
+	soonAt dataplane.Time
+	// intakeAt is when the driver last took calls off the intake, intakeGap a moving
+	// average of the time between calls (µs): calls arriving close together keep the driver
+	// awake, and it may wake for its timers on a Go timer (arm).
+	intakeAt  dataplane.Time
+	intakeGap dataplane.Time
 	xjit      float64
 	xrng      *rand.Rand
 	migrating *reloadReq
@@ -262,6 +270,12 @@ const (
 	compactEvery = 256
 	// doorEvery is how often the driver re-evaluates the doors under load (µs).
 	doorEvery dataplane.Time = 100
+	// A driver whose calls arrive on average busyGap (µs) apart or closer, the last one less
+	// than busyQuiet ago, wakes for deadlines within coarseHorizon on a Go timer rather than
+	// the timerfd (arm).
+	busyGap       dataplane.Time = 50
+	busyQuiet     dataplane.Time = 200
+	coarseHorizon dataplane.Time = 1000
 )
 
 // effects implements dataplane.Effects for one generation.
@@ -282,8 +296,12 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 		maxPaused: 1 << 16,
 		rotateAt:  1 << 22,
 		timerAt:   dataplane.Never,
+		soonAt:    dataplane.Never,
+		intakeGap: coarseHorizon,
 	}
 	d.timer = waketimer.New()
+	d.soon = time.NewTimer(time.Hour)
+	d.soon.Stop()
 	return d
 }
 
@@ -373,6 +391,7 @@ func (d *driver) attach(g *generation) error {
 func (d *driver) run(first *generation) {
 	defer close(d.stopped)
 	defer d.timer.Close()
+	defer d.soon.Stop()
 	if err := d.switchTo(first); err != nil {
 		// prepare validated the same deployment and policy; this cannot happen.
 		panic(err)
@@ -396,6 +415,8 @@ func (d *driver) run(first *generation) {
 			d.onDone(j)
 		case <-d.timer.C():
 			d.onWake()
+		case <-d.soon.C:
+			d.onSoon()
 		case f := <-d.cmds:
 			d.onCmd(f)
 		default:
@@ -407,6 +428,8 @@ func (d *driver) run(first *generation) {
 				d.onDone(j)
 			case <-d.timer.C():
 				d.onWake()
+			case <-d.soon.C:
+				d.onSoon()
 			case f := <-d.cmds:
 				d.onCmd(f)
 			}
@@ -467,6 +490,10 @@ func (d *driver) onIntake() {
 		batch[i] = nil
 	}
 	d.inSpare = batch[:0]
+	if n := dataplane.Time(len(batch)); n > 0 {
+		d.intakeGap += (min((d.now-d.intakeAt)/n, busyQuiet) - d.intakeGap) / 8
+		d.intakeAt = d.now
+	}
 }
 
 func (d *driver) onDone(j *Job) {
@@ -478,6 +505,12 @@ func (d *driver) onDone(j *Job) {
 // onWake handles the wake timer's expiry (a timerfd is disarmed once it fired).
 func (d *driver) onWake() {
 	d.timerAt = dataplane.Never
+	d.onTimers()
+}
+
+// onSoon handles the busy driver's Go timer (arm).
+func (d *driver) onSoon() {
+	d.soonAt = dataplane.Never
 	d.onTimers()
 }
 
@@ -582,11 +615,43 @@ func genericWait(a *dataplane.App, queued int64) dataplane.Time {
 	return dataplane.Time(float64(queued) / a.RateRPS * 1e6)
 }
 
+// arm makes sure the driver wakes for its earliest timer when it is about to sleep.
+//
+// An idle driver arms the timerfd (waketimer), which wakes it within µs of the deadline,
+// where a Go timer can be up to 1 ms late (the runtime sleeps in epoll_wait, whose timeout
+// is in ms). But a timerfd re-arm for a deadline this close reprograms the CPU's hardware
+// timer, and the expiry interrupts it again: in a VM both exit to the hypervisor, 8-20 µs of
+// CPU each time (timerfd_settime costs 1 µs for a deadline 5 ms away, 9 µs at 100 µs, 23 µs
+// at 10 µs here). A saturated driver re-armed it for the next hop's end about every fifth
+// request, and that was the largest part of serve's CPU per request beyond the HTTP floor
+// (issue 11's target: ≤ 15 µs).
+//
+// A busy driver (calls arriving on average busyGap apart or closer, the last one less than
+// busyQuiet ago: each of them handles the due timers anyway) arms a Go runtime timer instead
+// for deadlines within coarseHorizon: its Reset is a heap update in the runtime, and while
+// the process runs goroutines the scheduler fires it on time. It is late only when the
+// driver's processor goes idle (the runtime's poller then sleeps in whole ms), and then by
+// less than a ms or until the next call, whichever comes first; busyQuiet after the last
+// call the timerfd takes over again, so an idle server keeps its µs wakeups. Whatever the
+// wake, a late one only delays answers: each timer is handled at its own time (onTimers).
+// Far deadlines always use the timerfd (its re-arm is cheap: the kernel's tick comes first).
 func (d *driver) arm() {
 	if len(d.timers) == 0 {
 		return
 	}
 	at := d.timers[0].At
+	if d.intakeGap < busyGap && d.now-d.intakeAt < busyQuiet && at-d.now < coarseHorizon {
+		if at != d.soonAt {
+			d.soonAt = at
+			d.soon.Reset(max(time.Until(d.clk.At(at)), 0))
+		}
+		return
+	}
+	if d.soonAt != dataplane.Never {
+		// The timerfd takes over; a stale Go timer would only cost a spurious wakeup.
+		d.soon.Stop()
+		d.soonAt = dataplane.Never
+	}
 	if at == d.timerAt {
 		return
 	}

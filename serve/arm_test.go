@@ -1,0 +1,66 @@
+package serve
+
+import (
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// TestArm: a driver whose calls arrive close together wakes for a near deadline on the Go
+// timer (no timerfd re-arm: issue 11's CPU per request); one that went quiet, or a far
+// deadline, gets the timerfd again, and the Go timer is stopped. Either wake fires.
+func TestArm(t *testing.T) {
+	d := newDriver(NewClock(), nil, nil, 0, 1)
+	defer d.timer.Close()
+	defer d.soon.Stop()
+	wait := func(c <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not fire", what)
+		}
+	}
+
+	d.now = d.clk.Now()
+	d.intakeAt, d.intakeGap = d.now, busyGap/2
+	at := d.now + 300
+	d.push(at, timerItem{kind: tDrain})
+	d.arm()
+	if d.soonAt != at || d.timerAt != dataplane.Never {
+		t.Fatalf("busy, deadline 300 µs away: Go timer at %d, timerfd at %d; want the Go timer at %d", d.soonAt, d.timerAt, at)
+	}
+	soon := make(chan struct{})
+	go func() { <-d.soon.C; close(soon) }()
+	wait(soon, "the Go timer")
+	d.soonAt = dataplane.Never
+	d.timers.Pop()
+
+	// Busy, but the deadline is far: the timerfd (a cheap re-arm).
+	d.now = d.clk.Now()
+	d.intakeAt = d.now
+	far := d.now + 2*coarseHorizon
+	d.push(far, timerItem{kind: tDrain})
+	d.arm()
+	if d.timerAt != far || d.soonAt != dataplane.Never {
+		t.Fatalf("busy, deadline %d µs away: timerfd at %d, Go timer at %d; want the timerfd at %d", far-d.now, d.timerAt, d.soonAt, far)
+	}
+	d.timers.Pop()
+
+	// Quiet for busyQuiet: a near deadline takes the timerfd, and the Go timer is stopped.
+	d.now = d.clk.Now()
+	d.intakeAt = d.now
+	near := d.now + 200
+	d.push(near, timerItem{kind: tDrain})
+	d.arm()
+	if d.soonAt != near {
+		t.Fatalf("busy: Go timer at %d, want %d", d.soonAt, near)
+	}
+	d.intakeAt = d.now - busyQuiet
+	d.arm()
+	if d.timerAt != near || d.soonAt != dataplane.Never {
+		t.Fatalf("quiet: timerfd at %d, Go timer at %d; want the timerfd at %d", d.timerAt, d.soonAt, near)
+	}
+	wait(d.timer.C(), "the timerfd")
+}
