@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -65,6 +66,14 @@ type Policy struct {
 	// deficit routing counters per (gear, position): total and per replica sent.
 	total [][]float64
 	sent  [][][]float64
+	// dfx[g][pos] indexes sent[g][pos] for route (deficit.go); scan: route and batchDone's
+	// co-location look-up scan every replica instead (the reference the equivalence tests
+	// compare the index with).
+	dfx  [][]deficitIndex
+	scan bool
+	// colo[w][s]: the replicas of stage s sharing a GPU with worker w, as indexes into
+	// stageReps[s] in increasing order (batchDone's co-located forwarding target).
+	colo [][][]int
 	// per request: the gear it entered with (index by ID - base).
 	gearOf  []int16
 	reqBase dataplane.ReqID
@@ -86,6 +95,8 @@ type Policy struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
+	// checkRoute, when set (tests), gets every indexed routing choice and the scan's.
+	checkRoute func(index, scan int)
 }
 
 func newPolicy(name string, cfg dataplane.Config, sw bool) (*Policy, error) {
@@ -201,11 +212,32 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.total = make([][]float64, len(p.tab.Gears))
 	p.sent = make([][][]float64, len(p.tab.Gears))
+	p.dfx = make([][]deficitIndex, len(p.tab.Gears))
 	for gi, g := range p.tab.Gears {
 		p.total[gi] = make([]float64, len(g.Stages))
 		p.sent[gi] = make([][]float64, len(g.Stages))
+		p.dfx[gi] = make([]deficitIndex, len(g.Stages))
 		for i, s := range g.Stages {
 			p.sent[gi][i] = make([]float64, len(p.stageReps[s]))
+			p.dfx[gi][i] = newDeficitIndex(g.Share[i])
+			p.dfx[gi][i].reset(p.sent[gi][i])
+		}
+	}
+	// Co-located replicas through the GPUs' replica lists: O(replicas), not a scan of every
+	// stage's replicas per worker.
+	p.colo = make([][][]int, nW)
+	for w, r := range p.tab.Replicas {
+		p.colo[w] = make([][]int, nS)
+		for _, d := range r.GPUs {
+			for _, x := range p.gpuReps[d] {
+				s := p.tab.Replicas[x].Stage
+				if k := p.repIdx[x]; !slices.Contains(p.colo[w][s], k) {
+					p.colo[w][s] = append(p.colo[w][s], k)
+				}
+			}
+		}
+		for s := range p.colo[w] {
+			slices.Sort(p.colo[w][s])
 		}
 	}
 	if !p.switchG {
@@ -364,17 +396,35 @@ func (p *Policy) route(g, pos, s int) dataplane.WorkerID {
 		}
 	}
 	p.total[g][pos]++
+	sent, dx := p.sent[g][pos], &p.dfx[g][pos]
+	var best int
+	if p.nDown > 0 || p.scan || !dx.ok {
+		best = p.routeScan(sh, s, live, p.total[g][pos], sent)
+	} else {
+		best = dx.pick(p.total[g][pos], sent)
+		if p.checkRoute != nil {
+			p.checkRoute(best, p.routeScan(sh, s, live, p.total[g][pos], sent))
+		}
+	}
+	sent[best]++
+	dx.update(sent, best)
+	return p.stageReps[s][best]
+}
+
+// routeScan is deficit routing by a scan of every replica (the paper's rule as first written;
+// the index in deficit.go must agree with it): the greatest sh[k]/live·total − sent[k] over
+// the live replicas with a share, the first on ties, 0 when none.
+func (p *Policy) routeScan(sh []float64, s int, live, total float64, sent []float64) int {
 	best, bv := 0, math.Inf(-1)
 	for k := range sh {
 		if sh[k] <= 0 || (p.nDown > 0 && p.isDown(p.stageReps[s][k])) {
 			continue
 		}
-		if v := sh[k]/live*p.total[g][pos] - p.sent[g][pos][k]; v > bv {
+		if v := sh[k]/live*total - sent[k]; v > bv {
 			best, bv = k, v
 		}
 	}
-	p.sent[g][pos][best]++
-	return p.stageReps[s][best]
+	return best
 }
 
 func (p *Policy) push(w dataplane.WorkerID, id dataplane.ReqID, at dataplane.Time) {
@@ -480,10 +530,20 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 		}
 		ns := gs.Stages[pos+1]
 		target := dataplane.NoWorker
-		for k, x := range p.stageReps[ns] {
-			if gs.Share[pos+1][k] > 0 && shareGPU(p.tab.Replicas[x].GPUs, p.tab.Replicas[w].GPUs) && !p.isDown(x) {
-				target = x
-				break
+		if p.scan {
+			for k, x := range p.stageReps[ns] {
+				if gs.Share[pos+1][k] > 0 && shareGPU(p.tab.Replicas[x].GPUs, p.tab.Replicas[w].GPUs) && !p.isDown(x) {
+					target = x
+					break
+				}
+			}
+		} else {
+			// The same first match, among the replicas that share a GPU with w only.
+			for _, k := range p.colo[w][ns] {
+				if x := p.stageReps[ns][k]; gs.Share[pos+1][k] > 0 && !p.isDown(x) {
+					target = x
+					break
+				}
 			}
 		}
 		if target == dataplane.NoWorker {
@@ -559,6 +619,7 @@ func (p *Policy) resetDeficit(s int) {
 			}
 			p.total[gi][pos] = 0
 			clear(p.sent[gi][pos])
+			p.dfx[gi][pos].reset(p.sent[gi][pos])
 		}
 	}
 }
