@@ -11,9 +11,9 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestIndexMatchesScanSimulations runs whole simulations with the deficit-routing index and
-// the co-located replica lists (deficit.go, issue 15 item 4) and again with the scans they
-// replace, and requires identical runs: every indexed routing choice equals the scan's at
+// TestIndexMatchesScanSimulations runs whole simulations with the deficit-routing index, the
+// co-located replica lists (deficit.go) and the ready-GPU candidates (ready.go; issue 15
+// item 4) and again with the scans they replace, and requires identical runs: every indexed routing choice equals the scan's at
 // that moment, and every request and batch (IDs, workers, times, outcomes) is the same.
 // Deployments: the golden plan scaled (one share group per position), the same with random
 // shares drawn from a few values (several groups, ties between them) or all distinct, the
@@ -24,27 +24,31 @@ func TestIndexMatchesScanSimulations(t *testing.T) {
 		name string
 		dep  *dataplane.Deployment
 		fail []sim.Failure
+		load float64
 	}
 	var cases []tc
 	for _, k := range []int{1, 3} {
-		cases = append(cases, tc{fmt.Sprintf("golden×%d", k), scaledDeployment(t, k), nil})
+		cases = append(cases, tc{fmt.Sprintf("golden×%d", k), scaledDeployment(t, k), nil, 0.7})
+		// At a low rate the first model's trigger (b1 up to 64) is not reached within a
+		// poll and queues start on their head's timeout (the aging heap of ready.go).
+		cases = append(cases, tc{fmt.Sprintf("golden×%d/low rate", k), scaledDeployment(t, k), nil, 0.03})
 	}
 	for seed := uint64(1); seed <= 4; seed++ {
 		r := rand.New(rand.NewPCG(seed, 9))
-		cases = append(cases, tc{fmt.Sprintf("golden×4/few shares/%d", seed), reshare(t, 4, r, 3), nil})
-		cases = append(cases, tc{fmt.Sprintf("golden×3/distinct shares/%d", seed), reshare(t, 3, r, 0), nil})
+		cases = append(cases, tc{fmt.Sprintf("golden×4/few shares/%d", seed), reshare(t, 4, r, 3), nil, 0.7})
+		cases = append(cases, tc{fmt.Sprintf("golden×3/distinct shares/%d", seed), reshare(t, 3, r, 0), nil, 0.7})
 		cases = append(cases, tc{fmt.Sprintf("golden×2/failure/%d", seed), scaledDeployment(t, 2),
-			[]sim.Failure{{Worker: dataplane.WorkerID(r.IntN(12)), At: 300 * dataplane.Millisecond, Until: 700 * dataplane.Millisecond}}})
+			[]sim.Failure{{Worker: dataplane.WorkerID(r.IntN(12)), At: 300 * dataplane.Millisecond, Until: 700 * dataplane.Millisecond}}, 0.7})
 	}
 	for seed := uint64(1); seed <= 8; seed++ {
-		cases = append(cases, tc{fmt.Sprintf("sample/%d", seed), dpc.Sample(rand.New(rand.NewPCG(seed, 7))), nil})
+		cases = append(cases, tc{fmt.Sprintf("sample/%d", seed), dpc.Sample(rand.New(rand.NewPCG(seed, 7))), nil, 0.3 + 0.2*float64(seed%4)})
 	}
 	var checked int
 	for _, c := range cases {
 		for _, pol := range []string{dpc.PolicyGears, dpc.PolicyNoSwitch} {
 			t.Run(c.name+"/"+pol, func(t *testing.T) {
-				idx := indexRun(t, c.dep, pol, c.fail, false, &checked)
-				ref := indexRun(t, c.dep, pol, c.fail, true, nil)
+				idx := indexRun(t, c.dep, pol, c.fail, c.load, false, &checked)
+				ref := indexRun(t, c.dep, pol, c.fail, c.load, true, nil)
 				if len(idx.Requests()) == 0 {
 					t.Fatal("no requests")
 				}
@@ -63,9 +67,9 @@ func TestIndexMatchesScanSimulations(t *testing.T) {
 	}
 }
 
-// indexRun simulates dep for one second under pol at 0.7 of its rate (Poisson), by scans or
-// by the index; with checked set, every indexed routing choice is compared with the scan's.
-func indexRun(t *testing.T, dep *dataplane.Deployment, pol string, fail []sim.Failure, scan bool, checked *int) *dataplane.Engine {
+// indexRun simulates dep for one second under pol at load × its rate (Poisson), by scans or
+// by the indexes; with checked set, every indexed routing choice is compared with the scan's.
+func indexRun(t *testing.T, dep *dataplane.Deployment, pol string, fail []sim.Failure, load float64, scan bool, checked *int) *dataplane.Engine {
 	t.Helper()
 	p, err := dpc.Registry().New(dep, dataplane.Config{Policy: pol}, dpc.PolicyGears)
 	if err != nil {
@@ -82,7 +86,7 @@ func indexRun(t *testing.T, dep *dataplane.Deployment, pol string, fail []sim.Fa
 		})
 	}
 	spec, _ := sim.ParseArrival("poisson")
-	src, err := spec.New(dep.Apps[0].RateRPS*0.7, dep.Apps[0].Name, 3)
+	src, err := spec.New(dep.Apps[0].RateRPS*load, dep.Apps[0].Name, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

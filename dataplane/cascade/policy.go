@@ -97,6 +97,12 @@ type Policy struct {
 	scratch  []dataplane.ReqID
 	// checkRoute, when set (tests), gets every indexed routing choice and the scan's.
 	checkRoute func(index, scan int)
+	// cand: the GPUs that may have become ready since last tried (bitset); aging: queue
+	// heads by when their wait reaches the poll interval tick (ready.go).
+	cand  []uint64
+	aging dataplane.TimeHeap[dataplane.WorkerID]
+	seq   uint64
+	tick  dataplane.Time
 }
 
 func newPolicy(name string, cfg dataplane.Config, sw bool) (*Policy, error) {
@@ -200,6 +206,8 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.gqhi = append(p.gqhi, g.QHi)
 	}
 	p.gpuBusy = make([]bool, nG)
+	p.cand = make([]uint64, (nG+63)/64)
+	p.tick = p.TickEvery()
 	p.running = make([]bool, nW)
 	p.queues = make([][]dataplane.ReqID, nW)
 	p.enq = make([][]dataplane.Time, nW)
@@ -321,9 +329,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		if !p.preload && now == 0 {
 			p.ensureLoaded(now, out)
 		}
-		for g := range p.gpuBusy {
-			p.tryGPU(now, g, out)
-		}
+		p.tryAll(now, out)
 	case dataplane.EvBatchDone:
 		p.batchDone(now, ev, out)
 	case dataplane.EvModelLoaded:
@@ -428,8 +434,13 @@ func (p *Policy) routeScan(sh []float64, s int, live, total float64, sent []floa
 }
 
 func (p *Policy) push(w dataplane.WorkerID, id dataplane.ReqID, at dataplane.Time) {
+	head := p.qlen(w) == 0
 	p.queues[w] = append(p.queues[w], id)
 	p.enq[w] = append(p.enq[w], at)
+	p.markW(w)
+	if head {
+		p.newHead(w)
+	}
 }
 
 func (p *Policy) qlen(w dataplane.WorkerID) int { return len(p.queues[w]) - p.heads[w] }
@@ -461,6 +472,7 @@ func (p *Policy) kick(now dataplane.Time, w dataplane.WorkerID, out *dataplane.D
 // free, model resident) with the oldest head (the paper leaves intra-GPU order open; this is
 // deterministic).
 func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
+	p.cand[g>>6] &^= 1 << (g & 63) // tried: ready only after a change marks it again
 	if p.gpuBusy[g] {
 		return
 	}
@@ -494,6 +506,9 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 		p.queues[w] = append(p.queues[w][:0], p.queues[w][p.heads[w]:]...)
 		p.enq[w] = append(p.enq[w][:0], p.enq[w][p.heads[w]:]...)
 		p.heads[w] = 0
+	}
+	if p.qlen(w) > 0 {
+		p.newHead(w)
 	}
 	for _, d := range p.tab.Replicas[w].GPUs {
 		p.gpuBusy[d] = true
@@ -559,10 +574,9 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	p.running[w] = false
 	for _, d := range p.tab.Replicas[w].GPUs {
 		p.gpuBusy[d] = false
+		p.markFreed(d)
 	}
-	for g := range p.gpuBusy {
-		p.tryGPU(now, g, out)
-	}
+	p.tryCandidates(now, out)
 }
 
 func indexOf(xs []int, x int) int {
@@ -665,9 +679,7 @@ func (p *Policy) workerDown(now dataplane.Time, w dataplane.WorkerID, out *datap
 		}
 		p.push(target, id, r.Arrival)
 	}
-	for g := range p.gpuBusy {
-		p.tryGPU(now, g, out)
-	}
+	p.tryAll(now, out)
 }
 
 // workerUp takes replica w back. It returns empty: with preload the placement counts as
