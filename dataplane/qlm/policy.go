@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -72,6 +73,10 @@ type Policy struct {
 	rr     int
 	// now is the time of the event being handled (queues that decide in head() read it).
 	now dataplane.Time
+	// ss are the instances a pass may skip (stepset.go); fullStep forces the full pass of
+	// every instance after every event (tests compare the two).
+	ss       stepSet
+	fullStep bool
 }
 
 // Name implements dataplane.Policy.
@@ -103,6 +108,14 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.inst = nil
 	for i, in := range s.Instances {
 		x := &instance{idx: i, w: dataplane.WorkerID(i), gpu: in.GPU, model: in.Model, cpuBytes: in.CPUModelBytes}
+		for k := range s.Profiles {
+			pr := &s.Profiles[k]
+			if pr.GPU == in.GPU {
+				// The entry Policy.models holds for the key (a later duplicate profile wins there).
+				x.llms = slices.DeleteFunc(x.llms, func(e namedLLM) bool { return e.name == pr.Model })
+				x.llms = append(x.llms, namedLLM{pr.Model, p.models[[2]string{pr.Model, pr.GPU}]})
+			}
+		}
 		if x.cpuBytes == 0 {
 			for _, m := range p.models {
 				if m.prof.GPU == in.GPU {
@@ -113,6 +126,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.inst = append(p.inst, x)
 		p.byW[x.w] = x
 	}
+	p.initStepSet()
 	for _, c := range cls {
 		ok := false
 		for _, in := range p.inst {
@@ -140,11 +154,13 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvWorkerDown:
 		if in := p.byW[ev.Worker]; in != nil {
 			p.instanceDown(now, in, out)
+			p.touch(in.idx)
 		}
 	case dataplane.EvWorkerUp:
 		if in := p.byW[ev.Worker]; in != nil {
 			// Back empty: the next step loads its head group's model cold.
 			in.down = false
+			p.touch(in.idx)
 		}
 	case dataplane.EvBatchDone:
 		in := p.byW[ev.Worker]
@@ -156,18 +172,22 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			return
 		}
 		p.iterationDone(ev.End, in, out)
+		p.touch(in.idx)
 	case dataplane.EvModelLoaded:
 		in := p.byW[ev.Worker]
 		if in != nil && in.loading {
 			in.loading = false
 			in.model = in.target
+			p.touch(in.idx)
 		}
 	case dataplane.EvTick:
 		p.q.tick(p, now)
+		p.touchAll()
+	default:
+		// Timers and anything else: no claim about which instance they concern.
+		p.touchAll()
 	}
-	for _, in := range p.inst {
-		p.step(now, in, out)
-	}
+	p.stepAll(now, out)
 }
 
 // newSeq reads a request's token counts from its attributes, or draws them from its class's
@@ -251,6 +271,7 @@ func (q *plainQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	p.rr++
 	s.inst = in.idx
 	q.insert(in.idx, s)
+	p.touch(in.idx)
 }
 
 func (q *plainQueue) head(_ *Policy, in *instance) *seq {
@@ -270,7 +291,8 @@ func (q *plainQueue) pop(_ *Policy, in *instance, s *seq) {
 	}
 }
 
-func (q *plainQueue) requeue(_ *Policy, in *instance, s *seq) {
+func (q *plainQueue) requeue(p *Policy, in *instance, s *seq) {
+	p.touch(in.idx)
 	if !q.edf {
 		// vLLM puts a preempted sequence back at the front of its waiting queue.
 		q.wait[in.idx] = append([]*seq{s}, q.wait[in.idx]...)
@@ -310,6 +332,13 @@ func (q *plainQueue) evacuate(p *Policy, in *instance) []*seq {
 	q.wait[in.idx] = nil
 	return out
 }
+
+func (q *plainQueue) empty(in *instance) bool {
+	return q.wait == nil || len(q.wait[in.idx]) == 0
+}
+
+// othersWaiting: an instance serves only its own FCFS/EDF queue (no pulling, QLM §8 baselines).
+func (q *plainQueue) othersWaiting(*Policy) bool { return false }
 
 func (q *plainQueue) finished(*Policy, *seq)       {}
 func (q *plainQueue) admitted(*Policy, *instance)  {}

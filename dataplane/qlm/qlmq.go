@@ -38,6 +38,9 @@ type qlmQueue struct {
 	lastSolve   dataplane.Time
 	overloaded  bool
 	rct         *RCT
+	// waiting counts the members of the groups in the virtual queues: at 0 no instance can
+	// pull or split anything (stepset.go).
+	waiting int
 }
 
 // groupKey is what requests share to join one open group: class, prompt-length bucket and
@@ -97,6 +100,8 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	}
 	g.members = append(g.members, s)
 	g.size++
+	q.waiting++
+	p.touch(g.vq)
 	s.group = g
 	s.inst = g.vq
 	g.deadline = min(g.deadline, s.deadline)
@@ -299,6 +304,8 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 			q.headChanged[i] = true
 		}
 	}
+	q.recount()
+	p.touchAll()
 	q.predict(p, now)
 }
 
@@ -652,6 +659,7 @@ func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
 	for i, x := range g.members {
 		if x == s {
 			g.members = append(g.members[:i], g.members[i+1:]...)
+			q.waiting--
 			break
 		}
 	}
@@ -675,9 +683,11 @@ func (g *group) retime() {
 
 // requeue puts an evicted sequence back at the front of its group, and the group back at the
 // head of its instance's virtual queue when it had left it (pinned: no migration, QLM §5).
-func (q *qlmQueue) requeue(_ *Policy, in *instance, s *seq) {
+func (q *qlmQueue) requeue(p *Policy, in *instance, s *seq) {
 	g := s.group
 	g.members = append([]*seq{s}, g.members...)
+	q.waiting++
+	p.touch(in.idx)
 	g.deadline = min(g.deadline, s.deadline)
 	for _, x := range q.vq[in.idx] {
 		if x == g {
@@ -721,6 +731,22 @@ func (q *qlmQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *se
 
 func (q *qlmQueue) finished(*Policy, *seq) {}
 
+// recount sets waiting from the virtual queues (after a replan re-forms them).
+func (q *qlmQueue) recount() {
+	q.waiting = 0
+	for _, v := range q.vq {
+		for _, g := range v {
+			q.waiting += len(g.members)
+		}
+	}
+}
+
+func (q *qlmQueue) empty(in *instance) bool { return q.vq == nil || len(q.vq[in.idx]) == 0 }
+
+// othersWaiting: pull and split (QLM §5 request pulling) take only groups with waiting
+// members, and only under the plan's placement.
+func (q *qlmQueue) othersWaiting(p *Policy) bool { return q.waiting > 0 && p.opt.placement == "plan" }
+
 // evacuate empties a failed instance's virtual queue: its groups dissolve (their members are
 // re-added, and re-grouped, on live instances) and no open group stays placed there.
 func (q *qlmQueue) evacuate(p *Policy, in *instance) []*seq {
@@ -728,6 +754,7 @@ func (q *qlmQueue) evacuate(p *Policy, in *instance) []*seq {
 	var out []*seq
 	for _, g := range q.vq[in.idx] {
 		out = append(out, g.members...)
+		q.waiting -= len(g.members)
 		g.members, g.size = nil, 0
 	}
 	q.vq[in.idx] = nil

@@ -1,0 +1,111 @@
+package qlm
+
+import (
+	"math/bits"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// Which instances an event steps (issue 15 item 4: a simulator whose cost per event does not
+// grow with the number of instances). Handle used to step every instance after every event.
+// Two kinds of instance provably do nothing when stepped, and are skipped:
+//
+//   - inert: busy, loading or down. step returns at once. Only events on the instance's own
+//     worker (EvBatchDone, EvModelLoaded, EvWorkerUp/Down) end that, and they touch it.
+//   - quiet: idle with nothing running or swapped and an empty (virtual) queue, as its last
+//     step left it. Stepping it again runs head, which for QLM pulls and splits over every
+//     instance's groups (QLM §5 request pulling; qlmQueue.pull/split): O(N) per instance,
+//     O(N²) per event. While no group with waiting members exists anywhere (stepQueue.othersWaiting
+//     is false) pull and split find nothing, and the step is the same no-op as the last one
+//     (no decision, and drain/headChanged are already false). A push onto the instance's own
+//     queue touches it.
+//
+// The loop visits the remaining instances in index order, re-reading the sets before each
+// one, so a step that changes what a later instance sees (a pull, a split, an eviction
+// re-queue) is seen as in the full pass. Policy.fullStep forces the full pass (the
+// equivalence test, TestFastStepMatchesFull).
+
+// stepQueue is what a queue tells the fast path. Queues that do not implement it (Shepherd's,
+// whose head forms batches by the clock) are stepped in full.
+type stepQueue interface {
+	// empty: nothing waits in in's own queue.
+	empty(in *instance) bool
+	// othersWaiting: a step of a quiet instance may take work queued elsewhere.
+	othersWaiting(p *Policy) bool
+}
+
+// stepSet is two bitsets over the instances.
+type stepSet struct {
+	inert, quiet []uint64
+}
+
+func (p *Policy) initStepSet() {
+	n := (len(p.inst) + 63) / 64
+	p.ss = stepSet{inert: make([]uint64, n), quiet: make([]uint64, n)}
+}
+
+// touch makes the next pass step instance i.
+func (p *Policy) touch(i int) {
+	if i < 0 || i/64 >= len(p.ss.inert) {
+		return
+	}
+	b := ^(uint64(1) << (i % 64))
+	p.ss.inert[i/64] &= b
+	p.ss.quiet[i/64] &= b
+}
+
+// touchAll makes the next pass step every instance.
+func (p *Policy) touchAll() {
+	clear(p.ss.inert)
+	clear(p.ss.quiet)
+}
+
+// classify records, after in's step, whether stepping it again would be a no-op.
+func (p *Policy) classify(in *instance, sq stepQueue) {
+	w, b := in.idx/64, uint64(1)<<(in.idx%64)
+	p.ss.inert[w] &^= b
+	p.ss.quiet[w] &^= b
+	switch {
+	case in.busy || in.loading || in.down:
+		p.ss.inert[w] |= b
+	case len(in.running) == 0 && len(in.swapped) == 0 && sq.empty(in):
+		p.ss.quiet[w] |= b
+	}
+}
+
+// nextStep is the first instance at index ≥ from that the pass must step, or -1.
+func (p *Policy) nextStep(from int, sq stepQueue) int {
+	skipQuiet := !sq.othersWaiting(p)
+	for w := from / 64; w < len(p.ss.inert); w++ {
+		m := ^p.ss.inert[w]
+		if skipQuiet {
+			m &^= p.ss.quiet[w]
+		}
+		if w == from/64 {
+			m &^= uint64(1)<<(from%64) - 1
+		}
+		if m != 0 {
+			i := w*64 + bits.TrailingZeros64(m)
+			if i >= len(p.inst) {
+				return -1
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+// stepAll steps the instances after an event: the full pass, or the fast path's.
+func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
+	sq, ok := p.q.(stepQueue)
+	if p.fullStep || !ok || len(p.ss.inert) == 0 {
+		for _, in := range p.inst {
+			p.step(now, in, out)
+		}
+		return
+	}
+	for i := p.nextStep(0, sq); i >= 0; i = p.nextStep(i+1, sq) {
+		p.step(now, p.inst[i], out)
+		p.classify(p.inst[i], sq)
+	}
+}

@@ -1,0 +1,146 @@
+package qlm
+
+import (
+	"fmt"
+	"hash/fnv"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/sim"
+)
+
+// stepRun is one simulation's outcome: a hash of every event and the decisions the policy
+// made for it, every request, the policy's counters and RCT predictions.
+type stepRun struct {
+	decisions uint64
+	events    int
+	reqs      []dataplane.Request
+	stats     Stats
+}
+
+// runStepSim simulates n instances (alternately small and large models, as BenchmarkSimScale)
+// at load × the benchmark's per-instance rate under pol, with instance 1 failing at 2 s and
+// back at 4 s when fail is set, stepping every instance after every event when full is set.
+// It checks qlmQueue.waiting against a recount after every event.
+func runStepSim(t *testing.T, pol string, n int, load float64, seed uint64, fail, full bool) stepRun {
+	t.Helper()
+	const kv = 6000
+	setup := Setup{Profiles: []formats.LLMProfile{
+		sampleProfile("small", "A100", 7, 1, kv),
+		sampleProfile("large", "A100", 13, 1.6, kv/2),
+	}}
+	for i := 0; i < n; i++ {
+		setup.Instances = append(setup.Instances, Instance{Name: fmt.Sprintf("i%d", i), GPU: "A100", Model: []string{"small", "large"}[i%2]})
+	}
+	tok := func(m float64) formats.TokenProfile {
+		return formats.TokenProfile{Mean: m, Std: m / 2, Max: int(4 * m)}
+	}
+	per := float64(n) * load
+	cls := []formats.LLMClass{
+		{Name: "chat", Model: "small", SLO: formats.Duration(2 * time.Second), Interactive: true, RateRPS: 3 * per, InputTokens: tok(100), OutputTokens: tok(30)},
+		{Name: "code", Model: "large", SLO: formats.Duration(4 * time.Second), Interactive: true, RateRPS: 1 * per, InputTokens: tok(200), OutputTokens: tok(40)},
+		{Name: "batch", Model: "small", SLO: formats.Duration(30 * time.Second), RateRPS: 1 * per, InputTokens: tok(300), OutputTokens: tok(60)},
+	}
+	dep, err := Build(cls, setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pp.(*Policy)
+	p.fullStep = full
+	spec, _ := sim.ParseArrival("poisson")
+	var srcs []sim.Source
+	for a := range dep.Apps {
+		s, err := spec.New(dep.Apps[a].RateRPS, dep.Apps[a].Name, seed*10+uint64(a)+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, s)
+	}
+	h := fnv.New64a()
+	var r stepRun
+	opt := sim.Options{Duration: 4 * dataplane.Second, Seed: seed,
+		Observe: func(now dataplane.Time, ev *dataplane.Event, ds []dataplane.Decision) {
+			r.events++
+			fmt.Fprintf(h, "%d %+v\n", now, *ev)
+			for _, d := range ds {
+				fmt.Fprintf(h, "  %+v\n", d)
+			}
+			if qq, ok := p.q.(*qlmQueue); ok {
+				w := qq.waiting
+				qq.recount()
+				if w != qq.waiting {
+					t.Fatalf("at %d µs: waiting %d, recount %d", now, w, qq.waiting)
+				}
+			}
+		}}
+	if fail {
+		opt.Failures = []sim.Failure{{Worker: 1, At: 2 * dataplane.Second, Until: 4 * dataplane.Second}}
+	}
+	s, err := sim.New(dep, p, srcs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(h, "end")
+	r.decisions = h.Sum64()
+	r.reqs = s.Engine.Requests()
+	r.stats = p.stats
+	r.stats.SolveNs = 0
+	return r
+}
+
+// TestFastStepMatchesFull: skipping inert and quiet instances (stepset.go, issue 15 item 4)
+// changes no decision. Whole simulations, with the fast path and with every instance stepped
+// after every event, give the same decision stream, requests and counters: several seeds,
+// loads from light to overloaded (where groups wait and idle instances pull and split, QLM
+// §5), instance counts, an instance failure and recovery, and QLM, its ablations and the
+// baselines.
+func TestFastStepMatchesFull(t *testing.T) {
+	pols := []string{PolicyQLM, PolicyFCFS, PolicyEDF, PolicyRR, PolicyNoEvict, PolicyNoGuard}
+	if testing.Short() {
+		pols = pols[:2]
+	}
+	compared := 0
+	for _, pol := range pols {
+		for _, c := range []struct {
+			n    int
+			load float64
+			fail bool
+		}{{4, 0.3, false}, {8, 1, false}, {8, 2.5, true}, {16, 0.6, true}, {24, 1.5, false}} {
+			for seed := uint64(1); seed <= 2; seed++ {
+				name := fmt.Sprintf("%s/n=%d/load=%g/fail=%v/seed=%d", pol, c.n, c.load, c.fail, seed)
+				fast := runStepSim(t, pol, c.n, c.load, seed, c.fail, false)
+				full := runStepSim(t, pol, c.n, c.load, seed, c.fail, true)
+				if fast.decisions != full.decisions || fast.events != full.events {
+					t.Errorf("%s: decision streams differ (%d vs %d events)", name, fast.events, full.events)
+				}
+				if len(fast.reqs) != len(full.reqs) {
+					t.Fatalf("%s: %d vs %d requests", name, len(fast.reqs), len(full.reqs))
+				}
+				for i := range fast.reqs {
+					if fmt.Sprintf("%+v", fast.reqs[i]) != fmt.Sprintf("%+v", full.reqs[i]) {
+						t.Errorf("%s: request %d: %+v vs %+v", name, i, fast.reqs[i], full.reqs[i])
+						break
+					}
+				}
+				if fmt.Sprintf("%+v", fast.stats) != fmt.Sprintf("%+v", full.stats) {
+					t.Errorf("%s: counters differ:\n%+v\n%+v", name, fast.stats, full.stats)
+				}
+				if pol == PolicyQLM {
+					t.Logf("%s: %d events, %d requests, pulls %d, replans %d, failovers %d", name, fast.events, len(fast.reqs), fast.stats.Pulls, fast.stats.Replans, fast.stats.Failovers)
+				}
+				compared += fast.events
+			}
+		}
+	}
+	t.Logf("%d events compared", compared)
+}
