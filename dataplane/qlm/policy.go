@@ -77,6 +77,7 @@ type Policy struct {
 	// every instance after every event (tests compare the two).
 	ss       stepSet
 	fullStep bool
+	sameBuf  []*instance
 }
 
 // Name implements dataplane.Policy.

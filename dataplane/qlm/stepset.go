@@ -2,6 +2,7 @@ package qlm
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -104,8 +105,41 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		}
 		return
 	}
+	// same holds quiet instances whose step in this pass found nothing to pull or split while
+	// groups waited elsewhere, with only such no-op steps since (no state changed). A quiet
+	// instance reads only its GPU's profiles, its model and its warm cache in pull and split
+	// (its queue, running batch and swapped set are empty, and with no observed external load
+	// externalSeconds is 0), so another quiet instance with the same ones finds nothing too.
+	// At 128 instances, groups of one model wait behind busy instances while the idle ones of
+	// the other model judge them not worth a model swap (QLM §5): every event re-ran those
+	// pulls on every idle instance.
+	same := p.sameBuf[:0]
 	for i := p.nextStep(0, sq); i >= 0; i = p.nextStep(i+1, sq) {
-		p.step(now, p.inst[i], out)
-		p.classify(p.inst[i], sq)
+		in := p.inst[i]
+		w, b := i/64, uint64(1)<<(i%64)
+		wasQuiet := p.ss.quiet[w]&b != 0 && in.observed <= 0
+		if wasQuiet && sameQuiet(same, in) {
+			continue
+		}
+		p.step(now, in, out)
+		p.classify(in, sq)
+		switch {
+		case !wasQuiet || p.ss.quiet[w]&b == 0:
+			// The step may have changed what others see.
+			same = same[:0]
+		case len(same) < 8:
+			same = append(same, in)
+		}
 	}
+	p.sameBuf = same[:0]
+}
+
+// sameQuiet: a quiet instance of same has in's GPU, model and warm cache.
+func sameQuiet(same []*instance, in *instance) bool {
+	for _, x := range same {
+		if x.gpu == in.gpu && x.model == in.model && slices.Equal(x.warm, in.warm) {
+			return true
+		}
+	}
+	return false
 }
