@@ -126,6 +126,7 @@ func TestExternalLoadPulling(t *testing.T) {
 			g := &group{id: 7, model: "m", mu: 50, sd: 20, maxOut: 200, deadline: dataplane.Time(time.Hour / time.Microsecond), vq: 0}
 			g.members = []*seq{{id: 1, model: "m", prompt: 100, out: 50, group: g, inst: 0, deadline: g.deadline}}
 			q.vq[0] = []*group{g}
+			q.mark(0) // as add does: pull visits the marked queues
 			for _, o := range tc.obs {
 				p.ObserveInstance(0, o.inst, o.waiting, o.running)
 			}
