@@ -78,6 +78,9 @@ type Policy struct {
 	ss       stepSet
 	fullStep bool
 	sameBuf  []*instance
+	// elig and groupCap cache eligible and capFor per model (reset by setDown).
+	elig     map[string][]*instance
+	groupCap map[string]int
 }
 
 // Name implements dataplane.Policy.
@@ -160,7 +163,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvWorkerUp:
 		if in := p.byW[ev.Worker]; in != nil {
 			// Back empty: the next step loads its head group's model cold.
-			in.down = false
+			p.setDown(in, false)
 			p.touch(in.idx)
 		}
 	case dataplane.EvBatchDone:
@@ -224,15 +227,48 @@ func u01(id, salt uint64) float64 {
 	return (float64(h.Sum64()>>11) + 0.5) / (1 << 53)
 }
 
-// eligible lists the live instances with a profile for model.
+// eligible lists the live instances with a profile for model. The lists are kept per model
+// until an instance goes down or comes back (setDown): every arrival asks (issue 15 item 4).
+// Callers must not modify the list. fullStep recomputes them (the equivalence test's reference).
 func (p *Policy) eligible(model string) []*instance {
+	if el, ok := p.elig[model]; ok && !p.fullStep {
+		return el
+	}
 	var out []*instance
 	for _, in := range p.inst {
 		if !in.down && p.llmFor(in, model) != nil {
 			out = append(out, in)
 		}
 	}
+	if p.elig == nil {
+		p.elig = map[string][]*instance{}
+	}
+	p.elig[model] = out
 	return out
+}
+
+// setDown marks the instance failed or back, and forgets the eligible lists and group caps.
+func (p *Policy) setDown(in *instance, down bool) {
+	in.down = down
+	clear(p.elig)
+	clear(p.groupCap)
+}
+
+// capFor is the group size cap of model: δ·avg_batch at its largest over the live instances
+// that can serve it (QLM §4, Def. 4.1), at least 1; cached like eligible.
+func (p *Policy) capFor(model string) int {
+	if c, ok := p.groupCap[model]; ok && !p.fullStep {
+		return c
+	}
+	c := 1
+	for _, in := range p.eligible(model) {
+		c = max(c, int(p.delta()*p.llmFor(in, model).avgBatch))
+	}
+	if p.groupCap == nil {
+		p.groupCap = map[string]int{}
+	}
+	p.groupCap[model] = c
+	return c
 }
 
 // --- per-instance FCFS / EDF queues (QLM §8 baselines) ---
@@ -368,7 +404,7 @@ func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {
 func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.Decisions) {
 	p.stats.Failovers++
 	orphans := append(append([]*seq(nil), in.running...), in.swapped...)
-	in.down = true
+	p.setDown(in, true)
 	in.running, in.swapped, in.iter = nil, nil, nil
 	in.kvUsed, in.cpuUsed = 0, 0
 	in.busy, in.outstanding, in.loading, in.drain = false, 0, false, false

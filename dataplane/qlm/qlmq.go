@@ -85,10 +85,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	q.init(p)
 	key := groupKey{int(s.app), lenBucket(s.prompt), s.prio}
 	g := q.open[key]
-	cap := 1
-	for _, in := range p.eligible(s.model) {
-		cap = max(cap, int(p.delta()*p.llmFor(in, s.model).avgBatch))
-	}
+	cap := p.capFor(s.model)
 	if g == nil || g.size >= cap || g.started {
 		c := &p.class[s.app]
 		g = &group{id: q.next, app: s.app, model: s.model, bucket: key.bucket, deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max, prio: s.prio}
@@ -113,7 +110,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	s.inst = g.vq
 	g.deadline = min(g.deadline, s.deadline)
 	q.predictOne(p, now, s)
-	if q.violation(p, now) && now-q.lastSolve >= p.setup.replanGap() {
+	if q.replanDue(p, now) {
 		q.replan(p, now)
 	}
 }
@@ -402,13 +399,7 @@ func (q *qlmQueue) regroup(p *Policy) []*group {
 		}
 		return free[a].id < free[b].id
 	})
-	capFor := func(model string) int {
-		c := 1
-		for _, in := range p.eligible(model) {
-			c = max(c, int(p.delta()*p.llmFor(in, model).avgBatch))
-		}
-		return c
-	}
+	capFor := p.capFor
 	clear(q.open)
 	for lo := 0; lo < len(free); {
 		hi := lo
@@ -498,6 +489,11 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		if o == in {
 			continue
 		}
+		// there is q.drain(p, o, k) for each candidate, accumulated along o's queue with the
+		// same additions in the same order (one residual and one pass per queue instead of
+		// one per candidate; issue 15 item 4).
+		var acc float64
+		accPrev, accK := "", -1
 		for k, g := range q.vq[o.idx] {
 			if g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil {
 				continue
@@ -513,7 +509,22 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 			if ext := p.externalSeconds(in); ext > 0 {
 				here += ext
 			}
-			there := q.drain(p, o, k)
+			if accK < 0 {
+				acc, accPrev, accK = q.residual(p, o), o.upcoming(), 0
+			}
+			for ; accK < k; accK++ {
+				x := q.vq[o.idx][accK]
+				if x.model != accPrev {
+					acc += p.swapSeconds(o, x.model)
+					accPrev = x.model
+				}
+				mw, _ := q.rct.Drain(len(x.members), x.mu, x.sd, p.theta(o, x.model))
+				acc += mw
+			}
+			there := acc
+			if p.fullStep {
+				there = q.drain(p, o, k)
+			}
 			prev := o.model
 			if k > 0 {
 				prev = q.vq[o.idx][k-1].model
@@ -826,7 +837,17 @@ func (q *qlmQueue) tick(p *Policy, now dataplane.Time) {
 			in.floor = m.knee
 		}
 	}
-	if q.violation(p, now) && now-q.lastSolve >= p.setup.replanGap() {
+	if q.replanDue(p, now) {
 		q.replan(p, now)
 	}
+}
+
+// replanDue: a predicted violation (QLM §4, §6) at least the replan gap after the last solve.
+// The time check goes first: violation has no side effects and costs O(N) per arrival
+// (issue 15 item 4); fullStep keeps the old order (the equivalence test's reference).
+func (q *qlmQueue) replanDue(p *Policy, now dataplane.Time) bool {
+	if p.fullStep {
+		return q.violation(p, now) && now-q.lastSolve >= p.setup.replanGap()
+	}
+	return now-q.lastSolve >= p.setup.replanGap() && q.violation(p, now)
 }
