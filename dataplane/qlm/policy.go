@@ -99,6 +99,25 @@ func (p *Policy) Attach(v dataplane.View) error {
 	if err != nil {
 		return err
 	}
+	// One copy of each model name: the hot paths compare model names (llmFor, pull, split) and
+	// equal strings sharing their bytes compare by pointer (issue 15 item 4).
+	names := map[string]string{}
+	intern := func(x *string) {
+		if y, ok := names[*x]; ok {
+			*x = y
+		} else {
+			names[*x] = *x
+		}
+	}
+	for k := range s.Profiles {
+		intern(&s.Profiles[k].Model)
+	}
+	for k := range s.Instances {
+		intern(&s.Instances[k].Model)
+	}
+	for k := range cls {
+		intern(&cls[k].Model)
+	}
 	p.setup, p.class = s, cls
 	if s.Grouping != "" && s.Grouping != "kmeans" && s.Grouping != "buckets" {
 		return fmt.Errorf("qlm: setup.grouping %q: want kmeans or buckets", s.Grouping)
