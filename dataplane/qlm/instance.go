@@ -87,6 +87,9 @@ type instance struct {
 	// few entries instead of hashing a two-string key into Policy.models, which took ~40% of
 	// a 128-instance simulation (issue 15 item 4).
 	llms []namedLLM
+	// res is qlmQueue.residual's value, valid while resEpoch is the policy's epoch.
+	res      float64
+	resEpoch uint64
 }
 
 // namedLLM is one entry of instance.llms.

@@ -78,6 +78,12 @@ type Policy struct {
 	ss       stepSet
 	fullStep bool
 	sameBuf  []*instance
+	// epoch counts Handle calls; memoOn: inside Handle, residual values are kept per instance
+	// for the epoch until the instance changes (forget). Off under fullStep and outside Handle.
+	epoch  uint64
+	memoOn bool
+	// checkMemo (tests): every kept residual is checked against a fresh one.
+	checkMemo bool
 	// elig and groupCap cache eligible and capFor per model (reset by setDown).
 	elig     map[string][]*instance
 	groupCap map[string]int
@@ -168,6 +174,9 @@ func (p *Policy) Attach(v dataplane.View) error {
 // Handle implements dataplane.Policy.
 func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	p.now = now
+	p.epoch++
+	p.memoOn = !p.fullStep
+	defer func() { p.memoOn = false }()
 	switch ev.Kind {
 	case dataplane.EvArrival:
 		r := p.view.Req(ev.Req)

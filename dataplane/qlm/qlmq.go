@@ -1,6 +1,7 @@
 package qlm
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sort"
@@ -156,6 +157,22 @@ func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 // remaining tokens E[O − k] at throughput Θ), plus the external load its engine reported
 // (externalSeconds: zero unless ObserveInstance was called).
 func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
+	// Inside one Handle the value is kept until the instance changes (stepset.go: forget);
+	// place, violation and every pull of the pass read it (issue 15 item 4).
+	if p.memoOn && in.resEpoch == p.epoch {
+		if p.checkMemo && q.residualNow(p, in) != in.res {
+			panic(fmt.Sprintf("qlm: instance %d: kept residual %v, now %v", in.idx, in.res, q.residualNow(p, in)))
+		}
+		return in.res
+	}
+	r := q.residualNow(p, in)
+	if p.memoOn {
+		in.res, in.resEpoch = r, p.epoch
+	}
+	return r
+}
+
+func (q *qlmQueue) residualNow(p *Policy, in *instance) float64 {
 	ext := p.externalSeconds(in)
 	m := p.llmFor(in, in.model)
 	if m == nil {

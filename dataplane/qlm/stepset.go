@@ -45,11 +45,12 @@ func (p *Policy) initStepSet() {
 	p.ss = stepSet{inert: make([]uint64, n), quiet: make([]uint64, n)}
 }
 
-// touch makes the next pass step instance i.
+// touch makes the next pass step instance i (after an event changed it: its residual too).
 func (p *Policy) touch(i int) {
 	if i < 0 || i/64 >= len(p.ss.inert) {
 		return
 	}
+	p.inst[i].resEpoch = 0
 	b := ^(uint64(1) << (i % 64))
 	p.ss.inert[i/64] &= b
 	p.ss.quiet[i/64] &= b
@@ -57,6 +58,9 @@ func (p *Policy) touch(i int) {
 
 // touchAll makes the next pass step every instance.
 func (p *Policy) touchAll() {
+	for _, in := range p.inst {
+		in.resEpoch = 0
+	}
 	clear(p.ss.inert)
 	clear(p.ss.quiet)
 }
@@ -121,7 +125,10 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		if wasQuiet && sameQuiet(same, in) {
 			continue
 		}
+		// A step changes only its own instance's running batch, model and profiled throughput.
+		in.resEpoch = 0
 		p.step(now, in, out)
+		in.resEpoch = 0
 		p.classify(in, sq)
 		switch {
 		case !wasQuiet || p.ss.quiet[w]&b == 0:

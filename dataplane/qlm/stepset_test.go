@@ -54,6 +54,7 @@ func runStepSim(t *testing.T, pol string, n int, load float64, seed uint64, fail
 	}
 	p := pp.(*Policy)
 	p.fullStep = full
+	p.checkMemo = true
 	spec, _ := sim.ParseArrival("poisson")
 	var srcs []sim.Source
 	for a := range dep.Apps {
