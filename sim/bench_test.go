@@ -2,13 +2,12 @@ package sim
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/internal/simbench"
 )
 
 // BenchmarkSim100GPU is the speed target: a 100-GPU (25 L4 + 75 P4), 30-second run at load
@@ -19,8 +18,7 @@ func BenchmarkSim100GPU(b *testing.B) {
 	spec, _ := ParseArrival("poisson")
 	cfg := &SweepConfig{Policies: testPolicies, Dep: dep, Policy: dataplane.Config{Policy: "ppipe"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
 	b.ReportAllocs()
-	var events int64
-	cpu0 := cpuTime()
+	meter := simbench.Start(b)
 	for i := 0; i < b.N; i++ {
 		s, err := newPointSim(cfg, 1.0)
 		if err != nil {
@@ -30,27 +28,13 @@ func BenchmarkSim100GPU(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		events += m.Events
+		meter.Add(m.Events)
 		if p, ok := s.Engine.Policy().(*dpppipe.PPipe); ok && i == 0 {
 			st := p.Stats()
 			b.ReportMetric(float64(st.Probes)/float64(st.Dispatches), "probes/batch")
 		}
 	}
-	cpu := (cpuTime() - cpu0).Seconds()
-	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
-	// CPU-time rates: on a shared, oversubscribed machine wall time overstates the cost.
-	b.ReportMetric(float64(events)/cpu, "events/cpu-s")
-	b.ReportMetric(cpu/float64(b.N), "cpu-s/run")
-}
-
-// cpuTime is the process's user + system CPU time (includes the GC's work on other cores).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	meter.Report()
 }
 
 // BenchmarkSimReactive100GPU is the same run under the reactive baseline.
@@ -58,7 +42,7 @@ func BenchmarkSimReactive100GPU(b *testing.B) {
 	dep := loadDep(b, "hc1-100.json")
 	spec, _ := ParseArrival("poisson")
 	cfg := &SweepConfig{Policies: testPolicies, Dep: dep, Policy: dataplane.Config{Policy: "reactive"}, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
-	var events int64
+	meter := simbench.Start(b)
 	for i := 0; i < b.N; i++ {
 		s, err := newPointSim(cfg, 1.0)
 		if err != nil {
@@ -68,9 +52,9 @@ func BenchmarkSimReactive100GPU(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		events += m.Events
+		meter.Add(m.Events)
 	}
-	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	meter.Report()
 }
 
 // BenchmarkEventHeap measures the bare event queue (pop + push) holding n events with

@@ -5,13 +5,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -99,9 +98,7 @@ func BenchmarkSimScale(b *testing.B) {
 // times, and reports the event rates (wall and CPU time) and the live heap after a run.
 func benchRun(b *testing.B, dep *dataplane.Deployment, pol string, load float64, dur dataplane.Time) {
 	spec, _ := sim.ParseArrival("poisson")
-	var events int64
-	var peak uint64
-	cpu0 := cpuTime()
+	meter := simbench.Start(b)
 	name, scan := strings.CutSuffix(pol, "-scan")
 	for i := 0; i < b.N; i++ {
 		runtime.GC()
@@ -125,26 +122,9 @@ func benchRun(b *testing.B, dep *dataplane.Deployment, pol string, load float64,
 		if _, err := s.Run(); err != nil {
 			b.Fatal(err)
 		}
-		events += s.Engine.Events()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		peak = max(peak, ms.HeapAlloc)
+		meter.Add(s.Engine.Events())
+		meter.SampleHeap()
 		runtime.KeepAlive(s)
 	}
-	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-	b.ReportMetric(float64(peak)/(1<<20), "heap-MB")
-	// CPU-time rates: on a shared, oversubscribed machine wall time overstates the cost
-	// (as in dataplane/ppipe's BenchmarkSimScale).
-	cpu := (cpuTime() - cpu0).Seconds()
-	b.ReportMetric(float64(events)/cpu, "events/cpu-s")
-	b.ReportMetric(cpu/float64(b.N), "cpu-s/run")
-}
-
-// cpuTime is the process's user + system CPU time (the GC's work on other cores included).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	meter.Report()
 }

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -92,9 +91,7 @@ func BenchmarkSimScale(b *testing.B) {
 					pc.Params = map[string]string{"interval": "true"}
 				}
 				cfg := &sim.SweepConfig{Policies: reg, Dep: dep, Policy: pc, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
-				var events int64
-				var peak uint64
-				cpu0 := cpuTime()
+				meter := simbench.Start(b)
 				for i := 0; i < b.N; i++ {
 					runtime.GC()
 					s, err := newRun(cfg, 0.9, compact)
@@ -104,30 +101,12 @@ func BenchmarkSimScale(b *testing.B) {
 					if _, err := s.Run(); err != nil {
 						b.Fatal(err)
 					}
-					events += s.Engine.Events()
-					var ms runtime.MemStats
-					runtime.ReadMemStats(&ms)
-					peak = max(peak, ms.HeapAlloc)
+					meter.Add(s.Engine.Events())
+					meter.SampleHeap()
 					runtime.KeepAlive(s)
 				}
-				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
-				b.ReportMetric(float64(peak)/(1<<20), "heap-MB")
-				// CPU-time rates: on a shared, oversubscribed machine wall time overstates
-				// the cost (as in sim's BenchmarkSim100GPU).
-				cpu := (cpuTime() - cpu0).Seconds()
-				b.ReportMetric(float64(events)/cpu, "events/cpu-s")
-				b.ReportMetric(cpu/float64(b.N), "cpu-s/run")
+				meter.Report()
 			})
 		}
 	}
-}
-
-// cpuTime is the process's user + system CPU time (the GC's work on other cores included).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,12 +3,12 @@ package qlm
 import (
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -55,8 +55,7 @@ func BenchmarkSimScale(b *testing.B) {
 		for _, k := range []int{1, 4, 16} {
 			dep := scaledDeployment(b, k)
 			b.Run(fmt.Sprintf("%s/instances=%d", pol, len(dep.Topo.Workers)), func(b *testing.B) {
-				var events int64
-				cpu0 := cpuTime()
+				meter := simbench.Start(b)
 				for i := 0; i < b.N; i++ {
 					runtime.GC()
 					p, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
@@ -79,24 +78,10 @@ func BenchmarkSimScale(b *testing.B) {
 					if _, err := s.Run(); err != nil {
 						b.Fatal(err)
 					}
-					events += s.Engine.Events()
+					meter.Add(s.Engine.Events())
 				}
-				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-				// CPU-time rates: on a shared, oversubscribed machine wall time overstates
-				// the cost (as in dataplane/ppipe's BenchmarkSimScale).
-				cpu := (cpuTime() - cpu0).Seconds()
-				b.ReportMetric(float64(events)/cpu, "events/cpu-s")
-				b.ReportMetric(cpu/float64(b.N), "cpu-s/run")
+				meter.Report()
 			})
 		}
 	}
-}
-
-// cpuTime is the process's user + system CPU time (the GC's work on other cores included).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
