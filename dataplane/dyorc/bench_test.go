@@ -15,14 +15,7 @@ func BenchmarkDP(b *testing.B) {
 	w := loadWorkflow(b, "gill.json")
 	for _, g := range []int{8, 32, 128, 256} {
 		b.Run(fmt.Sprintf("gpus=%d", g), func(b *testing.B) {
-			warm := make([][]int, g)
-			for sv := range w.Services {
-				warm[sv%g] = append(warm[sv%g], sv)
-			}
-			dep, err := NewDeployment(w, Cluster{GPUs: g, PerServer: 8, MemBytes: 80e9, Type: "A800"}, warm, DefaultNet)
-			if err != nil {
-				b.Fatal(err)
-			}
+			dep := spreadDeployment(b, w, g)
 			p := New("dyorc", Options{Mode: ModeSpec})
 			if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
 				b.Fatal(err)

@@ -21,14 +21,7 @@ func BenchmarkSimScale(b *testing.B) {
 		for _, k := range []int{1, 4, 16} {
 			g := 8 * k
 			b.Run(fmt.Sprintf("%s/gpus=%d", pol, g), func(b *testing.B) {
-				warm := make([][]int, g)
-				for sv := range w.Services {
-					warm[sv%g] = append(warm[sv%g], sv)
-				}
-				dep, err := NewDeployment(w, Cluster{GPUs: g, PerServer: 8, MemBytes: 80e9, Type: "A800"}, warm, DefaultNet)
-				if err != nil {
-					b.Fatal(err)
-				}
+				dep := spreadDeployment(b, w, g)
 				sp, ok := Registry().Lookup(pol)
 				if !ok {
 					b.Fatalf("no policy %s", pol)
@@ -61,4 +54,19 @@ func BenchmarkSimScale(b *testing.B) {
 			})
 		}
 	}
+}
+
+// spreadDeployment places w on g A800 GPUs (8 per server), each service warm on GPU
+// service mod g: the benchmarks' cluster at any size.
+func spreadDeployment(tb testing.TB, w *Workflow, g int) *dataplane.Deployment {
+	tb.Helper()
+	warm := make([][]int, g)
+	for sv := range w.Services {
+		warm[sv%g] = append(warm[sv%g], sv)
+	}
+	dep, err := NewDeployment(w, Cluster{GPUs: g, PerServer: 8, MemBytes: 80e9, Type: "A800"}, warm, DefaultNet)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dep
 }

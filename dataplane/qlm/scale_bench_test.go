@@ -22,19 +22,25 @@ const scaleBase = 8
 // per request stays the same (issue 15 item 4).
 func scaledDeployment(tb testing.TB, k int) *dataplane.Deployment {
 	tb.Helper()
+	return mixedDeployment(tb, scaleBase*k, 1)
+}
+
+// mixedDeployment is the set-up of scaledDeployment at n instances and load × its rate
+// (the equivalence tests of stepset_test.go run it too).
+func mixedDeployment(tb testing.TB, n int, load float64) *dataplane.Deployment {
+	tb.Helper()
 	const kv = 6000
 	setup := Setup{Profiles: []formats.LLMProfile{
 		sampleProfile("small", "A100", 7, 1, kv),
 		sampleProfile("large", "A100", 13, 1.6, kv/2),
 	}}
-	n := scaleBase * k
 	for i := 0; i < n; i++ {
 		setup.Instances = append(setup.Instances, Instance{Name: fmt.Sprintf("i%d", i), GPU: "A100", Model: []string{"small", "large"}[i%2]})
 	}
 	tok := func(m float64) formats.TokenProfile {
 		return formats.TokenProfile{Mean: m, Std: m / 2, Max: int(4 * m)}
 	}
-	per := float64(n)
+	per := float64(n) * load
 	cls := []formats.LLMClass{
 		{Name: "chat", Model: "small", SLO: formats.Duration(2 * time.Second), Interactive: true, RateRPS: 3 * per, InputTokens: tok(100), OutputTokens: tok(30)},
 		{Name: "code", Model: "large", SLO: formats.Duration(4 * time.Second), Interactive: true, RateRPS: 1 * per, InputTokens: tok(200), OutputTokens: tok(40)},

@@ -5,10 +5,8 @@ import (
 	"hash/fnv"
 	"io"
 	"testing"
-	"time"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -27,27 +25,7 @@ type stepRun struct {
 // It checks qlmQueue.waiting against a recount after every event.
 func runStepSim(t *testing.T, pol string, n int, load float64, seed uint64, fail, full bool) stepRun {
 	t.Helper()
-	const kv = 6000
-	setup := Setup{Profiles: []formats.LLMProfile{
-		sampleProfile("small", "A100", 7, 1, kv),
-		sampleProfile("large", "A100", 13, 1.6, kv/2),
-	}}
-	for i := 0; i < n; i++ {
-		setup.Instances = append(setup.Instances, Instance{Name: fmt.Sprintf("i%d", i), GPU: "A100", Model: []string{"small", "large"}[i%2]})
-	}
-	tok := func(m float64) formats.TokenProfile {
-		return formats.TokenProfile{Mean: m, Std: m / 2, Max: int(4 * m)}
-	}
-	per := float64(n) * load
-	cls := []formats.LLMClass{
-		{Name: "chat", Model: "small", SLO: formats.Duration(2 * time.Second), Interactive: true, RateRPS: 3 * per, InputTokens: tok(100), OutputTokens: tok(30)},
-		{Name: "code", Model: "large", SLO: formats.Duration(4 * time.Second), Interactive: true, RateRPS: 1 * per, InputTokens: tok(200), OutputTokens: tok(40)},
-		{Name: "batch", Model: "small", SLO: formats.Duration(30 * time.Second), RateRPS: 1 * per, InputTokens: tok(300), OutputTokens: tok(60)},
-	}
-	dep, err := Build(cls, setup)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dep := mixedDeployment(t, n, load)
 	pp, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
 	if err != nil {
 		t.Fatal(err)
