@@ -113,7 +113,7 @@ func TestGroupRetime(t *testing.T) {
 	b := &seq{id: 2, deadline: 30 * dataplane.Second}
 	g := &group{members: []*seq{a, b}, deadline: a.deadline}
 	a.group, b.group = g, g
-	q.pop(nil, nil, a)
+	q.pop(&Policy{}, nil, a)
 	if g.deadline != b.deadline || !g.started {
 		t.Errorf("after popping the first member: deadline %v, started %v; want %v, true", g.deadline, g.started, b.deadline)
 	}

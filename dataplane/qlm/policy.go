@@ -77,7 +77,6 @@ type Policy struct {
 	// every instance after every event (tests compare the two).
 	ss       stepSet
 	fullStep bool
-	sameBuf  []*instance
 	// epoch counts Handle calls; memoOn: inside Handle, residual values are kept per instance
 	// for the epoch until the instance changes (forget). Off under fullStep and outside Handle.
 	epoch  uint64

@@ -106,6 +106,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	g.members = append(g.members, s)
 	g.size++
 	q.waiting++
+	p.changed()
 	p.touch(g.vq)
 	s.group = g
 	s.inst = g.vq
@@ -236,6 +237,7 @@ func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 // replan snapshots the waiting groups, solves the plan generator and installs the new
 // virtual-queue orders (QLM §7). Started groups stay on their instance (QLM §5).
 func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
+	p.changed()
 	q.lastSolve = now
 	p.stats.Replans++
 	oldHead := make([]*seq, len(p.inst))
@@ -464,6 +466,10 @@ func (q *qlmQueue) kmeansGroups(p *Policy, free []*seq, capFor func(string) int,
 func (q *qlmQueue) head(p *Policy, in *instance) *seq {
 	q.init(p)
 	v := q.vq[in.idx]
+	if len(v) > 0 && len(v[0].members) == 0 {
+		// Others' pulls count the drained groups' model swaps (drain).
+		p.changed()
+	}
 	for len(v) > 0 && len(v[0].members) == 0 {
 		v = v[1:]
 	}
@@ -573,6 +579,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 	}
 	q.vq[in.idx] = append(q.vq[in.idx], best)
 	q.mark(in.idx)
+	p.changed()
 	p.stats.Pulls++
 	return best
 }
@@ -626,6 +633,7 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 	best.retime()
 	q.vq[in.idx] = append(q.vq[in.idx], g)
 	q.mark(in.idx)
+	p.changed()
 	p.stats.Pulls++
 	return g
 }
@@ -694,7 +702,7 @@ func (q *qlmQueue) past(_ *Policy, in *instance, h *seq) *seq {
 	return best.members[0]
 }
 
-func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
+func (q *qlmQueue) pop(p *Policy, _ *instance, s *seq) {
 	g := s.group
 	for i, x := range g.members {
 		if x == s {
@@ -703,6 +711,7 @@ func (q *qlmQueue) pop(_ *Policy, _ *instance, s *seq) {
 			break
 		}
 	}
+	p.changed()
 	g.started = true
 	g.retime()
 }
@@ -727,6 +736,7 @@ func (q *qlmQueue) requeue(p *Policy, in *instance, s *seq) {
 	g := s.group
 	g.members = append([]*seq{s}, g.members...)
 	q.waiting++
+	p.changed()
 	p.touch(in.idx)
 	q.mark(in.idx)
 	g.deadline = min(g.deadline, s.deadline)
@@ -826,6 +836,7 @@ func (q *qlmQueue) othersWaiting(p *Policy) bool { return q.waiting > 0 && p.opt
 // re-added, and re-grouped, on live instances) and no open group stays placed there.
 func (q *qlmQueue) evacuate(p *Policy, in *instance) []*seq {
 	q.init(p)
+	p.changed()
 	var out []*seq
 	for _, g := range q.vq[in.idx] {
 		out = append(out, g.members...)

@@ -1,6 +1,7 @@
 package qlm
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 
@@ -25,6 +26,20 @@ import (
 // one, so a step that changes what a later instance sees (a pull, a split, an eviction
 // re-queue) is seen as in the full pass. Policy.fullStep forces the full pass (the
 // equivalence test, TestFastStepMatchesFull).
+//
+// While groups wait (othersWaiting), a quiet instance's step is pull and split over the
+// other instances' queues (QLM §5 request pulling). What they read of the others is the
+// virtual queues with their groups, and the state of the instances that hold queued groups
+// (residual work R_g, loaded and upcoming model, warm cache, profiled Θ; QLM §6). stepSet.ver
+// counts changes to that: every change to a virtual queue or a queued group (qlmQueue calls
+// changed), every event on (touch) or step of an instance whose queue is not empty before or
+// after, and touchAll (ticks, replans, timers). Between two changes, a quiet instance whose
+// step found nothing finds nothing again, and so does every quiet instance with its GPU,
+// model and warm cache (what pull and split read of the instance itself): they are skipped
+// (idle), across events too. At 128 instances most events end an iteration on an instance
+// with an empty queue, which changes nothing the idle instances read. Under checkMemo (the
+// equivalence test) every skip of an idle instance runs its pull instead and panics if it
+// finds a group.
 
 // stepQueue is what a queue tells the fast path. Queues that do not implement it (Shepherd's,
 // whose head forms batches by the clock) are stepped in full.
@@ -35,14 +50,40 @@ type stepQueue interface {
 	othersWaiting(p *Policy) bool
 }
 
-// stepSet is two bitsets over the instances.
+// stepSet is three bitsets over the instances and what the idle ones found nothing in.
 type stepSet struct {
 	inert, quiet []uint64
+	// idle: quiet instances whose step is known to find nothing while ver is idleVer.
+	idle    []uint64
+	ver     uint64
+	idleVer uint64
+	// same are the kinds of quiet instance (GPU, model, warm cache) whose step found
+	// nothing while ver is idleVer.
+	same []quietKind
+}
+
+// quietKind is what pull and split read of a quiet instance itself.
+type quietKind struct {
+	gpu, model string
+	warm       []string
 }
 
 func (p *Policy) initStepSet() {
 	n := (len(p.inst) + 63) / 64
-	p.ss = stepSet{inert: make([]uint64, n), quiet: make([]uint64, n)}
+	p.ss = stepSet{inert: make([]uint64, n), quiet: make([]uint64, n), idle: make([]uint64, n), ver: 1}
+}
+
+// changed records a change to what a quiet instance's step reads (a virtual queue, a queued
+// group, or an instance holding queued groups): the idle set is forgotten.
+func (p *Policy) changed() { p.ss.ver++ }
+
+// syncIdle forgets the idle set and the kinds once ver moved on.
+func (p *Policy) syncIdle() {
+	if p.ss.idleVer != p.ss.ver {
+		clear(p.ss.idle)
+		p.ss.same = p.ss.same[:0]
+		p.ss.idleVer = p.ss.ver
+	}
 }
 
 // touch makes the next pass step instance i (after an event changed it: its residual too).
@@ -50,10 +91,17 @@ func (p *Policy) touch(i int) {
 	if i < 0 || i/64 >= len(p.ss.inert) {
 		return
 	}
-	p.inst[i].resEpoch = 0
+	in := p.inst[i]
+	in.resEpoch = 0
 	b := ^(uint64(1) << (i % 64))
 	p.ss.inert[i/64] &= b
 	p.ss.quiet[i/64] &= b
+	p.ss.idle[i/64] &= b
+	// Its residual, model or throughput may have changed: others read them while its queue
+	// holds groups.
+	if sq, ok := p.q.(stepQueue); ok && !sq.empty(in) {
+		p.changed()
+	}
 }
 
 // touchAll makes the next pass step every instance.
@@ -63,6 +111,7 @@ func (p *Policy) touchAll() {
 	}
 	clear(p.ss.inert)
 	clear(p.ss.quiet)
+	p.changed()
 }
 
 // classify records, after in's step, whether stepping it again would be a no-op.
@@ -70,6 +119,7 @@ func (p *Policy) classify(in *instance, sq stepQueue) {
 	w, b := in.idx/64, uint64(1)<<(in.idx%64)
 	p.ss.inert[w] &^= b
 	p.ss.quiet[w] &^= b
+	p.ss.idle[w] &^= b
 	switch {
 	case in.busy || in.loading || in.down:
 		p.ss.inert[w] |= b
@@ -78,13 +128,17 @@ func (p *Policy) classify(in *instance, sq stepQueue) {
 	}
 }
 
-// nextStep is the first instance at index ≥ from that the pass must step, or -1.
+// nextStep is the first instance at index ≥ from that the pass must step, or -1. Under
+// checkMemo idle instances are visited too (stepAll checks them).
 func (p *Policy) nextStep(from int, sq stepQueue) int {
 	skipQuiet := !sq.othersWaiting(p)
+	p.syncIdle()
 	for w := from / 64; w < len(p.ss.inert); w++ {
 		m := ^p.ss.inert[w]
 		if skipQuiet {
 			m &^= p.ss.quiet[w]
+		} else if !p.checkMemo {
+			m &^= p.ss.quiet[w] & p.ss.idle[w]
 		}
 		if w == from/64 {
 			m &^= uint64(1)<<(from%64) - 1
@@ -109,44 +163,55 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		}
 		return
 	}
-	// same holds quiet instances whose step in this pass found nothing to pull or split while
-	// groups waited elsewhere, with only such no-op steps since (no state changed). A quiet
-	// instance reads only its GPU's profiles, its model and its warm cache in pull and split
-	// (its queue, running batch and swapped set are empty, and with no observed external load
-	// externalSeconds is 0), so another quiet instance with the same ones finds nothing too.
-	// At 128 instances, groups of one model wait behind busy instances while the idle ones of
-	// the other model judge them not worth a model swap (QLM §5): every event re-ran those
-	// pulls on every idle instance.
-	same := p.sameBuf[:0]
 	for i := p.nextStep(0, sq); i >= 0; i = p.nextStep(i+1, sq) {
 		in := p.inst[i]
 		w, b := i/64, uint64(1)<<(i%64)
+		// A quiet instance reads only its GPU's profiles, its model and its warm cache in pull
+		// and split (its queue, running batch and swapped set are empty, and with no observed
+		// external load externalSeconds is 0).
 		wasQuiet := p.ss.quiet[w]&b != 0 && in.observed <= 0
-		if wasQuiet && sameQuiet(same, in) {
+		if wasQuiet && (p.ss.idle[w]&b != 0 || p.sameKind(in)) {
+			if p.checkMemo {
+				p.checkIdle(in)
+			}
+			p.ss.idle[w] |= b
 			continue
 		}
+		ver, queued := p.ss.ver, !sq.empty(in)
 		// A step changes only its own instance's running batch, model and profiled throughput.
 		in.resEpoch = 0
 		p.step(now, in, out)
 		in.resEpoch = 0
 		p.classify(in, sq)
 		switch {
-		case !wasQuiet || p.ss.quiet[w]&b == 0:
-			// The step may have changed what others see.
-			same = same[:0]
-		case len(same) < 8:
-			same = append(same, in)
+		case queued || !sq.empty(in):
+			// Others read its new state.
+			p.changed()
+		case wasQuiet && p.ss.quiet[w]&b != 0 && p.ss.ver == ver:
+			// It found nothing to pull or split.
+			p.ss.idle[w] |= b
+			if len(p.ss.same) < 8 {
+				p.ss.same = append(p.ss.same, quietKind{in.gpu, in.model, slices.Clone(in.warm)})
+			}
 		}
 	}
-	p.sameBuf = same[:0]
 }
 
-// sameQuiet: a quiet instance of same has in's GPU, model and warm cache.
-func sameQuiet(same []*instance, in *instance) bool {
-	for _, x := range same {
-		if x.gpu == in.gpu && x.model == in.model && slices.Equal(x.warm, in.warm) {
+// sameKind: a quiet instance of in's kind found nothing since the last change.
+func (p *Policy) sameKind(in *instance) bool {
+	for _, k := range p.ss.same {
+		if k.gpu == in.gpu && k.model == in.model && slices.Equal(k.warm, in.warm) {
 			return true
 		}
 	}
 	return false
+}
+
+// checkIdle (checkMemo) panics when an instance the pass skips as idle would pull or split.
+func (p *Policy) checkIdle(in *instance) {
+	if qq, ok := p.q.(*qlmQueue); ok {
+		if g := qq.pull(p, in); g != nil {
+			panic(fmt.Sprintf("qlm: idle instance %d pulled group %d", in.idx, g.id))
+		}
+	}
 }

@@ -94,7 +94,7 @@ func TestFastStepMatchesFull(t *testing.T) {
 			n    int
 			load float64
 			fail bool
-		}{{4, 0.3, false}, {8, 1, false}, {8, 2.5, true}, {16, 0.6, true}, {24, 1.5, false}, {6, 4, false}, {12, 6, true}} {
+		}{{4, 0.3, false}, {8, 1, false}, {8, 2.5, true}, {16, 0.6, true}, {24, 1.5, false}, {6, 4, false}, {12, 6, true}, {48, 1, true}} {
 			for seed := uint64(1); seed <= 2; seed++ {
 				name := fmt.Sprintf("%s/n=%d/load=%g/fail=%v/seed=%d", pol, c.n, c.load, c.fail, seed)
 				fast := runStepSim(t, pol, c.n, c.load, seed, c.fail, false)
