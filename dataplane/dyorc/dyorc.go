@@ -146,7 +146,9 @@ type device struct {
 	mem         int64
 	plan        []pbatch
 	dirty       bool
-	timerAt     dataplane.Time
+	// order: the queued tasks and the reservations in the plan's order (order.go).
+	order   []planItem
+	timerAt dataplane.Time
 	// runW: the workers running the parts of the current batch (a failed one never reports).
 	runW []dataplane.WorkerID
 	// runTasks: the tasks of the current batch, to re-place those a failure releases.
@@ -188,6 +190,21 @@ type Policy struct {
 	rayRep           [][]int
 	rayOver, rayIdle []dataplane.Time
 	rayRng           uint64
+	// ref runs the reference code paths (plan sorts the GPU's queue and reservations at every
+	// rebuild, the DP calls availComp for every GPU): the equivalence test's baseline for the
+	// faster paths, which must make the same decisions. check cross-checks the fast plan
+	// against the sort at every rebuild (panics on a difference). Both are for tests only.
+	ref, check bool
+	keys       []planItem
+	// Plan rebuild scratch: rebuilds counts them; srAt[sv] is the rebuild whose svcReady of sv
+	// srV[sv] holds.
+	rebuilds int64
+	srAt     []int64
+	srV      []dataplane.Time
+	// svcMax[sv] is service sv's MaxBatch, latTab[sv][b] its ExpLat(b) for b ≤ MaxBatch.
+	svcMax  []int
+	latTab  [][]float64
+	refPlan []pbatch
 	// DP scratch.
 	h, h2, bestX []float64
 	srvMin       []srvBest
@@ -221,6 +238,15 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}
 	p.down = make([]int, m.GPUs)
+	p.svcMax, p.latTab = make([]int, ns), make([][]float64, ns)
+	for sv := range m.W.Services {
+		s := &m.W.Services[sv]
+		p.svcMax[sv] = s.MaxBatch
+		p.latTab[sv] = make([]float64, max(s.MaxBatch, 0)+1)
+		for b := range p.latTab[sv] {
+			p.latTab[sv][b] = s.ExpLat(b)
+		}
+	}
 	for a := range m.W.Apps {
 		pr := NewPredictor(ns, p.opt.Seed+uint64(a)+1)
 		pr.Argmax = p.opt.Argmax
@@ -449,7 +475,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 				x := &resv{svc: svcs[k], items: its[k], dev: devs[k], ready: ready, seq: p.seq, follows: devs[k] == devs[k-1] && svcs[k] == svcs[k-1]}
 				rs.chain = append(rs.chain, x)
 				dv := &p.devs[devs[k]]
-				dv.resv = append(dv.resv, x)
+				dv.reserve(x)
 				dv.dirty = true
 				p.ensureLoad(now, devs[k], svcs[k], false, out)
 			}
@@ -470,7 +496,8 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	ready := max(t0, now+dataplane.Time(math.Ceil(comm)))
 	p.seq++
 	dv := &p.devs[dev]
-	dv.queue = append(dv.queue, &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems})
+	t := &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems}
+	dv.enqueue(t)
 	dv.dirty = true
 	rs.calls = append(rs.calls, sv)
 	rs.prevSvc, rs.prevItems = sv, items
@@ -528,6 +555,7 @@ func (p *Policy) dropResv(x *resv) {
 	dv := &p.devs[x.dev]
 	if i := slices.Index(dv.resv, x); i >= 0 {
 		dv.resv = slices.Delete(dv.resv, i, i+1)
+		dv.orderDel(x.ready, x.seq)
 		dv.dirty = true
 	}
 }
@@ -575,9 +603,13 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 		p.bp[k] = p.bp[k][:G]
 	}
 	states := G
-	for d := 0; d < G; d++ {
-		r := float64(t0) + p.m.Comm(src, d, srcSvc, srcItems)
-		h[d] = p.availComp(now, d, svcs[0], its[0], r)
+	if p.ref {
+		for d := 0; d < G; d++ {
+			r := float64(t0) + p.m.Comm(src, d, srcSvc, srcItems)
+			h[d] = p.availComp(now, d, svcs[0], its[0], r)
+		}
+	} else {
+		p.layer(now, svcs[0], its[0], false, t0, src, srcSvc, srcItems, nil, h)
 	}
 	for k := 1; k < n; k++ {
 		sv, it := svcs[k-1], its[k-1]
@@ -596,8 +628,12 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 		}
 		bp := p.bp[k]
 		p.bestPred(h, cn, cx, bp, p.bestX)
-		for d := 0; d < G; d++ {
-			h2[d] = p.availCompPred(now, d, svcs[k], its[k], p.bestX[d])
+		if p.ref {
+			for d := 0; d < G; d++ {
+				h2[d] = p.availCompPred(now, d, svcs[k], its[k], p.bestX[d])
+			}
+		} else {
+			p.layer(now, svcs[k], its[k], true, 0, 0, 0, 0, p.bestX[:G], h2)
 		}
 		states += G * G
 		h, h2 = h2, h
@@ -628,6 +664,97 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 	}
 	p.h, p.h2 = h, h2
 	return devs, hs, states
+}
+
+// layer evaluates one layer of the DP: into h[d], for every GPU d, availComp (pred: availCompPred)
+// of a task of items of service sv whose input is ready at ready[d], or, for the first layer
+// (ready nil), at t0 plus the transfer of srcItems outputs of srcSvc from GPU src. It computes
+// the same values, in the same floating-point operations, as calling availComp on every GPU
+// (Policy.ref), and rebuilds the same GPUs' plans (every GPU that is not down: a plan is kept
+// with the time of its rebuild), but takes what depends on the layer alone (the service, the
+// task's latency, load times, transfer times by tier) once, and an empty plan's finish,
+// max(now, ready, avail, running batch's end) + latency, without the timeline walk: at 128
+// GPUs three quarters of the GPUs have empty plans at a call (issue 15 item 4).
+func (p *Policy) layer(now dataplane.Time, sv, items int, pred bool, t0 dataplane.Time, src, srcSvc, srcItems int, ready, h []float64) {
+	s := &p.m.W.Services[sv]
+	lat := s.ExpLat(items)
+	warmUs, coldUs := p.m.LoadUs(sv, false), p.m.LoadUs(sv, true)
+	chargeLoad := pred && !p.opt.Literal
+	srv := p.m.GPUServer
+	// Layer 0's input times by tier (Comm depends only on same GPU / same server / other).
+	var rSelf, rNear, rFar float64
+	if ready == nil {
+		rSelf = float64(t0) + p.m.Comm(src, src, srcSvc, srcItems)
+		rNear, rFar = rSelf, rSelf
+		if src >= 0 {
+			for e := range p.devs {
+				if e != src && srv[e] == srv[src] {
+					rNear = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
+					break
+				}
+			}
+			for e := range p.devs {
+				if srv[e] != srv[src] {
+					rFar = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
+					break
+				}
+			}
+		}
+	}
+	fnow := float64(now)
+	inf := math.Inf(1)
+	for d := range p.devs {
+		if p.down[d] > 0 {
+			h[d] = inf
+			continue
+		}
+		dv := &p.devs[d]
+		pl := dv.plan
+		if dv.dirty {
+			pl = p.plan(now, d)
+		}
+		var r float64
+		switch {
+		case ready != nil:
+			r = ready[d]
+		case src < 0 || d == src:
+			r = rSelf
+		case srv[d] == srv[src]:
+			r = rNear
+		default:
+			r = rFar
+		}
+		// svcReady and availCompPred's load charge.
+		var sr float64
+		switch {
+		case dv.resident[sv]:
+			sr = fnow
+		case dv.loading == sv:
+			sr = float64(dv.loadETA)
+		default:
+			base := fnow
+			if dv.loading >= 0 {
+				base = max(base, float64(dv.loadETA))
+			}
+			load := coldUs
+			if p.hostC[srv[d]][sv] {
+				load = warmUs
+			}
+			sr = base + load
+			if chargeLoad {
+				r += load
+			}
+		}
+		t := max(fnow, r, sr)
+		if dv.running {
+			t = max(t, float64(dv.runEnd))
+		}
+		if len(pl) == 0 {
+			h[d] = t + lat
+			continue
+		}
+		h[d] = availScan(now, pl, s, sv, items, r, sr, t, lat)
+	}
 }
 
 // srvBest holds, for one server, the two smallest finishes of the previous layer (value,
@@ -766,6 +893,12 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 	if dv := &p.devs[d]; dv.running {
 		t = max(t, float64(dv.runEnd))
 	}
+	return availScan(now, pl, s, sv, items, ready, sr, t, lat)
+}
+
+// availScan is availComp's walk of a planned timeline pl: the best planned batch of s to join,
+// or the first gap from t long enough for lat (sr: svcReady).
+func availScan(now dataplane.Time, pl []pbatch, s *Service, sv, items int, ready, sr, t, lat float64) float64 {
 	best := math.Inf(1)
 	for i := range pl {
 		b := &pl[i]
@@ -800,21 +933,94 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	if dv.running {
 		t = max(t, dv.runEnd)
 	}
-	add := func(sv, items int, ready dataplane.Time) {
-		s := &p.m.W.Services[sv]
-		sr := dataplane.Time(p.svcReady(now, d, sv))
-		if n := len(dv.plan); n > 0 {
-			last := &dv.plan[n-1]
-			if last.svc == sv && last.items+items <= s.MaxBatch && ready <= last.start && sr <= last.start {
+	if p.ref || p.check {
+		p.planSorted(now, d, t)
+		if !p.check {
+			return dv.plan
+		}
+		p.refPlan = append(p.refPlan[:0], dv.plan...)
+		dv.plan = dv.plan[:0]
+	}
+	// svcReady depends on the service and on GPU state that the rebuild does not change: it is
+	// computed once per service met (srAt: the rebuild that computed srV).
+	if len(p.srAt) < len(p.m.W.Services) {
+		p.srAt, p.srV = make([]int64, len(p.m.W.Services)), make([]dataplane.Time, len(p.m.W.Services))
+	}
+	p.rebuilds++
+	stamp := p.rebuilds
+	pl := dv.plan
+	for i := range dv.order {
+		x := &dv.order[i]
+		// Read literally every reservation counts [ours, measured in plan bench dyorc]:
+		//   - one whose estimated input time has passed waits on a late predecessor: when it
+		//     will be ready is unknown, and kept at "now" it would make this GPU look busy to
+		//     every other request until its request's next call (GILL 59.9 s under Literal);
+		//   - one that follows its predecessor with the same service on the same GPU (a
+		//     Debate round after a round) would be planned as a batch of its own right after
+		//     its predecessor's, though the worker batches it with whatever of that service is
+		//     queued then: counted, Debate's mean is 1.7 % above Greedy's; left out, equal.
+		if x.resv && !p.opt.Literal && (x.ready < now || x.follows) {
+			continue
+		}
+		// planAdd, inline.
+		sv, items, ready := x.svc, x.items, max(x.ready, now)
+		sr := p.srV[sv]
+		if p.srAt[sv] != stamp {
+			sr = dataplane.Time(p.svcReady(now, d, sv))
+			p.srAt[sv], p.srV[sv] = stamp, sr
+		}
+		if n := len(pl); n > 0 {
+			last := &pl[n-1]
+			if last.svc == sv && last.items+items <= p.svcMax[sv] && ready <= last.start && sr <= last.start {
 				last.items += items
-				last.end = last.start + dataplane.Time(s.ExpLat(last.items))
-				return
+				last.end = last.start + dataplane.Time(p.expLat(sv, last.items))
+				continue
 			}
 			t = max(t, last.end)
 		}
 		st := max(t, ready, sr)
-		dv.plan = append(dv.plan, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(s.ExpLat(items))})
+		pl = append(pl, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(p.expLat(sv, items))})
 	}
+	dv.plan = pl
+	if p.check && !slices.Equal(p.refPlan, dv.plan) {
+		panic(fmt.Sprintf("dyorc: GPU %d at %d µs: plan from the kept order %v, sorted %v", d, now, dv.plan, p.refPlan))
+	}
+	return dv.plan
+}
+
+// expLat is Services[sv].ExpLat(b), from the table for b ≤ MaxBatch (the same values).
+func (p *Policy) expLat(sv, b int) float64 {
+	if t := p.latTab[sv]; b >= 0 && b < len(t) {
+		return t[b]
+	}
+	return p.m.W.Services[sv].ExpLat(b)
+}
+
+// planAdd appends a task of items of service sv ready at ready to GPU d's plan, joining the
+// last batch when the join rule allows; t is when the GPU is free before it, and planAdd
+// returns t as it stands after.
+func (p *Policy) planAdd(now dataplane.Time, d int, t dataplane.Time, sv, items int, ready dataplane.Time) dataplane.Time {
+	dv := &p.devs[d]
+	s := &p.m.W.Services[sv]
+	sr := dataplane.Time(p.svcReady(now, d, sv))
+	if n := len(dv.plan); n > 0 {
+		last := &dv.plan[n-1]
+		if last.svc == sv && last.items+items <= s.MaxBatch && ready <= last.start && sr <= last.start {
+			last.items += items
+			last.end = last.start + dataplane.Time(s.ExpLat(last.items))
+			return t
+		}
+		t = max(t, last.end)
+	}
+	st := max(t, ready, sr)
+	dv.plan = append(dv.plan, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(s.ExpLat(items))})
+	return t
+}
+
+// planSorted is plan's reference: it collects GPU d's queued tasks and counted reservations
+// and sorts them at every rebuild (the code before device.order; Policy.ref).
+func (p *Policy) planSorted(now dataplane.Time, d int, t dataplane.Time) {
+	dv := &p.devs[d]
 	type item struct {
 		sv, items int
 		ready     dataplane.Time
@@ -825,14 +1031,6 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 		its = append(its, item{x.svc, x.items, x.ready, x.seq})
 	}
 	for _, x := range dv.resv {
-		// Read literally every reservation counts [ours, measured in plan bench dyorc]:
-		//   - one whose estimated input time has passed waits on a late predecessor: when it
-		//     will be ready is unknown, and kept at "now" it would make this GPU look busy to
-		//     every other request until its request's next call (GILL 59.9 s under Literal);
-		//   - one that follows its predecessor with the same service on the same GPU (a
-		//     Debate round after a round) would be planned as a batch of its own right after
-		//     its predecessor's, though the worker batches it with whatever of that service is
-		//     queued then: counted, Debate's mean is 1.7 % above Greedy's; left out, equal.
 		if p.opt.Literal || x.ready >= now && !x.follows {
 			its = append(its, item{x.svc, x.items, x.ready, x.seq})
 		}
@@ -844,9 +1042,8 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 		return its[i].seq < its[j].seq
 	})
 	for _, x := range its {
-		add(x.sv, x.items, max(x.ready, now))
+		t = p.planAdd(now, d, t, x.sv, x.items, max(x.ready, now))
 	}
-	return dv.plan
 }
 
 // tryStart runs the worker rule (DyOrc §5.1, §6.1): when GPU d is free, the oldest ready task
@@ -893,6 +1090,7 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 		dv.queue[k] = nil
 	}
 	dv.queue = keep
+	p.keys = dv.orderDelTasks(members, p.keys)
 	dur := dataplane.Time(math.Ceil(s.Lat(total)))
 	// One engine batch per stage, all on this GPU's workers with the joint batch's duration:
 	// together they are one service batch across workflows (DyOrc §5.1).

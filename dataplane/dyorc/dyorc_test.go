@@ -267,7 +267,7 @@ func TestDPMatchesBruteForce(t *testing.T) {
 				p.devs[d].running, p.devs[d].runEnd = true, dataplane.Time(r.IntN(50000))
 			}
 			for k := r.IntN(3); k > 0; k-- {
-				p.devs[d].queue = append(p.devs[d].queue, &task{svc: r.IntN(ns), items: 1 + r.IntN(2), ready: dataplane.Time(r.IntN(30000)), seq: int64(k)})
+				p.devs[d].enqueue(&task{svc: r.IntN(ns), items: 1 + r.IntN(2), ready: dataplane.Time(r.IntN(30000)), seq: int64(k)})
 			}
 		}
 		n := 1 + r.IntN(4)
@@ -426,7 +426,7 @@ func TestStaleReservationLeavesTimeline(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.devs[0].resident[llm] = true
-		p.devs[0].resv = []*resv{{svc: llm, items: 1, dev: 0, ready: tc.ready, seq: 1, follows: tc.follows}}
+		p.devs[0].reserve(&resv{svc: llm, items: 1, dev: 0, ready: tc.ready, seq: 1, follows: tc.follows})
 		p.devs[0].dirty = true
 		if got := len(p.plan(2e6, 0)); got != tc.want {
 			t.Errorf("literal=%v follows=%v ready=%d at 2e6: %d planned batches, want %d", tc.literal, tc.follows, tc.ready, got, tc.want)

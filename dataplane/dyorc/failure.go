@@ -85,6 +85,7 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 			p.cancelChain(p.reqs[r])
 		}
 		dv.resv = nil
+		dv.order = dv.order[:0]
 	}
 	for _, t := range moved {
 		rs := p.reqs[t.req]
