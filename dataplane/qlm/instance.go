@@ -87,9 +87,11 @@ type instance struct {
 	// few entries instead of hashing a two-string key into Policy.models, which took ~40% of
 	// a 128-instance simulation (issue 15 item 4).
 	llms []namedLLM
-	// res is qlmQueue.residual's value, valid while resEpoch is the policy's epoch.
-	res      float64
-	resEpoch uint64
+	// res is qlmQueue.residual's value while resOK: every change to what it reads (the
+	// running and swapped sequences, their tokens, the model, Θ, the observed load) goes
+	// through an event on the instance (touch), its own step or instanceDown, which clear it.
+	res   float64
+	resOK bool
 }
 
 // namedLLM is one entry of instance.llms.

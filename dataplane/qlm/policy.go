@@ -77,11 +77,11 @@ type Policy struct {
 	// every instance after every event (tests compare the two).
 	ss       stepSet
 	fullStep bool
-	// epoch counts Handle calls; memoOn: inside Handle, residual values are kept per instance
-	// for the epoch until the instance changes (forget). Off under fullStep and outside Handle.
-	epoch  uint64
+	// memoOn: inside Handle, residual values are kept per instance until the instance
+	// changes (instance.resOK). Off under fullStep and outside Handle.
 	memoOn bool
-	// checkMemo (tests): every kept residual is checked against a fresh one.
+	// checkMemo (tests): every kept residual is checked against a fresh one, and every idle
+	// skip (stepset.go) against a pull.
 	checkMemo bool
 	// elig and groupCap cache eligible and capFor per model (reset by setDown).
 	elig     map[string][]*instance
@@ -173,7 +173,6 @@ func (p *Policy) Attach(v dataplane.View) error {
 // Handle implements dataplane.Policy.
 func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	p.now = now
-	p.epoch++
 	p.memoOn = !p.fullStep
 	defer func() { p.memoOn = false }()
 	switch ev.Kind {
@@ -432,6 +431,7 @@ func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.D
 	p.stats.Failovers++
 	orphans := append(append([]*seq(nil), in.running...), in.swapped...)
 	p.setDown(in, true)
+	in.resOK = false
 	in.running, in.swapped, in.iter = nil, nil, nil
 	in.kvUsed, in.cpuUsed = 0, 0
 	in.busy, in.outstanding, in.loading, in.drain = false, 0, false, false

@@ -158,9 +158,10 @@ func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 // remaining tokens E[O − k] at throughput Θ), plus the external load its engine reported
 // (externalSeconds: zero unless ObserveInstance was called).
 func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
-	// Inside one Handle the value is kept until the instance changes (stepset.go: forget);
-	// place, violation and every pull of the pass read it (issue 15 item 4).
-	if p.memoOn && in.resEpoch == p.epoch {
+	// The value is kept until the instance changes (instance.resOK): place and the violation
+	// check read every instance's at each arrival, and every pull the queued ones' (issue 15
+	// item 4).
+	if p.memoOn && in.resOK {
 		if p.checkMemo && q.residualNow(p, in) != in.res {
 			panic(fmt.Sprintf("qlm: instance %d: kept residual %v, now %v", in.idx, in.res, q.residualNow(p, in)))
 		}
@@ -168,7 +169,7 @@ func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 	}
 	r := q.residualNow(p, in)
 	if p.memoOn {
-		in.res, in.resEpoch = r, p.epoch
+		in.res, in.resOK = r, true
 	}
 	return r
 }

@@ -86,13 +86,13 @@ func (p *Policy) syncIdle() {
 	}
 }
 
-// touch makes the next pass step instance i (after an event changed it: its residual too).
+// touch makes the next pass step instance i (after an event changed it: its kept residual too).
 func (p *Policy) touch(i int) {
 	if i < 0 || i/64 >= len(p.ss.inert) {
 		return
 	}
 	in := p.inst[i]
-	in.resEpoch = 0
+	in.resOK = false
 	b := ^(uint64(1) << (i % 64))
 	p.ss.inert[i/64] &= b
 	p.ss.quiet[i/64] &= b
@@ -107,7 +107,7 @@ func (p *Policy) touch(i int) {
 // touchAll makes the next pass step every instance.
 func (p *Policy) touchAll() {
 	for _, in := range p.inst {
-		in.resEpoch = 0
+		in.resOK = false
 	}
 	clear(p.ss.inert)
 	clear(p.ss.quiet)
@@ -179,9 +179,9 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		}
 		ver, queued := p.ss.ver, !sq.empty(in)
 		// A step changes only its own instance's running batch, model and profiled throughput.
-		in.resEpoch = 0
+		in.resOK = false
 		p.step(now, in, out)
-		in.resEpoch = 0
+		in.resOK = false
 		p.classify(in, sq)
 		switch {
 		case queued || !sq.empty(in):
