@@ -104,8 +104,9 @@ func (p *Policy) Attach(v dataplane.View) error {
 	if err != nil {
 		return err
 	}
-	// One copy of each model name: the hot paths compare model names (llmFor, pull, split) and
-	// equal strings sharing their bytes compare by pointer (issue 15 item 4).
+	// One copy of each model and GPU name: the hot paths compare model names (llmFor, pull,
+	// split) and kinds of instance (pullMemo), and equal strings sharing their bytes compare by
+	// pointer (issue 15 item 4).
 	names := map[string]string{}
 	intern := func(x *string) {
 		if y, ok := names[*x]; ok {
@@ -116,9 +117,11 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	for k := range s.Profiles {
 		intern(&s.Profiles[k].Model)
+		intern(&s.Profiles[k].GPU)
 	}
 	for k := range s.Instances {
 		intern(&s.Instances[k].Model)
+		intern(&s.Instances[k].GPU)
 	}
 	for k := range cls {
 		intern(&cls[k].Model)
@@ -399,6 +402,9 @@ func (q *plainQueue) evacuate(p *Policy, in *instance) []*seq {
 func (q *plainQueue) empty(in *instance) bool {
 	return q.wait == nil || len(q.wait[in.idx]) == 0
 }
+
+// findsNothing: quiet instances are never stepped (othersWaiting is false).
+func (q *plainQueue) findsNothing(*Policy, *instance) bool { return false }
 
 // othersWaiting: an instance serves only its own FCFS/EDF queue (no pulling, QLM §8 baselines).
 func (q *plainQueue) othersWaiting(*Policy) bool { return false }

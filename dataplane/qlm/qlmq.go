@@ -47,6 +47,8 @@ type qlmQueue struct {
 	// append, cleared when pull or split find the queue empty): pull and split visit only
 	// those instead of every instance (issue 15 item 4), in the same index order.
 	queued []uint64
+	// none: kinds of instance whose pull and split found nothing since the last change.
+	none pullMemo
 }
 
 // groupKey is what requests share to join one open group: class, prompt-length bucket and
@@ -507,6 +509,14 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 	if m != nil && len(in.running) >= m.maxSeqs && !empty {
 		return nil
 	}
+	// Inside Handle (not under fullStep), with no external load: an instance of a kind that
+	// found nothing since the last change finds nothing (pullMemo). checkMemo (tests) scans
+	// anyway and panics on a find.
+	memo := p.memoOn && in.observed <= 0
+	known := memo && q.none.has(p.ss.ver, in, empty)
+	if known && !p.checkMemo {
+		return nil
+	}
 	var best *group
 	for oi := q.nextQueued(p, 0); oi >= 0; oi = q.nextQueued(p, oi+1) {
 		o := p.inst[oi]
@@ -565,7 +575,17 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		}
 	}
 	if best == nil {
-		return q.split(p, in)
+		g := q.split(p, in)
+		switch {
+		case g == nil && memo:
+			q.none.add(p.ss.ver, in, empty)
+		case g != nil && known:
+			panic(fmt.Sprintf("qlm: instance %d split group %d, kept as finding nothing", in.idx, g.id))
+		}
+		return g
+	}
+	if known {
+		panic(fmt.Sprintf("qlm: instance %d pulled group %d, kept as finding nothing", in.idx, best.id))
 	}
 	from := q.vq[best.vq]
 	for i, g := range from {
@@ -828,6 +848,11 @@ func (q *qlmQueue) recount() {
 }
 
 func (q *qlmQueue) empty(in *instance) bool { return q.vq == nil || len(q.vq[in.idx]) == 0 }
+
+// findsNothing: a quiet instance's pull (and split) is known to find nothing now (pullMemo).
+func (q *qlmQueue) findsNothing(p *Policy, in *instance) bool {
+	return p.memoOn && in.observed <= 0 && q.none.has(p.ss.ver, in, true)
+}
 
 // othersWaiting: pull and split (QLM §5 request pulling) take only groups with waiting
 // members, and only under the plan's placement.

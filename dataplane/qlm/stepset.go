@@ -3,7 +3,6 @@ package qlm
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -34,9 +33,9 @@ import (
 // counts changes to that: every change to a virtual queue or a queued group (qlmQueue calls
 // changed), every event on (touch) or step of an instance whose queue is not empty before or
 // after, and touchAll (ticks, replans, timers). Between two changes, a quiet instance whose
-// step found nothing finds nothing again, and so does every quiet instance with its GPU,
-// model and warm cache (what pull and split read of the instance itself): they are skipped
-// (idle), across events too. At 128 instances most events end an iteration on an instance
+// step found nothing finds nothing again, and so does every quiet instance of a kind
+// (pullMemo: GPU, model, warm cache) whose pull found nothing: they are skipped (idle),
+// across events too. At 128 instances most events end an iteration on an instance
 // with an empty queue, which changes nothing the idle instances read. Under checkMemo (the
 // equivalence test) every skip of an idle instance runs its pull instead and panics if it
 // finds a group.
@@ -48,24 +47,17 @@ type stepQueue interface {
 	empty(in *instance) bool
 	// othersWaiting: a step of a quiet instance may take work queued elsewhere.
 	othersWaiting(p *Policy) bool
+	// findsNothing: the step of quiet instance in is known to take nothing from elsewhere.
+	findsNothing(p *Policy, in *instance) bool
 }
 
-// stepSet is three bitsets over the instances and what the idle ones found nothing in.
+// stepSet is three bitsets over the instances and the count of changes the idle one holds for.
 type stepSet struct {
 	inert, quiet []uint64
 	// idle: quiet instances whose step is known to find nothing while ver is idleVer.
 	idle    []uint64
 	ver     uint64
 	idleVer uint64
-	// same are the kinds of quiet instance (GPU, model, warm cache) whose step found
-	// nothing while ver is idleVer.
-	same []quietKind
-}
-
-// quietKind is what pull and split read of a quiet instance itself.
-type quietKind struct {
-	gpu, model string
-	warm       []string
 }
 
 func (p *Policy) initStepSet() {
@@ -77,11 +69,10 @@ func (p *Policy) initStepSet() {
 // group, or an instance holding queued groups): the idle set is forgotten.
 func (p *Policy) changed() { p.ss.ver++ }
 
-// syncIdle forgets the idle set and the kinds once ver moved on.
+// syncIdle forgets the idle set once ver moved on.
 func (p *Policy) syncIdle() {
 	if p.ss.idleVer != p.ss.ver {
 		clear(p.ss.idle)
-		p.ss.same = p.ss.same[:0]
 		p.ss.idleVer = p.ss.ver
 	}
 }
@@ -170,7 +161,7 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		// and split (its queue, running batch and swapped set are empty, and with no observed
 		// external load externalSeconds is 0).
 		wasQuiet := p.ss.quiet[w]&b != 0 && in.observed <= 0
-		if wasQuiet && (p.ss.idle[w]&b != 0 || p.sameKind(in)) {
+		if wasQuiet && (p.ss.idle[w]&b != 0 || sq.findsNothing(p, in)) {
 			if p.checkMemo {
 				p.checkIdle(in)
 			}
@@ -188,23 +179,10 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 			// Others read its new state.
 			p.changed()
 		case wasQuiet && p.ss.quiet[w]&b != 0 && p.ss.ver == ver:
-			// It found nothing to pull or split.
+			// It found nothing to pull or split (and its pull recorded its kind).
 			p.ss.idle[w] |= b
-			if len(p.ss.same) < 8 {
-				p.ss.same = append(p.ss.same, quietKind{in.gpu, in.model, slices.Clone(in.warm)})
-			}
 		}
 	}
-}
-
-// sameKind: a quiet instance of in's kind found nothing since the last change.
-func (p *Policy) sameKind(in *instance) bool {
-	for _, k := range p.ss.same {
-		if k.gpu == in.gpu && k.model == in.model && slices.Equal(k.warm, in.warm) {
-			return true
-		}
-	}
-	return false
 }
 
 // checkIdle (checkMemo) panics when an instance the pass skips as idle would pull or split.
