@@ -146,7 +146,9 @@ type device struct {
 	mem         int64
 	plan        []pbatch
 	dirty       bool
-	// order: the queued tasks and the reservations in the plan's order (order.go).
+	// order: the queued tasks and the reservations in the plan's order (order.go), kept when
+	// keep is set: under the modes that plan (round robin and the Ray-like router never do).
+	keep    bool
 	order   []planItem
 	timerAt dataplane.Time
 	// runW: the workers running the parts of the current batch (a failed one never reports).
@@ -234,7 +236,8 @@ func (p *Policy) Attach(v dataplane.View) error {
 	ns := len(m.W.Services)
 	p.devs = make([]device, m.GPUs)
 	for g := range p.devs {
-		p.devs[g] = device{resident: make([]bool, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never}
+		p.devs[g] = device{resident: make([]bool, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
+			keep: p.opt.Mode != ModeRoundRobin && p.opt.Mode != ModeRay}
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}
 	p.down = make([]int, m.GPUs)
@@ -933,9 +936,9 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	if dv.running {
 		t = max(t, dv.runEnd)
 	}
-	if p.ref || p.check {
+	if p.ref || p.check || !dv.keep {
 		p.planSorted(now, d, t)
-		if !p.check {
+		if !p.check || !dv.keep {
 			return dv.plan
 		}
 		p.refPlan = append(p.refPlan[:0], dv.plan...)

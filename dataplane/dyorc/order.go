@@ -40,6 +40,9 @@ func (dv *device) orderAt(ready dataplane.Time, seq int64) int {
 // enqueue queues task t on the GPU.
 func (dv *device) enqueue(t *task) {
 	dv.queue = append(dv.queue, t)
+	if !dv.keep {
+		return
+	}
 	i := dv.orderAt(t.ready, t.seq)
 	dv.order = slices.Insert(dv.order, i, planItem{ready: t.ready, seq: t.seq, svc: t.svc, items: t.items})
 }
@@ -47,11 +50,17 @@ func (dv *device) enqueue(t *task) {
 // reserve adds reservation x to the GPU.
 func (dv *device) reserve(x *resv) {
 	dv.resv = append(dv.resv, x)
+	if !dv.keep {
+		return
+	}
 	i := dv.orderAt(x.ready, x.seq)
 	dv.order = slices.Insert(dv.order, i, planItem{ready: x.ready, seq: x.seq, svc: x.svc, items: x.items, resv: true, follows: x.follows})
 }
 
 func (dv *device) orderDel(ready dataplane.Time, seq int64) {
+	if !dv.keep {
+		return
+	}
 	i := dv.orderAt(ready, seq)
 	if i < len(dv.order) && dv.order[i].seq == seq {
 		dv.order = slices.Delete(dv.order, i, i+1)
@@ -60,6 +69,9 @@ func (dv *device) orderDel(ready dataplane.Time, seq int64) {
 
 // orderDelTasks removes the tasks ts (a batch that started) in one pass.
 func (dv *device) orderDelTasks(ts []*task, scratch []planItem) []planItem {
+	if !dv.keep {
+		return scratch
+	}
 	keys := scratch[:0]
 	for _, t := range ts {
 		keys = append(keys, planItem{ready: t.ready, seq: t.seq})
