@@ -39,10 +39,15 @@ NATIVE_OBJS  := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(NATIVE_PARTS) main) $(NAT
 # TestEnginesAgree). -O3 -march=native against -O2: LP relaxation 34.0 → 29.7 ms, facility
 # location MIP 1.43 → 1.29 s (medians of 3 interleaved runs); the archive is built where it runs.
 NATIVE_CFLAGS ?= -O3 -march=native -fno-strict-aliasing -ffp-contract=off -w
-# bounds: every wasm memory access is bounds-checked and a bad one is an ErrAborted, as in wazero.
-# guard: 8 GiB guard reservations per instance, no checks; ~25% faster, but a bad access (a
-# HiGHS bug) kills the process, and a ulimit -v below ~8 GiB per instance makes it abort.
-NATIVE_MEMCHECK ?= bounds
+# guard: 8 GiB of address space reserved per instance and no checks: a bad access (a HiGHS bug)
+# faults on a page without access, and the glue's SIGSEGV handler, chained in front of the Go
+# runtime's, turns it into that call's trap, an ErrAborted as in wazero (TestOutOfBoundsAccessTraps).
+# Where 8 GiB cannot be reserved (ulimit -v) the default engine falls back to wazero.
+# bounds: every wasm memory access is compared with the memory size. On the LP relaxations of
+# the hc2-g1 and P3-4types-1model MILPs (same simplex iterations, BenchmarkLPFile against
+# scripts/highs-reference.sh's native HiGHS) guard runs at 1.18-1.20x native HiGHS per
+# iteration, bounds at 1.50-1.54x.
+NATIVE_MEMCHECK ?= guard
 NATIVE_JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 ifeq ($(NATIVE),1)
 TAGS       := highs_native

@@ -158,7 +158,9 @@ func Default() (*Engine, error) {
 func DefaultKind() (string, error) {
 	switch v := os.Getenv(EnvEngine); v {
 	case "", "auto":
-		if NativeBuilt {
+		// A guard-page native build needs 8 GiB of address space per
+		// instance; under a smaller ulimit -v, auto picks wazero instead.
+		if NativeBuilt && nativeUsable() {
 			return KindNative, nil
 		}
 		return KindWazero, nil

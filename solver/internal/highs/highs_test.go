@@ -142,6 +142,65 @@ func TestAbortDiscardsInstance(t *testing.T) {
 	})
 }
 
+// nilSink keeps TestOutOfBoundsAccessTraps's nil dereference from being optimised away.
+var nilSink int
+
+// TestOutOfBoundsAccessTraps has HiGHS write past the end of its linear memory
+// (Highs_getIntInfo after a run, with a result pointer 16 bytes below 4 GiB). Every engine
+// must report the trap as ErrAborted, retire the instance and keep serving: on
+// a guard-page native build the access is a hardware fault that the glue's
+// SIGSEGV handler turns into the trap. After it, the Go runtime must still
+// own every other fault: a nil dereference in Go is a recoverable panic.
+func TestOutOfBoundsAccessTraps(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		t.Log(e.Source())
+		ctx := context.Background()
+		for round := 0; round < 2; round++ { // the second fault: the mask was restored
+			in, err := e.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := in.Create(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Info is written only once valid, after a run.
+			if err := in.ReadModel(ctx, "one.lp", []byte("Minimize\n obj: x\nSubject To\n c: x >= 1\nEnd\n")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := in.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p, err := in.putName("simplex_iteration_count")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = in.call(ctx, expGetIntInfo, in.h, uint64(p), 0xFFFFFFF0)
+			msg := strings.ToLower(err.Error())
+			if !errors.Is(err, ErrAborted) || !strings.Contains(msg, "out of bounds") && !strings.Contains(msg, "out-of-bounds") {
+				t.Fatalf("round %d: write past the memory = %v, want ErrAborted naming an out-of-bounds access", round, err)
+			}
+			e.Release(ctx, in)
+		}
+		in, err := e.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Release(ctx, in)
+		if v, err := in.Version(ctx); err != nil || v == "" {
+			t.Fatalf("fresh instance after the traps: %q, %v", v, err)
+		}
+		panicked := func() (p bool) {
+			defer func() { p = recover() != nil }()
+			var ptr *int
+			nilSink = *ptr
+			return false
+		}()
+		if !panicked {
+			t.Fatal("a nil dereference did not panic")
+		}
+	})
+}
+
 func TestInstanceReuse(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *Engine) {
 		ctx := context.Background()

@@ -52,8 +52,26 @@ func newNativeEngine() (*Engine, error) {
 			return nil, fmt.Errorf("%w: native engine lacks export %q", ErrUnavailable, name)
 		}
 	}
-	return newEngine(KindNative, nativeBackend{}, "native (wasm2c of "+Package+" sha256 "+WasmSHA256[:12]+")"), nil
+	if C.highs_w2c_usable() == 0 {
+		return nil, fmt.Errorf("%w: %s: set %s=%s, or build the native engine with bounds checks (make native NATIVE_MEMCHECK=bounds)",
+			ErrUnavailable, C.GoString(C.highs_w2c_strerror(C.HW_TRAP_RESERVE)), EnvEngine, KindWazero)
+	}
+	check := "bounds checks"
+	if NativeGuardPages() {
+		check = "guard pages"
+	}
+	return newEngine(KindNative, nativeBackend{}, "native (wasm2c of "+Package+" sha256 "+WasmSHA256[:12]+", "+check+")"), nil
 }
+
+// NativeGuardPages reports whether the native engine checks memory accesses
+// with guard pages (make native NATIVE_MEMCHECK=guard) rather than bounds
+// checks.
+func NativeGuardPages() bool { return C.highs_w2c_guarded() != 0 }
+
+// nativeUsable reports whether native instances can be made here: always
+// with bounds checks; with guard pages where 8 GiB of address space can be
+// reserved per instance.
+func nativeUsable() bool { return C.highs_w2c_usable() != 0 }
 
 // NewNativeEngine returns a new native engine with its own instance pool
 // (benchmarks use it to measure a cold start); see ForKind.

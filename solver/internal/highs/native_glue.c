@@ -11,6 +11,7 @@
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ __thread uintptr_t highs_w2c_stack_floor;
 #define STACK_MARGIN (256 * 1024)
 
 static __thread sigjmp_buf* cur_jmp;
+static __thread highs_w2c_inst* cur_inst;
 static __thread uintptr_t stack_lo;
 
 /* Called by wasm-rt (WASM_RT_TRAP_HANDLER, see w2cgen) and by the imports. */
@@ -321,11 +323,22 @@ u32 Z_aZ_t(highs_w2c_inst* in, u32 fd, u64 off, u32 whence, u32 pnew) {
 
 /* ---- the Go side's entry points ---- */
 
+static int install_guard_fault(void);
+static int reservation_ok(void);
+
 const char* highs_w2c_init(void) {
   wasm_rt_init();
   Z_highs_init_module();
+  if (highs_w2c_guard_pages && install_guard_fault() != 0) {
+    /* sigaction fails only on an invalid signal or action. */
+    abort();
+  }
   return highs_w2c_wasm_sha256;
 }
+
+int highs_w2c_usable(void) { return !highs_w2c_guard_pages || reservation_ok(); }
+
+int highs_w2c_guarded(void) { return highs_w2c_guard_pages; }
 
 wasm_rt_memory_t* highs_w2c_memory(highs_w2c_inst* in) { return mem(in); }
 
@@ -389,18 +402,76 @@ static void dispatch(highs_w2c_inst* in, int fn, const uint64_t* a, uint64_t* re
 int highs_w2c_call(highs_w2c_inst* in, int fn, const uint64_t* args, uint64_t* res) {
   sigjmp_buf jb;
   sigjmp_buf* saved = cur_jmp;
+  highs_w2c_inst* saved_inst = cur_inst;
   uint32_t depth = highs_w2c_depth;
   set_stack_floor();
-  int code = sigsetjmp(jb, 0);
+  /* With guard pages a trap can leave guard_fault, which runs with SIGSEGV
+   * blocked: the jump must restore the signal mask. */
+  int code = sigsetjmp(jb, highs_w2c_guard_pages);
   if (code != 0) {
     cur_jmp = saved;
+    cur_inst = saved_inst;
     highs_w2c_depth = depth;
     return code;
   }
   cur_jmp = &jb;
+  cur_inst = in;
   dispatch(in, fn, args, res);
   cur_jmp = saved;
+  cur_inst = saved_inst;
   return 0;
+}
+
+/* ---- guard pages (w2cgen -guard-pages) ----
+ *
+ * In guard-page mode the generated code checks no access: an out-of-bounds
+ * one lands in the instance's 8 GiB reservation, on a page without access,
+ * and faults. guard_fault turns such a fault into a WASM_RT_TRAP_OOB trap of
+ * the call running on this thread, which the caller reports as an error like
+ * any trap. Every other SIGSEGV (a nil dereference in Go code, which the Go
+ * runtime turns into a panic, or a crash in C) goes to the handler installed
+ * before, the Go runtime's, as if this one were not there: it runs on the
+ * same signal stack (SA_ONSTACK), with the same arguments. */
+static struct sigaction prev_segv;
+
+static void guard_fault(int sig, siginfo_t* si, void* uc) {
+  highs_w2c_inst* in = cur_inst;
+  if (cur_jmp != NULL && in != NULL) {
+    uint8_t* base = mem(in)->data;
+    uint8_t* addr = (uint8_t*)si->si_addr;
+    if (base != NULL && addr >= base && addr < base + GUARD_RESERVE) {
+      siglongjmp(*cur_jmp, WASM_RT_TRAP_OOB);
+    }
+  }
+  if (prev_segv.sa_flags & SA_SIGINFO) {
+    prev_segv.sa_sigaction(sig, si, uc);
+  } else if (prev_segv.sa_handler == SIG_DFL) {
+    /* Restore the default and return: the access faults again and the
+     * default action ends the process, as without this handler. */
+    signal(sig, SIG_DFL);
+  } else if (prev_segv.sa_handler != SIG_IGN) {
+    prev_segv.sa_handler(sig);
+  }
+}
+
+/* install_guard_fault puts guard_fault in front of the current SIGSEGV
+ * handler; it returns 0 or an errno-style failure. */
+static int install_guard_fault(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = guard_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigfillset(&sa.sa_mask);
+  return sigaction(SIGSEGV, &sa, &prev_segv);
+}
+
+/* reservation_ok checks that an 8 GiB reservation can be made (a ulimit -v
+ * below it makes wasm-rt's own attempt abort the process). */
+static int reservation_ok(void) {
+  void* p = mmap(NULL, GUARD_RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return 0;
+  munmap(p, GUARD_RESERVE);
+  return 1;
 }
 
 highs_w2c_inst* highs_w2c_new(uintptr_t handle, int* trap) {
@@ -410,6 +481,11 @@ highs_w2c_inst* highs_w2c_new(uintptr_t handle, int* trap) {
     return NULL;
   }
   in->handle = handle;
+  if (highs_w2c_guard_pages && !reservation_ok()) {
+    *trap = HW_TRAP_RESERVE;
+    free(in);
+    return NULL;
+  }
   *trap = highs_w2c_call(in, -1, NULL, NULL);
   if (*trap != 0 || mem(in)->data == NULL) {
     if (*trap == 0) *trap = WASM_RT_TRAP_EXHAUSTION;
@@ -437,6 +513,8 @@ const char* highs_w2c_strerror(int trap) {
     case HW_TRAP_ABORT: return "aborted";
     case HW_TRAP_CANCELED: return "canceled";
     case HW_TRAP_CALLBACK: return "log writer panicked";
+    case HW_TRAP_RESERVE:
+      return "cannot reserve the 8 GiB of address space a guard-page instance needs (ulimit -v?)";
     default: return wasm_rt_strerror((wasm_rt_trap_t)trap);
   }
 }

@@ -25,7 +25,8 @@ enum {
 enum {
   HW_TRAP_ABORT = 100,   /* abort, exit or uncaught C++ exception; see reason */
   HW_TRAP_CANCELED = 101, /* highs_w2c_cancel was called */
-  HW_TRAP_CALLBACK = 102  /* a Go callback panicked (the log writer) */
+  HW_TRAP_CALLBACK = 102, /* a Go callback panicked (the log writer) */
+  HW_TRAP_RESERVE = 103   /* guard pages: the 8 GiB reservation failed */
 };
 
 /* One instance: wasm2c's module instance plus what the host imports need.
@@ -38,6 +39,8 @@ typedef struct Z_a_instance_t {
 } highs_w2c_inst;
 
 const char* highs_w2c_init(void);
+int highs_w2c_usable(void);  /* 0: no instance can be made (guard pages, ulimit -v) */
+int highs_w2c_guarded(void); /* 1: guard pages, 0: bounds checks */
 highs_w2c_inst* highs_w2c_new(uintptr_t handle, int* trap);
 void highs_w2c_delete(highs_w2c_inst* in);
 int highs_w2c_call(highs_w2c_inst* in, int fn, const uint64_t* args, uint64_t* res);

@@ -15,3 +15,9 @@ func newNativeEngine() (*Engine, error) {
 // NewNativeEngine returns a new native engine with its own instance pool
 // (benchmarks use it to measure a cold start); see ForKind.
 func NewNativeEngine() (*Engine, error) { return newNativeEngine() }
+
+// NativeGuardPages reports whether the native engine checks memory accesses
+// with guard pages; there is no native engine in this binary.
+func NativeGuardPages() bool { return false }
+
+func nativeUsable() bool { return false }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds a native HiGHS from Debian's source package and solves model files with it, for the
+# native side of issue 15's "native engine ≤ 1.3× native HiGHS per unit of work" ratio.
+#
+#   scripts/highs-reference.sh FILE.lp [FILE.lp ...]
+#
+# Each file's LP relaxation is solved with one thread, presolve off (PRESOLVE=on to change) and
+# the simplex solver (highs-reference.cpp): the options of `go test -bench BenchmarkLPFile
+# ./solver/` with PLAN_BENCH_LP=FILE.lp,... for the embedded engines, so both sides report the
+# simplex iterations and the time per iteration of the same model. REPS runs (default 3).
+# CXXFLAGS adds to HiGHS's Release flags (-O3), e.g. CXXFLAGS=-march=native as the native
+# engine is built.
+#
+# Debian's archive is where a HiGHS source tarball can be fetched from here (the Go module
+# proxy refuses github.com/ERGO-Code/HiGHS; npm has only builds). The newest source in its pool
+# is trixie's 1.10.0 (sid lists 1.14.0, whose files the pool does not serve): the embedded
+# engines run 1.15.1, so compare per iteration, and check the iteration counts agree. Needs
+# cmake and g++ (apt-get install cmake g++). Nothing here is committed: the source and build
+# live under third_party/highs/reference/ (git-ignored).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 1 ] || { echo "usage: $0 FILE.lp [FILE.lp ...]" >&2; exit 2; }
+
+ver=1.10.0
+tarball=highs_${ver}+ds.orig.tar.xz
+sum=5964fc1ca4f0b23dd45987bbed1838f2e570e96aa624635ac63d277152b6c94a
+dir=third_party/highs/reference
+src=$dir/HiGHS-$ver
+flags=${CXXFLAGS:-}
+build=$src/build${flags:+-$(echo "$flags" | tr -c 'A-Za-z0-9=\n' '_')}
+bin=$build/lpbench
+
+if [ ! -x "$bin" ]; then
+  command -v cmake >/dev/null || { echo "$0: cmake not found: apt-get install cmake" >&2; exit 1; }
+  mkdir -p "$dir"
+  if ! echo "$sum  $dir/$tarball" | sha256sum -c --status 2>/dev/null; then
+    curl -fsSL -o "$dir/$tarball.tmp" "http://deb.debian.org/debian/pool/main/h/highs/${tarball/+/%2B}"
+    echo "$sum  $dir/$tarball.tmp" | sha256sum -c --status || { echo "$0: checksum mismatch for $tarball" >&2; exit 1; }
+    mv "$dir/$tarball.tmp" "$dir/$tarball"
+  fi
+  [ -d "$src" ] || tar -xJf "$dir/$tarball" -C "$dir"
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTING=OFF \
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" >/dev/null
+  cmake --build "$build" --target highs -j"$(nproc)" >/dev/null
+  # shellcheck disable=SC2086 # flags are words
+  ${CXX:-g++} -O2 $flags -std=c++17 -I"$src/src" -I"$build" scripts/highs-reference.cpp \
+    "$build/lib/libhighs.a" -lpthread -lz -o "$bin.tmp"
+  mv "$bin.tmp" "$bin"
+fi
+
+for _ in $(seq "${REPS:-3}"); do
+  PRESOLVE=${PRESOLVE:-off} "$bin" "$@"
+done
