@@ -211,9 +211,11 @@ func (p *Policy) swapSeconds(in *instance, model string) float64 {
 }
 
 // violation is the cheap RCT check (QLM §4, §6): does any group of any virtual queue miss its
-// deadline at the Δ-quantile of its completion time?
+// deadline at the Δ-quantile of its completion time? Only instances whose queue may hold a
+// group are visited (nextQueued; the others have no group to be late; issue 15 item 4).
 func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
-	for _, in := range p.inst {
+	for oi := q.nextQueued(p, 0); oi >= 0; oi = q.nextQueued(p, oi+1) {
+		in := p.inst[oi]
 		t := q.residual(p, in)
 		prev := in.upcoming()
 		for _, g := range q.vq[in.idx] {
