@@ -174,12 +174,12 @@ func BenchmarkRace(b *testing.B) {
 }
 
 // BenchmarkLPFile solves the LP relaxation of each model file named in $PLAN_BENCH_LP
-// (comma-separated .lp/.mps paths, e.g. written by PLAN_WRITE_LP) on each engine with one
-// thread, presolve as $PLAN_BENCH_LP_PRESOLVE says (default off, so that the simplex does the
-// same work on every engine and version) and reports the simplex iterations and the time per
-// iteration: the "per unit of work" of issue 15's native-engine target. scripts/highs-reference.sh
-// runs the same files with the same options on a native build of HiGHS for the other side of
-// the ratio.
+// (comma-separated .lp/.mps paths, e.g. written by PLAN_WRITE_LP) on each engine with
+// SolveFile (one thread), presolve as $PLAN_BENCH_LP_PRESOLVE says (default off, so that the
+// simplex does the same work on every engine and version), and reports the simplex
+// iterations and the time per iteration: the "per unit of work" of issue 15's native-engine
+// target. scripts/highs-reference.sh runs the same files with the same options on a native
+// build of HiGHS for the other side of the ratio; `plan bench solver` is the same for users.
 func BenchmarkLPFile(b *testing.B) {
 	files := os.Getenv("PLAN_BENCH_LP")
 	if files == "" {
@@ -193,48 +193,24 @@ func BenchmarkLPFile(b *testing.B) {
 		}
 		for _, kind := range engineKinds {
 			b.Run(filepath.Base(path)+"/"+kind, func(b *testing.B) {
-				eng := needEngine(b, kind)
-				ctx := context.Background()
-				var iters int
-				var obj float64
-				var wall time.Duration
+				needEngine(b, kind)
+				var iters int64
+				var run time.Duration
+				var res *FileResult
 				cpu0 := processCPU()
 				for range b.N {
-					in, err := eng.Acquire(ctx)
+					res, err = SolveFile(context.Background(), path, data, FileOptions{Engine: kind, Relax: true, Presolve: presolve})
 					if err != nil {
 						b.Fatal(err)
 					}
-					var log strings.Builder
-					in.SetLog(&log)
-					must := func(err error) {
-						if err != nil {
-							b.Fatalf("%s: %v\n%s", path, err, log.String())
-						}
-					}
-					must(in.Create(ctx))
-					must(in.SetBoolOption(ctx, "output_flag", false))
-					must(in.SetIntOption(ctx, "threads", 1))
-					must(in.SetStringOption(ctx, "parallel", "off"))
-					must(in.SetStringOption(ctx, "presolve", presolve))
-					must(in.SetStringOption(ctx, "solver", "simplex"))
-					must(in.SetBoolOption(ctx, "solve_relaxation", true))
-					must(in.ReadModel(ctx, filepath.Base(path), data))
-					t0 := time.Now()
-					_, err = in.Run(ctx)
-					wall += time.Since(t0)
-					must(err)
-					n, err := in.IntInfo(ctx, "simplex_iteration_count")
-					must(err)
-					iters += n
-					obj, err = in.DoubleInfo(ctx, "objective_function_value")
-					must(err)
-					eng.Release(ctx, in)
+					iters += res.Iterations
+					run += res.Run
 				}
 				b.ReportMetric(float64(processCPU()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
-				b.ReportMetric(float64(wall.Microseconds())/1e3/float64(b.N), "run-ms/op")
+				b.ReportMetric(float64(run.Microseconds())/1e3/float64(b.N), "run-ms/op")
 				b.ReportMetric(float64(iters)/float64(b.N), "iters/op")
-				b.ReportMetric(float64(wall.Nanoseconds())/1e3/float64(max(iters, 1)), "run-µs/iter")
-				b.Logf("%s on %s: objective %.10g, %d iterations", path, eng.Source(), obj, iters/b.N)
+				b.ReportMetric(float64(run.Nanoseconds())/1e3/float64(max(iters, 1)), "run-µs/iter")
+				b.Logf("%s on %s: %s, objective %.10g, %d iterations", path, res.Source, res.Status, res.Objective, res.Iterations)
 			})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/bench/solverbench"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
@@ -18,10 +19,11 @@ func newBenchCmd(app *App) *cobra.Command {
 		Use:   "bench",
 		Short: "Reproduce a paper's evaluation side by side in the simulator",
 		Long: `bench runs one system's paper evaluation on stand-in inputs in the simulator and prints
-the paper's table next to ours. Every benchmark has --quick (a reduced run that finishes in
-under two minutes) and --report DIR.`,
+the paper's table next to ours; bench solver times the in-process HiGHS on each solver engine.
+Every benchmark has --quick (a reduced run that finishes in under two minutes) and --report DIR.`,
 		Example: `  plan bench ppipe --quick
   plan bench pard --quick
+  plan bench solver --quick
   plan bench ppipe --report out/ppipe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -33,7 +35,15 @@ under two minutes) and --report DIR.`,
 			cmd.AddCommand(newBenchSubcommand(app, nb))
 		}
 	}
+	for _, nb := range toolBenches {
+		cmd.AddCommand(newBenchSubcommand(app, nb))
+	}
 	return cmd
+}
+
+// toolBenches are the benches of plan's own machinery rather than of one system.
+var toolBenches = []func() bench.Bench{
+	func() bench.Bench { return &solverbench.Command{} },
 }
 
 func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {

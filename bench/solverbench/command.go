@@ -1,0 +1,316 @@
+// Package solverbench is `plan bench solver`: the in-process HiGHS on model files, on each
+// solver engine, for the speed targets of the solver (time per simplex iteration against
+// native HiGHS, time to a MIP gap). It is not one system's evaluation, so the CLI lists it
+// beside the systems' benches rather than in the system registry.
+package solverbench
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/solver"
+)
+
+// models are the MILPs the PPipe planner solves last (its full MILP), as PLAN_WRITE_LP wrote
+// them: demo is `plan solve` on the embedded demo; hc2-g1 is the issue-15 instance "3 models,
+// L4+T4, P≤3" (planner/ppipe/testdata/hc2-g1, --max-partitions 3).
+//
+//go:embed models/*.lp.gz
+var models embed.FS
+
+// engines are the solver engines in the order the table lists them.
+var engines = []string{"native", "wazero"}
+
+// Command is `plan bench solver`.
+type Command struct {
+	quick     bool
+	report    string
+	files     []string
+	engines   []string
+	milp      bool
+	presolve  string
+	reps      int
+	timeLimit time.Duration
+	gap       float64
+}
+
+// Name implements bench.Bench.
+func (o *Command) Name() string { return "solver" }
+
+// Short implements bench.Bench.
+func (o *Command) Short() string {
+	return "HiGHS on model files per solver engine: time per simplex iteration, time to a MIP gap"
+}
+
+// Long implements bench.Bench.
+func (o *Command) Long() string {
+	return `Solves model files (LP or MPS) with the in-process HiGHS on each solver engine (native:
+the wasm translated to C; wazero: the wasm in Go), one thread, and prints the status,
+objective, simplex iterations, nodes, gap, run time (median of --reps runs) and time per
+simplex iteration, with each engine's time as a multiple of the native engine's.
+
+By default it solves the LP relaxation with presolve off: the simplex then does the same
+iterations on every engine, and on native HiGHS given the same file and options
+(scripts/highs-reference.sh builds one from Debian's source), so time per iteration compares
+engines per unit of work. --milp solves the MILP to --gap within --time-limit instead.
+
+Without --lp it runs two embedded models, the PPipe planner's full MILP for the embedded demo
+and for the 3-model L4+T4 instance hc2-g1. Write your own with PLAN_WRITE_LP=DIR plan solve ...
+
+--quick: one run per engine.`
+}
+
+// Example implements bench.Bench.
+func (o *Command) Example() string {
+	return `  plan bench solver --quick
+  PLAN_WRITE_LP=lps plan solve --slo 200ms && plan bench solver --lp lps/ppipe-*.lp
+  plan bench solver --milp --gap 0.001 --time-limit 60s --engine native`
+}
+
+// Flags implements bench.Bench.
+func (o *Command) Flags(f *pflag.FlagSet) {
+	f.BoolVar(&o.quick, "quick", false, "one run per engine and model")
+	f.StringVar(&o.report, "report", "", "directory for bench.json")
+	f.StringSliceVar(&o.files, "lp", nil, "model files, .lp or .mps (default: the embedded demo and hc2-g1 MILPs)")
+	f.StringSliceVar(&o.engines, "engine", nil, "engines: native, wazero (default: every engine this binary has)")
+	f.BoolVar(&o.milp, "milp", false, "solve the MILP to --gap within --time-limit instead of the LP relaxation")
+	f.StringVar(&o.presolve, "presolve", "", "HiGHS presolve: on, off or choose (default off for the relaxation, HiGHS's own for --milp)")
+	f.IntVar(&o.reps, "reps", 0, "runs per engine and model; the table shows the median (default 3, quick 1)")
+	f.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "time limit of a --milp run")
+	f.Float64Var(&o.gap, "gap", 0.001, "relative MIP gap of a --milp run")
+}
+
+// Model is one model file of the bench.
+type Model struct {
+	Name string `json:"name"`
+	data []byte
+}
+
+// Row is one model on one engine.
+type Row struct {
+	Model      string    `json:"model"`
+	Engine     string    `json:"engine"`
+	Source     string    `json:"source"`
+	Status     string    `json:"status"`
+	Objective  float64   `json:"objective"`
+	Gap        float64   `json:"gap"`
+	Iterations int64     `json:"iterations"`
+	Nodes      int64     `json:"nodes"`
+	RunMs      []float64 `json:"run_ms"`
+	// MedianMs is the median of RunMs; PerIterUs is MedianMs per simplex iteration, in µs.
+	MedianMs  float64 `json:"median_ms"`
+	PerIterUs float64 `json:"per_iteration_us"`
+	// VsNative is MedianMs over the native engine's on the same model (0 without one).
+	VsNative float64 `json:"vs_native,omitempty"`
+}
+
+// Result is the bench's output.
+type Result struct {
+	Relaxation bool    `json:"relaxation"`
+	Presolve   string  `json:"presolve"`
+	TimeLimitS float64 `json:"time_limit_s,omitempty"`
+	Gap        float64 `json:"gap,omitempty"`
+	Reps       int     `json:"reps"`
+	Rows       []Row   `json:"rows"`
+}
+
+// Run implements bench.Bench.
+func (o *Command) Run(ctx context.Context, env bench.Env) error {
+	if err := bench.PrepareReport(o.report); err != nil {
+		return err
+	}
+	reps := o.reps
+	switch {
+	case reps < 0:
+		return bench.Usagef("--reps %d: must be >= 0", reps)
+	case reps == 0 && o.quick:
+		reps = 1
+	case reps == 0:
+		reps = 3
+	}
+	if o.milp && (o.timeLimit <= 0 || o.gap < 0) {
+		return bench.Usagef("--time-limit %v and --gap %v: want a positive time limit and a gap >= 0", o.timeLimit, o.gap)
+	}
+	presolve := o.presolve
+	if presolve == "" && !o.milp {
+		presolve = "off"
+	}
+	if !slices.Contains([]string{"", "on", "off", "choose"}, presolve) {
+		return bench.Usagef("--presolve %q: must be on, off or choose", presolve)
+	}
+	kinds, err := pickEngines(o.engines)
+	if err != nil {
+		return err
+	}
+	ms, err := loadModels(o.files)
+	if err != nil {
+		return err
+	}
+	opts := solver.FileOptions{Relax: !o.milp, Presolve: presolve}
+	res := &Result{Relaxation: !o.milp, Presolve: presolve, Reps: reps}
+	if o.milp {
+		opts.TimeLimit, opts.RelGap = o.timeLimit, o.gap
+		res.TimeLimitS, res.Gap = o.timeLimit.Seconds(), o.gap
+	}
+	for _, m := range ms {
+		var native float64
+		for _, kind := range kinds {
+			opts.Engine = kind
+			row, err := runModel(ctx, m, opts, reps)
+			if errors.Is(err, solver.ErrBackendUnavailable) && len(o.engines) == 0 {
+				env.Infof("bench solver: %s engine not in this binary: %v", kind, err)
+				continue
+			}
+			if errors.Is(err, solver.ErrInvalidModel) {
+				return bench.Usage(err)
+			}
+			if err != nil {
+				return fmt.Errorf("%s on the %s engine: %w", m.Name, kind, err)
+			}
+			if kind == "native" {
+				native = row.MedianMs
+			}
+			if native > 0 {
+				row.VsNative = row.MedianMs / native
+			}
+			env.Infof("bench solver: %s on %s: %s, %.1f ms", m.Name, kind, row.Status, row.MedianMs)
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	if len(res.Rows) == 0 {
+		return fmt.Errorf("bench solver: no solver engine in this binary: %w", solver.ErrBackendUnavailable)
+	}
+	if o.report != "" {
+		data, err := json.MarshalIndent(struct {
+			Kind   string  `json:"kind"`
+			Result *Result `json:"result"`
+		}{"SolverBench", res}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := formats.WriteAtomic(filepath.Join(o.report, "bench.json"), append(data, '\n')); err != nil {
+			return err
+		}
+	}
+	if env.JSON {
+		return env.WriteJSON(res)
+	}
+	printResult(env, res)
+	return nil
+}
+
+// pickEngines validates --engine (every engine when empty).
+func pickEngines(want []string) ([]string, error) {
+	if len(want) == 0 {
+		return engines, nil
+	}
+	return bench.PickNamed(engines, func(s string) string { return s }, want, "engine")
+}
+
+// loadModels reads the --lp files, or the embedded models.
+func loadModels(files []string) ([]Model, error) {
+	var ms []Model
+	if len(files) == 0 {
+		names, err := models.ReadDir("models")
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range names {
+			zr, err := models.Open(path.Join("models", e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			data, err := gunzip(zr)
+			if err != nil {
+				return nil, fmt.Errorf("embedded model %s: %w", e.Name(), err)
+			}
+			ms = append(ms, Model{Name: strings.TrimSuffix(e.Name(), ".gz"), data: data})
+		}
+		return ms, nil
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, bench.Usagef("--lp %s: %v", f, err)
+		}
+		if strings.HasSuffix(f, ".gz") {
+			if data, err = gunzip(bytes.NewReader(data)); err != nil {
+				return nil, bench.Usagef("--lp %s: %v", f, err)
+			}
+			f = strings.TrimSuffix(f, ".gz")
+		}
+		ms = append(ms, Model{Name: f, data: data})
+	}
+	return ms, nil
+}
+
+func gunzip(r io.Reader) ([]byte, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	return io.ReadAll(zr)
+}
+
+// runModel solves m reps times on one engine; the runs must agree on what they found.
+func runModel(ctx context.Context, m Model, opts solver.FileOptions, reps int) (Row, error) {
+	var row Row
+	for i := 0; i < reps; i++ {
+		r, err := solver.SolveFile(ctx, m.Name, m.data, opts)
+		if err != nil {
+			return row, err
+		}
+		if i == 0 {
+			row = Row{Model: filepath.Base(m.Name), Engine: r.Engine, Source: r.Source, Status: r.Status,
+				Objective: r.Objective, Gap: r.Gap, Iterations: r.Iterations, Nodes: r.Nodes}
+		}
+		row.RunMs = append(row.RunMs, float64(r.Run.Microseconds())/1e3)
+	}
+	sorted := slices.Clone(row.RunMs)
+	slices.Sort(sorted)
+	row.MedianMs = stat.Quantile(0.5, stat.Empirical, sorted, nil)
+	if row.Iterations > 0 {
+		row.PerIterUs = 1e3 * row.MedianMs / float64(row.Iterations)
+	}
+	return row, nil
+}
+
+func printResult(env bench.Env, res *Result) {
+	what := "LP relaxation, presolve " + res.Presolve
+	if !res.Relaxation {
+		what = fmt.Sprintf("MILP to gap %g within %gs", res.Gap, res.TimeLimitS)
+		if res.Presolve != "" {
+			what += ", presolve " + res.Presolve
+		}
+	}
+	fmt.Fprintf(env.Out, "HiGHS on each engine (%s; one thread; run time: median of %d):\n", what, res.Reps)
+	var rows [][]string
+	for _, r := range res.Rows {
+		vs := "-"
+		if r.VsNative > 0 {
+			vs = fmt.Sprintf("%.2f×", r.VsNative)
+		}
+		rows = append(rows, []string{r.Model, r.Engine, r.Status, fmt.Sprintf("%.10g", r.Objective),
+			fmt.Sprint(r.Iterations), fmt.Sprint(r.Nodes), bench.Pct(r.Gap), fmt.Sprintf("%.1f", r.MedianMs),
+			fmt.Sprintf("%.2f", r.PerIterUs), vs})
+	}
+	env.Table([]string{"model", "engine", "status", "objective", "iterations", "nodes", "gap", "run ms", "µs/iter", "vs native"}, rows)
+}
