@@ -7,11 +7,13 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -97,4 +99,17 @@ func PrepareReport(dir string) error {
 		return Usagef("--report: %q: %v", dir, err)
 	}
 	return nil
+}
+
+// WriteReport writes v, indented JSON, to DIR/bench.json atomically: the one report file of
+// every bench's --report DIR (PrepareReport has checked DIR before the work).
+func WriteReport(dir string, v any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Usagef("--report %s: %v", dir, err)
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return formats.WriteAtomic(filepath.Join(dir, "bench.json"), append(data, '\n'))
 }

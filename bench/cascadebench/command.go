@@ -2,10 +2,8 @@ package cascadebench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -182,11 +180,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		for _, p := range plots {
 			rep.Plots = append(rep.Plots, filepath.Base(p))
 		}
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(o.report, "bench.json"), b, 0o644); err != nil {
+		if err := bench.WriteReport(o.report, rep); err != nil {
 			return err
 		}
 	}

@@ -2,16 +2,12 @@ package dyorcbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/bench"
-	"github.com/plan-dev/plan/formats"
 )
 
 // Command is `plan bench dyorc`.
@@ -133,17 +129,10 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	}
 	res.Options.Progress = nil
 	if o.report != "" {
-		if err := os.MkdirAll(o.report, 0o755); err != nil {
-			return bench.Usagef("--report %s: %v", o.report, err)
-		}
-		data, err := json.MarshalIndent(struct {
+		if err := bench.WriteReport(o.report, struct {
 			Kind   string  `json:"kind"`
 			Result *Result `json:"result"`
-		}{"DyOrcBench", res}, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := formats.WriteAtomic(filepath.Join(o.report, "bench.json"), append(data, '\n')); err != nil {
+		}{"DyOrcBench", res}); err != nil {
 			return err
 		}
 	}

@@ -2,16 +2,12 @@ package pardbench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/bench"
-	"github.com/plan-dev/plan/formats"
 	plpard "github.com/plan-dev/plan/planner/pard"
 	"github.com/plan-dev/plan/sim"
 	"github.com/spf13/pflag"
@@ -121,18 +117,11 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return err
 	}
 	if o.report != "" {
-		if err := os.MkdirAll(o.report, 0o755); err != nil {
-			return bench.Usagef("--report %s: %v", o.report, err)
-		}
 		res.Options.Progress = nil
-		data, err := json.MarshalIndent(struct {
+		if err := bench.WriteReport(o.report, struct {
 			Kind   string       `json:"kind"`
 			Result *BenchResult `json:"result"`
-		}{"PARDBench", res}, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := formats.WriteAtomic(filepath.Join(o.report, "bench.json"), append(data, '\n')); err != nil {
+		}{"PARDBench", res}); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package ppipebench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats"
 	"github.com/spf13/pflag"
 )
 
@@ -140,21 +138,14 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	}
 	sums := Summarize(res, cfg.Traces)
 	if o.report != "" {
-		if err := os.MkdirAll(o.report, 0o755); err != nil {
-			return bench.Usagef("--report %s: %v", o.report, err)
-		}
-		data, err := json.MarshalIndent(struct {
+		if err := bench.WriteReport(o.report, struct {
 			Kind    string                 `json:"kind"`
 			Result  *Result                `json:"result"`
 			Summary []Summary              `json:"summary"`
 			Config  map[string]interface{} `json:"config"`
 		}{"PPipeBench", res, sums, map[string]interface{}{
 			"large": cfg.Large, "duration_us": cfg.Duration, "seed": cfg.Seed, "loads": cfg.Loads, "max_partitions": cfg.MaxPartitions,
-		}}, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := formats.WriteAtomic(filepath.Join(o.report, "bench.json"), append(data, '\n')); err != nil {
+		}}); err != nil {
 			return err
 		}
 	}

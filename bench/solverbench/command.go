@@ -9,7 +9,6 @@ import (
 	"compress/gzip"
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/plan-dev/plan/bench"
-	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -198,14 +196,10 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return fmt.Errorf("bench solver: no solver engine in this binary: %w", solver.ErrBackendUnavailable)
 	}
 	if o.report != "" {
-		data, err := json.MarshalIndent(struct {
+		if err := bench.WriteReport(o.report, struct {
 			Kind   string  `json:"kind"`
 			Result *Result `json:"result"`
-		}{"SolverBench", res}, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := formats.WriteAtomic(filepath.Join(o.report, "bench.json"), append(data, '\n')); err != nil {
+		}{"SolverBench", res}); err != nil {
 			return err
 		}
 	}
