@@ -415,6 +415,40 @@ func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
 	return id, e.Handle(now, Event{Kind: EvArrival, Req: id})
 }
 
+// Cancel withdraws request id at now (its client disconnected or gave up, or its deadline
+// passed at the client). A request that is not pending (or already forgotten) is left as it
+// is and Cancel reports false. A request no batch holds is finished at once as Dropped with
+// DropCancelled, and the policy gets EvCancel to forget it. A request a batch holds is marked
+// (Request.CancelRequested): the engine finishes it as cancelled when that batch ends, its
+// result discarded, and delivers EvCancel then. Cancel reports whether the request was
+// pending.
+func (e *Engine) Cancel(now Time, id ReqID) (bool, error) {
+	if !e.hasReq(id) {
+		return false, nil
+	}
+	r := e.rq(id)
+	if r.Outcome != Pending {
+		return false, nil
+	}
+	e.events++
+	if r.held > 0 {
+		r.CancelRequested = true
+		return true, nil
+	}
+	return true, e.cancelNow(now, r)
+}
+
+// cancelNow finishes r (pending, held by no batch) as cancelled and tells the policy.
+func (e *Engine) cancelNow(now Time, r *Request) error {
+	r.CancelRequested = true
+	r.Outcome = Dropped
+	r.Reason = DropCancelled
+	r.Done = now
+	e.finished++
+	e.fx.Finish(now, r)
+	return e.callPolicy(now, Event{Kind: EvCancel, Req: r.ID})
+}
+
 // Handle processes one driver event at time now. An error means a policy made an invalid
 // decision or the driver reported something impossible; the engine's state is then
 // unspecified (tests fail, serve logs and stops).

@@ -35,6 +35,13 @@ const (
 	EvWorkerDown
 	// EvWorkerUp (driver → engine → policy): Worker is back, empty (no model resident).
 	EvWorkerUp
+	// EvCancel (engine → policy): request Req was withdrawn (Engine.Cancel: its client left
+	// or its deadline passed) and is already finished: Outcome Dropped, Reason DropCancelled.
+	// The policy removes it from its queues and frees what it held for it (an LLM sequence's
+	// KV cache). Delivered exactly once per cancelled request: at once for a request that is
+	// not in flight, and for one in flight when the batch holding it ends (its result is
+	// discarded: it never travels on, completes or reaches EvStageArrival).
+	EvCancel
 )
 
 func (k EventKind) String() string {
@@ -57,6 +64,8 @@ func (k EventKind) String() string {
 		return "worker-down"
 	case EvWorkerUp:
 		return "worker-up"
+	case EvCancel:
+		return "cancel"
 	}
 	return "unknown"
 }

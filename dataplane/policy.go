@@ -26,6 +26,16 @@ type Policy interface {
 	Handle(now Time, ev *Event, out *Decisions)
 }
 
+// Forgetter is implemented by policies that keep per-request state (tables indexed or keyed
+// by ReqID). Engine.Compact calls Forget for every request it retires from its table (finished
+// and held by no open batch), in increasing ID order; the policy drops everything it keeps for
+// id, so its memory depends on what is in flight, never on how many requests have passed.
+// A policy whose state needs no forgetting need not implement it. The conformance harness
+// checks that a policy's state stays bounded when the engine compacts.
+type Forgetter interface {
+	Forget(id ReqID)
+}
+
 // Ticker is implemented by policies with a periodic control loop (PARD's state planner,
 // CascadeServe's QPS poll, QLM's re-plan). The engine arms the first tick at time 0 and
 // re-arms it every TickEvery after delivering EvTick.

@@ -86,6 +86,10 @@ const (
 	// DropWorkerFailed: the worker running or holding the request's batch failed (EvWorkerDown)
 	// and the policy does not re-route such requests (FailDrop), or no live worker can serve it.
 	DropWorkerFailed DropReason = "worker-failed"
+	// DropCancelled: the driver withdrew the request (Engine.Cancel): its client disconnected
+	// or gave up, or its deadline passed at the client. Reports count it as cancelled, never
+	// as completed.
+	DropCancelled DropReason = "cancelled"
 )
 
 // Request is one inference request and its life-cycle record. The engine owns requests;
@@ -118,6 +122,10 @@ type Request struct {
 	WorkGPU float64
 	// Result is what the last stage that ran the request said about it (Engine.SetResult).
 	Result Result
+	// CancelRequested: the driver withdrew the request while a batch held it; the engine
+	// finishes it as cancelled when that batch ends. Policies may read it to stop extending
+	// its work (an LLM sequence is not scheduled for another iteration).
+	CancelRequested bool
 	// held counts the dispatched batches the request is in (engine-owned; policies cannot
 	// drop it while > 0). Only the branches of a DAG fan-out hold a request twice.
 	held int32
