@@ -40,6 +40,9 @@ type call struct {
 	res      result
 	done     chan struct{}
 	answered bool
+	// cancelled is set by the driver when the call's client left before its answer: the
+	// answer is then counted as cancelled, whatever the engine made of the request.
+	cancelled bool
 	// own is the request's payload as it arrived (payload points to it until a worker
 	// replaces it) and stages the backing of its timing's first stage: both are allocated
 	// with the call.
@@ -229,6 +232,11 @@ type driver struct {
 	inMu     sync.Mutex
 	inQ      []*call
 	inClosed bool
+	// cancelQ holds the calls whose client left before the answer (Server.Submit's ctx
+	// ended, the HTTP connection closed): the driver withdraws them from the engine
+	// (Engine.Cancel) on its own goroutine, after the calls queued with them.
+	cancelQ  []*call
+	cancelSp []*call
 	wake     chan struct{}
 	inSpare  []*call
 
@@ -460,7 +468,7 @@ func (d *driver) submit(c *call) bool {
 		return false
 	}
 	d.inQ = append(d.inQ, c)
-	first := len(d.inQ) == 1
+	first := len(d.inQ) == 1 && len(d.cancelQ) == 0
 	d.inMu.Unlock()
 	if first {
 		// The driver takes the whole queue after each signal, so a queue that was not
@@ -473,12 +481,35 @@ func (d *driver) submit(c *call) bool {
 	return true
 }
 
+// cancel asks the driver to withdraw c, whose client left before its answer (issue 29 item
+// 2): a request nobody waits for must not keep costing GPU time. The engine is only ever
+// called on the driver's goroutine, so the handler queues the call like an arrival.
+func (d *driver) cancel(c *call) {
+	d.inMu.Lock()
+	if d.inClosed {
+		d.inMu.Unlock()
+		return // the driver answered everything on its way out
+	}
+	d.cancelQ = append(d.cancelQ, c)
+	first := len(d.cancelQ) == 1 && len(d.inQ) == 0
+	d.inMu.Unlock()
+	if first {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // onIntake takes the queued calls; each is one event (due timers before it, the bookkeeping
-// after it), as if it had come alone.
+// after it), as if it had come alone. Cancellations are taken after the calls: a call is
+// always queued before its cancellation.
 func (d *driver) onIntake() {
 	d.inMu.Lock()
 	batch := d.inQ
 	d.inQ = d.inSpare[:0]
+	cancels := d.cancelQ
+	d.cancelQ = d.cancelSp[:0]
 	d.inMu.Unlock()
 	for i, c := range batch {
 		if i > 0 {
@@ -494,6 +525,62 @@ func (d *driver) onIntake() {
 		d.intakeGap += (min((d.now-d.intakeAt)/n, busyQuiet) - d.intakeGap) / 8
 		d.intakeAt = d.now
 	}
+	for i, c := range cancels {
+		if i > 0 || len(batch) > 0 {
+			d.onTimers()
+			d.afterEvent()
+		}
+		d.onCancel(c)
+		cancels[i] = nil
+	}
+	d.cancelSp = cancels[:0]
+}
+
+// onCancel withdraws c (its client left). A call held by a migration's pause was never fed:
+// it is answered here. A fed call is cancelled in the engine: a request no batch holds
+// finishes at once (Effects.Finish answers it as cancelled); one a batch holds finishes when
+// that batch ends, its result discarded (dataplane.Engine.Cancel).
+func (d *driver) onCancel(c *call) {
+	if c.answered || c.cancelled {
+		return
+	}
+	c.cancelled = true
+	for i, p := range d.paused {
+		if p == c {
+			d.paused = append(d.paused[:i], d.paused[i+1:]...)
+			d.answerCancelled(c, "migration")
+			return
+		}
+	}
+	g := d.gen
+	if g.call(c.req) != c {
+		return // answered by an abandoned generation already, or never fed
+	}
+	q := g.eng.Req(c.req)
+	queued, app := q.Dispatch == dataplane.Never && len(q.Batches) == 0, q.App
+	if _, err := g.eng.Cancel(d.now, c.req); err != nil {
+		d.fail(err)
+		return
+	}
+	if queued && q.Outcome != dataplane.Pending {
+		g.queued[app]--
+	}
+}
+
+// answerCancelled answers a call the engine never saw whose client left.
+func (d *driver) answerCancelled(c *call, stage string) {
+	if c.answered {
+		return
+	}
+	c.answered = true
+	reason := string(dataplane.DropCancelled)
+	d.m.drop(c.model, stage, reason)
+	lat := int64(d.now - c.at)
+	d.m.finished(c.ms, outcomeCancelled, lat)
+	d.log.Info("request cancelled: its client left", "model", c.model, "id", c.id, "stage", stage)
+	c.payload = nil
+	c.reply(result{status: statusCancelled, outcome: outcomeCancelled, reason: reason, stage: stage,
+		timing: Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}})
 }
 
 func (d *driver) onDone(j *Job) {
@@ -897,8 +984,20 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 	if r.Result.Certainty > 0 && len(t.Stages) > 0 {
 		res.answeredBy = answeredBy(g.dep, t.Stages[len(t.Stages)-1].Stage)
 	}
-	switch r.Outcome {
-	case dataplane.Completed, dataplane.Late:
+	switch {
+	case c.cancelled || r.Reason == dataplane.DropCancelled && r.Outcome == dataplane.Dropped:
+		// Nobody waits for this answer: a request whose client left is cancelled, never
+		// completed (a batch that held it may have finished it before the cancel reached it).
+		res.status = statusCancelled
+		res.outcome = outcomeCancelled
+		res.reason = string(dataplane.DropCancelled)
+		res.stage = stageName(g.dep, r.DropStage)
+		if r.Outcome != dataplane.Dropped && len(t.Stages) > 0 {
+			res.stage = t.Stages[len(t.Stages)-1].Stage
+		}
+		d.m.drop(c.model, res.stage, res.reason)
+		d.log.Info("request cancelled: its client left", "model", c.model, "id", c.id, "stage", res.stage)
+	case r.Outcome == dataplane.Completed, r.Outcome == dataplane.Late:
 		// On time by the request's true deadline, not the engine's (which is earlier by the
 		// delivery margin), and by the wall clock the client sees.
 		res.status = 200

@@ -503,7 +503,10 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-c.done:
 	case <-r.Context().Done():
-		return // the client left; the driver's answer lands in the call and its buffered channel
+		// The client left: the driver withdraws the request from the engine, and its answer
+		// lands in the call and its buffered channel.
+		s.d.cancel(c)
+		return
 	}
 	res := &c.res
 	// A client that does not read its answer is cut off after WriteTimeout. The deadline
