@@ -119,11 +119,12 @@ func (t *tracker) close() {
 	})
 }
 
-// generation is one engine serving one deployment. A reload creates a new generation; so does
-// a periodic rotation: the engine keeps every request it ever saw, so after rotateAt requests
-// an idle driver swaps in a fresh engine of the same deployment, and a driver that is never
-// idle migrates to the same plan (pause, flush, switch) to bound memory. Events carry their
-// generation number and stale ones are ignored.
+// generation is one engine serving one deployment. A reload creates a new generation. The
+// engine's memory follows the requests in flight (Engine.Compact retires finished requests
+// and the policies Forget them: issue 29 item 1), so serve never swaps engines to bound
+// memory; a fresh engine of the same deployment is attached only when the engine's 32-bit
+// request IDs run low (idLimit), or after an engine error. Events carry their generation
+// number and stale ones are ignored.
 type generation struct {
 	n      int
 	plan   *formats.Plan
@@ -266,7 +267,11 @@ type driver struct {
 	flushFor  dataplane.Time
 	draining  bool
 	exit      bool
-	rotateAt  int
+	// idLimit is how many request IDs an engine may hand out before the driver attaches a
+	// fresh one at its next idle moment (ReqID is 32-bit); past idLimit+idLimit/2 with no
+	// idle moment, it migrates to the same plan (a pause of at most one flush, once per
+	// 2^30 requests: hours at the highest rates serve sustains).
+	idLimit   int
 	onSwitch  func(*generation)
 	// events counts loop iterations (the engine is compacted every compactEvery); doorAt is
 	// when the doors were last evaluated.
@@ -302,7 +307,7 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 		xjit:      jitter,
 		xrng:      rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b)),
 		maxPaused: 1 << 16,
-		rotateAt:  1 << 22,
+		idLimit:   1 << 30,
 		timerAt:   dataplane.Never,
 		soonAt:    dataplane.Never,
 		intakeGap: coarseHorizon,
@@ -607,8 +612,8 @@ func (d *driver) onCmd(f func()) {
 	f()
 }
 
-// afterEvent finishes a migration or a drain once the old engine has no work left and rotates
-// an idle engine.
+// afterEvent finishes a migration or a drain once the old engine has no work left, and
+// renews an engine whose request IDs run low.
 func (d *driver) afterEvent() {
 	g := d.gen
 	d.events++
@@ -626,13 +631,13 @@ func (d *driver) afterEvent() {
 		return
 	case g.outstanding == 0 && d.migrating != nil:
 		d.completeMigration()
-	case g.outstanding == 0 && d.issued(g) >= d.rotateAt:
+	case g.outstanding == 0 && d.issued(g) >= d.idLimit:
+		// Nothing in flight: a fresh engine takes the next request, nobody waits.
 		if err := d.attach(g); err != nil {
-			d.log.Error("rotating the engine", "err", err)
+			d.log.Error("renewing the engine's request IDs", "err", err)
 		}
-	case d.issued(g) >= d.rotateAt+d.rotateAt/4 && d.migrating == nil && !d.draining:
-		// Never idle under sustained load: rotate as a migration to the same plan (a pause
-		// of at most one flush, once per 2^20 requests).
+	case d.issued(g) >= d.idLimit+d.idLimit/2 && d.migrating == nil && !d.draining:
+		// Never idle while the IDs ran out: a migration to the same plan.
 		d.startMigration(&reloadReq{next: g, reply: make(chan error, 1)})
 	}
 }
@@ -651,8 +656,8 @@ func (d *driver) rotateIfIdle() {
 }
 
 // issued is the number of request IDs g's engine handed out. The engine forgets answered
-// requests (Compact), but IDs are 32-bit and policies may keep per-ID state, so the engine
-// is still rotated now and then.
+// requests (Compact) and its policy forgets them too (dataplane.Forgetter), but IDs are
+// 32-bit (idLimit).
 func (d *driver) issued(g *generation) int {
 	return int(g.eng.RequestBase()) + len(g.eng.Requests())
 }
@@ -1177,7 +1182,7 @@ func (d *driver) startMigration(r *reloadReq) {
 	r.began = d.now
 	d.migrating = r
 	if r.next != d.gen {
-		d.m.setReady(false) // a rotation is too short to tell load balancers
+		d.m.setReady(false) // a same-plan migration (idLimit) is too short to tell load balancers
 	}
 	d.push(d.now+d.flushFor, timerItem{kind: tFlush, gen: d.gen.n})
 }
@@ -1188,9 +1193,9 @@ func (d *driver) completeMigration() {
 	old := d.gen
 	switch {
 	case r.next == old:
-		// A rotation: the same plan on a fresh engine.
+		// The same plan on a fresh engine (idLimit).
 		if err := d.attach(old); err != nil {
-			d.log.Error("rotating the engine", "err", err)
+			d.log.Error("renewing the engine's request IDs", "err", err)
 		}
 	default:
 		if err := d.switchTo(r.next); err != nil {
