@@ -68,7 +68,7 @@ type WorkerState struct {
 }
 
 func (s *Server) handleWorkerState(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, workerStateBytes))
 	if err != nil {
 		writeJSON(w, 400, ErrorResponse{Error: "reading the body: " + err.Error()})
 		return
@@ -135,6 +135,12 @@ func (s *Server) SetWorkerDown(name string, down bool) error {
 			kind = dataplane.EvWorkerDown
 		}
 		s.d.handle(dataplane.Event{Kind: kind, Worker: dataplane.WorkerID(w), Req: dataplane.NoReq})
+		// Readiness is false while no worker is up: nothing could serve a request.
+		v, all := s.d.gen.eng.View(), true
+		for i := range s.d.gen.dep.Topo.Workers {
+			all = all && v.WorkerDown(dataplane.WorkerID(i))
+		}
+		s.noWorker.Store(all)
 	})
 	if !ran {
 		return errors.New("the server has stopped")

@@ -345,8 +345,12 @@ func testClientGone(t *testing.T, front string) {
 	}
 	waitFor(t, "both answered", func() bool { return outstanding() == 0 })
 	_, mt := get(t, ts.URL+"/metrics")
+	// The first request waited at the gate: on time or late, answered.
+	if got := metricValue(string(mt), `plan_responses_total{model="demo",outcome="completed"}`) +
+		metricValue(string(mt), `plan_responses_total{model="demo",outcome="late"}`); got != 1 {
+		t.Errorf("answered requests: %g, want 1", got)
+	}
 	for series, want := range map[string]float64{
-		`plan_responses_total{model="demo",outcome="completed"}`: 1,
 		`plan_responses_total{model="demo",outcome="cancelled"}`: 1,
 		`plan_requests_in_flight{model="demo"}`:                  0,
 	} {
