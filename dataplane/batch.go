@@ -269,16 +269,18 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 		h.outReady = true
 		e.tryLink(now, e.dep.Topo.Workers[ev.Worker].Server, true)
 	case st.Manual:
-		// The policy decides what becomes of the requests (EvBatchDone below).
+		// The policy decides what becomes of the requests (EvBatchDone below); a cancelled
+		// one is finished here and its EvCancel comes first.
 		for _, r := range b.Reqs {
-			e.rq(r).held--
+			e.release(now, e.rq(r))
 		}
 	case len(st.Next) == 0:
 		for _, r := range b.Reqs {
 			q := e.rq(r)
-			q.held--
-			if q.Outcome != Pending {
-				continue // already finished at another sink of a DAG: one Finish per request
+			if e.release(now, q) || q.Outcome != Pending || q.CancelRequested {
+				// Already finished at another sink of a DAG (one Finish per request), or
+				// cancelled: finished when its last branch ends, its result discarded.
+				continue
 			}
 			e.finish(now, q, ev.End)
 		}
@@ -292,6 +294,9 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 		e.seq++
 		e.up[src].q.insert(entry{b: ev.Batch, hop: ev.Hop, res: 0, seq: e.seq})
 		e.tryLink(now, src, true)
+	}
+	if err := e.flushCancels(now); err != nil {
+		return err
 	}
 	if err := e.callPolicy(now, ev); err != nil {
 		return err
@@ -309,7 +314,12 @@ func (e *Engine) exitAll(now Time, b *Batch, end Time) bool {
 		if q.Outcome != Pending {
 			continue
 		}
-		if q.Result.Exit {
+		if q.CancelRequested && q.held == 1 {
+			// Withdrawn: its result is discarded, whatever it says.
+			e.release(now, q)
+			continue
+		}
+		if q.Result.Exit && !q.CancelRequested {
 			q.held--
 			e.finish(now, q, end)
 			continue
@@ -410,9 +420,12 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 	if dst == NoServer {
 		for _, r := range b.Reqs {
 			if q := e.rq(r); !st.Routed || q.Outcome == Pending {
-				q.held--
+				e.release(now, q)
 			}
 		}
+	}
+	if err := e.flushCancels(now); err != nil {
+		return err
 	}
 	if err := e.callPolicy(now, ev); err != nil {
 		return err
@@ -434,8 +447,12 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 			}
 		}
 	} else if dst == NoServer {
-		// A DAG fan-out delivers the batch's requests to every successor.
+		// A DAG fan-out delivers the batch's requests to every successor (those not
+		// withdrawn: View.Arrived leaves out cancelled requests).
 		for _, next := range st.Next {
+			if e.marked > 0 && !e.anyLive(b.Reqs) {
+				break
+			}
 			if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next, Req: NoReq}); err != nil {
 				return err
 			}
@@ -446,4 +463,14 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 		e.tryLink(now, dst, false)
 	}
 	return nil
+}
+
+// anyLive reports whether some request of reqs was not withdrawn (Cancel).
+func (e *Engine) anyLive(reqs []ReqID) bool {
+	for _, r := range reqs {
+		if !e.rq(r).CancelRequested {
+			return true
+		}
+	}
+	return false
 }

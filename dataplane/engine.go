@@ -70,6 +70,13 @@ type Engine struct {
 	hopArena   arena[Hop]
 	batchArena arena[BatchID]
 	observer   func(now Time, ev *Event, ds []Decision)
+	// forget is the policy's Forgetter (nil if it keeps no per-request state).
+	forget Forgetter
+	// marked counts the requests Cancel marked while a batch held them (0: View.Arrived
+	// never filters); cancels are those release finished, whose EvCancel is owed.
+	marked  int64
+	cancels []ReqID
+	arrived []ReqID
 }
 
 // TickToken is the driver-level timer key of the engine's periodic tick.
@@ -92,6 +99,7 @@ func NewEngine(dep *Deployment, pol Policy, fx Effects) (*Engine, error) {
 		timerKeyOf: map[int64]int64{},
 		loads:      map[int64]loadJob{},
 	}
+	e.forget, _ = pol.(Forgetter)
 	if err := pol.Attach(View{e}); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", pol.Name(), err)
 	}
@@ -145,7 +153,9 @@ func (e *Engine) hasReq(id ReqID) bool {
 // Compact forgets finished requests and closed batches older than every unfinished one,
 // so a long-running driver (serve) keeps memory bounded: call it now and then (say every
 // few thousand events). IDs of what remains stay valid; forgotten IDs must not be used
-// again (policies only see live ones). Decisions and outcomes are unaffected.
+// again (policies only see live ones). Decisions and outcomes are unaffected. A policy that
+// is a Forgetter gets Forget(id) for every request retired here, in increasing ID order,
+// before the request leaves the table, so its own per-request state stays bounded too.
 func (e *Engine) Compact() {
 	k := 0
 	for k < len(e.batches) && e.batchClosed(&e.batches[k]) {
@@ -168,6 +178,11 @@ func (e *Engine) Compact() {
 		e.batchBase += BatchID(k)
 	}
 	if j > 0 {
+		if e.forget != nil {
+			for i := range j {
+				e.forget.Forget(e.reqs[i].ID)
+			}
+		}
 		n := copy(e.reqs, e.reqs[j:])
 		clear(e.reqs[n:])
 		e.reqs = e.reqs[:n]

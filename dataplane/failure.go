@@ -61,7 +61,7 @@ func (e *Engine) workerDown(now Time, w WorkerID) error {
 		for _, r := range b.Reqs {
 			q := e.rq(r)
 			if q.held > 0 {
-				q.held--
+				e.release(now, q)
 			}
 			if q.Outcome == Pending && q.held == 0 {
 				released = append(released, r)
@@ -82,6 +82,9 @@ func (e *Engine) workerDown(now Time, w WorkerID) error {
 			e.tryLink(now, srv, true)
 			e.tryLink(now, srv, false)
 		}
+	}
+	if err := e.flushCancels(now); err != nil {
+		return err
 	}
 	return e.callPolicy(now, Event{Kind: EvWorkerDown, Worker: w, Req: NoReq})
 }

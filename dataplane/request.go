@@ -59,35 +59,64 @@ func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
 }
 
 // Cancel withdraws request id at now (its client disconnected or gave up, or its deadline
-// passed at the client). A request that is not pending (or already forgotten) is left as it
-// is and Cancel reports false. A request no batch holds is finished at once as Dropped with
-// DropCancelled, and the policy gets EvCancel to forget it. A request a batch holds is marked
-// (Request.CancelRequested): the engine finishes it as cancelled when that batch ends, its
-// result discarded, and delivers EvCancel then. Cancel reports whether the request was
-// pending.
+// passed at the client). A request that is not pending (finished, unknown or already
+// forgotten) is left as it is and Cancel reports false. A request no batch holds is finished
+// at once as Dropped with DropCancelled, and the policy gets EvCancel to forget it. A request
+// a batch holds is marked (Request.CancelRequested): the engine finishes it as cancelled when
+// the last batch holding it ends (every branch of a DAG fan-out), its result discarded, and
+// delivers EvCancel then (release). Cancel reports whether it withdrew the request: false
+// for a request already marked by an earlier Cancel.
 func (e *Engine) Cancel(now Time, id ReqID) (bool, error) {
 	if !e.hasReq(id) {
 		return false, nil
 	}
 	r := e.rq(id)
-	if r.Outcome != Pending {
+	if r.Outcome != Pending || r.CancelRequested {
 		return false, nil
 	}
 	e.events++
 	if r.held > 0 {
 		r.CancelRequested = true
+		e.marked++
 		return true, nil
 	}
-	return true, e.cancelNow(now, r)
+	e.finishCancelled(now, r)
+	return true, e.callPolicy(now, Event{Kind: EvCancel, Req: r.ID})
 }
 
-// cancelNow finishes r (pending, held by no batch) as cancelled and tells the policy.
-func (e *Engine) cancelNow(now Time, r *Request) error {
+// finishCancelled finishes r (pending, held by no batch) as cancelled.
+func (e *Engine) finishCancelled(now Time, r *Request) {
 	r.CancelRequested = true
 	r.Outcome = Dropped
 	r.Reason = DropCancelled
 	r.Done = now
 	e.finished++
 	e.fx.Finish(now, r)
-	return e.callPolicy(now, Event{Kind: EvCancel, Req: r.ID})
+}
+
+// release drops one hold on q: a batch holding it ended, sent it into a pool queue, or was
+// lost. A request cancelled while held is finished as cancelled once no batch holds it any
+// more; its EvCancel waits in e.cancels for flushCancels, which the engine calls before the
+// event that ended the batch reaches the policy. release reports whether it finished q so.
+// Without cancels it is exactly q.held--.
+func (e *Engine) release(now Time, q *Request) bool {
+	q.held--
+	if !q.CancelRequested || q.held > 0 || q.Outcome != Pending {
+		return false
+	}
+	e.finishCancelled(now, q)
+	e.cancels = append(e.cancels, q.ID)
+	return true
+}
+
+// flushCancels delivers the EvCancel of every request release finished, in release order.
+func (e *Engine) flushCancels(now Time) error {
+	for i := 0; i < len(e.cancels); i++ {
+		if err := e.callPolicy(now, Event{Kind: EvCancel, Req: e.cancels[i]}); err != nil {
+			e.cancels = e.cancels[:0]
+			return err
+		}
+	}
+	e.cancels = e.cancels[:0]
+	return nil
 }

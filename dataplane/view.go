@@ -22,13 +22,27 @@ func (v View) WorkerIdle(w WorkerID) bool {
 }
 
 // Arrived lists the requests an EvStageArrival delivers: the whole batch, or the one
-// request a routed stage sent (borrowed until the next call).
+// request a routed stage sent (borrowed until the next call). Requests withdrawn by
+// Engine.Cancel are left out: they never reach a stage arrival.
 func (v View) Arrived(ev *Event) []ReqID {
 	if ev.Req != NoReq {
 		v.e.one[0] = ev.Req
 		return v.e.one[:]
 	}
-	return v.e.bt(ev.Batch).Reqs
+	reqs := v.e.bt(ev.Batch).Reqs
+	if v.e.marked == 0 {
+		return reqs
+	}
+	// A withdrawn request never reaches a stage arrival (finished as cancelled, or waiting
+	// for another branch of its DAG to end).
+	out := v.e.arrived[:0]
+	for _, r := range reqs {
+		if !v.e.rq(r).CancelRequested {
+			out = append(out, r)
+		}
+	}
+	v.e.arrived = out
+	return out
 }
 
 // WorkerLoading reports whether a model load occupies worker w.
