@@ -48,6 +48,9 @@ type Options struct {
 	CancelFraction float64
 	// Cancels are explicit withdrawals (request, time), on top of CancelFraction's.
 	Cancels []Cancel
+	// OnCancel, when set, sees every withdrawal the simulator asked for and whether
+	// Engine.Cancel took it (false: the request had finished, or has not arrived).
+	OnCancel func(now dataplane.Time, id dataplane.ReqID, withdrawn bool)
 	// Horizon, when > 0, bounds virtual time: a run still going past it (a policy that never
 	// finishes its requests keeps a Ticker's timer alive for ever) returns ErrHorizon.
 	Horizon dataplane.Time
@@ -216,7 +219,11 @@ func (s *Sim) Run() (*Metrics, error) {
 			}
 			s.scheduleArrival(a)
 		} else if ev.Kind == dataplane.EvCancel {
-			_, err = s.Engine.Cancel(at, ev.Req)
+			var ok bool
+			ok, err = s.Engine.Cancel(at, ev.Req)
+			if s.opts.OnCancel != nil {
+				s.opts.OnCancel(at, ev.Req, ok)
+			}
 		} else {
 			if ev.Kind == dataplane.EvBatchDone {
 				s.emulate(ev)
