@@ -21,7 +21,7 @@ type Reactive struct {
 	// worker state
 	estEnd   []dataplane.Time // nominal end of the worker's queued work
 	slack    []dataplane.Time // Σ planned latency + transfer downstream of the worker's stage
-	examined idTable[int32] // request → 1 + the pool whose head it was when a timer was set
+	examined idTable[int32]   // request → 1 + the pool whose head it was when a timer was set
 	scratch  []dataplane.ReqID
 	buf      []dataplane.ReqID
 	path     [1]dataplane.PathHop
