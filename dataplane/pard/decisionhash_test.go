@@ -59,11 +59,11 @@ func (d *decisionHasher) observe(now dataplane.Time, ev *dataplane.Event, ds []d
 	d.h.Write(d.buf)
 }
 
-// scaleRun is one BenchmarkSimScale point: policy pol on the k× pipeline at load 0.9 for
+// scaleRun is one BenchmarkSimScale point: policy pol on the k× pipeline at load for
 // 10 simulated seconds; compact > 0 compacts the engine every that many events.
-func scaleRun(tb testing.TB, pol string, k int, compact int64) *sim.Sim {
+func scaleRun(tb testing.TB, pol string, k int, load float64, compact int64) *sim.Sim {
 	tb.Helper()
-	dep := scaledPipeline(tb, k, 0.9)
+	dep := scaledPipeline(tb, k, load)
 	p, err := pard.NewPolicy(dataplane.Config{Policy: pol})
 	if err != nil {
 		tb.Fatal(err)
@@ -84,29 +84,79 @@ func scaleRun(tb testing.TB, pol string, k int, compact int64) *sim.Sim {
 // recorded before the cancel/forget change (issue 29 item 1): a refactor of the policy's
 // state must not change a single decision.
 func TestSimScaleDecisionHash(t *testing.T) {
-	// Recorded at e3a0a60, before PARD's policies handled EvCancel and Forget.
-	want := map[string]string{}
+	// Recorded at e3a0a60, before PARD's policies handled EvCancel and Forget. At load 0.9
+	// PARD drops nothing and decides as FIFO does; the overload points (load 1.5, every
+	// pipeline policy) exercise the drop rules and queue orders.
+	want := map[string]string{
+		"pard/k=1/load=0.9/compact=0":            "f83b594b181aa748",
+		"pard/k=4/load=0.9/compact=0":            "ab68b6946288d13b",
+		"pard/k=16/load=0.9/compact=0":           "df239ba08c1d692e",
+		"pard/k=1/load=0.9/compact=4096":         "f83b594b181aa748",
+		"none/k=1/load=0.9/compact=0":            "f83b594b181aa748",
+		"none/k=4/load=0.9/compact=0":            "ab68b6946288d13b",
+		"none/k=16/load=0.9/compact=0":           "df239ba08c1d692e",
+		"none/k=1/load=0.9/compact=4096":         "f83b594b181aa748",
+		"none/k=1/load=1.5/compact=0":            "b6e0cdb8d4d8f202",
+		"none/k=1/load=1.5/compact=4096":         "b6e0cdb8d4d8f202",
+		"nexus/k=1/load=1.5/compact=0":           "1ce33a31d23296b5",
+		"nexus/k=1/load=1.5/compact=4096":        "1ce33a31d23296b5",
+		"clipper++/k=1/load=1.5/compact=0":       "453d76a8f288d9d8",
+		"clipper++/k=1/load=1.5/compact=4096":    "453d76a8f288d9d8",
+		"pard/k=1/load=1.5/compact=0":            "ded3cc2201392f09",
+		"pard/k=1/load=1.5/compact=4096":         "ded3cc2201392f09",
+		"pard-back/k=1/load=1.5/compact=0":       "4f2ef55b924c2308",
+		"pard-back/k=1/load=1.5/compact=4096":    "4f2ef55b924c2308",
+		"pard-sf/k=1/load=1.5/compact=0":         "50734258b9edec1b",
+		"pard-sf/k=1/load=1.5/compact=4096":      "50734258b9edec1b",
+		"pard-oc/k=1/load=1.5/compact=0":         "54bbc9c56783568f",
+		"pard-oc/k=1/load=1.5/compact=4096":      "54bbc9c56783568f",
+		"pard-split/k=1/load=1.5/compact=0":      "f361a21176b49a05",
+		"pard-split/k=1/load=1.5/compact=4096":   "f361a21176b49a05",
+		"pard-wcl/k=1/load=1.5/compact=0":        "15a44e66f67d6112",
+		"pard-wcl/k=1/load=1.5/compact=4096":     "15a44e66f67d6112",
+		"pard-lower/k=1/load=1.5/compact=0":      "f420c2c1dcdfac00",
+		"pard-lower/k=1/load=1.5/compact=4096":   "f420c2c1dcdfac00",
+		"pard-upper/k=1/load=1.5/compact=0":      "f1ade6d1a4d41992",
+		"pard-upper/k=1/load=1.5/compact=4096":   "f1ade6d1a4d41992",
+		"pard-fcfs/k=1/load=1.5/compact=0":       "41035cbd3b5fc602",
+		"pard-fcfs/k=1/load=1.5/compact=4096":    "41035cbd3b5fc602",
+		"pard-hbf/k=1/load=1.5/compact=0":        "eba7bfc36abc25b7",
+		"pard-hbf/k=1/load=1.5/compact=4096":     "eba7bfc36abc25b7",
+		"pard-lbf/k=1/load=1.5/compact=0":        "41035cbd3b5fc602",
+		"pard-lbf/k=1/load=1.5/compact=4096":     "41035cbd3b5fc602",
+		"pard-instant/k=1/load=1.5/compact=0":    "ded3cc2201392f09",
+		"pard-instant/k=1/load=1.5/compact=4096": "ded3cc2201392f09",
+	}
+	type point struct {
+		pol     string
+		k       int
+		load    float64
+		compact int64
+	}
+	var points []point
 	for _, pol := range []string{"pard", "none"} {
 		for _, k := range []int{1, 4, 16} {
-			for _, compact := range []int64{0, 1 << 12} {
-				if compact > 0 && k > 1 {
-					continue
-				}
-				name := fmt.Sprintf("%s/k=%d/compact=%d", pol, k, compact)
-				t.Run(name, func(t *testing.T) {
-					s := scaleRun(t, pol, k, compact)
-					h := newDecisionHasher()
-					s.Engine.Observe(h.observe)
-					if _, err := s.Run(); err != nil {
-						t.Fatal(err)
-					}
-					got := fmt.Sprintf("%016x", h.h.Sum64())
-					t.Logf("%s: hash %s events %d", name, got, s.Engine.Events())
-					if w := want[name]; w != got {
-						t.Errorf("%s: decision hash %s, want %s", name, got, w)
-					}
-				})
-			}
+			points = append(points, point{pol, k, 0.9, 0})
 		}
+		points = append(points, point{pol, 1, 0.9, 1 << 12})
+	}
+	for _, pol := range pard.PipelinePolicies() {
+		points = append(points, point{pol, 1, 1.5, 0}, point{pol, 1, 1.5, 1 << 12})
+	}
+	for _, pt := range points {
+		name := fmt.Sprintf("%s/k=%d/load=%g/compact=%d", pt.pol, pt.k, pt.load, pt.compact)
+		t.Run(name, func(t *testing.T) {
+			s := scaleRun(t, pt.pol, pt.k, pt.load, pt.compact)
+			h := newDecisionHasher()
+			s.Engine.Observe(h.observe)
+			if _, err := s.Run(); err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("%016x", h.h.Sum64())
+			t.Logf("%q: %q, // events %d", name, got, s.Engine.Events())
+			if w := want[name]; w != got {
+				t.Errorf("%s: decision hash %s, want %s", name, got, w)
+			}
+		})
 	}
 }
