@@ -11,14 +11,18 @@ import (
 const DropTooLarge dataplane.DropReason = "too-large"
 
 // fits reports whether some instance with a profile of s's model could hold s's KV cache at
-// its last token (prompt + output, in whole blocks) with nothing else running.
+// its last token (prompt + output, in whole blocks) with nothing else running. The largest
+// such cache per model is found once (every arrival asks).
 func (p *Policy) fits(s *seq) bool {
-	for _, in := range p.inst {
-		if m := p.llmFor(in, s.model); m != nil && m.blocks(s.prompt+s.out) <= m.kvCap {
-			return true
+	if p.kvMax == nil {
+		p.kvMax = map[string]int{}
+		for _, in := range p.inst {
+			for _, e := range in.llms {
+				p.kvMax[e.name] = max(p.kvMax[e.name], e.m.kvCap/e.m.block*e.m.block)
+			}
 		}
 	}
-	return false
+	return s.prompt+s.out <= p.kvMax[s.model]
 }
 
 // Limit is what the largest instance able to serve a class can hold: the KV capacity in

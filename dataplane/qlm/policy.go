@@ -89,6 +89,9 @@ type Policy struct {
 	// elig and groupCap cache eligible and capFor per model (reset by setDown).
 	elig     map[string][]*instance
 	groupCap map[string]int
+	// kvMax is the largest KV cache in tokens (whole blocks) per model over the instances
+	// with its profile (fits).
+	kvMax map[string]int
 }
 
 // Name implements dataplane.Policy.
