@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/dataplane"
+	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -55,6 +56,8 @@ type Frontend struct {
 	s      *serve.Server
 	seq    atomic.Uint64
 	prefix string
+
+	limits limitCache
 
 	qmu    sync.Mutex
 	q      Queue
@@ -174,6 +177,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, e *Error) {
+	if e.Close {
+		w.Header().Set("Connection", "close")
+	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
 	}
@@ -231,6 +237,9 @@ func (f *Frontend) read(w http.ResponseWriter, r *http.Request, chat bool) (*Req
 	}
 	if !f.known(req.Model) {
 		return nil, nil, f.unknown(req.Model)
+	}
+	if e := f.checkLimits(req); e != nil {
+		return nil, nil, e
 	}
 	return req, body, nil
 }
@@ -310,6 +319,14 @@ func answerError(a *serve.Answer) *Error {
 		if e.Message == fmt.Sprintf("dropped (%s at %s): ", a.Reason, a.Stage) {
 			e.Message = fmt.Sprintf("dropped (%s at %s)", a.Reason, a.Stage)
 		}
+		switch a.Reason {
+		case string(dataplane.DropShutdown):
+			e.Close = true
+		case string(dq.DropTooLarge):
+			// The engine's own refusal of what can never fit (checkLimits refuses it first
+			// when the plan gives the limits).
+			e.Status, e.Type, e.RetryAfter = 400, "invalid_request_error", 0
+		}
 		return e
 	}
 	return &Error{Status: 500, Type: "server_error", Message: a.Err}
@@ -374,8 +391,11 @@ func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat
 		return
 	}
 	a, err := f.submit(r.Context(), sub, arrived)
+	if r.Context().Err() != nil {
+		return // the client left: nothing to answer (Submit cancelled the request)
+	}
 	if err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: err.Error()})
+		writeError(w, &Error{Status: 503, Type: "server_error", Message: err.Error(), Close: true})
 		return
 	}
 	if a.Status != 200 {
@@ -472,6 +492,11 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 	}
 	for {
 		select {
+		case <-r.Context().Done():
+			// The client left (or its deadline passed): stop writing; Submit, on the same
+			// context, cancels the request in the engine, which frees its sequence within
+			// an iteration (issue 29).
+			return
 		case <-sub.tick:
 			emit(req.MaxTokens)
 			if werr != nil {
@@ -495,8 +520,11 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 						"choices": []any{}, "usage": usage(req, out)})
 				}
 			} else {
-				e := &Error{Status: 503, Type: "server_error"}
+				e := &Error{Status: 503, Type: "server_error", Close: true}
 				if o.err != nil {
+					if r.Context().Err() != nil {
+						return
+					}
 					e.Message = o.err.Error()
 				} else {
 					e = answerError(o.a)
@@ -649,9 +677,13 @@ func (f *Frontend) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, f.unknown(req.Model))
 		return
 	}
+	if e := f.checkLimits(req); e != nil {
+		writeError(w, e)
+		return
+	}
 	q, err := f.queue()
 	if err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5})
+		writeError(w, f.queueDown(err))
 		return
 	}
 	id := "q-" + f.prefix + "-" + strconv.FormatUint(f.seq.Add(1), 10)
@@ -664,12 +696,21 @@ func (f *Frontend) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *Frontend) handleQueueGet(w http.ResponseWriter, r *http.Request) {
-	q, err := f.queue()
-	if err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5})
+	id := r.PathValue("id")
+	if len(id) > maxQueueIDLen {
+		writeError(w, &Error{Status: 414, Type: "invalid_request_error", Param: "id",
+			Message: fmt.Sprintf("id: %d bytes: longer than the %d of a queued request's id", len(id), maxQueueIDLen)})
 		return
 	}
-	id := r.PathValue("id")
+	if !validQueueID(id) {
+		writeError(w, &Error{Status: 404, Type: "not_found_error", Param: "id", Message: fmt.Sprintf("id: %q: no such queued request", id)})
+		return
+	}
+	q, err := f.queue()
+	if err != nil {
+		writeError(w, f.queueDown(err))
+		return
+	}
 	st, err := q.Get(r.Context(), id)
 	if errors.Is(err, ErrNotFound) {
 		writeError(w, &Error{Status: 404, Type: "not_found_error", Param: "id", Message: fmt.Sprintf("id: %q: no such queued request", id)})
@@ -680,6 +721,15 @@ func (f *Frontend) handleQueueGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, st)
+}
+
+// queueDown is the 503 of a queue that cannot be opened; while the server shuts down it
+// closes the connection (issue 36 item 13).
+func (f *Frontend) queueDown(err error) *Error {
+	f.qmu.Lock()
+	closing := f.closed
+	f.qmu.Unlock()
+	return &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5, Close: closing}
 }
 
 // maxAttempts bounds the times a queued request is submitted before it fails.
