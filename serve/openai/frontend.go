@@ -37,6 +37,9 @@ type Frontend struct {
 	NewQueue func() (Queue, error)
 	// MaxBody bounds a request body (default 4 MiB).
 	MaxBody int64
+	// QueueLease is the JetStream queue's lease (0: DefaultLease): a queued request whose
+	// worker stops extending it (a crash) is handed out again after it.
+	QueueLease time.Duration
 	// Endpoints maps instances to remote OpenAI-compatible engines (--llm-endpoints); empty:
 	// the instances are the server's own (emulated) workers. Poll is how often their
 	// /metrics are read.
@@ -69,7 +72,7 @@ type Frontend struct {
 // New returns the front end for deployments of kind.
 func New(kind string) *Frontend {
 	return &Frontend{Kind: kind, QueueDir: filepath.Join(os.TempDir(), "plan-queue"), QueueWorkers: 32,
-		Endpoints: EndpointList{}, Poll: time.Second}
+		QueueLease: DefaultLease, Endpoints: EndpointList{}, Poll: time.Second}
 }
 
 // Flags implements serve.FrontendFlags.
@@ -79,6 +82,7 @@ func (f *Frontend) Flags(fs *pflag.FlagSet) {
 	fs.Var(f.Endpoints, "llm-endpoints", "QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)")
 	fs.DurationVar(&f.Poll, "llm-poll", f.Poll, "how often the --llm-endpoints engines' /metrics are read")
 	fs.IntVar(&f.QueueWorkers, "queue-workers", f.QueueWorkers, "queued requests handed to the engine at once (0: accept and answer polls only)")
+	fs.DurationVar(&f.QueueLease, "queue-lease", f.QueueLease, "lease of a queued request on its worker, extended while it runs: a crashed server's requests are served again after it")
 }
 
 // Routes implements serve.Frontend.
@@ -149,7 +153,7 @@ func (f *Frontend) queue() (Queue, error) {
 		q, err = f.NewQueue()
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.QueueDir, URL: f.QueueURL})
+		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.QueueDir, URL: f.QueueURL, AckWait: f.QueueLease})
 		cancel()
 	}
 	if err != nil {

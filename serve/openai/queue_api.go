@@ -92,18 +92,20 @@ func (f *Frontend) handleQueueGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, st)
 }
 
-// LeaseExtendEvery is how often a queue worker extends the lease of the request it runs:
-// a third of DefaultLease, so two extensions can be lost before the lease ends.
-var LeaseExtendEvery = DefaultLease / 3
-
-// keepLease extends l every LeaseExtendEvery until the returned stop is called.
+// keepLease extends l every third of the lease (so two extensions can be lost before it
+// ends) until the returned stop is called.
 func (f *Frontend) keepLease(ctx context.Context, q Queue, l *Lease) (stop func()) {
+	every := f.QueueLease
+	if every <= 0 {
+		every = DefaultLease
+	}
+	every /= 3
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(LeaseExtendEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
