@@ -87,6 +87,9 @@ func Parse(name string, data []byte) (Document, error) {
 }
 
 func parse(name string, data []byte, wantKind string) (Document, error) {
+	if err := checkDuplicateKeys(name, data); err != nil {
+		return nil, err
+	}
 	tree, js, err := parseTree(data)
 	if err != nil {
 		return nil, ErrorList{{File: name, Rule: err.Error()}}.tagged(ErrDecode)

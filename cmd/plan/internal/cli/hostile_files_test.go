@@ -62,3 +62,16 @@ func TestHostileFileFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateKeyPlans (issue 36 item 11): a plan whose JSON names a key twice (the last
+// won: `"count": 64, "count": 1`) is bad input for every command that reads a plan.
+func TestDuplicateKeyPlans(t *testing.T) {
+	const plan = "testdata/badinput/plan-duplicate-key.json"
+	want := []string{plan + `: cluster.gpus[0].count: duplicate key "count" (line 99)`}
+	runBadInput(t, []badInputCase{
+		{name: "validate", args: []string{"validate", plan}, code: ExitUsage, want: want},
+		{name: "check", args: []string{"check", plan}, code: ExitUsage, want: want},
+		{name: "simulate", args: []string{"simulate", plan, "--load", "1", "--duration", "1s"}, code: ExitUsage, want: want},
+		{name: "export", args: []string{"export", plan, "--to", "triton", "-o", "$TMP/out"}, code: ExitUsage, want: want, out: "out"},
+	})
+}
