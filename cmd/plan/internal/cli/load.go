@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
@@ -132,7 +131,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	opts := load.Options{Deploy: systems.Deploy,
+	opts := load.Options{Deploy: app.Systems.Deploy,
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections,
