@@ -120,6 +120,9 @@ func TestBadData(t *testing.T) {
 		{square, "[1,2,2]", `[[[1,2],[3,4]]]`, ""},
 		{square, "[1,2,2]", `[[1,2],[3,4]]`, ""},
 		{square, "[1,2,2]", `[1,2,3,4]`, ""},
+		// Issue 36 item 13: a zero-size tensor is refused (as over gRPC).
+		{flat, "[1,0]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
+		{square, "[1,0,2]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
 	} {
 		body := fmt.Sprintf(`{"inputs":[{"name":"input","shape":%s,"datatype":"FP32","data":%s}]}`, c.shape, c.data)
 		code, _, b := post(t, c.ts.URL+"/v2/models/demo/infer", body)
