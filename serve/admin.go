@@ -20,9 +20,11 @@ func (s *Server) handleGetPlan(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Plan-Digest", g.digest)
+	// prepare filled in the system's default policy when none was asked for; a deployment's
+	// own system names it otherwise (no system's name is assumed).
 	pol := g.polCfg.Policy
 	if pol == "" {
-		pol = "ppipe"
+		pol = g.dep.Kind
 	}
 	w.Header().Set("X-Plan-Policy", pol)
 	_, _ = w.Write(b)

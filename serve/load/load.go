@@ -602,7 +602,9 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		rep.Strategy = plan.PPipe.Strategy
 	}
 	if rep.Policy == "" {
-		rep.Policy = "ppipe"
+		// A server that does not say its policy (X-Plan-Policy): label the run with the
+		// plan's system, its section, rather than any one system's name.
+		rep.Policy = strings.Join(plan.SectionKeys(), "+")
 	}
 	for _, t := range targets {
 		rep.BaseRPS = append(rep.BaseRPS, sim.AppRate{App: t.name, RPS: round6(t.rate)})

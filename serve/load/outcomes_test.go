@@ -1,10 +1,12 @@
 package load
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
 )
 
 // TestOutcomes: a late answer is charged to the server only when the server's own latency
@@ -43,5 +45,25 @@ func TestOutcomes(t *testing.T) {
 					o, tc.completed, tc.late, tc.serverLate, tc.serverP99, tc.drops, tc.timeouts)
 			}
 		})
+	}
+}
+
+// TestReportLabel: a server that does not name its policy gets the run labelled with the
+// plan's system, not "ppipe" (issue 29).
+func TestReportLabel(t *testing.T) {
+	for _, tc := range []struct{ file, policy, want string }{
+		{"pard-4apps.json", "", "pard"},
+		{"dyorc-small.json", "", "dyorc"},
+		{"demo-ppipe.json", "", "ppipe"},
+		{"pard-4apps.json", "pard-ga", "pard-ga"},
+	} {
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := report(p, tc.policy, Options{Duration: time.Second}, []target{{name: "m", slo: dataplane.Millisecond}}, 1, nil)
+		if rep.Policy != tc.want {
+			t.Errorf("%s: policy %q, want %q", tc.file, rep.Policy, tc.want)
+		}
 	}
 }
