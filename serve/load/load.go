@@ -524,9 +524,9 @@ func mustJSON(v any) string {
 func report(plan *formats.Plan, policy string, o Options, targets []target, load float64, samples []Sample) *sim.Report {
 	secs := o.Duration.Seconds()
 	type acc struct {
-		requests, completed, late, dropped int64
-		lat                                []int64
-		drops                              map[[2]string]int64
+		requests, completed, late, dropped, cancelled int64
+		lat                                           []int64
+		drops                                         map[[2]string]int64
 	}
 	accs := make([]acc, len(targets))
 	for i := range accs {
@@ -547,11 +547,17 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 			}
 			continue
 		}
+		if s.Status == 0 && s.Reason == ReasonCancelled {
+			// Given up by the client and withdrawn by the server: counted apart, as the
+			// simulator counts its cancels (AppMetrics.Cancelled), never as a drop or lost.
+			a.cancelled++
+			continue
+		}
 		a.dropped++
 		a.drops[[2]string{s.Stage, s.Reason}]++
 	}
 	summarize := func(name string, a *acc, offered float64) sim.AppMetrics {
-		m := sim.AppMetrics{Name: name, OfferedRPS: round6(offered), Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped, Attainment: 1}
+		m := sim.AppMetrics{Name: name, OfferedRPS: round6(offered), Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped, Cancelled: a.cancelled, Attainment: 1}
 		if a.requests > 0 {
 			m.Attainment = round6(float64(a.completed) / float64(a.requests))
 		}
@@ -586,6 +592,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		all.completed += a.completed
 		all.late += a.late
 		all.dropped += a.dropped
+		all.cancelled += a.cancelled
 		all.lat = append(all.lat, a.lat...)
 		for k, v := range a.drops {
 			all.drops[k] += v

@@ -67,3 +67,22 @@ func TestReportLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestReportCancelled: a request the client gave up on is counted as cancelled in the
+// report, apart from completed, late and dropped (issue 29 item 2).
+func TestReportCancelled(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "demo-ppipe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []target{{name: "m", slo: 100 * dataplane.Millisecond}}
+	samples := []Sample{
+		{Status: 200, Latency: time.Millisecond},
+		{Status: 503, Reason: "deadline", Stage: "queue"},
+		{Stage: "client", Reason: ReasonCancelled, Latency: time.Second},
+	}
+	m := report(p, "ppipe", Options{Duration: time.Second}, targets, 1, samples).Points[0].Total
+	if m.Requests != 3 || m.Completed != 1 || m.Dropped != 1 || m.Cancelled != 1 || len(m.Drops) != 1 {
+		t.Errorf("%+v", m)
+	}
+}

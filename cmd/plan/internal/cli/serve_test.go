@@ -106,7 +106,7 @@ func TestServeAndLoad(t *testing.T) {
 		t.Fatalf("load report: %v\n%s", err, out)
 	}
 	p := rep.Points[0].Total
-	if rep.Kind != sim.ReportKind || p.Requests == 0 || p.Completed+p.Late+p.Dropped != p.Requests || rep.Plan != "ppipe" {
+	if rep.Kind != sim.ReportKind || p.Requests == 0 || p.Completed+p.Late+p.Dropped+p.Cancelled != p.Requests || rep.Plan != "ppipe" {
 		t.Errorf("report %+v", rep)
 	}
 	code, out, _ = rootRun(t, "load", "http://"+addr, "--load", "0.05", "--max-requests", "5", "-q")
