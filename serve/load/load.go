@@ -214,91 +214,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		defer o.Client.CloseIdleConnections()
 	}
 	base := strings.TrimRight(o.URL, "/")
-	plan, policy, err := fetchPlan(ctx, o.Client, base)
+	plan, policy, dep, targets, load, err := setup(ctx, &o, base)
 	if err != nil {
-		return nil, setupError{err}
+		return nil, err
 	}
-	if o.Deploy == nil {
-		return nil, setupError{errors.New("load: Options.Deploy is required")}
-	}
-	dep, _, err := o.Deploy(plan)
+	arrivals, err := arrivalsOf(o, dep, targets, load)
 	if err != nil {
-		return nil, setupError{fmt.Errorf("%s/v1/plan: %w", base, err)}
-	}
-	var targets []target
-	for _, a := range dep.Apps {
-		if o.Model != "" && a.Name != o.Model {
-			continue
-		}
-		md, err := fetchModel(ctx, o.Client, base, a.Name)
-		if err != nil {
-			return nil, setupError{err}
-		}
-		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md), md: md}
-		if md.SLOUs > 0 {
-			t.slo = dataplane.Time(md.SLOUs)
-		}
-		if o.SLO > 0 {
-			t.slo = dataplane.Time(o.SLO / time.Microsecond)
-		}
-		targets = append(targets, t)
-	}
-	if len(targets) == 0 {
-		var served []string
-		for _, a := range dep.Apps {
-			served = append(served, a.Name)
-		}
-		return nil, setupError{fmt.Errorf("--model: %q: the served plan has no such model (it serves %s)", o.Model, strings.Join(served, ", "))}
-	}
-	load := o.Load
-	if o.Rate > 0 {
-		if len(targets) != 1 {
-			return nil, setupError{fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))}
-		}
-		load = o.Rate / targets[0].rate
-	}
-	if !(load > 0) || math.IsInf(load, 0) {
-		return nil, setupError{fmt.Errorf("load %g: must be > 0", load)}
-	}
-	if o.Timeout <= 0 {
-		var slo dataplane.Time
-		for _, t := range targets {
-			slo = max(slo, t.slo)
-		}
-		o.Timeout = 10*time.Duration(slo)*time.Microsecond + 5*time.Second
-	}
-	window := dataplane.Time(o.Duration / time.Microsecond)
-
-	// Arrival times per target, seeded as the simulator seeds the same load point.
-	type arrival struct {
-		t   dataplane.Time
-		app int
-		n   int64 // index among the target's arrivals
-	}
-	var arrivals []arrival
-	for i, t := range targets {
-		app := appIndex(dep, t.name)
-		rate := t.rate * load
-		if o.Rate > 0 {
-			rate = o.Rate
-		}
-		src, err := o.Arrival.New(rate, t.name, sim.PointSeed(o.Seed, load, app))
-		if err != nil {
-			return nil, err
-		}
-		var n int64
-		for {
-			at := src.Next()
-			if at == dataplane.Never || at >= window {
-				break
-			}
-			arrivals = append(arrivals, arrival{at, i, n})
-			n++
-		}
-	}
-	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].t < arrivals[j].t })
-	if o.MaxRequests > 0 && len(arrivals) > o.MaxRequests {
-		arrivals = arrivals[:o.MaxRequests]
+		return nil, err
 	}
 
 	samples := make([]Sample, len(arrivals))
@@ -369,6 +291,104 @@ send:
 	samples = samples[:sent]
 	rep := report(plan, policy, o, targets, load, samples)
 	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(samples, targets)}, nil
+}
+
+// setup reads the served plan and its models' metadata and resolves the run's targets, load
+// and request timeout (into o); its errors are ErrSetup.
+func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, policy string, dep *dataplane.Deployment, targets []target, load float64, err error) {
+	plan, policy, err = fetchPlan(ctx, o.Client, base)
+	if err != nil {
+		return nil, "", nil, nil, 0, setupError{err}
+	}
+	if o.Deploy == nil {
+		return nil, "", nil, nil, 0, setupError{errors.New("load: Options.Deploy is required")}
+	}
+	dep, _, err = o.Deploy(plan)
+	if err != nil {
+		return nil, "", nil, nil, 0, setupError{fmt.Errorf("%s/v1/plan: %w", base, err)}
+	}
+	for _, a := range dep.Apps {
+		if o.Model != "" && a.Name != o.Model {
+			continue
+		}
+		md, err := fetchModel(ctx, o.Client, base, a.Name)
+		if err != nil {
+			return nil, "", nil, nil, 0, setupError{err}
+		}
+		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md), md: md}
+		if md.SLOUs > 0 {
+			t.slo = dataplane.Time(md.SLOUs)
+		}
+		if o.SLO > 0 {
+			t.slo = dataplane.Time(o.SLO / time.Microsecond)
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) == 0 {
+		var served []string
+		for _, a := range dep.Apps {
+			served = append(served, a.Name)
+		}
+		return nil, "", nil, nil, 0, setupError{fmt.Errorf("--model: %q: the served plan has no such model (it serves %s)", o.Model, strings.Join(served, ", "))}
+	}
+	load = o.Load
+	if o.Rate > 0 {
+		if len(targets) != 1 {
+			return nil, "", nil, nil, 0, setupError{fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))}
+		}
+		load = o.Rate / targets[0].rate
+	}
+	if !(load > 0) || math.IsInf(load, 0) {
+		return nil, "", nil, nil, 0, setupError{fmt.Errorf("load %g: must be > 0", load)}
+	}
+	if o.Timeout <= 0 {
+		var slo dataplane.Time
+		for _, t := range targets {
+			slo = max(slo, t.slo)
+		}
+		o.Timeout = 10*time.Duration(slo)*time.Microsecond + 5*time.Second
+	}
+	return plan, policy, dep, targets, load, nil
+}
+
+// arrival is one scheduled request.
+type arrival struct {
+	t   dataplane.Time
+	app int
+	n   int64 // index among the target's arrivals
+}
+
+// arrivalsOf draws every target's arrivals in the window, seeded as the simulator seeds the
+// same load point, in time order (at most o.MaxRequests).
+func arrivalsOf(o Options, dep *dataplane.Deployment, targets []target, load float64) ([]arrival, error) {
+	window := dataplane.Time(o.Duration / time.Microsecond)
+	var arrivals []arrival
+	for i, t := range targets {
+		app := appIndex(dep, t.name)
+		rate := t.rate * load
+		if o.Rate > 0 {
+			rate = o.Rate
+		}
+		src, err := o.Arrival.New(rate, t.name, sim.PointSeed(o.Seed, load, app))
+		if err != nil {
+			return nil, err
+		}
+		var n int64
+		for {
+			at := src.Next()
+			if at == dataplane.Never || at >= window {
+				break
+			}
+			arrivals = append(arrivals, arrival{at, i, n})
+			n++
+		}
+	}
+	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].t < arrivals[j].t })
+	if o.MaxRequests > 0 && len(arrivals) > o.MaxRequests {
+		arrivals = arrivals[:o.MaxRequests]
+	}
+
+	return arrivals, nil
 }
 
 func appIndex(dep *dataplane.Deployment, name string) int {
