@@ -221,32 +221,11 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
 		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
 	}
-	switch o.workers {
-	case "emulated":
-		if o.endpoints != "" || o.model != "" {
-			return usageErrorf("--endpoints and --model need --workers remote or onnx")
-		}
-	case "remote":
-		if o.endpoints == "" {
-			return usageErrorf("--workers remote needs --endpoints FILE")
-		}
-		eps, err := serve.ReadEndpoints(o.endpoints)
-		if err != nil {
-			return usageError(err)
-		}
-		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
-		sc := kservegrpc.NewStageClient()
-		defer sc.Close()
-		eps.SetTransport("grpc", sc)
-		opts.NewExecutor = serve.RemoteFactory(eps, nil)
-	case "onnx":
-		if o.model == "" {
-			return usageErrorf("--workers onnx needs --model FILE.onnx")
-		}
-		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads})
-	default:
-		return usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
+	closeWorkers, err := workerFactory(o, &opts)
+	if err != nil {
+		return err
 	}
+	defer closeWorkers()
 	if shape != nil && o.workers != "emulated" {
 		return usageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
 	}
@@ -270,17 +249,13 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	warnPublic(app, "--addr", o.addr)
 	warnPublic(app, "--grpc-addr", o.grpcAddr)
 	if o.adminAddr != "" {
-		aln, err := net.Listen("tcp", o.adminAddr)
+		wait, err := serveAdmin(cmd.Context(), app, s, o.adminAddr)
 		if err != nil {
 			_ = ln.Close()
 			_ = s.Shutdown(context.Background())
-			return usageErrorf("--admin-addr %s: %v", o.adminAddr, err)
+			return err
 		}
-		warnPublic(app, "--admin-addr", o.adminAddr)
-		adminDone := make(chan error, 1)
-		go func() { adminDone <- s.ServeAdmin(cmd.Context(), aln) }()
-		defer func() { <-adminDone }()
-		app.Log.Info("serving admin", "addr", "http://"+aln.Addr().String())
+		defer wait()
 	}
 	if o.grpcAddr != "" {
 		gaddr, stopGRPC, err := kservegrpc.Start(cmd.Context(), s, o.grpcAddr)
@@ -322,6 +297,52 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	}
 	app.Log.Info("stopped", "addr", ln.Addr().String())
 	return nil
+}
+
+// workerFactory sets opts.NewExecutor for --workers; the returned function releases what it
+// opened (the gRPC stage client of remote workers).
+func workerFactory(o *serveOptions, opts *serve.Options) (func(), error) {
+	switch o.workers {
+	case "emulated":
+		if o.endpoints != "" || o.model != "" {
+			return nil, usageErrorf("--endpoints and --model need --workers remote or onnx")
+		}
+	case "remote":
+		if o.endpoints == "" {
+			return nil, usageErrorf("--workers remote needs --endpoints FILE")
+		}
+		eps, err := serve.ReadEndpoints(o.endpoints)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
+		sc := kservegrpc.NewStageClient()
+		eps.SetTransport("grpc", sc)
+		opts.NewExecutor = serve.RemoteFactory(eps, nil)
+		return func() { _ = sc.Close() }, nil
+	case "onnx":
+		if o.model == "" {
+			return nil, usageErrorf("--workers onnx needs --model FILE.onnx")
+		}
+		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads})
+	default:
+		return nil, usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
+	}
+	return func() {}, nil
+}
+
+// serveAdmin starts the admin listener (--admin-addr); the returned function waits for it
+// to stop (after the server's drain).
+func serveAdmin(ctx context.Context, app *App, s *serve.Server, addr string) (func(), error) {
+	aln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErrorf("--admin-addr %s: %v", addr, err)
+	}
+	warnPublic(app, "--admin-addr", addr)
+	done := make(chan error, 1)
+	go func() { done <- s.ServeAdmin(ctx, aln) }()
+	app.Log.Info("serving admin", "addr", "http://"+aln.Addr().String())
+	return func() { <-done }, nil
 }
 
 // warnPublic warns on stderr when flag binds addr to a non-loopback address: every client
