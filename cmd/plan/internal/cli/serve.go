@@ -117,7 +117,7 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.flushTimeout, "flush-timeout", 0, "on reload, how long the old plan may take to flush (0 = 2 × the largest SLO + 100ms)")
 	f.IntVar(&o.maxInFlight, "max-inflight", 4096, "decoded requests held at once; beyond it new ones get 503 \"overload\" at intake")
 	f.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "longest a client may take to send a request's headers")
-	f.DurationVar(&o.bodyTimeout, "body-timeout", 5*time.Second, "longest a client may take to send an infer request's body (408 after it; a slow body holds no --max-inflight slot)")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", 5*time.Second, "longest a client may take to send a request's body, on every route (408 after it; a slow body holds no --max-inflight slot)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", 10*time.Second, "longest writing an answer may take")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a keep-alive connection may stay idle")
 	f.StringVar(&o.adminAddr, "admin-addr", "", "listener for the state-changing endpoints (PUT /v1/plan, POST /v1/workers/state), e.g. 127.0.0.1:8081 (default: on --addr while it is loopback)")
