@@ -277,6 +277,14 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// LimitListener caps ln's open connections as Serve caps its own (Options.MaxConns,
+// MaxConnsPerIP): for the listeners of other protocols on the same server (KServe gRPC),
+// whose connections carry no route to reserve slots for, so they get no reserve.
+func (s *Server) LimitListener(ln net.Listener) net.Listener {
+	total, perIP, _ := s.connCaps()
+	return newConnLimiter(ln, total, perIP, 0)
+}
+
 // connCaps returns the connection caps: the options', or defaults from the process's
 // descriptor limit (three quarters of it in total, a quarter of that per client address, a
 // 64th of it in reserve), so a flood is refused before accept fails with "too many open
