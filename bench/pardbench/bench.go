@@ -63,7 +63,7 @@ type BenchRow struct {
 	LaterShare   float64 `json:"later_share"`
 	// Shares[i] is the share of drops at module i (pipeline order).
 	Shares []float64 `json:"shares"`
-	// MinGoodput[i] is the minimum goodput over windows of sim.WindowSizes[i] seconds.
+	// MinGoodput[i] is the minimum goodput over windows of WindowSizes[i] seconds.
 	MinGoodput []float64 `json:"min_goodput"`
 	MeanWaitMs float64   `json:"mean_wait_ms"`
 	Requests   int64     `json:"requests"`
@@ -131,7 +131,7 @@ func (o *BenchOptions) defaults() {
 		}
 	}
 	if len(o.Traces) == 0 {
-		for _, t := range sim.PARDTraces {
+		for _, t := range PARDTraces {
 			o.Traces = append(o.Traces, t.Name)
 		}
 	}
@@ -219,17 +219,17 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 				LatencyMs: m.LatencyUs / 1000, SumTwoD: sum / 1000, SLOFrac: sum / float64(time.Duration(pa.SLO).Microseconds())})
 		}
 	}
-	traces := map[string]sim.RateSeries{}
+	traces := map[string]RateSeries{}
 	key := func(tr string, seed int) string { return tr + "/" + strconv.Itoa(seed) }
 	for _, tr := range o.Traces {
 		target := 0.0
-		for _, t := range sim.PARDTraces {
+		for _, t := range PARDTraces {
 			if t.Name == tr {
 				target = t.CV
 			}
 		}
 		for s := 1; s <= o.Seeds; s++ {
-			r, err := sim.PARDTrace(tr, o.Seconds, o.RateRPS, uint64(s))
+			r, err := PARDTrace(tr, o.Seconds, o.RateRPS, uint64(s))
 			if err != nil {
 				return nil, fmt.Errorf("%w: %v", plpard.ErrBadInput, err)
 			}
@@ -268,12 +268,12 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 			}
 		}
 	}
-	results := make([]*sim.PipelineMetrics, len(jobs))
+	results := make([]*PipelineMetrics, len(jobs))
 	errs, err := sim.Parallel(ctx, len(jobs), o.Parallel, func(i int) error {
 		j := jobs[i]
 		name, extra, _ := splitPolicy(j.policy)
 		params := map[string]string{"samples": strconv.Itoa(o.Samples), "seed": strconv.Itoa(j.seed)}
-		var rates sim.RateSeries
+		var rates RateSeries
 		if j.factor > 0 {
 			rates = nil
 		} else {
@@ -291,11 +291,11 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		dep, err := dppard.FromPARDPlan(plans[j.app])
 		if err == nil && j.factor > 0 {
 			// Stress: the planned workers only, a constant rate of factor × capacity.
-			sim.FixCapacity(dep)
-			rates = sim.StressRates(sim.PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
+			FixCapacity(dep)
+			rates = StressRates(PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
 		}
 		if err == nil {
-			results[i], err = sim.RunPipeline(sim.PipelineRun{Policies: dppard.Registry(), Dep: dep, Rates: rates, Seed: uint64(j.seed),
+			results[i], err = RunPipeline(PipelineRun{Policies: dppard.Registry(), Dep: dep, Rates: rates, Seed: uint64(j.seed),
 				Policy: rt.Config{Policy: name, Params: params}})
 		}
 		return err
@@ -314,7 +314,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		}
 	}
 	// Aggregate.
-	naive := map[string]*sim.PipelineMetrics{}
+	naive := map[string]*PipelineMetrics{}
 	for i, j := range jobs {
 		if j.factor == 0 && j.policy == "none" {
 			naive[j.app+"/"+key(j.trace, j.seed)] = results[i]
