@@ -4,141 +4,120 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// pardDefaults are the parameters and their defaults (PARD §4.2–§4.3, §5.3; windows the
-// paper leaves open are ours). Every key a
-// Config or plan may set is listed, so a typo is an error instead of a silent default.
-var pardDefaults = map[string]float64{
-	"lambda":          0.1,   // batch-wait quantile λ
-	"window_s":        5,     // queueing-delay window (linear weights)
-	"samples":         10000, // M, sums drawn per tick for F⁻¹(λ)
-	"ring":            10000, // normalized waits kept per module
-	"seed":            1,     // sampler seed
-	"sync_s":          1,     // state-planner period (rate bucket)
-	"smooth_window_s": 5,     // T_s: moving mean of T_in
-	"eps_window_s":    30,    // ε: buckets summed
-	"eps":             -1,    // fixed ε (≥ 0) instead of the measured one
-	"purge":           1,     // drop hopeless requests from the min end on every fill
-	"autoscale":       0,     // rate-based worker scaling
-	"cold_start_s":    15,    // delay before a new worker serves
-	"scale_window_s":  5,     // rate average the scaler provisions for
-	"scale_down_s":    30,    // the scaler keeps capacity for the max rate over this long
-	"headroom":        1,     // provision rate × headroom
-	"scale_by_module": 1,     // scale each module on its own input rate (1) or on the app's (0)
-	"oc_alpha":        0.4,   // pard-oc: share of input shed while throttled
-	"oc_t_ms":         25,    // pard-oc: queueing-delay threshold T
-	"split":           0,     // nexus: per-stage deadlines
-	"cumulative":      0,     // clipper++: cumulative budgets
-	"hop_in_lsub":     1,     // add downstream edges' planned hops to L_sub (not in the paper)
-	"mu_window_s":     2,     // μ from the mean T_in over this long (window not in the paper)
-	"sibling_cancel":  0,     // DAG: a drop on one branch cancels its siblings' work (paper: none)
+// Options are the pipeline policies' parameters (PARD §4.2–§4.3, §5.3; windows the paper
+// leaves open are ours). The json tags are the keys a --param flag (dataplane.Config.Params)
+// or a plan's application params set, decoded by decodeParams; DefaultOptions holds every
+// default. Every key is a field, so a typo is an error instead of a silent default.
+type Options struct {
+	Lambda        float64 `json:"lambda"`          // batch-wait quantile λ (0.1)
+	WindowS       float64 `json:"window_s"`        // queueing-delay window, linear weights (5 s)
+	Samples       int     `json:"samples"`         // M, sums drawn per tick for F⁻¹(λ) (10000)
+	Ring          int     `json:"ring"`            // normalized waits kept per module (10000)
+	Seed          uint64  `json:"seed"`            // sampler seed (1)
+	SyncS         float64 `json:"sync_s"`          // state-planner period, rate bucket (1 s)
+	SmoothWindowS float64 `json:"smooth_window_s"` // T_s: moving mean of T_in (5 s)
+	EpsWindowS    float64 `json:"eps_window_s"`    // ε: buckets summed (30 s)
+	Eps           float64 `json:"eps"`             // fixed ε (≥ 0) instead of the measured one (-1: measured)
+	Purge         bool    `json:"purge"`           // drop hopeless requests from the min end on every fill (true)
+	Autoscale     bool    `json:"autoscale"`       // rate-based worker scaling (false)
+	ColdStartS    float64 `json:"cold_start_s"`    // delay before a new worker serves (15 s)
+	ScaleWindowS  float64 `json:"scale_window_s"`  // rate average the scaler provisions for (5 s)
+	ScaleDownS    float64 `json:"scale_down_s"`    // the scaler keeps capacity for the max rate over this long (30 s)
+	Headroom      float64 `json:"headroom"`        // provision rate × headroom (1)
+	ScaleByModule bool    `json:"scale_by_module"` // scale each module on its own input rate, else on the app's (true)
+	OCAlpha       float64 `json:"oc_alpha"`        // pard-oc: share of input shed while throttled (0.4)
+	OCTMs         float64 `json:"oc_t_ms"`         // pard-oc: queueing-delay threshold T (25 ms)
+	Split         bool    `json:"split"`           // nexus: per-stage deadlines (false)
+	Cumulative    bool    `json:"cumulative"`      // clipper++: cumulative budgets (false)
+	HopInLsub     bool    `json:"hop_in_lsub"`     // add downstream edges' planned hops to L_sub, not in the paper (true)
+	MuWindowS     float64 `json:"mu_window_s"`     // μ from the mean T_in over this long, window not in the paper (2 s)
+	SiblingCancel bool    `json:"sibling_cancel"`  // DAG: a drop on one branch cancels its siblings' work; paper: none (false)
+}
+
+// DefaultOptions returns the defaults of every parameter (see Options).
+func DefaultOptions() Options {
+	return Options{Lambda: 0.1, WindowS: 5, Samples: 10000, Ring: 10000, Seed: 1, SyncS: 1,
+		SmoothWindowS: 5, EpsWindowS: 30, Eps: -1, Purge: true, ColdStartS: 15, ScaleWindowS: 5,
+		ScaleDownS: 30, Headroom: 1, ScaleByModule: true, OCAlpha: 0.4, OCTMs: 25, HopInLsub: true,
+		MuWindowS: 2}
 }
 
 // PARDParamNames lists the parameter names the pipeline policies accept.
-func PARDParamNames() []string {
-	out := make([]string, 0, len(pardDefaults))
-	for k := range pardDefaults {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func PARDParamNames() []string { return paramNames[Options]() }
 
 // NewPipeline builds the pipeline policy named name (one of PipelinePolicies) with cfg's
 // parameters.
 func NewPipeline(name string, cfg dataplane.Config) (*Pipeline, error) {
 	for _, v := range pardVariants {
 		if v.name == name {
-			for k := range cfg.Params {
-				if _, ok := pardDefaults[k]; !ok {
-					return nil, fmt.Errorf("policy %s: unknown parameter %q (known: %v)", name, k, PARDParamNames())
-				}
-			}
 			p := &Pipeline{variant: v, cfg: cfg}
-			if _, err := p.resolve(nil); err != nil {
+			o, err := p.resolve(nil)
+			if err != nil {
 				return nil, err
 			}
+			p.cfgOpts = o
 			return p, nil
 		}
 	}
 	return nil, fmt.Errorf("unknown pipeline policy %q", name)
 }
 
-// resolve merges defaults, plan parameters and Config parameters (Config wins).
-func (p *Pipeline) resolve(plan map[string]string) (map[string]float64, error) {
-	out := make(map[string]float64, len(pardDefaults))
-	for k, v := range pardDefaults {
-		out[k] = v
+// resolve merges defaults, plan parameters and Config parameters (Config wins) and checks
+// the result.
+func (p *Pipeline) resolve(plan map[string]string) (Options, error) {
+	o := DefaultOptions()
+	if err := decodeParams(p.variant.name, &o, plan, true); err != nil {
+		return o, err
 	}
-	set := func(src string, m map[string]string) error {
-		for k, s := range m {
-			if _, ok := pardDefaults[k]; !ok {
-				if src == "plan" {
-					continue // plans may carry parameters for other tools
-				}
-				return fmt.Errorf("policy %s: unknown parameter %q", p.variant.name, k)
-			}
-			x, err := dataplane.ParseNumber(p.variant.name, k, s)
-			if err != nil {
-				return err
-			}
-			out[k] = x
-		}
-		return nil
+	if err := decodeParams(p.variant.name, &o, p.cfg.Params, false); err != nil {
+		return o, err
 	}
-	if err := set("plan", plan); err != nil {
-		return nil, err
-	}
-	if err := set("config", p.cfg.Params); err != nil {
-		return nil, err
-	}
-	check := func(k string, ok bool, rule string) error {
-		if !ok {
-			return fmt.Errorf("policy %s: parameter %s: %g: %s", p.variant.name, k, out[k], rule)
-		}
-		return nil
-	}
-	for _, c := range []error{
-		check("lambda", out["lambda"] >= 0 && out["lambda"] <= 1, "must be in [0, 1]"),
-		check("window_s", out["window_s"] > 0 && out["window_s"] <= 600, "must be in (0, 600]"),
-		check("samples", out["samples"] >= 1 && out["samples"] <= 1e6, "must be in [1, 1e6]"),
-		check("ring", out["ring"] >= 1 && out["ring"] <= 1e6, "must be in [1, 1e6]"),
-		check("sync_s", out["sync_s"] > 0 && out["sync_s"] <= 60, "must be in (0, 60]"),
-		check("smooth_window_s", out["smooth_window_s"] >= out["sync_s"] && out["smooth_window_s"] <= 600, "must be in [sync_s, 600]"),
-		check("eps_window_s", out["eps_window_s"] >= out["sync_s"] && out["eps_window_s"] <= 3600, "must be in [sync_s, 3600]"),
-		check("eps", out["eps"] < 0 || out["eps"] <= 1, "must be < 0 (measured) or in [0, 1]"),
-		check("cold_start_s", out["cold_start_s"] >= 0 && out["cold_start_s"] <= 3600, "must be in [0, 3600]"),
-		check("scale_window_s", out["scale_window_s"] >= 1 && out["scale_window_s"] <= 600, "must be in [1, 600]"),
-		check("scale_down_s", out["scale_down_s"] >= 0 && out["scale_down_s"] <= 3600, "must be in [0, 3600]"),
-		check("headroom", out["headroom"] > 0 && out["headroom"] <= 100, "must be in (0, 100]"),
-		check("oc_alpha", out["oc_alpha"] >= 0 && out["oc_alpha"] < 1, "must be in [0, 1)"),
-		check("oc_t_ms", out["oc_t_ms"] > 0, "must be > 0"),
-		check("mu_window_s", out["mu_window_s"] >= out["sync_s"] && out["mu_window_s"] <= out["eps_window_s"], "must be in [sync_s, eps_window_s]"),
+	return o, o.check(p.variant.name)
+}
+
+// check enforces every parameter's range.
+func (o *Options) check(policy string) error {
+	for _, c := range []struct {
+		key  string
+		val  float64
+		ok   bool
+		rule string
+	}{
+		{"lambda", o.Lambda, o.Lambda >= 0 && o.Lambda <= 1, "must be in [0, 1]"},
+		{"window_s", o.WindowS, o.WindowS > 0 && o.WindowS <= 600, "must be in (0, 600]"},
+		{"samples", float64(o.Samples), o.Samples >= 1 && o.Samples <= 1e6, "must be in [1, 1e6]"},
+		{"ring", float64(o.Ring), o.Ring >= 1 && o.Ring <= 1e6, "must be in [1, 1e6]"},
+		{"sync_s", o.SyncS, o.SyncS > 0 && o.SyncS <= 60, "must be in (0, 60]"},
+		{"smooth_window_s", o.SmoothWindowS, o.SmoothWindowS >= o.SyncS && o.SmoothWindowS <= 600, "must be in [sync_s, 600]"},
+		{"eps_window_s", o.EpsWindowS, o.EpsWindowS >= o.SyncS && o.EpsWindowS <= 3600, "must be in [sync_s, 3600]"},
+		{"eps", o.Eps, o.Eps < 0 || o.Eps <= 1, "must be < 0 (measured) or in [0, 1]"},
+		{"cold_start_s", o.ColdStartS, o.ColdStartS >= 0 && o.ColdStartS <= 3600, "must be in [0, 3600]"},
+		{"scale_window_s", o.ScaleWindowS, o.ScaleWindowS >= 1 && o.ScaleWindowS <= 600, "must be in [1, 600]"},
+		{"scale_down_s", o.ScaleDownS, o.ScaleDownS >= 0 && o.ScaleDownS <= 3600, "must be in [0, 3600]"},
+		{"headroom", o.Headroom, o.Headroom > 0 && o.Headroom <= 100, "must be in (0, 100]"},
+		{"oc_alpha", o.OCAlpha, o.OCAlpha >= 0 && o.OCAlpha < 1, "must be in [0, 1)"},
+		{"oc_t_ms", o.OCTMs, o.OCTMs > 0, "must be > 0"},
+		{"mu_window_s", o.MuWindowS, o.MuWindowS >= o.SyncS && o.MuWindowS <= o.EpsWindowS, "must be in [sync_s, eps_window_s]"},
 	} {
-		if c != nil {
-			return nil, c
+		if !c.ok {
+			return fmt.Errorf("policy %s: parameter %s: %g: %s", policy, c.key, c.val, c.rule)
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// TickEvery implements Ticker: the state planner's sync period.
+// TickEvery implements Ticker: the state planner's sync period (from the policy
+// configuration: the engine arms the tick before Attach sees the plan).
 func (p *Pipeline) TickEvery() dataplane.Time {
-	s := pardDefaults["sync_s"]
-	if x, ok := p.cfg.Params["sync_s"]; ok {
-		if f, err := dataplane.ParseNumber(p.variant.name, "sync_s", x); err == nil && f > 0 {
-			s = f
-		}
-	}
-	return dataplane.Time(s * float64(dataplane.Second))
+	return dataplane.Time(p.cfgOpts.SyncS * float64(dataplane.Second))
 }
 
-// Params returns the parameters in effect (after Attach: defaults, plan, config).
-func (p *Pipeline) Params() map[string]float64 { return p.p }
+// Options returns the parameters in effect (after Attach: defaults, plan, config).
+func (p *Pipeline) Options() Options { return p.opts }
 
 // Attach implements Policy.
 func (p *Pipeline) Attach(v dataplane.View) error {
@@ -152,46 +131,45 @@ func (p *Pipeline) Attach(v dataplane.View) error {
 			}
 		}
 	}
-	par, err := p.resolve(plan)
+	o, err := p.resolve(plan)
 	if err != nil {
 		return err
 	}
 	if _, ok := plan["sync_s"]; ok {
-		if _, cfgSet := p.cfg.Params["sync_s"]; !cfgSet && par["sync_s"] != pardDefaults["sync_s"] {
+		if _, cfgSet := p.cfg.Params["sync_s"]; !cfgSet && o.SyncS != DefaultOptions().SyncS {
 			// The tick period is fixed when the engine is created (before Attach sees the
 			// plan), so a plan cannot change it; say so rather than run a wrong cadence.
 			return fmt.Errorf("policy %s: sync_s must be set with the policy configuration, not in the plan", p.variant.name)
 		}
 	}
-	p.p = par
-	p.lambda = par["lambda"]
-	p.window = dataplane.Time(par["window_s"] * float64(dataplane.Second))
-	p.sync = dataplane.Time(par["sync_s"] * float64(dataplane.Second))
-	p.samples = int(par["samples"])
-	p.purge = par["purge"] != 0
-	p.autoscale = par["autoscale"] != 0
-	p.coldStart = dataplane.Time(par["cold_start_s"] * float64(dataplane.Second))
-	p.scaleWin = max(1, int(math.Round(par["scale_window_s"]/par["sync_s"])))
-	p.scaleDown = max(0, int(math.Round(par["scale_down_s"]/par["sync_s"])))
-	p.headroom = par["headroom"]
-	p.scaleByMod = par["scale_by_module"] != 0
-	p.ocAlpha = par["oc_alpha"]
-	p.ocT = dataplane.Time(par["oc_t_ms"] * float64(dataplane.Millisecond))
-	p.nexusSplit = par["split"] != 0
-	p.cumulative = par["cumulative"] != 0
-	p.fixedEps = par["eps"]
+	p.opts = o
+	p.lambda = o.Lambda
+	p.window = dataplane.Time(o.WindowS * float64(dataplane.Second))
+	p.sync = dataplane.Time(o.SyncS * float64(dataplane.Second))
+	p.samples = o.Samples
+	p.purge = o.Purge
+	p.autoscale = o.Autoscale
+	p.coldStart = dataplane.Time(o.ColdStartS * float64(dataplane.Second))
+	p.scaleWin = max(1, int(math.Round(o.ScaleWindowS/o.SyncS)))
+	p.scaleDown = max(0, int(math.Round(o.ScaleDownS/o.SyncS)))
+	p.headroom = o.Headroom
+	p.scaleByMod = o.ScaleByModule
+	p.ocAlpha = o.OCAlpha
+	p.ocT = dataplane.Time(o.OCTMs * float64(dataplane.Millisecond))
+	p.nexusSplit = o.Split
+	p.cumulative = o.Cumulative
+	p.fixedEps = o.Eps
 	if p.variant.instant {
 		p.fixedEps = 0
 	}
-	p.smoothN = max(1, int(math.Round(par["smooth_window_s"]/par["sync_s"])))
-	p.epsN = max(1, int(math.Round(par["eps_window_s"]/par["sync_s"])))
-	p.muN = min(p.epsN, max(1, int(math.Round(par["mu_window_s"]/par["sync_s"]))))
-	p.hopInLsub = par["hop_in_lsub"] != 0
-	p.cancel = par["sibling_cancel"] != 0
+	p.smoothN = max(1, int(math.Round(o.SmoothWindowS/o.SyncS)))
+	p.epsN = max(1, int(math.Round(o.EpsWindowS/o.SyncS)))
+	p.muN = min(p.epsN, max(1, int(math.Round(o.MuWindowS/o.SyncS))))
+	p.hopInLsub = o.HopInLsub
+	p.cancel = o.SiblingCancel
 	p.doomed = map[dataplane.ReqID]pardDrop{}
-	seed := uint64(par["seed"])
-	p.rng = rand.New(rand.NewPCG(seed, 0x5a4d_7061_7264_0001))
+	p.rng = rand.New(rand.NewPCG(o.Seed, 0x5a4d_7061_7264_0001))
 	p.deferred = map[dataplane.ReqID]pardDrop{}
 	p.join = map[joinKey]int32{}
-	return p.build(int(par["ring"]))
+	return p.build(o.Ring)
 }

@@ -106,7 +106,9 @@ const (
 type Pipeline struct {
 	variant pardVariant
 	cfg     dataplane.Config
-	p       map[string]float64
+	// cfgOpts are the configuration's options over the defaults (NewPipeline: TickEvery);
+	// opts those in effect after Attach merged the plan's.
+	cfgOpts, opts Options
 
 	v   dataplane.View
 	dep *dataplane.Deployment
