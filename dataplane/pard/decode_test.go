@@ -36,7 +36,7 @@ func TestOptionsDecode(t *testing.T) {
 		{"range from the plan", nil, map[string]string{"oc_alpha": "1"}, nil, "policy pard: parameter oc_alpha: 1: must be in [0, 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Pipeline{variant: pardVariants[3], cfg: dataplane.Config{Policy: "pard", Params: tc.cfg}}
+			p := &Pipeline{variant: variantNamed(t, "pard"), cfg: dataplane.Config{Policy: "pard", Params: tc.cfg}}
 			o, err := p.resolve(tc.plan)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -55,4 +55,16 @@ func TestOptionsDecode(t *testing.T) {
 	if got := len(PARDParamNames()); got != 23 {
 		t.Errorf("%d parameter names, want the 23 keys plans and flags used", got)
 	}
+}
+
+// variantNamed is the registered pipeline variant called name.
+func variantNamed(t *testing.T, name string) pardVariant {
+	t.Helper()
+	for _, v := range pardVariants {
+		if v.name == name {
+			return v
+		}
+	}
+	t.Fatalf("no variant %q", name)
+	return pardVariant{}
 }
