@@ -99,6 +99,9 @@ type Stats struct {
 	// Rerouted counts calls re-placed after a worker failure; FailDropped the requests dropped
 	// because no live GPU (or API-server worker) was left to serve their next step.
 	Rerouted, FailDropped int64
+	// Shed counts the requests dropped because their estimated finish was past their
+	// deadline, Overloads the times the scheduler started shedding (shed.go).
+	Shed, Overloads int64
 }
 
 type task struct {
@@ -198,6 +201,11 @@ type Policy struct {
 	// against the sort at every rebuild (panics on a difference). Both are for tests only.
 	ref, check bool
 	keys       []planItem
+	// Overload (shed.go): the average of late estimates, whether the scheduler sheds, and
+	// until when.
+	lateAvg   float64
+	overload  bool
+	shedUntil dataplane.Time
 	// Plan rebuild scratch: rebuilds counts them; srAt[sv] is the rebuild whose svcReady of sv
 	// srV[sv] holds.
 	rebuilds int64
@@ -284,8 +292,16 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.ingress(r, rs, out)
 	case dataplane.EvStageArrival:
 		for _, r := range p.v.Arrived(ev) {
+			if p.v.Req(r).CancelRequested {
+				// Withdrawn while its last step ran: no further step.
+				out.Drop(r, ev.Stage, dataplane.DropCancelled, 0)
+				p.cancel(r)
+				continue
+			}
 			p.call(now, r, ev.Stage, false, out)
 		}
+	case dataplane.EvCancel:
+		p.cancel(ev.Req)
 	case dataplane.EvWorkerDown:
 		p.onDown(now, ev.Worker, out)
 	case dataplane.EvWorkerUp:
@@ -467,6 +483,10 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 		p.sched = t0 + cost
 		p.st.SchedBusy += cost
 		t0 = p.sched
+		if p.shed(now, r, rs, stage, hs[0], out) {
+			p.tmp = svcs
+			return
+		}
 		dev = devs[0]
 		if spec {
 			if len(rs.calls) == 0 {
