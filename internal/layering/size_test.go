@@ -37,7 +37,6 @@ var oversized = map[string]string{
 	"planner/qlm/qlm.go:Solve":                     "func",
 	"profiler/measure/trace.go:Trace.Attribute":    "func",
 	"profiler/onnx/infer.go:Model.inferNode":       "func",
-	"serve/load/load.go:Run":                       "func",
 }
 
 // sourceFile reports whether a path is production Go source the limits apply to: not a
