@@ -99,6 +99,9 @@ func ParseWith(name string, data []byte, secs *SectionSet) (Document, error) {
 }
 
 func parse(name string, data []byte, wantKind string, secs *SectionSet) (Document, error) {
+	if err := checkDuplicateKeys(name, data); err != nil {
+		return nil, err
+	}
 	tree, js, err := parseTree(data)
 	if err != nil {
 		return nil, ErrorList{{File: name, Rule: err.Error()}}.tagged(ErrDecode)

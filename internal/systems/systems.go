@@ -186,6 +186,19 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 	if s.Deploy == nil {
 		return nil, "", formats.ErrorList{{Path: s.PlanSection, Rule: fmt.Sprintf("system %s cannot deploy plans yet", s.Name)}}
 	}
+	// A plan `plan check` fails is no plan to run (issue 36 item 8): serve started with and
+	// reloaded to plans breaking their own system's constraints (a PPipe partition on more
+	// GPUs than exist, a DyOrc deployment naming a nonexistent service), and simulate ran
+	// them. Every violation the system's verifier finds is a problem of the plan section.
+	if s.Checker != nil {
+		if vs, _ := s.Checker.Verify(p); len(vs) > 0 {
+			errs := make(formats.ErrorList, len(vs))
+			for i, v := range vs {
+				errs[i] = &formats.FieldError{Path: s.PlanSection, Rule: "verify: " + v + " (plan check fails this plan)"}
+			}
+			return nil, "", errs
+		}
+	}
 	return s.Deploy(p)
 }
 
