@@ -136,7 +136,7 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	}
 	rep := &Report{
 		APIVersion: "plan/v1", Kind: ReportKind, Plan: cfg.PlanName, Strategy: cfg.Strategy,
-		Policy: policyName(cfg.Policy), Params: cfg.Policy.Params, Trace: cfg.Arrival.Name,
+		Policy: cfg.Policy.Policy, Params: cfg.Policy.Params, Trace: cfg.Arrival.Name,
 		Seed: cfg.Seed, DurationUs: int64(cfg.Duration), Jitter: cfg.Jitter,
 	}
 	for a := range cfg.Dep.Apps {
@@ -152,13 +152,6 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	sort.SliceStable(rep.Points, func(i, j int) bool { return rep.Points[i].Load < rep.Points[j].Load })
 	rep.MaxLoad99 = MaxLoadAt(rep.Points, 0.99)
 	return rep, nil
-}
-
-func policyName(c rt.Config) string {
-	if c.Policy == "" {
-		return "ppipe"
-	}
-	return c.Policy
 }
 
 // MaxLoadAt returns the highest load whose attainment (every application's, as in the

@@ -202,6 +202,17 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 	return s.Deploy(p)
 }
 
+// ONNXCuts asks the plan's system what onnx workers run (serve.ONNXCuts): "" when the system
+// cuts no model (each stage runs a whole model), or when no system serves the plan (the
+// server's deployer reports that).
+func (r *Registry) ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (string, [][2]int, error) {
+	s, err := r.ForPlan(p)
+	if err != nil || s.ONNXCuts == nil {
+		return "", nil, nil
+	}
+	return s.ONNXCuts(p, dep)
+}
+
 // ByName returns the in-tree system called name.
 func ByName(name string) (system.System, bool) { return Default().ByName(name) }
 

@@ -224,7 +224,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		if o.model == "" {
 			return usageErrorf("--workers onnx needs --model FILE.onnx")
 		}
-		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads})
+		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
 	default:
 		return usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
 	}
