@@ -197,7 +197,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return usageErrorf("--policy: %s: %v", path, err)
 	}
 	opts := serve.Options{
-		Plan: plan, Deploy: app.Systems.Deploy, Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
+		Plan: plan, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
 		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,

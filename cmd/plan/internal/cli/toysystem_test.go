@@ -97,6 +97,20 @@ func TestToySystem(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("serve: %d %s", resp.StatusCode, body)
 	}
+	// plan load reads the served plan (GET /v1/plan); PUT /v1/plan reloads it.
+	if code, out, errOut := run("load", "http://"+addr, "--load", "0.5", "--max-requests", "5", "-q"); code != ExitOK {
+		t.Errorf("load: exit %d: %s%s", code, out, errOut)
+	}
+	req, _ := http.NewRequest(http.MethodPut, "http://"+addr+"/v1/plan", bytes.NewReader(raw))
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("PUT /v1/plan: %d %s", resp.StatusCode, body)
+		}
+	}
 	if err := srv.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
