@@ -99,8 +99,9 @@ func (r *Registry) Sections() *formats.SectionSet {
 // registered alike (formats.Workload.SectionKeys).
 func WorkloadSections(w *formats.Workload) []string { return Default().WorkloadSections(w) }
 
-// WorkloadSections lists the sections of w that some system of r plans, then those no
-// system handles (ForWorkload names them in its error); nil when w is nil.
+// WorkloadSections lists the sections w has (nil when w is nil): the typed ones in file
+// order, then the registered ones (formats.Workload.SectionKeys). ForWorkload matches them
+// against each system's WorkloadSections and names those no system plans in its error.
 func (r *Registry) WorkloadSections(w *formats.Workload) []string {
 	return w.SectionKeys()
 }
