@@ -125,7 +125,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		}
 	}
 	// GPU demand per type versus the cluster.
-	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs formats.PackSlices
+	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs PackSlices
 	// lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs charges, so the
 	// deployment refuses exactly what validation refuses (issue 17 item 2).
 	gpusOf := func(g *group) int {
@@ -137,7 +137,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	need := map[string]int{}
 	for _, g := range groups {
 		if g.key.v == 0 {
-			g.packed = formats.PackSlices(g.levels)
+			g.packed = PackSlices(g.levels)
 		}
 		need[g.key.gpu] += gpusOf(g)
 	}

@@ -46,6 +46,8 @@ func TestToySystem(t *testing.T) {
 	// 400 jobs/s × 5 ms at ≤ 70% utilisation: 3 workers on the demo cluster's first GPU type.
 	mustRun("toy plan (strategy mdc)", "solve", "--workload", workload, "-o", plan, "--deterministic", "--toy-max-util", "0.7")
 	mustRun("ok", "validate", plan)
+	mustRun(`"toy": {`, "validate", "--schema", "plan")
+	mustRun(`"toy_jobs": {`, "validate", "--schema", "workload")
 	var doc map[string]any
 	raw, _ := os.ReadFile(plan)
 	if err := json.Unmarshal(raw, &doc); err != nil {
