@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/toysystem"
+	"github.com/plan-dev/plan/internal/systems/toysys"
 )
 
 // The registry is a value: a workload section only the toy claims is planned by the toy in
@@ -13,7 +13,7 @@ import (
 func TestRegistryWorkloadSections(t *testing.T) {
 	toyWorkload := []byte("apiVersion: plan/v1\nkind: Workload\nmetadata: {name: w}\n" +
 		"toy_jobs: {name: jobs, slo: 50ms, rate_rps: 10, latency_us: 100}\n")
-	withToy := New(append(InTree(), toysystem.System())...)
+	withToy := New(append(InTree(), toysys.System())...)
 	w, err := formats.DecodeIntoWith[*formats.Workload]("w.yaml", toyWorkload, withToy.Sections())
 	if err != nil {
 		t.Fatal(err)
@@ -21,7 +21,7 @@ func TestRegistryWorkloadSections(t *testing.T) {
 	if got := withToy.WorkloadSections(w); strings.Join(got, ",") != "toy_jobs" {
 		t.Errorf("WorkloadSections = %v", got)
 	}
-	if s, err := withToy.ForWorkload(w); err != nil || s.Name != toysystem.Name {
+	if s, err := withToy.ForWorkload(w); err != nil || s.Name != toysys.Name {
 		t.Errorf("ForWorkload = %s, %v", s.Name, err)
 	}
 	if _, err := Default().ForWorkload(w); err == nil || !strings.HasPrefix(err.Error(), "section toy_jobs: no planner handles it yet") {

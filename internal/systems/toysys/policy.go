@@ -1,4 +1,4 @@
-package toysystem
+package toysys
 
 import (
 	"slices"

@@ -12,16 +12,16 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/internal/systems"
-	"github.com/plan-dev/plan/internal/toysystem"
+	"github.com/plan-dev/plan/internal/systems/toysys"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
 
 // A sixth system is new packages plus one registry line (issue 29 item 3): the toy system
-// (internal/toysystem) goes through validate, solve, simulate, serve, check and export with
+// (internal/systems/toysys) goes through validate, solve, simulate, serve, check and export with
 // no shared package knowing it; this test's registry line is the only place it is named.
 func TestToySystem(t *testing.T) {
-	reg := systems.New(append(systems.InTree(), toysystem.System())...)
+	reg := systems.New(append(systems.InTree(), toysys.System())...)
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -62,7 +62,7 @@ func TestToySystem(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("simulate report: %v\n%s", err, out)
 	}
-	if tot := rep.Points[0].Total; tot.Requests == 0 || tot.Completed == 0 || rep.Policy != toysystem.Policy {
+	if tot := rep.Points[0].Total; tot.Requests == 0 || tot.Completed == 0 || rep.Policy != toysys.Policy {
 		t.Errorf("simulate: %+v", rep)
 	}
 
