@@ -42,7 +42,28 @@ type Registry struct {
 }
 
 // New builds a registry of systems, in the order given (the order of help and of lookups).
+// Two systems with one name, or two registering a section (system.Sections) with one key,
+// panic: a programming error in the systems list, as dataplane.NewRegistry's duplicates.
 func New(systems ...system.System) *Registry {
+	names, secs := map[string]bool{}, map[string]string{}
+	claim := func(sys, what, key string) {
+		if other, dup := secs[what+" "+key]; dup {
+			panic(fmt.Sprintf("systems: %s section %q claimed by %s and %s", what, key, other, sys))
+		}
+		secs[what+" "+key] = sys
+	}
+	for _, s := range systems {
+		if names[s.Name] {
+			panic(fmt.Sprintf("systems: system %q registered twice", s.Name))
+		}
+		names[s.Name] = true
+		if s.Sections.Plan != nil {
+			claim(s.Name, "plan", s.Sections.Plan.Key())
+		}
+		for _, w := range s.Sections.Workload {
+			claim(s.Name, "workload", w.Key())
+		}
+	}
 	return &Registry{systems: slices.Clone(systems)}
 }
 

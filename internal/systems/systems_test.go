@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/toysys"
 )
 
@@ -38,5 +39,25 @@ func TestRegistryWorkloadSections(t *testing.T) {
 	}
 	if got := Default().WorkloadSections(nil); got != nil {
 		t.Errorf("WorkloadSections(nil) = %v", got)
+	}
+}
+
+func TestRegistryDuplicates(t *testing.T) {
+	for name, list := range map[string][]func() system.System{
+		"name":    {toysys.System, toysys.System},
+		"section": {toysys.System, func() system.System { s := toysys.System(); s.Name = "toy2"; return s }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			var ss []system.System
+			for _, f := range list {
+				ss = append(ss, f())
+			}
+			New(ss...)
+		})
 	}
 }
