@@ -44,6 +44,8 @@ func System() system.System {
 		Checker:   Checker{},
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
+		// A failed solve's problems name the workload or cluster file that holds them.
+		Sections: system.Sections{SolveErrors: solveErrors},
 	}
 }
 

@@ -46,6 +46,8 @@ func System() system.System {
 		Checker:   Checker{},
 		Exporters: xppipe.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &ppipebench.Command{} }},
+		// onnx workers run partitions of the plan's one model (PPipe §3's blocks).
+		ONNXCuts: dpppipe.ONNXCuts,
 	}
 }
 

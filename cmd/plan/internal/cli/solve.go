@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/demo"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -216,7 +217,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	}
 	plan, err := pl.Solve(cmd.Context(), in, settings)
 	if err != nil {
-		return solveError(withFileNames(err, o))
+		return solveError(withFileNames(err, o, sys))
 	}
 	if err := formats.WriteFile(o.out, plan); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
@@ -257,10 +258,10 @@ func solveError(err error) error {
 
 // withFileNames replaces the planner's "cluster:", "workload:" and "profile:" prefixes with
 // the files the user gave, so messages read `cluster.yaml: gpus: ...: rule`.
-func withFileNames(err error, o *solveOptions) error {
+func withFileNames(err error, o *solveOptions, sys system.System) error {
 	var ie *planner.InputError
 	if !errors.As(err, &ie) {
-		return pardFileNames(err, o)
+		return systemFileNames(err, o, sys)
 	}
 	names := map[string]string{"cluster": "demo cluster", "workload": "workload", "profile": "demo profile"}
 	if o.cluster != "" {
