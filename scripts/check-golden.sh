@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 plan=${1:-bin/plan}
 shopt -s nullglob
-plans=(testdata/golden/*.json)
+# legacy/ holds plans written before provenance.options were typed (string maps): they must
+# still verify and re-solve (issue 29 item 4).
+plans=(testdata/golden/*.json testdata/golden/legacy/*.json)
 if [ ${#plans[@]} -eq 0 ]; then
   echo "no golden plans in testdata/golden"
   exit 0

@@ -51,6 +51,26 @@ type Options struct {
 	Params map[string]float64
 	// TimeLimit bounds the solver (default 10 s).
 	TimeLimit time.Duration
+	// ToolVersion is recorded in the plan's provenance ("" = "dev").
+	ToolVersion string
+}
+
+// Flags are PARD's `plan solve` options as a plan records them in provenance.options (the
+// solved values, defaults resolved), read back by `plan check --resolve`.
+type Flags struct {
+	// SLOFraction is f of the provisioning rule Σ_path 2·d(b) ≤ f·SLO (default 0.8).
+	SLOFraction float64 `json:"slo_fraction"`
+	// RateRPS provisions every pipeline for this rate (default: the workload's rate_rps).
+	RateRPS float64 `json:"rate_rps,omitempty"`
+	// MaxBatch is the largest batch a module may run (default 32).
+	MaxBatch int `json:"max_batch"`
+	// Policy is the dropping policy the plan names as its default (default pard).
+	Policy string `json:"policy"`
+}
+
+// DefaultFlags are `plan solve`'s defaults for PARD.
+func DefaultFlags() Flags {
+	return Flags{SLOFraction: DefaultSLOFraction, MaxBatch: DefaultMaxBatch, Policy: DefaultPolicy}
 }
 
 // Inputs are the decoded documents.
@@ -69,9 +89,6 @@ type option struct {
 	latUs   float64
 	workers int
 }
-
-// ToolVersion is recorded in plans; the CLI overrides it with the build's version.
-var ToolVersion = "dev"
 
 func bad(path string, value any, rule string, args ...any) error {
 	fe := &formats.FieldError{Path: path, Value: fmt.Sprint(value), Rule: fmt.Sprintf(rule, args...)}
@@ -338,12 +355,10 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	if err != nil {
 		return nil, err
 	}
-	opts := map[string]string{
-		"slo_fraction": fmt.Sprint(o.SLOFraction), "max_batch": fmt.Sprint(o.MaxBatch), "policy": o.Policy,
-		"rule": "sum_path 2*d_k(b_k) <= slo_fraction*SLO; workers = ceil(rate*d/b)",
-	}
-	if o.RateRPS > 0 {
-		opts["rate_rps"] = fmt.Sprint(o.RateRPS)
+	opts := planner.RecordOptions(Flags{SLOFraction: o.SLOFraction, RateRPS: o.RateRPS, MaxBatch: o.MaxBatch, Policy: o.Policy})
+	tool := o.ToolVersion
+	if tool == "" {
+		tool = "dev"
 	}
 	name := in.Workload.Metadata.Name
 	if name == "" {
@@ -352,7 +367,7 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	out := &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: "PARD pipeline provisioning"},
-		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(),
 			InputDigest: digest, Inputs: in.Refs, Strategy: "pard", Options: opts, Status: res.Status.String(),
 			Objective: math.Round(res.Objective), Bound: math.Round(res.Bound), Gap: res.Gap,
 			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},

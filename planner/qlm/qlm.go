@@ -16,8 +16,22 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// ToolVersion is recorded in plan provenance.
-var ToolVersion = "dev"
+// Flags are QLM's `plan solve` options as a plan records them in provenance.options, read
+// back by `plan check --resolve`.
+type Flags struct {
+	// Strategy is the placement algorithm: load (default) or round-robin.
+	Strategy string `json:"strategy"`
+}
+
+// DefaultFlags are `plan solve`'s defaults for QLM.
+func DefaultFlags() Flags { return Flags{Strategy: Strategies[0]} }
+
+// Options tune Solve.
+type Options struct {
+	Flags
+	// ToolVersion is recorded in the plan's provenance ("" = "dev").
+	ToolVersion string
+}
 
 // Strategies are the planner's placement algorithms.
 var Strategies = []string{"load", "round-robin"}
@@ -41,7 +55,8 @@ func profileFor(profs []*formats.Profile, model, gpu string) *formats.LLMProfile
 }
 
 // Solve plans the initial placement.
-func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
+func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
+	strategy := o.Strategy
 	if strategy == "" {
 		strategy = Strategies[0]
 	}
@@ -197,11 +212,15 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 	if name == "" {
 		name = "qlm"
 	}
+	tool := o.ToolVersion
+	if tool == "" {
+		tool = "dev"
+	}
 	return &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM initial placement (%s): %d instances, %d request groups", strategy, len(q.Instances), len(q.Groups))},
-		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
-			Options: map[string]string{"strategy": strategy}, Status: "optimal", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
+			Options: planner.RecordOptions(Flags{Strategy: strategy}), Status: "optimal", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
 		Cluster: c,
 		QLM:     q,
 	}, nil

@@ -88,6 +88,33 @@ func TestSolveGolden(t *testing.T) {
 	}
 }
 
+// TestCheckLegacyGolden: plans written before provenance.options were typed (string maps,
+// kept in testdata/golden/legacy, one per system) still verify, compare and re-solve.
+func TestCheckLegacyGolden(t *testing.T) {
+	repoRoot(t)
+	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "legacy", "*.json"))
+	if len(files) < 5 {
+		t.Fatalf("%d legacy golden plans, want one per system", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			p, err := formats.ReadInto[*formats.Plan](f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var legacy map[string]string
+			if err := json.Unmarshal(p.Provenance.Options, &legacy); err != nil || len(legacy) == 0 {
+				t.Fatalf("provenance.options is not a legacy string map (%v): the case tests nothing", err)
+			}
+			code, stdout, stderr := runCLI(t, "check", f, "--golden", f, "--resolve", "--tolerance", "1%")
+			skipWithoutHiGHS(t, stderr)
+			if code != 0 || !strings.Contains(stdout, "resolve vs golden") {
+				t.Errorf("check --resolve: exit %d\n%s%s", code, stdout, stderr)
+			}
+		})
+	}
+}
+
 func digestOf(t *testing.T, data []byte) string {
 	t.Helper()
 	var p formats.Plan
