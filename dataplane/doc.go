@@ -44,7 +44,8 @@
 // 503 carrying Request.Reason and Request.DropStage). Every accepted request gets exactly
 // one Finish. The request and batch tables grow with every arrival; a long-running driver
 // calls Engine.Compact now and then (from the loop) to forget finished requests and closed
-// batches, and starts a fresh engine when it reloads a plan.
+// batches (and lets the policy forget them: Forgetter), and starts a fresh engine when it
+// reloads a plan.
 //
 // Times are integer microseconds (Time) since the start of the run; durations use the same
 // type. Identifiers are dense small integers so state lives in slices, not maps.
@@ -71,4 +72,25 @@
 // the policy after each batch (an LLM instance's iterations, with PathHop.Dur as the
 // iteration's cost); DLoad/DEvict move models on workers with durations and memory
 // (EvModelLoaded reports a finished load).
+//
+// # Cancel and forget
+//
+// A driver withdraws a request with Engine.Cancel (serve: its client disconnected or its
+// deadline passed at the client; sim: Options.CancelFraction). A request no batch holds is
+// finished at once as Dropped with DropCancelled; one a batch holds is marked
+// (Request.CancelRequested) and finished so when the LAST batch holding it ends: its last
+// hop, a Manual stage's batch, a routed stage, a path ending before its application, a
+// lost batch of a failed worker, the second branch of a DAG fan-out. Its result is
+// discarded: it never travels on, completes or arrives at a stage (View.Arrived leaves it
+// out). Either way Effects.Finish is called once and the policy gets exactly one EvCancel,
+// before the event that ended the batch (so a Manual stage's policy skips non-Pending
+// requests in EvBatchDone). Cancelling a finished, unknown or forgotten request is a no-op.
+// Every policy must handle EvCancel: one that leaves a cancelled request in its queues
+// would later dispatch a finished request, which the engine refuses.
+//
+// Engine.Compact retires finished requests held by no open batch; a policy that keeps
+// per-request state (tables indexed or keyed by ReqID) implements Forgetter, and Compact
+// calls Forget(id) for each retired request in increasing ID order, so the policy's memory,
+// like the engine's, depends on what is in flight and not on how many requests have passed
+// (internal/conformance's BenchmarkForget measures it per policy).
 package dataplane

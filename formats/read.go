@@ -113,3 +113,7 @@ func ReadStream(ctx context.Context, name string, r io.Reader, limit int64) ([]b
 		return nil, &ReadError{Path: name, Err: fmt.Errorf("interrupted: %w", context.Cause(ctx))}
 	}
 }
+
+// ReadAllLimit reads r to its end, failing with ErrTooLarge once more than limit bytes came:
+// for a stream derived from a guarded file (a gzip member), whose expansion is unbounded.
+func ReadAllLimit(r io.Reader, limit int64) ([]byte, error) { return readAllLimit(r, nil, limit) }

@@ -31,14 +31,19 @@ type AppMetrics struct {
 	Requests   int64   `json:"requests"`
 	Completed  int64   `json:"completed"`
 	Late       int64   `json:"late"`
-	Dropped    int64   `json:"dropped"`
-	// Attainment = share of requests completed by their deadline (neither dropped nor
-	// late); equal to the authors' (1−drop)(1−late).
+	// Dropped counts the requests a policy or a failure dropped; Cancelled those the
+	// driver withdrew (Engine.Cancel, DropCancelled), counted apart and never as completed
+	// (omitted when 0, so runs without cancels report what they always did).
+	Dropped   int64 `json:"dropped"`
+	Cancelled int64 `json:"cancelled,omitempty"`
+	// Attainment = share of requests completed by their deadline (neither dropped, late
+	// nor cancelled); equal to the authors' (1−drop)(1−late).
 	Attainment float64 `json:"attainment"`
 	// GoodputRPS = on-time completions per second of the arrival window.
 	GoodputRPS float64     `json:"goodput_rps"`
 	Drops      []DropCount `json:"drops,omitempty"`
-	// WastedGPUMs is GPU time (GPU-ms) spent on requests that were later dropped.
+	// WastedGPUMs is GPU time (GPU-ms) spent on requests that were later dropped or
+	// cancelled.
 	WastedGPUMs float64 `json:"wasted_gpu_ms"`
 	Latency     Latency `json:"latency"`
 }
@@ -73,10 +78,10 @@ type dropKey struct {
 }
 
 type appCol struct {
-	requests, completed, late, dropped int64
-	wasted                             float64
-	lat                                []dataplane.Time
-	drops                              map[dropKey]int64
+	requests, completed, late, dropped, cancelled int64
+	wasted                                        float64
+	lat                                           []dataplane.Time
+	drops                                         map[dropKey]int64
 }
 
 type collector struct {
@@ -130,8 +135,12 @@ func (c *collector) finish(r *dataplane.Request) {
 		a.late++
 		a.lat = append(a.lat, r.Done-r.Arrival)
 	case dataplane.Dropped:
-		a.dropped++
 		a.wasted += r.WorkGPU
+		if r.Reason == dataplane.DropCancelled {
+			a.cancelled++
+			return
+		}
+		a.dropped++
 		a.drops[dropKey{r.DropStage, r.Reason}]++
 	}
 }
@@ -148,6 +157,7 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 		all.completed += a.completed
 		all.late += a.late
 		all.dropped += a.dropped
+		all.cancelled += a.cancelled
 		all.wasted += a.wasted
 		all.lat = append(all.lat, a.lat...)
 		for k, v := range a.drops {
@@ -198,7 +208,7 @@ func (c *collector) util(e *dataplane.Engine, wall float64, key func(dataplane.G
 
 func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 	out := AppMetrics{
-		Name: name, Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped,
+		Name: name, Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped, Cancelled: a.cancelled,
 		WastedGPUMs: round6(a.wasted / 1000),
 	}
 	out.Attainment = 1

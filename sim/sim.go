@@ -41,6 +41,16 @@ type Options struct {
 	Attrs func(a dataplane.AppID, n int64) dataplane.Attrs
 	// Failures are worker failures to inject (EvWorkerDown at At, EvWorkerUp at Until).
 	Failures []Failure
+	// CancelFraction, when > 0, withdraws about that share of the requests (Engine.Cancel):
+	// each arrival is picked with that probability and cancelled at a uniform time between
+	// its arrival and its deadline, both drawn from a generator of its own seeded by Seed (a
+	// run with 0 draws exactly what it drew before). Reports count them as cancelled.
+	CancelFraction float64
+	// Cancels are explicit withdrawals (request, time), on top of CancelFraction's.
+	Cancels []Cancel
+	// OnCancel, when set, sees every withdrawal the simulator asked for and whether
+	// Engine.Cancel took it (false: the request had finished, or has not arrived).
+	OnCancel func(now dataplane.Time, id dataplane.ReqID, withdrawn bool)
 	// Horizon, when > 0, bounds virtual time: a run still going past it (a policy that never
 	// finishes its requests keeps a Ticker's timer alive for ever) returns ErrHorizon.
 	Horizon dataplane.Time
@@ -68,6 +78,8 @@ type Sim struct {
 	arrivals []int64
 	// scratch holds a batch's requests for the deployment's Work model.
 	scratch []*dataplane.Request
+	// cancel draws the withdrawals of Options.CancelFraction (nil: none).
+	cancel *canceller
 }
 
 // New builds a simulation of dep under pol with one arrival source per application (nil =
@@ -83,6 +95,13 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers), arrivals: make([]int64, len(dep.Apps))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
+	}
+	var err error
+	if s.cancel, err = newCanceller(opts.CancelFraction, opts.Seed); err != nil {
+		return nil, err
+	}
+	if err := checkCancels(opts.Cancels); err != nil {
+		return nil, err
 	}
 	eng, err := dataplane.NewEngine(dep, pol, s)
 	if err != nil {
@@ -111,6 +130,9 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 		if f.Until > 0 {
 			s.push(f.Until, dataplane.Event{Kind: dataplane.EvWorkerUp, Worker: f.Worker})
 		}
+	}
+	for _, c := range opts.Cancels {
+		s.push(c.At, dataplane.Event{Kind: dataplane.EvCancel, Req: c.Req})
 	}
 	return s, nil
 }
@@ -188,8 +210,20 @@ func (s *Sim) Run() (*Metrics, error) {
 				arr.Attrs.Trace = s.arrivals[a] + 1
 			}
 			s.arrivals[a]++
-			_, err = s.Engine.Admit(at, arr)
+			var id dataplane.ReqID
+			id, err = s.Engine.Admit(at, arr)
+			if err == nil && s.cancel != nil {
+				if t, ok := s.cancel.draw(s.Engine.Req(id)); ok {
+					s.push(max(t, at), dataplane.Event{Kind: dataplane.EvCancel, Req: id})
+				}
+			}
 			s.scheduleArrival(a)
+		} else if ev.Kind == dataplane.EvCancel {
+			var ok bool
+			ok, err = s.Engine.Cancel(at, ev.Req)
+			if s.opts.OnCancel != nil {
+				s.opts.OnCancel(at, ev.Req, ok)
+			}
 		} else {
 			if ev.Kind == dataplane.EvBatchDone {
 				s.emulate(ev)

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // DefaultTrace is where the Twitter-derived per-second QPS trace lives, relative to the
@@ -40,7 +42,8 @@ func findTrace(path string) (string, error) {
 
 // ReadQPS reads one per-second rate per line (blank lines and # comments skipped).
 func ReadQPS(path string) ([]float64, error) {
-	data, err := os.ReadFile(path)
+	// The guarded reader of every file-taking flag (issue 36 item 10).
+	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}

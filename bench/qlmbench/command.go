@@ -8,10 +8,10 @@ package qlmbench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,12 +88,12 @@ type row struct {
 
 // Load reads the trace.
 func Load(path string) ([]row, error) {
-	f, err := os.Open(path)
+	// The guarded reader of every file-taking flag (issue 36 item 10).
+	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return Parse(path, f)
+	return Parse(path, bytes.NewReader(data))
 }
 
 // Parse decodes an Azure LLM trace (TIMESTAMP,ContextTokens,GeneratedTokens with a header

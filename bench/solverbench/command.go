@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -23,6 +22,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -218,6 +218,9 @@ func pickEngines(want []string) ([]string, error) {
 	return bench.PickNamed(engines, func(s string) string { return s }, want, "engine")
 }
 
+// MaxModelBytes bounds an --lp model file, and its expansion when gzipped.
+const MaxModelBytes = formats.MaxFileBytes
+
 // loadModels reads the --lp files, or the embedded models.
 func loadModels(files []string) ([]Model, error) {
 	var ms []Model
@@ -240,9 +243,11 @@ func loadModels(files []string) ([]Model, error) {
 		return ms, nil
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		// The guarded reader of every file-taking flag (issue 36 item 10): a FIFO blocked
+		// forever, /dev/zero grew without bound.
+		data, err := formats.ReadBytesLimit(f, MaxModelBytes)
 		if err != nil {
-			return nil, bench.Usagef("--lp %s: %v", f, err)
+			return nil, bench.Usagef("--lp %v", err)
 		}
 		if strings.HasSuffix(f, ".gz") {
 			if data, err = gunzip(bytes.NewReader(data)); err != nil {
@@ -261,7 +266,7 @@ func gunzip(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	defer zr.Close()
-	return io.ReadAll(zr)
+	return formats.ReadAllLimit(zr, MaxModelBytes)
 }
 
 // runModel solves m reps times on one engine; the runs must agree on what they found.

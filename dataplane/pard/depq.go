@@ -177,3 +177,25 @@ func (q *DEPQ) trickleDown(i int) {
 		i = m
 	}
 }
+
+// Remove takes every entry of request id out of the queue and reports whether there was
+// one (EvCancel: a withdrawn request must never reach a batch). It filters the heap and
+// rebuilds it bottom-up (Floyd's method, linear for a min-max heap too, Atkinson et al.
+// 1986): O(n), which a cancel can afford, while Push and the pops stay O(log n).
+func (q *DEPQ) Remove(id dataplane.ReqID) bool {
+	k := 0
+	for _, it := range q.h {
+		if it.id != id {
+			q.h[k] = it
+			k++
+		}
+	}
+	if k == len(q.h) {
+		return false
+	}
+	q.h = q.h[:k]
+	for i := k/2 - 1; i >= 0; i-- {
+		q.trickleDown(i)
+	}
+	return true
+}

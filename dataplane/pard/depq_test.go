@@ -86,3 +86,54 @@ func BenchmarkDEPQPushPop(b *testing.B) {
 		}
 	}
 }
+
+// TestDEPQRemove removes random requests between pushes and pops and requires the heap to
+// answer as a sorted slice does at every step.
+func TestDEPQRemove(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		seed   uint64
+		keyMax int64
+	}{{"distinct keys", 11, 1 << 40}, {"many ties", 12, 8}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(tc.seed, 7))
+			var q DEPQ
+			var ref []depqItem
+			next := dataplane.ReqID(0)
+			for op := 0; op < 4000; op++ {
+				switch c := rng.IntN(10); {
+				case c < 5 || len(ref) == 0:
+					it := depqItem{key: dataplane.Time(rng.Int64N(tc.keyMax)), id: next}
+					next++
+					q.Push(it.key, it.id, 0)
+					i := sort.Search(len(ref), func(i int) bool { return it.less(ref[i]) })
+					ref = append(ref[:i], append([]depqItem{it}, ref[i:]...)...)
+				case c < 7:
+					i := rng.IntN(len(ref))
+					if !q.Remove(ref[i].id) {
+						t.Fatalf("op %d: Remove(%d) found nothing", op, ref[i].id)
+					}
+					ref = append(ref[:i], ref[i+1:]...)
+					if q.Remove(next + 1) {
+						t.Fatalf("op %d: Remove of a request never queued reported true", op)
+					}
+				case c < 9:
+					_, id, _ := q.PopMin()
+					if id != ref[0].id {
+						t.Fatalf("op %d: PopMin = %d, want %d", op, id, ref[0].id)
+					}
+					ref = ref[1:]
+				default:
+					_, id, _ := q.PopMax()
+					if want := ref[len(ref)-1].id; id != want {
+						t.Fatalf("op %d: PopMax = %d, want %d", op, id, want)
+					}
+					ref = ref[:len(ref)-1]
+				}
+				if q.Len() != len(ref) {
+					t.Fatalf("op %d: Len %d, want %d", op, q.Len(), len(ref))
+				}
+			}
+		})
+	}
+}

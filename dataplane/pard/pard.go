@@ -193,7 +193,8 @@ type Pipeline struct {
 	mods       []pardModule // indexed by StageID
 	workers    []pardWorker // indexed by WorkerID (only pipeline workers are used)
 	apps       []pardApp
-	flags      []uint8 // per request: gone (a drop was decided), deferred
+	flags      idTable[uint8]      // per request: gone (a drop was decided); Forget trims it
+	merges     []dataplane.StageID // modules where DAG branches join (join map keys)
 	deferred   map[dataplane.ReqID]pardDrop
 	join       map[joinKey]int32
 	touched    []dataplane.WorkerID
@@ -627,14 +628,19 @@ func (p *Pipeline) build(ring int) error {
 			}
 			up(s)
 			sort.Slice(m.ances, func(i, j int) bool { return m.ances[i] < m.ances[j] })
+			if m.preds > 1 {
+				p.merges = append(p.merges, s)
+			}
 			m.budget = dataplane.Time(float64(a.SLO) * float64(m.d) / float64(max(m.sumD, 1)))
 		}
 	}
 	return nil
 }
 
+// gone: a drop was decided for the request, it reached its outcome, or the engine retired
+// it (Forget: only finished requests are retired).
 func (p *Pipeline) gone(id dataplane.ReqID) bool {
-	return int(id) < len(p.flags) && p.flags[id]&flagGone != 0
+	return id < p.flags.base || p.flags.at(id)&flagGone != 0
 }
 
 // drop decides a drop. A request still inside a batch of a sibling DAG branch cannot be
@@ -661,10 +667,7 @@ func (p *Pipeline) drop(out *dataplane.Decisions, id dataplane.ReqID, stage data
 		p.dropDoomed(out, id)
 		return
 	}
-	for int(id) >= len(p.flags) {
-		p.flags = append(p.flags, 0)
-	}
-	p.flags[id] |= flagGone
+	p.markGone(id)
 	if p.v.Req(id).InFlight() {
 		p.deferred[id] = pardDrop{stage, reason, est}
 		return
@@ -677,10 +680,7 @@ func (p *Pipeline) drop(out *dataplane.Decisions, id dataplane.ReqID, stage data
 func (p *Pipeline) dropDoomed(out *dataplane.Decisions, id dataplane.ReqID) {
 	dd := p.doomed[id]
 	delete(p.doomed, id)
-	for int(id) >= len(p.flags) {
-		p.flags = append(p.flags, 0)
-	}
-	p.flags[id] |= flagGone
+	p.markGone(id)
 	if p.v.Req(id).InFlight() {
 		p.deferred[id] = dd
 		return
@@ -709,6 +709,9 @@ func (p *Pipeline) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 	case dataplane.EvStageArrival:
 		p.touched = p.touched[:0]
 		for _, id := range p.v.Arrived(ev) {
+			if p.withdrawn(out, id, ev.Stage) {
+				continue
+			}
 			if p.gone(id) {
 				p.flushDeferred(out, id)
 				continue
@@ -731,6 +734,8 @@ func (p *Pipeline) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		p.workerDown(now, ev.Worker, out)
 	case dataplane.EvWorkerUp:
 		p.workerUp(ev.Worker)
+	case dataplane.EvCancel:
+		p.cancelReq(now, ev.Req, out)
 	}
 }
 
@@ -831,10 +836,7 @@ func (p *Pipeline) workerUp(w dataplane.WorkerID) {
 
 // markGone records that request id reached its outcome (or will, by a decided drop).
 func (p *Pipeline) markGone(id dataplane.ReqID) {
-	for int(id) >= len(p.flags) {
-		p.flags = append(p.flags, 0)
-	}
-	p.flags[id] |= flagGone
+	p.flags.set(id, p.flags.at(id)|flagGone)
 }
 
 // touch adds w to the workers to fill after the current event.
@@ -908,10 +910,7 @@ func (p *Pipeline) skip(now dataplane.Time, s dataplane.StageID, id dataplane.Re
 	if r.InFlight() || r.Outcome != dataplane.Pending || p.gone(id) {
 		return
 	}
-	for int(id) >= len(p.flags) {
-		p.flags = append(p.flags, 0)
-	}
-	p.flags[id] |= flagGone
+	p.markGone(id)
 	out.Complete(id, s)
 }
 
@@ -1110,6 +1109,9 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 			p.flushDeferred(out, id)
 			continue
 		}
+		if p.withdrawn(out, id, m.stage) {
+			continue
+		}
 		r := p.v.Req(id)
 		drop, reason, est := p.test(now, te, tr, r, m)
 		if p.variant.rule == ruleNexus {
@@ -1205,6 +1207,9 @@ func (p *Pipeline) launch(now dataplane.Time, w dataplane.WorkerID, out *datapla
 	for _, id := range pw.forming {
 		if p.gone(id) {
 			p.flushDeferred(out, id)
+			continue
+		}
+		if p.withdrawn(out, id, m.stage) {
 			continue
 		}
 		p.buf = append(p.buf, id)

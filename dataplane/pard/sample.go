@@ -8,12 +8,14 @@ import (
 )
 
 // Sample builds a small random PARD deployment from r: one pipeline of two to four modules
-// as a chain or a DAG with a fan-out and a merge, random latency tables and worker counts.
-// The conformance harness runs every PARD policy on such deployments.
+// as a chain or a DAG with a fan-out from the entry and a merge into the one sink, random
+// latency tables and worker counts. The conformance harness runs every PARD policy on such
+// deployments, so every one of them must accept it (TestSampleAccepted).
 func Sample(r *rand.Rand) *dataplane.Deployment {
 	n := 2 + r.IntN(3)
 	spec := PipelineSpec{Name: "app", RateRPS: float64(50 + r.IntN(500))}
 	var sum dataplane.Time
+	dag := n >= 4 && r.IntN(2) == 0
 	for k := 0; k < n; k++ {
 		m := ModuleSpec{Name: fmt.Sprintf("m%d", k), GPU: "T4", Batch: 1 + r.IntN(8), Workers: 1 + r.IntN(3)}
 		m.MaxWorkers = m.Workers + r.IntN(2)
@@ -24,11 +26,12 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 		}
 		switch {
 		case k == 0:
-		case k == n-1 && n >= 4 && r.IntN(2) == 0:
-			// Merge the two branches of a fan-out from module 0.
-			m.After = []string{"m1", fmt.Sprintf("m%d", n-2)}
-		case n >= 4 && k == n-2:
-			m.After = []string{"m0"}
+		case dag && k == n-1:
+			// Merge branch m1…m(n-3) with branch m(n-2): one sink, as the pipeline
+			// policies require (PARD §3: an application is a DAG with one output).
+			m.After = []string{fmt.Sprintf("m%d", n-3), fmt.Sprintf("m%d", n-2)}
+		case dag && k == n-2:
+			m.After = []string{"m0"} // the second branch of the fan-out from module 0
 		default:
 			m.After = []string{fmt.Sprintf("m%d", k-1)}
 		}

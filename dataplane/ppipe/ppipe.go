@@ -41,7 +41,9 @@ type PPipe struct {
 	// Resource indices: workers [0,W), uplinks [W, W+S), downlinks [W+S, W+2S).
 	nw, ns int
 	server []dataplane.ServerID // worker → server
-	seen   []bool               // request → has been at the head (admission)
+	seen   idTable[bool]        // request → has been at the head (admission)
+	// scratch for removeQueued (EvCancel)
+	scratch []dataplane.ReqID
 	// probe scratch: candidate and best results
 	cand, best probeResult
 	stats      PPipeStats
@@ -179,8 +181,27 @@ func (p *PPipe) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.D
 		if c1 || c2 {
 			p.run(&p.apps[b.App], now, out)
 		}
+	case dataplane.EvCancel:
+		p.cancel(now, ev.Req, out)
 	}
 }
+
+// cancel forgets withdrawn request id (EvCancel). A queued one leaves its application's
+// queue; when it was the head the dispatcher runs again, as the head's deadline set the
+// wake-up. One a batch held ran its reserved path to the end (the engine discarded the
+// result): its reservations were consumed by that batch, so nothing is released.
+func (p *PPipe) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane.Decisions) {
+	p.seen.set(id, false)
+	a := &p.apps[p.v.Req(id).App]
+	head := a.q.Len() > 0 && a.q.Front() == id
+	var ok bool
+	if ok, p.scratch = removeQueued(a.q, id, p.scratch); ok && head {
+		p.run(a, now, out)
+	}
+}
+
+// Forget implements dataplane.Forgetter: the admission flag of a retired request goes.
+func (p *PPipe) Forget(id dataplane.ReqID) { p.seen.forget(id) }
 
 // run is the two-step dispatcher loop for one application.
 func (p *PPipe) run(a *ppApp, now dataplane.Time, out *dataplane.Decisions) {
@@ -270,14 +291,9 @@ func (p *PPipe) run(a *ppApp, now dataplane.Time, out *dataplane.Decisions) {
 	}
 }
 
-func (p *PPipe) seenGet(r dataplane.ReqID) bool { return int(r) < len(p.seen) && p.seen[r] }
+func (p *PPipe) seenGet(r dataplane.ReqID) bool { return p.seen.at(r) }
 
-func (p *PPipe) seenSet(r dataplane.ReqID) {
-	for int(r) >= len(p.seen) {
-		p.seen = append(p.seen, false)
-	}
-	p.seen[r] = true
-}
+func (p *PPipe) seenSet(r dataplane.ReqID) { p.seen.set(r, true) }
 
 // probe computes where a batch of b would run along pipeline pp if dispatched now, without
 // reserving anything (probe(), PPipe A.3, Alg. 2). Per stage it picks the worker with the

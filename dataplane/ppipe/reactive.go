@@ -21,7 +21,8 @@ type Reactive struct {
 	// worker state
 	estEnd   []dataplane.Time // nominal end of the worker's queued work
 	slack    []dataplane.Time // Σ planned latency + transfer downstream of the worker's stage
-	examined []int32
+	examined idTable[int32]   // request → 1 + the pool whose head it was when a timer was set
+	scratch  []dataplane.ReqID
 	buf      []dataplane.ReqID
 	path     [1]dataplane.PathHop
 }
@@ -102,6 +103,11 @@ func (r *Reactive) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 	case dataplane.EvStageArrival:
 		pi := r.poolOf[ev.Stage]
 		for _, id := range r.v.Arrived(ev) {
+			if r.v.Req(id).CancelRequested {
+				// Withdrawn while the last stage's batch held it: it goes no further.
+				out.Drop(id, ev.Stage, dataplane.DropCancelled, 0)
+				continue
+			}
 			r.pools[pi].q.Push(id)
 		}
 		r.trigger(pi, now, out)
@@ -117,22 +123,36 @@ func (r *Reactive) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		if r.v.WorkerIdle(ev.Worker) {
 			r.estEnd[ev.Worker] = ev.End
 		}
+	case dataplane.EvCancel:
+		r.cancel(now, ev.Req, out)
 	}
 }
 
-func (r *Reactive) examinedAt(id dataplane.ReqID) int32 {
-	if int(id) < len(r.examined) {
-		return r.examined[id]
+func (r *Reactive) examinedAt(id dataplane.ReqID) int32 { return r.examined.at(id) }
+
+func (r *Reactive) setExamined(id dataplane.ReqID, pool int) { r.examined.set(id, int32(pool+1)) }
+
+// cancel forgets withdrawn request id (EvCancel): it leaves the pool queue holding it, and
+// that pool is triggered again when it was the head (the head's deadline set the timer). A
+// request a batch held is in no queue: the engine discarded its result, so it never
+// reaches the next pool.
+func (r *Reactive) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane.Decisions) {
+	r.examined.set(id, 0)
+	for pi := range r.pools {
+		q := r.pools[pi].q
+		head := q.Len() > 0 && q.Front() == id
+		var ok bool
+		if ok, r.scratch = removeQueued(q, id, r.scratch); ok {
+			if head {
+				r.trigger(pi, now, out)
+			}
+			return
+		}
 	}
-	return 0
 }
 
-func (r *Reactive) setExamined(id dataplane.ReqID, pool int) {
-	for int(id) >= len(r.examined) {
-		r.examined = append(r.examined, 0)
-	}
-	r.examined[id] = int32(pool + 1)
-}
+// Forget implements dataplane.Forgetter: the examined mark of a retired request goes.
+func (r *Reactive) Forget(id dataplane.ReqID) { r.examined.forget(id) }
 
 func (r *Reactive) trigger(pi int, now dataplane.Time, out *dataplane.Decisions) {
 	p := &r.pools[pi]

@@ -72,6 +72,19 @@ func newRun(cfg *sim.SweepConfig, load float64, compact bool) (*sim.Sim, error) 
 	return sim.New(cfg.Dep, pol, srcs, o)
 }
 
+// scaleConfig is one BenchmarkSimScale load point: mode "interval" runs the dispatcher in
+// interval mode, the others busy-until.
+func scaleConfig(tb testing.TB, mode string, k int) *sim.SweepConfig {
+	dep := scaledDeployment(tb, k)
+	spec, _ := sim.ParseArrival("poisson")
+	pc := dataplane.Config{Policy: "ppipe"}
+	if mode == "interval" {
+		pc.Params = map[string]string{"interval": "true"}
+	}
+	reg := dataplane.NewRegistry(ppipe.Policies()...)
+	return &sim.SweepConfig{Policies: reg, Dep: dep, Policy: pc, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
+}
+
 // BenchmarkSimScale is the linear-cost target of issue 15 item 4: 100, 400 and 1,600 GPUs
 // at load 0.9 for 30 simulated seconds under the reservation dispatcher (busy-until, the
 // default, and interval mode; and busy-until with engine compaction). Events/s should not
@@ -79,18 +92,11 @@ func newRun(cfg *sim.SweepConfig, load float64, compact bool) (*sim.Sim, error) 
 // keeps every request and batch, so that is about the peak; the process's peak RSS is the
 // better figure: run one sub-benchmark per process under /usr/bin/time -v).
 func BenchmarkSimScale(b *testing.B) {
-	reg := dataplane.NewRegistry(ppipe.Policies()...)
 	for _, mode := range []string{"busy-until", "interval", "busy-until-compact"} {
 		compact := mode == "busy-until-compact"
 		for _, k := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("%s/gpus=%d", mode, 100*k), func(b *testing.B) {
-				dep := scaledDeployment(b, k)
-				spec, _ := sim.ParseArrival("poisson")
-				pc := dataplane.Config{Policy: "ppipe"}
-				if mode == "interval" {
-					pc.Params = map[string]string{"interval": "true"}
-				}
-				cfg := &sim.SweepConfig{Policies: reg, Dep: dep, Policy: pc, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
+				cfg := scaleConfig(b, mode, k)
 				meter := simbench.Start(b)
 				for i := 0; i < b.N; i++ {
 					runtime.GC()

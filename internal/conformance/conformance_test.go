@@ -3,6 +3,8 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -24,15 +26,20 @@ func TestEveryPolicy(t *testing.T) {
 				c := Case{System: sp[0], Policy: sp[1], Seed: seed*7 + uint64(pi), Pattern: pat,
 					Load: []float64{0.5, 1.5, 3}[int(seed+uint64(pi))%3], Duration: 2 * dataplane.Second, Jitter: 0.05}
 				t.Run(fmt.Sprintf("%s/%s/%d/%s", sp[0], sp[1], seed, pat), func(t *testing.T) {
-					res, err := Run(c)
-					if err != nil {
-						t.Fatalf("%+v: %v", c, err)
-					}
-					if res != nil && res.Requests > 0 && len(res.Decisions) == 0 {
-						t.Fatalf("%+v: %d requests but no recorded decisions", c, res.Requests)
-					}
+					checkRan(t, c)
 				})
 			}
+		}
+		// Clients withdraw a share of the requests, queued or in flight: each finishes once,
+		// as cancelled, with one EvCancel, and is never dispatched after it.
+		for i, frac := range []float64{0.2, 0.6} {
+			c := Case{System: sp[0], Policy: sp[1], Seed: uint64(50 + i), Pattern: patterns[i], Load: 1.2,
+				Duration: 2 * dataplane.Second, Jitter: 0.05, CancelFraction: frac}
+			t.Run(fmt.Sprintf("%s/%s/cancel-%g", sp[0], sp[1], frac), func(t *testing.T) {
+				if res := checkRan(t, c); res.Cancelled == 0 {
+					t.Fatalf("%+v: no request cancelled (%d requests)", c, res.Requests)
+				}
+			})
 		}
 		// A worker fails a third of the way in: back at two thirds, or never.
 		for i, until := range []dataplane.Time{1333 * dataplane.Millisecond, 0} {
@@ -56,6 +63,61 @@ func TestEveryPolicy(t *testing.T) {
 	}
 }
 
+// checkRan runs c and fails unless it ran clean: requests arrived and decisions were made.
+func checkRan(t *testing.T, c Case) *Result {
+	t.Helper()
+	res, err := Run(c)
+	if err != nil {
+		t.Fatalf("%+v: %v", c, err)
+	}
+	if res == nil || res.Requests == 0 || len(res.Decisions) == 0 {
+		t.Fatalf("%+v: nothing ran: %+v", c, res)
+	}
+	return res
+}
+
+// TestBoundedLiveTable: a long run that compacts every few thousand events, as serve does,
+// keeps the engine's live request table bounded by what is in flight, whatever the policy
+// (a policy that leaves one request pending for ever pins every later one in the table).
+// Each run lasts long enough for its sample's planned rate to bring liveRequests requests,
+// and the table may never hold a tenth of them.
+func TestBoundedLiveTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long runs")
+	}
+	const liveRequests = 20000
+	for _, sp := range Policies() {
+		c := Case{System: sp[0], Policy: sp[1], Seed: 60, Pattern: "poisson", Load: 0.5, Jitter: 0.05, CompactEvery: 2000}
+		c.Duration = durationFor(t, c, liveRequests)
+		t.Run(sp[0]+"/"+sp[1], func(t *testing.T) {
+			res := checkRan(t, c)
+			if res.Requests < liveRequests/2 {
+				t.Fatalf("%+v: only %d requests arrived, want about %d", c, res.Requests, liveRequests)
+			}
+			if bound := res.Requests / 10; res.MaxLive > bound {
+				t.Fatalf("%+v: the live table reached %d requests of %d (bound %d)", c, res.MaxLive, res.Requests, bound)
+			}
+			t.Logf("%d requests in %ds, live table at most %d", res.Requests, c.Duration/dataplane.Second, res.MaxLive)
+		})
+	}
+}
+
+// durationFor is how long c's arrivals take to bring about n requests at its sample
+// deployment's planned rates (the sample Run draws for c).
+func durationFor(t *testing.T, c Case, n int) dataplane.Time {
+	t.Helper()
+	sys, _ := systems.ByName(c.System)
+	dep := sys.Sample(rand.New(rand.NewPCG(c.Seed, 0xc0f0)))
+	var rate float64
+	for _, a := range dep.Apps {
+		rate += max(a.RateRPS, 0) * c.Load
+	}
+	if !(rate > 0) {
+		t.Fatalf("%s's sample has no planned rate", c.System)
+	}
+	return dataplane.Time(float64(n) / rate * float64(dataplane.Second))
+}
+
 // TestHarnessCatchesViolations: the harness must fail on a policy that drops a request
 // twice (the engine refuses the second drop) — a harness that cannot fail proves nothing.
 func TestHarnessCatchesViolations(t *testing.T) {
@@ -70,14 +132,16 @@ func TestHarnessCatchesViolations(t *testing.T) {
 
 // FuzzConformance explores (policy, deployment, pattern, load, jitter) combinations.
 func FuzzConformance(f *testing.F) {
-	f.Add(uint64(1), uint8(0), uint8(0), uint8(10), uint8(5), uint8(0))
-	f.Add(uint64(2), uint8(3), uint8(1), uint8(30), uint8(0), uint8(7))
-	f.Add(uint64(3), uint8(9), uint8(2), uint8(5), uint8(10), uint8(34))
+	f.Add(uint64(1), uint8(0), uint8(0), uint8(10), uint8(5), uint8(0), uint8(0))
+	f.Add(uint64(2), uint8(3), uint8(1), uint8(30), uint8(0), uint8(7), uint8(3))
+	f.Add(uint64(3), uint8(9), uint8(2), uint8(5), uint8(10), uint8(34), uint8(9))
 	pols := Policies()
-	f.Fuzz(func(t *testing.T, seed uint64, pol, pat, load, jit, fail uint8) {
+	f.Fuzz(func(t *testing.T, seed uint64, pol, pat, load, jit, fail, cancel uint8) {
 		sp := pols[int(pol)%len(pols)]
+		// cancel: the share of requests withdrawn, in tenths (0 to 1).
 		c := Case{System: sp[0], Policy: sp[1], Seed: seed, Pattern: patterns[int(pat)%len(patterns)],
-			Load: 0.1 + float64(load%50)/10, Duration: dataplane.Second, Jitter: float64(jit%20) / 100}
+			Load: 0.1 + float64(load%50)/10, Duration: dataplane.Second, Jitter: float64(jit%20) / 100,
+			CancelFraction: float64(cancel%11) / 10}
 		if fail > 0 {
 			// fail: the worker (low 3 bits), the failure's time (fifths of the window) and
 			// whether it comes back.
@@ -108,6 +172,68 @@ func TestHarnessFailsOnLostRequests(t *testing.T) {
 	_, err := run(sys, Case{Policy: "idle", Seed: 1, Pattern: "poisson", Load: 1, Duration: dataplane.Second})
 	if !errors.Is(err, ErrViolation) {
 		t.Fatalf("lost requests not reported: %v", err)
+	}
+}
+
+// hoarder queues every request and dispatches them one at a time along their application's
+// first pipeline, but ignores EvCancel: it dispatches requests that were withdrawn.
+type hoarder struct {
+	v     dataplane.View
+	q     [][]dataplane.ReqID
+	paths [][]dataplane.PathHop
+}
+
+func (h *hoarder) Name() string { return "hoarder" }
+func (h *hoarder) Attach(v dataplane.View) error {
+	h.v = v
+	d := v.Deployment()
+	h.q = make([][]dataplane.ReqID, len(d.Apps))
+	h.paths = make([][]dataplane.PathHop, len(d.Apps))
+	for a := range d.Apps {
+		for _, s := range d.Apps[a].Pipelines[0] {
+			h.paths[a] = append(h.paths[a], dataplane.PathHop{Stage: s, Worker: d.Stages[s].Pool[0]})
+		}
+	}
+	return nil
+}
+func (h *hoarder) Handle(_ dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
+	if ev.Kind == dataplane.EvArrival {
+		a := h.v.Req(ev.Req).App
+		h.q[a] = append(h.q[a], ev.Req)
+	}
+	for a, q := range h.q {
+		if len(q) > 0 && h.v.WorkerIdle(h.paths[a][0].Worker) {
+			out.Dispatch(dataplane.AppID(a), q[:1], h.paths[a])
+			h.q[a] = q[1:]
+		}
+	}
+}
+
+// refuser refuses every deployment at attach time.
+type refuser struct{ idle }
+
+func (refuser) Attach(dataplane.View) error { return errors.New("not this shape") }
+
+// TestHarnessCatchesCancelAndRefusal: a policy that dispatches withdrawn requests, and one
+// that refuses its system's own sample, both fail the harness; the same hoarder without
+// cancels passes (the failure is the cancels').
+func TestHarnessCatchesCancelAndRefusal(t *testing.T) {
+	sys, _ := systems.ByName("ppipe")
+	sys.Policies = []dataplane.PolicySpec{
+		{Name: "hoarder", Serves: []string{sys.PlanSection}, New: func(dataplane.Config) (dataplane.Policy, error) { return &hoarder{}, nil }},
+		{Name: "refuser", Serves: []string{sys.PlanSection}, New: func(dataplane.Config) (dataplane.Policy, error) { return refuser{}, nil }},
+	}
+	c := Case{Policy: "hoarder", Seed: 1, Pattern: "poisson", Load: 0.3, Duration: dataplane.Second}
+	if _, err := run(sys, c); err != nil {
+		t.Fatalf("hoarder without cancels: %v", err)
+	}
+	c.CancelFraction = 0.5
+	if _, err := run(sys, c); !errors.Is(err, ErrViolation) || !strings.Contains(err.Error(), "after its EvCancel") {
+		t.Fatalf("dispatches of cancelled requests not reported: %v", err)
+	}
+	c.Policy, c.CancelFraction = "refuser", 0
+	if _, err := run(sys, c); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a refused sample: %v; want %v", err, ErrRefused)
 	}
 }
 

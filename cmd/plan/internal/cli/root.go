@@ -5,11 +5,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -18,9 +18,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // Exit codes of the contract in DESIGN.md.
@@ -46,6 +49,8 @@ type App struct {
 	Log    *slog.Logger
 	// Viper holds the config file and PLAN_* environment.
 	Viper *viper.Viper
+	// Systems is the system registry every command looks systems up in (Options.Systems).
+	Systems *systems.Registry
 
 	configFile string
 	logLevel   string
@@ -85,9 +90,22 @@ var registry []commandFactory
 // register adds a command constructor; called from init functions of the command files.
 func register(f commandFactory) { registry = append(registry, f) }
 
-// NewRoot builds the command tree on the given streams.
-func NewRoot(s Streams) (*cobra.Command, *App) {
-	app := &App{Streams: s, Viper: viper.New()}
+// Options are what the CLI is built from beyond its streams.
+type Options struct {
+	// Systems is the system registry (nil: the in-tree systems, systems.Default). A test
+	// passes one with a toy system added; no command names a system itself.
+	Systems *systems.Registry
+}
+
+// NewRoot builds the command tree on the given streams, for the in-tree systems.
+func NewRoot(s Streams) (*cobra.Command, *App) { return NewRootWith(s, Options{}) }
+
+// NewRootWith builds the command tree on the given streams for the systems of o.
+func NewRootWith(s Streams, o Options) (*cobra.Command, *App) {
+	if o.Systems == nil {
+		o.Systems = systems.Default()
+	}
+	app := &App{Streams: s, Viper: viper.New(), Systems: o.Systems}
 	root := &cobra.Command{
 		Use:   "plan",
 		Short: "Plan, simulate, serve and check ML inference under latency SLOs",
@@ -101,7 +119,7 @@ PLAN_CPUPROFILE=FILE writes a Go CPU profile of the whole run to FILE (go tool p
 
 Systems (from the registry; plan systems -O json for the same as JSON):
 
-` + strings.TrimRight(systemsTable(), "\n"),
+` + strings.TrimRight(systemsTable(o.Systems), "\n"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -129,8 +147,11 @@ Systems (from the registry; plan systems -O json for the same as JSON):
 
 // Run executes the CLI with args and returns the process exit code. Errors are printed once,
 // to stderr, prefixed with "plan: ".
-func Run(args []string, s Streams) int {
-	root, _ := NewRoot(s)
+func Run(args []string, s Streams) int { return RunWith(args, s, Options{}) }
+
+// RunWith is Run for the systems of o.
+func RunWith(args []string, s Streams, o Options) int {
+	root, _ := NewRootWith(s, o)
 	root.SetArgs(args)
 	// SIGINT and SIGTERM cancel the context every long operation watches (reads of standard
 	// input, solves, simulations, serving); once one came, the default disposition is back, so
@@ -200,6 +221,9 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
+// MaxConfigBytes bounds a --config file (PLAN_CONFIG): a config file sets a few flags.
+const MaxConfigBytes = 1 << 20
+
 // setup resolves flags > PLAN_* environment > config file, then validates global options.
 func (a *App) setup(cmd *cobra.Command) error {
 	if a.configFile == "" {
@@ -209,14 +233,16 @@ func (a *App) setup(cmd *cobra.Command) error {
 	a.Viper.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
 	a.Viper.AutomaticEnv()
 	if a.configFile != "" {
-		a.Viper.SetConfigFile(a.configFile)
 		a.Viper.SetConfigType("yaml")
-		if err := a.Viper.ReadInConfig(); err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // the path is already in the message
-			}
-			return usageErrorf("--config %s: %v", a.configFile, err)
+		// The one guarded reader of every file-taking flag (issue 36 item 10): viper's own
+		// ReadInConfig opens anything, so a FIFO blocked forever and /dev/zero grew unbounded.
+		data, err := formats.ReadBytesLimit(a.configFile, MaxConfigBytes)
+		if err == nil {
+			err = a.Viper.ReadConfig(bytes.NewReader(data))
+		}
+		if err != nil {
+			// The path is already in the message.
+			return usageErrorf("--config %s: %s", a.configFile, strings.TrimPrefix(err.Error(), a.configFile+": "))
 		}
 		if err := checkConfigKeys(cmd.Root(), a.Viper.AllSettings(), a.configFile); err != nil {
 			return err

@@ -83,7 +83,8 @@ func TestSimulateBadInput(t *testing.T) {
 
 func TestSimulateDeterministicJSONAndReport(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"simulate", fixture("mixed.json"), "--trace", "bursty", "--load", "0.5:1.0:0.25", "--duration", "2s", "--seed", "3", "-O", "json", "-q"}
+	// Plans `plan check` passes: simulate runs no other (issue 36 item 8).
+	args := []string{"simulate", filepath.Join("..", "..", "..", "..", "testdata", "golden", "ppipe-2models.json"), "--trace", "bursty", "--load", "0.5:1.0:0.25", "--duration", "2s", "--seed", "3", "-O", "json", "-q"}
 	code, a, errs := runCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -99,7 +100,7 @@ func TestSimulateDeterministicJSONAndReport(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &rep); err != nil || rep.Kind != "SimulationReport" || len(rep.Points) != 3 {
 		t.Fatalf("bad JSON report (%v): %.200s", err, a)
 	}
-	code, out, errs := runCLI(t, "simulate", fixture("nic.json"), "--load", "0.5,1", "--duration", "1s", "--report", dir, "-q")
+	code, out, errs := runCLI(t, "simulate", filepath.Join("..", "..", "..", "..", "testdata", "golden", "demo-ppipe.json"), "--load", "0.5,1", "--duration", "1s", "--report", dir, "-q")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/demo"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -45,7 +44,7 @@ func newSolveCmd(app *App) *cobra.Command {
 systems table of plan --help and plan systems), solving MILPs with HiGHS, and writes plan.json
 atomically:
 
-` + plannersHelp() + `
+` + plannersHelp(app.Systems) + `
 Without --profile/--cluster it uses the embedded demo (a small CNN on 4×L4 + 12×P4). Without
 --workload every profiled model is served with weight 1 (PPipe). The SLO of a model is --slo
 if given, else its workload slo, else 5 × its batch-1 whole-model latency on L4.
@@ -79,7 +78,7 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
 	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
 	// planner gets the values given (its own defaults otherwise). The usage lists them per
 	// system with each system's defaults.
-	for _, s := range systems.InTree() {
+	for _, s := range app.Systems.Systems() {
 		plannerFlagSet(s).VisitAll(func(fl *pflag.Flag) {
 			if f.Lookup(fl.Name) == nil {
 				c := *fl
@@ -87,12 +86,12 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
 			}
 		})
 	}
-	cmd.SetUsageFunc(solveUsage)
+	cmd.SetUsageFunc(func(c *cobra.Command) error { return solveUsage(c, app.Systems) })
 	return cmd
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-func loadSolveInputs(o *solveOptions) (planner.Inputs, error) {
+func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs, error) {
 	var in planner.Inputs
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
@@ -142,7 +141,7 @@ func loadSolveInputs(o *solveOptions) (planner.Inputs, error) {
 		}
 	}
 	if o.workload != "" {
-		w, err := formats.ReadInto[*formats.Workload](o.workload)
+		w, err := formats.ReadIntoWith[*formats.Workload](o.workload, secs)
 		if err != nil {
 			return in, usageError(err)
 		}
@@ -171,11 +170,11 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err := formats.CheckWritable(o.out); err != nil {
 		return usageErrorf("--out: %q: %v", o.out, err)
 	}
-	in, err := loadSolveInputs(o)
+	in, err := loadSolveInputs(o, app.Systems.Sections())
 	if err != nil {
 		return err
 	}
-	sys, err := systems.ForWorkload(in.Workload)
+	sys, err := app.Systems.ForWorkload(in.Workload)
 	if err != nil {
 		name := "workload"
 		if o.workload != "" {

@@ -53,16 +53,16 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func systemInfos() []systemInfo {
+func systemInfos(reg *systems.Registry) []systemInfo {
 	var out []systemInfo
-	for _, s := range systems.InTree() {
+	for _, s := range reg.Systems() {
 		out = append(out, infoOf(s))
 	}
 	return out
 }
 
 // writeSystemsTable writes the systems table and one line of description per system.
-func writeSystemsTable(w io.Writer) {
+func writeSystemsTable(w io.Writer, reg *systems.Registry) {
 	header := []string{"SYSTEM", "WORKLOAD", "PLAN", "POLICIES", "BENCH", "EXPORT"}
 	var rows [][]string
 	dash := func(s []string) string {
@@ -71,7 +71,7 @@ func writeSystemsTable(w io.Writer) {
 		}
 		return strings.Join(s, ",")
 	}
-	infos := systemInfos()
+	infos := systemInfos(reg)
 	for _, in := range infos {
 		// Long policy lists wrap onto continuation rows so the table fits a terminal.
 		pols := wrapList(in.Policies, 48)
@@ -109,9 +109,9 @@ func wrapList(items []string, width int) []string {
 }
 
 // systemsTable is the table as a string, for help texts.
-func systemsTable() string {
+func systemsTable(reg *systems.Registry) string {
 	var b bytes.Buffer
-	writeSystemsTable(&b)
+	writeSystemsTable(&b, reg)
 	return b.String()
 }
 
@@ -130,9 +130,9 @@ system's planner strategies.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if app.JSONOutput() {
-				return app.WriteJSON(systemInfos())
+				return app.WriteJSON(systemInfos(app.Systems))
 			}
-			writeSystemsTable(app.Out)
+			writeSystemsTable(app.Out, app.Systems)
 			return nil
 		},
 	}
@@ -150,7 +150,7 @@ func plannerFlagSet(s system.System) *pflag.FlagSet {
 // solveUsage is `plan solve`'s usage: its common flags, then each system's own flags with
 // that system's defaults (a flag two planners take, such as --runtime-policy, appears under
 // each with its default there).
-func solveUsage(cmd *cobra.Command) error {
+func solveUsage(cmd *cobra.Command, reg *systems.Registry) error {
 	w := cmd.OutOrStderr()
 	fmt.Fprintf(w, "Usage:\n  %s\n", cmd.UseLine())
 	if cmd.Example != "" {
@@ -163,7 +163,7 @@ func solveUsage(cmd *cobra.Command) error {
 		}
 	})
 	fmt.Fprintf(w, "\nFlags (every planner):\n%s", common.FlagUsages())
-	for _, s := range systems.InTree() {
+	for _, s := range reg.Systems() {
 		if s.NewPlanner == nil {
 			continue
 		}
@@ -195,9 +195,9 @@ func isCommonSolveFlag(name string) bool {
 }
 
 // plannersHelp lists, for solve's long help, which workload section goes to which planner.
-func plannersHelp() string {
+func plannersHelp(reg *systems.Registry) string {
 	var b strings.Builder
-	for _, s := range systems.InTree() {
+	for _, s := range reg.Systems() {
 		if s.NewPlanner == nil {
 			continue
 		}

@@ -1,0 +1,476 @@
+package dataplane
+
+import "fmt"
+
+// Hop is one stage of a batch's route with its reservation and what actually happened.
+type Hop struct {
+	Stage  StageID
+	Worker WorkerID
+	// ResStart and OutRes are the reserved starts of execution and of the outgoing transfer.
+	ResStart, OutRes Time
+	// Nominal is the profiled latency at the batch's size; OutNominal the outgoing transfer.
+	Nominal, OutNominal Time
+	// Start/End: actual execution (-1 until reported). OutStart/OutEnd: actual outgoing
+	// transfer (-1 if none or not yet).
+	Start, End       Time
+	OutStart, OutEnd Time
+	// ready: the input is at the worker; outReady: the output waits for the transfer.
+	ready, outReady bool
+}
+
+// Batch is a group of requests dispatched together along a path; it keeps its identity and
+// reserved path through all its hops (PPipe never re-batches downstream).
+type Batch struct {
+	ID         BatchID
+	App        AppID
+	Reqs       []ReqID
+	Hops       []Hop
+	Dispatched Time
+	// Lost: a worker on the batch's path failed before the batch got past it (EvWorkerDown);
+	// its requests were released and its remaining hops and transfers cancelled.
+	Lost bool
+	seq  int64
+	// running counts the batch's hops and transfers in progress, whose completions the
+	// driver still owes (a lost batch is closed once none is).
+	running int32
+}
+
+// Size returns the number of requests in the batch.
+func (b *Batch) Size() int { return len(b.Reqs) }
+
+// arena hands out small slices carved from large chunks, so per-batch and per-request
+// slices cost no allocation each. Slices are capped at their length, so appending to one
+// never overwrites its neighbour.
+type arena[T any] struct {
+	chunk []T
+}
+
+const arenaChunk = 1 << 14
+
+func (a *arena[T]) take(n int) []T {
+	if n > arenaChunk/4 {
+		return make([]T, n)
+	}
+	if len(a.chunk) < n {
+		a.chunk = make([]T, arenaChunk)
+	}
+	s := a.chunk[:n:n]
+	a.chunk = a.chunk[n:]
+	return s
+}
+
+// entry is a queued unit of work on a worker or link, ordered by (res, seq).
+type entry struct {
+	b   BatchID
+	hop int32
+	res Time
+	seq int64
+}
+
+func (a entry) less(b entry) bool {
+	if a.res != b.res {
+		return a.res < b.res
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.hop < b.hop
+}
+
+// fifo is an ordered queue with cheap pops at the front and sorted inserts near the back.
+type fifo struct {
+	items []entry
+	head  int
+}
+
+func (q *fifo) len() int { return len(q.items) - q.head }
+
+func (q *fifo) front() (entry, bool) {
+	if q.head >= len(q.items) {
+		return entry{}, false
+	}
+	return q.items[q.head], true
+}
+
+func (q *fifo) pop() {
+	q.head++
+	if q.head == len(q.items) {
+		q.items = q.items[:0]
+		q.head = 0
+	} else if q.head > 64 && q.head*2 > len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		q.items = q.items[:n]
+		q.head = 0
+	}
+}
+
+// removeBatch drops every queued entry of batch b.
+func (q *fifo) removeBatch(b BatchID) {
+	items := q.items[:q.head]
+	for _, x := range q.items[q.head:] {
+		if x.b != b {
+			items = append(items, x)
+		}
+	}
+	q.items = items
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+}
+
+func (q *fifo) insert(e entry) {
+	q.items = append(q.items, e)
+	i := len(q.items) - 1
+	for i > q.head && e.less(q.items[i-1]) {
+		q.items[i] = q.items[i-1]
+		i--
+	}
+	q.items[i] = e
+}
+
+func (e *Engine) dispatch(now Time, d *Decision) error {
+	if len(d.Reqs) == 0 || len(d.Path) == 0 {
+		return fmt.Errorf("%w: dispatch with %d requests and %d hops", errBadDecision, len(d.Reqs), len(d.Path))
+	}
+	id := BatchID(len(e.batches)) + e.batchBase
+	e.seq++
+	b := Batch{ID: id, App: d.App, Dispatched: now, seq: e.seq}
+	b.Reqs = e.reqArena.take(len(d.Reqs))
+	copy(b.Reqs, d.Reqs)
+	b.Hops = e.hopArena.take(len(d.Path))
+	size := len(d.Reqs)
+	for i, p := range d.Path {
+		if int(p.Stage) < 0 || int(p.Stage) >= len(e.dep.Stages) || int(p.Worker) < 0 || int(p.Worker) >= len(e.workers) {
+			return fmt.Errorf("%w: hop %d: stage %d worker %d", errBadDecision, i, p.Stage, p.Worker)
+		}
+		st := &e.dep.Stages[p.Stage]
+		if e.dep.Topo.Workers[p.Worker].Stage != p.Stage {
+			return fmt.Errorf("%w: hop %d: worker %d does not serve stage %s", errBadDecision, i, p.Worker, st.Name)
+		}
+		if i > 0 && !hasNext(&e.dep.Stages[d.Path[i-1].Stage], p.Stage) {
+			return fmt.Errorf("%w: hop %d: stage %s does not follow %s", errBadDecision, i, st.Name, e.dep.Stages[d.Path[i-1].Stage].Name)
+		}
+		nominal := st.Lat(size)
+		if p.Dur > 0 {
+			nominal = p.Dur
+		}
+		b.Hops[i] = Hop{
+			Stage: p.Stage, Worker: p.Worker, ResStart: p.ResStart, OutRes: p.OutStart,
+			Nominal: nominal, OutNominal: st.Xfer(size),
+			Start: -1, End: -1, OutStart: -1, OutEnd: -1,
+		}
+	}
+	for _, p := range d.Path {
+		if e.workers[p.Worker].down {
+			return e.dropOnDown(now, d, p.Stage)
+		}
+	}
+	for _, r := range d.Reqs {
+		if !e.hasReq(r) {
+			return fmt.Errorf("%w: dispatch of unknown request %d", errBadDecision, r)
+		}
+		q := e.rq(r)
+		// A request may be in two batches at once only on the branches of a DAG fan-out.
+		if q.Outcome != Pending || (q.held > 0 && !e.dep.hasFanOut(q.App)) || q.App != d.App {
+			return fmt.Errorf("%w: dispatch of request %d (%v, in flight %v, app %d≠%d)", errBadDecision, r, q.Outcome, q.held, q.App, d.App)
+		}
+		q.held++
+		if q.Dispatch == Never {
+			q.Dispatch = now
+		}
+		if q.Batches == nil {
+			// Most requests travel in one batch: a 1-element slice from the arena
+			// (a later append, for re-batching policies, reallocates as usual).
+			q.Batches = e.batchArena.take(1)
+			q.Batches[0] = id
+		} else {
+			q.Batches = append(q.Batches, id)
+		}
+	}
+	b.Hops[0].ready = true
+	e.batches = append(e.batches, b)
+	bp := e.bt(id)
+	for i := range bp.Hops {
+		h := &bp.Hops[i]
+		e.workers[h.Worker].q.insert(entry{b: id, hop: int32(i), res: h.ResStart, seq: bp.seq})
+		if i+1 < len(bp.Hops) {
+			src := e.dep.Topo.Workers[h.Worker].Server
+			dst := e.dep.Topo.Workers[bp.Hops[i+1].Worker].Server
+			x := entry{b: id, hop: int32(i), res: h.OutRes, seq: bp.seq}
+			e.up[src].q.insert(x)
+			e.down[dst].q.insert(x)
+		}
+	}
+	e.tryWorker(now, bp.Hops[0].Worker)
+	return nil
+}
+
+func hasNext(s *Stage, n StageID) bool {
+	for _, x := range s.Next {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// tryWorker starts the worker's next queued hop if the worker is idle and the hop's input
+// has arrived. Work runs in reservation order: an early arrival does not overtake.
+func (e *Engine) tryWorker(now Time, w WorkerID) {
+	ws := &e.workers[w]
+	if ws.busy || ws.loading || ws.down {
+		return
+	}
+	x, ok := ws.q.front()
+	if !ok {
+		return
+	}
+	b := e.bt(x.b)
+	h := &b.Hops[x.hop]
+	if !h.ready {
+		return
+	}
+	ws.q.pop()
+	ws.busy = true
+	ws.cur = x
+	ws.curStart = now
+	b.running++
+	e.fx.RunBatch(now, w, x.b, int(x.hop), h.Stage, len(b.Reqs), h.Nominal)
+}
+
+func (e *Engine) batchDone(now Time, ev Event) error {
+	if int(ev.Worker) < 0 || int(ev.Worker) >= len(e.workers) {
+		return fmt.Errorf("batch-done on unknown worker %d", ev.Worker)
+	}
+	ws := &e.workers[ev.Worker]
+	if ev.Batch >= e.batchBase && int(ev.Batch-e.batchBase) < len(e.batches) && e.bt(ev.Batch).Lost {
+		return e.lostDone(now, ev)
+	}
+	if !ws.busy || ws.cur.b != ev.Batch || ws.cur.hop != ev.Hop {
+		return fmt.Errorf("batch-done for batch %d hop %d on worker %d, which is not running it", ev.Batch, ev.Hop, ev.Worker)
+	}
+	if ev.End < ev.Start {
+		return fmt.Errorf("batch-done with end %d before start %d", ev.End, ev.Start)
+	}
+	ws.busy = false
+	ws.busyTime += ev.End - ev.Start
+	b := e.bt(ev.Batch)
+	b.running--
+	h := &b.Hops[ev.Hop]
+	h.Start, h.End = ev.Start, ev.End
+	share := float64(ev.End-ev.Start) / float64(len(b.Reqs)*e.dep.Topo.Workers[ev.Worker].VGPU)
+	for _, r := range b.Reqs {
+		e.rq(r).WorkGPU += share
+	}
+	st := &e.dep.Stages[h.Stage]
+	last := int(ev.Hop) == len(b.Hops)-1
+	switch {
+	case !last:
+		h.outReady = true
+		e.tryLink(now, e.dep.Topo.Workers[ev.Worker].Server, true)
+	case st.Manual:
+		// The policy decides what becomes of the requests (EvBatchDone below); a cancelled
+		// one is finished here and its EvCancel comes first.
+		for _, r := range b.Reqs {
+			e.release(now, e.rq(r))
+		}
+	case len(st.Next) == 0:
+		for _, r := range b.Reqs {
+			q := e.rq(r)
+			if e.release(now, q) || q.Outcome != Pending || q.CancelRequested {
+				// Already finished at another sink of a DAG (one Finish per request), or
+				// cancelled: finished when its last branch ends, its result discarded.
+				continue
+			}
+			e.finish(now, q, ev.End)
+		}
+	case st.Routed && e.exitAll(now, b, ev.End):
+		// Every request answered here: nothing travels on.
+	default:
+		// The path ends before the application does: send the output toward the next
+		// stage's pool through the sender's uplink only (the receiver is not known yet).
+		h.outReady = true
+		src := e.dep.Topo.Workers[ev.Worker].Server
+		e.seq++
+		e.up[src].q.insert(entry{b: ev.Batch, hop: ev.Hop, res: 0, seq: e.seq})
+		e.tryLink(now, src, true)
+	}
+	if err := e.flushCancels(now); err != nil {
+		return err
+	}
+	if err := e.callPolicy(now, ev); err != nil {
+		return err
+	}
+	e.tryWorker(now, ev.Worker)
+	return nil
+}
+
+// exitAll finishes the requests of b whose result says Exit at a routed stage and reports
+// whether none is left to send on.
+func (e *Engine) exitAll(now Time, b *Batch, end Time) bool {
+	left := false
+	for _, r := range b.Reqs {
+		q := e.rq(r)
+		if q.Outcome != Pending {
+			continue
+		}
+		if q.CancelRequested && q.held == 1 {
+			// Withdrawn: its result is discarded, whatever it says.
+			e.release(now, q)
+			continue
+		}
+		if q.Result.Exit && !q.CancelRequested {
+			q.held--
+			e.finish(now, q, end)
+			continue
+		}
+		left = true
+	}
+	return !left
+}
+
+// linkEnds returns the servers a transfer after hop hop of batch b uses (dst = NoServer for a
+// transfer into a pool queue).
+func (e *Engine) linkEnds(b *Batch, hop int) (src, dst ServerID) {
+	src = e.dep.Topo.Workers[b.Hops[hop].Worker].Server
+	dst = NoServer
+	if hop+1 < len(b.Hops) {
+		dst = e.dep.Topo.Workers[b.Hops[hop+1].Worker].Server
+	}
+	return src, dst
+}
+
+// tryLink starts the head transfer of server s's uplink (up=true) or downlink if it is ready
+// and heads every queue it needs.
+func (e *Engine) tryLink(now Time, s ServerID, up bool) {
+	l := &e.down[s]
+	if up {
+		l = &e.up[s]
+	}
+	if l.busy {
+		return
+	}
+	x, ok := l.q.front()
+	if !ok {
+		return
+	}
+	b := e.bt(x.b)
+	h := &b.Hops[x.hop]
+	if !h.outReady {
+		return
+	}
+	src, dst := e.linkEnds(b, int(x.hop))
+	u := &e.up[src]
+	if u.busy {
+		return
+	}
+	if y, _ := u.q.front(); y != x {
+		return
+	}
+	if dst != NoServer {
+		d := &e.down[dst]
+		if d.busy {
+			return
+		}
+		if y, _ := d.q.front(); y != x {
+			return
+		}
+		d.q.pop()
+		d.busy = true
+	}
+	u.q.pop()
+	u.busy = true
+	h.outReady = false
+	b.running++
+	var bytes int64
+	if st := &e.dep.Stages[h.Stage]; st.OutBytes > 0 {
+		bytes = st.OutBytes * int64(len(b.Reqs))
+	}
+	e.fx.Transfer(now, x.b, int(x.hop), src, dst, bytes, h.OutNominal)
+}
+
+func (e *Engine) transferDone(now Time, ev Event) error {
+	if ev.Batch < e.batchBase || int(ev.Batch-e.batchBase) >= len(e.batches) {
+		return fmt.Errorf("transfer-done for unknown batch %d", ev.Batch)
+	}
+	b := e.bt(ev.Batch)
+	if int(ev.Hop) < 0 || int(ev.Hop) >= len(b.Hops) {
+		return fmt.Errorf("transfer-done for batch %d hop %d: no such hop", ev.Batch, ev.Hop)
+	}
+	if b.Lost {
+		return e.lostDone(now, ev)
+	}
+	b.running--
+	h := &b.Hops[ev.Hop]
+	if h.OutStart >= 0 || h.End < 0 {
+		return fmt.Errorf("transfer-done for batch %d hop %d twice or before its execution", ev.Batch, ev.Hop)
+	}
+	h.OutStart, h.OutEnd = ev.Start, ev.End
+	src, dst := e.linkEnds(b, int(ev.Hop))
+	e.up[src].busy = false
+	e.up[src].busyTime += ev.End - ev.Start
+	if dst != NoServer {
+		e.down[dst].busy = false
+		e.down[dst].busyTime += ev.End - ev.Start
+		nh := &b.Hops[ev.Hop+1]
+		nh.ready = true
+		e.tryWorker(now, nh.Worker)
+	}
+	st := &e.dep.Stages[h.Stage]
+	if dst == NoServer {
+		for _, r := range b.Reqs {
+			if q := e.rq(r); !st.Routed || q.Outcome == Pending {
+				e.release(now, q)
+			}
+		}
+	}
+	if err := e.flushCancels(now); err != nil {
+		return err
+	}
+	if err := e.callPolicy(now, ev); err != nil {
+		return err
+	}
+	if dst == NoServer && st.Routed {
+		// Each request goes its own way: one arrival per request at the successor its
+		// result names.
+		for _, r := range b.Reqs {
+			q := e.rq(r)
+			if q.Outcome != Pending || q.held > 0 {
+				continue
+			}
+			br := int(q.Result.Branch)
+			if br < 0 || br >= len(st.Next) {
+				return fmt.Errorf("request %d left routed stage %s for branch %d of %d", r, st.Name, br, len(st.Next))
+			}
+			if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: st.Next[br], Req: r}); err != nil {
+				return err
+			}
+		}
+	} else if dst == NoServer {
+		// A DAG fan-out delivers the batch's requests to every successor (those not
+		// withdrawn: View.Arrived leaves out cancelled requests).
+		for _, next := range st.Next {
+			if e.marked > 0 && !e.anyLive(b.Reqs) {
+				break
+			}
+			if err := e.callPolicy(now, Event{Kind: EvStageArrival, Batch: ev.Batch, Hop: ev.Hop, Stage: next, Req: NoReq}); err != nil {
+				return err
+			}
+		}
+	}
+	e.tryLink(now, src, true)
+	if dst != NoServer {
+		e.tryLink(now, dst, false)
+	}
+	return nil
+}
+
+// anyLive reports whether some request of reqs was not withdrawn (Cancel).
+func (e *Engine) anyLive(reqs []ReqID) bool {
+	for _, r := range reqs {
+		if !e.rq(r).CancelRequested {
+			return true
+		}
+	}
+	return false
+}

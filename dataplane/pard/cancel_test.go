@@ -1,0 +1,157 @@
+package pard
+
+import (
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/internal/policytest"
+)
+
+// cancelDeployment is a two-module chain (batch 2, 10 and 15 ms at batch 1, one worker
+// each) or, with dag, a fan-out from the entry into two branches that merge at the sink.
+func cancelDeployment(t *testing.T, slo dataplane.Time, dag bool) *dataplane.Deployment {
+	t.Helper()
+	lat := func(base dataplane.Time) []dataplane.Time { return []dataplane.Time{0, base, base * 3 / 2} }
+	mods := []ModuleSpec{
+		{Name: "a", Batch: 2, LatUs: lat(10000), Workers: 1},
+		{Name: "b", Batch: 2, LatUs: lat(15000), Workers: 1, After: []string{"a"}},
+	}
+	if dag {
+		mods = append(mods, ModuleSpec{Name: "c", Batch: 2, LatUs: lat(12000), Workers: 1, After: []string{"a"}},
+			ModuleSpec{Name: "d", Batch: 2, LatUs: lat(5000), Workers: 1, After: []string{"b", "c"}})
+	}
+	dep, err := NewPipelineDeployment([]PipelineSpec{{Name: "app", SLO: slo, RateRPS: 100, Modules: mods}}, DefaultHop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dep
+}
+
+// TestCancel withdraws requests under every pipeline policy (issue 29 item 1): r0 while
+// its batch runs at the first module, r1 from the forming batch, r4 from the worker's
+// priority queue. The policy must never dispatch a withdrawn request (the engine rejects a
+// finished one; the driver fails on any), every request finishes exactly once, those
+// withdrawn as cancelled, and no queue or forming batch keeps them.
+func TestCancel(t *testing.T) {
+	for _, name := range PipelinePolicies() {
+		t.Run(name, func(t *testing.T) {
+			pol, err := NewPolicy(dataplane.Config{Policy: name, Params: map[string]string{"samples": "100"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := policytest.New(cancelDeployment(t, dataplane.Second, false), pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []dataplane.ReqID
+			for i := 0; i < 6; i++ {
+				id, err := d.Arrive(dataplane.Time(1+i), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			p := PipelineOf(pol)
+			w := &p.workers[p.mods[0].workers[0]]
+			if d.Dispatched[ids[0]] != 1 || len(w.forming) != 2 || w.q.Len() != 3 {
+				t.Fatalf("set-up: dispatched %v, forming %v, %d queued; want r0 running, r1 r2 forming, r3-r5 queued",
+					d.Dispatched, w.forming, w.q.Len())
+			}
+			for _, id := range []dataplane.ReqID{ids[1], ids[4], ids[0]} {
+				if ok, err := d.Cancel(100, id); err != nil || !ok {
+					t.Fatalf("cancel r%d: %v, %v", id, ok, err)
+				}
+			}
+			for _, id := range []dataplane.ReqID{ids[1], ids[4]} {
+				if got := d.Outcome[id]; got != "dropped/cancelled" {
+					t.Errorf("r%d finished as %q, want dropped/cancelled", id, got)
+				}
+				if w.q.Remove(id) {
+					t.Errorf("r%d is still in the worker's queue", id)
+				}
+				for _, f := range w.forming {
+					if f == id {
+						t.Errorf("r%d is still in the forming batch %v", id, w.forming)
+					}
+				}
+			}
+			if err := d.Drain(60 * dataplane.Second); err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range ids {
+				if d.Finished[id] != 1 {
+					t.Errorf("r%d finished %d times", id, d.Finished[id])
+				}
+				switch want := "completed/"; {
+				case i == 0 || i == 1 || i == 4:
+					if got := d.Outcome[id]; got != "dropped/cancelled" {
+						t.Errorf("r%d: %s, want dropped/cancelled", id, got)
+					}
+				case d.Outcome[id] != want:
+					t.Errorf("r%d: %s, want %s", id, d.Outcome[id], want)
+				}
+			}
+			if d.Dispatched[ids[1]] != 0 || d.Dispatched[ids[4]] != 0 {
+				t.Errorf("a request cancelled while queued was dispatched: %v", d.Dispatched)
+			}
+		})
+	}
+}
+
+// TestForget pushes requests through PARD and its baselines, over capacity so requests are
+// dropped (each drop sets a flag), on a chain and on a DAG (join counts, decided drops),
+// with the engine compacting every 64 events: with Forget the policy's per-request flags
+// span only the requests in flight and its maps hold nothing of retired ones, and its
+// decisions are those of the same run without compaction (issue 29 item 1).
+func TestForget(t *testing.T) {
+	const n = 3000
+	for _, dag := range []bool{false, true} {
+		for _, name := range []string{"pard", "nexus", "clipper++", "pard-oc"} {
+			t.Run(name+map[bool]string{false: "/chain", true: "/dag"}[dag], func(t *testing.T) {
+				var hashes [2]uint64
+				var sizes [2]int
+				for i, forget := range []bool{false, true} {
+					pol, err := NewPolicy(dataplane.Config{Policy: name, Params: map[string]string{"samples": "100"}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					d, err := policytest.New(cancelDeployment(t, 80*dataplane.Millisecond, dag), pol)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d.Forget = forget
+					for k := 0; k < n; k++ {
+						// ~190 requests/s in uneven gaps against ~100/s of capacity.
+						at := dataplane.Time(k)*5200 + dataplane.Time(k*7919%3000)
+						if _, err := d.Arrive(at, 0); err != nil {
+							t.Fatal(err)
+						}
+						if forget && d.Engine.Events()%64 == 0 {
+							d.Compact()
+						}
+					}
+					if err := d.Drain(n * 10 * dataplane.Millisecond); err != nil {
+						t.Fatal(err)
+					}
+					if forget {
+						d.Compact()
+					}
+					p := PipelineOf(pol)
+					hashes[i], sizes[i] = d.Hash(), p.flags.size()
+					if forget && len(p.doomed)+len(p.deferred)+len(p.join) > 0 {
+						t.Errorf("after the last compaction: %d doomed, %d deferred, %d join entries", len(p.doomed), len(p.deferred), len(p.join))
+					}
+				}
+				if hashes[0] != hashes[1] {
+					t.Errorf("decisions differ with Forget: %x vs %x", hashes[0], hashes[1])
+				}
+				if sizes[0] < n/4 {
+					t.Fatalf("without Forget the flags hold %d entries: the run drops too few requests to test Forget", sizes[0])
+				}
+				if sizes[1] > 64 {
+					t.Errorf("with Forget the flags hold %d entries after %d requests (without: %d), want ≤ 64", sizes[1], n, sizes[0])
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package dataplane
+
+import "fmt"
+
+// Attrs are a request's attributes, set by the driver at arrival and read by policies: the
+// class of a multi-class workload (QLM's request groups, PARD's priorities), token counts of
+// an LLM request (QLM), the validation sample a cascade request stands for (CascadeServe's
+// stand-in certainties), a priority, and the request's place in its trace.
+type Attrs struct {
+	Class     int32
+	Priority  int32
+	InTokens  int32
+	OutTokens int32
+	Sample    int64
+	// Trace is 1 + the request's index among its application's arrivals in the trace it was
+	// replayed from (0: not replayed from a trace). The simulator sets it on every arrival;
+	// `plan load` sends it to serve (TraceKey says what reads it).
+	Trace int64
+}
+
+// Arrival describes a request entering the engine.
+type Arrival struct {
+	App AppID
+	Attrs
+	// At is when the request reached the door (a wall-clock driver stamps it when the request
+	// is read off the socket, before decoding). Zero or a time after now means now. The
+	// deadline counts from At, so the policy decides from the request's true age.
+	At Time
+	// Deadline overrides At + the application's SLO when > 0.
+	Deadline Time
+}
+
+// Arrive creates a request of app arriving at now (deadline = now + the app's SLO) and lets
+// the policy react. It returns the request's ID.
+func (e *Engine) Arrive(now Time, app AppID, class int32) (ReqID, error) {
+	return e.Admit(now, Arrival{App: app, Attrs: Attrs{Class: class}})
+}
+
+// Admit creates the request a describes at now and lets the policy react. It returns the
+// request's ID.
+func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
+	if int(a.App) < 0 || int(a.App) >= len(e.dep.Apps) {
+		return -1, fmt.Errorf("arrival: app %d: no such application", a.App)
+	}
+	at := a.At
+	if at <= 0 || at > now {
+		at = now
+	}
+	dl := a.Deadline
+	if dl <= 0 {
+		dl = at + e.dep.Apps[a.App].SLO
+	}
+	id := ReqID(len(e.reqs)) + e.reqBase
+	e.reqs = append(e.reqs, Request{
+		ID: id, App: a.App, Class: a.Class, Attrs: a.Attrs, Arrival: at, Deadline: dl,
+		Dispatch: Never, Done: Never, DropStage: NoStage,
+	})
+	return id, e.Handle(now, Event{Kind: EvArrival, Req: id})
+}
+
+// Cancel withdraws request id at now (its client disconnected or gave up, or its deadline
+// passed at the client). A request that is not pending (finished, unknown or already
+// forgotten) is left as it is and Cancel reports false. A request no batch holds is finished
+// at once as Dropped with DropCancelled, and the policy gets EvCancel to forget it. A request
+// a batch holds is marked (Request.CancelRequested): the engine finishes it as cancelled when
+// the last batch holding it ends (every branch of a DAG fan-out), its result discarded, and
+// delivers EvCancel then (release). Cancel reports whether it withdrew the request: false
+// for a request already marked by an earlier Cancel.
+func (e *Engine) Cancel(now Time, id ReqID) (bool, error) {
+	if !e.hasReq(id) {
+		return false, nil
+	}
+	r := e.rq(id)
+	if r.Outcome != Pending || r.CancelRequested {
+		return false, nil
+	}
+	e.events++
+	if r.held > 0 {
+		r.CancelRequested = true
+		e.marked++
+		return true, nil
+	}
+	e.finishCancelled(now, r)
+	return true, e.callPolicy(now, Event{Kind: EvCancel, Req: r.ID})
+}
+
+// finishCancelled finishes r (pending, held by no batch) as cancelled.
+func (e *Engine) finishCancelled(now Time, r *Request) {
+	r.CancelRequested = true
+	r.Outcome = Dropped
+	r.Reason = DropCancelled
+	r.Done = now
+	e.finished++
+	e.fx.Finish(now, r)
+}
+
+// release drops one hold on q: a batch holding it ended, sent it into a pool queue, or was
+// lost. A request cancelled while held is finished as cancelled once no batch holds it any
+// more; its EvCancel waits in e.cancels for flushCancels, which the engine calls before the
+// event that ended the batch reaches the policy. release reports whether it finished q so.
+// Without cancels it is exactly q.held--.
+func (e *Engine) release(now Time, q *Request) bool {
+	q.held--
+	if !q.CancelRequested || q.held > 0 || q.Outcome != Pending {
+		return false
+	}
+	e.finishCancelled(now, q)
+	e.cancels = append(e.cancels, q.ID)
+	return true
+}
+
+// flushCancels delivers the EvCancel of every request release finished, in release order.
+func (e *Engine) flushCancels(now Time) error {
+	for i := 0; i < len(e.cancels); i++ {
+		if err := e.callPolicy(now, Event{Kind: EvCancel, Req: e.cancels[i]}); err != nil {
+			e.cancels = e.cancels[:0]
+			return err
+		}
+	}
+	e.cancels = e.cancels[:0]
+	return nil
+}
