@@ -677,8 +677,6 @@ func (p *problem) objective(pipes []pipe) float64 {
 	return z
 }
 
-func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-
 // plan assembles the output document.
 // target is each model's guaranteed rate (fillTargets of the MILP's plan, before FillSurplus).
 func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*formats.Plan, error) {
