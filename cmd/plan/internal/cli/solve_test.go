@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -85,6 +86,44 @@ func TestSolveGolden(t *testing.T) {
 				t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestGoldenEverySystem: every system with a planner has a golden plan among goldenCases
+// (solved, byte-compared and re-solved by TestSolveGolden and make golden), and one among the
+// legacy plans: a system added without them fails here.
+func TestGoldenEverySystem(t *testing.T) {
+	repoRoot(t)
+	reg := systems.Default()
+	covered := map[string]map[string]bool{"golden": {}, "legacy": {}}
+	for _, c := range goldenCases {
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("testdata", "golden", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := reg.ForPlan(p); err == nil {
+			covered["golden"][s.Name] = true
+		}
+	}
+	legacy, _ := filepath.Glob(filepath.Join("testdata", "golden", "legacy", "*.json"))
+	for _, f := range legacy {
+		p, err := formats.ReadInto[*formats.Plan](f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := reg.ForPlan(p); err == nil {
+			covered["legacy"][s.Name] = true
+		}
+	}
+	for _, s := range reg.Systems() {
+		if s.NewPlanner == nil {
+			continue
+		}
+		for kind, got := range covered {
+			if !got[s.Name] {
+				t.Errorf("system %s has no %s plan in testdata/golden", s.Name, kind)
+			}
+		}
 	}
 }
 
