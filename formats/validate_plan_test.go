@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -20,7 +21,7 @@ func TestValidatePlan(t *testing.T) {
 		{"input kind", f, pl(func(p *Plan) { p.Provenance.Inputs[1].Kind = "Model" }), []string{`plan.json: provenance.inputs[1].kind: "Model": must be one of Profile, Cluster, Workload, Plan, Trace`}},
 		{"input path", f, pl(func(p *Plan) { p.Provenance.Inputs[1].Path = "" }), []string{`plan.json: provenance.inputs[1].path: "": must not be empty`}},
 		{"input digest", f, pl(func(p *Plan) { p.Provenance.Inputs[1].Digest = "" }), []string{`plan.json: provenance.inputs[1].digest: "": must be sha256:<64 hex digits>`}},
-		{"option name", f, pl(func(p *Plan) { p.Provenance.Options[""] = "x" }), []string{`plan.json: provenance.options[""]: "": option name must not be empty`}},
+		{"option name", f, pl(func(p *Plan) { p.Provenance.Options = json.RawMessage(`{"": "x"}`) }), []string{`plan.json: provenance.options[""]: "": option name must not be empty`}},
 		{"status", f, pl(func(p *Plan) { p.Provenance.Status = "done" }), []string{`plan.json: provenance.status: "done": must be one of optimal, time-limit, heuristic, infeasible, unbounded, error`}},
 		{"objective NaN", f, pl(func(p *Plan) { p.Provenance.Objective = nan }), []string{`plan.json: provenance.objective: NaN: must be a finite number`}},
 		{"bound Inf", f, pl(func(p *Plan) { p.Provenance.Bound = inf }), []string{`plan.json: provenance.bound: +Inf: must be a finite number`}},
