@@ -39,7 +39,7 @@ func (s *Server) handlePutPlan(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, ErrorResponse{Error: "reading the plan: " + err.Error()})
 		return
 	}
-	p, err := formats.DecodeInto[*formats.Plan]("plan", body)
+	p, err := formats.DecodeIntoWith[*formats.Plan]("plan", body, s.opts.Sections)
 	if err != nil {
 		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
 		return

@@ -84,7 +84,7 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	}
 	rep := &Report{
 		APIVersion: "plan/v1", Kind: ReportKind, Plan: cfg.PlanName, Strategy: cfg.Strategy,
-		Policy: policyName(cfg.Policy), Params: cfg.Policy.Params, Trace: cfg.Arrival.Name,
+		Policy: cfg.Policy.Policy, Params: cfg.Policy.Params, Trace: cfg.Arrival.Name,
 		Seed: cfg.Seed, DurationUs: int64(cfg.Duration), Jitter: cfg.Jitter,
 	}
 	for a := range cfg.Dep.Apps {
@@ -100,13 +100,6 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	sort.SliceStable(rep.Points, func(i, j int) bool { return rep.Points[i].Load < rep.Points[j].Load })
 	rep.MaxLoad99 = MaxLoadAt(rep.Points, 0.99)
 	return rep, nil
-}
-
-func policyName(c rt.Config) string {
-	if c.Policy == "" {
-		return "ppipe"
-	}
-	return c.Policy
 }
 
 // ParseLoadRange parses "lo:hi:step" (inclusive), a single value "0.5", or a list

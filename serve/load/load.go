@@ -65,6 +65,9 @@ type Options struct {
 	// Deploy reads the served plan's applications and planned rates (the system registry's
 	// deployer for the plan's section).
 	Deploy func(*formats.Plan) (*dataplane.Deployment, string, error)
+	// Sections are the registered systems' plan sections beyond formats' typed ones, so a
+	// served plan of any registered system decodes (nil: the typed ones only).
+	Sections *formats.SectionSet
 	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
 	// with the requests sent and answered so far.
 	Progress func(sent, answered int64)
@@ -296,7 +299,7 @@ send:
 // setup reads the served plan and its models' metadata and resolves the run's targets, load
 // and request timeout (into o); its errors are ErrSetup.
 func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, policy string, dep *dataplane.Deployment, targets []target, load float64, err error) {
-	plan, policy, err = fetchPlan(ctx, o.Client, base)
+	plan, policy, err = fetchPlan(ctx, o.Client, base, o.Sections)
 	if err != nil {
 		return nil, "", nil, nil, 0, setupError{err}
 	}
@@ -450,12 +453,12 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 	}
 }
 
-func fetchPlan(ctx context.Context, c *http.Client, base string) (*formats.Plan, string, error) {
+func fetchPlan(ctx context.Context, c *http.Client, base string, secs *formats.SectionSet) (*formats.Plan, string, error) {
 	body, h, err := get(ctx, c, base+"/v1/plan")
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := formats.DecodeInto[*formats.Plan]("GET /v1/plan", body)
+	p, err := formats.DecodeIntoWith[*formats.Plan]("GET /v1/plan", body, secs)
 	if err != nil {
 		return nil, "", err
 	}

@@ -215,13 +215,13 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return usageErrorf("--policy: %s: %v", path, err)
 	}
 	opts := serve.Options{
-		Plan: plan, Deploy: app.Systems.Deploy, Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
+		Plan: plan, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
 		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
 		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
 	}
-	closeWorkers, err := workerFactory(o, &opts)
+	closeWorkers, err := workerFactory(o, &opts, app)
 	if err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 
 // workerFactory sets opts.NewExecutor for --workers; the returned function releases what it
 // opened (the gRPC stage client of remote workers).
-func workerFactory(o *serveOptions, opts *serve.Options) (func(), error) {
+func workerFactory(o *serveOptions, opts *serve.Options, app *App) (func(), error) {
 	switch o.workers {
 	case "emulated":
 		if o.endpoints != "" || o.model != "" {
@@ -324,7 +324,7 @@ func workerFactory(o *serveOptions, opts *serve.Options) (func(), error) {
 		if o.model == "" {
 			return nil, usageErrorf("--workers onnx needs --model FILE.onnx")
 		}
-		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads})
+		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
 	default:
 		return nil, usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
 	}
