@@ -92,6 +92,8 @@ type collector struct {
 	// (DyOrc's one worker per stage, whose service batch across workflows runs as one engine
 	// batch per stage at once) keep one GPU busy once, not once per worker.
 	wholeBusy, wholeUntil []dataplane.Time
+	// latencies: record each answered request's latency (Options.NoLatencies).
+	latencies bool
 }
 
 // run records that worker w runs from start to end; calls come in nondecreasing start.
@@ -108,8 +110,8 @@ func (c *collector) run(w dataplane.WorkerID, start, end dataplane.Time) {
 
 // newCollector makes the collector; expect (0 = unknown) is about how many requests will be
 // answered, shared among the applications by their rates.
-func newCollector(dep *dataplane.Deployment, expect int) *collector {
-	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)),
+func newCollector(dep *dataplane.Deployment, expect int, latencies bool) *collector {
+	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies,
 		wholeBusy: make([]dataplane.Time, len(dep.Topo.GPUs)), wholeUntil: make([]dataplane.Time, len(dep.Topo.GPUs))}
 	var total float64
 	for _, a := range dep.Apps {
@@ -117,7 +119,7 @@ func newCollector(dep *dataplane.Deployment, expect int) *collector {
 	}
 	for i := range c.apps {
 		c.apps[i].drops = map[dropKey]int64{}
-		if expect > 0 && total > 0 {
+		if expect > 0 && total > 0 && latencies {
 			c.apps[i].lat = make([]dataplane.Time, 0, int(float64(expect)*max(dep.Apps[i].RateRPS, 0)/total)+16)
 		}
 	}
@@ -130,10 +132,14 @@ func (c *collector) finish(r *dataplane.Request) {
 	switch r.Outcome {
 	case dataplane.Completed:
 		a.completed++
-		a.lat = append(a.lat, r.Done-r.Arrival)
+		if c.latencies {
+			a.lat = append(a.lat, r.Done-r.Arrival)
+		}
 	case dataplane.Late:
 		a.late++
-		a.lat = append(a.lat, r.Done-r.Arrival)
+		if c.latencies {
+			a.lat = append(a.lat, r.Done-r.Arrival)
+		}
 	case dataplane.Dropped:
 		a.wasted += r.WorkGPU
 		if r.Reason == dataplane.DropCancelled {
