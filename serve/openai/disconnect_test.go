@@ -132,3 +132,49 @@ func TestRemoteClientLeavesCancelsCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestCompletionDisconnectFreesSequence (issue 29): the same for a whole (non-streaming)
+// completion and chat completion: the client gives up while the request generates, and the
+// request is dropped as cancelled with nothing left in flight or running.
+func TestCompletionDisconnectFreesSequence(t *testing.T) {
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/completions", `{"model":"mistral-chat","prompt":"a long answer","max_tokens":1000}`},
+		{"/v1/chat/completions", `{"model":"mistral-chat","messages":[{"role":"user","content":"a long answer"}],"max_tokens":1000}`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, url := qlmServer(t, memFrontend())
+			ctx, cancel := context.WithCancel(context.Background())
+			req, err := http.NewRequestWithContext(ctx, "POST", url+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			errc := make(chan error, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				errc <- err
+			}()
+			const inflight = `plan_requests_in_flight{model="mistral-chat"}`
+			for metricValue(t, url, inflight) != 1 || metricSum(t, url, `plan_worker_busy{`) == 0 { // generating
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+			if err := <-errc; err == nil {
+				t.Fatal("the request ended before the client left")
+			}
+			var n, busy, drops float64
+			for range 100 {
+				n, busy = metricValue(t, url, inflight), metricSum(t, url, `plan_worker_busy{`)
+				drops = metricSum(t, url, `plan_drops_total{model="mistral-chat",reason="cancelled",stage=`)
+				if n == 0 && busy == 0 && drops == 1 {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Errorf("after the client left: %v in flight, %v workers busy, %v dropped as cancelled; want 0, 0, 1", n, busy, drops)
+		})
+	}
+}
