@@ -1,5 +1,7 @@
 package formats
 
+import "encoding/json"
+
 // Plan is the output of `plan solve`: one section per system, plus provenance so that
 // `plan check --resolve` can reproduce it. Only the sections that apply are present.
 type Plan struct {
@@ -28,14 +30,17 @@ type Provenance struct {
 	InputDigest string     `json:"input_digest"`
 	Inputs      []InputRef `json:"inputs,omitempty"`
 	Strategy    string     `json:"strategy,omitempty"`
-	// Options records every setting that influenced the result (flags, defaults).
-	Options   map[string]string `json:"options,omitempty"`
-	Status    string            `json:"status"`
-	Objective float64           `json:"objective"`
-	Bound     float64           `json:"bound"`
-	Gap       float64           `json:"gap"`
-	SolveMs   float64           `json:"solve_ms"`
-	Nodes     int64             `json:"nodes,omitempty"`
+	// Options records every setting that influenced the result (flags, defaults): a JSON
+	// object whose fields are the system's typed planner options (each planner package's
+	// Flags struct), read back by `plan check --resolve`. Plans written before the options
+	// were typed hold a string map ({"max_partitions": "3"}); planner.ReadOptions reads both.
+	Options   json.RawMessage `json:"options,omitempty"`
+	Status    string          `json:"status"`
+	Objective float64         `json:"objective"`
+	Bound     float64         `json:"bound"`
+	Gap       float64         `json:"gap"`
+	SolveMs   float64         `json:"solve_ms"`
+	Nodes     int64           `json:"nodes,omitempty"`
 	// Embedded holds the inputs themselves so the plan can be re-solved anywhere.
 	Embedded *EmbeddedInputs `json:"embedded,omitempty"`
 }

@@ -121,6 +121,10 @@ func (g *schemaGen) schema(t reflect.Type) *object {
 		o.set("pattern", DurationPattern)
 		return o
 	}
+	if t == rawObjectType {
+		o.set("type", []string{"object", "null"})
+		return o
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		inner := g.schema(t.Elem())

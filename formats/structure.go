@@ -20,6 +20,10 @@ import (
 
 var durationType = reflect.TypeFor[Duration]()
 
+// rawObjectType is a JSON object whose fields its reader defines (provenance.options: each
+// system's typed planner options): any object, or null.
+var rawObjectType = reflect.TypeFor[json.RawMessage]()
+
 // jsonField is one JSON property of a struct type, after flattening embedded structs.
 type jsonField struct {
 	Name     string
@@ -96,6 +100,12 @@ func checkStructure(t reflect.Type, v any, path string, errs *ErrorList) {
 		}
 		if _, err := time.ParseDuration(s); err != nil {
 			bad(`must be a duration such as "200ms" or "1.5s"`)
+		}
+		return
+	}
+	if t == rawObjectType {
+		if _, ok := v.(map[string]any); !ok && v != nil {
+			bad("must be an object")
 		}
 		return
 	}

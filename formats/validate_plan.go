@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -97,9 +98,15 @@ func (pv *Provenance) validate(v *validator, p string) {
 			v.add(field(ip, "digest"), in.Digest, "must be sha256:<64 hex digits>")
 		}
 	}
-	for _, k := range sortedKeys(pv.Options) {
-		if k == "" {
-			v.add(keyPath(field(p, "options"), k), k, "option name must not be empty")
+	if len(pv.Options) > 0 {
+		var opts map[string]json.RawMessage
+		if err := json.Unmarshal(pv.Options, &opts); err != nil {
+			v.add(field(p, "options"), string(pv.Options), "must be an object")
+		}
+		for _, k := range sortedKeys(opts) {
+			if k == "" {
+				v.add(keyPath(field(p, "options"), k), k, "option name must not be empty")
+			}
 		}
 	}
 	oneOf(v, field(p, "status"), pv.Status, PlanStatuses)

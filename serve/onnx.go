@@ -35,20 +35,40 @@ type onnxStage struct {
 	last    bool // produces the model's output
 }
 
-// ONNXFactory returns the ExecutorFactory of onnx workers: partitions of one model for PPipe
-// plans (ONNX), whole models per stage for plans whose stages each name one (ONNXModels:
-// a cascade).
+// ONNXFactory returns the ExecutorFactory of onnx workers. The plan's system says what its
+// stages run (ONNXOptions.Cuts): partitions of one model cut into blocks (ONNX: a PPipe
+// plan), or a whole model per stage (ONNXModels: a cascade, a workflow).
 func ONNXFactory(o ONNXOptions) ExecutorFactory {
 	return func(clk Clock, dep *dataplane.Deployment, p *formats.Plan) (Executor, error) {
-		if p.PPipe == nil && (dep.Route != nil || len(dep.Stages) > 0 && dep.Stages[0].Model != "") {
+		var c cuts
+		if o.Cuts != nil {
+			c.model, c.blocks, c.err = o.Cuts(p, dep)
+		}
+		if c.model == "" && c.err == nil {
 			return NewONNXModels(clk, dep, o)
 		}
-		return NewONNX(clk, dep, p, o)
+		return newONNX(clk, dep, p, o, c)
 	}
 }
 
-// NewONNX builds one session per distinct partition of the plan (the preload step).
+// cuts is what the plan's system answered: the model cut, each stage's blocks, or why not.
+type cuts struct {
+	model  string
+	blocks [][2]int
+	err    error
+}
+
+// NewONNX builds one session per distinct partition of the plan (the preload step); o.Cuts
+// says which blocks of which model each stage runs.
 func NewONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOptions) (*ONNX, error) {
+	c := cuts{err: fmt.Errorf("onnx workers: the plan's system cuts no model into stages")}
+	if o.Cuts != nil {
+		c.model, c.blocks, c.err = o.Cuts(p, dep)
+	}
+	return newONNX(clk, dep, p, o, c)
+}
+
+func newONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOptions, c cuts) (*ONNX, error) {
 	if err := measure.LibraryAvailable(); err != nil {
 		return nil, err
 	}
@@ -69,23 +89,26 @@ func NewONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOption
 	if m.Inputs[0].Elem != onnx.Float || m.Outputs[0].Elem != onnx.Float {
 		return nil, fmt.Errorf("--model %s: onnx workers serve float32 models (input %s, output %s)", o.Model, m.Inputs[0].Elem, m.Outputs[0].Elem)
 	}
-	if p.PPipe == nil || len(p.PPipe.Models) != 1 {
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.model == "" || len(c.blocks) != len(dep.Stages) {
 		return nil, fmt.Errorf("onnx workers serve plans of exactly one model (the one in --model)")
 	}
-	pm := p.PPipe.Models[0]
+	model := c.model
 	var prof *formats.ModelProfile
 	if p.Provenance.Embedded != nil {
 		for i := range p.Provenance.Embedded.Profiles {
-			if mp, ok := p.Provenance.Embedded.Profiles[i].Model(pm.Model); ok {
+			if mp, ok := p.Provenance.Embedded.Profiles[i].Model(model); ok {
 				prof = mp
 			}
 		}
 	}
 	if prof == nil || len(prof.Blocks) == 0 {
-		return nil, fmt.Errorf("the plan embeds no block profile of model %q: onnx workers need it to cut --model", pm.Model)
+		return nil, fmt.Errorf("the plan embeds no block profile of model %q: onnx workers need it to cut --model", model)
 	}
 	if end := prof.Blocks[len(prof.Blocks)-1].EndLayer; end != len(m.Nodes) {
-		return nil, fmt.Errorf("the plan's profile of %q has %d layers but --model %s has %d nodes: profile this model file (plan profile %s)", pm.Model, end, o.Model, len(m.Nodes), o.Model)
+		return nil, fmt.Errorf("the plan's profile of %q has %d layers but --model %s has %d nodes: profile this model file (plan profile %s)", model, end, o.Model, len(m.Nodes), o.Model)
 	}
 	x := &ONNX{clk: clk, dep: dep, stages: make([]*onnxStage, len(dep.Stages)), outIdx: map[*onnxStage]int{},
 		in:  TensorSpec{Name: m.Inputs[0].Name, Datatype: "FP32", Shape: specShape(m.Inputs[0].Dims)},
@@ -93,12 +116,12 @@ func NewONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOption
 	byRange := map[[2]int]*onnxStage{}
 	for si := range dep.Stages {
 		st := &dep.Stages[si]
-		if st.Pipeline < 0 || st.Pipeline >= len(pm.Pipelines) || st.Index >= len(pm.Pipelines[st.Pipeline].Partitions) {
+		first, end := c.blocks[si][0], c.blocks[si][1]
+		if first < 0 || end > len(prof.Blocks) || first >= end {
 			x.Close()
-			return nil, fmt.Errorf("stage %s has no partition in the plan", st.Name)
+			return nil, fmt.Errorf("stage %s: blocks [%d,%d): the profile of %q has %d blocks", st.Name, first, end, model, len(prof.Blocks))
 		}
-		part := pm.Pipelines[st.Pipeline].Partitions[st.Index]
-		a, b := prof.Blocks[part.FirstBlock].FirstLayer, prof.Blocks[part.EndBlock-1].EndLayer
+		a, b := prof.Blocks[first].FirstLayer, prof.Blocks[end-1].EndLayer
 		if ost := byRange[[2]int{a, b}]; ost != nil {
 			x.stages[si] = ost
 			continue

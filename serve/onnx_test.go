@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
@@ -102,7 +103,7 @@ func TestONNXWorkers(t *testing.T) {
 			}
 			t.Logf("tensors crossing the cut: %v", ins)
 			plan := twoPartitionPlan("cnn", n, cut, 2)
-			_, ts := testServer(t, Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu", Threads: 1})})
+			_, ts := testServer(t, Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu", Threads: 1, Cuts: servetest.ONNXCuts})})
 			code, body := get(t, ts.URL+"/v2/models/cnn")
 			if code != 200 || !strings.Contains(string(body), `"shape":[-1,3,16,16]`) {
 				t.Fatalf("metadata: %d %s", code, body)
@@ -178,11 +179,11 @@ func TestONNXBadModel(t *testing.T) {
 	}
 	// A profile with more layers than the model has nodes was made from another model.
 	plan := twoPartitionPlan("mlp", 99, 2, 1)
-	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu"})}))
+	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu", Cuts: servetest.ONNXCuts})}))
 	if err == nil || !strings.Contains(err.Error(), "has 99 layers") {
 		t.Errorf("error %v", err)
 	}
-	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: filepath.Join(t.TempDir(), "none.onnx"), Device: "cpu"})}))
+	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: filepath.Join(t.TempDir(), "none.onnx"), Device: "cpu", Cuts: servetest.ONNXCuts})}))
 	if err == nil || !strings.Contains(err.Error(), "none.onnx") {
 		t.Errorf("error %v", err)
 	}

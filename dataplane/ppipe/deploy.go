@@ -181,13 +181,13 @@ func (b *planBuilder) partitions() {
 // demand checks the GPU demand per type against the cluster.
 func (b *planBuilder) demand() {
 	// GPU demand per type versus the cluster.
-	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs formats.PackSlices
+	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs PackSlices
 	// lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs charges, so the
 	// deployment refuses exactly what validation refuses (issue 17 item 2).
 	need := map[string]int{}
 	for _, g := range b.groups {
 		if g.key.v == 0 {
-			g.packed = formats.PackSlices(g.levels)
+			g.packed = PackSlices(g.levels)
 		}
 		need[g.key.gpu] += g.gpus()
 	}

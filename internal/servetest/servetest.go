@@ -31,3 +31,9 @@ func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
 	}
 	return nil, "", fmt.Errorf("servetest: the plan has no ppipe or pard section")
 }
+
+// ONNXCuts is PPipe's answer to what onnx workers run (dataplane/ppipe.ONNXCuts): the one
+// system of these tests that cuts a model into stages.
+func ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (string, [][2]int, error) {
+	return dpppipe.ONNXCuts(p, dep)
+}

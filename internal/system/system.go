@@ -63,6 +63,9 @@ type System struct {
 
 	// Sections are its file-format sections beyond the typed ones, and solve-error naming.
 	Sections Sections
+	// ONNXCuts tells `plan serve --workers onnx` what its stages run: one model cut into
+	// blocks per stage (PPipe), or nil/"" when each stage runs a whole model of its own.
+	ONNXCuts serve.ONNXCuts
 }
 
 // Sections are what a system registers in the file formats beyond the typed fields of

@@ -42,7 +42,28 @@ type Registry struct {
 }
 
 // New builds a registry of systems, in the order given (the order of help and of lookups).
+// Two systems with one name, or two registering a section (system.Sections) with one key,
+// panic: a programming error in the systems list, as dataplane.NewRegistry's duplicates.
 func New(systems ...system.System) *Registry {
+	names, secs := map[string]bool{}, map[string]string{}
+	claim := func(sys, what, key string) {
+		if other, dup := secs[what+" "+key]; dup {
+			panic(fmt.Sprintf("systems: %s section %q claimed by %s and %s", what, key, other, sys))
+		}
+		secs[what+" "+key] = sys
+	}
+	for _, s := range systems {
+		if names[s.Name] {
+			panic(fmt.Sprintf("systems: system %q registered twice", s.Name))
+		}
+		names[s.Name] = true
+		if s.Sections.Plan != nil {
+			claim(s.Name, "plan", s.Sections.Plan.Key())
+		}
+		for _, w := range s.Sections.Workload {
+			claim(s.Name, "workload", w.Key())
+		}
+	}
 	return &Registry{systems: slices.Clone(systems)}
 }
 
@@ -99,8 +120,9 @@ func (r *Registry) Sections() *formats.SectionSet {
 // registered alike (formats.Workload.SectionKeys).
 func WorkloadSections(w *formats.Workload) []string { return Default().WorkloadSections(w) }
 
-// WorkloadSections lists the sections of w that some system of r plans, then those no
-// system handles (ForWorkload names them in its error); nil when w is nil.
+// WorkloadSections lists the sections w has (nil when w is nil): the typed ones in file
+// order, then the registered ones (formats.Workload.SectionKeys). ForWorkload matches them
+// against each system's WorkloadSections and names those no system plans in its error.
 func (r *Registry) WorkloadSections(w *formats.Workload) []string {
 	return w.SectionKeys()
 }
@@ -200,6 +222,17 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 		}
 	}
 	return s.Deploy(p)
+}
+
+// ONNXCuts asks the plan's system what onnx workers run (serve.ONNXCuts): "" when the system
+// cuts no model (each stage runs a whole model), or when no system serves the plan (the
+// server's deployer reports that).
+func (r *Registry) ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (string, [][2]int, error) {
+	s, err := r.ForPlan(p)
+	if err != nil || s.ONNXCuts == nil {
+		return "", nil, nil
+	}
+	return s.ONNXCuts(p, dep)
 }
 
 // ByName returns the in-tree system called name.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
@@ -17,9 +16,6 @@ const (
 	Alpha    = dpc.DefaultAlpha
 	MaxBatch = dpc.DefaultMaxBatch
 )
-
-// ToolVersion is recorded in plans.
-var ToolVersion = "dev"
 
 // Solve plans the workload's (single) cascades entry and returns the plan document.
 func Solve(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan, *Result, error) {
@@ -89,19 +85,15 @@ func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
 	}
 	digest, _ := planner.InputDigest(&emb)
 	o := r.Opt
-	opts := map[string]string{"strategy": o.Strategy, "ranges": strconv.Itoa(o.Ranges), "qps_max": fmt.Sprint(o.QPSMax),
-		"percentile": fmt.Sprint(o.Percentile), "gpus": strconv.Itoa(r.HW.N), "weights": "requests"}
+	rec := Flags{Strategy: o.Strategy, LatencySLO: formats.Duration(o.Latency), AccuracySLO: o.Accuracy, Percentile: o.Percentile,
+		GPUs: r.HW.N, MinGPUs: o.MinGPUs, Ranges: o.Ranges, QPSMax: o.QPSMax, Levels: o.Search.Levels, MaxLen: o.Search.MaxLen,
+		Monotone: o.Search.Monotone, Weights: "requests"}
 	if o.TimeWeights {
-		opts["weights"] = "time"
+		rec.Weights = "time"
 	}
-	if o.Latency > 0 {
-		opts["latency_slo"] = o.Latency.String()
-	}
-	if o.Accuracy > 0 {
-		opts["accuracy_slo"] = fmt.Sprint(o.Accuracy)
-	}
-	if o.MinGPUs {
-		opts["min_gpus"] = "true"
+	tool := o.ToolVersion
+	if tool == "" {
+		tool = "dev"
 	}
 	name := in.Workload.Metadata.Name
 	if name == "" {
@@ -110,8 +102,8 @@ func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
 	return &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("CascadeServe gear plan (%s): %d gears on %d GPUs", o.Strategy, len(r.Gears), r.GPUsUsed)},
-		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", InputDigest: digest, Inputs: in.Refs,
-			Strategy: o.Strategy, Options: opts, Status: "optimal", Objective: round(r.Acc, 1e-6), Bound: round(r.Acc, 1e-6),
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", InputDigest: digest, Inputs: in.Refs,
+			Strategy: o.Strategy, Options: planner.RecordOptions(rec), Status: "optimal", Objective: round(r.Acc, 1e-6), Bound: round(r.Acc, 1e-6),
 			SolveMs: float64(r.Elapsed.Microseconds()) / 1000, Nodes: int64(r.Iterations), Embedded: &emb},
 		Cluster: in.Cluster,
 		Cascade: cp,

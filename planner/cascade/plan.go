@@ -55,7 +55,38 @@ type Options struct {
 	Sim         SimOptions
 	// Budget bounds the loop's iterations (0 = 10,000).
 	Budget int
+	// ToolVersion is recorded in the plan's provenance ("" = "dev").
+	ToolVersion string
 }
+
+// Flags are CascadeServe's `plan solve` options as a plan records them in
+// provenance.options (GPUs, ranges and qps_max as solved), read back by `plan check
+// --resolve`. Zero values of the optional ones take the workload's.
+type Flags struct {
+	// Strategy: cascadeserve (default) or a baseline.
+	Strategy string `json:"strategy"`
+	// LatencySLO (plan solve --slo) and AccuracySLO (--accuracy): the SLOs planned for
+	// (default: the workload's); Percentile is the latency SLO's (default 0.95).
+	LatencySLO  formats.Duration `json:"latency_slo,omitempty"`
+	AccuracySLO float64          `json:"accuracy_slo,omitempty"`
+	Percentile  float64          `json:"percentile"`
+	// GPUs uses the first GPUs of the cluster (0 = all); MinGPUs searches the fewest.
+	GPUs    int  `json:"gpus"`
+	MinGPUs bool `json:"min_gpus,omitempty"`
+	// Ranges is the number of QPS ranges (gears) up to QPSMax (default: the workload's).
+	Ranges int     `json:"ranges"`
+	QPSMax float64 `json:"qps_max"`
+	// Levels is the threshold grid per model (default 20), MaxLen the longest cascade
+	// (default 3), Monotone keeps only cost-ascending cascades (CascadeServe §4.1).
+	Levels   int  `json:"levels"`
+	MaxLen   int  `json:"max_len"`
+	Monotone bool `json:"monotone"`
+	// Weights weights range accuracy by requests (default) or time (App. C.2).
+	Weights string `json:"weights"`
+}
+
+// DefaultFlags are `plan solve`'s defaults for CascadeServe.
+func DefaultFlags() Flags { return Flags{Levels: 20, MaxLen: 3, Weights: "requests"} }
 
 // Result is a solved plan with the planner's bookkeeping.
 type Result struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 // Verify re-derives the invariants of a gear plan from the plan and its
@@ -29,12 +30,12 @@ func Verify(p *formats.Plan) []string {
 	if probs != nil {
 		return probs
 	}
-	if n, err := fmt.Sscan(p.Provenance.Options["gpus"], new(int)); n == 1 && err == nil {
-		var g int
-		fmt.Sscan(p.Provenance.Options["gpus"], &g)
-		if g > 0 && g < hw.N {
-			hw.N = g
-		}
+	var rec Flags
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		return []string{err.Error()}
+	}
+	if g := rec.GPUs; g > 0 && g < hw.N {
+		hw.N = g
 	}
 	var c *formats.Cascade
 	for i := range e.Workload.Cascades {
@@ -90,23 +91,18 @@ func Verify(p *formats.Plan) []string {
 	if c.LatencySLO != nil {
 		lat, perc = time.Duration(c.LatencySLO.Latency), c.LatencySLO.Percentile
 	}
-	if v, ok := p.Provenance.Options["latency_slo"]; ok {
-		if d, err := time.ParseDuration(v); err == nil {
-			lat = d
-		}
-	}
+	// A recorded latency SLO replaces the workload's SLOs: its accuracy floor is the
+	// recorded one, or none.
 	accSLO := c.AccuracySLO
-	if v, ok := p.Provenance.Options["accuracy_slo"]; ok {
-		fmt.Sscan(v, &accSLO)
+	if rec.LatencySLO > 0 {
+		lat, accSLO = rec.LatencySLO.D(), 0
 	}
-	if _, ok := p.Provenance.Options["latency_slo"]; ok {
-		if _, ok2 := p.Provenance.Options["accuracy_slo"]; !ok2 {
-			accSLO = 0
-		}
+	if rec.AccuracySLO > 0 {
+		accSLO = rec.AccuracySLO
 	}
 	qmax := c.QPSMax
-	if v, ok := p.Provenance.Options["qps_max"]; ok {
-		fmt.Sscan(v, &qmax)
+	if rec.QPSMax > 0 {
+		qmax = rec.QPSMax
 	}
 	if len(cp.Gears) > 0 && cp.Gears[len(cp.Gears)-1].QHi < qmax-1e-9 {
 		add("cascade.gears: the last gear ends at %g QPS, below qps_max %g", cp.Gears[len(cp.Gears)-1].QHi, qmax)
@@ -115,7 +111,7 @@ func Verify(p *formats.Plan) []string {
 	for _, g := range cp.Gears {
 		lo, hi = append(lo, g.QLo), append(hi, g.QHi)
 	}
-	w := weights(c, lo, hi, p.Provenance.Options["weights"] == "time")
+	w := weights(c, lo, hi, rec.Weights == "time")
 	var acc float64
 	for i, g := range cp.Gears {
 		gp := fmt.Sprintf("cascade.gears[%d]", i)

@@ -19,9 +19,6 @@ import (
 	"github.com/plan-dev/plan/solver"
 )
 
-// ToolVersion is recorded in plans.
-var ToolVersion = "dev"
-
 // DefaultRate is the rate assumed for an app without rate_rps [ours].
 const DefaultRate = 1.0
 
@@ -32,7 +29,22 @@ type Options struct {
 	Deterministic bool
 	// Policy is the runtime policy the plan names ("" = dyorc).
 	Policy string
+	// ToolVersion is recorded in the plan's provenance ("" = "dev").
+	ToolVersion string
 }
+
+// Flags are DyOrc's `plan solve` options as a plan records them in provenance.options, read
+// back by `plan check --resolve`. The placement MILP minimises the busiest GPU's load
+// (max_g Σ_s load_s·w_sg, plus 1e-4 per replica) within each GPU's memory.
+type Flags struct {
+	// Gap is the MILP's relative gap (plan solve --gap, default 0.001).
+	Gap float64 `json:"gap"`
+	// Policy is the runtime policy the plan names as its default (default dyorc).
+	Policy string `json:"policy"`
+}
+
+// DefaultFlags are `plan solve`'s defaults for DyOrc.
+func DefaultFlags() Flags { return Flags{Gap: planner.DefaultGap, Policy: "dyorc"} }
 
 // Load is the expected GPU work of each service: busy seconds per second at its efficient
 // (max) batch, from the apps' rates and expected calls.
@@ -154,12 +166,15 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 	if name == "" {
 		name = "dyorc"
 	}
-	opts := map[string]string{"gap": fmt.Sprint(gap), "policy": o.Policy,
-		"objective": "min max_g sum_s load_s*w_sg + 1e-4*replicas; w_sg <= y_sg; sum_g w_sg = 1; sum_s mem_s*y_sg <= M"}
+	opts := planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy})
+	tool := o.ToolVersion
+	if tool == "" {
+		tool = "dev"
+	}
 	out := &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: "DyOrc initial service placement (warm start of the speculative scheduler)"},
-		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(),
 			InputDigest: digest, Inputs: refs, Strategy: "dyorc", Options: opts, Status: res.Status.String(),
 			Objective: round3(res.Objective), Bound: round3(res.Bound), Gap: res.Gap,
 			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},

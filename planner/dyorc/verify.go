@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
@@ -163,13 +162,10 @@ func Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*fo
 	if cl == nil {
 		cl = e.Cluster
 	}
-	o := Options{TimeLimit: timeLimit, Deterministic: true, Policy: p.DyOrc.Policy}
-	if v, ok := p.Provenance.Options["gap"]; ok {
-		g, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("provenance.options.gap: %q: not a number", v)}}
-		}
-		o.Gap = g
+	rec := Flags{Policy: p.DyOrc.Policy}
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
+	o := Options{TimeLimit: timeLimit, Deterministic: true, Policy: rec.Policy, Gap: rec.Gap}
 	return Solve(ctx, e.Workload, cl, p.Provenance.Inputs, o)
 }

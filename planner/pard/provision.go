@@ -51,6 +51,26 @@ type Options struct {
 	Params map[string]float64
 	// TimeLimit bounds the solver (default 10 s).
 	TimeLimit time.Duration
+	// ToolVersion is recorded in the plan's provenance ("" = "dev").
+	ToolVersion string
+}
+
+// Flags are PARD's `plan solve` options as a plan records them in provenance.options (the
+// solved values, defaults resolved), read back by `plan check --resolve`.
+type Flags struct {
+	// SLOFraction is f of the provisioning rule Σ_path 2·d(b) ≤ f·SLO (default 0.8).
+	SLOFraction float64 `json:"slo_fraction"`
+	// RateRPS provisions every pipeline for this rate (default: the workload's rate_rps).
+	RateRPS float64 `json:"rate_rps,omitempty"`
+	// MaxBatch is the largest batch a module may run (default 32).
+	MaxBatch int `json:"max_batch"`
+	// Policy is the dropping policy the plan names as its default (default pard).
+	Policy string `json:"policy"`
+}
+
+// DefaultFlags are `plan solve`'s defaults for PARD.
+func DefaultFlags() Flags {
+	return Flags{SLOFraction: DefaultSLOFraction, MaxBatch: DefaultMaxBatch, Policy: DefaultPolicy}
 }
 
 // Inputs are the decoded documents.
@@ -70,9 +90,6 @@ type option struct {
 	workers int
 }
 
-// ToolVersion is recorded in plans; the CLI overrides it with the build's version.
-var ToolVersion = "dev"
-
 func bad(path string, value any, rule string, args ...any) error {
 	fe := &formats.FieldError{Path: path, Value: fmt.Sprint(value), Rule: fmt.Sprintf(rule, args...)}
 	return fmt.Errorf("%w: %w", ErrBadInput, formats.ErrorList{fe})
@@ -89,11 +106,32 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	if in.Cluster == nil || len(in.Cluster.GPUs) == 0 {
 		return nil, bad("cluster.gpus", "", "the cluster has no GPUs")
 	}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	apps, usedModels, err := appInfos(in, o)
+	if err != nil {
+		return nil, err
+	}
+	m, vars := provisionModel(apps, o, in.Cluster)
+	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit, Deterministic: true})
+	if err != nil {
+		return nil, fmt.Errorf("pard provisioning: %w", err)
+	}
+	if !res.HasSolution {
+		return nil, infeasible(apps, o, in.Cluster, res)
+	}
+	return assemble(in, o, apps, vars, res, usedModels)
+}
+
+// withDefaults fills o's zero values with the defaults and checks the fraction and policy.
+func (o Options) withDefaults() (Options, error) {
 	if o.SLOFraction == 0 {
 		o.SLOFraction = DefaultSLOFraction
 	}
 	if !(o.SLOFraction > 0 && o.SLOFraction <= 1) {
-		return nil, bad("slo_fraction", o.SLOFraction, "must be in (0, 1]")
+		return o, bad("slo_fraction", o.SLOFraction, "must be in (0, 1]")
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = DefaultMaxBatch
@@ -109,8 +147,28 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		known = known || n == o.Policy
 	}
 	if !known {
-		return nil, bad("policy", o.Policy, "must be one of %s", strings.Join(dppard.PipelinePolicies(), ", "))
+		return o, bad("policy", o.Policy, "must be one of %s", strings.Join(dppard.PipelinePolicies(), ", "))
 	}
+	return o, nil
+}
+
+// modInfo is one module's candidate options; appInfo one pipeline with its rate and its
+// source-to-sink paths (module indexes).
+type modInfo struct {
+	opts []option
+}
+
+type appInfo struct {
+	pl    *formats.Pipeline
+	rate  float64
+	mods  []modInfo
+	paths [][]int
+}
+
+// appInfos enumerates every module's options (GPU type, batch, workers at the rate) and
+// checks that each SLO covers the batch-1 latencies along every path; usedModels are the
+// profiled models the workload runs.
+func appInfos(in Inputs, o Options) (apps []appInfo, usedModels map[string]bool, err error) {
 	find := func(model string) *formats.ModelProfile {
 		for i := range in.Profiles {
 			if m, ok := in.Profiles[i].Model(model); ok {
@@ -119,22 +177,12 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		}
 		return nil
 	}
-	type modInfo struct {
-		opts []option
-	}
-	type appInfo struct {
-		pl    *formats.Pipeline
-		rate  float64
-		mods  []modInfo
-		paths [][]int
-	}
-	var apps []appInfo
-	usedModels := map[string]bool{}
+	usedModels = map[string]bool{}
 	for pi := range in.Workload.Pipelines {
 		pl := &in.Workload.Pipelines[pi]
 		pp := fmt.Sprintf("pipelines[%d]", pi)
 		if pl.SLO <= 0 {
-			return nil, bad(pp+".slo", pl.SLO, "must be > 0")
+			return nil, nil, bad(pp+".slo", pl.SLO, "must be > 0")
 		}
 		rate := pl.RateRPS
 		if o.RateRPS > 0 {
@@ -145,14 +193,14 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		}
 		paths, err := sourceSinkPaths(pl, pp)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ai := appInfo{pl: pl, rate: rate, paths: paths}
 		for mi, m := range pl.Modules {
 			mp := fmt.Sprintf("%s.modules[%d]", pp, mi)
 			prof := find(m.Model)
 			if prof == nil {
-				return nil, bad(mp+".model", m.Model, "no profile has this model (module %s)", m.Name)
+				return nil, nil, bad(mp+".model", m.Model, "no profile has this model (module %s)", m.Name)
 			}
 			usedModels[m.Model] = true
 			var opts []option
@@ -174,7 +222,7 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 				}
 			}
 			if len(opts) == 0 {
-				return nil, bad(mp+".model", m.Model, "the profile has no whole-GPU latency of this model on the cluster's GPU types")
+				return nil, nil, bad(mp+".model", m.Model, "the profile has no whole-GPU latency of this model on the cluster's GPU types")
 			}
 			ai.mods = append(ai.mods, modInfo{opts: prune(opts)})
 		}
@@ -196,18 +244,26 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 				names = append(names, pl.Modules[k].Name)
 			}
 			if sum > float64(time.Duration(pl.SLO)/time.Microsecond) {
-				return nil, bad(pp+".slo", pl.SLO, "below the sum of batch-1 latencies %.1f ms along %s", sum/1000, strings.Join(names, " -> "))
+				return nil, nil, bad(pp+".slo", pl.SLO, "below the sum of batch-1 latencies %.1f ms along %s", sum/1000, strings.Join(names, " -> "))
 			}
 		}
 		apps = append(apps, ai)
 	}
 
+	return apps, usedModels, nil
+}
+
+// vref is the binary variable of one option of one module of one pipeline.
+type vref struct {
+	app, mod, opt int
+	v             solver.Var
+}
+
+// provisionModel is the MILP: one option per module, the latency rule Σ2·d ≤ f·SLO per
+// path, the GPUs per type; it minimises the GPUs (workers) provisioned.
+func provisionModel(apps []appInfo, o Options, cluster *formats.Cluster) (*solver.Model, []vref) {
 	// The MILP: one option per module, latency rule per path, GPUs per type.
 	m := solver.NewModel("pard-provision", solver.Minimize)
-	type vref struct {
-		app, mod, opt int
-		v             solver.Var
-	}
 	var vars []vref
 	perType := map[string][]solver.Term{}
 	for a, ai := range apps {
@@ -242,76 +298,81 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	}
 	sort.Strings(types)
 	for _, t := range types {
-		pool, _ := in.Cluster.Pool(t)
+		pool, _ := cluster.Pool(t)
 		m.AddRow("gpus_"+t, -solver.Inf, float64(pool.Count), perType[t]...)
 	}
-	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit, Deterministic: true})
-	if err != nil {
-		return nil, fmt.Errorf("pard provisioning: %w", err)
+	return m, vars
+}
+
+// infeasible explains a MILP without a solution: a pipeline whose latency rule cannot hold
+// at its fastest options, a rate that needs more GPUs than the cluster has, or (neither
+// alone) the pipelines together; a time limit with no input at fault is ErrNoSolution.
+func infeasible(apps []appInfo, o Options, cluster *formats.Cluster, res *solver.Result) error {
+	total := 0
+	for _, g := range cluster.GPUs {
+		total += g.Count
 	}
-	if !res.HasSolution {
-		total := 0
-		for _, g := range in.Cluster.GPUs {
-			total += g.Count
-		}
-		var errs formats.ErrorList
-		need := 0
-		for a, ai := range apps {
-			pp := fmt.Sprintf("pipelines[%d]", a)
-			// The latency rule alone: the fastest option of every module along the worst path.
-			var worst float64
-			var worstPath []int
-			for _, p := range ai.paths {
-				var s float64
-				for _, k := range p {
-					best := math.Inf(1)
-					for _, op := range ai.mods[k].opts {
-						best = math.Min(best, 2*op.latUs)
-					}
-					s += best
+	var errs formats.ErrorList
+	need := 0
+	for a, ai := range apps {
+		pp := fmt.Sprintf("pipelines[%d]", a)
+		// The latency rule alone: the fastest option of every module along the worst path.
+		var worst float64
+		var worstPath []int
+		for _, p := range ai.paths {
+			var s float64
+			for _, k := range p {
+				best := math.Inf(1)
+				for _, op := range ai.mods[k].opts {
+					best = math.Min(best, 2*op.latUs)
 				}
-				if s > worst {
-					worst, worstPath = s, p
-				}
+				s += best
 			}
-			budget := o.SLOFraction * float64(time.Duration(ai.pl.SLO)/time.Microsecond)
-			if worst > budget {
-				names := make([]string, len(worstPath))
-				for i, k := range worstPath {
-					names[i] = ai.pl.Modules[k].Name
-				}
-				minSLO := time.Duration(math.Ceil(worst/o.SLOFraction/100)) * 100 * time.Microsecond
-				errs = append(errs, &formats.FieldError{Path: pp + ".slo", Value: time.Duration(ai.pl.SLO).String(),
-					Rule: fmt.Sprintf("the provisioning rule Σ2·d ≤ %.0f%% of the SLO (%.1f ms) cannot hold: the fastest options need Σ2·d = %.1f ms along %s; the smallest feasible SLO is %s",
-						100*o.SLOFraction, budget/1000, worst/1000, strings.Join(names, " -> "), minSLO)})
-				continue
-			}
-			// The rate alone: the fewest workers of every module, whatever its latency.
-			n := 0
-			for _, mi := range ai.mods {
-				fewest := math.MaxInt
-				for _, op := range mi.opts {
-					fewest = min(fewest, op.workers)
-				}
-				n += fewest
-			}
-			need += n
-			if n > total {
-				errs = append(errs, &formats.FieldError{Path: pp + ".rate_rps", Value: fmt.Sprint(ai.rate),
-					Rule: fmt.Sprintf("needs at least %d GPUs at this rate, the cluster has %d", n, total)})
+			if s > worst {
+				worst, worstPath = s, p
 			}
 		}
-		if len(errs) == 0 && res.Status == solver.StatusTimeLimit {
-			// No input is wrong: the solver ran out of time before its first provisioning.
-			return nil, fmt.Errorf("%w (%s, the solver found no feasible provisioning yet): raise --time-limit", planner.ErrNoSolution, o.TimeLimit)
+		budget := o.SLOFraction * float64(time.Duration(ai.pl.SLO)/time.Microsecond)
+		if worst > budget {
+			names := make([]string, len(worstPath))
+			for i, k := range worstPath {
+				names[i] = ai.pl.Modules[k].Name
+			}
+			minSLO := time.Duration(math.Ceil(worst/o.SLOFraction/100)) * 100 * time.Microsecond
+			errs = append(errs, &formats.FieldError{Path: pp + ".slo", Value: time.Duration(ai.pl.SLO).String(),
+				Rule: fmt.Sprintf("the provisioning rule Σ2·d ≤ %.0f%% of the SLO (%.1f ms) cannot hold: the fastest options need Σ2·d = %.1f ms along %s; the smallest feasible SLO is %s",
+					100*o.SLOFraction, budget/1000, worst/1000, strings.Join(names, " -> "), minSLO)})
+			continue
 		}
-		if len(errs) == 0 {
-			errs = append(errs, &formats.FieldError{Path: "pipelines", Rule: fmt.Sprintf(
-				"no provisioning meets every pipeline's latency rule (Σ2·d ≤ %.0f%% of the SLO) at its rate within the cluster's %d GPUs (together they need at least %d; solver: %s): lower rate_rps, relax slo or add GPUs",
-				100*o.SLOFraction, total, need, res.Status)})
+		// The rate alone: the fewest workers of every module, whatever its latency.
+		n := 0
+		for _, mi := range ai.mods {
+			fewest := math.MaxInt
+			for _, op := range mi.opts {
+				fewest = min(fewest, op.workers)
+			}
+			n += fewest
 		}
-		return nil, fmt.Errorf("%w: %w", ErrBadInput, errs)
+		need += n
+		if n > total {
+			errs = append(errs, &formats.FieldError{Path: pp + ".rate_rps", Value: fmt.Sprint(ai.rate),
+				Rule: fmt.Sprintf("needs at least %d GPUs at this rate, the cluster has %d", n, total)})
+		}
 	}
+	if len(errs) == 0 && res.Status == solver.StatusTimeLimit {
+		// No input is wrong: the solver ran out of time before its first provisioning.
+		return fmt.Errorf("%w (%s, the solver found no feasible provisioning yet): raise --time-limit", planner.ErrNoSolution, o.TimeLimit)
+	}
+	if len(errs) == 0 {
+		errs = append(errs, &formats.FieldError{Path: "pipelines", Rule: fmt.Sprintf(
+			"no provisioning meets every pipeline's latency rule (Σ2·d ≤ %.0f%% of the SLO) at its rate within the cluster's %d GPUs (together they need at least %d; solver: %s): lower rate_rps, relax slo or add GPUs",
+			100*o.SLOFraction, total, need, res.Status)})
+	}
+	return fmt.Errorf("%w: %w", ErrBadInput, errs)
+}
+
+// assemble writes the plan document of a solved provisioning.
+func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Result, usedModels map[string]bool) (*formats.Plan, error) {
 	params := o.Params
 	if params == nil {
 		// The defaults (λ, window: PARD §4.2; the μ/ε windows, which the paper does not give,
@@ -338,12 +399,10 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	if err != nil {
 		return nil, err
 	}
-	opts := map[string]string{
-		"slo_fraction": fmt.Sprint(o.SLOFraction), "max_batch": fmt.Sprint(o.MaxBatch), "policy": o.Policy,
-		"rule": "sum_path 2*d_k(b_k) <= slo_fraction*SLO; workers = ceil(rate*d/b)",
-	}
-	if o.RateRPS > 0 {
-		opts["rate_rps"] = fmt.Sprint(o.RateRPS)
+	opts := planner.RecordOptions(Flags{SLOFraction: o.SLOFraction, RateRPS: o.RateRPS, MaxBatch: o.MaxBatch, Policy: o.Policy})
+	tool := o.ToolVersion
+	if tool == "" {
+		tool = "dev"
 	}
 	name := in.Workload.Metadata.Name
 	if name == "" {
@@ -352,7 +411,7 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	out := &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: "PARD pipeline provisioning"},
-		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(),
 			InputDigest: digest, Inputs: in.Refs, Strategy: "pard", Options: opts, Status: res.Status.String(),
 			Objective: math.Round(res.Objective), Bound: math.Round(res.Bound), Gap: res.Gap,
 			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},

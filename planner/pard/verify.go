@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 // Verify re-derives every constraint of a PARD plan from the inputs it embeds, without the
@@ -27,14 +27,14 @@ func Verify(p *formats.Plan) []string {
 	if emb == nil || emb.Workload == nil || emb.Cluster == nil {
 		return []string{"provenance.embedded: the plan embeds no workload and cluster to verify against"}
 	}
+	rec := Flags{SLOFraction: DefaultSLOFraction}
 	frac := DefaultSLOFraction
-	if v, ok := p.Provenance.Options["slo_fraction"]; ok {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f <= 1) {
-			add("provenance.options.slo_fraction", "%q: must be a number in (0, 1]", v)
-		} else {
-			frac = f
-		}
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		out = append(out, err.Error())
+	} else if !(rec.SLOFraction > 0 && rec.SLOFraction <= 1) {
+		add("provenance.options.slo_fraction", "%g: must be a number in (0, 1]", rec.SLOFraction)
+	} else {
+		frac = rec.SLOFraction
 	}
 	find := func(model string) *formats.ModelProfile {
 		for i := range emb.Profiles {

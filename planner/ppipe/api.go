@@ -104,6 +104,8 @@ type Options struct {
 	Deterministic bool
 	// Progress, if set, receives solver progress (from the solving goroutine).
 	Progress func(Progress)
+	// ToolVersion is recorded in the plan's provenance ("" = "dev").
+	ToolVersion string
 }
 
 // Progress is a snapshot of a running solve, in the objective's unit (requests/s, or the

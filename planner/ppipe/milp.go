@@ -37,12 +37,7 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 	if b.multi {
 		b.z = m.AddContinuous("z", 0, solver.Inf, 1)
 	}
-	// Budget terms per type, collected while walking the templates.
-	budget := make([][]solver.Term, len(p.types))
-	type hkey struct{ m, d, k int }
-	stageTerms := map[hkey][]solver.Term{}
-	stageAllWhole := map[hkey]bool{}
-	var stageOrder []hkey
+	bs := &milpBuilder{p: p, b: b, m: m, cfg: cfg, stageTerms: map[hkey][]solver.Term{}, stageAllWhole: map[hkey]bool{}}
 	for mi, ms := range spaces {
 		b.y = append(b.y, make([][][]solver.Var, len(ms.tmpls)))
 		b.g = append(b.g, make([][][]solver.Var, len(ms.tmpls)))
@@ -51,152 +46,201 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 		b.x = append(b.x, make([]solver.Var, len(ms.tmpls)))
 		var objTerms []solver.Term
 		for li, t := range ms.tmpls {
-			name := fmt.Sprintf("m%d_l%d", mi, li)
-			obj := 0.0
-			if !b.multi {
-				obj = 1
-			}
-			u := m.AddVar("u_"+name, 0, 1, 0, !cfg.relax)
-			x := m.AddContinuous("x_"+name, 0, t.xmax, obj)
-			b.u[mi][li], b.x[mi][li] = u, x
-			objTerms = append(objTerms, solver.Term{Var: x, Coef: -1})
-			if t.replica > 0 {
-				// Symmetry breaking between replicas of one type sequence: x[l,r] ≥ x[l,r+1]
-				// and u[l,r] ≥ u[l,r+1], so permuted copies of a plan are not re-explored.
-				m.AddRow("symx_"+name, 0, solver.Inf, solver.Term{Var: b.x[mi][li-1], Coef: 1}, solver.Term{Var: x, Coef: -1})
-				m.AddRow("symu_"+name, 0, solver.Inf, solver.Term{Var: b.u[mi][li-1], Coef: 1}, solver.Term{Var: u, Coef: -1})
-			}
-			b.y[mi][li] = make([][]solver.Var, len(t.stages))
-			b.g[mi][li] = make([][]solver.Var, len(t.stages))
-			b.f[mi][li] = make([][]solver.Var, len(t.stages))
-			latTerms := []solver.Term{{Var: u, Coef: -ms.md.budget / 1000}}
-			flowLat := []solver.Term{{Var: x, Coef: -ms.md.budget / 1000}}
-			for d, st := range t.stages {
-				k := t.types[d]
-				choice := []solver.Term{{Var: u, Coef: -1}}
-				thr := []solver.Term{{Var: x, Coef: 1}}
-				ys := make([]solver.Var, len(st))
-				gs := make([]solver.Var, len(st))
-				fs := make([]solver.Var, len(st))
-				key := hkey{mi, d, k}
-				if cfg.roundingPipeline(p) {
-					key = hkey{mi, li*16 + d, k} // one rounding group per (template, stage)
-				}
-				if _, ok := stageTerms[key]; !ok {
-					stageOrder = append(stageOrder, key)
-					stageAllWhole[key] = true
-				}
-				// Slices are counted per (l, d, v), not per option: exactly one option of the
-				// stage is active, so Σ_{ω at level v} f_ω/X_ω ≤ g_v is exact for integer points
-				// and as tight as per-option counts in the LP, with far fewer integer columns.
-				levelOf := map[int][]int{}
-				var levels []int
-				for oi, o := range st {
-					if _, ok := levelOf[o.v]; !ok {
-						levels = append(levels, o.v)
-					}
-					levelOf[o.v] = append(levelOf[o.v], oi)
-				}
-				for oi, o := range st {
-					on := fmt.Sprintf("%s_d%d_v%db%d_%d_%d", name, d, o.v, o.b, o.i, o.j)
-					y := m.AddVar("y_"+on, 0, 1, 0, !cfg.relax)
-					F := math.Min(t.xmax, o.X*float64(o.G))
-					f := m.AddContinuous("f_"+on, 0, F, 0)
-					ys[oi], fs[oi] = y, f
-					choice = append(choice, solver.Term{Var: y, Coef: 1})
-					thr = append(thr, solver.Term{Var: f, Coef: -1})
-					m.AddRow("fy_"+on, -solver.Inf, 0, solver.Term{Var: f, Coef: 1}, solver.Term{Var: y, Coef: -F})
-					latTerms = append(latTerms, solver.Term{Var: y, Coef: o.lat() / 1000})
-					flowLat = append(flowLat, solver.Term{Var: f, Coef: o.lat() / 1000})
-				}
-				for _, v := range levels {
-					vn := fmt.Sprintf("%s_d%d_v%d", name, d, v)
-					Gv := 0
-					for _, oi := range levelOf[v] {
-						Gv = max(Gv, st[oi].G)
-					}
-					g := m.AddVar("g_"+vn, 0, float64(Gv), 0, !cfg.relax && !cfg.contCounts)
-					for _, oi := range levelOf[v] {
-						gs[oi] = g
-					}
-					capRow := []solver.Term{{Var: g, Coef: -1}}
-					ub := []solver.Term{{Var: g, Coef: 1}}
-					lb := []solver.Term{{Var: g, Coef: 1}}
-					for _, oi := range levelOf[v] {
-						capRow = append(capRow, solver.Term{Var: fs[oi], Coef: 1 / st[oi].X})
-						ub = append(ub, solver.Term{Var: ys[oi], Coef: -float64(st[oi].G)})
-						lb = append(lb, solver.Term{Var: ys[oi], Coef: -1})
-					}
-					m.AddRow("cap_"+vn, -solver.Inf, 0, capRow...)
-					// y ≤ g ≤ G·y with the tight per-option G of bound() instead of big-M v·N.
-					m.AddRow("ub_"+vn, -solver.Inf, 0, ub...)
-					m.AddRow("lb_"+vn, 0, solver.Inf, lb...)
-					stageTerms[key] = append(stageTerms[key], solver.Term{Var: g, Coef: float64(lcmLevels / v)})
-					if v != 1 {
-						stageAllWhole[key] = false
-					}
-				}
-				b.y[mi][li][d], b.g[mi][li][d], b.f[mi][li][d] = ys, gs, fs
-				m.AddRow(fmt.Sprintf("choice_%s_d%d", name, d), 0, 0, choice...)
-				if d == 0 {
-					// x = Σ f over the head stage; conservation carries it through every stage.
-					m.AddRow(fmt.Sprintf("thr_%s", name), 0, 0, thr...)
-				}
-			}
-			// Contiguity + unified batch: stage d ends at cut c with batch b ⇔ stage d+1 starts there.
-			fvar := map[solver.Var]solver.Var{}
-			for d := range t.stages {
-				for oi := range t.stages[d] {
-					fvar[b.y[mi][li][d][oi]] = b.f[mi][li][d][oi]
-				}
-			}
-			for d := 0; d+1 < len(t.stages); d++ {
-				type cb struct{ c, b int }
-				flows := map[cb][]solver.Term{}
-				var order []cb
-				for oi, o := range t.stages[d] {
-					key := cb{o.j, o.b}
-					if _, ok := flows[key]; !ok {
-						order = append(order, key)
-					}
-					flows[key] = append(flows[key], solver.Term{Var: b.y[mi][li][d][oi], Coef: 1})
-				}
-				for oi, o := range t.stages[d+1] {
-					key := cb{o.i, o.b}
-					if _, ok := flows[key]; !ok {
-						order = append(order, key)
-					}
-					flows[key] = append(flows[key], solver.Term{Var: b.y[mi][li][d+1][oi], Coef: -1})
-				}
-				for _, key := range order {
-					m.AddRow(fmt.Sprintf("flow_%s_d%d_c%d_b%d", name, d, key.c, key.b), 0, 0, flows[key]...)
-					// The same conservation for throughput: in the LP relaxation, throughput must
-					// follow contiguous chains, so fractional choices cannot skip blocks.
-					ft := make([]solver.Term, len(flows[key]))
-					for i, tm := range flows[key] {
-						ft[i] = solver.Term{Var: fvar[tm.Var], Coef: tm.Coef}
-					}
-					m.AddRow(fmt.Sprintf("fflow_%s_d%d_c%d_b%d", name, d, key.c, key.b), 0, 0, ft...)
-				}
-			}
-			// Latency row only where some chain of surviving options could exceed T'.
-			if t.maxLat > ms.md.budget+1e-9 {
-				m.AddRow("lat_"+name, -solver.Inf, 0, latTerms...)
-				// The same budget weighted by throughput: Σ lat_ω·f_ω ≤ T'·x. In an integer
-				// solution every chosen option carries f = x, so this is the latency row times
-				// x; in the LP it stops options that carry no flow from lending "latency
-				// credit" to a slow chain that does (the relaxation's main weakness).
-				m.AddRow("flat_"+name, -solver.Inf, 0, flowLat...)
-			}
+			objTerms = append(objTerms, bs.template(mi, li, ms, t))
 		}
 		if b.multi {
 			objTerms = append(objTerms, solver.Term{Var: b.z, Coef: ms.md.weight})
 			m.AddRow(fmt.Sprintf("maxmin_m%d", mi), -solver.Inf, 0, objTerms...)
 		}
 	}
+	bs.gpuBudget()
+	return b
+}
+
+// hkey is a rounding group: (model, stage or template·16+stage, GPU type).
+type hkey struct{ m, d, k int }
+
+// milpBuilder holds what build collects across templates: the g terms of every rounding
+// group (in the order the groups appear) for the GPU budget.
+type milpBuilder struct {
+	p             *problem
+	b             *built
+	m             *solver.Model
+	cfg           spaceConfig
+	stageTerms    map[hkey][]solver.Term
+	stageAllWhole map[hkey]bool
+	stageOrder    []hkey
+}
+
+// template adds template li of model mi: its choice u and throughput x, every stage's
+// options, contiguity and the latency budget; it returns x's term of the max-min row.
+func (bs *milpBuilder) template(mi, li int, ms *modelSpace, t *tmpl) solver.Term {
+	m, b, cfg := bs.m, bs.b, bs.cfg
+	name := fmt.Sprintf("m%d_l%d", mi, li)
+	obj := 0.0
+	if !b.multi {
+		obj = 1
+	}
+	u := m.AddVar("u_"+name, 0, 1, 0, !cfg.relax)
+	x := m.AddContinuous("x_"+name, 0, t.xmax, obj)
+	b.u[mi][li], b.x[mi][li] = u, x
+	if t.replica > 0 {
+		// Symmetry breaking between replicas of one type sequence: x[l,r] ≥ x[l,r+1]
+		// and u[l,r] ≥ u[l,r+1], so permuted copies of a plan are not re-explored.
+		m.AddRow("symx_"+name, 0, solver.Inf, solver.Term{Var: b.x[mi][li-1], Coef: 1}, solver.Term{Var: x, Coef: -1})
+		m.AddRow("symu_"+name, 0, solver.Inf, solver.Term{Var: b.u[mi][li-1], Coef: 1}, solver.Term{Var: u, Coef: -1})
+	}
+	b.y[mi][li] = make([][]solver.Var, len(t.stages))
+	b.g[mi][li] = make([][]solver.Var, len(t.stages))
+	b.f[mi][li] = make([][]solver.Var, len(t.stages))
+	latTerms := []solver.Term{{Var: u, Coef: -ms.md.budget / 1000}}
+	flowLat := []solver.Term{{Var: x, Coef: -ms.md.budget / 1000}}
+	for d, st := range t.stages {
+		lt, ft := bs.stage(mi, li, d, name, t, st, u, x)
+		latTerms = append(latTerms, lt...)
+		flowLat = append(flowLat, ft...)
+	}
+	bs.contiguity(mi, li, name, t)
+	// Latency row only where some chain of surviving options could exceed T'.
+	if t.maxLat > ms.md.budget+1e-9 {
+		m.AddRow("lat_"+name, -solver.Inf, 0, latTerms...)
+		// The same budget weighted by throughput: Σ lat_ω·f_ω ≤ T'·x. In an integer
+		// solution every chosen option carries f = x, so this is the latency row times
+		// x; in the LP it stops options that carry no flow from lending "latency
+		// credit" to a slow chain that does (the relaxation's main weakness).
+		m.AddRow("flat_"+name, -solver.Inf, 0, flowLat...)
+	}
+	return solver.Term{Var: x, Coef: -1}
+}
+
+// stage adds stage d's options (y, f), slice counts per vGPU level (g) and rows; it returns
+// the stage's terms of the latency row and of the throughput-weighted latency row.
+func (bs *milpBuilder) stage(mi, li, d int, name string, t *tmpl, st []option, u, x solver.Var) (latTerms, flowLat []solver.Term) {
+	m, b, cfg, p := bs.m, bs.b, bs.cfg, bs.p
+	stageTerms, stageAllWhole := bs.stageTerms, bs.stageAllWhole
+	k := t.types[d]
+	choice := []solver.Term{{Var: u, Coef: -1}}
+	thr := []solver.Term{{Var: x, Coef: 1}}
+	ys := make([]solver.Var, len(st))
+	gs := make([]solver.Var, len(st))
+	fs := make([]solver.Var, len(st))
+	key := hkey{mi, d, k}
+	if cfg.roundingPipeline(p) {
+		key = hkey{mi, li*16 + d, k} // one rounding group per (template, stage)
+	}
+	if _, ok := stageTerms[key]; !ok {
+		bs.stageOrder = append(bs.stageOrder, key)
+		stageAllWhole[key] = true
+	}
+	// Slices are counted per (l, d, v), not per option: exactly one option of the
+	// stage is active, so Σ_{ω at level v} f_ω/X_ω ≤ g_v is exact for integer points
+	// and as tight as per-option counts in the LP, with far fewer integer columns.
+	levelOf := map[int][]int{}
+	var levels []int
+	for oi, o := range st {
+		if _, ok := levelOf[o.v]; !ok {
+			levels = append(levels, o.v)
+		}
+		levelOf[o.v] = append(levelOf[o.v], oi)
+	}
+	for oi, o := range st {
+		on := fmt.Sprintf("%s_d%d_v%db%d_%d_%d", name, d, o.v, o.b, o.i, o.j)
+		y := m.AddVar("y_"+on, 0, 1, 0, !cfg.relax)
+		F := math.Min(t.xmax, o.X*float64(o.G))
+		f := m.AddContinuous("f_"+on, 0, F, 0)
+		ys[oi], fs[oi] = y, f
+		choice = append(choice, solver.Term{Var: y, Coef: 1})
+		thr = append(thr, solver.Term{Var: f, Coef: -1})
+		m.AddRow("fy_"+on, -solver.Inf, 0, solver.Term{Var: f, Coef: 1}, solver.Term{Var: y, Coef: -F})
+		latTerms = append(latTerms, solver.Term{Var: y, Coef: o.lat() / 1000})
+		flowLat = append(flowLat, solver.Term{Var: f, Coef: o.lat() / 1000})
+	}
+	for _, v := range levels {
+		vn := fmt.Sprintf("%s_d%d_v%d", name, d, v)
+		Gv := 0
+		for _, oi := range levelOf[v] {
+			Gv = max(Gv, st[oi].G)
+		}
+		g := m.AddVar("g_"+vn, 0, float64(Gv), 0, !cfg.relax && !cfg.contCounts)
+		for _, oi := range levelOf[v] {
+			gs[oi] = g
+		}
+		capRow := []solver.Term{{Var: g, Coef: -1}}
+		ub := []solver.Term{{Var: g, Coef: 1}}
+		lb := []solver.Term{{Var: g, Coef: 1}}
+		for _, oi := range levelOf[v] {
+			capRow = append(capRow, solver.Term{Var: fs[oi], Coef: 1 / st[oi].X})
+			ub = append(ub, solver.Term{Var: ys[oi], Coef: -float64(st[oi].G)})
+			lb = append(lb, solver.Term{Var: ys[oi], Coef: -1})
+		}
+		m.AddRow("cap_"+vn, -solver.Inf, 0, capRow...)
+		// y ≤ g ≤ G·y with the tight per-option G of bound() instead of big-M v·N.
+		m.AddRow("ub_"+vn, -solver.Inf, 0, ub...)
+		m.AddRow("lb_"+vn, 0, solver.Inf, lb...)
+		stageTerms[key] = append(stageTerms[key], solver.Term{Var: g, Coef: float64(lcmLevels / v)})
+		if v != 1 {
+			stageAllWhole[key] = false
+		}
+	}
+	b.y[mi][li][d], b.g[mi][li][d], b.f[mi][li][d] = ys, gs, fs
+	m.AddRow(fmt.Sprintf("choice_%s_d%d", name, d), 0, 0, choice...)
+	if d == 0 {
+		// x = Σ f over the head stage; conservation carries it through every stage.
+		m.AddRow(fmt.Sprintf("thr_%s", name), 0, 0, thr...)
+	}
+	return latTerms, flowLat
+}
+
+// contiguity adds template li's flow rows: stage d ends at cut c with batch b ⇔ stage d+1
+// starts there, for the choices and for the throughput they carry.
+func (bs *milpBuilder) contiguity(mi, li int, name string, t *tmpl) {
+	m, b := bs.m, bs.b
+	// Contiguity + unified batch: stage d ends at cut c with batch b ⇔ stage d+1 starts there.
+	fvar := map[solver.Var]solver.Var{}
+	for d := range t.stages {
+		for oi := range t.stages[d] {
+			fvar[b.y[mi][li][d][oi]] = b.f[mi][li][d][oi]
+		}
+	}
+	for d := 0; d+1 < len(t.stages); d++ {
+		type cb struct{ c, b int }
+		flows := map[cb][]solver.Term{}
+		var order []cb
+		for oi, o := range t.stages[d] {
+			key := cb{o.j, o.b}
+			if _, ok := flows[key]; !ok {
+				order = append(order, key)
+			}
+			flows[key] = append(flows[key], solver.Term{Var: b.y[mi][li][d][oi], Coef: 1})
+		}
+		for oi, o := range t.stages[d+1] {
+			key := cb{o.i, o.b}
+			if _, ok := flows[key]; !ok {
+				order = append(order, key)
+			}
+			flows[key] = append(flows[key], solver.Term{Var: b.y[mi][li][d+1][oi], Coef: -1})
+		}
+		for _, key := range order {
+			m.AddRow(fmt.Sprintf("flow_%s_d%d_c%d_b%d", name, d, key.c, key.b), 0, 0, flows[key]...)
+			// The same conservation for throughput: in the LP relaxation, throughput must
+			// follow contiguous chains, so fractional choices cannot skip blocks.
+			ft := make([]solver.Term, len(flows[key]))
+			for i, tm := range flows[key] {
+				ft[i] = solver.Term{Var: fvar[tm.Var], Coef: tm.Coef}
+			}
+			m.AddRow(fmt.Sprintf("fflow_%s_d%d_c%d_b%d", name, d, key.c, key.b), 0, 0, ft...)
+		}
+	}
+}
+
+// gpuBudget adds the GPU budget rows.
+func (bs *milpBuilder) gpuBudget() {
+	m, b, cfg, p := bs.m, bs.b, bs.cfg, bs.p
+	stageTerms, stageAllWhole := bs.stageTerms, bs.stageAllWhole
+	budget := make([][]solver.Term, len(p.types))
 	// GPU budget with physical rounding: h ≥ Σ g/v per rounding group, Σ h ≤ N_k. Groups
 	// holding only whole-GPU options need no h (Σ g is already an integer GPU count).
-	for _, key := range stageOrder {
+	for _, key := range bs.stageOrder {
 		terms := stageTerms[key]
 		if stageAllWhole[key] {
 			for _, t := range terms {
@@ -216,7 +260,6 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 			m.AddRow("budget_"+p.types[k].name, -solver.Inf, float64(p.count(cfg, k)), budget[k]...)
 		}
 	}
-	return b
 }
 
 func negate(ts []solver.Term) []solver.Term {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -676,8 +677,6 @@ func (p *problem) objective(pipes []pipe) float64 {
 	return z
 }
 
-func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-
 // plan assembles the output document.
 // target is each model's guaranteed rate (fillTargets of the MILP's plan, before FillSurplus).
 func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*formats.Plan, error) {
@@ -738,27 +737,9 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 	if err != nil {
 		return nil, err
 	}
-	opts := map[string]string{
-		"strategy":        o.Strategy,
-		"max_partitions":  strconv.Itoa(o.MaxPartitions),
-		"alpha":           fmtFloat(o.Alpha),
-		"time_limit":      o.TimeLimit.String(),
-		"gap":             fmtFloat(o.Gap),
-		"rounding":        o.Rounding,
-		"batch_allowance": strconv.FormatBool(o.BatchAllowance),
-		"warm_start":      strconv.FormatBool(!o.NoWarmStart),
-		"replicas":        strconv.Itoa(o.Replicas),
-		"fill_surplus":    strconv.FormatBool(o.FillSurplus),
-	}
-	if o.SLO > 0 {
-		opts["slo"] = o.SLO.String()
-	}
-	if o.ArrivalRate > 0 {
-		opts["arrival_rate"] = fmtFloat(o.ArrivalRate)
-	}
 	pl.Provenance = formats.Provenance{
-		Tool: "plan", ToolVersion: ToolVersion, Solver: "highs", SolverVersion: solver.Version(),
-		InputDigest: digest, Inputs: slices.Clone(in.Refs), Strategy: o.Strategy, Options: opts,
+		Tool: "plan", ToolVersion: o.toolVersion(), Solver: "highs", SolverVersion: solver.Version(),
+		InputDigest: digest, Inputs: slices.Clone(in.Refs), Strategy: o.Strategy, Options: planner.RecordOptions(o.flags()),
 		Status: st.status, Objective: st.objective, Bound: st.bound, Gap: st.gap, SolveMs: st.solveMs, Nodes: st.nodes,
 		Embedded: &emb,
 	}
@@ -767,9 +748,6 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 
 // solverLog receives HiGHS's log when set (tests and benchmarks set it for diagnosis).
 var solverLog io.Writer
-
-// ToolVersion is recorded in plans; the CLI overrides it with the build's version.
-var ToolVersion = "dev"
 
 func clusterName(c *formats.Cluster) string {
 	if c.Metadata.Name != "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 // TestTimeLimitKeepsIncumbent: a limit far below what the 3-model P=3 case needs still gives a
@@ -288,8 +289,9 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 			if batched == 0 {
 				t.Fatal("no pipeline batches: β is 0 whatever λ̂ is, the case tests nothing")
 			}
-			if got := pl.Provenance.Options["arrival_rate"]; (c.arrival > 0) != (got != "") {
-				t.Errorf("provenance option arrival_rate = %q", got)
+			var rec Flags
+			if err := planner.ReadOptions(pl.Provenance.Options, &rec); err != nil || rec.ArrivalRate != c.arrival {
+				t.Errorf("provenance option arrival_rate = %g (%v), want %g", rec.ArrivalRate, err, c.arrival)
 			}
 		})
 	}

@@ -3,11 +3,13 @@ package ppipe
 import (
 	"bytes"
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 // surplusCase is a 3-model group on 6 L4 + 18 P4 whose max-min MILP leaves P4s idle that a
@@ -54,11 +56,15 @@ func TestFillSurplus(t *testing.T) {
 	if !(uOn > uOff) {
 		t.Errorf("used GPUs %g with the option, %g without: nothing assigned", uOn, uOff)
 	}
-	if _, ok := off.PPipe.Extra["surplus_gpus"]; ok || off.Provenance.Options["fill_surplus"] != "false" {
-		t.Errorf("off: extra %v, options %v", off.PPipe.Extra, off.Provenance.Options)
+	var offRec, onRec Flags
+	if err := errors.Join(planner.ReadOptions(off.Provenance.Options, &offRec), planner.ReadOptions(on.Provenance.Options, &onRec)); err != nil {
+		t.Fatal(err)
 	}
-	if on.PPipe.Extra["surplus_gpus"] == "" || on.Provenance.Options["fill_surplus"] != "true" {
-		t.Errorf("on: extra %v, options %v", on.PPipe.Extra, on.Provenance.Options)
+	if _, ok := off.PPipe.Extra["surplus_gpus"]; ok || offRec.FillSurplus {
+		t.Errorf("off: extra %v, options %s", off.PPipe.Extra, off.Provenance.Options)
+	}
+	if on.PPipe.Extra["surplus_gpus"] == "" || !onRec.FillSurplus {
+		t.Errorf("on: extra %v, options %s", on.PPipe.Extra, on.Provenance.Options)
 	}
 	if on.Provenance.Objective != off.Provenance.Objective {
 		t.Errorf("objective %g with the option, %g without", on.Provenance.Objective, off.Provenance.Objective)

@@ -33,15 +33,46 @@ func (v Violation) String() string {
 // model = Σ pipelines), contiguous cuts covering every block, and one profiled batch per
 // pipeline. It returns every violation found (nil = the plan is consistent).
 func Verify(pl *formats.Plan) []Violation {
-	var out []Violation
-	add := func(where, rule, f string, a ...any) {
-		out = append(out, Violation{Where: where, Rule: rule, Detail: fmt.Sprintf(f, a...)})
-	}
+	v := &verifier{}
 	pp := pl.PPipe
 	if pp == nil {
-		add("", "plan", "no ppipe section: not a PPipe, NP or DART-r plan")
-		return out
+		v.add("", "plan", "no ppipe section: not a PPipe, NP or DART-r plan")
+		return v.out
 	}
+	if !v.inputs(pl) {
+		return v.out
+	}
+	seen := map[string]bool{}
+	for _, m := range pp.Models {
+		mw := fmt.Sprintf("model %s", m.Model)
+		if seen[m.Model] {
+			v.add(mw, "model", "listed twice")
+		}
+		seen[m.Model] = true
+		v.model(pp, m, mw)
+	}
+	v.budget(pp)
+	return v.out
+}
+
+// verifier collects the violations of one plan against its cluster and embedded profiles.
+type verifier struct {
+	out []Violation
+	cl  *formats.Cluster
+	// bw is the cluster's effective NIC bandwidth (Mb/s) for the transfer times.
+	bw float64
+	// profs are the valid embedded profiles; workload maps a workload model to its profile's.
+	profs    []formats.Profile
+	workload map[string]string
+}
+
+func (v *verifier) add(where, rule, f string, a ...any) {
+	v.out = append(v.out, Violation{Where: where, Rule: rule, Detail: fmt.Sprintf(f, a...)})
+}
+
+// inputs finds the plan's cluster and valid embedded profiles; false when there is no
+// cluster to verify against.
+func (v *verifier) inputs(pl *formats.Plan) bool {
 	cl := pl.Cluster
 	var profs []formats.Profile
 	if e := pl.Provenance.Embedded; e != nil {
@@ -51,169 +82,180 @@ func Verify(pl *formats.Plan) []Violation {
 		}
 	}
 	if cl == nil {
-		add("", "plan", "no cluster recorded (plan.cluster and provenance.embedded.cluster are empty)")
-		return out
+		v.add("", "plan", "no cluster recorded (plan.cluster and provenance.embedded.cluster are empty)")
+		return false
 	}
 	if len(profs) == 0 {
-		add("", "plan", "provenance.embedded.profiles missing: latencies cannot be verified")
+		v.add("", "plan", "provenance.embedded.profiles missing: latencies cannot be verified")
 	}
 	// Latencies are re-derived only from profiles that are valid themselves (block and cut
 	// tables of matching lengths); Verify must never panic on what a file holds.
-	var valid []formats.Profile
 	for i := range profs {
 		if errs := profs[i].Validate(); len(errs) > 0 {
-			add("", "plan", "provenance.embedded.profiles[%d] is invalid (%s): its models' latencies cannot be verified", i, errs[0])
+			v.add("", "plan", "provenance.embedded.profiles[%d] is invalid (%s): its models' latencies cannot be verified", i, errs[0])
 			continue
 		}
-		valid = append(valid, profs[i])
+		v.profs = append(v.profs, profs[i])
 	}
-	profs = valid
-	workload := map[string]string{}
+	v.workload = map[string]string{}
 	if e := pl.Provenance.Embedded; e != nil && e.Workload != nil {
 		for _, w := range e.Workload.Models {
-			workload[w.Name] = w.ProfileName()
+			v.workload[w.Name] = w.ProfileName()
 		}
 	}
-	findModel := func(name string) *formats.ModelProfile {
-		if pn, ok := workload[name]; ok {
-			name = pn
-		}
-		for i := range profs {
-			if m, ok := profs[i].Model(name); ok {
-				return m
-			}
-		}
-		return nil
+	v.cl, v.bw = cl, cl.EffectiveNICMbps()
+	return true
+}
+
+func (v *verifier) findModel(name string) *formats.ModelProfile {
+	if pn, ok := v.workload[name]; ok {
+		name = pn
 	}
-	bw := cl.EffectiveNICMbps()
-	seen := map[string]bool{}
-	for _, m := range pp.Models {
-		mw := fmt.Sprintf("model %s", m.Model)
-		if seen[m.Model] {
-			add(mw, "model", "listed twice")
-		}
-		seen[m.Model] = true
-		T := m.SLO.Microseconds()
-		if want := T - math.Round(pp.SLOMargin*T); !near(m.BudgetUs, want) {
-			add(mw, "slo-budget", "budget_us %g ≠ T − round(α·T) = %g (slo %s, α %g)", m.BudgetUs, want, m.SLO, pp.SLOMargin)
-		}
-		mp := findModel(m.Model)
-		if mp == nil && len(profs) > 0 {
-			add(mw, "model", "not in the embedded profiles")
-		}
-		if len(m.Pipelines) == 0 {
-			add(mw, "model", "no pipelines: the plan does not serve it")
-		}
-		sum := 0.0
-		for pi, p := range m.Pipelines {
-			pw := fmt.Sprintf("%s pipeline %d", mw, pi)
-			if len(p.Partitions) == 0 {
-				add(pw, "contiguity", "no partitions")
-				continue
-			}
-			if pp.MaxPartitions > 0 && len(p.Partitions) > pp.MaxPartitions {
-				add(pw, "contiguity", "%d partitions > max_partitions %d", len(p.Partitions), pp.MaxPartitions)
-			}
-			if p.Batch < 1 {
-				add(pw, "batch", "batch %d < 1", p.Batch)
-			}
-			lat := p.BatchFormationUs
-			minThr := math.Inf(1)
-			next := 0
-			for d, pt := range p.Partitions {
-				w := fmt.Sprintf("%s partition %d", pw, d)
-				if pt.FirstBlock != next {
-					add(w, "contiguity", "starts at block %d, previous partition ended at %d", pt.FirstBlock, next)
-				}
-				if pt.EndBlock <= pt.FirstBlock {
-					add(w, "contiguity", "empty or reversed block range [%d, %d)", pt.FirstBlock, pt.EndBlock)
-				}
-				next = pt.EndBlock
-				pool, ok := cl.Pool(pt.GPU)
-				if !ok || pool.Count == 0 {
-					add(w, "gpu", "GPU type %q has no GPUs in the cluster", pt.GPU)
-					continue
-				}
-				if !slices.Contains(pool.Levels(), pt.VGPU) {
-					add(w, "vgpu", "vgpu %d not allowed on %s (allowed %v)", pt.VGPU, pt.GPU, pool.Levels())
-					continue
-				}
-				if pt.Count < 1 {
-					add(w, "count", "count %d < 1", pt.Count)
-				}
-				lat += pt.StageLatencyUs + pt.TransferUs
-				minThr = math.Min(minThr, pt.ThroughputRPS)
-				if mp == nil {
-					continue
-				}
-				M := len(mp.Blocks)
-				if pt.FirstBlock < 0 || pt.EndBlock > M || pt.EndBlock <= pt.FirstBlock {
-					add(w, "contiguity", "block range [%d, %d) outside the model's %d blocks", pt.FirstBlock, pt.EndBlock, M)
-					continue
-				}
-				e, ok := mp.Lookup(pt.GPU, pt.VGPU, p.Batch)
-				if !ok || len(e.BlockUs) != M {
-					add(w, "batch", "batch %d is not profiled on %s at vgpu %d", p.Batch, pt.GPU, pt.VGPU)
-					continue
-				}
-				C := 0.0
-				for q := pt.FirstBlock; q < pt.EndBlock; q++ {
-					C += math.Max(e.BlockUs[q], 1)
-				}
-				if !near(pt.StageLatencyUs, C) {
-					add(w, "stage-latency", "stage_latency_us %g ≠ %g from the profile (blocks [%d, %d), %s v%d b%d)", pt.StageLatencyUs, C, pt.FirstBlock, pt.EndBlock, pt.GPU, pt.VGPU, p.Batch)
-				}
-				tau := func(c int) float64 {
-					if c <= 0 || c >= M || c-1 >= len(mp.CutBytes) {
-						return 0
-					}
-					return 8 * float64(mp.CutBytes[c-1]) / bw
-				}
-				Y := float64(p.Batch) * tau(pt.EndBlock)
-				if !near(pt.TransferUs, Y) {
-					add(w, "transfer", "transfer_us %g ≠ batch %d × %g µs per sample at cut %d", pt.TransferUs, p.Batch, tau(pt.EndBlock), pt.EndBlock)
-				}
-				X := 1e6 * float64(p.Batch) / C
-				slot := float64(pt.VGPU * max(pool.PerServer, 1))
-				if t := tau(pt.FirstBlock); t > 0 {
-					X = math.Min(X, 1e6/(slot*t))
-				}
-				if t := tau(pt.EndBlock); t > 0 {
-					X = math.Min(X, 1e6/(slot*t))
-				}
-				if want := X * float64(pt.Count); !near(pt.ThroughputRPS, want) {
-					add(w, "throughput", "throughput_rps %g ≠ X·count = %g × %d = %g", pt.ThroughputRPS, X, pt.Count, want)
-				}
-			}
-			if mp != nil && next != len(mp.Blocks) {
-				add(pw, "contiguity", "last partition ends at block %d, the model has %d blocks", next, len(mp.Blocks))
-			}
-			if !near(p.LatencyUs, lat) {
-				add(pw, "latency-sum", "latency_us %g ≠ Σ stage latency + transfer (+β) = %g", p.LatencyUs, lat)
-			}
-			if lat > m.BudgetUs*(1+1e-9)+1e-6 {
-				add(pw, "latency", "pipeline latency %.1f µs exceeds the planning budget T' = %.1f µs", lat, m.BudgetUs)
-			}
-			if !math.IsInf(minThr, 1) && p.ThroughputRPS > minThr*(1+1e-9)+1e-9 {
-				add(pw, "throughput", "throughput_rps %g > its slowest stage %g", p.ThroughputRPS, minThr)
-			}
-			sum += p.ThroughputRPS
-		}
-		if m.TargetRPS > m.ThroughputRPS*(1+1e-9)+1e-9 {
-			add(mw, "throughput-sum", "target_rps %g > throughput_rps %g: the pipelines cannot carry the target", m.TargetRPS, m.ThroughputRPS)
-		}
-		if !near(m.ThroughputRPS, sum) {
-			add(mw, "throughput-sum", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
+	for i := range v.profs {
+		if m, ok := v.profs[i].Model(name); ok {
+			return m
 		}
 	}
+	return nil
+}
+
+// model checks one model: its budget, each pipeline, and its throughput sums.
+func (v *verifier) model(pp *formats.PPipePlan, m formats.PPipeModelPlan, mw string) {
+	T := m.SLO.Microseconds()
+	if want := T - math.Round(pp.SLOMargin*T); !near(m.BudgetUs, want) {
+		v.add(mw, "slo-budget", "budget_us %g ≠ T − round(α·T) = %g (slo %s, α %g)", m.BudgetUs, want, m.SLO, pp.SLOMargin)
+	}
+	mp := v.findModel(m.Model)
+	if mp == nil && len(v.profs) > 0 {
+		v.add(mw, "model", "not in the embedded profiles")
+	}
+	if len(m.Pipelines) == 0 {
+		v.add(mw, "model", "no pipelines: the plan does not serve it")
+	}
+	sum := 0.0
+	for pi, p := range m.Pipelines {
+		pw := fmt.Sprintf("%s pipeline %d", mw, pi)
+		if len(p.Partitions) == 0 {
+			v.add(pw, "contiguity", "no partitions")
+			continue
+		}
+		v.pipeline(pp, m, p, mp, pw)
+		sum += p.ThroughputRPS
+	}
+	if m.TargetRPS > m.ThroughputRPS*(1+1e-9)+1e-9 {
+		v.add(mw, "throughput-sum", "target_rps %g > throughput_rps %g: the pipelines cannot carry the target", m.TargetRPS, m.ThroughputRPS)
+	}
+	if !near(m.ThroughputRPS, sum) {
+		v.add(mw, "throughput-sum", "throughput_rps %g ≠ Σ pipelines = %g", m.ThroughputRPS, sum)
+	}
+}
+
+// pipeline checks one pipeline: contiguous cuts, each partition, its latency against the
+// budget and its throughput against its slowest stage. mp is nil when unprofiled.
+func (v *verifier) pipeline(pp *formats.PPipePlan, m formats.PPipeModelPlan, p formats.PPipePipeline, mp *formats.ModelProfile, pw string) {
+	if pp.MaxPartitions > 0 && len(p.Partitions) > pp.MaxPartitions {
+		v.add(pw, "contiguity", "%d partitions > max_partitions %d", len(p.Partitions), pp.MaxPartitions)
+	}
+	if p.Batch < 1 {
+		v.add(pw, "batch", "batch %d < 1", p.Batch)
+	}
+	lat := p.BatchFormationUs
+	minThr := math.Inf(1)
+	next := 0
+	for d, pt := range p.Partitions {
+		w := fmt.Sprintf("%s partition %d", pw, d)
+		if pt.FirstBlock != next {
+			v.add(w, "contiguity", "starts at block %d, previous partition ended at %d", pt.FirstBlock, next)
+		}
+		if pt.EndBlock <= pt.FirstBlock {
+			v.add(w, "contiguity", "empty or reversed block range [%d, %d)", pt.FirstBlock, pt.EndBlock)
+		}
+		next = pt.EndBlock
+		pool, ok := v.cl.Pool(pt.GPU)
+		if !ok || pool.Count == 0 {
+			v.add(w, "gpu", "GPU type %q has no GPUs in the cluster", pt.GPU)
+			continue
+		}
+		if !slices.Contains(pool.Levels(), pt.VGPU) {
+			v.add(w, "vgpu", "vgpu %d not allowed on %s (allowed %v)", pt.VGPU, pt.GPU, pool.Levels())
+			continue
+		}
+		if pt.Count < 1 {
+			v.add(w, "count", "count %d < 1", pt.Count)
+		}
+		lat += pt.StageLatencyUs + pt.TransferUs
+		minThr = math.Min(minThr, pt.ThroughputRPS)
+		if mp != nil {
+			v.profiled(w, p.Batch, pt, mp, pool)
+		}
+	}
+	if mp != nil && next != len(mp.Blocks) {
+		v.add(pw, "contiguity", "last partition ends at block %d, the model has %d blocks", next, len(mp.Blocks))
+	}
+	if !near(p.LatencyUs, lat) {
+		v.add(pw, "latency-sum", "latency_us %g ≠ Σ stage latency + transfer (+β) = %g", p.LatencyUs, lat)
+	}
+	if lat > m.BudgetUs*(1+1e-9)+1e-6 {
+		v.add(pw, "latency", "pipeline latency %.1f µs exceeds the planning budget T' = %.1f µs", lat, m.BudgetUs)
+	}
+	if !math.IsInf(minThr, 1) && p.ThroughputRPS > minThr*(1+1e-9)+1e-9 {
+		v.add(pw, "throughput", "throughput_rps %g > its slowest stage %g", p.ThroughputRPS, minThr)
+	}
+}
+
+// profiled re-derives one partition's stage latency, transfer and throughput from the
+// profile (PPipe §4: C, Y and X of an option).
+func (v *verifier) profiled(w string, batch int, pt formats.Partition, mp *formats.ModelProfile, pool *formats.GPUPool) {
+	M := len(mp.Blocks)
+	if pt.FirstBlock < 0 || pt.EndBlock > M || pt.EndBlock <= pt.FirstBlock {
+		v.add(w, "contiguity", "block range [%d, %d) outside the model's %d blocks", pt.FirstBlock, pt.EndBlock, M)
+		return
+	}
+	e, ok := mp.Lookup(pt.GPU, pt.VGPU, batch)
+	if !ok || len(e.BlockUs) != M {
+		v.add(w, "batch", "batch %d is not profiled on %s at vgpu %d", batch, pt.GPU, pt.VGPU)
+		return
+	}
+	C := 0.0
+	for q := pt.FirstBlock; q < pt.EndBlock; q++ {
+		C += math.Max(e.BlockUs[q], 1)
+	}
+	if !near(pt.StageLatencyUs, C) {
+		v.add(w, "stage-latency", "stage_latency_us %g ≠ %g from the profile (blocks [%d, %d), %s v%d b%d)", pt.StageLatencyUs, C, pt.FirstBlock, pt.EndBlock, pt.GPU, pt.VGPU, batch)
+	}
+	tau := func(c int) float64 {
+		if c <= 0 || c >= M || c-1 >= len(mp.CutBytes) {
+			return 0
+		}
+		return 8 * float64(mp.CutBytes[c-1]) / v.bw
+	}
+	Y := float64(batch) * tau(pt.EndBlock)
+	if !near(pt.TransferUs, Y) {
+		v.add(w, "transfer", "transfer_us %g ≠ batch %d × %g µs per sample at cut %d", pt.TransferUs, batch, tau(pt.EndBlock), pt.EndBlock)
+	}
+	X := 1e6 * float64(batch) / C
+	slot := float64(pt.VGPU * max(pool.PerServer, 1))
+	if t := tau(pt.FirstBlock); t > 0 {
+		X = math.Min(X, 1e6/(slot*t))
+	}
+	if t := tau(pt.EndBlock); t > 0 {
+		X = math.Min(X, 1e6/(slot*t))
+	}
+	if want := X * float64(pt.Count); !near(pt.ThroughputRPS, want) {
+		v.add(w, "throughput", "throughput_rps %g ≠ X·count = %g × %d = %g", pt.ThroughputRPS, X, pt.Count, want)
+	}
+}
+
+// budget checks the physical GPUs the plan needs per type against the cluster.
+func (v *verifier) budget(pp *formats.PPipePlan) {
 	rounding := pp.Rounding()
 	if rounding != RoundingStage && rounding != RoundingPipeline {
-		add("", "budget", "ppipe.extra.rounding %q: must be %s or %s", rounding, RoundingPipeline, RoundingStage)
+		v.add("", "budget", "ppipe.extra.rounding %q: must be %s or %s", rounding, RoundingPipeline, RoundingStage)
 	}
 	_, used := pp.PhysicalGPUs()
-	for _, g := range cl.GPUs {
+	for _, g := range v.cl.GPUs {
 		if u := used[g.Type]; u > g.Count {
-			add("cluster", "budget", "%s: plan needs %d physical GPUs (rounding per %s), cluster has %d", g.Type, u, rounding, g.Count)
+			v.add("cluster", "budget", "%s: plan needs %d physical GPUs (rounding per %s), cluster has %d", g.Type, u, rounding, g.Count)
 		}
 	}
 	gpus := make([]string, 0, len(used))
@@ -222,11 +264,10 @@ func Verify(pl *formats.Plan) []Violation {
 	}
 	slices.Sort(gpus)
 	for _, gpu := range gpus {
-		if _, ok := cl.Pool(gpu); !ok {
-			add("cluster", "budget", "%s: used by the plan but not in the cluster", gpu)
+		if _, ok := v.cl.Pool(gpu); !ok {
+			v.add("cluster", "budget", "%s: used by the plan but not in the cluster", gpu)
 		}
 	}
-	return out
 }
 
 // near compares recorded and recomputed numbers with a relative tolerance of 1e-6.

@@ -16,8 +16,22 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// ToolVersion is recorded in plan provenance.
-var ToolVersion = "dev"
+// Flags are QLM's `plan solve` options as a plan records them in provenance.options, read
+// back by `plan check --resolve`.
+type Flags struct {
+	// Strategy is the placement algorithm: load (default) or round-robin.
+	Strategy string `json:"strategy"`
+}
+
+// DefaultFlags are `plan solve`'s defaults for QLM.
+func DefaultFlags() Flags { return Flags{Strategy: Strategies[0]} }
+
+// Options tune Solve.
+type Options struct {
+	Flags
+	// ToolVersion is recorded in the plan's provenance ("" = "dev").
+	ToolVersion string
+}
 
 // Strategies are the planner's placement algorithms.
 var Strategies = []string{"load", "round-robin"}
@@ -41,7 +55,8 @@ func profileFor(profs []*formats.Profile, model, gpu string) *formats.LLMProfile
 }
 
 // Solve plans the initial placement.
-func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
+func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
+	strategy := o.Strategy
 	if strategy == "" {
 		strategy = Strategies[0]
 	}
@@ -61,6 +76,46 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 			slots = append(slots, instanceSlot{gpu: g.Type, mem: g.MemoryBytes})
 		}
 	}
+	load, models, probs := classLoads(in.Profiles, w, slots)
+	if len(probs) > 0 {
+		return nil, &planner.InputError{Problems: probs}
+	}
+	assign, count := assignInstances(strategy, models, load, len(slots))
+	q := &formats.QLMPlan{ReplanMs: 500}
+	for i, s := range slots {
+		q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: s.gpu, GPUCount: 1, Model: assign[i]})
+	}
+	initialGroups(q, in.Profiles, w, assign)
+	emb := embedded(in.Profiles, c, w, load)
+	digest, _ := planner.InputDigest(&emb)
+	obj := 0.0
+	for _, m := range models {
+		if count[m] > 0 {
+			obj = math.Max(obj, load[m]/float64(count[m]))
+		}
+	}
+	name := w.Metadata.Name
+	if name == "" {
+		name = "qlm"
+	}
+	tool := o.ToolVersion
+	if tool == "" {
+		tool = "dev"
+	}
+	return &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM initial placement (%s): %d instances, %d request groups", strategy, len(q.Instances), len(q.Groups))},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
+			Options: planner.RecordOptions(Flags{Strategy: strategy}), Status: "optimal", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
+		Cluster: c,
+		QLM:     q,
+	}, nil
+}
+
+// classLoads checks every class against the cluster's GPUs and returns each model's expected
+// decode load (Σ rate·μ_out/Θ over its classes, on the first GPU type that fits it) and the
+// models in class order, or the problems found.
+func classLoads(profs []*formats.Profile, w *formats.Workload, slots []instanceSlot) (map[string]float64, []string, []string) {
 	var probs []string
 	load := map[string]float64{}
 	var models []string
@@ -69,7 +124,7 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 		var fits bool
 		var best *formats.LLMProfile
 		for _, s := range slots {
-			pr := profileFor(in.Profiles, cl.Model, s.gpu)
+			pr := profileFor(profs, cl.Model, s.gpu)
 			if pr == nil {
 				continue
 			}
@@ -101,13 +156,14 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 		}
 		load[cl.Model] += cl.RateRPS * cl.OutputTokens.Mean / best.ThroughputTokensPerS
 	}
-	if len(probs) > 0 {
-		return nil, &planner.InputError{Problems: probs}
-	}
-	// Instances per model: at least one each while instances last, the rest by largest
-	// remaining load per instance (D'Hondt): the paper does not say how instances start.
+	return load, models, probs
+}
+
+// assignInstances gives each of n instances a model: round-robin over the models, or (load)
+// at least one each while instances last, the rest by largest remaining load per instance
+// (D'Hondt): the paper does not say how instances start.
+func assignInstances(strategy string, models []string, load map[string]float64, n int) ([]string, map[string]int) {
 	count := map[string]int{}
-	n := len(slots)
 	order := append([]string(nil), models...)
 	sort.SliceStable(order, func(a, b int) bool { return load[order[a]] > load[order[b]] })
 	assign := make([]string, n)
@@ -141,11 +197,12 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 			}
 		}
 	}
-	q := &formats.QLMPlan{ReplanMs: 500}
-	for i, s := range slots {
-		q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: s.gpu, GPUCount: 1, Model: assign[i]})
-	}
-	// One initial group per class, in deadline (SLO) order, on the instances hosting its model.
+	return assign, count
+}
+
+// initialGroups adds one initial group per class to q, in deadline (SLO) order, queued on the
+// instances hosting its model in turn.
+func initialGroups(q *formats.QLMPlan, profs []*formats.Profile, w *formats.Workload, assign []string) {
 	cls := make([]int, len(w.LLMClasses))
 	for i := range cls {
 		cls[i] = i
@@ -165,7 +222,7 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 		}
 		if len(hosts) == 0 {
 			for i := range q.Instances {
-				if profileFor(in.Profiles, cl.Model, q.Instances[i].GPU) != nil {
+				if profileFor(profs, cl.Model, q.Instances[i].GPU) != nil {
 					hosts = append(hosts, i)
 				}
 			}
@@ -174,8 +231,13 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 		next[cl.Model]++
 		q.Instances[h].Queue = append(q.Instances[h].Queue, id)
 	}
+}
+
+// embedded is what the plan embeds to be re-solved: the cluster, the workload and the LLM
+// profiles of the planned models.
+func embedded(profs []*formats.Profile, c *formats.Cluster, w *formats.Workload, load map[string]float64) formats.EmbeddedInputs {
 	emb := formats.EmbeddedInputs{Cluster: c, Workload: w}
-	for _, p := range in.Profiles {
+	for _, p := range profs {
 		cp := formats.Profile{TypeMeta: p.TypeMeta, Metadata: p.Metadata}
 		for _, l := range p.LLMs {
 			if _, ok := load[l.Model]; ok {
@@ -186,25 +248,7 @@ func Solve(in planner.Inputs, strategy string) (*formats.Plan, error) {
 			emb.Profiles = append(emb.Profiles, cp)
 		}
 	}
-	digest, _ := planner.InputDigest(&emb)
-	obj := 0.0
-	for _, m := range models {
-		if count[m] > 0 {
-			obj = math.Max(obj, load[m]/float64(count[m]))
-		}
-	}
-	name := w.Metadata.Name
-	if name == "" {
-		name = "qlm"
-	}
-	return &formats.Plan{
-		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
-		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM initial placement (%s): %d instances, %d request groups", strategy, len(q.Instances), len(q.Groups))},
-		Provenance: formats.Provenance{Tool: "plan", ToolVersion: ToolVersion, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
-			Options: map[string]string{"strategy": strategy}, Status: "optimal", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
-		Cluster: c,
-		QLM:     q,
-	}, nil
+	return emb
 }
 
 // Utilization is the expected decode load per instance of the model (the plan's objective:

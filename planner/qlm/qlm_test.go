@@ -31,7 +31,7 @@ func inputs(t *testing.T) planner.Inputs {
 
 func TestBundledExample(t *testing.T) {
 	in := inputs(t)
-	p, err := Solve(in, "")
+	p, err := Solve(in, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestBadInput(t *testing.T) {
 			} else {
 				strategy = "nope"
 			}
-			_, err := Solve(in, strategy)
+			_, err := Solve(in, Options{Flags: Flags{Strategy: strategy}})
 			if !errors.Is(err, planner.ErrInput) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v: want an input error containing %q", err, c.want)
 			}

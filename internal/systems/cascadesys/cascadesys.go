@@ -53,60 +53,54 @@ func System() system.System {
 	}
 }
 
-// Planner plans cascades workloads.
+// Planner plans cascades workloads: its flags fill pc.Flags, which the plan records (the
+// latency SLO from plan solve's --slo).
 type Planner struct {
-	accuracy   float64
-	percentile float64
-	gpus       int
-	minGPUs    bool
-	ranges     int
-	qpsMax     float64
-	levels     int
-	maxLen     int
-	monotone   bool
-	weights    string
+	f pc.Flags
 }
 
 // Flags implements planner.Planner.
 func (o *Planner) Flags(f *pflag.FlagSet) {
-	f.Float64Var(&o.accuracy, "accuracy", 0, "accuracy SLO in (0,1]: minimize latency at this weighted accuracy (with --slo: the accuracy floor of a latency SLO)")
-	f.Float64Var(&o.percentile, "percentile", 0, "latency SLO percentile (default: the workload's, or 0.95)")
-	f.IntVar(&o.gpus, "gpus", 0, "use only the first N GPUs of the cluster (0 = all)")
-	f.BoolVar(&o.minGPUs, "min-gpus", false, "search the fewest GPUs whose plan meets every SLO")
-	f.IntVar(&o.ranges, "ranges", 0, "number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)")
-	f.Float64Var(&o.qpsMax, "qps-max", 0, "highest planned QPS (default: the workload's qps_max)")
-	f.IntVar(&o.levels, "levels", 20, "threshold levels per model (certainty quantiles)")
-	f.IntVar(&o.maxLen, "max-len", 3, "longest cascade (1..3)")
-	f.BoolVar(&o.monotone, "monotone", false, "only cost-ascending cascades")
-	f.StringVar(&o.weights, "weights", "requests", "range accuracy weights: requests (ω ∝ time·QPS) or time")
+	d := pc.DefaultFlags()
+	f.Float64Var(&o.f.AccuracySLO, "accuracy", d.AccuracySLO, "accuracy SLO in (0,1]: minimize latency at this weighted accuracy (with --slo: the accuracy floor of a latency SLO)")
+	f.Float64Var(&o.f.Percentile, "percentile", d.Percentile, "latency SLO percentile (default: the workload's, or 0.95)")
+	f.IntVar(&o.f.GPUs, "gpus", d.GPUs, "use only the first N GPUs of the cluster (0 = all)")
+	f.BoolVar(&o.f.MinGPUs, "min-gpus", d.MinGPUs, "search the fewest GPUs whose plan meets every SLO")
+	f.IntVar(&o.f.Ranges, "ranges", d.Ranges, "number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)")
+	f.Float64Var(&o.f.QPSMax, "qps-max", d.QPSMax, "highest planned QPS (default: the workload's qps_max)")
+	f.IntVar(&o.f.Levels, "levels", d.Levels, "threshold levels per model (certainty quantiles)")
+	f.IntVar(&o.f.MaxLen, "max-len", d.MaxLen, "longest cascade (1..3)")
+	f.BoolVar(&o.f.Monotone, "monotone", d.Monotone, "only cost-ascending cascades")
+	f.StringVar(&o.f.Weights, "weights", d.Weights, "range accuracy weights: requests (ω ∝ time·QPS) or time")
 }
 
 func (o *Planner) options(s planner.Settings) (pc.Options, error) {
+	f := o.f
 	var probs []string
-	if o.accuracy != 0 && !(o.accuracy > 0 && o.accuracy <= 1) {
-		probs = append(probs, fmt.Sprintf("--accuracy: %g: must be in (0, 1]", o.accuracy))
+	if f.AccuracySLO != 0 && !(f.AccuracySLO > 0 && f.AccuracySLO <= 1) {
+		probs = append(probs, fmt.Sprintf("--accuracy: %g: must be in (0, 1]", f.AccuracySLO))
 	}
-	if o.percentile != 0 && !(o.percentile > 0 && o.percentile <= 1) {
-		probs = append(probs, fmt.Sprintf("--percentile: %g: must be in (0, 1]", o.percentile))
+	if f.Percentile != 0 && !(f.Percentile > 0 && f.Percentile <= 1) {
+		probs = append(probs, fmt.Sprintf("--percentile: %g: must be in (0, 1]", f.Percentile))
 	}
-	if o.gpus < 0 || o.ranges < 0 || o.qpsMax < 0 || math.IsNaN(o.qpsMax) {
+	if f.GPUs < 0 || f.Ranges < 0 || f.QPSMax < 0 || math.IsNaN(f.QPSMax) {
 		probs = append(probs, "--gpus, --ranges and --qps-max: must be >= 0")
 	}
-	if o.levels < 2 || o.levels > 1000 {
-		probs = append(probs, fmt.Sprintf("--levels: %d: must be in [2, 1000]", o.levels))
+	if f.Levels < 2 || f.Levels > 1000 {
+		probs = append(probs, fmt.Sprintf("--levels: %d: must be in [2, 1000]", f.Levels))
 	}
-	if o.maxLen < 1 || o.maxLen > 3 {
-		probs = append(probs, fmt.Sprintf("--max-len: %d: must be 1, 2 or 3", o.maxLen))
+	if f.MaxLen < 1 || f.MaxLen > 3 {
+		probs = append(probs, fmt.Sprintf("--max-len: %d: must be 1, 2 or 3", f.MaxLen))
 	}
-	if o.weights != "requests" && o.weights != "time" {
-		probs = append(probs, fmt.Sprintf("--weights: %q: must be requests or time", o.weights))
+	if f.Weights != "requests" && f.Weights != "time" {
+		probs = append(probs, fmt.Sprintf("--weights: %q: must be requests or time", f.Weights))
 	}
 	if len(probs) > 0 {
 		return pc.Options{}, &planner.InputError{Problems: probs}
 	}
-	return pc.Options{Strategy: s.Strategy, Latency: s.SLO, Percentile: o.percentile, Accuracy: o.accuracy, GPUs: o.gpus,
-		MinGPUs: o.minGPUs, Ranges: o.ranges, QPSMax: o.qpsMax, TimeWeights: o.weights == "time",
-		Search: pc.SearchOptions{Levels: o.levels, MaxLen: o.maxLen, Monotone: o.monotone}}, nil
+	return pc.Options{Strategy: s.Strategy, Latency: s.SLO, Percentile: f.Percentile, Accuracy: f.AccuracySLO, GPUs: f.GPUs,
+		MinGPUs: f.MinGPUs, Ranges: f.Ranges, QPSMax: f.QPSMax, TimeWeights: f.Weights == "time",
+		Search: pc.SearchOptions{Levels: f.Levels, MaxLen: f.MaxLen, Monotone: f.Monotone}, ToolVersion: s.ToolVersion}, nil
 }
 
 // Solve implements planner.Planner.
@@ -120,9 +114,6 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		ctx, cancel = context.WithTimeout(ctx, s.TimeLimit)
 		defer cancel()
 	}
-	if s.ToolVersion != "" {
-		pc.ToolVersion = s.ToolVersion
-	}
 	plan, _, err := pc.Solve(ctx, in, opt)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -134,7 +125,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 			c := in.Workload.Cascades[0]
 			field := "workload: cascades[0]"
 			switch {
-			case opt.Accuracy > 0 && o.accuracy > 0:
+			case opt.Accuracy > 0 && o.f.AccuracySLO > 0:
 				field = fmt.Sprintf("--accuracy %g", opt.Accuracy)
 			case s.SLO > 0:
 				field = fmt.Sprintf("--slo %v", s.SLO)
@@ -148,9 +139,6 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		}
 		return nil, err
 	}
-	plan.Provenance.Options["levels"] = strconv.Itoa(o.levels)
-	plan.Provenance.Options["max_len"] = strconv.Itoa(o.maxLen)
-	plan.Provenance.Options["monotone"] = strconv.FormatBool(o.monotone)
 	if s.Deterministic {
 		plan.Provenance.SolveMs = 0
 	}
@@ -221,44 +209,13 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 	if e == nil || e.Cluster == nil || e.Workload == nil {
 		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
 	}
-	rec := p.Provenance.Options
-	o := &Planner{levels: 20, maxLen: 3, weights: "requests"}
-	var errs []string
-	num := func(key string, dst *float64) {
-		if v, ok := rec[key]; ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("provenance.options.%s: %q: not a number", key, v))
-			}
-			*dst = f
-		}
+	// Unrecorded options take the flags' defaults; the strategy is the plan's.
+	rec := pc.DefaultFlags()
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
-	var gpus, ranges, levels, maxLen float64
-	num("accuracy_slo", &o.accuracy)
-	num("percentile", &o.percentile)
-	num("qps_max", &o.qpsMax)
-	num("gpus", &gpus)
-	num("ranges", &ranges)
-	levels, maxLen = 20, 3
-	num("levels", &levels)
-	num("max_len", &maxLen)
-	o.gpus, o.ranges, o.levels, o.maxLen = int(gpus), int(ranges), int(levels), int(maxLen)
-	o.monotone = rec["monotone"] == "true"
-	o.minGPUs = rec["min_gpus"] == "true"
-	if rec["weights"] == "time" {
-		o.weights = "time"
-	}
-	s := planner.Settings{Strategy: p.Provenance.Strategy, TimeLimit: timeLimit, Deterministic: true}
-	if v, ok := rec["latency_slo"]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("provenance.options.latency_slo: %q: not a duration", v))
-		}
-		s.SLO = d
-	}
-	if len(errs) > 0 {
-		return nil, &planner.InputError{Problems: errs}
-	}
+	o := &Planner{f: rec}
+	s := planner.Settings{Strategy: p.Provenance.Strategy, TimeLimit: timeLimit, Deterministic: true, SLO: rec.LatencySLO.D()}
 	profs := make([]*formats.Profile, len(e.Profiles))
 	for i := range e.Profiles {
 		profs[i] = &e.Profiles[i]

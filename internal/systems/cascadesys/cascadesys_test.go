@@ -45,7 +45,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"slo unattainable", func(_ *planner.Inputs, _ *Planner, s *planner.Settings) { s.SLO = 2 * time.Millisecond },
 			"--slo 2ms: SLO cannot be met: no cascade serves 1750 QPS within p95 ≤ 2ms on 2 GPU(s): the best attainable is", planner.ErrInput},
-		{"accuracy unattainable", func(_ *planner.Inputs, pl *Planner, _ *planner.Settings) { pl.accuracy = 0.99 },
+		{"accuracy unattainable", func(_ *planner.Inputs, pl *Planner, _ *planner.Settings) { pl.f.AccuracySLO = 0.99 },
 			"--accuracy 0.99: SLO cannot be met: accuracy 0.99: the most accurate cascade reaches", planner.ErrInput},
 		{"model larger than any GPU", func(in *planner.Inputs, _ *Planner, _ *planner.Settings) {
 			in.Profiles[0].Models[2].MemoryBytes = 40e9
@@ -56,12 +56,12 @@ func TestBadInput(t *testing.T) {
 		{"two GPU pools", func(in *planner.Inputs, _ *Planner, _ *planner.Settings) {
 			in.Cluster.GPUs = append(in.Cluster.GPUs, in.Cluster.GPUs[0])
 		}, "cluster: gpus: 2 pools", planner.ErrInput},
-		{"bad flag", func(_ *planner.Inputs, pl *Planner, _ *planner.Settings) { pl.maxLen = 4 }, "--max-len: 4: must be 1, 2 or 3", planner.ErrInput},
+		{"bad flag", func(_ *planner.Inputs, pl *Planner, _ *planner.Settings) { pl.f.MaxLen = 4 }, "--max-len: 4: must be 1, 2 or 3", planner.ErrInput},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := inputs(t)
-			pl := &Planner{levels: 20, maxLen: 3, weights: "requests"}
+			pl := &Planner{f: pc.DefaultFlags()}
 			s := planner.Settings{}
 			tc.edit(&in, pl, &s)
 			_, err := pl.Solve(context.Background(), in, s)
@@ -76,7 +76,7 @@ func TestBadInput(t *testing.T) {
 // the golden plan and re-solves it from its embedded inputs.
 func TestGoldenPlan(t *testing.T) {
 	in := inputs(t)
-	pl := &Planner{levels: 20, maxLen: 3, weights: "requests"}
+	pl := &Planner{f: pc.DefaultFlags()}
 	plan, err := pl.Solve(context.Background(), in, planner.Settings{Deterministic: true, ToolVersion: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestGoldenPlan(t *testing.T) {
 // deploys with the cocktail+ autoscaling policy by default.
 func TestCocktailPlan(t *testing.T) {
 	in := inputs(t)
-	pl := &Planner{levels: 20, maxLen: 3, weights: "requests"}
+	pl := &Planner{f: pc.DefaultFlags()}
 	plan, err := pl.Solve(context.Background(), in, planner.Settings{Strategy: pc.StrategyCocktail, Deterministic: true})
 	if err != nil {
 		t.Fatal(err)

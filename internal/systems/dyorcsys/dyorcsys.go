@@ -57,14 +57,15 @@ func System() system.System {
 	}
 }
 
-// Planner places workflow services.
+// Planner places workflow services: its flags fill dyorc.Flags, which the plan records (the
+// gap from plan solve's --gap).
 type Planner struct {
-	policy string
+	f dyorc.Flags
 }
 
 // Flags implements planner.Planner.
 func (o *Planner) Flags(f *pflag.FlagSet) {
-	f.StringVar(&o.policy, "runtime-policy", "dyorc", "the runtime policy the plan names as its default (plan simulate/serve --policy overrides it)")
+	f.StringVar(&o.f.Policy, "runtime-policy", dyorc.DefaultFlags().Policy, "the runtime policy the plan names as its default (plan simulate/serve --policy overrides it)")
 }
 
 // Solve implements planner.Planner.
@@ -75,10 +76,8 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if s.Strategy != "" && s.Strategy != "dyorc" {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: dyorc plans have one strategy, dyorc", s.Strategy)}}
 	}
-	if s.ToolVersion != "" {
-		dyorc.ToolVersion = s.ToolVersion
-	}
-	return dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap, Deterministic: s.Deterministic, Policy: o.policy})
+	return dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
+		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion})
 }
 
 // Render prints the placement per GPU and the replicas per service.

@@ -44,23 +44,23 @@ func System() system.System {
 		Checker:   Checker{},
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
+		// A failed solve's problems name the workload or cluster file that holds them.
+		Sections: system.Sections{SolveErrors: solveErrors},
 	}
 }
 
-// Planner provisions pipeline workloads.
+// Planner provisions pipeline workloads: its flags fill pard.Flags, which the plan records.
 type Planner struct {
-	sloFraction float64
-	rate        float64
-	maxBatch    int
-	policy      string
+	f pard.Flags
 }
 
 // Flags implements planner.Planner.
 func (o *Planner) Flags(f *pflag.FlagSet) {
-	f.Float64Var(&o.sloFraction, "slo-fraction", pard.DefaultSLOFraction, "PARD provisioning rule: Σ 2·d(b) ≤ f·SLO along every path")
-	f.Float64Var(&o.rate, "rate", 0, "provision every pipeline for this rate in req/s (default: the workload's rate_rps)")
-	f.IntVar(&o.maxBatch, "max-batch", pard.DefaultMaxBatch, "largest batch size a module may run")
-	f.StringVar(&o.policy, "runtime-policy", pard.DefaultPolicy, "the dropping policy the plan names as its default (plan simulate/serve --policy overrides it)")
+	d := pard.DefaultFlags()
+	f.Float64Var(&o.f.SLOFraction, "slo-fraction", d.SLOFraction, "PARD provisioning rule: Σ 2·d(b) ≤ f·SLO along every path")
+	f.Float64Var(&o.f.RateRPS, "rate", d.RateRPS, "provision every pipeline for this rate in req/s (default: the workload's rate_rps)")
+	f.IntVar(&o.f.MaxBatch, "max-batch", d.MaxBatch, "largest batch size a module may run")
+	f.StringVar(&o.f.Policy, "runtime-policy", d.Policy, "the dropping policy the plan names as its default (plan simulate/serve --policy overrides it)")
 }
 
 // Solve implements planner.Planner.
@@ -72,10 +72,8 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	for _, p := range in.Profiles {
 		pin.Profiles = append(pin.Profiles, *p)
 	}
-	if s.ToolVersion != "" {
-		pard.ToolVersion = s.ToolVersion
-	}
-	plan, err := pard.Provision(ctx, pin, pard.Options{TimeLimit: s.TimeLimit, SLOFraction: o.sloFraction, RateRPS: o.rate, MaxBatch: o.maxBatch, Policy: o.policy})
+	plan, err := pard.Provision(ctx, pin, pard.Options{TimeLimit: s.TimeLimit, SLOFraction: o.f.SLOFraction, RateRPS: o.f.RateRPS,
+		MaxBatch: o.f.MaxBatch, Policy: o.f.Policy, ToolVersion: s.ToolVersion})
 	if err != nil && errors.Is(err, pard.ErrBadInput) && !errors.Is(err, planner.ErrInput) {
 		return nil, inputError{err}
 	}
@@ -142,24 +140,13 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 	if e == nil || e.Cluster == nil || e.Workload == nil {
 		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
 	}
-	rec := p.Provenance.Options
-	o := pard.Options{Policy: p.PARD.Policy, Params: p.PARD.Params, TimeLimit: timeLimit}
-	var err error
-	num := func(key string) float64 {
-		v, ok := rec[key]
-		if !ok {
-			return 0
-		}
-		f, perr := strconv.ParseFloat(v, 64)
-		if perr != nil && err == nil {
-			err = &planner.InputError{Problems: []string{fmt.Sprintf("provenance.options.%s: %q: not a number", key, v)}}
-		}
-		return f
+	// Unrecorded options take Provision's defaults (zero values), as before they were typed.
+	rec := pard.Flags{Policy: p.PARD.Policy}
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
-	o.SLOFraction, o.RateRPS, o.MaxBatch = num("slo_fraction"), num("rate_rps"), int(num("max_batch"))
-	if err != nil {
-		return nil, err
-	}
+	o := pard.Options{Policy: rec.Policy, Params: p.PARD.Params, TimeLimit: timeLimit, SLOFraction: rec.SLOFraction,
+		RateRPS: rec.RateRPS, MaxBatch: rec.MaxBatch}
 	in := pard.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: e.Profiles}
 	re, err := pard.Provision(ctx, in, o)
 	if err == nil {

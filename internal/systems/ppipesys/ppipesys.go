@@ -9,7 +9,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,59 +45,47 @@ func System() system.System {
 		Checker:   Checker{},
 		Exporters: xppipe.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &ppipebench.Command{} }},
+		// onnx workers run partitions of the plan's one model (PPipe §3's blocks).
+		ONNXCuts: dpppipe.ONNXCuts,
 	}
 }
 
-// Planner is PPipe's planner with its own flags.
+// Planner is PPipe's planner: its flags fill ppipe.Flags, which the plan records.
 type Planner struct {
-	fs             *pflag.FlagSet
-	maxPartitions  int
-	alpha          float64
-	rounding       string
-	batchAllowance bool
-	arrivalRate    float64
-	noWarmStart    bool
-	fillSurplus    bool
-	replicas       int
+	fs          *pflag.FlagSet
+	f           ppipe.Flags
+	noWarmStart bool
 }
 
 // Flags implements planner.Planner.
 func (o *Planner) Flags(f *pflag.FlagSet) {
 	o.fs = f
-	f.IntVar(&o.maxPartitions, "max-partitions", ppipe.DefaultMaxPartitions, "maximum partitions (stages) per pipeline, P")
-	f.Float64Var(&o.alpha, "alpha", ppipe.DefaultAlpha, "SLO margin α: plan with T' = SLO − round(α·SLO)")
-	f.StringVar(&o.rounding, "rounding", ppipe.RoundingPipeline, "GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)")
-	f.BoolVar(&o.batchAllowance, "batch-allowance", false, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
-	f.Float64Var(&o.arrivalRate, "arrival-rate", 0, "λ̂ in requests/s for --batch-allowance (default: each model's workload rate_rps, else the NP estimate)")
-	f.BoolVar(&o.noWarmStart, "no-warm-start", false, "do not start the MILP from the NP plan")
-	f.BoolVar(&o.fillSurplus, "fill-surplus", true, "hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate")
-	f.IntVar(&o.replicas, "replicas", 1, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
+	d := ppipe.DefaultFlags()
+	f.IntVar(&o.f.MaxPartitions, "max-partitions", d.MaxPartitions, "maximum partitions (stages) per pipeline, P")
+	f.Float64Var(&o.f.Alpha, "alpha", d.Alpha, "SLO margin α: plan with T' = SLO − round(α·SLO)")
+	f.StringVar(&o.f.Rounding, "rounding", d.Rounding, "GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)")
+	f.BoolVar(&o.f.BatchAllowance, "batch-allowance", d.BatchAllowance, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
+	f.Float64Var(&o.f.ArrivalRate, "arrival-rate", d.ArrivalRate, "λ̂ in requests/s for --batch-allowance (default: each model's workload rate_rps, else the NP estimate)")
+	f.BoolVar(&o.noWarmStart, "no-warm-start", !d.WarmStart, "do not start the MILP from the NP plan")
+	f.BoolVar(&o.f.FillSurplus, "fill-surplus", d.FillSurplus, "hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate")
+	f.IntVar(&o.f.Replicas, "replicas", d.Replicas, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
 }
 
 func (o *Planner) changed(name string) bool { return o.fs != nil && o.fs.Changed(name) }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
-	if !(o.alpha >= 0 && o.alpha < 1) {
-		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--alpha: %g: must be in [0, 1)", o.alpha)}}
+	if !(o.f.Alpha >= 0 && o.f.Alpha < 1) {
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--alpha: %g: must be in [0, 1)", o.f.Alpha)}}
 	}
 	// 0 means "the default" to the planner; given explicitly it is out of range.
-	if o.changed("max-partitions") && o.maxPartitions == 0 {
+	if o.changed("max-partitions") && o.f.MaxPartitions == 0 {
 		return nil, &planner.InputError{Problems: []string{"--max-partitions: 0: must be in 1..6"}}
 	}
-	alpha := o.alpha
-	if alpha == 0 {
-		alpha = -1 // ppipe.Options: negative = no margin (0 = default)
-	}
-	opts := ppipe.Options{
-		Strategy: s.Strategy, MaxPartitions: o.maxPartitions, Alpha: alpha, SLO: s.SLO,
-		TimeLimit: s.TimeLimit, Gap: s.Gap, BatchAllowance: o.batchAllowance, Rounding: o.rounding,
-		NoWarmStart: o.noWarmStart, Deterministic: s.Deterministic, Replicas: o.replicas,
-		FillSurplus: o.fillSurplus, Progress: s.Progress, ArrivalRate: o.arrivalRate,
-	}
-	if s.ToolVersion != "" {
-		ppipe.ToolVersion = s.ToolVersion
-	}
+	f := o.f
+	f.Strategy, f.SLO, f.TimeLimit, f.Gap, f.WarmStart = s.Strategy, formats.Duration(s.SLO), formats.Duration(s.TimeLimit), s.Gap, !o.noWarmStart
+	opts := f.Options()
+	opts.Deterministic, opts.Progress, opts.ToolVersion = s.Deterministic, s.Progress, s.ToolVersion
 	return ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
 }
 
@@ -222,59 +209,18 @@ func (Checker) Resolve(ctx context.Context, plan *formats.Plan, timeLimit time.D
 	return ppipe.Solve(ctx, in, opts)
 }
 
-// resolveOptions rebuilds the solve options recorded in a plan's provenance.
+// resolveOptions rebuilds the solve options recorded in a plan's provenance. What a plan
+// does not record takes the plan section's values (strategy, P, α) or what plans made before
+// the option existed did: warm start, no surplus filling.
 func resolveOptions(plan *formats.Plan, timeLimit time.Duration) (ppipe.Options, error) {
-	rec := plan.Provenance.Options
-	o := ppipe.Options{Strategy: plan.PPipe.Strategy, MaxPartitions: plan.PPipe.MaxPartitions, Alpha: plan.PPipe.SLOMargin, Deterministic: true}
-	if o.Alpha == 0 {
-		o.Alpha = -1
-	}
-	var errs []string
-	if v, ok := rec["max_partitions"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, "max_partitions: "+v)
-		}
-		o.MaxPartitions = n
-	}
-	if v, ok := rec["gap"]; ok {
-		g, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, "gap: "+v)
-		}
-		o.Gap = g
-	}
-	if v, ok := rec["time_limit"]; ok && timeLimit == 0 {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, "time_limit: "+v)
-		}
-		o.TimeLimit = d
+	f := ppipe.Flags{Strategy: plan.PPipe.Strategy, MaxPartitions: plan.PPipe.MaxPartitions, Alpha: plan.PPipe.SLOMargin, WarmStart: true}
+	if err := planner.ReadOptions(plan.Provenance.Options, &f); err != nil {
+		return ppipe.Options{}, err
 	}
 	if timeLimit > 0 {
-		o.TimeLimit = timeLimit
+		f.TimeLimit = formats.Duration(timeLimit)
 	}
-	o.Rounding = rec["rounding"]
-	o.BatchAllowance = rec["batch_allowance"] == "true"
-	o.NoWarmStart = rec["warm_start"] == "false"
-	// Plans written before the option existed had no surplus filling.
-	o.FillSurplus = rec["fill_surplus"] == "true"
-	if v, ok := rec["arrival_rate"]; ok {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, "arrival_rate: "+v)
-		}
-		o.ArrivalRate = f
-	}
-	if v, ok := rec["replicas"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, "replicas: "+v)
-		}
-		o.Replicas = n
-	}
-	if len(errs) > 0 {
-		return o, fmt.Errorf("provenance.options: unreadable values: %s", strings.Join(errs, ", "))
-	}
+	o := f.Options()
+	o.Deterministic = true
 	return o, nil
 }

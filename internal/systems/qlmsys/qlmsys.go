@@ -54,15 +54,13 @@ func System() system.System {
 // Planner plans llm_classes workloads.
 type Planner struct{}
 
-// Flags implements planner.Planner (the planner has no flags of its own).
+// Flags implements planner.Planner: the planner has no flags of its own (its one option,
+// the strategy, is plan solve's --strategy).
 func (o *Planner) Flags(*pflag.FlagSet) {}
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(_ context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
-	if s.ToolVersion != "" {
-		pq.ToolVersion = s.ToolVersion
-	}
-	return pq.Solve(in, s.Strategy)
+	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy}, ToolVersion: s.ToolVersion})
 }
 
 // Render prints the instances with their virtual queues, and the groups.
@@ -105,5 +103,9 @@ func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*fo
 	for i := range e.Profiles {
 		profs[i] = &e.Profiles[i]
 	}
-	return pq.Solve(planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}, p.Provenance.Strategy)
+	rec := pq.Flags{Strategy: p.Provenance.Strategy}
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	return pq.Solve(planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}, pq.Options{Flags: rec})
 }

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/ppipe"
 )
 
 // TestSolveFillSurplusFlag: --fill-surplus defaults to true, is recorded in the provenance
@@ -27,8 +30,12 @@ func TestSolveFillSurplusFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := pl.Provenance.Options["fill_surplus"]; got != c.want {
-			t.Errorf("solve %v: options.fill_surplus = %q, want %q", c.args, got, c.want)
+		var rec ppipe.Flags
+		if err := planner.ReadOptions(pl.Provenance.Options, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := strconv.FormatBool(rec.FillSurplus); got != c.want {
+			t.Errorf("solve %v: options.fill_surplus = %s, want %s", c.args, got, c.want)
 		}
 		if code, stdout, stderr := runCLI(t, "check", out, "--resolve"); code != 0 {
 			t.Errorf("check --resolve %s: exit %d: %s%s", out, code, stdout, stderr)

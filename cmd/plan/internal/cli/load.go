@@ -131,7 +131,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	opts := load.Options{Deploy: app.Systems.Deploy,
+	opts := load.Options{Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections,

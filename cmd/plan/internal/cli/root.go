@@ -115,7 +115,11 @@ plans for regressions in CI.
 
 Settings come from flags, then PLAN_* environment variables (PLAN_SLO=200ms for --slo),
 then the YAML file given by --config (top-level keys, or keys under the command name).
-PLAN_CPUPROFILE=FILE writes a Go CPU profile of the whole run to FILE (go tool pprof).`,
+PLAN_CPUPROFILE=FILE writes a Go CPU profile of the whole run to FILE (go tool pprof).
+
+Systems (from the registry; plan systems -O json for the same as JSON):
+
+` + strings.TrimRight(systemsTable(o.Systems), "\n"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

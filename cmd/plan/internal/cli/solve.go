@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/demo"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -40,25 +41,27 @@ func newSolveCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "solve",
 		Short: "Solve for a serving plan with the planner of the workload's system",
-		Long: `solve plans the workload with the planner of the system its sections belong to (see the
-systems table in plan --help): models → PPipe (pooled pipelines on heterogeneous GPUs: cuts,
-GPU types, vGPU slices, batch sizes and pool sizes, maximising throughput under each model's
-SLO; --strategy np or dart-r for the baselines); pipelines → PARD (per-module GPU type, batch
-and workers at the fewest GPUs under Σ2·d ≤ f·SLO). It solves MILPs with HiGHS and writes
-plan.json atomically.
+		Long: `solve plans the workload with the planner of the system its sections belong to (the
+systems table of plan --help and plan systems), solving MILPs with HiGHS, and writes plan.json
+atomically:
 
+` + plannersHelp(app.Systems) + `
 Without --profile/--cluster it uses the embedded demo (a small CNN on 4×L4 + 12×P4). Without
 --workload every profiled model is served with weight 1 (PPipe). The SLO of a model is --slo
 if given, else its workload slo, else 5 × its batch-1 whole-model latency on L4.
 
-A flag that the workload's planner does not take is an error (exit 2). When the time limit is
-reached the best plan found so far is written together with its proven gap. An SLO no plan can
-meet exits 2 and names the smallest feasible SLO.`,
+Each planner takes the flags of every planner and its own (listed below per system, with that
+system's defaults); a flag the workload's planner does not take is an error (exit 2). The plan
+records the options it was solved with (provenance.options), which plan check --resolve
+re-uses. When the time limit is reached the best plan found so far is written together with
+its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO.`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
   plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
   plan solve --max-partitions 2 --time-limit 30s --gap 0.01
   plan solve --profile testdata/pard/profile.json --cluster testdata/pard/cluster.json --workload testdata/pard/workload.json -o pard.json
+  plan solve --profile testdata/qlm/profile.json --cluster testdata/qlm/cluster.yaml --workload testdata/qlm/workload.yaml -o qlm.json
+  plan solve --cluster testdata/dyorc/cluster-small.json --workload testdata/dyorc/small.json -o dyorc.json
   plan solve --output json | jq .ppipe.models[0].throughput_rps`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSolve(cmd, app, o) },
@@ -73,22 +76,18 @@ meet exits 2 and names the smallest feasible SLO.`,
 	f.Float64Var(&o.gap, "gap", planner.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
-	// Every planner's own flags, each defined once (the first planner to define a name
-	// describes it); after parsing, the chosen planner gets the values it takes.
+	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
+	// planner gets the values given (its own defaults otherwise). The usage lists them per
+	// system with each system's defaults.
 	for _, s := range app.Systems.Systems() {
-		if s.NewPlanner == nil {
-			continue
-		}
-		pfs := pflag.NewFlagSet(s.Name, pflag.ContinueOnError)
-		s.NewPlanner().Flags(pfs)
-		pfs.VisitAll(func(fl *pflag.Flag) {
+		plannerFlagSet(s).VisitAll(func(fl *pflag.Flag) {
 			if f.Lookup(fl.Name) == nil {
 				c := *fl
-				c.Usage = fmt.Sprintf("%s (%s)", fl.Usage, s.Name)
 				f.AddFlag(&c)
 			}
 		})
 	}
+	cmd.SetUsageFunc(func(c *cobra.Command) error { return solveUsage(c, app.Systems) })
 	return cmd
 }
 
@@ -216,7 +215,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	}
 	plan, err := pl.Solve(cmd.Context(), in, settings)
 	if err != nil {
-		return solveError(withFileNames(err, o))
+		return solveError(withFileNames(err, o, sys))
 	}
 	if err := formats.WriteFile(o.out, plan); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
@@ -257,10 +256,10 @@ func solveError(err error) error {
 
 // withFileNames replaces the planner's "cluster:", "workload:" and "profile:" prefixes with
 // the files the user gave, so messages read `cluster.yaml: gpus: ...: rule`.
-func withFileNames(err error, o *solveOptions) error {
+func withFileNames(err error, o *solveOptions, sys system.System) error {
 	var ie *planner.InputError
 	if !errors.As(err, &ie) {
-		return pardFileNames(err, o)
+		return systemFileNames(err, o, sys)
 	}
 	names := map[string]string{"cluster": "demo cluster", "workload": "workload", "profile": "demo profile"}
 	if o.cluster != "" {

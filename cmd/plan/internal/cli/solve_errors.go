@@ -1,42 +1,17 @@
 package cli
 
-import (
-	"errors"
-	"strings"
+import "github.com/plan-dev/plan/internal/system"
 
-	"github.com/plan-dev/plan/formats"
-)
-
-// pardFileNames puts the file that holds each problem in front of it: pipelines[...] paths
-// are in the workload, cluster.* paths in the cluster, so messages read
-// `workload.yaml: pipelines[0].slo: 5ms: rule`.
-func pardFileNames(err error, o *solveOptions) error {
-	var el formats.ErrorList
-	if !errors.As(err, &el) {
+// systemFileNames lets the chosen system put the file that holds each problem of a failed
+// solve in front of it (system.Sections.SolveErrors): the cli knows which files were given,
+// the system knows which paths live in which file.
+func systemFileNames(err error, o *solveOptions, sys system.System) error {
+	if sys.Sections.SolveErrors == nil {
 		return err
 	}
-	cluster := "demo cluster"
+	names := map[string]string{"cluster": "demo cluster", "workload": o.workload}
 	if o.cluster != "" {
-		cluster = o.cluster
+		names["cluster"] = o.cluster
 	}
-	for _, e := range el {
-		switch {
-		case e.File != "":
-		case strings.HasPrefix(e.Path, "pipelines"):
-			e.File = o.workload
-		case strings.HasPrefix(e.Path, "cluster."):
-			e.File, e.Path = cluster, strings.TrimPrefix(e.Path, "cluster.")
-		}
-	}
-	return listOnly{list: el, err: err}
+	return sys.Sections.SolveErrors(err, names)
 }
-
-// listOnly prints just the field errors of err (the files now named in front of each) and
-// still matches what err matches, so the exit code follows the planner's sentinel.
-type listOnly struct {
-	list formats.ErrorList
-	err  error
-}
-
-func (e listOnly) Error() string { return e.list.Error() }
-func (e listOnly) Unwrap() error { return e.err }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -83,6 +84,71 @@ func TestSolveGolden(t *testing.T) {
 			code, stdout, stderr = runCLI(t, "check", golden, "--golden", golden)
 			if code != 0 {
 				t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestGoldenEverySystem: every system with a planner has a golden plan among goldenCases
+// (solved, byte-compared and re-solved by TestSolveGolden and make golden), and one among the
+// legacy plans: a system added without them fails here.
+func TestGoldenEverySystem(t *testing.T) {
+	repoRoot(t)
+	reg := systems.Default()
+	covered := map[string]map[string]bool{"golden": {}, "legacy": {}}
+	for _, c := range goldenCases {
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("testdata", "golden", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := reg.ForPlan(p); err == nil {
+			covered["golden"][s.Name] = true
+		}
+	}
+	legacy, _ := filepath.Glob(filepath.Join("testdata", "golden", "legacy", "*.json"))
+	for _, f := range legacy {
+		p, err := formats.ReadInto[*formats.Plan](f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, err := reg.ForPlan(p); err == nil {
+			covered["legacy"][s.Name] = true
+		}
+	}
+	for _, s := range reg.Systems() {
+		if s.NewPlanner == nil {
+			continue
+		}
+		for kind, got := range covered {
+			if !got[s.Name] {
+				t.Errorf("system %s has no %s plan in testdata/golden", s.Name, kind)
+			}
+		}
+	}
+}
+
+// TestCheckLegacyGolden: plans written before provenance.options were typed (string maps,
+// kept in testdata/golden/legacy, one per system) still verify, compare and re-solve.
+func TestCheckLegacyGolden(t *testing.T) {
+	repoRoot(t)
+	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "legacy", "*.json"))
+	if len(files) < 5 {
+		t.Fatalf("%d legacy golden plans, want one per system", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			p, err := formats.ReadInto[*formats.Plan](f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var legacy map[string]string
+			if err := json.Unmarshal(p.Provenance.Options, &legacy); err != nil || len(legacy) == 0 {
+				t.Fatalf("provenance.options is not a legacy string map (%v): the case tests nothing", err)
+			}
+			code, stdout, stderr := runCLI(t, "check", f, "--golden", f, "--resolve", "--tolerance", "1%")
+			skipWithoutHiGHS(t, stderr)
+			if code != 0 || !strings.Contains(stdout, "resolve vs golden") {
+				t.Errorf("check --resolve: exit %d\n%s%s", code, stdout, stderr)
 			}
 		})
 	}

@@ -1,0 +1,174 @@
+package toysys
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/export"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/planner"
+)
+
+// Policy is the toy's runtime policy.
+const Policy = "toy-fifo"
+
+// System returns the toy system: what a test adds to the in-tree registry.
+func System() system.System {
+	return system.System{
+		Name:             Name,
+		Doc:              "toy: fixed-latency jobs on c workers, first come first served (test-only)",
+		WorkloadSections: []string{WorkloadSection},
+		Strategies:       []string{"mdc"},
+		NewPlanner:       func() planner.Planner { return &Planner{} },
+		Render:           Render,
+		PlanSection:      PlanSection,
+		HasPlan:          func(p *formats.Plan) bool { return planOf(p) != nil },
+		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
+			d, err := Deploy(p)
+			return d, Policy, err
+		},
+		Policies:  []dataplane.PolicySpec{{Name: Policy, Doc: "toy: FIFO on idle workers", Serves: []string{PlanSection}, New: newFIFO}},
+		Checker:   Checker{},
+		Exporters: []export.Exporter{{Target: export.Triton, Export: Export}},
+		Sections:  system.Sections{Plan: planSection{}, Workload: []formats.Section{jobsSection{}}},
+	}
+}
+
+// Planner sizes the worker pool: the fewest workers whose utilisation stays under --max-util.
+type Planner struct{ maxUtil float64 }
+
+// Flags implements planner.Planner.
+func (pl *Planner) Flags(fs *pflag.FlagSet) {
+	fs.Float64Var(&pl.maxUtil, "toy-max-util", 0.7, "highest worker utilisation the toy plans for")
+}
+
+// Solve implements planner.Planner.
+func (pl *Planner) Solve(_ context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	return solve(in, s, pl.maxUtil)
+}
+
+func solve(in planner.Inputs, s planner.Settings, maxUtil float64) (*formats.Plan, error) {
+	j := jobsOf(in.Workload)
+	if j == nil {
+		return nil, &planner.InputError{Problems: []string{"workload: has no " + WorkloadSection + " section"}}
+	}
+	if in.Cluster == nil || len(in.Cluster.GPUs) == 0 {
+		return nil, &planner.InputError{Problems: []string{"cluster: has no GPUs"}}
+	}
+	if !(maxUtil > 0 && maxUtil <= 1) {
+		maxUtil = 0.7
+	}
+	slo := j.SLO
+	if s.SLO > 0 {
+		slo = formats.Duration(s.SLO)
+	}
+	if float64(time.Duration(slo).Microseconds()) < j.LatencyUs {
+		return nil, fmt.Errorf("%w: %s: a job takes %gµs", planner.ErrInfeasible, slo, j.LatencyUs)
+	}
+	workers := int(math.Ceil(j.RateRPS * j.LatencyUs / 1e6 / maxUtil))
+	if workers < 1 {
+		workers = 1
+	}
+	gpus := 0
+	for _, g := range in.Cluster.GPUs {
+		gpus += g.Count
+	}
+	if workers > gpus {
+		return nil, fmt.Errorf("%w: %d workers needed, the cluster has %d GPUs", planner.ErrInfeasible, workers, gpus)
+	}
+	emb := &formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload}
+	digest, err := planner.InputDigest(emb)
+	if err != nil {
+		return nil, err
+	}
+	p := &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: j.Name},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: s.ToolVersion, InputDigest: digest, Inputs: in.Refs,
+			Strategy: "mdc", Options: map[string]string{"toy-max-util": strconv.FormatFloat(maxUtil, 'g', -1, 64)},
+			Status: "heuristic", Objective: float64(workers), Bound: float64(workers), Embedded: emb},
+		Cluster: in.Cluster,
+		Sections: formats.SectionValues{PlanSection: {Section: planSection{}, Value: &Plan{
+			App: j.Name, SLO: slo, GPU: in.Cluster.GPUs[0].Type, Workers: workers, LatencyUs: j.LatencyUs, RateRPS: j.RateRPS}}},
+	}
+	return p, nil
+}
+
+// Render is what `plan solve` prints.
+func Render(p *formats.Plan) []planner.Table {
+	tp := planOf(p)
+	return []planner.Table{{Header: []string{"APP", "GPU", "WORKERS", "RATE"},
+		Rows: [][]string{{tp.App, tp.GPU, strconv.Itoa(tp.Workers), fmt.Sprint(tp.RateRPS)}}}}
+}
+
+// Checker checks toy plans for `plan check`.
+type Checker struct{}
+
+// Verify re-derives the plan's one constraint: utilisation below 1.
+func (Checker) Verify(p *formats.Plan) ([]string, string) {
+	tp := planOf(p)
+	var v []string
+	if u := tp.RateRPS * tp.LatencyUs / 1e6 / float64(tp.Workers); u >= 1 {
+		v = append(v, fmt.Sprintf("utilisation %.3f >= 1", u))
+	}
+	return v, fmt.Sprintf("toy plan, %d workers: utilisation", tp.Workers)
+}
+
+// Compare compares the worker counts (fewer is better).
+func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
+	g, r := planOf(got), planOf(ref)
+	if r == nil {
+		return []planner.Check{{Line: "reference is not a toy plan"}}
+	}
+	return []planner.Check{{OK: float64(g.Workers) <= float64(r.Workers)*(1+tol), Line: fmt.Sprintf("workers %d vs %d", g.Workers, r.Workers)}}
+}
+
+// Resolve re-plans from the embedded inputs.
+func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*formats.Plan, error) {
+	e := p.Provenance.Embedded
+	if e == nil || e.Cluster == nil || e.Workload == nil {
+		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
+	}
+	mu, _ := strconv.ParseFloat(p.Provenance.Options["toy-max-util"], 64)
+	return solve(planner.Inputs{Cluster: e.Cluster, Workload: e.Workload, Refs: p.Provenance.Inputs},
+		planner.Settings{ToolVersion: p.Provenance.ToolVersion}, mu)
+}
+
+// Export writes the Triton model configuration of the pool: one instance per worker.
+func Export(p *formats.Plan, o export.Options) (export.Files, error) {
+	tp := planOf(p)
+	if tp == nil {
+		return nil, fmt.Errorf("the plan has no %s section", PlanSection)
+	}
+	o = o.Defaults()
+	cfg := fmt.Sprintf("name: %q\nmax_batch_size: 1\ninstance_group [{ count: %d kind: KIND_GPU }]\n", o.Name, tp.Workers)
+	return export.Files{o.Name + "/config.pbtxt": []byte(cfg)}, nil
+}
+
+// Deploy builds the deployment: one app, one stage, one worker per planned GPU.
+func Deploy(p *formats.Plan) (*dataplane.Deployment, error) {
+	tp := planOf(p)
+	if tp == nil {
+		return nil, fmt.Errorf("the plan has no %s section", PlanSection)
+	}
+	d := &dataplane.Deployment{Kind: PlanSection,
+		Apps: []dataplane.App{{Name: tp.App, SLO: dataplane.Time(time.Duration(tp.SLO).Microseconds()), Weight: 1,
+			RateRPS: tp.RateRPS, Entry: []dataplane.StageID{0}}},
+		Topo: dataplane.Topology{Servers: []dataplane.Server{{Name: "s0", UpMbps: 1e4, DownMbps: 1e4}}}}
+	lat := dataplane.Time(math.Round(tp.LatencyUs))
+	st := dataplane.Stage{Name: tp.App, Pipeline: -1, Batch: 1, LatUs: []dataplane.Time{0, lat}}
+	for w := 0; w < tp.Workers; w++ {
+		d.Topo.GPUs = append(d.Topo.GPUs, dataplane.GPU{Type: tp.GPU})
+		d.Topo.Workers = append(d.Topo.Workers, dataplane.Worker{Name: fmt.Sprintf("%s-%d", tp.GPU, w), GPU: w, Type: tp.GPU, VGPU: 1})
+		st.Pool = append(st.Pool, dataplane.WorkerID(w))
+	}
+	d.Stages = []dataplane.Stage{st}
+	return d, nil
+}

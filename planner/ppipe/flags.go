@@ -1,0 +1,69 @@
+package ppipe
+
+import (
+	"github.com/plan-dev/plan/formats"
+)
+
+// Flags are PPipe's options as `plan solve` takes them and as a plan records them in
+// provenance.options (the solved values, defaults resolved), so `plan check --resolve`
+// re-solves with the same ones. Strategy, SLO, TimeLimit and Gap come from plan solve's
+// common flags; the others are PPipe's own.
+type Flags struct {
+	// Strategy: ppipe (default), np or dart-r.
+	Strategy string `json:"strategy"`
+	// MaxPartitions P bounds the stages of a pipeline (default 3, PPipe §4.2).
+	MaxPartitions int `json:"max_partitions"`
+	// Alpha is the SLO margin α: plan with T' = T − round(α·T) (default 0.4; 0 = none).
+	Alpha float64 `json:"alpha"`
+	// SLO, when set, overrides every model's SLO.
+	SLO formats.Duration `json:"slo,omitempty"`
+	// TimeLimit bounds the solve (default 60s); Gap is the MIP gap (default 0.001).
+	TimeLimit formats.Duration `json:"time_limit"`
+	Gap       float64          `json:"gap"`
+	// Rounding: pipeline (default) or stage.
+	Rounding string `json:"rounding"`
+	// BatchAllowance budgets the batch-gathering time at the head stage (default false);
+	// ArrivalRate is its λ̂ in requests/s (0 = the workload's rate_rps, else NP's estimate).
+	BatchAllowance bool    `json:"batch_allowance"`
+	ArrivalRate    float64 `json:"arrival_rate,omitempty"`
+	// WarmStart starts the MILP from the NP plan (default true).
+	WarmStart bool `json:"warm_start"`
+	// Replicas: pipelines per GPU-type sequence (default 1; -1 = K^(P−D), the authors' code).
+	Replicas int `json:"replicas"`
+	// FillSurplus hands idle GPUs to the models as headroom (default true in plan solve;
+	// plans recorded before the option existed had none).
+	FillSurplus bool `json:"fill_surplus"`
+}
+
+// DefaultFlags are `plan solve`'s defaults for PPipe.
+func DefaultFlags() Flags {
+	return Flags{Strategy: StrategyPPipe, MaxPartitions: DefaultMaxPartitions, Alpha: DefaultAlpha,
+		TimeLimit: formats.Duration(DefaultTimeLimit), Gap: DefaultGap, Rounding: RoundingPipeline,
+		WarmStart: true, Replicas: 1, FillSurplus: true}
+}
+
+// Options returns the solve options of f. Alpha 0 means no margin (Options: negative).
+func (f Flags) Options() Options {
+	alpha := f.Alpha
+	if alpha == 0 {
+		alpha = -1
+	}
+	return Options{Strategy: f.Strategy, MaxPartitions: f.MaxPartitions, Alpha: alpha, SLO: f.SLO.D(),
+		TimeLimit: f.TimeLimit.D(), Gap: f.Gap, BatchAllowance: f.BatchAllowance, ArrivalRate: f.ArrivalRate,
+		Replicas: f.Replicas, Rounding: f.Rounding, NoWarmStart: !f.WarmStart, FillSurplus: f.FillSurplus}
+}
+
+// flags records o, whose defaults are resolved.
+func (o Options) flags() Flags {
+	return Flags{Strategy: o.Strategy, MaxPartitions: o.MaxPartitions, Alpha: o.Alpha, SLO: formats.Duration(o.SLO),
+		TimeLimit: formats.Duration(o.TimeLimit), Gap: o.Gap, Rounding: o.Rounding, BatchAllowance: o.BatchAllowance,
+		ArrivalRate: o.ArrivalRate, WarmStart: !o.NoWarmStart, Replicas: o.Replicas, FillSurplus: o.FillSurplus}
+}
+
+// toolVersion is what a plan records as its tool version ("dev" when the caller sets none).
+func (o Options) toolVersion() string {
+	if o.ToolVersion == "" {
+		return "dev"
+	}
+	return o.ToolVersion
+}
