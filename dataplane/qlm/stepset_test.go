@@ -24,15 +24,15 @@ type stepRun struct {
 // back at 4 s when fail is set, stepping every instance after every event when full is set.
 // It checks qlmQueue.waiting against a recount after every event.
 func runStepSim(t *testing.T, pol string, n int, load float64, seed uint64, fail, full bool) stepRun {
-	return runStepSimCancel(t, pol, n, load, seed, fail, full, 0)
+	return runStepSimCancel(t, pol, n, load, seed, fail, full, 0, nil)
 }
 
 // runStepSimCancel is runStepSim with a share cancel of the requests withdrawn (sim's
-// CancelFraction).
-func runStepSimCancel(t *testing.T, pol string, n int, load float64, seed uint64, fail, full bool, cancel float64) stepRun {
+// CancelFraction) and policy parameters params.
+func runStepSimCancel(t *testing.T, pol string, n int, load float64, seed uint64, fail, full bool, cancel float64, params map[string]string) stepRun {
 	t.Helper()
 	dep := mixedDeployment(t, n, load)
-	pp, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+	pp, err := Registry().New(dep, dataplane.Config{Policy: pol, Params: params}, PolicyQLM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +139,15 @@ func TestFastStepMatchesFullWithCancels(t *testing.T) {
 		for _, c := range []struct {
 			n            int
 			load, cancel float64
-			fail         bool
-		}{{8, 1, 0.3, false}, {8, 2.5, 0.5, true}, {16, 4, 0.2, false}} {
-			name := fmt.Sprintf("%s/n=%d/load=%g/cancel=%g/fail=%v", pol, c.n, c.load, c.cancel, c.fail)
-			fast := runStepSimCancel(t, pol, c.n, c.load, 1, c.fail, false, c.cancel)
-			full := runStepSimCancel(t, pol, c.n, c.load, 1, c.fail, true, c.cancel)
+			fail, late   bool
+		}{{8, 1, 0.3, false, false}, {8, 2.5, 0.5, true, false}, {16, 4, 0.2, false, false}, {8, 4, 0.2, true, true}} {
+			name := fmt.Sprintf("%s/n=%d/load=%g/cancel=%g/fail=%v/drop_late=%v", pol, c.n, c.load, c.cancel, c.fail, c.late)
+			var params map[string]string
+			if c.late {
+				params = map[string]string{"drop_late": "true"}
+			}
+			fast := runStepSimCancel(t, pol, c.n, c.load, 1, c.fail, false, c.cancel, params)
+			full := runStepSimCancel(t, pol, c.n, c.load, 1, c.fail, true, c.cancel, params)
 			if fast.decisions != full.decisions || fast.events != full.events {
 				t.Errorf("%s: decision streams differ (%d vs %d events)", name, fast.events, full.events)
 			}
