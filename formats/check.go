@@ -78,6 +78,16 @@ func CheckSet(docs map[string]Document) ErrorList {
 			}
 		}
 		all = append(all, v.errs.WithFile(f)...)
+		switch d := docs[f].(type) {
+		case *Workload:
+			if d != nil {
+				all = append(all, d.Sections.crossCheck(f, docs)...)
+			}
+		case *Plan:
+			if d != nil {
+				all = append(all, d.Sections.crossCheck(f, docs)...)
+			}
+		}
 	}
 	return all
 }

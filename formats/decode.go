@@ -27,12 +27,15 @@ const MaxFileBytes = 512 << 20
 // ErrorList naming the file by its path as given (so `golden/plan.json` and `plan.json` are
 // told apart); decoding problems wrap ErrDecode, a file that cannot be read wraps the os
 // error (errors.Is(err, fs.ErrNotExist) works).
-func ReadFile(path string) (Document, error) {
+func ReadFile(path string) (Document, error) { return ReadFileWith(path, nil) }
+
+// ReadFileWith is ReadFile for files that may carry the registered sections secs.
+func ReadFileWith(path string, secs *SectionSet) (Document, error) {
 	data, err := ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
-	return Decode(path, data)
+	return DecodeWith(path, data, secs)
 }
 
 // ReadBytes reads a whole regular file of at most MaxFileBytes (ReadBytesLimit). Its errors
@@ -66,8 +69,12 @@ func (e *ReadError) problems() ErrorList {
 
 // Decode decodes YAML or JSON bytes by their kind, strictly, and validates the result.
 // name is used in error messages (usually the file's base name).
-func Decode(name string, data []byte) (Document, error) {
-	doc, err := Parse(name, data)
+func Decode(name string, data []byte) (Document, error) { return DecodeWith(name, data, nil) }
+
+// DecodeWith is Decode for files that may carry the registered sections secs; a plan or
+// workload section that neither formats nor secs knows is an error naming the systems.
+func DecodeWith(name string, data []byte, secs *SectionSet) (Document, error) {
+	doc, err := ParseWith(name, data, secs)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +90,15 @@ func Decode(name string, data []byte) (Document, error) {
 // required field, a wrong type, a non-finite number — are all reported, each with its path,
 // in an error that matches ErrDecode; a wrong apiVersion or an unknown kind stop early.
 func Parse(name string, data []byte) (Document, error) {
-	return parse(name, data, "")
+	return parse(name, data, "", nil)
 }
 
-func parse(name string, data []byte, wantKind string) (Document, error) {
+// ParseWith is Parse for files that may carry the registered sections secs.
+func ParseWith(name string, data []byte, secs *SectionSet) (Document, error) {
+	return parse(name, data, "", secs)
+}
+
+func parse(name string, data []byte, wantKind string, secs *SectionSet) (Document, error) {
 	if err := checkDuplicateKeys(name, data); err != nil {
 		return nil, err
 	}
@@ -107,11 +119,12 @@ func parse(name string, data []byte, wantKind string) (Document, error) {
 		return nil, ErrorList{{File: name, Path: "kind", Value: render(kind), Rule: "must be " + wantKind}}.tagged(ErrWrongKind)
 	}
 	var errs ErrorList
+	ext := takeSections(kind, doc, tree, secs, &errs)
 	checkStructure(reflect.TypeOf(doc).Elem(), tree, "", &errs)
 	if len(errs) > 0 {
 		return nil, errs.WithFile(name).tagged(ErrDecode)
 	}
-	if js == nil { // YAML: the tree holds only finite numbers now, so it marshals
+	if js == nil || ext != nil { // YAML: the tree holds only finite numbers now, so it marshals
 		js, err = json.Marshal(tree)
 	}
 	if err == nil {
@@ -121,14 +134,20 @@ func parse(name string, data []byte, wantKind string) (Document, error) {
 		// The structural check should have caught everything; report what encoding/json says.
 		return nil, ErrorList{{File: name, Rule: strings.TrimPrefix(err.Error(), "json: ")}}.tagged(ErrDecode)
 	}
+	ext.attach(doc)
 	return doc, nil
 }
 
 // DecodeInto decodes into a document of a specific kind and fails with ErrWrongKind
 // (`name: kind: "Plan": must be Cluster`) when the file holds another one.
 func DecodeInto[T Document](name string, data []byte) (T, error) {
+	return DecodeIntoWith[T](name, data, nil)
+}
+
+// DecodeIntoWith is DecodeInto for files that may carry the registered sections secs.
+func DecodeIntoWith[T Document](name string, data []byte, secs *SectionSet) (T, error) {
 	var zero T
-	doc, err := parse(name, data, kindOf(zero))
+	doc, err := parse(name, data, kindOf(zero), secs)
 	if err != nil {
 		return zero, err
 	}
@@ -139,13 +158,16 @@ func DecodeInto[T Document](name string, data []byte) (T, error) {
 }
 
 // ReadInto reads a file expected to hold a document of type T.
-func ReadInto[T Document](path string) (T, error) {
+func ReadInto[T Document](path string) (T, error) { return ReadIntoWith[T](path, nil) }
+
+// ReadIntoWith is ReadInto for files that may carry the registered sections secs.
+func ReadIntoWith[T Document](path string, secs *SectionSet) (T, error) {
 	var zero T
 	data, err := ReadBytes(path)
 	if err != nil {
 		return zero, err
 	}
-	return DecodeInto[T](path, data)
+	return DecodeIntoWith[T](path, data, secs)
 }
 
 func kindOf(d Document) string {

@@ -13,6 +13,9 @@ type Plan struct {
 	Cascade *CascadePlan `json:"cascade,omitempty"`
 	QLM     *QLMPlan     `json:"qlm,omitempty"`
 	DyOrc   *DyOrcPlan   `json:"dyorc,omitempty"`
+	// Sections are the sections of systems registered beyond the typed fields above
+	// (SectionSet), decoded by their own Section.
+	Sections SectionValues `json:"-"`
 }
 
 // Provenance records how a plan was made.

@@ -26,7 +26,11 @@ func SchemaFile(kind string) string { return strings.ToLower(kind) + ".schema.js
 // omitempty required, additionalProperties false (decoding is strict), Duration as a string
 // with DurationPattern, slices, maps and pointers also accepting null. Named struct types
 // become $defs. The output is deterministic, indented JSON with a trailing newline.
-func Schema(kind string) ([]byte, error) {
+func Schema(kind string) ([]byte, error) { return SchemaWith(kind, nil) }
+
+// SchemaWith is Schema with the registered sections of secs among the document's
+// properties (a plan's or workload's), each described by its Section's fragment.
+func SchemaWith(kind string, secs *SectionSet) ([]byte, error) {
 	doc, err := newDocument(kind)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w: %q", ErrUnknownKind, kind)
@@ -39,6 +43,11 @@ func Schema(kind string) ([]byte, error) {
 	root.set("title", APIVersion+" "+kind)
 	root.set("description", fmt.Sprintf("A %s file of plan. Generated from the Go type formats.%s; do not edit (run `go test ./formats -update`).", kind, t.Name()))
 	g.ref(t)
+	if props, ok := g.defs[t.Name()].get("properties").(*object); ok {
+		for _, sec := range secs.sections(kind) {
+			props.set(sec.Key(), sec.Schema())
+		}
+	}
 	root.set("$ref", "#/$defs/"+t.Name())
 	defs := &object{}
 	for _, name := range sortedKeys(g.defs) {

@@ -61,7 +61,8 @@ func (p *Plan) Validate() ErrorList {
 	if p.DyOrc != nil {
 		p.DyOrc.validate(v, "dyorc", g)
 	}
-	if p.PPipe == nil && p.PARD == nil && p.Cascade == nil && p.QLM == nil && p.DyOrc == nil {
+	v.errs = append(v.errs, p.Sections.validate()...)
+	if p.PPipe == nil && p.PARD == nil && p.Cascade == nil && p.QLM == nil && p.DyOrc == nil && len(p.Sections) == 0 {
 		switch p.Provenance.Status {
 		case "optimal", "time-limit", "heuristic":
 			v.add("", nil, "must have at least one of ppipe, pard, cascade, qlm or dyorc (status is %s)", p.Provenance.Status)

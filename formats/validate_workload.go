@@ -11,7 +11,7 @@ import (
 func (w *Workload) Validate() ErrorList {
 	v := &validator{}
 	checkMeta(v, w.TypeMeta, KindWorkload)
-	if len(w.Models) == 0 && len(w.Pipelines) == 0 && len(w.Cascades) == 0 && len(w.LLMClasses) == 0 && w.Workflows == nil {
+	if len(w.Models) == 0 && len(w.Pipelines) == 0 && len(w.Cascades) == 0 && len(w.LLMClasses) == 0 && w.Workflows == nil && len(w.Sections) == 0 {
 		v.add("", nil, "must describe at least one of models, pipelines, cascades, llm_classes or workflows")
 	}
 	seen := names{}
@@ -33,6 +33,7 @@ func (w *Workload) Validate() ErrorList {
 	if w.Workflows != nil {
 		w.Workflows.validate(v, "workflows")
 	}
+	v.errs = append(v.errs, w.Sections.validate()...)
 	return v.errs
 }
 

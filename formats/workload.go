@@ -11,6 +11,9 @@ type Workload struct {
 	Cascades   []Cascade       `json:"cascades,omitempty"`
 	LLMClasses []LLMClass      `json:"llm_classes,omitempty"`
 	Workflows  *Workflows      `json:"workflows,omitempty"`
+	// Sections are the sections of systems registered beyond the typed fields above
+	// (SectionSet), decoded by their own Section.
+	Sections SectionValues `json:"-"`
 }
 
 // ModelWorkload is one model served on its own (PPipe's per-model workload).

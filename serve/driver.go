@@ -40,6 +40,9 @@ type call struct {
 	res      result
 	done     chan struct{}
 	answered bool
+	// cancelled is set by the driver when the call's client left before its answer: the
+	// answer is then counted as cancelled, whatever the engine made of the request.
+	cancelled bool
 	// own is the request's payload as it arrived (payload points to it until a worker
 	// replaces it) and stages the backing of its timing's first stage: both are allocated
 	// with the call.
@@ -116,11 +119,12 @@ func (t *tracker) close() {
 	})
 }
 
-// generation is one engine serving one deployment. A reload creates a new generation; so does
-// a periodic rotation: the engine keeps every request it ever saw, so after rotateAt requests
-// an idle driver swaps in a fresh engine of the same deployment, and a driver that is never
-// idle migrates to the same plan (pause, flush, switch) to bound memory. Events carry their
-// generation number and stale ones are ignored.
+// generation is one engine serving one deployment. A reload creates a new generation. The
+// engine's memory follows the requests in flight (Engine.Compact retires finished requests
+// and the policies Forget them: issue 29 item 1), so serve never swaps engines to bound
+// memory; a fresh engine of the same deployment is attached only when the engine's 32-bit
+// request IDs run low (idLimit), or after an engine error. Events carry their generation
+// number and stale ones are ignored.
 type generation struct {
 	n      int
 	plan   *formats.Plan
@@ -229,6 +233,11 @@ type driver struct {
 	inMu     sync.Mutex
 	inQ      []*call
 	inClosed bool
+	// cancelQ holds the calls whose client left before the answer (Server.Submit's ctx
+	// ended, the HTTP connection closed): the driver withdraws them from the engine
+	// (Engine.Cancel) on its own goroutine, after the calls queued with them.
+	cancelQ  []*call
+	cancelSp []*call
 	wake     chan struct{}
 	inSpare  []*call
 
@@ -258,8 +267,12 @@ type driver struct {
 	flushFor  dataplane.Time
 	draining  bool
 	exit      bool
-	rotateAt  int
-	onSwitch  func(*generation)
+	// idLimit is how many request IDs an engine may hand out before the driver attaches a
+	// fresh one at its next idle moment (ReqID is 32-bit); past idLimit+idLimit/2 with no
+	// idle moment, it migrates to the same plan (a pause of at most one flush, once per
+	// 2^30 requests: hours at the highest rates serve sustains).
+	idLimit  int
+	onSwitch func(*generation)
 	// events counts loop iterations (the engine is compacted every compactEvery); doorAt is
 	// when the doors were last evaluated.
 	events int
@@ -294,7 +307,7 @@ func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uin
 		xjit:      jitter,
 		xrng:      rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b)),
 		maxPaused: 1 << 16,
-		rotateAt:  1 << 22,
+		idLimit:   1 << 30,
 		timerAt:   dataplane.Never,
 		soonAt:    dataplane.Never,
 		intakeGap: coarseHorizon,
@@ -460,7 +473,7 @@ func (d *driver) submit(c *call) bool {
 		return false
 	}
 	d.inQ = append(d.inQ, c)
-	first := len(d.inQ) == 1
+	first := len(d.inQ) == 1 && len(d.cancelQ) == 0
 	d.inMu.Unlock()
 	if first {
 		// The driver takes the whole queue after each signal, so a queue that was not
@@ -474,11 +487,14 @@ func (d *driver) submit(c *call) bool {
 }
 
 // onIntake takes the queued calls; each is one event (due timers before it, the bookkeeping
-// after it), as if it had come alone.
+// after it), as if it had come alone. Cancellations are taken after the calls: a call is
+// always queued before its cancellation.
 func (d *driver) onIntake() {
 	d.inMu.Lock()
 	batch := d.inQ
 	d.inQ = d.inSpare[:0]
+	cancels := d.cancelQ
+	d.cancelQ = d.cancelSp[:0]
 	d.inMu.Unlock()
 	for i, c := range batch {
 		if i > 0 {
@@ -494,6 +510,15 @@ func (d *driver) onIntake() {
 		d.intakeGap += (min((d.now-d.intakeAt)/n, busyQuiet) - d.intakeGap) / 8
 		d.intakeAt = d.now
 	}
+	for i, c := range cancels {
+		if i > 0 || len(batch) > 0 {
+			d.onTimers()
+			d.afterEvent()
+		}
+		d.onCancel(c)
+		cancels[i] = nil
+	}
+	d.cancelSp = cancels[:0]
 }
 
 func (d *driver) onDone(j *Job) {
@@ -518,198 +543,6 @@ func (d *driver) onCmd(f func()) {
 	d.onTimers()
 	d.now = max(d.now, d.clk.Now())
 	f()
-}
-
-// afterEvent finishes a migration or a drain once the old engine has no work left and rotates
-// an idle engine.
-func (d *driver) afterEvent() {
-	g := d.gen
-	d.events++
-	if d.events%compactEvery == 0 {
-		g.eng.Compact()
-		g.trimCalls()
-	}
-	if d.now-d.doorAt >= doorEvery {
-		d.doorAt = d.now
-		d.evalDoors(g)
-	}
-	switch {
-	case g.outstanding == 0 && d.draining:
-		d.exit = true
-		return
-	case g.outstanding == 0 && d.migrating != nil:
-		d.completeMigration()
-	case g.outstanding == 0 && d.issued(g) >= d.rotateAt:
-		if err := d.attach(g); err != nil {
-			d.log.Error("rotating the engine", "err", err)
-		}
-	case d.issued(g) >= d.rotateAt+d.rotateAt/4 && d.migrating == nil && !d.draining:
-		// Never idle under sustained load: rotate as a migration to the same plan (a pause
-		// of at most one flush, once per 2^20 requests).
-		d.startMigration(&reloadReq{next: g, reply: make(chan error, 1)})
-	}
-}
-
-// rotateIfIdle gives the current generation a fresh engine when nothing is in flight (the
-// server went idle after a burst: the old engine's tables were sized for it).
-func (d *driver) rotateIfIdle() {
-	if g := d.gen; g.outstanding == 0 && d.migrating == nil && !d.draining && d.issued(g) > 0 {
-		if err := d.attach(g); err != nil {
-			d.log.Error("rotating the engine", "err", err)
-		}
-		// The timer heap's array was sized for the burst too (the old engine's entries are
-		// stale now; they fire and are ignored).
-		d.timers = append(dataplane.TimeHeap[timerItem](nil), d.timers...)
-	}
-}
-
-// issued is the number of request IDs g's engine handed out. The engine forgets answered
-// requests (Compact), but IDs are 32-bit and policies may keep per-ID state, so the engine
-// is still rotated now and then.
-func (d *driver) issued(g *generation) int {
-	return int(g.eng.RequestBase()) + len(g.eng.Requests())
-}
-
-// evalDoors asks the policy (dataplane.Door), or the driver's own estimate, whether a fresh
-// arrival of each app could still be served in time, and publishes the verdict for the
-// handlers: a closed door refuses requests before their body is read.
-func (d *driver) evalDoors(g *generation) {
-	pd, hasDoor := g.eng.Policy().(dataplane.Door)
-	v := g.eng.View()
-	d.m.deliveryMargin.Set(float64(d.delivery.q.Load()) / 1e6)
-	for i := range g.doors {
-		app := dataplane.AppID(i)
-		var until dataplane.Time
-		var reason string
-		if hasDoor {
-			// A fresh arrival whose answer must also be delivered: as old as the margin.
-			ok, why, retry := pd.Door(v, app, d.now-d.delivery.margin(g.dep.Apps[i].SLO), d.now)
-			if !ok {
-				until, reason = max(retry, d.now+1), string(why)
-			}
-		} else {
-			// Requests not yet in a batch, served at the planned rate, would keep a fresh
-			// arrival waiting longer than its SLO (less the delivery margin).
-			a := &g.dep.Apps[i]
-			if wait, slo := genericWait(a, g.queued[i]), a.SLO-d.delivery.margin(a.SLO); wait > slo {
-				until, reason = d.now+wait-slo, "overload"
-			}
-		}
-		dr := &g.doors[i]
-		if until > 0 {
-			if p := dr.reason.Load(); p == nil || *p != reason {
-				r := reason // allocated only when the reason changes, not per evaluation
-				dr.reason.Store(&r)
-			}
-		}
-		dr.closedUntil.Store(int64(until))
-	}
-}
-
-// genericWait estimates how long a fresh arrival of app waits for the queued requests ahead
-// of it at the app's planned rate (policies without a Door).
-func genericWait(a *dataplane.App, queued int64) dataplane.Time {
-	if a.RateRPS <= 0 || queued <= 0 {
-		return 0
-	}
-	return dataplane.Time(float64(queued) / a.RateRPS * 1e6)
-}
-
-// arm makes sure the driver wakes for its earliest timer when it is about to sleep.
-//
-// An idle driver arms the timerfd (waketimer), which wakes it within µs of the deadline,
-// where a Go timer can be up to 1 ms late (the runtime sleeps in epoll_wait, whose timeout
-// is in ms). But a timerfd re-arm for a deadline this close reprograms the CPU's hardware
-// timer, and the expiry interrupts it again: in a VM both exit to the hypervisor, 8-20 µs of
-// CPU each time (timerfd_settime costs 1 µs for a deadline 5 ms away, 9 µs at 100 µs, 23 µs
-// at 10 µs here). A saturated driver re-armed it for the next hop's end about every fifth
-// request, and that was the largest part of serve's CPU per request beyond the HTTP floor
-// (issue 11's target: ≤ 15 µs).
-//
-// A busy driver (calls arriving on average busyGap apart or closer, the last one less than
-// busyQuiet ago: each of them handles the due timers anyway) arms a Go runtime timer instead
-// for deadlines within coarseHorizon: its Reset is a heap update in the runtime, and while
-// the process runs goroutines the scheduler fires it on time. It is late only when the
-// driver's processor goes idle (the runtime's poller then sleeps in whole ms), and then by
-// less than a ms or until the next call, whichever comes first; busyQuiet after the last
-// call the timerfd takes over again, so an idle server keeps its µs wakeups. Whatever the
-// wake, a late one only delays answers: each timer is handled at its own time (onTimers).
-// Far deadlines always use the timerfd (its re-arm is cheap: the kernel's tick comes first).
-func (d *driver) arm() {
-	if len(d.timers) == 0 {
-		return
-	}
-	at := d.timers[0].At
-	if d.intakeGap < busyGap && d.now-d.intakeAt < busyQuiet && at-d.now < coarseHorizon {
-		if at != d.soonAt {
-			d.soonAt = at
-			d.soon.Reset(max(time.Until(d.clk.At(at)), 0))
-		}
-		return
-	}
-	if d.soonAt != dataplane.Never {
-		// The timerfd takes over; a stale Go timer would only cost a spurious wakeup.
-		d.soon.Stop()
-		d.soonAt = dataplane.Never
-	}
-	if at == d.timerAt {
-		return
-	}
-	d.timerAt = at
-	d.timer.Reset(max(time.Until(d.clk.At(at)), 0))
-}
-
-func (d *driver) push(at dataplane.Time, x timerItem) {
-	d.seq++
-	d.timers.Push(dataplane.Timed[timerItem]{At: at, Seq: d.seq, Val: x})
-}
-
-// onTimers handles every timer due by the wall clock, each at its own time: an emulated hop
-// ends, a transfer lands and a policy timer fires when it was due, not when the driver got
-// to it. The driver being late (a busy machine, a burst of arrivals) then delays only the
-// answers it sends, never the emulated workers' next hops — as in the simulator, where a
-// hop's end is exact — so lateness does not accumulate along a request's hops or cost the
-// workers capacity. d.now ends at the wall clock.
-func (d *driver) onTimers() {
-	wall := max(d.now, d.clk.Now())
-	for len(d.timers) > 0 && d.timers[0].At <= wall {
-		due := d.timers.Pop()
-		x := due.Val
-		d.now = max(d.now, due.At)
-		if x.kind != tFlush && x.kind != tDrain && x.gen == d.gen.n {
-			d.m.latenessUs(wall - due.At)
-		}
-		switch x.kind {
-		case tPolicy:
-			if x.gen == d.gen.n {
-				d.handle(dataplane.Event{Kind: dataplane.EvTimer, Key: x.key})
-			}
-		case tBatch:
-			if x.gen == d.gen.n {
-				x.job.End = d.now
-				d.onJob(x.job)
-			}
-		case tTransfer:
-			if x.gen == d.gen.n {
-				d.handle(dataplane.Event{Kind: dataplane.EvTransferDone, Batch: x.batch, Hop: x.hop, Start: x.start, End: d.now})
-			}
-		case tFlush:
-			if d.migrating != nil && x.gen == d.gen.n {
-				d.log.Warn("migration flush timed out: answering the old plan's unfinished requests with 503", "outstanding", d.gen.outstanding)
-				d.abandon(d.gen, "migration")
-			}
-		case tDrain:
-			if d.draining {
-				d.log.Warn("drain timed out: answering unfinished requests with 503", "outstanding", d.gen.outstanding)
-				d.abandon(d.gen, string(dataplane.DropShutdown))
-				for _, c := range d.paused {
-					d.answerShutdown(c, "migration")
-				}
-				d.paused = nil
-			}
-		}
-	}
-	d.now = wall
 }
 
 // handle calls the engine; an error is a policy or driver bug: the generation's requests are
@@ -880,289 +713,4 @@ func (fx *effects) Transfer(now dataplane.Time, b dataplane.BatchID, hop int, _,
 // SetTimer implements dataplane.Effects.
 func (fx *effects) SetTimer(at dataplane.Time, key int64) {
 	fx.d.push(at, timerItem{kind: tPolicy, gen: fx.g.n, key: key})
-}
-
-// Finish implements dataplane.Effects: answer the client.
-func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
-	g, d := fx.g, fx.d
-	c := g.call(r.ID)
-	if c == nil || c.answered {
-		return
-	}
-	// The engine may finish a request at a due timer's own time (onTimers); the client gets
-	// its answer now, and its latency and lateness are what it sees.
-	wall := max(now, d.clk.Now())
-	t := d.timing(g, c, r, wall)
-	res := result{timing: t, payload: c.payload, res: r.Result, finished: now}
-	if r.Result.Certainty > 0 && len(t.Stages) > 0 {
-		res.answeredBy = answeredBy(g.dep, t.Stages[len(t.Stages)-1].Stage)
-	}
-	switch r.Outcome {
-	case dataplane.Completed, dataplane.Late:
-		// On time by the request's true deadline, not the engine's (which is earlier by the
-		// delivery margin), and by the wall clock the client sees.
-		res.status = 200
-		res.outcome = dataplane.Completed.String()
-		if wall > c.deadline {
-			res.outcome = dataplane.Late.String()
-		}
-		if c.payload != nil && c.payload.Err != nil {
-			res.status = 502
-			res.outcome = "error"
-			res.stage = c.payload.ErrStage
-			res.err = c.payload.Err.Error()
-		}
-	default:
-		res.status = 503
-		res.outcome = "dropped"
-		res.reason = string(r.Reason)
-		res.stage = stageName(g.dep, r.DropStage)
-		res.estimate = int64(r.Estimate)
-		d.m.drop(c.model, res.stage, res.reason)
-	}
-	d.answer(g, c, res)
-}
-
-// answeredBy names the model of the stage called stage (the stage's name when it names no
-// model).
-func answeredBy(dep *dataplane.Deployment, stage string) string {
-	for i := range dep.Stages {
-		if dep.Stages[i].Name == stage && dep.Stages[i].Model != "" {
-			return dep.Stages[i].Model
-		}
-	}
-	return stage
-}
-
-func stageName(dep *dataplane.Deployment, s dataplane.StageID) string {
-	if s < 0 || int(s) >= len(dep.Stages) {
-		return "queue"
-	}
-	return dep.Stages[s].Name
-}
-
-// answer sends the result (the channel has room for exactly one) and does the bookkeeping.
-func (d *driver) answer(g *generation, c *call, res result) {
-	if c.answered {
-		return
-	}
-	c.answered = true
-	g.outstanding--
-	if g.call(c.req) == c {
-		g.clearCall(c.req)
-	}
-	c.payload = nil
-	d.m.finished(c.ms, res.outcome, res.timing.LatencyUs)
-	c.reply(res)
-}
-
-// answerShutdown answers a call the engine never saw with 503.
-func (d *driver) answerShutdown(c *call, stage string) {
-	if c.answered {
-		return
-	}
-	c.answered = true
-	reason := string(dataplane.DropShutdown)
-	if stage == "migration" {
-		reason = "migration"
-	}
-	d.m.drop(c.model, stage, reason)
-	lat := int64(d.now - c.at)
-	d.m.finished(c.ms, "dropped", lat)
-	c.payload = nil
-	c.reply(result{status: 503, outcome: "dropped", reason: reason, stage: stage,
-		timing: Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}})
-}
-
-// abandon answers every unfinished call of g with 503 (drain or flush timeout). The engine's
-// state is left as is: the generation is retired right after.
-func (d *driver) abandon(g *generation, reason string) {
-	eng := g.eng
-	for _, c := range g.calls {
-		if c == nil || c.answered {
-			continue
-		}
-		r := eng.Req(c.req)
-		stage := "queue"
-		if n := len(r.Batches); n > 0 && r.Batches[n-1] >= eng.BatchBase() {
-			b := eng.Batch(r.Batches[n-1])
-			for _, h := range b.Hops {
-				stage = g.dep.Stages[h.Stage].Name
-				if h.End < 0 {
-					break
-				}
-			}
-		}
-		t := d.timing(g, c, r, d.now)
-		d.m.drop(c.model, stage, reason)
-		d.answer(g, c, result{status: 503, outcome: "dropped", reason: reason, stage: stage, timing: t})
-	}
-}
-
-// timing computes the latency breakdown of r from the engine's batch records.
-func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now dataplane.Time) Timing {
-	app := &g.dep.Apps[r.App]
-	t := Timing{LatencyUs: int64(now - c.at), SLOUs: int64(app.SLO), IntakeUs: int64(c.received - c.at), MigrationUs: int64(c.fed - c.received)}
-	if len(r.Batches) == 0 || r.Dispatch == dataplane.Never {
-		t.BatchWaitUs = int64(now - c.fed)
-		return t
-	}
-	eng := g.eng
-	t.BatchWaitUs = int64(r.Dispatch - c.fed)
-	prev := r.Dispatch
-	for _, bid := range r.Batches {
-		if bid < eng.BatchBase() {
-			continue // forgotten by Compact (an earlier batch of a re-batched request)
-		}
-		b := eng.Batch(bid)
-		if b.Dispatched > prev {
-			t.QueueUs += int64(b.Dispatched - prev)
-			prev = b.Dispatched
-		}
-		for _, h := range b.Hops {
-			if h.Start < 0 {
-				break
-			}
-			st := StageTiming{Stage: g.dep.Stages[h.Stage].Name, Worker: g.dep.Topo.Workers[h.Worker].Name, Batch: len(b.Reqs),
-				QueueUs: int64(max(h.Start-prev, 0))}
-			prev = max(prev, h.Start)
-			if h.End >= 0 {
-				st.ExecUs = int64(h.End - h.Start)
-				prev = h.End
-			}
-			if h.OutEnd >= 0 {
-				st.QueueUs += int64(max(h.OutStart-prev, 0))
-				st.TransferUs = int64(h.OutEnd - h.OutStart)
-				prev = h.OutEnd
-			}
-			t.QueueUs += st.QueueUs
-			t.ExecUs += st.ExecUs
-			t.TransferUs += st.TransferUs
-			if t.Stages == nil {
-				t.Stages = c.stages[:0]
-			}
-			t.Stages = append(t.Stages, st)
-		}
-	}
-	if now > prev {
-		t.DeliveryUs = int64(now - prev)
-	}
-	return t
-}
-
-// switchTo makes g the current generation, with a fresh engine.
-func (d *driver) switchTo(g *generation) error {
-	if err := d.attach(g); err != nil {
-		return err
-	}
-	d.gen = g
-	d.m.setPlan(g)
-	if d.onSwitch != nil {
-		d.onSwitch(g)
-	}
-	return nil
-}
-
-// startMigration is PPipe's migration: the next generation was preloaded by the caller; now
-// intake pauses (new calls wait in d.paused), the old engine flushes its in-flight work,
-// and afterEvent switches once it is idle (or the flush deadline answers the rest).
-func (d *driver) startMigration(r *reloadReq) {
-	if d.draining {
-		r.reply <- fmt.Errorf("the server is shutting down")
-		return
-	}
-	if d.migrating != nil {
-		r.reply <- ErrReloadBusy
-		return
-	}
-	r.began = d.now
-	d.migrating = r
-	if r.next != d.gen {
-		d.m.setReady(false) // a rotation is too short to tell load balancers
-	}
-	d.push(d.now+d.flushFor, timerItem{kind: tFlush, gen: d.gen.n})
-}
-
-func (d *driver) completeMigration() {
-	r := d.migrating
-	d.migrating = nil
-	old := d.gen
-	switch {
-	case r.next == old:
-		// A rotation: the same plan on a fresh engine.
-		if err := d.attach(old); err != nil {
-			d.log.Error("rotating the engine", "err", err)
-		}
-	default:
-		if err := d.switchTo(r.next); err != nil {
-			d.log.Error("switching plans: keeping the old one", "err", err)
-			r.next.exec.retire()
-			r.reply <- err
-		} else {
-			old.exec.retire()
-			d.log.Info("plan switched", "digest", r.next.digest, "paused_us", int64(d.now-r.began), "held", len(d.paused))
-		}
-	}
-	paused := d.paused
-	d.paused = nil
-	for _, c := range paused {
-		d.feed(c)
-	}
-	d.m.setReady(true)
-	if d.gen == r.next {
-		r.reply <- nil
-	}
-}
-
-// startDrain stops intake and lets in-flight requests finish until deadline.
-func (d *driver) startDrain(deadline time.Time) {
-	if d.draining {
-		return
-	}
-	d.draining = true
-	d.m.setReady(false)
-	if d.migrating != nil {
-		if d.migrating.next != d.gen {
-			d.migrating.next.exec.retire()
-		}
-		d.migrating.reply <- fmt.Errorf("the server is shutting down")
-		d.migrating = nil
-		for _, c := range d.paused {
-			d.answerShutdown(c, "migration")
-		}
-		d.paused = nil
-	}
-	at := d.now + dataplane.Time(time.Until(deadline)/time.Microsecond)
-	d.push(max(at, d.now), timerItem{kind: tDrain})
-}
-
-// snapshot fills the gauges that only the driver can read.
-func (d *driver) snapshot() {
-	g := d.gen
-	v := g.eng.View()
-	for i := range g.dep.Topo.Workers {
-		w := &g.dep.Topo.Workers[i]
-		_, _, busy := v.WorkerRunning(dataplane.WorkerID(i))
-		d.m.workerQueue(w.Name, g.dep.Stages[w.Stage].Name, v.WorkerQueued(dataplane.WorkerID(i)), busy)
-	}
-	for i, a := range g.dep.Apps {
-		d.m.queueDepth(a.Name, g.queued[i])
-	}
-	d.m.setPaused(len(d.paused))
-}
-
-// do runs f on the driver goroutine and waits; it reports false when the driver has stopped.
-func (d *driver) do(f func()) bool {
-	ok := make(chan struct{})
-	select {
-	case d.cmds <- func() { f(); close(ok) }:
-	case <-d.stopped:
-		return false
-	}
-	select {
-	case <-ok:
-		return true
-	case <-d.stopped:
-		return false
-	}
 }

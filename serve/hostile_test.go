@@ -285,3 +285,88 @@ func TestDrain(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// TestClientGoneCancels: a real HTTP client that disconnects while its request is held by a
+// batch gets the request cancelled in the engine (issue 29 item 2): when the batch ends, its
+// answer is discarded and counted as cancelled, never completed, and the in-flight gauge
+// returns to 0.
+// The same holds for Submit, the entry point of KServe gRPC, workflow runs and the OpenAI API,
+// whose ctx ends when their client goes.
+func TestClientGoneCancels(t *testing.T) {
+	for _, front := range []string{"http", "submit"} {
+		t.Run(front, func(t *testing.T) { testClientGone(t, front) })
+	}
+}
+
+func testClientGone(t *testing.T, front string) {
+	g := newGated()
+	defer g.open()
+	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), NewExecutor: g.factory})
+	url := ts.URL + "/v2/models/demo/infer"
+	first := heldRequest(t, s, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		if front == "submit" {
+			_, err := s.Submit(ctx, Request{Model: "demo", ID: "gone", Input: &TensorJSON{Name: "input", Shape: []int64{1, 1}, Datatype: "FP32", Data: json.RawMessage("[2]")}})
+			errc <- err
+			return
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(inferBody(2)))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	outstanding := func() (n int) {
+		s.d.do(func() { n = s.d.gen.outstanding })
+		return n
+	}
+	waitFor(t, "the second request held", func() bool { return outstanding() == 2 })
+	cancel() // the client disconnects
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled client got an answer")
+	}
+	waitFor(t, "the driver to withdraw the request", func() bool {
+		var n int
+		s.d.do(func() {
+			for _, c := range s.d.gen.calls {
+				if c != nil && c.cancelled {
+					n++
+				}
+			}
+		})
+		return n == 1 || outstanding() == 1
+	})
+	g.open()
+	if c := <-first; c != 200 {
+		t.Errorf("the first request: %d", c)
+	}
+	waitFor(t, "both answered", func() bool { return outstanding() == 0 })
+	_, mt := get(t, ts.URL+"/metrics")
+	for series, want := range map[string]float64{
+		`plan_responses_total{model="demo",outcome="completed"}`: 1,
+		`plan_responses_total{model="demo",outcome="cancelled"}`: 1,
+		`plan_requests_in_flight{model="demo"}`:                  0,
+	} {
+		if got := metricValue(string(mt), series); got != want {
+			t.Errorf("%s = %g, want %g", series, got, want)
+		}
+	}
+	if !strings.Contains(string(mt), `reason="cancelled"`) {
+		t.Errorf("no drop counted as cancelled:\n%s", mt)
+	}
+}
+
+// waitFor polls cond until it holds; the test fails after a generous bound (no timing is
+// asserted: the bound only keeps a broken build from hanging).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

@@ -47,7 +47,9 @@ func (s *Server) Infer(ctx context.Context, model, id string, in TensorJSON) (*A
 // Submit serves one request through the same door, in-flight bound, driver, engine, admission
 // and metrics as POST /v2/models/{model}/infer: the entry point of every front end that is
 // not the KServe HTTP/JSON handler (KServe gRPC, a system's own API: serve.Frontend). ctx
-// ending before the answer returns ctx's error (the driver's answer is then discarded).
+// ending before the answer (the client disconnected, a gRPC deadline passed) returns ctx's
+// error and cancels the request: the driver withdraws it from the engine (Engine.Cancel) and
+// counts it as cancelled, so a request nobody waits for stops costing GPU time.
 func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	now := s.clk.Now()
 	at := now
@@ -118,6 +120,8 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	select {
 	case <-c.done:
 	case <-ctx.Done():
+		// The caller's client left (or its deadline passed): withdraw the request.
+		s.d.cancel(c)
 		return nil, ctx.Err()
 	}
 	res := &c.res

@@ -62,6 +62,7 @@ type metrics struct {
 }
 
 type modelSeries struct {
+	name                              string
 	requests                          prometheus.Counter
 	completed, late, dropped, errored prometheus.Counter
 	latency                           prometheus.Observer
@@ -85,7 +86,7 @@ func newMetrics() *metrics {
 	m.ready.Store(true)
 	f := promauto(m.reg)
 	m.requests = f.counterVec("plan_requests_total", "Inference requests accepted by the driver.", "model")
-	m.responses = f.counterVec("plan_responses_total", "Answered requests by outcome (completed, late, dropped, error).", "model", "outcome")
+	m.responses = f.counterVec("plan_responses_total", "Answered requests by outcome (completed, late, dropped, error, cancelled: the client left before its answer).", "model", "outcome")
 	m.drops = f.counterVec("plan_drops_total", "Dropped requests by stage and reason (stage intake: refused at the door, before the body was decoded).", "model", "stage", "reason")
 	m.rejected = f.counterVec("plan_rejected_total", "Requests refused before intake, by HTTP status and cause.", "code", "cause")
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "plan_request_latency_seconds",
@@ -135,6 +136,7 @@ func (m *metrics) model(name string) *modelSeries {
 		return s.(*modelSeries)
 	}
 	s := &modelSeries{
+		name:      name,
 		requests:  m.requests.WithLabelValues(name),
 		completed: m.responses.WithLabelValues(name, "completed"),
 		late:      m.responses.WithLabelValues(name, "late"),
@@ -177,6 +179,11 @@ func (m *metrics) finished(ms *modelSeries, outcome string, latUs int64) {
 		return
 	case "error":
 		ms.errored.Inc()
+		return
+	case outcomeCancelled:
+		// Created on first use (cancellations are rare), so a server that never saw one
+		// exports no such series.
+		m.responses.WithLabelValues(ms.name, outcomeCancelled).Inc()
 		return
 	default:
 		m.responses.WithLabelValues("?", outcome).Inc()

@@ -575,11 +575,11 @@ func TestMaxInFlight(t *testing.T) {
 	}
 }
 
-// TestRotation: the engine is replaced after rotateAt requests, idle or not, and no request
-// is lost across the swaps.
-func TestRotation(t *testing.T) {
+// TestIDRenewal: the engine is replaced when its request IDs run low (idLimit), idle or
+// not, and no request is lost across the swaps.
+func TestIDRenewal(t *testing.T) {
 	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json")})
-	s.d.do(func() { s.d.rotateAt = 16 })
+	s.d.do(func() { s.d.idLimit = 16 })
 	codes := concurrent(t, ts.URL+"/v2/models/demo/infer", 300, 300*time.Microsecond)
 	for i, c := range codes {
 		if c != 200 && c != 503 {
@@ -588,7 +588,7 @@ func TestRotation(t *testing.T) {
 	}
 	var gens, reqs int
 	s.d.do(func() { gens, reqs = s.d.gens, len(s.d.gen.eng.Requests()) })
-	if gens < 5 || reqs > 16+16/4+64 {
+	if gens < 5 || reqs > 16+16/2+64 {
 		t.Errorf("%d engines, the last holds %d requests", gens, reqs)
 	}
 	_, mt := get(t, ts.URL+"/metrics")

@@ -9,6 +9,14 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
+// A request whose client left before its answer (Server.Submit's ctx ended, the HTTP
+// connection closed) is withdrawn from the engine and counted with outcome "cancelled"
+// (issue 29 item 2); its status, never sent, is nginx's 499 "client closed request".
+const (
+	outcomeCancelled = "cancelled"
+	statusCancelled  = 499
+)
+
 // Request is one request for Server.Submit.
 type Request struct {
 	// Model is the plan's application name.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -239,7 +240,11 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		}
 		b := p.v.Batch(ev.Batch)
 		for _, id := range b.Reqs {
-			if p.v.Req(id).Outcome == dataplane.Pending {
+			switch r := p.v.Req(id); {
+			case r.Outcome != dataplane.Pending:
+			case r.CancelRequested:
+				out.Drop(id, p.stage, dataplane.DropCancelled, 0) // withdrawn while it ran: no answer
+			default:
 				out.Complete(id, p.stage)
 			}
 		}
@@ -267,6 +272,16 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		if k := p.index(ev.Worker); k >= 0 {
 			// Back empty and inactive: the autoscaler loads it when it wants it again.
 			p.nDown--
+		}
+	case dataplane.EvCancel:
+		// Already finished as cancelled: out of its replica's queue (a request in a running
+		// batch is in none; the batch's end skips it). Cocktail+ keeps no other per-request
+		// state.
+		for k, q := range p.queues {
+			if i := slices.Index(q, ev.Req); i >= 0 {
+				p.queues[k] = slices.Delete(q, i, i+1)
+				break
+			}
 		}
 	}
 }

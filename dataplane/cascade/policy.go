@@ -59,10 +59,12 @@ type Policy struct {
 	repIdx    []int
 	gpuReps   [][]dataplane.WorkerID
 	gpuBusy   []bool
-	running   []bool // per worker
-	queues    [][]dataplane.ReqID
-	heads     []int
-	enq       [][]dataplane.Time // enqueue time of each queued request
+	// gpuEnd[g]: the nominal end of the batch GPU g runs (shed.go's lower bound).
+	gpuEnd  []dataplane.Time
+	running []bool // per worker
+	queues  [][]dataplane.ReqID
+	heads   []int
+	enq     [][]dataplane.Time // enqueue time of each queued request
 	// deficit routing counters per (gear, position): total and per replica sent.
 	total [][]float64
 	sent  [][][]float64
@@ -87,9 +89,10 @@ type Policy struct {
 	ringAt   int
 	// model residency (preload=false): per worker, loaded or loading.
 	loaded, loading []bool
-	// Switches counts gear changes; Decisions counts gear lookups (bench reporting).
-	Switches, Lookups int64
-	path              [1]dataplane.PathHop
+	// Switches counts gear changes; Decisions counts gear lookups (bench reporting); Shed
+	// counts the requests dropped because they could not be served on time (shed.go).
+	Switches, Lookups, Shed int64
+	path                    [1]dataplane.PathHop
 	// inflight[w]: the requests of the batch w runs (a failure of w releases them);
 	// nDown: workers down now (0 = the failure-free fast path).
 	inflight [][]dataplane.ReqID
@@ -206,6 +209,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.gqhi = append(p.gqhi, g.QHi)
 	}
 	p.gpuBusy = make([]bool, nG)
+	p.gpuEnd = make([]dataplane.Time, nG)
 	p.cand = make([]uint64, (nG+63)/64)
 	p.tick = p.TickEvery()
 	p.running = make([]bool, nW)
@@ -290,6 +294,11 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			out.Drop(ev.Req, dataplane.StageID(g.Stages[0]), dataplane.DropWorkerFailed, 0)
 			return
 		}
+		if ok, est := p.admits(now, w, r.Deadline); !ok {
+			out.Drop(ev.Req, dataplane.StageID(g.Stages[0]), dataplane.DropAdmission, est-r.Arrival)
+			p.Shed++
+			return
+		}
 		p.push(w, ev.Req, r.Arrival)
 		p.kick(now, w, out)
 	case dataplane.EvTick:
@@ -340,6 +349,8 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.workerDown(now, ev.Worker, out)
 	case dataplane.EvWorkerUp:
 		p.workerUp(now, ev.Worker, out)
+	case dataplane.EvCancel:
+		p.cancel(ev.Req)
 	}
 }
 
@@ -479,6 +490,9 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	best := dataplane.NoWorker
 	var bt dataplane.Time
 	for _, w := range p.gpuReps[g] {
+		if !p.running[w] && p.loaded[w] && !p.isDown(w) {
+			p.dropLate(now, w, out)
+		}
 		if p.running[w] || !p.loaded[w] || p.qlen(w) < p.trigger(now, w) || p.isDown(w) {
 			continue
 		}
@@ -497,7 +511,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 		return
 	}
 	w := best
-	n := min(p.qlen(w), p.tab.MaxBatch)
+	n := p.batchSize(now, w)
 	p.inflight[w] = append(p.inflight[w][:0], p.queues[w][p.heads[w]:p.heads[w]+n]...)
 	p.heads[w] += n
 	if p.heads[w] == len(p.queues[w]) {
@@ -510,8 +524,9 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	if p.qlen(w) > 0 {
 		p.newHead(w)
 	}
+	end := now + p.lat(w, n)
 	for _, d := range p.tab.Replicas[w].GPUs {
-		p.gpuBusy[d] = true
+		p.gpuBusy[d], p.gpuEnd[d] = true, end
 	}
 	p.running[w] = true
 	p.path[0] = dataplane.PathHop{Stage: dataplane.StageID(p.tab.Replicas[w].Stage), Worker: w}
@@ -528,6 +543,11 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	for _, id := range b.Reqs {
 		r := p.v.Req(id)
 		if r.Outcome != dataplane.Pending {
+			continue
+		}
+		if r.CancelRequested {
+			// Withdrawn while the batch ran: no further model, no answer.
+			out.Drop(id, dataplane.StageID(st), dataplane.DropCancelled, 0)
 			continue
 		}
 		// The current gear's cascade applies to samples entering a stage from now on; a
@@ -566,6 +586,11 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 		}
 		if target == dataplane.NoWorker {
 			out.Drop(id, dataplane.StageID(ns), dataplane.DropWorkerFailed, 0)
+			continue
+		}
+		if ok, est := p.admits(now, target, r.Deadline); !ok {
+			out.Drop(id, dataplane.StageID(ns), dataplane.DropDeadline, est-r.Arrival)
+			p.Shed++
 			continue
 		}
 		p.push(target, id, r.Arrival)

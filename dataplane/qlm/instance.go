@@ -143,6 +143,9 @@ type Stats struct {
 	// Failovers counts instance failures handled; Rerouted the sequences they re-queued on
 	// live instances (running ones lose their KV and recompute, QLM §5's eviction).
 	Failovers, Rerouted int64
+	// Cancelled counts sequences withdrawn by EvCancel (or found cancelled at their
+	// iteration's end); TooLarge the requests dropped at arrival as DropTooLarge.
+	Cancelled, TooLarge int64
 	// SolveNs is the wall time spent in the plan generator (not part of the deterministic
 	// state: policies never read it).
 	SolveNs int64
@@ -346,6 +349,7 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 			in.satDecodes++
 		}
 	}
+	p.dropCancelled(in, out)
 	keep := in.running[:0]
 	done := map[*seq]bool{}
 	for _, s := range in.iter {
@@ -375,6 +379,26 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 	in.running = keep
 	in.iter = in.iter[:0]
 	in.busy = false
+}
+
+// dropCancelled aborts the sequences of the iteration just ended whose requests were
+// withdrawn while it ran (Request.CancelRequested) but are still here: an engine that
+// finishes them itself sends EvCancel before EvBatchDone (cancel took them out already);
+// otherwise they are dropped as cancelled now, their KV freed, and never run again.
+func (p *Policy) dropCancelled(in *instance, out *dataplane.Decisions) {
+	var gone []*seq
+	for _, s := range in.iter {
+		if r := p.view.Req(s.id); r.CancelRequested || r.Outcome != dataplane.Pending {
+			gone = append(gone, s)
+		}
+	}
+	for _, s := range gone {
+		pending := p.view.Req(s.id).Outcome == dataplane.Pending
+		p.cancel(s.id)
+		if pending {
+			out.Drop(s.id, 0, dataplane.DropCancelled, 0)
+		}
+	}
 }
 
 // preempt takes victim v out of the running batch: a KV swap to CPU memory when the mode

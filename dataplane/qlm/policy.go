@@ -54,6 +54,9 @@ type queue interface {
 	// evacuate removes and returns, in queue order, the waiting sequences queued for a
 	// failed instance.
 	evacuate(p *Policy, in *instance) []*seq
+	// withdraw removes waiting sequence s (its request was cancelled, EvCancel) from the
+	// queue; a sequence the queue does not hold is left alone.
+	withdraw(p *Policy, s *seq)
 }
 
 // Policy is one QLM-kind policy: the instance engine plus a queueing layer.
@@ -86,6 +89,9 @@ type Policy struct {
 	// elig and groupCap cache eligible and capFor per model (reset by setDown).
 	elig     map[string][]*instance
 	groupCap map[string]int
+	// kvMax is the largest KV cache in tokens (whole blocks) per model over the instances
+	// with its profile (fits).
+	kvMax map[string]int
 }
 
 // Name implements dataplane.Policy.
@@ -182,8 +188,17 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvArrival:
 		r := p.view.Req(ev.Req)
 		s := p.newSeq(r)
+		if !p.fits(s) {
+			// It could never be admitted: waiting, it would hold the head of its queue
+			// forever (issue 36 item 2).
+			p.stats.TooLarge++
+			out.Drop(s.id, 0, DropTooLarge, 0)
+			break
+		}
 		p.seqs[s.id] = s
 		p.enqueue(now, s, out)
+	case dataplane.EvCancel:
+		p.cancel(ev.Req)
 	case dataplane.EvWorkerDown:
 		if in := p.byW[ev.Worker]; in != nil {
 			p.instanceDown(now, in, out)
@@ -408,6 +423,20 @@ func (q *plainQueue) findsNothing(*Policy, *instance) bool { return false }
 
 // othersWaiting: an instance serves only its own FCFS/EDF queue (no pulling, QLM §8 baselines).
 func (q *plainQueue) othersWaiting(*Policy) bool { return false }
+
+func (q *plainQueue) withdraw(p *Policy, s *seq) {
+	if q.wait == nil || s.inst < 0 {
+		return
+	}
+	w := q.wait[s.inst]
+	for i, x := range w {
+		if x == s {
+			q.wait[s.inst] = append(w[:i], w[i+1:]...)
+			p.touch(s.inst)
+			return
+		}
+	}
+}
 
 func (q *plainQueue) finished(*Policy, *seq)       {}
 func (q *plainQueue) admitted(*Policy, *instance)  {}

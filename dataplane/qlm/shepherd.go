@@ -200,6 +200,31 @@ func (q *shepherdQueue) evacuate(p *Policy, in *instance) []*seq {
 
 func (q *shepherdQueue) finished(*Policy, *seq) {}
 
+// withdraw takes a cancelled waiting sequence out of its instance's list and out of the
+// batch formed there; the list changed, so preemption is re-checked.
+func (q *shepherdQueue) withdraw(p *Policy, s *seq) {
+	if q.wait == nil || s.inst < 0 {
+		return
+	}
+	i := s.inst
+	pd := q.pending[i][:0]
+	for _, x := range q.pending[i] {
+		if x != s {
+			pd = append(pd, x)
+		}
+	}
+	q.pending[i] = pd
+	for k, x := range q.wait[i] {
+		if x == s {
+			q.wait[i] = append(q.wait[i][:k], q.wait[i][k+1:]...)
+			q.tokens[i] -= p95Out(s)
+			q.dirty[i] = true
+			p.touch(i)
+			return
+		}
+	}
+}
+
 // admitted drops the rest of a formed batch that KV could not take: it re-forms next time.
 func (q *shepherdQueue) admitted(_ *Policy, in *instance) {
 	q.pending[in.idx] = q.pending[in.idx][:0]

@@ -60,4 +60,22 @@ type System struct {
 	// DyOrc's workflow runs), one fresh value per server. A frontend with flags of its own
 	// implements serve.FrontendFlags.
 	Frontends []func() serve.Frontend
+
+	// Sections are its file-format sections beyond the typed ones, and solve-error naming.
+	Sections Sections
+}
+
+// Sections are what a system registers in the file formats beyond the typed fields of
+// formats.Plan and formats.Workload (DESIGN.md "Systems as plug-ins"): its plan section and
+// workload sections, each decoded, validated, cross-checked and described by the section
+// itself. The five in-tree systems' sections are still typed fields and leave these empty.
+type Sections struct {
+	// Plan is its plan section (its Key is PlanSection); nil: a typed field of formats.Plan.
+	Plan formats.Section
+	// Workload are its workload sections (their keys are in WorkloadSections).
+	Workload []formats.Section
+	// SolveErrors, when set, puts the file that holds each of a failed solve's problems in
+	// front of it (`workload.yaml: pipelines[0].slo: ...`): names maps "cluster" and
+	// "workload" to the files given. nil: the problems keep the names the planner gave.
+	SolveErrors func(err error, names map[string]string) error
 }

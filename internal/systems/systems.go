@@ -34,20 +34,44 @@ func InTree() []system.System {
 	}
 }
 
+// Registry is a set of systems: the value every command takes (cli's options), built from
+// InTree by Default, or from InTree plus more by a test (a toy sixth system). It is never
+// changed once built.
+type Registry struct {
+	systems []system.System
+}
+
+// New builds a registry of systems, in the order given (the order of help and of lookups).
+func New(systems ...system.System) *Registry {
+	return &Registry{systems: slices.Clone(systems)}
+}
+
+// Default is the registry of the in-tree systems.
+func Default() *Registry { return New(InTree()...) }
+
+// Systems lists the registry's systems.
+func (r *Registry) Systems() []system.System { return slices.Clone(r.systems) }
+
 // Policies is the policy registry of every in-tree system.
-func Policies() *dataplane.Registry {
+func Policies() *dataplane.Registry { return Default().Policies() }
+
+// Policies is the policy registry of every system of r.
+func (r *Registry) Policies() *dataplane.Registry {
 	var specs []dataplane.PolicySpec
-	for _, s := range InTree() {
+	for _, s := range r.systems {
 		specs = append(specs, s.Policies...)
 	}
 	return dataplane.NewRegistry(specs...)
 }
 
-// Frontends returns a fresh value of every in-tree system's serve front end. `plan serve`
+// Frontends returns a fresh value of every in-tree system's serve front end.
+func Frontends() []serve.Frontend { return Default().Frontends() }
+
+// Frontends returns a fresh value of every system's serve front end. `plan serve`
 // registers them all: a reload may move the server to another system's plan.
-func Frontends() []serve.Frontend {
+func (r *Registry) Frontends() []serve.Frontend {
 	var fs []serve.Frontend
-	for _, s := range InTree() {
+	for _, s := range r.systems {
 		for _, f := range s.Frontends {
 			fs = append(fs, f())
 		}
@@ -55,37 +79,42 @@ func Frontends() []serve.Frontend {
 	return fs
 }
 
-// WorkloadSections lists the non-empty sections of a workload (nil = none given).
-func WorkloadSections(w *formats.Workload) []string {
-	if w == nil {
-		return nil
+// Sections is what the registry's systems contribute to the file formats: their names and
+// the sections they register beyond formats' typed ones. Every command decodes plans and
+// workloads with it (formats.ReadIntoWith), so a section no system claims is an error that
+// names the systems.
+func (r *Registry) Sections() *formats.SectionSet {
+	set := &formats.SectionSet{}
+	for _, s := range r.systems {
+		set.Systems = append(set.Systems, s.Name)
+		if s.Sections.Plan != nil {
+			set.Plan = append(set.Plan, s.Sections.Plan)
+		}
+		set.Workload = append(set.Workload, s.Sections.Workload...)
 	}
-	var out []string
-	if len(w.Models) > 0 {
-		out = append(out, "models")
-	}
-	if len(w.Pipelines) > 0 {
-		out = append(out, "pipelines")
-	}
-	if len(w.Cascades) > 0 {
-		out = append(out, "cascades")
-	}
-	if len(w.LLMClasses) > 0 {
-		out = append(out, "llm_classes")
-	}
-	if w.Workflows != nil {
-		out = append(out, "workflows")
-	}
-	return out
+	return set
 }
+
+// WorkloadSections lists the non-empty sections of a workload (nil = none given), typed and
+// registered alike (formats.Workload.SectionKeys).
+func WorkloadSections(w *formats.Workload) []string { return Default().WorkloadSections(w) }
+
+// WorkloadSections lists the sections of w that some system of r plans, then those no
+// system handles (ForWorkload names them in its error); nil when w is nil.
+func (r *Registry) WorkloadSections(w *formats.Workload) []string {
+	return w.SectionKeys()
+}
+
+// ForWorkload picks the in-tree system for w (Registry.ForWorkload).
+func ForWorkload(w *formats.Workload) (system.System, error) { return Default().ForWorkload(w) }
 
 // ForWorkload picks the system whose planner handles every section w has (w nil: the one
 // that plans without a workload). A workload no planner handles, or mixing sections no
 // single planner handles, is an error naming the sections.
-func ForWorkload(w *formats.Workload) (system.System, error) {
-	secs := WorkloadSections(w)
+func (r *Registry) ForWorkload(w *formats.Workload) (system.System, error) {
+	secs := r.WorkloadSections(w)
 	var handles []string
-	for _, s := range InTree() {
+	for _, s := range r.systems {
 		if s.NewPlanner == nil {
 			continue
 		}
@@ -113,12 +142,15 @@ func ForWorkload(w *formats.Workload) (system.System, error) {
 	return system.System{}, fmt.Errorf("section %s: no planner handles it yet (planners: %s)", secs[0], strings.Join(handles, "; "))
 }
 
+// ForPlan picks the in-tree system for p (Registry.ForPlan).
+func ForPlan(p *formats.Plan) (system.System, error) { return Default().ForPlan(p) }
+
 // ForPlan picks the system whose plan section the plan carries. A plan with no known
 // section, or with several, is an error.
-func ForPlan(p *formats.Plan) (system.System, error) {
+func (r *Registry) ForPlan(p *formats.Plan) (system.System, error) {
 	var found []system.System
 	var known []string
-	for _, s := range InTree() {
+	for _, s := range r.systems {
 		if s.HasPlan == nil {
 			continue
 		}
@@ -141,10 +173,13 @@ func ForPlan(p *formats.Plan) (system.System, error) {
 	return system.System{}, fmt.Errorf("the plan has sections %s: a plan carries one system's section", strings.Join(names, ", "))
 }
 
+// Deploy builds a plan's deployment with its in-tree system's deployer (Registry.Deploy).
+func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) { return Default().Deploy(p) }
+
 // Deploy builds a plan's deployment with its system's deployer and names the plan's
 // default policy. serve and load take it as their plan→deployment function.
-func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
-	s, err := ForPlan(p)
+func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	s, err := r.ForPlan(p)
 	if err != nil {
 		return nil, "", formats.ErrorList{{Path: "", Rule: err.Error()}}
 	}
@@ -167,9 +202,12 @@ func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
 	return s.Deploy(p)
 }
 
-// ByName returns the system called name.
-func ByName(name string) (system.System, bool) {
-	for _, s := range InTree() {
+// ByName returns the in-tree system called name.
+func ByName(name string) (system.System, bool) { return Default().ByName(name) }
+
+// ByName returns the system of r called name.
+func (r *Registry) ByName(name string) (system.System, bool) {
+	for _, s := range r.systems {
 		if s.Name == name {
 			return s, true
 		}

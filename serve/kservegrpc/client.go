@@ -111,7 +111,7 @@ func Sender(conn grpc.ClientConnInterface, raw, half bool) load.Sender {
 				s.Reason, s.Stage = "grpc-"+st.Code().String(), "server"
 			}
 		case codes.DeadlineExceeded, codes.Canceled:
-			s.Status, s.Stage, s.Reason = 0, "client", "timeout"
+			s.Status, s.Stage, s.Reason = 0, "client", load.ReasonCancelled
 		case codes.InvalidArgument:
 			s.Status, s.Stage, s.Reason = 400, "server", "http-400"
 		case codes.NotFound:

@@ -104,7 +104,8 @@ func BenchmarkServeVsSimulate(b *testing.B) {
 				b.ReportMetric(share*100, "%-of-sim-goodput")
 				b.ReportMetric((got.Attainment-want.Attainment)*100, "attainment-diff-pts")
 				b.ReportMetric(float64(p99.Microseconds())/float64(slo.Microseconds()), "p99/SLO")
-				b.ReportMetric(float64(res.Outcomes.ClientTimeouts+res.Outcomes.ClientErrors), "lost")
+				b.ReportMetric(float64(res.Outcomes.ClientErrors), "lost")
+				b.ReportMetric(float64(res.Outcomes.Cancelled), "cancelled")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(max(len(res.Samples), 1)), "cpu-µs/req")
 				b.ReportMetric(float64(res.Lag.Milliseconds()), "generator-lag-ms")
 			}

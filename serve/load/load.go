@@ -49,8 +49,10 @@ type Options struct {
 	Seed        uint64
 	// SLO overrides the servers' objective for attainment (0 = the model's, from metadata).
 	SLO time.Duration
-	// Timeout bounds one request (0 = 10 × SLO + 5 s); a request that times out counts as
-	// dropped at stage "client" with reason "timeout" (a lost request).
+	// Timeout bounds one request (0 = 10 × SLO + 5 s); a request that times out is given up:
+	// the client closes its connection (or ends its gRPC call), the server withdraws it
+	// (issue 29 item 2), and it counts as dropped at stage "client" with reason
+	// ReasonCancelled: never completed, never lost.
 	Timeout time.Duration
 	// Client sends the requests (nil = one with at most MaxConns connections).
 	Client *http.Client
@@ -101,6 +103,10 @@ type Result struct {
 	Outcomes Outcomes
 }
 
+// ReasonCancelled is the drop reason of a request the client gave up on (Options.Timeout):
+// the server's own name for a request whose client left (serve's outcome "cancelled").
+const ReasonCancelled = "cancelled"
+
 // Outcomes splits a run's requests by who decided their fate.
 type Outcomes struct {
 	// Completed and Late are 200 answers within and after the SLO (client-measured).
@@ -120,10 +126,11 @@ type Outcomes struct {
 	ServerDrops []sim.DropCount `json:"server_drops,omitempty"`
 	// ServerErrors counts other HTTP statuses (400, 404, 500, 502, ...).
 	ServerErrors map[int]int64 `json:"server_errors,omitempty"`
-	// ClientTimeouts are requests with no answer within Options.Timeout (what a lost request
-	// looks like); ClientErrors other transport failures (refused or reset connections).
-	ClientTimeouts int64 `json:"client_timeouts"`
-	ClientErrors   int64 `json:"client_errors"`
+	// Cancelled are requests with no answer within Options.Timeout, given up by the client
+	// and withdrawn by the server (outcome cancelled in its metrics); ClientErrors other
+	// transport failures (refused or reset connections, a request never sent).
+	Cancelled    int64 `json:"cancelled"`
+	ClientErrors int64 `json:"client_errors"`
 }
 
 func outcomes(samples []Sample, targets []target) Outcomes {
@@ -149,8 +156,8 @@ func outcomes(samples []Sample, targets []target) Outcomes {
 			drops[[2]string{s.Stage, s.Reason}]++
 		case s.Status != 0:
 			o.ServerErrors[s.Status]++
-		case s.Reason == "timeout":
-			o.ClientTimeouts++
+		case s.Reason == ReasonCancelled:
+			o.Cancelled++
 		default:
 			o.ClientErrors++
 		}
@@ -391,7 +398,7 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 		s.Stage = "client"
 		s.Reason = "error"
 		if errors.Is(err, context.DeadlineExceeded) {
-			s.Reason = "timeout"
+			s.Reason = ReasonCancelled
 		}
 		return
 	}

@@ -28,7 +28,7 @@ func TestOutcomes(t *testing.T) {
 			{Status: 200, Latency: 50 * ms, ServerLatency: 40 * ms},
 			{Status: 200, Latency: 150 * ms, ServerLatency: 60 * ms},
 			{Status: 503, Reason: "admission", Stage: "intake"},
-			{Reason: "timeout"},
+			{Reason: ReasonCancelled},
 		}, 1, 1, 0, 60 * ms, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestOutcomes(t *testing.T) {
 				drops += d.Count
 			}
 			if o.Completed != tc.completed || o.Late != tc.late || o.ServerLate != tc.serverLate || o.ServerP99 != tc.serverP99 ||
-				drops != tc.drops || o.ClientTimeouts != tc.timeouts {
+				drops != tc.drops || o.Cancelled != tc.timeouts {
 				t.Errorf("outcomes %+v, want completed %d late %d server-late %d p99 %s drops %d timeouts %d",
 					o, tc.completed, tc.late, tc.serverLate, tc.serverP99, tc.drops, tc.timeouts)
 			}

@@ -117,7 +117,7 @@ func (c *rawClient) conn() {
 	for j := range c.work {
 		if c.ctx.Err() != nil {
 			j.s.Latency = time.Since(j.begin)
-			j.s.Stage, j.s.Reason = "client", "cancelled"
+			j.s.Stage, j.s.Reason = "client", "not-sent"
 			j.done()
 			continue
 		}
@@ -127,7 +127,7 @@ func (c *rawClient) conn() {
 				j.s.Latency = time.Since(j.begin)
 				j.s.Stage, j.s.Reason = "client", "error"
 				if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-					j.s.Reason = "timeout"
+					j.s.Reason = "dial-timeout" // never sent: the server saw nothing
 				}
 				nc = nil
 				j.done()
@@ -159,7 +159,7 @@ func (c *rawClient) do(nc net.Conn, br *bufio.Reader, j rawJob, buf, wbuf *[]byt
 		s.Latency = time.Since(j.begin)
 		s.Stage, s.Reason = "client", "error"
 		if isTimeout(err) {
-			s.Reason = "timeout"
+			s.Reason = ReasonCancelled
 		}
 		return false
 	}
@@ -168,7 +168,7 @@ func (c *rawClient) do(nc net.Conn, br *bufio.Reader, j rawJob, buf, wbuf *[]byt
 		s.Latency = time.Since(j.begin)
 		s.Stage, s.Reason = "client", "error"
 		if isTimeout(err) {
-			s.Reason = "timeout"
+			s.Reason = ReasonCancelled
 		}
 		return false
 	}
@@ -180,7 +180,7 @@ func (c *rawClient) do(nc net.Conn, br *bufio.Reader, j rawJob, buf, wbuf *[]byt
 	if err != nil {
 		s.Stage, s.Reason = "client", "error"
 		if isTimeout(err) {
-			s.Reason = "timeout"
+			s.Reason = ReasonCancelled
 		}
 		return false
 	}

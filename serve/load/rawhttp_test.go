@@ -75,7 +75,7 @@ func TestRawClient(t *testing.T) {
 	c2.send(&targets[0], &lost, wg.Done)
 	wg.Wait()
 	c2.close()
-	if lost.Status != 0 || lost.Reason != "timeout" || lost.Stage != "client" {
+	if lost.Status != 0 || lost.Reason != ReasonCancelled || lost.Stage != "client" {
 		t.Errorf("unanswered request: %+v", lost)
 	}
 	if v, ok := field([]byte(`{"a": "b","latency_us":12}`), "latency_us"); !ok || v != "12" {

@@ -24,7 +24,7 @@ func send(ctx context.Context, f Sender, t *target, s *Sample, timeout time.Dura
 	if s.Status == 0 && s.Stage == "" {
 		s.Stage, s.Reason = "client", "error"
 		if errors.Is(rctx.Err(), context.DeadlineExceeded) {
-			s.Reason = "timeout"
+			s.Reason = ReasonCancelled
 		}
 	}
 }

@@ -95,8 +95,8 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	oc := res.Outcomes
-	t.Logf("%d requests: %d on time, %d late, drops %v, errors %v, %d client timeouts, %d client errors",
-		len(res.Samples), oc.Completed, oc.Late, oc.ServerDrops, oc.ServerErrors, oc.ClientTimeouts, oc.ClientErrors)
+	t.Logf("%d requests: %d on time, %d late, drops %v, errors %v, %d cancelled, %d client errors",
+		len(res.Samples), oc.Completed, oc.Late, oc.ServerDrops, oc.ServerErrors, oc.Cancelled, oc.ClientErrors)
 	for _, x := range res.Samples {
 		if x.Status != 200 && x.Status != 503 {
 			t.Errorf("request at %v: status %d (%s at %s): not answered exactly once", x.Arrival, x.Status, x.Reason, x.Stage)

@@ -48,6 +48,8 @@ type Request struct {
 	PromptTokens int
 	// Class is the class extension field (dataplane.Attrs.Class).
 	Class int32
+	// explicitPrompt: PromptTokens came from the prompt_tokens field.
+	explicitPrompt bool
 }
 
 // Message is one chat message.
@@ -84,6 +86,10 @@ type Error struct {
 	Code    any    `json:"code"`
 	// RetryAfter is the Retry-After header's seconds for 429/503 (0: none).
 	RetryAfter int64 `json:"-"`
+	// Close asks the client to close the connection (Connection: close): the server is
+	// draining, so a retry belongs on another connection, possibly another replica (issue 36
+	// item 13).
+	Close bool `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -185,6 +191,7 @@ func Decode(body []byte, chat bool) (*Request, *Error) {
 			return nil, badRequest("prompt_tokens", "prompt_tokens: %d: must be in [1, %d]", *w.PromptTokens, MaxTokensLimit)
 		}
 		r.PromptTokens = int(*w.PromptTokens)
+		r.explicitPrompt = true
 	} else if chat {
 		r.PromptTokens = ChatTokens(r.Messages)
 	} else {

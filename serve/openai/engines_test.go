@@ -241,7 +241,7 @@ func TestRemoteEngineLoadSteers(t *testing.T) {
 			// to hold its instance when the next arrives. 20 tokens (~0.4 s of decode) outlast
 			// a round trip under -race on a loaded machine, where 4 (~80 ms) did not always.
 			for i := range 6 {
-				resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":20,"prompt_tokens":%d}`, i, 100<<i))
+				resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":20,"prompt_tokens":%d}`, i, 100<<min(i, 4)))
 				if resp.StatusCode != 200 {
 					t.Fatalf("request %d: status %d: %s", i, resp.StatusCode, b)
 				}
@@ -301,7 +301,7 @@ func TestRemoteEngineDown(t *testing.T) {
 	waitDown(true)
 	got := map[string]int{}
 	for i := range 6 {
-		resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":4,"prompt_tokens":%d}`, i, 100<<i))
+		resp, b := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":4,"prompt_tokens":%d}`, i, 100<<min(i, 4)))
 		if resp.StatusCode != 200 {
 			t.Fatalf("request %d: status %d: %s", i, resp.StatusCode, b)
 		}
@@ -461,7 +461,7 @@ func postAll(t *testing.T, url, path string, n int, stream bool) []answered {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			body := fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":40,"prompt_tokens":%d,"stream":%v}`, i, 100<<i, stream)
+			body := fmt.Sprintf(`{"model":"mistral-chat","prompt":"p%d","max_tokens":40,"prompt_tokens":%d,"stream":%v}`, i, 100<<min(i, 4), stream)
 			if path == "/v1/chat/completions" {
 				body = fmt.Sprintf(`{"model":"mistral-chat","messages":[{"role":"user","content":"p%d"}],"max_tokens":40,"stream":%v}`, i, stream)
 			}

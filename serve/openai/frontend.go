@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/dataplane"
+	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -37,6 +37,9 @@ type Frontend struct {
 	NewQueue func() (Queue, error)
 	// MaxBody bounds a request body (default 4 MiB).
 	MaxBody int64
+	// QueueLease is the JetStream queue's lease (0: DefaultLease): a queued request whose
+	// worker stops extending it (a crash) is handed out again after it.
+	QueueLease time.Duration
 	// Endpoints maps instances to remote OpenAI-compatible engines (--llm-endpoints); empty:
 	// the instances are the server's own (emulated) workers. Poll is how often their
 	// /metrics are read.
@@ -56,6 +59,8 @@ type Frontend struct {
 	seq    atomic.Uint64
 	prefix string
 
+	limits limitCache
+
 	qmu    sync.Mutex
 	q      Queue
 	qerr   error
@@ -67,7 +72,7 @@ type Frontend struct {
 // New returns the front end for deployments of kind.
 func New(kind string) *Frontend {
 	return &Frontend{Kind: kind, QueueDir: filepath.Join(os.TempDir(), "plan-queue"), QueueWorkers: 32,
-		Endpoints: EndpointList{}, Poll: time.Second}
+		QueueLease: DefaultLease, Endpoints: EndpointList{}, Poll: time.Second}
 }
 
 // Flags implements serve.FrontendFlags.
@@ -77,6 +82,7 @@ func (f *Frontend) Flags(fs *pflag.FlagSet) {
 	fs.Var(f.Endpoints, "llm-endpoints", "QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)")
 	fs.DurationVar(&f.Poll, "llm-poll", f.Poll, "how often the --llm-endpoints engines' /metrics are read")
 	fs.IntVar(&f.QueueWorkers, "queue-workers", f.QueueWorkers, "queued requests handed to the engine at once (0: accept and answer polls only)")
+	fs.DurationVar(&f.QueueLease, "queue-lease", f.QueueLease, "lease of a queued request on its worker, extended while it runs: a crashed server's requests are served again after it")
 }
 
 // Routes implements serve.Frontend.
@@ -147,7 +153,7 @@ func (f *Frontend) queue() (Queue, error) {
 		q, err = f.NewQueue()
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.QueueDir, URL: f.QueueURL})
+		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.QueueDir, URL: f.QueueURL, AckWait: f.QueueLease})
 		cancel()
 	}
 	if err != nil {
@@ -174,6 +180,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, e *Error) {
+	if e.Close {
+		w.Header().Set("Connection", "close")
+	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
 	}
@@ -231,6 +240,9 @@ func (f *Frontend) read(w http.ResponseWriter, r *http.Request, chat bool) (*Req
 	}
 	if !f.known(req.Model) {
 		return nil, nil, f.unknown(req.Model)
+	}
+	if e := f.checkLimits(req); e != nil {
+		return nil, nil, e
 	}
 	return req, body, nil
 }
@@ -310,6 +322,14 @@ func answerError(a *serve.Answer) *Error {
 		if e.Message == fmt.Sprintf("dropped (%s at %s): ", a.Reason, a.Stage) {
 			e.Message = fmt.Sprintf("dropped (%s at %s)", a.Reason, a.Stage)
 		}
+		switch a.Reason {
+		case string(dataplane.DropShutdown):
+			e.Close = true
+		case string(dq.DropTooLarge):
+			// The engine's own refusal of what can never fit (checkLimits refuses it first
+			// when the plan gives the limits).
+			e.Status, e.Type, e.RetryAfter = 400, "invalid_request_error", 0
+		}
 		return e
 	}
 	return &Error{Status: 500, Type: "server_error", Message: a.Err}
@@ -374,8 +394,11 @@ func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat
 		return
 	}
 	a, err := f.submit(r.Context(), sub, arrived)
+	if r.Context().Err() != nil {
+		return // the client left: nothing to answer (Submit cancelled the request)
+	}
 	if err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: err.Error()})
+		writeError(w, &Error{Status: 503, Type: "server_error", Message: err.Error(), Close: true})
 		return
 	}
 	if a.Status != 200 {
@@ -472,6 +495,11 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 	}
 	for {
 		select {
+		case <-r.Context().Done():
+			// The client left (or its deadline passed): stop writing; Submit, on the same
+			// context, cancels the request in the engine, which frees its sequence within
+			// an iteration (issue 29).
+			return
 		case <-sub.tick:
 			emit(req.MaxTokens)
 			if werr != nil {
@@ -495,8 +523,11 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 						"choices": []any{}, "usage": usage(req, out)})
 				}
 			} else {
-				e := &Error{Status: 503, Type: "server_error"}
+				e := &Error{Status: 503, Type: "server_error", Close: true}
 				if o.err != nil {
+					if r.Context().Err() != nil {
+						return
+					}
 					e.Message = o.err.Error()
 				} else {
 					e = answerError(o.a)
@@ -616,135 +647,4 @@ func Filler(from, to int) string {
 		b.WriteString(fillerWords[i%len(fillerWords)])
 	}
 	return b.String()
-}
-
-// The batch queue's API.
-
-func (f *Frontend) handleEnqueue(w http.ResponseWriter, r *http.Request) {
-	// A queued request is a completion (prompt) or a chat completion (messages).
-	if e := f.active(); e != nil {
-		writeError(w, e)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.MaxBody))
-	if err != nil {
-		writeError(w, badRequest("", "reading the body: %v", err))
-		return
-	}
-	var probe struct {
-		Messages json.RawMessage `json:"messages"`
-	}
-	_ = json.Unmarshal(body, &probe)
-	chat := probe.Messages != nil
-	req, e := Decode(body, chat)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	if req.Stream {
-		writeError(w, badRequest("stream", "stream: a queued request is polled (GET /v1/queue/{id}), not streamed"))
-		return
-	}
-	if !f.known(req.Model) {
-		writeError(w, f.unknown(req.Model))
-		return
-	}
-	q, err := f.queue()
-	if err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5})
-		return
-	}
-	id := "q-" + f.prefix + "-" + strconv.FormatUint(f.seq.Add(1), 10)
-	st := Status{ID: id, Object: "queue.request", Status: StatusQueued, Model: req.Model, Created: time.Now().Unix()}
-	if err := q.Enqueue(r.Context(), Job{ID: id, Chat: chat, Body: body}, st); err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: "enqueue: " + err.Error(), RetryAfter: 1})
-		return
-	}
-	writeJSON(w, 202, st)
-}
-
-func (f *Frontend) handleQueueGet(w http.ResponseWriter, r *http.Request) {
-	q, err := f.queue()
-	if err != nil {
-		writeError(w, &Error{Status: 503, Type: "server_error", Message: "the batch queue is unavailable: " + err.Error(), RetryAfter: 5})
-		return
-	}
-	id := r.PathValue("id")
-	st, err := q.Get(r.Context(), id)
-	if errors.Is(err, ErrNotFound) {
-		writeError(w, &Error{Status: 404, Type: "not_found_error", Param: "id", Message: fmt.Sprintf("id: %q: no such queued request", id)})
-		return
-	}
-	if err != nil {
-		writeError(w, &Error{Status: 500, Type: "server_error", Message: err.Error()})
-		return
-	}
-	writeJSON(w, 200, st)
-}
-
-// maxAttempts bounds the times a queued request is submitted before it fails.
-const maxAttempts = 10
-
-// work submits queued requests one at a time until ctx ends. A request dropped for lack of
-// room goes back to the queue (after its Retry-After); one the engine cannot serve fails.
-func (f *Frontend) work(ctx context.Context, q Queue) {
-	for {
-		l, err := q.Lease(ctx)
-		if err != nil {
-			return
-		}
-		if !f.serveJob(ctx, q, l) {
-			return
-		}
-	}
-}
-
-// serveJob serves one leased request; false means the server is shutting down.
-func (f *Frontend) serveJob(ctx context.Context, q Queue, l *Lease) bool {
-	st, err := q.Get(ctx, l.ID)
-	if err != nil {
-		st = &Status{ID: l.ID, Object: "queue.request"}
-	}
-	st.Attempts = l.Attempt
-	fail := func(e *Error) {
-		st.Status, st.Error = StatusFailed, e
-		_ = q.Ack(context.WithoutCancel(ctx), l, *st)
-	}
-	req, e := Decode(l.Body, l.Chat)
-	if e != nil {
-		fail(e)
-		return true
-	}
-	if d := f.s.Deployment(); d == nil || d.Kind != f.Kind || !f.known(req.Model) {
-		// The plan changed under the queue: wait for one that serves the model.
-		_ = q.Nack(context.WithoutCancel(ctx), l, 5*time.Second)
-		return true
-	}
-	sub := &submission{req: req, id: l.ID, tick: make(chan struct{}, 1)}
-	a, err := f.submit(ctx, sub, time.Time{})
-	if err != nil || a.Status == 503 && a.Reason == string(dataplane.DropShutdown) {
-		// Shutting down: the request goes back for the next server.
-		_ = q.Nack(context.WithoutCancel(ctx), l, 0)
-		return false
-	}
-	if a.Status != 200 {
-		ae := answerError(a)
-		if a.Status == 503 && l.Attempt < maxAttempts {
-			_ = q.Nack(context.WithoutCancel(ctx), l, time.Duration(ae.RetryAfter)*time.Second)
-			return true
-		}
-		fail(ae)
-		return true
-	}
-	sub.mu.Lock()
-	out := completionTokens(req, sub.tokens)
-	sub.mu.Unlock()
-	b, err := json.Marshal(response(req, l.ID, st.Created, out))
-	if err != nil {
-		slog.Error("queue: encoding a result", "id", l.ID, "err", err)
-		return true
-	}
-	st.Status, st.Result, st.Error = StatusCompleted, b, nil
-	_ = q.Ack(context.WithoutCancel(ctx), l, *st)
-	return true
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -30,19 +31,37 @@ type JetStreamOptions struct {
 	Dir string
 	// URL is an external NATS JetStream server or cluster (nats://host:4222[,nats://...]).
 	URL string
-	// AckWait is how long a leased request may run before JetStream hands it to another
-	// worker (a crashed server's work comes back): longer than the longest SLO.
+	// AckWait is the lease: how long a leased request may go without news from its worker
+	// before JetStream hands it to another (0: DefaultLease). The worker extends it while the
+	// request runs (Extend, JetStream's in-progress ack), so it need not outlast the longest
+	// SLO: after a crash (kill -9) the request comes back within one lease, not 15 minutes
+	// later (issue 36 item 6).
 	AckWait time.Duration
 	// MaxDeliver bounds the times a request is handed out (0: 20).
 	MaxDeliver int
 }
 
-// JetStreamQueue is the default Queue: NATS JetStream, embedded or external.
+// DefaultLease is the queue's lease (JetStreamOptions.AckWait) unless set; a running
+// request's worker extends it every DefaultLease/3 (Frontend.serveJob).
+const DefaultLease = 30 * time.Second
+
+// JetStreamQueue is the default Queue: NATS JetStream, embedded or external. Its connection
+// is re-dialled when NATS closes it (an -ERR from the server closes a client connection for
+// good), so one bad request cannot disable the queue until a restart (issue 36 item 1).
 type JetStreamQueue struct {
-	ns   *server.Server // nil for an external server
+	o  JetStreamOptions
+	ns *server.Server // nil for an external server
+
+	mu     sync.Mutex
+	h      *jsHandles
+	closed bool
+}
+
+// jsHandles are one connection's handles on the stream, consumer and status bucket.
+type jsHandles struct {
 	nc   *nats.Conn
-	cons jetstream.Consumer
 	js   jetstream.JetStream
+	cons jetstream.Consumer
 	kv   jetstream.KeyValue
 }
 
@@ -51,63 +70,109 @@ type JetStreamQueue struct {
 // status bucket if they do not exist.
 func OpenJetStream(ctx context.Context, o JetStreamOptions) (*JetStreamQueue, error) {
 	if o.AckWait <= 0 {
-		o.AckWait = 15 * time.Minute
+		o.AckWait = DefaultLease
 	}
 	if o.MaxDeliver <= 0 {
 		o.MaxDeliver = 20
 	}
-	q := &JetStreamQueue{}
-	var err error
-	if o.URL != "" {
-		q.nc, err = nats.Connect(o.URL, nats.Name("plan serve"))
-		if err != nil {
-			return nil, fmt.Errorf("--queue-url %s: %w", o.URL, err)
-		}
-	} else {
+	q := &JetStreamQueue{o: o}
+	if o.URL == "" {
 		if o.Dir == "" {
 			return nil, errors.New("--queue-dir: empty (the embedded JetStream server needs a directory)")
 		}
 		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("--queue-dir %s: %w", o.Dir, err)
 		}
-		q.ns, err = server.NewServer(&server.Options{ServerName: "plan-queue", JetStream: true, StoreDir: o.Dir,
+		ns, err := server.NewServer(&server.Options{ServerName: "plan-queue", JetStream: true, StoreDir: o.Dir,
 			DontListen: true, NoSigs: true, NoLog: true})
 		if err != nil {
 			return nil, fmt.Errorf("--queue-dir %s: embedded JetStream server: %w", o.Dir, err)
 		}
-		go q.ns.Start()
-		if !q.ns.ReadyForConnections(30 * time.Second) {
-			q.ns.Shutdown()
+		go ns.Start()
+		if !ns.ReadyForConnections(30 * time.Second) {
+			ns.Shutdown()
 			return nil, fmt.Errorf("--queue-dir %s: the embedded JetStream server did not start", o.Dir)
 		}
-		q.nc, err = nats.Connect(q.ns.ClientURL(), nats.InProcessServer(q.ns), nats.Name("plan serve"))
-		if err != nil {
-			q.ns.Shutdown()
-			return nil, fmt.Errorf("--queue-dir %s: %w", o.Dir, err)
-		}
+		q.ns = ns
 	}
-	fail := func(what string, err error) (*JetStreamQueue, error) {
+	if _, err := q.handles(ctx); err != nil {
 		_ = q.Close()
-		return nil, fmt.Errorf("queue: %s: %w", what, err)
-	}
-	if q.js, err = jetstream.New(q.nc); err != nil {
-		return fail("jetstream", err)
-	}
-	st, err := q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: streamName, Subjects: []string{subjectRoot + ">"},
-		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: time.Hour})
-	if err != nil {
-		return fail("stream "+streamName, err)
-	}
-	q.cons, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, MaxAckPending: 4096})
-	if err != nil {
-		return fail("consumer "+consumerName, err)
-	}
-	q.kv, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: statusBucket, Storage: jetstream.FileStorage})
-	if err != nil {
-		return fail("bucket "+statusBucket, err)
+		return nil, err
 	}
 	return q, nil
+}
+
+// dial connects to the server (the embedded one in-process).
+func (q *JetStreamQueue) dial() (*nats.Conn, error) {
+	if q.ns == nil {
+		nc, err := nats.Connect(q.o.URL, nats.Name("plan serve"), nats.MaxReconnects(-1))
+		if err != nil {
+			return nil, fmt.Errorf("--queue-url %s: %w", q.o.URL, err)
+		}
+		return nc, nil
+	}
+	nc, err := nats.Connect(q.ns.ClientURL(), nats.InProcessServer(q.ns), nats.Name("plan serve"))
+	if err != nil {
+		return nil, fmt.Errorf("--queue-dir %s: %w", q.o.Dir, err)
+	}
+	return nc, nil
+}
+
+// handles returns the live connection's handles, dialling a new connection (and looking the
+// stream, consumer and bucket up again, creating them if missing) when there is none or NATS
+// closed it.
+func (q *JetStreamQueue) handles(ctx context.Context) (*jsHandles, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, errors.New("queue closed")
+	}
+	if q.h != nil && !q.h.nc.IsClosed() {
+		return q.h, nil
+	}
+	nc, err := q.dial()
+	if err != nil {
+		return nil, err
+	}
+	h, err := setupStream(ctx, nc, q.o)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	q.h = h
+	return h, nil
+}
+
+// setupStream creates (or updates: a store from an older server keeps its messages and
+// takes the new lease) the stream, the shared consumer and the status bucket.
+func setupStream(ctx context.Context, nc *nats.Conn, o JetStreamOptions) (*jsHandles, error) {
+	h := &jsHandles{nc: nc}
+	var err error
+	if h.js, err = jetstream.New(nc); err != nil {
+		return nil, fmt.Errorf("queue: jetstream: %w", err)
+	}
+	st, err := h.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: streamName, Subjects: []string{subjectRoot + ">"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: time.Hour})
+	if err != nil {
+		return nil, fmt.Errorf("queue: stream %s: %w", streamName, err)
+	}
+	h.cons, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: consumerName, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: o.AckWait, MaxDeliver: o.MaxDeliver, MaxAckPending: 4096})
+	if err != nil {
+		return nil, fmt.Errorf("queue: consumer %s: %w", consumerName, err)
+	}
+	h.kv, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: statusBucket, Storage: jetstream.FileStorage})
+	if err != nil {
+		return nil, fmt.Errorf("queue: bucket %s: %w", statusBucket, err)
+	}
+	return h, nil
+}
+
+// Healthy reports whether the queue can be used now: its connection is up, or a new one
+// could be dialled (the front end's readiness, Frontend.Ready).
+func (q *JetStreamQueue) Healthy(ctx context.Context) error {
+	_, err := q.handles(ctx)
+	return err
 }
 
 // subjectToken makes a model name a subject token (NATS tokens cannot hold '.', '*', '>' or
@@ -122,11 +187,18 @@ func subjectToken(s string) string {
 }
 
 func (q *JetStreamQueue) put(ctx context.Context, st Status) error {
+	if !validQueueID(st.ID) {
+		return fmt.Errorf("queue: id %.80q: not a queued request's id", st.ID)
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	_, err = q.kv.Put(ctx, st.ID, b)
+	h, err := q.handles(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.kv.Put(ctx, st.ID, b)
 	return err
 }
 
@@ -140,33 +212,49 @@ func (q *JetStreamQueue) Enqueue(ctx context.Context, j Job, st Status) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.js.Publish(ctx, subjectRoot+subjectToken(st.Model), b, jetstream.WithMsgID(j.ID))
+	h, err := q.handles(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.js.Publish(ctx, subjectRoot+subjectToken(st.Model), b, jetstream.WithMsgID(j.ID))
 	return err
 }
 
-// Lease implements Queue.
+// Lease implements Queue. A job whose status is already final (its worker recorded the
+// result but died, or lost its connection, before the ack) is acked, not run again: no
+// duplicates.
 func (q *JetStreamQueue) Lease(ctx context.Context) (*Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m, err := q.cons.Next(jetstream.FetchMaxWait(time.Second))
+		h, err := q.handles(ctx)
+		if err != nil {
+			if q.isClosed() {
+				return nil, err
+			}
+			if !sleepCtx(ctx, time.Second) { // the server is away: dial again soon
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		m, err := h.cons.Next(jetstream.FetchMaxWait(time.Second))
 		if err != nil {
 			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) {
 				continue
 			}
-			if q.nc.IsClosed() {
+			if q.isClosed() {
 				return nil, err
 			}
-			select { // a transient error (an external cluster's leader change): retry
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
+			// A transient error (an external cluster's leader change, a closed connection
+			// handles re-dials): retry.
+			if !sleepCtx(ctx, 100*time.Millisecond) {
 				return nil, ctx.Err()
 			}
 			continue
 		}
 		var j Job
-		if err := json.Unmarshal(m.Data(), &j); err != nil || j.ID == "" {
+		if err := json.Unmarshal(m.Data(), &j); err != nil || !validQueueID(j.ID) {
 			_ = m.Term() // not ours: never hand it out again
 			continue
 		}
@@ -175,10 +263,32 @@ func (q *JetStreamQueue) Lease(ctx context.Context) (*Lease, error) {
 			l.Attempt = int(md.NumDelivered)
 		}
 		if st, err := q.Get(ctx, j.ID); err == nil {
+			if st.Status == StatusCompleted || st.Status == StatusFailed {
+				_ = m.DoubleAck(ctx)
+				continue
+			}
 			st.Status, st.Attempts = StatusRunning, l.Attempt
 			_ = q.put(ctx, *st)
 		}
 		return l, nil
+	}
+}
+
+func (q *JetStreamQueue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// sleepCtx waits d or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -191,6 +301,11 @@ func (q *JetStreamQueue) Ack(ctx context.Context, l *Lease, st Status) error {
 	return l.handle.(jetstream.Msg).DoubleAck(ctx)
 }
 
+// Extend implements Queue: JetStream's in-progress ack restarts the lease's clock.
+func (q *JetStreamQueue) Extend(_ context.Context, l *Lease) error {
+	return l.handle.(jetstream.Msg).InProgress()
+}
+
 // Nack implements Queue.
 func (q *JetStreamQueue) Nack(ctx context.Context, l *Lease, delay time.Duration) error {
 	if st, err := q.Get(ctx, l.ID); err == nil {
@@ -200,9 +315,17 @@ func (q *JetStreamQueue) Nack(ctx context.Context, l *Lease, delay time.Duration
 	return l.handle.(jetstream.Msg).NakWithDelay(delay)
 }
 
-// Get implements Queue.
+// Get implements Queue. An id of another shape than the queue's own is unknown without a
+// lookup: it never reaches NATS (a 5,000-byte key exceeded its maximum control line).
 func (q *JetStreamQueue) Get(ctx context.Context, id string) (*Status, error) {
-	e, err := q.kv.Get(ctx, id)
+	if !validQueueID(id) {
+		return nil, ErrNotFound
+	}
+	h, err := q.handles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := h.kv.Get(ctx, id)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
 			return nil, ErrNotFound
@@ -218,8 +341,12 @@ func (q *JetStreamQueue) Get(ctx context.Context, id string) (*Status, error) {
 
 // Close implements Queue: the connection, then the embedded server (its store flushed).
 func (q *JetStreamQueue) Close() error {
-	if q.nc != nil {
-		q.nc.Close()
+	q.mu.Lock()
+	q.closed = true
+	h := q.h
+	q.mu.Unlock()
+	if h != nil {
+		h.nc.Close()
 	}
 	if q.ns != nil {
 		q.ns.Shutdown()

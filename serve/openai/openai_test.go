@@ -466,7 +466,7 @@ func qlmServerB(b *testing.B) (*serve.Server, string) { return qlmServer(b, memF
 func TestRefused(t *testing.T) {
 	_, url := qlmServerOpts(t, memFrontend(), serve.Options{MaxInFlight: 1, DrainTimeout: 200 * time.Millisecond})
 	resp, err := http.Post(url+"/v1/completions", "application/json",
-		strings.NewReader(`{"model":"mistral-chat","prompt":"hold","max_tokens":5000,"stream":true}`))
+		strings.NewReader(`{"model":"mistral-chat","prompt":"hold","max_tokens":1000,"stream":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}

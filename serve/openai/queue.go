@@ -63,6 +63,9 @@ type Queue interface {
 	Ack(ctx context.Context, l *Lease, st Status) error
 	// Nack puts the job back; it is handed out again after delay.
 	Nack(ctx context.Context, l *Lease, delay time.Duration) error
+	// Extend tells the queue the job's worker is alive and still running it: the lease
+	// starts over (a worker that stops extending loses the job to another after one lease).
+	Extend(ctx context.Context, l *Lease) error
 	// Get returns a job's status (ErrNotFound for an unknown id).
 	Get(ctx context.Context, id string) (*Status, error)
 	Close() error
@@ -143,6 +146,9 @@ func (q *MemQueue) Ack(_ context.Context, l *Lease, st Status) error {
 	q.status[l.ID] = st
 	return nil
 }
+
+// Extend implements Queue (a MemQueue's leases never expire: nothing survives its process).
+func (q *MemQueue) Extend(context.Context, *Lease) error { return nil }
 
 // Nack implements Queue.
 func (q *MemQueue) Nack(_ context.Context, l *Lease, delay time.Duration) error {

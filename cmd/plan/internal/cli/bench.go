@@ -8,7 +8,6 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/solverbench"
-	"github.com/plan-dev/plan/internal/systems"
 )
 
 func init() { register(newBenchCmd) }
@@ -30,7 +29,7 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 			return usageErrorf("plan bench needs a benchmark: %s", strings.Join(benchNames(cmd), ", "))
 		},
 	}
-	for _, s := range systems.InTree() {
+	for _, s := range app.Systems.Systems() {
 		for _, nb := range s.Benches {
 			cmd.AddCommand(newBenchSubcommand(app, nb))
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -141,11 +140,11 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
 	// A plan that validate rejects is bad input here too (exit 2), never a failed check.
-	plan, err := formats.ReadInto[*formats.Plan](path)
+	plan, err := formats.ReadIntoWith[*formats.Plan](path, app.Systems.Sections())
 	if err != nil {
 		return usageError(err)
 	}
-	sys, err := systems.ForPlan(plan)
+	sys, err := app.Systems.ForPlan(plan)
 	if err != nil {
 		return usageErrorf("%s: %v", path, err)
 	}
@@ -154,7 +153,7 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	}
 	var golden *formats.Plan
 	if o.golden != "" {
-		if golden, err = formats.ReadInto[*formats.Plan](o.golden); err != nil {
+		if golden, err = formats.ReadIntoWith[*formats.Plan](o.golden, app.Systems.Sections()); err != nil {
 			return usageError(err)
 		}
 		if !sys.HasPlan(golden) {

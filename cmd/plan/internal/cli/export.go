@@ -12,7 +12,6 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/profiler/onnx"
 )
 
@@ -100,11 +99,11 @@ func runExport(app *App, o *exportOptions, path string) error {
 	if o.out == "" {
 		return usageErrorf("-o: an output directory is required")
 	}
-	plan, err := formats.ReadInto[*formats.Plan](path)
+	plan, err := formats.ReadIntoWith[*formats.Plan](path, app.Systems.Sections())
 	if err != nil {
 		return usageError(err)
 	}
-	sys, err := systems.ForPlan(plan)
+	sys, err := app.Systems.ForPlan(plan)
 	if err != nil {
 		return usageErrorf("%s: %v", path, err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
@@ -71,7 +70,7 @@ a way to load someone else's server.`,
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a Trace file")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
-	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request counts as lost")
+	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request is given up and counts as cancelled (the server withdraws it)")
 	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this loopback HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
 	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
@@ -132,7 +131,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	opts := load.Options{Deploy: systems.Deploy,
+	opts := load.Options{Deploy: app.Systems.Deploy,
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections,
@@ -226,7 +225,7 @@ func printLoadReport(app *App, res *load.Result) {
 			rows = append(rows, []string{fmt.Sprintf("  HTTP %d", c), fmt.Sprint(oc.ServerErrors[c])})
 		}
 	}
-	rows = append(rows, []string{"client timeouts (no answer within --timeout)", fmt.Sprint(oc.ClientTimeouts)},
+	rows = append(rows, []string{"cancelled (no answer within --timeout: given up, withdrawn by the server)", fmt.Sprint(oc.Cancelled)},
 		[]string{"client errors (connection failed)", fmt.Sprint(oc.ClientErrors)})
 	app.Table([]string{"requests", "count"}, rows)
 	if oc.ServerP99 > 0 {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestLoadReport: a real run's report says who decided each request's fate (server drops,
-// late answers, client timeouts) and nothing about simulated loads, and no \r progress is
+// late answers, cancelled requests) and nothing about simulated loads, and no \r progress is
 // written when the output is not a terminal (issue 17 item 10, issue 11).
 func TestLoadReport(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
@@ -31,7 +31,7 @@ func TestLoadReport(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("load: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"attainment", "on time", "late answers", "server drops (503)", "client timeouts", "client errors"} {
+	for _, want := range []string{"attainment", "on time", "late answers", "server drops (503)", "cancelled (no answer within --timeout", "client errors"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -48,6 +49,8 @@ type App struct {
 	Log    *slog.Logger
 	// Viper holds the config file and PLAN_* environment.
 	Viper *viper.Viper
+	// Systems is the system registry every command looks systems up in (Options.Systems).
+	Systems *systems.Registry
 
 	configFile string
 	logLevel   string
@@ -87,9 +90,22 @@ var registry []commandFactory
 // register adds a command constructor; called from init functions of the command files.
 func register(f commandFactory) { registry = append(registry, f) }
 
-// NewRoot builds the command tree on the given streams.
-func NewRoot(s Streams) (*cobra.Command, *App) {
-	app := &App{Streams: s, Viper: viper.New()}
+// Options are what the CLI is built from beyond its streams.
+type Options struct {
+	// Systems is the system registry (nil: the in-tree systems, systems.Default). A test
+	// passes one with a toy system added; no command names a system itself.
+	Systems *systems.Registry
+}
+
+// NewRoot builds the command tree on the given streams, for the in-tree systems.
+func NewRoot(s Streams) (*cobra.Command, *App) { return NewRootWith(s, Options{}) }
+
+// NewRootWith builds the command tree on the given streams for the systems of o.
+func NewRootWith(s Streams, o Options) (*cobra.Command, *App) {
+	if o.Systems == nil {
+		o.Systems = systems.Default()
+	}
+	app := &App{Streams: s, Viper: viper.New(), Systems: o.Systems}
 	root := &cobra.Command{
 		Use:   "plan",
 		Short: "Plan, simulate, serve and check ML inference under latency SLOs",
@@ -127,8 +143,11 @@ PLAN_CPUPROFILE=FILE writes a Go CPU profile of the whole run to FILE (go tool p
 
 // Run executes the CLI with args and returns the process exit code. Errors are printed once,
 // to stderr, prefixed with "plan: ".
-func Run(args []string, s Streams) int {
-	root, _ := NewRoot(s)
+func Run(args []string, s Streams) int { return RunWith(args, s, Options{}) }
+
+// RunWith is Run for the systems of o.
+func RunWith(args []string, s Streams, o Options) int {
+	root, _ := NewRootWith(s, o)
 	root.SetArgs(args)
 	// SIGINT and SIGTERM cancel the context every long operation watches (reads of standard
 	// input, solves, simulations, serving); once one came, the default disposition is back, so

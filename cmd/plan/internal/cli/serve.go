@@ -16,7 +16,6 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 )
@@ -98,7 +97,7 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from (a cascade plan: a directory holding MODEL.onnx for each model)")
 	f.StringVar(&o.device, "device", "cpu", "onnx workers: cpu or cuda:N")
 	f.IntVar(&o.threads, "threads", 1, "onnx workers: intra-op threads per session")
-	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames())
+	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames(app.Systems))
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable)")
 	f.Float64Var(&o.jitter, "jitter", 0, "emulated workers: relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the jitter")
@@ -111,7 +110,7 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.writeTimeout, "write-timeout", 10*time.Second, "longest writing an answer may take")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a keep-alive connection may stay idle")
 	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
-	o.frontends = systems.Frontends()
+	o.frontends = app.Systems.Frontends()
 	for _, fe := range o.frontends {
 		if ff, ok := fe.(serve.FrontendFlags); ok {
 			ff.Flags(f)
@@ -160,7 +159,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if err != nil {
 		return err
 	}
-	plan, _, err := loadPlanDeployment(path)
+	plan, _, err := loadPlanDeployment(app.Systems, path)
 	if err != nil {
 		return err
 	}
@@ -189,8 +188,8 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return err
 	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	reg := systems.Policies()
-	dep, def, err := systems.Deploy(plan)
+	reg := app.Systems.Policies()
+	dep, def, err := app.Systems.Deploy(plan)
 	if err != nil {
 		return usageErrorf("%s: %v", path, err)
 	}
@@ -198,7 +197,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return usageErrorf("--policy: %s: %v", path, err)
 	}
 	opts := serve.Options{
-		Plan: plan, Deploy: systems.Deploy, Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
+		Plan: plan, Deploy: app.Systems.Deploy, Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
 		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
@@ -294,7 +293,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 // reloadFromFile re-reads the plan and migrates to it; a bad plan is logged and the old one
 // keeps serving.
 func reloadFromFile(ctx context.Context, app *App, s *serve.Server, path string) {
-	p, err := formats.ReadInto[*formats.Plan](path)
+	p, err := formats.ReadIntoWith[*formats.Plan](path, app.Systems.Sections())
 	if err != nil {
 		app.Log.Error("SIGHUP: not reloading", "err", err)
 		return

@@ -68,7 +68,7 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
-	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames())
+	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames(app.Systems))
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable), e.g. interval=true, admission=false")
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
@@ -77,9 +77,9 @@ PLAN defaults to ./plan.json.`,
 	return cmd
 }
 
-func policyNames() string {
+func policyNames(reg *systems.Registry) string {
 	var n []string
-	for _, r := range systems.Policies().Policies() {
+	for _, r := range reg.Policies().Policies() {
 		n = append(n, r.Name)
 	}
 	return strings.Join(n, ", ")
@@ -87,18 +87,18 @@ func policyNames() string {
 
 // loadPlanDeployment reads a plan and builds its deployment; every problem is a usage error
 // naming the file.
-func loadPlanDeployment(path string) (*formats.Plan, *dataplane.Deployment, error) {
-	p, dep, _, err := loadPlanDeploymentPolicy(path)
+func loadPlanDeployment(reg *systems.Registry, path string) (*formats.Plan, *dataplane.Deployment, error) {
+	p, dep, _, err := loadPlanDeploymentPolicy(reg, path)
 	return p, dep, err
 }
 
 // loadPlanDeploymentPolicy also returns the plan's default runtime policy.
-func loadPlanDeploymentPolicy(path string) (*formats.Plan, *dataplane.Deployment, string, error) {
-	p, err := formats.ReadInto[*formats.Plan](path)
+func loadPlanDeploymentPolicy(reg *systems.Registry, path string) (*formats.Plan, *dataplane.Deployment, string, error) {
+	p, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
 	if err != nil {
 		return nil, nil, "", usageError(err)
 	}
-	dep, pol, err := systems.Deploy(p)
+	dep, pol, err := reg.Deploy(p)
 	if err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {
@@ -139,7 +139,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(path)
+	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		failures = append(failures, f)
 	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	reg := systems.Policies()
+	reg := app.Systems.Policies()
 	pol, err := reg.New(dep, pcfg, defPolicy)
 	if err != nil {
 		return usageErrorf("--policy: %s: %v", path, err)
@@ -205,7 +205,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if _, err := dataplane.NewEngine(dep, pol, discardEffects{}); err != nil {
 		return usageErrorf("--policy %s: %s: %v", o.policy, path, err)
 	}
-	base, err := baseRates(dep, o.reference)
+	base, err := baseRates(app.Systems, dep, o.reference)
 	if err != nil {
 		return err
 	}
@@ -249,11 +249,11 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 }
 
 // baseRates returns per-app rates at load 1.0 from a reference plan (nil = the plan's own).
-func baseRates(dep *dataplane.Deployment, reference string) ([]float64, error) {
+func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference string) ([]float64, error) {
 	if reference == "" {
 		return nil, nil
 	}
-	_, ref, err := loadPlanDeployment(reference)
+	_, ref, err := loadPlanDeployment(sys, reference)
 	if err != nil {
 		return nil, err
 	}

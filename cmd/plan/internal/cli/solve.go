@@ -14,7 +14,6 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/demo"
-	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -76,7 +75,7 @@ meet exits 2 and names the smallest feasible SLO.`,
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	// Every planner's own flags, each defined once (the first planner to define a name
 	// describes it); after parsing, the chosen planner gets the values it takes.
-	for _, s := range systems.InTree() {
+	for _, s := range app.Systems.Systems() {
 		if s.NewPlanner == nil {
 			continue
 		}
@@ -94,7 +93,7 @@ meet exits 2 and names the smallest feasible SLO.`,
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-func loadSolveInputs(o *solveOptions) (planner.Inputs, error) {
+func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs, error) {
 	var in planner.Inputs
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
@@ -144,7 +143,7 @@ func loadSolveInputs(o *solveOptions) (planner.Inputs, error) {
 		}
 	}
 	if o.workload != "" {
-		w, err := formats.ReadInto[*formats.Workload](o.workload)
+		w, err := formats.ReadIntoWith[*formats.Workload](o.workload, secs)
 		if err != nil {
 			return in, usageError(err)
 		}
@@ -173,11 +172,11 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err := formats.CheckWritable(o.out); err != nil {
 		return usageErrorf("--out: %q: %v", o.out, err)
 	}
-	in, err := loadSolveInputs(o)
+	in, err := loadSolveInputs(o, app.Systems.Sections())
 	if err != nil {
 		return err
 	}
-	sys, err := systems.ForWorkload(in.Workload)
+	sys, err := app.Systems.ForWorkload(in.Workload)
 	if err != nil {
 		name := "workload"
 		if o.workload != "" {

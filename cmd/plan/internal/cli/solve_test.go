@@ -27,6 +27,9 @@ var goldenCases = []struct {
 	{"demo-hc1-ppipe.json", []string{"--cluster", "testdata/ppipe/cluster-hc1.yaml"}},
 	{"ppipe-2models.json", []string{"--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload.yaml", "--max-partitions", "2"}},
 	{"pard-4apps.json", []string{"--profile", "testdata/pard/profile.json", "--cluster", "testdata/pard/cluster.json", "--workload", "testdata/pard/workload.json"}},
+	{"cascade-sentiment.json", []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", "testdata/cascade/workload-small.yaml"}},
+	{"qlm-3classes.json", []string{"--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml", "--workload", "testdata/qlm/workload.yaml"}},
+	{"dyorc-small.json", []string{"--cluster", "testdata/dyorc/cluster-small.json", "--workload", "testdata/dyorc/small.json"}},
 }
 
 // skipWithoutHiGHS skips a test that needs the solver when highs.wasm is absent, unless

@@ -77,7 +77,7 @@ are published in the repository's schema/ folder.`,
 func printSchema(app *App, kind string) error {
 	for _, k := range formats.Kinds {
 		if strings.EqualFold(k, kind) {
-			b, err := formats.Schema(k)
+			b, err := formats.SchemaWith(k, app.Systems.Sections())
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func runValidate(ctx context.Context, app *App, args []string) error {
 			add(i, formats.Problems(err))
 			continue
 		}
-		doc, err := formats.Parse(name, data)
+		doc, err := formats.ParseWith(name, data, app.Systems.Sections())
 		if err != nil {
 			add(i, formats.Problems(err))
 			continue

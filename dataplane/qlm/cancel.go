@@ -1,0 +1,132 @@
+package qlm
+
+import (
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// DropTooLarge is the reason a request is dropped at arrival when its prompt and output can
+// never fit the KV cache of any instance holding a profile of its model: admitting it is
+// impossible, and left waiting it would hold the head of its queue forever (issue 36 item 2;
+// vLLM refuses a request longer than max_model_len at intake, the LLM engine digest §4).
+const DropTooLarge dataplane.DropReason = "too-large"
+
+// fits reports whether some instance with a profile of s's model could hold s's KV cache at
+// its last token (prompt + output, in whole blocks) with nothing else running. The largest
+// such cache per model is found once (every arrival asks).
+func (p *Policy) fits(s *seq) bool {
+	if p.kvMax == nil {
+		p.kvMax = map[string]int{}
+		for _, in := range p.inst {
+			for _, e := range in.llms {
+				p.kvMax[e.name] = max(p.kvMax[e.name], e.m.kvCap/e.m.block*e.m.block)
+			}
+		}
+	}
+	return s.prompt+s.out <= p.kvMax[s.model]
+}
+
+// Limit is what the largest instance able to serve a class can hold: the KV capacity in
+// tokens (prompt + output) of the biggest cache among the instances with a profile of the
+// class's model, and the class's own maxima (its token profiles' max; 0: none).
+type Limit struct {
+	Model     string
+	KVTokens  int
+	MaxPrompt int
+	MaxOutput int
+}
+
+// Limits reads the per-class limits of a QLM deployment (indexed by application): the
+// OpenAI front end refuses at intake what the engine would drop as DropTooLarge.
+func Limits(dep *dataplane.Deployment) ([]Limit, error) {
+	s, cls, err := decodeSetup(dep)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Limit, len(cls))
+	for i, c := range cls {
+		out[i] = Limit{Model: c.Model, MaxPrompt: c.In.Max, MaxOutput: c.Out.Max}
+		for k := range s.Profiles {
+			pr := &s.Profiles[k]
+			if pr.Model != c.Model {
+				continue
+			}
+			for _, in := range s.Instances {
+				if in.GPU == pr.GPU {
+					m := newLLM(pr)
+					// blocks(n) <= kvCap holds for n up to kvCap rounded down to a block.
+					out[i].KVTokens = max(out[i].KVTokens, m.kvCap/m.block*m.block)
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// cancel handles EvCancel: request id was withdrawn and is already finished (Dropped,
+// DropCancelled). A waiting sequence leaves its queue (its request group, QLM §4); a running
+// or swapped one leaves the instance and its KV blocks (GPU or CPU) are freed at once — the
+// engine delivers EvCancel for a sequence in the iteration in flight only when that
+// iteration ends, so it is never scheduled again (vLLM aborts a request whose client
+// disconnected, LLM engine digest §4). Other sequences are untouched.
+func (p *Policy) cancel(id dataplane.ReqID) {
+	s := p.seqs[id]
+	if s == nil {
+		return
+	}
+	delete(p.seqs, id)
+	p.stats.Cancelled++
+	if s.inst >= 0 && p.abort(p.inst[s.inst], s) {
+		return
+	}
+	p.q.withdraw(p, s)
+}
+
+// abort takes s out of in's running batch, the iteration in flight or its swapped set and
+// frees its KV; false when in holds none of it.
+func (p *Policy) abort(in *instance, s *seq) bool {
+	found := false
+	for i, x := range in.running {
+		if x == s {
+			in.running = append(in.running[:i], in.running[i+1:]...)
+			in.kvUsed -= s.kv
+			found = true
+			break
+		}
+	}
+	for i, x := range in.iter {
+		if x == s {
+			in.iter = append(in.iter[:i], in.iter[i+1:]...)
+			break
+		}
+	}
+	if !found {
+		for i, x := range in.swapped {
+			if x == s {
+				in.swapped = append(in.swapped[:i], in.swapped[i+1:]...)
+				if m := p.llmFor(in, s.model); m != nil {
+					in.cpuUsed -= int64(s.kv) * m.kvBytes
+				}
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return false
+	}
+	s.kv, s.swapped, s.needPrefill = 0, false, false
+	p.touch(in.idx)
+	return true
+}
+
+// Forget implements dataplane.Forgetter: the policy's per-request state (the sequence table
+// and the per-request statistics) drops request id once the engine retires it, so its memory
+// follows what is in flight (issue 29 item 1).
+func (p *Policy) Forget(id dataplane.ReqID) {
+	delete(p.seqs, id)
+	delete(p.stats.TTFT, id)
+	delete(p.stats.TPOT, id)
+	delete(p.stats.Predicted, id)
+	delete(p.stats.PredictedAt, id)
+}

@@ -1,0 +1,349 @@
+package formats
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Per-system sections (DESIGN.md "Systems as plug-ins", issue 29 item 3). A plan or a workload
+// file has shared parts (TypeMeta, Metadata, Provenance, the embedded Cluster) and one
+// top-level section per system. The five in-tree systems' sections are the typed fields of
+// Plan and Workload; a system registered outside them gives a Section instead, and formats
+// decodes, validates, cross-checks and describes it through that interface. The set of
+// registered sections is a plain value (SectionSet) the caller passes in, built from the
+// system registry, so nothing registers itself and tests build exactly the set they need.
+
+// Section is one system's top-level section of a plan or a workload.
+type Section interface {
+	// Key is the section's JSON key in the file ("toy").
+	Key() string
+	// System names the system that registers it.
+	System() string
+	// Decode decodes the section's JSON strictly: unknown fields and trailing data are errors
+	// (StrictUnmarshal does both), each problem with its path under Key.
+	Decode(js []byte) (any, error)
+	// Validate returns every problem of the decoded value v, with field paths from the
+	// document's root (starting with Key) and the offending values; files are set by the caller.
+	Validate(v any) ErrorList
+	// CrossCheck returns the problems of v against the other files given with it (`plan
+	// validate plan.json cluster.yaml profile.json`): docs maps a file name to its document.
+	// Problems name the file they concern (File set); nil when the files agree.
+	CrossCheck(v any, self string, docs map[string]Document) ErrorList
+	// Schema is the section's JSON Schema (draft 2020-12) fragment: an object schema.
+	Schema() map[string]any
+}
+
+// SectionSet is what the registered systems contribute to the file formats: their names (for
+// errors about sections no system claims) and the sections formats does not type itself.
+type SectionSet struct {
+	// Systems names every registered system, the in-tree ones included.
+	Systems []string
+	// Plan and Workload are the registered sections beyond Plan's and Workload's typed fields.
+	Plan     []Section
+	Workload []Section
+}
+
+// SectionValue is a decoded registered section: the value its Section decoded, and the
+// Section itself so that validation, cross-checks and encoding need no registry.
+type SectionValue struct {
+	Section Section
+	Value   any
+}
+
+// SectionValues maps a section's key to its decoded value.
+type SectionValues map[string]SectionValue
+
+func (s *SectionSet) sections(kind string) []Section {
+	if s == nil {
+		return nil
+	}
+	switch kind {
+	case KindPlan:
+		return s.Plan
+	case KindWorkload:
+		return s.Workload
+	}
+	return nil
+}
+
+func (s *SectionSet) find(kind, key string) Section {
+	for _, sec := range s.sections(kind) {
+		if sec.Key() == key {
+			return sec
+		}
+	}
+	return nil
+}
+
+// systems lists the registered systems, sorted, for messages.
+func (s *SectionSet) systems() string {
+	names := slices.Clone(s.Systems)
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// extractSections takes the registered sections of a plan or workload tree out of it (so the
+// typed decoder never sees them) and decodes each with its Section. A top-level key that is
+// neither a typed field nor a registered section, and is not a near-miss of a typed field
+// (which the structural check reports with a suggestion), is an unknown section: an error
+// naming it and the systems that exist. Without a set (secs nil) nothing is taken out.
+func extractSections(kind string, t reflect.Type, tree map[string]any, secs *SectionSet, errs *ErrorList) SectionValues {
+	if secs == nil || (kind != KindPlan && kind != KindWorkload) {
+		return nil
+	}
+	fields := jsonFields(t)
+	known := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		known[f.Name] = true
+	}
+	keys := make([]string, 0, len(tree))
+	for k := range tree {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out SectionValues
+	for _, k := range keys {
+		if known[k] {
+			continue
+		}
+		sec := secs.find(kind, k)
+		if sec == nil {
+			if suggest(k, fields) != "" {
+				continue // a typo of a typed field: the structural check says "did you mean"
+			}
+			*errs = append(*errs, &FieldError{Path: keyPath("", k), Rule: fmt.Sprintf(
+				"unknown %s section: no registered system claims it (systems: %s)", strings.ToLower(kind), secs.systems())})
+			delete(tree, k)
+			continue
+		}
+		raw := tree[k]
+		delete(tree, k)
+		js, err := marshalNoEscape(raw)
+		var v any
+		if err == nil {
+			v, err = sec.Decode(bytes.TrimSpace(js))
+		}
+		if err != nil {
+			*errs = append(*errs, Problems(err).under(k)...)
+			continue
+		}
+		if out == nil {
+			out = SectionValues{}
+		}
+		out[k] = SectionValue{Section: sec, Value: v}
+	}
+	return out
+}
+
+// under prefixes problems without a path, or whose path does not start at key, with key.
+func (l ErrorList) under(key string) ErrorList {
+	out := make(ErrorList, 0, len(l))
+	for _, e := range l {
+		c := *e
+		if c.Path != key && !strings.HasPrefix(c.Path, key+".") && !strings.HasPrefix(c.Path, key+"[") {
+			c.Path = keyPath(key, c.Path)
+			if e.Path == "" {
+				c.Path = key
+			}
+		}
+		out = append(out, &c)
+	}
+	return out
+}
+
+// validate runs every section's own validation.
+func (sv SectionValues) validate() ErrorList {
+	var out ErrorList
+	for _, k := range sv.keys() {
+		out = append(out, sv[k].Section.Validate(sv[k].Value)...)
+	}
+	return out
+}
+
+// crossCheck runs every section's checks against the other files.
+func (sv SectionValues) crossCheck(self string, docs map[string]Document) ErrorList {
+	var out ErrorList
+	for _, k := range sv.keys() {
+		for _, e := range sv[k].Section.CrossCheck(sv[k].Value, self, docs) {
+			if e.File == "" {
+				c := *e
+				c.File = self
+				e = &c
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (sv SectionValues) keys() []string {
+	keys := make([]string, 0, len(sv))
+	for k := range sv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Keys lists the sections' keys, sorted.
+func (sv SectionValues) Keys() []string { return sv.keys() }
+
+// appendJSON splices the sections, in key order, into the JSON object obj (the typed part of
+// a document, as encoding/json wrote it): what MarshalJSON of Plan and Workload return.
+func (sv SectionValues) appendJSON(obj []byte) ([]byte, error) {
+	if len(sv) == 0 {
+		return obj, nil
+	}
+	obj = bytes.TrimSpace(obj)
+	if len(obj) < 2 || obj[len(obj)-1] != '}' {
+		return nil, fmt.Errorf("formats: cannot add sections to %q", obj)
+	}
+	out := append([]byte(nil), obj[:len(obj)-1]...)
+	for _, k := range sv.keys() {
+		v, err := marshalNoEscape(sv[k].Value)
+		if err != nil {
+			return nil, fmt.Errorf("section %s: %w", k, err)
+		}
+		if out[len(out)-1] != '{' {
+			out = append(out, ',')
+		}
+		key, _ := marshalNoEscape(k)
+		out = append(out, bytes.TrimSpace(key)...)
+		out = append(out, ':')
+		out = append(out, bytes.TrimSpace(v)...)
+	}
+	return append(out, '}'), nil
+}
+
+// typedSectionKeys lists the top-level keys of t's typed fields that hold a system's section:
+// every field but the shared ones (TypeMeta, metadata, provenance, cluster).
+func typedSectionKeys(t reflect.Type) []string {
+	var out []string
+	for _, f := range jsonFields(t) {
+		switch f.Name {
+		case "apiVersion", "kind", "metadata", "provenance", "cluster":
+			continue
+		}
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// presentKeys lists the typed sections of doc (a *Plan or *Workload) that are set (non-zero),
+// in field order, then the registered sections in key order.
+func presentKeys(doc any, sv SectionValues) []string {
+	v := reflect.ValueOf(doc).Elem()
+	var out []string
+	for _, f := range jsonFields(v.Type()) {
+		if !slices.Contains(typedSectionKeys(v.Type()), f.Name) {
+			continue
+		}
+		fv := v.FieldByIndex(f.Index)
+		if fv.IsZero() || (fv.Kind() == reflect.Slice && fv.Len() == 0) {
+			continue
+		}
+		out = append(out, f.Name)
+	}
+	return append(out, sv.keys()...)
+}
+
+// SectionKeys lists the workload's sections that are present: typed ones in field order
+// ("models", "pipelines", "cascades", "llm_classes", "workflows"), then registered ones.
+func (w *Workload) SectionKeys() []string {
+	if w == nil {
+		return nil
+	}
+	return presentKeys(w, w.Sections)
+}
+
+// SectionKeys lists the plan's sections that are present, as Workload.SectionKeys does.
+func (p *Plan) SectionKeys() []string {
+	if p == nil {
+		return nil
+	}
+	return presentKeys(p, p.Sections)
+}
+
+// MarshalJSON writes the plan's typed fields as encoding/json does, then its registered
+// sections.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	type plain Plan
+	js, err := marshalNoEscape(plain(p))
+	if err != nil {
+		return nil, err
+	}
+	return p.Sections.appendJSON(js)
+}
+
+// MarshalJSON writes the workload's typed fields as encoding/json does, then its registered
+// sections.
+func (w Workload) MarshalJSON() ([]byte, error) {
+	type plain Workload
+	js, err := marshalNoEscape(plain(w))
+	if err != nil {
+		return nil, err
+	}
+	return w.Sections.appendJSON(js)
+}
+
+// compile-time check that SectionValues' JSON is what encoding/json would give a map.
+var _ json.Marshaler = Plan{}
+
+// takenSections are the registered sections parse took out of a document's tree: the
+// document's own, and (plans) those of the workload its provenance embeds.
+type takenSections struct {
+	own, embedded SectionValues
+}
+
+// takeSections takes the registered sections out of a plan or workload tree (nil when there
+// were none and nothing was removed, so the original JSON bytes can be decoded).
+func takeSections(kind string, doc Document, tree map[string]any, secs *SectionSet, errs *ErrorList) *takenSections {
+	if secs == nil {
+		return nil
+	}
+	n := len(*errs)
+	size := len(tree)
+	t := &takenSections{own: extractSections(kind, reflect.TypeOf(doc).Elem(), tree, secs, errs)}
+	removed := len(tree) != size
+	if kind == KindPlan {
+		if prov, ok := tree["provenance"].(map[string]any); ok {
+			if emb, ok := prov["embedded"].(map[string]any); ok {
+				if w, ok := emb["workload"].(map[string]any); ok {
+					wsize := len(w)
+					var werrs ErrorList
+					t.embedded = extractSections(KindWorkload, reflect.TypeFor[Workload](), w, secs, &werrs)
+					for _, e := range werrs {
+						e.Path = keyPath("provenance.embedded.workload", e.Path)
+					}
+					*errs = append(*errs, werrs...)
+					removed = removed || len(w) != wsize
+				}
+			}
+		}
+	}
+	if !removed && len(*errs) == n {
+		return nil
+	}
+	return t
+}
+
+// attach sets the taken sections on the decoded document.
+func (t *takenSections) attach(doc Document) {
+	if t == nil {
+		return
+	}
+	switch d := doc.(type) {
+	case *Plan:
+		d.Sections = t.own
+		if e := d.Provenance.Embedded; e != nil && e.Workload != nil {
+			e.Workload.Sections = t.embedded
+		}
+	case *Workload:
+		d.Sections = t.own
+	}
+}
