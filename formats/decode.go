@@ -99,8 +99,8 @@ func ParseWith(name string, data []byte, secs *SectionSet) (Document, error) {
 }
 
 func parse(name string, data []byte, wantKind string, secs *SectionSet) (Document, error) {
-	if err := checkDuplicateKeys(name, data); err != nil {
-		return nil, err
+	if doc, err := parseStreaming(name, data, wantKind); doc != nil || err != nil {
+		return doc, err
 	}
 	tree, js, err := parseTree(data)
 	if err != nil {
