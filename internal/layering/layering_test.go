@@ -47,6 +47,8 @@ var layers = []layer{
 	{"internal/servetest", 4, "serve"},
 	{"export", 4, "export"},
 	{"dataplane", 3, "dataplane"},
+	// policytest drives an engine by hand for the policies' unit tests.
+	{"internal/policytest", 3, "dataplane"},
 	// tinycascade builds small ONNX cascades (with the profiler's graph) for tests.
 	{"internal/tinycascade", 3, "tinycascade"},
 	{"solver", 2, "solver"},
