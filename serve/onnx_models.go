@@ -84,7 +84,7 @@ func NewONNXModels(clk Clock, dep *dataplane.Deployment, o ONNXOptions) (*ONNXMo
 			x.Close()
 			return nil, err
 		}
-		data, err := os.ReadFile(path)
+		data, err := onnx.ReadFile(path) // the guarded reader: regular files only, bounded (issue 36 item 10)
 		if err != nil {
 			x.Close()
 			return nil, fmt.Errorf("model %s: %w", name, err)
