@@ -341,3 +341,220 @@ func TestCompactForgetsInOrder(t *testing.T) {
 		t.Fatalf("forgot %v, want %v", r.p.forgot, want)
 	}
 }
+
+// bytesRNG hands out a fuzz input's bytes (0 once they run out).
+type bytesRNG struct{ b []byte }
+
+func (r *bytesRNG) next() byte {
+	if len(r.b) == 0 {
+		return 0
+	}
+	x := r.b[0]
+	r.b = r.b[1:]
+	return x
+}
+
+// fuzzPolicy is a valid but arbitrary policy: it queues requests at the stage they reach,
+// dispatches, drops and (at a Manual stage) completes or re-runs them as its input bytes
+// say, skips requests that are finished or in flight, and forgets withdrawn ones at
+// EvCancel.
+type fuzzPolicy struct {
+	scripted
+	rng    *bytesRNG
+	queues [][]ReqID
+}
+
+func (p *fuzzPolicy) handle(now Time, ev *Event, out *Decisions) {
+	d := p.v.Deployment()
+	if p.queues == nil {
+		p.queues = make([][]ReqID, len(d.Stages))
+	}
+	switch ev.Kind {
+	case EvArrival:
+		p.queues[0] = append(p.queues[0], ev.Req)
+	case EvStageArrival:
+		p.queues[ev.Stage] = append(p.queues[ev.Stage], p.v.Arrived(ev)...)
+	case EvCancel:
+		for s := range p.queues {
+			p.queues[s] = slices.DeleteFunc(p.queues[s], func(r ReqID) bool { return r == ev.Req })
+		}
+	case EvBatchDone:
+		b := p.v.Batch(ev.Batch)
+		if h := b.Hops[ev.Hop]; d.Stages[h.Stage].Manual {
+			for _, r := range b.Reqs {
+				if q := p.v.Req(r); q.Outcome == Pending && !q.InFlight() {
+					if p.rng.next()%2 == 0 {
+						out.Complete(r, h.Stage)
+					} else {
+						p.queues[h.Stage] = append(p.queues[h.Stage], r)
+					}
+				}
+			}
+		}
+	}
+	for s := range p.queues {
+		// Only pending requests no batch holds can be dispatched or dropped (a DAG's
+		// branches dispatch their own copies: the stage's queue holds each once).
+		var ready []ReqID
+		for _, r := range p.queues[s] {
+			if q := p.v.Req(r); q.Outcome == Pending && (!q.InFlight() || len(d.Stages[0].Next) > 1 && s > 0) {
+				ready = append(ready, r)
+			}
+		}
+		p.queues[s] = ready
+		switch op := p.rng.next(); {
+		case len(ready) == 0:
+		case op%4 == 0:
+			if !p.v.Req(ready[0]).InFlight() {
+				out.Drop(ready[0], StageID(s), "fuzz", 0)
+				p.queues[s] = ready[1:]
+			}
+		case op%4 != 3:
+			n := min(len(ready), 1+int(op/4)%4)
+			path := []StageID{StageID(s)}
+			if s == 0 && len(d.Stages) == 2 && op%4 == 2 {
+				path = append(path, 1) // the whole chain in one batch
+			}
+			dispatchAll(out, ready[:n], path...)
+			p.queues[s] = ready[n:]
+		}
+	}
+}
+
+// FuzzEngineCancel drives the engine under fuzzPolicy on five shapes (one stage, a chain,
+// a Manual stage, a routed stage with early exits, a DAG fan-out) with arbitrary arrivals,
+// cancels, completion orders, compactions and a worker failure, then withdraws every request
+// left and drains: every request finishes exactly once, a withdrawn one as cancelled with one
+// EvCancel, no other gets EvCancel, Forget sees each retired request once in ID order, and
+// the engine never refuses the policy's decisions.
+func FuzzEngineCancel(f *testing.F) {
+	f.Add(uint8(0), []byte{0, 0, 1, 2, 2, 2, 3, 2, 2})
+	f.Add(uint8(1), []byte{0, 0, 0, 6, 1, 2, 2, 2, 2, 2, 3, 250, 2, 2})
+	f.Add(uint8(2), []byte{0, 0, 5, 9, 2, 1, 2, 2, 2, 7, 2, 2, 3})
+	f.Add(uint8(3), []byte{0, 4, 0, 13, 2, 1, 2, 2, 2, 2})
+	f.Add(uint8(4), []byte{0, 0, 0, 2, 5, 2, 2, 1, 2, 2, 2, 2, 3, 2, 2, 2})
+	shapes := []struct {
+		next [][]StageID
+		mod  func([]Stage)
+	}{
+		{[][]StageID{nil}, nil},
+		{[][]StageID{{1}, nil}, nil},
+		{[][]StageID{nil}, func(s []Stage) { s[0].Manual = true }},
+		{[][]StageID{{1}, nil}, func(s []Stage) { s[0].Routed = true }},
+		{[][]StageID{{1, 2}, nil, nil}, nil},
+	}
+	f.Fuzz(func(t *testing.T, shape uint8, prog []byte) {
+		sh := shapes[int(shape)%len(shapes)]
+		d := testDep(sh.next, sh.mod)
+		rng := &bytesRNG{b: prog}
+		fp := &fuzzPolicy{rng: rng}
+		fp.on = func(_ *scripted, now Time, ev *Event, out *Decisions) { fp.handle(now, ev, out) }
+		rec := &Recorder{}
+		e, err := NewEngine(d, fp, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp.v = e.View()
+		var now Time
+		var n int
+		withdrawn := map[ReqID]bool{}
+		deliver := func(i int) {
+			var owed []int
+			for j, x := range rec.Effects {
+				if x.Kind == FxRunBatch || x.Kind == FxTransfer {
+					owed = append(owed, j)
+				}
+			}
+			if len(owed) == 0 {
+				return
+			}
+			x := rec.Effects[owed[i%len(owed)]]
+			rec.Effects = slices.Delete(rec.Effects, owed[i%len(owed)], owed[i%len(owed)]+1)
+			now = max(now, x.Now+x.Nominal)
+			ev := Event{Kind: EvTransferDone, Batch: x.Batch, Hop: int32(x.Hop), Start: x.Now, End: now}
+			if x.Kind == FxRunBatch {
+				ev.Kind, ev.Worker = EvBatchDone, x.Worker
+				if !e.BatchLost(x.Batch) {
+					for _, r := range e.Batch(x.Batch).Reqs {
+						e.SetResult(r, Result{Exit: rng.next()%3 == 0})
+					}
+				}
+			}
+			if err := e.Handle(now, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel := func(id ReqID) {
+			ok, err := e.Cancel(now, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withdrawn[id] = withdrawn[id] || ok
+		}
+		failed := false
+		for steps := 0; len(rng.b) > 0 && steps < 300; steps++ {
+			switch op := rng.next(); {
+			case op == 250 && !failed:
+				failed = true
+				if err := e.Handle(now, Event{Kind: EvWorkerDown, Worker: 0}); err != nil {
+					t.Fatal(err)
+				}
+			case op%4 == 0:
+				now += Time(rng.next())
+				if _, err := e.Arrive(now, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			case op%4 == 1:
+				cancel(ReqID(int(rng.next()) % (n + 1)))
+			case op%4 == 2:
+				deliver(int(rng.next()))
+			default:
+				e.Compact()
+			}
+		}
+		// Withdraw what is left and drain.
+		for id := e.RequestBase(); int(id) < n; id++ {
+			cancel(id)
+		}
+		for i := 0; slices.ContainsFunc(rec.Effects, func(x Effect) bool { return x.Kind == FxRunBatch || x.Kind == FxTransfer }); i++ {
+			deliver(0)
+			if i > 10000 {
+				t.Fatal("the run does not drain")
+			}
+		}
+		e.Compact()
+		fin := map[ReqID][]Effect{}
+		for _, x := range rec.Effects {
+			if x.Kind == FxFinish {
+				fin[x.Req] = append(fin[x.Req], x)
+			}
+		}
+		evc := map[string]int{}
+		for _, l := range fp.events(EvCancel) {
+			evc[l]++
+		}
+		for id := ReqID(0); int(id) < n; id++ {
+			fs := fin[id]
+			if len(fs) != 1 {
+				t.Fatalf("request %d finished %d times: %v", id, len(fs), fs)
+			}
+			cancelled := fs[0].Reason == DropCancelled
+			if cancelled != withdrawn[id] {
+				t.Fatalf("request %d finished %v (%s), withdrawn %v", id, fs[0].Outcome, fs[0].Reason, withdrawn[id])
+			}
+			if got := evc[fmt.Sprintf("cancel %d", id)]; got != map[bool]int{true: 1}[cancelled] {
+				t.Fatalf("request %d (withdrawn %v) got %d EvCancel", id, withdrawn[id], got)
+			}
+		}
+		// Everything finished and every batch closed: the last Compact retired all.
+		for i, id := range fp.forgot {
+			if id != ReqID(i) {
+				t.Fatalf("Forget saw %v: want 0 to %d once each, in order", fp.forgot, n-1)
+			}
+		}
+		if len(fp.forgot) != n {
+			t.Fatalf("Forget saw %d requests of %d", len(fp.forgot), n)
+		}
+	})
+}

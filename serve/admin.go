@@ -20,9 +20,11 @@ func (s *Server) handleGetPlan(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Plan-Digest", g.digest)
+	// prepare filled in the system's default policy when none was asked for; a deployment's
+	// own system names it otherwise (no system's name is assumed).
 	pol := g.polCfg.Policy
 	if pol == "" {
-		pol = "ppipe"
+		pol = g.dep.Kind
 	}
 	w.Header().Set("X-Plan-Policy", pol)
 	_, _ = w.Write(b)
@@ -68,7 +70,7 @@ type WorkerState struct {
 }
 
 func (s *Server) handleWorkerState(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, workerStateBytes))
 	if err != nil {
 		writeJSON(w, 400, ErrorResponse{Error: "reading the body: " + err.Error()})
 		return
@@ -135,6 +137,12 @@ func (s *Server) SetWorkerDown(name string, down bool) error {
 			kind = dataplane.EvWorkerDown
 		}
 		s.d.handle(dataplane.Event{Kind: kind, Worker: dataplane.WorkerID(w), Req: dataplane.NoReq})
+		// Readiness is false while no worker is up: nothing could serve a request.
+		v, all := s.d.gen.eng.View(), true
+		for i := range s.d.gen.dep.Topo.Workers {
+			all = all && v.WorkerDown(dataplane.WorkerID(i))
+		}
+		s.noWorker.Store(all)
 	})
 	if !ran {
 		return errors.New("the server has stopped")

@@ -159,42 +159,9 @@ func decodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
 	if len(req.Inputs) != 1 {
 		return InferRequest{}, badf("inputs: %d tensors: the model takes exactly one (%s)", len(req.Inputs), spec.Name)
 	}
-	in := &req.Inputs[0]
-	if in.Name != spec.Name && in.Name != "" {
-		return InferRequest{}, badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
-	}
-	if in.Datatype != spec.Datatype {
-		return InferRequest{}, badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
-	}
-	if len(in.Shape) != len(spec.Shape) {
-		return InferRequest{}, badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
-	}
-	n := int64(1)
-	for i, d := range in.Shape {
-		if d < 0 {
-			return InferRequest{}, badf("inputs[0].shape[%d]: %d: must be >= 0", i, d)
-		}
-		if i == 0 {
-			if d != 1 {
-				return InferRequest{}, badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
-			}
-		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
-			return InferRequest{}, badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
-		}
-		if d > 0 && n > math.MaxInt32/d {
-			return InferRequest{}, badf("inputs[0].shape: %v: too many elements", in.Shape)
-		}
-		n *= d
-	}
-	got, err := checkData(in.Data, in.Shape, in.Datatype, "inputs[0].data")
-	if err != nil {
-		return InferRequest{}, &BadRequestError{Msg: err.Error()}
-	}
-	if got != n {
-		return InferRequest{}, badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
-	}
-	if in.Name == "" {
-		in.Name = spec.Name
+	// The same check as every other front end's (Server.Submit: KServe gRPC, ...).
+	if err := CheckInput(&req.Inputs[0], spec); err != nil {
+		return InferRequest{}, err
 	}
 	return req, nil
 }
@@ -393,6 +360,10 @@ func checkElement(tok []byte, dtype string) error {
 		}
 	case string(tok) == "true" || string(tok) == "false":
 		return fmt.Errorf("%s: want a number for %s", tok, dtype)
+	case isNonFinite(tok):
+		// Not JSON, but what a binary front end's converter writes for a NaN or an infinity
+		// (serve/kservegrpc), so every front end rejects them here alike.
+		return fmt.Errorf("%s: not a finite %s number", tok, dtype)
 	case !isJSONNumber(tok):
 		return fmt.Errorf("%s: want a number for %s", clip(tok), dtype)
 	case strings.HasPrefix(dtype, "FP"):
@@ -410,6 +381,15 @@ func checkElement(tok []byte, dtype string) error {
 		return fmt.Errorf("%s: not an integer (datatype %s)", tok, dtype)
 	}
 	return nil
+}
+
+// isNonFinite reports the tokens a converter writes for NaN and the infinities.
+func isNonFinite(tok []byte) bool {
+	switch string(tok) {
+	case "NaN", "+Inf", "-Inf", "Inf", "Infinity", "-Infinity":
+		return true
+	}
+	return false
 }
 
 // countElements counts the leaves of a (possibly nested, row-major) JSON array and checks

@@ -25,6 +25,9 @@ type stampConn struct {
 	// cur is the stamp of the request being served (ServeHTTP takes it; HTTP/1.1 serves one
 	// request of a connection at a time, on one goroutine).
 	cur dataplane.Time
+	// admin: the connection came in on the admin listener; reserved: it holds one of the
+	// connection slots kept for health checks (connLimiter).
+	admin, reserved bool
 }
 
 func (c *stampConn) Read(p []byte) (int, error) {
@@ -40,7 +43,8 @@ func (c *stampConn) take() dataplane.Time { return dataplane.Time(c.first.Swap(0
 
 type stampListener struct {
 	net.Listener
-	clk Clock
+	clk   Clock
+	admin bool
 }
 
 func (l stampListener) Accept() (net.Conn, error) {
@@ -48,7 +52,11 @@ func (l stampListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stampConn{Conn: c, clk: l.clk}, nil
+	sc := &stampConn{Conn: c, clk: l.clk, admin: l.admin}
+	if lc, ok := c.(*limitedConn); ok {
+		sc.reserved = lc.reserved
+	}
+	return sc, nil
 }
 
 type connKey struct{}

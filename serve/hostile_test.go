@@ -120,6 +120,9 @@ func TestBadData(t *testing.T) {
 		{square, "[1,2,2]", `[[[1,2],[3,4]]]`, ""},
 		{square, "[1,2,2]", `[[1,2],[3,4]]`, ""},
 		{square, "[1,2,2]", `[1,2,3,4]`, ""},
+		// Issue 36 item 13: a zero-size tensor is refused (as over gRPC).
+		{flat, "[1,0]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
+		{square, "[1,0,2]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
 	} {
 		body := fmt.Sprintf(`{"inputs":[{"name":"input","shape":%s,"datatype":"FP32","data":%s}]}`, c.shape, c.data)
 		code, _, b := post(t, c.ts.URL+"/v2/models/demo/infer", body)
@@ -345,8 +348,12 @@ func testClientGone(t *testing.T, front string) {
 	}
 	waitFor(t, "both answered", func() bool { return outstanding() == 0 })
 	_, mt := get(t, ts.URL+"/metrics")
+	// The first request waited at the gate: on time or late, answered.
+	if got := metricValue(string(mt), `plan_responses_total{model="demo",outcome="completed"}`) +
+		metricValue(string(mt), `plan_responses_total{model="demo",outcome="late"}`); got != 1 {
+		t.Errorf("answered requests: %g, want 1", got)
+	}
 	for series, want := range map[string]float64{
-		`plan_responses_total{model="demo",outcome="completed"}`: 1,
 		`plan_responses_total{model="demo",outcome="cancelled"}`: 1,
 		`plan_requests_in_flight{model="demo"}`:                  0,
 	} {

@@ -165,8 +165,9 @@ func CheckInput(in *TensorJSON, spec TensorSpec) error {
 	}
 	n := int64(1)
 	for i, d := range in.Shape {
-		if d < 0 {
-			return badf("inputs[0].shape[%d]: %d: must be >= 0", i, d)
+		if d <= 0 {
+			// A zero-size tensor holds no sample: nothing to infer (issue 36 item 13).
+			return badf("inputs[0].shape[%d]: %d: must be > 0 (a zero-size tensor holds no data)", i, d)
 		}
 		if i == 0 {
 			if d != 1 {
@@ -175,7 +176,7 @@ func CheckInput(in *TensorJSON, spec TensorSpec) error {
 		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
 			return badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
 		}
-		if d > 0 && n > math.MaxInt32/d {
+		if n > math.MaxInt32/d {
 			return badf("inputs[0].shape: %v: too many elements", in.Shape)
 		}
 		n *= d

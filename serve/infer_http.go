@@ -178,7 +178,11 @@ func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, 
 func (s *Server) tooLarge(w http.ResponseWriter, limit int64) {
 	s.m.reject(http.StatusRequestEntityTooLarge, "body-too-large")
 	w.Header().Set("Connection", "close")
-	writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse{Error: fmt.Sprintf("request body larger than --max-body %d bytes", limit)})
+	what := fmt.Sprintf("this endpoint's limit of %d bytes", limit)
+	if limit == s.opts.MaxBody {
+		what = fmt.Sprintf("--max-body %d bytes", limit)
+	}
+	writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse{Error: "request body larger than " + what})
 }
 
 func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpec, c *call, res *result) {

@@ -5,10 +5,7 @@ package serve
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/profiler/measure"
@@ -39,22 +36,6 @@ type wholeModel struct {
 	out   string
 }
 
-// modelFile resolves the ONNX file of model: --model names a directory holding MODEL.onnx
-// for every model of the plan, or one file when the plan has one model.
-func modelFile(opt string, models []string, model string) (string, error) {
-	st, err := os.Stat(opt)
-	if err != nil {
-		return "", fmt.Errorf("--model: %w", err)
-	}
-	if st.IsDir() {
-		return filepath.Join(opt, model+".onnx"), nil
-	}
-	if len(models) > 1 {
-		return "", fmt.Errorf("--model %s: the plan serves %d models (%s): name a directory holding MODEL.onnx for each", opt, len(models), strings.Join(models, ", "))
-	}
-	return opt, nil
-}
-
 // NewONNXModels opens one session per distinct Stage.Model of dep (the preload step).
 func NewONNXModels(clk Clock, dep *dataplane.Deployment, o ONNXOptions) (*ONNXModels, error) {
 	if err := measure.LibraryAvailable(); err != nil {
@@ -79,15 +60,10 @@ func NewONNXModels(clk Clock, dep *dataplane.Deployment, o ONNXOptions) (*ONNXMo
 	x := &ONNXModels{clk: clk, stages: make([]*wholeModel, len(dep.Stages)), names: make([]string, len(dep.Stages))}
 	byModel := map[string]*wholeModel{}
 	for _, name := range models {
-		path, err := modelFile(o.Model, models, name)
+		data, path, err := readModel(o.Model, models, name)
 		if err != nil {
 			x.Close()
 			return nil, err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			x.Close()
-			return nil, fmt.Errorf("model %s: %w", name, err)
 		}
 		m, err := onnx.Parse(data)
 		if err != nil {

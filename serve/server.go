@@ -82,7 +82,16 @@ type Options struct {
 	InputShape []int64
 	// Frontends are the systems' own APIs registered beside the KServe v2 API.
 	Frontends []Frontend
-	Log       *slog.Logger
+	// AdminToken, when set, lets a request carrying "Authorization: Bearer AdminToken"
+	// (compared in constant time) use the state-changing endpoints (PUT /v1/plan, POST
+	// /v1/workers/state) on any listener; without it they answer only on a loopback
+	// listener (issue 36 item 7).
+	AdminToken string
+	// MaxConns and MaxConnsPerIP cap Serve's open connections in total and per client
+	// address (0 = from the descriptor limit: connCaps); connections past a cap are closed
+	// at once, and the last few under the total cap answer only health checks.
+	MaxConns, MaxConnsPerIP int
+	Log                     *slog.Logger
 }
 
 // Server serves one plan at a time over HTTP.
@@ -98,6 +107,16 @@ type Server struct {
 	metricsH http.Handler
 	// arrivals counts infer requests at the door (the idle monitor's signal).
 	arrivals atomic.Int64
+	// limits are the body limits of the routes other than infer (bodyLimits).
+	limits map[string]int64
+	// adminSeparate is set once an admin listener serves (ServeAdmin): the data listeners
+	// then refuse the admin routes (without the token) even on loopback.
+	adminSeparate atomic.Bool
+	// noWorker is set while every worker of the served plan is marked down: readiness is
+	// false (SetWorkerDown).
+	noWorker atomic.Bool
+	// lastLimiter is the connection limiter of the last listener Serve started (tests).
+	lastLimiter atomic.Pointer[connLimiter]
 }
 
 // New validates the plan, builds the deployment and the workers, and starts the driver.
@@ -147,12 +166,14 @@ func New(opts Options) (*Server, error) {
 	s.d.flushFor = s.flushTimeout(g)
 	s.d.onSwitch = func(g *generation) {
 		s.active.Store(g)
+		s.noWorker.Store(false) // a fresh engine: every worker up
 		s.d.flushFor = s.flushTimeout(g)
 	}
 	go s.d.run(g)
 	// The first switch happens on the driver goroutine; wait for it so Handler sees the models.
 	s.d.do(func() {})
 	s.routes()
+	s.limits = s.bodyLimits()
 	go s.releaseWhenIdle(time.Second, 3)
 	return s, nil
 }
@@ -311,9 +332,24 @@ func (s *Server) HTTPServer() *http.Server {
 // "shutdown" (with Connection: close); then the listener and connections close and Serve
 // returns nil.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, false)
+}
+
+// ServeAdmin runs the same API on ln as the admin listener (--admin-addr, loopback by
+// default): the state-changing endpoints answer there without a token, and no longer on
+// the data listeners. It returns as Serve does.
+func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
+	s.adminSeparate.Store(true)
+	return s.serve(ctx, ln, true)
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, admin bool) error {
 	hs := s.HTTPServer()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(stampListener{Listener: ln, clk: s.clk}) }()
+	total, perIP, reserve := s.connCaps()
+	lim := newConnLimiter(ln, total, perIP, reserve)
+	s.lastLimiter.Store(lim)
+	go func() { errc <- hs.Serve(stampListener{Listener: lim, clk: s.clk, admin: admin}) }()
 	select {
 	case err := <-errc:
 		_ = s.Shutdown(context.Background())
@@ -337,15 +373,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sc := stampOf(r)
-	if sc == nil {
-		s.mux.ServeHTTP(w, r)
-		return
+	if sc != nil {
+		// The stamp read so far is this request's arrival; whatever the handler reads (its
+		// body) must not become the next request's.
+		sc.cur = sc.take()
+		if sc.reserved && !healthRoutes[r.URL.Path] {
+			// A connection in the reserve kept for health checks: refuse, and free it.
+			s.m.reject(http.StatusServiceUnavailable, "connections")
+			w.Header().Set("Connection", "close")
+			writeDrop(w, &DropResponse{Error: "the server holds its most connections (--max-conns): only health checks are answered", Reason: "overload", Stage: "connection"})
+			sc.first.Store(0)
+			return
+		}
 	}
-	// The stamp read so far is this request's arrival; whatever the handler reads (its body)
-	// must not become the next request's.
-	sc.cur = sc.take()
-	s.mux.ServeHTTP(w, r)
-	sc.first.Store(0)
+	if isInfer(r) {
+		s.mux.ServeHTTP(w, r)
+	} else {
+		s.serveGuarded(w, r)
+	}
+	if sc != nil {
+		sc.first.Store(0)
+	}
 }
 
 func (s *Server) routes() {
@@ -437,7 +485,7 @@ func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
-	if s.closing.Load() || !s.m.isReady() {
+	if s.closing.Load() || !s.m.isReady() || s.noWorker.Load() {
 		writeJSON(w, 503, map[string]bool{"ready": false})
 		return
 	}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -9,7 +10,8 @@ import (
 )
 
 // TestWorkerStateEndpoint: POST /v1/workers/state takes a worker out of service and back;
-// bad bodies are 400 naming the field, an unknown worker 404.
+// bad bodies are 400 naming the field, an unknown worker 404. Readiness is false while no
+// worker is up (issue 36 item 7).
 func TestWorkerStateEndpoint(t *testing.T) {
 	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json")})
 	name := s.Deployment().Topo.Workers[0].Name
@@ -42,7 +44,32 @@ func TestWorkerStateEndpoint(t *testing.T) {
 			t.Errorf("%s → %d %s; want %d containing %s", tc.body, resp.StatusCode, b, tc.code, tc.want)
 		}
 	}
-	// The server still answers once the worker is back.
+	workers := s.Deployment().Topo.Workers
+	for i, w := range workers {
+		for _, down := range []bool{true, false} {
+			if !down && i < len(workers)-1 {
+				continue // the last worker goes down and comes back; the others go down
+			}
+			resp, err := http.Post(ts.URL+"/v1/workers/state", "application/json", strings.NewReader(fmt.Sprintf(`{"worker": %q, "down": %v}`, w.Name, down)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			want := 200
+			if down && i == len(workers)-1 {
+				want = 503 // every worker is down
+			}
+			if code, _ := get(t, ts.URL+"/v2/health/ready"); code != want {
+				t.Errorf("worker %d of %d down=%v: readiness %d, want %d", i+1, len(workers), down, code, want)
+			}
+		}
+	}
+	for _, w := range workers {
+		if err := s.SetWorkerDown(w.Name, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server still answers once the workers are back.
 	resp, err := http.Post(ts.URL+"/v2/models/demo/infer", "application/json", strings.NewReader(inferBody(1)))
 	if err != nil {
 		t.Fatal(err)

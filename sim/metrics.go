@@ -1,76 +1,10 @@
 package sim
 
 import (
-	"gonum.org/v1/gonum/stat"
-	"math"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
 )
-
-// Metrics are the results of one run. Every field is derived from virtual time only, so the
-// same inputs and seed give identical metrics (and report bytes).
-type Metrics struct {
-	// Total aggregates every application.
-	Total AppMetrics   `json:"total"`
-	Apps  []AppMetrics `json:"apps"`
-	// Classes and GPUTypes give temporal utilization: busy time over the class's (type's)
-	// physical GPUs × the run's wall time, where a GPU's busy time is the union of its
-	// whole-GPU workers' busy intervals plus Σ busy/v of its 1/v slices.
-	Classes  []Utilization `json:"classes"`
-	GPUTypes []Utilization `json:"gpu_types"`
-	Events   int64         `json:"events"`
-	// EndUs is when the last request finished (the run's wall time in virtual µs).
-	EndUs int64 `json:"end_us"`
-}
-
-// AppMetrics are one application's (or the total's) request outcomes.
-type AppMetrics struct {
-	Name       string  `json:"name"`
-	OfferedRPS float64 `json:"offered_rps"`
-	Requests   int64   `json:"requests"`
-	Completed  int64   `json:"completed"`
-	Late       int64   `json:"late"`
-	// Dropped counts the requests a policy or a failure dropped; Cancelled those the
-	// driver withdrew (Engine.Cancel, DropCancelled), counted apart and never as completed
-	// (omitted when 0, so runs without cancels report what they always did).
-	Dropped   int64 `json:"dropped"`
-	Cancelled int64 `json:"cancelled,omitempty"`
-	// Attainment = share of requests completed by their deadline (neither dropped, late
-	// nor cancelled); equal to the authors' (1−drop)(1−late).
-	Attainment float64 `json:"attainment"`
-	// GoodputRPS = on-time completions per second of the arrival window.
-	GoodputRPS float64     `json:"goodput_rps"`
-	Drops      []DropCount `json:"drops,omitempty"`
-	// WastedGPUMs is GPU time (GPU-ms) spent on requests that were later dropped or
-	// cancelled.
-	WastedGPUMs float64 `json:"wasted_gpu_ms"`
-	Latency     Latency `json:"latency"`
-}
-
-// DropCount counts drops at one stage for one reason.
-type DropCount struct {
-	Stage  string `json:"stage"`
-	Reason string `json:"reason"`
-	Count  int64  `json:"count"`
-}
-
-// Latency summarizes end-to-end latency of finished (completed or late) requests.
-type Latency struct {
-	MeanUs float64 `json:"mean_us"`
-	P50Us  int64   `json:"p50_us"`
-	P90Us  int64   `json:"p90_us"`
-	P99Us  int64   `json:"p99_us"`
-	P999Us int64   `json:"p999_us"`
-	MaxUs  int64   `json:"max_us"`
-}
-
-// Utilization is the busy share of a group of GPUs.
-type Utilization struct {
-	Name string  `json:"name"`
-	GPUs int     `json:"gpus"`
-	Busy float64 `json:"busy"`
-}
 
 type dropKey struct {
 	stage  dataplane.StageID
@@ -92,6 +26,8 @@ type collector struct {
 	// (DyOrc's one worker per stage, whose service batch across workflows runs as one engine
 	// batch per stage at once) keep one GPU busy once, not once per worker.
 	wholeBusy, wholeUntil []dataplane.Time
+	// latencies: record each answered request's latency (Options.NoLatencies).
+	latencies bool
 }
 
 // run records that worker w runs from start to end; calls come in nondecreasing start.
@@ -108,8 +44,8 @@ func (c *collector) run(w dataplane.WorkerID, start, end dataplane.Time) {
 
 // newCollector makes the collector; expect (0 = unknown) is about how many requests will be
 // answered, shared among the applications by their rates.
-func newCollector(dep *dataplane.Deployment, expect int) *collector {
-	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)),
+func newCollector(dep *dataplane.Deployment, expect int, latencies bool) *collector {
+	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies,
 		wholeBusy: make([]dataplane.Time, len(dep.Topo.GPUs)), wholeUntil: make([]dataplane.Time, len(dep.Topo.GPUs))}
 	var total float64
 	for _, a := range dep.Apps {
@@ -117,7 +53,7 @@ func newCollector(dep *dataplane.Deployment, expect int) *collector {
 	}
 	for i := range c.apps {
 		c.apps[i].drops = map[dropKey]int64{}
-		if expect > 0 && total > 0 {
+		if expect > 0 && total > 0 && latencies {
 			c.apps[i].lat = make([]dataplane.Time, 0, int(float64(expect)*max(dep.Apps[i].RateRPS, 0)/total)+16)
 		}
 	}
@@ -130,10 +66,14 @@ func (c *collector) finish(r *dataplane.Request) {
 	switch r.Outcome {
 	case dataplane.Completed:
 		a.completed++
-		a.lat = append(a.lat, r.Done-r.Arrival)
+		if c.latencies {
+			a.lat = append(a.lat, r.Done-r.Arrival)
+		}
 	case dataplane.Late:
 		a.late++
-		a.lat = append(a.lat, r.Done-r.Arrival)
+		if c.latencies {
+			a.lat = append(a.lat, r.Done-r.Arrival)
+		}
 	case dataplane.Dropped:
 		a.wasted += r.WorkGPU
 		if r.Reason == dataplane.DropCancelled {
@@ -241,27 +181,4 @@ func percentiles(lat []dataplane.Time) Latency {
 		xs[i] = float64(v)
 	}
 	return Summarize(xs)
-}
-
-// Summarize is the latency summary of samples in µs (reordered in place): mean and the
-// empirical quantiles, each the smallest sample x with F(x) ≥ p (gonum's stat.Empirical),
-// so a p99 is a latency some request really had. sim and `plan load` both report with it.
-func Summarize(us []float64) Latency {
-	if len(us) == 0 {
-		return Latency{}
-	}
-	sort.Float64s(us)
-	q := func(p float64) int64 { return int64(stat.Quantile(p, stat.Empirical, us, nil)) }
-	return Latency{
-		MeanUs: round6(stat.Mean(us, nil)),
-		P50Us:  q(0.50), P90Us: q(0.90), P99Us: q(0.99), P999Us: q(0.999), MaxUs: int64(us[len(us)-1]),
-	}
-}
-
-// round6 keeps six significant decimals so reports stay readable and stable.
-func round6(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0
-	}
-	return math.Round(x*1e6) / 1e6
 }

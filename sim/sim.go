@@ -33,6 +33,10 @@ type Options struct {
 	// keeps small engine tables but still records every answered request's latency, and
 	// growing that record by doubling costs a large run a tenth of its time in copies.
 	ExpectedAnswers int
+	// NoLatencies: keep no per-request latency sample (the report's percentiles are then
+	// zero), so a compacting run's memory does not grow with the number of requests (the
+	// forget benchmark measures the engine's and the policy's memory alone).
+	NoLatencies bool
 	// OnFinish, when set, sees every request when it finishes.
 	OnFinish func(now dataplane.Time, r *dataplane.Request)
 	// Attrs, when set, gives the attributes of application a's n-th arrival (token counts of
@@ -92,7 +96,7 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	if answers <= 0 {
 		answers = opts.ExpectedRequests
 	}
-	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers), arrivals: make([]int64, len(dep.Apps))}
+	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers, !opts.NoLatencies), arrivals: make([]int64, len(dep.Apps))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}

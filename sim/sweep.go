@@ -2,9 +2,7 @@ package sim
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"sort"
 	"strconv"
@@ -12,44 +10,6 @@ import (
 
 	rt "github.com/plan-dev/plan/dataplane"
 )
-
-// ReportKind is the kind written into simulation (and `plan load`) reports.
-const ReportKind = "SimulationReport"
-
-// Report is the deterministic, JSON-serializable result of a load sweep. It holds no wall-clock
-// values, so the same inputs and seed give byte-identical files. `plan load` reuses it with
-// one point per measured rate.
-type Report struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Plan       string `json:"plan"`
-	Strategy   string `json:"strategy,omitempty"`
-	Policy     string `json:"policy"`
-	// Params are the policy parameters in effect (sorted keys, so stable).
-	Params     map[string]string `json:"params,omitempty"`
-	Trace      string            `json:"trace"`
-	Seed       uint64            `json:"seed"`
-	DurationUs int64             `json:"duration_us"`
-	Jitter     float64           `json:"jitter,omitempty"`
-	// BaseRPS is each application's rate at load factor 1.0.
-	BaseRPS []AppRate `json:"base_rps"`
-	Points  []Point   `json:"points"`
-	// MaxLoad99 is the highest load factor with ≥ 99% attainment whose next lower step in the
-	// sweep also passes (one lucky run above failing steps does not count; 0 = none).
-	MaxLoad99 float64 `json:"max_load_99"`
-}
-
-// AppRate names an application's base rate.
-type AppRate struct {
-	App string  `json:"app"`
-	RPS float64 `json:"rps"`
-}
-
-// Point is one load factor's result.
-type Point struct {
-	Load float64 `json:"load"`
-	Metrics
-}
 
 // SweepConfig describes a load sweep.
 type SweepConfig struct {
@@ -74,18 +34,6 @@ type SweepConfig struct {
 	PlanName, Strategy string
 	// Failures are injected at every load point (Options.Failures).
 	Failures []Failure
-}
-
-// PointSeed derives the seed of one application at one load factor from the sweep seed, so a
-// point's result does not depend on which other points run or in which order.
-func PointSeed(seed uint64, load float64, app int) uint64 {
-	h := fnv.New64a()
-	var b [24]byte
-	binary.LittleEndian.PutUint64(b[0:], seed)
-	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(load))
-	binary.LittleEndian.PutUint64(b[16:], uint64(app))
-	h.Write(b[:])
-	return h.Sum64()
 }
 
 // RunPoint simulates one load factor.
@@ -152,61 +100,6 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	sort.SliceStable(rep.Points, func(i, j int) bool { return rep.Points[i].Load < rep.Points[j].Load })
 	rep.MaxLoad99 = MaxLoadAt(rep.Points, 0.99)
 	return rep, nil
-}
-
-// MaxLoadAt returns the highest load whose attainment (every application's, as in the
-// paper) is ≥ target and whose next lower load, if any, passes too. Points must be sorted by
-// load.
-func MaxLoadAt(points []Point, target float64) float64 {
-	return maxLoad(points, func(p *Point) bool {
-		for _, a := range p.Apps {
-			if a.Requests > 0 && a.Attainment < target {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-// MaxLoadAtMean is MaxLoadAt with the mean of the applications' attainments as the test
-// (how the PPipe paper scores a model group: "at 1.0: 99.3/97.6/98.4%, mean 98.4%").
-func MaxLoadAtMean(points []Point, target float64) float64 {
-	return maxLoad(points, func(p *Point) bool {
-		var sum float64
-		n := 0
-		for _, a := range p.Apps {
-			if a.Requests > 0 {
-				sum += a.Attainment
-				n++
-			}
-		}
-		return n == 0 || sum/float64(n) >= target
-	})
-}
-
-func maxLoad(points []Point, pass func(*Point) bool) float64 {
-	for i := len(points) - 1; i >= 0; i-- {
-		if !pass(&points[i]) {
-			continue
-		}
-		if i > 0 && !pass(&points[i-1]) {
-			continue
-		}
-		return points[i].Load
-	}
-	return 0
-}
-
-// MaxLoadAtApp is MaxLoadAt for one application (index into Point.Apps).
-func MaxLoadAtApp(points []Point, app int, target float64) float64 {
-	one := make([]Point, len(points))
-	for i, p := range points {
-		one[i] = Point{Load: p.Load}
-		if app < len(p.Apps) {
-			one[i].Apps = []AppMetrics{p.Apps[app]}
-		}
-	}
-	return MaxLoadAt(one, target)
 }
 
 // ParseLoadRange parses "lo:hi:step" (inclusive), a single value "0.5", or a list

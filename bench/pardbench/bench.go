@@ -63,7 +63,7 @@ type BenchRow struct {
 	LaterShare   float64 `json:"later_share"`
 	// Shares[i] is the share of drops at module i (pipeline order).
 	Shares []float64 `json:"shares"`
-	// MinGoodput[i] is the minimum goodput over windows of sim.WindowSizes[i] seconds.
+	// MinGoodput[i] is the minimum goodput over windows of WindowSizes[i] seconds.
 	MinGoodput []float64 `json:"min_goodput"`
 	MeanWaitMs float64   `json:"mean_wait_ms"`
 	Requests   int64     `json:"requests"`
@@ -131,7 +131,7 @@ func (o *BenchOptions) defaults() {
 		}
 	}
 	if len(o.Traces) == 0 {
-		for _, t := range sim.PARDTraces {
+		for _, t := range PARDTraces {
 			o.Traces = append(o.Traces, t.Name)
 		}
 	}
@@ -191,6 +191,39 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		}
 	}
 	res := &BenchResult{Options: o}
+	plans, err := benchPlans(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	res.moduleRows(o, plans)
+	traces, err := res.benchTraces(o)
+	if err != nil {
+		return nil, err
+	}
+	jobs := benchJobs(o)
+	results, err := runJobs(ctx, o, jobs, plans, traces)
+	if err != nil {
+		return nil, err
+	}
+	res.aggregate(o, jobs, results)
+	res.stress(jobs, results)
+	return res, nil
+}
+
+// benchJob is one simulation of the bench: an app under a policy on a trace and seed, or
+// (factor > 0) the fixed-capacity stress test at factor × capacity.
+type benchJob struct {
+	app, trace, policy string
+	seed               int
+	factor             float64 // > 0: stress
+}
+
+// traceKey names one seed of a trace.
+func traceKey(tr string, seed int) string { return tr + "/" + strconv.Itoa(seed) }
+
+// benchPlans provisions every application the bench runs (PARD's planner on the demo
+// profiles).
+func benchPlans(ctx context.Context, o BenchOptions) (map[string]*formats.Plan, error) {
 	plans := map[string]*formats.Plan{}
 	for _, name := range append(append([]string{}, o.Apps...), o.StressApps...) {
 		if _, done := plans[name]; done {
@@ -208,6 +241,11 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		}
 		plans[name] = pl
 	}
+	return plans, nil
+}
+
+// moduleRows lists every module of the bench's applications (batch, workers, latency).
+func (res *BenchResult) moduleRows(o BenchOptions, plans map[string]*formats.Plan) {
 	for _, name := range o.Apps {
 		pa := plans[name].PARD.Apps[0]
 		var sum float64
@@ -219,30 +257,34 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 				LatencyMs: m.LatencyUs / 1000, SumTwoD: sum / 1000, SLOFrac: sum / float64(time.Duration(pa.SLO).Microseconds())})
 		}
 	}
-	traces := map[string]sim.RateSeries{}
-	key := func(tr string, seed int) string { return tr + "/" + strconv.Itoa(seed) }
+}
+
+// benchTraces generates every trace × seed and records its coefficient of variation.
+func (res *BenchResult) benchTraces(o BenchOptions) (map[string]RateSeries, error) {
+	traces := map[string]RateSeries{}
 	for _, tr := range o.Traces {
 		target := 0.0
-		for _, t := range sim.PARDTraces {
+		for _, t := range PARDTraces {
 			if t.Name == tr {
 				target = t.CV
 			}
 		}
 		for s := 1; s <= o.Seeds; s++ {
-			r, err := sim.PARDTrace(tr, o.Seconds, o.RateRPS, uint64(s))
+			r, err := PARDTrace(tr, o.Seconds, o.RateRPS, uint64(s))
 			if err != nil {
 				return nil, fmt.Errorf("%w: %v", plpard.ErrBadInput, err)
 			}
-			traces[key(tr, s)] = r
+			traces[traceKey(tr, s)] = r
 			res.TraceCV = append(res.TraceCV, TraceCVStat{Trace: tr, Seed: uint64(s), CV: math.Round(r.CV()*1000) / 1000, Target: target})
 		}
 	}
-	type job struct {
-		app, trace, policy string
-		seed               int
-		factor             float64 // > 0: stress
-	}
-	var jobs []job
+	return traces, nil
+}
+
+// benchJobs lists the simulations: every app × trace × seed × policy (the naive baseline
+// always, its needs-dropping windows weigh the burst goodput) and the stress test.
+func benchJobs(o BenchOptions) []benchJob {
+	var jobs []benchJob
 	pols := append([]string{}, o.Policies...)
 	hasNone := false
 	for _, p := range pols {
@@ -255,7 +297,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		for _, tr := range o.Traces {
 			for s := 1; s <= o.Seeds; s++ {
 				for _, p := range pols {
-					jobs = append(jobs, job{a, tr, p, s, 0})
+					jobs = append(jobs, benchJob{a, tr, p, s, 0})
 				}
 			}
 		}
@@ -264,23 +306,28 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	for _, a := range o.StressApps {
 		for _, f := range o.StressFactors {
 			for _, p := range stressPols {
-				jobs = append(jobs, job{a, "stress", p, 1, f})
+				jobs = append(jobs, benchJob{a, "stress", p, 1, f})
 			}
 		}
 	}
-	results := make([]*sim.PipelineMetrics, len(jobs))
+	return jobs
+}
+
+// runJobs runs the simulations in parallel.
+func runJobs(ctx context.Context, o BenchOptions, jobs []benchJob, plans map[string]*formats.Plan, traces map[string]RateSeries) ([]*PipelineMetrics, error) {
+	results := make([]*PipelineMetrics, len(jobs))
 	errs, err := sim.Parallel(ctx, len(jobs), o.Parallel, func(i int) error {
 		j := jobs[i]
 		name, extra, _ := splitPolicy(j.policy)
 		params := map[string]string{"samples": strconv.Itoa(o.Samples), "seed": strconv.Itoa(j.seed)}
-		var rates sim.RateSeries
+		var rates RateSeries
 		if j.factor > 0 {
 			rates = nil
 		} else {
 			params["autoscale"] = "1"
 			params["cold_start_s"] = strconv.FormatFloat(o.ColdStart, 'g', -1, 64)
 			params["headroom"] = strconv.FormatFloat(o.Headroom, 'g', -1, 64)
-			rates = traces[key(j.trace, j.seed)]
+			rates = traces[traceKey(j.trace, j.seed)]
 		}
 		if name == "pard-oc" {
 			params["oc_t_ms"] = ocThreshold(j.trace)
@@ -291,11 +338,11 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		dep, err := dppard.FromPARDPlan(plans[j.app])
 		if err == nil && j.factor > 0 {
 			// Stress: the planned workers only, a constant rate of factor × capacity.
-			sim.FixCapacity(dep)
-			rates = sim.StressRates(sim.PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
+			FixCapacity(dep)
+			rates = StressRates(PipelineCapacity(dep), j.factor, min(o.Seconds, 120))
 		}
 		if err == nil {
-			results[i], err = sim.RunPipeline(sim.PipelineRun{Policies: dppard.Registry(), Dep: dep, Rates: rates, Seed: uint64(j.seed),
+			results[i], err = RunPipeline(PipelineRun{Policies: dppard.Registry(), Dep: dep, Rates: rates, Seed: uint64(j.seed),
 				Policy: rt.Config{Policy: name, Params: params}})
 		}
 		return err
@@ -313,11 +360,17 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 			return nil, fmt.Errorf("%s/%s/%s seed %d: %w", j.app, j.trace, j.policy, j.seed, err)
 		}
 	}
+	return results, nil
+}
+
+// aggregate averages each app × trace × policy over its seeds and compares PARD with the
+// baselines.
+func (res *BenchResult) aggregate(o BenchOptions, jobs []benchJob, results []*PipelineMetrics) {
 	// Aggregate.
-	naive := map[string]*sim.PipelineMetrics{}
+	naive := map[string]*PipelineMetrics{}
 	for i, j := range jobs {
 		if j.factor == 0 && j.policy == "none" {
-			naive[j.app+"/"+key(j.trace, j.seed)] = results[i]
+			naive[j.app+"/"+traceKey(j.trace, j.seed)] = results[i]
 		}
 	}
 	for _, a := range o.Apps {
@@ -332,7 +385,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 					row.Seeds++
 					row.Requests += m.Requests
 					row.Goodput += m.Goodput
-					row.BurstGoodput += m.GoodputOver(naive[a+"/"+key(tr, j.seed)].NeedsDropping())
+					row.BurstGoodput += m.GoodputOver(naive[a+"/"+traceKey(tr, j.seed)].NeedsDropping())
 					row.DropRate += m.DropRate
 					row.InvalidRate += m.InvalidRate
 					row.LaterShare += m.LaterShare
@@ -372,6 +425,10 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 			}
 		}
 	}
+}
+
+// stress reports the stress test's goodput against the ideal.
+func (res *BenchResult) stress(jobs []benchJob, results []*PipelineMetrics) {
 	for i, j := range jobs {
 		if j.factor == 0 {
 			continue
@@ -387,7 +444,6 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		}
 		return res.Stress[x].Factor < res.Stress[y].Factor
 	})
-	return res, nil
 }
 
 // Infinite stands for a ratio against zero (PARD had no drops or no waste).

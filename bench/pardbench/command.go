@@ -9,7 +9,6 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	plpard "github.com/plan-dev/plan/planner/pard"
-	"github.com/plan-dev/plan/sim"
 	"github.com/spf13/pflag"
 )
 
@@ -157,7 +156,7 @@ func printBenchPARD(env bench.Env, res *BenchResult) {
 	}
 	fmt.Fprintf(env.Out, "Trace CVs (targets wiki 0.47, tweet 1.0, azure 1.3): %s\n\n", strings.Join(cvs, ", "))
 	var wh []string
-	for _, w := range sim.WindowSizes {
+	for _, w := range WindowSizes {
 		wh = append(wh, fmt.Sprintf("min%ds", w))
 	}
 	for _, a := range res.Options.Apps {

@@ -117,8 +117,10 @@ func TestEveryRequestFinishesOnce(t *testing.T) {
 						t.Fatalf("request %d finished %d times", id, n)
 					}
 				}
-				if r.m.Total.Dropped != 0 {
-					t.Fatalf("%d dropped", r.m.Total.Dropped)
+				// Only overload shedding drops (shed.go, issue 36 item 5): this workload's queues
+				// grow on 4 GPUs, and the schedulers that estimate finishes shed there.
+				if r.m.Total.Dropped != r.stats.Shed {
+					t.Fatalf("%d dropped, %d of them shed", r.m.Total.Dropped, r.stats.Shed)
 				}
 			})
 		}

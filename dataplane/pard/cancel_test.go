@@ -1,10 +1,13 @@
 package pard
 
 import (
+	"fmt"
+	"hash/fnv"
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/internal/policytest"
+	"github.com/plan-dev/plan/sim"
 )
 
 // cancelDeployment is a two-module chain (batch 2, 10 and 15 ms at batch 1, one worker
@@ -98,7 +101,7 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// TestForget pushes requests through PARD and its baselines, over capacity so requests are
+// TestForget pushes requests through every pipeline policy, over capacity so requests are
 // dropped (each drop sets a flag), on a chain and on a DAG (join counts, decided drops),
 // with the engine compacting every 64 events: with Forget the policy's per-request flags
 // span only the requests in flight and its maps hold nothing of retired ones, and its
@@ -106,7 +109,7 @@ func TestCancel(t *testing.T) {
 func TestForget(t *testing.T) {
 	const n = 3000
 	for _, dag := range []bool{false, true} {
-		for _, name := range []string{"pard", "nexus", "clipper++", "pard-oc"} {
+		for _, name := range PipelinePolicies() {
 			t.Run(name+map[bool]string{false: "/chain", true: "/dag"}[dag], func(t *testing.T) {
 				var hashes [2]uint64
 				var sizes [2]int
@@ -130,7 +133,7 @@ func TestForget(t *testing.T) {
 							d.Compact()
 						}
 					}
-					if err := d.Drain(n * 10 * dataplane.Millisecond); err != nil {
+					if err := d.Drain(n * 40 * dataplane.Millisecond); err != nil {
 						t.Fatal(err)
 					}
 					if forget {
@@ -145,6 +148,9 @@ func TestForget(t *testing.T) {
 				if hashes[0] != hashes[1] {
 					t.Errorf("decisions differ with Forget: %x vs %x", hashes[0], hashes[1])
 				}
+				if name == "none" {
+					return // the naive baseline never drops: it marks nothing, only its decisions compare
+				}
 				if sizes[0] < n/4 {
 					t.Fatalf("without Forget the flags hold %d entries: the run drops too few requests to test Forget", sizes[0])
 				}
@@ -153,5 +159,57 @@ func TestForget(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStateBoundedInSim runs every pipeline policy in the simulator over capacity, with
+// cancels, the engine compacting (and calling Forget) every 4,096 events: at the end the
+// X
+// hold nothing of finished ones, and the decisions match the run without compaction
+// (issue 29 item 1: state depends on what is in flight, not on how many requests passed).
+func TestStateBoundedInSim(t *testing.T) {
+	dep := cancelDeployment(t, 80*dataplane.Millisecond, true)
+	for _, name := range PipelinePolicies() {
+		t.Run(name, func(t *testing.T) {
+			var hashes [2]uint64
+			for i, compact := range []int64{0, 1 << 12} {
+				pol, err := NewPolicy(dataplane.Config{Policy: name, Params: map[string]string{"samples": "100"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				src, err := sim.ArrivalSpec{Kind: "poisson"}.New(250, "app", 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := fnv.New64a()
+				s, err := sim.New(dep, pol, []sim.Source{src}, sim.Options{Duration: 40 * dataplane.Second, Seed: 3, Jitter: 0.05,
+					CompactEvery: compact, CancelFraction: 0.1,
+					Observe: func(now dataplane.Time, ev *dataplane.Event, ds []dataplane.Decision) {
+						fmt.Fprintln(h, now, ev.Kind, ev.Req, ds)
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Run(); err != nil {
+					t.Fatal(err)
+				}
+				total := int(s.Engine.RequestBase()) + len(s.Engine.Requests())
+				hashes[i] = h.Sum64()
+				p := PipelineOf(pol)
+				t.Logf("compact %d: %d requests, flags span %d", compact, total, p.flags.size())
+				if compact == 0 {
+					continue
+				}
+				if bound := total / 5; p.flags.size() > bound {
+					t.Errorf("%d requests: the flags span %d (bound %d)", total, p.flags.size(), bound)
+				}
+				if n := len(p.doomed) + len(p.deferred) + len(p.join); n > 100 {
+					t.Errorf("%d doomed, deferred or join entries left", n)
+				}
+			}
+			if hashes[0] != hashes[1] {
+				t.Errorf("decisions differ with compaction")
+			}
+		})
 	}
 }

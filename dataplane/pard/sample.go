@@ -2,6 +2,7 @@ package pard
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -16,6 +17,7 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 	spec := PipelineSpec{Name: "app", RateRPS: float64(50 + r.IntN(500))}
 	var sum dataplane.Time
 	dag := n >= 4 && r.IntN(2) == 0
+	capacity := math.Inf(1)
 	for k := 0; k < n; k++ {
 		m := ModuleSpec{Name: fmt.Sprintf("m%d", k), GPU: "T4", Batch: 1 + r.IntN(8), Workers: 1 + r.IntN(3)}
 		m.MaxWorkers = m.Workers + r.IntN(2)
@@ -39,8 +41,12 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 			m.Prob = 0.2 + 0.6*r.Float64() // a conditional module
 		}
 		sum += 2 * m.LatUs[m.Batch]
+		capacity = min(capacity, float64(m.Workers*m.Batch)/(float64(m.LatUs[m.Batch])/1e6))
 		spec.Modules = append(spec.Modules, m)
 	}
+	// The planned rate is one the starting workers sustain (a plan would not promise more),
+	// so the harness's loads below 1 are really under capacity.
+	spec.RateRPS = min(spec.RateRPS, capacity)
 	spec.SLO = sum + dataplane.Time(r.IntN(int(sum)+1))
 	d, err := NewPipelineDeployment([]PipelineSpec{spec}, DefaultHop)
 	if err != nil {

@@ -21,6 +21,16 @@ func TestSampleAccepted(t *testing.T) {
 			if len(st.Next) > 1 {
 				dags++
 			}
+			// The planned rate must be one the starting workers sustain: the harness's
+			// loads below 1 (its bounded-table run at 0.5) would else overload the naive
+			// baseline, whose queues then grow for ever.
+			active := len(st.Pool)
+			if st.Active > 0 {
+				active = st.Active
+			}
+			if c := float64(active*st.Batch) / (float64(st.Lat(st.Batch)) / 1e6); dep.Apps[0].RateRPS > c*(1+1e-9) {
+				t.Fatalf("seed %d: planned rate %.1f/s above module %s's capacity %.1f/s", seed, dep.Apps[0].RateRPS, st.Name, c)
+			}
 		}
 		for _, name := range PipelinePolicies() {
 			pol, err := NewPolicy(dataplane.Config{Policy: name, Params: map[string]string{"samples": "10"}})

@@ -2,10 +2,12 @@ package ppipe
 
 import (
 	"fmt"
+	"hash/fnv"
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/internal/policytest"
+	"github.com/plan-dev/plan/sim"
 )
 
 // twoStage is one application served by one two-stage pipeline (batch 2; 10 ms and 5 ms at
@@ -161,6 +163,57 @@ func TestForget(t *testing.T) {
 			}
 			if sizes[1] > 64 {
 				t.Errorf("with Forget the table holds %d entries after %d requests (without: %d), want ≤ 64", sizes[1], n, sizes[0])
+			}
+		})
+	}
+}
+
+// TestStateBoundedInSim runs every PPipe policy in the simulator near capacity with cancels,
+// the engine compacting (and calling Forget) every 4,096 events: at the end the policy's
+// per-request table spans under a fifth of the run's requests, and the decisions match the
+// run without compaction (issue 29 item 1).
+func TestStateBoundedInSim(t *testing.T) {
+	dep := twoStage(40 * dataplane.Millisecond)
+	for _, tc := range []struct {
+		name  string
+		marks bool
+	}{{"ppipe", true}, {"ppipe-paper", false}, {"reactive", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hashes [2]uint64
+			for i, compact := range []int64{0, 1 << 12} {
+				pol, err := NewPolicy(dataplane.Config{Policy: tc.name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				src, err := sim.ArrivalSpec{Kind: "poisson"}.New(190, "m", 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := fnv.New64a()
+				s, err := sim.New(dep, pol, []sim.Source{src}, sim.Options{Duration: 50 * dataplane.Second, Seed: 3, Jitter: 0.05,
+					CompactEvery: compact, CancelFraction: 0.1,
+					Observe: func(now dataplane.Time, ev *dataplane.Event, ds []dataplane.Decision) {
+						fmt.Fprintln(h, now, ev.Kind, ev.Req, ds)
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Run(); err != nil {
+					t.Fatal(err)
+				}
+				hashes[i] = h.Sum64()
+				total := int(s.Engine.RequestBase()) + len(s.Engine.Requests())
+				size := ppipeState(pol)
+				t.Logf("compact %d: %d requests, table spans %d", compact, total, size)
+				if compact > 0 && size > total/5 {
+					t.Errorf("%d requests: the table spans %d (bound %d)", total, size, total/5)
+				}
+				if compact == 0 && tc.marks && size < total/2 {
+					t.Errorf("without compaction the table spans %d of %d requests: too few marked to test Forget", size, total)
+				}
+			}
+			if hashes[0] != hashes[1] {
+				t.Errorf("decisions differ with compaction")
 			}
 		})
 	}

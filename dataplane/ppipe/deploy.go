@@ -21,10 +21,6 @@ import (
 // Errors (plan not matching its cluster, inconsistent partitions) are a formats.ErrorList
 // with field paths into the plan.
 func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
-	var errs formats.ErrorList
-	add := func(path string, value any, rule string) {
-		errs = append(errs, &formats.FieldError{Path: path, Value: fmt.Sprint(value), Rule: rule})
-	}
 	if p.PPipe == nil {
 		return nil, formats.ErrorList{{Path: "ppipe", Rule: "the plan has no ppipe section "}}
 	}
@@ -35,177 +31,221 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if cl == nil {
 		return nil, formats.ErrorList{{Path: "cluster", Rule: "the plan embeds no cluster"}}
 	}
-	var profiles []formats.Profile
+	b := &planBuilder{p: p, cl: cl, bw: cl.EffectiveNICMbps(), gindex: map[groupKey]*planGroup{},
+		stageRounded: p.PPipe.Rounding() == formats.RoundingStage, cursors: map[groupKey]*cursor{}}
 	if p.Provenance.Embedded != nil {
-		profiles = p.Provenance.Embedded.Profiles
+		b.profiles = p.Provenance.Embedded.Profiles
 	}
-	findModel := func(name string) *formats.ModelProfile {
-		for i := range profiles {
-			if m, ok := profiles[i].Model(name); ok {
-				return m
-			}
-		}
-		return nil
+	if b.bw <= 0 {
+		b.add("cluster.nic_gbps", cl.NICGbps, "must be > 0")
 	}
-	bw := cl.EffectiveNICMbps()
-	if bw <= 0 {
-		add("cluster.nic_gbps", cl.NICGbps, "must be > 0")
+	b.partitions()
+	b.demand()
+	if len(b.errs) > 0 {
+		return nil, b.errs
 	}
+	b.d = &dataplane.Deployment{Kind: Kind}
+	b.layout()
+	b.stages()
+	if err := b.d.Validate(); err != nil {
+		return nil, err
+	}
+	return b.d, nil
+}
 
-	// Pass 1: validate partitions against the cluster and count slices per packing group.
-	type groupKey struct {
-		app, stage int
-		gpu        string
-		v          int
+// planBuilder carries FromPlan's state through its passes.
+type planBuilder struct {
+	p            *formats.Plan
+	cl           *formats.Cluster
+	bw           float64
+	profiles     []formats.Profile
+	errs         formats.ErrorList
+	stageRounded bool
+	groups       []*planGroup
+	gindex       map[groupKey]*planGroup
+	types        []string // GPU types the plan uses, sorted
+	d            *dataplane.Deployment
+	typeGPU      map[string][]int // type → global GPU indices in server order
+	cursors      map[groupKey]*cursor
+}
+
+// groupKey is a packing group: slices of one (model, stage index, GPU type, level) share
+// GPUs in order; v = 0 for a stage-rounded group (all levels of the stage share).
+type groupKey struct {
+	app, stage int
+	gpu        string
+	v          int
+}
+
+type planGroup struct {
+	key    groupKey
+	slices int
+	// levels lists every slice's vGPU level, in partition order, for a stage-rounded
+	// group (key.v = 0: all levels of one model, stage index and GPU type share GPUs).
+	levels []int
+	packed [][]int
+}
+
+// gpus is the GPUs a group needs: ceil(slices/v), or for a stage-rounded group the GPUs
+// formats.PackSlices lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs
+// charges, so the deployment refuses exactly what validation refuses (issue 17 item 2).
+func (g *planGroup) gpus() int {
+	if g.key.v == 0 {
+		return len(g.packed)
 	}
-	type group struct {
-		key    groupKey
-		slices int
-		// levels lists every slice's vGPU level, in partition order, for a stage-rounded
-		// group (key.v = 0: all levels of one model, stage index and GPU type share GPUs).
-		levels []int
-		packed [][]int
+	return ceilDiv(g.slices, g.key.v)
+}
+
+// cursor places a group's slices on its GPUs.
+type cursor struct {
+	gpus  []int // GPUs of the group
+	slice int   // next slice index within the group
+	// gpuOf and slotOf place slice i of a stage-rounded group: on gpus[gpuOf[i]], as
+	// its slotOf[i]-th slice.
+	gpuOf, slotOf []int
+}
+
+func (b *planBuilder) add(path string, value any, rule string) {
+	b.errs = append(b.errs, &formats.FieldError{Path: path, Value: fmt.Sprint(value), Rule: rule})
+}
+
+func (b *planBuilder) findModel(name string) *formats.ModelProfile {
+	for i := range b.profiles {
+		if m, ok := b.profiles[i].Model(name); ok {
+			return m
+		}
 	}
-	stageRounded := p.PPipe.Rounding() == formats.RoundingStage
-	var groups []*group
-	gindex := map[groupKey]*group{}
-	for mi, m := range p.PPipe.Models {
+	return nil
+}
+
+// partitions is pass 1: validate partitions against the cluster and count slices per
+// packing group.
+func (b *planBuilder) partitions() {
+	for mi, m := range b.p.PPipe.Models {
 		mp := fmt.Sprintf("ppipe.models[%d]", mi)
 		if m.SLO <= 0 {
-			add(mp+".slo", m.SLO, "must be > 0")
+			b.add(mp+".slo", m.SLO, "must be > 0")
 		}
 		for pi, pl := range m.Pipelines {
 			pp := fmt.Sprintf("%s.pipelines[%d]", mp, pi)
 			if pl.Batch < 1 {
-				add(pp+".batch", pl.Batch, "must be >= 1")
+				b.add(pp+".batch", pl.Batch, "must be >= 1")
 			}
 			if len(pl.Partitions) == 0 {
-				add(pp+".partitions", 0, "a pipeline needs at least one partition")
+				b.add(pp+".partitions", 0, "a pipeline needs at least one partition")
 			}
 			for di, part := range pl.Partitions {
 				qp := fmt.Sprintf("%s.partitions[%d]", pp, di)
-				pool, ok := cl.Pool(part.GPU)
+				pool, ok := b.cl.Pool(part.GPU)
 				if !ok {
-					add(qp+".gpu", part.GPU, "the plan's cluster has no GPUs of this type")
+					b.add(qp+".gpu", part.GPU, "the plan's cluster has no GPUs of this type")
 					continue
 				}
 				if !containsInt(pool.Levels(), part.VGPU) {
-					add(qp+".vgpu", part.VGPU, fmt.Sprintf("the cluster allows levels %v for %s", pool.Levels(), part.GPU))
+					b.add(qp+".vgpu", part.VGPU, fmt.Sprintf("the cluster allows levels %v for %s", pool.Levels(), part.GPU))
 				}
 				if part.Count < 1 {
-					add(qp+".count", part.Count, "must be >= 1")
+					b.add(qp+".count", part.Count, "must be >= 1")
 				}
 				if part.StageLatencyUs <= 0 {
-					add(qp+".stage_latency_us", part.StageLatencyUs, "must be > 0")
+					b.add(qp+".stage_latency_us", part.StageLatencyUs, "must be > 0")
 				}
 				if part.EndBlock <= part.FirstBlock {
-					add(qp+".end_block", part.EndBlock, "must be > first_block")
+					b.add(qp+".end_block", part.EndBlock, "must be > first_block")
 				}
 				if di > 0 && part.FirstBlock != pl.Partitions[di-1].EndBlock {
-					add(qp+".first_block", part.FirstBlock, fmt.Sprintf("must equal the previous partition's end_block %d", pl.Partitions[di-1].EndBlock))
+					b.add(qp+".first_block", part.FirstBlock, fmt.Sprintf("must equal the previous partition's end_block %d", pl.Partitions[di-1].EndBlock))
 				}
 				if part.VGPU < 1 || part.Count < 1 {
 					continue
 				}
 				k := groupKey{mi, di, part.GPU, part.VGPU}
-				if stageRounded {
+				if b.stageRounded {
 					k.v = 0
 				}
-				g := gindex[k]
+				g := b.gindex[k]
 				if g == nil {
-					g = &group{key: k}
-					gindex[k] = g
-					groups = append(groups, g)
+					g = &planGroup{key: k}
+					b.gindex[k] = g
+					b.groups = append(b.groups, g)
 				}
 				g.slices += part.Count
-				for c := 0; stageRounded && c < part.Count; c++ {
+				for c := 0; b.stageRounded && c < part.Count; c++ {
 					g.levels = append(g.levels, part.VGPU)
 				}
 			}
 		}
 	}
+}
+
+// demand checks the GPU demand per type against the cluster.
+func (b *planBuilder) demand() {
 	// GPU demand per type versus the cluster.
 	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs PackSlices
 	// lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs charges, so the
 	// deployment refuses exactly what validation refuses (issue 17 item 2).
-	gpusOf := func(g *group) int {
-		if g.key.v == 0 {
-			return len(g.packed)
-		}
-		return ceilDiv(g.slices, g.key.v)
-	}
 	need := map[string]int{}
-	for _, g := range groups {
+	for _, g := range b.groups {
 		if g.key.v == 0 {
 			g.packed = PackSlices(g.levels)
 		}
-		need[g.key.gpu] += gpusOf(g)
+		need[g.key.gpu] += g.gpus()
 	}
-	types := make([]string, 0, len(need))
+	b.types = make([]string, 0, len(need))
 	for t := range need {
-		types = append(types, t)
+		b.types = append(b.types, t)
 	}
-	sort.Strings(types)
-	for _, t := range types {
-		pool, _ := cl.Pool(t)
+	sort.Strings(b.types)
+	for _, t := range b.types {
+		pool, _ := b.cl.Pool(t)
 		if need[t] > pool.Count {
-			add("ppipe.models", t, fmt.Sprintf("the plan needs %d %s GPUs but its cluster has %d", need[t], t, pool.Count))
+			b.add("ppipe.models", t, fmt.Sprintf("the plan needs %d %s GPUs but its cluster has %d", need[t], t, pool.Count))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
+}
 
-	// Pass 2: lay out servers and GPUs per type, then carve slices.
-	d := &dataplane.Deployment{Kind: Kind}
-	typeGPU := map[string][]int{} // type → global GPU indices in server order
-	for _, gp := range cl.GPUs {
+// layout is pass 2: servers and GPUs per type, and where each group's slices go.
+func (b *planBuilder) layout() {
+	b.typeGPU = map[string][]int{} // type → global GPU indices in server order
+	for _, gp := range b.cl.GPUs {
 		per := gp.PerServer
 		if per < 1 {
 			per = 1
 		}
 		for i := 0; i < gp.Count; i++ {
 			if i%per == 0 {
-				d.Topo.Servers = append(d.Topo.Servers, dataplane.Server{
+				b.d.Topo.Servers = append(b.d.Topo.Servers, dataplane.Server{
 					Name:   fmt.Sprintf("%s-s%d", gp.Type, i/per),
-					UpMbps: bw, DownMbps: bw,
+					UpMbps: b.bw, DownMbps: b.bw,
 				})
 			}
-			typeGPU[gp.Type] = append(typeGPU[gp.Type], len(d.Topo.GPUs))
-			d.Topo.GPUs = append(d.Topo.GPUs, dataplane.GPU{Type: gp.Type, Class: gp.Class, Server: dataplane.ServerID(len(d.Topo.Servers) - 1)})
+			b.typeGPU[gp.Type] = append(b.typeGPU[gp.Type], len(b.d.Topo.GPUs))
+			b.d.Topo.GPUs = append(b.d.Topo.GPUs, dataplane.GPU{Type: gp.Type, Class: gp.Class, Server: dataplane.ServerID(len(b.d.Topo.Servers) - 1)})
 		}
 	}
 	// Decide per type whether groups can start on server boundaries.
 	aligned := map[string]bool{}
-	for _, t := range types {
-		pool, _ := cl.Pool(t)
+	for _, t := range b.types {
+		pool, _ := b.cl.Pool(t)
 		per := max(pool.PerServer, 1)
 		used := 0
-		for _, g := range groups {
+		for _, g := range b.groups {
 			if g.key.gpu == t {
-				used = ceilDiv(used, per)*per + gpusOf(g)
+				used = ceilDiv(used, per)*per + g.gpus()
 			}
 		}
 		aligned[t] = used <= pool.Count
 	}
 	nextGPU := map[string]int{}
-	type cursor struct {
-		gpus  []int // GPUs of the group
-		slice int   // next slice index within the group
-		// gpuOf and slotOf place slice i of a stage-rounded group: on gpus[gpuOf[i]], as
-		// its slotOf[i]-th slice.
-		gpuOf, slotOf []int
-	}
-	cursors := map[groupKey]*cursor{}
-	for _, g := range groups {
-		pool, _ := cl.Pool(g.key.gpu)
+	for _, g := range b.groups {
+		pool, _ := b.cl.Pool(g.key.gpu)
 		per := max(pool.PerServer, 1)
 		n := nextGPU[g.key.gpu]
 		if aligned[g.key.gpu] {
 			n = ceilDiv(n, per) * per
 		}
-		cnt := gpusOf(g)
-		cur := &cursor{gpus: typeGPU[g.key.gpu][n : n+cnt]}
+		cnt := g.gpus()
+		cur := &cursor{gpus: b.typeGPU[g.key.gpu][n : n+cnt]}
 		if g.key.v == 0 {
 			cur.gpuOf, cur.slotOf = make([]int, g.slices), make([]int, g.slices)
 			for gi, on := range g.packed {
@@ -214,21 +254,25 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 				}
 			}
 		}
-		cursors[g.key] = cur
+		b.cursors[g.key] = cur
 		nextGPU[g.key.gpu] = n + cnt
 	}
 
-	for mi, m := range p.PPipe.Models {
+}
+
+// stages builds one app per model, one stage per partition, and carves the workers.
+func (b *planBuilder) stages() {
+	for mi, m := range b.p.PPipe.Models {
 		app := dataplane.App{
 			Name: m.Model, SLO: dataplane.Time(time.Duration(m.SLO) / time.Microsecond),
 			Weight: m.Weight, RateRPS: planRate(m),
 		}
-		aid := dataplane.AppID(len(d.Apps))
-		prof := findModel(m.Model)
+		aid := dataplane.AppID(len(b.d.Apps))
+		prof := b.findModel(m.Model)
 		for pi, pl := range m.Pipelines {
 			var chain []dataplane.StageID
 			for di, part := range pl.Partitions {
-				sid := dataplane.StageID(len(d.Stages))
+				sid := dataplane.StageID(len(b.d.Stages))
 				st := dataplane.Stage{
 					Name:     fmt.Sprintf("%s/p%d/s%d", m.Model, pi, di),
 					App:      aid,
@@ -245,16 +289,16 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 					switch {
 					case part.TransferUs > 0:
 						st.XferPerSampleUs = part.TransferUs / float64(pl.Batch)
-					case st.OutBytes > 0 && bw > 0:
-						st.XferPerSampleUs = 8 * float64(st.OutBytes) / bw
+					case st.OutBytes > 0 && b.bw > 0:
+						st.XferPerSampleUs = 8 * float64(st.OutBytes) / b.bw
 					}
 				}
 				gk := groupKey{mi, di, part.GPU, part.VGPU}
-				if stageRounded {
+				if b.stageRounded {
 					gk.v = 0
 				}
-				cur := cursors[gk]
-				pool, _ := cl.Pool(part.GPU)
+				cur := b.cursors[gk]
+				pool, _ := b.cl.Pool(part.GPU)
 				for c := 0; c < part.Count; c++ {
 					gi := cur.gpus[cur.slice/part.VGPU]
 					slot := cur.slice % part.VGPU
@@ -262,18 +306,18 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 						gi, slot = cur.gpus[cur.gpuOf[cur.slice]], cur.slotOf[cur.slice]
 					}
 					cur.slice++
-					w := dataplane.WorkerID(len(d.Topo.Workers))
+					w := dataplane.WorkerID(len(b.d.Topo.Workers))
 					name := fmt.Sprintf("%s#%d", part.GPU, gi)
 					if part.VGPU > 1 {
 						name = fmt.Sprintf("%s#%d/%d.%d", part.GPU, gi, part.VGPU, slot)
 					}
-					d.Topo.Workers = append(d.Topo.Workers, dataplane.Worker{
-						Name: name, GPU: gi, Server: d.Topo.GPUs[gi].Server, Type: part.GPU,
+					b.d.Topo.Workers = append(b.d.Topo.Workers, dataplane.Worker{
+						Name: name, GPU: gi, Server: b.d.Topo.GPUs[gi].Server, Type: part.GPU,
 						Class: pool.Class, VGPU: part.VGPU, Stage: sid,
 					})
 					st.Pool = append(st.Pool, w)
 				}
-				d.Stages = append(d.Stages, st)
+				b.d.Stages = append(b.d.Stages, st)
 				chain = append(chain, sid)
 			}
 			if len(chain) > 0 {
@@ -281,12 +325,8 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 			}
 			app.Pipelines = append(app.Pipelines, chain)
 		}
-		d.Apps = append(d.Apps, app)
+		b.d.Apps = append(b.d.Apps, app)
 	}
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // stageLatencies builds LatUs[1..batch] for a partition: profile block sums (each block ≥ 1 µs,

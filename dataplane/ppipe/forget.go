@@ -33,6 +33,14 @@ func (t *idTable[T]) set(id dataplane.ReqID, x T) {
 	t.v[id-t.base] = x
 }
 
+// unset clears id's entry without growing the table.
+func (t *idTable[T]) unset(id dataplane.ReqID) {
+	if id >= t.base && int(id-t.base) < len(t.v) {
+		var zero T
+		t.v[id-t.base] = zero
+	}
+}
+
 // forget drops every entry up to and including id. Re-slicing the front off is amortized
 // O(1): the next append that outgrows the shortened capacity copies only the live span.
 func (t *idTable[T]) forget(id dataplane.ReqID) {

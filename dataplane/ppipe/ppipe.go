@@ -191,7 +191,7 @@ func (p *PPipe) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.D
 // wake-up. One a batch held ran its reserved path to the end (the engine discarded the
 // result): its reservations were consumed by that batch, so nothing is released.
 func (p *PPipe) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane.Decisions) {
-	p.seen.set(id, false)
+	p.seen.unset(id)
 	a := &p.apps[p.v.Req(id).App]
 	head := a.q.Len() > 0 && a.q.Front() == id
 	var ok bool

@@ -137,7 +137,7 @@ func (r *Reactive) setExamined(id dataplane.ReqID, pool int) { r.examined.set(id
 // request a batch held is in no queue: the engine discarded its result, so it never
 // reaches the next pool.
 func (r *Reactive) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane.Decisions) {
-	r.examined.set(id, 0)
+	r.examined.unset(id)
 	for pi := range r.pools {
 		q := r.pools[pi].q
 		head := q.Len() > 0 && q.Front() == id

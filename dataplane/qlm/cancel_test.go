@@ -167,7 +167,7 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 			if in.kvUsed != sum || sum == 0 {
 				t.Errorf("KV used %d, the running sequences hold %d", in.kvUsed, sum)
 			}
-			d.untilIdle(t, 10*(60 * dataplane.Second))
+			d.untilIdle(t, 10*(60*dataplane.Second))
 			for _, id := range []dataplane.ReqID{waiting[0], gone} {
 				r := eng.Req(id)
 				if r.Outcome != dataplane.Dropped || r.Reason != dataplane.DropCancelled {
@@ -220,7 +220,7 @@ func TestTooLargeDroppedAtArrival(t *testing.T) {
 			if r := eng.Req(big); r.Outcome != dataplane.Dropped || r.Reason != DropTooLarge {
 				t.Errorf("the large request: %v %q, want dropped as %s at arrival", r.Outcome, r.Reason, DropTooLarge)
 			}
-			d.untilIdle(t, 10*(60 * dataplane.Second))
+			d.untilIdle(t, 10*(60*dataplane.Second))
 			if o := eng.Req(small).Outcome; o != dataplane.Completed {
 				t.Errorf("the next request: %v, want completed", o)
 			}
@@ -258,7 +258,7 @@ func TestForgetBoundsState(t *testing.T) {
 		if _, err := eng.Admit(d.now, dataplane.Arrival{App: 0, Attrs: dataplane.Attrs{InTokens: 100, OutTokens: 3}}); err != nil {
 			t.Fatal(err)
 		}
-		d.untilIdle(t, d.now+(60 * dataplane.Second))
+		d.untilIdle(t, d.now+(60*dataplane.Second))
 		if k%10 == 9 {
 			// What Engine.Compact does for a Forgetter (the contract; calling it twice is
 			// harmless).

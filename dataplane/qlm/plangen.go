@@ -235,54 +235,114 @@ func edfPlan(pr *PlanProblem) [][]int {
 	return q
 }
 
+// milpVar is one assignment binary x[g,i,j]: group i at position j of instance g's queue.
+type milpVar struct {
+	i, g, j int
+	v       solver.Var
+}
+
+// milpDef is a continuous variable with the one row that bounds it from below (coefficient
+// 1), in creation order: the warm start sets each to its least feasible value.
+type milpDef struct {
+	v   solver.Var
+	row int
+}
+
+// milpBuild is the MILP of QLM §7 being built: variables and rows are added in a fixed order
+// (assignment, occupancy and gaps, swaps, completions per instance), so a problem always
+// yields the same model.
+type milpBuild struct {
+	pr    *PlanProblem
+	L     int
+	soft  bool
+	m     *solver.Model
+	xs    []milpVar
+	defs  []milpDef
+	at    [][][]milpVar // at[g][j] = vars at position j of g
+	mlist []string
+	M     float64
+}
+
 // solveMILP builds and solves the MILP of QLM §7 (strict or soft) with L positions per queue.
 func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration, start [][]int) ([][]int, float64, error) {
-	G, N := len(pr.Instances), len(pr.Groups)
-	m := solver.NewModel("qlm-plan", solver.Minimize)
-	type xv struct {
-		i, g, j int
-		v       solver.Var
+	b := &milpBuild{pr: pr, L: L, soft: soft, m: solver.NewModel("qlm-plan", solver.Minimize)}
+	if err := b.assign(); err != nil {
+		return nil, 0, err
 	}
-	var xs []xv
-	// defs are the continuous variables in creation order with the one row that bounds each
-	// from below (coefficient 1): the warm start sets each to its least feasible value.
-	type def struct {
-		v   solver.Var
-		row int
+	b.horizon()
+	for g := range pr.Instances {
+		b.queueRows(g)
+		b.completionRows(g, b.swapRows(g))
 	}
-	var defs []def
-	at := make([][][]xv, G) // at[g][j] = vars at position j of g
-	for g := range at {
-		at[g] = make([][]xv, L)
+	ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)
+	defer cancel()
+	opts := solver.Options{TimeLimit: limit, RelGap: 0.01, Deterministic: true}
+	if start != nil {
+		opts.Start = b.warmStart(start)
 	}
-	perGroup := make([][]solver.Term, N)
+	res, err := solver.Solve(ctx, b.m, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !res.HasSolution {
+		return nil, 0, fmt.Errorf("no solution: %v", res.Status)
+	}
+	G := len(pr.Instances)
+	q := make([][]int, G)
+	pos := make([][]int, G)
+	for _, x := range b.xs {
+		if res.Values[x.v] > 0.5 {
+			q[x.g] = append(q[x.g], x.i)
+			pos[x.g] = append(pos[x.g], x.j)
+		}
+	}
+	for g := range q {
+		sort.Sort(byPos{q[g], pos[g]})
+	}
+	return q, res.Objective, nil
+}
+
+// assign adds the binaries of every eligible (instance, position) of every group and the
+// rows placing each group exactly once.
+func (b *milpBuild) assign() error {
+	pr, L := b.pr, b.L
+	b.at = make([][][]milpVar, len(pr.Instances))
+	for g := range b.at {
+		b.at[g] = make([][]milpVar, L)
+	}
+	perGroup := make([][]solver.Term, len(pr.Groups))
 	models := map[string]int{}
-	var mlist []string
 	for i, gr := range pr.Groups {
 		if _, ok := models[gr.Model]; !ok {
-			models[gr.Model] = len(mlist)
-			mlist = append(mlist, gr.Model)
+			models[gr.Model] = len(b.mlist)
+			b.mlist = append(b.mlist, gr.Model)
 		}
 		for g, c := range gr.Cost {
 			if c == nil || (gr.Pinned >= 0 && gr.Pinned != g) {
 				continue
 			}
 			for j := 0; j < L; j++ {
-				v := m.AddBinary(fmt.Sprintf("x_%d_%d_%d", g, i, j), 0)
-				x := xv{i, g, j, v}
-				xs = append(xs, x)
-				at[g][j] = append(at[g][j], x)
+				v := b.m.AddBinary(fmt.Sprintf("x_%d_%d_%d", g, i, j), 0)
+				x := milpVar{i, g, j, v}
+				b.xs = append(b.xs, x)
+				b.at[g][j] = append(b.at[g][j], x)
 				perGroup[i] = append(perGroup[i], solver.Term{Var: v, Coef: 1})
 			}
 		}
 		if len(perGroup[i]) == 0 {
-			return nil, 0, fmt.Errorf("group %d has no eligible instance", gr.ID)
+			return fmt.Errorf("group %d has no eligible instance", gr.ID)
 		}
 	}
 	for i := range perGroup {
-		m.AddRow(fmt.Sprintf("assign_%d", i), 1, 1, perGroup[i]...)
+		b.m.AddRow(fmt.Sprintf("assign_%d", i), 1, 1, perGroup[i]...)
 	}
-	// Horizon bound M [ours].
+	return nil
+}
+
+// horizon sets the big-M bound [ours]: the longest any queue can take, plus the most
+// negative slack, plus one.
+func (b *milpBuild) horizon() {
+	pr := b.pr
 	M := 0.0
 	minSlo := 0.0
 	for g := range pr.Instances {
@@ -297,146 +357,141 @@ func solveMILP(pr *PlanProblem, L int, soft bool, limit time.Duration, start [][
 	for _, gr := range pr.Groups {
 		minSlo = math.Min(minSlo, gr.Deadline-pr.Now)
 	}
-	M += -minSlo + 1
-	occ := func(g, j int) []solver.Term {
-		var t []solver.Term
-		for _, x := range at[g][j] {
-			t = append(t, solver.Term{Var: x.v, Coef: 1})
-		}
-		return t
+	b.M = M + (-minSlo + 1)
+}
+
+// occ is the occupancy of position j of instance g: the sum of its binaries.
+func (b *milpBuild) occ(g, j int) []solver.Term {
+	var t []solver.Term
+	for _, x := range b.at[g][j] {
+		t = append(t, solver.Term{Var: x.v, Coef: 1})
 	}
-	for g := 0; g < G; g++ {
-		for j := 0; j < L; j++ {
-			m.AddRow(fmt.Sprintf("occ_%d_%d", g, j), math.Inf(-1), 1, occ(g, j)...)
-			if j+1 < L {
-				t := occ(g, j+1)
-				for _, x := range at[g][j] {
-					t = append(t, solver.Term{Var: x.v, Coef: -1})
-				}
-				m.AddRow(fmt.Sprintf("gap_%d_%d", g, j), math.Inf(-1), 0, t...)
+	return t
+}
+
+// queueRows: at most one group per position, and no gap before an occupied position.
+func (b *milpBuild) queueRows(g int) {
+	for j := 0; j < b.L; j++ {
+		b.m.AddRow(fmt.Sprintf("occ_%d_%d", g, j), math.Inf(-1), 1, b.occ(g, j)...)
+		if j+1 < b.L {
+			t := b.occ(g, j+1)
+			for _, x := range b.at[g][j] {
+				t = append(t, solver.Term{Var: x.v, Coef: -1})
 			}
+			b.m.AddRow(fmt.Sprintf("gap_%d_%d", g, j), math.Inf(-1), 0, t...)
 		}
-		// Swap-in variables s[g,k,j] ≥ y[g,k,j] − y[g,k,j−1] (j ≥ 1; QLM §7 Eq. 9–10); position 0 pays
-		// a swap when its model is not the loaded one (QLM §7 Eq. 10).
-		sw := make([][]solver.Term, L) // swap-time terms at position j
-		for j := 0; j < L; j++ {
-			for k, name := range mlist {
-				var yk, ykPrev []solver.Term
-				var S float64
-				for _, x := range at[g][j] {
-					if pr.Groups[x.i].Model == name {
-						yk = append(yk, solver.Term{Var: x.v, Coef: 1})
-						S = pr.Groups[x.i].Cost[g].Swap
-					}
+	}
+}
+
+// swapRows adds the swap-in variables s[g,k,j] ≥ y[g,k,j] − y[g,k,j−1] (j ≥ 1; QLM §7 Eq.
+// 9–10) and returns the swap-time terms at each position; position 0 pays a swap when its
+// model is not the loaded one (QLM §7 Eq. 10).
+func (b *milpBuild) swapRows(g int) [][]solver.Term {
+	pr := b.pr
+	sw := make([][]solver.Term, b.L)
+	for j := 0; j < b.L; j++ {
+		for k, name := range b.mlist {
+			var yk, ykPrev []solver.Term
+			var S float64
+			for _, x := range b.at[g][j] {
+				if pr.Groups[x.i].Model == name {
+					yk = append(yk, solver.Term{Var: x.v, Coef: 1})
+					S = pr.Groups[x.i].Cost[g].Swap
 				}
-				if len(yk) == 0 {
-					continue
-				}
-				if j == 0 {
-					if name != pr.Instances[g].Loaded {
-						for _, t := range yk {
-							sw[0] = append(sw[0], solver.Term{Var: t.Var, Coef: S})
-						}
-					}
-					continue
-				}
-				for _, x := range at[g][j-1] {
-					if pr.Groups[x.i].Model == name {
-						ykPrev = append(ykPrev, solver.Term{Var: x.v, Coef: 1})
-					}
-				}
-				s := m.AddContinuous(fmt.Sprintf("s_%d_%d_%d", g, k, j), 0, 1, 0)
-				row := []solver.Term{{Var: s, Coef: 1}}
-				for _, t := range yk {
-					row = append(row, solver.Term{Var: t.Var, Coef: -1})
-				}
-				row = append(row, ykPrev...)
-				defs = append(defs, def{s, m.AddRow(fmt.Sprintf("swap_%d_%d_%d", g, k, j), 0, math.Inf(1), row...)})
-				sw[j] = append(sw[j], solver.Term{Var: s, Coef: S})
 			}
+			if len(yk) == 0 {
+				continue
+			}
+			if j == 0 {
+				if name != pr.Instances[g].Loaded {
+					for _, t := range yk {
+						sw[0] = append(sw[0], solver.Term{Var: t.Var, Coef: S})
+					}
+				}
+				continue
+			}
+			for _, x := range b.at[g][j-1] {
+				if pr.Groups[x.i].Model == name {
+					ykPrev = append(ykPrev, solver.Term{Var: x.v, Coef: 1})
+				}
+			}
+			s := b.m.AddContinuous(fmt.Sprintf("s_%d_%d_%d", g, k, j), 0, 1, 0)
+			row := []solver.Term{{Var: s, Coef: 1}}
+			for _, t := range yk {
+				row = append(row, solver.Term{Var: t.Var, Coef: -1})
+			}
+			row = append(row, ykPrev...)
+			b.defs = append(b.defs, milpDef{s, b.m.AddRow(fmt.Sprintf("swap_%d_%d_%d", g, k, j), 0, math.Inf(1), row...)})
+			sw[j] = append(sw[j], solver.Term{Var: s, Coef: S})
 		}
-		// ctE / ctQ at each position: drains before j, swaps up to j, own completion at j.
-		for j := 0; j < L; j++ {
-			var e, qt []solver.Term
-			for jj := 0; jj < j; jj++ {
-				for _, x := range at[g][jj] {
-					c := pr.Groups[x.i].Cost[g]
-					e = append(e, solver.Term{Var: x.v, Coef: c.WMean})
-					qt = append(qt, solver.Term{Var: x.v, Coef: c.WQ})
-				}
-			}
-			for jj := 0; jj <= j; jj++ {
-				e = append(e, sw[jj]...)
-				qt = append(qt, sw[jj]...)
-			}
-			for _, x := range at[g][j] {
+	}
+	return sw
+}
+
+// completionRows adds ctE / ctQ at each position of instance g (drains before j, swaps up to
+// j, own completion at j): the objective's completion variables, and the chance constraint
+// (strict) or the lateness variables (soft).
+func (b *milpBuild) completionRows(g int, sw [][]solver.Term) {
+	pr, M := b.pr, b.M
+	for j := 0; j < b.L; j++ {
+		var e, qt []solver.Term
+		for jj := 0; jj < j; jj++ {
+			for _, x := range b.at[g][jj] {
 				c := pr.Groups[x.i].Cost[g]
-				slack := pr.Groups[x.i].Deadline - pr.Now
-				e = append(e, solver.Term{Var: x.v, Coef: c.CMean + M})
-				qt = append(qt, solver.Term{Var: x.v, Coef: c.CQ - slack + M})
-			}
-			R := pr.Instances[g].Residual
-			// c ≥ ctE − M(1 − o)  ⇔  c − (Σ coef·x) ≥ R − M
-			cv := m.AddContinuous(fmt.Sprintf("c_%d_%d", g, j), 0, math.Inf(1), 1)
-			defs = append(defs, def{cv, m.AddRow(fmt.Sprintf("obj_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: cv, Coef: 1}}, neg(e)...)...)})
-			if soft {
-				l := m.AddContinuous(fmt.Sprintf("late_%d_%d", g, j), 0, math.Inf(1), 100)
-				defs = append(defs, def{l, m.AddRow(fmt.Sprintf("late_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: l, Coef: 1}}, neg(qt)...)...)})
-			} else {
-				// ctQ − slo ≤ M(1 − o)  ⇔  Σ(coef)·x ≤ M − R
-				m.AddRow(fmt.Sprintf("chance_%d_%d", g, j), math.Inf(-1), M-R, qt...)
+				e = append(e, solver.Term{Var: x.v, Coef: c.WMean})
+				qt = append(qt, solver.Term{Var: x.v, Coef: c.WQ})
 			}
 		}
+		for jj := 0; jj <= j; jj++ {
+			e = append(e, sw[jj]...)
+			qt = append(qt, sw[jj]...)
+		}
+		for _, x := range b.at[g][j] {
+			c := pr.Groups[x.i].Cost[g]
+			slack := pr.Groups[x.i].Deadline - pr.Now
+			e = append(e, solver.Term{Var: x.v, Coef: c.CMean + M})
+			qt = append(qt, solver.Term{Var: x.v, Coef: c.CQ - slack + M})
+		}
+		R := pr.Instances[g].Residual
+		// c ≥ ctE − M(1 − o)  ⇔  c − (Σ coef·x) ≥ R − M
+		cv := b.m.AddContinuous(fmt.Sprintf("c_%d_%d", g, j), 0, math.Inf(1), 1)
+		b.defs = append(b.defs, milpDef{cv, b.m.AddRow(fmt.Sprintf("obj_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: cv, Coef: 1}}, neg(e)...)...)})
+		if b.soft {
+			l := b.m.AddContinuous(fmt.Sprintf("late_%d_%d", g, j), 0, math.Inf(1), 100)
+			b.defs = append(b.defs, milpDef{l, b.m.AddRow(fmt.Sprintf("late_%d_%d", g, j), R-M, math.Inf(1), append([]solver.Term{{Var: l, Coef: 1}}, neg(qt)...)...)})
+		} else {
+			// ctQ − slo ≤ M(1 − o)  ⇔  Σ(coef)·x ≤ M − R
+			b.m.AddRow(fmt.Sprintf("chance_%d_%d", g, j), math.Inf(-1), M-R, qt...)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)
-	defer cancel()
-	opts := solver.Options{TimeLimit: limit, RelGap: 0.01, Deterministic: true}
-	if start != nil {
-		// Warm start [ours]: the decomposed plan's x, and each continuous variable at the
-		// least value its defining row allows.
-		val := make([]float64, m.NumVars())
-		pos := map[[3]int]bool{}
-		for g, order := range start {
-			for j, i := range order {
-				pos[[3]int{g, i, j}] = true
+}
+
+// warmStart [ours]: the decomposed plan's x, and each continuous variable at the least value
+// its defining row allows.
+func (b *milpBuild) warmStart(start [][]int) []float64 {
+	val := make([]float64, b.m.NumVars())
+	pos := map[[3]int]bool{}
+	for g, order := range start {
+		for j, i := range order {
+			pos[[3]int{g, i, j}] = true
+		}
+	}
+	for _, x := range b.xs {
+		if pos[[3]int{x.g, x.i, x.j}] {
+			val[x.v] = 1
+		}
+	}
+	for _, d := range b.defs {
+		lb, _ := b.m.RowBounds(d.row)
+		v := lb
+		for _, t := range b.m.RowTerms(d.row) {
+			if t.Var != d.v {
+				v -= t.Coef * val[t.Var]
 			}
 		}
-		for _, x := range xs {
-			if pos[[3]int{x.g, x.i, x.j}] {
-				val[x.v] = 1
-			}
-		}
-		for _, d := range defs {
-			lb, _ := m.RowBounds(d.row)
-			v := lb
-			for _, t := range m.RowTerms(d.row) {
-				if t.Var != d.v {
-					v -= t.Coef * val[t.Var]
-				}
-			}
-			val[d.v] = math.Max(0, v)
-		}
-		opts.Start = val
+		val[d.v] = math.Max(0, v)
 	}
-	res, err := solver.Solve(ctx, m, opts)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !res.HasSolution {
-		return nil, 0, fmt.Errorf("no solution: %v", res.Status)
-	}
-	q := make([][]int, G)
-	pos := make([][]int, G)
-	for _, x := range xs {
-		if res.Values[x.v] > 0.5 {
-			q[x.g] = append(q[x.g], x.i)
-			pos[x.g] = append(pos[x.g], x.j)
-		}
-	}
-	for g := range q {
-		sort.Sort(byPos{q[g], pos[g]})
-	}
-	return q, res.Objective, nil
+	return val
 }
 
 func neg(ts []solver.Term) []solver.Term {

@@ -79,22 +79,25 @@ func checkRan(t *testing.T, c Case) *Result {
 // TestBoundedLiveTable: a long run that compacts every few thousand events, as serve does,
 // keeps the engine's live request table bounded by what is in flight, whatever the policy
 // (a policy that leaves one request pending for ever pins every later one in the table).
-// Each run lasts long enough for its sample's planned rate to bring liveRequests requests,
-// and the table may never hold a tenth of them.
+// Each run lasts long enough for 0.3 of its sample's planned rate to bring liveRequests
+// requests (a load every policy keeps up with: PARD's no-drop baseline falls behind at 0.5,
+// and a growing queue is in flight legitimately). Between two compactions the table gains
+// at most one request per event, so it may hold at most twice CompactEvery (those and what
+// is in flight): a quarter of the requests.
 func TestBoundedLiveTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long runs")
 	}
-	const liveRequests = 20000
+	const liveRequests = 16000
 	for _, sp := range Policies() {
-		c := Case{System: sp[0], Policy: sp[1], Seed: 60, Pattern: "poisson", Load: 0.5, Jitter: 0.05, CompactEvery: 2000}
+		c := Case{System: sp[0], Policy: sp[1], Seed: 60, Pattern: "poisson", Load: 0.3, Jitter: 0.05, CompactEvery: 2000}
 		c.Duration = durationFor(t, c, liveRequests)
 		t.Run(sp[0]+"/"+sp[1], func(t *testing.T) {
 			res := checkRan(t, c)
 			if res.Requests < liveRequests/2 {
 				t.Fatalf("%+v: only %d requests arrived, want about %d", c, res.Requests, liveRequests)
 			}
-			if bound := res.Requests / 10; res.MaxLive > bound {
+			if bound := 2 * int(c.CompactEvery); res.MaxLive > bound {
 				t.Fatalf("%+v: the live table reached %d requests of %d (bound %d)", c, res.MaxLive, res.Requests, bound)
 			}
 			t.Logf("%d requests in %ds, live table at most %d", res.Requests, c.Duration/dataplane.Second, res.MaxLive)

@@ -65,10 +65,7 @@ var layers = []layer{
 // allowed are the known violations on main, each "from → to" with the issue that removes it.
 // The list only shrinks: an entry that no longer occurs fails the test too, so it is deleted
 // as the fix lands.
-var allowed = map[string]string{
-	// TODO(issue 29 item 3): the serve engineer removes serve/load's use of sim.
-	"serve/load → sim": "issue 29: serve/load imports sim",
-}
+var allowed = map[string]string{}
 
 // extra are rules finer than the layers.
 var extra = []struct {

@@ -27,14 +27,9 @@ const (
 var oversized = map[string]string{
 	// TODO(issue 29): files over maxFileLines, being split.
 	"dataplane/dyorc/dyorc.go": "file",
-	"dataplane/pard/pard.go":   "file",
 	"profiler/onnx/infer.go":   "file",
 	"profiler/onnx/model.go":   "file",
 	// TODO(issue 29): functions over maxFuncLines, being split.
-	"bench/pardbench/bench.go:RunBench":            "func",
-	"dataplane/pard/pard.go:Pipeline.build":        "func",
-	"dataplane/ppipe/deploy.go:FromPlan":           "func",
-	"dataplane/qlm/plangen.go:solveMILP":           "func",
 	"planner/cascade/gearsim.go:Task.SimulateGear": "func",
 	"planner/pard/provision.go:Provision":          "func",
 	"planner/ppipe/milp.go:problem.build":          "func",
@@ -42,7 +37,6 @@ var oversized = map[string]string{
 	"planner/qlm/qlm.go:Solve":                     "func",
 	"profiler/measure/trace.go:Trace.Attribute":    "func",
 	"profiler/onnx/infer.go:Model.inferNode":       "func",
-	"serve/load/load.go:Run":                       "func",
 }
 
 // sourceFile reports whether a path is production Go source the limits apply to: not a

@@ -114,18 +114,20 @@ func keys(m map[string]int) string {
 	return s
 }
 
+// appendF32 writes an input element. A NaN or an infinity is written as Go spells it (NaN,
+// +Inf, -Inf): not JSON, so serve.CheckInput refuses the request as the HTTP API refuses
+// the same tensor (issue 36 item 13), rather than the model seeing zeros.
 func appendF32(b []byte, f float32) []byte {
-	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-		return append(b, '0') // JSON has no NaN (as serve's encoder)
-	}
-	return strconv.AppendFloat(b, float64(f), 'g', -1, 32)
+	return appendF64bits(b, float64(f), 32)
 }
 
-func appendF64(b []byte, f float64) []byte {
+func appendF64(b []byte, f float64) []byte { return appendF64bits(b, f, 64) }
+
+func appendF64bits(b []byte, f float64, bits int) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(b, '0')
+		return strconv.AppendFloat(b, f, 'g', -1, 64) // NaN, +Inf, -Inf
 	}
-	return strconv.AppendFloat(b, f, 'g', -1, 64)
+	return strconv.AppendFloat(b, f, 'g', -1, bits)
 }
 
 // typedJSON writes n typed elements as a flat JSON array.

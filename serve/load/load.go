@@ -1,8 +1,8 @@
 // Package load is `plan load`: an open-loop load generator for `plan serve` (or any server
 // speaking the same KServe v2 JSON). Arrival times come from the simulator's arrival
-// processes with the simulator's seeding, so `plan load --load L --seed S` against a server
+// processes with the simulator's seeding (dataplane/workload, shared with sim), so `plan load --load L --seed S` against a server
 // and `plan simulate --load L --seed S` replay the very same trace; results are reported in
-// the simulator's report type. Open loop means a request is sent at its arrival time whether
+// the simulator's report type (workload.Report). Open loop means a request is sent at its arrival time whether
 // or not earlier ones were answered, so overload shows up as drops, not as a slower client.
 package load
 
@@ -26,10 +26,10 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
-	"github.com/plan-dev/plan/sim"
 )
 
 // Options configure a run.
@@ -45,7 +45,7 @@ type Options struct {
 	// Duration is the arrival window; MaxRequests (> 0) stops arrivals earlier.
 	Duration    time.Duration
 	MaxRequests int
-	Arrival     sim.ArrivalSpec
+	Arrival     workload.ArrivalSpec
 	Seed        uint64
 	// SLO overrides the servers' objective for attainment (0 = the model's, from metadata).
 	SLO time.Duration
@@ -97,7 +97,7 @@ type Sample struct {
 
 // Result is what Run returns: the report (the simulator's format) and the raw samples.
 type Result struct {
-	Report  *sim.Report
+	Report  *workload.Report
 	Samples []Sample
 	// Lag is the largest delay between a scheduled arrival and its send (the generator's
 	// own tardiness).
@@ -126,7 +126,7 @@ type Outcomes struct {
 	// the 200 answers.
 	WaitP99 time.Duration `json:"client_wait_p99_ns"`
 	// ServerDrops counts the server's 503s by reason (stage intake: refused at the door).
-	ServerDrops []sim.DropCount `json:"server_drops,omitempty"`
+	ServerDrops []workload.DropCount `json:"server_drops,omitempty"`
 	// ServerErrors counts other HTTP statuses (400, 404, 500, 502, ...).
 	ServerErrors map[int]int64 `json:"server_errors,omitempty"`
 	// Cancelled are requests with no answer within Options.Timeout, given up by the client
@@ -174,7 +174,7 @@ func outcomes(samples []Sample, targets []target) Outcomes {
 		o.WaitP99 = time.Duration(stat.Quantile(0.99, stat.Empirical, wait, nil))
 	}
 	for k, v := range drops {
-		o.ServerDrops = append(o.ServerDrops, sim.DropCount{Stage: k[0], Reason: k[1], Count: v})
+		o.ServerDrops = append(o.ServerDrops, workload.DropCount{Stage: k[0], Reason: k[1], Count: v})
 	}
 	sort.Slice(o.ServerDrops, func(i, j int) bool {
 		a, b := o.ServerDrops[i], o.ServerDrops[j]
@@ -217,91 +217,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		defer o.Client.CloseIdleConnections()
 	}
 	base := strings.TrimRight(o.URL, "/")
-	plan, policy, err := fetchPlan(ctx, o.Client, base, o.Sections)
+	plan, policy, dep, targets, load, err := setup(ctx, &o, base)
 	if err != nil {
-		return nil, setupError{err}
+		return nil, err
 	}
-	if o.Deploy == nil {
-		return nil, setupError{errors.New("load: Options.Deploy is required")}
-	}
-	dep, _, err := o.Deploy(plan)
+	arrivals, err := arrivalsOf(o, dep, targets, load)
 	if err != nil {
-		return nil, setupError{fmt.Errorf("%s/v1/plan: %w", base, err)}
-	}
-	var targets []target
-	for _, a := range dep.Apps {
-		if o.Model != "" && a.Name != o.Model {
-			continue
-		}
-		md, err := fetchModel(ctx, o.Client, base, a.Name)
-		if err != nil {
-			return nil, setupError{err}
-		}
-		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md), md: md}
-		if md.SLOUs > 0 {
-			t.slo = dataplane.Time(md.SLOUs)
-		}
-		if o.SLO > 0 {
-			t.slo = dataplane.Time(o.SLO / time.Microsecond)
-		}
-		targets = append(targets, t)
-	}
-	if len(targets) == 0 {
-		var served []string
-		for _, a := range dep.Apps {
-			served = append(served, a.Name)
-		}
-		return nil, setupError{fmt.Errorf("--model: %q: the served plan has no such model (it serves %s)", o.Model, strings.Join(served, ", "))}
-	}
-	load := o.Load
-	if o.Rate > 0 {
-		if len(targets) != 1 {
-			return nil, setupError{fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))}
-		}
-		load = o.Rate / targets[0].rate
-	}
-	if !(load > 0) || math.IsInf(load, 0) {
-		return nil, setupError{fmt.Errorf("load %g: must be > 0", load)}
-	}
-	if o.Timeout <= 0 {
-		var slo dataplane.Time
-		for _, t := range targets {
-			slo = max(slo, t.slo)
-		}
-		o.Timeout = 10*time.Duration(slo)*time.Microsecond + 5*time.Second
-	}
-	window := dataplane.Time(o.Duration / time.Microsecond)
-
-	// Arrival times per target, seeded as the simulator seeds the same load point.
-	type arrival struct {
-		t   dataplane.Time
-		app int
-		n   int64 // index among the target's arrivals
-	}
-	var arrivals []arrival
-	for i, t := range targets {
-		app := appIndex(dep, t.name)
-		rate := t.rate * load
-		if o.Rate > 0 {
-			rate = o.Rate
-		}
-		src, err := o.Arrival.New(rate, t.name, sim.PointSeed(o.Seed, load, app))
-		if err != nil {
-			return nil, err
-		}
-		var n int64
-		for {
-			at := src.Next()
-			if at == dataplane.Never || at >= window {
-				break
-			}
-			arrivals = append(arrivals, arrival{at, i, n})
-			n++
-		}
-	}
-	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].t < arrivals[j].t })
-	if o.MaxRequests > 0 && len(arrivals) > o.MaxRequests {
-		arrivals = arrivals[:o.MaxRequests]
+		return nil, err
 	}
 
 	samples := make([]Sample, len(arrivals))
@@ -372,6 +294,104 @@ send:
 	samples = samples[:sent]
 	rep := report(plan, policy, o, targets, load, samples)
 	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(samples, targets)}, nil
+}
+
+// setup reads the served plan and its models' metadata and resolves the run's targets, load
+// and request timeout (into o); its errors are ErrSetup.
+func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, policy string, dep *dataplane.Deployment, targets []target, load float64, err error) {
+	plan, policy, err = fetchPlan(ctx, o.Client, base, o.Sections)
+	if err != nil {
+		return nil, "", nil, nil, 0, setupError{err}
+	}
+	if o.Deploy == nil {
+		return nil, "", nil, nil, 0, setupError{errors.New("load: Options.Deploy is required")}
+	}
+	dep, _, err = o.Deploy(plan)
+	if err != nil {
+		return nil, "", nil, nil, 0, setupError{fmt.Errorf("%s/v1/plan: %w", base, err)}
+	}
+	for _, a := range dep.Apps {
+		if o.Model != "" && a.Name != o.Model {
+			continue
+		}
+		md, err := fetchModel(ctx, o.Client, base, a.Name)
+		if err != nil {
+			return nil, "", nil, nil, 0, setupError{err}
+		}
+		t := target{name: a.Name, slo: a.SLO, rate: a.RateRPS, body: requestBody(md), md: md}
+		if md.SLOUs > 0 {
+			t.slo = dataplane.Time(md.SLOUs)
+		}
+		if o.SLO > 0 {
+			t.slo = dataplane.Time(o.SLO / time.Microsecond)
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) == 0 {
+		var served []string
+		for _, a := range dep.Apps {
+			served = append(served, a.Name)
+		}
+		return nil, "", nil, nil, 0, setupError{fmt.Errorf("--model: %q: the served plan has no such model (it serves %s)", o.Model, strings.Join(served, ", "))}
+	}
+	load = o.Load
+	if o.Rate > 0 {
+		if len(targets) != 1 {
+			return nil, "", nil, nil, 0, setupError{fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))}
+		}
+		load = o.Rate / targets[0].rate
+	}
+	if !(load > 0) || math.IsInf(load, 0) {
+		return nil, "", nil, nil, 0, setupError{fmt.Errorf("load %g: must be > 0", load)}
+	}
+	if o.Timeout <= 0 {
+		var slo dataplane.Time
+		for _, t := range targets {
+			slo = max(slo, t.slo)
+		}
+		o.Timeout = 10*time.Duration(slo)*time.Microsecond + 5*time.Second
+	}
+	return plan, policy, dep, targets, load, nil
+}
+
+// arrival is one scheduled request.
+type arrival struct {
+	t   dataplane.Time
+	app int
+	n   int64 // index among the target's arrivals
+}
+
+// arrivalsOf draws every target's arrivals in the window, seeded as the simulator seeds the
+// same load point, in time order (at most o.MaxRequests).
+func arrivalsOf(o Options, dep *dataplane.Deployment, targets []target, load float64) ([]arrival, error) {
+	window := dataplane.Time(o.Duration / time.Microsecond)
+	var arrivals []arrival
+	for i, t := range targets {
+		app := appIndex(dep, t.name)
+		rate := t.rate * load
+		if o.Rate > 0 {
+			rate = o.Rate
+		}
+		src, err := o.Arrival.New(rate, t.name, workload.PointSeed(o.Seed, load, app))
+		if err != nil {
+			return nil, err
+		}
+		var n int64
+		for {
+			at := src.Next()
+			if at == dataplane.Never || at >= window {
+				break
+			}
+			arrivals = append(arrivals, arrival{at, i, n})
+			n++
+		}
+	}
+	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].t < arrivals[j].t })
+	if o.MaxRequests > 0 && len(arrivals) > o.MaxRequests {
+		arrivals = arrivals[:o.MaxRequests]
+	}
+
+	return arrivals, nil
 }
 
 func appIndex(dep *dataplane.Deployment, name string) int {
@@ -524,12 +544,12 @@ func mustJSON(v any) string {
 // completed when answered 200 within its SLO as measured by the client, late when answered
 // after it, and dropped otherwise (503 with the server's reason and stage, or a client-side
 // failure at stage "client").
-func report(plan *formats.Plan, policy string, o Options, targets []target, load float64, samples []Sample) *sim.Report {
+func report(plan *formats.Plan, policy string, o Options, targets []target, load float64, samples []Sample) *workload.Report {
 	secs := o.Duration.Seconds()
 	type acc struct {
-		requests, completed, late, dropped int64
-		lat                                []int64
-		drops                              map[[2]string]int64
+		requests, completed, late, dropped, cancelled int64
+		lat                                           []int64
+		drops                                         map[[2]string]int64
 	}
 	accs := make([]acc, len(targets))
 	for i := range accs {
@@ -550,19 +570,25 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 			}
 			continue
 		}
+		if s.Status == 0 && s.Reason == ReasonCancelled {
+			// Given up by the client and withdrawn by the server: counted apart, as the
+			// simulator counts its cancels (AppMetrics.Cancelled), never as a drop or lost.
+			a.cancelled++
+			continue
+		}
 		a.dropped++
 		a.drops[[2]string{s.Stage, s.Reason}]++
 	}
-	summarize := func(name string, a *acc, offered float64) sim.AppMetrics {
-		m := sim.AppMetrics{Name: name, OfferedRPS: round6(offered), Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped, Attainment: 1}
+	summarize := func(name string, a *acc, offered float64) workload.AppMetrics {
+		m := workload.AppMetrics{Name: name, OfferedRPS: workload.Round6(offered), Requests: a.requests, Completed: a.completed, Late: a.late, Dropped: a.dropped, Cancelled: a.cancelled, Attainment: 1}
 		if a.requests > 0 {
-			m.Attainment = round6(float64(a.completed) / float64(a.requests))
+			m.Attainment = workload.Round6(float64(a.completed) / float64(a.requests))
 		}
 		if secs > 0 {
-			m.GoodputRPS = round6(float64(a.completed) / secs)
+			m.GoodputRPS = workload.Round6(float64(a.completed) / secs)
 		}
 		for k, v := range a.drops {
-			m.Drops = append(m.Drops, sim.DropCount{Stage: k[0], Reason: k[1], Count: v})
+			m.Drops = append(m.Drops, workload.DropCount{Stage: k[0], Reason: k[1], Count: v})
 		}
 		sort.Slice(m.Drops, func(i, j int) bool {
 			if m.Drops[i].Stage != m.Drops[j].Stage {
@@ -575,7 +601,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 	}
 	var all acc
 	all.drops = map[[2]string]int64{}
-	var met sim.Metrics
+	var met workload.Metrics
 	var totalRate float64
 	for i, t := range targets {
 		a := &accs[i]
@@ -589,6 +615,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		all.completed += a.completed
 		all.late += a.late
 		all.dropped += a.dropped
+		all.cancelled += a.cancelled
 		all.lat = append(all.lat, a.lat...)
 		for k, v := range a.drops {
 			all.drops[k] += v
@@ -596,35 +623,30 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 	}
 	met.Total = summarize("total", &all, totalRate)
 	met.EndUs = end.Microseconds()
-	rep := &sim.Report{
-		APIVersion: formats.APIVersion, Kind: sim.ReportKind, Plan: plan.Metadata.Name, Policy: policy,
+	rep := &workload.Report{
+		APIVersion: formats.APIVersion, Kind: workload.ReportKind, Plan: plan.Metadata.Name, Policy: policy,
 		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(),
-		Points: []sim.Point{{Load: round6(load), Metrics: met}},
+		Points: []workload.Point{{Load: workload.Round6(load), Metrics: met}},
 	}
 	if plan.PPipe != nil {
 		rep.Strategy = plan.PPipe.Strategy
 	}
 	if rep.Policy == "" {
-		rep.Policy = "ppipe"
+		// A server that does not say its policy (X-Plan-Policy): label the run with the
+		// plan's system, its section, rather than any one system's name.
+		rep.Policy = strings.Join(plan.SectionKeys(), "+")
 	}
 	for _, t := range targets {
-		rep.BaseRPS = append(rep.BaseRPS, sim.AppRate{App: t.name, RPS: round6(t.rate)})
+		rep.BaseRPS = append(rep.BaseRPS, workload.AppRate{App: t.name, RPS: workload.Round6(t.rate)})
 	}
-	rep.MaxLoad99 = sim.MaxLoadAt(rep.Points, 0.99)
+	rep.MaxLoad99 = workload.MaxLoadAt(rep.Points, 0.99)
 	return rep
 }
 
-func percentiles(lat []int64) sim.Latency {
+func percentiles(lat []int64) workload.Latency {
 	xs := make([]float64, len(lat))
 	for i, v := range lat {
 		xs[i] = float64(v)
 	}
-	return sim.Summarize(xs)
-}
-
-func round6(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0
-	}
-	return math.Round(x*1e6) / 1e6
+	return workload.Summarize(xs)
 }

@@ -1,10 +1,12 @@
 package load
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
 )
 
 // TestOutcomes: a late answer is charged to the server only when the server's own latency
@@ -43,5 +45,44 @@ func TestOutcomes(t *testing.T) {
 					o, tc.completed, tc.late, tc.serverLate, tc.serverP99, tc.drops, tc.timeouts)
 			}
 		})
+	}
+}
+
+// TestReportLabel: a server that does not name its policy gets the run labelled with the
+// plan's system, not "ppipe" (issue 29).
+func TestReportLabel(t *testing.T) {
+	for _, tc := range []struct{ file, policy, want string }{
+		{"pard-4apps.json", "", "pard"},
+		{"dyorc-small.json", "", "dyorc"},
+		{"demo-ppipe.json", "", "ppipe"},
+		{"pard-4apps.json", "pard-ga", "pard-ga"},
+	} {
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := report(p, tc.policy, Options{Duration: time.Second}, []target{{name: "m", slo: dataplane.Millisecond}}, 1, nil)
+		if rep.Policy != tc.want {
+			t.Errorf("%s: policy %q, want %q", tc.file, rep.Policy, tc.want)
+		}
+	}
+}
+
+// TestReportCancelled: a request the client gave up on is counted as cancelled in the
+// report, apart from completed, late and dropped (issue 29 item 2).
+func TestReportCancelled(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "demo-ppipe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []target{{name: "m", slo: 100 * dataplane.Millisecond}}
+	samples := []Sample{
+		{Status: 200, Latency: time.Millisecond},
+		{Status: 503, Reason: "deadline", Stage: "queue"},
+		{Stage: "client", Reason: ReasonCancelled, Latency: time.Second},
+	}
+	m := report(p, "ppipe", Options{Duration: time.Second}, targets, 1, samples).Points[0].Total
+	if m.Requests != 3 || m.Completed != 1 || m.Dropped != 1 || m.Cancelled != 1 || len(m.Drops) != 1 {
+		t.Errorf("%+v", m)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +216,32 @@ func TestQueueLeaseExtended(t *testing.T) {
 	if done.Attempts != 1 {
 		t.Errorf("attempts %d, want 1: the lease ran out while the request ran", done.Attempts)
 	}
+	// The engine saw it once (a lease that ran out hands it to the other worker, which
+	// submits it again while the first still runs it).
+	if n := metricValue(t, url, `plan_requests_total{model="mistral-batch"}`); n != 1 {
+		t.Errorf("the engine accepted the queued request %v times, want 1", n)
+	}
+}
+
+// metricValue reads one sample of the server's /metrics (0 when absent).
+func metricValue(t *testing.T, url, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", sample, err)
+			}
+			return v
+		}
+	}
+	return 0
 }
 
 // TestDrainClosesConnections (issue 36 item 13): while the server drains, the OpenAI

@@ -90,11 +90,22 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/workflows/{app}/run", func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		code, v := run(s, r, arrived)
+		if e, ok := v.(ErrorResponse); ok && code == http.StatusServiceUnavailable && e.Reason == string(dataplane.DropShutdown) {
+			// The server drains: the client's next request must go to another server, not
+			// to this connection (as the KServe API's shutdown refusals; issue 36 item 13).
+			w.Header().Set("Connection", "close")
+		}
 		// The run may take long; its answer's write gets --write-timeout from now, so a
 		// client that does not read it is cut off, as on the KServe API.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.WriteTimeout()))
 		writeJSON(w, code, v)
 	})
+}
+
+// BodyLimits implements serve.BodyLimiter: the server refuses a run body over MaxBody with
+// 413 before the handler runs, on a declared length at once.
+func (f *Frontend) BodyLimits() map[string]int64 {
+	return map[string]int64{"POST /v1/workflows/{app}/run": MaxBody}
 }
 
 // ErrorResponse is the body of an error answer. Reason and Stage say why and where a 503

@@ -283,6 +283,24 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestDrainClosesConnections: during the drain, the run endpoint's 503 carries
+// Connection: close (issue 36 item 13).
+func TestDrainClosesConnections(t *testing.T) {
+	s, ts := newServer(t, readPlan(t, planFile), serve.Options{})
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(ts.URL+"/v1/workflows/image/run", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close || !bytes.Contains(b, []byte("shutdown")) {
+		t.Errorf("during the drain: %d (close %v) %s", resp.StatusCode, resp.Close, b)
+	}
+}
+
 // FuzzDecode: the body decoder never panics, and what it accepts is within bounds.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{``, `{}`, `{"id":"a","seed":3,"deadline_ms":100}`, `{"input":{"name":"x","shape":[1],"datatype":"FP32","data":[1]}}`, `{"seed":-1}`, `[]`} {

@@ -42,6 +42,11 @@ type serveOptions struct {
 	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
 	// frontends are the systems' own APIs (their flags are registered on the command).
 	frontends []serve.Frontend
+	// adminAddr is the admin listener ("" = the admin endpoints answer on --addr while it
+	// is loopback); adminToken opens them on every listener (issue 36 item 7).
+	adminAddr, adminToken string
+	// maxConns and maxConnsPerIP cap open connections (0 = from the descriptor limit).
+	maxConns, maxConnsPerIP int
 }
 
 func init() { register(newServeCmd) }
@@ -70,6 +75,12 @@ v2 / Triton endpoint listed in --endpoints (checked at start).
 
 Endpoints: GET /v2/health/live, /v2/health/ready, /v2/models/{model}, /metrics
 (Prometheus), GET /v1/plan (the active plan), PUT /v1/plan (load a new plan).
+
+The state-changing endpoints (PUT /v1/plan, POST /v1/workers/state) answer on --admin-addr
+(loopback by default: give it as 127.0.0.1:PORT), or on --addr while it is a loopback
+address and no --admin-addr is given, or anywhere to "Authorization: Bearer TOKEN" with
+--admin-token (PLAN_ADMIN_TOKEN); elsewhere 401/403. Binding --addr or --grpc-addr to a
+non-loopback address (0.0.0.0, :PORT, a public IP) prints a warning.
 
 SIGHUP re-reads PLAN and migrates to it as PPipe does (preload, pause intake, flush
 in-flight work, switch, resume). SIGINT/SIGTERM stop intake, let in-flight requests finish
@@ -106,9 +117,13 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.flushTimeout, "flush-timeout", 0, "on reload, how long the old plan may take to flush (0 = 2 × the largest SLO + 100ms)")
 	f.IntVar(&o.maxInFlight, "max-inflight", 4096, "decoded requests held at once; beyond it new ones get 503 \"overload\" at intake")
 	f.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "longest a client may take to send a request's headers")
-	f.DurationVar(&o.bodyTimeout, "body-timeout", 5*time.Second, "longest a client may take to send an infer request's body (408 after it; a slow body holds no --max-inflight slot)")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", 5*time.Second, "longest a client may take to send a request's body, on every route (408 after it; a slow body holds no --max-inflight slot)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", 10*time.Second, "longest writing an answer may take")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a keep-alive connection may stay idle")
+	f.StringVar(&o.adminAddr, "admin-addr", "", "listener for the state-changing endpoints (PUT /v1/plan, POST /v1/workers/state), e.g. 127.0.0.1:8081 (default: on --addr while it is loopback)")
+	f.StringVar(&o.adminToken, "admin-token", "", "bearer token that opens the state-changing endpoints on every listener (or PLAN_ADMIN_TOKEN)")
+	f.IntVar(&o.maxConns, "max-conns", 0, "open connections per listener (0 = three quarters of the descriptor limit); the last few answer only health checks")
+	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", 0, "open connections per client address (0 = a quarter of --max-conns)")
 	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
 	o.frontends = app.Systems.Frontends()
 	for _, fe := range o.frontends {
@@ -179,6 +194,9 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if o.maxInFlight < 1 {
 		return usageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
 	}
+	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
+		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
+	}
 	shape, err := parseShape(o.inputShape)
 	if err != nil {
 		return usageErrorf("--input-shape: %v", err)
@@ -201,33 +219,13 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
 		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
+		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
 	}
-	switch o.workers {
-	case "emulated":
-		if o.endpoints != "" || o.model != "" {
-			return usageErrorf("--endpoints and --model need --workers remote or onnx")
-		}
-	case "remote":
-		if o.endpoints == "" {
-			return usageErrorf("--workers remote needs --endpoints FILE")
-		}
-		eps, err := serve.ReadEndpoints(o.endpoints)
-		if err != nil {
-			return usageError(err)
-		}
-		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
-		sc := kservegrpc.NewStageClient()
-		defer sc.Close()
-		eps.SetTransport("grpc", sc)
-		opts.NewExecutor = serve.RemoteFactory(eps, nil)
-	case "onnx":
-		if o.model == "" {
-			return usageErrorf("--workers onnx needs --model FILE.onnx")
-		}
-		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
-	default:
-		return usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
+	closeWorkers, err := workerFactory(o, &opts, app)
+	if err != nil {
+		return err
 	}
+	defer closeWorkers()
 	if shape != nil && o.workers != "emulated" {
 		return usageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
 	}
@@ -248,6 +246,17 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return usageErrorf("--addr %s: %v", o.addr, err)
 	}
 	app.Log.Info("serving", "plan", path, "digest", s.ActiveDigest(), "workers", o.workers, "addr", "http://"+ln.Addr().String())
+	warnPublic(app, "--addr", o.addr)
+	warnPublic(app, "--grpc-addr", o.grpcAddr)
+	if o.adminAddr != "" {
+		wait, err := serveAdmin(cmd.Context(), app, s, o.adminAddr)
+		if err != nil {
+			_ = ln.Close()
+			_ = s.Shutdown(context.Background())
+			return err
+		}
+		defer wait()
+	}
 	if o.grpcAddr != "" {
 		gaddr, stopGRPC, err := kservegrpc.Start(cmd.Context(), s, o.grpcAddr)
 		if err != nil {
@@ -288,6 +297,61 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	}
 	app.Log.Info("stopped", "addr", ln.Addr().String())
 	return nil
+}
+
+// workerFactory sets opts.NewExecutor for --workers; the returned function releases what it
+// opened (the gRPC stage client of remote workers).
+func workerFactory(o *serveOptions, opts *serve.Options, app *App) (func(), error) {
+	switch o.workers {
+	case "emulated":
+		if o.endpoints != "" || o.model != "" {
+			return nil, usageErrorf("--endpoints and --model need --workers remote or onnx")
+		}
+	case "remote":
+		if o.endpoints == "" {
+			return nil, usageErrorf("--workers remote needs --endpoints FILE")
+		}
+		eps, err := serve.ReadEndpoints(o.endpoints)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
+		sc := kservegrpc.NewStageClient()
+		eps.SetTransport("grpc", sc)
+		opts.NewExecutor = serve.RemoteFactory(eps, nil)
+		return func() { _ = sc.Close() }, nil
+	case "onnx":
+		if o.model == "" {
+			return nil, usageErrorf("--workers onnx needs --model FILE.onnx")
+		}
+		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
+	default:
+		return nil, usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
+	}
+	return func() {}, nil
+}
+
+// serveAdmin starts the admin listener (--admin-addr); the returned function waits for it
+// to stop (after the server's drain).
+func serveAdmin(ctx context.Context, app *App, s *serve.Server, addr string) (func(), error) {
+	aln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErrorf("--admin-addr %s: %v", addr, err)
+	}
+	warnPublic(app, "--admin-addr", addr)
+	done := make(chan error, 1)
+	go func() { done <- s.ServeAdmin(ctx, aln) }()
+	app.Log.Info("serving admin", "addr", "http://"+aln.Addr().String())
+	return func() { <-done }, nil
+}
+
+// warnPublic warns on stderr when flag binds addr to a non-loopback address: every client
+// that can reach the machine can then use the API (issue 36 item 7).
+func warnPublic(app *App, flag, addr string) {
+	if addr == "" || serve.IsLoopback(addr) {
+		return
+	}
+	fmt.Fprintf(app.Err, "warning: %s %s listens on every interface or a public address: anyone who can reach it can send requests (keep it on 127.0.0.1 behind a proxy, or firewall it)\n", flag, addr)
 }
 
 // reloadFromFile re-reads the plan and migrates to it; a bad plan is logged and the old one

@@ -106,7 +106,7 @@ func TestServeAndLoad(t *testing.T) {
 		t.Fatalf("load report: %v\n%s", err, out)
 	}
 	p := rep.Points[0].Total
-	if rep.Kind != sim.ReportKind || p.Requests == 0 || p.Completed+p.Late+p.Dropped != p.Requests || rep.Plan != "ppipe" {
+	if rep.Kind != sim.ReportKind || p.Requests == 0 || p.Completed+p.Late+p.Dropped+p.Cancelled != p.Requests || rep.Plan != "ppipe" {
 		t.Errorf("report %+v", rep)
 	}
 	code, out, _ = rootRun(t, "load", "http://"+addr, "--load", "0.05", "--max-requests", "5", "-q")
@@ -202,5 +202,23 @@ func TestServeONNXBadModel(t *testing.T) {
 	code, _, stderr = rootRun(t, "serve", demoPlanPath, "--workers", "onnx")
 	if code != ExitUsage || !strings.Contains(stderr, "--model") {
 		t.Errorf("no --model: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestWarnPublic: binding the data API to every interface or a public address warns on
+// stderr; loopback does not (issue 36 item 7).
+func TestWarnPublic(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		warn bool
+	}{
+		{"0.0.0.0:8080", true}, {":8080", true}, {"192.0.2.1:80", true}, {"[::]:8001", true},
+		{"127.0.0.1:8080", false}, {"localhost:9000", false}, {"[::1]:8001", false}, {"", false},
+	} {
+		var b bytes.Buffer
+		warnPublic(&App{Streams: Streams{Err: &b}}, "--addr", tc.addr)
+		if got := strings.Contains(b.String(), "warning: --addr "+tc.addr); got != tc.warn {
+			t.Errorf("%q: warned %v (%q), want %v", tc.addr, got, b.String(), tc.warn)
+		}
 	}
 }

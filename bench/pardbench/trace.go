@@ -1,4 +1,4 @@
-package sim
+package pardbench
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/sim"
 )
 
 // RateSeries is a per-second request-rate series (requests/s), replayed with Poisson
@@ -154,7 +155,7 @@ func (r RateSeries) Scaled(f float64) RateSeries {
 }
 
 // Source returns a seeded Poisson source whose rate is r[t] during second t.
-func (r RateSeries) Source(seed uint64) Source {
+func (r RateSeries) Source(seed uint64) sim.Source {
 	return &rateSource{rates: r, rng: rand.New(rand.NewPCG(seed, 0x6172_7269_7661_6c73))}
 }
 

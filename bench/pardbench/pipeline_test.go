@@ -1,4 +1,4 @@
-package sim
+package pardbench
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
+	"github.com/plan-dev/plan/sim"
 )
 
 // constLat is a latency table that does not depend on the batch size (keeps toy timelines
@@ -38,11 +39,11 @@ func toy(t *testing.T, policy string, slo dataplane.Time, mods []ModuleToy, arri
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := newTestPolicy(dataplane.Config{Policy: policy})
+	pol, err := dppard.NewPolicy(dataplane.Config{Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(dep, pol, []Source{&Times{T: arrivals}}, Options{Duration: dataplane.Second})
+	s, err := sim.New(dep, pol, []sim.Source{&sim.Times{T: arrivals}}, sim.Options{Duration: dataplane.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +157,11 @@ func TestBatchWaitQuantiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := newTestPolicy(dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "200000", "hop_in_lsub": "false"}})
+	pol, err := dppard.NewPolicy(dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "200000", "hop_in_lsub": "false"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(dep, pol, []Source{&Times{}}, Options{Duration: dataplane.Second})
+	s, err := sim.New(dep, pol, []sim.Source{&sim.Times{}}, sim.Options{Duration: dataplane.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,13 +194,13 @@ func TestHysteresisDoesNotFlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol, err := newTestPolicy(dataplane.Config{Policy: policy, Params: map[string]string{"samples": "100"}})
+		pol, err := dppard.NewPolicy(dataplane.Config{Policy: policy, Params: map[string]string{"samples": "100"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := dppard.PipelineOf(pol)
 		n, last := 0, false
-		s, err := New(dep, pol, []Source{StressRates(200, f, 300).Source(3)}, Options{Duration: 300 * dataplane.Second,
+		s, err := sim.New(dep, pol, []sim.Source{StressRates(200, f, 300).Source(3)}, sim.Options{Duration: 300 * dataplane.Second,
 			Observe: func(now dataplane.Time, ev *dataplane.Event, _ []dataplane.Decision) {
 				if ev.Kind == dataplane.EvTick {
 					if h := p.State(now)[0].HBF; h != last {
@@ -241,7 +242,7 @@ func TestPipelinePoliciesConserveRequests(t *testing.T) {
 			t.Run(app.Name+"/"+policy, func(t *testing.T) {
 				dep := toyApp(t, app, 60)
 				seen := map[dataplane.ReqID]int{}
-				m, err := RunPipeline(PipelineRun{Policies: testPolicies, Dep: dep, Rates: rates, Seed: 9,
+				m, err := RunPipeline(PipelineRun{Policies: dppard.Registry(), Dep: dep, Rates: rates, Seed: 9,
 					Policy: dataplane.Config{Policy: policy, Params: map[string]string{"autoscale": "1", "cold_start_s": "5", "samples": "500"}},
 					OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
 						seen[r.ID]++
@@ -280,7 +281,7 @@ func TestSiblingCancellation(t *testing.T) {
 	app, _ := demo.AppByName("da")
 	inv := map[string]float64{}
 	for _, cancel := range []string{"0", "1"} {
-		m, err := RunPipeline(PipelineRun{Policies: testPolicies, Dep: toyApp(t, app, 60), Rates: rates, Seed: 4,
+		m, err := RunPipeline(PipelineRun{Policies: dppard.Registry(), Dep: toyApp(t, app, 60), Rates: rates, Seed: 4,
 			Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"autoscale": "1", "cold_start_s": "10", "samples": "500", "sibling_cancel": cancel}}})
 		if err != nil {
 			t.Fatal(err)
@@ -351,7 +352,7 @@ func BenchmarkPARDPerRequest(b *testing.B) {
 	var reqs int64
 	for i := 0; i < b.N; i++ {
 		dep := toyApp(b, app, 300)
-		m, err := RunPipeline(PipelineRun{Policies: testPolicies, Dep: dep, Rates: rates, Seed: uint64(i), Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "1000"}}})
+		m, err := RunPipeline(PipelineRun{Policies: dppard.Registry(), Dep: dep, Rates: rates, Seed: uint64(i), Policy: dataplane.Config{Policy: "pard", Params: map[string]string{"samples": "1000"}}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package sim
+package pardbench
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/sim"
 )
 
 // PipelineJitter is the default execution noise of pipeline runs. The paper treats profiled
@@ -100,7 +101,7 @@ func RunPipeline(cfg PipelineRun) (*PipelineMetrics, error) {
 	if j < 0 {
 		j = 0
 	}
-	s, err := New(cfg.Dep, pol, []Source{cfg.Rates.Source(cfg.Seed)}, Options{
+	s, err := sim.New(cfg.Dep, pol, []sim.Source{cfg.Rates.Source(cfg.Seed)}, sim.Options{
 		Duration: dataplane.Time(len(cfg.Rates)) * dataplane.Second, Seed: cfg.Seed ^ 0x9e37, Jitter: j, OnFinish: cfg.OnFinish,
 	})
 	if err != nil {
@@ -307,4 +308,12 @@ func FixCapacity(dep *dataplane.Deployment) {
 			st.Pool = st.Pool[:st.Active]
 		}
 	}
+}
+
+// round6 rounds to 6 decimals so reports do not depend on float noise (as sim's metrics).
+func round6(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*1e6) / 1e6
 }

@@ -1,0 +1,202 @@
+package workload
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// ReportKind is the kind written into simulation (and `plan load`) reports.
+const ReportKind = "SimulationReport"
+
+// Report is the deterministic, JSON-serializable result of a load sweep. It holds no wall-clock
+// values, so the same inputs and seed give byte-identical files. `plan load` reuses it with
+// one point per measured rate.
+type Report struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Plan       string `json:"plan"`
+	Strategy   string `json:"strategy,omitempty"`
+	Policy     string `json:"policy"`
+	// Params are the policy parameters in effect (sorted keys, so stable).
+	Params     map[string]string `json:"params,omitempty"`
+	Trace      string            `json:"trace"`
+	Seed       uint64            `json:"seed"`
+	DurationUs int64             `json:"duration_us"`
+	Jitter     float64           `json:"jitter,omitempty"`
+	// BaseRPS is each application's rate at load factor 1.0.
+	BaseRPS []AppRate `json:"base_rps"`
+	Points  []Point   `json:"points"`
+	// MaxLoad99 is the highest load factor with ≥ 99% attainment whose next lower step in the
+	// sweep also passes (one lucky run above failing steps does not count; 0 = none).
+	MaxLoad99 float64 `json:"max_load_99"`
+}
+
+// AppRate names an application's base rate.
+type AppRate struct {
+	App string  `json:"app"`
+	RPS float64 `json:"rps"`
+}
+
+// Point is one load factor's result.
+type Point struct {
+	Load float64 `json:"load"`
+	Metrics
+}
+
+// PointSeed derives the seed of one application at one load factor from the sweep seed, so a
+// point's result does not depend on which other points run or in which order.
+func PointSeed(seed uint64, load float64, app int) uint64 {
+	h := fnv.New64a()
+	var b [24]byte
+	binary.LittleEndian.PutUint64(b[0:], seed)
+	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(load))
+	binary.LittleEndian.PutUint64(b[16:], uint64(app))
+	h.Write(b[:])
+	return h.Sum64()
+}
+
+// MaxLoadAt returns the highest load whose attainment (every application's, as in the
+// paper) is ≥ target and whose next lower load, if any, passes too. Points must be sorted by
+// load.
+func MaxLoadAt(points []Point, target float64) float64 {
+	return maxLoad(points, func(p *Point) bool {
+		for _, a := range p.Apps {
+			if a.Requests > 0 && a.Attainment < target {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// MaxLoadAtMean is MaxLoadAt with the mean of the applications' attainments as the test
+// (how the PPipe paper scores a model group: "at 1.0: 99.3/97.6/98.4%, mean 98.4%").
+func MaxLoadAtMean(points []Point, target float64) float64 {
+	return maxLoad(points, func(p *Point) bool {
+		var sum float64
+		n := 0
+		for _, a := range p.Apps {
+			if a.Requests > 0 {
+				sum += a.Attainment
+				n++
+			}
+		}
+		return n == 0 || sum/float64(n) >= target
+	})
+}
+
+func maxLoad(points []Point, pass func(*Point) bool) float64 {
+	for i := len(points) - 1; i >= 0; i-- {
+		if !pass(&points[i]) {
+			continue
+		}
+		if i > 0 && !pass(&points[i-1]) {
+			continue
+		}
+		return points[i].Load
+	}
+	return 0
+}
+
+// MaxLoadAtApp is MaxLoadAt for one application (index into Point.Apps).
+func MaxLoadAtApp(points []Point, app int, target float64) float64 {
+	one := make([]Point, len(points))
+	for i, p := range points {
+		one[i] = Point{Load: p.Load}
+		if app < len(p.Apps) {
+			one[i].Apps = []AppMetrics{p.Apps[app]}
+		}
+	}
+	return MaxLoadAt(one, target)
+}
+
+// Metrics are the results of one run. Every field is derived from virtual time only, so the
+// same inputs and seed give identical metrics (and report bytes).
+type Metrics struct {
+	// Total aggregates every application.
+	Total AppMetrics   `json:"total"`
+	Apps  []AppMetrics `json:"apps"`
+	// Classes and GPUTypes give temporal utilization: busy time over the class's (type's)
+	// physical GPUs × the run's wall time, where a GPU's busy time is the union of its
+	// whole-GPU workers' busy intervals plus Σ busy/v of its 1/v slices.
+	Classes  []Utilization `json:"classes"`
+	GPUTypes []Utilization `json:"gpu_types"`
+	Events   int64         `json:"events"`
+	// EndUs is when the last request finished (the run's wall time in virtual µs).
+	EndUs int64 `json:"end_us"`
+}
+
+// AppMetrics are one application's (or the total's) request outcomes.
+type AppMetrics struct {
+	Name       string  `json:"name"`
+	OfferedRPS float64 `json:"offered_rps"`
+	Requests   int64   `json:"requests"`
+	Completed  int64   `json:"completed"`
+	Late       int64   `json:"late"`
+	// Dropped counts the requests a policy or a failure dropped; Cancelled those the
+	// driver withdrew (Engine.Cancel, DropCancelled), counted apart and never as completed
+	// (omitted when 0, so runs without cancels report what they always did).
+	Dropped   int64 `json:"dropped"`
+	Cancelled int64 `json:"cancelled,omitempty"`
+	// Attainment = share of requests completed by their deadline (neither dropped, late
+	// nor cancelled); equal to the authors' (1−drop)(1−late).
+	Attainment float64 `json:"attainment"`
+	// GoodputRPS = on-time completions per second of the arrival window.
+	GoodputRPS float64     `json:"goodput_rps"`
+	Drops      []DropCount `json:"drops,omitempty"`
+	// WastedGPUMs is GPU time (GPU-ms) spent on requests that were later dropped or
+	// cancelled.
+	WastedGPUMs float64 `json:"wasted_gpu_ms"`
+	Latency     Latency `json:"latency"`
+}
+
+// DropCount counts drops at one stage for one reason.
+type DropCount struct {
+	Stage  string `json:"stage"`
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+// Latency summarizes end-to-end latency of finished (completed or late) requests.
+type Latency struct {
+	MeanUs float64 `json:"mean_us"`
+	P50Us  int64   `json:"p50_us"`
+	P90Us  int64   `json:"p90_us"`
+	P99Us  int64   `json:"p99_us"`
+	P999Us int64   `json:"p999_us"`
+	MaxUs  int64   `json:"max_us"`
+}
+
+// Utilization is the busy share of a group of GPUs.
+type Utilization struct {
+	Name string  `json:"name"`
+	GPUs int     `json:"gpus"`
+	Busy float64 `json:"busy"`
+}
+
+// Summarize is the latency summary of samples in µs (reordered in place): mean and the
+// empirical quantiles, each the smallest sample x with F(x) ≥ p (gonum's stat.Empirical),
+// so a p99 is a latency some request really had. sim and `plan load` both report with it.
+func Summarize(us []float64) Latency {
+	if len(us) == 0 {
+		return Latency{}
+	}
+	sort.Float64s(us)
+	q := func(p float64) int64 { return int64(stat.Quantile(p, stat.Empirical, us, nil)) }
+	return Latency{
+		MeanUs: Round6(stat.Mean(us, nil)),
+		P50Us:  q(0.50), P90Us: q(0.90), P99Us: q(0.99), P999Us: q(0.999), MaxUs: int64(us[len(us)-1]),
+	}
+}
+
+// Round6 keeps six significant decimals so reports stay readable and stable.
+func Round6(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*1e6) / 1e6
+}

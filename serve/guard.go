@@ -1,0 +1,276 @@
+package serve
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// What a hostile client may hold (issue 36 items 3, 4 and 7): every route with a body reads
+// it within one deadline (--body-timeout) and one per-route size limit, refused with 413 as
+// soon as Content-Length says it is too large; connections are capped per client address and
+// in total below the descriptor limit, with a reserve that only health and metrics may use;
+// the state-changing endpoints answer only on a loopback listener (the data listener when it
+// binds loopback and no --admin-addr is given, else the admin listener) or to a bearer token.
+
+// BodyLimiter is implemented by a Frontend whose routes take bodies smaller than the server's
+// default (Options.MaxBody): BodyLimits maps a route's pattern, as registered on the mux
+// ("POST /v1/completions"), to its largest body in bytes. The server refuses a larger body
+// with 413 before the handler runs.
+type BodyLimiter interface {
+	BodyLimits() map[string]int64
+}
+
+// adminRoutes are the state-changing endpoints (item 7).
+var adminRoutes = map[string]bool{"PUT /v1/plan": true, "POST /v1/workers/state": true}
+
+// healthRoutes are answered on a reserve connection (a connection past the cap less the
+// reserve): the probes that tell an orchestrator the server is alive under attack.
+var healthRoutes = map[string]bool{"/v2/health/live": true, "/v2/health/ready": true, "/metrics": true}
+
+// workerStateBytes bounds POST /v1/workers/state (a worker's name and a flag).
+const workerStateBytes = 64 << 10
+
+// bodyLimits builds the per-route limits: the server's own routes, then the front ends'.
+func (s *Server) bodyLimits() map[string]int64 {
+	lim := map[string]int64{"PUT /v1/plan": maxPlanBytes, "POST /v1/workers/state": workerStateBytes}
+	for _, f := range s.opts.Frontends {
+		if bl, ok := f.(BodyLimiter); ok {
+			for p, n := range bl.BodyLimits() {
+				lim[p] = n
+			}
+		}
+	}
+	return lim
+}
+
+// isInfer reports a KServe infer request: its handler applies the same deadline and limit
+// itself (readBody), on the hot path's cheaper route.
+func isInfer(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/models/") && strings.HasSuffix(r.URL.Path, "/infer")
+}
+
+// serveGuarded serves a request other than infer: admin routes are checked, and a body gets
+// the route's size limit (413 at once on a declared length over it) and the body deadline.
+func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
+	_, pattern := s.mux.Handler(r)
+	if adminRoutes[pattern] && !s.adminAllowed(w, r) {
+		return
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	limit, ok := s.limits[pattern]
+	if !ok {
+		limit = s.opts.MaxBody
+	}
+	if r.ContentLength > limit {
+		s.tooLarge(w, limit)
+		return
+	}
+	rc := http.NewResponseController(w)
+	gb := &guardedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc, limit: limit}
+	if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) != nil {
+		gb.lifted = true // not a connection with deadlines (a test's recorder)
+	}
+	r.Body = gb
+	s.mux.ServeHTTP(&guardedWriter{ResponseWriter: w, body: gb}, r)
+	gb.lift()
+}
+
+// guardedBody is a request body read under the body deadline and the route's size limit. The
+// deadline is lifted as soon as the body ends (EOF or error): left on the connection, it
+// would end net/http's background read while a long handler (a reload, a stream) runs, and
+// that cancels the request's context.
+type guardedBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	limit  int64
+	lifted bool
+	// status is what the handler's error answer becomes: 413 (the limit) or 408 (the
+	// deadline); 0 while the body reads fine.
+	status int
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.lift()
+		var mb *http.MaxBytesError
+		switch {
+		case errors.As(err, &mb):
+			b.status = http.StatusRequestEntityTooLarge
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			b.status = http.StatusRequestTimeout
+		}
+	}
+	return n, err
+}
+
+func (b *guardedBody) lift() {
+	if !b.lifted {
+		b.lifted = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// guardedWriter turns a handler's error answer into 413 or 408 (with Connection: close) when
+// its body tripped the limit or the deadline, whatever status the handler chose: every route
+// answers an oversized or too slow body alike.
+type guardedWriter struct {
+	http.ResponseWriter
+	body *guardedBody
+}
+
+func (w *guardedWriter) WriteHeader(code int) {
+	if code >= 400 && w.body.status != 0 {
+		code = w.body.status
+		w.Header().Set("Connection", "close")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines, flushes).
+func (w *guardedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush serves handlers that stream through http.Flusher.
+func (w *guardedWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+// adminAllowed answers 401 or 403 and reports false unless r may change the server's state:
+// it came in on a loopback listener that takes admin requests, or carries the admin token.
+func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if tok := s.opts.AdminToken; tok != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if ok && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			return true
+		}
+	}
+	if s.adminConn(r) {
+		return true
+	}
+	s.m.reject(http.StatusForbidden, "admin")
+	if s.opts.AdminToken != "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="plan admin"`)
+		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, r.URL.Path)})
+		return false
+	}
+	writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, r.URL.Path)})
+	return false
+}
+
+// adminConn reports whether r came in on a listener that takes admin requests: the admin
+// listener (ServeAdmin), or, while there is none, a data listener bound to loopback.
+func (s *Server) adminConn(r *http.Request) bool {
+	if sc := stampOf(r); sc != nil && sc.admin {
+		return true
+	}
+	if s.adminSeparate.Load() {
+		return false
+	}
+	la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return la != nil && IsLoopback(la.String())
+}
+
+// IsLoopback reports whether addr (host:port or host) names only loopback interfaces: a
+// loopback IP or "localhost". An empty host (":8080") binds every interface.
+func IsLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// connLimiter caps a listener's open connections: per client address (perIP) and in total.
+// A connection over either cap is closed at once. The last reserve connections under the
+// total cap are marked reserved: they are answered only on the health routes, so a flood of
+// slow clients never takes the slots the health checks need.
+type connLimiter struct {
+	net.Listener
+	total, perIP, reserve int
+	mu                    sync.Mutex
+	open                  int
+	byIP                  map[string]int
+	refused               atomic.Int64
+}
+
+func newConnLimiter(ln net.Listener, total, perIP, reserve int) *connLimiter {
+	return &connLimiter{Listener: ln, total: total, perIP: perIP, reserve: reserve, byIP: map[string]int{}}
+}
+
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := c.RemoteAddr().String()
+		if h, _, err := net.SplitHostPort(ip); err == nil {
+			ip = h
+		}
+		l.mu.Lock()
+		if l.open >= l.total || l.byIP[ip] >= l.perIP {
+			l.mu.Unlock()
+			l.refused.Add(1)
+			_ = c.Close()
+			continue
+		}
+		l.open++
+		l.byIP[ip]++
+		reserved := l.open > l.total-l.reserve
+		l.mu.Unlock()
+		return &limitedConn{Conn: c, l: l, ip: ip, reserved: reserved}, nil
+	}
+}
+
+func (l *connLimiter) release(ip string) {
+	l.mu.Lock()
+	l.open--
+	if l.byIP[ip]--; l.byIP[ip] <= 0 {
+		delete(l.byIP, ip)
+	}
+	l.mu.Unlock()
+}
+
+// limitedConn is a connection counted by a connLimiter until it closes.
+type limitedConn struct {
+	net.Conn
+	l        *connLimiter
+	ip       string
+	reserved bool
+	once     sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	c.once.Do(func() { c.l.release(c.ip) })
+	return c.Conn.Close()
+}
+
+// connCaps returns the connection caps: the options', or defaults from the process's
+// descriptor limit (three quarters of it in total, a quarter of that per client address, a
+// 64th of it in reserve), so a flood is refused before accept fails with "too many open
+// files".
+func (s *Server) connCaps() (total, perIP, reserve int) {
+	total, perIP = s.opts.MaxConns, s.opts.MaxConnsPerIP
+	if total <= 0 {
+		total = max(fdLimit()*3/4, 64)
+	}
+	if perIP <= 0 {
+		perIP = max(total/4, 16)
+	}
+	reserve = min(max(total/64, 4), total/2)
+	return total, perIP, reserve
+}

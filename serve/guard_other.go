@@ -1,0 +1,6 @@
+//go:build !unix
+
+package serve
+
+// fdLimit is a conservative descriptor budget where the limit cannot be read.
+func fdLimit() int { return 4096 }
