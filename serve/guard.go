@@ -29,8 +29,26 @@ type BodyLimiter interface {
 	BodyLimits() map[string]int64
 }
 
-// adminRoutes are the state-changing endpoints (item 7).
-var adminRoutes = map[string]bool{"PUT /v1/plan": true, "POST /v1/workers/state": true}
+// AdminRouter is implemented by a Frontend with state-changing routes of its own (a queue's
+// purge, an engine's reconfiguration): AdminRoutes lists their patterns as registered on
+// the mux, and the server answers them as it answers PUT /v1/plan (adminAllowed).
+type AdminRouter interface {
+	AdminRoutes() []string
+}
+
+// adminRoutes are the state-changing endpoints (item 7): the server's own and the front
+// ends' (AdminRouter).
+func (s *Server) adminRoutes() map[string]bool {
+	m := map[string]bool{"PUT /v1/plan": true, "POST /v1/workers/state": true}
+	for _, f := range s.opts.Frontends {
+		if ar, ok := f.(AdminRouter); ok {
+			for _, p := range ar.AdminRoutes() {
+				m[p] = true
+			}
+		}
+	}
+	return m
+}
 
 // healthRoutes are answered on a reserve connection (a connection past the cap less the
 // reserve): the probes that tell an orchestrator the server is alive under attack.
@@ -62,7 +80,7 @@ func isInfer(r *http.Request) bool {
 // the route's size limit (413 at once on a declared length over it) and the body deadline.
 func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 	_, pattern := s.mux.Handler(r)
-	if adminRoutes[pattern] && !s.adminAllowed(w, r) {
+	if s.admin[pattern] && !s.adminAllowed(w, r) {
 		return
 	}
 	if r.Body == nil || r.Body == http.NoBody {
@@ -257,6 +275,14 @@ type limitedConn struct {
 func (c *limitedConn) Close() error {
 	c.once.Do(func() { c.l.release(c.ip) })
 	return c.Conn.Close()
+}
+
+// LimitListener caps ln's open connections as Serve caps its own (Options.MaxConns,
+// MaxConnsPerIP): for the listeners of other protocols on the same server (KServe gRPC),
+// whose connections carry no route to reserve slots for, so they get no reserve.
+func (s *Server) LimitListener(ln net.Listener) net.Listener {
+	total, perIP, _ := s.connCaps()
+	return newConnLimiter(ln, total, perIP, 0)
 }
 
 // connCaps returns the connection caps: the options', or defaults from the process's

@@ -18,6 +18,7 @@ import (
 type bodyFrontend struct{}
 
 func (bodyFrontend) Routes(_ *Server, mux *http.ServeMux) {
+	mux.HandleFunc("DELETE /v1/echo", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]bool{"deleted": true}) })
 	mux.HandleFunc("POST /v1/echo", func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 		if err != nil {
@@ -29,6 +30,9 @@ func (bodyFrontend) Routes(_ *Server, mux *http.ServeMux) {
 }
 
 func (bodyFrontend) BodyLimits() map[string]int64 { return map[string]int64{"POST /v1/echo": 1 << 10} }
+
+// AdminRoutes makes the echo route's DELETE an admin route (AdminRouter).
+func (bodyFrontend) AdminRoutes() []string { return []string{"DELETE /v1/echo"} }
 
 // bodyRoutes are the routes with a body besides infer.
 var bodyRoutes = []string{"PUT /v1/plan", "POST /v1/workers/state", "POST /v1/echo"}
@@ -81,7 +85,7 @@ func TestEarly413EveryRoute(t *testing.T) {
 // there is no admin listener; once there is one, only there or with the token; never to a
 // non-loopback listener without the token (issue 36 item 7).
 func TestAdminEndpoints(t *testing.T) {
-	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), AdminToken: "s3cret"})
+	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), AdminToken: "s3cret", Frontends: []Frontend{bodyFrontend{}}})
 	put := func(url, token string) int {
 		req, _ := http.NewRequest(http.MethodPut, url+"/v1/plan", strings.NewReader("{}"))
 		if token != "" {
@@ -100,10 +104,12 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	// A data listener on a public address (a recorder with its local address).
 	for _, tc := range []struct {
-		token string
-		code  int
-	}{{"", 401}, {"wrong", 401}, {"s3cret", 400}} {
-		r := httptest.NewRequest(http.MethodPost, "/v1/workers/state", strings.NewReader("{}"))
+		token        string
+		code         int
+		method, path string
+	}{{"", 401, "POST", "/v1/workers/state"}, {"wrong", 401, "POST", "/v1/workers/state"}, {"s3cret", 400, "POST", "/v1/workers/state"},
+		{"", 401, "DELETE", "/v1/echo"}, {"s3cret", 200, "DELETE", "/v1/echo"}, {"", 200, "POST", "/v1/echo"}} {
+		r := httptest.NewRequest(tc.method, tc.path, strings.NewReader("{}"))
 		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 80}))
 		if tc.token != "" {
 			r.Header.Set("Authorization", "Bearer "+tc.token)
@@ -111,7 +117,7 @@ func TestAdminEndpoints(t *testing.T) {
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, r)
 		if w.Code != tc.code {
-			t.Errorf("public listener, token %q: %d %s", tc.token, w.Code, w.Body)
+			t.Errorf("public listener, %s %s, token %q: %d %s", tc.method, tc.path, tc.token, w.Code, w.Body)
 		}
 	}
 	// With an admin listener, the data listener refuses without the token.

@@ -107,8 +107,10 @@ type Server struct {
 	metricsH http.Handler
 	// arrivals counts infer requests at the door (the idle monitor's signal).
 	arrivals atomic.Int64
-	// limits are the body limits of the routes other than infer (bodyLimits).
+	// limits are the body limits of the routes other than infer (bodyLimits); admin the
+	// state-changing routes (adminRoutes).
 	limits map[string]int64
+	admin  map[string]bool
 	// adminSeparate is set once an admin listener serves (ServeAdmin): the data listeners
 	// then refuse the admin routes (without the token) even on loopback.
 	adminSeparate atomic.Bool
@@ -173,7 +175,7 @@ func New(opts Options) (*Server, error) {
 	// The first switch happens on the driver goroutine; wait for it so Handler sees the models.
 	s.d.do(func() {})
 	s.routes()
-	s.limits = s.bodyLimits()
+	s.limits, s.admin = s.bodyLimits(), s.adminRoutes()
 	go s.releaseWhenIdle(time.Second, 3)
 	return s, nil
 }

@@ -3,8 +3,10 @@ package kservegrpc
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -289,4 +291,43 @@ func FuzzInputJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStartCapsConnections: the gRPC listener caps connections per client address as the
+// HTTP one does (issue 36 item 3): a second connection from the address is closed at once,
+// the first keeps serving.
+func TestStartCapsConnections(t *testing.T) {
+	s, err := serve.New(serve.Options{Plan: loadPlan(t, "wide.json"), Deploy: testDeploy, Policies: testPolicies, MaxConnsPerIP: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	addr, stop, err := Start(context.Background(), s, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	first, err := Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := pb.NewGRPCInferenceServiceClient(first).ServerLive(ctx, &pb.ServerLiveRequest{}); err != nil {
+		t.Fatalf("first connection: %v", err)
+	}
+	// A raw second connection: the server closes it without a byte.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err == nil || n != 0 || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("second connection from the address: read %d, %v; want it closed", n, err)
+	}
+	if _, err := pb.NewGRPCInferenceServiceClient(first).ServerLive(ctx, &pb.ServerLiveRequest{}); err != nil {
+		t.Errorf("first connection after the refusal: %v", err)
+	}
 }

@@ -224,6 +224,8 @@ func Start(ctx context.Context, s *serve.Server, addr string) (bound string, sto
 	if err != nil {
 		return "", nil, err
 	}
+	// The same caps on open connections as the HTTP listener (issue 36 item 3).
+	ln = s.LimitListener(ln)
 	g := New(s)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
