@@ -56,6 +56,11 @@ func TestHelpGolden(t *testing.T) {
 					if in.Name != names[i] || in.Doc == "" || len(in.Policies) == 0 || in.PlanSection == "" {
 						t.Errorf("system %d: %+v", i, in)
 					}
+					for _, f := range in.SolveFlags {
+						if f.Name == "runtime-policy" && f.Default != in.Name {
+							t.Errorf("system %s: --runtime-policy defaults to %q", in.Name, f.Default)
+						}
+					}
 				}
 			}
 			for _, w := range c.want {
