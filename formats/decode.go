@@ -38,9 +38,9 @@ func ReadFileWith(path string, secs *SectionSet) (Document, error) {
 	return DecodeWith(path, data, secs)
 }
 
-// ReadBytes reads a whole regular file of at most MaxFileBytes (ReadBytesLimit). Its errors
+// ReadBytes reads a whole regular text file of at most MaxFileBytes (ReadText). Its errors
 // read `PATH: cannot read: CAUSE` and wrap the underlying error.
-func ReadBytes(path string) ([]byte, error) { return ReadBytesLimit(path, MaxFileBytes) }
+func ReadBytes(path string) ([]byte, error) { return ReadText(path, MaxFileBytes) }
 
 // ReadError is a file that could not be read.
 type ReadError struct {
@@ -99,8 +99,8 @@ func ParseWith(name string, data []byte, secs *SectionSet) (Document, error) {
 }
 
 func parse(name string, data []byte, wantKind string, secs *SectionSet) (Document, error) {
-	if err := checkDuplicateKeys(name, data); err != nil {
-		return nil, err
+	if doc, err := parseStreaming(name, data, wantKind); doc != nil || err != nil {
+		return doc, err
 	}
 	tree, js, err := parseTree(data)
 	if err != nil {

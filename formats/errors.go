@@ -52,12 +52,33 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 // ErrorList collects every problem found in one or more documents.
 type ErrorList []*FieldError
 
+// MaxListedProblems bounds how many problems a rendered list shows: 48k duplicate names
+// printed 48,219 lines (issue 36 item 12). The rest are counted: "... and N more problems".
+const MaxListedProblems = 100
+
 func (l ErrorList) Error() string {
-	msgs := make([]string, len(l))
-	for i, e := range l {
+	n := min(len(l), MaxListedProblems)
+	msgs := make([]string, n, n+1)
+	for i, e := range l[:n] {
 		msgs[i] = e.Error()
 	}
+	if more := MoreProblems(len(l)); more != "" {
+		msgs = append(msgs, more)
+	}
 	return strings.Join(msgs, "\n")
+}
+
+// MoreProblems is the line that ends a list of total problems shown up to MaxListedProblems
+// ("... and 47 more problems"), or "" when all are shown.
+func MoreProblems(total int) string {
+	if total <= MaxListedProblems {
+		return ""
+	}
+	more := total - MaxListedProblems
+	if more == 1 {
+		return "... and 1 more problem"
+	}
+	return fmt.Sprintf("... and %d more problems", more)
 }
 
 // Unwrap exposes the individual errors to errors.Is/As.

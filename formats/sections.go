@@ -347,3 +347,11 @@ func (t *takenSections) attach(doc Document) {
 		d.Sections = t.own
 	}
 }
+
+// prose lists keys as prose: "a, b or c".
+func prose(keys []string) string {
+	if len(keys) < 2 {
+		return strings.Join(keys, "")
+	}
+	return strings.Join(keys[:len(keys)-1], ", ") + " or " + keys[len(keys)-1]
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"strings"
 )
@@ -63,10 +64,10 @@ func (p *Plan) Validate() ErrorList {
 		p.DyOrc.validate(v, "dyorc", g)
 	}
 	v.errs = append(v.errs, p.Sections.validate()...)
-	if p.PPipe == nil && p.PARD == nil && p.Cascade == nil && p.QLM == nil && p.DyOrc == nil && len(p.Sections) == 0 {
+	if len(p.SectionKeys()) == 0 {
 		switch p.Provenance.Status {
 		case "optimal", "time-limit", "heuristic":
-			v.add("", nil, "must have at least one of ppipe, pard, cascade, qlm or dyorc (status is %s)", p.Provenance.Status)
+			v.add("", nil, "must have at least one of %s (status is %s)", prose(typedSectionKeys(reflect.TypeFor[Plan]())), p.Provenance.Status)
 		}
 	}
 	if e := p.Provenance.Embedded; e != nil && len(e.Profiles) > 0 {

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,8 +12,8 @@ import (
 func (w *Workload) Validate() ErrorList {
 	v := &validator{}
 	checkMeta(v, w.TypeMeta, KindWorkload)
-	if len(w.Models) == 0 && len(w.Pipelines) == 0 && len(w.Cascades) == 0 && len(w.LLMClasses) == 0 && w.Workflows == nil && len(w.Sections) == 0 {
-		v.add("", nil, "must describe at least one of models, pipelines, cascades, llm_classes or workflows")
+	if len(w.SectionKeys()) == 0 {
+		v.add("", nil, "must describe at least one of %s", prose(typedSectionKeys(reflect.TypeFor[Workload]())))
 	}
 	seen := names{}
 	for i := range w.Models {

@@ -3,6 +3,7 @@ package planner
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -42,16 +43,25 @@ func ReadOptions(raw json.RawMessage, dst any) error {
 	}
 	var legacy map[string]string
 	if json.Unmarshal(raw, &legacy) != nil {
-		return fmt.Errorf("provenance.options: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return optionsError(err)
 	}
 	conv, cerr := fromStrings(legacy, reflect.TypeOf(dst).Elem())
 	if cerr != nil {
 		return cerr
 	}
 	if err := strict(conv); err != nil {
-		return fmt.Errorf("provenance.options: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return optionsError(err)
 	}
 	return nil
+}
+
+// optionsError names the option and the value a decoding error is about.
+func optionsError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Errorf("provenance.options.%s: a JSON %s: must be %s", te.Field, te.Value, te.Type)
+	}
+	return fmt.Errorf("provenance.options: %s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // fromStrings turns a string map into the JSON object of struct type t: each key that names

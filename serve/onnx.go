@@ -4,7 +4,6 @@ package serve
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -72,7 +71,7 @@ func newONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOption
 	if err := measure.LibraryAvailable(); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(o.Model)
+	data, err := onnx.ReadFile(o.Model) // the guarded reader: regular files only, bounded (issue 36 item 10)
 	if err != nil {
 		return nil, fmt.Errorf("--model: %w", err)
 	}

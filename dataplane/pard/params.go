@@ -6,11 +6,12 @@ import (
 	"math/rand/v2"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/params"
 )
 
 // Options are the pipeline policies' parameters (PARD §4.2–§4.3, §5.3; windows the paper
 // leaves open are ours). The json tags are the keys a --param flag (dataplane.Config.Params)
-// or a plan's application params set, decoded by decodeParams; DefaultOptions holds every
+// or a plan's application params set, decoded by params.Decode; DefaultOptions holds every
 // default. Every key is a field, so a typo is an error instead of a silent default.
 type Options struct {
 	Lambda        float64 `json:"lambda"`          // batch-wait quantile λ (0.1)
@@ -47,7 +48,7 @@ func DefaultOptions() Options {
 }
 
 // PARDParamNames lists the parameter names the pipeline policies accept.
-func PARDParamNames() []string { return paramNames[Options]() }
+func PARDParamNames() []string { return params.Names[Options]() }
 
 // NewPipeline builds the pipeline policy named name (one of PipelinePolicies) with cfg's
 // parameters.
@@ -70,10 +71,10 @@ func NewPipeline(name string, cfg dataplane.Config) (*Pipeline, error) {
 // the result.
 func (p *Pipeline) resolve(plan map[string]string) (Options, error) {
 	o := DefaultOptions()
-	if err := decodeParams(p.variant.name, &o, plan, true); err != nil {
+	if err := params.Decode(p.variant.name, &o, plan, true); err != nil {
 		return o, err
 	}
-	if err := decodeParams(p.variant.name, &o, p.cfg.Params, false); err != nil {
+	if err := params.Decode(p.variant.name, &o, p.cfg.Params, false); err != nil {
 		return o, err
 	}
 	return o, o.check(p.variant.name)

@@ -36,3 +36,30 @@ func TestUnknownPolicyParams(t *testing.T) {
 		t.Errorf("ppipe-paper changed the caller's params: %v", params)
 	}
 }
+
+// TestPPipeOptionsDecode: the dispatcher's parameters decode into PPipeOptions by their json
+// tags (issue 29 item 5), with the defaults of each policy and true/false or 1/0 spellings.
+func TestPPipeOptionsDecode(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		params map[string]string
+		want   PPipeOptions
+	}{
+		{"ppipe", nil, PPipeOptions{Penalty: true, Admission: true}},
+		{"ppipe", map[string]string{"interval": "true", "admission": "0"}, PPipeOptions{Interval: true, Penalty: true}},
+		{"ppipe-paper", nil, PPipeOptions{}},
+		{"ppipe-paper", map[string]string{"penalty": "1"}, PPipeOptions{Penalty: true}},
+	} {
+		pol, err := NewPolicy(dataplane.Config{Policy: tc.policy, Params: tc.params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pol.(*PPipe).opts; got != tc.want {
+			t.Errorf("%s %v: %+v, want %+v", tc.policy, tc.params, got, tc.want)
+		}
+	}
+	if _, err := NewPolicy(dataplane.Config{Policy: "ppipe", Params: map[string]string{"penalty": "maybe"}}); err == nil ||
+		!strings.Contains(err.Error(), `policy ppipe: parameter penalty: "maybe": must be true or false`) {
+		t.Errorf("error %v", err)
+	}
+}

@@ -6,20 +6,23 @@ import (
 	"math"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/params"
 )
 
-// PPipeOptions configures the reservation dispatcher (PPipe §5.4, A.3).
+// PPipeOptions configures the reservation dispatcher (PPipe §5.4, A.3). The json tags are
+// the --param keys (params.Decode); the policy "ppipe" defaults to busy-until with both
+// refinements on, "ppipe-paper" to both off.
 type PPipeOptions struct {
 	// Interval selects interval-mode reservations (gap filling) instead of busy-until.
-	Interval bool
+	Interval bool `json:"interval"`
 	// Penalty is the step-1 refinement of the authors' artifact: a batch-1 pipeline that would
 	// miss the head's deadline gets +SLO added to its wait.
-	Penalty bool
+	Penalty bool `json:"penalty"`
 	// Admission is the artifact's admission refinement: the first time a request is at the
 	// head, a batch of at least round(0.95·bs) must fit its deadline, else it is dropped.
-	Admission bool
-	// Order names the queue order (default "edf").
-	Order string
+	Admission bool `json:"admission"`
+	// Order names the queue order (default "edf"; dataplane.Config.Order, not a parameter).
+	Order string `json:"-"`
 }
 
 // PPipeStats counts the dispatcher's work (for benchmarks and reports).
@@ -532,15 +535,8 @@ func newPPipePolicy(cfg dataplane.Config) (dataplane.Policy, error) {
 	if err := cfg.CheckKnown("ppipe", "interval", "penalty", "admission"); err != nil {
 		return nil, err
 	}
-	o := PPipeOptions{Order: cfg.Order}
-	var err error
-	if o.Interval, err = cfg.Bool("interval", false); err != nil {
-		return nil, err
-	}
-	if o.Penalty, err = cfg.Bool("penalty", true); err != nil {
-		return nil, err
-	}
-	if o.Admission, err = cfg.Bool("admission", true); err != nil {
+	o := PPipeOptions{Penalty: true, Admission: true, Order: cfg.Order}
+	if err := params.Decode("ppipe", &o, cfg.Params, false); err != nil {
 		return nil, err
 	}
 	return NewPPipe(o), nil

@@ -1,6 +1,9 @@
 package qlm
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/plan-dev/plan/dataplane"
 )
 
@@ -23,6 +26,50 @@ func (p *Policy) fits(s *seq) bool {
 		}
 	}
 	return s.prompt+s.out <= p.kvMax[s.model]
+}
+
+// hopeless reports whether s misses its deadline even alone on the fastest instance able to
+// serve its model, with nothing ahead of it: its prefill, then its output at a batch of one
+// (QLM §6, Eq. 4 at ε = 1; the model load is not counted, so the rule never drops a request
+// some instance could serve in time).
+func (p *Policy) hopeless(now dataplane.Time, s *seq) bool {
+	best := dataplane.Never
+	var seen []*llm // instances of one GPU type share their profile: time it once
+	for _, in := range p.inst {
+		m := p.llmFor(in, s.model)
+		if m == nil || in.down || slices.Contains(seen, m) {
+			continue
+		}
+		seen = append(seen, m)
+		t := m.prefillUs(s.prompt)
+		for k := 1; k < s.out; k++ {
+			t += m.decodeUs(1, s.prompt+k)
+			if t >= best {
+				break
+			}
+		}
+		best = min(best, t)
+	}
+	return best != dataplane.Never && now+best > s.deadline
+}
+
+// dropExpired drops, with reason deadline, the waiting sequences (in a queue, holding no KV)
+// whose deadline has passed, in request order: served now they would be late whatever
+// happens, and they hold back requests that can still make theirs (drop_late).
+func (p *Policy) dropExpired(now dataplane.Time, out *dataplane.Decisions) {
+	var late []*seq
+	for _, s := range p.seqs {
+		if s.deadline < now && s.kv == 0 && !s.swapped {
+			late = append(late, s)
+		}
+	}
+	slices.SortFunc(late, func(a, b *seq) int { return cmp.Compare(a.id, b.id) })
+	for _, s := range late {
+		delete(p.seqs, s.id)
+		p.q.withdraw(p, s)
+		p.stats.Expired++
+		out.Drop(s.id, 0, dataplane.DropDeadline, 0)
+	}
 }
 
 // Limit is what the largest instance able to serve a class can hold: the KV capacity in

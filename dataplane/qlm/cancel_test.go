@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/sim"
 )
 
 // stepDriver is a minimal discrete-event driver for cancel tests: it runs batches for their
@@ -275,5 +276,79 @@ func TestForgetBoundsState(t *testing.T) {
 	}
 	if n := len(p.seqs) + len(p.stats.TTFT) + len(p.stats.Predicted); n != 0 {
 		t.Errorf("after compaction the policy still holds %d per-request entries", n)
+	}
+}
+
+// TestDropLate (issue 36 item 2, policy parameter drop_late): under 3× overload every policy
+// drops, with reason deadline, requests that can no longer meet their deadline (hopeless at
+// arrival, or expired while waiting) instead of serving them late: each request still
+// finishes once, no other drop happens, no policy serves more requests late than without
+// the parameter, and the baselines that queue past deadlines drop some. Without the
+// parameter nothing is dropped (the paper's behaviour).
+func TestDropLate(t *testing.T) {
+	cls, profs := bundled(t)
+	dep, err := Build(cls, Setup{Profiles: profs, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "vicuna-13b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, pol string, on bool) (late, dropped int) {
+		cfg := dataplane.Config{Policy: pol}
+		if on {
+			cfg.Params = map[string]string{"drop_late": "true"}
+		}
+		p, err := Registry().New(dep, cfg, PolicyQLM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var srcs []sim.Source
+		for a := range dep.Apps {
+			spec, _ := sim.ParseArrival("poisson")
+			src, err := spec.New(dep.Apps[a].RateRPS*3, dep.Apps[a].Name, uint64(a+7))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcs = append(srcs, src)
+		}
+		seen := map[dataplane.ReqID]int{}
+		s, err := sim.New(dep, p, srcs, sim.Options{Duration: 20 * dataplane.Second, Seed: 3,
+			OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
+				seen[r.ID]++
+				switch {
+				case r.Outcome == dataplane.Late:
+					late++
+				case r.Outcome == dataplane.Dropped && r.Reason == dataplane.DropDeadline && on:
+					dropped++
+				case r.Outcome == dataplane.Dropped:
+					t.Errorf("drop_late=%v: request %d dropped: %s", on, r.ID, r.Reason)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(s.Engine.Requests()); n == 0 || len(seen) != n {
+			t.Fatalf("%d requests, %d finished", n, len(seen))
+		}
+		for id, c := range seen {
+			if c != 1 {
+				t.Errorf("request %d finished %d times", id, c)
+			}
+		}
+		return late, dropped
+	}
+	for _, ps := range Policies() {
+		t.Run(ps.Name, func(t *testing.T) {
+			lateOff, _ := run(t, ps.Name, false)
+			lateOn, dropped := run(t, ps.Name, true)
+			t.Logf("late %d without drop_late; with it %d late, %d dropped for their deadline", lateOff, lateOn, dropped)
+			if lateOn > lateOff {
+				t.Errorf("drop_late served %d requests late, %d without it", lateOn, lateOff)
+			}
+			if ps.Name == PolicyFCFS && dropped == 0 {
+				t.Errorf("vLLM-FCFS at 3x dropped nothing for its deadline (%d late without drop_late)", lateOff)
+			}
+		})
 	}
 }

@@ -144,8 +144,9 @@ type Stats struct {
 	// live instances (running ones lose their KV and recompute, QLM §5's eviction).
 	Failovers, Rerouted int64
 	// Cancelled counts sequences withdrawn by EvCancel (or found cancelled at their
-	// iteration's end); TooLarge the requests dropped at arrival as DropTooLarge.
-	Cancelled, TooLarge int64
+	// iteration's end); TooLarge the requests dropped at arrival as DropTooLarge; Expired
+	// those dropped for their deadline (drop_late).
+	Cancelled, TooLarge, Expired int64
 	// SolveNs is the wall time spent in the plan generator (not part of the deterministic
 	// state: policies never read it).
 	SolveNs int64
@@ -371,6 +372,7 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 				p.stats.TPOT[s.id] = (now - s.arrival - s.ttft) / dataplane.Time(s.out-1)
 			}
 			p.q.finished(p, s)
+			delete(p.seqs, s.id) // the table holds the sequences in flight (dropExpired reads it)
 			out.Complete(s.id, 0)
 			continue
 		}

@@ -38,6 +38,11 @@ type options struct {
 	// placement of new groups: "plan" (least drain + plan generator), "rr", "random".
 	placement string
 	seed      uint64
+	// dropLate (policy parameter drop_late): a request that cannot meet its deadline is
+	// dropped with reason deadline instead of served late: at arrival when even an empty
+	// instance could not finish it in time (hopeless), and while it waits once its deadline
+	// passed (checked every tick). Off by default: the paper's policies serve late requests.
+	dropLate bool
 }
 
 // queue is the queueing layer a policy puts in front of the instances: FCFS or EDF per
@@ -195,6 +200,11 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			out.Drop(s.id, 0, DropTooLarge, 0)
 			break
 		}
+		if p.opt.dropLate && p.hopeless(now, s) {
+			p.stats.Expired++
+			out.Drop(s.id, 0, dataplane.DropDeadline, 0)
+			break
+		}
 		p.seqs[s.id] = s
 		p.enqueue(now, s, out)
 	case dataplane.EvCancel:
@@ -229,6 +239,9 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			p.touch(in.idx)
 		}
 	case dataplane.EvTick:
+		if p.opt.dropLate {
+			p.dropExpired(now, out)
+		}
 		p.q.tick(p, now)
 		p.touchAll()
 	default:

@@ -7,15 +7,20 @@ import (
 // spec builds a PolicySpec for one set of options over a queue factory.
 func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
 	return dataplane.PolicySpec{Name: name, Doc: doc, Serves: []string{Kind}, New: func(cfg dataplane.Config) (dataplane.Policy, error) {
-		if err := cfg.CheckKnown(name, "seed"); err != nil {
+		if err := cfg.CheckKnown(name, "seed", "drop_late"); err != nil {
 			return nil, err
 		}
 		seed, err := cfg.Float("seed", 1)
 		if err != nil {
 			return nil, err
 		}
+		dropLate, err := cfg.Bool("drop_late", false)
+		if err != nil {
+			return nil, err
+		}
 		o.name = name
 		o.seed = uint64(seed)
+		o.dropLate = dropLate
 		return &Policy{opt: o, q: q()}, nil
 	}}
 }

@@ -134,6 +134,23 @@ func sameOp(kernelOp, layerOp string) bool {
 // in proportion to FLOPs + bytes, so layer times add up to kernel times. Kernels matching no
 // layer (inserted layout reorders) are returned as unattributed time.
 func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unattributed, runUs float64) {
+	producers := g.Producers()
+	matched, own := tr.matchKernels(g)
+	groups, memberOf, unattributed := tr.kernelGroups(g, producers, matched, own, warmup)
+	attachUnmatched(g, producers, groups, memberOf)
+	return spreadGroups(g, groups), unattributed, quantile(steady(tr.Runs, warmup), 0.5)
+}
+
+// kernelGroup is one kernel's median time and the layers it ran (its members).
+type kernelGroup struct {
+	kernel  string
+	us      float64
+	members []int
+}
+
+// matchKernels gives each kernel of tr.Order its layer (-1: none), by name first, then by
+// operator; own marks the layers a kernel matched.
+func (tr *Trace) matchKernels(g *graph.Graph) (matched []int, own []bool) {
 	n := len(g.Nodes)
 	index := map[string]int{}
 	var names []string
@@ -148,24 +165,8 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 		names = append(names, nd.Name)
 	}
 	sort.SliceStable(names, func(a, b int) bool { return len(names[a]) > len(names[b]) })
-	producers := g.Producers()
-	producer := func(i int) int {
-		for _, in := range g.Nodes[i].Inputs {
-			if p, ok := producers[in]; ok && !g.Tensors[in].Const {
-				return p
-			}
-		}
-		return -1
-	}
-	type group struct {
-		kernel  string
-		us      float64
-		members []int
-	}
-	var groups []group
-	memberOf := make([][]int, n)
-	matched := make([]int, len(tr.Order))
-	own := make([]bool, n)
+	matched = make([]int, len(tr.Order))
+	own = make([]bool, n)
 	for k, name := range tr.Order {
 		i, ok := matchLayer(name, index, names)
 		matched[k] = -1
@@ -208,6 +209,21 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 			prev = best
 		}
 	}
+	return matched, own
+}
+
+// kernelGroups makes one group per kernel: its matched layer and the chain of producers it
+// absorbed. Kernels with no layer add their time to unattributed.
+func (tr *Trace) kernelGroups(g *graph.Graph, producers map[string]int, matched []int, own []bool, warmup int) (groups []kernelGroup, memberOf [][]int, unattributed float64) {
+	producer := func(i int) int {
+		for _, in := range g.Nodes[i].Inputs {
+			if p, ok := producers[in]; ok && !g.Tensors[in].Const {
+				return p
+			}
+		}
+		return -1
+	}
+	memberOf = make([][]int, len(g.Nodes))
 	for k, name := range tr.Order {
 		med := quantile(steady(tr.Kernels[name], warmup), 0.5)
 		l := matched[k]
@@ -248,11 +264,17 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 			}
 		}
 		gid := len(groups)
-		groups = append(groups, group{kernel: name, us: med, members: chain})
+		groups = append(groups, kernelGroup{kernel: name, us: med, members: chain})
 		for _, m := range chain {
 			memberOf[m] = append(memberOf[m], gid)
 		}
 	}
+	return groups, memberOf, unattributed
+}
+
+// attachUnmatched gives every layer no kernel ran to the group of the nearest assigned layer
+// upstream (else downstream).
+func attachUnmatched(g *graph.Graph, producers map[string]int, groups []kernelGroup, memberOf [][]int) {
 	assigned := func(i int) bool { return len(memberOf[i]) > 0 }
 	var up func(i int, seen map[int]bool) int
 	up = func(i int, seen map[int]bool) int {
@@ -317,8 +339,13 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 			groups[gid].members = append(groups[gid].members, i)
 		}
 	}
+}
+
+// spreadGroups splits each group's time over its members in proportion to their work.
+func spreadGroups(g *graph.Graph, groups []kernelGroup) []LayerTime {
+	n := len(g.Nodes)
 	weight := func(i int) float64 { return g.Nodes[i].FLOPs + g.Nodes[i].ActBytes/4 + 1 }
-	layers = make([]LayerTime, n)
+	layers := make([]LayerTime, n)
 	for i, nd := range g.Nodes {
 		layers[i] = LayerTime{Name: nd.Name, Op: nd.Op}
 	}
@@ -335,5 +362,5 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 			}
 		}
 	}
-	return layers, unattributed, quantile(steady(tr.Runs, warmup), 0.5)
+	return layers
 }

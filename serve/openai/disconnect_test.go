@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +84,97 @@ func metricSum(t *testing.T, url, prefix string) float64 {
 		sum += v
 	}
 	return sum
+}
+
+// TestRemoteClientLeavesCancelsCopy (issue 29): with --llm-endpoints, a client that leaves
+// before its remote engine answers takes the remote request with it (the engine aborts it)
+// and the request's emulated copy too: QLM drops it as cancelled instead of modelling the
+// instance as busy for the whole generation.
+func TestRemoteClientLeavesCancelsCopy(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			v := &fakeVLLM{name: "mistral", fail: func(*fakeVLLM) failMode { return hang }}
+			es := httptest.NewServer(v.handler())
+			defer es.Close()
+			fe := memFrontend()
+			if err := fe.Endpoints.Set("llm-0=" + es.URL + ",llm-1=" + es.URL); err != nil {
+				t.Fatal(err)
+			}
+			_, url := qlmServer(t, fe)
+			ctx, cancel := context.WithCancel(context.Background())
+			body := fmt.Sprintf(`{"model":"mistral-chat","prompt":"a long answer","max_tokens":1000,"stream":%v}`, stream)
+			req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/completions", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			errc := make(chan error, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				errc <- err
+			}()
+			for v.received() == 0 { // the request reached its engine
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+			<-errc
+			var drops float64
+			for range 100 {
+				if drops = metricSum(t, url, `plan_drops_total{model="mistral-chat",reason="cancelled",stage=`); drops == 1 {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Errorf("%v requests dropped as cancelled after the client left, want 1", drops)
+		})
+	}
+}
+
+// TestCompletionDisconnectFreesSequence (issue 29): the same for a whole (non-streaming)
+// completion and chat completion: the client gives up while the request generates, and the
+// request is dropped as cancelled with nothing left in flight or running.
+func TestCompletionDisconnectFreesSequence(t *testing.T) {
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/completions", `{"model":"mistral-chat","prompt":"a long answer","max_tokens":1000}`},
+		{"/v1/chat/completions", `{"model":"mistral-chat","messages":[{"role":"user","content":"a long answer"}],"max_tokens":1000}`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, url := qlmServer(t, memFrontend())
+			ctx, cancel := context.WithCancel(context.Background())
+			req, err := http.NewRequestWithContext(ctx, "POST", url+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			errc := make(chan error, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				errc <- err
+			}()
+			const inflight = `plan_requests_in_flight{model="mistral-chat"}`
+			for metricValue(t, url, inflight) != 1 || metricSum(t, url, `plan_worker_busy{`) == 0 { // generating
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+			if err := <-errc; err == nil {
+				t.Fatal("the request ended before the client left")
+			}
+			var n, busy, drops float64
+			for range 100 {
+				n, busy = metricValue(t, url, inflight), metricSum(t, url, `plan_worker_busy{`)
+				drops = metricSum(t, url, `plan_drops_total{model="mistral-chat",reason="cancelled",stage=`)
+				if n == 0 && busy == 0 && drops == 1 {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Errorf("after the client left: %v in flight, %v workers busy, %v dropped as cancelled; want 0, 0, 1", n, busy, drops)
+		})
+	}
 }

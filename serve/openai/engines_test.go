@@ -40,6 +40,7 @@ const (
 	dropConn                      // the connection closes before any answer (a crashed engine)
 	cutMidAnswer                  // the status and the first bytes (an SSE chunk), then the connection closes
 	badRequest400                 // 400: the engine's verdict on the request
+	hang                          // nothing until the client goes away (a long generation)
 )
 
 func (v *fakeVLLM) received() int {
@@ -73,6 +74,9 @@ func (v *fakeVLLM) handler() http.Handler {
 			mode = v.fail(v)
 		}
 		switch mode {
+		case hang:
+			<-r.Context().Done()
+			return
 		case status500:
 			http.Error(w, `{"object":"error","message":"CUDA error: an illegal memory access was encountered"}`, 500)
 			return

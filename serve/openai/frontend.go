@@ -551,13 +551,13 @@ type outcome struct {
 	err error
 }
 
-// emulate runs the request through the engine, to its end whatever the client does: its
-// emulated copy is the engine's model of the instance's occupancy while the remote engine
-// generates.
+// emulate runs the request through the engine until it ends or ctx does: its emulated copy
+// is the engine's model of the instance's occupancy while the remote engine generates, so it
+// outlives the client's answer and ends early only with the remote request (remote).
 func (f *Frontend) emulate(ctx context.Context, sub *submission, arrived time.Time) <-chan outcome {
 	done := make(chan outcome, 1)
 	go func() {
-		a, err := f.submit(context.WithoutCancel(ctx), sub, arrived)
+		a, err := f.submit(ctx, sub, arrived)
 		done <- outcome{a, err}
 	}()
 	return done
@@ -591,7 +591,17 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 		}
 		return inst
 	}
-	done := f.emulate(r.Context(), sub, arrived)
+	// The copy runs past the answer (the engine's occupancy), but a client that leaves before
+	// its answer ends takes the remote request with it (vLLM aborts a request whose client
+	// disconnected, LLM engine digest §4; forward's request shares r's context): the copy is
+	// cancelled then, so QLM frees its sequence too (issue 29).
+	copyCtx, cancelCopy := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer func() {
+		if r.Context().Err() != nil {
+			cancelCopy()
+		}
+	}()
+	done := f.emulate(copyCtx, sub, arrived)
 	var end *outcome
 	resubmits := 0
 	for {
@@ -615,7 +625,7 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 				writeError(w, answerError(end.a))
 			case resubmits < len(f.Endpoints):
 				resubmits++
-				done, end = f.emulate(r.Context(), sub, arrived), nil
+				done, end = f.emulate(copyCtx, sub, arrived), nil
 				continue
 			default:
 				msg := "no engine could serve the request"

@@ -151,6 +151,19 @@ func TestQueueRedials(t *testing.T) {
 	if err := q.Healthy(ctx); err != nil {
 		t.Errorf("healthy after an over-long id: %v", err)
 	}
+	// A queue whose server is gone is not healthy (Frontend.Ready says so).
+	q.ns.Shutdown()
+	q.ns.WaitForShutdown()
+	q.mu.Lock()
+	q.h.nc.Close()
+	q.mu.Unlock()
+	if err := q.Healthy(ctx); err == nil {
+		t.Error("healthy with its server shut down")
+	}
+	fe := &Frontend{q: q}
+	if err := fe.Ready(ctx); err == nil {
+		t.Error("the front end is ready with its queue's server shut down")
+	}
 }
 
 // TestQueueLeaseAfterKill (issue 36 item 6): a server that leased a request and died without

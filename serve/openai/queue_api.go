@@ -86,7 +86,9 @@ func (f *Frontend) handleQueueGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeError(w, &Error{Status: 500, Type: "server_error", Message: err.Error()})
+		// The store is unreachable (its connection is re-dialled on the next call): a
+		// retryable 503, not a 500.
+		writeError(w, f.queueDown(err))
 		return
 	}
 	writeJSON(w, 200, st)

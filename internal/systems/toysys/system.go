@@ -44,6 +44,11 @@ func System() system.System {
 // Planner sizes the worker pool: the fewest workers whose utilisation stays under --max-util.
 type Planner struct{ maxUtil float64 }
 
+// Options are the toy planner's typed options, recorded in a plan's provenance.
+type Options struct {
+	MaxUtil float64 `json:"max_util"`
+}
+
 // Flags implements planner.Planner.
 func (pl *Planner) Flags(fs *pflag.FlagSet) {
 	fs.Float64Var(&pl.maxUtil, "toy-max-util", 0.7, "highest worker utilisation the toy plans for")
@@ -92,7 +97,7 @@ func solve(in planner.Inputs, s planner.Settings, maxUtil float64) (*formats.Pla
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: j.Name},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: s.ToolVersion, InputDigest: digest, Inputs: in.Refs,
-			Strategy: "mdc", Options: map[string]string{"toy-max-util": strconv.FormatFloat(maxUtil, 'g', -1, 64)},
+			Strategy: "mdc", Options: planner.RecordOptions(Options{MaxUtil: maxUtil}),
 			Status: "heuristic", Objective: float64(workers), Bound: float64(workers), Embedded: emb},
 		Cluster: in.Cluster,
 		Sections: formats.SectionValues{PlanSection: {Section: planSection{}, Value: &Plan{
@@ -136,9 +141,12 @@ func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*fo
 	if e == nil || e.Cluster == nil || e.Workload == nil {
 		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
 	}
-	mu, _ := strconv.ParseFloat(p.Provenance.Options["toy-max-util"], 64)
+	o := Options{MaxUtil: 0.7}
+	if err := planner.ReadOptions(p.Provenance.Options, &o); err != nil {
+		return nil, err
+	}
 	return solve(planner.Inputs{Cluster: e.Cluster, Workload: e.Workload, Refs: p.Provenance.Inputs},
-		planner.Settings{ToolVersion: p.Provenance.ToolVersion}, mu)
+		planner.Settings{ToolVersion: p.Provenance.ToolVersion}, o.MaxUtil)
 }
 
 // Export writes the Triton model configuration of the pool: one instance per worker.

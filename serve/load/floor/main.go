@@ -15,7 +15,6 @@ import (
 	"io"
 	"log"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -26,7 +25,7 @@ func main() {
 	planPath := flag.String("plan", "plan.json", "the plan whose models and latencies to mimic")
 	addr := flag.String("addr", "127.0.0.1:18081", "listen address")
 	flag.Parse()
-	raw, err := os.ReadFile(*planPath)
+	raw, err := formats.ReadBytes(*planPath)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -147,8 +147,13 @@ func runValidate(ctx context.Context, app *App, args []string) error {
 			bad++
 			problems += len(r.Errors)
 		}
-		for _, e := range r.Errors {
+		// A long list is cut (issue 36 item 12: 48k duplicate names printed 48,219 lines);
+		// -O json still lists every problem.
+		for _, e := range r.Errors[:min(len(r.Errors), formats.MaxListedProblems)] {
 			fmt.Fprintln(app.Err, e.Message)
+		}
+		if more := formats.MoreProblems(len(r.Errors)); more != "" {
+			fmt.Fprintf(app.Err, "%s: %s\n", r.File, more)
 		}
 	}
 	if app.JSONOutput() {

@@ -1,4 +1,8 @@
-package pard
+// Package params decodes a policy's string parameters (dataplane.Config.Params from --param
+// flags, App.Params from a plan) into one typed options struct whose json tags name the
+// keys (issue 29 item 5: options travel as typed structs, not as string maps each policy
+// parses by hand). PARD's pipeline policies and PPipe's dispatcher use it.
+package params
 
 import (
 	"fmt"
@@ -11,14 +15,14 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// decodeParams sets the fields of the struct *dst named by their json tags from the string
+// Decode sets the fields of the struct *dst named by their json tags from the string
 // values of m (dataplane.Config.Params, App.Params), in key order. Field kinds: float64,
 // int, uint64 and bool. Numbers take dataplane.ParseNumber's spellings (a finite number,
 // or true/false for 1/0); int and uint64 fields want a whole number; a bool field takes
 // true/false or a number (non-zero is true): the spellings plans and --param flags used
 // when the parameters were a map of floats. A key no field claims is an error naming it
 // and the known ones, unless skipUnknown (a plan may carry parameters for other tools).
-func decodeParams[T any](policy string, dst *T, m map[string]string, skipUnknown bool) error {
+func Decode[T any](policy string, dst *T, m map[string]string, skipUnknown bool) error {
 	v := reflect.ValueOf(dst).Elem()
 	fields := paramFields(v.Type())
 	keys := make([]string, 0, len(m))
@@ -32,7 +36,7 @@ func decodeParams[T any](policy string, dst *T, m map[string]string, skipUnknown
 			if skipUnknown {
 				continue
 			}
-			return fmt.Errorf("policy %s: unknown parameter %q (known: %v)", policy, k, paramNames[T]())
+			return fmt.Errorf("policy %s: unknown parameter %q (known: %v)", policy, k, Names[T]())
 		}
 		if err := setParam(policy, k, m[k], v.Field(i)); err != nil {
 			return err
@@ -50,6 +54,9 @@ func setParam(policy, k, s string, f reflect.Value) error {
 		}
 	}
 	x, err := dataplane.ParseNumber(policy, k, s)
+	if err != nil && f.Kind() == reflect.Bool {
+		return fmt.Errorf("policy %s: parameter %s: %q: must be true or false (or a number: non-zero is true)", policy, k, s)
+	}
 	if err != nil {
 		return err
 	}
@@ -69,7 +76,7 @@ func setParam(policy, k, s string, f reflect.Value) error {
 		}
 		f.SetUint(uint64(x))
 	default:
-		panic(fmt.Sprintf("decodeParams: field %s: unsupported kind %v", k, f.Kind())) // a bug in the options struct
+		panic(fmt.Sprintf("params.Decode: field %s: unsupported kind %v", k, f.Kind())) // a bug in the options struct
 	}
 	return nil
 }
@@ -85,8 +92,8 @@ func paramFields(t reflect.Type) map[string]int {
 	return out
 }
 
-// paramNames lists the parameter names (json tags) of T, sorted.
-func paramNames[T any]() []string {
+// Names lists the parameter names (json tags) of T, sorted.
+func Names[T any]() []string {
 	var zero T
 	fields := paramFields(reflect.TypeOf(zero))
 	out := make([]string, 0, len(fields))
