@@ -285,3 +285,41 @@ func TestDrainClosesConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestReadinessReflectsDeadQueue (issue 36 item 1): GET /v2/health/ready answers 503, naming
+// the batch queue, while the queue's NATS server is gone, instead of 200.
+func TestReadinessReflectsDeadQueue(t *testing.T) {
+	fe := New(dq.Kind)
+	fe.QueueDir, fe.QueueWorkers = t.TempDir(), 1
+	_, url := qlmServer(t, fe)
+	ready := func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(url + "/v2/health/ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	st := enqueue(t, url, `{"model":"mistral-batch","prompt":"before","max_tokens":2}`)
+	checkResult(t, waitDone(t, url, st.ID), false, 2)
+	if code, b := ready(); code != 200 {
+		t.Fatalf("ready with a live queue: %d %s", code, b)
+	}
+	fe.qmu.Lock()
+	q, _ := fe.q.(*JetStreamQueue)
+	fe.qmu.Unlock()
+	if q == nil {
+		t.Fatal("the front end's queue is not a JetStream queue")
+	}
+	q.ns.Shutdown()
+	q.ns.WaitForShutdown()
+	q.mu.Lock()
+	q.h.nc.Close()
+	q.mu.Unlock()
+	code, b := ready()
+	if code != 503 || !strings.Contains(b, "batch queue") {
+		t.Errorf("ready with the queue's server gone: %d %s, want 503 naming the batch queue", code, b)
+	}
+}
