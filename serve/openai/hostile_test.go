@@ -323,3 +323,21 @@ func TestReadinessReflectsDeadQueue(t *testing.T) {
 		t.Errorf("ready with the queue's server gone: %d %s, want 503 naming the batch queue", code, b)
 	}
 }
+
+// TestEarly413 (issue 36 item 4): a body declared over the front end's 4 MiB limit is refused
+// with 413 on every OpenAI route that takes one, before its handler reads it (400 before).
+func TestEarly413(t *testing.T) {
+	_, url := qlmServer(t, memFrontend())
+	body := `{"model":"mistral-chat","prompt":"` + strings.Repeat("a", 5<<20) + `"}`
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/v1/queue"} {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("POST %s with a 5 MiB body: %d, want 413", path, resp.StatusCode)
+		}
+	}
+}
