@@ -383,6 +383,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// A connection in the reserve kept for health checks: refuse, and free it.
 			s.m.reject(http.StatusServiceUnavailable, "connections")
 			w.Header().Set("Connection", "close")
+			abandonBody(w)
 			writeDrop(w, &DropResponse{Error: "the server holds its most connections (--max-conns): only health checks are answered", Reason: "overload", Stage: "connection"})
 			sc.first.Store(0)
 			return
