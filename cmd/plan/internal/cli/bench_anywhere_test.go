@@ -78,3 +78,28 @@ func TestBenchPipedNoProgress(t *testing.T) {
 		t.Errorf("piped run printed progress: stderr %q", errs)
 	}
 }
+
+// TestEveryBenchTakesReport: `plan bench --help` promises --quick and --report DIR for every
+// benchmark (qlm had no --report, issue 37 item 2).
+func TestEveryBenchTakesReport(t *testing.T) {
+	root, _ := NewRoot(Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+	b, _, err := root.Find([]string{"bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range b.Commands() {
+		if c.Name() == "help" {
+			continue
+		}
+		n++
+		for _, f := range []string{"quick", "report"} {
+			if c.Flags().Lookup(f) == nil {
+				t.Errorf("plan bench %s has no --%s", c.Name(), f)
+			}
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d benches, want at least 6", n)
+	}
+}
