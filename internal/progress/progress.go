@@ -20,7 +20,7 @@ type Reporter struct {
 
 // IsTerminal reports whether w is a character device (a terminal), the test every command
 // uses: a pipe, a file or an in-memory buffer is not.
-func IsTerminal(w io.Writer) bool {
+func IsTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok || f == nil {
 		return false
