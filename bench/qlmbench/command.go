@@ -252,6 +252,8 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 		}
 	}
 	if env.JSON {
+		// stdout stays the results array it always was; the data goes to the log.
+		env.Infof("qlm bench: trace: %s; profile: %s", traceName, profileName)
 		return env.WriteJSON(res)
 	}
 	fmt.Fprintf(env.Out, "trace: %s\nprofile: %s\n", traceName, profileName)
