@@ -486,9 +486,13 @@ func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {
 	s.handleReady(w, r)
 }
 
-func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if s.closing.Load() || !s.m.isReady() || s.noWorker.Load() {
 		writeJSON(w, 503, map[string]bool{"ready": false})
+		return
+	}
+	if err := s.frontendsReady(r.Context()); err != nil {
+		writeJSON(w, 503, map[string]any{"ready": false, "error": err.Error()})
 		return
 	}
 	writeJSON(w, 200, map[string]bool{"ready": true})
