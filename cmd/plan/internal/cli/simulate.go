@@ -17,6 +17,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/sim"
 )
@@ -281,14 +282,7 @@ func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference strin
 
 // isTerminal reports whether w is a character device (a terminal), where a progress bar may
 // redraw itself with \r.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+func isTerminal(w any) bool { return progressline.IsTerminal(w) }
 
 func bar(done, total int) string {
 	const w = 20
