@@ -16,22 +16,22 @@ import (
 
 // Options configure a bench run.
 type Options struct {
-	Apps     []string // gill, kc, debate, image, mix
-	Policies []string
-	Seeds    int
-	Seconds  int
-	GPUs     int
+	Apps     []string `json:"apps"` // gill, kc, debate, image, mix
+	Policies []string `json:"policies"`
+	Seeds    int      `json:"seeds"`
+	Seconds  int      `json:"seconds"`
+	GPUs     int      `json:"gpus"`
 	// Load multiplies every app's stand-in rate.
-	Load float64
+	Load float64 `json:"load"`
 	// Scale lists the GPU counts of the scaling sweep (GILL); nil = none.
-	Scale []int
+	Scale []int `json:"scale"`
 	// StateUs is the DP charge per state (dyorc.DefaultStateUs when 0).
-	StateUs float64
+	StateUs float64 `json:"state_us"`
 	// Change runs the MIX pattern change (DyOrc §8.2, Fig. 10) under every policy.
-	Change bool
+	Change bool `json:"change"`
 	// GPUMemGB is each GPU's memory in GB (DefaultGPUMemGB when 0), the same for every policy.
-	GPUMemGB float64
-	Parallel int
+	GPUMemGB float64               `json:"gpu_mem_gb"`
+	Parallel int                   `json:"parallel"`
 	Progress func(done, total int) `json:"-"`
 }
 
@@ -70,31 +70,33 @@ var AllPolicies = []string{"dyorc", "dyorc-literal", "dyorc-argmax", "dyorc-gree
 
 // Row is one (app, policy) result, averaged over seeds.
 type Row struct {
-	App, Policy string
-	Requests    int64
-	MeanMs      float64
-	P99Ms       float64
-	Loads       float64
+	App      string  `json:"app"`
+	Policy   string  `json:"policy"`
+	Requests int64   `json:"requests"`
+	MeanMs   float64 `json:"mean_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	Loads    float64 `json:"loads"`
 	// Evictions counts services pushed out of GPU memory: 0 means every service a GPU loaded
 	// stayed resident, so no later call waited on a reload.
-	Evictions float64
+	Evictions float64 `json:"evictions"`
 	// StepAcc and FlowAcc are the predictor's per-step and whole-workflow accuracy (dyorc
 	// policies; -1 otherwise).
-	StepAcc, FlowAcc float64
-	StatesPerDP      float64
+	StepAcc     float64 `json:"step_acc"`
+	FlowAcc     float64 `json:"flow_acc"`
+	StatesPerDP float64 `json:"states_per_dp"`
 }
 
 // ScaleRow is one point of the scaling sweep.
 type ScaleRow struct {
-	GPUs        int
-	MeanMs      float64
-	P99Ms       float64
-	StatesPerDP float64
+	GPUs        int     `json:"gpus"`
+	MeanMs      float64 `json:"mean_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	StatesPerDP float64 `json:"states_per_dp"`
 	// ChargedUs is the scheduler time charged per request; DecisionUs the measured wall time
 	// of one DP decision (GILL's longest chain) in this Go implementation.
-	ChargedUs  float64
-	DecisionUs float64
-	Loads      float64
+	ChargedUs  float64 `json:"charged_us"`
+	DecisionUs float64 `json:"decision_us"`
+	Loads      float64 `json:"loads"`
 }
 
 // ScaleStateUs is the scheduler time charged per DP state in the scaling sweep unless
@@ -114,20 +116,22 @@ var ChangeMult = map[string]float64{"gill": 2, "kc": 0.5, "debate": 0.5, "image"
 // ChangeRow is one policy under the MIX pattern change: mean and p99 latency of the requests
 // that arrived before and after the change (averaged over seeds).
 type ChangeRow struct {
-	Policy                  string
-	BeforeMs, AfterMs       float64
-	BeforeP99Ms, AfterP99Ms float64
-	Loads                   float64
+	Policy      string  `json:"policy"`
+	BeforeMs    float64 `json:"before_ms"`
+	AfterMs     float64 `json:"after_ms"`
+	BeforeP99Ms float64 `json:"before_p99_ms"`
+	AfterP99Ms  float64 `json:"after_p99_ms"`
+	Loads       float64 `json:"loads"`
 }
 
 // Result is a whole bench run.
 type Result struct {
-	Options Options
+	Options Options                      `json:"options"`
 	Plans   map[string]formats.DyOrcPlan `json:"-"`
-	Rows    []Row
-	Scale   []ScaleRow
+	Rows    []Row                        `json:"rows"`
+	Scale   []ScaleRow                   `json:"scale"`
 	// Change is the MIX pattern change at the trace's middle minute, per policy.
-	Change []ChangeRow
+	Change []ChangeRow `json:"change"`
 }
 
 func appsOf(name string) []string {

@@ -136,16 +136,23 @@ func Parse(path string, r io.Reader) ([]row, error) {
 
 // Result is one policy's outcome on one workload.
 type Result struct {
-	Workload string
+	Workload string `json:"workload"`
 	// SLOScale multiplies every class's SLO (the relaxation experiment, paper App. A.1).
-	SLOScale               float64
-	Policy                 string
-	Requests               int
-	Interactive, Batch     float64 // SLO attainment
-	Overall                float64
-	ThroughputRPS, WallSec float64
+	SLOScale    float64 `json:"slo_scale"`
+	Policy      string  `json:"policy"`
+	Requests    int     `json:"requests"`
+	Interactive float64 `json:"interactive"` // SLO attainment
+	Batch       float64 `json:"batch"`
+	Overall     float64 `json:"overall"`
+	// ThroughputRPS is completed requests per second of virtual time; WallSec the run's wall time.
+	ThroughputRPS float64 `json:"throughput_rps"`
+	WallSec       float64 `json:"wall_sec"`
 	// Counters of the serving operations and the plan generator.
-	Evictions, KVSwaps, ModelSwaps, Replans, Fallbacks int64
+	Evictions  int64 `json:"evictions"`
+	KVSwaps    int64 `json:"kv_swaps"`
+	ModelSwaps int64 `json:"model_swaps"`
+	Replans    int64 `json:"replans"`
+	Fallbacks  int64 `json:"fallbacks"`
 }
 
 // Workload is one of the paper's set-ups (QLM §8): instances and the models requests ask
