@@ -235,8 +235,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 			app.Table(t.Header, t.Rows)
 		}
 	}
-	fmt.Fprintf(app.Out, "\n%s plan (strategy %s): %s, objective %.4g, bound %.4g, gap %.3f%%, %d nodes, %s (%s)\n",
-		sys.Name, pv.Strategy, pv.Status, pv.Objective, pv.Bound, pv.Gap*100, pv.Nodes, fmtMs(pv.SolveMs), pv.SolverVersion)
+	fmt.Fprintf(app.Out, "\n%s\n", summaryLine(sys.Name, pv))
 	app.Infof("wrote %s", o.out)
 	return nil
 }
@@ -318,6 +317,27 @@ func (p *progressPrinter) report(pr planner.Progress) {
 		gap = fmt.Sprintf("%.2f%%", pr.Gap*100)
 	}
 	fmt.Fprintf(p.app.Err, "solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
+}
+
+// summaryLine is solve's last line. A plan no solver produced (no provenance solver: QLM's
+// placement is a greedy heuristic, QLM §5) has no bound and no gap to report, so it says
+// "heuristic" instead of claiming "optimal, bound 0, gap 0.000%"; the solver's version closes
+// the line only where the plan records one, so no line ends in an empty "()" (issue 37 item 5).
+func summaryLine(system string, pv formats.Provenance) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s plan (strategy %s): ", system, pv.Strategy)
+	if pv.Solver == "" {
+		fmt.Fprintf(&b, "heuristic, objective %.4g, no bound, %s", pv.Objective, fmtMs(pv.SolveMs))
+	} else {
+		fmt.Fprintf(&b, "%s, objective %.4g, bound %.4g, gap %.3f%%, %d nodes, %s", pv.Status, pv.Objective, pv.Bound, pv.Gap*100, pv.Nodes, fmtMs(pv.SolveMs))
+	}
+	switch {
+	case pv.SolverVersion != "":
+		fmt.Fprintf(&b, " (%s)", pv.SolverVersion)
+	case pv.Solver != "":
+		fmt.Fprintf(&b, " (%s)", pv.Solver)
+	}
+	return b.String()
 }
 
 func fmtMs(ms float64) string {

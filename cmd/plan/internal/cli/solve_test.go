@@ -321,3 +321,42 @@ func FuzzParseTolerance(f *testing.F) {
 		}
 	})
 }
+
+// TestSolveSummaryLine: solve's last line claims no bound for a heuristic (QLM's placement,
+// whose plan records "optimal" and bound 0 though no solver ran) and never ends in an empty
+// "()" (cascade and QLM record no solver version) (issue 37 item 5).
+func TestSolveSummaryLine(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		want, not []string
+	}{
+		{"qlm", []string{"--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml", "--workload", "testdata/qlm/workload.yaml"},
+			[]string{"qlm plan (strategy ", ": heuristic, objective ", ", no bound, "}, []string{"optimal", "bound 0", "gap", "()"}},
+		{"cascade", []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", "testdata/cascade/workload-small.yaml"},
+			[]string{"plan (strategy ", ", bound ", ", gap "}, []string{"()"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"solve", "--deterministic", "-o", filepath.Join(dir, tc.name+".json")}, tc.args...)
+			code, stdout, stderr := runCLI(t, args...)
+			skipWithoutHiGHS(t, stderr)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			last := lines[len(lines)-1]
+			for _, w := range tc.want {
+				if !strings.Contains(last, w) {
+					t.Errorf("summary %q lacks %q", last, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(last, n) {
+					t.Errorf("summary %q has %q", last, n)
+				}
+			}
+		})
+	}
+}
