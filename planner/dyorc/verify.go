@@ -33,7 +33,7 @@ func inputs(p *formats.Plan) (*dp.Workflow, dp.Cluster, error) {
 
 // Verify re-derives every constraint of a dyorc plan independently of the MILP: placement
 // GPUs exist and hold no more memory than they have, every workflow service is placed, the
-// deployments' replica counts equal the placement, max_batch is within the service's.
+// deployments' replica counts equal the placement, max_batch is within the service's max_batch.
 func Verify(p *formats.Plan) []string {
 	var out []string
 	w, c, err := inputs(p)

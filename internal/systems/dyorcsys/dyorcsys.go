@@ -109,7 +109,7 @@ type Checker struct{}
 
 // Verify implements planner.Checker.
 func (Checker) Verify(p *formats.Plan) ([]string, string) {
-	return dyorc.Verify(p), fmt.Sprintf("dyorc plan, %d service deployment(s) on %d GPU(s): GPUs exist, memory per GPU, every service placed, replicas match the placement, max_batch within the service's", len(p.DyOrc.Deployments), len(p.DyOrc.Placement))
+	return dyorc.Verify(p), fmt.Sprintf("dyorc plan, %d service deployment(s) on %d GPU(s): GPUs exist, memory per GPU, every service placed, replicas match the placement, max_batch within the service's max_batch", len(p.DyOrc.Deployments), len(p.DyOrc.Placement))
 }
 
 // Compare implements planner.Checker (per application).

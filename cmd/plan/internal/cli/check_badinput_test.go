@@ -87,3 +87,23 @@ func TestCheckJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckVerifySummaryComplete: every system's verify summary is a whole sentence; DyOrc's
+// stopped at "max_batch within the service's" (issue 37 item 5).
+func TestCheckVerifySummaryComplete(t *testing.T) {
+	repoRoot(t)
+	for _, c := range []struct {
+		file string
+		want string
+	}{
+		{"testdata/golden/dyorc-small.json", "max_batch within the service's max_batch\n"},
+	} {
+		code, stdout, stderr := runCLI(t, "check", c.file)
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d\n%s%s", c.file, code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, c.want) {
+			t.Errorf("%s: verify summary lacks %q:\n%s", c.file, c.want, stdout)
+		}
+	}
+}
