@@ -69,6 +69,27 @@ type Planner interface {
 type Check struct {
 	OK   bool
 	Line string
+	// Name, Subject, Value and Limit say what Line says, for a CI script rather than a person
+	// (`plan check --output json`, issue 37 item 5): what was checked (snake_case, e.g.
+	// "throughput_rps"), the model, application or task it concerns ("" for the whole plan),
+	// the measured value and the limit it was held to (the reference with the tolerance
+	// applied: at least Limit for a quantity to maximise, at most for one to minimise). Value
+	// and Limit are nil where no number applies (a model missing from the plan).
+	Name         string
+	Subject      string
+	Value, Limit *float64
+}
+
+// AtLeast is a check that got ≥ ref·(1−tol) (a quantity to maximise: throughput, accuracy).
+func AtLeast(name, subject string, got, ref, tol float64, line string) Check {
+	lim := ref * (1 - tol)
+	return Check{OK: got >= lim, Line: line, Name: name, Subject: subject, Value: &got, Limit: &lim}
+}
+
+// AtMost is a check that got ≤ ref·(1+tol)+slack (a quantity to minimise: GPUs, load).
+func AtMost(name, subject string, got, ref, tol, slack float64, line string) Check {
+	lim := ref*(1+tol) + slack
+	return Check{OK: got <= lim, Line: line, Name: name, Subject: subject, Value: &got, Limit: &lim}
 }
 
 // Checker checks a system's plan section for `plan check`, independently of the planner's

@@ -143,11 +143,11 @@ func Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	for _, n := range names {
 		gv, ok := g[n]
 		if !ok {
-			out = append(out, planner.Check{Line: fmt.Sprintf("app %s: missing from the plan", n)})
+			out = append(out, planner.Check{Line: fmt.Sprintf("app %s: missing from the plan", n), Name: "missing", Subject: n})
 			continue
 		}
-		out = append(out, planner.Check{OK: gv <= r[n]*(1+tol)+1e-9,
-			Line: fmt.Sprintf("app %s: busiest service load per replica %.4f vs %.4f (tolerance %.2f%%)", n, gv, r[n], tol*100)})
+		out = append(out, planner.AtMost("busiest_service_load_per_replica", n, gv, r[n], tol, 1e-9,
+			fmt.Sprintf("app %s: busiest service load per replica %.4f vs %.4f (tolerance %.2f%%)", n, gv, r[n], tol*100)))
 	}
 	return out
 }

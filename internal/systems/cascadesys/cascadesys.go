@@ -188,16 +188,17 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	}
 	g, r := got.Cascade, ref.Cascade
 	out := []planner.Check{
-		{OK: float64(pc.GPUs(g)) <= float64(pc.GPUs(r))*(1+tol), Line: fmt.Sprintf("task %s: %d GPUs vs %d (tolerance %.2f%%)", g.Task, pc.GPUs(g), pc.GPUs(r), tol*100)},
-		{OK: got.Provenance.Objective >= ref.Provenance.Objective*(1-tol), Line: fmt.Sprintf("task %s: weighted accuracy %.4f vs %.4f (tolerance %.2f%%)", g.Task, got.Provenance.Objective, ref.Provenance.Objective, tol*100)},
+		planner.AtMost("gpus", g.Task, float64(pc.GPUs(g)), float64(pc.GPUs(r)), tol, 0, fmt.Sprintf("task %s: %d GPUs vs %d (tolerance %.2f%%)", g.Task, pc.GPUs(g), pc.GPUs(r), tol*100)),
+		planner.AtLeast("weighted_accuracy", g.Task, got.Provenance.Objective, ref.Provenance.Objective, tol, fmt.Sprintf("task %s: weighted accuracy %.4f vs %.4f (tolerance %.2f%%)", g.Task, got.Provenance.Objective, ref.Provenance.Objective, tol*100)),
 	}
 	if len(g.Gears) != len(r.Gears) {
-		out = append(out, planner.Check{Line: fmt.Sprintf("task %s: %d gears vs %d", g.Task, len(g.Gears), len(r.Gears))})
+		n, rn := float64(len(g.Gears)), float64(len(r.Gears))
+		out = append(out, planner.Check{Line: fmt.Sprintf("task %s: %d gears vs %d", g.Task, len(g.Gears), len(r.Gears)), Name: "gears", Subject: g.Task, Value: &n, Limit: &rn})
 		return out
 	}
 	for i := range g.Gears {
-		out = append(out, planner.Check{OK: g.Gears[i].ExpAcc >= r.Gears[i].ExpAcc*(1-tol),
-			Line: fmt.Sprintf("gear %d [%g, %g): accuracy %.4f vs %.4f", i, g.Gears[i].QLo, g.Gears[i].QHi, g.Gears[i].ExpAcc, r.Gears[i].ExpAcc)})
+		out = append(out, planner.AtLeast("gear_accuracy", fmt.Sprintf("%s/gear %d", g.Task, i), g.Gears[i].ExpAcc, r.Gears[i].ExpAcc, tol,
+			fmt.Sprintf("gear %d [%g, %g): accuracy %.4f vs %.4f", i, g.Gears[i].QLo, g.Gears[i].QHi, g.Gears[i].ExpAcc, r.Gears[i].ExpAcc)))
 	}
 	return out
 }

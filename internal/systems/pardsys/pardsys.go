@@ -122,14 +122,14 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	for _, r := range refs {
 		g, ok := by[r.Name]
 		if !ok {
-			out = append(out, planner.Check{Line: fmt.Sprintf("app %s: missing from the plan", r.Name)})
+			out = append(out, planner.Check{Line: fmt.Sprintf("app %s: missing from the plan", r.Name), Name: "missing", Subject: r.Name})
 			continue
 		}
 		gg, rg := pard.GPUs(g), pard.GPUs(r)
-		out = append(out, planner.Check{OK: float64(gg) <= float64(rg)*(1+tol),
-			Line: fmt.Sprintf("app %s: %d GPUs vs %d (tolerance %.2f%%)", r.Name, gg, rg, tol*100)})
-		out = append(out, planner.Check{OK: g.RateRPS >= r.RateRPS*(1-tol),
-			Line: fmt.Sprintf("app %s: provisioned for %.2f req/s vs %.2f (tolerance %.2f%%)", r.Name, g.RateRPS, r.RateRPS, tol*100)})
+		out = append(out, planner.AtMost("gpus", r.Name, float64(gg), float64(rg), tol, 0,
+			fmt.Sprintf("app %s: %d GPUs vs %d (tolerance %.2f%%)", r.Name, gg, rg, tol*100)))
+		out = append(out, planner.AtLeast("rate_rps", r.Name, g.RateRPS, r.RateRPS, tol,
+			fmt.Sprintf("app %s: provisioned for %.2f req/s vs %.2f (tolerance %.2f%%)", r.Name, g.RateRPS, r.RateRPS, tol*100)))
 	}
 	return out
 }

@@ -157,20 +157,20 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	for _, r := range refs {
 		g, ok := gotBy[r.Model]
 		if !ok {
-			out = append(out, planner.Check{Line: fmt.Sprintf("model %s: missing from the plan", r.Model)})
+			out = append(out, planner.Check{Line: fmt.Sprintf("model %s: missing from the plan", r.Model), Name: "missing", Subject: r.Model})
 			continue
 		}
-		out = append(out, within(fmt.Sprintf("model %s: throughput", r.Model), g.ThroughputRPS, r.ThroughputRPS, "rps", tol))
+		out = append(out, within("throughput_rps", r.Model, fmt.Sprintf("model %s: throughput", r.Model), g.ThroughputRPS, r.ThroughputRPS, "rps", tol))
 	}
 	if len(ref.PPipe.Models) > 1 {
-		out = append(out, within("worst weighted throughput (max-min objective)", maxMin(got.PPipe), maxMin(ref.PPipe), "rps", tol))
+		out = append(out, within("worst_weighted_throughput_rps", "", "worst weighted throughput (max-min objective)", maxMin(got.PPipe), maxMin(ref.PPipe), "rps", tol))
 	}
 	return out
 }
 
-func within(what string, got, ref float64, unit string, tol float64) planner.Check {
+func within(name, subject, what string, got, ref float64, unit string, tol float64) planner.Check {
 	line := fmt.Sprintf("%s %.2f %s vs %.2f %s (%+.2f%%, tolerance %.2f%%)", what, got, unit, ref, unit, pctDiff(got, ref), tol*100)
-	return planner.Check{OK: got >= ref*(1-tol), Line: line}
+	return planner.AtLeast(name, subject, got, ref, tol, line)
 }
 
 func maxMin(pp *formats.PPipePlan) float64 {

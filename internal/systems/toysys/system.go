@@ -132,7 +132,7 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	if r == nil {
 		return []planner.Check{{Line: "reference is not a toy plan"}}
 	}
-	return []planner.Check{{OK: float64(g.Workers) <= float64(r.Workers)*(1+tol), Line: fmt.Sprintf("workers %d vs %d", g.Workers, r.Workers)}}
+	return []planner.Check{planner.AtMost("workers", "", float64(g.Workers), float64(r.Workers), tol, 0, fmt.Sprintf("workers %d vs %d", g.Workers, r.Workers))}
 }
 
 // Resolve re-plans from the embedded inputs.

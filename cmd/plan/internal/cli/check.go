@@ -43,7 +43,11 @@ and options) and fails if the new plan's objective or per-model results are wors
 Throughputs are compared, never timings. Exit 0 = all checks pass, 1 = a check failed,
 2 = bad input: a plan or golden plan that cannot be read or that 'plan validate' rejects
 (every problem is printed, as validate prints it). One line per check, fit for CI logs;
-with --output json one object {plan, ok, failed, checks: [{ok, message}]}.`,
+with --output json one object {plan, ok, failed, checks: [{ok, message, stage, name,
+subject, value, limit}]}: stage is verify, golden, resolve or resolve_vs_golden; name what
+was checked (throughput_rps, gpus, ...); subject the model, application or task ("" = the
+whole plan); value the measured number and limit the bound it was held to, the reference
+with --tolerance applied (null where no number applies).`,
 		Example: `  plan check plan.json
   plan check plan.json --golden testdata/golden/demo-ppipe.json --tolerance 1%
   plan check testdata/golden/demo-ppipe.json --golden testdata/golden/demo-ppipe.json --resolve`,
@@ -85,10 +89,19 @@ type checkLog struct {
 	checks []checkLine
 }
 
-// checkLine is one check's outcome in `plan check --output json`.
+// checkLine is one check's outcome in `plan check --output json`: beside the verdict and the
+// message a person reads, what a CI script needs without parsing prose (issue 37 item 5): the
+// stage that ran it (verify, golden, resolve, resolve_vs_golden), the check's name, the model,
+// application or task it concerns ("" = the whole plan), the measured value and the limit it
+// was held to (null where no number applies).
 type checkLine struct {
-	OK      bool   `json:"ok"`
-	Message string `json:"message"`
+	OK      bool     `json:"ok"`
+	Message string   `json:"message"`
+	Stage   string   `json:"stage"`
+	Name    string   `json:"name"`
+	Subject string   `json:"subject"`
+	Value   *float64 `json:"value"`
+	Limit   *float64 `json:"limit"`
 }
 
 // checkReport is the whole of `plan check --output json`.
@@ -99,23 +112,28 @@ type checkReport struct {
 	Checks []checkLine `json:"checks"`
 }
 
-func (c *checkLog) ok(format string, a ...any) { c.line(true, fmt.Sprintf(format, a...)) }
+// add records one check of stage; its message is "stage: line" as the text output prints it.
+func (c *checkLog) add(stage string, ck planner.Check) { c.addAs(stage, stage, ck) }
 
-func (c *checkLog) fail(format string, a ...any) {
-	c.fails++
-	c.line(false, fmt.Sprintf(format, a...))
+// addAs is add with the message's prefix (the golden plan's name) apart from the stage.
+func (c *checkLog) addAs(stage, prefix string, ck planner.Check) {
+	if !ck.OK {
+		c.fails++
+	}
+	c.line(checkLine{OK: ck.OK, Message: prefix + ": " + ck.Line, Stage: strings.ReplaceAll(stage, " ", "_"),
+		Name: ck.Name, Subject: ck.Subject, Value: ck.Value, Limit: ck.Limit})
 }
 
-func (c *checkLog) line(ok bool, msg string) {
-	c.checks = append(c.checks, checkLine{OK: ok, Message: msg})
+func (c *checkLog) line(cl checkLine) {
+	c.checks = append(c.checks, cl)
 	if c.app.JSONOutput() {
 		return
 	}
 	tag := "FAIL"
-	if ok {
+	if cl.OK {
 		tag = "ok  "
 	}
-	fmt.Fprintf(c.app.Out, "%s %s: %s\n", tag, c.name, msg)
+	fmt.Fprintf(c.app.Out, "%s %s: %s\n", tag, c.name, cl.Message)
 }
 
 // report prints the JSON report (--output json) and returns the exit status's error.
@@ -163,7 +181,7 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	lg := &checkLog{app: app, name: planName(path)}
 	verifyPlan(lg, sys.Checker, plan)
 	if golden != nil {
-		compare(lg, "golden "+planName(o.golden), sys.Checker.Compare(plan, golden, tol))
+		compare(lg, "golden", "golden "+planName(o.golden), sys.Checker.Compare(plan, golden, tol))
 	}
 	if o.resolve {
 		resolvePlan(cmd, app, lg, sys.Checker, plan, golden, o, tol)
@@ -175,18 +193,20 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
 	vs, summary := ck.Verify(plan)
 	for _, v := range vs {
-		lg.fail("verify: %s", v)
+		lg.add("verify", planner.Check{Line: v, Name: "constraint"})
 	}
 	if len(vs) == 0 {
-		lg.ok("verify: %s", summary)
+		// The value is the number of violated constraints, the limit none.
+		var zero float64
+		lg.add("verify", planner.Check{OK: true, Line: summary, Name: "constraints", Value: &zero, Limit: &zero})
 	}
 	if e := plan.Provenance.Embedded; e != nil && plan.Provenance.InputDigest != "" {
 		d, err := formats.Digest(e)
 		switch {
 		case err != nil:
-			lg.fail("verify: input digest: %v", err)
+			lg.add("verify", planner.Check{Line: "input digest: " + err.Error(), Name: "input_digest"})
 		case d != plan.Provenance.InputDigest:
-			lg.fail("verify: input digest: embedded inputs hash to %s, the plan records %s (inputs edited after solving)", short(d), short(plan.Provenance.InputDigest))
+			lg.add("verify", planner.Check{Line: fmt.Sprintf("input digest: embedded inputs hash to %s, the plan records %s (inputs edited after solving)", short(d), short(plan.Provenance.InputDigest)), Name: "input_digest"})
 		}
 	}
 }
@@ -198,13 +218,9 @@ func short(d string) string {
 	return d
 }
 
-func compare(lg *checkLog, what string, cs []planner.Check) {
+func compare(lg *checkLog, stage, what string, cs []planner.Check) {
 	for _, c := range cs {
-		if c.OK {
-			lg.ok("%s: %s", what, c.Line)
-		} else {
-			lg.fail("%s: %s", what, c.Line)
-		}
+		lg.addAs(stage, what, c)
 	}
 }
 
@@ -219,24 +235,26 @@ func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker,
 	app.Infof("check %s: re-solving from the embedded inputs…", lg.name)
 	re, err := ck.Resolve(cmd.Context(), plan, o.timeLimit)
 	if err != nil {
-		lg.fail("resolve: %v", strings.ReplaceAll(err.Error(), "\n", "; "))
+		lg.add("resolve", planner.Check{Line: strings.ReplaceAll(err.Error(), "\n", "; "), Name: "resolve"})
 		return
 	}
 	if re.Provenance.InputDigest != plan.Provenance.InputDigest {
-		lg.fail("resolve: input digest %s ≠ recorded %s", short(re.Provenance.InputDigest), short(plan.Provenance.InputDigest))
+		lg.add("resolve", planner.Check{Line: fmt.Sprintf("input digest %s ≠ recorded %s", short(re.Provenance.InputDigest), short(plan.Provenance.InputDigest)), Name: "input_digest"})
 	}
 	pv := re.Provenance
-	line := fmt.Sprintf("resolve: objective %.2f vs recorded %.2f (%+.2f%%; %s, gap %.3f%%)", pv.Objective, plan.Provenance.Objective, pctDiff(pv.Objective, plan.Provenance.Objective), pv.Status, pv.Gap*100)
+	line := fmt.Sprintf("objective %.2f vs recorded %.2f (%+.2f%%; %s, gap %.3f%%)", pv.Objective, plan.Provenance.Objective, pctDiff(pv.Objective, plan.Provenance.Objective), pv.Status, pv.Gap*100)
 	// The objective's sense is the system's: compare through Compare below; here a change
-	// beyond the tolerance in either direction is reported, a worse one fails via Compare.
-	lg.ok("%s", line)
+	// beyond the tolerance in either direction is reported, a worse one fails via Compare. No
+	// limit: the recorded objective is a reference, not a bound.
+	obj := pv.Objective
+	lg.add("resolve", planner.Check{OK: true, Line: line, Name: "objective", Value: &obj})
 	if vs, _ := ck.Verify(re); len(vs) > 0 {
 		for _, v := range vs {
-			lg.fail("resolve: re-solved plan: %s", v)
+			lg.add("resolve", planner.Check{Line: "re-solved plan: " + v, Name: "constraint"})
 		}
 	}
-	compare(lg, "resolve", ck.Compare(re, plan, tol))
+	compare(lg, "resolve", "resolve", ck.Compare(re, plan, tol))
 	if golden != nil {
-		compare(lg, "resolve vs golden", ck.Compare(re, golden, tol))
+		compare(lg, "resolve vs golden", "resolve vs golden", ck.Compare(re, golden, tol))
 	}
 }

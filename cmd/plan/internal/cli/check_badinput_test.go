@@ -107,3 +107,50 @@ func TestCheckVerifySummaryComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckJSONFields (issue 37 item 5): every check in `plan check --output json` names what
+// it checked and, for a golden comparison, the model/application it concerns, the measured
+// value and the limit, so a CI script need not parse the message.
+func TestCheckJSONFields(t *testing.T) {
+	repoRoot(t)
+	for _, c := range []struct {
+		file    string
+		name    string // a golden check's name
+		subject string // and its subject
+	}{
+		{"testdata/golden/demo-ppipe.json", "throughput_rps", ""},
+		{"testdata/golden/pard-4apps.json", "gpus", "da"},
+		{"testdata/golden/cascade-sentiment.json", "weighted_accuracy", ""},
+		{"testdata/golden/qlm-3classes.json", "decode_load_per_instance", ""},
+		{"testdata/golden/dyorc-small.json", "busiest_service_load_per_replica", ""},
+	} {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "check", c.file, "--golden", c.file, "-O", "json")
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+			}
+			var rep checkReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatalf("%v:\n%s", err, stdout)
+			}
+			found := false
+			for _, ck := range rep.Checks {
+				if ck.Name == "" || ck.Stage == "" || !strings.HasPrefix(ck.Message, strings.ReplaceAll(ck.Stage, "_", " ")) {
+					t.Errorf("check without name or stage: %+v", ck)
+				}
+				if ck.Stage != "golden" {
+					continue
+				}
+				if ck.Value == nil || ck.Limit == nil {
+					t.Errorf("golden check without value or limit: %+v", ck)
+				}
+				if ck.Name == c.name && (c.subject == "" || ck.Subject == c.subject) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no golden check %q of %q in:\n%s", c.name, c.subject, stdout)
+			}
+		})
+	}
+}
