@@ -399,22 +399,58 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// coreRoutes are the routes every server registers, whatever the plan's system: the table
+// that routes() registers and CoreRoutes() documents, so `plan serve --help` lists exactly
+// what is served (issue 37 item 6). The handlers are method values: building the table on a
+// zero Server (for the documentation) calls none of them.
+func (s *Server) coreRoutes() []route {
+	return []route{
+		{RouteDoc{"POST /v2/models/{model}/infer", "run one request (KServe v2 JSON)"}, s.handleInfer},
+		{RouteDoc{"GET /v2/models/{model}", "the model's metadata"}, s.handleModel},
+		{RouteDoc{"GET /v2/models/{model}/ready", "whether the model is served"}, s.handleModelReady},
+		{RouteDoc{"GET /v2/health/live", "liveness"}, func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, 200, map[string]bool{"live": true})
+		}},
+		{RouteDoc{"GET /v2/health/ready", "readiness"}, s.handleReady},
+		{RouteDoc{"GET /v2", "server metadata"}, func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, 200, map[string]any{"name": "plan", "version": "v2", "extensions": []string{}})
+		}},
+		{RouteDoc{"GET /metrics", "Prometheus metrics"}, s.handleMetrics},
+		{RouteDoc{"GET /v1/plan", "the active plan"}, s.handleGetPlan},
+		{RouteDoc{"PUT /v1/plan", "load a new plan (admin)"}, s.handlePutPlan},
+		{RouteDoc{"POST /v1/workers/state", "set a worker's state (admin)"}, s.handleWorkerState},
+	}
+}
+
+// route is a documented route and its handler.
+type route struct {
+	RouteDoc
+	h http.HandlerFunc
+}
+
+// RouteDoc is one HTTP route ("METHOD /path") and what it does, for `plan serve --help`.
+type RouteDoc struct{ Pattern, Doc string }
+
+// FrontendRoutes is implemented by a Frontend that lists the routes its Routes registers,
+// for `plan serve --help` (issue 37 item 6).
+type FrontendRoutes interface {
+	RouteDocs() []RouteDoc
+}
+
+// CoreRoutes lists the routes every server registers, before any front end's.
+func CoreRoutes() []RouteDoc {
+	var out []RouteDoc
+	for _, r := range (&Server{}).coreRoutes() {
+		out = append(out, r.RouteDoc)
+	}
+	return out
+}
+
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("POST /v2/models/{model}/infer", s.handleInfer)
-	m.HandleFunc("GET /v2/models/{model}", s.handleModel)
-	m.HandleFunc("GET /v2/models/{model}/ready", s.handleModelReady)
-	m.HandleFunc("GET /v2/health/live", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]bool{"live": true})
-	})
-	m.HandleFunc("GET /v2/health/ready", s.handleReady)
-	m.HandleFunc("GET /v2", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, 200, map[string]any{"name": "plan", "version": "v2", "extensions": []string{}})
-	})
-	m.HandleFunc("GET /metrics", s.handleMetrics)
-	m.HandleFunc("GET /v1/plan", s.handleGetPlan)
-	m.HandleFunc("PUT /v1/plan", s.handlePutPlan)
-	m.HandleFunc("POST /v1/workers/state", s.handleWorkerState)
+	for _, r := range s.coreRoutes() {
+		m.HandleFunc(r.Pattern, r.h)
+	}
 	for _, f := range s.opts.Frontends {
 		f.Routes(s, m)
 	}

@@ -95,6 +95,38 @@ func (f *Frontend) BodyLimits() map[string]int64 {
 	return map[string]int64{"POST /v1/completions": n, "POST /v1/chat/completions": n, "POST /v1/queue": n}
 }
 
+// route is a documented route and its handler.
+type route struct {
+	serve.RouteDoc
+	h http.HandlerFunc
+}
+
+// routes is the table Routes registers and RouteDocs documents: the OpenAI API's five routes,
+// then GET /v1/engines, registered only with --llm-endpoints.
+func (f *Frontend) routes() []route {
+	return []route{
+		{serve.RouteDoc{Pattern: "GET /v1/models", Doc: "the models the plan serves (OpenAI API)"}, f.handleModels},
+		{serve.RouteDoc{Pattern: "POST /v1/completions", Doc: "a completion (OpenAI API)"},
+			func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, false) }},
+		{serve.RouteDoc{Pattern: "POST /v1/chat/completions", Doc: "a chat completion (OpenAI API)"},
+			func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, true) }},
+		{serve.RouteDoc{Pattern: "POST /v1/queue", Doc: "enqueue a batch request in the durable queue; answers its id"}, f.handleEnqueue},
+		{serve.RouteDoc{Pattern: "GET /v1/queue/{id}", Doc: "a queued request's state and answer"}, f.handleQueueGet},
+		{serve.RouteDoc{Pattern: "GET /v1/engines", Doc: "the --llm-endpoints engines' state (with --llm-endpoints)"}, func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
+		}},
+	}
+}
+
+// RouteDocs implements serve.FrontendRoutes.
+func (f *Frontend) RouteDocs() []serve.RouteDoc {
+	var out []serve.RouteDoc
+	for _, r := range f.routes() {
+		out = append(out, r.RouteDoc)
+	}
+	return out
+}
+
 // Routes implements serve.Frontend.
 func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	f.s = s
@@ -104,11 +136,9 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	// Ids are unique across restarts (the queue outlives the process): the start time in
 	// base 36, then a counter.
 	f.prefix = strconv.FormatInt(time.Now().UnixNano(), 36)
-	mux.HandleFunc("GET /v1/models", f.handleModels)
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, false) })
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, true) })
-	mux.HandleFunc("POST /v1/queue", f.handleEnqueue)
-	mux.HandleFunc("GET /v1/queue/{id}", f.handleQueueGet)
+	for _, r := range f.routes()[:5] {
+		mux.HandleFunc(r.Pattern, r.h)
+	}
 	if len(f.Endpoints) > 0 {
 		f.forwardClient = &http.Client{}
 		f.engines = newEngines(f.Endpoints, nil, func(es []EngineState) {
@@ -116,9 +146,8 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 			f.markDown(s)
 		})
 		f.engines.start(max(f.Poll, 10*time.Millisecond))
-		mux.HandleFunc("GET /v1/engines", func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
-		})
+		r := f.routes()[5]
+		mux.HandleFunc(r.Pattern, r.h)
 	}
 	// A server that starts on a plan of this kind opens its queue at once, so requests left
 	// from the last run are served without waiting for a client.

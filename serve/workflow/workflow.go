@@ -85,9 +85,17 @@ type RunResponse struct {
 	Timing serve.Timing `json:"timing"`
 }
 
+// runRoute is the one route this front end registers.
+const runRoute = "POST /v1/workflows/{app}/run"
+
+// RouteDocs implements serve.FrontendRoutes.
+func (f *Frontend) RouteDocs() []serve.RouteDoc {
+	return []serve.RouteDoc{{Pattern: runRoute, Doc: "run one request of a DyOrc workflow application (JSON)"}}
+}
+
 // Routes implements serve.Frontend.
 func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/workflows/{app}/run", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(runRoute, func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		code, v := run(s, r, arrived)
 		if e, ok := v.(ErrorResponse); ok && code == http.StatusServiceUnavailable && e.Reason == string(dataplane.DropShutdown) {

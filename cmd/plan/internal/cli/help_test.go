@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/internal/systems/toysys"
+	"github.com/plan-dev/plan/serve"
 )
 
 // TestHelpGolden: plan --help, plan solve --help and plan systems (table and JSON) are
@@ -122,5 +123,25 @@ func TestHelpFromRegistry(t *testing.T) {
 	var infos []systemInfo
 	if err := json.Unmarshal([]byte(run("systems", "-O", "json")), &infos); err != nil || len(infos) != len(reg.Systems()) || infos[len(infos)-1].Name != toy.Name {
 		t.Errorf("plan systems -O json: %d systems (%v), last %+v", len(infos), err, infos[len(infos)-1:])
+	}
+}
+
+// TestServeHelpRoutes (issue 37 item 6): `plan serve --help` lists every route a server
+// registers, the core routes and every system's front end's (the OpenAI API of QLM plans, the
+// workflow route of DyOrc plans), from the tables the registration itself uses.
+func TestServeHelpRoutes(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := []string{"POST /v1/chat/completions", "POST /v1/completions", "GET /v1/models", "POST /v1/queue",
+		"GET /v1/queue/{id}", "GET /v1/engines", "POST /v1/workflows/{app}/run", "Routes of qlm plans:", "Routes of dyorc plans:"}
+	for _, d := range serve.CoreRoutes() {
+		want = append(want, d.Pattern)
+	}
+	for _, w := range want {
+		if !strings.Contains(stdout, "\n  "+w+" ") && !strings.Contains(stdout, w+"\n") {
+			t.Errorf("serve --help lacks %q:\n%s", w, stdout)
+		}
 	}
 }

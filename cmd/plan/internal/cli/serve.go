@@ -54,6 +54,46 @@ func init() { register(newServeCmd) }
 // serveHook, when set (tests), is called with the running server and its address.
 var serveHook func(s *serve.Server, addr string)
 
+// serveRoutesHelp lists every route a server registers: the core routes, then each system's
+// front ends' (a reload may move the server to another system's plan, so all are registered),
+// from the tables their registration uses (issue 37 item 6).
+func serveRoutesHelp(app *App) string {
+	var b strings.Builder
+	b.WriteString("Routes (every plan):\n")
+	w := 0
+	docs := serve.CoreRoutes()
+	type sysRoutes struct {
+		name string
+		docs []serve.RouteDoc
+	}
+	var per []sysRoutes
+	for _, sys := range app.Systems.Systems() {
+		for _, f := range sys.Frontends {
+			if fr, ok := f().(serve.FrontendRoutes); ok {
+				per = append(per, sysRoutes{sys.Name, fr.RouteDocs()})
+			}
+		}
+	}
+	for _, d := range docs {
+		w = max(w, len(d.Pattern))
+	}
+	for _, p := range per {
+		for _, d := range p.docs {
+			w = max(w, len(d.Pattern))
+		}
+	}
+	for _, d := range docs {
+		fmt.Fprintf(&b, "  %-*s  %s\n", w, d.Pattern, d.Doc)
+	}
+	for _, p := range per {
+		fmt.Fprintf(&b, "Routes of %s plans:\n", p.name)
+		for _, d := range p.docs {
+			fmt.Fprintf(&b, "  %-*s  %s\n", w, d.Pattern, d.Doc)
+		}
+	}
+	return b.String()
+}
+
 func newServeCmd(app *App) *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
@@ -73,9 +113,7 @@ whole model, MODEL.onnx in the --model directory, and forwards by the output's c
 remote sends each stage to a KServe
 v2 / Triton endpoint listed in --endpoints (checked at start).
 
-Endpoints: GET /v2/health/live, /v2/health/ready, /v2/models/{model}, /metrics
-(Prometheus), GET /v1/plan (the active plan), PUT /v1/plan (load a new plan).
-
+` + serveRoutesHelp(app) + `
 The state-changing endpoints (PUT /v1/plan, POST /v1/workers/state) answer on --admin-addr
 (loopback by default: give it as 127.0.0.1:PORT), or on --addr while it is a loopback
 address and no --admin-addr is given, or anywhere to "Authorization: Bearer TOKEN" with
