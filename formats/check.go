@@ -21,7 +21,12 @@ import (
 //
 // Each check runs only when the files it needs are present, so any subset may be given.
 // Documents need not be valid on their own; CheckSet never panics on invalid ones.
-func CheckSet(docs map[string]Document) ErrorList {
+func CheckSet(docs map[string]Document) ErrorList { return CheckSetWith(docs, nil) }
+
+// CheckSetWith is CheckSet with the cross-file checks of the typed sections whose checks live
+// in their system's package (Section.CrossCheck registered under a typed key, DyOrc's): each
+// runs after formats' own checks of the file, before those of its registered sections.
+func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
 	files := make([]string, 0, len(docs))
 	for f := range docs {
 		files = append(files, f)
@@ -61,12 +66,10 @@ func CheckSet(docs map[string]Document) ErrorList {
 			if d != nil && len(profiles.files) > 0 {
 				checkWorkloadModels(v, d, profiles)
 			}
-			if d != nil {
-				checkWorkflowMemory(v, d, clusters)
-			}
 		case *Profile:
 			if d != nil && len(clusters) > 0 {
-				checkProfileCoverage(v, d, profiles, clusters, workloads)
+				dnn, llm := usedModels(workloads, secs)
+				checkProfileCoverage(v, d, profiles, clusters, dnn, llm)
 			}
 		case *Plan:
 			if d != nil {
@@ -81,10 +84,12 @@ func CheckSet(docs map[string]Document) ErrorList {
 		switch d := docs[f].(type) {
 		case *Workload:
 			if d != nil {
+				all = append(all, secs.crossCheckTyped(KindWorkload, d, d.SectionKeys(), f, docs)...)
 				all = append(all, d.Sections.crossCheck(f, docs)...)
 			}
 		case *Plan:
 			if d != nil {
+				all = append(all, secs.crossCheckTyped(KindPlan, d, d.SectionKeys(), f, docs)...)
 				all = append(all, d.Sections.crossCheck(f, docs)...)
 			}
 		}
@@ -187,17 +192,16 @@ func checkWorkloadModels(v *validator, w *Workload, ix *modelIndex) {
 			v.add(field(idx("llm_classes", i), "model"), m, "LLM not found in any profile (%s)", ix.where())
 		}
 	}
-	if wf := w.Workflows; wf != nil {
-		for _, name := range sortedKeys(wf.Services) {
-			if wf.Services[name].Latency == nil && len(ix.dnn[name]) == 0 {
-				v.add(keyPath("workflows.services", name), name, "no latency: none inline and not in any profile (%s)", ix.where())
-			}
-		}
-	}
+}
+
+// ModelUser is a Section registered under a typed key that names the profiled models its
+// section of doc uses, so that a profile's coverage is checked for them.
+type ModelUser interface {
+	UsedModels(doc Document) (dnn, llm []string)
 }
 
 // usedModels returns the DNN and LLM model names the workloads use; nil maps mean "all".
-func usedModels(workloads []namedWorkload) (dnn, llm map[string]bool) {
+func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[string]bool) {
 	if len(workloads) == 0 {
 		return nil, nil
 	}
@@ -221,10 +225,14 @@ func usedModels(workloads []namedWorkload) (dnn, llm map[string]bool) {
 		for _, c := range w.LLMClasses {
 			llm[c.Model] = true
 		}
-		if wf := w.Workflows; wf != nil {
-			for name, s := range wf.Services {
-				if s.Latency == nil {
-					dnn[name] = true
+		for _, k := range w.SectionKeys() {
+			if u, ok := secs.find(KindWorkload, k).(ModelUser); ok && Typed(KindWorkload, k) {
+				d, l := u.UsedModels(w)
+				for _, m := range d {
+					dnn[m] = true
+				}
+				for _, m := range l {
+					llm[m] = true
 				}
 			}
 		}
@@ -232,8 +240,7 @@ func usedModels(workloads []namedWorkload) (dnn, llm map[string]bool) {
 	return dnn, llm
 }
 
-func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []namedCluster, workloads []namedWorkload) {
-	usedDNN, usedLLM := usedModels(workloads)
+func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []namedCluster, usedDNN, usedLLM map[string]bool) {
 	for i := range p.Models {
 		m := &p.Models[i]
 		if usedDNN != nil && !usedDNN[m.Name] {
@@ -419,8 +426,7 @@ func (p *Plan) GPUTypes() []string {
 
 func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 	var files []string
-	pipelines, cascades, classes, services := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-	hasWorkflows := false
+	pipelines, cascades, classes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, nw := range workloads {
 		files = append(files, nw.file)
 		for _, pl := range nw.w.Pipelines {
@@ -431,12 +437,6 @@ func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 		}
 		for _, c := range nw.w.LLMClasses {
 			classes[c.Name] = true
-		}
-		if wf := nw.w.Workflows; wf != nil {
-			hasWorkflows = true
-			for name := range wf.Services {
-				services[name] = true
-			}
 		}
 	}
 	where := strings.Join(files, ", ")
@@ -454,13 +454,6 @@ func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 		for i, g := range q.Groups {
 			if g.Class != "" && !classes[g.Class] {
 				v.add(field(idx("qlm.groups", i), "class"), g.Class, "not an LLM class of %s", where)
-			}
-		}
-	}
-	if d := p.DyOrc; d != nil && hasWorkflows {
-		for i, s := range d.Deployments {
-			if s.Service != "" && !services[s.Service] {
-				v.add(field(idx("dyorc.deployments", i), "service"), s.Service, "not a workflow service of %s", where)
 			}
 		}
 	}

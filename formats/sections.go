@@ -156,6 +156,58 @@ func (l ErrorList) under(key string) ErrorList {
 	return out
 }
 
+// validateTyped runs the Sections registered under the keys of doc's typed fields (present
+// lists doc's present sections, typed ones first in field order), handing each the whole
+// document (a *Plan or *Workload): its typed field is its section, and it may need the rest
+// (a plan's cluster for GPU types).
+func (s *SectionSet) validateTyped(kind string, doc Document, present []string) ErrorList {
+	var out ErrorList
+	for _, k := range present {
+		if !Typed(kind, k) {
+			continue
+		}
+		if sec := s.find(kind, k); sec != nil {
+			out = append(out, sec.Validate(doc)...)
+		}
+	}
+	return out
+}
+
+// crossCheckTyped runs the cross-file checks of the Sections registered under the keys of
+// doc's typed fields (as validateTyped), with the file self set on problems that name none.
+func (s *SectionSet) crossCheckTyped(kind string, doc Document, present []string, self string, docs map[string]Document) ErrorList {
+	var out ErrorList
+	for _, k := range present {
+		if !Typed(kind, k) {
+			continue
+		}
+		sec := s.find(kind, k)
+		if sec == nil {
+			continue
+		}
+		for _, e := range sec.CrossCheck(doc, self, docs) {
+			if e.File == "" {
+				c := *e
+				c.File = self
+				e = &c
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ValidateWith validates doc, with the typed sections secs registers (Plan.ValidateWith).
+func ValidateWith(doc Document, secs *SectionSet) ErrorList {
+	switch d := doc.(type) {
+	case *Plan:
+		return d.ValidateWith(secs)
+	case *Workload:
+		return d.ValidateWith(secs)
+	}
+	return doc.Validate()
+}
+
 // validate runs every section's own validation.
 func (sv SectionValues) validate() ErrorList {
 	var out ErrorList

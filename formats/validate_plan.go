@@ -38,12 +38,20 @@ func (pt *Partition) PhysicalGPUs() int {
 	return (pt.Count + pt.VGPU - 1) / pt.VGPU
 }
 
-// Validate checks a plan: every section on its own, GPU types against the plan's cluster
-// (when it has one), and models against its embedded profiles (when it has them).
-func (p *Plan) Validate() ErrorList {
+// Validate is ValidateWith(nil): a structural-only read of the sections whose validation has
+// moved to their system's package (see ValidateWith). Every production reader passes the
+// registry's set instead (DecodeWith, ReadIntoWith, `plan validate`).
+func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
+
+// ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
+// (when it has one), and models against its embedded profiles (when it has them). A typed
+// section whose validation lives in its system's package (DyOrc's, issue 29 item 3) is
+// checked by the Section secs registers under its key; without one it is read structurally
+// only (its types, required fields and finite numbers, which parse checks).
+func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	v := &validator{}
 	checkMeta(v, p.TypeMeta, KindPlan)
-	p.Provenance.validate(v, "provenance")
+	p.Provenance.validate(v, "provenance", secs)
 	if p.Cluster != nil {
 		v.nested("cluster", p.Cluster.Validate())
 	}
@@ -60,9 +68,7 @@ func (p *Plan) Validate() ErrorList {
 	if p.QLM != nil {
 		p.QLM.validate(v, "qlm", g)
 	}
-	if p.DyOrc != nil {
-		p.DyOrc.validate(v, "dyorc", g)
-	}
+	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
 	if len(p.SectionKeys()) == 0 {
 		switch p.Provenance.Status {
@@ -85,7 +91,7 @@ func (p *Plan) Validate() ErrorList {
 	return v.errs
 }
 
-func (pv *Provenance) validate(v *validator, p string) {
+func (pv *Provenance) validate(v *validator, p string, secs *SectionSet) {
 	notEmpty(v, field(p, "tool"), pv.Tool)
 	notEmpty(v, field(p, "tool_version"), pv.ToolVersion)
 	if !digestRE.MatchString(pv.InputDigest) {
@@ -125,7 +131,7 @@ func (pv *Provenance) validate(v *validator, p string) {
 			v.nested(field(ep, "cluster"), e.Cluster.Validate())
 		}
 		if e.Workload != nil {
-			v.nested(field(ep, "workload"), e.Workload.Validate())
+			v.nested(field(ep, "workload"), e.Workload.ValidateWith(secs))
 		}
 	}
 }
@@ -472,40 +478,4 @@ func (q *QLMPlan) validate(v *validator, p string, g gpuChecker) {
 		}
 	}
 	durationIn(v, field(p, "replan_ms"), q.ReplanMs, 1e3, "ms", false)
-}
-
-func (d *DyOrcPlan) validate(v *validator, p string, g gpuChecker) {
-	dp := field(p, "deployments")
-	if len(d.Deployments) == 0 {
-		v.add(dp, nil, "must list at least one deployment")
-	}
-	first := map[[2]string]int{}
-	for i := range d.Deployments {
-		s := &d.Deployments[i]
-		ip := idx(dp, i)
-		notEmpty(v, field(ip, "service"), s.Service)
-		g.check(v, field(ip, "gpu"), s.GPU)
-		atLeast(v, field(ip, "replicas"), int64(s.Replicas), 1)
-		atLeast(v, field(ip, "max_batch"), int64(s.MaxBatch), 1)
-		k := [2]string{s.Service, s.GPU}
-		if f, dup := first[k]; dup {
-			v.add(ip, raw(fmt.Sprintf("(%s, %s)", s.Service, s.GPU)), "duplicate (service, gpu) deployment (first at %s)", idx(dp, f))
-		} else {
-			first[k] = i
-		}
-	}
-	finiteParams(v, field(p, "params"), d.Params)
-	seenGPU := map[int]bool{}
-	for i, g := range d.Placement {
-		ip := idx(field(p, "placement"), i)
-		if g.GPU < 0 {
-			v.add(field(ip, "gpu"), g.GPU, "must be >= 0")
-		} else if seenGPU[g.GPU] {
-			v.add(field(ip, "gpu"), g.GPU, "GPU listed twice")
-		}
-		seenGPU[g.GPU] = true
-		for j, s := range g.Services {
-			notEmpty(v, idx(field(ip, "services"), j), s)
-		}
-	}
 }

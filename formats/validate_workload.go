@@ -8,8 +8,12 @@ import (
 	"strings"
 )
 
-// Validate checks a workload.
-func (w *Workload) Validate() ErrorList {
+// Validate is ValidateWith(nil): see Plan.Validate.
+func (w *Workload) Validate() ErrorList { return w.ValidateWith(nil) }
+
+// ValidateWith checks a workload; typed sections whose validation lives in their system's
+// package are checked by the Sections secs registers under their keys (Plan.ValidateWith).
+func (w *Workload) ValidateWith(secs *SectionSet) ErrorList {
 	v := &validator{}
 	checkMeta(v, w.TypeMeta, KindWorkload)
 	if len(w.SectionKeys()) == 0 {
@@ -31,9 +35,7 @@ func (w *Workload) Validate() ErrorList {
 	for i := range w.LLMClasses {
 		w.LLMClasses[i].validate(v, idx("llm_classes", i), seen)
 	}
-	if w.Workflows != nil {
-		w.Workflows.validate(v, "workflows")
-	}
+	v.errs = append(v.errs, secs.validateTyped(KindWorkload, w, w.SectionKeys())...)
 	v.errs = append(v.errs, w.Sections.validate()...)
 	return v.errs
 }
@@ -273,142 +275,4 @@ func ParseStepRef(ref string) (step string, suffix string) {
 		return ref[:n-1], ref[n-1:]
 	}
 	return ref, ""
-}
-
-func (w *Workflows) validate(v *validator, p string) {
-	sp := field(p, "services")
-	if len(w.Services) == 0 {
-		v.add(sp, nil, "must define at least one service")
-	}
-	for _, name := range sortedKeys(w.Services) {
-		s := w.Services[name]
-		np := keyPath(sp, name)
-		if name == "" {
-			v.add(np, name, "service name must not be empty")
-		}
-		nonNegative(v, field(np, "weights_gb"), s.WeightsGB)
-		nonNegative(v, field(np, "act_gb"), s.ActGB)
-		atLeast(v, field(np, "max_batch"), int64(s.MaxBatch), 1)
-		if s.Latency != nil {
-			microseconds(v, field(np, "latency.base_us"), s.Latency.BaseUs)
-			microseconds(v, field(np, "latency.per_item_us"), s.Latency.PerItemUs)
-		}
-		nonNegative(v, field(np, "out_kb"), s.OutKB)
-		if !finite(s.WorkSpread) || s.WorkSpread < 0 || s.WorkSpread >= 1 {
-			v.add(field(np, "work_spread"), s.WorkSpread, "must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)")
-		}
-		if s.OutKind != "" && s.OutKind != "tensor" && s.OutKind != "general" {
-			v.add(field(np, "out_kind"), s.OutKind, "must be tensor or general (or omitted)")
-		}
-	}
-	ap := field(p, "apps")
-	if len(w.Apps) == 0 {
-		v.add(ap, nil, "must define at least one app")
-	}
-	for _, name := range sortedKeys(w.Apps) {
-		a := w.Apps[name]
-		np := keyPath(ap, name)
-		if name == "" {
-			v.add(np, name, "app name must not be empty")
-		}
-		if a.SLO < 0 {
-			v.add(field(np, "slo"), a.SLO, "must be > 0 (or omitted)")
-		}
-		boundedDuration(v, field(np, "slo"), a.SLO)
-		rate(v, field(np, "rate_rps"), a.RateRPS)
-		switch {
-		case len(a.Steps) > 0 && a.Loop != nil:
-			v.add(field(np, "loop"), nil, "set steps or loop, not both")
-		case len(a.Steps) == 0 && a.Loop == nil:
-			v.add(np, nil, "must set steps or loop")
-		}
-		ids := names{}
-		if len(a.Steps) > 0 {
-			w.validateSteps(v, field(np, "steps"), a.Steps, ids, "")
-		}
-		if l := a.Loop; l != nil {
-			lp := field(np, "loop")
-			ids.check(v, field(lp, "id"), l.ID)
-			if l.MaxIter < 1 {
-				v.add(field(lp, "max_iter"), l.MaxIter, "unbounded loop: max_iter must be >= 1 (DyOrc loops are bounded)")
-			}
-			if l.MaxIter >= 1 && len(l.PStop) != l.MaxIter {
-				v.add(field(lp, "p_stop"), len(l.PStop), "length must be max_iter = %d", l.MaxIter)
-			}
-			for k, x := range l.PStop {
-				inRange(v, idx(field(lp, "p_stop"), k), x, 0, 1)
-			}
-			if len(l.Body) == 0 {
-				v.add(field(lp, "body"), nil, "must list at least one step")
-			} else {
-				w.validateSteps(v, field(lp, "body"), l.Body, ids, l.ID)
-			}
-		}
-	}
-}
-
-// validateSteps checks a step list; loopID is set for a loop body, where "loopID.prev" is valid.
-func (w *Workflows) validateSteps(v *validator, p string, steps []Step, ids names, loopID string) {
-	local := map[string]bool{}
-	ambiguous := false // an empty or repeated id makes the graph meaningless
-	for j := range steps {
-		ids.check(v, field(idx(p, j), "id"), steps[j].ID)
-		ambiguous = ambiguous || steps[j].ID == "" || local[steps[j].ID]
-		local[steps[j].ID] = true
-	}
-	succ := map[string][]string{}
-	var order []string
-	before := map[string]bool{}
-	if loopID != "" {
-		before[loopID] = true
-	}
-	for j := range steps {
-		s := &steps[j]
-		jp := idx(p, j)
-		order = append(order, s.ID)
-		validateWorkflowStep(v, jp, s, before)
-		before[s.ID] = true
-		switch {
-		case s.Service != "" && len(s.Choice) > 0:
-			v.add(field(jp, "choice"), nil, "set svc or choice, not both")
-		case s.Service == "" && len(s.Choice) == 0:
-			v.add(jp, nil, "must set svc or choice")
-		}
-		if _, ok := w.Services[s.Service]; s.Service != "" && !ok {
-			v.add(field(jp, "svc"), s.Service, "unknown service: not in workflows.services")
-		}
-		for _, c := range sortedKeys(s.Choice) {
-			cp := keyPath(field(jp, "choice"), c)
-			if _, ok := w.Services[c]; !ok {
-				v.add(cp, c, "unknown service: not in workflows.services")
-			}
-			positive(v, cp, s.Choice[c])
-		}
-		inRange(v, field(jp, "p"), s.P, 0, 1)
-		if s.P != 0 && s.When == "" {
-			v.add(field(jp, "p"), s.P, "p is the probability of the when guard: set when")
-		}
-		if s.Fanout < 0 {
-			v.add(field(jp, "fanout"), s.Fanout, "must be >= 1 (or omitted)")
-		}
-		for k, ref := range s.After {
-			rp := idx(field(jp, "after"), k)
-			base, _ := ParseStepRef(ref)
-			switch {
-			case ref == StepInput:
-			case base == "":
-				v.add(rp, ref, "must name a step, optionally with a ? or * suffix, or be $in")
-			case loopID != "" && base == loopID+".prev":
-			case base == s.ID:
-				v.add(rp, ref, "a step cannot depend on itself")
-			case !local[base]:
-				v.add(rp, ref, "unknown step: not a step of this app (use $in for the request input)")
-			default:
-				succ[base] = append(succ[base], s.ID)
-			}
-		}
-	}
-	if c := findCycle(order, succ); c != nil && !ambiguous {
-		v.add(p, nil, "steps form a cycle: %s", strings.Join(c, " -> "))
-	}
 }
