@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/onnx"
 )
 
 // readModel reads the ONNX file of model: --model (opt) names a directory holding MODEL.onnx
@@ -27,7 +30,7 @@ func readModel(opt string, models []string, model string) (data []byte, path str
 		if len(models) > 1 {
 			return nil, "", fmt.Errorf("--model %s: the plan serves %d models (%s): name a directory holding MODEL.onnx for each", opt, len(models), strings.Join(models, ", "))
 		}
-		data, err := os.ReadFile(opt)
+		data, err := onnx.ReadFile(opt) // the guarded reader: a regular file, bounded (issue 36 item 10)
 		if err != nil {
 			return nil, "", fmt.Errorf("model %s: %w", model, err)
 		}
@@ -43,7 +46,7 @@ func readModel(opt string, models []string, model string) (data []byte, path str
 		return nil, "", fmt.Errorf("--model %s: %w", opt, err)
 	}
 	defer root.Close()
-	data, err = root.ReadFile(name)
+	data, err = readRootFile(root, name)
 	switch {
 	case err == nil:
 		return data, path, nil
@@ -62,4 +65,29 @@ func checkModelName(model string) error {
 		return fmt.Errorf("model %q in the plan: a model's name must be a plain name (no path separators, no \"..\", not absolute): onnx workers open --model DIR/NAME.onnx", model)
 	}
 	return nil
+}
+
+// readRootFile reads a regular file of at most onnx.MaxModelBytes inside root (issue 36 item
+// 10: a FIFO blocked start-up forever, /dev/zero grew without bound). What is not a regular
+// file is refused before it is opened.
+func readRootFile(root *os.Root, name string) ([]byte, error) {
+	st, err := root.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, formats.ErrNotRegular
+	}
+	if st.Size() > onnx.MaxModelBytes {
+		return nil, formats.ErrTooLarge
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() { // replaced since
+		return nil, formats.ErrNotRegular
+	}
+	return formats.ReadAllLimit(f, onnx.MaxModelBytes)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"time"
 
@@ -572,7 +573,7 @@ func (q *qlmQueue) finished(*Policy, *seq) {}
 
 // withdraw takes a cancelled waiting sequence out of its request group (QLM §4); the group
 // keeps its place, with its deadline that of its remaining members (retime). An emptied group
-// is skipped like a drained one (head, violation, replan).
+// leaves its virtual queue.
 func (q *qlmQueue) withdraw(p *Policy, s *seq) {
 	g := s.group
 	if g == nil {
@@ -583,6 +584,16 @@ func (q *qlmQueue) withdraw(p *Policy, s *seq) {
 			g.members = append(g.members[:i], g.members[i+1:]...)
 			q.waiting--
 			g.retime()
+			if len(g.members) == 0 {
+				// An emptied group leaves its virtual queue now (estimates would count its
+				// model swap) and takes no later arrival (it would join it there, unqueued).
+				if k := (groupKey{int(g.app), g.bucket, g.prio}); q.open[k] == g {
+					delete(q.open, k)
+				}
+				if g.vq >= 0 && g.vq < len(q.vq) {
+					q.vq[g.vq] = slices.DeleteFunc(q.vq[g.vq], func(x *group) bool { return x == g })
+				}
+			}
 			p.changed()
 			p.touch(g.vq)
 			return

@@ -24,9 +24,15 @@ type stepRun struct {
 // back at 4 s when fail is set, stepping every instance after every event when full is set.
 // It checks qlmQueue.waiting against a recount after every event.
 func runStepSim(t *testing.T, pol string, n int, load float64, seed uint64, fail, full bool) stepRun {
+	return runStepSimCancel(t, pol, n, load, seed, fail, full, 0, nil)
+}
+
+// runStepSimCancel is runStepSim with a share cancel of the requests withdrawn (sim's
+// CancelFraction) and policy parameters params.
+func runStepSimCancel(t *testing.T, pol string, n int, load float64, seed uint64, fail, full bool, cancel float64, params map[string]string) stepRun {
 	t.Helper()
 	dep := mixedDeployment(t, n, load)
-	pp, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+	pp, err := Registry().New(dep, dataplane.Config{Policy: pol, Params: params}, PolicyQLM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +61,14 @@ func runStepSim(t *testing.T, pol string, n int, load float64, seed uint64, fail
 				w := qq.waiting
 				qq.recount()
 				if w != qq.waiting {
-					t.Fatalf("at %d µs: waiting %d, recount %d", now, w, qq.waiting)
+					t.Fatalf("at %d µs: waiting %d, recount %d (%v req %d, %d decisions)", now, w, qq.waiting, ev.Kind, ev.Req, len(ds))
 				}
 			}
 		}}
 	if fail {
 		opt.Failures = []sim.Failure{{Worker: 1, At: 2 * dataplane.Second, Until: 4 * dataplane.Second}}
 	}
+	opt.CancelFraction = cancel
 	s, err := sim.New(dep, p, srcs, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -122,4 +129,43 @@ func TestFastStepMatchesFull(t *testing.T) {
 		}
 	}
 	t.Logf("%d events compared", compared)
+}
+
+// TestFastStepMatchesFullWithCancels: with a share of the requests withdrawn (EvCancel from
+// the queues, the running batches and the swapped sets), the fast path still makes the
+// decisions of the full pass, and every request finishes once.
+func TestFastStepMatchesFullWithCancels(t *testing.T) {
+	for _, pol := range []string{PolicyQLM, PolicyFCFS, PolicyEDF, PolicyNoGuard} {
+		for _, c := range []struct {
+			n            int
+			load, cancel float64
+			fail, late   bool
+		}{{8, 1, 0.3, false, false}, {8, 2.5, 0.5, true, false}, {16, 4, 0.2, false, false}, {8, 4, 0.2, true, true}} {
+			name := fmt.Sprintf("%s/n=%d/load=%g/cancel=%g/fail=%v/drop_late=%v", pol, c.n, c.load, c.cancel, c.fail, c.late)
+			var params map[string]string
+			if c.late {
+				params = map[string]string{"drop_late": "true"}
+			}
+			fast := runStepSimCancel(t, pol, c.n, c.load, 1, c.fail, false, c.cancel, params)
+			full := runStepSimCancel(t, pol, c.n, c.load, 1, c.fail, true, c.cancel, params)
+			if fast.decisions != full.decisions || fast.events != full.events {
+				t.Errorf("%s: decision streams differ (%d vs %d events)", name, fast.events, full.events)
+			}
+			cancelled := 0
+			for _, r := range fast.reqs {
+				if r.Outcome == dataplane.Pending {
+					t.Errorf("%s: request %d never finished", name, r.ID)
+				}
+				if r.Reason == dataplane.DropCancelled {
+					cancelled++
+				}
+			}
+			if cancelled == 0 || fast.stats.Cancelled == 0 {
+				t.Errorf("%s: nothing was cancelled (%d requests)", name, len(fast.reqs))
+			}
+			if fmt.Sprintf("%+v", fast.stats) != fmt.Sprintf("%+v", full.stats) {
+				t.Errorf("%s: counters differ", name)
+			}
+		}
+	}
 }

@@ -22,11 +22,16 @@ import (
 // gatedExecutor holds every hop until its gate opens.
 type gatedExecutor struct {
 	*serve.Emulated
-	gate chan struct{}
-	once sync.Once
+	gate    chan struct{}
+	once    sync.Once
+	started chan struct{} // closed when the first hop reaches the gate
+	first   sync.Once
 }
 
 func (e *gatedExecutor) Run(job *serve.Job, done func(*serve.Job)) {
+	if e.started != nil {
+		e.first.Do(func() { close(e.started) })
+	}
 	go func() {
 		<-e.gate
 		e.Emulated.Run(job, done)
@@ -42,16 +47,23 @@ func TestDeadlineCancels(t *testing.T) {
 	var ex *gatedExecutor
 	s, c, _ := start(t, serve.Options{Plan: loadPlan(t, "wide.json"),
 		NewExecutor: func(clk serve.Clock, _ *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
-			ex = &gatedExecutor{Emulated: serve.NewEmulated(clk, 0, 1), gate: make(chan struct{})}
+			ex = &gatedExecutor{Emulated: serve.NewEmulated(clk, 0, 1), gate: make(chan struct{}), started: make(chan struct{})}
 			return ex, nil
 		}})
 	defer ex.open()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// A deadline generous enough that the call reaches a worker first on a loaded machine;
+	// the gate then holds it past its deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req := &pb.ModelInferRequest{ModelName: "w", Inputs: []*pb.ModelInferRequest_InferInputTensor{
 		{Name: "input", Datatype: "FP32", Shape: []int64{1, 4}, Contents: &pb.InferTensorContents{Fp32Contents: []float32{1, 2, 3, 4}}}}}
 	if _, err := c.ModelInfer(ctx, req); status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("%v: want DEADLINE_EXCEEDED", err)
+	}
+	select {
+	case <-ex.started:
+	default:
+		t.Fatal("the call's deadline passed before it reached a worker: nothing to cancel in flight")
 	}
 	ex.open()
 	ts := httptest.NewServer(s)

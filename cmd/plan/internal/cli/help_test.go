@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/systems/toysys"
 )
 
 // TestHelpGolden: plan --help, plan solve --help and plan systems (table and JSON) are
@@ -54,6 +56,11 @@ func TestHelpGolden(t *testing.T) {
 					if in.Name != names[i] || in.Doc == "" || len(in.Policies) == 0 || in.PlanSection == "" {
 						t.Errorf("system %d: %+v", i, in)
 					}
+					for _, f := range in.SolveFlags {
+						if f.Name == "runtime-policy" && f.Default != in.Name {
+							t.Errorf("system %s: --runtime-policy defaults to %q", in.Name, f.Default)
+						}
+					}
 				}
 			}
 			for _, w := range c.want {
@@ -80,5 +87,40 @@ func TestHelpGolden(t *testing.T) {
 				t.Errorf("output differs from %s (go test ./cmd/plan/internal/cli -run HelpGolden -update):\n%s", golden, stdout)
 			}
 		})
+	}
+}
+
+// TestHelpFromRegistry: the help and `plan systems` follow the registry the CLI is built
+// with: a sixth system (the toy) appears in the systems table, in solve's planners with its
+// own flags, and in `plan systems -O json`, with no help text naming it.
+func TestHelpFromRegistry(t *testing.T) {
+	reg := systems.New(append(systems.InTree(), toysys.System())...)
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := RunWith(args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, Options{Systems: reg}); code != 0 {
+			t.Fatalf("plan %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+		}
+		return out.String()
+	}
+	toy := toysys.System()
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"  " + toy.Name + " ", toy.Doc, toy.WorkloadSections[0]}},
+		{[]string{"systems"}, []string{"  " + toy.Name + " ", toy.Doc, toy.Policies[0].Name}},
+		{[]string{"solve", "--help"}, []string{"Flags of the " + toy.Name + " planner", "--toy-max-util", "  " + toy.WorkloadSections[0] + " ", "→ " + toy.Name + " "}},
+	} {
+		out := run(c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("plan %s lacks %q:\n%s", strings.Join(c.args, " "), w, out)
+			}
+		}
+	}
+	var infos []systemInfo
+	if err := json.Unmarshal([]byte(run("systems", "-O", "json")), &infos); err != nil || len(infos) != len(reg.Systems()) || infos[len(infos)-1].Name != toy.Name {
+		t.Errorf("plan systems -O json: %d systems (%v), last %+v", len(infos), err, infos[len(infos)-1:])
 	}
 }

@@ -29,6 +29,17 @@ type systemInfo struct {
 	Policies         []string `json:"policies"`
 	Benches          []string `json:"benches"`
 	ExportTargets    []string `json:"export_targets"`
+	// SolveFlags are the planner's own `plan solve` flags with this system's defaults (the
+	// options its plans record in provenance.options).
+	SolveFlags []flagInfo `json:"solve_flags"`
+}
+
+// flagInfo is one planner flag.
+type flagInfo struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Default string `json:"default"`
+	Usage   string `json:"usage"`
 }
 
 func infoOf(s system.System) systemInfo {
@@ -43,6 +54,10 @@ func infoOf(s system.System) systemInfo {
 	for _, e := range s.Exporters {
 		in.ExportTargets = append(in.ExportTargets, strings.ToLower(e.Target))
 	}
+	in.SolveFlags = []flagInfo{}
+	plannerFlagSet(s).VisitAll(func(f *pflag.Flag) {
+		in.SolveFlags = append(in.SolveFlags, flagInfo{Name: f.Name, Type: f.Value.Type(), Default: f.DefValue, Usage: f.Usage})
+	})
 	return in
 }
 
@@ -124,7 +139,7 @@ each system's planner plans (plan solve picks the planner by the workload's sect
 section its deployer reads (plan simulate, serve, check and export pick the system by it), its
 runtime policies (plan simulate/serve --policy), its benches (plan bench NAME) and its export
 targets (plan export --to TARGET). --output json prints the same as a JSON array, with each
-system's planner strategies.`,
+system's planner strategies and its own plan solve flags with their defaults.`,
 		Example: `  plan systems
   plan systems -O json | jq -r '.[] | select(.workload_sections | index("models")) | .name'`,
 		Args: cobra.NoArgs,

@@ -1,0 +1,79 @@
+package workflow
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve"
+)
+
+// gatedExecutor holds every hop until its gate opens.
+type gatedExecutor struct {
+	*serve.Emulated
+	gate chan struct{}
+	once sync.Once
+}
+
+func (e *gatedExecutor) Run(job *serve.Job, done func(*serve.Job)) {
+	go func() {
+		<-e.gate
+		e.Emulated.Run(job, done)
+	}()
+}
+
+func (e *gatedExecutor) open() { e.once.Do(func() { close(e.gate) }) }
+
+// TestClientGoneCancelsRun: a workflow run whose client disconnects is cancelled in the
+// server (issue 29 item 2): counted as cancelled, never completed.
+func TestClientGoneCancelsRun(t *testing.T) {
+	var ex *gatedExecutor
+	_, ts := newServer(t, readPlan(t, planFile), serve.Options{
+		NewExecutor: func(clk serve.Clock, _ *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
+			ex = &gatedExecutor{Emulated: serve.NewEmulated(clk, 0, 1), gate: make(chan struct{})}
+			return ex, nil
+		}})
+	defer ex.open()
+	metric := func(series string) bool {
+		resp, err := http.Get(ts.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return strings.Contains(string(b), series)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/workflows/image/run", strings.NewReader(`{"seed": 1}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	wait := func(what, series string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if metric(series) {
+				return
+			}
+		}
+		t.Fatalf("timed out waiting for %s (%s)", what, series)
+	}
+	wait("the run in flight", `plan_requests_in_flight{model="image"} 1`)
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled client got an answer")
+	}
+	ex.open()
+	wait("the run cancelled", `plan_responses_total{model="image",outcome="cancelled"} 1`)
+	wait("nothing in flight", `plan_requests_in_flight{model="image"} 0`)
+}
