@@ -187,11 +187,6 @@ func checkWorkloadModels(v *validator, w *Workload, ix *modelIndex) {
 			}
 		}
 	}
-	for i := range w.LLMClasses {
-		if m := w.LLMClasses[i].Model; m != "" && len(ix.llm[m]) == 0 {
-			v.add(field(idx("llm_classes", i), "model"), m, "LLM not found in any profile (%s)", ix.where())
-		}
-	}
 }
 
 // ModelUser is a Section registered under a typed key that names the profiled models its
@@ -221,9 +216,6 @@ func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[strin
 				dnn[m] = true
 				llm[m] = true
 			}
-		}
-		for _, c := range w.LLMClasses {
-			llm[c.Model] = true
 		}
 		for _, k := range w.SectionKeys() {
 			if u, ok := secs.find(KindWorkload, k).(ModelUser); ok && Typed(KindWorkload, k) {
@@ -426,7 +418,7 @@ func (p *Plan) GPUTypes() []string {
 
 func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 	var files []string
-	pipelines, cascades, classes := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	pipelines, cascades := map[string]bool{}, map[string]bool{}
 	for _, nw := range workloads {
 		files = append(files, nw.file)
 		for _, pl := range nw.w.Pipelines {
@@ -434,9 +426,6 @@ func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 		}
 		for _, c := range nw.w.Cascades {
 			cascades[c.Name] = true
-		}
-		for _, c := range nw.w.LLMClasses {
-			classes[c.Name] = true
 		}
 	}
 	where := strings.Join(files, ", ")
@@ -449,12 +438,5 @@ func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 	}
 	if c := p.Cascade; c != nil && c.Task != "" && !cascades[c.Task] {
 		v.add("cascade.task", c.Task, "not a cascade of %s", where)
-	}
-	if q := p.QLM; q != nil && len(classes) > 0 {
-		for i, g := range q.Groups {
-			if g.Class != "" && !classes[g.Class] {
-				v.add(field(idx("qlm.groups", i), "class"), g.Class, "not an LLM class of %s", where)
-			}
-		}
 	}
 }

@@ -99,3 +99,15 @@ func Typed(kind, key string) bool {
 	}
 	return false
 }
+
+// PositiveDuration requires a duration > 0 within the clock's bound.
+func (c *Checker) PositiveDuration(path string, d Duration) { positiveDuration(&c.v, path, d) }
+
+// DurationIn requires a duration given as a number of units (unitUs µs each, named unit)
+// within the clock's bound: > 0 when strict, else >= 0.
+func (c *Checker) DurationIn(path string, x, unitUs float64, unit string, strict bool) {
+	durationIn(&c.v, path, x, unitUs, unit, strict)
+}
+
+// First returns the path where name was first checked ("" if never).
+func (n *Names) First(name string) string { return n.n[name] }

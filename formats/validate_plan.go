@@ -45,7 +45,7 @@ func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
 
 // ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
 // (when it has one), and models against its embedded profiles (when it has them). A typed
-// section whose validation lives in its system's package (DyOrc's, issue 29 item 3) is
+// section whose validation lives in its system's package (QLM's and DyOrc's, issue 29 item 3) is
 // checked by the Section secs registers under its key; without one it is read structurally
 // only (its types, required fields and finite numbers, which parse checks).
 func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
@@ -64,9 +64,6 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	}
 	if p.Cascade != nil {
 		p.Cascade.validate(v, "cascade", g)
-	}
-	if p.QLM != nil {
-		p.QLM.validate(v, "qlm", g)
 	}
 	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
@@ -442,40 +439,3 @@ func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
 	}
 }
 
-func (q *QLMPlan) validate(v *validator, p string, g gpuChecker) {
-	ip := field(p, "instances")
-	if len(q.Instances) == 0 {
-		v.add(ip, nil, "must list at least one instance")
-	}
-	groups := names{}
-	for i := range q.Groups {
-		gr := &q.Groups[i]
-		gp := idx(field(p, "groups"), i)
-		groups.check(v, field(gp, "id"), gr.ID)
-		notEmpty(v, field(gp, "model"), gr.Model)
-		positiveDuration(v, field(gp, "slo"), gr.SLO)
-		atLeast(v, field(gp, "requests"), int64(gr.Requests), 1)
-	}
-	seen := names{}
-	queued := map[string]string{}
-	for i := range q.Instances {
-		in := &q.Instances[i]
-		np := idx(ip, i)
-		seen.check(v, field(np, "name"), in.Name)
-		g.check(v, field(np, "gpu"), in.GPU)
-		atLeast(v, field(np, "gpu_count"), int64(in.GPUCount), 1)
-		for j, id := range in.Queue {
-			jp := idx(field(np, "queue"), j)
-			if groups[id] == "" {
-				v.add(jp, id, "unknown group: not in %s", field(p, "groups"))
-				continue
-			}
-			if first, dup := queued[id]; dup {
-				v.add(jp, id, "group is already queued at %s", first)
-				continue
-			}
-			queued[id] = jp
-		}
-	}
-	durationIn(v, field(p, "replan_ms"), q.ReplanMs, 1e3, "ms", false)
-}

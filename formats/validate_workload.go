@@ -31,10 +31,6 @@ func (w *Workload) ValidateWith(secs *SectionSet) ErrorList {
 	for i := range w.Cascades {
 		w.Cascades[i].validate(v, idx("cascades", i), seen)
 	}
-	seen = names{}
-	for i := range w.LLMClasses {
-		w.LLMClasses[i].validate(v, idx("llm_classes", i), seen)
-	}
 	v.errs = append(v.errs, secs.validateTyped(KindWorkload, w, w.SectionKeys())...)
 	v.errs = append(v.errs, w.Sections.validate()...)
 	return v.errs
@@ -243,24 +239,6 @@ func (c *Cascade) validateRecords(v *validator, p string, models map[string]bool
 			}
 			v.add(vp, m, "no records for samples %s: every model must cover the same samples", elide(strs, 8))
 		}
-	}
-}
-
-func (c *LLMClass) validate(v *validator, p string, seen names) {
-	seen.check(v, field(p, "name"), c.Name)
-	notEmpty(v, field(p, "model"), c.Model)
-	positiveDuration(v, field(p, "slo"), c.SLO)
-	rate(v, field(p, "rate_rps"), c.RateRPS)
-	c.InputTokens.validate(v, field(p, "input_tokens"))
-	c.OutputTokens.validate(v, field(p, "output_tokens"))
-}
-
-func (t *TokenProfile) validate(v *validator, p string) {
-	positive(v, field(p, "mean"), t.Mean)
-	nonNegative(v, field(p, "std"), t.Std)
-	atLeast(v, field(p, "max"), int64(t.Max), 1)
-	if finite(t.Mean) && t.Max >= 1 && t.Mean > float64(t.Max) {
-		v.add(field(p, "mean"), t.Mean, "must be <= max (%d)", t.Max)
 	}
 }
 

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,25 +27,36 @@ func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
 		{"dyorc workflows", "../../testdata/dyorc/workload.json", formats.KindWorkload,
 			`"max_batch": 64`, `"max_batch": 0`,
 			`workflows.services.vit.max_batch: 0: must be >= 1`},
+		{"qlm plan", "../../testdata/golden/qlm-3classes.json", formats.KindPlan,
+			`"name": "llm-0",
+        "gpu": "A100",
+        "gpu_count": 1`, `"name": "llm-0",
+        "gpu": "A100",
+        "gpu_count": 0`,
+			`qlm.instances[0].gpu_count: 0: must be >= 1`},
+		{"qlm llm_classes", "../../testdata/qlm/workload.yaml", formats.KindWorkload,
+			`input_tokens: {mean: 150`, `input_tokens: {mean: 0`,
+			`llm_classes[0].input_tokens.mean: 0: must be > 0`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			name := "f" + filepath.Ext(c.file)
 			data, err := os.ReadFile(c.file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := formats.DecodeWith("f.json", data, Default().Sections()); err != nil {
+			if _, err := formats.DecodeWith(name, data, Default().Sections()); err != nil {
 				t.Fatalf("good file refused: %v", err)
 			}
 			bad := []byte(strings.Replace(string(data), c.from, c.to, 1))
 			if string(bad) == string(data) {
 				t.Fatalf("fixture has no %s", c.from)
 			}
-			_, err = formats.DecodeWith("f.json", bad, Default().Sections())
-			if err == nil || !strings.Contains(err.Error(), "f.json: "+c.want) {
+			_, err = formats.DecodeWith(name, bad, Default().Sections())
+			if err == nil || !strings.Contains(err.Error(), name+": "+c.want) {
 				t.Errorf("with the registry: %v, want %s", err, c.want)
 			}
-			doc, err := formats.Parse("f.json", bad)
+			doc, err := formats.Parse(name, bad)
 			if err != nil {
 				t.Fatal(err)
 			}
