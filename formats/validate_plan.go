@@ -438,4 +438,3 @@ func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
 		v.add(field(p, "max_batch"), cp.MaxBatch, "must be >= 1 (or omitted)")
 	}
 }
-
