@@ -180,13 +180,6 @@ func checkWorkloadModels(v *validator, w *Workload, ix *modelIndex) {
 			dnn(field(idx(field(idx("pipelines", i), "modules"), j), "model"), w.Pipelines[i].Modules[j].Model)
 		}
 	}
-	for i := range w.Cascades {
-		for j, m := range w.Cascades[i].Models {
-			if m != "" && len(ix.dnn[m]) == 0 && len(ix.llm[m]) == 0 {
-				v.add(idx(field(idx("cascades", i), "models"), j), m, "model not found in any profile (%s)", ix.where())
-			}
-		}
-	}
 }
 
 // ModelUser is a Section registered under a typed key that names the profiled models its
@@ -209,12 +202,6 @@ func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[strin
 		for _, p := range w.Pipelines {
 			for _, m := range p.Modules {
 				dnn[m.Model] = true
-			}
-		}
-		for _, c := range w.Cascades {
-			for _, m := range c.Models {
-				dnn[m] = true
-				llm[m] = true
 			}
 		}
 		for _, k := range w.SectionKeys() {
@@ -418,14 +405,11 @@ func (p *Plan) GPUTypes() []string {
 
 func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 	var files []string
-	pipelines, cascades := map[string]bool{}, map[string]bool{}
+	pipelines := map[string]bool{}
 	for _, nw := range workloads {
 		files = append(files, nw.file)
 		for _, pl := range nw.w.Pipelines {
 			pipelines[pl.Name] = true
-		}
-		for _, c := range nw.w.Cascades {
-			cascades[c.Name] = true
 		}
 	}
 	where := strings.Join(files, ", ")
@@ -435,8 +419,5 @@ func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
 				v.add(field(idx("pard.apps", i), "name"), a.Name, "not a pipeline of %s", where)
 			}
 		}
-	}
-	if c := p.Cascade; c != nil && c.Task != "" && !cascades[c.Task] {
-		v.add("cascade.task", c.Task, "not a cascade of %s", where)
 	}
 }

@@ -2,6 +2,7 @@ package formats_test
 
 import (
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
@@ -9,8 +10,8 @@ import (
 // The typed sections validated outside formats, as internal/systems registers them.
 func init() {
 	formats.SetInTreeSections(&formats.SectionSet{
-		Systems:  []string{"dyorc", "qlm"},
-		Plan:     []formats.Section{qlmsec.Plan{}, dyorcsec.Plan{}},
-		Workload: []formats.Section{qlmsec.Workload{}, dyorcsec.Workload{}},
+		Systems:  []string{"cascade", "dyorc", "qlm"},
+		Plan:     []formats.Section{cascadesec.Plan{}, qlmsec.Plan{}, dyorcsec.Plan{}},
+		Workload: []formats.Section{cascadesec.Workload{}, qlmsec.Workload{}, dyorcsec.Workload{}},
 	})
 }

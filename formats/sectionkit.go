@@ -111,3 +111,22 @@ func (c *Checker) DurationIn(path string, x, unitUs float64, unit string, strict
 
 // First returns the path where name was first checked ("" if never).
 func (n *Names) First(name string) string { return n.n[name] }
+
+// PositiveRate requires a finite request rate > 0 within the bound.
+func (c *Checker) PositiveRate(path string, x float64) { positiveRate(&c.v, path, x) }
+
+// Elide joins items, eliding after n: "a, b, ... (12 in all)".
+func Elide(items []string, n int) string { return elide(items, n) }
+
+// ClusterGPUs is the number of GPUs of the plan's cluster (its own, else the embedded input
+// cluster) and which one it is ("cluster" or "provenance.embedded.cluster"); -1 without one.
+func ClusterGPUs(p *Plan) (total int, where string) {
+	g := p.gpuChecker()
+	if g.cluster == nil {
+		return -1, ""
+	}
+	for _, pool := range g.cluster.GPUs {
+		total += pool.Count
+	}
+	return total, g.where
+}

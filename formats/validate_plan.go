@@ -3,7 +3,6 @@ package formats
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -45,7 +44,7 @@ func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
 
 // ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
 // (when it has one), and models against its embedded profiles (when it has them). A typed
-// section whose validation lives in its system's package (QLM's and DyOrc's, issue 29 item 3) is
+// section whose validation lives in its system's package (CascadeServe's, QLM's and DyOrc's, issue 29 item 3) is
 // checked by the Section secs registers under its key; without one it is read structurally
 // only (its types, required fields and finite numbers, which parse checks).
 func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
@@ -61,9 +60,6 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	}
 	if p.PARD != nil {
 		p.PARD.validate(v, "pard", g)
-	}
-	if p.Cascade != nil {
-		p.Cascade.validate(v, "cascade", g)
 	}
 	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
@@ -317,124 +313,5 @@ func (pd *PARDPlan) validate(v *validator, p string, g gpuChecker) {
 			atLeast(v, field(jp, "workers"), int64(m.Workers), 1)
 			microseconds(v, field(jp, "latency_us"), m.LatencyUs)
 		}
-	}
-}
-
-func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
-	notEmpty(v, field(p, "task"), cp.Task)
-	pp := field(p, "placement")
-	if len(cp.Placement) == 0 {
-		v.add(pp, nil, "must place at least one replica")
-	}
-	total := -1
-	if g.cluster != nil {
-		total = 0
-		for _, pool := range g.cluster.GPUs {
-			total += pool.Count
-		}
-	}
-	replicas := map[string]int{}
-	for i, r := range cp.Placement {
-		ip := idx(pp, i)
-		if notEmpty(v, field(ip, "model"), r.Model) {
-			replicas[r.Model]++
-		}
-		if len(r.GPUs) == 0 {
-			v.add(field(ip, "gpus"), nil, "must list at least one GPU index")
-		}
-		seen := map[int]bool{}
-		for j, gi := range r.GPUs {
-			jp := idx(field(ip, "gpus"), j)
-			switch {
-			case gi < 0:
-				v.add(jp, gi, "must be >= 0")
-			case total >= 0 && gi >= total:
-				v.add(jp, gi, "must be < %d, the number of GPUs in %s", total, g.where)
-			case seen[gi]:
-				v.add(jp, gi, "duplicate GPU index")
-			}
-			seen[gi] = true
-		}
-	}
-	gp := field(p, "gears")
-	if len(cp.Gears) == 0 {
-		v.add(gp, nil, "must list at least one gear")
-	}
-	for i := range cp.Gears {
-		gr := &cp.Gears[i]
-		ip := idx(gp, i)
-		rate(v, field(ip, "q_lo"), gr.QLo)
-		if i == 0 && gr.QLo != 0 && finite(gr.QLo) && gr.QLo >= 0 {
-			v.add(field(ip, "q_lo"), gr.QLo, "must be 0: gears must start at QPS 0")
-		}
-		if i > 0 && gr.QLo != cp.Gears[i-1].QHi {
-			v.add(field(ip, "q_lo"), gr.QLo, "must equal gears[%d].q_hi (%g): gears must be contiguous", i-1, cp.Gears[i-1].QHi)
-		}
-		if !finite(gr.QHi) || !(gr.QHi > gr.QLo) {
-			v.add(field(ip, "q_hi"), gr.QHi, "must be > q_lo (%g)", gr.QLo)
-		} else {
-			rate(v, field(ip, "q_hi"), gr.QHi)
-		}
-		mp := field(ip, "models")
-		if len(gr.Models) == 0 {
-			v.add(mp, nil, "must list at least one model")
-		}
-		models := map[string]bool{}
-		for j, m := range gr.Models {
-			jp := idx(mp, j)
-			if !notEmpty(v, jp, m) {
-				continue
-			}
-			if models[m] {
-				v.add(jp, m, "duplicate model")
-			} else if replicas[m] == 0 {
-				v.add(jp, m, "model has no replica in %s", pp)
-			}
-			models[m] = true
-		}
-		if len(gr.Models) > 0 && len(gr.Thr) != len(gr.Models)-1 {
-			v.add(field(ip, "thr"), len(gr.Thr), "length must be len(models)-1 = %d", len(gr.Models)-1)
-		}
-		for j, t := range gr.Thr {
-			nonNegative(v, idx(field(ip, "thr"), j), t)
-		}
-		for _, m := range sortedKeys(gr.Share) {
-			sp := keyPath(field(ip, "share"), m)
-			if !models[m] {
-				v.add(sp, m, "not a model of this gear")
-				continue
-			}
-			shares := gr.Share[m]
-			if len(shares) != replicas[m] {
-				v.add(sp, len(shares), "length must be the number of replicas of %s in %s (%d)", m, pp, replicas[m])
-			}
-			var sum float64
-			ok := true
-			for j, s := range shares {
-				if !finite(s) || s < 0 || s > 1 {
-					v.add(idx(sp, j), s, "must be in [0, 1]")
-					ok = false
-				}
-				sum += s
-			}
-			if ok && len(shares) > 0 && math.Abs(sum-1) > 1e-6 {
-				v.add(sp, nil, "must sum to 1 (sums to %g)", sum)
-			}
-		}
-		for _, m := range sortedKeys(gr.Trigger) {
-			tp := keyPath(field(ip, "trigger"), m)
-			if !models[m] {
-				v.add(tp, m, "not a model of this gear")
-			}
-			atLeast(v, tp, int64(gr.Trigger[m]), 1)
-		}
-		inRange(v, field(ip, "expected_accuracy"), gr.ExpAcc, 0, 1)
-		durationIn(v, field(ip, "expected_work_s"), gr.ExpWork, 1e6, "s", false)
-		durationIn(v, field(ip, "expected_platency_ms"), gr.ExpPLat, 1e3, "ms", false)
-	}
-	durationIn(v, field(p, "poll_ms"), cp.PollMs, 1e3, "ms", false)
-	nonNegative(v, field(p, "alpha"), cp.Alpha)
-	if cp.MaxBatch < 0 {
-		v.add(field(p, "max_batch"), cp.MaxBatch, "must be >= 1 (or omitted)")
 	}
 }

@@ -1,10 +1,7 @@
 package formats
 
 import (
-	"fmt"
 	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -26,10 +23,6 @@ func (w *Workload) ValidateWith(secs *SectionSet) ErrorList {
 	seen = names{}
 	for i := range w.Pipelines {
 		w.Pipelines[i].validate(v, idx("pipelines", i), seen)
-	}
-	seen = names{}
-	for i := range w.Cascades {
-		w.Cascades[i].validate(v, idx("cascades", i), seen)
 	}
 	v.errs = append(v.errs, secs.validateTyped(KindWorkload, w, w.SectionKeys())...)
 	v.errs = append(v.errs, w.Sections.validate()...)
@@ -111,134 +104,6 @@ func (pl *Pipeline) validate(v *validator, p string, seen names) {
 	}
 	if c := findCycle(order, succ); c != nil && !ambiguous {
 		v.add(mp, nil, "modules form a cycle: %s", strings.Join(c, " -> "))
-	}
-}
-
-func (c *Cascade) validate(v *validator, p string, seen names) {
-	seen.check(v, field(p, "name"), c.Name)
-	mp := field(p, "models")
-	if len(c.Models) == 0 {
-		v.add(mp, nil, "must list at least one model")
-	}
-	models := map[string]bool{}
-	for j, m := range c.Models {
-		jp := idx(mp, j)
-		if !notEmpty(v, jp, m) {
-			continue
-		}
-		if models[m] {
-			v.add(jp, m, "duplicate model")
-		}
-		models[m] = true
-	}
-	switch {
-	case c.LatencySLO != nil && c.AccuracySLO != 0:
-		v.add(field(p, "accuracy_slo"), c.AccuracySLO, "set latency_slo or accuracy_slo, not both")
-	case c.LatencySLO == nil && c.AccuracySLO == 0:
-		v.add(p, nil, "must set latency_slo or accuracy_slo")
-	}
-	if s := c.LatencySLO; s != nil {
-		sp := field(p, "latency_slo")
-		if !(s.Percentile > 0 && s.Percentile <= 1) {
-			v.add(field(sp, "percentile"), s.Percentile, "must be in (0, 1] (a quantile: 0.95 for p95)")
-		}
-		positiveDuration(v, field(sp, "latency"), s.Latency)
-	}
-	if c.AccuracySLO != 0 && !(c.AccuracySLO > 0 && c.AccuracySLO <= 1) {
-		v.add(field(p, "accuracy_slo"), c.AccuracySLO, "must be in (0, 1]")
-	}
-	positiveRate(v, field(p, "qps_max"), c.QPSMax)
-	if c.QPSRanges < 0 {
-		v.add(field(p, "qps_ranges"), c.QPSRanges, "must be >= 1 (or omitted)")
-	}
-	var sum float64
-	for j, x := range c.QPSHistogram {
-		nonNegative(v, idx(field(p, "qps_histogram"), j), x)
-		if finite(x) && x > 0 {
-			sum += x
-		}
-	}
-	if len(c.QPSHistogram) > 0 && sum == 0 {
-		v.add(field(p, "qps_histogram"), nil, "must not be all zero")
-	}
-	c.validateRecords(v, p, models)
-}
-
-func (c *Cascade) validateRecords(v *validator, p string, models map[string]bool) {
-	vp := field(p, "validation")
-	if len(c.Validation) == 0 {
-		v.add(vp, nil, "must have at least one record")
-		return
-	}
-	type key struct {
-		sample int
-		model  string
-	}
-	first := map[key]int{}
-	label := map[int]int{} // sample -> first record index with a label
-	samples := map[string]map[int]bool{}
-	all := map[int]bool{}
-	for j := range c.Validation {
-		r := &c.Validation[j]
-		rp := idx(vp, j)
-		atLeast(v, field(rp, "sample"), int64(r.Sample), 0)
-		if notEmpty(v, field(rp, "model"), r.Model) && !models[r.Model] {
-			v.add(field(rp, "model"), r.Model, "unknown model: not in %s", field(p, "models"))
-		}
-		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe App. B
-		// Eq. 5, issue 12): outside [0, 1] they are a unit mistake (logits, percentages).
-		if !finite(r.Cert) || r.Cert < 0 || r.Cert > 1 {
-			v.add(field(rp, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)")
-		}
-		switch {
-		case r.Label != "" && r.Correct != nil:
-			v.add(field(rp, "correct"), *r.Correct, "set label or correct, not both")
-		case r.Label == "" && r.Correct == nil:
-			v.add(rp, nil, "must set label or correct")
-		}
-		k := key{r.Sample, r.Model}
-		if f, dup := first[k]; dup {
-			v.add(rp, raw(fmt.Sprintf("(sample %d, model %s)", r.Sample, r.Model)), "duplicate record (first at %s)", idx(vp, f))
-		} else {
-			first[k] = j
-		}
-		if r.Label != "" {
-			if f, ok := label[r.Sample]; !ok {
-				label[r.Sample] = j
-			} else if other := c.Validation[f].Label; other != r.Label {
-				v.add(field(rp, "label"), r.Label, "differs from %s.label (%q) for the same sample", idx(vp, f), other)
-			}
-		}
-		if samples[r.Model] == nil {
-			samples[r.Model] = map[int]bool{}
-		}
-		samples[r.Model][r.Sample] = true
-		all[r.Sample] = true
-	}
-	// Every model must have records for the same samples.
-	for _, m := range c.Models {
-		if m == "" {
-			continue
-		}
-		have := samples[m]
-		if len(have) == 0 {
-			v.add(vp, m, "no records for this model")
-			continue
-		}
-		var missing []int
-		for s := range all {
-			if !have[s] {
-				missing = append(missing, s)
-			}
-		}
-		if len(missing) > 0 {
-			sort.Ints(missing)
-			strs := make([]string, len(missing))
-			for i, s := range missing {
-				strs[i] = strconv.Itoa(s)
-			}
-			v.add(vp, m, "no records for samples %s: every model must cover the same samples", elide(strs, 8))
-		}
 	}
 }
 

@@ -37,6 +37,12 @@ func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
 		{"qlm llm_classes", "../../testdata/qlm/workload.yaml", formats.KindWorkload,
 			`input_tokens: {mean: 150`, `input_tokens: {mean: 0`,
 			`llm_classes[0].input_tokens.mean: 0: must be > 0`},
+		{"cascade plan", "../../testdata/golden/cascade-sentiment.json", formats.KindPlan,
+			`"alpha": 8,`, `"alpha": -8,`,
+			`cascade.alpha: -8: must be >= 0`},
+		{"cascade cascades", "../../testdata/cascade/workload-small.yaml", formats.KindWorkload,
+			`qps_ranges: 8`, `qps_ranges: -8`,
+			`cascades[0].qps_ranges: -8: must be >= 1 (or omitted)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
