@@ -73,7 +73,7 @@ func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
 			}
 		case *Plan:
 			if d != nil {
-				checkPlanSet(v, d, profiles, clusters, workloads)
+				checkPlanSet(v, d, profiles, clusters)
 			}
 		case *Trace:
 			if d != nil {
@@ -175,11 +175,6 @@ func checkWorkloadModels(v *validator, w *Workload, ix *modelIndex) {
 		}
 		dnn(p, m.ProfileName())
 	}
-	for i := range w.Pipelines {
-		for j := range w.Pipelines[i].Modules {
-			dnn(field(idx(field(idx("pipelines", i), "modules"), j), "model"), w.Pipelines[i].Modules[j].Model)
-		}
-	}
 }
 
 // ModelUser is a Section registered under a typed key that names the profiled models its
@@ -198,11 +193,6 @@ func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[strin
 		w := nw.w
 		for i := range w.Models {
 			dnn[w.Models[i].ProfileName()] = true
-		}
-		for _, p := range w.Pipelines {
-			for _, m := range p.Modules {
-				dnn[m.Model] = true
-			}
 		}
 		for _, k := range w.SectionKeys() {
 			if u, ok := secs.find(KindWorkload, k).(ModelUser); ok && Typed(KindWorkload, k) {
@@ -327,7 +317,7 @@ func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string) {
 	}
 }
 
-func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster, workloads []namedWorkload) {
+func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster) {
 	if len(clusters) > 0 {
 		known := map[string]bool{}
 		var files []string
@@ -347,9 +337,6 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 	// own Validate; profiles given beside it may belong to other plans in the same set.
 	if len(ix.files) > 0 && (p.Provenance.Embedded == nil || len(p.Provenance.Embedded.Profiles) == 0) {
 		p.checkProfiles(v, ix, "any profile ("+ix.where()+")")
-	}
-	if len(workloads) > 0 {
-		checkPlanWorkload(v, p, workloads)
 	}
 }
 
@@ -401,23 +388,4 @@ func (p *Plan) GPUTypes() []string {
 		}
 	}
 	return out
-}
-
-func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
-	var files []string
-	pipelines := map[string]bool{}
-	for _, nw := range workloads {
-		files = append(files, nw.file)
-		for _, pl := range nw.w.Pipelines {
-			pipelines[pl.Name] = true
-		}
-	}
-	where := strings.Join(files, ", ")
-	if pd := p.PARD; pd != nil {
-		for i, a := range pd.Apps {
-			if a.Name != "" && !pipelines[a.Name] {
-				v.add(field(idx("pard.apps", i), "name"), a.Name, "not a pipeline of %s", where)
-			}
-		}
-	}
 }

@@ -44,7 +44,7 @@ func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
 
 // ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
 // (when it has one), and models against its embedded profiles (when it has them). A typed
-// section whose validation lives in its system's package (CascadeServe's, QLM's and DyOrc's, issue 29 item 3) is
+// section whose validation lives in its system's package (PARD's, CascadeServe's, QLM's and DyOrc's, issue 29 item 3) is
 // checked by the Section secs registers under its key; without one it is read structurally
 // only (its types, required fields and finite numbers, which parse checks).
 func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
@@ -57,9 +57,6 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	g := p.gpuChecker()
 	if p.PPipe != nil {
 		p.PPipe.validate(v, "ppipe", g)
-	}
-	if p.PARD != nil {
-		p.PARD.validate(v, "pard", g)
 	}
 	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
@@ -281,37 +278,5 @@ func finiteParams(v *validator, p string, params map[string]float64) {
 			v.add(kp, k, "parameter name must not be empty")
 		}
 		finiteNum(v, kp, params[k])
-	}
-}
-
-func (pd *PARDPlan) validate(v *validator, p string, g gpuChecker) {
-	notEmpty(v, field(p, "policy"), pd.Policy)
-	finiteParams(v, field(p, "params"), pd.Params)
-	ap := field(p, "apps")
-	if len(pd.Apps) == 0 {
-		v.add(ap, nil, "must list at least one app")
-	}
-	seen := names{}
-	for i := range pd.Apps {
-		a := &pd.Apps[i]
-		ip := idx(ap, i)
-		seen.check(v, field(ip, "name"), a.Name)
-		positiveDuration(v, field(ip, "slo"), a.SLO)
-		rate(v, field(ip, "rate_rps"), a.RateRPS)
-		mp := field(ip, "modules")
-		if len(a.Modules) == 0 {
-			v.add(mp, nil, "must list at least one module")
-		}
-		mods := names{}
-		for j := range a.Modules {
-			m := &a.Modules[j]
-			jp := idx(mp, j)
-			mods.check(v, field(jp, "name"), m.Name)
-			notEmpty(v, field(jp, "model"), m.Model)
-			g.check(v, field(jp, "gpu"), m.GPU)
-			atLeast(v, field(jp, "batch"), int64(m.Batch), 1)
-			atLeast(v, field(jp, "workers"), int64(m.Workers), 1)
-			microseconds(v, field(jp, "latency_us"), m.LatencyUs)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package formats
 
 import (
 	"reflect"
-	"strings"
 )
 
 // Validate is ValidateWith(nil): see Plan.Validate.
@@ -19,10 +18,6 @@ func (w *Workload) ValidateWith(secs *SectionSet) ErrorList {
 	seen := names{}
 	for i := range w.Models {
 		w.Models[i].validate(v, idx("models", i), seen)
-	}
-	seen = names{}
-	for i := range w.Pipelines {
-		w.Pipelines[i].validate(v, idx("pipelines", i), seen)
 	}
 	v.errs = append(v.errs, secs.validateTyped(KindWorkload, w, w.SectionKeys())...)
 	v.errs = append(v.errs, w.Sections.validate()...)
@@ -55,57 +50,6 @@ const (
 	MinWeight = 1e-6
 	MaxWeight = 1e6
 )
-
-func (pl *Pipeline) validate(v *validator, p string, seen names) {
-	seen.check(v, field(p, "name"), pl.Name)
-	positiveDuration(v, field(p, "slo"), pl.SLO)
-	rate(v, field(p, "rate_rps"), pl.RateRPS)
-	mp := field(p, "modules")
-	if len(pl.Modules) == 0 {
-		v.add(mp, nil, "must list at least one module")
-		return
-	}
-	mods := names{}
-	ambiguous := false // an empty or repeated name makes the graph meaningless
-	for j := range pl.Modules {
-		n := pl.Modules[j].Name
-		ambiguous = ambiguous || n == "" || mods[n] != ""
-		mods.check(v, field(idx(mp, j), "name"), n)
-	}
-	succ := map[string][]string{}
-	var order []string
-	for j := range pl.Modules {
-		m := &pl.Modules[j]
-		jp := idx(mp, j)
-		notEmpty(v, field(jp, "model"), m.Model)
-		order = append(order, m.Name)
-		edges := map[string]int{}
-		for k, e := range m.After {
-			ep := idx(field(jp, "after"), k)
-			switch {
-			case e.Module == "":
-				v.add(field(ep, "module"), e.Module, "must not be empty")
-			case e.Module == m.Name:
-				v.add(field(ep, "module"), e.Module, "a module cannot depend on itself")
-			case mods[e.Module] == "":
-				v.add(field(ep, "module"), e.Module, "unknown module: not in %s", mp)
-			default:
-				if f, dup := edges[e.Module]; dup {
-					v.add(field(ep, "module"), e.Module, "duplicate edge (first at after[%d])", f)
-				} else {
-					edges[e.Module] = k
-					succ[e.Module] = append(succ[e.Module], m.Name)
-				}
-			}
-			if e.Probability != 0 && !(e.Probability > 0 && e.Probability <= 1) {
-				v.add(field(ep, "probability"), e.Probability, "must be in (0, 1]")
-			}
-		}
-	}
-	if c := findCycle(order, succ); c != nil && !ambiguous {
-		v.add(mp, nil, "modules form a cycle: %s", strings.Join(c, " -> "))
-	}
-}
 
 // StepInput is the `after` reference to the request's own input.
 const StepInput = "$in"

@@ -43,6 +43,16 @@ func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
 		{"cascade cascades", "../../testdata/cascade/workload-small.yaml", formats.KindWorkload,
 			`qps_ranges: 8`, `qps_ranges: -8`,
 			`cascades[0].qps_ranges: -8: must be >= 1 (or omitted)`},
+		{"pard plan", "../../testdata/golden/pard-4apps.json", formats.KindPlan,
+			`"model": "face-recognition",
+            "gpu": "2080Ti",
+            "batch": 11,`, `"model": "face-recognition",
+            "gpu": "2080Ti",
+            "batch": 0,`,
+			`pard.apps[0].modules[1].batch: 0: must be >= 1`},
+		{"pard pipelines", "../../testdata/pard/workload.json", formats.KindWorkload,
+			`"rate_rps": 150,`, `"rate_rps": -150,`,
+			`pipelines[0].rate_rps: -150: must be >= 0`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
