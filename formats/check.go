@@ -62,10 +62,6 @@ func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
 	for _, f := range files {
 		v := &validator{}
 		switch d := docs[f].(type) {
-		case *Workload:
-			if d != nil && len(profiles.files) > 0 {
-				checkWorkloadModels(v, d, profiles)
-			}
 		case *Profile:
 			if d != nil && len(clusters) > 0 {
 				dnn, llm := usedModels(workloads, secs)
@@ -159,24 +155,6 @@ func (ix *modelIndex) lookup(model, gpu string, vgpu, batch int) bool {
 	return false
 }
 
-func checkWorkloadModels(v *validator, w *Workload, ix *modelIndex) {
-	dnn := func(path, name string) {
-		if name != "" && len(ix.dnn[name]) == 0 {
-			v.add(path, name, "model not found in any profile (%s)", ix.where())
-		}
-	}
-	for i := range w.Models {
-		m := &w.Models[i]
-		p := idx("models", i)
-		if m.Profile != "" {
-			p = field(p, "profile")
-		} else {
-			p = field(p, "name")
-		}
-		dnn(p, m.ProfileName())
-	}
-}
-
 // ModelUser is a Section registered under a typed key that names the profiled models its
 // section of doc uses, so that a profile's coverage is checked for them.
 type ModelUser interface {
@@ -191,9 +169,6 @@ func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[strin
 	dnn, llm = map[string]bool{}, map[string]bool{}
 	for _, nw := range workloads {
 		w := nw.w
-		for i := range w.Models {
-			dnn[w.Models[i].ProfileName()] = true
-		}
 		for _, k := range w.SectionKeys() {
 			if u, ok := secs.find(KindWorkload, k).(ModelUser); ok && Typed(KindWorkload, k) {
 				d, l := u.UsedModels(w)

@@ -56,7 +56,10 @@ func (c *Checker) FiniteParams(path string, params map[string]float64) {
 
 // GPU requires a non-empty GPU type that the plan's cluster (its own, else the embedded
 // input cluster; none: any type) has.
-func (c *Checker) GPU(p *Plan, path, gpu string) { p.gpuChecker().check(&c.v, path, gpu) }
+// It returns the cluster's pool of that type, nil when it has none or there is no cluster.
+func (c *Checker) GPU(p *Plan, path, gpu string) *GPUPool {
+	return p.gpuChecker().check(&c.v, path, gpu)
+}
 
 // Names tracks names that must be unique and non-empty.
 type Names struct{ n names }
@@ -130,3 +133,25 @@ func ClusterGPUs(p *Plan) (total int, where string) {
 	}
 	return total, g.where
 }
+
+// PlanCluster is the cluster a plan's GPU types are checked against (its own, else the
+// embedded input cluster) and which one it is ("cluster" or "provenance.embedded.cluster");
+// nil without one.
+func PlanCluster(p *Plan) (*Cluster, string) {
+	g := p.gpuChecker()
+	return g.cluster, g.where
+}
+
+// OneOf requires s to be one of allowed.
+func (c *Checker) OneOf(path, s string, allowed []string) { oneOf(&c.v, path, s, allowed) }
+
+// PositiveMicroseconds requires a latency in µs > 0 within the clock's bound.
+func (c *Checker) PositiveMicroseconds(path string, x float64) {
+	positiveMicroseconds(&c.v, path, x)
+}
+
+// OptionalPositive accepts 0 (not set) or a finite number > 0.
+func (c *Checker) OptionalPositive(path string, x float64) { optionalPositive(&c.v, path, x) }
+
+// VGPULevel requires a vGPU level in 1..4.
+func (c *Checker) VGPULevel(path string, x int) { vgpuLevel(&c.v, path, x) }

@@ -44,7 +44,7 @@ func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
 
 // ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
 // (when it has one), and models against its embedded profiles (when it has them). A typed
-// section whose validation lives in its system's package (PARD's, CascadeServe's, QLM's and DyOrc's, issue 29 item 3) is
+// section whose validation lives in its system's package (all five in-tree systems', issue 29 item 3) is
 // checked by the Section secs registers under its key; without one it is read structurally
 // only (its types, required fields and finite numbers, which parse checks).
 func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
@@ -53,10 +53,6 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	p.Provenance.validate(v, "provenance", secs)
 	if p.Cluster != nil {
 		v.nested("cluster", p.Cluster.Validate())
-	}
-	g := p.gpuChecker()
-	if p.PPipe != nil {
-		p.PPipe.validate(v, "ppipe", g)
 	}
 	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
@@ -167,108 +163,6 @@ func (g gpuChecker) types() string {
 		t[i] = p.Type
 	}
 	return strings.Join(t, ", ")
-}
-
-func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
-	oneOf(v, field(p, "strategy"), pp.Strategy, PPipeStrategies)
-	if !(pp.SLOMargin >= 0 && pp.SLOMargin < 1) {
-		v.add(field(p, "slo_margin"), pp.SLOMargin, "must be in [0, 1)")
-	}
-	atLeast(v, field(p, "max_partitions"), int64(pp.MaxPartitions), 1)
-	mp := field(p, "models")
-	if len(pp.Models) == 0 {
-		v.add(mp, nil, "must list at least one model")
-	}
-	if r, ok := pp.Extra["rounding"]; ok {
-		oneOf(v, keyPath(field(p, "extra"), "rounding"), r, Roundings)
-	}
-	seen := names{}
-	for i := range pp.Models {
-		m := &pp.Models[i]
-		ip := idx(mp, i)
-		seen.check(v, field(ip, "model"), m.Model)
-		positiveDuration(v, field(ip, "slo"), m.SLO)
-		positive(v, field(ip, "weight"), m.Weight)
-		positiveMicroseconds(v, field(ip, "budget_us"), m.BudgetUs)
-		if sloUs := m.SLO.Microseconds(); m.SLO > 0 && m.BudgetUs > sloUs {
-			v.add(field(ip, "budget_us"), m.BudgetUs, "must be <= slo (%g us)", sloUs)
-		}
-		rate(v, field(ip, "throughput_rps"), m.ThroughputRPS)
-		rate(v, field(ip, "target_rps"), m.TargetRPS)
-		if len(m.Pipelines) == 0 {
-			// A model the plan cannot serve has no place in it (the solver fails instead).
-			v.add(field(ip, "pipelines"), nil, "must list at least one pipeline")
-		}
-		for j := range m.Pipelines {
-			pl := &m.Pipelines[j]
-			jp := idx(field(ip, "pipelines"), j)
-			atLeast(v, field(jp, "batch"), int64(pl.Batch), 1)
-			rate(v, field(jp, "throughput_rps"), pl.ThroughputRPS)
-			microseconds(v, field(jp, "latency_us"), pl.LatencyUs)
-			microseconds(v, field(jp, "batch_formation_us"), pl.BatchFormationUs)
-			if finite(pl.BatchFormationUs) && finite(pl.LatencyUs) && pl.LatencyUs >= 0 && pl.BatchFormationUs > pl.LatencyUs {
-				v.add(field(jp, "batch_formation_us"), pl.BatchFormationUs, "must be <= latency_us (%g), which includes it", pl.LatencyUs)
-			}
-			pp2 := field(jp, "partitions")
-			if len(pl.Partitions) == 0 {
-				v.add(pp2, nil, "must list at least one partition")
-			}
-			if pp.MaxPartitions >= 1 && len(pl.Partitions) > pp.MaxPartitions {
-				v.add(pp2, len(pl.Partitions), "more partitions than max_partitions = %d", pp.MaxPartitions)
-			}
-			for k := range pl.Partitions {
-				pt := &pl.Partitions[k]
-				kp := idx(pp2, k)
-				if k == 0 && pt.FirstBlock != 0 {
-					v.add(field(kp, "first_block"), pt.FirstBlock, "must be 0: partitions must start at block 0")
-				}
-				if k > 0 && pt.FirstBlock != pl.Partitions[k-1].EndBlock {
-					v.add(field(kp, "first_block"), pt.FirstBlock, "must equal partitions[%d].end_block (%d): partitions must be contiguous", k-1, pl.Partitions[k-1].EndBlock)
-				}
-				if pt.EndBlock <= pt.FirstBlock {
-					v.add(field(kp, "end_block"), pt.EndBlock, "must be > first_block (%d)", pt.FirstBlock)
-				}
-				pool := g.check(v, field(kp, "gpu"), pt.GPU)
-				vgpuLevel(v, field(kp, "vgpu"), pt.VGPU)
-				if pool != nil && pt.VGPU >= 1 && pt.VGPU <= 4 && !containsInt(pool.Levels(), pt.VGPU) {
-					v.add(field(kp, "vgpu"), pt.VGPU, "level not allowed for GPU type %s in %s (vgpu: %v)", pt.GPU, g.where, pool.Levels())
-				}
-				atLeast(v, field(kp, "count"), int64(pt.Count), 1)
-				microseconds(v, field(kp, "stage_latency_us"), pt.StageLatencyUs)
-				microseconds(v, field(kp, "transfer_us"), pt.TransferUs)
-				rate(v, field(kp, "throughput_rps"), pt.ThroughputRPS)
-			}
-		}
-	}
-	if g.cluster != nil {
-		types, used := pp.PhysicalGPUs()
-		for _, gpu := range types {
-			if pool, ok := g.cluster.Pool(gpu); ok && used[gpu] > pool.Count {
-				v.add(mp, gpu, "pipelines use %d GPUs of this type (%s rounding), %s has %d", used[gpu], pp.Rounding(), g.where, pool.Count)
-			}
-		}
-	}
-	for i, u := range pp.GPUUse {
-		up := idx(field(p, "gpu_use"), i)
-		g.check(v, field(up, "gpu"), u.GPU)
-		if u.Class != "" && u.Class != "high" && u.Class != "low" {
-			v.add(field(up, "class"), u.Class, "must be high or low")
-		}
-		nonNegative(v, field(up, "used"), u.Used)
-		atLeast(v, field(up, "total"), int64(u.Total), 0)
-		if finite(u.Used) && u.Total >= 0 && u.Used > float64(u.Total)+1e-9 {
-			v.add(field(up, "used"), u.Used, "must be <= total (%d)", u.Total)
-		}
-	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func finiteParams(v *validator, p string, params map[string]float64) {

@@ -53,6 +53,14 @@ func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
 		{"pard pipelines", "../../testdata/pard/workload.json", formats.KindWorkload,
 			`"rate_rps": 150,`, `"rate_rps": -150,`,
 			`pipelines[0].rate_rps: -150: must be >= 0`},
+		{"ppipe plan", "../../testdata/golden/ppipe-2models.json", formats.KindPlan,
+			`"strategy": "ppipe",
+    "slo_margin"`, `"strategy": "ppipf",
+    "slo_margin"`,
+			`ppipe.strategy: "ppipf": must be one of ppipe, np, dart-r`},
+		{"ppipe models", "../../testdata/ppipe/workload.yaml", formats.KindWorkload,
+			`slo: 60ms`, `slo: -60ms`,
+			`models[1].slo: -60ms: must be >= 0 (0 = slo_scale x the fastest batch-1 latency)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,130 @@
+// Package ppipesec is PPipe's part of the file formats (issue 29 item 3): the validation of
+// its workload section (`models`: DNN models with their SLO, weight and rate) and its plan
+// section (`ppipe`: each model's pipelines of block partitions on GPU types and vGPU levels,
+// PPipe §4), and the check of the workload against the profiles given with it. The section
+// types stay typed fields of formats.Workload and formats.Plan; formats runs these Sections
+// for them when the system registry hands it the set.
+package ppipesec
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Keys of PPipe's sections.
+const (
+	PlanKey     = "ppipe"
+	WorkloadKey = "models"
+)
+
+var errTyped = errors.New("ppipe sections are typed fields of formats.Plan and formats.Workload")
+
+// Plan is the Section of a plan's `ppipe` field.
+type Plan struct{}
+
+// Workload is the Section of a workload's `models` field.
+type Workload struct{}
+
+// Key is the section's key.
+func (Plan) Key() string { return PlanKey }
+
+// System is PPipe.
+func (Plan) System() string { return "ppipe" }
+
+// Decode is never called for a typed field.
+func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Plan) Schema() map[string]any { return nil }
+
+// Validate checks the `ppipe` section of the plan v (a *formats.Plan).
+func (Plan) Validate(v any) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.PPipe == nil {
+		return nil
+	}
+	var c formats.Checker
+	validatePlan(&c, p, PlanKey)
+	return c.Errs()
+}
+
+// CrossCheck: the plan's partitions are checked against the profiles by formats
+// (Plan.checkProfiles, shared with the embedded profiles); nothing else spans files.
+func (Plan) CrossCheck(any, string, map[string]formats.Document) formats.ErrorList { return nil }
+
+// Key is the section's key.
+func (Workload) Key() string { return WorkloadKey }
+
+// System is PPipe.
+func (Workload) System() string { return "ppipe" }
+
+// Decode is never called for a typed field.
+func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Workload) Schema() map[string]any { return nil }
+
+// Validate checks the `models` section of the workload v (a *formats.Workload).
+func (Workload) Validate(v any) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var c formats.Checker
+	seen := &formats.Names{}
+	for i := range w.Models {
+		validateModel(&c, &w.Models[i], formats.Index(WorkloadKey, i), seen)
+	}
+	return c.Errs()
+}
+
+// CrossCheck checks that every model (its profile name) is in a given profile, when profiles
+// are given.
+func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var profiles []string
+	known := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
+			profiles = append(profiles, f)
+			for i := range p.Models {
+				known[p.Models[i].Name] = true
+			}
+		}
+	}
+	if len(profiles) == 0 {
+		return nil
+	}
+	var c formats.Checker
+	for i := range w.Models {
+		m := &w.Models[i]
+		p := formats.Index(WorkloadKey, i)
+		if m.Profile != "" {
+			p = formats.Field(p, "profile")
+		} else {
+			p = formats.Field(p, "name")
+		}
+		if name := m.ProfileName(); name != "" && !known[name] {
+			c.Add(p, name, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+		}
+	}
+	return c.Errs()
+}
+
+// UsedModels names the workload's models by profile name (formats.ModelUser, for profile
+// coverage).
+func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, ok := doc.(*formats.Workload)
+	if !ok {
+		return nil, nil
+	}
+	for i := range w.Models {
+		dnn = append(dnn, w.Models[i].ProfileName())
+	}
+	return dnn, nil
+}
