@@ -1,5 +1,8 @@
 # plan — build, test and benchmark.
 #   make          fetch pinned assets (npm pack, sha256-checked) and build bin/plan
+#   make install  build, then install bin/plan as PREFIX/bin/plan (PREFIX=/usr/local; DESTDIR for
+#                 staging) and, where `make assets` fetched ONNX Runtime, its library as
+#                 PREFIX/lib/plan/libonnxruntime.so, where the installed binary looks for it
 #   make demo     the above, then solve, simulate (plots) and check the embedded demo (out/demo/)
 #   make native   translate the pinned highs.wasm to C (wasm2c, Debian package wabt) and compile
 #                 it once into third_party/highs/native/libhighs_w2c.a for the native solver
@@ -18,6 +21,15 @@ BENCHTIME ?= 1x
 # comparison sits 2–3 points apart, so short runs scatter around the 3-point bound.
 AGREEMENT_DURATION ?= 10s
 PKGS      := ./...
+PREFIX    ?= /usr/local
+ORT_LIB   := third_party/onnxruntime/libonnxruntime.so
+# `plan version` of a built binary: the version and commit stamped here (-ldflags -X), since
+# `go build -buildvcs=false` or a build outside a checkout records neither (issue 37 item 9).
+# Outside a git checkout both are empty and plan reports the module's build info ("(devel)").
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_PKG := github.com/plan-dev/plan/cmd/plan/internal/cli
+LDFLAGS   := -X $(VERSION_PKG).stampVersion=$(VERSION) -X $(VERSION_PKG).stampCommit=$(COMMIT)
 WASM      := third_party/highs/highs.wasm
 EMBED     := solver/internal/highs/embed/highs.wasm
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -57,7 +69,7 @@ comma := ,
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all assets native build demo test lint unit agreement fuzz golden bench clean generate protoc-plugins
+.PHONY: all assets native build install demo test lint unit agreement fuzz golden bench clean generate protoc-plugins
 
 all: build
 
@@ -84,8 +96,21 @@ $(NATIVE_LIB): $(NATIVE_OBJS)
 build: assets $(NATIVE_DEP)
 	mkdir -p $(dir $(EMBED)) bin
 	cp $(WASM) $(EMBED)
-	$(GO) build -tags highs_embed$(if $(TAGS),$(comma)$(TAGS)) -o bin/plan ./cmd/plan
+	$(GO) build -tags highs_embed$(if $(TAGS),$(comma)$(TAGS)) -ldflags '$(LDFLAGS)' -o bin/plan ./cmd/plan
 	@echo "built bin/plan"
+
+# The binary finds the library in ../lib/plan beside its own directory (profiler/measure's
+# search), so PREFIX/bin/plan runs the onnx backend without PLAN_ORT_LIB (issue 37 item 8).
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/plan $(DESTDIR)$(PREFIX)/bin/plan
+	@if [ -f $(ORT_LIB) ]; then \
+	  install -d $(DESTDIR)$(PREFIX)/lib/plan && \
+	  install -m 0644 $(ORT_LIB) $(DESTDIR)$(PREFIX)/lib/plan/libonnxruntime.so && \
+	  echo "installed $(DESTDIR)$(PREFIX)/bin/plan and $(DESTDIR)$(PREFIX)/lib/plan/libonnxruntime.so"; \
+	else \
+	  echo "installed $(DESTDIR)$(PREFIX)/bin/plan (no $(ORT_LIB): the onnx profiler backend needs PLAN_ORT_LIB)"; \
+	fi
 
 # The README's first command. internal/readme runs scripts/demo.sh for it (after its own build).
 demo: build

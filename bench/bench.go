@@ -28,6 +28,16 @@ type Env struct {
 	Infof     func(format string, a ...any)
 	Table     func(header []string, rows [][]string)
 	WriteJSON func(v any) error
+	// Progress, when set, replaces a transient status line on a terminal (internal/progress
+	// decides; it is nil or silent when the output is piped). Use Progressf.
+	Progress func(format string, a ...any)
+}
+
+// Progressf reports progress of a long bench (issue 37 item 2); a no-op without a terminal.
+func (e Env) Progressf(format string, a ...any) {
+	if e.Progress != nil {
+		e.Progress(format, a...)
+	}
 }
 
 // Bench is one `plan bench NAME` subcommand. One value serves one run: Flags binds the

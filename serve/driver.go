@@ -43,6 +43,8 @@ type call struct {
 	// cancelled is set by the driver when the call's client left before its answer: the
 	// answer is then counted as cancelled, whatever the engine made of the request.
 	cancelled bool
+	// cancelDone is closed once the driver has handled the call's cancellation (cancel).
+	cancelDone chan struct{}
 	// own is the request's payload as it arrived (payload points to it until a worker
 	// replaces it) and stages the backing of its timing's first stage: both are allocated
 	// with the call.
@@ -516,6 +518,7 @@ func (d *driver) onIntake() {
 			d.afterEvent()
 		}
 		d.onCancel(c)
+		close(c.cancelDone)
 		cancels[i] = nil
 	}
 	d.cancelSp = cancels[:0]

@@ -6,13 +6,16 @@ import (
 
 // cancel asks the driver to withdraw c, whose client left before its answer (issue 29 item
 // 2): a request nobody waits for must not keep costing GPU time. The engine is only ever
-// called on the driver's goroutine, so the handler queues the call like an arrival.
+// called on the driver's goroutine, so the handler queues the call like an arrival, and
+// waits until the driver has withdrawn it: when the handler returns, the engine knows.
 func (d *driver) cancel(c *call) {
 	d.inMu.Lock()
 	if d.inClosed {
 		d.inMu.Unlock()
 		return // the driver answered everything on its way out
 	}
+	done := make(chan struct{})
+	c.cancelDone = done
 	d.cancelQ = append(d.cancelQ, c)
 	first := len(d.cancelQ) == 1 && len(d.inQ) == 0
 	d.inMu.Unlock()
@@ -21,6 +24,10 @@ func (d *driver) cancel(c *call) {
 		case d.wake <- struct{}{}:
 		default:
 		}
+	}
+	select {
+	case <-done:
+	case <-d.stopped:
 	}
 }
 

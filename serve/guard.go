@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -28,6 +29,34 @@ import (
 type BodyLimiter interface {
 	BodyLimits() map[string]int64
 }
+
+// ReadyChecker is implemented by a Frontend whose routes depend on something that can fail
+// apart from the workers (the OpenAI API's durable batch queue): GET /v2/health/ready answers
+// 503 with the reason while Ready returns an error (issue 36 item 1: a dead queue must not
+// leave the server reporting ready).
+type ReadyChecker interface {
+	Ready(ctx context.Context) error
+}
+
+// frontendsReady asks every ReadyChecker front end, each within readyCheckTimeout.
+func (s *Server) frontendsReady(ctx context.Context) error {
+	for _, f := range s.opts.Frontends {
+		rc, ok := f.(ReadyChecker)
+		if !ok {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, readyCheckTimeout)
+		err := rc.Ready(cctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readyCheckTimeout bounds one front end's readiness check: a probe must answer quickly.
+const readyCheckTimeout = time.Second
 
 // AdminRouter is implemented by a Frontend with state-changing routes of its own (a queue's
 // purge, an engine's reconfiguration): AdminRoutes lists their patterns as registered on

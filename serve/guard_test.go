@@ -219,3 +219,68 @@ func TestConnectionCaps(t *testing.T) {
 		})
 	}
 }
+
+// TestReserveFreedFromSlowBodies: slow clients whose connections land in the reserve, with a
+// body small enough that net/http would drain it at their pace, are refused and their
+// connections closed at once, so the reserve answers health checks (issue 36 item 3; before,
+// the refused connections were held until the clients sent their bodies).
+func TestReserveFreedFromSlowBodies(t *testing.T) {
+	const total, slow = 12, 16 // 8 normal slots, a reserve of 4, 4 over the cap
+	s, err := New(withSystems(Options{Plan: loadPlan(t, "demo-plan.json"), MaxConns: total, MaxConnsPerIP: 64, BodyTimeout: time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	addr := ln.Addr().String()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for i := 0; i < slow; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		fmt.Fprintf(c, "POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+		if i == total-5 {
+			// The first 8 hold the normal slots (their bodies are being read).
+			waitFor(t, "the normal slots", func() bool {
+				lc := s.lastLimiter.Load()
+				if lc == nil {
+					return false
+				}
+				lc.mu.Lock()
+				defer lc.mu.Unlock()
+				return lc.open >= total-4
+			})
+		}
+	}
+	// Every connection past the normal slots ends by itself: refused in the reserve (503,
+	// closed) or over the cap (closed).
+	for i, c := range held[total-4:] {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatalf("slow connection %d past the normal slots is still open: %v", total-4+i, err)
+		}
+	}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	resp, err := cl.Get("http://" + addr + "/v2/health/ready")
+	if err != nil {
+		t.Fatalf("health: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("health: %d", resp.StatusCode)
+	}
+}

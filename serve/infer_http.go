@@ -175,9 +175,18 @@ func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, 
 	writeDropAfter(w, &DropResponse{Error: msg, Model: model, ID: id, Reason: reason, Stage: "intake", Timing: t}, retry)
 }
 
+// abandonBody ends the reading of a request body the server refuses unread. Without it,
+// net/http drains up to 256 KiB of an unread body before it closes the connection, at the
+// client's pace: a slow client refused this way would keep its connection (and its slot
+// under --max-conns) as long as it likes (issue 36 item 3).
+func abandonBody(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
 func (s *Server) tooLarge(w http.ResponseWriter, limit int64) {
 	s.m.reject(http.StatusRequestEntityTooLarge, "body-too-large")
 	w.Header().Set("Connection", "close")
+	abandonBody(w)
 	what := fmt.Sprintf("this endpoint's limit of %d bytes", limit)
 	if limit == s.opts.MaxBody {
 		what = fmt.Sprintf("--max-body %d bytes", limit)

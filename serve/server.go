@@ -383,6 +383,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// A connection in the reserve kept for health checks: refuse, and free it.
 			s.m.reject(http.StatusServiceUnavailable, "connections")
 			w.Header().Set("Connection", "close")
+			abandonBody(w)
 			writeDrop(w, &DropResponse{Error: "the server holds its most connections (--max-conns): only health checks are answered", Reason: "overload", Stage: "connection"})
 			sc.first.Store(0)
 			return
@@ -486,9 +487,13 @@ func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {
 	s.handleReady(w, r)
 }
 
-func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if s.closing.Load() || !s.m.isReady() || s.noWorker.Load() {
 		writeJSON(w, 503, map[string]bool{"ready": false})
+		return
+	}
+	if err := s.frontendsReady(r.Context()); err != nil {
+		writeJSON(w, 503, map[string]any{"ready": false, "error": err.Error()})
 		return
 	}
 	writeJSON(w, 200, map[string]bool{"ready": true})

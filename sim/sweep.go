@@ -34,6 +34,9 @@ type SweepConfig struct {
 	PlanName, Strategy string
 	// Failures are injected at every load point (Options.Failures).
 	Failures []Failure
+	// CancelFraction is the seeded share of requests their clients withdraw at every load
+	// point (Options.CancelFraction).
+	CancelFraction float64
 }
 
 // RunPoint simulates one load factor.

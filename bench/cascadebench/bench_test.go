@@ -58,8 +58,8 @@ func FuzzParseQPS(f *testing.F) {
 	})
 }
 
-// TestQuickBench runs a reduced bench end to end when the shared trace is present
-// (PLAN_CASCADE_BENCH=1; it takes tens of seconds).
+// TestQuickBench runs a reduced bench end to end (PLAN_CASCADE_BENCH=1; it takes tens of
+// seconds) on PLAN_CASCADE_TRACE, or the synthetic shape when unset.
 func TestQuickBench(t *testing.T) {
 	if os.Getenv("PLAN_CASCADE_BENCH") == "" {
 		t.Skip("set PLAN_CASCADE_BENCH=1")
@@ -72,7 +72,7 @@ func TestQuickBench(t *testing.T) {
 				fmt.Fprintln(&out, strings.Join(r, "\t"))
 			}
 		}}
-	c := &Command{quick: true, trace: DefaultTrace}
+	c := &Command{quick: true, trace: os.Getenv("PLAN_CASCADE_TRACE")}
 	if s := os.Getenv("PLAN_CASCADE_SETUPS"); s != "" {
 		c.setups = strings.Split(s, ",")
 	}

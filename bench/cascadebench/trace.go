@@ -1,7 +1,8 @@
 // Package cascadebench is `plan bench cascade`: CascadeServe's evaluation (§6) on
 // stand-ins — the BERT and Llama set-ups with seeded latent-difficulty validation and test
-// sets, arrival rates shaped by the real Twitter-derived trace (../shared/data, read at run
-// time, scaled to the paper's peaks), GPUs needed per target for CascadeServe and the
+// sets, arrival rates shaped by a per-second trace scaled to the paper's peaks (the paper's
+// Twitter-derived series with --trace FILE, else a documented synthetic shape of plan's own:
+// the series has no license, so it is not shipped), GPUs needed per target for CascadeServe and the
 // baselines (Cocktail+ both as the paper's oracle autoscaler and replayed with its runtime
 // policy and model-load delays), accuracy vs p95 per GPU count, the degradation runs of
 // Figs. 8/9 (more load than planned, slower GPUs, a lost GPU) with their plots, and planner
@@ -12,33 +13,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
-
-// DefaultTrace is where the Twitter-derived per-second QPS trace lives, relative to the
-// repository root (or any directory below it).
-const DefaultTrace = "../shared/data/twitter-qps-1200s.txt"
-
-// findTrace resolves path, trying the working directory's ancestors for the default.
-func findTrace(path string) (string, error) {
-	if path != DefaultTrace {
-		return path, nil
-	}
-	dir, _ := os.Getwd()
-	for i := 0; i < 6 && dir != ""; i++ {
-		p := filepath.Join(dir, DefaultTrace)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		dir = filepath.Dir(dir)
-	}
-	return "", fmt.Errorf("--trace: %s not found from the working directory or its parents: give its path", DefaultTrace)
-}
 
 // ReadQPS reads one per-second rate per line (blank lines and # comments skipped).
 func ReadQPS(path string) ([]float64, error) {

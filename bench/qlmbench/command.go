@@ -1,5 +1,6 @@
 // Package qlmbench is `plan bench qlm`: QLM's evaluation (QLM §8) replayed in the simulator
-// on the Azure LLM inference traces (../shared/data/azure-llm-2023-*.csv, read at run time):
+// on the Azure LLM inference trace (the conversation trace, embedded with its CC-BY 4.0
+// attribution in data/NOTICE, or --trace FILE):
 // arrival times and prompt/output token counts come from the trace, compressed in time to
 // scale the rate; every request is latency-sensitive (20 s end-to-end SLO) with the given
 // share, the rest batch (10 min). It reports SLO attainment per class and throughput for QLM,
@@ -27,12 +28,10 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// DefaultTrace is the Azure conversation trace.
-const DefaultTrace = "../shared/data/azure-llm-2023-conv.csv"
-
 // Command is `plan bench qlm`.
 type Command struct {
 	quick    bool
+	report   string
 	trace    string
 	profile  string
 	speedup  float64
@@ -53,26 +52,29 @@ func (o *Command) Short() string {
 
 // Long implements bench.Bench.
 func (o *Command) Long() string {
-	return `Replays the Azure LLM inference trace (` + DefaultTrace + `, read at run time) against two
+	return `Replays the Azure LLM inference trace 2023 (conversation service; embedded in plan under
+CC-BY 4.0, cite Patel et al., "Splitwise", ISCA 2024; --trace FILE for another) against two
 A100 instances serving Mistral-7B (W_B, single model, QLM §8.2) from the bundled profile
-(testdata/qlm/profile.json). Arrival times are the trace's, compressed by --speedup to raise
+(a copy of testdata/qlm/profile.json; --profile FILE for another). The output names the
+data used. Arrival times are the trace's, compressed by --speedup to raise
 the rate; prompt and output lengths are the trace's. A --share of requests (every k-th) is
 latency-sensitive (20 s end-to-end SLO), the rest batch (10 min). Prints, per policy, SLO
 attainment of each class, throughput and the wall time of the replay. Paper (Fig. 9-10):
 QLM +40-90% SLO attainment over vLLM, ahead of EDF; throughput +20% over vLLM and EDF.
---quick: the first 3 minutes of virtual time.`
+--quick: the first 3 minutes of virtual time. --report DIR writes bench.json.`
 }
 
 // Example implements bench.Bench.
 func (o *Command) Example() string {
-	return "  plan bench qlm --quick\n  plan bench qlm --minutes 60 --speedup 4"
+	return "  plan bench qlm --quick\n  plan bench qlm --minutes 60 --speedup 4\n  plan bench qlm --quick --report out/qlm --trace azure-llm-2023-code.csv"
 }
 
 // Flags implements bench.Bench.
 func (o *Command) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.quick, "quick", false, "first 3 minutes of virtual time (under 2 minutes)")
-	f.StringVar(&o.trace, "trace", DefaultTrace, "Azure LLM trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens)")
-	f.StringVar(&o.profile, "profile", "testdata/qlm/profile.json", "LLM profile (mistral-7b on A100)")
+	f.StringVar(&o.report, "report", "", "directory for bench.json")
+	f.StringVar(&o.trace, "trace", "", "Azure LLM trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens; default: the embedded conversation trace)")
+	f.StringVar(&o.profile, "profile", "", "LLM profile with mistral-7b on A100 (default: the embedded copy of testdata/qlm/profile.json)")
 	f.Float64Var(&o.speedup, "speedup", 4, "time compression of the trace (rate multiplier)")
 	f.Float64Var(&o.share, "share", 0.2, "share of latency-sensitive requests")
 	f.Float64Var(&o.minutes, "minutes", 10, "minutes of virtual time replayed")
@@ -196,42 +198,65 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	if len(wls) == 0 {
 		return bench.Usagef("--workload %q: want single, multi or all", o.workload)
 	}
-	rows, err := Load(o.trace)
-	if err != nil {
+	if err := bench.PrepareReport(o.report); err != nil {
 		return err
 	}
-	pr, err := formats.ReadInto[*formats.Profile](o.profile)
+	rows, err := LoadTrace(o.trace)
 	if err != nil {
-		return err
+		return bench.Usagef("--trace: %v", err)
 	}
+	pr, err := LoadProfile(o.profile)
+	if err != nil {
+		return bench.Usagef("--profile: %v", err)
+	}
+	traceName, profileName := dataLine(o.trace, o.profile)
 	window := dataplane.Time(o.minutes*60) * dataplane.Second
-	var res []Result
-	for _, w := range wls {
-		r, err := ReplayWorkload(rows, w, pr.LLMs, o.speedup, o.share, window, o.policies, 1)
-		if err != nil {
-			return err
-		}
-		res = append(res, r...)
-	}
 	// SLO relaxation (paper App. A.1, Fig. 20): the multi-model set-up with every SLO scaled.
-	pols := o.policies
-	if len(pols) == 0 {
-		pols = []string{dq.PolicyQLM, dq.PolicyFCFS, dq.PolicyEDF, dq.PolicyShepherd}
+	relaxPols := o.policies
+	if len(relaxPols) == 0 {
+		relaxPols = []string{dq.PolicyQLM, dq.PolicyFCFS, dq.PolicyEDF, dq.PolicyShepherd}
 	}
 	relax := o.relax
 	if o.workload == Workloads[0].Name {
 		relax = nil // a multi-model experiment: not part of a single-model run
 	}
+	type step struct {
+		w      Workload
+		policy string
+		scale  float64
+	}
+	var steps []step
+	for _, w := range wls {
+		for _, p := range policyNames(o.policies) {
+			steps = append(steps, step{w, p, 1})
+		}
+	}
 	for _, sc := range relax {
-		r, err := ReplayWorkload(rows, Workloads[1], pr.LLMs, o.speedup, o.share, window, pols, sc)
+		for _, p := range relaxPols {
+			steps = append(steps, step{Workloads[1], p, sc})
+		}
+	}
+	var res []Result
+	for i, st := range steps {
+		env.Progressf("qlm bench: %d/%d: workload %s, SLO %gx, policy %s", i+1, len(steps), st.w.Name, st.scale, st.policy)
+		r, err := ReplayWorkload(rows, st.w, pr.LLMs, o.speedup, o.share, window, []string{st.policy}, st.scale)
 		if err != nil {
 			return err
 		}
 		res = append(res, r...)
 	}
+	if o.report != "" {
+		rep := Report{Trace: traceName, Profile: profileName, Results: res}
+		if err := bench.WriteReport(o.report, rep); err != nil {
+			return err
+		}
+	}
 	if env.JSON {
+		// stdout stays the results array it always was; the data goes to the log.
+		env.Infof("qlm bench: trace: %s; profile: %s", traceName, profileName)
 		return env.WriteJSON(res)
 	}
+	fmt.Fprintf(env.Out, "trace: %s\nprofile: %s\n", traceName, profileName)
 	var tab [][]string
 	for _, r := range res {
 		tab = append(tab, []string{r.Workload, fmt.Sprintf("%gx", r.SLOScale), r.Policy, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f%%", 100*r.Overall),
@@ -241,6 +266,25 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	env.Table([]string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS", "WALL_S", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
 	env.Infof("paper: QLM +40-90%% SLO attainment over vLLM and +50-90%% over SHEPHERD (W_A, W_B), above EDF; throughput +20%% over vLLM/EDF, +50%% over SHEPHERD; relaxation (W_A): EDF meets all SLOs at 3x, SHEPHERD at 5x, vLLM at 11x\n")
 	return nil
+}
+
+// Report is bench.json of --report DIR: the data the run used and every result.
+type Report struct {
+	Trace   string   `json:"trace"`
+	Profile string   `json:"profile"`
+	Results []Result `json:"results"`
+}
+
+// policyNames is names, or every QLM-kind policy when names is empty.
+func policyNames(names []string) []string {
+	if len(names) > 0 {
+		return names
+	}
+	var all []string
+	for _, p := range dq.Policies() {
+		all = append(all, p.Name)
+	}
+	return all
 }
 
 // CheckPolicies rejects a --policies list naming a policy the QLM data plane does not have

@@ -19,8 +19,13 @@ var ErrNoLibrary = errors.New("ONNX Runtime library not available")
 // ErrDevice is wrapped by errors about a device or execution provider that is not available.
 var ErrDevice = errors.New("device not available")
 
+// installRel is where `make install` puts the library, relative to the directory of the
+// installed binary (PREFIX/bin/plan → PREFIX/lib/plan/libonnxruntime.so; issue 37 item 8).
+var installRel = filepath.Join("..", "lib", "plan", "libonnxruntime.so")
+
 // findLibrary locates libonnxruntime: $PLAN_ORT_LIB, else next to the executable (and
-// exe/../third_party/onnxruntime, the layout of `make build`), else third_party/onnxruntime
+// exe/../third_party/onnxruntime, the layout of `make build`, and exe/../lib/plan, the
+// layout of `make install`), else third_party/onnxruntime
 // in the working directory or any parent (a checkout; `go test` runs in a package dir).
 func findLibrary(env, exe, cwd string) (string, error) {
 	if env != "" {
@@ -41,6 +46,7 @@ func findLibrary(env, exe, cwd string) (string, error) {
 			filepath.Join(dir, "libonnxruntime.so"),
 			filepath.Join(dir, libRel),
 			filepath.Join(dir, "..", libRel),
+			filepath.Join(dir, installRel),
 		} {
 			if try(p) {
 				return p, nil
@@ -57,13 +63,16 @@ func findLibrary(env, exe, cwd string) (string, error) {
 		}
 		dir = parent
 	}
-	return "", fmt.Errorf("%w: libonnxruntime.so not found (looked next to the executable and for %s in the working directory and its parents): run `make assets` in the plan checkout (it fetches ONNX Runtime %s for Linux x64), or set %s to the path of a libonnxruntime.so %s.x",
+	return "", fmt.Errorf("%w: libonnxruntime.so not found (looked next to the executable, in its ../lib/plan, and for %s in the working directory and its parents): run `make assets` in the plan checkout (it fetches ONNX Runtime %s for Linux x64), or set %s to the path of a libonnxruntime.so %s.x",
 		ErrNoLibrary, libRel, ORTVersion, LibEnv, ORTMinor)
 }
 
 // libraryPath applies findLibrary to this process.
 func libraryPath() (string, error) {
 	exe, _ := os.Executable()
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real // a symlink to an installed binary finds the library beside the binary
+	}
 	cwd, _ := os.Getwd()
 	return findLibrary(os.Getenv(LibEnv), exe, cwd)
 }

@@ -356,6 +356,15 @@ func TestFindLibrary(t *testing.T) {
 	}
 	bin := filepath.Join(root, "bin", "plan")
 	empty := t.TempDir()
+	// The layout of `make install PREFIX=prefix` (issue 37 item 8).
+	prefix := t.TempDir()
+	instLib := filepath.Join(prefix, "lib", "plan", "libonnxruntime.so")
+	if err := os.MkdirAll(filepath.Dir(instLib), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(instLib, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, env, exe, cwd string
 		want, err           string
@@ -364,6 +373,7 @@ func TestFindLibrary(t *testing.T) {
 		{"env missing", filepath.Join(empty, "nope.so"), "", deep, "", "PLAN_ORT_LIB"},
 		{"walk up from cwd", "", "", deep, lib, ""},
 		{"next to bin/..", "", bin, empty, filepath.Join(root, "bin", "..", "third_party", "onnxruntime", "libonnxruntime.so"), ""},
+		{"installed: PREFIX/lib/plan", "", filepath.Join(prefix, "bin", "plan"), empty, filepath.Join(prefix, "bin", "..", "lib", "plan", "libonnxruntime.so"), ""},
 		{"nowhere", "", filepath.Join(empty, "plan"), empty, "", "make assets"},
 	}
 	for _, c := range cases {

@@ -3,6 +3,7 @@ package kservegrpc
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -22,16 +24,11 @@ import (
 // gatedExecutor holds every hop until its gate opens.
 type gatedExecutor struct {
 	*serve.Emulated
-	gate    chan struct{}
-	once    sync.Once
-	started chan struct{} // closed when the first hop reaches the gate
-	first   sync.Once
+	gate chan struct{}
+	once sync.Once
 }
 
 func (e *gatedExecutor) Run(job *serve.Job, done func(*serve.Job)) {
-	if e.started != nil {
-		e.first.Do(func() { close(e.started) })
-	}
 	go func() {
 		<-e.gate
 		e.Emulated.Run(job, done)
@@ -40,46 +37,82 @@ func (e *gatedExecutor) Run(job *serve.Job, done func(*serve.Job)) {
 
 func (e *gatedExecutor) open() { e.once.Do(func() { close(e.gate) }) }
 
-// TestDeadlineCancels: a gRPC call whose deadline passes before its answer has its request
-// cancelled in the server (issue 29 item 2): counted as cancelled, never completed, and no
-// longer in flight once its batch ends.
+// TestDeadlineCancels: a gRPC call whose context ends (its deadline passes, its client
+// cancels) before its answer has its request cancelled in the server (issue 29 item 2):
+// counted as cancelled, never completed, and no longer in flight once its batch ends.
 func TestDeadlineCancels(t *testing.T) {
 	var ex *gatedExecutor
-	s, c, _ := start(t, serve.Options{Plan: loadPlan(t, "wide.json"),
+	s, err := serve.New(serve.Options{Plan: loadPlan(t, "wide.json"), Deploy: testDeploy, Policies: testPolicies,
 		NewExecutor: func(clk serve.Clock, _ *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
-			ex = &gatedExecutor{Emulated: serve.NewEmulated(clk, 0, 1), gate: make(chan struct{}), started: make(chan struct{})}
+			ex = &gatedExecutor{Emulated: serve.NewEmulated(clk, 0, 1), gate: make(chan struct{})}
 			return ex, nil
 		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
 	defer ex.open()
-	// A deadline generous enough that the call reaches a worker first on a loaded machine;
-	// the gate then holds it past its deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req := &pb.ModelInferRequest{ModelName: "w", Inputs: []*pb.ModelInferRequest_InferInputTensor{
-		{Name: "input", Datatype: "FP32", Shape: []int64{1, 4}, Contents: &pb.InferTensorContents{Fp32Contents: []float32{1, 2, 3, 4}}}}}
-	if _, err := c.ModelInfer(ctx, req); status.Code(err) != codes.DeadlineExceeded {
-		t.Fatalf("%v: want DEADLINE_EXCEEDED", err)
+	// The server's handler returns only once the driver has withdrawn the request.
+	handled := make(chan struct{}, 1)
+	g := New(s, grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		resp, err := h(ctx, req)
+		handled <- struct{}{}
+		return resp, err
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case <-ex.started:
-	default:
-		t.Fatal("the call's deadline passed before it reached a worker: nothing to cancel in flight")
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(sctx, g, ln) }()
+	defer func() { stop(); <-served }()
+	conn, err := Dial(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
 	}
-	ex.open()
+	defer conn.Close()
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	var text string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		resp, err := http.Get(ts.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
+	wait := func(series ...string) bool {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			resp, err := http.Get(ts.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			text = string(b)
+			all := true
+			for _, s := range series {
+				all = all && strings.Contains(text, s)
+			}
+			if all {
+				return true
+			}
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		text = string(b)
-		if strings.Contains(text, `plan_responses_total{model="w",outcome="cancelled"} 1`) && strings.Contains(text, `plan_requests_in_flight{model="w"} 0`) {
-			return
-		}
+		return false
 	}
-	t.Errorf("the call past its deadline is not counted as cancelled:\n%s", text)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := &pb.ModelInferRequest{ModelName: "w", Inputs: []*pb.ModelInferRequest_InferInputTensor{
+		{Name: "input", Datatype: "FP32", Shape: []int64{1, 4}, Contents: &pb.InferTensorContents{Fp32Contents: []float32{1, 2, 3, 4}}}}}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := pb.NewGRPCInferenceServiceClient(conn).ModelInfer(ctx, req)
+		errc <- err
+	}()
+	if !wait(`plan_requests_in_flight{model="w"} 1`) {
+		t.Fatalf("the call never reached the driver:\n%s", text)
+	}
+	cancel() // as its deadline passing would
+	if err := <-errc; status.Code(err) != codes.Canceled {
+		t.Fatalf("%v: want CANCELED", err)
+	}
+	<-handled
+	ex.open()
+	if !wait(`plan_responses_total{model="w",outcome="cancelled"} 1`, `plan_requests_in_flight{model="w"} 0`) {
+		t.Errorf("the call whose context ended is not counted as cancelled:\n%s", text)
+	}
 }

@@ -85,6 +85,16 @@ func (f *Frontend) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.QueueLease, "queue-lease", f.QueueLease, "lease of a queued request on its worker, extended while it runs: a crashed server's requests are served again after it")
 }
 
+// BodyLimits implements serve.BodyLimiter: the server refuses a body over MaxBody with 413
+// before the handler runs, on every route that takes one (issue 36 item 4).
+func (f *Frontend) BodyLimits() map[string]int64 {
+	n := f.MaxBody
+	if n <= 0 {
+		n = 4 << 20
+	}
+	return map[string]int64{"POST /v1/completions": n, "POST /v1/chat/completions": n, "POST /v1/queue": n}
+}
+
 // Routes implements serve.Frontend.
 func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	f.s = s

@@ -285,3 +285,59 @@ func TestDrainClosesConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestReadinessReflectsDeadQueue (issue 36 item 1): GET /v2/health/ready answers 503, naming
+// the batch queue, while the queue's NATS server is gone, instead of 200.
+func TestReadinessReflectsDeadQueue(t *testing.T) {
+	fe := New(dq.Kind)
+	fe.QueueDir, fe.QueueWorkers = t.TempDir(), 1
+	_, url := qlmServer(t, fe)
+	ready := func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(url + "/v2/health/ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	st := enqueue(t, url, `{"model":"mistral-batch","prompt":"before","max_tokens":2}`)
+	checkResult(t, waitDone(t, url, st.ID), false, 2)
+	if code, b := ready(); code != 200 {
+		t.Fatalf("ready with a live queue: %d %s", code, b)
+	}
+	fe.qmu.Lock()
+	q, _ := fe.q.(*JetStreamQueue)
+	fe.qmu.Unlock()
+	if q == nil {
+		t.Fatal("the front end's queue is not a JetStream queue")
+	}
+	q.ns.Shutdown()
+	q.ns.WaitForShutdown()
+	q.mu.Lock()
+	q.h.nc.Close()
+	q.mu.Unlock()
+	code, b := ready()
+	if code != 503 || !strings.Contains(b, "batch queue") {
+		t.Errorf("ready with the queue's server gone: %d %s, want 503 naming the batch queue", code, b)
+	}
+}
+
+// TestEarly413 (issue 36 item 4): a body declared over the front end's 4 MiB limit is refused
+// with 413 on every OpenAI route that takes one, before its handler reads it (400 before).
+func TestEarly413(t *testing.T) {
+	_, url := qlmServer(t, memFrontend())
+	body := `{"model":"mistral-chat","prompt":"` + strings.Repeat("a", 5<<20) + `"}`
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/v1/queue"} {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("POST %s with a 5 MiB body: %d, want 413", path, resp.StatusCode)
+		}
+	}
+}

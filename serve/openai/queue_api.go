@@ -135,8 +135,7 @@ type healthChecker interface {
 
 // Ready reports whether the front end can serve: nil, or why its batch queue cannot (it
 // could not be opened, or its connection is down and cannot be re-dialled). `plan serve`'s
-// readiness (GET /v2/health/ready) has no hook for a front end's health yet: this is what
-// it should ask (issue 36 item 1).
+// readiness (GET /v2/health/ready) asks it (serve.ReadyChecker; issue 36 item 1).
 func (f *Frontend) Ready(ctx context.Context) error {
 	f.qmu.Lock()
 	q, qerr := f.q, f.qerr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -34,12 +35,21 @@ func (e *gatedExecutor) open() { e.once.Do(func() { close(e.gate) }) }
 // server (issue 29 item 2): counted as cancelled, never completed.
 func TestClientGoneCancelsRun(t *testing.T) {
 	var ex *gatedExecutor
-	_, ts := newServer(t, readPlan(t, planFile), serve.Options{
+	s, _ := newServer(t, readPlan(t, planFile), serve.Options{
 		NewExecutor: func(clk serve.Clock, _ *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
 			ex = &gatedExecutor{Emulated: serve.NewEmulated(clk, 0, 1), gate: make(chan struct{})}
 			return ex, nil
 		}})
 	defer ex.open()
+	// The run's handler returns only once the driver has withdrawn its request.
+	handled := make(chan struct{}, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/run") {
+			handled <- struct{}{}
+		}
+	}))
+	defer ts.Close()
 	metric := func(series string) bool {
 		resp, err := http.Get(ts.URL + "/metrics")
 		if err != nil {
@@ -73,6 +83,7 @@ func TestClientGoneCancelsRun(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("the cancelled client got an answer")
 	}
+	<-handled
 	ex.open()
 	wait("the run cancelled", `plan_responses_total{model="image",outcome="cancelled"} 1`)
 	wait("nothing in flight", `plan_requests_in_flight{model="image"} 0`)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/solverbench"
+	progressline "github.com/plan-dev/plan/internal/progress"
 )
 
 func init() { register(newBenchCmd) }
@@ -54,8 +55,14 @@ func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 		Example: b.Example(),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := bench.Env{Out: app.Out, Err: app.Err, JSON: app.JSONOutput(), Infof: app.Infof, Table: app.Table, WriteJSON: app.WriteJSON}
+			// Progress goes to stderr on a terminal only (internal/progress decides, issue 37 item 2).
+			pr := progressline.New(app.Err)
+			if app.Quiet {
+				pr = nil
+			}
+			env := bench.Env{Out: app.Out, Err: app.Err, JSON: app.JSONOutput(), Infof: app.Infof, Table: app.Table, WriteJSON: app.WriteJSON, Progress: pr.Printf}
 			err := b.Run(cmd.Context(), env)
+			pr.Done()
 			if errors.Is(err, bench.ErrUsage) {
 				return usageError(err)
 			}

@@ -695,11 +695,7 @@ type progress struct {
 
 func newProgress(app *App, label string) *progress {
 	p := &progress{app: app, label: label, last: -1}
-	if f, ok := app.Err.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
-	}
+	p.tty = isTerminal(app.Err)
 	return p
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/sim"
 )
@@ -29,6 +31,7 @@ type simulateOptions struct {
 	policy    string
 	params    []string
 	jitter    float64
+	cancel    float64
 	reference string
 	parallel  int
 	fail      []string
@@ -70,6 +73,7 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
 	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames(app.Systems))
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable), e.g. interval=true, admission=false")
+	f.Float64Var(&o.cancel, "cancel", 0, "share of requests whose clients withdraw them at a seeded random time between arrival and deadline (0.1 = 10%): withdrawn from queues at once, their running batches' results discarded, reported as cancelled")
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
@@ -163,6 +167,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if o.duration <= 0 {
 		return usageErrorf("--duration: %s: must be > 0", o.duration)
 	}
+	if !(o.cancel >= 0 && o.cancel <= 1) { // also rejects NaN
+		return usageErrorf("--cancel: %g: must be in [0, 1]", o.cancel)
+	}
 	if !(o.jitter >= 0 && o.jitter < 1) { // also rejects NaN
 		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
 	}
@@ -214,6 +221,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
 		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
 		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy, Failures: failures,
+		CancelFraction: o.cancel,
 	}
 	if !app.Quiet {
 		start := time.Now()
@@ -274,14 +282,7 @@ func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference strin
 
 // isTerminal reports whether w is a character device (a terminal), where a progress bar may
 // redraw itself with \r.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+func isTerminal(w any) bool { return progressline.IsTerminal(w) }
 
 func bar(done, total int) string {
 	const w = 20
@@ -303,7 +304,14 @@ func printSimTable(app *App, rep *sim.Report) {
 		cls = append(cls, c)
 	}
 	sort.Strings(cls)
+	cancelled := false
+	for _, p := range rep.Points {
+		cancelled = cancelled || p.Total.Cancelled > 0
+	}
 	header := []string{"load", "offered/s", "attainment", "goodput/s", "dropped", "late", "p50 ms", "p99 ms"}
+	if cancelled { // the column appears only when clients withdrew requests (--cancel)
+		header = slices.Insert(header, 5, "cancelled")
+	}
 	for _, c := range cls {
 		header = append(header, "util "+c)
 	}
@@ -313,6 +321,9 @@ func printSimTable(app *App, rep *sim.Report) {
 			fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", p.Total.OfferedRPS), pct(p.Total.Attainment),
 			fmt.Sprintf("%.1f", p.Total.GoodputRPS), fmt.Sprint(p.Total.Dropped), fmt.Sprint(p.Total.Late),
 			fmt.Sprintf("%.1f", float64(p.Total.Latency.P50Us)/1000), fmt.Sprintf("%.1f", float64(p.Total.Latency.P99Us)/1000),
+		}
+		if cancelled {
+			row = slices.Insert(row, 5, fmt.Sprint(p.Total.Cancelled))
 		}
 		for _, c := range cls {
 			u := "-"

@@ -142,3 +142,39 @@ func TestSimulateFailover(t *testing.T) {
 		t.Errorf("%d requests, %d dropped, attainment %.3f; want none dropped (QLM re-queues) and ≥ 0.8", tot.Requests, tot.Dropped, tot.Attainment)
 	}
 }
+
+// TestSimulateCancel: --cancel withdraws a seeded share of the requests; the table shows them
+// in their own column and the JSON report counts them apart from drops, byte-identically run
+// to run; a share outside [0, 1] is a usage error.
+func TestSimulateCancel(t *testing.T) {
+	plan := filepath.Join("..", "..", "..", "..", "testdata", "golden", "demo-ppipe-200ms.json")
+	code, out, errs := runCLI(t, "simulate", plan, "--load", "0.9", "--duration", "2s", "-q", "--cancel", "0.2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "cancelled") {
+		t.Errorf("the table has no cancelled column:\n%s", out)
+	}
+	args := []string{"simulate", plan, "--load", "0.9", "--duration", "2s", "-q", "-O", "json", "--cancel", "0.2"}
+	_, a, _ := runCLI(t, args...)
+	if _, b, _ := runCLI(t, args...); a != b {
+		t.Fatal("two runs with the same cancels differ")
+	}
+	var rep struct {
+		Points []struct {
+			Total struct{ Requests, Completed, Late, Dropped, Cancelled int64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(a), &rep); err != nil {
+		t.Fatal(err)
+	}
+	tot := rep.Points[0].Total
+	if tot.Cancelled == 0 || tot.Completed+tot.Late+tot.Dropped+tot.Cancelled != tot.Requests {
+		t.Errorf("%+v: want some cancelled, every request counted once", tot)
+	}
+	for _, bad := range []string{"-0.1", "1.5", "NaN"} {
+		if code, _, errs := runCLI(t, "simulate", plan, "--load", "0.9", "--duration", "1s", "--cancel", bad); code != 2 || !strings.Contains(errs, "--cancel") {
+			t.Errorf("--cancel %s: exit %d, %s; want 2 naming the flag", bad, code, errs)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,14 @@ type versionInfo struct {
 	APIVersion   string `json:"api_version"`
 }
 
-// buildVersion reads the module version and VCS stamp that `go build` embeds.
+// stampVersion and stampCommit are set by the Makefile's build (-ldflags -X, from git
+// describe and rev-parse): a build with -buildvcs=false, or from a source tree without .git,
+// records no VCS stamp, and `go build` gives the main module the version "(devel)"
+// (issue 37 item 9). Empty: fall back to the build info.
+var stampVersion, stampCommit string
+
+// buildVersion reads the version and commit the Makefile stamps, else the module version
+// and VCS stamp that `go build` embeds.
 func buildVersion() versionInfo {
 	v := versionInfo{
 		Module:     "github.com/plan-dev/plan",
@@ -50,6 +58,12 @@ func buildVersion() versionInfo {
 				v.Modified = s.Value == "true"
 			}
 		}
+	}
+	if stampVersion != "" {
+		v.Version = stampVersion
+	}
+	if stampCommit != "" && stampCommit != v.Revision {
+		v.Revision, v.Modified = stampCommit, strings.HasSuffix(stampVersion, "-dirty")
 	}
 	return v
 }

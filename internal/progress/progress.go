@@ -1,0 +1,66 @@
+// Package progress is the one place plan decides whether a long command shows progress
+// (issue 37 item 2): a status line, rewritten in place, on the error stream when that stream
+// is a terminal, and nothing at all when it is piped or redirected, so a script or a CI log
+// reading stdout or stderr sees only the command's output.
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// Reporter writes transient status lines. The zero value and a nil *Reporter are silent.
+type Reporter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	dirty bool
+}
+
+// IsTerminal reports whether w is a character device (a terminal), the test every command
+// uses: a pipe, a file or an in-memory buffer is not.
+func IsTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// New returns a reporter writing to w when w is a terminal and PLAN_NO_PROGRESS is unset,
+// and a silent one otherwise.
+func New(w io.Writer) *Reporter {
+	if os.Getenv("PLAN_NO_PROGRESS") != "" || !IsTerminal(w) {
+		return &Reporter{}
+	}
+	return &Reporter{w: w}
+}
+
+// Active reports whether the reporter writes anything.
+func (r *Reporter) Active() bool { return r != nil && r.w != nil }
+
+// Printf replaces the status line with the formatted message.
+func (r *Reporter) Printf(format string, a ...any) {
+	if !r.Active() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.w, "\r\033[K"+format, a...)
+	r.dirty = true
+}
+
+// Done clears the status line so the command's own output starts on a clean line.
+func (r *Reporter) Done() {
+	if !r.Active() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dirty {
+		fmt.Fprint(r.w, "\r\033[K")
+		r.dirty = false
+	}
+}
