@@ -55,6 +55,10 @@ var layers = []layer{
 	{"profiler", 2, "profiler"},
 	// The embedded demo inputs are data: anything above formats may embed them.
 	{"internal/demo", 1, "demo"},
+	// Each system's sections (validation and cross-file checks of its typed plan and workload
+	// sections): above formats' shared types, below everything that reads files, so the
+	// registry (and tests) hand them to formats as a SectionSet.
+	{"formats/sections", 0, "formats"},
 	{"formats", 0, "formats"},
 	// Dependency-free helpers and test-only packages.
 	{"internal/simbench", 0, "simbench"},
