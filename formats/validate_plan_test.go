@@ -155,14 +155,6 @@ func TestValidatePlan(t *testing.T) {
 		{"qlm queue unknown", s, pl(func(p *Plan) { p.QLM.Instances[1].Queue[0] = "chat-9" }), []string{`plan-sections.json: qlm.instances[1].queue[0]: "chat-9": unknown group: not in qlm.groups`}},
 		{"qlm queued twice", s, pl(func(p *Plan) { p.QLM.Instances[1].Queue = append(p.QLM.Instances[1].Queue, "chat-0") }), []string{`plan-sections.json: qlm.instances[1].queue[1]: "chat-0": group is already queued at qlm.instances[0].queue[0]`}},
 		{"qlm replan", s, pl(func(p *Plan) { p.QLM.ReplanMs = -1 }), []string{`plan-sections.json: qlm.replan_ms: -1: must be >= 0`}},
-		// dyorc
-		{"dyorc none", s, pl(func(p *Plan) { p.DyOrc.Deployments = nil }), []string{`plan-sections.json: dyorc.deployments: must list at least one deployment`}},
-		{"dyorc service", s, pl(func(p *Plan) { p.DyOrc.Deployments[1].Service = "" }), []string{`plan-sections.json: dyorc.deployments[1].service: "": must not be empty`}},
-		{"dyorc gpu", s, pl(func(p *Plan) { p.DyOrc.Deployments[1].GPU = "T4" }), []string{`plan-sections.json: dyorc.deployments[1].gpu: "T4": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
-		{"dyorc replicas", s, pl(func(p *Plan) { p.DyOrc.Deployments[1].Replicas = 0 }), []string{`plan-sections.json: dyorc.deployments[1].replicas: 0: must be >= 1`}},
-		{"dyorc max_batch", s, pl(func(p *Plan) { p.DyOrc.Deployments[1].MaxBatch = 0 }), []string{`plan-sections.json: dyorc.deployments[1].max_batch: 0: must be >= 1`}},
-		{"dyorc duplicate", s, pl(func(p *Plan) { p.DyOrc.Deployments[2].Service = "llm7b" }), []string{`plan-sections.json: dyorc.deployments[2]: (llm7b, L4): duplicate (service, gpu) deployment (first at dyorc.deployments[0])`}},
-		{"dyorc params", s, pl(func(p *Plan) { p.DyOrc.Params["beam"] = inf }), []string{`plan-sections.json: dyorc.params.beam: +Inf: must be a finite number`}},
 	})
 }
 

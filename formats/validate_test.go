@@ -17,16 +17,14 @@ type badCase struct {
 	want   []string
 }
 
-func cl(f func(*Cluster)) func(Document)     { return func(d Document) { f(d.(*Cluster)) } }
-func pr(f func(*Profile)) func(Document)     { return func(d Document) { f(d.(*Profile)) } }
-func wl(f func(*Workload)) func(Document)    { return func(d Document) { f(d.(*Workload)) } }
-func pl(f func(*Plan)) func(Document)        { return func(d Document) { f(d.(*Plan)) } }
-func tr(f func(*Trace)) func(Document)       { return func(d Document) { f(d.(*Trace)) } }
-func ms(d time.Duration) Duration            { return Duration(d * time.Millisecond) }
-func boolp(b bool) *bool                     { return &b }
-func cascade0(w *Workload) *Cascade          { return &w.Cascades[0] }
-func app(w *Workload, name string) App       { return w.Workflows.Apps[name] }
-func setApp(w *Workload, name string, a App) { w.Workflows.Apps[name] = a }
+func cl(f func(*Cluster)) func(Document)  { return func(d Document) { f(d.(*Cluster)) } }
+func pr(f func(*Profile)) func(Document)  { return func(d Document) { f(d.(*Profile)) } }
+func wl(f func(*Workload)) func(Document) { return func(d Document) { f(d.(*Workload)) } }
+func pl(f func(*Plan)) func(Document)     { return func(d Document) { f(d.(*Plan)) } }
+func tr(f func(*Trace)) func(Document)    { return func(d Document) { f(d.(*Trace)) } }
+func ms(d time.Duration) Duration         { return Duration(d * time.Millisecond) }
+func boolp(b bool) *bool                  { return &b }
+func cascade0(w *Workload) *Cascade       { return &w.Cascades[0] }
 
 var nan = math.NaN()
 var inf = math.Inf(1)
@@ -232,50 +230,6 @@ func TestValidateWorkload(t *testing.T) {
 		{"tokens std", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
 		{"tokens max", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
 		{"tokens mean above max", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
-		// workflows
-		{"workflows empty", f, wl(func(w *Workload) { w.Workflows = &Workflows{} }), []string{
-			`workload.yaml: workflows.services: must define at least one service`,
-			`workload.yaml: workflows.apps: must define at least one app`}},
-		{"service name", f, wl(func(w *Workload) { w.Workflows.Services[""] = Service{MaxBatch: 1} }), []string{`workload.yaml: workflows.services[""]: "": service name must not be empty`}},
-		{"service weights", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.WeightsGB = -1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.weights_gb: -1: must be >= 0`}},
-		{"service act", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.ActGB = nan; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.act_gb: NaN: must be >= 0`}},
-		{"service max_batch", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.MaxBatch = 0; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.max_batch: 0: must be >= 1`}},
-		{"service work_spread", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.WorkSpread = 1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.work_spread: 1: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
-		{"service work_spread NaN", f, wl(func(w *Workload) {
-			s := w.Workflows.Services["vit"]
-			s.WorkSpread = math.NaN()
-			w.Workflows.Services["vit"] = s
-		}), []string{`workload.yaml: workflows.services.vit.work_spread: NaN: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
-		{"service latency base", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.BaseUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.base_us: -1: must be >= 0`}},
-		{"service latency per item", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.PerItemUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.per_item_us: -1: must be >= 0`}},
-		{"service out", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.OutKB = -1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.out_kb: -1: must be >= 0`}},
-		{"app name", f, wl(func(w *Workload) { setApp(w, "", app(w, "kc")) }), []string{`workload.yaml: workflows.apps[""]: "": app name must not be empty`}},
-		{"app slo", f, wl(func(w *Workload) { a := app(w, "gill"); a.SLO = ms(-1); setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.slo: -1ms: must be > 0 (or omitted)`}},
-		{"app steps and loop", f, wl(func(w *Workload) { a := app(w, "gill"); a.Loop = app(w, "debate").Loop; setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.loop: set steps or loop, not both`}},
-		{"app neither", f, wl(func(w *Workload) { setApp(w, "gill", App{}) }), []string{`workload.yaml: workflows.apps.gill: must set steps or loop`}},
-		{"step id empty", f, wl(func(w *Workload) { app(w, "gill").Steps[2].ID = "" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "": must not be empty`}},
-		{"step id duplicate", f, wl(func(w *Workload) { app(w, "gill").Steps[2].ID = "enc" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "enc": duplicate name (first at workflows.apps.gill.steps[0].id)`}},
-		{"step svc and choice", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Service = "vit" }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: set svc or choice, not both`}},
-		{"step neither", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "" }), []string{`workload.yaml: workflows.apps.kc.steps[0]: must set svc or choice`}},
-		{"step unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "gpt4" }), []string{`workload.yaml: workflows.apps.kc.steps[0].svc: "gpt4": unknown service: not in workflows.services`}},
-		{"choice unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_med"] = 0.1 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: 1.1: branch probabilities must sum to 1 (they sum to 1.1)`, `workload.yaml: workflows.apps.kc.steps[1].choice.card_med: "card_med": unknown service: not in workflows.services`}},
-		{"choice weight", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_law"] = 0 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: 0.6: branch probabilities must sum to 1 (they sum to 0.6)`, `workload.yaml: workflows.apps.kc.steps[1].choice.card_law: 0: must be > 0`}},
-		{"step p", f, wl(func(w *Workload) { app(w, "kc").Steps[1].P = 1.5 }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 1.5: must be in [0, 1]`}},
-		{"step p without when", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "" }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 0.6: p is the probability of the when guard: set when`}},
-		{"step fanout", f, wl(func(w *Workload) { app(w, "gill").Steps[0].Fanout = -2 }), []string{`workload.yaml: workflows.apps.gill.steps[0].fanout: -2: must be >= 1 (or omitted)`}},
-		{"after empty", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[0] = "?" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[0]: "?": must name a step, optionally with a ? or * suffix, or be $in`}},
-		{"after self", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[0] = "llm*" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[0]: "llm*": a step cannot depend on itself`}},
-		{"after unknown", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[1] = "in" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[1]: "in": unknown step: not a step of this app (use $in for the request input)`}},
-		{"steps cycle", f, wl(func(w *Workload) { app(w, "kc").Steps[0].After = []string{"ans"} }), []string{`workload.yaml: workflows.apps.kc.steps: steps form a cycle: ask -> card -> ans -> ask`}},
-		{"loop id", f, wl(func(w *Workload) { app(w, "debate").Loop.ID = "" }), []string{
-			`workload.yaml: workflows.apps.debate.loop.id: "": must not be empty`,
-			`workload.yaml: workflows.apps.debate.loop.body[0].after[0]: "round.prev*": unknown step: not a step of this app (use $in for the request input)`}},
-		{"loop max_iter", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 0 }), []string{`workload.yaml: workflows.apps.debate.loop.max_iter: 0: unbounded loop: max_iter must be >= 1 (DyOrc loops are bounded)`}},
-		{"guard syntax", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "ask.need >> 2" }), []string{`workload.yaml: workflows.apps.kc.steps[1].when: "ask.need >> 2": guard cannot be evaluated: right-hand side "> 2" of > is not a finite number`}},
-		{"guard unknown step", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "ans.need" }), []string{`workload.yaml: workflows.apps.kc.steps[1].when: "ans.need": guard cannot be evaluated: "ans" is neither in (the request input) nor a step listed before this one`}},
-		{"loop p_stop length", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop: 4: length must be max_iter = 5`}},
-		{"loop p_stop value", f, wl(func(w *Workload) { app(w, "debate").Loop.PStop[1] = 1.5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop[1]: 1.5: must be in [0, 1]`}},
-		{"loop body", f, wl(func(w *Workload) { app(w, "debate").Loop.Body = nil }), []string{`workload.yaml: workflows.apps.debate.loop.body: must list at least one step`}},
 	})
 }
 
