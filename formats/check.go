@@ -69,7 +69,7 @@ func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
 			}
 		case *Plan:
 			if d != nil {
-				checkPlanSet(v, d, profiles, clusters)
+				checkPlanSet(v, d, profiles, clusters, secs)
 			}
 		case *Trace:
 			if d != nil {
@@ -225,74 +225,51 @@ func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []n
 	}
 }
 
-// checkProfiles checks a plan's models against profiles: they exist, PPipe partitions end at
-// the model's last block and every (gpu, vgpu, batch) used has a latency entry.
-func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string) {
-	known := func(path, model string) bool {
-		if model == "" {
-			return false
-		}
-		if len(ix.dnn[model]) == 0 {
-			v.add(path, model, "model not found in %s", where)
-			return false
-		}
-		return true
+// ProfileIndex finds profiled models across the profiles a plan is checked against: those
+// it embeds (Plan.ValidateWith) or those given beside it (CheckSetWith).
+type ProfileIndex struct{ ix *modelIndex }
+
+// DNN reports whether a profile has the DNN model.
+func (x ProfileIndex) DNN(model string) bool { return len(x.ix.dnn[model]) > 0 }
+
+// LLM reports whether a profile has the LLM.
+func (x ProfileIndex) LLM(model string) bool { return len(x.ix.llm[model]) > 0 }
+
+// Blocks is the number of blocks of the DNN model in the first profile that has it (0: none).
+func (x ProfileIndex) Blocks(model string) int {
+	if refs := x.ix.dnn[model]; len(refs) > 0 {
+		return len(refs[0].m.Blocks)
 	}
-	if pp := p.PPipe; pp != nil {
-		for i := range pp.Models {
-			m := &pp.Models[i]
-			ip := idx("ppipe.models", i)
-			if !known(field(ip, "model"), m.Model) {
-				continue
-			}
-			nb := len(ix.dnn[m.Model][0].m.Blocks)
-			for j := range m.Pipelines {
-				pl := &m.Pipelines[j]
-				jp := idx(field(ip, "pipelines"), j)
-				if n := len(pl.Partitions); n > 0 {
-					if end := pl.Partitions[n-1].EndBlock; end != nb {
-						v.add(field(idx(field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
-					}
-				}
-				for k := range pl.Partitions {
-					pt := &pl.Partitions[k]
-					if pt.GPU != "" && !ix.lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
-						v.add(idx(field(jp, "partitions"), k), raw(fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch)), "no latency entry for model %s in %s", m.Model, where)
-					}
-				}
-			}
+	return 0
+}
+
+// Lookup reports whether a profile has a latency entry for the model on (gpu, vgpu, batch).
+func (x ProfileIndex) Lookup(model, gpu string, vgpu, batch int) bool {
+	return x.ix.lookup(model, gpu, vgpu, batch)
+}
+
+// ProfileChecker is a plan Section registered under a typed key whose section names profiled
+// models: formats runs it against the profiles the plan embeds or is given with, which where
+// names in its messages ("provenance.embedded.profiles", "any profile (profile.json)").
+type ProfileChecker interface {
+	CheckProfiles(p *Plan, ix ProfileIndex, where string) ErrorList
+}
+
+// checkProfiles checks a plan's sections against profiles, each by its registered Section
+// (in field order: PPipe's partitions end at the model's last block and have latency entries,
+// every system's models exist).
+func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string, secs *SectionSet) {
+	for _, k := range p.SectionKeys() {
+		if !Typed(KindPlan, k) {
+			continue
 		}
-	}
-	if pd := p.PARD; pd != nil {
-		for i := range pd.Apps {
-			for j := range pd.Apps[i].Modules {
-				mp := field(idx(field(idx("pard.apps", i), "modules"), j), "model")
-				known(mp, pd.Apps[i].Modules[j].Model)
-			}
-		}
-	}
-	if c := p.Cascade; c != nil {
-		for i, r := range c.Placement {
-			if r.Model != "" && len(ix.dnn[r.Model]) == 0 && len(ix.llm[r.Model]) == 0 {
-				v.add(field(idx("cascade.placement", i), "model"), r.Model, "model not found in %s", where)
-			}
-		}
-	}
-	if q := p.QLM; q != nil {
-		for i, g := range q.Groups {
-			if g.Model != "" && len(ix.llm[g.Model]) == 0 {
-				v.add(field(idx("qlm.groups", i), "model"), g.Model, "LLM not found in %s", where)
-			}
-		}
-		for i, in := range q.Instances {
-			if in.Model != "" && len(ix.llm[in.Model]) == 0 {
-				v.add(field(idx("qlm.instances", i), "model"), in.Model, "LLM not found in %s", where)
-			}
+		if pc, ok := secs.find(KindPlan, k).(ProfileChecker); ok {
+			v.errs = append(v.errs, pc.CheckProfiles(p, ProfileIndex{ix}, where)...)
 		}
 	}
 }
 
-func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster) {
+func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster, secs *SectionSet) {
 	if len(clusters) > 0 {
 		known := map[string]bool{}
 		var files []string
@@ -311,7 +288,7 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 	// A plan that embeds the profiles it was solved from is checked against those by its
 	// own Validate; profiles given beside it may belong to other plans in the same set.
 	if len(ix.files) > 0 && (p.Provenance.Embedded == nil || len(p.Provenance.Embedded.Profiles) == 0) {
-		p.checkProfiles(v, ix, "any profile ("+ix.where()+")")
+		p.checkProfiles(v, ix, "any profile ("+ix.where()+")", secs)
 	}
 }
 

@@ -71,7 +71,7 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 			ix.add(fmt.Sprintf("provenance.embedded.profiles[%d]", i), &e.Profiles[i])
 		}
 		if valid {
-			p.checkProfiles(v, ix, "provenance.embedded.profiles")
+			p.checkProfiles(v, ix, "provenance.embedded.profiles", secs)
 		}
 	}
 	return v.errs

@@ -148,3 +148,18 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 	}
 	return dnn, dnn
 }
+
+// CheckProfiles checks that every placed replica's model is in the profiles, as a DNN or an
+// LLM (formats.ProfileChecker).
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	if p.Cascade == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i, r := range p.Cascade.Placement {
+		if r.Model != "" && !ix.DNN(r.Model) && !ix.LLM(r.Model) {
+			c.Add(formats.Field(formats.Index(PlanKey+".placement", i), "model"), r.Model, "model not found in %s", where)
+		}
+	}
+	return c.Errs()
+}

@@ -239,3 +239,19 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 	}
 	return dnn, nil
 }
+
+// CheckProfiles checks that every module's model is in the profiles (formats.ProfileChecker).
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	if p.PARD == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i := range p.PARD.Apps {
+		for j, m := range p.PARD.Apps[i].Modules {
+			if m.Model != "" && !ix.DNN(m.Model) {
+				c.Add(formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "model"), m.Model, "model not found in %s", where)
+			}
+		}
+	}
+	return c.Errs()
+}

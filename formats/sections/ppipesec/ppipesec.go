@@ -8,6 +8,7 @@ package ppipesec
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -50,8 +51,8 @@ func (Plan) Validate(v any) formats.ErrorList {
 	return c.Errs()
 }
 
-// CrossCheck: the plan's partitions are checked against the profiles by formats
-// (Plan.checkProfiles, shared with the embedded profiles); nothing else spans files.
+// CrossCheck: the plan's partitions are checked against the profiles by CheckProfiles, which
+// formats runs with the profiles given beside the plan or embedded in it.
 func (Plan) CrossCheck(any, string, map[string]formats.Document) formats.ErrorList { return nil }
 
 // Key is the section's key.
@@ -127,4 +128,44 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 		dnn = append(dnn, w.Models[i].ProfileName())
 	}
 	return dnn, nil
+}
+
+// CheckProfiles checks the plan's models against the profiles (formats.ProfileChecker): each
+// exists, its pipelines' last partition ends at the model's last block, and every (gpu,
+// vgpu, batch) a partition runs has a latency entry.
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	pp := p.PPipe
+	if pp == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i := range pp.Models {
+		m := &pp.Models[i]
+		ip := formats.Index(PlanKey+".models", i)
+		if m.Model == "" {
+			continue
+		}
+		if !ix.DNN(m.Model) {
+			c.Add(formats.Field(ip, "model"), m.Model, "model not found in %s", where)
+			continue
+		}
+		nb := ix.Blocks(m.Model)
+		for j := range m.Pipelines {
+			pl := &m.Pipelines[j]
+			jp := formats.Index(formats.Field(ip, "pipelines"), j)
+			if n := len(pl.Partitions); n > 0 {
+				if end := pl.Partitions[n-1].EndBlock; end != nb {
+					c.Add(formats.Field(formats.Index(formats.Field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
+				}
+			}
+			for k := range pl.Partitions {
+				pt := &pl.Partitions[k]
+				if pt.GPU != "" && !ix.Lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
+					c.AddRaw(formats.Index(formats.Field(jp, "partitions"), k), fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch),
+						"no latency entry for model %s in %s", m.Model, where)
+				}
+			}
+		}
+	}
+	return c.Errs()
 }

@@ -207,3 +207,24 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 	}
 	return nil, llm
 }
+
+// CheckProfiles checks that the LLM of every group and instance is in the profiles
+// (formats.ProfileChecker).
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	q := p.QLM
+	if q == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i, g := range q.Groups {
+		if g.Model != "" && !ix.LLM(g.Model) {
+			c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "model"), g.Model, "LLM not found in %s", where)
+		}
+	}
+	for i, in := range q.Instances {
+		if in.Model != "" && !ix.LLM(in.Model) {
+			c.Add(formats.Field(formats.Index(PlanKey+".instances", i), "model"), in.Model, "LLM not found in %s", where)
+		}
+	}
+	return c.Errs()
+}
