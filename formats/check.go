@@ -1,7 +1,6 @@
 package formats
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -279,9 +278,9 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 				known[pool.Type] = true
 			}
 		}
-		for _, ref := range p.gpuRefs() {
-			if ref.gpu != "" && !known[ref.gpu] {
-				v.add(ref.path, ref.gpu, "unknown GPU type: not in %s (%s)", strings.Join(files, ", "), listNames(known))
+		for _, ref := range p.gpuRefs(secs) {
+			if ref.GPU != "" && !known[ref.GPU] {
+				v.add(ref.Path, ref.GPU, "unknown GPU type: not in %s (%s)", strings.Join(files, ", "), listNames(known))
 			}
 		}
 	}
@@ -292,51 +291,38 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 	}
 }
 
-type gpuRef struct{ path, gpu string }
+// GPURef is a GPU type a plan section names, with its path.
+type GPURef struct{ Path, GPU string }
 
-// gpuRefs lists every GPU type a plan's sections name, with its path.
-func (p *Plan) gpuRefs() []gpuRef {
-	var out []gpuRef
-	if pp := p.PPipe; pp != nil {
-		for i := range pp.Models {
-			for j := range pp.Models[i].Pipelines {
-				for k, pt := range pp.Models[i].Pipelines[j].Partitions {
-					out = append(out, gpuRef{fmt.Sprintf("ppipe.models[%d].pipelines[%d].partitions[%d].gpu", i, j, k), pt.GPU})
-				}
-			}
+// GPUUser is a plan Section registered under a typed key whose section names GPU types:
+// formats checks them against the clusters given with the plan (CheckSetWith).
+type GPUUser interface {
+	GPURefs(p *Plan) []GPURef
+}
+
+// gpuRefs lists every GPU type the plan's sections name, section by section in field order.
+func (p *Plan) gpuRefs(secs *SectionSet) []GPURef {
+	var out []GPURef
+	for _, k := range p.SectionKeys() {
+		if !Typed(KindPlan, k) {
+			continue
 		}
-		for i, u := range pp.GPUUse {
-			out = append(out, gpuRef{fmt.Sprintf("ppipe.gpu_use[%d].gpu", i), u.GPU})
-		}
-	}
-	if pd := p.PARD; pd != nil {
-		for i := range pd.Apps {
-			for j, m := range pd.Apps[i].Modules {
-				out = append(out, gpuRef{fmt.Sprintf("pard.apps[%d].modules[%d].gpu", i, j), m.GPU})
-			}
-		}
-	}
-	if q := p.QLM; q != nil {
-		for i, in := range q.Instances {
-			out = append(out, gpuRef{fmt.Sprintf("qlm.instances[%d].gpu", i), in.GPU})
-		}
-	}
-	if d := p.DyOrc; d != nil {
-		for i, s := range d.Deployments {
-			out = append(out, gpuRef{fmt.Sprintf("dyorc.deployments[%d].gpu", i), s.GPU})
+		if u, ok := secs.find(KindPlan, k).(GPUUser); ok {
+			out = append(out, u.GPURefs(p)...)
 		}
 	}
 	return out
 }
 
-// GPUTypes returns the distinct GPU types the plan's sections use, in first-seen order.
-func (p *Plan) GPUTypes() []string {
+// GPUTypes returns the distinct GPU types the plan's sections use (as the Sections of secs
+// list them), in first-seen order.
+func (p *Plan) GPUTypes(secs *SectionSet) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, r := range p.gpuRefs() {
-		if r.gpu != "" && !seen[r.gpu] {
-			seen[r.gpu] = true
-			out = append(out, r.gpu)
+	for _, r := range p.gpuRefs(secs) {
+		if r.GPU != "" && !seen[r.GPU] {
+			seen[r.GPU] = true
+			out = append(out, r.GPU)
 		}
 	}
 	return out

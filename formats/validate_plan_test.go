@@ -72,7 +72,7 @@ func TestValidatePlanAllowed(t *testing.T) {
 	if got := loadGood(t, "plan-sections.json").(*Plan).TargetCluster(); got == nil || got.Metadata.Name != "l4-p4" {
 		t.Errorf("TargetCluster of plan-sections.json = %v, want the embedded cluster", got)
 	}
-	if got := loadGood(t, "plan.json").(*Plan).GPUTypes(); len(got) != 2 || got[0] != "L4" || got[1] != "P4" {
+	if got := loadGood(t, "plan.json").(*Plan).GPUTypes(inTree); len(got) != 2 || got[0] != "L4" || got[1] != "P4" {
 		t.Errorf("GPUTypes = %v, want [L4 P4]", got)
 	}
 	if got := (&Partition{VGPU: 4, Count: 5}).PhysicalGPUs(); got != 2 {

@@ -225,3 +225,15 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 		}
 	}
 }
+
+// GPURefs lists the GPU types the plan's deployments use (formats.GPUUser).
+func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
+	if p.DyOrc == nil {
+		return nil
+	}
+	var out []formats.GPURef
+	for i, s := range p.DyOrc.Deployments {
+		out = append(out, formats.GPURef{Path: formats.Field(formats.Index(PlanKey+".deployments", i), "gpu"), GPU: s.GPU})
+	}
+	return out
+}

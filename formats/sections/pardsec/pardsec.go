@@ -255,3 +255,17 @@ func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string
 	}
 	return c.Errs()
 }
+
+// GPURefs lists the GPU types the plan's modules run on (formats.GPUUser).
+func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
+	if p.PARD == nil {
+		return nil
+	}
+	var out []formats.GPURef
+	for i := range p.PARD.Apps {
+		for j, m := range p.PARD.Apps[i].Modules {
+			out = append(out, formats.GPURef{Path: formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "gpu"), GPU: m.GPU})
+		}
+	}
+	return out
+}

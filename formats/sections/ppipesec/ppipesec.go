@@ -169,3 +169,23 @@ func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string
 	}
 	return c.Errs()
 }
+
+// GPURefs lists the GPU types the plan's partitions and GPU use name (formats.GPUUser).
+func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
+	pp := p.PPipe
+	if pp == nil {
+		return nil
+	}
+	var out []formats.GPURef
+	for i := range pp.Models {
+		for j := range pp.Models[i].Pipelines {
+			for k, pt := range pp.Models[i].Pipelines[j].Partitions {
+				out = append(out, formats.GPURef{Path: fmt.Sprintf("%s.models[%d].pipelines[%d].partitions[%d].gpu", PlanKey, i, j, k), GPU: pt.GPU})
+			}
+		}
+	}
+	for i, u := range pp.GPUUse {
+		out = append(out, formats.GPURef{Path: fmt.Sprintf("%s.gpu_use[%d].gpu", PlanKey, i), GPU: u.GPU})
+	}
+	return out
+}

@@ -228,3 +228,15 @@ func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string
 	}
 	return c.Errs()
 }
+
+// GPURefs lists the GPU types the plan's instances run on (formats.GPUUser).
+func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
+	if p.QLM == nil {
+		return nil
+	}
+	var out []formats.GPURef
+	for i, in := range p.QLM.Instances {
+		out = append(out, formats.GPURef{Path: formats.Field(formats.Index(PlanKey+".instances", i), "gpu"), GPU: in.GPU})
+	}
+	return out
+}
