@@ -122,7 +122,8 @@ Systems (from the registry; plan systems -O json for the same as JSON):
 ` + strings.TrimRight(systemsTable(o.Systems), "\n"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			boundMemory(cmd.Name(), args)
 			return app.setup(cmd)
 		},
 	}
