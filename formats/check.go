@@ -72,7 +72,7 @@ func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
 			}
 		case *Trace:
 			if d != nil {
-				checkTraceTargets(v, d, workloads, plans)
+				checkTraceTargets(v, d, workloads, plans, secs)
 			}
 		}
 		all = append(all, v.errs.WithFile(f)...)

@@ -163,3 +163,22 @@ func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string
 	}
 	return c.Errs()
 }
+
+// TraceTargets: a trace given with the workload may name its cascades
+// (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, cs := range w.Cascades {
+			targets = append(targets, cs.Name)
+		}
+	}
+	return targets, nil, true
+}
+
+// TraceTargets: a trace given with the plan may name the cascade task it serves.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok && p.Cascade != nil {
+		targets = append(targets, p.Cascade.Task)
+	}
+	return targets, nil, true
+}

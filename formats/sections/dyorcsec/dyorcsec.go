@@ -237,3 +237,18 @@ func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
 	}
 	return out
 }
+
+// TraceTargets: a trace given with the workload may name its workflow applications
+// (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok && w.Workflows != nil {
+		targets = formats.SortedKeys(w.Workflows.Apps)
+	}
+	return targets, nil, true
+}
+
+// TraceTargets: a DyOrc plan serves its workload's workflow applications, which it does not
+// name, so a trace given with it is not checked against it (complete is false).
+func (Plan) TraceTargets(formats.Document) (targets, classes []string, complete bool) {
+	return nil, nil, false
+}

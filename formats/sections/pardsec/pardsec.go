@@ -269,3 +269,24 @@ func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
 	}
 	return out
 }
+
+// TraceTargets: a trace given with the workload may name its pipelines
+// (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, pl := range w.Pipelines {
+			targets = append(targets, pl.Name)
+		}
+	}
+	return targets, nil, true
+}
+
+// TraceTargets: a trace given with the plan may name the applications it serves.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok && p.PARD != nil {
+		for _, a := range p.PARD.Apps {
+			targets = append(targets, a.Name)
+		}
+	}
+	return targets, nil, true
+}

@@ -189,3 +189,23 @@ func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
 	}
 	return out
 }
+
+// TraceTargets: a trace given with the workload may name its models (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, m := range w.Models {
+			targets = append(targets, m.Name)
+		}
+	}
+	return targets, nil, true
+}
+
+// TraceTargets: a trace given with the plan may name the models it serves.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok && p.PPipe != nil {
+		for _, m := range p.PPipe.Models {
+			targets = append(targets, m.Model)
+		}
+	}
+	return targets, nil, true
+}

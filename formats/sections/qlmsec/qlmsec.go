@@ -240,3 +240,36 @@ func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
 	}
 	return out
 }
+
+// TraceTargets: a trace given with the workload may name its classes' LLMs as targets and
+// its classes (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, c := range w.LLMClasses {
+			targets = append(targets, c.Model)
+			classes = append(classes, c.Name)
+		}
+	}
+	return targets, classes, true
+}
+
+// TraceTargets: a trace given with the plan may name the LLMs of its groups and instances
+// and the groups' classes.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	p, ok := doc.(*formats.Plan)
+	if !ok || p.QLM == nil {
+		return nil, nil, true
+	}
+	for _, g := range p.QLM.Groups {
+		targets = append(targets, g.Model)
+		if g.Class != "" {
+			classes = append(classes, g.Class)
+		}
+	}
+	for _, in := range p.QLM.Instances {
+		if in.Model != "" {
+			targets = append(targets, in.Model)
+		}
+	}
+	return targets, classes, true
+}
