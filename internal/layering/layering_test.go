@@ -62,6 +62,8 @@ var layers = []layer{
 	{"formats", 0, "formats"},
 	// Dependency-free helpers and test-only packages.
 	{"internal/simbench", 0, "simbench"},
+	// progress decides, in one place, whether stderr is a terminal (progress lines or none).
+	{"internal/progress", 0, "progress"},
 	{"internal/readme", 0, "readme"},
 	{"internal/layering", 0, "layering"},
 }
