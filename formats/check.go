@@ -1,7 +1,6 @@
 package formats
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -21,7 +20,12 @@ import (
 //
 // Each check runs only when the files it needs are present, so any subset may be given.
 // Documents need not be valid on their own; CheckSet never panics on invalid ones.
-func CheckSet(docs map[string]Document) ErrorList {
+func CheckSet(docs map[string]Document) ErrorList { return CheckSetWith(docs, nil) }
+
+// CheckSetWith is CheckSet with the cross-file checks of the typed sections whose checks live
+// in their system's package (Section.CrossCheck registered under a typed key, DyOrc's): each
+// runs after formats' own checks of the file, before those of its registered sections.
+func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
 	files := make([]string, 0, len(docs))
 	for f := range docs {
 		files = append(files, f)
@@ -57,34 +61,30 @@ func CheckSet(docs map[string]Document) ErrorList {
 	for _, f := range files {
 		v := &validator{}
 		switch d := docs[f].(type) {
-		case *Workload:
-			if d != nil && len(profiles.files) > 0 {
-				checkWorkloadModels(v, d, profiles)
-			}
-			if d != nil {
-				checkWorkflowMemory(v, d, clusters)
-			}
 		case *Profile:
 			if d != nil && len(clusters) > 0 {
-				checkProfileCoverage(v, d, profiles, clusters, workloads)
+				dnn, llm := usedModels(workloads, secs)
+				checkProfileCoverage(v, d, profiles, clusters, dnn, llm)
 			}
 		case *Plan:
 			if d != nil {
-				checkPlanSet(v, d, profiles, clusters, workloads)
+				checkPlanSet(v, d, profiles, clusters, secs)
 			}
 		case *Trace:
 			if d != nil {
-				checkTraceTargets(v, d, workloads, plans)
+				checkTraceTargets(v, d, workloads, plans, secs)
 			}
 		}
 		all = append(all, v.errs.WithFile(f)...)
 		switch d := docs[f].(type) {
 		case *Workload:
 			if d != nil {
+				all = append(all, secs.crossCheckTyped(KindWorkload, d, d.SectionKeys(), f, docs)...)
 				all = append(all, d.Sections.crossCheck(f, docs)...)
 			}
 		case *Plan:
 			if d != nil {
+				all = append(all, secs.crossCheckTyped(KindPlan, d, d.SectionKeys(), f, docs)...)
 				all = append(all, d.Sections.crossCheck(f, docs)...)
 			}
 		}
@@ -154,77 +154,28 @@ func (ix *modelIndex) lookup(model, gpu string, vgpu, batch int) bool {
 	return false
 }
 
-func checkWorkloadModels(v *validator, w *Workload, ix *modelIndex) {
-	dnn := func(path, name string) {
-		if name != "" && len(ix.dnn[name]) == 0 {
-			v.add(path, name, "model not found in any profile (%s)", ix.where())
-		}
-	}
-	for i := range w.Models {
-		m := &w.Models[i]
-		p := idx("models", i)
-		if m.Profile != "" {
-			p = field(p, "profile")
-		} else {
-			p = field(p, "name")
-		}
-		dnn(p, m.ProfileName())
-	}
-	for i := range w.Pipelines {
-		for j := range w.Pipelines[i].Modules {
-			dnn(field(idx(field(idx("pipelines", i), "modules"), j), "model"), w.Pipelines[i].Modules[j].Model)
-		}
-	}
-	for i := range w.Cascades {
-		for j, m := range w.Cascades[i].Models {
-			if m != "" && len(ix.dnn[m]) == 0 && len(ix.llm[m]) == 0 {
-				v.add(idx(field(idx("cascades", i), "models"), j), m, "model not found in any profile (%s)", ix.where())
-			}
-		}
-	}
-	for i := range w.LLMClasses {
-		if m := w.LLMClasses[i].Model; m != "" && len(ix.llm[m]) == 0 {
-			v.add(field(idx("llm_classes", i), "model"), m, "LLM not found in any profile (%s)", ix.where())
-		}
-	}
-	if wf := w.Workflows; wf != nil {
-		for _, name := range sortedKeys(wf.Services) {
-			if wf.Services[name].Latency == nil && len(ix.dnn[name]) == 0 {
-				v.add(keyPath("workflows.services", name), name, "no latency: none inline and not in any profile (%s)", ix.where())
-			}
-		}
-	}
+// ModelUser is a Section registered under a typed key that names the profiled models its
+// section of doc uses, so that a profile's coverage is checked for them.
+type ModelUser interface {
+	UsedModels(doc Document) (dnn, llm []string)
 }
 
 // usedModels returns the DNN and LLM model names the workloads use; nil maps mean "all".
-func usedModels(workloads []namedWorkload) (dnn, llm map[string]bool) {
+func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[string]bool) {
 	if len(workloads) == 0 {
 		return nil, nil
 	}
 	dnn, llm = map[string]bool{}, map[string]bool{}
 	for _, nw := range workloads {
 		w := nw.w
-		for i := range w.Models {
-			dnn[w.Models[i].ProfileName()] = true
-		}
-		for _, p := range w.Pipelines {
-			for _, m := range p.Modules {
-				dnn[m.Model] = true
-			}
-		}
-		for _, c := range w.Cascades {
-			for _, m := range c.Models {
-				dnn[m] = true
-				llm[m] = true
-			}
-		}
-		for _, c := range w.LLMClasses {
-			llm[c.Model] = true
-		}
-		if wf := w.Workflows; wf != nil {
-			for name, s := range wf.Services {
-				if s.Latency == nil {
-					dnn[name] = true
+		for _, k := range w.SectionKeys() {
+			if u, ok := secs.find(KindWorkload, k).(ModelUser); ok && Typed(KindWorkload, k) {
+				d, l := u.UsedModels(w)
+				for _, m := range d {
+					dnn[m] = true
+				}
+				for _, m := range l {
+					llm[m] = true
 				}
 			}
 		}
@@ -232,8 +183,7 @@ func usedModels(workloads []namedWorkload) (dnn, llm map[string]bool) {
 	return dnn, llm
 }
 
-func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []namedCluster, workloads []namedWorkload) {
-	usedDNN, usedLLM := usedModels(workloads)
+func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []namedCluster, usedDNN, usedLLM map[string]bool) {
 	for i := range p.Models {
 		m := &p.Models[i]
 		if usedDNN != nil && !usedDNN[m.Name] {
@@ -274,74 +224,51 @@ func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []n
 	}
 }
 
-// checkProfiles checks a plan's models against profiles: they exist, PPipe partitions end at
-// the model's last block and every (gpu, vgpu, batch) used has a latency entry.
-func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string) {
-	known := func(path, model string) bool {
-		if model == "" {
-			return false
-		}
-		if len(ix.dnn[model]) == 0 {
-			v.add(path, model, "model not found in %s", where)
-			return false
-		}
-		return true
+// ProfileIndex finds profiled models across the profiles a plan is checked against: those
+// it embeds (Plan.ValidateWith) or those given beside it (CheckSetWith).
+type ProfileIndex struct{ ix *modelIndex }
+
+// DNN reports whether a profile has the DNN model.
+func (x ProfileIndex) DNN(model string) bool { return len(x.ix.dnn[model]) > 0 }
+
+// LLM reports whether a profile has the LLM.
+func (x ProfileIndex) LLM(model string) bool { return len(x.ix.llm[model]) > 0 }
+
+// Blocks is the number of blocks of the DNN model in the first profile that has it (0: none).
+func (x ProfileIndex) Blocks(model string) int {
+	if refs := x.ix.dnn[model]; len(refs) > 0 {
+		return len(refs[0].m.Blocks)
 	}
-	if pp := p.PPipe; pp != nil {
-		for i := range pp.Models {
-			m := &pp.Models[i]
-			ip := idx("ppipe.models", i)
-			if !known(field(ip, "model"), m.Model) {
-				continue
-			}
-			nb := len(ix.dnn[m.Model][0].m.Blocks)
-			for j := range m.Pipelines {
-				pl := &m.Pipelines[j]
-				jp := idx(field(ip, "pipelines"), j)
-				if n := len(pl.Partitions); n > 0 {
-					if end := pl.Partitions[n-1].EndBlock; end != nb {
-						v.add(field(idx(field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
-					}
-				}
-				for k := range pl.Partitions {
-					pt := &pl.Partitions[k]
-					if pt.GPU != "" && !ix.lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
-						v.add(idx(field(jp, "partitions"), k), raw(fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch)), "no latency entry for model %s in %s", m.Model, where)
-					}
-				}
-			}
+	return 0
+}
+
+// Lookup reports whether a profile has a latency entry for the model on (gpu, vgpu, batch).
+func (x ProfileIndex) Lookup(model, gpu string, vgpu, batch int) bool {
+	return x.ix.lookup(model, gpu, vgpu, batch)
+}
+
+// ProfileChecker is a plan Section registered under a typed key whose section names profiled
+// models: formats runs it against the profiles the plan embeds or is given with, which where
+// names in its messages ("provenance.embedded.profiles", "any profile (profile.json)").
+type ProfileChecker interface {
+	CheckProfiles(p *Plan, ix ProfileIndex, where string) ErrorList
+}
+
+// checkProfiles checks a plan's sections against profiles, each by its registered Section
+// (in field order: PPipe's partitions end at the model's last block and have latency entries,
+// every system's models exist).
+func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string, secs *SectionSet) {
+	for _, k := range p.SectionKeys() {
+		if !Typed(KindPlan, k) {
+			continue
 		}
-	}
-	if pd := p.PARD; pd != nil {
-		for i := range pd.Apps {
-			for j := range pd.Apps[i].Modules {
-				mp := field(idx(field(idx("pard.apps", i), "modules"), j), "model")
-				known(mp, pd.Apps[i].Modules[j].Model)
-			}
-		}
-	}
-	if c := p.Cascade; c != nil {
-		for i, r := range c.Placement {
-			if r.Model != "" && len(ix.dnn[r.Model]) == 0 && len(ix.llm[r.Model]) == 0 {
-				v.add(field(idx("cascade.placement", i), "model"), r.Model, "model not found in %s", where)
-			}
-		}
-	}
-	if q := p.QLM; q != nil {
-		for i, g := range q.Groups {
-			if g.Model != "" && len(ix.llm[g.Model]) == 0 {
-				v.add(field(idx("qlm.groups", i), "model"), g.Model, "LLM not found in %s", where)
-			}
-		}
-		for i, in := range q.Instances {
-			if in.Model != "" && len(ix.llm[in.Model]) == 0 {
-				v.add(field(idx("qlm.instances", i), "model"), in.Model, "LLM not found in %s", where)
-			}
+		if pc, ok := secs.find(KindPlan, k).(ProfileChecker); ok {
+			v.errs = append(v.errs, pc.CheckProfiles(p, ProfileIndex{ix}, where)...)
 		}
 	}
 }
 
-func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster, workloads []namedWorkload) {
+func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster, secs *SectionSet) {
 	if len(clusters) > 0 {
 		known := map[string]bool{}
 		var files []string
@@ -351,117 +278,52 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 				known[pool.Type] = true
 			}
 		}
-		for _, ref := range p.gpuRefs() {
-			if ref.gpu != "" && !known[ref.gpu] {
-				v.add(ref.path, ref.gpu, "unknown GPU type: not in %s (%s)", strings.Join(files, ", "), listNames(known))
+		for _, ref := range p.gpuRefs(secs) {
+			if ref.GPU != "" && !known[ref.GPU] {
+				v.add(ref.Path, ref.GPU, "unknown GPU type: not in %s (%s)", strings.Join(files, ", "), listNames(known))
 			}
 		}
 	}
 	// A plan that embeds the profiles it was solved from is checked against those by its
 	// own Validate; profiles given beside it may belong to other plans in the same set.
 	if len(ix.files) > 0 && (p.Provenance.Embedded == nil || len(p.Provenance.Embedded.Profiles) == 0) {
-		p.checkProfiles(v, ix, "any profile ("+ix.where()+")")
-	}
-	if len(workloads) > 0 {
-		checkPlanWorkload(v, p, workloads)
+		p.checkProfiles(v, ix, "any profile ("+ix.where()+")", secs)
 	}
 }
 
-type gpuRef struct{ path, gpu string }
+// GPURef is a GPU type a plan section names, with its path.
+type GPURef struct{ Path, GPU string }
 
-// gpuRefs lists every GPU type a plan's sections name, with its path.
-func (p *Plan) gpuRefs() []gpuRef {
-	var out []gpuRef
-	if pp := p.PPipe; pp != nil {
-		for i := range pp.Models {
-			for j := range pp.Models[i].Pipelines {
-				for k, pt := range pp.Models[i].Pipelines[j].Partitions {
-					out = append(out, gpuRef{fmt.Sprintf("ppipe.models[%d].pipelines[%d].partitions[%d].gpu", i, j, k), pt.GPU})
-				}
-			}
+// GPUUser is a plan Section registered under a typed key whose section names GPU types:
+// formats checks them against the clusters given with the plan (CheckSetWith).
+type GPUUser interface {
+	GPURefs(p *Plan) []GPURef
+}
+
+// gpuRefs lists every GPU type the plan's sections name, section by section in field order.
+func (p *Plan) gpuRefs(secs *SectionSet) []GPURef {
+	var out []GPURef
+	for _, k := range p.SectionKeys() {
+		if !Typed(KindPlan, k) {
+			continue
 		}
-		for i, u := range pp.GPUUse {
-			out = append(out, gpuRef{fmt.Sprintf("ppipe.gpu_use[%d].gpu", i), u.GPU})
-		}
-	}
-	if pd := p.PARD; pd != nil {
-		for i := range pd.Apps {
-			for j, m := range pd.Apps[i].Modules {
-				out = append(out, gpuRef{fmt.Sprintf("pard.apps[%d].modules[%d].gpu", i, j), m.GPU})
-			}
-		}
-	}
-	if q := p.QLM; q != nil {
-		for i, in := range q.Instances {
-			out = append(out, gpuRef{fmt.Sprintf("qlm.instances[%d].gpu", i), in.GPU})
-		}
-	}
-	if d := p.DyOrc; d != nil {
-		for i, s := range d.Deployments {
-			out = append(out, gpuRef{fmt.Sprintf("dyorc.deployments[%d].gpu", i), s.GPU})
+		if u, ok := secs.find(KindPlan, k).(GPUUser); ok {
+			out = append(out, u.GPURefs(p)...)
 		}
 	}
 	return out
 }
 
-// GPUTypes returns the distinct GPU types the plan's sections use, in first-seen order.
-func (p *Plan) GPUTypes() []string {
+// GPUTypes returns the distinct GPU types the plan's sections use (as the Sections of secs
+// list them), in first-seen order.
+func (p *Plan) GPUTypes(secs *SectionSet) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, r := range p.gpuRefs() {
-		if r.gpu != "" && !seen[r.gpu] {
-			seen[r.gpu] = true
-			out = append(out, r.gpu)
+	for _, r := range p.gpuRefs(secs) {
+		if r.GPU != "" && !seen[r.GPU] {
+			seen[r.GPU] = true
+			out = append(out, r.GPU)
 		}
 	}
 	return out
-}
-
-func checkPlanWorkload(v *validator, p *Plan, workloads []namedWorkload) {
-	var files []string
-	pipelines, cascades, classes, services := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-	hasWorkflows := false
-	for _, nw := range workloads {
-		files = append(files, nw.file)
-		for _, pl := range nw.w.Pipelines {
-			pipelines[pl.Name] = true
-		}
-		for _, c := range nw.w.Cascades {
-			cascades[c.Name] = true
-		}
-		for _, c := range nw.w.LLMClasses {
-			classes[c.Name] = true
-		}
-		if wf := nw.w.Workflows; wf != nil {
-			hasWorkflows = true
-			for name := range wf.Services {
-				services[name] = true
-			}
-		}
-	}
-	where := strings.Join(files, ", ")
-	if pd := p.PARD; pd != nil {
-		for i, a := range pd.Apps {
-			if a.Name != "" && !pipelines[a.Name] {
-				v.add(field(idx("pard.apps", i), "name"), a.Name, "not a pipeline of %s", where)
-			}
-		}
-	}
-	if c := p.Cascade; c != nil && c.Task != "" && !cascades[c.Task] {
-		v.add("cascade.task", c.Task, "not a cascade of %s", where)
-	}
-	if q := p.QLM; q != nil && len(classes) > 0 {
-		for i, g := range q.Groups {
-			if g.Class != "" && !classes[g.Class] {
-				v.add(field(idx("qlm.groups", i), "class"), g.Class, "not an LLM class of %s", where)
-			}
-		}
-	}
-	if d := p.DyOrc; d != nil && hasWorkflows {
-		for i, s := range d.Deployments {
-			if s.Service != "" && !services[s.Service] {
-				v.add(field(idx("dyorc.deployments", i), "service"), s.Service, "not a workflow service of %s", where)
-			}
-		}
-	}
 }

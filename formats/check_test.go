@@ -150,7 +150,7 @@ func TestCheckSet(t *testing.T) {
 			docs := goodSet(t, c.files...)
 			c.mutate(docs)
 			var got []string
-			for _, e := range CheckSet(docs) {
+			for _, e := range CheckSetWith(docs, inTree) {
 				got = append(got, e.Error())
 			}
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
@@ -170,9 +170,9 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}
-	_ = CheckSet(docs)
+	_ = CheckSetWith(docs, inTree)
 	_ = CheckSet(nil)
 	for _, d := range docs {
-		_ = d.Validate()
+		_ = ValidateWith(d, inTree)
 	}
 }

@@ -20,61 +20,36 @@ func newTraceTargets(kind string) *traceTargets {
 	return &traceTargets{targets: map[string]bool{}, classes: map[string]bool{}, kind: kind, complete: true}
 }
 
-func (tt *traceTargets) addWorkload(file string, w *Workload) {
-	tt.files = append(tt.files, file)
-	for _, m := range w.Models {
-		tt.targets[m.Name] = true
-	}
-	for _, p := range w.Pipelines {
-		tt.targets[p.Name] = true
-	}
-	for _, c := range w.Cascades {
-		tt.targets[c.Name] = true
-	}
-	for _, c := range w.LLMClasses {
-		tt.targets[c.Model] = true
-		tt.classes[c.Name] = true
-	}
-	if wf := w.Workflows; wf != nil {
-		for name := range wf.Apps {
-			tt.targets[name] = true
-		}
-	}
+// TraceTargeter is a Section registered under a typed key whose section defines what a
+// trace may name: targets (models or applications) and LLM classes. complete is false when
+// the section serves targets the document does not name (a DyOrc plan serves its workload's
+// workflow applications): a trace given with it is then not checked.
+type TraceTargeter interface {
+	TraceTargets(doc Document) (targets, classes []string, complete bool)
 }
 
-// addPlan adds what a plan serves: its PPipe models, PARD applications, cascade task and the
-// models of its QLM groups (with their classes). A DyOrc section serves the workflow
-// applications of its workload, which the plan does not name: the set is then incomplete.
-func (tt *traceTargets) addPlan(file string, p *Plan) {
+// add adds what doc's typed sections define or serve. A typed section with no TraceTargeter
+// in secs (a structural-only read) makes the set incomplete, so nothing is reported unknown
+// that a system's Section would have known.
+func (tt *traceTargets) add(file, kind string, doc Document, keys []string, secs *SectionSet) {
 	tt.files = append(tt.files, file)
-	if pp := p.PPipe; pp != nil {
-		for _, m := range pp.Models {
-			tt.targets[m.Model] = true
+	for _, k := range keys {
+		if !Typed(kind, k) {
+			continue
 		}
-	}
-	if pd := p.PARD; pd != nil {
-		for _, a := range pd.Apps {
-			tt.targets[a.Name] = true
+		t, ok := secs.find(kind, k).(TraceTargeter)
+		if !ok {
+			tt.complete = false
+			continue
 		}
-	}
-	if c := p.Cascade; c != nil {
-		tt.targets[c.Task] = true
-	}
-	if q := p.QLM; q != nil {
-		for _, g := range q.Groups {
-			tt.targets[g.Model] = true
-			if g.Class != "" {
-				tt.classes[g.Class] = true
-			}
+		targets, classes, complete := t.TraceTargets(doc)
+		for _, x := range targets {
+			tt.targets[x] = true
 		}
-		for _, in := range q.Instances {
-			if in.Model != "" {
-				tt.targets[in.Model] = true
-			}
+		for _, x := range classes {
+			tt.classes[x] = true
 		}
-	}
-	if p.DyOrc != nil {
-		tt.complete = false
+		tt.complete = tt.complete && complete
 	}
 }
 
@@ -130,18 +105,18 @@ func (tt *traceTargets) check(v *validator, t *Trace) {
 // checkTraceTargets checks a trace against the workloads and plans given with it: every
 // target and class it names must be one they define (each set checked on its own, so a
 // trace given with a plan and its workload is reported once per set that lacks the name).
-func checkTraceTargets(v *validator, t *Trace, workloads []namedWorkload, plans []namedPlan) {
+func checkTraceTargets(v *validator, t *Trace, workloads []namedWorkload, plans []namedPlan, secs *SectionSet) {
 	if len(workloads) > 0 {
 		tt := newTraceTargets("workload")
 		for _, nw := range workloads {
-			tt.addWorkload(nw.file, nw.w)
+			tt.add(nw.file, KindWorkload, nw.w, nw.w.SectionKeys(), secs)
 		}
 		tt.check(v, t)
 	}
 	if len(plans) > 0 {
 		tt := newTraceTargets("plan")
 		for _, np := range plans {
-			tt.addPlan(np.file, np.p)
+			tt.add(np.file, KindPlan, np.p, np.p.SectionKeys(), secs)
 		}
 		tt.check(v, t)
 	}

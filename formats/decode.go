@@ -78,7 +78,7 @@ func DecodeWith(name string, data []byte, secs *SectionSet) (Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := doc.Validate(); len(errs) > 0 {
+	if errs := ValidateWith(doc, secs); len(errs) > 0 {
 		return nil, errs.WithFile(name)
 	}
 	return doc, nil
@@ -151,7 +151,7 @@ func DecodeIntoWith[T Document](name string, data []byte, secs *SectionSet) (T, 
 	if err != nil {
 		return zero, err
 	}
-	if errs := doc.Validate(); len(errs) > 0 {
+	if errs := ValidateWith(doc, secs); len(errs) > 0 {
 		return zero, errs.WithFile(name)
 	}
 	return doc.(T), nil

@@ -33,8 +33,8 @@ func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if doc, err := Parse("fuzz", data); err == nil {
-			_ = doc.Validate()
-			_ = CheckSet(map[string]Document{"fuzz": doc})
+			_ = ValidateWith(doc, inTree)
+			_ = CheckSetWith(map[string]Document{"fuzz": doc}, inTree)
 		}
 		doc, err := Decode("fuzz", data)
 		if err != nil {

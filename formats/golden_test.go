@@ -139,7 +139,7 @@ func TestGoodFixturesAreConsistent(t *testing.T) {
 	for _, f := range goodFixtures(t) {
 		docs[filepath.Base(f)] = loadGood(t, filepath.Base(f))
 	}
-	if errs := CheckSet(docs); len(errs) > 0 {
+	if errs := CheckSetWith(docs, inTree); len(errs) > 0 {
 		t.Fatalf("CheckSet over the good fixtures:\n%v", errs)
 	}
 }

@@ -45,6 +45,9 @@ func SchemaWith(kind string, secs *SectionSet) ([]byte, error) {
 	g.ref(t)
 	if props, ok := g.defs[t.Name()].get("properties").(*object); ok {
 		for _, sec := range secs.sections(kind) {
+			if Typed(kind, sec.Key()) {
+				continue // a typed field's schema comes from its Go type
+			}
 			props.set(sec.Key(), sec.Schema())
 		}
 	}

@@ -12,11 +12,16 @@ import (
 
 // Per-system sections (DESIGN.md "Systems as plug-ins", issue 29 item 3). A plan or a workload
 // file has shared parts (TypeMeta, Metadata, Provenance, the embedded Cluster) and one
-// top-level section per system. The five in-tree systems' sections are the typed fields of
-// Plan and Workload; a system registered outside them gives a Section instead, and formats
-// decodes, validates, cross-checks and describes it through that interface. The set of
-// registered sections is a plain value (SectionSet) the caller passes in, built from the
-// system registry, so nothing registers itself and tests build exactly the set they need.
+// top-level section per system. The five in-tree systems' sections are still the typed
+// fields of Plan and Workload (their types are shared by planners, policies and exporters),
+// but their validation and cross-file checks live in their own packages (formats/sections/*)
+// as Sections registered under the typed keys: formats decodes those fields itself and runs
+// the Sections' Validate and CrossCheck on them (validateTyped, crossCheckTyped). A system
+// registered outside them gives a Section that also decodes and describes its section. The
+// set of registered sections is a plain value (SectionSet) the caller passes in, built from
+// the system registry, so nothing registers itself and tests build exactly the set they need.
+// Without a set (Validate, CheckSet, Decode) a document is read structurally only: types,
+// required fields, finite numbers and the shared parts, none of the systems' own rules.
 
 // Section is one system's top-level section of a plan or a workload.
 type Section interface {
@@ -43,7 +48,9 @@ type Section interface {
 type SectionSet struct {
 	// Systems names every registered system, the in-tree ones included.
 	Systems []string
-	// Plan and Workload are the registered sections beyond Plan's and Workload's typed fields.
+	// Plan and Workload are the registered sections: beyond Plan's and Workload's typed
+	// fields, or under a typed field's key to validate and cross-check it (Decode and Schema
+	// are then unused: the Go type gives both).
 	Plan     []Section
 	Workload []Section
 }
@@ -154,6 +161,58 @@ func (l ErrorList) under(key string) ErrorList {
 		out = append(out, &c)
 	}
 	return out
+}
+
+// validateTyped runs the Sections registered under the keys of doc's typed fields (present
+// lists doc's present sections, typed ones first in field order), handing each the whole
+// document (a *Plan or *Workload): its typed field is its section, and it may need the rest
+// (a plan's cluster for GPU types).
+func (s *SectionSet) validateTyped(kind string, doc Document, present []string) ErrorList {
+	var out ErrorList
+	for _, k := range present {
+		if !Typed(kind, k) {
+			continue
+		}
+		if sec := s.find(kind, k); sec != nil {
+			out = append(out, sec.Validate(doc)...)
+		}
+	}
+	return out
+}
+
+// crossCheckTyped runs the cross-file checks of the Sections registered under the keys of
+// doc's typed fields (as validateTyped), with the file self set on problems that name none.
+func (s *SectionSet) crossCheckTyped(kind string, doc Document, present []string, self string, docs map[string]Document) ErrorList {
+	var out ErrorList
+	for _, k := range present {
+		if !Typed(kind, k) {
+			continue
+		}
+		sec := s.find(kind, k)
+		if sec == nil {
+			continue
+		}
+		for _, e := range sec.CrossCheck(doc, self, docs) {
+			if e.File == "" {
+				c := *e
+				c.File = self
+				e = &c
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ValidateWith validates doc, with the typed sections secs registers (Plan.ValidateWith).
+func ValidateWith(doc Document, secs *SectionSet) ErrorList {
+	switch d := doc.(type) {
+	case *Plan:
+		return d.ValidateWith(secs)
+	case *Workload:
+		return d.ValidateWith(secs)
+	}
+	return doc.Validate()
 }
 
 // validate runs every section's own validation.

@@ -3,7 +3,6 @@ package formats
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -38,31 +37,24 @@ func (pt *Partition) PhysicalGPUs() int {
 	return (pt.Count + pt.VGPU - 1) / pt.VGPU
 }
 
-// Validate checks a plan: every section on its own, GPU types against the plan's cluster
-// (when it has one), and models against its embedded profiles (when it has them).
-func (p *Plan) Validate() ErrorList {
+// Validate is ValidateWith(nil): a structural-only read of the sections whose validation has
+// moved to their system's package (see ValidateWith). Every production reader passes the
+// registry's set instead (DecodeWith, ReadIntoWith, `plan validate`).
+func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
+
+// ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
+// (when it has one), and models against its embedded profiles (when it has them). A typed
+// section whose validation lives in its system's package (all five in-tree systems', issue 29 item 3) is
+// checked by the Section secs registers under its key; without one it is read structurally
+// only (its types, required fields and finite numbers, which parse checks).
+func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	v := &validator{}
 	checkMeta(v, p.TypeMeta, KindPlan)
-	p.Provenance.validate(v, "provenance")
+	p.Provenance.validate(v, "provenance", secs)
 	if p.Cluster != nil {
 		v.nested("cluster", p.Cluster.Validate())
 	}
-	g := p.gpuChecker()
-	if p.PPipe != nil {
-		p.PPipe.validate(v, "ppipe", g)
-	}
-	if p.PARD != nil {
-		p.PARD.validate(v, "pard", g)
-	}
-	if p.Cascade != nil {
-		p.Cascade.validate(v, "cascade", g)
-	}
-	if p.QLM != nil {
-		p.QLM.validate(v, "qlm", g)
-	}
-	if p.DyOrc != nil {
-		p.DyOrc.validate(v, "dyorc", g)
-	}
+	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
 	if len(p.SectionKeys()) == 0 {
 		switch p.Provenance.Status {
@@ -79,13 +71,13 @@ func (p *Plan) Validate() ErrorList {
 			ix.add(fmt.Sprintf("provenance.embedded.profiles[%d]", i), &e.Profiles[i])
 		}
 		if valid {
-			p.checkProfiles(v, ix, "provenance.embedded.profiles")
+			p.checkProfiles(v, ix, "provenance.embedded.profiles", secs)
 		}
 	}
 	return v.errs
 }
 
-func (pv *Provenance) validate(v *validator, p string) {
+func (pv *Provenance) validate(v *validator, p string, secs *SectionSet) {
 	notEmpty(v, field(p, "tool"), pv.Tool)
 	notEmpty(v, field(p, "tool_version"), pv.ToolVersion)
 	if !digestRE.MatchString(pv.InputDigest) {
@@ -125,7 +117,7 @@ func (pv *Provenance) validate(v *validator, p string) {
 			v.nested(field(ep, "cluster"), e.Cluster.Validate())
 		}
 		if e.Workload != nil {
-			v.nested(field(ep, "workload"), e.Workload.Validate())
+			v.nested(field(ep, "workload"), e.Workload.ValidateWith(secs))
 		}
 	}
 }
@@ -173,108 +165,6 @@ func (g gpuChecker) types() string {
 	return strings.Join(t, ", ")
 }
 
-func (pp *PPipePlan) validate(v *validator, p string, g gpuChecker) {
-	oneOf(v, field(p, "strategy"), pp.Strategy, PPipeStrategies)
-	if !(pp.SLOMargin >= 0 && pp.SLOMargin < 1) {
-		v.add(field(p, "slo_margin"), pp.SLOMargin, "must be in [0, 1)")
-	}
-	atLeast(v, field(p, "max_partitions"), int64(pp.MaxPartitions), 1)
-	mp := field(p, "models")
-	if len(pp.Models) == 0 {
-		v.add(mp, nil, "must list at least one model")
-	}
-	if r, ok := pp.Extra["rounding"]; ok {
-		oneOf(v, keyPath(field(p, "extra"), "rounding"), r, Roundings)
-	}
-	seen := names{}
-	for i := range pp.Models {
-		m := &pp.Models[i]
-		ip := idx(mp, i)
-		seen.check(v, field(ip, "model"), m.Model)
-		positiveDuration(v, field(ip, "slo"), m.SLO)
-		positive(v, field(ip, "weight"), m.Weight)
-		positiveMicroseconds(v, field(ip, "budget_us"), m.BudgetUs)
-		if sloUs := m.SLO.Microseconds(); m.SLO > 0 && m.BudgetUs > sloUs {
-			v.add(field(ip, "budget_us"), m.BudgetUs, "must be <= slo (%g us)", sloUs)
-		}
-		rate(v, field(ip, "throughput_rps"), m.ThroughputRPS)
-		rate(v, field(ip, "target_rps"), m.TargetRPS)
-		if len(m.Pipelines) == 0 {
-			// A model the plan cannot serve has no place in it (the solver fails instead).
-			v.add(field(ip, "pipelines"), nil, "must list at least one pipeline")
-		}
-		for j := range m.Pipelines {
-			pl := &m.Pipelines[j]
-			jp := idx(field(ip, "pipelines"), j)
-			atLeast(v, field(jp, "batch"), int64(pl.Batch), 1)
-			rate(v, field(jp, "throughput_rps"), pl.ThroughputRPS)
-			microseconds(v, field(jp, "latency_us"), pl.LatencyUs)
-			microseconds(v, field(jp, "batch_formation_us"), pl.BatchFormationUs)
-			if finite(pl.BatchFormationUs) && finite(pl.LatencyUs) && pl.LatencyUs >= 0 && pl.BatchFormationUs > pl.LatencyUs {
-				v.add(field(jp, "batch_formation_us"), pl.BatchFormationUs, "must be <= latency_us (%g), which includes it", pl.LatencyUs)
-			}
-			pp2 := field(jp, "partitions")
-			if len(pl.Partitions) == 0 {
-				v.add(pp2, nil, "must list at least one partition")
-			}
-			if pp.MaxPartitions >= 1 && len(pl.Partitions) > pp.MaxPartitions {
-				v.add(pp2, len(pl.Partitions), "more partitions than max_partitions = %d", pp.MaxPartitions)
-			}
-			for k := range pl.Partitions {
-				pt := &pl.Partitions[k]
-				kp := idx(pp2, k)
-				if k == 0 && pt.FirstBlock != 0 {
-					v.add(field(kp, "first_block"), pt.FirstBlock, "must be 0: partitions must start at block 0")
-				}
-				if k > 0 && pt.FirstBlock != pl.Partitions[k-1].EndBlock {
-					v.add(field(kp, "first_block"), pt.FirstBlock, "must equal partitions[%d].end_block (%d): partitions must be contiguous", k-1, pl.Partitions[k-1].EndBlock)
-				}
-				if pt.EndBlock <= pt.FirstBlock {
-					v.add(field(kp, "end_block"), pt.EndBlock, "must be > first_block (%d)", pt.FirstBlock)
-				}
-				pool := g.check(v, field(kp, "gpu"), pt.GPU)
-				vgpuLevel(v, field(kp, "vgpu"), pt.VGPU)
-				if pool != nil && pt.VGPU >= 1 && pt.VGPU <= 4 && !containsInt(pool.Levels(), pt.VGPU) {
-					v.add(field(kp, "vgpu"), pt.VGPU, "level not allowed for GPU type %s in %s (vgpu: %v)", pt.GPU, g.where, pool.Levels())
-				}
-				atLeast(v, field(kp, "count"), int64(pt.Count), 1)
-				microseconds(v, field(kp, "stage_latency_us"), pt.StageLatencyUs)
-				microseconds(v, field(kp, "transfer_us"), pt.TransferUs)
-				rate(v, field(kp, "throughput_rps"), pt.ThroughputRPS)
-			}
-		}
-	}
-	if g.cluster != nil {
-		types, used := pp.PhysicalGPUs()
-		for _, gpu := range types {
-			if pool, ok := g.cluster.Pool(gpu); ok && used[gpu] > pool.Count {
-				v.add(mp, gpu, "pipelines use %d GPUs of this type (%s rounding), %s has %d", used[gpu], pp.Rounding(), g.where, pool.Count)
-			}
-		}
-	}
-	for i, u := range pp.GPUUse {
-		up := idx(field(p, "gpu_use"), i)
-		g.check(v, field(up, "gpu"), u.GPU)
-		if u.Class != "" && u.Class != "high" && u.Class != "low" {
-			v.add(field(up, "class"), u.Class, "must be high or low")
-		}
-		nonNegative(v, field(up, "used"), u.Used)
-		atLeast(v, field(up, "total"), int64(u.Total), 0)
-		if finite(u.Used) && u.Total >= 0 && u.Used > float64(u.Total)+1e-9 {
-			v.add(field(up, "used"), u.Used, "must be <= total (%d)", u.Total)
-		}
-	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 func finiteParams(v *validator, p string, params map[string]float64) {
 	for _, k := range sortedKeys(params) {
 		kp := keyPath(p, k)
@@ -282,230 +172,5 @@ func finiteParams(v *validator, p string, params map[string]float64) {
 			v.add(kp, k, "parameter name must not be empty")
 		}
 		finiteNum(v, kp, params[k])
-	}
-}
-
-func (pd *PARDPlan) validate(v *validator, p string, g gpuChecker) {
-	notEmpty(v, field(p, "policy"), pd.Policy)
-	finiteParams(v, field(p, "params"), pd.Params)
-	ap := field(p, "apps")
-	if len(pd.Apps) == 0 {
-		v.add(ap, nil, "must list at least one app")
-	}
-	seen := names{}
-	for i := range pd.Apps {
-		a := &pd.Apps[i]
-		ip := idx(ap, i)
-		seen.check(v, field(ip, "name"), a.Name)
-		positiveDuration(v, field(ip, "slo"), a.SLO)
-		rate(v, field(ip, "rate_rps"), a.RateRPS)
-		mp := field(ip, "modules")
-		if len(a.Modules) == 0 {
-			v.add(mp, nil, "must list at least one module")
-		}
-		mods := names{}
-		for j := range a.Modules {
-			m := &a.Modules[j]
-			jp := idx(mp, j)
-			mods.check(v, field(jp, "name"), m.Name)
-			notEmpty(v, field(jp, "model"), m.Model)
-			g.check(v, field(jp, "gpu"), m.GPU)
-			atLeast(v, field(jp, "batch"), int64(m.Batch), 1)
-			atLeast(v, field(jp, "workers"), int64(m.Workers), 1)
-			microseconds(v, field(jp, "latency_us"), m.LatencyUs)
-		}
-	}
-}
-
-func (cp *CascadePlan) validate(v *validator, p string, g gpuChecker) {
-	notEmpty(v, field(p, "task"), cp.Task)
-	pp := field(p, "placement")
-	if len(cp.Placement) == 0 {
-		v.add(pp, nil, "must place at least one replica")
-	}
-	total := -1
-	if g.cluster != nil {
-		total = 0
-		for _, pool := range g.cluster.GPUs {
-			total += pool.Count
-		}
-	}
-	replicas := map[string]int{}
-	for i, r := range cp.Placement {
-		ip := idx(pp, i)
-		if notEmpty(v, field(ip, "model"), r.Model) {
-			replicas[r.Model]++
-		}
-		if len(r.GPUs) == 0 {
-			v.add(field(ip, "gpus"), nil, "must list at least one GPU index")
-		}
-		seen := map[int]bool{}
-		for j, gi := range r.GPUs {
-			jp := idx(field(ip, "gpus"), j)
-			switch {
-			case gi < 0:
-				v.add(jp, gi, "must be >= 0")
-			case total >= 0 && gi >= total:
-				v.add(jp, gi, "must be < %d, the number of GPUs in %s", total, g.where)
-			case seen[gi]:
-				v.add(jp, gi, "duplicate GPU index")
-			}
-			seen[gi] = true
-		}
-	}
-	gp := field(p, "gears")
-	if len(cp.Gears) == 0 {
-		v.add(gp, nil, "must list at least one gear")
-	}
-	for i := range cp.Gears {
-		gr := &cp.Gears[i]
-		ip := idx(gp, i)
-		rate(v, field(ip, "q_lo"), gr.QLo)
-		if i == 0 && gr.QLo != 0 && finite(gr.QLo) && gr.QLo >= 0 {
-			v.add(field(ip, "q_lo"), gr.QLo, "must be 0: gears must start at QPS 0")
-		}
-		if i > 0 && gr.QLo != cp.Gears[i-1].QHi {
-			v.add(field(ip, "q_lo"), gr.QLo, "must equal gears[%d].q_hi (%g): gears must be contiguous", i-1, cp.Gears[i-1].QHi)
-		}
-		if !finite(gr.QHi) || !(gr.QHi > gr.QLo) {
-			v.add(field(ip, "q_hi"), gr.QHi, "must be > q_lo (%g)", gr.QLo)
-		} else {
-			rate(v, field(ip, "q_hi"), gr.QHi)
-		}
-		mp := field(ip, "models")
-		if len(gr.Models) == 0 {
-			v.add(mp, nil, "must list at least one model")
-		}
-		models := map[string]bool{}
-		for j, m := range gr.Models {
-			jp := idx(mp, j)
-			if !notEmpty(v, jp, m) {
-				continue
-			}
-			if models[m] {
-				v.add(jp, m, "duplicate model")
-			} else if replicas[m] == 0 {
-				v.add(jp, m, "model has no replica in %s", pp)
-			}
-			models[m] = true
-		}
-		if len(gr.Models) > 0 && len(gr.Thr) != len(gr.Models)-1 {
-			v.add(field(ip, "thr"), len(gr.Thr), "length must be len(models)-1 = %d", len(gr.Models)-1)
-		}
-		for j, t := range gr.Thr {
-			nonNegative(v, idx(field(ip, "thr"), j), t)
-		}
-		for _, m := range sortedKeys(gr.Share) {
-			sp := keyPath(field(ip, "share"), m)
-			if !models[m] {
-				v.add(sp, m, "not a model of this gear")
-				continue
-			}
-			shares := gr.Share[m]
-			if len(shares) != replicas[m] {
-				v.add(sp, len(shares), "length must be the number of replicas of %s in %s (%d)", m, pp, replicas[m])
-			}
-			var sum float64
-			ok := true
-			for j, s := range shares {
-				if !finite(s) || s < 0 || s > 1 {
-					v.add(idx(sp, j), s, "must be in [0, 1]")
-					ok = false
-				}
-				sum += s
-			}
-			if ok && len(shares) > 0 && math.Abs(sum-1) > 1e-6 {
-				v.add(sp, nil, "must sum to 1 (sums to %g)", sum)
-			}
-		}
-		for _, m := range sortedKeys(gr.Trigger) {
-			tp := keyPath(field(ip, "trigger"), m)
-			if !models[m] {
-				v.add(tp, m, "not a model of this gear")
-			}
-			atLeast(v, tp, int64(gr.Trigger[m]), 1)
-		}
-		inRange(v, field(ip, "expected_accuracy"), gr.ExpAcc, 0, 1)
-		durationIn(v, field(ip, "expected_work_s"), gr.ExpWork, 1e6, "s", false)
-		durationIn(v, field(ip, "expected_platency_ms"), gr.ExpPLat, 1e3, "ms", false)
-	}
-	durationIn(v, field(p, "poll_ms"), cp.PollMs, 1e3, "ms", false)
-	nonNegative(v, field(p, "alpha"), cp.Alpha)
-	if cp.MaxBatch < 0 {
-		v.add(field(p, "max_batch"), cp.MaxBatch, "must be >= 1 (or omitted)")
-	}
-}
-
-func (q *QLMPlan) validate(v *validator, p string, g gpuChecker) {
-	ip := field(p, "instances")
-	if len(q.Instances) == 0 {
-		v.add(ip, nil, "must list at least one instance")
-	}
-	groups := names{}
-	for i := range q.Groups {
-		gr := &q.Groups[i]
-		gp := idx(field(p, "groups"), i)
-		groups.check(v, field(gp, "id"), gr.ID)
-		notEmpty(v, field(gp, "model"), gr.Model)
-		positiveDuration(v, field(gp, "slo"), gr.SLO)
-		atLeast(v, field(gp, "requests"), int64(gr.Requests), 1)
-	}
-	seen := names{}
-	queued := map[string]string{}
-	for i := range q.Instances {
-		in := &q.Instances[i]
-		np := idx(ip, i)
-		seen.check(v, field(np, "name"), in.Name)
-		g.check(v, field(np, "gpu"), in.GPU)
-		atLeast(v, field(np, "gpu_count"), int64(in.GPUCount), 1)
-		for j, id := range in.Queue {
-			jp := idx(field(np, "queue"), j)
-			if groups[id] == "" {
-				v.add(jp, id, "unknown group: not in %s", field(p, "groups"))
-				continue
-			}
-			if first, dup := queued[id]; dup {
-				v.add(jp, id, "group is already queued at %s", first)
-				continue
-			}
-			queued[id] = jp
-		}
-	}
-	durationIn(v, field(p, "replan_ms"), q.ReplanMs, 1e3, "ms", false)
-}
-
-func (d *DyOrcPlan) validate(v *validator, p string, g gpuChecker) {
-	dp := field(p, "deployments")
-	if len(d.Deployments) == 0 {
-		v.add(dp, nil, "must list at least one deployment")
-	}
-	first := map[[2]string]int{}
-	for i := range d.Deployments {
-		s := &d.Deployments[i]
-		ip := idx(dp, i)
-		notEmpty(v, field(ip, "service"), s.Service)
-		g.check(v, field(ip, "gpu"), s.GPU)
-		atLeast(v, field(ip, "replicas"), int64(s.Replicas), 1)
-		atLeast(v, field(ip, "max_batch"), int64(s.MaxBatch), 1)
-		k := [2]string{s.Service, s.GPU}
-		if f, dup := first[k]; dup {
-			v.add(ip, raw(fmt.Sprintf("(%s, %s)", s.Service, s.GPU)), "duplicate (service, gpu) deployment (first at %s)", idx(dp, f))
-		} else {
-			first[k] = i
-		}
-	}
-	finiteParams(v, field(p, "params"), d.Params)
-	seenGPU := map[int]bool{}
-	for i, g := range d.Placement {
-		ip := idx(field(p, "placement"), i)
-		if g.GPU < 0 {
-			v.add(field(ip, "gpu"), g.GPU, "must be >= 0")
-		} else if seenGPU[g.GPU] {
-			v.add(field(ip, "gpu"), g.GPU, "GPU listed twice")
-		}
-		seenGPU[g.GPU] = true
-		for j, s := range g.Services {
-			notEmpty(v, idx(field(ip, "services"), j), s)
-		}
 	}
 }

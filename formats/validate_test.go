@@ -17,16 +17,12 @@ type badCase struct {
 	want   []string
 }
 
-func cl(f func(*Cluster)) func(Document)     { return func(d Document) { f(d.(*Cluster)) } }
-func pr(f func(*Profile)) func(Document)     { return func(d Document) { f(d.(*Profile)) } }
-func wl(f func(*Workload)) func(Document)    { return func(d Document) { f(d.(*Workload)) } }
-func pl(f func(*Plan)) func(Document)        { return func(d Document) { f(d.(*Plan)) } }
-func tr(f func(*Trace)) func(Document)       { return func(d Document) { f(d.(*Trace)) } }
-func ms(d time.Duration) Duration            { return Duration(d * time.Millisecond) }
-func boolp(b bool) *bool                     { return &b }
-func cascade0(w *Workload) *Cascade          { return &w.Cascades[0] }
-func app(w *Workload, name string) App       { return w.Workflows.Apps[name] }
-func setApp(w *Workload, name string, a App) { w.Workflows.Apps[name] = a }
+func cl(f func(*Cluster)) func(Document)  { return func(d Document) { f(d.(*Cluster)) } }
+func pr(f func(*Profile)) func(Document)  { return func(d Document) { f(d.(*Profile)) } }
+func wl(f func(*Workload)) func(Document) { return func(d Document) { f(d.(*Workload)) } }
+func pl(f func(*Plan)) func(Document)     { return func(d Document) { f(d.(*Plan)) } }
+func tr(f func(*Trace)) func(Document)    { return func(d Document) { f(d.(*Trace)) } }
+func ms(d time.Duration) Duration         { return Duration(d * time.Millisecond) }
 
 var nan = math.NaN()
 var inf = math.Inf(1)
@@ -42,7 +38,7 @@ func runBad(t *testing.T, cases []badCase) {
 		t.Run(c.name, func(t *testing.T) {
 			doc := loadGood(t, c.file)
 			c.mutate(doc)
-			got := doc.Validate().WithFile(c.file)
+			got := ValidateWith(doc, inTree).WithFile(c.file)
 			var msgs []string
 			for _, e := range got {
 				msgs = append(msgs, e.Error())
@@ -146,136 +142,11 @@ func TestValidateProfile(t *testing.T) {
 
 func TestValidateWorkload(t *testing.T) {
 	const f = "workload.yaml"
-	pipe := func(w *Workload) *Pipeline { return &w.Pipelines[0] }
 	runBad(t, []badCase{
 		{"kind", f, wl(func(w *Workload) { w.Kind = "Trace" }), []string{`workload.yaml: kind: "Trace": must be Workload`}},
 		{"empty", f, wl(func(w *Workload) {
 			w.Models, w.Pipelines, w.Cascades, w.LLMClasses, w.Workflows = nil, nil, nil, nil, nil
 		}), []string{`workload.yaml: must describe at least one of models, pipelines, cascades, llm_classes or workflows`}},
-		// models
-		{"model name empty", f, wl(func(w *Workload) { w.Models[1].Name = "" }), []string{`workload.yaml: models[1].name: "": must not be empty`}},
-		{"model name duplicate", f, wl(func(w *Workload) { w.Models[1].Name = "resnet50" }), []string{`workload.yaml: models[1].name: "resnet50": duplicate name (first at models[0].name)`}},
-		{"model slo negative", f, wl(func(w *Workload) { w.Models[0].SLO = ms(-5) }), []string{`workload.yaml: models[0].slo: -5ms: must be >= 0 (0 = slo_scale x the fastest batch-1 latency)`}},
-		{"model slo_scale", f, wl(func(w *Workload) { w.Models[1].SLOScale = 0.5 }), []string{`workload.yaml: models[1].slo_scale: 0.5: must be >= 1 (or omitted)`}},
-		{"model slo and slo_scale", f, wl(func(w *Workload) { w.Models[0].SLOScale = 5 }), []string{`workload.yaml: models[0].slo_scale: 5: set slo or slo_scale, not both`}},
-		{"model weight", f, wl(func(w *Workload) { w.Models[0].Weight = -1 }), []string{`workload.yaml: models[0].weight: -1: must be > 0 (or omitted)`}},
-		{"model weight huge", f, wl(func(w *Workload) { w.Models[0].Weight = 1e308 }), []string{`workload.yaml: models[0].weight: 1e+308: must be in [1e-06, 1e+06] (weights are relative)`}},
-		{"model weight tiny", f, wl(func(w *Workload) { w.Models[0].Weight = 1e-300 }), []string{`workload.yaml: models[0].weight: 1e-300: must be in [1e-06, 1e+06] (weights are relative)`}},
-		{"model rate NaN", f, wl(func(w *Workload) { w.Models[0].RateRPS = nan }), []string{`workload.yaml: models[0].rate_rps: NaN: must be >= 0`}},
-		// pipelines
-		{"pipeline name", f, wl(func(w *Workload) { pipe(w).Name = "" }), []string{`workload.yaml: pipelines[0].name: "": must not be empty`}},
-		{"pipeline duplicate", f, wl(func(w *Workload) { w.Pipelines = append(w.Pipelines, w.Pipelines[0]) }), []string{`workload.yaml: pipelines[1].name: "traffic": duplicate name (first at pipelines[0].name)`}},
-		{"pipeline slo", f, wl(func(w *Workload) { pipe(w).SLO = 0 }), []string{`workload.yaml: pipelines[0].slo: 0s: must be > 0`}},
-		{"pipeline rate", f, wl(func(w *Workload) { pipe(w).RateRPS = -1 }), []string{`workload.yaml: pipelines[0].rate_rps: -1: must be >= 0`}},
-		{"pipeline no modules", f, wl(func(w *Workload) { pipe(w).Modules = nil }), []string{`workload.yaml: pipelines[0].modules: must list at least one module`}},
-		{"module name duplicate", f, wl(func(w *Workload) { pipe(w).Modules[3].Name = "person" }), []string{`workload.yaml: pipelines[0].modules[3].name: "person": duplicate name (first at pipelines[0].modules[2].name)`}},
-		{"module model", f, wl(func(w *Workload) { pipe(w).Modules[3].Model = "" }), []string{`workload.yaml: pipelines[0].modules[3].model: "": must not be empty`}},
-		{"edge empty", f, wl(func(w *Workload) { pipe(w).Modules[3].After[0].Module = "" }), []string{`workload.yaml: pipelines[0].modules[3].after[0].module: "": must not be empty`}},
-		{"edge self", f, wl(func(w *Workload) { pipe(w).Modules[3].After[0].Module = "plate" }), []string{`workload.yaml: pipelines[0].modules[3].after[0].module: "plate": a module cannot depend on itself`}},
-		{"edge unknown", f, wl(func(w *Workload) { pipe(w).Modules[3].After[0].Module = "car" }), []string{`workload.yaml: pipelines[0].modules[3].after[0].module: "car": unknown module: not in pipelines[0].modules`}},
-		{"edge duplicate", f, wl(func(w *Workload) {
-			m := &pipe(w).Modules[3]
-			m.After = append(m.After, Edge{Module: "vehicle"})
-		}), []string{`workload.yaml: pipelines[0].modules[3].after[1].module: "vehicle": duplicate edge (first at after[0])`}},
-		{"edge probability", f, wl(func(w *Workload) { pipe(w).Modules[1].After[0].Probability = 1.5 }), []string{`workload.yaml: pipelines[0].modules[1].after[0].probability: 1.5: must be in (0, 1]`}},
-		{"edge probability negative", f, wl(func(w *Workload) { pipe(w).Modules[1].After[0].Probability = -0.1 }), []string{`workload.yaml: pipelines[0].modules[1].after[0].probability: -0.1: must be in (0, 1]`}},
-		{"cycle", f, wl(func(w *Workload) { pipe(w).Modules[0].After = []Edge{{Module: "plate"}} }), []string{`workload.yaml: pipelines[0].modules: modules form a cycle: detect -> vehicle -> plate -> detect`}},
-		// cascades
-		{"cascade name", f, wl(func(w *Workload) { cascade0(w).Name = "" }), []string{`workload.yaml: cascades[0].name: "": must not be empty`}},
-		{"cascade duplicate", f, wl(func(w *Workload) { w.Cascades = append(w.Cascades, w.Cascades[0]) }), []string{`workload.yaml: cascades[1].name: "hellaswag": duplicate name (first at cascades[0].name)`}},
-		{"cascade no models", f, wl(func(w *Workload) { cascade0(w).Models, cascade0(w).Validation = nil, nil }), []string{
-			`workload.yaml: cascades[0].models: must list at least one model`,
-			`workload.yaml: cascades[0].validation: must have at least one record`}},
-		{"cascade model empty", f, wl(func(w *Workload) { cascade0(w).Models = append(cascade0(w).Models, "") }), []string{`workload.yaml: cascades[0].models[2]: "": must not be empty`}},
-		{"cascade model duplicate", f, wl(func(w *Workload) { cascade0(w).Models = append(cascade0(w).Models, "llama-3.2-1b") }), []string{`workload.yaml: cascades[0].models[2]: "llama-3.2-1b": duplicate model`}},
-		{"cascade both slos", f, wl(func(w *Workload) { cascade0(w).LatencySLO = &LatencySLO{0.95, ms(3000)} }), []string{`workload.yaml: cascades[0].accuracy_slo: 0.62: set latency_slo or accuracy_slo, not both`}},
-		{"cascade no slo", f, wl(func(w *Workload) { cascade0(w).AccuracySLO = 0 }), []string{`workload.yaml: cascades[0]: must set latency_slo or accuracy_slo`}},
-		{"cascade percentile", f, wl(func(w *Workload) { cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &LatencySLO{95, ms(3000)} }), []string{`workload.yaml: cascades[0].latency_slo.percentile: 95: must be in (0, 1] (a quantile: 0.95 for p95)`}},
-		{"cascade latency", f, wl(func(w *Workload) { cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &LatencySLO{0.95, 0} }), []string{`workload.yaml: cascades[0].latency_slo.latency: 0s: must be > 0`}},
-		{"cascade accuracy", f, wl(func(w *Workload) { cascade0(w).AccuracySLO = 1.5 }), []string{`workload.yaml: cascades[0].accuracy_slo: 1.5: must be in (0, 1]`}},
-		{"cascade qps_max", f, wl(func(w *Workload) { cascade0(w).QPSMax = 0 }), []string{`workload.yaml: cascades[0].qps_max: 0: must be > 0`}},
-		{"cascade qps_ranges", f, wl(func(w *Workload) { cascade0(w).QPSRanges = -1 }), []string{`workload.yaml: cascades[0].qps_ranges: -1: must be >= 1 (or omitted)`}},
-		{"cascade histogram negative", f, wl(func(w *Workload) { cascade0(w).QPSHistogram[2] = -0.2 }), []string{`workload.yaml: cascades[0].qps_histogram[2]: -0.2: must be >= 0`}},
-		{"cascade histogram zero", f, wl(func(w *Workload) { cascade0(w).QPSHistogram = []float64{0, 0} }), []string{`workload.yaml: cascades[0].qps_histogram: must not be all zero`}},
-		{"record sample", f, wl(func(w *Workload) { cascade0(w).Validation[0].Sample, cascade0(w).Validation[1].Sample = -1, -1 }), []string{
-			`workload.yaml: cascades[0].validation[0].sample: -1: must be >= 0`,
-			`workload.yaml: cascades[0].validation[1].sample: -1: must be >= 0`}},
-		{"record model empty", f, wl(func(w *Workload) {
-			cascade0(w).Validation = append(cascade0(w).Validation, ValidationRecord{Sample: 0, Pred: "B", Label: "B"})
-		}), []string{`workload.yaml: cascades[0].validation[8].model: "": must not be empty`}},
-		{"record model unknown", f, wl(func(w *Workload) {
-			cascade0(w).Validation = append(cascade0(w).Validation, ValidationRecord{Sample: 0, Model: "gpt", Pred: "B", Label: "B"})
-		}), []string{`workload.yaml: cascades[0].validation[8].model: "gpt": unknown model: not in cascades[0].models`}},
-		{"record cert", f, wl(func(w *Workload) { cascade0(w).Validation[3].Cert = nan }), []string{`workload.yaml: cascades[0].validation[3].cert: NaN: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)`}},
-		{"record cert above 1", f, wl(func(w *Workload) { cascade0(w).Validation[3].Cert = 4.2 }), []string{`workload.yaml: cascades[0].validation[3].cert: 4.2: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)`}},
-		{"record label and correct", f, wl(func(w *Workload) { cascade0(w).Validation[3].Correct = boolp(true) }), []string{`workload.yaml: cascades[0].validation[3].correct: true: set label or correct, not both`}},
-		{"record neither label nor correct", f, wl(func(w *Workload) { cascade0(w).Validation[3].Label = "" }), []string{`workload.yaml: cascades[0].validation[3]: must set label or correct`}},
-		{"record duplicate", f, wl(func(w *Workload) { cascade0(w).Validation = append(cascade0(w).Validation, cascade0(w).Validation[0]) }), []string{`workload.yaml: cascades[0].validation[8]: (sample 0, model llama-3.2-1b): duplicate record (first at cascades[0].validation[0])`}},
-		{"record label mismatch", f, wl(func(w *Workload) { cascade0(w).Validation[1].Label = "C" }), []string{`workload.yaml: cascades[0].validation[1].label: "C": differs from cascades[0].validation[0].label ("B") for the same sample`}},
-		{"records cover different samples", f, wl(func(w *Workload) { cascade0(w).Validation = cascade0(w).Validation[:7] }), []string{`workload.yaml: cascades[0].validation: "llama-3.1-8b": no records for samples 3: every model must cover the same samples`}},
-		{"model without records", f, wl(func(w *Workload) {
-			c := cascade0(w)
-			var keep []ValidationRecord
-			for _, r := range c.Validation {
-				if r.Model != "llama-3.1-8b" {
-					keep = append(keep, r)
-				}
-			}
-			c.Validation = keep
-		}), []string{`workload.yaml: cascades[0].validation: "llama-3.1-8b": no records for this model`}},
-		// LLM classes
-		{"class name", f, wl(func(w *Workload) { w.LLMClasses[1].Name = "chat" }), []string{`workload.yaml: llm_classes[1].name: "chat": duplicate name (first at llm_classes[0].name)`}},
-		{"class model", f, wl(func(w *Workload) { w.LLMClasses[1].Model = "" }), []string{`workload.yaml: llm_classes[1].model: "": must not be empty`}},
-		{"class slo", f, wl(func(w *Workload) { w.LLMClasses[1].SLO = ms(-1) }), []string{`workload.yaml: llm_classes[1].slo: -1ms: must be > 0`}},
-		{"class rate", f, wl(func(w *Workload) { w.LLMClasses[1].RateRPS = -1 }), []string{`workload.yaml: llm_classes[1].rate_rps: -1: must be >= 0`}},
-		{"tokens mean", f, wl(func(w *Workload) { w.LLMClasses[1].InputTokens.Mean = 0 }), []string{`workload.yaml: llm_classes[1].input_tokens.mean: 0: must be > 0`}},
-		{"tokens std", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
-		{"tokens max", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
-		{"tokens mean above max", f, wl(func(w *Workload) { w.LLMClasses[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
-		// workflows
-		{"workflows empty", f, wl(func(w *Workload) { w.Workflows = &Workflows{} }), []string{
-			`workload.yaml: workflows.services: must define at least one service`,
-			`workload.yaml: workflows.apps: must define at least one app`}},
-		{"service name", f, wl(func(w *Workload) { w.Workflows.Services[""] = Service{MaxBatch: 1} }), []string{`workload.yaml: workflows.services[""]: "": service name must not be empty`}},
-		{"service weights", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.WeightsGB = -1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.weights_gb: -1: must be >= 0`}},
-		{"service act", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.ActGB = nan; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.act_gb: NaN: must be >= 0`}},
-		{"service max_batch", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.MaxBatch = 0; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.max_batch: 0: must be >= 1`}},
-		{"service work_spread", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.WorkSpread = 1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.work_spread: 1: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
-		{"service work_spread NaN", f, wl(func(w *Workload) {
-			s := w.Workflows.Services["vit"]
-			s.WorkSpread = math.NaN()
-			w.Workflows.Services["vit"] = s
-		}), []string{`workload.yaml: workflows.services.vit.work_spread: NaN: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
-		{"service latency base", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.BaseUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.base_us: -1: must be >= 0`}},
-		{"service latency per item", f, wl(func(w *Workload) { w.Workflows.Services["vit"].Latency.PerItemUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.per_item_us: -1: must be >= 0`}},
-		{"service out", f, wl(func(w *Workload) { s := w.Workflows.Services["vit"]; s.OutKB = -1; w.Workflows.Services["vit"] = s }), []string{`workload.yaml: workflows.services.vit.out_kb: -1: must be >= 0`}},
-		{"app name", f, wl(func(w *Workload) { setApp(w, "", app(w, "kc")) }), []string{`workload.yaml: workflows.apps[""]: "": app name must not be empty`}},
-		{"app slo", f, wl(func(w *Workload) { a := app(w, "gill"); a.SLO = ms(-1); setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.slo: -1ms: must be > 0 (or omitted)`}},
-		{"app steps and loop", f, wl(func(w *Workload) { a := app(w, "gill"); a.Loop = app(w, "debate").Loop; setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.loop: set steps or loop, not both`}},
-		{"app neither", f, wl(func(w *Workload) { setApp(w, "gill", App{}) }), []string{`workload.yaml: workflows.apps.gill: must set steps or loop`}},
-		{"step id empty", f, wl(func(w *Workload) { app(w, "gill").Steps[2].ID = "" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "": must not be empty`}},
-		{"step id duplicate", f, wl(func(w *Workload) { app(w, "gill").Steps[2].ID = "enc" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "enc": duplicate name (first at workflows.apps.gill.steps[0].id)`}},
-		{"step svc and choice", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Service = "vit" }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: set svc or choice, not both`}},
-		{"step neither", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "" }), []string{`workload.yaml: workflows.apps.kc.steps[0]: must set svc or choice`}},
-		{"step unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[0].Service = "gpt4" }), []string{`workload.yaml: workflows.apps.kc.steps[0].svc: "gpt4": unknown service: not in workflows.services`}},
-		{"choice unknown service", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_med"] = 0.1 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: 1.1: branch probabilities must sum to 1 (they sum to 1.1)`, `workload.yaml: workflows.apps.kc.steps[1].choice.card_med: "card_med": unknown service: not in workflows.services`}},
-		{"choice weight", f, wl(func(w *Workload) { app(w, "kc").Steps[1].Choice["card_law"] = 0 }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: 0.6: branch probabilities must sum to 1 (they sum to 0.6)`, `workload.yaml: workflows.apps.kc.steps[1].choice.card_law: 0: must be > 0`}},
-		{"step p", f, wl(func(w *Workload) { app(w, "kc").Steps[1].P = 1.5 }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 1.5: must be in [0, 1]`}},
-		{"step p without when", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "" }), []string{`workload.yaml: workflows.apps.kc.steps[1].p: 0.6: p is the probability of the when guard: set when`}},
-		{"step fanout", f, wl(func(w *Workload) { app(w, "gill").Steps[0].Fanout = -2 }), []string{`workload.yaml: workflows.apps.gill.steps[0].fanout: -2: must be >= 1 (or omitted)`}},
-		{"after empty", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[0] = "?" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[0]: "?": must name a step, optionally with a ? or * suffix, or be $in`}},
-		{"after self", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[0] = "llm*" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[0]: "llm*": a step cannot depend on itself`}},
-		{"after unknown", f, wl(func(w *Workload) { app(w, "gill").Steps[1].After[1] = "in" }), []string{`workload.yaml: workflows.apps.gill.steps[1].after[1]: "in": unknown step: not a step of this app (use $in for the request input)`}},
-		{"steps cycle", f, wl(func(w *Workload) { app(w, "kc").Steps[0].After = []string{"ans"} }), []string{`workload.yaml: workflows.apps.kc.steps: steps form a cycle: ask -> card -> ans -> ask`}},
-		{"loop id", f, wl(func(w *Workload) { app(w, "debate").Loop.ID = "" }), []string{
-			`workload.yaml: workflows.apps.debate.loop.id: "": must not be empty`,
-			`workload.yaml: workflows.apps.debate.loop.body[0].after[0]: "round.prev*": unknown step: not a step of this app (use $in for the request input)`}},
-		{"loop max_iter", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 0 }), []string{`workload.yaml: workflows.apps.debate.loop.max_iter: 0: unbounded loop: max_iter must be >= 1 (DyOrc loops are bounded)`}},
-		{"guard syntax", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "ask.need >> 2" }), []string{`workload.yaml: workflows.apps.kc.steps[1].when: "ask.need >> 2": guard cannot be evaluated: right-hand side "> 2" of > is not a finite number`}},
-		{"guard unknown step", f, wl(func(w *Workload) { app(w, "kc").Steps[1].When = "ans.need" }), []string{`workload.yaml: workflows.apps.kc.steps[1].when: "ans.need": guard cannot be evaluated: "ans" is neither in (the request input) nor a step listed before this one`}},
-		{"loop p_stop length", f, wl(func(w *Workload) { app(w, "debate").Loop.MaxIter = 5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop: 4: length must be max_iter = 5`}},
-		{"loop p_stop value", f, wl(func(w *Workload) { app(w, "debate").Loop.PStop[1] = 1.5 }), []string{`workload.yaml: workflows.apps.debate.loop.p_stop[1]: 1.5: must be in [0, 1]`}},
-		{"loop body", f, wl(func(w *Workload) { app(w, "debate").Loop.Body = nil }), []string{`workload.yaml: workflows.apps.debate.loop.body: must list at least one step`}},
 	})
 }
 

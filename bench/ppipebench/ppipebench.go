@@ -17,12 +17,17 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner/ppipe"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/roofline"
 	"github.com/plan-dev/plan/profiler/zoo"
 	"github.com/plan-dev/plan/sim"
 )
+
+// ppipeSections validates the PPipe plans the bench writes with PPipe's own rules (issue 29
+// item 3: a write without a set is a structural-only check).
+var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.Plan{}}, Workload: []formats.Section{ppipesec.Workload{}}}
 
 // HC is one of the paper's heterogeneous clusters (PPipe §7.1, Table 1; GPUs per server and
 // effective bandwidth from the authors' artifact, as Table 1's bandwidths look swapped).
@@ -333,7 +338,7 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 		row.Status[i] = p.Provenance.Status
 		if cfg.PlanDir != "" {
 			name := fmt.Sprintf("%s-%s-%s-%s.json", hc.Name, g.Name, trace, s)
-			if err := formats.WriteFile(filepath.Join(cfg.PlanDir, name), p); err != nil {
+			if err := formats.WriteFileWith(filepath.Join(cfg.PlanDir, name), p, ppipeSections); err != nil {
 				return nil, err
 			}
 		}
@@ -481,7 +486,7 @@ func ablationOn(ctx context.Context, cfg *Config, res *Result, pc *profileCache,
 		return false, nil
 	}
 	if cfg.PlanDir != "" {
-		if err := formats.WriteFile(filepath.Join(cfg.PlanDir, fmt.Sprintf("ablation-%s-%s.json", hc.Name, g.Name)), p); err != nil {
+		if err := formats.WriteFileWith(filepath.Join(cfg.PlanDir, fmt.Sprintf("ablation-%s-%s.json", hc.Name, g.Name)), p, ppipeSections); err != nil {
 			return false, err
 		}
 	}

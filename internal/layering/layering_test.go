@@ -55,9 +55,15 @@ var layers = []layer{
 	{"profiler", 2, "profiler"},
 	// The embedded demo inputs are data: anything above formats may embed them.
 	{"internal/demo", 1, "demo"},
+	// Each system's sections (validation and cross-file checks of its typed plan and workload
+	// sections): above formats' shared types, below everything that reads files, so the
+	// registry (and tests) hand them to formats as a SectionSet.
+	{"formats/sections", 0, "formats"},
 	{"formats", 0, "formats"},
 	// Dependency-free helpers and test-only packages.
 	{"internal/simbench", 0, "simbench"},
+	// progress decides, in one place, whether stderr is a terminal (progress lines or none).
+	{"internal/progress", 0, "progress"},
 	{"internal/readme", 0, "readme"},
 	{"internal/layering", 0, "layering"},
 }

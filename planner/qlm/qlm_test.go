@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -104,7 +105,7 @@ func TestBadTokenStats(t *testing.T) {
 			if err := os.WriteFile(path, []byte(strings.Replace(string(src), c.from, c.to, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := formats.ReadInto[*formats.Workload](path)
+			_, err := formats.ReadIntoWith[*formats.Workload](path, &formats.SectionSet{Workload: []formats.Section{qlmsec.Workload{}}})
 			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v: want %s naming %q", err, path, c.want)
 			}

@@ -21,6 +21,7 @@ import (
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	xcascade "github.com/plan-dev/plan/export/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
@@ -36,7 +37,9 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dpc.Kind,
-		HasPlan:          func(p *formats.Plan) bool { return p.Cascade != nil },
+		// CascadeServe validates and cross-checks its typed sections itself (issue 29 item 3).
+		Sections: system.Sections{Plan: cascadesec.Plan{}, Workload: []formats.Section{cascadesec.Workload{}}},
+		HasPlan:  func(p *formats.Plan) bool { return p.Cascade != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
 			if p.Provenance.Strategy == pc.StrategyCocktail {

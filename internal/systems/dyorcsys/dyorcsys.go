@@ -20,6 +20,7 @@ import (
 	dpd "github.com/plan-dev/plan/dataplane/dyorc"
 	xdyorc "github.com/plan-dev/plan/export/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/dyorc"
@@ -37,7 +38,9 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dpd.Kind,
-		HasPlan:          func(p *formats.Plan) bool { return p.DyOrc != nil },
+		// DyOrc validates and cross-checks its typed sections itself (issue 29 item 3).
+		Sections: system.Sections{Plan: dyorcsec.Plan{}, Workload: []formats.Section{dyorcsec.Workload{}}},
+		HasPlan:  func(p *formats.Plan) bool { return p.DyOrc != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpd.FromPlan(p)
 			pol := p.DyOrc.Policy

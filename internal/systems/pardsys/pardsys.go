@@ -19,6 +19,7 @@ import (
 	dppard "github.com/plan-dev/plan/dataplane/pard"
 	xpard "github.com/plan-dev/plan/export/pard"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/pard"
@@ -45,7 +46,8 @@ func System() system.System {
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.
-		Sections: system.Sections{SolveErrors: solveErrors},
+		// PARD validates and cross-checks its typed sections itself (issue 29 item 3).
+		Sections: system.Sections{Plan: pardsec.Plan{}, Workload: []formats.Section{pardsec.Workload{}}, SolveErrors: solveErrors},
 	}
 }
 

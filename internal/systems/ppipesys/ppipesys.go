@@ -19,6 +19,7 @@ import (
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	xppipe "github.com/plan-dev/plan/export/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/ppipe"
@@ -35,7 +36,9 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dpppipe.Kind,
-		HasPlan:          func(p *formats.Plan) bool { return p.PPipe != nil },
+		// PPipe validates and cross-checks its typed sections itself (issue 29 item 3).
+		Sections: system.Sections{Plan: ppipesec.Plan{}, Workload: []formats.Section{ppipesec.Workload{}}},
+		HasPlan:  func(p *formats.Plan) bool { return p.PPipe != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpppipe.FromPlan(p)
 			return d, dpppipe.DefaultPolicy, err

@@ -18,6 +18,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	xqlm "github.com/plan-dev/plan/export/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	pq "github.com/plan-dev/plan/planner/qlm"
@@ -35,7 +36,9 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dq.Kind,
-		HasPlan:          func(p *formats.Plan) bool { return p.QLM != nil },
+		// QLM validates and cross-checks its typed sections itself (issue 29 item 3).
+		Sections: system.Sections{Plan: qlmsec.Plan{}, Workload: []formats.Section{qlmsec.Workload{}}},
+		HasPlan:  func(p *formats.Plan) bool { return p.QLM != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dq.FromPlan(p)
 			return d, dq.PolicyQLM, err

@@ -156,7 +156,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	}
 	if spec.Trace != nil {
 		// The trace must name what the plan serves (the cross-file check of plan validate).
-		if errs := formats.CheckSet(map[string]formats.Document{path: plan, o.trace: spec.Trace}); len(errs) > 0 {
+		if errs := formats.CheckSetWith(map[string]formats.Document{path: plan, o.trace: spec.Trace}, app.Systems.Sections()); len(errs) > 0 {
 			return usageError(errs)
 		}
 	}

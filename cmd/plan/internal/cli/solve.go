@@ -217,7 +217,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err != nil {
 		return solveError(withFileNames(err, o, sys))
 	}
-	if err := formats.WriteFile(o.out, plan); err != nil {
+	if err := formats.WriteFileWith(o.out, plan, app.Systems.Sections()); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	pv := plan.Provenance

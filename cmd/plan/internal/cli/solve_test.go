@@ -248,7 +248,7 @@ func TestCheck(t *testing.T) {
 		rule := strings.TrimSuffix(e.Name(), ".json")
 		t.Run(rule, func(t *testing.T) {
 			file := filepath.Join("testdata/ppipe/broken", e.Name())
-			_, err := formats.ReadFile(file)
+			_, err := formats.ReadFileWith(file, systems.Default().Sections())
 			code, out, errs := runCLI(t, "check", file)
 			if err != nil {
 				vcode, _, verrs := runCLI(t, "validate", file)

@@ -124,13 +124,13 @@ func runValidate(ctx context.Context, app *App, args []string) error {
 			continue
 		}
 		results[i].Kind = doc.GetKind()
-		add(i, doc.Validate().WithFile(name))
+		add(i, formats.ValidateWith(doc, app.Systems.Sections()).WithFile(name))
 		docs[name] = doc
 	}
 	if ctx.Err() != nil {
 		return checkFailed(fmt.Errorf("validate: interrupted"))
 	}
-	for _, e := range formats.CheckSet(docs) {
+	for _, e := range formats.CheckSetWith(docs, app.Systems.Sections()) {
 		if i, ok := byName[e.File]; ok {
 			add(i, formats.ErrorList{e})
 		}

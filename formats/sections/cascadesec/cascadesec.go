@@ -1,0 +1,184 @@
+// Package cascadesec is CascadeServe's part of the file formats (issue 29 item 3): the
+// validation of its workload section (`cascades`: model cascades with their SLO, QPS range
+// and validation records, CascadeServe §3) and its plan section (`cascade`: replica placement
+// and the gear plan, §4), and the checks of those sections against the other files given
+// with them. The section types stay typed fields of formats.Workload and formats.Plan;
+// formats runs these Sections for them when the system registry hands it the set.
+package cascadesec
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Keys of CascadeServe's sections.
+const (
+	PlanKey     = "cascade"
+	WorkloadKey = "cascades"
+)
+
+var errTyped = errors.New("cascade sections are typed fields of formats.Plan and formats.Workload")
+
+// Plan is the Section of a plan's `cascade` field.
+type Plan struct{}
+
+// Workload is the Section of a workload's `cascades` field.
+type Workload struct{}
+
+// Key is the section's key.
+func (Plan) Key() string { return PlanKey }
+
+// System is CascadeServe.
+func (Plan) System() string { return "cascade" }
+
+// Decode is never called for a typed field.
+func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Plan) Schema() map[string]any { return nil }
+
+// Validate checks the `cascade` section of the plan v (a *formats.Plan).
+func (Plan) Validate(v any) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.Cascade == nil {
+		return nil
+	}
+	var c formats.Checker
+	validatePlan(&c, p, PlanKey)
+	return c.Errs()
+}
+
+// CrossCheck checks that the plan v serves a cascade of the workloads given with it.
+func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.Cascade == nil || p.Cascade.Task == "" {
+		return nil
+	}
+	var files []string
+	cascades := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		w, ok := docs[f].(*formats.Workload)
+		if !ok || w == nil {
+			continue
+		}
+		files = append(files, f)
+		for _, cs := range w.Cascades {
+			cascades[cs.Name] = true
+		}
+	}
+	if len(files) == 0 || cascades[p.Cascade.Task] {
+		return nil
+	}
+	var c formats.Checker
+	c.Add(PlanKey+".task", p.Cascade.Task, "not a cascade of %s", strings.Join(files, ", "))
+	return c.Errs()
+}
+
+// Key is the section's key.
+func (Workload) Key() string { return WorkloadKey }
+
+// System is CascadeServe.
+func (Workload) System() string { return "cascade" }
+
+// Decode is never called for a typed field.
+func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Workload) Schema() map[string]any { return nil }
+
+// Validate checks the `cascades` section of the workload v (a *formats.Workload).
+func (Workload) Validate(v any) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var c formats.Checker
+	seen := &formats.Names{}
+	for i := range w.Cascades {
+		validateCascade(&c, &w.Cascades[i], formats.Index(WorkloadKey, i), seen)
+	}
+	return c.Errs()
+}
+
+// CrossCheck checks that every model of every cascade is in a given profile (a DNN or an
+// LLM), when profiles are given.
+func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var profiles []string
+	known := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
+			profiles = append(profiles, f)
+			for i := range p.Models {
+				known[p.Models[i].Name] = true
+			}
+			for i := range p.LLMs {
+				known[p.LLMs[i].Model] = true
+			}
+		}
+	}
+	if len(profiles) == 0 {
+		return nil
+	}
+	var c formats.Checker
+	for i := range w.Cascades {
+		for j, m := range w.Cascades[i].Models {
+			if m != "" && !known[m] {
+				c.Add(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "models"), j), m, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+			}
+		}
+	}
+	return c.Errs()
+}
+
+// UsedModels names the cascades' models, as DNNs and as LLMs (a cascade may hold either;
+// formats.ModelUser, for profile coverage).
+func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, ok := doc.(*formats.Workload)
+	if !ok {
+		return nil, nil
+	}
+	for _, cs := range w.Cascades {
+		dnn = append(dnn, cs.Models...)
+	}
+	return dnn, dnn
+}
+
+// CheckProfiles checks that every placed replica's model is in the profiles, as a DNN or an
+// LLM (formats.ProfileChecker).
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	if p.Cascade == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i, r := range p.Cascade.Placement {
+		if r.Model != "" && !ix.DNN(r.Model) && !ix.LLM(r.Model) {
+			c.Add(formats.Field(formats.Index(PlanKey+".placement", i), "model"), r.Model, "model not found in %s", where)
+		}
+	}
+	return c.Errs()
+}
+
+// TraceTargets: a trace given with the workload may name its cascades
+// (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, cs := range w.Cascades {
+			targets = append(targets, cs.Name)
+		}
+	}
+	return targets, nil, true
+}
+
+// TraceTargets: a trace given with the plan may name the cascade task it serves.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok && p.Cascade != nil {
+		targets = append(targets, p.Cascade.Task)
+	}
+	return targets, nil, true
+}

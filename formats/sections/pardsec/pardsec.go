@@ -1,0 +1,292 @@
+// Package pardsec is PARD's part of the file formats (issue 29 item 3): the validation of its
+// workload section (`pipelines`: DAGs of DNN modules with an end-to-end SLO, PARD §2) and its
+// plan section (`pard`: the runtime policy and each app's modules with their GPU, batch and
+// workers, §4), and the checks of those sections against the other files given with them.
+// The section types stay typed fields of formats.Workload and formats.Plan; formats runs
+// these Sections for them when the system registry hands it the set.
+package pardsec
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Keys of PARD's sections.
+const (
+	PlanKey     = "pard"
+	WorkloadKey = "pipelines"
+)
+
+var errTyped = errors.New("pard sections are typed fields of formats.Plan and formats.Workload")
+
+// Plan is the Section of a plan's `pard` field.
+type Plan struct{}
+
+// Workload is the Section of a workload's `pipelines` field.
+type Workload struct{}
+
+// Key is the section's key.
+func (Plan) Key() string { return PlanKey }
+
+// System is PARD.
+func (Plan) System() string { return "pard" }
+
+// Decode is never called for a typed field.
+func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Plan) Schema() map[string]any { return nil }
+
+// Validate checks the `pard` section of the plan v (a *formats.Plan).
+func (Plan) Validate(v any) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.PARD == nil {
+		return nil
+	}
+	var c formats.Checker
+	validatePlan(&c, p, PlanKey)
+	return c.Errs()
+}
+
+// validatePlan checks PARD's plan section: a policy, uniquely named apps with an SLO, each
+// with uniquely named modules on the plan's GPU types.
+func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
+	pd := pl.PARD
+	c.NotEmpty(formats.Field(p, "policy"), pd.Policy)
+	c.FiniteParams(formats.Field(p, "params"), pd.Params)
+	ap := formats.Field(p, "apps")
+	if len(pd.Apps) == 0 {
+		c.Add(ap, nil, "must list at least one app")
+	}
+	seen := &formats.Names{}
+	for i := range pd.Apps {
+		a := &pd.Apps[i]
+		ip := formats.Index(ap, i)
+		c.Check(seen, formats.Field(ip, "name"), a.Name)
+		c.PositiveDuration(formats.Field(ip, "slo"), a.SLO)
+		c.Rate(formats.Field(ip, "rate_rps"), a.RateRPS)
+		mp := formats.Field(ip, "modules")
+		if len(a.Modules) == 0 {
+			c.Add(mp, nil, "must list at least one module")
+		}
+		mods := &formats.Names{}
+		for j := range a.Modules {
+			m := &a.Modules[j]
+			jp := formats.Index(mp, j)
+			c.Check(mods, formats.Field(jp, "name"), m.Name)
+			c.NotEmpty(formats.Field(jp, "model"), m.Model)
+			c.GPU(pl, formats.Field(jp, "gpu"), m.GPU)
+			c.AtLeast(formats.Field(jp, "batch"), int64(m.Batch), 1)
+			c.AtLeast(formats.Field(jp, "workers"), int64(m.Workers), 1)
+			c.Microseconds(formats.Field(jp, "latency_us"), m.LatencyUs)
+		}
+	}
+}
+
+// CrossCheck checks that the plan v's apps are pipelines of the workloads given with it.
+func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.PARD == nil {
+		return nil
+	}
+	var files []string
+	pipelines := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		w, ok := docs[f].(*formats.Workload)
+		if !ok || w == nil {
+			continue
+		}
+		files = append(files, f)
+		for _, pl := range w.Pipelines {
+			pipelines[pl.Name] = true
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	var c formats.Checker
+	where := strings.Join(files, ", ")
+	for i, a := range p.PARD.Apps {
+		if a.Name != "" && !pipelines[a.Name] {
+			c.Add(formats.Field(formats.Index(PlanKey+".apps", i), "name"), a.Name, "not a pipeline of %s", where)
+		}
+	}
+	return c.Errs()
+}
+
+// Key is the section's key.
+func (Workload) Key() string { return WorkloadKey }
+
+// System is PARD.
+func (Workload) System() string { return "pard" }
+
+// Decode is never called for a typed field.
+func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Workload) Schema() map[string]any { return nil }
+
+// Validate checks the `pipelines` section of the workload v (a *formats.Workload).
+func (Workload) Validate(v any) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var c formats.Checker
+	seen := &formats.Names{}
+	for i := range w.Pipelines {
+		validatePipeline(&c, &w.Pipelines[i], formats.Index(WorkloadKey, i), seen)
+	}
+	return c.Errs()
+}
+
+// validatePipeline checks one pipeline: uniquely named modules whose `after` edges name other
+// modules once each, with a probability in (0, 1], and form no cycle (PARD's DAG, §2).
+func validatePipeline(c *formats.Checker, pl *formats.Pipeline, p string, seen *formats.Names) {
+	c.Check(seen, formats.Field(p, "name"), pl.Name)
+	c.PositiveDuration(formats.Field(p, "slo"), pl.SLO)
+	c.Rate(formats.Field(p, "rate_rps"), pl.RateRPS)
+	mp := formats.Field(p, "modules")
+	if len(pl.Modules) == 0 {
+		c.Add(mp, nil, "must list at least one module")
+		return
+	}
+	mods := &formats.Names{}
+	ambiguous := false // an empty or repeated name makes the graph meaningless
+	for j := range pl.Modules {
+		n := pl.Modules[j].Name
+		ambiguous = ambiguous || n == "" || mods.First(n) != ""
+		c.Check(mods, formats.Field(formats.Index(mp, j), "name"), n)
+	}
+	succ := map[string][]string{}
+	var order []string
+	for j := range pl.Modules {
+		m := &pl.Modules[j]
+		jp := formats.Index(mp, j)
+		c.NotEmpty(formats.Field(jp, "model"), m.Model)
+		order = append(order, m.Name)
+		edges := map[string]int{}
+		for k, e := range m.After {
+			ep := formats.Index(formats.Field(jp, "after"), k)
+			switch {
+			case e.Module == "":
+				c.Add(formats.Field(ep, "module"), e.Module, "must not be empty")
+			case e.Module == m.Name:
+				c.Add(formats.Field(ep, "module"), e.Module, "a module cannot depend on itself")
+			case mods.First(e.Module) == "":
+				c.Add(formats.Field(ep, "module"), e.Module, "unknown module: not in %s", mp)
+			default:
+				if f, dup := edges[e.Module]; dup {
+					c.Add(formats.Field(ep, "module"), e.Module, "duplicate edge (first at after[%d])", f)
+				} else {
+					edges[e.Module] = k
+					succ[e.Module] = append(succ[e.Module], m.Name)
+				}
+			}
+			if e.Probability != 0 && !(e.Probability > 0 && e.Probability <= 1) {
+				c.Add(formats.Field(ep, "probability"), e.Probability, "must be in (0, 1]")
+			}
+		}
+	}
+	if cyc := formats.FindCycle(order, succ); cyc != nil && !ambiguous {
+		c.Add(mp, nil, "modules form a cycle: %s", strings.Join(cyc, " -> "))
+	}
+}
+
+// CrossCheck checks that every module's model is in a given profile, when profiles are given.
+func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var profiles []string
+	known := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
+			profiles = append(profiles, f)
+			for i := range p.Models {
+				known[p.Models[i].Name] = true
+			}
+		}
+	}
+	if len(profiles) == 0 {
+		return nil
+	}
+	var c formats.Checker
+	for i := range w.Pipelines {
+		for j, m := range w.Pipelines[i].Modules {
+			if m.Model != "" && !known[m.Model] {
+				path := formats.Field(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "modules"), j), "model")
+				c.Add(path, m.Model, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+			}
+		}
+	}
+	return c.Errs()
+}
+
+// UsedModels names the pipelines' modules' models (formats.ModelUser, for profile coverage).
+func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, ok := doc.(*formats.Workload)
+	if !ok {
+		return nil, nil
+	}
+	for _, pl := range w.Pipelines {
+		for _, m := range pl.Modules {
+			dnn = append(dnn, m.Model)
+		}
+	}
+	return dnn, nil
+}
+
+// CheckProfiles checks that every module's model is in the profiles (formats.ProfileChecker).
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	if p.PARD == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i := range p.PARD.Apps {
+		for j, m := range p.PARD.Apps[i].Modules {
+			if m.Model != "" && !ix.DNN(m.Model) {
+				c.Add(formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "model"), m.Model, "model not found in %s", where)
+			}
+		}
+	}
+	return c.Errs()
+}
+
+// GPURefs lists the GPU types the plan's modules run on (formats.GPUUser).
+func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
+	if p.PARD == nil {
+		return nil
+	}
+	var out []formats.GPURef
+	for i := range p.PARD.Apps {
+		for j, m := range p.PARD.Apps[i].Modules {
+			out = append(out, formats.GPURef{Path: formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "gpu"), GPU: m.GPU})
+		}
+	}
+	return out
+}
+
+// TraceTargets: a trace given with the workload may name its pipelines
+// (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, pl := range w.Pipelines {
+			targets = append(targets, pl.Name)
+		}
+	}
+	return targets, nil, true
+}
+
+// TraceTargets: a trace given with the plan may name the applications it serves.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok && p.PARD != nil {
+		for _, a := range p.PARD.Apps {
+			targets = append(targets, a.Name)
+		}
+	}
+	return targets, nil, true
+}

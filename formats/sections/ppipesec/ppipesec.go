@@ -1,0 +1,211 @@
+// Package ppipesec is PPipe's part of the file formats (issue 29 item 3): the validation of
+// its workload section (`models`: DNN models with their SLO, weight and rate) and its plan
+// section (`ppipe`: each model's pipelines of block partitions on GPU types and vGPU levels,
+// PPipe §4), and the check of the workload against the profiles given with it. The section
+// types stay typed fields of formats.Workload and formats.Plan; formats runs these Sections
+// for them when the system registry hands it the set.
+package ppipesec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Keys of PPipe's sections.
+const (
+	PlanKey     = "ppipe"
+	WorkloadKey = "models"
+)
+
+var errTyped = errors.New("ppipe sections are typed fields of formats.Plan and formats.Workload")
+
+// Plan is the Section of a plan's `ppipe` field.
+type Plan struct{}
+
+// Workload is the Section of a workload's `models` field.
+type Workload struct{}
+
+// Key is the section's key.
+func (Plan) Key() string { return PlanKey }
+
+// System is PPipe.
+func (Plan) System() string { return "ppipe" }
+
+// Decode is never called for a typed field.
+func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Plan) Schema() map[string]any { return nil }
+
+// Validate checks the `ppipe` section of the plan v (a *formats.Plan).
+func (Plan) Validate(v any) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.PPipe == nil {
+		return nil
+	}
+	var c formats.Checker
+	validatePlan(&c, p, PlanKey)
+	return c.Errs()
+}
+
+// CrossCheck: the plan's partitions are checked against the profiles by CheckProfiles, which
+// formats runs with the profiles given beside the plan or embedded in it.
+func (Plan) CrossCheck(any, string, map[string]formats.Document) formats.ErrorList { return nil }
+
+// Key is the section's key.
+func (Workload) Key() string { return WorkloadKey }
+
+// System is PPipe.
+func (Workload) System() string { return "ppipe" }
+
+// Decode is never called for a typed field.
+func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Workload) Schema() map[string]any { return nil }
+
+// Validate checks the `models` section of the workload v (a *formats.Workload).
+func (Workload) Validate(v any) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var c formats.Checker
+	seen := &formats.Names{}
+	for i := range w.Models {
+		validateModel(&c, &w.Models[i], formats.Index(WorkloadKey, i), seen)
+	}
+	return c.Errs()
+}
+
+// CrossCheck checks that every model (its profile name) is in a given profile, when profiles
+// are given.
+func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var profiles []string
+	known := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
+			profiles = append(profiles, f)
+			for i := range p.Models {
+				known[p.Models[i].Name] = true
+			}
+		}
+	}
+	if len(profiles) == 0 {
+		return nil
+	}
+	var c formats.Checker
+	for i := range w.Models {
+		m := &w.Models[i]
+		p := formats.Index(WorkloadKey, i)
+		if m.Profile != "" {
+			p = formats.Field(p, "profile")
+		} else {
+			p = formats.Field(p, "name")
+		}
+		if name := m.ProfileName(); name != "" && !known[name] {
+			c.Add(p, name, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+		}
+	}
+	return c.Errs()
+}
+
+// UsedModels names the workload's models by profile name (formats.ModelUser, for profile
+// coverage).
+func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, ok := doc.(*formats.Workload)
+	if !ok {
+		return nil, nil
+	}
+	for i := range w.Models {
+		dnn = append(dnn, w.Models[i].ProfileName())
+	}
+	return dnn, nil
+}
+
+// CheckProfiles checks the plan's models against the profiles (formats.ProfileChecker): each
+// exists, its pipelines' last partition ends at the model's last block, and every (gpu,
+// vgpu, batch) a partition runs has a latency entry.
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	pp := p.PPipe
+	if pp == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i := range pp.Models {
+		m := &pp.Models[i]
+		ip := formats.Index(PlanKey+".models", i)
+		if m.Model == "" {
+			continue
+		}
+		if !ix.DNN(m.Model) {
+			c.Add(formats.Field(ip, "model"), m.Model, "model not found in %s", where)
+			continue
+		}
+		nb := ix.Blocks(m.Model)
+		for j := range m.Pipelines {
+			pl := &m.Pipelines[j]
+			jp := formats.Index(formats.Field(ip, "pipelines"), j)
+			if n := len(pl.Partitions); n > 0 {
+				if end := pl.Partitions[n-1].EndBlock; end != nb {
+					c.Add(formats.Field(formats.Index(formats.Field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
+				}
+			}
+			for k := range pl.Partitions {
+				pt := &pl.Partitions[k]
+				if pt.GPU != "" && !ix.Lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
+					c.AddRaw(formats.Index(formats.Field(jp, "partitions"), k), fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch),
+						"no latency entry for model %s in %s", m.Model, where)
+				}
+			}
+		}
+	}
+	return c.Errs()
+}
+
+// GPURefs lists the GPU types the plan's partitions and GPU use name (formats.GPUUser).
+func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
+	pp := p.PPipe
+	if pp == nil {
+		return nil
+	}
+	var out []formats.GPURef
+	for i := range pp.Models {
+		for j := range pp.Models[i].Pipelines {
+			for k, pt := range pp.Models[i].Pipelines[j].Partitions {
+				out = append(out, formats.GPURef{Path: fmt.Sprintf("%s.models[%d].pipelines[%d].partitions[%d].gpu", PlanKey, i, j, k), GPU: pt.GPU})
+			}
+		}
+	}
+	for i, u := range pp.GPUUse {
+		out = append(out, formats.GPURef{Path: fmt.Sprintf("%s.gpu_use[%d].gpu", PlanKey, i), GPU: u.GPU})
+	}
+	return out
+}
+
+// TraceTargets: a trace given with the workload may name its models (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, m := range w.Models {
+			targets = append(targets, m.Name)
+		}
+	}
+	return targets, nil, true
+}
+
+// TraceTargets: a trace given with the plan may name the models it serves.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok && p.PPipe != nil {
+		for _, m := range p.PPipe.Models {
+			targets = append(targets, m.Model)
+		}
+	}
+	return targets, nil, true
+}

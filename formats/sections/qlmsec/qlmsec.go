@@ -1,0 +1,275 @@
+// Package qlmsec is QLM's part of the file formats (issue 29 item 3): the validation of its
+// workload section (`llm_classes`: LLM request classes with their SLOs and token profiles)
+// and its plan section (`qlm`: request groups and the virtual queues of the LLM serving
+// instances, QLM §4), and the checks of those sections against the other files given with
+// them. The section types stay typed fields of formats.Workload and formats.Plan; formats
+// runs these Sections for them when the system registry hands it the set.
+package qlmsec
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Keys of QLM's sections.
+const (
+	PlanKey     = "qlm"
+	WorkloadKey = "llm_classes"
+)
+
+var errTyped = errors.New("qlm sections are typed fields of formats.Plan and formats.Workload")
+
+// Plan is the Section of a plan's `qlm` field.
+type Plan struct{}
+
+// Workload is the Section of a workload's `llm_classes` field.
+type Workload struct{}
+
+// Key is the section's key.
+func (Plan) Key() string { return PlanKey }
+
+// System is QLM.
+func (Plan) System() string { return "qlm" }
+
+// Decode is never called for a typed field.
+func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Plan) Schema() map[string]any { return nil }
+
+// Validate checks the `qlm` section of the plan v (a *formats.Plan).
+func (Plan) Validate(v any) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.QLM == nil {
+		return nil
+	}
+	var c formats.Checker
+	validatePlan(&c, p, PlanKey)
+	return c.Errs()
+}
+
+// CrossCheck checks that the plan v's groups serve LLM classes of the workloads given with it
+// (when they define any).
+func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	p, ok := v.(*formats.Plan)
+	if !ok || p.QLM == nil {
+		return nil
+	}
+	var files []string
+	classes := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		w, ok := docs[f].(*formats.Workload)
+		if !ok || w == nil {
+			continue
+		}
+		files = append(files, f)
+		for _, c := range w.LLMClasses {
+			classes[c.Name] = true
+		}
+	}
+	if len(classes) == 0 {
+		return nil
+	}
+	var c formats.Checker
+	where := strings.Join(files, ", ")
+	for i, g := range p.QLM.Groups {
+		if g.Class != "" && !classes[g.Class] {
+			c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "class"), g.Class, "not an LLM class of %s", where)
+		}
+	}
+	return c.Errs()
+}
+
+// validatePlan checks QLM's plan section: uniquely named groups of one model with an SLO,
+// instances on the plan's GPU types whose virtual queues hold known groups, each once.
+func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
+	q := pl.QLM
+	ip := formats.Field(p, "instances")
+	if len(q.Instances) == 0 {
+		c.Add(ip, nil, "must list at least one instance")
+	}
+	groups := &formats.Names{}
+	for i := range q.Groups {
+		gr := &q.Groups[i]
+		gp := formats.Index(formats.Field(p, "groups"), i)
+		c.Check(groups, formats.Field(gp, "id"), gr.ID)
+		c.NotEmpty(formats.Field(gp, "model"), gr.Model)
+		c.PositiveDuration(formats.Field(gp, "slo"), gr.SLO)
+		c.AtLeast(formats.Field(gp, "requests"), int64(gr.Requests), 1)
+	}
+	seen := &formats.Names{}
+	queued := map[string]string{}
+	for i := range q.Instances {
+		in := &q.Instances[i]
+		np := formats.Index(ip, i)
+		c.Check(seen, formats.Field(np, "name"), in.Name)
+		c.GPU(pl, formats.Field(np, "gpu"), in.GPU)
+		c.AtLeast(formats.Field(np, "gpu_count"), int64(in.GPUCount), 1)
+		for j, id := range in.Queue {
+			jp := formats.Index(formats.Field(np, "queue"), j)
+			if groups.First(id) == "" {
+				c.Add(jp, id, "unknown group: not in %s", formats.Field(p, "groups"))
+				continue
+			}
+			if first, dup := queued[id]; dup {
+				c.Add(jp, id, "group is already queued at %s", first)
+				continue
+			}
+			queued[id] = jp
+		}
+	}
+	c.DurationIn(formats.Field(p, "replan_ms"), q.ReplanMs, 1e3, "ms", false)
+}
+
+// Key is the section's key.
+func (Workload) Key() string { return WorkloadKey }
+
+// System is QLM.
+func (Workload) System() string { return "qlm" }
+
+// Decode is never called for a typed field.
+func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
+
+// Schema: the typed field's Go type gives it.
+func (Workload) Schema() map[string]any { return nil }
+
+// Validate checks the `llm_classes` section of the workload v (a *formats.Workload).
+func (Workload) Validate(v any) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var c formats.Checker
+	seen := &formats.Names{}
+	for i := range w.LLMClasses {
+		validateClass(&c, &w.LLMClasses[i], formats.Index(WorkloadKey, i), seen)
+	}
+	return c.Errs()
+}
+
+func validateClass(c *formats.Checker, cl *formats.LLMClass, p string, seen *formats.Names) {
+	c.Check(seen, formats.Field(p, "name"), cl.Name)
+	c.NotEmpty(formats.Field(p, "model"), cl.Model)
+	c.PositiveDuration(formats.Field(p, "slo"), cl.SLO)
+	c.Rate(formats.Field(p, "rate_rps"), cl.RateRPS)
+	validateTokens(c, &cl.InputTokens, formats.Field(p, "input_tokens"))
+	validateTokens(c, &cl.OutputTokens, formats.Field(p, "output_tokens"))
+}
+
+// validateTokens checks a token-length distribution: a mean within (0, max], std >= 0.
+func validateTokens(c *formats.Checker, t *formats.TokenProfile, p string) {
+	c.Positive(formats.Field(p, "mean"), t.Mean)
+	c.NonNegative(formats.Field(p, "std"), t.Std)
+	c.AtLeast(formats.Field(p, "max"), int64(t.Max), 1)
+	if formats.Finite(t.Mean) && t.Max >= 1 && t.Mean > float64(t.Max) {
+		c.Add(formats.Field(p, "mean"), t.Mean, "must be <= max (%d)", t.Max)
+	}
+}
+
+// CrossCheck checks that each class's LLM is in a given profile (when profiles are given).
+func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
+	w, ok := v.(*formats.Workload)
+	if !ok {
+		return nil
+	}
+	var profiles []string
+	llms := map[string]bool{}
+	for _, f := range formats.SortedKeys(docs) {
+		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
+			profiles = append(profiles, f)
+			for i := range p.LLMs {
+				llms[p.LLMs[i].Model] = true
+			}
+		}
+	}
+	if len(profiles) == 0 {
+		return nil
+	}
+	var c formats.Checker
+	for i := range w.LLMClasses {
+		if m := w.LLMClasses[i].Model; m != "" && !llms[m] {
+			c.Add(formats.Field(formats.Index(WorkloadKey, i), "model"), m, "LLM not found in any profile (%s)", strings.Join(profiles, ", "))
+		}
+	}
+	return c.Errs()
+}
+
+// UsedModels names the LLMs the classes use (formats.ModelUser, for profile coverage).
+func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, ok := doc.(*formats.Workload)
+	if !ok {
+		return nil, nil
+	}
+	for _, c := range w.LLMClasses {
+		llm = append(llm, c.Model)
+	}
+	return nil, llm
+}
+
+// CheckProfiles checks that the LLM of every group and instance is in the profiles
+// (formats.ProfileChecker).
+func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	q := p.QLM
+	if q == nil {
+		return nil
+	}
+	var c formats.Checker
+	for i, g := range q.Groups {
+		if g.Model != "" && !ix.LLM(g.Model) {
+			c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "model"), g.Model, "LLM not found in %s", where)
+		}
+	}
+	for i, in := range q.Instances {
+		if in.Model != "" && !ix.LLM(in.Model) {
+			c.Add(formats.Field(formats.Index(PlanKey+".instances", i), "model"), in.Model, "LLM not found in %s", where)
+		}
+	}
+	return c.Errs()
+}
+
+// GPURefs lists the GPU types the plan's instances run on (formats.GPUUser).
+func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
+	if p.QLM == nil {
+		return nil
+	}
+	var out []formats.GPURef
+	for i, in := range p.QLM.Instances {
+		out = append(out, formats.GPURef{Path: formats.Field(formats.Index(PlanKey+".instances", i), "gpu"), GPU: in.GPU})
+	}
+	return out
+}
+
+// TraceTargets: a trace given with the workload may name its classes' LLMs as targets and
+// its classes (formats.TraceTargeter).
+func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if w, ok := doc.(*formats.Workload); ok {
+		for _, c := range w.LLMClasses {
+			targets = append(targets, c.Model)
+			classes = append(classes, c.Name)
+		}
+	}
+	return targets, classes, true
+}
+
+// TraceTargets: a trace given with the plan may name the LLMs of its groups and instances
+// and the groups' classes.
+func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	p, ok := doc.(*formats.Plan)
+	if !ok || p.QLM == nil {
+		return nil, nil, true
+	}
+	for _, g := range p.QLM.Groups {
+		targets = append(targets, g.Model)
+		if g.Class != "" {
+			classes = append(classes, g.Class)
+		}
+	}
+	for _, in := range p.QLM.Instances {
+		if in.Model != "" {
+			targets = append(targets, in.Model)
+		}
+	}
+	return targets, classes, true
+}

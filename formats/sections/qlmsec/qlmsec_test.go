@@ -1,0 +1,63 @@
+package qlmsec_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/sections/sectiontest"
+)
+
+var secs = &formats.SectionSet{Systems: []string{"qlm"}, Plan: []formats.Section{qlmsec.Plan{}}, Workload: []formats.Section{qlmsec.Workload{}}}
+
+// badCase is a sectiontest.Case written positionally, as formats' tables were.
+type badCase struct {
+	name   string
+	file   string
+	mutate func(formats.Document)
+	want   []string
+}
+
+func cases(bs []badCase) []sectiontest.Case {
+	out := make([]sectiontest.Case, len(bs))
+	for i, b := range bs {
+		out[i] = sectiontest.Case{Name: b.name, File: b.file, Mutate: b.mutate, Want: b.want}
+	}
+	return out
+}
+
+func ms(d time.Duration) formats.Duration { return formats.Duration(d * time.Millisecond) }
+
+// One bad-input case per rule of the workload section (moved from formats' tests).
+func TestValidateLLMClasses(t *testing.T) {
+	sectiontest.Run(t, secs, cases([]badCase{
+		{"class name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].Name = "chat" }), []string{`workload.yaml: llm_classes[1].name: "chat": duplicate name (first at llm_classes[0].name)`}},
+		{"class model", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].Model = "" }), []string{`workload.yaml: llm_classes[1].model: "": must not be empty`}},
+		{"class slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].SLO = ms(-1) }), []string{`workload.yaml: llm_classes[1].slo: -1ms: must be > 0`}},
+		{"class rate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].RateRPS = -1 }), []string{`workload.yaml: llm_classes[1].rate_rps: -1: must be >= 0`}},
+		{"tokens mean", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].InputTokens.Mean = 0 }), []string{`workload.yaml: llm_classes[1].input_tokens.mean: 0: must be > 0`}},
+		{"tokens std", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
+		{"tokens max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
+		{"tokens mean above max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
+	}))
+}
+
+// One bad-input case per rule of the plan section (moved from formats' tests).
+func TestValidatePlan(t *testing.T) {
+	sectiontest.Run(t, secs, cases([]badCase{
+		{"qlm no instances", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances = nil }), []string{`plan-sections.json: qlm.instances: must list at least one instance`}},
+		{"qlm group duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].ID = "summ-0" }), []string{
+			`plan-sections.json: qlm.groups[2].id: "summ-0": duplicate name (first at qlm.groups[1].id)`,
+			`plan-sections.json: qlm.instances[1].queue[0]: "summ-1": unknown group: not in qlm.groups`}},
+		{"qlm group model", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].Model = "" }), []string{`plan-sections.json: qlm.groups[2].model: "": must not be empty`}},
+		{"qlm group slo", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].SLO = 0 }), []string{`plan-sections.json: qlm.groups[2].slo: 0s: must be > 0`}},
+		{"qlm group requests", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].Requests = 0 }), []string{`plan-sections.json: qlm.groups[2].requests: 0: must be >= 1`}},
+		{"qlm instance name", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Name = "vllm-0" }), []string{`plan-sections.json: qlm.instances[1].name: "vllm-0": duplicate name (first at qlm.instances[0].name)`}},
+		{"qlm instance gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPU = "H100" }), []string{`plan-sections.json: qlm.instances[1].gpu: "H100": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
+		{"qlm instance gpu_count", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPUCount = 0 }), []string{`plan-sections.json: qlm.instances[1].gpu_count: 0: must be >= 1`}},
+		{"qlm queue unknown", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue[0] = "chat-9" }), []string{`plan-sections.json: qlm.instances[1].queue[0]: "chat-9": unknown group: not in qlm.groups`}},
+		{"qlm queued twice", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue = append(p.QLM.Instances[1].Queue, "chat-0") }), []string{`plan-sections.json: qlm.instances[1].queue[1]: "chat-0": group is already queued at qlm.instances[0].queue[0]`}},
+		{"qlm replan", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.ReplanMs = -1 }), []string{`plan-sections.json: qlm.replan_ms: -1: must be >= 0`}},
+	}))
+}

@@ -1,0 +1,75 @@
+// Package sectiontest runs a system's table-driven bad-input cases against formats' good
+// fixtures (testdata/formats/good): start from a good document, break one thing (as a Go
+// caller can, NaN included) and expect exactly these messages, validated with the system's
+// Sections. The cases moved out of formats' tests with their system's rules (issue 29 item 3).
+package sectiontest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// GoodDir holds formats' good fixtures, seen from a package under formats/sections.
+const GoodDir = "../../../testdata/formats/good"
+
+// Case is one bad-input case.
+type Case struct {
+	Name   string
+	File   string // good fixture (base name) to start from
+	Mutate func(formats.Document)
+	Want   []string
+}
+
+// Load decodes a good fixture by base name with secs, failing the test on error.
+func Load(t testing.TB, name string, secs *formats.SectionSet) formats.Document {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(GoodDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := formats.DecodeWith(name, data, secs)
+	if err != nil {
+		t.Fatalf("decode good fixture %s:\n%v", name, err)
+	}
+	return doc
+}
+
+// Run runs the cases: each must give exactly its messages (file-prefixed, in order).
+func Run(t *testing.T, secs *formats.SectionSet, cases []Case) {
+	t.Helper()
+	if len(cases) == 0 {
+		t.Fatal("no cases")
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.Name] {
+			t.Fatalf("duplicate case name %q", c.Name)
+		}
+		seen[c.Name] = true
+		t.Run(c.Name, func(t *testing.T) {
+			doc := Load(t, c.File, secs)
+			c.Mutate(doc)
+			var msgs []string
+			for _, e := range formats.ValidateWith(doc, secs).WithFile(c.File) {
+				msgs = append(msgs, e.Error())
+			}
+			if strings.Join(msgs, "\n") != strings.Join(c.Want, "\n") {
+				t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(msgs, "\n\t"), strings.Join(c.Want, "\n\t"))
+			}
+		})
+	}
+}
+
+// Workload adapts a mutation of a workload to a Case's Mutate.
+func Workload(f func(*formats.Workload)) func(formats.Document) {
+	return func(d formats.Document) { f(d.(*formats.Workload)) }
+}
+
+// Plan adapts a mutation of a plan to a Case's Mutate.
+func Plan(f func(*formats.Plan)) func(formats.Document) {
+	return func(d formats.Document) { f(d.(*formats.Plan)) }
+}

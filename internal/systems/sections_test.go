@@ -1,0 +1,113 @@
+package systems
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// The rules of a typed section whose validation left formats (issue 29 item 3) run only when
+// the registry's set is passed: with the in-tree registry a broken section is refused with
+// formats' old message, byte for byte; without a set the read is structural only (the
+// documented contract of formats.Validate). The case fails if a system forgets to register
+// its Section, which would otherwise let bad files through every production reader.
+func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
+	cases := []struct {
+		name, file string
+		kind       string
+		from, to   string
+		want       string
+	}{
+		{"dyorc plan", "../../testdata/golden/dyorc-small.json", formats.KindPlan,
+			`"replicas": 1`, `"replicas": 0`,
+			`dyorc.deployments[0].replicas: 0: must be >= 1`},
+		{"dyorc workflows", "../../testdata/dyorc/workload.json", formats.KindWorkload,
+			`"max_batch": 64`, `"max_batch": 0`,
+			`workflows.services.vit.max_batch: 0: must be >= 1`},
+		{"qlm plan", "../../testdata/golden/qlm-3classes.json", formats.KindPlan,
+			`"name": "llm-0",
+        "gpu": "A100",
+        "gpu_count": 1`, `"name": "llm-0",
+        "gpu": "A100",
+        "gpu_count": 0`,
+			`qlm.instances[0].gpu_count: 0: must be >= 1`},
+		{"qlm llm_classes", "../../testdata/qlm/workload.yaml", formats.KindWorkload,
+			`input_tokens: {mean: 150`, `input_tokens: {mean: 0`,
+			`llm_classes[0].input_tokens.mean: 0: must be > 0`},
+		{"cascade plan", "../../testdata/golden/cascade-sentiment.json", formats.KindPlan,
+			`"alpha": 8,`, `"alpha": -8,`,
+			`cascade.alpha: -8: must be >= 0`},
+		{"cascade cascades", "../../testdata/cascade/workload-small.yaml", formats.KindWorkload,
+			`qps_ranges: 8`, `qps_ranges: -8`,
+			`cascades[0].qps_ranges: -8: must be >= 1 (or omitted)`},
+		{"pard plan", "../../testdata/golden/pard-4apps.json", formats.KindPlan,
+			`"model": "face-recognition",
+            "gpu": "2080Ti",
+            "batch": 11,`, `"model": "face-recognition",
+            "gpu": "2080Ti",
+            "batch": 0,`,
+			`pard.apps[0].modules[1].batch: 0: must be >= 1`},
+		{"pard pipelines", "../../testdata/pard/workload.json", formats.KindWorkload,
+			`"rate_rps": 150,`, `"rate_rps": -150,`,
+			`pipelines[0].rate_rps: -150: must be >= 0`},
+		{"ppipe plan", "../../testdata/golden/ppipe-2models.json", formats.KindPlan,
+			`"strategy": "ppipe",
+    "slo_margin"`, `"strategy": "ppipf",
+    "slo_margin"`,
+			`ppipe.strategy: "ppipf": must be one of ppipe, np, dart-r`},
+		{"ppipe models", "../../testdata/ppipe/workload.yaml", formats.KindWorkload,
+			`slo: 60ms`, `slo: -60ms`,
+			`models[1].slo: -60ms: must be >= 0 (0 = slo_scale x the fastest batch-1 latency)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := "f" + filepath.Ext(c.file)
+			data, err := os.ReadFile(c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := formats.DecodeWith(name, data, Default().Sections()); err != nil {
+				t.Fatalf("good file refused: %v", err)
+			}
+			bad := []byte(strings.Replace(string(data), c.from, c.to, 1))
+			if string(bad) == string(data) {
+				t.Fatalf("fixture has no %s", c.from)
+			}
+			_, err = formats.DecodeWith(name, bad, Default().Sections())
+			if err == nil || !strings.Contains(err.Error(), name+": "+c.want) {
+				t.Errorf("with the registry: %v, want %s", err, c.want)
+			}
+			doc, err := formats.Parse(name, bad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := doc.Validate(); len(errs) != 0 {
+				t.Errorf("without a set (structural only): %v", errs)
+			}
+			if got := formats.ValidateWith(doc, Default().Sections()); len(got) != 1 || got[0].Error() != c.want {
+				t.Errorf("ValidateWith = %v, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// Every in-tree system registers the Sections that validate its typed plan and workload
+// sections, under their keys: a system that forgot would have its files read structurally
+// only by every production reader.
+func TestInTreeSystemsRegisterTheirSections(t *testing.T) {
+	for _, s := range Default().Systems() {
+		if s.Sections.Plan == nil || s.Sections.Plan.Key() != s.PlanSection || !formats.Typed(formats.KindPlan, s.PlanSection) {
+			t.Errorf("%s: plan Section %v, want one under its typed plan section %q", s.Name, s.Sections.Plan, s.PlanSection)
+		}
+		var keys []string
+		for _, w := range s.Sections.Workload {
+			keys = append(keys, w.Key())
+		}
+		if strings.Join(keys, ",") != strings.Join(s.WorkloadSections, ",") {
+			t.Errorf("%s: workload Sections %v, want %v", s.Name, keys, s.WorkloadSections)
+		}
+	}
+}
