@@ -20,7 +20,8 @@
 #
 # ENGINE=FILE compares: FILE is `go test -bench BenchmarkLPFile ./solver/` output for the same
 # files; the script prints engine/native per iteration for each file and engine, and refuses
-# (exit 1, no ratio) where the iteration counts differ.
+# (exit 1, no ratio) where the iteration counts differ. NATIVE=FILE takes the native side from
+# an earlier run's output instead of building and running HiGHS (TestHighsReferenceRatio).
 #
 # Debian's archive is where a HiGHS source tarball can be fetched from here (the Go module
 # proxy refuses github.com/ERGO-Code/HiGHS; npm has only builds). The newest source in its pool
@@ -29,6 +30,8 @@
 # cmake and g++ (apt-get install cmake g++). Nothing here is committed: the source and build
 # live under third_party/highs/reference/ (git-ignored).
 set -euo pipefail
+# ENGINE and NATIVE name files relative to where the script was started.
+for v in ENGINE NATIVE; do [ -z "${!v:-}" ] || export "$v=$(realpath "${!v}")"; done
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 FILE.lp [FILE.lp ...]" >&2; exit 2; }
 
@@ -41,7 +44,9 @@ flags=${CXXFLAGS:-}
 build=$src/build${flags:+-$(echo "$flags" | tr -c 'A-Za-z0-9=\n' '_')}
 bin=$build/lpbench
 
-if [ ! -x "$bin" ]; then
+if [ -n "${NATIVE:-}" ]; then
+  out=$(cat "$NATIVE")
+elif [ ! -x "$bin" ]; then
   command -v cmake >/dev/null || { echo "$0: cmake not found: apt-get install cmake" >&2; exit 1; }
   mkdir -p "$dir"
   if ! echo "$sum  $dir/$tarball" | sha256sum -c --status 2>/dev/null; then
@@ -59,7 +64,7 @@ if [ ! -x "$bin" ]; then
   mv "$bin.tmp" "$bin"
 fi
 
-out=$(for _ in $(seq "${REPS:-3}"); do PRESOLVE=${PRESOLVE:-off} "$bin" "$@"; done)
+[ -n "${NATIVE:-}" ] || out=$(for _ in $(seq "${REPS:-3}"); do PRESOLVE=${PRESOLVE:-off} "$bin" "$@"; done)
 echo "$out"
 [ -n "${ENGINE:-}" ] || exit 0
 # Per file: the native side's iterations (every run must agree) and its median µs/iter; per
