@@ -28,6 +28,8 @@ type collector struct {
 	wholeBusy, wholeUntil []dataplane.Time
 	// latencies: record each answered request's latency (Options.NoLatencies).
 	latencies bool
+	// warmup: requests arriving before it are simulated but not counted (Options.Warmup).
+	warmup dataplane.Time
 }
 
 // run records that worker w runs from start to end; calls come in nondecreasing start.
@@ -44,8 +46,8 @@ func (c *collector) run(w dataplane.WorkerID, start, end dataplane.Time) {
 
 // newCollector makes the collector; expect (0 = unknown) is about how many requests will be
 // answered, shared among the applications by their rates.
-func newCollector(dep *dataplane.Deployment, expect int, latencies bool) *collector {
-	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies,
+func newCollector(dep *dataplane.Deployment, expect int, latencies bool, warmup dataplane.Time) *collector {
+	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies, warmup: warmup,
 		wholeBusy: make([]dataplane.Time, len(dep.Topo.GPUs)), wholeUntil: make([]dataplane.Time, len(dep.Topo.GPUs))}
 	var total float64
 	for _, a := range dep.Apps {
@@ -61,6 +63,9 @@ func newCollector(dep *dataplane.Deployment, expect int, latencies bool) *collec
 }
 
 func (c *collector) finish(r *dataplane.Request) {
+	if r.Arrival < c.warmup {
+		return // start-up: the queues and the policy's state are still filling
+	}
 	a := &c.apps[r.App]
 	a.requests++
 	switch r.Outcome {
@@ -87,7 +92,7 @@ func (c *collector) finish(r *dataplane.Request) {
 
 func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Metrics {
 	m := &Metrics{Events: e.Events(), EndUs: int64(end)}
-	secs := float64(window) / 1e6
+	secs := float64(window-min(c.warmup, window)) / 1e6 // goodput counts the measured window only
 	var all appCol
 	all.drops = map[dropKey]int64{}
 	for i := range c.apps {

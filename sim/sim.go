@@ -55,6 +55,11 @@ type Options struct {
 	// OnCancel, when set, sees every withdrawal the simulator asked for and whether
 	// Engine.Cancel took it (false: the request had finished, or has not arrived).
 	OnCancel func(now dataplane.Time, id dataplane.ReqID, withdrawn bool)
+	// Warmup, when > 0, excludes the requests arriving before it from the metrics: they are
+	// simulated (they fill the queues and the policy's state) but not counted, so start-up
+	// transients (empty batches, cold estimators) do not read as steady-state misses.
+	// Goodput is then per second of [Warmup, Duration).
+	Warmup dataplane.Time
 	// Horizon, when > 0, bounds virtual time: a run still going past it (a policy that never
 	// finishes its requests keeps a Ticker's timer alive for ever) returns ErrHorizon.
 	Horizon dataplane.Time
@@ -96,7 +101,7 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	if answers <= 0 {
 		answers = opts.ExpectedRequests
 	}
-	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers, !opts.NoLatencies), arrivals: make([]int64, len(dep.Apps))}
+	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers, !opts.NoLatencies, opts.Warmup), arrivals: make([]int64, len(dep.Apps))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}

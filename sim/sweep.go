@@ -37,7 +37,28 @@ type SweepConfig struct {
 	// CancelFraction is the seeded share of requests their clients withdraw at every load
 	// point (Options.CancelFraction).
 	CancelFraction float64
+	// Warmup excludes the requests arriving in the first Warmup of every load point from its
+	// metrics (Options.Warmup; 0 = count every request).
+	Warmup rt.Time
+	// FindLimit extends the sweep past Loads while the highest load still holds the target
+	// attainment (MaxLoadTarget): loads double from the highest given one up to LimitCap,
+	// then the gap between the last passing and the first failing load is bisected
+	// (limitBisections times), so a plan with headroom reports where it really stops.
+	FindLimit bool
+	// LimitCap bounds FindLimit's loads (≤ 0: DefaultLimitCap).
+	LimitCap float64
 }
+
+// MaxLoadTarget is the attainment a load must hold to count toward the report's max load
+// factor (Report.MaxLoad99): every application at ≥ 99%, as the PPipe and PARD papers score.
+const MaxLoadTarget = 0.99
+
+// DefaultLimitCap is the highest load factor FindLimit tries by default: 8× the plan's rate.
+const DefaultLimitCap = 8.0
+
+// limitBisections is how many loads FindLimit adds between the last passing and the first
+// failing doubling step (3: the limit to within 1/8 of that gap).
+const limitBisections = 3
 
 // RunPoint simulates one load factor.
 func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
@@ -67,28 +88,21 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	if len(cfg.Loads) == 0 {
 		return nil, fmt.Errorf("empty load range")
 	}
-	points := make([]*Point, len(cfg.Loads))
-	errs, err := Parallel(ctx, len(cfg.Loads), cfg.Parallel, func(i int) error {
-		var err error
-		points[i], err = RunPoint(cfg, cfg.Loads[i])
-		return err
-	}, func(i, finished int, err error) {
-		if cfg.Progress != nil && err == nil {
-			cfg.Progress(finished, len(cfg.Loads), points[i])
-		}
-	})
+	points, err := runPoints(ctx, cfg, cfg.Loads)
 	if err != nil {
 		return nil, err
-	}
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("load %g: %w", cfg.Loads[i], err)
-		}
 	}
 	rep := &Report{
 		APIVersion: "plan/v1", Kind: ReportKind, Plan: cfg.PlanName, Strategy: cfg.Strategy,
 		Policy: cfg.Policy.Policy, Params: cfg.Policy.Params, Trace: cfg.Arrival.Name,
-		Seed: cfg.Seed, DurationUs: int64(cfg.Duration), Jitter: cfg.Jitter,
+		Seed: cfg.Seed, DurationUs: int64(cfg.Duration), Jitter: cfg.Jitter, WarmupUs: int64(cfg.Warmup),
+	}
+	if cfg.FindLimit {
+		if points, err = findLimit(ctx, cfg, points); err != nil {
+			return nil, err
+		}
+		rep.Extended = len(points) > len(cfg.Loads)
+		rep.LimitCap = limitCap(cfg)
 	}
 	for a := range cfg.Dep.Apps {
 		rate := cfg.Dep.Apps[a].RateRPS
@@ -101,8 +115,88 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 		rep.Points = append(rep.Points, *p)
 	}
 	sort.SliceStable(rep.Points, func(i, j int) bool { return rep.Points[i].Load < rep.Points[j].Load })
-	rep.MaxLoad99 = MaxLoadAt(rep.Points, 0.99)
+	rep.MaxLoad99 = MaxLoadAt(rep.Points, MaxLoadTarget)
 	return rep, nil
+}
+
+// runPoints simulates loads in parallel; the result is in the order of loads.
+func runPoints(ctx context.Context, cfg *SweepConfig, loads []float64) ([]*Point, error) {
+	points := make([]*Point, len(loads))
+	errs, err := Parallel(ctx, len(loads), cfg.Parallel, func(i int) error {
+		var err error
+		points[i], err = RunPoint(cfg, loads[i])
+		return err
+	}, func(i, finished int, err error) {
+		if cfg.Progress != nil && err == nil {
+			cfg.Progress(finished, len(loads), points[i])
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("load %g: %w", loads[i], err)
+		}
+	}
+	return points, nil
+}
+
+func limitCap(cfg *SweepConfig) float64 {
+	if cfg.LimitCap > 0 {
+		return cfg.LimitCap
+	}
+	return DefaultLimitCap
+}
+
+// findLimit extends points (at cfg.Loads) while the highest load passes MaxLoadTarget:
+// doubling up to the cap, then bisecting between the last pass and the first failure.
+// Every added load is a deterministic function of the results so far, so the report stays
+// reproducible.
+func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point, error) {
+	pass := func(p *Point) bool { return MaxLoadAt([]Point{*p}, MaxLoadTarget) > 0 }
+	hi := points[0]
+	for _, p := range points {
+		if p.Load > hi.Load {
+			hi = p
+		}
+	}
+	capLoad := limitCap(cfg)
+	lo := hi // highest passing load so far
+	var fail *Point
+	for pass(lo) && fail == nil && lo.Load < capLoad {
+		next := round6(min(lo.Load*2, capLoad))
+		ps, err := runPoints(ctx, cfg, []float64{next})
+		if err != nil {
+			return nil, err
+		}
+		points = append(points, ps[0])
+		if pass(ps[0]) {
+			lo = ps[0]
+		} else {
+			fail = ps[0]
+		}
+	}
+	if !pass(lo) || fail == nil {
+		return points, nil
+	}
+	for i := 0; i < limitBisections; i++ {
+		mid := round6((lo.Load + fail.Load) / 2)
+		if mid <= lo.Load || mid >= fail.Load {
+			break
+		}
+		ps, err := runPoints(ctx, cfg, []float64{mid})
+		if err != nil {
+			return nil, err
+		}
+		points = append(points, ps[0])
+		if pass(ps[0]) {
+			lo = ps[0]
+		} else {
+			fail = ps[0]
+		}
+	}
+	return points, nil
 }
 
 // ParseLoadRange parses "lo:hi:step" (inclusive), a single value "0.5", or a list

@@ -27,12 +27,19 @@ type Report struct {
 	Seed       uint64            `json:"seed"`
 	DurationUs int64             `json:"duration_us"`
 	Jitter     float64           `json:"jitter,omitempty"`
+	// WarmupUs is the start of the measured window in each load point: requests arriving
+	// earlier were simulated but not counted (omitted when 0: every request counted).
+	WarmupUs int64 `json:"warmup_us,omitempty"`
 	// BaseRPS is each application's rate at load factor 1.0.
 	BaseRPS []AppRate `json:"base_rps"`
 	Points  []Point   `json:"points"`
 	// MaxLoad99 is the highest load factor with ≥ 99% attainment whose next lower step in the
 	// sweep also passes (one lucky run above failing steps does not count; 0 = none).
 	MaxLoad99 float64 `json:"max_load_99"`
+	// Extended is set when the sweep went past its given loads to find where attainment
+	// falls (SweepConfig.FindLimit); LimitCap is the highest load it would try.
+	Extended bool    `json:"extended,omitempty"`
+	LimitCap float64 `json:"limit_cap,omitempty"`
 }
 
 // AppRate names an application's base rate.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,8 @@ type simulateOptions struct {
 	reference string
 	parallel  int
 	fail      []string
+	warmup    time.Duration
+	findLimit bool
 }
 
 func init() { register(newSimulateCmd) }
@@ -47,7 +50,11 @@ func newSimulateCmd(app *App) *cobra.Command {
 		Long: `simulate runs a plan through the same runtime policies that 'plan serve' uses, in
 virtual time, at a range of load factors (1.0 = the plan's guaranteed rate per model,
 target_rps), and prints SLO attainment per load factor and the highest load factor with at
-least 99% attainment (a step counts only if the next lower step passes too).
+least 99% attainment (a step counts only if the next lower step passes too). Requests
+arriving in the first --warmup of each load point (default 10% of --duration, at most 3s)
+are simulated but not counted, so start-up does not read as steady-state misses. With the
+default --load range (or --find-limit) the sweep goes on past 1.0 while the highest load
+still holds 99%: doubling up to 8x, then bisecting where it falls.
 
 Load points run in parallel on all cores; results are identical to a sequential run and
 depend only on the inputs and --seed. With --report DIR it writes report.json, the
@@ -77,6 +84,8 @@ PLAN defaults to ./plan.json.`,
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
+	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 10% of --duration, at most 3s; 0s counts every request)")
+	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
 	return cmd
 }
@@ -183,8 +192,21 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 			return usageErrorf("--report: %q: %v", o.report, err)
 		}
 	}
+	warmup, err := simWarmup(cmd, o)
+	if err != nil {
+		return err
+	}
+	findLimit := !cmd.Flags().Changed("load")
+	if cmd.Flags().Changed("find-limit") {
+		findLimit = o.findLimit
+	}
 	if err := checkSimulationSize(dep, loads, o.duration); err != nil {
 		return err
+	}
+	limit := sim.DefaultLimitCap
+	if findLimit {
+		// Extend only as far as a load point still fits in memory.
+		limit = min(limit, maxLoadThatFits(dep, o.duration))
 	}
 	params, err := parseParams(o.params)
 	if err != nil {
@@ -221,7 +243,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
 		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
 		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy, Failures: failures,
-		CancelFraction: o.cancel,
+		CancelFraction: o.cancel, Warmup: warmup, FindLimit: findLimit, LimitCap: limit,
 	}
 	if !app.Quiet {
 		start := time.Now()
@@ -244,6 +266,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
+	warnFewRequests(app, rep)
 	if o.report != "" {
 		if err := writeSimReport(app, cfg, rep, o.report); err != nil {
 			return err
@@ -337,10 +360,56 @@ func printSimTable(app *App, rep *sim.Report) {
 		rows = append(rows, row)
 	}
 	app.Table(header, rows)
-	if rep.MaxLoad99 > 0 {
-		fmt.Fprintf(app.Out, "\nmax load factor at 99%% attainment: %.2f\n", rep.MaxLoad99)
-	} else {
-		fmt.Fprintf(app.Out, "\nmax load factor at 99%% attainment: none of the simulated loads\n")
+	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
+}
+
+// maxLoadLine says which target and window the max load factor used (issue 37 item 3).
+func maxLoadLine(rep *sim.Report) string {
+	what := fmt.Sprintf("max load factor at %g%% attainment", 100*sim.MaxLoadTarget)
+	if rep.WarmupUs > 0 {
+		what += ", warm-up " + time.Duration(rep.WarmupUs*int64(time.Microsecond)).String() + " excluded"
+	}
+	switch {
+	case rep.MaxLoad99 <= 0:
+		return what + ": none of the simulated loads"
+	case rep.Extended && rep.MaxLoad99 >= rep.LimitCap:
+		return fmt.Sprintf("%s: %.2f (the sweep's cap: it holds there; the limit is higher)", what, rep.MaxLoad99)
+	}
+	return fmt.Sprintf("%s: %.2f", what, rep.MaxLoad99)
+}
+
+// simWarmup is --warmup, or by default 10% of --duration capped at maxDefaultWarmup: long
+// enough for the queues and the policies' estimators to fill (the misses of a cascade at
+// load 1 are all in its first second), short enough to leave most of a short run measured.
+func simWarmup(cmd *cobra.Command, o *simulateOptions) (dataplane.Time, error) {
+	w := min(o.duration/10, maxDefaultWarmup)
+	if cmd.Flags().Changed("warmup") {
+		w = o.warmup
+		if w < 0 || w >= o.duration {
+			return 0, usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, o.duration)
+		}
+	}
+	return dataplane.Time(w / time.Microsecond), nil
+}
+
+const maxDefaultWarmup = 3 * time.Second
+
+// warnFewRequests warns on stderr about every application that has, at some load point, too
+// few measured requests for the attainment target to mean anything: below 1/(1−target) (100
+// at 99%) one miss already fails it, and 4 requests print 75% (issue 37 item 3).
+func warnFewRequests(app *App, rep *sim.Report) {
+	need := int64(math.Ceil(1/(1-sim.MaxLoadTarget) - 1e-9))
+	for a := range rep.BaseRPS {
+		fewest, at := int64(-1), 0.0
+		for _, p := range rep.Points {
+			if a < len(p.Apps) && p.Apps[a].Requests > 0 && (fewest < 0 || p.Apps[a].Requests < fewest) {
+				fewest, at = p.Apps[a].Requests, p.Load
+			}
+		}
+		if fewest >= 0 && fewest < need {
+			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for a %g%% attainment (at least %d; one miss is %.1f%%): use a longer --duration\n",
+				rep.BaseRPS[a].App, fewest, at, 100*sim.MaxLoadTarget, need, 100/float64(fewest))
+		}
 	}
 }
 
@@ -408,6 +477,19 @@ func checkSimulationSize(dep *dataplane.Deployment, loads []float64, d time.Dura
 			peak, rate, d, n, maxRequestsPerPoint)
 	}
 	return nil
+}
+
+// maxLoadThatFits is the highest load factor whose load point stays within
+// maxRequestsPerPoint (the find-limit extension's cap).
+func maxLoadThatFits(dep *dataplane.Deployment, d time.Duration) float64 {
+	var rate float64
+	for _, a := range dep.Apps {
+		rate += a.RateRPS
+	}
+	if rate <= 0 || d <= 0 {
+		return sim.DefaultLimitCap
+	}
+	return maxRequestsPerPoint / (rate * d.Seconds())
 }
 
 // discardEffects lets the policy be attached once for validation without a driver.
