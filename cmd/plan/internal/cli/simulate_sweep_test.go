@@ -26,6 +26,7 @@ func TestSimulateWarmupAndLimit(t *testing.T) {
 		code    int
 		out     []string // substrings of stdout
 		errs    []string // substrings of stderr
+		noErrs  string   // must not be in stderr
 		minLoad float64  // the max load factor printed must exceed it (0: not checked)
 	}{
 		{name: "default warm-up named", args: []string{"simulate", pard, "--load", "0.5,1", "--duration", "2s"},
@@ -38,6 +39,8 @@ func TestSimulateWarmupAndLimit(t *testing.T) {
 			code: 2, errs: []string{"--warmup: 2s: must be >= 0 and shorter than --duration 2s"}},
 		{name: "few requests warned", args: []string{"simulate", qlm, "--load", "1", "--duration", "30s"},
 			errs: []string{`warning: application "vicuna-chat" has 18 measured requests at load 1.00: too few for a 99% attainment (at least 100`}},
+		{name: "passing low loads not warned", args: []string{"simulate", pard, "--load", "0.05,1", "--duration", "2s"},
+			noErrs: "warning"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runCLI(t, append(tc.args, "-q")...)
@@ -53,6 +56,9 @@ func TestSimulateWarmupAndLimit(t *testing.T) {
 				if !strings.Contains(errs, s) {
 					t.Errorf("stderr lacks %q:\n%s", s, errs)
 				}
+			}
+			if tc.noErrs != "" && strings.Contains(errs, tc.noErrs) {
+				t.Errorf("stderr has %q:\n%s", tc.noErrs, errs)
 			}
 			if tc.minLoad > 0 {
 				m := regexp.MustCompile(`max load factor[^:]*: ([0-9.]+)`).FindStringSubmatch(out)
