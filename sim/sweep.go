@@ -88,7 +88,7 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	if len(cfg.Loads) == 0 {
 		return nil, fmt.Errorf("empty load range")
 	}
-	points, err := runPoints(ctx, cfg, cfg.Loads)
+	points, err := runPoints(ctx, cfg, cfg.Loads, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +119,9 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	return rep, nil
 }
 
-// runPoints simulates loads in parallel; the result is in the order of loads.
-func runPoints(ctx context.Context, cfg *SweepConfig, loads []float64) ([]*Point, error) {
+// runPoints simulates loads in parallel; the result is in the order of loads. done counts
+// the points simulated before (Progress counts on from it).
+func runPoints(ctx context.Context, cfg *SweepConfig, loads []float64, done int) ([]*Point, error) {
 	points := make([]*Point, len(loads))
 	errs, err := Parallel(ctx, len(loads), cfg.Parallel, func(i int) error {
 		var err error
@@ -128,7 +129,7 @@ func runPoints(ctx context.Context, cfg *SweepConfig, loads []float64) ([]*Point
 		return err
 	}, func(i, finished int, err error) {
 		if cfg.Progress != nil && err == nil {
-			cfg.Progress(finished, len(loads), points[i])
+			cfg.Progress(done+finished, done+len(loads), points[i])
 		}
 	})
 	if err != nil {
@@ -166,7 +167,7 @@ func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point
 	var fail *Point
 	for pass(lo) && fail == nil && lo.Load < capLoad {
 		next := round6(min(lo.Load*2, capLoad))
-		ps, err := runPoints(ctx, cfg, []float64{next})
+		ps, err := runPoints(ctx, cfg, []float64{next}, len(points))
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +186,7 @@ func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point
 		if mid <= lo.Load || mid >= fail.Load {
 			break
 		}
-		ps, err := runPoints(ctx, cfg, []float64{mid})
+		ps, err := runPoints(ctx, cfg, []float64{mid}, len(points))
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -70,9 +71,19 @@ func TestFindLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := sweepCfg(t, 0)
 			cfg.Loads, cfg.FindLimit, cfg.LimitCap = tc.loads, tc.find, tc.cap
+			var mu sync.Mutex
+			lastDone, lastTotal := 0, 0
+			cfg.Progress = func(done, total int, _ *Point) {
+				mu.Lock()
+				defer mu.Unlock()
+				lastDone, lastTotal = max(lastDone, done), max(lastTotal, total)
+			}
 			rep, err := Sweep(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if lastDone != len(rep.Points) || lastTotal != len(rep.Points) {
+				t.Errorf("progress ended at %d/%d, want %d/%d (every point, extension included)", lastDone, lastTotal, len(rep.Points), len(rep.Points))
 			}
 			if !tc.wantExtra {
 				if len(rep.Points) != len(tc.loads) || rep.Extended {
