@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// svgText renders p as SVG and returns its text.
+func svgText(t *testing.T, p *plot.Plot) string {
+	t.Helper()
+	wt, err := p.WriterTo(16*vg.Centimeter, 10*vg.Centimeter, "svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func tickLabels(p *plot.Plot) []string {
+	var ls []string
+	for _, tk := range p.Y.Tick.Marker.Ticks(0, 0) {
+		ls = append(ls, tk.Label)
+	}
+	return ls
+}
+
+// TestTimelineRows: every worker gets a row, or the cut is said on an explicit "N more"
+// row, and a cut keeps every stage (issue 37 item 4: rows were cut silently, PARD lost da).
+func TestTimelineRows(t *testing.T) {
+	s := runScenario(t, "nic.json", "reactive", []dataplane.Time{0, 0, 0, 0})
+	cases := []struct {
+		name  string
+		limit int
+		want  []string
+	}{
+		{"all", MaxTimelineRows, []string{"P4#1", "P4#2", "L4#0"}},
+		{"cut keeps every stage", 2, []string{"P4#1", "L4#0", "… 1 more workers not shown"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := timelinePlot("t", s.Engine, 0, 50*ms, c.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(tickLabels(p), "|")
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("rows %q: no %q", got, w)
+				}
+			}
+			if n := len(tickLabels(p)); n != len(c.want) {
+				t.Errorf("rows %q: %d rows, want %d", got, n, len(c.want))
+			}
+			if svg := svgText(t, p); !strings.Contains(svg, c.want[len(c.want)-1]) {
+				t.Errorf("SVG lacks the row %q", c.want[len(c.want)-1])
+			}
+		})
+	}
+}
+
+// TestTimelineLegend: the timeline names its colours (issue 37 item 4).
+func TestTimelineLegend(t *testing.T) {
+	s := runScenario(t, "nic.json", "reactive", []dataplane.Time{0, 0, 0, 0})
+	p, err := TimelinePlot("t", s.Engine, 0, 50*ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := svgText(t, p)
+	app := s.Engine.Deployment().Apps[0].Name
+	for _, w := range []string{">" + app + "<", ">NIC transfer<"} {
+		if !strings.Contains(svg, w) {
+			t.Errorf("SVG lacks legend entry %q", w)
+		}
+	}
+}
