@@ -53,13 +53,33 @@ var palette = []color.Color{
 	color.RGBA{0x17, 0xbe, 0xcf, 0xff},
 }
 
+// attainmentYMin chooses the attainment axis's bottom from the data: the lowest value
+// rounded down to a multiple of 10 (of 1 above 90%), never above 95 so the 99% target
+// line keeps room below it. A fixed 0–100 axis squashed the 90–100 band where the
+// systems differ (issue 37 item 4).
+func attainmentYMin(curves []Curve) float64 {
+	lo := 100.0
+	for _, c := range curves {
+		for _, v := range c.Values {
+			if !math.IsNaN(v) {
+				lo = min(lo, 100*v)
+			}
+		}
+	}
+	step := 10.0
+	if lo >= 90 {
+		step = 1
+	}
+	return max(0, min(95, math.Floor(lo/step)*step-step))
+}
+
 // AttainmentPlot draws attainment (%) against load factor with the 99% target line.
 func AttainmentPlot(title string, curves []Curve) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "load factor"
 	p.Y.Label.Text = "SLO attainment (%)"
-	p.Y.Min, p.Y.Max = 0, 101
+	p.Y.Min, p.Y.Max = attainmentYMin(curves), 101
 	p.Legend.Top = false
 	p.Legend.Left = true
 	xmin, xmax := 0.0, 1.0

@@ -82,3 +82,34 @@ func TestTimelineLegend(t *testing.T) {
 		}
 	}
 }
+
+// TestAttainmentAxis: the y-axis starts near the lowest attainment, not at 0, and keeps
+// the 99% target visible (issue 37 item 4).
+func TestAttainmentAxis(t *testing.T) {
+	cases := []struct {
+		name   string
+		values []float64
+		want   float64
+	}{
+		{"all high", []float64{1, 0.995, 0.97}, 95},
+		{"just above 90", []float64{1, 0.934}, 92},
+		{"below 90", []float64{1, 0.87}, 70},
+		{"collapse", []float64{1, 0.02}, 0},
+		{"all perfect", []float64{1, 1}, 95},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			loads := make([]float64, len(c.values))
+			for i := range loads {
+				loads[i] = 0.5 + 0.25*float64(i)
+			}
+			p, err := AttainmentPlot("t", []Curve{{Name: "all", Loads: loads, Values: c.values}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Y.Min != c.want || p.Y.Max < 100 {
+				t.Errorf("y axis %g–%g, want %g–≥100", p.Y.Min, p.Y.Max, c.want)
+			}
+		})
+	}
+}
