@@ -113,3 +113,49 @@ func TestAttainmentAxis(t *testing.T) {
 		})
 	}
 }
+
+// TestTimelineWindow: the window comes from the data, scaled to the requests' latency and
+// placed on the busiest stretch of complete requests, not fixed at a third of the run
+// (issue 37 item 4: QLM's and DyOrc's multi-second requests left 10.0–10.2 s empty).
+func TestTimelineWindow(t *testing.T) {
+	sec := dataplane.Second
+	many := func(n int, at, lat, gap dataplane.Time) []reqSpan {
+		var ss []reqSpan
+		for i := 0; i < n; i++ {
+			a := at + dataplane.Time(i)*gap
+			ss = append(ss, reqSpan{a, a + lat})
+		}
+		return ss
+	}
+	cases := []struct {
+		name     string
+		spans    []reqSpan
+		from, to dataplane.Time // the window must contain [from, to]
+		width    dataplane.Time
+	}{
+		{"none: a third into the run", nil, 10 * sec, 10*sec + 200*ms, 200 * ms},
+		{"vision: 200 ms on the burst", append(many(3, 1*sec, 20*ms, 100*ms), many(20, 25*sec, 20*ms, 5*ms)...),
+			25 * sec, 25*sec + 115*ms, 200 * ms},
+		{"LLM: three median latencies on the busy stretch", append(many(5, 2*sec, 4*sec, 3*sec), many(10, 20*sec, 4*sec, 200*ms)...),
+			20 * sec, 25*sec + 800*ms, 12 * sec},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			from, to := windowOf(c.spans, 30*sec)
+			if to-from != c.width || from > c.from || to < c.to {
+				t.Errorf("window %v–%v, want %v wide containing %v–%v", from, to, c.width, c.from, c.to)
+			}
+		})
+	}
+}
+
+// TestTimelineWindowRun: on a real run the window holds the requests, wherever they came.
+func TestTimelineWindowRun(t *testing.T) {
+	s := runScenario(t, "one-gpu.json", "ppipe", []dataplane.Time{700 * ms, 701 * ms, 702 * ms})
+	from, to := TimelineWindow(s.Engine, dataplane.Second)
+	for _, r := range s.Engine.Requests() {
+		if r.Outcome == dataplane.Completed && (r.Arrival < from || r.Done > to) {
+			t.Errorf("window %v–%v misses r%d (%v–%v)", from, to, r.ID, r.Arrival, r.Done)
+		}
+	}
+}

@@ -213,3 +213,66 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// MinTimelineWindow is the narrowest timeline window: 200 ms shows a few dozen batches of
+// a vision pipeline (PPipe's Figure 12 spans about that).
+const MinTimelineWindow = 200 * dataplane.Millisecond
+
+// TimelineWindow chooses a timeline's window from a finished run's requests: as wide as
+// three median end-to-end latencies (at least MinTimelineWindow), placed where it holds
+// the most complete requests (arrival and finish both inside), so an LLM run (QLM) or a
+// workflow (DyOrc) whose requests last seconds shows whole requests rather than a fixed
+// 10.0–10.2 s slice of one (issue 37 item 4). fallback is the run's length: with no
+// finished request the window starts a third into it.
+func TimelineWindow(e *dataplane.Engine, fallback dataplane.Time) (from, to dataplane.Time) {
+	var spans []reqSpan
+	reqs := e.Requests()
+	for i := range reqs {
+		if r := &reqs[i]; r.Outcome == dataplane.Completed || r.Outcome == dataplane.Late {
+			spans = append(spans, reqSpan{r.Arrival, r.Done})
+		}
+	}
+	return windowOf(spans, fallback)
+}
+
+// reqSpan is one finished request's life: arrival to finish.
+type reqSpan struct{ arrival, done dataplane.Time }
+
+func windowOf(spans []reqSpan, fallback dataplane.Time) (from, to dataplane.Time) {
+	if len(spans) == 0 {
+		return fallback / 3, fallback/3 + MinTimelineWindow
+	}
+	lat := make([]dataplane.Time, len(spans))
+	var end dataplane.Time
+	for i, s := range spans {
+		lat[i] = s.done - s.arrival
+		end = max(end, s.done)
+	}
+	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+	w := max(MinTimelineWindow, 3*lat[len(lat)/2])
+	// Slide the window in steps of w/8: a request fits the windows starting in
+	// [done-w, arrival]; a difference array counts them all in one pass.
+	step := max(w/8, 1)
+	k := int(end/step) + 2
+	diff := make([]int, k+1)
+	for _, s := range spans {
+		if s.done-s.arrival > w {
+			continue
+		}
+		lo := max(0, int((s.done-w+step-1)/step))
+		hi := int(s.arrival / step)
+		if lo <= hi {
+			diff[lo]++
+			diff[min(hi+1, k)]--
+		}
+	}
+	best, bestN, n := 0, -1, 0
+	for i := 0; i < k; i++ {
+		n += diff[i]
+		if n > bestN {
+			best, bestN = i, n
+		}
+	}
+	from = dataplane.Time(best) * step
+	return from, from + w
+}
