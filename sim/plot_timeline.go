@@ -153,7 +153,12 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 	for a, pls := range pipelines {
 		multi[a] = len(pls) > 1
 	}
-	ms := func(t dataplane.Time) float64 { return float64(t) / 1000 }
+	// Milliseconds, or seconds for windows of seconds (LLM and workflow runs).
+	unit, div := "ms", 1e3
+	if to-from >= 2*dataplane.Second {
+		unit, div = "s", 1e6
+	}
+	ms := func(t dataplane.Time) float64 { return float64(t) / div }
 	g := &gantt{rows: rows, from: ms(from), till: ms(to)}
 	grey := color.Gray{0xa0}
 	// legend: the names drawn in each palette colour, in first-seen order.
@@ -167,9 +172,11 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 				continue
 			}
 			st := dep.Stages[h.Stage]
-			ci := (max(st.Pipeline, 0) + int(st.App)*3) % len(palette)
+			// The batch's app, not the stage's: a shared stage (QLM's LLM instances)
+			// serves several apps, and a batch holds one app's requests.
+			ci := (max(st.Pipeline, 0) + int(b.App)*3) % len(palette)
 			g.bars = append(g.bars, bar{row: r, s: ms(max(h.Start, from)), e: ms(min(h.End, to)), c: palette[ci]})
-			nm := seriesName(dep, st.App, st.Pipeline, multi)
+			nm := seriesName(dep, b.App, st.Pipeline, multi)
 			if _, ok := names[ci]; !ok {
 				used = append(used, ci)
 			}
@@ -184,7 +191,7 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 	}
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "time (ms)"
+	p.X.Label.Text = "time (" + unit + ")"
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Tick.Label.Font.Size = vg.Points(7)
 	// The legend sits in a blank margin right of the window (a fifth of its width), so
@@ -274,5 +281,10 @@ func windowOf(spans []reqSpan, fallback dataplane.Time) (from, to dataplane.Time
 		}
 	}
 	from = dataplane.Time(best) * step
+	// Past the last finish there is nothing to draw: slide back (every request counted
+	// stays inside, since none finishes after end).
+	if from+w > end {
+		from = max(0, end-w)
+	}
 	return from, from + w
 }
