@@ -3,18 +3,15 @@ package sim
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"image/color"
 	"math"
 	"path/filepath"
-	"sort"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -56,13 +53,33 @@ var palette = []color.Color{
 	color.RGBA{0x17, 0xbe, 0xcf, 0xff},
 }
 
+// attainmentYMin chooses the attainment axis's bottom from the data: the lowest value
+// rounded down to a multiple of 10 (of 1 above 90%), never above 95 so the 99% target
+// line keeps room below it. A fixed 0–100 axis squashed the 90–100 band where the
+// systems differ (issue 37 item 4).
+func attainmentYMin(curves []Curve) float64 {
+	lo := 100.0
+	for _, c := range curves {
+		for _, v := range c.Values {
+			if !math.IsNaN(v) {
+				lo = min(lo, 100*v)
+			}
+		}
+	}
+	step := 10.0
+	if lo >= 90 {
+		step = 1
+	}
+	return max(0, min(95, math.Floor(lo/step)*step-step))
+}
+
 // AttainmentPlot draws attainment (%) against load factor with the 99% target line.
 func AttainmentPlot(title string, curves []Curve) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "load factor"
 	p.Y.Label.Text = "SLO attainment (%)"
-	p.Y.Min, p.Y.Max = 0, 101
+	p.Y.Min, p.Y.Max = attainmentYMin(curves), 101
 	p.Legend.Top = false
 	p.Legend.Left = true
 	xmin, xmax := 0.0, 1.0
@@ -99,88 +116,6 @@ func AttainmentPlot(title string, curves []Curve) (*plot.Plot, error) {
 	return p, nil
 }
 
-// gantt draws busy intervals as bars, one row per worker.
-type gantt struct {
-	bars       []bar
-	rows       int
-	from, till float64
-}
-
-type bar struct {
-	row  int
-	s, e float64
-	c    color.Color
-}
-
-func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
-	trX, trY := plt.Transforms(&c)
-	for _, b := range g.bars {
-		x0, x1 := trX(b.s), trX(b.e)
-		y0, y1 := trY(float64(b.row)-0.38), trY(float64(b.row)+0.38)
-		poly := []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
-		c.FillPolygon(b.c, c.ClipPolygonXY(poly))
-	}
-}
-
-func (g *gantt) DataRange() (xmin, xmax, ymin, ymax float64) {
-	return g.from, g.till, -0.5, float64(g.rows) - 0.5
-}
-
-// MaxTimelineRows bounds the rows of a timeline plot (the first workers in stage order).
-const MaxTimelineRows = 48
-
-// TimelinePlot draws, like PPipe's Figure 12, what every (v)GPU worker executed over
-// [from, to): one row per worker (grouped by stage), one bar per batch, colored by the
-// batch's pipeline; NIC transfers are drawn as thin grey bars on the sender's row.
-func TimelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time) (*plot.Plot, error) {
-	dep := e.Deployment()
-	// Rows: workers ordered by stage, then ID.
-	ws := make([]int, 0, len(dep.Topo.Workers))
-	for i := range dep.Topo.Workers {
-		if dep.Topo.Workers[i].Stage >= 0 {
-			ws = append(ws, i)
-		}
-	}
-	sort.SliceStable(ws, func(a, b int) bool {
-		return dep.Topo.Workers[ws[a]].Stage < dep.Topo.Workers[ws[b]].Stage
-	})
-	if len(ws) > MaxTimelineRows {
-		ws = ws[:MaxTimelineRows]
-	}
-	row := map[dataplane.WorkerID]int{}
-	ticks := make([]plot.Tick, len(ws))
-	for r, w := range ws {
-		row[dataplane.WorkerID(w)] = r
-		wk := dep.Topo.Workers[w]
-		ticks[r] = plot.Tick{Value: float64(r), Label: fmt.Sprintf("%s %s", dep.Stages[wk.Stage].Name, wk.Name)}
-	}
-	ms := func(t dataplane.Time) float64 { return float64(t) / 1000 }
-	g := &gantt{rows: len(ws), from: ms(from), till: ms(to)}
-	grey := color.Gray{0xa0}
-	for _, b := range e.Batches() {
-		for _, h := range b.Hops {
-			r, ok := row[h.Worker]
-			if !ok || h.Start < 0 || h.End <= from || h.Start >= to {
-				continue
-			}
-			pl := dep.Stages[h.Stage].Pipeline
-			col := palette[(max(pl, 0)+int(dep.Stages[h.Stage].App)*3)%len(palette)]
-			g.bars = append(g.bars, bar{row: r, s: ms(max(h.Start, from)), e: ms(min(h.End, to)), c: col})
-			if h.OutStart >= 0 && h.OutEnd > from && h.OutStart < to {
-				g.bars = append(g.bars, bar{row: r, s: ms(max(h.OutStart, from)), e: ms(min(h.OutEnd, to)), c: grey})
-			}
-		}
-	}
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time (ms)"
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Y.Tick.Label.Font.Size = vg.Points(7)
-	p.X.Min, p.X.Max = ms(from), ms(to)
-	p.Add(g)
-	return p, nil
-}
-
 // SavePlot writes p as DIR/BASE.png and DIR/BASE.svg (atomically) and returns the paths.
 func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) {
 	var paths []string
@@ -200,17 +135,6 @@ func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) 
 		paths = append(paths, path)
 	}
 	return paths, nil
-}
-
-// TimelineRows returns how many rows a timeline of dep would have.
-func TimelineRows(dep *dataplane.Deployment) int {
-	n := 0
-	for _, w := range dep.Topo.Workers {
-		if w.Stage >= 0 {
-			n++
-		}
-	}
-	return min(n, MaxTimelineRows)
 }
 
 // RunForTimeline re-runs one load point and returns the finished simulation (for its

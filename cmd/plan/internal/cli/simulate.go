@@ -437,8 +437,8 @@ func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string)
 	if err != nil {
 		return err
 	}
-	// Timeline of the highest passing load (else the lowest load), a 200 ms window
-	// starting one third into the run.
+	// Timeline of the highest passing load (else the lowest load), over a window chosen
+	// from its requests (sim.TimelineWindow).
 	load := rep.MaxLoad99
 	if load == 0 {
 		load = rep.Points[0].Load
@@ -447,8 +447,7 @@ func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string)
 	if err != nil {
 		return err
 	}
-	from := cfg.Duration / 3
-	to := from + 200*dataplane.Millisecond
+	from, to := sim.TimelineWindow(s.Engine, cfg.Duration)
 	tp, err := sim.TimelinePlot(fmt.Sprintf("%s at load %.2f", rep.Plan, load), s.Engine, from, to)
 	if err != nil {
 		return err
