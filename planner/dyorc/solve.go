@@ -31,6 +31,9 @@ type Options struct {
 	Policy string
 	// ToolVersion is recorded in the plan's provenance ("" = "dev").
 	ToolVersion string
+	// Progress, if set, receives the placement MILP's progress (from the solving goroutine):
+	// `plan solve` prints incumbent and bound lines on a terminal as it does for PPipe.
+	Progress func(planner.Progress)
 }
 
 // Flags are DyOrc's `plan solve` options as a plan records them in provenance.options, read
@@ -127,7 +130,15 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 	if gap <= 0 {
 		gap = 0.01
 	}
-	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit, RelGap: gap, Deterministic: o.Deterministic})
+	so := solver.Options{TimeLimit: o.TimeLimit, RelGap: gap, Deterministic: o.Deterministic}
+	if f := o.Progress; f != nil {
+		began := time.Now()
+		so.Progress = func(pr solver.Progress) {
+			f(planner.Progress{Phase: "placement MILP", Elapsed: time.Since(began), Nodes: pr.Nodes, Incumbent: pr.Incumbent,
+				Bound: pr.Bound, Gap: pr.Gap, HasIncumbent: pr.HasIncumbent})
+		}
+	}
+	res, err := solver.Solve(ctx, m, so)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: dyorc plans have one strategy, dyorc", s.Strategy)}}
 	}
 	return dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
-		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion})
+		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress})
 }
 
 // Render prints the placement per GPU and the replicas per service.

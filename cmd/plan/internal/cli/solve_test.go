@@ -360,3 +360,22 @@ func TestSolveSummaryLine(t *testing.T) {
 		})
 	}
 }
+
+// TestSolveDyOrcProgress: a DyOrc solve prints the placement MILP's incumbent and bound lines
+// as it runs, as PPipe's does (issue 37 item 2: it printed nothing until done); -q prints none.
+func TestSolveDyOrcProgress(t *testing.T) {
+	root := filepath.Join("..", "..", "..", "..", "testdata", "dyorc")
+	args := []string{"solve", "--cluster", filepath.Join(root, "cluster-small.json"), "--workload", filepath.Join(root, "small.json"),
+		"--deterministic", "-o", filepath.Join(t.TempDir(), "plan.json")}
+	code, _, errs := runCLI(t, args...)
+	skipWithoutHiGHS(t, errs)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "placement MILP") || !strings.Contains(errs, "incumbent") {
+		t.Errorf("no progress line on stderr:\n%s", errs)
+	}
+	if code, _, errs := runCLI(t, append(args, "-q")...); code != 0 || errs != "" {
+		t.Errorf("exit %d, stderr with -q: %q", code, errs)
+	}
+}
