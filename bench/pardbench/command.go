@@ -105,7 +105,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	bo.Progress = func(done, total int) {
 		if time.Since(last) > 5*time.Second || done == total {
 			last = time.Now()
-			env.Infof("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
+			env.Progressf("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
 		}
 	}
 	res, err := RunBench(ctx, bo)

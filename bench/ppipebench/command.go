@@ -124,7 +124,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	env.Infof("bench ppipe: %d cluster×group×trace rows, %d load points of %s each, estimated %s on this machine", rows, len(cfg.Loads), time.Duration(cfg.Duration)*time.Microsecond, est.Round(time.Second))
 	start := time.Now()
 	cfg.Log = func(format string, args ...any) {
-		env.Infof("[%s] "+format, append([]any{time.Since(start).Round(time.Second)}, args...)...)
+		env.Progressf("[%s] "+format, append([]any{time.Since(start).Round(time.Second)}, args...)...)
 	}
 	if o.report != "" {
 		cfg.PlanDir = filepath.Join(o.report, "plans")
