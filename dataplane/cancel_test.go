@@ -364,6 +364,16 @@ type fuzzPolicy struct {
 	queues [][]ReqID
 }
 
+// Forget drops a retired request from the queues too: a request finished elsewhere (a DAG's
+// other sink, a drop) may still sit in a stage's queue when the engine compacts it, and its
+// ID must not be read after that.
+func (p *fuzzPolicy) Forget(id ReqID) {
+	p.scripted.Forget(id)
+	for s := range p.queues {
+		p.queues[s] = slices.DeleteFunc(p.queues[s], func(r ReqID) bool { return r == id })
+	}
+}
+
 func (p *fuzzPolicy) handle(now Time, ev *Event, out *Decisions) {
 	d := p.v.Deployment()
 	if p.queues == nil {
@@ -392,12 +402,15 @@ func (p *fuzzPolicy) handle(now Time, ev *Event, out *Decisions) {
 			}
 		}
 	}
+	// Decisions apply after Handle returns, so within one call a request a DAG holds at two
+	// stages must not be dropped twice, nor dropped once dispatched on another branch.
+	decided, dropped := map[ReqID]bool{}, map[ReqID]bool{}
 	for s := range p.queues {
 		// Only pending requests no batch holds can be dispatched or dropped (a DAG's
 		// branches dispatch their own copies: the stage's queue holds each once).
 		var ready []ReqID
 		for _, r := range p.queues[s] {
-			if q := p.v.Req(r); q.Outcome == Pending && (!q.InFlight() || len(d.Stages[0].Next) > 1 && s > 0) {
+			if q := p.v.Req(r); q.Outcome == Pending && !dropped[r] && (!q.InFlight() || len(d.Stages[0].Next) > 1 && s > 0) {
 				ready = append(ready, r)
 			}
 		}
@@ -405,8 +418,9 @@ func (p *fuzzPolicy) handle(now Time, ev *Event, out *Decisions) {
 		switch op := p.rng.next(); {
 		case len(ready) == 0:
 		case op%4 == 0:
-			if !p.v.Req(ready[0]).InFlight() {
+			if !p.v.Req(ready[0]).InFlight() && !decided[ready[0]] {
 				out.Drop(ready[0], StageID(s), "fuzz", 0)
+				decided[ready[0]], dropped[ready[0]] = true, true
 				p.queues[s] = ready[1:]
 			}
 		case op%4 != 3:
@@ -416,6 +430,9 @@ func (p *fuzzPolicy) handle(now Time, ev *Event, out *Decisions) {
 				path = append(path, 1) // the whole chain in one batch
 			}
 			dispatchAll(out, ready[:n], path...)
+			for _, r := range ready[:n] {
+				decided[r] = true
+			}
 			p.queues[s] = ready[n:]
 		}
 	}
