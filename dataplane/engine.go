@@ -353,6 +353,17 @@ func (e *Engine) apply(now Time, d *Decision) error {
 		e.finish(now, r, now)
 	case DLoad:
 		return e.load(now, d)
+	case DFirstToken:
+		if !e.hasReq(d.Req) {
+			return fmt.Errorf("%w: first token of unknown request %d", errBadDecision, d.Req)
+		}
+		r := e.rq(d.Req)
+		if d.At < r.Arrival || d.At > now {
+			return fmt.Errorf("%w: first token of request %d at %d outside [arrival %d, now %d]", errBadDecision, d.Req, d.At, r.Arrival, now)
+		}
+		if r.FirstToken == Never {
+			r.FirstToken = d.At
+		}
 	case DEvict:
 		if int(d.Worker) < 0 || int(d.Worker) >= len(e.workers) {
 			return fmt.Errorf("%w: evict on worker %d", errBadDecision, d.Worker)

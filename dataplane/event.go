@@ -109,6 +109,9 @@ const (
 	DLoad
 	// DEvict: unload Model from Worker, freeing its memory at once.
 	DEvict
+	// DFirstToken: request Req's first output token reached its client At (an LLM engine's
+	// time to first token, digest §3); the engine records it once in Request.FirstToken.
+	DFirstToken
 )
 
 func (k DecisionKind) String() string {
@@ -127,6 +130,8 @@ func (k DecisionKind) String() string {
 		return "load"
 	case DEvict:
 		return "evict"
+	case DFirstToken:
+		return "first-token"
 	}
 	return "unknown"
 }
@@ -222,6 +227,12 @@ func (d *Decisions) Load(w WorkerID, model string, bytes int64, dur Time) {
 // Evict unloads model from worker w.
 func (d *Decisions) Evict(w WorkerID, model string) {
 	d.list = append(d.list, Decision{Kind: DEvict, Worker: w, Model: model})
+}
+
+// FirstToken records that request r's first output token reached its client at (not before
+// the request's arrival, not after now): the TTFT every LLM report and metric reads.
+func (d *Decisions) FirstToken(r ReqID, at Time) {
+	d.list = append(d.list, Decision{Kind: DFirstToken, Req: r, At: at})
 }
 
 // List returns the decisions made so far (borrowed).

@@ -53,7 +53,7 @@ func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
 	id := ReqID(len(e.reqs)) + e.reqBase
 	e.reqs = append(e.reqs, Request{
 		ID: id, App: a.App, Class: a.Class, Attrs: a.Attrs, Arrival: at, Deadline: dl,
-		Dispatch: Never, Done: Never, DropStage: NoStage,
+		Dispatch: Never, FirstToken: Never, Done: Never, DropStage: NoStage,
 	})
 	return id, e.Handle(now, Event{Kind: EvArrival, Req: id})
 }

@@ -106,6 +106,10 @@ type Request struct {
 	Arrival, Deadline Time
 	// Dispatch is when the request first joined a dispatched batch (Never before).
 	Dispatch Time
+	// FirstToken is when an LLM request's first output token reached its client (Never until
+	// its policy records it with Decisions.FirstToken): TTFT = FirstToken − Arrival, TPOT =
+	// (Done − FirstToken) / (OutTokens − 1), LLM engine digest §3.
+	FirstToken Time
 	// Done is when the request reached its outcome.
 	Done    Time
 	Outcome Outcome
