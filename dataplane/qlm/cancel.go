@@ -28,6 +28,35 @@ func (p *Policy) fits(s *seq) bool {
 	return s.prompt+s.out <= p.kvMax[s.model]
 }
 
+// Reasons a request is refused at arrival (LLM engine digest §2 and §4): its prompt plus
+// output exceed max_model_len on every instance able to serve its model (HTTP 400 at the
+// OpenAI intake), or chunked prefill is off and its prompt exceeds max_num_batched_tokens.
+const (
+	DropMaxModelLen  dataplane.DropReason = "max-model-len"
+	DropPromptBudget dataplane.DropReason = "prompt-over-batched-tokens"
+)
+
+// refusal is why s can never be admitted by the engine settings of any instance with a
+// profile of its model ("" when some can admit it).
+func (p *Policy) refusal(s *seq) dataplane.DropReason {
+	why := dataplane.DropReason("")
+	for _, in := range p.inst {
+		m := p.llmFor(in, s.model)
+		switch {
+		case m == nil:
+		case m.maxModelLen > 0 && s.prompt+s.out > m.maxModelLen:
+			if why == "" {
+				why = DropMaxModelLen
+			}
+		case !m.chunked && s.prompt > m.maxBatched:
+			why = DropPromptBudget
+		default:
+			return ""
+		}
+	}
+	return why
+}
+
 // hopeless reports whether s misses its deadline even alone on the fastest instance able to
 // serve its model, with nothing ahead of it: its prefill, then its output at a batch of one
 // (QLM §6, Eq. 4 at ε = 1; the model load is not counted, so the rule never drops a request
@@ -59,7 +88,7 @@ func (p *Policy) hopeless(now dataplane.Time, s *seq) bool {
 func (p *Policy) dropExpired(now dataplane.Time, out *dataplane.Decisions) {
 	var late []*seq
 	for _, s := range p.seqs {
-		if s.deadline < now && s.kv == 0 && !s.swapped {
+		if s.deadline < now && s.kv == 0 && !s.swapped && !s.fin {
 			late = append(late, s)
 		}
 	}
@@ -123,6 +152,12 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 	}
 	delete(p.seqs, id)
 	p.stats.Cancelled++
+	if s.inst >= 0 {
+		p.dropOutputs(p.inst[s.inst], s)
+	}
+	if s.fin {
+		return // computed, its completion waited for the output delay
+	}
 	if s.inst >= 0 && p.abort(p.inst[s.inst], s) {
 		return
 	}
@@ -162,7 +197,7 @@ func (p *Policy) abort(in *instance, s *seq) bool {
 	if !found {
 		return false
 	}
-	s.kv, s.swapped, s.needPrefill = 0, false, false
+	s.kv, s.swapped, s.comp, s.sched = 0, false, 0, 0
 	p.touch(in.idx)
 	return true
 }

@@ -85,6 +85,8 @@ type Policy struct {
 	// every instance after every event (tests compare the two).
 	ss       stepSet
 	fullStep bool
+	// hold: until this time an idle instance does not start a step (the arrival hold).
+	hold dataplane.Time
 	// memoOn: inside Handle, residual values are kept per instance until the instance
 	// changes (instance.resOK). Off under fullStep and outside Handle.
 	memoOn bool
@@ -200,6 +202,11 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			out.Drop(s.id, 0, DropTooLarge, 0)
 			break
 		}
+		if why := p.refusal(s); why != "" {
+			p.stats.TooLarge++
+			out.Drop(s.id, 0, why, 0)
+			break
+		}
 		if p.opt.dropLate && p.hopeless(now, s) {
 			p.stats.Expired++
 			out.Drop(s.id, 0, dataplane.DropDeadline, 0)
@@ -207,6 +214,12 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		p.seqs[s.id] = s
 		p.enqueue(now, s, out)
+		// Every arrival of this instant is queued before an idle instance starts its step
+		// (LLM engine digest §1): the step starts at the hold timer, 1 µs later.
+		if p.hold <= now {
+			p.hold = now + 1
+			out.SetTimer(p.hold, holdKey)
+		}
 	case dataplane.EvCancel:
 		p.cancel(ev.Req)
 	case dataplane.EvWorkerDown:
@@ -231,6 +244,12 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		p.iterationDone(ev.End, in, out)
 		p.touch(in.idx)
+		p.stepAll(now, out)
+		if !in.busy && len(in.outq) > 0 {
+			// No step follows: nothing delays the outputs (digest §2.5).
+			p.releaseOutputs(now, in, out, true)
+		}
+		return
 	case dataplane.EvModelLoaded:
 		in := p.byW[ev.Worker]
 		if in != nil && in.loading {
@@ -477,6 +496,7 @@ func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {
 // failure).
 func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.Decisions) {
 	p.stats.Failovers++
+	p.releaseOutputs(now, in, out, true)
 	orphans := append(append([]*seq(nil), in.running...), in.swapped...)
 	p.setDown(in, true)
 	in.resOK = false
@@ -487,7 +507,7 @@ func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.D
 	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
 	in.floor, in.observed = 0, 0
 	for _, s := range orphans {
-		s.kv, s.needPrefill, s.swapped, s.readyAt, s.inst = 0, false, false, 0, -1
+		s.kv, s.comp, s.sched, s.swapped, s.readyAt, s.inst = 0, 0, 0, false, 0, -1
 	}
 	moved := append(orphans, p.q.evacuate(p, in)...)
 	for _, s := range moved {
