@@ -113,17 +113,17 @@ func (p pwl) at(x int) float64 {
 
 // llm is one model's timing and memory on one GPU type, resolved from its profile.
 type llm struct {
-	prof             *formats.LLMProfile
-	prefill, decode  pwl
-	ctxUs            float64
-	maxBatched       int
-	maxSeqs          int
+	prof            *formats.LLMProfile
+	prefill, decode pwl
+	ctxUs           float64
+	maxBatched      int
+	maxSeqs         int
 	// chunked, maxPartial, outDelay and maxModelLen are the engine settings of the LLM
 	// engine digest §2 and §4 (formats.LLMEngine).
-	chunked     bool
-	maxPartial  int
-	outDelay    int
-	maxModelLen int
+	chunked          bool
+	maxPartial       int
+	outDelay         int
+	maxModelLen      int
 	block            int
 	kvCap            int
 	kvBytes          int64
