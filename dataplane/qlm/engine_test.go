@@ -114,3 +114,25 @@ func TestEngineRules(t *testing.T) {
 		})
 	}
 }
+
+// TestCurveAsMeasured: measured curves are used as measured between points, even where they
+// fall, and never fall past the last point (the last segment's slope clamped at ≥ 0; issue 30
+// item 3).
+func TestCurveAsMeasured(t *testing.T) {
+	c := pwl{{Tokens: 1, Us: 100}, {Tokens: 11, Us: 200}, {Tokens: 21, Us: 150}}
+	for _, tc := range []struct {
+		x    int
+		want float64
+	}{
+		{0, 100}, {1, 100}, {6, 150}, {11, 200}, {16, 175}, {21, 150},
+		{1000, 150}, // the last segment falls: flat past the last point
+	} {
+		if got := c.at(tc.x); got != tc.want {
+			t.Errorf("at(%d) = %g, want %g", tc.x, got, tc.want)
+		}
+	}
+	up := pwl{{Tokens: 1, Us: 100}, {Tokens: 11, Us: 200}}
+	if got := up.at(31); got != 400 {
+		t.Errorf("rising curve at 31 = %g, want 400 (the last segment's slope)", got)
+	}
+}
