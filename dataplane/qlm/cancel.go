@@ -109,6 +109,12 @@ type Limit struct {
 	KVTokens  int
 	MaxPrompt int
 	MaxOutput int
+	// MaxModelLen is the largest max_model_len (prompt + output) of the instances serving
+	// the model (0: one of them sets none); PromptBudget the largest prompt one with chunked
+	// prefill off admits (its max_num_batched_tokens; 0: one chunks prompts). The engine
+	// refuses past them at arrival (Policy.refusal), the OpenAI front end with a 400.
+	MaxModelLen  int
+	PromptBudget int
 }
 
 // Limits reads the per-class limits of a QLM deployment (indexed by application): the
@@ -121,6 +127,7 @@ func Limits(dep *dataplane.Deployment) ([]Limit, error) {
 	out := make([]Limit, len(cls))
 	for i, c := range cls {
 		out[i] = Limit{Model: c.Model, MaxPrompt: c.In.Max, MaxOutput: c.Out.Max}
+		lenSet, budgetSet := true, true
 		for k := range s.Profiles {
 			pr := &s.Profiles[k]
 			if pr.Model != c.Model {
@@ -131,9 +138,19 @@ func Limits(dep *dataplane.Deployment) ([]Limit, error) {
 					m := newLLM(pr)
 					// blocks(n) <= kvCap holds for n up to kvCap rounded down to a block.
 					out[i].KVTokens = max(out[i].KVTokens, m.kvCap/m.block*m.block)
+					lenSet = lenSet && m.maxModelLen > 0
+					out[i].MaxModelLen = max(out[i].MaxModelLen, m.maxModelLen)
+					budgetSet = budgetSet && !m.chunked
+					out[i].PromptBudget = max(out[i].PromptBudget, m.maxBatched)
 					break
 				}
 			}
+		}
+		if !lenSet {
+			out[i].MaxModelLen = 0
+		}
+		if !budgetSet {
+			out[i].PromptBudget = 0
 		}
 	}
 	return out, nil
