@@ -148,6 +148,10 @@ type LLMEngine struct {
 	// SwapSpace is the CPU swap space per GPU in GiB for swapped-out KV (0 = none:
 	// preemption recomputes).
 	SwapSpace float64 `json:"swap_space,omitempty"`
+	// SchedulingPolicy orders the waiting requests: fcfs (arrival; "" = fcfs) or priority
+	// (the request's priority, lower first, then arrival). QLM's own policies order their
+	// queues themselves; the vLLM baseline follows it.
+	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
 	// EnablePrefixCaching is exported only (the model does not share prefixes).
 	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"`
 	// OutputDelaySteps is how many steps after the one that computed it a token reaches its
@@ -155,6 +159,9 @@ type LLMEngine struct {
 	// k+1 runs, digest §2.5).
 	OutputDelaySteps *int `json:"output_delay_steps,omitempty"`
 }
+
+// SchedulingPolicies are the values LLMEngine.SchedulingPolicy may take.
+var SchedulingPolicies = []string{"fcfs", "priority"}
 
 // Chunked reports whether chunked prefill is on (nil settings or flag: vLLM V1's default, on).
 func (e *LLMEngine) Chunked() bool {

@@ -239,6 +239,9 @@ func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
 	if !finite(e.SwapSpace) || e.SwapSpace < 0 || e.SwapSpace > 1<<20 {
 		v.add(field(p, "swap_space"), e.SwapSpace, "must be in [0, %d] GiB", 1<<20)
 	}
+	if e.SchedulingPolicy != "" {
+		oneOf(v, field(p, "scheduling_policy"), e.SchedulingPolicy, SchedulingPolicies)
+	}
 	if d := e.OutputDelaySteps; d != nil && (*d < 0 || *d > MaxOutputDelaySteps) {
 		v.add(field(p, "output_delay_steps"), *d, "must be in [0, %d]", MaxOutputDelaySteps)
 	}

@@ -150,6 +150,7 @@ func TestValidateProfile(t *testing.T) {
 		{"llm gpu_memory_utilization", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{GPUMemoryUtilization: 1.5} }), []string{`profile.json: llms[2].engine.gpu_memory_utilization: 1.5: must be in (0, 1]`}},
 		{"llm swap_space", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{SwapSpace: inf} }), []string{`profile.json: llms[2].engine.swap_space: +Inf: must be in [0, 1048576] GiB`}},
 		{"llm output delay", f, pr(func(p *Profile) { d := -1; p.LLMs[2].Engine = &LLMEngine{OutputDelaySteps: &d} }), []string{`profile.json: llms[2].engine.output_delay_steps: -1: must be in [0, 16]`}},
+		{"llm scheduling_policy", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{SchedulingPolicy: "edf"} }), []string{`profile.json: llms[2].engine.scheduling_policy: "edf": must be one of fcfs, priority`}},
 		{"llm max_num_seqs", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{MaxNumSeqs: -1} }), []string{`profile.json: llms[2].engine.max_num_seqs: -1: must be >= 0`}},
 	})
 }

@@ -120,21 +120,24 @@ type llm struct {
 	maxSeqs         int
 	// chunked, maxPartial, outDelay and maxModelLen are the engine settings of the LLM
 	// engine digest §2 and §4 (formats.LLMEngine).
-	chunked          bool
-	maxPartial       int
-	outDelay         int
-	maxModelLen      int
-	block            int
-	kvCap            int
-	kvBytes          int64
-	preempt          string
-	cpuSwap          int64
-	hostBytesPerUs   float64
-	warmUs, coldUs   dataplane.Time
-	thetaTokPerSec   float64
-	avgBatch         float64
-	epsilon          float64
-	decodeStepSecond float64
+	chunked     bool
+	maxPartial  int
+	outDelay    int
+	maxModelLen int
+	// priority: waiting requests by priority, then arrival (scheduling_policy priority);
+	// swapAlways: swap_space set, preemption swaps KV to CPU memory whatever the policy.
+	priority, swapAlways bool
+	block                int
+	kvCap                int
+	kvBytes              int64
+	preempt              string
+	cpuSwap              int64
+	hostBytesPerUs       float64
+	warmUs, coldUs       dataplane.Time
+	thetaTokPerSec       float64
+	avgBatch             float64
+	epsilon              float64
+	decodeStepSecond     float64
 	// knee is the batch size where decode stops being memory-bound: below it a decode step
 	// costs about the same whatever the batch (weights are read once per step), so a wider
 	// batch is nearly free throughput (see flatBatch).
@@ -213,7 +216,9 @@ func (m *llm) engine(e *formats.LLMEngine) {
 	m.maxModelLen = e.MaxModelLen
 	if e.SwapSpace > 0 {
 		m.cpuSwap = int64(e.SwapSpace * float64(1<<30) * float64(max(m.prof.GPUCount, 1)))
+		m.preempt, m.swapAlways = "swap", true
 	}
+	m.priority = e.SchedulingPolicy == "priority"
 }
 
 // flatBatch is the knee of a decode curve: the largest batch (at most maxSeqs) whose decode

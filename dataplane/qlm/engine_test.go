@@ -35,8 +35,8 @@ func TestEngineRules(t *testing.T) {
 		reqs   []engineReq
 		want   []want
 		// prefills is the count of steps holding prompt tokens; evictions of preemptions.
-		prefills, evictions int64
-		dropped             map[dataplane.ReqID]dataplane.DropReason
+		prefills, evictions, swaps int64
+		dropped                    map[dataplane.ReqID]dataplane.DropReason
 	}{
 		{
 			// R (10 prompt, 20 out) runs; L (7,436 prompt) arrives during R's prefill. At
@@ -48,7 +48,7 @@ func TestEngineRules(t *testing.T) {
 			// (s1) is stamped at s2's end 12,341; R's 20th token at s20 = 93,551 + 9·5,000 =
 			// 138,551, stamped as the instance idles. L's times are from its arrival (1,000).
 			name: "long prompt chunked while decodes proceed", engine: formats.LLMEngine{MaxNumBatchedTokens: 1024}, kv: 100000,
-			reqs:     []engineReq{{0, 10, 20}, {1000, 7436, 2}},
+			reqs:     []engineReq{{0, 10, 20, 0}, {1000, 7436, 2, 0}},
 			want:     []want{{12341, 138551}, {88551 - 1000, 93551 - 1000}},
 			prefills: 9,
 		},
@@ -58,7 +58,7 @@ func TestEngineRules(t *testing.T) {
 			// + B + C = 1,011 tokens P(1011) → 22,111 (A done computing); s3 B, C decode
 			// D(2) → 27,121; idle: B, C done at 27,121.
 			name: "short prompt waits behind long (chunked off)", engine: formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off}, kv: 100000,
-			reqs:     []engineReq{{0, 1000, 2}, {0, 1000, 2}, {0, 10, 2}},
+			reqs:     []engineReq{{0, 1000, 2, 0}, {0, 1000, 2, 0}, {0, 10, 2, 0}},
 			want:     []want{{22111, 27121}, {27121, 27121}, {27121, 27121}},
 			prefills: 2,
 		},
@@ -68,7 +68,7 @@ func TestEngineRules(t *testing.T) {
 			// A decodes D(1) = 5,000 → 256,001 (A's first token stamped at s2 = 16,001);
 			// s51 B + C prefill P(1010) = 11,100 → 267,101 (A done); s52 D(2) → 272,111.
 			name: "short prompt waits behind one without KV", engine: formats.LLMEngine{}, kv: 1100,
-			reqs:     []engineReq{{0, 1000, 50}, {0, 1000, 2}, {0, 10, 2}},
+			reqs:     []engineReq{{0, 1000, 50, 0}, {0, 1000, 2, 0}, {0, 10, 2, 0}},
 			want:     []want{{16001, 267101}, {272111, 272111}, {272111, 272111}},
 			prefills: 2,
 		},
@@ -79,7 +79,7 @@ func TestEngineRules(t *testing.T) {
 			// stamped. s3 B decodes and C recomputes 17 tokens: P(18) = 1,180 → 7,671; idle.
 			// (Preempting B instead would finish B at 12,661.)
 			name: "preemption frees the youngest", engine: formats.LLMEngine{}, kv: 64,
-			reqs:      []engineReq{{0, 16, 2}, {0, 16, 3}, {0, 16, 2}},
+			reqs:      []engineReq{{0, 16, 2, 0}, {0, 16, 3, 0}, {0, 16, 2, 0}},
 			want:      []want{{6491, 7671}, {6491, 7671}, {6491, 7671}},
 			prefills:  2,
 			evictions: 1,
@@ -88,10 +88,32 @@ func TestEngineRules(t *testing.T) {
 			// Chunked prefill off: a prompt over B is refused at arrival; max_model_len 1,200
 			// refuses 1,000 + 300. The third runs alone: P(100) 1→2,001, D(1) → 7,001, idle.
 			name: "refused at arrival", engine: formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off, MaxModelLen: 1200}, kv: 100000,
-			reqs:     []engineReq{{0, 1100, 2}, {0, 1000, 300}, {0, 100, 2}},
+			reqs:     []engineReq{{0, 1100, 2, 0}, {0, 1000, 300, 0}, {0, 100, 2, 0}},
 			want:     []want{{0, 0}, {0, 0}, {7001, 7001}},
 			prefills: 1,
 			dropped:  map[dataplane.ReqID]dataplane.DropReason{0: DropPromptBudget, 1: DropMaxModelLen},
+		},
+		{
+			// As "preemption frees the youngest" with swap_space 1 GiB: C's KV goes to CPU
+			// memory (kept computed) instead of being recomputed. s3 (6,491) swaps C back in
+			// (ready after 17·131,072 B at 25 GB/s = 90 µs) and runs B alone: D(1) → 11,491
+			// (B done computing, A's completion stamped); s4 C decodes → 16,491 (B stamped);
+			// idle: C stamped at 16,491.
+			name: "preemption swaps with swap_space", engine: formats.LLMEngine{SwapSpace: 1}, kv: 64,
+			reqs:     []engineReq{{0, 16, 2, 0}, {0, 16, 3, 0}, {0, 16, 2, 0}},
+			want:     []want{{6491, 11491}, {6491, 16491}, {6491, 16491}},
+			prefills: 1,
+			swaps:    1,
+		},
+		{
+			// scheduling_policy priority, one sequence slot: A (prio 0) runs; B (prio 5,
+			// at 10) and C (prio 1, at 20) wait; C goes first. s1 A P(100) 1→2,001; s2 A
+			// decode → 7,001; s3 C P(100) → 9,001; s4 C decode → 14,001; s5 B → 16,001; s6 B
+			// decode → 21,001. From arrival: B 20,991, C 13,981 and 15,981.
+			name: "priority scheduling", engine: formats.LLMEngine{MaxNumSeqs: 1, SchedulingPolicy: "priority"}, kv: 100000,
+			reqs:     []engineReq{{0, 100, 2, 0}, {10, 100, 2, 5}, {20, 100, 2, 1}},
+			want:     []want{{7001, 9001}, {20991, 20991}, {13981, 15981}},
+			prefills: 3,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,8 +130,8 @@ func TestEngineRules(t *testing.T) {
 					t.Errorf("request %d: ttft %d done %d, want %d %d", id, r.first[id], r.done[id], w.ttft, w.done)
 				}
 			}
-			if r.st.Prefills != tc.prefills || r.st.Evictions != tc.evictions {
-				t.Errorf("prefill steps %d evictions %d, want %d %d", r.st.Prefills, r.st.Evictions, tc.prefills, tc.evictions)
+			if r.st.Prefills != tc.prefills || r.st.Evictions != tc.evictions || r.st.KVSwaps != tc.swaps {
+				t.Errorf("prefill steps %d evictions %d swaps %d, want %d %d %d", r.st.Prefills, r.st.Evictions, r.st.KVSwaps, tc.prefills, tc.evictions, tc.swaps)
 			}
 		})
 	}

@@ -245,7 +245,7 @@ func (p *Policy) preempt(in *instance, v *seq, m *llm) {
 	v.sched = 0
 	bytes := int64(v.kv) * m.kvBytes
 	swap := false
-	if p.opt.swap && !v.prefilling() {
+	if (p.opt.swap || m.swapAlways) && !v.prefilling() {
 		switch m.preempt {
 		case "swap":
 			swap = in.cpuUsed+bytes <= m.cpuSwap

@@ -356,9 +356,12 @@ type plainQueue struct {
 	wait [][]*seq
 }
 
-func (q *plainQueue) less(a, b *seq) bool {
+func (q *plainQueue) less(a, b *seq, prio bool) bool {
 	if q.edf && a.deadline != b.deadline {
 		return a.deadline < b.deadline
+	}
+	if prio && a.prio != b.prio {
+		return a.prio < b.prio // scheduling_policy priority: lower first, then arrival (vLLM)
 	}
 	if a.arrival != b.arrival {
 		return a.arrival < b.arrival
@@ -366,9 +369,10 @@ func (q *plainQueue) less(a, b *seq) bool {
 	return a.id < b.id
 }
 
-func (q *plainQueue) insert(i int, s *seq) {
+func (q *plainQueue) insert(p *Policy, i int, s *seq) {
 	w := q.wait[i]
-	k := sort.Search(len(w), func(j int) bool { return q.less(s, w[j]) })
+	prio := p.priority(p.inst[i], s.model)
+	k := sort.Search(len(w), func(j int) bool { return q.less(s, w[j], prio) })
 	w = append(w, nil)
 	copy(w[k+1:], w[k:])
 	w[k] = s
@@ -383,8 +387,15 @@ func (q *plainQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	in := el[p.rr%len(el)]
 	p.rr++
 	s.inst = in.idx
-	q.insert(in.idx, s)
+	q.insert(p, in.idx, s)
 	p.touch(in.idx)
+}
+
+// priority reports whether in's engine for model orders its waiting requests by priority
+// (engine scheduling_policy, LLM engine digest §2).
+func (p *Policy) priority(in *instance, model string) bool {
+	m := p.llmFor(in, model)
+	return m != nil && m.priority
 }
 
 func (q *plainQueue) head(_ *Policy, in *instance) *seq {
@@ -406,12 +417,13 @@ func (q *plainQueue) pop(_ *Policy, in *instance, s *seq) {
 
 func (q *plainQueue) requeue(p *Policy, in *instance, s *seq) {
 	p.touch(in.idx)
-	if !q.edf {
-		// vLLM puts a preempted sequence back at the front of its waiting queue.
+	if !q.edf && !p.priority(in, s.model) {
+		// vLLM puts a preempted sequence back at the front of its waiting queue (under
+		// the priority policy, in its priority order).
 		q.wait[in.idx] = append([]*seq{s}, q.wait[in.idx]...)
 		return
 	}
-	q.insert(in.idx, s)
+	q.insert(p, in.idx, s)
 }
 
 // preemptFor: EDF is preemptive (QLM §8 [ours]): when the head has an earlier deadline than

@@ -60,7 +60,7 @@ func TestIterationTimingExact(t *testing.T) {
 				prof := handProfile()
 				d := tc.delay
 				prof.Engine = &formats.LLMEngine{OutputDelaySteps: &d}
-				r := runEngine(t, pol, prof, []engineReq{{0, 100, 3}, {0, 50, 1}, {0, 200, 2}})
+				r := runEngine(t, pol, prof, []engineReq{{0, 100, 3, 0}, {0, 50, 1, 0}, {0, 200, 2, 0}})
 				first, done, st := r.first, r.done, r.st
 				for id, w := range tc.want {
 					r := dataplane.ReqID(id)
@@ -80,6 +80,8 @@ func TestIterationTimingExact(t *testing.T) {
 type engineReq struct {
 	at      dataplane.Time
 	in, out int32
+	// prio is the request's priority (lower first under scheduling_policy priority).
+	prio int32
 }
 
 // engineRun is what runEngine saw: each request's first-token and finish times from its
@@ -109,7 +111,7 @@ func runEngine(t *testing.T, pol string, prof formats.LLMProfile, reqs []engineR
 	reason := map[dataplane.ReqID]dataplane.DropReason{}
 	s, err := sim.New(dep, p, []sim.Source{&sim.Times{T: at}}, sim.Options{Duration: dataplane.Second,
 		Attrs: func(_ dataplane.AppID, n int64) dataplane.Attrs {
-			return dataplane.Attrs{InTokens: reqs[n].in, OutTokens: reqs[n].out}
+			return dataplane.Attrs{InTokens: reqs[n].in, OutTokens: reqs[n].out, Priority: reqs[n].prio}
 		},
 		OnFinish: func(now dataplane.Time, r *dataplane.Request) {
 			done[r.ID] = now - r.Arrival

@@ -123,6 +123,8 @@ type Engine struct {
 	// (vLLM V1's default is on, as the simulator's); MaxNumPartialPrefills when set.
 	EnableChunkedPrefill  *bool `json:"enable_chunked_prefill,omitempty"`
 	MaxNumPartialPrefills int   `json:"max_num_partial_prefills,omitempty"`
+	// SchedulingPolicy is written when the profile sets it (vLLM's default: fcfs).
+	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
 }
 
 // Exporters returns QLM's exporters for every target.
@@ -357,6 +359,7 @@ func engineSettings(e *Engine, p *formats.LLMProfile, swap int64) int64 {
 		e.EnableChunkedPrefill = &off
 	}
 	e.MaxNumPartialPrefills = g.MaxNumPartialPrefills
+	e.SchedulingPolicy = g.SchedulingPolicy
 	if g.SwapSpace > 0 {
 		swap = int64(g.SwapSpace * gib * float64(max(p.GPUCount, 1)))
 	}

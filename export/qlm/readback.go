@@ -196,6 +196,9 @@ func engineFromArgs(args []string) (Engine, error) {
 		case "model_id":
 			m["model"] = json.RawMessage(strconv.Quote(v))
 			continue
+		case "scheduling-policy":
+			m["scheduling_policy"] = json.RawMessage(strconv.Quote(v))
+			continue
 		}
 		if _, err := strconv.ParseFloat(v, 64); err != nil {
 			return Engine{}, fmt.Errorf("argument %q: not a number", a)

@@ -103,6 +103,9 @@ func (in instance) args() []string {
 	if e.MaxNumPartialPrefills != 0 {
 		a = append(a, "--max-num-partial-prefills="+strconv.Itoa(e.MaxNumPartialPrefills))
 	}
+	if e.SchedulingPolicy != "" {
+		a = append(a, "--scheduling-policy="+e.SchedulingPolicy)
+	}
 	return a
 }
 
