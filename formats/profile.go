@@ -182,21 +182,25 @@ func DefaultBatchedTokens(gpu string) (tokens, seqs int) {
 	return 2048, 256
 }
 
-// LLMIteration models one continuous-batching engine iteration: a prefill iteration's time is
-// Prefill evaluated at the prompt tokens it processes; a decode iteration's is Decode at the
-// number of sequences it advances (one token each) plus DecodeUsPerContextToken times the
-// context tokens their KV caches hold (attention reads).
+// LLMIteration models one continuous-batching engine step (LLM engine digest §2.4): a step
+// that computes any prompt (or recomputed) tokens takes Prefill evaluated at all the tokens it
+// schedules (prompt chunks plus the decodes batched with them); a decode-only step takes
+// Decode at its tokens (one per sequence); both plus DecodeUsPerContextToken times the
+// context tokens the scheduled sequences' caches hold. Profiles written before mixed steps
+// read the same (a prefill step then held prompt tokens only; a decode step's token count is
+// its sequence count). Measured points need not be monotone.
 type LLMIteration struct {
 	// Prefill and Decode are piecewise-linear in tokens: points in increasing token order,
-	// linear between them, flat below the first, extending the last segment above the last.
+	// linear between them, flat below the first, extending the last segment above the last
+	// at its slope clamped at ≥ 0 (never shorter than the last measured step).
 	Prefill []PWLPoint `json:"prefill"`
 	Decode  []PWLPoint `json:"decode"`
 	// DecodeUsPerContextToken is the attention cost per context token of a decode iteration.
 	DecodeUsPerContextToken float64 `json:"decode_us_per_context_token,omitempty"`
-	// MaxBatchedTokens caps the prompt tokens of one prefill iteration (a longer prompt is
-	// prefilled alone); 0 = 4096.
+	// MaxBatchedTokens is the older name of engine.max_num_batched_tokens (the engine
+	// setting wins); 0 = vLLM's default.
 	MaxBatchedTokens int `json:"max_batched_tokens,omitempty"`
-	// MaxSeqs caps the running sequences; 0 = 256.
+	// MaxSeqs is the older name of engine.max_num_seqs; 0 = vLLM's default.
 	MaxSeqs int `json:"max_seqs,omitempty"`
 	// BlockTokens is the KV allocation granularity; 0 = 16.
 	BlockTokens int `json:"block_tokens,omitempty"`

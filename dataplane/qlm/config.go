@@ -5,10 +5,14 @@
 // generator and the serving operations of §5) and the baselines of §8 (vLLM-FCFS, EDF,
 // round-robin and random assignment, ablations).
 //
-// An instance is one worker of the deployment's single Manual stage. Each engine iteration
-// is a dispatched one-hop batch whose PathHop.Dur is the iteration's forward time from the
-// piecewise-linear profile (formats.LLMIteration); between iterations the policy admits,
-// finishes (Complete) or preempts sequences. Requests of several classes (applications) in
+// An instance is one worker of the deployment's single Manual stage, modelled as a vLLM-style
+// engine (engine.go, the LLM engine digest §2): each step hands out tokens under
+// max_num_batched_tokens and max_num_seqs (running requests first, then waiting ones with
+// chunked prefill and head-of-line blocking), and is a dispatched one-hop batch whose
+// PathHop.Dur is the step's time from the profile's measured curves (formats.LLMIteration:
+// prefill-containing and decode-only, over scheduled tokens); between steps the policy
+// admits, finishes (Complete, after the output delay) or preempts sequences. The engine
+// settings are the LLM profile's (formats.LLMEngine, vLLM's flag names). Requests of several classes (applications) in
 // one iteration travel as one batch per application on the same worker: the first carries
 // the iteration's duration, the others take zero time, so they all end together.
 package qlm
