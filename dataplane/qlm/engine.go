@@ -46,6 +46,7 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 	if now < p.hold && len(in.running) == 0 && len(in.swapped) == 0 {
 		// Requests arriving at the same instant are considered together (digest §1): an
 		// idle instance starts at the hold timer, after every arrival of this instant.
+		p.held = append(p.held, in.idx)
 		return
 	}
 	h := p.q.head(p, in)

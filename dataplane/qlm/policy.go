@@ -85,8 +85,10 @@ type Policy struct {
 	// every instance after every event (tests compare the two).
 	ss       stepSet
 	fullStep bool
-	// hold: until this time an idle instance does not start a step (the arrival hold).
+	// hold: until this time an idle instance does not start a step (the arrival hold);
+	// held are the instances it kept from starting.
 	hold dataplane.Time
+	held []int
 	// memoOn: inside Handle, residual values are kept per instance until the instance
 	// changes (instance.resOK). Off under fullStep and outside Handle.
 	memoOn bool
@@ -263,8 +265,20 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		p.q.tick(p, now)
 		p.touchAll()
+	case dataplane.EvTimer:
+		if ev.Key != holdKey {
+			p.touchAll() // no claim about which instance it concerns
+			break
+		}
+		// The arrival hold ended: the instances it held back step now; what they would
+		// pull changed (the idle memo is forgotten).
+		for _, i := range p.held {
+			p.touch(i)
+		}
+		p.held = p.held[:0]
+		p.changed()
 	default:
-		// Timers and anything else: no claim about which instance they concern.
+		// Anything else: no claim about which instance it concerns.
 		p.touchAll()
 	}
 	p.stepAll(now, out)
