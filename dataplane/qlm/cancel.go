@@ -95,6 +95,10 @@ func (p *Policy) dropExpired(now dataplane.Time, out *dataplane.Decisions) {
 	slices.SortFunc(late, func(a, b *seq) int { return cmp.Compare(a.id, b.id) })
 	for _, s := range late {
 		delete(p.seqs, s.id)
+		if s.inst >= 0 {
+			// A recompute-preempted sequence may still have its first token in flight.
+			p.dropOutputs(p.inst[s.inst], s)
+		}
 		p.q.withdraw(p, s)
 		p.stats.Expired++
 		out.Drop(s.id, 0, dataplane.DropDeadline, 0)
