@@ -21,14 +21,18 @@ type Step struct {
 	Tokens        int     `json:"tokens"`
 	PrefillTokens int     `json:"prefill_tokens"`
 	Seconds       float64 `json:"seconds"`
+	// ContextTokens (optional; -1 when the table has none) is the tokens the scheduled
+	// sequences' KV caches hold after the step: given, FitSteps fits the per-context-token
+	// term.
+	ContextTokens int `json:"context_tokens"`
 }
 
 // stepColumns are the columns (CSV header) or keys (JSONL) of a step table.
 var stepColumns = []string{"tokens", "prefill_tokens", "seconds"}
 
 // ReadSteps reads a table of measured step times, CSV with a header naming the columns
-// tokens, prefill_tokens and seconds (in any order; other columns are ignored), or JSON
-// lines with those keys. Errors name the file, the line and the field.
+// tokens, prefill_tokens and seconds, optionally context_tokens (in any order; other columns
+// are ignored), or JSON lines with those keys. Errors name the file, the line and the field.
 func ReadSteps(name string, data []byte) ([]Step, error) {
 	trim := bytes.TrimSpace(data)
 	if len(trim) == 0 {
@@ -67,6 +71,7 @@ func readStepsCSV(name string, data []byte) ([]Step, error) {
 		}
 	}
 	r.FieldsPerRecord = len(head)
+	ci, hasCtx := col["context_tokens"]
 	var steps []Step
 	for line := 2; ; line++ {
 		rec, err := r.Read()
@@ -90,7 +95,14 @@ func readStepsCSV(name string, data []byte) ([]Step, error) {
 				return nil, fmt.Errorf("%s: line %d: %s: %g: must be a whole number of tokens", name, line, c, v)
 			}
 		}
-		s.Tokens, s.PrefillTokens, s.Seconds = int(vals["tokens"]), int(vals["prefill_tokens"]), vals["seconds"]
+		s.Tokens, s.PrefillTokens, s.Seconds, s.ContextTokens = int(vals["tokens"]), int(vals["prefill_tokens"]), vals["seconds"], -1
+		if hasCtx {
+			c, err := strconv.Atoi(strings.TrimSpace(rec[ci]))
+			if err != nil || c < 0 {
+				return nil, fmt.Errorf("%s: line %d: context_tokens: %q: must be a whole number >= 0", name, line, rec[ci])
+			}
+			s.ContextTokens = c
+		}
 		if err := s.check(); err != nil {
 			return nil, fmt.Errorf("%s: line %d: %v", name, line, err)
 		}
@@ -107,7 +119,7 @@ func readStepsJSONL(name string, data []byte) ([]Step, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var s Step
+		s := Step{ContextTokens: -1}
 		if err := formats.StrictUnmarshal(b, &s); err != nil {
 			return nil, fmt.Errorf("%s: line %d: %v", name, line, err)
 		}
@@ -117,6 +129,9 @@ func readStepsJSONL(name string, data []byte) ([]Step, error) {
 			if _, ok := keys[c]; !ok {
 				return nil, fmt.Errorf("%s: line %d: %s: missing", name, line, c)
 			}
+		}
+		if _, ok := keys["context_tokens"]; ok && s.ContextTokens < 0 {
+			return nil, fmt.Errorf("%s: line %d: context_tokens: %d: must be >= 0", name, line, s.ContextTokens)
 		}
 		if err := s.check(); err != nil {
 			return nil, fmt.Errorf("%s: line %d: %v", name, line, err)
@@ -146,39 +161,84 @@ func (s Step) check() error {
 // decode-only curve over the steps without prompt tokens and the prefill-containing curve
 // over the others, each the mean time per distinct scheduled-token count, as measured
 // (piecewise linear between points; noisy, non-monotone points are kept: formats.PWLWarnings
-// names those that fall by more than 10%). Both kinds must be present.
-func FitSteps(steps []Step) (decode, prefill []formats.PWLPoint, err error) {
-	decode, prefill = curve(steps, false), curve(steps, true)
+// names those that fall by more than 10%). Both kinds must be present. When every step gives
+// its context tokens, ctxUs is the per-context-token term: the pooled slope of time over
+// context within steps of the same kind and token count (least squares, clamped at ≥ 0, 0
+// when it would make a point ≤ 0), and each point is its steps' mean less the term at their
+// mean context.
+func FitSteps(steps []Step) (decode, prefill []formats.PWLPoint, ctxUs float64, err error) {
+	ctxUs = contextTerm(steps)
+	decode, prefill = curve(steps, false, ctxUs), curve(steps, true, ctxUs)
 	if len(decode) == 0 {
-		return nil, nil, fmt.Errorf("no decode-only step (prefill_tokens 0): the decode curve needs one")
+		return nil, nil, 0, fmt.Errorf("no decode-only step (prefill_tokens 0): the decode curve needs one")
 	}
 	if len(prefill) == 0 {
-		return nil, nil, fmt.Errorf("no step with prompt tokens (prefill_tokens > 0): the prefill curve needs one")
+		return nil, nil, 0, fmt.Errorf("no step with prompt tokens (prefill_tokens > 0): the prefill curve needs one")
 	}
-	return decode, prefill, nil
+	for _, p := range append(slices.Clone(decode), prefill...) {
+		if p.Us <= 0 {
+			// The term would eat a whole step: fit without it.
+			decode, prefill = curve(steps, false, 0), curve(steps, true, 0)
+			return decode, prefill, 0, nil
+		}
+	}
+	return decode, prefill, ctxUs, nil
 }
 
-func curve(steps []Step, pre bool) []formats.PWLPoint {
+// stepKey groups steps of one kind and token count.
+type stepKey struct {
+	pre    bool
+	tokens int
+}
+
+// contextTerm is the pooled within-group least-squares slope of step time (µs) over context
+// tokens, ≥ 0; 0 when a step lacks its context or the context never varies within a group.
+func contextTerm(steps []Step) float64 {
+	sx, st, n := map[stepKey]float64{}, map[stepKey]float64{}, map[stepKey]float64{}
+	for _, s := range steps {
+		if s.ContextTokens < 0 {
+			return 0
+		}
+		k := stepKey{s.PrefillTokens > 0, s.Tokens}
+		sx[k] += float64(s.ContextTokens)
+		st[k] += s.Seconds * 1e6
+		n[k]++
+	}
+	var num, den float64
+	for _, s := range steps {
+		k := stepKey{s.PrefillTokens > 0, s.Tokens}
+		dx := float64(s.ContextTokens) - sx[k]/n[k]
+		num += dx * (s.Seconds*1e6 - st[k]/n[k])
+		den += dx * dx
+	}
+	if den == 0 || num <= 0 {
+		return 0
+	}
+	return math.Round(num/den*1e4) / 1e4
+}
+
+func curve(steps []Step, pre bool, ctxUs float64) []formats.PWLPoint {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, s := range steps {
 		if (s.PrefillTokens > 0) == pre {
-			sum[s.Tokens] += s.Seconds
+			sum[s.Tokens] += s.Seconds*1e6 - ctxUs*float64(max(s.ContextTokens, 0))
 			n[s.Tokens]++
 		}
 	}
 	var out []formats.PWLPoint
 	for tok, t := range sum {
-		out = append(out, formats.PWLPoint{Tokens: tok, Us: round(t / float64(n[tok]) * 1e6)})
+		out = append(out, formats.PWLPoint{Tokens: tok, Us: round(t / float64(n[tok]))})
 	}
 	slices.SortFunc(out, func(a, b formats.PWLPoint) int { return a.Tokens - b.Tokens })
 	return out
 }
 
 // WithSteps returns base with its iteration curves replaced by the measured ones (the
-// per-context-token term is 0: the measured curves include the attention of the steps
-// measured) and its decode step at the average batch read from the decode curve.
+// per-context-token term fitted when the steps give their context, else 0: the curves then
+// include the attention of the steps measured) and its decode step at the average batch
+// read from the decode curve.
 func WithSteps(base formats.LLMProfile, steps []Step) (formats.LLMProfile, error) {
-	decode, prefill, err := FitSteps(steps)
+	decode, prefill, ctxUs, err := FitSteps(steps)
 	if err != nil {
 		return base, err
 	}
@@ -186,7 +246,7 @@ func WithSteps(base formats.LLMProfile, steps []Step) (formats.LLMProfile, error
 	if base.Iteration != nil {
 		it = *base.Iteration
 	}
-	it.Decode, it.Prefill, it.DecodeUsPerContextToken = decode, prefill, 0
+	it.Decode, it.Prefill, it.DecodeUsPerContextToken = decode, prefill, ctxUs
 	base.Iteration = &it
 	base.Backend = "import"
 	base.DecodeUsPerToken = at(decode, int(math.Round(max(base.AvgBatch, 1))))

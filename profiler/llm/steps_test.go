@@ -16,14 +16,20 @@ func TestReadAndFitSteps(t *testing.T) {
 	for _, tc := range []struct {
 		file            string
 		decode, prefill []formats.PWLPoint
+		ctxUs           float64
 	}{
 		{"steps.csv",
 			// 32 tokens (6,000 µs) falls below 8 (7,200 µs): kept; two 2,048-token rows average.
 			[]formats.PWLPoint{{Tokens: 1, Us: 7000}, {Tokens: 8, Us: 7200}, {Tokens: 32, Us: 6000}, {Tokens: 64, Us: 9000}},
-			[]formats.PWLPoint{{Tokens: 128, Us: 12000}, {Tokens: 512, Us: 30000}, {Tokens: 1024, Us: 50000}, {Tokens: 2048, Us: 93000}}},
+			[]formats.PWLPoint{{Tokens: 128, Us: 12000}, {Tokens: 512, Us: 30000}, {Tokens: 1024, Us: 50000}, {Tokens: 2048, Us: 93000}}, 0},
 		{"steps.jsonl",
 			[]formats.PWLPoint{{Tokens: 1, Us: 7000}, {Tokens: 64, Us: 9000}},
-			[]formats.PWLPoint{{Tokens: 128, Us: 13000}}},
+			[]formats.PWLPoint{{Tokens: 128, Us: 13000}}, 0},
+		{"steps-context.csv",
+			// Within each (kind, tokens) group time grows 0.1 µs per context token; the
+			// points are the times at no context.
+			[]formats.PWLPoint{{Tokens: 1, Us: 5000}, {Tokens: 8, Us: 7000}},
+			[]formats.PWLPoint{{Tokens: 512, Us: 30000}}, 0.1},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
@@ -43,8 +49,8 @@ func TestReadAndFitSteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(p.Iteration.Decode, tc.decode) || !reflect.DeepEqual(p.Iteration.Prefill, tc.prefill) {
-				t.Errorf("decode %v prefill %v, want %v %v", p.Iteration.Decode, p.Iteration.Prefill, tc.decode, tc.prefill)
+			if !reflect.DeepEqual(p.Iteration.Decode, tc.decode) || !reflect.DeepEqual(p.Iteration.Prefill, tc.prefill) || p.Iteration.DecodeUsPerContextToken != tc.ctxUs {
+				t.Errorf("decode %v prefill %v ctx %g, want %v %v %g", p.Iteration.Decode, p.Iteration.Prefill, p.Iteration.DecodeUsPerContextToken, tc.decode, tc.prefill, tc.ctxUs)
 			}
 			doc := &formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: "plan/v1", Kind: "Profile"}, Metadata: formats.Metadata{Name: "x"}, LLMs: []formats.LLMProfile{p}}
 			if errs := doc.Validate(); len(errs) > 0 {
@@ -67,6 +73,7 @@ func TestReadStepsErrors(t *testing.T) {
 		{"prefill over tokens", "tokens,prefill_tokens,seconds\n4,5,1\n", "s.csv: line 2: prefill_tokens: 5: must be in [0, tokens (4)]"},
 		{"zero tokens", "tokens,prefill_tokens,seconds\n0,0,1\n", "s.csv: line 2: tokens: 0: must be >= 1"},
 		{"jsonl missing", `{"tokens": 1, "seconds": 1}`, "s.csv: line 1: prefill_tokens: missing"},
+		{"bad context", "tokens,prefill_tokens,seconds,context_tokens\n1,0,1,-4\n", `s.csv: line 2: context_tokens: "-4": must be a whole number >= 0`},
 		{"jsonl unknown key", `{"tokens": 1, "prefill_tokens": 0, "seconds": 1, "x": 2}`, "s.csv: line 1: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,10 +83,10 @@ func TestReadStepsErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := FitSteps([]Step{{Tokens: 4, PrefillTokens: 4, Seconds: 1}}); err == nil || !strings.Contains(err.Error(), "no decode-only step") {
+	if _, _, _, err := FitSteps([]Step{{Tokens: 4, PrefillTokens: 4, Seconds: 1}}); err == nil || !strings.Contains(err.Error(), "no decode-only step") {
 		t.Errorf("prefill only: %v", err)
 	}
-	if _, _, err := FitSteps([]Step{{Tokens: 4, Seconds: 1}}); err == nil || !strings.Contains(err.Error(), "no step with prompt tokens") {
+	if _, _, _, err := FitSteps([]Step{{Tokens: 4, Seconds: 1}}); err == nil || !strings.Contains(err.Error(), "no step with prompt tokens") {
 		t.Errorf("decode only: %v", err)
 	}
 }

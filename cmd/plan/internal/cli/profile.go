@@ -81,9 +81,10 @@ With no model, profiles the embedded demo CNN analytically for the demo cluster'
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
 --llm adds LLM profiles (QLM): a model name, "all", or a profile file to import.
 --llm with --import STEPS replaces the one LLM profile's iteration curves with measured step
-times: a CSV (header tokens,prefill_tokens,seconds) or JSONL table of engine steps; the
-decode-only and prefill-containing curves are fitted as measured (points falling by more
-than 10% are named on stderr and kept).
+times: a CSV (header tokens,prefill_tokens,seconds, optionally context_tokens) or JSONL
+table of engine steps; the decode-only and prefill-containing curves are fitted as measured
+(points falling by more than 10% are named on stderr and kept), with a per-context-token
+term when the steps give their context.
 The profile is validated and written atomically; a summary table goes to stdout.`,
 		Example: `  plan profile                                   # the demo model
   plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
