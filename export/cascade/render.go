@@ -74,7 +74,11 @@ func kserveFiles(l *layout) (export.Files, error) {
 	unit := map[string]string{}
 	for _, s := range l.models {
 		unit[s.model] = s.unit
-		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), s.queueUs, l.sloUs)
+		sel, err := l.o.NodeSelector(l.gpu)
+		if err != nil {
+			return nil, err
+		}
+		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), sel, export.Scaling{}, s.queueUs, l.sloUs)
 		for k, v := range l.params(s) {
 			if rest, ok := strings.CutPrefix(k, "cascade."); ok {
 				isvc.Metadata.Annotations[annotation(rest)] = v
@@ -156,11 +160,15 @@ type rayUserConfig struct {
 func rayFiles(l *layout) (export.Files, error) {
 	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
 	stages := map[string]string{}
+	accel, err := l.o.RayAcceleratorType(l.gpu)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range l.models {
 		stages[s.model] = s.unit
 		n := float64(s.gpus)
 		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: len(s.replicas), MaxOngoingRequests: 2 * l.maxBatch(),
-			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, Resources: map[string]float64{l.gpu: n}},
+			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig: rayUserConfig{Placement: l.params(s), MaxBatchSize: l.maxBatch(), Triggers: s.triggers,
 				BatchWaitTimeoutS: float64(s.queueUs) / 1e6, TimeoutS: float64(l.sloUs) / 1e6}})
 	}

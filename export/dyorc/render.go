@@ -69,7 +69,11 @@ func tritonFiles(l *layout) (export.Files, error) {
 func kserveFiles(l *layout) (export.Files, error) {
 	f := export.Files{}
 	for _, s := range l.svcs {
-		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), 0, s.timeoutUs)
+		sel, err := l.o.NodeSelector(s.dep.GPU)
+		if err != nil {
+			return nil, err
+		}
+		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), sel, export.Scaling{}, 0, s.timeoutUs)
 		for k, v := range l.params(s) {
 			if rest, ok := strings.CutPrefix(k, "dyorc."); ok {
 				isvc.Metadata.Annotations[annotation(rest)] = v
@@ -217,8 +221,12 @@ type rayWorkflow struct {
 func rayFiles(l *layout) (export.Files, error) {
 	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
 	for _, s := range l.svcs {
+		accel, err := l.o.RayAcceleratorType(s.dep.GPU)
+		if err != nil {
+			return nil, err
+		}
 		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: s.dep.Replicas, MaxOngoingRequests: 2 * s.dep.MaxBatch,
-			RayActorOptions: export.RayActorOptions{NumGPUs: 1, NumCPUs: 1, Resources: map[string]float64{s.dep.GPU: 1}},
+			RayActorOptions: export.RayActorOptions{NumGPUs: 1, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig:      rayUserConfig{Placement: l.params(s), MaxBatchSize: s.dep.MaxBatch, TimeoutS: float64(s.timeoutUs) / 1e6}})
 	}
 	rec := l.rec

@@ -184,17 +184,20 @@ func TestMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := string(files[export.RayConfigFile])
-	for _, want := range []string{"num_gpus: 0.5", "L4: 0.5", "num_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
+	for _, want := range []string{"num_gpus: 0.5", "accelerator_type: L4", "num_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("serve-config.yaml lacks %q", want)
 		}
 	}
 	files, _ = exporter(t, export.KServe).Export(p, export.Options{})
 	k := string(files["inferenceservice-plan-m0-p0-s0.yaml"])
-	for _, want := range []string{"nvidia.com/gpu.product: L4", "nvidia.com/gpu.replicas: \"2\"", "minReplicas: 2", "maxBatchSize: 1"} {
+	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "scaleMetric: rps"} {
 		if !strings.Contains(k, want) {
 			t.Errorf("inferenceservice lacks %q:\n%s", want, k)
 		}
+	}
+	if strings.Contains(k, "batcher") {
+		t.Errorf("a batch-1 pool has a batcher (KServe's agent exits on maxLatency 0):\n%s", k)
 	}
 	files, _ = exporter(t, export.Triton).Export(p, export.Options{})
 	c, _ := export.ParseTriton(files["plan-m0-p0-s0/config.pbtxt"])

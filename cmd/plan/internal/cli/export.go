@@ -23,6 +23,8 @@ type exportOptions struct {
 	name       string
 	storageURI string
 	importPath string
+	cluster    string
+	check      bool
 }
 
 func init() { register(newExportCmd) }
@@ -51,11 +53,17 @@ pipeline modules, cascade gears, workflows, LLM instances); what a target cannot
 own — switching gears on measured QPS, re-planning queues — is said in the files, with the
 plan's tables recorded for the coordinator that does it.
 
+GPU types are selected by the labels real clusters carry: nvidia.com/gpu.product as NVIDIA's
+GPU feature discovery writes it (NVIDIA-L4, Tesla-P4, NVIDIA-A100-SXM4-80GB, ...) and Ray's
+accelerator_type (L4, P4, A100, ...). A cluster file's gpus[].node_labels (the plan's embedded
+cluster, or --cluster) replaces a type's selector; a type with neither is an error (exit 2).
+
 Output is deterministic. Every file is checked against the target's schema before anything
 is written; DIR is then written atomically. With --output json: {plan, system, target, dir,
 files}. Exit 2: the plan cannot be read, its system has no exporter for the target, or DIR
 exists and is not empty (use --force to replace it).`,
-		Example: `  plan export plan.json --to triton -o repo/
+		Example: `  plan export plan.json --to kserve -o manifests/ --cluster cluster.yaml
+  plan export plan.json --to triton -o repo/
   plan export plan.json --to triton -o repo/ --model resnet50.onnx --force
   plan export plan.json --to kserve -o manifests/ --storage-uri s3://models/plan
   plan export plan.json --to ray -o ray/`,
@@ -70,6 +78,7 @@ exists and is not empty (use --force to replace it).`,
 	f.StringVar(&o.name, "name", "", "name prefix of the exported objects (default: the plan's metadata.name, or its file name)")
 	f.StringVar(&o.storageURI, "storage-uri", "", "KServe storageUri prefix of the Triton repository (default pvc://plan-models)")
 	f.StringVar(&o.importPath, "import-path", "", "Ray Serve import_path of the application builder (default plan_ray:app)")
+	f.StringVar(&o.cluster, "cluster", "", "cluster file whose gpus[].node_labels select each GPU type's nodes (default: the plan's embedded cluster)")
 	return cmd
 }
 
@@ -112,6 +121,21 @@ func runExport(app *App, o *exportOptions, path string) error {
 		return usageErrorf("%s: %v", path, err)
 	}
 	opts := export.Options{Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath}
+	if e := plan.Provenance.Embedded; e != nil {
+		opts.NodeLabels = export.NodeLabelsOf(e.Cluster)
+	}
+	if o.cluster != "" {
+		c, err := formats.ReadInto[*formats.Cluster](o.cluster)
+		if err != nil {
+			return usageError(err)
+		}
+		for gpu, ls := range export.NodeLabelsOf(c) {
+			if opts.NodeLabels == nil {
+				opts.NodeLabels = map[string]map[string]string{}
+			}
+			opts.NodeLabels[gpu] = ls
+		}
+	}
 	if opts.Name == "" {
 		opts.Name = plan.Metadata.Name
 	}
