@@ -77,7 +77,7 @@ func TritonFiles(gs []Group, _ Options) (Files, error) {
 				Parameters: pl.Params()}
 			first := next[pl.GPU]
 			c.Groups, next[pl.GPU] = PoolGroups(pl.Count, pl.VGPU, first)
-			head := Comment(fmt.Sprintf("%s: %d instance(s), %d per %s GPU (1/%d slices), on the server's %s GPUs %d..%d (GPU indices count each type's GPUs in export order).",
+			head := Comment(fmt.Sprintf("%s: %d instance(s), at most %d per %s GPU (1/%d slices), on the server's %s GPUs %d..%d (GPU indices count each type's GPUs in export order).",
 				pl.Key, pl.Count, max(pl.VGPU, 1), pl.GPU, max(pl.VGPU, 1), pl.GPU, first, next[pl.GPU]-1))
 			if err := put(f, u.Name+"/config.pbtxt", append(head, c.PBTxt()...)); err != nil {
 				return nil, err
