@@ -65,6 +65,14 @@ func tritonFiles(l *layout) (export.Files, error) {
 	if err := put(f, l.o.Name+"/1/.keep", nil); err != nil {
 		return nil, err
 	}
+	readme := export.CoordinatorReadme("CascadeServe", Unsupported, []export.Coordinator{{Model: l.o.Name, Params: sortedKeys(params), Does: []string{
+		"every poll_ms of cascade.gears, measure the request rate (QPS) and pick the gear whose [q_lo, q_hi) holds it (the alpha backlog rule moves up a gear early);",
+		"call the gear's models in order (cascade.models maps each model to its model here) with the request's INPUT0;",
+		"answer with the first model whose " + CertaintyOutput + " output is >= the gear's threshold for it (the last model always answers): OUTPUT0 its output, STAGE its index in the gear.",
+	}}})
+	if err := put(f, export.ReadmeFile, readme); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 

@@ -33,6 +33,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 			return nil, err
 		}
 	}
+	var coords []export.Coordinator
 	for _, a := range l.apps {
 		var b strings.Builder
 		b.Write(export.Comment(fmt.Sprintf("DyOrc workflow %s (BLS, Python backend): supply 1/model.py.", a.name),
@@ -58,6 +59,16 @@ func tritonFiles(l *layout) (export.Files, error) {
 			return nil, err
 		}
 		if err := put(f, a.unit+"/1/.keep", nil); err != nil {
+			return nil, err
+		}
+		coords = append(coords, export.Coordinator{Model: a.unit, Params: keys, Does: []string{
+			"walk the workflow in " + ParamWorkflow + " from its first step with the request's INPUT0: call each step's service (" + ParamServices + " maps services to models here);",
+			fmt.Sprintf("go on to the node each answer names in its %q output (guards, choices, the loop's stop); call a fan-out step's copies together;", NextOutput),
+			"answer OUTPUT0 with the last step's output and PATH with the nodes visited.",
+		}})
+	}
+	if len(coords) > 0 {
+		if err := put(f, export.ReadmeFile, export.CoordinatorReadme("DyOrc", Unsupported, coords)); err != nil {
 			return nil, err
 		}
 	}

@@ -80,6 +80,14 @@ func tritonFiles(l *layout) (export.Files, error) {
 	if err := put(f, l.coord+"/1/.keep", nil); err != nil {
 		return nil, err
 	}
+	readme := export.CoordinatorReadme("QLM", Unsupported, []export.Coordinator{{Model: l.coord, Params: []string{ParamPlan}, Does: []string{
+		"classify each request by its input \"class\" (an llm_classes name) into its request group (qlm.plan groups);",
+		"keep every instance's virtual queue in qlm.plan's order; forward the head group's requests (text_input, sampling_parameters) to that instance's model (qlm.plan units) while its engine has room;",
+		"answer text_output with the engine's output.",
+	}}})
+	if err := put(f, export.ReadmeFile, readme); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
