@@ -40,15 +40,16 @@ func newExportCmd(app *App) *cobra.Command {
 exporter the plan's system registers for the target:
 
   triton  a model repository: <model>/config.pbtxt per exported model (batching, instance
-          groups placed as the plan places replicas, the placement in parameters; an LLM
+          groups pinned per GPU as the plan places replicas, the placement in parameters;
+          README.md says what a Python coordinator's 1/model.py must do; an LLM
           instance on the vLLM backend with its engine arguments in 1/model.json); with
           --model the ONNX partitions and one ensemble per pipeline (partitioned plans);
-  kserve  InferenceServices (replicas, batcher or an LLM's vLLM engine arguments, the GPU
-          type as the nvidia.com/gpu.product node selector) and InferenceGraphs for what
-          the plan routes between models;
+  kserve  InferenceServices (replicas with rps autoscaling from the plan's headroom, a
+          batcher where the plan batches, or an LLM's vLLM engine arguments; the GPU type's
+          node selector) and InferenceGraphs for what the plan routes between models;
   ray     serve-config.yaml: deployments (num_replicas, fractional num_gpus for vGPU
-          slices, batching or vLLM engine arguments and the plan's routing tables in
-          user_config).
+          slices, the GPU type as accelerator_type, batching or vLLM engine arguments and
+          the plan's routing tables in user_config).
 
 Each system maps its plan to these as far as the target can express it (pools and pipelines,
 pipeline modules, cascade gears, workflows, LLM instances); what a target cannot do on its
@@ -62,8 +63,9 @@ cluster, or --cluster) replaces a type's selector; a type with neither is an err
 
 Output is deterministic. Every file is checked against the target's schema before anything
 is written; DIR is then written atomically. With --output json: {plan, system, target, dir,
-files}. Exit 2: the plan cannot be read, its system has no exporter for the target, or DIR
-exists and is not empty (use --force to replace it).
+files}. Exit 2: the plan cannot be read, its system has no exporter for the target, a GPU type
+has no known label and no node_labels (kserve, ray), or DIR exists and is not empty (use
+--force to replace it).
 
 With --check DIR, export writes nothing: it validates an existing export directory (after you
 edited it or supplied a coordinator's model.py) against the same schemas and run-time rules,
