@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -224,5 +225,63 @@ func BenchmarkExportLargest(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestTritonGPUsMatchPlan: the Triton export pins each pool's instances to GPUs of its own,
+// as many per type as the plan occupies (formats.PPipePlan.PhysicalGPUs, pipeline rounding),
+// never more than VGPU instances on one GPU, and each pool's instances add up to its slices
+// (issue 32 item 1: without gpus, Triton started every pool's count on every GPU).
+func TestTritonGPUsMatchPlan(t *testing.T) {
+	for _, name := range goldenPlans {
+		t.Run(name, func(t *testing.T) {
+			p := readPlan(t, name)
+			if p.PPipe.Rounding() != formats.RoundingPipeline {
+				t.Skipf("rounding %s", p.PPipe.Rounding())
+			}
+			files, err := exporter(t, export.Triton).Export(p, export.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := map[string]map[int32]int{} // GPU type → GPU index → instances
+			for _, f := range files.Names() {
+				if !strings.HasSuffix(f, "config.pbtxt") {
+					continue
+				}
+				c, err := export.ParseTriton(files[f])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Platform == "ensemble" {
+					continue
+				}
+				gpu := c.Parameters[export.ParamGPU].GetStringValue()
+				vgpu, _ := strconv.Atoi(c.Parameters[export.ParamVGPU].GetStringValue())
+				count, _ := strconv.Atoi(c.Parameters[export.ParamCount].GetStringValue())
+				if n := export.TritonInstances(c); n != count {
+					t.Errorf("%s: %d instances, the pool has %d slices", f, n, count)
+				}
+				if used[gpu] == nil {
+					used[gpu] = map[int32]int{}
+				}
+				for _, g := range c.InstanceGroup {
+					if g.Count > int32(vgpu) {
+						t.Errorf("%s: %d instances per GPU, slices are 1/%d", f, g.Count, vgpu)
+					}
+					for _, x := range g.Gpus {
+						if used[gpu][x] > 0 {
+							t.Errorf("%s: %s GPU %d already holds another pool", f, gpu, x)
+						}
+						used[gpu][x] += int(g.Count)
+					}
+				}
+			}
+			_, want := p.PPipe.PhysicalGPUs()
+			for gpu, n := range want {
+				if len(used[gpu]) != n {
+					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, len(used[gpu]), n)
+				}
+			}
+		})
 	}
 }
