@@ -2,7 +2,10 @@ package export
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Coordinator is a Python-backend (BLS) model of a Triton export: a front that decides what
@@ -51,4 +54,50 @@ func quoteAll(xs []string) string {
 		q[i] = "`" + x + "`"
 	}
 	return strings.Join(q, ", ")
+}
+
+// RayReadme renders README.md for a Ray Serve export: serve-config.yaml names an
+// application builder (import_path) that plan cannot write, since it is the user's model
+// code; the README says what it must provide for each deployment the file configures.
+func RayReadme(config []byte, importPath string) ([]byte, error) {
+	var c RayConfigOf[map[string]any]
+	if err := yaml.Unmarshal(config, &c); err != nil {
+		return nil, err
+	}
+	module, attr, _ := strings.Cut(importPath, ":")
+	var b strings.Builder
+	b.WriteString("# Before you deploy this Ray Serve config\n\n")
+	fmt.Fprintf(&b, "`serve deploy %s` imports `%s` (import_path): the module `%s` must be importable on the\n", RayConfigFile, importPath, module)
+	fmt.Fprintf(&b, "cluster (runtime_env working_dir or py_modules, or the image) and `%s` must build the application\n", attr)
+	b.WriteString("from your model code: one `@serve.deployment` class per deployment below, of the same name, whose\n")
+	b.WriteString("`reconfigure(self, user_config)` applies the plan's settings (Ray Serve delivers `user_config` there,\n")
+	b.WriteString("on start and on every redeploy). Ray places each replica on a node of its `accelerator_type`\n")
+	b.WriteString("(Ray labels nodes with their GPU type itself; no custom resources are needed).\n")
+	var notes []string
+	for _, ln := range strings.Split(string(config), "\n") {
+		rest, ok := strings.CutPrefix(ln, "# ")
+		if !ok {
+			break
+		}
+		notes = append(notes, rest)
+	}
+	if len(notes) > 0 {
+		b.WriteString("\nFrom the config's header:\n\n> " + strings.Join(notes, "\n> ") + "\n")
+	}
+	for _, a := range c.Applications {
+		fmt.Fprintf(&b, "\n## Application `%s` (route `%s`)\n\n", a.Name, a.RoutePrefix)
+		for _, d := range a.Deployments {
+			keys := make([]string, 0, len(d.UserConfig))
+			for k := range d.UserConfig {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			gpu := "CPU only"
+			if o := d.RayActorOptions; o.NumGPUs > 0 {
+				gpu = fmt.Sprintf("%g GPU of type %s", o.NumGPUs, o.AcceleratorType)
+			}
+			fmt.Fprintf(&b, "- `%s`: %d replica(s), %s; user_config keys %s\n", d.Name, d.NumReplicas, gpu, quoteAll(keys))
+		}
+	}
+	return []byte(b.String()), nil
 }

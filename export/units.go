@@ -55,7 +55,11 @@ func Exporters(build Build) []Exporter {
 			if err != nil {
 				return nil, err
 			}
-			return r(gs, o)
+			f, err := r(gs, o)
+			if err != nil {
+				return nil, err
+			}
+			return withReadme(t, f, o)
 		}})
 	}
 	return out
@@ -253,12 +257,30 @@ func (r Renderers[L]) Exporters() []Exporter {
 	for _, t := range Targets {
 		rt := render[t]
 		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			l, err := r.Build(p, o.Defaults())
+			o = o.Defaults()
+			l, err := r.Build(p, o)
 			if err != nil {
 				return nil, err
 			}
-			return rt(l)
+			f, err := rt(l)
+			if err != nil {
+				return nil, err
+			}
+			return withReadme(t, f, o)
 		}})
 	}
 	return out
+}
+
+// withReadme adds a Ray export's README.md (RayReadme): what the application builder the
+// config imports must provide.
+func withReadme(target string, f Files, o Options) (Files, error) {
+	if target != Ray || f[RayConfigFile] == nil {
+		return f, nil
+	}
+	b, err := RayReadme(f[RayConfigFile], o.ImportPath)
+	if err != nil {
+		return nil, err
+	}
+	return f, put(f, ReadmeFile, b)
 }
