@@ -158,3 +158,51 @@ func TestCurveAsMeasured(t *testing.T) {
 		t.Errorf("rising curve at 31 = %g, want 400 (the last segment's slope)", got)
 	}
 }
+
+// TestCancelDuringOutputDelay: a request whose last token is computed but not yet at its
+// client (the one-step output delay) and is then cancelled ends cancelled, with no
+// completion after its drop, and the other request completes; every policy.
+func TestCancelDuringOutputDelay(t *testing.T) {
+	dep := cancelDeployment(t)
+	for _, ps := range Policies() {
+		t.Run(ps.Name, func(t *testing.T) {
+			pol, err := Registry().New(dep, dataplane.Config{Policy: ps.Name}, PolicyQLM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &stepDriver{starts: map[dataplane.ReqID][]dataplane.Time{}}
+			eng, err := dataplane.NewEngine(dep, pol, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.eng = eng
+			a, err := eng.Admit(0, dataplane.Arrival{App: 0, Attrs: dataplane.Attrs{InTokens: 100, OutTokens: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := eng.Admit(0, dataplane.Arrival{App: 0, Attrs: dataplane.Attrs{InTokens: 100, OutTokens: 5}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Run to the end of the first step that computed a's only token.
+			for pol.(*Policy).seqs[a] == nil || !pol.(*Policy).seqs[a].fin {
+				if _, ok := d.next(t); !ok {
+					t.Fatal("a never computed its token")
+				}
+			}
+			if eng.Req(a).Outcome != dataplane.Pending {
+				t.Fatalf("a is %v before its output delay ended", eng.Req(a).Outcome)
+			}
+			if ok, err := eng.Cancel(d.now, a); err != nil || !ok {
+				t.Fatalf("cancel: %v %v", ok, err)
+			}
+			d.untilIdle(t, 10*dataplane.Second)
+			if r := eng.Req(a); r.Outcome != dataplane.Dropped || r.Reason != dataplane.DropCancelled {
+				t.Errorf("a: %v %q, want dropped as cancelled", r.Outcome, r.Reason)
+			}
+			if r := eng.Req(b); r.Outcome != dataplane.Completed {
+				t.Errorf("b: %v, want completed", r.Outcome)
+			}
+		})
+	}
+}
