@@ -307,11 +307,19 @@ func (c *limitedConn) Close() error {
 }
 
 // LimitListener caps ln's open connections as Serve caps its own (Options.MaxConns,
-// MaxConnsPerIP): for the listeners of other protocols on the same server (KServe gRPC),
-// whose connections carry no route to reserve slots for, so they get no reserve.
+// MaxConnsPerIP, the same reserve): for the listeners of other protocols on the same server
+// (KServe gRPC). The protocol enforces the reserve itself: ReservedConn tells which accepted
+// connections hold a reserve slot, and it answers only its health checks on them.
 func (s *Server) LimitListener(ln net.Listener) net.Listener {
-	total, perIP, _ := s.connCaps()
-	return newConnLimiter(ln, total, perIP, 0)
+	total, perIP, reserve := s.connCaps()
+	return newConnLimiter(ln, total, perIP, reserve)
+}
+
+// ReservedConn reports whether c, accepted by a LimitListener, holds one of the reserve slots
+// kept for health checks.
+func ReservedConn(c net.Conn) bool {
+	lc, ok := c.(*limitedConn)
+	return ok && lc.reserved
 }
 
 // connCaps returns the connection caps: the options', or defaults from the process's

@@ -200,7 +200,7 @@ func (s *Server) ModelInfo(model string) (ModelMetadata, bool) {
 	if !ok {
 		return ModelMetadata{}, false
 	}
-	return ModelMetadata{Name: model, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
+	return ModelMetadata{Name: model, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
 		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS}, true
 }
 
