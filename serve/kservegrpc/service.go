@@ -167,7 +167,7 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 		}
 	}
 	a, err := x.s.Submit(ctx, serve.Request{Model: r.GetModelName(), ID: r.GetId(), Input: &serve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data},
-		Attrs: dataplane.Attrs{Trace: trace}})
+		Attrs: dataplane.Attrs{Trace: trace}, RefusedStatus: refusedStatus})
 	if err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
@@ -200,6 +200,16 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 		resp.RawOutputContents = [][]byte{rawOut}
 	}
 	return resp, nil
+}
+
+// refusedStatus is the HTTP equivalent of the gRPC status a refusal at intake is answered
+// with (answerError): RESOURCE_EXHAUSTED for overload is 429, UNAVAILABLE 503 (gRPC's own
+// HTTP mapping), the code plan_rejected_total counts it under.
+func refusedStatus(reason string) int {
+	if reason == "overload" {
+		return 429
+	}
+	return 503
 }
 
 // traceKey is serve.TraceIndexHeader as gRPC metadata (whose keys are lower case).

@@ -330,7 +330,8 @@ func (f *Frontend) newID(chat bool) string {
 // lengths can go negative) for its RCT estimate (QLM §6).
 func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) (*serve.Answer, error) {
 	return f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
-		Attrs: dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
+		Attrs:         dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
+		RefusedStatus: refusedStatus,
 		OnHop: func(h serve.HopEvent) {
 			sub.mu.Lock()
 			sub.tokens++
@@ -341,6 +342,16 @@ func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Tim
 			default:
 			}
 		}})
+}
+
+// refusedStatus is the status a request refused at intake is answered with (answerError):
+// 503 while shutting down, else 429 (the door reopens after Retry-After). Submit counts the
+// refusal under it (serve.Request.RefusedStatus), so plan_rejected_total{code} says 429 too.
+func refusedStatus(reason string) int {
+	if reason == string(dataplane.DropShutdown) {
+		return 503
+	}
+	return 429
 }
 
 // answerError maps a non-200 answer to an OpenAI error: refused at the door → 429 (the door
@@ -354,7 +365,7 @@ func answerError(a *serve.Answer) *Error {
 	case 503:
 		e := &Error{Status: 503, Type: "server_error", Code: a.Reason,
 			Message: fmt.Sprintf("dropped (%s at %s): %s", a.Reason, a.Stage, a.Err), RetryAfter: 1}
-		if a.Stage == "intake" && a.Reason != string(dataplane.DropShutdown) {
+		if a.Stage == "intake" && refusedStatus(a.Reason) == 429 {
 			e.Status, e.Type = 429, "rate_limit_error"
 			e.RetryAfter = max(1, (a.RetryUs+999_999)/1_000_000)
 		}
