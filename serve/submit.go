@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -73,6 +74,9 @@ type FrontendFlags interface {
 
 // A Frontend that holds resources (a queue, connections) implements io.Closer: Shutdown
 // closes it after the drain.
+
+// Logger returns the server's logger (Options.Log), for front ends' own messages.
+func (s *Server) Logger() *slog.Logger { return s.opts.Log }
 
 // Deployment returns the deployment being served now (read-only: it belongs to the driver).
 func (s *Server) Deployment() *dataplane.Deployment {

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +25,12 @@ import (
 // error saying so.
 type Frontend struct {
 	Kind string
-	// QueueDir is the embedded JetStream server's store; QueueURL an external server instead.
+	// QueueDir is the embedded JetStream server's store ("": DefaultQueueDir of the server's
+	// address, set by Configure); QueueURL an external server instead.
 	QueueDir, QueueURL string
+	// QueueResultTTL is how long a queued request's status and result are kept after its
+	// last change (0: forever; see DefaultResultTTL).
+	QueueResultTTL time.Duration
 	// QueueWorkers bounds the queued requests submitted to the engine at once; 0 makes a
 	// server that accepts and answers polls but serves none (another `plan serve` on the same
 	// --queue-url does).
@@ -62,23 +64,31 @@ type Frontend struct {
 	limits limitCache
 
 	qmu    sync.Mutex
+	openMu sync.Mutex // one opening of the queue at a time (queue_open.go)
 	q      Queue
-	qerr   error
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	closed bool
+	// qerr is the last failure to open the queue, at qerrAt: answered without a new try
+	// for queueRetry; opening says the open loop runs (queue_open.go).
+	qerr     error
+	qerrAt   time.Time
+	opening  bool
+	openStop context.CancelFunc
+	openWG   sync.WaitGroup
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	closed   bool
 }
 
 // New returns the front end for deployments of kind.
 func New(kind string) *Frontend {
-	return &Frontend{Kind: kind, QueueDir: filepath.Join(os.TempDir(), "plan-queue"), QueueWorkers: 32,
+	return &Frontend{Kind: kind, QueueWorkers: 32, QueueResultTTL: DefaultResultTTL,
 		QueueLease: DefaultLease, Endpoints: EndpointList{}, Poll: time.Second}
 }
 
 // Flags implements serve.FrontendFlags.
 func (f *Frontend) Flags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.QueueDir, "queue-dir", f.QueueDir, "directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue)")
-	fs.StringVar(&f.QueueURL, "queue-url", f.QueueURL, "external NATS JetStream server for the batch queue (nats://host:4222); replaces --queue-dir")
+	fs.StringVar(&f.QueueDir, "queue-dir", f.QueueDir, "directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue) (default $XDG_STATE_HOME/plan/queue/ADDR, else ~/.local/state/plan/queue/ADDR: one per --addr)")
+	fs.StringVar(&f.QueueURL, "queue-url", f.QueueURL, "external NATS JetStream server for the batch queue (nats://host:4222[,nats://...]); replaces --queue-dir")
+	fs.DurationVar(&f.QueueResultTTL, "queue-result-ttl", f.QueueResultTTL, "how long a queued request's status and result are kept after its last change (0: forever); longer than any request waits in the queue")
 	fs.Var(f.Endpoints, "llm-endpoints", "QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)")
 	fs.DurationVar(&f.Poll, "llm-poll", f.Poll, "how often the --llm-endpoints engines' /metrics are read")
 	fs.IntVar(&f.QueueWorkers, "queue-workers", f.QueueWorkers, "queued requests handed to the engine at once (0: accept and answer polls only)")
@@ -152,7 +162,7 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	// A server that starts on a plan of this kind opens its queue at once, so requests left
 	// from the last run are served without waiting for a client.
 	if d := s.Deployment(); d != nil && d.Kind == f.Kind {
-		_, _ = f.queue()
+		f.openInBackground()
 	}
 }
 
@@ -161,8 +171,12 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 func (f *Frontend) Close() error {
 	f.qmu.Lock()
 	f.closed = true
-	q, stop := f.q, f.stop
+	q, stop, openStop := f.q, f.stop, f.openStop
 	f.qmu.Unlock()
+	if openStop != nil {
+		openStop()
+	}
+	f.openWG.Wait()
 	if stop != nil {
 		stop()
 	}
@@ -174,42 +188,6 @@ func (f *Frontend) Close() error {
 		return q.Close()
 	}
 	return nil
-}
-
-// queue opens the queue and starts its workers on first use.
-func (f *Frontend) queue() (Queue, error) {
-	f.qmu.Lock()
-	defer f.qmu.Unlock()
-	if f.closed {
-		return nil, errors.New("the server is shutting down")
-	}
-	if f.q != nil || f.qerr != nil {
-		return f.q, f.qerr
-	}
-	var q Queue
-	var err error
-	if f.NewQueue != nil {
-		q, err = f.NewQueue()
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.QueueDir, URL: f.QueueURL, AckWait: f.QueueLease})
-		cancel()
-	}
-	if err != nil {
-		f.qerr = err
-		return nil, err
-	}
-	f.q = q
-	ctx, cancel := context.WithCancel(context.Background())
-	f.stop = cancel
-	for range max(f.QueueWorkers, 0) {
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			f.work(ctx, q)
-		}()
-	}
-	return q, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

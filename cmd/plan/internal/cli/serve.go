@@ -235,6 +235,15 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
 		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
 	}
+	// Front ends check their own flags and take defaults from the address (the batch
+	// queue's per-server directory, a --queue-url that is not a NATS URL: issue 32 item 5).
+	for _, fe := range o.frontends {
+		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
+			if err := c.Configure(o.addr); err != nil {
+				return usageError(err)
+			}
+		}
+	}
 	shape, err := parseShape(o.inputShape)
 	if err != nil {
 		return usageErrorf("--input-shape: %v", err)
