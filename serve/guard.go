@@ -30,6 +30,14 @@ type BodyLimiter interface {
 	BodyLimits() map[string]int64
 }
 
+// ErrorWriter is implemented by a BodyLimiter front end whose API has an error shape of its
+// own (the OpenAI API's error objects, issue 32 item 7): the server's refusal of a body over
+// the limit of one of its routes (413, before the handler runs) is written by WriteError
+// instead of as {"error": "..."}.
+type ErrorWriter interface {
+	WriteError(w http.ResponseWriter, status int, msg string)
+}
+
 // ReadyChecker is implemented by a Frontend whose routes depend on something that can fail
 // apart from the workers (the OpenAI API's durable batch queue): GET /v2/health/ready answers
 // 503 with the reason while Ready returns an error (issue 36 item 1: a dead queue must not
@@ -99,6 +107,25 @@ func (s *Server) bodyLimits() map[string]int64 {
 	return lim
 }
 
+// tooLargeOn is tooLarge, written by the ErrorWriter front end whose BodyLimits name pattern.
+func (s *Server) tooLargeOn(w http.ResponseWriter, limit int64, pattern string) {
+	for _, f := range s.opts.Frontends {
+		ew, ok := f.(ErrorWriter)
+		bl, ok2 := f.(BodyLimiter)
+		if !ok || !ok2 {
+			continue
+		}
+		if _, mine := bl.BodyLimits()[pattern]; mine {
+			s.m.reject(http.StatusRequestEntityTooLarge, "body-too-large")
+			w.Header().Set("Connection", "close")
+			abandonBody(w)
+			ew.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than this endpoint's limit of %d bytes", limit))
+			return
+		}
+	}
+	s.tooLarge(w, limit)
+}
+
 // isInfer reports a KServe infer request: its handler applies the same deadline and limit
 // itself (readBody), on the hot path's cheaper route.
 func isInfer(r *http.Request) bool {
@@ -121,7 +148,7 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 		limit = s.opts.MaxBody
 	}
 	if r.ContentLength > limit {
-		s.tooLarge(w, limit)
+		s.tooLargeOn(w, limit, pattern)
 		return
 	}
 	rc := http.NewResponseController(w)

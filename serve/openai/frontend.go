@@ -60,6 +60,8 @@ type Frontend struct {
 	s      *serve.Server
 	seq    atomic.Uint64
 	prefix string
+	// started is when Routes ran: the server's start, every model's `created`.
+	started time.Time
 
 	limits limitCache
 
@@ -105,38 +107,6 @@ func (f *Frontend) BodyLimits() map[string]int64 {
 	return map[string]int64{"POST /v1/completions": n, "POST /v1/chat/completions": n, "POST /v1/queue": n}
 }
 
-// route is a documented route and its handler.
-type route struct {
-	serve.RouteDoc
-	h http.HandlerFunc
-}
-
-// routes is the table Routes registers and RouteDocs documents: the OpenAI API's five routes,
-// then GET /v1/engines, registered only with --llm-endpoints.
-func (f *Frontend) routes() []route {
-	return []route{
-		{serve.RouteDoc{Pattern: "GET /v1/models", Doc: "the models the plan serves (OpenAI API)"}, f.handleModels},
-		{serve.RouteDoc{Pattern: "POST /v1/completions", Doc: "a completion (OpenAI API)"},
-			func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, false) }},
-		{serve.RouteDoc{Pattern: "POST /v1/chat/completions", Doc: "a chat completion (OpenAI API)"},
-			func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, true) }},
-		{serve.RouteDoc{Pattern: "POST /v1/queue", Doc: "enqueue a batch request in the durable queue; answers its id"}, f.handleEnqueue},
-		{serve.RouteDoc{Pattern: "GET /v1/queue/{id}", Doc: "a queued request's state and answer"}, f.handleQueueGet},
-		{serve.RouteDoc{Pattern: "GET /v1/engines", Doc: "the --llm-endpoints engines' state (with --llm-endpoints)"}, func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
-		}},
-	}
-}
-
-// RouteDocs implements serve.FrontendRoutes.
-func (f *Frontend) RouteDocs() []serve.RouteDoc {
-	var out []serve.RouteDoc
-	for _, r := range f.routes() {
-		out = append(out, r.RouteDoc)
-	}
-	return out
-}
-
 // Routes implements serve.Frontend.
 func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	f.s = s
@@ -144,11 +114,15 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 		f.MaxBody = 4 << 20
 	}
 	// Ids are unique across restarts (the queue outlives the process): the start time in
-	// base 36, then a counter.
-	f.prefix = strconv.FormatInt(time.Now().UnixNano(), 36)
-	for _, r := range f.routes()[:5] {
+	// base 36, then a counter. The start time is also the models' `created`.
+	f.started = time.Now()
+	f.prefix = strconv.FormatInt(f.started.UnixNano(), 36)
+	rs := f.routes()
+	for _, r := range rs[:len(rs)-1] {
 		mux.HandleFunc(r.Pattern, r.h)
 	}
+	// Every other path under /v1/ answers an OpenAI error object too (issue 32 item 7).
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { f.handleUnknown(w, r, mux) })
 	if len(f.Endpoints) > 0 {
 		f.forwardClient = &http.Client{}
 		f.engines = newEngines(f.Endpoints, nil, func(es []EngineState) {
@@ -156,7 +130,7 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 			f.markDown(s)
 		})
 		f.engines.start(max(f.Poll, 10*time.Millisecond))
-		r := f.routes()[5]
+		r := rs[len(rs)-1]
 		mux.HandleFunc(r.Pattern, r.h)
 	}
 	// A server that starts on a plan of this kind opens its queue at once, so requests left
@@ -218,24 +192,6 @@ func (f *Frontend) active() *Error {
 			Message: fmt.Sprintf("the OpenAI API serves %s plans; the active plan is a %s plan", f.Kind, kind)}
 	}
 	return nil
-}
-
-func (f *Frontend) handleModels(w http.ResponseWriter, _ *http.Request) {
-	if e := f.active(); e != nil {
-		writeError(w, e)
-		return
-	}
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	var ms []model
-	for _, a := range f.s.Deployment().Apps {
-		ms = append(ms, model{ID: a.Name, Object: "model", OwnedBy: "plan"})
-	}
-	writeJSON(w, 200, map[string]any{"object": "list", "data": ms})
 }
 
 // read reads and decodes a request body.
