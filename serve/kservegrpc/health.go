@@ -83,18 +83,26 @@ type reserveCreds struct {
 	credentials.TransportCredentials
 }
 
-// reserveInfo is the AuthInfo of a connection that reserveCreds accepted.
+// reserveInfo is the AuthInfo of a connection that reserveCreds accepted; conn is the
+// connection, closed once it carried a call the reserve refuses.
 type reserveInfo struct {
 	credentials.AuthInfo
 	reserved bool
+	conn     net.Conn
 }
+
+// reserveCloseDelay is how long a reserve connection that carried a refused call stays open:
+// long enough for the refusal to reach its client, then the slot is free for the next
+// probe. gRPC clients keep their connections, so without the close an inference client
+// that landed in the reserve would hold the slot for good.
+const reserveCloseDelay = 100 * time.Millisecond
 
 func (c reserveCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	out, ai, err := c.TransportCredentials.ServerHandshake(conn)
 	if err != nil {
 		return out, ai, err
 	}
-	return out, reserveInfo{AuthInfo: ai, reserved: serve.ReservedConn(conn)}, nil
+	return out, reserveInfo{AuthInfo: ai, reserved: serve.ReservedConn(conn), conn: out}, nil
 }
 
 func (c reserveCreds) Clone() credentials.TransportCredentials {
@@ -108,13 +116,15 @@ func reserveLimited(ctx context.Context, method string) error {
 	if !ok {
 		return nil
 	}
-	if ri, ok := p.AuthInfo.(reserveInfo); !ok || !ri.reserved {
+	ri, ok := p.AuthInfo.(reserveInfo)
+	if !ok || !ri.reserved {
 		return nil
 	}
 	if strings.HasPrefix(method, "/grpc.health.v1.Health/") || strings.HasPrefix(method, "/grpc.reflection.") {
 		return nil
 	}
-	return status.Errorf(codes.ResourceExhausted, "%s: the server is at its connection cap; this connection holds a slot reserved for health checks (grpc.health.v1, reflection): retry later", method)
+	time.AfterFunc(reserveCloseDelay, func() { _ = ri.conn.Close() })
+	return status.Errorf(codes.ResourceExhausted, "%s: the server is at its connection cap; this connection holds a slot reserved for health checks (grpc.health.v1, reflection) and closes: retry later", method)
 }
 
 func reserveOnlyHealth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

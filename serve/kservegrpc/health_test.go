@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -192,6 +193,18 @@ func TestHealthReserve(t *testing.T) {
 	}
 	if _, err := pb.NewGRPCInferenceServiceClient(first).ServerLive(ctx, &pb.ServerLiveRequest{}); err != nil {
 		t.Errorf("first connection: %v", err)
+	}
+	// The refused client's connection was closed, so the reserve slot is free again: a new
+	// probe connects (waiting for the slot rather than failing at the first refusal) and is
+	// answered.
+	probe, err := Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	r, err = healthpb.NewHealthClient(probe).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("a new probe after the refusal: %v %v", r, err)
 	}
 }
 
