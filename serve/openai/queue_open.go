@@ -27,17 +27,18 @@ const queueRetry = 2 * time.Second
 
 // DefaultQueueDir is the embedded queue's directory for a server on addr (--addr): under the
 // user's state directory ($XDG_STATE_HOME, else ~/.local/state, as the XDG base directory
-// specification puts state that outlives a restart but is not configuration), in
+// specification puts state that outlives a restart but is not configuration; the system's
+// temporary directory for a user with no home, as a service may be), in
 // plan/queue/<addr with every character other than letters, digits, '.' and '-' made '_'>,
 // so two servers on one host never share a store by default.
-func DefaultQueueDir(addr string) (string, error) {
+func DefaultQueueDir(addr string) string {
 	base := os.Getenv("XDG_STATE_HOME")
 	if base == "" || !filepath.IsAbs(base) {
-		home, err := os.UserHomeDir()
-		if err != nil || home == "" {
-			return "", fmt.Errorf("--queue-dir: no default: neither $XDG_STATE_HOME nor $HOME is set (%v); give --queue-dir", err)
+		if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+			base = filepath.Join(home, ".local", "state")
+		} else {
+			base = os.TempDir()
 		}
-		base = filepath.Join(home, ".local", "state")
 	}
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
@@ -48,7 +49,7 @@ func DefaultQueueDir(addr string) (string, error) {
 	if name == "" {
 		name = "default"
 	}
-	return filepath.Join(base, "plan", "queue", name), nil
+	return filepath.Join(base, "plan", "queue", name)
 }
 
 // CheckQueueURL accepts what nats.Connect takes: a comma-separated list of nats://, tls://,
@@ -86,20 +87,16 @@ func (f *Frontend) Configure(addr string) error {
 		return fmt.Errorf("--queue-result-ttl %s: must be 0 or at least 1s", f.QueueResultTTL)
 	}
 	if f.QueueDir == "" && f.QueueURL == "" {
-		dir, err := DefaultQueueDir(addr)
-		if err != nil {
-			return err
-		}
-		f.QueueDir = dir
+		f.QueueDir = DefaultQueueDir(addr)
 	}
 	return nil
 }
 
 // queueDir is the embedded store's directory: QueueDir, or the default of no address (a
 // front end that Configure never saw, as in tests).
-func (f *Frontend) queueDir() (string, error) {
+func (f *Frontend) queueDir() string {
 	if f.QueueDir != "" || f.QueueURL != "" {
-		return f.QueueDir, nil
+		return f.QueueDir
 	}
 	return DefaultQueueDir("")
 }
@@ -122,12 +119,9 @@ func (f *Frontend) queue() (Queue, error) {
 	if f.NewQueue != nil {
 		q, err = f.NewQueue()
 	} else {
-		var dir string
-		if dir, err = f.queueDir(); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			q, err = OpenJetStream(ctx, JetStreamOptions{Dir: dir, URL: f.QueueURL, AckWait: f.QueueLease, ResultTTL: f.QueueResultTTL})
-			cancel()
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.queueDir(), URL: f.QueueURL, AckWait: f.QueueLease, ResultTTL: f.QueueResultTTL})
+		cancel()
 	}
 	f.qmu.Lock()
 	defer f.qmu.Unlock()
@@ -216,8 +210,7 @@ func (f *Frontend) queueWhere() []any {
 	if f.NewQueue != nil {
 		return []any{"queue", "in-memory"}
 	}
-	dir, _ := f.queueDir()
-	return []any{"queue_dir", dir}
+	return []any{"queue_dir", f.queueDir()}
 }
 
 // log is the server's logger (slog's default before Routes).

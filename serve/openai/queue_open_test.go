@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,13 +31,17 @@ func TestDefaultQueueDir(t *testing.T) {
 		{"IPv6", state, "[::1]:9000", filepath.Join(state, "plan", "queue", "___1__9000")},
 		{"no address", state, "", filepath.Join(state, "plan", "queue", "default")},
 		{"no traversal", state, "../../etc", filepath.Join(state, "plan", "queue", ".._.._etc")},
+		// A service with no home still gets a directory of its own.
+		{"no home", "", "127.0.0.1:8080", filepath.Join(os.TempDir(), "plan", "queue", "127.0.0.1_8080")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("HOME", home)
+			if tc.name == "no home" {
+				t.Setenv("HOME", "")
+			}
 			t.Setenv("XDG_STATE_HOME", tc.xdg)
-			got, err := DefaultQueueDir(tc.addr)
-			if err != nil || got != tc.want {
-				t.Errorf("DefaultQueueDir(%q) = %q, %v; want %q", tc.addr, got, err, tc.want)
+			if got := DefaultQueueDir(tc.addr); got != tc.want {
+				t.Errorf("DefaultQueueDir(%q) = %q; want %q", tc.addr, got, tc.want)
 			}
 		})
 	}
