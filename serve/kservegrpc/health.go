@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -31,10 +32,14 @@ const healthPoll = 500 * time.Millisecond
 type health struct {
 	*grpchealth.Server
 	s *serve.Server
+	// stopping closes when the listener stops: Watch streams end (a graceful stop waits
+	// for every stream, and a Watch never ends on its own).
+	stopping  chan struct{}
+	closeOnce sync.Once
 }
 
 func registerHealth(g *grpc.Server, s *serve.Server) *health {
-	h := &health{Server: grpchealth.NewServer(), s: s}
+	h := &health{Server: grpchealth.NewServer(), s: s, stopping: make(chan struct{})}
 	h.refresh(context.Background())
 	healthpb.RegisterHealthServer(g, h)
 	return h
@@ -54,6 +59,34 @@ func (h *health) refresh(ctx context.Context) {
 func (h *health) Check(ctx context.Context, r *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	h.refresh(ctx)
 	return h.Server.Check(ctx, r)
+}
+
+// Watch is grpc-go's Watch on a stream whose context also ends when the listener stops.
+func (h *health) Watch(r *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return h.Server.Watch(r, &stoppableStream{Health_WatchServer: stream, ctx: ctx})
+}
+
+// stoppableStream is a Watch stream with the context Watch gives it.
+type stoppableStream struct {
+	healthpb.Health_WatchServer
+	ctx context.Context
+}
+
+func (s *stoppableStream) Context() context.Context { return s.ctx }
+
+// stop reports NOT_SERVING to every watcher, then ends their streams.
+func (h *health) stop() {
+	h.Shutdown()
+	h.closeOnce.Do(func() { close(h.stopping) })
 }
 
 // follow refreshes the status every healthPoll until ctx ends, for Watch streams.

@@ -242,3 +242,47 @@ func TestModelVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestStopWithWatch: stopping the gRPC listener ends open health Watch streams (after
+// NOT_SERVING) instead of waiting for their clients: a graceful stop waits for every
+// stream, and a Watch never ends on its own, so `plan serve` would never exit while a
+// client-side health checker watched it.
+func TestStopWithWatch(t *testing.T) {
+	s, err := serve.New(serve.Options{Plan: loadPlan(t, "wide.json"), Deploy: testDeploy, Policies: testPolicies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	addr, stop, err := Start(context.Background(), s, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	w, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := w.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first update: %v %v", r, err)
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("stop still waits for the Watch stream after a minute")
+	}
+	for {
+		r, err := w.Recv()
+		if err != nil {
+			break // the stream ended
+		}
+		if r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("update while stopping: %v, want NOT_SERVING", r.GetStatus())
+		}
+	}
+}

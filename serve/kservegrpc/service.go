@@ -22,6 +22,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -58,13 +59,20 @@ func newServer(s *serve.Server, opts ...grpc.ServerOption) (*grpc.Server, *healt
 	return g, h
 }
 
-// Serve runs g on ln until ctx ends, then stops gracefully (in-flight RPCs finish).
+// gracefulStopTimeout bounds Serve's graceful stop: streams still open then (a client's
+// reflection stream left open) are cut.
+const gracefulStopTimeout = 30 * time.Second
+
+// Serve runs g on ln until ctx ends, then stops gracefully (in-flight RPCs finish, within
+// gracefulStopTimeout).
 func Serve(ctx context.Context, g *grpc.Server, ln net.Listener) error {
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
+			t := time.AfterFunc(gracefulStopTimeout, g.Stop)
 			g.GracefulStop()
+			t.Stop()
 		case <-done:
 		}
 	}()
@@ -271,8 +279,8 @@ func Start(ctx context.Context, s *serve.Server, addr string) (bound string, sto
 	go func() {
 		defer close(done)
 		<-ctx.Done()
-		// Probes see NOT_SERVING while in-flight calls drain.
-		h.Shutdown()
+		// Probes see NOT_SERVING while in-flight calls drain; Watch streams end.
+		h.stop()
 	}()
 	served := make(chan struct{})
 	go func() {
