@@ -275,10 +275,9 @@ func Start(ctx context.Context, s *serve.Server, addr string) (bound string, sto
 	g, h := newServer(s)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go h.follow(ctx)
 	go func() {
 		defer close(done)
-		<-ctx.Done()
+		h.follow(ctx) // until ctx ends
 		// Probes see NOT_SERVING while in-flight calls drain; Watch streams end.
 		h.stop()
 	}()
