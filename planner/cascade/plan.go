@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/solver"
 )
 
 // Strategies: the CascadeServe planner and the baselines of CascadeServe §6.2 and §6.6,
@@ -57,6 +58,8 @@ type Options struct {
 	Budget int
 	// ToolVersion is recorded in the plan's provenance ("" = "dev").
 	ToolVersion string
+	// lpSolve replaces solver.Solve (tests: an engine that fails).
+	lpSolve func(context.Context, *solver.Model, solver.Options) (*solver.Result, error)
 }
 
 // Flags are CascadeServe's `plan solve` options as a plan records them in
@@ -256,7 +259,7 @@ func weights(c *formats.Cascade, lo, hi []float64, timeOnly bool) []float64 {
 }
 
 func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Options) (*Result, error) {
-	p := &planning{ctx: ctx, t: t, hw: hw, opt: o, lb: &lbSolver{ctx: ctx, t: t, nGPU: hw.N, cache: map[string]lbResult{}}, cache: map[string]Gear{}}
+	p := &planning{ctx: ctx, t: t, hw: hw, opt: o, lb: &lbSolver{ctx: ctx, t: t, nGPU: hw.N, cache: map[string]lbResult{}, solveLP: o.lpSolve}, cache: map[string]Gear{}}
 	// SP1: cascade search with Pareto filtering (§4.2).
 	so := o.Search
 	switch o.Strategy {
@@ -284,6 +287,9 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 		gears, pl, err = p.latencyLoop()
 	}
 	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w, Iterations: p.iters}
+	if err == nil {
+		err = p.lbFailure(gears)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -299,6 +305,22 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	}
 	res.GPUsUsed = len(usedGPU)
 	return res, nil
+}
+
+// lbFailure is the solver's failure when a gear was left without load shares (the LP
+// engine is missing or failed: an accuracy-SLO plan keeps soft failures, so without this
+// check a plan with share-less gears reached Document and panicked there).
+func (p *planning) lbFailure(gears []Gear) error {
+	for i, g := range gears {
+		if len(g.Share) == len(g.C.Models) {
+			continue
+		}
+		if p.lb.err != nil {
+			return fmt.Errorf("gear %d (QPS %g): the load-balancing LP (CascadeServe §4.4) failed: %w", i, g.QHi, p.lb.err)
+		}
+		return fmt.Errorf("%w: gear %d (QPS %g): no placement gives %s load shares", planner.ErrInfeasible, i, g.QHi, p.t.Names(&g.C))
+	}
+	return nil
 }
 
 // gear evaluates cascade a at range r on placement pl: shares from the LP at the SP4 batch
