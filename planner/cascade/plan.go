@@ -58,6 +58,9 @@ type Options struct {
 	Budget int
 	// ToolVersion is recorded in the plan's provenance ("" = "dev").
 	ToolVersion string
+	// Provision is DynBa's and MS+'s provisioning rule: ProvisionQueue (default: the
+	// paper's, peaks absorbed by queueing) or ProvisionPeak (every gear sized for its peak).
+	Provision string
 	// lpSolve replaces solver.Solve (tests: an engine that fails).
 	lpSolve func(context.Context, *solver.Model, solver.Options) (*solver.Result, error)
 }
@@ -86,6 +89,8 @@ type Flags struct {
 	Monotone bool `json:"monotone"`
 	// Weights weights range accuracy by requests (default) or time (App. C.2).
 	Weights string `json:"weights"`
+	// Provision is the DynBa and MS+ provisioning rule: queue (default) or peak.
+	Provision string `json:"provision,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for CascadeServe.
@@ -268,7 +273,7 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	}
 	p.P = Pareto(t.Enumerate(so))
 	n := o.Ranges
-	width := o.QPSMax / float64(n)
+	width := provisioned(c, o) / float64(n)
 	for r := 0; r < n; r++ {
 		p.lo = append(p.lo, float64(r)*width)
 		p.q = append(p.q, float64(r+1)*width)
@@ -276,12 +281,15 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	p.w = weights(c, p.lo, p.q, o.TimeWeights)
 	if o.Strategy == StrategyNoSwitch || o.Strategy == StrategyDynBa || o.Strategy == StrategyCocktail {
 		// One gear for every QPS: plan a single range at qps_max, then stretch it.
-		p.lo, p.q, p.w = []float64{0}, []float64{o.QPSMax}, []float64{1}
+		p.lo, p.q, p.w = []float64{0}, []float64{provisioned(c, o)}, []float64{1}
 	}
 	var gears []Gear
 	var pl []Replica
 	var err error
-	if o.Accuracy > 0 && o.Latency == 0 {
+	if o.Accuracy > 0 && o.Latency == 0 && o.Strategy != StrategyMSPlus {
+		// MS+ has no accuracy-SLO search: it serves each QPS with the most accurate single
+		// model its capacity rule admits (latencyLoop), whatever the target; planning it
+		// with the accuracy loop made it the no-cascade ablation.
 		gears, pl, err = p.accuracyLoop()
 	} else {
 		gears, pl, err = p.latencyLoop()
@@ -292,6 +300,10 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	}
 	if err != nil {
 		return res, err
+	}
+	if last := len(gears) - 1; last >= 0 && gears[last].QHi < o.QPSMax {
+		// provisioned below the peak (ProvisionQueue): the last gear serves up to qps_max
+		gears[last].QHi = o.QPSMax
 	}
 	res.Gears, res.Placement = gears, pl
 	for i, g := range gears {
