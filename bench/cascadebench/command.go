@@ -22,6 +22,7 @@ type Command struct {
 	setups  []string
 	samples int
 	window  int
+	user    userInput
 }
 
 // Name implements bench.Bench.
@@ -74,6 +75,15 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.setups, "setups", nil, "set-ups (default bert,llama)")
 	f.IntVar(&o.samples, "samples", 0, "validation and test samples per set-up (default 10,000; quick 3,000)")
 	f.IntVar(&o.window, "window", 0, "seconds of the trace replayed around its peak per cell (default 120; quick 30)")
+	f.StringVar(&o.user.profile, "profile", "", "your measured profiles (a Profile file): with --records, the comparison runs on your data instead of the stand-ins")
+	f.StringVar(&o.user.records, "records", "", "your per-sample validation records (.csv, .jsonl, .json; logit-gap certainties accepted as scores), or a Workload whose first cascade holds records or a candidates table")
+	f.StringVar(&o.user.test, "test", "", "held-out per-sample records served in the replays (default: the workload's test records, else the validation records, said in the output)")
+	f.StringVar(&o.user.cluster, "cluster", "", "cluster file: the GPU type and memory (default: the profile's first GPU type with 32 GiB)")
+	f.Float64Var(&o.user.peak, "peak", 0, "with --records: rescale the trace to this peak QPS (default: the trace's rates as recorded)")
+	f.DurationVar(&o.user.slo, "slo", 400*time.Millisecond, "with --records: the p95 latency SLO")
+	f.Float64SliceVar(&o.user.targets, "targets", nil, "with --records: accuracy targets (default: the best single model's accuracy −0.015, −0.005 and itself)")
+	f.IntVar(&o.user.maxGPUs, "max-gpus", 8, "with --records: the most GPUs any system may use")
+	f.IntVar(&o.user.ranges, "ranges", 16, "with --records: QPS ranges (gears)")
 }
 
 // Report is bench.json.
@@ -112,16 +122,45 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if samples < 100 || window < 1 {
 		return bench.Usagef("--samples must be >= 100 and --window >= 1")
 	}
+	var user *data
+	if o.user.given() {
+		if o.user.profile == "" || o.user.records == "" {
+			return bench.Usagef("--profile and --records: give both to run on your own data")
+		}
+		if len(o.setups) > 0 {
+			return bench.Usagef("--setups: the stand-in set-ups do not apply with --records")
+		}
+		if o.user.maxGPUs < 1 || o.user.ranges < 1 || o.user.slo <= 0 || !(o.user.peak >= 0) {
+			return bench.Usagef("--max-gpus and --ranges must be >= 1, --slo > 0 and --peak >= 0")
+		}
+		if o.trace == "" && o.user.peak == 0 {
+			return bench.Usagef("--records: give --trace (your per-second rates) or --peak (the synthetic shape scaled to it)")
+		}
+		for _, t := range o.user.targets {
+			if !(t > 0 && t <= 1) {
+				return bench.Usagef("--targets: %g: must be in (0, 1]", t)
+			}
+		}
+		var err error
+		if user, err = prepareUser(&o.user, trace, env); err != nil {
+			return err
+		}
+	}
 	want := o.setups
 	setups, err := bench.PickNamed(Setups, func(s Setup) string { return s.Name }, want, "--setups")
 	if err != nil {
 		return err
 	}
+	if user != nil {
+		setups = []Setup{user.s}
+	}
 	rep := Report{Trace: path}
 	for _, s := range setups {
-		d, err := prepare(s, trace, samples)
-		if err != nil {
-			return err
+		d := user
+		if d == nil {
+			if d, err = prepare(s, trace, samples); err != nil {
+				return err
+			}
 		}
 		// At least ≈5,000 replayed requests per cell (the whole trace for Llama's ≈3 QPS):
 		// served accuracy over a few hundred requests is noise.
@@ -134,7 +173,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		// GPUs per accuracy target at the latency SLO, per system.
 		targets := s.Targets
 		if o.quick {
-			targets = targets[1:2]
+			targets = targets[len(targets)/2 : len(targets)/2+1]
 		}
 		for _, tg := range targets {
 			for _, st := range []string{pc.StrategyCascadeServe, pc.StrategyNoSwitch, pc.StrategyNoCascade, pc.StrategyMSPlus, pc.StrategyDynBa} {

@@ -238,7 +238,8 @@ func (d *data) minGPUs(ctx context.Context, strategy string, target float64, win
 // single model meeting the accuracy target, and the QPS one replica sustains within the
 // latency SLO (bisection with the planner's simulator).
 func (d *data) cocktailModel(target float64) (t *pc.Task, best int, packing float64, why string) {
-	t, _ = pc.NewTask(d.c, "bench", d.in.Profiles, d.s.Family.GPU, d.s.Family.GPUMem)
+	hw, _ := pc.HardwareOf(d.in.Cluster)
+	t, _ = pc.NewTask(d.c, "bench", d.in.Profiles, hw.GPU, hw.Mem)
 	best = -1
 	for m := range t.Models {
 		if t.Accuracy(m) >= target && (best < 0 || t.Models[m].RtOpt < t.Models[best].RtOpt) {
