@@ -183,7 +183,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 				env.Progressf("cascade bench: %s: acc ≥ %.3f: %s", s.Name, tg, st)
 				rep.MinGPUs = append(rep.MinGPUs, d.minGPUs(ctx, st, tg, win))
 			}
-			rep.MinGPUs = append(rep.MinGPUs, d.cocktail(tg), d.cocktailRuntime(tg, win, o.quick))
+			rep.MinGPUs = append(rep.MinGPUs, d.cocktail(tg, win), d.cocktailRuntime(tg, win, o.quick))
 		}
 		// Degradation runs (paper Figs. 8/9): every system on the GPUs it needed for the
 		// middle target, beyond its plan.
