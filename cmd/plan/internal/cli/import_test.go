@@ -135,3 +135,45 @@ func TestSimulateCascadeAccuracy(t *testing.T) {
 	}
 	t.Log(acc)
 }
+
+// TestCandidatesWorkflow: a workload giving a candidates table (cascades evaluated
+// elsewhere) instead of records solves, checks and simulates (issue 31 item 2).
+func TestCandidatesWorkflow(t *testing.T) {
+	t.Chdir(filepath.Join("..", "..", "..", ".."))
+	dir := t.TempDir()
+	w, err := formats.ReadIntoWith[*formats.Workload]("testdata/cascade/workload-small.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &w.Cascades[0]
+	// the table a team would bring: singles and two-stage cascades with measured numbers
+	c.Candidates = []formats.CascadeCandidate{
+		{Models: []string{"bert-tiny"}, Accuracy: 0.80, Reach: []float64{1}},
+		{Models: []string{"bert-small"}, Accuracy: 0.82, Reach: []float64{1}},
+		{Models: []string{"bert-base"}, Accuracy: 0.85, Reach: []float64{1}},
+		{Models: []string{"bert-tiny", "bert-base"}, Thresholds: []float64{0.4}, Accuracy: 0.845, Reach: []float64{1, 0.3}},
+		{Models: []string{"bert-tiny", "bert-base"}, Thresholds: []float64{0.7}, Accuracy: 0.852, Reach: []float64{1, 0.55}},
+		{Models: []string{"bert-small", "bert-base"}, Thresholds: []float64{0.5}, Accuracy: 0.849, Reach: []float64{1, 0.35}},
+	}
+	c.Validation = nil
+	wf := filepath.Join(dir, "workload.json")
+	if err := formats.WriteFile(wf, w); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	code, _, stderr := runCLI(t, "solve", "--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", wf, "-o", plan)
+	skipWithoutHiGHS(t, stderr)
+	if code != 0 {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, "check", plan); code != 0 {
+		t.Fatalf("check: exit %d: %s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "simulate", plan, "--load", "0.3", "--duration", "3s")
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "accuracy (answered") {
+		t.Errorf("a candidates table without test records is not judged:\n%s", stdout)
+	}
+}
