@@ -58,13 +58,25 @@ whole trace for Llama. Llama's peak is 15 QPS, not the paper's 60 (see Setups: t
 shape at peak 60 would be several times the paper's mean load).
 
 --quick: one accuracy target per set-up, 3,000 samples, a 30 s BERT window (under a minute
-on 2 cores).`
+on 2 cores).
+
+On your own measured data: --profile F (your profiles) --records F (your per-sample
+validation records: .csv, .jsonl or .json, or a Workload whose first cascade holds records
+or a candidates table) --trace F (your per-second rates, replayed as recorded unless
+--peak), optionally --test F (held-out records the replays serve and measure accuracy
+on), --cluster F, --slo, --targets, --max-gpus: the same comparison, every system planned
+and replayed on your inputs instead of the stand-ins.
+
+DynBa and MS+ are provisioned by the paper's rule (plan solve --provision queue: the rate
+below which all but the SLO's tail of requests arrive; peaks queue), Cocktail+ as the
+paper's oracle (future QPS known) and as the runtime autoscaler (cocktail+rt).`
 }
 
 // Example implements bench.Bench.
 func (o *Command) Example() string {
 	return `  plan bench cascade --quick
-  plan bench cascade --setups llama --report out/cascade`
+  plan bench cascade --setups llama --report out/cascade
+  plan bench cascade --profile my-profile.json --records val.csv --test test.csv --trace qps.txt --slo 400ms`
 }
 
 // Flags implements bench.Bench.
@@ -122,29 +134,9 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if samples < 100 || window < 1 {
 		return bench.Usagef("--samples must be >= 100 and --window >= 1")
 	}
-	var user *data
-	if o.user.given() {
-		if o.user.profile == "" || o.user.records == "" {
-			return bench.Usagef("--profile and --records: give both to run on your own data")
-		}
-		if len(o.setups) > 0 {
-			return bench.Usagef("--setups: the stand-in set-ups do not apply with --records")
-		}
-		if o.user.maxGPUs < 1 || o.user.ranges < 1 || o.user.slo <= 0 || !(o.user.peak >= 0) {
-			return bench.Usagef("--max-gpus and --ranges must be >= 1, --slo > 0 and --peak >= 0")
-		}
-		if o.trace == "" && o.user.peak == 0 {
-			return bench.Usagef("--records: give --trace (your per-second rates) or --peak (the synthetic shape scaled to it)")
-		}
-		for _, t := range o.user.targets {
-			if !(t > 0 && t <= 1) {
-				return bench.Usagef("--targets: %g: must be in (0, 1]", t)
-			}
-		}
-		var err error
-		if user, err = prepareUser(&o.user, trace, env); err != nil {
-			return err
-		}
+	user, err := o.userData(trace, env)
+	if err != nil {
+		return err
 	}
 	want := o.setups
 	setups, err := bench.PickNamed(Setups, func(s Setup) string { return s.Name }, want, "--setups")
@@ -355,4 +347,30 @@ func (o *Command) print(env bench.Env, rep Report) {
 	}
 	_ = strings.Join(ks, "")
 	fmt.Fprintf(env.Out, "(%.1f s)\n", rep.Elapsed)
+}
+
+// userData prepares the set-up of the user's own data (--profile, --records, ...), nil
+// without those flags.
+func (o *Command) userData(trace []float64, env bench.Env) (*data, error) {
+	if !o.user.given() {
+		return nil, nil
+	}
+	if o.user.profile == "" || o.user.records == "" {
+		return nil, bench.Usagef("--profile and --records: give both to run on your own data")
+	}
+	if len(o.setups) > 0 {
+		return nil, bench.Usagef("--setups: the stand-in set-ups do not apply with --records")
+	}
+	if o.user.maxGPUs < 1 || o.user.ranges < 1 || o.user.slo <= 0 || !(o.user.peak >= 0) {
+		return nil, bench.Usagef("--max-gpus and --ranges must be >= 1, --slo > 0 and --peak >= 0")
+	}
+	if o.trace == "" && o.user.peak == 0 {
+		return nil, bench.Usagef("--records: give --trace (your per-second rates) or --peak (the synthetic shape scaled to it)")
+	}
+	for _, t := range o.user.targets {
+		if !(t > 0 && t <= 1) {
+			return nil, bench.Usagef("--targets: %g: must be in (0, 1]", t)
+		}
+	}
+	return prepareUser(&o.user, trace, env)
 }
