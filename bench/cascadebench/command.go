@@ -102,6 +102,9 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 type Report struct {
 	Trace   string        `json:"trace"`
 	MinGPUs []MinGPUs     `json:"min_gpus"`
+	// Planned: the fewest GPUs each system's planner provisions (plan solve --min-gpus at
+	// the latency SLO with the target as accuracy floor), by provisioning rule.
+	Planned []Planned `json:"planned"`
 	Curves  []Curve       `json:"curves"`
 	Cost    []PlannerCost `json:"planner_cost"`
 	// Degradation: each system beyond its plan (more load, slower GPUs), per window.
@@ -176,6 +179,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 				rep.MinGPUs = append(rep.MinGPUs, d.minGPUs(ctx, st, tg, win))
 			}
 			rep.MinGPUs = append(rep.MinGPUs, d.cocktail(tg, win), d.cocktailRuntime(tg, win, o.quick))
+			rep.Planned = append(rep.Planned, d.planned(ctx, tg)...)
 		}
 		// Degradation runs (paper Figs. 8/9): every system on the GPUs it needed for the
 		// middle target, beyond its plan.
@@ -284,6 +288,7 @@ func (o *Command) print(env bench.Env, rep Report) {
 	fmt.Fprintf(env.Out, "arrival trace: %s\n", rep.Trace)
 	fmt.Fprintln(env.Out, "GPUs needed per accuracy target at the latency SLO (plan; replay of the trace's peak window):")
 	env.Table([]string{"ACC_TARGET", "SYSTEM", "GPUS", "PLAN_ACC", "SERVED_ACC/P95", "PLAN_MS", "NOTE"}, rows)
+	o.printPlanned(env, rep)
 	// savings
 	fmt.Fprintln(env.Out)
 	byT := map[float64][]MinGPUs{}
@@ -373,4 +378,22 @@ func (o *Command) userData(trace []float64, env bench.Env) (*data, error) {
 		}
 	}
 	return prepareUser(&o.user, trace, env)
+}
+
+// printPlanned prints the planners' own fleets per provisioning rule.
+func (o *Command) printPlanned(env bench.Env, rep Report) {
+	if len(rep.Planned) == 0 {
+		return
+	}
+	var rows [][]string
+	for _, r := range rep.Planned {
+		gpus, acc := "-", "-"
+		if r.GPUs > 0 {
+			gpus, acc = fmt.Sprint(r.GPUs), fmt.Sprintf("%.4f", r.PlanAcc)
+		}
+		rows = append(rows, []string{r.Setup, fmt.Sprintf("%.3f", r.Target), r.System, r.Provision, gpus, acc, r.Note})
+	}
+	fmt.Fprintln(env.Out)
+	fmt.Fprintln(env.Out, "GPUs each planner provisions (plan solve --min-gpus at the latency SLO, the target as accuracy floor):")
+	env.Table([]string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}, rows)
 }

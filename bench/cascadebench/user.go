@@ -6,6 +6,7 @@ package cascadebench
 // bundled stand-ins.
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -176,4 +177,41 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	}
 	s := Setup{Name: c.Name, Peak: peak, MaxGPUs: u.maxGPUs, Latency: u.slo, Targets: targets, Ranges: u.ranges}
 	return &data{s: s, in: in, c: c, test: test, qps: q, samples: test.N}, nil
+}
+
+// Planned is the fleet a system's planner provisions for a target (no replay).
+type Planned struct {
+	Setup     string  `json:"setup"`
+	Target    float64 `json:"accuracy_target"`
+	System    string  `json:"system"`
+	Provision string  `json:"provision"`
+	GPUs      int     `json:"gpus"` // 0 = none up to MaxGPUs
+	PlanAcc   float64 `json:"plan_accuracy"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// planned runs plan solve --min-gpus for CascadeServe and the static baselines, DynBa and
+// MS+ under both provisioning rules (the paper's queue rule and the peak-sized fleet).
+func (d *data) planned(ctx context.Context, target float64) []Planned {
+	type run struct{ strategy, provision string }
+	runs := []run{{pc.StrategyCascadeServe, pc.ProvisionPeak}, {pc.StrategyDynBa, pc.ProvisionQueue}, {pc.StrategyDynBa, pc.ProvisionPeak},
+		{pc.StrategyMSPlus, pc.ProvisionQueue}, {pc.StrategyMSPlus, pc.ProvisionPeak}, {pc.StrategyNoCascade, pc.ProvisionPeak}}
+	var out []Planned
+	for _, r := range runs {
+		row := Planned{Setup: d.s.Name, Target: target, System: r.strategy, Provision: r.provision}
+		_, res, err := pc.Solve(ctx, d.in, pc.Options{Strategy: r.strategy, Latency: d.s.Latency, Accuracy: target, MinGPUs: true, Provision: r.provision})
+		if err != nil {
+			row.Note = err.Error()
+			if len(row.Note) > 90 {
+				row.Note = row.Note[:90] + "…"
+			}
+		} else {
+			row.GPUs, row.PlanAcc = res.HW.N, res.Acc
+			if res.Provisioned < d.s.Peak {
+				row.Note = fmt.Sprintf("planned for %.0f QPS, the %.0f peak queued", res.Provisioned, d.s.Peak)
+			}
+		}
+		out = append(out, row)
+	}
+	return out
 }

@@ -106,6 +106,9 @@ type Result struct {
 	// Acc is the plan's weighted accuracy; Weights the per-range ω.
 	Acc     float64
 	Weights []float64
+	// Provisioned is the highest QPS the gears were planned for (below qps_max under
+	// ProvisionQueue: the last gear also serves the peaks above it, queueing).
+	Provisioned float64
 	// GPUsUsed counts GPUs holding at least one replica.
 	GPUsUsed   int
 	Iterations int
@@ -294,7 +297,7 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	} else {
 		gears, pl, err = p.latencyLoop()
 	}
-	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w, Iterations: p.iters}
+	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w, Iterations: p.iters, Provisioned: p.q[len(p.q)-1]}
 	if err == nil {
 		err = p.lbFailure(gears)
 	}
