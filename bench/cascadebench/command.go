@@ -100,11 +100,11 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 
 // Report is bench.json.
 type Report struct {
-	Trace   string        `json:"trace"`
-	MinGPUs []MinGPUs     `json:"min_gpus"`
+	Trace   string    `json:"trace"`
+	MinGPUs []MinGPUs `json:"min_gpus"`
 	// Planned: the fewest GPUs each system's planner provisions (plan solve --min-gpus at
 	// the latency SLO with the target as accuracy floor), by provisioning rule.
-	Planned []Planned `json:"planned"`
+	Planned []Planned     `json:"planned"`
 	Curves  []Curve       `json:"curves"`
 	Cost    []PlannerCost `json:"planner_cost"`
 	// Degradation: each system beyond its plan (more load, slower GPUs), per window.
