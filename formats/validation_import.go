@@ -66,6 +66,44 @@ func ImportValidationScale(name string, data []byte, model string, score bool) (
 	return recs, nil
 }
 
+// LoadCascadeFiles imports the record files the workload's cascades name (validation_file,
+// test_file; relative to the directory of workloadPath) into their validation and test
+// records, clearing the file fields, so that what is planned and embedded in the plan holds
+// the records themselves. The caller validates the workload again afterwards (the
+// cross-record rules: every model covering the same samples, test models known).
+func LoadCascadeFiles(w *Workload, workloadPath string) error {
+	var errs ErrorList
+	for i := range w.Cascades {
+		c := &w.Cascades[i]
+		for _, f := range []struct {
+			name  *string
+			recs  *[]ValidationRecord
+			field string
+		}{{&c.ValidationFile, &c.Validation, "validation_file"}, {&c.TestFile, &c.Test, "test_file"}} {
+			if *f.name == "" {
+				continue
+			}
+			path := *f.name
+			if !filepath.IsAbs(path) && workloadPath != "" && workloadPath != "-" {
+				path = filepath.Join(filepath.Dir(workloadPath), path)
+			}
+			data, err := ReadBytes(path)
+			if err != nil {
+				errs = append(errs, &FieldError{File: workloadPath, Path: fmt.Sprintf("cascades[%d].%s", i, f.field), Value: fmt.Sprintf("%q", *f.name), Rule: "cannot read " + path})
+				continue
+			}
+			if *f.recs, err = ImportValidationScale(path, data, "", c.Certainty == "score"); err != nil {
+				return err // names the records file, line and field
+			}
+			*f.name = ""
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 // checkRecord applies the per-record rules (the cross-record ones live in
 // Cascade.validateRecords).
 func checkRecord(r *ValidationRecord, p string, score bool) ErrorList {

@@ -85,6 +85,11 @@ type Cascade struct {
 	// Test holds per-sample records held out from planning: simulation replays them and
 	// reports accuracy on them (CascadeServe §6.1's held-out split).
 	Test []ValidationRecord `json:"test,omitempty"`
+	// ValidationFile and TestFile name CSV/JSONL/JSON record files (relative to the
+	// workload's file) that `plan solve` imports into Validation and Test
+	// (LoadCascadeFiles): records evaluated elsewhere, kept in their own files.
+	ValidationFile string `json:"validation_file,omitempty"`
+	TestFile       string `json:"test_file,omitempty"`
 }
 
 // CascadeCandidate is one cascade evaluated elsewhere (CascadeServe §2): its models in

@@ -95,7 +95,13 @@ func TestValidateCascades(t *testing.T) {
 		{"certainty scale", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Certainty = "logit" }), []string{
 			`workload.yaml: cascades[0].certainty: "logit": must be one of probability, score`}},
 		{"candidates and validation", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Candidates = candidates() }), []string{
-			`workload.yaml: cascades[0].candidates: set validation or candidates, not both`}},
+			`workload.yaml: cascades[0].candidates: set one of validation, validation_file or candidates`}},
+		{"validation and validation_file", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).ValidationFile = "v.csv" }), []string{
+			`workload.yaml: cascades[0].candidates: set one of validation, validation_file or candidates`}},
+		{"validation_file alone", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation, cascade0(w).ValidationFile = nil, "v.csv" }), nil},
+		{"test and test_file", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			cascade0(w).Test, cascade0(w).TestFile = cascade0(w).Validation, "t.csv"
+		}), []string{`workload.yaml: cascades[0].test_file: "t.csv": set test or test_file, not both`}},
 		{"candidates valid", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation, cascade0(w).Candidates = nil, candidates() }), nil},
 		{"candidate reach increasing", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
 			c := cascade0(w)

@@ -192,15 +192,25 @@ func validateCascade(c *formats.Checker, cs *formats.Cascade, p string, seen *fo
 	if cs.Certainty != "" {
 		c.OneOf(formats.Field(p, "certainty"), cs.Certainty, []string{CertProbability, CertScore})
 	}
+	sources := 0
+	for _, given := range []bool{len(cs.Validation) > 0, len(cs.Candidates) > 0, cs.ValidationFile != ""} {
+		if given {
+			sources++
+		}
+	}
 	switch {
-	case len(cs.Candidates) > 0 && len(cs.Validation) > 0:
-		c.Add(formats.Field(p, "candidates"), nil, "set validation or candidates, not both")
+	case sources > 1:
+		c.Add(formats.Field(p, "candidates"), nil, "set one of validation, validation_file or candidates")
 	case len(cs.Candidates) > 0:
 		validateCandidates(c, cs, p, models)
+	case cs.ValidationFile != "":
+		// the records come from the file (formats.LoadCascadeFiles), checked once loaded
 	default:
 		validateRecords(c, cs.Validation, cs, formats.Field(p, "validation"), models)
 	}
-	if len(cs.Test) > 0 {
+	if len(cs.Test) > 0 && cs.TestFile != "" {
+		c.Add(formats.Field(p, "test_file"), cs.TestFile, "set test or test_file, not both")
+	} else if len(cs.Test) > 0 {
 		validateRecords(c, cs.Test, cs, formats.Field(p, "test"), models)
 	}
 }

@@ -122,3 +122,22 @@ func runImport(app *App, o *importOptions, file string) error {
 	}
 	return formats.WriteAtomic(o.out, out)
 }
+
+// loadRecordFiles imports the record files a workload's cascades name (validation_file,
+// test_file) and checks the workload with its records (exit 2 naming the files).
+func loadRecordFiles(w *formats.Workload, path string, secs *formats.SectionSet) error {
+	need := false
+	for _, c := range w.Cascades {
+		need = need || c.ValidationFile != "" || c.TestFile != ""
+	}
+	if !need {
+		return nil
+	}
+	if err := formats.LoadCascadeFiles(w, path); err != nil {
+		return usageError(err)
+	}
+	if errs := formats.ValidateWith(w, secs); len(errs) > 0 {
+		return usageError(errs.WithFile(path))
+	}
+	return nil
+}

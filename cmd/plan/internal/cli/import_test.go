@@ -177,3 +177,66 @@ func TestCandidatesWorkflow(t *testing.T) {
 		t.Errorf("a candidates table without test records is not judged:\n%s", stdout)
 	}
 }
+
+// TestWorkloadRecordFiles: a cascade's validation_file and test_file (CSV/JSONL beside the
+// workload) reach the importer when plan solve reads the workload; the plan embeds the
+// records, so simulate reports accuracy on the test records; bad records exit 2 (issue 31
+// item 2).
+func TestWorkloadRecordFiles(t *testing.T) {
+	t.Chdir(filepath.Join("..", "..", "..", ".."))
+	dir := t.TempDir()
+	recordsCSV(t, filepath.Join(dir, "val.csv"), nil)
+	recordsCSV(t, filepath.Join(dir, "test.csv"), func(i int, r *formats.ValidationRecord) { r.Cert = 1 - r.Cert })
+	recordsCSV(t, filepath.Join(dir, "bad.csv"), func(i int, r *formats.ValidationRecord) {
+		if i == 5 {
+			r.Model = "gpt"
+		}
+	})
+	workload := func(name, val, test string) string {
+		w := fmt.Sprintf(`apiVersion: plan/v1
+kind: Workload
+metadata: {name: files}
+cascades:
+  - name: sentiment
+    models: [bert-tiny, bert-small, bert-base]
+    latency_slo: {percentile: 0.95, latency: 400ms}
+    qps_max: 14000
+    qps_ranges: 8
+    validation_file: %s
+    test_file: %s
+`, val, test)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(w), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	solve := func(w string) (int, string) {
+		code, _, stderr := runCLI(t, "solve", "--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", w, "-o", filepath.Join(dir, "plan.json"))
+		skipWithoutHiGHS(t, stderr)
+		return code, stderr
+	}
+	if code, stderr := solve(workload("good.yaml", "val.csv", "test.csv")); code != 0 {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "simulate", filepath.Join(dir, "plan.json"), "--load", "0.3", "--duration", "2s")
+	if code != 0 || !strings.Contains(stdout, "on the test records") {
+		t.Fatalf("simulate: exit %d: %s%s", code, stdout, stderr)
+	}
+	bad := []struct{ name, val, test, want string }{
+		{"missing file", "nope.csv", "test.csv", `missing.yaml: cascades[0].validation_file: "nope.csv": cannot read`},
+		{"test model unknown", "val.csv", "bad.csv", `cascades[0].test[5].model: "gpt": a model the validation set lacks`},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "missing.yaml"
+			if tc.name != "missing file" {
+				name = "badtest.yaml"
+			}
+			code, stderr := solve(workload(name, tc.val, tc.test))
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, want 2 with %q:\n%s", code, tc.want, stderr)
+			}
+		})
+	}
+}
