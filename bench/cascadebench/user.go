@@ -54,6 +54,9 @@ func readRecords(path string) (*formats.Cascade, error) {
 		if len(w.Cascades) == 0 {
 			return nil, fmt.Errorf("%s: cascades: the workload has no cascade", path)
 		}
+		if err := formats.LoadCascadeFiles(w, path); err != nil {
+			return nil, err
+		}
 		c := w.Cascades[0]
 		return &c, nil
 	}
