@@ -191,3 +191,39 @@ func Describe(f *formats.Fleet) string {
 	}
 	return fmt.Sprintf("%s = %.4g %s/h", strings.Join(parts, " + "), f.CostPerHour, f.Currency)
 }
+
+// Cluster is c sized to a fleet: each pool's count is the GPUs of its type the fleet uses
+// (types it does not use keep a count of 0), so a cost plan deploys, simulates and exports
+// only the GPUs it pays for. Prices and availability stay as given.
+func Cluster(c *formats.Cluster, used map[string]int) *formats.Cluster {
+	out := *c
+	out.GPUs = make([]formats.GPUPool, len(c.GPUs))
+	copy(out.GPUs, c.GPUs)
+	for i := range out.GPUs {
+		out.GPUs[i].Count = used[out.GPUs[i].Type]
+	}
+	out.Servers = nil
+	for _, s := range c.Servers {
+		if used[s.GPU] > 0 {
+			out.Servers = append(out.Servers, s)
+		}
+	}
+	return &out
+}
+
+// Finish makes p a cost plan: its cluster becomes the fleet it uses (Cluster) and it records
+// the fleet (Summarize); the objective is its cost per hour.
+func Finish(p *formats.Plan, c *formats.Cluster) error {
+	if p.Cluster == nil {
+		p.Cluster = c
+	}
+	used := Used(p)
+	p.Cluster = Cluster(c, used)
+	f, _, err := Summarize(p, c)
+	if err != nil {
+		return err
+	}
+	p.Fleet = f
+	p.Provenance.Objective = f.CostPerHour
+	return nil
+}

@@ -200,6 +200,7 @@ func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
 		var zero float64
 		lg.add("verify", planner.Check{OK: true, Line: summary, Name: "constraints", Value: &zero, Limit: &zero})
 	}
+	verifyFleet(lg, plan)
 	if e := plan.Provenance.Embedded; e != nil && plan.Provenance.InputDigest != "" {
 		d, err := formats.Digest(e)
 		switch {
