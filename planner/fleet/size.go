@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,6 +19,10 @@ type Type struct {
 	Name      string
 	Price     float64
 	Available int
+	// Group and Units: each unit of this type takes Units GPUs of the group (a GPU type)
+	// whose total Problem.Limits bounds (a tensor-parallel LLM instance takes several GPUs).
+	Group string
+	Units int
 }
 
 // Demand is a rate to serve (requests/s, or tokens/s): a model, module or request-size
@@ -36,6 +41,8 @@ type Problem struct {
 	Types   []Type
 	Demands []Demand
 	Shared  bool
+	// Limits bounds the GPUs of a group across the types in it (absent = unbounded).
+	Limits map[string]int
 }
 
 // Solution is a least-cost fleet. Count[k] GPUs of Types[k]; Share[d][k] is the fraction of
@@ -165,6 +172,7 @@ func Size(ctx context.Context, p Problem, timeLimit time.Duration, gap float64) 
 	for k, t := range p.Types {
 		m.AddRow("count_"+t.Name, -solver.Inf, 0, append(load[k], solver.Term{Var: n[k], Coef: -1})...)
 	}
+	p.addLimits(m, n)
 	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: timeLimit, RelGap: gap, Deterministic: true})
 	if err != nil {
 		return nil, fmt.Errorf("fleet sizing: %w", err)
@@ -215,7 +223,7 @@ func Size(ctx context.Context, p Problem, timeLimit time.Duration, gap float64) 
 // makes s unbounded, reported as +Inf). It is what the infeasibility message names.
 func MaxScale(ctx context.Context, p Problem) (float64, error) {
 	for k, t := range p.Types {
-		if t.Available < 0 {
+		if _, limited := p.Limits[t.Group]; t.Available < 0 && !limited {
 			for _, d := range p.Demands {
 				if d.Cap[k] > 0 {
 					return math.Inf(1), nil
@@ -238,11 +246,17 @@ func MaxScale(ctx context.Context, p Problem) (float64, error) {
 		}
 		m.AddRow(fmt.Sprintf("rate_%d", d), 0, 0, row...)
 	}
+	// n_k ≥ its load, bounded by its available count and its group's limit.
+	n := make([]solver.Var, len(p.Types))
 	for k, t := range p.Types {
-		if len(load[k]) > 0 {
-			m.AddRow("avail_"+t.Name, -solver.Inf, float64(t.Available), load[k]...)
+		ub := solver.Inf
+		if t.Available >= 0 {
+			ub = float64(t.Available)
 		}
+		n[k] = m.AddContinuous("n_"+t.Name, 0, ub, 0)
+		m.AddRow("load_"+t.Name, -solver.Inf, 0, append(load[k], solver.Term{Var: n[k], Coef: -1})...)
 	}
+	p.addLimits(m, n)
 	res, err := solver.Solve(ctx, m, solver.Options{Deterministic: true})
 	if err != nil {
 		return 0, fmt.Errorf("fleet scale: %w", err)
@@ -251,4 +265,24 @@ func MaxScale(ctx context.Context, p Problem) (float64, error) {
 		return 0, nil
 	}
 	return res.Value(s), nil
+}
+
+// addLimits bounds each group's GPUs: Σ_{k in group} units_k·n_k ≤ limit.
+func (p *Problem) addLimits(m *solver.Model, n []solver.Var) {
+	groups := make([]string, 0, len(p.Limits))
+	for g := range p.Limits {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		var terms []solver.Term
+		for k, t := range p.Types {
+			if t.Group == g {
+				terms = append(terms, solver.Term{Var: n[k], Coef: float64(max(t.Units, 1))})
+			}
+		}
+		if len(terms) > 0 {
+			m.AddRow("limit_"+g, -solver.Inf, float64(p.Limits[g]), terms...)
+		}
+	}
 }
