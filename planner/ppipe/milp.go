@@ -32,8 +32,12 @@ const lcmLevels = 12
 // build writes the A.2 formulation (PPipe A.2, Eqs. 15–28) over the pruned spaces. Rows and
 // columns are added in a fixed order, so the same inputs always give the same model.
 func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
-	m := solver.NewModel("ppipe", solver.Maximize)
-	b := &built{m: m, spaces: spaces, cfg: cfg, multi: len(spaces) > 1}
+	sense := solver.Maximize
+	if cfg.cost != nil {
+		sense = solver.Minimize // cost.go: least cost per hour at every model's rate
+	}
+	m := solver.NewModel("ppipe", sense)
+	b := &built{m: m, spaces: spaces, cfg: cfg, multi: len(spaces) > 1 && cfg.cost == nil}
 	if b.multi {
 		b.z = m.AddContinuous("z", 0, solver.Inf, 1)
 	}
@@ -51,6 +55,10 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 		if b.multi {
 			objTerms = append(objTerms, solver.Term{Var: b.z, Coef: ms.md.weight})
 			m.AddRow(fmt.Sprintf("maxmin_m%d", mi), -solver.Inf, 0, objTerms...)
+		}
+		if cfg.cost != nil {
+			// Σ_l x_{m,l} ≥ rate_m: the model's rate is served (objTerms hold −x).
+			m.AddRow(fmt.Sprintf("rate_m%d", mi), -solver.Inf, -ms.md.rate, objTerms...)
 		}
 	}
 	bs.gpuBudget()
@@ -78,7 +86,7 @@ func (bs *milpBuilder) template(mi, li int, ms *modelSpace, t *tmpl) solver.Term
 	m, b, cfg := bs.m, bs.b, bs.cfg
 	name := fmt.Sprintf("m%d_l%d", mi, li)
 	obj := 0.0
-	if !b.multi {
+	if !b.multi && cfg.cost == nil {
 		obj = 1
 	}
 	u := m.AddVar("u_"+name, 0, 1, 0, !cfg.relax)
@@ -258,6 +266,11 @@ func (bs *milpBuilder) gpuBudget() {
 	for k := range p.types {
 		if len(budget[k]) > 0 {
 			m.AddRow("budget_"+p.types[k].name, -solver.Inf, float64(p.count(cfg, k)), budget[k]...)
+			if cfg.cost != nil {
+				// N_k = the physical GPUs of type k, priced: the cost objective.
+				nk := m.AddContinuous("gpus_"+p.types[k].name, 0, solver.Inf, cfg.cost[k])
+				m.AddRow("cost_"+p.types[k].name, 0, 0, append([]solver.Term{{Var: nk, Coef: -1}}, budget[k]...)...)
+			}
 		}
 	}
 }

@@ -89,6 +89,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	f.Strategy, f.SLO, f.TimeLimit, f.Gap, f.WarmStart = s.Strategy, formats.Duration(s.SLO), formats.Duration(s.TimeLimit), s.Gap, !o.noWarmStart
 	opts := f.Options()
 	opts.Deterministic, opts.Progress, opts.ToolVersion = s.Deterministic, s.Progress, s.ToolVersion
+	opts.Objective = s.Objective
 	return ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
 }
 
