@@ -29,26 +29,27 @@ func applyObjective(app *App, o *solveOptions, in planner.Inputs, s *planner.Set
 	default:
 		return usageErrorf("--objective %q: must be default or cost", o.objective)
 	}
-	if _, _, err := in.Cluster.Prices(); err != nil {
+	_, defaulted, err := in.Cluster.Prices()
+	if err != nil {
 		name := o.cluster
 		if name == "" {
 			name = "demo cluster"
 		}
 		return usageErrorf("%s: %s", name, strings.TrimPrefix(err.Error(), "cluster: "))
 	}
+	if len(defaulted) > 0 {
+		// Said whether or not the fleet ends up using them: they priced the choice.
+		fmt.Fprintln(app.Err, formats.DefaultPriceNote(defaulted))
+	}
 	s.Objective = planner.ObjectiveCost
 	return nil
 }
 
-// reportFleet says on stderr which GPU types were priced from the default list prices, and
-// the fleet a cost plan chose.
+// reportFleet says on stderr the fleet a cost plan chose.
 func reportFleet(app *App, plan *formats.Plan) {
 	f := plan.Fleet
 	if f == nil {
 		return
-	}
-	if len(f.DefaultPrices) > 0 {
-		fmt.Fprintln(app.Err, formats.DefaultPriceNote(f.DefaultPrices))
 	}
 	app.Infof("fleet: %s", fleet.Describe(f))
 }

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// TestBadInputCost: issue 34's bad inputs exit 2 naming file, field and value and write
+// nothing: a negative price, a currency without default prices and a type left unpriced, a
+// rate the available GPUs cannot serve (the message names the rate they serve), a cost
+// objective without rates, an unknown objective, and a plan whose currency differs from a
+// cluster's beside it.
+func TestBadInputCost(t *testing.T) {
+	pp := []string{"solve", "-q", "--profile", "testdata/ppipe/profile.json", "--objective", "cost"}
+	runBadInput(t, []badInputCase{
+		{name: "negative price", args: append(pp, "--cluster", "testdata/cost/cluster-negative-price.yaml", "--workload", "testdata/cost/workload.yaml"),
+			keep: "plan.json", code: ExitUsage, want: []string{"cluster-negative-price.yaml", "gpus[0].price_per_hour", "-0.5", "must be >= 0"}},
+		{name: "unpriced type in EUR", args: append(pp, "--cluster", "testdata/cost/cluster-eur-unpriced.yaml", "--workload", "testdata/cost/workload.yaml"),
+			keep: "plan.json", code: ExitUsage, want: []string{"cluster-eur-unpriced.yaml", "price_per_hour", "P4", "EUR"}},
+		{name: "available below the rate", args: append(pp, "--cluster", "testdata/cost/cluster-scarce.yaml", "--workload", "testdata/cost/workload.yaml"),
+			keep: "plan.json", code: ExitUsage, solver: true, want: []string{"rate_rps", "available", "serve at most"}},
+		{name: "no rate", args: append(pp, "--cluster", "testdata/cost/cluster-priced.yaml", "--workload", "testdata/cost/workload-norate.yaml"),
+			keep: "plan.json", code: ExitUsage, solver: true, want: []string{"rate_rps", "required for --objective cost"}},
+		{name: "unknown objective", args: []string{"solve", "-q", "--objective", "cheap"}, keep: "plan.json", code: ExitUsage, want: []string{`--objective "cheap"`}},
+	})
+}
+
+// TestSolveCostPPipe: plan solve --objective cost writes a plan whose fleet is the GPUs it
+// deploys at the cluster's prices, within the available counts, whose cluster is sized to
+// them, that plan check passes; a cluster in another currency beside it fails validation.
+func TestSolveCostPPipe(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "plan.json")
+	code, _, stderr := rootRun(t, "solve", "-q", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/cost/cluster-priced.yaml",
+		"--workload", "testdata/cost/workload.yaml", "--objective", "cost", "-o", out)
+	skipWithoutHiGHS(t, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "default on-demand list prices") || !strings.Contains(stderr, "P4 0.60") {
+		t.Errorf("stderr does not say P4 was priced by default:\n%s", stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p formats.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Fleet == nil || p.Fleet.Objective != "cost" || p.Fleet.CostPerHour <= 0 {
+		t.Fatalf("fleet = %+v", p.Fleet)
+	}
+	total := 0.0
+	for _, g := range p.Fleet.GPUsUsed {
+		total += g.PricePerHour * float64(g.Count)
+		if pool, ok := p.Cluster.Pool(g.GPU); !ok || pool.Count != g.Count {
+			t.Errorf("%s: fleet uses %d, plan cluster has %v", g.GPU, g.Count, pool)
+		}
+	}
+	if d := total - p.Fleet.CostPerHour; d > 1e-6 || d < -1e-6 {
+		t.Errorf("cost %g, Σ price·count %g", p.Fleet.CostPerHour, total)
+	}
+	if code, _, stderr := rootRun(t, "check", out); code != ExitOK {
+		t.Errorf("plan check: exit %d:\n%s", code, stderr)
+	}
+	if code, _, stderr := rootRun(t, "validate", out, "testdata/cost/cluster-eur-unpriced.yaml"); code != ExitUsage || !strings.Contains(stderr, "fleet.currency") {
+		t.Errorf("a USD plan beside a EUR cluster: exit %d, want %d naming fleet.currency:\n%s", code, ExitUsage, stderr)
+	}
+}
