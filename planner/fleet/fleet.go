@@ -217,8 +217,13 @@ func Finish(p *formats.Plan, c *formats.Cluster) error {
 	if p.Cluster == nil {
 		p.Cluster = c
 	}
-	used := Used(p)
-	p.Cluster = Cluster(c, used)
+	p.Cluster = Cluster(c, Used(p))
+	return Record(p, c)
+}
+
+// Record records p's fleet (Summarize, prices from c) with its cluster left as it is, and
+// makes its cost per hour the plan's objective.
+func Record(p *formats.Plan, c *formats.Cluster) error {
 	f, _, err := Summarize(p, c)
 	if err != nil {
 		return err
