@@ -83,6 +83,8 @@ type Flags struct {
 	Monotone bool `json:"monotone"`
 	// Weights weights range accuracy by requests (default) or time (App. C.2).
 	Weights string `json:"weights"`
+	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
+	Objective string `json:"objective,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for CascadeServe.
