@@ -77,10 +77,12 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan
 	}
 	rec.Objective, rec.GPUs = planner.ObjectiveCost, 0
 	best.Provenance.Options = planner.RecordOptions(rec)
+	// The provenance objective stays the weighted accuracy, which plan check compares
+	// (Checker.Compare); the fleet records the cost.
+	acc := best.Provenance.Objective
 	if err := fleet.Finish(best, bestOne); err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
-	// The search is exhaustive over types and counts: its bound is its cost.
-	best.Provenance.Bound, best.Provenance.Gap = best.Provenance.Objective, 0
+	best.Provenance.Objective = acc
 	return best, nil
 }

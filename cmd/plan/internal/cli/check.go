@@ -181,7 +181,7 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	lg := &checkLog{app: app, name: planName(path)}
 	verifyPlan(lg, sys.Checker, plan)
 	if golden != nil {
-		compare(lg, "golden", "golden "+planName(o.golden), sys.Checker.Compare(plan, golden, tol))
+		compare(lg, "golden", "golden "+planName(o.golden), withFleet(sys.Checker.Compare(plan, golden, tol), plan, golden, tol))
 	}
 	if o.resolve {
 		resolvePlan(cmd, app, lg, sys.Checker, plan, golden, o, tol)
@@ -254,8 +254,8 @@ func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker,
 			lg.add("resolve", planner.Check{Line: "re-solved plan: " + v, Name: "constraint"})
 		}
 	}
-	compare(lg, "resolve", "resolve", ck.Compare(re, plan, tol))
+	compare(lg, "resolve", "resolve", withFleet(ck.Compare(re, plan, tol), re, plan, tol))
 	if golden != nil {
-		compare(lg, "resolve vs golden", "resolve vs golden", ck.Compare(re, golden, tol))
+		compare(lg, "resolve vs golden", "resolve vs golden", withFleet(ck.Compare(re, golden, tol), re, golden, tol))
 	}
 }

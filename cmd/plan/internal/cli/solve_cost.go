@@ -70,3 +70,18 @@ func verifyFleet(lg *checkLog, plan *formats.Plan) {
 		lg.add("verify", planner.Check{OK: true, Line: "fleet: " + fleet.Describe(plan.Fleet) + ": GPUs used, available, prices and cost per hour", Name: "cost_per_hour", Value: &c, Limit: &c})
 	}
 }
+
+// withFleet adds the cost comparison to a system's golden or re-solve comparison when the
+// reference is a cost plan: the cost per hour may not rise above the reference's by more
+// than the tolerance (and a plan without a fleet against one with it fails).
+func withFleet(cs []planner.Check, got, ref *formats.Plan, tol float64) []planner.Check {
+	if ref.Fleet == nil {
+		return cs
+	}
+	if got.Fleet == nil {
+		return append(cs, planner.Check{Line: "fleet: the reference is a cost plan (fleet), this plan has none", Name: "cost_per_hour"})
+	}
+	g, r := got.Fleet.CostPerHour, ref.Fleet.CostPerHour
+	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, 1e-9,
+		fmt.Sprintf("fleet cost %.4g %s/h vs %.4g (tolerance %.2f%%): %s", g, got.Fleet.Currency, r, tol*100, fleet.Describe(got.Fleet))))
+}
