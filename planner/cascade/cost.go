@@ -19,8 +19,7 @@ const costSearchGPUs = 8
 // plans one GPU type (HardwareOf), so for each GPU type of the cluster alone it runs the
 // --min-gpus search (the fewest GPUs whose gear plan meets the SLOs) up to the type's
 // available count (or max(count, 8) without one), and keeps the fleet of least cost
-// (GPUs × price). The plan embeds the cluster as given; its cluster is the chosen type sized
-// to the GPUs the placement uses.
+// (GPUs × price). Its cluster is the chosen type sized to the GPUs the placement uses.
 func SolveCost(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan, error) {
 	cl := in.Cluster
 	if cl == nil || len(cl.GPUs) == 0 {
@@ -67,10 +66,8 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan
 	if best == nil {
 		return nil, fmt.Errorf("%w: no GPU type of the cluster meets the SLOs within the GPUs available (cluster gpus[].available): %v", planner.ErrInfeasible, fails)
 	}
-	best.Provenance.Embedded.Cluster = cl
-	if best.Provenance.InputDigest, err = planner.InputDigest(best.Provenance.Embedded); err != nil {
-		return nil, err
-	}
+	// The plan embeds the chosen type's pool alone (its count the search's ceiling): the
+	// verifier, the deployer and the exporters read CascadeServe's one GPU type from it.
 	rec := DefaultFlags()
 	if err := planner.ReadOptions(best.Provenance.Options, &rec); err != nil {
 		return nil, err
