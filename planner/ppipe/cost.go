@@ -95,19 +95,25 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	b := p.build(spaces, cfg)
-	res, err := s.solve("cost", b, nil, 0)
+	a, res, bound, err := s.costSearch(spaces, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if !res.HasSolution {
-		if res.Status == solver.StatusInfeasible {
+	if a == nil {
+		if res != nil && res.Status == solver.StatusInfeasible {
 			return nil, shortError(ctx, p, best, pp)
 		}
 		return nil, fmt.Errorf("cost: %w (time limit %s)", ErrNoSolution, opts.TimeLimit)
 	}
-	pipes := p.pipes(spaces, b.decode(res.Values), 1)
-	st := stats{status: statusOf(res), objective: res.Objective, bound: res.Bound, gap: res.Gap, nodes: s.nodes}
+	pipes := p.pipes(spaces, a, 1)
+	obj := p.cost(pipes, cfg.cost)
+	st := stats{status: "optimal", objective: obj, bound: math.Min(bound, obj), nodes: s.nodes}
+	if obj > 0 {
+		st.gap = (obj - st.bound) / obj
+	}
+	if st.gap > opts.Gap+1e-9 {
+		st.status = solver.StatusTimeLimit.String()
+	}
 	countOptions(&st, spaces)
 	st.solveMs = float64(time.Since(began).Microseconds()) / 1000
 	if opts.Deterministic {
@@ -124,10 +130,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if err := fleet.Finish(plan, c); err != nil {
 		return nil, &InputError{Problems: []string{err.Error()}}
 	}
-	plan.Provenance.Bound = math.Round(res.Bound*1e6) / 1e6
-	if math.IsInf(plan.Provenance.Gap, 0) || math.IsNaN(plan.Provenance.Gap) {
-		plan.Provenance.Gap = 0
-	}
+	plan.Provenance.Bound = math.Round(st.bound*1e6) / 1e6
 	return plan, nil
 }
 
@@ -194,4 +197,152 @@ func shortError(ctx context.Context, p *problem, best [][]float64, probe *proble
 		}
 	}
 	return fmt.Errorf("%w: %w", planner.ErrInfeasible, &InputError{Problems: probs})
+}
+
+// costStart is the MIP start of the cost MILP: every model on whole GPUs of the one type and
+// batch (a one-stage template's option) that serve its rate at the least cost, ⌈rate/X⌉ of
+// them; nil when some model has no such option within the type's bound (HiGHS then searches
+// from scratch). Σ counts per type may exceed a bound shared across models: HiGHS ignores an
+// infeasible start.
+func costStart(p *problem, spaces []*modelSpace, price []float64) assignment {
+	a := make(assignment, len(spaces))
+	for mi, ms := range spaces {
+		a[mi] = make([][]choice, len(ms.tmpls))
+		bestCost, bl, bo, bg := math.Inf(1), -1, -1, 0
+		for li, t := range ms.tmpls {
+			if len(t.stages) != 1 || t.replica != 0 {
+				continue
+			}
+			for oi, o := range t.stages[0] {
+				if o.v != 1 || o.X <= 0 || o.i != 0 || o.j != ms.md.blocks {
+					continue
+				}
+				g := int(math.Ceil(ms.md.rate / o.X))
+				if g > o.G || o.X*float64(g) > t.xmax+1e-9 {
+					continue
+				}
+				if c := float64(g) * price[t.types[0]]; c < bestCost {
+					bestCost, bl, bo, bg = c, li, oi, g
+				}
+			}
+		}
+		if bl < 0 {
+			return nil
+		}
+		a[mi][bl] = []choice{{stage: 0, opt: bo, g: bg}}
+	}
+	return a
+}
+
+// cost is the price of the physical GPUs of pipes (rounded as the budget rows round them).
+func (p *problem) cost(pipes []pipe, price []float64) float64 {
+	pp := &formats.PPipePlan{Models: make([]formats.PPipeModelPlan, len(p.models))}
+	for _, x := range pipes {
+		pl := formats.PPipePipeline{}
+		for _, pt := range x.parts {
+			pl.Partitions = append(pl.Partitions, formats.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
+		}
+		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
+	}
+	used := PhysicalGPUs(pp, p.opts.Rounding)
+	c := 0.0
+	for k, t := range p.types {
+		c += price[k] * used[t.name]
+	}
+	return math.Round(c*1e6) / 1e6
+}
+
+// costSearch solves the cost MILP as the throughput MILP is solved (ppipe()): the LP
+// relaxation gives a global lower bound and the templates and batches worth keeping; the
+// MILP restricted to them, started from costStart, usually closes the gap; otherwise the
+// full MILP runs with the time left, started from the best plan. It returns the best
+// assignment (nil if none), the last solver result and the lower bound.
+func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
+	full := s.p.build(spaces, cfg)
+	best := costStart(s.p, spaces, cfg.cost)
+	bestObj, bound := math.Inf(1), 0.0
+	if best != nil {
+		bestObj = s.p.cost(s.p.pipes(spaces, best, 1), cfg.cost)
+	}
+	lcfg := cfg
+	lcfg.relax = true
+	lp := s.p.build(spaces, lcfg)
+	lres, err := s.solve("cost lp", lp, nil, time.Until(s.deadline)/3)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if lres.Status == solver.StatusInfeasible {
+		return nil, lres, 0, nil
+	}
+	if lres.Status == solver.StatusOptimal {
+		bound = lres.Objective
+		const eps = 1e-7
+		inLP := func(m, l, d, o int) bool {
+			return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
+		}
+		lpBatch := map[[3]int]bool{}
+		for m, ms := range spaces {
+			for l, t := range ms.tmpls {
+				for d, st := range t.stages {
+					for o, op := range st {
+						if inLP(m, l, d, o) {
+							lpBatch[[3]int{m, l, op.b}] = true
+						}
+					}
+				}
+			}
+		}
+		keep := func(m, l, d, o int) bool {
+			if inLP(m, l, d, o) || lpBatch[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
+				return true
+			}
+			if best != nil {
+				for _, c := range best[m][l] {
+					if c.stage == d && c.opt == o {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		r := restrict(spaces, keep)
+		rb := s.p.build(r.spaces, cfg)
+		var rstart []float64
+		if best != nil {
+			rstart = rb.start(r.lower(best))
+		}
+		rres, err := s.solve("cost restricted", rb, rstart, time.Until(s.deadline)/2)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if rres.HasSolution {
+			a := r.lift(rb.decode(rres.Values), spaces)
+			if c := s.p.cost(s.p.pipes(spaces, a, 1), cfg.cost); c < bestObj {
+				best, bestObj = a, c
+			}
+		}
+		if best != nil && bestObj-bound <= s.p.opts.Gap*bestObj {
+			return best, rres, bound, nil
+		}
+	}
+	var start []float64
+	if best != nil {
+		start = full.start(best)
+	}
+	res, err := s.solve("cost", full, start, 0)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if res.HasSolution {
+		a := full.decode(res.Values)
+		if c := s.p.cost(s.p.pipes(spaces, a, 1), cfg.cost); c < bestObj {
+			best, bestObj = a, c
+		}
+	}
+	if res.Status == solver.StatusOptimal && res.HasSolution {
+		bound = math.Max(bound, res.Objective)
+	} else if !math.IsInf(res.Bound, 0) && !math.IsNaN(res.Bound) {
+		bound = math.Max(bound, res.Bound)
+	}
+	return best, res, bound, nil
 }

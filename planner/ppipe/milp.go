@@ -19,6 +19,9 @@ type built struct {
 	multi  bool
 	// hvars are the rounding variables with the (scaled) terms they bound, for warm starts.
 	hvars []hvar
+	// nk are the priced GPU counts of the cost objective with the budget terms they equal
+	// (cost.go), for warm starts.
+	nk []hvar
 }
 
 type hvar struct {
@@ -270,6 +273,7 @@ func (bs *milpBuilder) gpuBudget() {
 				// N_k = the physical GPUs of type k, priced: the cost objective.
 				nk := m.AddContinuous("gpus_"+p.types[k].name, 0, solver.Inf, cfg.cost[k])
 				m.AddRow("cost_"+p.types[k].name, 0, 0, append([]solver.Term{{Var: nk, Coef: -1}}, budget[k]...)...)
+				b.nk = append(b.nk, hvar{h: nk, terms: budget[k]})
 			}
 		}
 	}
@@ -328,6 +332,13 @@ func (b *built) start(a assignment) []float64 {
 			s += t.Coef * vals[t.Var]
 		}
 		vals[h.h] = math.Ceil(s/lcmLevels - 1e-9)
+	}
+	for _, n := range b.nk {
+		s := 0.0
+		for _, t := range n.terms {
+			s += t.Coef * vals[t.Var]
+		}
+		vals[n.h] = s
 	}
 	if b.multi {
 		vals[b.z] = zs
