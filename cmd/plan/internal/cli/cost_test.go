@@ -74,3 +74,53 @@ func TestSolveCostPPipe(t *testing.T) {
 		t.Errorf("a USD plan beside a EUR cluster: exit %d, want %d naming fleet.currency:\n%s", code, ExitUsage, stderr)
 	}
 }
+
+// TestFrontier: plan frontier sweeps the rate and reports at each point a least-cost fleet
+// no dearer than the cheapest single GPU type, as JSON, CSV and PNG + SVG plots; a point no
+// single type serves within its available count has no single-type cost (issue 34 item 3).
+func TestFrontier(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	csvPath, plotPath := filepath.Join(dir, "f.csv"), filepath.Join(dir, "f")
+	code, stdout, stderr := rootRun(t, "frontier", "--output", "json", "--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml",
+		"--workload", "testdata/cost/workload-llm.yaml", "--rate", "1,4", "--csv", csvPath, "--plot", plotPath)
+	skipWithoutHiGHS(t, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep frontierReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(rep.Points) != 2 || rep.System != "qlm" {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, p := range rep.Points {
+		if p.Cost == nil {
+			t.Fatalf("point %s: no fleet: %s", p.Label, p.Error)
+		}
+		if p.SingleCost != nil && *p.Cost > *p.SingleCost+1e-9 {
+			t.Errorf("point %s: least cost %g above the single type's %g", p.Label, *p.Cost, *p.SingleCost)
+		}
+	}
+	if p := rep.Points[0]; p.SingleCost == nil || p.SavingPct == nil || *p.SavingPct <= 0 {
+		t.Errorf("1×: want a mix cheaper than any single type, got %+v", p)
+	}
+	if rep.Points[1].SingleCost != nil {
+		t.Errorf("4×: no single type serves it within its available count, got %g", *rep.Points[1].SingleCost)
+	}
+	for _, f := range []string{csvPath, plotPath + ".png", plotPath + ".svg"} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	b, _ := os.ReadFile(csvPath)
+	if lines := strings.Count(string(b), "\n"); lines != 3 {
+		t.Errorf("csv has %d lines, want a header and 2 points:\n%s", lines, b)
+	}
+	runBadInput(t, []badInputCase{
+		{name: "no sweep", args: []string{"frontier", "--profile", "testdata/cost/llm-profile.json"}, code: ExitUsage, want: []string{"exactly one of --rate, --slo and --accuracy"}},
+		{name: "two sweeps", args: []string{"frontier", "--rate", "1", "--slo", "1s"}, code: ExitUsage, want: []string{"exactly one of"}},
+		{name: "bad slo", args: []string{"frontier", "--slo", "fast"}, code: ExitUsage, want: []string{`--slo "fast"`}},
+	})
+}
