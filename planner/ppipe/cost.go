@@ -95,7 +95,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	a, res, bound, err := s.costSearch(spaces, cfg)
+	a, res, bound, err := s.costDecomposed(spaces, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -345,4 +345,54 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 		bound = math.Max(bound, res.Bound)
 	}
 	return best, res, bound, nil
+}
+
+// costDecomposed splits the cost MILP by model: a physical GPU only ever hosts one
+// pipeline's slices (rounding per pipeline) or one model's (per stage), so GPUs are never
+// shared across models and the cost is the sum of each model's; only the available counts
+// couple the models. Each model is solved alone (costSearch, an equal share of the time
+// left); when their union fits every type's count it is optimal to within the sum of their
+// gaps, with the sum of their bounds as bound. Otherwise the joint MILP is solved.
+func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
+	if len(spaces) == 1 {
+		return s.costSearch(spaces, cfg)
+	}
+	deadline := s.deadline
+	a := make(assignment, len(spaces))
+	bound := 0.0
+	for mi := range spaces {
+		share := time.Until(deadline) / time.Duration(len(spaces)-mi)
+		s.deadline = time.Now().Add(share)
+		am, res, b, err := s.costSearch(spaces[mi:mi+1], cfg)
+		s.deadline = deadline
+		if err != nil || am == nil {
+			return nil, res, 0, err
+		}
+		a[mi] = am[0]
+		bound += b
+	}
+	if s.p.fits(spaces, a, cfg) {
+		return a, nil, bound, nil
+	}
+	return s.costSearch(spaces, cfg)
+}
+
+// fits reports whether an assignment's physical GPUs fit every type's count.
+func (p *problem) fits(spaces []*modelSpace, a assignment, cfg spaceConfig) bool {
+	pipes := p.pipes(spaces, a, 1)
+	pp := &formats.PPipePlan{Models: make([]formats.PPipeModelPlan, len(spaces))}
+	for _, x := range pipes {
+		pl := formats.PPipePipeline{}
+		for _, pt := range x.parts {
+			pl.Partitions = append(pl.Partitions, formats.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
+		}
+		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
+	}
+	used := PhysicalGPUs(pp, p.opts.Rounding)
+	for k, t := range p.types {
+		if used[t.name] > float64(p.count(cfg, k))+1e-9 {
+			return false
+		}
+	}
+	return true
 }

@@ -271,7 +271,8 @@ func (bs *milpBuilder) gpuBudget() {
 			m.AddRow("budget_"+p.types[k].name, -solver.Inf, float64(p.count(cfg, k)), budget[k]...)
 			if cfg.cost != nil {
 				// N_k = the physical GPUs of type k, priced: the cost objective.
-				nk := m.AddContinuous("gpus_"+p.types[k].name, 0, solver.Inf, cfg.cost[k])
+				// Integer: a sum of integer counts, and HiGHS branches on it directly.
+				nk := m.AddVar("gpus_"+p.types[k].name, 0, solver.Inf, cfg.cost[k], !cfg.relax && !cfg.contCounts)
 				m.AddRow("cost_"+p.types[k].name, 0, 0, append([]solver.Term{{Var: nk, Coef: -1}}, budget[k]...)...)
 				b.nk = append(b.nk, hvar{h: nk, terms: budget[k]})
 			}
