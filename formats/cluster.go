@@ -39,6 +39,10 @@ type GPUPool struct {
 	// Available is the most GPUs of this type a cost-optimal fleet may use (what can be
 	// bought or rented); nil = unbounded. Count stays the GPUs a throughput plan uses.
 	Available *int `json:"available,omitempty"`
+	// NodeLabels select this GPU type's nodes in exported Kubernetes manifests, replacing
+	// the built-in nvidia.com/gpu.product label (export/gpulabels.go): for variants
+	// (NVIDIA-A100-PCIE-40GB), cloud labels or types plan has no label for.
+	NodeLabels map[string]string `json:"node_labels,omitempty"`
 }
 
 // Server is one machine of a cluster with explicit NIC bandwidth.
