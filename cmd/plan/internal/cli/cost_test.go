@@ -27,6 +27,12 @@ func TestBadInputCost(t *testing.T) {
 		{name: "no rate", args: append(pp, "--cluster", "testdata/cost/cluster-priced.yaml", "--workload", "testdata/cost/workload-norate.yaml"),
 			keep: "plan.json", code: ExitUsage, solver: true, want: []string{"rate_rps", "required for --objective cost"}},
 		{name: "unknown objective", args: []string{"solve", "-q", "--objective", "cheap"}, keep: "plan.json", code: ExitUsage, want: []string{`--objective "cheap"`}},
+		{name: "pard available below the rate", args: []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/pard/profile.json",
+			"--cluster", "testdata/cost/cluster-pard-scarce.yaml", "--workload", "testdata/pard/workload.json"},
+			keep: "plan.json", code: ExitUsage, solver: true, want: []string{"rate_rps", "serve at most"}},
+		{name: "no sweep", args: []string{"frontier", "--profile", "testdata/cost/llm-profile.json"}, code: ExitUsage, want: []string{"exactly one of --rate, --slo and --accuracy"}},
+		{name: "two sweeps", args: []string{"frontier", "--rate", "1", "--slo", "1s"}, code: ExitUsage, want: []string{"exactly one of"}},
+		{name: "bad slo", args: []string{"frontier", "--slo", "fast"}, code: ExitUsage, want: []string{`--slo "fast"`}},
 	})
 }
 
@@ -118,9 +124,43 @@ func TestFrontier(t *testing.T) {
 	if lines := strings.Count(string(b), "\n"); lines != 3 {
 		t.Errorf("csv has %d lines, want a header and 2 points:\n%s", lines, b)
 	}
-	runBadInput(t, []badInputCase{
-		{name: "no sweep", args: []string{"frontier", "--profile", "testdata/cost/llm-profile.json"}, code: ExitUsage, want: []string{"exactly one of --rate, --slo and --accuracy"}},
-		{name: "two sweeps", args: []string{"frontier", "--rate", "1", "--slo", "1s"}, code: ExitUsage, want: []string{"exactly one of"}},
-		{name: "bad slo", args: []string{"frontier", "--slo", "fast"}, code: ExitUsage, want: []string{`--slo "fast"`}},
-	})
+}
+
+// TestSolveCostSystems: --objective cost plans every system's bundled workload on a priced
+// cluster; each plan records a fleet within the available counts that plan check verifies
+// and re-solves to the same cost.
+func TestSolveCostSystems(t *testing.T) {
+	repoRoot(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"pard", []string{"--profile", "testdata/pard/profile.json", "--cluster", "testdata/cost/cluster-pard.yaml", "--workload", "testdata/pard/workload.json"}},
+		{"qlm", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml"}},
+		{"dyorc", []string{"--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json"}},
+		{"cascade", []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cost/cluster-cascade.yaml", "--workload", "testdata/cascade/workload-small.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "plan.json")
+			code, _, stderr := rootRun(t, append(append([]string{"solve", "-q", "--objective", "cost", "-o", out}, tc.args...))...)
+			skipWithoutHiGHS(t, stderr)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p formats.Plan
+			if err := json.Unmarshal(b, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Fleet == nil || len(p.Fleet.GPUsUsed) == 0 || !(p.Fleet.CostPerHour > 0) {
+				t.Fatalf("fleet %+v", p.Fleet)
+			}
+			if code, _, stderr := rootRun(t, "check", "--resolve", out); code != ExitOK {
+				t.Errorf("plan check --resolve: exit %d:\n%s", code, stderr)
+			}
+		})
+	}
 }
