@@ -30,8 +30,8 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if c == nil {
 		return nil, &InputError{Problems: []string{"cluster: missing"}}
 	}
-	if opts.Strategy != StrategyPPipe {
-		return nil, &InputError{Problems: []string{fmt.Sprintf("strategy: %q: --objective cost plans with the ppipe MILP only", opts.Strategy)}}
+	if opts.Strategy == StrategyDARTR {
+		return nil, &InputError{Problems: []string{fmt.Sprintf("strategy: %q: --objective cost plans with the ppipe MILP or the np baseline", opts.Strategy)}}
 	}
 	prices, _, err := c.Prices()
 	if err != nil {
@@ -88,6 +88,10 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	}
 	s := &session{p: p, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
 	cfg := spaceConfig{P: opts.MaxPartitions, replicas: opts.Replicas}
+	if opts.Strategy == StrategyNP {
+		// The NP baseline: whole models on whole GPUs, one type per pipeline (PPipe §7.1).
+		cfg = spaceConfig{P: 1, wholeOnly: true}
+	}
 	for _, t := range p.types {
 		cfg.cost = append(cfg.cost, prices[t.name])
 	}

@@ -142,7 +142,7 @@ func TestSolveCostSystems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "plan.json")
-			code, _, stderr := rootRun(t, append(append([]string{"solve", "-q", "--objective", "cost", "-o", out}, tc.args...))...)
+			code, _, stderr := rootRun(t, append([]string{"solve", "-q", "--objective", "cost", "-o", out}, tc.args...)...)
 			skipWithoutHiGHS(t, stderr)
 			if code != ExitOK {
 				t.Fatalf("exit %d: %s", code, stderr)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ type frontierOptions struct {
 	solveOptions
 	rate, slo, accuracy string
 	csv, plot           string
+	baseline            string
 }
 
 func init() { register(newFrontierCmd) }
@@ -61,6 +63,7 @@ PATH.svg, --output json prints the points as JSON.`,
 	f.StringVar(&o.rate, "rate", "", "rate multipliers to sweep: LO:HI:STEP, a value, or a comma list")
 	f.StringVar(&o.slo, "slo", "", "SLOs to sweep: a comma list of durations (200ms,400ms)")
 	f.StringVar(&o.accuracy, "accuracy", "", "accuracy targets to sweep (CascadeServe): a comma list")
+	f.StringVar(&o.baseline, "baseline", "", "also cost the system's baseline strategy at each point (e.g. np for PPipe: no partitioning)")
 	f.StringVar(&o.csv, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&o.plot, "plot", "", "also plot cost against the swept value to PATH.png and PATH.svg")
 	return cmd
@@ -75,11 +78,14 @@ type frontierPoint struct {
 	SingleCost *float64           `json:"single_type_cost_per_hour"`
 	SingleType string             `json:"single_type,omitempty"`
 	SavingPct  *float64           `json:"saving_pct,omitempty"`
-	Error      string             `json:"error,omitempty"`
+	// Baseline is the least cost of the --baseline strategy on the whole cluster.
+	Baseline *float64 `json:"baseline_cost_per_hour,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 type frontierReport struct {
 	System   string          `json:"system"`
+	Baseline string          `json:"baseline,omitempty"`
 	Sweep    string          `json:"sweep"`
 	Currency string          `json:"currency"`
 	Points   []frontierPoint `json:"points"`
@@ -207,11 +213,28 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 	if err := applyObjective(app, &o.solveOptions, in, &base); err != nil {
 		return err
 	}
-	rep := frontierReport{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf()}
+	if o.baseline != "" && !slices.Contains(sys.Strategies, o.baseline) {
+		return usageErrorf("--baseline %q: the %s planner takes %s", o.baseline, sys.Name, strings.Join(sys.Strategies, ", "))
+	}
+	rep := frontierReport{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: o.baseline}
 	for _, sp := range pts {
 		pt, err := frontierAt(cmd.Context(), sys, in, base, sp)
 		if err != nil {
 			return err
+		}
+		if o.baseline != "" {
+			bs := base
+			bs.Strategy = o.baseline
+			s, flags, pin := bs, map[string]string{}, in
+			sp.apply(&pin, &s, flags)
+			bp, err := solveWith(cmd.Context(), sys, pin, s, flags)
+			switch {
+			case err == nil:
+				c := bp.Fleet.CostPerHour
+				pt.Baseline = &c
+			case !isPointError(err):
+				return err
+			}
 		}
 		rep.Points = append(rep.Points, pt)
 	}
@@ -299,7 +322,11 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		}
 		return strconv.FormatFloat(*p, 'f', prec, 64)
 	}
-	header := []string{strings.ToUpper(rep.Sweep), "COST/H", "FLEET", "SINGLE_TYPE/H", "SINGLE_TYPE", "SAVING_%", "NOTE"}
+	header := []string{strings.ToUpper(rep.Sweep), "COST/H", "FLEET", "SINGLE_TYPE/H", "SINGLE_TYPE", "SAVING_%"}
+	if rep.Baseline != "" {
+		header = append(header, strings.ToUpper(rep.Baseline)+"/H")
+	}
+	header = append(header, "NOTE")
 	var rows [][]string
 	for _, p := range rep.Points {
 		mix := fleet.Describe(&formats.Fleet{GPUsUsed: p.Fleet, Currency: rep.Currency})
@@ -308,7 +335,11 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		} else if i := strings.Index(mix, " ="); i >= 0 {
 			mix = mix[:i]
 		}
-		rows = append(rows, []string{p.Label, f(p.Cost, 2), mix, f(p.SingleCost, 2), p.SingleType, f(p.SavingPct, 1), p.Error})
+		row := []string{p.Label, f(p.Cost, 2), mix, f(p.SingleCost, 2), p.SingleType, f(p.SavingPct, 1)}
+		if rep.Baseline != "" {
+			row = append(row, f(p.Baseline, 2))
+		}
+		rows = append(rows, append(row, p.Error))
 	}
 	if o.csv != "" {
 		var b strings.Builder
@@ -323,15 +354,20 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		}
 	}
 	if o.plot != "" {
-		var mixed, single sim.Curve
-		mixed.Name, single.Name = "least-cost fleet", "cheapest single GPU type"
+		var mixed, single, bl sim.Curve
+		mixed.Name, single.Name, bl.Name = "least-cost fleet", "cheapest single GPU type", "baseline "+rep.Baseline
 		for _, p := range rep.Points {
-			mixed.Loads, single.Loads = append(mixed.Loads, p.X), append(single.Loads, p.X)
+			mixed.Loads, single.Loads, bl.Loads = append(mixed.Loads, p.X), append(single.Loads, p.X), append(bl.Loads, p.X)
 			mixed.Values = append(mixed.Values, orNaN(p.Cost))
 			single.Values = append(single.Values, orNaN(p.SingleCost))
+			bl.Values = append(bl.Values, orNaN(p.Baseline))
+		}
+		curves := []sim.Curve{mixed, single}
+		if rep.Baseline != "" {
+			curves = append(curves, bl)
 		}
 		xl := map[string]string{"rate": "rate multiplier", "slo_ms": "SLO (ms)", "accuracy": "accuracy target"}[rep.Sweep]
-		pl, err := sim.CostPlot(fmt.Sprintf("%s: cost frontier", rep.System), xl, rep.Currency, []sim.Curve{mixed, single})
+		pl, err := sim.CostPlot(fmt.Sprintf("%s: cost frontier", rep.System), xl, rep.Currency, curves)
 		if err != nil {
 			return err
 		}
