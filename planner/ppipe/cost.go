@@ -363,7 +363,7 @@ func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignm
 	}
 	deadline := s.deadline
 	a := make(assignment, len(spaces))
-	bound := 0.0
+	bounds, objs := make([]float64, len(spaces)), make([]float64, len(spaces))
 	for mi := range spaces {
 		share := time.Until(deadline) / time.Duration(len(spaces)-mi)
 		s.deadline = time.Now().Add(share)
@@ -372,7 +372,44 @@ func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignm
 		if err != nil || am == nil {
 			return nil, res, 0, err
 		}
-		a[mi] = am[0]
+		a[mi], bounds[mi] = am[0], b
+		objs[mi] = s.p.cost(s.p.pipes(spaces[mi:mi+1], am, 1), cfg.cost)
+	}
+	// A second pass gives the time the first left to the models whose gap is still open,
+	// each MILP started from its plan so far.
+	var open []int
+	for mi := range spaces {
+		if objs[mi]-bounds[mi] > s.p.opts.Gap*objs[mi] {
+			open = append(open, mi)
+		}
+	}
+	for i, mi := range open {
+		left := time.Until(deadline)
+		if left < time.Second {
+			break
+		}
+		s.deadline = time.Now().Add(left / time.Duration(len(open)-i))
+		sub := spaces[mi : mi+1]
+		full := s.p.build(sub, cfg)
+		res, err := s.solve("cost", full, full.start(assignment{a[mi]}), 0)
+		s.deadline = deadline
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if res.HasSolution {
+			am := full.decode(res.Values)
+			if c := s.p.cost(s.p.pipes(sub, am, 1), cfg.cost); c < objs[mi] {
+				a[mi], objs[mi] = am[0], c
+			}
+		}
+		if res.Status == solver.StatusOptimal && res.HasSolution {
+			bounds[mi] = math.Max(bounds[mi], res.Objective)
+		} else if !math.IsInf(res.Bound, 0) && !math.IsNaN(res.Bound) {
+			bounds[mi] = math.Max(bounds[mi], res.Bound)
+		}
+	}
+	bound := 0.0
+	for _, b := range bounds {
 		bound += b
 	}
 	if s.p.fits(spaces, a, cfg) {
