@@ -219,7 +219,13 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	if c == nil {
 		return nil, &planner.InputError{Problems: []string{"cluster: required for llm_classes workloads"}}
 	}
-	res, err := SizeBuckets(ctx, in.Profiles, c, ClassBuckets(w), CostSLOFraction, timeLimit, gap)
+	buckets := ClassBuckets(w)
+	if o.SLO > 0 {
+		for i := range buckets {
+			buckets[i].SLO = o.SLO.D()
+		}
+	}
+	res, err := SizeBuckets(ctx, in.Profiles, c, buckets, CostSLOFraction, timeLimit, gap)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +252,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM least-cost fleet (Mélange-style buckets × GPU types): %d instances, %d request groups", len(q.Instances), len(q.Groups))},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(), InputDigest: digest, Inputs: in.Refs, Strategy: "cost",
-			Options: planner.RecordOptions(Flags{Strategy: Strategies[0], Objective: planner.ObjectiveCost}), Status: sz.Status,
+			Options: planner.RecordOptions(Flags{Strategy: Strategies[0], Objective: planner.ObjectiveCost, SLO: o.SLO}), Status: sz.Status,
 			Bound: sz.Bound, Gap: finite(sz.Gap), SolveMs: float64(sz.Wall.Microseconds()) / 1000, Nodes: sz.Nodes, Embedded: &emb},
 		Cluster: c,
 		QLM:     q,

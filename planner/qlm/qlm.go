@@ -23,6 +23,9 @@ type Flags struct {
 	Strategy string `json:"strategy"`
 	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
 	Objective string `json:"objective,omitempty"`
+	// SLO, when set, replaces every class's slo in a cost solve (plan solve --slo, and
+	// plan frontier --slo sweeps it).
+	SLO formats.Duration `json:"slo,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for QLM.

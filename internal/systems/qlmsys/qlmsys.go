@@ -64,7 +64,7 @@ func (o *Planner) Flags(*pflag.FlagSet) {}
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
 	if s.Objective == planner.ObjectiveCost {
-		plan, err := pq.SolveCost(ctx, in, pq.Options{ToolVersion: s.ToolVersion}, s.TimeLimit, s.Gap)
+		plan, err := pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion}, s.TimeLimit, s.Gap)
 		if err == nil && s.Deterministic {
 			plan.Provenance.SolveMs = 0
 		}
@@ -119,7 +119,7 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 	}
 	in := planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}
 	if rec.Objective == planner.ObjectiveCost {
-		re, err := pq.SolveCost(ctx, in, pq.Options{}, timeLimit, planner.DefaultGap)
+		re, err := pq.SolveCost(ctx, in, pq.Options{Flags: rec}, timeLimit, planner.DefaultGap)
 		if err == nil {
 			re.Provenance.SolveMs = 0
 		}
