@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
@@ -39,7 +40,11 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan
 		if lim == math.MaxInt {
 			lim = max(pool.Count, costSearchGPUs)
 		}
-		if lim < 1 || prices[pool.Type] >= bestCost {
+		if lim < 1 {
+			fails = append(fails, fmt.Sprintf("cluster: gpus[type=%s].available: %d: no GPU to plan on", pool.Type, lim))
+			continue
+		}
+		if prices[pool.Type] >= bestCost {
 			continue
 		}
 		one := *cl
@@ -53,7 +58,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan
 		plan, _, err := Solve(ctx, planner.Inputs{Profiles: in.Profiles, Cluster: &one, Workload: in.Workload, Refs: in.Refs}, o)
 		if err != nil {
 			if errors.Is(err, planner.ErrInfeasible) || errors.Is(err, planner.ErrInput) {
-				fails = append(fails, fmt.Sprintf("%s (up to %d): %v", pool.Type, lim, err))
+				fails = append(fails, fmt.Sprintf("cluster: gpus[type=%s].available: %d: %s", pool.Type, lim, strings.ReplaceAll(err.Error(), "\n", "; ")))
 				continue
 			}
 			return nil, err
@@ -64,7 +69,8 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("%w: no GPU type of the cluster meets the SLOs within the GPUs available (cluster gpus[].available): %v", planner.ErrInfeasible, fails)
+		// Each problem names the cluster field (the CLI puts the file name in front).
+		return nil, &planner.InputError{Problems: fails}
 	}
 	// The plan embeds the chosen type's pool alone (its count the search's ceiling): the
 	// verifier, the deployer and the exporters read CascadeServe's one GPU type from it.

@@ -82,13 +82,13 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 			}
 		}
 		if !found && hi < lo+len(w.Services)+1 {
-			short = append(short, fmt.Sprintf("%s: %d available serve at most %.1f%% of the apps' rates (expected load %.3g GPU-s/s, at most %.0f%% per GPU)",
+			short = append(short, fmt.Sprintf("cluster: gpus[type=%s].available: %d: they serve at most %.1f%% of the workflows' apps rate_rps (expected load %.3g GPU-s/s, at most %.0f%% per GPU): raise available or lower the rates",
 				pool.Type, hi, 100*float64(hi)*CostUtilization/total, total, 100*CostUtilization))
 		}
 	}
 	if best == nil {
 		if len(short) > 0 {
-			return nil, fmt.Errorf("%w: cluster: gpus[].available: %s: raise available or lower the workflows' apps rate_rps", planner.ErrInfeasible, short)
+			return nil, &planner.InputError{Problems: short}
 		}
 		return nil, fmt.Errorf("%w: no GPU type of the cluster holds the workflow services within %.0f%% load", planner.ErrInfeasible, 100*CostUtilization)
 	}
