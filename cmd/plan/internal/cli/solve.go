@@ -30,10 +30,11 @@ type solveOptions struct {
 	out           string
 	deterministic bool
 	objective     string
+	win           windowOptions
 }
 
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
-var commonSolveFlags = []string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective"}
+var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective"}, windowSolveFlags...)
 
 func init() { register(newSolveCmd) }
 
@@ -77,6 +78,7 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
 	f.Float64Var(&o.gap, "gap", planner.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	addObjectiveFlag(f, &o.objective)
+	addWindowFlags(f, &o.win)
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
 	// planner gets the values given (its own defaults otherwise). The usage lists them per
@@ -216,6 +218,9 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		Deterministic: o.deterministic, ToolVersion: buildVersion().Version}
 	if err := applyObjective(app, o, in, &settings); err != nil {
 		return err
+	}
+	if o.win.windowed(fl) { // a schedule of plans, one per window (issue 34 item 4)
+		return runSolveWindows(cmd, app, o, sys, pl, in, settings)
 	}
 	pr := &progressPrinter{app: app}
 	if !app.Quiet {

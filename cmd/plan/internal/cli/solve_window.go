@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/schedule"
+)
+
+// windowOptions are `plan solve --trace --window`'s flags (issue 34 item 4).
+type windowOptions struct {
+	trace    string
+	window   time.Duration
+	quantile float64
+	margin   float64
+}
+
+// windowSolveFlags join commonSolveFlags: every planner takes them.
+var windowSolveFlags = []string{"trace", "window", "peak-quantile", "margin"}
+
+func addWindowFlags(f *pflag.FlagSet, o *windowOptions) {
+	f.StringVar(&o.trace, "trace", "", "with --objective cost and --window: a rate trace CSV (time_s then one column of requests/s per model, LLM class, pipeline or app); writes a schedule of one least-cost plan per window")
+	f.DurationVar(&o.window, "window", 0, "with --trace: the schedule's window (e.g. 1h); each window is planned for its peak")
+	f.Float64Var(&o.quantile, "peak-quantile", schedule.DefaultPeaks.Quantile, "with --trace: a window's peak is this quantile of its one-minute rates (1 = the highest)")
+	f.Float64Var(&o.margin, "margin", schedule.DefaultPeaks.Margin, "with --trace: multiplies each window's peak quantile (headroom for bursts within a minute)")
+}
+
+// windowed says whether solve writes a schedule instead of a plan.
+func (o *windowOptions) windowed(fl *pflag.FlagSet) bool {
+	for _, n := range windowSolveFlags {
+		if fl.Changed(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// runSolveWindows is `plan solve --objective cost --trace day.csv --window 1h`: the least-cost
+// plan of every window for its peak, and of the whole trace for the day's peak, in one
+// schedule document (planner/schedule). pl is the planner with its own flags set.
+func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.System, pl planner.Planner, in planner.Inputs, settings planner.Settings) error {
+	w := o.win
+	switch {
+	case settings.Objective != planner.ObjectiveCost:
+		return usageErrorf("--trace/--window: a schedule of least-cost plans needs --objective cost")
+	case w.trace == "":
+		return usageErrorf("--window %s: needs --trace (the rate trace to cut into windows)", w.window)
+	case !cmd.Flags().Changed("window"):
+		return usageErrorf("--trace %s: needs --window (e.g. 1h)", w.trace)
+	case w.window <= 0:
+		return usageErrorf("--window %s: must be > 0", w.window)
+	case in.Workload == nil:
+		return usageErrorf("--trace %s: needs --workload (the trace's columns name its models)", w.trace)
+	}
+	rates, err := schedule.ReadRatesFile(w.trace)
+	if err != nil {
+		return usageError(err)
+	}
+	if err := schedule.CheckTargets(rates, in.Workload); err != nil {
+		return usageErrorf("%s", strings.ReplaceAll(err.Error(), "workload:", o.workload+":"))
+	}
+	// Every window's plan is deterministic (solve_ms 0) so that the schedule is byte-identical
+	// for identical inputs.
+	settings.Deterministic = true
+	settings.Progress = nil
+	solve := func(ctx context.Context, wl *formats.Workload) (*formats.Plan, error) {
+		wi := in
+		wi.Workload = wl
+		plan, err := pl.Solve(ctx, wi, settings)
+		if err != nil {
+			return nil, solveError(withFileNames(err, o, sys))
+		}
+		return plan, nil
+	}
+	p := schedule.DefaultPeaks
+	p.Quantile, p.Margin = w.quantile, w.margin
+	s, err := schedule.Build(cmd.Context(), rates, in.Workload, w.window.Seconds(), p, solve)
+	if err != nil {
+		return usageError(err)
+	}
+	data, err := s.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := formats.WriteAtomic(o.out, data); err != nil {
+		return fmt.Errorf("writing the schedule: %w", err)
+	}
+	if app.JSONOutput() {
+		return app.WriteJSON(s)
+	}
+	rows := make([][]string, 0, len(s.Windows)+1)
+	row := func(name string, e schedule.Entry) []string {
+		return []string{name, fmtSecs(e.StartS) + "–" + fmtSecs(e.EndS), fmtRates(s.Targets, e.PeakRPS), fleetShort(e.GPUsUsed),
+			fmt.Sprintf("%.4g", e.CostPerHour), fmt.Sprintf("%.4g", e.Cost)}
+	}
+	for i, e := range s.Windows {
+		rows = append(rows, row(fmt.Sprint(i), e))
+	}
+	rows = append(rows, row("peak", s.Peak))
+	app.Table([]string{"WINDOW", "SPAN", "PEAK RPS", "GPUS", s.Currency + "/H", "COST"}, rows)
+	fmt.Fprintf(app.Out, "\nschedule: %d windows of %s, cost %.4g %s against %.4g for the day's peak all day (saving %.1f%%)\n",
+		len(s.Windows), w.window, s.TotalCost, s.Currency, s.PeakCost, s.Saving*100)
+	app.Infof("wrote %s", o.out)
+	return nil
+}
+
+func fmtSecs(s float64) string { return time.Duration(s * float64(time.Second)).String() }
+
+func fmtRates(names []string, r []float64) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s=%.4g", n, r[i])
+	}
+	return strings.Join(parts, " ")
+}
+
+func fleetShort(g []formats.FleetGPU) string {
+	parts := make([]string, 0, len(g))
+	for _, x := range g {
+		if x.Count > 0 {
+			parts = append(parts, fmt.Sprintf("%d×%s", x.Count, x.GPU))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " + ")
+}

@@ -1,0 +1,63 @@
+package schedule
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestWindows: each window's peak is the quantile (nearest rank) of its one-minute rates ×
+// the margin; a span not a multiple of the window leaves a shorter last window.
+func TestWindows(t *testing.T) {
+	r, err := ReadRatesFile("testdata/toy.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		window float64
+		p      Peaks
+		want   []Window
+	}{
+		{name: "2m p99 ×1.1", window: 120, p: DefaultPeaks, want: []Window{
+			{0, 120, []float64{66, 132}}, {120, 240, []float64{110, 220}}, {240, 360, []float64{27.5, 49.5}}}},
+		{name: "2m median ×1", window: 120, p: Peaks{Quantile: 0.5, Margin: 1, Bucket: 60}, want: []Window{
+			{0, 120, []float64{50, 100}}, {120, 240, []float64{80, 150}}, {240, 360, []float64{20, 40}}}},
+		{name: "4m, shorter last", window: 240, p: Peaks{Quantile: 1, Margin: 1, Bucket: 60}, want: []Window{
+			{0, 240, []float64{100, 200}}, {240, 360, []float64{25, 45}}}},
+		{name: "2-minute buckets", window: 360, p: Peaks{Quantile: 1, Margin: 1, Bucket: 120}, want: []Window{
+			{0, 360, []float64{90, 175}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := r.Windows(tc.window, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseRatesBad: every malformed trace is an error naming the file, the line and value.
+func TestParseRatesBad(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"empty", "", "empty"},
+		{"header", "t,m0\n0,1\n60,1\n", "header"},
+		{"one row", "time_s,m0\n0,1\n", "at least 2"},
+		{"nan", "time_s,m0\n0,1\n60,NaN\n", `line 3: m0 "NaN"`},
+		{"decreasing", "time_s,m0\n60,1\n0,1\n", "line 3: time_s 0: must increase"},
+		{"uneven", "time_s,m0\n0,1\n60,1\n90,1\n", "line 4: time_s 90: rows must be 60s apart"},
+		{"repeated column", "time_s,m0,m0\n0,1,1\n60,1,1\n", `column "m0"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseRates("day.csv", strings.NewReader(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "day.csv: ") {
+				t.Errorf("error %v, want day.csv: …%s…", err, tc.want)
+			}
+		})
+	}
+}

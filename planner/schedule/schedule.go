@@ -1,0 +1,268 @@
+package schedule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// Kind is the schedule document's kind.
+const Kind = "Schedule"
+
+// Schedule is `plan solve --trace --window`'s output: one least-cost plan per window and the
+// day's cost against one plan provisioned for the day's peak.
+type Schedule struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Trace is the rate trace's file; Targets its columns (the order of every peak_rps).
+	Trace   string   `json:"trace"`
+	Targets []string `json:"targets"`
+	// WindowS is the window length; Quantile, Margin and BucketS define each window's peak
+	// (Peaks).
+	WindowS  float64 `json:"window_s"`
+	Quantile float64 `json:"quantile"`
+	Margin   float64 `json:"margin"`
+	BucketS  float64 `json:"bucket_s"`
+	Currency string  `json:"currency,omitempty"`
+	Windows  []Entry `json:"windows"`
+	// Peak is the plan for the day's peak (the highest window peak of every target), kept
+	// all day: the baseline the schedule saves against.
+	Peak Entry `json:"peak"`
+	// TotalCost is Σ windows' cost; PeakCost the peak plan's cost per hour × the span;
+	// Saving = 1 − TotalCost/PeakCost.
+	TotalCost float64 `json:"total_cost"`
+	PeakCost  float64 `json:"peak_cost"`
+	Saving    float64 `json:"saving"`
+}
+
+// Entry is one window's plan (or the peak plan, over the whole trace).
+type Entry struct {
+	StartS      float64            `json:"start_s"`
+	EndS        float64            `json:"end_s"`
+	PeakRPS     []float64          `json:"peak_rps"`
+	GPUsUsed    []formats.FleetGPU `json:"gpus_used"`
+	CostPerHour float64            `json:"cost_per_hour"`
+	Cost        float64            `json:"cost"`
+	Plan        json.RawMessage    `json:"plan"`
+}
+
+// SolveFunc plans a workload at the least cost (the system's planner with --objective cost).
+type SolveFunc func(ctx context.Context, w *formats.Workload) (*formats.Plan, error)
+
+// Build plans every window and the peak: windows with the same peak share one solve (a flat
+// night costs one MILP, not eight).
+func Build(ctx context.Context, r *Rates, w *formats.Workload, window float64, p Peaks, solve SolveFunc) (*Schedule, error) {
+	if err := CheckTargets(r, w); err != nil {
+		return nil, err
+	}
+	wins, err := r.Windows(window, p)
+	if err != nil {
+		return nil, err
+	}
+	s := &Schedule{APIVersion: "plan/v1", Kind: Kind, Trace: r.Name, Targets: r.Targets, WindowS: window,
+		Quantile: p.Quantile, Margin: p.Margin, BucketS: max(p.Bucket, r.Step)}
+	cache := map[string]Entry{}
+	entry := func(peak []float64, from, to float64) (Entry, error) {
+		key := fmt.Sprint(peak)
+		e, ok := cache[key]
+		if !ok {
+			wl, err := WithRates(w, r.Targets, peak)
+			if err != nil {
+				return e, err
+			}
+			plan, err := solve(ctx, wl)
+			if err != nil {
+				return e, fmt.Errorf("window %s–%s (peak %s): %w", fmtSec(from), fmtSec(to), describe(r.Targets, peak), err)
+			}
+			if plan.Fleet == nil {
+				return e, fmt.Errorf("the plan has no fleet: the system's planner has no cost objective")
+			}
+			raw, err := formats.Marshal(plan)
+			if err != nil {
+				return e, err
+			}
+			e = Entry{PeakRPS: peak, GPUsUsed: plan.Fleet.GPUsUsed, CostPerHour: plan.Fleet.CostPerHour, Plan: bytes.TrimSpace(raw)}
+			if s.Currency == "" {
+				s.Currency = plan.Fleet.Currency
+			}
+			cache[key] = e
+		}
+		e.StartS, e.EndS = from, to
+		e.Cost = round6(e.CostPerHour * (to - from) / 3600)
+		return e, nil
+	}
+	peak := make([]float64, len(r.Targets))
+	for _, win := range wins {
+		for i, v := range win.Peak {
+			peak[i] = math.Max(peak[i], v)
+		}
+	}
+	for _, win := range wins {
+		e, err := entry(win.Peak, win.Start, win.End)
+		if err != nil {
+			return nil, err
+		}
+		s.Windows = append(s.Windows, e)
+		s.TotalCost += e.Cost
+	}
+	if s.Peak, err = entry(peak, r.Start, r.Start+r.Span()); err != nil {
+		return nil, err
+	}
+	s.TotalCost = round6(s.TotalCost)
+	s.PeakCost = s.Peak.Cost
+	if s.PeakCost > 0 {
+		s.Saving = round6(1 - s.TotalCost/s.PeakCost)
+	}
+	return s, nil
+}
+
+// CheckTargets says which rate-bearing parts of the workload (models, LLM classes, pipelines,
+// workflow apps) the trace has no column for, and which columns name none of them.
+func CheckTargets(r *Rates, w *formats.Workload) error {
+	names := targets(w)
+	if len(names) == 0 {
+		return fmt.Errorf("workload: no models, llm_classes, pipelines or workflow apps with a rate: --trace plans those per window")
+	}
+	var probs []string
+	for _, n := range names {
+		if r.Column(n) < 0 {
+			probs = append(probs, fmt.Sprintf("%s: no column for %q of the workload (header: time_s,%s)", r.Name, n, strings.Join(r.Targets, ",")))
+		}
+	}
+	for _, t := range r.Targets {
+		if !slices.Contains(names, t) {
+			probs = append(probs, fmt.Sprintf("%s: column %q: the workload has no model, LLM class, pipeline or app of that name", r.Name, t))
+		}
+	}
+	if len(probs) > 0 {
+		return fmt.Errorf("%s", strings.Join(probs, "; "))
+	}
+	return nil
+}
+
+func targets(w *formats.Workload) []string {
+	var n []string
+	if w == nil {
+		return nil
+	}
+	for _, m := range w.Models {
+		n = append(n, m.Name)
+	}
+	for _, c := range w.LLMClasses {
+		n = append(n, c.Name)
+	}
+	for _, p := range w.Pipelines {
+		n = append(n, p.Name)
+	}
+	if w.Workflows != nil {
+		for a := range w.Workflows.Apps {
+			n = append(n, a)
+		}
+		slices.Sort(n[len(n)-len(w.Workflows.Apps):])
+	}
+	return n
+}
+
+// WithRates is a copy of w with the rate of each named target set (the rest of w shared).
+func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.Workload, error) {
+	c := *w
+	c.Models = slices.Clone(w.Models)
+	c.LLMClasses = slices.Clone(w.LLMClasses)
+	c.Pipelines = slices.Clone(w.Pipelines)
+	if w.Workflows != nil {
+		wf := *w.Workflows
+		wf.Apps = map[string]formats.App{}
+		for k, v := range w.Workflows.Apps {
+			wf.Apps[k] = v
+		}
+		c.Workflows = &wf
+	}
+	for i, n := range names {
+		set := false
+		for j := range c.Models {
+			if c.Models[j].Name == n {
+				c.Models[j].RateRPS, set = rates[i], true
+			}
+		}
+		for j := range c.LLMClasses {
+			if c.LLMClasses[j].Name == n {
+				c.LLMClasses[j].RateRPS, set = rates[i], true
+			}
+		}
+		for j := range c.Pipelines {
+			if c.Pipelines[j].Name == n {
+				c.Pipelines[j].RateRPS, set = rates[i], true
+			}
+		}
+		if c.Workflows != nil {
+			if a, ok := c.Workflows.Apps[n]; ok {
+				a.RateRPS, set = rates[i], true
+				c.Workflows.Apps[n] = a
+			}
+		}
+		if !set {
+			return nil, fmt.Errorf("workload: no model, LLM class, pipeline or app %q", n)
+		}
+	}
+	return &c, nil
+}
+
+func describe(names []string, rates []float64) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + strconv.FormatFloat(rates[i], 'g', 6, 64) + "rps"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Marshal renders the schedule (formats.Marshal: indented, sorted keys, byte-identical for
+// equal schedules).
+func (s *Schedule) Marshal() ([]byte, error) { return formats.Marshal(s) }
+
+// Read reads a schedule file strictly (unknown fields are errors naming the file).
+func Read(path string) (*Schedule, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read: %w", path, err)
+	}
+	return Decode(path, data)
+}
+
+// Decode decodes a schedule document.
+func Decode(name string, data []byte) (*Schedule, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s Schedule
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if s.Kind != Kind {
+		return nil, fmt.Errorf("%s: kind %q: want %s", name, s.Kind, Kind)
+	}
+	if len(s.Windows) == 0 {
+		return nil, fmt.Errorf("%s: windows: empty", name)
+	}
+	for i, e := range s.Windows {
+		if len(e.PeakRPS) != len(s.Targets) || len(e.Plan) == 0 || !(e.EndS > e.StartS) {
+			return nil, fmt.Errorf("%s: windows[%d]: want start_s < end_s, a plan and one peak_rps per target", name, i)
+		}
+	}
+	return &s, nil
+}
+
+// IsSchedule says whether data is a schedule document (its kind), so `plan simulate` can take
+// a plan or a schedule as its argument.
+func IsSchedule(data []byte) bool {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(data, &head) == nil && head.Kind == Kind
+}
