@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -38,6 +39,9 @@ type simulateOptions struct {
 	fail      []string
 	warmup    time.Duration
 	findLimit bool
+	// switchDelay: a schedule's plan switch (simulate_schedule.go).
+	switchDelay time.Duration
+	switchAhead bool
 }
 
 func init() { register(newSimulateCmd) }
@@ -87,6 +91,8 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 10% of --duration, at most 3s; 0s counts every request)")
 	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
+	f.DurationVar(&o.switchDelay, "switch-delay", defaultSwitchDelay, "SCHEDULE only: how long a window's new plan takes to serve (GPUs up, models loaded); the previous plan serves meanwhile")
+	f.BoolVar(&o.switchAhead, "switch-ahead", true, "SCHEDULE only: load each window's plan one --switch-delay before its window starts (the schedule is known ahead); false: at the window's start, the previous plan serving until it has loaded")
 	return cmd
 }
 
@@ -151,6 +157,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	path, err := resolvePlanArg(args)
 	if err != nil {
 		return err
+	}
+	if data, err := os.ReadFile(path); err == nil && schedule.IsSchedule(data) {
+		return runSimulateSchedule(cmd, app, o, path, data) // issue 34 item 4
 	}
 	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)
 	if err != nil {

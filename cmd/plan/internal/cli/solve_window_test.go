@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/planner/schedule"
@@ -93,4 +95,68 @@ func TestBadInputSolveWindows(t *testing.T) {
 		{name: "bad rate", args: windowArgs("s.json", "--trace", "testdata/schedule/bad-rate.csv", "--window", "1m"), out: "s.json",
 			code: ExitUsage, want: []string{"bad-rate.csv", "line 4", "m1", `"-3"`}},
 	})
+}
+
+// TestSimulateSchedule (issue 34 item 4): replaying the toy schedule reports every window,
+// the whole schedule and the peak plan; loading each plan ahead of its window keeps the
+// busiest window's attainment, a reactive switch (the smaller plan serving the first minute
+// of the busiest window) loses it; two runs report the same.
+func TestSimulateSchedule(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	sched := filepath.Join(dir, "s.json")
+	toy := "testdata/schedule/toy-3windows.csv"
+	code, _, stderr := rootRun(t, windowArgs(sched, "--trace", toy, "--window", "2m")...)
+	skipWithoutHiGHS(t, stderr)
+	if code != ExitOK {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	run := func(extra ...string) (string, scheduleReport) {
+		t.Helper()
+		code, out, stderr := rootRun(t, append([]string{"simulate", sched, "--trace", toy, "--output", "json"}, extra...)...)
+		if code != ExitOK {
+			t.Fatalf("simulate %v: exit %d: %s", extra, code, stderr)
+		}
+		var r scheduleReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return out, r
+	}
+	cases := []struct {
+		name    string
+		args    []string
+		minBusy float64 // the busiest window's attainment at least
+		maxBusy float64 // and at most
+	}{
+		{name: "ahead", minBusy: 0.98, maxBusy: 1},
+		{name: "reactive", args: []string{"--switch-ahead=false"}, minBusy: 0, maxBusy: 0.95},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, r := run(tc.args...)
+			if again, _ := run(tc.args...); again != out {
+				t.Fatal("two runs differ")
+			}
+			if len(r.Windows) != 3 || r.Peak.Requests == 0 || r.Overall.Requests == 0 {
+				t.Fatalf("report %+v: want 3 windows, requests overall and for the peak plan", r)
+			}
+			if !r.Windows[1].Switched || !r.Windows[2].Switched || r.Windows[0].Switched {
+				t.Errorf("switched %v %v %v, want windows 1 and 2", r.Windows[0].Switched, r.Windows[1].Switched, r.Windows[2].Switched)
+			}
+			if a := r.Windows[1].Attainment; a < tc.minBusy || a > tc.maxBusy {
+				t.Errorf("busiest window attainment %v, want in [%v, %v]", a, tc.minBusy, tc.maxBusy)
+			}
+			if r.Peak.Attainment < 0.98 {
+				t.Errorf("peak plan attainment %v, want ≥ 0.98", r.Peak.Attainment)
+			}
+			if r.SwitchCost <= 0 || r.Cost <= r.SwitchCost || r.PeakCost <= 0 {
+				t.Errorf("cost %v, switch cost %v", r.Cost, r.SwitchCost)
+			}
+		})
+	}
+	code, _, stderr = rootRun(t, "simulate", sched)
+	if code != ExitUsage || !strings.Contains(stderr, "--trace day.csv") {
+		t.Errorf("schedule without --trace: exit %d, %s", code, stderr)
+	}
 }
