@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,5 +60,35 @@ func TestParseRatesBad(t *testing.T) {
 				t.Errorf("error %v, want day.csv: …%s…", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDiurnalRoundTrip: the bench's day series has its trough and top where documented, and
+// reads back from its CSV unchanged.
+func TestDiurnalRoundTrip(t *testing.T) {
+	d := Diurnal{Targets: []string{"a", "b"}, Top: []float64{100, 10}, Trough: 0.25, Bursts: AzureConvBursts, Offsets: []int{0, 29}}
+	r := d.Rates("day.csv")
+	if len(r.Rates) != 1440 {
+		t.Fatalf("%d rows, want 1440", len(r.Rates))
+	}
+	flat := Diurnal{Targets: []string{"a"}, Top: []float64{100}, Trough: 0.25}.Rates("flat")
+	for _, c := range []struct {
+		minute int
+		want   float64
+	}{{4 * 60, 25}, {16 * 60, 100}, {10 * 60, 62.5}} {
+		if got := flat.Rates[c.minute][0]; math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("minute %d: %v, want %v", c.minute, got, c.want)
+		}
+	}
+	var b strings.Builder
+	if err := r.WriteCSV(&b, "a comment"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseRates("day.csv", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, r) {
+		t.Error("the CSV does not read back to the same series")
 	}
 }
