@@ -24,6 +24,10 @@ var benchDayHours = flag.Int("bench-day-hours", 24, "BenchmarkDaySchedule: hours
 //
 //	go test ./cmd/plan/internal/cli -run '^$' -bench DaySchedule -benchtime 1x
 //
+// Recorded (2026-11-24, 2 shared cores, 46 s): 24 hourly plans of 3–11 L4 against 11 L4 all
+// day; cost 94.46 USD (1.50 of it the switches' overlap) against 147.8: saving 36.1%;
+// attainment 99.78% against the peak plan's 100.00% (99.78% of it) over 12,955,812 requests.
+//
 // Bursts: Azure Public Dataset, "Azure LLM inference trace 2023" (CC-BY 4.0), Patel et al.,
 // Splitwise, ISCA 2024.
 func BenchmarkDaySchedule(b *testing.B) {
