@@ -16,6 +16,8 @@ type appCol struct {
 	wasted                                        float64
 	lat                                           []dataplane.Time
 	drops                                         map[dropKey]int64
+	// llm holds an LLM class's token timings (nil for other applications).
+	llm *llmCol
 }
 
 type collector struct {
@@ -30,6 +32,8 @@ type collector struct {
 	latencies bool
 	// warmup: requests arriving before it are simulated but not counted (Options.Warmup).
 	warmup dataplane.Time
+	// llm are the applications' LLM classes (Options.LLM; nil: no LLM application).
+	llm []LLMClass
 }
 
 // run records that worker w runs from start to end; calls come in nondecreasing start.
@@ -46,8 +50,8 @@ func (c *collector) run(w dataplane.WorkerID, start, end dataplane.Time) {
 
 // newCollector makes the collector; expect (0 = unknown) is about how many requests will be
 // answered, shared among the applications by their rates.
-func newCollector(dep *dataplane.Deployment, expect int, latencies bool, warmup dataplane.Time) *collector {
-	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies, warmup: warmup,
+func newCollector(dep *dataplane.Deployment, expect int, latencies bool, warmup dataplane.Time, llm []LLMClass) *collector {
+	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies, warmup: warmup, llm: llm,
 		wholeBusy: make([]dataplane.Time, len(dep.Topo.GPUs)), wholeUntil: make([]dataplane.Time, len(dep.Topo.GPUs))}
 	var total float64
 	for _, a := range dep.Apps {
@@ -55,6 +59,9 @@ func newCollector(dep *dataplane.Deployment, expect int, latencies bool, warmup 
 	}
 	for i := range c.apps {
 		c.apps[i].drops = map[dropKey]int64{}
+		if i < len(llm) {
+			c.apps[i].llm = &llmCol{}
+		}
 		if expect > 0 && total > 0 && latencies {
 			c.apps[i].lat = make([]dataplane.Time, 0, int(float64(expect)*max(dep.Apps[i].RateRPS, 0)/total)+16)
 		}
@@ -68,7 +75,14 @@ func (c *collector) finish(r *dataplane.Request) {
 	}
 	a := &c.apps[r.App]
 	a.requests++
-	switch r.Outcome {
+	outcome := r.Outcome
+	if a.llm != nil && (outcome == dataplane.Completed || outcome == dataplane.Late) {
+		// On time only if every SLO of its class holds (deadline, TTFT, TPOT).
+		if !c.llmFinish(&c.llm[r.App], a.llm, r) {
+			outcome = dataplane.Late
+		}
+	}
+	switch outcome {
 	case dataplane.Completed:
 		a.completed++
 		if c.latencies {
@@ -107,6 +121,12 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 		all.lat = append(all.lat, a.lat...)
 		for k, v := range a.drops {
 			all.drops[k] += v
+		}
+		if a.llm != nil {
+			if all.llm == nil {
+				all.llm = &llmCol{}
+			}
+			all.llm.add(a.llm)
 		}
 	}
 	m.Total = c.summarize("total", &all, secs)
@@ -177,6 +197,9 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 		return out.Drops[i].Reason < out.Drops[j].Reason
 	})
 	out.Latency = percentiles(a.lat)
+	if a.llm != nil {
+		out.LLM = a.llm.summarize(secs)
+	}
 	return out
 }
 
