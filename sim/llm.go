@@ -137,15 +137,12 @@ func (l *llmCol) add(o *llmCol) {
 	l.answered += o.answered
 }
 
-func (l *llmCol) summarize(secs float64) *LLMMetrics {
+func (l *llmCol) summarize() *LLMMetrics {
 	ttft := make([]float64, len(l.ttft))
 	for i, v := range l.ttft {
 		ttft[i] = float64(v)
 	}
 	m := &LLMMetrics{TTFT: Summarize(ttft), TPOT: Summarize(append([]float64(nil), l.tpot...)),
 		PromptTokens: l.prompt, OutputTokens: l.generated, TTFTMissed: l.ttftMiss, TPOTMissed: l.tpotMiss, Unstamped: l.unstamped}
-	if secs > 0 {
-		m.OutputTokensPerS = round6(float64(l.generated) / secs)
-	}
 	return m
 }

@@ -130,6 +130,18 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 		}
 	}
 	m.Total = c.summarize("total", &all, secs)
+	// Output tokens per second over the run, to the last finish (as vLLM's benchmark
+	// client measures output throughput), not over the arrival window alone.
+	if run := float64(max(end, window)-min(c.warmup, window)) / 1e6; run > 0 {
+		for i := range m.Apps {
+			if l := m.Apps[i].LLM; l != nil {
+				l.OutputTokensPerS = round6(float64(l.OutputTokens) / run)
+			}
+		}
+		if l := m.Total.LLM; l != nil {
+			l.OutputTokensPerS = round6(float64(l.OutputTokens) / run)
+		}
+	}
 	wall := float64(max(end, window))
 	if wall <= 0 {
 		wall = 1
@@ -198,7 +210,7 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 	})
 	out.Latency = percentiles(a.lat)
 	if a.llm != nil {
-		out.LLM = a.llm.summarize(secs)
+		out.LLM = a.llm.summarize()
 	}
 	return out
 }

@@ -199,7 +199,8 @@ type LLMMetrics struct {
 	// requests with more than one output token.
 	TPOT Latency `json:"tpot"`
 	// PromptTokens and OutputTokens are the answered requests' tokens; OutputTokensPerS
-	// the output tokens per second of the measured window.
+	// the output tokens per second of the run, from the measured window's start to the
+	// last finish (vLLM's benchmark client's output throughput).
 	PromptTokens     int64   `json:"prompt_tokens"`
 	OutputTokens     int64   `json:"output_tokens"`
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`

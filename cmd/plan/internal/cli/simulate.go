@@ -38,6 +38,8 @@ type simulateOptions struct {
 	fail      []string
 	warmup    time.Duration
 	findLimit bool
+	// requestsOut is --requests-out: every request's record as JSONL.
+	requestsOut string
 }
 
 func init() { register(newSimulateCmd) }
@@ -86,6 +88,7 @@ PLAN defaults to ./plan.json.`,
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
 	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 10% of --duration, at most 3s; 0s counts every request)")
 	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
+	f.StringVar(&o.requestsOut, "requests-out", "", "write every request (id, class, arrival, first token, finish, outcome, reason, tokens; µs of virtual time) of every load point to this file as JSONL, to compare with a real engine's log")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
 	return cmd
 }
@@ -196,6 +199,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
+	if err := checkRequestsOut(o.requestsOut); err != nil {
+		return err
+	}
 	findLimit := !cmd.Flags().Changed("load")
 	if cmd.Flags().Changed("find-limit") {
 		findLimit = o.findLimit
@@ -244,6 +250,10 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
 		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy, Failures: failures,
 		CancelFraction: o.cancel, Warmup: warmup, FindLimit: findLimit, LimitCap: limit,
+		RecordRequests: o.requestsOut != "",
+	}
+	if err := setupLLMSweep(cmd, o, path, plan, cfg, spec); err != nil {
+		return err
 	}
 	if !app.Quiet {
 		start := time.Now()
@@ -267,6 +277,11 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return err
 	}
 	warnFewRequests(app, rep)
+	if o.requestsOut != "" {
+		if err := writeRequestsOut(o.requestsOut, rep); err != nil {
+			return err
+		}
+	}
 	if o.report != "" {
 		if err := writeSimReport(app, cfg, rep, o.report); err != nil {
 			return err
@@ -360,6 +375,7 @@ func printSimTable(app *App, rep *sim.Report) {
 		rows = append(rows, row)
 	}
 	app.Table(header, rows)
+	printLLMTable(app, rep.Points)
 	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
 }
 
