@@ -103,7 +103,6 @@ func (x *ExactReplay) classOf(at string, r formats.TraceRequest, app map[string]
 	return a, nil
 }
 
-
 // checkTokens refuses a trace request's token count above its class's maximum: the class
 // (and the engine behind it, vLLM's max_model_len) cannot hold it.
 func checkTokens(at, class, field string, v, maxTokens int) error {

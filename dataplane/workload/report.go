@@ -65,7 +65,7 @@ type RequestRecord struct {
 	ID    int64   `json:"id"`
 	Class string  `json:"class"`
 	// TraceRow is the request's index in the replayed trace (omitted when not replayed).
-	TraceRow *int  `json:"trace_row,omitempty"`
+	TraceRow  *int  `json:"trace_row,omitempty"`
 	ArrivalUs int64 `json:"arrival_us"`
 	// FirstTokenUs is when its first output token reached the client (omitted when its
 	// policy stamped none: not an LLM request, or dropped before it).

@@ -136,7 +136,7 @@ func printLLMTable(app *App, points []sim.Point) {
 			unstamped = unstamped || l.Unstamped > 0
 			rows = append(rows, []string{fmt.Sprintf("%.2f", p.Load), a.Name,
 				ms3(l.TTFT), ms3(l.TPOT), ms3(a.Latency),
-				meanMs(l.TTFT)+"/"+meanMs(l.TPOT)+"/"+meanMs(a.Latency),
+				meanMs(l.TTFT) + "/" + meanMs(l.TPOT) + "/" + meanMs(a.Latency),
 				fmt.Sprintf("%.1f", l.OutputTokensPerS), fmt.Sprintf("%d/%d", l.TTFTMissed, l.TPOTMissed)})
 		}
 	}
