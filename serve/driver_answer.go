@@ -120,6 +120,9 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 			res.stage = c.payload.ErrStage
 			res.err = c.payload.Err.Error()
 		}
+		if res.status == 200 && (g.dep.Kind == llmKind || r.FirstToken != dataplane.Never) {
+			d.m.llmFinished(c.model, r, c.at, t.LatencyUs, g.eng.Policy())
+		}
 	default:
 		res.status = 503
 		res.outcome = "dropped"
