@@ -127,3 +127,70 @@ func TestSimulateLLMTraceBadInput(t *testing.T) {
 		})
 	}
 }
+
+// withClassSLOs writes the bundled QLM plan with SLO fields set on its embedded classes.
+func withClassSLOs(t *testing.T, slos map[string]map[string]string) string {
+	t.Helper()
+	raw, err := os.ReadFile(qlmExportPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan map[string]any
+	if err := json.Unmarshal(raw, &plan); err != nil {
+		t.Fatal(err)
+	}
+	classes := plan["provenance"].(map[string]any)["embedded"].(map[string]any)["workload"].(map[string]any)["llm_classes"].([]any)
+	for _, c := range classes {
+		c := c.(map[string]any)
+		for k, v := range slos[c["name"].(string)] {
+			c[k] = v
+		}
+	}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	raw, _ = json.Marshal(plan)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSimulateLLMSLOs: a class's TTFT and TPOT SLOs count in attainment: a request finished
+// by its deadline that misses either is late (issue 30 item 4); a bad SLO exits 2.
+func TestSimulateLLMSLOs(t *testing.T) {
+	cases := []struct {
+		name string
+		slos map[string]map[string]string
+		// want is late/ttft_missed/tpot_missed per class of five.json (2 mistral-chat, 2
+		// mistral-batch, 1 vicuna-chat request).
+		want map[string][3]int64
+	}{
+		{"none", nil, map[string][3]int64{"mistral-chat": {}, "mistral-batch": {}, "vicuna-chat": {}}},
+		{"ttft unmeetable", map[string]map[string]string{"mistral-chat": {"ttft_slo": "1us"}, "mistral-batch": {"tpot_slo": "1h"}},
+			map[string][3]int64{"mistral-chat": {2, 2, 0}, "mistral-batch": {}, "vicuna-chat": {}}},
+		{"tpot unmeetable", map[string]map[string]string{"vicuna-chat": {"tpot_slo": "1us", "ttft_slo": "1h"}},
+			map[string][3]int64{"mistral-chat": {}, "mistral-batch": {}, "vicuna-chat": {1, 0, 1}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "simulate", withClassSLOs(t, c.slos), "--trace", llmFixture("five.json"), "-O", "json", "-q")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var rep sim.Report
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range rep.Points[0].Apps {
+				got := [3]int64{a.Late, a.LLM.TTFTMissed, a.LLM.TPOTMissed}
+				if got != c.want[a.Name] {
+					t.Errorf("%s: late/ttft/tpot missed %v, want %v", a.Name, got, c.want[a.Name])
+				}
+			}
+		})
+	}
+	bad := withClassSLOs(t, map[string]map[string]string{"vicuna-chat": {"ttft_slo": "-1s"}})
+	code, _, stderr := runCLI(t, "simulate", bad, "--trace", llmFixture("five.json"))
+	if code != 2 || !strings.Contains(stderr, "ttft_slo") || !strings.Contains(stderr, "-1s") {
+		t.Fatalf("negative ttft_slo: exit %d, %s", code, stderr)
+	}
+}
