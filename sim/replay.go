@@ -3,24 +3,17 @@ package sim
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 )
 
 // ExactReplay is a per-request trace replayed as recorded (issue 30 item 5; LLM engine
 // digest §5: fidelity is judged by replaying a list of requests with their arrival times and
 // prompt and output tokens): every request exactly once, at its own time divided by the load
-// factor (load 1 = the trace as recorded), with its own class and token counts. Which class
-// a request belongs to:
-//   - `class: C` or `target: C` naming a class of the plan: that class;
-//   - `target: M` naming a model: the classes of model M in turn (round-robin, in trace
-//     order, over the classes in the plan's order);
-//   - neither: every class of the plan in turn (round-robin in trace order), so a trace of n
-//     untargeted requests is n requests, never n per class.
-//
-// Token counts the trace leaves 0 are drawn from the class's profiles (fillTokens).
+// factor (load 1 = the trace as recorded), with its own class (workload.AssignTrace's rule)
+// and token counts. Token counts the trace leaves 0 are drawn from the class's profiles (fillTokens).
 type ExactReplay struct {
 	// Name labels the replay in reports (the trace's file name).
 	Name string
@@ -33,86 +26,29 @@ type ExactReplay struct {
 }
 
 // NewExactReplay assigns the trace's requests to dep's applications (classes, parallel to
-// dep.Apps). Errors name the trace, the request's field and its value.
+// dep.Apps) by workload.AssignTrace's rule. Errors name the trace, the request's field and
+// its value.
 func NewExactReplay(name string, t *formats.Trace, dep *dataplane.Deployment, classes []LLMClass) (*ExactReplay, error) {
-	if len(t.Requests) == 0 {
-		return nil, fmt.Errorf("%s: requests: an exact replay needs per-request arrivals (the trace has none)", name)
-	}
 	if len(classes) != len(dep.Apps) {
 		return nil, fmt.Errorf("%s: %d LLM classes for %d applications", name, len(classes), len(dep.Apps))
 	}
+	rc := make([]workload.ReplayClass, len(classes))
+	for a, c := range classes {
+		rc[a] = workload.ReplayClass{Name: dep.Apps[a].Name, Model: c.Model, MaxIn: c.In.Max, MaxOut: c.Out.Max}
+	}
+	reqs, err := workload.AssignTrace(name, t, rc)
+	if err != nil {
+		return nil, err
+	}
 	n := len(dep.Apps)
 	x := &ExactReplay{Name: name, times: make([][]dataplane.Time, n), attrs: make([][]dataplane.Attrs, n), rows: make([][]int, n)}
-	app := map[string]int{}
-	byModel := map[string][]int{}
-	for a, ap := range dep.Apps {
-		app[ap.Name] = a
-		byModel[classes[a].Model] = append(byModel[classes[a].Model], a)
-	}
-	turn := map[string]int{} // round-robin position per model ("" = every class)
-	for i, r := range t.Requests {
-		at := fmt.Sprintf("%s: requests[%d]", name, i)
-		if r.TimeUs < 0 || (i > 0 && r.TimeUs < t.Requests[i-1].TimeUs) {
-			return nil, fmt.Errorf("%s.t_us: %d: timestamps must be >= 0 and non-decreasing", at, r.TimeUs)
-		}
-		a, err := x.classOf(at, r, app, byModel, turn, n)
-		if err != nil {
-			return nil, err
-		}
-		c := &classes[a]
-		if err := checkTokens(at, dep.Apps[a].Name, "input_tokens", r.InputTokens, c.In.Max); err != nil {
-			return nil, err
-		}
-		if err := checkTokens(at, dep.Apps[a].Name, "output_tokens", r.OutputTokens, c.Out.Max); err != nil {
-			return nil, err
-		}
-		x.times[a] = append(x.times[a], dataplane.Time(r.TimeUs))
-		x.attrs[a] = append(x.attrs[a], dataplane.Attrs{InTokens: int32(r.InputTokens), OutTokens: int32(r.OutputTokens)})
-		x.rows[a] = append(x.rows[a], i)
-		x.span = dataplane.Time(r.TimeUs)
+	for _, r := range reqs {
+		x.times[r.Class] = append(x.times[r.Class], r.T)
+		x.attrs[r.Class] = append(x.attrs[r.Class], dataplane.Attrs{InTokens: r.In, OutTokens: r.Out})
+		x.rows[r.Class] = append(x.rows[r.Class], r.Row)
+		x.span = r.T
 	}
 	return x, nil
-}
-
-// classOf is the application request r (at = where it is, for errors) belongs to.
-func (x *ExactReplay) classOf(at string, r formats.TraceRequest, app map[string]int, byModel map[string][]int, turn map[string]int, n int) (int, error) {
-	if r.Class != "" {
-		a, ok := app[r.Class]
-		if !ok {
-			return 0, fmt.Errorf("%s.class: %q: not an LLM class of the plan", at, r.Class)
-		}
-		if r.Target != "" && r.Target != r.Class && !slices.Contains(byModel[r.Target], a) {
-			return 0, fmt.Errorf("%s.target: %q: class %q is not of that model or class", at, r.Target, r.Class)
-		}
-		return a, nil
-	}
-	if r.Target != "" {
-		if a, ok := app[r.Target]; ok {
-			return a, nil
-		}
-		as := byModel[r.Target]
-		if len(as) == 0 {
-			return 0, fmt.Errorf("%s.target: %q: neither a class of the plan nor the model of one", at, r.Target)
-		}
-		a := as[turn[r.Target]%len(as)]
-		turn[r.Target]++
-		return a, nil
-	}
-	a := turn[""] % n
-	turn[""]++
-	return a, nil
-}
-
-// checkTokens refuses a trace request's token count above its class's maximum: the class
-// (and the engine behind it, vLLM's max_model_len) cannot hold it.
-func checkTokens(at, class, field string, v, maxTokens int) error {
-	if v < 0 {
-		return fmt.Errorf("%s.%s: %d: must be >= 0", at, field, v)
-	}
-	if maxTokens > 0 && v > maxTokens {
-		return fmt.Errorf("%s.%s: %d: more than class %q allows (%s.max %d)", at, field, v, class, field, maxTokens)
-	}
-	return nil
 }
 
 // Requests is how many requests the replay holds.
