@@ -134,7 +134,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	opts := load.Options{Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
-		MaxConns: o.connections,
+		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"),
 	}
 	if o.grpc != "" {
 		if _, err := checkLoopback("http://" + o.grpc); err != nil {
@@ -195,6 +195,7 @@ func printLoadReport(app *App, res *load.Result) {
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
 	}})
+	printLLMTable(app, rep.Points)
 	oc := res.Outcomes
 	var drops int64
 	for _, d := range oc.ServerDrops {
