@@ -473,7 +473,11 @@ func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string)
 	if err != nil {
 		return err
 	}
-	app.Infof("wrote %s, %s", filepath.Join(dir, "report.json"), strings.Join(append(files, tf...), ", "))
+	cdf, err := writeTokenCDFs(cfg, rep, dir, load)
+	if err != nil {
+		return err
+	}
+	app.Infof("wrote %s, %s", filepath.Join(dir, "report.json"), strings.Join(append(append(files, tf...), cdf...), ", "))
 	return nil
 }
 

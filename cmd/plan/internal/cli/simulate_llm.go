@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -73,6 +74,38 @@ func setupLLMSweep(cmd *cobra.Command, o *simulateOptions, planPath string, p *f
 		cfg.Warmup = 0
 	}
 	return nil
+}
+
+// writeTokenCDFs draws, for an LLM plan, the CDFs of TTFT and TPOT per class at load (a
+// re-run of that point keeping its requests: runs are deterministic) as DIR/ttft_cdf and
+// DIR/tpot_cdf (PNG and SVG), and returns the files written.
+func writeTokenCDFs(cfg *sim.SweepConfig, rep *sim.Report, dir string, load float64) ([]string, error) {
+	if cfg.LLM == nil {
+		return nil, nil
+	}
+	c := *cfg
+	c.RecordRequests, c.Progress = true, nil
+	p, err := sim.RunPoint(&c, load)
+	if err != nil {
+		return nil, err
+	}
+	ts := sim.TokenSamplesOf(p.Requests)
+	var files []string
+	for _, f := range []struct {
+		base, what string
+		samples    map[string][]float64
+	}{{"ttft_cdf", "time to first token (ms)", ts.TTFT}, {"tpot_cdf", "time per output token (ms)", ts.TPOT}} {
+		pl, err := sim.CDFPlot(fmt.Sprintf("%s at load %.2f: %s", rep.Plan, load, f.what), f.what, ts.Classes, f.samples)
+		if err != nil {
+			return nil, err
+		}
+		out, err := sim.SavePlot(pl, dir, f.base, 16*vg.Centimeter, 10*vg.Centimeter)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, out...)
+	}
+	return files, nil
 }
 
 // checkRequestsOut refuses an unusable --requests-out before anything runs.

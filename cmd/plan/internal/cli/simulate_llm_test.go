@@ -194,3 +194,18 @@ func TestSimulateLLMSLOs(t *testing.T) {
 		t.Fatalf("negative ttft_slo: exit %d, %s", code, stderr)
 	}
 }
+
+// TestSimulateLLMReportCDFs: --report on an LLM plan draws the TTFT and TPOT CDFs beside the
+// attainment curve and the timeline.
+func TestSimulateLLMReportCDFs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rep")
+	code, _, stderr := runCLI(t, "simulate", qlmExportPlan, "--trace", llmFixture("five.json"), "--report", dir, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"ttft_cdf.png", "ttft_cdf.svg", "tpot_cdf.png", "tpot_cdf.svg", "report.json"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
