@@ -82,9 +82,11 @@ func (x *ExactReplay) Row(a dataplane.AppID, n int64) int {
 	return -1
 }
 
-// window is the arrival window of the replay at load: past its last (compressed) arrival.
+// window is the arrival window of the replay at load: past its last (compressed) arrival,
+// and at least a second (rates and goodput count over it: a burst at one instant is not an
+// infinite rate).
 func (x *ExactReplay) window(load float64) dataplane.Time {
-	return dataplane.Time(math.Ceil(float64(x.span)/load)) + 1
+	return max(dataplane.Time(math.Ceil(float64(x.span)/load))+1, dataplane.Second)
 }
 
 // sources are the replay's arrivals at load: every time divided by the load factor.

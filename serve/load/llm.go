@@ -61,12 +61,13 @@ func exactArrivals(o Options, plan *formats.Plan, targets []target, load float64
 }
 
 // replayWindow is the run's arrival window: Duration, or for an exact LLM replay without
-// --duration the span of its arrivals (goodput and tokens per second count over it).
+// --duration the span of its arrivals (goodput and offered rates count over it).
 func replayWindow(o Options, plan *formats.Plan, arrivals []arrival) time.Duration {
 	if o.DurationSet || llmClasses(plan) == nil || o.Arrival.Trace == nil || len(o.Arrival.Trace.Requests) == 0 || len(arrivals) == 0 {
 		return o.Duration
 	}
-	return time.Duration(arrivals[len(arrivals)-1].t+1) * time.Microsecond
+	// At least a second, as the simulator's replay window: a burst is not an infinite rate.
+	return max(time.Duration(arrivals[len(arrivals)-1].t+1)*time.Microsecond, time.Second)
 }
 
 // tokensHeader is s's serve.TraceTokensHeader value.
@@ -78,10 +79,18 @@ func tokensHeader(s *Sample) string {
 // digest §3): E2E is the client's latency, TTFT the server's (timing.first_token_us: a
 // non-streaming answer shows the client no first token), TPOT the rest of the client's
 // latency over the output tokens after the first, and output tokens per second over the
-// run (end: the last answer).
-func addLLMMetrics(plan *formats.Plan, met *workload.Metrics, samples []Sample, end time.Duration) {
+// run (end: the last answer). An exact replay's offered rates are its requests over its
+// window, not the plan's rates.
+func addLLMMetrics(plan *formats.Plan, o Options, met *workload.Metrics, samples []Sample, end time.Duration) {
 	if llmClasses(plan) == nil {
 		return
+	}
+	if o.Arrival.Trace != nil && len(o.Arrival.Trace.Requests) > 0 && o.Duration > 0 {
+		w := o.Duration.Seconds()
+		for i := range met.Apps {
+			met.Apps[i].OfferedRPS = workload.Round6(float64(met.Apps[i].Requests) / w)
+		}
+		met.Total.OfferedRPS = workload.Round6(float64(met.Total.Requests) / w)
 	}
 	type acc struct {
 		ttft, tpot        []float64

@@ -641,7 +641,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		}
 	}
 	met.Total = summarize("total", &all, totalRate)
-	addLLMMetrics(plan, &met, samples, end)
+	addLLMMetrics(plan, o, &met, samples, end)
 	met.EndUs = end.Microseconds()
 	rep := &workload.Report{
 		APIVersion: formats.APIVersion, Kind: workload.ReportKind, Plan: plan.Metadata.Name, Policy: policy,

@@ -62,20 +62,28 @@ Load points run in parallel on all cores; results are identical to a sequential 
 depend only on the inputs and --seed. With --report DIR it writes report.json, the
 attainment curve and a per-(v)GPU timeline of the highest passing load (PNG and SVG).
 
+On an LLM (QLM) plan the tables add, per class, TTFT, TPOT and E2E percentiles and output
+tokens per second; classes may set ttft_slo and tpot_slo beside slo, and a request counts as
+on time only if it meets all three. A per-request --trace (a Trace file or the Azure LLM
+trace CSV) then replays exactly: each request once, in its class (class: or target: naming a
+class, target: naming a model takes its classes in turn, untargeted requests take every
+class in turn), with its own tokens. --requests-out FILE writes every request as JSONL.
+
 PLAN defaults to ./plan.json.`,
 		Example: `  plan simulate plan.json
   plan simulate plan.json --trace bursty --load 0.5:1.0:0.05 --duration 30s --seed 7
   plan simulate plan.json --trace arrivals.json --report out/
   plan simulate np.json --reference-plan plan.json     # NP at PPipe's load factors
   plan simulate plan.json --policy reactive            # the reactive ablation baseline
-  plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails`,
+  plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails
+  plan simulate testdata/export/qlm/plan.json --trace azure-llm-2023-conv.csv --requests-out reqs.jsonl`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimulate(cmd, app, o, args)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a Trace file")
+	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a trace file (a Trace document, or an Azure LLM trace CSV detected by its header); on an LLM plan a per-request trace replays exactly: each request once, with its class and tokens, at its time / the load (default --load 1: as recorded)")
 	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list")
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")

@@ -68,7 +68,8 @@ func setupLLMSweep(cmd *cobra.Command, o *simulateOptions, planPath string, p *f
 		cfg.FindLimit = cmd.Flags().Changed("find-limit") && o.findLimit
 	}
 	if !cmd.Flags().Changed("duration") {
-		cfg.Duration = dataplane.Time(float64(x.Span())/cfg.Loads[0]) + 1
+		// The whole trace at the lowest load (each point's window is its own span, ≥ 1 s).
+		cfg.Duration = max(dataplane.Time(float64(x.Span())/cfg.Loads[0])+1, dataplane.Second)
 	}
 	if !cmd.Flags().Changed("warmup") {
 		cfg.Warmup = 0
