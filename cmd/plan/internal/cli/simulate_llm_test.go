@@ -209,3 +209,22 @@ func TestSimulateLLMReportCDFs(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateLLMTraceTargets: what a trace may name with an LLM plan is what replays: a class
+// name or a class's model as target (a class name failed validation before), nothing else.
+func TestValidateLLMTraceTargets(t *testing.T) {
+	cases := []struct {
+		trace    string
+		code     int
+		contains string
+	}{
+		{"five.json", 0, "five.json: ok"},
+		{"unknown-target.json", 2, `requests[0].target: "llama-3": unknown target`},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runCLI(t, "validate", qlmExportPlan, llmFixture(c.trace))
+		if code != c.code || !strings.Contains(stdout+stderr, c.contains) {
+			t.Errorf("validate %s: exit %d, %s%s: want exit %d with %q", c.trace, code, stdout, stderr, c.code, c.contains)
+		}
+	}
+}
