@@ -101,6 +101,9 @@ type Sample struct {
 	// first token the server reported (timing.first_token_us; 0 = none).
 	InTokens, OutTokens int32
 	ServerFirstToken    time.Duration
+	// Label is the answer's parameters.label, when it has one (HasLabel).
+	Label    int32
+	HasLabel bool
 }
 
 // Result is what Run returns: the report (the simulator's format) and the raw samples.
@@ -302,6 +305,7 @@ send:
 	}
 	samples = samples[:sent]
 	rep := report(plan, policy, o, targets, load, samples)
+	addAccuracy(rep, dep, samples, targets)
 	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(samples, targets)}, nil
 }
 
@@ -469,6 +473,7 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 			s.ServerLatency = time.Duration(r.Timing.LatencyUs) * time.Microsecond
 			s.ServerFirstToken = time.Duration(r.Timing.FirstTokenUs) * time.Microsecond
 		}
+		s.readLabel(body)
 	}
 }
 

@@ -259,5 +259,6 @@ func record(s *Sample, status int, body []byte) {
 				s.ServerFirstToken = time.Duration(us) * time.Microsecond
 			}
 		}
+		s.readLabel(body)
 	}
 }
