@@ -152,6 +152,15 @@ func meanMs(l sim.Latency) string {
 	return fmt.Sprintf("%.1f", l.MeanUs/1000)
 }
 
+// tokensPerS is "-" where no output token is known (`plan load` with generated arrivals sends
+// no tokens: the server draws them).
+func tokensPerS(l *sim.LLMMetrics) string {
+	if l.OutputTokens == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", l.OutputTokensPerS)
+}
+
 // printLLMTable prints, per load point and class, what users of LLM serving read (LLM engine
 // digest §3): TTFT, TPOT and E2E percentiles and means, and output tokens per second.
 func printLLMTable(app *App, points []sim.Point) {
@@ -171,7 +180,7 @@ func printLLMTable(app *App, points []sim.Point) {
 			rows = append(rows, []string{fmt.Sprintf("%.2f", p.Load), a.Name,
 				ms3(l.TTFT), ms3(l.TPOT), ms3(a.Latency),
 				meanMs(l.TTFT) + "/" + meanMs(l.TPOT) + "/" + meanMs(a.Latency),
-				fmt.Sprintf("%.1f", l.OutputTokensPerS), fmt.Sprintf("%d/%d", l.TTFTMissed, l.TPOTMissed)})
+				tokensPerS(l), fmt.Sprintf("%d/%d", l.TTFTMissed, l.TPOTMissed)})
 		}
 	}
 	if len(rows) == 0 {
