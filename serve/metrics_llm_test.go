@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
 )
 
 // preempter is a policy that counts preemptions (Preempter).
@@ -72,5 +73,13 @@ func TestLLMMetrics(t *testing.T) {
 		if !strings.Contains(text, "# TYPE "+name+" ") {
 			t.Errorf("metric family %s missing", name)
 		}
+	}
+}
+
+// TestLatencyBucketsPastEverySLO: the general latency histogram's last bucket is at least the
+// longest SLO a plan may set, so an on-time completion never lands in +Inf.
+func TestLatencyBucketsPastEverySLO(t *testing.T) {
+	if last := latencyBuckets[len(latencyBuckets)-1]; last < formats.MaxDuration.Seconds() {
+		t.Fatalf("last latency bucket %g s, below the longest SLO %s", last, formats.MaxDuration)
 	}
 }
