@@ -49,3 +49,28 @@ func TestParseAzureLLMTrace(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseAzureLLMTrace: any input either fails with an error naming the file or gives a
+// valid trace (non-decreasing times, tokens in range).
+func FuzzParseAzureLLMTrace(f *testing.F) {
+	f.Add([]byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"))
+	f.Add([]byte("TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46,1,1\r\n2023-11-16 18:15:45,1,1\r\n"))
+	f.Add([]byte("\xef\xbb\xbftimestamp,contexttokens,generatedtokens\n,,\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ParseAzureLLMTrace("f.csv", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.csv") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if errs := tr.Validate(); len(errs) > 0 {
+			t.Fatalf("invalid trace: %v", errs)
+		}
+		for i, r := range tr.Requests {
+			if r.InputTokens < 1 || r.OutputTokens < 1 || (i > 0 && r.TimeUs < tr.Requests[i-1].TimeUs) {
+				t.Fatalf("request %d: %+v", i, r)
+			}
+		}
+	})
+}
