@@ -285,10 +285,8 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return err
 	}
 	warnFewRequests(app, rep)
-	if o.requestsOut != "" {
-		if err := writeRequestsOut(o.requestsOut, rep); err != nil {
-			return err
-		}
+	if err := writeRequestsOut(o.requestsOut, rep); err != nil {
+		return err
 	}
 	if o.report != "" {
 		if err := writeSimReport(app, cfg, rep, o.report); err != nil {

@@ -123,8 +123,12 @@ func checkRequestsOut(path string) error {
 	return nil
 }
 
-// writeRequestsOut writes every request of every load point as JSONL, by load then ID.
+// writeRequestsOut writes every request of every load point as JSONL, by load then ID (path
+// "": nothing).
 func writeRequestsOut(path string, rep *sim.Report) error {
+	if path == "" {
+		return nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, p := range rep.Points {
