@@ -170,7 +170,13 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return err
 	}
 	if data, err := os.ReadFile(path); err == nil && schedule.IsSchedule(data) {
+		if err := scheduleFlags(cmd, path, true); err != nil {
+			return err
+		}
 		return runSimulateSchedule(cmd, app, o, path, data) // issue 34 item 4
+	}
+	if err := scheduleFlags(cmd, path, false); err != nil {
+		return err
 	}
 	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)
 	if err != nil {

@@ -3,9 +3,12 @@ package cli
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -86,15 +89,15 @@ type deployed struct {
 // requests still in flight at its end finish on its plan: drain on switch).
 func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string, data []byte) error {
 	switchDelay := o.switchDelay
+	if switchDelay < 0 {
+		return usageErrorf("--switch-delay %s: must be ≥ 0", switchDelay)
+	}
 	s, err := schedule.Decode(path, data)
 	if err != nil {
 		return usageError(err)
 	}
 	if o.trace == "" || o.trace == "poisson" {
 		return usageErrorf("%s: a schedule replays a rate trace: give --trace day.csv (the trace it was solved for)", path)
-	}
-	if switchDelay < 0 {
-		return usageErrorf("--switch-delay %s: must be ≥ 0", switchDelay)
 	}
 	rates, err := schedule.ReadRatesFile(o.trace)
 	if err != nil {
@@ -221,6 +224,31 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		rep.RelAttainment = round6(rep.Overall.Attainment / rep.Peak.Attainment)
 	}
 	return printScheduleReport(app, s, rep)
+}
+
+// scheduleOnly are simulate's flags for a schedule alone; scheduleToo those that apply to a
+// schedule as to a plan (the rest sweep load factors of one plan).
+var (
+	scheduleOnly = []string{"switch-delay", "switch-ahead"}
+	scheduleToo  = []string{"trace", "seed", "policy", "param", "jitter", "parallel"}
+)
+
+// scheduleFlags rejects a flag given that does not apply to the argument: a load sweep's
+// flag with a schedule, a schedule's with a plan.
+func scheduleFlags(cmd *cobra.Command, path string, isSchedule bool) error {
+	var err error
+	fl, inherited := cmd.Flags(), cmd.InheritedFlags()
+	fl.Visit(func(f *pflag.Flag) {
+		only := slices.Contains(scheduleOnly, f.Name)
+		switch {
+		case err != nil:
+		case isSchedule && !only && !slices.Contains(scheduleToo, f.Name) && inherited.Lookup(f.Name) == nil:
+			err = usageErrorf("--%s: does not apply to the schedule %s (it takes --%s)", f.Name, path, strings.Join(append(slices.Clone(scheduleToo), scheduleOnly...), ", --"))
+		case !isSchedule && only:
+			err = usageErrorf("--%s: applies to a schedule (plan solve --trace --window), not to the plan %s", f.Name, path)
+		}
+	})
+	return err
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
