@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,58 +20,90 @@ func windowArgs(out string, extra ...string) []string {
 }
 
 // TestSolveWindows (issue 34 item 4): a 3-window toy trace gives 3 plans whose costs follow
-// the windows' peaks (the middle window highest, the last lowest), the peak plan serves the
-// day's peak at a cost no lower than any window's, the schedule's total is below the peak
-// plan's all day, and two runs write byte-identical schedules.
+// the windows' peaks (a window whose peak is at least another's in every column costs at
+// least as much; the busiest costs more than the quietest), the peak plan serves the day's
+// peak at a cost no lower than any window's, the schedule's total is below the peak plan's
+// all day, and two runs write byte-identical schedules; for PPipe and QLM alike.
 func TestSolveWindows(t *testing.T) {
 	repoRoot(t)
-	dir := t.TempDir()
-	var runs [][]byte
-	for i := range 2 {
-		out := filepath.Join(dir, []string{"a.json", "b.json"}[i])
-		code, _, stderr := rootRun(t, windowArgs(out, "--trace", "testdata/schedule/toy-3windows.csv", "--window", "2m")...)
-		skipWithoutHiGHS(t, stderr)
-		if code != ExitOK {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, b)
+	qlm := []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/cost/llm-profile.json",
+		"--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml"}
+	cases := []struct {
+		name   string
+		args   func(out string) []string
+		trace  string
+		window string
+		// Peaks: p99 of one-minute rates × 1.1 = the window's highest minute × 1.1.
+		peaks       [][]float64
+		busy, quiet int
+	}{
+		{name: "ppipe", args: func(out string) []string { return windowArgs(out) }, trace: "testdata/schedule/toy-3windows.csv", window: "2m",
+			peaks: [][]float64{{66, 132}, {110, 220}, {27.5, 49.5}}, busy: 1, quiet: 2},
+		{name: "qlm", args: func(out string) []string { return append(slices.Clone(qlm), "-o", out) }, trace: "testdata/schedule/llm-3windows.csv", window: "1m",
+			peaks: [][]float64{{1.1, 0.22}, {8.8, 2.2}, {3.3, 1.1}}, busy: 1, quiet: 0},
 	}
-	if !bytes.Equal(runs[0], runs[1]) {
-		t.Fatal("two runs wrote different schedules")
-	}
-	s, err := schedule.Decode("a.json", runs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Windows) != 3 {
-		t.Fatalf("%d windows, want 3", len(s.Windows))
-	}
-	w := s.Windows
-	// Peaks: p99 of one-minute rates × 1.1 = the window's highest minute × 1.1.
-	wantPeak := [][]float64{{66, 132}, {110, 220}, {27.5, 49.5}}
-	for i, e := range w {
-		for j, v := range e.PeakRPS {
-			if v != wantPeak[i][j] {
-				t.Errorf("window %d peak_rps[%d] = %v, want %v", i, j, v, wantPeak[i][j])
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var runs [][]byte
+			for _, name := range []string{"a.json", "b.json"} {
+				out := filepath.Join(dir, name)
+				code, _, stderr := rootRun(t, append(tc.args(out), "--trace", tc.trace, "--window", tc.window)...)
+				skipWithoutHiGHS(t, stderr)
+				if code != ExitOK {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs = append(runs, b)
 			}
+			if !bytes.Equal(runs[0], runs[1]) {
+				t.Fatal("two runs wrote different schedules")
+			}
+			s, err := schedule.Decode("a.json", runs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Windows) != 3 {
+				t.Fatalf("%d windows, want 3", len(s.Windows))
+			}
+			w := s.Windows
+			for i, e := range w {
+				if !slices.Equal(e.PeakRPS, tc.peaks[i]) {
+					t.Errorf("window %d peak_rps = %v, want %v", i, e.PeakRPS, tc.peaks[i])
+				}
+				if len(e.Plan) == 0 || e.CostPerHour <= 0 {
+					t.Errorf("window %d: no plan or no cost: %+v", i, e)
+				}
+				for j, f := range w {
+					if dominates(e.PeakRPS, f.PeakRPS) && e.CostPerHour < f.CostPerHour {
+						t.Errorf("window %d (peak %v) costs %v/h, below window %d's %v/h (peak %v)", i, e.PeakRPS, e.CostPerHour, j, f.CostPerHour, f.PeakRPS)
+					}
+				}
+				if s.Peak.CostPerHour < e.CostPerHour {
+					t.Errorf("peak plan %v/h below window %d's %v/h", s.Peak.CostPerHour, i, e.CostPerHour)
+				}
+			}
+			if !(w[tc.busy].CostPerHour > w[tc.quiet].CostPerHour) {
+				t.Errorf("the busiest window costs %v/h, the quietest %v/h", w[tc.busy].CostPerHour, w[tc.quiet].CostPerHour)
+			}
+			if !(s.TotalCost < s.PeakCost) || s.Saving <= 0 {
+				t.Errorf("total %v, peak all day %v, saving %v: want a saving", s.TotalCost, s.PeakCost, s.Saving)
+			}
+		})
+	}
+}
+
+// dominates says whether a ≥ b in every column.
+func dominates(a, b []float64) bool {
+	for i := range a {
+		if a[i] < b[i] {
+			return false
 		}
-		if len(e.Plan) == 0 || e.CostPerHour <= 0 {
-			t.Errorf("window %d: no plan or no cost: %+v", i, e)
-		}
 	}
-	if !(w[2].CostPerHour < w[0].CostPerHour && w[0].CostPerHour < w[1].CostPerHour) {
-		t.Errorf("costs per hour %v, %v, %v do not follow the peaks (window 2 < 0 < 1)", w[0].CostPerHour, w[1].CostPerHour, w[2].CostPerHour)
-	}
-	if s.Peak.CostPerHour < w[1].CostPerHour {
-		t.Errorf("peak plan %v/h below the busiest window's %v/h", s.Peak.CostPerHour, w[1].CostPerHour)
-	}
-	if !(s.TotalCost < s.PeakCost) || s.Saving <= 0 {
-		t.Errorf("total %v, peak all day %v, saving %v: want a saving", s.TotalCost, s.PeakCost, s.Saving)
-	}
+	return true
 }
 
 // TestBadInputSolveWindows: a window longer than the trace, a non-positive window, a trace
