@@ -20,7 +20,6 @@ import (
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/systems"
-	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -169,13 +168,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	if data, err := os.ReadFile(path); err == nil && schedule.IsSchedule(data) {
-		if err := scheduleFlags(cmd, path, true); err != nil {
-			return err
-		}
-		return runSimulateSchedule(cmd, app, o, path, data) // issue 34 item 4
-	}
-	if err := scheduleFlags(cmd, path, false); err != nil {
+	if isSched, err := simulateSchedule(cmd, app, o, path); isSched || err != nil { // issue 34 item 4
 		return err
 	}
 	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -83,6 +84,17 @@ type deployed struct {
 	pol string
 }
 
+// simulateSchedule runs `plan simulate` on a schedule when path is one (true), after checking
+// that no flag given belongs to the other kind of argument.
+func simulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	isSched := err == nil && schedule.IsSchedule(data)
+	if err := scheduleFlags(cmd, path, isSched); err != nil || !isSched {
+		return isSched, err
+	}
+	return true, runSimulateSchedule(cmd, app, o, path, data)
+}
+
 // runSimulateSchedule replays a schedule against the rate trace it was solved for: each
 // window served by its plan, after a switch delay during which the previous plan serves, and
 // the peak plan over every window too, each segment simulated from empty queues (a segment's
@@ -136,41 +148,10 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		cache[string(raw)] = d
 		return d, nil
 	}
-	var segs []segment
 	rep := &scheduleReport{Schedule: path, Trace: o.trace, SwitchS: switchDelay.Seconds(), Ahead: o.switchAhead}
-	var prev *deployed
-	for i, e := range s.Windows {
-		d, err := deploy(i, e.Plan)
-		if err != nil {
-			return err
-		}
-		wr := windowResult{StartS: e.StartS, EndS: e.EndS}
-		from := e.StartS
-		switch {
-		case prev == nil || prev == d || switchDelay == 0:
-		case o.switchAhead: // the new fleet loads during the previous window's last delay
-			wr.Switched = true
-			rep.SwitchCost += e.CostPerHour * math.Min(switchDelay.Seconds(), s.Windows[i-1].EndS-s.Windows[i-1].StartS) / 3600
-		default:
-			cut := math.Min(e.EndS, e.StartS+switchDelay.Seconds())
-			segs = append(segs, segment{window: i, plan: prev, from: from, to: cut})
-			rep.SwitchCost += s.Windows[i-1].CostPerHour * (cut - from) / 3600
-			wr.Switched, from = true, cut
-		}
-		if from < e.EndS {
-			segs = append(segs, segment{window: i, plan: d, from: from, to: e.EndS})
-		}
-		rep.Windows = append(rep.Windows, wr)
-		prev = d
-	}
-	pd, err := deploy(-1, s.Peak.Plan)
+	segs, err := scheduleSegments(s, rep, o, deploy)
 	if err != nil {
 		return err
-	}
-	// The peak plan is cut at the same edges (never switching), so both sides start from empty
-	// queues equally often and the windows simulate in parallel.
-	for i, e := range s.Windows {
-		segs = append(segs, segment{window: i, peak: true, plan: pd, from: e.StartS, to: e.EndS})
 	}
 	ms := make([]*sim.Metrics, len(segs))
 	params, err := parseParams(o.params)
@@ -252,6 +233,51 @@ func scheduleFlags(cmd *cobra.Command, path string, isSchedule bool) error {
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// scheduleSegments cuts the schedule into the segments each plan serves (a window's own plan;
+// the previous one over a reactive switch's delay; the peak plan over every window), adding
+// each window and the switches' overlap cost to rep.
+func scheduleSegments(s *schedule.Schedule, rep *scheduleReport, o *simulateOptions, deploy func(int, []byte) (*deployed, error)) ([]segment, error) {
+	switchDelay := o.switchDelay
+	var segs []segment
+	var prev *deployed
+	for i, e := range s.Windows {
+		d, err := deploy(i, e.Plan)
+		if err != nil {
+			return nil, err
+		}
+		wr := windowResult{StartS: e.StartS, EndS: e.EndS}
+		from := e.StartS
+		switch {
+		case prev == nil || prev == d:
+		case switchDelay == 0: // an instant switch
+			wr.Switched = true
+		case o.switchAhead: // the new fleet loads during the previous window's last delay
+			wr.Switched = true
+			rep.SwitchCost += e.CostPerHour * math.Min(switchDelay.Seconds(), s.Windows[i-1].EndS-s.Windows[i-1].StartS) / 3600
+		default:
+			cut := math.Min(e.EndS, e.StartS+switchDelay.Seconds())
+			segs = append(segs, segment{window: i, plan: prev, from: from, to: cut})
+			rep.SwitchCost += s.Windows[i-1].CostPerHour * (cut - from) / 3600
+			wr.Switched, from = true, cut
+		}
+		if from < e.EndS {
+			segs = append(segs, segment{window: i, plan: d, from: from, to: e.EndS})
+		}
+		rep.Windows = append(rep.Windows, wr)
+		prev = d
+	}
+	pd, err := deploy(-1, s.Peak.Plan)
+	if err != nil {
+		return nil, err
+	}
+	// The peak plan is cut at the same edges (never switching), so both sides start from empty
+	// queues equally often and the windows simulate in parallel.
+	for i, e := range s.Windows {
+		segs = append(segs, segment{window: i, peak: true, plan: pd, from: e.StartS, to: e.EndS})
+	}
+	return segs, nil
+}
 
 // runSegment simulates one segment: its plan's policy fed by the trace's rates over it.
 func runSegment(app *App, o *simulateOptions, params map[string]string, r *schedule.Rates, sg segment) (*sim.Metrics, error) {
