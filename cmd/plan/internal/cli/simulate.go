@@ -72,14 +72,18 @@ trace CSV) then replays exactly: each request once, in its class (class: or targ
 class, target: naming a model takes its classes in turn, untargeted requests take every
 class in turn), with its own tokens. --requests-out FILE writes every request as JSONL.
 
-PLAN defaults to ./plan.json.`,
+PLAN defaults to ./plan.json. Given a schedule (plan solve --objective cost --trace --window)
+instead, it replays the rate trace (--trace day.csv) with each window on its plan, switching
+at window edges after --switch-delay, and reports attainment per window and overall beside
+the peak plan's, and the cost.`,
 		Example: `  plan simulate plan.json
   plan simulate plan.json --trace bursty --load 0.5:1.0:0.05 --duration 30s --seed 7
   plan simulate plan.json --trace arrivals.json --report out/
   plan simulate np.json --reference-plan plan.json     # NP at PPipe's load factors
   plan simulate plan.json --policy reactive            # the reactive ablation baseline
   plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails
-  plan simulate testdata/export/qlm/plan.json --trace azure-llm-2023-conv.csv --requests-out reqs.jsonl`,
+  plan simulate testdata/export/qlm/plan.json --trace azure-llm-2023-conv.csv --requests-out reqs.jsonl
+  plan simulate schedule.json --trace day.csv   # a schedule (plan solve --window) at the trace's rates, switches included`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimulate(cmd, app, o, args)

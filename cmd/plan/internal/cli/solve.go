@@ -64,7 +64,8 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
   plan solve --profile testdata/pard/profile.json --cluster testdata/pard/cluster.json --workload testdata/pard/workload.json -o pard.json
   plan solve --profile testdata/qlm/profile.json --cluster testdata/qlm/cluster.yaml --workload testdata/qlm/workload.yaml -o qlm.json
   plan solve --cluster testdata/dyorc/cluster-small.json --workload testdata/dyorc/small.json -o dyorc.json
-  plan solve --output json | jq .ppipe.models[0].throughput_rps`,
+  plan solve --output json | jq .ppipe.models[0].throughput_rps
+  plan solve --objective cost --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json   # a least-cost plan per hour`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSolve(cmd, app, o) },
 	}
