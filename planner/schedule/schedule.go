@@ -54,6 +54,9 @@ type Entry struct {
 	Plan        json.RawMessage    `json:"plan"`
 }
 
+// MinShare is the least share of its day's peak a target is planned for in any window.
+const MinShare = 0.01
+
 // SolveFunc plans a workload at the least cost (the system's planner with --objective cost).
 type SolveFunc func(ctx context.Context, w *formats.Workload) (*formats.Plan, error)
 
@@ -105,7 +108,17 @@ func Build(ctx context.Context, r *Rates, w *formats.Workload, window float64, p
 			peak[i] = math.Max(peak[i], v)
 		}
 	}
+	for i, v := range peak {
+		if v <= 0 {
+			return nil, fmt.Errorf("%s: column %s: no requests in the whole trace: nothing to plan for it (drop it from the workload)", r.Name, r.Targets[i])
+		}
+	}
 	for _, win := range wins {
+		// A target quiet for a whole window keeps a minimal deployment (planned at MinShare of
+		// its day's peak): its stray requests have somewhere to go, and a planner needs a rate.
+		for i, v := range win.Peak {
+			win.Peak[i] = math.Max(v, round6(peak[i]*MinShare))
+		}
 		e, err := entry(win.Peak, win.Start, win.End)
 		if err != nil {
 			return nil, err

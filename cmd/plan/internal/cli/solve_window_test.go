@@ -133,6 +133,8 @@ func TestBadInputSolveWindows(t *testing.T) {
 			code: ExitUsage, want: []string{"--switch-delay", "applies to a schedule", "qlm-cost.json"}},
 		{name: "negative switch delay", args: []string{"simulate", "testdata/schedule/empty-schedule.json", "--trace", toy, "--switch-delay", "-1s"},
 			code: ExitUsage, want: []string{"--switch-delay -1s", "must be ≥ 0"}},
+		{name: "silent column", args: windowArgs("s.json", "--trace", "testdata/schedule/silent-column.csv", "--window", "1m"), out: "s.json",
+			code: ExitUsage, want: []string{"silent-column.csv", "column m0", "no requests"}},
 		{name: "bad rate", args: windowArgs("s.json", "--trace", "testdata/schedule/bad-rate.csv", "--window", "1m"), out: "s.json",
 			code: ExitUsage, want: []string{"bad-rate.csv", "line 4", "m1", `"-3"`}},
 	})
