@@ -99,6 +99,14 @@ func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplan
 		return
 	}
 	m.inCur++
+	if p.variant.rule == ruleClipper && p.variant.check == checkEnqueue {
+		// Enqueue reading: the request already spent the objectives of the modules before
+		// this one (Σ_{i<k} SLO_i; the entry module's is 0, where nothing has elapsed).
+		if l := now - p.v.Req(id).Arrival; l > m.cumBudget-m.budget {
+			p.drop(out, id, s, DropBudget, l)
+			return
+		}
+	}
 	if p.variant.rule == ruleOC && m.throttle {
 		m.credit += 1 - p.ocAlpha
 		if m.credit < 1 {
@@ -264,19 +272,18 @@ func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModul
 func (p *Pipeline) test(now, te, tr dataplane.Time, r *dataplane.Request, m *pardModule) (bool, dataplane.DropReason, dataplane.Time) {
 	switch p.variant.rule {
 	case ruleNexus:
-		if p.nexusSplit {
+		switch {
+		case p.nexusSplit || p.variant.budget == budgetLocal:
 			l := te + m.d - tr
 			return l > m.budget, DropWindow, l
+		case p.variant.budget == budgetCum:
+			l := te + m.d - r.Arrival
+			return l > m.cumBudget, DropWindow, l
 		}
 		l := te + m.d - r.Arrival
 		return l > m.slo, DropWindow, l
 	case ruleClipper:
-		if p.cumulative {
-			l := now - r.Arrival
-			return l > dataplane.Time(float64(m.slo)*float64(m.prefD-m.d)/float64(max(m.sumD, 1))), DropBudget, l
-		}
-		l := now - tr
-		return l > m.budget, DropBudget, l
+		return p.clipperTest(now, te, tr, r, m)
 	case ruleEq3:
 		l := (te - r.Arrival) + m.d + m.lsub
 		return l > m.slo, DropEstimate, l
@@ -288,6 +295,27 @@ func (p *Pipeline) test(now, te, tr dataplane.Time, r *dataplane.Request, m *par
 		return l > m.slo, DropExpired, l
 	}
 	return false, "", 0
+}
+
+// clipperTest is Clipper++'s drop rule in the variant's reading (PARD §5.1: "drops requests
+// only if they already exceed the latency objective before inference", SLO_k = SLO·d_k/Σd).
+func (p *Pipeline) clipperTest(now, te, tr dataplane.Time, r *dataplane.Request, m *pardModule) (bool, dataplane.DropReason, dataplane.Time) {
+	at := now
+	if p.variant.check == checkTE {
+		at = te
+	}
+	if p.variant.expire && at-r.Arrival > m.slo {
+		return true, DropExpired, at - r.Arrival
+	}
+	switch {
+	case p.variant.check == checkEnqueue:
+		return false, "", 0 // tested on arrival (arriveAt)
+	case p.variant.budget == budgetCum || p.cumulative:
+		l := at - r.Arrival
+		return l > m.cumBudget, DropBudget, l
+	}
+	l := at - tr
+	return l > m.budget, DropBudget, l
 }
 
 // launch starts the forming batch on the idle worker and begins forming the next one.

@@ -1,0 +1,41 @@
+package pardbench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// TestClipperReadings pins what each reading of Clipper++ (PARD §5.1) does with a request
+// that spent its first module's share in the queue: three modules of 100 ms, batch 1, SLO
+// 420 ms, so SLO_k = 140 ms and the cumulative deadlines are 140/280/420 ms. Three requests
+// arrive at 0; r2 waits 100 ms at A (within 140 ms) and reaches B at 300 ms, past B's
+// cumulative deadline of 280 ms. The cumulative reading (the default) drops it there; the
+// local one sees no queueing at B and carries it to a late finish at 500 ms; the enqueue
+// reading drops it on arrival at B (300 > Σ_{i<2} SLO_i = 140), and r1 too (200 > 140),
+// which would have finished on time.
+func TestClipperReadings(t *testing.T) {
+	ms := dataplane.Millisecond
+	mods := []ModuleToy{{"A", 1, 100 * ms}, {"B", 1, 100 * ms}, {"C", 1, 100 * ms}}
+	for _, c := range []struct {
+		policy, r1, r2 string
+	}{
+		{"clipper++", "r1 completed in 400ms", "r2 dropped at toy/B (budget"},
+		{"clipper++-local", "r1 completed in 400ms", "r2 late in 500ms"},
+		{"clipper++-local-expire", "r1 completed in 400ms", "r2 late in 500ms"},
+		{"clipper++-enqueue", "r1 dropped at toy/B (budget", "r2 dropped at toy/B (budget"},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			out := toy(t, c.policy, 420*ms, mods, []dataplane.Time{0, 0, 0})
+			if len(out) != 3 {
+				t.Fatalf("%d requests, want 3: %v", len(out), out)
+			}
+			for i, want := range []string{"r0 completed in 300ms", c.r1, c.r2} {
+				if !strings.HasPrefix(out[i], want) {
+					t.Errorf("%s: got %q, want %q…", c.policy, out[i], want)
+				}
+			}
+		})
+	}
+}
