@@ -67,6 +67,8 @@ type BenchRow struct {
 	MinGoodput []float64 `json:"min_goodput"`
 	MeanWaitMs float64   `json:"mean_wait_ms"`
 	Requests   int64     `json:"requests"`
+	// Decisions is the per-module decision trace, averaged over seeds (counts per seed).
+	Decisions []ModuleTrace `json:"decisions"`
 }
 
 // StressRow is one fixed-capacity point.
@@ -399,6 +401,7 @@ func (res *BenchResult) aggregate(o BenchOptions, jobs []benchJob, results []*Pi
 					for k, w := range m.Windows {
 						row.MinGoodput[k] += w.MinGoodput
 					}
+					row.addTrace(m.Decisions)
 				}
 				n := float64(max(row.Seeds, 1))
 				r6 := func(x float64) float64 { return math.Round(x/n*1e6) / 1e6 }
@@ -409,6 +412,11 @@ func (res *BenchResult) aggregate(o BenchOptions, jobs []benchJob, results []*Pi
 				}
 				for k := range row.MinGoodput {
 					row.MinGoodput[k] = r6(row.MinGoodput[k])
+				}
+				for k := range row.Decisions {
+					mt := &row.Decisions[k]
+					mt.Ran, mt.Dropped, mt.Late, mt.BudgetIn = r6(mt.Ran), r6(mt.Dropped), r6(mt.Late), r6(mt.BudgetIn)
+					mt.BudgetAtDrop, mt.WaitMs, mt.WastedGPUs = r6(mt.BudgetAtDrop), r6(mt.WaitMs), r6(mt.WastedGPUs)
 				}
 				res.Rows = append(res.Rows, row)
 			}

@@ -25,6 +25,7 @@ type Command struct {
 	cold     float64
 	headroom float64
 	parallel int
+	trace    bool
 }
 
 // Name implements bench.Bench.
@@ -68,6 +69,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.cold, "cold-start", 0, "autoscaler cold start in seconds (default 15)")
 	f.Float64Var(&o.headroom, "headroom", 0, "autoscaler provisions rate × headroom (default 1)")
 	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
+	f.BoolVar(&o.trace, "trace", false, "print the per-module decision trace (drops, budget consumed, queueing, wasted GPU time)")
 }
 
 func (o *Command) Run(ctx context.Context, env bench.Env) error {
@@ -129,6 +131,9 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return env.WriteJSON(res)
 	}
 	printBenchPARD(env, res)
+	if o.trace {
+		printTrace(env, res)
+	}
 	env.Infof("bench pard: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }

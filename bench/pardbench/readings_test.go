@@ -39,3 +39,39 @@ func TestClipperReadings(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionTrace checks the per-module trace on the scenario above: under clipper++ r2
+// runs at A (waiting 100 ms), is dropped at B having consumed 300/420 of the SLO, and A's
+// 100 ms on it is wasted; under clipper++-local it runs everywhere and is late at C.
+func TestDecisionTrace(t *testing.T) {
+	ms := dataplane.Millisecond
+	mods := []ModuleToy{{"A", 1, 100 * ms}, {"B", 1, 100 * ms}, {"C", 1, 100 * ms}}
+	for _, c := range []struct {
+		policy string
+		want   []ModuleTrace
+	}{
+		{"clipper++", []ModuleTrace{
+			{Module: "toy/A", Ran: 3, BudgetIn: 0, WaitMs: 100, WastedGPUs: 0.1},
+			{Module: "toy/B", Ran: 2, Dropped: 1, BudgetIn: round6(300.0 / 420 / 2), BudgetAtDrop: round6(300.0 / 420), WaitMs: 0},
+			{Module: "toy/C", Ran: 2, BudgetIn: round6(500.0 / 420 / 2), WaitMs: 0},
+		}},
+		{"clipper++-local", []ModuleTrace{
+			{Module: "toy/A", Ran: 3, BudgetIn: 0, WaitMs: 100, WastedGPUs: 0.1},
+			{Module: "toy/B", Ran: 3, BudgetIn: round6(600.0 / 420 / 3), WaitMs: 0, WastedGPUs: 0.1},
+			{Module: "toy/C", Ran: 3, Late: 1, BudgetIn: round6(900.0 / 420 / 3), WaitMs: 0, WastedGPUs: 0.1},
+		}},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			e := toyEngine(t, c.policy, 420*ms, mods, []dataplane.Time{0, 0, 0})
+			got := decisionTrace(e, []dataplane.StageID{0, 1, 2}, 2)
+			if len(got) != len(c.want) {
+				t.Fatalf("%d modules, want %d", len(got), len(c.want))
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Errorf("module %d: got %+v, want %+v", i, got[i], c.want[i])
+				}
+			}
+		})
+	}
+}

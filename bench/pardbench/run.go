@@ -72,6 +72,8 @@ type PipelineMetrics struct {
 	Windows    []WindowStat  `json:"windows"`
 	// MeanWaitMs is the mean queueing + batch wait per request and module.
 	MeanWaitMs float64 `json:"mean_wait_ms"`
+	// Decisions is the per-module decision trace (pipeline order).
+	Decisions []ModuleTrace `json:"decisions"`
 	// Reasons counts drops by reason.
 	Reasons map[string]int64 `json:"reasons,omitempty"`
 	// PerSecond arrivals and on-time completions, by arrival second.
@@ -220,6 +222,7 @@ func PipelineOutcome(e *dataplane.Engine, secs int) *PipelineMetrics {
 	for _, w := range WindowSizes {
 		m.Windows = append(m.Windows, windowStat(m.Arrivals, m.Good, w))
 	}
+	m.Decisions = decisionTrace(e, stages, sink)
 	return m
 }
 
