@@ -26,6 +26,9 @@ type Command struct {
 	headroom float64
 	parallel int
 	trace    bool
+	rpc      float64
+	batchOvh float64
+	stress   []string
 }
 
 // Name implements bench.Bench.
@@ -69,6 +72,9 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.cold, "cold-start", 0, "autoscaler cold start in seconds (default 15)")
 	f.Float64Var(&o.headroom, "headroom", 0, "autoscaler provisions rate × headroom (default 1)")
 	f.IntVar(&o.parallel, "parallel", 0, "runs at once (0 = all cores)")
+	f.Float64Var(&o.rpc, "rpc-ms", 0, "serving overhead per request on every edge between modules, ms (default 0: none)")
+	f.Float64Var(&o.batchOvh, "batch-overhead-ms", 0, "overhead added to every batch's execution (formation, launch), ms (default 0)")
+	f.StringSliceVar(&o.stress, "stress-policies", nil, "stress-test policies (default none,nexus,clipper++,pard,nexus-split,clipper++-local)")
 	f.BoolVar(&o.trace, "trace", false, "print the per-module decision trace (drops, budget consumed, queueing, wasted GPU time)")
 }
 
@@ -82,8 +88,12 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		bo = QuickBench()
 	}
 	bo.Apps, bo.Traces, bo.Policies, bo.Parallel = o.apps, o.traces, o.policies, o.parallel
-	if o.seeds < 0 || o.seconds < 0 || o.rate < 0 || o.cold < 0 || o.headroom < 0 {
-		return bench.Usagef("--seeds, --seconds, --rate, --cold-start and --headroom must be >= 0")
+	if o.seeds < 0 || o.seconds < 0 || o.rate < 0 || o.cold < 0 || o.headroom < 0 || o.rpc < 0 || o.batchOvh < 0 {
+		return bench.Usagef("--seeds, --seconds, --rate, --cold-start, --headroom, --rpc-ms and --batch-overhead-ms must be >= 0")
+	}
+	bo.RPCMs, bo.BatchOverheadMs = o.rpc, o.batchOvh
+	if o.stress != nil {
+		bo.StressPolicies = o.stress
 	}
 	if o.headroom > 0 {
 		bo.Headroom = o.headroom

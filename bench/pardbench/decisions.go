@@ -121,20 +121,30 @@ func printTrace(env bench.Env, res *BenchResult) {
 	fmt.Fprintln(env.Out, "Decision trace per module (means over seeds; budget = share of the SLO consumed since t_s; wasted = GPU s spent on requests that ended dropped or late):")
 	var rows [][]string
 	for _, r := range res.Rows {
-		var dropped float64
-		for _, mt := range r.Decisions {
-			dropped += mt.Dropped + mt.Late
-		}
-		for i, mt := range r.Decisions {
-			share := 0.0
-			if dropped > 0 {
-				share = (mt.Dropped + mt.Late) / dropped
-			}
-			rows = append(rows, []string{r.App + "-" + r.Trace, r.Policy, fmt.Sprint(i), mt.Module, fmt.Sprintf("%.0f", mt.Ran),
-				fmt.Sprintf("%.0f", mt.Dropped), fmt.Sprintf("%.0f", mt.Late), pardPct(share), fmt.Sprintf("%.2f", mt.BudgetIn),
-				fmt.Sprintf("%.2f", mt.BudgetAtDrop), fmt.Sprintf("%.1f", mt.WaitMs), fmt.Sprintf("%.1f", mt.WastedGPUs)})
-		}
+		rows = append(rows, traceRows(r.App+"-"+r.Trace, r.Policy, r.Decisions)...)
+	}
+	for _, r := range res.Stress {
+		rows = append(rows, traceRows(fmt.Sprintf("%s-stress-%.1fx", r.App, r.Factor), r.Policy, r.Decisions)...)
 	}
 	env.Table([]string{"workload", "policy", "#", "module", "ran", "dropped", "late", "drop share", "budget in", "budget at drop", "wait ms", "wasted GPU s"}, rows)
 	fmt.Fprintln(env.Out)
+}
+
+// traceRows formats one run's trace, a row per module.
+func traceRows(workload, policy string, tr []ModuleTrace) [][]string {
+	var dropped float64
+	for _, mt := range tr {
+		dropped += mt.Dropped + mt.Late
+	}
+	var rows [][]string
+	for i, mt := range tr {
+		share := 0.0
+		if dropped > 0 {
+			share = (mt.Dropped + mt.Late) / dropped
+		}
+		rows = append(rows, []string{workload, policy, fmt.Sprint(i), mt.Module, fmt.Sprintf("%.0f", mt.Ran),
+			fmt.Sprintf("%.0f", mt.Dropped), fmt.Sprintf("%.0f", mt.Late), pardPct(share), fmt.Sprintf("%.2f", mt.BudgetIn),
+			fmt.Sprintf("%.2f", mt.BudgetAtDrop), fmt.Sprintf("%.1f", mt.WaitMs), fmt.Sprintf("%.1f", mt.WastedGPUs)})
+	}
+	return rows
 }

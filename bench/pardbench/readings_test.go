@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
+	dppard "github.com/plan-dev/plan/dataplane/pard"
 )
 
 // TestClipperReadings pins what each reading of Clipper++ (PARD §5.1) does with a request
@@ -73,5 +74,40 @@ func TestDecisionTrace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAddOverheads: the RPC overhead lengthens every edge by b·rpc (none after the sink), the
+// batch overhead every batch's execution.
+func TestAddOverheads(t *testing.T) {
+	ms := dataplane.Millisecond
+	for _, c := range []struct {
+		rpc, batch        float64
+		xferA, xferB, lat dataplane.Time
+	}{
+		{0, 0, 0, 0, 100 * ms},
+		{0.5, 0, 2 * ms, 0, 100 * ms},
+		{0, 3, 0, 0, 103 * ms},
+		{1, 2, 4 * ms, 0, 102 * ms},
+	} {
+		spec := dppard.PipelineSpec{Name: "toy", SLO: 400 * ms, Modules: []dppard.ModuleSpec{
+			{Name: "A", Batch: 4, LatUs: constLat(100*ms, 4), Workers: 1},
+			{Name: "B", Batch: 4, LatUs: constLat(100*ms, 4), Workers: 1, After: []string{"A"}}}}
+		dep, err := dppard.NewPipelineDeployment([]dppard.PipelineSpec{spec}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		AddOverheads(dep, c.rpc, c.batch)
+		if x := dep.Stages[0].Xfer(4); x != c.xferA {
+			t.Errorf("rpc %g: A's transfer of 4 = %v, want %v", c.rpc, x, c.xferA)
+		}
+		if x := dep.Stages[1].Xfer(4); x != c.xferB {
+			t.Errorf("rpc %g: B (sink) transfer = %v, want %v", c.rpc, x, c.xferB)
+		}
+		for s := range dep.Stages {
+			if l := dep.Stages[s].Lat(4); l != c.lat {
+				t.Errorf("batch %g: stage %d d(4) = %v, want %v", c.batch, s, l, c.lat)
+			}
+		}
 	}
 }

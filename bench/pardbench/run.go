@@ -320,3 +320,28 @@ func round6(x float64) float64 {
 	}
 	return math.Round(x*1e6) / 1e6
 }
+
+// AddOverheads adds the testbed's serving overheads to a pipeline deployment (issue 33 item
+// 4): rpcMs per request on every edge between modules (a batch of b leaving a module takes
+// b·rpcMs longer to reach the next), and batchMs to every batch's execution time. The
+// provisioning is left as planned, so the overheads take capacity as they would on the
+// testbed; the policies see them where a real one would: the transfer in the planned hop
+// (PARD's L_sub with hop_in_lsub) and the batch overhead in the profiled d(b).
+func AddOverheads(dep *dataplane.Deployment, rpcMs, batchMs float64) {
+	for i := range dep.Stages {
+		st := &dep.Stages[i]
+		if len(st.Next) > 0 && rpcMs > 0 {
+			st.XferPerSampleUs += rpcMs * 1000
+		}
+		if batchMs > 0 {
+			lat := make([]dataplane.Time, len(st.LatUs))
+			for b := range lat {
+				lat[b] = st.LatUs[b]
+				if b > 0 {
+					lat[b] += dataplane.Time(batchMs * float64(dataplane.Millisecond))
+				}
+			}
+			st.LatUs = lat
+		}
+	}
+}
