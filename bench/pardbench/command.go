@@ -50,6 +50,12 @@ never-dropping baseline misses the SLO), drop and invalid rates, the share of dr
 later half of the pipeline, the minimum goodput over 1/5/10/30/60 s windows, and PARD's
 gains next to the paper's headline numbers.
 
+The baselines run in every reading PARD §5.1 allows (nexus-split, nexus-cum, clipper++-local,
+...); nexus and clipper++ are the readings that reproduce the paper's baseline behaviour (see
+bench/pardbench/RESULTS.md). --trace prints the per-module decision trace (drops, SLO share
+consumed on arrival and at the drop, queueing, GPU time wasted on requests dropped later);
+--rpc-ms and --batch-overhead-ms add the testbed's serving overheads (default none).
+
 --quick: one seed, 300 s traces (about a minute on 2 cores).`
 }
 
