@@ -437,7 +437,7 @@ func (res *BenchResult) aggregate(o BenchOptions, jobs []benchJob, results []*Pi
 				res.Rows = append(res.Rows, row)
 			}
 			pard := res.Row(a, tr, "pard")
-			for _, b := range []string{"nexus", "clipper++"} {
+			for _, b := range baselines(o.Policies) {
 				base := res.Row(a, tr, b)
 				if pard == nil || base == nil {
 					continue
@@ -467,6 +467,18 @@ func (res *BenchResult) stress(jobs []benchJob, results []*PipelineMetrics) {
 		}
 		return res.Stress[x].Factor < res.Stress[y].Factor
 	})
+}
+
+// baselines lists the reactive baselines among the bench's policies: nexus and clipper++ (the
+// readings the paper ran) first, then their other readings (nexus-split, clipper++-local, ...).
+func baselines(pols []string) []string {
+	out := []string{"nexus", "clipper++"}
+	for _, p := range pols {
+		if p != "nexus" && p != "clipper++" && (strings.HasPrefix(p, "nexus") || strings.HasPrefix(p, "clipper++")) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Infinite stands for a ratio against zero (PARD had no drops or no waste).
