@@ -187,8 +187,11 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 				if est <= slo {
 					break
 				}
-				pw.q.PopMin()
+				_, _, tr := pw.q.PopMin()
 				p.reload(w)
+				if p.qDropped {
+					m.sampleQ(now, now-tr)
+				}
 				p.drop(out, id, m.stage, DropPurge, est)
 			}
 			if pw.q.Len() == 0 {
@@ -226,6 +229,9 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 			continue
 		}
 		if drop {
+			if p.qDropped {
+				m.sampleQ(now, now-tr)
+			}
 			p.drop(out, id, m.stage, reason, est)
 			continue
 		}
@@ -244,15 +250,8 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModule, id dataplane.ReqID) {
 	pw.forming = append(pw.forming, id)
 	p.reload(m.workers[pw.pos])
-	// Q = t_b − t_r from batched requests only (dropped ones would bias q up under HBF), in
-	// 100 ms buckets.
-	bn := int64(now / (100 * dataplane.Millisecond))
-	qb := &m.qb[bn%int64(len(m.qb))]
-	if qb.n != bn {
-		*qb = qBucket{n: bn}
-	}
-	qb.sum += float64(now - tr)
-	qb.cnt++
+	// Q = t_b − t_r from batched requests only (dropped ones would bias q up under HBF).
+	m.sampleQ(now, now-tr)
 	// Normalized batch wait u = W/d(run size).
 	var u float32
 	if pw.busy && pw.runNom > 0 {
@@ -266,6 +265,17 @@ func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModul
 	if p.variant.rule == ruleWCL {
 		m.wclCur = append(m.wclCur, te-tr+m.d)
 	}
+}
+
+// sampleQ adds one queueing delay to the module's windowed mean, in 100 ms buckets.
+func (m *pardModule) sampleQ(now, q dataplane.Time) {
+	bn := int64(now / (100 * dataplane.Millisecond))
+	qb := &m.qb[bn%int64(len(m.qb))]
+	if qb.n != bn {
+		*qb = qBucket{n: bn}
+	}
+	qb.sum += float64(q)
+	qb.cnt++
 }
 
 // test is the drop rule at t_b for request r (arrived at the module at tr).

@@ -37,6 +37,7 @@ type Options struct {
 	HopInLsub     bool    `json:"hop_in_lsub"`     // add downstream edges' planned hops to L_sub, not in the paper (true)
 	MuWindowS     float64 `json:"mu_window_s"`     // μ from the mean T_in over this long, window not in the paper (2 s)
 	SiblingCancel bool    `json:"sibling_cancel"`  // DAG: a drop on one branch cancels its siblings' work; paper: none (false)
+	QDropped      bool    `json:"q_dropped"`       // q_i also samples the queueing delay of requests dropped at t_b (spec §8.6's alternative; false)
 }
 
 // DefaultOptions returns the defaults of every parameter (see Options).
@@ -168,6 +169,7 @@ func (p *Pipeline) Attach(v dataplane.View) error {
 	p.muN = min(p.epsN, max(1, int(math.Round(o.MuWindowS/o.SyncS))))
 	p.hopInLsub = o.HopInLsub
 	p.cancel = o.SiblingCancel
+	p.qDropped = o.QDropped
 	p.doomed = map[dataplane.ReqID]pardDrop{}
 	p.rng = rand.New(rand.NewPCG(o.Seed, 0x5a4d_7061_7264_0001))
 	p.deferred = map[dataplane.ReqID]pardDrop{}

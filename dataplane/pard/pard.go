@@ -174,6 +174,7 @@ type Pipeline struct {
 	muN        int
 	hopInLsub  bool
 	cancel     bool
+	qDropped   bool
 	doomed     map[dataplane.ReqID]pardDrop
 	rng        *rand.Rand
 	mods       []pardModule // indexed by StageID
