@@ -52,6 +52,10 @@ type Entry struct {
 	CostPerHour float64            `json:"cost_per_hour"`
 	Cost        float64            `json:"cost"`
 	Plan        json.RawMessage    `json:"plan"`
+	// Kept: the plan is the previous window's, kept because it serves this window's peak
+	// at no higher cost; PlannedFor is the peak it was solved for.
+	Kept       bool      `json:"kept,omitempty"`
+	PlannedFor []float64 `json:"planned_for,omitempty"`
 }
 
 // MinShare is the least share of its day's peak a target is planned for in any window.
@@ -123,6 +127,17 @@ func Build(ctx context.Context, r *Rates, w *formats.Workload, window float64, p
 		if err != nil {
 			return nil, err
 		}
+		if n := len(s.Windows); n > 0 && keep(s.Windows[n-1], e) {
+			// The previous window's plan serves this peak at no higher cost: keeping it
+			// saves a switch (its overlap and the empty queues of a fresh plan).
+			k := s.Windows[n-1]
+			if !k.Kept {
+				k.PlannedFor = k.PeakRPS
+			}
+			k.StartS, k.EndS, k.PeakRPS, k.Kept = e.StartS, e.EndS, e.PeakRPS, true
+			k.Cost = round6(k.CostPerHour * (k.EndS - k.StartS) / 3600)
+			e = k
+		}
 		s.Windows = append(s.Windows, e)
 		s.TotalCost += e.Cost
 	}
@@ -135,6 +150,29 @@ func Build(ctx context.Context, r *Rates, w *formats.Workload, window float64, p
 		s.Saving = round6(1 - s.TotalCost/s.PeakCost)
 	}
 	return s, nil
+}
+
+// keep says whether prev's plan may serve next's window: it was planned for a peak at least
+// next's in every target and costs no more per hour.
+func keep(prev, next Entry) bool {
+	if prev.CostPerHour > next.CostPerHour {
+		return false
+	}
+	for i, v := range next.PeakRPS {
+		if prev.PlannedRPS(i) < v {
+			return false
+		}
+	}
+	return true
+}
+
+// PlannedRPS is the rate of target i the entry's plan was solved for: its own peak, or the
+// peak of the window whose plan it keeps.
+func (e Entry) PlannedRPS(i int) float64 {
+	if e.Kept {
+		return e.PlannedFor[i]
+	}
+	return e.PeakRPS[i]
 }
 
 // CheckTargets says which rate-bearing parts of the workload (models, LLM classes, pipelines,

@@ -1,9 +1,11 @@
 package schedule
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,5 +81,47 @@ func TestBuild(t *testing.T) {
 				t.Errorf("saving %v, want %v", s.Saving, want)
 			}
 		})
+	}
+}
+
+// TestBuildKeeps: a window whose peak the previous window's plan covers at no higher cost
+// keeps that plan (no switch), recording the peak it was planned for; one it does not cover,
+// or covers at a higher cost, gets its own.
+func TestBuildKeeps(t *testing.T) {
+	w := &formats.Workload{Models: []formats.ModelWorkload{{Name: "a"}, {Name: "b"}}}
+	// GPUs of 100 requests/s at 1 each: ceil(Σ rates / 100).
+	solve := func(_ context.Context, w *formats.Workload) (*formats.Plan, error) {
+		var c float64
+		for _, m := range w.Models {
+			c += m.RateRPS
+		}
+		return &formats.Plan{Metadata: formats.Metadata{Name: strconv.FormatFloat(c, 'g', -1, 64)},
+			Fleet: &formats.Fleet{Objective: "cost", Currency: "USD", CostPerHour: math.Ceil(c / 100)}}, nil
+	}
+	r, err := ParseRates("day.csv", strings.NewReader("time_s,a,b\n0,60,30\n60,50,30\n120,40,40\n180,20,20\n240,150,10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Build(context.Background(), r, w, 60, Peaks{Quantile: 1, Margin: 1, Bucket: 60}, solve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		kept       bool
+		plannedFor []float64
+	}{
+		{false, nil},
+		{true, []float64{60, 30}}, // 50,30 ≤ 60,30 at the same 1 GPU
+		{false, nil},              // 40,40: b above the plan's 30
+		{true, []float64{40, 40}}, // 20,20 ≤ 40,40
+		{false, nil},              // 150,10 needs 2 GPUs
+	}
+	for i, e := range s.Windows {
+		if e.Kept != want[i].kept || !slices.Equal(e.PlannedFor, want[i].plannedFor) {
+			t.Errorf("window %d: kept %v planned for %v, want %v %v", i, e.Kept, e.PlannedFor, want[i].kept, want[i].plannedFor)
+		}
+		if e.Kept && !bytes.Equal(e.Plan, s.Windows[i-1].Plan) {
+			t.Errorf("window %d keeps a plan other than window %d's", i, i-1)
+		}
 	}
 }

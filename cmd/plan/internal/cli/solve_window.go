@@ -98,7 +98,11 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	}
 	rows := make([][]string, 0, len(s.Windows)+1)
 	row := func(name string, e schedule.Entry) []string {
-		return []string{name, fmtSecs(e.StartS) + "–" + fmtSecs(e.EndS), fmtRates(s.Targets, e.PeakRPS), fleetShort(e.GPUsUsed),
+		gpus := fleetShort(e.GPUsUsed)
+		if e.Kept {
+			gpus += " (kept)"
+		}
+		return []string{name, fmtSecs(e.StartS) + "–" + fmtSecs(e.EndS), fmtRates(s.Targets, e.PeakRPS), gpus,
 			fmt.Sprintf("%.4g", e.CostPerHour), fmt.Sprintf("%.4g", e.Cost)}
 	}
 	for i, e := range s.Windows {
