@@ -29,9 +29,10 @@ var (
 //	go test ./cmd/plan/internal/cli -run '^$' -bench DaySchedule -benchtime 1x
 //	go test ./cmd/plan/internal/cli -run '^$' -bench DaySchedule -benchtime 1x -bench-day-trace day.csv
 //
-// Recorded (2026-11-24, 2 shared cores, 46 s): 24 hourly plans of 3–11 L4 against 11 L4 all
-// day; cost 94.46 USD (1.50 of it the switches' overlap) against 147.8: saving 36.1%;
-// attainment 99.78% against the peak plan's 100.00% (99.78% of it) over 12,955,812 requests.
+// Recorded (2026-11-24, 2 shared cores, 55 s): 24 hourly plans of 3–11 L4 (4 windows keep
+// the previous plan) against 11 L4 all day; cost 94.25 USD (1.29 of it the switches'
+// overlap) against 147.8: saving 36.2%; attainment 99.78% against the peak plan's 100.00%
+// (99.78% of it) over 12,955,812 requests.
 //
 // Bursts: Azure Public Dataset, "Azure LLM inference trace 2023" (CC-BY 4.0), Patel et al.,
 // Splitwise, ISCA 2024.
