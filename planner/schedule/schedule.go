@@ -302,8 +302,8 @@ func Decode(name string, data []byte) (*Schedule, error) {
 		return nil, fmt.Errorf("%s: windows: empty", name)
 	}
 	for i, e := range s.Windows {
-		if len(e.PeakRPS) != len(s.Targets) || len(e.Plan) == 0 || !(e.EndS > e.StartS) {
-			return nil, fmt.Errorf("%s: windows[%d]: want start_s < end_s, a plan and one peak_rps per target", name, i)
+		if len(e.PeakRPS) != len(s.Targets) || len(e.Plan) == 0 || !(e.EndS > e.StartS) || e.Kept && len(e.PlannedFor) != len(s.Targets) {
+			return nil, fmt.Errorf("%s: windows[%d]: want start_s < end_s, a plan and one peak_rps (and planned_for when kept) per target", name, i)
 		}
 	}
 	return &s, nil
