@@ -158,12 +158,14 @@ func (r *Rates) Windows(w float64, p Peaks) ([]Window, error) {
 		return nil, fmt.Errorf("--window %s: longer than the trace %s (%s long)", fmtSec(w), r.Name, fmtSec(span))
 	case w < r.Step*(1-1e-9):
 		return nil, fmt.Errorf("--window %s: shorter than the trace %s's interval (%s)", fmtSec(w), r.Name, fmtSec(r.Step))
+	case math.Abs(w/r.Step-math.Round(w/r.Step)) > 1e-6:
+		return nil, fmt.Errorf("--window %s: must be a multiple of the trace %s's interval (%s)", fmtSec(w), r.Name, fmtSec(r.Step))
 	case !(p.Quantile > 0 && p.Quantile <= 1):
 		return nil, fmt.Errorf("--peak-quantile %v: must be in (0, 1]", p.Quantile)
 	case !(p.Margin >= 1) || math.IsInf(p.Margin, 0):
 		return nil, fmt.Errorf("--margin %v: must be a finite number ≥ 1", p.Margin)
 	}
-	per := max(1, int(math.Round(p.Bucket/r.Step))) // rows per bucket
+	per := r.bucketRows(p)
 	var out []Window
 	for s := 0.0; s < span-1e-9; s += w {
 		e := math.Min(s+w, span)
@@ -193,6 +195,12 @@ func (r *Rates) Windows(w float64, p Peaks) ([]Window, error) {
 	}
 	return out, nil
 }
+
+// bucketRows is how many rows one bucket averages: Bucket's worth, at least one.
+func (r *Rates) bucketRows(p Peaks) int { return max(1, int(math.Round(p.Bucket/r.Step))) }
+
+// BucketS is the averaging interval in seconds the peaks use on this trace.
+func (r *Rates) BucketS(p Peaks) float64 { return float64(r.bucketRows(p)) * r.Step }
 
 // MeanRates are the mean rates per target over [from, to) seconds (trace time).
 func (r *Rates) MeanRates(from, to float64) []float64 {

@@ -42,6 +42,37 @@ func TestWindows(t *testing.T) {
 	}
 }
 
+// TestWindowsBad: a window longer than the trace, not positive, shorter than or not a
+// multiple of its interval, and a quantile or margin out of range are errors naming the flag
+// and the value.
+func TestWindowsBad(t *testing.T) {
+	r, err := ReadRatesFile("testdata/toy.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		window float64
+		p      Peaks
+		want   string
+	}{
+		{"longer", 361, DefaultPeaks, "--window 6m1s: longer than the trace testdata/toy.csv (6m0s long)"},
+		{"zero", 0, DefaultPeaks, "--window 0s: must be > 0"},
+		{"shorter than a row", 30, DefaultPeaks, "--window 30s: shorter than the trace testdata/toy.csv's interval (1m0s)"},
+		{"not a multiple", 90, DefaultPeaks, "--window 1m30s: must be a multiple"},
+		{"quantile", 60, Peaks{Quantile: 0, Margin: 1, Bucket: 60}, "--peak-quantile 0"},
+		{"margin", 60, Peaks{Quantile: 1, Margin: 0.9, Bucket: 60}, "--margin 0.9"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.Windows(tc.window, tc.p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestParseRatesBad: every malformed trace is an error naming the file, the line and value.
 func TestParseRatesBad(t *testing.T) {
 	cases := []struct{ name, in, want string }{

@@ -75,7 +75,7 @@ func Build(ctx context.Context, r *Rates, w *formats.Workload, window float64, p
 		return nil, err
 	}
 	s := &Schedule{APIVersion: "plan/v1", Kind: Kind, Trace: r.Name, Targets: r.Targets, WindowS: window,
-		Quantile: p.Quantile, Margin: p.Margin, BucketS: max(p.Bucket, r.Step)}
+		Quantile: p.Quantile, Margin: p.Margin, BucketS: r.BucketS(p)}
 	cache := map[string]Entry{}
 	entry := func(peak []float64, from, to float64) (Entry, error) {
 		key := fmt.Sprint(peak)
