@@ -104,6 +104,11 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 	if switchDelay < 0 {
 		return usageErrorf("--switch-delay %s: must be ≥ 0", switchDelay)
 	}
+	if cmd.Flags().Changed("report") || o.report != "" { // the output rule of every command
+		if err := formats.CheckOutputDir(o.report); err != nil {
+			return usageErrorf("--report: %q: %v", o.report, err)
+		}
+	}
 	s, err := schedule.Decode(path, data)
 	if err != nil {
 		return usageError(err)
@@ -204,6 +209,11 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 	if rep.Peak.Attainment > 0 {
 		rep.RelAttainment = round6(rep.Overall.Attainment / rep.Peak.Attainment)
 	}
+	if o.report != "" {
+		if err := writeScheduleReport(app, o.report, s, rep); err != nil {
+			return err
+		}
+	}
 	return printScheduleReport(app, s, rep)
 }
 
@@ -211,7 +221,7 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 // schedule as to a plan (the rest sweep load factors of one plan).
 var (
 	scheduleOnly = []string{"switch-delay", "switch-ahead"}
-	scheduleToo  = []string{"trace", "seed", "policy", "param", "jitter", "parallel"}
+	scheduleToo  = []string{"trace", "seed", "policy", "param", "jitter", "parallel", "report"}
 )
 
 // scheduleFlags rejects a flag given that does not apply to the argument: a load sweep's

@@ -198,6 +198,15 @@ func TestSimulateSchedule(t *testing.T) {
 			}
 		})
 	}
+	rdir := filepath.Join(dir, "report")
+	if code, _, stderr := rootRun(t, "simulate", sched, "--trace", toy, "-q", "--report", rdir); code != ExitOK {
+		t.Fatalf("--report: exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"schedule-report.json", "cost.png", "cost.svg", "attainment.png", "attainment.svg"} {
+		if st, err := os.Stat(filepath.Join(rdir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("--report: %s: %v", f, err)
+		}
+	}
 	code, _, stderr = rootRun(t, "simulate", sched)
 	if code != ExitUsage || !strings.Contains(stderr, "--trace day.csv") {
 		t.Errorf("schedule without --trace: exit %d, %s", code, stderr)
