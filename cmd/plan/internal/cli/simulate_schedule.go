@@ -87,7 +87,13 @@ type deployed struct {
 // simulateSchedule runs `plan simulate` on a schedule when path is one (true), after checking
 // that no flag given belongs to the other kind of argument.
 func simulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string) (bool, error) {
-	data, err := os.ReadFile(path)
+	// Only a regular file is read here: a FIFO or a device would block, and the plan loader
+	// names those as bad input.
+	var data []byte
+	st, err := os.Stat(path)
+	if err == nil && st.Mode().IsRegular() {
+		data, err = os.ReadFile(path)
+	}
 	isSched := err == nil && schedule.IsSchedule(data)
 	if err := scheduleFlags(cmd, path, isSched); err != nil || !isSched {
 		return isSched, err
