@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,13 +150,13 @@ func OpenAIPlan(o OpenAIOptions) ([]OpenAIRequest, error) {
 		return nil, fmt.Errorf("--input-tokens %d, --output-tokens %d: must be >= 1", o.InputTokens, o.OutputTokens)
 	}
 	if o.Concurrency > 0 {
-		// Closed loop: no arrival process; MaxRequests (or the duration, in Run) ends it.
-		n := o.MaxRequests
-		if n <= 0 {
-			n = 1 << 20
-		}
-		for i := range n {
+		// Closed loop: no arrival process. MaxRequests requests, or without it none here:
+		// the clients make them as they go until Duration (closedLoop).
+		for i := range max(o.MaxRequests, 0) {
 			reqs = append(reqs, OpenAIRequest{Model: o.Model, InputTokens: o.InputTokens, OutputTokens: o.OutputTokens, Index: i})
+		}
+		if o.MaxRequests <= 0 && window <= 0 {
+			return nil, errors.New("--duration or --max-requests: one must bound the run")
 		}
 		return reqs, nil
 	}
@@ -202,21 +203,20 @@ func RunOpenAI(ctx context.Context, o OpenAIOptions) (*OpenAIReport, []OpenAISam
 	if o.Chat {
 		c.url = strings.TrimRight(o.URL, "/") + "/v1/chat/completions"
 	}
-	samples := make([]OpenAISample, len(reqs))
 	start := time.Now()
-	var n int
+	var samples []OpenAISample
 	if o.Concurrency > 0 {
-		n, err = c.closedLoop(ctx, start, reqs, samples)
+		samples, err = c.closedLoop(ctx, start, reqs)
 	} else {
-		n, err = c.openLoop(ctx, start, reqs, samples)
+		samples = make([]OpenAISample, len(reqs))
+		err = c.openLoop(ctx, start, reqs, samples)
 	}
 	if o.Progress != nil {
-		o.Progress(int64(n), c.done.Load())
+		o.Progress(c.sent.Load(), c.done.Load())
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	samples = samples[:n]
 	return openAIReport(o, samples), samples, nil
 }
 
@@ -252,7 +252,7 @@ func (c *oaClient) one(ctx context.Context, start time.Time, r OpenAIRequest, s 
 }
 
 // openLoop sends every request at its arrival time, whether or not earlier ones ended.
-func (c *oaClient) openLoop(ctx context.Context, start time.Time, reqs []OpenAIRequest, samples []OpenAISample) (int, error) {
+func (c *oaClient) openLoop(ctx context.Context, start time.Time, reqs []OpenAIRequest, samples []OpenAISample) error {
 	// A precise timer (as Run): Go's timers would release arrivals in clumps.
 	wt := waketimer.New()
 	defer wt.Close()
@@ -265,7 +265,7 @@ func (c *oaClient) openLoop(ctx context.Context, start time.Time, reqs []OpenAIR
 			select {
 			case <-wt.C():
 			case <-ctx.Done():
-				return i, ctx.Err()
+				return ctx.Err()
 			}
 		}
 		wg.Add(1)
@@ -274,13 +274,18 @@ func (c *oaClient) openLoop(ctx context.Context, start time.Time, reqs []OpenAIR
 			c.one(ctx, start, r, &samples[i])
 		}()
 	}
-	return len(reqs), nil
+	return nil
 }
 
 // closedLoop runs Concurrency clients over the requests in order until they run out or
-// Duration passes (requests in flight then finish).
-func (c *oaClient) closedLoop(ctx context.Context, start time.Time, reqs []OpenAIRequest, samples []OpenAISample) (int, error) {
+// Duration passes (requests in flight then finish); with none planned (no MaxRequests, no
+// trace) the clients make fixed-length ones until Duration. It returns the samples in
+// request order.
+func (c *oaClient) closedLoop(ctx context.Context, start time.Time, reqs []OpenAIRequest) ([]OpenAISample, error) {
+	endless := len(reqs) == 0
 	var next atomic.Int64
+	var mu sync.Mutex
+	var samples []OpenAISample
 	var wg sync.WaitGroup
 	for range c.o.Concurrency {
 		wg.Add(1)
@@ -288,20 +293,30 @@ func (c *oaClient) closedLoop(ctx context.Context, start time.Time, reqs []OpenA
 			defer wg.Done()
 			for ctx.Err() == nil && (c.o.Duration <= 0 || time.Since(start) < c.o.Duration) {
 				i := int(next.Add(1)) - 1
-				if i >= len(reqs) {
+				var r OpenAIRequest
+				switch {
+				case endless:
+					r = OpenAIRequest{Model: c.o.Model, InputTokens: c.o.InputTokens, OutputTokens: c.o.OutputTokens, Index: i}
+				case i < len(reqs):
+					r = reqs[i]
+				default:
 					return
 				}
-				r := reqs[i]
 				r.At = time.Since(start)
-				c.one(ctx, start, r, &samples[i])
+				var s OpenAISample
+				c.one(ctx, start, r, &s)
+				mu.Lock()
+				samples = append(samples, s)
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return min(int(next.Load()), len(reqs)), nil
+	sort.Slice(samples, func(a, b int) bool { return samples[a].Index < samples[b].Index })
+	return samples, nil
 }
 
 // promptWords are the words prompts are built from: common English words that are one token
