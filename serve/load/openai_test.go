@@ -2,6 +2,8 @@ package load
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -224,6 +226,25 @@ func TestOpenAIFailures(t *testing.T) {
 			if tc.status != 200 && rep.Failures[0].Example == "" {
 				t.Error("no error message recorded")
 			}
+			if tc.reason != ReasonTimeout {
+				return
+			}
+			// The client closed the streams: the server withdrew the three requests from
+			// the engine (dropped as cancelled) instead of generating their 500 tokens.
+			var drops float64
+			for range 100 { // 5 s at most, a fraction of the generation
+				resp, err := http.Get(url + "/metrics")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if drops = metricSum(string(b), "plan_drops_total", `reason="cancelled"`); drops == 3 {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Errorf("%v requests dropped as cancelled after the client gave up, want 3", drops)
 		})
 	}
 }
