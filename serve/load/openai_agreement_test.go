@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -141,5 +142,23 @@ func TestOpenAIAgreement(t *testing.T) {
 		if d := math.Abs(m.got-m.want) / m.want; d > 0.05 {
 			t.Errorf("%s: load %.2f ms, simulator %.2f ms: %s%% apart (target 5%%)", m.name, m.got, m.want, strconv.FormatFloat(100*d, 'f', 1, 64))
 		}
+	}
+}
+
+// TestLLMTraceFixture: testdata/openai/qlm-load0.5.json is TestOpenAIAgreement's default
+// trace (60 s at load 0.5, seed 1), committed so that `plan simulate --trace` and `plan load
+// --openai --trace` can replay the same requests from the command line.
+func TestLLMTraceFixture(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := llmTrace(t, p.Provenance.Embedded.Workload.LLMClasses, 0.5, time.Minute, 1)
+	want, err := formats.ReadInto[*formats.Trace](filepath.Join("..", "..", "testdata", "openai", "qlm-load0.5.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Requests, want.Requests) {
+		t.Errorf("the fixture differs from llmTrace's 60 s at load 0.5 (%d vs %d requests): regenerate it", len(want.Requests), len(got.Requests))
 	}
 }
