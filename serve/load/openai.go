@@ -176,10 +176,16 @@ func OpenAIPlan(o OpenAIOptions) ([]OpenAIRequest, error) {
 		if t == dataplane.Never || (window > 0 && at >= window) {
 			break
 		}
+		if len(reqs) == maxOpenAIRequests {
+			return nil, fmt.Errorf("--rate %g over --duration %s: more than %d requests (bound it with --max-requests)", o.Rate, window, maxOpenAIRequests)
+		}
 		reqs = append(reqs, OpenAIRequest{At: at, Model: o.Model, InputTokens: o.InputTokens, OutputTokens: o.OutputTokens, Index: len(reqs)})
 	}
 	return reqs, nil
 }
+
+// maxOpenAIRequests bounds an open-loop run's requests (each is a goroutine and a record).
+const maxOpenAIRequests = 10_000_000
 
 // RunOpenAI sends the requests of o (OpenAIPlan) and reports. It returns ErrSetup errors for
 // bad options, before sending anything.
