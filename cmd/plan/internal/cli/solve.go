@@ -243,6 +243,9 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 // solveError maps planner errors onto the exit-code contract: bad input or an infeasible
 // SLO exit 2, anything else (no solution in time, solver failure) exits 1.
 func solveError(err error) error {
+	if e, ok := missingSolver(fmt.Errorf("%w (nothing written)", err)); ok {
+		return e
+	}
 	switch {
 	case errors.Is(err, planner.ErrInput), errors.Is(err, planner.ErrInfeasible):
 		return usageError(err)
