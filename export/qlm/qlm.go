@@ -37,10 +37,13 @@
 // instance runs on the GPUs the plan lists for it (qlm.instances[].gpus: planner/qlm writes
 // them for tensor-parallel plans, each instance's on one server), else on the next gpu_count
 // GPUs of its type, as planner/qlm makes one instance per GPU in that order. The engine loads
-// the model by the profile's hf_model (a Hugging Face id or a path); a profile without one,
-// or with a placeholder, is refused naming the field, since a plan's short model names are
-// not ids an engine can load. ReadBack recovers the instances (name, GPU type and count, the model
-// loaded at start), their GPUs, the groups, the virtual queues, the replan interval, the
+// the model by the profile's hf_model (a Hugging Face id or a path), or for the models of
+// `plan profile --llm`'s catalogue by their known id (KnownModels); any other profile without
+// one, or with a placeholder, is refused naming the field, since a plan's short model names
+// are not ids an engine can load.
+//
+// ReadBack recovers the instances (name, GPU type and count, the model loaded at start),
+// their GPUs, the groups, the virtual queues, the replan interval, the
 // policy and its parameters, and the classes; the round-trip tests compare them with the plan,
 // cross-checking each target's own fields (instance groups, tensor_parallel_size, GPU
 // resources, node selectors) against the record.
@@ -316,12 +319,24 @@ func instanceGPUs(f string, in formats.QLMInstance, types []string, used []bool)
 	return gpus, nil
 }
 
+// KnownModels are the Hugging Face ids of the models `plan profile --llm` knows
+// (profiler/llm's catalogue, by the names its profiles give them): the id of a profile of
+// one of them that says no hf_model (profiles and plans written before hf_model existed).
+var KnownModels = map[string]string{
+	"mistral-7b":  "mistralai/Mistral-7B-Instruct-v0.2",
+	"vicuna-13b":  "lmsys/vicuna-13b-v1.5",
+	"llama-2-70b": "meta-llama/Llama-2-70b-chat-hf",
+}
+
 // modelID is the engine's model argument: the profile's hf_model (a Hugging Face id or a
-// path). Plans name models by short names (mistral-7b) that no engine can load, so without
-// the id an export would write a placeholder: it is refused, naming the field (pf is the
-// profile's path in the plan).
+// path), else the known id of a catalogue model (KnownModels). Plans name models by short
+// names that no engine can load, so without an id an export would write a placeholder: it
+// is refused, naming the field (pf is the profile's path in the plan).
 func modelID(p *formats.LLMProfile, pf string) (string, error) {
 	id := strings.TrimSpace(p.HFModel)
+	if known, ok := KnownModels[p.Model]; ok && id == "" {
+		return known, nil
+	}
 	low := strings.ToLower(id)
 	switch {
 	case id == "":

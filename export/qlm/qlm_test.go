@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/llm"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/export/qlm golden files")
@@ -330,8 +331,7 @@ func TestBadPlans(t *testing.T) {
 		{"unit clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "LLM_0" }, `qlm.instances[1].name: "LLM_0": exported as plan-llm-0, as is instance llm-0`},
 		{"router clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "router" }, `qlm.instances[1].name: "router": exported as plan-router, as is the router`},
 		{"memory", func(p *formats.Plan) { p.Cluster.GPUs[0].MemoryBytes = 40e9 }, "qlm.instances[0]: model mistral-7b: weights, 420000 KV tokens and activations need"},
-		{"no model id", func(p *formats.Plan) { p.Provenance.Embedded.Profiles[0].LLMs[1].HFModel = "" },
-			"provenance.embedded.profiles[0].llms[1].hf_model: missing: the engine needs model vicuna-13b's Hugging Face id"},
+		{"no model id", renameVicuna, "provenance.embedded.profiles[0].llms[1].hf_model: missing: the engine needs model my-13b's Hugging Face id"},
 		{"placeholder id", func(p *formats.Plan) { p.Provenance.Embedded.Profiles[0].LLMs[0].HFModel = "<your-model>" },
 			`provenance.embedded.profiles[0].llms[0].hf_model: "<your-model>": a placeholder`},
 		{"pinned gpu count", func(p *formats.Plan) { p.QLM.Instances[1].GPUs = []int{0, 1} }, "qlm.instances[1].gpus: [0 1]: 2 GPUs for gpu_count 1"},
@@ -348,6 +348,58 @@ func TestBadPlans(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// renameVicuna makes the plan's Vicuna-13B a model of the user's, "my-13b", with no
+// hf_model: a model no catalogue knows.
+func renameVicuna(p *formats.Plan) {
+	e := p.Provenance.Embedded
+	for i := range e.Profiles[0].LLMs {
+		if l := &e.Profiles[0].LLMs[i]; l.Model == "vicuna-13b" {
+			l.Model, l.HFModel = "my-13b", ""
+		}
+	}
+	for i := range e.Workload.LLMClasses {
+		if c := &e.Workload.LLMClasses[i]; c.Model == "vicuna-13b" {
+			c.Model = "my-13b"
+		}
+	}
+	for i := range p.QLM.Instances {
+		if in := &p.QLM.Instances[i]; in.Model == "vicuna-13b" {
+			in.Model = "my-13b"
+		}
+	}
+	for i := range p.QLM.Groups {
+		if g := &p.QLM.Groups[i]; g.Model == "vicuna-13b" {
+			g.Model = "my-13b"
+		}
+	}
+}
+
+// TestKnownModels: a profile of a model of `plan profile --llm`'s catalogue that gives no
+// hf_model (a plan solved before hf_model existed, or from the roofline profiler) exports
+// with the model's known id; every catalogue model has one.
+func TestKnownModels(t *testing.T) {
+	for _, m := range llm.Names() {
+		if KnownModels[m] == "" {
+			t.Errorf("profiler/llm's %s has no KnownModels id", m)
+		}
+	}
+	p := readPlan(t)
+	for i := range p.Provenance.Embedded.Profiles[0].LLMs {
+		p.Provenance.Embedded.Profiles[0].LLMs[i].HFModel = ""
+	}
+	files, err := exporter(t, export.KServe).Export(p, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBack(export.KServe, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Engines["llm-0"].Model != KnownModels["mistral-7b"] || got.Engines["llm-1"].Model != KnownModels["vicuna-13b"] {
+		t.Errorf("engines %+v: want the catalogue's ids", got.Engines)
 	}
 }
 
