@@ -41,7 +41,7 @@ func init() { register(newLoadCmd) }
 func newLoadCmd(app *App) *cobra.Command {
 	o := &loadOptions{}
 	cmd := &cobra.Command{
-		Use:   "load URL",
+		Use:   "load {URL | --openai URL}",
 		Short: "Send open-loop load to a running 'plan serve' and report SLO attainment",
 		Long: `load sends requests to a 'plan serve' (or any KServe v2 server that also answers
 GET /v1/plan) at their scheduled arrival times whether or not earlier ones were answered
