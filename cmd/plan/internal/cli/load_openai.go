@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,7 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 		return usageErrorf("--concurrency: %d: must be >= 1", o.openai.concurrency)
 	case o.openai.concurrency > 0 && f.Changed("rate"):
 		return usageErrorf("--rate and --concurrency are exclusive (open and closed loop)")
-	case o.rate < 0:
+	case !(o.rate >= 0) || math.IsInf(o.rate, 0):
 		return usageErrorf("--rate: %g: must be a finite number > 0", o.rate)
 	case o.openai.inputTokens < 1:
 		return usageErrorf("--input-tokens: %d: must be >= 1", o.openai.inputTokens)

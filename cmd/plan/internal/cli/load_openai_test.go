@@ -71,6 +71,8 @@ func TestLoadOpenAI(t *testing.T) {
 		{[]string{"--openai", ts.URL, "--model", "m", "--load", "0.5"}, "--load: not an --openai flag"},
 		{[]string{"--openai", ts.URL, "--model", "m", "--rate", "2", "--concurrency", "2"}, "exclusive"},
 		{[]string{"--openai", ts.URL, "--model", "m"}, "--rate: 0"},
+		{[]string{"--openai", ts.URL, "--model", "m", "--rate", "NaN"}, "--rate: NaN"},
+		{[]string{"--openai", ts.URL, "--model", "m", "--rate", "1", "--duration", "0s"}, "--duration: 0s"},
 		{[]string{"--openai", "http://10.1.2.3:8000", "--model", "m", "--rate", "1"}, "only loopback"},
 		{[]string{ts.URL, "--openai", ts.URL}, "not both"},
 		{[]string{"--openai", ts.URL, "--trace", trace}, "bad-trace.json: requests[1].target: empty"},
