@@ -40,6 +40,8 @@ type Report struct {
 	// falls (SweepConfig.FindLimit); LimitCap is the highest load it would try.
 	Extended bool    `json:"extended,omitempty"`
 	LimitCap float64 `json:"limit_cap,omitempty"`
+	// AccuracyOn names the records the points' accuracy was judged on (Deployment.JudgeOn).
+	AccuracyOn string `json:"accuracy_on,omitempty"`
 }
 
 // AppRate names an application's base rate.
@@ -159,6 +161,10 @@ type AppMetrics struct {
 	// cancelled.
 	WastedGPUMs float64 `json:"wasted_gpu_ms"`
 	Latency     Latency `json:"latency"`
+	// Accuracy is the share of answered requests answered right, where the deployment
+	// can judge answers (Deployment.Judge: a cascade's records); Report.AccuracyOn says on
+	// which records.
+	Accuracy *float64 `json:"accuracy,omitempty"`
 }
 
 // DropCount counts drops at one stage for one reason.

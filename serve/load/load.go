@@ -96,6 +96,9 @@ type Sample struct {
 	// Wait is how long the request waited in the client for a connection before it was
 	// written (the raw client only): part of Latency the server cannot see.
 	Wait time.Duration
+	// Label is the answer's parameters.label, when it has one (HasLabel).
+	Label    int32
+	HasLabel bool
 }
 
 // Result is what Run returns: the report (the simulator's format) and the raw samples.
@@ -296,6 +299,7 @@ send:
 	}
 	samples = samples[:sent]
 	rep := report(plan, policy, o, targets, load, samples)
+	addAccuracy(rep, dep, samples, targets)
 	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(samples, targets)}, nil
 }
 
@@ -453,6 +457,7 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 		if json.Unmarshal(body, &r) == nil {
 			s.ServerLatency = time.Duration(r.Timing.LatencyUs) * time.Microsecond
 		}
+		s.readLabel(body)
 	}
 }
 

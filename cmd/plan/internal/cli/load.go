@@ -220,6 +220,9 @@ func printLoadReport(app *App, res *load.Result) {
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
 	}})
+	if line := accuracyLine(rep); line != "" {
+		fmt.Fprintln(app.Out, line)
+	}
 	oc := res.Outcomes
 	var drops int64
 	for _, d := range oc.ServerDrops {

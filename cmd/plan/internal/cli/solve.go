@@ -146,6 +146,9 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs,
 		if err != nil {
 			return in, usageError(err)
 		}
+		if err := loadRecordFiles(w, o.workload, secs); err != nil { // a cascade's validation_file, test_file
+			return in, err
+		}
 		in.Workload = w
 		if err := ref(formats.KindWorkload, o.workload, w); err != nil {
 			return in, err
