@@ -210,7 +210,7 @@ func TestOpenAIFailures(t *testing.T) {
 	}{
 		{"unknown model", OpenAIOptions{Model: "no-such-model", OutputTokens: 4}, "http", 404},
 		{"too long", OpenAIOptions{Model: "mistral-chat", OutputTokens: openai.MaxTokensLimit + 1}, "http", 400},
-		{"timeout", OpenAIOptions{Model: "mistral-chat", OutputTokens: 500, Timeout: 100 * time.Millisecond}, ReasonTimeout, 200},
+		{"timeout", OpenAIOptions{Model: "mistral-chat", OutputTokens: 500, Timeout: 300 * time.Millisecond}, ReasonTimeout, 200},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,7 +220,14 @@ func TestOpenAIFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Failed != 3 || len(rep.Failures) != 1 || rep.Failures[0].Reason != tc.reason || rep.Failures[0].Status != tc.status || rep.Failures[0].Count != 3 {
+			n := 0
+			for _, f := range rep.Failures {
+				// A request given up before its status line came has none (0).
+				if f.Reason == tc.reason && (f.Status == tc.status || tc.reason == ReasonTimeout && f.Status == 0) {
+					n += f.Count
+				}
+			}
+			if rep.Failed != 3 || n != 3 {
 				t.Fatalf("failures %+v (failed %d); want 3 × %s status %d", rep.Failures, rep.Failed, tc.reason, tc.status)
 			}
 			if tc.status != 200 && rep.Failures[0].Example == "" {
@@ -229,8 +236,16 @@ func TestOpenAIFailures(t *testing.T) {
 			if tc.reason != ReasonTimeout {
 				return
 			}
-			// The client closed the streams: the server withdrew the three requests from
-			// the engine (dropped as cancelled) instead of generating their 500 tokens.
+			// The client closed the streams: the server withdrew the requests from the
+			// engine (dropped as cancelled) instead of generating their 500 tokens — every
+			// one whose stream had begun, at least (one given up before its status line may
+			// not have reached the server at all).
+			started := 0
+			for _, f := range rep.Failures {
+				if f.Status == 200 {
+					started += f.Count
+				}
+			}
 			var drops float64
 			for range 100 { // 5 s at most, a fraction of the generation
 				resp, err := http.Get(url + "/metrics")
@@ -239,12 +254,12 @@ func TestOpenAIFailures(t *testing.T) {
 				}
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if drops = metricSum(string(b), "plan_drops_total", `reason="cancelled"`); drops == 3 {
+				if drops = metricSum(string(b), "plan_drops_total", `reason="cancelled"`); drops >= float64(started) && drops <= 3 && started > 0 {
 					return
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			t.Errorf("%v requests dropped as cancelled after the client gave up, want 3", drops)
+			t.Errorf("%v requests dropped as cancelled after the client gave up, want %d to 3 (%d streams had begun)", drops, started, started)
 		})
 	}
 }
