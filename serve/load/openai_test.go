@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -288,5 +289,23 @@ func TestOpenAIPlanErrors(t *testing.T) {
 				t.Fatalf("err %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// BenchmarkParseSSE parses a 1,000-token completion stream (one chunk per token, the usage
+// chunk and [DONE]): the client's cost per streamed token.
+func BenchmarkParseSSE(b *testing.B) {
+	var sb strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&sb, "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":null}]}\n\n", openai.Filler(i, i+1))
+	}
+	sb.WriteString("data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1000,\"total_tokens\":1005}}\n\ndata: [DONE]\n\n")
+	stream := sb.String()
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		res, err := ParseSSE(strings.NewReader(stream), func() time.Duration { return 0 }, false)
+		if err != nil || len(res.Chunks) != 1000 || res.OutTokens != 1000 || !res.Done {
+			b.Fatalf("%d chunks, %d tokens, done %v: %v", len(res.Chunks), res.OutTokens, res.Done, err)
+		}
 	}
 }
