@@ -92,7 +92,10 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs, error) {
+// Every profile is planned on its monotone fit (formats.FitProfile, issue 31 item 1): the
+// plan embeds the fit beside the measured values, and warn reports each measured point the
+// fit left out. The input's digest is the file's, as measured.
+func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string)) (planner.Inputs, error) {
 	var in planner.Inputs
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
@@ -117,10 +120,13 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs,
 		if err != nil {
 			return in, usageError(err)
 		}
-		in.Profiles = append(in.Profiles, p)
 		if err := ref(formats.KindProfile, path, p); err != nil {
 			return in, err
 		}
+		for _, w := range formats.FitProfile(p) {
+			warn(fmt.Sprintf("%s: %s", path, w))
+		}
+		in.Profiles = append(in.Profiles, p)
 	}
 	if o.cluster == "" {
 		c, err := demo.Cluster()
@@ -171,7 +177,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err := formats.CheckWritable(o.out); err != nil {
 		return usageErrorf("--out: %q: %v", o.out, err)
 	}
-	in, err := loadSolveInputs(o, app.Systems.Sections())
+	in, err := loadSolveInputs(o, app.Systems.Sections(), func(s string) { fmt.Fprintf(app.Err, "warning: %s\n", s) })
 	if err != nil {
 		return err
 	}
