@@ -27,6 +27,9 @@ func (d *decisionHasher) observe(now dataplane.Time, ev *dataplane.Event, ds []d
 		d.i(v)
 	}
 	for _, x := range ds {
+		if x.Kind == dataplane.DFirstToken {
+			continue // a record of when a token reached its client, not a scheduling decision
+		}
 		for _, v := range []int64{int64(x.Kind), int64(x.App), int64(x.Req), int64(x.Stage), int64(x.Estimate), int64(x.At), x.Key, int64(x.Worker), x.Bytes} {
 			d.i(v)
 		}

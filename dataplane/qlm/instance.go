@@ -359,6 +359,9 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 		if s.ttft == 0 && s.gen == 1 {
 			s.ttft = now - s.arrival
 			p.stats.TTFT[s.id] = s.ttft
+			// The first output token exists at the end of the prefill's step: its client's
+			// TTFT (LLM engine digest §3; the engine keeps the first stamp).
+			out.FirstToken(s.id, now)
 		}
 		if s.gen >= s.out {
 			done[s] = true

@@ -45,11 +45,12 @@ func TestIterationTimingExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := map[dataplane.ReqID]dataplane.Time{}
+			first := map[dataplane.ReqID]dataplane.Time{}
 			s, err := sim.New(dep, p, []sim.Source{&sim.Times{T: []dataplane.Time{0, 0, 0}}}, sim.Options{Duration: dataplane.Second,
 				Attrs: func(_ dataplane.AppID, n int64) dataplane.Attrs {
 					return dataplane.Attrs{InTokens: reqs[n].in, OutTokens: reqs[n].out}
 				},
-				OnFinish: func(now dataplane.Time, r *dataplane.Request) { done[r.ID] = now }})
+				OnFinish: func(now dataplane.Time, r *dataplane.Request) { done[r.ID], first[r.ID] = now, r.FirstToken-r.Arrival }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,8 +73,8 @@ func TestIterationTimingExact(t *testing.T) {
 			want := []struct{ ttft, done dataplane.Time }{{t1, t4}, {t2, t2}, {t2, t3}}
 			for id, w := range want {
 				r := dataplane.ReqID(id)
-				if st.TTFT[r] != w.ttft || done[r] != w.done {
-					t.Errorf("request %d: ttft %d done %d, want %d %d", id, st.TTFT[r], done[r], w.ttft, w.done)
+				if st.TTFT[r] != w.ttft || done[r] != w.done || first[r] != w.ttft {
+					t.Errorf("request %d: ttft %d (stamped %d) done %d, want %d %d", id, st.TTFT[r], first[r], done[r], w.ttft, w.done)
 				}
 			}
 			if got := st.TPOT[0]; got != (t4-t1)/2 {
