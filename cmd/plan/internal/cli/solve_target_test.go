@@ -9,16 +9,19 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestSolveTargetKeptOrRefused: a cascade solve that cannot meet its accuracy or latency
+// TestSolveTargetKeptOrRefused: a solve that cannot meet its accuracy or latency
 // target on the GPUs given exits 2, writes nothing, and names the miss, the best attainable
 // value and what would reach the target; one that meets it writes the plan;
 // --accuracy-margin plans above the target (issue 31 item 4: `--strategy dynba --slo 10s
-// --accuracy 0.84` printed "optimal, objective 0.81" and exited 0).
+// --accuracy 0.84` printed "optimal, objective 0.81" and exited 0; PPipe below a model's
+// rate_rps, QLM and DyOrc with more load than the cluster serves did the same).
 func TestSolveTargetKeptOrRefused(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
+	cascade := []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", "testdata/cascade/workload-small.yaml"}
 	cases := []struct {
 		name   string
+		inputs []string // default: cascade
 		args   []string
 		code   int
 		stderr []string
@@ -35,12 +38,23 @@ func TestSolveTargetKeptOrRefused(t *testing.T) {
 		{name: "accuracy margin", args: []string{"--accuracy", "0.8", "--accuracy-margin", "0.015"}, minObj: 0.815},
 		{name: "margin out of range", args: []string{"--accuracy", "0.8", "--accuracy-margin", "1"}, code: 2,
 			stderr: []string{"--accuracy-margin: 1: must be in [0, 1)"}},
+		{name: "ppipe below rate_rps", inputs: []string{"--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload-rate.yaml"},
+			code: 2, stderr: []string{"testdata/ppipe/workload-rate.yaml: models[0].rate_rps: 200: SLO cannot be met: the best plan on this cluster guarantees 67.7 req/s", "about 3.0× the cluster's GPUs"}},
+		{name: "qlm overloaded", inputs: []string{"--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml", "--workload", "testdata/qlm/workload-overload.yaml"},
+			code: 2, stderr: []string{"testdata/qlm/workload-overload.yaml: llm_classes: rate_rps: SLO cannot be met: model mistral-7b: expected decode load 23.438", "about 25 instances would"}},
+		{name: "qlm sustained", inputs: []string{"--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml", "--workload", "testdata/qlm/workload.yaml"}},
+		{name: "dyorc overloaded", inputs: []string{"--cluster", "testdata/dyorc/cluster-small.json", "--workload", "testdata/dyorc/small-overload.json"},
+			code: 2, stderr: []string{"testdata/dyorc/small-overload.json: workflows.apps: rate_rps: SLO cannot be met: the busiest of the cluster's 4 GPUs has an expected load of 4.40", "about 18 GPUs"}},
+		{name: "dyorc sustained", inputs: []string{"--cluster", "testdata/dyorc/cluster-small.json", "--workload", "testdata/dyorc/small.json"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(dir, "plan"+string(rune('a'+i))+".json")
-			args := append([]string{"solve", "--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml",
-				"--workload", "testdata/cascade/workload-small.yaml", "-o", out}, c.args...)
+			inputs := c.inputs
+			if inputs == nil {
+				inputs = cascade
+			}
+			args := append(append([]string{"solve", "-o", out}, inputs...), c.args...)
 			code, _, errs := runCLI(t, args...)
 			skipWithoutHiGHS(t, errs)
 			if code != c.code {
