@@ -51,8 +51,9 @@ func newSimulateCmd(app *App) *cobra.Command {
 virtual time, at a range of load factors (1.0 = the plan's guaranteed rate per model,
 target_rps), and prints SLO attainment per load factor and the highest load factor with at
 least 99% attainment (a step counts only if the next lower step passes too). Requests
-arriving in the first --warmup of each load point (default 10% of --duration, at most 3s)
-are simulated but not counted, so start-up does not read as steady-state misses. With the
+arriving in the first --warmup of each load point (default: 5 × the plan's largest SLO, at
+least 2s, at most 20% of --duration) are simulated but not counted, so start-up does not read
+as steady-state misses. With the
 default --load range (or --find-limit) the sweep goes on past 1.0 while the highest load
 still holds 99%: doubling up to 8x, then bisecting where it falls.
 
@@ -84,7 +85,7 @@ PLAN defaults to ./plan.json.`,
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
-	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 10% of --duration, at most 3s; 0s counts every request)")
+	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 5 × the largest SLO, at least 2s, at most 20% of --duration; 0s counts every request)")
 	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
 	return cmd
@@ -192,7 +193,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 			return usageErrorf("--report: %q: %v", o.report, err)
 		}
 	}
-	warmup, err := simWarmup(cmd, o)
+	warmup, err := simWarmup(cmd, o, dep)
 	if err != nil {
 		return err
 	}
@@ -378,21 +379,23 @@ func maxLoadLine(rep *sim.Report) string {
 	return fmt.Sprintf("%s: %.2f", what, rep.MaxLoad99)
 }
 
-// simWarmup is --warmup, or by default 10% of --duration capped at maxDefaultWarmup: long
-// enough for the queues and the policies' estimators to fill (the misses of a cascade at
-// load 1 are all in its first second), short enough to leave most of a short run measured.
-func simWarmup(cmd *cobra.Command, o *simulateOptions) (dataplane.Time, error) {
-	w := min(o.duration/10, maxDefaultWarmup)
-	if cmd.Flags().Changed("warmup") {
-		w = o.warmup
-		if w < 0 || w >= o.duration {
-			return 0, usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, o.duration)
-		}
+// simWarmup is --warmup, or by default sim.DefaultWarmup: five times the plan's largest SLO,
+// at least 2 s, at most 20% of --duration (issue 31 item 3), long enough for the queues and
+// the policies' estimators to fill, short enough to leave most of a short run measured.
+func simWarmup(cmd *cobra.Command, o *simulateOptions, dep *dataplane.Deployment) (dataplane.Time, error) {
+	return warmupFlag(cmd, o.warmup, o.duration, dep)
+}
+
+// warmupFlag is a --warmup flag's window (simulate and load share the rule).
+func warmupFlag(cmd *cobra.Command, w, duration time.Duration, dep *dataplane.Deployment) (dataplane.Time, error) {
+	if !cmd.Flags().Changed("warmup") {
+		return sim.DefaultWarmup(dep, dataplane.Time(duration/time.Microsecond)), nil
+	}
+	if w < 0 || w >= duration {
+		return 0, usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, duration)
 	}
 	return dataplane.Time(w / time.Microsecond), nil
 }
-
-const maxDefaultWarmup = 3 * time.Second
 
 // warnFewRequests warns on stderr about every application that has, at a load point that
 // decides the max load factor (one it misses the target at, or the max load itself), too few
