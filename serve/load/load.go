@@ -30,6 +30,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
+	"github.com/plan-dev/plan/sim"
 )
 
 // Options configure a run.
@@ -71,6 +72,11 @@ type Options struct {
 	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
 	// with the requests sent and answered so far.
 	Progress func(sent, answered int64)
+	// Warmup excludes the requests arriving in the run's first Warmup from its statistics
+	// (they are sent and answered as any other; the report's goodput is per second of the
+	// rest), as `plan simulate --warmup` does: a negative value takes the simulator's default
+	// rule (sim.DefaultWarmup over the targets' SLOs), 0 counts every request.
+	Warmup time.Duration
 	// Send, when set, sends each request instead of HTTP POST …/infer (`plan load --grpc`):
 	// plan and metadata still come from URL. See send.go.
 	Send Sender
@@ -292,8 +298,15 @@ send:
 		return nil, ctx.Err()
 	}
 	samples = samples[:sent]
-	rep := report(plan, policy, o, targets, load, samples)
-	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(samples, targets)}, nil
+	o.Warmup = warmupOf(o, targets)
+	measured := make([]Sample, 0, len(samples))
+	for _, s := range samples {
+		if s.Arrival >= o.Warmup {
+			measured = append(measured, s)
+		}
+	}
+	rep := report(plan, policy, o, targets, load, measured)
+	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(measured, targets)}, nil
 }
 
 // setup reads the served plan and its models' metadata and resolves the run's targets, load
@@ -545,7 +558,7 @@ func mustJSON(v any) string {
 // after it, and dropped otherwise (503 with the server's reason and stage, or a client-side
 // failure at stage "client").
 func report(plan *formats.Plan, policy string, o Options, targets []target, load float64, samples []Sample) *workload.Report {
-	secs := o.Duration.Seconds()
+	secs := (o.Duration - max(o.Warmup, 0)).Seconds()
 	type acc struct {
 		requests, completed, late, dropped, cancelled int64
 		lat                                           []int64
@@ -625,7 +638,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 	met.EndUs = end.Microseconds()
 	rep := &workload.Report{
 		APIVersion: formats.APIVersion, Kind: workload.ReportKind, Plan: plan.Metadata.Name, Policy: policy,
-		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(),
+		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(), WarmupUs: max(o.Warmup, 0).Microseconds(),
 		Points: []workload.Point{{Load: workload.Round6(load), Metrics: met}},
 	}
 	if plan.PPipe != nil {
@@ -641,6 +654,20 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 	}
 	rep.MaxLoad99 = workload.MaxLoadAt(rep.Points, 0.99)
 	return rep
+}
+
+// warmupOf is the run's warm-up window: Options.Warmup, or for a negative one the
+// simulator's default rule over the targets' SLOs, within the arrival window.
+func warmupOf(o Options, targets []target) time.Duration {
+	w := o.Warmup
+	if w < 0 {
+		dep := &dataplane.Deployment{}
+		for _, t := range targets {
+			dep.Apps = append(dep.Apps, dataplane.App{SLO: t.slo})
+		}
+		w = time.Duration(sim.DefaultWarmup(dep, dataplane.Time(o.Duration/time.Microsecond))) * time.Microsecond
+	}
+	return min(w, o.Duration)
 }
 
 func percentiles(lat []int64) workload.Latency {

@@ -32,6 +32,7 @@ type loadOptions struct {
 	// grpc sends the requests over KServe v2 gRPC to this address (serve --grpc-addr).
 	grpc    string
 	grpcRaw bool
+	warmup  time.Duration
 }
 
 func init() { register(newLoadCmd) }
@@ -48,6 +49,7 @@ percentiles in the same format as 'plan simulate'.
 
 Arrivals are the simulator's: with --load L and --seed S the trace is exactly the one
 'plan simulate --load L --seed S' replays, so the two reports can be compared line by line.
+As in 'plan simulate', requests arriving in the first --warmup are sent but not counted.
 --rate R sets one model's rate in requests/s instead. A request counts as on time when the
 client saw its 200 within the model's SLO.
 
@@ -73,6 +75,7 @@ a way to load someone else's server.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request is given up and counts as cancelled (the server withdraws it)")
 	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this loopback HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
 	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
+	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of the run are sent but not counted (default: as plan simulate, 5 × the largest SLO, at least 2s, at most 20% of --duration; 0s counts every request)")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
 	return cmd
 }
@@ -131,7 +134,14 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	opts := load.Options{Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
+	warmup := time.Duration(-1) // the default rule, over the served plan's SLOs
+	if cmd.Flags().Changed("warmup") {
+		if o.warmup < 0 || o.warmup >= o.duration {
+			return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
+		}
+		warmup = o.warmup
+	}
+	opts := load.Options{Warmup: warmup, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections,
@@ -195,6 +205,9 @@ func printLoadReport(app *App, res *load.Result) {
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
 	}})
+	if rep.WarmupUs > 0 {
+		fmt.Fprintf(app.Out, "\nrequests arriving in the first %s (warm-up) were sent but not counted\n", time.Duration(rep.WarmupUs)*time.Microsecond)
+	}
 	oc := res.Outcomes
 	var drops int64
 	for _, d := range oc.ServerDrops {

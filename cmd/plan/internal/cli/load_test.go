@@ -57,3 +57,67 @@ func TestLoadReport(t *testing.T) {
 		t.Errorf("--connections 0: exit %d %s", code, stderr)
 	}
 }
+
+// TestLoadWarmup: plan load excludes the requests arriving in its warm-up window from the
+// report, by default by plan simulate's rule (20% of a short run) and as --warmup says, and
+// refuses a window as long as the run (issue 31 item 3).
+func TestLoadWarmup(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		warmUs int64
+	}{
+		{name: "none", args: []string{"--warmup", "0s"}},
+		{name: "default", warmUs: 100_000},
+		{name: "given", args: []string{"--warmup", "250ms"}, warmUs: 250_000},
+		{name: "too long", args: []string{"--warmup", "500ms"}, code: ExitUsage},
+	}
+	var all int64
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"load", ts.URL, "--rate", "200", "--duration", "500ms", "--connections", "8", "-O", "json"}, c.args...)
+			code, out, stderr := rootRun(t, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr)
+			}
+			if c.code != ExitOK {
+				if !strings.Contains(stderr, "--warmup: 500ms: must be >= 0 and shorter than --duration 500ms") {
+					t.Errorf("stderr: %s", stderr)
+				}
+				return
+			}
+			var rep struct {
+				WarmupUs int64 `json:"warmup_us"`
+				Points   []struct {
+					Total struct {
+						Requests int64 `json:"requests"`
+					} `json:"total"`
+				} `json:"points"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Points) != 1 {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if rep.WarmupUs != c.warmUs {
+				t.Errorf("warmup_us %d, want %d", rep.WarmupUs, c.warmUs)
+			}
+			n := rep.Points[0].Total.Requests
+			if c.warmUs == 0 {
+				all = n
+			} else if all > 0 && n >= all {
+				t.Errorf("%d requests counted with a %d µs warm-up, %d without: the warm-up counted", n, c.warmUs, all)
+			}
+		})
+	}
+}
