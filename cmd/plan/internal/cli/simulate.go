@@ -38,6 +38,7 @@ type simulateOptions struct {
 	fail      []string
 	warmup    time.Duration
 	findLimit bool
+	rateScale string
 }
 
 func init() { register(newSimulateCmd) }
@@ -49,7 +50,8 @@ func newSimulateCmd(app *App) *cobra.Command {
 		Short: "Simulate a plan in virtual time and sweep the load factor",
 		Long: `simulate runs a plan through the same runtime policies that 'plan serve' uses, in
 virtual time, at a range of load factors (1.0 = the plan's guaranteed rate per model,
-target_rps), and prints SLO attainment per load factor and the highest load factor with at
+target_rps; a Trace file is rescaled so its mean rate is that, so --load 1 replays a trace at
+the planned peak: --rate-scale 1 replays it as recorded), and prints SLO attainment per load factor and the highest load factor with at
 least 99% attainment (a step counts only if the next lower step passes too). Requests
 arriving in the first --warmup of each load point (default: 5 × the plan's largest SLO, at
 least 2s, at most 20% of --duration) are simulated but not counted, so start-up does not read
@@ -75,7 +77,8 @@ PLAN defaults to ./plan.json.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a Trace file")
-	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list")
+	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list (1.0 = each model at its planned rate; a trace is rescaled so its mean rate is that)")
+	f.StringVar(&o.rateScale, "rate-scale", "", "with a Trace file: replay it at these multiples of its recorded rate (1.0 = as recorded; LO:HI:STEP, a value or a comma list), instead of --load's planned rates")
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
@@ -174,6 +177,18 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return usageErrorf("--load: %v", err)
 	}
+	var traceBase []float64
+	if cmd.Flags().Changed("rate-scale") {
+		if cmd.Flags().Changed("load") || o.reference != "" {
+			return usageErrorf("--rate-scale: exclusive with --load and --reference-plan (it sets the rates itself)")
+		}
+		if loads, err = sim.ParseLoadRange(o.rateScale); err != nil {
+			return usageErrorf("--rate-scale: %v", err)
+		}
+		if traceBase, err = traceRates(spec, dep); err != nil {
+			return usageErrorf("--rate-scale: %v", err)
+		}
+	}
 	if o.duration <= 0 {
 		return usageErrorf("--duration: %s: must be > 0", o.duration)
 	}
@@ -197,7 +212,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	findLimit := !cmd.Flags().Changed("load")
+	findLimit := !cmd.Flags().Changed("load") && traceBase == nil
 	if cmd.Flags().Changed("find-limit") {
 		findLimit = o.findLimit
 	}
@@ -238,6 +253,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	base, err := baseRates(app.Systems, dep, o.reference)
 	if err != nil {
 		return err
+	}
+	if traceBase != nil {
+		base = traceBase // load factor 1.0 = the trace as recorded
 	}
 	strategy := plan.Provenance.Strategy
 	cfg := &sim.SweepConfig{
