@@ -87,7 +87,12 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if c.LatencySLO != nil {
 		slo = time.Duration(c.LatencySLO.Latency)
 	}
-	return NewDeployment(p.Cascade, t, hw, slo, c.QPSMax)
+	d, err := NewDeployment(p.Cascade, t, hw, slo, c.QPSMax)
+	if err == nil && c.LatencySLO != nil {
+		// The SLO is p-th percentile latency (CascadeServe §6.1: p95): reports give it.
+		d.Apps[0].SLOPercentile = c.LatencySLO.Percentile
+	}
+	return d, err
 }
 
 // NewDeployment lays out gear plan cp for task t (whose validation records the emulator

@@ -11,7 +11,8 @@ import (
 // TestNoisyProfilePlansSanely: a profile with an injected dip (bert-base at batch 40, 60% of
 // its neighbours) and a falling last pair (bert-tiny's batch 64 at half of batch 63, which
 // extended by its slope went below zero) plans the gears of the clean profile, warns naming
-// both points, and simulates at load 1 with every request in its SLO; a profile without a
+// both points, and simulates at load 1 with every request in its SLO and the SLO's p95
+// reported; a profile without a
 // measured batch for a model the workload uses exits 2 (issue 31 item 1).
 func TestNoisyProfilePlansSanely(t *testing.T) {
 	repoRoot(t)
@@ -66,8 +67,12 @@ func TestNoisyProfilePlansSanely(t *testing.T) {
 			var rep struct {
 				Points []struct {
 					Total struct {
-						Requests   int     `json:"requests"`
-						Attainment float64 `json:"attainment"`
+						Requests      int     `json:"requests"`
+						Attainment    float64 `json:"attainment"`
+						SLOPercentile *struct {
+							Percentile float64 `json:"percentile"`
+							Met        bool    `json:"met"`
+						} `json:"slo_percentile"`
 					} `json:"total"`
 				} `json:"points"`
 			}
@@ -76,6 +81,10 @@ func TestNoisyProfilePlansSanely(t *testing.T) {
 			}
 			if len(rep.Points) != 1 || rep.Points[0].Total.Requests == 0 || rep.Points[0].Total.Attainment < 0.99 {
 				t.Fatalf("simulate at load 1: %+v, want every request measured within its SLO", rep.Points)
+			}
+			// The report gives the latency at the SLO's own percentile (the workload's p95).
+			if sp := rep.Points[0].Total.SLOPercentile; sp == nil || sp.Percentile != 0.95 || !sp.Met {
+				t.Errorf("slo_percentile %+v, want p95 met", sp)
 			}
 		})
 	}

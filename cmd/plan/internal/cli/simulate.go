@@ -351,6 +351,10 @@ func printSimTable(app *App, rep *sim.Report) {
 		cancelled = cancelled || p.Total.Cancelled > 0
 	}
 	header := []string{"load", "offered/s", "attainment", "goodput/s", "dropped", "late", "p50 ms", "p99 ms"}
+	sloP := sloPercentile(rep)
+	if sloP > 0 { // the SLO's own percentile (a cascade's p95), where the plan judges at one
+		header = append(header, fmt.Sprintf("p%g ms", 100*sloP))
+	}
 	if cancelled { // the column appears only when clients withdrew requests (--cancel)
 		header = slices.Insert(header, 5, "cancelled")
 	}
@@ -363,6 +367,9 @@ func printSimTable(app *App, rep *sim.Report) {
 			fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", p.Total.OfferedRPS), pct(p.Total.Attainment),
 			fmt.Sprintf("%.1f", p.Total.GoodputRPS), fmt.Sprint(p.Total.Dropped), fmt.Sprint(p.Total.Late),
 			fmt.Sprintf("%.1f", float64(p.Total.Latency.P50Us)/1000), fmt.Sprintf("%.1f", float64(p.Total.Latency.P99Us)/1000),
+		}
+		if sloP > 0 {
+			row = append(row, percentileMs(p.Total.SLOPercentile))
 		}
 		if cancelled {
 			row = slices.Insert(row, 5, fmt.Sprint(p.Total.Cancelled))
@@ -380,6 +387,37 @@ func printSimTable(app *App, rep *sim.Report) {
 	}
 	app.Table(header, rows)
 	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
+	if sloP > 0 {
+		fmt.Fprintf(app.Out, "max load factor with the p%g SLO met (%g%% attainment): %.2f\n", 100*sloP, 100*sloP, sim.MaxLoadAt(rep.Points, sloP))
+	}
+}
+
+// sloPercentile is the percentile every load point's total is judged at (0 = none).
+func sloPercentile(rep *sim.Report) float64 {
+	p := 0.0
+	for _, pt := range rep.Points {
+		if pt.Total.SLOPercentile == nil {
+			return 0
+		}
+		p = pt.Total.SLOPercentile.Percentile
+	}
+	return p
+}
+
+// percentileMs renders a latency at the SLO's percentile: "∞" when more than 1−p of the
+// requests were dropped, a "*" when the SLO does not hold at it.
+func percentileMs(pl *sim.PercentileLatency) string {
+	if pl == nil {
+		return "-"
+	}
+	s := "∞"
+	if pl.LatencyUs >= 0 {
+		s = fmt.Sprintf("%.1f", float64(pl.LatencyUs)/1000)
+	}
+	if !pl.Met {
+		s += "*"
+	}
+	return s
 }
 
 // maxLoadLine says which target and window the max load factor used (issue 37 item 3).
