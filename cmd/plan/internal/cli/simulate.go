@@ -358,6 +358,10 @@ func printSimTable(app *App, rep *sim.Report) {
 	if cancelled { // the column appears only when clients withdrew requests (--cancel)
 		header = slices.Insert(header, 5, "cancelled")
 	}
+	apps := appNames(rep)
+	for _, a := range apps {
+		header = append(header, "att "+a)
+	}
 	for _, c := range cls {
 		header = append(header, "util "+c)
 	}
@@ -373,6 +377,15 @@ func printSimTable(app *App, rep *sim.Report) {
 		}
 		if cancelled {
 			row = slices.Insert(row, 5, fmt.Sprint(p.Total.Cancelled))
+		}
+		for _, a := range apps {
+			v := "-"
+			for _, x := range p.Apps {
+				if x.Name == a && x.Requests > 0 {
+					v = pct(x.Attainment)
+				}
+			}
+			row = append(row, v)
 		}
 		for _, c := range cls {
 			u := "-"
@@ -391,6 +404,28 @@ func printSimTable(app *App, rep *sim.Report) {
 		fmt.Fprintf(app.Out, "max load factor with the p%g SLO met (%g%% attainment): %.2f\n", 100*sloP, 100*sloP, sim.MaxLoadAt(rep.Points, sloP))
 	}
 }
+
+// appNames are the applications (models, classes) whose attainment the table shows apart:
+// every one of a plan serving 2 to maxAppColumns of them (one is the total; more would not
+// fit a terminal: -O json has them all).
+func appNames(rep *sim.Report) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range rep.Points {
+		for _, a := range p.Apps {
+			if !seen[a.Name] {
+				seen[a.Name] = true
+				names = append(names, a.Name)
+			}
+		}
+	}
+	if len(names) < 2 || len(names) > maxAppColumns {
+		return nil
+	}
+	return names
+}
+
+const maxAppColumns = 6
 
 // sloPercentile is the percentile every load point's total is judged at (0 = none).
 func sloPercentile(rep *sim.Report) float64 {
