@@ -206,12 +206,6 @@ func Plan(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Optio
 	return nil, fmt.Errorf("no GPU count up to %d meets the SLO: %w", lim, last)
 }
 
-// Miss says which SLO the plan misses ("" = it meets every one: no overloaded gear, the
-// accuracy target, the latency bound at every gear). A plan solved for a fixed GPU count is
-// the best the planner found there, met or not; plan solve refuses one that misses (issue
-// 31 item 4), benches keep it to chart the miss.
-func (r *Result) Miss() string { return r.shortfall(r.Opt) }
-
 // meets reports whether a plan meets every SLO of o (for MinGPUs): no overloaded gear, the
 // accuracy floor, and the latency bound at every gear.
 func (r *Result) meets(o Options) bool { return r.shortfall(o) == "" }

@@ -9,9 +9,30 @@ package cli
 import (
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
+	"github.com/plan-dev/plan/sim"
 )
+
+// rateScale reads --rate-scale: the trace's recorded rate per application (the base of load
+// factor 1.0) and the scales to run at; nil base when the flag is not given.
+func rateScale(cmd *cobra.Command, o *simulateOptions, spec workload.ArrivalSpec, dep *dataplane.Deployment) (base, scales []float64, err error) {
+	if !cmd.Flags().Changed("rate-scale") {
+		return nil, nil, nil
+	}
+	if cmd.Flags().Changed("load") || o.reference != "" {
+		return nil, nil, usageErrorf("--rate-scale: exclusive with --load and --reference-plan (it sets the rates itself)")
+	}
+	if scales, err = sim.ParseLoadRange(o.rateScale); err != nil {
+		return nil, nil, usageErrorf("--rate-scale: %v", err)
+	}
+	if base, err = traceRates(spec, dep); err != nil {
+		return nil, nil, usageErrorf("--rate-scale: %v", err)
+	}
+	return base, scales, nil
+}
 
 // traceRates is the recorded rate (requests/s) of each application of dep in the trace spec:
 // a replay's requests for it (those naming it or none) over their span, as the replay folds

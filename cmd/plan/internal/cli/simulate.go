@@ -177,17 +177,12 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return usageErrorf("--load: %v", err)
 	}
-	var traceBase []float64
-	if cmd.Flags().Changed("rate-scale") {
-		if cmd.Flags().Changed("load") || o.reference != "" {
-			return usageErrorf("--rate-scale: exclusive with --load and --reference-plan (it sets the rates itself)")
-		}
-		if loads, err = sim.ParseLoadRange(o.rateScale); err != nil {
-			return usageErrorf("--rate-scale: %v", err)
-		}
-		if traceBase, err = traceRates(spec, dep); err != nil {
-			return usageErrorf("--rate-scale: %v", err)
-		}
+	traceBase, scales, err := rateScale(cmd, o, spec, dep)
+	if err != nil {
+		return err
+	}
+	if traceBase != nil {
+		loads = scales
 	}
 	if o.duration <= 0 {
 		return usageErrorf("--duration: %s: must be > 0", o.duration)
