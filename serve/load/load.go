@@ -43,6 +43,10 @@ type Options struct {
 	// sets the rate of the one model instead (Load is then Rate / its planned rate).
 	Load float64
 	Rate float64
+	// RateScale, when > 0, replays a Trace file at this multiple of each model's recorded
+	// rate (workload.ArrivalSpec.RecordedRate; 1.0 = as recorded) instead of Load's planned
+	// rates (`plan load --rate-scale`).
+	RateScale float64
 	// Duration is the arrival window; MaxRequests (> 0) stops arrivals earlier.
 	Duration    time.Duration
 	MaxRequests int
@@ -348,6 +352,16 @@ func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, po
 		return nil, "", nil, nil, 0, setupError{fmt.Errorf("--model: %q: the served plan has no such model (it serves %s)", o.Model, strings.Join(served, ", "))}
 	}
 	load = o.Load
+	if o.RateScale > 0 {
+		for i := range targets {
+			r, err := o.Arrival.RecordedRate(targets[i].name)
+			if err != nil {
+				return nil, "", nil, nil, 0, setupError{fmt.Errorf("--rate-scale: %w", err)}
+			}
+			targets[i].rate = r // load factor 1.0 = the trace as recorded
+		}
+		load = o.RateScale
+	}
 	if o.Rate > 0 {
 		if len(targets) != 1 {
 			return nil, "", nil, nil, 0, setupError{fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))}

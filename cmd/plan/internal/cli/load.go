@@ -30,9 +30,10 @@ type loadOptions struct {
 	timeout     time.Duration
 	connections int
 	// grpc sends the requests over KServe v2 gRPC to this address (serve --grpc-addr).
-	grpc    string
-	grpcRaw bool
-	warmup  time.Duration
+	grpc      string
+	grpcRaw   bool
+	warmup    time.Duration
+	rateScale float64
 }
 
 func init() { register(newLoadCmd) }
@@ -65,7 +66,8 @@ a way to load someone else's server.`,
 	}
 	f := cmd.Flags()
 	f.Float64Var(&o.rate, "rate", 0, "requests/s to one model (see --model); exclusive with --load")
-	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate (default 1.0 without --rate)")
+	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate, a trace rescaled to it (default 1.0 without --rate)")
+	f.Float64Var(&o.rateScale, "rate-scale", 0, "with a Trace file: replay it at this multiple of its recorded rate (1.0 = as recorded); exclusive with --load and --rate")
 	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit)")
@@ -104,7 +106,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"rate", o.rate}, {"load", o.load}} {
+	}{{"rate", o.rate}, {"load", o.load}, {"rate-scale", o.rateScale}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return usageErrorf("--%s: %g: must be a finite number > 0", f.name, f.v)
 		}
@@ -118,7 +120,10 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if o.rate > 0 && o.load > 0 {
 		return usageErrorf("--rate and --load are exclusive")
 	}
-	if o.rate == 0 && o.load == 0 {
+	if o.rateScale > 0 && (o.rate > 0 || o.load > 0) {
+		return usageErrorf("--rate-scale: exclusive with --load and --rate (it sets the rates itself)")
+	}
+	if o.rate == 0 && o.load == 0 && o.rateScale == 0 {
 		o.load = 1
 	}
 	if o.duration <= 0 {
@@ -141,7 +146,10 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		}
 		warmup = o.warmup
 	}
-	opts := load.Options{Warmup: warmup, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
+	if o.rateScale > 0 && spec.Trace == nil {
+		return usageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
+	}
+	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -117,6 +119,71 @@ func TestLoadWarmup(t *testing.T) {
 				all = n
 			} else if all > 0 && n >= all {
 				t.Errorf("%d requests counted with a %d µs warm-up, %d without: the warm-up counted", n, c.warmUs, all)
+			}
+		})
+	}
+}
+
+// TestLoadRateScale: plan load --rate-scale replays a trace at multiples of its recorded rate
+// (a counts trace of mean 200 req/s: base 200 per model, load column = the scale), needs a
+// trace and excludes --load (issue 31 item 3).
+func TestLoadRateScale(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	if err := os.WriteFile(trace, []byte(`{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"t"},"counts":{"interval":"1s","counts":[100,300]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{name: "half the recorded rate", args: []string{"--trace", trace, "--rate-scale", "0.5"}},
+		{name: "no trace", args: []string{"--rate-scale", "1"}, code: ExitUsage, stderr: "--rate-scale: needs a Trace file"},
+		{name: "with --load", args: []string{"--trace", trace, "--rate-scale", "1", "--load", "1"}, code: ExitUsage, stderr: "--rate-scale: exclusive with --load"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"load", ts.URL, "--duration", "300ms", "--connections", "8", "-O", "json"}, c.args...)
+			code, out, stderr := rootRun(t, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr)
+			}
+			if c.code != ExitOK {
+				if !strings.Contains(stderr, c.stderr) {
+					t.Errorf("stderr lacks %q: %s", c.stderr, stderr)
+				}
+				return
+			}
+			var rep struct {
+				BaseRPS []struct {
+					RPS float64 `json:"rps"`
+				} `json:"base_rps"`
+				Points []struct {
+					Load float64 `json:"load"`
+				} `json:"points"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Points) != 1 || len(rep.BaseRPS) == 0 {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if rep.Points[0].Load != 0.5 {
+				t.Errorf("load %g, want 0.5", rep.Points[0].Load)
+			}
+			for _, b := range rep.BaseRPS {
+				if b.RPS != 200 {
+					t.Errorf("base_rps %+v, want the trace's recorded 200 req/s", rep.BaseRPS)
+				}
 			}
 		})
 	}

@@ -7,8 +7,6 @@ package cli
 // application as the base instead: 1.0 replays it as recorded.
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -34,44 +32,16 @@ func rateScale(cmd *cobra.Command, o *simulateOptions, spec workload.ArrivalSpec
 	return base, scales, nil
 }
 
-// traceRates is the recorded rate (requests/s) of each application of dep in the trace spec:
-// a replay's requests for it (those naming it or none) over their span, as the replay folds
-// them (n/D), or a count series' total over its length.
+// traceRates is the recorded rate (requests/s) of each application of dep in the trace spec
+// (workload.ArrivalSpec.RecordedRate).
 func traceRates(spec workload.ArrivalSpec, dep *dataplane.Deployment) ([]float64, error) {
-	t := spec.Trace
-	if t == nil {
-		return nil, fmt.Errorf("needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
-	}
 	out := make([]float64, len(dep.Apps))
 	for i, a := range dep.Apps {
-		if c := t.Counts; c != nil {
-			var total int64
-			for _, n := range c.Counts {
-				total += n
-			}
-			span := c.Interval.D().Seconds() * float64(len(c.Counts))
-			if total == 0 || span <= 0 {
-				return nil, fmt.Errorf("%s: the trace's counts are all zero", spec.Name)
-			}
-			out[i] = float64(total) / span
-			continue
+		r, err := spec.RecordedRate(a.Name)
+		if err != nil {
+			return nil, err
 		}
-		var n int
-		var first, last int64
-		for _, r := range t.Requests {
-			if r.Target != "" && r.Target != a.Name {
-				continue
-			}
-			if n == 0 {
-				first = r.TimeUs
-			}
-			last = r.TimeUs
-			n++
-		}
-		if n < 2 || last <= first {
-			return nil, fmt.Errorf("%s: application %q has %d requests over %d µs: no recorded rate", spec.Name, a.Name, n, last-first)
-		}
-		out[i] = float64(n) / (float64(last-first) / 1e6)
+		out[i] = r
 	}
 	return out, nil
 }
