@@ -306,6 +306,11 @@ type Deployment struct {
 	// what they take. It must be a function of its arguments alone, and of each request
 	// only through TraceKey, so a request costs the same simulated and served.
 	Work func(st *Stage, reqs []*Request, nominal Time) Time
+	// Judge, when set, says whether a request was answered right (a cascade's emulator
+	// replays records with ground truth); the simulator's reports then carry the accuracy
+	// over answered requests, on the records JudgeOn names ("test records", ...).
+	Judge   func(r *Request) bool
+	JudgeOn string
 	// Kind names the plan section the deployment came from ("ppipe", "pard", ...): the
 	// policy registry serves it only with policies that declare that kind.
 	Kind   string

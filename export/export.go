@@ -56,6 +56,23 @@ type Options struct {
 	// ImportPath is the Ray Serve application's import_path (default "plan_ray:app"): the
 	// user's module that builds a deployment from user_config.
 	ImportPath string
+	// NodeLabels are the cluster file's node labels per GPU type (gpus[].node_labels): they
+	// replace the built-in nvidia.com/gpu.product selector of that type (gpulabels.go).
+	NodeLabels map[string]map[string]string
+}
+
+// NodeLabelsOf collects a cluster's node_labels per GPU type (nil cluster: none).
+func NodeLabelsOf(c *formats.Cluster) map[string]map[string]string {
+	if c == nil {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for _, g := range c.GPUs {
+		if len(g.NodeLabels) > 0 {
+			out[g.Type] = g.NodeLabels
+		}
+	}
+	return out
 }
 
 // Defaults fills the zero fields of o.

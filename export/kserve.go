@@ -1,6 +1,7 @@
 package export
 
 import (
+	"maps"
 	"math"
 	"strconv"
 
@@ -107,11 +108,32 @@ type GraphStep struct {
 // Label keys of exported KServe objects.
 const labelPrefix = "plan.dev/"
 
-// NewInferenceService builds the InferenceService of one pool: replicas = the pool's slice
-// count (one pod per slice), the GPU type as the nvidia.com/gpu.product node selector, and
-// for 1/v slices (v > 1) nvidia.com/gpu.replicas = v (the time-sliced device plugin's label).
-func NewInferenceService(name, storage string, pl Placement, queueDelayUs int64, timeoutUs int64) InferenceService {
-	sel := map[string]string{"nvidia.com/gpu.product": pl.GPU}
+// Scaling is a predictor's autoscaling from the plan's headroom: the plan allocates Count
+// replicas (MaxReplicas); Needed of them carry the rate it was solved for (MinReplicas); one
+// replica sustains PerReplicaRPS within the SLO (Knative's rps target). Zero values: fixed at
+// Count, no scale metric.
+type Scaling struct {
+	Needed        int
+	PerReplicaRPS float64
+}
+
+// NewBatcher is KServe's batcher for a unit that batches (batch > 1), nil otherwise: KServe's
+// agent refuses to start with maxLatency or maxBatchSize <= 0 (ecosystem.md §7), so a unit
+// that does not batch gets none, and the wait rounds up to at least 1 ms, the timeout to at
+// least 1 s.
+func NewBatcher(batch int, queueDelayUs, timeoutUs int64) *Batcher {
+	if batch <= 1 {
+		return nil
+	}
+	return &Batcher{MaxBatchSize: batch, MaxLatency: max(1, int(math.Ceil(float64(queueDelayUs)/1000))),
+		Timeout: max(1, int(math.Ceil(float64(timeoutUs)/1e6)))}
+}
+
+// NewInferenceService builds the InferenceService of one pool: up to the pool's slice count
+// of pods (one pod per slice), the GPU type's node selector (Options.NodeSelector), and for
+// 1/v slices (v > 1) nvidia.com/gpu.replicas = v (the time-sliced device plugin's label).
+func NewInferenceService(name, storage string, pl Placement, sel map[string]string, sc Scaling, queueDelayUs, timeoutUs int64) InferenceService {
+	sel = maps.Clone(sel)
 	if pl.VGPU > 1 {
 		sel["nvidia.com/gpu.replicas"] = strconv.Itoa(pl.VGPU)
 	}
@@ -122,18 +144,23 @@ func NewInferenceService(name, storage string, pl Placement, queueDelayUs int64,
 	}
 	labels[labelPrefix+"batch"] = strconv.Itoa(pl.Batch)
 	labels[labelPrefix+"gpu"] = DNSLabel(pl.GPU)
+	pr := Predictor{MinReplicas: pl.Count, MaxReplicas: pl.Count,
+		Batcher: NewBatcher(pl.Batch, queueDelayUs, timeoutUs),
+		Model: PredictorModel{ModelFormat: ModelFormat{Name: "onnx"}, Runtime: "kserve-tritonserver",
+			StorageURI: storage + "/" + name,
+			Resources:  Resources{Limits: map[string]string{"nvidia.com/gpu": "1"}, Requests: map[string]string{"nvidia.com/gpu": "1"}}},
+		NodeSelector: sel,
+	}
+	if sc.Needed > 0 {
+		pr.MinReplicas = min(max(sc.Needed, 1), pl.Count)
+	}
+	if sc.PerReplicaRPS >= 1 {
+		pr.ScaleMetric, pr.ScaleTarget = "rps", int(math.Floor(sc.PerReplicaRPS))
+	}
 	return InferenceService{
 		APIVersion: "serving.kserve.io/v1beta1", Kind: "InferenceService",
 		Metadata: ObjectMeta{Name: name, Labels: labels, Annotations: ann},
-		Spec: ISVCSpec{Predictor: Predictor{
-			MinReplicas: pl.Count, MaxReplicas: pl.Count,
-			Batcher: &Batcher{MaxBatchSize: pl.Batch, MaxLatency: int(math.Ceil(float64(queueDelayUs) / 1000)),
-				Timeout: int(math.Ceil(float64(timeoutUs) / 1e6))},
-			Model: PredictorModel{ModelFormat: ModelFormat{Name: "onnx"}, Runtime: "kserve-tritonserver",
-				StorageURI: storage + "/" + name,
-				Resources:  Resources{Limits: map[string]string{"nvidia.com/gpu": "1"}, Requests: map[string]string{"nvidia.com/gpu": "1"}}},
-			NodeSelector: sel,
-		}},
+		Spec:     ISVCSpec{Predictor: pr},
 	}
 }
 

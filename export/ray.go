@@ -39,11 +39,13 @@ type (
 )
 
 // RayActorOptions are a replica's resources: a fraction of a GPU for a 1/v slice, and the GPU
-// type as a custom resource (the nodes of that type declare it).
+// type as Ray's accelerator_type (Options.RayAcceleratorType): Ray labels every node with the
+// type of its GPUs, so no node needs custom --resources.
 type RayActorOptions struct {
-	NumGPUs   float64            `json:"num_gpus"`
-	NumCPUs   float64            `json:"num_cpus,omitempty"`
-	Resources map[string]float64 `json:"resources,omitempty"`
+	NumGPUs         float64            `json:"num_gpus"`
+	NumCPUs         float64            `json:"num_cpus,omitempty"`
+	Resources       map[string]float64 `json:"resources,omitempty"`
+	AcceleratorType string             `json:"accelerator_type,omitempty"`
 }
 
 // RayUserConfig is what a replica needs to serve its part of the plan.
@@ -59,12 +61,11 @@ type RayUserConfig struct {
 }
 
 // NewRayDeployment builds the deployment of one pool or module.
-func NewRayDeployment(name string, pl Placement, queueDelayUs, timeoutUs int64, next []string) RayDeployment {
+func NewRayDeployment(name string, pl Placement, accel string, queueDelayUs, timeoutUs int64, next []string) RayDeployment {
 	v := max(pl.VGPU, 1)
 	return RayDeployment{
 		Name: name, NumReplicas: pl.Count, MaxOngoingRequests: 2 * pl.Batch,
-		RayActorOptions: RayActorOptions{NumGPUs: roundFrac(1 / float64(v)), NumCPUs: 1,
-			Resources: map[string]float64{pl.GPU: roundFrac(1 / float64(v))}},
+		RayActorOptions: RayActorOptions{NumGPUs: roundFrac(1 / float64(v)), NumCPUs: 1, AcceleratorType: accel},
 		UserConfig: RayUserConfig{Placement: pl.Params(), MaxBatchSize: pl.Batch,
 			BatchWaitTimeoutS: float64(queueDelayUs) / 1e6, TimeoutS: float64(timeoutUs) / 1e6, Next: next},
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/plan-dev/plan/export/internal/tritonpb"
 )
 
 // ReadBack recovers the placements an export records — the `plan import`-style reading the
@@ -57,10 +59,7 @@ func readTriton(data []byte) (Placement, bool, error) {
 	if err != nil {
 		return pl, false, err
 	}
-	count := 0
-	for _, g := range c.InstanceGroup {
-		count += int(g.Count)
-	}
+	count := TritonInstances(c)
 	if count != pl.Count || int(c.MaxBatchSize) != pl.Batch {
 		return pl, false, fmt.Errorf("instance count %d, max_batch_size %d: the recorded placement says %d, %d", count, c.MaxBatchSize, pl.Count, pl.Batch)
 	}
@@ -92,7 +91,7 @@ func readKServe(data []byte) (Placement, bool, error) {
 		return pl, false, err
 	}
 	p := s.Spec.Predictor
-	if p.MinReplicas != pl.Count || p.Batcher == nil || p.Batcher.MaxBatchSize != pl.Batch || p.NodeSelector["nvidia.com/gpu.product"] != pl.GPU {
+	if p.MaxReplicas != pl.Count || BatcherBatch(p.Batcher) != pl.Batch || len(p.NodeSelector) == 0 {
 		return pl, false, fmt.Errorf("replicas/batcher/node selector disagree with the recorded placement %s", pl)
 	}
 	return pl, true, nil
@@ -119,4 +118,22 @@ func readRay(data []byte) ([]Placement, error) {
 		}
 	}
 	return out, nil
+}
+
+// TritonInstances counts the instances a config starts: count on each listed GPU (an
+// instance group without gpus counts once; Validate refuses it for KIND_GPU).
+func TritonInstances(c *tritonpb.ModelConfig) int {
+	n := 0
+	for _, g := range c.InstanceGroup {
+		n += int(g.Count) * max(len(g.Gpus), 1)
+	}
+	return n
+}
+
+// BatcherBatch is the batch a KServe predictor forms: the batcher's, 1 without one.
+func BatcherBatch(b *Batcher) int {
+	if b == nil {
+		return 1
+	}
+	return b.MaxBatchSize
 }

@@ -17,14 +17,45 @@ type TritonConfig struct {
 	MaxBatchSize int
 	Inputs       []TritonTensor
 	Outputs      []TritonTensor
-	// Instances is instance_group [{kind: KIND_GPU, count}] (0 = none written).
-	Instances int
+	// Groups are the instance groups (KIND_GPU, count per listed GPU): Triton starts count
+	// instances on each GPU of gpus, and on every GPU it sees when gpus is empty
+	// (ecosystem.md §7), so exporters always list them.
+	Groups []TritonGroup
 	// Batching is dynamic_batching (nil = none).
 	Batching *TritonBatching
 	// Steps is ensemble_scheduling.step (ensembles only).
 	Steps []TritonStep
 	// Parameters are free-form string parameters: plan provenance of the model.
 	Parameters map[string]string
+}
+
+// TritonGroup is one instance_group: Count instances on each of GPUs.
+type TritonGroup struct {
+	Count int
+	GPUs  []int
+}
+
+// PoolGroups lays a pool of count slices of 1/vgpu GPU onto whole GPUs first..: vgpu
+// instances on each full GPU and the remainder on the last, so that Triton starts exactly
+// count instances, at most vgpu per GPU. It returns the groups and the next free GPU index.
+func PoolGroups(count, vgpu, first int) ([]TritonGroup, int) {
+	vgpu = max(vgpu, 1)
+	full, rest := count/vgpu, count%vgpu
+	var gs []TritonGroup
+	next := first
+	if full > 0 {
+		g := TritonGroup{Count: vgpu}
+		for i := 0; i < full; i++ {
+			g.GPUs = append(g.GPUs, next)
+			next++
+		}
+		gs = append(gs, g)
+	}
+	if rest > 0 {
+		gs = append(gs, TritonGroup{Count: rest, GPUs: []int{next}})
+		next++
+	}
+	return gs, next
 }
 
 // TritonTensor is one input or output.
@@ -65,8 +96,12 @@ func (c *TritonConfig) PBTxt() []byte {
 	}
 	tensors("input", c.Inputs)
 	tensors("output", c.Outputs)
-	if c.Instances > 0 {
-		fmt.Fprintf(&b, "instance_group {\n  kind: KIND_GPU\n  count: %d\n}\n", c.Instances)
+	for _, g := range c.Groups {
+		gpus := make([]string, len(g.GPUs))
+		for i, x := range g.GPUs {
+			gpus[i] = strconv.Itoa(x)
+		}
+		fmt.Fprintf(&b, "instance_group {\n  kind: KIND_GPU\n  count: %d\n  gpus: [ %s ]\n}\n", g.Count, strings.Join(gpus, ", "))
 	}
 	if q := c.Batching; q != nil {
 		b.WriteString("dynamic_batching {\n")

@@ -36,6 +36,8 @@ type Unit struct {
 	ONNX            []byte
 	// Next are the names of the units a result goes to.
 	Next []string
+	// Scaling is the unit's autoscaling range from the plan's headroom (KServe).
+	Scaling Scaling
 }
 
 // Build turns a plan into groups.
@@ -53,7 +55,11 @@ func Exporters(build Build) []Exporter {
 			if err != nil {
 				return nil, err
 			}
-			return r(gs, o)
+			f, err := r(gs, o)
+			if err != nil {
+				return nil, err
+			}
+			return withReadme(t, f, o)
 		}})
 	}
 	return out
@@ -61,16 +67,23 @@ func Exporters(build Build) []Exporter {
 
 // TritonFiles renders a model repository: <unit>/config.pbtxt (and <unit>/1/model.onnx when
 // the unit has a model file), plus an ensemble <group>/config.pbtxt per chain whose units
-// declare their tensors.
+// declare their tensors. Each unit's instances are pinned to GPUs of their own (PoolGroups),
+// numbered per GPU type in the order of the units: the server of a type sees those GPUs.
 func TritonFiles(gs []Group, _ Options) (Files, error) {
 	f := Files{}
+	next := map[string]int{}
 	for _, g := range gs {
 		for _, u := range g.Units {
-			c := TritonConfig{Name: u.Name, Platform: "onnxruntime_onnx", MaxBatchSize: u.Placement.Batch,
-				Inputs: u.Inputs, Outputs: u.Outputs, Instances: u.Placement.Count,
-				Batching:   &TritonBatching{Preferred: []int{u.Placement.Batch}, MaxQueueDelayUs: u.QueueDelayUs, TimeoutUs: u.TimeoutUs},
-				Parameters: u.Placement.Params()}
-			if err := put(f, u.Name+"/config.pbtxt", c.PBTxt()); err != nil {
+			pl := u.Placement
+			c := TritonConfig{Name: u.Name, Platform: "onnxruntime_onnx", MaxBatchSize: pl.Batch,
+				Inputs: u.Inputs, Outputs: u.Outputs,
+				Batching:   &TritonBatching{Preferred: []int{pl.Batch}, MaxQueueDelayUs: u.QueueDelayUs, TimeoutUs: u.TimeoutUs},
+				Parameters: pl.Params()}
+			first := next[pl.GPU]
+			c.Groups, next[pl.GPU] = PoolGroups(pl.Count, pl.VGPU, first)
+			head := Comment(fmt.Sprintf("%s: %d instance(s), at most %d per %s GPU (1/%d slices), on the server's %s GPUs %d..%d (GPU indices count each type's GPUs in export order).",
+				pl.Key, pl.Count, max(pl.VGPU, 1), pl.GPU, max(pl.VGPU, 1), pl.GPU, first, next[pl.GPU]-1))
+			if err := put(f, u.Name+"/config.pbtxt", append(head, c.PBTxt()...)); err != nil {
 				return nil, err
 			}
 			if u.ONNX != nil {
@@ -170,7 +183,11 @@ func KServeFiles(gs []Group, o Options) (Files, error) {
 	for _, g := range gs {
 		var names []string
 		for _, u := range g.Units {
-			b, err := YAML(NewInferenceService(u.Name, o.StorageURI, u.Placement, u.QueueDelayUs, u.TimeoutUs))
+			sel, err := o.NodeSelector(u.Placement.GPU)
+			if err != nil {
+				return nil, err
+			}
+			b, err := YAML(NewInferenceService(u.Name, o.StorageURI, u.Placement, sel, u.Scaling, u.QueueDelayUs, u.TimeoutUs))
 			if err != nil {
 				return nil, err
 			}
@@ -199,7 +216,11 @@ func RayFiles(gs []Group, o Options) (Files, error) {
 	for _, g := range gs {
 		a := RayApp{Name: g.Name, RoutePrefix: "/" + g.Name, ImportPath: o.ImportPath}
 		for _, u := range g.Units {
-			a.Deployments = append(a.Deployments, NewRayDeployment(u.Name, u.Placement, u.QueueDelayUs, u.TimeoutUs, u.Next))
+			accel, err := o.RayAcceleratorType(u.Placement.GPU)
+			if err != nil {
+				return nil, err
+			}
+			a.Deployments = append(a.Deployments, NewRayDeployment(u.Name, u.Placement, accel, u.QueueDelayUs, u.TimeoutUs, u.Next))
 		}
 		c.Applications = append(c.Applications, a)
 	}
@@ -236,12 +257,30 @@ func (r Renderers[L]) Exporters() []Exporter {
 	for _, t := range Targets {
 		rt := render[t]
 		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			l, err := r.Build(p, o.Defaults())
+			o = o.Defaults()
+			l, err := r.Build(p, o)
 			if err != nil {
 				return nil, err
 			}
-			return rt(l)
+			f, err := rt(l)
+			if err != nil {
+				return nil, err
+			}
+			return withReadme(t, f, o)
 		}})
 	}
 	return out
+}
+
+// withReadme adds a Ray export's README.md (RayReadme): what the application builder the
+// config imports must provide.
+func withReadme(target string, f Files, o Options) (Files, error) {
+	if target != Ray || f[RayConfigFile] == nil {
+		return f, nil
+	}
+	b, err := RayReadme(f[RayConfigFile], o.ImportPath)
+	if err != nil {
+		return nil, err
+	}
+	return f, put(f, ReadmeFile, b)
 }

@@ -21,6 +21,9 @@ var schemaFS embed.FS
 // RayConfigFile is the name of the Ray Serve config file in an export.
 const RayConfigFile = "serve-config.yaml"
 
+// ReadmeFile is an export's README: what the user supplies before deploying.
+const ReadmeFile = "README.md"
+
 // VLLMModelFile is the engine-arguments file of a Triton vLLM-backend model
 // (<model>/1/model.json).
 const VLLMModelFile = "model.json"
@@ -31,7 +34,14 @@ const VLLMModelFile = "model.json"
 // (written from the documented fields; additionalProperties false everywhere), and a Triton
 // vLLM model's model.json through the vLLM engine-arguments schema. Every problem
 // is reported, each naming the file.
-func Validate(files Files) error {
+//
+// Then the run-time rules (rules.go): what the targets refuse or get wrong on a real cluster
+// although the schema passes.
+func Validate(files Files) error { return ValidateFor(files, false) }
+
+// ValidateFor is Validate; deploy adds the rules of a repository about to be deployed (the
+// files the user supplies, such as a coordinator's model.py).
+func ValidateFor(files Files, deploy Deployable) error {
 	var errs []string
 	for _, name := range files.Names() {
 		data := files[name]
@@ -45,10 +55,13 @@ func Validate(files Files) error {
 			for _, e := range validateYAML(name, data) {
 				errs = append(errs, fmt.Sprintf("%s: %s", name, e))
 			}
-		case strings.HasSuffix(name, ".onnx"), path.Base(name) == ".keep":
+		case strings.HasSuffix(name, ".onnx"), path.Base(name) == ".keep", name == ReadmeFile, path.Base(name) == "model.py":
 		default:
 			errs = append(errs, fmt.Sprintf("%s: no schema for this file", name))
 		}
+	}
+	if len(errs) == 0 {
+		errs = runtimeRules(files, deploy)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("export: %d invalid file(s):\n%s", len(errs), strings.Join(errs, "\n"))

@@ -28,6 +28,10 @@ type GPUPool struct {
 	VGPU []int `json:"vgpu,omitempty"`
 	// Class is "high" or "low" (PPipe's GPU classes, for reporting utilization).
 	Class string `json:"class,omitempty"`
+	// NodeLabels select this GPU type's nodes in exported Kubernetes manifests, replacing
+	// the built-in nvidia.com/gpu.product label (export/gpulabels.go): for variants
+	// (NVIDIA-A100-PCIE-40GB), cloud labels or types plan has no label for.
+	NodeLabels map[string]string `json:"node_labels,omitempty"`
 }
 
 // Server is one machine of a cluster with explicit NIC bandwidth.

@@ -1,6 +1,11 @@
 package formats
 
-import "math"
+import (
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+)
 
 // KnownGPUs lists the GPU types plan has specifications for (roofline backend). Clusters may
 // name other types, but then must give memory_bytes.
@@ -51,6 +56,7 @@ func (c *Cluster) Validate() ErrorList {
 		if g.Class != "" && g.Class != "high" && g.Class != "low" {
 			v.add(field(p, "class"), g.Class, "must be high or low")
 		}
+		nodeLabels(v, field(p, "node_labels"), g.NodeLabels)
 	}
 	bandwidth(v, "nic_gbps", c.NICGbps, false)
 	if c.NICDerate != 0 && !(c.NICDerate >= 1 && !math.IsInf(c.NICDerate, 0)) {
@@ -95,5 +101,34 @@ func positive(v *validator, path string, x float64) {
 func nonNegative(v *validator, path string, x float64) {
 	if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 		v.add(path, x, "must be >= 0")
+	}
+}
+
+// labelName is a Kubernetes label name or value: at most 63 of [A-Za-z0-9-_.], alphanumeric
+// at both ends (empty allowed for values).
+var labelName = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$`)
+
+// labelPrefix is a label key's DNS-subdomain prefix (at most 253 characters).
+var labelPrefix = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// nodeLabels checks a GPU type's node labels as Kubernetes accepts them in a nodeSelector:
+// an exported manifest with an invalid one is rejected by the API server.
+func nodeLabels(v *validator, path string, ls map[string]string) {
+	keys := make([]string, 0, len(ls))
+	for k := range ls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		prefix, name, hasPrefix := strings.Cut(k, "/")
+		if !hasPrefix {
+			prefix, name = "", k
+		}
+		if name == "" || !labelName.MatchString(name) || hasPrefix && (len(prefix) > 253 || !labelPrefix.MatchString(prefix)) {
+			v.add(path, k, "not a Kubernetes label key ([prefix/]name, name at most 63 of A-Z a-z 0-9 - _ . starting and ending alphanumeric)")
+		}
+		if !labelName.MatchString(ls[k]) {
+			v.add(path+"."+k, ls[k], "not a Kubernetes label value (at most 63 of A-Z a-z 0-9 - _ . starting and ending alphanumeric)")
+		}
 	}
 }

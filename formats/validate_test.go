@@ -71,6 +71,10 @@ func TestValidateCluster(t *testing.T) {
 		{"server gpu", f, cl(func(c *Cluster) { c.Servers[1].GPU = "T4" }), []string{`cluster.yaml: servers[1].gpu: "T4": unknown GPU type: not in gpus[]`}},
 		{"server gpus", f, cl(func(c *Cluster) { c.Servers[1].GPUs = 0 }), []string{`cluster.yaml: servers[1].gpus: 0: must be >= 1`}},
 		{"server nic", f, cl(func(c *Cluster) { c.Servers[0].NICGbps = nan }), []string{`cluster.yaml: servers[0].nic_gbps: NaN: must be >= 0`}},
+		{"node_labels key", f, cl(func(c *Cluster) { c.GPUs[0].NodeLabels = map[string]string{"nvidia.com/gpu product": "x"} }),
+			[]string{`cluster.yaml: gpus[0].node_labels: "nvidia.com/gpu product": not a Kubernetes label key ([prefix/]name, name at most 63 of A-Z a-z 0-9 - _ . starting and ending alphanumeric)`}},
+		{"node_labels value", f, cl(func(c *Cluster) { c.GPUs[0].NodeLabels = map[string]string{"nvidia.com/gpu.product": "NVIDIA L4"} }),
+			[]string{`cluster.yaml: gpus[0].node_labels.nvidia.com/gpu.product: "NVIDIA L4": not a Kubernetes label value (at most 63 of A-Z a-z 0-9 - _ . starting and ending alphanumeric)`}},
 	})
 }
 

@@ -28,6 +28,12 @@ import (
 // file, the line (or array index) and the field; the records are not validated across
 // models here: the workload's cascades validation does that (Cascade.Validation).
 func ImportValidation(name string, data []byte, model string) ([]ValidationRecord, error) {
+	return ImportValidationScale(name, data, model, false)
+}
+
+// ImportValidationScale is ImportValidation for certainties on any real scale when score is
+// set (a cascade's certainty: score, e.g. logit gaps); otherwise they must be in [0, 1].
+func ImportValidationScale(name string, data []byte, model string, score bool) ([]ValidationRecord, error) {
 	var recs []ValidationRecord
 	var errs ErrorList
 	switch strings.ToLower(filepath.Ext(name)) {
@@ -45,7 +51,7 @@ func ImportValidation(name string, data []byte, model string) ([]ValidationRecor
 			if recs[i].Model == "" {
 				recs[i].Model = model
 			}
-			errs = append(errs, checkRecord(&recs[i], fmt.Sprintf("records[%d]", i))...)
+			errs = append(errs, checkRecord(&recs[i], fmt.Sprintf("records[%d]", i), score)...)
 		}
 		if len(recs) == 0 {
 			errs = append(errs, &FieldError{Rule: "no validation records"})
@@ -60,14 +66,55 @@ func ImportValidation(name string, data []byte, model string) ([]ValidationRecor
 	return recs, nil
 }
 
+// LoadCascadeFiles imports the record files the workload's cascades name (validation_file,
+// test_file; relative to the directory of workloadPath) into their validation and test
+// records, clearing the file fields, so that what is planned and embedded in the plan holds
+// the records themselves. The caller validates the workload again afterwards (the
+// cross-record rules: every model covering the same samples, test models known).
+func LoadCascadeFiles(w *Workload, workloadPath string) error {
+	var errs ErrorList
+	for i := range w.Cascades {
+		c := &w.Cascades[i]
+		for _, f := range []struct {
+			name  *string
+			recs  *[]ValidationRecord
+			field string
+		}{{&c.ValidationFile, &c.Validation, "validation_file"}, {&c.TestFile, &c.Test, "test_file"}} {
+			if *f.name == "" {
+				continue
+			}
+			path := *f.name
+			if !filepath.IsAbs(path) && workloadPath != "" && workloadPath != "-" {
+				path = filepath.Join(filepath.Dir(workloadPath), path)
+			}
+			data, err := ReadBytes(path)
+			if err != nil {
+				errs = append(errs, &FieldError{File: workloadPath, Path: fmt.Sprintf("cascades[%d].%s", i, f.field), Value: fmt.Sprintf("%q", *f.name), Rule: "cannot read " + path})
+				continue
+			}
+			if *f.recs, err = ImportValidationScale(path, data, "", c.Certainty == "score"); err != nil {
+				return err // names the records file, line and field
+			}
+			*f.name = ""
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 // checkRecord applies the per-record rules (the cross-record ones live in
 // Cascade.validateRecords).
-func checkRecord(r *ValidationRecord, p string) ErrorList {
+func checkRecord(r *ValidationRecord, p string, score bool) ErrorList {
 	v := &validator{}
 	atLeast(v, field(p, "sample"), int64(r.Sample), 0)
 	notEmpty(v, field(p, "model"), r.Model)
-	if !finite(r.Cert) || r.Cert < 0 || r.Cert > 1 {
-		v.add(field(p, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)")
+	switch {
+	case !finite(r.Cert):
+		v.add(field(p, "cert"), r.Cert, "must be a finite number")
+	case !score && (r.Cert < 0 || r.Cert > 1):
+		v.add(field(p, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; --certainty score for another scale)")
 	}
 	switch {
 	case r.Label != "" && r.Correct != nil:

@@ -15,6 +15,7 @@ type dropKey struct {
 type appCol struct {
 	requests, completed, late, dropped, cancelled int64
 	wasted                                        float64
+	judged, correct                               int64 // Deployment.Judge's verdicts on answered requests
 	lat                                           []dataplane.Time
 	drops                                         map[dropKey]int64
 }
@@ -69,6 +70,12 @@ func (c *collector) finish(r *dataplane.Request) {
 	}
 	a := &c.apps[r.App]
 	a.requests++
+	if c.dep.Judge != nil && (r.Outcome == dataplane.Completed || r.Outcome == dataplane.Late) {
+		a.judged++
+		if c.dep.Judge(r) {
+			a.correct++
+		}
+	}
 	switch r.Outcome {
 	case dataplane.Completed:
 		a.completed++
@@ -106,6 +113,8 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 		all.dropped += a.dropped
 		all.cancelled += a.cancelled
 		all.wasted += a.wasted
+		all.judged += a.judged
+		all.correct += a.correct
 		all.lat = append(all.lat, a.lat...)
 		for k, v := range a.drops {
 			all.drops[k] += v
@@ -180,6 +189,10 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 		return out.Drops[i].Reason < out.Drops[j].Reason
 	})
 	out.Latency = percentiles(a.lat)
+	if a.judged > 0 {
+		acc := round6(float64(a.correct) / float64(a.judged))
+		out.Accuracy = &acc
+	}
 	return out
 }
 

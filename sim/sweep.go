@@ -97,6 +97,9 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 		Policy: cfg.Policy.Policy, Params: cfg.Policy.Params, Trace: cfg.Arrival.Name,
 		Seed: cfg.Seed, DurationUs: int64(cfg.Duration), Jitter: cfg.Jitter, WarmupUs: int64(cfg.Warmup),
 	}
+	if cfg.Dep.Judge != nil {
+		rep.AccuracyOn = cfg.Dep.JudgeOn
+	}
 	if cfg.FindLimit {
 		if points, err = findLimit(ctx, cfg, points); err != nil {
 			return nil, err

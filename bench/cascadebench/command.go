@@ -22,6 +22,7 @@ type Command struct {
 	setups  []string
 	samples int
 	window  int
+	user    userInput
 }
 
 // Name implements bench.Bench.
@@ -57,13 +58,25 @@ whole trace for Llama. Llama's peak is 15 QPS, not the paper's 60 (see Setups: t
 shape at peak 60 would be several times the paper's mean load).
 
 --quick: one accuracy target per set-up, 3,000 samples, a 30 s BERT window (under a minute
-on 2 cores).`
+on 2 cores).
+
+On your own measured data: --profile F (your profiles) --records F (your per-sample
+validation records: .csv, .jsonl or .json, or a Workload whose first cascade holds records
+or a candidates table) --trace F (your per-second rates, replayed as recorded unless
+--peak), optionally --test F (held-out records the replays serve and measure accuracy
+on), --cluster F, --slo, --targets, --max-gpus: the same comparison, every system planned
+and replayed on your inputs instead of the stand-ins.
+
+DynBa and MS+ are provisioned by the paper's rule (plan solve --provision queue: the rate
+below which all but the SLO's tail of requests arrive; peaks queue), Cocktail+ as the
+paper's oracle (future QPS known) and as the runtime autoscaler (cocktail+rt).`
 }
 
 // Example implements bench.Bench.
 func (o *Command) Example() string {
 	return `  plan bench cascade --quick
-  plan bench cascade --setups llama --report out/cascade`
+  plan bench cascade --setups llama --report out/cascade
+  plan bench cascade --profile my-profile.json --records val.csv --test test.csv --trace qps.txt --slo 400ms`
 }
 
 // Flags implements bench.Bench.
@@ -74,12 +87,24 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.setups, "setups", nil, "set-ups (default bert,llama)")
 	f.IntVar(&o.samples, "samples", 0, "validation and test samples per set-up (default 10,000; quick 3,000)")
 	f.IntVar(&o.window, "window", 0, "seconds of the trace replayed around its peak per cell (default 120; quick 30)")
+	f.StringVar(&o.user.profile, "profile", "", "your measured profiles (a Profile file): with --records, the comparison runs on your data instead of the stand-ins")
+	f.StringVar(&o.user.records, "records", "", "your per-sample validation records (.csv, .jsonl, .json; logit-gap certainties accepted as scores), or a Workload whose first cascade holds records or a candidates table")
+	f.StringVar(&o.user.test, "test", "", "held-out per-sample records served in the replays (default: the workload's test records, else the validation records, said in the output)")
+	f.StringVar(&o.user.cluster, "cluster", "", "cluster file: the GPU type and memory (default: the profile's first GPU type with 32 GiB)")
+	f.Float64Var(&o.user.peak, "peak", 0, "with --records: rescale the trace to this peak QPS (default: the trace's rates as recorded)")
+	f.DurationVar(&o.user.slo, "slo", 400*time.Millisecond, "with --records: the p95 latency SLO")
+	f.Float64SliceVar(&o.user.targets, "targets", nil, "with --records: accuracy targets (default: the best single model's accuracy −0.015, −0.005 and itself)")
+	f.IntVar(&o.user.maxGPUs, "max-gpus", 8, "with --records: the most GPUs any system may use")
+	f.IntVar(&o.user.ranges, "ranges", 16, "with --records: QPS ranges (gears)")
 }
 
 // Report is bench.json.
 type Report struct {
-	Trace   string        `json:"trace"`
-	MinGPUs []MinGPUs     `json:"min_gpus"`
+	Trace   string    `json:"trace"`
+	MinGPUs []MinGPUs `json:"min_gpus"`
+	// Planned: the fewest GPUs each system's planner provisions (plan solve --min-gpus at
+	// the latency SLO with the target as accuracy floor), by provisioning rule.
+	Planned []Planned     `json:"planned"`
 	Curves  []Curve       `json:"curves"`
 	Cost    []PlannerCost `json:"planner_cost"`
 	// Degradation: each system beyond its plan (more load, slower GPUs), per window.
@@ -112,16 +137,25 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if samples < 100 || window < 1 {
 		return bench.Usagef("--samples must be >= 100 and --window >= 1")
 	}
+	user, err := o.userData(trace, env)
+	if err != nil {
+		return err
+	}
 	want := o.setups
 	setups, err := bench.PickNamed(Setups, func(s Setup) string { return s.Name }, want, "--setups")
 	if err != nil {
 		return err
 	}
+	if user != nil {
+		setups = []Setup{user.s}
+	}
 	rep := Report{Trace: path}
 	for _, s := range setups {
-		d, err := prepare(s, trace, samples)
-		if err != nil {
-			return err
+		d := user
+		if d == nil {
+			if d, err = prepare(s, trace, samples); err != nil {
+				return err
+			}
 		}
 		// At least ≈5,000 replayed requests per cell (the whole trace for Llama's ≈3 QPS):
 		// served accuracy over a few hundred requests is noise.
@@ -134,7 +168,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		// GPUs per accuracy target at the latency SLO, per system.
 		targets := s.Targets
 		if o.quick {
-			targets = targets[1:2]
+			targets = targets[len(targets)/2 : len(targets)/2+1]
 		}
 		for _, tg := range targets {
 			for _, st := range []string{pc.StrategyCascadeServe, pc.StrategyNoSwitch, pc.StrategyNoCascade, pc.StrategyMSPlus, pc.StrategyDynBa} {
@@ -144,7 +178,8 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 				env.Progressf("cascade bench: %s: acc ≥ %.3f: %s", s.Name, tg, st)
 				rep.MinGPUs = append(rep.MinGPUs, d.minGPUs(ctx, st, tg, win))
 			}
-			rep.MinGPUs = append(rep.MinGPUs, d.cocktail(tg), d.cocktailRuntime(tg, win, o.quick))
+			rep.MinGPUs = append(rep.MinGPUs, d.cocktail(tg, win), d.cocktailRuntime(tg, win, o.quick))
+			rep.Planned = append(rep.Planned, d.planned(ctx, tg)...)
 		}
 		// Degradation runs (paper Figs. 8/9): every system on the GPUs it needed for the
 		// middle target, beyond its plan.
@@ -253,6 +288,7 @@ func (o *Command) print(env bench.Env, rep Report) {
 	fmt.Fprintf(env.Out, "arrival trace: %s\n", rep.Trace)
 	fmt.Fprintln(env.Out, "GPUs needed per accuracy target at the latency SLO (plan; replay of the trace's peak window):")
 	env.Table([]string{"ACC_TARGET", "SYSTEM", "GPUS", "PLAN_ACC", "SERVED_ACC/P95", "PLAN_MS", "NOTE"}, rows)
+	o.printPlanned(env, rep)
 	// savings
 	fmt.Fprintln(env.Out)
 	byT := map[float64][]MinGPUs{}
@@ -316,4 +352,48 @@ func (o *Command) print(env bench.Env, rep Report) {
 	}
 	_ = strings.Join(ks, "")
 	fmt.Fprintf(env.Out, "(%.1f s)\n", rep.Elapsed)
+}
+
+// userData prepares the set-up of the user's own data (--profile, --records, ...), nil
+// without those flags.
+func (o *Command) userData(trace []float64, env bench.Env) (*data, error) {
+	if !o.user.given() {
+		return nil, nil
+	}
+	if o.user.profile == "" || o.user.records == "" {
+		return nil, bench.Usagef("--profile and --records: give both to run on your own data")
+	}
+	if len(o.setups) > 0 {
+		return nil, bench.Usagef("--setups: the stand-in set-ups do not apply with --records")
+	}
+	if o.user.maxGPUs < 1 || o.user.ranges < 1 || o.user.slo <= 0 || !(o.user.peak >= 0) {
+		return nil, bench.Usagef("--max-gpus and --ranges must be >= 1, --slo > 0 and --peak >= 0")
+	}
+	if o.trace == "" && o.user.peak == 0 {
+		return nil, bench.Usagef("--records: give --trace (your per-second rates) or --peak (the synthetic shape scaled to it)")
+	}
+	for _, t := range o.user.targets {
+		if !(t > 0 && t <= 1) {
+			return nil, bench.Usagef("--targets: %g: must be in (0, 1]", t)
+		}
+	}
+	return prepareUser(&o.user, trace, env)
+}
+
+// printPlanned prints the planners' own fleets per provisioning rule.
+func (o *Command) printPlanned(env bench.Env, rep Report) {
+	if len(rep.Planned) == 0 {
+		return
+	}
+	var rows [][]string
+	for _, r := range rep.Planned {
+		gpus, acc := "-", "-"
+		if r.GPUs > 0 {
+			gpus, acc = fmt.Sprint(r.GPUs), fmt.Sprintf("%.4f", r.PlanAcc)
+		}
+		rows = append(rows, []string{r.Setup, fmt.Sprintf("%.3f", r.Target), r.System, r.Provision, gpus, acc, r.Note})
+	}
+	fmt.Fprintln(env.Out)
+	fmt.Fprintln(env.Out, "GPUs each planner provisions (plan solve --min-gpus at the latency SLO, the target as accuracy floor):")
+	env.Table([]string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}, rows)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -238,7 +240,8 @@ func (d *data) minGPUs(ctx context.Context, strategy string, target float64, win
 // single model meeting the accuracy target, and the QPS one replica sustains within the
 // latency SLO (bisection with the planner's simulator).
 func (d *data) cocktailModel(target float64) (t *pc.Task, best int, packing float64, why string) {
-	t, _ = pc.NewTask(d.c, "bench", d.in.Profiles, d.s.Family.GPU, d.s.Family.GPUMem)
+	hw, _ := pc.HardwareOf(d.in.Cluster)
+	t, _ = pc.NewTask(d.c, "bench", d.in.Profiles, hw.GPU, hw.Mem)
 	best = -1
 	for m := range t.Models {
 		if t.Accuracy(m) >= target && (best < 0 || t.Models[m].RtOpt < t.Models[best].RtOpt) {
@@ -281,9 +284,11 @@ func (d *data) cocktailModel(target float64) (t *pc.Task, best int, packing floa
 
 // cocktail is the Cocktail+-style autoscaler's time-averaged GPU count as the paper ran it
 // (CascadeServe §6.2): replicas = ceil(max true QPS over the next planning interval / packing
-// factor), intervals of {10, 60, 300} s, best kept — an oracle on the future QPS, with no
-// model-load delays counted (cocktailRuntime replays the runtime policy with them).
-func (d *data) cocktail(target float64) MinGPUs {
+// factor), intervals of {10, 60, 300} s, best kept — an oracle on the future QPS, counted
+// over the whole trace. The window is then replayed with the oracle policy (cocktail+ with
+// future_qps: the same provisioning, model loads taking their time) for served accuracy and
+// p95; cocktailRuntime replays the runtime policy, which sees only measured QPS.
+func (d *data) cocktail(target float64, win []float64) MinGPUs {
 	row := MinGPUs{System: "cocktail+", Target: target}
 	t, best, lo, why := d.cocktailModel(target)
 	if best < 0 || lo <= 0 {
@@ -291,7 +296,7 @@ func (d *data) cocktail(target float64) MinGPUs {
 		return row
 	}
 	w := float64(t.Models[best].Width())
-	bestAvg := math.Inf(1)
+	bestAvg, bestIv := math.Inf(1), 10
 	for _, iv := range []int{10, 60, 300} {
 		var sum float64
 		for s := range d.qps {
@@ -301,11 +306,48 @@ func (d *data) cocktail(target float64) MinGPUs {
 			}
 			sum += math.Ceil(mx/lo) * w
 		}
-		bestAvg = math.Min(bestAvg, sum/float64(len(d.qps)))
+		if avg := sum / float64(len(d.qps)); avg < bestAvg {
+			bestAvg, bestIv = avg, iv
+		}
 	}
 	row.Feasible, row.GPUs, row.PlanAcc = true, math.Round(bestAvg*100)/100, t.Accuracy(best)
-	row.Note = fmt.Sprintf("%s, packing %.0f QPS/replica, future QPS known, no load delays counted", t.Models[best].Name, lo)
+	row.Note = fmt.Sprintf("%s, packing %.0f QPS/replica, interval %d s, future QPS known (GPUs over the whole trace)", t.Models[best].Name, lo, bestIv)
+	plan := d.cocktailPlan(t.Models[best].Name, t.Models[best].Width())
+	futures := make([]string, len(win))
+	var first float64
+	for s, q := range win {
+		futures[s] = strconv.FormatFloat(q, 'f', -1, 64)
+		if s <= bestIv {
+			first = max(first, q)
+		}
+	}
+	init := min(len(plan.Cascade.Placement), max(1, int(math.Ceil(first/lo))))
+	rp := replay{policy: dpc.PolicyCocktail, params: map[string]string{"packing": fmt.Sprint(lo), "interval_ms": fmt.Sprint(bestIv * 1000),
+		"initial": fmt.Sprint(init), "future_qps": strings.Join(futures, ",")}}
+	sv, err := d.replay(plan, rp, win)
+	if err != nil {
+		row.Note = err.Error()
+		return row
+	}
+	row.Served, row.plan, row.rp = sv, plan, rp
 	return row
+}
+
+// cocktailPlan is Cocktail+'s fleet: the model replicated on every GPU group of the set-up.
+func (d *data) cocktailPlan(name string, w int) *formats.Plan {
+	cp := &formats.CascadePlan{Task: d.c.Name, PollMs: 100, Alpha: 8, MaxBatch: dpc.DefaultMaxBatch,
+		Gears: []formats.Gear{{QLo: 0, QHi: d.s.Peak, Models: []string{name}, Thr: []float64{}, Share: map[string][]float64{}, Trigger: map[string]int{name: 1}}}}
+	for g := 0; g+w <= d.s.MaxGPUs; g += w {
+		gs := make([]int, w)
+		for k := range gs {
+			gs[k] = g + k
+		}
+		cp.Placement = append(cp.Placement, formats.Replica{Model: name, GPUs: gs})
+	}
+	for range cp.Placement {
+		cp.Gears[0].Share[name] = append(cp.Gears[0].Share[name], 1/float64(len(cp.Placement)))
+	}
+	return &formats.Plan{Cascade: cp}
 }
 
 // SystemCocktailRuntime names the Cocktail+ runtime policy's rows.
@@ -325,20 +367,9 @@ func (d *data) cocktailRuntime(target float64, win []float64, quick bool) (row M
 		row.Note = why
 		return row
 	}
-	name, w := t.Models[best].Name, t.Models[best].Width()
-	cp := &formats.CascadePlan{Task: d.c.Name, PollMs: 100, Alpha: 8, MaxBatch: dpc.DefaultMaxBatch,
-		Gears: []formats.Gear{{QLo: 0, QHi: d.s.Peak, Models: []string{name}, Thr: []float64{}, Share: map[string][]float64{}, Trigger: map[string]int{name: 1}}}}
-	for g := 0; g+w <= d.s.MaxGPUs; g += w {
-		gs := make([]int, w)
-		for k := range gs {
-			gs[k] = g + k
-		}
-		cp.Placement = append(cp.Placement, formats.Replica{Model: name, GPUs: gs})
-	}
-	for range cp.Placement {
-		cp.Gears[0].Share[name] = append(cp.Gears[0].Share[name], 1/float64(len(cp.Placement)))
-	}
-	plan := &formats.Plan{Cascade: cp}
+	name := t.Models[best].Name
+	plan := d.cocktailPlan(name, t.Models[best].Width())
+	cp := plan.Cascade
 	intervals := []int{10, 60}
 	if quick {
 		intervals = intervals[:1]

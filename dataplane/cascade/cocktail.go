@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -29,7 +31,9 @@ const PolicyCocktail = "cocktail+"
 // exceeds the replicas' capacity, as the paper's Cocktail+ rescales at every QPS change;
 // default 100), initial (replicas at the start, already loaded: the fleet a running
 // autoscaler holds when the replay starts; default 1). A backlog counts as load: scale-up
-// asks for ceil((QPS + queued requests/1 s)/packing) replicas.
+// asks for ceil((QPS + queued requests/1 s)/packing) replicas. future_qps (comma-separated
+// per-second rates from time 0) makes it the paper's oracle: it provisions for the true
+// peak of the coming interval instead of the measured QPS (loads still take their time).
 //
 // [ours] The paper's Cocktail+ scales to the true future QPS of the next interval (an
 // oracle); a runtime policy sees only the past, so it scales up on the measured QPS and
@@ -42,6 +46,8 @@ type Cocktail struct {
 	intervalMs float64
 	pollMs     float64
 	initial    int
+	// future is the oracle's per-second true QPS (future_qps; nil: measured QPS).
+	future []float64
 
 	v     dataplane.View
 	dep   *dataplane.Deployment
@@ -76,7 +82,7 @@ type Cocktail struct {
 }
 
 func newCocktail(cfg dataplane.Config) (*Cocktail, error) {
-	if err := cfg.CheckKnown(PolicyCocktail, "model", "packing", "interval_ms", "poll_ms", "initial"); err != nil {
+	if err := cfg.CheckKnown(PolicyCocktail, "model", "packing", "interval_ms", "poll_ms", "initial", "future_qps"); err != nil {
 		return nil, err
 	}
 	p := &Cocktail{cfg: cfg, model: cfg.Params["model"]}
@@ -98,6 +104,15 @@ func newCocktail(cfg dataplane.Config) (*Cocktail, error) {
 		return nil, fmt.Errorf("policy %s: initial %g: must be in [1, 1e6]", PolicyCocktail, init)
 	}
 	p.initial = int(init)
+	if s := cfg.Params["future_qps"]; s != "" {
+		for i, f := range strings.Split(s, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || !(x >= 0) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("policy %s: future_qps[%d]: %q: must be a rate >= 0", PolicyCocktail, i, f)
+			}
+			p.future = append(p.future, x)
+		}
+	}
 	if p.packing < 0 || !(p.pollMs >= 1 && p.pollMs <= 60000) || !(p.intervalMs >= p.pollMs) {
 		return nil, fmt.Errorf("policy %s: packing %g, poll_ms %g, interval_ms %g: want packing >= 0, poll_ms in [1, 60000], interval_ms >= poll_ms", PolicyCocktail, p.packing, p.pollMs, p.intervalMs)
 	}
@@ -220,6 +235,16 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 				p.active[k] = true
 				p.load(now, k, 0, out)
 			}
+		} else if len(p.future) > 0 {
+			// the oracle: the true peak of the coming interval, known now
+			q := p.futurePeak(now)
+			end := now-p.lastScale >= dataplane.Time(p.intervalMs*float64(dataplane.Millisecond))
+			if end {
+				p.peak = q // scale down to the coming interval's peak, not the past one's
+			} else {
+				p.peak = math.Max(p.peak, q)
+			}
+			p.scale(now, q, end, out)
 		} else if now > p.lastTick {
 			qps := float64(p.count) / (float64(now-p.lastTick) / float64(dataplane.Second))
 			p.peak = math.Max(p.peak, qps)
@@ -328,6 +353,17 @@ func (p *Cocktail) scale(now dataplane.Time, qps float64, intervalEnd bool, out 
 		}
 	}
 	p.account(now)
+}
+
+// futurePeak is the oracle's highest true per-second QPS over [now, now + interval].
+func (p *Cocktail) futurePeak(now dataplane.Time) float64 {
+	lo := int(now / dataplane.Second)
+	hi := int((now + dataplane.Time(p.intervalMs*float64(dataplane.Millisecond))) / dataplane.Second)
+	var m float64
+	for s := max(lo, 0); s <= hi && s < len(p.future); s++ {
+		m = math.Max(m, p.future[s])
+	}
+	return m
 }
 
 func (p *Cocktail) load(now dataplane.Time, k int, dur dataplane.Time, out *dataplane.Decisions) {

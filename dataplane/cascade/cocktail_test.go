@@ -1,6 +1,7 @@
 package cascade_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +16,17 @@ import (
 // the spike's latency rises), leaves at the end of an interval without load (DEvict), and
 // the time-averaged GPU count lies between one and two. With a packing factor above the
 // spike, no replica ever joins.
+func joinRates(q []float64) string {
+	var b strings.Builder
+	for i, x := range q {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	return b.String()
+}
+
 func TestCocktail(t *testing.T) {
 	plan := examplePlan(t)
 	cp := *plan.Cascade
@@ -39,11 +51,14 @@ func TestCocktail(t *testing.T) {
 		loads  int64
 		gpuLo  float64
 		gpuHi  float64
-		// joinAt: the second replica's first batch, no earlier (0: never)
-		joinAt dataplane.Time
+		// joinAt: the second replica's first batch, no earlier (0: never); joinBy: before
+		joinAt, joinBy dataplane.Time
 	}{
-		{"scales out and in", map[string]string{"packing": "1000", "interval_ms": "5000"}, 2, 1.05, 1.9, 4 * dataplane.Second},
-		{"packing above the spike", map[string]string{"packing": "5000"}, 1, 1, 1, 0},
+		{"scales out and in", map[string]string{"packing": "1000", "interval_ms": "5000"}, 2, 1.05, 1.9, 4 * dataplane.Second, 0},
+		{"packing above the spike", map[string]string{"packing": "5000"}, 1, 1, 1, 0, 0},
+		// the paper's oracle: the spike's true QPS is known an interval ahead, so the
+		// second replica has loaded before the spike arrives (issue 31 item 5)
+		{"oracle provisions ahead", map[string]string{"packing": "1000", "interval_ms": "5000", "future_qps": joinRates(rates)}, 2, 1.05, 1.9, 0, 3 * dataplane.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +105,9 @@ func TestCocktail(t *testing.T) {
 				t.Errorf("%.3f GPUs on average, want [%g, %g]", avg, tc.gpuLo, tc.gpuHi)
 			}
 			switch {
+			case tc.joinBy > 0 && (join < 0 || join >= tc.joinBy):
+				t.Errorf("the second replica served from %v µs: the oracle has it loaded before the spike (%v µs)", join, tc.joinBy)
+			case tc.joinBy > 0:
 			case tc.joinAt == 0 && join >= 0:
 				t.Errorf("the second replica served from %v µs: it never joins", join)
 			case tc.joinAt > 0 && join < tc.joinAt:

@@ -79,7 +79,13 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	for i := range e.Profiles {
 		profs[i] = &e.Profiles[i]
 	}
-	t, probs := NewTask(c, "provenance.embedded.workload.cascades", profs, hw.GPU, hw.Mem)
+	// Serving replays the held-out test records when the workload has them (CascadeServe
+	// §6.1: planning and serving data kept apart), else the validation records.
+	on, src := "validation records", *c
+	if len(c.Test) > 0 {
+		on, src.Validation, src.Candidates = "test records", c.Test, nil
+	}
+	t, probs := NewTask(&src, "provenance.embedded.workload.cascades", profs, hw.GPU, hw.Mem)
 	if probs != nil {
 		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: probs[0]}}
 	}
@@ -88,11 +94,20 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		slo = time.Duration(c.LatencySLO.Latency)
 	}
 	d, err := NewDeployment(p.Cascade, t, hw, slo, c.QPSMax)
-	if err == nil && c.LatencySLO != nil {
+	if err != nil {
+		return nil, err
+	}
+	if c.LatencySLO != nil {
 		// The SLO is p-th percentile latency (CascadeServe §6.1: p95): reports give it.
 		d.Apps[0].SLOPercentile = c.LatencySLO.Percentile
 	}
-	return d, err
+	if len(src.Validation) > 0 {
+		// The emulator's label is 1 where the answering model was right on the sample.
+		// [ours] A candidates table without test records is not judged: its realization
+		// only reproduces the listed forwarding fractions, not which answers are right.
+		d.Judge, d.JudgeOn = func(r *dataplane.Request) bool { return r.Result.Label == 1 }, on
+	}
+	return d, nil
 }
 
 // NewDeployment lays out gear plan cp for task t (whose validation records the emulator

@@ -17,9 +17,16 @@ type Task struct {
 	Name   string
 	Models []ModelInfo
 	N      int
-	// Correct[m][s] and Cert[m][s] are model m's outcome on sample s.
+	// Correct[m][s] and Cert[m][s] are model m's outcome on sample s. From a candidates
+	// table they are a synthetic realization (candidates.go) that forwards each listed
+	// cascade's measured fractions.
 	Correct [][]bool
 	Cert    [][]float64
+	// Candidates are cascades evaluated elsewhere (the workload's candidates table): the
+	// planner searches these instead of enumerating the records.
+	Candidates []Candidate
+	// Score: certainties are scores on any real scale (a workload's certainty: score).
+	Score bool
 }
 
 // ModelInfo is a model's profile as the planner uses it.
@@ -130,6 +137,13 @@ func NewTask(c *formats.Cascade, p string, profiles []*formats.Profile, gpu stri
 	if len(probs) > 0 {
 		return nil, probs
 	}
+	t.Score = c.Certainty == "score"
+	if len(c.Validation) == 0 && len(c.Candidates) > 0 {
+		if probs := t.fromCandidates(c, p, index); probs != nil {
+			return nil, probs
+		}
+		return t, nil
+	}
 	// Validation matrix: the workload's validation already ensures every model covers the
 	// same samples; samples are renumbered densely in ascending order.
 	var ids []int
@@ -159,8 +173,8 @@ func NewTask(c *formats.Cascade, p string, profiles []*formats.Profile, gpu stri
 			probs = append(probs, fmt.Sprintf("%s.validation[%d].model: %q: not in %s.models", p, j, r.Model, p))
 			continue
 		}
-		if r.Cert < 0 || r.Cert > 1 || math.IsNaN(r.Cert) {
-			probs = append(probs, fmt.Sprintf("%s.validation[%d].cert: %g: must be in [0, 1]", p, j, r.Cert))
+		if math.IsNaN(r.Cert) || math.IsInf(r.Cert, 0) || !t.Score && (r.Cert < 0 || r.Cert > 1) {
+			probs = append(probs, fmt.Sprintf("%s.validation[%d].cert: %g: must be in [0, 1] (or set certainty: score)", p, j, r.Cert))
 		}
 		s := pos[r.Sample]
 		t.Cert[m][s] = r.Cert

@@ -40,6 +40,8 @@ type Report struct {
 	// falls (SweepConfig.FindLimit); LimitCap is the highest load it would try.
 	Extended bool    `json:"extended,omitempty"`
 	LimitCap float64 `json:"limit_cap,omitempty"`
+	// AccuracyOn names the records the points' accuracy was judged on (Deployment.JudgeOn).
+	AccuracyOn string `json:"accuracy_on,omitempty"`
 }
 
 // AppRate names an application's base rate.
@@ -162,6 +164,10 @@ type AppMetrics struct {
 	// SLOPercentile is the latency at the percentile the application's SLO is judged at
 	// (dataplane.App.SLOPercentile, a cascade's p95), present only for such SLOs.
 	SLOPercentile *PercentileLatency `json:"slo_percentile,omitempty"`
+	// Accuracy is the share of answered requests answered right, where the deployment
+	// can judge answers (Deployment.Judge: a cascade's records); Report.AccuracyOn says on
+	// which records.
+	Accuracy *float64 `json:"accuracy,omitempty"`
 }
 
 // PercentileLatency is the p-th latency over every measured request, a dropped one counting

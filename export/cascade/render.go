@@ -65,6 +65,14 @@ func tritonFiles(l *layout) (export.Files, error) {
 	if err := put(f, l.o.Name+"/1/.keep", nil); err != nil {
 		return nil, err
 	}
+	readme := export.CoordinatorReadme("CascadeServe", Unsupported, []export.Coordinator{{Model: l.o.Name, Params: sortedKeys(params), Does: []string{
+		"every poll_ms of cascade.gears, measure the request rate (QPS) and pick the gear whose [q_lo, q_hi) holds it (the alpha backlog rule moves up a gear early);",
+		"call the gear's models in order (cascade.models maps each model to its model here) with the request's INPUT0;",
+		"answer with the first model whose " + CertaintyOutput + " output is >= the gear's threshold for it (the last model always answers): OUTPUT0 its output, STAGE its index in the gear.",
+	}}})
+	if err := put(f, export.ReadmeFile, readme); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -74,7 +82,11 @@ func kserveFiles(l *layout) (export.Files, error) {
 	unit := map[string]string{}
 	for _, s := range l.models {
 		unit[s.model] = s.unit
-		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), s.queueUs, l.sloUs)
+		sel, err := l.o.NodeSelector(l.gpu)
+		if err != nil {
+			return nil, err
+		}
+		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), sel, export.Scaling{}, s.queueUs, l.sloUs)
 		for k, v := range l.params(s) {
 			if rest, ok := strings.CutPrefix(k, "cascade."); ok {
 				isvc.Metadata.Annotations[annotation(rest)] = v
@@ -156,11 +168,15 @@ type rayUserConfig struct {
 func rayFiles(l *layout) (export.Files, error) {
 	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
 	stages := map[string]string{}
+	accel, err := l.o.RayAcceleratorType(l.gpu)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range l.models {
 		stages[s.model] = s.unit
 		n := float64(s.gpus)
 		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: len(s.replicas), MaxOngoingRequests: 2 * l.maxBatch(),
-			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, Resources: map[string]float64{l.gpu: n}},
+			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig: rayUserConfig{Placement: l.params(s), MaxBatchSize: l.maxBatch(), Triggers: s.triggers,
 				BatchWaitTimeoutS: float64(s.queueUs) / 1e6, TimeoutS: float64(l.sloUs) / 1e6}})
 	}

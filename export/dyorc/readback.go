@@ -179,13 +179,13 @@ func (rb *reader) kserve(data []byte) error {
 		}
 		params := fromAnnotations(s.Metadata.Annotations)
 		p := s.Spec.Predictor
-		if p.Batcher == nil || p.MinReplicas != p.MaxReplicas {
-			return fmt.Errorf("service %s: want a batcher and minReplicas = maxReplicas", s.Metadata.Name)
+		if p.MinReplicas != p.MaxReplicas {
+			return fmt.Errorf("service %s: want minReplicas = maxReplicas", s.Metadata.Name)
 		}
-		if params[export.ParamGPU] != p.NodeSelector["nvidia.com/gpu.product"] {
-			return fmt.Errorf("service %s: node selector %q, recorded GPU %q", s.Metadata.Name, p.NodeSelector["nvidia.com/gpu.product"], params[export.ParamGPU])
+		if len(p.NodeSelector) == 0 {
+			return fmt.Errorf("service %s: no node selector for the recorded GPU %q", s.Metadata.Name, params[export.ParamGPU])
 		}
-		return rb.service(params, p.MinReplicas, p.Batcher.MaxBatchSize)
+		return rb.service(params, p.MinReplicas, export.BatcherBatch(p.Batcher))
 	case "InferenceGraph":
 		var g export.InferenceGraph
 		if err := yaml.UnmarshalStrict(data, &g); err != nil {

@@ -33,6 +33,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 			return nil, err
 		}
 	}
+	var coords []export.Coordinator
 	for _, a := range l.apps {
 		var b strings.Builder
 		b.Write(export.Comment(fmt.Sprintf("DyOrc workflow %s (BLS, Python backend): supply 1/model.py.", a.name),
@@ -60,6 +61,16 @@ func tritonFiles(l *layout) (export.Files, error) {
 		if err := put(f, a.unit+"/1/.keep", nil); err != nil {
 			return nil, err
 		}
+		coords = append(coords, export.Coordinator{Model: a.unit, Params: keys, Does: []string{
+			"walk the workflow in " + ParamWorkflow + " from its first step with the request's INPUT0: call each step's service (" + ParamServices + " maps services to models here);",
+			fmt.Sprintf("go on to the node each answer names in its %q output (guards, choices, the loop's stop); call a fan-out step's copies together;", NextOutput),
+			"answer OUTPUT0 with the last step's output and PATH with the nodes visited.",
+		}})
+	}
+	if len(coords) > 0 {
+		if err := put(f, export.ReadmeFile, export.CoordinatorReadme("DyOrc", Unsupported, coords)); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -69,7 +80,11 @@ func tritonFiles(l *layout) (export.Files, error) {
 func kserveFiles(l *layout) (export.Files, error) {
 	f := export.Files{}
 	for _, s := range l.svcs {
-		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), 0, s.timeoutUs)
+		sel, err := l.o.NodeSelector(s.dep.GPU)
+		if err != nil {
+			return nil, err
+		}
+		isvc := export.NewInferenceService(s.unit, l.o.StorageURI, l.placement(s), sel, export.Scaling{}, 0, s.timeoutUs)
 		for k, v := range l.params(s) {
 			if rest, ok := strings.CutPrefix(k, "dyorc."); ok {
 				isvc.Metadata.Annotations[annotation(rest)] = v
@@ -217,8 +232,12 @@ type rayWorkflow struct {
 func rayFiles(l *layout) (export.Files, error) {
 	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
 	for _, s := range l.svcs {
+		accel, err := l.o.RayAcceleratorType(s.dep.GPU)
+		if err != nil {
+			return nil, err
+		}
 		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: s.dep.Replicas, MaxOngoingRequests: 2 * s.dep.MaxBatch,
-			RayActorOptions: export.RayActorOptions{NumGPUs: 1, NumCPUs: 1, Resources: map[string]float64{s.dep.GPU: 1}},
+			RayActorOptions: export.RayActorOptions{NumGPUs: 1, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig:      rayUserConfig{Placement: l.params(s), MaxBatchSize: s.dep.MaxBatch, TimeoutS: float64(s.timeoutUs) / 1e6}})
 	}
 	rec := l.rec

@@ -82,6 +82,21 @@ func isChain(p *formats.Plan, a formats.PARDApp, after map[string][]string) bool
 	return true
 }
 
+// scaling is a module's autoscaling range from the plan's headroom: a worker completes one
+// batch per batch latency d(b) (PARD §4.2), so it sustains b/d(b); the application's rate
+// needs ceil(rate / that) of the provisioned workers.
+func scaling(a formats.PARDApp, m formats.ModulePlan) export.Scaling {
+	if m.LatencyUs <= 0 || m.Batch < 1 {
+		return export.Scaling{}
+	}
+	per := float64(m.Batch) / m.LatencyUs * 1e6
+	sc := export.Scaling{PerReplicaRPS: per}
+	if a.RateRPS > 0 {
+		sc.Needed = int(math.Ceil(a.RateRPS / per))
+	}
+	return sc
+}
+
 // Build lays a PARD plan out as groups, one per application.
 func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
 	if p.PARD == nil {
@@ -105,7 +120,7 @@ func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
 		for _, m := range a.Modules {
 			u := export.Unit{Name: name(m.Name),
 				Placement:    export.Placement{Key: Key(a.Name, m.Name), GPU: m.GPU, VGPU: 1, Count: m.Workers, Batch: m.Batch},
-				QueueDelayUs: int64(math.Ceil(m.LatencyUs)), TimeoutUs: slo, Next: next[m.Name]}
+				QueueDelayUs: int64(math.Ceil(m.LatencyUs)), TimeoutUs: slo, Next: next[m.Name], Scaling: scaling(a, m)}
 			if g.Chain {
 				u.Inputs = []export.TritonTensor{{Name: "INPUT0", DataType: "TYPE_FP32", Dims: []int64{-1}}}
 				u.Outputs = []export.TritonTensor{{Name: "OUTPUT0", DataType: "TYPE_FP32", Dims: []int64{-1}}}

@@ -6,7 +6,9 @@
 // Mapping (PPipe §5.3–§5.4, the plan's fields):
 //   - max_batch_size / preferred_batch_size / batcher / user_config.max_batch_size: the
 //     pipeline's batch (one batch for the whole pipeline);
-//   - instance_group count / replicas / num_replicas: the pool's slice count;
+//   - instance_group count per GPU and gpus / maxReplicas / num_replicas: the pool's slices,
+//     at most VGPU per GPU; KServe's minReplicas the slices the target rate needs and its
+//     rps scaleTarget one slice's share of the pool's throughput (the plan's headroom);
 //   - num_gpus 1/VGPU (vGPU slices), nvidia.com/gpu.product = the pool's GPU type;
 //   - max_queue_delay: an equal per-stage share of the budget's slack, T' − pipeline latency
 //     (0 for batch 1: nothing to wait for); the queue timeout is T' itself: a request still
@@ -42,6 +44,21 @@ func Placements(p *formats.Plan) []export.Placement {
 	return out
 }
 
+// scaling is a pool's autoscaling range from the plan's headroom: the plan allocates Count
+// slices for throughput_rps, of which the target rate (target_rps, the rate the plan
+// guarantees) needs the share target/throughput; one slice serves the pool's throughput /
+// Count (PPipe §5.3: a pool's throughput is its slices' sum).
+func scaling(m formats.PPipeModelPlan, pt formats.Partition) export.Scaling {
+	if pt.Count < 1 {
+		return export.Scaling{}
+	}
+	sc := export.Scaling{PerReplicaRPS: pt.ThroughputRPS / float64(pt.Count)}
+	if m.TargetRPS > 0 && m.ThroughputRPS > 0 {
+		sc.Needed = int(math.Ceil(float64(pt.Count) * math.Min(1, m.TargetRPS/m.ThroughputRPS)))
+	}
+	return sc
+}
+
 // Build lays a PPipe plan out as groups, one per pipeline.
 func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
 	if p.PPipe == nil {
@@ -73,7 +90,7 @@ func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
 				u := export.Unit{Name: export.DNSLabel(fmt.Sprintf("%s-s%d", g.Name, d)),
 					Placement: export.Placement{Key: Key(m.Model, pi, d), GPU: pt.GPU, VGPU: max(pt.VGPU, 1), Count: pt.Count,
 						Batch: pl.Batch, FirstBlock: pt.FirstBlock, EndBlock: pt.EndBlock},
-					QueueDelayUs: delay, TimeoutUs: int64(math.Ceil(m.BudgetUs))}
+					QueueDelayUs: delay, TimeoutUs: int64(math.Ceil(m.BudgetUs)), Scaling: scaling(m, pt)}
 				if cut != nil {
 					var err error
 					if u.ONNX, u.Inputs, u.Outputs, err = cut.Cut(pt.FirstBlock, pt.EndBlock); err != nil {

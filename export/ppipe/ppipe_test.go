@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -184,17 +185,20 @@ func TestMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := string(files[export.RayConfigFile])
-	for _, want := range []string{"num_gpus: 0.5", "L4: 0.5", "num_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
+	for _, want := range []string{"num_gpus: 0.5", "accelerator_type: L4", "num_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("serve-config.yaml lacks %q", want)
 		}
 	}
 	files, _ = exporter(t, export.KServe).Export(p, export.Options{})
 	k := string(files["inferenceservice-plan-m0-p0-s0.yaml"])
-	for _, want := range []string{"nvidia.com/gpu.product: L4", "nvidia.com/gpu.replicas: \"2\"", "minReplicas: 2", "maxBatchSize: 1"} {
+	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "scaleMetric: rps"} {
 		if !strings.Contains(k, want) {
 			t.Errorf("inferenceservice lacks %q:\n%s", want, k)
 		}
+	}
+	if strings.Contains(k, "batcher") {
+		t.Errorf("a batch-1 pool has a batcher (KServe's agent exits on maxLatency 0):\n%s", k)
 	}
 	files, _ = exporter(t, export.Triton).Export(p, export.Options{})
 	c, _ := export.ParseTriton(files["plan-m0-p0-s0/config.pbtxt"])
@@ -221,5 +225,63 @@ func BenchmarkExportLargest(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestTritonGPUsMatchPlan: the Triton export pins each pool's instances to GPUs of its own,
+// as many per type as the plan occupies (formats.PPipePlan.PhysicalGPUs, pipeline rounding),
+// never more than VGPU instances on one GPU, and each pool's instances add up to its slices
+// (issue 32 item 1: without gpus, Triton started every pool's count on every GPU).
+func TestTritonGPUsMatchPlan(t *testing.T) {
+	for _, name := range goldenPlans {
+		t.Run(name, func(t *testing.T) {
+			p := readPlan(t, name)
+			if p.PPipe.Rounding() != formats.RoundingPipeline {
+				t.Skipf("rounding %s", p.PPipe.Rounding())
+			}
+			files, err := exporter(t, export.Triton).Export(p, export.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := map[string]map[int32]int{} // GPU type → GPU index → instances
+			for _, f := range files.Names() {
+				if !strings.HasSuffix(f, "config.pbtxt") {
+					continue
+				}
+				c, err := export.ParseTriton(files[f])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Platform == "ensemble" {
+					continue
+				}
+				gpu := c.Parameters[export.ParamGPU].GetStringValue()
+				vgpu, _ := strconv.Atoi(c.Parameters[export.ParamVGPU].GetStringValue())
+				count, _ := strconv.Atoi(c.Parameters[export.ParamCount].GetStringValue())
+				if n := export.TritonInstances(c); n != count {
+					t.Errorf("%s: %d instances, the pool has %d slices", f, n, count)
+				}
+				if used[gpu] == nil {
+					used[gpu] = map[int32]int{}
+				}
+				for _, g := range c.InstanceGroup {
+					if g.Count > int32(vgpu) {
+						t.Errorf("%s: %d instances per GPU, slices are 1/%d", f, g.Count, vgpu)
+					}
+					for _, x := range g.Gpus {
+						if used[gpu][x] > 0 {
+							t.Errorf("%s: %s GPU %d already holds another pool", f, gpu, x)
+						}
+						used[gpu][x] += int(g.Count)
+					}
+				}
+			}
+			_, want := p.PPipe.PhysicalGPUs()
+			for gpu, n := range want {
+				if len(used[gpu]) != n {
+					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, len(used[gpu]), n)
+				}
+			}
+		})
 	}
 }

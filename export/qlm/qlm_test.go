@@ -215,7 +215,7 @@ func TestShapes(t *testing.T) {
 				}
 			case export.KServe:
 				y := string(files["inferenceservice-plan-v01.yaml"])
-				if !strings.Contains(y, `nvidia.com/gpu: "2"`) || !strings.Contains(y, "--tensor-parallel-size=2") || !strings.Contains(y, "nvidia.com/gpu.product: A100") {
+				if !strings.Contains(y, `nvidia.com/gpu: "2"`) || !strings.Contains(y, "--tensor-parallel-size=2") || !strings.Contains(y, "nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB") {
 					t.Errorf("v01: want 2 GPUs on A100 nodes:\n%s", y)
 				}
 			case export.Ray:
@@ -241,10 +241,11 @@ func TestReadBackRejects(t *testing.T) {
 		{export.Triton, "plan-llm-0/1/model.json", `"block_size"`, `"block_tokens"`, `unknown field "block_tokens"`},
 		{export.Triton, "plan-llm-1/config.pbtxt", "key: \"qlm.index\"\n  value { string_value: \"1\" }", "key: \"qlm.index\"\n  value { string_value: \"0\" }", "index 0 recorded twice"},
 		{export.Triton, "plan-coordinator/config.pbtxt", `\"llm-1\":\"plan-llm-1\"`, `\"llm-1\":\"plan-llm-9\"`, `exported as plan-llm-1, the plan record says "plan-llm-9"`},
-		{export.KServe, "inferenceservice-plan-llm-0.yaml", `nvidia.com/gpu.product: A100`, `nvidia.com/gpu.product: L4`, `GPU "A100" recorded, the target's settings say "L4"`},
+		{export.KServe, "inferenceservice-plan-llm-0.yaml", `nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB`, ``, `no node selector`},
 		{export.KServe, "inferenceservice-plan-llm-0.yaml", `"gpus":2`, `"gpus":3`, "differs from another file's"},
 		{export.KServe, "inferenceservice-plan-llm-1.yaml", `nvidia.com/gpu: "1"`, `nvidia.com/gpu: "2"`, "want the same GPU count"},
-		{export.Ray, export.RayConfigFile, "num_gpus: 1", "num_gpus: 2", "resources A100: 1, num_gpus 2"},
+		{export.Ray, export.RayConfigFile, "num_gpus: 1", "num_gpus: 2", "the target's settings say 2 GPU(s)"},
+		{export.Ray, export.RayConfigFile, "accelerator_type: A100", "accelerator_type: \"\"", `accelerator_type "": want whole GPUs of one type`},
 		{export.Ray, export.RayConfigFile, "qlm.index: \"1\"", "qlm.index: \"2\"", "the indices are not 0..1"},
 		{export.Ray, export.RayConfigFile, "- rg-vicuna-chat\n", "- rg-vicuna-talk\n", `queued group "rg-vicuna-talk" is not in the plan record's groups`},
 	}

@@ -234,11 +234,11 @@ func (rb *reader) kserve(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("service %s: %w", s.Metadata.Name, err)
 	}
-	sel := p.NodeSelector["nvidia.com/gpu.product"]
-	if sel == "" {
-		return fmt.Errorf("service %s: no nvidia.com/gpu.product node selector", s.Metadata.Name)
+	if len(p.NodeSelector) == 0 {
+		return fmt.Errorf("service %s: no node selector", s.Metadata.Name)
 	}
-	return rb.instance(params, s.Metadata.Name, n, sel, eng)
+	// The selector is the GPU type's node label (export.Options.NodeSelector), not its name.
+	return rb.instance(params, s.Metadata.Name, n, "", eng)
 }
 
 func (rb *reader) ray(data []byte) error {
@@ -263,17 +263,10 @@ func (rb *reader) ray(data []byte) error {
 			}
 			o := d.RayActorOptions
 			n := int(o.NumGPUs)
-			if float64(n) != o.NumGPUs || len(o.Resources) != 1 {
-				return fmt.Errorf("deployment %s: num_gpus %g, resources %v: want whole GPUs of one type", d.Name, o.NumGPUs, o.Resources)
+			if float64(n) != o.NumGPUs || o.AcceleratorType == "" {
+				return fmt.Errorf("deployment %s: num_gpus %g, accelerator_type %q: want whole GPUs of one type", d.Name, o.NumGPUs, o.AcceleratorType)
 			}
-			var typ string
-			for t, x := range o.Resources {
-				if x != o.NumGPUs {
-					return fmt.Errorf("deployment %s: resources %s: %g, num_gpus %g", d.Name, t, x, o.NumGPUs)
-				}
-				typ = t
-			}
-			if err := rb.instance(u.Placement, d.Name, n, typ, *u.Engine); err != nil {
+			if err := rb.instance(u.Placement, d.Name, n, "", *u.Engine); err != nil {
 				return fmt.Errorf("deployment %s: %w", d.Name, err)
 			}
 		}

@@ -80,6 +80,14 @@ func tritonFiles(l *layout) (export.Files, error) {
 	if err := put(f, l.coord+"/1/.keep", nil); err != nil {
 		return nil, err
 	}
+	readme := export.CoordinatorReadme("QLM", Unsupported, []export.Coordinator{{Model: l.coord, Params: []string{ParamPlan}, Does: []string{
+		"classify each request by its input \"class\" (an llm_classes name) into its request group (qlm.plan groups);",
+		"keep every instance's virtual queue in qlm.plan's order; forward the head group's requests (text_input, sampling_parameters) to that instance's model (qlm.plan units) while its engine has room;",
+		"answer text_output with the engine's output.",
+	}}})
+	if err := put(f, export.ReadmeFile, readme); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -112,6 +120,10 @@ func kserveFiles(l *layout) (export.Files, error) {
 			ann[annotation(k)] = v
 		}
 		n := strconv.Itoa(in.in.GPUCount)
+		sel, err := l.o.NodeSelector(in.in.GPU)
+		if err != nil {
+			return nil, err
+		}
 		isvc := export.InferenceService{APIVersion: "serving.kserve.io/v1beta1", Kind: "InferenceService",
 			Metadata: export.ObjectMeta{Name: in.unit, Annotations: ann,
 				Labels: map[string]string{annotation("gpu"): export.DNSLabel(in.in.GPU), annotation("model"): export.DNSLabel(in.in.Model)}},
@@ -119,7 +131,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 				Model: export.PredictorModel{ModelFormat: export.ModelFormat{Name: "huggingface"}, Runtime: "kserve-huggingfaceserver",
 					Args:      in.args(),
 					Resources: export.Resources{Limits: map[string]string{"nvidia.com/gpu": n}, Requests: map[string]string{"nvidia.com/gpu": n}}},
-				NodeSelector: map[string]string{"nvidia.com/gpu.product": in.in.GPU}}}}
+				NodeSelector: sel}}}
 		b, err := export.YAML(isvc)
 		if err != nil {
 			return nil, err
@@ -160,10 +172,14 @@ func rayFiles(l *layout) (export.Files, error) {
 	for _, in := range l.insts {
 		eng := in.engine
 		n := float64(in.in.GPUCount)
+		accel, err := l.o.RayAcceleratorType(in.in.GPU)
+		if err != nil {
+			return nil, err
+		}
 		// max_ongoing_requests = the engine's running-sequence cap: the router pulls no more
 		// into an instance than its continuous batch admits.
 		a.Deployments = append(a.Deployments, rayDeployment{Name: in.unit, NumReplicas: 1, MaxOngoingRequests: eng.MaxNumSeqs,
-			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, Resources: map[string]float64{in.in.GPU: n}},
+			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig:      rayUserConfig{Placement: in.params(), Engine: &eng, Note: in.describe()}})
 		seqs += eng.MaxNumSeqs
 	}

@@ -19,6 +19,23 @@ type lbSolver struct {
 	cache map[string]lbResult
 	// LPs counts solver calls (for the bench's planner-cost report).
 	LPs int
+	// solveLP is solver.Solve (a test replaces it to make every solve fail).
+	solveLP func(context.Context, *solver.Model, solver.Options) (*solver.Result, error)
+	// err is the first solver failure (not an infeasible LP: a missing or broken
+	// engine): the plan cannot have shares, so Plan returns it instead of a plan.
+	err error
+}
+
+func (s *lbSolver) run(m *solver.Model) (*solver.Result, error) {
+	f := s.solveLP
+	if f == nil {
+		f = solver.Solve
+	}
+	r, err := f(s.ctx, m, solver.Options{})
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return r, err
 }
 
 type lbResult struct {
@@ -120,7 +137,7 @@ func (s *lbSolver) solveUncached(c *Cascade, pl []Replica, perSample []float64, 
 	}
 	m, _, _ := build(0)
 	s.LPs++
-	r, err := solver.Solve(s.ctx, m, solver.Options{})
+	r, err := s.run(m)
 	if err != nil {
 		return lbResult{u: math.Inf(1), err: err}
 	}
@@ -132,7 +149,7 @@ func (s *lbSolver) solveUncached(c *Cascade, pl []Replica, perSample []float64, 
 	if shares {
 		m2, _, _ := build(res.u*(1+1e-9) + 1e-12)
 		s.LPs++
-		r2, err := solver.Solve(s.ctx, m2, solver.Options{})
+		r2, err := s.run(m2)
 		if err == nil && r2.Status == solver.StatusOptimal {
 			vals = r2.Values
 		}

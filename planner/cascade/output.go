@@ -87,7 +87,7 @@ func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
 	o := r.Opt
 	rec := Flags{Strategy: o.Strategy, LatencySLO: formats.Duration(o.Latency), AccuracySLO: o.Accuracy, Percentile: o.Percentile,
 		GPUs: r.HW.N, MinGPUs: o.MinGPUs, Ranges: o.Ranges, QPSMax: o.QPSMax, Levels: o.Search.Levels, MaxLen: o.Search.MaxLen,
-		Monotone: o.Search.Monotone, Weights: "requests"}
+		Monotone: o.Search.Monotone, Weights: "requests", Provision: o.Provision}
 	if o.TimeWeights {
 		rec.Weights = "time"
 	}

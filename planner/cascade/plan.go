@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/solver"
 )
 
 // Strategies: the CascadeServe planner and the baselines of CascadeServe §6.2 and §6.6,
@@ -61,6 +62,11 @@ type Options struct {
 	Budget int
 	// ToolVersion is recorded in the plan's provenance ("" = "dev").
 	ToolVersion string
+	// Provision is DynBa's and MS+'s provisioning rule: ProvisionQueue (default: the
+	// paper's, peaks absorbed by queueing) or ProvisionPeak (every gear sized for its peak).
+	Provision string
+	// lpSolve replaces solver.Solve (tests: an engine that fails).
+	lpSolve func(context.Context, *solver.Model, solver.Options) (*solver.Result, error)
 }
 
 // Flags are CascadeServe's `plan solve` options as a plan records them in
@@ -87,6 +93,8 @@ type Flags struct {
 	Monotone bool `json:"monotone"`
 	// Weights weights range accuracy by requests (default) or time (App. C.2).
 	Weights string `json:"weights"`
+	// Provision is the DynBa and MS+ provisioning rule: queue (default) or peak.
+	Provision string `json:"provision,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for CascadeServe.
@@ -102,6 +110,9 @@ type Result struct {
 	// Acc is the plan's weighted accuracy; Weights the per-range ω.
 	Acc     float64
 	Weights []float64
+	// Provisioned is the highest QPS the gears were planned for (below qps_max under
+	// ProvisionQueue: the last gear also serves the peaks above it, queueing).
+	Provisioned float64
 	// GPUsUsed counts GPUs holding at least one replica.
 	GPUsUsed   int
 	Iterations int
@@ -263,7 +274,7 @@ func weights(c *formats.Cascade, lo, hi []float64, timeOnly bool) []float64 {
 }
 
 func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Options) (*Result, error) {
-	p := &planning{ctx: ctx, t: t, hw: hw, opt: o, lb: &lbSolver{ctx: ctx, t: t, nGPU: hw.N, cache: map[string]lbResult{}}, cache: map[string]Gear{}}
+	p := &planning{ctx: ctx, t: t, hw: hw, opt: o, lb: &lbSolver{ctx: ctx, t: t, nGPU: hw.N, cache: map[string]lbResult{}, solveLP: o.lpSolve}, cache: map[string]Gear{}}
 	// SP1: cascade search with Pareto filtering (§4.2).
 	so := o.Search
 	switch o.Strategy {
@@ -272,7 +283,7 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	}
 	p.P = Pareto(t.Enumerate(so))
 	n := o.Ranges
-	width := o.QPSMax / float64(n)
+	width := provisioned(c, o) / float64(n)
 	for r := 0; r < n; r++ {
 		p.lo = append(p.lo, float64(r)*width)
 		p.q = append(p.q, float64(r+1)*width)
@@ -280,19 +291,29 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	p.w = weights(c, p.lo, p.q, o.TimeWeights)
 	if o.Strategy == StrategyNoSwitch || o.Strategy == StrategyDynBa || o.Strategy == StrategyCocktail {
 		// One gear for every QPS: plan a single range at qps_max, then stretch it.
-		p.lo, p.q, p.w = []float64{0}, []float64{o.QPSMax}, []float64{1}
+		p.lo, p.q, p.w = []float64{0}, []float64{provisioned(c, o)}, []float64{1}
 	}
 	var gears []Gear
 	var pl []Replica
 	var err error
-	if o.Accuracy > 0 && o.Latency == 0 {
+	if o.Accuracy > 0 && o.Latency == 0 && o.Strategy != StrategyMSPlus {
+		// MS+ has no accuracy-SLO search: it serves each QPS with the most accurate single
+		// model its capacity rule admits (latencyLoop), whatever the target; planning it
+		// with the accuracy loop made it the no-cascade ablation.
 		gears, pl, err = p.accuracyLoop()
 	} else {
 		gears, pl, err = p.latencyLoop()
 	}
-	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w, Iterations: p.iters}
+	res := &Result{Task: t, Pareto: p.P, HW: hw, Opt: o, LPs: p.lb.LPs, Sims: p.sims, Weights: p.w, Iterations: p.iters, Provisioned: p.q[len(p.q)-1]}
+	if err == nil {
+		err = p.lbFailure(gears)
+	}
 	if err != nil {
 		return res, err
+	}
+	if last := len(gears) - 1; last >= 0 && gears[last].QHi < o.QPSMax {
+		// provisioned below the peak (ProvisionQueue): the last gear serves up to qps_max
+		gears[last].QHi = o.QPSMax
 	}
 	res.Gears, res.Placement = gears, pl
 	for i, g := range gears {
@@ -306,6 +327,22 @@ func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Opt
 	}
 	res.GPUsUsed = len(usedGPU)
 	return res, nil
+}
+
+// lbFailure is the solver's failure when a gear was left without load shares (the LP
+// engine is missing or failed: an accuracy-SLO plan keeps soft failures, so without this
+// check a plan with share-less gears reached Document and panicked there).
+func (p *planning) lbFailure(gears []Gear) error {
+	for i, g := range gears {
+		if len(g.Share) == len(g.C.Models) {
+			continue
+		}
+		if p.lb.err != nil {
+			return fmt.Errorf("gear %d (QPS %g): the load-balancing LP (CascadeServe §4.4) failed: %w", i, g.QHi, p.lb.err)
+		}
+		return fmt.Errorf("%w: gear %d (QPS %g): no placement gives %s load shares", planner.ErrInfeasible, i, g.QHi, p.t.Names(&g.C))
+	}
+	return nil
 }
 
 // gear evaluates cascade a at range r on placement pl: shares from the LP at the SP4 batch
@@ -658,140 +695,4 @@ func onlyModelSet(n int, ms []int) []bool {
 		u[m] = true
 	}
 	return u
-}
-
-// accuracyLoop is the accuracy-SLO branch (CascadeServe §4.3): start at the cheapest cascade,
-// upgrade the least-loaded range until A ≥ A*; throughput shortfalls are soft (the range is
-// marked overloaded), so they never force accuracy below A*; then an improvement pass moves
-// overloaded ranges to cheaper cascades, re-upgrading the least-loaded others, when weighted
-// latency improves.
-func (p *planning) accuracyLoop() ([]Gear, []Replica, error) {
-	n := len(p.q)
-	A := p.opt.Accuracy
-	if p.P[0].Acc < A-1e-12 {
-		return nil, nil, fmt.Errorf("%w: accuracy %.4g: the most accurate cascade reaches %.4f (%s)", planner.ErrInfeasible, A, p.P[0].Acc, p.t.Names(&p.P[0]))
-	}
-	assign := make([]int, n)
-	for r := range assign {
-		assign[r] = len(p.P) - 1
-	}
-	p.raise(assign, -1)
-	gears, pl, cost := p.evalAcc(assign)
-	for pass := 0; pass < 2*n; pass++ {
-		worst := -1
-		for r := n - 1; r >= 0; r-- {
-			if gears[r].Overload && assign[r] < len(p.P)-1 {
-				worst = r
-				break
-			}
-		}
-		if worst < 0 {
-			break
-		}
-		try := slices.Clone(assign)
-		try[worst]++
-		p.raise(try, worst)
-		g2, pl2, c2 := p.evalAcc(try)
-		if c2 >= cost {
-			break
-		}
-		assign, gears, pl, cost = try, g2, pl2, c2
-	}
-	return gears, pl, nil
-}
-
-// raise upgrades the least-loaded ranges (never skip) one step at a time until the plan's
-// weighted accuracy reaches A*.
-func (p *planning) raise(assign []int, skip int) {
-	acc := func() float64 {
-		var a float64
-		for r, x := range assign {
-			a += p.w[r] * p.P[x].Acc
-		}
-		return a
-	}
-	for acc() < p.opt.Accuracy-1e-12 {
-		best, bl := -1, math.Inf(1)
-		for r, x := range assign {
-			if r == skip || x == 0 {
-				continue
-			}
-			if l := p.q[r] * p.P[x].Work; l < bl {
-				best, bl = r, l
-			}
-		}
-		if best < 0 {
-			return
-		}
-		assign[best]--
-	}
-}
-
-// evalAcc places and simulates an accuracy-SLO assignment; the cost is the weighted p-th
-// latency with a large penalty per overloaded gear.
-func (p *planning) evalAcc(assign []int) ([]Gear, []Replica, float64) {
-	minCount := map[int]int{}
-	pl, perr := p.place(assign, minCount)
-	if perr != nil {
-		// soft: keep full replication of what fits, pruning without the LP guard
-		pl = p.t.fullReplication(p.hw, onlyModelSet(len(p.t.Models), usedModels(p.P, assign)))
-		pl = p.pruneMemOnly(pl)
-	}
-	plKey := placementKey(pl)
-	gears := make([]Gear, len(assign))
-	var cost float64
-	for r := range assign {
-		g, _ := p.gear(assign[r], r, pl, plKey)
-		gears[r] = g
-		l := g.Sim.PLat
-		if g.Overload || math.IsInf(l, 1) {
-			l = 1e6
-		}
-		cost += p.w[r] * l
-	}
-	return gears, pl, cost
-}
-
-func usedModels(P []Cascade, assign []int) []int {
-	var out []int
-	for _, a := range assign {
-		for _, m := range P[a].Models {
-			if !contains(out, m) {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
-
-// pruneMemOnly drops replicas (largest first, keeping one per model) until memory fits.
-func (p *planning) pruneMemOnly(pl []Replica) []Replica {
-	for {
-		used := make([]int64, p.hw.N)
-		for _, r := range pl {
-			for k, d := range r.GPUs {
-				used[d] += p.t.memUse(r, k)
-			}
-		}
-		count := map[int]int{}
-		for _, r := range pl {
-			count[r.Model]++
-		}
-		drop := -1
-		for i := len(pl) - 1; i >= 0; i-- {
-			r := pl[i]
-			over := false
-			for _, d := range r.GPUs {
-				over = over || used[d] > p.hw.Mem
-			}
-			if over && count[r.Model] > 1 {
-				drop = i
-				break
-			}
-		}
-		if drop < 0 {
-			return pl
-		}
-		pl = append(pl[:drop], pl[drop+1:]...)
-	}
 }

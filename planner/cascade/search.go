@@ -66,6 +66,11 @@ type SearchOptions struct {
 // at certainty quantiles j/Levels (evenly spaced forward fractions), deduplicated.
 func (t *Task) thresholds(m int, o SearchOptions) []float64 {
 	out := []float64{0}
+	if t.Score && !o.Linspace {
+		// scores may be negative (logit gaps): the cut is below every score, so that
+		// level() counts every sample at level ≥ 1
+		out[0] = math.Inf(-1)
+	}
 	if o.Linspace {
 		for j := 1; j < o.Levels; j++ {
 			out = append(out, o.TMax*float64(j)/float64(o.Levels-1))
@@ -105,6 +110,9 @@ func (t *Task) Enumerate(o SearchOptions) []Cascade {
 	}
 	if o.Singles {
 		o.MaxLen = 1
+	}
+	if len(t.Candidates) > 0 {
+		return t.listed(o)
 	}
 	M := len(t.Models)
 	rt := make([]float64, M)
@@ -263,9 +271,60 @@ func Pareto(cs []Cascade) []Cascade {
 	return out
 }
 
+// listed returns the candidates table's cascades (evaluated elsewhere) within the search
+// bounds of o: their measured accuracy and reach, and the work of §2 from our profiles.
+func (t *Task) listed(o SearchOptions) []Cascade {
+	var out []Cascade
+	for _, cd := range t.Candidates {
+		if len(cd.Models) > o.MaxLen {
+			continue
+		}
+		mono := true
+		for i := 1; i < len(cd.Models); i++ {
+			a, b := t.Models[cd.Models[i-1]].RtOpt, t.Models[cd.Models[i]].RtOpt
+			mono = mono && (a < b || a == b && cd.Models[i-1] < cd.Models[i])
+		}
+		if o.Monotone && !mono {
+			continue
+		}
+		c := Cascade{Models: slices.Clone(cd.Models), Thr: slices.Clone(cd.Thr), Acc: cd.Acc, Reach: slices.Clone(cd.Reach)}
+		if len(c.Thr) == 0 {
+			c.Thr = nil
+		}
+		for i, m := range c.Models {
+			c.Work += c.Reach[i] * t.Models[m].RtOpt
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// candidate returns the listed cascade with these models and thresholds.
+func (t *Task) candidate(models []int, thr []float64) (Cascade, bool) {
+	for _, c := range t.listed(SearchOptions{MaxLen: math.MaxInt}) {
+		if slices.Equal(c.Models, models) && len(c.Thr) == len(thr) {
+			same := true
+			for i := range thr {
+				same = same && math.Abs(c.Thr[i]-thr[i]) <= 1e-9*math.Max(1, math.Abs(thr[i]))
+			}
+			if same {
+				return c, true
+			}
+		}
+	}
+	return Cascade{}, false
+}
+
 // Evaluate replays cascade c over the validation samples (the direct definition of §2.1;
-// Enumerate's histograms must agree with it).
+// Enumerate's histograms must agree with it); from a candidates table it is the listed
+// cascade's measured accuracy and reach (the replay of the synthetic realization where the
+// table does not list it).
 func (t *Task) Evaluate(models []int, thr []float64) Cascade {
+	if len(t.Candidates) > 0 {
+		if c, ok := t.candidate(models, thr); ok {
+			return c
+		}
+	}
 	c := Cascade{Models: slices.Clone(models), Thr: slices.Clone(thr), Reach: make([]float64, len(models))}
 	var right int
 	for s := 0; s < t.N; s++ {

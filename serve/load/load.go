@@ -103,6 +103,9 @@ type Sample struct {
 	// Wait is how long the request waited in the client for a connection before it was
 	// written (the raw client only): part of Latency the server cannot see.
 	Wait time.Duration
+	// Label is the answer's parameters.label, when it has one (HasLabel).
+	Label    int32
+	HasLabel bool
 }
 
 // Result is what Run returns: the report (the simulator's format) and the raw samples.
@@ -310,6 +313,7 @@ send:
 		}
 	}
 	rep := report(plan, policy, o, targets, load, measured)
+	addAccuracy(rep, dep, measured, targets)
 	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(measured, targets)}, nil
 }
 
@@ -477,6 +481,7 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 		if json.Unmarshal(body, &r) == nil {
 			s.ServerLatency = time.Duration(r.Timing.LatencyUs) * time.Microsecond
 		}
+		s.readLabel(body)
 	}
 }
 

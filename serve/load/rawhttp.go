@@ -250,5 +250,6 @@ func record(s *Sample, status int, body []byte) {
 				s.ServerLatency = time.Duration(us) * time.Microsecond
 			}
 		}
+		s.readLabel(body)
 	}
 }

@@ -70,8 +70,8 @@ func TestValidateCascades(t *testing.T) {
 		{"record model unknown", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
 			cascade0(w).Validation = append(cascade0(w).Validation, formats.ValidationRecord{Sample: 0, Model: "gpt", Pred: "B", Label: "B"})
 		}), []string{`workload.yaml: cascades[0].validation[8].model: "gpt": unknown model: not in cascades[0].models`}},
-		{"record cert", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Cert = nan }), []string{`workload.yaml: cascades[0].validation[3].cert: NaN: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)`}},
-		{"record cert above 1", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Cert = 4.2 }), []string{`workload.yaml: cascades[0].validation[3].cert: 4.2: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)`}},
+		{"record cert", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Cert = nan }), []string{`workload.yaml: cascades[0].validation[3].cert: NaN: must be a finite number`}},
+		{"record cert above 1", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Cert = 4.2 }), []string{`workload.yaml: cascades[0].validation[3].cert: 4.2: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; set certainty: score for another scale, e.g. logit gaps)`}},
 		{"record label and correct", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Correct = boolp(true) }), []string{`workload.yaml: cascades[0].validation[3].correct: true: set label or correct, not both`}},
 		{"record neither label nor correct", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Label = "" }), []string{`workload.yaml: cascades[0].validation[3]: must set label or correct`}},
 		{"record duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
@@ -89,7 +89,76 @@ func TestValidateCascades(t *testing.T) {
 			}
 			c.Validation = keep
 		}), []string{`workload.yaml: cascades[0].validation: "llama-3.1-8b": no records for this model`}},
+		{"cert score accepts logits", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			cascade0(w).Certainty, cascade0(w).Validation[3].Cert = "score", -4.2
+		}), nil},
+		{"certainty scale", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Certainty = "logit" }), []string{
+			`workload.yaml: cascades[0].certainty: "logit": must be one of probability, score`}},
+		{"candidates and validation", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Candidates = candidates() }), []string{
+			`workload.yaml: cascades[0].candidates: set one of validation, validation_file or candidates`}},
+		{"validation and validation_file", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).ValidationFile = "v.csv" }), []string{
+			`workload.yaml: cascades[0].candidates: set one of validation, validation_file or candidates`}},
+		{"validation_file alone", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation, cascade0(w).ValidationFile = nil, "v.csv" }), nil},
+		{"test and test_file", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			cascade0(w).Test, cascade0(w).TestFile = cascade0(w).Validation, "t.csv"
+		}), []string{`workload.yaml: cascades[0].test_file: "t.csv": set test or test_file, not both`}},
+		{"candidates valid", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation, cascade0(w).Candidates = nil, candidates() }), nil},
+		{"candidate reach increasing", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Validation, c.Candidates = nil, candidates()
+			c.Candidates[2].Reach = []float64{0.5, 0.8}
+		}), []string{
+			`workload.yaml: cascades[0].candidates[2].reach[0]: 0.5: must be 1: every request reaches the first stage`,
+			`workload.yaml: cascades[0].candidates[2].reach[1]: 0.8: must not exceed cascades[0].candidates[2].reach[0] (0.5): fractions are non-increasing along the cascade`}},
+		{"candidate reach outside [0,1]", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Validation, c.Candidates = nil, candidates()
+			c.Candidates[1].Reach[1] = -0.2
+		}), []string{`workload.yaml: cascades[0].candidates[1].reach[1]: -0.2: must be in [0, 1] (a fraction of requests)`}},
+		{"candidate reach first stage", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Validation, c.Candidates = nil, candidates()
+			c.Candidates[1].Reach[0] = 0.9
+		}), []string{`workload.yaml: cascades[0].candidates[1].reach[0]: 0.9: must be 1: every request reaches the first stage`}},
+		{"candidate accuracy", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Validation, c.Candidates = nil, candidates()
+			c.Candidates[0].Accuracy = 1.2
+		}), []string{`workload.yaml: cascades[0].candidates[0].accuracy: 1.2: must be in [0, 1]`}},
+		{"candidate shape", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Validation, c.Candidates = nil, candidates()
+			c.Candidates[1].Models = append(c.Candidates[1].Models, "gpt")
+		}), []string{
+			`workload.yaml: cascades[0].candidates[1].models[2]: "gpt": unknown model: not in cascades[0].models`,
+			`workload.yaml: cascades[0].candidates[1].thresholds: 1: length must be len(models)-1 = 2`,
+			`workload.yaml: cascades[0].candidates[1].reach: 2: length must be len(models) = 3 (the fraction of requests reaching each stage)`}},
+		{"candidate threshold scale", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Validation, c.Candidates = nil, candidates()
+			c.Candidates[1].Thresholds[0] = 3.5
+		}), []string{`workload.yaml: cascades[0].candidates[1].thresholds[0]: 3.5: must be in [0, 1] (probability certainties; set certainty: score for another scale)`}},
+		{"test model the validation set lacks", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Test = append([]formats.ValidationRecord(nil), c.Validation...)
+			c.Test[2].Model = "gpt"
+		}), []string{
+			`workload.yaml: cascades[0].test[2].model: "gpt": a model the validation set lacks: not in cascades[0].models`,
+			`workload.yaml: cascades[0].test: "llama-3.2-1b": no records for samples 1: every model must cover the same samples`}},
+		{"test set valid", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			c := cascade0(w)
+			c.Test = append([]formats.ValidationRecord(nil), c.Validation...)
+		}), nil},
 	}))
+}
+
+// candidates is a valid candidate table for the fixture's two models.
+func candidates() []formats.CascadeCandidate {
+	return []formats.CascadeCandidate{
+		{Models: []string{"llama-3.2-1b"}, Accuracy: 0.5, Reach: []float64{1}},
+		{Models: []string{"llama-3.2-1b", "llama-3.1-8b"}, Thresholds: []float64{0.4}, Accuracy: 0.61, Reach: []float64{1, 0.3}},
+		{Models: []string{"llama-3.1-8b", "llama-3.2-1b"}, Thresholds: []float64{0.2}, Accuracy: 0.6, Reach: []float64{1, 0.1}},
+	}
 }
 
 // One bad-input case per rule of the plan section (moved from formats' tests).

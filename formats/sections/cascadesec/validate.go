@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -41,6 +42,12 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 				c.Add(jp, gi, "duplicate GPU index")
 			}
 			seen[gi] = true
+		}
+	}
+	score := false
+	if e := pl.Provenance.Embedded; e != nil && e.Workload != nil {
+		for _, cs := range e.Workload.Cascades {
+			score = score || cs.Name == cp.Task && cs.Certainty == CertScore
 		}
 	}
 	gp := formats.Field(p, "gears")
@@ -83,7 +90,14 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 			c.Add(formats.Field(ip, "thr"), len(gr.Thr), "length must be len(models)-1 = %d", len(gr.Models)-1)
 		}
 		for j, t := range gr.Thr {
-			c.NonNegative(formats.Index(formats.Field(ip, "thr"), j), t)
+			if score {
+				// any finite scale: the embedded workload's certainties are scores
+				if !formats.Finite(t) {
+					c.Add(formats.Index(formats.Field(ip, "thr"), j), t, "must be a finite number")
+				}
+			} else {
+				c.NonNegative(formats.Index(formats.Field(ip, "thr"), j), t)
+			}
 		}
 		for _, m := range formats.SortedKeys(gr.Share) {
 			sp := formats.KeyPath(formats.Field(ip, "share"), m)
@@ -175,14 +189,96 @@ func validateCascade(c *formats.Checker, cs *formats.Cascade, p string, seen *fo
 	if len(cs.QPSHistogram) > 0 && sum == 0 {
 		c.Add(formats.Field(p, "qps_histogram"), nil, "must not be all zero")
 	}
-	validateRecords(c, cs, p, models)
+	if cs.Certainty != "" {
+		c.OneOf(formats.Field(p, "certainty"), cs.Certainty, []string{CertProbability, CertScore})
+	}
+	sources := 0
+	for _, given := range []bool{len(cs.Validation) > 0, len(cs.Candidates) > 0, cs.ValidationFile != ""} {
+		if given {
+			sources++
+		}
+	}
+	switch {
+	case sources > 1:
+		c.Add(formats.Field(p, "candidates"), nil, "set one of validation, validation_file or candidates")
+	case len(cs.Candidates) > 0:
+		validateCandidates(c, cs, p, models)
+	case cs.ValidationFile != "":
+		// the records come from the file (formats.LoadCascadeFiles), checked once loaded
+	default:
+		validateRecords(c, cs.Validation, cs, formats.Field(p, "validation"), models)
+	}
+	if len(cs.Test) > 0 && cs.TestFile != "" {
+		c.Add(formats.Field(p, "test_file"), cs.TestFile, "set test or test_file, not both")
+	} else if len(cs.Test) > 0 {
+		validateRecords(c, cs.Test, cs, formats.Field(p, "test"), models)
+	}
+}
+
+// Certainty scales of a cascade's records (formats.Cascade.Certainty).
+const (
+	CertProbability = "probability"
+	CertScore       = "score"
+)
+
+// validateCandidates checks a table of cascades evaluated elsewhere: models of the
+// cascade in order, one threshold per stage but the last, an accuracy in [0, 1] and the
+// fraction of requests reaching each stage, 1 at the first and non-increasing.
+func validateCandidates(c *formats.Checker, cs *formats.Cascade, p string, models map[string]bool) {
+	cp := formats.Field(p, "candidates")
+	for i := range cs.Candidates {
+		cd := &cs.Candidates[i]
+		ip := formats.Index(cp, i)
+		mp := formats.Field(ip, "models")
+		if len(cd.Models) == 0 {
+			c.Add(mp, nil, "must list at least one model")
+		}
+		seen := map[string]bool{}
+		for j, m := range cd.Models {
+			jp := formats.Index(mp, j)
+			switch {
+			case !c.NotEmpty(jp, m):
+			case !models[m]:
+				c.Add(jp, m, "unknown model: not in %s", formats.Field(p, "models"))
+			case seen[m]:
+				c.Add(jp, m, "duplicate model")
+			}
+			seen[m] = true
+		}
+		if len(cd.Models) > 0 && len(cd.Thresholds) != len(cd.Models)-1 {
+			c.Add(formats.Field(ip, "thresholds"), len(cd.Thresholds), "length must be len(models)-1 = %d", len(cd.Models)-1)
+		}
+		for j, t := range cd.Thresholds {
+			if !formats.Finite(t) {
+				c.Add(formats.Index(formats.Field(ip, "thresholds"), j), t, "must be a finite number")
+			} else if cs.Certainty != CertScore && (t < 0 || t > 1) {
+				c.Add(formats.Index(formats.Field(ip, "thresholds"), j), t, "must be in [0, 1] (probability certainties; set certainty: score for another scale)")
+			}
+		}
+		c.InRange(formats.Field(ip, "accuracy"), cd.Accuracy, 0, 1)
+		rp := formats.Field(ip, "reach")
+		if len(cd.Models) > 0 && len(cd.Reach) != len(cd.Models) {
+			c.Add(rp, len(cd.Reach), "length must be len(models) = %d (the fraction of requests reaching each stage)", len(cd.Models))
+		}
+		for j, f := range cd.Reach {
+			jp := formats.Index(rp, j)
+			switch {
+			case !formats.Finite(f) || f < 0 || f > 1:
+				c.Add(jp, f, "must be in [0, 1] (a fraction of requests)")
+			case j == 0 && f != 1:
+				c.Add(jp, f, "must be 1: every request reaches the first stage")
+			case j > 0 && f > cd.Reach[j-1]:
+				c.Add(jp, f, "must not exceed %s (%g): fractions are non-increasing along the cascade", formats.Index(rp, j-1), cd.Reach[j-1])
+			}
+		}
+	}
 }
 
 // validateRecords checks a cascade's validation records: one per (sample, model), with a
 // certainty in [0, 1] and a label or a correctness, covering the same samples for every model.
-func validateRecords(c *formats.Checker, cs *formats.Cascade, p string, models map[string]bool) {
-	vp := formats.Field(p, "validation")
-	if len(cs.Validation) == 0 {
+func validateRecords(c *formats.Checker, recs []formats.ValidationRecord, cs *formats.Cascade, vp string, models map[string]bool) {
+	p := strings.TrimSuffix(strings.TrimSuffix(vp, ".validation"), ".test")
+	if len(recs) == 0 {
 		c.Add(vp, nil, "must have at least one record")
 		return
 	}
@@ -194,17 +290,23 @@ func validateRecords(c *formats.Checker, cs *formats.Cascade, p string, models m
 	label := map[int]int{} // sample -> first record index with a label
 	samples := map[string]map[int]bool{}
 	all := map[int]bool{}
-	for j := range cs.Validation {
-		r := &cs.Validation[j]
+	for j := range recs {
+		r := &recs[j]
 		rp := formats.Index(vp, j)
 		c.AtLeast(formats.Field(rp, "sample"), int64(r.Sample), 0)
 		if c.NotEmpty(formats.Field(rp, "model"), r.Model) && !models[r.Model] {
-			c.Add(formats.Field(rp, "model"), r.Model, "unknown model: not in %s", formats.Field(p, "models"))
+			if strings.HasSuffix(vp, ".test") {
+				c.Add(formats.Field(rp, "model"), r.Model, "a model the validation set lacks: not in %s", formats.Field(p, "models"))
+			} else {
+				c.Add(formats.Field(rp, "model"), r.Model, "unknown model: not in %s", formats.Field(p, "models"))
+			}
 		}
 		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe App. B
 		// Eq. 5, issue 12): outside [0, 1] they are a unit mistake (logits, percentages).
-		if !formats.Finite(r.Cert) || r.Cert < 0 || r.Cert > 1 {
-			c.Add(formats.Field(rp, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score)")
+		if !formats.Finite(r.Cert) {
+			c.Add(formats.Field(rp, "cert"), r.Cert, "must be a finite number")
+		} else if cs.Certainty != CertScore && (r.Cert < 0 || r.Cert > 1) {
+			c.Add(formats.Field(rp, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; set certainty: score for another scale, e.g. logit gaps)")
 		}
 		switch {
 		case r.Label != "" && r.Correct != nil:
@@ -221,7 +323,7 @@ func validateRecords(c *formats.Checker, cs *formats.Cascade, p string, models m
 		if r.Label != "" {
 			if f, ok := label[r.Sample]; !ok {
 				label[r.Sample] = j
-			} else if other := cs.Validation[f].Label; other != r.Label {
+			} else if other := recs[f].Label; other != r.Label {
 				c.Add(formats.Field(rp, "label"), r.Label, "differs from %s.label (%q) for the same sample", formats.Index(vp, f), other)
 			}
 		}

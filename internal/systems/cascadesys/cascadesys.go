@@ -77,6 +77,7 @@ func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.IntVar(&o.f.MaxLen, "max-len", d.MaxLen, "longest cascade (1..3)")
 	f.BoolVar(&o.f.Monotone, "monotone", d.Monotone, "only cost-ascending cascades")
 	f.StringVar(&o.f.Weights, "weights", d.Weights, "range accuracy weights: requests (ω ∝ time·QPS) or time")
+	f.StringVar(&o.f.Provision, "provision", d.Provision, "dynba and ms+ fleet sizing: queue (the paper's: the rate all but the SLO's tail of requests arrive below, peaks queued) or peak (default queue)")
 }
 
 func (o *Planner) options(s planner.Settings) (pc.Options, error) {
@@ -103,10 +104,13 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	if f.Weights != "requests" && f.Weights != "time" {
 		probs = append(probs, fmt.Sprintf("--weights: %q: must be requests or time", f.Weights))
 	}
+	if f.Provision != "" && f.Provision != pc.ProvisionQueue && f.Provision != pc.ProvisionPeak {
+		probs = append(probs, fmt.Sprintf("--provision: %q: must be queue or peak", f.Provision))
+	}
 	if len(probs) > 0 {
 		return pc.Options{}, &planner.InputError{Problems: probs}
 	}
-	return pc.Options{Strategy: s.Strategy, Latency: s.SLO, Percentile: f.Percentile, Accuracy: f.AccuracySLO, AccuracyMargin: o.margin, GPUs: f.GPUs,
+	return pc.Options{Provision: f.Provision, Strategy: s.Strategy, Latency: s.SLO, Percentile: f.Percentile, Accuracy: f.AccuracySLO, AccuracyMargin: o.margin, GPUs: f.GPUs,
 		MinGPUs: f.MinGPUs, Ranges: f.Ranges, QPSMax: f.QPSMax, TimeWeights: f.Weights == "time",
 		Search: pc.SearchOptions{Levels: f.Levels, MaxLen: f.MaxLen, Monotone: f.Monotone}, ToolVersion: s.ToolVersion}, nil
 }

@@ -149,14 +149,19 @@ func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*fo
 		planner.Settings{ToolVersion: p.Provenance.ToolVersion}, o.MaxUtil)
 }
 
-// Export writes the Triton model configuration of the pool: one instance per worker.
+// Export writes the Triton model configuration of the pool: one instance per worker, each on
+// its own GPU (without gpus Triton would start every instance on every GPU).
 func Export(p *formats.Plan, o export.Options) (export.Files, error) {
 	tp := planOf(p)
 	if tp == nil {
 		return nil, fmt.Errorf("the plan has no %s section", PlanSection)
 	}
 	o = o.Defaults()
-	cfg := fmt.Sprintf("name: %q\nmax_batch_size: 1\ninstance_group [{ count: %d kind: KIND_GPU }]\n", o.Name, tp.Workers)
+	gpus := make([]int, tp.Workers)
+	for i := range gpus {
+		gpus[i] = i
+	}
+	cfg := fmt.Sprintf("name: %q\nmax_batch_size: 1\ninstance_group [{ count: 1 kind: KIND_GPU gpus: [%s] }]\n", o.Name, export.JoinInts(gpus))
 	return export.Files{o.Name + "/config.pbtxt": []byte(cfg)}, nil
 }
 

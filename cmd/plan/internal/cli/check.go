@@ -184,7 +184,9 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 		compare(lg, "golden", "golden "+planName(o.golden), sys.Checker.Compare(plan, golden, tol))
 	}
 	if o.resolve {
-		resolvePlan(cmd, app, lg, sys.Checker, plan, golden, o, tol)
+		if err := resolvePlan(cmd, app, lg, sys.Checker, plan, golden, o, tol); err != nil {
+			return err
+		}
 	}
 	return lg.report()
 }
@@ -231,12 +233,16 @@ func pctDiff(a, b float64) float64 {
 	return 100 * (a - b) / b
 }
 
-func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker, plan, golden *formats.Plan, o *checkOptions, tol float64) {
+// resolvePlan re-solves the plan; its only error is a missing solver (a set-up error, exit 2).
+func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker, plan, golden *formats.Plan, o *checkOptions, tol float64) error {
 	app.Infof("check %s: re-solving from the embedded inputs…", lg.name)
 	re, err := ck.Resolve(cmd.Context(), plan, o.timeLimit)
+	if e, ok := missingSolver(err); ok {
+		return e
+	}
 	if err != nil {
 		lg.add("resolve", planner.Check{Line: strings.ReplaceAll(err.Error(), "\n", "; "), Name: "resolve"})
-		return
+		return nil
 	}
 	if re.Provenance.InputDigest != plan.Provenance.InputDigest {
 		lg.add("resolve", planner.Check{Line: fmt.Sprintf("input digest %s ≠ recorded %s", short(re.Provenance.InputDigest), short(plan.Provenance.InputDigest)), Name: "input_digest"})
@@ -257,4 +263,5 @@ func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker,
 	if golden != nil {
 		compare(lg, "resolve vs golden", "resolve vs golden", ck.Compare(re, golden, tol))
 	}
+	return nil
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +25,8 @@ type exportOptions struct {
 	name       string
 	storageURI string
 	importPath string
+	cluster    string
+	check      bool
 }
 
 func init() { register(newExportCmd) }
@@ -30,37 +34,55 @@ func init() { register(newExportCmd) }
 func newExportCmd(app *App) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export PLAN --to triton|kserve|ray -o DIR",
+		Use:   "export PLAN --to triton|kserve|ray -o DIR | export --check DIR",
 		Short: "Export a plan to Triton, KServe or Ray Serve files",
 		Long: `export writes a plan as the files of the serving system you already run, through the
 exporter the plan's system registers for the target:
 
   triton  a model repository: <model>/config.pbtxt per exported model (batching, instance
-          groups placed as the plan places replicas, the placement in parameters; an LLM
+          groups pinned per GPU as the plan places replicas, the placement in parameters;
+          README.md says what a Python coordinator's 1/model.py must do; an LLM
           instance on the vLLM backend with its engine arguments in 1/model.json); with
           --model the ONNX partitions and one ensemble per pipeline (partitioned plans);
-  kserve  InferenceServices (replicas, batcher or an LLM's vLLM engine arguments, the GPU
-          type as the nvidia.com/gpu.product node selector) and InferenceGraphs for what
-          the plan routes between models;
+  kserve  InferenceServices (replicas with rps autoscaling from the plan's headroom, a
+          batcher where the plan batches, or an LLM's vLLM engine arguments; the GPU type's
+          node selector) and InferenceGraphs for what the plan routes between models;
   ray     serve-config.yaml: deployments (num_replicas, fractional num_gpus for vGPU
-          slices, batching or vLLM engine arguments and the plan's routing tables in
-          user_config).
+          slices, the GPU type as accelerator_type, batching or vLLM engine arguments and
+          the plan's routing tables in user_config).
 
 Each system maps its plan to these as far as the target can express it (pools and pipelines,
 pipeline modules, cascade gears, workflows, LLM instances); what a target cannot do on its
 own — switching gears on measured QPS, re-planning queues — is said in the files, with the
 plan's tables recorded for the coordinator that does it.
 
+GPU types are selected by the labels real clusters carry: nvidia.com/gpu.product as NVIDIA's
+GPU feature discovery writes it (NVIDIA-L4, Tesla-P4, NVIDIA-A100-SXM4-80GB, ...) and Ray's
+accelerator_type (L4, P4, A100, ...). A cluster file's gpus[].node_labels (the plan's embedded
+cluster, or --cluster) replaces a type's selector; a type with neither is an error (exit 2).
+
 Output is deterministic. Every file is checked against the target's schema before anything
 is written; DIR is then written atomically. With --output json: {plan, system, target, dir,
-files}. Exit 2: the plan cannot be read, its system has no exporter for the target, or DIR
-exists and is not empty (use --force to replace it).`,
-		Example: `  plan export plan.json --to triton -o repo/
+files}. Exit 2: the plan cannot be read, its system has no exporter for the target, a GPU type
+has no known label and no node_labels (kserve, ray), or DIR exists and is not empty (use
+--force to replace it).
+
+With --check DIR, export writes nothing: it validates an existing export directory (after you
+edited it or supplied a coordinator's model.py) against the same schemas and run-time rules,
+plus the files a deployment needs; exit 2 names each file, field and value that would fail.`,
+		Example: `  plan export plan.json --to kserve -o manifests/ --cluster cluster.yaml
+  plan export plan.json --to triton -o repo/
   plan export plan.json --to triton -o repo/ --model resnet50.onnx --force
   plan export plan.json --to kserve -o manifests/ --storage-uri s3://models/plan
-  plan export plan.json --to ray -o ray/`,
+  plan export plan.json --to ray -o ray/
+  plan export --check repo/`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runExport(app, o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.check {
+				return runExportCheck(app, o, args[0])
+			}
+			return runExport(app, o, args[0])
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "", "target: "+strings.Join(export.Targets, ", "))
@@ -70,6 +92,8 @@ exists and is not empty (use --force to replace it).`,
 	f.StringVar(&o.name, "name", "", "name prefix of the exported objects (default: the plan's metadata.name, or its file name)")
 	f.StringVar(&o.storageURI, "storage-uri", "", "KServe storageUri prefix of the Triton repository (default pvc://plan-models)")
 	f.StringVar(&o.importPath, "import-path", "", "Ray Serve import_path of the application builder (default plan_ray:app)")
+	f.BoolVar(&o.check, "check", false, "validate the existing export directory DIR (schemas and run-time rules, user-supplied files included) instead of exporting")
+	f.StringVar(&o.cluster, "cluster", "", "cluster file whose gpus[].node_labels select each GPU type's nodes (default: the plan's embedded cluster)")
 	return cmd
 }
 
@@ -112,6 +136,21 @@ func runExport(app *App, o *exportOptions, path string) error {
 		return usageErrorf("%s: %v", path, err)
 	}
 	opts := export.Options{Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath}
+	if e := plan.Provenance.Embedded; e != nil {
+		opts.NodeLabels = export.NodeLabelsOf(e.Cluster)
+	}
+	if o.cluster != "" {
+		c, err := formats.ReadInto[*formats.Cluster](o.cluster)
+		if err != nil {
+			return usageError(err)
+		}
+		for gpu, ls := range export.NodeLabelsOf(c) {
+			if opts.NodeLabels == nil {
+				opts.NodeLabels = map[string]map[string]string{}
+			}
+			opts.NodeLabels[gpu] = ls
+		}
+	}
 	if opts.Name == "" {
 		opts.Name = plan.Metadata.Name
 	}
@@ -143,6 +182,59 @@ func runExport(app *App, o *exportOptions, path string) error {
 	}
 	if !app.Quiet {
 		fmt.Fprintf(app.Out, "exported %s (%s) to %s: %d file(s) in %s\n", path, sys.Name, o.to, len(files), o.out)
+	}
+	return nil
+}
+
+// maxCheckFile bounds what --check reads of one file: configs and manifests are small; model
+// files (.onnx) are listed, never read.
+const maxCheckFile = 16 << 20
+
+// runExportCheck is `plan export --check DIR`: the export's validation applied to a
+// directory on disk, with the rules of a deployable repository (issue 32 item 2).
+func runExportCheck(app *App, o *exportOptions, dir string) error {
+	if o.to != "" || o.out != "" || o.model != "" || o.cluster != "" {
+		return usageErrorf("--check %s: validates an existing directory; it takes no --to, -o, --model or --cluster", dir)
+	}
+	files := export.Files{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if strings.HasSuffix(rel, ".onnx") {
+			files[rel] = nil
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > maxCheckFile {
+			return fmt.Errorf("%s: %d bytes: larger than any file plan exports (%d)", p, info.Size(), maxCheckFile)
+		}
+		b, err := os.ReadFile(p)
+		files[rel] = b
+		return err
+	})
+	if err != nil {
+		return usageErrorf("--check: %v", err)
+	}
+	if len(files) == 0 {
+		return usageErrorf("--check %s: no files", dir)
+	}
+	if err := export.ValidateFor(files, true); err != nil {
+		return usageErrorf("%s: %v", dir, err)
+	}
+	if !app.Quiet {
+		fmt.Fprintf(app.Out, "ok: %s: %d file(s) pass the schemas and the run-time rules\n", dir, len(files))
 	}
 	return nil
 }

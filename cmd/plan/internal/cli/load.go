@@ -213,6 +213,9 @@ func printLoadReport(app *App, res *load.Result) {
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
 	}})
+	if line := accuracyLine(rep); line != "" {
+		fmt.Fprintln(app.Out, line)
+	}
 	if rep.WarmupUs > 0 {
 		fmt.Fprintf(app.Out, "\nrequests arriving in the first %s (warm-up) were sent but not counted\n", time.Duration(rep.WarmupUs)*time.Microsecond)
 	}

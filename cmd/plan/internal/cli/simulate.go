@@ -398,6 +398,9 @@ func printSimTable(app *App, rep *sim.Report) {
 	if sloP > 0 {
 		fmt.Fprintf(app.Out, "max load factor with the p%g SLO met (%g%% attainment): %.2f\n", 100*sloP, 100*sloP, sim.MaxLoadAt(rep.Points, sloP))
 	}
+	if line := accuracyLine(rep); line != "" {
+		fmt.Fprintln(app.Out, line)
+	}
 }
 
 // appNames are the applications (models, classes) whose attainment the table shows apart:
@@ -448,6 +451,22 @@ func percentileMs(pl *sim.PercentileLatency) string {
 		s += "*"
 	}
 	return s
+}
+
+// accuracyLine gives the accuracy over answered requests at each load point, where the
+// deployment judges answers (a cascade plan: on its test records when the workload holds
+// them, else on the validation records it was planned on).
+func accuracyLine(rep *sim.Report) string {
+	var parts []string
+	for _, p := range rep.Points {
+		if p.Total.Accuracy != nil {
+			parts = append(parts, fmt.Sprintf("%.4f at load %.2f", *p.Total.Accuracy, p.Load))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("accuracy (answered requests, on the %s): %s", rep.AccuracyOn, strings.Join(parts, ", "))
 }
 
 // maxLoadLine says which target and window the max load factor used (issue 37 item 3).

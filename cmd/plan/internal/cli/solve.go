@@ -152,6 +152,9 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string
 		if err != nil {
 			return in, usageError(err)
 		}
+		if err := loadRecordFiles(w, o.workload, secs); err != nil { // a cascade's validation_file, test_file
+			return in, err
+		}
 		in.Workload = w
 		if err := ref(formats.KindWorkload, o.workload, w); err != nil {
 			return in, err
@@ -249,6 +252,9 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 // solveError maps planner errors onto the exit-code contract: bad input or an infeasible
 // SLO exit 2, anything else (no solution in time, solver failure) exits 1.
 func solveError(err error) error {
+	if e, ok := missingSolver(fmt.Errorf("%w (nothing written)", err)); ok {
+		return e
+	}
 	switch {
 	case errors.Is(err, planner.ErrInput), errors.Is(err, planner.ErrInfeasible):
 		return usageError(err)

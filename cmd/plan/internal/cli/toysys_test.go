@@ -69,7 +69,7 @@ func TestToySystem(t *testing.T) {
 	mustRun("toy plan, 3 workers", "check", plan, "--golden", plan, "--resolve")
 	exp := filepath.Join(dir, "export")
 	mustRun("", "export", plan, "--to", "triton", "-o", exp)
-	if cfg, err := os.ReadFile(filepath.Join(exp, "jobs", "config.pbtxt")); err != nil || !strings.Contains(string(cfg), "count: 3") {
+	if cfg, err := os.ReadFile(filepath.Join(exp, "jobs", "config.pbtxt")); err != nil || !strings.Contains(string(cfg), "count: 1 kind: KIND_GPU gpus: [0,1,2]") {
 		t.Errorf("export: %q, %v", cfg, err)
 	}
 

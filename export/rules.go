@@ -1,0 +1,204 @@
+package export
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/plan-dev/plan/export/internal/tritonpb"
+)
+
+// Run-time rules (issue 32 item 2): what the targets refuse or get wrong when the files are
+// deployed although every file passes its schema (ecosystem.md §7). Each rule is reported
+// as "file: field: value: rule".
+
+// Deployable adds the rules a finished repository must meet before it is deployed, beyond
+// what an export writes: a Python-backend model (a coordinator) needs its 1/model.py, which
+// the user supplies (Validate on an export leaves it out; `plan export --check` applies it).
+type Deployable bool
+
+// runtimeRules checks the whole file set: cross-file references need every file.
+func runtimeRules(files Files, deploy Deployable) []string {
+	var errs []string
+	services := map[string]bool{}
+	models := map[string]bool{}
+	for _, name := range files.Names() {
+		switch {
+		case path.Base(name) == "config.pbtxt":
+			models[path.Dir(name)] = true
+		case strings.HasSuffix(name, ".yaml") && path.Base(name) != RayConfigFile:
+			var probe struct {
+				Kind     string     `json:"kind"`
+				Metadata ObjectMeta `json:"metadata"`
+			}
+			if yaml.Unmarshal(files[name], &probe) == nil && probe.Kind == "InferenceService" {
+				services[probe.Metadata.Name] = true
+			}
+		}
+	}
+	for _, name := range files.Names() {
+		data := files[name]
+		var es []string
+		switch {
+		case path.Base(name) == "config.pbtxt":
+			if c, err := ParseTriton(data); err == nil {
+				es = tritonRules(name, c, files, models, deploy)
+			}
+		case path.Base(name) == RayConfigFile:
+			es = rayRules(data)
+		case strings.HasSuffix(name, ".yaml"):
+			es = kserveRules(data, services)
+		}
+		for _, e := range es {
+			errs = append(errs, name+": "+e)
+		}
+	}
+	return errs
+}
+
+// tritonRules: an instance group on GPUs lists them (without gpus Triton starts count
+// instances on every GPU it sees), with count >= 1; an ensemble's steps name models of the
+// repository; a Python-backend model has its model.py when the repository is deployable.
+func tritonRules(name string, c *tritonpb.ModelConfig, files Files, models map[string]bool, deploy Deployable) []string {
+	var errs []string
+	for i, g := range c.InstanceGroup {
+		at := fmt.Sprintf("instance_group[%d]", i)
+		kind := g.GetKind()
+		if (kind == tritonpb.ModelInstanceGroup_KIND_GPU || kind == tritonpb.ModelInstanceGroup_KIND_AUTO) && len(g.Gpus) == 0 {
+			errs = append(errs, fmt.Sprintf("%s.gpus: []: %s with count %d and no gpus starts %d instance(s) on every GPU the server sees: list the GPUs", at, kind, g.Count, g.Count))
+		}
+		if g.Count < 1 {
+			errs = append(errs, fmt.Sprintf("%s.count: %d: must be >= 1", at, g.Count))
+		}
+	}
+	for i, s := range c.GetEnsembleScheduling().GetStep() {
+		if !models[s.ModelName] {
+			errs = append(errs, fmt.Sprintf("ensemble_scheduling.step[%d].model_name: %q: no such model in the repository (no %s/config.pbtxt)", i, s.ModelName, s.ModelName))
+		}
+	}
+	if deploy && c.Backend == "python" {
+		py := path.Join(path.Dir(name), "1", "model.py")
+		if _, ok := files[py]; !ok {
+			errs = append(errs, fmt.Sprintf("backend: \"python\": %s is missing: Triton cannot load the model without it (write it as the export's README.md says)", py))
+		}
+	}
+	return errs
+}
+
+// kserveRules: a batcher only with maxLatency >= 1 ms (KServe's agent exits otherwise: the
+// pod never becomes Ready; the schema already requires maxBatchSize >= 1); a GPU node selector by the label GPU
+// feature discovery writes, not plan's short name (which no node carries); replicas and
+// autoscaling consistent; an InferenceGraph's steps call services of the directory.
+func kserveRules(data []byte, services map[string]bool) []string {
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if yaml.Unmarshal(data, &probe) != nil {
+		return nil
+	}
+	switch probe.Kind {
+	case "InferenceService":
+		var s InferenceService
+		if yaml.Unmarshal(data, &s) != nil {
+			return nil
+		}
+		return predictorRules(s.Spec.Predictor)
+	case "InferenceGraph":
+		var g InferenceGraph
+		if yaml.Unmarshal(data, &g) != nil {
+			return nil
+		}
+		return graphRules(g, services)
+	}
+	return nil
+}
+
+func predictorRules(p Predictor) []string {
+	var errs []string
+	const at = "spec.predictor"
+	if b := p.Batcher; b != nil {
+		if b.MaxLatency < 1 {
+			errs = append(errs, fmt.Sprintf("%s.batcher.maxLatency: %d: KServe's agent exits when it is <= 0; the pod never becomes Ready (at least 1 ms, or no batcher)", at, b.MaxLatency))
+		}
+	}
+	if v, ok := p.NodeSelector[ProductLabel]; ok {
+		if full, known := GPUProduct(v); known {
+			errs = append(errs, fmt.Sprintf("%s.nodeSelector.%s: %q: no node carries plan's GPU name; GPU feature discovery labels these nodes %q", at, ProductLabel, v, full))
+		}
+	}
+	if p.MaxReplicas < 1 || p.MinReplicas > p.MaxReplicas {
+		errs = append(errs, fmt.Sprintf("%s.minReplicas/maxReplicas: %d/%d: want 1 <= maxReplicas and minReplicas <= maxReplicas", at, p.MinReplicas, p.MaxReplicas))
+	}
+	if (p.ScaleMetric == "") != (p.ScaleTarget == 0) {
+		errs = append(errs, fmt.Sprintf("%s.scaleMetric/scaleTarget: %q/%d: set both or neither", at, p.ScaleMetric, p.ScaleTarget))
+	}
+	return errs
+}
+
+func graphRules(g InferenceGraph, services map[string]bool) []string {
+	var errs []string
+	nodes := make([]string, 0, len(g.Spec.Nodes))
+	for n := range g.Spec.Nodes {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		for i, st := range g.Spec.Nodes[n].Steps {
+			at := fmt.Sprintf("spec.nodes.%s.steps[%d]", n, i)
+			switch {
+			case st.ServiceName != "" && !services[st.ServiceName]:
+				errs = append(errs, fmt.Sprintf("%s.serviceName: %q: no InferenceService of that name in the directory", at, st.ServiceName))
+			case st.NodeName != "":
+				if _, ok := g.Spec.Nodes[st.NodeName]; !ok {
+					errs = append(errs, fmt.Sprintf("%s.nodeName: %q: no such node in the graph", at, st.NodeName))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// rayRules: a GPU deployment names its GPU type by accelerator_type (a custom resource
+// exists only on nodes started with --resources, which plan cannot see to); num_gpus above
+// 1 is whole (Ray refuses fractions of more than one GPU).
+func rayRules(data []byte) []string {
+	var c RayConfigOf[map[string]any]
+	if yaml.Unmarshal(data, &c) != nil {
+		return nil
+	}
+	var errs []string
+	for ai, a := range c.Applications {
+		for di, d := range a.Deployments {
+			at := fmt.Sprintf("applications[%d].deployments[%d] (%s).ray_actor_options", ai, di, d.Name)
+			o := d.RayActorOptions
+			keys := make([]string, 0, len(o.Resources))
+			for k := range o.Resources {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if _, gpu := gpuProducts[k]; gpu {
+					errs = append(errs, fmt.Sprintf("%s.resources.%s: %g: a custom resource exists only on nodes started with --resources; select the GPU type with accelerator_type: %q", at, k, o.Resources[k], rayAcceleratorOrSelf(k)))
+				}
+			}
+			if o.NumGPUs > 0 && o.AcceleratorType == "" {
+				errs = append(errs, fmt.Sprintf("%s.accelerator_type: \"\": num_gpus %g on any GPU type: name the plan's GPU type", at, o.NumGPUs))
+			}
+			if o.NumGPUs > 1 && o.NumGPUs != math.Trunc(o.NumGPUs) {
+				errs = append(errs, fmt.Sprintf("%s.num_gpus: %g: Ray takes fractions of one GPU only; above 1 it must be whole", at, o.NumGPUs))
+			}
+		}
+	}
+	return errs
+}
+
+func rayAcceleratorOrSelf(gpu string) string {
+	if a, ok := RayAccelerator(gpu); ok {
+		return a
+	}
+	return gpu
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Checks every export of every golden plan with the targets' own tools (issue 32 item 4):
+#   - kubeconform -strict against KServe's CRDs (InferenceService, InferenceGraph), turned into
+#     JSON Schemas by kubeconform's own openapi2jsonschema.py (additionalProperties false
+#     wherever the CRD lists properties, so an unknown field fails);
+#   - protoc --encode of every Triton config.pbtxt: protoc's text-format parser against
+#     export/internal/tritonpb/model_config.proto (our subset of Triton's model_config.proto:
+#     Triton's own file is not obtainable from the allowed sources; its Go module
+#     github.com/triton-inference-server/common is not served by the Go module proxy).
+# Ray Serve's config schema is pydantic code inside Ray (no package of it from the allowed
+# sources): serve-config.yaml is checked by plan's own schema and run-time rules only.
+#
+# Tools, pinned, all from the allowed sources:
+#   kubeconform  go install github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM
+#   KServe CRDs  the Go module zip of github.com/kserve/kserve@$KSERVE (config/crd/full)
+#   converter    openapi2jsonschema.py from the kubeconform module zip (needs Debian python3-yaml)
+#   protoc       Debian protobuf-compiler
+# With --install the script installs the Go ones itself (.ci/run installs the Debian ones).
+# Exit 0 when every file passes, 1 when one fails, 3 when a tool is missing (the Go test
+# that runs this skips on 3 unless PLAN_REQUIRE_ALL=1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KUBECONFORM=v0.7.0
+KSERVE=v0.15.2
+export PATH="$(go env GOPATH)/bin:$PATH"
+
+if [ "${1:-}" = "--install" ]; then
+  command -v kubeconform >/dev/null || go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM"
+fi
+missing=()
+command -v kubeconform >/dev/null || missing+=("kubeconform (go install github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM)")
+command -v protoc >/dev/null || missing+=("protoc (Debian protobuf-compiler)")
+python3 -c 'import yaml' 2>/dev/null || missing+=("python3 with yaml (Debian python3-yaml)")
+if [ ${#missing[@]} -gt 0 ]; then
+  printf 'check-exports: missing %s\n' "${missing[@]}" >&2
+  exit 3
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The modules' zips, through the Go module proxy, outside this module's go.mod.
+modjson() {
+  (cd "$work" && [ -f go.mod ] || (cd "$work" && go mod init check-exports >/dev/null 2>&1)
+   cd "$work" && go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+}
+kserve_dir=$(modjson "github.com/kserve/kserve@$KSERVE")
+kc_dir=$(modjson "github.com/yannh/kubeconform@$KUBECONFORM")
+mkdir -p "$work/schemas"
+(cd "$work/schemas" && python3 "$kc_dir/scripts/openapi2jsonschema.py" \
+  "$kserve_dir/config/crd/full/serving.kserve.io_inferenceservices.yaml" \
+  "$kserve_dir/config/crd/full/serving.kserve.io_inferencegraphs.yaml" >/dev/null)
+
+go build -o "$work/plan" ./cmd/plan
+shopt -s nullglob
+plans=(testdata/golden/*.json testdata/golden/legacy/*.json)
+if [ ${#plans[@]} -eq 0 ]; then
+  echo "check-exports: no golden plans" >&2
+  exit 1
+fi
+fail=0 kserve=0 triton=0
+for p in "${plans[@]}"; do
+  name=$(basename "$(dirname "$p")")-$(basename "$p" .json)
+  for target in triton kserve ray; do
+    "$work/plan" export "$p" --to "$target" -o "$work/out/$name/$target" -q
+  done
+  if ! kubeconform -strict -summary -schema-location "$work/schemas/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json" "$work/out/$name/kserve"; then
+    echo "FAIL kubeconform: $p" >&2
+    fail=1
+  fi
+  kserve=$((kserve + $(ls "$work/out/$name/kserve" | wc -l)))
+  while IFS= read -r -d '' cfg; do
+    if ! protoc --proto_path=export/internal/tritonpb --encode=inference.ModelConfig model_config.proto <"$cfg" >/dev/null; then
+      echo "FAIL protoc: $p: ${cfg#"$work/out/"}" >&2
+      fail=1
+    fi
+    triton=$((triton + 1))
+  done < <(find "$work/out/$name/triton" -name config.pbtxt -print0)
+done
+echo "check-exports: ${#plans[@]} plan(s): $kserve KServe manifest(s) through kubeconform $KUBECONFORM -strict (KServe $KSERVE CRDs), $triton Triton config(s) through $(protoc --version)"
+if [ "$fail" -ne 0 ]; then
+  echo "check-exports: FAIL" >&2
+  exit 1
+fi
+echo "check-exports: ok"
