@@ -281,6 +281,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return err
 	}
 	warnFewRequests(app, rep)
+	warnFewForPercentile(app, rep)
 	if o.report != "" {
 		if err := writeSimReport(app, cfg, rep, o.report); err != nil {
 			return err
