@@ -150,6 +150,8 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 func (o *Planner) sloField(in planner.Inputs, opt pc.Options, s planner.Settings) string {
 	c := in.Workload.Cascades[0]
 	switch {
+	case opt.Accuracy > 0 && o.f.AccuracySLO > 0 && opt.AccuracyMargin > 0:
+		return fmt.Sprintf("--accuracy %g --accuracy-margin %g", opt.Accuracy, opt.AccuracyMargin)
 	case opt.Accuracy > 0 && o.f.AccuracySLO > 0:
 		return fmt.Sprintf("--accuracy %g", opt.Accuracy)
 	case s.SLO > 0:
@@ -179,7 +181,11 @@ func refuseMiss(ctx context.Context, in planner.Inputs, opt pc.Options, res *pc.
 	hint := ""
 	total := in.Cluster.GPUs[0].Count
 	if opt.Accuracy > 0 && len(res.Pareto) > 0 && res.Pareto[0].Acc < res.Opt.Accuracy-1e-9 {
-		hint = fmt.Sprintf("no GPU count reaches it: the strategy's most accurate cascade reaches %.4f (lower --accuracy to %.4f or use --strategy %s)", res.Pareto[0].Acc, res.Pareto[0].Acc, pc.StrategyCascadeServe)
+		hint = fmt.Sprintf("no GPU count reaches it: the strategy's most accurate cascade reaches %.4f (lower --accuracy to %.4f", res.Pareto[0].Acc, res.Pareto[0].Acc)
+		if res.Opt.Strategy != pc.StrategyCascadeServe {
+			hint += " or use --strategy " + pc.StrategyCascadeServe
+		}
+		hint += ")"
 	} else {
 		for n := res.HW.N + 1; n <= total && hint == ""; n++ {
 			o := opt
