@@ -19,6 +19,14 @@ package formats
 // linear (which keeps both properties); below the first it is flat; beyond the last it is
 // extended at the last fitted per-item time, L(b) = L(n)·b/n: never below the last measured
 // per-item time and never negative.
+//
+// Two exceptions keep what the data says. A curve whose per-item time rises from its first
+// measured batch to its last (an analytic compute-bound curve, some roofline blocks) is fitted
+// non-decreasing only: that rise is its shape, not noise. And a curve within FitSlack of its
+// fit everywhere, none left out, is planned on as measured: such wobble moves no plan, and
+// the bundled profiles keep the plans they always gave. More than a third of a curve's points
+// off the fit is not noise around one curve (a bimodal regime): the first fit stands and they
+// are reported.
 
 import (
 	"fmt"
