@@ -208,11 +208,23 @@ func printLoadReport(app *App, res *load.Result) {
 	rep := res.Report
 	p := rep.Points[0]
 	t := p.Total
-	app.Table([]string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}, [][]string{{
+	header := []string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}
+	row := []string{
 		fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", t.OfferedRPS), fmt.Sprint(t.Requests), pct(t.Attainment),
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
-	}})
+	}
+	// Each application's (class's) attainment beside the total, as plan simulate shows it.
+	for _, name := range appNames(rep) {
+		v := "-"
+		for _, a := range p.Apps {
+			if a.Name == name && a.Requests > 0 {
+				v = pct(a.Attainment)
+			}
+		}
+		header, row = append(header, "att "+name), append(row, v)
+	}
+	app.Table(header, [][]string{row})
 	if line := accuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
 	}

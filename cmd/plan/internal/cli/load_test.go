@@ -188,3 +188,28 @@ func TestLoadRateScale(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadAppColumns: plan load shows each model's attainment beside the total for a plan
+// serving several (issue 31 item 3).
+func TestLoadAppColumns(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](goldenPlan("ppipe-2models.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	code, out, stderr := rootRun(t, "load", ts.URL, "--load", "0.5", "--duration", "300ms", "--connections", "8")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, m := range p.PPipe.Models {
+		if !strings.Contains(out, "att "+m.Model) {
+			t.Errorf("report lacks the attainment of %s:\n%s", m.Model, out)
+		}
+	}
+}
