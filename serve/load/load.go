@@ -314,6 +314,7 @@ send:
 	}
 	rep := report(plan, policy, o, targets, load, measured)
 	addAccuracy(rep, dep, measured, targets)
+	addPercentiles(rep, dep, measured, targets)
 	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(measured, targets)}, nil
 }
 

@@ -214,6 +214,9 @@ func printLoadReport(app *App, res *load.Result) {
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
 	}
+	if sp := t.SLOPercentile; sp != nil { // the SLO's own percentile (a cascade's p95)
+		header, row = append(header, fmt.Sprintf("p%g ms", 100*sp.Percentile)), append(row, percentileMs(sp))
+	}
 	// Each application's (class's) attainment beside the total, as plan simulate shows it.
 	for _, name := range appNames(rep) {
 		v := "-"

@@ -213,3 +213,41 @@ func TestLoadAppColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadSLOPercentile: plan load of a cascade plan gives the latency at its SLO's p95, as
+// plan simulate does (issue 31 item 3).
+func TestLoadSLOPercentile(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](goldenPlan("cascade-sentiment.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	code, out, stderr := rootRun(t, "load", ts.URL, "--load", "0.02", "--duration", "300ms", "--connections", "8", "-O", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Points []struct {
+			Total struct {
+				Requests      int64 `json:"requests"`
+				SLOPercentile *struct {
+					Percentile float64 `json:"percentile"`
+					LatencyUs  int64   `json:"latency_us"`
+				} `json:"slo_percentile"`
+			} `json:"total"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Points) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	tot := rep.Points[0].Total
+	if tot.Requests == 0 || tot.SLOPercentile == nil || tot.SLOPercentile.Percentile != 0.95 || tot.SLOPercentile.LatencyUs <= 0 {
+		t.Errorf("total %+v (slo_percentile %+v), want the p95 of the measured requests", tot, tot.SLOPercentile)
+	}
+}
