@@ -30,7 +30,6 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
-	"github.com/plan-dev/plan/sim"
 )
 
 // Options configure a run.
@@ -79,7 +78,7 @@ type Options struct {
 	// Warmup excludes the requests arriving in the run's first Warmup from its statistics
 	// (they are sent and answered as any other; the report's goodput is per second of the
 	// rest), as `plan simulate --warmup` does: a negative value takes the simulator's default
-	// rule (sim.DefaultWarmup over the targets' SLOs), 0 counts every request.
+	// rule (workload.DefaultWarmup over the targets' SLOs), 0 counts every request.
 	Warmup time.Duration
 	// Send, when set, sends each request instead of HTTP POST …/infer (`plan load --grpc`):
 	// plan and metadata still come from URL. See send.go.
@@ -685,7 +684,7 @@ func warmupOf(o Options, targets []target) time.Duration {
 		for _, t := range targets {
 			dep.Apps = append(dep.Apps, dataplane.App{SLO: t.slo})
 		}
-		w = time.Duration(sim.DefaultWarmup(dep, dataplane.Time(o.Duration/time.Microsecond))) * time.Microsecond
+		w = time.Duration(workload.DefaultWarmup(dep, dataplane.Time(o.Duration/time.Microsecond))) * time.Microsecond
 	}
 	return min(w, o.Duration)
 }
