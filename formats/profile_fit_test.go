@@ -148,3 +148,41 @@ func TestFitProfile(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMonotoneFit: whatever the measurements (positive and finite, as validation admits), the
+// fit is finite, non-negative and non-decreasing, and the curve never goes negative or
+// non-finite past the table (issue 31 item 1: the simulator never sees such a time).
+func FuzzMonotoneFit(f *testing.F) {
+	f.Add([]byte{10, 20, 30, 40, 5, 60, 70, 1})
+	f.Add([]byte{200, 1, 200, 1, 200})
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 || len(data) > 200 {
+			return
+		}
+		var bs, ys []float64
+		b := 0.0
+		for i, v := range data {
+			b += float64(1 + i%3)
+			bs = append(bs, b)
+			ys = append(ys, float64(v)*float64(1+i))
+		}
+		fit, off := MonotoneFit(bs, ys)
+		if len(fit) != len(ys) || len(off) != len(ys) {
+			t.Fatalf("lengths %d, %d for %d points", len(fit), len(off), len(ys))
+		}
+		for j, v := range fit {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("fit[%d] = %g", j, v)
+			}
+			if j > 0 && v < fit[j-1]-1e-9*math.Abs(fit[j-1]) {
+				t.Fatalf("fit falls at %d: %g < %g", j, v, fit[j-1])
+			}
+		}
+		for _, x := range []float64{0.5, bs[len(bs)-1] + 1, 1e6} {
+			if v := CurveAt(bs, fit, x); v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("CurveAt(%g) = %g", x, v)
+			}
+		}
+	})
+}
