@@ -54,7 +54,12 @@ Each planner takes the flags of every planner and its own (listed below per syst
 system's defaults); a flag the workload's planner does not take is an error (exit 2). The plan
 records the options it was solved with (provenance.options), which plan check --resolve
 re-uses. When the time limit is reached the best plan found so far is written together with
-its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO.`,
+its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
+a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
+rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
+reach the target. Profiles are planned on a monotone fit of their measured latencies (the
+plan keeps the measured values beside it); points far off their neighbours are named on
+stderr.`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
   plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
