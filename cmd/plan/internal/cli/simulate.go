@@ -55,7 +55,9 @@ the planned peak: --rate-scale 1 replays it as recorded), and prints SLO attainm
 least 99% attainment (a step counts only if the next lower step passes too). Requests
 arriving in the first --warmup of each load point (default: 5 × the plan's largest SLO, at
 least 2s, at most 20% of --duration) are simulated but not counted, so start-up does not read
-as steady-state misses. With the
+as steady-state misses. Each application's attainment gets a column of its own (plans serving
+2 to 6), and a plan whose SLO is a percentile (a cascade's p95) a column with the latency
+there and the max load factor at which it holds. With the
 default --load range (or --find-limit) the sweep goes on past 1.0 while the highest load
 still holds 99%: doubling up to 8x, then bisecting where it falls.
 
