@@ -90,7 +90,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	// the plan is the least overloaded one, not a plan that meets them (issue 31 item 4). With
 	// the load spread evenly (the shares are continuous) G·z GPUs' worth of work needs more
 	// than G·z GPUs.
-	if z := plan.Provenance.Objective; z >= 1 {
+	if z := plan.DyOrc.Params["expected_max_gpu_load"]; z >= 1 {
 		g := 0
 		for _, p := range in.Cluster.GPUs {
 			g += p.Count
