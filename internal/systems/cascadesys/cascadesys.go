@@ -126,9 +126,15 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		ctx, cancel = context.WithTimeout(ctx, s.TimeLimit)
 		defer cancel()
 	}
-	plan, res, err := pc.Solve(ctx, in, opt)
-	if err == nil {
-		err = refuseMiss(ctx, in, opt, res)
+	var plan *formats.Plan
+	if s.Objective == planner.ObjectiveCost {
+		plan, err = pc.SolveCost(ctx, in, opt)
+	} else {
+		var res *pc.Result
+		plan, res, err = pc.Solve(ctx, in, opt)
+		if err == nil {
+			err = refuseMiss(ctx, in, opt, res)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -285,7 +291,7 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	o := &Planner{f: rec}
-	s := planner.Settings{Strategy: p.Provenance.Strategy, TimeLimit: timeLimit, Deterministic: true, SLO: rec.LatencySLO.D()}
+	s := planner.Settings{Strategy: p.Provenance.Strategy, TimeLimit: timeLimit, Deterministic: true, SLO: rec.LatencySLO.D(), Objective: rec.Objective}
 	profs := make([]*formats.Profile, len(e.Profiles))
 	for i := range e.Profiles {
 		profs[i] = &e.Profiles[i]

@@ -80,8 +80,12 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if s.Strategy != "" && s.Strategy != "dyorc" {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: dyorc plans have one strategy, dyorc", s.Strategy)}}
 	}
-	plan, err := dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
-		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress})
+	opts := dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
+		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress}
+	if s.Objective == planner.ObjectiveCost {
+		return dyorc.SolveCost(ctx, in.Workload, in.Cluster, in.Refs, opts)
+	}
+	plan, err := dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, opts)
 	if err != nil {
 		return nil, err
 	}
