@@ -14,6 +14,20 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
+// simLoads are the load points of plan simulate: --load's factors, or with --rate-scale its
+// scales of the trace's recorded rates (then base holds those rates, nil otherwise).
+func simLoads(cmd *cobra.Command, o *simulateOptions, spec workload.ArrivalSpec, dep *dataplane.Deployment) (loads, base []float64, err error) {
+	loads, err = sim.ParseLoadRange(o.load)
+	if err != nil {
+		return nil, nil, usageErrorf("--load: %v", err)
+	}
+	base, scales, err := rateScale(cmd, o, spec, dep)
+	if err != nil || base == nil {
+		return loads, nil, err
+	}
+	return scales, base, nil
+}
+
 // rateScale reads --rate-scale: the trace's recorded rate per application (the base of load
 // factor 1.0) and the scales to run at; nil base when the flag is not given.
 func rateScale(cmd *cobra.Command, o *simulateOptions, spec workload.ArrivalSpec, dep *dataplane.Deployment) (base, scales []float64, err error) {

@@ -186,16 +186,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 			return usageError(errs)
 		}
 	}
-	loads, err := sim.ParseLoadRange(o.load)
-	if err != nil {
-		return usageErrorf("--load: %v", err)
-	}
-	traceBase, scales, err := rateScale(cmd, o, spec, dep)
+	loads, traceBase, err := simLoads(cmd, o, spec, dep)
 	if err != nil {
 		return err
-	}
-	if traceBase != nil {
-		loads = scales
 	}
 	if o.duration <= 0 {
 		return usageErrorf("--duration: %s: must be > 0", o.duration)
