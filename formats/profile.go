@@ -36,6 +36,10 @@ type ModelProfile struct {
 	CutBytes []int64 `json:"cut_bytes"`
 	// Latency holds one entry per (GPU type, vGPU level, batch).
 	Latency []LatencyEntry `json:"latency"`
+	// Fit is "monotone" when the latencies are the monotone fit of noisy measurements
+	// (FitProfile; the measured values are kept in raw_block_us and raw_total_us), "" when
+	// they are as measured.
+	Fit string `json:"fit,omitempty"`
 }
 
 // PartitionInfo records how layers were grouped into blocks.
@@ -83,6 +87,10 @@ type LatencyEntry struct {
 	CV    []float64 `json:"cv,omitempty"`
 	// TotalUs is the whole-model latency when measured as one session (0 = not measured).
 	TotalUs float64 `json:"total_us,omitempty"`
+	// RawBlockUs and RawTotalUs are the measured values where BlockUs and TotalUs hold the
+	// monotone fit (ModelProfile.Fit); empty when the measurement is planned on as it is.
+	RawBlockUs []float64 `json:"raw_block_us,omitempty"`
+	RawTotalUs float64   `json:"raw_total_us,omitempty"`
 }
 
 // LLMProfile holds what QLM needs of one LLM on one GPU configuration.

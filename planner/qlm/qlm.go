@@ -122,6 +122,9 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			obj = math.Max(obj, load[m]/float64(count[m]))
 		}
 	}
+	if err := overloaded(models, load, count, len(slots)); err != nil {
+		return nil, err
+	}
 	name := w.Metadata.Name
 	if name == "" {
 		name = "qlm"
@@ -299,6 +302,28 @@ func GPUSet(in formats.QLMInstance) string {
 		s += " (GPUs " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(in.GPUs)), ","), "[]") + ")"
 	}
 	return s
+}
+
+// overloaded refuses a placement that cannot sustain the class rates (issue 31 item 4: such a
+// plan was written as "optimal" and only plan check noticed): a model without an instance, or
+// one whose expected decode load per instance (Σ rate·μ_out/Θ over its instances) reaches 1.
+// It names the load and the instances that would carry it.
+func overloaded(models []string, load map[string]float64, count map[string]int, slots int) error {
+	need := 0
+	var worst string
+	for _, m := range models {
+		need += int(math.Floor(load[m])) + 1
+		if count[m] == 0 || load[m] >= float64(count[m]) {
+			if worst == "" {
+				worst = fmt.Sprintf("model %s: expected decode load %.3f (Σ rate·mean output tokens / Θ) on %d instance(s)", m, load[m], count[m])
+			}
+		}
+	}
+	if worst == "" {
+		return nil
+	}
+	return &planner.InputError{Problems: []string{fmt.Sprintf("workload: llm_classes: rate_rps: %s: %s: a load below 1 per instance is needed; the best placement on the cluster's %d instance slots cannot reach it: about %d instances would (add GPUs, or lower the classes' rate_rps)",
+		planner.ErrInfeasible, worst, slots, need)}}
 }
 
 // Utilization is the expected decode load per instance of the model (the plan's objective:

@@ -30,8 +30,10 @@ type loadOptions struct {
 	timeout     time.Duration
 	connections int
 	// grpc sends the requests over KServe v2 gRPC to this address (serve --grpc-addr).
-	grpc    string
-	grpcRaw bool
+	grpc      string
+	grpcRaw   bool
+	warmup    time.Duration
+	rateScale float64
 	// openai benchmarks an OpenAI-compatible server instead (load_openai.go).
 	openai openAIFlags
 }
@@ -50,6 +52,7 @@ percentiles in the same format as 'plan simulate'.
 
 Arrivals are the simulator's: with --load L and --seed S the trace is exactly the one
 'plan simulate --load L --seed S' replays, so the two reports can be compared line by line.
+As in 'plan simulate', requests arriving in the first --warmup are sent but not counted.
 --rate R sets one model's rate in requests/s instead. A request counts as on time when the
 client saw its 200 within the model's SLO.
 
@@ -87,7 +90,8 @@ a way to load someone else's server.`,
 	}
 	f := cmd.Flags()
 	f.Float64Var(&o.rate, "rate", 0, "requests/s to one model (see --model); exclusive with --load")
-	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate (default 1.0 without --rate)")
+	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate, a trace rescaled to it (default 1.0 without --rate)")
+	f.Float64Var(&o.rateScale, "rate-scale", 0, "with a Trace file: replay it at this multiple of its recorded rate (1.0 = as recorded); exclusive with --load and --rate")
 	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit)")
@@ -97,6 +101,7 @@ a way to load someone else's server.`,
 	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s; with --openai 10m); a timed-out request is given up and counts as cancelled (the server withdraws it)")
 	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this loopback HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
 	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
+	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of the run are sent but not counted (default: as plan simulate, 5 × the largest SLO, at least 2s, at most 20% of --duration; 0s counts every request)")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
 	o.openai.flags(f)
 	return cmd
@@ -126,7 +131,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"rate", o.rate}, {"load", o.load}} {
+	}{{"rate", o.rate}, {"load", o.load}, {"rate-scale", o.rateScale}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return usageErrorf("--%s: %g: must be a finite number > 0", f.name, f.v)
 		}
@@ -140,7 +145,10 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if o.rate > 0 && o.load > 0 {
 		return usageErrorf("--rate and --load are exclusive")
 	}
-	if o.rate == 0 && o.load == 0 {
+	if o.rateScale > 0 && (o.rate > 0 || o.load > 0) {
+		return usageErrorf("--rate-scale: exclusive with --load and --rate (it sets the rates itself)")
+	}
+	if o.rate == 0 && o.load == 0 && o.rateScale == 0 {
 		o.load = 1
 	}
 	if o.duration <= 0 {
@@ -156,7 +164,17 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	opts := load.Options{Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
+	warmup := time.Duration(-1) // the default rule, over the served plan's SLOs
+	if cmd.Flags().Changed("warmup") {
+		if o.warmup < 0 || o.warmup >= o.duration {
+			return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
+		}
+		warmup = o.warmup
+	}
+	if o.rateScale > 0 && spec.Trace == nil {
+		return usageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
+	}
+	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"),
@@ -215,13 +233,31 @@ func printLoadReport(app *App, res *load.Result) {
 	rep := res.Report
 	p := rep.Points[0]
 	t := p.Total
-	app.Table([]string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}, [][]string{{
+	header := []string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}
+	row := []string{
 		fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", t.OfferedRPS), fmt.Sprint(t.Requests), pct(t.Attainment),
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
-	}})
+	}
+	if sp := t.SLOPercentile; sp != nil { // the SLO's own percentile (a cascade's p95)
+		header, row = append(header, fmt.Sprintf("p%g ms", 100*sp.Percentile)), append(row, percentileMs(sp))
+	}
+	// Each application's (class's) attainment beside the total, as plan simulate shows it.
+	for _, name := range appNames(rep) {
+		v := "-"
+		for _, a := range p.Apps {
+			if a.Name == name && a.Requests > 0 {
+				v = pct(a.Attainment)
+			}
+		}
+		header, row = append(header, "att "+name), append(row, v)
+	}
+	app.Table(header, [][]string{row})
 	if line := accuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
+	}
+	if rep.WarmupUs > 0 {
+		fmt.Fprintf(app.Out, "\nrequests arriving in the first %s (warm-up) were sent but not counted\n", time.Duration(rep.WarmupUs)*time.Microsecond)
 	}
 	printLLMTable(app, rep.Points)
 	oc := res.Outcomes

@@ -55,7 +55,12 @@ Each planner takes the flags of every planner and its own (listed below per syst
 system's defaults); a flag the workload's planner does not take is an error (exit 2). The plan
 records the options it was solved with (provenance.options), which plan check --resolve
 re-uses. When the time limit is reached the best plan found so far is written together with
-its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO.`,
+its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
+a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
+rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
+reach the target. Profiles are planned on a monotone fit of their measured latencies (the
+plan keeps the measured values beside it); points far off their neighbours are named on
+stderr.`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
   plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
@@ -94,7 +99,10 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs, error) {
+// Every profile is planned on its monotone fit (formats.FitProfile, issue 31 item 1): the
+// plan embeds the fit beside the measured values, and warn reports each measured point the
+// fit left out. The input's digest is the file's, as measured.
+func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string)) (planner.Inputs, error) {
 	var in planner.Inputs
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
@@ -119,10 +127,13 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs,
 		if err != nil {
 			return in, usageError(err)
 		}
-		in.Profiles = append(in.Profiles, p)
 		if err := ref(formats.KindProfile, path, p); err != nil {
 			return in, err
 		}
+		for _, w := range formats.FitProfile(p) {
+			warn(fmt.Sprintf("%s: %s", path, w))
+		}
+		in.Profiles = append(in.Profiles, p)
 	}
 	if o.cluster == "" {
 		c, err := demo.Cluster()
@@ -176,7 +187,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err := formats.CheckWritable(o.out); err != nil {
 		return usageErrorf("--out: %q: %v", o.out, err)
 	}
-	in, err := loadSolveInputs(o, app.Systems.Sections())
+	in, err := loadSolveInputs(o, app.Systems.Sections(), func(s string) { fmt.Fprintf(app.Err, "warning: %s\n", s) })
 	if err != nil {
 		return err
 	}
