@@ -78,7 +78,7 @@ func TestTensorParallel(t *testing.T) {
 
 // TestTensorParallelTwoInstances: with two servers of three GPUs and most of the load on the
 // 70B model (30 req/s: a decode load of 1.5, which two instances carry and one cannot),
-// 70B model, D'Hondt gives it a second 2-GPU instance; the GPUs of every instance are
+// D'Hondt gives it a second 2-GPU instance; the GPUs of every instance are
 // distinct and on one server, and none is left idle.
 func TestTensorParallelTwoInstances(t *testing.T) {
 	in := tpInputs(t)
