@@ -48,10 +48,10 @@ type Provenance struct {
 	// a solve that hits its time limit before even its LP relaxation finishes has a plan
 	// (the warm start) but no bound, and any number written there (+Inf, or the objective
 	// itself) would claim a proof that does not exist. Use Proven to set them.
-	Bound *float64 `json:"bound,omitempty"`
-	Gap   *float64 `json:"gap,omitempty"`
-	SolveMs   float64         `json:"solve_ms"`
-	Nodes     int64           `json:"nodes,omitempty"`
+	Bound   *float64 `json:"bound,omitempty"`
+	Gap     *float64 `json:"gap,omitempty"`
+	SolveMs float64  `json:"solve_ms"`
+	Nodes   int64    `json:"nodes,omitempty"`
 	// Embedded holds the inputs themselves so the plan can be re-solved anywhere.
 	Embedded *EmbeddedInputs `json:"embedded,omitempty"`
 }
