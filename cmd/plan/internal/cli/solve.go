@@ -352,6 +352,8 @@ func boundGap(pv formats.Provenance, gapFmt string) string {
 // placement is a greedy heuristic, QLM §5) has no bound and no gap to report, so it says
 // "heuristic" instead of claiming "optimal, bound 0, gap 0.000%"; the solver's version closes
 // the line only where the plan records one, so no line ends in an empty "()" (issue 37 item 5).
+// A solver plan that proved no bound (time limit before the LP relaxation finished) says
+// "no bound" (boundGap).
 func summaryLine(system string, pv formats.Provenance) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s plan (strategy %s): ", system, pv.Strategy)
