@@ -39,7 +39,7 @@ func TestSolveVerifyCompareResolve(t *testing.T) {
 				t.Fatalf("violations: %v", v)
 			}
 			if !(formats.Num(p.Provenance.Gap) >= 0 && formats.Num(p.Provenance.Gap) <= 0.011) {
-				t.Fatalf("gap %v", p.Provenance.Gap)
+				t.Fatalf("gap %g", formats.Num(p.Provenance.Gap))
 			}
 			for _, c := range Compare(p, p, 0) {
 				if !c.OK {

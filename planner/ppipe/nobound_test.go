@@ -44,8 +44,8 @@ func TestNoBoundPlanIsWritten(t *testing.T) {
 			}
 			pv := pl.Provenance
 			if pv.Status != "time-limit" || pv.Bound != nil || pv.Gap != nil || !(pv.Objective > 0) {
-				t.Errorf("provenance: status %s objective %g bound %v gap %v, want time-limit, the NP objective, no bound, no gap",
-					pv.Status, pv.Objective, pv.Bound, pv.Gap)
+				t.Errorf("provenance: status %s objective %g bound %g gap %g, want time-limit, the NP objective, no bound, no gap",
+					pv.Status, pv.Objective, formats.Num(pv.Bound), formats.Num(pv.Gap))
 			}
 			path := filepath.Join(t.TempDir(), "plan.json")
 			if err := formats.WriteFile(path, pl); err != nil {
@@ -56,7 +56,7 @@ func TestNoBoundPlanIsWritten(t *testing.T) {
 				t.Fatalf("written plan does not read back: %v", err)
 			}
 			if back.Provenance.Bound != nil || back.Provenance.Gap != nil {
-				t.Errorf("read back bound %v gap %v, want none", back.Provenance.Bound, back.Provenance.Gap)
+				t.Errorf("read back bound %g gap %g, want none", formats.Num(back.Provenance.Bound), formats.Num(back.Provenance.Gap))
 			}
 			if v := Verify(pl); len(v) > 0 {
 				t.Errorf("violations: %v", v)
