@@ -236,6 +236,10 @@ type QLMInstance struct {
 	GPUCount int      `json:"gpu_count"`
 	Model    string   `json:"model,omitempty"`
 	Queue    []string `json:"queue,omitempty"`
+	// GPUs are the instance's GPUs, indices in cluster order (the cluster's gpus pools in
+	// order), all on one server: a tensor-parallel instance (gpu_count > 1) spans them.
+	// Empty = the next gpu_count GPUs of its type in cluster order.
+	GPUs []int `json:"gpus,omitempty"`
 }
 
 // QLMGroup is a request group: requests of one model with similar SLO and lengths.

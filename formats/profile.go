@@ -114,6 +114,10 @@ type LLMProfile struct {
 	// simulator's, the form vLLM simulators fit from measurements); nil = derived from the
 	// scalar prefill and decode fields above.
 	Iteration *LLMIteration `json:"iteration,omitempty"`
+	// HFModel is the model's id for the engine (a Hugging Face repository such as
+	// mistralai/Mistral-7B-Instruct-v0.2, or a local path): what `plan export` passes as
+	// vLLM's model argument; Model is the name plans and classes use.
+	HFModel string `json:"hf_model,omitempty"`
 	// Engine holds the engine settings of every instance running this (model, GPU), in
 	// vLLM's flag names (LLM engine digest §4); nil = vLLM's defaults (LLMEngine).
 	// `plan export` writes the same values as the engine's arguments.

@@ -4,6 +4,9 @@
 // and `plan simulate --load L --seed S` replay the very same trace; results are reported in
 // the simulator's report type (workload.Report). Open loop means a request is sent at its arrival time whether
 // or not earlier ones were answered, so overload shows up as drops, not as a slower client.
+// RunOpenAI (openai.go, `plan load --openai`) is a streaming benchmark client for any
+// OpenAI-compatible server instead, reporting TTFT, TPOT, ITL and E2E as vLLM's
+// benchmark_serving does.
 package load
 
 import (

@@ -32,6 +32,8 @@ type loadOptions struct {
 	// grpc sends the requests over KServe v2 gRPC to this address (serve --grpc-addr).
 	grpc    string
 	grpcRaw bool
+	// openai benchmarks an OpenAI-compatible server instead (load_openai.go).
+	openai openAIFlags
 }
 
 func init() { register(newLoadCmd) }
@@ -39,7 +41,7 @@ func init() { register(newLoadCmd) }
 func newLoadCmd(app *App) *cobra.Command {
 	o := &loadOptions{}
 	cmd := &cobra.Command{
-		Use:   "load URL",
+		Use:   "load {URL | --openai URL}",
 		Short: "Send open-loop load to a running 'plan serve' and report SLO attainment",
 		Long: `load sends requests to a 'plan serve' (or any KServe v2 server that also answers
 GET /v1/plan) at their scheduled arrival times whether or not earlier ones were answered
@@ -51,13 +53,35 @@ Arrivals are the simulator's: with --load L and --seed S the trace is exactly th
 --rate R sets one model's rate in requests/s instead. A request counts as on time when the
 client saw its 200 within the model's SLO.
 
+With --openai URL, load benchmarks any OpenAI-compatible server (plan serve on a QLM plan,
+vLLM, SGLang) as vLLM's benchmark_serving does: streaming completions (--chat: chat
+completions) sent open loop at --rate (--trace poisson, bursty, mmpp) or at a Trace file's
+own times with its per-request input_tokens and output_tokens and targets (the model field),
+or closed loop with --concurrency N. max_tokens is the request's output tokens (ignore_eos
+asks the engine to generate them all); the prompt is N common English words, one token each
+in Llama/Mistral/GPT vocabularies, drawn per request from --seed. It reports TTFT, TPOT, ITL
+and E2E (mean, p50, p90, p99, max), request and token throughput, and failures by reason and
+HTTP status; a request not finished within --timeout is abandoned (the server aborts it).
+
 Only loopback targets (127.0.0.0/8, ::1, localhost) are accepted: this is a test tool, not
 a way to load someone else's server.`,
 		Example: `  plan load http://127.0.0.1:8080 --load 0.9 --duration 10s
   plan load http://127.0.0.1:8080 --rate 500 --duration 30s --trace bursty --seed 7
-  plan load http://127.0.0.1:8080 --rate 2000 --max-requests 10000 -O json`,
-		Args: cobra.ExactArgs(1),
+  plan load http://127.0.0.1:8080 --rate 2000 --max-requests 10000 -O json
+  plan load --openai http://127.0.0.1:8000 --model mistral-chat --rate 4 --input-tokens 512 --output-tokens 128 --max-requests 200
+  plan load --openai http://127.0.0.1:8000 --trace azure-conv.json -O json
+  plan load --openai http://127.0.0.1:8000 --model llama --chat --concurrency 16 --max-requests 500`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.openai.url != "" {
+				if len(args) > 0 {
+					return usageErrorf("give the server either as URL or as --openai URL, not both")
+				}
+				return runLoadOpenAI(cmd, app, o)
+			}
+			if len(args) != 1 {
+				return usageErrorf("URL: required (or --openai URL)")
+			}
 			return runLoad(cmd, app, o, args[0])
 		},
 	}
@@ -70,10 +94,11 @@ a way to load someone else's server.`,
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a trace file (a Trace document or an Azure LLM trace CSV); on an LLM plan a per-request trace replays exactly, as plan simulate's: each request once, with its class and tokens, the whole trace unless --duration")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
-	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request is given up and counts as cancelled (the server withdraws it)")
+	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s; with --openai 10m); a timed-out request is given up and counts as cancelled (the server withdraws it)")
 	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this loopback HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
 	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
+	o.openai.flags(f)
 	return cmd
 }
 
