@@ -124,7 +124,7 @@ func Render(p *formats.Plan) []planner.Table {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			a.Rows = append(a.Rows, []string{n, fmt.Sprintf("%.4f", loads[n]), fmt.Sprintf("%.4f", p.Provenance.Gap)})
+			a.Rows = append(a.Rows, []string{n, fmt.Sprintf("%.4f", loads[n]), fmt.Sprintf("%.4f", formats.Num(p.Provenance.Gap))})
 		}
 	}
 	return []planner.Table{t, g, a}

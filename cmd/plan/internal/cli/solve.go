@@ -245,7 +245,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	reportFleet(app, plan)
 	pv := plan.Provenance
 	if pv.Status != "optimal" {
-		fmt.Fprintf(app.Err, "plan: %s: wrote the best plan found; objective %.4g, bound %.4g, gap %.2f%%\n", pv.Status, pv.Objective, pv.Bound, pv.Gap*100)
+		fmt.Fprintf(app.Err, "plan: %s: wrote the best plan found; objective %.4g, %s\n", pv.Status, pv.Objective, boundGap(pv, "%.2f"))
 	}
 	if app.JSONOutput() {
 		return app.WriteJSON(plan)
@@ -345,17 +345,33 @@ func (p *progressPrinter) report(pr planner.Progress) {
 	fmt.Fprintf(p.app.Err, "solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
 }
 
+// boundGap is "bound B, gap G%" (G in the format gapFmt), or "no bound" where the solver
+// proved none: a time limit hit before the LP relaxation finished leaves the plan without
+// bound and gap, and the line says so rather than printing +Inf or NaN.
+func boundGap(pv formats.Provenance, gapFmt string) string {
+	if pv.Bound == nil {
+		return "no bound"
+	}
+	s := fmt.Sprintf("bound %.4g", *pv.Bound)
+	if pv.Gap != nil {
+		s += fmt.Sprintf(", gap "+gapFmt+"%%", *pv.Gap*100)
+	}
+	return s
+}
+
 // summaryLine is solve's last line. A plan no solver produced (no provenance solver: QLM's
 // placement is a greedy heuristic, QLM §5) has no bound and no gap to report, so it says
 // "heuristic" instead of claiming "optimal, bound 0, gap 0.000%"; the solver's version closes
 // the line only where the plan records one, so no line ends in an empty "()" (issue 37 item 5).
+// A solver plan that proved no bound (time limit before the LP relaxation finished) says
+// "no bound" (boundGap).
 func summaryLine(system string, pv formats.Provenance) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s plan (strategy %s): ", system, pv.Strategy)
 	if pv.Solver == "" {
 		fmt.Fprintf(&b, "heuristic, objective %.4g, no bound, %s", pv.Objective, fmtMs(pv.SolveMs))
 	} else {
-		fmt.Fprintf(&b, "%s, objective %.4g, bound %.4g, gap %.3f%%, %d nodes, %s", pv.Status, pv.Objective, pv.Bound, pv.Gap*100, pv.Nodes, fmtMs(pv.SolveMs))
+		fmt.Fprintf(&b, "%s, objective %.4g, %s, %d nodes, %s", pv.Status, pv.Objective, boundGap(pv, "%.3f"), pv.Nodes, fmtMs(pv.SolveMs))
 	}
 	switch {
 	case pv.SolverVersion != "":
