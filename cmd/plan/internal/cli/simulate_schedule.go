@@ -129,6 +129,11 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 	if end := rates.Start + rates.Span(); s.Windows[len(s.Windows)-1].EndS > end+1e-6 {
 		return usageErrorf("--trace %s: ends at %gs, before the schedule %s's last window (%gs)", o.trace, end, path, s.Windows[len(s.Windows)-1].EndS)
 	}
+	params, err := parseParams(o.params)
+	if err != nil {
+		return err
+	}
+	pcfg := dataplane.Config{Policy: o.policy, Params: params}
 	cache := map[string]*deployed{}
 	deploy := func(i int, raw []byte) (*deployed, error) {
 		if d, ok := cache[string(raw)]; ok {
@@ -155,6 +160,10 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 				return nil, usageErrorf("--trace %s: no column for %q, which %s serves", o.trace, a.Name, name)
 			}
 		}
+		// A policy that cannot serve a plan is bad input, found before any simulation.
+		if _, err := app.Systems.Policies().New(dep, pcfg, pol); err != nil {
+			return nil, usageErrorf("--policy: %s: %v", name, err)
+		}
 		d := &deployed{dep: dep, pol: pol}
 		cache[string(raw)] = d
 		return d, nil
@@ -165,13 +174,10 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		return err
 	}
 	ms := make([]*sim.Metrics, len(segs))
-	params, err := parseParams(o.params)
-	if err != nil {
-		return err
-	}
+	app.Infof("simulate: %d windows of %s and the peak plan at the rates of %s", len(s.Windows), path, o.trace)
 	run := func(k int) error {
 		sg := segs[k]
-		m, err := runSegment(app, o, params, rates, sg)
+		m, err := runSegment(app, o, pcfg, rates, sg)
 		if err != nil {
 			return fmt.Errorf("%s: segment %g–%gs: %w", path, sg.from, sg.to, err)
 		}
@@ -296,8 +302,7 @@ func scheduleSegments(s *schedule.Schedule, rep *scheduleReport, o *simulateOpti
 }
 
 // runSegment simulates one segment: its plan's policy fed by the trace's rates over it.
-func runSegment(app *App, o *simulateOptions, params map[string]string, r *schedule.Rates, sg segment) (*sim.Metrics, error) {
-	pcfg := dataplane.Config{Policy: o.policy, Params: params}
+func runSegment(app *App, o *simulateOptions, pcfg dataplane.Config, r *schedule.Rates, sg segment) (*sim.Metrics, error) {
 	pol, err := app.Systems.Policies().New(sg.plan.dep, pcfg, sg.plan.pol)
 	if err != nil {
 		return nil, err

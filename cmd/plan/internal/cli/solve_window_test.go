@@ -207,6 +207,10 @@ func TestSimulateSchedule(t *testing.T) {
 			t.Errorf("--report: %s: %v", f, err)
 		}
 	}
+	code, _, stderr = rootRun(t, "simulate", sched, "--trace", toy, "--policy", "nosuch")
+	if code != ExitUsage || !strings.Contains(stderr, "--policy") || !strings.Contains(stderr, "windows[0].plan") {
+		t.Errorf("unknown policy: exit %d, %s", code, stderr)
+	}
 	code, _, stderr = rootRun(t, "simulate", sched)
 	if code != ExitUsage || !strings.Contains(stderr, "--trace day.csv") {
 		t.Errorf("schedule without --trace: exit %d, %s", code, stderr)
