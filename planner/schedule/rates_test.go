@@ -1,7 +1,10 @@
 package schedule
 
 import (
+	"flag"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,5 +124,32 @@ func TestDiurnalRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, r) {
 		t.Error("the CSV does not read back to the same series")
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/schedule/day.csv")
+
+// dayComment heads testdata/schedule/day.csv: what it is and whose bursts it carries.
+const dayComment = "issue 34 item 4: the day series of BenchmarkDaySchedule's ppipe case (schedule.Diurnal: m0, m1 at 80, 160 req/s at the top, trough 25% at 04:00) with the minute bursts of the Azure Public Dataset's Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., Splitwise, ISCA 2024); -update rewrites it"
+
+// TestDayFixture: the repository's example day trace is the bench's series (-update rewrites it).
+func TestDayFixture(t *testing.T) {
+	d := Diurnal{Targets: []string{"m0", "m1"}, Top: []float64{80, 160}, Trough: 0.25, Bursts: AzureConvBursts, Offsets: []int{0, 29}}
+	var b strings.Builder
+	if err := d.Rates("day.csv").WriteCSV(&b, dayComment); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "..", "testdata", "schedule", "day.csv")
+	if *update {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != b.String() {
+		t.Errorf("%s differs from the bench's day series (go test ./planner/schedule -run DayFixture -update)", path)
 	}
 }
