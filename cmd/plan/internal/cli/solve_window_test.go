@@ -23,7 +23,7 @@ func windowArgs(out string, extra ...string) []string {
 // the windows' peaks (a window whose peak is at least another's in every column costs at
 // least as much; the busiest costs more than the quietest), the peak plan serves the day's
 // peak at a cost no lower than any window's, the schedule's total is below the peak plan's
-// all day, and two runs write byte-identical schedules; for PPipe and QLM alike.
+// all day, and two runs write byte-identical schedules; for PPipe, QLM, DyOrc and PARD alike.
 func TestSolveWindows(t *testing.T) {
 	repoRoot(t)
 	qlm := []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/cost/llm-profile.json",
@@ -41,6 +41,15 @@ func TestSolveWindows(t *testing.T) {
 			peaks: [][]float64{{66, 132}, {110, 220}, {27.5, 49.5}}, busy: 1, quiet: 2},
 		{name: "qlm", args: func(out string) []string { return append(slices.Clone(qlm), "-o", out) }, trace: "testdata/schedule/llm-3windows.csv", window: "1m",
 			peaks: [][]float64{{1.1, 0.22}, {8.8, 2.2}, {3.3, 1.1}}, busy: 1, quiet: 0},
+		{name: "dyorc", args: func(out string) []string {
+			return []string{"solve", "-q", "--objective", "cost", "--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json", "-o", out}
+		}, trace: "testdata/schedule/dyorc-3windows.csv", window: "1m",
+			peaks: [][]float64{{1.1, 11}, {2.2, 22}, {0.55, 5.5}}, busy: 1, quiet: 2},
+		{name: "pard", args: func(out string) []string {
+			return []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/pard/profile.json", "--cluster", "testdata/cost/cluster-pard.yaml",
+				"--workload", "testdata/pard/workload.json", "-o", out}
+		}, trace: "testdata/schedule/pard-3windows.csv", window: "1m",
+			peaks: [][]float64{{110, 110, 110, 110}, {165, 165, 165, 165}, {55, 55, 55, 55}}, busy: 1, quiet: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
