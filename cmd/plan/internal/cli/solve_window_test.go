@@ -225,3 +225,43 @@ func TestSimulateSchedule(t *testing.T) {
 		t.Errorf("schedule without --trace: exit %d, %s", code, stderr)
 	}
 }
+
+// TestSimulateScheduleSystems: every system's schedule replays (its plans deploy, its
+// policies serve the trace's rates) and reports all its windows and the peak plan.
+func TestSimulateScheduleSystems(t *testing.T) {
+	repoRoot(t)
+	cases := []struct {
+		name, trace string
+		solve       []string
+	}{
+		{"qlm", "testdata/schedule/llm-3windows.csv", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml"}},
+		{"dyorc", "testdata/schedule/dyorc-3windows.csv", []string{"--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json"}},
+		{"pard", "testdata/schedule/pard-3windows.csv", []string{"--profile", "testdata/pard/profile.json", "--cluster", "testdata/cost/cluster-pard.yaml", "--workload", "testdata/pard/workload.json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sched := filepath.Join(t.TempDir(), "s.json")
+			code, _, stderr := rootRun(t, append([]string{"solve", "-q", "--objective", "cost", "-o", sched, "--trace", tc.trace, "--window", "1m"}, tc.solve...)...)
+			skipWithoutHiGHS(t, stderr)
+			if code != ExitOK {
+				t.Fatalf("solve: exit %d: %s", code, stderr)
+			}
+			code, out, stderr := rootRun(t, "simulate", sched, "--trace", tc.trace, "--output", "json")
+			if code != ExitOK {
+				t.Fatalf("simulate: exit %d: %s", code, stderr)
+			}
+			var r scheduleReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Windows) != 3 || r.Overall.Requests == 0 || r.Peak.Requests == 0 || r.Overall.Attainment <= 0 {
+				t.Errorf("report %+v", r)
+			}
+			for i, w := range r.Windows {
+				if w.Requests == 0 {
+					t.Errorf("window %d: no requests", i)
+				}
+			}
+		})
+	}
+}
