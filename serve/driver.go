@@ -653,13 +653,41 @@ func (d *driver) onJob(j *Job) {
 	}
 	w := &g.dep.Topo.Workers[j.Worker]
 	d.m.busy(w.Name, g.dep.Stages[j.Stage].Name, j.End-j.Start)
-	for _, r := range b.Reqs {
-		if c := g.call(r); c != nil && c.onHop != nil && !c.answered {
-			c.onHop(HopEvent{Stage: g.dep.Stages[j.Stage].Name, Worker: w.Name, Hop: j.Hop,
-				StartUs: int64(j.Start), EndUs: int64(j.End), Result: g.eng.Req(r).Result})
-		}
+	hop := func(r dataplane.ReqID) HopEvent {
+		return HopEvent{Stage: g.dep.Stages[j.Stage].Name, Worker: w.Name, Hop: j.Hop,
+			StartUs: int64(j.Start), EndUs: int64(j.End), Result: g.eng.Req(r).Result}
 	}
+	tr, counts := g.eng.Policy().(TokenReporter)
+	if !counts {
+		for _, r := range b.Reqs {
+			if c := g.call(r); c != nil && c.onHop != nil && !c.answered {
+				c.onHop(hop(r))
+			}
+		}
+		d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
+		return
+	}
+	// An LLM step: the policy applies it first, then each request still streaming learns
+	// how many tokens its client has (none for a prefill chunk; the output delay's). The
+	// batch's request list is copied: the engine may retire the batch in handle.
+	reqs := append([]dataplane.ReqID(nil), b.Reqs...)
 	d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
+	if g.eng == nil {
+		return
+	}
+	for _, r := range reqs {
+		c := g.call(r)
+		if c == nil || c.onHop == nil || c.answered {
+			continue
+		}
+		n, ok := tr.VisibleTokens(r)
+		if !ok {
+			continue
+		}
+		ev := hop(r)
+		ev.Tokens, ev.HasTokens = n, true
+		c.onHop(ev)
+	}
 }
 
 // RunBatch implements dataplane.Effects: hand the hop to the executor.
