@@ -325,6 +325,9 @@ func (p *Policy) stamp(now dataplane.Time, o output, out *dataplane.Decisions) {
 		out.FirstToken(s.id, now)
 	}
 	if o.last {
+		if s.inst >= 0 && s.inst < len(p.inst) {
+			p.stats.Served[s.id] = p.inst[s.inst].gpu
+		}
 		if s.out > 1 {
 			p.stats.TPOT[s.id] = (now - s.arrival - s.ttft) / dataplane.Time(s.out-1)
 		}

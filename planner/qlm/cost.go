@@ -142,6 +142,8 @@ type CostResult struct {
 	Instances []formats.QLMInstance
 	Cost      float64
 	Sizing    *fleet.Solution
+	// Routes is the ILP's split of each bucket over GPU types (the runtime routes by it).
+	Routes []formats.QLMRoute
 }
 
 // SizeBuckets is Mélange's ILP over buckets × instance kinds (fleet.Size, shared): the
@@ -198,13 +200,47 @@ func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 	if err != nil {
 		return nil, err
 	}
-	res := &CostResult{Cost: sol.Cost, Sizing: sol}
+	res := &CostResult{Cost: sol.Cost, Sizing: sol, Routes: routes(buckets, kinds, sol)}
 	for ki, k := range kinds {
 		for range sol.Count[ki] {
 			res.Instances = append(res.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(len(res.Instances)), GPU: k.gpu, GPUCount: k.gpus, Model: k.model})
 		}
 	}
 	return res, nil
+}
+
+// routes records the ILP's share of every bucket per GPU type (summed over the kinds on a
+// type, in the cluster's kind order): Mélange's plan assumes each size goes where the ILP put
+// it, so the runtime must route by it (issue 34 follow-up: unrouted, short and long requests
+// mix on every type and the mixed fleet misses its SLOs).
+func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []formats.QLMRoute {
+	var out []formats.QLMRoute
+	for d, b := range buckets {
+		if b.Rate <= 0 || d >= len(sol.Share) {
+			continue
+		}
+		r := formats.QLMRoute{Class: b.Class, InputTokens: b.Input, OutputTokens: b.Output}
+		at := map[string]int{}
+		for k, sh := range sol.Share[d] {
+			if sh <= 1e-9 {
+				continue
+			}
+			g := kinds[k].gpu
+			if i, ok := at[g]; ok {
+				r.GPUs[i].Share += sh
+				continue
+			}
+			at[g] = len(r.GPUs)
+			r.GPUs = append(r.GPUs, formats.QLMShare{GPU: g, Share: sh})
+		}
+		for i := range r.GPUs {
+			r.GPUs[i].Share = math.Round(r.GPUs[i].Share*1e6) / 1e6
+		}
+		if len(r.GPUs) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // SolveCost is `plan solve --objective cost` for llm_classes workloads: the classes' token
@@ -229,7 +265,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	if err != nil {
 		return nil, err
 	}
-	q := &formats.QLMPlan{ReplanMs: 500, Instances: res.Instances}
+	q := &formats.QLMPlan{ReplanMs: 500, Instances: res.Instances, Routes: res.Routes}
 	assign := make([]string, len(q.Instances))
 	load := map[string]float64{}
 	for i, inst := range q.Instances {
