@@ -30,22 +30,31 @@ type Bucket struct {
 	Output float64
 	Rate   float64
 	SLO    time.Duration
+	// CapInput and CapOutput are the sizes the capacity rule holds for (0 = Input, Output):
+	// the bucket's upper edge, so its longer requests meet the SLO too.
+	CapInput, CapOutput float64
 }
 
 // ClassBuckets splits every class's token-length mix into a 3×3 grid of input × output
 // lengths at the 1/6, 1/2 and 5/6 quantiles of a normal with the class's mean and std,
 // clamped to [1, max], each taking a ninth of the class's rate (a class without std is
-// one bucket at its means).
+// one bucket at its means). A bucket's capacity is taken at its tercile's upper edge (the
+// top tercile at p95): sized at the centre, its longer half runs past the SLO on a type
+// chosen at the SLO's edge (the bundled mixed plan held 88.5% attainment at load 1.0).
 func ClassBuckets(w *formats.Workload) []Bucket {
-	z := []float64{-0.9674, 0, 0.9674} // standard normal quantiles at 1/6, 1/2, 5/6
+	z := []float64{-0.9674, 0, 0.9674}        // standard normal quantiles at 1/6, 1/2, 5/6
+	zHi := []float64{-0.4307, 0.4307, 1.6449} // the terciles' upper edges (the top one at p95)
 	var out []Bucket
 	for _, cl := range w.LLMClasses {
 		ins := quantiles(cl.InputTokens, z)
 		outs := quantiles(cl.OutputTokens, z)
+		insHi := quantiles(cl.InputTokens, zHi)
+		outsHi := quantiles(cl.OutputTokens, zHi)
 		share := cl.RateRPS / float64(len(ins)*len(outs))
-		for _, i := range ins {
-			for _, o := range outs {
-				out = append(out, Bucket{Model: cl.Model, Class: cl.Name, Input: i, Output: o, Rate: share, SLO: cl.SLO.D()})
+		for a, i := range ins {
+			for b, o := range outs {
+				out = append(out, Bucket{Model: cl.Model, Class: cl.Name, Input: i, Output: o, Rate: share, SLO: cl.SLO.D(),
+					CapInput: insHi[a], CapOutput: outsHi[b]})
 			}
 		}
 	}
@@ -184,7 +193,11 @@ func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 			if k.model != b.Model {
 				continue
 			}
-			d.Cap[ki], _ = Capacity(k.prof, b.Input, b.Output, b.SLO, f)
+			ci, co := b.Input, b.Output
+			if b.CapInput > 0 {
+				ci, co = b.CapInput, b.CapOutput
+			}
+			d.Cap[ki], _ = Capacity(k.prof, ci, co, b.SLO, f)
 			ok = ok || d.Cap[ki] > 0
 		}
 		if !ok && b.Rate > 0 {
