@@ -137,6 +137,21 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 	best, bt := el[0].idx, math.Inf(1)
 	for _, in := range el {
 		t := q.drain(p, in, len(q.vq[in.idx]))
+		// On an instance holding another model the group starts only after its own model
+		// replaces that one (as pull counts it): without this an idle instance of another
+		// model wins any tie with a busy one of the group's model and evicts its model for a
+		// group that never needed it (qlmfix item 2: on the five-request trace a batch request
+		// arriving 50 µs after a chat request sent vicuna's instance into an 11.8 s load, and
+		// the vicuna request that followed waited 14 s; serve's real-time arrivals hit it, the
+		// simulator's same-instant ones did not). An empty instance (back from a failure)
+		// evicts nothing: loading there runs beside the busy ones, as before.
+		prev := in.upcoming()
+		if v := q.vq[in.idx]; len(v) > 0 {
+			prev = v[len(v)-1].model
+		}
+		if prev != "" && g.model != prev {
+			t += p.swapSeconds(in, g.model)
+		}
 		if t < bt {
 			best, bt = in.idx, t
 		}
