@@ -262,10 +262,12 @@ func (p *Policy) preempt(in *instance, v *seq, m *llm) {
 		v.swapped = true
 		in.swapped = append(in.swapped, v)
 		p.stats.KVSwaps++
+		p.preempts.Add(1)
 		return
 	}
 	v.kv, v.comp = 0, 0
 	p.stats.Evictions++
+	p.preempts.Add(1)
 	p.q.requeue(p, in, v)
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -103,7 +104,14 @@ type Policy struct {
 	kvMax map[string]int
 	// routes are the plan's size routes per class (route.go).
 	routes []appRoutes
+	// preempts counts running sequences preempted (evicted or swapped out); atomic because
+	// serve reads it (Preemptions) from the goroutine that answers requests.
+	preempts atomic.Int64
 }
+
+// Preemptions implements serve.Preempter: running sequences preempted so far, by recompute
+// or by KV swap (LLM engine digest §2.3), the counter plan_llm_preemptions_total follows.
+func (p *Policy) Preemptions() int64 { return p.preempts.Load() }
 
 // Name implements dataplane.Policy.
 func (p *Policy) Name() string { return p.opt.name }
@@ -190,6 +198,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.seqs = map[dataplane.ReqID]*seq{}
 	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))
 	p.stats = Stats{Served: map[dataplane.ReqID]string{}, TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
+	p.preempts.Store(0)
 	return nil
 }
 
