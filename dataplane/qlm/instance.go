@@ -68,6 +68,9 @@ type instance struct {
 	swapped []*seq
 	kvUsed  int
 	cpuUsed int64
+	// slot is the most prompt tokens one sequence takes in the step being formed
+	// (prefillSlot: max_num_partial_prefills).
+	slot int
 	// iteration in flight
 	busy        bool
 	outstanding int
