@@ -117,6 +117,9 @@ func Capacity(pr *formats.LLMProfile, in, out float64, slo time.Duration, f floa
 		if it.MaxSeqs > 0 {
 			maxSeqs = it.MaxSeqs
 		}
+		if e := pr.Engine; e != nil && e.MaxNumSeqs > 0 {
+			maxSeqs = e.MaxNumSeqs // the engine's setting wins, as the runtime reads it
+		}
 		ctxCoef = it.DecodeUsPerContextToken
 		if len(it.Decode) > 0 {
 			dec = func(b float64) float64 { return pwl(it.Decode, b) }
