@@ -28,7 +28,7 @@ const (
 // Holt is Holt's linear trend method (EWMA with trend), the documented default:
 // ℓₜ = αxₜ + (1−α)(ℓₜ₋₁+bₜ₋₁), bₜ = β(ℓₜ−ℓₜ₋₁) + (1−β)bₜ₋₁, x̂ₜ₊ₕ = ℓₜ + h·bₜ.
 type Holt struct {
-	Alpha, Beta float64
+	Alpha, Beta  float64
 	level, trend float64
 	n            int
 }
