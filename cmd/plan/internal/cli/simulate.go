@@ -38,6 +38,7 @@ type simulateOptions struct {
 	fail      []string
 	warmup    time.Duration
 	findLimit bool
+	autopilot autopilotFlags
 }
 
 func init() { register(newSimulateCmd) }
@@ -87,6 +88,7 @@ PLAN defaults to ./plan.json.`,
 	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 10% of --duration, at most 3s; 0s counts every request)")
 	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
+	addAutopilotFlags(f, &o.autopilot)
 	return cmd
 }
 
@@ -148,6 +150,9 @@ func parseParams(kv []string) (map[string]string, error) {
 }
 
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if o.autopilot.enabled() {
+		return runSimulateAutopilot(cmd, app, o, args)
+	}
 	path, err := resolvePlanArg(args)
 	if err != nil {
 		return err
