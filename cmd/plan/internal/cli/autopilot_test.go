@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestBadInputAutopilot: the autopilot's flags are checked before anything runs (issue 35
+// "Bad input"): exit 2 naming the flag.
+func TestBadInputAutopilot(t *testing.T) {
+	base := []string{"simulate", "testdata/serve/demo-plan.json", "--trace", "testdata/autopilot/day.json"}
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	runBadInput(t, []badInputCase{
+		{name: "period longer than the history", args: with("--autopilot", "--autopilot-period", "90", "--autopilot-history", "60"), code: ExitUsage,
+			want: []string{"--autopilot-period 90: the forecaster's period is longer than the window history (--autopilot-history 60 windows)"}},
+		{name: "period of one window", args: with("--autopilot", "--autopilot-period", "1"), code: ExitUsage, want: []string{"--autopilot-period 1"}},
+		{name: "cost objective", args: with("--autopilot", "--autopilot-objective", "cost"), code: ExitUsage, want: []string{`--autopilot-objective "cost"`}},
+		{name: "unknown mode", args: with("--autopilot=sometimes"), code: ExitUsage, want: []string{`--autopilot "sometimes": want on or advise`}},
+		{name: "negative budget", args: with("--autopilot", "--autopilot-gpu-budget", "-1"), code: ExitUsage, want: []string{"--autopilot-gpu-budget -1"}},
+		{name: "load range", args: with("--autopilot", "--load", "0.1,0.2"), code: ExitUsage, want: []string{"--load \"0.1,0.2\": with --autopilot, one load factor"}},
+		{name: "zero window", args: with("--autopilot", "--autopilot-window", "0s"), code: ExitUsage, want: []string{"--autopilot-window 0s"}},
+	})
+}
+
+// TestSimulateAutopilotDay is issue 35's target on the PPipe demo plan: over a diurnal day
+// (testdata/autopilot/day.json) at a mean of 0.4 of the plan's rate (its peak window near
+// 0.76), the autopilot's attainment is within 1 point of the plan solved for the peak at
+// ≤ 70% of its GPU-hours, and the plan solved for the mean falls below both.
+func TestSimulateAutopilotDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates a million requests three times")
+	}
+	repoRoot(t)
+	code, stdout, stderr := rootRun(t, "simulate", "testdata/serve/demo-plan.json", "--autopilot", "--trace", "testdata/autopilot/day.json", "--load", "0.4", "-O", "json")
+	skipWithoutHiGHS(t, stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep autopilotSimReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	a, p, m := rep.Autopilot, rep.Peak, rep.Mean
+	t.Logf("autopilot %.4f %.3f GPU-h %d switches; peak %.4f %.3f GPU-h; mean %.4f %.3f GPU-h", a.Attainment, a.GPUHours, a.Switches, p.Attainment, p.GPUHours, m.Attainment, m.GPUHours)
+	if a.Requests != p.Requests || a.Requests != m.Requests || a.Requests == 0 {
+		t.Fatalf("requests: autopilot %d, peak %d, mean %d", a.Requests, p.Requests, m.Requests)
+	}
+	if a.Attainment < p.Attainment-0.01 {
+		t.Errorf("autopilot attainment %.4f more than 1 point below the peak plan's %.4f", a.Attainment, p.Attainment)
+	}
+	if a.GPUHours > 0.7*p.GPUHours {
+		t.Errorf("autopilot %.3f GPU-hours > 70%% of the peak plan's %.3f", a.GPUHours, p.GPUHours)
+	}
+	if m.Attainment >= a.Attainment || a.Switches == 0 {
+		t.Errorf("the mean plan (%.4f) does not fall below the autopilot (%.4f, %d switches)", m.Attainment, a.Attainment, a.Switches)
+	}
+}
