@@ -30,6 +30,14 @@ type BodyLimiter interface {
 	BodyLimits() map[string]int64
 }
 
+// ErrorWriter is implemented by a BodyLimiter front end whose API has an error shape of its
+// own (the OpenAI API's error objects, issue 32 item 7): the server's refusal of a body over
+// the limit of one of its routes (413, before the handler runs) is written by WriteError
+// instead of as {"error": "..."}.
+type ErrorWriter interface {
+	WriteError(w http.ResponseWriter, status int, msg string)
+}
+
 // ReadyChecker is implemented by a Frontend whose routes depend on something that can fail
 // apart from the workers (the OpenAI API's durable batch queue): GET /v2/health/ready answers
 // 503 with the reason while Ready returns an error (issue 36 item 1: a dead queue must not
@@ -99,6 +107,25 @@ func (s *Server) bodyLimits() map[string]int64 {
 	return lim
 }
 
+// tooLargeOn is tooLarge, written by the ErrorWriter front end whose BodyLimits name pattern.
+func (s *Server) tooLargeOn(w http.ResponseWriter, limit int64, pattern string) {
+	for _, f := range s.opts.Frontends {
+		ew, ok := f.(ErrorWriter)
+		bl, ok2 := f.(BodyLimiter)
+		if !ok || !ok2 {
+			continue
+		}
+		if _, mine := bl.BodyLimits()[pattern]; mine {
+			s.m.reject(http.StatusRequestEntityTooLarge, "body-too-large")
+			w.Header().Set("Connection", "close")
+			abandonBody(w)
+			ew.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than this endpoint's limit of %d bytes", limit))
+			return
+		}
+	}
+	s.tooLarge(w, limit)
+}
+
 // isInfer reports a KServe infer request: its handler applies the same deadline and limit
 // itself (readBody), on the hot path's cheaper route.
 func isInfer(r *http.Request) bool {
@@ -121,7 +148,7 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 		limit = s.opts.MaxBody
 	}
 	if r.ContentLength > limit {
-		s.tooLarge(w, limit)
+		s.tooLargeOn(w, limit, pattern)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -307,11 +334,19 @@ func (c *limitedConn) Close() error {
 }
 
 // LimitListener caps ln's open connections as Serve caps its own (Options.MaxConns,
-// MaxConnsPerIP): for the listeners of other protocols on the same server (KServe gRPC),
-// whose connections carry no route to reserve slots for, so they get no reserve.
+// MaxConnsPerIP, the same reserve): for the listeners of other protocols on the same server
+// (KServe gRPC). The protocol enforces the reserve itself: ReservedConn tells which accepted
+// connections hold a reserve slot, and it answers only its health checks on them.
 func (s *Server) LimitListener(ln net.Listener) net.Listener {
-	total, perIP, _ := s.connCaps()
-	return newConnLimiter(ln, total, perIP, 0)
+	total, perIP, reserve := s.connCaps()
+	return newConnLimiter(ln, total, perIP, reserve)
+}
+
+// ReservedConn reports whether c, accepted by a LimitListener, holds one of the reserve slots
+// kept for health checks.
+func ReservedConn(c net.Conn) bool {
+	lc, ok := c.(*limitedConn)
+	return ok && lc.reserved
 }
 
 // connCaps returns the connection caps: the options', or defaults from the process's

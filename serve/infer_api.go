@@ -75,7 +75,11 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 		return &Answer{Status: 404, Err: fmt.Sprintf("model %q not found: this server serves %s", model, names)}, nil
 	}
 	refuse := func(reason, msg string, retry dataplane.Time) *Answer {
-		s.m.reject(503, reason)
+		code := 503
+		if req.RefusedStatus != nil {
+			code = req.RefusedStatus(reason)
+		}
+		s.m.reject(code, reason)
 		s.m.drop(model, "intake", reason)
 		return &Answer{Status: 503, Reason: reason, Stage: "intake", RetryUs: int64(retry), Err: msg}
 	}
@@ -200,7 +204,7 @@ func (s *Server) ModelInfo(model string) (ModelMetadata, bool) {
 	if !ok {
 		return ModelMetadata{}, false
 	}
-	return ModelMetadata{Name: model, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
+	return ModelMetadata{Name: model, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
 		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS}, true
 }
 

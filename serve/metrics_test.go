@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/internal/promcheck"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/serve")
@@ -56,5 +57,13 @@ func TestMetricsGolden(t *testing.T) {
 	}
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Errorf("metrics differ from %s (run with -update if intended):\n%s", path, b.String())
+	}
+	// Every plan_* family passes promtool's lint rules (issue 32 item 4).
+	probs, err := promcheck.Lint(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probs {
+		t.Errorf("lint: %s", p)
 	}
 }

@@ -408,6 +408,9 @@ func (s *Server) coreRoutes() []route {
 		{RouteDoc{"POST /v2/models/{model}/infer", "run one request (KServe v2 JSON)"}, s.handleInfer},
 		{RouteDoc{"GET /v2/models/{model}", "the model's metadata"}, s.handleModel},
 		{RouteDoc{"GET /v2/models/{model}/ready", "whether the model is served"}, s.handleModelReady},
+		{RouteDoc{"POST /v2/models/{model}/versions/{version}/infer", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleInfer)},
+		{RouteDoc{"GET /v2/models/{model}/versions/{version}", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleModel)},
+		{RouteDoc{"GET /v2/models/{model}/versions/{version}/ready", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleModelReady)},
 		{RouteDoc{"GET /v2/health/live", "liveness"}, func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, 200, map[string]bool{"live": true})
 		}},
@@ -510,7 +513,7 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 		s.unknownModel(w, name, g)
 		return
 	}
-	writeJSON(w, 200, &ModelMetadata{Name: name, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
+	writeJSON(w, 200, &ModelMetadata{Name: name, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
 		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
 }
 
@@ -524,11 +527,10 @@ func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if s.closing.Load() || !s.m.isReady() || s.noWorker.Load() {
+	if err := s.Readiness(r.Context()); errors.Is(err, errNotReady) {
 		writeJSON(w, 503, map[string]bool{"ready": false})
 		return
-	}
-	if err := s.frontendsReady(r.Context()); err != nil {
+	} else if err != nil {
 		writeJSON(w, 503, map[string]any{"ready": false, "error": err.Error()})
 		return
 	}

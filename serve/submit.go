@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -38,6 +39,12 @@ type Request struct {
 	// hops finishes (a stage's batch, an LLM instance's iteration), before the request's
 	// answer. It must not block: a streaming front end hands the event to its own goroutine.
 	OnHop func(HopEvent)
+	// RefusedStatus, when set, is the HTTP status the front end answers a request refused
+	// before intake with (the door closed for reason, the in-flight bound: "overload", a
+	// shutdown: "shutdown"); the refusal is counted under it in plan_rejected_total{code},
+	// so the metrics say what the client saw (issue 32 item 4: the OpenAI API answers an
+	// overload 429). nil: 503, the KServe HTTP answer. The Answer's Status stays 503.
+	RefusedStatus func(reason string) int
 }
 
 // HopEvent is one finished hop of a request (Request.OnHop).
@@ -67,6 +74,9 @@ type FrontendFlags interface {
 
 // A Frontend that holds resources (a queue, connections) implements io.Closer: Shutdown
 // closes it after the drain.
+
+// Logger returns the server's logger (Options.Log), for front ends' own messages.
+func (s *Server) Logger() *slog.Logger { return s.opts.Log }
 
 // Deployment returns the deployment being served now (read-only: it belongs to the driver).
 func (s *Server) Deployment() *dataplane.Deployment {

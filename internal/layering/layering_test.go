@@ -65,6 +65,8 @@ var layers = []layer{
 	// progress decides, in one place, whether stderr is a terminal (progress lines or none).
 	{"internal/progress", 0, "progress"},
 	{"internal/readme", 0, "readme"},
+	// promcheck lints Prometheus expositions (promtool's rules) for serve's and cmd's tests.
+	{"internal/promcheck", 0, "promcheck"},
 	{"internal/layering", 0, "layering"},
 }
 

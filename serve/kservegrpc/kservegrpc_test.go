@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,12 +256,18 @@ func TestDropsAndOverload(t *testing.T) {
 	if got[codes.Unavailable] == 0 || got[codes.OK] == 0 || len(reasons) == 0 {
 		t.Errorf("300 at once on one GPU: codes %v reasons %v: want some served and some UNAVAILABLE with a reason", got, reasons)
 	}
-	_, c2, _ := start(t, serve.Options{Plan: loadPlan(t, "one-gpu.json"), MaxInFlight: 1})
+	s2, c2, _ := start(t, serve.Options{Plan: loadPlan(t, "one-gpu.json"), MaxInFlight: 1})
 	for try := 0; try < 5; try++ {
 		got, reasons = burst(c2, "m1", 50)
 		if got[codes.ResourceExhausted] > 0 {
 			if reasons["overload"] == 0 {
 				t.Errorf("RESOURCE_EXHAUSTED without the overload reason: %v", reasons)
+			}
+			// Counted under RESOURCE_EXHAUSTED's HTTP equivalent, 429 (issue 32 item 4).
+			m := httptest.NewRecorder()
+			s2.ServeHTTP(m, httptest.NewRequest("GET", "/metrics", nil))
+			if !strings.Contains(m.Body.String(), `plan_rejected_total{cause="overload",code="429"}`) || strings.Contains(m.Body.String(), `cause="overload",code="503"`) {
+				t.Errorf("RESOURCE_EXHAUSTED not counted as code 429:\n%s", m.Body.String())
 			}
 			return
 		}

@@ -8,7 +8,12 @@
 // the message (and in the trailers plan-drop-reason, plan-drop-stage, retry-after-ms); one
 // refused for overload (the in-flight bound or a door closed for overload) is
 // RESOURCE_EXHAUSTED; bad input is INVALID_ARGUMENT naming the tensor; an unknown model
-// NOT_FOUND.
+// NOT_FOUND, and so is an unknown model version (serve.CheckModelVersion: "1" or empty, the
+// same rule as HTTP's /v2/models/{model}/versions/{version} routes).
+//
+// Beside the inference service the server registers grpc.health.v1 (Kubernetes gRPC probes;
+// SERVING exactly while GET /v2/health/ready is 200) and server reflection (grpcurl list and
+// describe), see health.go.
 package kservegrpc
 
 import (
@@ -17,10 +22,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -34,20 +41,38 @@ type Service struct {
 	s *serve.Server
 }
 
-// New returns a gRPC server with the service registered.
+// New returns a gRPC server with the inference, health and reflection services registered.
+// Health checks answer from s's readiness at each Check; Start also keeps Watch streams
+// current.
 func New(s *serve.Server, opts ...grpc.ServerOption) *grpc.Server {
-	g := grpc.NewServer(opts...)
-	pb.RegisterGRPCInferenceServiceServer(g, &Service{s: s})
+	g, _ := newServer(s, opts...)
 	return g
 }
 
-// Serve runs g on ln until ctx ends, then stops gracefully (in-flight RPCs finish).
+// newServer is New, also returning the health service (Start keeps it current for Watch).
+func newServer(s *serve.Server, opts ...grpc.ServerOption) (*grpc.Server, *health) {
+	opts = append([]grpc.ServerOption{serverCreds(), grpc.ChainUnaryInterceptor(reserveOnlyHealth), grpc.ChainStreamInterceptor(reserveOnlyHealthStream)}, opts...)
+	g := grpc.NewServer(opts...)
+	pb.RegisterGRPCInferenceServiceServer(g, &Service{s: s})
+	h := registerHealth(g, s)
+	reflection.Register(g)
+	return g, h
+}
+
+// gracefulStopTimeout bounds Serve's graceful stop: streams still open then (a client's
+// reflection stream left open) are cut.
+const gracefulStopTimeout = 30 * time.Second
+
+// Serve runs g on ln until ctx ends, then stops gracefully (in-flight RPCs finish, within
+// gracefulStopTimeout).
 func Serve(ctx context.Context, g *grpc.Server, ln net.Listener) error {
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
+			t := time.AfterFunc(gracefulStopTimeout, g.Stop)
 			g.GracefulStop()
+			t.Stop()
 		case <-done:
 		}
 	}()
@@ -65,16 +90,20 @@ func (x *Service) ServerLive(context.Context, *pb.ServerLiveRequest) (*pb.Server
 }
 
 // ServerReady implements the RPC as GET /v2/health/ready.
-func (x *Service) ServerReady(context.Context, *pb.ServerReadyRequest) (*pb.ServerReadyResponse, error) {
-	return &pb.ServerReadyResponse{Ready: x.s.Ready()}, nil
+func (x *Service) ServerReady(ctx context.Context, _ *pb.ServerReadyRequest) (*pb.ServerReadyResponse, error) {
+	return &pb.ServerReadyResponse{Ready: x.s.Readiness(ctx) == nil}, nil
 }
 
-// ModelReady implements the RPC: NOT_FOUND for a model the plan does not serve.
-func (x *Service) ModelReady(_ context.Context, r *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
+// ModelReady implements the RPC: NOT_FOUND for a model the plan does not serve or a version
+// it does not have.
+func (x *Service) ModelReady(ctx context.Context, r *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
 	if _, ok := x.s.ModelInfo(r.GetName()); !ok {
 		return nil, x.notFound(r.GetName())
 	}
-	return &pb.ModelReadyResponse{Ready: x.s.Ready()}, nil
+	if err := serve.CheckModelVersion(r.GetName(), r.GetVersion()); err != nil {
+		return nil, status.Error(codes.NotFound, err.Error())
+	}
+	return &pb.ModelReadyResponse{Ready: x.s.Readiness(ctx) == nil}, nil
 }
 
 // ServerMetadata implements the RPC as GET /v2.
@@ -87,6 +116,9 @@ func (x *Service) ModelMetadata(_ context.Context, r *pb.ModelMetadataRequest) (
 	md, ok := x.s.ModelInfo(r.GetName())
 	if !ok {
 		return nil, x.notFound(r.GetName())
+	}
+	if err := serve.CheckModelVersion(r.GetName(), r.GetVersion()); err != nil {
+		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	out := &pb.ModelMetadataResponse{Name: md.Name, Versions: md.Versions, Platform: md.Platform}
 	for _, t := range md.Inputs {
@@ -108,6 +140,9 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	spec, outSpec, ok := x.s.Specs(r.GetModelName())
 	if !ok {
 		return nil, x.notFound(r.GetModelName())
+	}
+	if err := serve.CheckModelVersion(r.GetModelName(), r.GetModelVersion()); err != nil {
+		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	if len(r.GetInputs()) != 1 {
 		return nil, status.Errorf(codes.InvalidArgument, "inputs: %d tensors: the model takes exactly one (%s)", len(r.GetInputs()), spec.Name)
@@ -140,7 +175,7 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 		}
 	}
 	a, err := x.s.Submit(ctx, serve.Request{Model: r.GetModelName(), ID: r.GetId(), Input: &serve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data},
-		Attrs: dataplane.Attrs{Trace: trace}})
+		Attrs: dataplane.Attrs{Trace: trace}, RefusedStatus: refusedStatus})
 	if err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
@@ -154,7 +189,7 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	resp := &pb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: r.GetModelVersion(), Id: r.GetId(),
+	resp := &pb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: serve.ModelVersion, Id: r.GetId(),
 		Outputs: []*pb.ModelInferResponse_InferOutputTensor{out},
 		Parameters: map[string]*pb.InferParameter{
 			"outcome":    {ParameterChoice: &pb.InferParameter_StringParam{StringParam: a.Outcome}},
@@ -173,6 +208,16 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 		resp.RawOutputContents = [][]byte{rawOut}
 	}
 	return resp, nil
+}
+
+// refusedStatus is the HTTP equivalent of the gRPC status a refusal at intake is answered
+// with (answerError): RESOURCE_EXHAUSTED for overload is 429, UNAVAILABLE 503 (gRPC's own
+// HTTP mapping), the code plan_rejected_total counts it under.
+func refusedStatus(reason string) int {
+	if reason == "overload" {
+		return 429
+	}
+	return 503
 }
 
 // traceKey is serve.TraceIndexHeader as gRPC metadata (whose keys are lower case).
@@ -224,14 +269,22 @@ func Start(ctx context.Context, s *serve.Server, addr string) (bound string, sto
 	if err != nil {
 		return "", nil, err
 	}
-	// The same caps on open connections as the HTTP listener (issue 36 item 3).
+	// The same caps on open connections as the HTTP listener (issue 36 item 3), with a
+	// reserve for health checks (health.go).
 	ln = s.LimitListener(ln)
-	g := New(s)
+	g, h := newServer(s)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		h.follow(ctx) // until ctx ends
+		// Probes see NOT_SERVING while in-flight calls drain; Watch streams end.
+		h.stop()
+	}()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
 		_ = Serve(ctx, g, ln)
 	}()
-	return ln.Addr().String(), func() { cancel(); <-done }, nil
+	return ln.Addr().String(), func() { cancel(); <-done; <-served }, nil
 }

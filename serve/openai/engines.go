@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,10 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/serve"
@@ -288,52 +289,47 @@ func (e *Engines) poll(ctx context.Context, s EngineState) EngineState {
 		s.Err = err.Error()
 		return s
 	}
-	g := ParseGauges(b, "vllm:num_requests_waiting", "vllm:num_requests_running")
+	g, err := ParseGauges(b, "vllm:num_requests_waiting", "vllm:num_requests_running")
+	if err != nil {
+		s.Err = fmt.Sprintf("GET %s/metrics: %v", s.URL, err)
+		return s
+	}
 	s.Waiting, s.Running = g["vllm:num_requests_waiting"], g["vllm:num_requests_running"]
 	s.Polled = time.Now().UnixMilli()
 	return s
 }
 
 // ParseGauges sums the samples of the named metrics in a Prometheus text exposition (an
-// engine serving several models reports one sample per model_name label).
-func ParseGauges(text []byte, names ...string) map[string]float64 {
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
+// engine serving several models reports one sample per model_name label), parsed by the
+// Prometheus library's own text parser (issue 32 item 4): gauges, counters and untyped
+// samples; a name the exposition lacks is absent from the map. An exposition the parser
+// refuses (a malformed line, a family declared twice) is an error, not a partial reading.
+func ParseGauges(text []byte, names ...string) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the metrics: %w", err)
 	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		if l == "" || l[0] == '#' {
+	for _, n := range names {
+		f, ok := fams[n]
+		if !ok {
 			continue
 		}
-		end := strings.IndexAny(l, "{ ")
-		if end < 0 {
-			continue
-		}
-		name := l[:end]
-		if !want[name] {
-			continue
-		}
-		rest := l[end:]
-		if rest[0] == '{' {
-			i := strings.LastIndexByte(rest, '}')
-			if i < 0 {
-				continue
+		var sum float64
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.Gauge != nil:
+				sum += m.GetGauge().GetValue()
+			case m.Counter != nil:
+				sum += m.GetCounter().GetValue()
+			case m.Untyped != nil:
+				sum += m.GetUntyped().GetValue()
 			}
-			rest = rest[i+1:]
 		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
-			out[name] += v
-		}
+		out[n] = sum
 	}
-	return out
+	return out, nil
 }
 
 // forward sends a request's body to its instance's engine, with the engine's model name,

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +25,12 @@ import (
 // error saying so.
 type Frontend struct {
 	Kind string
-	// QueueDir is the embedded JetStream server's store; QueueURL an external server instead.
+	// QueueDir is the embedded JetStream server's store ("": DefaultQueueDir of the server's
+	// address, set by Configure); QueueURL an external server instead.
 	QueueDir, QueueURL string
+	// QueueResultTTL is how long a queued request's status and result are kept after its
+	// last change (0: forever; see DefaultResultTTL).
+	QueueResultTTL time.Duration
 	// QueueWorkers bounds the queued requests submitted to the engine at once; 0 makes a
 	// server that accepts and answers polls but serves none (another `plan serve` on the same
 	// --queue-url does).
@@ -58,27 +60,37 @@ type Frontend struct {
 	s      *serve.Server
 	seq    atomic.Uint64
 	prefix string
+	// started is when Routes ran: the server's start, every model's `created`.
+	started time.Time
 
 	limits limitCache
 
 	qmu    sync.Mutex
+	openMu sync.Mutex // one opening of the queue at a time (queue_open.go)
 	q      Queue
-	qerr   error
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	closed bool
+	// qerr is the last failure to open the queue, at qerrAt: answered without a new try
+	// for queueRetry; opening says the open loop runs (queue_open.go).
+	qerr     error
+	qerrAt   time.Time
+	opening  bool
+	openStop context.CancelFunc
+	openWG   sync.WaitGroup
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	closed   bool
 }
 
 // New returns the front end for deployments of kind.
 func New(kind string) *Frontend {
-	return &Frontend{Kind: kind, QueueDir: filepath.Join(os.TempDir(), "plan-queue"), QueueWorkers: 32,
+	return &Frontend{Kind: kind, QueueWorkers: 32, QueueResultTTL: DefaultResultTTL,
 		QueueLease: DefaultLease, Endpoints: EndpointList{}, Poll: time.Second}
 }
 
 // Flags implements serve.FrontendFlags.
 func (f *Frontend) Flags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.QueueDir, "queue-dir", f.QueueDir, "directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue)")
-	fs.StringVar(&f.QueueURL, "queue-url", f.QueueURL, "external NATS JetStream server for the batch queue (nats://host:4222); replaces --queue-dir")
+	fs.StringVar(&f.QueueDir, "queue-dir", f.QueueDir, "directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue) (default $XDG_STATE_HOME/plan/queue/ADDR, else ~/.local/state/plan/queue/ADDR: one per --addr)")
+	fs.StringVar(&f.QueueURL, "queue-url", f.QueueURL, "external NATS JetStream server for the batch queue (nats://host:4222[,nats://...]); replaces --queue-dir")
+	fs.DurationVar(&f.QueueResultTTL, "queue-result-ttl", f.QueueResultTTL, "how long a queued request's status and result are kept after its last change (0: forever); longer than any request waits in the queue")
 	fs.Var(f.Endpoints, "llm-endpoints", "QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)")
 	fs.DurationVar(&f.Poll, "llm-poll", f.Poll, "how often the --llm-endpoints engines' /metrics are read")
 	fs.IntVar(&f.QueueWorkers, "queue-workers", f.QueueWorkers, "queued requests handed to the engine at once (0: accept and answer polls only)")
@@ -95,38 +107,6 @@ func (f *Frontend) BodyLimits() map[string]int64 {
 	return map[string]int64{"POST /v1/completions": n, "POST /v1/chat/completions": n, "POST /v1/queue": n}
 }
 
-// route is a documented route and its handler.
-type route struct {
-	serve.RouteDoc
-	h http.HandlerFunc
-}
-
-// routes is the table Routes registers and RouteDocs documents: the OpenAI API's five routes,
-// then GET /v1/engines, registered only with --llm-endpoints.
-func (f *Frontend) routes() []route {
-	return []route{
-		{serve.RouteDoc{Pattern: "GET /v1/models", Doc: "the models the plan serves (OpenAI API)"}, f.handleModels},
-		{serve.RouteDoc{Pattern: "POST /v1/completions", Doc: "a completion (OpenAI API)"},
-			func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, false) }},
-		{serve.RouteDoc{Pattern: "POST /v1/chat/completions", Doc: "a chat completion (OpenAI API)"},
-			func(w http.ResponseWriter, r *http.Request) { f.handleCompletion(w, r, true) }},
-		{serve.RouteDoc{Pattern: "POST /v1/queue", Doc: "enqueue a batch request in the durable queue; answers its id"}, f.handleEnqueue},
-		{serve.RouteDoc{Pattern: "GET /v1/queue/{id}", Doc: "a queued request's state and answer"}, f.handleQueueGet},
-		{serve.RouteDoc{Pattern: "GET /v1/engines", Doc: "the --llm-endpoints engines' state (with --llm-endpoints)"}, func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, 200, map[string]any{"object": "list", "data": f.engines.All()})
-		}},
-	}
-}
-
-// RouteDocs implements serve.FrontendRoutes.
-func (f *Frontend) RouteDocs() []serve.RouteDoc {
-	var out []serve.RouteDoc
-	for _, r := range f.routes() {
-		out = append(out, r.RouteDoc)
-	}
-	return out
-}
-
 // Routes implements serve.Frontend.
 func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	f.s = s
@@ -134,11 +114,15 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 		f.MaxBody = 4 << 20
 	}
 	// Ids are unique across restarts (the queue outlives the process): the start time in
-	// base 36, then a counter.
-	f.prefix = strconv.FormatInt(time.Now().UnixNano(), 36)
-	for _, r := range f.routes()[:5] {
+	// base 36, then a counter. The start time is also the models' `created`.
+	f.started = time.Now()
+	f.prefix = strconv.FormatInt(f.started.UnixNano(), 36)
+	rs := f.routes()
+	for _, r := range rs[:len(rs)-1] {
 		mux.HandleFunc(r.Pattern, r.h)
 	}
+	// Every other path under /v1/ answers an OpenAI error object too (issue 32 item 7).
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { f.handleUnknown(w, r, mux) })
 	if len(f.Endpoints) > 0 {
 		f.forwardClient = &http.Client{}
 		f.engines = newEngines(f.Endpoints, nil, func(es []EngineState) {
@@ -146,13 +130,13 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 			f.markDown(s)
 		})
 		f.engines.start(max(f.Poll, 10*time.Millisecond))
-		r := f.routes()[5]
+		r := rs[len(rs)-1]
 		mux.HandleFunc(r.Pattern, r.h)
 	}
 	// A server that starts on a plan of this kind opens its queue at once, so requests left
 	// from the last run are served without waiting for a client.
 	if d := s.Deployment(); d != nil && d.Kind == f.Kind {
-		_, _ = f.queue()
+		f.openInBackground()
 	}
 }
 
@@ -161,8 +145,12 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 func (f *Frontend) Close() error {
 	f.qmu.Lock()
 	f.closed = true
-	q, stop := f.q, f.stop
+	q, stop, openStop := f.q, f.stop, f.openStop
 	f.qmu.Unlock()
+	if openStop != nil {
+		openStop()
+	}
+	f.openWG.Wait()
 	if stop != nil {
 		stop()
 	}
@@ -174,42 +162,6 @@ func (f *Frontend) Close() error {
 		return q.Close()
 	}
 	return nil
-}
-
-// queue opens the queue and starts its workers on first use.
-func (f *Frontend) queue() (Queue, error) {
-	f.qmu.Lock()
-	defer f.qmu.Unlock()
-	if f.closed {
-		return nil, errors.New("the server is shutting down")
-	}
-	if f.q != nil || f.qerr != nil {
-		return f.q, f.qerr
-	}
-	var q Queue
-	var err error
-	if f.NewQueue != nil {
-		q, err = f.NewQueue()
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		q, err = OpenJetStream(ctx, JetStreamOptions{Dir: f.QueueDir, URL: f.QueueURL, AckWait: f.QueueLease})
-		cancel()
-	}
-	if err != nil {
-		f.qerr = err
-		return nil, err
-	}
-	f.q = q
-	ctx, cancel := context.WithCancel(context.Background())
-	f.stop = cancel
-	for range max(f.QueueWorkers, 0) {
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			f.work(ctx, q)
-		}()
-	}
-	return q, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -240,24 +192,6 @@ func (f *Frontend) active() *Error {
 			Message: fmt.Sprintf("the OpenAI API serves %s plans; the active plan is a %s plan", f.Kind, kind)}
 	}
 	return nil
-}
-
-func (f *Frontend) handleModels(w http.ResponseWriter, _ *http.Request) {
-	if e := f.active(); e != nil {
-		writeError(w, e)
-		return
-	}
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	var ms []model
-	for _, a := range f.s.Deployment().Apps {
-		ms = append(ms, model{ID: a.Name, Object: "model", OwnedBy: "plan"})
-	}
-	writeJSON(w, 200, map[string]any{"object": "list", "data": ms})
 }
 
 // read reads and decodes a request body.
@@ -330,7 +264,8 @@ func (f *Frontend) newID(chat bool) string {
 // lengths can go negative) for its RCT estimate (QLM §6).
 func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Time) (*serve.Answer, error) {
 	return f.s.Submit(ctx, serve.Request{Model: sub.req.Model, ID: sub.id, Arrived: arrived,
-		Attrs: dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
+		Attrs:         dataplane.Attrs{Class: sub.req.Class, Priority: sub.req.Priority, InTokens: int32(sub.req.PromptTokens), OutTokens: int32(sub.req.MaxTokens)},
+		RefusedStatus: refusedStatus,
 		OnHop: func(h serve.HopEvent) {
 			sub.mu.Lock()
 			sub.tokens++
@@ -341,6 +276,16 @@ func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Tim
 			default:
 			}
 		}})
+}
+
+// refusedStatus is the status a request refused at intake is answered with (answerError):
+// 503 while shutting down, else 429 (the door reopens after Retry-After). Submit counts the
+// refusal under it (serve.Request.RefusedStatus), so plan_rejected_total{code} says 429 too.
+func refusedStatus(reason string) int {
+	if reason == string(dataplane.DropShutdown) {
+		return 503
+	}
+	return 429
 }
 
 // answerError maps a non-200 answer to an OpenAI error: refused at the door → 429 (the door
@@ -354,7 +299,7 @@ func answerError(a *serve.Answer) *Error {
 	case 503:
 		e := &Error{Status: 503, Type: "server_error", Code: a.Reason,
 			Message: fmt.Sprintf("dropped (%s at %s): %s", a.Reason, a.Stage, a.Err), RetryAfter: 1}
-		if a.Stage == "intake" && a.Reason != string(dataplane.DropShutdown) {
+		if a.Stage == "intake" && refusedStatus(a.Reason) == 429 {
 			e.Status, e.Type = 429, "rate_limit_error"
 			e.RetryAfter = max(1, (a.RetryUs+999_999)/1_000_000)
 		}

@@ -334,10 +334,14 @@ func TestEarly413(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != 413 {
 			t.Errorf("POST %s with a 5 MiB body: %d, want 413", path, resp.StatusCode)
+		}
+		// An OpenAI error object, as every answer of this API (issue 32 item 7).
+		if !bytes.Contains(b, []byte(`"error":{"message":"request body larger than`)) || !bytes.Contains(b, []byte(`"type":"invalid_request_error"`)) {
+			t.Errorf("POST %s with a 5 MiB body: %s; want an OpenAI error object", path, b)
 		}
 	}
 }

@@ -39,6 +39,13 @@ type JetStreamOptions struct {
 	AckWait time.Duration
 	// MaxDeliver bounds the times a request is handed out (0: 20).
 	MaxDeliver int
+	// ResultTTL is the status bucket's TTL: a request's status and result are removed this
+	// long after their last change (0: kept forever). It applies to the bucket, so it counts
+	// for a waiting request's status too (re-written when the request is leased): it must
+	// outlast the longest wait in the queue. The messages themselves have no TTL (a request
+	// leaves the stream when its result is recorded). The embedded server's store shrinks
+	// with it, so --queue-dir does not grow without bound.
+	ResultTTL time.Duration
 }
 
 // DefaultLease is the queue's lease (JetStreamOptions.AckWait) unless set; a running
@@ -161,7 +168,7 @@ func setupStream(ctx context.Context, nc *nats.Conn, o JetStreamOptions) (*jsHan
 	if err != nil {
 		return nil, fmt.Errorf("queue: consumer %s: %w", consumerName, err)
 	}
-	h.kv, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: statusBucket, Storage: jetstream.FileStorage})
+	h.kv, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: statusBucket, Storage: jetstream.FileStorage, TTL: o.ResultTTL})
 	if err != nil {
 		return nil, fmt.Errorf("queue: bucket %s: %w", statusBucket, err)
 	}

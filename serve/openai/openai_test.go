@@ -462,7 +462,8 @@ func TestQueueExternal(t *testing.T) {
 func qlmServerB(b *testing.B) (*serve.Server, string) { return qlmServer(b, memFrontend()) }
 
 // TestRefused: a request the server has no room for (--max-inflight 1 while a stream holds
-// the slot) is a 429 with Retry-After whose message names the reason.
+// the slot) is a 429 with Retry-After whose message names the reason, and /metrics counts it
+// under the code the client saw, 429 (issue 32 item 4: it said 503).
 func TestRefused(t *testing.T) {
 	_, url := qlmServerOpts(t, memFrontend(), serve.Options{MaxInFlight: 1, DrainTimeout: 200 * time.Millisecond})
 	resp, err := http.Post(url+"/v1/completions", "application/json",
@@ -479,6 +480,26 @@ func TestRefused(t *testing.T) {
 	if r2.StatusCode != 429 || r2.Header.Get("Retry-After") != "1" || !bytes.Contains(b, []byte("overload")) || !bytes.Contains(b, []byte(`"type":"rate_limit_error"`)) {
 		t.Errorf("status %d Retry-After %q: %s", r2.StatusCode, r2.Header.Get("Retry-After"), b)
 	}
+	mr, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	if !bytes.Contains(m, []byte(`plan_rejected_total{cause="overload",code="429"} 1`)) || bytes.Contains(m, []byte(`code="503"`)) {
+		t.Errorf("the 429 is not counted as code 429:\n%s", grepLines(m, "plan_rejected_total"))
+	}
+}
+
+// grepLines returns the lines of b that contain s.
+func grepLines(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestStreamWriteTimeout: every write of a stream gets --write-timeout, so a client that does

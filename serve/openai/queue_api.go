@@ -140,7 +140,15 @@ func (f *Frontend) Ready(ctx context.Context) error {
 	f.qmu.Lock()
 	q, qerr := f.q, f.qerr
 	f.qmu.Unlock()
-	if qerr != nil {
+	if q == nil {
+		if d := f.s.Deployment(); d == nil || d.Kind != f.Kind {
+			return nil // another system's plan: no queue to wait for
+		}
+		// Not open (yet): the open loop tries (again) in the background.
+		f.openInBackground()
+		if qerr == nil {
+			return errors.New("the batch queue is not open yet")
+		}
 		return fmt.Errorf("the batch queue is unavailable: %w", qerr)
 	}
 	if hc, ok := q.(healthChecker); ok {

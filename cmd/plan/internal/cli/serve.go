@@ -140,7 +140,7 @@ PLAN defaults to ./plan.json.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (loopback by default)")
-	f.StringVar(&o.grpcAddr, "grpc-addr", "", "also serve the KServe v2 gRPC protocol on this address, e.g. 127.0.0.1:8001 (default off)")
+	f.StringVar(&o.grpcAddr, "grpc-addr", "", "also serve the KServe v2 gRPC protocol on this address, e.g. 127.0.0.1:8001, with grpc.health.v1 (SERVING while ready) and server reflection (default off)")
 	f.StringVar(&o.workers, "workers", "emulated", "worker kind: emulated, onnx or remote")
 	f.StringVar(&o.endpoints, "endpoints", "", "remote workers: YAML/JSON file mapping stages to KServe v2 endpoints")
 	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from (a cascade plan: a directory holding MODEL.onnx for each model)")
@@ -234,6 +234,15 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	}
 	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
 		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
+	}
+	// Front ends check their own flags and take defaults from the address (the batch
+	// queue's per-server directory, a --queue-url that is not a NATS URL: issue 32 item 5).
+	for _, fe := range o.frontends {
+		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
+			if err := c.Configure(o.addr); err != nil {
+				return usageError(err)
+			}
+		}
 	}
 	shape, err := parseShape(o.inputShape)
 	if err != nil {
