@@ -242,3 +242,50 @@ func TestResolveError(t *testing.T) {
 		t.Errorf("decision %+v", d)
 	}
 }
+
+// admitter is an installer that observes a request while it installs, as serve's driver
+// does during a reload: the loop must not hold its lock across Install.
+type admitter struct{ a *Autopilot }
+
+func (x *admitter) Install(now dataplane.Time, _ Candidate) error {
+	x.a.Admit(now, 0, 0)
+	_ = x.a.Status()
+	return nil
+}
+
+func TestInstallWithoutLock(t *testing.T) {
+	x := &admitter{}
+	a, err := New(Config{}, 1, Candidate{Digest: "a", Capacity: []float64{10}}, x, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.a = a
+	if d := a.Resolved(1, Candidate{Digest: "b", Capacity: []float64{20}}, nil); d.Action != "switch" {
+		t.Fatalf("decision %+v", d)
+	}
+	if st := a.Status(); st.Current.Digest != "b" || st.Solving {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// TestLateTick: admissions spanning several windows with no tick between them still land
+// in their own windows (serve's ticker may run late; the sim ticks between arrivals).
+func TestLateTick(t *testing.T) {
+	a, err := New(Config{Window: dataplane.Second}, 1, Candidate{Capacity: []float64{100}}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := range 3 {
+		for i := range 10 * (w + 1) {
+			a.Admit(dataplane.Time(w)*dataplane.Second+dataplane.Time(i), 0, 0)
+		}
+	}
+	a.Tick(3 * dataplane.Second)
+	st := a.Status()
+	if st.Observed[0].Rate != 30 {
+		t.Errorf("last window %g rps, want 30", st.Observed[0].Rate)
+	}
+	if got := a.fc[0].Observations(); got != 3 {
+		t.Errorf("forecaster saw %d windows, want 3", got)
+	}
+}

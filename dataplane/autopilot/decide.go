@@ -181,6 +181,8 @@ type Autopilot struct {
 	decisions []Decision
 	forecast  []float64
 	installer Installer
+	// pending are windows Admit closed that no Tick has forecast from yet.
+	pending [][]Sample
 }
 
 // New starts a loop for apps applications served by current at time start.
@@ -215,6 +217,12 @@ func (a *Autopilot) Config() Config { return a.cfg }
 // Admit observes one admitted request (the request path: a counter bump under the lock).
 func (a *Autopilot) Admit(at dataplane.Time, app int, tokens int64) {
 	a.mu.Lock()
+	// An arrival past the open window closes it first (a tick that is late, or a driver
+	// that ticks only between arrivals): windows keep what arrived in them, and the next
+	// Tick forecasts from them.
+	if at >= a.obs.WindowStart()+a.cfg.Window {
+		a.pending = append(a.pending, a.obs.Roll(at)...)
+	}
 	a.obs.Admit(at, app, tokens)
 	a.mu.Unlock()
 }
@@ -225,7 +233,8 @@ func (a *Autopilot) Admit(at dataplane.Time, app int, tokens int64) {
 func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	closed := a.obs.Roll(now)
+	closed := append(a.pending, a.obs.Roll(now)...)
+	a.pending = nil
 	if len(closed) == 0 {
 		return nil
 	}
@@ -287,10 +296,17 @@ func (a *Autopilot) outOfBand(last []Sample) string {
 
 // Resolved reports a re-solve's result at now: the loop switches to a plan that differs
 // from the current one (Act), or recommends it (Advise). It returns the decision taken.
+//
+// The installer runs without the loop's lock held: a reload waits for the driver, and the
+// driver observes admissions (Admit) meanwhile.
 func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decision {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.solving = false
+	// The re-solve counts as outstanding until its plan is installed: no second one starts
+	// while the first switches.
+	defer func() {
+		a.solving = false
+		a.mu.Unlock()
+	}()
 	d := Decision{At: now, From: a.cur.Digest, To: c.Digest, GPUs: c.GPUs, Forecast: clone(a.forecast)}
 	switch {
 	case err != nil:
@@ -315,7 +331,10 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		return a.log(d)
 	}
 	if a.installer != nil {
-		if err := a.installer.Install(now, c); err != nil {
+		a.mu.Unlock()
+		err := a.installer.Install(now, c)
+		a.mu.Lock()
+		if err != nil {
 			d.Action, d.Why = "error", "installing the new plan: "+err.Error()
 			return a.log(d)
 		}
