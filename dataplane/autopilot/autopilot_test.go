@@ -289,3 +289,45 @@ func TestLateTick(t *testing.T) {
 		t.Errorf("forecaster saw %d windows, want 3", got)
 	}
 }
+
+// failing is a solver that always fails.
+type failing struct{ calls int }
+
+func (f *failing) Solve(context.Context, Demand) (Candidate, error) {
+	f.calls++
+	return Candidate{}, errors.New("no solver here")
+}
+
+// TestRetryBackoff: a failed re-solve (or one that keeps the plan) is not retried every
+// window: the next one waits MinInterval.
+func TestRetryBackoff(t *testing.T) {
+	cases := []struct {
+		name   string
+		solver Solver
+		want   int // solves over 30 windows of 1 s with MinInterval 10 s
+	}{
+		{"failing solver", &failing{}, 3},
+		{"solver keeps the plan", &ladder{}, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cur := Candidate{Digest: "g1", GPUs: 1, Capacity: []float64{100}}
+			a, err := New(Config{Window: dataplane.Second, MinInterval: 10 * dataplane.Second, Hold: 1}, 1, cur, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			solves := 0
+			for w := range 30 {
+				now := dataplane.Time(w+1) * dataplane.Second
+				if d := a.Tick(now); d != nil {
+					solves++
+					c, err := c.solver.Solve(context.Background(), *d)
+					a.Resolved(now, c, err)
+				}
+			}
+			if solves != c.want {
+				t.Errorf("%d re-solves, want %d; decisions %+v", solves, c.want, a.Decisions())
+			}
+		})
+	}
+}

@@ -183,6 +183,9 @@ type Autopilot struct {
 	installer Installer
 	// pending are windows Admit closed that no Tick has forecast from yet.
 	pending [][]Sample
+	// retryAt: a re-solve that failed, or found nothing better, is not asked again before
+	// it (MinInterval later): the ladder would answer the same, and the log would repeat.
+	retryAt dataplane.Time
 }
 
 // New starts a loop for apps applications served by current at time start.
@@ -261,7 +264,7 @@ func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 	}
 	a.out++
 	a.outWhy = why
-	if a.out < a.cfg.Hold || a.solving || (a.switched && now-a.last < a.cfg.MinInterval) {
+	if a.out < a.cfg.Hold || a.solving || (a.switched && now-a.last < a.cfg.MinInterval) || now < a.retryAt {
 		return nil
 	}
 	a.solving = true
@@ -311,8 +314,10 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 	switch {
 	case err != nil:
 		d.Action, d.Why, d.To = "error", "re-solve failed: "+err.Error(), ""
+		a.retryAt = now + a.cfg.MinInterval
 		return a.log(d)
 	case c.Digest == a.cur.Digest:
+		a.retryAt = now + a.cfg.MinInterval
 		d.Action, d.Why = "keep", "the re-solve chose the current plan"
 		if c.OverBudget {
 			d.Action, d.Why = "over-budget", fmt.Sprintf("the load needs more than the GPU budget %d; serving on at the best plan within it", a.cfg.GPUBudget)
@@ -328,6 +333,7 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		d.Action = "advise"
 		a.recommend = &c
 		a.out = 0
+		a.retryAt = now + a.cfg.MinInterval
 		return a.log(d)
 	}
 	if a.installer != nil {
@@ -336,6 +342,7 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		a.mu.Lock()
 		if err != nil {
 			d.Action, d.Why = "error", "installing the new plan: "+err.Error()
+			a.retryAt = now + a.cfg.MinInterval
 			return a.log(d)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/systems"
 	pap "github.com/plan-dev/plan/planner/autopilot"
+	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -112,6 +114,30 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 		return nil, usageErrorf("--autopilot: %v", err)
 	}
 	return l, nil
+}
+
+// serveAutopilot adds the autopilot front end to opts when --autopilot is given (nil
+// otherwise); the caller starts it once the server runs.
+func serveAutopilot(app *App, o *serveOptions, plan *formats.Plan, dep *dataplane.Deployment, opts *serve.Options) (*serve.Autopilot, error) {
+	if !o.autopilot.enabled() {
+		return nil, nil
+	}
+	cfg, err := o.autopilot.config()
+	if err != nil {
+		return nil, err
+	}
+	ladder, err := newLadder(app.Systems, plan, dep, &o.autopilot)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(dep.Apps))
+	for i, x := range dep.Apps {
+		names[i] = x.Name
+	}
+	pilot := serve.NewAutopilot(serve.AutopilotOptions{Loop: cfg, Solver: ladder, Describe: ladder.Candidate,
+		Apps: names, SolveTimeout: 2 * o.autopilot.solveLimit * time.Duration(o.autopilot.steps)})
+	opts.Frontends = append(slices.Clone(opts.Frontends), pilot)
+	return pilot, nil
 }
 
 // autopilotSimReport is `plan simulate --autopilot`'s result: the loop beside the static
