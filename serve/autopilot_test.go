@@ -31,7 +31,7 @@ func (o *oneSolver) Solve(context.Context, ap.Demand) (ap.Candidate, error) {
 }
 
 // TestAutopilotSwitchUnderLoad: at 0.9 of the served plan's rate the loop switches plans
-// (the first plan claims twice the capacity, so the load reads as below its band) while
+// (the first plan claims five times the capacity, so the load reads as below its band) while
 // requests keep arriving; every request id is answered exactly once, with 200 or a
 // policy's 503, and the answers counted by the server equal the requests sent.
 func TestAutopilotSwitchUnderLoad(t *testing.T) {
@@ -44,7 +44,9 @@ func TestAutopilotSwitchUnderLoad(t *testing.T) {
 		Loop:   ap.Config{Window: 100 * dataplane.Millisecond, Hold: 1, MinInterval: 60 * dataplane.Second},
 		Solver: sol, Apps: []string{"m1"},
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
-			return ap.Candidate{GPUs: 2, Capacity: []float64{2 * rate}}, nil
+			// Five times the plan's rate: the load's peak slices (10 ms of a 100 ms window,
+			// a couple of requests each) read as below half of it.
+			return ap.Candidate{GPUs: 2, Capacity: []float64{5 * rate}}, nil
 		},
 	})
 	s, ts := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}})

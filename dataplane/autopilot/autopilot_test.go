@@ -73,7 +73,7 @@ func TestObserver(t *testing.T) {
 	if len(w) != 3 {
 		t.Fatalf("rolled %d windows, want 3", len(w))
 	}
-	if w[0][0] != (Sample{Rate: 10, Tokens: 100}) || w[0][1] != (Sample{Rate: 1}) || w[1][0].Rate != 0 {
+	if w[0][0] != (Sample{Rate: 10, Peak: 10, Tokens: 100}) || w[0][1] != (Sample{Rate: 1, Peak: 10}) || w[1][0].Rate != 0 {
 		t.Errorf("windows %+v", w)
 	}
 	if mix := o.Mix(); math.Abs(mix[0]-10.0/11) > 1e-9 {
@@ -143,8 +143,8 @@ func drive(t *testing.T, cfg Config, start Candidate, rate func(int) float64, n 
 	}
 	for w := range n {
 		k := int(rate(w))
-		for i := range k {
-			a.Admit(dataplane.Time(w)*dataplane.Second+dataplane.Time(i), 0, 0)
+		for i := range k { // evenly spread: the window's peak slice equals its mean
+			a.Admit(dataplane.Time(w)*dataplane.Second+dataplane.Time(i)*dataplane.Second/dataplane.Time(k), 0, 0)
 		}
 		now := dataplane.Time(w+1) * dataplane.Second
 		if d := a.Tick(now); d != nil {
@@ -210,25 +210,31 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestMinInterval: a load that keeps moving switches at most once per MinInterval.
+// TestMinInterval: a load that keeps moving scales up at once but switches to fewer GPUs
+// only MinInterval after the previous switch.
 func TestMinInterval(t *testing.T) {
 	g4 := Candidate{Digest: "g4", GPUs: 4, Capacity: []float64{400}}
 	a, rec, _ := drive(t, Config{MinInterval: 20 * dataplane.Second, Hold: 1}, g4, func(w int) float64 {
 		return float64(100 + 100*(w%8)) // a sawtooth every 8 s
 	}, 60)
-	var at []dataplane.Time
+	var last dataplane.Time
+	gpus, downs, ups := 4, 0, 0
 	for _, d := range a.Decisions() {
-		if d.Action == "switch" {
-			at = append(at, d.At)
+		if d.Action != "switch" {
+			continue
 		}
-	}
-	for i := 1; i < len(at); i++ {
-		if at[i]-at[i-1] < 20*dataplane.Second {
-			t.Errorf("switches at %v: closer than the minimum interval", at)
+		if d.GPUs < gpus {
+			downs++
+			if last > 0 && d.At-last < 20*dataplane.Second {
+				t.Errorf("switch to %d GPUs at %d µs, %d µs after the previous one: closer than the minimum interval", d.GPUs, d.At, d.At-last)
+			}
+		} else {
+			ups++
 		}
+		gpus, last = d.GPUs, d.At
 	}
-	if len(rec.installs) == 0 {
-		t.Error("no switch at all")
+	if len(rec.installs) == 0 || ups == 0 || downs == 0 {
+		t.Errorf("%d switches (%d up, %d down): want both", len(rec.installs), ups, downs)
 	}
 }
 

@@ -53,7 +53,8 @@ type Config struct {
 	// what arrived in it, make it due: hysteresis against a single noisy window.
 	Up, Down float64
 	Hold     int
-	// MinInterval is the least time between two switches (default 60 s).
+	// MinInterval is the least time from a switch to a switch to fewer GPUs (default 60 s):
+	// a rise is followed at once, a fall only once the plan has served that long.
 	MinInterval dataplane.Time
 	// GPUBudget bounds the GPUs a new plan may take (0 = the solver's cluster).
 	GPUBudget int
@@ -186,6 +187,9 @@ type Autopilot struct {
 	// retryAt: a re-solve that failed, or found nothing better, is not asked again before
 	// it (MinInterval later): the ladder would answer the same, and the log would repeat.
 	retryAt dataplane.Time
+	retryUp bool
+	// outUp: the band was left upwards (the load rose past the plan).
+	outUp bool
 }
 
 // New starts a loop for apps applications served by current at time start.
@@ -241,14 +245,16 @@ func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 	if len(closed) == 0 {
 		return nil
 	}
+	// The forecasters follow each window's peak slice (Sample.Peak): the rate the plan must
+	// serve, not the mean that hides bursts.
 	for _, w := range closed {
 		for app, s := range w {
-			a.fc[app].Update(s.Rate)
+			a.fc[app].Update(s.Peak)
 		}
 	}
 	last := closed[len(closed)-1]
 	for app, f := range a.fc {
-		peak := last[app].Rate
+		peak := last[app].Peak
 		for h := 1; h <= a.cfg.Horizon; h++ {
 			peak = math.Max(peak, f.Forecast(h))
 		}
@@ -257,14 +263,19 @@ func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 	if a.fc[0].Observations() < 2 {
 		return nil // one window says nothing about a trend
 	}
-	why := a.outOfBand(last)
-	if why == "" {
+	why, up := a.outOfBand(last)
+	if why == "" || (a.out > 0 && up != a.outUp) {
 		a.out = 0
+	}
+	if why == "" {
 		return nil
 	}
 	a.out++
-	a.outWhy = why
-	if a.out < a.cfg.Hold || a.solving || (a.switched && now-a.last < a.cfg.MinInterval) || now < a.retryAt {
+	a.outWhy, a.outUp = why, up
+	// Scale up fast, scale down slowly (as replica autoscalers do): a rise is re-solved as
+	// soon as it held Hold windows; a fall waits MinInterval after the last switch. A
+	// re-solve that failed or kept the plan is not repeated in its direction before retryAt.
+	if a.out < a.cfg.Hold || a.solving || (!up && a.switched && now-a.last < a.cfg.MinInterval) || (now < a.retryAt && up == a.retryUp) {
 		return nil
 	}
 	a.solving = true
@@ -280,21 +291,21 @@ func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 // What arrived must confirm it (hysteresis against one noisy window, whose trend the
 // forecast carries on for a few windows): above Up/(1+Headroom) of the capacity for a rise,
 // below Down of it for a fall.
-func (a *Autopilot) outOfBand(last []Sample) string {
+func (a *Autopilot) outOfBand(last []Sample) (why string, up bool) {
 	var low []string
 	for app, f := range a.forecast {
-		c, seen := a.cur.Capacity[app], last[app].Rate
+		c, seen := a.cur.Capacity[app], last[app].Peak
 		if f > a.cfg.Up*c && seen > a.cfg.Up*c/(1+a.cfg.Headroom) {
-			return fmt.Sprintf("app %d forecast %.1f rps above %.0f%% of capacity %.1f rps", app, f, 100*a.cfg.Up, c)
+			return fmt.Sprintf("app %d forecast %.1f rps above %.0f%% of capacity %.1f rps", app, f, 100*a.cfg.Up, c), true
 		}
 		if f < a.cfg.Down*c && seen < a.cfg.Down*c {
 			low = append(low, fmt.Sprintf("app %d forecast %.1f rps below %.0f%% of capacity %.1f rps", app, f, 100*a.cfg.Down, c))
 		}
 	}
 	if len(low) == len(a.forecast) {
-		return strings.Join(low, "; ")
+		return strings.Join(low, "; "), false
 	}
-	return ""
+	return "", false
 }
 
 // Resolved reports a re-solve's result at now: the loop switches to a plan that differs
@@ -314,10 +325,10 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 	switch {
 	case err != nil:
 		d.Action, d.Why, d.To = "error", "re-solve failed: "+err.Error(), ""
-		a.retryAt = now + a.cfg.MinInterval
+		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		return a.log(d)
 	case c.Digest == a.cur.Digest:
-		a.retryAt = now + a.cfg.MinInterval
+		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		d.Action, d.Why = "keep", "the re-solve chose the current plan"
 		if c.OverBudget {
 			d.Action, d.Why = "over-budget", fmt.Sprintf("the load needs more than the GPU budget %d; serving on at the best plan within it", a.cfg.GPUBudget)
@@ -333,7 +344,7 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		d.Action = "advise"
 		a.recommend = &c
 		a.out = 0
-		a.retryAt = now + a.cfg.MinInterval
+		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		return a.log(d)
 	}
 	if a.installer != nil {
@@ -342,7 +353,7 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		a.mu.Lock()
 		if err != nil {
 			d.Action, d.Why = "error", "installing the new plan: "+err.Error()
-			a.retryAt = now + a.cfg.MinInterval
+			a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 			return a.log(d)
 		}
 	}

@@ -10,14 +10,22 @@ import (
 type Sample struct {
 	// Rate is the arrival rate in requests/s.
 	Rate float64 `json:"rate_rps"`
+	// Peak is the highest rate over one of the window's Subwindows slices: what the plan
+	// must serve within its SLO (a 14 ms SLO leaves no queue to absorb a one-second burst
+	// that a ten-second mean hides).
+	Peak float64 `json:"peak_rps"`
 	// Tokens is the mean token count per request (input + output for LLM classes; 0 where
 	// requests carry none).
 	Tokens float64 `json:"tokens,omitempty"`
 }
 
+// Subwindows is how many slices of a window its Peak is measured over.
+const Subwindows = 10
+
 type bucket struct {
 	n      int64
 	tokens int64
+	subs   [Subwindows]int64
 }
 
 // Observer counts admitted requests per application in fixed windows and keeps the last
@@ -48,9 +56,14 @@ func (o *Observer) Admit(at dataplane.Time, app int, tokens int64) {
 	}
 	// A late admission of a closed window counts in the current one: the observer never
 	// rewrites history the forecasters have seen.
-	_ = at
-	o.cur[app].n++
-	o.cur[app].tokens += tokens
+	i := 0
+	if at > o.start {
+		i = min(int((at-o.start)*Subwindows/o.window), Subwindows-1)
+	}
+	b := &o.cur[app]
+	b.n++
+	b.tokens += tokens
+	b.subs[i]++
 }
 
 // Roll closes every window that ended by now and returns the closed windows, oldest first
@@ -62,6 +75,9 @@ func (o *Observer) Roll(now dataplane.Time) [][]Sample {
 		w := make([]Sample, len(o.cur))
 		for a, b := range o.cur {
 			w[a].Rate = float64(b.n) / secs
+			for _, n := range b.subs {
+				w[a].Peak = max(w[a].Peak, float64(n)*Subwindows/secs)
+			}
 			if b.n > 0 {
 				w[a].Tokens = float64(b.tokens) / float64(b.n)
 			}

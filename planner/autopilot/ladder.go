@@ -22,7 +22,7 @@ import (
 
 // DefaultSteps is how many rungs the ladder has: rung k gives every GPU pool ⌈k/Steps⌉ of
 // its GPUs (rung Steps is the whole cluster).
-const DefaultSteps = 8
+const DefaultSteps = 16
 
 // Ladder implements ap.Solver over one plan's embedded inputs.
 type Ladder struct {
