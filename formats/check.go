@@ -269,6 +269,7 @@ func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string, secs *S
 }
 
 func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster, secs *SectionSet) {
+	checkFleetCurrency(v, p, clusters)
 	if len(clusters) > 0 {
 		known := map[string]bool{}
 		var files []string

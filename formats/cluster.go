@@ -14,6 +14,10 @@ type Cluster struct {
 	// Servers optionally lists servers explicitly; when empty they are derived from
 	// gpus[].per_server.
 	Servers []Server `json:"servers,omitempty"`
+	// Currency names the unit of every gpus[].price_per_hour (any code, e.g. USD, EUR; issue
+	// 34 item 1). One per file; empty = USD, the unit of the default price table
+	// (DefaultPrices), which only applies when the currency is USD.
+	Currency string `json:"currency,omitempty"`
 }
 
 // GPUPool is a number of GPUs of one type.
@@ -28,6 +32,13 @@ type GPUPool struct {
 	VGPU []int `json:"vgpu,omitempty"`
 	// Class is "high" or "low" (PPipe's GPU classes, for reporting utilization).
 	Class string `json:"class,omitempty"`
+	// PricePerHour is what one GPU of this type costs per hour in the cluster's currency
+	// (`plan solve --objective cost` minimises Σ price·GPUs); nil = the public on-demand list
+	// price of DefaultPrices (plan says on stderr that it used it).
+	PricePerHour *float64 `json:"price_per_hour,omitempty"`
+	// Available is the most GPUs of this type a cost-optimal fleet may use (what can be
+	// bought or rented); nil = unbounded. Count stays the GPUs a throughput plan uses.
+	Available *int `json:"available,omitempty"`
 	// NodeLabels select this GPU type's nodes in exported Kubernetes manifests, replacing
 	// the built-in nvidia.com/gpu.product label (export/gpulabels.go): for variants
 	// (NVIDIA-A100-PCIE-40GB), cloud labels or types plan has no label for.

@@ -15,6 +15,9 @@ type Plan struct {
 	Cascade *CascadePlan `json:"cascade,omitempty"`
 	QLM     *QLMPlan     `json:"qlm,omitempty"`
 	DyOrc   *DyOrcPlan   `json:"dyorc,omitempty"`
+	// Fleet is the priced fleet of a plan solved with `--objective cost` (issue 34 item 2):
+	// absent for the planners' own objectives.
+	Fleet *Fleet `json:"fleet,omitempty"`
 	// Sections are the sections of systems registered beyond the typed fields above
 	// (SectionSet), decoded by their own Section.
 	Sections SectionValues `json:"-"`
@@ -57,6 +60,27 @@ type EmbeddedInputs struct {
 	Profiles []Profile `json:"profiles,omitempty"`
 	Cluster  *Cluster  `json:"cluster,omitempty"`
 	Workload *Workload `json:"workload,omitempty"`
+}
+
+// Fleet records the GPUs a cost-optimal plan uses and what they cost per hour.
+type Fleet struct {
+	// Objective is "cost": the plan minimises the fleet's cost per hour at the workload's rates.
+	Objective string `json:"objective"`
+	// Currency is the cluster's (USD when it names none).
+	Currency string `json:"currency"`
+	// GPUsUsed lists per GPU type (sorted) the physical GPUs the plan deploys and their price.
+	GPUsUsed []FleetGPU `json:"gpus_used"`
+	// CostPerHour is Σ count·price_per_hour.
+	CostPerHour float64 `json:"cost_per_hour"`
+	// DefaultPrices names the types priced from the default list prices (no price_per_hour).
+	DefaultPrices []string `json:"default_prices,omitempty"`
+}
+
+// FleetGPU is one GPU type of a fleet.
+type FleetGPU struct {
+	GPU          string  `json:"gpu"`
+	Count        int     `json:"count"`
+	PricePerHour float64 `json:"price_per_hour"`
 }
 
 // PPipePlan is a set of pooled pipelines per model (PPipe, NP and DART-r plans alike).

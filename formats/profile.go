@@ -1,5 +1,7 @@
 package formats
 
+import "strings"
+
 // Profile holds measured or estimated latencies of one or more models (DNNs split into
 // blocks, and LLMs) on GPU types. It is what `plan profile` writes and `plan solve` reads.
 type Profile struct {
@@ -112,23 +114,96 @@ type LLMProfile struct {
 	// simulator's, the form vLLM simulators fit from measurements); nil = derived from the
 	// scalar prefill and decode fields above.
 	Iteration *LLMIteration `json:"iteration,omitempty"`
+	// Engine holds the engine settings of every instance running this (model, GPU), in
+	// vLLM's flag names (LLM engine digest §4); nil = vLLM's defaults (LLMEngine).
+	// `plan export` writes the same values as the engine's arguments.
+	Engine *LLMEngine `json:"engine,omitempty"`
 }
 
-// LLMIteration models one continuous-batching engine iteration: a prefill iteration's time is
-// Prefill evaluated at the prompt tokens it processes; a decode iteration's is Decode at the
-// number of sequences it advances (one token each) plus DecodeUsPerContextToken times the
-// context tokens their KV caches hold (attention reads).
+// LLMEngine are the engine settings of an LLM instance, named as vLLM's flags (LLM engine
+// digest §4). Zero values take vLLM V1's defaults for its OpenAI server
+// (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults): max_num_batched_tokens 2048
+// and max_num_seqs 256, or 8192 and 1024 on GPUs of 70 GiB and more other than the A100
+// (H100, H200, MI300X: DefaultBatchedTokens reads the GPU name); block_size 16; chunked
+// prefill on; one partial prefill at a time.
+type LLMEngine struct {
+	// MaxNumBatchedTokens is the token budget of one engine step (B).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
+	// MaxNumSeqs is the sequence budget: the most running requests (S).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
+	// BlockSize is the KV allocation granularity in tokens.
+	BlockSize int `json:"block_size,omitempty"`
+	// EnableChunkedPrefill: a prompt longer than the step's budget left is computed in
+	// chunks (nil = true, vLLM V1). Off: a prompt is admitted only whole, and one longer than
+	// max_num_batched_tokens is refused at arrival.
+	EnableChunkedPrefill *bool `json:"enable_chunked_prefill,omitempty"`
+	// MaxNumPartialPrefills is how many requests may be mid-prompt at once (0 = 1). A
+	// prompt chunk takes the whole budget left, so the model has at most one mid-prompt at
+	// a step's end whatever this is; more is exported for the engine (vLLM V0 then splits
+	// the budget by long_prefill_token_threshold, which the model does not).
+	MaxNumPartialPrefills int `json:"max_num_partial_prefills,omitempty"`
+	// MaxModelLen is the most tokens (prompt + max output) of one request (0 = the KV
+	// capacity); longer requests are refused (HTTP 400, LLM engine digest §4).
+	MaxModelLen int `json:"max_model_len,omitempty"`
+	// GPUMemoryUtilization is the fraction of GPU memory the engine takes (exported only:
+	// the KV capacity is the profile's kv_capacity_tokens).
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+	// SwapSpace is the CPU swap space per GPU in GiB for swapped-out KV (0 = none:
+	// preemption recomputes).
+	SwapSpace float64 `json:"swap_space,omitempty"`
+	// SchedulingPolicy orders the waiting requests: fcfs (arrival; "" = fcfs) or priority
+	// (the request's priority, lower first, then arrival). QLM's own policies order their
+	// queues themselves; the vLLM baseline follows it.
+	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
+	// EnablePrefixCaching is exported only (the model does not share prefixes).
+	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"`
+	// OutputDelaySteps is how many steps after the one that computed it a token reaches its
+	// client (ours; nil = 1, as measured vLLM: the output of step k is processed while step
+	// k+1 runs, digest §2.5).
+	OutputDelaySteps *int `json:"output_delay_steps,omitempty"`
+}
+
+// SchedulingPolicies are the values LLMEngine.SchedulingPolicy may take.
+var SchedulingPolicies = []string{"fcfs", "priority"}
+
+// Chunked reports whether chunked prefill is on (nil settings or flag: vLLM V1's default, on).
+func (e *LLMEngine) Chunked() bool {
+	return e == nil || e.EnableChunkedPrefill == nil || *e.EnableChunkedPrefill
+}
+
+// DefaultBatchedTokens are vLLM V1's OpenAI-server defaults of max_num_batched_tokens and
+// max_num_seqs for a GPU type (EngineArgs.get_batch_defaults): 8192 and 1024 on GPUs of
+// 70 GiB or more except the A100 (we read the name: H100, H200, B200, GH200, MI300), else
+// 2048 and 256.
+func DefaultBatchedTokens(gpu string) (tokens, seqs int) {
+	g := strings.ToLower(gpu)
+	for _, big := range []string{"h100", "h200", "b200", "gh200", "mi300"} {
+		if strings.Contains(g, big) {
+			return 8192, 1024
+		}
+	}
+	return 2048, 256
+}
+
+// LLMIteration models one continuous-batching engine step (LLM engine digest §2.4): a step
+// that computes any prompt (or recomputed) tokens takes Prefill evaluated at all the tokens it
+// schedules (prompt chunks plus the decodes batched with them); a decode-only step takes
+// Decode at its tokens (one per sequence); both plus DecodeUsPerContextToken times the
+// context tokens the scheduled sequences' caches hold. Profiles written before mixed steps
+// read the same (a prefill step then held prompt tokens only; a decode step's token count is
+// its sequence count). Measured points need not be monotone.
 type LLMIteration struct {
 	// Prefill and Decode are piecewise-linear in tokens: points in increasing token order,
-	// linear between them, flat below the first, extending the last segment above the last.
+	// linear between them, flat below the first, extending the last segment above the last
+	// at its slope clamped at ≥ 0 (never shorter than the last measured step).
 	Prefill []PWLPoint `json:"prefill"`
 	Decode  []PWLPoint `json:"decode"`
 	// DecodeUsPerContextToken is the attention cost per context token of a decode iteration.
 	DecodeUsPerContextToken float64 `json:"decode_us_per_context_token,omitempty"`
-	// MaxBatchedTokens caps the prompt tokens of one prefill iteration (a longer prompt is
-	// prefilled alone); 0 = 4096.
+	// MaxBatchedTokens is the older name of engine.max_num_batched_tokens (the engine
+	// setting wins); 0 = vLLM's default.
 	MaxBatchedTokens int `json:"max_batched_tokens,omitempty"`
-	// MaxSeqs caps the running sequences; 0 = 256.
+	// MaxSeqs is the older name of engine.max_num_seqs; 0 = vLLM's default.
 	MaxSeqs int `json:"max_seqs,omitempty"`
 	// BlockTokens is the KV allocation granularity; 0 = 16.
 	BlockTokens int `json:"block_tokens,omitempty"`

@@ -57,6 +57,15 @@ func (c *Cluster) Validate() ErrorList {
 			v.add(field(p, "class"), g.Class, "must be high or low")
 		}
 		nodeLabels(v, field(p, "node_labels"), g.NodeLabels)
+		if g.PricePerHour != nil {
+			nonNegative(v, field(p, "price_per_hour"), *g.PricePerHour)
+		}
+		if g.Available != nil && *g.Available < 0 {
+			v.add(field(p, "available"), *g.Available, "must be >= 0 (or omitted: unbounded)")
+		}
+	}
+	if c.Currency != "" && !validCurrency(c.Currency) {
+		v.add("currency", c.Currency, "must be 1 to 8 letters (a currency code such as USD or EUR)")
 	}
 	bandwidth(v, "nic_gbps", c.NICGbps, false)
 	if c.NICDerate != 0 && !(c.NICDerate >= 1 && !math.IsInf(c.NICDerate, 0)) {

@@ -54,6 +54,9 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	if p.Cluster != nil {
 		v.nested("cluster", p.Cluster.Validate())
 	}
+	if p.Fleet != nil {
+		p.Fleet.validate(v, "fleet")
+	}
 	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
 	if len(p.SectionKeys()) == 0 {

@@ -200,10 +200,57 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
 			oneOf(v, field(ip, "preempt_mode"), it.PreemptMode, PreemptModes)
 		}
 	}
+	if l.Engine != nil {
+		l.Engine.validate(v, field(p, "engine"), l)
+	}
+}
+
+// MaxOutputDelaySteps bounds engine.output_delay_steps.
+const MaxOutputDelaySteps = 16
+
+// validate checks engine settings that an engine could not run: budgets that cannot hold one
+// request (max_num_batched_tokens below the block size; a KV cache smaller than one
+// max_model_len; chunked prefill off with max_model_len over the token budget, which vLLM
+// refuses too) and out-of-range values.
+func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
+	atLeast(v, field(p, "max_num_seqs"), int64(e.MaxNumSeqs), 0)
+	atLeast(v, field(p, "block_size"), int64(e.BlockSize), 0)
+	atLeast(v, field(p, "max_num_partial_prefills"), int64(e.MaxNumPartialPrefills), 0)
+	atLeast(v, field(p, "max_model_len"), int64(e.MaxModelLen), 0)
+	block := e.BlockSize
+	if block <= 0 {
+		block = 16
+		if l.Iteration != nil && l.Iteration.BlockTokens > 0 {
+			block = l.Iteration.BlockTokens
+		}
+	}
+	if e.MaxNumBatchedTokens != 0 && e.MaxNumBatchedTokens < block {
+		v.add(field(p, "max_num_batched_tokens"), e.MaxNumBatchedTokens, "must be >= block_size (%d): a step could not compute one block", block)
+	}
+	if e.MaxModelLen > 0 && l.KVCapacityTokens > 0 && int64(e.MaxModelLen) > l.KVCapacityTokens {
+		v.add(field(p, "max_model_len"), e.MaxModelLen, "must be <= kv_capacity_tokens (%d): the KV cache cannot hold one request of this length", l.KVCapacityTokens)
+	}
+	if !e.Chunked() && e.MaxModelLen > 0 && e.MaxNumBatchedTokens > 0 && e.MaxModelLen > e.MaxNumBatchedTokens {
+		v.add(field(p, "max_model_len"), e.MaxModelLen, "must be <= max_num_batched_tokens (%d) with enable_chunked_prefill false", e.MaxNumBatchedTokens)
+	}
+	if e.GPUMemoryUtilization != 0 && !(finite(e.GPUMemoryUtilization) && e.GPUMemoryUtilization > 0 && e.GPUMemoryUtilization <= 1) {
+		v.add(field(p, "gpu_memory_utilization"), e.GPUMemoryUtilization, "must be in (0, 1]")
+	}
+	if !finite(e.SwapSpace) || e.SwapSpace < 0 || e.SwapSpace > 1<<20 {
+		v.add(field(p, "swap_space"), e.SwapSpace, "must be in [0, %d] GiB", 1<<20)
+	}
+	if e.SchedulingPolicy != "" {
+		oneOf(v, field(p, "scheduling_policy"), e.SchedulingPolicy, SchedulingPolicies)
+	}
+	if d := e.OutputDelaySteps; d != nil && (*d < 0 || *d > MaxOutputDelaySteps) {
+		v.add(field(p, "output_delay_steps"), *d, "must be in [0, %d]", MaxOutputDelaySteps)
+	}
 }
 
 // validPWL checks a piecewise-linear time: at least one point, token counts >= 1 and strictly
-// increasing, times finite, > 0 and non-decreasing.
+// increasing, times finite and > 0. Measured curves are noisy and need not be monotone (LLM
+// engine digest §2.4): a falling point is used as measured (PWLWarnings names the ones that
+// fall by more than PWLFallTolerance).
 func validPWL(v *validator, p string, pts []PWLPoint) {
 	if len(pts) == 0 {
 		v.add(p, nil, "must list at least one point")
@@ -217,9 +264,36 @@ func validPWL(v *validator, p string, pts []PWLPoint) {
 			if pt.Tokens <= pts[i-1].Tokens {
 				v.add(field(pp, "tokens"), pt.Tokens, "must be > the previous point's tokens (%d)", pts[i-1].Tokens)
 			}
-			if finite(pt.Us) && pt.Us < pts[i-1].Us {
-				v.add(field(pp, "us"), pt.Us, "must be >= the previous point's us (%g): time cannot fall with more tokens", pts[i-1].Us)
+		}
+	}
+}
+
+// PWLFallTolerance is the relative fall between neighbouring points of an iteration curve
+// above which PWLWarnings names the point (10%).
+const PWLFallTolerance = 0.10
+
+// PWLWarnings lists, as "path: message" lines, the points of the profile's LLM iteration
+// curves whose time falls below the previous point's by more than PWLFallTolerance: accepted
+// and used as measured, but worth a look (noise, or a mislabelled row).
+func PWLWarnings(p *Profile) []string {
+	var out []string
+	for i := range p.LLMs {
+		it := p.LLMs[i].Iteration
+		if it == nil {
+			continue
+		}
+		for _, c := range []struct {
+			name string
+			pts  []PWLPoint
+		}{{"prefill", it.Prefill}, {"decode", it.Decode}} {
+			for k := 1; k < len(c.pts); k++ {
+				a, b := c.pts[k-1].Us, c.pts[k].Us
+				if a > 0 && b < a*(1-PWLFallTolerance) {
+					out = append(out, fmt.Sprintf("%s.us: %g µs at %d tokens is %.0f%% below the previous point (%g µs at %d tokens); used as measured",
+						idx(field(field(idx("llms", i), "iteration"), c.name), k), b, c.pts[k].Tokens, 100*(1-b/a), a, c.pts[k-1].Tokens))
+				}
 			}
 		}
 	}
+	return out
 }

@@ -141,7 +141,43 @@ func TestValidateProfile(t *testing.T) {
 		{"llm load cold", f, pr(func(p *Profile) { p.LLMs[2].LoadColdUs = -1 }), []string{`profile.json: llms[2].load_cold_us: -1: must be >= 0`}},
 		{"llm load warm", f, pr(func(p *Profile) { p.LLMs[2].LoadWarmUs = inf }), []string{`profile.json: llms[2].load_warm_us: +Inf: must be >= 0`}},
 		{"llm host link", f, pr(func(p *Profile) { p.LLMs[2].HostLinkGBps = -1 }), []string{`profile.json: llms[2].host_link_gbps: -1: must be > 0 (or omitted)`}},
+		// Iteration curves: negative or non-finite times are refused; falling ones are not.
+		{"llm iteration negative", f, pr(func(p *Profile) { p.LLMs[2].Iteration = iter(-5) }), []string{`profile.json: llms[2].iteration.prefill[1].us: -5: must be > 0`}},
+		{"llm iteration NaN", f, pr(func(p *Profile) { p.LLMs[2].Iteration = iter(nan) }), []string{`profile.json: llms[2].iteration.prefill[1].us: NaN: must be > 0`}},
+		{"llm iteration falls", f, pr(func(p *Profile) { p.LLMs[2].Iteration = iter(500) }), nil},
+		{"llm batched tokens below block", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{MaxNumBatchedTokens: 8} }), []string{`profile.json: llms[2].engine.max_num_batched_tokens: 8: must be >= block_size (16): a step could not compute one block`}},
+		{"llm max_model_len over KV", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{MaxModelLen: int(p.LLMs[2].KVCapacityTokens) + 1} }), []string{`profile.json: llms[2].engine.max_model_len: 42271: must be <= kv_capacity_tokens (42270): the KV cache cannot hold one request of this length`}},
+		{"llm max_model_len chunked off", f, pr(func(p *Profile) {
+			off := false
+			p.LLMs[2].Engine = &LLMEngine{MaxModelLen: 4096, MaxNumBatchedTokens: 2048, EnableChunkedPrefill: &off}
+		}), []string{`profile.json: llms[2].engine.max_model_len: 4096: must be <= max_num_batched_tokens (2048) with enable_chunked_prefill false`}},
+		{"llm gpu_memory_utilization", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{GPUMemoryUtilization: 1.5} }), []string{`profile.json: llms[2].engine.gpu_memory_utilization: 1.5: must be in (0, 1]`}},
+		{"llm swap_space", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{SwapSpace: inf} }), []string{`profile.json: llms[2].engine.swap_space: +Inf: must be in [0, 1048576] GiB`}},
+		{"llm output delay", f, pr(func(p *Profile) { d := -1; p.LLMs[2].Engine = &LLMEngine{OutputDelaySteps: &d} }), []string{`profile.json: llms[2].engine.output_delay_steps: -1: must be in [0, 16]`}},
+		{"llm scheduling_policy", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{SchedulingPolicy: "edf"} }), []string{`profile.json: llms[2].engine.scheduling_policy: "edf": must be one of fcfs, priority`}},
+		{"llm max_num_seqs", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{MaxNumSeqs: -1} }), []string{`profile.json: llms[2].engine.max_num_seqs: -1: must be >= 0`}},
 	})
+}
+
+// iter is an iteration model whose prefill curve's second point takes us µs.
+func iter(us float64) *LLMIteration {
+	return &LLMIteration{Prefill: []PWLPoint{{Tokens: 1, Us: 1000}, {Tokens: 512, Us: us}}, Decode: []PWLPoint{{Tokens: 1, Us: 5000}}}
+}
+
+// TestPWLWarnings: a point falling by more than 10% is named; one within it is not.
+func TestPWLWarnings(t *testing.T) {
+	p := &Profile{LLMs: []LLMProfile{{Iteration: &LLMIteration{
+		Prefill: []PWLPoint{{Tokens: 1, Us: 1000}, {Tokens: 64, Us: 950}, {Tokens: 128, Us: 800}},
+		Decode:  []PWLPoint{{Tokens: 1, Us: 5000}, {Tokens: 8, Us: 4000}},
+	}}}}
+	got := PWLWarnings(p)
+	want := []string{
+		"llms[0].iteration.prefill[2].us: 800 µs at 128 tokens is 16% below the previous point (950 µs at 64 tokens); used as measured",
+		"llms[0].iteration.decode[1].us: 4000 µs at 8 tokens is 20% below the previous point (5000 µs at 1 tokens); used as measured",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
 }
 
 func TestValidateWorkload(t *testing.T) {

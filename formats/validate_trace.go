@@ -22,8 +22,15 @@ func (t *Trace) Validate() ErrorList {
 		} else if i > 0 && r.TimeUs < t.Requests[i-1].TimeUs {
 			v.add(field(p, "t_us"), r.TimeUs, "must be >= requests[%d].t_us (%d): timestamps must be non-decreasing", i-1, t.Requests[i-1].TimeUs)
 		}
-		atLeast(v, field(p, "input_tokens"), int64(r.InputTokens), 0)
-		atLeast(v, field(p, "output_tokens"), int64(r.OutputTokens), 0)
+		for _, f := range []struct {
+			name string
+			n    int
+		}{{"input_tokens", r.InputTokens}, {"output_tokens", r.OutputTokens}} {
+			atLeast(v, field(p, f.name), int64(f.n), 0)
+			if f.n > MaxTraceTokens {
+				v.add(field(p, f.name), f.n, "must be <= %d", MaxTraceTokens)
+			}
+		}
 	}
 	if c := t.Counts; c != nil {
 		positiveDuration(v, "counts.interval", c.Interval)

@@ -123,9 +123,14 @@ type ValidationRecord struct {
 
 // LLMClass is a class of LLM requests (QLM): model, SLO, rate and token-length profile.
 type LLMClass struct {
-	Name         string       `json:"name"`
-	Model        string       `json:"model"`
-	SLO          Duration     `json:"slo"`
+	Name  string   `json:"name"`
+	Model string   `json:"model"`
+	SLO   Duration `json:"slo"`
+	// TTFTSLO bounds the time to first token and TPOTSLO the mean time per output token
+	// after the first (LLM engine digest §3: SLOs of DistServe and Dynamo's planner); 0 =
+	// none. A request meets its class's SLOs only if it meets every one the class sets.
+	TTFTSLO      Duration     `json:"ttft_slo,omitempty"`
+	TPOTSLO      Duration     `json:"tpot_slo,omitempty"`
 	Interactive  bool         `json:"interactive,omitempty"`
 	RateRPS      float64      `json:"rate_rps"`
 	InputTokens  TokenProfile `json:"input_tokens"`

@@ -42,7 +42,14 @@ type Settings struct {
 	Progress func(Progress)
 	// ToolVersion is recorded in the plan's provenance.
 	ToolVersion string
+	// Objective is "" (the planner's own: throughput, GPU count, latency) or ObjectiveCost:
+	// the least-cost fleet of the cluster's GPU types, within their available counts, that
+	// serves the workload's rates within its SLOs (`plan solve --objective cost`, issue 34).
+	Objective string
 }
+
+// ObjectiveCost is Settings.Objective for cost-optimal fleets.
+const ObjectiveCost = "cost"
 
 // Progress is a snapshot of a running solve, in the objective's unit.
 type Progress struct {

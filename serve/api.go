@@ -92,8 +92,11 @@ type Timing struct {
 	ExecUs     int64 `json:"exec_us"`
 	TransferUs int64 `json:"transfer_us"`
 	// DeliveryUs is the executor's own overhead between the last stage's end and the answer.
-	DeliveryUs int64         `json:"delivery_us"`
-	Stages     []StageTiming `json:"stages,omitempty"`
+	DeliveryUs int64 `json:"delivery_us"`
+	// FirstTokenUs is an LLM request's time to first token, from its arrival as LatencyUs
+	// (omitted when its policy stamped none).
+	FirstTokenUs int64         `json:"first_token_us,omitempty"`
+	Stages       []StageTiming `json:"stages,omitempty"`
 }
 
 // StageTiming is one hop of the request's route.

@@ -120,6 +120,9 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 			res.stage = c.payload.ErrStage
 			res.err = c.payload.Err.Error()
 		}
+		if res.status == 200 && (g.dep.Kind == llmKind || r.FirstToken != dataplane.Never) {
+			d.m.llmFinished(c.model, r, c.at, t.LatencyUs, g.eng.Policy())
+		}
 	default:
 		res.status = 503
 		res.outcome = "dropped"
@@ -211,6 +214,9 @@ func (d *driver) abandon(g *generation, reason string) {
 func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now dataplane.Time) Timing {
 	app := &g.dep.Apps[r.App]
 	t := Timing{LatencyUs: int64(now - c.at), SLOUs: int64(app.SLO), IntakeUs: int64(c.received - c.at), MigrationUs: int64(c.fed - c.received)}
+	if r.FirstToken != dataplane.Never {
+		t.FirstTokenUs = int64(max(r.FirstToken-c.at, 1))
+	}
 	if len(r.Batches) == 0 || r.Dispatch == dataplane.Never {
 		t.BatchWaitUs = int64(now - c.fed)
 		return t

@@ -113,6 +113,9 @@ func appendTiming(b []byte, t *Timing) []byte {
 	b = field(b, `,"exec_us":`, t.ExecUs)
 	b = field(b, `,"transfer_us":`, t.TransferUs)
 	b = field(b, `,"delivery_us":`, t.DeliveryUs)
+	if t.FirstTokenUs != 0 {
+		b = field(b, `,"first_token_us":`, t.FirstTokenUs)
+	}
 	if len(t.Stages) > 0 {
 		b = append(b, `,"stages":[`...)
 		for i := range t.Stages {

@@ -46,6 +46,10 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	// A malformed trace header is refused before the body is read: the connection closes
 	// rather than draining a body no answer will use, as the door's refusals do.
 	trace, err := ParseTraceIndex(r.Header.Get(TraceIndexHeader))
+	var inTok, outTok int32
+	if err == nil {
+		inTok, outTok, err = ParseTraceTokens(r.Header.Get(TraceTokensHeader))
+	}
 	if err != nil {
 		s.m.reject(400, "bad-request")
 		w.Header().Set("Connection", "close")
@@ -90,7 +94,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.inflight.Add(-1)
 	c := newCall(name, spec.series, req.ID, at, &req.Inputs[0])
-	c.attrs = dataplane.Attrs{Trace: trace}
+	c.attrs = dataplane.Attrs{Trace: trace, InTokens: inTok, OutTokens: outTok}
 	if !s.d.submit(c) {
 		s.refuse(w, r, name, req.ID, string(dataplane.DropShutdown), "the server is shutting down", 0, false, true)
 		return

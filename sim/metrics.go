@@ -17,6 +17,8 @@ type appCol struct {
 	judged, correct                               int64 // Deployment.Judge's verdicts on answered requests
 	lat                                           []dataplane.Time
 	drops                                         map[dropKey]int64
+	// llm holds an LLM class's token timings (nil for other applications).
+	llm *llmCol
 }
 
 type collector struct {
@@ -31,6 +33,8 @@ type collector struct {
 	latencies bool
 	// warmup: requests arriving before it are simulated but not counted (Options.Warmup).
 	warmup dataplane.Time
+	// llm are the applications' LLM classes (Options.LLM; nil: no LLM application).
+	llm []LLMClass
 }
 
 // run records that worker w runs from start to end; calls come in nondecreasing start.
@@ -47,8 +51,8 @@ func (c *collector) run(w dataplane.WorkerID, start, end dataplane.Time) {
 
 // newCollector makes the collector; expect (0 = unknown) is about how many requests will be
 // answered, shared among the applications by their rates.
-func newCollector(dep *dataplane.Deployment, expect int, latencies bool, warmup dataplane.Time) *collector {
-	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies, warmup: warmup,
+func newCollector(dep *dataplane.Deployment, expect int, latencies bool, warmup dataplane.Time, llm []LLMClass) *collector {
+	c := &collector{dep: dep, apps: make([]appCol, len(dep.Apps)), latencies: latencies, warmup: warmup, llm: llm,
 		wholeBusy: make([]dataplane.Time, len(dep.Topo.GPUs)), wholeUntil: make([]dataplane.Time, len(dep.Topo.GPUs))}
 	var total float64
 	for _, a := range dep.Apps {
@@ -56,6 +60,9 @@ func newCollector(dep *dataplane.Deployment, expect int, latencies bool, warmup 
 	}
 	for i := range c.apps {
 		c.apps[i].drops = map[dropKey]int64{}
+		if i < len(llm) {
+			c.apps[i].llm = &llmCol{}
+		}
 		if expect > 0 && total > 0 && latencies {
 			c.apps[i].lat = make([]dataplane.Time, 0, int(float64(expect)*max(dep.Apps[i].RateRPS, 0)/total)+16)
 		}
@@ -75,7 +82,14 @@ func (c *collector) finish(r *dataplane.Request) {
 			a.correct++
 		}
 	}
-	switch r.Outcome {
+	outcome := r.Outcome
+	if a.llm != nil && (outcome == dataplane.Completed || outcome == dataplane.Late) {
+		// On time only if every SLO of its class holds (deadline, TTFT, TPOT).
+		if !c.llmFinish(&c.llm[r.App], a.llm, r) {
+			outcome = dataplane.Late
+		}
+	}
+	switch outcome {
 	case dataplane.Completed:
 		a.completed++
 		if c.latencies {
@@ -117,8 +131,26 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 		for k, v := range a.drops {
 			all.drops[k] += v
 		}
+		if a.llm != nil {
+			if all.llm == nil {
+				all.llm = &llmCol{}
+			}
+			all.llm.add(a.llm)
+		}
 	}
 	m.Total = c.summarize("total", &all, secs)
+	// Output tokens per second over the run, to the last finish (as vLLM's benchmark
+	// client measures output throughput), not over the arrival window alone.
+	if run := float64(max(end, window)-min(c.warmup, window)) / 1e6; run > 0 {
+		for i := range m.Apps {
+			if l := m.Apps[i].LLM; l != nil {
+				l.OutputTokensPerS = round6(float64(l.OutputTokens) / run)
+			}
+		}
+		if l := m.Total.LLM; l != nil {
+			l.OutputTokensPerS = round6(float64(l.OutputTokens) / run)
+		}
+	}
 	wall := float64(max(end, window))
 	if wall <= 0 {
 		wall = 1
@@ -189,6 +221,9 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 	if a.judged > 0 {
 		acc := round6(float64(a.correct) / float64(a.judged))
 		out.Accuracy = &acc
+	}
+	if a.llm != nil {
+		out.LLM = a.llm.summarize()
 	}
 	return out
 }

@@ -170,6 +170,9 @@ func newPointSimCompact(cfg *SweepConfig, load float64, compact bool) (*Sim, err
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Replay != nil {
+		return newReplaySim(cfg, pol, load, compact)
+	}
 	srcs := make([]Source, len(cfg.Dep.Apps))
 	var expect float64
 	for a := range cfg.Dep.Apps {
@@ -188,6 +191,7 @@ func newPointSimCompact(cfg *SweepConfig, load float64, compact bool) (*Sim, err
 	opts := Options{
 		Duration: cfg.Duration, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter,
 		ExpectedRequests: int(math.Min(expect*1.1+1024, 1<<26)), Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup,
+		LLM: cfg.LLM,
 	}
 	if compact {
 		opts.CompactEvery = compactEvery

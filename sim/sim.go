@@ -60,6 +60,11 @@ type Options struct {
 	// transients (empty batches, cold estimators) do not read as steady-state misses.
 	// Goodput is then per second of [Warmup, Duration).
 	Warmup dataplane.Time
+	// LLM, when set, gives each application's LLM class (LLMClassesOf): the driver fills in
+	// the token counts Attrs does not give (drawn from the class's profiles) and the report
+	// gains TTFT, TPOT and tokens per class, with the classes' TTFT and TPOT SLOs counted in
+	// attainment.
+	LLM []LLMClass
 	// Horizon, when > 0, bounds virtual time: a run still going past it (a policy that never
 	// finishes its requests keeps a Ticker's timer alive for ever) returns ErrHorizon.
 	Horizon dataplane.Time
@@ -97,11 +102,14 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 	if len(sources) != len(dep.Apps) {
 		return nil, fmt.Errorf("sim: %d arrival sources for %d applications", len(sources), len(dep.Apps))
 	}
+	if opts.LLM != nil && len(opts.LLM) != len(dep.Apps) {
+		return nil, fmt.Errorf("sim: %d LLM classes for %d applications", len(opts.LLM), len(dep.Apps))
+	}
 	answers := opts.ExpectedAnswers
 	if answers <= 0 {
 		answers = opts.ExpectedRequests
 	}
-	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers, !opts.NoLatencies, opts.Warmup), arrivals: make([]int64, len(dep.Apps))}
+	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers, !opts.NoLatencies, opts.Warmup, opts.LLM), arrivals: make([]int64, len(dep.Apps))}
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}
@@ -217,6 +225,10 @@ func (s *Sim) Run() (*Metrics, error) {
 			}
 			if arr.Attrs.Trace == 0 {
 				arr.Attrs.Trace = s.arrivals[a] + 1
+			}
+			if int(a) < len(s.opts.LLM) {
+				// The ID Admit gives it: requests are numbered in arrival order.
+				fillTokens(&s.opts.LLM[a], dataplane.ReqID(len(s.Engine.Requests()))+s.Engine.RequestBase(), &arr.Attrs)
 			}
 			s.arrivals[a]++
 			var id dataplane.ReqID

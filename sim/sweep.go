@@ -47,6 +47,38 @@ type SweepConfig struct {
 	FindLimit bool
 	// LimitCap bounds FindLimit's loads (≤ 0: DefaultLimitCap).
 	LimitCap float64
+	// LLM gives each application's LLM class (Options.LLM; nil: not an LLM plan).
+	LLM []LLMClass
+	// Replay, when set, replaces Arrival: the trace replayed exactly, each request once at
+	// its time divided by the load factor (ExactReplay). BaseRPS should then be its
+	// NativeRPS.
+	Replay *ExactReplay
+	// RecordRequests keeps every request's record in its Point (Point.Requests).
+	RecordRequests bool
+}
+
+// traceName labels the arrivals in the report.
+func (cfg *SweepConfig) traceName() string {
+	if cfg.Replay != nil {
+		return cfg.Replay.Name + " (exact replay)"
+	}
+	return cfg.Arrival.Name
+}
+
+// record is r's line of --requests-out.
+func (cfg *SweepConfig) record(load float64, r *rt.Request) RequestRecord {
+	rec := RequestRecord{Load: load, ID: int64(r.ID), Class: cfg.Dep.Apps[r.App].Name, ArrivalUs: int64(r.Arrival), DoneUs: int64(r.Done),
+		Outcome: r.Outcome.String(), Reason: string(r.Reason), InputTokens: r.Attrs.InTokens, OutputTokens: r.Attrs.OutTokens}
+	if r.FirstToken != rt.Never {
+		ft := int64(r.FirstToken)
+		rec.FirstTokenUs = &ft
+	}
+	if cfg.Replay != nil && r.Attrs.Trace > 0 {
+		if row := cfg.Replay.Row(r.App, r.Attrs.Trace-1); row >= 0 {
+			rec.TraceRow = &row
+		}
+	}
+	return rec
 }
 
 // MaxLoadTarget is the attainment a load must hold to count toward the report's max load
@@ -66,6 +98,10 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 	if err != nil {
 		return nil, err
 	}
+	var recs []RequestRecord
+	if cfg.RecordRequests {
+		s.opts.OnFinish = func(_ rt.Time, r *rt.Request) { recs = append(recs, cfg.record(load, r)) }
+	}
 	m, err := s.Run()
 	if err != nil {
 		return nil, err
@@ -80,7 +116,10 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 		total += rate * load
 	}
 	m.Total.OfferedRPS = round6(total)
-	return &Point{Load: load, Metrics: *m}, nil
+	if recs != nil {
+		sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
+	}
+	return &Point{Load: load, Metrics: *m, Requests: recs}, nil
 }
 
 // Sweep runs every load point, in parallel, and assembles the report in load order.
@@ -94,7 +133,7 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	}
 	rep := &Report{
 		APIVersion: "plan/v1", Kind: ReportKind, Plan: cfg.PlanName, Strategy: cfg.Strategy,
-		Policy: cfg.Policy.Policy, Params: cfg.Policy.Params, Trace: cfg.Arrival.Name,
+		Policy: cfg.Policy.Policy, Params: cfg.Policy.Params, Trace: cfg.traceName(),
 		Seed: cfg.Seed, DurationUs: int64(cfg.Duration), Jitter: cfg.Jitter, WarmupUs: int64(cfg.Warmup),
 	}
 	if cfg.Dep.Judge != nil {

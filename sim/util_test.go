@@ -29,7 +29,7 @@ func TestWholeGPUBusyCountedOnce(t *testing.T) {
 		{"nested", [][3]int64{{0, 0, 30}, {1, 5, 10}, {2, 30, 31}}, []dataplane.Time{31, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCollector(dep, 0, true, 0)
+			c := newCollector(dep, 0, true, 0, nil)
 			for _, r := range tc.runs {
 				c.run(dataplane.WorkerID(r[0]), dataplane.Time(r[1]), dataplane.Time(r[2]))
 			}

@@ -28,6 +28,10 @@ type (
 	AppMetrics = workload.AppMetrics
 	// DropCount counts drops at one stage for one reason (workload.DropCount).
 	DropCount = workload.DropCount
+	// LLMMetrics are an LLM class's token timings (workload.LLMMetrics).
+	LLMMetrics = workload.LLMMetrics
+	// RequestRecord is one request's life (workload.RequestRecord).
+	RequestRecord = workload.RequestRecord
 	// Latency summarizes latencies (workload.Latency).
 	Latency = workload.Latency
 	// Utilization is a GPU group's busy share (workload.Utilization).

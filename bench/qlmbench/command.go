@@ -153,6 +153,29 @@ type Result struct {
 	ModelSwaps int64 `json:"model_swaps"`
 	Replans    int64 `json:"replans"`
 	Fallbacks  int64 `json:"fallbacks"`
+	// Timing is what users of LLM serving read (LLM engine digest §3): TTFT, TPOT and E2E
+	// percentiles and output tokens per second, over every class and per class.
+	Timing  ClassTiming   `json:"timing"`
+	Classes []ClassTiming `json:"classes,omitempty"`
+}
+
+// ClassTiming is one class's (or every class's) token timings in a replay.
+type ClassTiming struct {
+	Class string `json:"class"`
+	// TTFT, TPOT (µs per output token after the first) and E2E percentiles of the answered
+	// requests; TTFT and TPOT only of those whose policy stamped a first token.
+	TTFT             sim.Latency `json:"ttft"`
+	TPOT             sim.Latency `json:"tpot"`
+	E2E              sim.Latency `json:"e2e"`
+	OutputTokensPerS float64     `json:"output_tokens_per_s"`
+}
+
+func classTiming(a *sim.AppMetrics) ClassTiming {
+	c := ClassTiming{Class: a.Name, E2E: a.Latency}
+	if a.LLM != nil {
+		c.TTFT, c.TPOT, c.OutputTokensPerS = a.LLM.TTFT, a.LLM.TPOT, a.LLM.OutputTokensPerS
+	}
+	return c
 }
 
 // Workload is one of the paper's set-ups (QLM §8): instances and the models requests ask
@@ -268,11 +291,22 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 	for _, r := range res {
 		tab = append(tab, []string{r.Workload, fmt.Sprintf("%gx", r.SLOScale), r.Policy, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f%%", 100*r.Overall),
 			fmt.Sprintf("%.1f%%", 100*r.Interactive), fmt.Sprintf("%.1f%%", 100*r.Batch),
-			fmt.Sprintf("%.2f", r.ThroughputRPS), fmt.Sprintf("%.2f", r.WallSec), fmt.Sprintf("%d/%d/%d", r.Evictions, r.KVSwaps, r.ModelSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
+			fmt.Sprintf("%.2f", r.ThroughputRPS), p50p99(r.Timing.TTFT, 1e6), p50p99(r.Timing.TPOT, 1e3), p50p99(r.Timing.E2E, 1e6), fmt.Sprintf("%.0f", r.Timing.OutputTokensPerS),
+			fmt.Sprintf("%.2f", r.WallSec), fmt.Sprintf("%d/%d/%d", r.Evictions, r.KVSwaps, r.ModelSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
 	}
-	env.Table([]string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS", "WALL_S", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
+	env.Table([]string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS",
+		"TTFT_P50/P99_S", "TPOT_P50/P99_MS", "E2E_P50/P99_S", "OUT_TOK/S", "WALL_S", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
 	env.Infof("paper: QLM +40-90%% SLO attainment over vLLM and +50-90%% over SHEPHERD (W_A, W_B), above EDF; throughput +20%% over vLLM/EDF, +50%% over SHEPHERD; relaxation (W_A): EDF meets all SLOs at 3x, SHEPHERD at 5x, vLLM at 11x\n")
 	return nil
+}
+
+// p50p99 renders a latency's median and p99 in units of unitUs µs ("-": no sample, a policy
+// that stamps no first token).
+func p50p99(l sim.Latency, unitUs float64) string {
+	if l == (sim.Latency{}) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f/%.2f", float64(l.P50Us)/unitUs, float64(l.P99Us)/unitUs)
 }
 
 // Report is bench.json of --report DIR: the data the run used and every result.
@@ -382,7 +416,7 @@ func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup,
 		for c := range srcs {
 			srcs[c] = &sim.Times{T: times[c]}
 		}
-		s, err := sim.New(dep, p, srcs, sim.Options{Duration: window + 1,
+		s, err := sim.New(dep, p, srcs, sim.Options{Duration: window + 1, LLM: sim.LLMClassesOf(dep, classes),
 			Attrs: func(a dataplane.AppID, i int64) dataplane.Attrs { return attrs[a][i] }, CompactEvery: 1 << 16,
 			OnFinish: func(now dataplane.Time, r *dataplane.Request) {
 				n[r.App]++
@@ -394,12 +428,18 @@ func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup,
 		if err != nil {
 			return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 		}
-		if _, err := s.Run(); err != nil {
+		m, err := s.Run()
+		if err != nil {
 			return nil, fmt.Errorf("workload %s, policy %s: %w", w.Name, name, err)
 		}
 		st := p.(*dq.Policy).Stats()
 		r := Result{Workload: w.Name, SLOScale: sloScale, Policy: name, WallSec: time.Since(start).Seconds(), Evictions: st.Evictions, KVSwaps: st.KVSwaps,
-			ModelSwaps: st.ModelSwaps, Replans: st.Replans, Fallbacks: st.PlanFallbacks}
+			ModelSwaps: st.ModelSwaps, Replans: st.Replans, Fallbacks: st.PlanFallbacks, Timing: classTiming(&m.Total)}
+		for i := range m.Apps {
+			if m.Apps[i].Requests > 0 {
+				r.Classes = append(r.Classes, classTiming(&m.Apps[i]))
+			}
+		}
 		var okI, nI, okB, nB int
 		for c := range classes {
 			if c%2 == 0 {

@@ -51,3 +51,34 @@ func TestReplayWorkloadMulti(t *testing.T) {
 	}
 	t.Logf("QLM %.3f, FCFS %.3f", res[0].Overall, res[1].Overall)
 }
+
+// TestReplayTimings: every result carries E2E percentiles and output tokens per second over
+// all classes and per class, counting the trace's own output tokens (issue 30 item 4).
+func TestReplayTimings(t *testing.T) {
+	var rows []row
+	for i := 0; i < 40; i++ {
+		rows = append(rows, row{t: dataplane.Time(i) * dataplane.Second / 4, in: int32(100 + 10*i), out: int32(20 + i)})
+	}
+	pr, err := LoadProfile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ReplayWorkload(rows, Workloads[0], pr.LLMs, 1, 0.5, 20*dataplane.Second, []string{"qlm-vllm-fcfs"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if r.Timing.Class != "total" || r.Timing.E2E.P50Us <= 0 || r.Timing.E2E.P99Us < r.Timing.E2E.P50Us || r.Timing.OutputTokensPerS <= 0 {
+		t.Fatalf("timing %+v", r.Timing)
+	}
+	if len(r.Classes) != 2 || r.Classes[0].Class != "mistral-7b-interactive" || r.Classes[1].Class != "mistral-7b-batch" {
+		t.Fatalf("classes %+v", r.Classes)
+	}
+	var perClass float64
+	for _, c := range r.Classes {
+		perClass += c.OutputTokensPerS
+	}
+	if d := perClass - r.Timing.OutputTokensPerS; d > 1e-3 || d < -1e-3 {
+		t.Fatalf("per-class tokens/s sum %g, total %g", perClass, r.Timing.OutputTokensPerS)
+	}
+}

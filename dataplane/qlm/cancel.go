@@ -28,6 +28,35 @@ func (p *Policy) fits(s *seq) bool {
 	return s.prompt+s.out <= p.kvMax[s.model]
 }
 
+// Reasons a request is refused at arrival (LLM engine digest §2 and §4): its prompt plus
+// output exceed max_model_len on every instance able to serve its model (HTTP 400 at the
+// OpenAI intake), or chunked prefill is off and its prompt exceeds max_num_batched_tokens.
+const (
+	DropMaxModelLen  dataplane.DropReason = "max-model-len"
+	DropPromptBudget dataplane.DropReason = "prompt-over-batched-tokens"
+)
+
+// refusal is why s can never be admitted by the engine settings of any instance with a
+// profile of its model ("" when some can admit it).
+func (p *Policy) refusal(s *seq) dataplane.DropReason {
+	why := dataplane.DropReason("")
+	for _, in := range p.inst {
+		m := p.llmFor(in, s.model)
+		switch {
+		case m == nil:
+		case m.maxModelLen > 0 && s.prompt+s.out > m.maxModelLen:
+			if why == "" {
+				why = DropMaxModelLen
+			}
+		case !m.chunked && s.prompt > m.maxBatched:
+			why = DropPromptBudget
+		default:
+			return ""
+		}
+	}
+	return why
+}
+
 // hopeless reports whether s misses its deadline even alone on the fastest instance able to
 // serve its model, with nothing ahead of it: its prefill, then its output at a batch of one
 // (QLM §6, Eq. 4 at ε = 1; the model load is not counted, so the rule never drops a request
@@ -59,13 +88,17 @@ func (p *Policy) hopeless(now dataplane.Time, s *seq) bool {
 func (p *Policy) dropExpired(now dataplane.Time, out *dataplane.Decisions) {
 	var late []*seq
 	for _, s := range p.seqs {
-		if s.deadline < now && s.kv == 0 && !s.swapped {
+		if s.deadline < now && s.kv == 0 && !s.swapped && !s.fin {
 			late = append(late, s)
 		}
 	}
 	slices.SortFunc(late, func(a, b *seq) int { return cmp.Compare(a.id, b.id) })
 	for _, s := range late {
 		delete(p.seqs, s.id)
+		if s.inst >= 0 {
+			// A recompute-preempted sequence may still have its first token in flight.
+			p.dropOutputs(p.inst[s.inst], s)
+		}
 		p.q.withdraw(p, s)
 		p.stats.Expired++
 		out.Drop(s.id, 0, dataplane.DropDeadline, 0)
@@ -80,6 +113,12 @@ type Limit struct {
 	KVTokens  int
 	MaxPrompt int
 	MaxOutput int
+	// MaxModelLen is the largest max_model_len (prompt + output) of the instances serving
+	// the model (0: one of them sets none); PromptBudget the largest prompt one with chunked
+	// prefill off admits (its max_num_batched_tokens; 0: one chunks prompts). The engine
+	// refuses past them at arrival (Policy.refusal), the OpenAI front end with a 400.
+	MaxModelLen  int
+	PromptBudget int
 }
 
 // Limits reads the per-class limits of a QLM deployment (indexed by application): the
@@ -92,6 +131,7 @@ func Limits(dep *dataplane.Deployment) ([]Limit, error) {
 	out := make([]Limit, len(cls))
 	for i, c := range cls {
 		out[i] = Limit{Model: c.Model, MaxPrompt: c.In.Max, MaxOutput: c.Out.Max}
+		lenSet, budgetSet := true, true
 		for k := range s.Profiles {
 			pr := &s.Profiles[k]
 			if pr.Model != c.Model {
@@ -102,9 +142,19 @@ func Limits(dep *dataplane.Deployment) ([]Limit, error) {
 					m := newLLM(pr)
 					// blocks(n) <= kvCap holds for n up to kvCap rounded down to a block.
 					out[i].KVTokens = max(out[i].KVTokens, m.kvCap/m.block*m.block)
+					lenSet = lenSet && m.maxModelLen > 0
+					out[i].MaxModelLen = max(out[i].MaxModelLen, m.maxModelLen)
+					budgetSet = budgetSet && !m.chunked
+					out[i].PromptBudget = max(out[i].PromptBudget, m.maxBatched)
 					break
 				}
 			}
+		}
+		if !lenSet {
+			out[i].MaxModelLen = 0
+		}
+		if !budgetSet {
+			out[i].PromptBudget = 0
 		}
 	}
 	return out, nil
@@ -123,6 +173,12 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 	}
 	delete(p.seqs, id)
 	p.stats.Cancelled++
+	if s.inst >= 0 {
+		p.dropOutputs(p.inst[s.inst], s)
+	}
+	if s.fin {
+		return // computed, its completion waited for the output delay
+	}
 	if s.inst >= 0 && p.abort(p.inst[s.inst], s) {
 		return
 	}
@@ -162,7 +218,7 @@ func (p *Policy) abort(in *instance, s *seq) bool {
 	if !found {
 		return false
 	}
-	s.kv, s.swapped, s.needPrefill = 0, false, false
+	s.kv, s.swapped, s.comp, s.sched = 0, false, 0, 0
 	p.touch(in.idx)
 	return true
 }

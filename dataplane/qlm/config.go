@@ -5,10 +5,14 @@
 // generator and the serving operations of §5) and the baselines of §8 (vLLM-FCFS, EDF,
 // round-robin and random assignment, ablations).
 //
-// An instance is one worker of the deployment's single Manual stage. Each engine iteration
-// is a dispatched one-hop batch whose PathHop.Dur is the iteration's forward time from the
-// piecewise-linear profile (formats.LLMIteration); between iterations the policy admits,
-// finishes (Complete) or preempts sequences. Requests of several classes (applications) in
+// An instance is one worker of the deployment's single Manual stage, modelled as a vLLM-style
+// engine (engine.go, the LLM engine digest §2): each step hands out tokens under
+// max_num_batched_tokens and max_num_seqs (running requests first, then waiting ones with
+// chunked prefill and head-of-line blocking), and is a dispatched one-hop batch whose
+// PathHop.Dur is the step's time from the profile's measured curves (formats.LLMIteration:
+// prefill-containing and decode-only, over scheduled tokens); between steps the policy
+// admits, finishes (Complete, after the output delay) or preempts sequences. The engine
+// settings are the LLM profile's (formats.LLMEngine, vLLM's flag names). Requests of several classes (applications) in
 // one iteration travel as one batch per application on the same worker: the first carries
 // the iteration's duration, the others take zero time, so they all end together.
 package qlm
@@ -85,8 +89,11 @@ func (s *Setup) replanGap() dataplane.Time {
 // pwl is a piecewise-linear time in µs over a token count (formats.LLMIteration).
 type pwl []formats.PWLPoint
 
-// at evaluates the curve at x tokens: flat below the first point, linear between points,
-// extending the last segment above the last point (flat with a single point).
+// at evaluates the curve at x tokens: flat below the first point, linear between points
+// (measured points are used as measured, even where noise makes the curve fall), and above
+// the last point extending the last segment at its slope clamped at ≥ 0 (flat with a single
+// point), so an extrapolated step is never shorter than the last measured one (issue 30
+// item 3).
 func (p pwl) at(x int) float64 {
 	if len(p) == 0 {
 		return 0
@@ -105,27 +112,36 @@ func (p pwl) at(x int) float64 {
 		return p[0].Us
 	}
 	a, b := p[n-2], p[n-1]
-	return b.Us + (b.Us-a.Us)*float64(x-b.Tokens)/float64(b.Tokens-a.Tokens)
+	return b.Us + max(b.Us-a.Us, 0)*float64(x-b.Tokens)/float64(b.Tokens-a.Tokens)
 }
 
 // llm is one model's timing and memory on one GPU type, resolved from its profile.
 type llm struct {
-	prof             *formats.LLMProfile
-	prefill, decode  pwl
-	ctxUs            float64
-	maxBatched       int
-	maxSeqs          int
-	block            int
-	kvCap            int
-	kvBytes          int64
-	preempt          string
-	cpuSwap          int64
-	hostBytesPerUs   float64
-	warmUs, coldUs   dataplane.Time
-	thetaTokPerSec   float64
-	avgBatch         float64
-	epsilon          float64
-	decodeStepSecond float64
+	prof            *formats.LLMProfile
+	prefill, decode pwl
+	ctxUs           float64
+	maxBatched      int
+	maxSeqs         int
+	// chunked, maxPartial, outDelay and maxModelLen are the engine settings of the LLM
+	// engine digest §2 and §4 (formats.LLMEngine).
+	chunked     bool
+	maxPartial  int
+	outDelay    int
+	maxModelLen int
+	// priority: waiting requests by priority, then arrival (scheduling_policy priority);
+	// swapAlways: swap_space set, preemption swaps KV to CPU memory whatever the policy.
+	priority, swapAlways bool
+	block                int
+	kvCap                int
+	kvBytes              int64
+	preempt              string
+	cpuSwap              int64
+	hostBytesPerUs       float64
+	warmUs, coldUs       dataplane.Time
+	thetaTokPerSec       float64
+	avgBatch             float64
+	epsilon              float64
+	decodeStepSecond     float64
 	// knee is the batch size where decode stops being memory-bound: below it a decode step
 	// costs about the same whatever the batch (weights are read once per step), so a wider
 	// batch is nearly free throughput (see flatBatch).
@@ -133,7 +149,9 @@ type llm struct {
 }
 
 func newLLM(p *formats.LLMProfile) *llm {
-	m := &llm{prof: p, maxBatched: 4096, maxSeqs: 256, block: 16, kvCap: int(p.KVCapacityTokens), kvBytes: p.KVBytesPerToken,
+	b, seqs := formats.DefaultBatchedTokens(p.GPU)
+	m := &llm{prof: p, maxBatched: b, maxSeqs: seqs, block: 16, kvCap: int(p.KVCapacityTokens), kvBytes: p.KVBytesPerToken,
+		chunked: true, maxPartial: 1, outDelay: 1,
 		preempt: "auto", warmUs: dataplane.Time(math.Round(p.LoadWarmUs)), coldUs: dataplane.Time(math.Round(p.LoadColdUs + p.LoadWarmUs)),
 		thetaTokPerSec: p.ThroughputTokensPerS, avgBatch: p.AvgBatch, epsilon: p.Epsilon, decodeStepSecond: p.DecodeUsPerToken / 1e6}
 	if m.epsilon <= 0 {
@@ -165,6 +183,7 @@ func newLLM(p *formats.LLMProfile) *llm {
 		m.prefill = pwl{{Tokens: 1, Us: p.PrefillBaseUs + p.PrefillUsPerToken}, {Tokens: 2, Us: p.PrefillBaseUs + 2*p.PrefillUsPerToken}}
 		m.decode = pwl{{Tokens: 1, Us: p.DecodeUsPerToken}}
 	}
+	m.engine(p.Engine)
 	m.knee = flatBatch(m.decode, m.maxSeqs)
 	if m.warmUs <= 0 {
 		m.warmUs = 1
@@ -173,6 +192,37 @@ func newLLM(p *formats.LLMProfile) *llm {
 		m.coldUs = 1
 	}
 	return m
+}
+
+// engine applies the profile's engine settings (vLLM's names, formats.LLMEngine) over the
+// defaults and the older iteration fields they replace (max_batched_tokens, max_seqs,
+// block_tokens, cpu_swap_bytes: still read, the engine's win).
+func (m *llm) engine(e *formats.LLMEngine) {
+	if e == nil {
+		return
+	}
+	if e.MaxNumBatchedTokens > 0 {
+		m.maxBatched = e.MaxNumBatchedTokens
+	}
+	if e.MaxNumSeqs > 0 {
+		m.maxSeqs = e.MaxNumSeqs
+	}
+	if e.BlockSize > 0 {
+		m.block = e.BlockSize
+	}
+	m.chunked = e.Chunked()
+	if e.MaxNumPartialPrefills > 0 {
+		m.maxPartial = e.MaxNumPartialPrefills
+	}
+	if e.OutputDelaySteps != nil {
+		m.outDelay = max(*e.OutputDelaySteps, 0)
+	}
+	m.maxModelLen = e.MaxModelLen
+	if e.SwapSpace > 0 {
+		m.cpuSwap = int64(e.SwapSpace * float64(1<<30) * float64(max(m.prof.GPUCount, 1)))
+		m.preempt, m.swapAlways = "swap", true
+	}
+	m.priority = e.SchedulingPolicy == "priority"
 }
 
 // flatBatch is the knee of a decode curve: the largest batch (at most maxSeqs) whose decode
@@ -192,9 +242,31 @@ func flatBatch(d pwl, maxSeqs int) int {
 	return b
 }
 
-// PrefillUs is the forward time of a prefill iteration over n prompt tokens, in whole µs.
+// prefillUs is the time to prefill an n-token prompt alone: whole steps of the token budget
+// (chunked prefill, LLM engine digest §2) and the rest, in whole µs. The estimators (RCT,
+// the deadline guard, hopeless) read it.
 func (m *llm) prefillUs(n int) dataplane.Time {
-	return dataplane.Time(math.Round(m.prefill.at(n)))
+	t := 0.0
+	if m.chunked && m.maxBatched > 0 && n > m.maxBatched {
+		t = float64(n/m.maxBatched) * m.prefill.at(m.maxBatched)
+		n %= m.maxBatched
+	}
+	if n > 0 {
+		t += m.prefill.at(n)
+	}
+	return dataplane.Time(math.Round(t))
+}
+
+// stepUs is the time of one engine step computing tokens tokens, pre of them prompt (or
+// recomputed) tokens, over sequences whose caches will hold ctx tokens: the prefill-containing
+// curve when pre > 0, else the decode-only curve, both over the scheduled tokens, plus the
+// per-context-token term (LLM engine digest §2.4).
+func (m *llm) stepUs(tokens, pre, ctx int) dataplane.Time {
+	c := m.decode
+	if pre > 0 {
+		c = m.prefill
+	}
+	return dataplane.Time(math.Round(c.at(tokens) + m.ctxUs*float64(ctx)))
 }
 
 // decodeUs is the forward time of a decode iteration advancing b sequences whose caches hold

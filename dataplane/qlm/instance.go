@@ -21,9 +21,15 @@ type seq struct {
 	arrival  dataplane.Time
 	// prio is the request's priority attribute (vLLM's: lower first), QLM App. A.3.
 	prio int32
-	// needPrefill: admitted but its prompt (plus generated tokens after a recompute
-	// preemption) is not in the KV cache yet.
-	needPrefill bool
+	// comp is how many of its tokens the KV cache holds computed (vLLM's
+	// num_computed_tokens, LLM engine digest §1): prompt chunks, then one per generated
+	// token; back to 0 after a recompute preemption (prompt + generated are computed again).
+	comp int
+	// sched is the tokens the step in flight computes for it (0 when not in it).
+	sched int
+	// fin: its last token is computed (its KV is freed); its completion waits for the
+	// output delay (instance.outq).
+	fin bool
 	// swapped: preempted by a GPU→CPU KV swap; readyAt is when the swap-in ends.
 	swapped bool
 	readyAt dataplane.Time
@@ -36,6 +42,13 @@ type seq struct {
 }
 
 func (s *seq) ctx() int { return s.prompt + s.gen }
+
+// need is the tokens the sequence must compute before its next output token: its whole
+// prompt (plus generated tokens after a recompute) less what is computed, 1 in decode.
+func (s *seq) need() int { return s.prompt + s.gen - s.comp }
+
+// prefilling: its next tokens are prompt (or recomputed) tokens, not a decode.
+func (s *seq) prefilling() bool { return s.need() > 1 || s.comp < s.prompt }
 
 // slo is the request's end-to-end latency SLO (QLM §2.3, Def. 2.2).
 func (s *seq) slo() dataplane.Time { return s.deadline - s.arrival }
@@ -58,6 +71,9 @@ type instance struct {
 	outstanding int
 	iter        []*seq
 	iterPrefill bool
+	// outq are the tokens computed but not yet at their clients (the output delay, LLM
+	// engine digest §2.5): first tokens and completions, stamped at the end of a later step.
+	outq []output
 	// warm lists the models kept in CPU memory (warm start), least recently used first.
 	warm     []string
 	cpuBytes int64
@@ -169,145 +185,6 @@ func (p *Policy) llmFor(in *instance, name string) *llm {
 	return nil
 }
 
-// step starts the instance's next iteration, model switch or nothing, when it is idle.
-func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions) {
-	if in.busy || in.loading || in.down {
-		return
-	}
-	h := p.q.head(p, in)
-	if h != nil && h.model != in.model {
-		if len(in.running) == 0 {
-			p.switchModel(now, in, h.model, out)
-			return
-		}
-		in.drain = true
-	} else {
-		in.drain = false
-	}
-	m := p.llmFor(in, in.model)
-	if m == nil {
-		return
-	}
-	if p.opt.guard && p.opt.evict {
-		p.protectDeadlines(now, in, m)
-	}
-	// Request pulling (QLM §5): swapped-in sequences first, then the queue head, while KV
-	// and the sequence cap allow.
-	for len(in.swapped) > 0 && len(in.running) < m.maxSeqs {
-		s := in.swapped[0]
-		need := m.blocks(s.ctx() + 1)
-		if in.kvUsed+need > m.kvCap || (p.opt.guard && !p.admitKeepsDeadlines(now, in, m, s)) {
-			break
-		}
-		in.swapped = in.swapped[1:]
-		in.cpuUsed -= int64(s.kv) * m.kvBytes
-		s.kv = need
-		in.kvUsed += need
-		s.swapped = false
-		s.readyAt = now + dataplane.Time(math.Ceil(float64(int64(s.ctx())*m.kvBytes)/m.hostBytesPerUs))
-		in.running = append(in.running, s)
-	}
-	if !in.drain && len(in.swapped) == 0 {
-		for len(in.running) < m.maxSeqs {
-			h := p.q.head(p, in)
-			if h == nil || h.model != in.model {
-				break
-			}
-			need := m.blocks(h.ctx() + 1)
-			if in.kvUsed+need > m.kvCap {
-				if !p.q.preemptFor(p, now, in, h, need) {
-					break
-				}
-				continue
-			}
-			if p.opt.guard && !p.admitKeepsDeadlines(now, in, m, h) {
-				qq, ok := p.q.(*qlmQueue)
-				if !ok {
-					break
-				}
-				h = qq.past(p, in, h)
-				if h == nil || !p.admitKeepsDeadlines(now, in, m, h) {
-					break
-				}
-				need = m.blocks(h.ctx() + 1)
-				if in.kvUsed+need > m.kvCap {
-					break
-				}
-			}
-			p.q.pop(p, in, h)
-			h.kv = need
-			in.kvUsed += need
-			h.needPrefill = true
-			h.inst = in.idx
-			h.started = true
-			h.admitted = now
-			in.running = append(in.running, h)
-		}
-		p.q.admitted(p, in)
-	}
-	// A prefill iteration for newly admitted sequences, else one decode step for all.
-	var iter []*seq
-	var dur dataplane.Time
-	tok := 0
-	for _, s := range in.running {
-		if s.needPrefill && (len(iter) == 0 || tok+s.ctx() <= m.maxBatched) {
-			iter = append(iter, s)
-			tok += s.ctx()
-		}
-	}
-	if len(iter) > 0 {
-		dur = m.prefillUs(tok)
-		in.iterPrefill = true
-		p.stats.Prefills++
-	} else {
-		// Grow every ready sequence's KV by one token; on overflow preempt the most recently
-		// admitted sequence (vLLM, QLM §2.2).
-		for i := 0; i < len(in.running); i++ {
-			s := in.running[i]
-			if s.readyAt > now {
-				continue
-			}
-			need := m.blocks(s.ctx() + 1)
-			for in.kvUsed-s.kv+need > m.kvCap && len(in.running) > 1 {
-				v := in.running[len(in.running)-1]
-				p.preempt(in, v, m)
-				if v == s {
-					break
-				}
-			}
-			if i >= len(in.running) || in.running[i] != s {
-				break
-			}
-			in.kvUsed += need - s.kv
-			s.kv = need
-		}
-		ctx := 0
-		next := dataplane.Never
-		for _, s := range in.running {
-			if s.readyAt > now {
-				next = min(next, s.readyAt)
-				continue
-			}
-			iter = append(iter, s)
-			ctx += s.ctx()
-		}
-		if len(iter) == 0 {
-			if next != dataplane.Never {
-				out.SetTimer(next, int64(in.idx))
-			}
-			return
-		}
-		dur = m.decodeUs(len(iter), ctx)
-		in.iterPrefill = false
-	}
-	p.stats.Iterations++
-	in.iterSat = h != nil
-	in.iterStart = now
-	in.iter = append(in.iter[:0], iter...)
-	in.busy = true
-	p.dispatchIteration(in, dur, out)
-}
-
 // dispatchIteration sends the iteration as one batch per application on the instance's
 // worker: the first carries the forward time, the rest take none (they end together).
 func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *dataplane.Decisions) {
@@ -332,58 +209,6 @@ func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *datapl
 		out.Dispatch(a, p.byApp[a], []dataplane.PathHop{{Stage: 0, Worker: in.w, Dur: d}})
 		in.outstanding++
 	}
-}
-
-// iterationDone applies the finished iteration at its end time: prefilled sequences get their
-// first token, decoded ones one more; finished sequences complete and free their KV.
-func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.Decisions) {
-	in.allTime = in.allTime*satDecay + float64(now-in.iterStart)/1e6
-	in.allDecodes *= satDecay
-	if !in.iterPrefill {
-		in.allDecodes++
-	}
-	if in.iterSat {
-		in.satTok = in.satTok*satDecay + float64(len(in.iter))
-		in.satTime = in.satTime*satDecay + float64(now-in.iterStart)/1e6
-		in.satDecodes *= satDecay
-		if !in.iterPrefill {
-			in.satDecodes++
-		}
-	}
-	p.dropCancelled(in, out)
-	keep := in.running[:0]
-	done := map[*seq]bool{}
-	for _, s := range in.iter {
-		s.needPrefill = false
-		s.gen++
-		if s.ttft == 0 && s.gen == 1 {
-			s.ttft = now - s.arrival
-			p.stats.TTFT[s.id] = s.ttft
-			// The first output token exists at the end of the prefill's step: its client's
-			// TTFT (LLM engine digest §3; the engine keeps the first stamp).
-			out.FirstToken(s.id, now)
-		}
-		if s.gen >= s.out {
-			done[s] = true
-		}
-	}
-	for _, s := range in.running {
-		if done[s] {
-			in.kvUsed -= s.kv
-			s.kv = 0
-			if s.out > 1 {
-				p.stats.TPOT[s.id] = (now - s.arrival - s.ttft) / dataplane.Time(s.out-1)
-			}
-			p.q.finished(p, s)
-			delete(p.seqs, s.id) // the table holds the sequences in flight (dropExpired reads it)
-			out.Complete(s.id, 0)
-			continue
-		}
-		keep = append(keep, s)
-	}
-	in.running = keep
-	in.iter = in.iter[:0]
-	in.busy = false
 }
 
 // dropCancelled aborts the sequences of the iteration just ended whose requests were
@@ -417,9 +242,10 @@ func (p *Policy) preempt(in *instance, v *seq, m *llm) {
 		}
 	}
 	in.kvUsed -= v.kv
+	v.sched = 0
 	bytes := int64(v.kv) * m.kvBytes
 	swap := false
-	if p.opt.swap && !v.needPrefill {
+	if (p.opt.swap || m.swapAlways) && !v.prefilling() {
 		switch m.preempt {
 		case "swap":
 			swap = in.cpuUsed+bytes <= m.cpuSwap
@@ -434,8 +260,7 @@ func (p *Policy) preempt(in *instance, v *seq, m *llm) {
 		p.stats.KVSwaps++
 		return
 	}
-	v.kv = 0
-	v.needPrefill = false
+	v.kv, v.comp = 0, 0
 	p.stats.Evictions++
 	p.q.requeue(p, in, v)
 }

@@ -85,6 +85,10 @@ type Policy struct {
 	// every instance after every event (tests compare the two).
 	ss       stepSet
 	fullStep bool
+	// hold: until this time an idle instance does not start a step (the arrival hold);
+	// held are the instances it kept from starting.
+	hold dataplane.Time
+	held []int
 	// memoOn: inside Handle, residual values are kept per instance until the instance
 	// changes (instance.resOK). Off under fullStep and outside Handle.
 	memoOn bool
@@ -200,6 +204,11 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			out.Drop(s.id, 0, DropTooLarge, 0)
 			break
 		}
+		if why := p.refusal(s); why != "" {
+			p.stats.TooLarge++
+			out.Drop(s.id, 0, why, 0)
+			break
+		}
 		if p.opt.dropLate && p.hopeless(now, s) {
 			p.stats.Expired++
 			out.Drop(s.id, 0, dataplane.DropDeadline, 0)
@@ -207,6 +216,12 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		p.seqs[s.id] = s
 		p.enqueue(now, s, out)
+		// Every arrival of this instant is queued before an idle instance starts its step
+		// (LLM engine digest §1): the step starts at the hold timer, 1 µs later.
+		if p.hold <= now {
+			p.hold = now + 1
+			out.SetTimer(p.hold, holdKey)
+		}
 	case dataplane.EvCancel:
 		p.cancel(ev.Req)
 	case dataplane.EvWorkerDown:
@@ -231,6 +246,12 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		p.iterationDone(ev.End, in, out)
 		p.touch(in.idx)
+		p.stepAll(now, out)
+		if !in.busy && len(in.outq) > 0 {
+			// No step follows: nothing delays the outputs (digest §2.5).
+			p.releaseOutputs(now, in, out, true)
+		}
+		return
 	case dataplane.EvModelLoaded:
 		in := p.byW[ev.Worker]
 		if in != nil && in.loading {
@@ -244,8 +265,20 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		p.q.tick(p, now)
 		p.touchAll()
+	case dataplane.EvTimer:
+		if ev.Key != holdKey {
+			p.touchAll() // no claim about which instance it concerns
+			break
+		}
+		// The arrival hold ended: the instances it held back step now; what they would
+		// pull changed (the idle memo is forgotten).
+		for _, i := range p.held {
+			p.touch(i)
+		}
+		p.held = p.held[:0]
+		p.changed()
 	default:
-		// Timers and anything else: no claim about which instance they concern.
+		// Anything else: no claim about which instance it concerns.
 		p.touchAll()
 	}
 	p.stepAll(now, out)
@@ -337,9 +370,12 @@ type plainQueue struct {
 	wait [][]*seq
 }
 
-func (q *plainQueue) less(a, b *seq) bool {
+func (q *plainQueue) less(a, b *seq, prio bool) bool {
 	if q.edf && a.deadline != b.deadline {
 		return a.deadline < b.deadline
+	}
+	if prio && a.prio != b.prio {
+		return a.prio < b.prio // scheduling_policy priority: lower first, then arrival (vLLM)
 	}
 	if a.arrival != b.arrival {
 		return a.arrival < b.arrival
@@ -347,9 +383,10 @@ func (q *plainQueue) less(a, b *seq) bool {
 	return a.id < b.id
 }
 
-func (q *plainQueue) insert(i int, s *seq) {
+func (q *plainQueue) insert(p *Policy, i int, s *seq) {
 	w := q.wait[i]
-	k := sort.Search(len(w), func(j int) bool { return q.less(s, w[j]) })
+	prio := p.priority(p.inst[i], s.model)
+	k := sort.Search(len(w), func(j int) bool { return q.less(s, w[j], prio) })
 	w = append(w, nil)
 	copy(w[k+1:], w[k:])
 	w[k] = s
@@ -364,8 +401,15 @@ func (q *plainQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	in := el[p.rr%len(el)]
 	p.rr++
 	s.inst = in.idx
-	q.insert(in.idx, s)
+	q.insert(p, in.idx, s)
 	p.touch(in.idx)
+}
+
+// priority reports whether in's engine for model orders its waiting requests by priority
+// (engine scheduling_policy, LLM engine digest §2).
+func (p *Policy) priority(in *instance, model string) bool {
+	m := p.llmFor(in, model)
+	return m != nil && m.priority
 }
 
 func (q *plainQueue) head(_ *Policy, in *instance) *seq {
@@ -387,12 +431,13 @@ func (q *plainQueue) pop(_ *Policy, in *instance, s *seq) {
 
 func (q *plainQueue) requeue(p *Policy, in *instance, s *seq) {
 	p.touch(in.idx)
-	if !q.edf {
-		// vLLM puts a preempted sequence back at the front of its waiting queue.
+	if !q.edf && !p.priority(in, s.model) {
+		// vLLM puts a preempted sequence back at the front of its waiting queue (under
+		// the priority policy, in its priority order).
 		q.wait[in.idx] = append([]*seq{s}, q.wait[in.idx]...)
 		return
 	}
-	q.insert(in.idx, s)
+	q.insert(p, in.idx, s)
 }
 
 // preemptFor: EDF is preemptive (QLM §8 [ours]): when the head has an earlier deadline than
@@ -477,6 +522,7 @@ func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {
 // failure).
 func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.Decisions) {
 	p.stats.Failovers++
+	p.releaseOutputs(now, in, out, true)
 	orphans := append(append([]*seq(nil), in.running...), in.swapped...)
 	p.setDown(in, true)
 	in.resOK = false
@@ -487,7 +533,7 @@ func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.D
 	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
 	in.floor, in.observed = 0, 0
 	for _, s := range orphans {
-		s.kv, s.needPrefill, s.swapped, s.readyAt, s.inst = 0, false, false, 0, -1
+		s.kv, s.comp, s.sched, s.swapped, s.readyAt, s.inst = 0, 0, 0, false, 0, -1
 	}
 	moved := append(orphans, p.q.evacuate(p, in)...)
 	for _, s := range moved {

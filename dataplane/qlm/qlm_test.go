@@ -1,6 +1,7 @@
 package qlm
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -28,60 +29,106 @@ func oneClass(model string, slo time.Duration) formats.LLMClass {
 		InputTokens: formats.TokenProfile{Mean: 100, Std: 50, Max: 1000}, OutputTokens: formats.TokenProfile{Mean: 50, Std: 20, Max: 200}}
 }
 
-// TestIterationTimingExact: the emulated instance follows the iteration model to the µs
-// (issue 13): three concurrent requests with different prompt and output lengths.
+// TestIterationTimingExact: the emulated instance follows the engine model to the µs (issue
+// 13, issue 30 item 1): three requests arriving together share one step (their prompts are
+// prefilled together), with the output delay of 0 and 1 step.
 func TestIterationTimingExact(t *testing.T) {
-	for _, pol := range []string{PolicyFCFS, PolicyQLM} {
-		t.Run(pol, func(t *testing.T) {
-			prof := handProfile()
-			dep, err := Build([]formats.LLMClass{oneClass("m", time.Minute)}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: "A100", Model: "m"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			type rq struct{ in, out int32 }
-			reqs := []rq{{100, 3}, {50, 1}, {200, 2}}
-			p, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := map[dataplane.ReqID]dataplane.Time{}
-			first := map[dataplane.ReqID]dataplane.Time{}
-			s, err := sim.New(dep, p, []sim.Source{&sim.Times{T: []dataplane.Time{0, 0, 0}}}, sim.Options{Duration: dataplane.Second,
-				Attrs: func(_ dataplane.AppID, n int64) dataplane.Attrs {
-					return dataplane.Attrs{InTokens: reqs[n].in, OutTokens: reqs[n].out}
-				},
-				OnFinish: func(now dataplane.Time, r *dataplane.Request) { done[r.ID], first[r.ID] = now, r.FirstToken-r.Arrival }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Run(); err != nil {
-				t.Fatal(err)
-			}
-			// By hand. P(n) = 1000 + 10000·(n−1)/999; D(b, ctx) = 5000 + 1000·(b−1) + 0.5·ctx.
-			P := func(n int) dataplane.Time { return dataplane.Time(math.Round(1000 + 10000*float64(n-1)/999)) }
-			D := func(b, ctx int) dataplane.Time {
-				return dataplane.Time(math.Round(5000 + 1000*float64(b-1) + 0.5*float64(ctx)))
-			}
-			t1 := P(100)             // A arrives first and is prefilled alone: A's first token
-			t2 := t1 + P(50+200)     // B and C prefill together: B done (1 token), C's first token
-			t3 := t2 + D(2, 101+201) // decode A (ctx 101) and C (ctx 201): C done
-			t4 := t3 + D(1, 102)     // decode A: A done
-			if t1 != 1991 || t2 != 1991+3492 {
-				t.Fatalf("hand arithmetic: t1 %d t2 %d", t1, t2)
-			}
-			st := p.(*Policy).Stats()
-			want := []struct{ ttft, done dataplane.Time }{{t1, t4}, {t2, t2}, {t2, t3}}
-			for id, w := range want {
-				r := dataplane.ReqID(id)
-				if st.TTFT[r] != w.ttft || done[r] != w.done || first[r] != w.ttft {
-					t.Errorf("request %d: ttft %d (stamped %d) done %d, want %d %d", id, st.TTFT[r], first[r], done[r], w.ttft, w.done)
-				}
-			}
-			if got := st.TPOT[0]; got != (t4-t1)/2 {
-				t.Errorf("TPOT of request 0: %d, want %d", got, (t4-t1)/2)
-			}
-		})
+	// By hand. Prefill-containing step over n tokens: P(n) = 1000 + 10000·(n−1)/999; decode
+	// step over b tokens: D(b) = 5000 + 1000·(b−1); plus 0.5 µs per context token. The
+	// arrivals at 0 start one step at 1 µs (the arrival hold).
+	P := func(n int) dataplane.Time { return dataplane.Time(math.Round(1000 + 10000*float64(n-1)/999)) }
+	D := func(b int) dataplane.Time { return dataplane.Time(1000 * (b + 4)) }
+	ctx := func(n int) dataplane.Time { return dataplane.Time(math.Round(0.5 * float64(n))) }
+	e1 := 1 + P(350) + ctx(350)    // A, B, C prefill (350 tokens): every first token; B done
+	e2 := e1 + D(2) + ctx(101+201) // A and C decode: C done
+	e3 := e2 + D(1) + ctx(102)     // A decodes: A done; nothing follows
+	if e1 != 4669 || e2 != 10820 || e3 != 15871 {
+		t.Fatalf("hand arithmetic: %d %d %d", e1, e2, e3)
 	}
+	type want struct{ ttft, done dataplane.Time }
+	for _, tc := range []struct {
+		delay int
+		want  []want
+	}{
+		// Stamped at the end of the step that computed them.
+		{0, []want{{e1, e3}, {e1, e1}, {e1, e2}}},
+		// One step later; A's last token has no next step: stamped as the instance idles.
+		{1, []want{{e2, e3}, {e2, e2}, {e2, e3}}},
+	} {
+		for _, pol := range []string{PolicyFCFS, PolicyQLM} {
+			t.Run(fmt.Sprintf("%s/delay=%d", pol, tc.delay), func(t *testing.T) {
+				prof := handProfile()
+				d := tc.delay
+				prof.Engine = &formats.LLMEngine{OutputDelaySteps: &d}
+				r := runEngine(t, pol, prof, []engineReq{{0, 100, 3, 0}, {0, 50, 1, 0}, {0, 200, 2, 0}})
+				first, done, st := r.first, r.done, r.st
+				for id, w := range tc.want {
+					r := dataplane.ReqID(id)
+					if first[r] != w.ttft || done[r] != w.done || st.TTFT[r] != w.ttft {
+						t.Errorf("request %d: ttft %d (stats %d) done %d, want %d %d", id, first[r], st.TTFT[r], done[r], w.ttft, w.done)
+					}
+				}
+				if got := st.TPOT[0]; got != (tc.want[0].done-tc.want[0].ttft)/2 {
+					t.Errorf("TPOT of request 0: %d, want %d", got, (tc.want[0].done-tc.want[0].ttft)/2)
+				}
+			})
+		}
+	}
+}
+
+// engineReq is one request of a hand-computed schedule: arrival (µs), prompt and output.
+type engineReq struct {
+	at      dataplane.Time
+	in, out int32
+	// prio is the request's priority (lower first under scheduling_policy priority).
+	prio int32
+}
+
+// engineRun is what runEngine saw: each request's first-token and finish times from its
+// arrival, the drop reasons, and the policy's stats.
+type engineRun struct {
+	first, done map[dataplane.ReqID]dataplane.Time
+	reason      map[dataplane.ReqID]dataplane.DropReason
+	st          *Stats
+}
+
+// runEngine replays reqs through one instance of prof under policy pol.
+func runEngine(t *testing.T, pol string, prof formats.LLMProfile, reqs []engineReq) engineRun {
+	t.Helper()
+	dep, err := Build([]formats.LLMClass{oneClass("m", time.Hour)}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: "m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []dataplane.Time
+	for _, r := range reqs {
+		at = append(at, r.at)
+	}
+	first, done := map[dataplane.ReqID]dataplane.Time{}, map[dataplane.ReqID]dataplane.Time{}
+	reason := map[dataplane.ReqID]dataplane.DropReason{}
+	s, err := sim.New(dep, p, []sim.Source{&sim.Times{T: at}}, sim.Options{Duration: dataplane.Second,
+		Attrs: func(_ dataplane.AppID, n int64) dataplane.Attrs {
+			return dataplane.Attrs{InTokens: reqs[n].in, OutTokens: reqs[n].out, Priority: reqs[n].prio}
+		},
+		OnFinish: func(now dataplane.Time, r *dataplane.Request) {
+			done[r.ID] = now - r.Arrival
+			if r.Outcome == dataplane.Dropped {
+				reason[r.ID] = r.Reason
+			}
+			if r.FirstToken != dataplane.Never {
+				first[r.ID] = r.FirstToken - r.Arrival
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return engineRun{first, done, reason, p.(*Policy).Stats()}
 }
 
 // bundled reads testdata/qlm.

@@ -18,10 +18,13 @@ func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
 		if err != nil {
 			return nil, err
 		}
-		o.name = name
-		o.seed = uint64(seed)
-		o.dropLate = dropLate
-		return &Policy{opt: o, q: q()}, nil
+		// A copy per policy: the registry's spec is shared, and policies are built in
+		// parallel (a sweep's load points), so writing the captured o would race.
+		opt := o
+		opt.name = name
+		opt.seed = uint64(seed)
+		opt.dropLate = dropLate
+		return &Policy{opt: opt, q: q()}, nil
 	}}
 }
 

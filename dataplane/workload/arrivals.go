@@ -313,6 +313,14 @@ func (t *Times) Next() dataplane.Time {
 // DecodeTrace decodes a trace document (JSON or YAML) into an arrival spec, rejecting
 // negative or decreasing timestamps with the offending index.
 func DecodeTrace(name string, data []byte) (ArrivalSpec, error) {
+	if formats.IsAzureLLMTrace(data) {
+		// The Azure LLM trace CSV imports as it is (issue 30 item 5).
+		t, err := formats.ParseAzureLLMTrace(name, data)
+		if err != nil {
+			return ArrivalSpec{}, err
+		}
+		return TraceSpec(name, t)
+	}
 	t, err := formats.DecodeInto[*formats.Trace](name, data)
 	if err != nil {
 		return ArrivalSpec{}, err
@@ -320,9 +328,21 @@ func DecodeTrace(name string, data []byte) (ArrivalSpec, error) {
 	return TraceSpec(name, t)
 }
 
-// LoadTrace reads a trace file into an arrival spec.
+// LoadTrace reads a trace file into an arrival spec: a Trace document, or an Azure LLM trace
+// CSV (detected by its header line, formats.AzureLLMHeader).
 func LoadTrace(path string) (ArrivalSpec, error) {
-	t, err := formats.ReadInto[*formats.Trace](path)
+	data, err := formats.ReadBytes(path)
+	if err != nil {
+		return ArrivalSpec{}, err
+	}
+	if formats.IsAzureLLMTrace(data) {
+		t, err := formats.ParseAzureLLMTrace(path, data)
+		if err != nil {
+			return ArrivalSpec{}, err
+		}
+		return TraceSpec(filepath.Base(path), t)
+	}
+	t, err := formats.DecodeInto[*formats.Trace](path, data)
 	if err != nil {
 		return ArrivalSpec{}, err
 	}

@@ -54,6 +54,29 @@ type AppRate struct {
 type Point struct {
 	Load float64 `json:"load"`
 	Metrics
+	// Requests are every request's records when the run was asked to keep them (`plan
+	// simulate --requests-out`); never part of the report itself.
+	Requests []RequestRecord `json:"-"`
+}
+
+// RequestRecord is one request's life, a line of `plan simulate --requests-out` (JSONL), to
+// compare request by request with a real engine's log (LLM engine digest §5). Times are µs
+// of virtual time from the start of the load point.
+type RequestRecord struct {
+	Load  float64 `json:"load"`
+	ID    int64   `json:"id"`
+	Class string  `json:"class"`
+	// TraceRow is the request's index in the replayed trace (omitted when not replayed).
+	TraceRow  *int  `json:"trace_row,omitempty"`
+	ArrivalUs int64 `json:"arrival_us"`
+	// FirstTokenUs is when its first output token reached the client (omitted when its
+	// policy stamped none: not an LLM request, or dropped before it).
+	FirstTokenUs *int64 `json:"first_token_us,omitempty"`
+	DoneUs       int64  `json:"done_us"`
+	Outcome      string `json:"outcome"`
+	Reason       string `json:"reason,omitempty"`
+	InputTokens  int32  `json:"input_tokens,omitempty"`
+	OutputTokens int32  `json:"output_tokens,omitempty"`
 }
 
 // PointSeed derives the seed of one application at one load factor from the sweep seed, so a
@@ -165,6 +188,35 @@ type AppMetrics struct {
 	// can judge answers (Deployment.Judge: a cascade's records); Report.AccuracyOn says on
 	// which records.
 	Accuracy *float64 `json:"accuracy,omitempty"`
+	// LLM are the token timings of an LLM class (nil for other systems, so their reports
+	// are unchanged).
+	LLM *LLMMetrics `json:"llm,omitempty"`
+}
+
+// LLMMetrics are what users of LLM serving measure (LLM engine digest §3; vLLM's
+// benchmark_serving): time to first token, time per output token after the first, and
+// tokens, over the answered (completed or late) requests. Latency is their end-to-end
+// latency.
+type LLMMetrics struct {
+	// TTFT = first token − arrival, of the answered requests whose policy stamped a first
+	// token (Request.FirstToken).
+	TTFT Latency `json:"ttft"`
+	// TPOT = (finish − first token) / (output tokens − 1), in µs per token, of the stamped
+	// requests with more than one output token.
+	TPOT Latency `json:"tpot"`
+	// PromptTokens and OutputTokens are the answered requests' tokens; OutputTokensPerS
+	// the output tokens per second of the run, from the measured window's start to the
+	// last finish (vLLM's benchmark client's output throughput).
+	PromptTokens     int64   `json:"prompt_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	// TTFTMissed and TPOTMissed count the requests finished by their deadline that missed
+	// their class's TTFT or TPOT SLO: they count as late (omitted when 0).
+	TTFTMissed int64 `json:"ttft_missed,omitempty"`
+	TPOTMissed int64 `json:"tpot_missed,omitempty"`
+	// Unstamped counts answered requests whose policy stamped no first token (no TTFT or
+	// TPOT sample; omitted when 0).
+	Unstamped int64 `json:"unstamped,omitempty"`
 }
 
 // DropCount counts drops at one stage for one reason.

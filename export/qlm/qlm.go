@@ -119,6 +119,12 @@ type Engine struct {
 	// SwapSpace is the CPU memory for swapped KV caches, GiB per GPU (0: the profile gives
 	// none or says evict, so preemption recomputes).
 	SwapSpace float64 `json:"swap_space,omitempty"`
+	// EnableChunkedPrefill is written only when the profile turns chunked prefill off
+	// (vLLM V1's default is on, as the simulator's); MaxNumPartialPrefills when set.
+	EnableChunkedPrefill  *bool `json:"enable_chunked_prefill,omitempty"`
+	MaxNumPartialPrefills int   `json:"max_num_partial_prefills,omitempty"`
+	// SchedulingPolicy is written when the profile sets it (vLLM's default: fcfs).
+	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
 }
 
 // Exporters returns QLM's exporters for every target.
@@ -271,8 +277,9 @@ func profileFor(profs []formats.Profile, model, gpu string, count int) *formats.
 // gib is vLLM's unit of swap_space.
 const gib = 1 << 30
 
-// engine sizes an instance's vLLM engine from its profile: the defaults are
-// dataplane/qlm's (256 sequences, 4096 batched tokens, 16-token blocks).
+// engine sizes an instance's vLLM engine from its profile with the values the simulator
+// runs (dataplane/qlm): the profile's engine settings (formats.LLMEngine), else the older
+// iteration fields, else vLLM V1's defaults (formats.DefaultBatchedTokens, 16-token blocks).
 func engine(p *formats.LLMProfile, in formats.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
 	e := Engine{Model: in.Model, TensorParallelSize: in.GPUCount, MaxNumSeqs: 256, MaxNumBatchedTokens: 4096, BlockSize: 16}
 	swap := int64(0)
@@ -290,18 +297,24 @@ func engine(p *formats.LLMProfile, in formats.QLMInstance, maxLen int, memBytes 
 			swap = it.CPUSwapBytes
 		}
 	}
+	swap = engineSettings(&e, p, swap)
 	if p.KVCapacityTokens < 1 {
 		return e, fmt.Errorf("model %s on %s: the profile's kv_capacity_tokens is %d", in.Model, in.GPU, p.KVCapacityTokens)
 	}
 	e.MaxModelLen = maxLen
+	if p.Engine != nil && p.Engine.MaxModelLen > 0 {
+		e.MaxModelLen = p.Engine.MaxModelLen
+	}
 	if e.MaxModelLen < 1 || int64(e.MaxModelLen) > p.KVCapacityTokens {
 		// No class bounds the context, or one request would not fit the KV cache: the engine
 		// takes at most what the cache holds.
 		e.MaxModelLen = int(min(p.KVCapacityTokens, math.MaxInt32))
 	}
-	// vLLM without chunked prefill rejects a context longer than one prefill iteration; the
-	// simulator prefills a longer prompt alone (formats.LLMIteration.MaxBatchedTokens).
-	e.MaxNumBatchedTokens = max(e.MaxNumBatchedTokens, e.MaxModelLen)
+	if e.EnableChunkedPrefill != nil {
+		// vLLM without chunked prefill rejects max_model_len over the token budget; the
+		// simulator refuses a longer prompt at arrival, so the engine's limit is the budget.
+		e.MaxModelLen = min(e.MaxModelLen, e.MaxNumBatchedTokens)
+	}
 	if swap > 0 {
 		e.SwapSpace = math.Floor(float64(swap)/float64(in.GPUCount)/gib*100) / 100
 	}
@@ -316,6 +329,41 @@ func engine(p *formats.LLMProfile, in formats.QLMInstance, maxLen int, memBytes 
 		e.GPUMemoryUtilization = u
 	}
 	return e, nil
+}
+
+// engineSettings applies vLLM V1's defaults and the profile's engine settings over the older
+// iteration fields, as dataplane/qlm's newLLM does, and returns the swap bytes.
+func engineSettings(e *Engine, p *formats.LLMProfile, swap int64) int64 {
+	b, seqs := formats.DefaultBatchedTokens(p.GPU)
+	if it := p.Iteration; it == nil || it.MaxBatchedTokens == 0 {
+		e.MaxNumBatchedTokens = b
+	}
+	if it := p.Iteration; it == nil || it.MaxSeqs == 0 {
+		e.MaxNumSeqs = seqs
+	}
+	g := p.Engine
+	if g == nil {
+		return swap
+	}
+	if g.MaxNumBatchedTokens > 0 {
+		e.MaxNumBatchedTokens = g.MaxNumBatchedTokens
+	}
+	if g.MaxNumSeqs > 0 {
+		e.MaxNumSeqs = g.MaxNumSeqs
+	}
+	if g.BlockSize > 0 {
+		e.BlockSize = g.BlockSize
+	}
+	if !g.Chunked() {
+		off := false
+		e.EnableChunkedPrefill = &off
+	}
+	e.MaxNumPartialPrefills = g.MaxNumPartialPrefills
+	e.SchedulingPolicy = g.SchedulingPolicy
+	if g.SwapSpace > 0 {
+		swap = int64(g.SwapSpace * gib * float64(max(p.GPUCount, 1)))
+	}
+	return swap
 }
 
 // describeQueues summarizes the virtual queues for comments: "llm-0: rg-a → rg-b; llm-1: …".

@@ -353,3 +353,42 @@ func BenchmarkExport(b *testing.B) {
 		}
 	}
 }
+
+// TestEngineSettingsExported: the engine arguments are the values the simulator runs
+// (issue 30 item 2): vLLM V1's defaults by GPU, the profile's engine settings over them, and
+// chunked prefill off capping max_model_len at the token budget.
+func TestEngineSettingsExported(t *testing.T) {
+	off := false
+	base := formats.LLMProfile{Model: "m", GPU: "A100", GPUCount: 1, WeightBytes: 14e9, KVBytesPerToken: 131072, KVCapacityTokens: 100000}
+	for _, tc := range []struct {
+		name   string
+		gpu    string
+		engine *formats.LLMEngine
+		want   []string
+	}{
+		{"A100 defaults", "A100", nil, []string{"--max-num-seqs=256", "--max-model-len=3072", "--max-num-batched-tokens=2048", "--block-size=16"}},
+		{"H100 defaults", "H100", nil, []string{"--max-num-seqs=1024", "--max-model-len=3072", "--max-num-batched-tokens=8192", "--block-size=16"}},
+		{"settings", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 512, MaxNumSeqs: 512, BlockSize: 32, MaxModelLen: 8192, MaxNumPartialPrefills: 2, SwapSpace: 4, SchedulingPolicy: "priority"},
+			[]string{"--max-num-seqs=512", "--max-model-len=8192", "--max-num-batched-tokens=512", "--block-size=32", "--swap-space=4", "--max-num-partial-prefills=2", "--scheduling-policy=priority"}},
+		{"chunked off", "A100", &formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off},
+			[]string{"--max-num-seqs=256", "--max-model-len=1024", "--max-num-batched-tokens=1024", "--block-size=16", "--no-enable-chunked-prefill"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := base
+			p.GPU, p.Engine = tc.gpu, tc.engine
+			e, err := engine(&p, formats.QLMInstance{Model: "m", GPU: tc.gpu, GPUCount: 1}, 3072, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := instance{engine: e, in: formats.QLMInstance{Model: "m"}}.args()
+			got := strings.Join(args[4:], " ")
+			if got != strings.Join(tc.want, " ") {
+				t.Errorf("args %s\nwant %s", got, strings.Join(tc.want, " "))
+			}
+			back, err := engineFromArgs(args)
+			if err != nil || !reflect.DeepEqual(back, e) {
+				t.Errorf("read back %+v (%v), want %+v", back, err, e)
+			}
+		})
+	}
+}

@@ -182,6 +182,10 @@ func fromAnnotations(a map[string]string) map[string]string {
 func engineFromArgs(args []string) (Engine, error) {
 	m := map[string]json.RawMessage{}
 	for _, a := range args {
+		if a == "--no-enable-chunked-prefill" {
+			m["enable_chunked_prefill"] = json.RawMessage("false")
+			continue
+		}
 		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !ok || !strings.HasPrefix(a, "--") {
 			return Engine{}, fmt.Errorf("argument %q: not --name=value", a)
@@ -191,6 +195,9 @@ func engineFromArgs(args []string) (Engine, error) {
 			continue
 		case "model_id":
 			m["model"] = json.RawMessage(strconv.Quote(v))
+			continue
+		case "scheduling-policy":
+			m["scheduling_policy"] = json.RawMessage(strconv.Quote(v))
 			continue
 		}
 		if _, err := strconv.ParseFloat(v, 64); err != nil {

@@ -105,6 +105,15 @@ func (in instance) args() []string {
 	if e.SwapSpace != 0 {
 		a = append(a, "--swap-space="+strconv.FormatFloat(e.SwapSpace, 'g', -1, 64))
 	}
+	if e.EnableChunkedPrefill != nil && !*e.EnableChunkedPrefill {
+		a = append(a, "--no-enable-chunked-prefill")
+	}
+	if e.MaxNumPartialPrefills != 0 {
+		a = append(a, "--max-num-partial-prefills="+strconv.Itoa(e.MaxNumPartialPrefills))
+	}
+	if e.SchedulingPolicy != "" {
+		a = append(a, "--scheduling-policy="+e.SchedulingPolicy)
+	}
 	return a
 }
 

@@ -91,6 +91,8 @@ type Flags struct {
 	Weights string `json:"weights"`
 	// Provision is the DynBa and MS+ provisioning rule: queue (default) or peak.
 	Provision string `json:"provision,omitempty"`
+	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
+	Objective string `json:"objective,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for CascadeServe.

@@ -44,6 +44,8 @@ type Flags struct {
 	Gap float64 `json:"gap"`
 	// Policy is the runtime policy the plan names as its default (default dyorc).
 	Policy string `json:"policy"`
+	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
+	Objective string `json:"objective,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for DyOrc.

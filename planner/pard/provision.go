@@ -21,6 +21,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	TimeLimit time.Duration
 	// ToolVersion is recorded in the plan's provenance ("" = "dev").
 	ToolVersion string
+	// Objective is "" (the fewest GPUs on the cluster's counts) or planner.ObjectiveCost: the
+	// least cost per hour, each GPU type bounded by its available count (cost.go).
+	Objective string
 }
 
 // Flags are PARD's `plan solve` options as a plan records them in provenance.options (the
@@ -66,6 +70,8 @@ type Flags struct {
 	MaxBatch int `json:"max_batch"`
 	// Policy is the dropping policy the plan names as its default (default pard).
 	Policy string `json:"policy"`
+	// Objective is cost for a least-cost fleet (issue 34), absent for the fewest GPUs.
+	Objective string `json:"objective,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for PARD.
@@ -115,14 +121,26 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 		return nil, err
 	}
 	m, vars := provisionModel(apps, o, in.Cluster)
+	if o.Objective == planner.ObjectiveCost {
+		if m, vars, err = costModel(apps, o, in.Cluster); err != nil {
+			return nil, err
+		}
+	}
 	res, err := solver.Solve(ctx, m, solver.Options{TimeLimit: o.TimeLimit, Deterministic: true})
 	if err != nil {
 		return nil, fmt.Errorf("pard provisioning: %w", err)
 	}
 	if !res.HasSolution {
+		if o.Objective == planner.ObjectiveCost && res.Status == solver.StatusInfeasible {
+			return nil, costInfeasible(ctx, apps, in.Cluster)
+		}
 		return nil, infeasible(apps, o, in.Cluster, res)
 	}
-	return assemble(in, o, apps, vars, res, usedModels)
+	plan, err := assemble(in, o, apps, vars, res, usedModels)
+	if err == nil && o.Objective == planner.ObjectiveCost {
+		err = fleet.Finish(plan, in.Cluster)
+	}
+	return plan, err
 }
 
 // withDefaults fills o's zero values with the defaults and checks the fraction and policy.
@@ -399,7 +417,7 @@ func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Res
 	if err != nil {
 		return nil, err
 	}
-	opts := planner.RecordOptions(Flags{SLOFraction: o.SLOFraction, RateRPS: o.RateRPS, MaxBatch: o.MaxBatch, Policy: o.Policy})
+	opts := planner.RecordOptions(Flags{SLOFraction: o.SLOFraction, RateRPS: o.RateRPS, MaxBatch: o.MaxBatch, Policy: o.Policy, Objective: o.Objective})
 	tool := o.ToolVersion
 	if tool == "" {
 		tool = "dev"

@@ -125,7 +125,12 @@ func Verify(p *formats.Plan) []string {
 	}
 	sort.Strings(types)
 	for _, t := range types {
-		if pool, ok := emb.Cluster.Pool(t); ok && use[t] > pool.Count {
+		if rec.Objective == planner.ObjectiveCost {
+			// A cost plan picks its fleet within each type's available count (issue 34).
+			if a := emb.Cluster.AvailableOf(t); use[t] > a {
+				add("gpu "+t, "modules use %d workers, the cluster has %d available", use[t], a)
+			}
+		} else if pool, ok := emb.Cluster.Pool(t); ok && use[t] > pool.Count {
 			add("gpu "+t, "modules use %d workers, the cluster has %d", use[t], pool.Count)
 		}
 	}

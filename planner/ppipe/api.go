@@ -106,6 +106,10 @@ type Options struct {
 	Progress func(Progress)
 	// ToolVersion is recorded in the plan's provenance ("" = "dev").
 	ToolVersion string
+	// Objective is "" (maximise throughput on the cluster's counts) or planner.ObjectiveCost:
+	// the least-cost fleet within each type's available count that serves every model's
+	// rate_rps (cost.go, issue 34 item 2).
+	Objective string
 }
 
 // Progress is a snapshot of a running solve, in the objective's unit (requests/s, or the

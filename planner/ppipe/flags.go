@@ -33,6 +33,8 @@ type Flags struct {
 	// FillSurplus hands idle GPUs to the models as headroom (default true in plan solve;
 	// plans recorded before the option existed had none).
 	FillSurplus bool `json:"fill_surplus"`
+	// Objective is cost for a least-cost fleet (issue 34), absent for throughput.
+	Objective string `json:"objective,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for PPipe.
@@ -50,14 +52,14 @@ func (f Flags) Options() Options {
 	}
 	return Options{Strategy: f.Strategy, MaxPartitions: f.MaxPartitions, Alpha: alpha, SLO: f.SLO.D(),
 		TimeLimit: f.TimeLimit.D(), Gap: f.Gap, BatchAllowance: f.BatchAllowance, ArrivalRate: f.ArrivalRate,
-		Replicas: f.Replicas, Rounding: f.Rounding, NoWarmStart: !f.WarmStart, FillSurplus: f.FillSurplus}
+		Replicas: f.Replicas, Rounding: f.Rounding, NoWarmStart: !f.WarmStart, FillSurplus: f.FillSurplus, Objective: f.Objective}
 }
 
 // flags records o, whose defaults are resolved.
 func (o Options) flags() Flags {
 	return Flags{Strategy: o.Strategy, MaxPartitions: o.MaxPartitions, Alpha: o.Alpha, SLO: formats.Duration(o.SLO),
 		TimeLimit: formats.Duration(o.TimeLimit), Gap: o.Gap, Rounding: o.Rounding, BatchAllowance: o.BatchAllowance,
-		ArrivalRate: o.ArrivalRate, WarmStart: !o.NoWarmStart, Replicas: o.Replicas, FillSurplus: o.FillSurplus}
+		ArrivalRate: o.ArrivalRate, WarmStart: !o.NoWarmStart, Replicas: o.Replicas, FillSurplus: o.FillSurplus, Objective: o.Objective}
 }
 
 // toolVersion is what a plan records as its tool version ("dev" when the caller sets none).

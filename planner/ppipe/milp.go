@@ -19,6 +19,9 @@ type built struct {
 	multi  bool
 	// hvars are the rounding variables with the (scaled) terms they bound, for warm starts.
 	hvars []hvar
+	// nk are the priced GPU counts of the cost objective with the budget terms they equal
+	// (cost.go), for warm starts.
+	nk []hvar
 }
 
 type hvar struct {
@@ -32,8 +35,12 @@ const lcmLevels = 12
 // build writes the A.2 formulation (PPipe A.2, Eqs. 15–28) over the pruned spaces. Rows and
 // columns are added in a fixed order, so the same inputs always give the same model.
 func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
-	m := solver.NewModel("ppipe", solver.Maximize)
-	b := &built{m: m, spaces: spaces, cfg: cfg, multi: len(spaces) > 1}
+	sense := solver.Maximize
+	if cfg.cost != nil {
+		sense = solver.Minimize // cost.go: least cost per hour at every model's rate
+	}
+	m := solver.NewModel("ppipe", sense)
+	b := &built{m: m, spaces: spaces, cfg: cfg, multi: len(spaces) > 1 && cfg.cost == nil}
 	if b.multi {
 		b.z = m.AddContinuous("z", 0, solver.Inf, 1)
 	}
@@ -51,6 +58,10 @@ func (p *problem) build(spaces []*modelSpace, cfg spaceConfig) *built {
 		if b.multi {
 			objTerms = append(objTerms, solver.Term{Var: b.z, Coef: ms.md.weight})
 			m.AddRow(fmt.Sprintf("maxmin_m%d", mi), -solver.Inf, 0, objTerms...)
+		}
+		if cfg.cost != nil {
+			// Σ_l x_{m,l} ≥ rate_m: the model's rate is served (objTerms hold −x).
+			m.AddRow(fmt.Sprintf("rate_m%d", mi), -solver.Inf, -ms.md.rate, objTerms...)
 		}
 	}
 	bs.gpuBudget()
@@ -78,7 +89,7 @@ func (bs *milpBuilder) template(mi, li int, ms *modelSpace, t *tmpl) solver.Term
 	m, b, cfg := bs.m, bs.b, bs.cfg
 	name := fmt.Sprintf("m%d_l%d", mi, li)
 	obj := 0.0
-	if !b.multi {
+	if !b.multi && cfg.cost == nil {
 		obj = 1
 	}
 	u := m.AddVar("u_"+name, 0, 1, 0, !cfg.relax)
@@ -258,6 +269,13 @@ func (bs *milpBuilder) gpuBudget() {
 	for k := range p.types {
 		if len(budget[k]) > 0 {
 			m.AddRow("budget_"+p.types[k].name, -solver.Inf, float64(p.count(cfg, k)), budget[k]...)
+			if cfg.cost != nil {
+				// N_k = the physical GPUs of type k, priced: the cost objective.
+				// Integer: a sum of integer counts, and HiGHS branches on it directly.
+				nk := m.AddVar("gpus_"+p.types[k].name, 0, solver.Inf, cfg.cost[k], !cfg.relax && !cfg.contCounts)
+				m.AddRow("cost_"+p.types[k].name, 0, 0, append([]solver.Term{{Var: nk, Coef: -1}}, budget[k]...)...)
+				b.nk = append(b.nk, hvar{h: nk, terms: budget[k]})
+			}
 		}
 	}
 }
@@ -315,6 +333,13 @@ func (b *built) start(a assignment) []float64 {
 			s += t.Coef * vals[t.Var]
 		}
 		vals[h.h] = math.Ceil(s/lcmLevels - 1e-9)
+	}
+	for _, n := range b.nk {
+		s := 0.0
+		for _, t := range n.terms {
+			s += t.Coef * vals[t.Var]
+		}
+		vals[n.h] = s
 	}
 	if b.multi {
 		vals[b.z] = zs

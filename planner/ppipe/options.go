@@ -38,6 +38,9 @@ type modelSpace struct {
 
 // spaceConfig restricts the enumeration (NP: P = 1 and whole GPUs; DART-r: whole GPUs).
 type spaceConfig struct {
+	// cost, when set, is the price per hour of each GPU type (by index): the MILP minimises
+	// Σ price·GPUs subject to every model's rate instead of maximising throughput (cost.go).
+	cost      []float64
 	P         int
 	wholeOnly bool
 	// counts overrides the GPU counts per type index (DART-r's one-high + one-low cluster).

@@ -26,6 +26,9 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	if opts.Objective == planner.ObjectiveCost {
+		return solveCost(ctx, in, opts)
+	}
 	p, err := prepare(in, opts)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,11 @@ import (
 type Flags struct {
 	// Strategy is the placement algorithm: load (default) or round-robin.
 	Strategy string `json:"strategy"`
+	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
+	Objective string `json:"objective,omitempty"`
+	// SLO, when set, replaces every class's slo in a cost solve (plan solve --slo, and
+	// plan frontier --slo sweeps it).
+	SLO formats.Duration `json:"slo,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for QLM.
@@ -296,7 +301,7 @@ func Verify(p *formats.Plan) []string {
 			out = append(out, fmt.Sprintf("qlm.groups[%d].class: %s: not a class of the embedded workload", i, g.Class))
 		}
 	}
-	if u := Utilization(p); u >= 1 {
+	if u := Utilization(p); u >= 1 && p.Fleet == nil { // a cost plan's objective is its cost (cost.go)
 		out = append(out, fmt.Sprintf("expected decode load per instance %.3f >= 1: the placement cannot sustain the class rates", u))
 	}
 	return out

@@ -94,11 +94,17 @@ func Sender(conn grpc.ClientConnInterface, raw, half bool) load.Sender {
 		}
 		var trailer metadata.MD
 		ctx = metadata.AppendToOutgoingContext(ctx, traceKey, strconv.FormatInt(s.Index, 10))
+		if s.InTokens > 0 || s.OutTokens > 0 {
+			ctx = metadata.AppendToOutgoingContext(ctx, tokensKey, strconv.Itoa(int(s.InTokens))+","+strconv.Itoa(int(s.OutTokens)))
+		}
 		resp, err := client.ModelInfer(ctx, v.(*pb.ModelInferRequest), grpc.Trailer(&trailer))
 		if err == nil {
 			s.Status = 200
 			if p, ok := resp.GetParameters()["latency_us"]; ok {
 				s.ServerLatency = durationUs(p.GetInt64Param())
+			}
+			if p, ok := resp.GetParameters()["first_token_us"]; ok {
+				s.ServerFirstToken = durationUs(p.GetInt64Param())
 			}
 			return
 		}

@@ -167,15 +167,22 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	}
 	half := isRaw && in.GetDatatype() == "FP16" && dtype != "FP16"
 	var trace int64
+	var inTok, outTok int32
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(traceKey); len(v) > 0 {
 			if trace, err = serve.ParseTraceIndex(v[0]); err != nil {
 				return nil, status.Error(codes.InvalidArgument, err.Error())
 			}
 		}
+		// An exactly replayed LLM trace's tokens (serve.TraceTokensHeader).
+		if v := md.Get(tokensKey); len(v) > 0 {
+			if inTok, outTok, err = serve.ParseTraceTokens(v[0]); err != nil {
+				return nil, status.Error(codes.InvalidArgument, err.Error())
+			}
+		}
 	}
 	a, err := x.s.Submit(ctx, serve.Request{Model: r.GetModelName(), ID: r.GetId(), Input: &serve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data},
-		Attrs: dataplane.Attrs{Trace: trace}, RefusedStatus: refusedStatus})
+		Attrs: dataplane.Attrs{Trace: trace, InTokens: inTok, OutTokens: outTok}, RefusedStatus: refusedStatus})
 	if err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
@@ -195,6 +202,9 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 			"outcome":    {ParameterChoice: &pb.InferParameter_StringParam{StringParam: a.Outcome}},
 			"latency_us": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: a.Timing.LatencyUs}},
 		}}
+	if a.Timing.FirstTokenUs > 0 {
+		resp.Parameters["first_token_us"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: a.Timing.FirstTokenUs}}
+	}
 	if a.AnsweredBy != "" {
 		// The models report certainties (a cascade): which one answered, as the HTTP
 		// answer's parameters say.
@@ -222,6 +232,9 @@ func refusedStatus(reason string) int {
 
 // traceKey is serve.TraceIndexHeader as gRPC metadata (whose keys are lower case).
 var traceKey = strings.ToLower(serve.TraceIndexHeader)
+
+// tokensKey is serve.TraceTokensHeader as gRPC metadata.
+var tokensKey = strings.ToLower(serve.TraceTokensHeader)
 
 // dropTrailer carries a drop's reason, stage, estimate and retry hint.
 func dropTrailer(a *serve.Answer) metadata.MD {

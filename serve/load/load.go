@@ -43,7 +43,10 @@ type Options struct {
 	Load float64
 	Rate float64
 	// Duration is the arrival window; MaxRequests (> 0) stops arrivals earlier.
-	Duration    time.Duration
+	Duration time.Duration
+	// DurationSet says Duration was given (--duration): an exact LLM trace replay (llm.go)
+	// otherwise sends the whole trace, its window ending at its last request.
+	DurationSet bool
 	MaxRequests int
 	Arrival     workload.ArrivalSpec
 	Seed        uint64
@@ -93,6 +96,11 @@ type Sample struct {
 	// Wait is how long the request waited in the client for a connection before it was
 	// written (the raw client only): part of Latency the server cannot see.
 	Wait time.Duration
+	// InTokens and OutTokens are an LLM request's tokens from an exactly replayed trace
+	// (sent as serve.TraceTokensHeader; 0 = not given). ServerFirstToken is the time to
+	// first token the server reported (timing.first_token_us; 0 = none).
+	InTokens, OutTokens int32
+	ServerFirstToken    time.Duration
 	// Label is the answer's parameters.label, when it has one (HasLabel).
 	Label    int32
 	HasLabel bool
@@ -224,10 +232,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	arrivals, err := arrivalsOf(o, dep, targets, load)
+	arrivals, err := arrivalsOf(o, plan, dep, targets, load)
 	if err != nil {
 		return nil, err
 	}
+	o.Duration = replayWindow(o, plan, arrivals)
 
 	samples := make([]Sample, len(arrivals))
 	var raw *rawClient
@@ -260,7 +269,7 @@ send:
 			}
 		}
 		lag = max(lag, time.Since(due))
-		samples[i] = Sample{App: a.app, Index: a.n, Arrival: time.Duration(a.t) * time.Microsecond}
+		samples[i] = Sample{App: a.app, Index: a.n, Arrival: time.Duration(a.t) * time.Microsecond, InTokens: a.in, OutTokens: a.out}
 		wg.Add(1)
 		if raw != nil {
 			raw.send(&targets[a.app], &samples[i], func() {
@@ -363,12 +372,17 @@ type arrival struct {
 	t   dataplane.Time
 	app int
 	n   int64 // index among the target's arrivals
+	// in and out are the request's tokens in an exact LLM replay (llm.go; 0 = not given).
+	in, out int32
 }
 
 // arrivalsOf draws every target's arrivals in the window, seeded as the simulator seeds the
 // same load point, in time order (at most o.MaxRequests).
-func arrivalsOf(o Options, dep *dataplane.Deployment, targets []target, load float64) ([]arrival, error) {
+func arrivalsOf(o Options, plan *formats.Plan, dep *dataplane.Deployment, targets []target, load float64) ([]arrival, error) {
 	window := dataplane.Time(o.Duration / time.Microsecond)
+	if x, ok, err := exactArrivals(o, plan, targets, load, window); ok || err != nil {
+		return x, err
+	}
 	var arrivals []arrival
 	for i, t := range targets {
 		app := appIndex(dep, t.name)
@@ -386,7 +400,7 @@ func arrivalsOf(o Options, dep *dataplane.Deployment, targets []target, load flo
 			if at == dataplane.Never || at >= window {
 				break
 			}
-			arrivals = append(arrivals, arrival{at, i, n})
+			arrivals = append(arrivals, arrival{t: at, app: i, n: n})
 			n++
 		}
 	}
@@ -418,6 +432,9 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(serve.TraceIndexHeader, strconv.FormatInt(s.Index, 10))
+	if s.InTokens > 0 || s.OutTokens > 0 {
+		req.Header.Set(serve.TraceTokensHeader, tokensHeader(s))
+	}
 	begin := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
@@ -448,11 +465,13 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 	default:
 		var r struct {
 			Timing struct {
-				LatencyUs int64 `json:"latency_us"`
+				LatencyUs    int64 `json:"latency_us"`
+				FirstTokenUs int64 `json:"first_token_us"`
 			} `json:"timing"`
 		}
 		if json.Unmarshal(body, &r) == nil {
 			s.ServerLatency = time.Duration(r.Timing.LatencyUs) * time.Microsecond
+			s.ServerFirstToken = time.Duration(r.Timing.FirstTokenUs) * time.Microsecond
 		}
 		s.readLabel(body)
 	}
@@ -627,6 +646,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		}
 	}
 	met.Total = summarize("total", &all, totalRate)
+	addLLMMetrics(plan, o, &met, samples, end)
 	met.EndUs = end.Microseconds()
 	rep := &workload.Report{
 		APIVersion: formats.APIVersion, Kind: workload.ReportKind, Plan: plan.Metadata.Name, Policy: policy,

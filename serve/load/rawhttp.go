@@ -77,6 +77,10 @@ func (c *rawClient) request(t *target) rawRequest {
 func (r rawRequest) appendRequest(b []byte, s *Sample) []byte {
 	b = append(b, r.head...)
 	b = strconv.AppendInt(b, s.Index, 10)
+	if s.InTokens > 0 || s.OutTokens > 0 {
+		b = append(b, "\r\n"+serve.TraceTokensHeader+": "...)
+		b = append(b, tokensHeader(s)...)
+	}
 	return append(b, r.tail...)
 }
 
@@ -248,6 +252,11 @@ func record(s *Sample, status int, body []byte) {
 		if v, ok := field(body, "latency_us"); ok {
 			if us, err := strconv.ParseInt(v, 10, 64); err == nil {
 				s.ServerLatency = time.Duration(us) * time.Microsecond
+			}
+		}
+		if v, ok := field(body, "first_token_us"); ok {
+			if us, err := strconv.ParseInt(v, 10, 64); err == nil {
+				s.ServerFirstToken = time.Duration(us) * time.Microsecond
 			}
 		}
 		s.readLabel(body)

@@ -35,12 +35,20 @@ func manyMessages(n int) string {
 // TestIntakeLimits (issue 36 item 2): a request that can never be served is a 400 at intake
 // naming the field, its value and the limit, on the completion, chat and queue routes; a
 // normal request right after is served. The plan's classes allow 2,048 prompt and 1,024
-// output tokens; the second case's plan shrinks the KV caches to 1,000 tokens.
+// output tokens; one case's plan shrinks the KV caches to 1,000 tokens, two set
+// max_model_len 1,500.
 func TestIntakeLimits(t *testing.T) {
 	small := func(p *formats.Plan) {
 		for _, pr := range p.Provenance.Embedded.Profiles {
 			for k := range pr.LLMs {
 				pr.LLMs[k].KVCapacityTokens = 1000
+			}
+		}
+	}
+	modelLen := func(p *formats.Plan) {
+		for _, pr := range p.Provenance.Embedded.Profiles {
+			for k := range pr.LLMs {
+				pr.LLMs[k].Engine = &formats.LLMEngine{MaxModelLen: 1500}
 			}
 		}
 	}
@@ -59,6 +67,11 @@ func TestIntakeLimits(t *testing.T) {
 			[]string{`"param":"prompt_tokens"`, "4000", "2048"}},
 		{"beyond the KV cache", "/v1/completions", `{"model":"mistral-chat","prompt":"hi","max_tokens":600,"prompt_tokens":500}`, small,
 			[]string{`"param":"prompt_tokens"`, "500 prompt tokens + 600 output tokens", "992 tokens of KV cache"}},
+		// Issue 30 item 8: prompt + max_tokens over the engine's max_model_len, as vLLM.
+		{"max_tokens past max_model_len", "/v1/completions", `{"model":"mistral-chat","prompt":"hi","max_tokens":1000,"prompt_tokens":1000}`, modelLen,
+			[]string{`"param":"max_tokens"`, "1000 prompt tokens + 1000 max_tokens", "max_model_len of 1500"}},
+		{"prompt past max_model_len", "/v1/completions", `{"model":"mistral-chat","prompt":"hi","max_tokens":1,"prompt_tokens":1600}`, modelLen,
+			[]string{`"param":"prompt_tokens"`, "1600 prompt tokens + 1 max_tokens", "max_model_len of 1500"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,6 +63,17 @@ func (f *Frontend) checkLimits(req *Request) *Error {
 		return badRequest("max_tokens", "max_tokens: %d: more than model %s's maximum of %d output tokens", req.MaxTokens, req.Model, l.MaxOutput)
 	}
 	out := max(req.MaxTokens, 1)
+	if l.MaxModelLen > 0 && req.PromptTokens+out > l.MaxModelLen {
+		// vLLM's 400 for a context over max_model_len (LLM engine digest §4; issue 30 item 8).
+		f := "max_tokens"
+		if req.PromptTokens >= l.MaxModelLen {
+			f = field
+		}
+		return badRequest(f, "%s: %d prompt tokens + %d max_tokens: more than model %s's max_model_len of %d tokens", f, req.PromptTokens, out, req.Model, l.MaxModelLen)
+	}
+	if l.PromptBudget > 0 && req.PromptTokens > l.PromptBudget {
+		return badRequest(field, "%s: %d prompt tokens: more than model %s's max_num_batched_tokens of %d (chunked prefill off)", field, req.PromptTokens, req.Model, l.PromptBudget)
+	}
 	if req.PromptTokens+out > l.KVTokens {
 		what := fmt.Sprintf("%d prompt tokens + %d output tokens", req.PromptTokens, out)
 		return badRequest(field, "%s: %s: more than the %d tokens of KV cache the largest instance serving model %s holds", field, what, l.KVTokens, req.Model)

@@ -153,6 +153,15 @@ func validateClass(c *formats.Checker, cl *formats.LLMClass, p string, seen *for
 	c.Check(seen, formats.Field(p, "name"), cl.Name)
 	c.NotEmpty(formats.Field(p, "model"), cl.Model)
 	c.PositiveDuration(formats.Field(p, "slo"), cl.SLO)
+	// TTFT and TPOT SLOs are optional (0 = none); set, they must be positive and bounded.
+	for _, d := range []struct {
+		name string
+		v    formats.Duration
+	}{{"ttft_slo", cl.TTFTSLO}, {"tpot_slo", cl.TPOTSLO}} {
+		if d.v != 0 {
+			c.PositiveDuration(formats.Field(p, d.name), d.v)
+		}
+	}
 	c.Rate(formats.Field(p, "rate_rps"), cl.RateRPS)
 	validateTokens(c, &cl.InputTokens, formats.Field(p, "input_tokens"))
 	validateTokens(c, &cl.OutputTokens, formats.Field(p, "output_tokens"))
@@ -241,12 +250,13 @@ func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
 	return out
 }
 
-// TraceTargets: a trace given with the workload may name its classes' LLMs as targets and
-// its classes (formats.TraceTargeter).
+// TraceTargets: a trace given with the workload may name its classes or their LLMs as
+// targets, and its classes as classes (formats.TraceTargeter): what `plan simulate --trace`
+// replays (sim.ExactReplay).
 func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
 	if w, ok := doc.(*formats.Workload); ok {
 		for _, c := range w.LLMClasses {
-			targets = append(targets, c.Model)
+			targets = append(targets, c.Model, c.Name)
 			classes = append(classes, c.Name)
 		}
 	}
@@ -259,6 +269,12 @@ func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, compl
 	p, ok := doc.(*formats.Plan)
 	if !ok || p.QLM == nil {
 		return nil, nil, true
+	}
+	if e := p.Provenance.Embedded; e != nil && e.Workload != nil && len(e.Workload.LLMClasses) > 0 {
+		// The classes the plan simulates and serves (its embedded workload): a target is a
+		// class or the model of one, so what validates also replays (issue 30 item 5); a
+		// model only an instance names has no class to replay a request as.
+		return Workload{}.TraceTargets(e.Workload)
 	}
 	for _, g := range p.QLM.Groups {
 		targets = append(targets, g.Model)

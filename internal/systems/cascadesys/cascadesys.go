@@ -121,7 +121,12 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		ctx, cancel = context.WithTimeout(ctx, s.TimeLimit)
 		defer cancel()
 	}
-	plan, _, err := pc.Solve(ctx, in, opt)
+	var plan *formats.Plan
+	if s.Objective == planner.ObjectiveCost {
+		plan, err = pc.SolveCost(ctx, in, opt)
+	} else {
+		plan, _, err = pc.Solve(ctx, in, opt)
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, err)
@@ -223,7 +228,7 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	o := &Planner{f: rec}
-	s := planner.Settings{Strategy: p.Provenance.Strategy, TimeLimit: timeLimit, Deterministic: true, SLO: rec.LatencySLO.D()}
+	s := planner.Settings{Strategy: p.Provenance.Strategy, TimeLimit: timeLimit, Deterministic: true, SLO: rec.LatencySLO.D(), Objective: rec.Objective}
 	profs := make([]*formats.Profile, len(e.Profiles))
 	for i := range e.Profiles {
 		profs[i] = &e.Profiles[i]

@@ -79,8 +79,12 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if s.Strategy != "" && s.Strategy != "dyorc" {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: dyorc plans have one strategy, dyorc", s.Strategy)}}
 	}
-	return dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
-		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress})
+	opts := dyorc.Options{TimeLimit: s.TimeLimit, Gap: s.Gap,
+		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress}
+	if s.Objective == planner.ObjectiveCost {
+		return dyorc.SolveCost(ctx, in.Workload, in.Cluster, in.Refs, opts)
+	}
+	return dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, opts)
 }
 
 // Render prints the placement per GPU and the replicas per service.

@@ -75,7 +75,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		pin.Profiles = append(pin.Profiles, *p)
 	}
 	plan, err := pard.Provision(ctx, pin, pard.Options{TimeLimit: s.TimeLimit, SLOFraction: o.f.SLOFraction, RateRPS: o.f.RateRPS,
-		MaxBatch: o.f.MaxBatch, Policy: o.f.Policy, ToolVersion: s.ToolVersion})
+		MaxBatch: o.f.MaxBatch, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Objective: s.Objective})
 	if err != nil && errors.Is(err, pard.ErrBadInput) && !errors.Is(err, planner.ErrInput) {
 		return nil, inputError{err}
 	}
@@ -148,7 +148,7 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	o := pard.Options{Policy: rec.Policy, Params: p.PARD.Params, TimeLimit: timeLimit, SLOFraction: rec.SLOFraction,
-		RateRPS: rec.RateRPS, MaxBatch: rec.MaxBatch}
+		RateRPS: rec.RateRPS, MaxBatch: rec.MaxBatch, Objective: rec.Objective}
 	in := pard.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: e.Profiles}
 	re, err := pard.Provision(ctx, in, o)
 	if err == nil {

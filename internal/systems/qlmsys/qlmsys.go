@@ -62,7 +62,14 @@ type Planner struct{}
 func (o *Planner) Flags(*pflag.FlagSet) {}
 
 // Solve implements planner.Planner.
-func (o *Planner) Solve(_ context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	if s.Objective == planner.ObjectiveCost {
+		plan, err := pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion}, s.TimeLimit, s.Gap)
+		if err == nil && s.Deterministic {
+			plan.Provenance.SolveMs = 0
+		}
+		return plan, err
+	}
 	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy}, ToolVersion: s.ToolVersion})
 }
 
@@ -97,7 +104,7 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 }
 
 // Resolve implements planner.Checker.
-func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*formats.Plan, error) {
+func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*formats.Plan, error) {
 	e := p.Provenance.Embedded
 	if e == nil || e.Cluster == nil || e.Workload == nil {
 		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
@@ -110,5 +117,13 @@ func (Checker) Resolve(_ context.Context, p *formats.Plan, _ time.Duration) (*fo
 	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
-	return pq.Solve(planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}, pq.Options{Flags: rec})
+	in := planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}
+	if rec.Objective == planner.ObjectiveCost {
+		re, err := pq.SolveCost(ctx, in, pq.Options{Flags: rec}, timeLimit, planner.DefaultGap)
+		if err == nil {
+			re.Provenance.SolveMs = 0
+		}
+		return re, err
+	}
+	return pq.Solve(in, pq.Options{Flags: rec})
 }

@@ -181,7 +181,7 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	lg := &checkLog{app: app, name: planName(path)}
 	verifyPlan(lg, sys.Checker, plan)
 	if golden != nil {
-		compare(lg, "golden", "golden "+planName(o.golden), sys.Checker.Compare(plan, golden, tol))
+		compare(lg, "golden", "golden "+planName(o.golden), withFleet(sys.Checker.Compare(plan, golden, tol), plan, golden, tol))
 	}
 	if o.resolve {
 		if err := resolvePlan(cmd, app, lg, sys.Checker, plan, golden, o, tol); err != nil {
@@ -202,6 +202,7 @@ func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
 		var zero float64
 		lg.add("verify", planner.Check{OK: true, Line: summary, Name: "constraints", Value: &zero, Limit: &zero})
 	}
+	verifyFleet(lg, plan)
 	if e := plan.Provenance.Embedded; e != nil && plan.Provenance.InputDigest != "" {
 		d, err := formats.Digest(e)
 		switch {
@@ -259,9 +260,9 @@ func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker,
 			lg.add("resolve", planner.Check{Line: "re-solved plan: " + v, Name: "constraint"})
 		}
 	}
-	compare(lg, "resolve", "resolve", ck.Compare(re, plan, tol))
+	compare(lg, "resolve", "resolve", withFleet(ck.Compare(re, plan, tol), re, plan, tol))
 	if golden != nil {
-		compare(lg, "resolve vs golden", "resolve vs golden", ck.Compare(re, golden, tol))
+		compare(lg, "resolve vs golden", "resolve vs golden", withFleet(ck.Compare(re, golden, tol), re, golden, tol))
 	}
 	return nil
 }

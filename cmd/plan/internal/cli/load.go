@@ -67,7 +67,7 @@ a way to load someone else's server.`,
 	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit)")
-	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a Trace file")
+	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a trace file (a Trace document or an Azure LLM trace CSV); on an LLM plan a per-request trace replays exactly, as plan simulate's: each request once, with its class and tokens, the whole trace unless --duration")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
 	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request is given up and counts as cancelled (the server withdraws it)")
@@ -134,7 +134,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	opts := load.Options{Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
-		MaxConns: o.connections,
+		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"),
 	}
 	if o.grpc != "" {
 		if _, err := checkLoopback("http://" + o.grpc); err != nil {
@@ -198,6 +198,7 @@ func printLoadReport(app *App, res *load.Result) {
 	if line := accuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
 	}
+	printLLMTable(app, rep.Points)
 	oc := res.Outcomes
 	var drops int64
 	for _, d := range oc.ServerDrops {

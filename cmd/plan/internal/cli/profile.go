@@ -42,6 +42,7 @@ type profileOptions struct {
 	trtProfile string
 	trtLayers  string
 	llm        string
+	steps      string
 	precision  string
 	useTRT     bool
 	seed       int64
@@ -79,6 +80,11 @@ Backends:
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
 --llm adds LLM profiles (QLM): a model name, "all", or a profile file to import.
+--llm with --import STEPS replaces the one LLM profile's iteration curves with measured step
+times: a CSV (header tokens,prefill_tokens,seconds, optionally context_tokens) or JSONL
+table of engine steps; the decode-only and prefill-containing curves are fitted as measured
+(points falling by more than 10% are named on stderr and kept), with a per-context-token
+term when the steps give their context.
 The profile is validated and written atomically; a summary table goes to stdout.`,
 		Example: `  plan profile                                   # the demo model
   plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
@@ -87,7 +93,8 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile model.onnx --backend roofline --gpu A100
   plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
   plan profile --llm all --gpu A10,A100,H100 -o llm.json
-  plan profile --zoo llama-2-70b --gpu A100`,
+  plan profile --zoo llama-2-70b --gpu A100
+  plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := o.parse(cmd, args)
@@ -110,6 +117,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
 	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
+	f.StringVar(&o.steps, "import", "", "with --llm naming one model and GPU (or a one-LLM profile file): measured engine step times to fit its iteration curves (CSV or JSONL: tokens, prefill_tokens, seconds)")
 	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data")
@@ -219,6 +227,9 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 		if _, err := llm.Lookup(r.opt.llm); err != nil {
 			return nil, usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
 		}
+	}
+	if o.steps != "" && r.opt.llm == "" {
+		return nil, usageErrorf("--import: give --llm MODEL --gpu GPU (or --llm PROFILE.json) whose iteration curves the steps replace")
 	}
 	if o.out == "" {
 		return nil, usageErrorf("-o: must name an output file")
@@ -330,6 +341,9 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		}
 	}
 	doc := profiler.NewProfile(name, desc, models, llms)
+	for _, w := range formats.PWLWarnings(doc) {
+		fmt.Fprintf(app.Err, "warning: %s\n", w)
+	}
 	if r.opt.out == "-" {
 		// The profile itself on stdout (validated first), for pipes.
 		if errs := doc.Validate(); len(errs) > 0 {
@@ -606,7 +620,7 @@ func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
 		if err != nil {
 			return nil, usageError(err)
 		}
-		return ls, nil
+		return r.withSteps(ls)
 	}
 	names := []string{r.opt.llm}
 	if r.opt.llm == "all" {
@@ -620,7 +634,30 @@ func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
 	if err != nil {
 		return nil, usageErrorf("--llm: %v", err)
 	}
-	return ls, nil
+	return r.withSteps(ls)
+}
+
+// withSteps fits the --import step table into the one LLM profile (issue 30 item 3).
+func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
+	if r.opt.steps == "" {
+		return ls, nil
+	}
+	if len(ls) != 1 {
+		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
+	}
+	data, err := formats.ReadBytes(r.opt.steps)
+	if err != nil {
+		return nil, usageErrorf("--import: %v", err)
+	}
+	steps, err := llm.ReadSteps(r.opt.steps, data)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	p, err := llm.WithSteps(ls[0], steps)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", r.opt.steps, err)
+	}
+	return []formats.LLMProfile{p}, nil
 }
 
 // profileRow is one summary line.

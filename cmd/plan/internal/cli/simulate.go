@@ -39,6 +39,8 @@ type simulateOptions struct {
 	warmup    time.Duration
 	findLimit bool
 	autopilot autopilotFlags
+	// requestsOut is --requests-out: every request's record as JSONL.
+	requestsOut string
 }
 
 func init() { register(newSimulateCmd) }
@@ -61,20 +63,28 @@ Load points run in parallel on all cores; results are identical to a sequential 
 depend only on the inputs and --seed. With --report DIR it writes report.json, the
 attainment curve and a per-(v)GPU timeline of the highest passing load (PNG and SVG).
 
+On an LLM (QLM) plan the tables add, per class, TTFT, TPOT and E2E percentiles and output
+tokens per second; classes may set ttft_slo and tpot_slo beside slo, and a request counts as
+on time only if it meets all three. A per-request --trace (a Trace file or the Azure LLM
+trace CSV) then replays exactly: each request once, in its class (class: or target: naming a
+class, target: naming a model takes its classes in turn, untargeted requests take every
+class in turn), with its own tokens. --requests-out FILE writes every request as JSONL.
+
 PLAN defaults to ./plan.json.`,
 		Example: `  plan simulate plan.json
   plan simulate plan.json --trace bursty --load 0.5:1.0:0.05 --duration 30s --seed 7
   plan simulate plan.json --trace arrivals.json --report out/
   plan simulate np.json --reference-plan plan.json     # NP at PPipe's load factors
   plan simulate plan.json --policy reactive            # the reactive ablation baseline
-  plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails`,
+  plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails
+  plan simulate testdata/export/qlm/plan.json --trace azure-llm-2023-conv.csv --requests-out reqs.jsonl`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSimulate(cmd, app, o, args)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a Trace file")
+	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a trace file (a Trace document, or an Azure LLM trace CSV detected by its header); on an LLM plan a per-request trace replays exactly: each request once, with its class and tokens, at its time / the load (default --load 1: as recorded)")
 	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list")
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
@@ -87,6 +97,7 @@ PLAN defaults to ./plan.json.`,
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
 	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 10% of --duration, at most 3s; 0s counts every request)")
 	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
+	f.StringVar(&o.requestsOut, "requests-out", "", "write every request (id, class, arrival, first token, finish, outcome, reason, tokens; µs of virtual time) of every load point to this file as JSONL, to compare with a real engine's log")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
 	addAutopilotFlags(f, &o.autopilot)
 	return cmd
@@ -201,6 +212,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
+	if err := checkRequestsOut(o.requestsOut); err != nil {
+		return err
+	}
 	findLimit := !cmd.Flags().Changed("load")
 	if cmd.Flags().Changed("find-limit") {
 		findLimit = o.findLimit
@@ -249,6 +263,10 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
 		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy, Failures: failures,
 		CancelFraction: o.cancel, Warmup: warmup, FindLimit: findLimit, LimitCap: limit,
+		RecordRequests: o.requestsOut != "",
+	}
+	if err := setupLLMSweep(cmd, o, path, plan, cfg, spec); err != nil {
+		return err
 	}
 	if !app.Quiet {
 		start := time.Now()
@@ -272,6 +290,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return err
 	}
 	warnFewRequests(app, rep)
+	if err := writeRequestsOut(o.requestsOut, rep); err != nil {
+		return err
+	}
 	if o.report != "" {
 		if err := writeSimReport(app, cfg, rep, o.report); err != nil {
 			return err
@@ -365,6 +386,7 @@ func printSimTable(app *App, rep *sim.Report) {
 		rows = append(rows, row)
 	}
 	app.Table(header, rows)
+	printLLMTable(app, rep.Points)
 	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
 	if line := accuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
@@ -481,7 +503,11 @@ func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string)
 	if err != nil {
 		return err
 	}
-	app.Infof("wrote %s, %s", filepath.Join(dir, "report.json"), strings.Join(append(files, tf...), ", "))
+	cdf, err := writeTokenCDFs(cfg, rep, dir, load)
+	if err != nil {
+		return err
+	}
+	app.Infof("wrote %s, %s", filepath.Join(dir, "report.json"), strings.Join(append(append(files, tf...), cdf...), ", "))
 	return nil
 }
 

@@ -29,10 +29,11 @@ type solveOptions struct {
 	gap           float64
 	out           string
 	deterministic bool
+	objective     string
 }
 
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
-var commonSolveFlags = []string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic"}
+var commonSolveFlags = []string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective"}
 
 func init() { register(newSolveCmd) }
 
@@ -75,6 +76,7 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
 	f.DurationVar(&o.timeLimit, "time-limit", planner.DefaultTimeLimit, "solver time limit; the best plan so far is written on expiry")
 	f.Float64Var(&o.gap, "gap", planner.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
+	addObjectiveFlag(f, &o.objective)
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
 	// planner gets the values given (its own defaults otherwise). The usage lists them per
@@ -212,6 +214,9 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	}
 	settings := planner.Settings{SLO: o.slo, Strategy: o.strategy, TimeLimit: o.timeLimit, Gap: o.gap,
 		Deterministic: o.deterministic, ToolVersion: buildVersion().Version}
+	if err := applyObjective(app, o, in, &settings); err != nil {
+		return err
+	}
 	pr := &progressPrinter{app: app}
 	if !app.Quiet {
 		settings.Progress = pr.report
@@ -220,9 +225,13 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err != nil {
 		return solveError(withFileNames(err, o, sys))
 	}
+	if settings.Objective == planner.ObjectiveCost && plan.Fleet == nil {
+		return usageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name)
+	}
 	if err := formats.WriteFileWith(o.out, plan, app.Systems.Sections()); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
+	reportFleet(app, plan)
 	pv := plan.Provenance
 	if pv.Status != "optimal" {
 		fmt.Fprintf(app.Err, "plan: %s: wrote the best plan found; objective %.4g, bound %.4g, gap %.2f%%\n", pv.Status, pv.Objective, pv.Bound, pv.Gap*100)

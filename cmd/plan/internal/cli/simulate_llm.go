@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/sim"
+)
+
+// planLLMClasses are the plan's LLM classes, parallel to dep.Apps (nil: not an LLM plan). A
+// QLM plan embeds the workload its classes come from.
+func planLLMClasses(p *formats.Plan, dep *dataplane.Deployment) []sim.LLMClass {
+	e := p.Provenance.Embedded
+	if p.QLM == nil || e == nil || e.Workload == nil {
+		return nil
+	}
+	return sim.LLMClassesOf(dep, e.Workload.LLMClasses)
+}
+
+// llmReplay builds the exact replay of a per-request trace on an LLM plan (issue 30 item 5):
+// each request once, its class and tokens as given. A request of a class no instance of the
+// plan serves is bad input naming the trace, the request and the class.
+func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, classes []sim.LLMClass, traceArg string, t *formats.Trace) (*sim.ExactReplay, error) {
+	x, err := sim.NewExactReplay(traceArg, t, dep, classes)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	served := map[string]bool{}
+	for _, in := range p.QLM.Instances {
+		served[in.Model] = true
+	}
+	for a := range dep.Apps {
+		if row := x.Row(dataplane.AppID(a), 0); row >= 0 && !served[classes[a].Model] {
+			return nil, usageErrorf("%s: requests[%d]: class %q: its model %q is served by no instance of %s (qlm.instances)",
+				traceArg, row, dep.Apps[a].Name, classes[a].Model, planPath)
+		}
+	}
+	return x, nil
+}
+
+// setupLLMSweep gives an LLM plan's sweep its classes and, for a per-request trace, the
+// exact replay: by default at load 1 only (the trace as recorded), over the trace's span,
+// with no warm-up, so a trace of n requests is n requests.
+func setupLLMSweep(cmd *cobra.Command, o *simulateOptions, planPath string, p *formats.Plan, cfg *sim.SweepConfig, spec sim.ArrivalSpec) error {
+	cfg.LLM = planLLMClasses(p, cfg.Dep)
+	if cfg.LLM == nil || spec.Trace == nil || len(spec.Trace.Requests) == 0 {
+		return nil
+	}
+	if o.reference != "" {
+		return usageErrorf("--reference-plan: not with an exact trace replay (%s): load 1 is the trace as recorded", o.trace)
+	}
+	x, err := llmReplay(planPath, p, cfg.Dep, cfg.LLM, o.trace, spec.Trace)
+	if err != nil {
+		return err
+	}
+	cfg.Replay = x
+	cfg.BaseRPS = x.NativeRPS()
+	if !cmd.Flags().Changed("load") {
+		cfg.Loads = []float64{1}
+		cfg.FindLimit = cmd.Flags().Changed("find-limit") && o.findLimit
+	}
+	if !cmd.Flags().Changed("duration") {
+		// The whole trace at the lowest load (each point's window is its own span, ≥ 1 s).
+		cfg.Duration = max(dataplane.Time(float64(x.Span())/cfg.Loads[0])+1, dataplane.Second)
+	}
+	if !cmd.Flags().Changed("warmup") {
+		cfg.Warmup = 0
+	}
+	return nil
+}
+
+// writeTokenCDFs draws, for an LLM plan, the CDFs of TTFT and TPOT per class at load (a
+// re-run of that point keeping its requests: runs are deterministic) as DIR/ttft_cdf and
+// DIR/tpot_cdf (PNG and SVG), and returns the files written.
+func writeTokenCDFs(cfg *sim.SweepConfig, rep *sim.Report, dir string, load float64) ([]string, error) {
+	if cfg.LLM == nil {
+		return nil, nil
+	}
+	c := *cfg
+	c.RecordRequests, c.Progress = true, nil
+	p, err := sim.RunPoint(&c, load)
+	if err != nil {
+		return nil, err
+	}
+	ts := sim.TokenSamplesOf(p.Requests)
+	var files []string
+	for _, f := range []struct {
+		base, what string
+		samples    map[string][]float64
+	}{{"ttft_cdf", "time to first token (ms)", ts.TTFT}, {"tpot_cdf", "time per output token (ms)", ts.TPOT}} {
+		pl, err := sim.CDFPlot(fmt.Sprintf("%s at load %.2f: %s", rep.Plan, load, f.what), f.what, ts.Classes, f.samples)
+		if err != nil {
+			return nil, err
+		}
+		out, err := sim.SavePlot(pl, dir, f.base, 16*vg.Centimeter, 10*vg.Centimeter)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, out...)
+	}
+	return files, nil
+}
+
+// checkRequestsOut refuses an unusable --requests-out before anything runs.
+func checkRequestsOut(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usageErrorf("--requests-out: %s: is a directory", path)
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return usageErrorf("--requests-out: %s: its directory does not exist", path)
+	}
+	return nil
+}
+
+// writeRequestsOut writes every request of every load point as JSONL, by load then ID (path
+// "": nothing).
+func writeRequestsOut(path string, rep *sim.Report) error {
+	if path == "" {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, p := range rep.Points {
+		for i := range p.Requests {
+			if err := enc.Encode(&p.Requests[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return formats.WriteAtomic(path, buf.Bytes())
+}
+
+// ms3 renders a latency's p50/p90/p99 in ms.
+func ms3(l sim.Latency) string {
+	if l == (sim.Latency{}) {
+		return "-" // no sample
+	}
+	return fmt.Sprintf("%.1f/%.1f/%.1f", float64(l.P50Us)/1000, float64(l.P90Us)/1000, float64(l.P99Us)/1000)
+}
+
+func meanMs(l sim.Latency) string {
+	if l == (sim.Latency{}) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", l.MeanUs/1000)
+}
+
+// tokensPerS is "-" where no output token is known (`plan load` with generated arrivals sends
+// no tokens: the server draws them).
+func tokensPerS(l *sim.LLMMetrics) string {
+	if l.OutputTokens == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", l.OutputTokensPerS)
+}
+
+// printLLMTable prints, per load point and class, what users of LLM serving read (LLM engine
+// digest §3): TTFT, TPOT and E2E percentiles and means, and output tokens per second.
+func printLLMTable(app *App, points []sim.Point) {
+	var rows [][]string
+	unstamped := false
+	for _, p := range points {
+		apps := append(append([]sim.AppMetrics(nil), p.Apps...), p.Total)
+		if len(p.Apps) == 1 {
+			apps = p.Apps
+		}
+		for _, a := range apps {
+			l := a.LLM
+			if l == nil {
+				continue
+			}
+			unstamped = unstamped || l.Unstamped > 0
+			rows = append(rows, []string{fmt.Sprintf("%.2f", p.Load), a.Name,
+				ms3(l.TTFT), ms3(l.TPOT), ms3(a.Latency),
+				meanMs(l.TTFT) + "/" + meanMs(l.TPOT) + "/" + meanMs(a.Latency),
+				tokensPerS(l), fmt.Sprintf("%d/%d", l.TTFTMissed, l.TPOTMissed)})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(app.Out)
+	app.Table([]string{"load", "class", "ttft p50/p90/p99 ms", "tpot p50/p90/p99 ms", "e2e p50/p90/p99 ms", "mean ttft/tpot/e2e ms", "out tok/s", "missed ttft/tpot"}, rows)
+	if unstamped {
+		fmt.Fprintln(app.Out, "note: the policy stamped no first token for some answered requests: they have no TTFT or TPOT sample (see the report's llm.unstamped)")
+	}
+}

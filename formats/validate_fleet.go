@@ -1,0 +1,45 @@
+package formats
+
+import "math"
+
+// validateFleet checks a plan's fleet record on its own (issue 34 item 2): counts >= 0, prices
+// finite and >= 0, one entry per GPU type, a finite cost. `plan check` verifies it against the
+// plan's sections and cluster (planner/fleet.Verify).
+func (f *Fleet) validate(v *validator, p string) {
+	if f.Objective != "cost" {
+		v.add(field(p, "objective"), f.Objective, "must be cost")
+	}
+	if !validCurrency(f.Currency) {
+		v.add(field(p, "currency"), f.Currency, "must be 1 to 8 letters (a currency code such as USD)")
+	}
+	seen := map[string]bool{}
+	for i, g := range f.GPUsUsed {
+		q := idx(field(p, "gpus_used"), i)
+		if g.GPU == "" {
+			v.add(field(q, "gpu"), g.GPU, "must not be empty")
+		} else if seen[g.GPU] {
+			v.add(field(q, "gpu"), g.GPU, "duplicate GPU type")
+		}
+		seen[g.GPU] = true
+		if g.Count < 0 {
+			v.add(field(q, "count"), g.Count, "must be >= 0")
+		}
+		nonNegative(v, field(q, "price_per_hour"), g.PricePerHour)
+	}
+	if math.IsNaN(f.CostPerHour) || math.IsInf(f.CostPerHour, 0) || f.CostPerHour < 0 {
+		v.add(field(p, "cost_per_hour"), f.CostPerHour, "must be >= 0")
+	}
+}
+
+// checkFleetCurrency: a cost plan's prices are in one currency; a cluster given beside it
+// in another is a mix of currencies across files, which no comparison of costs survives.
+func checkFleetCurrency(v *validator, p *Plan, clusters []namedCluster) {
+	if p.Fleet == nil {
+		return
+	}
+	for _, nc := range clusters {
+		if c := nc.c.CurrencyOf(); c != p.Fleet.Currency {
+			v.add("fleet.currency", p.Fleet.Currency, "the plan's costs are in %s but %s prices in %s: one currency across files", p.Fleet.Currency, nc.file, c)
+		}
+	}
+}

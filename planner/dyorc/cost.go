@@ -1,0 +1,115 @@
+package dyorc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	dp "github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
+)
+
+// CostUtilization is ρ of the cost objective: a fleet serves the workflows when the placement
+// keeps every GPU's expected load (busy seconds per second at the services' max batch) at
+// most ρ, the headroom the speculative scheduler and bursts need [ours: DyOrc plans no fleet].
+const CostUtilization = 0.8
+
+// SolveCost is `plan solve --objective cost` for workflows (issue 34 item 2): DyOrc's data
+// plane runs one GPU type (dp.ClusterOf), so for each GPU type of the cluster alone it finds
+// the fewest GPUs, within its available count, whose least-loaded placement (Solve's MILP:
+// min max_g load) keeps every GPU at most CostUtilization busy and within memory; the
+// cheapest of those fleets (count × price) is the plan. The count of one type is searched
+// upward from max(⌈Σ load/ρ⌉, ⌈Σ weights/memory⌉), so the first that fits is the least cost
+// for that type.
+func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
+	if wl == nil || wl.Workflows == nil {
+		return nil, &planner.InputError{Problems: []string{"workload: no workflows section"}}
+	}
+	if cl == nil {
+		return nil, &planner.InputError{Problems: []string{"cluster: a dyorc plan needs a cluster (--cluster)"}}
+	}
+	w, err := dp.Compile(wl.Workflows)
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
+	}
+	prices, _, err := cl.Prices()
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	load := Load(w)
+	total, bytes := 0.0, 0.0
+	for s, l := range load {
+		total += l
+		bytes += float64(w.Services[s].Bytes)
+	}
+	began := time.Now()
+	var best *formats.Plan
+	bestCost := math.Inf(1)
+	var short []string
+	for _, pool := range cl.GPUs {
+		mem := pool.MemoryBytes
+		if mem == 0 {
+			mem = formats.KnownGPUs[pool.Type]
+		}
+		lo := max(1, int(math.Ceil(total/CostUtilization-1e-9)))
+		if mem > 0 {
+			lo = max(lo, int(math.Ceil(bytes/float64(mem)-1e-9)))
+		}
+		hi := min(cl.AvailableOf(pool.Type), lo+len(w.Services)+1)
+		if float64(lo)*prices[pool.Type] >= bestCost {
+			continue
+		}
+		found := false
+		for n := lo; n <= hi && float64(n)*prices[pool.Type] < bestCost; n++ {
+			one := *cl
+			p := pool
+			p.Count = n
+			one.GPUs, one.Servers = []formats.GPUPool{p}, nil
+			plan, err := Solve(ctx, wl, &one, refs, o)
+			if errors.Is(err, planner.ErrInfeasible) || errors.Is(err, planner.ErrInput) {
+				continue // the services do not fit n GPUs of this type
+			}
+			if err != nil {
+				return nil, err
+			}
+			if plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+1e-9 {
+				best, bestCost, found = plan, float64(n)*prices[pool.Type], true
+				break
+			}
+		}
+		if !found && hi < lo+len(w.Services)+1 {
+			short = append(short, fmt.Sprintf("cluster: gpus[type=%s].available: %d: they serve at most %.1f%% of the workflows' apps rate_rps (expected load %.3g GPU-s/s, at most %.0f%% per GPU): raise available or lower the rates",
+				pool.Type, hi, 100*float64(hi)*CostUtilization/total, total, 100*CostUtilization))
+		}
+	}
+	if best == nil {
+		if len(short) > 0 {
+			return nil, &planner.InputError{Problems: short}
+		}
+		return nil, fmt.Errorf("%w: no GPU type of the cluster holds the workflow services within %.0f%% load", planner.ErrInfeasible, 100*CostUtilization)
+	}
+	// The plan embeds the cluster as given (every type, availability), so re-solving
+	// compares the types again; its cluster is the chosen type sized to the fleet.
+	best.Provenance.Embedded.Cluster = cl
+	if best.Provenance.InputDigest, err = planner.InputDigest(best.Provenance.Embedded); err != nil {
+		return nil, err
+	}
+	best.Provenance.Options = planner.RecordOptions(Flags{Gap: o.Gap, Policy: o.Policy, Objective: planner.ObjectiveCost})
+	if o.Gap <= 0 {
+		best.Provenance.Options = planner.RecordOptions(Flags{Gap: 0.01, Policy: o.Policy, Objective: planner.ObjectiveCost})
+	}
+	best.Provenance.SolveMs = float64(time.Since(began).Microseconds()) / 1000
+	if o.Deterministic {
+		best.Provenance.SolveMs = 0
+	}
+	if err := fleet.Record(best, cl); err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	// The search is exhaustive over types and counts: its bound is its cost.
+	best.Provenance.Bound, best.Provenance.Gap = best.Provenance.Objective, 0
+	return best, nil
+}

@@ -1,0 +1,234 @@
+// Package fleet is the cost side of every planner (issue 34 items 1 and 2): which GPUs, how
+// many of each type, a plan uses (Used), what they cost per hour in the cluster's currency
+// (Summarize), the check `plan check` runs on a plan's recorded fleet (Verify), and the
+// fleet-sizing core the planners share (Size): the least-cost count of GPUs per type that
+// serves each demand's rate, either with GPUs dedicated to one demand (PARD's modules,
+// DyOrc's services) or shared across request-size buckets as in Mélange (Griggs et al.,
+// "Mélange: Cost Efficient Large Language Model Serving by Exploiting GPU Heterogeneity",
+// 2024, §5: an ILP over buckets × GPU types whose load fractions per GPU sum to at most one).
+package fleet
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// ObjectiveCost is the objective value a cost-optimal plan records (`--objective cost`).
+const ObjectiveCost = "cost"
+
+// ObjectiveDefault is each planner's own objective (throughput, GPU count, latency).
+const ObjectiveDefault = "default"
+
+// Used counts the physical GPUs per type the plan's sections deploy. A plan with no typed
+// section it knows returns nil.
+func Used(p *formats.Plan) map[string]int {
+	used := map[string]int{}
+	switch {
+	case p.PPipe != nil:
+		_, u := p.PPipe.PhysicalGPUs()
+		for k, n := range u {
+			used[k] += n
+		}
+	case p.PARD != nil:
+		for _, a := range p.PARD.Apps {
+			for _, m := range a.Modules {
+				used[m.GPU] += m.Workers
+			}
+		}
+	case p.QLM != nil:
+		for _, in := range p.QLM.Instances {
+			used[in.GPU] += max(in.GPUCount, 1)
+		}
+	case p.Cascade != nil:
+		seen := map[int]bool{}
+		for _, r := range p.Cascade.Placement {
+			for _, g := range r.GPUs {
+				seen[g] = true
+			}
+		}
+		types := gpuIndexTypes(p.Cluster)
+		for g := range seen {
+			if g >= 0 && g < len(types) {
+				used[types[g]]++
+			}
+		}
+	case p.DyOrc != nil:
+		if len(p.DyOrc.Placement) > 0 {
+			types := gpuIndexTypes(p.Cluster)
+			for _, g := range p.DyOrc.Placement {
+				if g.GPU >= 0 && g.GPU < len(types) && len(g.Services) > 0 {
+					used[types[g.GPU]]++
+				}
+			}
+		} else {
+			for _, d := range p.DyOrc.Deployments {
+				used[d.GPU] += d.Replicas
+			}
+		}
+	default:
+		return nil
+	}
+	for k, n := range used {
+		if n == 0 {
+			delete(used, k)
+		}
+	}
+	return used
+}
+
+// gpuIndexTypes maps the cluster's GPU indices (pools in order, GPU 0 first) to their type.
+func gpuIndexTypes(c *formats.Cluster) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range c.GPUs {
+		for range g.Count {
+			out = append(out, g.Type)
+		}
+	}
+	return out
+}
+
+// Summarize is the fleet record of a cost-optimal plan: the GPUs it uses per type (from
+// Used), each type's price and the total per hour, in the cluster's currency. The second
+// result lists the GPU types priced from formats.DefaultPrices.
+func Summarize(p *formats.Plan, c *formats.Cluster) (*formats.Fleet, []string, error) {
+	used := Used(p)
+	types := make([]string, 0, len(used))
+	for k := range used {
+		types = append(types, k)
+	}
+	sort.Strings(types)
+	f := &formats.Fleet{Objective: ObjectiveCost, Currency: c.CurrencyOf()}
+	var defaulted []string
+	for _, k := range types {
+		price, def, err := c.Price(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if def {
+			defaulted = append(defaulted, k)
+		}
+		f.GPUsUsed = append(f.GPUsUsed, formats.FleetGPU{GPU: k, Count: used[k], PricePerHour: price})
+		f.CostPerHour += price * float64(used[k])
+	}
+	f.CostPerHour = roundCost(f.CostPerHour)
+	f.DefaultPrices = defaulted
+	return f, defaulted, nil
+}
+
+// roundCost rounds a cost to 1e-6 so a plan's JSON is stable across platforms.
+func roundCost(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// Verify checks a plan's recorded fleet against its sections and its cluster: the GPUs per
+// type it records are those its sections deploy, no type exceeds the cluster's available,
+// each price is the cluster's (or the default list price) and the cost per hour is their sum.
+// A plan without a fleet record has nothing to verify.
+func Verify(p *formats.Plan) []string {
+	f := p.Fleet
+	if f == nil {
+		return nil
+	}
+	var out []string
+	if f.Objective != ObjectiveCost {
+		out = append(out, fmt.Sprintf("fleet.objective %q: must be %s", f.Objective, ObjectiveCost))
+	}
+	used := Used(p)
+	rec := map[string]int{}
+	total := 0.0
+	for _, g := range f.GPUsUsed {
+		rec[g.GPU] += g.Count
+		total += g.PricePerHour * float64(g.Count)
+		if p.Cluster == nil {
+			continue
+		}
+		if a := p.Cluster.AvailableOf(g.GPU); g.Count > a {
+			out = append(out, fmt.Sprintf("fleet.gpus_used %s: %d GPUs, the cluster has %d available", g.GPU, g.Count, a))
+		}
+		if price, _, err := p.Cluster.Price(g.GPU); err != nil {
+			out = append(out, err.Error())
+		} else if math.Abs(price-g.PricePerHour) > 1e-9*math.Max(1, price) {
+			out = append(out, fmt.Sprintf("fleet.gpus_used %s: price_per_hour %g, the cluster's is %g", g.GPU, g.PricePerHour, price))
+		}
+	}
+	var names []string
+	for k := range used {
+		names = append(names, k)
+	}
+	for k := range rec {
+		if _, ok := used[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if used[k] != rec[k] {
+			out = append(out, fmt.Sprintf("fleet.gpus_used %s: records %d GPUs, the plan deploys %d", k, rec[k], used[k]))
+		}
+	}
+	if math.Abs(roundCost(total)-f.CostPerHour) > 1e-6*math.Max(1, total) {
+		out = append(out, fmt.Sprintf("fleet.cost_per_hour %g: the GPUs used cost %g", f.CostPerHour, roundCost(total)))
+	}
+	if p.Cluster != nil && f.Currency != p.Cluster.CurrencyOf() {
+		out = append(out, fmt.Sprintf("fleet.currency %q: the cluster prices in %q", f.Currency, p.Cluster.CurrencyOf()))
+	}
+	return out
+}
+
+// Describe is a one-line fleet mix, "2×A100 + 3×L4 = 9.54 USD/h".
+func Describe(f *formats.Fleet) string {
+	var parts []string
+	for _, g := range f.GPUsUsed {
+		parts = append(parts, fmt.Sprintf("%d×%s", g.Count, g.GPU))
+	}
+	if len(parts) == 0 {
+		parts = []string{"no GPUs"}
+	}
+	return fmt.Sprintf("%s = %.4g %s/h", strings.Join(parts, " + "), f.CostPerHour, f.Currency)
+}
+
+// Cluster is c sized to a fleet: each pool's count is the GPUs of its type the fleet uses
+// (types it does not use keep a count of 0), so a cost plan deploys, simulates and exports
+// only the GPUs it pays for. Prices and availability stay as given.
+func Cluster(c *formats.Cluster, used map[string]int) *formats.Cluster {
+	out := *c
+	out.GPUs = make([]formats.GPUPool, len(c.GPUs))
+	copy(out.GPUs, c.GPUs)
+	for i := range out.GPUs {
+		out.GPUs[i].Count = used[out.GPUs[i].Type]
+	}
+	out.Servers = nil
+	for _, s := range c.Servers {
+		if used[s.GPU] > 0 {
+			out.Servers = append(out.Servers, s)
+		}
+	}
+	return &out
+}
+
+// Finish makes p a cost plan: its cluster becomes the fleet it uses (Cluster) and it records
+// the fleet (Summarize); the objective is its cost per hour.
+func Finish(p *formats.Plan, c *formats.Cluster) error {
+	if p.Cluster == nil {
+		p.Cluster = c
+	}
+	p.Cluster = Cluster(c, Used(p))
+	return Record(p, c)
+}
+
+// Record records p's fleet (Summarize, prices from c) with its cluster left as it is, and
+// makes its cost per hour the plan's objective.
+func Record(p *formats.Plan, c *formats.Cluster) error {
+	f, _, err := Summarize(p, c)
+	if err != nil {
+		return err
+	}
+	p.Fleet = f
+	p.Provenance.Objective = f.CostPerHour
+	return nil
+}

@@ -1,0 +1,201 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/plan-dev/plan/planner"
+)
+
+// randomProblem draws a small instance: 1–3 GPU types with prices, at most 8 of each, 1–2
+// demands whose capacity per type is random (a type cannot serve a demand with chance 1/6),
+// at rates that need a few GPUs.
+func randomProblem(r *rand.Rand, shared bool) Problem {
+	K := 1 + r.IntN(3)
+	D := 1 + r.IntN(2)
+	p := Problem{Shared: shared}
+	for k := range K {
+		p.Types = append(p.Types, Type{Name: string(rune('A' + k)), Price: math.Round((0.2+4*r.Float64())*100) / 100, Available: 8})
+	}
+	for d := range D {
+		dm := Demand{Name: string(rune('a' + d))}
+		for range K {
+			c := 0.0
+			if r.IntN(6) != 0 {
+				c = math.Round(5+95*r.Float64()) / 1
+			}
+			dm.Cap = append(dm.Cap, c)
+		}
+		dm.Rate = math.Round((10 + 250*r.Float64()))
+		p.Demands = append(p.Demands, dm)
+	}
+	return p
+}
+
+// exhaustiveDedicated enumerates every count of GPUs of each type for each demand (at most 8
+// per type in all) and returns the least cost that serves every rate (+Inf if none).
+func exhaustiveDedicated(p Problem) float64 {
+	K, D := len(p.Types), len(p.Demands)
+	best := math.Inf(1)
+	n := make([][]int, D)
+	for d := range n {
+		n[d] = make([]int, K)
+	}
+	var rec func(i int)
+	rec = func(i int) {
+		if i == D*K {
+			cost := 0.0
+			for k, t := range p.Types {
+				tot := 0
+				for d := range D {
+					tot += n[d][k]
+				}
+				if tot > t.Available {
+					return
+				}
+				cost += t.Price * float64(tot)
+			}
+			for d, dm := range p.Demands {
+				s := 0.0
+				for k := range K {
+					s += dm.Cap[k] * float64(n[d][k])
+				}
+				if s < dm.Rate-1e-9 {
+					return
+				}
+			}
+			best = math.Min(best, cost)
+			return
+		}
+		d, k := i/K, i%K
+		for c := 0; c <= p.Types[k].Available; c++ {
+			n[d][k] = c
+			rec(i + 1)
+		}
+		n[d][k] = 0
+	}
+	rec(0)
+	return best
+}
+
+// sharedFeasible decides exactly whether n GPUs per type serve one or two demands with
+// fractional shares: one demand needs Σ n_k·cap_k ≥ rate; for two, demand a takes the types
+// where its capacity relative to b's is highest first (the exchange argument of the
+// two-commodity LP), and b must fit in what is left.
+func sharedFeasible(p Problem, n []int) bool {
+	if len(p.Demands) == 1 {
+		d := p.Demands[0]
+		s := 0.0
+		for k, c := range d.Cap {
+			s += c * float64(n[k])
+		}
+		return s >= d.Rate-1e-9
+	}
+	a, b := p.Demands[0], p.Demands[1]
+	idx := make([]int, len(n))
+	for k := range idx {
+		idx[k] = k
+	}
+	ratio := func(k int) float64 {
+		if a.Cap[k] == 0 {
+			return -1
+		}
+		if b.Cap[k] == 0 {
+			return math.Inf(1)
+		}
+		return a.Cap[k] / b.Cap[k]
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return ratio(idx[i]) > ratio(idx[j]) })
+	needA, gotB := a.Rate, 0.0
+	for _, k := range idx {
+		gpus := float64(n[k])
+		if needA > 1e-12 && a.Cap[k] > 0 {
+			use := math.Min(gpus, needA/a.Cap[k])
+			needA -= use * a.Cap[k]
+			gpus -= use
+		}
+		gotB += gpus * b.Cap[k]
+	}
+	return needA <= 1e-9 && gotB >= b.Rate-1e-9
+}
+
+func exhaustiveShared(p Problem) float64 {
+	best := math.Inf(1)
+	n := make([]int, len(p.Types))
+	var rec func(k int)
+	rec = func(k int) {
+		if k == len(n) {
+			if sharedFeasible(p, n) {
+				c := 0.0
+				for i, t := range p.Types {
+					c += t.Price * float64(n[i])
+				}
+				best = math.Min(best, c)
+			}
+			return
+		}
+		for c := 0; c <= p.Types[k].Available; c++ {
+			n[k] = c
+			rec(k + 1)
+		}
+	}
+	rec(0)
+	return best
+}
+
+// TestSizeExhaustive: on 100 random instances per mode small enough to enumerate (≤ 3 GPU
+// types, ≤ 8 GPUs each), Size's cost equals the exhaustive optimum, and an instance with no
+// feasible fleet is a *ShortError (issue 34 item 2).
+func TestSizeExhaustive(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shared bool
+		brute  func(Problem) float64
+	}{
+		{"dedicated", false, exhaustiveDedicated},
+		{"shared", true, exhaustiveShared},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			feasible := 0
+			for seed := range uint64(100) {
+				p := randomProblem(rand.New(rand.NewPCG(seed, 34)), tc.shared)
+				want := tc.brute(p)
+				sol, err := Size(context.Background(), p, 0, 1e-9)
+				if math.IsInf(want, 1) {
+					if !errors.Is(err, ErrShort) && !errors.Is(err, planner.ErrInfeasible) {
+						t.Errorf("seed %d: exhaustive search finds no fleet, Size: %v, %v", seed, sol, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("seed %d: %v (exhaustive optimum %g)", seed, err, want)
+				}
+				feasible++
+				if math.Abs(sol.Cost-want) > 1e-6 {
+					t.Errorf("seed %d: cost %g, exhaustive optimum %g (fleet %v, problem %+v)", seed, sol.Cost, want, sol.Count, p)
+				}
+			}
+			if feasible < 50 {
+				t.Fatalf("only %d of 100 instances feasible: the generator tests too little", feasible)
+			}
+		})
+	}
+}
+
+// TestSizeShort: a rate beyond the available GPUs names the fraction they serve.
+func TestSizeShort(t *testing.T) {
+	p := Problem{Types: []Type{{Name: "L4", Price: 0.56, Available: 2}, {Name: "A100", Price: 3.93, Available: 1}},
+		Demands: []Demand{{Name: "m", Rate: 100, Cap: []float64{10, 30}}}}
+	_, err := Size(context.Background(), p, 0, 1e-6)
+	var se *ShortError
+	if !errors.As(err, &se) || !errors.Is(err, planner.ErrInfeasible) {
+		t.Fatalf("err = %v, want a *ShortError", err)
+	}
+	if math.Abs(se.Scale-0.5) > 1e-6 {
+		t.Errorf("scale %g, want 0.5 (2·10 + 30 of 100 requests/s)", se.Scale)
+	}
+}

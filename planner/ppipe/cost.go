@@ -1,0 +1,439 @@
+package ppipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
+	"github.com/plan-dev/plan/solver"
+)
+
+// probeCount bounds each GPU type while the cost objective estimates how many GPUs a fleet
+// may need (a type without available is otherwise unbounded).
+const probeCount = 64
+
+// solveCost is `plan solve --objective cost` for PPipe (issue 34 item 2): the MILP of PPipe
+// A.2 (pools, vGPU slices, batches, cuts as for throughput) with Σ_l x_{m,l} ≥ rate_m per
+// model instead of the max-min objective, and min Σ_k price_k·N_k over the physical GPUs N_k
+// of each type (the budget rows' rounded counts), each type bounded by its available count.
+// A type without one is bounded by the GPUs the whole-model (NP) options of every model
+// would need on it alone, plus one per model for pipelines that use it as one stage: a
+// cost-optimal plan that needs more of it than serving every model on it alone is not
+// excluded in theory, but none arises where the type is the cheaper per request.
+func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) {
+	c := in.Cluster
+	if c == nil {
+		return nil, &InputError{Problems: []string{"cluster: missing"}}
+	}
+	if opts.Strategy == StrategyDARTR {
+		return nil, &InputError{Problems: []string{fmt.Sprintf("strategy: %q: --objective cost plans with the ppipe MILP or the np baseline", opts.Strategy)}}
+	}
+	prices, _, err := c.Prices()
+	if err != nil {
+		return nil, &InputError{Problems: []string{err.Error()}}
+	}
+	opts.FillSurplus = false
+	began := time.Now()
+	probe := sized(c, func(g formats.GPUPool) int { return min(c.AvailableOf(g.Type), probeCount) })
+	pp, err := prepare(Inputs{Profiles: in.Profiles, Cluster: probe, Workload: in.Workload, Refs: in.Refs}, opts)
+	if err != nil {
+		return nil, err
+	}
+	var probs []string
+	for _, md := range pp.models {
+		if !(md.rate > 0) {
+			probs = append(probs, fmt.Sprintf("workload: models[%s].rate_rps: required for --objective cost (the rate the fleet must serve)", md.name))
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &InputError{Problems: probs}
+	}
+	ps := &session{p: pp, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
+	np, err := ps.spaces(spaceConfig{P: 1, wholeOnly: true})
+	if err != nil && !errors.Is(err, ErrInfeasible) {
+		return nil, err
+	}
+	best := bestWholeX(pp, np) // [model][type] req/s of one whole GPU
+	need := make([]int, len(pp.types))
+	for mi, md := range pp.models {
+		anyX := 0.0
+		for _, x := range best[mi] {
+			anyX = math.Max(anyX, x)
+		}
+		for k := range pp.types {
+			x := best[mi][k]
+			if x <= 0 {
+				x = anyX
+			}
+			if x > 0 {
+				need[k] += int(math.Ceil(md.rate/x)) + 1
+			} else {
+				need[k] += probeCount
+			}
+		}
+	}
+	counts := map[string]int{}
+	for k, t := range pp.types {
+		counts[t.name] = min(c.AvailableOf(t.name), need[k])
+	}
+	cl := sized(c, func(g formats.GPUPool) int { return counts[g.Type] })
+	p, err := prepare(Inputs{Profiles: in.Profiles, Cluster: cl, Workload: in.Workload, Refs: in.Refs}, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{p: p, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
+	cfg := spaceConfig{P: opts.MaxPartitions, replicas: opts.Replicas}
+	if opts.Strategy == StrategyNP {
+		// The NP baseline: whole models on whole GPUs, one type per pipeline (PPipe §7.1).
+		cfg = spaceConfig{P: 1, wholeOnly: true}
+	}
+	for _, t := range p.types {
+		cfg.cost = append(cfg.cost, prices[t.name])
+	}
+	spaces, err := s.spaces(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a, res, bound, err := s.costDecomposed(spaces, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		if res != nil && res.Status == solver.StatusInfeasible {
+			return nil, shortError(ctx, p, best, pp)
+		}
+		return nil, fmt.Errorf("cost: %w (time limit %s)", ErrNoSolution, opts.TimeLimit)
+	}
+	pipes := p.pipes(spaces, a, 1)
+	obj := p.cost(pipes, cfg.cost)
+	st := stats{status: "optimal", objective: obj, bound: math.Min(bound, obj), nodes: s.nodes}
+	if obj > 0 {
+		st.gap = (obj - st.bound) / obj
+	}
+	if st.gap > opts.Gap+1e-9 {
+		st.status = solver.StatusTimeLimit.String()
+	}
+	countOptions(&st, spaces)
+	st.solveMs = float64(time.Since(began).Microseconds()) / 1000
+	if opts.Deterministic {
+		st.solveMs = 0
+	}
+	target := make([]float64, len(p.models))
+	for mi, md := range p.models {
+		target[mi] = md.rate
+	}
+	plan, err := p.plan(in, pipes, target, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := fleet.Finish(plan, c); err != nil {
+		return nil, &InputError{Problems: []string{err.Error()}}
+	}
+	plan.Provenance.Bound = math.Round(st.bound*1e6) / 1e6
+	return plan, nil
+}
+
+// sized is c with each pool's count set by n (prices and availability kept).
+func sized(c *formats.Cluster, n func(formats.GPUPool) int) *formats.Cluster {
+	out := *c
+	out.GPUs = make([]formats.GPUPool, len(c.GPUs))
+	for i, g := range c.GPUs {
+		g.Count = n(g)
+		out.GPUs[i] = g
+	}
+	out.Servers = nil
+	return &out
+}
+
+// bestWholeX is, per model and GPU type, the best throughput of one whole GPU running the
+// whole model within its budget (the NP options), 0 where none.
+func bestWholeX(p *problem, spaces []*modelSpace) [][]float64 {
+	out := make([][]float64, len(p.models))
+	for mi := range p.models {
+		out[mi] = make([]float64, len(p.types))
+		if mi >= len(spaces) || spaces[mi] == nil {
+			continue
+		}
+		for _, t := range spaces[mi].tmpls {
+			if len(t.types) != 1 || len(t.stages) != 1 {
+				continue
+			}
+			k := t.types[0]
+			for _, o := range t.stages[0] {
+				if o.v == 1 {
+					out[mi][k] = math.Max(out[mi][k], o.X)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// shortError names the rate the available GPUs serve when no fleet within them does: the
+// fleet core's LP over whole-model throughput per GPU (pipelines aside).
+func shortError(ctx context.Context, p *problem, best [][]float64, probe *problem) error {
+	var fp fleet.Problem
+	for _, t := range probe.types {
+		a := p.cluster.AvailableOf(t.name)
+		if a == math.MaxInt {
+			a = -1
+		}
+		fp.Types = append(fp.Types, fleet.Type{Name: t.name, Available: a})
+	}
+	for mi, md := range probe.models {
+		fp.Demands = append(fp.Demands, fleet.Demand{Name: md.name, Rate: md.rate, Cap: best[mi]})
+	}
+	scale, err := fleet.MaxScale(ctx, fp)
+	if err != nil {
+		return err
+	}
+	var probs []string
+	for _, md := range probe.models {
+		if scale < 1 {
+			probs = append(probs, fmt.Sprintf("workload: models[%s].rate_rps: %g: the GPUs available (cluster gpus[].available) serve at most %.4g req/s of it: raise available or lower the rate", md.name, md.rate, md.rate*scale))
+		} else {
+			probs = append(probs, fmt.Sprintf("workload: models[%s].rate_rps: %g: no plan within the GPUs available (cluster gpus[].available) serves it: raise available or lower the rate", md.name, md.rate))
+		}
+	}
+	return fmt.Errorf("%w: %w", planner.ErrInfeasible, &InputError{Problems: probs})
+}
+
+// costStart is the MIP start of the cost MILP: every model on whole GPUs of the one type and
+// batch (a one-stage template's option) that serve its rate at the least cost, ⌈rate/X⌉ of
+// them; nil when some model has no such option within the type's bound (HiGHS then searches
+// from scratch). Σ counts per type may exceed a bound shared across models: HiGHS ignores an
+// infeasible start.
+func costStart(p *problem, spaces []*modelSpace, price []float64) assignment {
+	a := make(assignment, len(spaces))
+	for mi, ms := range spaces {
+		a[mi] = make([][]choice, len(ms.tmpls))
+		bestCost, bl, bo, bg := math.Inf(1), -1, -1, 0
+		for li, t := range ms.tmpls {
+			if len(t.stages) != 1 || t.replica != 0 {
+				continue
+			}
+			for oi, o := range t.stages[0] {
+				if o.v != 1 || o.X <= 0 || o.i != 0 || o.j != ms.md.blocks {
+					continue
+				}
+				g := int(math.Ceil(ms.md.rate / o.X))
+				if g > o.G || o.X*float64(g) > t.xmax+1e-9 {
+					continue
+				}
+				if c := float64(g) * price[t.types[0]]; c < bestCost {
+					bestCost, bl, bo, bg = c, li, oi, g
+				}
+			}
+		}
+		if bl < 0 {
+			return nil
+		}
+		a[mi][bl] = []choice{{stage: 0, opt: bo, g: bg}}
+	}
+	return a
+}
+
+// cost is the price of the physical GPUs of pipes (rounded as the budget rows round them).
+func (p *problem) cost(pipes []pipe, price []float64) float64 {
+	pp := &formats.PPipePlan{Models: make([]formats.PPipeModelPlan, len(p.models))}
+	for _, x := range pipes {
+		pl := formats.PPipePipeline{}
+		for _, pt := range x.parts {
+			pl.Partitions = append(pl.Partitions, formats.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
+		}
+		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
+	}
+	used := PhysicalGPUs(pp, p.opts.Rounding)
+	c := 0.0
+	for k, t := range p.types {
+		c += price[k] * used[t.name]
+	}
+	return math.Round(c*1e6) / 1e6
+}
+
+// costSearch solves the cost MILP as the throughput MILP is solved (ppipe()): the LP
+// relaxation gives a global lower bound and the templates and batches worth keeping; the
+// MILP restricted to them, started from costStart, usually closes the gap; otherwise the
+// full MILP runs with the time left, started from the best plan. It returns the best
+// assignment (nil if none), the last solver result and the lower bound.
+func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
+	full := s.p.build(spaces, cfg)
+	best := costStart(s.p, spaces, cfg.cost)
+	bestObj, bound := math.Inf(1), 0.0
+	if best != nil {
+		bestObj = s.p.cost(s.p.pipes(spaces, best, 1), cfg.cost)
+	}
+	lcfg := cfg
+	lcfg.relax = true
+	lp := s.p.build(spaces, lcfg)
+	lres, err := s.solve("cost lp", lp, nil, time.Until(s.deadline)/3)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if lres.Status == solver.StatusInfeasible {
+		return nil, lres, 0, nil
+	}
+	if lres.Status == solver.StatusOptimal {
+		bound = lres.Objective
+		const eps = 1e-7
+		inLP := func(m, l, d, o int) bool {
+			return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
+		}
+		lpBatch := map[[3]int]bool{}
+		for m, ms := range spaces {
+			for l, t := range ms.tmpls {
+				for d, st := range t.stages {
+					for o, op := range st {
+						if inLP(m, l, d, o) {
+							lpBatch[[3]int{m, l, op.b}] = true
+						}
+					}
+				}
+			}
+		}
+		keep := func(m, l, d, o int) bool {
+			if inLP(m, l, d, o) || lpBatch[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
+				return true
+			}
+			if best != nil {
+				for _, c := range best[m][l] {
+					if c.stage == d && c.opt == o {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		r := restrict(spaces, keep)
+		rb := s.p.build(r.spaces, cfg)
+		var rstart []float64
+		if best != nil {
+			rstart = rb.start(r.lower(best))
+		}
+		rres, err := s.solve("cost restricted", rb, rstart, time.Until(s.deadline)/2)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if rres.HasSolution {
+			a := r.lift(rb.decode(rres.Values), spaces)
+			if c := s.p.cost(s.p.pipes(spaces, a, 1), cfg.cost); c < bestObj {
+				best, bestObj = a, c
+			}
+		}
+		if best != nil && bestObj-bound <= s.p.opts.Gap*bestObj {
+			return best, rres, bound, nil
+		}
+	}
+	var start []float64
+	if best != nil {
+		start = full.start(best)
+	}
+	res, err := s.solve("cost", full, start, 0)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if res.HasSolution {
+		a := full.decode(res.Values)
+		if c := s.p.cost(s.p.pipes(spaces, a, 1), cfg.cost); c < bestObj {
+			best, bestObj = a, c
+		}
+	}
+	if res.Status == solver.StatusOptimal && res.HasSolution {
+		bound = math.Max(bound, res.Objective)
+	} else if !math.IsInf(res.Bound, 0) && !math.IsNaN(res.Bound) {
+		bound = math.Max(bound, res.Bound)
+	}
+	return best, res, bound, nil
+}
+
+// costDecomposed splits the cost MILP by model: a physical GPU only ever hosts one
+// pipeline's slices (rounding per pipeline) or one model's (per stage), so GPUs are never
+// shared across models and the cost is the sum of each model's; only the available counts
+// couple the models. Each model is solved alone (costSearch, an equal share of the time
+// left); when their union fits every type's count it is optimal to within the sum of their
+// gaps, with the sum of their bounds as bound. Otherwise the joint MILP is solved.
+func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
+	if len(spaces) == 1 {
+		return s.costSearch(spaces, cfg)
+	}
+	deadline := s.deadline
+	a := make(assignment, len(spaces))
+	bounds, objs := make([]float64, len(spaces)), make([]float64, len(spaces))
+	for mi := range spaces {
+		share := time.Until(deadline) / time.Duration(len(spaces)-mi)
+		s.deadline = time.Now().Add(share)
+		am, res, b, err := s.costSearch(spaces[mi:mi+1], cfg)
+		s.deadline = deadline
+		if err != nil || am == nil {
+			return nil, res, 0, err
+		}
+		a[mi], bounds[mi] = am[0], b
+		objs[mi] = s.p.cost(s.p.pipes(spaces[mi:mi+1], am, 1), cfg.cost)
+	}
+	// A second pass gives the time the first left to the models whose gap is still open,
+	// each MILP started from its plan so far.
+	var open []int
+	for mi := range spaces {
+		if objs[mi]-bounds[mi] > s.p.opts.Gap*objs[mi] {
+			open = append(open, mi)
+		}
+	}
+	for i, mi := range open {
+		left := time.Until(deadline)
+		if left < time.Second {
+			break
+		}
+		s.deadline = time.Now().Add(left / time.Duration(len(open)-i))
+		sub := spaces[mi : mi+1]
+		full := s.p.build(sub, cfg)
+		res, err := s.solve("cost", full, full.start(assignment{a[mi]}), 0)
+		s.deadline = deadline
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if res.HasSolution {
+			am := full.decode(res.Values)
+			if c := s.p.cost(s.p.pipes(sub, am, 1), cfg.cost); c < objs[mi] {
+				a[mi], objs[mi] = am[0], c
+			}
+		}
+		if res.Status == solver.StatusOptimal && res.HasSolution {
+			bounds[mi] = math.Max(bounds[mi], res.Objective)
+		} else if !math.IsInf(res.Bound, 0) && !math.IsNaN(res.Bound) {
+			bounds[mi] = math.Max(bounds[mi], res.Bound)
+		}
+	}
+	bound := 0.0
+	for _, b := range bounds {
+		bound += b
+	}
+	if s.p.fits(spaces, a, cfg) {
+		return a, nil, bound, nil
+	}
+	return s.costSearch(spaces, cfg)
+}
+
+// fits reports whether an assignment's physical GPUs fit every type's count.
+func (p *problem) fits(spaces []*modelSpace, a assignment, cfg spaceConfig) bool {
+	pipes := p.pipes(spaces, a, 1)
+	pp := &formats.PPipePlan{Models: make([]formats.PPipeModelPlan, len(spaces))}
+	for _, x := range pipes {
+		pl := formats.PPipePipeline{}
+		for _, pt := range x.parts {
+			pl.Partitions = append(pl.Partitions, formats.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
+		}
+		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
+	}
+	used := PhysicalGPUs(pp, p.opts.Rounding)
+	for k, t := range p.types {
+		if used[t.name] > float64(p.count(cfg, k))+1e-9 {
+			return false
+		}
+	}
+	return true
+}

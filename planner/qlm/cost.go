@@ -1,0 +1,293 @@
+package qlm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
+	"github.com/plan-dev/plan/solver"
+)
+
+// CostSLOFraction is f of the capacity rule: an instance serves a bucket at the batch whose
+// request lifetime stays within f·SLO (the rest of the SLO is queueing headroom, as PARD's
+// provisioning rule keeps 20%).
+const CostSLOFraction = 0.8
+
+// Bucket is a request size of one model: Mélange's unit of demand (Griggs et al. 2024, §5.1:
+// requests bucketed by input and output length, each bucket's rate served by a mix of GPU
+// types). SLO is the end-to-end deadline of its requests.
+type Bucket struct {
+	Model  string
+	Class  string
+	Input  float64
+	Output float64
+	Rate   float64
+	SLO    time.Duration
+}
+
+// ClassBuckets splits every class's token-length mix into a 3×3 grid of input × output
+// lengths at the 1/6, 1/2 and 5/6 quantiles of a normal with the class's mean and std,
+// clamped to [1, max], each taking a ninth of the class's rate (a class without std is
+// one bucket at its means).
+func ClassBuckets(w *formats.Workload) []Bucket {
+	z := []float64{-0.9674, 0, 0.9674} // standard normal quantiles at 1/6, 1/2, 5/6
+	var out []Bucket
+	for _, cl := range w.LLMClasses {
+		ins := quantiles(cl.InputTokens, z)
+		outs := quantiles(cl.OutputTokens, z)
+		share := cl.RateRPS / float64(len(ins)*len(outs))
+		for _, i := range ins {
+			for _, o := range outs {
+				out = append(out, Bucket{Model: cl.Model, Class: cl.Name, Input: i, Output: o, Rate: share, SLO: cl.SLO.D()})
+			}
+		}
+	}
+	return out
+}
+
+func quantiles(t formats.TokenProfile, z []float64) []float64 {
+	if t.Std <= 0 {
+		return []float64{math.Max(1, t.Mean)}
+	}
+	out := make([]float64, len(z))
+	for i, q := range z {
+		x := t.Mean + q*t.Std
+		if t.Max > 0 {
+			x = math.Min(x, float64(t.Max))
+		}
+		out[i] = math.Max(1, math.Round(x))
+	}
+	return out
+}
+
+// pwl evaluates a piecewise-linear time (flat below the first point, the last segment
+// extended above the last), as formats.LLMIteration documents.
+func pwl(pts []formats.PWLPoint, tokens float64) float64 {
+	if len(pts) == 0 {
+		return 0
+	}
+	if tokens <= float64(pts[0].Tokens) || len(pts) == 1 {
+		return pts[0].Us
+	}
+	for i := 1; i < len(pts); i++ {
+		if tokens <= float64(pts[i].Tokens) || i == len(pts)-1 {
+			a, b := pts[i-1], pts[i]
+			if b.Tokens == a.Tokens {
+				return b.Us
+			}
+			return a.Us + (b.Us-a.Us)*(tokens-float64(a.Tokens))/float64(b.Tokens-a.Tokens)
+		}
+	}
+	return pts[len(pts)-1].Us
+}
+
+// Capacity is the request rate one instance of pr sustains for requests of in prompt and out
+// output tokens within f·slo, and the batch it runs at (0, 0 when none meets it). With B
+// sequences decoding, each iteration takes dec(B) + c·B·(in + out/2) µs (the profile's decode
+// curve and per-context-token term, LLM-engine spec); a sequence lives for its out decode
+// iterations plus the prefills of the B sequences that turn over during its life, so the
+// instance completes B requests per lifetime L(B) = out·t_iter(B) + B·prefill(in). B is
+// bounded by the KV capacity (B·(in+out) tokens) and the engine's max_seqs; the rate is
+// B/L(B) at the best B with L(B) ≤ f·slo.
+func Capacity(pr *formats.LLMProfile, in, out float64, slo time.Duration, f float64) (rate float64, batch int) {
+	prefill := pr.PrefillBaseUs + pr.PrefillUsPerToken*in
+	maxSeqs := 256
+	var ctxCoef float64
+	dec := func(b float64) float64 { return pr.DecodeUsPerToken }
+	if it := pr.Iteration; it != nil {
+		if len(it.Prefill) > 0 {
+			prefill = pwl(it.Prefill, in)
+		}
+		if it.MaxSeqs > 0 {
+			maxSeqs = it.MaxSeqs
+		}
+		ctxCoef = it.DecodeUsPerContextToken
+		if len(it.Decode) > 0 {
+			dec = func(b float64) float64 { return pwl(it.Decode, b) }
+		}
+	}
+	if pr.KVCapacityTokens > 0 {
+		maxSeqs = min(maxSeqs, int(float64(pr.KVCapacityTokens)/(in+out)))
+	}
+	budget := f * float64(slo.Microseconds())
+	for b := 1; b <= maxSeqs; b++ {
+		B := float64(b)
+		life := out*(dec(B)+ctxCoef*B*(in+out/2)) + B*prefill
+		if life > budget {
+			break
+		}
+		if r := B / life * 1e6; r > rate {
+			rate, batch = r, b
+		}
+	}
+	return rate, batch
+}
+
+// kind is an instance kind: a model on a GPU type with its tensor-parallel GPUs.
+type kind struct {
+	model, gpu string
+	gpus       int
+	prof       *formats.LLMProfile
+}
+
+// CostResult is a least-cost QLM fleet: instances per kind and what they cost.
+type CostResult struct {
+	Instances []formats.QLMInstance
+	Cost      float64
+	Sizing    *fleet.Solution
+}
+
+// SizeBuckets is Mélange's ILP over buckets × instance kinds (fleet.Size, shared): the
+// least-cost instances of each (model, GPU type) whose load fractions serve every bucket,
+// with each GPU type's instances × tensor-parallel GPUs within its available count. An
+// instance kind is every LLM profile of a bucket's model on a GPU type of the cluster
+// whose weights fit (the profile's gpu_count GPUs per instance).
+func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Cluster, buckets []Bucket, f float64, timeLimit time.Duration, gap float64) (*CostResult, error) {
+	prices, _, err := c.Prices()
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	var kinds []kind
+	seen := map[string]bool{}
+	for _, b := range buckets {
+		for _, g := range c.GPUs {
+			pr := profileFor(profs, b.Model, g.Type)
+			key := b.Model + "\x00" + g.Type
+			if pr == nil || seen[key] {
+				continue
+			}
+			seen[key] = true
+			kinds = append(kinds, kind{model: b.Model, gpu: g.Type, gpus: max(pr.GPUCount, 1), prof: pr})
+		}
+	}
+	p := fleet.Problem{Shared: true, Limits: map[string]int{}}
+	for _, k := range kinds {
+		p.Types = append(p.Types, fleet.Type{Name: k.model + "@" + k.gpu, Price: prices[k.gpu] * float64(k.gpus), Available: -1, Group: k.gpu, Units: k.gpus})
+		if a := c.AvailableOf(k.gpu); a < math.MaxInt {
+			p.Limits[k.gpu] = a
+		}
+	}
+	var probs []string
+	for _, b := range buckets {
+		d := fleet.Demand{Name: fmt.Sprintf("%s[in=%.0f,out=%.0f]", b.Class, b.Input, b.Output), Rate: b.Rate, Cap: make([]float64, len(kinds))}
+		ok := false
+		for ki, k := range kinds {
+			if k.model != b.Model {
+				continue
+			}
+			d.Cap[ki], _ = Capacity(k.prof, b.Input, b.Output, b.SLO, f)
+			ok = ok || d.Cap[ki] > 0
+		}
+		if !ok && b.Rate > 0 {
+			probs = append(probs, fmt.Sprintf("workload: llm_classes %s: slo %s: no GPU type of the cluster serves %s requests of %.0f input and %.0f output tokens within %.0f%% of it",
+				b.Class, b.SLO, b.Model, b.Input, b.Output, 100*f))
+		}
+		p.Demands = append(p.Demands, d)
+	}
+	if len(probs) > 0 {
+		return nil, fmt.Errorf("%w: %s", planner.ErrInfeasible, strings.Join(probs, "\n"))
+	}
+	sol, err := fleet.Size(ctx, p, timeLimit, gap)
+	if err != nil {
+		return nil, err
+	}
+	res := &CostResult{Cost: sol.Cost, Sizing: sol}
+	for ki, k := range kinds {
+		for range sol.Count[ki] {
+			res.Instances = append(res.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(len(res.Instances)), GPU: k.gpu, GPUCount: k.gpus, Model: k.model})
+		}
+	}
+	return res, nil
+}
+
+// SolveCost is `plan solve --objective cost` for llm_classes workloads: the classes' token
+// mixes as buckets (ClassBuckets), Mélange's ILP for the least-cost instances per GPU type
+// (SizeBuckets), one initial request group per class queued on its model's instances, and
+// the cluster sized to the fleet (fleet.Finish).
+func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time.Duration, gap float64) (*formats.Plan, error) {
+	w, c := in.Workload, in.Cluster
+	if w == nil || len(w.LLMClasses) == 0 {
+		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
+	}
+	if c == nil {
+		return nil, &planner.InputError{Problems: []string{"cluster: required for llm_classes workloads"}}
+	}
+	buckets := ClassBuckets(w)
+	if o.SLO > 0 {
+		for i := range buckets {
+			buckets[i].SLO = o.SLO.D()
+		}
+	}
+	res, err := SizeBuckets(ctx, in.Profiles, c, buckets, CostSLOFraction, timeLimit, gap)
+	if err != nil {
+		return nil, err
+	}
+	q := &formats.QLMPlan{ReplanMs: 500, Instances: res.Instances}
+	assign := make([]string, len(q.Instances))
+	load := map[string]float64{}
+	for i, inst := range q.Instances {
+		assign[i] = inst.Model
+		load[inst.Model] = 0
+	}
+	initialGroups(q, in.Profiles, w, assign)
+	emb := embedded(in.Profiles, c, w, load)
+	digest, _ := planner.InputDigest(&emb)
+	name := w.Metadata.Name
+	if name == "" {
+		name = "qlm"
+	}
+	tool := o.ToolVersion
+	if tool == "" {
+		tool = "dev"
+	}
+	sz := res.Sizing
+	plan := &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM least-cost fleet (Mélange-style buckets × GPU types): %d instances, %d request groups", len(q.Instances), len(q.Groups))},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(), InputDigest: digest, Inputs: in.Refs, Strategy: "cost",
+			Options: planner.RecordOptions(Flags{Strategy: Strategies[0], Objective: planner.ObjectiveCost, SLO: o.SLO}), Status: sz.Status,
+			Bound: sz.Bound, Gap: finite(sz.Gap), SolveMs: float64(sz.Wall.Microseconds()) / 1000, Nodes: sz.Nodes, Embedded: &emb},
+		Cluster: c,
+		QLM:     q,
+	}
+	if err := fleet.Finish(plan, c); err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	return plan, nil
+}
+
+func finite(x float64) float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0
+	}
+	return x
+}
+
+// CheapestSingleType is the least cost of serving the buckets on one GPU type alone (the
+// baseline Mélange compares with), and that type; +Inf when no single type serves them all.
+func CheapestSingleType(ctx context.Context, profs []*formats.Profile, c *formats.Cluster, buckets []Bucket, f float64) (float64, string) {
+	best, bestType := math.Inf(1), ""
+	types := make([]string, 0, len(c.GPUs))
+	for _, g := range c.GPUs {
+		types = append(types, g.Type)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		one := *c
+		pool, _ := c.Pool(t)
+		one.GPUs = []formats.GPUPool{*pool}
+		one.Servers = nil
+		r, err := SizeBuckets(ctx, profs, &one, buckets, f, 0, 1e-6)
+		if err == nil && r.Cost < best {
+			best, bestType = r.Cost, t
+		}
+	}
+	return best, bestType
+}

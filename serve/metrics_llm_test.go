@@ -1,0 +1,85 @@
+package serve
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// preempter is a policy that counts preemptions (Preempter).
+type preempter struct {
+	dataplane.Policy
+	n int64
+}
+
+func (p *preempter) Preemptions() int64 { return p.n }
+
+// TestLLMMetrics: answered LLM requests feed the TTFT, TPOT and E2E histograms (vLLM's
+// buckets, reaching minutes) and the token and preemption counters; a 7.2 s completion lands
+// in a finite bucket of the general latency histogram, not +Inf (issue 30 item 4).
+func TestLLMMetrics(t *testing.T) {
+	m := newMetrics()
+	pol := &preempter{}
+	const at = 10 * dataplane.Second
+	reqs := []struct {
+		first   dataplane.Time // from at; Never: unstamped
+		latUs   int64
+		in, out int32
+		preempt int64
+	}{
+		{first: 300 * dataplane.Millisecond, latUs: 7_200_000, in: 1000, out: 70, preempt: 2},
+		{first: 45 * dataplane.Second, latUs: 90_000_000, in: 50, out: 1, preempt: 3},
+		{first: dataplane.Never, latUs: 500_000, in: 20, out: 5, preempt: 3},
+	}
+	for _, q := range reqs {
+		r := &dataplane.Request{Arrival: at, FirstToken: dataplane.Never, Attrs: dataplane.Attrs{InTokens: q.in, OutTokens: q.out}}
+		if q.first != dataplane.Never {
+			r.FirstToken = at + q.first
+		}
+		pol.n = q.preempt
+		m.finished(m.model("chat"), "completed", q.latUs)
+		m.llmFinished("chat", r, at, q.latUs, pol)
+	}
+	var b bytes.Buffer
+	if err := m.write(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, want := range []string{
+		`plan_request_latency_seconds_bucket{model="chat",le="10"} 2`,
+		`plan_request_latency_seconds_bucket{model="chat",le="120"} 3`,
+		`plan_llm_time_to_first_token_seconds_bucket{model="chat",le="0.5"} 1`,
+		`plan_llm_time_to_first_token_seconds_bucket{model="chat",le="80"} 2`,
+		`plan_llm_time_to_first_token_seconds_count{model="chat"} 2`,
+		// (7.2 − 0.3) s over 69 tokens = 0.1 s per token; one-token and unstamped requests
+		// have no TPOT.
+		`plan_llm_time_per_output_token_seconds_bucket{model="chat",le="0.075"} 0`,
+		`plan_llm_time_per_output_token_seconds_bucket{model="chat",le="0.1"} 1`,
+		`plan_llm_time_per_output_token_seconds_count{model="chat"} 1`,
+		`plan_llm_e2e_request_latency_seconds_bucket{model="chat",le="120"} 3`,
+		`plan_llm_e2e_request_latency_seconds_count{model="chat"} 3`,
+		`plan_llm_prompt_tokens_total{model="chat"} 1070`,
+		`plan_llm_generation_tokens_total{model="chat"} 76`,
+		`plan_llm_preemptions_total 3`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("missing %s", want)
+		}
+	}
+	for _, name := range LLMMetricNames {
+		if !strings.Contains(text, "# TYPE "+name+" ") {
+			t.Errorf("metric family %s missing", name)
+		}
+	}
+}
+
+// TestLatencyBucketsPastEverySLO: the general latency histogram's last bucket is at least the
+// longest SLO a plan may set, so an on-time completion never lands in +Inf.
+func TestLatencyBucketsPastEverySLO(t *testing.T) {
+	if last := latencyBuckets[len(latencyBuckets)-1]; last < formats.MaxDuration.Seconds() {
+		t.Fatalf("last latency bucket %g s, below the longest SLO %s", last, formats.MaxDuration)
+	}
+}

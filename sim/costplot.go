@@ -1,0 +1,47 @@
+package sim
+
+import (
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// CostPlot draws cost per hour against a swept quantity (rate scale, SLO or accuracy
+// target), one line per series (`plan frontier`, issue 34 item 3); a series' NaN points (no
+// feasible fleet there) are left out. Curve.Loads are the x values, Values the costs.
+func CostPlot(title, xLabel, currency string, curves []Curve) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = "cost per hour (" + currency + ")"
+	p.Y.Min = 0
+	p.Legend.Top = true
+	p.Legend.Left = true
+	for i, c := range curves {
+		var xy plotter.XYs
+		for j := range c.Loads {
+			if v := c.Values[j]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+				xy = append(xy, plotter.XY{X: c.Loads[j], Y: v})
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		col := palette[i%len(palette)]
+		l.Color, pts.Color = col, col
+		l.Width = vg.Points(1.5)
+		pts.Shape = draw.CircleGlyph{}
+		pts.Radius = vg.Points(2)
+		p.Add(l, pts)
+		p.Legend.Add(c.Name, l, pts)
+	}
+	p.Add(plotter.NewGrid())
+	return p, nil
+}

@@ -1,0 +1,148 @@
+package sim
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// LLMClass is what the simulator needs of an LLM request class (formats.LLMClass): the token
+// profiles a request's prompt and output lengths are drawn from when no trace gives them,
+// and the SLOs users set on token timing (LLM engine digest §3: TTFT and TPOT, as DistServe
+// and Dynamo's planner do, beside QLM's end-to-end deadline).
+type LLMClass struct {
+	Model   string
+	In, Out formats.TokenProfile
+	// TTFTSLO bounds the time to first token and TPOTSLO the mean time per output token
+	// after the first; 0 = no such SLO. A completed request counts as on time only if it
+	// meets every SLO its class sets.
+	TTFTSLO, TPOTSLO dataplane.Time
+}
+
+// LLMClassesOf maps a deployment's applications to the LLM classes of the same names in
+// classes (nil when the deployment serves none of them: not an LLM plan).
+func LLMClassesOf(dep *dataplane.Deployment, classes []formats.LLMClass) []LLMClass {
+	if len(classes) == 0 {
+		return nil
+	}
+	byName := map[string]*formats.LLMClass{}
+	for i := range classes {
+		byName[classes[i].Name] = &classes[i]
+	}
+	out := make([]LLMClass, len(dep.Apps))
+	found := false
+	for a, app := range dep.Apps {
+		c := byName[app.Name]
+		if c == nil {
+			continue
+		}
+		found = true
+		out[a] = LLMClass{Model: c.Model, In: c.InputTokens, Out: c.OutputTokens,
+			TTFTSLO: dataplane.Time(c.TTFTSLO.D().Microseconds()), TPOTSLO: dataplane.Time(c.TPOTSLO.D().Microseconds())}
+	}
+	if !found {
+		return nil
+	}
+	return out
+}
+
+// fillTokens gives an LLM arrival the token counts its trace did not: drawn from its class's
+// profiles (normal, truncated to [1, max]; QLM §6, Eq. 3) seeded by the request's ID, the
+// same draw QLM's policy and serve's emulated instances make, so a run whose tokens the
+// simulator now sets decides exactly what it decided when the policy drew them. The driver
+// knowing every request's tokens is what lets the report count tokens and TPOT.
+func fillTokens(c *LLMClass, id dataplane.ReqID, a *dataplane.Attrs) {
+	if a.InTokens <= 0 {
+		a.InTokens = int32(drawTokens(c.In, uint64(id), 1))
+	}
+	if a.OutTokens <= 0 {
+		a.OutTokens = int32(drawTokens(c.Out, uint64(id), 2))
+	}
+}
+
+func drawTokens(t formats.TokenProfile, id uint64, salt uint64) int {
+	u1, u2 := u01(id, salt), u01(id, salt+100)
+	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	x := int(math.Round(t.Mean + t.Std*z))
+	return max(1, min(x, max(t.Max, 1)))
+}
+
+// u01 is a deterministic uniform in (0, 1) from (id, salt).
+func u01(id, salt uint64) float64 {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], id)
+	binary.LittleEndian.PutUint64(b[8:], salt)
+	h.Write(b[:])
+	return (float64(h.Sum64()>>11) + 0.5) / (1 << 53)
+}
+
+// llmCol accumulates an LLM class's token timings (LLM engine digest §3): TTFT = first token
+// − arrival, TPOT = (finish − first token) / (output tokens − 1), and token counts.
+type llmCol struct {
+	ttft                []dataplane.Time
+	tpot                []float64
+	prompt, generated   int64
+	ttftMiss, tpotMiss  int64
+	unstamped, answered int64
+}
+
+// llmFinish records an answered (completed or late) LLM request and reports whether it met
+// its class's TTFT and TPOT SLOs. A request whose policy stamped no first token is bounded
+// by its finish (its first token came no later) for the TTFT SLO and has no TPOT.
+func (c *collector) llmFinish(cl *LLMClass, l *llmCol, r *dataplane.Request) bool {
+	l.answered++
+	l.prompt += int64(r.Attrs.InTokens)
+	l.generated += int64(r.Attrs.OutTokens)
+	ttft := r.Done - r.Arrival
+	stamped := r.FirstToken != dataplane.Never
+	if stamped {
+		ttft = r.FirstToken - r.Arrival
+		if c.latencies {
+			l.ttft = append(l.ttft, ttft)
+		}
+	} else {
+		l.unstamped++
+	}
+	ok := true
+	if cl.TTFTSLO > 0 && ttft > cl.TTFTSLO {
+		l.ttftMiss++
+		ok = false
+	}
+	if stamped && r.Attrs.OutTokens > 1 {
+		tpot := float64(r.Done-r.FirstToken) / float64(r.Attrs.OutTokens-1)
+		if c.latencies {
+			l.tpot = append(l.tpot, tpot)
+		}
+		if cl.TPOTSLO > 0 && tpot > float64(cl.TPOTSLO) {
+			l.tpotMiss++
+			ok = false
+		}
+	}
+	return ok
+}
+
+// add merges o into l (the total over classes).
+func (l *llmCol) add(o *llmCol) {
+	l.ttft = append(l.ttft, o.ttft...)
+	l.tpot = append(l.tpot, o.tpot...)
+	l.prompt += o.prompt
+	l.generated += o.generated
+	l.ttftMiss += o.ttftMiss
+	l.tpotMiss += o.tpotMiss
+	l.unstamped += o.unstamped
+	l.answered += o.answered
+}
+
+func (l *llmCol) summarize() *LLMMetrics {
+	ttft := make([]float64, len(l.ttft))
+	for i, v := range l.ttft {
+		ttft[i] = float64(v)
+	}
+	m := &LLMMetrics{TTFT: Summarize(ttft), TPOT: Summarize(append([]float64(nil), l.tpot...)),
+		PromptTokens: l.prompt, OutputTokens: l.generated, TTFTMissed: l.ttftMiss, TPOTMissed: l.tpotMiss, Unstamped: l.unstamped}
+	return m
+}
