@@ -181,6 +181,7 @@ func (a *Autopilot) run(loop *ap.Autopilot, stop chan struct{}) {
 			return
 		case <-t.C:
 		}
+		a.adopt(loop)
 		d := loop.Tick(a.s.clk.Now())
 		st := loop.Status()
 		for i, n := range a.opts.Apps {
@@ -193,6 +194,23 @@ func (a *Autopilot) run(loop *ap.Autopilot, stop chan struct{}) {
 		a.wg.Add(1)
 		go a.resolve(loop, *d, stop)
 	}
+}
+
+// adopt follows a plan an operator installed (PUT /v1/plan, SIGHUP): the loop's band is
+// the served plan's. A switch of the loop's own is in flight while a re-solve is: then
+// the digests differ only until Resolved returns.
+func (a *Autopilot) adopt(loop *ap.Autopilot) {
+	g := a.s.active.Load()
+	if g.digest == loop.Current() || loop.Status().Solving {
+		return
+	}
+	c, err := a.opts.Describe(g.plan)
+	if err != nil {
+		a.s.Logger().Warn("autopilot: describing the served plan", "digest", g.digest, "err", err)
+		return
+	}
+	c.Digest = g.digest
+	loop.Adopt(a.s.clk.Now(), c)
 }
 
 func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{}) {

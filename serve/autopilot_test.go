@@ -175,3 +175,33 @@ func TestAutopilotAdvise(t *testing.T) {
 		t.Errorf("GET /v1/autopilot: %d %s", code, body)
 	}
 }
+
+// TestAutopilotAdopt: a plan installed from outside the loop (PUT /v1/plan) becomes the
+// loop's current plan at its next tick.
+func TestAutopilotAdopt(t *testing.T) {
+	p1 := loadPlan(t, "one-gpu.json")
+	p2 := loadPlan(t, "one-gpu.json")
+	p2.Metadata.Name = "operator"
+	pilot := NewAutopilot(AutopilotOptions{
+		Loop:   ap.Config{Window: 20 * dataplane.Millisecond},
+		Solver: &oneSolver{}, Apps: []string{"m1"},
+		Describe: func(*formats.Plan) (ap.Candidate, error) {
+			return ap.Candidate{GPUs: 1, Capacity: []float64{200}}, nil
+		},
+	})
+	s, _ := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}})
+	if err := pilot.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(context.Background(), p2); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for pilot.loop.Current() != s.ActiveDigest() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ds := pilot.loop.Decisions()
+	if pilot.loop.Current() != s.ActiveDigest() || len(ds) == 0 || ds[len(ds)-1].Action != "adopt" {
+		t.Errorf("loop's plan %s, served %s; decisions %+v", pilot.loop.Current(), s.ActiveDigest(), ds)
+	}
+}

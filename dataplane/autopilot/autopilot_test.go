@@ -247,6 +247,10 @@ func TestResolveError(t *testing.T) {
 	if d.Action != "error" || !strings.Contains(d.Why, "solver died") || a.Status().Current.Digest != "x" {
 		t.Errorf("decision %+v", d)
 	}
+	a.Adopt(6, Candidate{Digest: "y", Capacity: []float64{2}})
+	if a.Current() != "y" || a.Decisions()[1].Action != "adopt" {
+		t.Errorf("after Adopt: current %s, decisions %+v", a.Current(), a.Decisions())
+	}
 }
 
 // admitter is an installer that observes a request while it installs, as serve's driver

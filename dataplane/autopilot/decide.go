@@ -152,7 +152,8 @@ type Installer interface {
 type Decision struct {
 	At dataplane.Time `json:"at_us"`
 	// Action: resolve (a re-solve started), switch, advise (a better plan recommended),
-	// keep (the re-solve found nothing better), over-budget, error.
+	// keep (the re-solve found nothing better), over-budget, error, adopt (an operator
+	// replaced the plan).
 	Action   string    `json:"action"`
 	Why      string    `json:"why"`
 	From     string    `json:"from,omitempty"`
@@ -331,14 +332,14 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		d.Action, d.Why = "keep", "the re-solve chose the current plan"
 		if c.OverBudget {
-			d.Action, d.Why = "over-budget", fmt.Sprintf("the load needs more than the GPU budget %d; serving on at the best plan within it", a.cfg.GPUBudget)
+			d.Action, d.Why = "over-budget", fmt.Sprintf("the load needs more than %s; serving on at the best plan within it", a.budget())
 		}
 		a.out = 0
 		return a.log(d)
 	}
 	d.Why = a.outWhy
 	if c.OverBudget {
-		d.Why += fmt.Sprintf("; the load needs more than the GPU budget %d: the best plan within it", a.cfg.GPUBudget)
+		d.Why += fmt.Sprintf("; the load needs more than %s: the best plan within it", a.budget())
 	}
 	if a.cfg.Mode == Advise {
 		d.Action = "advise"
@@ -361,6 +362,33 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 	a.cur, a.last, a.switched, a.out = c, now, true, 0
 	a.switches++
 	return a.log(d)
+}
+
+// budget names the GPU bound of a re-solve for the log.
+func (a *Autopilot) budget() string {
+	if a.cfg.GPUBudget > 0 {
+		return fmt.Sprintf("the GPU budget %d", a.cfg.GPUBudget)
+	}
+	return "the cluster's GPUs"
+}
+
+// Adopt makes c the served plan without a decision of the loop's (an operator's reload,
+// PUT /v1/plan): the band follows the plan that serves.
+func (a *Autopilot) Adopt(now dataplane.Time, c Candidate) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c.Digest == a.cur.Digest || len(c.Capacity) != len(a.cur.Capacity) {
+		return
+	}
+	a.log(Decision{At: now, Action: "adopt", Why: "the served plan was replaced from outside the autopilot", From: a.cur.Digest, To: c.Digest, GPUs: c.GPUs})
+	a.cur, a.out = c, 0
+}
+
+// Current returns the digest of the plan the loop believes is served.
+func (a *Autopilot) Current() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur.Digest
 }
 
 func (a *Autopilot) log(d Decision) Decision {
