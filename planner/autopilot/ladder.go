@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
@@ -128,7 +129,13 @@ func (l *Ladder) Candidate(p *formats.Plan) (ap.Candidate, error) {
 		}
 	}
 	cl := p.Cluster
-	if cl == nil && p.Provenance.Embedded != nil {
+	if p.Fleet != nil {
+		// A cost plan's fleet is what it deploys (and pays for).
+		for _, g := range p.Fleet.GPUsUsed {
+			c.GPUs += g.Count
+		}
+		cl = nil
+	} else if cl == nil && p.Provenance.Embedded != nil {
 		cl = p.Provenance.Embedded.Cluster
 	}
 	if cl != nil {
@@ -187,4 +194,98 @@ func (l *Ladder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
 	}
 	best.OverBudget = true
 	return best, nil
+}
+
+// RateSolver implements ap.Solver for a plan solved with `--objective cost` (issue 34): it
+// re-solves the plan's embedded inputs with each model's rate_rps set to the demand, so the
+// planner picks the least-cost fleet that serves it. Demands are rounded up to a geometric
+// grid (RateStep) and their plans cached, so a load that returns costs no second solve.
+type RateSolver struct {
+	l     *Ladder
+	mu    sync.Mutex
+	cache map[string]rung
+}
+
+// RateStep is the ratio between neighbouring demands RateSolver solves for.
+const RateStep = 1.1
+
+// NewRateSolver makes the cost-objective solver of base, whose embedded workload must list
+// the loop's applications as models (a PPipe workload).
+func NewRateSolver(base *formats.Plan, apps []string, resolve func(context.Context, *formats.Plan) (*formats.Plan, error), deploy func(*formats.Plan) (*dataplane.Deployment, error)) (*RateSolver, error) {
+	e := base.Provenance.Embedded
+	if e == nil || e.Workload == nil || len(e.Workload.Models) == 0 {
+		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload models (provenance.embedded.workload.models): this plan has none")
+	}
+	for _, a := range apps {
+		if !slices.ContainsFunc(e.Workload.Models, func(m formats.ModelWorkload) bool { return m.Name == a }) {
+			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no model %q", a)
+		}
+	}
+	return &RateSolver{l: &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps}, cache: map[string]rung{}}, nil
+}
+
+// Candidate describes plan p for the loop.
+func (r *RateSolver) Candidate(p *formats.Plan) (ap.Candidate, error) { return r.l.Candidate(p) }
+
+// Solve implements ap.Solver: the least-cost plan for d's rates (rounded up to the grid);
+// over d's GPU budget, the plan for the largest share of the demand that fits, marked
+// OverBudget.
+func (r *RateSolver) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
+	for share, i := 1.0, 0; i < 24; share, i = share/RateStep, i+1 {
+		rates := make([]float64, len(d.Rates))
+		for k, x := range d.Rates {
+			rates[k] = gridUp(x * share)
+		}
+		c, err := r.solve(ctx, rates)
+		if err != nil {
+			return ap.Candidate{}, err
+		}
+		if d.GPUBudget <= 0 || c.GPUs <= d.GPUBudget {
+			c.OverBudget = i > 0
+			return c, nil
+		}
+	}
+	return ap.Candidate{}, fmt.Errorf("autopilot: no plan within the GPU budget %d", d.GPUBudget)
+}
+
+// gridUp rounds x > 0 up to the grid RateStep^k (1 rps at least).
+func gridUp(x float64) float64 {
+	if x <= 1 {
+		return 1
+	}
+	return math.Pow(RateStep, math.Ceil(math.Log(x)/math.Log(RateStep)-1e-9))
+}
+
+func (r *RateSolver) solve(ctx context.Context, rates []float64) (ap.Candidate, error) {
+	key := fmt.Sprint(rates)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cache[key]; ok {
+		return c.c, c.err
+	}
+	in := *r.l.base
+	prov := in.Provenance
+	emb := *prov.Embedded
+	w := *emb.Workload
+	w.Models = slices.Clone(w.Models)
+	for i := range w.Models {
+		if k := slices.Index(r.l.apps, w.Models[i].Name); k >= 0 {
+			w.Models[i].RateRPS = rates[k]
+		}
+	}
+	emb.Workload = &w
+	prov.Embedded = &emb
+	in.Provenance = prov
+	p, err := r.l.Resolve(ctx, &in)
+	var c ap.Candidate
+	if err == nil {
+		c, err = r.l.Candidate(p)
+	}
+	if err != nil {
+		err = fmt.Errorf("re-solving for %v rps: %w", rates, err)
+	}
+	if ctx.Err() == nil {
+		r.cache[key] = rung{c, err}
+	}
+	return c, err
 }

@@ -3,6 +3,8 @@ package autopilot
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -108,5 +110,52 @@ func TestLadderClusters(t *testing.T) {
 	}
 	if _, err := NewLadder(&formats.Plan{}, nil, 0, nil, nil); err == nil || !strings.Contains(err.Error(), "embeds no cluster") {
 		t.Errorf("no embedded cluster: err %v", err)
+	}
+}
+
+// TestRateSolver: the cost objective re-solves the embedded workload at the demand rounded
+// up to the grid, caches it, and over the GPU budget serves the largest share that fits.
+func TestRateSolver(t *testing.T) {
+	base := fakePlan()
+	base.Provenance.Embedded.Workload = &formats.Workload{Models: []formats.ModelWorkload{{Name: "m", RateRPS: 500}}}
+	solves := 0
+	resolve := func(_ context.Context, p *formats.Plan) (*formats.Plan, error) {
+		solves++
+		q := *p
+		rate := p.Provenance.Embedded.Workload.Models[0].RateRPS
+		n := int(math.Ceil(rate / 100))
+		q.Fleet = &formats.Fleet{Objective: "cost", GPUsUsed: []formats.FleetGPU{{GPU: "L4", Count: n}}}
+		q.Metadata.Name = fmt.Sprint(rate)
+		return &q, nil
+	}
+	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
+		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: p.Provenance.Embedded.Workload.Models[0].RateRPS}}}, nil
+	}
+	r, err := NewRateSolver(base, []string{"m"}, resolve, deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		demand ap.Demand
+		gpus   int
+		over   bool
+		solves int
+	}{
+		{ap.Demand{Rates: []float64{450}}, 5, false, 1},
+		{ap.Demand{Rates: []float64{455}}, 5, false, 1}, // the same grid point: cached
+		{ap.Demand{Rates: []float64{900}}, 10, false, 2},
+		{ap.Demand{Rates: []float64{900}, GPUBudget: 6}, 6, true, 7},
+	}
+	for i, c := range cases {
+		got, err := r.Solve(context.Background(), c.demand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GPUs != c.gpus || got.OverBudget != c.over || solves != c.solves {
+			t.Errorf("case %d: %d GPUs over %v after %d solves, want %d %v %d", i, got.GPUs, got.OverBudget, solves, c.gpus, c.over, c.solves)
+		}
+	}
+	if _, err := NewRateSolver(fakePlan(), []string{"m"}, resolve, deploy); err == nil || !strings.Contains(err.Error(), "workload models") {
+		t.Errorf("no embedded workload: err %v", err)
 	}
 }

@@ -45,7 +45,7 @@ func addAutopilotFlags(f *pflag.FlagSet, a *autopilotFlags) {
 	f.Float64Var(&a.headroom, "autopilot-headroom", ap.DefaultHeadroom, "autopilot: share above the forecast a new plan must serve")
 	f.IntVar(&a.budget, "autopilot-gpu-budget", 0, "autopilot: most GPUs a new plan may take (0 = the plan's cluster); below what the load needs, the best plan within it is served and the status says so")
 	f.IntVar(&a.steps, "autopilot-steps", pap.DefaultSteps, "autopilot: rungs of the cluster ladder the re-solve picks from")
-	f.StringVar(&a.objective, "autopilot-objective", "throughput", "autopilot: what a re-solve optimises: throughput (the plan's own objective at the fewest GPUs)")
+	f.StringVar(&a.objective, "autopilot-objective", "", "autopilot: what a re-solve optimises: throughput (the plan's own objective on the fewest GPUs of a cluster ladder) or cost (the least-cost fleet for the forecast rates: plans solved with --objective cost); default: the plan's own")
 	f.DurationVar(&a.solveLimit, "autopilot-solve-limit", 30*time.Second, "autopilot: time limit of one re-solve")
 }
 
@@ -59,9 +59,8 @@ func (a *autopilotFlags) config() (ap.Config, error) {
 		return ap.Config{}, usageError(err)
 	}
 	switch {
-	case a.objective != "throughput":
-		// A cost objective needs per-GPU prices in the cluster (the cost issue), not on main yet.
-		return ap.Config{}, usageErrorf("--autopilot-objective %q: want throughput (cost needs GPU prices, not available yet)", a.objective)
+	case a.objective != "" && a.objective != "throughput" && a.objective != "cost":
+		return ap.Config{}, usageErrorf("--autopilot-objective %q: want throughput or cost", a.objective)
 	case a.window <= 0:
 		return ap.Config{}, usageErrorf("--autopilot-window %s: must be > 0", a.window)
 	case a.history <= 0:
@@ -89,14 +88,29 @@ func (a *autopilotFlags) config() (ap.Config, error) {
 
 func us(d time.Duration) dataplane.Time { return dataplane.Time(d / time.Microsecond) }
 
-// newLadder is the autopilot's solver for plan: its system's re-solve on shrunken clusters.
-func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deployment, a *autopilotFlags) (*pap.Ladder, error) {
+// autopilotSolver is a re-solver that also describes plans for the loop.
+type autopilotSolver interface {
+	ap.Solver
+	Candidate(p *formats.Plan) (ap.Candidate, error)
+}
+
+// newLadder is the autopilot's solver for plan: its system's re-solve on shrunken clusters
+// (objective throughput), or for the forecast rates (cost: a plan solved with --objective
+// cost, whose fleet the re-solve prices). The flag and the plan's objective must agree.
+func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deployment, a *autopilotFlags) (autopilotSolver, error) {
 	s, err := reg.ForPlan(plan)
 	if err != nil {
 		return nil, usageError(err)
 	}
 	if s.Checker == nil {
 		return nil, usageErrorf("--autopilot: system %s cannot re-solve its plans", s.Name)
+	}
+	own := "throughput"
+	if plan.Fleet != nil {
+		own = "cost"
+	}
+	if a.objective != "" && a.objective != own {
+		return nil, usageErrorf("--autopilot-objective %s conflicts with the plan's objective %s (solve it with --objective %s, or leave --autopilot-objective out)", a.objective, own, a.objective)
 	}
 	names := make([]string, len(dep.Apps))
 	for i, x := range dep.Apps {
@@ -108,6 +122,13 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
 		d, _, err := reg.Deploy(p)
 		return d, err
+	}
+	if own == "cost" {
+		r, err := pap.NewRateSolver(plan, names, resolve, deploy)
+		if err != nil {
+			return nil, usageErrorf("--autopilot-objective cost: %v", err)
+		}
+		return r, nil
 	}
 	l, err := pap.NewLadder(plan, names, a.steps, resolve, deploy)
 	if err != nil {
@@ -255,7 +276,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 }
 
 // runSolvedFor simulates the run on the ladder's plan for rates × (1 + headroom).
-func runSolvedFor(ctx context.Context, run *sim.AutopilotRun, l *pap.Ladder, rates []float64, headroom float64) (*sim.AutopilotResult, int, error) {
+func runSolvedFor(ctx context.Context, run *sim.AutopilotRun, l autopilotSolver, rates []float64, headroom float64) (*sim.AutopilotResult, int, error) {
 	d := ap.Demand{Rates: make([]float64, len(rates))}
 	for i, r := range rates {
 		d.Rates[i] = r * (1 + headroom)

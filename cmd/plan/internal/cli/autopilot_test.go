@@ -14,15 +14,19 @@ func TestBadInputAutopilot(t *testing.T) {
 		{name: "period longer than the history", args: with("--autopilot", "--autopilot-period", "90", "--autopilot-history", "60"), code: ExitUsage,
 			want: []string{"--autopilot-period 90: the forecaster's period is longer than the window history (--autopilot-history 60 windows)"}},
 		{name: "period of one window", args: with("--autopilot", "--autopilot-period", "1"), code: ExitUsage, want: []string{"--autopilot-period 1"}},
-		{name: "cost objective", args: with("--autopilot", "--autopilot-objective", "cost"), code: ExitUsage, want: []string{`--autopilot-objective "cost"`}},
+		{name: "cost objective on a throughput plan", args: with("--autopilot", "--autopilot-objective", "cost"), code: ExitUsage,
+			want: []string{"--autopilot-objective cost conflicts with the plan's objective throughput"}},
+		{name: "throughput objective on a cost plan", args: []string{"simulate", "testdata/autopilot/cost-plan.json", "--trace", "testdata/autopilot/day.json", "--autopilot", "--autopilot-objective", "throughput"}, code: ExitUsage,
+			want: []string{"--autopilot-objective throughput conflicts with the plan's objective cost"}},
+		{name: "unknown objective", args: with("--autopilot", "--autopilot-objective", "latency"), code: ExitUsage, want: []string{`--autopilot-objective "latency": want throughput or cost`}},
 		{name: "unknown mode", args: with("--autopilot=sometimes"), code: ExitUsage, want: []string{`--autopilot "sometimes": want on or advise`}},
 		{name: "negative budget", args: with("--autopilot", "--autopilot-gpu-budget", "-1"), code: ExitUsage, want: []string{"--autopilot-gpu-budget -1"}},
 		{name: "load range", args: with("--autopilot", "--load", "0.1,0.2"), code: ExitUsage, want: []string{"--load \"0.1,0.2\": with --autopilot, one load factor"}},
 		{name: "zero window", args: with("--autopilot", "--autopilot-window", "0s"), code: ExitUsage, want: []string{"--autopilot-window 0s"}},
 		{name: "serve: period longer than the history", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--autopilot", "--autopilot-period", "61"}, code: ExitUsage,
 			want: []string{"--autopilot-period 61: the forecaster's period is longer than the window history (--autopilot-history 60 windows)"}},
-		{name: "serve: cost objective", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--autopilot=advise", "--autopilot-objective", "cost"}, code: ExitUsage,
-			want: []string{`--autopilot-objective "cost"`}},
+		{name: "serve: cost objective on a throughput plan", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--autopilot=advise", "--autopilot-objective", "cost"}, code: ExitUsage,
+			want: []string{"--autopilot-objective cost conflicts with the plan's objective throughput"}},
 	})
 }
 
