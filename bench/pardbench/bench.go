@@ -38,6 +38,14 @@ type BenchOptions struct {
 	StressFactors []float64
 	// StressApps are run in the stress test (default lv).
 	StressApps []string
+	// StressPolicies are run in the stress test (default none, nexus, clipper++, pard and the
+	// baselines' strongest readings, nexus-split and clipper++-local).
+	StressPolicies []string
+	// RPCMs is a per-request serving overhead (ms) on every edge between modules, on top of
+	// the planned network hop: serialization and RPC of each request (the paper's gRPC
+	// testbed; our simulator has none by default). BatchOverheadMs is added to every batch's
+	// execution (batch formation and launch), in the profile the policies read as well.
+	RPCMs, BatchOverheadMs float64
 	// Parallel runs at once (default GOMAXPROCS).
 	Parallel int
 	// Progress, when set, is called after every finished run.
@@ -67,6 +75,8 @@ type BenchRow struct {
 	MinGoodput []float64 `json:"min_goodput"`
 	MeanWaitMs float64   `json:"mean_wait_ms"`
 	Requests   int64     `json:"requests"`
+	// Decisions is the per-module decision trace, averaged over seeds (counts per seed).
+	Decisions []ModuleTrace `json:"decisions"`
 }
 
 // StressRow is one fixed-capacity point.
@@ -77,6 +87,8 @@ type StressRow struct {
 	// Goodput is on-time completions / capacity-limited ideal min(rate, capacity).
 	OfIdeal  float64 `json:"of_ideal"`
 	DropRate float64 `json:"drop_rate"`
+	// Decisions is the run's per-module decision trace.
+	Decisions []ModuleTrace `json:"decisions"`
 }
 
 // Comparison is PARD against one baseline on one workload.
@@ -165,6 +177,9 @@ func (o *BenchOptions) defaults() {
 	if o.StressApps == nil {
 		o.StressApps = []string{"lv"}
 	}
+	if o.StressPolicies == nil {
+		o.StressPolicies = []string{"none", "nexus", "clipper++", "pard", "nexus-split", "clipper++-local"}
+	}
 	if o.Parallel <= 0 {
 		o.Parallel = runtime.GOMAXPROCS(0)
 	}
@@ -182,7 +197,7 @@ func ocThreshold(trace string) string {
 // policy × seed with autoscaling and cold starts, plus the fixed-capacity stress test.
 func RunBench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 	o.defaults()
-	for _, p := range o.Policies {
+	for _, p := range append(append([]string{}, o.Policies...), o.StressPolicies...) {
 		name, params, err := splitPolicy(p)
 		if err == nil {
 			_, err = dppard.NewPipeline(name, rt.Config{Params: params})
@@ -301,7 +316,7 @@ func benchJobs(o BenchOptions) []benchJob {
 			}
 		}
 	}
-	stressPols := []string{"none", "nexus", "clipper++", "pard"}
+	stressPols := o.StressPolicies
 	for _, a := range o.StressApps {
 		for _, f := range o.StressFactors {
 			for _, p := range stressPols {
@@ -335,6 +350,9 @@ func runJobs(ctx context.Context, o BenchOptions, jobs []benchJob, plans map[str
 			params[k] = v
 		}
 		dep, err := dppard.FromPARDPlan(plans[j.app])
+		if err == nil {
+			AddOverheads(dep, o.RPCMs, o.BatchOverheadMs)
+		}
 		if err == nil && j.factor > 0 {
 			// Stress: the planned workers only, a constant rate of factor × capacity.
 			FixCapacity(dep)
@@ -399,6 +417,7 @@ func (res *BenchResult) aggregate(o BenchOptions, jobs []benchJob, results []*Pi
 					for k, w := range m.Windows {
 						row.MinGoodput[k] += w.MinGoodput
 					}
+					row.addTrace(m.Decisions)
 				}
 				n := float64(max(row.Seeds, 1))
 				r6 := func(x float64) float64 { return math.Round(x/n*1e6) / 1e6 }
@@ -410,10 +429,15 @@ func (res *BenchResult) aggregate(o BenchOptions, jobs []benchJob, results []*Pi
 				for k := range row.MinGoodput {
 					row.MinGoodput[k] = r6(row.MinGoodput[k])
 				}
+				for k := range row.Decisions {
+					mt := &row.Decisions[k]
+					mt.Ran, mt.Dropped, mt.Late, mt.BudgetIn = r6(mt.Ran), r6(mt.Dropped), r6(mt.Late), r6(mt.BudgetIn)
+					mt.BudgetAtDrop, mt.WaitMs, mt.WastedGPUs = r6(mt.BudgetAtDrop), r6(mt.WaitMs), r6(mt.WastedGPUs)
+				}
 				res.Rows = append(res.Rows, row)
 			}
 			pard := res.Row(a, tr, "pard")
-			for _, b := range []string{"nexus", "clipper++"} {
+			for _, b := range baselines(o.Policies) {
 				base := res.Row(a, tr, b)
 				if pard == nil || base == nil {
 					continue
@@ -435,7 +459,7 @@ func (res *BenchResult) stress(jobs []benchJob, results []*PipelineMetrics) {
 		m := results[i]
 		ideal := math.Min(1, 1/j.factor) // min(rate, capacity)/rate
 		res.Stress = append(res.Stress, StressRow{App: j.app, Factor: j.factor, Policy: j.policy,
-			OfIdeal: math.Round(m.Goodput/ideal*1e4) / 1e4, DropRate: m.DropRate})
+			OfIdeal: math.Round(m.Goodput/ideal*1e4) / 1e4, DropRate: m.DropRate, Decisions: m.Decisions})
 	}
 	sort.SliceStable(res.Stress, func(x, y int) bool {
 		if res.Stress[x].App != res.Stress[y].App {
@@ -443,6 +467,18 @@ func (res *BenchResult) stress(jobs []benchJob, results []*PipelineMetrics) {
 		}
 		return res.Stress[x].Factor < res.Stress[y].Factor
 	})
+}
+
+// baselines lists the reactive baselines among the bench's policies: nexus and clipper++ (the
+// readings the paper ran) first, then their other readings (nexus-split, clipper++-local, ...).
+func baselines(pols []string) []string {
+	out := []string{"nexus", "clipper++"}
+	for _, p := range pols {
+		if p != "nexus" && p != "clipper++" && (strings.HasPrefix(p, "nexus") || strings.HasPrefix(p, "clipper++")) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Infinite stands for a ratio against zero (PARD had no drops or no waste).

@@ -27,6 +27,24 @@ func constLat(d dataplane.Time, upto int) []dataplane.Time {
 // arrivals, no jitter and no network hop, and returns every request's outcome line.
 func toy(t *testing.T, policy string, slo dataplane.Time, mods []ModuleToy, arrivals []dataplane.Time) []string {
 	t.Helper()
+	e := toyEngine(t, policy, slo, mods, arrivals)
+	dep := e.Deployment()
+	var out []string
+	for _, r := range e.Requests() {
+		line := fmt.Sprintf("r%d %s", r.ID, r.Outcome)
+		if r.Outcome == dataplane.Dropped {
+			line += fmt.Sprintf(" at %s (%s, estimate %gms)", dep.Stages[r.DropStage].Name, r.Reason, math.Round(float64(r.Estimate)/100)/10)
+		} else {
+			line += fmt.Sprintf(" in %gms", float64(r.Done-r.Arrival)/1000)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// toyEngine runs the toy chain and returns the finished engine.
+func toyEngine(t *testing.T, policy string, slo dataplane.Time, mods []ModuleToy, arrivals []dataplane.Time) *dataplane.Engine {
+	t.Helper()
 	spec := dppard.PipelineSpec{Name: "toy", SLO: slo}
 	for i, m := range mods {
 		ms := dppard.ModuleSpec{Name: m.Name, Batch: m.Batch, LatUs: constLat(m.D, m.Batch), Workers: 1}
@@ -50,17 +68,7 @@ func toy(t *testing.T, policy string, slo dataplane.Time, mods []ModuleToy, arri
 	if _, err := s.Run(); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, r := range s.Engine.Requests() {
-		line := fmt.Sprintf("r%d %s", r.ID, r.Outcome)
-		if r.Outcome == dataplane.Dropped {
-			line += fmt.Sprintf(" at %s (%s, estimate %gms)", dep.Stages[r.DropStage].Name, r.Reason, math.Round(float64(r.Estimate)/100)/10)
-		} else {
-			line += fmt.Sprintf(" in %gms", float64(r.Done-r.Arrival)/1000)
-		}
-		out = append(out, line)
-	}
-	return out
+	return s.Engine
 }
 
 // ModuleToy is one module of a toy chain.

@@ -72,6 +72,8 @@ type PipelineMetrics struct {
 	Windows    []WindowStat  `json:"windows"`
 	// MeanWaitMs is the mean queueing + batch wait per request and module.
 	MeanWaitMs float64 `json:"mean_wait_ms"`
+	// Decisions is the per-module decision trace (pipeline order).
+	Decisions []ModuleTrace `json:"decisions"`
 	// Reasons counts drops by reason.
 	Reasons map[string]int64 `json:"reasons,omitempty"`
 	// PerSecond arrivals and on-time completions, by arrival second.
@@ -220,6 +222,7 @@ func PipelineOutcome(e *dataplane.Engine, secs int) *PipelineMetrics {
 	for _, w := range WindowSizes {
 		m.Windows = append(m.Windows, windowStat(m.Arrivals, m.Good, w))
 	}
+	m.Decisions = decisionTrace(e, stages, sink)
 	return m
 }
 
@@ -316,4 +319,29 @@ func round6(x float64) float64 {
 		return 0
 	}
 	return math.Round(x*1e6) / 1e6
+}
+
+// AddOverheads adds the testbed's serving overheads to a pipeline deployment (issue 33 item
+// 4): rpcMs per request on every edge between modules (a batch of b leaving a module takes
+// b·rpcMs longer to reach the next), and batchMs to every batch's execution time. The
+// provisioning is left as planned, so the overheads take capacity as they would on the
+// testbed; the policies see them where a real one would: the transfer in the planned hop
+// (PARD's L_sub with hop_in_lsub) and the batch overhead in the profiled d(b).
+func AddOverheads(dep *dataplane.Deployment, rpcMs, batchMs float64) {
+	for i := range dep.Stages {
+		st := &dep.Stages[i]
+		if len(st.Next) > 0 && rpcMs > 0 {
+			st.XferPerSampleUs += rpcMs * 1000
+		}
+		if batchMs > 0 {
+			lat := make([]dataplane.Time, len(st.LatUs))
+			for b := range lat {
+				lat[b] = st.LatUs[b]
+				if b > 0 {
+					lat[b] += dataplane.Time(batchMs * float64(dataplane.Millisecond))
+				}
+			}
+			st.LatUs = lat
+		}
+	}
 }

@@ -99,6 +99,14 @@ func (p *Pipeline) arriveAt(now dataplane.Time, s dataplane.StageID, id dataplan
 		return
 	}
 	m.inCur++
+	if p.variant.rule == ruleClipper && p.variant.check == checkEnqueue {
+		// Enqueue reading: the request already spent the objectives of the modules before
+		// this one (Σ_{i<k} SLO_i; the entry module's is 0, where nothing has elapsed).
+		if l := now - p.v.Req(id).Arrival; l > m.cumBudget-m.budget {
+			p.drop(out, id, s, DropBudget, l)
+			return
+		}
+	}
 	if p.variant.rule == ruleOC && m.throttle {
 		m.credit += 1 - p.ocAlpha
 		if m.credit < 1 {
@@ -179,8 +187,11 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 				if est <= slo {
 					break
 				}
-				pw.q.PopMin()
+				_, _, tr := pw.q.PopMin()
 				p.reload(w)
+				if p.qDropped {
+					m.sampleQ(now, now-tr)
+				}
 				p.drop(out, id, m.stage, DropPurge, est)
 			}
 			if pw.q.Len() == 0 {
@@ -218,6 +229,9 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 			continue
 		}
 		if drop {
+			if p.qDropped {
+				m.sampleQ(now, now-tr)
+			}
 			p.drop(out, id, m.stage, reason, est)
 			continue
 		}
@@ -236,15 +250,8 @@ func (p *Pipeline) fill(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModule, id dataplane.ReqID) {
 	pw.forming = append(pw.forming, id)
 	p.reload(m.workers[pw.pos])
-	// Q = t_b − t_r from batched requests only (dropped ones would bias q up under HBF), in
-	// 100 ms buckets.
-	bn := int64(now / (100 * dataplane.Millisecond))
-	qb := &m.qb[bn%int64(len(m.qb))]
-	if qb.n != bn {
-		*qb = qBucket{n: bn}
-	}
-	qb.sum += float64(now - tr)
-	qb.cnt++
+	// Q = t_b − t_r from batched requests only (dropped ones would bias q up under HBF).
+	m.sampleQ(now, now-tr)
 	// Normalized batch wait u = W/d(run size).
 	var u float32
 	if pw.busy && pw.runNom > 0 {
@@ -260,23 +267,33 @@ func (p *Pipeline) keep(now, te, tr dataplane.Time, pw *pardWorker, m *pardModul
 	}
 }
 
+// sampleQ adds one queueing delay to the module's windowed mean, in 100 ms buckets.
+func (m *pardModule) sampleQ(now, q dataplane.Time) {
+	bn := int64(now / (100 * dataplane.Millisecond))
+	qb := &m.qb[bn%int64(len(m.qb))]
+	if qb.n != bn {
+		*qb = qBucket{n: bn}
+	}
+	qb.sum += float64(q)
+	qb.cnt++
+}
+
 // test is the drop rule at t_b for request r (arrived at the module at tr).
 func (p *Pipeline) test(now, te, tr dataplane.Time, r *dataplane.Request, m *pardModule) (bool, dataplane.DropReason, dataplane.Time) {
 	switch p.variant.rule {
 	case ruleNexus:
-		if p.nexusSplit {
+		switch {
+		case p.nexusSplit || p.variant.budget == budgetLocal:
 			l := te + m.d - tr
 			return l > m.budget, DropWindow, l
+		case p.variant.budget == budgetCum:
+			l := te + m.d - r.Arrival
+			return l > m.cumBudget, DropWindow, l
 		}
 		l := te + m.d - r.Arrival
 		return l > m.slo, DropWindow, l
 	case ruleClipper:
-		if p.cumulative {
-			l := now - r.Arrival
-			return l > dataplane.Time(float64(m.slo)*float64(m.prefD-m.d)/float64(max(m.sumD, 1))), DropBudget, l
-		}
-		l := now - tr
-		return l > m.budget, DropBudget, l
+		return p.clipperTest(now, te, tr, r, m)
 	case ruleEq3:
 		l := (te - r.Arrival) + m.d + m.lsub
 		return l > m.slo, DropEstimate, l
@@ -288,6 +305,27 @@ func (p *Pipeline) test(now, te, tr dataplane.Time, r *dataplane.Request, m *par
 		return l > m.slo, DropExpired, l
 	}
 	return false, "", 0
+}
+
+// clipperTest is Clipper++'s drop rule in the variant's reading (PARD §5.1: "drops requests
+// only if they already exceed the latency objective before inference", SLO_k = SLO·d_k/Σd).
+func (p *Pipeline) clipperTest(now, te, tr dataplane.Time, r *dataplane.Request, m *pardModule) (bool, dataplane.DropReason, dataplane.Time) {
+	at := now
+	if p.variant.check == checkTE {
+		at = te
+	}
+	if p.variant.expire && at-r.Arrival > m.slo {
+		return true, DropExpired, at - r.Arrival
+	}
+	switch {
+	case p.variant.check == checkEnqueue:
+		return false, "", 0 // tested on arrival (arriveAt)
+	case p.variant.budget == budgetCum || p.cumulative:
+		l := at - r.Arrival
+		return l > m.cumBudget, DropBudget, l
+	}
+	l := at - tr
+	return l > m.budget, DropBudget, l
 }
 
 // launch starts the forming batch on the idle worker and begins forming the next one.

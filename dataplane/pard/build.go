@@ -209,5 +209,6 @@ func (p *Pipeline) derivePaths(a *dataplane.App, order []dataplane.StageID, pred
 			p.merges = append(p.merges, s)
 		}
 		m.budget = dataplane.Time(float64(a.SLO) * float64(m.d) / float64(max(m.sumD, 1)))
+		m.cumBudget = dataplane.Time(float64(a.SLO) * float64(m.prefD) / float64(max(m.sumD, 1)))
 	}
 }

@@ -197,7 +197,9 @@ func TestStateBoundedInSim(t *testing.T) {
 				hashes[i] = h.Sum64()
 				p := PipelineOf(pol)
 				t.Logf("compact %d: %d requests, flags span %d", compact, total, p.flags.size())
-				if compact == 0 {
+				if compact == 0 || name == "clipper++-enqueue" {
+					// clipper++-enqueue never drops at the entry module (nothing has elapsed
+					// there), so over capacity its queue, all in flight, grows with the run.
 					continue
 				}
 				if bound := total / 5; p.flags.size() > bound {

@@ -52,8 +52,9 @@ func TestOptionsDecode(t *testing.T) {
 			}
 		})
 	}
-	if got := len(PARDParamNames()); got != 23 {
-		t.Errorf("%d parameter names, want the 23 keys plans and flags used", got)
+	// The 23 keys plans and flags used, and q_dropped (issue 33 item 3).
+	if got := len(PARDParamNames()); got != 24 {
+		t.Errorf("%d parameter names, want 24", got)
 	}
 }
 

@@ -33,10 +33,11 @@ type Options struct {
 	OCAlpha       float64 `json:"oc_alpha"`        // pard-oc: share of input shed while throttled (0.4)
 	OCTMs         float64 `json:"oc_t_ms"`         // pard-oc: queueing-delay threshold T (25 ms)
 	Split         bool    `json:"split"`           // nexus: per-stage deadlines (false)
-	Cumulative    bool    `json:"cumulative"`      // clipper++: cumulative budgets (false)
+	Cumulative    bool    `json:"cumulative"`      // clipper++ readings: the cumulative deadline Σ_{i≤k} SLO_i from t_s (the clipper++ default; false keeps the variant's own form)
 	HopInLsub     bool    `json:"hop_in_lsub"`     // add downstream edges' planned hops to L_sub, not in the paper (true)
 	MuWindowS     float64 `json:"mu_window_s"`     // μ from the mean T_in over this long, window not in the paper (2 s)
 	SiblingCancel bool    `json:"sibling_cancel"`  // DAG: a drop on one branch cancels its siblings' work; paper: none (false)
+	QDropped      bool    `json:"q_dropped"`       // q_i also samples the queueing delay of requests dropped at t_b (spec §8.6's alternative; false)
 }
 
 // DefaultOptions returns the defaults of every parameter (see Options).
@@ -168,6 +169,7 @@ func (p *Pipeline) Attach(v dataplane.View) error {
 	p.muN = min(p.epsN, max(1, int(math.Round(o.MuWindowS/o.SyncS))))
 	p.hopInLsub = o.HopInLsub
 	p.cancel = o.SiblingCancel
+	p.qDropped = o.QDropped
 	p.doomed = map[dataplane.ReqID]pardDrop{}
 	p.rng = rand.New(rand.NewPCG(o.Seed, 0x5a4d_7061_7264_0001))
 	p.deferred = map[dataplane.ReqID]pardDrop{}
