@@ -341,3 +341,24 @@ func TestRetryBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSidewaysSwitch: a fall that the re-solve answers on as many GPUs keeps the plan.
+func TestNoSidewaysSwitch(t *testing.T) {
+	rec := &recorder{}
+	a, err := New(Config{Window: dataplane.Second, Hold: 1}, 1, Candidate{Digest: "a", GPUs: 2, Capacity: []float64{1000}}, rec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := range 3 {
+		a.Admit(dataplane.Time(w)*dataplane.Second, 0, 0)
+		if d := a.Tick(dataplane.Time(w+1) * dataplane.Second); d != nil {
+			dec := a.Resolved(dataplane.Time(w+1)*dataplane.Second, Candidate{Digest: "b", GPUs: 2, Capacity: []float64{10}}, nil)
+			if dec.Action != "keep" || !strings.Contains(dec.Why, "needs 2 GPUs") {
+				t.Errorf("decision %+v", dec)
+			}
+		}
+	}
+	if len(rec.installs) != 0 || len(a.Decisions()) == 0 {
+		t.Errorf("installs %v, decisions %+v", rec.installs, a.Decisions())
+	}
+}

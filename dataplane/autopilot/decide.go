@@ -328,9 +328,13 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		d.Action, d.Why, d.To = "error", "re-solve failed: "+err.Error(), ""
 		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		return a.log(d)
-	case c.Digest == a.cur.Digest:
+	case c.Digest == a.cur.Digest || (!a.outUp && c.GPUs >= a.cur.GPUs && c.GPUs > 0 && !c.OverBudget):
+		// A fall the re-solve answers on as many GPUs is not worth a migration's pause.
 		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		d.Action, d.Why = "keep", "the re-solve chose the current plan"
+		if c.Digest != a.cur.Digest {
+			d.Why = fmt.Sprintf("the load fell, but the re-solve needs %d GPUs, the current plan %d", c.GPUs, a.cur.GPUs)
+		}
 		if c.OverBudget {
 			d.Action, d.Why = "over-budget", fmt.Sprintf("the load needs more than %s; serving on at the best plan within it", a.budget())
 		}
