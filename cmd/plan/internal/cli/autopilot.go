@@ -184,6 +184,13 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if err != nil {
 		return err
 	}
+	// The autopilot run is one pass over the trace, not a sweep: the sweep's own flags
+	// would be silently ignored.
+	for _, name := range []string{"report", "fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			return usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
+		}
+	}
 	path, err := resolvePlanArg(args)
 	if err != nil {
 		return err

@@ -30,6 +30,7 @@ func TestBadInputAutopilot(t *testing.T) {
 		{name: "unknown mode", args: with("--autopilot=sometimes"), code: ExitUsage, want: []string{`--autopilot "sometimes": want on or advise`}},
 		{name: "negative budget", args: with("--autopilot", "--autopilot-gpu-budget", "-1"), code: ExitUsage, want: []string{"--autopilot-gpu-budget -1"}},
 		{name: "load range", args: with("--autopilot", "--load", "0.1,0.2"), code: ExitUsage, want: []string{"--load \"0.1,0.2\": with --autopilot, one load factor"}},
+		{name: "sweep flag", args: with("--autopilot", "--report", "$TMP/out"), code: ExitUsage, want: []string{"--report does not apply with --autopilot"}},
 		{name: "zero window", args: with("--autopilot", "--autopilot-window", "0s"), code: ExitUsage, want: []string{"--autopilot-window 0s"}},
 		{name: "serve: period longer than the history", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--autopilot", "--autopilot-period", "61"}, code: ExitUsage,
 			want: []string{"--autopilot-period 61: the forecaster's period is longer than the window history (--autopilot-history 60 windows)"}},
