@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,6 +48,24 @@ func addAutopilotFlags(f *pflag.FlagSet, a *autopilotFlags) {
 	f.IntVar(&a.steps, "autopilot-steps", pap.DefaultSteps, "autopilot: rungs of the cluster ladder the re-solve picks from")
 	f.StringVar(&a.objective, "autopilot-objective", "", "autopilot: what a re-solve optimises: throughput (the plan's own objective on the fewest GPUs of a cluster ladder) or cost (the least-cost fleet for the forecast rates: plans solved with --objective cost); default: the plan's own")
 	f.DurationVar(&a.solveLimit, "autopilot-solve-limit", 30*time.Second, "autopilot: time limit of one re-solve")
+}
+
+// checkFlagsUsed refuses an --autopilot-* flag given without --autopilot (it would do
+// nothing), and --autopilot-load-time on serve (real model loads are timed by the reload).
+func (a *autopilotFlags) checkFlagsUsed(cmd *cobra.Command, serving bool) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err != nil || !strings.HasPrefix(f.Name, "autopilot-") {
+			return
+		}
+		switch {
+		case !a.enabled():
+			err = usageErrorf("--%s needs --autopilot", f.Name)
+		case serving && f.Name == "autopilot-load-time":
+			err = usageErrorf("--autopilot-load-time applies to plan simulate: plan serve loads the new plan's models before it switches")
+		}
+	})
+	return err
 }
 
 // enabled reports whether --autopilot was given.
@@ -139,9 +158,9 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 
 // serveAutopilot adds the autopilot front end to opts when --autopilot is given (nil
 // otherwise); the caller starts it once the server runs.
-func serveAutopilot(app *App, o *serveOptions, plan *formats.Plan, dep *dataplane.Deployment, opts *serve.Options) (*serve.Autopilot, error) {
-	if !o.autopilot.enabled() {
-		return nil, nil
+func serveAutopilot(cmd *cobra.Command, app *App, o *serveOptions, plan *formats.Plan, dep *dataplane.Deployment, opts *serve.Options) (*serve.Autopilot, error) {
+	if err := o.autopilot.checkFlagsUsed(cmd, true); err != nil || !o.autopilot.enabled() {
+		return nil, err
 	}
 	cfg, err := o.autopilot.config()
 	if err != nil {

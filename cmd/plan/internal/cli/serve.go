@@ -271,7 +271,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
 		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
 	}
-	pilot, err := serveAutopilot(app, o, plan, dep, &opts)
+	pilot, err := serveAutopilot(cmd, app, o, plan, dep, &opts)
 	if err != nil {
 		return err
 	}

@@ -161,6 +161,9 @@ func parseParams(kv []string) (map[string]string, error) {
 }
 
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if err := o.autopilot.checkFlagsUsed(cmd, false); err != nil {
+		return err
+	}
 	if o.autopilot.enabled() {
 		return runSimulateAutopilot(cmd, app, o, args)
 	}
