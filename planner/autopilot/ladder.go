@@ -21,6 +21,10 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
+// ErrNoCapacityModel marks a plan whose planned rates do not follow its GPUs (a QLM, PARD or
+// DyOrc plan states the workload's rates, not its capacity): the ladder cannot size it.
+var ErrNoCapacityModel = errors.New("autopilot: the plan's planned rates do not follow its GPUs (they are the workload's, not its capacity)")
+
 // DefaultSteps is how many rungs the ladder has: rung k gives every GPU pool ⌈k/Steps⌉ of
 // its GPUs (rung Steps is the whole cluster).
 const DefaultSteps = 16
@@ -157,7 +161,15 @@ func (l *Ladder) Candidate(p *formats.Plan) (ap.Candidate, error) {
 // d within the budget; when none does, the rung within the budget that serves the largest
 // share of the demand, marked OverBudget. A rung that fails to solve (too few GPUs for the
 // SLO) is skipped.
+//
+// A plan whose capacity does not depend on its GPUs (its planned rates are planning inputs,
+// not the most it serves) cannot be sized this way: when a smaller rung reports exactly the
+// whole cluster's capacity, Solve fails with ErrNoCapacityModel and the loop keeps the plan.
 func (l *Ladder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
+	full, ferr := l.Rung(ctx, l.steps)
+	if ctx.Err() != nil {
+		return ap.Candidate{}, ctx.Err()
+	}
 	var best ap.Candidate
 	bestShare, found := -1.0, false
 	var lastErr error
@@ -172,6 +184,9 @@ func (l *Ladder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
 		}
 		if d.GPUBudget > 0 && c.GPUs > d.GPUBudget {
 			break
+		}
+		if ferr == nil && k < l.steps && c.GPUs < full.GPUs && slices.Equal(c.Capacity, full.Capacity) {
+			return ap.Candidate{}, fmt.Errorf("%w: %d GPUs serve %v rps, as many as the whole cluster's %d", ErrNoCapacityModel, c.GPUs, c.Capacity, full.GPUs)
 		}
 		share := math.Inf(1)
 		for i, r := range d.Rates {

@@ -159,3 +159,23 @@ func TestRateSolver(t *testing.T) {
 		t.Errorf("no embedded workload: err %v", err)
 	}
 }
+
+// TestLadderNoCapacityModel: a plan that states the same rates whatever its GPUs is not
+// shrunk to its smallest rung.
+func TestLadderNoCapacityModel(t *testing.T) {
+	resolve := func(_ context.Context, p *formats.Plan) (*formats.Plan, error) {
+		q := *p
+		q.Metadata.Name = fmt.Sprint(p.Provenance.Embedded.Cluster.GPUs)
+		return &q, nil
+	}
+	deploy := func(*formats.Plan) (*dataplane.Deployment, error) {
+		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: 3}}}, nil
+	}
+	l, err := NewLadder(fakePlan(), []string{"m"}, 4, resolve, deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Solve(context.Background(), ap.Demand{Rates: []float64{1}}); !errors.Is(err, ErrNoCapacityModel) {
+		t.Errorf("rates that ignore the GPUs: err %v, want ErrNoCapacityModel", err)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -281,6 +282,11 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	// The ladder needs plans whose planned rates are their capacity: refuse the others up
+	// front (the loop in serve keeps such a plan and says why).
+	if _, err := ladder.Solve(ctx, ap.Demand{Rates: rep.MeanRPS}); errors.Is(err, pap.ErrNoCapacityModel) {
+		return usageErrorf("--autopilot: %s: %v", path, err)
 	}
 	if rep.Autopilot, err = sim.RunAutopilot(ctx, run); err != nil {
 		return err
