@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -204,4 +205,60 @@ func TestAutopilotAdopt(t *testing.T) {
 	if pilot.loop.Current() != s.ActiveDigest() || len(ds) == 0 || ds[len(ds)-1].Action != "adopt" {
 		t.Errorf("loop's plan %s, served %s; decisions %+v", pilot.loop.Current(), s.ActiveDigest(), ds)
 	}
+}
+
+// TestAutopilotOverBudget: when the best plan within the GPU budget cannot serve the load,
+// the server switches to it, and /v1/autopilot, the metric and the log say so.
+func TestAutopilotOverBudget(t *testing.T) {
+	p1 := loadPlan(t, "one-gpu.json")
+	p2 := loadPlan(t, "one-gpu.json")
+	p2.Metadata.Name = "within-budget"
+	var logs syncLog
+	pilot := NewAutopilot(AutopilotOptions{
+		Loop:   ap.Config{Window: 50 * dataplane.Millisecond, Hold: 1, GPUBudget: 1},
+		Solver: &oneSolver{c: ap.Candidate{GPUs: 1, Capacity: []float64{1}, OverBudget: true, Plan: p2}}, Apps: []string{"m1"},
+		Describe: func(*formats.Plan) (ap.Candidate, error) {
+			return ap.Candidate{GPUs: 1, Capacity: []float64{1}}, nil // any load is above it
+		},
+	})
+	s, ts := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := pilot.Start(); err != nil {
+		t.Fatal(err)
+	}
+	old := s.ActiveDigest()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.ActiveDigest() == old && time.Now().Before(deadline) {
+		post(t, ts.URL+"/v2/models/m1/infer", inferBody(1))
+		time.Sleep(5 * time.Millisecond)
+	}
+	code, body := get(t, ts.URL+"/v1/autopilot")
+	var st AutopilotStatus
+	if code != 200 || json.Unmarshal(body, &st) != nil || !st.OverBudget || !strings.Contains(st.Note, "more GPUs than the budget (1)") {
+		t.Errorf("GET /v1/autopilot: %d %s", code, body)
+	}
+	_, mt := get(t, ts.URL+"/metrics")
+	if metricValue(string(mt), "plan_autopilot_over_budget") != 1 {
+		t.Error("plan_autopilot_over_budget != 1")
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "GPU budget 1") {
+		t.Errorf("log: %s", l)
+	}
+}
+
+// syncLog is a log sink safe for the server's goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
