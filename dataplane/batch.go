@@ -1,6 +1,10 @@
 package dataplane
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"math"
+)
 
 // Hop is one stage of a batch's route with its reservation and what actually happened.
 type Hop struct {
@@ -154,9 +158,13 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		if p.Dur > 0 {
 			nominal = p.Dur
 		}
+		out := st.Xfer(size)
+		if err := checkDurations(st, size, nominal, out); err != nil {
+			return err
+		}
 		b.Hops[i] = Hop{
 			Stage: p.Stage, Worker: p.Worker, ResStart: p.ResStart, OutRes: p.OutStart,
-			Nominal: nominal, OutNominal: st.Xfer(size),
+			Nominal: nominal, OutNominal: out,
 			Start: -1, End: -1, OutStart: -1, OutEnd: -1,
 		}
 	}
@@ -473,4 +481,23 @@ func (e *Engine) anyLive(reqs []ReqID) bool {
 		}
 	}
 	return false
+}
+
+// ErrBadDuration is a batch or transfer duration the engine cannot run: negative, or past
+// any clock (a latency table extrapolated below zero, a NaN transfer rate; issue 31 item 1).
+// The engine refuses it naming the stage instead of running its clock backwards.
+var ErrBadDuration = errors.New("invalid duration")
+
+// maxDuration bounds one batch's or transfer's duration (about 11.6 days of simulated time):
+// longer is an overflowed or non-finite value, not a measurement.
+const maxDuration Time = 1e12
+
+func checkDurations(st *Stage, size int, run, xfer Time) error {
+	if run < 0 || run > maxDuration {
+		return fmt.Errorf("%w: stage %s: a batch of %d takes %d µs: must be in [0, %d] (the stage's latency table or the policy's duration)", ErrBadDuration, st.Name, size, run, maxDuration)
+	}
+	if x := st.XferPerSampleUs; xfer < 0 || xfer > maxDuration || math.IsNaN(x) || math.IsInf(x, 0) {
+		return fmt.Errorf("%w: stage %s: the transfer of a batch of %d takes %d µs (%g µs per sample): must be finite and in [0, %d]", ErrBadDuration, st.Name, size, xfer, x, maxDuration)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -34,6 +35,15 @@ func (d *Deployment) Validate() error {
 		}
 		if len(s.LatUs) < 2 {
 			add(p+".lat_us", len(s.LatUs), "needs latencies for batch 1 and up")
+		}
+		for b, l := range s.LatUs {
+			if l < 0 {
+				add(fmt.Sprintf("%s.lat_us[%d]", p, b), l, "must be >= 0 (stage "+s.Name+")")
+				break
+			}
+		}
+		if x := s.XferPerSampleUs; x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+			add(p+".xfer_per_sample_us", x, "must be finite and >= 0 (stage "+s.Name+")")
 		}
 		if s.Batch < 1 {
 			add(p+".batch", s.Batch, "must be >= 1")

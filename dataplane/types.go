@@ -263,6 +263,10 @@ type App struct {
 	// Params are policy parameters the plan carries (PARD's λ, windows, autoscaling); a
 	// Config parameter of the same name wins.
 	Params map[string]string
+	// SLOPercentile is the percentile the SLO is judged at (CascadeServe's "p95 latency ≤
+	// SLO", §6.1): reports give the latency at it beside the attainment; 0 = judged per
+	// request only.
+	SLOPercentile float64
 }
 
 // Result is a stage's verdict on one request, reported by the driver with the batch's

@@ -1,6 +1,9 @@
 package formats
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+)
 
 // Plan is the output of `plan solve`: one section per system, plus provenance so that
 // `plan check --resolve` can reproduce it. Only the sections that apply are present.
@@ -40,12 +43,34 @@ type Provenance struct {
 	Options   json.RawMessage `json:"options,omitempty"`
 	Status    string          `json:"status"`
 	Objective float64         `json:"objective"`
-	Bound     float64         `json:"bound"`
-	Gap       float64         `json:"gap"`
-	SolveMs   float64         `json:"solve_ms"`
-	Nodes     int64           `json:"nodes,omitempty"`
+	// Bound is the solver's proven bound on the objective (upper when maximising, lower when
+	// minimising) and Gap the relative gap to it. Both are absent when no bound was proven:
+	// a solve that hits its time limit before even its LP relaxation finishes has a plan
+	// (the warm start) but no bound, and any number written there (+Inf, or the objective
+	// itself) would claim a proof that does not exist. Use Proven to set them.
+	Bound   *float64 `json:"bound,omitempty"`
+	Gap     *float64 `json:"gap,omitempty"`
+	SolveMs float64  `json:"solve_ms"`
+	Nodes   int64    `json:"nodes,omitempty"`
 	// Embedded holds the inputs themselves so the plan can be re-solved anywhere.
 	Embedded *EmbeddedInputs `json:"embedded,omitempty"`
+}
+
+// Proven returns a pointer to x, or nil when x is ±Inf or NaN: how a planner records a
+// solver's bound and gap, which are infinite when the solver proved no bound.
+func Proven(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
+// Num is *p, or NaN when p is nil: for printing an optional bound or gap.
+func Num(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
 
 // InputRef names one input file and its digest.
@@ -211,6 +236,10 @@ type QLMInstance struct {
 	GPUCount int      `json:"gpu_count"`
 	Model    string   `json:"model,omitempty"`
 	Queue    []string `json:"queue,omitempty"`
+	// GPUs are the instance's GPUs, indices in cluster order (the cluster's gpus pools in
+	// order), all on one server: a tensor-parallel instance (gpu_count > 1) spans them.
+	// Empty = the next gpu_count GPUs of its type in cluster order.
+	GPUs []int `json:"gpus,omitempty"`
 }
 
 // QLMGroup is a request group: requests of one model with similar SLO and lengths.

@@ -36,6 +36,10 @@ type ModelProfile struct {
 	CutBytes []int64 `json:"cut_bytes"`
 	// Latency holds one entry per (GPU type, vGPU level, batch).
 	Latency []LatencyEntry `json:"latency"`
+	// Fit is "monotone" when the latencies are the monotone fit of noisy measurements
+	// (FitProfile; the measured values are kept in raw_block_us and raw_total_us), "" when
+	// they are as measured.
+	Fit string `json:"fit,omitempty"`
 }
 
 // PartitionInfo records how layers were grouped into blocks.
@@ -83,6 +87,10 @@ type LatencyEntry struct {
 	CV    []float64 `json:"cv,omitempty"`
 	// TotalUs is the whole-model latency when measured as one session (0 = not measured).
 	TotalUs float64 `json:"total_us,omitempty"`
+	// RawBlockUs and RawTotalUs are the measured values where BlockUs and TotalUs hold the
+	// monotone fit (ModelProfile.Fit); empty when the measurement is planned on as it is.
+	RawBlockUs []float64 `json:"raw_block_us,omitempty"`
+	RawTotalUs float64   `json:"raw_total_us,omitempty"`
 }
 
 // LLMProfile holds what QLM needs of one LLM on one GPU configuration.
@@ -114,6 +122,10 @@ type LLMProfile struct {
 	// simulator's, the form vLLM simulators fit from measurements); nil = derived from the
 	// scalar prefill and decode fields above.
 	Iteration *LLMIteration `json:"iteration,omitempty"`
+	// HFModel is the model's id for the engine (a Hugging Face repository such as
+	// mistralai/Mistral-7B-Instruct-v0.2, or a local path): what `plan export` passes as
+	// vLLM's model argument; Model is the name plans and classes use.
+	HFModel string `json:"hf_model,omitempty"`
 	// Engine holds the engine settings of every instance running this (model, GPU), in
 	// vLLM's flag names (LLM engine digest §4); nil = vLLM's defaults (LLMEngine).
 	// `plan export` writes the same values as the engine's arguments.

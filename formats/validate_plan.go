@@ -107,8 +107,17 @@ func (pv *Provenance) validate(v *validator, p string, secs *SectionSet) {
 	}
 	oneOf(v, field(p, "status"), pv.Status, PlanStatuses)
 	finiteNum(v, field(p, "objective"), pv.Objective)
-	finiteNum(v, field(p, "bound"), pv.Bound)
-	nonNegative(v, field(p, "gap"), pv.Gap)
+	if pv.Bound != nil {
+		finiteNum(v, field(p, "bound"), *pv.Bound)
+	} else if pv.Status == "optimal" && pv.Solver != "" {
+		v.add(field(p, "bound"), nil, "must be present: an optimal solve proves its bound")
+	}
+	if pv.Gap != nil {
+		nonNegative(v, field(p, "gap"), *pv.Gap)
+		if pv.Bound == nil {
+			v.add(field(p, "gap"), *pv.Gap, "must be absent when no bound is recorded")
+		}
+	}
 	nonNegative(v, field(p, "solve_ms"), pv.SolveMs)
 	atLeast(v, field(p, "nodes"), pv.Nodes, 0)
 	if e := pv.Embedded; e != nil {

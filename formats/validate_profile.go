@@ -120,6 +120,11 @@ func (m *ModelProfile) validate(v *validator, p string, seen names) {
 		perBlock("p90_us", e.P90Us, true, microseconds)
 		perBlock("cv", e.CV, true, nonNegative)
 		microseconds(v, field(ep, "total_us"), e.TotalUs)
+		perBlock("raw_block_us", e.RawBlockUs, true, microseconds)
+		microseconds(v, field(ep, "raw_total_us"), e.RawTotalUs)
+	}
+	if m.Fit != "" {
+		oneOf(v, field(p, "fit"), m.Fit, []string{FitMonotone})
 	}
 }
 

@@ -26,6 +26,8 @@ type (
 	Metrics = workload.Metrics
 	// AppMetrics are one application's outcomes (workload.AppMetrics).
 	AppMetrics = workload.AppMetrics
+	// PercentileLatency is the latency at an SLO's percentile.
+	PercentileLatency = workload.PercentileLatency
 	// DropCount counts drops at one stage for one reason (workload.DropCount).
 	DropCount = workload.DropCount
 	// LLMMetrics are an LLM class's token timings (workload.LLMMetrics).

@@ -91,6 +91,10 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	if err != nil {
 		return nil, bench.Usagef("--profile: %v", err)
 	}
+	// Planned on the monotone fit of the measured curves, as plan solve plans (issue 31 item 1).
+	for _, w := range formats.FitProfile(prof) {
+		env.Infof("warning: %s: %s", u.profile, w)
+	}
 	c, err := readRecords(u.records)
 	if err != nil {
 		return nil, bench.Usagef("--records: %v", err)

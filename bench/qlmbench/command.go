@@ -200,7 +200,7 @@ var Workloads = []Workload{
 		Instances: []dq.Instance{{Name: "i0", GPU: "A100", Model: "mistral-7b"}, {Name: "i1", GPU: "A100", Model: "mistral-7b"}}},
 	{Name: "multi", Models: []string{"mistral-7b", "vicuna-13b", "llama-2-70b"}, Roofline: true, Speedup: 0.5,
 		Instances: []dq.Instance{{Name: "a100-0", GPU: "A100", Model: "mistral-7b"}, {Name: "a100-1", GPU: "A100", Model: "vicuna-13b"},
-			{Name: "a100x4", GPU: "4xA100", Model: "llama-2-70b"}, {Name: "a10-0", GPU: "A10", Model: "mistral-7b"}}},
+			{Name: "a100x4", GPU: "4xA100", GPUCount: 4, Model: "llama-2-70b"}, {Name: "a10-0", GPU: "A10", Model: "mistral-7b"}}},
 }
 
 // Run implements bench.Bench.

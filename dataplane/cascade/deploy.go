@@ -97,6 +97,10 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.LatencySLO != nil {
+		// The SLO is p-th percentile latency (CascadeServe §6.1: p95): reports give it.
+		d.Apps[0].SLOPercentile = c.LatencySLO.Percentile
+	}
 	if len(src.Validation) > 0 {
 		// The emulator's label is 1 where the answering model was right on the sample.
 		// [ours] A candidates table without test records is not judged: its realization

@@ -41,20 +41,19 @@ type ModelInfo struct {
 	RtOpt, Rt1 float64
 }
 
-// Lat returns lat(b) in µs: linear between profiled sizes, beyond the table extrapolated
-// from the last two points (MaxBatch may exceed the largest profiled batch).
+// Lat returns lat(b) in µs: the profile's (monotone-fitted) curve up to the largest measured
+// batch and, beyond it (MaxBatch may exceed the largest profiled batch), extended at the
+// last per-sample time, lat(n)·b/n: never below it and never negative (issue 31 item 1; the
+// slope of a noisy last pair took bert-mini to −9,158 µs at batch 1000).
 func (m *ModelInfo) Lat(b int) float64 {
 	n := len(m.LatUs) - 1
 	switch {
-	case b <= 0:
+	case b <= 0 || n <= 0:
 		return 0
 	case b <= n:
 		return m.LatUs[b]
-	case n == 1:
-		return m.LatUs[1] * float64(b)
 	}
-	slope := m.LatUs[n] - m.LatUs[n-1]
-	return m.LatUs[n] + slope*float64(b-n)
+	return m.LatUs[n] * float64(b) / float64(n)
 }
 
 // PerSample returns lat(b)/b in seconds.
@@ -91,15 +90,16 @@ func NewTask(c *formats.Cascade, p string, profiles []*formats.Profile, gpu stri
 			continue
 		}
 		mi := ModelInfo{Name: name, LatUs: []float64{0}}
-		for b := 1; ; b++ {
-			e, ok := mp.Lookup(gpu, 1, b)
-			if !ok {
-				break
+		// Every batch up to the largest measured one, linear between measured batches (a
+		// profile may measure 1, 2, 4, …), on the fit FitProfile left in the profile.
+		bs, us := mp.WholeCurve(gpu, 1)
+		if len(bs) > 0 {
+			for b := 1; b <= int(bs[len(bs)-1]); b++ {
+				mi.LatUs = append(mi.LatUs, formats.CurveAt(bs, us, float64(b)))
 			}
-			mi.LatUs = append(mi.LatUs, e.WholeUs())
 		}
 		if len(mi.LatUs) < 2 {
-			probs = append(probs, fmt.Sprintf("%s.models[%d]: %q: the profile has no latency for batch 1 on %s (vgpu 1)", p, j, name, gpu))
+			probs = append(probs, fmt.Sprintf("%s.models[%d]: %q: the profile has no measured batch on %s (vgpu 1)", p, j, name, gpu))
 			continue
 		}
 		bad := false

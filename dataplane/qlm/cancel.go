@@ -138,7 +138,7 @@ func Limits(dep *dataplane.Deployment) ([]Limit, error) {
 				continue
 			}
 			for _, in := range s.Instances {
-				if in.GPU == pr.GPU {
+				if in.runs(pr) {
 					m := newLLM(pr)
 					// blocks(n) <= kvCap holds for n up to kvCap rounded down to a block.
 					out[i].KVTokens = max(out[i].KVTokens, m.kvCap/m.block*m.block)

@@ -50,6 +50,9 @@ type Instance struct {
 	Name  string `json:"name"`
 	GPU   string `json:"gpu"`
 	Model string `json:"model,omitempty"`
+	// GPUCount is the GPUs the instance spans (tensor parallelism; 0 = 1): it runs the
+	// profiles measured at that gpu_count, which describe the whole instance (issue 30 item 7).
+	GPUCount int `json:"gpu_count,omitempty"`
 	// CPUModelBytes is the host memory for warm model copies (0 = 2× the largest model).
 	CPUModelBytes int64 `json:"cpu_model_bytes,omitempty"`
 }
@@ -317,3 +320,17 @@ func decodeSetup(dep *dataplane.Deployment) (*Setup, []Class, error) {
 	}
 	return &s, cls, nil
 }
+
+// runs tells whether an instance runs profile pr: the same GPU type and GPU count.
+func (in Instance) runs(pr *formats.LLMProfile) bool {
+	return pr.GPU == in.GPU && max(pr.GPUCount, 1) == max(in.GPUCount, 1)
+}
+
+// modelKey names an engine: a model on a GPU type and count (a tensor-parallel profile is
+// another engine than the one-GPU profile of the same model and type).
+type modelKey struct {
+	model, gpu string
+	count      int
+}
+
+func keyOf(pr *formats.LLMProfile) modelKey { return modelKey{pr.Model, pr.GPU, max(pr.GPUCount, 1)} }

@@ -53,7 +53,11 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		setup.Profiles = append(setup.Profiles, pr.LLMs...)
 	}
 	for _, in := range q.Instances {
-		setup.Instances = append(setup.Instances, Instance{Name: in.Name, GPU: in.GPU, Model: in.Model})
+		x := Instance{Name: in.Name, GPU: in.GPU, Model: in.Model}
+		if in.GPUCount > 1 {
+			x.GPUCount = in.GPUCount // one instance on all its GPUs (tensor parallelism)
+		}
+		setup.Instances = append(setup.Instances, x)
 	}
 	dep, err := Build(e.Workload.LLMClasses, setup)
 	if err != nil {

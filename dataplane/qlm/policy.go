@@ -71,7 +71,7 @@ type Policy struct {
 	dep    *dataplane.Deployment
 	setup  *Setup
 	class  []Class
-	models map[[2]string]*llm
+	models map[modelKey]*llm
 	inst   []*instance
 	byW    map[dataplane.WorkerID]*instance
 	seqs   map[dataplane.ReqID]*seq
@@ -145,10 +145,10 @@ func (p *Policy) Attach(v dataplane.View) error {
 	if s.Grouping != "" && s.Grouping != "kmeans" && s.Grouping != "buckets" {
 		return fmt.Errorf("qlm: setup.grouping %q: want kmeans or buckets", s.Grouping)
 	}
-	p.models = map[[2]string]*llm{}
+	p.models = map[modelKey]*llm{}
 	for i := range s.Profiles {
 		pr := &s.Profiles[i]
-		p.models[[2]string{pr.Model, pr.GPU}] = newLLM(pr)
+		p.models[keyOf(pr)] = newLLM(pr)
 	}
 	p.byW = map[dataplane.WorkerID]*instance{}
 	p.inst = nil
@@ -156,15 +156,15 @@ func (p *Policy) Attach(v dataplane.View) error {
 		x := &instance{idx: i, w: dataplane.WorkerID(i), gpu: in.GPU, model: in.Model, cpuBytes: in.CPUModelBytes}
 		for k := range s.Profiles {
 			pr := &s.Profiles[k]
-			if pr.GPU == in.GPU {
-				// The entry Policy.models holds for the key (a later duplicate profile wins there).
+			if in.runs(pr) {
+				// The entry models holds for the key (a later duplicate profile wins there).
 				x.llms = slices.DeleteFunc(x.llms, func(e namedLLM) bool { return e.name == pr.Model })
-				x.llms = append(x.llms, namedLLM{pr.Model, p.models[[2]string{pr.Model, pr.GPU}]})
+				x.llms = append(x.llms, namedLLM{pr.Model, p.models[keyOf(pr)]})
 			}
 		}
 		if x.cpuBytes == 0 {
 			for _, m := range p.models {
-				if m.prof.GPU == in.GPU {
+				if in.runs(m.prof) {
 					x.cpuBytes = max(x.cpuBytes, 2*m.prof.WeightBytes)
 				}
 			}

@@ -184,6 +184,9 @@ type AppMetrics struct {
 	// cancelled.
 	WastedGPUMs float64 `json:"wasted_gpu_ms"`
 	Latency     Latency `json:"latency"`
+	// SLOPercentile is the latency at the percentile the application's SLO is judged at
+	// (dataplane.App.SLOPercentile, a cascade's p95), present only for such SLOs.
+	SLOPercentile *PercentileLatency `json:"slo_percentile,omitempty"`
 	// Accuracy is the share of answered requests answered right, where the deployment
 	// can judge answers (Deployment.Judge: a cascade's records); Report.AccuracyOn says on
 	// which records.
@@ -217,6 +220,30 @@ type LLMMetrics struct {
 	// Unstamped counts answered requests whose policy stamped no first token (no TTFT or
 	// TPOT sample; omitted when 0).
 	Unstamped int64 `json:"unstamped,omitempty"`
+}
+
+// PercentileLatency is the p-th latency over every measured request, a dropped one counting
+// as later than any: LatencyUs is -1 when more than 1−p of them were dropped. Met says the
+// SLO holds at p: at least that share of requests finished within it (attainment ≥ p).
+type PercentileLatency struct {
+	Percentile float64 `json:"percentile"`
+	LatencyUs  int64   `json:"latency_us"`
+	Met        bool    `json:"met"`
+}
+
+// AtPercentile is the p-th latency of requests whose finished latencies are lat (µs) and
+// attainment att (n requests in all).
+func AtPercentile(p float64, lat []int64, n int64, att float64) *PercentileLatency {
+	out := &PercentileLatency{Percentile: p, LatencyUs: -1, Met: att >= p-1e-12}
+	k := int64(math.Ceil(p * float64(n))) // 1-based rank among all n
+	if n == 0 {
+		out.LatencyUs = 0
+	} else if k >= 1 && k <= int64(len(lat)) {
+		xs := append([]int64(nil), lat...)
+		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+		out.LatencyUs = xs[k-1]
+	}
+	return out
 }
 
 // DropCount counts drops at one stage for one reason.

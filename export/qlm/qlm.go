@@ -33,10 +33,17 @@
 // (QLM §5). Each file says so (a comment, an annotation, or the router's note) except
 // model.json, whose keys the vLLM backend passes to the engine as they are.
 //
-// GPU indices follow the cluster's order (the plan's cluster, else the embedded one): each
-// instance takes the next gpu_count GPUs of its type, as planner/qlm makes one instance per
-// GPU in that order. ReadBack recovers the instances (name, GPU type and count, the model
-// loaded at start), their GPUs, the groups, the virtual queues, the replan interval, the
+// GPU indices follow the cluster's order (the plan's cluster, else the embedded one): an
+// instance runs on the GPUs the plan lists for it (qlm.instances[].gpus: planner/qlm writes
+// them for tensor-parallel plans, each instance's on one server), else on the next gpu_count
+// GPUs of its type, as planner/qlm makes one instance per GPU in that order. The engine loads
+// the model by the profile's hf_model (a Hugging Face id or a path), or for the models of
+// `plan profile --llm`'s catalogue by their known id (KnownModels); any other profile without
+// one, or with a placeholder, is refused naming the field, since a plan's short model names
+// are not ids an engine can load.
+//
+// ReadBack recovers the instances (name, GPU type and count, the model loaded at start),
+// their GPUs, the groups, the virtual queues, the replan interval, the
 // policy and its parameters, and the classes; the round-trip tests compare them with the plan,
 // cross-checking each target's own fields (instance groups, tensor_parallel_size, GPU
 // resources, node selectors) against the record.
@@ -65,8 +72,13 @@ const (
 	ParamGPU      = "qlm.gpu"
 	ParamGPUCount = "qlm.gpu_count"
 	ParamGPUs     = "qlm.gpus"
-	// ParamModel is the model the instance loads at start.
-	ParamModel = "qlm.model"
+	// ParamModel is the model the instance loads at start; ParamHFModel the id its engine
+	// loads it by (the profile's hf_model).
+	ParamModel   = "qlm.model"
+	ParamHFModel = "qlm.hf_model"
+	// ParamPinned says the plan itself lists the instance's GPUs (qlm.instances[].gpus, as
+	// planner/qlm writes for tensor-parallel plans), so ReadBack restores them there.
+	ParamPinned = "qlm.gpus_pinned"
 	// ParamPlan is the plan-level record (JSON of Record) on the coordinator, the router and
 	// every KServe service.
 	ParamPlan = "qlm.plan"
@@ -152,8 +164,13 @@ type instance struct {
 
 // params are an instance's recorded parameters.
 func (in instance) params() map[string]string {
-	return map[string]string{ParamInstance: in.in.Name, ParamIndex: strconv.Itoa(in.index), ParamGPU: in.in.GPU,
-		ParamGPUCount: strconv.Itoa(in.in.GPUCount), ParamGPUs: export.JoinInts(in.gpus), ParamModel: in.in.Model}
+	m := map[string]string{ParamInstance: in.in.Name, ParamIndex: strconv.Itoa(in.index), ParamGPU: in.in.GPU,
+		ParamGPUCount: strconv.Itoa(in.in.GPUCount), ParamGPUs: export.JoinInts(in.gpus), ParamModel: in.in.Model,
+		ParamHFModel: in.engine.Model}
+	if len(in.in.GPUs) > 0 {
+		m[ParamPinned] = "true"
+	}
+	return m
 }
 
 // build checks the plan and lays it out.
@@ -221,27 +238,23 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		if _, dup := l.rec.Units[in.Name]; dup {
 			return nil, fmt.Errorf("%s.name: %q: duplicate instance", f, in.Name)
 		}
-		// The next gpu_count free GPUs of the instance's type, in cluster order.
-		var gpus []int
-		for g := 0; g < len(types) && len(gpus) < in.GPUCount; g++ {
-			if !used[g] && types[g] == in.GPU {
-				gpus = append(gpus, g)
-			}
+		gpus, err := instanceGPUs(f, in, types, used)
+		if err != nil {
+			return nil, err
 		}
-		if len(gpus) < in.GPUCount {
-			return nil, fmt.Errorf("%s.gpu_count: %d %s GPU(s): only %d of the cluster's %s GPUs are left for it", f, in.GPUCount, in.GPU, len(gpus), in.GPU)
-		}
-		for _, g := range gpus {
-			used[g] = true
-		}
-		prof := profileFor(e.Profiles, in.Model, in.GPU, in.GPUCount)
+		prof, pf := profileFor(e.Profiles, in.Model, in.GPU, in.GPUCount)
 		if prof == nil {
 			return nil, fmt.Errorf("%s.model: %q: no LLM profile on %d×%s in provenance.embedded.profiles", f, in.Model, in.GPUCount, in.GPU)
+		}
+		id, err := modelID(prof, pf)
+		if err != nil {
+			return nil, err
 		}
 		eng, err := engine(prof, in, maxLen[in.Model], mem[in.GPU])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		eng.Model = id
 		for j, id := range in.Queue {
 			if !groups[id] {
 				return nil, fmt.Errorf("%s.queue[%d]: %q: not in qlm.groups", f, j, id)
@@ -262,16 +275,82 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	return l, nil
 }
 
-// profileFor is model's LLM profile on count GPUs of type gpu.
-func profileFor(profs []formats.Profile, model, gpu string, count int) *formats.LLMProfile {
+// profileFor is model's LLM profile on count GPUs of type gpu, and its path in the plan.
+func profileFor(profs []formats.Profile, model, gpu string, count int) (*formats.LLMProfile, string) {
 	for i := range profs {
 		for j := range profs[i].LLMs {
 			if p := &profs[i].LLMs[j]; p.Model == model && p.GPU == gpu && max(p.GPUCount, 1) == count {
-				return p
+				return p, fmt.Sprintf("provenance.embedded.profiles[%d].llms[%d]", i, j)
 			}
 		}
 	}
-	return nil
+	return nil, ""
+}
+
+// instanceGPUs are the GPUs an instance runs on (f names it in errors): the plan's gpus when
+// it records them (planner/qlm does for tensor-parallel plans: one server's GPUs), each of
+// the instance's type and free; else the next gpu_count free GPUs of its type in cluster
+// order. It marks them used.
+func instanceGPUs(f string, in formats.QLMInstance, types []string, used []bool) ([]int, error) {
+	var gpus []int
+	if len(in.GPUs) > 0 {
+		if len(in.GPUs) != in.GPUCount {
+			return nil, fmt.Errorf("%s.gpus: %v: %d GPUs for gpu_count %d", f, in.GPUs, len(in.GPUs), in.GPUCount)
+		}
+		for j, g := range in.GPUs {
+			switch {
+			case g < 0 || g >= len(types):
+				return nil, fmt.Errorf("%s.gpus[%d]: %d: the cluster has GPUs 0..%d", f, j, g, len(types)-1)
+			case types[g] != in.GPU:
+				return nil, fmt.Errorf("%s.gpus[%d]: %d: a %s GPU, not %s", f, j, g, types[g], in.GPU)
+			case used[g] || slices.Contains(in.GPUs[:j], g):
+				return nil, fmt.Errorf("%s.gpus[%d]: %d: taken by another instance", f, j, g)
+			}
+		}
+		gpus = slices.Clone(in.GPUs)
+	} else {
+		// The next gpu_count free GPUs of the instance's type, in cluster order.
+		for g := 0; g < len(types) && len(gpus) < in.GPUCount; g++ {
+			if !used[g] && types[g] == in.GPU {
+				gpus = append(gpus, g)
+			}
+		}
+		if len(gpus) < in.GPUCount {
+			return nil, fmt.Errorf("%s.gpu_count: %d %s GPU(s): only %d of the cluster's %s GPUs are left for it", f, in.GPUCount, in.GPU, len(gpus), in.GPU)
+		}
+	}
+	for _, g := range gpus {
+		used[g] = true
+	}
+	return gpus, nil
+}
+
+// KnownModels are the Hugging Face ids of the models `plan profile --llm` knows
+// (profiler/llm's catalogue, by the names its profiles give them): the id of a profile of
+// one of them that says no hf_model (profiles and plans written before hf_model existed).
+var KnownModels = map[string]string{
+	"mistral-7b":  "mistralai/Mistral-7B-Instruct-v0.2",
+	"vicuna-13b":  "lmsys/vicuna-13b-v1.5",
+	"llama-2-70b": "meta-llama/Llama-2-70b-chat-hf",
+}
+
+// modelID is the engine's model argument: the profile's hf_model (a Hugging Face id or a
+// path), else the known id of a catalogue model (KnownModels). Plans name models by short
+// names that no engine can load, so without an id an export would write a placeholder: it
+// is refused, naming the field (pf is the profile's path in the plan).
+func modelID(p *formats.LLMProfile, pf string) (string, error) {
+	id := strings.TrimSpace(p.HFModel)
+	if known, ok := KnownModels[p.Model]; ok && id == "" {
+		return known, nil
+	}
+	low := strings.ToLower(id)
+	switch {
+	case id == "":
+		return "", fmt.Errorf("%s.hf_model: missing: the engine needs model %s's Hugging Face id or path (e.g. mistralai/Mistral-7B-Instruct-v0.2); add hf_model to the profile and solve again", pf, p.Model)
+	case strings.ContainsAny(id, "<>{}") || low == "todo" || low == "tbd" || strings.Contains(low, "placeholder") || strings.Contains(low, "changeme"):
+		return "", fmt.Errorf("%s.hf_model: %q: a placeholder, not a model id or path", pf, p.HFModel)
+	}
+	return id, nil
 }
 
 // gib is vLLM's unit of swap_space.

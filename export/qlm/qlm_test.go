@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/llm"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/export/qlm golden files")
@@ -97,9 +98,9 @@ func TestEngines(t *testing.T) {
 	p := readPlan(t)
 	want := map[string]Engine{
 		// (14.5 GB + 420 000 × 128 KiB + 2 GB) / 80 GB = 0.8944 → 0.895; 20 GB of swap = 18.62 GiB.
-		"llm-0": {Model: "mistral-7b", TensorParallelSize: 1, GPUMemoryUtilization: 0.895, MaxNumSeqs: 256, MaxModelLen: 3072, MaxNumBatchedTokens: 4096, BlockSize: 16, SwapSpace: 18.62},
+		"llm-0": {Model: "mistralai/Mistral-7B-Instruct-v0.2", TensorParallelSize: 1, GPUMemoryUtilization: 0.895, MaxNumSeqs: 256, MaxModelLen: 3072, MaxNumBatchedTokens: 4096, BlockSize: 16, SwapSpace: 18.62},
 		// (26 GB + 54 000 × 800 KiB + 2 GB) / 80 GB = 0.9030 → 0.903; preempt_mode evict: no swap.
-		"llm-1": {Model: "vicuna-13b", TensorParallelSize: 1, GPUMemoryUtilization: 0.903, MaxNumSeqs: 256, MaxModelLen: 3072, MaxNumBatchedTokens: 4096, BlockSize: 16},
+		"llm-1": {Model: "lmsys/vicuna-13b-v1.5", TensorParallelSize: 1, GPUMemoryUtilization: 0.903, MaxNumSeqs: 256, MaxModelLen: 3072, MaxNumBatchedTokens: 4096, BlockSize: 16},
 	}
 	for _, e := range Exporters() {
 		files, err := e.Export(p, export.Options{})
@@ -228,6 +229,40 @@ func TestShapes(t *testing.T) {
 	}
 }
 
+// TestPinnedGPUs: a plan that lists its instances' GPUs (planner/qlm's tensor-parallel plans,
+// issue 30 item 7) is exported on those GPUs, not the next free ones — here a one-GPU
+// instance on GPU 1 before a two-GPU one on the second server's GPUs 2 and 3 — with the
+// engine's model id from the profile's hf_model, and reads back with the same gpus.
+func TestPinnedGPUs(t *testing.T) {
+	p := mixPlan(t)
+	c := &formats.Cluster{GPUs: []formats.GPUPool{{Type: "A100", Count: 4, PerServer: 2, MemoryBytes: 80e9}}}
+	p.Cluster, p.Provenance.Embedded.Cluster = c, c
+	p.QLM.Instances = []formats.QLMInstance{
+		{Name: "m1", GPU: "A100", GPUCount: 1, GPUs: []int{1}, Model: "mistral-7b", Queue: []string{"rg-mistral-chat", "rg-mistral-batch"}},
+		{Name: "v23", GPU: "A100", GPUCount: 2, GPUs: []int{2, 3}, Model: "vicuna-13b", Queue: []string{"rg-vicuna-chat"}},
+		{Name: "m0", GPU: "A100", GPUCount: 1, GPUs: []int{0}, Model: "mistral-7b"},
+	}
+	for _, target := range export.Targets {
+		t.Run(target, func(t *testing.T) {
+			files, err := exporter(t, target).Export(p, export.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := export.Validate(files); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadBack(target, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, got, p, map[string][]int{"m1": {1}, "v23": {2, 3}, "m0": {0}})
+			if e := got.Engines["v23"]; e.TensorParallelSize != 2 || e.Model != "lmsys/vicuna-13b-v1.5" {
+				t.Errorf("v23 engine %+v: want tensor_parallel_size 2 of lmsys/vicuna-13b-v1.5", e)
+			}
+		})
+	}
+}
+
 // TestReadBackRejects: files whose native settings disagree with the recorded plan, or that
 // lose part of it, are errors.
 func TestReadBackRejects(t *testing.T) {
@@ -237,7 +272,7 @@ func TestReadBackRejects(t *testing.T) {
 	}{
 		{export.Triton, "plan-llm-1/config.pbtxt", "gpus: [ 1 ]", "gpus: [ 0 ]", "instance group g1 (KIND_GPU) on GPUs [0]"},
 		{export.Triton, "plan-llm-0/1/model.json", `"tensor_parallel_size": 1`, `"tensor_parallel_size": 2`, "tensor_parallel_size 2"},
-		{export.Triton, "plan-llm-0/1/model.json", `"model": "mistral-7b"`, `"model": "vicuna-13b"`, `the engine loads "vicuna-13b"`},
+		{export.Triton, "plan-llm-0/1/model.json", `"model": "mistralai/Mistral-7B-Instruct-v0.2"`, `"model": "lmsys/vicuna-13b-v1.5"`, `the engine loads "lmsys/vicuna-13b-v1.5"`},
 		{export.Triton, "plan-llm-0/1/model.json", `"block_size"`, `"block_tokens"`, `unknown field "block_tokens"`},
 		{export.Triton, "plan-llm-1/config.pbtxt", "key: \"qlm.index\"\n  value { string_value: \"1\" }", "key: \"qlm.index\"\n  value { string_value: \"0\" }", "index 0 recorded twice"},
 		{export.Triton, "plan-coordinator/config.pbtxt", `\"llm-1\":\"plan-llm-1\"`, `\"llm-1\":\"plan-llm-9\"`, `exported as plan-llm-1, the plan record says "plan-llm-9"`},
@@ -296,6 +331,12 @@ func TestBadPlans(t *testing.T) {
 		{"unit clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "LLM_0" }, `qlm.instances[1].name: "LLM_0": exported as plan-llm-0, as is instance llm-0`},
 		{"router clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "router" }, `qlm.instances[1].name: "router": exported as plan-router, as is the router`},
 		{"memory", func(p *formats.Plan) { p.Cluster.GPUs[0].MemoryBytes = 40e9 }, "qlm.instances[0]: model mistral-7b: weights, 420000 KV tokens and activations need"},
+		{"no model id", renameVicuna, "provenance.embedded.profiles[0].llms[1].hf_model: missing: the engine needs model my-13b's Hugging Face id"},
+		{"placeholder id", func(p *formats.Plan) { p.Provenance.Embedded.Profiles[0].LLMs[0].HFModel = "<your-model>" },
+			`provenance.embedded.profiles[0].llms[0].hf_model: "<your-model>": a placeholder`},
+		{"pinned gpu count", func(p *formats.Plan) { p.QLM.Instances[1].GPUs = []int{0, 1} }, "qlm.instances[1].gpus: [0 1]: 2 GPUs for gpu_count 1"},
+		{"pinned gpu taken", func(p *formats.Plan) { p.QLM.Instances[1].GPUs = []int{0} }, "qlm.instances[1].gpus[0]: 0: taken by another instance"},
+		{"pinned gpu range", func(p *formats.Plan) { p.QLM.Instances[0].GPUs = []int{7} }, "qlm.instances[0].gpus[0]: 7: the cluster has GPUs 0..1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,6 +348,58 @@ func TestBadPlans(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// renameVicuna makes the plan's Vicuna-13B a model of the user's, "my-13b", with no
+// hf_model: a model no catalogue knows.
+func renameVicuna(p *formats.Plan) {
+	e := p.Provenance.Embedded
+	for i := range e.Profiles[0].LLMs {
+		if l := &e.Profiles[0].LLMs[i]; l.Model == "vicuna-13b" {
+			l.Model, l.HFModel = "my-13b", ""
+		}
+	}
+	for i := range e.Workload.LLMClasses {
+		if c := &e.Workload.LLMClasses[i]; c.Model == "vicuna-13b" {
+			c.Model = "my-13b"
+		}
+	}
+	for i := range p.QLM.Instances {
+		if in := &p.QLM.Instances[i]; in.Model == "vicuna-13b" {
+			in.Model = "my-13b"
+		}
+	}
+	for i := range p.QLM.Groups {
+		if g := &p.QLM.Groups[i]; g.Model == "vicuna-13b" {
+			g.Model = "my-13b"
+		}
+	}
+}
+
+// TestKnownModels: a profile of a model of `plan profile --llm`'s catalogue that gives no
+// hf_model (a plan solved before hf_model existed, or from the roofline profiler) exports
+// with the model's known id; every catalogue model has one.
+func TestKnownModels(t *testing.T) {
+	for _, m := range llm.Names() {
+		if KnownModels[m] == "" {
+			t.Errorf("profiler/llm's %s has no KnownModels id", m)
+		}
+	}
+	p := readPlan(t)
+	for i := range p.Provenance.Embedded.Profiles[0].LLMs {
+		p.Provenance.Embedded.Profiles[0].LLMs[i].HFModel = ""
+	}
+	files, err := exporter(t, export.KServe).Export(p, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBack(export.KServe, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Engines["llm-0"].Model != KnownModels["mistral-7b"] || got.Engines["llm-1"].Model != KnownModels["vicuna-13b"] {
+		t.Errorf("engines %+v: want the catalogue's ids", got.Engines)
 	}
 }
 

@@ -1,6 +1,7 @@
 package qlm
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -110,13 +111,17 @@ func (rb *reader) instance(params map[string]string, unit string, gpuCount int, 
 		return fmt.Errorf("instance %s: %d GPU(s) recorded (%d listed), the target's settings say %d GPU(s), tensor_parallel_size %d", name, n, len(gpus), gpuCount, eng.TensorParallelSize)
 	case gpuType != "" && gpuType != gpu:
 		return fmt.Errorf("instance %s: GPU %q recorded, the target's settings say %q", name, gpu, gpuType)
-	case eng.Model != model:
-		return fmt.Errorf("instance %s: model %q recorded, the engine loads %q", name, model, eng.Model)
+	case eng.Model != cmp.Or(params[ParamHFModel], model):
+		return fmt.Errorf("instance %s: model %q recorded, the engine loads %q", name, cmp.Or(params[ParamHFModel], model), eng.Model)
 	}
 	if _, dup := rb.insts[i]; dup {
 		return fmt.Errorf("instance %s: index %d recorded twice", name, i)
 	}
-	rb.insts[i] = inst{in: formats.QLMInstance{Name: name, GPU: gpu, GPUCount: n, Model: model}, unit: unit, gpus: gpus, engine: eng}
+	in := formats.QLMInstance{Name: name, GPU: gpu, GPUCount: n, Model: model}
+	if params[ParamPinned] == "true" {
+		in.GPUs = gpus
+	}
+	rb.insts[i] = inst{in: in, unit: unit, gpus: gpus, engine: eng}
 	return nil
 }
 

@@ -110,6 +110,6 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	// The search is exhaustive over types and counts: its bound is its cost.
-	best.Provenance.Bound, best.Provenance.Gap = best.Provenance.Objective, 0
+	best.Provenance.Bound, best.Provenance.Gap = formats.Proven(best.Provenance.Objective), formats.Proven(0)
 	return best, nil
 }

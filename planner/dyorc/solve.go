@@ -189,13 +189,10 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 		Metadata: formats.Metadata{Name: name, Description: "DyOrc initial service placement (warm start of the speculative scheduler)"},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(),
 			InputDigest: digest, Inputs: refs, Strategy: "dyorc", Options: opts, Status: res.Status.String(),
-			Objective: round3(res.Objective), Bound: round3(res.Bound), Gap: res.Gap,
+			Objective: round3(res.Objective), Bound: formats.Proven(round3(res.Bound)), Gap: formats.Proven(res.Gap),
 			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},
 		Cluster: cl,
 		DyOrc:   plan,
-	}
-	if math.IsInf(out.Provenance.Gap, 0) || math.IsNaN(out.Provenance.Gap) {
-		out.Provenance.Gap = 0
 	}
 	if o.Deterministic {
 		out.Provenance.SolveMs = 0

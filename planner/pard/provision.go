@@ -431,13 +431,10 @@ func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Res
 		Metadata: formats.Metadata{Name: name, Description: "PARD pipeline provisioning"},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(),
 			InputDigest: digest, Inputs: in.Refs, Strategy: "pard", Options: opts, Status: res.Status.String(),
-			Objective: math.Round(res.Objective), Bound: math.Round(res.Bound), Gap: res.Gap,
+			Objective: math.Round(res.Objective), Bound: formats.Proven(math.Round(res.Bound)), Gap: formats.Proven(res.Gap),
 			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},
 		Cluster: in.Cluster,
 		PARD:    plan,
-	}
-	if math.IsInf(out.Provenance.Gap, 0) || math.IsNaN(out.Provenance.Gap) {
-		out.Provenance.Gap = 0
 	}
 	return out, nil
 }

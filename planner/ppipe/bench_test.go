@@ -58,11 +58,11 @@ func BenchmarkSolve(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(pl.Provenance.Gap*100, "gap%")
+			b.ReportMetric(formats.Num(pl.Provenance.Gap)*100, "gap%")
 			b.ReportMetric(pl.Provenance.Objective, "obj")
 			b.ReportMetric(float64(pl.Provenance.Nodes), "nodes")
 			kept := pl.PPipe.Extra["options_kept"]
-			b.Logf("%s: status %s obj %.2f bound %.2f gap %.4f%% options %s/%s", c.name, pl.Provenance.Status, pl.Provenance.Objective, pl.Provenance.Bound, pl.Provenance.Gap*100, kept, pl.PPipe.Extra["options_raw"])
+			b.Logf("%s: status %s obj %.2f bound %.2f gap %.4f%% options %s/%s", c.name, pl.Provenance.Status, pl.Provenance.Objective, formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100, kept, pl.PPipe.Extra["options_raw"])
 		})
 	}
 }
@@ -92,7 +92,7 @@ func BenchmarkSolveAblation(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(pl.Provenance.Gap*100, "gap%")
+			b.ReportMetric(formats.Num(pl.Provenance.Gap)*100, "gap%")
 			b.ReportMetric(pl.Provenance.Objective, "obj")
 		})
 	}

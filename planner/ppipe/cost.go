@@ -134,7 +134,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if err := fleet.Finish(plan, c); err != nil {
 		return nil, &InputError{Problems: []string{err.Error()}}
 	}
-	plan.Provenance.Bound = math.Round(st.bound*1e6) / 1e6
+	plan.Provenance.Bound = formats.Proven(math.Round(st.bound*1e6) / 1e6)
 	return plan, nil
 }
 

@@ -101,9 +101,9 @@ func BenchmarkSolveCost(b *testing.B) {
 			single = math.Min(single, p1.Fleet.CostPerHour)
 		}
 	}
-	b.ReportMetric(pl.Provenance.Gap*100, "gap%")
+	b.ReportMetric(formats.Num(pl.Provenance.Gap)*100, "gap%")
 	b.ReportMetric(pl.Fleet.CostPerHour, "$/h")
 	b.ReportMetric(single, "single_$/h")
 	b.Logf("status %s cost %.2f (%s) bound %.2f gap %.2f%%; cheapest single type %.2f: saving %.1f%%", pl.Provenance.Status,
-		pl.Fleet.CostPerHour, fleet.Describe(pl.Fleet), pl.Provenance.Bound, pl.Provenance.Gap*100, single, 100*(1-pl.Fleet.CostPerHour/single))
+		pl.Fleet.CostPerHour, fleet.Describe(pl.Fleet), formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100, single, 100*(1-pl.Fleet.CostPerHour/single))
 }

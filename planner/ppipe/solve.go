@@ -177,9 +177,17 @@ func (s *session) solve(phase string, b *built, start []float64, limit time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", phase, err)
 	}
+	if solveHook != nil {
+		res = solveHook(phase, res)
+	}
 	s.nodes += res.Nodes
 	return res, nil
 }
+
+// solveHook, set only by tests, replaces each phase's solver result: how a test reproduces a
+// loaded machine's solve whose LP relaxation and later phases all hit the time limit with no
+// solution and no bound, which no fixed time limit reproduces deterministically.
+var solveHook func(phase string, res *solver.Result) *solver.Result
 
 func statusOf(r *solver.Result) string {
 	if r.Status == solver.StatusOptimal {
@@ -743,7 +751,7 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 	pl.Provenance = formats.Provenance{
 		Tool: "plan", ToolVersion: o.toolVersion(), Solver: "highs", SolverVersion: solver.Version(),
 		InputDigest: digest, Inputs: slices.Clone(in.Refs), Strategy: o.Strategy, Options: planner.RecordOptions(o.flags()),
-		Status: st.status, Objective: st.objective, Bound: st.bound, Gap: st.gap, SolveMs: st.solveMs, Nodes: st.nodes,
+		Status: st.status, Objective: st.objective, Bound: formats.Proven(st.bound), Gap: formats.Proven(st.gap), SolveMs: st.solveMs, Nodes: st.nodes,
 		Embedded: &emb,
 	}
 	return pl, nil

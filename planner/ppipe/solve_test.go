@@ -28,9 +28,9 @@ func TestTimeLimitKeepsIncumbent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%v: status %s objective %.2f bound %.2f gap %.3f%%", time.Since(start), pl.Provenance.Status, pl.Provenance.Objective, pl.Provenance.Bound, pl.Provenance.Gap*100)
-	if pl.Provenance.Status != "time-limit" || !(pl.Provenance.Gap > 0) || pl.Provenance.Bound < pl.Provenance.Objective {
-		t.Errorf("status %s gap %g bound %g objective %g", pl.Provenance.Status, pl.Provenance.Gap, pl.Provenance.Bound, pl.Provenance.Objective)
+	t.Logf("%v: status %s objective %.2f bound %.2f gap %.3f%%", time.Since(start), pl.Provenance.Status, pl.Provenance.Objective, formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100)
+	if pl.Provenance.Status != "time-limit" || !(formats.Num(pl.Provenance.Gap) > 0) || !(formats.Num(pl.Provenance.Bound) >= pl.Provenance.Objective) {
+		t.Errorf("status %s gap %g bound %g objective %g", pl.Provenance.Status, formats.Num(pl.Provenance.Gap), formats.Num(pl.Provenance.Bound), pl.Provenance.Objective)
 	}
 	if v := Verify(pl); len(v) > 0 {
 		t.Errorf("violations: %v", v)

@@ -253,7 +253,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM least-cost fleet (Mélange-style buckets × GPU types): %d instances, %d request groups", len(q.Instances), len(q.Groups))},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(), InputDigest: digest, Inputs: in.Refs, Strategy: "cost",
 			Options: planner.RecordOptions(Flags{Strategy: Strategies[0], Objective: planner.ObjectiveCost, SLO: o.SLO}), Status: sz.Status,
-			Bound: sz.Bound, Gap: finite(sz.Gap), SolveMs: float64(sz.Wall.Microseconds()) / 1000, Nodes: sz.Nodes, Embedded: &emb},
+			Bound: formats.Proven(sz.Bound), Gap: formats.Proven(sz.Gap), SolveMs: float64(sz.Wall.Microseconds()) / 1000, Nodes: sz.Nodes, Embedded: &emb},
 		Cluster: c,
 		QLM:     q,
 	}
@@ -261,13 +261,6 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	return plan, nil
-}
-
-func finite(x float64) float64 {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return 0
-	}
-	return x
 }
 
 // CheapestSingleType is the least cost of serving the buckets on one GPU type alone (the

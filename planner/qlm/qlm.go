@@ -11,6 +11,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
@@ -59,6 +60,19 @@ func profileFor(profs []*formats.Profile, model, gpu string) *formats.LLMProfile
 	return nil
 }
 
+// profileForCount returns model's LLM profile on count GPUs of type gpu (a gpu_count of 0
+// counts as 1).
+func profileForCount(profs []*formats.Profile, model, gpu string, count int) *formats.LLMProfile {
+	for _, p := range profs {
+		for i := range p.LLMs {
+			if l := &p.LLMs[i]; l.Model == model && l.GPU == gpu && max(l.GPUCount, 1) == max(count, 1) {
+				return l
+			}
+		}
+	}
+	return nil
+}
+
 // Solve plans the initial placement.
 func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	strategy := o.Strategy
@@ -81,14 +95,23 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			slots = append(slots, instanceSlot{gpu: g.Type, mem: g.MemoryBytes})
 		}
 	}
-	load, models, probs := classLoads(in.Profiles, w, slots)
+	load, models, chosen, tp, probs := classLoads(in, w, slots)
 	if len(probs) > 0 {
 		return nil, &planner.InputError{Problems: probs}
 	}
-	assign, count := assignInstances(strategy, models, load, len(slots))
 	q := &formats.QLMPlan{ReplanMs: 500}
-	for i, s := range slots {
-		q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: s.gpu, GPUCount: 1, Model: assign[i]})
+	var assign []string
+	var count map[string]int
+	if tp {
+		var err error
+		if assign, count, err = placeTensorParallel(q, c, strategy, models, load, chosen); err != nil {
+			return nil, err
+		}
+	} else {
+		assign, count = assignInstances(strategy, models, load, len(slots))
+		for i, s := range slots {
+			q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: s.gpu, GPUCount: 1, Model: assign[i]})
+		}
 	}
 	initialGroups(q, in.Profiles, w, assign)
 	emb := embedded(in.Profiles, c, w, load)
@@ -98,6 +121,9 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		if count[m] > 0 {
 			obj = math.Max(obj, load[m]/float64(count[m]))
 		}
+	}
+	if err := overloaded(models, load, count, len(slots)); err != nil {
+		return nil, err
 	}
 	name := w.Metadata.Name
 	if name == "" {
@@ -118,26 +144,27 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 }
 
 // classLoads checks every class against the cluster's GPUs and returns each model's expected
-// decode load (Σ rate·μ_out/Θ over its classes, on the first GPU type that fits it) and the
-// models in class order, or the problems found.
-func classLoads(profs []*formats.Profile, w *formats.Workload, slots []instanceSlot) (map[string]float64, []string, []string) {
-	var probs []string
-	load := map[string]float64{}
-	var models []string
+// decode load (Σ rate·μ_out/Θ over its classes, on the first GPU type that fits it), the
+// models in class order and the profile each is planned with, or the problems found. A model
+// runs on one GPU when a one-GPU profile fits; otherwise on the tensor-parallel profile
+// (gpu_count k) that fits a server with k GPUs of its type (tensorParallel), and then tp is
+// true.
+func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (load map[string]float64, models []string, chosen map[string]*formats.LLMProfile, tp bool, probs []string) {
+	profs := in.Profiles
+	load, chosen = map[string]float64{}, map[string]*formats.LLMProfile{}
 	for i, cl := range w.LLMClasses {
 		p := fmt.Sprintf("workload: llm_classes[%d]", i)
 		var fits bool
 		var best *formats.LLMProfile
+		var weightProbs []string
 		for _, s := range slots {
-			pr := profileFor(profs, cl.Model, s.gpu)
+			// A tensor-parallel profile is tried below, when no one-GPU profile fits.
+			pr := profileForCount(profs, cl.Model, s.gpu, 1)
 			if pr == nil {
 				continue
 			}
-			if pr.GPUCount > 1 {
-				continue // [ours] tensor-parallel instances are not planned yet: one GPU each
-			}
 			if s.mem > 0 && pr.WeightBytes >= s.mem {
-				probs = append(probs, fmt.Sprintf("%s.model: %s: weights of %d bytes exceed the %s's memory (%d bytes)", p, cl.Model, pr.WeightBytes, s.gpu, s.mem))
+				weightProbs = append(weightProbs, fmt.Sprintf("%s.model: %s: weights of %d bytes exceed the %s's memory (%d bytes)", p, cl.Model, pr.WeightBytes, s.gpu, s.mem))
 				continue
 			}
 			fits = true
@@ -146,9 +173,16 @@ func classLoads(profs []*formats.Profile, w *formats.Workload, slots []instanceS
 			}
 		}
 		if !fits {
-			probs = append(probs, fmt.Sprintf("%s.model: %s: no LLM profile fits any GPU type of the cluster", p, cl.Model))
-			continue
+			pr, tpProbs := tensorParallel(in, cl.Model)
+			if pr == nil {
+				probs = append(probs, weightProbs...)
+				probs = append(probs, fmt.Sprintf("%s.model: %s: no LLM profile fits any GPU type of the cluster", p, cl.Model))
+				probs = append(probs, tpProbs...)
+				continue
+			}
+			best, tp, weightProbs = pr, true, nil
 		}
+		probs = append(probs, weightProbs...)
 		prefill := best.PrefillBaseUs + best.PrefillUsPerToken*cl.InputTokens.Mean
 		if it := best.Iteration; it != nil && len(it.Prefill) > 0 {
 			prefill = it.Prefill[0].Us
@@ -158,10 +192,11 @@ func classLoads(profs []*formats.Profile, w *formats.Workload, slots []instanceS
 		}
 		if _, ok := load[cl.Model]; !ok {
 			models = append(models, cl.Model)
+			chosen[cl.Model] = best
 		}
 		load[cl.Model] += cl.RateRPS * cl.OutputTokens.Mean / best.ThroughputTokensPerS
 	}
-	return load, models, probs
+	return load, models, chosen, tp, probs
 }
 
 // assignInstances gives each of n instances a model: round-robin over the models, or (load)
@@ -256,6 +291,41 @@ func embedded(profs []*formats.Profile, c *formats.Cluster, w *formats.Workload,
 	return emb
 }
 
+// GPUSet names an instance's GPUs: "A100", or "2×A100" when tensor-parallel, with the GPU
+// indices when the plan records them ("2×A100 (GPUs 0,1)").
+func GPUSet(in formats.QLMInstance) string {
+	s := in.GPU
+	if in.GPUCount > 1 {
+		s = fmt.Sprintf("%d×%s", in.GPUCount, in.GPU)
+	}
+	if len(in.GPUs) > 0 {
+		s += " (GPUs " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(in.GPUs)), ","), "[]") + ")"
+	}
+	return s
+}
+
+// overloaded refuses a placement that cannot sustain the class rates (issue 31 item 4: such a
+// plan was written as "optimal" and only plan check noticed): a model without an instance, or
+// one whose expected decode load per instance (Σ rate·μ_out/Θ over its instances) reaches 1.
+// It names the load and the instances that would carry it.
+func overloaded(models []string, load map[string]float64, count map[string]int, slots int) error {
+	need := 0
+	var worst string
+	for _, m := range models {
+		need += int(math.Floor(load[m])) + 1
+		if count[m] == 0 || load[m] >= float64(count[m]) {
+			if worst == "" {
+				worst = fmt.Sprintf("model %s: expected decode load %.3f (Σ rate·mean output tokens / Θ) on %d instance(s)", m, load[m], count[m])
+			}
+		}
+	}
+	if worst == "" {
+		return nil
+	}
+	return &planner.InputError{Problems: []string{fmt.Sprintf("workload: llm_classes: rate_rps: %s: %s: a load below 1 per instance is needed; the best placement on the cluster's %d instance slots cannot reach it: about %d instances would (add GPUs, or lower the classes' rate_rps)",
+		planner.ErrInfeasible, worst, slots, need)}}
+}
+
 // Utilization is the expected decode load per instance of the model (the plan's objective:
 // the busiest model's Σ rate·μ_out/Θ divided by its instances; < 1 is sustainable).
 func Utilization(p *formats.Plan) float64 { return p.Provenance.Objective }
@@ -278,9 +348,9 @@ func Verify(p *formats.Plan) []string {
 		if in.Model == "" {
 			continue
 		}
-		pr := profileFor(profs, in.Model, in.GPU)
+		pr := profileForCount(profs, in.Model, in.GPU, in.GPUCount)
 		if pr == nil {
-			out = append(out, fmt.Sprintf("qlm.instances[%d]: model %s has no profile on %s", i, in.Model, in.GPU))
+			out = append(out, fmt.Sprintf("qlm.instances[%d]: model %s has no profile on %s", i, in.Model, GPUSet(in)))
 			continue
 		}
 		hosted[in.Model]++

@@ -4,6 +4,9 @@
 // and `plan simulate --load L --seed S` replay the very same trace; results are reported in
 // the simulator's report type (workload.Report). Open loop means a request is sent at its arrival time whether
 // or not earlier ones were answered, so overload shows up as drops, not as a slower client.
+// RunOpenAI (openai.go, `plan load --openai`) is a streaming benchmark client for any
+// OpenAI-compatible server instead, reporting TTFT, TPOT, ITL and E2E as vLLM's
+// benchmark_serving does.
 package load
 
 import (
@@ -42,6 +45,10 @@ type Options struct {
 	// sets the rate of the one model instead (Load is then Rate / its planned rate).
 	Load float64
 	Rate float64
+	// RateScale, when > 0, replays a Trace file at this multiple of each model's recorded
+	// rate (workload.ArrivalSpec.RecordedRate; 1.0 = as recorded) instead of Load's planned
+	// rates (`plan load --rate-scale`).
+	RateScale float64
 	// Duration is the arrival window; MaxRequests (> 0) stops arrivals earlier.
 	Duration time.Duration
 	// DurationSet says Duration was given (--duration): an exact LLM trace replay (llm.go)
@@ -74,6 +81,11 @@ type Options struct {
 	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
 	// with the requests sent and answered so far.
 	Progress func(sent, answered int64)
+	// Warmup excludes the requests arriving in the run's first Warmup from its statistics
+	// (they are sent and answered as any other; the report's goodput is per second of the
+	// rest), as `plan simulate --warmup` does: a negative value takes the simulator's default
+	// rule (workload.DefaultWarmup over the targets' SLOs), 0 counts every request.
+	Warmup time.Duration
 	// Send, when set, sends each request instead of HTTP POST …/infer (`plan load --grpc`):
 	// plan and metadata still come from URL. See send.go.
 	Send Sender
@@ -304,9 +316,17 @@ send:
 		return nil, ctx.Err()
 	}
 	samples = samples[:sent]
-	rep := report(plan, policy, o, targets, load, samples)
-	addAccuracy(rep, dep, samples, targets)
-	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(samples, targets)}, nil
+	o.Warmup = warmupOf(o, targets)
+	measured := make([]Sample, 0, len(samples))
+	for _, s := range samples {
+		if s.Arrival >= o.Warmup {
+			measured = append(measured, s)
+		}
+	}
+	rep := report(plan, policy, o, targets, load, measured)
+	addAccuracy(rep, dep, measured, targets)
+	addPercentiles(rep, dep, measured, targets)
+	return &Result{Report: rep, Samples: samples, Lag: lag, Outcomes: outcomes(measured, targets)}, nil
 }
 
 // setup reads the served plan and its models' metadata and resolves the run's targets, load
@@ -348,6 +368,16 @@ func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, po
 		return nil, "", nil, nil, 0, setupError{fmt.Errorf("--model: %q: the served plan has no such model (it serves %s)", o.Model, strings.Join(served, ", "))}
 	}
 	load = o.Load
+	if o.RateScale > 0 {
+		for i := range targets {
+			r, err := o.Arrival.RecordedRate(targets[i].name)
+			if err != nil {
+				return nil, "", nil, nil, 0, setupError{fmt.Errorf("--rate-scale: %w", err)}
+			}
+			targets[i].rate = r // load factor 1.0 = the trace as recorded
+		}
+		load = o.RateScale
+	}
 	if o.Rate > 0 {
 		if len(targets) != 1 {
 			return nil, "", nil, nil, 0, setupError{fmt.Errorf("--rate needs one model: name it with --model (the plan serves %d)", len(targets))}
@@ -569,7 +599,7 @@ func mustJSON(v any) string {
 // after it, and dropped otherwise (503 with the server's reason and stage, or a client-side
 // failure at stage "client").
 func report(plan *formats.Plan, policy string, o Options, targets []target, load float64, samples []Sample) *workload.Report {
-	secs := o.Duration.Seconds()
+	secs := (o.Duration - max(o.Warmup, 0)).Seconds()
 	type acc struct {
 		requests, completed, late, dropped, cancelled int64
 		lat                                           []int64
@@ -650,7 +680,7 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 	met.EndUs = end.Microseconds()
 	rep := &workload.Report{
 		APIVersion: formats.APIVersion, Kind: workload.ReportKind, Plan: plan.Metadata.Name, Policy: policy,
-		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(),
+		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(), WarmupUs: max(o.Warmup, 0).Microseconds(),
 		Points: []workload.Point{{Load: workload.Round6(load), Metrics: met}},
 	}
 	if plan.PPipe != nil {
@@ -666,6 +696,20 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 	}
 	rep.MaxLoad99 = workload.MaxLoadAt(rep.Points, 0.99)
 	return rep
+}
+
+// warmupOf is the run's warm-up window: Options.Warmup, or for a negative one the
+// simulator's default rule over the targets' SLOs, within the arrival window.
+func warmupOf(o Options, targets []target) time.Duration {
+	w := o.Warmup
+	if w < 0 {
+		dep := &dataplane.Deployment{}
+		for _, t := range targets {
+			dep.Apps = append(dep.Apps, dataplane.App{SLO: t.slo})
+		}
+		w = time.Duration(workload.DefaultWarmup(dep, dataplane.Time(o.Duration/time.Microsecond))) * time.Microsecond
+	}
+	return min(w, o.Duration)
 }
 
 func percentiles(lat []int64) workload.Latency {

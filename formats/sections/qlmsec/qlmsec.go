@@ -8,6 +8,7 @@ package qlmsec
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -107,6 +108,14 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 		c.Check(seen, formats.Field(np, "name"), in.Name)
 		c.GPU(pl, formats.Field(np, "gpu"), in.GPU)
 		c.AtLeast(formats.Field(np, "gpu_count"), int64(in.GPUCount), 1)
+		if len(in.GPUs) > 0 && len(in.GPUs) != in.GPUCount {
+			c.Add(formats.Field(np, "gpus"), in.GPUs, "lists %d GPUs for gpu_count %d", len(in.GPUs), in.GPUCount)
+		}
+		for j, g := range in.GPUs {
+			if g < 0 || slices.Contains(in.GPUs[:j], g) {
+				c.Add(formats.Index(formats.Field(np, "gpus"), j), g, "must be a GPU index >= 0, each once")
+			}
+		}
 		for j, id := range in.Queue {
 			jp := formats.Index(formats.Field(np, "queue"), j)
 			if groups.First(id) == "" {

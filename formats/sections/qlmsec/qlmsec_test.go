@@ -56,6 +56,8 @@ func TestValidatePlan(t *testing.T) {
 		{"qlm instance name", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Name = "vllm-0" }), []string{`plan-sections.json: qlm.instances[1].name: "vllm-0": duplicate name (first at qlm.instances[0].name)`}},
 		{"qlm instance gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPU = "H100" }), []string{`plan-sections.json: qlm.instances[1].gpu: "H100": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
 		{"qlm instance gpu_count", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPUCount = 0 }), []string{`plan-sections.json: qlm.instances[1].gpu_count: 0: must be >= 1`}},
+		{"qlm instance gpus", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPUs = []int{1, 1} }),
+			[]string{`plan-sections.json: qlm.instances[1].gpus: [1 1]: lists 2 GPUs for gpu_count 1`, `plan-sections.json: qlm.instances[1].gpus[1]: 1: must be a GPU index >= 0, each once`}},
 		{"qlm queue unknown", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue[0] = "chat-9" }), []string{`plan-sections.json: qlm.instances[1].queue[0]: "chat-9": unknown group: not in qlm.groups`}},
 		{"qlm queued twice", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue = append(p.QLM.Instances[1].Queue, "chat-0") }), []string{`plan-sections.json: qlm.instances[1].queue[1]: "chat-0": group is already queued at qlm.instances[0].queue[0]`}},
 		{"qlm replan", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.ReplanMs = -1 }), []string{`plan-sections.json: qlm.replan_ms: -1: must be >= 0`}},

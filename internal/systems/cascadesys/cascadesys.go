@@ -59,7 +59,8 @@ func System() system.System {
 // Planner plans cascades workloads: its flags fill pc.Flags, which the plan records (the
 // latency SLO from plan solve's --slo).
 type Planner struct {
-	f pc.Flags
+	f      pc.Flags
+	margin float64
 }
 
 // Flags implements planner.Planner.
@@ -69,6 +70,7 @@ func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.f.Percentile, "percentile", d.Percentile, "latency SLO percentile (default: the workload's, or 0.95)")
 	f.IntVar(&o.f.GPUs, "gpus", d.GPUs, "use only the first N GPUs of the cluster (0 = all)")
 	f.BoolVar(&o.f.MinGPUs, "min-gpus", d.MinGPUs, "search the fewest GPUs whose plan meets every SLO")
+	f.Float64Var(&o.margin, "accuracy-margin", 0, "plan this much above the accuracy target (the validation estimate's error; the plan records target + margin)")
 	f.IntVar(&o.f.Ranges, "ranges", d.Ranges, "number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)")
 	f.Float64Var(&o.f.QPSMax, "qps-max", d.QPSMax, "highest planned QPS (default: the workload's qps_max)")
 	f.IntVar(&o.f.Levels, "levels", d.Levels, "threshold levels per model (certainty quantiles)")
@@ -86,6 +88,9 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	}
 	if f.Percentile != 0 && !(f.Percentile > 0 && f.Percentile <= 1) {
 		probs = append(probs, fmt.Sprintf("--percentile: %g: must be in (0, 1]", f.Percentile))
+	}
+	if !(o.margin >= 0 && o.margin < 1) {
+		probs = append(probs, fmt.Sprintf("--accuracy-margin: %g: must be in [0, 1)", o.margin))
 	}
 	if f.GPUs < 0 || f.Ranges < 0 || f.QPSMax < 0 || math.IsNaN(f.QPSMax) {
 		probs = append(probs, "--gpus, --ranges and --qps-max: must be >= 0")
@@ -105,7 +110,7 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	if len(probs) > 0 {
 		return pc.Options{}, &planner.InputError{Problems: probs}
 	}
-	return pc.Options{Provision: f.Provision, Strategy: s.Strategy, Latency: s.SLO, Percentile: f.Percentile, Accuracy: f.AccuracySLO, GPUs: f.GPUs,
+	return pc.Options{Provision: f.Provision, Strategy: s.Strategy, Latency: s.SLO, Percentile: f.Percentile, Accuracy: f.AccuracySLO, AccuracyMargin: o.margin, GPUs: f.GPUs,
 		MinGPUs: f.MinGPUs, Ranges: f.Ranges, QPSMax: f.QPSMax, TimeWeights: f.Weights == "time",
 		Search: pc.SearchOptions{Levels: f.Levels, MaxLen: f.MaxLen, Monotone: f.Monotone}, ToolVersion: s.ToolVersion}, nil
 }
@@ -125,29 +130,19 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if s.Objective == planner.ObjectiveCost {
 		plan, err = pc.SolveCost(ctx, in, opt)
 	} else {
-		plan, _, err = pc.Solve(ctx, in, opt)
+		var res *pc.Result
+		plan, res, err = pc.Solve(ctx, in, opt)
+		if err == nil {
+			err = refuseMiss(ctx, in, opt, res)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, err)
 		}
 		if errors.Is(err, planner.ErrInfeasible) {
-			// Name the SLO that cannot be met (file, field, value); the message says which
-			// SLO is the best attainable. Exit 2 either way.
-			c := in.Workload.Cascades[0]
-			field := "workload: cascades[0]"
-			switch {
-			case opt.Accuracy > 0 && o.f.AccuracySLO > 0:
-				field = fmt.Sprintf("--accuracy %g", opt.Accuracy)
-			case s.SLO > 0:
-				field = fmt.Sprintf("--slo %v", s.SLO)
-			case c.LatencySLO != nil:
-				field = fmt.Sprintf("workload: cascades[0].latency_slo.latency: %v", time.Duration(c.LatencySLO.Latency))
-			case c.AccuracySLO > 0:
-				field = fmt.Sprintf("workload: cascades[0].accuracy_slo: %g", c.AccuracySLO)
-			}
 			msg := strings.TrimPrefix(err.Error(), planner.ErrInfeasible.Error()+": ")
-			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("%s: %s: %s", field, planner.ErrInfeasible.Error(), msg)}}
+			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("%s: %s: %s", o.sloField(in, opt, s), planner.ErrInfeasible.Error(), msg)}}
 		}
 		return nil, err
 	}
@@ -155,6 +150,74 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		plan.Provenance.SolveMs = 0
 	}
 	return plan, nil
+}
+
+// sloField names the SLO a refused solve cannot meet (flag or workload field and value).
+func (o *Planner) sloField(in planner.Inputs, opt pc.Options, s planner.Settings) string {
+	c := in.Workload.Cascades[0]
+	switch {
+	case opt.Accuracy > 0 && o.f.AccuracySLO > 0 && opt.AccuracyMargin > 0:
+		return fmt.Sprintf("--accuracy %g --accuracy-margin %g", opt.Accuracy, opt.AccuracyMargin)
+	case opt.Accuracy > 0 && o.f.AccuracySLO > 0:
+		return fmt.Sprintf("--accuracy %g", opt.Accuracy)
+	case s.SLO > 0:
+		return fmt.Sprintf("--slo %v", s.SLO)
+	case c.LatencySLO != nil:
+		return fmt.Sprintf("workload: cascades[0].latency_slo.latency: %v", time.Duration(c.LatencySLO.Latency))
+	case c.AccuracySLO > 0:
+		return fmt.Sprintf("workload: cascades[0].accuracy_slo: %g", c.AccuracySLO)
+	}
+	return "workload: cascades[0]"
+}
+
+// refuseMiss turns a plan that misses an SLO on the GPUs it was given (the best the planner
+// found there) into ErrInfeasible naming the best attainable value and what would reach the
+// target: the fewest GPUs of the cluster that do (found by solving again, at most once per
+// count), else that no GPU count of this cluster and strategy does (issue 31 item 4: `--strategy
+// dynba --gpus 4` at accuracy 0.84 printed "optimal, objective 0.8365" and exited 0).
+func refuseMiss(ctx context.Context, in planner.Inputs, opt pc.Options, res *pc.Result) error {
+	miss := res.Miss()
+	if miss == "" {
+		return nil
+	}
+	best := fmt.Sprintf("the best plan on %d GPU(s) (strategy %s) reaches weighted accuracy %.4f", res.HW.N, res.Opt.Strategy, res.Acc)
+	if worst := worstLatency(res); worst > 0 {
+		best += fmt.Sprintf(", p%g latency %.0f ms", res.Opt.Percentile*100, worst*1000)
+	}
+	hint := ""
+	total := in.Cluster.GPUs[0].Count
+	if opt.Accuracy > 0 && len(res.Pareto) > 0 && res.Pareto[0].Acc < res.Opt.Accuracy-1e-9 {
+		hint = fmt.Sprintf("no GPU count reaches it: the strategy's most accurate cascade reaches %.4f (lower --accuracy to %.4f", res.Pareto[0].Acc, res.Pareto[0].Acc)
+		if res.Opt.Strategy != pc.StrategyCascadeServe {
+			hint += " or use --strategy " + pc.StrategyCascadeServe
+		}
+		hint += ")"
+	} else {
+		for n := res.HW.N + 1; n <= total && hint == ""; n++ {
+			o := opt
+			o.GPUs, o.MinGPUs = n, false
+			if _, r, err := pc.Solve(ctx, in, o); err == nil && r.Miss() == "" {
+				hint = fmt.Sprintf("--gpus %d reaches it", n)
+			} else if ctx.Err() != nil {
+				break
+			}
+		}
+		if hint == "" {
+			hint = fmt.Sprintf("no GPU count of the cluster (%d) reaches it: relax the target (--slo, --accuracy) or lower --qps-max", total)
+		}
+	}
+	return fmt.Errorf("%w: %s: %s; %s", planner.ErrInfeasible, miss, best, hint)
+}
+
+// worstLatency is the highest planned p-latency of any gear, in seconds.
+func worstLatency(res *pc.Result) float64 {
+	w := 0.0
+	for _, g := range res.Gears {
+		if !math.IsInf(g.Sim.PLat, 0) && !math.IsNaN(g.Sim.PLat) {
+			w = max(w, g.Sim.PLat)
+		}
+	}
+	return w
 }
 
 // Render prints the placement and one row per gear.

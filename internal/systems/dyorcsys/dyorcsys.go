@@ -7,6 +7,7 @@ package dyorcsys
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,7 +85,25 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	if s.Objective == planner.ObjectiveCost {
 		return dyorc.SolveCost(ctx, in.Workload, in.Cluster, in.Refs, opts)
 	}
-	return dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, opts)
+	plan, err := dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The placement minimizes the busiest GPU's expected load (busy seconds per second at the
+	// services' max batch): at 1 or more the apps' rates exceed what the cluster serves, and
+	// the plan is the least overloaded one, not a plan that meets them (issue 31 item 4). With
+	// the load spread evenly (the shares are continuous) G·z GPUs' worth of work needs more
+	// than G·z GPUs.
+	if z := plan.DyOrc.Params["expected_max_gpu_load"]; z >= 1 {
+		g := 0
+		for _, p := range in.Cluster.GPUs {
+			g += p.Count
+		}
+		return nil, &planner.InputError{Problems: []string{fmt.Sprintf(
+			"workload: workflows.apps: rate_rps: %s: the busiest of the cluster's %d GPUs has an expected load of %.2f (busy seconds per second at the services' max batch; it must stay below 1): about %d GPUs would carry these rates (add GPUs or lower the apps' rate_rps)",
+			planner.ErrInfeasible, g, z, int(math.Floor(z*float64(g)))+1)}}
+	}
+	return plan, nil
 }
 
 // Render prints the placement per GPU and the replicas per service.
@@ -105,7 +124,7 @@ func Render(p *formats.Plan) []planner.Table {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			a.Rows = append(a.Rows, []string{n, fmt.Sprintf("%.4f", loads[n]), fmt.Sprintf("%.4f", p.Provenance.Gap)})
+			a.Rows = append(a.Rows, []string{n, fmt.Sprintf("%.4f", loads[n]), fmt.Sprintf("%.4f", formats.Num(p.Provenance.Gap))})
 		}
 	}
 	return []planner.Table{t, g, a}

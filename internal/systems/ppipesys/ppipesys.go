@@ -90,7 +90,49 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	opts := f.Options()
 	opts.Deterministic, opts.Progress, opts.ToolVersion = s.Deterministic, s.Progress, s.ToolVersion
 	opts.Objective = s.Objective
-	return ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
+	plan, err := ppipe.Solve(ctx, ppipe.Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: in.Workload, Refs: in.Refs}, opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.Objective == planner.ObjectiveCost {
+		return plan, nil // the cost objective provisions for the rates itself
+	}
+	if err := rateMisses(in.Workload, plan); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// rateMisses refuses a plan whose guaranteed rate (target_rps, load factor 1.0) is below a
+// model's expected arrival rate (workload models[i].rate_rps): PPipe maximizes the weighted
+// minimum rate on the cluster given, so such a plan is the best there and still misses the
+// target (issue 31 item 4: it was written as "optimal"). Throughput grows about linearly with
+// GPUs at a fixed SLO, which sizes the hint.
+func rateMisses(w *formats.Workload, plan *formats.Plan) error {
+	if w == nil || plan.PPipe == nil {
+		return nil
+	}
+	var probs []string
+	for i, m := range w.Models {
+		if !(m.RateRPS > 0) {
+			continue
+		}
+		for _, pm := range plan.PPipe.Models {
+			if pm.Model != m.Name || pm.TargetRPS >= m.RateRPS*(1-1e-9) {
+				continue
+			}
+			hint := "add GPUs or give a longer --slo"
+			if pm.TargetRPS > 0 {
+				hint = fmt.Sprintf("about %.1f× the cluster's GPUs would carry it, or give a longer --slo", m.RateRPS/pm.TargetRPS)
+			}
+			probs = append(probs, fmt.Sprintf("workload: models[%d].rate_rps: %g: %s: the best plan on this cluster guarantees %.1f req/s at SLO %v: %s",
+				i, m.RateRPS, planner.ErrInfeasible, pm.TargetRPS, pm.SLO, hint))
+		}
+	}
+	if len(probs) > 0 {
+		return &planner.InputError{Problems: probs}
+	}
+	return nil
 }
 
 // Render prints the pipelines, per-model throughput and GPU use.

@@ -77,7 +77,11 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 func Render(p *formats.Plan) []planner.Table {
 	it := planner.Table{Header: []string{"INSTANCE", "GPU", "MODEL", "VIRTUAL QUEUE"}}
 	for _, in := range p.QLM.Instances {
-		it.Rows = append(it.Rows, []string{in.Name, in.GPU, in.Model, fmt.Sprint(in.Queue)})
+		gpu := in.GPU
+		if in.GPUCount > 1 || len(in.GPUs) > 0 {
+			gpu = pq.GPUSet(in) // tensor-parallel: the count and the GPUs
+		}
+		it.Rows = append(it.Rows, []string{in.Name, gpu, in.Model, fmt.Sprint(in.Queue)})
 	}
 	gt := planner.Table{Header: []string{"GROUP", "MODEL", "CLASS", "SLO", "REQUESTS"}}
 	for _, g := range p.QLM.Groups {

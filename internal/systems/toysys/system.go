@@ -98,7 +98,7 @@ func solve(in planner.Inputs, s planner.Settings, maxUtil float64) (*formats.Pla
 		Metadata: formats.Metadata{Name: j.Name},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: s.ToolVersion, InputDigest: digest, Inputs: in.Refs,
 			Strategy: "mdc", Options: planner.RecordOptions(Options{MaxUtil: maxUtil}),
-			Status: "heuristic", Objective: float64(workers), Bound: float64(workers), Embedded: emb},
+			Status: "heuristic", Objective: float64(workers), Bound: formats.Proven(float64(workers)), Gap: formats.Proven(0), Embedded: emb},
 		Cluster: in.Cluster,
 		Sections: formats.SectionValues{PlanSection: {Section: planSection{}, Value: &Plan{
 			App: j.Name, SLO: slo, GPU: in.Cluster.GPUs[0].Type, Workers: workers, LatencyUs: j.LatencyUs, RateRPS: j.RateRPS}}},

@@ -249,7 +249,11 @@ func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker,
 		lg.add("resolve", planner.Check{Line: fmt.Sprintf("input digest %s ≠ recorded %s", short(re.Provenance.InputDigest), short(plan.Provenance.InputDigest)), Name: "input_digest"})
 	}
 	pv := re.Provenance
-	line := fmt.Sprintf("objective %.2f vs recorded %.2f (%+.2f%%; %s, gap %.3f%%)", pv.Objective, plan.Provenance.Objective, pctDiff(pv.Objective, plan.Provenance.Objective), pv.Status, pv.Gap*100)
+	gap := "no bound" // the re-solve proved none (time limit before its LP finished)
+	if pv.Gap != nil {
+		gap = fmt.Sprintf("gap %.3f%%", *pv.Gap*100)
+	}
+	line := fmt.Sprintf("objective %.2f vs recorded %.2f (%+.2f%%; %s, %s)", pv.Objective, plan.Provenance.Objective, pctDiff(pv.Objective, plan.Provenance.Objective), pv.Status, gap)
 	// The objective's sense is the system's: compare through Compare below; here a change
 	// beyond the tolerance in either direction is reported, a worse one fails via Compare. No
 	// limit: the recorded objective is a reference, not a bound.

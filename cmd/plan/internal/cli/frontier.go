@@ -199,7 +199,7 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 			}
 		}
 	}
-	in, err := loadSolveInputs(&o.solveOptions, app.Systems.Sections())
+	in, err := loadSolveInputs(&o.solveOptions, app.Systems.Sections(), func(s string) { fmt.Fprintf(app.Err, "warning: %s\n", s) })
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,12 @@ type loadOptions struct {
 	timeout     time.Duration
 	connections int
 	// grpc sends the requests over KServe v2 gRPC to this address (serve --grpc-addr).
-	grpc    string
-	grpcRaw bool
+	grpc      string
+	grpcRaw   bool
+	warmup    time.Duration
+	rateScale float64
+	// openai benchmarks an OpenAI-compatible server instead (load_openai.go).
+	openai openAIFlags
 }
 
 func init() { register(newLoadCmd) }
@@ -39,7 +43,7 @@ func init() { register(newLoadCmd) }
 func newLoadCmd(app *App) *cobra.Command {
 	o := &loadOptions{}
 	cmd := &cobra.Command{
-		Use:   "load URL",
+		Use:   "load {URL | --openai URL}",
 		Short: "Send open-loop load to a running 'plan serve' and report SLO attainment",
 		Long: `load sends requests to a 'plan serve' (or any KServe v2 server that also answers
 GET /v1/plan) at their scheduled arrival times whether or not earlier ones were answered
@@ -48,32 +52,58 @@ percentiles in the same format as 'plan simulate'.
 
 Arrivals are the simulator's: with --load L and --seed S the trace is exactly the one
 'plan simulate --load L --seed S' replays, so the two reports can be compared line by line.
+As in 'plan simulate', requests arriving in the first --warmup are sent but not counted.
 --rate R sets one model's rate in requests/s instead. A request counts as on time when the
 client saw its 200 within the model's SLO.
+
+With --openai URL, load benchmarks any OpenAI-compatible server (plan serve on a QLM plan,
+vLLM, SGLang) as vLLM's benchmark_serving does: streaming completions (--chat: chat
+completions) sent open loop at --rate (--trace poisson, bursty, mmpp) or at a Trace file's
+own times with its per-request input_tokens and output_tokens and targets (the model field),
+or closed loop with --concurrency N. max_tokens is the request's output tokens (ignore_eos
+asks the engine to generate them all); the prompt is N common English words, one token each
+in Llama/Mistral/GPT vocabularies, drawn per request from --seed. It reports TTFT, TPOT, ITL
+and E2E (mean, p50, p90, p99, max), request and token throughput, and failures by reason and
+HTTP status; a request not finished within --timeout is abandoned (the server aborts it).
 
 Only loopback targets (127.0.0.0/8, ::1, localhost) are accepted: this is a test tool, not
 a way to load someone else's server.`,
 		Example: `  plan load http://127.0.0.1:8080 --load 0.9 --duration 10s
   plan load http://127.0.0.1:8080 --rate 500 --duration 30s --trace bursty --seed 7
-  plan load http://127.0.0.1:8080 --rate 2000 --max-requests 10000 -O json`,
-		Args: cobra.ExactArgs(1),
+  plan load http://127.0.0.1:8080 --rate 2000 --max-requests 10000 -O json
+  plan load --openai http://127.0.0.1:8000 --model mistral-chat --rate 4 --input-tokens 512 --output-tokens 128 --max-requests 200
+  plan load --openai http://127.0.0.1:8000 --trace azure-conv.json -O json
+  plan load --openai http://127.0.0.1:8000 --model llama --chat --concurrency 16 --max-requests 500`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.openai.url != "" {
+				if len(args) > 0 {
+					return usageErrorf("give the server either as URL or as --openai URL, not both")
+				}
+				return runLoadOpenAI(cmd, app, o)
+			}
+			if len(args) != 1 {
+				return usageErrorf("URL: required (or --openai URL)")
+			}
 			return runLoad(cmd, app, o, args[0])
 		},
 	}
 	f := cmd.Flags()
 	f.Float64Var(&o.rate, "rate", 0, "requests/s to one model (see --model); exclusive with --load")
-	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate (default 1.0 without --rate)")
+	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate, a trace rescaled to it (default 1.0 without --rate)")
+	f.Float64Var(&o.rateScale, "rate-scale", 0, "with a Trace file: replay it at this multiple of its recorded rate (1.0 = as recorded); exclusive with --load and --rate")
 	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit)")
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a trace file (a Trace document or an Azure LLM trace CSV); on an LLM plan a per-request trace replays exactly, as plan simulate's: each request once, with its class and tokens, the whole trace unless --duration")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
-	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s); a timed-out request is given up and counts as cancelled (the server withdraws it)")
+	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s; with --openai 10m); a timed-out request is given up and counts as cancelled (the server withdraws it)")
 	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this loopback HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
 	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
+	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of the run are sent but not counted (default: as plan simulate, 5 × the largest SLO, at least 2s, at most 20% of --duration; 0s counts every request)")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
+	o.openai.flags(f)
 	return cmd
 }
 
@@ -101,7 +131,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"rate", o.rate}, {"load", o.load}} {
+	}{{"rate", o.rate}, {"load", o.load}, {"rate-scale", o.rateScale}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return usageErrorf("--%s: %g: must be a finite number > 0", f.name, f.v)
 		}
@@ -115,7 +145,10 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if o.rate > 0 && o.load > 0 {
 		return usageErrorf("--rate and --load are exclusive")
 	}
-	if o.rate == 0 && o.load == 0 {
+	if o.rateScale > 0 && (o.rate > 0 || o.load > 0) {
+		return usageErrorf("--rate-scale: exclusive with --load and --rate (it sets the rates itself)")
+	}
+	if o.rate == 0 && o.load == 0 && o.rateScale == 0 {
 		o.load = 1
 	}
 	if o.duration <= 0 {
@@ -131,7 +164,17 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if err != nil {
 		return usageError(err)
 	}
-	opts := load.Options{Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
+	warmup := time.Duration(-1) // the default rule, over the served plan's SLOs
+	if cmd.Flags().Changed("warmup") {
+		if o.warmup < 0 || o.warmup >= o.duration {
+			return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
+		}
+		warmup = o.warmup
+	}
+	if o.rateScale > 0 && spec.Trace == nil {
+		return usageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
+	}
+	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"),
@@ -190,13 +233,31 @@ func printLoadReport(app *App, res *load.Result) {
 	rep := res.Report
 	p := rep.Points[0]
 	t := p.Total
-	app.Table([]string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}, [][]string{{
+	header := []string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}
+	row := []string{
 		fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", t.OfferedRPS), fmt.Sprint(t.Requests), pct(t.Attainment),
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
-	}})
+	}
+	if sp := t.SLOPercentile; sp != nil { // the SLO's own percentile (a cascade's p95)
+		header, row = append(header, fmt.Sprintf("p%g ms", 100*sp.Percentile)), append(row, percentileMs(sp))
+	}
+	// Each application's (class's) attainment beside the total, as plan simulate shows it.
+	for _, name := range appNames(rep) {
+		v := "-"
+		for _, a := range p.Apps {
+			if a.Name == name && a.Requests > 0 {
+				v = pct(a.Attainment)
+			}
+		}
+		header, row = append(header, "att "+name), append(row, v)
+	}
+	app.Table(header, [][]string{row})
 	if line := accuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
+	}
+	if rep.WarmupUs > 0 {
+		fmt.Fprintf(app.Out, "\nrequests arriving in the first %s (warm-up) were sent but not counted\n", time.Duration(rep.WarmupUs)*time.Microsecond)
 	}
 	printLLMTable(app, rep.Points)
 	oc := res.Outcomes

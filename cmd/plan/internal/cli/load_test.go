@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +57,197 @@ func TestLoadReport(t *testing.T) {
 	}
 	if code, _, stderr := rootRun(t, "load", ts.URL, "--connections", "0"); code != ExitUsage || !strings.Contains(stderr, "--connections") {
 		t.Errorf("--connections 0: exit %d %s", code, stderr)
+	}
+}
+
+// TestLoadWarmup: plan load excludes the requests arriving in its warm-up window from the
+// report, by default by plan simulate's rule (20% of a short run) and as --warmup says, and
+// refuses a window as long as the run (issue 31 item 3).
+func TestLoadWarmup(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		warmUs int64
+	}{
+		{name: "none", args: []string{"--warmup", "0s"}},
+		{name: "default", warmUs: 100_000},
+		{name: "given", args: []string{"--warmup", "250ms"}, warmUs: 250_000},
+		{name: "too long", args: []string{"--warmup", "500ms"}, code: ExitUsage},
+	}
+	var all int64
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"load", ts.URL, "--rate", "200", "--duration", "500ms", "--connections", "8", "-O", "json"}, c.args...)
+			code, out, stderr := rootRun(t, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr)
+			}
+			if c.code != ExitOK {
+				if !strings.Contains(stderr, "--warmup: 500ms: must be >= 0 and shorter than --duration 500ms") {
+					t.Errorf("stderr: %s", stderr)
+				}
+				return
+			}
+			var rep struct {
+				WarmupUs int64 `json:"warmup_us"`
+				Points   []struct {
+					Total struct {
+						Requests int64 `json:"requests"`
+					} `json:"total"`
+				} `json:"points"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Points) != 1 {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if rep.WarmupUs != c.warmUs {
+				t.Errorf("warmup_us %d, want %d", rep.WarmupUs, c.warmUs)
+			}
+			n := rep.Points[0].Total.Requests
+			if c.warmUs == 0 {
+				all = n
+			} else if all > 0 && n >= all {
+				t.Errorf("%d requests counted with a %d µs warm-up, %d without: the warm-up counted", n, c.warmUs, all)
+			}
+		})
+	}
+}
+
+// TestLoadRateScale: plan load --rate-scale replays a trace at multiples of its recorded rate
+// (a counts trace of mean 200 req/s: base 200 per model, load column = the scale), needs a
+// trace and excludes --load (issue 31 item 3).
+func TestLoadRateScale(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	if err := os.WriteFile(trace, []byte(`{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"t"},"counts":{"interval":"1s","counts":[100,300]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{name: "half the recorded rate", args: []string{"--trace", trace, "--rate-scale", "0.5"}},
+		{name: "no trace", args: []string{"--rate-scale", "1"}, code: ExitUsage, stderr: "--rate-scale: needs a Trace file"},
+		{name: "with --load", args: []string{"--trace", trace, "--rate-scale", "1", "--load", "1"}, code: ExitUsage, stderr: "--rate-scale: exclusive with --load"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"load", ts.URL, "--duration", "300ms", "--connections", "8", "-O", "json"}, c.args...)
+			code, out, stderr := rootRun(t, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr)
+			}
+			if c.code != ExitOK {
+				if !strings.Contains(stderr, c.stderr) {
+					t.Errorf("stderr lacks %q: %s", c.stderr, stderr)
+				}
+				return
+			}
+			var rep struct {
+				BaseRPS []struct {
+					RPS float64 `json:"rps"`
+				} `json:"base_rps"`
+				Points []struct {
+					Load float64 `json:"load"`
+				} `json:"points"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Points) != 1 || len(rep.BaseRPS) == 0 {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if rep.Points[0].Load != 0.5 {
+				t.Errorf("load %g, want 0.5", rep.Points[0].Load)
+			}
+			for _, b := range rep.BaseRPS {
+				if b.RPS != 200 {
+					t.Errorf("base_rps %+v, want the trace's recorded 200 req/s", rep.BaseRPS)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadAppColumns: plan load shows each model's attainment beside the total for a plan
+// serving several (issue 31 item 3).
+func TestLoadAppColumns(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](goldenPlan("ppipe-2models.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	code, out, stderr := rootRun(t, "load", ts.URL, "--load", "0.5", "--duration", "300ms", "--connections", "8")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, m := range p.PPipe.Models {
+		if !strings.Contains(out, "att "+m.Model) {
+			t.Errorf("report lacks the attainment of %s:\n%s", m.Model, out)
+		}
+	}
+}
+
+// TestLoadSLOPercentile: plan load of a cascade plan gives the latency at its SLO's p95, as
+// plan simulate does (issue 31 item 3).
+func TestLoadSLOPercentile(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](goldenPlan("cascade-sentiment.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	code, out, stderr := rootRun(t, "load", ts.URL, "--load", "0.02", "--duration", "300ms", "--connections", "8", "-O", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Points []struct {
+			Total struct {
+				Requests      int64 `json:"requests"`
+				SLOPercentile *struct {
+					Percentile float64 `json:"percentile"`
+					LatencyUs  int64   `json:"latency_us"`
+				} `json:"slo_percentile"`
+			} `json:"total"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Points) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	tot := rep.Points[0].Total
+	if tot.Requests == 0 || tot.SLOPercentile == nil || tot.SLOPercentile.Percentile != 0.95 || tot.SLOPercentile.LatencyUs <= 0 {
+		t.Errorf("total %+v (slo_percentile %+v), want the p95 of the measured requests", tot, tot.SLOPercentile)
 	}
 }

@@ -341,6 +341,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		}
 	}
 	doc := profiler.NewProfile(name, desc, models, llms)
+	warnNoisyPoints(app, doc)
 	for _, w := range formats.PWLWarnings(doc) {
 		fmt.Fprintf(app.Err, "warning: %s\n", w)
 	}
@@ -365,6 +366,20 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 	}
 	app.Infof("profile: wrote %s", r.opt.out)
 	return r.summary(app, doc)
+}
+
+// warnNoisyPoints names, on stderr, the measured points plan solve will leave out of its
+// monotone fit (formats.FitProfile, issue 31 item 1); the profile is written as measured.
+func warnNoisyPoints(app *App, doc *formats.Profile) {
+	cp := *doc
+	cp.Models = make([]formats.ModelProfile, len(doc.Models))
+	for i, m := range doc.Models {
+		m.Latency = append([]formats.LatencyEntry(nil), m.Latency...)
+		cp.Models[i] = m
+	}
+	for _, w := range formats.FitProfile(&cp) {
+		fmt.Fprintf(app.Err, "warning: %s (plan solve plans on the fit; the profile keeps the measurement)\n", w)
+	}
 }
 
 // loadGraph returns the IR of the zoo model or ONNX file, and a source label.

@@ -39,6 +39,7 @@ type simulateOptions struct {
 	warmup    time.Duration
 	findLimit bool
 	autopilot autopilotFlags
+	rateScale string
 	// requestsOut is --requests-out: every request's record as JSONL.
 	requestsOut string
 }
@@ -52,10 +53,14 @@ func newSimulateCmd(app *App) *cobra.Command {
 		Short: "Simulate a plan in virtual time and sweep the load factor",
 		Long: `simulate runs a plan through the same runtime policies that 'plan serve' uses, in
 virtual time, at a range of load factors (1.0 = the plan's guaranteed rate per model,
-target_rps), and prints SLO attainment per load factor and the highest load factor with at
+target_rps; a Trace file is rescaled so its mean rate is that, so --load 1 replays a trace at
+the planned peak: --rate-scale 1 replays it as recorded), and prints SLO attainment per load factor and the highest load factor with at
 least 99% attainment (a step counts only if the next lower step passes too). Requests
-arriving in the first --warmup of each load point (default 10% of --duration, at most 3s)
-are simulated but not counted, so start-up does not read as steady-state misses. With the
+arriving in the first --warmup of each load point (default: 5 × the plan's largest SLO, at
+least 2s, at most 20% of --duration) are simulated but not counted, so start-up does not read
+as steady-state misses. Each application's attainment gets a column of its own (plans serving
+2 to 6), and a plan whose SLO is a percentile (a cascade's p95) a column with the latency
+there and the max load factor at which it holds. With the
 default --load range (or --find-limit) the sweep goes on past 1.0 while the highest load
 still holds 99%: doubling up to 8x, then bisecting where it falls.
 
@@ -85,7 +90,8 @@ PLAN defaults to ./plan.json.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a trace file (a Trace document, or an Azure LLM trace CSV detected by its header); on an LLM plan a per-request trace replays exactly: each request once, with its class and tokens, at its time / the load (default --load 1: as recorded)")
-	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list")
+	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list (1.0 = each model at its planned rate; a trace is rescaled so its mean rate is that)")
+	f.StringVar(&o.rateScale, "rate-scale", "", "with a Trace file: replay it at these multiples of its recorded rate (1.0 = as recorded; LO:HI:STEP, a value or a comma list), instead of --load's planned rates")
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
@@ -95,7 +101,7 @@ PLAN defaults to ./plan.json.`,
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.StringVar(&o.reference, "reference-plan", "", "take the per-model rate at load 1.0 from this plan (compare NP/DART-r at PPipe's rates)")
 	f.IntVar(&o.parallel, "parallel", 0, "load points simulated at once (0 = all cores)")
-	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 10% of --duration, at most 3s; 0s counts every request)")
+	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of each load point are simulated but not counted (default: 5 × the largest SLO, at least 2s, at most 20% of --duration; 0s counts every request)")
 	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
 	f.StringVar(&o.requestsOut, "requests-out", "", "write every request (id, class, arrival, first token, finish, outcome, reason, tokens; µs of virtual time) of every load point to this file as JSONL, to compare with a real engine's log")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
@@ -188,9 +194,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 			return usageError(errs)
 		}
 	}
-	loads, err := sim.ParseLoadRange(o.load)
+	loads, traceBase, err := simLoads(cmd, o, spec, dep)
 	if err != nil {
-		return usageErrorf("--load: %v", err)
+		return err
 	}
 	if o.duration <= 0 {
 		return usageErrorf("--duration: %s: must be > 0", o.duration)
@@ -211,14 +217,14 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 			return usageErrorf("--report: %q: %v", o.report, err)
 		}
 	}
-	warmup, err := simWarmup(cmd, o)
+	warmup, err := simWarmup(cmd, o, dep)
 	if err != nil {
 		return err
 	}
 	if err := checkRequestsOut(o.requestsOut); err != nil {
 		return err
 	}
-	findLimit := !cmd.Flags().Changed("load")
+	findLimit := !cmd.Flags().Changed("load") && traceBase == nil
 	if cmd.Flags().Changed("find-limit") {
 		findLimit = o.findLimit
 	}
@@ -260,6 +266,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
+	if traceBase != nil {
+		base = traceBase // load factor 1.0 = the trace as recorded
+	}
 	strategy := plan.Provenance.Strategy
 	cfg := &sim.SweepConfig{
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
@@ -293,6 +302,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		return err
 	}
 	warnFewRequests(app, rep)
+	warnFewForPercentile(app, rep)
 	if err := writeRequestsOut(o.requestsOut, rep); err != nil {
 		return err
 	}
@@ -361,8 +371,16 @@ func printSimTable(app *App, rep *sim.Report) {
 		cancelled = cancelled || p.Total.Cancelled > 0
 	}
 	header := []string{"load", "offered/s", "attainment", "goodput/s", "dropped", "late", "p50 ms", "p99 ms"}
+	sloP := sloPercentile(rep)
+	if sloP > 0 { // the SLO's own percentile (a cascade's p95), where the plan judges at one
+		header = append(header, fmt.Sprintf("p%g ms", 100*sloP))
+	}
 	if cancelled { // the column appears only when clients withdrew requests (--cancel)
 		header = slices.Insert(header, 5, "cancelled")
+	}
+	apps := appNames(rep)
+	for _, a := range apps {
+		header = append(header, "att "+a)
 	}
 	for _, c := range cls {
 		header = append(header, "util "+c)
@@ -374,8 +392,20 @@ func printSimTable(app *App, rep *sim.Report) {
 			fmt.Sprintf("%.1f", p.Total.GoodputRPS), fmt.Sprint(p.Total.Dropped), fmt.Sprint(p.Total.Late),
 			fmt.Sprintf("%.1f", float64(p.Total.Latency.P50Us)/1000), fmt.Sprintf("%.1f", float64(p.Total.Latency.P99Us)/1000),
 		}
+		if sloP > 0 {
+			row = append(row, percentileMs(p.Total.SLOPercentile))
+		}
 		if cancelled {
 			row = slices.Insert(row, 5, fmt.Sprint(p.Total.Cancelled))
+		}
+		for _, a := range apps {
+			v := "-"
+			for _, x := range p.Apps {
+				if x.Name == a && x.Requests > 0 {
+					v = pct(x.Attainment)
+				}
+			}
+			row = append(row, v)
 		}
 		for _, c := range cls {
 			u := "-"
@@ -391,9 +421,62 @@ func printSimTable(app *App, rep *sim.Report) {
 	app.Table(header, rows)
 	printLLMTable(app, rep.Points)
 	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
+	if sloP > 0 {
+		fmt.Fprintf(app.Out, "max load factor with the p%g SLO met (%g%% attainment): %.2f\n", 100*sloP, 100*sloP, sim.MaxLoadAt(rep.Points, sloP))
+	}
 	if line := accuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
 	}
+}
+
+// appNames are the applications (models, classes) whose attainment the table shows apart:
+// every one of a plan serving 2 to maxAppColumns of them (one is the total; more would not
+// fit a terminal: -O json has them all).
+func appNames(rep *sim.Report) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range rep.Points {
+		for _, a := range p.Apps {
+			if !seen[a.Name] {
+				seen[a.Name] = true
+				names = append(names, a.Name)
+			}
+		}
+	}
+	if len(names) < 2 || len(names) > maxAppColumns {
+		return nil
+	}
+	return names
+}
+
+const maxAppColumns = 6
+
+// sloPercentile is the percentile every load point's total is judged at (0 = none).
+func sloPercentile(rep *sim.Report) float64 {
+	p := 0.0
+	for _, pt := range rep.Points {
+		if pt.Total.SLOPercentile == nil {
+			return 0
+		}
+		p = pt.Total.SLOPercentile.Percentile
+	}
+	return p
+}
+
+// percentileMs renders a latency at the SLO's percentile: "∞" when more than 1−p of the
+// requests were dropped, a "*" when the SLO does not hold at it.
+func percentileMs(pl *sim.PercentileLatency) string {
+	if pl == nil {
+		return "-"
+	}
+	s := "∞"
+	if pl.LatencyUs >= 0 {
+		s = fmt.Sprintf("%.1f", float64(pl.LatencyUs)/1000)
+	}
+	if !pl.Met {
+		s += "*"
+	}
+	return s
 }
 
 // accuracyLine gives the accuracy over answered requests at each load point, where the
@@ -427,21 +510,23 @@ func maxLoadLine(rep *sim.Report) string {
 	return fmt.Sprintf("%s: %.2f", what, rep.MaxLoad99)
 }
 
-// simWarmup is --warmup, or by default 10% of --duration capped at maxDefaultWarmup: long
-// enough for the queues and the policies' estimators to fill (the misses of a cascade at
-// load 1 are all in its first second), short enough to leave most of a short run measured.
-func simWarmup(cmd *cobra.Command, o *simulateOptions) (dataplane.Time, error) {
-	w := min(o.duration/10, maxDefaultWarmup)
-	if cmd.Flags().Changed("warmup") {
-		w = o.warmup
-		if w < 0 || w >= o.duration {
-			return 0, usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, o.duration)
-		}
+// simWarmup is --warmup, or by default sim.DefaultWarmup: five times the plan's largest SLO,
+// at least 2 s, at most 20% of --duration (issue 31 item 3), long enough for the queues and
+// the policies' estimators to fill, short enough to leave most of a short run measured.
+func simWarmup(cmd *cobra.Command, o *simulateOptions, dep *dataplane.Deployment) (dataplane.Time, error) {
+	return warmupFlag(cmd, o.warmup, o.duration, dep)
+}
+
+// warmupFlag is a --warmup flag's window (simulate and load share the rule).
+func warmupFlag(cmd *cobra.Command, w, duration time.Duration, dep *dataplane.Deployment) (dataplane.Time, error) {
+	if !cmd.Flags().Changed("warmup") {
+		return sim.DefaultWarmup(dep, dataplane.Time(duration/time.Microsecond)), nil
+	}
+	if w < 0 || w >= duration {
+		return 0, usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, duration)
 	}
 	return dataplane.Time(w / time.Microsecond), nil
 }
-
-const maxDefaultWarmup = 3 * time.Second
 
 // warnFewRequests warns on stderr about every application that has, at a load point that
 // decides the max load factor (one it misses the target at, or the max load itself), too few

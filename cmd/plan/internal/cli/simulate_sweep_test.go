@@ -30,15 +30,15 @@ func TestSimulateWarmupAndLimit(t *testing.T) {
 		minLoad float64  // the max load factor printed must exceed it (0: not checked)
 	}{
 		{name: "default warm-up named", args: []string{"simulate", pard, "--load", "0.5,1", "--duration", "2s"},
-			out: []string{"max load factor at 99% attainment, warm-up 200ms excluded: 1.00"}},
+			out: []string{"max load factor at 99% attainment, warm-up 400ms excluded: 1.00"}},
 		{name: "no warm-up", args: []string{"simulate", pard, "--load", "0.5", "--duration", "2s", "--warmup", "0s"},
 			out: []string{"max load factor at 99% attainment: 0.50"}},
 		{name: "headroom found", args: []string{"simulate", pard, "--load", "0.5,1", "--duration", "2s", "--find-limit"},
-			out: []string{"warm-up 200ms excluded: "}, minLoad: 1},
+			out: []string{"warm-up 400ms excluded: "}, minLoad: 1},
 		{name: "warm-up too long", args: []string{"simulate", pard, "--load", "1", "--duration", "2s", "--warmup", "2s"},
 			code: 2, errs: []string{"--warmup: 2s: must be >= 0 and shorter than --duration 2s"}},
 		{name: "few requests warned", args: []string{"simulate", qlm, "--load", "1", "--duration", "30s"},
-			errs: []string{`warning: application "vicuna-chat" has 18 measured requests at load 1.00: too few for a 99% attainment (at least 100`}},
+			errs: []string{`warning: application "vicuna-chat" has 17 measured requests at load 1.00: too few for a 99% attainment (at least 100`}},
 		{name: "passing low loads not warned", args: []string{"simulate", pard, "--load", "0.05,1", "--duration", "2s"},
 			noErrs: "warning"},
 	} {
@@ -92,7 +92,7 @@ func TestSimulateExplicitLoadsKept(t *testing.T) {
 	if len(rep.Points) != 2 || rep.Points[1].Load != 1 {
 		t.Errorf("points %+v, want loads 0.5 and 1 only", rep.Points)
 	}
-	if rep.WarmupUs != 200_000 {
-		t.Errorf("warmup_us %d, want 200000 (10%% of 2s)", rep.WarmupUs)
+	if rep.WarmupUs != 400_000 {
+		t.Errorf("warmup_us %d, want 400000 (20%% of 2s: 5 × the largest SLO and 2s are longer)", rep.WarmupUs)
 	}
 }

@@ -55,7 +55,12 @@ Each planner takes the flags of every planner and its own (listed below per syst
 system's defaults); a flag the workload's planner does not take is an error (exit 2). The plan
 records the options it was solved with (provenance.options), which plan check --resolve
 re-uses. When the time limit is reached the best plan found so far is written together with
-its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO.`,
+its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
+a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
+rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
+reach the target. Profiles are planned on a monotone fit of their measured latencies (the
+plan keeps the measured values beside it); points far off their neighbours are named on
+stderr.`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
   plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
@@ -94,7 +99,10 @@ its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible 
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs, error) {
+// Every profile is planned on its monotone fit (formats.FitProfile, issue 31 item 1): the
+// plan embeds the fit beside the measured values, and warn reports each measured point the
+// fit left out. The input's digest is the file's, as measured.
+func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string)) (planner.Inputs, error) {
 	var in planner.Inputs
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
@@ -119,10 +127,13 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet) (planner.Inputs,
 		if err != nil {
 			return in, usageError(err)
 		}
-		in.Profiles = append(in.Profiles, p)
 		if err := ref(formats.KindProfile, path, p); err != nil {
 			return in, err
 		}
+		for _, w := range formats.FitProfile(p) {
+			warn(fmt.Sprintf("%s: %s", path, w))
+		}
+		in.Profiles = append(in.Profiles, p)
 	}
 	if o.cluster == "" {
 		c, err := demo.Cluster()
@@ -176,7 +187,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err := formats.CheckWritable(o.out); err != nil {
 		return usageErrorf("--out: %q: %v", o.out, err)
 	}
-	in, err := loadSolveInputs(o, app.Systems.Sections())
+	in, err := loadSolveInputs(o, app.Systems.Sections(), func(s string) { fmt.Fprintf(app.Err, "warning: %s\n", s) })
 	if err != nil {
 		return err
 	}
@@ -234,7 +245,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	reportFleet(app, plan)
 	pv := plan.Provenance
 	if pv.Status != "optimal" {
-		fmt.Fprintf(app.Err, "plan: %s: wrote the best plan found; objective %.4g, bound %.4g, gap %.2f%%\n", pv.Status, pv.Objective, pv.Bound, pv.Gap*100)
+		fmt.Fprintf(app.Err, "plan: %s: wrote the best plan found; objective %.4g, %s\n", pv.Status, pv.Objective, boundGap(pv, "%.2f"))
 	}
 	if app.JSONOutput() {
 		return app.WriteJSON(plan)
@@ -334,17 +345,33 @@ func (p *progressPrinter) report(pr planner.Progress) {
 	fmt.Fprintf(p.app.Err, "solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
 }
 
+// boundGap is "bound B, gap G%" (G in the format gapFmt), or "no bound" where the solver
+// proved none: a time limit hit before the LP relaxation finished leaves the plan without
+// bound and gap, and the line says so rather than printing +Inf or NaN.
+func boundGap(pv formats.Provenance, gapFmt string) string {
+	if pv.Bound == nil {
+		return "no bound"
+	}
+	s := fmt.Sprintf("bound %.4g", *pv.Bound)
+	if pv.Gap != nil {
+		s += fmt.Sprintf(", gap "+gapFmt+"%%", *pv.Gap*100)
+	}
+	return s
+}
+
 // summaryLine is solve's last line. A plan no solver produced (no provenance solver: QLM's
 // placement is a greedy heuristic, QLM §5) has no bound and no gap to report, so it says
 // "heuristic" instead of claiming "optimal, bound 0, gap 0.000%"; the solver's version closes
 // the line only where the plan records one, so no line ends in an empty "()" (issue 37 item 5).
+// A solver plan that proved no bound (time limit before the LP relaxation finished) says
+// "no bound" (boundGap).
 func summaryLine(system string, pv formats.Provenance) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s plan (strategy %s): ", system, pv.Strategy)
 	if pv.Solver == "" {
 		fmt.Fprintf(&b, "heuristic, objective %.4g, no bound, %s", pv.Objective, fmtMs(pv.SolveMs))
 	} else {
-		fmt.Fprintf(&b, "%s, objective %.4g, bound %.4g, gap %.3f%%, %d nodes, %s", pv.Status, pv.Objective, pv.Bound, pv.Gap*100, pv.Nodes, fmtMs(pv.SolveMs))
+		fmt.Fprintf(&b, "%s, objective %.4g, %s, %d nodes, %s", pv.Status, pv.Objective, boundGap(pv, "%.3f"), pv.Nodes, fmtMs(pv.SolveMs))
 	}
 	switch {
 	case pv.SolverVersion != "":

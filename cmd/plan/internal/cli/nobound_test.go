@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// TestSummaryLineNoBound: a solver plan that proved no bound (time limit hit before the LP
+// relaxation finished) says "no bound" and prints no bound or gap number, where one that
+// proved a bound prints both.
+func TestSummaryLineNoBound(t *testing.T) {
+	base := formats.Provenance{Solver: "highs", SolverVersion: "HiGHS x", Strategy: "ppipe", Objective: 56.7, Nodes: 3, SolveMs: 1500}
+	noBound := base
+	noBound.Status = "time-limit"
+	withBound := base
+	withBound.Status, withBound.Bound, withBound.Gap = "time-limit", formats.Proven(60), formats.Proven(0.0582)
+	for _, tc := range []struct {
+		name      string
+		pv        formats.Provenance
+		want, not []string
+	}{
+		{"no bound", noBound, []string{"ppipe plan (strategy ppipe): time-limit, objective 56.7, no bound, 3 nodes", "(HiGHS x)"}, []string{"Inf", "NaN", "gap", "bound 0"}},
+		{"bound", withBound, []string{"time-limit, objective 56.7, bound 60, gap 5.820%, 3 nodes"}, []string{"no bound"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := summaryLine("ppipe", tc.pv)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("summary %q lacks %q", got, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("summary %q has %q", got, n)
+				}
+			}
+		})
+	}
+}
+
+// TestNoBoundPlanChecks: a written plan with no bound and no gap (testdata/ppipe/
+// nobound-plan.json: good-plan.json marked time-limit, bound and gap removed) validates and
+// passes plan check.
+func TestNoBoundPlanChecks(t *testing.T) {
+	repoRoot(t)
+	const file = "testdata/ppipe/nobound-plan.json"
+	for _, cmd := range []string{"validate", "check"} {
+		if code, out, errs := runCLI(t, cmd, file); code != 0 {
+			t.Errorf("plan %s: exit %d\n%s%s", cmd, code, out, errs)
+		}
+	}
+}

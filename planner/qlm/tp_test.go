@@ -1,0 +1,139 @@
+package qlm
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+)
+
+// tpInputs reads testdata/qlm/tp: Llama-3-70B profiled at tensor parallelism 2 and Mistral-7B
+// at 1, on two servers of two A100s.
+func tpInputs(t *testing.T) planner.Inputs {
+	t.Helper()
+	dir := filepath.Join("..", "..", "testdata", "qlm", "tp")
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return planner.Inputs{Workload: w, Cluster: c, Profiles: []*formats.Profile{p},
+		Refs: []formats.InputRef{{Kind: formats.KindProfile, Path: "tp/profile.json", Digest: "sha256:" + strings.Repeat("0", 64)}}}
+}
+
+// TestTensorParallel: a profile with gpu_count 2 plans as one instance on two GPUs of one
+// server (issue 30 item 7; before, "no LLM profile fits any GPU type of the cluster"); the
+// one-GPU model takes the GPUs left, one instance each.
+func TestTensorParallel(t *testing.T) {
+	cases := []struct {
+		name     string
+		strategy string
+		want     []formats.QLMInstance // name, gpu, count, gpus, model
+	}{
+		{"load", "load", []formats.QLMInstance{
+			{Name: "llm-0", GPU: "A100", GPUCount: 2, GPUs: []int{0, 1}, Model: "llama-3-70b"},
+			{Name: "llm-1", GPU: "A100", GPUCount: 1, GPUs: []int{2}, Model: "mistral-7b"},
+			{Name: "llm-2", GPU: "A100", GPUCount: 1, GPUs: []int{3}, Model: "mistral-7b"}}},
+		{"round-robin", "round-robin", []formats.QLMInstance{
+			{Name: "llm-0", GPU: "A100", GPUCount: 2, GPUs: []int{0, 1}, Model: "llama-3-70b"},
+			{Name: "llm-1", GPU: "A100", GPUCount: 1, GPUs: []int{2}, Model: "mistral-7b"},
+			{Name: "llm-2", GPU: "A100", GPUCount: 1, GPUs: []int{3}, Model: "mistral-7b"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Solve(tpInputs(t), Options{Flags: Flags{Strategy: tc.strategy}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.QLM.Instances
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d instances %+v, want %+v", len(got), got, tc.want)
+			}
+			for i, w := range tc.want {
+				g := got[i]
+				if g.Name != w.Name || g.GPU != w.GPU || g.GPUCount != w.GPUCount || !slices.Equal(g.GPUs, w.GPUs) || g.Model != w.Model {
+					t.Errorf("instance %d: %+v, want %+v", i, g, w)
+				}
+			}
+			if probs := Verify(p); len(probs) > 0 {
+				t.Errorf("verify: %v", probs)
+			}
+			if errs := p.Validate(); errs != nil {
+				t.Errorf("validate: %v", errs)
+			}
+		})
+	}
+}
+
+// TestTensorParallelTwoInstances: with two servers of three GPUs and most of the load on the
+// 70B model (30 req/s: a decode load of 1.5, which two instances carry and one cannot),
+// D'Hondt gives it a second 2-GPU instance; the GPUs of every instance are
+// distinct and on one server, and none is left idle.
+func TestTensorParallelTwoInstances(t *testing.T) {
+	in := tpInputs(t)
+	in.Cluster.GPUs[0].Count, in.Cluster.GPUs[0].PerServer = 6, 3
+	in.Workload.LLMClasses[0].RateRPS = 30
+	p, err := Solve(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	tp := 0
+	for _, x := range p.QLM.Instances {
+		for _, g := range x.GPUs {
+			if seen[g] || g/3 != x.GPUs[0]/3 {
+				t.Fatalf("GPU %d in two instances, or an instance across servers: %+v", g, p.QLM.Instances)
+			}
+			seen[g] = true
+		}
+		if x.GPUCount == 2 {
+			tp++
+		}
+	}
+	if tp != 2 || len(seen) != 6 {
+		t.Errorf("instances %+v: want two 2-GPU llama instances, all 6 GPUs used", p.QLM.Instances)
+	}
+}
+
+// TestTensorParallelBadInput: a tensor-parallel size no server holds, or weights beyond the
+// instance's memory, is an input error naming the profile file, the field and the value.
+func TestTensorParallelBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(in *planner.Inputs)
+		want []string
+	}{
+		{"tp beyond a server", func(in *planner.Inputs) { in.Profiles[0].LLMs[0].GPUCount = 4 },
+			[]string{"llm_classes[0].model: llama-3-70b: no LLM profile fits", "tp/profile.json: llms[0].gpu_count: 4: tensor parallelism over 4 GPUs, but no server of the cluster has more than 2 A100 GPUs"}},
+		{"weights beyond two GPUs", func(in *planner.Inputs) { in.Profiles[0].LLMs[0].WeightBytes = 170e9 },
+			[]string{"tp/profile.json: llms[0].gpu_count: 2: weights of 170000000000 bytes exceed 2 A100 GPUs' memory"}},
+		{"no room for one of each", func(in *planner.Inputs) { in.Cluster.GPUs[0].Count = 2 },
+			[]string{"cluster: gpus: no 1 free A100 GPUs on one server for an instance of mistral-7b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tpInputs(t)
+			tc.edit(&in)
+			_, err := Solve(in, Options{})
+			if !errors.Is(err, planner.ErrInput) {
+				t.Fatalf("err %v: want an input error", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err %q: want %q", err, w)
+				}
+			}
+		})
+	}
+}
