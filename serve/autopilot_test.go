@@ -216,7 +216,7 @@ func TestAutopilotOverBudget(t *testing.T) {
 	var logs syncLog
 	pilot := NewAutopilot(AutopilotOptions{
 		Loop:   ap.Config{Window: 50 * dataplane.Millisecond, Hold: 1, GPUBudget: 1},
-		Solver: &oneSolver{c: ap.Candidate{GPUs: 1, Capacity: []float64{1}, OverBudget: true, Plan: p2}}, Apps: []string{"m1"},
+		Solver: &oneSolver{c: ap.Candidate{GPUs: 1, Capacity: []float64{2}, OverBudget: true, Plan: p2}}, Apps: []string{"m1"},
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
 			return ap.Candidate{GPUs: 1, Capacity: []float64{1}}, nil // any load is above it
 		},

@@ -362,3 +362,26 @@ func TestNoSidewaysSwitch(t *testing.T) {
 		t.Errorf("installs %v, decisions %+v", rec.installs, a.Decisions())
 	}
 }
+
+// TestNoSidewaysRise: a rise the re-solve answers with no more capacity keeps the plan.
+func TestNoSidewaysRise(t *testing.T) {
+	rec := &recorder{}
+	a, err := New(Config{Window: dataplane.Second, Hold: 1}, 1, Candidate{Digest: "a", GPUs: 2, Capacity: []float64{10}}, rec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := range 3 {
+		for i := range 100 {
+			a.Admit(dataplane.Time(w)*dataplane.Second+dataplane.Time(i)*dataplane.Second/100, 0, 0)
+		}
+		if d := a.Tick(dataplane.Time(w+1) * dataplane.Second); d != nil {
+			dec := a.Resolved(dataplane.Time(w+1)*dataplane.Second, Candidate{Digest: "b", GPUs: 2, Capacity: []float64{10}}, nil)
+			if dec.Action != "keep" || !strings.Contains(dec.Why, "serves no more") {
+				t.Errorf("decision %+v", dec)
+			}
+		}
+	}
+	if len(rec.installs) != 0 || len(a.Decisions()) == 0 {
+		t.Errorf("installs %v, decisions %+v", rec.installs, a.Decisions())
+	}
+}

@@ -328,11 +328,17 @@ func (a *Autopilot) Resolved(now dataplane.Time, c Candidate, err error) Decisio
 		d.Action, d.Why, d.To = "error", "re-solve failed: "+err.Error(), ""
 		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		return a.log(d)
-	case c.Digest == a.cur.Digest || (!a.outUp && c.GPUs >= a.cur.GPUs && c.GPUs > 0 && !c.OverBudget):
-		// A fall the re-solve answers on as many GPUs is not worth a migration's pause.
+	case c.Digest == a.cur.Digest || (!a.outUp && c.GPUs >= a.cur.GPUs && c.GPUs > 0 && !c.OverBudget) ||
+		(a.outUp && !servesMore(c.Capacity, a.cur.Capacity)):
+		// A fall the re-solve answers on as many GPUs, or a rise it answers with no more
+		// capacity, is not worth a migration's pause.
 		a.retryAt, a.retryUp = now+a.cfg.MinInterval, a.outUp
 		d.Action, d.Why = "keep", "the re-solve chose the current plan"
-		if c.Digest != a.cur.Digest {
+		switch {
+		case c.Digest == a.cur.Digest:
+		case a.outUp:
+			d.Why = "the load rose, but the re-solve serves no more than the current plan"
+		default:
 			d.Why = fmt.Sprintf("the load fell, but the re-solve needs %d GPUs, the current plan %d", c.GPUs, a.cur.GPUs)
 		}
 		if c.OverBudget {
@@ -401,6 +407,16 @@ func (a *Autopilot) log(d Decision) Decision {
 		a.decisions = a.decisions[len(a.decisions)-maxDecisions:]
 	}
 	return d
+}
+
+// servesMore reports whether capacity a exceeds b for some application.
+func servesMore(a, b []float64) bool {
+	for i := range a {
+		if i < len(b) && a[i] > b[i] {
+			return true
+		}
+	}
+	return false
 }
 
 func clone(x []float64) []float64 { return append([]float64(nil), x...) }

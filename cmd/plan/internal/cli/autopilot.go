@@ -200,13 +200,16 @@ type autopilotSimReport struct {
 // runSimulateAutopilot is `plan simulate PLAN --autopilot`: one run over the trace at the
 // mean rate --load × the plan's rate (per application).
 func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if err := o.autopilot.checkFlagsUsed(cmd, false); err != nil {
+		return err
+	}
 	cfg, err := o.autopilot.config()
 	if err != nil {
 		return err
 	}
 	// The autopilot run is one pass over the trace, not a sweep: the sweep's own flags
 	// would be silently ignored.
-	for _, name := range []string{"report", "fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel"} {
+	for _, name := range []string{"report", "fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			return usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
 		}

@@ -33,8 +33,6 @@ func TestBadInputAutopilot(t *testing.T) {
 		{name: "autopilot flag without --autopilot", args: with("--autopilot-window", "5s", "--load", "1", "--duration", "1s"), code: ExitUsage, want: []string{"--autopilot-window needs --autopilot"}},
 		{name: "serve: load time", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--autopilot", "--autopilot-load-time", "1s"}, code: ExitUsage,
 			want: []string{"--autopilot-load-time applies to plan simulate"}},
-		{name: "plan without a capacity model", args: []string{"simulate", "testdata/export/qlm/plan.json", "--trace", "testdata/autopilot/day.json", "--autopilot"}, code: ExitUsage, solver: true,
-			want: []string{"--autopilot: testdata/export/qlm/plan.json: autopilot: the plan's planned rates do not follow its GPUs"}},
 		{name: "sweep flag", args: with("--autopilot", "--report", "$TMP/out"), code: ExitUsage, want: []string{"--report does not apply with --autopilot"}},
 		{name: "zero window", args: with("--autopilot", "--autopilot-window", "0s"), code: ExitUsage, want: []string{"--autopilot-window 0s"}},
 		{name: "serve: period longer than the history", args: []string{"serve", "testdata/serve/demo-plan.json", "--addr", "127.0.0.1:0", "--autopilot", "--autopilot-period", "61"}, code: ExitUsage,

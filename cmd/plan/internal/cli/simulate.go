@@ -167,11 +167,8 @@ func parseParams(kv []string) (map[string]string, error) {
 }
 
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
-	if err := o.autopilot.checkFlagsUsed(cmd, false); err != nil {
-		return err
-	}
-	if o.autopilot.enabled() {
-		return runSimulateAutopilot(cmd, app, o, args)
+	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
+		return runSimulateAutopilot(cmd, app, o, args) // (it reports a misused flag)
 	}
 	path, err := resolvePlanArg(args)
 	if err != nil {
