@@ -122,6 +122,12 @@ func (a *Autopilot) Start() error {
 	if a.opts.Solver == nil || a.opts.Describe == nil {
 		return errors.New("serve: autopilot without a solver or a describer")
 	}
+	a.mu.Lock()
+	started := a.loop != nil
+	a.mu.Unlock()
+	if started {
+		return errors.New("serve: the autopilot has started already")
+	}
 	g := a.s.active.Load()
 	cur, err := a.opts.Describe(g.plan)
 	if err != nil {

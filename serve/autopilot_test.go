@@ -194,6 +194,9 @@ func TestAutopilotAdopt(t *testing.T) {
 	if err := pilot.Start(); err != nil {
 		t.Fatal(err)
 	}
+	if err := pilot.Start(); err == nil || !strings.Contains(err.Error(), "started already") {
+		t.Errorf("second Start: %v", err)
+	}
 	if err := s.Reload(context.Background(), p2); err != nil {
 		t.Fatal(err)
 	}
