@@ -38,6 +38,7 @@ type simulateOptions struct {
 	fail      []string
 	warmup    time.Duration
 	findLimit bool
+	autopilot autopilotFlags
 	rateScale string
 	// requestsOut is --requests-out: every request's record as JSONL.
 	requestsOut string
@@ -104,6 +105,7 @@ PLAN defaults to ./plan.json.`,
 	f.BoolVar(&o.findLimit, "find-limit", false, "extend the sweep past its highest load while it holds 99% attainment (doubling up to 8x, then bisecting); default: on for the default --load range, off for an explicit --load")
 	f.StringVar(&o.requestsOut, "requests-out", "", "write every request (id, class, arrival, first token, finish, outcome, reason, tokens; µs of virtual time) of every load point to this file as JSONL, to compare with a real engine's log")
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
+	addAutopilotFlags(f, &o.autopilot)
 	return cmd
 }
 
@@ -165,6 +167,9 @@ func parseParams(kv []string) (map[string]string, error) {
 }
 
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
+		return runSimulateAutopilot(cmd, app, o, args) // (it reports a misused flag)
+	}
 	path, err := resolvePlanArg(args)
 	if err != nil {
 		return err
