@@ -227,6 +227,25 @@ type QLMPlan struct {
 	Instances []QLMInstance `json:"instances"`
 	Groups    []QLMGroup    `json:"groups,omitempty"`
 	ReplanMs  float64       `json:"replan_ms,omitempty"`
+	// Routes is the least-cost plan's split of each request size over GPU types (Mélange,
+	// Griggs et al. 2024, §5: the ILP serves a bucket's rate on the GPU types where it is
+	// cheapest): the runtime sends a request to the route of its class nearest its prompt and
+	// output tokens, then to one of the route's GPU types by share. Absent = any instance.
+	Routes []QLMRoute `json:"routes,omitempty"`
+}
+
+// QLMRoute is one request-size bucket of a class and the shares of its rate per GPU type.
+type QLMRoute struct {
+	Class        string     `json:"class"`
+	InputTokens  float64    `json:"input_tokens"`
+	OutputTokens float64    `json:"output_tokens"`
+	GPUs         []QLMShare `json:"gpus"`
+}
+
+// QLMShare is the fraction of a route's requests served on one GPU type.
+type QLMShare struct {
+	GPU   string  `json:"gpu"`
+	Share float64 `json:"share"`
 }
 
 // QLMInstance is one LLM engine instance and its virtual queue (group IDs, head first).

@@ -149,10 +149,10 @@ type LLMEngine struct {
 	// chunks (nil = true, vLLM V1). Off: a prompt is admitted only whole, and one longer than
 	// max_num_batched_tokens is refused at arrival.
 	EnableChunkedPrefill *bool `json:"enable_chunked_prefill,omitempty"`
-	// MaxNumPartialPrefills is how many requests may be mid-prompt at once (0 = 1). A
-	// prompt chunk takes the whole budget left, so the model has at most one mid-prompt at
-	// a step's end whatever this is; more is exported for the engine (vLLM V0 then splits
-	// the budget by long_prefill_token_threshold, which the model does not).
+	// MaxNumPartialPrefills is how many requests may be mid-prompt at once (0 = 1). Above
+	// 1 a step splits its token budget evenly among the prefills it can schedule (k of them,
+	// each chunk at most max_num_batched_tokens / k, as vLLM); vLLM's
+	// long_prefill_token_threshold is not modelled.
 	MaxNumPartialPrefills int `json:"max_num_partial_prefills,omitempty"`
 	// MaxModelLen is the most tokens (prompt + max output) of one request (0 = the KV
 	// capacity); longer requests are refused (HTTP 400, LLM engine digest §4).

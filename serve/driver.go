@@ -245,6 +245,9 @@ type driver struct {
 
 	// Everything below is owned by the loop goroutine.
 	now dataplane.Time
+	// onAdmit, when set, observes every admitted request (the autopilot's observer: a
+	// counter bump, never a solve).
+	onAdmit func(at dataplane.Time, model string, attrs dataplane.Attrs)
 	// scratch holds a batch's requests for the deployment's Work model.
 	scratch []*dataplane.Request
 	gen     *generation
@@ -615,6 +618,8 @@ func (d *driver) feed(c *call) {
 	}
 	if _, err := g.eng.Admit(d.now, dataplane.Arrival{App: app, At: c.at, Attrs: c.attrs, Deadline: c.deadline - d.delivery.margin(slo)}); err != nil {
 		d.fail(err)
+	} else if d.onAdmit != nil {
+		d.onAdmit(c.at, c.model, c.attrs)
 	}
 }
 
@@ -653,13 +658,41 @@ func (d *driver) onJob(j *Job) {
 	}
 	w := &g.dep.Topo.Workers[j.Worker]
 	d.m.busy(w.Name, g.dep.Stages[j.Stage].Name, j.End-j.Start)
-	for _, r := range b.Reqs {
-		if c := g.call(r); c != nil && c.onHop != nil && !c.answered {
-			c.onHop(HopEvent{Stage: g.dep.Stages[j.Stage].Name, Worker: w.Name, Hop: j.Hop,
-				StartUs: int64(j.Start), EndUs: int64(j.End), Result: g.eng.Req(r).Result})
-		}
+	hop := func(r dataplane.ReqID) HopEvent {
+		return HopEvent{Stage: g.dep.Stages[j.Stage].Name, Worker: w.Name, Hop: j.Hop,
+			StartUs: int64(j.Start), EndUs: int64(j.End), Result: g.eng.Req(r).Result}
 	}
+	tr, counts := g.eng.Policy().(TokenReporter)
+	if !counts {
+		for _, r := range b.Reqs {
+			if c := g.call(r); c != nil && c.onHop != nil && !c.answered {
+				c.onHop(hop(r))
+			}
+		}
+		d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
+		return
+	}
+	// An LLM step: the policy applies it first, then each request still streaming learns
+	// how many tokens its client has (none for a prefill chunk; the output delay's). The
+	// batch's request list is copied: the engine may retire the batch in handle.
+	reqs := append([]dataplane.ReqID(nil), b.Reqs...)
 	d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
+	if g.eng == nil {
+		return
+	}
+	for _, r := range reqs {
+		c := g.call(r)
+		if c == nil || c.onHop == nil || c.answered {
+			continue
+		}
+		n, ok := tr.VisibleTokens(r)
+		if !ok {
+			continue
+		}
+		ev := hop(r)
+		ev.Tokens, ev.HasTokens = n, true
+		c.onHop(ev)
+	}
 }
 
 // RunBatch implements dataplane.Effects: hand the hop to the executor.

@@ -55,6 +55,20 @@ type HopEvent struct {
 	StartUs, EndUs int64
 	// Result is what the stage reported about the request (branch, exit, certainty, label).
 	Result dataplane.Result
+	// Tokens, when HasTokens, is how many output tokens of an LLM request have reached its
+	// client after this hop (TokenReporter): a streaming front end sends up to it. Without
+	// it, a front end counts one token per hop.
+	Tokens    int
+	HasTokens bool
+}
+
+// TokenReporter is implemented by LLM policies that know how many of a request's output
+// tokens its client has seen (QLM's engine model: prefill chunks produce none, and the output
+// delay holds a token one step, LLM engine digest §2.5). The driver then reports each hop
+// after the policy has applied it, with the count, so a stream shows its tokens when the
+// simulator stamps them.
+type TokenReporter interface {
+	VisibleTokens(id dataplane.ReqID) (n int, ok bool)
 }
 
 // Frontend is a system's own API on `plan serve` (QLM's OpenAI-compatible API, DyOrc's

@@ -79,6 +79,8 @@ type Setup struct {
 	// QLM §7 re-plans only when the RCT check predicts a violation; under sustained overload
 	// that check holds at every arrival, and this bounds how often the generator runs.
 	ReplanMs float64 `json:"replan_ms,omitempty"`
+	// Routes are the least-cost plan's request-size routes to GPU types (route.go).
+	Routes []formats.QLMRoute `json:"routes,omitempty"`
 }
 
 // replanGap is the least time between two re-plans (Setup.ReplanMs).

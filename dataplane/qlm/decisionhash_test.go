@@ -53,12 +53,13 @@ func (d *decisionHasher) observe(now dataplane.Time, ev *dataplane.Event, ds []d
 // that does not mean to change the schedule must not change a single decision.
 func TestSimScaleDecisionHash(t *testing.T) {
 	// Recorded with the engine model of issue 30 item 1 (chunked prefill, mixed steps, the
-	// output delay): the schedule changed by design; before it, at e3a0a60.
+	// output delay): the schedule changed by design; before it, at e3a0a60. QLM at 8 and 32
+	// instances re-recorded when placement counted the group's own model swap (qlmfix item 2).
 	want := map[string]string{
-		"qlm/instances=8/compact=false":             "0ff6ad24ea797f69",
-		"qlm/instances=8/compact=true":              "0ff6ad24ea797f69",
-		"qlm/instances=32/compact=false":            "8be37c4f768cf312",
-		"qlm/instances=32/compact=true":             "8be37c4f768cf312",
+		"qlm/instances=8/compact=false":             "5c265539aac4d4af",
+		"qlm/instances=8/compact=true":              "5c265539aac4d4af",
+		"qlm/instances=32/compact=false":            "7407a19c71dd44c7",
+		"qlm/instances=32/compact=true":             "7407a19c71dd44c7",
 		"qlm/instances=128/compact=false":           "041ee11935f1af85",
 		"qlm/instances=128/compact=true":            "041ee11935f1af85",
 		"qlm-vllm-fcfs/instances=8/compact=false":   "f73cef31ae8d33cc",

@@ -48,7 +48,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if e == nil || e.Workload == nil || len(e.Workload.LLMClasses) == 0 || len(e.Profiles) == 0 {
 		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: "a QLM plan needs its embedded workload (llm_classes) and LLM profiles"}}
 	}
-	setup := Setup{ReplanMs: q.ReplanMs}
+	setup := Setup{ReplanMs: q.ReplanMs, Routes: q.Routes}
 	for _, pr := range e.Profiles {
 		setup.Profiles = append(setup.Profiles, pr.LLMs...)
 	}

@@ -70,6 +70,7 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 	for _, s := range in.running {
 		s.sched = 0
 	}
+	in.slot = p.prefillSlot(in, m)
 	preempted := p.scheduleRunning(now, in, m)
 	if !preempted && !in.drain && len(in.swapped) == 0 {
 		p.admitWaiting(now, in, m)
@@ -130,6 +131,68 @@ func (p *Policy) swapIn(now dataplane.Time, in *instance, m *llm) {
 	}
 }
 
+// prefillSlot is the most prompt tokens one sequence computes in this step. With
+// max_num_partial_prefills N > 1, vLLM splits the token budget evenly among the prefills it
+// can schedule: the running sequences still mid-prompt plus the waiting ones, k of them at
+// most N, each chunk at most max_num_batched_tokens / k (vLLM's scheduler,
+// partial_prefill_budget_lookup_list; LLM engine digest §2). N = 1: the whole budget.
+// [ours] vLLM's long_prefill_token_threshold (at most one long prompt mid-prefill) is not
+// modelled.
+func (p *Policy) prefillSlot(in *instance, m *llm) int {
+	if m.maxPartial <= 1 || !m.chunked {
+		return m.maxBatched
+	}
+	k := 0
+	for _, s := range in.running {
+		if s.need() > 1 && s.readyAt <= p.now {
+			k++
+		}
+	}
+	if c, ok := p.q.(waitingCounter); ok && k < m.maxPartial {
+		k += c.waitingFor(p, in, m.maxPartial-k)
+	}
+	return m.maxBatched / max(1, min(k, m.maxPartial))
+}
+
+// waitingCounter is a queue that can count the sequences waiting for an instance (up to
+// limit) whose model it holds: the prefills the next step may admit.
+type waitingCounter interface {
+	waitingFor(p *Policy, in *instance, limit int) int
+}
+
+func (q *plainQueue) waitingFor(_ *Policy, in *instance, limit int) int {
+	if q.wait == nil {
+		return 0
+	}
+	n := 0
+	for _, s := range q.wait[in.idx] {
+		if n >= limit {
+			break
+		}
+		if s.model == in.model {
+			n++
+		}
+	}
+	return n
+}
+
+func (q *qlmQueue) waitingFor(_ *Policy, in *instance, limit int) int {
+	if q.vq == nil {
+		return 0
+	}
+	n := 0
+	for _, g := range q.vq[in.idx] {
+		if g.model != in.model {
+			break // a model switch comes first
+		}
+		n += len(g.members)
+		if n >= limit {
+			return limit
+		}
+	}
+	return n
+}
+
 // budgetLeft is the token budget the running sequences leave in this step.
 func budgetLeft(in *instance, m *llm) int {
 	b := m.maxBatched
@@ -151,6 +214,9 @@ func (p *Policy) scheduleRunning(now dataplane.Time, in *instance, m *llm) bool 
 			continue
 		}
 		n := min(s.need(), budget)
+		if s.need() > 1 {
+			n = min(n, in.slot)
+		}
 		if n < s.need() && !m.chunked {
 			continue
 		}
@@ -193,7 +259,7 @@ func (p *Policy) admitWaiting(now dataplane.Time, in *instance, m *llm) {
 		if h == nil || h.model != in.model {
 			return
 		}
-		n := min(h.need(), budget)
+		n := min(h.need(), budget, in.slot)
 		if n < h.need() && (!m.chunked || partial >= m.maxPartial) {
 			return
 		}
@@ -213,7 +279,7 @@ func (p *Policy) admitWaiting(now dataplane.Time, in *instance, m *llm) {
 			if h == nil || !p.admitKeepsDeadlines(now, in, m, h) {
 				return
 			}
-			n = min(h.need(), budget)
+			n = min(h.need(), budget, in.slot)
 			if n < h.need() && (!m.chunked || partial >= m.maxPartial) {
 				return
 			}
@@ -325,6 +391,9 @@ func (p *Policy) stamp(now dataplane.Time, o output, out *dataplane.Decisions) {
 		out.FirstToken(s.id, now)
 	}
 	if o.last {
+		if s.inst >= 0 && s.inst < len(p.inst) {
+			p.stats.Served[s.id] = p.inst[s.inst].gpu
+		}
 		if s.out > 1 {
 			p.stats.TPOT[s.id] = (now - s.arrival - s.ttft) / dataplane.Time(s.out-1)
 		}

@@ -106,6 +106,27 @@ func TestEngineRules(t *testing.T) {
 			swaps:    1,
 		},
 		{
+			// max_num_partial_prefills 1 (the default), budget 100: A (150/2) takes the whole
+			// budget; B waits while A is mid-prompt. s1 A 100, P(100) 1→2,001; s2 A 50 + B 50
+			// → 4,001 (A's first token); s3 A decode + B 99 → 6,001 (A's first stamped; A done
+			// computing); s4 B's last prompt token, P(1) → 7,011 (A done stamped); s5 B decode,
+			// D(1) → 12,011 (B's first token stamped, then its last as the instance idles).
+			name: "one partial prefill", engine: formats.LLMEngine{MaxNumBatchedTokens: 100}, kv: 100000,
+			reqs:     []engineReq{{0, 150, 2, 0}, {0, 150, 2, 0}},
+			want:     []want{{6001, 7011}, {12011, 12011}},
+			prefills: 4,
+		},
+		{
+			// max_num_partial_prefills 2: the budget splits between the two prefills
+			// (100 / 2 = 50 each, vLLM's partial_prefill_budget_lookup_list). s1, s2, s3: A 50
+			// + B 50, P(100) each → 2,001, 4,001, 6,001 (both first tokens); s4 both decode,
+			// D(2) = 5,010 → 11,011: both first tokens stamped, both last as the instance idles.
+			name: "two partial prefills", engine: formats.LLMEngine{MaxNumBatchedTokens: 100, MaxNumPartialPrefills: 2}, kv: 100000,
+			reqs:     []engineReq{{0, 150, 2, 0}, {0, 150, 2, 0}},
+			want:     []want{{11011, 11011}, {11011, 11011}},
+			prefills: 3,
+		},
+		{
 			// scheduling_policy priority, one sequence slot: A (prio 0) runs; B (prio 5,
 			// at 10) and C (prio 1, at 20) wait; C goes first. s1 A P(100) 1→2,001; s2 A
 			// decode → 7,001; s3 C P(100) → 9,001; s4 C decode → 14,001; s5 B → 16,001; s6 B

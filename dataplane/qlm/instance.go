@@ -21,6 +21,8 @@ type seq struct {
 	arrival  dataplane.Time
 	// prio is the request's priority attribute (vLLM's: lower first), QLM App. A.3.
 	prio int32
+	// gpu is the GPU type the plan's routes send it to ("" = any; route.go).
+	gpu string
 	// comp is how many of its tokens the KV cache holds computed (vLLM's
 	// num_computed_tokens, LLM engine digest §1): prompt chunks, then one per generated
 	// token; back to 0 after a recompute preemption (prompt + generated are computed again).
@@ -66,6 +68,9 @@ type instance struct {
 	swapped []*seq
 	kvUsed  int
 	cpuUsed int64
+	// slot is the most prompt tokens one sequence takes in the step being formed
+	// (prefillSlot: max_num_partial_prefills).
+	slot int
 	// iteration in flight
 	busy        bool
 	outstanding int
@@ -168,6 +173,8 @@ type Stats struct {
 	SolveNs int64
 	// TTFT and TPOT per finished request, in µs (TPOT = (done − first token)/(out − 1)).
 	TTFT, TPOT map[dataplane.ReqID]dataplane.Time
+	// Served is the GPU type of the instance that completed each request (size routing).
+	Served map[dataplane.ReqID]string
 	// Predicted holds the RCT estimate of completion (absolute µs) made when the request's
 	// group was last planned, for the R² of QLM §8.
 	Predicted map[dataplane.ReqID]dataplane.Time
@@ -258,10 +265,12 @@ func (p *Policy) preempt(in *instance, v *seq, m *llm) {
 		v.swapped = true
 		in.swapped = append(in.swapped, v)
 		p.stats.KVSwaps++
+		p.preempts.Add(1)
 		return
 	}
 	v.kv, v.comp = 0, 0
 	p.stats.Evictions++
+	p.preempts.Add(1)
 	p.q.requeue(p, in, v)
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -101,7 +102,16 @@ type Policy struct {
 	// kvMax is the largest KV cache in tokens (whole blocks) per model over the instances
 	// with its profile (fits).
 	kvMax map[string]int
+	// routes are the plan's size routes per class (route.go).
+	routes []appRoutes
+	// preempts counts running sequences preempted (evicted or swapped out); atomic because
+	// serve reads it (Preemptions) from the goroutine that answers requests.
+	preempts atomic.Int64
 }
+
+// Preemptions implements serve.Preempter: running sequences preempted so far, by recompute
+// or by KV swap (LLM engine digest §2.3), the counter plan_llm_preemptions_total follows.
+func (p *Policy) Preemptions() int64 { return p.preempts.Load() }
 
 // Name implements dataplane.Policy.
 func (p *Policy) Name() string { return p.opt.name }
@@ -173,6 +183,9 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.byW[x.w] = x
 	}
 	p.initStepSet()
+	if err := p.buildRoutes(); err != nil {
+		return err
+	}
 	for _, c := range cls {
 		ok := false
 		for _, in := range p.inst {
@@ -184,7 +197,8 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.seqs = map[dataplane.ReqID]*seq{}
 	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))
-	p.stats = Stats{TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
+	p.stats = Stats{Served: map[dataplane.ReqID]string{}, TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
+	p.preempts.Store(0)
 	return nil
 }
 
@@ -297,6 +311,7 @@ func (p *Policy) newSeq(r *dataplane.Request) *seq {
 	if s.out <= 0 {
 		s.out = drawTokens(c.Out, uint64(r.ID), 2)
 	}
+	p.seqRoute(s)
 	return s
 }
 
@@ -397,7 +412,7 @@ func (q *plainQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	if q.wait == nil {
 		q.wait = make([][]*seq, len(p.inst))
 	}
-	el := p.eligible(s.model)
+	el := p.routed(s.model, s.gpu)
 	in := el[p.rr%len(el)]
 	p.rr++
 	s.inst = in.idx

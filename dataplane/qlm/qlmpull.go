@@ -47,7 +47,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		var acc float64
 		accPrev, accK := "", -1
 		for k, g := range q.vq[o.idx] {
-			if g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil {
+			if g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil || !p.allowed(in, g.model, g.gpu) {
 				continue
 			}
 			here := 0.0
@@ -146,7 +146,7 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 			continue
 		}
 		for _, g := range q.vq[o.idx] {
-			if !g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil || (g.model != in.model && !empty) {
+			if !g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil || (g.model != in.model && !empty) || !p.allowed(in, g.model, g.gpu) {
 				continue
 			}
 			if best == nil || g.prio < best.prio || (g.prio == best.prio && (g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id))) {
@@ -159,7 +159,7 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 	}
 	k := len(best.members) / 2
 	g := &group{id: q.next, app: best.app, model: best.model, bucket: best.bucket, deadline: dataplane.Never, vq: in.idx,
-		mu: best.mu, sd: best.sd, maxOut: best.maxOut, prio: best.prio}
+		mu: best.mu, sd: best.sd, maxOut: best.maxOut, prio: best.prio, gpu: best.gpu}
 	q.next++
 	g.members = append([]*seq(nil), best.members[k:]...)
 	best.members = best.members[:k:k]

@@ -28,6 +28,8 @@ type group struct {
 	maxOut   int
 	// prio: members share one priority (strict priorities, QLM App. A.3).
 	prio int32
+	// gpu: members share one routed GPU type (route.go).
+	gpu string
 }
 
 // qlmQueue is QLM's queueing layer: request groups in per-instance virtual queues whose order
@@ -57,6 +59,7 @@ type qlmQueue struct {
 type groupKey struct {
 	app, bucket int
 	prio        int32
+	gpu         string
 }
 
 func lenBucket(prompt int) int {
@@ -87,12 +90,12 @@ func (p *Policy) delta() float64 {
 
 func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	q.init(p)
-	key := groupKey{int(s.app), lenBucket(s.prompt), s.prio}
+	key := groupKey{int(s.app), lenBucket(s.prompt), s.prio, s.gpu}
 	g := q.open[key]
 	cap := p.capFor(s.model)
 	if g == nil || g.size >= cap || g.started {
 		c := &p.class[s.app]
-		g = &group{id: q.next, app: s.app, model: s.model, bucket: key.bucket, deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max, prio: s.prio}
+		g = &group{id: q.next, app: s.app, model: s.model, bucket: key.bucket, deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max, prio: s.prio, gpu: s.gpu}
 		q.next++
 		q.open[key] = g
 		g.vq = q.place(p, now, g)
@@ -123,7 +126,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 // place picks the virtual queue of a new group: least estimated drain time among instances
 // that can host its model (QLM), or naive round-robin / random assignment (baselines).
 func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
-	el := p.eligible(g.model)
+	el := p.routed(g.model, g.gpu)
 	switch p.opt.placement {
 	case "rr":
 		p.rr++
@@ -134,6 +137,21 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 	best, bt := el[0].idx, math.Inf(1)
 	for _, in := range el {
 		t := q.drain(p, in, len(q.vq[in.idx]))
+		// On an instance holding another model the group starts only after its own model
+		// replaces that one (as pull counts it): without this an idle instance of another
+		// model wins any tie with a busy one of the group's model and evicts its model for a
+		// group that never needed it (qlmfix item 2: on the five-request trace a batch request
+		// arriving 50 µs after a chat request sent vicuna's instance into an 11.8 s load, and
+		// the vicuna request that followed waited 14 s; serve's real-time arrivals hit it, the
+		// simulator's same-instant ones did not). An empty instance (back from a failure)
+		// evicts nothing: loading there runs beside the busy ones, as before.
+		prev := in.upcoming()
+		if v := q.vq[in.idx]; len(v) > 0 {
+			prev = v[len(v)-1].model
+		}
+		if prev != "" && g.model != prev {
+			t += p.swapSeconds(in, g.model)
+		}
 		if t < bt {
 			best, bt = in.idx, t
 		}
@@ -284,7 +302,7 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 		}
 		for _, in := range p.inst {
 			m := p.llmFor(in, g.model)
-			if m == nil || in.down {
+			if m == nil || in.down || !p.allowed(in, g.model, g.gpu) {
 				pg.Cost = append(pg.Cost, nil)
 				continue
 			}
@@ -422,13 +440,16 @@ func (q *qlmQueue) regroup(p *Policy) []*group {
 		if free[a].prio != free[b].prio {
 			return free[a].prio < free[b].prio
 		}
+		if free[a].gpu != free[b].gpu {
+			return free[a].gpu < free[b].gpu
+		}
 		return free[a].id < free[b].id
 	})
 	capFor := p.capFor
 	clear(q.open)
 	for lo := 0; lo < len(free); {
 		hi := lo
-		for hi < len(free) && free[hi].prio == free[lo].prio {
+		for hi < len(free) && free[hi].prio == free[lo].prio && free[hi].gpu == free[lo].gpu {
 			hi++
 		}
 		gs = q.kmeansGroups(p, free[lo:hi], capFor, gs)
@@ -446,7 +467,7 @@ func (q *qlmQueue) kmeansGroups(p *Policy, free []*seq, capFor func(string) int,
 	}
 	for _, members := range KMeansGroups(items, capFor, p.opt.seed+uint64(p.stats.Replans)) {
 		first := free[members[0]]
-		g := &group{id: q.next, app: first.app, model: first.model, deadline: dataplane.Never, vq: first.inst, prio: first.prio}
+		g := &group{id: q.next, app: first.app, model: first.model, deadline: dataplane.Never, vq: first.inst, prio: first.prio, gpu: first.gpu}
 		q.next++
 		var mu, v float64
 		for _, i := range members {
@@ -461,8 +482,8 @@ func (q *qlmQueue) kmeansGroups(p *Policy, free []*seq, capFor func(string) int,
 		}
 		g.size = len(g.members)
 		g.mu, g.sd = mu/float64(len(members)), math.Sqrt(v/float64(len(members)))
-		if g.vq < 0 || p.llmFor(p.inst[g.vq], g.model) == nil {
-			g.vq = p.eligible(g.model)[0].idx
+		if g.vq < 0 || p.llmFor(p.inst[g.vq], g.model) == nil || !p.allowed(p.inst[g.vq], g.model, g.gpu) {
+			g.vq = p.routed(g.model, g.gpu)[0].idx
 		}
 		gs = append(gs, g)
 	}
@@ -587,7 +608,7 @@ func (q *qlmQueue) withdraw(p *Policy, s *seq) {
 			if len(g.members) == 0 {
 				// An emptied group leaves its virtual queue now (estimates would count its
 				// model swap) and takes no later arrival (it would join it there, unqueued).
-				if k := (groupKey{int(g.app), g.bucket, g.prio}); q.open[k] == g {
+				if k := (groupKey{int(g.app), g.bucket, g.prio, g.gpu}); q.open[k] == g {
 					delete(q.open, k)
 				}
 				if g.vq >= 0 && g.vq < len(q.vq) {

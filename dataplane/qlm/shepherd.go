@@ -63,7 +63,7 @@ func (q *shepherdQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	// The group field carries the per-request p95 (SHEPHERD has no request groups).
 	s.group = &group{maxOut: int(math.Ceil(math.Max(1, o)))}
 	best, bt := -1, math.Inf(1)
-	for _, in := range p.eligible(s.model) {
+	for _, in := range p.routed(s.model, s.gpu) {
 		m := p.llmFor(in, s.model)
 		load := q.tokens[in.idx]
 		for _, r := range in.running {

@@ -30,22 +30,31 @@ type Bucket struct {
 	Output float64
 	Rate   float64
 	SLO    time.Duration
+	// CapInput and CapOutput are the sizes the capacity rule holds for (0 = Input, Output):
+	// the bucket's upper edge, so its longer requests meet the SLO too.
+	CapInput, CapOutput float64
 }
 
 // ClassBuckets splits every class's token-length mix into a 3×3 grid of input × output
 // lengths at the 1/6, 1/2 and 5/6 quantiles of a normal with the class's mean and std,
 // clamped to [1, max], each taking a ninth of the class's rate (a class without std is
-// one bucket at its means).
+// one bucket at its means). A bucket's capacity is taken at its tercile's upper edge (the
+// top tercile at p95): sized at the centre, its longer half runs past the SLO on a type
+// chosen at the SLO's edge (the bundled mixed plan held 88.5% attainment at load 1.0).
 func ClassBuckets(w *formats.Workload) []Bucket {
-	z := []float64{-0.9674, 0, 0.9674} // standard normal quantiles at 1/6, 1/2, 5/6
+	z := []float64{-0.9674, 0, 0.9674}        // standard normal quantiles at 1/6, 1/2, 5/6
+	zHi := []float64{-0.4307, 0.4307, 1.6449} // the terciles' upper edges (the top one at p95)
 	var out []Bucket
 	for _, cl := range w.LLMClasses {
 		ins := quantiles(cl.InputTokens, z)
 		outs := quantiles(cl.OutputTokens, z)
+		insHi := quantiles(cl.InputTokens, zHi)
+		outsHi := quantiles(cl.OutputTokens, zHi)
 		share := cl.RateRPS / float64(len(ins)*len(outs))
-		for _, i := range ins {
-			for _, o := range outs {
-				out = append(out, Bucket{Model: cl.Model, Class: cl.Name, Input: i, Output: o, Rate: share, SLO: cl.SLO.D()})
+		for a, i := range ins {
+			for b, o := range outs {
+				out = append(out, Bucket{Model: cl.Model, Class: cl.Name, Input: i, Output: o, Rate: share, SLO: cl.SLO.D(),
+					CapInput: insHi[a], CapOutput: outsHi[b]})
 			}
 		}
 	}
@@ -108,6 +117,9 @@ func Capacity(pr *formats.LLMProfile, in, out float64, slo time.Duration, f floa
 		if it.MaxSeqs > 0 {
 			maxSeqs = it.MaxSeqs
 		}
+		if e := pr.Engine; e != nil && e.MaxNumSeqs > 0 {
+			maxSeqs = e.MaxNumSeqs // the engine's setting wins, as the runtime reads it
+		}
 		ctxCoef = it.DecodeUsPerContextToken
 		if len(it.Decode) > 0 {
 			dec = func(b float64) float64 { return pwl(it.Decode, b) }
@@ -142,6 +154,8 @@ type CostResult struct {
 	Instances []formats.QLMInstance
 	Cost      float64
 	Sizing    *fleet.Solution
+	// Routes is the ILP's split of each bucket over GPU types (the runtime routes by it).
+	Routes []formats.QLMRoute
 }
 
 // SizeBuckets is Mélange's ILP over buckets × instance kinds (fleet.Size, shared): the
@@ -182,7 +196,11 @@ func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 			if k.model != b.Model {
 				continue
 			}
-			d.Cap[ki], _ = Capacity(k.prof, b.Input, b.Output, b.SLO, f)
+			ci, co := b.Input, b.Output
+			if b.CapInput > 0 {
+				ci, co = b.CapInput, b.CapOutput
+			}
+			d.Cap[ki], _ = Capacity(k.prof, ci, co, b.SLO, f)
 			ok = ok || d.Cap[ki] > 0
 		}
 		if !ok && b.Rate > 0 {
@@ -198,13 +216,47 @@ func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 	if err != nil {
 		return nil, err
 	}
-	res := &CostResult{Cost: sol.Cost, Sizing: sol}
+	res := &CostResult{Cost: sol.Cost, Sizing: sol, Routes: routes(buckets, kinds, sol)}
 	for ki, k := range kinds {
 		for range sol.Count[ki] {
 			res.Instances = append(res.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(len(res.Instances)), GPU: k.gpu, GPUCount: k.gpus, Model: k.model})
 		}
 	}
 	return res, nil
+}
+
+// routes records the ILP's share of every bucket per GPU type (summed over the kinds on a
+// type, in the cluster's kind order): Mélange's plan assumes each size goes where the ILP put
+// it, so the runtime must route by it (issue 34 follow-up: unrouted, short and long requests
+// mix on every type and the mixed fleet misses its SLOs).
+func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []formats.QLMRoute {
+	var out []formats.QLMRoute
+	for d, b := range buckets {
+		if b.Rate <= 0 || d >= len(sol.Share) {
+			continue
+		}
+		r := formats.QLMRoute{Class: b.Class, InputTokens: b.Input, OutputTokens: b.Output}
+		at := map[string]int{}
+		for k, sh := range sol.Share[d] {
+			if sh <= 1e-9 {
+				continue
+			}
+			g := kinds[k].gpu
+			if i, ok := at[g]; ok {
+				r.GPUs[i].Share += sh
+				continue
+			}
+			at[g] = len(r.GPUs)
+			r.GPUs = append(r.GPUs, formats.QLMShare{GPU: g, Share: sh})
+		}
+		for i := range r.GPUs {
+			r.GPUs[i].Share = math.Round(r.GPUs[i].Share*1e6) / 1e6
+		}
+		if len(r.GPUs) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // SolveCost is `plan solve --objective cost` for llm_classes workloads: the classes' token
@@ -229,7 +281,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	if err != nil {
 		return nil, err
 	}
-	q := &formats.QLMPlan{ReplanMs: 500, Instances: res.Instances}
+	q := &formats.QLMPlan{ReplanMs: 500, Instances: res.Instances, Routes: res.Routes}
 	assign := make([]string, len(q.Instances))
 	load := map[string]float64{}
 	for i, inst := range q.Instances {

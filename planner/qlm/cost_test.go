@@ -60,6 +60,27 @@ func TestSizeBucketsMix(t *testing.T) {
 			t.Errorf("bucket %d: shares sum to %g", d, s)
 		}
 	}
+	// The plan records the split so the runtime routes by it: one route per bucket, its
+	// shares summing to one, on GPU types the fleet has.
+	if len(res.Routes) != len(buckets) {
+		t.Fatalf("routes %+v: want one per bucket (%d)", res.Routes, len(buckets))
+	}
+	used := map[string]bool{}
+	for _, in := range res.Instances {
+		used[in.GPU] = true
+	}
+	for i, r := range res.Routes {
+		s := 0.0
+		for _, g := range r.GPUs {
+			s += g.Share
+			if !used[g.GPU] {
+				t.Errorf("route %d: GPU type %s has no instance", i, g.GPU)
+			}
+		}
+		if r.Class != buckets[i].Class || r.InputTokens != buckets[i].Input || math.Abs(s-1) > 1e-5 {
+			t.Errorf("route %d = %+v: want class %s, %g input tokens, shares summing to 1", i, r, buckets[i].Class, buckets[i].Input)
+		}
+	}
 }
 
 // TestSolveCostShort: a class rate beyond the available GPUs is an infeasible-input error

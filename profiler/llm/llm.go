@@ -175,7 +175,17 @@ func Estimate(model, gpu string) (*formats.LLMProfile, error) {
 		LoadWarmUs:           round(float64(w) / float64(tp) / (g.HostLinkGBps * 1e3)),
 		HostLinkGBps:         g.HostLinkGBps,
 		Iteration:            iteration(m, g, tp),
+		Engine:               engineDefaults(g.Name),
 	}, nil
+}
+
+// engineDefaults are vLLM V1's engine settings for the GPU (LLM engine digest §4;
+// formats.DefaultBatchedTokens: 8192 tokens and 1024 sequences on H100-class GPUs, 2048 and
+// 256 elsewhere; 16-token KV blocks), written as the profile's engine block so the simulator
+// and `plan export` run what a default vLLM would.
+func engineDefaults(gpu string) *formats.LLMEngine {
+	b, seqs := formats.DefaultBatchedTokens(gpu)
+	return &formats.LLMEngine{MaxNumBatchedTokens: b, MaxNumSeqs: seqs, BlockSize: 16}
 }
 
 // iteration is the piecewise-linear iteration model the emulated instances run (our simulator
@@ -186,8 +196,8 @@ func Estimate(model, gpu string) (*formats.LLMProfile, error) {
 // prefill curve is exact at its breakpoints and linear in between; the decode curve likewise
 // at batch sizes 1…maxSeqs at the typical context.
 func iteration(m Model, g gpus.Spec, tp int) *formats.LLMIteration {
-	it := &formats.LLMIteration{MaxBatchedTokens: 4096, MaxSeqs: maxSeqs, BlockTokens: 16, PreemptMode: "auto",
-		CPUSwapBytes: int64(cpuSwapGB * 1e9)}
+	// The budgets are the engine block's (engineDefaults), not the older iteration fields.
+	it := &formats.LLMIteration{PreemptMode: "auto", CPUSwapBytes: int64(cpuSwapGB * 1e9)}
 	for _, n := range []int{1, 128, 512, 1024, 2048, 4096} {
 		// Prefill of n tokens: one pass over the weights, 2·P FLOPs per token.
 		it.Prefill = append(it.Prefill, formats.PWLPoint{Tokens: n, Us: round(StepUs(m, g, tp, n, float64(n)/2))})

@@ -224,3 +224,36 @@ func TestMeasuredH100(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateEngineDefaults: the roofline estimator writes the engine block with vLLM V1's
+// defaults for the GPU (8192 tokens and 1024 sequences on H100, 2048 and 256 on A100 and
+// L4; 16-token blocks) instead of the old iteration max_batched_tokens 4096 (qlmfix item 4),
+// and the profile validates.
+func TestEstimateEngineDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		gpu          string
+		tokens, seqs int
+	}{
+		{"A100", 2048, 256},
+		{"L4", 2048, 256},
+		{"H100", 8192, 1024},
+	} {
+		t.Run(tc.gpu, func(t *testing.T) {
+			p, err := Estimate("mistral-7b", tc.gpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := p.Engine
+			if e == nil || e.MaxNumBatchedTokens != tc.tokens || e.MaxNumSeqs != tc.seqs || e.BlockSize != 16 {
+				t.Fatalf("engine %+v, want %d tokens, %d sequences, 16-token blocks", e, tc.tokens, tc.seqs)
+			}
+			if it := p.Iteration; it == nil || it.MaxBatchedTokens != 0 || it.MaxSeqs != 0 || it.BlockTokens != 0 {
+				t.Errorf("iteration %+v: want the budgets in the engine block only", it)
+			}
+			doc := &formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile}, LLMs: []formats.LLMProfile{*p}}
+			if err := doc.Validate(); len(err) > 0 {
+				t.Errorf("profile does not validate: %v", err)
+			}
+		})
+	}
+}

@@ -268,7 +268,11 @@ func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Tim
 		RefusedStatus: refusedStatus,
 		OnHop: func(h serve.HopEvent) {
 			sub.mu.Lock()
-			sub.tokens++
+			if h.HasTokens {
+				sub.tokens = max(sub.tokens, h.Tokens)
+			} else {
+				sub.tokens++
+			}
 			sub.worker = h.Worker
 			sub.mu.Unlock()
 			select {

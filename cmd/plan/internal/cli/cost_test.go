@@ -92,7 +92,7 @@ func TestFrontier(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, plotPath := filepath.Join(dir, "f.csv"), filepath.Join(dir, "f")
 	code, stdout, stderr := rootRun(t, "frontier", "--output", "json", "--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml",
-		"--workload", "testdata/cost/workload-llm.yaml", "--rate", "1,4", "--csv", csvPath, "--plot", plotPath)
+		"--workload", "testdata/cost/workload-llm-busy.yaml", "--rate", "1,2", "--csv", csvPath, "--plot", plotPath)
 	skipWithoutHiGHS(t, stderr)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -116,7 +116,7 @@ func TestFrontier(t *testing.T) {
 		t.Errorf("1×: want a mix cheaper than any single type, got %+v", p)
 	}
 	if rep.Points[1].SingleCost != nil {
-		t.Errorf("4×: no single type serves it within its available count, got %g", *rep.Points[1].SingleCost)
+		t.Errorf("2×: no single type serves it within its available count, got %g", *rep.Points[1].SingleCost)
 	}
 	for _, f := range []string{csvPath, plotPath + ".png", plotPath + ".svg"} {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {

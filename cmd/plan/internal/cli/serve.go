@@ -47,6 +47,8 @@ type serveOptions struct {
 	adminAddr, adminToken string
 	// maxConns and maxConnsPerIP cap open connections (0 = from the descriptor limit).
 	maxConns, maxConnsPerIP int
+	// autopilot re-plans as the load moves (issue 35).
+	autopilot autopilotFlags
 }
 
 func init() { register(newServeCmd) }
@@ -163,6 +165,7 @@ PLAN defaults to ./plan.json.`,
 	f.IntVar(&o.maxConns, "max-conns", 0, "open connections per listener (0 = three quarters of the descriptor limit); the last few answer only health checks")
 	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", 0, "open connections per client address (0 = a quarter of --max-conns)")
 	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
+	addAutopilotFlags(f, &o.autopilot)
 	o.frontends = app.Systems.Frontends()
 	for _, fe := range o.frontends {
 		if ff, ok := fe.(serve.FrontendFlags); ok {
@@ -268,6 +271,10 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
 		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
 	}
+	pilot, err := serveAutopilot(cmd, app, o, plan, dep, &opts)
+	if err != nil {
+		return err
+	}
 	closeWorkers, err := workerFactory(o, &opts, app)
 	if err != nil {
 		return err
@@ -286,6 +293,12 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 			return usageError(err)
 		}
 		return usageError(fmt.Errorf("%s: %w", filepath.Base(path), err))
+	}
+	if pilot != nil {
+		if err := pilot.Start(); err != nil {
+			_ = s.Shutdown(context.Background())
+			return usageErrorf("--autopilot: %v", err)
+		}
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -41,6 +41,7 @@ type simulateOptions struct {
 	// switchDelay: a schedule's plan switch (simulate_schedule.go).
 	switchDelay time.Duration
 	switchAhead bool
+	autopilot   autopilotFlags
 	rateScale   string
 	// requestsOut is --requests-out: every request's record as JSONL.
 	requestsOut string
@@ -113,6 +114,7 @@ the peak plan's, and the cost.`,
 	f.StringArrayVar(&o.fail, "fail", nil, "inject a worker failure WORKER@AT or WORKER@AT-UNTIL (repeatable; times from the start of each load point): its batches are lost and their requests re-queued by policies that fail over (QLM) or dropped as worker-failed")
 	f.DurationVar(&o.switchDelay, "switch-delay", defaultSwitchDelay, "SCHEDULE only: how long a window's new plan takes to serve (GPUs up, models loaded); the previous plan serves meanwhile")
 	f.BoolVar(&o.switchAhead, "switch-ahead", true, "SCHEDULE only: load each window's plan one --switch-delay before its window starts (the schedule is known ahead); false: at the window's start, the previous plan serving until it has loaded")
+	addAutopilotFlags(f, &o.autopilot)
 	return cmd
 }
 
@@ -174,6 +176,9 @@ func parseParams(kv []string) (map[string]string, error) {
 }
 
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
+		return runSimulateAutopilot(cmd, app, o, args) // (it reports a misused flag)
+	}
 	path, err := resolvePlanArg(args)
 	if err != nil {
 		return err

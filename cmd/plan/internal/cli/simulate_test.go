@@ -138,8 +138,13 @@ func TestSimulateFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	tot := rep.Points[0].Total
-	if tot.Requests == 0 || tot.Dropped != 0 || tot.Attainment < 0.8 {
-		t.Errorf("%d requests, %d dropped, attainment %.3f; want none dropped (QLM re-queues) and ≥ 0.8", tot.Requests, tot.Dropped, tot.Attainment)
+	// 0.75: mistral's traffic fails over to vicuna's instance, a 11.8 s cold load against a
+	// 20 s SLO. Before qlmfix item 2 it held 0.97 only because QLM's placement had already
+	// swapped vicuna's instance to mistral in the first second (an idle instance of another
+	// model won ties, paying a swap no SLO needed); without a failure that placement misses
+	// more (99.47% at load 0.5, now 100%).
+	if tot.Requests == 0 || tot.Dropped != 0 || tot.Attainment < 0.75 {
+		t.Errorf("%d requests, %d dropped, attainment %.3f; want none dropped (QLM re-queues) and ≥ 0.75", tot.Requests, tot.Dropped, tot.Attainment)
 	}
 }
 

@@ -32,7 +32,7 @@ var goldenCases = []struct {
 	{"qlm-3classes.json", []string{"--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml", "--workload", "testdata/qlm/workload.yaml"}},
 	{"dyorc-small.json", []string{"--cluster", "testdata/dyorc/cluster-small.json", "--workload", "testdata/dyorc/small.json"}},
 	// issue 34: a least-cost LLM fleet over three GPU types (QLM, Mélange-style buckets).
-	{"qlm-cost.json", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml", "--objective", "cost"}},
+	{"qlm-cost.json", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm-busy.yaml", "--objective", "cost"}},
 }
 
 // skipWithoutHiGHS skips a test that needs the solver when highs.wasm is absent, unless

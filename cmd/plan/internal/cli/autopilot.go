@@ -1,0 +1,384 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/dataplane"
+	ap "github.com/plan-dev/plan/dataplane/autopilot"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
+	pap "github.com/plan-dev/plan/planner/autopilot"
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/sim"
+)
+
+// autopilotFlags are the --autopilot flags of `plan serve` and `plan simulate` (issue 35).
+type autopilotFlags struct {
+	mode        string
+	window      time.Duration
+	history     int
+	period      int
+	minInterval time.Duration
+	loadTime    time.Duration
+	headroom    float64
+	budget      int
+	steps       int
+	objective   string
+	solveLimit  time.Duration
+}
+
+func addAutopilotFlags(f *pflag.FlagSet, a *autopilotFlags) {
+	f.StringVar(&a.mode, "autopilot", "", "re-plan as the load moves: on (switch plans) or advise (only recommend); off when not given")
+	f.Lookup("autopilot").NoOptDefVal = "on"
+	f.DurationVar(&a.window, "autopilot-window", 10*time.Second, "autopilot: observation window (one forecast step)")
+	f.IntVar(&a.history, "autopilot-history", ap.DefaultHistory, "autopilot: windows of history kept")
+	f.IntVar(&a.period, "autopilot-period", 0, "autopilot: season in windows for Holt-Winters (0 = Holt's linear trend, the default); at most --autopilot-history")
+	f.DurationVar(&a.minInterval, "autopilot-min-interval", 60*time.Second, "autopilot: least time between two plan switches")
+	f.DurationVar(&a.loadTime, "autopilot-load-time", 5*time.Second, "autopilot (simulate): model load time of a new placement; the old plan serves until it passes")
+	f.Float64Var(&a.headroom, "autopilot-headroom", ap.DefaultHeadroom, "autopilot: share above the forecast a new plan must serve")
+	f.IntVar(&a.budget, "autopilot-gpu-budget", 0, "autopilot: most GPUs a new plan may take (0 = the plan's cluster); below what the load needs, the best plan within it is served and the status says so")
+	f.IntVar(&a.steps, "autopilot-steps", pap.DefaultSteps, "autopilot: rungs of the cluster ladder the re-solve picks from")
+	f.StringVar(&a.objective, "autopilot-objective", "", "autopilot: what a re-solve optimises: throughput (the plan's own objective on the fewest GPUs of a cluster ladder) or cost (the least-cost fleet for the forecast rates: plans solved with --objective cost); default: the plan's own")
+	f.DurationVar(&a.solveLimit, "autopilot-solve-limit", 30*time.Second, "autopilot: time limit of one re-solve")
+}
+
+// checkFlagsUsed refuses an --autopilot-* flag given without --autopilot (it would do
+// nothing), and --autopilot-load-time on serve (real model loads are timed by the reload).
+func (a *autopilotFlags) checkFlagsUsed(cmd *cobra.Command, serving bool) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err != nil || !strings.HasPrefix(f.Name, "autopilot-") {
+			return
+		}
+		switch {
+		case !a.enabled():
+			err = usageErrorf("--%s needs --autopilot", f.Name)
+		case serving && f.Name == "autopilot-load-time":
+			err = usageErrorf("--autopilot-load-time applies to plan simulate: plan serve loads the new plan's models before it switches")
+		}
+	})
+	return err
+}
+
+// enabled reports whether --autopilot was given.
+func (a *autopilotFlags) enabled() bool { return a.mode != "" }
+
+// config checks the flags (exit 2 naming the flag) and returns the loop's configuration.
+func (a *autopilotFlags) config() (ap.Config, error) {
+	mode, err := ap.ParseMode(a.mode)
+	if err != nil {
+		return ap.Config{}, usageError(err)
+	}
+	switch {
+	case a.objective != "" && a.objective != "throughput" && a.objective != "cost":
+		return ap.Config{}, usageErrorf("--autopilot-objective %q: want throughput or cost", a.objective)
+	case a.window <= 0:
+		return ap.Config{}, usageErrorf("--autopilot-window %s: must be > 0", a.window)
+	case a.history <= 0:
+		return ap.Config{}, usageErrorf("--autopilot-history %d: must be > 0", a.history)
+	case a.period < 0 || a.period == 1:
+		return ap.Config{}, usageErrorf("--autopilot-period %d: want 0 (Holt) or a season of ≥ 2 windows", a.period)
+	case a.period > a.history:
+		return ap.Config{}, usageErrorf("--autopilot-period %d: the forecaster's period is longer than the window history (--autopilot-history %d windows)", a.period, a.history)
+	case a.minInterval < 0:
+		return ap.Config{}, usageErrorf("--autopilot-min-interval %s: must be ≥ 0", a.minInterval)
+	case a.loadTime < 0:
+		return ap.Config{}, usageErrorf("--autopilot-load-time %s: must be ≥ 0", a.loadTime)
+	case !(a.headroom >= 0 && a.headroom < 10):
+		return ap.Config{}, usageErrorf("--autopilot-headroom %g: must be in [0, 10)", a.headroom)
+	case a.budget < 0:
+		return ap.Config{}, usageErrorf("--autopilot-gpu-budget %d: must be ≥ 0", a.budget)
+	case a.steps < 1 || a.steps > 64:
+		return ap.Config{}, usageErrorf("--autopilot-steps %d: must be in [1, 64]", a.steps)
+	case a.solveLimit <= 0:
+		return ap.Config{}, usageErrorf("--autopilot-solve-limit %s: must be > 0", a.solveLimit)
+	}
+	return ap.Config{Mode: mode, Window: us(a.window), History: a.history, Period: a.period,
+		MinInterval: max(us(a.minInterval), 1), Headroom: a.headroom, GPUBudget: a.budget}, nil
+}
+
+func us(d time.Duration) dataplane.Time { return dataplane.Time(d / time.Microsecond) }
+
+// autopilotSolver is a re-solver that also describes plans for the loop.
+type autopilotSolver interface {
+	ap.Solver
+	Candidate(p *formats.Plan) (ap.Candidate, error)
+}
+
+// newLadder is the autopilot's solver for plan: its system's re-solve on shrunken clusters
+// (objective throughput), or for the forecast rates (cost: a plan solved with --objective
+// cost, whose fleet the re-solve prices). The flag and the plan's objective must agree.
+func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deployment, a *autopilotFlags) (autopilotSolver, error) {
+	s, err := reg.ForPlan(plan)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if s.Checker == nil {
+		return nil, usageErrorf("--autopilot: system %s cannot re-solve its plans", s.Name)
+	}
+	own := "throughput"
+	if plan.Fleet != nil {
+		own = "cost"
+	}
+	if a.objective != "" && a.objective != own {
+		return nil, usageErrorf("--autopilot-objective %s conflicts with the plan's objective %s (solve it with --objective %s, or leave --autopilot-objective out)", a.objective, own, a.objective)
+	}
+	names := make([]string, len(dep.Apps))
+	for i, x := range dep.Apps {
+		names[i] = x.Name
+	}
+	resolve := func(ctx context.Context, p *formats.Plan) (*formats.Plan, error) {
+		return s.Checker.Resolve(ctx, p, a.solveLimit)
+	}
+	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
+		d, _, err := reg.Deploy(p)
+		return d, err
+	}
+	if own == "cost" {
+		r, err := pap.NewRateSolver(plan, names, resolve, deploy)
+		if err != nil {
+			return nil, usageErrorf("--autopilot-objective cost: %v", err)
+		}
+		return r, nil
+	}
+	l, err := pap.NewLadder(plan, names, a.steps, resolve, deploy)
+	if err != nil {
+		return nil, usageErrorf("--autopilot: %v", err)
+	}
+	return l, nil
+}
+
+// serveAutopilot adds the autopilot front end to opts when --autopilot is given (nil
+// otherwise); the caller starts it once the server runs.
+func serveAutopilot(cmd *cobra.Command, app *App, o *serveOptions, plan *formats.Plan, dep *dataplane.Deployment, opts *serve.Options) (*serve.Autopilot, error) {
+	if err := o.autopilot.checkFlagsUsed(cmd, true); err != nil || !o.autopilot.enabled() {
+		return nil, err
+	}
+	cfg, err := o.autopilot.config()
+	if err != nil {
+		return nil, err
+	}
+	ladder, err := newLadder(app.Systems, plan, dep, &o.autopilot)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(dep.Apps))
+	for i, x := range dep.Apps {
+		names[i] = x.Name
+	}
+	pilot := serve.NewAutopilot(serve.AutopilotOptions{Loop: cfg, Solver: ladder, Describe: ladder.Candidate,
+		Apps: names, SolveTimeout: 2 * o.autopilot.solveLimit * time.Duration(o.autopilot.steps)})
+	opts.Frontends = append(slices.Clone(opts.Frontends), pilot)
+	return pilot, nil
+}
+
+// autopilotSimReport is `plan simulate --autopilot`'s result: the loop beside the static
+// plan and the plan solved for the trace's peak.
+type autopilotSimReport struct {
+	Trace     string               `json:"trace"`
+	Duration  float64              `json:"duration_s"`
+	MeanRPS   []float64            `json:"mean_rps"`
+	PeakRPS   []float64            `json:"peak_rps"`
+	Autopilot *sim.AutopilotResult `json:"autopilot"`
+	Static    *sim.AutopilotResult `json:"static"`
+	Peak      *sim.AutopilotResult `json:"peak"`
+	PeakGPUs  int                  `json:"peak_gpus"`
+	// Mean is the plan solved for the trace's mean rate (with the same headroom).
+	Mean     *sim.AutopilotResult `json:"mean"`
+	MeanGPUs int                  `json:"mean_gpus"`
+}
+
+// runSimulateAutopilot is `plan simulate PLAN --autopilot`: one run over the trace at the
+// mean rate --load × the plan's rate (per application).
+func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if err := o.autopilot.checkFlagsUsed(cmd, false); err != nil {
+		return err
+	}
+	cfg, err := o.autopilot.config()
+	if err != nil {
+		return err
+	}
+	// The autopilot run is one pass over the trace, not a sweep: the sweep's own flags
+	// would be silently ignored.
+	for _, name := range []string{"report", "fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			return usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
+		}
+	}
+	path, err := resolvePlanArg(args)
+	if err != nil {
+		return err
+	}
+	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)
+	if err != nil {
+		return err
+	}
+	if o.policy == "" {
+		o.policy = defPolicy
+	}
+	params, err := parseParams(o.params)
+	if err != nil {
+		return err
+	}
+	spec, err := sim.ParseTraceFlag(o.trace)
+	if err != nil {
+		return usageError(err)
+	}
+	loads, err := sim.ParseLoadRange(o.load)
+	if err != nil || len(loads) != 1 {
+		if !cmd.Flags().Changed("load") {
+			loads = []float64{1}
+		} else {
+			return usageErrorf("--load %q: with --autopilot, one load factor (the trace's mean rate over the plan's)", o.load)
+		}
+	}
+	duration := o.duration
+	if spec.Trace != nil && spec.Trace.Counts != nil && !cmd.Flags().Changed("duration") {
+		duration = time.Duration(len(spec.Trace.Counts.Counts)) * spec.Trace.Counts.Interval.D()
+	}
+	if duration <= 0 {
+		return usageErrorf("--duration: %s: must be > 0", duration)
+	}
+	ladder, err := newLadder(app.Systems, plan, dep, &o.autopilot)
+	if err != nil {
+		return err
+	}
+	start, err := ladder.Candidate(plan)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	run := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: us(duration),
+		LoadTime: us(o.autopilot.loadTime), Seed: o.seed, Jitter: o.jitter}
+	rep := &autopilotSimReport{Trace: spec.Name, Duration: duration.Seconds()}
+	for a, x := range dep.Apps {
+		src, err := spec.New(x.RateRPS*loads[0], x.Name, sim.PointSeed(o.seed, loads[0], a))
+		if err != nil {
+			return usageErrorf("--trace %s: %v", o.trace, err)
+		}
+		var ts []dataplane.Time
+		for t := src.Next(); t != dataplane.Never && t < run.Duration; t = src.Next() {
+			ts = append(ts, t)
+		}
+		run.Arrivals = append(run.Arrivals, ts)
+		// The peak is measured as the loop measures it: over slices of a window.
+		mean, peak := windowRates(ts, max(cfg.Window/ap.Subwindows, 1), run.Duration)
+		rep.MeanRPS, rep.PeakRPS = append(rep.MeanRPS, mean), append(rep.PeakRPS, peak)
+	}
+	reg := app.Systems.Policies()
+	run.Deploy = func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
+		d, _, err := app.Systems.Deploy(c.Plan.(*formats.Plan))
+		if err != nil {
+			return nil, nil, err
+		}
+		pol, err := reg.New(d, dataplane.Config{Policy: o.policy, Params: params}, defPolicy)
+		return d, pol, err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// The ladder needs plans whose planned rates are their capacity: refuse the others up
+	// front (the loop in serve keeps such a plan and says why).
+	if _, err := ladder.Solve(ctx, ap.Demand{Rates: rep.MeanRPS}); errors.Is(err, pap.ErrNoCapacityModel) {
+		return usageErrorf("--autopilot: %s: %v", path, err)
+	}
+	if rep.Autopilot, err = sim.RunAutopilot(ctx, run); err != nil {
+		return err
+	}
+	if rep.Static, err = sim.RunStatic(run, start); err != nil {
+		return err
+	}
+	if rep.Peak, rep.PeakGPUs, err = runSolvedFor(ctx, run, ladder, rep.PeakRPS, o.autopilot.headroom); err != nil {
+		return fmt.Errorf("the plan solved for the trace's peak: %w", err)
+	}
+	if rep.Mean, rep.MeanGPUs, err = runSolvedFor(ctx, run, ladder, rep.MeanRPS, o.autopilot.headroom); err != nil {
+		return fmt.Errorf("the plan solved for the trace's mean: %w", err)
+	}
+	if app.JSONOutput() {
+		return app.WriteJSON(rep)
+	}
+	printAutopilotSim(app, rep)
+	return nil
+}
+
+// runSolvedFor simulates the run on the ladder's plan for rates × (1 + headroom).
+func runSolvedFor(ctx context.Context, run *sim.AutopilotRun, l autopilotSolver, rates []float64, headroom float64) (*sim.AutopilotResult, int, error) {
+	d := ap.Demand{Rates: make([]float64, len(rates))}
+	for i, r := range rates {
+		d.Rates[i] = r * (1 + headroom)
+	}
+	c, err := l.Solve(ctx, d)
+	if err != nil {
+		return nil, 0, err
+	}
+	res, err := sim.RunStatic(run, c)
+	return res, c.GPUs, err
+}
+
+// windowRates returns the mean rate of ts over d and the highest rate over one slice of
+// width w.
+func windowRates(ts []dataplane.Time, w, d dataplane.Time) (mean, peak float64) {
+	if d <= 0 || w <= 0 {
+		return 0, 0
+	}
+	counts := make([]int, int(d/w)+1)
+	for _, t := range ts {
+		counts[int(t/w)]++
+	}
+	for i, c := range counts {
+		if dataplane.Time(i+1)*w <= d {
+			peak = math.Max(peak, float64(c)/(float64(w)/1e6))
+		}
+	}
+	return float64(len(ts)) / (float64(d) / 1e6), peak
+}
+
+func printAutopilotSim(app *App, rep *autopilotSimReport) {
+	fmt.Fprintf(app.Out, "trace %s over %.0f s: mean %.1f rps, peak %.1f rps (over a tenth of a window)\n", rep.Trace, rep.Duration, sum(rep.MeanRPS), sum(rep.PeakRPS))
+	row := func(name string, r *sim.AutopilotResult, gpus string) []string {
+		ratio := "-"
+		if rep.Peak.GPUHours > 0 {
+			ratio = fmt.Sprintf("%.0f%%", 100*r.GPUHours/rep.Peak.GPUHours)
+		}
+		return []string{name, gpus, pct(r.Attainment), fmt.Sprintf("%.3f", r.GPUHours), ratio, fmt.Sprint(r.Switches), fmt.Sprint(r.Requests)}
+	}
+	gpus := func(r *sim.AutopilotResult) string {
+		lo, hi := math.MaxInt, 0
+		for _, s := range r.Segments {
+			lo, hi = min(lo, s.GPUs), max(hi, s.GPUs)
+		}
+		if lo == hi {
+			return fmt.Sprint(lo)
+		}
+		return fmt.Sprintf("%d-%d", lo, hi)
+	}
+	app.Table([]string{"run", "GPUs", "attainment", "GPU-hours", "of peak", "switches", "requests"}, [][]string{
+		row("autopilot", rep.Autopilot, gpus(rep.Autopilot)),
+		row("static", rep.Static, gpus(rep.Static)),
+		row("peak", rep.Peak, gpus(rep.Peak)),
+		row("mean", rep.Mean, gpus(rep.Mean)),
+	})
+	for _, d := range rep.Autopilot.Decisions {
+		if d.Action == "resolve" {
+			continue
+		}
+		fmt.Fprintf(app.Out, "  %8.1fs %-11s %s → %s (%d GPUs): %s\n", float64(d.At)/1e6, d.Action, short(d.From), short(d.To), d.GPUs, d.Why)
+	}
+}
+
+func sum(x []float64) float64 {
+	var s float64
+	for _, v := range x {
+		s += v
+	}
+	return s
+}

@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/plan-dev/plan/dataplane"
+	ap "github.com/plan-dev/plan/dataplane/autopilot"
+)
+
+// AutopilotRun is `plan simulate --autopilot` (issue 35 item 5): the loop of
+// dataplane/autopilot — the same observe, forecast, decide code `plan serve --autopilot`
+// runs — ticked in virtual time over a trace's arrivals, with the solver in process.
+type AutopilotRun struct {
+	Loop ap.Config
+	// Start is the plan served at time 0; Solver re-plans (synchronously: virtual time stands
+	// still while it solves).
+	Start  ap.Candidate
+	Solver ap.Solver
+	// Deploy builds a candidate's deployment and a fresh policy for it.
+	Deploy func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error)
+	// Arrivals are each application's arrival times (sorted), in the loop's application
+	// order; Attrs, when set, gives the attributes of application a's n-th arrival.
+	Arrivals [][]dataplane.Time
+	Attrs    func(a dataplane.AppID, n int64) dataplane.Attrs
+	// Duration is the arrival window (the loop ticks until it ends).
+	Duration dataplane.Time
+	// LoadTime is how long a new placement takes to load its models: a switch decided at t
+	// takes requests from t + LoadTime (the old plan serves until then, and both plans' GPUs
+	// count meanwhile).
+	LoadTime dataplane.Time
+	Seed     uint64
+	Jitter   float64
+	// OnFinish, when set, sees every request of every segment when it finishes (tests count
+	// each trace ID exactly once).
+	OnFinish func(seg int, now dataplane.Time, r *dataplane.Request)
+}
+
+// Segment is the span one plan served.
+type Segment struct {
+	Digest     string  `json:"digest"`
+	GPUs       int     `json:"gpus"`
+	StartS     float64 `json:"start_s"`
+	EndS       float64 `json:"end_s"`
+	Requests   int64   `json:"requests"`
+	Attainment float64 `json:"attainment"`
+}
+
+// AutopilotResult is a run's outcome: attainment over every request, GPU-hours held and
+// the loop's switches and decisions.
+type AutopilotResult struct {
+	Requests   int64         `json:"requests"`
+	Met        int64         `json:"met"`
+	Attainment float64       `json:"attainment"`
+	GPUHours   float64       `json:"gpu_hours"`
+	Switches   int           `json:"switches"`
+	Segments   []Segment     `json:"segments"`
+	Decisions  []ap.Decision `json:"decisions,omitempty"`
+	// MAPE is each application's one-step forecast error over the run.
+	MAPE []float64 `json:"mape,omitempty"`
+}
+
+// switchAt is an installed plan and when it takes requests.
+type switchAt struct {
+	at, decided dataplane.Time
+	c           ap.Candidate
+}
+
+type simInstaller struct {
+	load     dataplane.Time
+	switches []switchAt
+}
+
+func (s *simInstaller) Install(now dataplane.Time, c ap.Candidate) error {
+	s.switches = append(s.switches, switchAt{at: now + s.load, decided: now, c: c})
+	return nil
+}
+
+// RunAutopilot runs the loop over the arrivals, then simulates each plan's segment: the
+// requests arriving in it are admitted to its plan's engine and finish there, as serve's
+// generations do.
+func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, error) {
+	if run.Solver == nil || run.Deploy == nil {
+		return nil, errors.New("sim: autopilot run without a solver or a deployer")
+	}
+	inst := &simInstaller{load: run.LoadTime}
+	loop, err := ap.New(run.Loop, len(run.Arrivals), run.Start, inst, 0)
+	if err != nil {
+		return nil, err
+	}
+	window := loop.Config().Window
+	tick := window
+	next := make([]int, len(run.Arrivals))
+	for {
+		// The next arrival over every application, in time order (ties: lower app first).
+		a, at := -1, dataplane.Never
+		for i, ts := range run.Arrivals {
+			if next[i] < len(ts) && ts[next[i]] < at {
+				a, at = i, ts[next[i]]
+			}
+		}
+		for tick <= at && tick <= run.Duration {
+			if d := loop.Tick(tick); d != nil {
+				c, err := run.Solver.Solve(ctx, *d)
+				loop.Resolved(tick, c, err)
+			}
+			tick += window
+		}
+		if a < 0 || at >= run.Duration {
+			break
+		}
+		var tokens int64
+		if run.Attrs != nil {
+			x := run.Attrs(dataplane.AppID(a), int64(next[a]))
+			tokens = int64(x.InTokens) + int64(x.OutTokens)
+		}
+		loop.Admit(at, a, tokens)
+		next[a]++
+	}
+	res, err := replayPlans(run, run.Start, inst.switches)
+	if err != nil {
+		return nil, err
+	}
+	res.Switches = loop.Switches()
+	res.Decisions = loop.Decisions()
+	res.MAPE = loop.Status().MAPE
+	return res, nil
+}
+
+// RunStatic simulates the arrivals of run on plan c alone (no loop): the static plan, or
+// the plan solved for the trace's peak, beside the autopilot.
+func RunStatic(run *AutopilotRun, c ap.Candidate) (*AutopilotResult, error) {
+	return replayPlans(run, c, nil)
+}
+
+// replayPlans simulates the arrivals of run on start, then on each switch's plan from its
+// time on (none: a static plan over the whole trace).
+func replayPlans(run *AutopilotRun, start ap.Candidate, switches []switchAt) (*AutopilotResult, error) {
+	segs := []switchAt{{at: 0, c: start}}
+	for _, s := range switches {
+		// A switch whose load outlasts the next one's decision is superseded by it.
+		for len(segs) > 1 && segs[len(segs)-1].at >= s.at {
+			segs = segs[:len(segs)-1]
+		}
+		segs = append(segs, s)
+	}
+	res := &AutopilotResult{}
+	var gpuUs float64
+	for i, s := range segs {
+		end := run.Duration
+		if i+1 < len(segs) {
+			end = min(segs[i+1].at, run.Duration)
+		}
+		if s.at >= end {
+			continue
+		}
+		seg, err := runSegment(run, i, s.c, s.at, end)
+		if err != nil {
+			return nil, fmt.Errorf("sim: segment %d (%s from %d µs): %w", i, s.c.Digest, s.at, err)
+		}
+		res.Segments = append(res.Segments, *seg)
+		res.Requests += seg.Requests
+		res.Met += int64(seg.Attainment*float64(seg.Requests) + 0.5)
+		// The plan's GPUs are held while it serves and, for a switched-to plan, while its
+		// models load.
+		gpuUs += float64(s.c.GPUs) * float64(end-s.decided)
+	}
+	if res.Requests > 0 {
+		res.Attainment = round6(float64(res.Met) / float64(res.Requests))
+	}
+	res.GPUHours = round6(gpuUs / 1e6 / 3600)
+	return res, nil
+}
+
+// runSegment simulates candidate c on the arrivals in [from, to).
+func runSegment(run *AutopilotRun, idx int, c ap.Candidate, from, to dataplane.Time) (*Segment, error) {
+	dep, pol, err := run.Deploy(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(dep.Apps) != len(run.Arrivals) {
+		return nil, fmt.Errorf("the plan serves %d applications, the trace %d", len(dep.Apps), len(run.Arrivals))
+	}
+	srcs := make([]Source, len(run.Arrivals))
+	offset := make([]int64, len(run.Arrivals))
+	var n int
+	for a, ts := range run.Arrivals {
+		lo := sort.Search(len(ts), func(i int) bool { return ts[i] >= from })
+		hi := sort.Search(len(ts), func(i int) bool { return ts[i] >= to })
+		srcs[a] = &Times{T: ts[lo:hi]}
+		offset[a] = int64(lo)
+		n += hi - lo
+	}
+	opts := Options{Duration: to, Seed: run.Seed + uint64(idx), Jitter: run.Jitter, ExpectedRequests: n}
+	// Trace IDs are global over the run (1 + the index among the app's arrivals), so a
+	// request keeps its ID whichever segment serves it.
+	opts.Attrs = func(a dataplane.AppID, k int64) dataplane.Attrs {
+		var x dataplane.Attrs
+		if run.Attrs != nil {
+			x = run.Attrs(a, offset[a]+k)
+		}
+		x.Trace = offset[a] + k + 1
+		return x
+	}
+	if run.OnFinish != nil {
+		opts.OnFinish = func(now dataplane.Time, r *dataplane.Request) { run.OnFinish(idx, now, r) }
+	}
+	s, err := New(dep, pol, srcs, opts)
+	if err != nil {
+		return nil, err
+	}
+	// The engine's clock starts at 0; the first arrival of the segment is at from.
+	m, err := s.Run()
+	if err != nil {
+		return nil, err
+	}
+	return &Segment{Digest: c.Digest, GPUs: c.GPUs, StartS: float64(from) / 1e6, EndS: float64(to) / 1e6,
+		Requests: m.Total.Requests, Attainment: m.Total.Attainment}, nil
+}
