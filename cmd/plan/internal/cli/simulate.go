@@ -175,6 +175,30 @@ func parseParams(kv []string) (map[string]string, error) {
 	return m, nil
 }
 
+// checkSimulateFlags refuses the sweep's numeric and output flags out of range (exit 2).
+func checkSimulateFlags(cmd *cobra.Command, o *simulateOptions) error {
+	if o.duration <= 0 {
+		return usageErrorf("--duration: %s: must be > 0", o.duration)
+	}
+	if !(o.cancel >= 0 && o.cancel <= 1) { // also rejects NaN
+		return usageErrorf("--cancel: %g: must be in [0, 1]", o.cancel)
+	}
+	if !(o.jitter >= 0 && o.jitter < 1) { // also rejects NaN
+		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
+	}
+	if o.parallel < 0 {
+		return usageErrorf("--parallel: %d: must be >= 0 (0 = all cores)", o.parallel)
+	}
+	// The output rule of every command (formats.CheckOutputDir): given, even as "", it must
+	// name a directory to create in an existing one, or an existing directory.
+	if cmd.Flags().Changed("report") || o.report != "" {
+		if err := formats.CheckOutputDir(o.report); err != nil {
+			return usageErrorf("--report: %q: %v", o.report, err)
+		}
+	}
+	return nil
+}
+
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
 	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
 		return runSimulateAutopilot(cmd, app, o, args) // (it reports a misused flag)
@@ -207,24 +231,8 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	if o.duration <= 0 {
-		return usageErrorf("--duration: %s: must be > 0", o.duration)
-	}
-	if !(o.cancel >= 0 && o.cancel <= 1) { // also rejects NaN
-		return usageErrorf("--cancel: %g: must be in [0, 1]", o.cancel)
-	}
-	if !(o.jitter >= 0 && o.jitter < 1) { // also rejects NaN
-		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
-	}
-	if o.parallel < 0 {
-		return usageErrorf("--parallel: %d: must be >= 0 (0 = all cores)", o.parallel)
-	}
-	// The output rule of every command (formats.CheckOutputDir): given, even as "", it must
-	// name a directory to create in an existing one, or an existing directory.
-	if cmd.Flags().Changed("report") || o.report != "" {
-		if err := formats.CheckOutputDir(o.report); err != nil {
-			return usageErrorf("--report: %q: %v", o.report, err)
-		}
+	if err := checkSimulateFlags(cmd, o); err != nil {
+		return err
 	}
 	warmup, err := simWarmup(cmd, o, dep)
 	if err != nil {
