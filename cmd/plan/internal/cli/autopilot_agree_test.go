@@ -16,9 +16,10 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// agreeArgs are the autopilot flags both sides run with: 1 s windows, so the step trace
-// (testdata/autopilot/step.json: 5 s at 400 rps, then 5 s at 80 rps) spans ten of them.
-var agreeArgs = []string{"--autopilot", "--autopilot-window", "1s", "--autopilot-min-interval", "1s"}
+// agreeArgs are the autopilot flags both sides run with: 2 s windows, so the step trace
+// (testdata/autopilot/step.json: 10 s at 400 rps, then 10 s at 80 rps) spans ten of them,
+// and serve's re-solve (wall time) and migration are small beside one.
+var agreeArgs = []string{"--autopilot", "--autopilot-window", "2s", "--autopilot-min-interval", "2s"}
 
 // switchesOf returns the switch decisions of a decision log, times relative to t0.
 func switchesOf(ds []ap.Decision, t0 dataplane.Time) []ap.Decision {
@@ -50,7 +51,7 @@ func switchesOf(ds []ap.Decision, t0 dataplane.Time) []ap.Decision {
 func TestAutopilotServeSimulateAgree(t *testing.T) {
 	repoRoot(t)
 	const trace = "testdata/autopilot/step.json"
-	window := dataplane.Second
+	window := 2 * dataplane.Second
 	simArgs := append([]string{"simulate", "testdata/serve/demo-plan.json", "--trace", trace, "--load", "0.1059",
 		"--autopilot-load-time", "0s", "-O", "json"}, agreeArgs...)
 	code, stdout, stderr := rootRun(t, simArgs...)
@@ -87,7 +88,7 @@ func TestAutopilotServeSimulateAgree(t *testing.T) {
 		t.Fatalf("serve exited %d: %s", code, serr.String())
 	}
 	t0 := srv.Clock().Now()
-	code, out, lerr := rootRun(t, "load", "http://"+addr, "--trace", trace, "--load", "0.1059", "--warmup", "0s", "-O", "json", "-q")
+	code, out, lerr := rootRun(t, "load", "http://"+addr, "--trace", trace, "--load", "0.1059", "--duration", "20s", "--warmup", "0s", "-O", "json", "-q")
 	if code != ExitOK {
 		t.Fatalf("load: exit %d: %s", code, lerr)
 	}
@@ -118,8 +119,16 @@ func TestAutopilotServeSimulateAgree(t *testing.T) {
 		}
 	}
 	la, sa := lrep.Points[0].Total.Attainment, rep.Autopilot.Attainment
-	if math.Abs(la-sa) > 0.02 {
-		t.Errorf("attainment: serve %.4f, simulate %.4f: more than 2 points apart", la, sa)
+	late, late99 := srv.TimerLateness(0.95), srv.TimerLateness(0.99)
+	if d := math.Abs(la - sa); d > 0.02 {
+		// The demo plan's SLO is 14 ms: on a machine whose timers fire late, serve's
+		// attainment measures the machine, not the loop (serve/load's TestAgreement, same
+		// bound). The switch decisions above are compared regardless.
+		if late > 500*time.Microsecond || late99 > time.Millisecond {
+			t.Logf("attainment: serve %.4f, simulate %.4f: %.2f points apart, but the driver's timers fired up to %v late at p95, %v at p99: not compared", la, sa, 100*d, late, late99)
+		} else {
+			t.Errorf("attainment: serve %.4f, simulate %.4f: more than 2 points apart (timer lateness p95 %v, p99 %v)", la, sa, late, late99)
+		}
 	}
 	brief := func(ds []ap.Decision) string {
 		var b strings.Builder
@@ -129,7 +138,12 @@ func TestAutopilotServeSimulateAgree(t *testing.T) {
 		return b.String()
 	}
 	t.Logf("simulate: %d requests, attainment %.4f, switches%s", rep.Autopilot.Requests, sa, brief(want))
-	t.Logf("serve:    %d requests, attainment %.4f, switches%s", lrep.Points[0].Total.Requests, la, brief(got))
+	t.Logf("serve:    %d requests, attainment %.4f, switches%s; timer lateness p95 %v, p99 %v", lrep.Points[0].Total.Requests, la, brief(got), late, late99)
+	for _, l := range strings.Split(serr.String(), "\n") {
+		if strings.Contains(l, "plan switched") {
+			t.Log(l)
+		}
+	}
 	if t.Failed() {
 		t.Logf("serve decisions %+v\nserve log: %s", st.Decisions, serr.String())
 	}
