@@ -38,6 +38,10 @@ type Unit struct {
 	Next []string
 	// Scaling is the unit's autoscaling range from the plan's headroom (KServe).
 	Scaling Scaling
+	// Share, when set, names the units (of one GPU type) whose slices the plan rounds up to
+	// whole GPUs together, so they share GPUs (PPipe's stage rounding); empty: the unit's
+	// slices take GPUs of their own.
+	Share string
 }
 
 // Build turns a plan into groups.
@@ -68,10 +72,14 @@ func Exporters(build Build) []Exporter {
 // TritonFiles renders a model repository: <unit>/config.pbtxt (and <unit>/1/model.onnx when
 // the unit has a model file), plus an ensemble <group>/config.pbtxt per chain whose units
 // declare their tensors. Each unit's instances are pinned to GPUs of their own (PoolGroups),
-// numbered per GPU type in the order of the units: the server of a type sees those GPUs.
+// or shared with the units of its Share (tritonLayout), numbered per GPU type in the order of
+// the units: the server of a type sees those GPUs.
 func TritonFiles(gs []Group, _ Options) (Files, error) {
 	f := Files{}
-	next := map[string]int{}
+	layout, where, err := tritonLayout(gs)
+	if err != nil {
+		return nil, err
+	}
 	for _, g := range gs {
 		for _, u := range g.Units {
 			pl := u.Placement
@@ -79,10 +87,8 @@ func TritonFiles(gs []Group, _ Options) (Files, error) {
 				Inputs: u.Inputs, Outputs: u.Outputs,
 				Batching:   &TritonBatching{Preferred: []int{pl.Batch}, MaxQueueDelayUs: u.QueueDelayUs, TimeoutUs: u.TimeoutUs},
 				Parameters: pl.Params()}
-			first := next[pl.GPU]
-			c.Groups, next[pl.GPU] = PoolGroups(pl.Count, pl.VGPU, first)
-			head := Comment(fmt.Sprintf("%s: %d instance(s), at most %d per %s GPU (1/%d slices), on the server's %s GPUs %d..%d (GPU indices count each type's GPUs in export order).",
-				pl.Key, pl.Count, max(pl.VGPU, 1), pl.GPU, max(pl.VGPU, 1), pl.GPU, first, next[pl.GPU]-1))
+			c.Groups = layout[u.Name]
+			head := Comment(where[u.Name])
 			if err := put(f, u.Name+"/config.pbtxt", append(head, c.PBTxt()...)); err != nil {
 				return nil, err
 			}

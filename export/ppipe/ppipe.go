@@ -9,6 +9,8 @@
 //   - instance_group count per GPU and gpus / maxReplicas / num_replicas: the pool's slices,
 //     at most VGPU per GPU; KServe's minReplicas the slices the target rate needs and its
 //     rps scaleTarget one slice's share of the pool's throughput (the plan's headroom);
+//   - under stage rounding (ppipe.extra.rounding: stage) the Triton instances of the pools at
+//     one (model, stage index, GPU type) share the GPUs the plan counts for them together;
 //   - num_gpus 1/VGPU (vGPU slices), nvidia.com/gpu.product = the pool's GPU type;
 //   - max_queue_delay: an equal per-stage share of the budget's slack, T' − pipeline latency
 //     (0 for batch 1: nothing to wait for); the queue timeout is T' itself: a request still
@@ -91,6 +93,11 @@ func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
 					Placement: export.Placement{Key: Key(m.Model, pi, d), GPU: pt.GPU, VGPU: max(pt.VGPU, 1), Count: pt.Count,
 						Batch: pl.Batch, FirstBlock: pt.FirstBlock, EndBlock: pt.EndBlock},
 					QueueDelayUs: delay, TimeoutUs: int64(math.Ceil(m.BudgetUs)), Scaling: scaling(m, pt)}
+				if p.PPipe.Rounding() == formats.RoundingStage {
+					// The plan counts one rounding per (model, stage index, GPU type):
+					// those pools share GPUs (formats.PPipePlan.PhysicalGPUs).
+					u.Share = fmt.Sprintf("%s/s%d", m.Model, d)
+				}
 				if cut != nil {
 					var err error
 					if u.ONNX, u.Inputs, u.Outputs, err = cut.Cut(pt.FirstBlock, pt.EndBlock); err != nil {

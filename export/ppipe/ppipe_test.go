@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -280,6 +281,98 @@ func TestTritonGPUsMatchPlan(t *testing.T) {
 			for gpu, n := range want {
 				if len(used[gpu]) != n {
 					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, len(used[gpu]), n)
+				}
+			}
+		})
+	}
+}
+
+// stagePlan is demo-ppipe under stage rounding with stage 0 of every pipeline on L4 slices
+// (count, vgpu per pipeline; pipelines beyond the plan's two copy its first).
+func stagePlan(t *testing.T, pools [][2]int) *formats.Plan {
+	p := readPlan(t, "demo-ppipe")
+	if p.PPipe.Extra == nil {
+		p.PPipe.Extra = map[string]string{}
+	}
+	p.PPipe.Extra["rounding"] = formats.RoundingStage
+	m := &p.PPipe.Models[0]
+	for len(m.Pipelines) < len(pools) {
+		c := m.Pipelines[0]
+		c.Partitions = slices.Clone(c.Partitions)
+		m.Pipelines = append(m.Pipelines, c)
+	}
+	for i, pool := range pools {
+		pt := &m.Pipelines[i].Partitions[0]
+		pt.GPU, pt.Count, pt.VGPU = "L4", pool[0], pool[1]
+	}
+	return p
+}
+
+// TestTritonStageRounding: under stage rounding (ppipe.extra.rounding: stage) the Triton
+// export pins the pools of one stage index to the GPUs the plan counts for them together
+// (formats.PPipePlan.PhysicalGPUs), never more than a whole GPU of slices on one GPU, and
+// each pool's instances add up to its slices (each pool used to take GPUs of its own: more
+// GPUs than the plan counts).
+func TestTritonStageRounding(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pools [][2]int // stage 0 of each pipeline: count, vgpu
+	}{
+		{name: "halves", pools: [][2]int{{3, 2}, {1, 2}}},
+		{name: "mixed", pools: [][2]int{{1, 2}, {2, 4}}},
+		{name: "thirds", pools: [][2]int{{2, 3}, {2, 3}, {2, 3}}},
+		// 1/2 + 3 × 1/3 + 2 × 1/4 on 2 GPUs: first-fit-decreasing leaves a quarter over
+		// (1/2+1/3 | 1/3+1/3+1/4); the exact search packs 1/2+1/4+1/4 | 1/3+1/3+1/3.
+		{name: "first-fit-fails", pools: [][2]int{{1, 2}, {3, 3}, {2, 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := stagePlan(t, tc.pools)
+			_, want := p.PPipe.PhysicalGPUs()
+			_, own := p.PPipe.PhysicalGPUsWith(formats.RoundingPipeline)
+			if want["L4"] >= own["L4"] {
+				t.Fatalf("stage rounding counts %d L4 GPUs, pipeline rounding %d: the case tests nothing", want["L4"], own["L4"])
+			}
+			files, err := exporter(t, export.Triton).Export(p, export.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			load := map[string]map[int32]int{} // GPU type → GPU index → twelfths of it in use
+			for _, f := range files.Names() {
+				if !strings.HasSuffix(f, "config.pbtxt") {
+					continue
+				}
+				c, err := export.ParseTriton(files[f])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Platform == "ensemble" {
+					continue
+				}
+				gpu := c.Parameters[export.ParamGPU].GetStringValue()
+				vgpu, _ := strconv.Atoi(c.Parameters[export.ParamVGPU].GetStringValue())
+				count, _ := strconv.Atoi(c.Parameters[export.ParamCount].GetStringValue())
+				if n := export.TritonInstances(c); n != count {
+					t.Errorf("%s: %d instances, the pool has %d slices", f, n, count)
+				}
+				if load[gpu] == nil {
+					load[gpu] = map[int32]int{}
+				}
+				for _, g := range c.InstanceGroup {
+					for _, x := range g.Gpus {
+						load[gpu][x] += int(g.Count) * 12 / vgpu
+					}
+				}
+			}
+			for gpu, on := range load {
+				for x, l := range on {
+					if l > 12 {
+						t.Errorf("%s GPU %d holds %d/12 of a GPU in slices", gpu, x, l)
+					}
+				}
+			}
+			for gpu, n := range want {
+				if len(load[gpu]) != n {
+					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, len(load[gpu]), n)
 				}
 			}
 		})

@@ -76,6 +76,15 @@ func (e *ShortError) Error() string {
 	for _, d := range e.Demands {
 		parts = append(parts, fmt.Sprintf("%s %.4g/s of %.4g/s", d.Name, d.Rate*e.Scale, d.Rate))
 	}
+	switch {
+	case !(e.Scale > 0):
+		// Zero (or NaN, never a share): no positive multiple of the rates fits.
+		return "the available GPUs serve none of the rates"
+	case e.Scale >= 1:
+		// The LP relaxation serves every rate but no whole-GPU fleet does (integrality, or
+		// tensor-parallel instances that do not divide the available GPUs): no share to name.
+		return "the available GPUs cannot serve the rates in whole GPUs (instances)"
+	}
 	return fmt.Sprintf("the available GPUs serve at most %.1f%% of the rates (%s)", 100*e.Scale, strings.Join(parts, ", "))
 }
 
@@ -219,17 +228,24 @@ func Size(ctx context.Context, p Problem, timeLimit time.Duration, gap float64) 
 }
 
 // MaxScale is the largest s such that s times every demand's rate is servable with all the
-// available GPUs (the LP relaxation: fractional GPUs of the bounded types; an unbounded type
-// makes s unbounded, reported as +Inf). It is what the infeasibility message names.
+// available GPUs (the LP relaxation: fractional GPUs of the bounded types). An unbounded type
+// frees only the demands it serves: s is unbounded, reported as +Inf, only when every demand
+// with a rate is served by some unbounded type; otherwise the demands that only bounded types
+// serve bound it (one unbounded type serving one demand used to make it +Inf, and the
+// message then read "+Inf% of the rates"). It is what the infeasibility message names.
 func MaxScale(ctx context.Context, p Problem) (float64, error) {
-	for k, t := range p.Types {
-		if _, limited := p.Limits[t.Group]; t.Available < 0 && !limited {
-			for _, d := range p.Demands {
-				if d.Cap[k] > 0 {
-					return math.Inf(1), nil
-				}
+	free := true
+	for _, d := range p.Demands {
+		served := d.Rate <= 0
+		for k, t := range p.Types {
+			if _, limited := p.Limits[t.Group]; t.Available < 0 && !limited && d.Cap[k] > 0 {
+				served = true
 			}
 		}
+		free = free && served
+	}
+	if free {
+		return math.Inf(1), nil
 	}
 	m := solver.NewModel("fleet-scale", solver.Maximize)
 	s := m.AddContinuous("s", 0, solver.Inf, 1)

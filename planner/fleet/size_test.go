@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/planner"
@@ -197,5 +198,55 @@ func TestSizeShort(t *testing.T) {
 	}
 	if math.Abs(se.Scale-0.5) > 1e-6 {
 		t.Errorf("scale %g, want 0.5 (2·10 + 30 of 100 requests/s)", se.Scale)
+	}
+}
+
+// TestSizeShortUnbounded: an unbounded GPU type serving one demand does not make the share of
+// the rates the available GPUs serve unbounded when another demand only a bounded type serves
+// falls short (the message read "+Inf% of the rates").
+func TestSizeShortUnbounded(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		available int
+		want      float64
+		msg       string
+	}{
+		{"short", 1, 0.3, "serve at most 30.0% of the rates"},
+		{"none", 0, 0, "serve none of the rates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Problem{Types: []Type{{Name: "L4", Price: 0.56, Available: -1}, {Name: "A100", Price: 3.93, Available: tc.available}},
+				Demands: []Demand{{Name: "small", Rate: 10, Cap: []float64{10, 30}}, {Name: "large", Rate: 100, Cap: []float64{0, 30}}}}
+			_, err := Size(context.Background(), p, 0, 1e-6)
+			var se *ShortError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want a *ShortError", err)
+			}
+			if math.Abs(se.Scale-tc.want) > 1e-6 {
+				t.Errorf("scale %g, want %g (one A100 at 30 of the large demand's 100 requests/s)", se.Scale, tc.want)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.msg) || strings.Contains(msg, "Inf") || strings.Contains(msg, "NaN") {
+				t.Errorf("message %q, want it to say %q", msg, tc.msg)
+			}
+		})
+	}
+}
+
+// TestShortErrorMessage: no share is ever printed as ±Inf or NaN.
+func TestShortErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		want  string
+	}{
+		{0, "none of the rates"},
+		{math.NaN(), "none of the rates"},
+		{math.Inf(1), "cannot serve the rates in whole GPUs"},
+		{1, "cannot serve the rates in whole GPUs"},
+		{0.25, "at most 25.0% of the rates (m 2.5/s of 10/s)"},
+	} {
+		msg := (&ShortError{Scale: tc.scale, Demands: []Demand{{Name: "m", Rate: 10}}}).Error()
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("scale %g: %q, want %q", tc.scale, msg, tc.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,6 +75,11 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	solve := func(ctx context.Context, wl *formats.Workload) (*formats.Plan, error) {
 		wi := in
 		wi.Workload = wl
+		refs, err := windowRefs(in.Refs, wl, w.trace)
+		if err != nil {
+			return nil, err
+		}
+		wi.Refs = refs
 		plan, err := pl.Solve(ctx, wi, settings)
 		if err != nil {
 			return nil, solveError(withFileNames(err, o, sys))
@@ -114,6 +120,31 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 		len(s.Windows), w.window, s.TotalCost, s.Currency, s.PeakCost, s.Saving*100)
 	app.Infof("wrote %s", o.out)
 	return nil
+}
+
+// windowRefs are a window plan's input references: the workload's is the window's workload
+// (the file's, with the window's peak rates from the trace), named so and with that
+// document's digest, as `plan solve --workload` on it would record. Listing the file's digest
+// made an extracted window plan claim inputs its embedded workload does not carry.
+func windowRefs(refs []formats.InputRef, wl *formats.Workload, trace string) ([]formats.InputRef, error) {
+	out := slices.Clone(refs)
+	for i, r := range out {
+		if r.Kind != formats.KindWorkload {
+			continue
+		}
+		d, err := formats.Digest(wl)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = formats.InputRef{Kind: r.Kind, Path: windowWorkloadPath(r.Path, trace), Digest: d}
+	}
+	return out, nil
+}
+
+// windowWorkloadPath is how a window plan names its workload: the file, with the peak rates
+// of one window of the trace.
+func windowWorkloadPath(workload, trace string) string {
+	return workload + " (window peak rates from " + trace + ")"
 }
 
 func fmtSecs(s float64) string { return time.Duration(s * float64(time.Second)).String() }

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
@@ -260,6 +262,86 @@ func TestSimulateScheduleSystems(t *testing.T) {
 			for i, w := range r.Windows {
 				if w.Requests == 0 {
 					t.Errorf("window %d: no requests", i)
+				}
+			}
+		})
+	}
+}
+
+// TestWindowPlanSelfConsistent: a window's plan extracted from a schedule names, as its
+// workload input, the window's workload (the file with the window's peak rates) with that
+// document's digest, not the workload file's, and `plan check --resolve` on it passes.
+func TestWindowPlanSelfConsistent(t *testing.T) {
+	repoRoot(t)
+	cases := []struct {
+		name, workload, trace, window string
+		args                          func(out string) []string
+	}{
+		{name: "ppipe", workload: "testdata/cost/workload.yaml", trace: "testdata/schedule/toy-3windows.csv", window: "2m",
+			args: func(out string) []string { return windowArgs(out) }},
+		{name: "qlm", workload: "testdata/cost/workload-llm.yaml", trace: "testdata/schedule/llm-3windows.csv", window: "1m",
+			args: func(out string) []string {
+				return []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/cost/llm-profile.json",
+					"--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml", "-o", out}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "schedule.json")
+			code, _, stderr := rootRun(t, append(tc.args(out), "--trace", tc.trace, "--window", tc.window)...)
+			skipWithoutHiGHS(t, stderr)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			s, err := schedule.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file, err := formats.ReadInto[*formats.Workload](tc.workload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fileDigest, err := formats.Digest(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range s.Windows {
+				planned := make([]float64, len(s.Targets))
+				for k := range planned {
+					planned[k] = e.PlannedRPS(k)
+				}
+				wl, err := schedule.WithRates(file, s.Targets, planned)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := formats.Digest(wl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := filepath.Join(dir, fmt.Sprintf("window-%d.json", i))
+				if err := os.WriteFile(path, e.Plan, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				plan, err := formats.ReadInto[*formats.Plan](path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := 0
+				for _, r := range plan.Provenance.Inputs {
+					if r.Kind != formats.KindWorkload {
+						continue
+					}
+					found++
+					if r.Digest != want || r.Digest == fileDigest || r.Path != windowWorkloadPath(tc.workload, tc.trace) {
+						t.Errorf("window %d: workload input %+v, want %s with digest %s (the file's is %s)", i, r, windowWorkloadPath(tc.workload, tc.trace), want, fileDigest)
+					}
+				}
+				if found != 1 {
+					t.Errorf("window %d: %d workload inputs, want 1", i, found)
+				}
+				if code, stdout, stderr := rootRun(t, "check", "--resolve", path); code != ExitOK {
+					t.Errorf("window %d: check --resolve: exit %d\n%s%s", i, code, stdout, stderr)
 				}
 			}
 		})
