@@ -284,31 +284,7 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 		inLP := func(m, l, d, o int) bool {
 			return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
 		}
-		lpBatch := map[[3]int]bool{}
-		for m, ms := range spaces {
-			for l, t := range ms.tmpls {
-				for d, st := range t.stages {
-					for o, op := range st {
-						if inLP(m, l, d, o) {
-							lpBatch[[3]int{m, l, op.b}] = true
-						}
-					}
-				}
-			}
-		}
-		keep := func(m, l, d, o int) bool {
-			if inLP(m, l, d, o) || lpBatch[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
-				return true
-			}
-			if best != nil {
-				for _, c := range best[m][l] {
-					if c.stage == d && c.opt == o {
-						return true
-					}
-				}
-			}
-			return false
-		}
+		keep := keepGuided(spaces, inLP, best)
 		r := restrict(spaces, keep)
 		rb := s.p.build(r.spaces, cfg)
 		var rstart []float64

@@ -11,6 +11,39 @@ type restricted struct {
 	omap   [][][][]int // [model][restricted template][stage][restricted option] → full option
 }
 
+// keepGuided is the option filter of a relaxation-guided restricted MILP: an option the
+// relaxation chose, any option of a template at a batch size the relaxation used there (the
+// restricted MILP may re-cut and re-slice those templates freely at those batches: the
+// relaxation's own support is too narrow, its integer optimum often several % below the best
+// plan), and every option of the incumbent (nil: none) so that it stays a feasible start.
+func keepGuided(spaces []*modelSpace, chosen func(m, l, d, o int) bool, incumbent assignment) func(m, l, d, o int) bool {
+	batches := map[[3]int]bool{}
+	for m, ms := range spaces {
+		for l, t := range ms.tmpls {
+			for d, st := range t.stages {
+				for o, op := range st {
+					if chosen(m, l, d, o) {
+						batches[[3]int{m, l, op.b}] = true
+					}
+				}
+			}
+		}
+	}
+	return func(m, l, d, o int) bool {
+		if chosen(m, l, d, o) || batches[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
+			return true
+		}
+		if incumbent != nil {
+			for _, c := range incumbent[m][l] {
+				if c.stage == d && c.opt == o {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
 // restrict keeps the options for which keep is true; a template survives when every stage
 // keeps at least one option. Bounds (G, xmax) stay those of the full space: still valid.
 func restrict(spaces []*modelSpace, keep func(m, l, d, o int) bool) *restricted {

@@ -278,37 +278,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 			inLP := func(m, l, d, o int) bool {
 				return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
 			}
-			// Batches the LP uses per template: the restricted MILP may re-cut and re-slice
-			// those templates freely at those batches (the LP's own support is too narrow:
-			// its integer optimum is often several % below the best plan).
-			lpBatch := map[[3]int]bool{}
-			for m, ms := range spaces {
-				for l, t := range ms.tmpls {
-					for d, st := range t.stages {
-						for o, op := range st {
-							if inLP(m, l, d, o) {
-								lpBatch[[3]int{m, l, op.b}] = true
-							}
-						}
-					}
-				}
-			}
-			keep := func(m, l, d, o int) bool {
-				if inLP(m, l, d, o) {
-					return true
-				}
-				if lpBatch[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
-					return true
-				}
-				if npAssign != nil {
-					for _, c := range npAssign[m][l] {
-						if c.stage == d && c.opt == o {
-							return true
-						}
-					}
-				}
-				return false
-			}
+			keep := keepGuided(spaces, inLP, npAssign)
 			r := restrict(spaces, keep)
 			rb := s.p.build(r.spaces, cfg)
 			var start []float64
@@ -417,31 +387,7 @@ func (s *session) continuousCounts(spaces []*modelSpace, cfg spaceConfig, best a
 	}
 	bound = math.Min(bound, math.Max(cres.Bound, cres.Objective))
 	chosen := func(m, l, d, o int) bool { return cres.Values[cb.y[m][l][d][o]] > 0.5 }
-	batches := map[[3]int]bool{}
-	for m, ms := range spaces {
-		for l, t := range ms.tmpls {
-			for d, st := range t.stages {
-				for o, op := range st {
-					if chosen(m, l, d, o) {
-						batches[[3]int{m, l, op.b}] = true
-					}
-				}
-			}
-		}
-	}
-	keep := func(m, l, d, o int) bool {
-		if chosen(m, l, d, o) || batches[[3]int{m, l, spaces[m].tmpls[l].stages[d][o].b}] {
-			return true
-		}
-		if best != nil {
-			for _, c := range best[m][l] {
-				if c.stage == d && c.opt == o {
-					return true
-				}
-			}
-		}
-		return false
-	}
+	keep := keepGuided(spaces, chosen, best)
 	r := restrict(spaces, keep)
 	rb := s.p.build(r.spaces, cfg)
 	start = nil
