@@ -48,6 +48,13 @@ type System struct {
 
 	// Checker verifies, compares and re-solves its plans for `plan check`.
 	Checker planner.Checker
+	// Capacity reports the most each application of a deployed plan serves within its SLOs
+	// (requests per second, at the plan's request mix), keyed by application name: what the
+	// autopilot sizes a plan by (issue 35). nil: the deployment's planned rates are its
+	// capacity (a PPipe plan states the most each pipeline serves); systems whose planned
+	// rates are the workload's (QLM, PARD, DyOrc) must set it for the autopilot to size
+	// their plans.
+	Capacity func(p *formats.Plan, dep *dataplane.Deployment) (map[string]float64, error)
 
 	// Benches are its `plan bench` subcommands, one fresh value per call.
 	Benches []func() bench.Bench

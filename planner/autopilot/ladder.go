@@ -38,6 +38,9 @@ type Ladder struct {
 	Deploy func(p *formats.Plan) (*dataplane.Deployment, error)
 	// Digest names a plan (serve's digest); nil: formats.Digest.
 	Digest func(p *formats.Plan) (string, error)
+	// Capacity is the system's capacity model (system.System.Capacity): the most each
+	// application serves. nil: the deployment's planned rates.
+	Capacity func(p *formats.Plan, dep *dataplane.Deployment) (map[string]float64, error)
 
 	base  *formats.Plan
 	apps  []string
@@ -121,12 +124,21 @@ func (l *Ladder) Candidate(p *formats.Plan) (ap.Candidate, error) {
 		return ap.Candidate{}, err
 	}
 	c := ap.Candidate{Plan: p, Capacity: make([]float64, len(l.apps))}
+	var capacity map[string]float64
+	if l.Capacity != nil {
+		if capacity, err = l.Capacity(p, dep); err != nil {
+			return ap.Candidate{}, fmt.Errorf("autopilot: the plan's capacity: %w", err)
+		}
+	}
 	for i, name := range l.apps {
 		found := false
 		for _, a := range dep.Apps {
 			if a.Name == name {
 				c.Capacity[i], found = a.RateRPS, true
 			}
+		}
+		if capacity != nil {
+			c.Capacity[i], found = capacity[name]
 		}
 		if !found {
 			return ap.Candidate{}, fmt.Errorf("autopilot: the re-solved plan serves no application %q", name)
@@ -237,6 +249,11 @@ func NewRateSolver(base *formats.Plan, apps []string, resolve func(context.Conte
 		}
 	}
 	return &RateSolver{l: &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps}, cache: map[string]rung{}}, nil
+}
+
+// SetCapacity sets the system's capacity model (Ladder.Capacity).
+func (r *RateSolver) SetCapacity(f func(p *formats.Plan, dep *dataplane.Deployment) (map[string]float64, error)) {
+	r.l.Capacity = f
 }
 
 // Candidate describes plan p for the loop.

@@ -148,12 +148,14 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 		if err != nil {
 			return nil, usageErrorf("--autopilot-objective cost: %v", err)
 		}
+		r.SetCapacity(s.Capacity)
 		return r, nil
 	}
 	l, err := pap.NewLadder(plan, names, a.steps, resolve, deploy)
 	if err != nil {
 		return nil, usageErrorf("--autopilot: %v", err)
 	}
+	l.Capacity = s.Capacity
 	return l, nil
 }
 
