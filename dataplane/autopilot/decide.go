@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -56,6 +57,12 @@ type Config struct {
 	// MinInterval is the least time from a switch to a switch to fewer GPUs (default 60 s):
 	// a rise is followed at once, a fall only once the plan has served that long.
 	MinInterval dataplane.Time
+	// Burst sizes the plan for the bursts inside a window: the forecasters follow each
+	// window's mean rate, and the planned-for rate is that forecast times the Burst
+	// quantile (default 0.9) of the sub-window peak over the window rate in the kept
+	// history (Sample.Peak / Sample.Rate). Negative: follow each window's peak itself, the
+	// loop before the envelope.
+	Burst float64
 	// GPUBudget bounds the GPUs a new plan may take (0 = the solver's cluster).
 	GPUBudget int
 }
@@ -70,6 +77,7 @@ const (
 	DefaultDown        = 0.5
 	DefaultHold        = 2
 	DefaultMinInterval = 60 * dataplane.Second
+	DefaultBurst       = 0.9
 )
 
 // ErrPeriod marks a Holt-Winters period longer than the window history (bad input).
@@ -103,6 +111,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MinInterval <= 0 {
 		c.MinInterval = DefaultMinInterval
 	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
+	}
 	switch {
 	case c.Period < 0:
 		return c, fmt.Errorf("autopilot: forecaster period %d windows: want ≥ 0", c.Period)
@@ -112,6 +123,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("autopilot: band down %g ≥ up %g: want down < up", c.Down, c.Up)
 	case c.GPUBudget < 0:
 		return c, fmt.Errorf("autopilot: GPU budget %d: want ≥ 0", c.GPUBudget)
+	case c.Burst > 1:
+		return c, fmt.Errorf("autopilot: burst quantile %g: want ≤ 1", c.Burst)
 	}
 	return c, nil
 }
@@ -246,20 +259,21 @@ func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 	if len(closed) == 0 {
 		return nil
 	}
-	// The forecasters follow each window's peak slice (Sample.Peak): the rate the plan must
-	// serve, not the mean that hides bursts.
+	// The forecasters follow each window's mean rate, the plan is sized for its envelope:
+	// the forecast times the bursts the windows carried (envelope). Burst < 0: the
+	// forecasters follow each window's peak slice itself.
 	for _, w := range closed {
 		for app, s := range w {
-			a.fc[app].Update(s.Peak)
+			if a.cfg.Burst < 0 {
+				a.fc[app].Update(s.Peak)
+			} else {
+				a.fc[app].Update(s.Rate)
+			}
 		}
 	}
 	last := closed[len(closed)-1]
 	for app, f := range a.fc {
-		peak := last[app].Peak
-		for h := 1; h <= a.cfg.Horizon; h++ {
-			peak = math.Max(peak, f.Forecast(h))
-		}
-		a.forecast[app] = peak
+		a.forecast[app] = a.envelope(app, last[app], f)
 	}
 	if a.fc[0].Observations() < 2 {
 		return nil // one window says nothing about a trend
@@ -286,6 +300,40 @@ func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 	}
 	a.log(Decision{At: now, Action: "resolve", Why: fmt.Sprintf("%s for %d windows", why, a.out), From: a.cur.Digest, Forecast: clone(a.forecast)})
 	return d
+}
+
+// envelope is the rate app's plan must serve over the next Horizon windows: the highest
+// forecast of them (and what the last window saw), times the burst factor.
+func (a *Autopilot) envelope(app int, last Sample, f Forecaster) float64 {
+	if a.cfg.Burst < 0 {
+		peak := last.Peak
+		for h := 1; h <= a.cfg.Horizon; h++ {
+			peak = math.Max(peak, f.Forecast(h))
+		}
+		return peak
+	}
+	rate := last.Rate
+	for h := 1; h <= a.cfg.Horizon; h++ {
+		rate = math.Max(rate, f.Forecast(h))
+	}
+	return rate * a.burst(app)
+}
+
+// burst is the Burst quantile of app's sub-window peak over its window rate in the kept
+// windows (1 when none arrived): the share above a window's mean the plan must absorb
+// within the window, learnt from what the load did.
+func (a *Autopilot) burst(app int) float64 {
+	var r []float64
+	for _, w := range a.obs.History() {
+		if s := w[app]; s.Rate > 0 {
+			r = append(r, s.Peak/s.Rate)
+		}
+	}
+	if len(r) == 0 {
+		return 1
+	}
+	slices.Sort(r)
+	return math.Max(1, r[min(len(r)-1, int(a.cfg.Burst*float64(len(r))))])
 }
 
 // outOfBand says why the forecast left the band the current plan serves ("" = inside).
