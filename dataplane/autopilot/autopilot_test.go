@@ -385,3 +385,54 @@ func TestNoSidewaysRise(t *testing.T) {
 		t.Errorf("installs %v, decisions %+v", rec.installs, a.Decisions())
 	}
 }
+
+// TestBurstEnvelope: the plan is sized for the bursts a window's mean hides. A load of
+// 200 requests/s whose every fifth window puts 60 of them into one tenth of it (600 rps
+// for 0.1 s) shrinks the 8-GPU plan before the first burst (nothing says it will come: 3
+// GPUs, 300 rps), grows it to 7 GPUs after it and holds it; the old loop, following each
+// window's peak and confirming a rise by the peak of each window, never grew it (a burst
+// once in five windows is never two windows in a row) and met every burst short. The
+// same mean spread evenly shrinks it and holds.
+func TestBurstEnvelope(t *testing.T) {
+	g8 := Candidate{Digest: "g8", GPUs: 8, Capacity: []float64{800}}
+	cases := []struct {
+		name     string
+		burst    float64
+		every    int // a burst every so many windows (0: none)
+		installs []string
+	}{
+		{"bursts every fifth window: the plan grows after the first and holds", 0, 5, []string{"g3", "g7"}},
+		{"the same mean, no bursts: the plan shrinks", 0, 0, []string{"g3"}},
+		{"peak-following (Burst < 0) never grows", -1, 5, []string{"g3"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec, sol := &recorder{}, &ladder{}
+			a, err := New(Config{Window: dataplane.Second, MinInterval: 5 * dataplane.Second, Burst: c.burst}, 1, g8, rec, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for w := range 40 {
+				t0 := dataplane.Time(w) * dataplane.Second
+				spread, bunched := 200, 0
+				if c.every > 0 && w%c.every == c.every-1 {
+					spread, bunched = 140, 60
+				}
+				for i := range bunched { // in the window's first tenth
+					a.Admit(t0+dataplane.Time(i)*dataplane.Second/dataplane.Time(10*bunched), 0, 0)
+				}
+				for i := range spread { // over the other nine tenths
+					a.Admit(t0+dataplane.Second/10+dataplane.Time(i)*(dataplane.Second*9/10)/dataplane.Time(spread), 0, 0)
+				}
+				now := t0 + dataplane.Second
+				if d := a.Tick(now); d != nil {
+					cand, err := sol.Solve(context.Background(), *d)
+					a.Resolved(now, cand, err)
+				}
+			}
+			if fmt.Sprint(rec.installs) != fmt.Sprint(c.installs) {
+				t.Errorf("installs %v, want %v; decisions %+v", rec.installs, c.installs, a.Decisions())
+			}
+		})
+	}
+}

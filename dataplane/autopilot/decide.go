@@ -344,6 +344,11 @@ func (a *Autopilot) outOfBand(last []Sample) (why string, up bool) {
 	var low []string
 	for app, f := range a.forecast {
 		c, seen := a.cur.Capacity[app], last[app].Peak
+		if a.cfg.Burst >= 0 {
+			// What arrived, in the envelope's terms: a burst that came once in a few
+			// windows confirms a rise in each of them, as it sizes the plan.
+			seen = last[app].Rate * a.burst(app)
+		}
 		if f > a.cfg.Up*c && seen > a.cfg.Up*c/(1+a.cfg.Headroom) {
 			return fmt.Sprintf("app %d forecast %.1f rps above %.0f%% of capacity %.1f rps", app, f, 100*a.cfg.Up, c), true
 		}
