@@ -110,14 +110,17 @@ func (r *Switched) segments() ([]SwitchedSegment, error) {
 		if s.Plan == nil || s.Plan.Deploy == nil {
 			return nil, fmt.Errorf("sim: switch %d without a plan", i)
 		}
-		if s.From < s.Decided || (i > 0 && s.Decided < r.Switches[i-1].Decided) {
-			return nil, fmt.Errorf("sim: switch %d decided at %d µs serves from %d µs, after the previous decision at %d µs", i, s.Decided, s.From, r.Switches[max(i-1, 0)].Decided)
+		if s.From < s.Decided {
+			return nil, fmt.Errorf("sim: switch %d serves from %d µs, before its decision at %d µs", i, s.From, s.Decided)
+		}
+		if i > 0 && s.Decided < r.Switches[i-1].Decided {
+			return nil, fmt.Errorf("sim: switch %d decided at %d µs, before switch %d (%d µs)", i, s.Decided, i-1, r.Switches[i-1].Decided)
 		}
 	}
 	var segs []SwitchedSegment
 	live := []int{} // indices into segs of the switches not (yet) superseded
-	for i, s := range r.Switches {
-		for i > 0 && len(live) > 1 && segs[live[len(live)-1]].From >= s.From {
+	for _, s := range r.Switches {
+		for len(live) > 1 && segs[live[len(live)-1]].From >= s.From {
 			// Superseded: its load is abandoned at this decision.
 			p := &segs[live[len(live)-1]]
 			p.superseded, p.Held = true, min(s.Decided, r.End)
