@@ -71,14 +71,6 @@ func (w *windowResult) done() {
 	}
 }
 
-// deployed is a plan of the schedule, deployed once (a plan kept over several windows, or
-// the same plan in two windows, is one).
-type deployed struct {
-	dep  *dataplane.Deployment
-	pol  string
-	plan *sim.SwitchPlan
-}
-
 // simulateSchedule runs `plan simulate` on a schedule when path is one (true), after checking
 // that no flag given belongs to the other kind of argument.
 func simulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string) (bool, error) {
@@ -132,8 +124,9 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		return err
 	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	cache := map[string]*deployed{}
-	deploy := func(i int, raw []byte, costPerHour float64) (*deployed, error) {
+	// A plan is deployed once: one kept over several windows, or the same in two, is one.
+	cache := map[string]*sim.SwitchPlan{}
+	deploy := func(i int, raw []byte, costPerHour float64) (*sim.SwitchPlan, error) {
 		if d, ok := cache[string(raw)]; ok {
 			return d, nil
 		}
@@ -162,8 +155,7 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		if _, err := app.Systems.Policies().New(dep, pcfg, pol); err != nil {
 			return nil, usageErrorf("--policy: %s: %v", name, err)
 		}
-		d := &deployed{dep: dep, pol: pol}
-		d.plan = &sim.SwitchPlan{Name: name, CostPerHour: costPerHour, Deploy: func() (*dataplane.Deployment, dataplane.Policy, error) {
+		d := &sim.SwitchPlan{Name: name, CostPerHour: costPerHour, Deploy: func() (*dataplane.Deployment, dataplane.Policy, error) {
 			p, err := app.Systems.Policies().New(dep, pcfg, pol)
 			return dep, p, err
 		}}
@@ -254,12 +246,12 @@ func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 // before its edge and serving from it (loaded ahead), or decided at the edge and serving
 // once loaded (reactive; the previous plan serves meanwhile); the new fleet is held from
 // the decision.
-func scheduleReplays(s *schedule.Schedule, rep *scheduleReport, o *simulateOptions, deploy func(int, []byte, float64) (*deployed, error), seg rateSegments) (sched, peak *sim.Switched, err error) {
+func scheduleReplays(s *schedule.Schedule, rep *scheduleReport, o *simulateOptions, deploy func(int, []byte, float64) (*sim.SwitchPlan, error), seg rateSegments) (sched, peak *sim.Switched, err error) {
 	delay := us(o.switchDelay)
 	at := seg.us
 	sched = &sim.Switched{End: at(s.Windows[len(s.Windows)-1].EndS), Segment: seg.run}
 	first := at(s.Windows[0].StartS)
-	var prev *deployed
+	var prev *sim.SwitchPlan
 	for i, e := range s.Windows {
 		d, err := deploy(i, e.Plan, e.CostPerHour)
 		if err != nil {
@@ -270,16 +262,16 @@ func scheduleReplays(s *schedule.Schedule, rep *scheduleReport, o *simulateOptio
 		wr := windowResult{StartS: e.StartS, EndS: e.EndS}
 		switch {
 		case prev == nil:
-			sched.Switches = append(sched.Switches, sim.Switch{Decided: edge, From: edge, Plan: d.plan})
+			sched.Switches = append(sched.Switches, sim.Switch{Decided: edge, From: edge, Plan: d})
 		case prev == d:
 		case o.switchAhead:
 			// A schedule is known ahead: the load starts one delay before the edge (not
 			// before the trace: the first plan is up from its start).
 			wr.Switched = true
-			sched.Switches = append(sched.Switches, sim.Switch{Decided: max(edge-delay, first), From: edge, Plan: d.plan})
+			sched.Switches = append(sched.Switches, sim.Switch{Decided: max(edge-delay, first), From: edge, Plan: d})
 		default:
 			wr.Switched = true
-			sched.Switches = append(sched.Switches, sim.Switch{Decided: edge, From: edge + delay, Plan: d.plan})
+			sched.Switches = append(sched.Switches, sim.Switch{Decided: edge, From: edge + delay, Plan: d})
 		}
 		rep.Windows = append(rep.Windows, wr)
 		prev = d
@@ -289,7 +281,7 @@ func scheduleReplays(s *schedule.Schedule, rep *scheduleReport, o *simulateOptio
 	if err != nil {
 		return nil, nil, err
 	}
-	peak = &sim.Switched{Switches: []sim.Switch{{Decided: first, From: first, Plan: pd.plan}}, End: sched.End, Spans: sched.Spans, Segment: seg.run}
+	peak = &sim.Switched{Switches: []sim.Switch{{Decided: first, From: first, Plan: pd}}, End: sched.End, Spans: sched.Spans, Segment: seg.run}
 	return sched, peak, nil
 }
 
