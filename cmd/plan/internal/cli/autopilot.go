@@ -30,6 +30,7 @@ type autopilotFlags struct {
 	minInterval time.Duration
 	loadTime    time.Duration
 	headroom    float64
+	burst       float64
 	budget      int
 	steps       int
 	objective   string
@@ -45,6 +46,7 @@ func addAutopilotFlags(f *pflag.FlagSet, a *autopilotFlags) {
 	f.DurationVar(&a.minInterval, "autopilot-min-interval", 60*time.Second, "autopilot: least time between two plan switches")
 	f.DurationVar(&a.loadTime, "autopilot-load-time", 5*time.Second, "autopilot (simulate): model load time of a new placement; the old plan serves until it passes")
 	f.Float64Var(&a.headroom, "autopilot-headroom", ap.DefaultHeadroom, "autopilot: share above the forecast a new plan must serve")
+	f.Float64Var(&a.burst, "autopilot-burst", ap.DefaultBurst, "autopilot: quantile of the windows' peak over their mean rate that sizes the plan for the bursts a window hides (forecast × it); 0 = follow each window's peak")
 	f.IntVar(&a.budget, "autopilot-gpu-budget", 0, "autopilot: most GPUs a new plan may take (0 = the plan's cluster); below what the load needs, the best plan within it is served and the status says so")
 	f.IntVar(&a.steps, "autopilot-steps", pap.DefaultSteps, "autopilot: rungs of the cluster ladder the re-solve picks from")
 	f.StringVar(&a.objective, "autopilot-objective", "", "autopilot: what a re-solve optimises: throughput (the plan's own objective on the fewest GPUs of a cluster ladder) or cost (the least-cost fleet for the forecast rates: plans solved with --objective cost); default: the plan's own")
@@ -95,6 +97,8 @@ func (a *autopilotFlags) config() (ap.Config, error) {
 		return ap.Config{}, usageErrorf("--autopilot-load-time %s: must be ≥ 0", a.loadTime)
 	case !(a.headroom >= 0 && a.headroom < 10):
 		return ap.Config{}, usageErrorf("--autopilot-headroom %g: must be in [0, 10)", a.headroom)
+	case !(a.burst >= 0 && a.burst <= 1):
+		return ap.Config{}, usageErrorf("--autopilot-burst %g: must be in [0, 1]", a.burst)
 	case a.budget < 0:
 		return ap.Config{}, usageErrorf("--autopilot-gpu-budget %d: must be ≥ 0", a.budget)
 	case a.steps < 1 || a.steps > 64:
@@ -103,7 +107,15 @@ func (a *autopilotFlags) config() (ap.Config, error) {
 		return ap.Config{}, usageErrorf("--autopilot-solve-limit %s: must be > 0", a.solveLimit)
 	}
 	return ap.Config{Mode: mode, Window: us(a.window), History: a.history, Period: a.period,
-		MinInterval: max(us(a.minInterval), 1), Headroom: a.headroom, GPUBudget: a.budget}, nil
+		MinInterval: max(us(a.minInterval), 1), Headroom: a.headroom, GPUBudget: a.budget, Burst: burstQuantile(a.burst)}, nil
+}
+
+// burstQuantile maps --autopilot-burst to Config.Burst: 0 (no envelope) is its negative.
+func burstQuantile(q float64) float64 {
+	if q == 0 {
+		return -1
+	}
+	return q
 }
 
 func us(d time.Duration) dataplane.Time { return dataplane.Time(d / time.Microsecond) }

@@ -101,3 +101,13 @@ func TestSimulateAutopilotTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestBadInputAutopilotBurst: --autopilot-burst outside [0, 1] exits 2 naming the flag.
+func TestBadInputAutopilotBurst(t *testing.T) {
+	base := []string{"simulate", "testdata/serve/demo-plan.json", "--trace", "testdata/autopilot/day.json", "--autopilot"}
+	runBadInput(t, []badInputCase{
+		{name: "above one", args: append(base[:len(base):len(base)], "--autopilot-burst", "1.5"), code: ExitUsage, want: []string{"--autopilot-burst 1.5: must be in [0, 1]"}},
+		{name: "negative", args: append(base[:len(base):len(base)], "--autopilot-burst", "-0.5"), code: ExitUsage, want: []string{"--autopilot-burst -0.5: must be in [0, 1]"}},
+		{name: "NaN", args: append(base[:len(base):len(base)], "--autopilot-burst", "NaN"), code: ExitUsage, want: []string{"--autopilot-burst NaN"}},
+	})
+}
