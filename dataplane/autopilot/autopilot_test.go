@@ -95,6 +95,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Period: -1}, "period -1"},
 		{Config{Up: 0.5, Down: 0.6}, "band down 0.6 ≥ up 0.5"},
 		{Config{GPUBudget: -2}, "GPU budget -2"},
+		{Config{Burst: 1.5}, "burst quantile 1.5"},
 	}
 	for _, c := range cases {
 		_, err := New(c.cfg, 1, Candidate{Capacity: []float64{1}}, nil, 0)
@@ -421,8 +422,12 @@ func TestBurstEnvelope(t *testing.T) {
 				for i := range bunched { // in the window's first tenth
 					a.Admit(t0+dataplane.Time(i)*dataplane.Second/dataplane.Time(10*bunched), 0, 0)
 				}
-				for i := range spread { // over the other nine tenths
-					a.Admit(t0+dataplane.Second/10+dataplane.Time(i)*(dataplane.Second*9/10)/dataplane.Time(spread), 0, 0)
+				from, span := t0, dataplane.Second // evenly: the window's peak slice is its mean
+				if bunched > 0 {
+					from, span = t0+span/10, span*9/10 // over the other nine tenths
+				}
+				for i := range spread {
+					a.Admit(from+dataplane.Time(i)*span/dataplane.Time(spread), 0, 0)
 				}
 				now := t0 + dataplane.Second
 				if d := a.Tick(now); d != nil {
@@ -432,6 +437,15 @@ func TestBurstEnvelope(t *testing.T) {
 			}
 			if fmt.Sprint(rec.installs) != fmt.Sprint(c.installs) {
 				t.Errorf("installs %v, want %v; decisions %+v", rec.installs, c.installs, a.Decisions())
+			}
+			// The learnt factor, shown in /v1/autopilot: the bursts' 600 rps over the
+			// windows' 200 (1 without bursts or without the envelope).
+			want := 1.0
+			if c.every > 0 && c.burst >= 0 {
+				want = 3
+			}
+			if got := a.Status().Burst; len(got) != 1 || math.Abs(got[0]-want) > 1e-9 {
+				t.Errorf("status burst %v, want [%g]", got, want)
 			}
 		})
 	}

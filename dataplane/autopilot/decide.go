@@ -480,12 +480,15 @@ type Status struct {
 	Current    Candidate  `json:"current"`
 	Recommend  *Candidate `json:"recommended,omitempty"`
 	Forecaster string     `json:"forecaster"`
-	// Forecast is each application's planned-for rate (the peak of the next Horizon windows);
+	// Forecast is each application's planned-for rate (the envelope of the next Horizon windows);
 	// Observed the last closed window; MAPE each forecaster's one-step error.
 	Forecast []float64 `json:"forecast_rps"`
 	Observed []Sample  `json:"observed"`
 	Mix      []float64 `json:"mix"`
 	MAPE     []float64 `json:"mape"`
+	// Burst is each application's learnt burst factor (the forecast's multiplier; 1 without
+	// the envelope).
+	Burst    []float64 `json:"burst"`
 	Solving  bool      `json:"solving"`
 	Switches int       `json:"switches"`
 	// OverBudget: the last re-solve could not serve the demand within the GPU budget.
@@ -508,6 +511,13 @@ func (a *Autopilot) Status() Status {
 	}
 	for _, f := range a.fc {
 		s.MAPE = append(s.MAPE, f.MAPE())
+	}
+	for app := range a.fc {
+		b := 1.0
+		if a.cfg.Burst >= 0 {
+			b = a.burst(app)
+		}
+		s.Burst = append(s.Burst, b)
 	}
 	if n := len(a.decisions); n > 0 {
 		last := a.decisions[n-1]
