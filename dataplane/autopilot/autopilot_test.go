@@ -450,3 +450,58 @@ func TestBurstEnvelope(t *testing.T) {
 		})
 	}
 }
+
+// TestLullHold: the burstier the load, the longer a lull must last before the plan that
+// absorbs its bursts is given up (Hold × the burst factor windows, rounded down). After 20
+// windows of 200 requests/s with a 600 rps burst every fifth (factor 3), the load falls to
+// 50 requests/s at 20 s: the plan shrinks after 6 windows of it, not 2; without bursts
+// (factor 1) after 2.
+func TestLullHold(t *testing.T) {
+	cases := []struct {
+		name  string
+		every int
+		want  dataplane.Time // the shrinking switch
+	}{
+		{"bursty load: six windows of lull", 5, 26 * dataplane.Second},
+		{"smooth load: two windows", 0, 22 * dataplane.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec, sol := &recorder{}, &ladder{}
+			a, err := New(Config{Window: dataplane.Second, MinInterval: dataplane.Second}, 1, Candidate{Digest: "g8", GPUs: 8, Capacity: []float64{800}}, rec, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var down dataplane.Time
+			for w := range 40 {
+				t0 := dataplane.Time(w) * dataplane.Second
+				n, bunched := 200, 0
+				if w >= 20 {
+					n = 50
+				} else if c.every > 0 && w%c.every == c.every-1 {
+					bunched = 60
+				}
+				for i := range bunched {
+					a.Admit(t0+dataplane.Time(i)*dataplane.Second/dataplane.Time(10*bunched), 0, 0)
+				}
+				from, span := t0, dataplane.Second
+				if bunched > 0 {
+					from, span = t0+span/10, span*9/10
+				}
+				for i := range n - bunched {
+					a.Admit(from+dataplane.Time(i)*span/dataplane.Time(n-bunched), 0, 0)
+				}
+				now := t0 + dataplane.Second
+				if d := a.Tick(now); d != nil {
+					cand, err := sol.Solve(context.Background(), *d)
+					if dec := a.Resolved(now, cand, err); dec.Action == "switch" && w >= 20 && down == 0 {
+						down = now
+					}
+				}
+			}
+			if down != c.want {
+				t.Errorf("shrank at %d µs, want %d µs; decisions %+v", down, c.want, a.Decisions())
+			}
+		})
+	}
+}

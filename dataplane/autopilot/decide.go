@@ -290,7 +290,11 @@ func (a *Autopilot) Tick(now dataplane.Time) *Demand {
 	// Scale up fast, scale down slowly (as replica autoscalers do): a rise is re-solved as
 	// soon as it held Hold windows; a fall waits MinInterval after the last switch. A
 	// re-solve that failed or kept the plan is not repeated in its direction before retryAt.
-	if a.out < a.cfg.Hold || a.solving || (!up && a.switched && now-a.last < a.cfg.MinInterval) || (now < a.retryAt && up == a.retryUp) {
+	hold := a.cfg.Hold
+	if !up {
+		hold = a.downHold()
+	}
+	if a.out < hold || a.solving || (!up && a.switched && now-a.last < a.cfg.MinInterval) || (now < a.retryAt && up == a.retryUp) {
 		return nil
 	}
 	a.solving = true
@@ -319,13 +323,19 @@ func (a *Autopilot) envelope(app int, last Sample, f Forecaster) float64 {
 	return rate * a.burst(app)
 }
 
+// minBurstRequests is the fewest requests in a window's peak slice for its burst to count.
+const minBurstRequests = 10
+
 // burst is the Burst quantile of app's sub-window peak over its window rate in the kept
 // windows (1 when none arrived): the share above a window's mean the plan must absorb
 // within the window, learnt from what the load did.
 func (a *Autopilot) burst(app int) float64 {
 	var r []float64
+	// A window counts when its peak slice held minBurstRequests: at a trickle one request
+	// is a slice's "burst" (ten times a window of one), noise no plan is sized for.
+	slice := float64(a.cfg.Window) / 1e6 / Subwindows
 	for _, w := range a.obs.History() {
-		if s := w[app]; s.Rate > 0 {
+		if s := w[app]; s.Rate > 0 && s.Peak*slice >= minBurstRequests {
 			r = append(r, s.Peak/s.Rate)
 		}
 	}
@@ -334,6 +344,19 @@ func (a *Autopilot) burst(app int) float64 {
 	}
 	slices.Sort(r)
 	return math.Max(1, r[min(len(r)-1, int(a.cfg.Burst*float64(len(r))))])
+}
+
+// downHold is how many windows below the band make a fall due: Hold, times the burstiest
+// application's burst factor (rounded down: Poisson arrivals, about 1.1, keep Hold) — the burstier the load, the longer a lull must
+// last before the plan that absorbs its bursts is given up.
+func (a *Autopilot) downHold() int {
+	b := 1.0
+	if a.cfg.Burst >= 0 {
+		for app := range a.fc {
+			b = math.Max(b, a.burst(app))
+		}
+	}
+	return int(float64(a.cfg.Hold) * b)
 }
 
 // outOfBand says why the forecast left the band the current plan serves ("" = inside).
