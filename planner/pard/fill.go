@@ -32,7 +32,7 @@ const fillSteps = 30
 // cluster's GPUs do not cover the rate) narrows the bracket, any other error ends the search.
 func provisionFill(ctx context.Context, in Inputs, o Options) (*formats.Plan, error) {
 	if o.Objective == planner.ObjectiveCost {
-		return nil, bad("options.fill", true, "fill provisions the most the cluster serves, the cost objective the workload's rates at the least cost: choose one")
+		return nil, bad("--fill", true, "conflicts with --objective cost: fill provisions the most the cluster serves, the cost objective the workload's rates at the least cost")
 	}
 	// probe provisions at factor s: a plan, or nil when the cluster does not cover the rates
 	// (ErrBadInput); any other error (time limit, cancellation) ends the search.

@@ -82,7 +82,7 @@ func TestFillCapacityGrowsWithGPUs(t *testing.T) {
 }
 
 // TestFillBadInput: fill with the cost objective is refused (ErrBadInput, naming the
-// option); a cluster with fewer GPUs than one worker per module serves no rate at all.
+// flags); a cluster with fewer GPUs than one worker per module serves no rate at all.
 func TestFillBadInput(t *testing.T) {
 	cost := fillInputs(32)
 	price := 1.0
@@ -93,7 +93,7 @@ func TestFillBadInput(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"cost objective", cost, Options{Fill: true, Objective: planner.ObjectiveCost}, "options.fill: true: fill provisions the most the cluster serves"},
+		{"cost objective", cost, Options{Fill: true, Objective: planner.ObjectiveCost}, "--fill: true: conflicts with --objective cost"},
 		{"too few GPUs", fillInputs(4), Options{Fill: true}, "fill: the cluster serves no rate of the pipelines"},
 	}
 	for _, tc := range cases {
