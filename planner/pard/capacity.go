@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 // PlanCapacity is the most requests per second each pipeline of a PARD plan serves within
@@ -31,6 +32,32 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 			return nil, fmt.Errorf("pard.apps[%d] (%s): no modules", ai, a.Name)
 		}
 		out[a.Name] = Capacity(a)
+	}
+	return out, nil
+}
+
+// AutopilotCapacity is the capacity the autopilot sizes a PARD plan by (system.Capacity):
+// PlanCapacity for a plan solved with Fill, whose re-solve on a smaller cluster provisions
+// that cluster. A plan solved for the workload's rates reports them (its rate_rps), as a
+// system without a capacity model would: every rung that fits re-solves to the fewest GPUs
+// for the same rates, so its capacity does not follow the rung's GPUs and the autopilot's
+// ladder refuses it up front (ErrNoCapacityModel). Its workers' own capacity would differ
+// from rung to rung only by the MILP's ties between equally few GPUs (other batches), and
+// would let the ladder take such a plan for one that grows.
+func AutopilotCapacity(p *formats.Plan) (map[string]float64, error) {
+	if p == nil || p.PARD == nil {
+		return nil, fmt.Errorf("pard: the plan has no pard section")
+	}
+	var rec Flags
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		return nil, err
+	}
+	if rec.Fill {
+		return PlanCapacity(p)
+	}
+	out := make(map[string]float64, len(p.PARD.Apps))
+	for _, a := range p.PARD.Apps {
+		out[a.Name] = a.RateRPS
 	}
 	return out, nil
 }

@@ -31,7 +31,7 @@ func fillInputs(gpus int) Inputs {
 // its cluster serves at the workload's mix, so its capacity (PlanCapacity) grows with the
 // GPUs the autopilot's ladder gives the planner, covers the plan's rate_rps, keeps the mix
 // (tm twice lv) and uses the cluster; without Fill the plan is the workload's, whatever the
-// GPUs (the ladder could not size it).
+// GPUs (the ladder could not size it), and the autopilot's capacity is its rates.
 func TestFillCapacityGrowsWithGPUs(t *testing.T) {
 	cases := []struct {
 		gpus     int
@@ -57,6 +57,15 @@ func TestFillCapacityGrowsWithGPUs(t *testing.T) {
 			used += GPUs(a)
 			if c[a.Name] < a.RateRPS*(1-1e-9) {
 				t.Errorf("%d GPUs, fill %v: %s capacity %.1f below its rate_rps %.1f", tc.gpus, tc.fill, a.Name, c[a.Name], a.RateRPS)
+			}
+		}
+		ac, err := AutopilotCapacity(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range p.PARD.Apps {
+			if want := map[bool]float64{true: c[a.Name], false: a.RateRPS}[tc.fill]; ac[a.Name] != want {
+				t.Errorf("%d GPUs, fill %v: %s: the autopilot's capacity %.1f, want %.1f", tc.gpus, tc.fill, a.Name, ac[a.Name], want)
 			}
 		}
 		var rec Flags

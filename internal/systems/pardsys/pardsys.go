@@ -43,10 +43,10 @@ func System() system.System {
 		Policies: dppard.Policies(),
 		Sample:   dppard.Sample,
 		Checker:  Checker{},
-		// The autopilot sizes a plan by what its workers serve (issue 35); a plan solved
-		// with --fill re-solves to fill each rung of its ladder.
+		// The autopilot sizes a plan solved with --fill by what its workers serve, and its
+		// re-solve fills each rung of the ladder; other plans report their rates (issue 35).
 		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) {
-			return pard.PlanCapacity(p)
+			return pard.AutopilotCapacity(p)
 		},
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},

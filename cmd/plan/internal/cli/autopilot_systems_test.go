@@ -2,6 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -46,6 +49,36 @@ func TestSimulateAutopilotSystems(t *testing.T) {
 			}
 			if a.Attainment < 0.99 || a.GPUHours >= s.GPUHours {
 				t.Errorf("autopilot %.4f attainment at %.3f GPU-hours: want ≥ 0.99 below the static plan's %.3f", a.Attainment, a.GPUHours, s.GPUHours)
+			}
+		})
+	}
+}
+
+// TestSimulateAutopilotRefused: plans whose capacity does not follow the GPUs of the ladder's
+// rungs are refused up front (exit 2, naming the plan): PARD solved without --fill (the
+// workload's rates on the fewest GPUs: every rung that fits gives the same plan) and
+// CascadeServe (its gears cover the workload's qps_max on any GPUs).
+func TestSimulateAutopilotRefused(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	cases := []struct {
+		name  string
+		solve []string
+	}{
+		{"pard without --fill", []string{"--profile", "testdata/pard/profile.json", "--cluster", "testdata/autopilot/pard-cluster.json", "--workload", "testdata/autopilot/pard-workload.json"}},
+		{"cascade", []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", "testdata/cascade/workload.yaml"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := filepath.Join(dir, fmt.Sprintf("plan%d.json", i))
+			code, _, stderr := rootRun(t, append([]string{"solve", "--deterministic", "-o", plan}, tc.solve...)...)
+			skipWithoutHiGHS(t, stderr)
+			if code != 0 {
+				t.Fatalf("solve: exit %d: %s", code, stderr)
+			}
+			code, stdout, stderr := rootRun(t, "simulate", plan, "--autopilot", "--trace", "testdata/autopilot/day.json", "--load", "0.4", "--autopilot-steps", "4")
+			if code != ExitUsage || stdout != "" || !strings.Contains(stderr, plan+": autopilot: the plan's planned rates do not follow its GPUs") {
+				t.Errorf("exit %d, stdout %q, stderr %s: want exit 2 naming the plan and why", code, stdout, stderr)
 			}
 		})
 	}
