@@ -1,10 +1,12 @@
 // Package autopilot is the control loop that re-plans a served plan as its load moves
 // (issue 35): it observes the admitted requests (per-application arrival rate, mix and tokens
 // over sliding windows), forecasts the next windows (Holt's linear trend by default,
-// Holt-Winters when a period is given, with the one-step error tracked online), and decides
-// when the forecast leaves the band the current plan serves within its SLO (hysteresis, a
-// minimum interval between switches, a GPU budget) that a re-solve is due and whether its
-// result replaces the plan.
+// Holt-Winters when a period is given, with the one-step error tracked online), sizes the
+// plan for the envelope of the forecast (times a burst factor learnt from how far each
+// window's peak tenth rose above its mean: a 14 ms SLO leaves no queue for a one-second
+// burst), and decides when that envelope leaves the band the current plan serves within
+// its SLO (hysteresis, longer for a fall the burstier the load; a minimum interval between
+// switches; a GPU budget) that a re-solve is due and whether its result replaces the plan.
 //
 // Like the data-plane policies it is pure logic over an injected clock (DESIGN.md "One
 // policy, two clocks"; Nomad's scheduler harness): callers hand it the time with every call,
