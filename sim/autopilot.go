@@ -25,6 +25,11 @@ type AutopilotRun struct {
 	// order; Attrs, when set, gives the attributes of application a's n-th arrival.
 	Arrivals [][]dataplane.Time
 	Attrs    func(a dataplane.AppID, n int64) dataplane.Attrs
+	// LLM, when set, gives each application's LLM class (an LLM plan, Options.LLM): an
+	// arrival the trace gives no tokens draws them from its class seeded by its application
+	// and index, so a request has the same tokens whichever plan serves it (the autopilot's
+	// segments, the static, peak and mean plans) and the loop observes them.
+	LLM []LLMClass
 	// Duration is the arrival window (the loop ticks until it ends).
 	Duration dataplane.Time
 	// LoadTime is how long a new placement takes to load its models: a switch decided at t
@@ -112,8 +117,8 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 			break
 		}
 		var tokens int64
-		if run.Attrs != nil {
-			x := run.Attrs(dataplane.AppID(a), int64(next[a]))
+		if run.Attrs != nil || run.LLM != nil {
+			x := run.attrs(dataplane.AppID(a), int64(next[a]))
 			tokens = int64(x.InTokens) + int64(x.OutTokens)
 		}
 		loop.Admit(at, a, tokens)
@@ -193,14 +198,11 @@ func runSegment(run *AutopilotRun, idx int, c ap.Candidate, from, to dataplane.T
 		offset[a] = int64(lo)
 		n += hi - lo
 	}
-	opts := Options{Duration: to, Seed: run.Seed + uint64(idx), Jitter: run.Jitter, ExpectedRequests: n}
+	opts := Options{Duration: to, Seed: run.Seed + uint64(idx), Jitter: run.Jitter, ExpectedRequests: n, LLM: run.LLM}
 	// Trace IDs are global over the run (1 + the index among the app's arrivals), so a
 	// request keeps its ID whichever segment serves it.
 	opts.Attrs = func(a dataplane.AppID, k int64) dataplane.Attrs {
-		var x dataplane.Attrs
-		if run.Attrs != nil {
-			x = run.Attrs(a, offset[a]+k)
-		}
+		x := run.attrs(a, offset[a]+k)
 		x.Trace = offset[a] + k + 1
 		return x
 	}
@@ -218,4 +220,18 @@ func runSegment(run *AutopilotRun, idx int, c ap.Candidate, from, to dataplane.T
 	}
 	return &Segment{Digest: c.Digest, GPUs: c.GPUs, StartS: float64(from) / 1e6, EndS: float64(to) / 1e6,
 		Requests: m.Total.Requests, Attainment: m.Total.Attainment}, nil
+}
+
+// attrs is the attributes of application a's n-th arrival: Attrs's, with an LLM class's
+// tokens drawn where they give none (seeded by a and n, not by the engine's request ID,
+// which differs between the segments that may serve it).
+func (run *AutopilotRun) attrs(a dataplane.AppID, n int64) dataplane.Attrs {
+	var x dataplane.Attrs
+	if run.Attrs != nil {
+		x = run.Attrs(a, n)
+	}
+	if int(a) < len(run.LLM) {
+		fillTokens(&run.LLM[a], dataplane.ReqID(uint64(a)<<40|uint64(n+1)), &x)
+	}
+	return x
 }

@@ -299,12 +299,7 @@ func (r *RateSolver) solve(ctx context.Context, rates []float64) (ap.Candidate, 
 	prov := in.Provenance
 	emb := *prov.Embedded
 	w := *emb.Workload
-	w.Models = slices.Clone(w.Models)
-	for i := range w.Models {
-		if k := slices.Index(r.l.apps, w.Models[i].Name); k >= 0 {
-			w.Models[i].RateRPS = rates[k]
-		}
-	}
+	setRates(&w, r.l.apps, rates) // the models' (or LLM classes') rate_rps (classes.go)
 	emb.Workload = &w
 	prov.Embedded = &emb
 	in.Provenance = prov

@@ -143,8 +143,16 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 		d, _, err := reg.Deploy(p)
 		return d, err
 	}
+	newRateSolver := pap.NewRateSolver
+	if pap.HasClasses(plan) {
+		// QLM: the demand is the llm_classes' (planner/autopilot classes.go).
+		newRateSolver = pap.NewClassRateSolver
+		if own != "cost" {
+			resolve = pap.ClassResolve(plan, resolve)
+		}
+	}
 	if own == "cost" {
-		r, err := pap.NewRateSolver(plan, names, resolve, deploy)
+		r, err := newRateSolver(plan, names, resolve, deploy)
 		if err != nil {
 			return nil, usageErrorf("--autopilot-objective cost: %v", err)
 		}
@@ -259,7 +267,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	run := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: us(duration),
-		LoadTime: us(o.autopilot.loadTime), Seed: o.seed, Jitter: o.jitter}
+		LoadTime: us(o.autopilot.loadTime), Seed: o.seed, Jitter: o.jitter, LLM: planLLMClasses(plan, dep)}
 	rep := &autopilotSimReport{Trace: spec.Name, Duration: duration.Seconds()}
 	for a, x := range dep.Apps {
 		src, err := spec.New(x.RateRPS*loads[0], x.Name, sim.PointSeed(o.seed, loads[0], a))
