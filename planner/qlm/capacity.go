@@ -91,6 +91,7 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 // capacity rule at f·SLO for each bucket at its upper edge. 0 when some bucket of the mix
 // cannot meet its SLO on pr at any batch.
 func MixRate(pr *formats.LLMProfile, buckets []Bucket, model string, f float64) float64 {
+	m := newLifeModel(pr)
 	var perReq, shares float64
 	for _, b := range buckets {
 		if b.Model != model || b.Rate <= 0 {
@@ -100,11 +101,13 @@ func MixRate(pr *formats.LLMProfile, buckets []Bucket, model string, f float64) 
 		if b.CapInput > 0 {
 			ci, co = b.CapInput, b.CapOutput
 		}
-		c, _ := Capacity(pr, ci, co, b.SLO, f)
-		if c <= 0 {
+		_, batch := Capacity(pr, ci, co, b.SLO, f)
+		if batch <= 0 {
 			return 0
 		}
-		perReq += b.Rate / c
+		// Little's law: the batch turns over once per mean lifetime (the bucket's centre);
+		// the batch itself is the one whose longer requests (the upper edge) meet f·SLO.
+		perReq += b.Rate * m.lifeUs(float64(batch), b.Input, b.Output) / 1e6 / float64(batch)
 		shares += b.Rate
 	}
 	if perReq <= 0 {
