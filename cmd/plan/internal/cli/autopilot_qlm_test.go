@@ -1,8 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/sim"
 )
 
 // TestSimulateAutopilotQLM: issue 35's targets for a QLM plan (testdata/autopilot/qlm-*.json,
@@ -49,5 +57,72 @@ func TestSimulateAutopilotQLM(t *testing.T) {
 				t.Errorf("the mean plan (%.4f) does not fall below the autopilot (%.4f)", m.Attainment, a.Attainment)
 			}
 		})
+	}
+}
+
+// TestServeAutopilotQLM: `plan serve --autopilot` on the QLM fixture (16 A100s) under a
+// tenth of its classes' rates sizes the plan by QLM's capacity model, re-solves a smaller
+// cluster in the background and switches to it through the reload path (the new instances
+// load their model first); every request of the load is answered.
+func TestServeAutopilotQLM(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // the OpenAI front end's batch queue
+	ready := make(chan struct{})
+	var srv *serve.Server
+	var addr string
+	serveHook = func(s *serve.Server, a string) {
+		srv, addr = s, a
+		close(ready)
+	}
+	defer func() { serveHook = nil }()
+	serr := &syncBuffer{}
+	done := make(chan int)
+	go func() {
+		done <- Run([]string{"serve", "../../../../testdata/autopilot/qlm-plan.json", "--addr", "127.0.0.1:0", "--autopilot", "--autopilot-window", "500ms", "--autopilot-min-interval", "1s"},
+			Streams{In: strings.NewReader(""), Out: io.Discard, Err: serr})
+	}()
+	select {
+	case <-ready:
+	case code := <-done:
+		t.Fatalf("serve exited %d: %s", code, serr.String())
+	}
+	old := srv.ActiveDigest()
+	code, out, stderr := rootRun(t, "load", "http://"+addr, "--load", "0.1", "--duration", "3s", "-O", "json", "-q")
+	if code != ExitOK {
+		t.Fatalf("load: exit %d: %s", code, stderr)
+	}
+	var rep sim.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Points[0].Total; p.Requests == 0 || p.Completed+p.Late+p.Dropped+p.Cancelled != p.Requests {
+		t.Errorf("load: %+v", p)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for srv.ActiveDigest() == old && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	log := serr.String()
+	skipWithoutHiGHS(t, log)
+	if srv.ActiveDigest() == old {
+		t.Fatalf("no switch: %s", log)
+	}
+	resp, err := http.Get("http://" + addr + "/v1/autopilot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st serve.AutopilotStatus
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Current.Capacity) != 2 || st.Current.Capacity[0] <= 0 {
+		t.Errorf("GET /v1/autopilot: %v %+v", err, st)
+	}
+	if !strings.Contains(log, "action=switch") || !strings.Contains(log, "plan switched") {
+		t.Errorf("serve log: %s", log)
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != ExitOK {
+		t.Errorf("serve exited %d: %s", code, serr.String())
 	}
 }
