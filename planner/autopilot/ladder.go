@@ -21,8 +21,9 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// ErrNoCapacityModel marks a plan whose planned rates do not follow its GPUs (a QLM, PARD or
-// DyOrc plan states the workload's rates, not its capacity): the ladder cannot size it.
+// ErrNoCapacityModel marks a plan whose planned rates do not follow its GPUs (a PARD or DyOrc
+// plan states the workload's rates, not its capacity) and whose system has no capacity model
+// (Ladder.Capacity; QLM's is planner/qlm PlanCapacity): the ladder cannot size it.
 var ErrNoCapacityModel = errors.New("autopilot: the plan's planned rates do not follow its GPUs (they are the workload's, not its capacity)")
 
 // DefaultSteps is how many rungs the ladder has: rung k gives every GPU pool ⌈k/Steps⌉ of
