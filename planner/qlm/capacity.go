@@ -11,19 +11,24 @@ import (
 // The capacity model of a QLM plan (issue 35: the autopilot sizes a plan by the most it
 // serves). A QLM plan states its workload's rates, not what its instances serve, so the
 // capacity is derived here from the rule the cost objective already sizes fleets by
-// (Capacity, CostSLOFraction): an instance serves requests of a size at the batch whose
+// (Capacity, CostSLOFraction): an instance runs requests of a size at the batch whose
 // request lifetime — the decode iterations of the request plus the prefills of the batch
 // turning over during it (QLM §3, Eq. 1–4: C = W + P + D with Θ nearly constant under
 // continuous batching) — stays within f·SLO, the rest of the end-to-end deadline (QLM §1:
 // the SLO is the request's deadline, not TTFT or TPOT) being queueing headroom.
 //
-// At the plan's class mix, one instance spends on a request of bucket b (ClassBuckets: the
-// class's token lengths as a 3×3 grid, sized at each tercile's upper edge) 1/Cap(b) of its
-// time, so it serves the mix at 1 / Σ_b w_b/Cap(b) requests per second, w_b being the
-// bucket's share of its model's requests (QLM §4: instances are time-shared between the
-// request groups of their model by the virtual queues). A model's capacity is the sum over
-// its instances — it grows with the instances a plan has, which is what lets the autopilot
-// size a plan on a shrunken cluster — and each class gets its share of it.
+// The class's token lengths are a 3×3 grid of size buckets (ClassBuckets). A bucket's batch
+// B is the one its longer requests (the tercile's upper edge) keep within f·SLO; by Little's
+// law the instance turns B sequences over once per mean lifetime L(B) at the bucket's centre,
+// so a request of the bucket takes L(B)/B of the instance's time. At the plan's class mix an
+// instance serves 1 / Σ_b w_b·L_b(B_b)/B_b requests per second, w_b being the bucket's share
+// of its model's requests (QLM §4: the virtual queues time-share an instance between the
+// request groups of its model). A model's capacity is the sum over its instances — it grows
+// with the instances a plan has, which is what lets the autopilot size a plan on a shrunken
+// cluster — and each class gets its share of it. Measured against `plan simulate` on the
+// autopilot fixture (testdata/autopilot/qlm-plan.json) it is about 14% high (the engine runs
+// a step holding a prefill chunk at the prefill curve for all its tokens); the rule at the
+// upper edges alone (Capacity's rate, as the cost objective sizes) is 26% low.
 
 // PlanCapacity is the most each class (a QLM deployment's application) of plan p serves
 // within its SLO at the plan's class mix on the plan's instances, in requests per second,
@@ -87,9 +92,9 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 }
 
 // MixRate is the request rate one instance of pr sustains for model's buckets in their mix
-// (each bucket's Rate its share of the model's requests): 1 / Σ_b share_b / Cap(b), the
-// capacity rule at f·SLO for each bucket at its upper edge. 0 when some bucket of the mix
-// cannot meet its SLO on pr at any batch.
+// (each bucket's Rate its share of the model's requests): 1 / Σ_b share_b·L_b(B_b)/B_b, B_b
+// the batch the capacity rule allows the bucket's upper edge at f·SLO and L_b its lifetime at
+// the bucket's centre. 0 when some bucket of the mix cannot meet its SLO on pr at any batch.
 func MixRate(pr *formats.LLMProfile, buckets []Bucket, model string, f float64) float64 {
 	m := newLifeModel(pr)
 	var perReq, shares float64
