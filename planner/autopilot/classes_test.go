@@ -149,21 +149,3 @@ func TestClassRateSolver(t *testing.T) {
 		})
 	}
 }
-
-// TestLadderCapacityModelEqualRungs: with a system's capacity model, a smaller rung that
-// serves as much as the whole cluster is an answer (QLM: a rung dropping only instances of
-// a model whose requests meet their SLO at no batch), not a plan without a capacity model.
-func TestLadderCapacityModelEqualRungs(t *testing.T) {
-	solves := 0
-	l := fakeLadder(t, &solves, 0)
-	l.Capacity = func(*formats.Plan, *dataplane.Deployment) (map[string]float64, error) {
-		return map[string]float64{"m": 1000}, nil
-	}
-	c, err := l.Solve(context.Background(), ap.Demand{Rates: []float64{500}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.GPUs != 4 || c.Capacity[0] != 1000 {
-		t.Errorf("%d GPUs serving %v, want the smallest rung (4 GPUs, 1000 rps)", c.GPUs, c.Capacity)
-	}
-}

@@ -198,9 +198,7 @@ func (l *Ladder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
 		if d.GPUBudget > 0 && c.GPUs > d.GPUBudget {
 			break
 		}
-		// With a capacity model, a smaller rung serving as much is a real answer (a QLM rung
-		// that drops only instances of a model whose requests miss their SLO anyway).
-		if l.Capacity == nil && ferr == nil && k < l.steps && c.GPUs < full.GPUs && slices.Equal(c.Capacity, full.Capacity) {
+		if ferr == nil && k < l.steps && c.GPUs < full.GPUs && slices.Equal(c.Capacity, full.Capacity) {
 			return ap.Candidate{}, fmt.Errorf("%w: %d GPUs serve %v rps, as many as the whole cluster's %d", ErrNoCapacityModel, c.GPUs, c.Capacity, full.GPUs)
 		}
 		share := math.Inf(1)
