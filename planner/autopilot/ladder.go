@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 
@@ -46,7 +47,11 @@ type Ladder struct {
 	apps  []string
 	steps int
 	mu    sync.Mutex
-	rungs map[int]rung
+	rungs map[int]*rungEntry
+	// slots bounds the rung solves that run at once (SolverSlots; nil: no bound), and
+	// solving counts the Solve calls under way: a prefetch yields to them (prefetch.go).
+	slots   chan struct{}
+	solving atomic.Int32
 }
 
 type rung struct {
@@ -67,7 +72,8 @@ func NewLadder(base *formats.Plan, apps []string, steps int, resolve func(contex
 	if steps <= 0 {
 		steps = DefaultSteps
 	}
-	return &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps, steps: steps, rungs: map[int]rung{}}, nil
+	return &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps, steps: steps, rungs: map[int]*rungEntry{},
+		slots: make(chan struct{}, SolverSlots())}, nil
 }
 
 // Steps returns the number of rungs.
@@ -87,18 +93,10 @@ func (l *Ladder) Cluster(k int) *formats.Cluster {
 	return &c
 }
 
-// Rung solves (or recalls) rung k ∈ [1, steps].
+// Rung solves (or recalls) rung k ∈ [1, steps]. A rung another goroutine is solving (the
+// prefetch) is waited for, not solved twice.
 func (l *Ladder) Rung(ctx context.Context, k int) (ap.Candidate, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if r, ok := l.rungs[k]; ok {
-		return r.c, r.err
-	}
-	c, err := l.solve(ctx, k)
-	if ctx.Err() == nil {
-		l.rungs[k] = rung{c, err}
-	}
-	return c, err
+	return l.rung(ctx, k)
 }
 
 func (l *Ladder) solve(ctx context.Context, k int) (ap.Candidate, error) {
@@ -178,6 +176,8 @@ func (l *Ladder) Candidate(p *formats.Plan) (ap.Candidate, error) {
 // not the most it serves) cannot be sized this way: when a smaller rung reports exactly the
 // whole cluster's capacity, Solve fails with ErrNoCapacityModel and the loop keeps the plan.
 func (l *Ladder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
+	l.solving.Add(1)
+	defer l.solving.Add(-1)
 	full, ferr := l.Rung(ctx, l.steps)
 	if ctx.Err() != nil {
 		return ap.Candidate{}, ctx.Err()

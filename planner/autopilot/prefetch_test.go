@@ -1,0 +1,202 @@
+package autopilot
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	ap "github.com/plan-dev/plan/dataplane/autopilot"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// gatedLadder is a ladder over 16 L4 serving 100 rps per GPU (rungs of 4/8/12/16 GPUs with
+// steps 4, of k GPUs with steps 16) whose resolve counts its calls per rung and, when gate is set, waits
+// for it (or for its context) before answering.
+type gatedLadder struct {
+	*Ladder
+	mu      sync.Mutex
+	solves  map[int]int // GPUs → solves
+	running atomic.Int32
+	most    atomic.Int32
+	gate    chan struct{}
+	started chan int
+}
+
+func newGatedLadder(t *testing.T, steps int, gated bool) *gatedLadder {
+	t.Helper()
+	g := &gatedLadder{solves: map[int]int{}, started: make(chan int, 64)}
+	if gated {
+		g.gate = make(chan struct{})
+	}
+	gpus := func(cl *formats.Cluster) int {
+		n := 0
+		for _, x := range cl.GPUs {
+			n += x.Count
+		}
+		return n
+	}
+	resolve := func(ctx context.Context, p *formats.Plan) (*formats.Plan, error) {
+		n := gpus(p.Provenance.Embedded.Cluster)
+		now := g.running.Add(1)
+		defer g.running.Add(-1)
+		for m := g.most.Load(); now > m && !g.most.CompareAndSwap(m, now); m = g.most.Load() {
+		}
+		g.started <- n
+		if g.gate != nil {
+			select {
+			case <-g.gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		g.mu.Lock()
+		g.solves[n]++
+		g.mu.Unlock()
+		q := *p
+		q.Metadata.Name = strings.Repeat("x", n)
+		return &q, nil
+	}
+	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
+		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: 100 * float64(gpus(p.Cluster))}}}, nil
+	}
+	cl := &formats.Cluster{GPUs: []formats.GPUPool{{Type: "L4", Count: 16, PerServer: 4}}}
+	base := &formats.Plan{Cluster: cl, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Cluster: cl}}}
+	l, err := NewLadder(base, []string{"m"}, steps, resolve, deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Ladder = l
+	return g
+}
+
+func (g *gatedLadder) total() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, k := range g.solves {
+		n += k
+	}
+	return n
+}
+
+func TestPrefetchOrder(t *testing.T) {
+	g := newGatedLadder(t, 16, false)
+	cases := []struct {
+		k    int
+		want []int
+	}{
+		{16, []int{16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}, // at start: the whole bottom
+		{6, []int{16, 7, 8, 1, 2, 3, 4, 5}},
+		{15, []int{16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
+		{1, []int{16, 2, 3}},
+	}
+	for _, c := range cases {
+		if got := g.PrefetchOrder(c.k); !slices.Equal(got, c.want) {
+			t.Errorf("PrefetchOrder(%d) = %v, want %v", c.k, got, c.want)
+		}
+	}
+	for gpus, want := range map[int]int{16: 16, 6: 6, 1: 1, 0: 1, 40: 16} {
+		if got := g.RungOf(gpus); got != want {
+			t.Errorf("RungOf(%d) = %d, want %d", gpus, got, want)
+		}
+	}
+}
+
+// TestPrefetchThenStepUp: after the loop chose rung 2 (Solve walked rungs 1..2 and the
+// whole cluster), the prefetch solves rungs 3 and 4, and the step up to 4 GPUs that follows
+// solves nothing: it finds its rungs cached, as simulate's zero-time solve does.
+func TestPrefetchThenStepUp(t *testing.T) {
+	ctx := context.Background()
+	g := newGatedLadder(t, 16, false)
+	c, err := g.Solve(ctx, ap.Demand{Rates: []float64{150}})
+	if err != nil || c.GPUs != 2 {
+		t.Fatalf("first solve: %d GPUs, err %v; want 2", c.GPUs, err)
+	}
+	before := g.total()
+	n, err := g.PrefetchAround(ctx, c)
+	if err != nil || n != 2 {
+		t.Fatalf("prefetch solved %d rungs, err %v; want 2 (rungs 3 and 4)", n, err)
+	}
+	if g.total() != before+2 {
+		t.Fatalf("prefetch: %d solves, want %d", g.total(), before+2)
+	}
+	up, err := g.Solve(ctx, ap.Demand{Rates: []float64{350}})
+	if err != nil || up.GPUs != 4 {
+		t.Fatalf("step up: %d GPUs, err %v; want 4", up.GPUs, err)
+	}
+	if g.total() != before+2 {
+		t.Errorf("the step up solved %d rungs: want 0 (prefetched)", g.total()-before-2)
+	}
+	if n, _ := g.PrefetchAround(ctx, c); n != 0 {
+		t.Errorf("a second prefetch solved %d rungs, want 0", n)
+	}
+}
+
+// TestPrefetchSharedWithSolve: a Solve that asks for the rung the prefetch is solving waits
+// for it instead of solving it again, and the prefetch stops before its next rung; no more
+// solves run at once than SolverSlots.
+func TestPrefetchSharedWithSolve(t *testing.T) {
+	ctx := context.Background()
+	g := newGatedLadder(t, 4, true)
+	done := make(chan error)
+	go func() {
+		_, err := g.Prefetch(ctx, 4) // the whole cluster, then rungs 1..3
+		done <- err
+	}()
+	if n := <-g.started; n != 16 {
+		t.Fatalf("prefetch started with %d GPUs, want the whole cluster (16)", n)
+	}
+	solved := make(chan ap.Candidate)
+	go func() {
+		c, err := g.Solve(ctx, ap.Demand{Rates: []float64{350}})
+		if err != nil {
+			t.Error(err)
+		}
+		solved <- c
+	}()
+	close(g.gate)
+	c := <-solved
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c.GPUs != 4 {
+		t.Errorf("solve: %d GPUs, want 4", c.GPUs)
+	}
+	for gpus, n := range g.solves {
+		if n != 1 {
+			t.Errorf("the rung of %d GPUs was solved %d times, want once", gpus, n)
+		}
+	}
+	if most := int(g.most.Load()); most > SolverSlots() {
+		t.Errorf("%d solves ran at once, want at most SolverSlots() = %d", most, SolverSlots())
+	}
+}
+
+// TestPrefetchCancelled: a prefetch cancelled mid-rung leaves nothing cached, and the Solve
+// waiting on that rung solves it itself.
+func TestPrefetchCancelled(t *testing.T) {
+	g := newGatedLadder(t, 4, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := g.Prefetch(ctx, 4)
+		done <- err
+	}()
+	<-g.started
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled prefetch returned no error")
+	}
+	if g.Cached(4) || g.total() != 0 {
+		t.Fatalf("a cancelled rung was cached (%d solves)", g.total())
+	}
+	close(g.gate)
+	if c, err := g.Solve(context.Background(), ap.Demand{Rates: []float64{150}}); err != nil || c.GPUs != 4 {
+		t.Fatalf("solve after a cancelled prefetch: %d GPUs, err %v", c.GPUs, err)
+	}
+}
