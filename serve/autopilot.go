@@ -30,6 +30,15 @@ type AutopilotOptions struct {
 	SolveTimeout time.Duration
 }
 
+// Prefetcher is a Solver that solves ahead: PrefetchAround solves what a re-solve from the
+// served plan c would ask for first (planner/autopilot.Ladder: the neighbouring rungs), so
+// that a step up finds it cached and switches at once, as `plan simulate` (which solves in
+// zero virtual time) does. The autopilot calls it on a goroutine of its own at start and
+// after every switch; it must stop when ctx ends and yield to Solve.
+type Prefetcher interface {
+	PrefetchAround(ctx context.Context, c ap.Candidate) (int, error)
+}
+
 // Autopilot is the front end of the autopilot loop: GET /v1/autopilot (admin-guarded: the
 // status names plans and rates) and the loop's goroutine, which ticks once per window on
 // the server's clock, re-solves in the background when the loop asks and switches through
@@ -44,6 +53,8 @@ type Autopilot struct {
 	apps map[string]int
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// endPrefetch cancels the prefetch under way (a newer switch supersedes it).
+	endPrefetch context.CancelFunc
 
 	switches    prometheus.Counter
 	resolveSecs prometheus.Histogram
@@ -158,6 +169,7 @@ func (a *Autopilot) Start() error {
 	}
 	a.wg.Add(1)
 	go a.run(loop, a.stop)
+	a.prefetch(cur)
 	a.s.Logger().Info("autopilot started", "mode", loop.Config().Mode, "window", time.Duration(loop.Config().Window)*time.Microsecond, "plan", cur.Digest, "gpus", cur.GPUs)
 	return nil
 }
@@ -217,12 +229,13 @@ func (a *Autopilot) adopt(loop *ap.Autopilot) {
 	}
 	c.Digest = g.digest
 	loop.Adopt(a.s.clk.Now(), c)
+	a.prefetch(c)
 }
 
-func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{}) {
-	defer a.wg.Done()
+// solveContext is a re-solve's context: it ends after SolveTimeout or when the autopilot
+// stops.
+func (a *Autopilot) solveContext(stop chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.SolveTimeout)
-	defer cancel()
 	go func() {
 		select {
 		case <-stop:
@@ -230,6 +243,42 @@ func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{})
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, cancel
+}
+
+// prefetch starts solving ahead around the served plan c (Prefetcher), replacing the
+// prefetch under way: one at a time, bounded by SolveTimeout, ended by Close.
+func (a *Autopilot) prefetch(c ap.Candidate) {
+	pf, ok := a.opts.Solver.(Prefetcher)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stop == nil {
+		return
+	}
+	if a.endPrefetch != nil {
+		a.endPrefetch()
+	}
+	ctx, cancel := a.solveContext(a.stop)
+	a.endPrefetch = cancel
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer cancel()
+		t0 := time.Now()
+		n, err := pf.PrefetchAround(ctx, c)
+		if n > 0 || (err != nil && ctx.Err() == nil) {
+			a.s.Logger().Debug("autopilot: prefetched", "around", c.Digest, "gpus", c.GPUs, "solved", n, "took", time.Since(t0).Round(time.Millisecond), "err", err)
+		}
+	}()
+}
+
+func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{}) {
+	defer a.wg.Done()
+	ctx, cancel := a.solveContext(stop)
+	defer cancel()
 	t0 := time.Now()
 	c, err := a.opts.Solver.Solve(ctx, d)
 	a.resolveSecs.Observe(time.Since(t0).Seconds())
@@ -253,6 +302,7 @@ func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{})
 	}
 	if dec.Action == "switch" {
 		a.switches.Inc()
+		a.prefetch(c)
 	}
 	if err == nil {
 		a.overBudget.Set(map[bool]float64{false: 0, true: 1}[over])
