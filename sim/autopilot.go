@@ -41,7 +41,7 @@ type AutopilotRun struct {
 	ResolveDelay   dataplane.Time
 	MeasureResolve bool
 	Seed           uint64
-	Jitter   float64
+	Jitter         float64
 	// OnFinish, when set, sees every request of every segment when it finishes (tests count
 	// each trace ID exactly once).
 	OnFinish func(seg int, now dataplane.Time, r *dataplane.Request)
