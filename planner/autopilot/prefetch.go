@@ -118,12 +118,17 @@ func (l *Ladder) RungOf(gpus int) int {
 	return k
 }
 
+// PrefetchUp is how far up Prefetch solves: past k+2, on until a rung serves PrefetchUp
+// times what rung k serves (every application), so that a load that doubles finds its rung.
+const PrefetchUp = 2.0
+
 // PrefetchOrder is the order Prefetch solves the rungs around rung k in: the whole cluster
 // (every Solve asks for it first, to check the plan has a capacity model), k+1 and k+2 (a
 // step up: Solve walks up from rung 1, and the rungs up to k are cached from the solve that
 // chose k), then the rungs below k, lowest first (a step down: Solve walks them in that
 // order; after a switch of the loop's they are cached already, so this is k−1 at most, but
-// the operator's plan served at start has none cached).
+// the operator's plan served at start has none cached). Prefetch goes on up past k+2 while
+// the rungs serve less than PrefetchUp times rung k.
 func (l *Ladder) PrefetchOrder(k int) []int {
 	order := []int{l.steps}
 	for _, j := range []int{k + 1, k + 2} {
@@ -138,27 +143,74 @@ func (l *Ladder) PrefetchOrder(k int) []int {
 }
 
 // Prefetch solves, one at a time, the rungs around rung k that are not cached
-// (PrefetchOrder), and returns how many it solved. It is meant for a goroutine of its own:
-// it stops at ctx's end, and before each rung once a Solve is under way (Solve solves what it
-// needs itself, and a rung the prefetch is solving is shared with it, not solved twice).
+// (PrefetchOrder, then on up to PrefetchUp times rung k's capacity), and returns how many it
+// solved. It is meant for a goroutine of its own: it stops at ctx's end, and before each
+// rung once a Solve is under way (Solve solves what it needs itself, and a rung the
+// prefetch is solving is shared with it, not solved twice).
 func (l *Ladder) Prefetch(ctx context.Context, k int) (int, error) {
 	n := 0
-	for _, j := range l.PrefetchOrder(k) {
+	step := func(j int) (ap.Candidate, bool, error) {
 		if l.solving.Load() > 0 {
-			return n, nil
+			return ap.Candidate{}, false, nil
 		}
 		if err := ctx.Err(); err != nil {
+			return ap.Candidate{}, false, err
+		}
+		if !l.Cached(j) {
+			n++
+		}
+		c, err := l.rung(ctx, j)
+		if ctx.Err() != nil {
+			return ap.Candidate{}, false, ctx.Err()
+		}
+		return c, err == nil, nil
+	}
+	for _, j := range l.PrefetchOrder(k) {
+		if _, ok, err := step(j); err != nil || (!ok && l.solving.Load() > 0) {
 			return n, err
 		}
-		if l.Cached(j) {
-			continue
+	}
+	base, ok := l.cachedRung(k)
+	for j := k + 3; ok && j < l.steps && !serves(l.peek(j-1), base, PrefetchUp); j++ {
+		if _, _, err := step(j); err != nil || l.solving.Load() > 0 {
+			return n, err
 		}
-		if _, err := l.rung(ctx, j); err != nil && ctx.Err() != nil {
-			return n, ctx.Err()
-		}
-		n++
 	}
 	return n, nil
+}
+
+// cachedRung returns rung k's candidate when it is cached and solved.
+func (l *Ladder) cachedRung(k int) (ap.Candidate, bool) {
+	if !l.Cached(k) {
+		return ap.Candidate{}, false
+	}
+	l.mu.Lock()
+	e := l.rungs[k]
+	l.mu.Unlock()
+	return e.c, e.err == nil
+}
+
+// peek is rung j's capacity when cached and solved (nil otherwise).
+func (l *Ladder) peek(j int) []float64 {
+	c, ok := l.cachedRung(j)
+	if !ok {
+		return nil
+	}
+	return c.Capacity
+}
+
+// serves reports whether capacity c is at least factor times base's for every application
+// (false for an unknown c).
+func serves(c []float64, base ap.Candidate, factor float64) bool {
+	if c == nil || len(c) != len(base.Capacity) {
+		return false
+	}
+	for i, x := range c {
+		if x < factor*base.Capacity[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // PrefetchAround is Prefetch around the rung of the served plan c (RungOf its GPUs), the

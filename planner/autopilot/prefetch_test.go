@@ -107,33 +107,44 @@ func TestPrefetchOrder(t *testing.T) {
 	}
 }
 
-// TestPrefetchThenStepUp: after the loop chose rung 2 (Solve walked rungs 1..2 and the
-// whole cluster), the prefetch solves rungs 3 and 4, and the step up to 4 GPUs that follows
-// solves nothing: it finds its rungs cached, as simulate's zero-time solve does.
+// TestPrefetchThenStepUp: after the loop chose a rung (Solve walked the rungs up to it and
+// the whole cluster), the prefetch solves the two above it, and on up until a rung serves
+// twice as much (PrefetchUp); the step up that follows solves nothing: it finds its rungs
+// cached, as simulate's zero-time solve does.
 func TestPrefetchThenStepUp(t *testing.T) {
-	ctx := context.Background()
-	g := newGatedLadder(t, 16, false)
-	c, err := g.Solve(ctx, ap.Demand{Rates: []float64{150}})
-	if err != nil || c.GPUs != 2 {
-		t.Fatalf("first solve: %d GPUs, err %v; want 2", c.GPUs, err)
+	cases := []struct {
+		name           string
+		first, up      float64 // demands, rps (100 rps per GPU)
+		served, target int     // GPUs
+		prefetched     int
+	}{
+		{"rung 2: rungs 3 and 4 (twice rung 2)", 150, 350, 2, 4, 2},
+		{"rung 4: rungs 5 and 6, then 7 and 8 (twice rung 4)", 350, 750, 4, 8, 4},
 	}
-	before := g.total()
-	n, err := g.PrefetchAround(ctx, c)
-	if err != nil || n != 2 {
-		t.Fatalf("prefetch solved %d rungs, err %v; want 2 (rungs 3 and 4)", n, err)
-	}
-	if g.total() != before+2 {
-		t.Fatalf("prefetch: %d solves, want %d", g.total(), before+2)
-	}
-	up, err := g.Solve(ctx, ap.Demand{Rates: []float64{350}})
-	if err != nil || up.GPUs != 4 {
-		t.Fatalf("step up: %d GPUs, err %v; want 4", up.GPUs, err)
-	}
-	if g.total() != before+2 {
-		t.Errorf("the step up solved %d rungs: want 0 (prefetched)", g.total()-before-2)
-	}
-	if n, _ := g.PrefetchAround(ctx, c); n != 0 {
-		t.Errorf("a second prefetch solved %d rungs, want 0", n)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			g := newGatedLadder(t, 16, false)
+			cur, err := g.Solve(ctx, ap.Demand{Rates: []float64{c.first}})
+			if err != nil || cur.GPUs != c.served {
+				t.Fatalf("first solve: %d GPUs, err %v; want %d", cur.GPUs, err, c.served)
+			}
+			before := g.total()
+			n, err := g.PrefetchAround(ctx, cur)
+			if err != nil || n != c.prefetched || g.total() != before+n {
+				t.Fatalf("prefetch solved %d rungs (%d solves), err %v; want %d", n, g.total()-before, err, c.prefetched)
+			}
+			up, err := g.Solve(ctx, ap.Demand{Rates: []float64{c.up}})
+			if err != nil || up.GPUs != c.target {
+				t.Fatalf("step up: %d GPUs, err %v; want %d", up.GPUs, err, c.target)
+			}
+			if g.total() != before+n {
+				t.Errorf("the step up solved %d rungs: want 0 (prefetched)", g.total()-before-n)
+			}
+			if n, _ := g.PrefetchAround(ctx, cur); n != 0 {
+				t.Errorf("a second prefetch solved %d rungs, want 0", n)
+			}
+		})
 	}
 }
 
