@@ -158,15 +158,15 @@ func (a *Autopilot) Start() error {
 	a.loop, a.stop = loop, make(chan struct{})
 	a.mu.Unlock()
 	apps := a.apps
-	if !a.s.d.do(func() {
-		a.s.d.onAdmit = func(at dataplane.Time, model string, x dataplane.Attrs) {
-			if i, ok := apps[model]; ok {
-				loop.Admit(at, i, int64(x.InTokens)+int64(x.OutTokens))
-			}
-		}
-	}) {
+	if a.s.closing.Load() {
 		return errors.New("serve: the server has stopped")
 	}
+	obs := arrivalObserver(func(at dataplane.Time, model string, x dataplane.Attrs) {
+		if i, ok := apps[model]; ok {
+			loop.Admit(at, i, int64(x.InTokens)+int64(x.OutTokens))
+		}
+	})
+	a.s.observe.Store(&obs)
 	a.wg.Add(1)
 	go a.run(loop, a.stop)
 	a.prefetch(cur)
@@ -330,10 +330,48 @@ func (a *Autopilot) Close() error {
 	if a.stop != nil {
 		close(a.stop)
 		a.stop = nil
+		a.s.observe.Store(nil)
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
 	return nil
+}
+
+// arrivalObserver sees a request for a served model when it arrives (Server.observe).
+//
+// The autopilot observes demand, not admissions: every request for a served model counts at
+// its true arrival (the socket stamp, or the arrival a front end gives), whether the server
+// then admits it or refuses it for capacity (closed door, deadline, --max-inflight, a full
+// migration queue). Counting admissions instead undercounts exactly when it matters: an
+// overloaded plan refuses much of its load at the door, so its windows would show about
+// what it serves, and the step up it needs would be sized for that (and `plan simulate`,
+// which observes every arrival of the trace, would disagree with serve). A client that
+// retries a refusal is counted once per try; requests refused while the server shuts down
+// are not counted.
+type arrivalObserver func(at dataplane.Time, model string, x dataplane.Attrs)
+
+// observeArrival reports one arrival to the observer, if any (a counter bump under the
+// loop's lock, on the request's goroutine).
+func (s *Server) observeArrival(at dataplane.Time, model string, x dataplane.Attrs) {
+	if f := s.observe.Load(); f != nil {
+		(*f)(at, model, x)
+	}
+}
+
+// observeHTTP is observeArrival for POST /v2/models/{model}/infer: the token counts come
+// from the trace header (its errors are answered later, by the handler).
+func (s *Server) observeHTTP(at dataplane.Time, model string, r *http.Request) {
+	f := s.observe.Load()
+	if f == nil {
+		return
+	}
+	var x dataplane.Attrs
+	if v := r.Header.Get(TraceTokensHeader); v != "" {
+		if in, out, err := ParseTraceTokens(v); err == nil {
+			x.InTokens, x.OutTokens = in, out
+		}
+	}
+	(*f)(at, model, x)
 }
 
 // installer switches plans through the server's reload path.

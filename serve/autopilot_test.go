@@ -336,3 +336,59 @@ func TestAutopilotPrefetch(t *testing.T) {
 		t.Error("Close returned with the prefetch still under way")
 	}
 }
+
+// TestAutopilotObservesRefused: the autopilot observes demand, not admissions. Requests
+// the server refuses for capacity (here --max-inflight 1 under bursts of concurrent
+// requests) count in the window as those it admits: the window (one hour, closed by the
+// test's own tick) holds every request sent, whatever share of them was refused.
+func TestAutopilotObservesRefused(t *testing.T) {
+	p := loadPlan(t, "one-gpu.json")
+	pilot := NewAutopilot(AutopilotOptions{
+		Loop:   ap.Config{Window: 3600 * dataplane.Second, Hold: 1000},
+		Solver: &oneSolver{}, Apps: []string{"m1"},
+		Describe: func(*formats.Plan) (ap.Candidate, error) {
+			return ap.Candidate{GPUs: 1, Capacity: []float64{100}}, nil
+		},
+	})
+	s, ts := testServer(t, Options{Plan: p, Frontends: []Frontend{pilot}, MaxInFlight: 1})
+	if err := pilot.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sent, refused := 0, 0
+	var mu sync.Mutex
+	for burst := 0; burst < 20 && refused < 10; burst++ {
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Post(ts.URL+"/v2/models/m1/infer", "application/json", strings.NewReader(inferBody(1)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				defer mu.Unlock()
+				sent++
+				if resp.StatusCode == 503 && strings.Contains(string(b), "max-inflight") {
+					refused++
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if refused == 0 {
+		t.Fatalf("no request of %d was refused: the test saw no refusal to count", sent)
+	}
+	pilot.loop.Tick(s.clk.Now() + 3600*dataplane.Second)
+	obs := pilot.loop.Status().Observed
+	if len(obs) != 1 {
+		t.Fatalf("observed %+v, want one closed window", obs)
+	}
+	if got := int(obs[0].Rate*3600 + 0.5); got != sent {
+		t.Errorf("the window counted %d requests; %d were sent (%d refused for --max-inflight)", got, sent, refused)
+	}
+	t.Logf("%d sent, %d refused for --max-inflight", sent, refused)
+}
