@@ -177,50 +177,36 @@ func RunStatic(run *AutopilotRun, c ap.Candidate) (*AutopilotResult, error) {
 }
 
 // replayPlans simulates the arrivals of run on start, then on each switch's plan from its
-// time on (none: a static plan over the whole trace).
+// time on (none: a static plan over the whole trace), through the switched replay that
+// `plan simulate SCHEDULE` runs too.
 func replayPlans(run *AutopilotRun, start ap.Candidate, switches []switchAt) (*AutopilotResult, error) {
-	segs := []switchAt{{at: 0, c: start}}
-	for _, s := range switches {
-		// A switch whose load outlasts the next one's decision is superseded by it.
-		for len(segs) > 1 && segs[len(segs)-1].at >= s.at {
-			segs = segs[:len(segs)-1]
-		}
-		segs = append(segs, s)
+	plan := func(c ap.Candidate) *SwitchPlan {
+		return &SwitchPlan{Name: c.Digest, GPUs: c.GPUs, Deploy: func() (*dataplane.Deployment, dataplane.Policy, error) { return run.Deploy(c) }}
 	}
-	res := &AutopilotResult{}
-	var gpuUs float64
-	for i, s := range segs {
-		end := run.Duration
-		if i+1 < len(segs) {
-			end = min(segs[i+1].at, run.Duration)
-		}
-		if s.at >= end {
-			continue
-		}
-		seg, err := runSegment(run, i, s.c, s.at, end)
-		if err != nil {
-			return nil, fmt.Errorf("sim: segment %d (%s from %d µs): %w", i, s.c.Digest, s.at, err)
-		}
-		res.Segments = append(res.Segments, *seg)
-		res.Requests += seg.Requests
-		res.Met += int64(seg.Attainment*float64(seg.Requests) + 0.5)
-		// The plan's GPUs are held while it serves and, for a switched-to plan, while its
-		// models load.
-		gpuUs += float64(s.c.GPUs) * float64(end-s.decided)
+	r := &Switched{Switches: []Switch{{Plan: plan(start)}}, End: run.Duration, Segment: run.segment}
+	for _, s := range switches {
+		r.Switches = append(r.Switches, Switch{Decided: s.decided, From: s.at, Plan: plan(s.c)})
+	}
+	// In order: OnFinish (a test's tally) need not be safe for concurrent use.
+	out, err := RunSwitched(context.Background(), 1, r)
+	if err != nil {
+		return nil, err
+	}
+	sr := out[0]
+	res := &AutopilotResult{Requests: sr.Requests, Met: sr.Met, GPUHours: sr.GPUHours}
+	for _, s := range sr.Segments {
+		res.Segments = append(res.Segments, Segment{Digest: s.Plan.Name, GPUs: s.Plan.GPUs, StartS: float64(s.From) / 1e6,
+			EndS: float64(s.To) / 1e6, Requests: s.Metrics.Total.Requests, Attainment: s.Metrics.Total.Attainment})
 	}
 	if res.Requests > 0 {
 		res.Attainment = round6(float64(res.Met) / float64(res.Requests))
 	}
-	res.GPUHours = round6(gpuUs / 1e6 / 3600)
 	return res, nil
 }
 
-// runSegment simulates candidate c on the arrivals in [from, to).
-func runSegment(run *AutopilotRun, idx int, c ap.Candidate, from, to dataplane.Time) (*Segment, error) {
-	dep, pol, err := run.Deploy(c)
-	if err != nil {
-		return nil, err
-	}
+// segment gives the arrivals of run in [from, to) to segment idx, on the engine's clock
+// (trace time: the first arrival is at from).
+func (run *AutopilotRun) segment(idx int, dep *dataplane.Deployment, from, to dataplane.Time) (*SegmentRun, error) {
 	if len(dep.Apps) != len(run.Arrivals) {
 		return nil, fmt.Errorf("the plan serves %d applications, the trace %d", len(dep.Apps), len(run.Arrivals))
 	}
@@ -248,15 +234,5 @@ func runSegment(run *AutopilotRun, idx int, c ap.Candidate, from, to dataplane.T
 	if run.OnFinish != nil {
 		opts.OnFinish = func(now dataplane.Time, r *dataplane.Request) { run.OnFinish(idx, now, r) }
 	}
-	s, err := New(dep, pol, srcs, opts)
-	if err != nil {
-		return nil, err
-	}
-	// The engine's clock starts at 0; the first arrival of the segment is at from.
-	m, err := s.Run()
-	if err != nil {
-		return nil, err
-	}
-	return &Segment{Digest: c.Digest, GPUs: c.GPUs, StartS: float64(from) / 1e6, EndS: float64(to) / 1e6,
-		Requests: m.Total.Requests, Attainment: m.Total.Attainment}, nil
+	return &SegmentRun{Sources: srcs, Options: opts}, nil
 }

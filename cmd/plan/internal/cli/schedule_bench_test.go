@@ -29,14 +29,15 @@ var (
 //	go test ./cmd/plan/internal/cli -run '^$' -bench DaySchedule -benchtime 1x
 //	go test ./cmd/plan/internal/cli -run '^$' -bench DaySchedule/ppipe -benchtime 1x -bench-day-trace day.csv
 //
-// Recorded (2026-11-24, 2 shared cores):
-//   - ppipe (m0, m1 at 80, 160 req/s at the top; 55 s): 24 hourly plans of 3–11 L4 (4 windows
+// Recorded (2026-11-24, 2 shared cores; the replay is sim.Switched: a plan is cut only
+// where a switch takes over, and the schedule and the peak plan replay the same requests):
+//   - ppipe (m0, m1 at 80, 160 req/s at the top; 81 s): 24 hourly plans of 3–11 L4 (4 windows
 //     keep the previous plan) against 11 L4 all day; cost 94.25 USD (1.29 of it the switches'
-//     overlap) against 147.8: saving 36.2%; attainment 99.78% against the peak plan's
-//     100.00% (99.78% of it) over 12,955,812 requests.
-//   - qlm (chat, summarize at 8, 2 req/s at the top; 62 s): cost 155.4 USD (1.77 overlap)
-//     against 224.9 for 1×A10 + 2×A100 + 1×L4 all day: saving 30.9%; attainment 97.90%
-//     against the peak plan's 96.41% (101.5% of it) over 540,745 requests.
+//     overlap) against 147.8: saving 36.2%; attainment 99.79% against the peak plan's
+//     100.00% (99.79% of it) over 12,947,108 requests.
+//   - qlm (chat, summarize at 8, 2 req/s at the top; 76 s): cost 217.0 USD against 307.2
+//     for the peak plan all day: saving 29.4%; attainment 99.98% against the peak plan's
+//     99.99% (99.99% of it) over 539,700 requests.
 //
 // Bursts: Azure Public Dataset, "Azure LLM inference trace 2023" (CC-BY 4.0), Patel et al.,
 // Splitwise, ISCA 2024.

@@ -81,7 +81,9 @@ class in turn), with its own tokens. --requests-out FILE writes every request as
 PLAN defaults to ./plan.json. Given a schedule (plan solve --objective cost --trace --window)
 instead, it replays the rate trace (--trace day.csv) with each window on its plan, switching
 at window edges after --switch-delay, and reports attainment per window and overall beside
-the peak plan's, and the cost.`,
+the peak plan's, and the cost. A plan keeps its queues while it serves; a switched-to plan
+starts empty while the old one finishes what it admitted; the schedule and the peak plan
+replay the same requests.`,
 		Example: `  plan simulate plan.json
   plan simulate plan.json --trace bursty --load 0.5:1.0:0.05 --duration 30s --seed 7
   plan simulate plan.json --trace arrivals.json --report out/

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -58,9 +59,9 @@ type windowResult struct {
 	PeakAttainment float64 `json:"peak_attainment,omitempty"`
 }
 
-func (w *windowResult) add(m *sim.Metrics) {
-	w.Requests += m.Total.Requests
-	w.OnTime += int64(math.Round(m.Total.Attainment * float64(m.Total.Requests)))
+func (w *windowResult) add(c sim.SpanCount) {
+	w.Requests += c.Requests
+	w.OnTime += c.Met
 }
 
 func (w *windowResult) done() {
@@ -68,20 +69,6 @@ func (w *windowResult) done() {
 	if w.Requests > 0 {
 		w.Attainment = math.Round(float64(w.OnTime)/float64(w.Requests)*1e6) / 1e6
 	}
-}
-
-// segment is a span of the trace served by one plan: a window's own plan, or the previous
-// window's for the first switch-delay of a window whose plan changed.
-type segment struct {
-	window   int
-	peak     bool // served by the peak plan (the baseline), not the schedule
-	plan     *deployed
-	from, to float64 // seconds of trace time
-}
-
-type deployed struct {
-	dep *dataplane.Deployment
-	pol string
 }
 
 // simulateSchedule runs `plan simulate` on a schedule when path is one (true), after checking
@@ -101,10 +88,13 @@ func simulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path str
 	return true, runSimulateSchedule(cmd, app, o, path, data)
 }
 
-// runSimulateSchedule replays a schedule against the rate trace it was solved for: each
-// window served by its plan, after a switch delay during which the previous plan serves, and
-// the peak plan over every window too, each segment simulated from empty queues (a segment's
-// requests still in flight at its end finish on its plan: drain on switch).
+// runSimulateSchedule replays a schedule against the rate trace it was solved for, through
+// the switched replay `plan simulate --autopilot` runs too (sim.Switched): each window's
+// plan switched in at its edge (loaded ahead, or after a reactive switch's delay, the
+// previous plan serving meanwhile), and the peak plan over the whole trace. A plan keeps its
+// queues while it serves (windows keeping their plan are not cut); a switched-to plan starts
+// from empty queues, as a freshly loaded placement does, while the requests the old plan
+// admitted drain on it (drain on switch). Both replays see the same arrivals.
 func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string, data []byte) error {
 	switchDelay := o.switchDelay
 	if switchDelay < 0 {
@@ -134,8 +124,9 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		return err
 	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	cache := map[string]*deployed{}
-	deploy := func(i int, raw []byte) (*deployed, error) {
+	// A plan is deployed once: one kept over several windows, or the same in two, is one.
+	cache := map[string]*sim.SwitchPlan{}
+	deploy := func(i int, raw []byte, costPerHour float64) (*sim.SwitchPlan, error) {
 		if d, ok := cache[string(raw)]; ok {
 			return d, nil
 		}
@@ -164,55 +155,48 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		if _, err := app.Systems.Policies().New(dep, pcfg, pol); err != nil {
 			return nil, usageErrorf("--policy: %s: %v", name, err)
 		}
-		d := &deployed{dep: dep, pol: pol}
+		d := &sim.SwitchPlan{Name: name, CostPerHour: costPerHour, Deploy: func() (*dataplane.Deployment, dataplane.Policy, error) {
+			p, err := app.Systems.Policies().New(dep, pcfg, pol)
+			return dep, p, err
+		}}
 		cache[string(raw)] = d
 		return d, nil
 	}
 	rep := &scheduleReport{Schedule: path, Trace: o.trace, SwitchS: switchDelay.Seconds(), Ahead: o.switchAhead}
-	segs, err := scheduleSegments(s, rep, o, deploy)
+	sched, peak, err := scheduleReplays(s, rep, o, deploy, newRateSegments(rates, o))
 	if err != nil {
 		return err
 	}
-	ms := make([]*sim.Metrics, len(segs))
 	app.Infof("simulate: %d windows of %s and the peak plan at the rates of %s", len(s.Windows), path, o.trace)
-	run := func(k int) error {
-		sg := segs[k]
-		m, err := runSegment(app, o, pcfg, rates, sg)
-		if err != nil {
-			return fmt.Errorf("%s: segment %g–%gs: %w", path, sg.from, sg.to, err)
-		}
-		ms[k] = m
-		return nil
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	errs, err := sim.Parallel(cmd.Context(), len(segs), o.parallel, run, nil)
+	res, err := sim.RunSwitched(ctx, o.parallel, sched, peak)
 	if err != nil {
-		return err
-	}
-	for _, e := range errs {
-		if e != nil {
-			return checkFailed(e)
+		if ctx.Err() != nil {
+			return err
 		}
-	}
-	peakWin := make([]windowResult, len(rep.Windows))
-	for k, sg := range segs {
-		if sg.peak {
-			rep.Peak.add(ms[k])
-			peakWin[sg.window].add(ms[k])
-			continue
-		}
-		rep.Windows[sg.window].add(ms[k])
-		rep.Overall.add(ms[k])
+		return checkFailed(fmt.Errorf("%s: %w", path, err))
 	}
 	for i := range rep.Windows {
+		rep.Windows[i].add(res[0].Spans[i])
 		rep.Windows[i].done()
-		peakWin[i].done()
-		rep.Windows[i].PeakAttainment = peakWin[i].Attainment
+		rep.Windows[i].PeakAttainment = res[1].Spans[i].Attainment()
 	}
+	rep.Overall.add(sim.SpanCount{Requests: res[0].Requests, Met: res[0].Met})
+	rep.Peak.add(sim.SpanCount{Requests: res[1].Requests, Met: res[1].Met})
 	rep.Overall.done()
 	rep.Peak.done()
 	rep.Overall.StartS, rep.Overall.EndS = s.Windows[0].StartS, s.Windows[len(s.Windows)-1].EndS
 	rep.Peak.StartS, rep.Peak.EndS = s.Peak.StartS, s.Peak.EndS
-	rep.SwitchCost = round6(rep.SwitchCost)
+	// The fleets held beyond their windows: each plan from its decision (a load ahead of
+	// its edge, or the old plan kept over a reactive switch's delay).
+	var windows float64
+	for i, e := range s.Windows {
+		windows += e.CostPerHour * float64(sched.Spans[i+1]-sched.Spans[i]) / 1e6 / 3600
+	}
+	rep.SwitchCost = round6(max(res[0].Cost-windows, 0))
 	rep.Cost = round6(s.TotalCost + rep.SwitchCost)
 	rep.PeakCost = s.PeakCost
 	if rep.PeakCost > 0 {
@@ -256,78 +240,96 @@ func scheduleFlags(cmd *cobra.Command, path string, isSchedule bool) error {
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
-// scheduleSegments cuts the schedule into the segments each plan serves (a window's own plan;
-// the previous one over a reactive switch's delay; the peak plan over every window), adding
-// each window and the switches' overlap cost to rep.
-func scheduleSegments(s *schedule.Schedule, rep *scheduleReport, o *simulateOptions, deploy func(int, []byte) (*deployed, error)) ([]segment, error) {
-	switchDelay := o.switchDelay
-	var segs []segment
-	var prev *deployed
+// scheduleReplays builds the two replays of a schedule: its windows' plans switched in at
+// the windows' edges, and the peak plan all along, both reporting each window. A window
+// whose plan differs from the previous one's is a switch: decided one --switch-delay
+// before its edge and serving from it (loaded ahead), or decided at the edge and serving
+// once loaded (reactive; the previous plan serves meanwhile); the new fleet is held from
+// the decision.
+func scheduleReplays(s *schedule.Schedule, rep *scheduleReport, o *simulateOptions, deploy func(int, []byte, float64) (*sim.SwitchPlan, error), seg rateSegments) (sched, peak *sim.Switched, err error) {
+	delay := us(o.switchDelay)
+	at := seg.us
+	sched = &sim.Switched{End: at(s.Windows[len(s.Windows)-1].EndS), Segment: seg.run}
+	first := at(s.Windows[0].StartS)
+	var prev *sim.SwitchPlan
 	for i, e := range s.Windows {
-		d, err := deploy(i, e.Plan)
+		d, err := deploy(i, e.Plan, e.CostPerHour)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		edge := at(e.StartS)
+		sched.Spans = append(sched.Spans, edge)
 		wr := windowResult{StartS: e.StartS, EndS: e.EndS}
-		from := e.StartS
 		switch {
-		case prev == nil || prev == d:
-		case switchDelay == 0: // an instant switch
+		case prev == nil:
+			sched.Switches = append(sched.Switches, sim.Switch{Decided: edge, From: edge, Plan: d})
+		case prev == d:
+		case o.switchAhead:
+			// A schedule is known ahead: the load starts one delay before the edge (not
+			// before the trace: the first plan is up from its start).
 			wr.Switched = true
-		case o.switchAhead: // the new fleet loads during the previous window's last delay
-			wr.Switched = true
-			rep.SwitchCost += e.CostPerHour * math.Min(switchDelay.Seconds(), s.Windows[i-1].EndS-s.Windows[i-1].StartS) / 3600
+			sched.Switches = append(sched.Switches, sim.Switch{Decided: max(edge-delay, first), From: edge, Plan: d})
 		default:
-			cut := math.Min(e.EndS, e.StartS+switchDelay.Seconds())
-			segs = append(segs, segment{window: i, plan: prev, from: from, to: cut})
-			rep.SwitchCost += s.Windows[i-1].CostPerHour * (cut - from) / 3600
-			wr.Switched, from = true, cut
-		}
-		if from < e.EndS {
-			segs = append(segs, segment{window: i, plan: d, from: from, to: e.EndS})
+			wr.Switched = true
+			sched.Switches = append(sched.Switches, sim.Switch{Decided: edge, From: edge + delay, Plan: d})
 		}
 		rep.Windows = append(rep.Windows, wr)
 		prev = d
 	}
-	pd, err := deploy(-1, s.Peak.Plan)
+	sched.Spans = append(sched.Spans, sched.End)
+	pd, err := deploy(-1, s.Peak.Plan, s.Peak.CostPerHour)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// The peak plan is cut at the same edges (never switching), so both sides start from empty
-	// queues equally often and the windows simulate in parallel.
-	for i, e := range s.Windows {
-		segs = append(segs, segment{window: i, peak: true, plan: pd, from: e.StartS, to: e.EndS})
-	}
-	return segs, nil
+	peak = &sim.Switched{Switches: []sim.Switch{{Decided: first, From: first, Plan: pd}}, End: sched.End, Spans: sched.Spans, Segment: seg.run}
+	return sched, peak, nil
 }
 
-// runSegment simulates one segment: its plan's policy fed by the trace's rates over it.
-func runSegment(app *App, o *simulateOptions, pcfg dataplane.Config, r *schedule.Rates, sg segment) (*sim.Metrics, error) {
-	pol, err := app.Systems.Policies().New(sg.plan.dep, pcfg, sg.plan.pol)
-	if err != nil {
-		return nil, err
-	}
-	us := func(s float64) dataplane.Time { return dataplane.Time(math.Round((s - r.Start) * 1e6)) }
-	srcs := make([]sim.Source, len(sg.plan.dep.Apps))
-	var expect float64
-	for a, ap := range sg.plan.dep.Apps {
-		col := r.Column(ap.Name)
-		rps := make([]float64, len(r.Rates))
+// rateSegments feeds a replay's segments the trace's rates (sim.Piecewise): every column's
+// arrivals are drawn per interval of the trace from the seed and the column, so every plan
+// and every cut of the trace sees the same requests.
+type rateSegments struct {
+	r    *schedule.Rates
+	rps  [][]float64 // per column
+	seed uint64
+	o    *simulateOptions
+}
+
+func newRateSegments(r *schedule.Rates, o *simulateOptions) rateSegments {
+	f := rateSegments{r: r, rps: make([][]float64, len(r.Targets)), seed: o.seed, o: o}
+	for c := range r.Targets {
+		f.rps[c] = make([]float64, len(r.Rates))
 		for i, row := range r.Rates {
-			rps[i] = row[col]
+			f.rps[c][i] = row[c]
 		}
-		expect += r.MeanRates(sg.from, sg.to)[col] * (sg.to - sg.from)
-		srcs[a] = sim.NewPiecewise(rps, dataplane.Time(math.Round(r.Step*1e6)), us(sg.from), us(sg.to), sim.PointSeed(o.seed, sg.from, a))
 	}
-	opts := sim.Options{Duration: us(sg.to) - us(sg.from), Seed: sim.PointSeed(o.seed, sg.from, -1), Jitter: o.jitter,
+	return f
+}
+
+// us is trace time s (seconds) on the replay's clock (µs from the trace's start).
+func (f rateSegments) us(s float64) dataplane.Time {
+	return dataplane.Time(math.Round((s - f.r.Start) * 1e6))
+}
+
+// run is segment k's arrivals over [from, to) on dep, from the engine's time 0.
+func (f rateSegments) run(_ int, dep *dataplane.Deployment, from, to dataplane.Time) (*sim.SegmentRun, error) {
+	fromS, toS := f.r.Start+float64(from)/1e6, f.r.Start+float64(to)/1e6
+	mean := f.r.MeanRates(fromS, toS)
+	srcs := make([]sim.Source, len(dep.Apps))
+	var expect float64
+	for a, x := range dep.Apps {
+		col := f.r.Column(x.Name)
+		if col < 0 {
+			return nil, fmt.Errorf("--trace %s: no column for %q", f.r.Name, x.Name)
+		}
+		expect += mean[col] * (toS - fromS)
+		srcs[a] = sim.NewPiecewise(f.rps[col], dataplane.Time(math.Round(f.r.Step*1e6)), from, to, sim.PointSeed(f.seed, 0, col))
+	}
+	opts := sim.Options{Duration: to - from, Seed: sim.PointSeed(f.seed, fromS, -1), Jitter: f.o.jitter,
 		ExpectedRequests: int(math.Min(expect*1.1+1024, 1<<22)), CompactEvery: 1 << 16}
 	opts.ExpectedAnswers = opts.ExpectedRequests
 	opts.NoLatencies = true
-	sm, err := sim.New(sg.plan.dep, pol, srcs, opts)
-	if err != nil {
-		return nil, err
-	}
-	return sm.Run()
+	return &sim.SegmentRun{Sources: srcs, Origin: from, Options: opts}, nil
 }
 
 func printScheduleReport(app *App, s *schedule.Schedule, rep *scheduleReport) error {

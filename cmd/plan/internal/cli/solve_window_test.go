@@ -154,7 +154,8 @@ func TestBadInputSolveWindows(t *testing.T) {
 // TestSimulateSchedule (issue 34 item 4): replaying the toy schedule reports every window,
 // the whole schedule and the peak plan; loading each plan ahead of its window keeps the
 // busiest window's attainment, a reactive switch (the smaller plan serving the first minute
-// of the busiest window) loses it; two runs report the same.
+// of the busiest window) loses it; the schedule and the peak plan replay the same requests
+// (sim.Piecewise: the same arrivals however the trace is cut); two runs report the same.
 func TestSimulateSchedule(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
@@ -200,6 +201,14 @@ func TestSimulateSchedule(t *testing.T) {
 			}
 			if a := r.Windows[1].Attainment; a < tc.minBusy || a > tc.maxBusy {
 				t.Errorf("busiest window attainment %v, want in [%v, %v]", a, tc.minBusy, tc.maxBusy)
+			}
+			// The schedule and the peak plan replay the same arrivals, whichever the mode.
+			var windows int64
+			for _, w := range r.Windows {
+				windows += w.Requests
+			}
+			if r.Peak.Requests != r.Overall.Requests || windows != r.Overall.Requests {
+				t.Errorf("requests: schedule %d (windows %d), peak plan %d: want the same arrivals", r.Overall.Requests, windows, r.Peak.Requests)
 			}
 			if r.Peak.Attainment < 0.98 {
 				t.Errorf("peak plan attainment %v, want ≥ 0.98", r.Peak.Attainment)

@@ -44,3 +44,45 @@ func TestPiecewise(t *testing.T) {
 		})
 	}
 }
+
+// TestPiecewiseCuts: a trace cut anywhere yields the same arrivals as the whole (each
+// interval's draws depend on the seed and the interval alone), so a schedule's segments and
+// the peak plan, cut elsewhere, replay the same requests.
+func TestPiecewiseCuts(t *testing.T) {
+	const s = dataplane.Time(1e6)
+	rps := []float64{300, 0, 800, 200}
+	all := func(from, to dataplane.Time) []dataplane.Time {
+		var ts []dataplane.Time
+		p := NewPiecewise(rps, s, from, to, 11)
+		for at := p.Next(); at != dataplane.Never; at = p.Next() {
+			ts = append(ts, from+at)
+		}
+		return ts
+	}
+	whole := all(0, 4*s)
+	cases := []struct {
+		name string
+		cuts []dataplane.Time
+	}{
+		{name: "at an interval's edge", cuts: []dataplane.Time{2 * s}},
+		{name: "inside intervals", cuts: []dataplane.Time{s / 3, 2*s + 123457, 3*s + 1}},
+		{name: "in the silent interval", cuts: []dataplane.Time{s + s/2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []dataplane.Time
+			edges := append(append([]dataplane.Time{0}, tc.cuts...), 4*s)
+			for i := 0; i+1 < len(edges); i++ {
+				got = append(got, all(edges[i], edges[i+1])...)
+			}
+			if len(got) != len(whole) {
+				t.Fatalf("%d arrivals cut at %v, %d whole", len(got), tc.cuts, len(whole))
+			}
+			for i := range got {
+				if got[i] != whole[i] {
+					t.Fatalf("arrival %d at %d cut at %v, at %d whole", i, got[i], tc.cuts, whole[i])
+				}
+			}
+		})
+	}
+}
