@@ -50,9 +50,11 @@ func TestAutopilotServeSimulateAgree(t *testing.T) {
 }
 
 // TestAutopilotServeSimulateAgreeStepUp is the same target on a step up
-// (testdata/autopilot/step-up.json: 12 s at 80 rps, then 12 s at 340 rps): the demo plan
-// shrinks to the 2-GPU rung (413 rps) at 6 s, then, once the 340 rps (peaks near 485 over a
-// tenth of a window) have held two windows, grows to the 6-GPU rung (998 rps). The shrunk
+// (testdata/autopilot/step-up.json: 12 s at 80 rps, then 12 s at 360 rps): the demo plan
+// shrinks to the 2-GPU rung (413 rps) at 6 s, then, once the 360 rps (peaks near 510 over a
+// tenth of a window) have held two windows, grows to the 6-GPU rung (998 rps): any forecast
+// from 415 to 868 rps asks for it (the rungs between serve 477 rps), and simulate's is 556.
+// The shrunk
 // plan is overloaded until the switch lands, so serve agrees only if its re-solve is as
 // quick as simulate's zero-time one: serve pre-solves the rungs next to the one it serves
 // (planner/autopilot.Ladder.Prefetch) and the step up finds them cached.
