@@ -231,6 +231,8 @@ type RateSolver struct {
 	l     *Ladder
 	mu    sync.Mutex
 	cache map[string]rung
+	// solving counts the Solve calls under way: a prefetch yields to them (prefetch.go).
+	solving atomic.Int32
 }
 
 // RateStep is the ratio between neighbouring demands RateSolver solves for.
@@ -263,6 +265,8 @@ func (r *RateSolver) Candidate(p *formats.Plan) (ap.Candidate, error) { return r
 // over d's GPU budget, the plan for the largest share of the demand that fits, marked
 // OverBudget.
 func (r *RateSolver) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
+	r.solving.Add(1)
+	defer r.solving.Add(-1)
 	for share, i := 1.0, 0; i < 24; share, i = share/RateStep, i+1 {
 		rates := make([]float64, len(d.Rates))
 		for k, x := range d.Rates {

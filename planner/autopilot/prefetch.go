@@ -2,6 +2,7 @@ package autopilot
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
@@ -217,4 +218,37 @@ func serves(c []float64, base ap.Candidate, factor float64) bool {
 // form serve's autopilot calls.
 func (l *Ladder) PrefetchAround(ctx context.Context, c ap.Candidate) (int, error) {
 	return l.Prefetch(ctx, l.RungOf(c.GPUs))
+}
+
+// PrefetchAround implements serve's Prefetcher for the cost objective: it solves the grid
+// demands a step up from the served plan c asks for first — c's capacity (every
+// application alike) times RateStep, RateStep², … up to PrefetchUp times it, rounded up to
+// the grid as Solve rounds — one at a time, stopping at ctx's end and before each once a
+// Solve is under way. It returns how many it solved. A step up whose demand changes the
+// mix between applications asks for other grid points, and solves them itself.
+func (r *RateSolver) PrefetchAround(ctx context.Context, c ap.Candidate) (int, error) {
+	n := 0
+	for f := RateStep; f <= PrefetchUp*RateStep; f *= RateStep {
+		if r.solving.Load() > 0 {
+			return n, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		rates := make([]float64, len(c.Capacity))
+		for i, x := range c.Capacity {
+			rates[i] = gridUp(x * f)
+		}
+		r.mu.Lock()
+		_, cached := r.cache[fmt.Sprint(rates)]
+		r.mu.Unlock()
+		if cached {
+			continue
+		}
+		if _, err := r.solve(ctx, rates); err != nil && ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		n++
+	}
+	return n, nil
 }

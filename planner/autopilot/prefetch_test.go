@@ -2,6 +2,7 @@ package autopilot
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -209,5 +210,49 @@ func TestPrefetchCancelled(t *testing.T) {
 	close(g.gate)
 	if c, err := g.Solve(context.Background(), ap.Demand{Rates: []float64{150}}); err != nil || c.GPUs != 4 {
 		t.Fatalf("solve after a cancelled prefetch: %d GPUs, err %v", c.GPUs, err)
+	}
+}
+
+// TestRateSolverPrefetch: for a cost plan the prefetch solves the grid demands above the
+// served plan's capacity up to twice it, and a step up to any demand in that span solves
+// nothing.
+func TestRateSolverPrefetch(t *testing.T) {
+	base := fakePlan()
+	base.Provenance.Embedded.Workload = &formats.Workload{Models: []formats.ModelWorkload{{Name: "m", RateRPS: 500}}}
+	var solves atomic.Int32
+	resolve := func(_ context.Context, p *formats.Plan) (*formats.Plan, error) {
+		solves.Add(1)
+		q := *p
+		rate := p.Provenance.Embedded.Workload.Models[0].RateRPS
+		q.Fleet = &formats.Fleet{Objective: "cost", GPUsUsed: []formats.FleetGPU{{GPU: "L4", Count: int(rate/100) + 1}}}
+		q.Metadata.Name = fmt.Sprint(rate)
+		return &q, nil
+	}
+	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
+		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: p.Provenance.Embedded.Workload.Models[0].RateRPS}}}, nil
+	}
+	r, err := NewRateSolver(base, []string{"m"}, resolve, deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	served, err := r.Solve(ctx, ap.Demand{Rates: []float64{400}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.PrefetchAround(ctx, served)
+	if err != nil || n != 8 || solves.Load() != 9 {
+		t.Fatalf("prefetch solved %d grid demands (%d solves in all), err %v; want 8 (1.1¹…1.1⁸ times %.1f rps)", n, solves.Load(), err, served.Capacity[0])
+	}
+	for _, d := range []float64{1.05, 1.5, 2} {
+		if _, err := r.Solve(ctx, ap.Demand{Rates: []float64{d * served.Capacity[0]}}); err != nil {
+			t.Fatal(err)
+		}
+		if solves.Load() != 9 {
+			t.Errorf("a step up to %.2f times the capacity solved again (%d solves)", d, solves.Load())
+		}
+	}
+	if n, _ := r.PrefetchAround(ctx, served); n != 0 {
+		t.Errorf("a second prefetch solved %d, want 0", n)
 	}
 }
