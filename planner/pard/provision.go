@@ -57,6 +57,11 @@ type Options struct {
 	// Objective is "" (the fewest GPUs on the cluster's counts) or planner.ObjectiveCost: the
 	// least cost per hour, each GPU type bounded by its available count (cost.go).
 	Objective string
+	// Fill provisions every pipeline for the most rate the cluster serves at the workload's
+	// mix of rates (fill.go), instead of for the workload's rates on the fewest GPUs.
+	Fill bool
+	// RateScale multiplies every pipeline's rate (0 = 1); Fill searches it.
+	RateScale float64
 }
 
 // Flags are PARD's `plan solve` options as a plan records them in provenance.options (the
@@ -72,6 +77,9 @@ type Flags struct {
 	Policy string `json:"policy"`
 	// Objective is cost for a least-cost fleet (issue 34), absent for the fewest GPUs.
 	Objective string `json:"objective,omitempty"`
+	// Fill provisions for the most rate the cluster serves (fill.go; issue 35), absent
+	// for the workload's rates.
+	Fill bool `json:"fill,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for PARD.
@@ -115,6 +123,9 @@ func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error)
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if o.Fill {
+		return provisionFill(ctx, in, o)
 	}
 	apps, usedModels, err := appInfos(in, o)
 	if err != nil {
@@ -208,6 +219,9 @@ func appInfos(in Inputs, o Options) (apps []appInfo, usedModels map[string]bool,
 		}
 		if rate <= 0 {
 			rate = DefaultRateRPS
+		}
+		if o.RateScale > 0 {
+			rate *= o.RateScale
 		}
 		paths, err := sourceSinkPaths(pl, pp)
 		if err != nil {
@@ -417,7 +431,7 @@ func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Res
 	if err != nil {
 		return nil, err
 	}
-	opts := planner.RecordOptions(Flags{SLOFraction: o.SLOFraction, RateRPS: o.RateRPS, MaxBatch: o.MaxBatch, Policy: o.Policy, Objective: o.Objective})
+	opts := planner.RecordOptions(Flags{SLOFraction: o.SLOFraction, RateRPS: o.RateRPS, MaxBatch: o.MaxBatch, Policy: o.Policy, Objective: o.Objective, Fill: o.Fill})
 	tool := o.ToolVersion
 	if tool == "" {
 		tool = "dev"

@@ -53,6 +53,8 @@ func System() system.System {
 		Policies: dpd.Policies(),
 		Sample:   dpd.Sample,
 		Checker:  Checker{},
+		// The autopilot sizes a plan by the work its placement carries (issue 35).
+		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) { return dyorc.Capacity(p) },
 		Benches:  []func() bench.Bench{func() bench.Bench { return &dyorcbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
 		Exporters: xdyorc.Exporters(),

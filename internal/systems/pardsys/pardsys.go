@@ -40,9 +40,14 @@ func System() system.System {
 			d, err := dppard.FromPARDPlan(p)
 			return d, p.PARD.Policy, err
 		},
-		Policies:  dppard.Policies(),
-		Sample:    dppard.Sample,
-		Checker:   Checker{},
+		Policies: dppard.Policies(),
+		Sample:   dppard.Sample,
+		Checker:  Checker{},
+		// The autopilot sizes a plan solved with --fill by what its workers serve, and its
+		// re-solve fills each rung of the ladder; other plans report their rates (issue 35).
+		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) {
+			return pard.AutopilotCapacity(p)
+		},
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.
@@ -63,6 +68,7 @@ func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.Float64Var(&o.f.RateRPS, "rate", d.RateRPS, "provision every pipeline for this rate in req/s (default: the workload's rate_rps)")
 	f.IntVar(&o.f.MaxBatch, "max-batch", d.MaxBatch, "largest batch size a module may run")
 	f.StringVar(&o.f.Policy, "runtime-policy", d.Policy, "the dropping policy the plan names as its default (plan simulate/serve --policy overrides it)")
+	f.BoolVar(&o.f.Fill, "fill", d.Fill, "provision every pipeline for the most rate the cluster serves at the workload's mix of rates (not the workload's rates on the fewest GPUs): what plan simulate/serve --autopilot re-solves on shrunken clusters")
 }
 
 // Solve implements planner.Planner.
@@ -75,7 +81,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		pin.Profiles = append(pin.Profiles, *p)
 	}
 	plan, err := pard.Provision(ctx, pin, pard.Options{TimeLimit: s.TimeLimit, SLOFraction: o.f.SLOFraction, RateRPS: o.f.RateRPS,
-		MaxBatch: o.f.MaxBatch, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Objective: s.Objective})
+		MaxBatch: o.f.MaxBatch, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Objective: s.Objective, Fill: o.f.Fill})
 	if err != nil && errors.Is(err, pard.ErrBadInput) && !errors.Is(err, planner.ErrInput) {
 		return nil, inputError{err}
 	}
@@ -148,7 +154,7 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	o := pard.Options{Policy: rec.Policy, Params: p.PARD.Params, TimeLimit: timeLimit, SLOFraction: rec.SLOFraction,
-		RateRPS: rec.RateRPS, MaxBatch: rec.MaxBatch, Objective: rec.Objective}
+		RateRPS: rec.RateRPS, MaxBatch: rec.MaxBatch, Objective: rec.Objective, Fill: rec.Fill}
 	in := pard.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: e.Profiles}
 	re, err := pard.Provision(ctx, in, o)
 	if err == nil {

@@ -33,7 +33,14 @@ each pipeline's latency against its planning budget T' = SLO − round(α·SLO),
 arithmetic (stage = X·count, pipeline = slowest stage, model = Σ pipelines), contiguous cuts
 covering all blocks, one profiled batch per pipeline, and the GPU budget with physical
 rounding. PARD: every module's model and profiled latency, workers covering the rate, Σ2·d ≤
-f·SLO on every path, and the GPUs per type.
+f·SLO on every path, and the GPUs per type. CascadeServe: every gear's models placed, memory
+per GPU, shares summing to 1, gears covering [0, qps_max] contiguously, each gear's accuracy
+and work against a replay of the validation records, and the latency or accuracy SLO. QLM:
+every instance's model profiled on its GPU and fitting its memory, every class's model
+hosted or hostable, queued groups naming known classes, expected decode load per instance
+below 1. DyOrc: placement GPUs exist and hold their models' memory, every workflow service
+placed, replica counts equal to the placement, batches within each service's max_batch. A
+cost plan (--objective cost): its fleet record against its sections, cluster and prices.
 
 --golden F compares per model (PPipe: every model's throughput, and the max-min objective of
 multi-model plans) or per application (PARD: GPUs and provisioned rate) and fails on a loss
