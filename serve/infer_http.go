@@ -27,11 +27,11 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, name, "", string(dataplane.DropShutdown), "the server is shutting down", 0, true, true)
 		return
 	}
-	s.observeHTTP(at, name, r)
 	if r.ContentLength > s.opts.MaxBody {
 		s.tooLarge(w, s.opts.MaxBody)
 		return
 	}
+	s.observeHTTP(at, name, r)
 	app := g.apps[name]
 	dr := &g.doors[app]
 	if until := dataplane.Time(dr.closedUntil.Load()); at < until {
