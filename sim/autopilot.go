@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
@@ -38,8 +39,16 @@ type AutopilotRun struct {
 	// takes requests from t + LoadTime (the old plan serves until then, and both plans' GPUs
 	// count meanwhile).
 	LoadTime dataplane.Time
-	Seed     uint64
-	Jitter   float64
+	// ResolveDelay is how long a re-solve takes: the loop hears its answer (and switches)
+	// that long after it asked, ticking and observing meanwhile, as serve's background
+	// re-solve does in wall time. 0: at once (serve pre-solves the ladder's rungs next to
+	// the served one, so a step up usually finds its plan cached). MeasureResolve: each
+	// re-solve's own wall time here (what serve would take on this machine; not
+	// deterministic).
+	ResolveDelay   dataplane.Time
+	MeasureResolve bool
+	Seed           uint64
+	Jitter         float64
 	// OnFinish, when set, sees every request of every segment when it finishes (tests count
 	// each trace ID exactly once).
 	OnFinish func(seg int, now dataplane.Time, r *dataplane.Request)
@@ -100,6 +109,8 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 	window := loop.Config().Window
 	tick := window
 	next := make([]int, len(run.Arrivals))
+	// pending is a re-solve whose answer lands at pending.at (ResolveDelay).
+	var pending *solved
 	for {
 		// The next arrival over every application, in time order (ties: lower app first).
 		a, at := -1, dataplane.Never
@@ -108,10 +119,21 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 				a, at = i, ts[next[i]]
 			}
 		}
-		for tick <= at && tick <= run.Duration {
+		for {
+			// A re-solve's answer lands before a tick or an arrival at the same time.
+			if pending != nil && pending.at <= at && pending.at <= tick && pending.at <= run.Duration {
+				loop.Resolved(pending.at, pending.c, pending.err)
+				pending = nil
+				continue
+			}
+			if tick > at || tick > run.Duration {
+				break
+			}
 			if d := loop.Tick(tick); d != nil {
-				c, err := run.Solver.Solve(ctx, *d)
-				loop.Resolved(tick, c, err)
+				if pending = solveAt(ctx, run, tick, *d); pending.at == tick {
+					loop.Resolved(tick, pending.c, pending.err)
+					pending = nil
+				}
 			}
 			tick += window
 		}
@@ -134,6 +156,25 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 	res.Decisions = loop.Decisions()
 	res.MAPE = loop.Status().MAPE
 	return res, nil
+}
+
+// solved is a re-solve's answer and when the loop hears it.
+type solved struct {
+	at  dataplane.Time
+	c   ap.Candidate
+	err error
+}
+
+// solveAt re-solves for d, asked at now: the answer lands ResolveDelay later (or the
+// solve's own wall time with MeasureResolve).
+func solveAt(ctx context.Context, run *AutopilotRun, now dataplane.Time, d ap.Demand) *solved {
+	t0 := time.Now()
+	c, err := run.Solver.Solve(ctx, d)
+	delay := run.ResolveDelay
+	if run.MeasureResolve {
+		delay = dataplane.Time(time.Since(t0) / time.Microsecond)
+	}
+	return &solved{at: now + max(delay, 0), c: c, err: err}
 }
 
 // RunStatic simulates the arrivals of run on plan c alone (no loop): the static plan, or
