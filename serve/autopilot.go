@@ -30,6 +30,15 @@ type AutopilotOptions struct {
 	SolveTimeout time.Duration
 }
 
+// Prefetcher is a Solver that solves ahead: PrefetchAround solves what a re-solve from the
+// served plan c would ask for first (planner/autopilot.Ladder: the neighbouring rungs), so
+// that a step up finds it cached and switches at once, as `plan simulate` (which solves in
+// zero virtual time) does. The autopilot calls it on a goroutine of its own at start and
+// after every switch; it must stop when ctx ends and yield to Solve.
+type Prefetcher interface {
+	PrefetchAround(ctx context.Context, c ap.Candidate) (int, error)
+}
+
 // Autopilot is the front end of the autopilot loop: GET /v1/autopilot (admin-guarded: the
 // status names plans and rates) and the loop's goroutine, which ticks once per window on
 // the server's clock, re-solves in the background when the loop asks and switches through
@@ -44,6 +53,8 @@ type Autopilot struct {
 	apps map[string]int
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// endPrefetch cancels the prefetch under way (a newer switch supersedes it).
+	endPrefetch context.CancelFunc
 
 	switches    prometheus.Counter
 	resolveSecs prometheus.Histogram
@@ -147,17 +158,18 @@ func (a *Autopilot) Start() error {
 	a.loop, a.stop = loop, make(chan struct{})
 	a.mu.Unlock()
 	apps := a.apps
-	if !a.s.d.do(func() {
-		a.s.d.onAdmit = func(at dataplane.Time, model string, x dataplane.Attrs) {
-			if i, ok := apps[model]; ok {
-				loop.Admit(at, i, int64(x.InTokens)+int64(x.OutTokens))
-			}
-		}
-	}) {
+	if a.s.closing.Load() {
 		return errors.New("serve: the server has stopped")
 	}
+	obs := arrivalObserver(func(at dataplane.Time, model string, x dataplane.Attrs) {
+		if i, ok := apps[model]; ok {
+			loop.Admit(at, i, int64(x.InTokens)+int64(x.OutTokens))
+		}
+	})
+	a.s.observe.Store(&obs)
 	a.wg.Add(1)
 	go a.run(loop, a.stop)
+	a.prefetch(cur)
 	a.s.Logger().Info("autopilot started", "mode", loop.Config().Mode, "window", time.Duration(loop.Config().Window)*time.Microsecond, "plan", cur.Digest, "gpus", cur.GPUs)
 	return nil
 }
@@ -217,12 +229,13 @@ func (a *Autopilot) adopt(loop *ap.Autopilot) {
 	}
 	c.Digest = g.digest
 	loop.Adopt(a.s.clk.Now(), c)
+	a.prefetch(c)
 }
 
-func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{}) {
-	defer a.wg.Done()
+// solveContext is a re-solve's context: it ends after SolveTimeout or when the autopilot
+// stops.
+func (a *Autopilot) solveContext(stop chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.SolveTimeout)
-	defer cancel()
 	go func() {
 		select {
 		case <-stop:
@@ -230,6 +243,42 @@ func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{})
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, cancel
+}
+
+// prefetch starts solving ahead around the served plan c (Prefetcher), replacing the
+// prefetch under way: one at a time, bounded by SolveTimeout, ended by Close.
+func (a *Autopilot) prefetch(c ap.Candidate) {
+	pf, ok := a.opts.Solver.(Prefetcher)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stop == nil {
+		return
+	}
+	if a.endPrefetch != nil {
+		a.endPrefetch()
+	}
+	ctx, cancel := a.solveContext(a.stop)
+	a.endPrefetch = cancel
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer cancel()
+		t0 := time.Now()
+		n, err := pf.PrefetchAround(ctx, c)
+		if n > 0 || (err != nil && ctx.Err() == nil) {
+			a.s.Logger().Debug("autopilot: prefetched", "around", c.Digest, "gpus", c.GPUs, "solved", n, "took", time.Since(t0).Round(time.Millisecond), "err", err)
+		}
+	}()
+}
+
+func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{}) {
+	defer a.wg.Done()
+	ctx, cancel := a.solveContext(stop)
+	defer cancel()
 	t0 := time.Now()
 	c, err := a.opts.Solver.Solve(ctx, d)
 	a.resolveSecs.Observe(time.Since(t0).Seconds())
@@ -253,6 +302,7 @@ func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{})
 	}
 	if dec.Action == "switch" {
 		a.switches.Inc()
+		a.prefetch(c)
 	}
 	if err == nil {
 		a.overBudget.Set(map[bool]float64{false: 0, true: 1}[over])
@@ -280,10 +330,48 @@ func (a *Autopilot) Close() error {
 	if a.stop != nil {
 		close(a.stop)
 		a.stop = nil
+		a.s.observe.Store(nil)
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
 	return nil
+}
+
+// arrivalObserver sees a request for a served model when it arrives (Server.observe).
+//
+// The autopilot observes demand, not admissions: every request for a served model counts at
+// its true arrival (the socket stamp, or the arrival a front end gives), whether the server
+// then admits it or refuses it for capacity (closed door, deadline, --max-inflight, a full
+// migration queue). Counting admissions instead undercounts exactly when it matters: an
+// overloaded plan refuses much of its load at the door, so its windows would show about
+// what it serves, and the step up it needs would be sized for that (and `plan simulate`,
+// which observes every arrival of the trace, would disagree with serve). A client that
+// retries a refusal is counted once per try; requests refused while the server shuts down
+// are not counted.
+type arrivalObserver func(at dataplane.Time, model string, x dataplane.Attrs)
+
+// observeArrival reports one arrival to the observer, if any (a counter bump under the
+// loop's lock, on the request's goroutine).
+func (s *Server) observeArrival(at dataplane.Time, model string, x dataplane.Attrs) {
+	if f := s.observe.Load(); f != nil {
+		(*f)(at, model, x)
+	}
+}
+
+// observeHTTP is observeArrival for POST /v2/models/{model}/infer: the token counts come
+// from the trace header (its errors are answered later, by the handler).
+func (s *Server) observeHTTP(at dataplane.Time, model string, r *http.Request) {
+	f := s.observe.Load()
+	if f == nil {
+		return
+	}
+	var x dataplane.Attrs
+	if v := r.Header.Get(TraceTokensHeader); v != "" {
+		if in, out, err := ParseTraceTokens(v); err == nil {
+			x.InTokens, x.OutTokens = in, out
+		}
+	}
+	(*f)(at, model, x)
 }
 
 // installer switches plans through the server's reload path.

@@ -265,3 +265,130 @@ func (l *syncLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// prefetchSolver is oneSolver that also solves ahead: it records the plans it prefetched
+// around and holds each prefetch until its context ends.
+type prefetchSolver struct {
+	oneSolver
+	around chan ap.Candidate
+	ended  chan error
+}
+
+func (p *prefetchSolver) PrefetchAround(ctx context.Context, c ap.Candidate) (int, error) {
+	p.around <- c
+	<-ctx.Done()
+	p.ended <- ctx.Err()
+	return 0, ctx.Err()
+}
+
+// TestAutopilotPrefetch: the autopilot solves ahead around the plan it serves at start and
+// around the plan it switched to (superseding the first prefetch), and Close ends the
+// prefetch under way.
+func TestAutopilotPrefetch(t *testing.T) {
+	p1 := loadPlan(t, "one-gpu.json")
+	p2 := loadPlan(t, "one-gpu.json")
+	p2.Metadata.Name = "bigger"
+	sol := &prefetchSolver{oneSolver: oneSolver{c: ap.Candidate{GPUs: 3, Capacity: []float64{1e6}, Plan: p2}},
+		around: make(chan ap.Candidate, 4), ended: make(chan error, 4)}
+	pilot := NewAutopilot(AutopilotOptions{
+		Loop:   ap.Config{Window: 50 * dataplane.Millisecond, Hold: 1},
+		Solver: sol, Apps: []string{"m1"}, SolveTimeout: time.Hour,
+		Describe: func(*formats.Plan) (ap.Candidate, error) {
+			return ap.Candidate{GPUs: 1, Capacity: []float64{1}}, nil // any load is above it
+		},
+	})
+	s, ts := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}})
+	if err := pilot.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(what string) ap.Candidate {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case c := <-sol.around:
+				return c
+			case <-deadline:
+				t.Fatalf("no prefetch %s; status %+v", what, pilot.loop.Status())
+			case <-time.After(5 * time.Millisecond):
+				post(t, ts.URL+"/v2/models/m1/infer", inferBody(1))
+			}
+		}
+	}
+	if c := wait("at start"); c.GPUs != 1 || c.Digest != s.ActiveDigest() {
+		t.Errorf("prefetched at start around %d GPUs (%s), want the served plan's 1 (%s)", c.GPUs, c.Digest, s.ActiveDigest())
+	}
+	if c := wait("after the switch"); c.GPUs != 3 {
+		t.Errorf("prefetched after the switch around %d GPUs, want the new plan's 3", c.GPUs)
+	}
+	if err := <-sol.ended; err == nil {
+		t.Error("the switch did not end the prefetch around the old plan")
+	}
+	if err := pilot.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-sol.ended:
+		if err == nil {
+			t.Error("the prefetch ended without an error")
+		}
+	default:
+		t.Error("Close returned with the prefetch still under way")
+	}
+}
+
+// TestAutopilotObservesRefused: the autopilot observes demand, not admissions. Requests
+// the server refuses for capacity (here --max-inflight 1 under bursts of concurrent
+// requests) count in the window as those it admits: the window (one hour, closed by the
+// test's own tick) holds every request sent, whatever share of them was refused.
+func TestAutopilotObservesRefused(t *testing.T) {
+	p := loadPlan(t, "one-gpu.json")
+	pilot := NewAutopilot(AutopilotOptions{
+		Loop:   ap.Config{Window: 3600 * dataplane.Second, Hold: 1000},
+		Solver: &oneSolver{}, Apps: []string{"m1"},
+		Describe: func(*formats.Plan) (ap.Candidate, error) {
+			return ap.Candidate{GPUs: 1, Capacity: []float64{100}}, nil
+		},
+	})
+	s, ts := testServer(t, Options{Plan: p, Frontends: []Frontend{pilot}, MaxInFlight: 1})
+	if err := pilot.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sent, refused := 0, 0
+	var mu sync.Mutex
+	for burst := 0; burst < 20 && refused < 10; burst++ {
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Post(ts.URL+"/v2/models/m1/infer", "application/json", strings.NewReader(inferBody(1)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				defer mu.Unlock()
+				sent++
+				if resp.StatusCode == 503 && strings.Contains(string(b), "max-inflight") {
+					refused++
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if refused == 0 {
+		t.Fatalf("no request of %d was refused: the test saw no refusal to count", sent)
+	}
+	pilot.loop.Tick(s.clk.Now() + 3600*dataplane.Second)
+	obs := pilot.loop.Status().Observed
+	if len(obs) != 1 {
+		t.Fatalf("observed %+v, want one closed window", obs)
+	}
+	if got := int(obs[0].Rate*3600 + 0.5); got != sent {
+		t.Errorf("the window counted %d requests; %d were sent (%d refused for --max-inflight)", got, sent, refused)
+	}
+	t.Logf("%d sent, %d refused for --max-inflight", sent, refused)
+}

@@ -245,9 +245,6 @@ type driver struct {
 
 	// Everything below is owned by the loop goroutine.
 	now dataplane.Time
-	// onAdmit, when set, observes every admitted request (the autopilot's observer: a
-	// counter bump, never a solve).
-	onAdmit func(at dataplane.Time, model string, attrs dataplane.Attrs)
 	// scratch holds a batch's requests for the deployment's Work model.
 	scratch []*dataplane.Request
 	gen     *generation
@@ -618,8 +615,6 @@ func (d *driver) feed(c *call) {
 	}
 	if _, err := g.eng.Admit(d.now, dataplane.Arrival{App: app, At: c.at, Attrs: c.attrs, Deadline: c.deadline - d.delivery.margin(slo)}); err != nil {
 		d.fail(err)
-	} else if d.onAdmit != nil {
-		d.onAdmit(c.at, c.model, c.attrs)
 	}
 }
 

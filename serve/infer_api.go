@@ -86,6 +86,7 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	if s.closing.Load() {
 		return refuse(string(dataplane.DropShutdown), "the server is shutting down", 0), nil
 	}
+	s.observeArrival(at, model, req.Attrs)
 	app := g.apps[model]
 	dr := &g.doors[app]
 	if until := dataplane.Time(dr.closedUntil.Load()); at < until {

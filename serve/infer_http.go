@@ -31,6 +31,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		s.tooLarge(w, s.opts.MaxBody)
 		return
 	}
+	s.observeHTTP(at, name, r)
 	app := g.apps[name]
 	dr := &g.doors[app]
 	if until := dataplane.Time(dr.closedUntil.Load()); at < until {

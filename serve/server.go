@@ -107,6 +107,9 @@ type Server struct {
 	metricsH http.Handler
 	// arrivals counts infer requests at the door (the idle monitor's signal).
 	arrivals atomic.Int64
+	// observe, when set, sees every request for a served model at its arrival (the
+	// autopilot's observer; serve/autopilot.go).
+	observe atomic.Pointer[arrivalObserver]
 	// limits are the body limits of the routes other than infer (bodyLimits); admin the
 	// state-changing routes (adminRoutes).
 	limits map[string]int64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
@@ -25,14 +26,29 @@ type AutopilotRun struct {
 	// order; Attrs, when set, gives the attributes of application a's n-th arrival.
 	Arrivals [][]dataplane.Time
 	Attrs    func(a dataplane.AppID, n int64) dataplane.Attrs
+	// LLM, when set, gives each application's LLM class (an LLM plan): an arrival the
+	// trace gives no tokens draws them from its class seeded by its application and index,
+	// so a request has the same tokens whichever plan serves it (the autopilot's segments,
+	// the static, peak and mean plans) and the loop observes them. On time is the
+	// request's end-to-end deadline (QLM's SLO), as the switched replay judges every
+	// request: a class's TTFT and TPOT SLOs are not counted here.
+	LLM []LLMClass
 	// Duration is the arrival window (the loop ticks until it ends).
 	Duration dataplane.Time
 	// LoadTime is how long a new placement takes to load its models: a switch decided at t
 	// takes requests from t + LoadTime (the old plan serves until then, and both plans' GPUs
 	// count meanwhile).
 	LoadTime dataplane.Time
-	Seed     uint64
-	Jitter   float64
+	// ResolveDelay is how long a re-solve takes: the loop hears its answer (and switches)
+	// that long after it asked, ticking and observing meanwhile, as serve's background
+	// re-solve does in wall time. 0: at once (serve pre-solves the ladder's rungs next to
+	// the served one, so a step up usually finds its plan cached). MeasureResolve: each
+	// re-solve's own wall time here (what serve would take on this machine; not
+	// deterministic).
+	ResolveDelay   dataplane.Time
+	MeasureResolve bool
+	Seed           uint64
+	Jitter         float64
 	// OnFinish, when set, sees every request of every segment when it finishes (tests count
 	// each trace ID exactly once).
 	OnFinish func(seg int, now dataplane.Time, r *dataplane.Request)
@@ -93,6 +109,8 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 	window := loop.Config().Window
 	tick := window
 	next := make([]int, len(run.Arrivals))
+	// pending is a re-solve whose answer lands at pending.at (ResolveDelay).
+	var pending *solved
 	for {
 		// The next arrival over every application, in time order (ties: lower app first).
 		a, at := -1, dataplane.Never
@@ -101,10 +119,21 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 				a, at = i, ts[next[i]]
 			}
 		}
-		for tick <= at && tick <= run.Duration {
+		for {
+			// A re-solve's answer lands before a tick or an arrival at the same time.
+			if pending != nil && pending.at <= at && pending.at <= tick && pending.at <= run.Duration {
+				loop.Resolved(pending.at, pending.c, pending.err)
+				pending = nil
+				continue
+			}
+			if tick > at || tick > run.Duration {
+				break
+			}
 			if d := loop.Tick(tick); d != nil {
-				c, err := run.Solver.Solve(ctx, *d)
-				loop.Resolved(tick, c, err)
+				if pending = solveAt(ctx, run, tick, *d); pending.at == tick {
+					loop.Resolved(tick, pending.c, pending.err)
+					pending = nil
+				}
 			}
 			tick += window
 		}
@@ -112,8 +141,8 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 			break
 		}
 		var tokens int64
-		if run.Attrs != nil {
-			x := run.Attrs(dataplane.AppID(a), int64(next[a]))
+		if run.Attrs != nil || run.LLM != nil {
+			x := run.attrs(dataplane.AppID(a), int64(next[a]))
 			tokens = int64(x.InTokens) + int64(x.OutTokens)
 		}
 		loop.Admit(at, a, tokens)
@@ -127,6 +156,25 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 	res.Decisions = loop.Decisions()
 	res.MAPE = loop.Status().MAPE
 	return res, nil
+}
+
+// solved is a re-solve's answer and when the loop hears it.
+type solved struct {
+	at  dataplane.Time
+	c   ap.Candidate
+	err error
+}
+
+// solveAt re-solves for d, asked at now: the answer lands ResolveDelay later (or the
+// solve's own wall time with MeasureResolve).
+func solveAt(ctx context.Context, run *AutopilotRun, now dataplane.Time, d ap.Demand) *solved {
+	t0 := time.Now()
+	c, err := run.Solver.Solve(ctx, d)
+	delay := run.ResolveDelay
+	if run.MeasureResolve {
+		delay = dataplane.Time(time.Since(t0) / time.Microsecond)
+	}
+	return &solved{at: now + max(delay, 0), c: c, err: err}
 }
 
 // RunStatic simulates the arrivals of run on plan c alone (no loop): the static plan, or
@@ -183,10 +231,7 @@ func (run *AutopilotRun) segment(idx int, dep *dataplane.Deployment, from, to da
 	// Trace IDs are global over the run (1 + the index among the app's arrivals), so a
 	// request keeps its ID whichever segment serves it.
 	opts.Attrs = func(a dataplane.AppID, k int64) dataplane.Attrs {
-		var x dataplane.Attrs
-		if run.Attrs != nil {
-			x = run.Attrs(a, offset[a]+k)
-		}
+		x := run.attrs(a, offset[a]+k)
 		x.Trace = offset[a] + k + 1
 		return x
 	}
@@ -194,4 +239,18 @@ func (run *AutopilotRun) segment(idx int, dep *dataplane.Deployment, from, to da
 		opts.OnFinish = func(now dataplane.Time, r *dataplane.Request) { run.OnFinish(idx, now, r) }
 	}
 	return &SegmentRun{Sources: srcs, Options: opts}, nil
+}
+
+// attrs is the attributes of application a's n-th arrival: Attrs's, with an LLM class's
+// tokens drawn where they give none (seeded by a and n, not by the engine's request ID,
+// which differs between the segments that may serve it).
+func (run *AutopilotRun) attrs(a dataplane.AppID, n int64) dataplane.Attrs {
+	var x dataplane.Attrs
+	if run.Attrs != nil {
+		x = run.Attrs(a, n)
+	}
+	if int(a) < len(run.LLM) {
+		fillTokens(&run.LLM[a], dataplane.ReqID(uint64(a)<<40|uint64(n+1)), &x)
+	}
+	return x
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
@@ -100,4 +101,140 @@ func TestAutopilotSwitchLosesNothing(t *testing.T) {
 			static.Requests, static.GPUHours, res.Requests, res.GPUHours)
 	}
 	t.Logf("autopilot %+v", res.Segments)
+}
+
+// TestAutopilotResolveDelay: with ResolveDelay the loop hears a re-solve's answer that long
+// after it asked (as serve's background re-solve), and the new plan takes requests LoadTime
+// after that; with 0 at once. Every decision to re-solve is followed by its switch exactly
+// ResolveDelay later, and the segments start where those switches say.
+func TestAutopilotResolveDelay(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := dpppipe.FromPlan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := dep.Apps[0].RateRPS
+	small := ap.Candidate{Digest: "small", GPUs: 8, Capacity: []float64{rate / 2}, Plan: p}
+	large := ap.Candidate{Digest: "large", GPUs: 16, Capacity: []float64{rate}, Plan: p}
+	var ts []dataplane.Time
+	t0 := dataplane.Time(0)
+	for _, seg := range []float64{0.3, 0.9, 0.3} {
+		gap := dataplane.Time(1e6 / (seg * rate))
+		for at := t0; at < t0+10*dataplane.Second; at += gap {
+			ts = append(ts, at)
+		}
+		t0 += 10 * dataplane.Second
+	}
+	const load = 200 * dataplane.Millisecond
+	for _, delay := range []dataplane.Time{0, 700 * dataplane.Millisecond, 1500 * dataplane.Millisecond} {
+		run := &AutopilotRun{
+			Loop:  ap.Config{Window: dataplane.Second, MinInterval: 3 * dataplane.Second, Hold: 1},
+			Start: small, Solver: twoPlans{small, large}, Arrivals: [][]dataplane.Time{ts},
+			Duration: 30 * dataplane.Second, LoadTime: load, ResolveDelay: delay, Seed: 1,
+			Deploy: func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
+				d, err := dpppipe.FromPlan(c.Plan.(*formats.Plan))
+				if err != nil {
+					return nil, nil, err
+				}
+				pol, err := testPolicies.New(d, dataplane.Config{Policy: "ppipe"}, "")
+				return d, pol, err
+			},
+		}
+		res, err := RunAutopilot(context.Background(), run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked dataplane.Time = -1
+		var switches []dataplane.Time
+		for _, d := range res.Decisions {
+			switch d.Action {
+			case "resolve":
+				if asked >= 0 {
+					t.Errorf("delay %d µs: a re-solve asked at %d µs while the one of %d µs was under way", delay, d.At, asked)
+				}
+				asked = d.At
+			case "switch", "keep", "error":
+				if asked < 0 || d.At != asked+delay {
+					t.Errorf("delay %d µs: %s at %d µs, the re-solve asked at %d µs", delay, d.Action, d.At, asked)
+				}
+				asked = -1
+				if d.Action == "switch" {
+					switches = append(switches, d.At)
+				}
+			}
+		}
+		if len(switches) < 2 || len(res.Segments) != len(switches)+1 {
+			t.Fatalf("delay %d µs: switches at %v, segments %+v", delay, switches, res.Segments)
+		}
+		for i, at := range switches {
+			if got, want := res.Segments[i+1].StartS, float64(at+load)/1e6; got != want {
+				t.Errorf("delay %d µs: segment %d starts at %g s, want %g (switch at %d µs + load)", delay, i+1, got, want, at)
+			}
+		}
+		t.Logf("delay %d µs: switches at %v µs, attainment %.4f", delay, switches, res.Attainment)
+	}
+}
+
+// slowPlans is twoPlans whose every solve takes at least pause of wall time.
+type slowPlans struct {
+	twoPlans
+	pause time.Duration
+}
+
+func (s slowPlans) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
+	time.Sleep(s.pause)
+	return s.twoPlans.Solve(ctx, d)
+}
+
+// TestAutopilotResolveMeasured: with MeasureResolve a re-solve's answer lands its own wall
+// time after the ask (a solve that sleeps 30 ms lands at least 30 ms of virtual time later).
+func TestAutopilotResolveMeasured(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := ap.Candidate{Digest: "small", GPUs: 8, Capacity: []float64{100}, Plan: p}
+	large := ap.Candidate{Digest: "large", GPUs: 16, Capacity: []float64{400}, Plan: p}
+	var ts []dataplane.Time
+	for at := dataplane.Time(0); at < 6*dataplane.Second; at += 5 * dataplane.Millisecond { // 200 rps
+		ts = append(ts, at)
+	}
+	const pause = 30 * time.Millisecond
+	run := &AutopilotRun{
+		Loop:  ap.Config{Window: dataplane.Second, MinInterval: 3 * dataplane.Second, Hold: 1},
+		Start: small, Solver: slowPlans{twoPlans{small, large}, pause}, Arrivals: [][]dataplane.Time{ts},
+		Duration: 6 * dataplane.Second, MeasureResolve: true, Seed: 1,
+		Deploy: func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
+			d, err := dpppipe.FromPlan(c.Plan.(*formats.Plan))
+			if err != nil {
+				return nil, nil, err
+			}
+			pol, err := testPolicies.New(d, dataplane.Config{Policy: "ppipe"}, "")
+			return d, pol, err
+		},
+	}
+	res, err := RunAutopilot(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked dataplane.Time = -1
+	answered := 0
+	for _, d := range res.Decisions {
+		switch d.Action {
+		case "resolve":
+			asked = d.At
+		case "switch", "keep", "error":
+			answered++
+			if asked < 0 || d.At < asked+dataplane.Time(pause/time.Microsecond) {
+				t.Errorf("%s at %d µs, the re-solve asked at %d µs: want at least %v later", d.Action, d.At, asked, pause)
+			}
+			asked = -1
+		}
+	}
+	if answered == 0 || res.Switches == 0 {
+		t.Fatalf("no re-solve answered (%d switches): %+v", res.Switches, res.Decisions)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 
@@ -21,8 +22,9 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// ErrNoCapacityModel marks a plan whose planned rates do not follow its GPUs (a QLM, PARD or
-// DyOrc plan states the workload's rates, not its capacity): the ladder cannot size it.
+// ErrNoCapacityModel marks a plan whose planned rates do not follow its GPUs (a PARD or DyOrc
+// plan states the workload's rates, not its capacity) and whose system has no capacity model
+// (Ladder.Capacity; QLM's is planner/qlm PlanCapacity): the ladder cannot size it.
 var ErrNoCapacityModel = errors.New("autopilot: the plan's planned rates do not follow its GPUs (they are the workload's, not its capacity)")
 
 // DefaultSteps is how many rungs the ladder has: rung k gives every GPU pool ⌈k/Steps⌉ of
@@ -46,7 +48,11 @@ type Ladder struct {
 	apps  []string
 	steps int
 	mu    sync.Mutex
-	rungs map[int]rung
+	rungs map[int]*rungEntry
+	// slots bounds the rung solves that run at once (SolverSlots; nil: no bound), and
+	// solving counts the Solve calls under way: a prefetch yields to them (prefetch.go).
+	slots   chan struct{}
+	solving atomic.Int32
 }
 
 type rung struct {
@@ -67,7 +73,8 @@ func NewLadder(base *formats.Plan, apps []string, steps int, resolve func(contex
 	if steps <= 0 {
 		steps = DefaultSteps
 	}
-	return &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps, steps: steps, rungs: map[int]rung{}}, nil
+	return &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps, steps: steps, rungs: map[int]*rungEntry{},
+		slots: make(chan struct{}, SolverSlots())}, nil
 }
 
 // Steps returns the number of rungs.
@@ -87,18 +94,10 @@ func (l *Ladder) Cluster(k int) *formats.Cluster {
 	return &c
 }
 
-// Rung solves (or recalls) rung k ∈ [1, steps].
+// Rung solves (or recalls) rung k ∈ [1, steps]. A rung another goroutine is solving (the
+// prefetch) is waited for, not solved twice.
 func (l *Ladder) Rung(ctx context.Context, k int) (ap.Candidate, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if r, ok := l.rungs[k]; ok {
-		return r.c, r.err
-	}
-	c, err := l.solve(ctx, k)
-	if ctx.Err() == nil {
-		l.rungs[k] = rung{c, err}
-	}
-	return c, err
+	return l.rung(ctx, k)
 }
 
 func (l *Ladder) solve(ctx context.Context, k int) (ap.Candidate, error) {
@@ -178,6 +177,8 @@ func (l *Ladder) Candidate(p *formats.Plan) (ap.Candidate, error) {
 // not the most it serves) cannot be sized this way: when a smaller rung reports exactly the
 // whole cluster's capacity, Solve fails with ErrNoCapacityModel and the loop keeps the plan.
 func (l *Ladder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
+	l.solving.Add(1)
+	defer l.solving.Add(-1)
 	full, ferr := l.Rung(ctx, l.steps)
 	if ctx.Err() != nil {
 		return ap.Candidate{}, ctx.Err()
@@ -231,6 +232,8 @@ type RateSolver struct {
 	l     *Ladder
 	mu    sync.Mutex
 	cache map[string]rung
+	// solving counts the Solve calls under way: a prefetch yields to them (prefetch.go).
+	solving atomic.Int32
 }
 
 // RateStep is the ratio between neighbouring demands RateSolver solves for.
@@ -263,6 +266,8 @@ func (r *RateSolver) Candidate(p *formats.Plan) (ap.Candidate, error) { return r
 // over d's GPU budget, the plan for the largest share of the demand that fits, marked
 // OverBudget.
 func (r *RateSolver) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
+	r.solving.Add(1)
+	defer r.solving.Add(-1)
 	for share, i := 1.0, 0; i < 24; share, i = share/RateStep, i+1 {
 		rates := make([]float64, len(d.Rates))
 		for k, x := range d.Rates {
@@ -299,12 +304,7 @@ func (r *RateSolver) solve(ctx context.Context, rates []float64) (ap.Candidate, 
 	prov := in.Provenance
 	emb := *prov.Embedded
 	w := *emb.Workload
-	w.Models = slices.Clone(w.Models)
-	for i := range w.Models {
-		if k := slices.Index(r.l.apps, w.Models[i].Name); k >= 0 {
-			w.Models[i].RateRPS = rates[k]
-		}
-	}
+	setRates(&w, r.l.apps, rates) // the models' (or LLM classes') rate_rps (classes.go)
 	emb.Workload = &w
 	prov.Embedded = &emb
 	in.Provenance = prov

@@ -106,32 +106,15 @@ func pwl(pts []formats.PWLPoint, tokens float64) float64 {
 // bounded by the KV capacity (B·(in+out) tokens) and the engine's max_seqs; the rate is
 // B/L(B) at the best B with L(B) ≤ f·slo.
 func Capacity(pr *formats.LLMProfile, in, out float64, slo time.Duration, f float64) (rate float64, batch int) {
-	prefill := pr.PrefillBaseUs + pr.PrefillUsPerToken*in
-	maxSeqs := 256
-	var ctxCoef float64
-	dec := func(b float64) float64 { return pr.DecodeUsPerToken }
-	if it := pr.Iteration; it != nil {
-		if len(it.Prefill) > 0 {
-			prefill = pwl(it.Prefill, in)
-		}
-		if it.MaxSeqs > 0 {
-			maxSeqs = it.MaxSeqs
-		}
-		if e := pr.Engine; e != nil && e.MaxNumSeqs > 0 {
-			maxSeqs = e.MaxNumSeqs // the engine's setting wins, as the runtime reads it
-		}
-		ctxCoef = it.DecodeUsPerContextToken
-		if len(it.Decode) > 0 {
-			dec = func(b float64) float64 { return pwl(it.Decode, b) }
-		}
-	}
+	m := newLifeModel(pr)
+	maxSeqs := m.maxSeqs
 	if pr.KVCapacityTokens > 0 {
 		maxSeqs = min(maxSeqs, int(float64(pr.KVCapacityTokens)/(in+out)))
 	}
 	budget := f * float64(slo.Microseconds())
 	for b := 1; b <= maxSeqs; b++ {
 		B := float64(b)
-		life := out*(dec(B)+ctxCoef*B*(in+out/2)) + B*prefill
+		life := m.lifeUs(B, in, out)
 		if life > budget {
 			break
 		}
@@ -140,6 +123,45 @@ func Capacity(pr *formats.LLMProfile, in, out float64, slo time.Duration, f floa
 		}
 	}
 	return rate, batch
+}
+
+// lifeModel is the capacity rule's engine model of one instance of a profile (Capacity).
+type lifeModel struct {
+	pr      *formats.LLMProfile
+	maxSeqs int
+	ctxCoef float64
+	dec     func(b float64) float64
+}
+
+func newLifeModel(pr *formats.LLMProfile) lifeModel {
+	m := lifeModel{pr: pr, maxSeqs: 256, dec: func(float64) float64 { return pr.DecodeUsPerToken }}
+	if it := pr.Iteration; it != nil {
+		if it.MaxSeqs > 0 {
+			m.maxSeqs = it.MaxSeqs
+		}
+		if e := pr.Engine; e != nil && e.MaxNumSeqs > 0 {
+			m.maxSeqs = e.MaxNumSeqs // the engine's setting wins, as the runtime reads it
+		}
+		m.ctxCoef = it.DecodeUsPerContextToken
+		if len(it.Decode) > 0 {
+			m.dec = func(b float64) float64 { return pwl(it.Decode, b) }
+		}
+	}
+	return m
+}
+
+// prefillUs is the prefill time of an in-token prompt.
+func (m lifeModel) prefillUs(in float64) float64 {
+	if it := m.pr.Iteration; it != nil && len(it.Prefill) > 0 {
+		return pwl(it.Prefill, in)
+	}
+	return m.pr.PrefillBaseUs + m.pr.PrefillUsPerToken*in
+}
+
+// lifeUs is the lifetime of a request of in prompt and out output tokens in a batch of b:
+// its out decode iterations plus the prefills of the b sequences turning over meanwhile.
+func (m lifeModel) lifeUs(b, in, out float64) float64 {
+	return out*(m.dec(b)+m.ctxCoef*b*(in+out/2)) + b*m.prefillUs(in)
 }
 
 // kind is an instance kind: a model on a GPU type with its tensor-parallel GPUs.

@@ -46,6 +46,9 @@ func System() system.System {
 		Policies: dq.Policies(),
 		Sample:   dq.Sample,
 		Checker:  Checker{},
+		// The autopilot sizes QLM plans by what their instances serve (planner/qlm
+		// capacity.go), not by the workload's rates the plan states.
+		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) { return pq.PlanCapacity(p) },
 		Benches:  []func() bench.Bench{func() bench.Bench { return &qlmbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/qlm).
 		Exporters: xqlm.Exporters(),

@@ -35,6 +35,8 @@ type autopilotFlags struct {
 	steps       int
 	objective   string
 	solveLimit  time.Duration
+	// resolveDelay is --autopilot-resolve-delay: a duration or "measured".
+	resolveDelay string
 }
 
 func addAutopilotFlags(f *pflag.FlagSet, a *autopilotFlags) {
@@ -51,6 +53,19 @@ func addAutopilotFlags(f *pflag.FlagSet, a *autopilotFlags) {
 	f.IntVar(&a.steps, "autopilot-steps", pap.DefaultSteps, "autopilot: rungs of the cluster ladder the re-solve picks from")
 	f.StringVar(&a.objective, "autopilot-objective", "", "autopilot: what a re-solve optimises: throughput (the plan's own objective on the fewest GPUs of a cluster ladder) or cost (the least-cost fleet for the forecast rates: plans solved with --objective cost); default: the plan's own")
 	f.DurationVar(&a.solveLimit, "autopilot-solve-limit", 30*time.Second, "autopilot: time limit of one re-solve")
+	f.StringVar(&a.resolveDelay, "autopilot-resolve-delay", "0s", "autopilot (simulate): how long a re-solve takes before its plan is switched to: a duration, or measured (each re-solve's wall time here; not deterministic); 0 because plan serve pre-solves the rungs next to the served plan, so a step up usually finds its plan solved")
+}
+
+// simResolveDelay parses --autopilot-resolve-delay: the delay, or measured.
+func (a *autopilotFlags) simResolveDelay() (delay dataplane.Time, measured bool, err error) {
+	if a.resolveDelay == "measured" {
+		return 0, true, nil
+	}
+	d, err := time.ParseDuration(a.resolveDelay)
+	if err != nil || d < 0 {
+		return 0, false, usageErrorf("--autopilot-resolve-delay %q: want a duration ≥ 0 (e.g. 800ms) or measured", a.resolveDelay)
+	}
+	return us(d), false, nil
 }
 
 // checkFlagsUsed refuses an --autopilot-* flag given without --autopilot (it would do
@@ -66,6 +81,8 @@ func (a *autopilotFlags) checkFlagsUsed(cmd *cobra.Command, serving bool) error 
 			err = usageErrorf("--%s needs --autopilot", f.Name)
 		case serving && f.Name == "autopilot-load-time":
 			err = usageErrorf("--autopilot-load-time applies to plan simulate: plan serve loads the new plan's models before it switches")
+		case serving && f.Name == "autopilot-resolve-delay":
+			err = usageErrorf("--autopilot-resolve-delay applies to plan simulate: plan serve's re-solves take the time they take")
 		}
 	})
 	return err
@@ -155,8 +172,16 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 		d, _, err := reg.Deploy(p)
 		return d, err
 	}
+	newRateSolver := pap.NewRateSolver
+	if pap.HasClasses(plan) {
+		// QLM: the demand is the llm_classes' (planner/autopilot classes.go).
+		newRateSolver = pap.NewClassRateSolver
+		if own != "cost" {
+			resolve = pap.ClassResolve(plan, resolve)
+		}
+	}
 	if own == "cost" {
-		r, err := pap.NewRateSolver(plan, names, resolve, deploy)
+		r, err := newRateSolver(plan, names, resolve, deploy)
 		if err != nil {
 			return nil, usageErrorf("--autopilot-objective cost: %v", err)
 		}
@@ -262,6 +287,10 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if duration <= 0 {
 		return usageErrorf("--duration: %s: must be > 0", duration)
 	}
+	delay, measured, err := o.autopilot.simResolveDelay()
+	if err != nil {
+		return err
+	}
 	ladder, err := newLadder(app.Systems, plan, dep, &o.autopilot)
 	if err != nil {
 		return err
@@ -271,7 +300,8 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	run := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: us(duration),
-		LoadTime: us(o.autopilot.loadTime), Seed: o.seed, Jitter: o.jitter}
+		LoadTime: us(o.autopilot.loadTime), ResolveDelay: delay, MeasureResolve: measured, Seed: o.seed, Jitter: o.jitter,
+		LLM: planLLMClasses(plan, dep)}
 	rep := &autopilotSimReport{Trace: spec.Name, Duration: duration.Seconds()}
 	for a, x := range dep.Apps {
 		src, err := spec.New(x.RateRPS*loads[0], x.Name, sim.PointSeed(o.seed, loads[0], a))

@@ -1,0 +1,107 @@
+package autopilot
+
+// The autopilot's solvers for plans whose demand is LLM request classes (a QLM plan:
+// workload.llm_classes, each class an application of the deployment) rather than
+// workload.models (PPipe). Both objectives re-solve the plan's embedded inputs as for PPipe,
+// with the classes' rate_rps where PPipe has the models':
+//
+//   - throughput (the ladder): QLM's planner places one instance per GPU slot of a rung's
+//     cluster, models in proportion to their decode load, and refuses a placement whose
+//     load per instance reaches 1 (planner/qlm overloaded). The plan's own rates would make
+//     every small rung infeasible, so a rung is solved for its share of the workload (the
+//     classes scaled by the rung's GPUs over the whole cluster's: the class mix, hence the
+//     placement's proportions, unchanged); the system's capacity model (planner/qlm
+//     PlanCapacity) then says what the rung serves.
+//   - cost (the rate solver): each class's rate_rps set to the forecast demand of its
+//     application, so QLM's least-cost solve (Mélange's buckets × GPU types) sizes the
+//     fleet for it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// HasClasses reports whether plan p's demand is LLM classes: its embedded workload lists
+// llm_classes (the autopilot then re-solves them with ClassResolve or NewClassRateSolver).
+func HasClasses(p *formats.Plan) bool {
+	e := p.Provenance.Embedded
+	return e != nil && e.Workload != nil && len(e.Workload.LLMClasses) > 0
+}
+
+// ClassResolve wraps a system's re-solve for the ladder of base, a plan with llm_classes:
+// a rung's cluster is planned for the rung's share of base's workload (every class's
+// rate_rps times the rung's GPUs over base's cluster's), so the planner's feasibility check
+// holds on a shrunken cluster whenever it held on the whole one.
+func ClassResolve(base *formats.Plan, resolve func(context.Context, *formats.Plan) (*formats.Plan, error)) func(context.Context, *formats.Plan) (*formats.Plan, error) {
+	full := clusterGPUs(base.Provenance.Embedded.Cluster)
+	return func(ctx context.Context, p *formats.Plan) (*formats.Plan, error) {
+		e := p.Provenance.Embedded
+		if e == nil || e.Workload == nil || full <= 0 {
+			return resolve(ctx, p)
+		}
+		share := float64(clusterGPUs(e.Cluster)) / float64(full)
+		if share >= 1 {
+			return resolve(ctx, p)
+		}
+		in := *p
+		prov := in.Provenance
+		emb := *e
+		w := *e.Workload
+		w.LLMClasses = slices.Clone(w.LLMClasses)
+		for i := range w.LLMClasses {
+			w.LLMClasses[i].RateRPS *= share
+		}
+		emb.Workload = &w
+		prov.Embedded = &emb
+		in.Provenance = prov
+		return resolve(ctx, &in)
+	}
+}
+
+func clusterGPUs(c *formats.Cluster) int {
+	n := 0
+	if c != nil {
+		for _, g := range c.GPUs {
+			n += g.Count
+		}
+	}
+	return n
+}
+
+// NewClassRateSolver makes the cost-objective solver (RateSolver) of base, whose embedded
+// workload must list the loop's applications as llm_classes (a QLM plan solved with
+// --objective cost): a re-solve sets each class's rate_rps to its application's demand.
+func NewClassRateSolver(base *formats.Plan, apps []string, resolve func(context.Context, *formats.Plan) (*formats.Plan, error), deploy func(*formats.Plan) (*dataplane.Deployment, error)) (*RateSolver, error) {
+	if !HasClasses(base) {
+		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload llm_classes (provenance.embedded.workload.llm_classes): this plan has none")
+	}
+	cls := base.Provenance.Embedded.Workload.LLMClasses
+	for _, a := range apps {
+		if !slices.ContainsFunc(cls, func(c formats.LLMClass) bool { return c.Name == a }) {
+			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no llm_class %q", a)
+		}
+	}
+	return &RateSolver{l: &Ladder{Resolve: resolve, Deploy: deploy, base: base, apps: apps}, cache: map[string]rung{}}, nil
+}
+
+// setRates sets the rate_rps of w's models and LLM classes named by apps to rates (in
+// apps' order), on copies of w's slices.
+func setRates(w *formats.Workload, apps []string, rates []float64) {
+	w.Models = slices.Clone(w.Models)
+	for i := range w.Models {
+		if k := slices.Index(apps, w.Models[i].Name); k >= 0 {
+			w.Models[i].RateRPS = rates[k]
+		}
+	}
+	w.LLMClasses = slices.Clone(w.LLMClasses)
+	for i := range w.LLMClasses {
+		if k := slices.Index(apps, w.LLMClasses[i].Name); k >= 0 {
+			w.LLMClasses[i].RateRPS = rates[k]
+		}
+	}
+}
