@@ -59,9 +59,9 @@ type Config struct {
 	MinInterval dataplane.Time
 	// Burst sizes the plan for the bursts inside a window: the forecasters follow each
 	// window's mean rate, and the planned-for rate is that forecast times the Burst
-	// quantile (default 0.9) of the sub-window peak over the window rate in the kept
-	// history (Sample.Peak / Sample.Rate). Negative: follow each window's peak itself, the
-	// loop before the envelope.
+	// quantile (default 0.9) of the sub-window peak over the peak Poisson arrivals at the
+	// window's rate would reach, in the kept history. Negative: follow each window's peak
+	// itself, the loop before the envelope.
 	Burst float64
 	// GPUBudget bounds the GPUs a new plan may take (0 = the solver's cluster).
 	GPUBudget int
@@ -323,20 +323,32 @@ func (a *Autopilot) envelope(app int, last Sample, f Forecaster) float64 {
 	return rate * a.burst(app)
 }
 
+// poissonMax10 is the expected maximum of ten standard normal draws: the highest of a
+// window's ten slices of Poisson counts lies about this many standard deviations above the
+// slices' mean.
+const poissonMax10 = 1.54
+
 // minBurstRequests is the fewest requests in a window's peak slice for its burst to count.
 const minBurstRequests = 10
 
-// burst is the Burst quantile of app's sub-window peak over its window rate in the kept
-// windows (1 when none arrived): the share above a window's mean the plan must absorb
-// within the window, learnt from what the load did.
+// burst is the Burst quantile of app's sub-window peak over Poisson's at its window rate
+// in the kept windows (at least 1; 1 when none counts): how far above a window's mean,
+// beyond the Poisson arrivals a plan's capacity assumes, the plan must absorb within the
+// window, learnt from what the load did.
 func (a *Autopilot) burst(app int) float64 {
 	var r []float64
 	// A window counts when its peak slice held minBurstRequests: at a trickle one request
 	// is a slice's "burst" (ten times a window of one), noise no plan is sized for.
+	//
+	// The burst is what rises above Poisson arrivals at the window's rate, which the plan's
+	// capacity already serves (the planners size for Poisson arrivals): the highest of a
+	// window's Subwindows slices of Poisson(m) counts is about m + 1.54·√m (the expected
+	// maximum of ten normal draws), so a window's factor is its peak over that.
 	slice := float64(a.cfg.Window) / 1e6 / Subwindows
 	for _, w := range a.obs.History() {
 		if s := w[app]; s.Rate > 0 && s.Peak*slice >= minBurstRequests {
-			r = append(r, s.Peak/s.Rate)
+			m := s.Rate * slice
+			r = append(r, s.Peak*slice/(m+poissonMax10*math.Sqrt(m)))
 		}
 	}
 	if len(r) == 0 {
@@ -346,9 +358,10 @@ func (a *Autopilot) burst(app int) float64 {
 	return math.Max(1, r[min(len(r)-1, int(a.cfg.Burst*float64(len(r))))])
 }
 
-// downHold is how many windows below the band make a fall due: Hold, times the burstiest
-// application's burst factor (rounded down: Poisson arrivals, about 1.1, keep Hold) — the burstier the load, the longer a lull must
-// last before the plan that absorbs its bursts is given up.
+// downHold is how many windows below the band make a fall due: Hold times the burstiest
+// application's burst factor, rounded (Poisson arrivals, factor 1, keep Hold) — the
+// burstier the load, the longer a lull must last before the plan that absorbs its bursts
+// is given up.
 func (a *Autopilot) downHold() int {
 	b := 1.0
 	if a.cfg.Burst >= 0 {
@@ -356,7 +369,7 @@ func (a *Autopilot) downHold() int {
 			b = math.Max(b, a.burst(app))
 		}
 	}
-	return int(float64(a.cfg.Hold) * b)
+	return int(math.Round(float64(a.cfg.Hold) * b))
 }
 
 // outOfBand says why the forecast left the band the current plan serves ("" = inside).
