@@ -48,7 +48,7 @@ func addAutopilotFlags(f *pflag.FlagSet, a *autopilotFlags) {
 	f.DurationVar(&a.minInterval, "autopilot-min-interval", 60*time.Second, "autopilot: least time between two plan switches")
 	f.DurationVar(&a.loadTime, "autopilot-load-time", 5*time.Second, "autopilot (simulate): model load time of a new placement; the old plan serves until it passes")
 	f.Float64Var(&a.headroom, "autopilot-headroom", ap.DefaultHeadroom, "autopilot: share above the forecast a new plan must serve")
-	f.Float64Var(&a.burst, "autopilot-burst", ap.DefaultBurst, "autopilot: quantile of the windows' peak over their mean rate that sizes the plan for the bursts a window hides (forecast × it); 0 = follow each window's peak")
+	f.Float64Var(&a.burst, "autopilot-burst", ap.DefaultBurst, "autopilot: quantile of the windows' peak tenth over what Poisson arrivals at their rate would reach, sizing the plan for the bursts a window hides (forecast × it); 0 = follow each window's peak")
 	f.IntVar(&a.budget, "autopilot-gpu-budget", 0, "autopilot: most GPUs a new plan may take (0 = the plan's cluster); below what the load needs, the best plan within it is served and the status says so")
 	f.IntVar(&a.steps, "autopilot-steps", pap.DefaultSteps, "autopilot: rungs of the cluster ladder the re-solve picks from")
 	f.StringVar(&a.objective, "autopilot-objective", "", "autopilot: what a re-solve optimises: throughput (the plan's own objective on the fewest GPUs of a cluster ladder) or cost (the least-cost fleet for the forecast rates: plans solved with --objective cost); default: the plan's own")
