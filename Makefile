@@ -8,8 +8,12 @@
 #                 it once into third_party/highs/native/libhighs_w2c.a for the native solver
 #                 engine (build tag highs_native). On by default where wasm2c is installed;
 #                 NATIVE=0 builds and tests the pure-Go (wazero) engine only.
-#   make test     everything CI runs: gofmt, vet, staticcheck, unit tests with -race (schema drift
-#                 included), short fuzz runs, and `plan check` over the golden plans
+#   make test     everything CI runs, each phase timed: gofmt, vet, staticcheck, unit tests (-race
+#                 where concurrency lives, scripts/unit-tests.sh; schema drift included), the
+#                 wall-clock agreement runs, the serve floor benchmark's quick form, short fuzz
+#                 runs, and `plan check` over the golden plans
+#   make test-full  the same with every package under -race, minute-long agreement runs and
+#                 30 s of fuzzing per target
 #   make bench    Go benchmarks of the hot paths and the solver
 #   make generate regenerate the protobuf/gRPC Go code from the .proto files (protoc from the
 #                 Debian package protobuf-compiler; the Go plugins at the pinned versions below)
@@ -71,7 +75,7 @@ comma := ,
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all assets native build install demo test lint unit agreement fuzz golden bench clean generate protoc-plugins
+.PHONY: all assets native build install demo test test-full lint unit unit-race unit-plain agreement bench-quick bench-serve fuzz golden bench clean generate protoc-plugins
 
 all: build
 
@@ -118,7 +122,26 @@ install: build
 demo: build
 	./scripts/demo.sh bin/plan
 
-test: assets $(NATIVE_DEP) lint unit agreement fuzz golden
+# Each phase timed (scripts/ci-phase.sh): the table, the ten slowest test packages and the load
+# average print at the end, or at the first failure.
+PHASE := ./scripts/ci-phase.sh
+test:
+	@$(PHASE) --begin
+	@$(PHASE) assets $(MAKE) --no-print-directory assets
+	$(if $(NATIVE_DEP),@$(PHASE) native $(MAKE) --no-print-directory native)
+	@$(PHASE) lint $(MAKE) --no-print-directory lint
+	@$(PHASE) unit-race $(MAKE) --no-print-directory unit-race
+	@$(PHASE) unit $(MAKE) --no-print-directory unit-plain
+	@$(PHASE) agreement $(MAKE) --no-print-directory agreement
+	@$(PHASE) bench-quick $(MAKE) --no-print-directory bench-quick
+	@$(PHASE) fuzz $(MAKE) --no-print-directory fuzz
+	@$(PHASE) golden $(MAKE) --no-print-directory golden
+	@$(PHASE) --summary
+
+# Everything `make test` runs, with every package under -race, agreement runs of a minute per
+# load point and longer fuzzing: what CI ran before the race split, for a machine with time.
+test-full:
+	$(MAKE) --no-print-directory UNIT_GROUP=full AGREEMENT_DURATION=60s FUZZTIME=30s test
 
 # vet and staticcheck see the pure-Go build of every package, and the native engine's files too
 # when it is built.
@@ -131,17 +154,37 @@ lint: $(NATIVE_DEP)
 	$(if $(TAGS),$(GO) run $(STATICCHECK) -tags $(TAGS) ./solver/...)
 
 # The generated-code drift test (serve/kservegrpc TestGeneratedCode) needs the plugins.
-unit: $(NATIVE_DEP) protoc-plugins
-	$(GO) test -race -count=1 -timeout 45m -tags '$(TAGS)' $(PKGS)
+# The race detector where concurrency lives, the rest without it (scripts/unit-tests.sh says
+# which is which); under test-full, every package under -race.
+UNIT_GROUP ?= split
+unit: unit-race unit-plain
+
+unit-race: $(NATIVE_DEP) protoc-plugins
+	$(if $(filter full,$(UNIT_GROUP)),TAGS='$(TAGS)' ./scripts/unit-tests.sh full,TAGS='$(TAGS)' ./scripts/unit-tests.sh race)
+
+unit-plain: $(NATIVE_DEP) protoc-plugins
+	$(if $(filter full,$(UNIT_GROUP)),@echo "unit-plain: every package ran under -race (UNIT_GROUP=full)",TAGS='$(TAGS)' ./scripts/unit-tests.sh plain)
 
 # serve vs simulate attainment on the demo plan (issue 6). It needs real timers, so it runs
 # without -race (under which it skips itself), after the unit tests have freed the cores.
 # Wall-clock runs share the machine with whatever else runs, so two retries are allowed (at
 # load 0.9 the PPipe comparison sits 2–3 points apart, close to its 3-point bound).
+# The OpenAI front end's (TestOpenAIAgreement) and the autopilot's (serve --autopilot against
+# simulate --autopilot, cmd/plan/internal/cli) run here too, for the same reason.
+AGREE_LOAD := PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -tags '$(TAGS)' -v -run '^Test(OpenAI)?Agreement(PARD|Cascade|DyOrc)?$$' ./serve/load
+AGREE_AUTOPILOT := PLAN_AGREEMENT=1 $(GO) test -count=1 -tags '$(TAGS)' -v -run '^TestAutopilotServeSimulateAgree' ./cmd/plan/internal/cli
 agreement:
-	PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade|DyOrc)?$$' -v ./serve/load || \
-	  { echo "agreement: retrying (1 of 2)"; PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade|DyOrc)?$$' -v ./serve/load; } || \
-	  { echo "agreement: retrying (2 of 2)"; PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -run '^TestAgreement(PARD|Cascade|DyOrc)?$$' -v ./serve/load; }
+	$(AGREE_LOAD) || { echo "agreement: retrying (1 of 2)"; $(AGREE_LOAD); } || { echo "agreement: retrying (2 of 2)"; $(AGREE_LOAD); }
+	$(AGREE_AUTOPILOT) || { echo "agreement: retrying (1 of 2)"; $(AGREE_AUTOPILOT); } || { echo "agreement: retrying (2 of 2)"; $(AGREE_AUTOPILOT); }
+
+# The serve floor benchmark in its quick form: `plan serve` and the bare net/http floor on
+# testdata/serve/wide.json at one rate for 2 s each (serve/load/bench-serve.sh; the full sweep
+# is `make bench-serve`). It fails when either server does not start or answers nothing.
+bench-quick: build
+	PLAN_BIN=bin/plan LOADS="" FLOOR_RATES="1000" FLOOR_DURATION=2s ./serve/load/bench-serve.sh
+
+bench-serve: build
+	PLAN_BIN=bin/plan ./serve/load/bench-serve.sh
 
 # Every Fuzz target runs for FUZZTIME on top of its seed corpus (the seeds already ran in unit).
 fuzz:

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The unit tests in two groups, so that the race detector runs where concurrency lives and
+# nowhere else (under -race the simulator and the planners, which are single-threaded, run
+# 5-17x slower and the command tests alone took 14 minutes on an idle 2-core machine):
+#
+#   scripts/unit-tests.sh race    -race over RACE_PKGS (serve and its front ends, the queue, the
+#                                 simulator's parallel sweep, the solver's race, the autopilot,
+#                                 the profiler's parallel measurement, the formats' reader) and
+#                                 over the command tests that start a server (CLI_RACE)
+#   scripts/unit-tests.sh plain   every other package and command test, without -race
+#   scripts/unit-tests.sh full    every package under -race, as CI ran before the split
+#
+# Every test runs in exactly one of race and plain. TAGS (build tags) and TIMEOUT pass through.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+group=${1:?usage: scripts/unit-tests.sh race|plain|full}
+TAGS=${TAGS:-}
+TIMEOUT=${TIMEOUT:-15m}
+mod=github.com/plan-dev/plan
+# Packages whose production code starts goroutines or shares memory between them (checked by
+# internal/layering's TestRaceGroupCoversConcurrency, which reads this line).
+RACE_PKGS="./serve/... ./sim ./solver/... ./planner/autopilot ./dataplane/autopilot ./profiler/measure ./formats ./internal/progress ./bench/ppipebench"
+CLI=./cmd/plan/internal/cli
+# The command tests that run `plan serve` in-process (servers, signals, reloads, load against
+# them); the rest of the command package is single-threaded planning and simulation.
+CLI_RACE='^Test(Serve|Load|Signals|MetricsExposition)'
+
+# run_pair A B: two `go test` invocations side by side (they share the build cache and the two
+# cores), failing when either fails; each prints its own per-package result lines.
+run_pair() {
+  local pa pb ra=0 rb=0
+  bash -c "$1" & pa=$!
+  bash -c "$2" & pb=$!
+  wait "$pa" || ra=$?
+  wait "$pb" || rb=$?
+  [ "$ra" -eq 0 ] && [ "$rb" -eq 0 ]
+}
+
+case "$group" in
+race)
+  run_pair "go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' $RACE_PKGS" \
+    "go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '$CLI_RACE' $CLI"
+  ;;
+plain)
+  # shellcheck disable=SC2086
+  plain=$(comm -23 <(go list ./... | sort) <(go list $RACE_PKGS $CLI | sort) | sed "s|^$mod|.|")
+  run_pair "go test -count=1 -timeout $TIMEOUT -tags '$TAGS' $(echo $plain)" \
+    "go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -skip '$CLI_RACE' $CLI"
+  ;;
+full)
+  go test -race -count=1 -timeout 45m -tags "$TAGS" ./...
+  ;;
+*)
+  echo "scripts/unit-tests.sh: unknown group $group (race, plain or full)" >&2
+  exit 2
+  ;;
+esac
