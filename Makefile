@@ -141,7 +141,7 @@ test:
 # Everything `make test` runs, with every package under -race, agreement runs of a minute per
 # load point and longer fuzzing: what CI ran before the race split, for a machine with time.
 test-full:
-	$(MAKE) --no-print-directory UNIT_GROUP=full AGREEMENT_DURATION=60s FUZZTIME=30s test
+	$(MAKE) --no-print-directory UNIT_GROUP=full AGREEMENT_DURATION=60s OPENAI_AGREEMENT_DURATION=60s FUZZTIME=30s test
 
 # vet and staticcheck see the pure-Go build of every package, and the native engine's files too
 # when it is built.
@@ -171,7 +171,8 @@ unit-plain: $(NATIVE_DEP) protoc-plugins
 # load 0.9 the PPipe comparison sits 2–3 points apart, close to its 3-point bound).
 # The OpenAI front end's (TestOpenAIAgreement) and the autopilot's (serve --autopilot against
 # simulate --autopilot, cmd/plan/internal/cli) run here too, for the same reason.
-AGREE_LOAD := PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) $(GO) test -count=1 -tags '$(TAGS)' -v -run '^Test(OpenAI)?Agreement(PARD|Cascade|DyOrc)?$$' ./serve/load
+OPENAI_AGREEMENT_DURATION ?= 30s
+AGREE_LOAD := PLAN_AGREEMENT=1 PLAN_AGREEMENT_DURATION=$(AGREEMENT_DURATION) PLAN_OPENAI_AGREEMENT_DURATION=$(OPENAI_AGREEMENT_DURATION) $(GO) test -count=1 -tags '$(TAGS)' -v -run '^Test(OpenAI)?Agreement(PARD|Cascade|DyOrc)?$$' ./serve/load
 AGREE_AUTOPILOT := PLAN_AGREEMENT=1 $(GO) test -count=1 -tags '$(TAGS)' -v -run '^TestAutopilotServeSimulateAgree' ./cmd/plan/internal/cli
 agreement:
 	$(AGREE_LOAD) || { echo "agreement: retrying (1 of 2)"; $(AGREE_LOAD); } || { echo "agreement: retrying (2 of 2)"; $(AGREE_LOAD); }

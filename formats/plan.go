@@ -21,6 +21,10 @@ type Plan struct {
 	// Fleet is the priced fleet of a plan solved with `--objective cost` (issue 34 item 2):
 	// absent for the planners' own objectives.
 	Fleet *Fleet `json:"fleet,omitempty"`
+	// Prediction is the plan's predicted outcome at its own rates, simulated by `plan solve`
+	// before it wrote the plan and re-simulated by `plan check` (absent in plans written
+	// before predictions were recorded).
+	Prediction *Prediction `json:"prediction,omitempty"`
 	// Sections are the sections of systems registered beyond the typed fields above
 	// (SectionSet), decoded by their own Section.
 	Sections SectionValues `json:"-"`
@@ -52,6 +56,11 @@ type Provenance struct {
 	Gap     *float64 `json:"gap,omitempty"`
 	SolveMs float64  `json:"solve_ms"`
 	Nodes   int64    `json:"nodes,omitempty"`
+	// RateMargin, when above 1, is the factor the workload's rates were multiplied by for
+	// planning: the plan solved at its own rates missed its target in simulation, and `plan
+	// solve` sized it for this much more (the embedded workload keeps the rates as given;
+	// `plan check --resolve` re-solves at the same margin). Absent: planned at the rates.
+	RateMargin float64 `json:"rate_margin,omitempty"`
 	// Embedded holds the inputs themselves so the plan can be re-solved anywhere.
 	Embedded *EmbeddedInputs `json:"embedded,omitempty"`
 }

@@ -285,7 +285,7 @@ func typedSectionKeys(t reflect.Type) []string {
 	var out []string
 	for _, f := range jsonFields(t) {
 		switch f.Name {
-		case "apiVersion", "kind", "metadata", "provenance", "cluster", "fleet":
+		case "apiVersion", "kind", "metadata", "provenance", "cluster", "fleet", "prediction":
 			continue
 		}
 		out = append(out, f.Name)

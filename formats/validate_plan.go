@@ -57,6 +57,9 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 	if p.Fleet != nil {
 		p.Fleet.validate(v, "fleet")
 	}
+	if p.Prediction != nil {
+		p.Prediction.validate(v, "prediction")
+	}
 	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate()...)
 	if len(p.SectionKeys()) == 0 {
@@ -83,6 +86,9 @@ func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
 func (pv *Provenance) validate(v *validator, p string, secs *SectionSet) {
 	notEmpty(v, field(p, "tool"), pv.Tool)
 	notEmpty(v, field(p, "tool_version"), pv.ToolVersion)
+	if pv.RateMargin != 0 && !(pv.RateMargin > 1 && pv.RateMargin <= 100) {
+		v.add(field(p, "rate_margin"), pv.RateMargin, "must be in (1, 100] (absent: planned at the workload's rates)")
+	}
 	if !digestRE.MatchString(pv.InputDigest) {
 		v.add(field(p, "input_digest"), pv.InputDigest, "must be sha256:<64 hex digits>")
 	}

@@ -108,13 +108,27 @@ func TestOpenAIAgreement(t *testing.T) {
 	if testing.Short() || os.Getenv("PLAN_AGREEMENT") != "1" {
 		t.Skip("set PLAN_AGREEMENT=1 to run (a wall-clock run of a minute, on an otherwise idle machine)")
 	}
+	if raceEnabled {
+		t.Skip("the race detector slows the HTTP path by an order of magnitude; timing agreement is meaningless under it")
+	}
+	// A mean TTFT of ~45 ms holds 5% only while the engine's step timers fire on time: on a
+	// loaded machine (seen at load average 14: 1 ms timers 4-6 ms late) the comparison
+	// measures the machine, as TestAgreement's does, so it skips the same way.
+	if l := timerLateness(); l > 2*time.Millisecond {
+		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
+	}
+	// PLAN_OPENAI_AGREEMENT_DURATION, where set, wins: make agreement gives this test 30 s
+	// (~80 requests at load 0.5) where the others take 10 s per load point, since a mean of
+	// 26 requests sits within a few points of the 5% bound on its own.
 	dur := time.Minute
-	if s := os.Getenv("PLAN_AGREEMENT_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatal(err)
+	for _, v := range []string{"PLAN_AGREEMENT_DURATION", "PLAN_OPENAI_AGREEMENT_DURATION"} {
+		if s := os.Getenv(v); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("%s=%q: %v", v, s, err)
+			}
+			dur = d
 		}
-		dur = d
 	}
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
 	if err != nil {

@@ -42,6 +42,13 @@ below 1. DyOrc: placement GPUs exist and hold their models' memory, every workfl
 placed, replica counts equal to the placement, batches within each service's max_batch. A
 cost plan (--objective cost): its fleet record against its sections, cluster and prices.
 
+Then (predict) it simulates the plan at its own rates, as plan solve did before writing it
+(its runtime policy, Poisson arrivals, seed 1): every application must meet its target (99%,
+or its SLO's percentile) at the workload's rates, and a prediction the plan records must be
+reproduced within its sampling error. A miss the plan records (--accept-miss), or a stated
+throughput past what the plan serves (a PPipe or cascade plan), passes with the rate it does
+sustain; a plan that fails verification is not simulated.
+
 --golden F compares per model (PPipe: every model's throughput, and the max-min objective of
 multi-model plans) or per application (PARD: GPUs and provisioned rate) and fails on a loss
 beyond --tolerance. --resolve re-solves from the inputs embedded in the plan (same strategy
@@ -51,7 +58,7 @@ Throughputs are compared, never timings. Exit 0 = all checks pass, 1 = a check f
 2 = bad input: a plan or golden plan that cannot be read or that 'plan validate' rejects
 (every problem is printed, as validate prints it). One line per check, fit for CI logs;
 with --output json one object {plan, ok, failed, checks: [{ok, message, stage, name,
-subject, value, limit}]}: stage is verify, golden, resolve or resolve_vs_golden; name what
+subject, value, limit}]}: stage is verify, predict, golden, resolve or resolve_vs_golden; name what
 was checked (throughput_rps, gpus, ...); subject the model, application or task ("" = the
 whole plan); value the measured number and limit the bound it was held to, the reference
 with --tolerance applied (null where no number applies).`,
@@ -187,6 +194,9 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	}
 	lg := &checkLog{app: app, name: planName(path)}
 	verifyPlan(lg, sys.Checker, plan)
+	if lg.fails == 0 { // a plan that fails verification is not deployed, so not simulated
+		checkPrediction(cmd, app, lg, plan)
+	}
 	if golden != nil {
 		compare(lg, "golden", "golden "+planName(o.golden), withFleet(sys.Checker.Compare(plan, golden, tol), plan, golden, tol))
 	}
@@ -244,7 +254,7 @@ func pctDiff(a, b float64) float64 {
 // resolvePlan re-solves the plan; its only error is a missing solver (a set-up error, exit 2).
 func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker, plan, golden *formats.Plan, o *checkOptions, tol float64) error {
 	app.Infof("check %s: re-solving from the embedded inputs…", lg.name)
-	re, err := ck.Resolve(cmd.Context(), plan, o.timeLimit)
+	re, err := resolveAtMargin(cmd.Context(), ck, plan, o.timeLimit)
 	if e, ok := missingSolver(err); ok {
 		return e
 	}

@@ -31,10 +31,11 @@ type solveOptions struct {
 	deterministic bool
 	objective     string
 	win           windowOptions
+	acceptMiss    bool
 }
 
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
-var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective"}, windowSolveFlags...)
+var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "accept-miss"}, windowSolveFlags...)
 
 func init() { register(newSolveCmd) }
 
@@ -59,7 +60,16 @@ re-uses. When the time limit is reached the best plan found so far is written to
 its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
 a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
 rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
-reach the target. Profiles are planned on a monotone fit of their measured latencies (the
+reach the target.
+
+Before writing, solve simulates the plan at its own rates (its runtime policy, Poisson
+arrivals, seed 1, long enough for 2,000 requests of each application) and records the
+prediction in the plan: per application the attainment and its sampling error, drops, late
+answers, p50/p90/p99 latency (TTFT and TPOT for LLM classes) and the load factor up to which
+every target holds (headroom). A plan whose prediction misses an application's target (99%,
+or the percentile its SLO is stated at) exits 2 naming the application, its predicted and
+target attainment and the load it does sustain; --accept-miss writes it anyway, the miss in
+its prediction. plan check re-runs the prediction. Profiles are planned on a monotone fit of their measured latencies (the
 plan keeps the measured values beside it); points far off their neighbours are named on
 stderr.`,
 		Example: `  plan solve --slo 200ms
@@ -86,6 +96,7 @@ stderr.`,
 	addObjectiveFlag(f, &o.objective)
 	addWindowFlags(f, &o.win)
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
+	f.BoolVar(&o.acceptMiss, "accept-miss", false, "write the plan even when its simulation at its own rates misses an application's target (the miss is recorded in the plan's prediction)")
 	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
 	// planner gets the values given (its own defaults otherwise). The usage lists them per
 	// system with each system's defaults.
@@ -238,12 +249,16 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if !app.Quiet {
 		settings.Progress = pr.report
 	}
-	plan, err := pl.Solve(cmd.Context(), in, settings)
+	plan, err := solvePredicted(cmd.Context(), app.Systems, pl, in, settings, func(s string) { app.Infof("solve: %s", s) })
 	if err != nil {
 		return solveError(withFileNames(err, o, sys))
 	}
 	if settings.Objective == planner.ObjectiveCost && plan.Fleet == nil {
 		return usageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name)
+	}
+	if pr := plan.Prediction; !pr.Meets && pr.Basis == formats.PredictionBasisRates && !o.acceptMiss {
+		return usageErrorf("the plan misses its target at the workload's rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
+			strings.Join(predictionMisses(pr), "; "))
 	}
 	if err := formats.WriteFileWith(o.out, plan, app.Systems.Sections()); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
@@ -264,7 +279,17 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 			app.Table(t.Header, t.Rows)
 		}
 	}
-	fmt.Fprintf(app.Out, "\n%s\n", summaryLine(sys.Name, pv))
+	fmt.Fprintf(app.Out, "\n%s\n", predictionLine(plan.Prediction))
+	fmt.Fprintln(app.Out, summaryLine(sys.Name, pv))
+	switch pr := plan.Prediction; {
+	case pr.Meets:
+	case pr.Basis == formats.PredictionBasisStated:
+		// The plan states what its pipelines carry; what it serves within the SLO is less,
+		// and both are in the plan (a note, not a miss: no rate was asked of it).
+		app.Infof("%s", bold(app, "note: the plan's stated throughput is past what it serves within its SLO: "+strings.Join(predictionMisses(pr), "; ")))
+	default:
+		fmt.Fprintf(app.Err, "warning: %s\n", bold(app, "MISS written with --accept-miss: "+strings.Join(predictionMisses(pr), "; ")))
+	}
 	app.Infof("wrote %s", o.out)
 	return nil
 }

@@ -1,0 +1,156 @@
+package cli
+
+// The lever every system that sizes for the workload's rates shares: when the plan solved
+// at those rates misses its target in simulation (Poisson arrivals at exactly the rate a
+// plan was sized for queue past the SLO: the planners size for mean load), solve again for
+// the rates times a margin, and keep the first plan that meets its targets at the rates as
+// given. The plan records the margin (provenance.rate_margin), and `plan check --resolve`
+// re-solves at it.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/schedule"
+)
+
+// rateMargins are the margins tried in turn, each solve a fresh one: past 2× the plan is
+// not missing for want of headroom but for a reason a margin does not reach (a latency
+// floor above the SLO, a cluster the planner already fills).
+var rateMargins = []float64{1.1, 1.25, 1.5, 2}
+
+// solvePredicted solves in, predicts the plan and, where it misses at the workload's rates,
+// tries rateMargins. It returns the first plan that meets its targets, or the plan solved
+// at the rates as given with its miss.
+func solvePredicted(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, note func(string)) (*formats.Plan, error) {
+	plan, err := pl.Solve(ctx, in, settings)
+	if err != nil {
+		return nil, err
+	}
+	if plan.Prediction, err = predictPlan(ctx, reg, plan); err != nil {
+		return nil, err
+	}
+	pr := plan.Prediction
+	if pr.Meets || pr.Basis != formats.PredictionBasisRates || in.Workload == nil {
+		return plan, nil
+	}
+	settings.Progress = nil
+	for _, k := range rateMargins {
+		note(fmt.Sprintf("the plan misses its target at the workload's rates in simulation (%s); solving for %.3g× the rates", worstMiss(pr), k))
+		scaled, err := scaleWorkload(in.Workload, k)
+		if err != nil {
+			return nil, err
+		}
+		sin := in
+		sin.Workload = scaled
+		p, err := pl.Solve(ctx, sin, settings)
+		if err != nil {
+			// The cluster does not carry the margin: the plan at the rates stands, missing.
+			note(fmt.Sprintf("no plan at %.3g× the rates: %v", k, err))
+			return plan, nil
+		}
+		if err := unscaleEmbedded(p, k, plan.Provenance.Embedded); err != nil {
+			return nil, err
+		}
+		if p.Prediction, err = predictPlan(ctx, reg, p); err != nil {
+			return nil, err
+		}
+		if p.Prediction.Meets {
+			return p, nil
+		}
+	}
+	return plan, nil
+}
+
+// worstMiss names the application furthest below its target.
+func worstMiss(pr *formats.Prediction) string {
+	worst := -1
+	for i, a := range pr.Apps {
+		if worst < 0 || a.Attainment-a.Target < pr.Apps[worst].Attainment-pr.Apps[worst].Target {
+			worst = i
+		}
+	}
+	if worst < 0 {
+		return "no application"
+	}
+	a := pr.Apps[worst]
+	return fmt.Sprintf("%s %.2f%% < %.0f%%", a.Name, 100*a.Attainment, 100*a.Target)
+}
+
+// ratedTargets are the workload's applications that state a rate, and their rates.
+func ratedTargets(w *formats.Workload) (names []string, rates []float64) {
+	add := func(n string, r float64) {
+		if r > 0 {
+			names, rates = append(names, n), append(rates, r)
+		}
+	}
+	for _, m := range w.Models {
+		add(m.Name, m.RateRPS)
+	}
+	for _, c := range w.LLMClasses {
+		add(c.Name, c.RateRPS)
+	}
+	for _, p := range w.Pipelines {
+		add(p.Name, p.RateRPS)
+	}
+	if w.Workflows != nil {
+		for _, n := range slices.Sorted(maps.Keys(w.Workflows.Apps)) {
+			add(n, w.Workflows.Apps[n].RateRPS)
+		}
+	}
+	return names, rates
+}
+
+// scaleWorkload is w with every stated rate times k.
+func scaleWorkload(w *formats.Workload, k float64) (*formats.Workload, error) {
+	names, rates := ratedTargets(w)
+	for i := range rates {
+		rates[i] *= k
+	}
+	return schedule.WithRates(w, names, rates)
+}
+
+// unscaleEmbedded puts the workload as given (asIs, embedded by the solve at the rates as
+// given) back into a plan solved at k× its rates, with its input digest, and records k.
+func unscaleEmbedded(p *formats.Plan, k float64, asIs *formats.EmbeddedInputs) error {
+	e := p.Provenance.Embedded
+	if e == nil || asIs == nil {
+		return fmt.Errorf("a plan solved at %.3g× the rates embeds no inputs", k)
+	}
+	emb := *e
+	emb.Workload = asIs.Workload
+	d, err := planner.InputDigest(&emb)
+	if err != nil {
+		return err
+	}
+	p.Provenance.Embedded, p.Provenance.InputDigest, p.Provenance.RateMargin = &emb, d, k
+	return nil
+}
+
+// resolveAtMargin is a checker's re-solve of a plan solved at a rate margin: at the same
+// margin, with the workload as given put back.
+func resolveAtMargin(ctx context.Context, ck planner.Checker, plan *formats.Plan, limit time.Duration) (*formats.Plan, error) {
+	k, e := plan.Provenance.RateMargin, plan.Provenance.Embedded
+	if k <= 1 || e == nil || e.Workload == nil {
+		return ck.Resolve(ctx, plan, limit)
+	}
+	scaled, err := scaleWorkload(e.Workload, k)
+	if err != nil {
+		return nil, err
+	}
+	c := *plan
+	emb := *e
+	emb.Workload = scaled
+	c.Provenance.Embedded = &emb
+	re, err := ck.Resolve(ctx, &c, limit)
+	if err != nil {
+		return nil, err
+	}
+	return re, unscaleEmbedded(re, k, e)
+}

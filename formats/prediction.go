@@ -1,0 +1,134 @@
+package formats
+
+import (
+	"fmt"
+	"math"
+)
+
+// PredictionMethodSim is the one method a prediction has today: a seeded discrete-event
+// simulation of the plan under its own runtime policy (package sim), at the plan's own rates.
+const PredictionMethodSim = "simulation"
+
+// The bases of a prediction's load factor 1 (Prediction.Basis).
+const (
+	PredictionBasisRates  = "workload rates"
+	PredictionBasisStated = "stated throughput"
+)
+
+// Prediction is a plan's predicted outcome at its own rates (load factor 1: the workload's
+// rates, or for a throughput plan the rates it states it serves): what `plan solve` measured
+// by simulating the plan before writing it, and what `plan check` measures again. A verdict
+// is a prediction that was checked: a plan whose prediction misses its target is written only
+// with --accept-miss, and says so here (Meets false).
+type Prediction struct {
+	// Method is how it was predicted (PredictionMethodSim).
+	Method string `json:"method"`
+	// Basis says what load factor 1 is: PredictionBasisRates (the workload's rates, which the
+	// plan was sized for: a miss there is an error) or PredictionBasisStated (the throughput
+	// the plan states it serves, a PPipe or cascade plan's capacity: a miss there is reported
+	// with the rate each application does sustain, SustainedRPS).
+	Basis string `json:"basis"`
+	// Policy is the runtime policy simulated (the plan's own).
+	Policy string `json:"policy"`
+	// Arrivals are the simulated arrivals ("poisson"), Seed their seed and DurationS the
+	// simulated span in seconds (long enough for every application's sampling error to be
+	// small beside 1 − Target).
+	Arrivals  string  `json:"arrivals"`
+	Seed      int64   `json:"seed"`
+	DurationS float64 `json:"duration_s"`
+	// Headroom is the highest load factor (× the plan's own rates) at which every application
+	// still holds its target, found by doubling then bisecting (sim's limit search, capped at
+	// HeadroomCap); below 1 when the plan misses at its own rates, 0 when it misses at every
+	// load tried.
+	Headroom    float64 `json:"headroom"`
+	HeadroomCap float64 `json:"headroom_cap"`
+	// Meets is true when every application meets its target at load 1.
+	Meets bool `json:"meets"`
+	// Apps are the per-application predictions, in the deployment's order.
+	Apps []AppPrediction `json:"apps"`
+}
+
+// AppPrediction is one application's (model, pipeline, cascade, LLM class, workflow app)
+// predicted outcome at load 1.
+type AppPrediction struct {
+	Name string `json:"name"`
+	// RateRPS is the simulated arrival rate (load 1) and Requests how many arrived.
+	RateRPS  float64 `json:"rate_rps"`
+	Requests int64   `json:"requests"`
+	// Target is the share of requests the application must answer within its SLO: 0.99 (as
+	// the PPipe and PARD papers score attainment), or the percentile its SLO is stated at (a
+	// cascade's p95).
+	Target float64 `json:"target"`
+	// Attainment is the share answered within the SLO; Margin its sampling error at 95%
+	// confidence (1.96·√(a(1−a)/n), at least 1/n): a re-run with another seed lands within
+	// attainment ± margin 19 times in 20.
+	Attainment float64 `json:"attainment"`
+	Margin     float64 `json:"margin"`
+	// Dropped and Late count the requests that were dropped (shed by the policy) or answered
+	// past the SLO.
+	Dropped int64 `json:"dropped"`
+	Late    int64 `json:"late"`
+	// Latency percentiles of answered requests (end to end), milliseconds.
+	P50Ms float64 `json:"p50_ms"`
+	P90Ms float64 `json:"p90_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	// TTFTP99Ms and TPOTP99Ms are an LLM class's time to first token and time per output
+	// token at p99 (absent for other applications).
+	TTFTP99Ms *float64 `json:"ttft_p99_ms,omitempty"`
+	TPOTP99Ms *float64 `json:"tpot_p99_ms,omitempty"`
+	// Meets: Attainment ≥ Target.
+	Meets bool `json:"meets"`
+	// SustainedRPS is the highest rate (a load factor tried × RateRPS) at which this
+	// application meets its target, and every lower load tried too: what a user can size by.
+	SustainedRPS float64 `json:"sustained_rps"`
+}
+
+// validate checks a prediction on its own: shares in [0, 1], counts and times ≥ 0, Meets
+// consistent with the numbers it summarises.
+func (pr *Prediction) validate(v *validator, p string) {
+	if pr.Method != PredictionMethodSim {
+		v.add(field(p, "method"), pr.Method, "must be %s", PredictionMethodSim)
+	}
+	if pr.Basis != PredictionBasisRates && pr.Basis != PredictionBasisStated {
+		v.add(field(p, "basis"), pr.Basis, "must be %q or %q", PredictionBasisRates, PredictionBasisStated)
+	}
+	if !(pr.DurationS > 0) || math.IsInf(pr.DurationS, 0) {
+		v.add(field(p, "duration_s"), pr.DurationS, "must be > 0")
+	}
+	nonNegative(v, field(p, "headroom"), pr.Headroom)
+	nonNegative(v, field(p, "headroom_cap"), pr.HeadroomCap)
+	meets := len(pr.Apps) > 0
+	for i, a := range pr.Apps {
+		q := idx(field(p, "apps"), i)
+		if a.Name == "" {
+			v.add(field(q, "name"), a.Name, "must not be empty")
+		}
+		for _, x := range []struct {
+			name string
+			val  float64
+		}{{"attainment", a.Attainment}, {"margin", a.Margin}} {
+			if !(x.val >= 0 && x.val <= 1) {
+				v.add(field(q, x.name), x.val, "must be in [0, 1]")
+			}
+		}
+		for _, x := range []struct {
+			name string
+			val  float64
+		}{{"rate_rps", a.RateRPS}, {"sustained_rps", a.SustainedRPS}, {"p50_ms", a.P50Ms}, {"p90_ms", a.P90Ms}, {"p99_ms", a.P99Ms}} {
+			nonNegative(v, field(q, x.name), x.val)
+		}
+		if a.Requests < 0 || a.Dropped < 0 || a.Late < 0 || a.Dropped+a.Late > a.Requests {
+			v.add(q, fmt.Sprintf("requests %d, dropped %d, late %d", a.Requests, a.Dropped, a.Late), "counts must be >= 0 and dropped + late <= requests")
+		}
+		if !(a.Target > 0 && a.Target < 1) {
+			v.add(field(q, "target"), a.Target, "must be in (0, 1)")
+		}
+		if a.Meets != (a.Attainment >= a.Target) {
+			v.add(field(q, "meets"), a.Meets, "must say whether attainment %g >= target %g", a.Attainment, a.Target)
+		}
+		meets = meets && a.Meets
+	}
+	if pr.Meets != meets {
+		v.add(field(p, "meets"), pr.Meets, "must be true exactly when every application meets the target")
+	}
+}
