@@ -263,9 +263,15 @@ func (p *problem) cost(pipes []pipe, price []float64) float64 {
 // assignment (nil if none), the last solver result and the lower bound.
 func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
 	full := s.p.build(spaces, cfg)
-	best := costStart(s.p, spaces, cfg.cost)
+	// costStart serves each model on its own cheapest type, so together the models may
+	// need more GPUs of a type than it has (its available count): such a start still guides
+	// HiGHS (which drops an infeasible start) but is no incumbent. Taking it as one wrote a
+	// plan with 13 L4s of 12 whenever it cost less than the best fleet within them.
+	start := costStart(s.p, spaces, cfg.cost)
+	var best assignment
 	bestObj, bound := math.Inf(1), 0.0
-	if best != nil {
+	if start != nil && s.p.fits(spaces, start, cfg) {
+		best = start
 		bestObj = s.p.cost(s.p.pipes(spaces, best, 1), cfg.cost)
 	}
 	lcfg := cfg
@@ -284,12 +290,12 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 		inLP := func(m, l, d, o int) bool {
 			return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
 		}
-		keep := keepGuided(spaces, inLP, best)
+		keep := keepGuided(spaces, inLP, start)
 		r := restrict(spaces, keep)
 		rb := s.p.build(r.spaces, cfg)
 		var rstart []float64
-		if best != nil {
-			rstart = rb.start(r.lower(best))
+		if start != nil {
+			rstart = rb.start(r.lower(start))
 		}
 		rres, err := s.solve("cost restricted", rb, rstart, time.Until(s.deadline)/2)
 		if err != nil {
@@ -305,11 +311,13 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 			return best, rres, bound, nil
 		}
 	}
-	var start []float64
+	var fstart []float64
 	if best != nil {
-		start = full.start(best)
+		fstart = full.start(best)
+	} else if start != nil {
+		fstart = full.start(start)
 	}
-	res, err := s.solve("cost", full, start, 0)
+	res, err := s.solve("cost", full, fstart, 0)
 	if err != nil {
 		return nil, nil, 0, err
 	}
