@@ -228,6 +228,14 @@ func Record(p *formats.Plan, c *formats.Cluster) error {
 	if err != nil {
 		return err
 	}
+	// The last line of defence for every planner and for frontier and per-window schedules,
+	// which write no plan file whose validation would catch it: a cost plan beyond a type's
+	// available count is refused here, never recorded (each planner bounds its own search).
+	for _, g := range f.GPUsUsed {
+		if a := c.AvailableOf(g.GPU); g.Count > a {
+			return fmt.Errorf("cluster: gpus[type=%s].available: %d: the plan uses %d", g.GPU, a, g.Count)
+		}
+	}
 	p.Fleet = f
 	p.Provenance.Objective = f.CostPerHour
 	return nil

@@ -12,7 +12,8 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// randomProblem draws a small instance: 1–3 GPU types with prices, at most 8 of each, 1–2
+// randomProblem draws a small instance: 1–3 GPU types with prices, each with an available
+// count of 1 to 8 (so it binds: the cheapest type per request often has too few), 1–2
 // demands whose capacity per type is random (a type cannot serve a demand with chance 1/6),
 // at rates that need a few GPUs.
 func randomProblem(r *rand.Rand, shared bool) Problem {
@@ -20,7 +21,7 @@ func randomProblem(r *rand.Rand, shared bool) Problem {
 	D := 1 + r.IntN(2)
 	p := Problem{Shared: shared}
 	for k := range K {
-		p.Types = append(p.Types, Type{Name: string(rune('A' + k)), Price: math.Round((0.2+4*r.Float64())*100) / 100, Available: 8})
+		p.Types = append(p.Types, Type{Name: string(rune('A' + k)), Price: math.Round((0.2+4*r.Float64())*100) / 100, Available: 1 + r.IntN(8)})
 	}
 	for d := range D {
 		dm := Demand{Name: string(rune('a' + d))}
@@ -148,9 +149,11 @@ func exhaustiveShared(p Problem) float64 {
 	return best
 }
 
-// TestSizeExhaustive: on 100 random instances per mode small enough to enumerate (≤ 3 GPU
-// types, ≤ 8 GPUs each), Size's cost equals the exhaustive optimum, and an instance with no
-// feasible fleet is a *ShortError (issue 34 item 2).
+// TestSizeExhaustive: on 200 random instances per mode small enough to enumerate (≤ 3 GPU
+// types, 1–8 available of each), Size's cost equals the exhaustive optimum within the
+// available counts, its fleet never exceeds them, some instances are short only because of
+// them (the optimum without the counts is cheaper or exists where none does within them),
+// and an instance with no feasible fleet is a *ShortError.
 func TestSizeExhaustive(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -161,10 +164,18 @@ func TestSizeExhaustive(t *testing.T) {
 		{"shared", true, exhaustiveShared},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			feasible := 0
-			for seed := range uint64(100) {
+			feasible, binding := 0, 0
+			for seed := range uint64(200) {
 				p := randomProblem(rand.New(rand.NewPCG(seed, 34)), tc.shared)
 				want := tc.brute(p)
+				free := p
+				free.Types = append([]Type(nil), p.Types...)
+				for k := range free.Types {
+					free.Types[k].Available = 8
+				}
+				if unbound := tc.brute(free); unbound < want-1e-6 {
+					binding++
+				}
 				sol, err := Size(context.Background(), p, 0, 1e-9)
 				if math.IsInf(want, 1) {
 					if !errors.Is(err, ErrShort) && !errors.Is(err, planner.ErrInfeasible) {
@@ -179,9 +190,14 @@ func TestSizeExhaustive(t *testing.T) {
 				if math.Abs(sol.Cost-want) > 1e-6 {
 					t.Errorf("seed %d: cost %g, exhaustive optimum %g (fleet %v, problem %+v)", seed, sol.Cost, want, sol.Count, p)
 				}
+				for k, ty := range p.Types {
+					if sol.Count[k] > ty.Available {
+						t.Errorf("seed %d: %d GPUs of %s, %d available", seed, sol.Count[k], ty.Name, ty.Available)
+					}
+				}
 			}
-			if feasible < 50 {
-				t.Fatalf("only %d of 100 instances feasible: the generator tests too little", feasible)
+			if feasible < 50 || binding < 20 {
+				t.Fatalf("%d of 200 instances feasible, %d where the available counts bind: the generator tests too little", feasible, binding)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
@@ -77,9 +79,14 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 			}
 		}
 	}
+	// A type with an available count offers all of it: capping it at need (a heuristic) could
+	// make a rate the available GPUs serve infeasible, below the largest rate maxScale names.
 	counts := map[string]int{}
 	for k, t := range pp.types {
-		counts[t.name] = min(c.AvailableOf(t.name), need[k])
+		counts[t.name] = need[k]
+		if a := c.AvailableOf(t.name); a < math.MaxInt {
+			counts[t.name] = a
+		}
 	}
 	cl := sized(c, func(g formats.GPUPool) int { return counts[g.Type] })
 	p, err := prepare(Inputs{Profiles: in.Profiles, Cluster: cl, Workload: in.Workload, Refs: in.Refs}, opts)
@@ -105,7 +112,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	}
 	if a == nil {
 		if res != nil && res.Status == solver.StatusInfeasible {
-			return nil, shortError(ctx, p, best, pp)
+			return nil, shortError(ctx, in, opts)
 		}
 		return nil, fmt.Errorf("cost: %w (time limit %s)", ErrNoSolution, opts.TimeLimit)
 	}
@@ -174,33 +181,90 @@ func bestWholeX(p *problem, spaces []*modelSpace) [][]float64 {
 	return out
 }
 
-// shortError names the rate the available GPUs serve when no fleet within them does: the
-// fleet core's LP over whole-model throughput per GPU (pipelines aside).
-func shortError(ctx context.Context, p *problem, best [][]float64, probe *problem) error {
-	var fp fleet.Problem
-	for _, t := range probe.types {
-		a := p.cluster.AvailableOf(t.name)
-		if a == math.MaxInt {
-			a = -1
-		}
-		fp.Types = append(fp.Types, fleet.Type{Name: t.name, Available: a})
-	}
-	for mi, md := range probe.models {
-		fp.Demands = append(fp.Demands, fleet.Demand{Name: md.name, Rate: md.rate, Cap: best[mi]})
-	}
-	scale, err := fleet.MaxScale(ctx, fp)
+// shortError names the largest rates the available GPUs serve when no fleet within them
+// serves the workload's: maxScale's s* times every model's rate, one point that does not
+// depend on how far beyond it the asked rates are (a sweep of --rate multipliers names the
+// same rates at every point past it). The message used to come from an LP over whole-model
+// throughput (pipelines aside) scaled to the asked rates: it named 401.1 req/s at 500 and
+// 409 at 600, and 400 was not served.
+func shortError(ctx context.Context, in Inputs, opts Options) error {
+	scale, err := maxScale(ctx, in, opts)
 	if err != nil {
 		return err
 	}
-	var probs []string
-	for _, md := range probe.models {
-		if scale < 1 {
-			probs = append(probs, fmt.Sprintf("workload: models[%s].rate_rps: %g: the GPUs available (cluster gpus[].available) serve at most %.4g req/s of it: raise available or lower the rate", md.name, md.rate, md.rate*scale))
-		} else {
-			probs = append(probs, fmt.Sprintf("workload: models[%s].rate_rps: %g: no plan within the GPUs available (cluster gpus[].available) serves it: raise available or lower the rate", md.name, md.rate))
-		}
+	var names, rates []string
+	for _, m := range in.Workload.Models {
+		names = append(names, m.Name)
+		rates = append(rates, fmt.Sprintf("%s %s", m.Name, floor4(m.RateRPS*scale)))
 	}
-	return fmt.Errorf("%w: %w", planner.ErrInfeasible, &InputError{Problems: probs})
+	var prob string
+	if scale > 0 {
+		together := ""
+		if len(names) > 1 {
+			together = " together"
+		}
+		prob = fmt.Sprintf("workload: models[%s].rate_rps: the GPUs available (cluster gpus[].available) serve at most %s req/s%s (%s× these rates): raise available or lower the rates",
+			strings.Join(names, ","), strings.Join(rates, ", "), together, floor4(scale))
+	} else {
+		prob = fmt.Sprintf("workload: models[%s].rate_rps: the GPUs available (cluster gpus[].available) serve none of these rates together (every plan within them leaves a model without a pipeline): raise available", strings.Join(names, ","))
+	}
+	return fmt.Errorf("%w: %w", planner.ErrInfeasible, &InputError{Problems: []string{prob}})
+}
+
+// floor4 prints x to 4 significant digits rounded down, so a rate named as servable is
+// never above the one the plan serves.
+func floor4(x float64) string {
+	if !(x > 0) || math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'g', 4, 64)
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x))-3)
+	return strconv.FormatFloat(math.Floor(x/e*(1+1e-12))*e, 'g', 4, 64)
+}
+
+// maxScale is the largest s such that s times every model's rate is served within the
+// available GPUs, solved directly: PPipe's max-min MILP (A.2, the throughput objective
+// max z with Σ_l x_{m,l} ≥ w_m·z) with each model's weight its rate and each type's count
+// its available count (probeCount without one). Its plan serves s·rate_m, the cost MILP's
+// rate rows over the same options and budget rows, so any lower scale has a cost plan.
+// Below the gap tolerance the number is the incumbent's, which is served.
+func maxScale(ctx context.Context, in Inputs, opts Options) (float64, error) {
+	c := in.Cluster
+	cl := sized(c, func(g formats.GPUPool) int { return min(c.AvailableOf(g.Type), probeCount) })
+	wl := *in.Workload
+	wl.Models = append([]formats.ModelWorkload(nil), in.Workload.Models...)
+	for i := range wl.Models {
+		wl.Models[i].Weight = wl.Models[i].RateRPS
+	}
+	o := opts
+	o.Objective, o.FillSurplus, o.Progress = "", false, nil
+	o.Gap = 1e-6
+	p, err := prepare(Inputs{Profiles: in.Profiles, Cluster: cl, Workload: &wl, Refs: in.Refs}, o)
+	if err != nil {
+		return 0, err
+	}
+	began := time.Now()
+	s := &session{p: p, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
+	var pipes []pipe
+	if opts.Strategy == StrategyNP {
+		pipes, _, err = s.np(false)
+	} else {
+		pipes, _, err = s.ppipe()
+	}
+	if errors.Is(err, ErrInfeasible) || errors.Is(err, ErrNoSolution) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	thr := modelThroughput(pipes, len(p.models))
+	z := math.Inf(1)
+	for mi, md := range p.models {
+		z = math.Min(z, thr[mi]/md.rate)
+	}
+	if math.IsInf(z, 0) {
+		return 0, nil
+	}
+	return z, nil
 }
 
 // costStart is the MIP start of the cost MILP: every model on whole GPUs of the one type and
@@ -263,9 +327,15 @@ func (p *problem) cost(pipes []pipe, price []float64) float64 {
 // assignment (nil if none), the last solver result and the lower bound.
 func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment, *solver.Result, float64, error) {
 	full := s.p.build(spaces, cfg)
-	best := costStart(s.p, spaces, cfg.cost)
+	// costStart serves each model on its own cheapest type, so together the models may
+	// need more GPUs of a type than it has (its available count): such a start still guides
+	// HiGHS (which drops an infeasible start) but is no incumbent. Taking it as one wrote a
+	// plan with 13 L4s of 12 whenever it cost less than the best fleet within them.
+	start := costStart(s.p, spaces, cfg.cost)
+	var best assignment
 	bestObj, bound := math.Inf(1), 0.0
-	if best != nil {
+	if start != nil && s.p.fits(spaces, start, cfg) {
+		best = start
 		bestObj = s.p.cost(s.p.pipes(spaces, best, 1), cfg.cost)
 	}
 	lcfg := cfg
@@ -284,12 +354,12 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 		inLP := func(m, l, d, o int) bool {
 			return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
 		}
-		keep := keepGuided(spaces, inLP, best)
+		keep := keepGuided(spaces, inLP, start)
 		r := restrict(spaces, keep)
 		rb := s.p.build(r.spaces, cfg)
 		var rstart []float64
-		if best != nil {
-			rstart = rb.start(r.lower(best))
+		if start != nil {
+			rstart = rb.start(r.lower(start))
 		}
 		rres, err := s.solve("cost restricted", rb, rstart, time.Until(s.deadline)/2)
 		if err != nil {
@@ -305,11 +375,13 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 			return best, rres, bound, nil
 		}
 	}
-	var start []float64
+	var fstart []float64
 	if best != nil {
-		start = full.start(best)
+		fstart = full.start(best)
+	} else if start != nil {
+		fstart = full.start(start)
 	}
-	res, err := s.solve("cost", full, start, 0)
+	res, err := s.solve("cost", full, fstart, 0)
 	if err != nil {
 		return nil, nil, 0, err
 	}

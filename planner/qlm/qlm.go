@@ -133,11 +133,13 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	if tool == "" {
 		tool = "dev"
 	}
+	// The initial placement is QLM's greedy heuristic (§5): no solver, no bound, so its
+	// status is "heuristic", never "optimal".
 	return &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM initial placement (%s): %d instances, %d request groups", strategy, len(q.Instances), len(q.Groups))},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
-			Options: planner.RecordOptions(Flags{Strategy: strategy}), Status: "optimal", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
+			Options: planner.RecordOptions(Flags{Strategy: strategy}), Status: "heuristic", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
 		Cluster: c,
 		QLM:     q,
 	}, nil

@@ -12,7 +12,8 @@ import (
 
 // TestBadInputCost: issue 34's bad inputs exit 2 naming file, field and value and write
 // nothing: a negative price, a currency without default prices and a type left unpriced, a
-// rate the available GPUs cannot serve (the message names the rate they serve), a cost
+// rate the available GPUs cannot serve (the message names the rates they serve: none of
+// m0's and m1's together on 1 L4 + 1 P4, each model needing a GPU of its own), a cost
 // objective without rates, an unknown objective, and a plan whose currency differs from a
 // cluster's beside it.
 func TestBadInputCost(t *testing.T) {
@@ -23,7 +24,7 @@ func TestBadInputCost(t *testing.T) {
 		{name: "unpriced type in EUR", args: append(pp, "--cluster", "testdata/cost/cluster-eur-unpriced.yaml", "--workload", "testdata/cost/workload.yaml"),
 			keep: "plan.json", code: ExitUsage, want: []string{"cluster-eur-unpriced.yaml", "price_per_hour", "P4", "EUR"}},
 		{name: "available below the rate", args: append(pp, "--cluster", "testdata/cost/cluster-scarce.yaml", "--workload", "testdata/cost/workload.yaml"),
-			keep: "plan.json", code: ExitUsage, solver: true, want: []string{"rate_rps", "available", "serve at most"}},
+			keep: "plan.json", code: ExitUsage, solver: true, want: []string{"rate_rps", "available", "serve none of these rates together"}},
 		{name: "no rate", args: append(pp, "--cluster", "testdata/cost/cluster-priced.yaml", "--workload", "testdata/cost/workload-norate.yaml"),
 			keep: "plan.json", code: ExitUsage, solver: true, want: []string{"rate_rps", "required for --objective cost"}},
 		{name: "dyorc available below the rate", args: []string{"solve", "-q", "--objective", "cost", "--cluster", "testdata/cost/cluster-dyorc-scarce.yaml",

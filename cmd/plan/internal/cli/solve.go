@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -265,7 +266,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	}
 	reportFleet(app, plan)
 	pv := plan.Provenance
-	if pv.Status != "optimal" {
+	if pv.Solver != "" && statusClaim(pv) != "optimal" {
 		fmt.Fprintf(app.Err, "plan: %s: wrote the best plan found; objective %.4g, %s\n", pv.Status, pv.Objective, boundGap(pv, "%.2f"))
 	}
 	if app.JSONOutput() {
@@ -390,19 +391,25 @@ func boundGap(pv formats.Provenance, gapFmt string) string {
 	return s
 }
 
-// summaryLine is solve's last line. A plan no solver produced (no provenance solver: QLM's
-// placement is a greedy heuristic, QLM §5) has no bound and no gap to report, so it says
-// "heuristic" instead of claiming "optimal, bound 0, gap 0.000%"; the solver's version closes
-// the line only where the plan records one, so no line ends in an empty "()" (issue 37 item 5).
-// A solver plan that proved no bound (time limit before the LP relaxation finished) says
-// "no bound" (boundGap).
+// summaryLine is solve's last line. It says "optimal" only where the plan proves it
+// (statusClaim): a plan no solver produced (QLM's placement is a greedy heuristic, QLM §5)
+// or one that proved no bound says "heuristic" and prints no bound or gap; a bound with a
+// gap above the tolerance says "best found, gap G%". The solver's version closes the line
+// only where the plan records one, so no line ends in an empty "()".
 func summaryLine(system string, pv formats.Provenance) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s plan (strategy %s): ", system, pv.Strategy)
-	if pv.Solver == "" {
-		fmt.Fprintf(&b, "heuristic, objective %.4g, no bound, %s", pv.Objective, fmtMs(pv.SolveMs))
-	} else {
-		fmt.Fprintf(&b, "%s, objective %.4g, %s, %d nodes, %s", pv.Status, pv.Objective, boundGap(pv, "%.3f"), pv.Nodes, fmtMs(pv.SolveMs))
+	switch claim := statusClaim(pv); {
+	case claim == "heuristic":
+		fmt.Fprintf(&b, "heuristic, objective %.4g, no bound, ", pv.Objective)
+		if pv.Solver != "" {
+			fmt.Fprintf(&b, "%d nodes, ", pv.Nodes)
+		}
+		b.WriteString(fmtMs(pv.SolveMs))
+	case claim == "optimal":
+		fmt.Fprintf(&b, "optimal, objective %.4g, %s, %d nodes, %s", pv.Objective, boundGap(pv, "%.3f"), pv.Nodes, fmtMs(pv.SolveMs))
+	default:
+		fmt.Fprintf(&b, "%s, objective %.4g, bound %.4g, %d nodes, %s", claim, pv.Objective, *pv.Bound, pv.Nodes, fmtMs(pv.SolveMs))
 	}
 	switch {
 	case pv.SolverVersion != "":
@@ -411,6 +418,32 @@ func summaryLine(system string, pv formats.Provenance) string {
 		fmt.Fprintf(&b, " (%s)", pv.Solver)
 	}
 	return b.String()
+}
+
+// defaultGapTolerance is the relative gap a plan that records none was solved to (solve's
+// --gap default).
+const defaultGapTolerance = 0.01
+
+// statusClaim is what a plan may say of its optimality (DESIGN.md, Evidence: "Optimal" is
+// said only with a proven gap): "optimal" where its status is and it records a bound and a
+// gap within the tolerance it was solved to (its options' gap, else solve's default);
+// "best found, gap G%" where it records a bound and a gap above that; "heuristic" where no
+// solver proved a bound.
+func statusClaim(pv formats.Provenance) string {
+	if pv.Solver == "" || pv.Bound == nil || pv.Gap == nil || pv.Status == "heuristic" {
+		return "heuristic"
+	}
+	tol := defaultGapTolerance
+	var o struct {
+		Gap *float64 `json:"gap"`
+	}
+	if len(pv.Options) > 0 && json.Unmarshal(pv.Options, &o) == nil && o.Gap != nil && *o.Gap > 0 {
+		tol = *o.Gap
+	}
+	if pv.Status == "optimal" && *pv.Gap <= tol*(1+1e-9) {
+		return "optimal"
+	}
+	return fmt.Sprintf("best found, gap %.3f%%", *pv.Gap*100)
 }
 
 func fmtMs(ms float64) string {
