@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -147,16 +148,29 @@ func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Durat
 		return s, nil
 	}
 	per := max(hw.PerServer, 1)
-	n := max(hw.N, 1)
+	// The topology holds the GPUs the placement uses, numbered densely in the plan's order:
+	// reports divide utilization over the GPUs the plan runs on, not over the cluster's (a
+	// plan on 2 of 8 GPUs busy 90% read as 22%). Worker names keep the plan's GPU numbers.
+	gpuOf := map[int]int{}
+	var used []int
 	for _, r := range cp.Placement {
 		for _, g := range r.GPUs {
-			n = max(n, g+1)
+			if _, ok := gpuOf[g]; !ok && g >= 0 {
+				gpuOf[g] = -1
+				used = append(used, g)
+			}
 		}
 	}
-	for s := 0; s*per < n; s++ {
+	slices.Sort(used)
+	last := 0
+	for i, g := range used {
+		gpuOf[g] = i
+		last = g
+	}
+	for s := 0; s*per <= last; s++ {
 		d.Topo.Servers = append(d.Topo.Servers, dataplane.Server{Name: fmt.Sprintf("server-%d", s), UpMbps: 1e6, DownMbps: 1e6})
 	}
-	for g := 0; g < n; g++ {
+	for _, g := range used {
 		d.Topo.GPUs = append(d.Topo.GPUs, dataplane.GPU{Type: hw.GPU, Server: dataplane.ServerID(g / per)})
 	}
 	tab := gearTable{PollMs: cp.PollMs, Alpha: cp.Alpha, MaxBatch: maxB}
@@ -172,15 +186,22 @@ func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Durat
 		if len(r.GPUs) == 0 {
 			return nil, formats.ErrorList{{Path: fmt.Sprintf("cascade.placement[%d].gpus", i), Rule: "must list at least one GPU"}}
 		}
+		gpus := make([]int, len(r.GPUs))
+		for k, g := range r.GPUs {
+			if g < 0 {
+				return nil, formats.ErrorList{{Path: fmt.Sprintf("cascade.placement[%d].gpus[%d]", i, k), Value: strconv.Itoa(g), Rule: "must be >= 0"}}
+			}
+			gpus[k] = gpuOf[g]
+		}
 		w := dataplane.WorkerID(len(d.Topo.Workers))
-		d.Topo.Workers = append(d.Topo.Workers, dataplane.Worker{Name: fmt.Sprintf("%s@gpu%v", r.Model, r.GPUs), GPU: r.GPUs[0],
+		d.Topo.Workers = append(d.Topo.Workers, dataplane.Worker{Name: fmt.Sprintf("%s@gpu%v", r.Model, r.GPUs), GPU: gpus[0],
 			Server: dataplane.ServerID(r.GPUs[0] / per), Type: hw.GPU, VGPU: 1, Stage: s})
 		d.Stages[s].Pool = append(d.Stages[s].Pool, w)
 		var bytes int64
 		for _, p := range t.Models[idx[r.Model]].Parts {
 			bytes += p
 		}
-		tab.Replicas = append(tab.Replicas, replicaSpec{Stage: int(s), GPUs: r.GPUs, Bytes: bytes})
+		tab.Replicas = append(tab.Replicas, replicaSpec{Stage: int(s), GPUs: gpus, Bytes: bytes})
 		repsOf[r.Model] = append(repsOf[r.Model], i)
 	}
 	for gi, g := range cp.Gears {
