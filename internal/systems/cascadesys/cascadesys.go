@@ -42,6 +42,14 @@ func System() system.System {
 		HasPlan:  func(p *formats.Plan) bool { return p.Cascade != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
+			if err == nil {
+				// the accuracy target the plan was solved for (--accuracy, recorded in its
+				// options; with --accuracy-margin, target + margin), else the workload's
+				var rec pc.Flags
+				if planner.ReadOptions(p.Provenance.Options, &rec) == nil && rec.AccuracySLO > 0 {
+					d.AccuracyTarget = rec.AccuracySLO
+				}
+			}
 			if p.Provenance.Strategy == pc.StrategyCocktail {
 				// a Cocktail+ plan is its largest fleet: the autoscaler decides what runs
 				return d, dpc.PolicyCocktail, err
