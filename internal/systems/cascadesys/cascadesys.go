@@ -86,7 +86,7 @@ func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.IntVar(&o.f.Ranges, "ranges", d.Ranges, "number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)")
 	f.Float64Var(&o.f.QPSMax, "qps-max", d.QPSMax, "highest planned QPS (default: the workload's qps_max)")
 	f.IntVar(&o.f.Levels, "levels", d.Levels, "threshold levels per model (certainty quantiles)")
-	f.IntVar(&o.f.MaxLen, "max-len", d.MaxLen, "longest cascade: 1..3 searched over validation records; a candidates table's cascades of any length (default: its longest)")
+	f.IntVar(&o.f.MaxLen, "max-len", d.MaxLen, "longest cascade: 1..3 over validation records; a candidates table is searched whole unless this is given")
 	f.BoolVar(&o.f.Monotone, "monotone", d.Monotone, "only cost-ascending cascades")
 	f.StringVar(&o.f.Weights, "weights", d.Weights, "range accuracy weights: requests (ω ∝ time·QPS) or time")
 	f.StringVar(&o.f.Provision, "provision", d.Provision, "dynba and ms+ fleet sizing: queue (the paper's: the rate all but the SLO's tail of requests arrive below, peaks queued) or peak (default queue)")
