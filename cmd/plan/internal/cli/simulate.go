@@ -294,7 +294,11 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err := traceWindow(cmd, app, o, cfg, spec); err != nil {
 		return err
 	}
-	if err := checkSimulationSize(cfg); err != nil {
+	scaleFlag := "--load"
+	if traceBase != nil {
+		scaleFlag = "--rate-scale"
+	}
+	if err := checkSimulationSize(cfg, scaleFlag); err != nil {
 		return err
 	}
 	if cfg.FindLimit {
@@ -655,14 +659,15 @@ func pointRequests(cfg *sim.SweepConfig, load float64) float64 {
 
 // checkSimulationSize refuses sweeps whose load points would not fit in memory, instead of
 // letting the process be killed halfway: the largest load point's real request count.
-func checkSimulationSize(cfg *sim.SweepConfig) error {
+// scaleFlag names the flag the load points came from (--load or --rate-scale).
+func checkSimulationSize(cfg *sim.SweepConfig, scaleFlag string) error {
 	peak := 0.0
 	for _, l := range cfg.Loads {
 		peak = max(peak, l)
 	}
 	if n := pointRequests(cfg, peak); n > maxRequestsPerPoint {
-		return usageErrorf("load %g over %s: %.3g requests in one load point: more than %d; shorten --duration or lower --load / --rate-scale",
-			peak, time.Duration(cfg.Duration)*time.Microsecond, n, maxRequestsPerPoint)
+		return usageErrorf("%s %g over %s: %.3g requests in one load point: more than %d; shorten --duration or lower %s",
+			scaleFlag, peak, time.Duration(cfg.Duration)*time.Microsecond, n, maxRequestsPerPoint, scaleFlag)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestSimulateTraceWindow(t *testing.T) {
 		{name: "a generator keeps the default", args: []string{"--load", "0.1"}, durationUs: 30e6, noStderr: "cuts the trace"},
 		// 6 M requests as recorded: over the cap although the plan's 14,000 req/s × 30 s is not
 		{name: "cap on the real count", args: []string{"--trace", huge, "--rate-scale", "1"}, code: 2,
-			stderr: "load 1 over 1m0s: 6e+06 requests in one load point: more than 5000000"},
+			stderr: "--rate-scale 1 over 1m0s: 6e+06 requests in one load point: more than 5000000; shorten --duration or lower --rate-scale"},
 		// 2,500 req/s × 20 over the trace's 4 s is 200,000 requests: within the cap, where the
 		// plan's 14,000 req/s × 20 × 30 s (8.4 M) was refused
 		{name: "rate-scale within the cap", args: []string{"--trace", short, "--rate-scale", "20"}, durationUs: 4e6},
