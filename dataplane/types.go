@@ -311,6 +311,9 @@ type Deployment struct {
 	// over answered requests, on the records JudgeOn names ("test records", ...).
 	Judge   func(r *Request) bool
 	JudgeOn string
+	// AccuracyTarget is the accuracy the plan promises over answered requests (a cascade
+	// plan's accuracy SLO, CascadeServe §3); 0 = none. Reports flag a run below it.
+	AccuracyTarget float64
 	// Kind names the plan section the deployment came from ("ppipe", "pard", ...): the
 	// policy registry serves it only with policies that declare that kind.
 	Kind   string

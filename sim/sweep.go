@@ -138,6 +138,7 @@ func Sweep(ctx context.Context, cfg *SweepConfig) (*Report, error) {
 	}
 	if cfg.Dep.Judge != nil {
 		rep.AccuracyOn = cfg.Dep.JudgeOn
+		rep.AccuracyTarget = cfg.Dep.AccuracyTarget
 	}
 	if cfg.FindLimit {
 		if points, err = findLimit(ctx, cfg, points); err != nil {

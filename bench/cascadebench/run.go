@@ -72,15 +72,73 @@ func prepare(s Setup, trace []float64, samples int) (*data, error) {
 	return &data{s: s, in: in, c: &w.Cascades[0], test: test, qps: q, samples: samples}, nil
 }
 
-// Served is a trace replay's outcome.
+// Served is a trace replay's outcome. A request the runtime dropped (load shedding past
+// the last gear, a lost GPU) gave no answer: it counts in Dropped, not as a wrong answer,
+// and has no latency. Accuracy is over answered requests, as the paper measures it
+// (CascadeServe §6.1: accuracy over served requests); AccuracyAll is the right answers over
+// every request, a drop counting as not right.
 type Served struct {
-	Requests int64   `json:"requests"`
-	Accuracy float64 `json:"accuracy"`
+	Requests    int64   `json:"requests"`
+	Answered    int64   `json:"answered"`
+	Dropped     int64   `json:"dropped"`
+	Accuracy    float64 `json:"accuracy"`
+	AccuracyAll float64 `json:"accuracy_all_requests"`
+	// P95Ms is over answered requests; P95AllMs counts a drop as a miss (an infinite
+	// latency): -1 when more than 5% were dropped.
 	P95Ms    float64 `json:"p95_ms"`
+	P95AllMs float64 `json:"p95_all_requests_ms"`
 	Switches int64   `json:"switches"`
 	// AvgGPUs is the time-averaged GPUs an autoscaling policy held (Cocktail+), 0 otherwise.
 	AvgGPUs float64 `json:"avg_gpus,omitempty"`
 	Loads   int64   `json:"model_loads,omitempty"`
+}
+
+// meets reports whether a replay meets a p95 latency bound of sloMs and an accuracy target:
+// accuracy over answered requests, and p95 over every request with drops as misses (a run
+// that sheds more than 5% of its requests does not meet a p95 SLO by shedding them).
+func (s Served) meets(sloMs, target float64) bool {
+	return s.Answered > 0 && s.Accuracy >= target && s.P95AllMs >= 0 && s.P95AllMs <= sloMs
+}
+
+// tally counts a replay's finished requests.
+type tally struct {
+	right, answered, dropped int64
+	lats                     []float64
+}
+
+// add records one finished request: dropped (no answer), else its latency and whether its
+// answer was right.
+func (t *tally) add(dropped bool, latMs float64, correct bool) {
+	if dropped {
+		t.dropped++
+		return
+	}
+	t.answered++
+	t.lats = append(t.lats, latMs)
+	if correct {
+		t.right++
+	}
+}
+
+// served summarizes the tally (Switches, AvgGPUs and Loads are the caller's).
+func (t *tally) served() Served {
+	n := t.answered + t.dropped
+	out := Served{Requests: n, Answered: t.answered, Dropped: t.dropped, P95AllMs: -1}
+	sort.Float64s(t.lats)
+	if t.answered > 0 {
+		out.Accuracy = float64(t.right) / float64(t.answered)
+		out.P95Ms = t.lats[min(len(t.lats)-1, int(math.Ceil(0.95*float64(len(t.lats))))-1)]
+	}
+	if n > 0 {
+		out.AccuracyAll = float64(t.right) / float64(n)
+		// rank of the p95 among every request, drops sorting last
+		if k := int(math.Ceil(0.95 * float64(n))); k >= 1 && k <= len(t.lats) {
+			out.P95AllMs = t.lats[k-1]
+		}
+	} else {
+		out.P95AllMs = 0
+	}
+	return out
 }
 
 // replay is how a trace is served: the runtime policy and its parameters, and a slowdown
@@ -89,8 +147,9 @@ type replay struct {
 	policy string
 	params map[string]string
 	slow   float64
-	// each, when set, sees every finished request: arrival (s), latency (ms), correct.
-	each func(arrS, latMs float64, correct bool)
+	// each, when set, sees every finished request: arrival (s), dropped (no answer),
+	// latency (ms, answered requests), correct.
+	each func(arrS float64, dropped bool, latMs float64, correct bool)
 }
 
 // serve replays qps (evenly spaced arrivals within each second) through plan's gears in
@@ -132,28 +191,26 @@ func (d *data) replay(plan *formats.Plan, rp replay, qps []float64) (Served, err
 	for i, m := range d.test.Models {
 		modelOf[m.Name] = i
 	}
-	var right, n int64
-	var lats []float64
+	var tl tally
 	var s *sim.Sim
 	s, err = sim.New(dep, pol, []sim.Source{&sim.Times{T: ts}}, sim.Options{Duration: dataplane.Time(len(qps)) * dataplane.Second, Seed: 1,
 		// No ExpectedRequests: sim.New replaces its heap when it is set, after the engine
 		// armed the policy's first tick (the gears would never switch).
 		Attrs: func(_ dataplane.AppID, k int64) dataplane.Attrs { return dataplane.Attrs{Sample: k + 1} },
 		OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
-			n++
+			// A dropped request answered nothing, even when an earlier stage ran it (a
+			// sample forwarded and shed at a later model).
+			dropped := r.Outcome == dataplane.Dropped
 			lat := float64(r.Done-r.Arrival) / 1000
-			lats = append(lats, lat)
 			ok := false
-			if len(r.Batches) > 0 {
+			if !dropped && len(r.Batches) > 0 {
 				b := s.Engine.Batch(r.Batches[len(r.Batches)-1])
 				m := modelOf[dep.Stages[b.Hops[len(b.Hops)-1].Stage].Model]
 				ok = d.test.Correct[m][dpc.SampleOf(r, int64(d.test.N))]
 			}
-			if ok {
-				right++
-			}
+			tl.add(dropped, lat, ok)
 			if rp.each != nil {
-				rp.each(float64(r.Arrival)/float64(dataplane.Second), lat, ok)
+				rp.each(float64(r.Arrival)/float64(dataplane.Second), dropped, lat, ok)
 			}
 		}})
 	if err != nil {
@@ -162,18 +219,13 @@ func (d *data) replay(plan *formats.Plan, rp replay, qps []float64) (Served, err
 	if _, err := s.Run(); err != nil {
 		return Served{}, err
 	}
-	sort.Float64s(lats)
-	out := Served{Requests: n}
+	out := tl.served()
 	switch p := pol.(type) {
 	case *dpc.Policy:
 		out.Switches = p.Switches
 	case *dpc.Cocktail:
 		out.AvgGPUs = math.Round(p.GPUAverage(dataplane.Time(len(qps))*dataplane.Second)*100) / 100
 		out.Loads = p.Loads
-	}
-	if n > 0 {
-		out.Accuracy = float64(right) / float64(n)
-		out.P95Ms = lats[min(len(lats)-1, int(math.Ceil(0.95*float64(len(lats))))-1)]
 	}
 	return out, nil
 }
@@ -222,7 +274,7 @@ func (d *data) minGPUs(ctx context.Context, strategy string, target float64, win
 				row.Note = err.Error()
 				return row
 			}
-			if sv.Accuracy >= target && sv.P95Ms <= float64(d.s.Latency.Milliseconds()) {
+			if sv.meets(float64(d.s.Latency.Milliseconds()), target) {
 				row.Feasible, row.GPUs, row.PlanAcc, row.Served = true, float64(n), res.Acc, sv
 				row.plan, row.rp = plan, replay{policy: policy, params: d.s.Params}
 				if f < 1 {
@@ -385,7 +437,7 @@ func (d *data) cocktailRuntime(target float64, win []float64, quick bool) (row M
 				row.Note = err.Error()
 				return row
 			}
-			if sv.Accuracy >= target && sv.P95Ms <= float64(d.s.Latency.Milliseconds()) && (!row.Feasible || sv.AvgGPUs < row.GPUs) {
+			if sv.meets(float64(d.s.Latency.Milliseconds()), target) && (!row.Feasible || sv.AvgGPUs < row.GPUs) {
 				row.Feasible, row.GPUs, row.PlanAcc, row.Served, row.plan, row.rp = true, sv.AvgGPUs, t.Accuracy(best), sv, plan, rp
 				row.Note = fmt.Sprintf("%s, packing %.0f QPS/replica, interval %d s, %d model loads", name, lo*f, iv, sv.Loads)
 			}

@@ -30,15 +30,18 @@ const CandidateSamples = 2000
 // that, for every threshold τ some candidate applies after m, cert < τ holds on the
 // fraction of samples the table says that stage forwards (Reach[i+1]/Reach[i]), reading
 // the fractions as a monotone function of τ (running maximum where the table disagrees
-// with itself). Correctness draws model m's single-model accuracy (its one-model
-// candidate, else the mean accuracy of the candidates it ends). Samples are a seeded
+// with itself). Correctness draws model m's single-model accuracy: its one-model
+// candidate's. A model some candidate uses without a one-model candidate is an error naming
+// it: no number in the table stands for its accuracy (the mean of the cascades it ends
+// mixes in every earlier stage's answers), and an invented one would move every simulated
+// accuracy. Samples are a seeded
 // permutation per model, so stages forward independently [ours: the table says nothing
 // about how stages correlate]; accuracy reported for a candidates plan is the table's.
 func (t *Task) fromCandidates(c *formats.Cascade, p string, index map[string]int) []string {
 	var probs []string
 	type point struct{ thr, frac float64 }
 	pts := make([][]point, len(t.Models))
-	accSum, accN := make([]float64, len(t.Models)), make([]float64, len(t.Models))
+	used := make([]bool, len(t.Models))
 	single := make([]float64, len(t.Models))
 	for i := range single {
 		single[i] = -1
@@ -58,16 +61,22 @@ func (t *Task) fromCandidates(c *formats.Cascade, p string, index map[string]int
 			continue
 		}
 		t.Candidates = append(t.Candidates, Candidate{Models: ms, Thr: cd.Thresholds, Acc: cd.Accuracy, Reach: cd.Reach})
-		last := ms[len(ms)-1]
-		accSum[last] += cd.Accuracy
-		accN[last]++
+		for _, m := range ms {
+			used[m] = true
+		}
 		if len(ms) == 1 {
-			single[last] = cd.Accuracy
+			single[ms[0]] = cd.Accuracy
 		}
 		for i := 0; i+1 < len(ms); i++ {
 			if cd.Reach[i] > 0 {
 				pts[ms[i]] = append(pts[ms[i]], point{cd.Thresholds[i], cd.Reach[i+1] / cd.Reach[i]})
 			}
+		}
+	}
+	for m, u := range used {
+		if u && single[m] < 0 {
+			probs = append(probs, fmt.Sprintf("%s.candidates: model %q: no single-model candidate (models: [%s], accuracy: its measured accuracy, reach: [1]): its accuracy is needed to simulate the cascades that use it",
+				p, t.Models[m].Name, t.Models[m].Name))
 		}
 	}
 	if len(probs) > 0 {
@@ -93,10 +102,7 @@ func (t *Task) fromCandidates(c *formats.Cascade, p string, index map[string]int
 			}
 			thr, frac = append(thr, x.thr), append(frac, f)
 		}
-		acc := single[m]
-		if acc < 0 && accN[m] > 0 {
-			acc = accSum[m] / accN[m]
-		}
+		acc := single[m] // -1 for a model no candidate uses: never answers
 		rng := rand.New(rand.NewSource(int64(m) + 1))
 		perm, perm2 := rng.Perm(N), rng.Perm(N)
 		t.Cert[m] = make([]float64, N)

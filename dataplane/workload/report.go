@@ -42,6 +42,9 @@ type Report struct {
 	LimitCap float64 `json:"limit_cap,omitempty"`
 	// AccuracyOn names the records the points' accuracy was judged on (Deployment.JudgeOn).
 	AccuracyOn string `json:"accuracy_on,omitempty"`
+	// AccuracyTarget is the plan's accuracy target (Deployment.AccuracyTarget; 0 = none):
+	// a point whose accuracy falls below it is flagged.
+	AccuracyTarget float64 `json:"accuracy_target,omitempty"`
 }
 
 // AppRate names an application's base rate.

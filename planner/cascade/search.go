@@ -47,7 +47,8 @@ func (t *Task) Names(c *Cascade) string {
 
 // SearchOptions bound the cascade space (CascadeServe §4.2).
 type SearchOptions struct {
-	// MaxLen is the longest cascade K (1..3; artifact 3).
+	// MaxLen is the longest cascade K: 1..3 over validation records (artifact 3; 0 = 3);
+	// over a candidates table any length (0 = every listed cascade).
 	MaxLen int
 	// Levels is the threshold grid size T (artifact 20).
 	Levels int
@@ -94,7 +95,7 @@ func level(thr []float64, x float64) int {
 	return sort.Search(len(thr), func(i int) bool { return thr[i] > x })
 }
 
-// Enumerate evaluates every cascade of up to MaxLen (≤ 3) distinct models on the threshold
+// Enumerate evaluates every cascade of up to MaxLen (≤ 3 over records) distinct models on the threshold
 // grid. The artifact samples S = 50,000 random cascades, or enumerates when the space is
 // smaller (both paper set-ups are); per-level histograms make exhaustive evaluation cost
 // O(N + T²) per ordered model triple, so we always enumerate.
@@ -102,17 +103,27 @@ func (t *Task) Enumerate(o SearchOptions) []Cascade {
 	if o.Levels < 2 {
 		o.Levels = 20
 	}
+	if len(t.Candidates) > 0 {
+		// A candidates table is searched whole by default: its cascades were evaluated
+		// elsewhere, at any length (cascadesys refuses a --max-len that would cut one).
+		if o.MaxLen < 1 {
+			o.MaxLen = math.MaxInt
+		}
+		if o.Singles {
+			o.MaxLen = 1
+		}
+		return t.listed(o)
+	}
 	if o.MaxLen < 1 {
 		o.MaxLen = 3
 	}
+	// The histograms below cover up to 3 stages (the artifact's K = 3); cascadesys refuses a
+	// longer --max-len over records rather than cutting it here.
 	if o.MaxLen > 3 {
 		o.MaxLen = 3
 	}
 	if o.Singles {
 		o.MaxLen = 1
-	}
-	if len(t.Candidates) > 0 {
-		return t.listed(o)
 	}
 	M := len(t.Models)
 	rt := make([]float64, M)

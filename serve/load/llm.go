@@ -60,10 +60,12 @@ func exactArrivals(o Options, plan *formats.Plan, targets []target, load float64
 	return arrivals, true, nil
 }
 
-// replayWindow is the run's arrival window: Duration, or for an exact LLM replay without
-// --duration the span of its arrivals (goodput and offered rates count over it).
+// replayWindow is the run's arrival window: Duration, or without --duration for an exact
+// LLM replay or a run bounded by --max-requests the span of its arrivals (goodput and
+// offered rates count over it).
 func replayWindow(o Options, plan *formats.Plan, arrivals []arrival) time.Duration {
-	if o.DurationSet || llmClasses(plan) == nil || o.Arrival.Trace == nil || len(o.Arrival.Trace.Requests) == 0 || len(arrivals) == 0 {
+	exact := llmClasses(plan) != nil && o.Arrival.Trace != nil && len(o.Arrival.Trace.Requests) > 0
+	if o.DurationSet || (!exact && !byCount(o)) || len(arrivals) == 0 {
 		return o.Duration
 	}
 	// At least a second, as the simulator's replay window: a burst is not an infinite rate.

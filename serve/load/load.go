@@ -244,6 +244,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.Duration = defaultWindow(o, plan)
 	arrivals, err := arrivalsOf(o, plan, dep, targets, load)
 	if err != nil {
 		return nil, err
@@ -406,12 +407,33 @@ type arrival struct {
 	in, out int32
 }
 
+// defaultWindow is the arrival window before any arrival is drawn: --duration when given;
+// else a Trace file's recorded span (the trace replayed whole, as plan simulate does), else
+// the default Duration. An exact LLM replay sets its own (llm.go).
+func defaultWindow(o Options, plan *formats.Plan) time.Duration {
+	if o.DurationSet || (llmClasses(plan) != nil && o.Arrival.Trace != nil && len(o.Arrival.Trace.Requests) > 0) {
+		return o.Duration
+	}
+	if span, _, ok := o.Arrival.Extent(); ok && span > 0 {
+		return time.Duration(span) * time.Microsecond
+	}
+	return o.Duration
+}
+
+// byCount reports whether --max-requests alone bounds the run: given without --duration,
+// it wins over the default window (arrivals go on until that many were drawn).
+func byCount(o Options) bool { return o.MaxRequests > 0 && !o.DurationSet }
+
 // arrivalsOf draws every target's arrivals in the window, seeded as the simulator seeds the
-// same load point, in time order (at most o.MaxRequests).
+// same load point, in time order (at most o.MaxRequests; without --duration, exactly that
+// many where the process has them).
 func arrivalsOf(o Options, plan *formats.Plan, dep *dataplane.Deployment, targets []target, load float64) ([]arrival, error) {
 	window := dataplane.Time(o.Duration / time.Microsecond)
 	if x, ok, err := exactArrivals(o, plan, targets, load, window); ok || err != nil {
 		return x, err
+	}
+	if byCount(o) {
+		window = dataplane.Never
 	}
 	var arrivals []arrival
 	for i, t := range targets {
@@ -427,7 +449,7 @@ func arrivalsOf(o Options, plan *formats.Plan, dep *dataplane.Deployment, target
 		var n int64
 		for {
 			at := src.Next()
-			if at == dataplane.Never || at >= window {
+			if at == dataplane.Never || at >= window || (byCount(o) && n >= int64(o.MaxRequests)) {
 				break
 			}
 			arrivals = append(arrivals, arrival{t: at, app: i, n: n})

@@ -42,6 +42,14 @@ func System() system.System {
 		HasPlan:  func(p *formats.Plan) bool { return p.Cascade != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
+			if err == nil {
+				// the accuracy target the plan was solved for (--accuracy, recorded in its
+				// options; with --accuracy-margin, target + margin), else the workload's
+				var rec pc.Flags
+				if planner.ReadOptions(p.Provenance.Options, &rec) == nil && rec.AccuracySLO > 0 {
+					d.AccuracyTarget = rec.AccuracySLO
+				}
+			}
 			if p.Provenance.Strategy == pc.StrategyCocktail {
 				// a Cocktail+ plan is its largest fleet: the autoscaler decides what runs
 				return d, dpc.PolicyCocktail, err
@@ -61,11 +69,15 @@ func System() system.System {
 type Planner struct {
 	f      pc.Flags
 	margin float64
+	// fs is the flag set Flags filled (nil when the options come from a plan's record):
+	// whether --max-len was given.
+	fs *pflag.FlagSet
 }
 
 // Flags implements planner.Planner.
 func (o *Planner) Flags(f *pflag.FlagSet) {
 	d := pc.DefaultFlags()
+	o.fs = f
 	f.Float64Var(&o.f.AccuracySLO, "accuracy", d.AccuracySLO, "accuracy SLO in (0,1]: minimize latency at this weighted accuracy (with --slo: the accuracy floor of a latency SLO)")
 	f.Float64Var(&o.f.Percentile, "percentile", d.Percentile, "latency SLO percentile (default: the workload's, or 0.95)")
 	f.IntVar(&o.f.GPUs, "gpus", d.GPUs, "use only the first N GPUs of the cluster (0 = all)")
@@ -74,7 +86,7 @@ func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.IntVar(&o.f.Ranges, "ranges", d.Ranges, "number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)")
 	f.Float64Var(&o.f.QPSMax, "qps-max", d.QPSMax, "highest planned QPS (default: the workload's qps_max)")
 	f.IntVar(&o.f.Levels, "levels", d.Levels, "threshold levels per model (certainty quantiles)")
-	f.IntVar(&o.f.MaxLen, "max-len", d.MaxLen, "longest cascade (1..3)")
+	f.IntVar(&o.f.MaxLen, "max-len", d.MaxLen, "longest cascade: 1..3 over validation records; a candidates table is searched whole unless this is given")
 	f.BoolVar(&o.f.Monotone, "monotone", d.Monotone, "only cost-ascending cascades")
 	f.StringVar(&o.f.Weights, "weights", d.Weights, "range accuracy weights: requests (ω ∝ time·QPS) or time")
 	f.StringVar(&o.f.Provision, "provision", d.Provision, "dynba and ms+ fleet sizing: queue (the paper's: the rate all but the SLO's tail of requests arrive below, peaks queued) or peak (default queue)")
@@ -98,8 +110,8 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	if f.Levels < 2 || f.Levels > 1000 {
 		probs = append(probs, fmt.Sprintf("--levels: %d: must be in [2, 1000]", f.Levels))
 	}
-	if f.MaxLen < 1 || f.MaxLen > 3 {
-		probs = append(probs, fmt.Sprintf("--max-len: %d: must be 1, 2 or 3", f.MaxLen))
+	if f.MaxLen < 1 {
+		probs = append(probs, fmt.Sprintf("--max-len: %d: must be >= 1", f.MaxLen))
 	}
 	if f.Weights != "requests" && f.Weights != "time" {
 		probs = append(probs, fmt.Sprintf("--weights: %q: must be requests or time", f.Weights))
@@ -119,6 +131,9 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
 	opt, err := o.options(s)
 	if err != nil {
+		return nil, err
+	}
+	if err := o.fitMaxLen(in, &opt); err != nil {
 		return nil, err
 	}
 	if s.TimeLimit > 0 {
@@ -150,6 +165,42 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		plan.Provenance.SolveMs = 0
 	}
 	return plan, nil
+}
+
+// maxRecordsLen is the longest cascade the search over validation records enumerates
+// (planner/cascade Enumerate: per-level histograms for up to 3 stages, the artifact's K = 3,
+// CascadeServe §4.2).
+const maxRecordsLen = 3
+
+// fitMaxLen bounds the cascade length by what the workload allows: over validation records
+// at most maxRecordsLen (a longer --max-len is refused, never cut silently); a candidates
+// table is searched whole (its longest cascade, whatever its length), and a --max-len given
+// below its longest cascade is refused naming that candidate, since it would drop it.
+func (o *Planner) fitMaxLen(in planner.Inputs, opt *pc.Options) error {
+	if in.Workload == nil || len(in.Workload.Cascades) != 1 {
+		return nil // pc.Solve names the problem
+	}
+	c := &in.Workload.Cascades[0]
+	if len(c.Candidates) == 0 {
+		if opt.Search.MaxLen > maxRecordsLen {
+			return &planner.InputError{Problems: []string{fmt.Sprintf("--max-len: %d: must be 1, 2 or 3: the search over validation records enumerates cascades of up to %d models (a candidates table may list longer ones)", opt.Search.MaxLen, maxRecordsLen)}}
+		}
+		return nil
+	}
+	longest, at := 0, 0
+	for i, cd := range c.Candidates {
+		if len(cd.Models) > longest {
+			longest, at = len(cd.Models), i
+		}
+	}
+	if longest <= opt.Search.MaxLen {
+		return nil
+	}
+	if o.fs == nil || o.fs.Changed("max-len") {
+		return &planner.InputError{Problems: []string{fmt.Sprintf("workload: cascades[0].candidates[%d].models: %d models: longer than --max-len %d, which would drop it from the search (give --max-len %d, or leave --max-len unset to search the whole table)", at, longest, opt.Search.MaxLen, longest)}}
+	}
+	opt.Search.MaxLen = longest
+	return nil
 }
 
 // sloField names the SLO a refused solve cannot meet (flag or workload field and value).

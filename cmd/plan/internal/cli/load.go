@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
@@ -93,8 +94,8 @@ a way to load someone else's server.`,
 	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate, a trace rescaled to it (default 1.0 without --rate)")
 	f.Float64Var(&o.rateScale, "rate-scale", 0, "with a Trace file: replay it at this multiple of its recorded rate (1.0 = as recorded); exclusive with --load and --rate")
 	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
-	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window")
-	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit)")
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window (default 10s; a Trace file: its whole span; with --max-requests: until that many were sent)")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit); without --duration it alone bounds the run")
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a trace file (a Trace document or an Azure LLM trace CSV); on an LLM plan a per-request trace replays exactly, as plan simulate's: each request once, with its class and tokens, the whole trace unless --duration")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
@@ -170,6 +171,12 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 			return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
 		}
 		warmup = o.warmup
+	}
+	if span, total, ok := spec.Extent(); ok && cmd.Flags().Changed("duration") && o.duration < time.Duration(span)*time.Microsecond {
+		// a trace replayed over part of its span: say what is left out (at the recorded rate)
+		cut := float64(total) - spec.RecordedBefore(dataplane.Time(o.duration/time.Microsecond))
+		fmt.Fprintf(app.Err, "load: --duration %s cuts the trace %s (%s recorded): its last %s and %.0f of its %d requests (at the recorded rate) are not sent; leave --duration unset to send it whole\n",
+			o.duration, spec.Name, time.Duration(span)*time.Microsecond, time.Duration(span)*time.Microsecond-o.duration, cut, total)
 	}
 	if o.rateScale > 0 && spec.Trace == nil {
 		return usageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)

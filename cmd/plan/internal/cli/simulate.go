@@ -101,7 +101,7 @@ replay the same requests.`,
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a trace file (a Trace document, or an Azure LLM trace CSV detected by its header); on an LLM plan a per-request trace replays exactly: each request once, with its class and tokens, at its time / the load (default --load 1: as recorded)")
 	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list (1.0 = each model at its planned rate; a trace is rescaled so its mean rate is that)")
 	f.StringVar(&o.rateScale, "rate-scale", "", "with a Trace file: replay it at these multiples of its recorded rate (1.0 = as recorded; LO:HI:STEP, a value or a comma list), instead of --load's planned rates")
-	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time)")
+	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time; default 30s, a Trace file: its whole span)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
 	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames(app.Systems))
@@ -247,14 +247,6 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if cmd.Flags().Changed("find-limit") {
 		findLimit = o.findLimit
 	}
-	if err := checkSimulationSize(dep, loads, o.duration); err != nil {
-		return err
-	}
-	limit := sim.DefaultLimitCap
-	if findLimit {
-		// Extend only as far as a load point still fits in memory.
-		limit = min(limit, maxLoadThatFits(dep, o.duration))
-	}
 	params, err := parseParams(o.params)
 	if err != nil {
 		return err
@@ -293,11 +285,25 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: base, Loads: loads,
 		Duration: dataplane.Time(o.duration / time.Microsecond), Seed: o.seed, Jitter: o.jitter,
 		Parallel: o.parallel, PlanName: filepath.Base(path), Strategy: strategy, Failures: failures,
-		CancelFraction: o.cancel, Warmup: warmup, FindLimit: findLimit, LimitCap: limit,
+		CancelFraction: o.cancel, Warmup: warmup, FindLimit: findLimit, LimitCap: sim.DefaultLimitCap,
 		RecordRequests: o.requestsOut != "",
 	}
 	if err := setupLLMSweep(cmd, o, path, plan, cfg, spec); err != nil {
 		return err
+	}
+	if err := traceWindow(cmd, app, o, cfg, spec); err != nil {
+		return err
+	}
+	scaleFlag := "--load"
+	if traceBase != nil {
+		scaleFlag = "--rate-scale"
+	}
+	if err := checkSimulationSize(cfg, scaleFlag); err != nil {
+		return err
+	}
+	if cfg.FindLimit {
+		// Extend only as far as a load point still fits in memory.
+		cfg.LimitCap = min(cfg.LimitCap, maxLoadThatFits(cfg))
 	}
 	if !app.Quiet {
 		start := time.Now()
@@ -500,18 +506,28 @@ func percentileMs(pl *sim.PercentileLatency) string {
 
 // accuracyLine gives the accuracy over answered requests at each load point, where the
 // deployment judges answers (a cascade plan: on its test records when the workload holds
-// them, else on the validation records it was planned on).
+// them, else on the validation records it was planned on), and flags with "*" the points
+// below the plan's accuracy target, naming them on a line of their own.
 func accuracyLine(rep *sim.Report) string {
-	var parts []string
+	var parts, below []string
 	for _, p := range rep.Points {
 		if p.Total.Accuracy != nil {
-			parts = append(parts, fmt.Sprintf("%.4f at load %.2f", *p.Total.Accuracy, p.Load))
+			s := fmt.Sprintf("%.4f at load %.2f", *p.Total.Accuracy, p.Load)
+			if rep.AccuracyTarget > 0 && *p.Total.Accuracy < rep.AccuracyTarget-1e-9 {
+				s = fmt.Sprintf("%.4f* at load %.2f", *p.Total.Accuracy, p.Load)
+				below = append(below, fmt.Sprintf("%.2f", p.Load))
+			}
+			parts = append(parts, s)
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("accuracy (answered requests, on the %s): %s", rep.AccuracyOn, strings.Join(parts, ", "))
+	line := fmt.Sprintf("accuracy (answered requests, on the %s): %s", rep.AccuracyOn, strings.Join(parts, ", "))
+	if len(below) > 0 {
+		line += fmt.Sprintf("\n* below the plan's accuracy target %.4f at load %s", rep.AccuracyTarget, strings.Join(below, ", "))
+	}
+	return line
 }
 
 // maxLoadLine says which target and window the max load factor used (issue 37 item 3).
@@ -622,35 +638,92 @@ func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string)
 // life-cycle record, about half a kilobyte each, and load points run in parallel.
 const maxRequestsPerPoint = 5_000_000
 
-// checkSimulationSize refuses sweeps whose load points would not fit in memory, instead of
-// letting the process be killed halfway.
-func checkSimulationSize(dep *dataplane.Deployment, loads []float64, d time.Duration) error {
-	var rate float64
-	for _, a := range dep.Apps {
-		rate += a.RateRPS
+// pointRequests is how many requests the sweep's load point at load brings: the arrivals
+// its processes make at their rates (the trace's recorded rates under --rate-scale, the
+// plan's under --load) over the window, counted on a count series' own shape (its bursts
+// included), or an exact replay's requests.
+func pointRequests(cfg *sim.SweepConfig, load float64) float64 {
+	if cfg.Replay != nil {
+		return float64(cfg.Replay.Requests())
 	}
+	var n float64
+	for a, ap := range cfg.Dep.Apps {
+		rate := ap.RateRPS
+		if a < len(cfg.BaseRPS) {
+			rate = cfg.BaseRPS[a]
+		}
+		n += cfg.Arrival.Expected(rate*load, cfg.Duration)
+	}
+	return n
+}
+
+// checkSimulationSize refuses sweeps whose load points would not fit in memory, instead of
+// letting the process be killed halfway: the largest load point's real request count.
+// scaleFlag names the flag the load points came from (--load or --rate-scale).
+func checkSimulationSize(cfg *sim.SweepConfig, scaleFlag string) error {
 	peak := 0.0
-	for _, l := range loads {
+	for _, l := range cfg.Loads {
 		peak = max(peak, l)
 	}
-	if n := rate * peak * d.Seconds(); n > maxRequestsPerPoint {
-		return usageErrorf("--load %g × %.0f req/s × --duration %s = %.3g requests in one load point: more than %d; shorten --duration or lower --load",
-			peak, rate, d, n, maxRequestsPerPoint)
+	if n := pointRequests(cfg, peak); n > maxRequestsPerPoint {
+		return usageErrorf("%s %g over %s: %.3g requests in one load point: more than %d; shorten --duration or lower %s",
+			scaleFlag, peak, time.Duration(cfg.Duration)*time.Microsecond, n, maxRequestsPerPoint, scaleFlag)
 	}
 	return nil
 }
 
 // maxLoadThatFits is the highest load factor whose load point stays within
-// maxRequestsPerPoint (the find-limit extension's cap).
-func maxLoadThatFits(dep *dataplane.Deployment, d time.Duration) float64 {
-	var rate float64
-	for _, a := range dep.Apps {
-		rate += a.RateRPS
-	}
-	if rate <= 0 || d <= 0 {
+// maxRequestsPerPoint (the find-limit extension's cap): requests grow linearly in the load.
+func maxLoadThatFits(cfg *sim.SweepConfig) float64 {
+	n := pointRequests(cfg, 1)
+	if n <= 0 || cfg.Replay != nil {
 		return sim.DefaultLimitCap
 	}
-	return maxRequestsPerPoint / (rate * d.Seconds())
+	return maxRequestsPerPoint / n
+}
+
+// traceWindow replays a Trace file whole: without --duration the window is the trace's
+// recorded span (a 20-minute count series was cut to the default 30 s, silently). With
+// --duration shorter than the span it says on stderr what the cut leaves out. An exact LLM
+// replay sets its own window (setupLLMSweep).
+func traceWindow(cmd *cobra.Command, app *App, o *simulateOptions, cfg *sim.SweepConfig, spec sim.ArrivalSpec) error {
+	span, total, ok := spec.Extent()
+	if !ok || span <= 0 {
+		return nil
+	}
+	if cfg.Replay != nil {
+		if cmd.Flags().Changed("duration") {
+			lo := cfg.Loads[0]
+			for _, l := range cfg.Loads {
+				lo = min(lo, l)
+			}
+			// the replay at load lo divides the trace's times by lo
+			cut := 0
+			for _, r := range spec.Trace.Requests {
+				if float64(r.TimeUs)/lo >= float64(cfg.Duration) {
+					cut++
+				}
+			}
+			if cut > 0 {
+				fmt.Fprintf(app.Err, "simulate: --duration %s cuts the trace %s (%s at load %.2f): %d of its %d requests are not replayed; leave --duration unset to replay it whole\n",
+					o.duration, spec.Name, time.Duration(float64(cfg.Replay.Span())/lo)*time.Microsecond, lo, cut, total)
+			}
+		}
+		return nil
+	}
+	if !cmd.Flags().Changed("duration") {
+		cfg.Duration = span
+		if !cmd.Flags().Changed("warmup") {
+			cfg.Warmup = sim.DefaultWarmup(cfg.Dep, span)
+		}
+		return nil
+	}
+	if cfg.Duration < span {
+		cut := float64(total) - spec.RecordedBefore(cfg.Duration)
+		fmt.Fprintf(app.Err, "simulate: --duration %s cuts the trace %s (%s recorded): its last %s and %.0f of its %d requests (at the recorded rate) are not replayed; leave --duration unset to replay it whole\n",
+			o.duration, spec.Name, time.Duration(span)*time.Microsecond, time.Duration(span-cfg.Duration)*time.Microsecond, cut, total)
+	}
+	return nil
 }
 
 // discardEffects lets the policy be attached once for validation without a driver.
