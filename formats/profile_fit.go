@@ -8,24 +8,30 @@ package formats
 // neighbours (BERT-base measured 39.6 ms at batch 71 against ~76 ms either side) or a
 // falling last pair (bert-mini's, extended by its slope, reached −9,158 µs at batch 1000).
 //
-// The rule. A larger batch never costs less than a smaller one (it could be padded), so a
-// point is judged by the order of its neighbours: the isotonic fit of the other points (the
-// least-squares non-decreasing curve, by pool-adjacent-violators, Barlow et al. 1972). A
-// point more than FitTolerance (25%) below that curve at the nearest smaller batch, or more
-// than 25% above it at the nearest larger batch, is a candidate; anything between is a shape
-// the order allows (a per-item time that rises, a step at a kernel switch) and is never
-// touched. The candidates are left out and the others refitted: a candidate still that far
-// off the refit curve is an outlier (a fall pools its neighbour into the first look's fit,
-// which the second look clears). Outliers take the refit curve's value at their batch
-// (linear between the neighbours; past the last kept batch, its per-item time; below the
-// first, flat); every other point keeps its measured value, noise and all, so a curve
-// within 25% of monotone order is planned exactly as measured. The tolerance is relative,
-// not k × a robust noise estimate (a MAD of residuals): PPipe's grids hold 2 to 8 batches
-// per curve (ppipe.md, "Block latency"), too few for a median of residuals to estimate
-// anything, while a measurement's spread on a shared GPU is a few percent and a quarter is
-// a different regime (a stall, a cache effect), not the batch's cost. When more than a third
-// of a curve's points are outliers the curve is not noise around one curve (a second
-// regime): nothing is replaced and they are only reported.
+// The rule. A larger batch never costs less than a smaller one (it could be padded), and
+// batching never makes an item slower (per-item time non-increasing: CascadeServe §4.5,
+// PPipe §4), so a point is judged by its neighbours: the isotonic fit of the other points
+// (the least-squares non-decreasing curve, by pool-adjacent-violators, Barlow et al. 1972).
+// A point is a candidate when it is more than FitTolerance (25%) below its floor (that curve
+// at the nearest smaller batch, or the nearest larger batch's per-item time times its batch,
+// whichever is higher) or more than 25% above its ceiling (the curve at the nearest larger
+// batch). Anything between is planned as measured: per-item time that wobbles, or rises by
+// less than a third between measured batches (a compute-bound block), and a step up at a
+// kernel switch are shapes of real curves; a per-item time a third higher at the next batch
+// is a dip at this one.
+//
+// The candidates are left out and the others refitted: a candidate still that far off the
+// refit curve is an outlier (a fall pools its neighbour into the first look's fit, which the
+// second look clears). Outliers take the refit curve's value at their batch (linear between
+// the neighbours; past the last kept batch, its per-item time; below the first, the line
+// through the first two kept points, between their per-item floor and the first); every
+// other point keeps its measured value, noise and all. The tolerance is relative, not k × a
+// robust noise estimate (a MAD of residuals): PPipe's grids hold 2 to 8 batches per curve
+// (ppipe.md, "Block latency"), too few for a median of residuals to estimate anything, while
+// a measurement's spread on a shared GPU is a few percent and a quarter is a different
+// regime (a stall, a cache effect), not the batch's cost. When more than a third of a
+// curve's points are outliers the curve is not noise around one curve (a second regime):
+// nothing is replaced and they are only reported.
 //
 // Past the largest measured batch a batch costs the last point's per-item time, L(b) =
 // L(n)·b/n (CurveAt): increasing in b, never below L(n), never negative; below the first
@@ -146,6 +152,43 @@ func (m *ModelProfile) restoreRaw() {
 			e.RawTotalUs = 0
 		}
 	}
+}
+
+// FitPoint is one value a fit replaced: the measured value and the one planned on.
+type FitPoint struct {
+	GPU   string
+	VGPU  int
+	Batch int
+	// Block is the block index (-1: total_us).
+	Block      int
+	MeasuredUs float64
+	UsedUs     float64
+}
+
+func (f FitPoint) String() string {
+	what := "total_us"
+	if f.Block >= 0 {
+		what = fmt.Sprintf("block %d", f.Block)
+	}
+	return fmt.Sprintf("%s (vgpu %d) batch %d %s: measured %.6g µs, planned on %.6g µs", f.GPU, f.VGPU, f.Batch, what, f.MeasuredUs, f.UsedUs)
+}
+
+// Replaced lists the values of the model planned on instead of the measured ones, in the
+// order of its latency table: the entries recording raw_block_us or raw_total_us, where a
+// value differs from the raw one.
+func (m *ModelProfile) Replaced() []FitPoint {
+	var out []FitPoint
+	for _, e := range m.Latency {
+		for b, raw := range e.RawBlockUs {
+			if b < len(e.BlockUs) && e.BlockUs[b] != raw {
+				out = append(out, FitPoint{GPU: e.GPU, VGPU: e.VGPU, Batch: e.Batch, Block: b, MeasuredUs: raw, UsedUs: e.BlockUs[b]})
+			}
+		}
+		if e.RawTotalUs > 0 && e.RawTotalUs != e.TotalUs {
+			out = append(out, FitPoint{GPU: e.GPU, VGPU: e.VGPU, Batch: e.Batch, Block: -1, MeasuredUs: e.RawTotalUs, UsedUs: e.TotalUs})
+		}
+	}
+	return out
 }
 
 func (m *ModelProfile) fit() []FitWarning {
@@ -299,26 +342,46 @@ func MonotoneFit(bs, ys []float64) (used []float64, off []bool) {
 	kb, kf = keptCurve(bs, ys, off)
 	for j := range ys {
 		if off[j] {
-			used[j] = CurveAt(kb, kf, bs[j])
+			used[j] = replacement(kb, kf, bs[j])
 		}
 	}
 	return used, off
 }
 
+// replacement is the value an outlier at batch b takes: the kept curve there (CurveAt), and
+// below its first batch (where CurveAt is flat) the line through its first two points,
+// clamped to what the two properties allow: at most the first kept value, at least its
+// per-item time times b. A dip at batch 1 thus plans on about the trend's batch-1 cost, not
+// on batch 2's.
+func replacement(kb, kf []float64, b float64) float64 {
+	if len(kb) < 2 || b >= kb[0] {
+		return CurveAt(kb, kf, b)
+	}
+	v := kf[0] - (kb[0]-b)*(kf[1]-kf[0])/(kb[1]-kb[0])
+	return math.Min(kf[0], math.Max(v, kf[0]*b/kb[0]))
+}
+
 // outsideNeighbours reports whether y, measured at batch b, breaks the order of the
-// non-decreasing curve (kb, kf) by more than FitTolerance: more than 25% below the curve's
-// value at the nearest batch below b, or more than 25% above it at the nearest batch above.
-// Anything between is a shape the order allows (a per-item time that rises, a step) and is
-// planned as measured.
+// non-decreasing curve (kb, kf) by more than FitTolerance: more than 25% below its floor or
+// more than 25% above its ceiling. The ceiling is the curve at the nearest larger batch (a
+// smaller batch never costs more). The floor is the higher of the curve at the nearest
+// smaller batch and the nearest larger batch's per-item time times b (batching never makes
+// an item slower by a third: CascadeServe §4.5, PPipe §4; a dip at the start of a curve has
+// no smaller batch to fall below). Anything between is a shape the two allow and is planned
+// as measured.
 func outsideNeighbours(kb, kf []float64, b, y float64) bool {
 	i := sort.SearchFloat64s(kb, b) // kb[:i] < b ≤ kb[i:]
-	if i > 0 && y < (1-FitTolerance)*kf[i-1] {
-		return true
+	floor := 0.0
+	if i > 0 {
+		floor = kf[i-1]
 	}
 	if i < len(kb) && kb[i] == b {
 		i++
 	}
-	return i < len(kb) && y > (1+FitTolerance)*kf[i]
+	if i < len(kb) {
+		floor = math.Max(floor, kf[i]*b/kb[i])
+	}
+	return y < (1-FitTolerance)*floor || (i < len(kb) && y > (1+FitTolerance)*kf[i])
 }
 
 // keptCurve is the isotonic fit of the points not marked off, at their batches.

@@ -30,11 +30,14 @@ type solveOptions struct {
 	out           string
 	deterministic bool
 	objective     string
-	win           windowOptions
+	// profileFit is --profile-fit: outliers (the default; "" where a command has no such
+	// flag) or none.
+	profileFit string
+	win        windowOptions
 }
 
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
-var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective"}, windowSolveFlags...)
+var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "profile-fit"}, windowSolveFlags...)
 
 func init() { register(newSolveCmd) }
 
@@ -59,9 +62,12 @@ re-uses. When the time limit is reached the best plan found so far is written to
 its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
 a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
 rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
-reach the target. Profiles are planned on a monotone fit of their measured latencies (the
-plan keeps the measured values beside it); points far off their neighbours are named on
-stderr.`,
+reach the target. Profiles are planned on their measured latencies: a point more than 25%
+out of monotone order with its neighbours (a dip below the batch before it, a spike above the
+batch after it) is an outlier, named on stderr (file, model, GPU, batch, measured → used) and
+planned on at its neighbours' curve; the plan keeps the measured value beside it (raw_block_us,
+raw_total_us) and records fit: outliers, or fit: none when every value is as measured.
+--profile-fit none plans on every measured value, outliers included.`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
   plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
@@ -85,6 +91,7 @@ stderr.`,
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	addObjectiveFlag(f, &o.objective)
 	addWindowFlags(f, &o.win)
+	f.StringVar(&o.profileFit, "profile-fit", formats.FitOutliers, "outliers: replace measured points more than 25% out of monotone order by their neighbours' curve; none: plan on every measured value")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
 	// planner gets the values given (its own defaults otherwise). The usage lists them per
@@ -102,11 +109,16 @@ stderr.`,
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-// Every profile is planned on its monotone fit (formats.FitProfile, issue 31 item 1): the
-// plan embeds the fit beside the measured values, and warn reports each measured point the
-// fit left out. The input's digest is the file's, as measured.
+// Every profile file is planned on its measured values but for the outliers formats.FitProfile
+// replaces (issue 31 item 1; none with --profile-fit none): the plan embeds the values used
+// with the measured ones beside them, and warn reports each point off the fit (file, model,
+// GPU, batch, measured → used). The input's digest is the file's, as measured. The embedded
+// demo is a roofline estimate, not a measurement: it is planned as it is.
 func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string)) (planner.Inputs, error) {
 	var in planner.Inputs
+	if o.profileFit != "" && o.profileFit != formats.FitOutliers && o.profileFit != formats.FitNone {
+		return in, usageErrorf("--profile-fit: %q: must be %s or %s", o.profileFit, formats.FitOutliers, formats.FitNone)
+	}
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
 		if err != nil {
@@ -133,8 +145,12 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string
 		if err := ref(formats.KindProfile, path, p); err != nil {
 			return in, err
 		}
-		for _, w := range formats.FitProfile(p) {
-			warn(fmt.Sprintf("%s: %s", path, w))
+		if o.profileFit == formats.FitNone {
+			formats.PlanAsMeasured(p)
+		} else {
+			for _, w := range formats.FitProfile(p) {
+				warn(fmt.Sprintf("%s: %s", path, w))
+			}
 		}
 		in.Profiles = append(in.Profiles, p)
 	}
