@@ -8,30 +8,30 @@ package formats
 // neighbours (BERT-base measured 39.6 ms at batch 71 against ~76 ms either side) or a
 // falling last pair (bert-mini's, extended by its slope, reached −9,158 µs at batch 1000).
 //
-// The rule. A larger batch never costs less than a smaller one (it could be padded), and
-// batching never makes an item slower (per-item time non-increasing: CascadeServe §4.5,
-// PPipe §4), so a point is judged by its neighbours: the isotonic fit of the other points
-// (the least-squares non-decreasing curve, by pool-adjacent-violators, Barlow et al. 1972).
-// A point is a candidate when it is more than FitTolerance (25%) below its floor (that curve
-// at the nearest smaller batch, or the nearest larger batch's per-item time times its batch,
-// whichever is higher) or more than 25% above its ceiling (the curve at the nearest larger
-// batch). Anything between is planned as measured: per-item time that wobbles, or rises by
-// less than a third between measured batches (a compute-bound block), and a step up at a
-// kernel switch are shapes of real curves; a per-item time a third higher at the next batch
-// is a dip at this one.
+// The rule. A larger batch never costs less than a smaller one (it could be padded), so a
+// point is judged by the order of its neighbours: the isotonic fit of the other points (the
+// least-squares non-decreasing curve, by pool-adjacent-violators, Barlow et al. 1972). A
+// point more than FitTolerance (25%) below that curve at the nearest smaller batch, or more
+// than 25% above it at the nearest larger batch, is a candidate. Anything in order is never
+// touched: per-item time that wobbles or rises between batches (a batch-1 kernel, a
+// compute-bound block) and a step up at a kernel switch are shapes of real curves.
 //
-// The candidates are left out and the others refitted: a candidate still that far off the
-// refit curve is an outlier (a fall pools its neighbour into the first look's fit, which the
-// second look clears). Outliers take the refit curve's value at their batch (linear between
-// the neighbours; past the last kept batch, its per-item time; below the first, the line
-// through the first two kept points, between their per-item floor and the first); every
-// other point keeps its measured value, noise and all. The tolerance is relative, not k × a
-// robust noise estimate (a MAD of residuals): PPipe's grids hold 2 to 8 batches per curve
-// (ppipe.md, "Block latency"), too few for a median of residuals to estimate anything, while
-// a measurement's spread on a shared GPU is a few percent and a quarter is a different
-// regime (a stall, a cache effect), not the batch's cost. When more than a third of a
-// curve's points are outliers the curve is not noise around one curve (a second regime):
-// nothing is replaced and they are only reported.
+// The candidates are left out and the others refitted, and a candidate still that far off the
+// refit curve is an outlier. A fall pools its neighbour into the first look's fit, which the
+// second look clears; and where the first look cannot tell which of an adjacent pair is
+// wrong (6.1 ms at batch 1, 4.0 ms at batch 2, 17.5 ms at batch 3), the second also bounds a
+// point from below by the next kept batch's per-item time times its batch (batching never
+// makes an item slower: CascadeServe §4.5, PPipe §4), which names batch 2. Outliers take the
+// refit curve's value at their batch (linear between the neighbours; past the last kept
+// batch, its per-item time; below the first, the line through the first two kept points,
+// between their per-item floor and the first); every other point keeps its measured value,
+// noise and all. The tolerance is relative, not k × a robust noise estimate (a MAD of
+// residuals): PPipe's grids hold 2 to 8 batches per curve (ppipe.md, "Block latency"), too
+// few for a median of residuals to estimate anything, while a measurement's spread on a
+// shared GPU is a few percent and a quarter is a different regime (a stall, a cache effect),
+// not the batch's cost. When more than a third of a curve's points are outliers the curve is
+// not noise around one curve (a second regime): nothing is replaced and they are only
+// reported.
 //
 // Past the largest measured batch a batch costs the last point's per-item time, L(b) =
 // L(n)·b/n (CurveAt): increasing in b, never below L(n), never negative; below the first
@@ -316,7 +316,7 @@ func MonotoneFit(bs, ys []float64) (used []float64, off []bool) {
 		mask := make([]bool, n)
 		mask[j] = true
 		kb, kf := keptCurve(bs, ys, mask)
-		if outsideNeighbours(kb, kf, bs[j], ys[j]) {
+		if outsideNeighbours(kb, kf, bs[j], ys[j], false) {
 			off[j] = true
 			cand++
 		}
@@ -330,7 +330,7 @@ func MonotoneFit(bs, ys []float64) (used []float64, off []bool) {
 	outliers := 0
 	for j := range ys {
 		if off[j] {
-			off[j] = outsideNeighbours(kb, kf, bs[j], ys[j])
+			off[j] = outsideNeighbours(kb, kf, bs[j], ys[j], true)
 		}
 		if off[j] {
 			outliers++
@@ -362,14 +362,12 @@ func replacement(kb, kf []float64, b float64) float64 {
 }
 
 // outsideNeighbours reports whether y, measured at batch b, breaks the order of the
-// non-decreasing curve (kb, kf) by more than FitTolerance: more than 25% below its floor or
-// more than 25% above its ceiling. The ceiling is the curve at the nearest larger batch (a
-// smaller batch never costs more). The floor is the higher of the curve at the nearest
-// smaller batch and the nearest larger batch's per-item time times b (batching never makes
-// an item slower by a third: CascadeServe §4.5, PPipe §4; a dip at the start of a curve has
-// no smaller batch to fall below). Anything between is a shape the two allow and is planned
-// as measured.
-func outsideNeighbours(kb, kf []float64, b, y float64) bool {
+// non-decreasing curve (kb, kf) by more than FitTolerance: more than 25% below its floor (the
+// curve at the nearest smaller batch) or more than 25% above its ceiling (the curve at the
+// nearest larger batch). With perItem (the second look only) the floor is also the nearest
+// larger batch's per-item time times b, which tells a dip from the point above it where they
+// are adjacent.
+func outsideNeighbours(kb, kf []float64, b, y float64, perItem bool) bool {
 	i := sort.SearchFloat64s(kb, b) // kb[:i] < b ≤ kb[i:]
 	floor := 0.0
 	if i > 0 {
@@ -378,7 +376,7 @@ func outsideNeighbours(kb, kf []float64, b, y float64) bool {
 	if i < len(kb) && kb[i] == b {
 		i++
 	}
-	if i < len(kb) {
+	if i < len(kb) && perItem {
 		floor = math.Max(floor, kf[i]*b/kb[i])
 	}
 	return y < (1-FitTolerance)*floor || (i < len(kb) && y > (1+FitTolerance)*kf[i])

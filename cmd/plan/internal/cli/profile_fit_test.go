@@ -150,11 +150,11 @@ func TestProfileWarnsNoisyPoints(t *testing.T) {
 // TestProfileFitPPipe: measured profiles are planned as measured. The bundled PPipe profile
 // has no outlier: plan solve gives the byte-identical plan with and without the fit
 // (--profile-fit none), recording fit: none. With one injected outlier (m1's block 0 at
-// batch 1, 2,000 µs against a trend of ~6,000) the outlier alone is replaced: the warning
+// batch 1 measured 30,000 µs, above batch 2's 11,753: a stall) the outlier alone is replaced: the warning
 // names file, model, GPU, batch, measured → used; the plan records fit: outliers and the
 // measured value beside the one used, solves to within 1% of the clean profile's objective
 // and plan check says which value it verified on; without the fit the dip is planned on as
-// measured and the objective moves by more. A --profile-fit value it does not know exits 2 and writes nothing.
+// measured and the objective falls by more. A --profile-fit value it does not know exits 2 and writes nothing.
 func TestProfileFitPPipe(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
@@ -191,9 +191,9 @@ func TestProfileFitPPipe(t *testing.T) {
 	}{
 		{name: "clean", profile: "testdata/ppipe/profile.json", fit: map[string]string{"m0": "none", "m1": "none"}, sameWithoutFit: true},
 		{name: "outlier", profile: "testdata/ppipe/profile-outlier.json",
-			warn: "warning: testdata/ppipe/profile-outlier.json: profile: model m1 on L4 (vgpu 1) block 0: batch 1 measured 2000 µs, 67% below the monotone fit of its neighbours (batch 2: 11752.6 µs): planning on 6032.1 µs",
+			warn: "warning: testdata/ppipe/profile-outlier.json: profile: model m1 on L4 (vgpu 1) block 0: batch 1 measured 30000 µs, 397% above the monotone fit of its neighbours (batch 2: 11752.6 µs): planning on 6032.1 µs",
 			fit:  map[string]string{"m0": "none", "m1": "outliers"}, replaced: 1,
-			check: "verify: profile fit (outliers): model m1 on L4 (vgpu 1) batch 1 block 0: measured 2000 µs, planned on 6032.1 µs"},
+			check: "verify: profile fit (outliers): model m1 on L4 (vgpu 1) batch 1 block 0: measured 30000 µs, planned on 6032.1 µs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
