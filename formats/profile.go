@@ -36,9 +36,11 @@ type ModelProfile struct {
 	CutBytes []int64 `json:"cut_bytes"`
 	// Latency holds one entry per (GPU type, vGPU level, batch).
 	Latency []LatencyEntry `json:"latency"`
-	// Fit is "monotone" when the latencies are the monotone fit of noisy measurements
-	// (FitProfile; the measured values are kept in raw_block_us and raw_total_us), "" when
-	// they are as measured.
+	// Fit is what FitProfile did to the measured latencies: "none" (planned as measured),
+	// "outliers" (the values that differ from raw_block_us and raw_total_us replaced points off
+	// the isotonic fit of their neighbours; every other value as measured), "" (not fitted:
+	// a profile file as written). Plans of earlier versions may hold "monotone" (a whole-curve
+	// fit, FitMonotone).
 	Fit string `json:"fit,omitempty"`
 }
 
@@ -87,8 +89,9 @@ type LatencyEntry struct {
 	CV    []float64 `json:"cv,omitempty"`
 	// TotalUs is the whole-model latency when measured as one session (0 = not measured).
 	TotalUs float64 `json:"total_us,omitempty"`
-	// RawBlockUs and RawTotalUs are the measured values where BlockUs and TotalUs hold the
-	// monotone fit (ModelProfile.Fit); empty when the measurement is planned on as it is.
+	// RawBlockUs and RawTotalUs are the measured values of an entry where the fit replaced an
+	// outlier (ModelProfile.Fit): the values of BlockUs and TotalUs that differ from them are
+	// the ones planned on instead. Empty when the entry is planned on as measured.
 	RawBlockUs []float64 `json:"raw_block_us,omitempty"`
 	RawTotalUs float64   `json:"raw_total_us,omitempty"`
 }

@@ -1,32 +1,41 @@
 package formats
 
-// This file turns measured batch-latency points into the curve the planners and the data plane
-// use (issue 31 item 1). Real measurements are noisy: a dip at one batch (BERT-base measured
-// 39.6 ms at batch 71 against ~76 ms at its neighbours) would otherwise become a model's
-// per-sample cost, and a falling last pair, extended by its slope, went negative past the
-// table (bert-mini at batch 1000: −9,158 µs).
+// This file decides which measured batch-latency points the planners and the data plane use
+// (issue 31 item 1). Measured data is planned as measured: a profile's numbers are the
+// model being solved, and a clean published curve (PPipe's TensorRT block tables, whose
+// per-item time wobbles and may rise between batches) must give the plan its own numbers
+// give. Only a point that cannot be the batch's cost is replaced: a dip to half its
+// neighbours (BERT-base measured 39.6 ms at batch 71 against ~76 ms either side) or a
+// falling last pair (bert-mini's, extended by its slope, reached −9,158 µs at batch 1000).
 //
-// The fit. Serving systems batch because a batch of b costs at most b batches of one and at
-// least one batch of b−1: per-batch latency L(b) is non-decreasing in b and per-item time
-// L(b)/b is non-increasing (CascadeServe §4.5 and PPipe §4 both plan on this shape). The set of
-// curves with both properties is the intersection of two convex cones, so the least-squares
-// fit onto it is unique; we compute it with Dykstra's alternating projections (Dykstra 1983;
-// Boyle & Dykstra 1986), each projection an isotonic regression by pool-adjacent-violators
-// (Barlow et al. 1972): non-decreasing on L, and non-increasing on L/b weighted by b² (the
-// same Euclidean norm on L). Least squares pulls a lone outlier only part of the way, so a
-// point the first fit leaves more than FitTolerance off is reported and left out of a second
-// fit, and its batch takes the curve of its neighbours. Between measured batches the curve is
-// linear (which keeps both properties); below the first it is flat; beyond the last it is
-// extended at the last fitted per-item time, L(b) = L(n)·b/n: never below the last measured
-// per-item time and never negative.
+// The rule. A larger batch never costs less than a smaller one (it could be padded), so a
+// point is judged by the order of its neighbours: the isotonic fit of the other points (the
+// least-squares non-decreasing curve, by pool-adjacent-violators, Barlow et al. 1972). A
+// point more than FitTolerance (25%) below that curve at the nearest smaller batch, or more
+// than 25% above it at the nearest larger batch, is a candidate. Anything in order is never
+// touched: per-item time that wobbles or rises between batches (a batch-1 kernel, a
+// compute-bound block) and a step up at a kernel switch are shapes of real curves.
 //
-// Two exceptions keep what the data says. A curve whose per-item time rises from its first
-// measured batch to its last (an analytic compute-bound curve, some roofline blocks) is fitted
-// non-decreasing only: that rise is its shape, not noise. And a curve within FitSlack of its
-// fit everywhere, none left out, is planned on as measured: such wobble moves no plan, and
-// the bundled profiles keep the plans they always gave. More than a third of a curve's points
-// off the fit is not noise around one curve (a bimodal regime): the first fit stands and they
-// are reported.
+// The candidates are left out and the others refitted, and a candidate still that far off the
+// refit curve is an outlier. A fall pools its neighbour into the first look's fit, which the
+// second look clears; and where the first look cannot tell which of an adjacent pair is
+// wrong (6.1 ms at batch 1, 4.0 ms at batch 2, 17.5 ms at batch 3), the second also bounds a
+// point from below by the next kept batch's per-item time times its batch (batching never
+// makes an item slower: CascadeServe §4.5, PPipe §4), which names batch 2. Outliers take the
+// refit curve's value at their batch (linear between the neighbours; past the last kept
+// batch, its per-item time; below the first, the line through the first two kept points,
+// between their per-item floor and the first); every other point keeps its measured value,
+// noise and all. The tolerance is relative, not k × a robust noise estimate (a MAD of
+// residuals): PPipe's grids hold 2 to 8 batches per curve (ppipe.md, "Block latency"), too
+// few for a median of residuals to estimate anything, while a measurement's spread on a
+// shared GPU is a few percent and a quarter is a different regime (a stall, a cache effect),
+// not the batch's cost. When more than a third of a curve's points are outliers the curve is
+// not noise around one curve (a second regime): nothing is replaced and they are only
+// reported.
+//
+// Past the largest measured batch a batch costs the last point's per-item time, L(b) =
+// L(n)·b/n (CurveAt): increasing in b, never below L(n), never negative; below the first
+// measured batch the curve is flat; between batches, linear.
 
 import (
 	"fmt"
@@ -34,16 +43,25 @@ import (
 	"sort"
 )
 
-// FitTolerance is the relative distance between a measured point and the monotone fit of
-// its neighbours past which the point is reported and left out of the fit (25%: a
-// measurement's spread on a shared GPU is a few percent; a quarter is a different regime, a
-// stall or a cache effect, not the batch's cost).
+// FitTolerance is the relative distance between a measured point and the isotonic fit of its
+// neighbours past which the point is an outlier (25%: a measurement's spread on a shared GPU
+// is a few percent; a quarter is a different regime, a stall or a cache effect, not the
+// batch's cost).
 const FitTolerance = 0.25
 
-// FitMonotone names the fit in ModelProfile.Fit.
-const FitMonotone = "monotone"
+// ModelProfile.Fit values: what the fit did to the model's measured latencies.
+const (
+	// FitNone: every latency is as measured.
+	FitNone = "none"
+	// FitOutliers: the entries with raw_block_us or raw_total_us had outliers replaced (the
+	// values that differ from the raw ones); every other value is as measured.
+	FitOutliers = "outliers"
+	// FitMonotone: plans written before outliers-only fitting hold a whole-curve least-squares
+	// fit (latency non-decreasing, per-item time non-increasing); still read, never written.
+	FitMonotone = "monotone"
+)
 
-// FitWarning is one measured point the fit left out.
+// FitWarning is one measured point off the isotonic fit of its neighbours.
 type FitWarning struct {
 	Model string
 	GPU   string
@@ -51,8 +69,11 @@ type FitWarning struct {
 	// Block is the block index (-1: the whole model's total_us).
 	Block, Blocks int
 	Batch         int
-	Us, FitUs     float64
-	// Neighbours are the nearest measured batches either side and their measured values.
+	// Us is the measured value, FitUs the neighbours' curve at the batch.
+	Us, FitUs float64
+	// Kept: the point is planned as measured (more than a third of its curve is off the fit).
+	Kept bool
+	// Neighbours are the nearest kept measured batches either side and their measured values.
 	Neighbours [][2]float64
 	// More counts the further points of the same curve off the fit, not reported one by one.
 	More int
@@ -87,16 +108,20 @@ func (w FitWarning) String() string {
 	if w.More > 0 {
 		more = fmt.Sprintf(" (and %d more batches of this curve more than %.0f%% off)", w.More, 100*FitTolerance)
 	}
-	return fmt.Sprintf("profile: model %s on %s (vgpu %d)%s: batch %d measured %.6g µs, %.0f%% %s the monotone fit of its neighbours (%s): planning on %.6g µs%s",
-		w.Model, w.GPU, w.VGPU, what, w.Batch, w.Us, 100*math.Abs(w.Us-w.FitUs)/w.FitUs, dir, nb, w.FitUs, more)
+	use := fmt.Sprintf("planning on %.6g µs", w.FitUs)
+	if w.Kept {
+		use = "planned as measured: more than a third of the curve is this far off, not one outlier"
+	}
+	return fmt.Sprintf("profile: model %s on %s (vgpu %d)%s: batch %d measured %.6g µs, %.0f%% %s the monotone fit of its neighbours (%s): %s%s",
+		w.Model, w.GPU, w.VGPU, what, w.Batch, w.Us, 100*math.Abs(w.Us-w.FitUs)/w.FitUs, dir, nb, use, more)
 }
 
-// FitProfile replaces every model's latency table by its monotone fit, per (GPU, vGPU) and
-// per block (sums of such curves keep both properties, so the whole model's does too), and
-// keeps the measured values beside it (raw_block_us, raw_total_us) where they differ; a
-// model whose table changed is marked fit: monotone. It fits from the raw values when the
-// profile already records them, so fitting twice changes nothing. It returns the points
-// left out, for the caller to warn about.
+// FitProfile replaces the outliers of every model's latency curves, per (GPU, vGPU) and per
+// block and total_us, by the curve of their neighbours (MonotoneFit) and keeps the measured
+// values beside them (raw_block_us, raw_total_us) in the entries it changed; every other value
+// stays as measured. Each model records fit: outliers when a value was replaced, fit: none
+// otherwise. It fits from the raw values when the profile already records them, so fitting
+// twice changes nothing. It returns the points off the fit, for the caller to warn about.
 func FitProfile(p *Profile) []FitWarning {
 	var out []FitWarning
 	for i := range p.Models {
@@ -105,7 +130,69 @@ func FitProfile(p *Profile) []FitWarning {
 	return out
 }
 
+// PlanAsMeasured restores every measured value a fit replaced and records fit: none: the
+// profile as measured, outliers included (plan solve --profile-fit none).
+func PlanAsMeasured(p *Profile) {
+	for i := range p.Models {
+		p.Models[i].restoreRaw()
+		p.Models[i].Fit = FitNone
+	}
+}
+
+// restoreRaw puts the measured values back where a fit replaced them.
+func (m *ModelProfile) restoreRaw() {
+	for i := range m.Latency {
+		e := &m.Latency[i]
+		if len(e.RawBlockUs) > 0 {
+			e.BlockUs = e.RawBlockUs
+			e.RawBlockUs = nil
+		}
+		if e.RawTotalUs > 0 {
+			e.TotalUs = e.RawTotalUs
+			e.RawTotalUs = 0
+		}
+	}
+}
+
+// FitPoint is one value a fit replaced: the measured value and the one planned on.
+type FitPoint struct {
+	GPU   string
+	VGPU  int
+	Batch int
+	// Block is the block index (-1: total_us).
+	Block      int
+	MeasuredUs float64
+	UsedUs     float64
+}
+
+func (f FitPoint) String() string {
+	what := "total_us"
+	if f.Block >= 0 {
+		what = fmt.Sprintf("block %d", f.Block)
+	}
+	return fmt.Sprintf("%s (vgpu %d) batch %d %s: measured %.6g µs, planned on %.6g µs", f.GPU, f.VGPU, f.Batch, what, f.MeasuredUs, f.UsedUs)
+}
+
+// Replaced lists the values of the model planned on instead of the measured ones, in the
+// order of its latency table: the entries recording raw_block_us or raw_total_us, where a
+// value differs from the raw one.
+func (m *ModelProfile) Replaced() []FitPoint {
+	var out []FitPoint
+	for _, e := range m.Latency {
+		for b, raw := range e.RawBlockUs {
+			if b < len(e.BlockUs) && e.BlockUs[b] != raw {
+				out = append(out, FitPoint{GPU: e.GPU, VGPU: e.VGPU, Batch: e.Batch, Block: b, MeasuredUs: raw, UsedUs: e.BlockUs[b]})
+			}
+		}
+		if e.RawTotalUs > 0 && e.RawTotalUs != e.TotalUs {
+			out = append(out, FitPoint{GPU: e.GPU, VGPU: e.VGPU, Batch: e.Batch, Block: -1, MeasuredUs: e.RawTotalUs, UsedUs: e.TotalUs})
+		}
+	}
+	return out
+}
+
 func (m *ModelProfile) fit() []FitWarning {
+	m.restoreRaw()
 	type key struct {
 		gpu  string
 		vgpu int
@@ -120,7 +207,7 @@ func (m *ModelProfile) fit() []FitWarning {
 		groups[k] = append(groups[k], i)
 	}
 	var warns []FitWarning
-	changed := false
+	m.Fit = FitNone
 	for _, k := range order {
 		idx := groups[k]
 		sort.SliceStable(idx, func(a, b int) bool { return m.Latency[idx[a]].Batch < m.Latency[idx[b]].Batch })
@@ -128,17 +215,17 @@ func (m *ModelProfile) fit() []FitWarning {
 		for j, i := range idx {
 			bs[j] = float64(m.Latency[i].Batch)
 		}
-		nb := len(m.Latency[idx[0]].rawBlocks())
+		nb := len(m.Latency[idx[0]].BlockUs)
 		for blk := -1; blk < nb; blk++ {
 			ys := make([]float64, len(idx))
 			ok := true
 			for j, i := range idx {
 				e := &m.Latency[i]
 				if blk < 0 {
-					ys[j] = e.rawTotal()
+					ys[j] = e.TotalUs
 					ok = ok && ys[j] > 0
-				} else if raw := e.rawBlocks(); blk < len(raw) {
-					ys[j] = raw[blk]
+				} else if blk < len(e.BlockUs) {
+					ys[j] = e.BlockUs[blk]
 				} else {
 					ok = false
 				}
@@ -147,48 +234,37 @@ func (m *ModelProfile) fit() []FitWarning {
 			if !ok {
 				continue
 			}
-			fit, out := MonotoneFit(bs, ys)
-			if withinSlack(ys, fit, out) {
-				continue
+			used, off := MonotoneFit(bs, ys)
+			kept := false
+			for j := range ys {
+				kept = kept || (off[j] && used[j] == ys[j])
 			}
 			warned := 0
-			for j, o := range out {
-				if o && warned < maxFitWarnings {
-					warns = append(warns, FitWarning{Model: m.Name, GPU: k.gpu, VGPU: k.vgpu, Block: blk, Blocks: nb,
-						Batch: int(bs[j]), Us: ys[j], FitUs: fit[j], Neighbours: neighbours(bs, ys, out, j)})
-					warned++
-				} else if o {
-					warns[len(warns)-1].More++
-				}
-			}
-			for j, i := range idx {
-				if fit[j] == ys[j] {
+			for j, o := range off {
+				if !o {
 					continue
 				}
-				changed = true
-				m.Latency[i].setFit(blk, nb, fit[j])
+				if warned == maxFitWarnings {
+					warns[len(warns)-1].More++
+					continue
+				}
+				fu := used[j]
+				if kept {
+					fu = neighboursCurve(bs, ys, off, bs[j])
+				}
+				warns = append(warns, FitWarning{Model: m.Name, GPU: k.gpu, VGPU: k.vgpu, Block: blk, Blocks: nb,
+					Batch: int(bs[j]), Us: ys[j], FitUs: fu, Kept: kept, Neighbours: neighbours(bs, ys, off, j)})
+				warned++
+			}
+			for j, i := range idx {
+				if used[j] != ys[j] {
+					m.Latency[i].setFit(blk, used[j])
+					m.Fit = FitOutliers
+				}
 			}
 		}
 	}
-	if changed {
-		m.Fit = FitMonotone
-	}
 	return warns
-}
-
-// FitSlack is the measurement noise planned on as measured: a curve whose every point lies
-// within 5% of its monotone fit (and none left out) keeps its measured values. Such noise moves
-// no plan noticeably, and the bundled analytic profiles, whose per-item time wobbles by a few
-// percent around a flat curve, keep the plans they always gave.
-const FitSlack = 0.05
-
-func withinSlack(ys, fit []float64, out []bool) bool {
-	for j := range ys {
-		if out[j] || math.Abs(ys[j]-fit[j]) > FitSlack*math.Abs(fit[j]) {
-			return false
-		}
-	}
-	return true
 }
 
 // neighbours returns the nearest kept measured points either side of j.
@@ -209,22 +285,8 @@ func neighbours(bs, ys []float64, out []bool, j int) [][2]float64 {
 	return nb
 }
 
-func (e *LatencyEntry) rawBlocks() []float64 {
-	if len(e.RawBlockUs) > 0 {
-		return e.RawBlockUs
-	}
-	return e.BlockUs
-}
-
-func (e *LatencyEntry) rawTotal() float64 {
-	if e.RawTotalUs > 0 {
-		return e.RawTotalUs
-	}
-	return e.TotalUs
-}
-
-// setFit stores the fitted value v of block blk (-1: total_us), keeping the raw value.
-func (e *LatencyEntry) setFit(blk, nb int, v float64) {
+// setFit stores the value v used for block blk (-1: total_us), keeping the measured one.
+func (e *LatencyEntry) setFit(blk int, v float64) {
 	if blk < 0 {
 		if e.RawTotalUs == 0 {
 			e.RawTotalUs = e.TotalUs
@@ -233,166 +295,154 @@ func (e *LatencyEntry) setFit(blk, nb int, v float64) {
 		return
 	}
 	if len(e.RawBlockUs) == 0 {
-		e.RawBlockUs = append([]float64(nil), e.BlockUs...)
+		e.RawBlockUs = e.BlockUs
 		e.BlockUs = append([]float64(nil), e.BlockUs...)
 	}
-	if blk < len(e.BlockUs) && blk < nb {
-		e.BlockUs[blk] = v
-	}
+	e.BlockUs[blk] = v
 }
 
-// MonotoneFit fits latencies ys measured at increasing batches bs (> 0) with the curve that is
-// non-decreasing and whose per-item time ys/bs is non-increasing, and reports the points more
-// than FitTolerance off it. Up to a third of the points so reported are left out of a second
-// fit (their fitted value is the curve of their neighbours, CurveAt); more are not noise
-// around one curve (a bimodal regime, a stall over a range of batches), so the first fit
-// stands and they are only reported.
-func MonotoneFit(bs, ys []float64) (fit []float64, off []bool) {
+// MonotoneFit returns the values planned on for latencies ys measured at increasing batches
+// bs (> 0) and the points off the isotonic fit of their neighbours (the file comment's rule):
+// used[j] = ys[j] except at an outlier, which takes the isotonic fit of the other points at
+// its batch (CurveAt). More than a third of the points off is not one curve with outliers:
+// they are reported and nothing is replaced.
+func MonotoneFit(bs, ys []float64) (used []float64, off []bool) {
 	n := len(bs)
+	used = append([]float64(nil), ys...)
 	off = make([]bool, n)
-	fit = starShaped(bs, ys)
-	flagged := 0
+	// First look: each point against the isotonic fit of all the others.
+	cand := 0
 	for j := range ys {
-		if fit[j] > 0 && math.Abs(ys[j]-fit[j]) > FitTolerance*fit[j] {
+		mask := make([]bool, n)
+		mask[j] = true
+		kb, kf := keptCurve(bs, ys, mask)
+		if outsideNeighbours(kb, kf, bs[j], ys[j], false) {
 			off[j] = true
-			flagged++
+			cand++
 		}
 	}
-	if flagged == 0 || 3*flagged > n {
-		return fit, off
+	if cand == 0 || cand == n {
+		return used, off // nothing off, or no neighbours to judge by: planned as measured
 	}
-	var kb, ky []float64
+	// Second look: a candidate stays an outlier when it is still off the fit of the points
+	// that are not candidates (a fall pools its neighbour into the first look's fit).
+	kb, kf := keptCurve(bs, ys, off)
+	outliers := 0
+	for j := range ys {
+		if off[j] {
+			off[j] = outsideNeighbours(kb, kf, bs[j], ys[j], true)
+		}
+		if off[j] {
+			outliers++
+		}
+	}
+	if outliers == 0 || 3*outliers > n {
+		return used, off
+	}
+	kb, kf = keptCurve(bs, ys, off)
+	for j := range ys {
+		if off[j] {
+			used[j] = replacement(kb, kf, bs[j])
+		}
+	}
+	return used, off
+}
+
+// replacement is the value an outlier at batch b takes: the kept curve there (CurveAt), and
+// below its first batch (where CurveAt is flat) the line through its first two points,
+// clamped to what the two properties allow: at most the first kept value, at least its
+// per-item time times b. A dip at batch 1 thus plans on about the trend's batch-1 cost, not
+// on batch 2's.
+func replacement(kb, kf []float64, b float64) float64 {
+	if len(kb) < 2 || b >= kb[0] {
+		return CurveAt(kb, kf, b)
+	}
+	v := kf[0] - (kb[0]-b)*(kf[1]-kf[0])/(kb[1]-kb[0])
+	return math.Min(kf[0], math.Max(v, kf[0]*b/kb[0]))
+}
+
+// outsideNeighbours reports whether y, measured at batch b, breaks the order of the
+// non-decreasing curve (kb, kf) by more than FitTolerance: more than 25% below its floor (the
+// curve at the nearest smaller batch) or more than 25% above its ceiling (the curve at the
+// nearest larger batch). With perItem (the second look only) the floor is also the nearest
+// larger batch's per-item time times b, which tells a dip from the point above it where they
+// are adjacent.
+func outsideNeighbours(kb, kf []float64, b, y float64, perItem bool) bool {
+	i := sort.SearchFloat64s(kb, b) // kb[:i] < b ≤ kb[i:]
+	floor := 0.0
+	if i > 0 {
+		floor = kf[i-1]
+	}
+	if i < len(kb) && kb[i] == b {
+		i++
+	}
+	if i < len(kb) && perItem {
+		floor = math.Max(floor, kf[i]*b/kb[i])
+	}
+	return y < (1-FitTolerance)*floor || (i < len(kb) && y > (1+FitTolerance)*kf[i])
+}
+
+// keptCurve is the isotonic fit of the points not marked off, at their batches.
+func keptCurve(bs, ys []float64, off []bool) (kb, kf []float64) {
+	var ky []float64
 	for j := range ys {
 		if !off[j] {
 			kb, ky = append(kb, bs[j]), append(ky, ys[j])
 		}
 	}
-	kf := starShaped(kb, ky)
-	for j := range ys {
-		fit[j] = CurveAt(kb, kf, bs[j])
-	}
-	return fit, off
+	return kb, isotonic(ky)
 }
 
-// CurveAt evaluates the fitted curve (bs, fit) at batch b: linear between points, flat below
-// the first, extended at the last per-item time past the last.
-func CurveAt(bs, fit []float64, b float64) float64 {
+// neighboursCurve is the isotonic fit of the points not marked off, evaluated at b.
+func neighboursCurve(bs, ys []float64, off []bool, b float64) float64 {
+	kb, kf := keptCurve(bs, ys, off)
+	if len(kb) == 0 {
+		kb, kf = bs, isotonic(ys)
+	}
+	return CurveAt(kb, kf, b)
+}
+
+// CurveAt evaluates the curve (bs, ys) at batch b: linear between points, flat below the
+// first, extended at the last point's per-item time past the last (increasing, never below
+// the last point, never negative).
+func CurveAt(bs, ys []float64, b float64) float64 {
 	n := len(bs)
 	switch {
 	case n == 0 || b <= 0:
 		return 0
 	case b <= bs[0]:
-		return fit[0]
+		return ys[0]
 	case b >= bs[n-1]:
-		return fit[n-1] * b / bs[n-1]
+		return ys[n-1] * b / bs[n-1]
 	}
 	i := sort.SearchFloat64s(bs, b)
 	if bs[i] == b {
-		return fit[i]
+		return ys[i]
 	}
 	t := (b - bs[i-1]) / (bs[i] - bs[i-1])
-	return fit[i-1] + t*(fit[i]-fit[i-1])
+	return ys[i-1] + t*(ys[i]-ys[i-1])
 }
 
-// starShaped is the least-squares projection of ys onto {L non-decreasing, L/b
-// non-increasing} by Dykstra's algorithm, finished with one pass that makes the constraints
-// hold exactly (the iteration converges to them only in the limit).
-func starShaped(bs, ys []float64) []float64 {
-	n := len(ys)
-	x := append([]float64(nil), ys...)
-	if n < 2 || starShapedAlready(bs, ys) {
-		return x
-	}
-	if ys[n-1]*bs[0] > ys[0]*bs[n-1] {
-		// Per-item time rises from the first batch to the last: that is the profile's shape
-		// (an analytic compute-bound curve), not noise; only L non-decreasing applies.
-		ones := make([]float64, n)
-		for i := range ones {
-			ones[i] = 1
-		}
-		return pava(x, ones, false)
-	}
-	ones := make([]float64, n)
-	w2 := make([]float64, n)
-	for i, b := range bs {
-		ones[i] = 1
-		w2[i] = b * b
-	}
-	scale := 0.0
-	for _, y := range ys {
-		scale = math.Max(scale, math.Abs(y))
-	}
-	p := make([]float64, n)
-	q := make([]float64, n)
-	y := make([]float64, n)
-	tmp := make([]float64, n)
-	for it := 0; it < 2000; it++ {
-		for i := range x {
-			tmp[i] = x[i] + p[i]
-		}
-		copy(y, pava(tmp, ones, false))
-		for i := range x {
-			p[i] = tmp[i] - y[i]
-			tmp[i] = (y[i] + q[i]) / bs[i]
-		}
-		z := pava(tmp, w2, true)
-		moved := 0.0
-		for i := range x {
-			nx := z[i] * bs[i]
-			q[i] = y[i] + q[i] - nx
-			moved = math.Max(moved, math.Abs(nx-x[i]))
-			x[i] = nx
-		}
-		if moved <= 1e-12*scale {
-			break
-		}
-	}
-	for i := 1; i < n; i++ {
-		x[i] = math.Min(math.Max(x[i], x[i-1]), x[i-1]*bs[i]/bs[i-1])
-	}
-	return x
-}
-
-// starShapedAlready reports whether ys already has both properties (a monotone profile is
-// planned on exactly as measured).
-func starShapedAlready(bs, ys []float64) bool {
-	for i := 1; i < len(ys); i++ {
-		if ys[i] < ys[i-1] || ys[i]*bs[i-1] > ys[i-1]*bs[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// pava is the weighted isotonic regression of v (non-decreasing; non-increasing when down)
-// by pool-adjacent-violators.
-func pava(v, w []float64, down bool) []float64 {
+// isotonic is the least-squares non-decreasing fit of v by pool-adjacent-violators.
+func isotonic(v []float64) []float64 {
 	type block struct {
-		sum, wt float64
-		n       int
+		sum float64
+		n   int
 	}
 	var st []block
-	for i := range v {
-		x := v[i]
-		if down {
-			x = -x
-		}
-		st = append(st, block{x * w[i], w[i], 1})
+	for _, x := range v {
+		st = append(st, block{x, 1})
 		for len(st) > 1 {
 			a, b := st[len(st)-2], st[len(st)-1]
-			if a.sum/a.wt <= b.sum/b.wt {
+			if a.sum*float64(b.n) <= b.sum*float64(a.n) {
 				break
 			}
-			st = st[:len(st)-2]
-			st = append(st, block{a.sum + b.sum, a.wt + b.wt, a.n + b.n})
+			st = append(st[:len(st)-2], block{a.sum + b.sum, a.n + b.n})
 		}
 	}
 	out := make([]float64, 0, len(v))
 	for _, b := range st {
-		m := b.sum / b.wt
-		if down {
-			m = -m
-		}
+		m := b.sum / float64(b.n)
 		for k := 0; k < b.n; k++ {
 			out = append(out, m)
 		}

@@ -124,7 +124,7 @@ func (m *ModelProfile) validate(v *validator, p string, seen names) {
 		microseconds(v, field(ep, "raw_total_us"), e.RawTotalUs)
 	}
 	if m.Fit != "" {
-		oneOf(v, field(p, "fit"), m.Fit, []string{FitMonotone})
+		oneOf(v, field(p, "fit"), m.Fit, []string{FitNone, FitOutliers, FitMonotone})
 	}
 }
 

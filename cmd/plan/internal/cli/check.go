@@ -220,6 +220,7 @@ func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
 		lg.add("verify", planner.Check{OK: true, Line: summary, Name: "constraints", Value: &zero, Limit: &zero})
 	}
 	verifyFleet(lg, plan)
+	verifyProfileFit(lg, plan)
 	if e := plan.Provenance.Embedded; e != nil && plan.Provenance.InputDigest != "" {
 		d, err := formats.Digest(e)
 		switch {
@@ -227,6 +228,35 @@ func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
 			lg.add("verify", planner.Check{Line: "input digest: " + err.Error(), Name: "input_digest"})
 		case d != plan.Provenance.InputDigest:
 			lg.add("verify", planner.Check{Line: fmt.Sprintf("input digest: embedded inputs hash to %s, the plan records %s (inputs edited after solving)", short(d), short(plan.Provenance.InputDigest)), Name: "input_digest"})
+		}
+	}
+}
+
+// maxFitLines bounds the replaced values listed per model.
+const maxFitLines = 5
+
+// verifyProfileFit says which values the plan was verified on where they are not the
+// measured ones: the verification above, like the solve, uses the embedded profiles' values,
+// which are the measurements except where the profile fit replaced an outlier (issue 31 item
+// 1; formats.FitProfile). One line per replaced value, the measured value beside the one used.
+func verifyProfileFit(lg *checkLog, plan *formats.Plan) {
+	e := plan.Provenance.Embedded
+	if e == nil {
+		return
+	}
+	for _, p := range e.Profiles {
+		for i := range p.Models {
+			m := &p.Models[i]
+			rs := m.Replaced()
+			for j, r := range rs {
+				if j == maxFitLines {
+					lg.add("verify", planner.Check{OK: true, Name: "profile_fit", Subject: m.Name,
+						Line: fmt.Sprintf("profile fit (%s): model %s: and %d more values planned on instead of the measured ones (provenance.embedded: raw_block_us, raw_total_us)", m.Fit, m.Name, len(rs)-j)})
+					break
+				}
+				lg.add("verify", planner.Check{OK: true, Name: "profile_fit", Subject: m.Name,
+					Line: fmt.Sprintf("profile fit (%s): model %s on %s", m.Fit, m.Name, r)})
+			}
 		}
 	}
 }

@@ -368,8 +368,9 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 	return r.summary(app, doc)
 }
 
-// warnNoisyPoints names, on stderr, the measured points plan solve will leave out of its
-// monotone fit (formats.FitProfile, issue 31 item 1); the profile is written as measured.
+// warnNoisyPoints names, on stderr, the measured points plan solve will find off the monotone
+// order of their neighbours (formats.FitProfile, issue 31 item 1); the profile is written as
+// measured.
 func warnNoisyPoints(app *App, doc *formats.Profile) {
 	cp := *doc
 	cp.Models = make([]formats.ModelProfile, len(doc.Models))
@@ -378,7 +379,7 @@ func warnNoisyPoints(app *App, doc *formats.Profile) {
 		cp.Models[i] = m
 	}
 	for _, w := range formats.FitProfile(&cp) {
-		fmt.Fprintf(app.Err, "warning: %s (plan solve plans on the fit; the profile keeps the measurement)\n", w)
+		fmt.Fprintf(app.Err, "warning: %s (the profile keeps the measurement)\n", w)
 	}
 }
 

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,4 +145,127 @@ func TestProfileWarnsNoisyPoints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProfileFitPPipe: measured profiles are planned as measured. The bundled PPipe profile
+// has no outlier: plan solve gives the byte-identical plan with and without the fit
+// (--profile-fit none), recording fit: none. With one injected outlier (m1's block 0 at
+// batch 1 measured 30,000 µs, above batch 2's 11,753: a stall) the outlier alone is replaced: the warning
+// names file, model, GPU, batch, measured → used; the plan records fit: outliers and the
+// measured value beside the one used, solves to within 1% of the clean profile's objective
+// and plan check says which value it verified on; without the fit the dip is planned on as
+// measured and the objective falls by more. A --profile-fit value it does not know exits 2 and writes nothing.
+func TestProfileFitPPipe(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	solve := func(profile, out string, extra ...string) (int, string) {
+		t.Helper()
+		args := append([]string{"solve", "-q", "--deterministic", "--profile", profile, "--cluster", "testdata/ppipe/cluster.yaml",
+			"--workload", "testdata/ppipe/workload.yaml", "--max-partitions", "2", "-o", out}, extra...)
+		code, _, errs := runCLI(t, args...)
+		skipWithoutHiGHS(t, errs)
+		return code, errs
+	}
+	read := func(path string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	clean := filepath.Join(dir, "clean.json")
+	if code, errs := solve("testdata/ppipe/profile.json", clean); code != 0 {
+		t.Fatalf("clean solve: exit %d: %s", code, errs)
+	}
+	cases := []struct {
+		name, profile string
+		// warn is the fitted solve's stderr (empty: no warning at all).
+		warn string
+		// fit is each embedded model's fit; replaced the entries recording raw values.
+		fit      map[string]string
+		replaced int
+		check    string // a line plan check prints about the values used
+		// sameWithoutFit: --profile-fit none gives the byte-identical plan.
+		sameWithoutFit bool
+	}{
+		{name: "clean", profile: "testdata/ppipe/profile.json", fit: map[string]string{"m0": "none", "m1": "none"}, sameWithoutFit: true},
+		{name: "outlier", profile: "testdata/ppipe/profile-outlier.json",
+			warn: "warning: testdata/ppipe/profile-outlier.json: profile: model m1 on L4 (vgpu 1) block 0: batch 1 measured 30000 µs, 397% above the monotone fit of its neighbours (batch 2: 11752.6 µs): planning on 6032.1 µs",
+			fit:  map[string]string{"m0": "none", "m1": "outliers"}, replaced: 1,
+			check: "verify: profile fit (outliers): model m1 on L4 (vgpu 1) batch 1 block 0: measured 30000 µs, planned on 6032.1 µs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fitted, raw := filepath.Join(dir, c.name+".json"), filepath.Join(dir, c.name+"-none.json")
+			code, errs := solve(c.profile, fitted)
+			if code != 0 {
+				t.Fatalf("solve: exit %d: %s", code, errs)
+			}
+			if c.warn == "" && strings.Contains(errs, "warning: ") || !strings.Contains(errs, c.warn) {
+				t.Errorf("stderr:\n%s\nwant %q", errs, c.warn)
+			}
+			if code, errs := solve(c.profile, raw, "--profile-fit", "none"); code != 0 {
+				t.Fatalf("solve --profile-fit none: exit %d: %s", code, errs)
+			}
+			if got := bytes.Equal(read(fitted), read(raw)); got != c.sameWithoutFit {
+				t.Errorf("plan with the fit byte-identical to the plan without: %v, want %v", got, c.sameWithoutFit)
+			}
+			plan, err := formats.ReadInto[*formats.Plan](fitted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replaced := 0
+			for _, m := range plan.Provenance.Embedded.Profiles[0].Models {
+				if m.Fit != c.fit[m.Name] {
+					t.Errorf("model %s: fit %q, want %q", m.Name, m.Fit, c.fit[m.Name])
+				}
+				replaced += len(m.Replaced())
+			}
+			if replaced != c.replaced {
+				t.Errorf("%d values replaced, want %d", replaced, c.replaced)
+			}
+			// The outlier replaced, the plan is the clean profile's within 1% (its replacement,
+			// the batch-2-to-3 trend, is 1% below the clean value); as measured it is not.
+			cleanObj := objectiveOf(t, clean)
+			for _, f := range []struct {
+				path  string
+				close bool
+			}{{fitted, true}, {raw, c.sameWithoutFit}} {
+				if obj := objectiveOf(t, f.path); (math.Abs(obj-cleanObj) <= 0.01*cleanObj) != f.close {
+					t.Errorf("%s: objective %.4g, clean profile's %.4g: within 1%% should be %v", filepath.Base(f.path), obj, cleanObj, f.close)
+				}
+			}
+			code, out, errs := runCLI(t, "check", fitted, "--resolve")
+			if code != 0 {
+				t.Fatalf("check: exit %d\n%s%s", code, out, errs)
+			}
+			if c.check != "" && !strings.Contains(out, c.check) {
+				t.Errorf("check output lacks %q:\n%s", c.check, out)
+			}
+			if c.check == "" && strings.Contains(out, "profile fit") {
+				t.Errorf("check names a profile fit on a plan with none:\n%s", out)
+			}
+		})
+	}
+	t.Run("bad --profile-fit", func(t *testing.T) {
+		out := filepath.Join(dir, "bad.json")
+		code, errs := solve("testdata/ppipe/profile.json", out, "--profile-fit", "monotone")
+		if want := `--profile-fit: "monotone": must be outliers or none`; code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr %q; want 2 and %q", code, errs, want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Error("a refused solve wrote a plan")
+		}
+	})
+}
+
+// objectiveOf is the plan's recorded objective.
+func objectiveOf(t *testing.T, path string) float64 {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Provenance.Objective
 }

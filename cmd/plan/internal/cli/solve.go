@@ -31,12 +31,15 @@ type solveOptions struct {
 	out           string
 	deterministic bool
 	objective     string
-	win           windowOptions
-	acceptMiss    bool
+	// profileFit is --profile-fit: outliers (the default; "" where a command has no such
+	// flag) or none.
+	profileFit string
+	win        windowOptions
+	acceptMiss bool
 }
 
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
-var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "accept-miss"}, windowSolveFlags...)
+var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "profile-fit", "accept-miss"}, windowSolveFlags...)
 
 func init() { register(newSolveCmd) }
 
@@ -61,18 +64,24 @@ re-uses. When the time limit is reached the best plan found so far is written to
 its proven gap. An SLO no plan can meet exits 2 and names the smallest feasible SLO; so does
 a plan that would miss its target on the GPUs given (an accuracy or latency SLO, a model's
 rate_rps, a load the cluster cannot carry), naming the best attainable value and what would
-reach the target.
+reach the target. Profiles are planned on their measured latencies: a point more than 25%
+out of monotone order with its neighbours (a dip below the batch before it, a spike above the
+batch after it) is an outlier, named on stderr (file, model, GPU, batch, measured → used) and
+planned on at its neighbours' curve; the plan keeps the measured value beside it (raw_block_us,
+raw_total_us) and records fit: outliers, or fit: none when every value is as measured.
+--profile-fit none plans on every measured value, outliers included.
 
 Before writing, solve simulates the plan at its own rates (its runtime policy, Poisson
 arrivals, seed 1, long enough for 2,000 requests of each application) and records the
 prediction in the plan: per application the attainment and its sampling error, drops, late
-answers, p50/p90/p99 latency (TTFT and TPOT for LLM classes) and the load factor up to which
-every target holds (headroom). A plan whose prediction misses an application's target (99%,
-or the percentile its SLO is stated at) exits 2 naming the application, its predicted and
-target attainment and the load it does sustain; --accept-miss writes it anyway, the miss in
-its prediction. plan check re-runs the prediction. Profiles are planned on a monotone fit of their measured latencies (the
-plan keeps the measured values beside it); points far off their neighbours are named on
-stderr.`,
+answers, p50/p90/p99 latency (TTFT and TPOT for LLM classes) and the rate up to which it holds
+its target. Load 1 is the workload's rate where it gives one, else the throughput the plan
+states (a PPipe throughput plan, a cascade's QPS range: a miss there is reported with the rate
+the plan does sustain). A plan sized for the workload's rates that misses an application's
+target (99%, or the percentile its SLO is stated at) is solved again for 1.1, 1.25, 1.5 and 2×
+the rates (provenance.rate_margin); if none meets, solve exits 2 naming the application, its
+predicted and target attainment and the rate it does sustain; --accept-miss writes it anyway,
+the miss in its prediction. plan check re-runs the prediction.`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
   plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
@@ -96,6 +105,7 @@ stderr.`,
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	addObjectiveFlag(f, &o.objective)
 	addWindowFlags(f, &o.win)
+	f.StringVar(&o.profileFit, "profile-fit", formats.FitOutliers, "outliers: replace measured points more than 25% out of monotone order by their neighbours' curve; none: plan on every measured value")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
 	f.BoolVar(&o.acceptMiss, "accept-miss", false, "write the plan even when its simulation at its own rates misses an application's target (the miss is recorded in the plan's prediction)")
 	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
@@ -114,11 +124,16 @@ stderr.`,
 }
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
-// Every profile is planned on its monotone fit (formats.FitProfile, issue 31 item 1): the
-// plan embeds the fit beside the measured values, and warn reports each measured point the
-// fit left out. The input's digest is the file's, as measured.
+// Every profile file is planned on its measured values but for the outliers formats.FitProfile
+// replaces (issue 31 item 1; none with --profile-fit none): the plan embeds the values used
+// with the measured ones beside them, and warn reports each point off the fit (file, model,
+// GPU, batch, measured → used). The input's digest is the file's, as measured. The embedded
+// demo is a roofline estimate, not a measurement: it is planned as it is.
 func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string)) (planner.Inputs, error) {
 	var in planner.Inputs
+	if o.profileFit != "" && o.profileFit != formats.FitOutliers && o.profileFit != formats.FitNone {
+		return in, usageErrorf("--profile-fit: %q: must be %s or %s", o.profileFit, formats.FitOutliers, formats.FitNone)
+	}
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
 		if err != nil {
@@ -145,8 +160,12 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string
 		if err := ref(formats.KindProfile, path, p); err != nil {
 			return in, err
 		}
-		for _, w := range formats.FitProfile(p) {
-			warn(fmt.Sprintf("%s: %s", path, w))
+		if o.profileFit == formats.FitNone {
+			formats.PlanAsMeasured(p)
+		} else {
+			for _, w := range formats.FitProfile(p) {
+				warn(fmt.Sprintf("%s: %s", path, w))
+			}
 		}
 		in.Profiles = append(in.Profiles, p)
 	}

@@ -80,9 +80,15 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 			return nil, err
 		}
 		wi.Refs = refs
-		plan, err := pl.Solve(ctx, wi, settings)
+		// Each window's plan is predicted at its peak rates and sized up where it misses,
+		// as plan solve's are (solvePredicted).
+		plan, err := solvePredicted(ctx, app.Systems, pl, wi, settings, func(string) {})
 		if err != nil {
 			return nil, solveError(withFileNames(err, o, sys))
+		}
+		if !plan.Prediction.Meets && plan.Prediction.Basis == formats.PredictionBasisRates && !o.acceptMiss {
+			return nil, usageErrorf("window plan (%s) misses its target at the window's peak rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
+				describeRates(wl), strings.Join(predictionMisses(plan.Prediction), "; "))
 		}
 		return plan, nil
 	}
@@ -168,4 +174,14 @@ func fleetShort(g []formats.FleetGPU) string {
 		return "none"
 	}
 	return strings.Join(parts, " + ")
+}
+
+// describeRates names a workload's stated rates ("m0 66 req/s, m1 132 req/s").
+func describeRates(w *formats.Workload) string {
+	names, rates := ratedTargets(w)
+	parts := make([]string, len(names))
+	for i := range names {
+		parts[i] = fmt.Sprintf("%s %.4g req/s", names[i], rates[i])
+	}
+	return strings.Join(parts, ", ")
 }
