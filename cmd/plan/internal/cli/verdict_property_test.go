@@ -131,7 +131,6 @@ func runTB(args ...string) (int, string) {
 	return code, errb.String()
 }
 
-
 // TestVerdictProperty: for each system, seeded random workloads (the bundled rates times
 // factors in [0.3, 1.7)) are solved; whenever solve writes a plan, an independent simulation
 // (other arrivals) meets every target the prediction says is met, within the two runs'
