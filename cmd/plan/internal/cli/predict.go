@@ -46,11 +46,17 @@ var predictBelow = []float64{0.25, 0.5, 0.7, 0.8, 0.9, 0.95}
 
 // predictPlan simulates plan at its own rates and returns its prediction.
 func predictPlan(ctx context.Context, reg *systems.Registry, plan *formats.Plan) (*formats.Prediction, error) {
-	return predictPlanSeed(ctx, reg, plan, predictSeed)
+	return predictPlanWith(ctx, reg, plan, predictSeed, 1)
 }
 
 // predictPlanSeed is predictPlan with other arrivals (the property tests' independent re-run).
 func predictPlanSeed(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64) (*formats.Prediction, error) {
+	return predictPlanWith(ctx, reg, plan, seed, 1)
+}
+
+// predictPlanWith is predictPlan with the arrivals' seed and the span times spanScale
+// (BenchmarkPredictionVsLongRun's 10× run).
+func predictPlanWith(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64, spanScale float64) (*formats.Prediction, error) {
 	dep, pol, err := reg.Deploy(plan)
 	if err != nil {
 		return nil, fmt.Errorf("predicting the plan: %w", err)
@@ -73,7 +79,7 @@ func predictPlanSeed(ctx context.Context, reg *systems.Registry, plan *formats.P
 	if err != nil {
 		return nil, err
 	}
-	secs := predictSpan(rates)
+	secs := predictSpan(rates) * spanScale
 	d := dataplane.Time(secs * float64(dataplane.Second))
 	cfg := &sim.SweepConfig{
 		Dep: dep, Policies: reg.Policies(), Policy: dataplane.Config{Policy: pol}, Arrival: spec, BaseRPS: rates,

@@ -64,6 +64,7 @@ func solvePredicted(ctx context.Context, reg *systems.Registry, pl planner.Plann
 		if p.Prediction.Meets {
 			return p, nil
 		}
+		pr = p.Prediction
 	}
 	return plan, nil
 }

@@ -185,3 +185,39 @@ func BenchmarkVerdictProperty(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPredictionVsLongRun: every golden plan's prediction (its recorded span) against a
+// simulation 10× as long with other arrivals; reports the largest attainment difference over
+// the plans' applications, in points (target: within 1).
+func BenchmarkPredictionVsLongRun(b *testing.B) {
+	b.Chdir(filepath.Join("..", "..", "..", ".."))
+	reg := systems.Default()
+	plans, err := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	if err != nil || len(plans) == 0 {
+		b.Fatalf("no golden plans: %v", err)
+	}
+	for range b.N {
+		worst := 0.0
+		for _, path := range plans {
+			plan, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
+			if err != nil {
+				b.Fatal(err)
+			}
+			short, err := predictPlan(context.Background(), reg, plan)
+			if err != nil {
+				b.Fatal(err)
+			}
+			long, err := predictPlanWith(context.Background(), reg, plan, 7, 10)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i, a := range short.Apps {
+				d := 100 * math.Abs(a.Attainment-long.Apps[i].Attainment)
+				worst = max(worst, d)
+				b.Logf("%s %s: %.2f%% (%.0f s) vs %.2f%% (%.0f s): %.2f points", filepath.Base(path), a.Name,
+					100*a.Attainment, short.DurationS, 100*long.Apps[i].Attainment, long.DurationS, d)
+			}
+		}
+		b.ReportMetric(worst, "max-diff-points")
+	}
+}
