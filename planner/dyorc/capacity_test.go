@@ -18,11 +18,12 @@ import (
 func TestCapacity(t *testing.T) {
 	wl := load(t, "small.json").(*formats.Workload)
 	base := load(t, "cluster.json").(*formats.Cluster)
-	// W: the small workload's GPU-seconds per second at its rates (gill 2, image 20 rps).
+	// W: the small workload's GPU-seconds per second at its rates.
 	w, err := dp.Compile(wl.Workflows)
 	if err != nil {
 		t.Fatal(err)
 	}
+	gillRate, imageRate := wl.Workflows.Apps["gill"].RateRPS, wl.Workflows.Apps["image"].RateRPS
 	var work float64
 	for _, l := range Load(w) {
 		work += l
@@ -40,7 +41,7 @@ func TestCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := 2 * CapacityUtilization * (float64(gpus) - CapacityReserveGPUs) / work
+		want := gillRate * CapacityUtilization * (float64(gpus) - CapacityReserveGPUs) / work
 		t.Logf("%d GPUs: %v (pooled gill %.3f)", gpus, c, want)
 		if c["gill"] <= prev {
 			t.Errorf("%d GPUs: gill capacity %.3f does not grow (%.3f on fewer)", gpus, c["gill"], prev)
@@ -48,8 +49,8 @@ func TestCapacity(t *testing.T) {
 		if c["gill"] > want*(1+1e-9) {
 			t.Errorf("%d GPUs: gill capacity %.3f above the pooled bound %.3f", gpus, c["gill"], want)
 		}
-		if gpus <= 8 && (math.Abs(c["gill"]-want) > 1e-9 || math.Abs(c["image"]-10*want) > 1e-9) {
-			t.Errorf("%d GPUs: capacity %v, want the pooled gill %.4f and image %.4f", gpus, c, want, 10*want)
+		if gpus <= 8 && (math.Abs(c["gill"]-want) > 1e-9 || math.Abs(c["image"]-imageRate/gillRate*want) > 1e-9) {
+			t.Errorf("%d GPUs: capacity %v, want the pooled gill %.4f and image %.4f", gpus, c, want, imageRate/gillRate*want)
 		}
 		prev = c["gill"]
 	}
@@ -66,10 +67,10 @@ func TestCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := Load(w)
-	if want := 2 * CapacityUtilization / l[w.SvcIndex["sd15"]]; math.Abs(c["gill"]-want) > 1e-9 {
+	if want := gillRate * CapacityUtilization / l[w.SvcIndex["sd15"]]; math.Abs(c["gill"]-want) > 1e-9 {
 		t.Errorf("one sd15 replica: gill capacity %.4f, want %.4f", c["gill"], want)
 	}
-	if want := 20 * CapacityUtilization / l[w.SvcIndex["cap"]]; math.Abs(c["image"]-want) > 1e-9 {
+	if want := imageRate * CapacityUtilization / l[w.SvcIndex["cap"]]; math.Abs(c["image"]-want) > 1e-9 {
 		t.Errorf("one cap replica: image capacity %.4f, want %.4f", c["image"], want)
 	}
 	cases := []struct {
