@@ -53,7 +53,11 @@ func TestSolveCostRateSweep(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, fmt.Sprintf("p%g-%g.json", tc.m0, tc.m1))
-			code, _, stderr := rootRun(t, "solve", "-q", "--objective", "cost", "--profile", "testdata/ppipe/profile.json",
+			// The limit is the fleet's fluid capacity: near it (2×, 2.17×) the plan that
+			// fits misses 99% in simulation and no margin fits, so solve refuses it naming
+			// the rate it does hold (TestVerdictProperty covers that); --accept-miss keeps
+			// this test on the available counts and the limit's message.
+			code, _, stderr := rootRun(t, "solve", "-q", "--accept-miss", "--objective", "cost", "--profile", "testdata/ppipe/profile.json",
 				"--cluster", "testdata/cost/cluster-priced.yaml", "--workload", wl, "-o", out)
 			skipWithoutHiGHS(t, stderr)
 			if !tc.served {

@@ -141,7 +141,10 @@ func TestSolveCostSystems(t *testing.T) {
 	}{
 		{"pard", []string{"--profile", "testdata/pard/profile.json", "--cluster", "testdata/cost/cluster-pard.yaml", "--workload", "testdata/pard/workload.json"}},
 		{"qlm", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml"}},
-		{"dyorc", []string{"--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json"}},
+		// DyOrc's cost search sizes by expected load, not latency: its least-cost fleet (L4s)
+		// holds the image app's 5 s SLO for 61% of requests in simulation, so solve refuses
+		// it; --accept-miss keeps this test on the fleet record.
+		{"dyorc", []string{"--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json", "--accept-miss"}},
 		{"cascade", []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cost/cluster-cascade.yaml", "--workload", "testdata/cascade/workload-small.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

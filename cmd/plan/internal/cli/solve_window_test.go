@@ -44,7 +44,8 @@ func TestSolveWindows(t *testing.T) {
 		{name: "qlm", args: func(out string) []string { return append(slices.Clone(qlm), "-o", out) }, trace: "testdata/schedule/llm-3windows.csv", window: "1m",
 			peaks: [][]float64{{1.1, 0.22}, {8.8, 2.2}, {3.3, 1.1}}, busy: 1, quiet: 0},
 		{name: "dyorc", args: func(out string) []string {
-			return []string{"solve", "-q", "--objective", "cost", "--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json", "-o", out}
+			// --accept-miss: DyOrc's least-cost fleets miss the image app's SLO (cost_test.go).
+			return []string{"solve", "-q", "--accept-miss", "--objective", "cost", "--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json", "-o", out}
 		}, trace: "testdata/schedule/dyorc-3windows.csv", window: "1m",
 			peaks: [][]float64{{1.1, 11}, {2.2, 22}, {0.55, 5.5}}, busy: 1, quiet: 2},
 		{name: "pard", args: func(out string) []string {
@@ -185,7 +186,9 @@ func TestSimulateSchedule(t *testing.T) {
 		maxBusy float64 // and at most
 	}{
 		{name: "ahead", minBusy: 0.98, maxBusy: 1},
-		{name: "reactive", args: []string{"--switch-ahead=false"}, minBusy: 0, maxBusy: 0.95},
+		// Window plans are sized to meet 99% at their peaks (solve's rate margin), so the
+		// late switch costs the busiest window less than it did (0.962), still a miss.
+		{name: "reactive", args: []string{"--switch-ahead=false"}, minBusy: 0, maxBusy: 0.98},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,7 +249,7 @@ func TestSimulateScheduleSystems(t *testing.T) {
 		solve       []string
 	}{
 		{"qlm", "testdata/schedule/llm-3windows.csv", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml"}},
-		{"dyorc", "testdata/schedule/dyorc-3windows.csv", []string{"--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json"}},
+		{"dyorc", "testdata/schedule/dyorc-3windows.csv", []string{"--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json", "--accept-miss"}},
 		{"pard", "testdata/schedule/pard-3windows.csv", []string{"--profile", "testdata/pard/profile.json", "--cluster", "testdata/cost/cluster-pard.yaml", "--workload", "testdata/pard/workload.json"}},
 	}
 	for _, tc := range cases {
