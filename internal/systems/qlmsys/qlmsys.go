@@ -58,11 +58,15 @@ func System() system.System {
 }
 
 // Planner plans llm_classes workloads.
-type Planner struct{}
+type Planner struct {
+	minGPUs bool
+}
 
-// Flags implements planner.Planner: the planner has no flags of its own (its one option,
-// the strategy, is plan solve's --strategy).
-func (o *Planner) Flags(*pflag.FlagSet) {}
+// Flags implements planner.Planner: --min-gpus, as the cascade planner takes it (the
+// strategy is plan solve's --strategy).
+func (o *Planner) Flags(f *pflag.FlagSet) {
+	f.BoolVar(&o.minGPUs, "min-gpus", false, "search the fewest GPUs whose plan meets every SLO (default: an instance on every GPU set of the cluster)")
+}
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
@@ -73,7 +77,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		}
 		return plan, err
 	}
-	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy}, ToolVersion: s.ToolVersion})
+	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.minGPUs}, ToolVersion: s.ToolVersion})
 }
 
 // Render prints the instances with their virtual queues, and the groups.
