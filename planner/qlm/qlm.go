@@ -1,7 +1,8 @@
 // Package qlm is QLM's planner (Patke et al., "QLM", SoCC '24): `plan solve` for llm_classes
 // workloads writes the initial instance/model placement and virtual queues — one instance per
-// GPU set of the cluster, models placed in proportion to their expected decode load
-// (Σ rate·μ_out / Θ, the drain time of QLM §6 Eq. 2), one initial request group per class queued
+// GPU set of the cluster (or the fewest meeting the SLOs, --min-gpus), models placed in
+// proportion to their load in instances (rate over the simulated capacity of one instance,
+// simcap.go), one initial request group per class queued
 // on the instances hosting its model in deadline order — and a checker for `plan check`. The
 // runtime plan generator (dataplane/qlm) re-plans the virtual queues from there.
 package qlm
@@ -486,8 +487,8 @@ func sloText(cl formats.LLMClass) string {
 	return s
 }
 
-// Utilization is the expected decode load per instance of the model (the plan's objective:
-// the busiest model's Σ rate·μ_out/Θ divided by its instances; < 1 is sustainable).
+// Utilization is the load per instance (the plan's objective: the busiest model's rate over
+// what its instances serve within every SLO in simulation, InstanceRate; < 1 is sustainable).
 func Utilization(p *formats.Plan) float64 { return p.Provenance.Objective }
 
 // Verify checks a plan's qlm section against its embedded inputs: every instance's model has
@@ -532,7 +533,7 @@ func Verify(p *formats.Plan) []string {
 		}
 	}
 	if u := Utilization(p); u >= 1 && p.Fleet == nil { // a cost plan's objective is its cost (cost.go)
-		out = append(out, fmt.Sprintf("expected decode load per instance %.3f >= 1: the placement cannot sustain the class rates", u))
+		out = append(out, fmt.Sprintf("load per instance (rate / simulated capacity) %.3f >= 1: the placement cannot sustain the class rates", u))
 	}
 	return out
 }

@@ -105,13 +105,15 @@ func (Checker) Verify(p *formats.Plan) ([]string, string) {
 	return pq.Verify(p), fmt.Sprintf("qlm plan, %d instances, %d groups: profiles and memory per instance, class coverage, group classes, expected load", len(p.QLM.Instances), len(p.QLM.Groups))
 }
 
-// Compare implements planner.Checker: the expected decode load per instance (lower is better).
+// Compare implements planner.Checker: the load per instance (lower is better): the rate over
+// the simulated capacity of an instance (planner/qlm InstanceRate; the metric keeps its
+// older name).
 func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	if ref.QLM == nil {
 		return []planner.Check{{Line: "reference is not a qlm plan"}}
 	}
 	g, r := pq.Utilization(got), pq.Utilization(ref)
-	return []planner.Check{planner.AtMost("decode_load_per_instance", "", g, r, tol, 1e-9, fmt.Sprintf("expected decode load per instance %.4f vs %.4f (tolerance %.2f%%)", g, r, tol*100))}
+	return []planner.Check{planner.AtMost("decode_load_per_instance", "", g, r, tol, 1e-9, fmt.Sprintf("load per instance (rate / simulated capacity) %.4f vs %.4f (tolerance %.2f%%)", g, r, tol*100))}
 }
 
 // Resolve implements planner.Checker.
