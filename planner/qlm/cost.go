@@ -335,7 +335,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 		return nil, &planner.InputError{Problems: probs}
 	}
 	buckets := ClassBuckets(&wp)
-	res, err := sizeBuckets(ctx, in.Profiles, c, buckets, CostSLOFraction, timeLimit, gap, simCalibration(&wp))
+	res, err := sizeBuckets(ctx, in.Profiles, c, buckets, CostSLOFraction, timeLimit, gap, nil)
 	if err != nil {
 		return nil, err
 	}

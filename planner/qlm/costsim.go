@@ -9,55 +9,18 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// The cost objective's capacities, checked against the engine model. Mélange's ILP (Griggs
-// et al. 2024, §5.1) needs what one instance of a GPU type serves of each size bucket; the
-// closed form (Capacity) counts the lifetime's decodes and prefills against f·SLO but not a
-// class's ttft_slo or tpot_slo, nor the chunked-prefill steps that slow every decode batched
-// with them (LLM engine digest §2), so a Mistral-7B class with TPOT ≤ 30 ms got one H100 and
-// attained 81%. Each kind's bucket capacities are scaled so that their mix rate (MixRate)
-// equals the simulated rate of the same class mix (InstanceRate); the fleet is then simulated
-// at its own rates and topped up until every class reaches Target.
+// The cost objective's fleet, checked against the engine model. Mélange's ILP (Griggs et
+// al. 2024, §5.1) sizes by closed-form bucket capacities (Capacity), which count a lifetime's
+// decodes and prefills against f·SLO but not a class's ttft_slo or tpot_slo, nor the
+// chunked-prefill steps that slow every decode batched with them (LLM engine digest §2): a
+// Mistral-7B class with TPOT ≤ 30 ms got one H100 and missed. The ILP's fleet is therefore
+// simulated at its own rates and topped up, on the GPU type its routes send the missing
+// class to, until every class reaches Target. (Scaling the ILP's capacities by a simulated
+// rate of each GPU type's whole class mix was tried: it mis-rates routed fleets, where a type
+// serves only some sizes, and made the ILP far slower.)
 
-// simCalibration scales a kind's closed-form bucket capacities to its simulated mix rate.
-func simCalibration(w *formats.Workload) calibration {
-	return func(k kind, buckets []Bucket, caps []float64) []float64 {
-		sim, err := InstanceRate(k.prof, w, k.model)
-		if err != nil {
-			return caps // the verification run reports it
-		}
-		out := make([]float64, len(caps))
-		// The mix rate of the closed form: Σ share / Σ share/cap over the model's buckets.
-		var shares, per float64
-		for b, x := range caps {
-			if buckets[b].Model != k.model || buckets[b].Rate <= 0 {
-				continue
-			}
-			shares += buckets[b].Rate
-			if x > 0 {
-				per += buckets[b].Rate / x
-			} else {
-				per = math.Inf(1)
-			}
-		}
-		for b, x := range caps {
-			if buckets[b].Model != k.model {
-				continue
-			}
-			switch {
-			case sim <= 0:
-				out[b] = 0
-			case math.IsInf(per, 1) || per == 0:
-				// The closed form refuses some bucket the engine serves: the mix rate for all.
-				out[b] = sim
-			default:
-				out[b] = x * sim / (shares / per)
-			}
-		}
-		return out
-	}
-}
-
-// maxTopUp bounds the instances the verification adds beyond the ILP's fleet.
+// maxTopUp bounds the instances the verification adds beyond the ILP's fleet (or half of
+// it, when more).
 const maxTopUp = 32
 
 // topUp simulates res's fleet at w's rates (`plan simulate --load 1`) and, while a class misses
@@ -76,17 +39,20 @@ func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *Cost
 			return added, nil
 		}
 		cl := w.LLMClasses[miss]
-		// The model's most numerous kind (first in fleet order on ties).
-		best, bestN := -1, 0
-		n := map[string]int{}
-		for i, x := range res.Instances {
-			if x.Model != cl.Model {
-				continue
+		// The GPU type the routes send most of the class to (the ILP's choice for it), and
+		// of the model's instances there the first; no routes: the model's first instance.
+		share := map[string]float64{}
+		for _, rt := range res.Routes {
+			if rt.Class == cl.Name {
+				for _, g := range rt.GPUs {
+					share[g.GPU] += g.Share
+				}
 			}
-			key := x.GPU + "\x00" + strconv.Itoa(x.GPUCount)
-			n[key]++
-			if n[key] > bestN {
-				best, bestN = i, n[key]
+		}
+		best := -1
+		for i, x := range res.Instances {
+			if x.Model == cl.Model && (best < 0 || share[x.GPU] > share[res.Instances[best].GPU]) {
+				best = i
 			}
 		}
 		used := map[string]int{}
@@ -104,12 +70,26 @@ func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *Cost
 		if a := c.AvailableOf(x.GPU); used[x.GPU]+max(x.GPUCount, 1) > a {
 			return added, fail(fmt.Sprintf("no further %s instance fits the cluster's %d available %s GPUs (raise available, or lower rate_rps)", GPUSet(formats.QLMInstance{GPU: x.GPU, GPUCount: x.GPUCount}), a, x.GPU))
 		}
-		if added >= maxTopUp {
+		if added >= maxTopUp && added >= len(res.Instances)/2 {
 			return added, fail(fmt.Sprintf("%d instances beyond the ILP's did not reach it", maxTopUp))
 		}
-		x.Name = "llm-" + strconv.Itoa(len(res.Instances))
-		x.Queue, x.GPUs = nil, nil
-		res.Instances = append(res.Instances, x)
-		added++
+		// A tenth more of the kind at a time (at least one), within what the cluster has.
+		same := 0
+		for _, y := range res.Instances {
+			if y.Model == x.Model && y.GPU == x.GPU && y.GPUCount == x.GPUCount {
+				same++
+			}
+		}
+		step := max(1, same/10)
+		if a := c.AvailableOf(x.GPU); a < math.MaxInt {
+			step = max(1, min(step, (a-used[x.GPU])/max(x.GPUCount, 1)))
+		}
+		for range step {
+			y := x
+			y.Name = "llm-" + strconv.Itoa(len(res.Instances))
+			y.Queue, y.GPUs = nil, nil
+			res.Instances = append(res.Instances, y)
+			added++
+		}
 	}
 }
