@@ -248,8 +248,8 @@ func sizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 			ok = ok || d.Cap[ki] > 0
 		}
 		if !ok && b.Rate > 0 {
-			probs = append(probs, fmt.Sprintf("workload: llm_classes %s: slo %s: no GPU type of the cluster serves %s requests of %.0f input and %.0f output tokens within its SLOs (the class's mix, simulated at p%.0f, and %.0f%% of the slo)",
-				b.Class, b.SLO, b.Model, b.Input, b.Output, 100*Target, 100*f))
+			probs = append(probs, fmt.Sprintf("workload: llm_classes %s: slo %s: no GPU type of the cluster serves %s requests of %.0f input and %.0f output tokens within %.0f%% of it",
+				b.Class, b.SLO, b.Model, b.Input, b.Output, 100*f))
 		}
 		p.Demands = append(p.Demands, d)
 	}

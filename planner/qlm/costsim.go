@@ -49,15 +49,20 @@ func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *Cost
 				}
 			}
 		}
-		best := -1
-		for i, x := range res.Instances {
-			if x.Model == cl.Model && (best < 0 || share[x.GPU] > share[res.Instances[best].GPU]) {
-				best = i
-			}
-		}
 		used := map[string]int{}
 		for _, x := range res.Instances {
 			used[x.GPU] += max(x.GPUCount, 1)
+		}
+		room := func(x formats.QLMInstance) bool { return used[x.GPU]+max(x.GPUCount, 1) <= c.AvailableOf(x.GPU) }
+		// Where the routes' type is full, the model's instances on another type with room.
+		best := -1
+		for i, x := range res.Instances {
+			if x.Model != cl.Model {
+				continue
+			}
+			if b := best; b < 0 || (room(x) && !room(res.Instances[b])) || (room(x) == room(res.Instances[b]) && share[x.GPU] > share[res.Instances[b].GPU]) {
+				best = i
+			}
 		}
 		fail := func(why string) error {
 			return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps %g: %s: the least-cost fleet of %d instance(s) with %d more simulated at its own rates %s; %s",
