@@ -186,6 +186,14 @@ type CostResult struct {
 // instance kind is every LLM profile of a bucket's model on a GPU type of the cluster
 // whose weights fit (the profile's gpu_count GPUs per instance).
 func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Cluster, buckets []Bucket, f float64, timeLimit time.Duration, gap float64) (*CostResult, error) {
+	return sizeBuckets(ctx, profs, c, buckets, f, timeLimit, gap, nil)
+}
+
+// calibration scales the closed-form capacities of an instance kind's buckets (nil: as they
+// are); see simCalibration.
+type calibration func(k kind, buckets []Bucket, caps []float64) []float64
+
+func sizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Cluster, buckets []Bucket, f float64, timeLimit time.Duration, gap float64, cal calibration) (*CostResult, error) {
 	prices, _, err := c.Prices()
 	if err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
@@ -210,11 +218,11 @@ func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 			p.Limits[k.gpu] = a
 		}
 	}
-	var probs []string
-	for _, b := range buckets {
-		d := fleet.Demand{Name: fmt.Sprintf("%s[in=%.0f,out=%.0f]", b.Class, b.Input, b.Output), Rate: b.Rate, Cap: make([]float64, len(kinds))}
-		ok := false
-		for ki, k := range kinds {
+	// caps[k][b]: what one instance of kind k serves of bucket b alone.
+	caps := make([][]float64, len(kinds))
+	for ki, k := range kinds {
+		caps[ki] = make([]float64, len(buckets))
+		for bi, b := range buckets {
 			if k.model != b.Model {
 				continue
 			}
@@ -222,7 +230,21 @@ func SizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 			if b.CapInput > 0 {
 				ci, co = b.CapInput, b.CapOutput
 			}
-			d.Cap[ki], _ = Capacity(k.prof, ci, co, b.SLO, f)
+			caps[ki][bi], _ = Capacity(k.prof, ci, co, b.SLO, f)
+		}
+		if cal != nil {
+			caps[ki] = cal(k, buckets, caps[ki])
+		}
+	}
+	var probs []string
+	for bi, b := range buckets {
+		d := fleet.Demand{Name: fmt.Sprintf("%s[in=%.0f,out=%.0f]", b.Class, b.Input, b.Output), Rate: b.Rate, Cap: make([]float64, len(kinds))}
+		ok := false
+		for ki, k := range kinds {
+			if k.model != b.Model {
+				continue
+			}
+			d.Cap[ki] = caps[ki][bi]
 			ok = ok || d.Cap[ki] > 0
 		}
 		if !ok && b.Rate > 0 {
@@ -293,13 +315,31 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	if c == nil {
 		return nil, &planner.InputError{Problems: []string{"cluster: required for llm_classes workloads"}}
 	}
-	buckets := ClassBuckets(w)
+	// The classes as planned: --slo replaces every class's slo (SolveCost records it).
+	wp := *w
+	wp.LLMClasses = append([]formats.LLMClass(nil), w.LLMClasses...)
 	if o.SLO > 0 {
-		for i := range buckets {
-			buckets[i].SLO = o.SLO.D()
+		for i := range wp.LLMClasses {
+			wp.LLMClasses[i].SLO = o.SLO
 		}
 	}
-	res, err := SizeBuckets(ctx, in.Profiles, c, buckets, CostSLOFraction, timeLimit, gap)
+	var probs []string
+	for i, cl := range wp.LLMClasses {
+		for _, g := range c.GPUs {
+			if pr := profileFor(in.Profiles, cl.Model, g.Type); pr != nil {
+				probs = append(probs, classChecks(in, i, cl, pr)...)
+			}
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &planner.InputError{Problems: probs}
+	}
+	buckets := ClassBuckets(&wp)
+	res, err := sizeBuckets(ctx, in.Profiles, c, buckets, CostSLOFraction, timeLimit, gap, nil)
+	if err != nil {
+		return nil, err
+	}
+	added, err := topUp(in, c, &wp, res)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +373,15 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	}
 	if err := fleet.Finish(plan, c); err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	if added > 0 {
+		// Instances the simulation asked for beyond the ILP's: its bound still holds, its
+		// optimality does not (heuristic: the schema's status for a plan with no proof; the
+		// gap below says how far it may be from the bound).
+		plan.Provenance.Status = "heuristic"
+		if cost := plan.Provenance.Objective; cost > 0 && sz.Bound <= cost {
+			plan.Provenance.Gap = formats.Proven(math.Round((cost-sz.Bound)/cost*1e6) / 1e6)
+		}
 	}
 	return plan, nil
 }

@@ -1,7 +1,8 @@
 // Package qlm is QLM's planner (Patke et al., "QLM", SoCC '24): `plan solve` for llm_classes
 // workloads writes the initial instance/model placement and virtual queues — one instance per
-// GPU set of the cluster, models placed in proportion to their expected decode load
-// (Σ rate·μ_out / Θ, the drain time of QLM §6 Eq. 2), one initial request group per class queued
+// GPU set of the cluster (or the fewest meeting the SLOs, --min-gpus), models placed in
+// proportion to their load in instances (rate over the simulated capacity of one instance,
+// simcap.go), one initial request group per class queued
 // on the instances hosting its model in deadline order — and a checker for `plan check`. The
 // runtime plan generator (dataplane/qlm) re-plans the virtual queues from there.
 package qlm
@@ -27,6 +28,9 @@ type Flags struct {
 	// SLO, when set, replaces every class's slo in a cost solve (plan solve --slo, and
 	// plan frontier --slo sweeps it).
 	SLO formats.Duration `json:"slo,omitempty"`
+	// MinGPUs plans the fewest instances whose simulation meets every class's targets
+	// instead of one on every GPU set of the cluster (plan solve --min-gpus).
+	MinGPUs bool `json:"min_gpus,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for QLM.
@@ -73,7 +77,12 @@ func profileForCount(profs []*formats.Profile, model, gpu string, count int) *fo
 	return nil
 }
 
-// Solve plans the initial placement.
+// Solve plans the initial placement: each model's instances by its load in instances (its
+// classes' rate over what one instance serves them at within every SLO, InstanceRate), on
+// every GPU set of the cluster, or with MinGPUs on the fewest that meet the targets; the
+// placement is then simulated at the workload's rates (`plan simulate --load 1`), and a plan
+// some class of which misses Target there is refused naming the class, its target and what
+// the best placement reaches.
 func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	strategy := o.Strategy
 	if strategy == "" {
@@ -99,19 +108,55 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	if len(probs) > 0 {
 		return nil, &planner.InputError{Problems: probs}
 	}
-	q := &formats.QLMPlan{ReplanMs: 500}
+	// With MinGPUs the instance budget starts at what the loads need and grows by one while
+	// the simulation misses a target; otherwise every GPU set of the cluster gets one.
+	limit := 0
+	if o.MinGPUs {
+		for _, m := range models {
+			limit += max(1, int(math.Ceil(load[m]-1e-9)))
+		}
+	}
+	var q *formats.QLMPlan
 	var assign []string
 	var count map[string]int
-	if tp {
-		var err error
-		if assign, count, err = placeTensorParallel(q, c, strategy, models, load, chosen); err != nil {
-			return nil, err
+	for {
+		q = &formats.QLMPlan{ReplanMs: 500}
+		if tp {
+			var err error
+			if assign, count, err = placeTensorParallel(q, c, strategy, models, load, chosen, limit); err != nil {
+				return nil, err
+			}
+		} else {
+			n := len(slots)
+			if limit > 0 {
+				n = min(limit, n)
+			}
+			assign, count = assignInstances(strategy, models, load, n)
+			for i := range n {
+				q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: slots[i].gpu, GPUCount: 1, Model: assign[i]})
+			}
 		}
-	} else {
-		assign, count = assignInstances(strategy, models, load, len(slots))
-		for i, s := range slots {
-			q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: s.gpu, GPUCount: 1, Model: assign[i]})
+		grow := limit > 0 && len(q.Instances) >= limit && (tp || limit < len(slots))
+		if over := overloadedModel(models, load, count); over != "" {
+			if grow {
+				limit++
+				continue
+			}
+			return nil, overloaded(in, w, over, load, count, chosen, len(slots))
 		}
+		res, err := simulate(in.Profiles, w.LLMClasses, q.Instances, nil, verifySeconds, verifySeed, -1)
+		if err != nil {
+			return nil, fmt.Errorf("qlm: simulating the placement: %w", err)
+		}
+		miss := firstMiss(res)
+		if miss < 0 {
+			break
+		}
+		if grow {
+			limit++
+			continue
+		}
+		return nil, missed(in, w, miss, res[miss], load, count, chosen, len(q.Instances))
 	}
 	initialGroups(q, in.Profiles, w, assign)
 	emb := embedded(in.Profiles, c, w, load)
@@ -121,9 +166,6 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		if count[m] > 0 {
 			obj = math.Max(obj, load[m]/float64(count[m]))
 		}
-	}
-	if err := overloaded(models, load, count, len(slots)); err != nil {
-		return nil, err
 	}
 	name := w.Metadata.Name
 	if name == "" {
@@ -139,21 +181,32 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM initial placement (%s): %d instances, %d request groups", strategy, len(q.Instances), len(q.Groups))},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
-			Options: planner.RecordOptions(Flags{Strategy: strategy}), Status: "heuristic", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
+			Options: planner.RecordOptions(Flags{Strategy: strategy, MinGPUs: o.MinGPUs}), Status: "heuristic", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
 		Cluster: c,
 		QLM:     q,
 	}, nil
 }
 
-// classLoads checks every class against the cluster's GPUs and returns each model's expected
-// decode load (Σ rate·μ_out/Θ over its classes, on the first GPU type that fits it), the
-// models in class order and the profile each is planned with, or the problems found. A model
-// runs on one GPU when a one-GPU profile fits; otherwise on the tensor-parallel profile
-// (gpu_count k) that fits a server with k GPUs of its type (tensorParallel), and then tp is
-// true.
+// firstMiss is the first class (in class order) below Target, or -1.
+func firstMiss(res []ClassResult) int {
+	for i, r := range res {
+		if r.Requests > 0 && !r.Met() {
+			return i
+		}
+	}
+	return -1
+}
+
+// classLoads checks every class against the cluster's GPUs and returns each model's load in
+// instances (its classes' total rate over InstanceRate: what one instance of the first GPU
+// type that fits serves of their mix within every SLO the classes set), the models in class
+// order and the profile each is planned with, or the problems found. A model runs on one GPU
+// when a one-GPU profile fits; otherwise on the tensor-parallel profile (gpu_count k) that
+// fits a server with k GPUs of its type (tensorParallel), and then tp is true.
 func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (load map[string]float64, models []string, chosen map[string]*formats.LLMProfile, tp bool, probs []string) {
 	profs := in.Profiles
 	load, chosen = map[string]float64{}, map[string]*formats.LLMProfile{}
+	rate := map[string]float64{}
 	for i, cl := range w.LLMClasses {
 		p := fmt.Sprintf("workload: llm_classes[%d]", i)
 		var fits bool
@@ -192,13 +245,76 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 		if float64(cl.SLO.D().Microseconds()) <= prefill {
 			probs = append(probs, fmt.Sprintf("%s.slo: %s: below the prefill time of %s on %s (%.0f µs)", p, cl.SLO, cl.Model, best.GPU, prefill))
 		}
-		if _, ok := load[cl.Model]; !ok {
+		probs = append(probs, classChecks(in, i, cl, best)...)
+		if _, ok := chosen[cl.Model]; !ok {
 			models = append(models, cl.Model)
 			chosen[cl.Model] = best
 		}
-		load[cl.Model] += cl.RateRPS * cl.OutputTokens.Mean / best.ThroughputTokensPerS
+		rate[cl.Model] += math.Max(cl.RateRPS, 0)
+	}
+	if len(probs) > 0 {
+		return load, models, chosen, tp, probs
+	}
+	for _, m := range models {
+		r, err := InstanceRate(chosen[m], w, m)
+		switch {
+		case err != nil:
+			probs = append(probs, fmt.Sprintf("workload: llm_classes: model %s: simulating one instance on %s: %v", m, GPUSet(formats.QLMInstance{GPU: chosen[m].GPU, GPUCount: chosen[m].GPUCount}), err))
+		case r <= 0:
+			probs = append(probs, fmt.Sprintf("%s: %s: no rate of model %s's class mix meets every SLO at p%.0f on one %s instance, not even %.4f req/s (relax the classes' slo, ttft_slo or tpot_slo)",
+				workloadPath(in), planner.ErrInfeasible, m, 100*Target, GPUSet(formats.QLMInstance{GPU: chosen[m].GPU, GPUCount: chosen[m].GPUCount}), 1.0/1024))
+		default:
+			load[m] = rate[m] / r
+		}
 	}
 	return load, models, chosen, tp, probs
+}
+
+// classChecks are the inputs no plan can serve on profile pr, named by file, field and value
+// (LLM engine digest §4): a class whose longest prompt plus output exceeds the model's
+// context (engine.max_model_len: the engine refuses it with HTTP 400), and a ttft_slo below
+// one prefill of the class's shortest prompts (its 1st percentile: at least 99% of its
+// requests need longer, so no rate meets the p99 target).
+func classChecks(in planner.Inputs, i int, cl formats.LLMClass, pr *formats.LLMProfile) []string {
+	var probs []string
+	wf := fmt.Sprintf("%s: llm_classes[%d] (%s)", workloadPath(in), i, cl.Name)
+	if e := pr.Engine; e != nil && e.MaxModelLen > 0 && cl.InputTokens.Max+cl.OutputTokens.Max > e.MaxModelLen {
+		probs = append(probs, fmt.Sprintf("%s: input_tokens.max + output_tokens.max: %d + %d = %d tokens: more than model %s's context of %d tokens (%s.engine.max_model_len)",
+			wf, cl.InputTokens.Max, cl.OutputTokens.Max, cl.InputTokens.Max+cl.OutputTokens.Max, cl.Model, e.MaxModelLen, profileField(in, pr)))
+	}
+	if cl.TTFTSLO > 0 {
+		short := math.Max(1, math.Round(cl.InputTokens.Mean-2.3263*cl.InputTokens.Std))
+		if cl.InputTokens.Max > 0 {
+			short = math.Min(short, float64(cl.InputTokens.Max))
+		}
+		if pre := newLifeModel(pr).prefillUs(short); float64(cl.TTFTSLO.D().Microseconds()) < pre {
+			probs = append(probs, fmt.Sprintf("%s: ttft_slo: %s: below one prefill of the class's shortest prompts (%.0f tokens, its 1st percentile) on %s: %s (%s.iteration.prefill)",
+				wf, cl.TTFTSLO, short, GPUSet(formats.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount}), ms(pre), profileField(in, pr)))
+		}
+	}
+	return probs
+}
+
+// workloadPath names the workload file (for errors), "workload" when it has none.
+func workloadPath(in planner.Inputs) string {
+	for _, r := range in.Refs {
+		if r.Kind == formats.KindWorkload && r.Path != "" {
+			return r.Path
+		}
+	}
+	return "workload"
+}
+
+// profileField names profile pr among the inputs: "FILE: llms[j]".
+func profileField(in planner.Inputs, pr *formats.LLMProfile) string {
+	for i, p := range in.Profiles {
+		for j := range p.LLMs {
+			if &p.LLMs[j] == pr {
+				return fmt.Sprintf("%s: llms[%d]", profilePath(in, i), j)
+			}
+		}
+	}
+	return fmt.Sprintf("profile of %s on %s", pr.Model, pr.GPU)
 }
 
 // assignInstances gives each of n instances a model: round-robin over the models, or (load)
@@ -306,30 +422,75 @@ func GPUSet(in formats.QLMInstance) string {
 	return s
 }
 
-// overloaded refuses a placement that cannot sustain the class rates (issue 31 item 4: such a
-// plan was written as "optimal" and only plan check noticed): a model without an instance, or
-// one whose expected decode load per instance (Σ rate·μ_out/Θ over its instances) reaches 1.
-// It names the load and the instances that would carry it.
-func overloaded(models []string, load map[string]float64, count map[string]int, slots int) error {
-	need := 0
-	var worst string
+// overloadedModel is the first model (in class order) whose load in instances reaches its
+// instance count, or "".
+func overloadedModel(models []string, load map[string]float64, count map[string]int) string {
 	for _, m := range models {
-		need += int(math.Floor(load[m])) + 1
 		if count[m] == 0 || load[m] >= float64(count[m]) {
-			if worst == "" {
-				worst = fmt.Sprintf("model %s: expected decode load %.3f (Σ rate·mean output tokens / Θ) on %d instance(s)", m, load[m], count[m])
-			}
+			return m
 		}
 	}
-	if worst == "" {
-		return nil
-	}
-	return &planner.InputError{Problems: []string{fmt.Sprintf("workload: llm_classes: rate_rps: %s: %s: a load below 1 per instance is needed; the best placement on the cluster's %d instance slots cannot reach it: about %d instances would (add GPUs, or lower the classes' rate_rps)",
-		planner.ErrInfeasible, worst, slots, need)}}
+	return ""
 }
 
-// Utilization is the expected decode load per instance of the model (the plan's objective:
-// the busiest model's Σ rate·μ_out/Θ divided by its instances; < 1 is sustainable).
+// modelRate is model's classes' total rate in w.
+func modelRate(w *formats.Workload, model string) float64 {
+	r := 0.0
+	for _, c := range w.LLMClasses {
+		if c.Model == model {
+			r += math.Max(c.RateRPS, 0)
+		}
+	}
+	return r
+}
+
+// classOf is the first class of model in w, with its index.
+func classOf(w *formats.Workload, model string) (int, formats.LLMClass) {
+	for i, c := range w.LLMClasses {
+		if c.Model == model {
+			return i, c
+		}
+	}
+	return -1, formats.LLMClass{}
+}
+
+// overloaded refuses a placement that cannot sustain the class rates (issue 31 item 4: such a
+// plan was written as "optimal" and only plan check noticed): a model without an instance, or
+// one whose load in instances reaches its count. It names the class, its target, what one
+// instance serves within it (the best achievable rate per instance) and the instances needed.
+func overloaded(in planner.Inputs, w *formats.Workload, m string, load map[string]float64, count map[string]int, chosen map[string]*formats.LLMProfile, slots int) error {
+	i, cl := classOf(w, m)
+	pr := chosen[m]
+	kind := GPUSet(formats.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
+	per := modelRate(w, m) / math.Max(load[m], 1e-12)
+	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps: %s: model %s's classes need %.4g req/s within every SLO at p%.0f (%s); one %s instance serves at most %.3g req/s of their mix within them (simulated), so %d instance(s) serve %.3g req/s: about %d instances would (the cluster has %d GPU set(s); add GPUs, or lower rate_rps)",
+		workloadPath(in), i, cl.Name, planner.ErrInfeasible, m, modelRate(w, m), 100*Target, sloText(cl), kind, per, count[m], per*float64(count[m]), int(math.Floor(load[m]))+1, slots)}}
+}
+
+// missed refuses a placement whose simulation at the workload's rates misses a class's
+// target, naming the class, the target and what the placement reaches.
+func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load map[string]float64, count map[string]int, chosen map[string]*formats.LLMProfile, insts int) error {
+	cl := w.LLMClasses[ci]
+	pr := chosen[cl.Model]
+	kind := GPUSet(formats.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
+	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps %g: %s: on %d %s instance(s) of %s (load %.3f per instance; %d instance(s) in all) the simulated plan at its own rates %s; use --min-gpus on a larger cluster, or lower rate_rps",
+		workloadPath(in), ci, cl.Name, cl.RateRPS, planner.ErrInfeasible, count[cl.Model], kind, cl.Model, load[cl.Model]/math.Max(float64(count[cl.Model]), 1), insts, r)}}
+}
+
+// sloText lists the SLOs a class sets.
+func sloText(cl formats.LLMClass) string {
+	s := "slo " + cl.SLO.String()
+	if cl.TTFTSLO > 0 {
+		s += ", ttft_slo " + cl.TTFTSLO.String()
+	}
+	if cl.TPOTSLO > 0 {
+		s += ", tpot_slo " + cl.TPOTSLO.String()
+	}
+	return s
+}
+
+// Utilization is the load per instance (the plan's objective: the busiest model's rate over
+// what its instances serve within every SLO in simulation, InstanceRate; < 1 is sustainable).
 func Utilization(p *formats.Plan) float64 { return p.Provenance.Objective }
 
 // Verify checks a plan's qlm section against its embedded inputs: every instance's model has
@@ -374,7 +535,7 @@ func Verify(p *formats.Plan) []string {
 		}
 	}
 	if u := Utilization(p); u >= 1 && p.Fleet == nil { // a cost plan's objective is its cost (cost.go)
-		out = append(out, fmt.Sprintf("expected decode load per instance %.3f >= 1: the placement cannot sustain the class rates", u))
+		out = append(out, fmt.Sprintf("load per instance (rate / simulated capacity) %.3f >= 1: the placement cannot sustain the class rates", u))
 	}
 	return out
 }

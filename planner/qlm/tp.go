@@ -135,9 +135,9 @@ func tensorParallel(in planner.Inputs, model string) (*formats.LLMProfile, []str
 // remaining load per instance (D'Hondt, as assignInstances) while one fits, round-robin over
 // the models with the round-robin strategy. An instance of k GPUs takes the server of its
 // type with the fewest free GPUs that still holds k (best fit: whole servers stay free for
-// wider instances). Instances are numbered in GPU order and record their GPUs.
+// wider instances). limit > 0 stops at that many instances (--min-gpus). Instances are numbered in GPU order and record their GPUs.
 func placeTensorParallel(q *formats.QLMPlan, c *formats.Cluster, strategy string, models []string, load map[string]float64,
-	chosen map[string]*formats.LLMProfile) ([]string, map[string]int, error) {
+	chosen map[string]*formats.LLMProfile, limit int) ([]string, map[string]int, error) {
 	srv := servers(c)
 	type inst struct {
 		model string
@@ -178,7 +178,7 @@ func placeTensorParallel(q *formats.QLMPlan, c *formats.Cluster, strategy string
 	}
 	if strategy == "round-robin" {
 		// The models in turn; one that fits no more is passed over until none fits.
-		for rr, misses := 0, 0; misses < len(models); rr++ {
+		for rr, misses := 0, 0; misses < len(models) && (limit <= 0 || len(insts) < limit); rr++ {
 			if place(models[rr%len(models)]) {
 				misses = 0
 			} else {
@@ -186,7 +186,7 @@ func placeTensorParallel(q *formats.QLMPlan, c *formats.Cluster, strategy string
 			}
 		}
 	} else {
-		for {
+		for limit <= 0 || len(insts) < limit {
 			cand := append([]string(nil), models...)
 			sort.SliceStable(cand, func(a, b int) bool {
 				return load[cand[a]]/float64(count[cand[a]]+1) > load[cand[b]]/float64(count[cand[b]]+1)

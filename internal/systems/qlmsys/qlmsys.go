@@ -58,11 +58,15 @@ func System() system.System {
 }
 
 // Planner plans llm_classes workloads.
-type Planner struct{}
+type Planner struct {
+	minGPUs bool
+}
 
-// Flags implements planner.Planner: the planner has no flags of its own (its one option,
-// the strategy, is plan solve's --strategy).
-func (o *Planner) Flags(*pflag.FlagSet) {}
+// Flags implements planner.Planner: --min-gpus, as the cascade planner takes it (the
+// strategy is plan solve's --strategy).
+func (o *Planner) Flags(f *pflag.FlagSet) {
+	f.BoolVar(&o.minGPUs, "min-gpus", false, "search the fewest GPUs whose plan meets every SLO (default: an instance on every GPU set of the cluster)")
+}
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
@@ -73,7 +77,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		}
 		return plan, err
 	}
-	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy}, ToolVersion: s.ToolVersion})
+	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.minGPUs}, ToolVersion: s.ToolVersion})
 }
 
 // Render prints the instances with their virtual queues, and the groups.
@@ -101,13 +105,15 @@ func (Checker) Verify(p *formats.Plan) ([]string, string) {
 	return pq.Verify(p), fmt.Sprintf("qlm plan, %d instances, %d groups: profiles and memory per instance, class coverage, group classes, expected load", len(p.QLM.Instances), len(p.QLM.Groups))
 }
 
-// Compare implements planner.Checker: the expected decode load per instance (lower is better).
+// Compare implements planner.Checker: the load per instance (lower is better): the rate over
+// the simulated capacity of an instance (planner/qlm InstanceRate; the metric keeps its
+// older name).
 func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	if ref.QLM == nil {
 		return []planner.Check{{Line: "reference is not a qlm plan"}}
 	}
 	g, r := pq.Utilization(got), pq.Utilization(ref)
-	return []planner.Check{planner.AtMost("decode_load_per_instance", "", g, r, tol, 1e-9, fmt.Sprintf("expected decode load per instance %.4f vs %.4f (tolerance %.2f%%)", g, r, tol*100))}
+	return []planner.Check{planner.AtMost("decode_load_per_instance", "", g, r, tol, 1e-9, fmt.Sprintf("load per instance (rate / simulated capacity) %.4f vs %.4f (tolerance %.2f%%)", g, r, tol*100))}
 }
 
 // Resolve implements planner.Checker.

@@ -1,0 +1,273 @@
+package qlm
+
+// Simulation-checked capacity. A QLM instance's sustainable rate is what the engine model of
+// `plan simulate` (dataplane/qlm: vLLM V1's step scheduler, LLM engine digest §2 — chunked
+// prefill mixed with decodes, FCFS admission, KV preemption) serves while every class still
+// meets every SLO it sets (slo end-to-end, ttft_slo, tpot_slo; digest §3) at the target
+// percentile. The earlier rule counted decode load only (Σ rate·μ_out/Θ, QLM §3 Eq. 2), which
+// treats prefill as free: QLM §3 says input tokens cost ~100× less than output tokens, true
+// for chat mixes but not for a RAG class with 1,800-token prompts and 20-token answers, where
+// prefill is nearly all the work (a "12% loaded" A100 attained 0%). Simulating the same engine
+// model the runtime and `plan simulate` use keeps the planner and the simulator in agreement
+// by construction; the closed forms (Capacity) remain for Mélange's bucket ILP, scaled to it.
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/plan-dev/plan/dataplane"
+	dq "github.com/plan-dev/plan/dataplane/qlm"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/sim"
+)
+
+// Target is the share of a class's requests that must meet every SLO the class sets: its
+// p99 (llm_classes state no percentile; `plan simulate` reports the 99% line).
+const Target = 0.99
+
+// The verification run is `plan simulate PLAN --load 1` at its defaults (30 s of Poisson
+// arrivals, seed 1, its default warm-up), so a plan the planner accepts is one that command
+// shows meeting its targets.
+const (
+	verifySeconds = 30
+	verifySeed    = 1
+)
+
+// capRequests is how many requests a capacity probe simulates (its window is this many at the
+// probed rate, 60 s to 1 h): enough that one miss in a hundred is seen, not a seed's luck.
+const capRequests = 1000
+
+// capacityKey identifies a cached instance capacity: the instance kind and the class mix.
+type capacityKey struct {
+	model, gpu string
+	gpus       int
+	mix        string
+}
+
+var (
+	capMu    sync.Mutex
+	capCache = map[capacityKey]float64{}
+)
+
+// ClassResult is one class's outcome in a simulation of a plan at its own rates.
+type ClassResult struct {
+	Name                  string
+	Attainment            float64
+	Requests              int64
+	E2EP99, TTFTP99       dataplane.Time
+	TPOTP99               float64 // µs per token
+	SLO, TTFTSLO, TPOTSLO dataplane.Time
+}
+
+// Met reports whether the class reached Target.
+func (r ClassResult) Met() bool { return r.Attainment >= Target }
+
+// String names the class's attainment and its p99s against the SLOs it sets.
+func (r ClassResult) String() string {
+	s := fmt.Sprintf("attains %.1f%% (target %.0f%%): p99 e2e %s (slo %s)", 100*r.Attainment, 100*Target, ms(float64(r.E2EP99)), ms(float64(r.SLO)))
+	if r.TTFTSLO > 0 || r.TTFTP99 > 0 {
+		s += fmt.Sprintf(", p99 ttft %s", ms(float64(r.TTFTP99)))
+		if r.TTFTSLO > 0 {
+			s += fmt.Sprintf(" (ttft_slo %s)", ms(float64(r.TTFTSLO)))
+		}
+	}
+	if r.TPOTSLO > 0 || r.TPOTP99 > 0 {
+		s += fmt.Sprintf(", p99 tpot %s", ms(r.TPOTP99))
+		if r.TPOTSLO > 0 {
+			s += fmt.Sprintf(" (tpot_slo %s)", ms(float64(r.TPOTSLO)))
+		}
+	}
+	return s
+}
+
+func ms(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2f s", us/1e6)
+	case us >= 1e4:
+		return fmt.Sprintf("%.0f ms", us/1e3)
+	}
+	return fmt.Sprintf("%.1f ms", us/1e3)
+}
+
+// simulate runs instances serving classes at their rate_rps for seconds of Poisson arrivals
+// (seeded) under QLM's policy, as `plan simulate` does, and returns each class's outcome in
+// class order. warmup < 0 takes `plan simulate`'s default warm-up.
+func simulate(profs []*formats.Profile, classes []formats.LLMClass, insts []formats.QLMInstance, routes []formats.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
+	setup := dq.Setup{ReplanMs: 500, Routes: routes}
+	for _, p := range profs {
+		setup.Profiles = append(setup.Profiles, p.LLMs...)
+	}
+	for _, in := range insts {
+		x := dq.Instance{Name: in.Name, GPU: in.GPU, Model: in.Model}
+		if in.GPUCount > 1 {
+			x.GPUCount = in.GPUCount
+		}
+		setup.Instances = append(setup.Instances, x)
+	}
+	dep, err := dq.Build(classes, setup)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := sim.ParseArrival("poisson")
+	if err != nil {
+		return nil, err
+	}
+	dur := dataplane.Time(seconds * 1e6)
+	if warmup < 0 {
+		warmup = sim.DefaultWarmup(dep, dur)
+	}
+	cfg := &sim.SweepConfig{Dep: dep, Policies: dataplane.NewRegistry(dq.Policies()...), Policy: dataplane.Config{Policy: dq.PolicyQLM},
+		Arrival: spec, Loads: []float64{1}, Duration: dur, Seed: seed, Warmup: warmup, LLM: sim.LLMClassesOf(dep, classes)}
+	pt, err := sim.RunPoint(cfg, 1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClassResult, len(classes))
+	for a, c := range classes {
+		r := ClassResult{Name: c.Name, Attainment: 1, SLO: dataplane.Time(c.SLO.D().Microseconds()),
+			TTFTSLO: dataplane.Time(c.TTFTSLO.D().Microseconds()), TPOTSLO: dataplane.Time(c.TPOTSLO.D().Microseconds())}
+		if a < len(pt.Apps) {
+			m := pt.Apps[a]
+			r.Requests = m.Requests
+			if m.Requests > 0 {
+				r.Attainment = m.Attainment
+			}
+			r.E2EP99 = dataplane.Time(m.Latency.P99Us)
+			if m.LLM != nil {
+				r.TTFTP99, r.TPOTP99 = dataplane.Time(m.LLM.TTFT.P99Us), float64(m.LLM.TPOT.P99Us)
+			}
+		}
+		out[a] = r
+	}
+	return out, nil
+}
+
+// mixOf is model's classes of w with their shares of the model's requests as rate_rps (all
+// at 0: equal shares), scaled to total req/s.
+func mixOf(w *formats.Workload, model string, total float64) []formats.LLMClass {
+	var cls []formats.LLMClass
+	sum := 0.0
+	for _, c := range w.LLMClasses {
+		if c.Model == model {
+			cls = append(cls, c)
+			sum += math.Max(c.RateRPS, 0)
+		}
+	}
+	for i := range cls {
+		share := 1 / float64(len(cls))
+		if sum > 0 {
+			share = math.Max(cls[i].RateRPS, 0) / sum
+		}
+		cls[i].RateRPS = total * share
+	}
+	return cls
+}
+
+// mixKey is a class mix's cache key: every field the simulation reads, shares normalised.
+func mixKey(cls []formats.LLMClass) string {
+	total := 0.0
+	for _, c := range cls {
+		total += c.RateRPS
+	}
+	parts := make([]string, len(cls))
+	for i, c := range cls {
+		parts[i] = fmt.Sprintf("%s|%d|%d|%d|%t|%.6f|%v|%v", c.Name, c.SLO, c.TTFTSLO, c.TPOTSLO, c.Interactive, c.RateRPS/math.Max(total, 1e-12), c.InputTokens, c.OutputTokens)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ";")
+}
+
+// InstanceRate is the highest total rate (req/s) one instance of pr serves model's classes of
+// w at their mix with every class reaching Target in simulation (0 when none does even at a
+// trickle). Found by doubling then bisecting to 3% on seeded runs of capRequests requests;
+// cached per (model, GPU, tensor-parallel GPUs, class mix).
+func InstanceRate(pr *formats.LLMProfile, w *formats.Workload, model string) (float64, error) {
+	key := capacityKey{model: model, gpu: pr.GPU, gpus: max(pr.GPUCount, 1), mix: mixKey(mixOf(w, model, 1))}
+	capMu.Lock()
+	r, ok := capCache[key]
+	capMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	one := []*formats.Profile{{LLMs: []formats.LLMProfile{*pr}}}
+	inst := []formats.QLMInstance{{Name: "llm-0", GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: model}}
+	meets := func(rate float64) (bool, error) {
+		secs := math.Min(math.Max(capRequests/rate, 60), 3600)
+		res, err := simulate(one, mixOf(w, model, rate), inst, nil, secs, verifySeed, -1)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range res {
+			if c.RateRPSZero() {
+				continue
+			}
+			if !c.Met() {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	lo, hi := 0.0, 0.0
+	rate := 1.0
+	// Find a bracket: halve down to a trickle, or double up to a ceiling no engine reaches.
+	ok1, err := meets(rate)
+	if err != nil {
+		return 0, err
+	}
+	if ok1 {
+		lo = rate
+		for hi == 0 && rate < 1<<14 {
+			rate *= 2
+			ok, err := meets(rate)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				lo = rate
+			} else {
+				hi = rate
+			}
+		}
+		if hi == 0 {
+			hi = lo
+		}
+	} else {
+		hi = rate
+		for lo == 0 && rate > 1.0/1024 {
+			rate /= 2
+			ok, err := meets(rate)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				lo = rate
+			} else {
+				hi = rate
+			}
+		}
+	}
+	for lo > 0 && hi > lo*1.03 {
+		mid := (lo + hi) / 2
+		ok, err := meets(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	lo = math.Round(lo*1e4) / 1e4
+	capMu.Lock()
+	capCache[key] = lo
+	capMu.Unlock()
+	return lo, nil
+}
+
+// RateRPSZero reports whether the class had no requests (a class at rate 0 attains trivially).
+func (r ClassResult) RateRPSZero() bool { return r.Requests == 0 }
