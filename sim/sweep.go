@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	rt "github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
 )
 
 // SweepConfig describes a load sweep.
@@ -316,4 +317,25 @@ func ParseLoadRange(s string) ([]float64, error) {
 		return nil, fmt.Errorf("load range %q is empty", s)
 	}
 	return uniq, nil
+}
+
+// PoissonPoint simulates dep under policy pol (of policies) at its apps' planned rates for
+// dur of seeded Poisson arrivals, the requests arriving before warmup not counted (< 0: the
+// default warm-up), with LLM classes classes (nil for other systems): one `plan simulate
+// --load 1` point. Planners that size by simulation are handed this function by the registry
+// (planner and sim never import each other, DESIGN.md).
+func PoissonPoint(dep *rt.Deployment, policies *rt.Registry, pol string, classes []formats.LLMClass, dur, warmup rt.Time, seed uint64) (*Point, error) {
+	spec, err := ParseArrival("poisson")
+	if err != nil {
+		return nil, err
+	}
+	if warmup < 0 {
+		warmup = DefaultWarmup(dep, dur)
+	}
+	cfg := &SweepConfig{Dep: dep, Policies: policies, Policy: rt.Config{Policy: pol}, Arrival: spec,
+		Loads: []float64{1}, Duration: dur, Seed: seed, Warmup: warmup}
+	if classes != nil {
+		cfg.LLM = LLMClassesOf(dep, classes)
+	}
+	return RunPoint(cfg, 1)
 }

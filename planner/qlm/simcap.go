@@ -20,9 +20,20 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/sim"
 )
+
+// PointSimulator runs a deployment under a policy at its planned rates for a span of seeded
+// Poisson arrivals (warm-up < 0: the default) and returns the point: sim.PoissonPoint. The
+// planner sizes by simulation but planner and sim never import each other (DESIGN.md's
+// layering), so the registry hands it in (internal/systems/qlmsys: SetSimulator).
+type PointSimulator func(dep *dataplane.Deployment, policies *dataplane.Registry, pol string, classes []formats.LLMClass, dur, warmup dataplane.Time, seed uint64) (*workload.Point, error)
+
+var simulatePoint PointSimulator
+
+// SetSimulator installs the simulator the planner sizes and checks its plans with.
+func SetSimulator(f PointSimulator) { simulatePoint = f }
 
 // Target is the share of a class's requests that must meet every SLO the class sets: its
 // p99 (llm_classes state no percentile; `plan simulate` reports the 99% line).
@@ -112,17 +123,10 @@ func simulate(profs []*formats.Profile, classes []formats.LLMClass, insts []form
 	if err != nil {
 		return nil, err
 	}
-	spec, err := sim.ParseArrival("poisson")
-	if err != nil {
-		return nil, err
+	if simulatePoint == nil {
+		return nil, fmt.Errorf("qlm: no simulator installed (the registry's qlmsys sets one: SetSimulator)")
 	}
-	dur := dataplane.Time(seconds * 1e6)
-	if warmup < 0 {
-		warmup = sim.DefaultWarmup(dep, dur)
-	}
-	cfg := &sim.SweepConfig{Dep: dep, Policies: dataplane.NewRegistry(dq.Policies()...), Policy: dataplane.Config{Policy: dq.PolicyQLM},
-		Arrival: spec, Loads: []float64{1}, Duration: dur, Seed: seed, Warmup: warmup, LLM: sim.LLMClassesOf(dep, classes)}
-	pt, err := sim.RunPoint(cfg, 1)
+	pt, err := simulatePoint(dep, dataplane.NewRegistry(dq.Policies()...), dq.PolicyQLM, classes, dataplane.Time(seconds*1e6), warmup, seed)
 	if err != nil {
 		return nil, err
 	}

@@ -24,9 +24,14 @@ import (
 	pq "github.com/plan-dev/plan/planner/qlm"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/openai"
+	"github.com/plan-dev/plan/sim"
 )
 
 // System returns the QLM system.
+// The QLM planner sizes instances and checks its plans by simulation (planner/qlm's
+// simcap.go): the registry is where planner and simulator meet (DESIGN.md's layering).
+func init() { pq.SetSimulator(sim.PoissonPoint) }
+
 func System() system.System {
 	return system.System{
 		Name:             "qlm",
