@@ -48,13 +48,13 @@ func qlmLadder(t *testing.T, wrap bool) *Ladder {
 	return l
 }
 
-// TestClassResolveRungs: QLM's planner refuses a placement whose decode load per instance
-// reaches 1, so re-solving the plan's own rates on a small rung fails; ClassResolve plans a
+// TestClassResolveRungs: QLM's planner refuses a placement whose instances cannot carry the
+// classes' rates within their SLOs (simulated), so re-solving the plan's own rates on a small rung fails; ClassResolve plans a
 // rung for its share of the classes, and every rung solves with a capacity that grows with
 // its GPUs.
 func TestClassResolveRungs(t *testing.T) {
 	ctx := context.Background()
-	if _, err := qlmLadder(t, false).Rung(ctx, 1); err == nil || !strings.Contains(err.Error(), "a load below 1 per instance is needed") {
+	if _, err := qlmLadder(t, false).Rung(ctx, 1); err == nil || !strings.Contains(err.Error(), "SLO cannot be met") {
 		t.Fatalf("rung 1 of the plan's own rates: err %v, want QLM's overload refusal (the fixture must exercise the scaling)", err)
 	}
 	l := qlmLadder(t, true)
