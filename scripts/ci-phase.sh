@@ -34,16 +34,17 @@ summary() {
     printf '%-12s %8s  %-6s  %-16s  %-16s\n' "$name" "$(hms "$secs")" "$status" "$lb" "$la"
   done <"$dir/phases.tsv"
   printf '%-12s %8s\n' total "$(hms "$total")"
-  echo "== the ten slowest test packages (go test's own times; race = under -race) =="
+  echo "== the ten slowest test packages (go test's own times; (race) = under -race) =="
   for f in "$dir"/unit-race.log "$dir"/unit.log "$dir"/agreement.log; do
     [ -f "$f" ] || continue
     g=$(basename "$f" .log)
-    awk -v g="$g" '($1 == "ok" || $1 == "FAIL") && $3 ~ /^[0-9.]+s$/ { sub(/s$/, "", $3); printf "%s\t%s\t%s\n", $3, g, $2 }' "$f"
+    # unit-tests.sh all tags each package line with its group: "(race)" or "(plain)".
+    awk -v g="$g" '($1 == "ok" || $1 == "FAIL") && $3 ~ /^[0-9.]+s$/ { sub(/s$/, "", $3); h = g; if ($NF ~ /^\(.*\)$/) h = g " " $NF; printf "%s\t%s\t%s\n", $3, h, $2 }' "$f"
   done | sort -t$'\t' -k1,1 -rn | head -10 | while IFS=$'\t' read -r secs g pkg; do
     flag=""
     # No package's tests may take over 5 minutes under CI's flags.
     awk -v s="$secs" 'BEGIN { exit !(s > 300) }' && flag="  OVER 5 MINUTES"
-    printf '%8.1fs  %-10s %s%s\n' "$secs" "$g" "${pkg#github.com/plan-dev/plan/}" "$flag"
+    printf '%8.1fs  %-18s %s%s\n' "$secs" "$g" "${pkg#github.com/plan-dev/plan/}" "$flag"
   done
   echo "== load average now: $(load) on $(nproc) CPUs =="
   if [ "$total" -gt "$warn_s" ]; then

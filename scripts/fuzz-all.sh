@@ -1,29 +1,63 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target in the module for a short time (default 5s each).
 #
+# Packages run two at a time, each with one fuzzing worker (-parallel 1): the fuzzing itself
+# keeps both cores busy either way, but each target's instrumented build, link and start-up
+# (single-threaded, and most of a short run's time) then overlaps another package's fuzzing.
+# A package's targets run one after another (they share its build). Each package's output is
+# printed whole when it ends.
+#
 # Go's fuzzing coordinator sometimes fails a run with a bare "context deadline exceeded" when
 # a worker is still busy at the deadline (no crasher is found or written). Such a run is retried
-# (up to twice); any run that found a failing input fails the script at once.
+# (up to twice); any run that found a failing input fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${1:-5s}
-status=0
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-while IFS=: read -r file _ line; do
-  pkg=./$(dirname "$file")
-  name=$(sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/' <<<"$line")
-  for attempt in 1 2 3; do
-    echo "== fuzz $pkg $name ($fuzztime)"
-    if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 3s "$pkg" 2>&1 | tee "$log"; then
+jobs=${FUZZ_JOBS:-2}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+# fuzz_pkg PKG NAME...: every target of one package, in turn; exit 1 on a failure.
+fuzz_pkg() {
+  local pkg=$1 status=0 log
+  shift
+  log=$(mktemp)
+  for name in "$@"; do
+    for attempt in 1 2 3; do
+      echo "== fuzz $pkg $name ($fuzztime)"
+      if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 3s -parallel 1 "$pkg" >"$log" 2>&1; then
+        cat "$log"
+        break
+      fi
+      cat "$log"
+      if [ "$attempt" -lt 3 ] && grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; then
+        echo "== fuzz $pkg $name: coordinator deadline flake, retrying"
+        continue
+      fi
+      status=1
       break
-    fi
-    if [ "$attempt" -lt 3 ] && grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; then
-      echo "== fuzz $pkg $name: coordinator deadline flake, retrying"
-      continue
-    fi
-    status=1
-    break
+    done
   done
-done < <(grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | sort)
+  rm -f "$log"
+  return "$status"
+}
+export -f fuzz_pkg
+export fuzztime
+
+# One line per package: "PKG NAME NAME ...".
+grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | sort |
+  awk -F: '{ pkg = $1; sub(/\/[^\/]*$/, "", pkg); name = $3; sub(/^func /, "", name); sub(/\(.*/, "", name); t[pkg] = t[pkg] " " name }
+           END { for (p in t) print p t[p] }' | sort >"$dir/targets"
+[ -s "$dir/targets" ] || { echo "fuzz-all: no fuzz targets found" >&2; exit 1; }
+i=0
+while read -r line; do
+  echo "$line" >"$dir/job.$i"
+  i=$((i + 1))
+done <"$dir/targets"
+# Each job writes its output to its own file; xargs fails (123) when any job failed.
+status=0
+ls "$dir"/job.* | xargs -P "$jobs" -I{} bash -c 'read -r -a a <"$1"; fuzz_pkg "${a[@]}" >"$1.out" 2>&1' _ {} || status=1
+for f in "$dir"/job.*.out; do
+  cat "$f"
+done
 exit $status
