@@ -76,7 +76,7 @@ comma := ,
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all assets native build install demo test test-full lint unit unit-all unit-race unit-plain agreement bench-quick bench-serve fuzz golden bench clean generate protoc-plugins
+.PHONY: all assets native build install demo test test-full lint unit unit-race unit-plain agreement bench-quick bench-serve fuzz golden bench clean generate protoc-plugins
 
 all: build
 
@@ -131,7 +131,8 @@ test:
 	@$(PHASE) assets $(MAKE) --no-print-directory assets
 	$(if $(NATIVE_DEP),@$(PHASE) native $(MAKE) --no-print-directory native)
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
-	@$(PHASE) unit $(MAKE) --no-print-directory unit-all
+	@$(PHASE) unit-race $(MAKE) --no-print-directory unit-race
+	@$(PHASE) unit $(MAKE) --no-print-directory unit-plain
 	@$(PHASE) agreement $(MAKE) --no-print-directory agreement
 	@$(PHASE) bench-quick $(MAKE) --no-print-directory bench-quick
 	@$(PHASE) fuzz $(MAKE) --no-print-directory fuzz
@@ -159,10 +160,6 @@ lint: $(NATIVE_DEP)
 # which is which); under test-full, every package under -race.
 UNIT_GROUP ?= split
 unit: unit-race unit-plain
-
-# Both groups at once (make test): one group's tail overlaps the other's work.
-unit-all: $(NATIVE_DEP) protoc-plugins
-	$(if $(filter full,$(UNIT_GROUP)),TAGS='$(TAGS)' ./scripts/unit-tests.sh full,TAGS='$(TAGS)' ./scripts/unit-tests.sh all)
 
 unit-race: $(NATIVE_DEP) protoc-plugins
 	$(if $(filter full,$(UNIT_GROUP)),TAGS='$(TAGS)' ./scripts/unit-tests.sh full,TAGS='$(TAGS)' ./scripts/unit-tests.sh race)

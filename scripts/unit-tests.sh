@@ -8,17 +8,12 @@
 #                                 the profiler's parallel measurement, the formats' reader) and
 #                                 over the command tests that start a server (CLI_RACE)
 #   scripts/unit-tests.sh plain   every other package and command test, without -race
-#   scripts/unit-tests.sh all     race and plain at once (what make test runs): five go test
-#                                 streams side by side, so one stream's tail (the command
-#                                 package's tests, the longest) overlaps the others' work;
-#                                 each stream's output is printed whole when it ends, its
-#                                 per-package result lines tagged (race) or (plain)
 #   scripts/unit-tests.sh full    every package under -race, as CI ran before the split
 #
 # Every test runs in exactly one of race and plain. TAGS (build tags) and TIMEOUT pass through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-group=${1:?usage: scripts/unit-tests.sh race|plain|all|full}
+group=${1:?usage: scripts/unit-tests.sh race|plain|full}
 TAGS=${TAGS:-}
 TIMEOUT=${TIMEOUT:-15m}
 mod=github.com/plan-dev/plan
@@ -41,9 +36,9 @@ run_pair() {
   [ "$ra" -eq 0 ] && [ "$rb" -eq 0 ]
 }
 
-# streams CMD...: run each command (a shell string) at once, print each one's output whole
-# when it ends with its `ok`/`FAIL` package lines tagged by the command's group (the word
-# before the first colon), and fail when any failed.
+# streams GROUP:CMD...: run each command (a shell string) at once, print each one's output
+# whole when it ends, its `ok`/`FAIL` package lines tagged with GROUP, and fail when any
+# failed. (The race group's streams run as run_pair does, untagged: its tests time a server.)
 streams() {
   local dir pids=() rc=0 i=0
   dir=$(mktemp -d)
@@ -63,16 +58,6 @@ streams() {
 }
 
 case "$group" in
-all)
-  # shellcheck disable=SC2086
-  plain=$(comm -23 <(go list ./... | sort) <(go list $RACE_PKGS $CLI | sort) | sed "s|^$mod|.|")
-  # The command package's plain tests in two halves (by name), its longest stream otherwise.
-  streams "race:go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' $RACE_PKGS" \
-    "race:go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '$CLI_RACE' $CLI" \
-    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' $(echo $plain)" \
-    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^(Test[A-Ra-r]|Fuzz|Example)' -skip '$CLI_RACE' $CLI" \
-    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^Test[^A-Ra-r]' -skip '$CLI_RACE' $CLI"
-  ;;
 race)
   run_pair "go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' $RACE_PKGS" \
     "go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '$CLI_RACE' $CLI"
@@ -80,14 +65,17 @@ race)
 plain)
   # shellcheck disable=SC2086
   plain=$(comm -23 <(go list ./... | sort) <(go list $RACE_PKGS $CLI | sort) | sed "s|^$mod|.|")
-  run_pair "go test -count=1 -timeout $TIMEOUT -tags '$TAGS' $(echo $plain)" \
-    "go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -skip '$CLI_RACE' $CLI"
+  # The command package's tests in two halves by name (its 180 s were the group's tail);
+  # its output follows the other packages'.
+  streams "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' $(echo $plain)" \
+    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^(Test[A-Ra-r]|Fuzz|Example)' -skip '$CLI_RACE' $CLI" \
+    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^Test[^A-Ra-r]' -skip '$CLI_RACE' $CLI"
   ;;
 full)
   go test -race -count=1 -timeout 45m -tags "$TAGS" ./...
   ;;
 *)
-  echo "scripts/unit-tests.sh: unknown group $group (race, plain, all or full)" >&2
+  echo "scripts/unit-tests.sh: unknown group $group (race, plain or full)" >&2
   exit 2
   ;;
 esac
