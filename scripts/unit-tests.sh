@@ -65,11 +65,11 @@ race)
 plain)
   # shellcheck disable=SC2086
   plain=$(comm -23 <(go list ./... | sort) <(go list $RACE_PKGS $CLI | sort) | sed "s|^$mod|.|")
-  # The command package's tests in two halves by name (its 180 s were the group's tail);
-  # its output follows the other packages'.
+  # The command package's tests in two halves by name (its 180 s were the group's tail):
+  # A-R and Simulate*, then Solve* and the rest (go test -list: every test in exactly one).
   streams "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' $(echo $plain)" \
-    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^(Test[A-Ra-r]|Fuzz|Example)' -skip '$CLI_RACE' $CLI" \
-    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^Test[^A-Ra-r]' -skip '$CLI_RACE' $CLI"
+    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^(Test[A-Ra-r]|TestSim|Fuzz|Example)' -skip '$CLI_RACE' $CLI" \
+    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^Test([^A-Ra-rS]|S[^i]|Si[^m])' -skip '$CLI_RACE' $CLI"
   ;;
 full)
   go test -race -count=1 -timeout 45m -tags "$TAGS" ./...
