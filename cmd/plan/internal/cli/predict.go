@@ -265,12 +265,7 @@ func predictionMisses(pr *formats.Prediction) []string {
 
 // predictionLine is the one-line summary solve and check print.
 func predictionLine(pr *formats.Prediction) string {
-	worst := -1
-	for i, a := range pr.Apps {
-		if worst < 0 || a.Attainment-a.Target < pr.Apps[worst].Attainment-pr.Apps[worst].Target {
-			worst = i
-		}
-	}
+	worst := worstApp(pr)
 	if worst < 0 {
 		return "predicted: no application simulated"
 	}
@@ -347,4 +342,16 @@ func checkPrediction(cmd *cobra.Command, app *App, lg *checkLog, plan *formats.P
 		}
 		lg.add("predict", planner.Check{OK: ok, Line: line, Name: "attainment", Subject: a.Name, Value: &val, Limit: &lim})
 	}
+}
+
+// worstApp is the index of the application furthest below (or least above) its target, -1
+// when there is none.
+func worstApp(pr *formats.Prediction) int {
+	worst := -1
+	for i, a := range pr.Apps {
+		if worst < 0 || a.Attainment-a.Target < pr.Apps[worst].Attainment-pr.Apps[worst].Target {
+			worst = i
+		}
+	}
+	return worst
 }

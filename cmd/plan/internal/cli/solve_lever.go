@@ -71,12 +71,7 @@ func solvePredicted(ctx context.Context, reg *systems.Registry, pl planner.Plann
 
 // worstMiss names the application furthest below its target.
 func worstMiss(pr *formats.Prediction) string {
-	worst := -1
-	for i, a := range pr.Apps {
-		if worst < 0 || a.Attainment-a.Target < pr.Apps[worst].Attainment-pr.Apps[worst].Target {
-			worst = i
-		}
-	}
+	worst := worstApp(pr)
 	if worst < 0 {
 		return "no application"
 	}
