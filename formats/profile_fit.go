@@ -1,7 +1,7 @@
 package formats
 
 // This file decides which measured batch-latency points the planners and the data plane use
-// (issue 31 item 1). Measured data is planned as measured: a profile's numbers are the
+// (the fit). Measured data is planned as measured: a profile's numbers are the
 // model being solved, and a clean published curve (PPipe's TensorRT block tables, whose
 // per-item time wobbles and may rise between batches) must give the plan its own numbers
 // give. Only a point that cannot be the batch's cost is replaced: a dip to half its

@@ -30,7 +30,7 @@ func batches(n int) []float64 {
 // TestMonotoneFit: a point is replaced only when it is more than 25% off the isotonic fit of
 // its neighbours, by their curve at its batch; every other point keeps its measured value
 // (noise, a rising per-item time and non-monotone wobble included), and past the table the
-// curve never falls below its last point or goes negative (issue 31 item 1: bert-mini at
+// curve never falls below its last point or goes negative (bert-mini at
 // batch 1000 came out at −9,158 µs from a noisy last pair).
 func TestMonotoneFit(t *testing.T) {
 	bs := batches(100)
@@ -175,8 +175,8 @@ func TestFitProfile(t *testing.T) {
 
 // FuzzMonotoneFit: whatever the measurements (positive and finite, as validation admits),
 // the values planned on are finite and non-negative, every value not reported is the
-// measured one, and the curve never falls or goes non-finite past the table (issue 31 item
-// 1: the simulator never sees such a time).
+// measured one, and the curve never falls or goes non-finite past the table
+// (the simulator never sees such a time).
 func FuzzMonotoneFit(f *testing.F) {
 	f.Add([]byte{10, 20, 30, 40, 5, 60, 70, 1})
 	f.Add([]byte{200, 1, 200, 1, 200})

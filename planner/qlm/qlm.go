@@ -454,7 +454,7 @@ func classOf(w *formats.Workload, model string) (int, formats.LLMClass) {
 	return -1, formats.LLMClass{}
 }
 
-// overloaded refuses a placement that cannot sustain the class rates (issue 31 item 4: such a
+// overloaded refuses a placement that cannot sustain the class rates (such a
 // plan was written as "optimal" and only plan check noticed): a model without an instance, or
 // one whose load in instances reaches its count. It names the class, its target, what one
 // instance serves within it (the best achievable rate per instance) and the instances needed.

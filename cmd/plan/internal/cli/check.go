@@ -237,8 +237,8 @@ const maxFitLines = 5
 
 // verifyProfileFit says which values the plan was verified on where they are not the
 // measured ones: the verification above, like the solve, uses the embedded profiles' values,
-// which are the measurements except where the profile fit replaced an outlier (issue 31 item
-// 1; formats.FitProfile). One line per replaced value, the measured value beside the one used.
+// which are the measurements except where the profile fit replaced an outlier
+// (formats.FitProfile). One line per replaced value, the measured value beside the one used.
 func verifyProfileFit(lg *checkLog, plan *formats.Plan) {
 	e := plan.Provenance.Embedded
 	if e == nil {

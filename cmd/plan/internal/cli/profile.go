@@ -369,7 +369,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 }
 
 // warnNoisyPoints names, on stderr, the measured points plan solve will find off the monotone
-// order of their neighbours (formats.FitProfile, issue 31 item 1); the profile is written as
+// order of their neighbours (formats.FitProfile); the profile is written as
 // measured.
 func warnNoisyPoints(app *App, doc *formats.Profile) {
 	cp := *doc

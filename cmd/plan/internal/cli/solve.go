@@ -125,7 +125,7 @@ the miss in its prediction. plan check re-runs the prediction.`,
 
 // loadSolveInputs reads the input files (or the embedded demo); every problem is a usage error.
 // Every profile file is planned on its measured values but for the outliers formats.FitProfile
-// replaces (issue 31 item 1; none with --profile-fit none): the plan embeds the values used
+// replaces (none with --profile-fit none): the plan embeds the values used
 // with the measured ones beside them, and warn reports each point off the fit (file, model,
 // GPU, batch, measured → used). The input's digest is the file's, as measured. The embedded
 // demo is a roofline estimate, not a measurement: it is planned as it is.
