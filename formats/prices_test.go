@@ -22,7 +22,8 @@ func TestClusterPriceValidation(t *testing.T) {
 		{"free", f(0), nil, "", ""},
 		{"negative price", f(-1), nil, "", "gpus[0].price_per_hour: -1: must be >= 0"},
 		{"NaN price", f(math.NaN()), nil, "", "gpus[0].price_per_hour: NaN: must be >= 0"},
-		{"infinite price", f(math.Inf(1)), nil, "", "gpus[0].price_per_hour: +Inf: must be >= 0"},
+		{"infinite price", f(math.Inf(1)), nil, "", "gpus[0].price_per_hour: +Inf: must be <= 1e+06"},
+		{"price past the solver's range", f(1e308), nil, "", "gpus[0].price_per_hour: 1e+308: must be <= 1e+06"},
 		{"negative available", nil, n(-2), "", "gpus[0].available: -2: must be >= 0"},
 		{"bad currency", nil, nil, "US$", `currency: "US$": must be 1 to 8 letters`},
 	} {

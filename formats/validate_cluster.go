@@ -58,7 +58,7 @@ func (c *Cluster) Validate() ErrorList {
 		}
 		nodeLabels(v, field(p, "node_labels"), g.NodeLabels)
 		if g.PricePerHour != nil {
-			nonNegative(v, field(p, "price_per_hour"), *g.PricePerHour)
+			price(v, field(p, "price_per_hour"), *g.PricePerHour)
 		}
 		if g.Available != nil && *g.Available < 0 {
 			v.add(field(p, "available"), *g.Available, "must be >= 0 (or omitted: unbounded)")
@@ -107,6 +107,21 @@ func positive(v *validator, path string, x float64) {
 }
 
 // nonNegative requires a finite number >= 0.
+// MaxPricePerHour bounds a GPU's price per hour. The costliest GPU instances list at tens of
+// dollars per GPU-hour; far larger prices become cost coefficients past the solver's numeric
+// range (HiGHS treats 1e20 as infinite and loses precision well before it), so a typo such as
+// 1e308 is refused here rather than failing inside the solver.
+const MaxPricePerHour = 1e6
+
+// price checks a GPU price per hour: finite, >= 0 and at most MaxPricePerHour.
+func price(v *validator, path string, x float64) {
+	if !math.IsNaN(x) && x > MaxPricePerHour {
+		v.add(path, x, "must be <= %g (a price per GPU-hour)", float64(MaxPricePerHour))
+		return
+	}
+	nonNegative(v, path, x)
+}
+
 func nonNegative(v *validator, path string, x float64) {
 	if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 		v.add(path, x, "must be >= 0")

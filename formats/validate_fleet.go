@@ -24,7 +24,7 @@ func (f *Fleet) validate(v *validator, p string) {
 		if g.Count < 0 {
 			v.add(field(q, "count"), g.Count, "must be >= 0")
 		}
-		nonNegative(v, field(q, "price_per_hour"), g.PricePerHour)
+		price(v, field(q, "price_per_hour"), g.PricePerHour)
 	}
 	if math.IsNaN(f.CostPerHour) || math.IsInf(f.CostPerHour, 0) || f.CostPerHour < 0 {
 		v.add(field(p, "cost_per_hour"), f.CostPerHour, "must be >= 0")

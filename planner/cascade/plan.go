@@ -276,6 +276,11 @@ func weights(c *formats.Cascade, lo, hi []float64, timeOnly bool) []float64 {
 }
 
 func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Options) (*Result, error) {
+	if hw.N < 1 {
+		// No GPU to place a replica on: every cascade is infeasible, and the gear simulator
+		// has no server to route to.
+		return nil, fmt.Errorf("%w: the cluster has no GPU (gpus[].count sums to 0)", planner.ErrInfeasible)
+	}
 	p := &planning{ctx: ctx, t: t, hw: hw, opt: o, lb: &lbSolver{ctx: ctx, t: t, nGPU: hw.N, cache: map[string]lbResult{}, solveLP: o.lpSolve}, cache: map[string]Gear{}}
 	// SP1: cascade search with Pareto filtering (§4.2).
 	so := o.Search

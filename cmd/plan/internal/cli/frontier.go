@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,8 +212,10 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 	if err := applyObjective(app, &o.solveOptions, in, &base); err != nil {
 		return err
 	}
-	if o.baseline != "" && !slices.Contains(sys.Strategies, o.baseline) {
-		return usageErrorf("--baseline %q: the %s planner takes %s", o.baseline, sys.Name, strings.Join(sys.Strategies, ", "))
+	for _, f := range [][2]string{{"strategy", o.strategy}, {"baseline", o.baseline}} {
+		if err := checkStrategy(f[0], f[1], sys); err != nil {
+			return err
+		}
 	}
 	rep := frontierReport{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: o.baseline}
 	for _, sp := range pts {

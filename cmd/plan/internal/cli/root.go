@@ -124,7 +124,10 @@ Systems (from the registry; plan systems -O json for the same as JSON):
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			boundMemory(cmd.Name(), args)
-			return app.setup(cmd)
+			if err := app.setup(cmd); err != nil {
+				return err
+			}
+			return finiteFlags(cmd.Flags())
 		},
 	}
 	root.SetIn(s.In)

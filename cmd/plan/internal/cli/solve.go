@@ -233,8 +233,8 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		}
 		return usageErrorf("%s: %v", name, err)
 	}
-	if o.strategy != "" && !slices.Contains(sys.Strategies, o.strategy) {
-		return usageErrorf("--strategy %q: the %s planner takes %s", o.strategy, sys.Name, strings.Join(sys.Strategies, ", "))
+	if err := checkStrategy("strategy", o.strategy, sys); err != nil {
+		return err
 	}
 	pl := sys.NewPlanner()
 	pfs := pflag.NewFlagSet(sys.Name, pflag.ContinueOnError)
@@ -475,3 +475,12 @@ func fmtMs(ms float64) string {
 // planName is the file name used in messages: the path as given, so that golden/plan.json
 // and plan.json are told apart.
 func planName(path string) string { return path }
+
+// checkStrategy refuses a --strategy or --baseline value the system's planner does not take
+// ("" = the system's own), naming the flag, the value and the values it takes.
+func checkStrategy(flag, value string, sys system.System) error {
+	if value != "" && !slices.Contains(sys.Strategies, value) {
+		return usageErrorf("--%s %q: the %s planner takes %s", flag, value, sys.Name, strings.Join(sys.Strategies, ", "))
+	}
+	return nil
+}
