@@ -236,7 +236,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// (rawhttp.go); o.Client still fetches the plan and the models' metadata.
 	useRaw := o.Client == nil
 	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns, IdleConnTimeout: 30 * time.Second}}
+		o.Client = &http.Client{CheckRedirect: refuseRedirect,
+			Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns, IdleConnTimeout: 30 * time.Second}}
 		defer o.Client.CloseIdleConnections()
 	}
 	base := strings.TrimRight(o.URL, "/")

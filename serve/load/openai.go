@@ -201,7 +201,7 @@ func RunOpenAI(ctx context.Context, o OpenAIOptions) (*OpenAIReport, []OpenAISam
 		o.MaxConns = 4096
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns,
+		o.Client = &http.Client{CheckRedirect: refuseRedirect, Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns,
 			IdleConnTimeout: 30 * time.Second, DisableCompression: true}}
 		defer o.Client.CloseIdleConnections()
 	}
