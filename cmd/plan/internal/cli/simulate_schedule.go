@@ -350,7 +350,7 @@ func printScheduleReport(app *App, s *schedule.Schedule, rep *scheduleReport) er
 	rows = append(rows, []string{"peak", fmtSecs(rep.Peak.StartS) + "–" + fmtSecs(rep.Peak.EndS), fleetShort(s.Peak.GPUsUsed), "",
 		fmt.Sprint(rep.Peak.Requests), fmt.Sprintf("%.2f%%", rep.Peak.Attainment*100), ""})
 	app.Table([]string{"WINDOW", "SPAN", "GPUS", "SWITCH", "REQUESTS", "ATTAINMENT", "PEAK PLAN"}, rows)
-	fmt.Fprintf(app.Out, "\nschedule: cost %.4g %s (switch overlap %.4g) against %.4g for the peak plan all day: saving %.1f%%; attainment %.2f%% against %.2f%% (%.2f%% of the peak plan's)\n",
-		rep.Cost, s.Currency, rep.SwitchCost, rep.PeakCost, rep.Saving*100, rep.Overall.Attainment*100, rep.Peak.Attainment*100, rep.RelAttainment*100)
+	fmt.Fprintf(app.Out, "\nschedule: cost %.4g %s (switch overlap %.4g) against %.4g for the peak plan all day (%s); attainment %.2f%% against %.2f%% (%.2f%% of the peak plan's)\n",
+		rep.Cost, s.Currency, rep.SwitchCost, rep.PeakCost, savingPhrase(s, rep.Saving), rep.Overall.Attainment*100, rep.Peak.Attainment*100, rep.RelAttainment*100)
 	return nil
 }

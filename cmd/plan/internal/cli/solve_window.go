@@ -122,8 +122,8 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	}
 	rows = append(rows, row("peak", s.Peak))
 	app.Table([]string{"WINDOW", "SPAN", "PEAK RPS", "GPUS", s.Currency + "/H", "COST"}, rows)
-	fmt.Fprintf(app.Out, "\nschedule: %d windows of %s, cost %.4g %s against %.4g for the day's peak all day (saving %.1f%%)\n",
-		len(s.Windows), w.window, s.TotalCost, s.Currency, s.PeakCost, s.Saving*100)
+	fmt.Fprintf(app.Out, "\nschedule: %d windows of %s, cost %.4g %s against %.4g for the day's peak all day (%s)\n",
+		len(s.Windows), w.window, s.TotalCost, s.Currency, s.PeakCost, savingPhrase(s, s.Saving))
 	app.Infof("wrote %s", o.out)
 	return nil
 }
@@ -161,6 +161,25 @@ func fmtRates(names []string, r []float64) string {
 		parts[i] = fmt.Sprintf("%s=%.4g", n, r[i])
 	}
 	return strings.Join(parts, " ")
+}
+
+// savingPhrase says what a schedule saves against its peak plan kept all day: nothing when
+// every window runs the peak plan's fleet (a difference in cost is then only the switches'
+// overlap or rounding, not a saving), else the saving, or the extra cost, signed in words.
+func savingPhrase(s *schedule.Schedule, saving float64) string {
+	peak := fleetShort(s.Peak.GPUsUsed)
+	differ := false
+	for _, w := range s.Windows {
+		differ = differ || fleetShort(w.GPUsUsed) != peak
+	}
+	switch {
+	case !differ:
+		return "no saving: every window runs the peak plan's fleet"
+	case saving < 0:
+		return fmt.Sprintf("costs %.1f%% more", -saving*100)
+	default:
+		return fmt.Sprintf("saving %.1f%%", saving*100)
+	}
 }
 
 func fleetShort(g []formats.FleetGPU) string {
