@@ -160,11 +160,11 @@ func Render(plan *formats.Plan) []planner.Table {
 	for _, m := range pp.Models {
 		t2.Rows = append(t2.Rows, []string{m.Model, m.SLO.String(), ms(m.BudgetUs), fmt.Sprintf("%g", m.Weight), strconv.Itoa(len(m.Pipelines)), fmt.Sprintf("%.1f", m.ThroughputRPS), fmt.Sprintf("%.1f", m.TargetRPS)})
 	}
-	t3.Header = []string{"GPU", "CLASS", "USED", "TOTAL", "USE"}
+	t3.Header = []string{"GPU", "CLASS", "GPUS USED", "GPUS TOTAL", "USE"}
 	for _, g := range pp.GPUUse {
 		class := g.Class
 		if class == "" {
-			class = "-"
+			class = "none" // the cluster gives this type no class (high, low)
 		}
 		t3.Rows = append(t3.Rows, []string{g.GPU, class, fmt.Sprintf("%g", g.Used), strconv.Itoa(g.Total), fmt.Sprintf("%.0f%%", 100*g.Used/math.Max(1, float64(g.Total)))})
 	}

@@ -380,9 +380,21 @@ func bar(done, total int) string {
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
 func printSimTable(app *App, rep *sim.Report) {
-	classes := map[string]bool{}
+	// Utilisation by GPU class (high, low: PPipe's), or by GPU type where the cluster names
+	// no class (a column headed "util -" said nothing).
+	utilOf := func(p *sim.Point) []sim.Utilization { return p.Classes }
+	unclassed := true
 	for _, p := range rep.Points {
 		for _, c := range p.Classes {
+			unclassed = unclassed && c.Name == "-"
+		}
+	}
+	if unclassed {
+		utilOf = func(p *sim.Point) []sim.Utilization { return p.GPUTypes }
+	}
+	classes := map[string]bool{}
+	for i := range rep.Points {
+		for _, c := range utilOf(&rep.Points[i]) {
 			classes[c.Name] = true
 		}
 	}
@@ -434,7 +446,7 @@ func printSimTable(app *App, rep *sim.Report) {
 		}
 		for _, c := range cls {
 			u := "-"
-			for _, x := range p.Classes {
+			for _, x := range utilOf(&p) {
 				if x.Name == c {
 					u = pct(x.Busy)
 				}
