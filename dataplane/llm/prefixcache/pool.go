@@ -238,7 +238,10 @@ func (p *Pool) Allocate(id int64, hashes []uint64, hitBlocks, totalBlocks int) b
 	p.reqs[id] = r
 	r.hashes = hashes
 	if len(r.blocks) == 0 {
-		for _, h := range hashes[:p.checkHits(hashes, hitBlocks)] {
+		if !p.enabled { // Cost checked the hits (none when caching is off)
+			hitBlocks = 0
+		}
+		for _, h := range hashes[:max(hitBlocks, 0)] {
 			b := p.index[h]
 			if p.blocks[b].ref == 0 {
 				p.unlink(b)

@@ -3,6 +3,8 @@ package prefixcache
 import (
 	"slices"
 	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // hs are chained hashes of n full blocks of a prompt whose tokens are all group g's (equal g
@@ -241,5 +243,25 @@ func TestBlockHashes(t *testing.T) {
 	y := BlockHashes(nil, Root, bs, []Segment{{2, 16}, {3, 16}})
 	if len(x) != 2 || len(y) != 2 || x[1] == y[1] {
 		t.Fatalf("second blocks hash equal after different first blocks: %x %x", x, y)
+	}
+}
+
+// TestPromptOf: a replayed request's Attrs.Prefix names the same blocks as the trace row it
+// came from: a group shares floor(prefix/bs) blocks with its group, hash ids their ids' blocks.
+func TestPromptOf(t *testing.T) {
+	const bs = 16
+	a := PromptOf(100, &dataplane.Prefix{Group: "sys", GroupTokens: 40}, UniqueID(1)).Hashes(nil, bs, 100)
+	b := PromptOf(90, &dataplane.Prefix{ID: "x", Group: "sys", GroupTokens: 40}, UniqueID(2)).Hashes(nil, bs, 90)
+	if a[0] != b[0] || a[1] != b[1] || a[2] == b[2] {
+		t.Fatal("group members do not share exactly floor(40/16) = 2 blocks")
+	}
+	m := PromptOf(600, &dataplane.Prefix{HashIDs: []int64{0, 1}, HashBlockTokens: 512}, UniqueID(3)).Hashes(nil, bs, 600)
+	n := TraceRow{InputLength: 600, HashIDs: []int64{0, 1}}.Prompt(512, UniqueID(4)).Hashes(nil, bs, 600)
+	if !slices.Equal(m, n) {
+		t.Fatal("hash ids through Attrs differ from the trace row's")
+	}
+	own := PromptOf(64, nil, UniqueID(5)).Hashes(nil, bs, 64)
+	if len(own) != 4 || slices.Contains(a, own[0]) {
+		t.Fatal("a request with no prefix shares blocks")
 	}
 }
