@@ -16,6 +16,25 @@ type Attrs struct {
 	// replayed from (0: not replayed from a trace). The simulator sets it on every arrival;
 	// `plan load` sends it to serve (TraceKey says what reads it).
 	Trace int64
+	// Prefix is what the request's prompt shares with other requests' prompts, and its id in
+	// the trace it came from; nil: nothing known (all its tokens its own).
+	Prefix *Prefix
+}
+
+// Prefix is a request's prompt identity from its trace, for automatic prefix caching
+// (llm-engine-2.md §2; the KV pool, dataplane/llm/prefixcache, names blocks by it). At most
+// one of Group and HashIDs is set.
+type Prefix struct {
+	// ID is the trace's request id ("" when it has none).
+	ID string
+	// Group's requests share their first GroupTokens prompt tokens (two of them share the
+	// smaller count).
+	Group       string
+	GroupTokens int32
+	// HashIDs name the prompt's blocks of HashBlockTokens tokens (Mooncake: 512), the last
+	// one partial; equal id prefixes are equal token prefixes.
+	HashIDs         []int64
+	HashBlockTokens int32
 }
 
 // Arrival describes a request entering the engine.

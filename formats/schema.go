@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -124,6 +125,10 @@ func (g *schemaGen) schema(t reflect.Type) *object {
 		o.set("pattern", DurationPattern)
 		return o
 	}
+	if t == prefixGroupType {
+		o.set("type", []string{"string", "integer"})
+		return o
+	}
 	if t == rawObjectType {
 		o.set("type", []string{"object", "null"})
 		return o
@@ -134,6 +139,9 @@ func (g *schemaGen) schema(t reflect.Type) *object {
 		if ty, ok := inner.get("type").(string); ok {
 			inner.set("type", []string{ty, "null"})
 			return inner
+		}
+		if ty, ok := inner.get("type").([]string); ok && slices.Contains(ty, "null") {
+			return inner // a pointer to a slice or map: null already allowed
 		}
 		null := &object{}
 		null.set("type", "null")

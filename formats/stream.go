@@ -148,6 +148,9 @@ func (s *streamCheck) value(t reflect.Type, tok json.Token) bool {
 		_, err := time.ParseDuration(str)
 		return err == nil
 	}
+	if t == prefixGroupType {
+		return prefixGroupOK(tok)
+	}
 	if t == rawObjectType { // provenance.options: any object (the system's reader checks it), or null
 		return tok == nil || (tok == json.Delim('{') && s.anyObject())
 	}

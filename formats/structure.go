@@ -103,6 +103,12 @@ func checkStructure(t reflect.Type, v any, path string, errs *ErrorList) {
 		}
 		return
 	}
+	if t == prefixGroupType {
+		if !prefixGroupOK(v) {
+			bad(prefixGroupRule)
+		}
+		return
+	}
 	if t == rawObjectType {
 		if _, ok := v.(map[string]any); !ok && v != nil {
 			bad("must be an object")

@@ -12,6 +12,10 @@ func (t *Trace) Validate() ErrorList {
 	case len(t.Requests) == 0 && t.Counts == nil:
 		v.add("requests", nil, "must set requests (at least one) or counts")
 	}
+	if t.HashBlockTokens < 0 || t.HashBlockTokens > MaxTraceTokens {
+		v.add("hash_block_tokens", t.HashBlockTokens, "must be in [0, %d]", MaxTraceTokens)
+	}
+	ids := map[string]int{} // request id -> first index
 	for i := range t.Requests {
 		r := &t.Requests[i]
 		p := idx("requests", i)
@@ -31,6 +35,7 @@ func (t *Trace) Validate() ErrorList {
 				v.add(field(p, f.name), f.n, "must be <= %d", MaxTraceTokens)
 			}
 		}
+		checkTracePrefix(v, t, i, ids)
 	}
 	if c := t.Counts; c != nil {
 		positiveDuration(v, "counts.interval", c.Interval)
@@ -50,4 +55,53 @@ func (t *Trace) Validate() ErrorList {
 		}
 	}
 	return v.errs
+}
+
+// checkTracePrefix checks request i's id and what its prompt shares: ids unique; a prefix
+// group with prefix_tokens in [1, input_tokens]; hash_ids (not with a group) one per
+// hash_block_tokens prompt tokens, ceil(input_tokens / hash_block_tokens) of them, >= 0.
+func checkTracePrefix(v *validator, t *Trace, i int, ids map[string]int) {
+	r := &t.Requests[i]
+	p := idx("requests", i)
+	if r.ID != "" {
+		if j, dup := ids[r.ID]; dup {
+			v.add(field(p, "id"), r.ID, "must be unique: requests[%d] has it too", j)
+		} else {
+			ids[r.ID] = i
+		}
+	}
+	switch {
+	case r.PrefixGroup != "" && r.PrefixTokens <= 0:
+		v.add(field(p, "prefix_tokens"), r.PrefixTokens, "must be >= 1 with prefix_group (how many prompt tokens the group shares)")
+	case r.PrefixGroup == "" && r.PrefixTokens != 0:
+		v.add(field(p, "prefix_tokens"), r.PrefixTokens, "needs prefix_group (whose tokens they are)")
+	case r.InputTokens > 0 && r.PrefixTokens > r.InputTokens:
+		v.add(field(p, "prefix_tokens"), r.PrefixTokens, "must be <= input_tokens (%d)", r.InputTokens)
+	case r.PrefixTokens > MaxTraceTokens:
+		v.add(field(p, "prefix_tokens"), r.PrefixTokens, "must be <= %d", MaxTraceTokens)
+	}
+	if len(r.Hashes()) == 0 {
+		return
+	}
+	if r.PrefixGroup != "" {
+		v.add(field(p, "hash_ids"), len(r.Hashes()), "set hash_ids or prefix_group, not both")
+	}
+	if t.HashBlockTokens <= 0 {
+		v.add(field(p, "hash_ids"), len(r.Hashes()), "need hash_block_tokens (the tokens per hash id; Mooncake: %d)", MooncakeBlockTokens)
+	} else if want := ceilDiv(r.InputTokens, t.HashBlockTokens); len(r.Hashes()) != want {
+		v.add(field(p, "hash_ids"), len(r.Hashes()), "must have ceil(input_tokens %d / hash_block_tokens %d) = %d ids", r.InputTokens, t.HashBlockTokens, want)
+	}
+	for k, h := range r.Hashes() {
+		if h < 0 {
+			v.add(idx(field(p, "hash_ids"), k), h, "must be >= 0")
+			break
+		}
+	}
+}
+
+func ceilDiv(a, b int) int {
+	if a <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
 }

@@ -44,11 +44,24 @@ func NewExactReplay(name string, t *formats.Trace, dep *dataplane.Deployment, cl
 	x := &ExactReplay{Name: name, times: make([][]dataplane.Time, n), attrs: make([][]dataplane.Attrs, n), rows: make([][]int, n)}
 	for _, r := range reqs {
 		x.times[r.Class] = append(x.times[r.Class], r.T)
-		x.attrs[r.Class] = append(x.attrs[r.Class], dataplane.Attrs{InTokens: r.In, OutTokens: r.Out})
+		x.attrs[r.Class] = append(x.attrs[r.Class], dataplane.Attrs{InTokens: r.In, OutTokens: r.Out, Prefix: tracePrefix(t, r.Row)})
 		x.rows[r.Class] = append(x.rows[r.Class], r.Row)
 		x.span = r.T
 	}
 	return x, nil
+}
+
+// tracePrefix is trace row i's id and prompt sharing (Attrs.Prefix), nil when it has none.
+func tracePrefix(t *formats.Trace, i int) *dataplane.Prefix {
+	r := &t.Requests[i]
+	if r.ID == "" && r.PrefixGroup == "" && len(r.Hashes()) == 0 {
+		return nil
+	}
+	p := &dataplane.Prefix{ID: r.ID, Group: string(r.PrefixGroup), GroupTokens: int32(r.PrefixTokens)}
+	if h := r.Hashes(); len(h) > 0 {
+		p.HashIDs, p.HashBlockTokens = h, int32(t.HashBlockTokens)
+	}
+	return p
 }
 
 // Requests is how many requests the replay holds.

@@ -313,9 +313,8 @@ func (t *Times) Next() dataplane.Time {
 // DecodeTrace decodes a trace document (JSON or YAML) into an arrival spec, rejecting
 // negative or decreasing timestamps with the offending index.
 func DecodeTrace(name string, data []byte) (ArrivalSpec, error) {
-	if formats.IsAzureLLMTrace(data) {
-		// The Azure LLM trace CSV imports as it is (issue 30 item 5).
-		t, err := formats.ParseAzureLLMTrace(name, data)
+	if t, ok, err := formats.ParseForeignTrace(name, data); ok {
+		// The Azure LLM trace CSV and Mooncake JSONL import as they are.
 		if err != nil {
 			return ArrivalSpec{}, err
 		}
@@ -328,15 +327,15 @@ func DecodeTrace(name string, data []byte) (ArrivalSpec, error) {
 	return TraceSpec(name, t)
 }
 
-// LoadTrace reads a trace file into an arrival spec: a Trace document, or an Azure LLM trace
-// CSV (detected by its header line, formats.AzureLLMHeader).
+// LoadTrace reads a trace file into an arrival spec: a Trace document, an Azure LLM trace
+// CSV (detected by its header line, formats.AzureLLMHeader) or a Mooncake JSONL trace
+// (detected by its fields; formats.ParseForeignTrace).
 func LoadTrace(path string) (ArrivalSpec, error) {
 	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return ArrivalSpec{}, err
 	}
-	if formats.IsAzureLLMTrace(data) {
-		t, err := formats.ParseAzureLLMTrace(path, data)
+	if t, ok, err := formats.ParseForeignTrace(path, data); ok {
 		if err != nil {
 			return ArrivalSpec{}, err
 		}
