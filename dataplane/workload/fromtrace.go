@@ -322,15 +322,16 @@ func describe(path string, o FromTraceOptions, sums []ClassSummary) string {
 	return d
 }
 
-// ReadTraceDoc reads a trace file as a Trace document: an Azure LLM inference CSV, or a plan
-// Trace (JSON or YAML) — the files LoadTrace replays.
+// ReadTraceDoc reads a trace file as a Trace document: an Azure LLM inference CSV, a Mooncake
+// JSONL trace (formats.ParseForeignTrace) or a plan Trace (JSON or YAML) — the files
+// LoadTrace replays.
 func ReadTraceDoc(path string) (*formats.Trace, error) {
 	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
-	if formats.IsAzureLLMTrace(data) {
-		return formats.ParseAzureLLMTrace(path, data)
+	if t, ok, err := formats.ParseForeignTrace(path, data); ok {
+		return t, err
 	}
 	return formats.DecodeInto[*formats.Trace](path, data)
 }
