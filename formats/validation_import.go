@@ -271,10 +271,21 @@ func csvErr(err error) string {
 }
 
 // ValidationRecordsJSON renders records in the importable JSON form.
+// KindValidationRecords is the kind of the document ValidationRecordsJSON writes.
+const KindValidationRecords = "ValidationRecords"
+
+// IsValidationRecords says whether data is a ValidationRecords document (by its kind).
+func IsValidationRecords(data []byte) bool {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(bytes.TrimSpace(data), &head) == nil && head.Kind == KindValidationRecords
+}
+
 func ValidationRecordsJSON(recs []ValidationRecord) ([]byte, error) {
 	return json.MarshalIndent(struct {
 		APIVersion string             `json:"apiVersion"`
 		Kind       string             `json:"kind"`
 		Records    []ValidationRecord `json:"records"`
-	}{APIVersion, "ValidationRecords", recs}, "", "  ")
+	}{APIVersion, KindValidationRecords, recs}, "", "  ")
 }

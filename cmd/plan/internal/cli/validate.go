@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner/schedule"
 )
 
 func init() { register(newValidateCmd) }
@@ -118,6 +119,13 @@ func runValidate(ctx context.Context, app *App, args []string) error {
 			add(i, formats.Problems(err))
 			continue
 		}
+		if kind, errs, ok := validateOtherKind(name, data, app.Systems.Sections()); ok {
+			// The kinds other commands write beside the five documents: a schedule
+			// (solve --window) and validation records (import validation).
+			results[i].Kind = kind
+			add(i, errs)
+			continue
+		}
 		doc, err := formats.ParseWith(name, data, app.Systems.Sections())
 		if err != nil {
 			add(i, formats.Problems(err))
@@ -180,4 +188,37 @@ func readInput(ctx context.Context, app *App, f string) ([]byte, error) {
 		return formats.ReadBytes(f)
 	}
 	return formats.ReadStream(ctx, "<stdin>", app.In, formats.MaxFileBytes)
+}
+
+// validateOtherKind checks the files plan writes that are not one of formats.Kinds: a
+// Schedule (`solve --window`: its windows, then every window's and the peak's embedded plan as
+// a plan) and ValidationRecords (`import validation`). ok is false for any other file.
+func validateOtherKind(name string, data []byte, secs *formats.SectionSet) (kind string, errs formats.ErrorList, ok bool) {
+	switch {
+	case schedule.IsSchedule(data):
+		s, err := schedule.Decode(name, data)
+		if err != nil {
+			return schedule.Kind, formats.Problems(err), true
+		}
+		entries := append([]schedule.Entry{s.Peak}, s.Windows...)
+		for i, e := range entries {
+			path := fmt.Sprintf("windows[%d].plan", i-1)
+			if i == 0 {
+				path = "peak.plan"
+			}
+			doc, err := formats.ParseWith(name+": "+path, e.Plan, secs)
+			if err != nil {
+				errs = append(errs, formats.Problems(err)...)
+				continue
+			}
+			errs = append(errs, formats.ValidateWith(doc, secs).WithFile(name+": "+path)...)
+		}
+		return schedule.Kind, errs, true
+	case formats.IsValidationRecords(data):
+		if _, err := formats.ImportValidation(name, data, ""); err != nil {
+			return formats.KindValidationRecords, formats.Problems(err), true
+		}
+		return formats.KindValidationRecords, nil, true
+	}
+	return "", nil, false
 }
