@@ -45,6 +45,8 @@ type simulateOptions struct {
 	rateScale   string
 	// requestsOut is --requests-out: every request's record as JSONL.
 	requestsOut string
+	// engine: --llm, one engine replaying a trace with no plan (simulate_engine.go).
+	engine engineOptions
 }
 
 func init() { register(newSimulateCmd) }
@@ -117,6 +119,7 @@ replay the same requests.`,
 	f.DurationVar(&o.switchDelay, "switch-delay", defaultSwitchDelay, "SCHEDULE only: how long a window's new plan takes to serve (GPUs up, models loaded); the previous plan serves meanwhile")
 	f.BoolVar(&o.switchAhead, "switch-ahead", true, "SCHEDULE only: load each window's plan one --switch-delay before its window starts (the schedule is known ahead); false: at the window's start, the previous plan serving until it has loaded")
 	addAutopilotFlags(f, &o.autopilot)
+	addEngineFlags(f, &o.engine)
 	return cmd
 }
 
@@ -202,6 +205,12 @@ func checkSimulateFlags(cmd *cobra.Command, o *simulateOptions) error {
 }
 
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if o.engine.llm {
+		return runEngineReplay(cmd, app, o, args)
+	}
+	if err := checkEngineFlags(cmd, o, args); err != nil {
+		return err
+	}
 	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
 		return runSimulateAutopilot(cmd, app, o, args) // (it reports a misused flag)
 	}
@@ -326,8 +335,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	warnFewRequests(app, rep)
-	warnFewForPercentile(app, rep)
+	remedy := fewRequestsRemedy(cmd, spec)
+	warnFewRequests(app, rep, remedy)
+	warnFewForPercentile(app, rep, remedy)
 	if err := writeRequestsOut(o.requestsOut, rep); err != nil {
 		return err
 	}
@@ -568,7 +578,7 @@ func warmupFlag(cmd *cobra.Command, w, duration time.Duration, dep *dataplane.De
 // measured requests for the target to mean anything: below 1/(1−target) (100 at 99%) one
 // miss already fails it, and 4 requests print 75% (issue 37 item 3). Low loads of a sweep
 // that pass with few requests decide nothing and are not warned about.
-func warnFewRequests(app *App, rep *sim.Report) {
+func warnFewRequests(app *App, rep *sim.Report, remedy string) {
 	need := int64(math.Ceil(1/(1-sim.MaxLoadTarget) - 1e-9))
 	for a := range rep.BaseRPS {
 		fewest, at := int64(-1), 0.0
@@ -581,8 +591,8 @@ func warnFewRequests(app *App, rep *sim.Report) {
 			}
 		}
 		if fewest >= 0 && fewest < need {
-			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for a %g%% attainment (at least %d; one miss is %.1f%%): use a longer --duration\n",
-				rep.BaseRPS[a].App, fewest, at, 100*sim.MaxLoadTarget, need, 100/float64(fewest))
+			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for a %g%% attainment (at least %d; one miss is %.1f%%): %s\n",
+				rep.BaseRPS[a].App, fewest, at, 100*sim.MaxLoadTarget, need, 100/float64(fewest), remedy)
 		}
 	}
 }
@@ -680,6 +690,16 @@ func maxLoadThatFits(cfg *sim.SweepConfig) float64 {
 		return sim.DefaultLimitCap
 	}
 	return maxRequestsPerPoint / n
+}
+
+// fewRequestsRemedy is what the few-requests warnings advise: a longer --duration where
+// --duration sets the window, a longer trace where a Trace file does (traceWindow,
+// setupLLMSweep: the trace's span, --duration unused).
+func fewRequestsRemedy(cmd *cobra.Command, spec sim.ArrivalSpec) string {
+	if _, _, ok := spec.Extent(); ok && !cmd.Flags().Changed("duration") {
+		return fmt.Sprintf("replay a longer trace (the trace %s sets the window; --duration is not used)", spec.Name)
+	}
+	return "use a longer --duration"
 }
 
 // traceWindow replays a Trace file whole: without --duration the window is the trace's
