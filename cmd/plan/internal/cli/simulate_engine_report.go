@@ -40,11 +40,11 @@ type engineReport struct {
 	Cancelled int              `json:"cancelled,omitempty"`
 	Classes   []engineClassRow `json:"classes"`
 	// SpanUs is from the first arrival to the last finish: the throughputs are over it.
-	SpanUs            int64   `json:"span_us"`
-	RequestsPerS      float64 `json:"requests_per_s"`
-	OutputTokensPerS  float64 `json:"output_tokens_per_s"`
-	PromptTokens      int64   `json:"prompt_tokens"`
-	OutputTokens      int64   `json:"output_tokens"`
+	SpanUs           int64   `json:"span_us"`
+	RequestsPerS     float64 `json:"requests_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
 	// Preemptions counts preemption events, where the policy counts them.
 	Preemptions *int64 `json:"preemptions,omitempty"`
 }
