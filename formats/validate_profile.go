@@ -83,8 +83,11 @@ func ParseProfileFor(name string, data []byte, use ProfileUse) (*Profile, error)
 	if err == nil {
 		return doc.(*Profile), nil
 	}
-	if use != UseReplay || !onlyPlannerFieldsLeftOut(err) {
+	if use != UseReplay || !errors.Is(err, ErrDecode) {
 		return nil, err
+	}
+	if rest := withoutPlannerFieldsLeftOut(Problems(err)); len(rest) > 0 {
+		return nil, rest.tagged(ErrDecode) // the problems a replay has too
 	}
 	// Every problem is a planner-only field left out: decode the document with them 0.
 	tree, _, terr := parseTree(data)
@@ -132,24 +135,18 @@ func ReadProfileFor(path string, use ProfileUse) (*Profile, error) {
 	return DecodeProfileFor(path, data, use)
 }
 
-// onlyPlannerFieldsLeftOut reports whether every problem of a failed parse is a
-// planner-only field missing from an LLM entry (llms[i].FIELD: missing required field).
-func onlyPlannerFieldsLeftOut(err error) bool {
-	if !errors.Is(err, ErrDecode) {
-		return false
-	}
-	el := Problems(err)
-	if len(el) == 0 {
-		return false
-	}
+// withoutPlannerFieldsLeftOut are the problems of a failed parse but the planner-only
+// fields missing from LLM entries (llms[i].FIELD: missing required field).
+func withoutPlannerFieldsLeftOut(el ErrorList) ErrorList {
+	var rest ErrorList
 	for _, e := range el {
-		rest, ok := strings.CutPrefix(e.Path, "llms[")
-		_, f, found := strings.Cut(rest, "].")
+		at, ok := strings.CutPrefix(e.Path, "llms[")
+		_, f, found := strings.Cut(at, "].")
 		if !ok || !found || e.Rule != "missing required field" || !slices.Contains(PlannerOnlyLLMFields, f) {
-			return false
+			rest = append(rest, e)
 		}
 	}
-	return true
+	return rest
 }
 
 func oneOf(v *validator, path, s string, allowed []string) {
