@@ -45,12 +45,12 @@ type profileOptions struct {
 	steps      string
 	// gpuCount and kvTokens describe the engine of an --import step log the log does not
 	// (profile_import.go).
-	gpuCount int
-	kvTokens int64
-	precision  string
-	useTRT     bool
-	seed       int64
-	out        string
+	gpuCount  int
+	kvTokens  int64
+	precision string
+	useTRT    bool
+	seed      int64
+	out       string
 }
 
 // profileRun is the parsed, validated form of the options.
