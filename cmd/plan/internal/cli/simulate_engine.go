@@ -53,8 +53,9 @@ func checkEngineFlags(cmd *cobra.Command, o *simulateOptions, args []string) err
 		return usageErrorf("--llm: replays one engine built from --profile: no PLAN (got %s)", args[0])
 	}
 	var bad error
-	cmd.LocalNonPersistentFlags().Visit(func(f *pflag.Flag) {
-		if bad == nil && !slices.Contains(engineFlags, f.Name) {
+	own := cmd.LocalNonPersistentFlags() // (its Visit sees no flag set: the set is a copy)
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if bad == nil && own.Lookup(f.Name) != nil && !slices.Contains(engineFlags, f.Name) {
 			bad = usageErrorf("--%s: not with --llm: one engine replays its trace once, as recorded (flags it reads: --%s)", f.Name, strings.Join(engineFlags[1:], ", --"))
 		}
 	})
@@ -222,6 +223,9 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 	policy := o.policy
 	if policy == "" {
 		policy = sys.Engine.Policy
+	}
+	if _, ok := app.Systems.Policies().Lookup(policy); !ok {
+		return usageErrorf("--policy: %v %q: must be one of %s", dataplane.ErrUnknownPolicy, policy, policyNames(app.Systems))
 	}
 	if !slices.Contains(sys.Engine.EngineOnly, policy) {
 		// A planner's policy reads the planner's fields of the profile too.

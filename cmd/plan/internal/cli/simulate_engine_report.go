@@ -193,7 +193,7 @@ func engineSettings(l formats.LLMProfile) []engineSetting {
 	}
 	out = append(out, chunked)
 	add("max_num_partial_prefills", e.MaxNumPartialPrefills, 0, "1")
-	add("max_model_len", e.MaxModelLen, 0, "kv_capacity_tokens")
+	add("max_model_len", e.MaxModelLen, 0, strconv.FormatInt(l.KVCapacityTokens, 10)) // 0 = the KV capacity
 	delay := engineSetting{"output_delay_steps", "1", "default"}
 	if e.OutputDelaySteps != nil {
 		delay = engineSetting{"output_delay_steps", strconv.Itoa(*e.OutputDelaySteps), "engine"}
