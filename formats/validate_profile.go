@@ -316,6 +316,8 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use P
 		positive(v, field(p, "avg_batch"), l.AvgBatch)
 	}
 	optionalPositive(v, field(p, "epsilon"), l.Epsilon)
+	microseconds(v, field(p, "load_cold_us"), l.LoadColdUs)
+	microseconds(v, field(p, "load_warm_us"), l.LoadWarmUs)
 	optionalPositive(v, field(p, "host_link_gbps"), l.HostLinkGBps)
 	if finite(l.HostLinkGBps) && l.HostLinkGBps > MaxNICGbps {
 		v.add(field(p, "host_link_gbps"), l.HostLinkGBps, "must be <= %g GB/s", MaxNICGbps)

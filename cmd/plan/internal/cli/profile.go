@@ -679,29 +679,6 @@ func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
 	return r.withSteps(ls)
 }
 
-// withSteps fits the --import step table into the one LLM profile (issue 30 item 3).
-func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
-	if r.opt.steps == "" {
-		return ls, nil
-	}
-	if len(ls) != 1 {
-		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
-	}
-	data, err := formats.ReadBytes(r.opt.steps)
-	if err != nil {
-		return nil, usageErrorf("--import: %v", err)
-	}
-	steps, err := llm.ReadSteps(r.opt.steps, data)
-	if err != nil {
-		return nil, usageError(err)
-	}
-	p, err := llm.WithSteps(ls[0], steps)
-	if err != nil {
-		return nil, usageErrorf("%s: %v", r.opt.steps, err)
-	}
-	return []formats.LLMProfile{p}, nil
-}
-
 // profileRow is one summary line.
 type profileRow struct {
 	Model   string    `json:"model"`

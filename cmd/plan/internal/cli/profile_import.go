@@ -45,14 +45,11 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	if err != nil {
 		return nil, usageError(err)
 	}
-	models, gpuCount := 1, len(r.gpus)
+	models, gpuCount := 1, max(len(r.gpus), 1)
 	if r.opt.llm == "all" {
 		models = len(llm.Names())
 	}
-	if !r.gpusSet && log.GPU == "" {
-		gpuCount = len(llm.DefaultGPUs)
-	}
-	if r.opt.llm != "" && models*max(gpuCount, 1) > 1 {
+	if models*gpuCount > 1 {
 		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, models*gpuCount)
 	}
 	// agree takes the flag's value or the log's; both given, they must be the same.
@@ -114,6 +111,29 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	p, err := llm.WithSteps(base, log.Steps)
 	if err != nil {
 		return nil, usageErrorf("%s: %v", name, err)
+	}
+	return []formats.LLMProfile{p}, nil
+}
+
+// withSteps fits the --import step table into the one LLM profile (issue 30 item 3).
+func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
+	if r.opt.steps == "" {
+		return ls, nil
+	}
+	if len(ls) != 1 {
+		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
+	}
+	data, err := formats.ReadBytes(r.opt.steps)
+	if err != nil {
+		return nil, usageErrorf("--import: %v", err)
+	}
+	steps, err := llm.ReadSteps(r.opt.steps, data)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	p, err := llm.WithSteps(ls[0], steps)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", r.opt.steps, err)
 	}
 	return []formats.LLMProfile{p}, nil
 }
