@@ -80,6 +80,12 @@ trace CSV) then replays exactly: each request once, in its class (class: or targ
 class, target: naming a model takes its classes in turn, untargeted requests take every
 class in turn), with its own tokens. --requests-out FILE writes every request as JSONL.
 
+With --llm there is no plan: --profile's LLM (its model on its GPU count; --model picks an
+entry) is one engine instance that replays --trace once as recorded, scheduled as the
+engine schedules (the vLLM-like FCFS policy unless --policy), and the report gives TTFT,
+TPOT and E2E p50/p90/p95/p99, throughput, preemptions, the policy and the engine settings.
+Such a profile needs only the engine's fields (plan validate --for replay).
+
 PLAN defaults to ./plan.json. Given a schedule (plan solve --objective cost --trace --window)
 instead, it replays the rate trace (--trace day.csv) with each window on its plan, switching
 at window edges after --switch-delay, and reports attainment per window and overall beside
@@ -93,6 +99,7 @@ replay the same requests.`,
   plan simulate plan.json --policy reactive            # the reactive ablation baseline
   plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails
   plan simulate testdata/export/qlm/plan.json --trace azure-llm-2023-conv.csv --requests-out reqs.jsonl
+  plan simulate --llm --profile engine.json --trace requests.json --requests-out sim.jsonl   # one engine, no plan
   plan simulate schedule.json --trace day.csv   # a schedule (plan solve --window) at the trace's rates, switches included`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
