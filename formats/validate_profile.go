@@ -1,7 +1,10 @@
 package formats
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -14,8 +17,48 @@ var LLMBackends = []string{"roofline", "import"}
 // PartitionMethods are the block pre-partitioning methods.
 var PartitionMethods = []string{"greedy", "min-traffic"}
 
-// Validate checks a profile.
-func (p *Profile) Validate() ErrorList {
+// ProfileUse is what a profile is read for: its LLM entries must hold what that use reads
+// and no more.
+type ProfileUse string
+
+const (
+	// UsePlan: `plan solve` and the plans that embed the profile. QLM's planner and its RCT
+	// estimator (QLM §6) read every field of an LLM entry: the default.
+	UsePlan ProfileUse = "plan"
+	// UseReplay: `plan simulate --llm` replays a trace through one engine instance, which
+	// reads only the engine's fields (LLM engine digest §2 and §4: the iteration curves, the
+	// KV capacity, the engine block): the planner-only fields may be left out.
+	UseReplay ProfileUse = "replay"
+)
+
+// ProfileUses lists the uses, the default first.
+var ProfileUses = []ProfileUse{UsePlan, UseReplay}
+
+// ParseProfileUse reads a use's name (`plan validate --for`).
+func ParseProfileUse(s string) (ProfileUse, error) {
+	for _, u := range ProfileUses {
+		if string(u) == s {
+			return u, nil
+		}
+	}
+	return "", fmt.Errorf("%q: must be one of plan, replay", s)
+}
+
+// PlannerOnlyLLMFields are the fields of an LLM profile only a planner reads (QLM's
+// placement and RCT estimator, QLM §6; model swaps, §5): one engine replaying a trace runs
+// on the iteration curves, the KV capacity and the engine block alone. For UsePlan they are
+// required; for UseReplay they may be left out (and are checked only when given).
+var PlannerOnlyLLMFields = []string{
+	"params_billion", "weight_bytes", "prefill_base_us", "prefill_us_per_token", "decode_us_per_token",
+	"throughput_tokens_per_s", "kv_bytes_per_token", "avg_batch", "load_cold_us", "load_warm_us",
+}
+
+// Validate checks a profile for its default use, planning (UsePlan).
+func (p *Profile) Validate() ErrorList { return p.ValidateFor(UsePlan) }
+
+// ValidateFor checks a profile for use: UseReplay checks a planner-only field of an LLM
+// entry only when it is given (not 0) and requires what one engine needs instead.
+func (p *Profile) ValidateFor(use ProfileUse) ErrorList {
 	v := &validator{}
 	checkMeta(v, p.TypeMeta, KindProfile)
 	if len(p.Models) == 0 && len(p.LLMs) == 0 {
@@ -27,9 +70,83 @@ func (p *Profile) Validate() ErrorList {
 	}
 	llms := map[raw]string{}
 	for i := range p.LLMs {
-		p.LLMs[i].validate(v, idx("llms", i), llms)
+		p.LLMs[i].validate(v, idx("llms", i), llms, use)
 	}
 	return v.errs
+}
+
+// ParseProfileFor decodes a profile strictly, without the semantic validation (Parse), for
+// use: with UseReplay an LLM entry may leave out PlannerOnlyLLMFields (they decode as 0);
+// every other structural problem is reported as Parse reports it.
+func ParseProfileFor(name string, data []byte, use ProfileUse) (*Profile, error) {
+	doc, err := parse(name, data, KindProfile, nil)
+	if err == nil {
+		return doc.(*Profile), nil
+	}
+	if use != UseReplay || !errors.Is(err, ErrDecode) {
+		return nil, err
+	}
+	if rest := withoutPlannerFieldsLeftOut(Problems(err)); len(rest) > 0 {
+		return nil, rest.tagged(ErrDecode) // the problems a replay has too
+	}
+	// Every problem is a planner-only field left out: decode the document with them 0.
+	tree, _, terr := parseTree(data)
+	if terr != nil {
+		return nil, err
+	}
+	llms, _ := tree["llms"].([]any)
+	for _, e := range llms {
+		if m, ok := e.(map[string]any); ok {
+			for _, f := range PlannerOnlyLLMFields {
+				if _, set := m[f]; !set {
+					m[f] = json.Number("0")
+				}
+			}
+		}
+	}
+	js, merr := json.Marshal(tree)
+	if merr != nil {
+		return nil, err
+	}
+	if doc, err = parse(name, js, KindProfile, nil); err != nil {
+		return nil, err
+	}
+	return doc.(*Profile), nil
+}
+
+// DecodeProfileFor is ParseProfileFor followed by ValidateFor(use): DecodeInto for a use.
+func DecodeProfileFor(name string, data []byte, use ProfileUse) (*Profile, error) {
+	p, err := ParseProfileFor(name, data, use)
+	if err != nil {
+		return nil, err
+	}
+	if errs := p.ValidateFor(use); len(errs) > 0 {
+		return nil, errs.WithFile(name)
+	}
+	return p, nil
+}
+
+// ReadProfileFor reads a profile file for use (DecodeProfileFor).
+func ReadProfileFor(path string, use ProfileUse) (*Profile, error) {
+	data, err := ReadBytes(path)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeProfileFor(path, data, use)
+}
+
+// withoutPlannerFieldsLeftOut are the problems of a failed parse but the planner-only
+// fields missing from LLM entries (llms[i].FIELD: missing required field).
+func withoutPlannerFieldsLeftOut(el ErrorList) ErrorList {
+	var rest ErrorList
+	for _, e := range el {
+		at, ok := strings.CutPrefix(e.Path, "llms[")
+		_, f, found := strings.Cut(at, "].")
+		if !ok || !found || e.Rule != "missing required field" || !slices.Contains(PlannerOnlyLLMFields, f) {
+			rest = append(rest, e)
+		}
+	}
+	return rest
 }
 
 func oneOf(v *validator, path, s string, allowed []string) {
@@ -157,7 +274,7 @@ func (m *ModelProfile) validateBlocks(v *validator, p string) {
 	}
 }
 
-func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
+func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string, use ProfileUse) {
 	notEmpty(v, field(p, "model"), l.Model)
 	notEmpty(v, field(p, "gpu"), l.GPU)
 	atLeast(v, field(p, "gpu_count"), int64(l.GPUCount), 1)
@@ -170,21 +287,34 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
 		}
 	}
 	oneOf(v, field(p, "backend"), l.Backend, LLMBackends)
-	positive(v, field(p, "params_billion"), l.ParamsB)
-	if l.WeightBytes <= 0 {
+	// A planner-only field (PlannerOnlyLLMFields) is required for UsePlan; for UseReplay it
+	// is checked only when given.
+	given := func(x float64) bool { return use != UseReplay || x != 0 }
+	if given(l.ParamsB) {
+		positive(v, field(p, "params_billion"), l.ParamsB)
+	}
+	if given(float64(l.WeightBytes)) && l.WeightBytes <= 0 {
 		v.add(field(p, "weight_bytes"), l.WeightBytes, "must be > 0")
 	}
 	microseconds(v, field(p, "prefill_base_us"), l.PrefillBaseUs)
-	positiveMicroseconds(v, field(p, "prefill_us_per_token"), l.PrefillUsPerToken)
-	positiveMicroseconds(v, field(p, "decode_us_per_token"), l.DecodeUsPerToken)
-	positiveRate(v, field(p, "throughput_tokens_per_s"), l.ThroughputTokensPerS)
-	if l.KVBytesPerToken <= 0 {
+	if given(l.PrefillUsPerToken) {
+		positiveMicroseconds(v, field(p, "prefill_us_per_token"), l.PrefillUsPerToken)
+	}
+	if given(l.DecodeUsPerToken) {
+		positiveMicroseconds(v, field(p, "decode_us_per_token"), l.DecodeUsPerToken)
+	}
+	if given(l.ThroughputTokensPerS) {
+		positiveRate(v, field(p, "throughput_tokens_per_s"), l.ThroughputTokensPerS)
+	}
+	if given(float64(l.KVBytesPerToken)) && l.KVBytesPerToken <= 0 {
 		v.add(field(p, "kv_bytes_per_token"), l.KVBytesPerToken, "must be > 0")
 	}
 	if l.KVCapacityTokens <= 0 {
 		v.add(field(p, "kv_capacity_tokens"), l.KVCapacityTokens, "must be > 0")
 	}
-	positive(v, field(p, "avg_batch"), l.AvgBatch)
+	if given(l.AvgBatch) {
+		positive(v, field(p, "avg_batch"), l.AvgBatch)
+	}
 	optionalPositive(v, field(p, "epsilon"), l.Epsilon)
 	microseconds(v, field(p, "load_cold_us"), l.LoadColdUs)
 	microseconds(v, field(p, "load_warm_us"), l.LoadWarmUs)
@@ -207,6 +337,30 @@ func (l *LLMProfile) validate(v *validator, p string, seen map[raw]string) {
 	}
 	if l.Engine != nil {
 		l.Engine.validate(v, field(p, "engine"), l)
+	}
+	if use == UseReplay {
+		l.validateReplay(v, p)
+	}
+}
+
+// validateReplay requires what one engine reads in place of the planner-only fields it
+// may leave out (UseReplay): the iteration curves, or without them the scalar prefill and
+// decode times the engine derives its curves from; and the KV bytes per token when
+// engine.swap_space makes preemption copy KV to CPU memory (its time is bytes over the host
+// link, LLM engine digest §2.3).
+func (l *LLMProfile) validateReplay(v *validator, p string) {
+	if l.Iteration == nil {
+		for _, f := range []struct {
+			name string
+			x    float64
+		}{{"prefill_us_per_token", l.PrefillUsPerToken}, {"decode_us_per_token", l.DecodeUsPerToken}} {
+			if f.x == 0 {
+				v.add(field(p, f.name), nil, "missing: without iteration curves (iteration) the engine derives its step times from prefill_base_us, prefill_us_per_token and decode_us_per_token")
+			}
+		}
+	}
+	if l.Engine != nil && l.Engine.SwapSpace > 0 && l.KVBytesPerToken == 0 {
+		v.add(field(p, "kv_bytes_per_token"), nil, "missing: engine.swap_space %g swaps preempted KV to CPU memory, whose time is its bytes", l.Engine.SwapSpace)
 	}
 }
 

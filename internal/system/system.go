@@ -73,6 +73,25 @@ type System struct {
 	// ONNXCuts tells `plan serve --workers onnx` what its stages run: one model cut into
 	// blocks per stage (PPipe), or nil/"" when each stage runs a whole model of its own.
 	ONNXCuts serve.ONNXCuts
+
+	// Engine, when set, replays a trace through one instance of an LLM profile with no plan
+	// (`plan simulate --llm`): the system's LLM engine used as a simulator of one engine.
+	Engine *Engine
+}
+
+// Engine is how a system runs one LLM engine instance on its own (`plan simulate --llm`):
+// what a fidelity replay needs (LLM engine digest §5: one instance, the real deployment's
+// engine settings and measured profile, the trace's requests).
+type Engine struct {
+	// Deploy builds the deployment of one instance of prof (its model on its GPU count)
+	// serving classes, each an application of the deployment in the order given.
+	Deploy func(prof formats.LLMProfile, classes []formats.LLMClass) (*dataplane.Deployment, error)
+	// Policy is the default policy: the one that schedules as the engine itself does (vLLM's
+	// FCFS scheduler), not a planner's queueing on top of it.
+	Policy string
+	// EngineOnly are the policies that read only an engine's fields of the profile
+	// (formats.UseReplay); any other reads the planner's fields too (formats.UsePlan).
+	EngineOnly []string
 }
 
 // Sections are what a system registers in the file formats beyond the typed fields of

@@ -134,8 +134,16 @@ func StepUs(m Model, g gpus.Spec, tp int, batch int, kvTokens float64) float64 {
 	return t
 }
 
-// Estimate builds the analytic profile of model on GPU type gpu.
+// Estimate builds the analytic profile of model on GPU type gpu, on the fewest GPUs that
+// hold it (GPUCount).
 func Estimate(model, gpu string) (*formats.LLMProfile, error) {
+	return EstimateOn(model, gpu, 0)
+}
+
+// EstimateOn builds the analytic profile of model on tp GPUs of type gpu (one instance,
+// tensor-parallel over them; tp 0: the fewest that hold it, GPUCount). A tp whose memory
+// cannot hold the weights and minKVTokens of KV cache is an error.
+func EstimateOn(model, gpu string, tp int) (*formats.LLMProfile, error) {
 	m, err := Lookup(model)
 	if err != nil {
 		return nil, err
@@ -144,9 +152,12 @@ func Estimate(model, gpu string) (*formats.LLMProfile, error) {
 	if err != nil {
 		return nil, err
 	}
-	tp, err := GPUCount(m, g)
-	if err != nil {
-		return nil, err
+	if tp == 0 {
+		if tp, err = GPUCount(m, g); err != nil {
+			return nil, err
+		}
+	} else if capacity(m, g, tp) < minKVTokens {
+		return nil, fmt.Errorf("LLM %s does not fit %d × %s (weights and %d tokens of KV cache)", m.Name, tp, g.Name, minKVTokens)
 	}
 	kvCap := capacity(m, g, tp)
 	avgBatch := math.Min(maxSeqs, math.Floor(float64(kvCap)/avgReqTokens))
@@ -216,6 +227,26 @@ func iteration(m Model, g gpus.Spec, tp int) *formats.LLMIteration {
 		it.Decode = append(it.Decode, formats.PWLPoint{Tokens: b, Us: us})
 	}
 	return it
+}
+
+// Known reports whether the analytic model knows model and gpu (Estimate can profile them).
+func Known(model, gpu string) bool {
+	_, errM := Lookup(model)
+	_, errG := gpus.Lookup(gpu)
+	return errM == nil && errG == nil
+}
+
+// EngineProfile is the profile of an engine the analytic model does not know (its model or
+// GPU), for a measured step log to fill (WithSteps): the engine's fields only — the model on
+// tp GPUs of type gpu, its KV capacity, vLLM's engine defaults for the GPU — and none of the
+// planner's (formats.PlannerOnlyLLMFields), so it serves `plan simulate --llm`
+// (formats.UseReplay), not `plan solve`.
+func EngineProfile(model, gpu string, tp int, kvTokens int64) formats.LLMProfile {
+	return formats.LLMProfile{
+		Model: model, GPU: gpu, GPUCount: max(tp, 1), Backend: "import", KVCapacityTokens: kvTokens,
+		Iteration: &formats.LLMIteration{PreemptMode: "auto"},
+		Engine:    engineDefaults(gpu),
+	}
 }
 
 // EstimateAll profiles every named model on every named GPU, in the given order.

@@ -30,36 +30,121 @@ type Step struct {
 // stepColumns are the columns (CSV header) or keys (JSONL) of a step table.
 var stepColumns = []string{"tokens", "prefill_tokens", "seconds"}
 
-// ReadSteps reads a table of measured step times, CSV with a header naming the columns
-// tokens, prefill_tokens and seconds, optionally context_tokens (in any order; other columns
-// are ignored), or JSON lines with those keys. Errors name the file, the line and the field.
+// engineColumns are the optional columns (keys) by which a step log says which engine ran
+// it: the model, the GPU type, the GPU count (tensor parallelism: one instance on that many
+// GPUs, LLM engine digest §4) and the KV capacity in tokens (vLLM logs its "# GPU blocks"
+// at start-up: blocks × block size). A log describes one engine: a column's value is the
+// same on every line that gives it.
+var engineColumns = []string{"model", "gpu", "gpu_count", "kv_capacity_tokens"}
+
+// StepLog is a measured step table and what it says of the engine that ran it (empty or 0
+// where it does not say).
+type StepLog struct {
+	Steps            []Step
+	Model, GPU       string
+	GPUCount         int
+	KVCapacityTokens int64
+	// Lines are the lines that first gave each engine column, for errors.
+	Lines map[string]int
+}
+
+// ReadSteps reads a table of measured step times (ReadStepLog) and returns its steps.
 func ReadSteps(name string, data []byte) ([]Step, error) {
+	l, err := ReadStepLog(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return l.Steps, nil
+}
+
+// ReadStepLog reads a table of measured step times, CSV with a header naming the columns
+// tokens, prefill_tokens and seconds, optionally context_tokens and the engine columns
+// model, gpu, gpu_count and kv_capacity_tokens (in any order; other columns are ignored), or
+// JSON lines with those keys. Errors name the file, the line, the field and the value.
+func ReadStepLog(name string, data []byte) (*StepLog, error) {
 	trim := bytes.TrimSpace(data)
 	if len(trim) == 0 {
 		return nil, fmt.Errorf("%s: no steps", name)
 	}
-	var steps []Step
+	l := &StepLog{Lines: map[string]int{}}
 	var err error
 	if trim[0] == '{' {
-		steps, err = readStepsJSONL(name, data)
+		err = readStepsJSONL(name, data, l)
 	} else {
-		steps, err = readStepsCSV(name, data)
+		err = readStepsCSV(name, data, l)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(steps) == 0 {
+	if len(l.Steps) == 0 {
 		return nil, fmt.Errorf("%s: no steps", name)
 	}
-	return steps, nil
+	return l, nil
 }
 
-func readStepsCSV(name string, data []byte) ([]Step, error) {
+// engine records line's value v of engine column field (blank: not given there). A value
+// that differs from an earlier line's is an error: one log, one engine.
+func (l *StepLog) engine(name string, line int, field, v string) error {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil
+	}
+	bad := func(rule string) error { return fmt.Errorf("%s: line %d: %s: %q: %s", name, line, field, v, rule) }
+	var prev string
+	switch field {
+	case "model":
+		prev = l.Model
+	case "gpu":
+		prev = l.GPU
+	case "gpu_count":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxGPUCount {
+			return bad(fmt.Sprintf("must be a whole number in [1, %d]", maxGPUCount))
+		}
+		v = strconv.Itoa(n)
+		if l.GPUCount > 0 {
+			prev = strconv.Itoa(l.GPUCount)
+		}
+	case "kv_capacity_tokens":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return bad("must be a whole number >= 1")
+		}
+		v = strconv.FormatInt(n, 10)
+		if l.KVCapacityTokens > 0 {
+			prev = strconv.FormatInt(l.KVCapacityTokens, 10)
+		}
+	}
+	if prev != "" {
+		if prev != v {
+			return bad(fmt.Sprintf("differs from line %d's %q: a step log describes one engine", l.Lines[field], prev))
+		}
+		return nil
+	}
+	l.Lines[field] = line
+	switch field {
+	case "model":
+		l.Model = v
+	case "gpu":
+		l.GPU = v
+	case "gpu_count":
+		l.GPUCount, _ = strconv.Atoi(v)
+	case "kv_capacity_tokens":
+		l.KVCapacityTokens, _ = strconv.ParseInt(v, 10, 64)
+	}
+	return nil
+}
+
+// maxGPUCount bounds a log's gpu_count: the most GPUs one engine instance spans (a
+// multi-node tensor- and pipeline-parallel deployment of 8 nodes of 8).
+const maxGPUCount = 64
+
+func readStepsCSV(name string, data []byte, l *StepLog) error {
 	r := csv.NewReader(bytes.NewReader(data))
 	r.TrimLeadingSpace = true
 	head, err := r.Read()
 	if err != nil {
-		return nil, fmt.Errorf("%s: line 1: %v", name, err)
+		return fmt.Errorf("%s: line 1: %v", name, err)
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -67,51 +152,65 @@ func readStepsCSV(name string, data []byte) ([]Step, error) {
 	}
 	for _, c := range stepColumns {
 		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("%s: line 1: header %q: no column %s (want %s)", name, strings.Join(head, ","), c, strings.Join(stepColumns, ", "))
+			return fmt.Errorf("%s: line 1: header %q: no column %s (want %s)", name, strings.Join(head, ","), c, strings.Join(stepColumns, ", "))
 		}
 	}
 	r.FieldsPerRecord = len(head)
 	ci, hasCtx := col["context_tokens"]
-	var steps []Step
 	for line := 2; ; line++ {
 		rec, err := r.Read()
 		if err == io.EOF {
-			return steps, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", name, err)
+			return fmt.Errorf("%s: %v", name, err)
 		}
 		var s Step
 		vals := map[string]float64{}
 		for _, c := range stepColumns {
 			v, err := strconv.ParseFloat(strings.TrimSpace(rec[col[c]]), 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s: line %d: %s: %q: not a number", name, line, c, rec[col[c]])
+				return fmt.Errorf("%s: line %d: %s: %q: not a number", name, line, c, rec[col[c]])
 			}
 			vals[c] = v
 		}
 		for _, c := range stepColumns[:2] {
 			if v := vals[c]; v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
-				return nil, fmt.Errorf("%s: line %d: %s: %g: must be a whole number of tokens", name, line, c, v)
+				return fmt.Errorf("%s: line %d: %s: %g: must be a whole number of tokens", name, line, c, v)
 			}
 		}
 		s.Tokens, s.PrefillTokens, s.Seconds, s.ContextTokens = int(vals["tokens"]), int(vals["prefill_tokens"]), vals["seconds"], -1
 		if hasCtx {
 			c, err := strconv.Atoi(strings.TrimSpace(rec[ci]))
 			if err != nil || c < 0 {
-				return nil, fmt.Errorf("%s: line %d: context_tokens: %q: must be a whole number >= 0", name, line, rec[ci])
+				return fmt.Errorf("%s: line %d: context_tokens: %q: must be a whole number >= 0", name, line, rec[ci])
 			}
 			s.ContextTokens = c
 		}
 		if err := s.check(); err != nil {
-			return nil, fmt.Errorf("%s: line %d: %v", name, line, err)
+			return fmt.Errorf("%s: line %d: %v", name, line, err)
 		}
-		steps = append(steps, s)
+		for _, c := range engineColumns {
+			if i, ok := col[c]; ok {
+				if err := l.engine(name, line, c, rec[i]); err != nil {
+					return err
+				}
+			}
+		}
+		l.Steps = append(l.Steps, s)
 	}
 }
 
-func readStepsJSONL(name string, data []byte) ([]Step, error) {
-	var steps []Step
+// stepLine is one JSONL line: a step and, optionally, the engine columns.
+type stepLine struct {
+	Step
+	Model            string  `json:"model"`
+	GPU              string  `json:"gpu"`
+	GPUCount         float64 `json:"gpu_count"`
+	KVCapacityTokens float64 `json:"kv_capacity_tokens"`
+}
+
+func readStepsJSONL(name string, data []byte, l *StepLog) error {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -119,29 +218,46 @@ func readStepsJSONL(name string, data []byte) ([]Step, error) {
 		if len(b) == 0 {
 			continue
 		}
-		s := Step{ContextTokens: -1}
-		if err := formats.StrictUnmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("%s: line %d: %v", name, line, err)
+		sl := stepLine{Step: Step{ContextTokens: -1}}
+		if err := formats.StrictUnmarshal(b, &sl); err != nil {
+			return fmt.Errorf("%s: line %d: %v", name, line, err)
 		}
+		s := sl.Step
 		var keys map[string]json.RawMessage
 		_ = json.Unmarshal(b, &keys)
 		for _, c := range stepColumns {
 			if _, ok := keys[c]; !ok {
-				return nil, fmt.Errorf("%s: line %d: %s: missing", name, line, c)
+				return fmt.Errorf("%s: line %d: %s: missing", name, line, c)
 			}
 		}
 		if _, ok := keys["context_tokens"]; ok && s.ContextTokens < 0 {
-			return nil, fmt.Errorf("%s: line %d: context_tokens: %d: must be >= 0", name, line, s.ContextTokens)
+			return fmt.Errorf("%s: line %d: context_tokens: %d: must be >= 0", name, line, s.ContextTokens)
 		}
 		if err := s.check(); err != nil {
-			return nil, fmt.Errorf("%s: line %d: %v", name, line, err)
+			return fmt.Errorf("%s: line %d: %v", name, line, err)
 		}
-		steps = append(steps, s)
+		for _, c := range engineColumns {
+			raw, ok := keys[c]
+			if !ok {
+				continue
+			}
+			v := strings.Trim(string(raw), `"`)
+			if c == "model" || c == "gpu" {
+				v = map[string]string{"model": sl.Model, "gpu": sl.GPU}[c]
+				if v == "" {
+					return fmt.Errorf("%s: line %d: %s: %s: must not be empty", name, line, c, raw)
+				}
+			}
+			if err := l.engine(name, line, c, v); err != nil {
+				return err
+			}
+		}
+		l.Steps = append(l.Steps, s)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+		return fmt.Errorf("%s: %v", name, err)
 	}
-	return steps, nil
+	return nil
 }
 
 // check refuses what no engine step can be.
@@ -249,7 +365,11 @@ func WithSteps(base formats.LLMProfile, steps []Step) (formats.LLMProfile, error
 	it.Decode, it.Prefill, it.DecodeUsPerContextToken = decode, prefill, ctxUs
 	base.Iteration = &it
 	base.Backend = "import"
-	base.DecodeUsPerToken = at(decode, int(math.Round(max(base.AvgBatch, 1))))
+	if base.AvgBatch > 0 {
+		// The decode step at the average batch: a planner's field, set where the planner's
+		// fields are (an engine-only profile, EngineProfile, has none).
+		base.DecodeUsPerToken = at(decode, int(math.Round(max(base.AvgBatch, 1))))
+	}
 	return base, nil
 }
 

@@ -59,7 +59,19 @@ func System() system.System {
 		Exporters: xqlm.Exporters(),
 		// The OpenAI-compatible API and the durable batch queue (serve/openai).
 		Frontends: []func() serve.Frontend{func() serve.Frontend { return openai.New(dq.Kind) }},
+		// plan simulate --llm: one engine instance, scheduled as vLLM schedules (FCFS); EDF
+		// orders by deadline alone, so it too reads only the engine's fields.
+		Engine: &system.Engine{Deploy: engineDeployment, Policy: dq.PolicyFCFS, EngineOnly: []string{dq.PolicyFCFS, dq.PolicyEDF}},
 	}
+}
+
+// engineDeployment is one instance of prof, named after its model, serving classes.
+func engineDeployment(prof formats.LLMProfile, classes []formats.LLMClass) (*dataplane.Deployment, error) {
+	in := dq.Instance{Name: prof.Model + "-0", GPU: prof.GPU, Model: prof.Model}
+	if prof.GPUCount > 1 {
+		in.GPUCount = prof.GPUCount // one instance on all its GPUs (tensor parallelism)
+	}
+	return dq.Build(classes, dq.Setup{Profiles: []formats.LLMProfile{prof}, Instances: []dq.Instance{in}})
 }
 
 // Planner plans llm_classes workloads.

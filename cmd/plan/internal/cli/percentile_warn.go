@@ -15,7 +15,7 @@ const tailSamples = 20
 // warnFewForPercentile warns on stderr about every application whose SLO is judged at a
 // percentile (a cascade's p95) and that has, at some load point, fewer than 20/(1−p)
 // measured requests.
-func warnFewForPercentile(app *App, rep *sim.Report) {
+func warnFewForPercentile(app *App, rep *sim.Report, remedy string) {
 	for a := range rep.BaseRPS {
 		fewest, at, p := int64(-1), 0.0, 0.0
 		for _, pt := range rep.Points {
@@ -30,8 +30,8 @@ func warnFewForPercentile(app *App, rep *sim.Report) {
 			continue
 		}
 		if need := int64(math.Ceil(tailSamples/(1-p) - 1e-9)); fewest < need {
-			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for its p%g SLO (at least %d, %d beyond the percentile): use a longer --duration\n",
-				rep.BaseRPS[a].App, fewest, at, 100*p, need, tailSamples)
+			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for its p%g SLO (at least %d, %d beyond the percentile): %s\n",
+				rep.BaseRPS[a].App, fewest, at, 100*p, need, tailSamples, remedy)
 		}
 	}
 }

@@ -43,10 +43,14 @@ type profileOptions struct {
 	trtLayers  string
 	llm        string
 	steps      string
-	precision  string
-	useTRT     bool
-	seed       int64
-	out        string
+	// gpuCount and kvTokens describe the engine of an --import step log the log does not
+	// (profile_import.go).
+	gpuCount  int
+	kvTokens  int64
+	precision string
+	useTRT    bool
+	seed      int64
+	out       string
 }
 
 // profileRun is the parsed, validated form of the options.
@@ -59,6 +63,11 @@ type profileRun struct {
 	vgpus      []int
 	method     partition.Method
 	inputShape []int64
+	// use is what the written profile serves: planning, or (an engine-only profile from a
+	// step log, profile_import.go) one engine's replay.
+	use formats.ProfileUse
+	// note is said on stderr once the profile is built (an engine-only import).
+	note string
 }
 
 func newProfileCmd(app *App) *cobra.Command {
@@ -84,7 +93,10 @@ With no model, profiles the embedded demo CNN analytically for the demo cluster'
 times: a CSV (header tokens,prefill_tokens,seconds, optionally context_tokens) or JSONL
 table of engine steps; the decode-only and prefill-containing curves are fitted as measured
 (points falling by more than 10% are named on stderr and kept), with a per-context-token
-term when the steps give their context.
+term when the steps give their context. The log may say which engine ran it (columns model,
+gpu, gpu_count, kv_capacity_tokens; or --llm, --gpu, --gpu-count, --kv-capacity-tokens):
+any model on any GPU count. A model and GPU the analytic model knows get its planner
+fields; any other gets an engine-only profile, for plan simulate --llm.
 The profile is validated and written atomically; a summary table goes to stdout.`,
 		Example: `  plan profile                                   # the demo model
   plan profile --zoo efficientnet-b8 --gpu L4,P4,T4,V100 -o effnet.json
@@ -94,7 +106,8 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
   plan profile --llm all --gpu A10,A100,H100 -o llm.json
   plan profile --zoo llama-2-70b --gpu A100
-  plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json`,
+  plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
+  plan profile --import llama3-8b-h100-tp2-steps.csv -o engine.json   # model, gpu, gpu_count, kv_capacity_tokens columns`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := o.parse(cmd, args)
@@ -117,7 +130,9 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
 	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
-	f.StringVar(&o.steps, "import", "", "with --llm naming one model and GPU (or a one-LLM profile file): measured engine step times to fit its iteration curves (CSV or JSONL: tokens, prefill_tokens, seconds)")
+	f.StringVar(&o.steps, "import", "", "measured engine step times to fit an LLM profile's iteration curves (CSV or JSONL: tokens, prefill_tokens, seconds; optionally model, gpu, gpu_count, kv_capacity_tokens naming the engine), for the one model and GPU of --llm/--gpu or of the log (or a one-LLM profile file given as --llm)")
+	f.IntVar(&o.gpuCount, "gpu-count", 0, "with --import: the GPUs the engine ran on (tensor parallelism; default: the log's gpu_count, else the fewest that hold a known model, else 1)")
+	f.Int64Var(&o.kvTokens, "kv-capacity-tokens", 0, "with --import: the engine's KV capacity in tokens (vLLM's GPU blocks × block size; default: the log's kv_capacity_tokens, else the analytic estimate of a known model)")
 	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
 	f.Int64Var(&o.seed, "seed", profiler.DemoSeed, "seed for the roofline tie-breaking noise and measured input data")
@@ -127,7 +142,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
 
 // parse checks every flag before any work starts, so bad input writes nothing.
 func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, error) {
-	r := &profileRun{opt: o}
+	r := &profileRun{opt: o, use: formats.UsePlan}
 	if len(args) == 1 {
 		r.model = args[0]
 	}
@@ -210,6 +225,10 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 			continue
 		}
 		spec, err := gpus.Lookup(g)
+		if err != nil && o.steps != "" {
+			// A step log's GPU needs no spec: its times are measured.
+			spec, err = gpus.Spec{Name: g}, nil
+		}
 		if err != nil {
 			return nil, usageErrorf("--gpu: %v", err)
 		}
@@ -223,13 +242,14 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	if r.opt.backend == "trt" && len(r.batches) > 1 {
 		return nil, usageErrorf("--backend trt: --batch must be the single batch size the engine was profiled at")
 	}
-	if r.opt.llm != "" && !isFile(r.opt.llm) && r.opt.llm != "all" {
+	if r.opt.llm != "" && !isFile(r.opt.llm) && r.opt.llm != "all" && o.steps == "" {
+		// (With --import any model may be named: profile_import.go.)
 		if _, err := llm.Lookup(r.opt.llm); err != nil {
 			return nil, usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
 		}
 	}
-	if o.steps != "" && r.opt.llm == "" {
-		return nil, usageErrorf("--import: give --llm MODEL --gpu GPU (or --llm PROFILE.json) whose iteration curves the steps replace")
+	if err := checkImportFlags(cmd, o); err != nil {
+		return nil, err
 	}
 	if o.out == "" {
 		return nil, usageErrorf("-o: must name an output file")
@@ -297,7 +317,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 	var llms []formats.LLMProfile
 	name, desc := "", ""
 	switch {
-	case r.opt.llm != "" && r.model == "" && r.opt.zoo == "" && (r.opt.backend == "" || r.opt.backend == "roofline"):
+	case (r.opt.llm != "" || r.opt.steps != "") && r.model == "" && r.opt.zoo == "" && (r.opt.backend == "" || r.opt.backend == "roofline"):
 		// LLMs only.
 	case r.opt.backend == "trt":
 		mp, err := r.importTRT()
@@ -330,12 +350,15 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		models = append(models, *mp)
 		name, desc = mp.Name, mp.Backend+" profile of "+src
 	}
-	if r.opt.llm != "" {
+	if r.opt.llm != "" || r.opt.steps != "" {
 		ls, err := r.llmProfiles()
 		if err != nil {
 			return err
 		}
 		llms = ls
+		if r.note != "" {
+			app.Infof("%s", r.note)
+		}
 		if name == "" {
 			name, desc = "llm", "LLM profiles"
 		}
@@ -347,7 +370,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 	}
 	if r.opt.out == "-" {
 		// The profile itself on stdout (validated first), for pipes.
-		if errs := doc.Validate(); len(errs) > 0 {
+		if errs := doc.ValidateFor(r.use); len(errs) > 0 {
 			return checkFailed(fmt.Errorf("generated profile does not validate (a bug): %w", errs))
 		}
 		data, err := formats.Marshal(doc)
@@ -357,7 +380,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		_, err = app.Out.Write(data)
 		return err
 	}
-	if err := formats.WriteFile(r.opt.out, doc); err != nil {
+	if err := writeProfile(r.opt.out, doc, r.use); err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {
 			return checkFailed(fmt.Errorf("generated profile does not validate (a bug): %w", err))
@@ -631,6 +654,9 @@ func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
 }
 
 func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
+	if r.opt.steps != "" && !isFile(r.opt.llm) {
+		return r.importLog()
+	}
 	if isFile(r.opt.llm) {
 		ls, err := llm.Import(r.opt.llm)
 		if err != nil {
@@ -651,29 +677,6 @@ func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
 		return nil, usageErrorf("--llm: %v", err)
 	}
 	return r.withSteps(ls)
-}
-
-// withSteps fits the --import step table into the one LLM profile (issue 30 item 3).
-func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
-	if r.opt.steps == "" {
-		return ls, nil
-	}
-	if len(ls) != 1 {
-		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
-	}
-	data, err := formats.ReadBytes(r.opt.steps)
-	if err != nil {
-		return nil, usageErrorf("--import: %v", err)
-	}
-	steps, err := llm.ReadSteps(r.opt.steps, data)
-	if err != nil {
-		return nil, usageError(err)
-	}
-	p, err := llm.WithSteps(ls[0], steps)
-	if err != nil {
-		return nil, usageErrorf("%s: %v", r.opt.steps, err)
-	}
-	return []formats.LLMProfile{p}, nil
 }
 
 // profileRow is one summary line.

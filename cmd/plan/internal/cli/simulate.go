@@ -45,6 +45,8 @@ type simulateOptions struct {
 	rateScale   string
 	// requestsOut is --requests-out: every request's record as JSONL.
 	requestsOut string
+	// engine: --llm, one engine replaying a trace with no plan (simulate_engine.go).
+	engine engineOptions
 }
 
 func init() { register(newSimulateCmd) }
@@ -78,6 +80,12 @@ trace CSV) then replays exactly: each request once, in its class (class: or targ
 class, target: naming a model takes its classes in turn, untargeted requests take every
 class in turn), with its own tokens. --requests-out FILE writes every request as JSONL.
 
+With --llm there is no plan: --profile's LLM (its model on its GPU count; --model picks an
+entry) is one engine instance that replays --trace once as recorded, scheduled as the
+engine schedules (the vLLM-like FCFS policy unless --policy), and the report gives TTFT,
+TPOT and E2E p50/p90/p95/p99, throughput, preemptions, the policy and the engine settings.
+Such a profile needs only the engine's fields (plan validate --for replay).
+
 PLAN defaults to ./plan.json. Given a schedule (plan solve --objective cost --trace --window)
 instead, it replays the rate trace (--trace day.csv) with each window on its plan, switching
 at window edges after --switch-delay, and reports attainment per window and overall beside
@@ -91,6 +99,7 @@ replay the same requests.`,
   plan simulate plan.json --policy reactive            # the reactive ablation baseline
   plan simulate testdata/export/qlm/plan.json --load 1 --fail llm-0@20s-40s   # an instance fails
   plan simulate testdata/export/qlm/plan.json --trace azure-llm-2023-conv.csv --requests-out reqs.jsonl
+  plan simulate --llm --profile engine.json --trace requests.json --requests-out sim.jsonl   # one engine, no plan
   plan simulate schedule.json --trace day.csv   # a schedule (plan solve --window) at the trace's rates, switches included`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -117,6 +126,7 @@ replay the same requests.`,
 	f.DurationVar(&o.switchDelay, "switch-delay", defaultSwitchDelay, "SCHEDULE only: how long a window's new plan takes to serve (GPUs up, models loaded); the previous plan serves meanwhile")
 	f.BoolVar(&o.switchAhead, "switch-ahead", true, "SCHEDULE only: load each window's plan one --switch-delay before its window starts (the schedule is known ahead); false: at the window's start, the previous plan serving until it has loaded")
 	addAutopilotFlags(f, &o.autopilot)
+	addEngineFlags(f, &o.engine)
 	return cmd
 }
 
@@ -202,6 +212,12 @@ func checkSimulateFlags(cmd *cobra.Command, o *simulateOptions) error {
 }
 
 func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if o.engine.llm {
+		return runEngineReplay(cmd, app, o, args)
+	}
+	if err := checkEngineFlags(cmd, o, args); err != nil {
+		return err
+	}
 	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
 		return runSimulateAutopilot(cmd, app, o, args) // (it reports a misused flag)
 	}
@@ -326,8 +342,9 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	warnFewRequests(app, rep)
-	warnFewForPercentile(app, rep)
+	remedy := fewRequestsRemedy(cmd, spec)
+	warnFewRequests(app, rep, remedy)
+	warnFewForPercentile(app, rep, remedy)
 	if err := writeRequestsOut(o.requestsOut, rep); err != nil {
 		return err
 	}
@@ -580,7 +597,7 @@ func warmupFlag(cmd *cobra.Command, w, duration time.Duration, dep *dataplane.De
 // measured requests for the target to mean anything: below 1/(1−target) (100 at 99%) one
 // miss already fails it, and 4 requests print 75% (issue 37 item 3). Low loads of a sweep
 // that pass with few requests decide nothing and are not warned about.
-func warnFewRequests(app *App, rep *sim.Report) {
+func warnFewRequests(app *App, rep *sim.Report, remedy string) {
 	need := int64(math.Ceil(1/(1-sim.MaxLoadTarget) - 1e-9))
 	for a := range rep.BaseRPS {
 		fewest, at := int64(-1), 0.0
@@ -593,8 +610,8 @@ func warnFewRequests(app *App, rep *sim.Report) {
 			}
 		}
 		if fewest >= 0 && fewest < need {
-			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for a %g%% attainment (at least %d; one miss is %.1f%%): use a longer --duration\n",
-				rep.BaseRPS[a].App, fewest, at, 100*sim.MaxLoadTarget, need, 100/float64(fewest))
+			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for a %g%% attainment (at least %d; one miss is %.1f%%): %s\n",
+				rep.BaseRPS[a].App, fewest, at, 100*sim.MaxLoadTarget, need, 100/float64(fewest), remedy)
 		}
 	}
 }
@@ -692,6 +709,16 @@ func maxLoadThatFits(cfg *sim.SweepConfig) float64 {
 		return sim.DefaultLimitCap
 	}
 	return maxRequestsPerPoint / n
+}
+
+// fewRequestsRemedy is what the few-requests warnings advise: a longer --duration where
+// --duration sets the window, a longer trace where a Trace file does (traceWindow,
+// setupLLMSweep: the trace's span, --duration unused).
+func fewRequestsRemedy(cmd *cobra.Command, spec sim.ArrivalSpec) string {
+	if _, _, ok := spec.Extent(); ok && !cmd.Flags().Changed("duration") {
+		return fmt.Sprintf("replay a longer trace (the trace %s sets the window; --duration is not used)", spec.Name)
+	}
+	return "use a longer --duration"
 }
 
 // traceWindow replays a Trace file whole: without --duration the window is the trace's

@@ -109,13 +109,17 @@ func writeTokenCDFs(cfg *sim.SweepConfig, rep *sim.Report, dir string, load floa
 	return files, nil
 }
 
-// checkRequestsOut refuses an unusable --requests-out before anything runs.
+// checkRequestsOut refuses an unusable --requests-out before anything runs: a path that
+// exists must be a regular file (the write replaces it: never a directory, a device such as
+// /dev/null, a pipe or a socket).
 func checkRequestsOut(path string) error {
 	if path == "" {
 		return nil
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return usageErrorf("--requests-out: %s: is a directory", path)
+	} else if err == nil && !st.Mode().IsRegular() {
+		return usageErrorf("--requests-out: %s: exists and is not a regular file (%s)", path, st.Mode().Type())
 	}
 	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
 		return usageErrorf("--requests-out: %s: its directory does not exist", path)

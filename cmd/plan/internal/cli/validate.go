@@ -15,6 +15,8 @@ func init() { register(newValidateCmd) }
 
 type validateOptions struct {
 	schema string
+	// use is --for: what the profiles are checked for (formats.ProfileUse).
+	use string
 }
 
 // validateResult is one file's outcome in `plan validate --output json`.
@@ -51,11 +53,16 @@ files are listed on stdout as FILE: ok (KIND), or, with --output json, every fil
 {file, kind, ok, errors[]}. The exit status is 0 when every file is good and 2 otherwise.
 Nothing is written. FILE "-" reads standard input.
 
+--for says what the profiles are for: plan (the default: plan solve, whose planner reads
+every field of an LLM profile) or replay (plan simulate --llm: one engine, which reads its
+iteration curves, KV capacity and engine block; the planner-only fields may be left out).
+
 --schema KIND prints the JSON Schema (draft 2020-12) of a kind instead; the same schemas
 are published in the repository's schema/ folder.`,
 		Example: `  plan validate cluster.yaml
   plan validate cluster.yaml profile.json workload.yaml plan.json
   plan validate plan.json --output json | jq '.[] | select(.ok | not)'
+  plan validate --for replay engine-profile.json    # a profile only replayed (plan simulate --llm)
   cat workload.yaml | plan validate -
   plan validate --schema Workload > workload.schema.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,10 +75,15 @@ are published in the repository's schema/ folder.`,
 			if len(args) == 0 {
 				return usageErrorf("validate: give at least one FILE (or --schema KIND)")
 			}
-			return runValidate(cmd.Context(), app, args)
+			use, err := formats.ParseProfileUse(o.use)
+			if err != nil {
+				return usageErrorf("--for: %v", err)
+			}
+			return runValidate(cmd.Context(), app, args, use)
 		},
 	}
 	cmd.Flags().StringVar(&o.schema, "schema", "", "print the JSON Schema of a kind ("+strings.Join(formats.Kinds, ", ")+") and exit")
+	cmd.Flags().StringVar(&o.use, "for", string(formats.UsePlan), "what profiles are checked for: plan (every field a planner reads) or replay (one engine: plan simulate --llm)")
 	return cmd
 }
 
@@ -89,7 +101,7 @@ func printSchema(app *App, kind string) error {
 	return usageErrorf("--schema: %q: must be one of %s", kind, strings.Join(formats.Kinds, ", "))
 }
 
-func runValidate(ctx context.Context, app *App, args []string) error {
+func runValidate(ctx context.Context, app *App, args []string, use formats.ProfileUse) error {
 	// The same file named twice is checked once.
 	var files []string
 	seen := map[string]bool{}
@@ -127,12 +139,22 @@ func runValidate(ctx context.Context, app *App, args []string) error {
 			continue
 		}
 		doc, err := formats.ParseWith(name, data, app.Systems.Sections())
+		if err != nil && use != formats.UsePlan {
+			// A profile for another use may leave out what only a planner reads.
+			if p, perr := formats.ParseProfileFor(name, data, use); perr == nil {
+				doc, err = p, nil
+			}
+		}
 		if err != nil {
 			add(i, formats.Problems(err))
 			continue
 		}
 		results[i].Kind = doc.GetKind()
-		add(i, formats.ValidateWith(doc, app.Systems.Sections()).WithFile(name))
+		if p, ok := doc.(*formats.Profile); ok {
+			add(i, p.ValidateFor(use).WithFile(name))
+		} else {
+			add(i, formats.ValidateWith(doc, app.Systems.Sections()).WithFile(name))
+		}
 		docs[name] = doc
 	}
 	if ctx.Err() != nil {

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/llm"
+)
+
+// maxImportGPUs bounds --gpu-count: the most GPUs one engine instance spans (8 nodes of 8).
+const maxImportGPUs = 64
+
+// checkImportFlags refuses the step-log flags out of range or without --import.
+func checkImportFlags(cmd *cobra.Command, o profileOptions) error {
+	for _, name := range []string{"gpu-count", "kv-capacity-tokens"} {
+		if cmd.Flags().Changed(name) && o.steps == "" {
+			return usageErrorf("--%s: only with --import (the engine a step log was measured on)", name)
+		}
+	}
+	if o.gpuCount < 0 || o.gpuCount > maxImportGPUs {
+		return usageErrorf("--gpu-count: %d: must be in [1, %d]", o.gpuCount, maxImportGPUs)
+	}
+	if o.kvTokens < 0 {
+		return usageErrorf("--kv-capacity-tokens: %d: must be >= 1", o.kvTokens)
+	}
+	return nil
+}
+
+// importLog builds the one LLM profile a measured step log (--import) describes: its model,
+// GPU, GPU count and KV capacity from the log's engine columns or the flags (which must agree
+// with the log), its iteration curves fitted from the steps (llm.WithSteps). A model and GPU
+// the analytic model knows keep its planner fields (estimated on the log's GPU count); any
+// other model or GPU gets an engine-only profile (llm.EngineProfile), written for one
+// engine's replay (formats.UseReplay).
+func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
+	name := r.opt.steps
+	data, err := formats.ReadBytes(name)
+	if err != nil {
+		return nil, usageErrorf("--import: %v", err)
+	}
+	log, err := llm.ReadStepLog(name, data)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	models, gpuCount := 1, max(len(r.gpus), 1)
+	if r.opt.llm == "all" {
+		models = len(llm.Names())
+	}
+	if models*gpuCount > 1 {
+		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, models*gpuCount)
+	}
+	// agree takes the flag's value or the log's; both given, they must be the same.
+	agree := func(field, flag, fromFlag, fromLog string) (string, error) {
+		if fromFlag != "" && fromLog != "" && !strings.EqualFold(fromFlag, fromLog) {
+			return "", usageErrorf("%s: line %d: %s: %q: %s says %q", name, log.Lines[field], field, fromLog, flag, fromFlag)
+		}
+		if fromFlag != "" {
+			return fromFlag, nil
+		}
+		return fromLog, nil
+	}
+	model, err := agree("model", "--llm", r.opt.llm, log.Model)
+	if err != nil {
+		return nil, err
+	}
+	if model == "" {
+		return nil, usageErrorf("--import: give --llm MODEL --gpu GPU (or --llm PROFILE.json), or a step log that names them (columns model and gpu): %s names no model", name)
+	}
+	var flagGPU string
+	if r.gpusSet && len(r.gpus) == 1 {
+		flagGPU = r.gpus[0]
+	}
+	gpu, err := agree("gpu", "--gpu", flagGPU, log.GPU)
+	if err != nil {
+		return nil, err
+	}
+	if gpu == "" {
+		return nil, usageErrorf("--import: %s names no GPU: give --gpu GPU (or a gpu column)", name)
+	}
+	tp, kv := r.opt.gpuCount, r.opt.kvTokens
+	if tp > 0 && log.GPUCount > 0 && tp != log.GPUCount {
+		return nil, usageErrorf("%s: line %d: gpu_count: %d: --gpu-count says %d", name, log.Lines["gpu_count"], log.GPUCount, tp)
+	}
+	if kv > 0 && log.KVCapacityTokens > 0 && kv != log.KVCapacityTokens {
+		return nil, usageErrorf("%s: line %d: kv_capacity_tokens: %d: --kv-capacity-tokens says %d", name, log.Lines["kv_capacity_tokens"], log.KVCapacityTokens, kv)
+	}
+	tp, kv = max(tp, log.GPUCount), max(kv, log.KVCapacityTokens)
+	var base formats.LLMProfile
+	if llm.Known(model, gpu) {
+		p, err := llm.EstimateOn(model, gpu, tp)
+		if err != nil {
+			return nil, usageErrorf("--import %s: %v", name, err)
+		}
+		base = *p
+		if kv > 0 {
+			base.KVCapacityTokens = kv // the engine's own count wins over the estimate
+		}
+	} else {
+		if kv == 0 {
+			return nil, usageErrorf("--import %s: %s on %s is not in the analytic model (it knows %s on %s): give the engine's KV capacity (a kv_capacity_tokens column, or --kv-capacity-tokens: vLLM's GPU blocks × block size)",
+				name, model, gpu, strings.Join(llm.Names(), ", "), strings.Join(llm.DefaultGPUs, ", "))
+		}
+		base = llm.EngineProfile(model, gpu, tp, kv)
+		r.use = formats.UseReplay
+		r.note = fmt.Sprintf("profile: %s on %d×%s is not in the analytic model: an engine-only profile (plan simulate --llm replays it; plan solve needs %s)",
+			model, base.GPUCount, gpu, strings.Join(formats.PlannerOnlyLLMFields, ", "))
+	}
+	p, err := llm.WithSteps(base, log.Steps)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", name, err)
+	}
+	return []formats.LLMProfile{p}, nil
+}
+
+// withSteps fits the --import step table into the one LLM profile (issue 30 item 3).
+func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
+	if r.opt.steps == "" {
+		return ls, nil
+	}
+	if len(ls) != 1 {
+		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
+	}
+	data, err := formats.ReadBytes(r.opt.steps)
+	if err != nil {
+		return nil, usageErrorf("--import: %v", err)
+	}
+	steps, err := llm.ReadSteps(r.opt.steps, data)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	p, err := llm.WithSteps(ls[0], steps)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", r.opt.steps, err)
+	}
+	return []formats.LLMProfile{p}, nil
+}
+
+// writeProfile validates the profile for its use and writes it atomically (formats.WriteFile
+// for a use).
+func writeProfile(path string, doc *formats.Profile, use formats.ProfileUse) error {
+	if errs := doc.ValidateFor(use); len(errs) > 0 {
+		return errs.WithFile(path)
+	}
+	data, err := formats.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return formats.WriteAtomic(path, data)
+}

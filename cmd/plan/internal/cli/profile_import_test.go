@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// TestValidateForUse: plan validate checks a profile for what it is used for: planning by
+// default (every planner-only field required), one engine's replay with --for replay.
+func TestValidateForUse(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"engine-only for planning", []string{engineFixture("profile.json")}, 2, "profile.json: llms[0].avg_batch: missing required field"},
+		{"engine-only for replay", []string{"--for", "replay", engineFixture("profile.json")}, 0, "profile.json: ok (Profile)"},
+		{"other kinds unchanged", []string{"--for", "replay", engineFixture("trace.json"), engineFixture("profile-three.json")}, 0, "trace.json: ok (Trace)"},
+		{"a bad use", []string{"--for", "serve", engineFixture("profile.json")}, 2, `--for: "serve": must be one of plan, replay`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"validate"}, c.args...)...)
+			if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+				t.Errorf("exit %d, %s%s: want exit %d with %q", code, stdout, stderr, c.code, c.want)
+			}
+		})
+	}
+	_, _, stderr := runCLI(t, "validate", engineFixture("profile.json"))
+	if n := strings.Count(stderr, "missing required field"); n != len(formats.PlannerOnlyLLMFields) {
+		t.Errorf("%d fields missing for planning, want the %d planner-only ones:\n%s", n, len(formats.PlannerOnlyLLMFields), stderr)
+	}
+}
+
+// TestProfileImportLog: plan profile --import takes the model, GPU, GPU count and KV capacity
+// from the step log or the flags, for any model on any GPU count: a known model keeps the
+// planner's fields, any other is an engine-only profile that replays; flags that disagree
+// with the log are errors naming the file, line, field and value.
+func TestProfileImportLog(t *testing.T) {
+	steps := filepath.Join("..", "..", "..", "..", "profiler", "llm", "testdata", "steps.csv")
+	log := engineFixture("steps-log.csv")
+	cases := []struct {
+		name  string
+		args  []string
+		model string
+		gpu   string
+		gpus  int
+		kv    int64
+		use   formats.ProfileUse
+		err   string
+	}{
+		{name: "log names an unknown engine", args: []string{"--import", log}, model: "llama-3-8b", gpu: "L40S", gpus: 2, kv: 120000, use: formats.UseReplay},
+		{name: "flags name an unknown engine", args: []string{"--import", steps, "--llm", "qwen-2-7b", "--gpu", "L40S", "--gpu-count", "1", "--kv-capacity-tokens", "50000"},
+			model: "qwen-2-7b", gpu: "L40S", gpus: 1, kv: 50000, use: formats.UseReplay},
+		{name: "a known model on the log's GPU count", args: []string{"--import", steps, "--llm", "llama-2-70b", "--gpu", "H100", "--gpu-count", "4"},
+			model: "llama-2-70b", gpu: "H100", gpus: 4, use: formats.UsePlan},
+		{name: "as before", args: []string{"--import", steps, "--llm", "mistral-7b", "--gpu", "A100"}, model: "mistral-7b", gpu: "A100", gpus: 1, use: formats.UsePlan},
+		{name: "model disagrees", args: []string{"--import", log, "--llm", "mistral-7b"}, err: `steps-log.csv: line 2: model: "llama-3-8b": --llm says "mistral-7b"`},
+		{name: "gpu count disagrees", args: []string{"--import", log, "--gpu-count", "4"}, err: "steps-log.csv: line 2: gpu_count: 2: --gpu-count says 4"},
+		{name: "unknown engine without KV", args: []string{"--import", steps, "--llm", "qwen-2-7b", "--gpu", "L40S"}, err: "qwen-2-7b on L40S is not in the analytic model"},
+		{name: "no model", args: []string{"--import", steps}, err: "--import: give --llm MODEL"},
+		{name: "no GPU", args: []string{"--import", steps, "--llm", "qwen-2-7b"}, err: "steps.csv names no GPU: give --gpu GPU (or a gpu column)"},
+		{name: "several GPUs", args: []string{"--import", steps, "--llm", "mistral-7b", "--gpu", "A100,H100"}, err: "--import: --llm mistral-7b gives 2 LLM profiles"},
+		{name: "too many GPUs", args: []string{"--import", log, "--gpu-count", "65"}, err: "--gpu-count: 65: must be in [1, 64]"},
+		{name: "gpu count without a log", args: []string{"--llm", "mistral-7b", "--gpu-count", "2"}, err: "--gpu-count: only with --import"},
+		{name: "a known model too big for the count", args: []string{"--import", steps, "--llm", "llama-2-70b", "--gpu", "A10", "--gpu-count", "1"}, err: "does not fit 1 × A10"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "p.json")
+			code, _, stderr := rootRun(t, append(append([]string{"profile"}, c.args...), "-o", out, "-q")...)
+			if c.err != "" {
+				if code != 2 || !strings.Contains(stderr, c.err) {
+					t.Fatalf("exit %d, %s: want exit 2 with %q", code, stderr, c.err)
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := formats.DecodeProfileFor(out, data, c.use)
+			if err != nil {
+				t.Fatalf("for %s: %v", c.use, err)
+			}
+			_, errPlan := formats.DecodeProfileFor(out, data, formats.UsePlan)
+			l := p.LLMs[0]
+			if len(p.LLMs) != 1 || l.Model != c.model || l.GPU != c.gpu || l.GPUCount != c.gpus || (c.kv > 0 && l.KVCapacityTokens != c.kv) ||
+				l.Backend != "import" || (errPlan == nil) != (c.use == formats.UsePlan) {
+				t.Errorf("profile %+v (planning: %v)", l, errPlan)
+			}
+			var raw map[string]any
+			_ = json.Unmarshal(data, &raw)
+			if c.use == formats.UseReplay {
+				// The engine-only profile replays.
+				code, _, stderr := runCLI(t, "simulate", "--llm", "--profile", out, "--trace", engineFixture("trace.json"), "-q")
+				if code != 0 {
+					t.Errorf("replaying it: exit %d: %s", code, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestFewRequestsRemedy: the few-requests warning of a plan's replay points at the trace,
+// which sets the window, never at a --duration the run does not use.
+func TestFewRequestsRemedy(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		args      []string
+		want, not string
+	}{
+		{"trace window", []string{"--trace", llmFixture("five.json")}, "replay a longer trace (the trace five.json sets the window; --duration is not used)", "use a longer --duration"},
+		{"explicit duration", []string{"--load", "1", "--duration", "30s"}, "use a longer --duration", "replay a longer trace"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"simulate", qlmExportPlan, "-q"}, c.args...)...)
+			if code != 0 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, c.not) {
+				t.Errorf("exit %d, stderr %s: want %q, not %q", code, stderr, c.want, c.not)
+			}
+		})
+	}
+}

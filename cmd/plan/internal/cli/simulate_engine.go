@@ -1,0 +1,394 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/sim"
+)
+
+// engineOptions are the flags of `plan simulate --llm`: one LLM engine replaying a trace,
+// with no cluster, workload or plan (LLM engine digest §5: fidelity is judged by replaying a
+// real deployment's requests through one instance with its engine settings and profile).
+type engineOptions struct {
+	llm     bool
+	profile string
+	model   string
+}
+
+func addEngineFlags(f *pflag.FlagSet, o *engineOptions) {
+	f.BoolVar(&o.llm, "llm", false, "replay --trace through one LLM engine built from --profile (its model, GPU and GPU count), with no plan: the engine's own FCFS scheduling by default (--policy to choose)")
+	f.StringVar(&o.profile, "profile", "", "with --llm: the LLM profile (measured iteration curves, KV capacity, engine settings) of the engine to replay")
+	f.StringVar(&o.model, "model", "", "with --llm: the profile's LLM entry to replay when it holds several: MODEL, MODEL@GPU or MODEL@NxGPU")
+}
+
+// engineFlags are the flags a one-engine replay reads; any other simulate flag belongs to a
+// plan's load sweep and is refused with --llm.
+var engineFlags = []string{"llm", "profile", "model", "trace", "policy", "param", "seed", "jitter", "cancel", "duration", "requests-out"}
+
+// checkEngineFlags refuses --profile and --model without --llm, and with --llm a PLAN or any
+// flag of a plan's sweep.
+func checkEngineFlags(cmd *cobra.Command, o *simulateOptions, args []string) error {
+	if !o.engine.llm {
+		for _, name := range []string{"profile", "model"} {
+			if cmd.Flags().Changed(name) {
+				return usageErrorf("--%s: only with --llm (one engine replaying --trace)", name)
+			}
+		}
+		return nil
+	}
+	if len(args) > 0 {
+		return usageErrorf("--llm: replays one engine built from --profile: no PLAN (got %s)", args[0])
+	}
+	var bad error
+	own := cmd.LocalNonPersistentFlags() // (its Visit sees no flag set: the set is a copy)
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if bad == nil && own.Lookup(f.Name) != nil && !slices.Contains(engineFlags, f.Name) {
+			bad = usageErrorf("--%s: not with --llm: one engine replays its trace once, as recorded (flags it reads: --%s)", f.Name, strings.Join(engineFlags[1:], ", --"))
+		}
+	})
+	if bad != nil {
+		return bad
+	}
+	if o.engine.profile == "" {
+		return usageErrorf("--llm: needs --profile FILE (the engine's LLM profile)")
+	}
+	if !cmd.Flags().Changed("trace") {
+		return usageErrorf("--llm: needs --trace FILE (a Trace document or an Azure LLM trace CSV with each request's tokens)")
+	}
+	return checkSimulateFlags(cmd, o)
+}
+
+// engineSystem is the registry's system that runs one LLM engine on its own.
+func engineSystem(app *App) (system.System, error) {
+	for _, s := range app.Systems.Systems() {
+		if s.Engine != nil {
+			return s, nil
+		}
+	}
+	return system.System{}, usageErrorf("--llm: no system of this build replays one LLM engine")
+}
+
+// pickLLM is the profile's LLM entry to replay: the only one, or the one --model names
+// (MODEL, MODEL@GPU or MODEL@NxGPU). Ambiguity is bad input naming the file and the entries.
+func pickLLM(path string, p *formats.Profile, model string) (int, error) {
+	label := func(l *formats.LLMProfile) string { return fmt.Sprintf("%s@%dx%s", l.Model, max(l.GPUCount, 1), l.GPU) }
+	var all, hits []string
+	var idx []int
+	for i := range p.LLMs {
+		l := &p.LLMs[i]
+		all = append(all, label(l))
+		name, where, scoped := strings.Cut(model, "@")
+		ok := model == "" || l.Model == name
+		if scoped {
+			n, gpu, counted := strings.Cut(where, "x")
+			if c, err := strconv.Atoi(n); counted && err == nil {
+				ok = ok && c == max(l.GPUCount, 1) && strings.EqualFold(gpu, l.GPU)
+			} else {
+				ok = ok && strings.EqualFold(where, l.GPU)
+			}
+		}
+		if ok {
+			hits, idx = append(hits, label(l)), append(idx, i)
+		}
+	}
+	switch {
+	case len(p.LLMs) == 0:
+		return 0, usageErrorf("%s: llms: holds no LLM profile to replay", path)
+	case len(idx) == 1:
+		return idx[0], nil
+	case len(idx) == 0:
+		return 0, usageErrorf("--model %s: %s holds no such LLM (it holds %s)", model, path, strings.Join(all, ", "))
+	case model == "":
+		return 0, usageErrorf("%s: holds %d LLMs (%s): pick one with --model", path, len(idx), strings.Join(hits, ", "))
+	}
+	return 0, usageErrorf("--model %s: %s holds %d such LLMs (%s): name one as MODEL@GPU or MODEL@NxGPU", model, path, len(idx), strings.Join(hits, ", "))
+}
+
+// replayClasses turns the trace into the one engine's classes: every request replays on it
+// (a target, where given, must name its model), each under its class label (the model's name
+// where it has none), with its own tokens. The copy returned names each request's class, so
+// the replay assigns it exactly (workload.AssignTrace). The classes' token maxima are the
+// trace's: the engine, not the class, refuses what it cannot hold (max_model_len, KV).
+func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace, []formats.LLMClass, error) {
+	if len(t.Requests) == 0 {
+		return nil, nil, usageErrorf("%s: requests: a one-engine replay needs per-request arrivals (the trace has none)", name)
+	}
+	cp := *t
+	cp.Requests = slices.Clone(t.Requests)
+	var classes []formats.LLMClass
+	byName := map[string]int{}
+	sumIn, sumOut := map[int]float64{}, map[int]float64{}
+	for i := range cp.Requests {
+		r := &cp.Requests[i]
+		at := fmt.Sprintf("%s: requests[%d]", name, i)
+		if r.Target != "" && r.Target != model {
+			return nil, nil, usageErrorf("%s.target: %q: the engine replayed serves %s", at, r.Target, model)
+		}
+		if r.InputTokens < 1 {
+			return nil, nil, usageErrorf("%s.input_tokens: %d: a one-engine replay needs each request's prompt tokens (>= 1)", at, r.InputTokens)
+		}
+		if r.OutputTokens < 1 {
+			return nil, nil, usageErrorf("%s.output_tokens: %d: a one-engine replay needs each request's output tokens (>= 1)", at, r.OutputTokens)
+		}
+		label := r.Class
+		if label == "" {
+			label = model
+		}
+		c, ok := byName[label]
+		if !ok {
+			c = len(classes)
+			byName[label] = c
+			classes = append(classes, formats.LLMClass{Name: label, Model: model, SLO: formats.Duration(replaySLO)})
+		}
+		cl := &classes[c]
+		cl.RateRPS++ // a count here; a rate below
+		cl.InputTokens.Max = max(cl.InputTokens.Max, r.InputTokens)
+		cl.OutputTokens.Max = max(cl.OutputTokens.Max, r.OutputTokens)
+		sumIn[c] += float64(r.InputTokens)
+		sumOut[c] += float64(r.OutputTokens)
+		r.Class, r.Target = label, ""
+	}
+	span := max(float64(cp.Requests[len(cp.Requests)-1].TimeUs)/1e6, 1)
+	for c := range classes {
+		n := classes[c].RateRPS
+		classes[c].InputTokens.Mean, classes[c].OutputTokens.Mean = sumIn[c]/n, sumOut[c]/n
+		classes[c].RateRPS = n / span
+	}
+	return &cp, classes, nil
+}
+
+// replaySLO is every replayed class's SLO: a replay measures token timings, not attainment,
+// and the engine's own scheduling ignores deadlines; a day keeps every request on time.
+const replaySLO = 24 * time.Hour
+
+// preempter is a policy that counts its preemptions (QLM's policies: serve.Preempter).
+type preempter interface{ Preemptions() int64 }
+
+// capturePolicies is a registry of the one policy name that keeps the instance it builds,
+// so the replay can read its counters after the run.
+func capturePolicies(reg *dataplane.Registry, name string, got *dataplane.Policy) (*dataplane.Registry, error) {
+	spec, ok := reg.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", dataplane.ErrUnknownPolicy, name)
+	}
+	inner := spec.New
+	spec.New = func(cfg dataplane.Config) (dataplane.Policy, error) {
+		p, err := inner(cfg)
+		*got = p
+		return p, err
+	}
+	return dataplane.NewRegistry(spec), nil
+}
+
+// runEngineReplay is `plan simulate --llm --profile F --trace T`: the deployment of one
+// instance of the profile's LLM, the trace replayed through it once as recorded, and the
+// token timings users measure (LLM engine digest §3).
+func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	if err := checkEngineFlags(cmd, o, args); err != nil {
+		return err
+	}
+	if err := checkRequestsOut(o.requestsOut); err != nil {
+		return err
+	}
+	sys, err := engineSystem(app)
+	if err != nil {
+		return err
+	}
+	data, err := formats.ReadBytes(o.engine.profile)
+	if err != nil {
+		return usageError(err)
+	}
+	doc, err := formats.DecodeProfileFor(o.engine.profile, data, formats.UseReplay)
+	if err != nil {
+		return usageError(err)
+	}
+	li, err := pickLLM(o.engine.profile, doc, o.engine.model)
+	if err != nil {
+		return err
+	}
+	prof := doc.LLMs[li]
+	policy := o.policy
+	if policy == "" {
+		policy = sys.Engine.Policy
+	}
+	if _, ok := app.Systems.Policies().Lookup(policy); !ok {
+		return usageErrorf("--policy: %v %q: must be one of %s", dataplane.ErrUnknownPolicy, policy, policyNames(app.Systems))
+	}
+	if !slices.Contains(sys.Engine.EngineOnly, policy) {
+		// A planner's policy reads the planner's fields of the profile too.
+		if errs := plannerFieldProblems(doc, li); len(errs) > 0 {
+			return usageErrorf("--policy %s reads the planner's fields of the profile (%s read only the engine's): %v", policy, strings.Join(sys.Engine.EngineOnly, ", "), errs.WithFile(o.engine.profile))
+		}
+	}
+	spec, err := sim.ParseTraceFlag(o.trace)
+	if err != nil {
+		return usageError(err)
+	}
+	if spec.Trace == nil {
+		return usageErrorf("--trace %s: --llm replays a trace file (a Trace document or an Azure LLM trace CSV)", o.trace)
+	}
+	trace, classes, err := replayClasses(spec.Name, spec.Trace, prof.Model)
+	if err != nil {
+		return err
+	}
+	dep, err := sys.Engine.Deploy(prof, classes)
+	if err != nil {
+		return usageErrorf("%s: %s: %v", o.engine.profile, prof.Model, err)
+	}
+	params, err := parseParams(o.params)
+	if err != nil {
+		return err
+	}
+	pcfg := dataplane.Config{Policy: policy, Params: params}
+	pol, err := app.Systems.Policies().New(dep, pcfg, "")
+	if err != nil {
+		return usageErrorf("--policy: %v", err)
+	}
+	if _, err := dataplane.NewEngine(dep, pol, discardEffects{}); err != nil {
+		return usageErrorf("--policy %s: %s: %v", policy, o.engine.profile, err)
+	}
+	var ran dataplane.Policy
+	reg, err := capturePolicies(app.Systems.Policies(), policy, &ran)
+	if err != nil {
+		return usageErrorf("--policy: %v", err)
+	}
+	llm := sim.LLMClassesOf(dep, classes)
+	x, err := sim.NewExactReplay(spec.Name, trace, dep, llm)
+	if err != nil {
+		return usageError(err)
+	}
+	cfg := &sim.SweepConfig{
+		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: x.NativeRPS(), Loads: []float64{1},
+		Seed: o.seed, Jitter: o.jitter, CancelFraction: o.cancel, LLM: llm, Replay: x, RecordRequests: true,
+		PlanName: o.engine.profile,
+	}
+	if cmd.Flags().Changed("duration") {
+		cfg.Duration = dataplane.Time(o.duration / time.Microsecond)
+		warnDurationCut(app, o, spec.Name, spec.Trace, cfg.Duration)
+	}
+	pt, err := sim.RunPoint(cfg, 1)
+	if err != nil {
+		return err
+	}
+	rep := newEngineReport(o.engine.profile, prof, policy, policy == sys.Engine.Policy, spec.Name, pt)
+	if p, ok := ran.(preempter); ok {
+		n := p.Preemptions()
+		rep.Preemptions = &n
+	}
+	if err := writeEngineRequests(o.requestsOut, pt.Requests, traceRequestIDs(spec.Trace.Requests)); err != nil {
+		return err
+	}
+	if app.JSONOutput() {
+		return app.WriteJSON(rep)
+	}
+	printEngineReport(app, rep)
+	return nil
+}
+
+// plannerFieldProblems are the problems of LLM entry li for planning (formats.UsePlan): the
+// planner-only fields the replay let it leave out.
+func plannerFieldProblems(doc *formats.Profile, li int) formats.ErrorList {
+	prefix := fmt.Sprintf("llms[%d].", li)
+	var out formats.ErrorList
+	for _, e := range doc.ValidateFor(formats.UsePlan) {
+		if strings.HasPrefix(e.Path, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// warnDurationCut says on stderr what an explicit --duration leaves out of the replay (a
+// replay's window is otherwise its trace's: no warning then).
+func warnDurationCut(app *App, o *simulateOptions, name string, t *formats.Trace, window dataplane.Time) {
+	cut := 0
+	for _, r := range t.Requests {
+		if r.TimeUs >= int64(window) {
+			cut++
+		}
+	}
+	if cut > 0 {
+		fmt.Fprintf(app.Err, "simulate: --duration %s cuts the trace %s: %d of its %d requests are not replayed; leave --duration unset to replay it whole\n",
+			o.duration, name, cut, len(t.Requests))
+	}
+}
+
+// traceRequestIDs are the trace's request ids, "" where a request has none, nil when its
+// requests carry no id. The field is found by its JSON name "id" (a string or an integer),
+// so a trace format that carries ids hands them to --requests-out as they are: what lets a
+// replay be compared request by request with a real engine's log.
+func traceRequestIDs(reqs any) []string {
+	v := reflect.ValueOf(reqs)
+	if v.Kind() != reflect.Slice || v.Type().Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	et := v.Type().Elem()
+	field := -1
+	for i := 0; i < et.NumField(); i++ {
+		if name, _, _ := strings.Cut(et.Field(i).Tag.Get("json"), ","); name == "id" && et.Field(i).IsExported() {
+			field = i
+		}
+	}
+	if field < 0 {
+		return nil
+	}
+	ids := make([]string, v.Len())
+	for i := range ids {
+		switch f := v.Index(i).Field(field); f.Kind() {
+		case reflect.String:
+			ids[i] = f.String()
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			if f.Int() != 0 {
+				ids[i] = strconv.FormatInt(f.Int(), 10)
+			}
+		case reflect.Pointer:
+			if !f.IsNil() {
+				ids[i] = fmt.Sprint(f.Elem().Interface())
+			}
+		}
+	}
+	return ids
+}
+
+// engineRecord is one line of a replay's --requests-out: the request's record, and the
+// trace's id of the request where it has one.
+type engineRecord struct {
+	sim.RequestRecord
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// writeEngineRequests writes the replay's requests as JSONL (path "": nothing), each with
+// its trace id (ids, by trace row; nil: none).
+func writeEngineRequests(path string, recs []sim.RequestRecord, ids []string) error {
+	if path == "" {
+		return nil
+	}
+	out := make([]engineRecord, len(recs))
+	for i, r := range recs {
+		out[i].RequestRecord = r
+		if r.TraceRow != nil && *r.TraceRow < len(ids) {
+			out[i].RequestID = ids[*r.TraceRow]
+		}
+	}
+	if err := writeJSONL(path, out); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return usageErrorf("--requests-out: %v", err)
+		}
+		return err
+	}
+	return nil
+}
