@@ -43,6 +43,9 @@ type profileOptions struct {
 	trtLayers  string
 	llm        string
 	steps      string
+	tp         string
+	link       string
+	explain    bool
 	precision  string
 	useTRT     bool
 	seed       int64
@@ -59,6 +62,10 @@ type profileRun struct {
 	vgpus      []int
 	method     partition.Method
 	inputShape []int64
+	llmNames   []string // catalogue models --llm names ("all" expanded); nil for an import
+	tps        []int    // --tp degrees; nil picks the smallest that fits
+	link       roofline.Link
+	explained  []llmExplain // --explain: filled by llmProfiles
 }
 
 func newProfileCmd(app *App) *cobra.Command {
@@ -79,7 +86,12 @@ Backends:
 
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
---llm adds LLM profiles (QLM): a model name, "all", or a profile file to import.
+--llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
+import. Roofline LLM profiles are at the smallest tensor-parallel degree that fits unless --tp
+lists degrees (1-8; those a model cannot be sharded over or whose GPUs cannot hold it are
+skipped, named on stderr), over NVLink where the GPU has it unless --link pcie. --explain prints
+each profile's step model by term (gemm, attention, allreduce, elementwise, overhead) at
+prefill of 512/2048/8192 tokens and decode of 1/8/32/128 sequences at 2,048 tokens of context.
 --llm with --import STEPS replaces the one LLM profile's iteration curves with measured step
 times: a CSV (header tokens,prefill_tokens,seconds, optionally context_tokens) or JSONL
 table of engine steps; the decode-only and prefill-containing curves are fitted as measured
@@ -93,6 +105,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile model.onnx --backend roofline --gpu A100
   plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
   plan profile --llm all --gpu A10,A100,H100 -o llm.json
+  plan profile --llm llama-3.1-8b,llama-3.1-70b --gpu H100 --tp 1,2,4,8 --explain
   plan profile --zoo llama-2-70b --gpu A100
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json`,
 		Args: cobra.MaximumNArgs(1),
@@ -116,7 +129,10 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.inputShape, "input-shape", "", "per-sample input shape for ONNX models with dynamic dimensions, e.g. 3,224,224")
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
-	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
+	f.StringVar(&o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
+	f.StringVar(&o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
+	f.StringVar(&o.link, "link", "auto", "with --llm: GPU interconnect for tensor-parallel all-reduces: auto (NVLink where the GPU has it), nvlink or pcie")
+	f.BoolVar(&o.explain, "explain", false, "with --llm: print each roofline LLM profile's step time by term")
 	f.StringVar(&o.steps, "import", "", "with --llm naming one model and GPU (or a one-LLM profile file): measured engine step times to fit its iteration curves (CSV or JSONL: tokens, prefill_tokens, seconds)")
 	f.BoolVar(&o.useTRT, "trt", false, "onnx backend on cuda:N: put ONNX Runtime's TensorRT execution provider in front of CUDA")
 	f.StringVar(&o.precision, "precision", "", "roofline arithmetic: fp32, tf32 or fp16 (default: TF32 where the GPU has it, else FP32, as PPipe's TensorRT builds; only the default is calibrated)")
@@ -223,10 +239,8 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	if r.opt.backend == "trt" && len(r.batches) > 1 {
 		return nil, usageErrorf("--backend trt: --batch must be the single batch size the engine was profiled at")
 	}
-	if r.opt.llm != "" && !isFile(r.opt.llm) && r.opt.llm != "all" {
-		if _, err := llm.Lookup(r.opt.llm); err != nil {
-			return nil, usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
-		}
+	if err := r.parseLLM(cmd); err != nil {
+		return nil, err
 	}
 	if o.steps != "" && r.opt.llm == "" {
 		return nil, usageErrorf("--import: give --llm MODEL --gpu GPU (or --llm PROFILE.json) whose iteration curves the steps replace")
@@ -331,7 +345,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		name, desc = mp.Name, mp.Backend+" profile of "+src
 	}
 	if r.opt.llm != "" {
-		ls, err := r.llmProfiles()
+		ls, err := r.llmProfiles(app)
 		if err != nil {
 			return err
 		}
@@ -354,8 +368,11 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		if err != nil {
 			return err
 		}
-		_, err = app.Out.Write(data)
-		return err
+		if _, err = app.Out.Write(data); err != nil {
+			return err
+		}
+		writeExplain(app.Err, r.explained) // stdout holds the profile
+		return nil
 	}
 	if err := formats.WriteFile(r.opt.out, doc); err != nil {
 		var el formats.ErrorList
@@ -630,52 +647,6 @@ func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
 	return mp, nil
 }
 
-func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
-	if isFile(r.opt.llm) {
-		ls, err := llm.Import(r.opt.llm)
-		if err != nil {
-			return nil, usageError(err)
-		}
-		return r.withSteps(ls)
-	}
-	names := []string{r.opt.llm}
-	if r.opt.llm == "all" {
-		names = llm.Names()
-	}
-	gs := llm.DefaultGPUs
-	if r.gpusSet {
-		gs = r.gpus
-	}
-	ls, err := llm.EstimateAll(names, gs)
-	if err != nil {
-		return nil, usageErrorf("--llm: %v", err)
-	}
-	return r.withSteps(ls)
-}
-
-// withSteps fits the --import step table into the one LLM profile (issue 30 item 3).
-func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
-	if r.opt.steps == "" {
-		return ls, nil
-	}
-	if len(ls) != 1 {
-		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
-	}
-	data, err := formats.ReadBytes(r.opt.steps)
-	if err != nil {
-		return nil, usageErrorf("--import: %v", err)
-	}
-	steps, err := llm.ReadSteps(r.opt.steps, data)
-	if err != nil {
-		return nil, usageError(err)
-	}
-	p, err := llm.WithSteps(ls[0], steps)
-	if err != nil {
-		return nil, usageErrorf("%s: %v", r.opt.steps, err)
-	}
-	return []formats.LLMProfile{p}, nil
-}
-
 // profileRow is one summary line.
 type profileRow struct {
 	Model   string    `json:"model"`
@@ -708,10 +679,11 @@ func (r *profileRun) summary(app *App, doc *formats.Profile) error {
 	}
 	if app.JSONOutput() {
 		return app.WriteJSON(struct {
-			File   string       `json:"file"`
-			Blocks []profileRow `json:"blocks,omitempty"`
-			LLMs   []llmRow     `json:"llms,omitempty"`
-		}{r.opt.out, rows, lrows})
+			File    string       `json:"file"`
+			Blocks  []profileRow `json:"blocks,omitempty"`
+			LLMs    []llmRow     `json:"llms,omitempty"`
+			Explain []llmExplain `json:"explain,omitempty"`
+		}{r.opt.out, rows, lrows, r.explained})
 	}
 	if len(rows) > 0 {
 		var tab [][]string
@@ -733,6 +705,7 @@ func (r *profileRun) summary(app *App, doc *formats.Profile) error {
 		}
 		app.Table([]string{"llm", "gpu", "gpus", "decode ms", "tokens/s", "kv tokens"}, tab)
 	}
+	writeExplain(app.Out, r.explained)
 	return nil
 }
 
