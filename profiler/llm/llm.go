@@ -111,10 +111,10 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 	avgBatch := math.Min(maxSeqs, math.Floor(float64(kvCap)/avgReqTokens))
 	// At the average running batch the sequences are half-way through on average.
 	step := d.Decode(int(avgBatch), avgReqTokens/2).Total()
-	// Prefill time is close to linear in the prompt between 512 and 2,048 tokens (attention's
-	// quadratic term is a few percent there): base + per-token through those two points.
-	p512, p2048 := d.Prefill(512, 0).Total(), d.Prefill(2048, 0).Total()
-	perTok := (p2048 - p512) / 1536
+	// Prefill as base + per-token: the base is a one-token prefill (streaming the weights,
+	// plus the step overhead), the slope through 2,048 tokens.
+	base, p2048 := d.Prefill(1, 0).Total(), d.Prefill(2048, 0).Total()
+	perTok := (p2048 - base) / 2048
 	w := m.WeightBytes()
 	return &formats.LLMProfile{
 		Model:                m.Name,
@@ -123,7 +123,7 @@ func EstimateTP(model, gpu string, tp int, link roofline.Link) (*formats.LLMProf
 		Backend:              "roofline",
 		ParamsB:              m.ParamsB,
 		WeightBytes:          w,
-		PrefillBaseUs:        round(p512 - 512*perTok),
+		PrefillBaseUs:        round(base),
 		PrefillUsPerToken:    round(perTok),
 		DecodeUsPerToken:     round(step),
 		ThroughputTokensPerS: round(avgBatch / step * 1e6),

@@ -16,7 +16,8 @@ import (
 // KernelParams are the per-GPU constants of the LLM kernel model.
 type KernelParams struct {
 	// EtaGEMM and GEMMHalfM: a GEMM over M tokens reaches EtaGEMM·M/(M+GEMMHalfM) of the
-	// dense FP16/BF16 peak — tile quantisation and the wave tail cost small M the most.
+	// dense FP16/BF16 peak — tile quantisation and the wave tail cost small M the most
+	// (GEMMHalfM 0: EtaGEMM at every M).
 	EtaGEMM, GEMMHalfM float64
 	// EtaMem is the share of HBM bandwidth a weight-streaming GEMM (small M) and the KV read
 	// of decode attention reach.
@@ -43,13 +44,14 @@ var h100Kernels = KernelParams{
 }
 
 // kernelParams: measured GPUs, and the defaults for the rest, which have no targets: the
-// GEMM and memory shares are qlm.md §6's defaults (mfu 0.5, mbu 0.8), attention at 0.45
-// (FlashAttention-2's share of the A100 peak, its paper's forward-pass figures), kernel and
-// collective constants the H100's.
+// GEMM and memory shares of the roofline before this calibration (0.45 of the FP16 peak at
+// every M, 0.70 of the bandwidth), so that profiles of unmeasured GPUs move only by the terms
+// the old model lacked; attention at that share too; kernel, elementwise and collective
+// constants the H100's.
 var kernelParams = map[string]KernelParams{"H100": h100Kernels, "H200": h100Kernels}
 
 var defaultKernels = KernelParams{
-	EtaGEMM: 0.50, GEMMHalfM: 70, EtaMem: 0.80, EtaElem: 0.55, EtaAttn: 0.45,
+	EtaGEMM: 0.45, GEMMHalfM: 0, EtaMem: 0.70, EtaElem: 0.54, EtaAttn: 0.45,
 	KernelUs: 3, ElemFloorUs: 4,
 	LinkEff: 0.72, CollectiveUs: 27, SmallFloorUs: 41, SmallBytes: 1 << 20,
 }
@@ -88,6 +90,9 @@ func NewKernels(s gpus.Spec) Kernels {
 // GEMMEfficiency is the share of the peak a GEMM over m tokens reaches.
 func (k Kernels) GEMMEfficiency(m int) float64 {
 	fm := float64(max(m, 1))
+	if k.Params.GEMMHalfM <= 0 {
+		return k.Params.EtaGEMM
+	}
 	return k.Params.EtaGEMM * fm / (fm + k.Params.GEMMHalfM)
 }
 
