@@ -332,6 +332,13 @@ var KnownModels = map[string]string{
 	"mistral-7b":  "mistralai/Mistral-7B-Instruct-v0.2",
 	"vicuna-13b":  "lmsys/vicuna-13b-v1.5",
 	"llama-2-70b": "meta-llama/Llama-2-70b-chat-hf",
+	// The catalogue's current models: the ids their shapes are from (profiler/llm/models.go).
+	"llama-2-7b":       "meta-llama/Llama-2-7b-chat-hf",
+	"llama-3.1-8b":     "meta-llama/Llama-3.1-8B-Instruct",
+	"llama-3.1-70b":    "meta-llama/Llama-3.1-70B-Instruct",
+	"qwen2.5-7b":       "Qwen/Qwen2.5-7B-Instruct",
+	"qwen2.5-32b":      "Qwen/Qwen2.5-32B-Instruct",
+	"mistral-nemo-12b": "mistralai/Mistral-Nemo-Instruct-2407",
 }
 
 // modelID is the engine's model argument: the profile's hf_model (a Hugging Face id or a

@@ -37,7 +37,11 @@ type Spec struct {
 	// P4 whole only.
 	MaxVGPU int
 	// HostLinkGBps is the host↔GPU link bandwidth in GB/s (PCIe or NVLink-C2C), for model loads.
+	// It is also the GPU↔GPU bandwidth of tensor-parallel collectives over PCIe.
 	HostLinkGBps float64
+	// NVLinkGBps is the GPU↔GPU NVLink bandwidth per GPU and direction in GB/s (0: none; the
+	// SXM parts' datasheet figure, half the bidirectional number NVIDIA quotes).
+	NVLinkGBps float64
 }
 
 const (
@@ -55,14 +59,17 @@ var table = []Spec{
 	{Name: "L4", Arch: "ada", FP32TFLOPS: 30.3, TF32TFLOPS: 60, FP16TFLOPS: 121, MemBWGBps: 300, SMs: 58, MemoryBytes: 24 * gib, L2Bytes: 48 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 25},
 	// A10: 31.2 FP32, 62.5 TF32, 125 FP16, 600 GB/s, 24 GB, 72 SMs, 6 MB L2.
 	{Name: "A10", Arch: "ampere", FP32TFLOPS: 31.2, TF32TFLOPS: 62.5, FP16TFLOPS: 125, MemBWGBps: 600, SMs: 72, MemoryBytes: 24 * gib, L2Bytes: 6 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 25},
-	// V100 SXM2: 15.7 FP32, 125 FP16 tensor, 900 GB/s HBM2, 16 GB, 80 SMs, 6 MB L2.
-	{Name: "V100", Arch: "volta", FP32TFLOPS: 15.7, FP16TFLOPS: 125, MemBWGBps: 900, SMs: 80, MemoryBytes: 16 * gib, L2Bytes: 6 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 12},
-	// A100 SXM4 80 GB: 19.5 FP32, 156 TF32, 312 FP16, 2039 GB/s HBM2e, 108 SMs, 40 MB L2.
-	{Name: "A100", Arch: "ampere", FP32TFLOPS: 19.5, TF32TFLOPS: 156, FP16TFLOPS: 312, MemBWGBps: 2039, SMs: 108, MemoryBytes: 80 * gib, L2Bytes: 40 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 25},
-	// H100 SXM5: 67 FP32, 495 TF32, 989 FP16, 3350 GB/s HBM3, 80 GB, 132 SMs, 50 MB L2.
-	{Name: "H100", Arch: "hopper", FP32TFLOPS: 67, TF32TFLOPS: 495, FP16TFLOPS: 989, MemBWGBps: 3350, SMs: 132, MemoryBytes: 80 * gib, L2Bytes: 50 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 50},
+	// V100 SXM2: 15.7 FP32, 125 FP16 tensor, 900 GB/s HBM2, 16 GB, 80 SMs, 6 MB L2;
+	// second-generation NVLink, 300 GB/s bidirectional.
+	{Name: "V100", Arch: "volta", FP32TFLOPS: 15.7, FP16TFLOPS: 125, MemBWGBps: 900, SMs: 80, MemoryBytes: 16 * gib, L2Bytes: 6 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 12, NVLinkGBps: 150},
+	// A100 SXM4 80 GB: 19.5 FP32, 156 TF32, 312 FP16, 2039 GB/s HBM2e, 108 SMs, 40 MB L2;
+	// third-generation NVLink, 600 GB/s bidirectional.
+	{Name: "A100", Arch: "ampere", FP32TFLOPS: 19.5, TF32TFLOPS: 156, FP16TFLOPS: 312, MemBWGBps: 2039, SMs: 108, MemoryBytes: 80 * gib, L2Bytes: 40 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 25, NVLinkGBps: 300},
+	// H100 SXM5: 67 FP32, 495 TF32, 989 FP16, 3350 GB/s HBM3, 80 GB, 132 SMs, 50 MB L2;
+	// fourth-generation NVLink, 900 GB/s bidirectional (450 one-way: llm-deploy-search.md §3).
+	{Name: "H100", Arch: "hopper", FP32TFLOPS: 67, TF32TFLOPS: 495, FP16TFLOPS: 989, MemBWGBps: 3350, SMs: 132, MemoryBytes: 80 * gib, L2Bytes: 50 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 50, NVLinkGBps: 450},
 	// H200 SXM: H100 compute with 141 GB HBM3e at 4800 GB/s.
-	{Name: "H200", Arch: "hopper", FP32TFLOPS: 67, TF32TFLOPS: 495, FP16TFLOPS: 989, MemBWGBps: 4800, SMs: 132, MemoryBytes: 141e9, L2Bytes: 50 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 50},
+	{Name: "H200", Arch: "hopper", FP32TFLOPS: 67, TF32TFLOPS: 495, FP16TFLOPS: 989, MemBWGBps: 4800, SMs: 132, MemoryBytes: 141e9, L2Bytes: 50 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 50, NVLinkGBps: 450},
 }
 
 // All returns every known GPU in table order (older and smaller first).

@@ -69,12 +69,12 @@ func TestEstimateMatchesReference(t *testing.T) {
 }
 
 func TestEstimateAllAndImport(t *testing.T) {
-	ps, err := EstimateAll(Names(), DefaultGPUs)
+	ps, skipped, err := EstimateAll(Names(), DefaultGPUs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ps) != 9 {
-		t.Fatalf("%d profiles", len(ps))
+	if want := len(Names()) * len(DefaultGPUs); len(ps) != want || len(skipped) != 0 {
+		t.Fatalf("%d profiles (%d skipped), want %d", len(ps), len(skipped), want)
 	}
 	doc := &formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile}, LLMs: ps}
 	path := filepath.Join(t.TempDir(), "llm.json")
@@ -85,7 +85,7 @@ func TestEstimateAllAndImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 9 || got[0].Backend != "import" {
+	if len(got) != len(ps) || got[0].Backend != "import" {
 		t.Fatalf("import: %d profiles, backend %q", len(got), got[0].Backend)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.json")

@@ -64,7 +64,8 @@ func TestEstimateOn(t *testing.T) {
 		err        string
 	}{
 		{"llama-2-70b", "H100", 4, 4, ""},
-		{"llama-2-70b", "H100", 16, 16, ""},
+		{"llama-2-70b", "H100", 8, 8, ""},
+		{"llama-2-70b", "H100", 16, 0, "tensor parallel size 16: must be in 1..8"},
 		{"mistral-7b", "A100", 0, 1, ""},
 		{"llama-2-70b", "A10", 1, 0, "does not fit 1 × A10"},
 	} {

@@ -108,6 +108,6 @@ func TestBadInputAutopilotBurst(t *testing.T) {
 	runBadInput(t, []badInputCase{
 		{name: "above one", args: append(base[:len(base):len(base)], "--autopilot-burst", "1.5"), code: ExitUsage, want: []string{"--autopilot-burst 1.5: must be in [0, 1]"}},
 		{name: "negative", args: append(base[:len(base):len(base)], "--autopilot-burst", "-0.5"), code: ExitUsage, want: []string{"--autopilot-burst -0.5: must be in [0, 1]"}},
-		{name: "NaN", args: append(base[:len(base):len(base)], "--autopilot-burst", "NaN"), code: ExitUsage, want: []string{"--autopilot-burst NaN"}},
+		{name: "NaN", args: append(base[:len(base):len(base)], "--autopilot-burst", "NaN"), code: ExitUsage, want: []string{"--autopilot-burst: NaN: must be a finite number"}},
 	})
 }

@@ -43,6 +43,9 @@ type profileOptions struct {
 	trtLayers  string
 	llm        string
 	steps      string
+	tp         string
+	link       string
+	explain    bool
 	// gpuCount and kvTokens describe the engine of an --import step log the log does not
 	// (profile_import.go).
 	gpuCount  int
@@ -67,7 +70,11 @@ type profileRun struct {
 	// step log, profile_import.go) one engine's replay.
 	use formats.ProfileUse
 	// note is said on stderr once the profile is built (an engine-only import).
-	note string
+	note      string
+	llmNames  []string // catalogue models --llm names ("all" expanded); nil for an import
+	tps       []int    // --tp degrees; nil picks the smallest that fits
+	link      roofline.Link
+	explained []llmExplain // --explain: filled by llmProfiles
 }
 
 func newProfileCmd(app *App) *cobra.Command {
@@ -88,7 +95,12 @@ Backends:
 
 With no model, profiles the embedded demo CNN analytically for the demo cluster's GPU types
 (L4, P4 at PPipe's vGPU x batch grid) and, when ONNX Runtime is available, on the local CPU.
---llm adds LLM profiles (QLM): a model name, "all", or a profile file to import.
+--llm adds LLM profiles (QLM): model names separated by commas, "all", or a profile file to
+import. Roofline LLM profiles are at the smallest tensor-parallel degree that fits unless --tp
+lists degrees (1-8; those a model cannot be sharded over or whose GPUs cannot hold it are
+skipped, named on stderr), over NVLink where the GPU has it unless --link pcie. --explain prints
+each profile's step model by term (gemm, attention, allreduce, elementwise, overhead) at
+prefill of 512/2048/8192 tokens and decode of 1/8/32/128 sequences at 2,048 tokens of context.
 --llm with --import STEPS replaces the one LLM profile's iteration curves with measured step
 times: a CSV (header tokens,prefill_tokens,seconds, optionally context_tokens) or JSONL
 table of engine steps; the decode-only and prefill-containing curves are fitted as measured
@@ -105,6 +117,7 @@ The profile is validated and written atomically; a summary table goes to stdout.
   plan profile model.onnx --backend roofline --gpu A100
   plan profile --backend trt --trt-profile prof.json --trt-layers layers.json --gpu L4
   plan profile --llm all --gpu A10,A100,H100 -o llm.json
+  plan profile --llm llama-3.1-8b,llama-3.1-70b --gpu H100 --tp 1,2,4,8 --explain
   plan profile --zoo llama-2-70b --gpu A100
   plan profile --llm mistral-7b --gpu A100 --import steps.csv -o llm.json
   plan profile --import llama3-8b-h100-tp2-steps.csv -o engine.json   # model, gpu, gpu_count, kv_capacity_tokens columns`,
@@ -129,7 +142,10 @@ The profile is validated and written atomically; a summary table goes to stdout.
 	f.StringVar(&o.inputShape, "input-shape", "", "per-sample input shape for ONNX models with dynamic dimensions, e.g. 3,224,224")
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
-	f.StringVar(&o.llm, "llm", "", "LLM profiles: "+strings.Join(llm.Names(), ", ")+", all, or a profile file to import")
+	f.StringVar(&o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
+	f.StringVar(&o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
+	f.StringVar(&o.link, "link", "auto", "with --llm: GPU interconnect for tensor-parallel all-reduces: auto (NVLink where the GPU has it), nvlink or pcie")
+	f.BoolVar(&o.explain, "explain", false, "with --llm: print each roofline LLM profile's step time by term")
 	f.StringVar(&o.steps, "import", "", "measured engine step times to fit an LLM profile's iteration curves (CSV or JSONL: tokens, prefill_tokens, seconds; optionally model, gpu, gpu_count, kv_capacity_tokens naming the engine), for the one model and GPU of --llm/--gpu or of the log (or a one-LLM profile file given as --llm)")
 	f.IntVar(&o.gpuCount, "gpu-count", 0, "with --import: the GPUs the engine ran on (tensor parallelism; default: the log's gpu_count, else the fewest that hold a known model, else 1)")
 	f.Int64Var(&o.kvTokens, "kv-capacity-tokens", 0, "with --import: the engine's KV capacity in tokens (vLLM's GPU blocks × block size; default: the log's kv_capacity_tokens, else the analytic estimate of a known model)")
@@ -242,11 +258,8 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	if r.opt.backend == "trt" && len(r.batches) > 1 {
 		return nil, usageErrorf("--backend trt: --batch must be the single batch size the engine was profiled at")
 	}
-	if r.opt.llm != "" && !isFile(r.opt.llm) && r.opt.llm != "all" && o.steps == "" {
-		// (With --import any model may be named: profile_import.go.)
-		if _, err := llm.Lookup(r.opt.llm); err != nil {
-			return nil, usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
-		}
+	if err := r.parseLLM(cmd); err != nil {
+		return nil, err
 	}
 	if err := checkImportFlags(cmd, o); err != nil {
 		return nil, err
@@ -351,7 +364,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		name, desc = mp.Name, mp.Backend+" profile of "+src
 	}
 	if r.opt.llm != "" || r.opt.steps != "" {
-		ls, err := r.llmProfiles()
+		ls, err := r.llmProfiles(app)
 		if err != nil {
 			return err
 		}
@@ -377,8 +390,11 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		if err != nil {
 			return err
 		}
-		_, err = app.Out.Write(data)
-		return err
+		if _, err = app.Out.Write(data); err != nil {
+			return err
+		}
+		writeExplain(app.Err, r.explained) // stdout holds the profile
+		return nil
 	}
 	if err := writeProfile(r.opt.out, doc, r.use); err != nil {
 		var el formats.ErrorList
@@ -653,32 +669,6 @@ func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
 	return mp, nil
 }
 
-func (r *profileRun) llmProfiles() ([]formats.LLMProfile, error) {
-	if r.opt.steps != "" && !isFile(r.opt.llm) {
-		return r.importLog()
-	}
-	if isFile(r.opt.llm) {
-		ls, err := llm.Import(r.opt.llm)
-		if err != nil {
-			return nil, usageError(err)
-		}
-		return r.withSteps(ls)
-	}
-	names := []string{r.opt.llm}
-	if r.opt.llm == "all" {
-		names = llm.Names()
-	}
-	gs := llm.DefaultGPUs
-	if r.gpusSet {
-		gs = r.gpus
-	}
-	ls, err := llm.EstimateAll(names, gs)
-	if err != nil {
-		return nil, usageErrorf("--llm: %v", err)
-	}
-	return r.withSteps(ls)
-}
-
 // profileRow is one summary line.
 type profileRow struct {
 	Model   string    `json:"model"`
@@ -711,10 +701,11 @@ func (r *profileRun) summary(app *App, doc *formats.Profile) error {
 	}
 	if app.JSONOutput() {
 		return app.WriteJSON(struct {
-			File   string       `json:"file"`
-			Blocks []profileRow `json:"blocks,omitempty"`
-			LLMs   []llmRow     `json:"llms,omitempty"`
-		}{r.opt.out, rows, lrows})
+			File    string       `json:"file"`
+			Blocks  []profileRow `json:"blocks,omitempty"`
+			LLMs    []llmRow     `json:"llms,omitempty"`
+			Explain []llmExplain `json:"explain,omitempty"`
+		}{r.opt.out, rows, lrows, r.explained})
 	}
 	if len(rows) > 0 {
 		var tab [][]string
@@ -736,6 +727,7 @@ func (r *profileRun) summary(app *App, doc *formats.Profile) error {
 		}
 		app.Table([]string{"llm", "gpu", "gpus", "decode ms", "tokens/s", "kv tokens"}, tab)
 	}
+	writeExplain(app.Out, r.explained)
 	return nil
 }
 

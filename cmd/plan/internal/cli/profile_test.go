@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/graph"
+	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
 )
@@ -117,6 +118,14 @@ func TestProfileBadInput(t *testing.T) {
 		{"trt on cpu", []string{"--zoo", "resnet50", "--backend", "onnx", "--trt"}, "--trt"},
 		{"bad precision", []string{"--zoo", "resnet50", "--precision", "int4"}, "--precision"},
 		{"llm zoo and llm", []string{"--zoo", "mistral-7b", "--llm", "all"}, "drop --llm"},
+		{"unknown llm in list", []string{"--llm", "llama-3.1-8b,gpt-9"}, "known LLMs"},
+		{"empty llm in list", []string{"--llm", "llama-3.1-8b,,qwen2.5-7b"}, "empty model name"},
+		{"bad tp", []string{"--llm", "llama-3.1-8b", "--tp", "1,16"}, "--tp"},
+		{"bad link", []string{"--llm", "llama-3.1-8b", "--link", "infiniband"}, "--link"},
+		{"tp without llm", []string{"--zoo", "resnet50", "--tp", "2"}, "only with --llm"},
+		{"explain without llm", []string{"--zoo", "resnet50", "--explain"}, "only with --llm"},
+		{"tp fits nothing", []string{"--llm", "llama-3.1-70b", "--gpu", "L4", "--tp", "1"}, "KV tokens"},
+		{"nvlink on l4", []string{"--llm", "llama-3.1-8b", "--gpu", "L4", "--tp", "2", "--link", "nvlink"}, "nvlink"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,14 +175,14 @@ func TestProfileTRTAndLLM(t *testing.T) {
 	if code, _, stderr := rootRun(t, "profile", "--llm", "all", "-o", llmOut); code != ExitOK {
 		t.Fatalf("llm all: exit %d: %s", code, stderr)
 	}
-	if n := len(readProfile(t, llmOut).LLMs); n != 9 {
-		t.Fatalf("%d LLM profiles, want 3 models × 3 GPUs", n)
+	if n, want := len(readProfile(t, llmOut).LLMs), 3*len(llm.Names()); n != want {
+		t.Fatalf("%d LLM profiles, want %d models × 3 GPUs", n, len(llm.Names()))
 	}
 	again := filepath.Join(t.TempDir(), "again.json")
 	if code, _, stderr := rootRun(t, "profile", "--llm", llmOut, "-o", again); code != ExitOK {
 		t.Fatalf("llm import: exit %d: %s", code, stderr)
 	}
-	if l := readProfile(t, again).LLMs; len(l) != 9 || l[0].Backend != "import" {
+	if l := readProfile(t, again).LLMs; len(l) != 3*len(llm.Names()) || l[0].Backend != "import" {
 		t.Fatalf("imported %+v", l)
 	}
 }

@@ -9,7 +9,7 @@ func TestBadInputSimulate(t *testing.T) {
 	base := []string{"simulate", plan, "--load", "0.5", "--duration", "1s"}
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runBadInput(t, []badInputCase{
-		{name: "jitter NaN", args: with("--jitter", "NaN"), code: ExitUsage, want: []string{"--jitter: NaN: must be in [0, 1)"}},
+		{name: "jitter NaN", args: with("--jitter", "NaN"), code: ExitUsage, want: []string{"--jitter: NaN: must be a finite number"}},
 		{name: "negative parallel", args: with("--parallel", "-3"), code: ExitUsage, want: []string{"--parallel: -3: must be >= 0"}},
 		{name: "report is a file", args: with("--report", "testdata/sim/mixed.json"), code: ExitUsage, want: []string{`--report: "testdata/sim/mixed.json": is not a directory`}},
 		{name: "too many requests", args: with("--duration", "1000000h"), code: ExitUsage, want: []string{"requests in one load point", "shorten --duration"}},

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/gpus"
+	"github.com/plan-dev/plan/profiler/llm"
+	"github.com/plan-dev/plan/profiler/roofline"
+)
+
+// parseLLM checks --llm (comma-separated catalogue names, "all", or a profile file), --tp,
+// --link and --explain.
+func (r *profileRun) parseLLM(cmd *cobra.Command) error {
+	o := r.opt
+	llmFlags := cmd.Flags().Changed("tp") || cmd.Flags().Changed("link") || o.explain
+	switch {
+	case o.llm == "":
+		if llmFlags {
+			return usageErrorf("--tp, --link and --explain: only with --llm MODEL[,MODEL...]")
+		}
+		return nil
+	case o.steps != "":
+		// With --import any model may be named: the step log's engine (profile_import.go).
+		if llmFlags {
+			return usageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not with --import")
+		}
+		return nil
+	case isFile(o.llm):
+		if llmFlags {
+			return usageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not an imported profile %s", o.llm)
+		}
+		return nil
+	}
+	for _, name := range strings.Split(o.llm, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		switch {
+		case name == "":
+			return usageErrorf("--llm: %q: empty model name (separate names with commas)", o.llm)
+		case name == "all":
+			for _, n := range llm.Names() {
+				if !slices.Contains(r.llmNames, n) {
+					r.llmNames = append(r.llmNames, n)
+				}
+			}
+			continue
+		}
+		m, err := llm.Lookup(name)
+		if err != nil {
+			return usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
+		}
+		if !slices.Contains(r.llmNames, m.Name) {
+			r.llmNames = append(r.llmNames, m.Name)
+		}
+	}
+	tps, err := parseIntList(o.tp, 1, 8)
+	if err != nil {
+		return usageErrorf("--tp: %q: %v", o.tp, err)
+	}
+	r.tps = tps
+	switch l := strings.ToLower(strings.TrimSpace(o.link)); l {
+	case "", "auto":
+		r.link = roofline.LinkAuto
+	case "nvlink", "pcie":
+		r.link = roofline.Link(l)
+	default:
+		return usageErrorf("--link: %q: must be auto, nvlink or pcie", o.link)
+	}
+	return nil
+}
+
+func (r *profileRun) llmProfiles(app *App) ([]formats.LLMProfile, error) {
+	if r.opt.steps != "" && !isFile(r.opt.llm) {
+		// A measured step log names its own engine (profile_import.go).
+		return r.importLog()
+	}
+	if r.llmNames == nil {
+		ls, err := llm.Import(r.opt.llm)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return r.withSteps(ls)
+	}
+	gs := llm.DefaultGPUs
+	if r.gpusSet {
+		gs = r.gpus
+	}
+	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link})
+	if err != nil {
+		return nil, usageErrorf("--llm: %v", err)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(app.Err, "warning: --tp %d: skipped %s on %s: %v\n", s.TP, s.Model, s.GPU, s.Reason)
+	}
+	if r.opt.explain {
+		for _, l := range ls {
+			e, err := explainLLM(l, r.link)
+			if err != nil {
+				return nil, err
+			}
+			r.explained = append(r.explained, e)
+		}
+	}
+	return r.withSteps(ls)
+}
+
+// llmExplain is one profile's step model by term (--explain).
+type llmExplain struct {
+	Model string     `json:"model"`
+	GPU   string     `json:"gpu"`
+	TP    int        `json:"tp"`
+	Link  string     `json:"link"`
+	Cells []llm.Cell `json:"cells"`
+}
+
+func explainLLM(p formats.LLMProfile, link roofline.Link) (llmExplain, error) {
+	m, err := llm.Lookup(p.Model)
+	if err != nil {
+		return llmExplain{}, err
+	}
+	g, err := gpus.Lookup(p.GPU)
+	if err != nil {
+		return llmExplain{}, err
+	}
+	d, err := llm.NewDeployment(m, g, p.GPUCount, link)
+	if err != nil {
+		return llmExplain{}, err
+	}
+	resolved := "-"
+	if p.GPUCount > 1 {
+		_, l := roofline.NewKernels(g).LinkGBps(link)
+		resolved = string(l)
+	}
+	return llmExplain{Model: m.Name, GPU: g.Name, TP: p.GPUCount, Link: resolved, Cells: d.ExplainCells()}, nil
+}
+
+// writeExplain prints one table per explained profile: a row per cell, a column per term (ms).
+func writeExplain(w io.Writer, es []llmExplain) {
+	ms := func(us float64) string { return strconv.FormatFloat(us/1000, 'f', 3, 64) }
+	for _, e := range es {
+		link := ""
+		if e.TP > 1 {
+			link = " over " + e.Link
+		}
+		fmt.Fprintf(w, "\n%s on %d × %s%s: step time by term (ms)\n", e.Model, e.TP, e.GPU, link)
+		var rows [][]string
+		for _, c := range e.Cells {
+			cell := fmt.Sprintf("prefill %d", c.Tokens)
+			if c.Phase == "decode" {
+				cell = fmt.Sprintf("decode b=%d ctx=%d", c.Batch, c.Context)
+			}
+			t := c.Terms
+			rows = append(rows, []string{cell, ms(t.GEMM), ms(t.Attention), ms(t.AllReduce), ms(t.Elementwise), ms(t.Overhead), ms(c.TotalUs)})
+		}
+		writeTable(w, []string{"cell", "gemm", "attention", "allreduce", "elementwise", "overhead", "total"}, rows)
+	}
+}

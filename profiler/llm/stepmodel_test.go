@@ -1,0 +1,141 @@
+package llm
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/profiler/gpus"
+	"github.com/plan-dev/plan/profiler/roofline"
+)
+
+// TestParamsMatchShapes: the shapes transcribed from each config.json give the model card's
+// parameter count within 1.5% (a wrong intermediate size, vocabulary or head count would be
+// off by far more).
+func TestParamsMatchShapes(t *testing.T) {
+	for _, name := range Names() {
+		m, _ := Lookup(name)
+		got := m.ShapeParams() / 1e9
+		if r := got / m.ParamsB; math.Abs(r-1) > 0.015 {
+			t.Errorf("%s: shapes give %.2fB parameters, the card %.2fB (×%.3f)", name, got, m.ParamsB, r)
+		}
+		if m.HF == "" || m.HeadDim == 0 || m.Intermediate == 0 || m.Vocab == 0 {
+			t.Errorf("%s: incomplete %+v", name, m)
+		}
+	}
+}
+
+// TestCatalogueShards: every catalogue model shards over the power-of-two degrees GPUCount
+// tries, or names why not; non-divisors and degrees outside 1..8 are refused.
+func TestCatalogueShards(t *testing.T) {
+	for _, name := range Names() {
+		m, _ := Lookup(name)
+		for _, tp := range []int{1, 2, 4} {
+			if err := m.CheckTP(tp); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+	qwen, _ := Lookup("qwen2.5-7b") // 28 query heads, 4 KV heads
+	for _, tc := range []struct {
+		tp   int
+		want string
+	}{{8, "28 attention heads"}, {3, "28 attention heads"}, {0, "1..8"}, {9, "1..8"}} {
+		if err := qwen.CheckTP(tc.tp); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("qwen2.5-7b tp %d: %v, want an error naming %q", tc.tp, err, tc.want)
+		}
+	}
+	if err := qwen.CheckTP(7); err == nil {
+		t.Error("qwen2.5-7b tp 7: 7 divides the 28 query heads but not the 4 KV heads: want an error")
+	}
+}
+
+// TestStepTerms: the terms behave as their physics says — no all-reduce on one GPU, more GPUs
+// shrink the GEMMs and add all-reduces, PCIe all-reduces cost more than NVLink ones, prefill
+// attention grows faster than linearly in the prompt, decode attention linearly in the
+// context, and the total is the sum of the terms.
+func TestStepTerms(t *testing.T) {
+	m, _ := Lookup("llama-3.1-70b")
+	h100, _ := gpus.Lookup("H100")
+	d4, err := NewDeployment(m, h100, 4, roofline.LinkAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d8, _ := NewDeployment(m, h100, 8, roofline.LinkNVLink)
+	p4, _ := NewDeployment(m, h100, 4, roofline.LinkPCIe)
+	b4, b8, bp := d4.Prefill(2048, 0), d8.Prefill(2048, 0), p4.Prefill(2048, 0)
+	if !(b8.GEMM < b4.GEMM && b8.Attention < b4.Attention) {
+		t.Errorf("TP8 GEMM %.0f attention %.0f not below TP4's %.0f %.0f", b8.GEMM, b8.Attention, b4.GEMM, b4.Attention)
+	}
+	if !(bp.AllReduce > 2*b4.AllReduce) {
+		t.Errorf("PCIe all-reduce %.0f µs, NVLink %.0f: want PCIe (50 GB/s) far slower than NVLink (450)", bp.AllReduce, b4.AllReduce)
+	}
+	if got := b4.Total() - (b4.GEMM + b4.Attention + b4.AllReduce + b4.Elementwise + b4.Overhead); got != 0 {
+		t.Errorf("total is not the sum of the terms: off by %g", got)
+	}
+	small, _ := Lookup("llama-3.1-8b")
+	d1, _ := NewDeployment(small, h100, 1, roofline.LinkAuto)
+	if b := d1.Prefill(2048, 0); b.AllReduce != 0 {
+		t.Errorf("TP1 all-reduce %g, want 0", b.AllReduce)
+	}
+	a2, a8 := d1.Prefill(2048, 0).Attention, d1.Prefill(8192, 0).Attention
+	if a8 < 10*a2 {
+		t.Errorf("prefill attention 8192 tokens %.0f µs, 2048 %.0f: want ~16× (quadratic)", a8, a2)
+	}
+	c1, c2 := d1.Decode(32, 1024).Attention, d1.Decode(32, 4096).Attention
+	if r := c2 / c1; r < 3.5 || r > 4.1 {
+		t.Errorf("decode attention at 4× the context ×%.2f, want ~4", r)
+	}
+	// A chunk of a prompt attends to the context before it too.
+	if d1.Prefill(512, 4096).Attention <= d1.Prefill(512, 0).Attention {
+		t.Error("prefill chunk after 4096 tokens of context costs no more attention than the first chunk")
+	}
+}
+
+// TestNoLink: a GPU without NVLink refuses --link nvlink under tensor parallelism, and
+// auto falls back to PCIe.
+func TestNoLink(t *testing.T) {
+	m, _ := Lookup("llama-3.1-8b")
+	l4, _ := gpus.Lookup("L4")
+	if _, err := NewDeployment(m, l4, 2, roofline.LinkNVLink); err == nil || !strings.Contains(err.Error(), "nvlink") {
+		t.Errorf("L4 TP2 over NVLink: %v, want an error naming the link", err)
+	}
+	d, err := NewDeployment(m, l4, 2, roofline.LinkAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := d.Decode(1, 512); b.AllReduce <= 0 || math.IsInf(b.AllReduce, 0) {
+		t.Errorf("L4 TP2 auto link: all-reduce %g", b.AllReduce)
+	}
+}
+
+// TestEstimateAllTP: explicit degrees profile every model × GPU × degree that fits and name
+// the ones that do not; nothing fitting is an error.
+func TestEstimateAllTP(t *testing.T) {
+	ps, skipped, err := EstimateAll([]string{"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b"}, []string{"H100"}, Options{TP: []int{1, 2, 4, 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, p := range ps {
+		got[p.Model+"/"+string(rune('0'+p.GPUCount))] = true
+	}
+	for _, want := range []string{"llama-3.1-8b/1", "llama-3.1-8b/8", "llama-3.1-70b/4", "llama-3.1-70b/8", "qwen2.5-7b/4"} {
+		if !got[want] {
+			t.Errorf("no profile %s (have %v)", want, got)
+		}
+	}
+	why := map[string]string{}
+	for _, s := range skipped {
+		why[s.Model+"/"+string(rune('0'+s.TP))] = s.Reason.Error()
+	}
+	if !strings.Contains(why["llama-3.1-70b/1"], "KV tokens") || !strings.Contains(why["llama-3.1-70b/2"], "KV tokens") || !strings.Contains(why["qwen2.5-7b/8"], "attention heads") {
+		t.Errorf("skipped %v: want 70B at TP1 and TP2 (memory) and Qwen2.5-7B at TP8 (heads)", why)
+	}
+	if _, _, err := EstimateAll([]string{"llama-3.1-70b"}, []string{"L4"}, Options{TP: []int{1}}); err == nil {
+		t.Error("70B on one L4: want an error")
+	}
+	if _, _, err := EstimateAll([]string{"gpt-9"}, []string{"H100"}, Options{TP: []int{1}}); err == nil || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("unknown model: %v", err)
+	}
+}
