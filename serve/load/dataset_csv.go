@@ -58,10 +58,15 @@ func ReadBurstGPT(name string, data []byte) (*Dataset, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			line := 0
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line = pe.Line
+			}
 			return nil, fmt.Errorf("%s:%d: %v", name, line, csvErr(err))
 		}
+		line, _ := r.FieldPos(0)
 		field := func(c string, i int) (string, error) {
 			if i >= len(rec) {
 				return "", fmt.Errorf("%s:%d: %s: missing (the line has %d columns, the header %d)", name, line, c, len(rec), len(head))

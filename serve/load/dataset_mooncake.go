@@ -42,7 +42,7 @@ func ReadMooncake(name string, data []byte) (*Dataset, error) {
 		}
 		if err := json.Unmarshal(text, &r); err != nil {
 			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
+			if errors.As(err, &te) && te.Field != "" {
 				return nil, fmt.Errorf("%s:%d: %s: want %s, got JSON %s", name, line, te.Field, te.Type, te.Value)
 			}
 			return nil, fmt.Errorf("%s:%d: not a JSON object: %v", name, line, err)

@@ -51,13 +51,13 @@ func ReadShareGPT(name string, data []byte, outputLen int) (*Dataset, error) {
 			return nil, fmt.Errorf("%s:%d: [%d]: %v", name, lineOf(data, dec.InputOffset()), i, jsonErr(err))
 		}
 		if c.Conversations == nil {
-			return nil, fmt.Errorf("%s:%d: [%d].conversations: missing (a ShareGPT entry is {\"id\", \"conversations\": [{\"from\", \"value\"}, ...]})", name, lineOf(data, start)+1, i)
+			return nil, fmt.Errorf("%s:%d: [%d].conversations: missing (a ShareGPT entry is {\"id\", \"conversations\": [{\"from\", \"value\"}, ...]})", name, entryLine(data, start), i)
 		}
 		seen++
 		conv := *c.Conversations
 		for j, t := range conv {
 			if t.Value == nil {
-				return nil, fmt.Errorf("%s:%d: [%d].conversations[%d].value: missing", name, lineOf(data, start)+1, i, j)
+				return nil, fmt.Errorf("%s:%d: [%d].conversations[%d].value: missing", name, entryLine(data, start), i, j)
 			}
 		}
 		if len(conv) < 2 {
@@ -82,6 +82,15 @@ func ReadShareGPT(name string, data []byte, outputLen int) (*Dataset, error) {
 			name, seen, shareGPTMinTokens, shareGPTMaxPrompt, shareGPTMinTokens, shareGPTMaxTotal, short)
 	}
 	return d, nil
+}
+
+// entryLine is the line of the array element that starts after offset off (past
+// whitespace and the comma between elements).
+func entryLine(data []byte, off int64) int {
+	for off < int64(len(data)) && bytes.IndexByte([]byte(" \t\r\n,"), data[off]) >= 0 {
+		off++
+	}
+	return lineOf(data, off)
 }
 
 // jsonErr turns io.EOF (a file cut short) into a readable error.
