@@ -19,6 +19,7 @@ import (
 
 type loadOptions struct {
 	rate        float64
+	requestRate float64 // --request-rate: --rate, or inf
 	load        float64
 	model       string
 	duration    time.Duration
@@ -148,7 +149,7 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
 	f.StringVar(&o.apiKey, "api-key", "", "send Authorization: Bearer KEY with every request (with --openai, default $OPENAI_API_KEY); never printed")
 	f.Float64Var(&o.maxFailureRate, "max-failure-rate", 0.05, "exit 1 (after the report) when more than this share of the counted requests failed (0-1; 1 never fails)")
 	o.openai.flags(f)
-	f.Float64Var(&o.rate, "request-rate", 0, "with --openai: vllm bench serve's name of --rate (requests/s; inf sends every request at once, the default with --dataset-name)")
+	f.Var((*requestRate)(&o.requestRate), "request-rate", "with --openai: vllm bench serve's name of --rate (requests/s; inf sends every request at once, the default with --dataset-name)")
 	f.IntVar(&o.maxRequests, "num-prompts", 0, "vllm bench serve's name of --max-requests (with --dataset-name default 1000)")
 	return cmd
 }
@@ -164,6 +165,12 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	}
 	if !(o.maxFailureRate >= 0 && o.maxFailureRate <= 1) {
 		return usageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
+	}
+	if cmd.Flags().Changed("request-rate") {
+		if cmd.Flags().Changed("rate") || math.IsInf(o.requestRate, 1) {
+			return usageErrorf("--request-rate: %g: give --rate or --request-rate, a finite rate (inf is for --openai)", o.requestRate)
+		}
+		o.rate = o.requestRate
 	}
 	for _, name := range kserveRefused {
 		if cmd.Flags().Changed(name) {

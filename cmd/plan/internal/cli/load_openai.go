@@ -183,6 +183,12 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 			return usageErrorf("--%s: not an --openai flag (a plan serve's KServe API only)", name)
 		}
 	}
+	if f.Changed("request-rate") {
+		if f.Changed("rate") {
+			return usageErrorf("--rate and --request-rate: give one (they are the same)")
+		}
+		o.rate = o.requestRate
+	}
 	rateSet := f.Changed("rate") || f.Changed("request-rate")
 	oa := &o.openai
 	switch {

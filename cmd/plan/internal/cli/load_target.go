@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -95,3 +97,26 @@ func checkLoopback(raw string) (string, error) {
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
+
+// requestRate is --request-rate: a rate > 0 in requests/s, or "inf" (every request at once,
+// vllm bench serve's default). Its own flag type, because every float64 flag must be finite
+// (finiteFlags) and this one may be infinite on purpose.
+type requestRate float64
+
+func (r *requestRate) String() string {
+	if math.IsInf(float64(*r), 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(float64(*r), 'g', -1, 64)
+}
+
+func (r *requestRate) Set(s string) error {
+	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, -1) || x <= 0 {
+		return fmt.Errorf("%q: want requests/s > 0, or inf", s)
+	}
+	*r = requestRate(x)
+	return nil
+}
+
+func (r *requestRate) Type() string { return "rate" }
