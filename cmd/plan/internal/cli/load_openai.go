@@ -191,39 +191,8 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 	}
 	rateSet := f.Changed("rate") || f.Changed("request-rate")
 	oa := &o.openai
-	switch {
-	case oa.concurrency < 0:
-		return usageErrorf("--concurrency: %d: must be >= 1", oa.concurrency)
-	case oa.concurrency > 0 && rateSet:
-		return usageErrorf("--rate and --concurrency are exclusive (open and closed loop)")
-	case !(o.rate >= 0) || math.IsInf(o.rate, -1):
-		return usageErrorf("--rate: %g: must be a number > 0 (or inf)", o.rate)
-	case oa.inputTokens < 1:
-		return usageErrorf("--input-tokens: %d: must be >= 1", oa.inputTokens)
-	case oa.outputTokens < 1:
-		return usageErrorf("--output-tokens: %d: must be >= 1", oa.outputTokens)
-	case o.maxRequests < 0:
-		return usageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
-	case o.timeout < 0:
-		return usageErrorf("--timeout: %s: must be > 0", o.timeout)
-	case o.duration <= 0:
-		return usageErrorf("--duration: %s: must be > 0", o.duration)
-	case o.connections < 1:
-		return usageErrorf("--connections: %d: must be >= 1", o.connections)
-	case !(oa.burstiness > 0) || math.IsInf(oa.burstiness, 0):
-		return usageErrorf("--burstiness: %g: must be a number > 0", oa.burstiness)
-	case oa.maxConcurrency < 0:
-		return usageErrorf("--max-concurrency: %d: must be >= 0", oa.maxConcurrency)
-	case oa.numWarmups < 0:
-		return usageErrorf("--num-warmups: %d: must be >= 0", oa.numWarmups)
-	case !(o.maxFailureRate >= 0 && o.maxFailureRate <= 1):
-		return usageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
-	case o.warmup < 0 || (f.Changed("warmup") && f.Changed("duration") && o.warmup >= o.duration):
-		return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
-	case !(o.rateScale >= 0) || math.IsInf(o.rateScale, 0):
-		return usageErrorf("--rate-scale: %g: must be a finite number > 0", o.rateScale)
-	case oa.saveDetailed && !oa.saveResult:
-		return usageErrorf("--save-detailed: needs --save-result")
+	if err := checkOpenAIFlags(f, o, rateSet); err != nil {
+		return err
 	}
 	header, err := requestHeaders(o.headers, o.apiKey, true)
 	if err != nil {
@@ -328,19 +297,66 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 	} else {
 		printOpenAIReport(app, rep, metrics, f.Changed("metric-percentiles") || f.Changed("percentile-metrics"))
 	}
-	if r := rep.FailureRate(); r > o.maxFailureRate {
-		cause := "none"
-		if len(rep.Failures) > 0 {
-			fl := rep.Failures[0]
-			cause = fmt.Sprintf("%d %s", fl.Count, fl.Reason)
-			if fl.Status > 0 {
-				cause += fmt.Sprintf(" (HTTP %d)", fl.Status)
-			}
-			if fl.Example != "" {
-				cause += ": " + fl.Example
-			}
+	return openAIFailures(rep, o.maxFailureRate)
+}
+
+// openAIFailures is exit 1 when more than max of the counted requests failed, naming the
+// commonest failure and the counts.
+func openAIFailures(rep *load.OpenAIReport, max float64) error {
+	r := rep.FailureRate()
+	if r <= max {
+		return nil
+	}
+	cause := "none"
+	if len(rep.Failures) > 0 {
+		fl := rep.Failures[0]
+		cause = fmt.Sprintf("%d %s", fl.Count, fl.Reason)
+		if fl.Status > 0 {
+			cause += fmt.Sprintf(" (HTTP %d)", fl.Status)
 		}
-		return checkFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g); most: %s", rep.Failed, rep.Requests, 100*r, o.maxFailureRate, cause))
+		if fl.Example != "" {
+			cause += ": " + fl.Example
+		}
+	}
+	return checkFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g); most: %s", rep.Failed, rep.Requests, 100*r, max, cause))
+}
+
+// checkOpenAIFlags refuses --openai's numeric flags out of their range (exit 2, naming it).
+func checkOpenAIFlags(f *pflag.FlagSet, o *loadOptions, rateSet bool) error {
+	oa := &o.openai
+	switch {
+	case oa.concurrency < 0:
+		return usageErrorf("--concurrency: %d: must be >= 1", oa.concurrency)
+	case oa.concurrency > 0 && rateSet:
+		return usageErrorf("--rate and --concurrency are exclusive (open and closed loop)")
+	case !(o.rate >= 0) || math.IsInf(o.rate, -1):
+		return usageErrorf("--rate: %g: must be a number > 0 (or inf)", o.rate)
+	case oa.inputTokens < 1:
+		return usageErrorf("--input-tokens: %d: must be >= 1", oa.inputTokens)
+	case oa.outputTokens < 1:
+		return usageErrorf("--output-tokens: %d: must be >= 1", oa.outputTokens)
+	case o.maxRequests < 0:
+		return usageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
+	case o.timeout < 0:
+		return usageErrorf("--timeout: %s: must be > 0", o.timeout)
+	case o.duration <= 0:
+		return usageErrorf("--duration: %s: must be > 0", o.duration)
+	case o.connections < 1:
+		return usageErrorf("--connections: %d: must be >= 1", o.connections)
+	case !(oa.burstiness > 0) || math.IsInf(oa.burstiness, 0):
+		return usageErrorf("--burstiness: %g: must be a number > 0", oa.burstiness)
+	case oa.maxConcurrency < 0:
+		return usageErrorf("--max-concurrency: %d: must be >= 0", oa.maxConcurrency)
+	case oa.numWarmups < 0:
+		return usageErrorf("--num-warmups: %d: must be >= 0", oa.numWarmups)
+	case !(o.maxFailureRate >= 0 && o.maxFailureRate <= 1):
+		return usageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
+	case o.warmup < 0 || (f.Changed("warmup") && f.Changed("duration") && o.warmup >= o.duration):
+		return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
+	case !(o.rateScale >= 0) || math.IsInf(o.rateScale, 0):
+		return usageErrorf("--rate-scale: %g: must be a finite number > 0", o.rateScale)
+	case oa.saveDetailed && !oa.saveResult:
+		return usageErrorf("--save-detailed: needs --save-result")
 	}
 	return nil
 }
