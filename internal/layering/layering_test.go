@@ -67,6 +67,8 @@ var layers = []layer{
 	{"internal/readme", 0, "readme"},
 	// promcheck lints Prometheus expositions (promtool's rules) for serve's and cmd's tests.
 	{"internal/promcheck", 0, "promcheck"},
+	// quantile is the one percentile definition (numpy's linear), for every report.
+	{"internal/quantile", 0, "quantile"},
 	{"internal/layering", 0, "layering"},
 }
 

@@ -120,7 +120,7 @@ func addLLMMetrics(plan *formats.Plan, o Options, met *workload.Metrics, samples
 	}
 	secs := end.Seconds()
 	summarize := func(a *acc) *workload.LLMMetrics {
-		m := &workload.LLMMetrics{TTFT: workload.Summarize(a.ttft), TPOT: workload.Summarize(a.tpot),
+		m := &workload.LLMMetrics{TTFT: summarizeUs(a.ttft), TPOT: summarizeUs(a.tpot),
 			PromptTokens: a.prompt, OutputTokens: a.generated, Unstamped: a.unstamped}
 		if secs > 0 {
 			m.OutputTokensPerS = workload.Round6(float64(a.generated) / secs)

@@ -26,8 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
@@ -89,6 +87,8 @@ type Options struct {
 	// Send, when set, sends each request instead of HTTP POST …/infer (`plan load --grpc`):
 	// plan and metadata still come from URL. See send.go.
 	Send Sender
+	// Header is sent with every HTTP request (--header; --api-key as Authorization: Bearer).
+	Header http.Header
 }
 
 // Sample is one request's client-side record.
@@ -189,12 +189,10 @@ func outcomes(samples []Sample, targets []target) Outcomes {
 		}
 	}
 	if len(server) > 0 {
-		sort.Float64s(server)
-		o.ServerP99 = time.Duration(stat.Quantile(0.99, stat.Empirical, server, nil))
+		o.ServerP99 = durationPercentile(server, 99)
 	}
 	if len(wait) > 0 {
-		sort.Float64s(wait)
-		o.WaitP99 = time.Duration(stat.Quantile(0.99, stat.Empirical, wait, nil))
+		o.WaitP99 = durationPercentile(wait, 99)
 	}
 	for k, v := range drops {
 		o.ServerDrops = append(o.ServerDrops, workload.DropCount{Stage: k[0], Reason: k[1], Count: v})
@@ -234,7 +232,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Without a client of the caller's, infer requests go through the raw client
 	// (rawhttp.go); o.Client still fetches the plan and the models' metadata.
-	useRaw := o.Client == nil
+	// The raw client speaks plain HTTP only: an https server gets net/http's.
+	useRaw := o.Client == nil && !strings.HasPrefix(strings.ToLower(o.URL), "https:")
 	if o.Client == nil {
 		o.Client = &http.Client{CheckRedirect: refuseRedirect,
 			Transport: &http.Transport{MaxConnsPerHost: o.MaxConns, MaxIdleConnsPerHost: o.MaxConns, IdleConnTimeout: 30 * time.Second}}
@@ -255,7 +254,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	samples := make([]Sample, len(arrivals))
 	var raw *rawClient
 	if useRaw && o.Send == nil {
-		if raw, err = newRawClient(ctx, base, o.MaxConns, o.Timeout, len(arrivals), targets); err != nil {
+		if raw, err = newRawClientHeader(ctx, base, o.Header, o.MaxConns, o.Timeout, len(arrivals), targets); err != nil {
 			return nil, setupError{err}
 		}
 	}
@@ -296,7 +295,7 @@ send:
 				if o.Send != nil {
 					send(ctx, o.Send, t, s, o.Timeout)
 				} else {
-					do(ctx, o.Client, base, t, s, o.Timeout)
+					do(ctx, o.Client, base, o.Header, t, s, o.Timeout)
 				}
 				answered.Add(1)
 			}(&samples[i], &targets[a.app])
@@ -334,7 +333,7 @@ send:
 // setup reads the served plan and its models' metadata and resolves the run's targets, load
 // and request timeout (into o); its errors are ErrSetup.
 func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, policy string, dep *dataplane.Deployment, targets []target, load float64, err error) {
-	plan, policy, err = fetchPlan(ctx, o.Client, base, o.Sections)
+	plan, policy, err = fetchPlan(ctx, o.Client, base, o.Header, o.Sections)
 	if err != nil {
 		return nil, "", nil, nil, 0, setupError{err}
 	}
@@ -349,7 +348,7 @@ func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, po
 		if o.Model != "" && a.Name != o.Model {
 			continue
 		}
-		md, err := fetchModel(ctx, o.Client, base, a.Name)
+		md, err := fetchModel(ctx, o.Client, base, o.Header, a.Name)
 		if err != nil {
 			return nil, "", nil, nil, 0, setupError{err}
 		}
@@ -475,13 +474,16 @@ func appIndex(dep *dataplane.Deployment, name string) int {
 }
 
 // do sends one request and records the answer.
-func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, timeout time.Duration) {
+func do(ctx context.Context, c *http.Client, base string, header http.Header, t *target, s *Sample, timeout time.Duration) {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, base+"/v2/models/"+t.name+"/infer", bytes.NewReader(t.body))
 	if err != nil {
 		s.Reason, s.Stage = "error", "client"
 		return
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(serve.TraceIndexHeader, strconv.FormatInt(s.Index, 10))
@@ -530,8 +532,8 @@ func do(ctx context.Context, c *http.Client, base string, t *target, s *Sample, 
 	}
 }
 
-func fetchPlan(ctx context.Context, c *http.Client, base string, secs *formats.SectionSet) (*formats.Plan, string, error) {
-	body, h, err := get(ctx, c, base+"/v1/plan")
+func fetchPlan(ctx context.Context, c *http.Client, base string, header http.Header, secs *formats.SectionSet) (*formats.Plan, string, error) {
+	body, h, err := get(ctx, c, base+"/v1/plan", header)
 	if err != nil {
 		return nil, "", err
 	}
@@ -542,8 +544,8 @@ func fetchPlan(ctx context.Context, c *http.Client, base string, secs *formats.S
 	return p, h.Get("X-Plan-Policy"), nil
 }
 
-func fetchModel(ctx context.Context, c *http.Client, base, model string) (*serve.ModelMetadata, error) {
-	body, _, err := get(ctx, c, base+"/v2/models/"+model)
+func fetchModel(ctx context.Context, c *http.Client, base string, header http.Header, model string) (*serve.ModelMetadata, error) {
+	body, _, err := get(ctx, c, base+"/v2/models/"+model, header)
 	if err != nil {
 		return nil, err
 	}
@@ -554,13 +556,23 @@ func fetchModel(ctx context.Context, c *http.Client, base, model string) (*serve
 	return &md, nil
 }
 
-func get(ctx context.Context, c *http.Client, url string) ([]byte, http.Header, error) {
+func get(ctx context.Context, c *http.Client, url string, header http.Header) ([]byte, http.Header, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, nil, err
 	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return doGet(c, req)
+}
+
+// doGet sends a GET and reads its 200 answer; errors name the URL (never the headers: they
+// may carry an API key).
+func doGet(c *http.Client, req *http.Request) ([]byte, http.Header, error) {
+	url := req.URL.Redacted()
 	resp, err := c.Do(req)
 	if err != nil {
 		var ue *neturl.Error
@@ -740,5 +752,5 @@ func percentiles(lat []int64) workload.Latency {
 	for i, v := range lat {
 		xs[i] = float64(v)
 	}
-	return workload.Summarize(xs)
+	return summarizeUs(xs)
 }

@@ -63,6 +63,36 @@ type OpenAIOptions struct {
 	// Progress, when set, is called at most every 250 ms and at the end with the requests
 	// sent and finished so far.
 	Progress func(sent, done int64)
+
+	// Header is sent with every request (--header; --api-key as Authorization: Bearer).
+	Header http.Header
+	// Dataset, when set, gives the requests' lengths (ShareGPT also their prompts): MaxRequests
+	// of its entries (Dataset.Sample, seeded), sent as vllm bench serve sends them (vllmPlan).
+	Dataset *Dataset
+	// Timestamps replays a timed Dataset at its recorded times, divided by RateScale when > 0,
+	// instead of arrivals at Rate.
+	Timestamps bool
+	RateScale  float64
+	// Burstiness > 0 schedules MaxRequests arrivals as vllm bench serve does (gammaArrivals:
+	// shape Burstiness, mean 1/Rate, the last at MaxRequests/Rate; an infinite Rate sends all
+	// at once) instead of Arrival; a Dataset run without it takes 1 (Poisson).
+	Burstiness float64
+	// MaxConcurrency > 0 bounds the requests in flight in an open-loop run: an arrival waits
+	// for a slot before it is sent (vllm bench's --max-concurrency); its times run from the send.
+	MaxConcurrency int
+	// Warmup leaves out of the report the requests arriving (closed loop: sent) in the run's
+	// first Warmup; NumWarmups requests (copies of the first ones) are sent and answered
+	// before the run starts and never counted (vllm bench's --num-warmups).
+	Warmup     time.Duration
+	NumWarmups int
+	// Percentiles are the percentiles (0-100) each distribution reports beside p50, p90 and
+	// p99 (--metric-percentiles; nil: none more).
+	Percentiles []float64
+	// Goodput are service-level objectives in ms by metric ("ttft", "tpot", "e2el"): a
+	// request is good when it meets every one (GoodputMetrics).
+	Goodput map[string]float64
+	// KeepText keeps each answer's generated text in its sample (--save-detailed).
+	KeepText bool
 }
 
 // OpenAIRequest is one request to send.
@@ -74,6 +104,10 @@ type OpenAIRequest struct {
 	OutputTokens int
 	// Index is the request's position in the run (the prompt's seed).
 	Index int
+	// Prompt, when set, is sent as it is (a ShareGPT prompt); HashIDs build the prompt of
+	// shared blocks (a Mooncake trace: BlockPrompt).
+	Prompt  string  `json:"-"`
+	HashIDs []int64 `json:"-"`
 }
 
 // OpenAISample is one request's client-side record (times from when it was sent).
@@ -96,6 +130,8 @@ type OpenAISample struct {
 	// OutTokens is the answer's output tokens: the usage chunk's completion_tokens, else the
 	// chunks with text (a server without include_usage).
 	OutTokens int
+	// Text is the generated text (OpenAIOptions.KeepText only).
+	Text string
 }
 
 // ReasonTimeout is the failure reason of a request given up at OpenAIOptions.Timeout.
@@ -106,6 +142,9 @@ const ReasonTimeout = "timeout"
 // within Duration with the fixed lengths; both cut at MaxRequests. Closed loop uses the same
 // requests and ignores their times. Errors name the field and value (the CLI exits 2).
 func OpenAIPlan(o OpenAIOptions) ([]OpenAIRequest, error) {
+	if o.Dataset != nil || o.Burstiness > 0 || math.IsInf(o.Rate, 1) {
+		return vllmPlan(o)
+	}
 	var reqs []OpenAIRequest
 	window := o.Duration
 	if t := o.Arrival.Trace; o.Arrival.Kind == "replay" && t != nil && len(t.Requests) > 0 {
@@ -209,6 +248,12 @@ func RunOpenAI(ctx context.Context, o OpenAIOptions) (*OpenAIReport, []OpenAISam
 	if o.Chat {
 		c.url = strings.TrimRight(o.URL, "/") + "/v1/chat/completions"
 	}
+	if o.NumWarmups > 0 {
+		c.warmup(ctx, reqs)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
 	start := time.Now()
 	var samples []OpenAISample
 	if o.Concurrency > 0 {
@@ -223,17 +268,55 @@ func RunOpenAI(ctx context.Context, o OpenAIOptions) (*OpenAIReport, []OpenAISam
 	if err != nil {
 		return nil, nil, err
 	}
-	return openAIReport(o, samples), samples, nil
+	rep := openAIReport(o, samples)
+	rep.WarmupRequests, rep.WarmupFailed = o.NumWarmups, int(c.warmupFailed.Load())
+	return rep, samples, nil
+}
+
+// warmup sends NumWarmups requests (the run's first ones again, in turn) before the run, at
+// most MaxConcurrency (or Concurrency) at once, else all at once, and counts their failures.
+func (c *oaClient) warmup(ctx context.Context, reqs []OpenAIRequest) {
+	if len(reqs) == 0 {
+		reqs = []OpenAIRequest{{Model: c.o.Model, InputTokens: c.o.InputTokens, OutputTokens: c.o.OutputTokens}}
+	}
+	limit := c.o.NumWarmups
+	if c.o.MaxConcurrency > 0 {
+		limit = c.o.MaxConcurrency
+	} else if c.o.Concurrency > 0 {
+		limit = c.o.Concurrency
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	o := c.o
+	o.KeepText = false
+	for i := range c.o.NumWarmups {
+		r := reqs[i%len(reqs)]
+		r.At, r.Index = 0, -1-i // a prompt of its own: not a cache hit for the run's request
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var s OpenAISample
+			s.OpenAIRequest = r
+			streamOne(ctx, o.Client, c.url, o, &s)
+			if !s.OK {
+				c.warmupFailed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // oaClient sends requests and counts them.
 type oaClient struct {
-	o        OpenAIOptions
-	url      string
-	sent     atomic.Int64
-	done     atomic.Int64
-	progress sync.Mutex
-	last     time.Time
+	o    OpenAIOptions
+	url  string
+	sent atomic.Int64
+	done atomic.Int64
+	// warmupFailed counts the warm-up requests that failed.
+	warmupFailed atomic.Int64
+	progress     sync.Mutex
+	last         time.Time
 }
 
 func (c *oaClient) tick() {
@@ -264,6 +347,10 @@ func (c *oaClient) openLoop(ctx context.Context, start time.Time, reqs []OpenAIR
 	defer wt.Close()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var sem chan struct{}
+	if c.o.MaxConcurrency > 0 {
+		sem = make(chan struct{}, c.o.MaxConcurrency)
+	}
 	for i, r := range reqs {
 		due := start.Add(r.At)
 		for d := time.Until(due); d > 0; d = time.Until(due) {
@@ -277,6 +364,14 @@ func (c *oaClient) openLoop(ctx context.Context, start time.Time, reqs []OpenAIR
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if sem != nil {
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-ctx.Done():
+					return
+				}
+			}
 			c.one(ctx, start, r, &samples[i])
 		}()
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,7 @@ import (
 // r.OutputTokens, stream with a usage chunk; unless Strict, ignore_eos (vLLM, SGLang) and
 // prompt_tokens (plan serve).
 func openAIBody(o OpenAIOptions, r OpenAIRequest) []byte {
-	prompt := Prompt(o.Seed, r.Index, r.InputTokens)
+	prompt := promptOf(o.Seed, r)
 	m := map[string]any{"model": r.Model, "stream": true, "stream_options": map[string]any{"include_usage": true}, "temperature": 0}
 	if o.Chat {
 		m["messages"] = []map[string]string{{"role": "user", "content": prompt}}
@@ -41,6 +42,9 @@ func streamOne(ctx context.Context, c *http.Client, url string, o OpenAIOptions,
 	if err != nil {
 		s.Reason, s.Error = "connection", err.Error()
 		return
+	}
+	for k, v := range o.Header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -69,8 +73,8 @@ func streamOne(ctx context.Context, c *http.Client, url string, o OpenAIOptions,
 	}
 	// Closing the body on a timeout (rctx) closes the connection: the server sees its client
 	// leave and aborts the request (digest §4; plan serve: issue 29).
-	res, err := ParseSSE(resp.Body, func() time.Duration { return time.Since(begin) }, o.Chat)
-	s.Chunks, s.OutTokens = res.Chunks, res.OutTokens
+	res, err := parseSSE(resp.Body, func() time.Duration { return time.Since(begin) }, o.Chat, o.KeepText)
+	s.Chunks, s.OutTokens, s.Text = res.Chunks, res.OutTokens, res.Text
 	switch {
 	case err != nil:
 		fail("stream cut", err)
@@ -99,6 +103,8 @@ type SSEResult struct {
 	// Done: the stream ended with data: [DONE]. Error: an error event's message.
 	Done  bool
 	Error string
+	// Text is the generated text, when kept (parseSSE's keep; ParseSSE keeps none).
+	Text string
 }
 
 // ParseSSE reads an OpenAI completion stream (server-sent events: "data: {json}" lines, blank
@@ -107,7 +113,17 @@ type SSEResult struct {
 // now(). A role-only first chat chunk and the finish and usage chunks carry none. Events
 // split over several data lines are joined, as the SSE format says.
 func ParseSSE(r io.Reader, now func() time.Duration, chat bool) (SSEResult, error) {
-	var res SSEResult
+	return parseSSE(r, now, chat, false)
+}
+
+// parseSSE is ParseSSE, keeping the text when keep is set.
+func parseSSE(r io.Reader, now func() time.Duration, chat, keep bool) (res SSEResult, _ error) {
+	var text strings.Builder
+	defer func() {
+		if keep {
+			res.Text = text.String()
+		}
+	}()
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data []byte
 	dispatch := func() {
@@ -145,12 +161,15 @@ func ParseSSE(r io.Reader, now func() time.Duration, chat bool) (SSEResult, erro
 			res.OutTokens = ev.Usage.CompletionTokens
 		}
 		for _, c := range ev.Choices {
-			text := c.Text
+			t := c.Text
 			if chat && c.Delta != nil {
-				text = c.Delta.Content
+				t = c.Delta.Content
 			}
-			if text != nil && *text != "" {
+			if t != nil && *t != "" {
 				res.Chunks = append(res.Chunks, now())
+				if keep {
+					text.WriteString(*t)
+				}
 				break
 			}
 		}

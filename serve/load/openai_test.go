@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -85,13 +86,13 @@ func TestDist(t *testing.T) {
 		}
 		return d
 	}
-	// numpy.percentile([1,2,3,4,10], [50, 90, 99]) = 3, 7.6, 9.76.
-	got := distOf(ms(10, 2, 4, 1, 3))
-	want := Dist{N: 5, Mean: 4, P50: 3, P90: 7.6, P99: 9.76, Max: 10}
-	if got != want {
+	// numpy.percentile([1,2,3,4,10], [50, 90, 95, 99]) = 3, 7.6, 8.8, 9.76; np.std = 3.16228.
+	got := distOf(ms(10, 2, 4, 1, 3), 95)
+	want := Dist{N: 5, Mean: 4, Median: 3, Std: 3.162, P50: 3, P90: 7.6, P99: 9.76, Max: 10, Percentiles: map[string]float64{"p95": 8.8}}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("distOf = %+v, want %+v", got, want)
 	}
-	if (distOf(nil) != Dist{}) {
+	if !reflect.DeepEqual(distOf(nil), Dist{}) {
 		t.Error("empty distribution not zero")
 	}
 }

@@ -28,6 +28,7 @@ import (
 type rawClient struct {
 	ctx        context.Context
 	addr, host string
+	header     http.Header           // the user's headers (--header, --api-key), on every request
 	reqs       map[string]rawRequest // the request bytes per model
 	max        int
 	timeout    time.Duration
@@ -46,6 +47,11 @@ type rawJob struct {
 }
 
 func newRawClient(ctx context.Context, base string, maxConns int, timeout time.Duration, queue int, targets []target) (*rawClient, error) {
+	return newRawClientHeader(ctx, base, nil, maxConns, timeout, queue, targets)
+}
+
+// newRawClientHeader is newRawClient sending header with every request.
+func newRawClientHeader(ctx context.Context, base string, header http.Header, maxConns int, timeout time.Duration, queue int, targets []target) (*rawClient, error) {
 	u, err := neturl.Parse(base)
 	if err != nil || u.Scheme != "http" {
 		return nil, fmt.Errorf("raw client: %q: plain http only", base)
@@ -54,7 +60,7 @@ func newRawClient(ctx context.Context, base string, maxConns int, timeout time.D
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	c := &rawClient{ctx: ctx, addr: addr, host: u.Host, max: maxConns, timeout: timeout, work: make(chan rawJob, max(queue, 1)), reqs: map[string]rawRequest{}}
+	c := &rawClient{ctx: ctx, addr: addr, host: u.Host, header: header, max: maxConns, timeout: timeout, work: make(chan rawJob, max(queue, 1)), reqs: map[string]rawRequest{}}
 	for i := range targets {
 		c.reqs[targets[i].name] = c.request(&targets[i])
 	}
@@ -68,7 +74,10 @@ type rawRequest struct{ head, tail []byte }
 // request builds the bytes of t's infer requests.
 func (c *rawClient) request(t *target) rawRequest {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s: ", neturl.PathEscape(t.name), c.host, len(t.body), serve.TraceIndexHeader)
+	fmt.Fprintf(&b, "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", neturl.PathEscape(t.name), c.host, len(t.body))
+	// The user's headers, less those the request sets itself.
+	_ = c.header.WriteSubset(&b, map[string]bool{"Host": true, "Content-Type": true, "Content-Length": true, serve.TraceIndexHeader: true, serve.TraceTokensHeader: true})
+	fmt.Fprintf(&b, "%s: ", serve.TraceIndexHeader)
 	tail := append([]byte("\r\n\r\n"), t.body...)
 	return rawRequest{head: b.Bytes(), tail: tail}
 }

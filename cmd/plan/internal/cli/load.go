@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/url"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -21,6 +19,7 @@ import (
 
 type loadOptions struct {
 	rate        float64
+	requestRate float64 // --request-rate: --rate, or inf
 	load        float64
 	model       string
 	duration    time.Duration
@@ -37,6 +36,11 @@ type loadOptions struct {
 	rateScale float64
 	// openai benchmarks an OpenAI-compatible server instead (load_openai.go).
 	openai openAIFlags
+	// headers and apiKey go with every HTTP request (load_target.go).
+	headers []string
+	apiKey  string
+	// maxFailureRate: a larger share of failed requests exits 1.
+	maxFailureRate float64
 }
 
 func init() { register(newLoadCmd) }
@@ -67,16 +71,53 @@ in Llama/Mistral/GPT vocabularies, drawn per request from --seed. It reports TTF
 and E2E (mean, p50, p90, p99, max), request and token throughput, and failures by reason and
 HTTP status; a request not finished within --timeout is abandoned (the server aborts it).
 
-Only loopback targets (127.0.0.0/8, ::1, localhost) are accepted: this is a test tool, not
-a way to load someone else's server.`,
+Loopback servers are the usual target; any http or https URL is accepted, and one that
+is not on this machine gets a line on stderr saying the traffic leaves it. --header
+'Name: value' (repeatable) and --api-key (with --openai also $OPENAI_API_KEY) are sent with
+every request, the key as Authorization: Bearer and never printed. Redirects are never
+followed.
+
+The run exits 1, after its report, when more than --max-failure-rate of the counted requests
+failed (default 0.05): with --openai every request that did not stream to its end; otherwise
+transport failures and HTTP statuses other than 200 and 503 (a 503 is the server's own
+admission decision, reported as a drop, and a timed-out request is reported as cancelled).
+
+With --openai, the options of 'vllm bench serve' work as there (their names are aliases
+where plan's differ: --request-rate for --rate, --num-prompts for --max-requests, --base-url
+for --openai). --dataset-name sharegpt|burstgpt|mooncake|azure|random with --dataset-path
+picks --num-prompts requests (default 1000, seeded by --seed): ShareGPT JSON (the prompt is
+the first turn's text, the output length the second turn's; vLLM's length filter), BurstGPT
+CSV (Request tokens, Response tokens; GPT-4 rows, as vLLM), Mooncake JSONL (input_length,
+output_length; equal hash_ids become identical 512-token prompt blocks), Azure LLM CSV
+(ContextTokens, GeneratedTokens), random (--random-input-len, --random-output-len,
+--random-range-ratio). There is no tokenizer: a text's tokens are estimated as its
+characters / 4 (ShareGPT), other lengths are the file's. Requests go at --request-rate
+(default inf: all at once) with gamma inter-arrival times of shape --burstiness (1 =
+Poisson), rescaled as vLLM does so the last arrives at N/rate; --dataset-timestamps replays
+a trace's recorded times instead (--rate-scale speeds them up). --max-concurrency bounds the
+requests in flight. --warmup leaves the first part of the run out of the report in every
+mode and --num-warmups sends requests before it. --goodput ttft:200 tpot:50 e2el:1000 (ms)
+counts the requests meeting every objective; --percentile-metrics and --metric-percentiles
+(numpy's linear interpolation, as vLLM) choose what is reported; --save-result writes the
+JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename, --label,
+--metadata K=V), --save-detailed adds the per-request records.`,
 		Example: `  plan load http://127.0.0.1:8080 --load 0.9 --duration 10s
   plan load http://127.0.0.1:8080 --rate 500 --duration 30s --trace bursty --seed 7
   plan load http://127.0.0.1:8080 --rate 2000 --max-requests 10000 -O json
   plan load --openai http://127.0.0.1:8000 --model mistral-chat --rate 4 --input-tokens 512 --output-tokens 128 --max-requests 200
   plan load --openai http://127.0.0.1:8000 --trace azure-conv.json -O json
   plan load --openai http://127.0.0.1:8000 --model llama --chat --concurrency 16 --max-requests 500`,
-		Args: cobra.RangeArgs(0, 1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// --goodput ttft:200 tpot:50 (vllm bench's spelling) leaves its later pairs as
+			// arguments: take them back.
+			args, err := o.openai.takeGoodputArgs(cmd, args)
+			if err != nil {
+				return err
+			}
+			if len(args) > 1 {
+				return usageErrorf("one URL at most, got %d arguments: %s", len(args), strings.Join(args, " "))
+			}
 			if o.openai.url != "" {
 				if len(args) > 0 {
 					return usageErrorf("give the server either as URL or as --openai URL, not both")
@@ -104,30 +145,37 @@ a way to load someone else's server.`,
 	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
 	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of the run are sent but not counted (default: as plan simulate, 5 × the largest SLO, at least 2s, at most 20% of --duration; 0s counts every request)")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
+	f.StringArrayVar(&o.headers, "header", nil, "send this header with every request, as 'Name: value' (repeatable)")
+	f.StringVar(&o.apiKey, "api-key", "", "send Authorization: Bearer KEY with every request (with --openai, default $OPENAI_API_KEY); never printed")
+	f.Float64Var(&o.maxFailureRate, "max-failure-rate", 0.05, "exit 1 (after the report) when more than this share of the counted requests failed (0-1; 1 never fails)")
 	o.openai.flags(f)
+	f.Var((*requestRate)(&o.requestRate), "request-rate", "with --openai: vllm bench serve's name of --rate (requests/s; inf sends every request at once, the default with --dataset-name)")
+	f.IntVar(&o.maxRequests, "num-prompts", 0, "vllm bench serve's name of --max-requests (with --dataset-name default 1000)")
 	return cmd
 }
 
-// checkLoopback accepts http(s) URLs whose host is a loopback address or localhost.
-func checkLoopback(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("URL %q: must be http://HOST:PORT", raw)
-	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", fmt.Errorf("URL %q: only loopback targets are allowed (127.0.0.1, ::1, localhost), not %q", raw, host)
-	}
-	if u.Path != "" && u.Path != "/" {
-		return "", fmt.Errorf("URL %q: give the server's base URL, without a path", raw)
-	}
-	return strings.TrimRight(u.String(), "/"), nil
-}
-
 func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error {
-	base, err := checkLoopback(target)
+	base, err := checkTarget(app.Err, "URL", target)
 	if err != nil {
-		return usageError(err)
+		return err
+	}
+	header, err := requestHeaders(o.headers, o.apiKey, false)
+	if err != nil {
+		return err
+	}
+	if !(o.maxFailureRate >= 0 && o.maxFailureRate <= 1) {
+		return usageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
+	}
+	if cmd.Flags().Changed("request-rate") {
+		if cmd.Flags().Changed("rate") || math.IsInf(o.requestRate, 1) {
+			return usageErrorf("--request-rate: %g: give --rate or --request-rate, a finite rate (inf is for --openai)", o.requestRate)
+		}
+		o.rate = o.requestRate
+	}
+	for _, name := range kserveRefused {
+		if cmd.Flags().Changed(name) {
+			return usageErrorf("--%s: an --openai flag (a plan serve's KServe API takes --rate, --max-requests, --trace)", name)
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -184,11 +232,11 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
-		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"),
+		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"), Header: header,
 	}
 	if o.grpc != "" {
-		if _, err := checkLoopback("http://" + o.grpc); err != nil {
-			return usageErrorf("--grpc: %q: must be a loopback HOST:PORT", o.grpc)
+		if _, err := checkTarget(app.Err, "--grpc", "http://"+o.grpc); err != nil {
+			return usageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
 		}
 		conn, err := kservegrpc.Dial(o.grpc)
 		if err != nil {
@@ -223,13 +271,34 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if app.JSONOutput() {
 		// The simulator's report, so tools that read `plan simulate -O json` read this too,
 		// plus who decided the fate of each request.
-		return app.WriteJSON(struct {
+		if err := app.WriteJSON(struct {
 			*sim.Report
 			Outcomes load.Outcomes `json:"outcomes"`
-		}{res.Report, res.Outcomes})
+		}{res.Report, res.Outcomes}); err != nil {
+			return err
+		}
+	} else {
+		printLoadReport(app, res)
 	}
-	printLoadReport(app, res)
-	return nil
+	return kserveFailures(res, o.maxFailureRate)
+}
+
+// kserveFailures is exit 1 when more than max of the counted requests failed: transport
+// errors and statuses other than 200 and 503 (drops and cancelled requests are the server's
+// decisions, which the report counts).
+func kserveFailures(res *load.Result, max float64) error {
+	oc := res.Outcomes
+	var statuses int64
+	for _, n := range oc.ServerErrors {
+		statuses += n
+	}
+	total := res.Report.Points[0].Total.Requests
+	failed := oc.ClientErrors + statuses
+	if total == 0 || float64(failed)/float64(total) <= max {
+		return nil
+	}
+	return checkFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g): %d client errors (connection failed), %d answered with an HTTP error status",
+		failed, total, 100*float64(failed)/float64(total), max, oc.ClientErrors, statuses))
 }
 
 // printLoadReport renders one real run: attainment and latency as 'plan simulate' reports a

@@ -73,7 +73,7 @@ func TestLoadOpenAI(t *testing.T) {
 		{[]string{"--openai", ts.URL, "--model", "m"}, "--rate: 0"},
 		{[]string{"--openai", ts.URL, "--model", "m", "--rate", "NaN"}, "--rate: NaN"},
 		{[]string{"--openai", ts.URL, "--model", "m", "--rate", "1", "--duration", "0s"}, "--duration: 0s"},
-		{[]string{"--openai", "http://10.1.2.3:8000", "--model", "m", "--rate", "1"}, "only loopback"},
+		{[]string{"--openai", "ftp://127.0.0.1:8000", "--model", "m", "--rate", "1"}, `--openai: "ftp://127.0.0.1:8000": must be an http:// or https:// URL`},
 		{[]string{ts.URL, "--openai", ts.URL}, "not both"},
 		{[]string{"--openai", ts.URL, "--trace", trace}, "bad-trace.json: requests[1].target: empty"},
 	}

@@ -57,7 +57,7 @@ func TestServeBadInput(t *testing.T) {
 		{"queue url not NATS", []string{"serve", demoPlanPath, "--queue-url", "http://127.0.0.1:4222"}, `--queue-url "http://127.0.0.1:4222": not a NATS URL`},
 		{"queue url no scheme", []string{"serve", demoPlanPath, "--queue-url", "127.0.0.1:4222"}, "--queue-url"},
 		{"queue result ttl", []string{"serve", demoPlanPath, "--queue-result-ttl", "-1h"}, "--queue-result-ttl"},
-		{"load non-loopback", []string{"load", "http://10.1.2.3:8080"}, "only loopback"},
+		{"load not http", []string{"load", "ws://10.1.2.3:8080"}, "must be an http:// or https:// URL"},
 		{"load rate and load", []string{"load", "http://127.0.0.1:1", "--rate", "5", "--load", "0.5"}, "exclusive"},
 	}
 	for _, c := range cases {

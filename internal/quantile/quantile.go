@@ -1,0 +1,72 @@
+// Package quantile is the project's one definition of a sample percentile, so that every
+// report of the same samples gives the same number.
+//
+// Definition: numpy's default percentile (np.percentile with method "linear", Hyndman and
+// Fan's definition 7), which `vllm bench serve` uses for its p50/p99 of TTFT, TPOT, ITL and
+// E2E. For n sorted samples x[0] ≤ … ≤ x[n-1] and a percentile q in [0, 100], the rank is
+// h = (n−1)·q/100 and the percentile is x[⌊h⌋] + (h−⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋]): linear
+// interpolation between the two nearest order statistics. So p0 is the minimum, p100 the
+// maximum, p50 the median (the mean of the middle two for even n), and for [1 2 3 4 10]
+// p90 = 7.6 and p99 = 9.76, as numpy.percentile gives.
+package quantile
+
+import (
+	"math"
+	"slices"
+)
+
+// Sorted returns a sorted copy of xs (xs is left as it was).
+func Sorted(xs []float64) []float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s
+}
+
+// Percentile is the q-th percentile (q in [0, 100], clamped) of sorted, by the package's
+// definition. sorted must be in non-decreasing order; an empty slice gives 0 (the value
+// vllm bench reports for a metric without samples). A NaN q gives NaN.
+func Percentile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	if math.IsNaN(q) {
+		return math.NaN()
+	}
+	q = min(max(q, 0), 100)
+	h := float64(n-1) * q / 100
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// Of is the q-th percentile of xs in any order (it sorts a copy).
+func Of(xs []float64, q float64) float64 { return Percentile(Sorted(xs), q) }
+
+// Mean is the arithmetic mean of xs (0 for none).
+func Mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// Std is the population standard deviation of xs (numpy's np.std default, ddof = 0, as
+// vllm bench reports std_*_ms); 0 for none.
+func Std(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := Mean(xs)
+	var s float64
+	for _, x := range xs {
+		s += (x - m) * (x - m)
+	}
+	return math.Sqrt(s / float64(len(xs)))
+}
