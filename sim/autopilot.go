@@ -52,6 +52,9 @@ type AutopilotRun struct {
 	// OnFinish, when set, sees every request of every segment when it finishes (tests count
 	// each trace ID exactly once).
 	OnFinish func(seg int, now dataplane.Time, r *dataplane.Request)
+	// Progress, when set, hears how far a run is: phase "loop" (the autopilot's windows
+	// decided of the trace's) then "replay" (plan segments simulated), done of total.
+	Progress func(phase string, done, total int)
 }
 
 // Segment is the span one plan served.
@@ -129,6 +132,9 @@ func RunAutopilot(ctx context.Context, run *AutopilotRun) (*AutopilotResult, err
 			if tick > at || tick > run.Duration {
 				break
 			}
+			if run.Progress != nil {
+				run.Progress("loop", int(tick/window), int((run.Duration+window-1)/window))
+			}
 			if d := loop.Tick(tick); d != nil {
 				if pending = solveAt(ctx, run, tick, *d); pending.at == tick {
 					loop.Resolved(tick, pending.c, pending.err)
@@ -195,7 +201,11 @@ func replayPlans(run *AutopilotRun, start ap.Candidate, switches []switchAt) (*A
 		r.Switches = append(r.Switches, Switch{Decided: s.decided, From: s.at, Plan: plan(s.c)})
 	}
 	// In order: OnFinish (a test's tally) need not be safe for concurrent use.
-	out, err := RunSwitched(context.Background(), 1, r)
+	var progress func(done, total int)
+	if run.Progress != nil {
+		progress = func(done, total int) { run.Progress("replay", done, total) }
+	}
+	out, err := RunSwitchedWith(context.Background(), 1, progress, r)
 	if err != nil {
 		return nil, err
 	}

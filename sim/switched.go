@@ -145,6 +145,12 @@ func (r *Switched) segments() ([]SwitchedSegment, error) {
 // cores; 1: in order, for a Segment whose OnFinish is not safe for concurrent use) and
 // returns each replay's result; results do not depend on par.
 func RunSwitched(ctx context.Context, par int, rs ...*Switched) ([]*SwitchedResult, error) {
+	return RunSwitchedWith(ctx, par, nil, rs...)
+}
+
+// RunSwitchedWith is RunSwitched calling progress, when set, after each segment with the
+// segments done and in all (from one goroutine at a time: a progress bar).
+func RunSwitchedWith(ctx context.Context, par int, progress func(done, total int), rs ...*Switched) ([]*SwitchedResult, error) {
 	type job struct{ r, k, seg int }
 	segs := make([][]SwitchedSegment, len(rs))
 	spans := make([][][]SpanCount, len(rs))
@@ -166,12 +172,17 @@ func RunSwitched(ctx context.Context, par int, rs ...*Switched) ([]*SwitchedResu
 			k++
 		}
 	}
+	var done func(i, finished int, err error)
+	if progress != nil {
+		progress(0, len(jobs))
+		done = func(_, finished int, _ error) { progress(finished, len(jobs)) }
+	}
 	errs, err := Parallel(ctx, len(jobs), par, func(n int) error {
 		j := jobs[n]
 		sp, err := rs[j.r].run(j.k, &segs[j.r][j.seg])
 		spans[j.r][j.seg] = sp
 		return err
-	}, nil)
+	}, done)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"math"
 	"slices"
 	"strings"
@@ -335,18 +336,40 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if _, err := ladder.Solve(ctx, ap.Demand{Rates: rep.MeanRPS}); errors.Is(err, pap.ErrNoCapacityModel) {
 		return usageErrorf("--autopilot: %s: %v", path, err)
 	}
+	// Four runs (the autopilot, then the static, peak and mean plans), each a task of its
+	// own on the progress line: the autopilot's windows decided, then segments replayed.
+	var task *progressline.Task
+	stage := func(name string) {
+		phase := ""
+		run.Progress = func(ph string, done, total int) {
+			if ph != phase {
+				phase = ph
+				task.Finish("")
+				unit := map[string]string{"loop": "windows decided", "replay": "segments replayed"}[ph]
+				task = progressline.NewTask(app.Err, app.Quiet, "simulate --autopilot: "+name, unit, total)
+			}
+			task.Step(done, total, "")
+		}
+	}
+	defer func() { task.Finish("") }()
+	stage("autopilot")
 	if rep.Autopilot, err = sim.RunAutopilot(ctx, run); err != nil {
 		return err
 	}
+	stage("static plan")
 	if rep.Static, err = sim.RunStatic(run, start); err != nil {
 		return err
 	}
+	stage("plan for the peak")
 	if rep.Peak, rep.PeakGPUs, err = runSolvedFor(ctx, run, ladder, rep.PeakRPS, o.autopilot.headroom); err != nil {
 		return fmt.Errorf("the plan solved for the trace's peak: %w", err)
 	}
+	stage("plan for the mean")
 	if rep.Mean, rep.MeanGPUs, err = runSolvedFor(ctx, run, ladder, rep.MeanRPS, o.autopilot.headroom); err != nil {
 		return fmt.Errorf("the plan solved for the trace's mean: %w", err)
 	}
+	task.Finish("")
+	task = nil
 	if app.JSONOutput() {
 		return app.WriteJSON(rep)
 	}

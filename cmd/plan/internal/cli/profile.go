@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"os"
 	"path/filepath"
 	"slices"
@@ -592,10 +593,15 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 	if r.model == "" && r.opt.zoo == "" {
 		mo.Warmup, mo.MinRepeats, mo.MaxTime = 1, 3, 2*time.Second
 	}
-	bar := newProgress(app, "measuring "+g.Name+" on "+r.opt.device)
-	mo.Progress = bar.update
+	var bar *progressline.Task
+	mo.Progress = func(done, total int) {
+		if bar == nil {
+			bar = progressline.NewTask(app.Err, app.Quiet, "profile: measuring "+g.Name+" on "+r.opt.device, "measurements", total)
+		}
+		bar.Step(done, total, "")
+	}
 	res, err := measure.Run(ctx, mo)
-	bar.done()
+	bar.Finish("")
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -729,48 +735,4 @@ func (r *profileRun) summary(app *App, doc *formats.Profile) error {
 	}
 	writeExplain(app.Out, r.explained)
 	return nil
-}
-
-// progress draws a one-line bar on stderr (redrawn in place on a terminal; a line per 10%
-// otherwise, so CI logs stay readable) unless --quiet.
-type progress struct {
-	app   *App
-	label string
-	last  int
-	tty   bool
-	drawn bool
-}
-
-func newProgress(app *App, label string) *progress {
-	p := &progress{app: app, label: label, last: -1}
-	p.tty = isTerminal(app.Err)
-	return p
-}
-
-func (p *progress) update(done, total int) {
-	if p.app.Quiet || total <= 0 {
-		return
-	}
-	pct := done * 100 / total
-	if !p.tty {
-		if step := pct / 10; step != p.last {
-			p.last = step
-			fmt.Fprintf(p.app.Err, "profile: %s: %d/%d (%d%%)\n", p.label, done, total, pct)
-		}
-		return
-	}
-	if pct == p.last {
-		return
-	}
-	p.last = pct
-	const width = 30
-	fill := done * width / total
-	fmt.Fprintf(p.app.Err, "\rprofile: %s [%s%s] %d/%d", p.label, strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total)
-	p.drawn = true
-}
-
-func (p *progress) done() {
-	if p.drawn {
-		fmt.Fprintln(p.app.Err)
-	}
 }

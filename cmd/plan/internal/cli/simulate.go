@@ -321,24 +321,15 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 		// Extend only as far as a load point still fits in memory.
 		cfg.LimitCap = min(cfg.LimitCap, maxLoadThatFits(cfg))
 	}
-	if !app.Quiet {
-		start := time.Now()
-		tty := isTerminal(app.Err)
-		cfg.Progress = func(done, total int, p *sim.Point) {
-			line := fmt.Sprintf("simulate: %s %d/%d load points (last: %.2f → %.2f%%) %s", bar(done, total), done, total, p.Load, 100*p.Total.Attainment, time.Since(start).Round(time.Millisecond))
-			switch {
-			case tty:
-				fmt.Fprint(app.Err, "\r"+line)
-				if done == total {
-					fmt.Fprintln(app.Err)
-				}
-			case done == total || done%max(total/10, 1) == 0:
-				// Logs and CI: a line per tenth of the sweep, not per point.
-				fmt.Fprintln(app.Err, line)
-			}
+	var task *progressline.Task
+	cfg.Progress = func(done, total int, p *sim.Point) {
+		if task == nil {
+			task = progressline.NewTask(app.Err, app.Quiet, "simulate", "load points", total)
 		}
+		task.Step(done, total, fmt.Sprintf("last: %.2f → %.2f%%", p.Load, 100*p.Total.Attainment))
 	}
 	rep, err := sim.Sweep(cmd.Context(), cfg)
+	task.Finish("")
 	if err != nil {
 		return err
 	}
@@ -388,11 +379,6 @@ func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference strin
 // redraw itself with \r.
 func isTerminal(w any) bool { return progressline.IsTerminal(w) }
 
-func bar(done, total int) string {
-	const w = 20
-	n := done * w / max(total, 1)
-	return "[" + strings.Repeat("#", n) + strings.Repeat(".", w-n) + "]"
-}
 
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 

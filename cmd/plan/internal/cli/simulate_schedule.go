@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"math"
 	"os"
 	"slices"
@@ -172,7 +173,14 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := sim.RunSwitched(ctx, o.parallel, sched, peak)
+	var task *progressline.Task
+	res, err := sim.RunSwitchedWith(ctx, o.parallel, func(done, total int) {
+		if task == nil {
+			task = progressline.NewTask(app.Err, app.Quiet, "simulate", "plan segments (schedule and peak plan)", total)
+		}
+		task.Step(done, total, "")
+	}, sched, peak)
+	task.Finish("")
 	if err != nil {
 		if ctx.Err() != nil {
 			return err

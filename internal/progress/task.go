@@ -1,0 +1,135 @@
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Task is the progress of one long piece of work with a known total: on a terminal a bar
+// rewritten in place with done/total, the time so far and an estimate of the time left;
+// piped or redirected, one summary line when it finishes (so a CI log gets a line per
+// task, not a line per step); with quiet, nothing. Its methods are safe for concurrent use
+// and a nil *Task does nothing.
+type Task struct {
+	mu           sync.Mutex
+	w            io.Writer
+	tty          bool
+	label, unit  string
+	start        time.Time
+	now          func() time.Time
+	done, total  int
+	detail       string
+	lastDraw     time.Time
+	drawn, ended bool
+}
+
+// NewTask starts a task named label counting unit ("load points", "segments"); on a
+// terminal it draws its first line at once, so a long command speaks within its first
+// second. The terminal test is IsTerminal's; PLAN_NO_PROGRESS=1 treats a terminal as a pipe.
+func NewTask(w io.Writer, quiet bool, label, unit string, total int) *Task {
+	if quiet || w == nil {
+		return nil
+	}
+	t := &Task{w: w, tty: IsTerminal(w) && os.Getenv("PLAN_NO_PROGRESS") == "", label: label, unit: unit, now: time.Now, total: total}
+	t.start = t.now()
+	t.draw(true)
+	return t
+}
+
+// Step records done of total (total may grow) and a short detail of the last step.
+func (t *Task) Step(done, total int, detail string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.done, t.total, t.detail = done, max(total, done), detail
+	t.draw(done == t.total)
+}
+
+// Finish ends the task: on a terminal the bar's last state stays on its own line; piped, the
+// one summary line is written. detail replaces the last step's when not empty.
+func (t *Task) Finish(detail string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	if detail != "" {
+		t.detail = detail
+	}
+	t.ended = true
+	if t.tty {
+		t.draw(true)
+		fmt.Fprintln(t.w)
+		return
+	}
+	fmt.Fprintln(t.w, t.line(false))
+}
+
+// draw rewrites the terminal line, at most ten times a second unless force.
+func (t *Task) draw(force bool) {
+	if !t.tty {
+		return
+	}
+	now := t.now()
+	if !force && t.drawn && now.Sub(t.lastDraw) < 100*time.Millisecond {
+		return
+	}
+	t.lastDraw, t.drawn = now, true
+	fmt.Fprint(t.w, "\r\033[K"+t.line(true))
+}
+
+// line is the task's state: "label [####......] 3/10 unit, 1.2s, about 2.8s left: detail".
+func (t *Task) line(bar bool) string {
+	elapsed := t.now().Sub(t.start)
+	var b strings.Builder
+	b.WriteString(t.label)
+	if bar {
+		const width = 20
+		fill := 0
+		if t.total > 0 {
+			fill = t.done * width / t.total
+		}
+		fmt.Fprintf(&b, " [%s%s]", strings.Repeat("#", fill), strings.Repeat(".", width-fill))
+	} else {
+		b.WriteString(":")
+	}
+	fmt.Fprintf(&b, " %d/%d %s, %s", t.done, t.total, t.unit, round(elapsed))
+	if left, ok := ETA(elapsed, t.done, t.total); ok && t.done < t.total {
+		fmt.Fprintf(&b, ", about %s left", round(left))
+	}
+	if t.detail != "" {
+		b.WriteString(": " + t.detail)
+	}
+	return b.String()
+}
+
+// ETA extrapolates the time left from the time so far at the rate steps finished: ok is
+// false before the first step (nothing to extrapolate from). Never negative.
+func ETA(elapsed time.Duration, done, total int) (time.Duration, bool) {
+	if done <= 0 || total <= done {
+		return 0, done > 0
+	}
+	return time.Duration(float64(elapsed) * float64(total-done) / float64(done)), true
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
