@@ -208,7 +208,7 @@ const (
 	// chunk, and scheduler_reserve_full_isl, default True in current SchedulerConfig,
 	// admits a request only when its whole prompt fits, which stops the preempt-and-retry
 	// loop of a long prompt admitted on its first chunk.
-	KVAllocDefault = KVAllocChunk
+	KVAllocDefault = KVAllocChunkFullPrompt
 )
 
 // KVAllocations are the values LLMEngine.KVAllocation may take.

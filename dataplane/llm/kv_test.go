@@ -123,3 +123,15 @@ func TestAdmissionWatermark(t *testing.T) {
 			res[1].FirstToken, res[0].Done, res3[1].FirstToken, res3[0].Done)
 	}
 }
+// TestDefaultsFollowCurrentVLLM: with no settings the engine allocates per chunk with the
+// full-prompt check, frees blocks in the same step, and keeps no watermark.
+func TestDefaultsFollowCurrentVLLM(t *testing.T) {
+	m := llm.NewModel(flatProfile(formats.LLMEngine{}))
+	if m.Alloc != formats.KVAllocChunkFullPrompt || m.Release != formats.ReleaseSameStep || m.Watermark != 0 {
+		t.Errorf("defaults: alloc %q release %q watermark %g", m.Alloc, m.Release, m.Watermark)
+	}
+	a := llm.NewModel(flatProfile(formats.LLMEngine{KVAllocation: formats.KVAllocAdmission}))
+	if a.Watermark != 0.01 {
+		t.Errorf("admission watermark %g, want vLLM V0's 0.01", a.Watermark)
+	}
+}

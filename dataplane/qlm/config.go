@@ -5,8 +5,9 @@
 // generator and the serving operations of §5) and the baselines of §8 (vLLM-FCFS, EDF,
 // round-robin and random assignment, ablations).
 //
-// An instance is one worker of the deployment's single Manual stage, modelled as a vLLM-style
-// engine (engine.go, the LLM engine digest §2): each step hands out tokens under
+// An instance is one worker of the deployment's single Manual stage, running the LLM engine of
+// dataplane/llm (the LLM engine digest §2; QLM's queueing layer is its scheduler policy,
+// sched.go, and step.go does QLM's part of each step): each step hands out tokens under
 // max_num_batched_tokens and max_num_seqs (running requests first, then waiting ones with
 // chunked prefill and head-of-line blocking), and is a dispatched one-hop batch whose
 // PathHop.Dur is the step's time from the profile's measured curves (formats.LLMIteration:

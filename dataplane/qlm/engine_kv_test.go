@@ -1,6 +1,7 @@
 package qlm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -20,11 +21,13 @@ func TestKVRulesThroughPolicy(t *testing.T) {
 		release     string
 		ttft, e2e   [2]dataplane.Time
 		preemptions int64
+		// settings is what the run's report names beside the defaults.
+		settings string
 	}{
-		{"admission queues", formats.KVAllocAdmission, "", [2]dataplane.Time{2001, 9501}, [2]dataplane.Time{7001, 10501}, 0},
-		{"chunk preempts", formats.KVAllocChunk, "", [2]dataplane.Time{2001, 10501}, [2]dataplane.Time{10001, 11501}, 2},
-		{"chunk with full-prompt check queues", formats.KVAllocChunkFullPrompt, "", [2]dataplane.Time{2001, 9501}, [2]dataplane.Time{7001, 10501}, 0},
-		{"admission, blocks free a step later", formats.KVAllocAdmission, formats.ReleaseNextStep, [2]dataplane.Time{2001, 10501}, [2]dataplane.Time{8001, 12501}, 0},
+		{"admission queues", formats.KVAllocAdmission, "", [2]dataplane.Time{2001, 9501}, [2]dataplane.Time{7001, 10501}, 0, "kv_allocation=admission"},
+		{"chunk preempts", formats.KVAllocChunk, "", [2]dataplane.Time{2001, 10501}, [2]dataplane.Time{10001, 11501}, 2, "kv_allocation=chunk"},
+		{"chunk with full-prompt check queues", formats.KVAllocChunkFullPrompt, "", [2]dataplane.Time{2001, 9501}, [2]dataplane.Time{7001, 10501}, 0, ""},
+		{"admission, blocks free a step later", formats.KVAllocAdmission, formats.ReleaseNextStep, [2]dataplane.Time{2001, 10501}, [2]dataplane.Time{8001, 12501}, 0, "kv_allocation=admission release=next_step"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := handProfile()
@@ -40,6 +43,13 @@ func TestKVRulesThroughPolicy(t *testing.T) {
 			}
 			if r.st.Evictions != tc.preemptions {
 				t.Errorf("evictions %d, want %d", r.st.Evictions, tc.preemptions)
+			}
+			// The report names the policy, counts preemption events (and requests), and
+			// lists every setting that differs from vLLM's defaults.
+			e := r.m.LLMEngine
+			want := strings.TrimSpace("max_num_batched_tokens=64 output_delay_steps=0 " + tc.settings)
+			if e == nil || e.Policy != PolicyFCFS || e.Preemptions != tc.preemptions || e.PreemptedRequests != min(tc.preemptions, 1) || strings.Join(e.Settings, " ") != want {
+				t.Errorf("engine report %+v, want policy %s, %d preemptions, settings %q", e, PolicyFCFS, tc.preemptions, want)
 			}
 		})
 	}
