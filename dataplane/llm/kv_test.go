@@ -123,6 +123,7 @@ func TestAdmissionWatermark(t *testing.T) {
 			res[1].FirstToken, res[0].Done, res3[1].FirstToken, res3[0].Done)
 	}
 }
+
 // TestDefaultsFollowCurrentVLLM: with no settings the engine allocates per chunk with the
 // full-prompt check, frees blocks in the same step, and keeps no watermark.
 func TestDefaultsFollowCurrentVLLM(t *testing.T) {
