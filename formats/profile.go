@@ -176,6 +176,74 @@ type LLMEngine struct {
 	// client (ours; nil = 1, as measured vLLM: the output of step k is processed while step
 	// k+1 runs, digest §2.5).
 	OutputDelaySteps *int `json:"output_delay_steps,omitempty"`
+	// KVAllocation is when a request's KV blocks are taken (llm-engine-2 §1): admission
+	// (vLLM V0: all of a prompt's blocks when it is admitted, later chunks take none), chunk
+	// (V1: blocks for each scheduled chunk only) or chunk_full_prompt_check (newer V1 with
+	// scheduler_reserve_full_isl: per chunk, but admitted only when the whole prompt fits).
+	// "" = KVAllocDefault.
+	KVAllocation string `json:"kv_allocation,omitempty"`
+	// Watermark is the fraction of KV blocks admission keeps free (vLLM's watermark): under
+	// admission always (V0, default 0.01), under the chunk rules only while some request
+	// runs (V1, default 0). nil = the allocation's default (DefaultWatermark).
+	Watermark *float64 `json:"watermark,omitempty"`
+	// Release is when a finished request's blocks are free again (llm-engine-2 §1, "What the
+	// simulator must do" 5): same_step (V1's synchronous EngineCore.step frees them before
+	// the next step is scheduled) or next_step (V0 with async output processing, V1 with
+	// async scheduling: the finished request runs one more step and its blocks are free for
+	// the step after). "" = ReleaseDefault.
+	Release string `json:"release,omitempty"`
+	// PreemptionMode is how a preempted request leaves (vLLM's preemption_mode): recompute
+	// (its blocks are freed and it recomputes prompt + generated tokens) or swap (its KV goes
+	// to CPU memory; needs swap_space). "" = recompute, or swap where swap_space is set, or
+	// the profile's iteration.preempt_mode (as before this setting existed).
+	PreemptionMode string `json:"preemption_mode,omitempty"`
+}
+
+// Values of LLMEngine.KVAllocation.
+const (
+	KVAllocAdmission       = "admission"
+	KVAllocChunk           = "chunk"
+	KVAllocChunkFullPrompt = "chunk_full_prompt_check"
+	// KVAllocDefault follows current vLLM (llm-engine-2 §1, "Newer V1"): V1 allocates per
+	// chunk, and scheduler_reserve_full_isl, default True in current SchedulerConfig,
+	// admits a request only when its whole prompt fits, which stops the preempt-and-retry
+	// loop of a long prompt admitted on its first chunk.
+	KVAllocDefault = KVAllocChunkFullPrompt
+)
+
+// KVAllocations are the values LLMEngine.KVAllocation may take.
+var KVAllocations = []string{KVAllocAdmission, KVAllocChunk, KVAllocChunkFullPrompt}
+
+// Values of LLMEngine.Release.
+const (
+	ReleaseSameStep = "same_step"
+	ReleaseNextStep = "next_step"
+	// ReleaseDefault is V1's synchronous step (EngineCore.step: schedule, execute,
+	// update_from_output, free), the default of v0.11 (llm-engine-2 §1, "Release"); the
+	// one-step lag of async scheduling is the opt-in next_step. The output delay of a token
+	// (output_delay_steps) is a separate setting.
+	ReleaseDefault = ReleaseSameStep
+)
+
+// Releases are the values LLMEngine.Release may take.
+var Releases = []string{ReleaseSameStep, ReleaseNextStep}
+
+// Values of LLMEngine.PreemptionMode.
+const (
+	PreemptionRecompute = "recompute"
+	PreemptionSwap      = "swap"
+)
+
+// PreemptionModes are the values LLMEngine.PreemptionMode may take.
+var PreemptionModes = []string{PreemptionRecompute, PreemptionSwap}
+
+// DefaultWatermark is vLLM's watermark for an allocation rule: 0.01 under admission (V0's
+// BlockSpaceManager default), 0 under the chunk rules (V1's SchedulerConfig, llm-engine-2 §1).
+func DefaultWatermark(alloc string) float64 {
+	if alloc == KVAllocAdmission {
+		return 0.01
+	}
+	return 0
 }
 
 // SchedulingPolicies are the values LLMEngine.SchedulingPolicy may take.

@@ -404,6 +404,24 @@ func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
 	if d := e.OutputDelaySteps; d != nil && (*d < 0 || *d > MaxOutputDelaySteps) {
 		v.add(field(p, "output_delay_steps"), *d, "must be in [0, %d]", MaxOutputDelaySteps)
 	}
+	if e.BlockSize > 0 && e.BlockSize&(e.BlockSize-1) != 0 {
+		v.add(field(p, "block_size"), e.BlockSize, "must be a power of two (vLLM's block sizes)")
+	}
+	if e.KVAllocation != "" {
+		oneOf(v, field(p, "kv_allocation"), e.KVAllocation, KVAllocations)
+	}
+	if w := e.Watermark; w != nil && !(finite(*w) && *w >= 0 && *w < 1) {
+		v.add(field(p, "watermark"), *w, "must be in [0, 1): a fraction of the KV blocks")
+	}
+	if e.Release != "" {
+		oneOf(v, field(p, "release"), e.Release, Releases)
+	}
+	if e.PreemptionMode != "" {
+		oneOf(v, field(p, "preemption_mode"), e.PreemptionMode, PreemptionModes)
+	}
+	if e.PreemptionMode == PreemptionSwap && e.SwapSpace <= 0 && (l.Iteration == nil || l.Iteration.CPUSwapBytes <= 0) {
+		v.add(field(p, "preemption_mode"), e.PreemptionMode, "needs swap_space > 0: swapped KV needs CPU memory")
+	}
 }
 
 // validPWL checks a piecewise-linear time: at least one point, token counts >= 1 and strictly

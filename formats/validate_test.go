@@ -156,6 +156,18 @@ func TestValidateProfile(t *testing.T) {
 		{"llm output delay", f, pr(func(p *Profile) { d := -1; p.LLMs[2].Engine = &LLMEngine{OutputDelaySteps: &d} }), []string{`profile.json: llms[2].engine.output_delay_steps: -1: must be in [0, 16]`}},
 		{"llm scheduling_policy", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{SchedulingPolicy: "edf"} }), []string{`profile.json: llms[2].engine.scheduling_policy: "edf": must be one of fcfs, priority`}},
 		{"llm max_num_seqs", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{MaxNumSeqs: -1} }), []string{`profile.json: llms[2].engine.max_num_seqs: -1: must be >= 0`}},
+		{"llm block_size not a power of two", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{BlockSize: 24} }), []string{`profile.json: llms[2].engine.block_size: 24: must be a power of two (vLLM's block sizes)`}},
+		{"llm block_size negative", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{BlockSize: -16} }), []string{`profile.json: llms[2].engine.block_size: -16: must be >= 0`}},
+		{"llm kv_allocation", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{KVAllocation: "lazy"} }), []string{`profile.json: llms[2].engine.kv_allocation: "lazy": must be one of admission, chunk, chunk_full_prompt_check`}},
+		{"llm watermark", f, pr(func(p *Profile) { w := 1.5; p.LLMs[2].Engine = &LLMEngine{Watermark: &w} }), []string{`profile.json: llms[2].engine.watermark: 1.5: must be in [0, 1): a fraction of the KV blocks`}},
+		{"llm watermark NaN", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{Watermark: &nan} }), []string{`profile.json: llms[2].engine.watermark: NaN: must be in [0, 1): a fraction of the KV blocks`}},
+		{"llm release", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{Release: "later"} }), []string{`profile.json: llms[2].engine.release: "later": must be one of same_step, next_step`}},
+		{"llm preemption_mode", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{PreemptionMode: "drop"} }), []string{`profile.json: llms[2].engine.preemption_mode: "drop": must be one of recompute, swap`}},
+		{"llm preemption_mode swap without swap space", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{PreemptionMode: "swap"} }), []string{`profile.json: llms[2].engine.preemption_mode: "swap": needs swap_space > 0: swapped KV needs CPU memory`}},
+		{"llm engine settings good", f, pr(func(p *Profile) {
+			w := 0.02
+			p.LLMs[2].Engine = &LLMEngine{BlockSize: 32, KVAllocation: "admission", Watermark: &w, Release: "next_step", PreemptionMode: "swap", SwapSpace: 4, EnablePrefixCaching: true}
+		}), nil},
 	})
 }
 

@@ -120,7 +120,7 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 			res.stage = c.payload.ErrStage
 			res.err = c.payload.Err.Error()
 		}
-		if res.status == 200 && (g.dep.Kind == llmKind || r.FirstToken != dataplane.Never) {
+		if res.status == 200 && (r.FirstToken != dataplane.Never || streamsTokens(g.eng.Policy())) {
 			d.m.llmFinished(c.model, r, c.at, t.LatencyUs, g.eng.Policy())
 		}
 	default:

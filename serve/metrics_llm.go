@@ -18,9 +18,14 @@ var (
 	e2eBuckets  = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
 )
 
-// llmKind is the deployment kind of LLM plans (dataplane/qlm's Kind): their answered
-// requests feed the LLM series even before a policy stamps first tokens.
-const llmKind = "qlm"
+// streamsTokens reports whether pol serves LLM requests token by token (an LLM engine's
+// policy: it reports the tokens each client has seen, TokenReporter): its answered requests
+// feed the LLM series even before it stamps a first token. Asking the policy, not naming a
+// deployment kind, keeps serve free of any system's name.
+func streamsTokens(pol dataplane.Policy) bool {
+	_, ok := pol.(TokenReporter)
+	return ok
+}
 
 // LLMMetricNames lists the plan_llm_* families /metrics exposes once an LLM plan answered a
 // request (labelled families show with their first series).

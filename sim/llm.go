@@ -1,11 +1,9 @@
 package sim
 
 import (
-	"encoding/binary"
-	"hash/fnv"
-	"math"
-
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -51,33 +49,16 @@ func LLMClassesOf(dep *dataplane.Deployment, classes []formats.LLMClass) []LLMCl
 
 // fillTokens gives an LLM arrival the token counts its trace did not: drawn from its class's
 // profiles (normal, truncated to [1, max]; QLM §6, Eq. 3) seeded by the request's ID, the
-// same draw QLM's policy and serve's emulated instances make, so a run whose tokens the
+// same draw (llm.DrawTokens) QLM's policy and serve's emulated instances make, so a run whose tokens the
 // simulator now sets decides exactly what it decided when the policy drew them. The driver
 // knowing every request's tokens is what lets the report count tokens and TPOT.
 func fillTokens(c *LLMClass, id dataplane.ReqID, a *dataplane.Attrs) {
 	if a.InTokens <= 0 {
-		a.InTokens = int32(drawTokens(c.In, uint64(id), 1))
+		a.InTokens = int32(llm.DrawTokens(c.In, uint64(id), llm.SaltPrompt))
 	}
 	if a.OutTokens <= 0 {
-		a.OutTokens = int32(drawTokens(c.Out, uint64(id), 2))
+		a.OutTokens = int32(llm.DrawTokens(c.Out, uint64(id), llm.SaltOutput))
 	}
-}
-
-func drawTokens(t formats.TokenProfile, id uint64, salt uint64) int {
-	u1, u2 := u01(id, salt), u01(id, salt+100)
-	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-	x := int(math.Round(t.Mean + t.Std*z))
-	return max(1, min(x, max(t.Max, 1)))
-}
-
-// u01 is a deterministic uniform in (0, 1) from (id, salt).
-func u01(id, salt uint64) float64 {
-	h := fnv.New64a()
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], id)
-	binary.LittleEndian.PutUint64(b[8:], salt)
-	h.Write(b[:])
-	return (float64(h.Sum64()>>11) + 0.5) / (1 << 53)
 }
 
 // llmCol accumulates an LLM class's token timings (LLM engine digest §3): TTFT = first token
@@ -145,4 +126,16 @@ func (l *llmCol) summarize() *LLMMetrics {
 	m := &LLMMetrics{TTFT: Summarize(ttft), TPOT: Summarize(append([]float64(nil), l.tpot...)),
 		PromptTokens: l.prompt, OutputTokens: l.generated, TTFTMissed: l.ttftMiss, TPOTMissed: l.tpotMiss, Unstamped: l.unstamped}
 	return m
+}
+
+// engineStats adds to a run's metrics what a policy that drives LLM engines reports of it
+// (llm.StatsReporter): its name, preemption events and the engine settings that differ from
+// vLLM's defaults.
+func engineStats(pol dataplane.Policy, m *Metrics) {
+	r, ok := pol.(llm.StatsReporter)
+	if !ok {
+		return
+	}
+	st := r.EngineStats()
+	m.LLMEngine = &workload.LLMEngine{Policy: st.Policy, Preemptions: st.Preemptions, PreemptedRequests: st.PreemptedRequests, Settings: st.Settings}
 }

@@ -262,7 +262,9 @@ func (s *Sim) Run() (*Metrics, error) {
 			break
 		}
 	}
-	return s.col.metrics(s.Engine, s.now, s.opts.Duration), nil
+	m := s.col.metrics(s.Engine, s.now, s.opts.Duration)
+	engineStats(s.Engine.Policy(), m)
+	return m, nil
 }
 
 // emulate reports the emulated results of a finished batch's requests (routed stages and

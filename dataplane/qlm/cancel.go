@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 )
 
 // DropTooLarge is the reason a request is dropped at arrival when its prompt and output can
@@ -14,18 +15,21 @@ import (
 const DropTooLarge dataplane.DropReason = "too-large"
 
 // fits reports whether some instance with a profile of s's model could hold s's KV cache at
-// its last token (prompt + output, in whole blocks) with nothing else running. The largest
+// its last token (prompt + output, in whole blocks) with nothing else running, and admit its
+// prompt (under kv_allocation admission, within the watermark: llm.Model.MaxPrompt). The largest
 // such cache per model is found once (every arrival asks).
 func (p *Policy) fits(s *seq) bool {
 	if p.kvMax == nil {
 		p.kvMax = map[string]int{}
+		p.promptMax = map[string]int{}
 		for _, in := range p.inst {
 			for _, e := range in.llms {
-				p.kvMax[e.name] = max(p.kvMax[e.name], e.m.kvCap/e.m.block*e.m.block)
+				p.kvMax[e.name] = max(p.kvMax[e.name], e.m.KVCap/e.m.Block*e.m.Block)
+				p.promptMax[e.name] = max(p.promptMax[e.name], e.m.MaxPrompt())
 			}
 		}
 	}
-	return s.prompt+s.out <= p.kvMax[s.model]
+	return s.Prompt+s.Out <= p.kvMax[s.Model] && s.Prompt <= p.promptMax[s.Model]
 }
 
 // Reasons a request is refused at arrival (LLM engine digest §2 and §4): its prompt plus
@@ -41,14 +45,14 @@ const (
 func (p *Policy) refusal(s *seq) dataplane.DropReason {
 	why := dataplane.DropReason("")
 	for _, in := range p.inst {
-		m := p.llmFor(in, s.model)
+		m := p.llmFor(in, s.Model)
 		switch {
 		case m == nil:
-		case m.maxModelLen > 0 && s.prompt+s.out > m.maxModelLen:
+		case m.MaxModelLen > 0 && s.Prompt+s.Out > m.MaxModelLen:
 			if why == "" {
 				why = DropMaxModelLen
 			}
-		case !m.chunked && s.prompt > m.maxBatched:
+		case !m.Chunked && s.Prompt > m.MaxBatched:
 			why = DropPromptBudget
 		default:
 			return ""
@@ -63,23 +67,23 @@ func (p *Policy) refusal(s *seq) dataplane.DropReason {
 // some instance could serve in time).
 func (p *Policy) hopeless(now dataplane.Time, s *seq) bool {
 	best := dataplane.Never
-	var seen []*llm // instances of one GPU type share their profile: time it once
+	var seen []*lm // instances of one GPU type share their profile: time it once
 	for _, in := range p.inst {
-		m := p.llmFor(in, s.model)
+		m := p.llmFor(in, s.Model)
 		if m == nil || in.down || slices.Contains(seen, m) {
 			continue
 		}
 		seen = append(seen, m)
-		t := m.prefillUs(s.prompt)
-		for k := 1; k < s.out; k++ {
-			t += m.decodeUs(1, s.prompt+k)
+		t := m.PrefillUs(s.Prompt)
+		for k := 1; k < s.Out; k++ {
+			t += m.DecodeUs(1, s.Prompt+k)
 			if t >= best {
 				break
 			}
 		}
 		best = min(best, t)
 	}
-	return best != dataplane.Never && now+best > s.deadline
+	return best != dataplane.Never && now+best > s.Deadline
 }
 
 // dropExpired drops, with reason deadline, the waiting sequences (in a queue, holding no KV)
@@ -88,20 +92,20 @@ func (p *Policy) hopeless(now dataplane.Time, s *seq) bool {
 func (p *Policy) dropExpired(now dataplane.Time, out *dataplane.Decisions) {
 	var late []*seq
 	for _, s := range p.seqs {
-		if s.deadline < now && s.kv == 0 && !s.swapped && !s.fin {
+		if s.Deadline < now && s.KV == 0 && !s.Swapped && !s.Fin {
 			late = append(late, s)
 		}
 	}
-	slices.SortFunc(late, func(a, b *seq) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(late, func(a, b *seq) int { return cmp.Compare(a.ID, b.ID) })
 	for _, s := range late {
-		delete(p.seqs, s.id)
-		if s.inst >= 0 {
+		delete(p.seqs, s.ID)
+		if s.Inst >= 0 {
 			// A recompute-preempted sequence may still have its first token in flight.
-			p.dropOutputs(p.inst[s.inst], s)
+			p.inst[s.Inst].DropOutputs(s)
 		}
 		p.q.withdraw(p, s)
 		p.stats.Expired++
-		out.Drop(s.id, 0, dataplane.DropDeadline, 0)
+		out.Drop(s.ID, 0, dataplane.DropDeadline, 0)
 	}
 }
 
@@ -139,13 +143,13 @@ func Limits(dep *dataplane.Deployment) ([]Limit, error) {
 			}
 			for _, in := range s.Instances {
 				if in.runs(pr) {
-					m := newLLM(pr)
+					m := newLM(pr)
 					// blocks(n) <= kvCap holds for n up to kvCap rounded down to a block.
-					out[i].KVTokens = max(out[i].KVTokens, m.kvCap/m.block*m.block)
-					lenSet = lenSet && m.maxModelLen > 0
-					out[i].MaxModelLen = max(out[i].MaxModelLen, m.maxModelLen)
-					budgetSet = budgetSet && !m.chunked
-					out[i].PromptBudget = max(out[i].PromptBudget, m.maxBatched)
+					out[i].KVTokens = max(out[i].KVTokens, m.KVCap/m.Block*m.Block)
+					lenSet = lenSet && m.MaxModelLen > 0
+					out[i].MaxModelLen = max(out[i].MaxModelLen, m.MaxModelLen)
+					budgetSet = budgetSet && !m.Chunked
+					out[i].PromptBudget = max(out[i].PromptBudget, m.MaxBatched)
 					break
 				}
 			}
@@ -173,53 +177,29 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 	}
 	delete(p.seqs, id)
 	p.stats.Cancelled++
-	if s.inst >= 0 {
-		p.dropOutputs(p.inst[s.inst], s)
+	if s.Inst >= 0 {
+		p.inst[s.Inst].DropOutputs(s)
 	}
-	if s.fin {
+	if s.Fin {
 		return // computed, its completion waited for the output delay
 	}
-	if s.inst >= 0 && p.abort(p.inst[s.inst], s) {
+	if s.Inst >= 0 && p.abort(p.inst[s.Inst], s) {
 		return
 	}
 	p.q.withdraw(p, s)
 }
 
 // abort takes s out of in's running batch, the iteration in flight or its swapped set and
-// frees its KV; false when in holds none of it.
+// frees its KV (llm.Engine.Abort); false when in holds none of it.
 func (p *Policy) abort(in *instance, s *seq) bool {
-	found := false
-	for i, x := range in.running {
-		if x == s {
-			in.running = append(in.running[:i], in.running[i+1:]...)
-			in.kvUsed -= s.kv
-			found = true
-			break
-		}
+	var m *llm.Model
+	if x := p.llmFor(in, s.Model); x != nil {
+		m = x.Model
 	}
-	for i, x := range in.iter {
-		if x == s {
-			in.iter = append(in.iter[:i], in.iter[i+1:]...)
-			break
-		}
-	}
-	if !found {
-		for i, x := range in.swapped {
-			if x == s {
-				in.swapped = append(in.swapped[:i], in.swapped[i+1:]...)
-				if m := p.llmFor(in, s.model); m != nil {
-					in.cpuUsed -= int64(s.kv) * m.kvBytes
-				}
-				found = true
-				break
-			}
-		}
-	}
-	if !found {
+	if !in.Abort(s, m) {
 		return false
 	}
-	s.kv, s.swapped, s.comp, s.sched = 0, false, 0, 0
-	p.touch(in.idx)
+	p.touch(in.ID)
 	return true
 }
 

@@ -121,14 +121,14 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 			p := pol.(*Policy)
 			in := p.inst[0]
 			// Until the first decode iteration runs with two sequences.
-			for !(in.busy && !in.iterPrefill && len(in.running) == 2) {
+			for !(in.Busy && !in.IterPrefill && len(in.Running) == 2) {
 				if _, ok := d.next(t); !ok {
 					t.Fatal("no decode iteration of two sequences")
 				}
 			}
 			var running, waiting []dataplane.ReqID
 			for _, id := range ids {
-				if s := p.seqs[id]; s != nil && s.kv > 0 {
+				if s := p.seqs[id]; s != nil && s.KV > 0 {
 					running = append(running, id)
 				} else {
 					waiting = append(waiting, id)
@@ -151,7 +151,7 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 				if !ok {
 					t.Fatal("the iteration in flight never ended")
 				}
-				if ev.Kind == dataplane.EvBatchDone && !in.busy || in.busy && d.now > at {
+				if ev.Kind == dataplane.EvBatchDone && !in.Busy || in.Busy && d.now > at {
 					break
 				}
 			}
@@ -159,14 +159,14 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 				t.Errorf("the policy still holds a cancelled sequence")
 			}
 			sum := 0
-			for _, s := range in.running {
-				if s.id == gone || s.id == waiting[0] {
-					t.Errorf("cancelled request %d still running", s.id)
+			for _, s := range in.Running {
+				if s.ID == gone || s.ID == waiting[0] {
+					t.Errorf("cancelled request %d still running", s.ID)
 				}
-				sum += s.kv
+				sum += s.KV
 			}
-			if in.kvUsed != sum || sum == 0 {
-				t.Errorf("KV used %d, the running sequences hold %d", in.kvUsed, sum)
+			if in.KVUsed != sum || sum == 0 {
+				t.Errorf("KV used %d, the running sequences hold %d", in.KVUsed, sum)
 			}
 			d.untilIdle(t, 10*(60*dataplane.Second))
 			for _, id := range []dataplane.ReqID{waiting[0], gone} {
@@ -186,8 +186,8 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 			if o := eng.Req(kept).Outcome; o != dataplane.Completed {
 				t.Errorf("the other request: %v, want completed", o)
 			}
-			if in.kvUsed != 0 || p.stats.Cancelled != 2 {
-				t.Errorf("at the end: KV used %d, %d cancelled", in.kvUsed, p.stats.Cancelled)
+			if in.KVUsed != 0 || p.stats.Cancelled != 2 {
+				t.Errorf("at the end: KV used %d, %d cancelled", in.KVUsed, p.stats.Cancelled)
 			}
 		})
 	}

@@ -5,8 +5,9 @@
 // generator and the serving operations of §5) and the baselines of §8 (vLLM-FCFS, EDF,
 // round-robin and random assignment, ablations).
 //
-// An instance is one worker of the deployment's single Manual stage, modelled as a vLLM-style
-// engine (engine.go, the LLM engine digest §2): each step hands out tokens under
+// An instance is one worker of the deployment's single Manual stage, running the LLM engine of
+// dataplane/llm (the LLM engine digest §2; QLM's queueing layer is its scheduler policy,
+// sched.go, and step.go does QLM's part of each step): each step hands out tokens under
 // max_num_batched_tokens and max_num_seqs (running requests first, then waiting ones with
 // chunked prefill and head-of-line blocking), and is a dispatched one-hop batch whose
 // PathHop.Dur is the step's time from the profile's measured curves (formats.LLMIteration:
@@ -23,6 +24,7 @@ import (
 	"math"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -91,105 +93,31 @@ func (s *Setup) replanGap() dataplane.Time {
 	return dataplane.Second / 2
 }
 
-// pwl is a piecewise-linear time in µs over a token count (formats.LLMIteration).
-type pwl []formats.PWLPoint
+// pwl is the engine's piecewise-linear step time (llm.PWL).
+type pwl = llm.PWL
 
-// at evaluates the curve at x tokens: flat below the first point, linear between points
-// (measured points are used as measured, even where noise makes the curve fall), and above
-// the last point extending the last segment at its slope clamped at ≥ 0 (flat with a single
-// point), so an extrapolated step is never shorter than the last measured one (issue 30
-// item 3).
-func (p pwl) at(x int) float64 {
-	if len(p) == 0 {
-		return 0
-	}
-	if x <= p[0].Tokens {
-		return p[0].Us
-	}
-	for i := 1; i < len(p); i++ {
-		if x <= p[i].Tokens {
-			a, b := p[i-1], p[i]
-			return a.Us + (b.Us-a.Us)*float64(x-a.Tokens)/float64(b.Tokens-a.Tokens)
-		}
-	}
-	n := len(p)
-	if n == 1 {
-		return p[0].Us
-	}
-	a, b := p[n-2], p[n-1]
-	return b.Us + max(b.Us-a.Us, 0)*float64(x-b.Tokens)/float64(b.Tokens-a.Tokens)
-}
-
-// llm is one model's timing and memory on one GPU type, resolved from its profile.
-type llm struct {
-	prof            *formats.LLMProfile
-	prefill, decode pwl
-	ctxUs           float64
-	maxBatched      int
-	maxSeqs         int
-	// chunked, maxPartial, outDelay and maxModelLen are the engine settings of the LLM
-	// engine digest §2 and §4 (formats.LLMEngine).
-	chunked     bool
-	maxPartial  int
-	outDelay    int
-	maxModelLen int
-	// priority: waiting requests by priority, then arrival (scheduling_policy priority);
-	// swapAlways: swap_space set, preemption swaps KV to CPU memory whatever the policy.
-	priority, swapAlways bool
-	block                int
-	kvCap                int
-	kvBytes              int64
-	preempt              string
-	cpuSwap              int64
-	hostBytesPerUs       float64
-	warmUs, coldUs       dataplane.Time
-	thetaTokPerSec       float64
-	avgBatch             float64
-	epsilon              float64
-	decodeStepSecond     float64
+// lm is one model's engine on one GPU type (llm.Model: the step-time curves and engine
+// settings, read once there) plus what QLM's estimators read of its profile.
+type lm struct {
+	*llm.Model
+	warmUs, coldUs   dataplane.Time
+	thetaTokPerSec   float64
+	avgBatch         float64
+	epsilon          float64
+	decodeStepSecond float64
 	// knee is the batch size where decode stops being memory-bound: below it a decode step
 	// costs about the same whatever the batch (weights are read once per step), so a wider
 	// batch is nearly free throughput (see flatBatch).
 	knee int
 }
 
-func newLLM(p *formats.LLMProfile) *llm {
-	b, seqs := formats.DefaultBatchedTokens(p.GPU)
-	m := &llm{prof: p, maxBatched: b, maxSeqs: seqs, block: 16, kvCap: int(p.KVCapacityTokens), kvBytes: p.KVBytesPerToken,
-		chunked: true, maxPartial: 1, outDelay: 1,
-		preempt: "auto", warmUs: dataplane.Time(math.Round(p.LoadWarmUs)), coldUs: dataplane.Time(math.Round(p.LoadColdUs + p.LoadWarmUs)),
+func newLM(p *formats.LLMProfile) *lm {
+	m := &lm{Model: llm.NewModel(p), warmUs: dataplane.Time(math.Round(p.LoadWarmUs)), coldUs: dataplane.Time(math.Round(p.LoadColdUs + p.LoadWarmUs)),
 		thetaTokPerSec: p.ThroughputTokensPerS, avgBatch: p.AvgBatch, epsilon: p.Epsilon, decodeStepSecond: p.DecodeUsPerToken / 1e6}
 	if m.epsilon <= 0 {
 		m.epsilon = 1
 	}
-	host := p.HostLinkGBps
-	if host <= 0 {
-		host = 25
-	}
-	m.hostBytesPerUs = host * 1e3
-	if it := p.Iteration; it != nil {
-		m.prefill, m.decode, m.ctxUs = it.Prefill, it.Decode, it.DecodeUsPerContextToken
-		if it.MaxBatchedTokens > 0 {
-			m.maxBatched = it.MaxBatchedTokens
-		}
-		if it.MaxSeqs > 0 {
-			m.maxSeqs = it.MaxSeqs
-		}
-		if it.BlockTokens > 0 {
-			m.block = it.BlockTokens
-		}
-		if it.PreemptMode != "" {
-			m.preempt = it.PreemptMode
-		}
-		m.cpuSwap = it.CPUSwapBytes
-	} else {
-		// Without an iteration model: prefill = base + per-token·n, decode = the profiled
-		// step at the average batch (flat).
-		m.prefill = pwl{{Tokens: 1, Us: p.PrefillBaseUs + p.PrefillUsPerToken}, {Tokens: 2, Us: p.PrefillBaseUs + 2*p.PrefillUsPerToken}}
-		m.decode = pwl{{Tokens: 1, Us: p.DecodeUsPerToken}}
-	}
-	m.engine(p.Engine)
-	m.knee = flatBatch(m.decode, m.maxSeqs)
+	m.knee = flatBatch(m.Decode, m.MaxSeqs)
 	if m.warmUs <= 0 {
 		m.warmUs = 1
 	}
@@ -197,37 +125,6 @@ func newLLM(p *formats.LLMProfile) *llm {
 		m.coldUs = 1
 	}
 	return m
-}
-
-// engine applies the profile's engine settings (vLLM's names, formats.LLMEngine) over the
-// defaults and the older iteration fields they replace (max_batched_tokens, max_seqs,
-// block_tokens, cpu_swap_bytes: still read, the engine's win).
-func (m *llm) engine(e *formats.LLMEngine) {
-	if e == nil {
-		return
-	}
-	if e.MaxNumBatchedTokens > 0 {
-		m.maxBatched = e.MaxNumBatchedTokens
-	}
-	if e.MaxNumSeqs > 0 {
-		m.maxSeqs = e.MaxNumSeqs
-	}
-	if e.BlockSize > 0 {
-		m.block = e.BlockSize
-	}
-	m.chunked = e.Chunked()
-	if e.MaxNumPartialPrefills > 0 {
-		m.maxPartial = e.MaxNumPartialPrefills
-	}
-	if e.OutputDelaySteps != nil {
-		m.outDelay = max(*e.OutputDelaySteps, 0)
-	}
-	m.maxModelLen = e.MaxModelLen
-	if e.SwapSpace > 0 {
-		m.cpuSwap = int64(e.SwapSpace * float64(1<<30) * float64(max(m.prof.GPUCount, 1)))
-		m.preempt, m.swapAlways = "swap", true
-	}
-	m.priority = e.SchedulingPolicy == "priority"
 }
 
 // flatBatch is the knee of a decode curve: the largest batch (at most maxSeqs) whose decode
@@ -241,57 +138,15 @@ func flatBatch(d pwl, maxSeqs int) int {
 		return maxSeqs
 	}
 	b := 1
-	for b < maxSeqs && d.at(b+1) <= 1.25*d.at(1) {
+	for b < maxSeqs && d.At(b+1) <= 1.25*d.At(1) {
 		b++
 	}
 	return b
 }
 
-// prefillUs is the time to prefill an n-token prompt alone: whole steps of the token budget
-// (chunked prefill, LLM engine digest §2) and the rest, in whole µs. The estimators (RCT,
-// the deadline guard, hopeless) read it.
-func (m *llm) prefillUs(n int) dataplane.Time {
-	t := 0.0
-	if m.chunked && m.maxBatched > 0 && n > m.maxBatched {
-		t = float64(n/m.maxBatched) * m.prefill.at(m.maxBatched)
-		n %= m.maxBatched
-	}
-	if n > 0 {
-		t += m.prefill.at(n)
-	}
-	return dataplane.Time(math.Round(t))
-}
-
-// stepUs is the time of one engine step computing tokens tokens, pre of them prompt (or
-// recomputed) tokens, over sequences whose caches will hold ctx tokens: the prefill-containing
-// curve when pre > 0, else the decode-only curve, both over the scheduled tokens, plus the
-// per-context-token term (LLM engine digest §2.4).
-func (m *llm) stepUs(tokens, pre, ctx int) dataplane.Time {
-	c := m.decode
-	if pre > 0 {
-		c = m.prefill
-	}
-	return dataplane.Time(math.Round(c.at(tokens) + m.ctxUs*float64(ctx)))
-}
-
-// decodeUs is the forward time of a decode iteration advancing b sequences whose caches hold
-// ctx tokens, in whole µs.
-func (m *llm) decodeUs(b, ctx int) dataplane.Time {
-	return dataplane.Time(math.Round(m.decode.at(b) + m.ctxUs*float64(ctx)))
-}
-
-// blocks rounds a token count up to whole KV blocks.
-func (m *llm) blocks(tokens int) int { return (tokens + m.block - 1) / m.block * m.block }
-
-// IterationUs evaluates a profile's iteration model: the forward time in whole µs of a
-// prefill iteration over prefillTokens prompt tokens (decode = false) or of a decode
-// iteration advancing seqs sequences holding ctx context tokens (decode = true).
+// IterationUs evaluates a profile's iteration model (llm.IterationUs).
 func IterationUs(p *formats.LLMProfile, decode bool, prefillTokens, seqs, ctx int) dataplane.Time {
-	m := newLLM(p)
-	if decode {
-		return m.decodeUs(seqs, ctx)
-	}
-	return m.prefillUs(prefillTokens)
+	return llm.IterationUs(p, decode, prefillTokens, seqs, ctx)
 }
 
 func encode(v any) string {

@@ -170,12 +170,12 @@ func TestCurveAsMeasured(t *testing.T) {
 		{0, 100}, {1, 100}, {6, 150}, {11, 200}, {16, 175}, {21, 150},
 		{1000, 150}, // the last segment falls: flat past the last point
 	} {
-		if got := c.at(tc.x); got != tc.want {
+		if got := c.At(tc.x); got != tc.want {
 			t.Errorf("at(%d) = %g, want %g", tc.x, got, tc.want)
 		}
 	}
 	up := pwl{{Tokens: 1, Us: 100}, {Tokens: 11, Us: 200}}
-	if got := up.at(31); got != 400 {
+	if got := up.At(31); got != 400 {
 		t.Errorf("rising curve at 31 = %g, want 400 (the last segment's slope)", got)
 	}
 }
@@ -206,7 +206,7 @@ func TestCancelDuringOutputDelay(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Run to the end of the first step that computed a's only token.
-			for pol.(*Policy).seqs[a] == nil || !pol.(*Policy).seqs[a].fin {
+			for pol.(*Policy).seqs[a] == nil || !pol.(*Policy).seqs[a].Fin {
 				if _, ok := d.next(t); !ok {
 					t.Fatal("a never computed its token")
 				}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/sim"
 )
@@ -39,7 +40,7 @@ func TestFlatBatch(t *testing.T) {
 // class on the full W_B run).
 func TestGuardAdmission(t *testing.T) {
 	prof := handProfile()
-	m := newLLM(&prof)
+	m := newLM(&prof)
 	p := &Policy{class: []Class{
 		{Name: "inter", Model: "m", Interactive: true, Out: formats.TokenProfile{Mean: 300, Std: 10, Max: 400}},
 		{Name: "batch", Model: "m", Out: formats.TokenProfile{Mean: 1000, Std: 10, Max: 2000}},
@@ -47,7 +48,7 @@ func TestGuardAdmission(t *testing.T) {
 	now := 100 * dataplane.Second
 	inter, batch := 20*dataplane.Second, 600*dataplane.Second
 	mk := func(id dataplane.ReqID, app dataplane.AppID, slo, left dataplane.Time) *seq {
-		return &seq{id: id, app: app, prompt: 100, deadline: now + left, arrival: now + left - slo}
+		return &seq{ID: id, App: app, Prompt: 100, Deadline: now + left, Arrival: now + left - slo}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -63,7 +64,7 @@ func TestGuardAdmission(t *testing.T) {
 		// 300 tokens alone take 1.54 s, in a batch of 4 ~2.55 s: late at 2 s.
 		{"tighter SLO above the knee: refused", []*seq{mk(1, 0, inter, 2*dataplane.Second), mk(2, 1, batch, 100*dataplane.Second), mk(3, 1, batch, 100*dataplane.Second)}, m.knee, false},
 	} {
-		in := &instance{running: tc.running, floor: tc.floor}
+		in := &instance{Engine: llm.Engine{Running: tc.running}, floor: tc.floor}
 		h := mk(9, 1, batch, 500*dataplane.Second)
 		if got := p.admitKeepsDeadlines(now, in, m, h); got != tc.want {
 			t.Errorf("%s: admit %v, want %v", tc.name, got, tc.want)
@@ -109,13 +110,13 @@ func TestIdleInstanceSplitsStartedGroup(t *testing.T) {
 // into the running batch moves the group's deadline to the next one's.
 func TestGroupRetime(t *testing.T) {
 	q := &qlmQueue{}
-	a := &seq{id: 1, deadline: 10 * dataplane.Second}
-	b := &seq{id: 2, deadline: 30 * dataplane.Second}
-	g := &group{members: []*seq{a, b}, deadline: a.deadline}
-	a.group, b.group = g, g
+	a := &seq{ID: 1, Deadline: 10 * dataplane.Second}
+	b := &seq{ID: 2, Deadline: 30 * dataplane.Second}
+	g := &group{members: []*seq{a, b}, deadline: a.Deadline}
+	ext(a).group, ext(b).group = g, g
 	q.pop(&Policy{}, nil, a)
-	if g.deadline != b.deadline || !g.started {
-		t.Errorf("after popping the first member: deadline %v, started %v; want %v, true", g.deadline, g.started, b.deadline)
+	if g.deadline != b.Deadline || !g.started {
+		t.Errorf("after popping the first member: deadline %v, started %v; want %v, true", g.deadline, g.started, b.Deadline)
 	}
 }
 
@@ -175,12 +176,12 @@ func TestBehind(t *testing.T) {
 		}
 		g := &group{app: tc.app, model: "m", mu: p.class[tc.app].Out.Mean, sd: p.class[tc.app].Out.Std, deadline: now + tc.deadline}
 		for i := range tc.n {
-			g.members = append(g.members, &seq{id: dataplane.ReqID(100 + i), app: tc.app, deadline: now + tc.deadline, arrival: now + tc.deadline - slo, group: g})
+			g.members = append(g.members, &seq{ID: dataplane.ReqID(100 + i), App: tc.app, Deadline: now + tc.deadline, Arrival: now + tc.deadline - slo, Tag: &seqExt{group: g}})
 		}
 		q.vq[0] = []*group{g}
-		in.running = nil
+		in.Running = nil
 		if tc.running {
-			in.running = []*seq{{id: 1, app: 0, prompt: 100, deadline: now + 2*dataplane.Second, arrival: now - dataplane.Second}}
+			in.Running = []*seq{{ID: 1, App: 0, Prompt: 100, Deadline: now + 2*dataplane.Second, Arrival: now - dataplane.Second}}
 		}
 		if got := q.behind(p, now, in); got != tc.want {
 			t.Errorf("%s: behind %v, want %v", tc.name, got, tc.want)

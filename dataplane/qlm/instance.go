@@ -5,80 +5,46 @@ import (
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 )
 
-// seq is one request as an LLM sequence (QLM §2.1): prompt and output lengths, tokens
-// generated so far, KV slots held, and its place in the instance's running batch.
-type seq struct {
-	id       dataplane.ReqID
-	app      dataplane.AppID
-	model    string
-	prompt   int
-	out      int
-	gen      int
-	kv       int
-	deadline dataplane.Time
-	arrival  dataplane.Time
-	// prio is the request's priority attribute (vLLM's: lower first), QLM App. A.3.
-	prio int32
-	// gpu is the GPU type the plan's routes send it to ("" = any; route.go).
-	gpu string
-	// comp is how many of its tokens the KV cache holds computed (vLLM's
-	// num_computed_tokens, LLM engine digest §1): prompt chunks, then one per generated
-	// token; back to 0 after a recompute preemption (prompt + generated are computed again).
-	comp int
-	// sched is the tokens the step in flight computes for it (0 when not in it).
-	sched int
-	// fin: its last token is computed (its KV is freed); its completion waits for the
-	// output delay (instance.outq).
-	fin bool
-	// swapped: preempted by a GPU→CPU KV swap; readyAt is when the swap-in ends.
-	swapped bool
-	readyAt dataplane.Time
-	inst    int
-	group   *group
-	ttft    dataplane.Time
-	started bool
-	// admitted is when the sequence last joined a running batch.
-	admitted dataplane.Time
+// seq is one request as an LLM sequence (QLM §2.1): the engine's (llm.Seq), with QLM's own
+// data in its Tag (seqExt).
+type seq = llm.Seq
+
+// seqExt is what QLM keeps per sequence beside the engine's state: its request group and
+// the GPU type the plan's routes send it to ("" = any; route.go).
+type seqExt struct {
+	group *group
+	gpu   string
 }
 
-func (s *seq) ctx() int { return s.prompt + s.gen }
-
-// need is the tokens the sequence must compute before its next output token: its whole
-// prompt (plus generated tokens after a recompute) less what is computed, 1 in decode.
-func (s *seq) need() int { return s.prompt + s.gen - s.comp }
-
-// prefilling: its next tokens are prompt (or recomputed) tokens, not a decode.
-func (s *seq) prefilling() bool { return s.need() > 1 || s.comp < s.prompt }
+// ext is s's QLM data (made on first use).
+func ext(s *seq) *seqExt {
+	x, _ := s.Tag.(*seqExt)
+	if x == nil {
+		x = &seqExt{}
+		s.Tag = x
+	}
+	return x
+}
 
 // slo is the request's end-to-end latency SLO (QLM §2.3, Def. 2.2).
-func (s *seq) slo() dataplane.Time { return s.deadline - s.arrival }
+func slo(s *seq) dataplane.Time { return s.Deadline - s.Arrival }
 
 // instance is one LLM engine on one worker: its loaded model, running batch, swapped-out
 // sequences and the iteration in flight.
 type instance struct {
-	idx     int
+	// Engine is the instance's LLM engine (running and swapped sequences, KV, the iteration
+	// in flight); its ID is the instance's index.
+	llm.Engine
 	w       dataplane.WorkerID
 	gpu     string
 	model   string
 	loading bool
 	target  string
-	running []*seq
-	swapped []*seq
-	kvUsed  int
-	cpuUsed int64
-	// slot is the most prompt tokens one sequence takes in the step being formed
-	// (prefillSlot: max_num_partial_prefills).
-	slot int
-	// iteration in flight
-	busy        bool
+	// outstanding counts the iteration's batches (one per application) not yet done.
 	outstanding int
-	iter        []*seq
-	iterPrefill bool
-	// outq are the tokens computed but not yet at their clients (the output delay, LLM
-	// engine digest §2.5): first tokens and completions, stamped at the end of a later step.
-	outq []output
 	// warm lists the models kept in CPU memory (warm start), least recently used first.
 	warm     []string
 	cpuBytes int64
@@ -118,7 +84,7 @@ type instance struct {
 // namedLLM is one entry of instance.llms.
 type namedLLM struct {
 	name string
-	m    *llm
+	m    *lm
 }
 
 // upcoming is the model the instance runs next: the one loading, else the loaded one. Plans
@@ -183,7 +149,7 @@ type Stats struct {
 }
 
 // model returns the instance's timing for model name (nil when it has no profile there).
-func (p *Policy) llmFor(in *instance, name string) *llm {
+func (p *Policy) llmFor(in *instance, name string) *lm {
 	for i := range in.llms {
 		if in.llms[i].name == name {
 			return in.llms[i].m
@@ -201,11 +167,11 @@ func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *datapl
 		p.byApp[a] = p.byApp[a][:0]
 	}
 	var order []dataplane.AppID
-	for _, s := range in.iter {
-		if len(p.byApp[s.app]) == 0 {
-			order = append(order, s.app)
+	for _, s := range in.Iter {
+		if len(p.byApp[s.App]) == 0 {
+			order = append(order, s.App)
 		}
-		p.byApp[s.app] = append(p.byApp[s.app], s.id)
+		p.byApp[s.App] = append(p.byApp[s.App], s.ID)
 	}
 	for _, a := range order {
 		d := dataplane.Time(0)
@@ -224,54 +190,26 @@ func (p *Policy) dispatchIteration(in *instance, dur dataplane.Time, out *datapl
 // otherwise they are dropped as cancelled now, their KV freed, and never run again.
 func (p *Policy) dropCancelled(in *instance, out *dataplane.Decisions) {
 	var gone []*seq
-	for _, s := range in.iter {
-		if r := p.view.Req(s.id); r.CancelRequested || r.Outcome != dataplane.Pending {
+	for _, s := range in.Iter {
+		if r := p.view.Req(s.ID); r.CancelRequested || r.Outcome != dataplane.Pending {
 			gone = append(gone, s)
 		}
 	}
 	for _, s := range gone {
-		pending := p.view.Req(s.id).Outcome == dataplane.Pending
-		p.cancel(s.id)
+		pending := p.view.Req(s.ID).Outcome == dataplane.Pending
+		p.cancel(s.ID)
 		if pending {
-			out.Drop(s.id, 0, dataplane.DropCancelled, 0)
+			out.Drop(s.ID, 0, dataplane.DropCancelled, 0)
 		}
 	}
 }
 
-// preempt takes victim v out of the running batch: a KV swap to CPU memory when the mode
-// allows and pays (QLM §2.4 Insight #2, §5), else eviction (recompute: generated tokens are kept and one
-// prefill over prompt + generated replaces them).
-func (p *Policy) preempt(in *instance, v *seq, m *llm) {
-	for i, s := range in.running {
-		if s == v {
-			in.running = append(in.running[:i], in.running[i+1:]...)
-			break
-		}
-	}
-	in.kvUsed -= v.kv
-	v.sched = 0
-	bytes := int64(v.kv) * m.kvBytes
-	swap := false
-	if (p.opt.swap || m.swapAlways) && !v.prefilling() {
-		switch m.preempt {
-		case "swap":
-			swap = in.cpuUsed+bytes <= m.cpuSwap
-		case "auto":
-			swap = in.cpuUsed+bytes <= m.cpuSwap && 2*float64(bytes)/m.hostBytesPerUs < float64(m.prefillUs(v.ctx()))
-		}
-	}
-	if swap {
-		in.cpuUsed += bytes
-		v.swapped = true
-		in.swapped = append(in.swapped, v)
-		p.stats.KVSwaps++
-		p.preempts.Add(1)
-		return
-	}
-	v.kv, v.comp = 0, 0
-	p.stats.Evictions++
-	p.preempts.Add(1)
-	p.q.requeue(p, in, v)
+// preempt takes victim v out of the running batch (llm.Engine.Preempt): a KV swap to CPU
+// memory when the policy's options allow and it pays (QLM §2.4 Insight #2, §5), else
+// eviction (recompute: generated tokens are kept and one prefill over prompt + generated
+// replaces them); an evicted sequence goes back to QLM's queue.
+func (p *Policy) preempt(in *instance, v *seq, m *lm) {
+	in.Preempt(v, m.Model, p.sch, p.opt.swap)
 }
 
 // switchModel evicts the loaded model and loads name: warm (CPU→GPU) when it is in the
@@ -312,14 +250,14 @@ func (p *Policy) switchModel(now dataplane.Time, in *instance, name string, out 
 	// The new model's throughput is profiled anew.
 	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
 	in.loading, in.target = true, name
-	out.Load(in.w, name, max(m.prof.WeightBytes, 1), max(dur, 1))
+	out.Load(in.w, name, max(m.Prof.WeightBytes, 1), max(dur, 1))
 }
 
 func (p *Policy) cacheBytes(in *instance) int64 {
 	var b int64
 	for _, w := range in.warm {
 		if m := p.llmFor(in, w); m != nil {
-			b += m.prof.WeightBytes
+			b += m.Prof.WeightBytes
 		}
 	}
 	return b
@@ -339,40 +277,40 @@ func (p *Policy) cacheBytes(in *instance) int64 {
 // nothing by waiting. (Judging the running sequences at the Δ-quantile of their output
 // instead was measured too: it held back interactive requests behind each other, W_B quick
 // interactive 79.0% against 90.2%.)
-func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h *seq) bool {
-	if len(in.running) == 0 {
+func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *lm, h *seq) bool {
+	if len(in.Running) == 0 {
 		return true
 	}
 	// Throughput floor (in.floor, set by the periodic check while the waiting looser-SLO
 	// groups are behind, qlmQueue.behind):
 	// below the decode knee admission costs the running sequences little per token, and
 	// refusing it lowers throughput that the waiting requests need.
-	if len(in.running) < in.floor {
+	if len(in.Running) < in.floor {
 		return true
 	}
-	run := byDeadline(in.running)
+	run := byDeadline(in.Running)
 	ctx := 0
 	for _, s := range run {
-		ctx += s.ctx()
+		ctx += s.Ctx()
 	}
 	b := len(run)
-	pre := float64(m.prefillUs(h.ctx())) / 1e6
+	pre := float64(m.PrefillUs(h.Ctx())) / 1e6
 	t := float64(now) / 1e6
 	sub := 0
 	for i, s := range run {
-		sub += s.ctx()
-		if s.deadline >= h.deadline {
+		sub += s.Ctx()
+		if s.Deadline >= h.Deadline {
 			break
 		}
 		// Strict priorities (QLM App. A.3): a less urgent sequence never holds a more urgent one back.
 		// Only a tighter SLO is protected: head-of-line blocking is a loose request holding
 		// back a tight one (QLM §1); between requests of one SLO the deadline order already
 		// is the arrival order, and refusing only lowers throughput.
-		if s.prio > h.prio || s.slo() >= h.slo() || !p.rescuable(t, m, run, i, sub) {
+		if s.Prio > h.Prio || slo(s) >= slo(h) || !p.rescuable(t, m, run, i, sub) {
 			continue
 		}
 		r := p.residualTokens(s)
-		if t+pre+r*stepSeconds(m, b+1, ctx+h.ctx(), r) > float64(s.deadline)/1e6 {
+		if t+pre+r*stepSeconds(m, b+1, ctx+h.Ctx(), r) > float64(s.Deadline)/1e6 {
 			return false
 		}
 	}
@@ -383,10 +321,10 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *llm, h
 func byDeadline(running []*seq) []*seq {
 	run := append([]*seq(nil), running...)
 	sort.SliceStable(run, func(a, b int) bool {
-		if run[a].deadline != run[b].deadline {
-			return run[a].deadline < run[b].deadline
+		if run[a].Deadline != run[b].Deadline {
+			return run[a].Deadline < run[b].Deadline
 		}
-		return run[a].id < run[b].id
+		return run[a].ID < run[b].ID
 	})
 	return run
 }
@@ -394,28 +332,28 @@ func byDeadline(running []*seq) []*seq {
 // rescuable: run[i] (deadline order, sub = context of run[:i+1]) is on time at its expected
 // remaining output in a batch of only the sequences with deadlines no later than its own.
 // Both the pulling check and eviction protect exactly these; hopeless ones hold nothing back.
-func (p *Policy) rescuable(t float64, m *llm, run []*seq, i, sub int) bool {
+func (p *Policy) rescuable(t float64, m *lm, run []*seq, i, sub int) bool {
 	n := i + 1
-	for n < len(run) && run[n].deadline == run[i].deadline {
-		sub += run[n].ctx()
+	for n < len(run) && run[n].Deadline == run[i].Deadline {
+		sub += run[n].Ctx()
 		n++
 	}
 	r := p.residualTokens(run[i])
-	return t+r*stepSeconds(m, n, sub, r) <= float64(run[i].deadline)/1e6
+	return t+r*stepSeconds(m, n, sub, r) <= float64(run[i].Deadline)/1e6
 }
 
 // stepSeconds is the mean decode step over the next r tokens of a batch of b sequences
 // holding ctx tokens: every step adds b tokens of context (the step grows with KV [ours]).
-func stepSeconds(m *llm, b, ctx int, r float64) float64 {
-	return float64(m.decodeUs(b, ctx+int(float64(b)*r/2))) / 1e6
+func stepSeconds(m *lm, b, ctx int, r float64) float64 {
+	return float64(m.DecodeUs(b, ctx+int(float64(b)*r/2))) / 1e6
 }
 
 // residualTokens is a running sequence's expected remaining output: the mean residual of its
 // class's output length, Normal(μ, σ) (Eq. 3), given the gen tokens it has produced,
 // E[O − k | O > k] = μ − k + σ·φ(a)/(1 − Φ(a)), a = (k − μ)/σ.
 func (p *Policy) residualTokens(s *seq) float64 {
-	c := &p.class[s.app]
-	mu, sd, k := c.Out.Mean, c.Out.Std, float64(s.gen)
+	c := &p.class[s.App]
+	mu, sd, k := c.Out.Mean, c.Out.Std, float64(s.Gen)
 	if sd <= 0 {
 		return math.Max(mu-k, 1)
 	}
@@ -435,32 +373,32 @@ func (p *Policy) residualTokens(s *seq) float64 {
 // least generated tokens: least lost work, QLM §5) until it is on time again. The KV-space
 // eviction of preemptFor cannot see this case: the batch fits in memory, it is just too
 // large for the tight deadline's time per token.
-func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
+func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *lm) {
 	t := float64(now) / 1e6
 	// Not below the decode knee: there the step is flat in the batch size, so an eviction
 	// speeds the late sequence up by little and throws away the victim's work (QLM §5).
-	for len(in.running) > max(in.floor, 1) {
-		run := byDeadline(in.running)
+	for len(in.Running) > max(in.floor, 1) {
+		run := byDeadline(in.Running)
 		ctx := 0
 		for _, s := range run {
-			ctx += s.ctx()
+			ctx += s.Ctx()
 		}
 		var at *seq
 		sub := 0
 		loose := dataplane.Time(0)
 		for _, s := range run {
-			loose = max(loose, s.slo())
+			loose = max(loose, slo(s))
 		}
 		for i, s := range run {
-			sub += s.ctx()
-			if s.deadline == run[len(run)-1].deadline {
+			sub += s.Ctx()
+			if s.Deadline == run[len(run)-1].Deadline {
 				break // nothing with a later deadline to evict for it
 			}
-			if s.slo() >= loose {
+			if slo(s) >= loose {
 				continue // no looser request to evict for it
 			}
 			r := p.residualTokens(s)
-			if t+r*stepSeconds(m, len(run), ctx, r) > float64(s.deadline)/1e6 && p.rescuable(t, m, run, i, sub) {
+			if t+r*stepSeconds(m, len(run), ctx, r) > float64(s.Deadline)/1e6 && p.rescuable(t, m, run, i, sub) {
 				at = s
 				break
 			}
@@ -471,10 +409,10 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *llm) {
 		// The victim: latest deadline, then least generated tokens (least lost work, QLM §5).
 		var v *seq
 		for _, s := range run {
-			if s.deadline <= at.deadline || s.prio < at.prio || s.slo() <= at.slo() {
+			if s.Deadline <= at.Deadline || s.Prio < at.Prio || slo(s) <= slo(at) {
 				continue
 			}
-			if v == nil || s.deadline > v.deadline || (s.deadline == v.deadline && (s.gen < v.gen || (s.gen == v.gen && s.id > v.id))) {
+			if v == nil || s.Deadline > v.Deadline || (s.Deadline == v.Deadline && (s.Gen < v.Gen || (s.Gen == v.Gen && s.ID > v.ID))) {
 				v = s
 			}
 		}

@@ -68,14 +68,14 @@ func TestExternalLoadPlacement(t *testing.T) {
 			for _, in := range p.inst {
 				for range tc.own {
 					id++
-					in.running = append(in.running, &seq{id: id, model: "m", prompt: 100, inst: in.idx})
+					in.Running = append(in.Running, &seq{ID: id, Model: "m", Prompt: 100, Inst: in.ID})
 				}
 			}
 			for _, o := range tc.obs {
 				p.ObserveInstance(0, o.inst, o.waiting, o.running)
 			}
 			for i, prompt := range []int{100, 300, 600, 1200} {
-				q.add(p, 0, &seq{id: dataplane.ReqID(i + 1), model: "m", prompt: prompt, out: 50, deadline: dataplane.Time(time.Hour / time.Microsecond), inst: -1})
+				q.add(p, 0, &seq{ID: dataplane.ReqID(i + 1), Model: "m", Prompt: prompt, Out: 50, Deadline: dataplane.Time(time.Hour / time.Microsecond), Inst: -1})
 			}
 			if got := len(q.vq[0]); got != tc.wantI0 || len(q.vq[0])+len(q.vq[1]) != 4 {
 				t.Errorf("groups on i0 %d, on i1 %d; want %d on i0", got, len(q.vq[1]), tc.wantI0)
@@ -93,7 +93,7 @@ func TestExternalLoadEstimate(t *testing.T) {
 		for _, o := range obs {
 			p.ObserveInstance(0, o.inst, o.waiting, o.running)
 		}
-		q.add(p, 0, &seq{id: 1, model: "m", prompt: 100, out: 50, deadline: dataplane.Time(time.Hour / time.Microsecond), inst: -1})
+		q.add(p, 0, &seq{ID: 1, Model: "m", Prompt: 100, Out: 50, Deadline: dataplane.Time(time.Hour / time.Microsecond), Inst: -1})
 		return p.stats.Predicted[1]
 	}
 	base, loaded := estimate(nil), estimate([]observed{{"i0", 30, 20}})
@@ -121,10 +121,10 @@ func TestExternalLoadPulling(t *testing.T) {
 			i0, i1 := p.inst[0], p.inst[1]
 			// i0 runs 10 sequences (10 × 50 tok = 0.1 s of residual work); one group waits.
 			for k := range 10 {
-				i0.running = append(i0.running, &seq{id: dataplane.ReqID(100 + k), model: "m", prompt: 100, inst: 0})
+				i0.Running = append(i0.Running, &seq{ID: dataplane.ReqID(100 + k), Model: "m", Prompt: 100, Inst: 0})
 			}
 			g := &group{id: 7, model: "m", mu: 50, sd: 20, maxOut: 200, deadline: dataplane.Time(time.Hour / time.Microsecond), vq: 0}
-			g.members = []*seq{{id: 1, model: "m", prompt: 100, out: 50, group: g, inst: 0, deadline: g.deadline}}
+			g.members = []*seq{{ID: 1, Model: "m", Prompt: 100, Out: 50, Tag: &seqExt{group: g}, Inst: 0, Deadline: g.deadline}}
 			q.vq[0] = []*group{g}
 			q.mark(0) // as add does: pull visits the marked queues
 			for _, o := range tc.obs {

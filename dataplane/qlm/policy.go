@@ -1,16 +1,15 @@
 package qlm
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
-	"math"
 	"slices"
-	"sort"
-	"sync/atomic"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/dataplane/llm"
+	"github.com/plan-dev/plan/dataplane/llm/sched"
+	"github.com/plan-dev/plan/dataplane/llm/sched/edf"
+	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
+	"github.com/plan-dev/plan/dataplane/llm/sched/priority"
 )
 
 // Policy names.
@@ -72,7 +71,7 @@ type Policy struct {
 	dep    *dataplane.Deployment
 	setup  *Setup
 	class  []Class
-	models map[modelKey]*llm
+	models map[modelKey]*lm
 	inst   []*instance
 	byW    map[dataplane.WorkerID]*instance
 	seqs   map[dataplane.ReqID]*seq
@@ -102,16 +101,53 @@ type Policy struct {
 	// kvMax is the largest KV cache in tokens (whole blocks) per model over the instances
 	// with its profile (fits).
 	kvMax map[string]int
+	// promptMax is the longest prompt some instance with the model's profile can admit
+	// (llm.Model.MaxPrompt), per model (fits).
+	promptMax map[string]int
 	// routes are the plan's size routes per class (route.go).
 	routes []appRoutes
-	// preempts counts running sequences preempted (evicted or swapped out); atomic because
-	// serve reads it (Preemptions) from the goroutine that answers requests.
-	preempts atomic.Int64
+	// ctr are the counts of the instances' engines (shared): preemption events are read
+	// (Preemptions) from the goroutine that answers requests, so that count is atomic.
+	ctr *llm.Counters
+	// sch is QLM's queueing layer as the engines' scheduler policy (sched.go).
+	sch engineSched
 }
 
 // Preemptions implements serve.Preempter: running sequences preempted so far, by recompute
 // or by KV swap (LLM engine digest §2.3), the counter plan_llm_preemptions_total follows.
-func (p *Policy) Preemptions() int64 { return p.preempts.Load() }
+func (p *Policy) Preemptions() int64 {
+	if p.ctr == nil {
+		return 0
+	}
+	return p.ctr.Preemptions.Load()
+}
+
+// EngineStats implements llm.StatsReporter: the policy's name, its engines' preemption
+// events and distinct preempted requests, and each profile's engine settings that differ
+// from vLLM's defaults (prefixed with model@gpu when the plan has several profiles).
+func (p *Policy) EngineStats() llm.RunStats {
+	st := llm.RunStats{Policy: p.opt.name}
+	if p.ctr != nil {
+		st.Preemptions, st.PreemptedRequests = p.ctr.Preemptions.Load(), p.ctr.PreemptedReqs
+	}
+	if p.setup == nil {
+		return st
+	}
+	prof := p.setup.Profiles
+	for i := range prof {
+		m := p.models[keyOf(&prof[i])]
+		if m == nil {
+			continue
+		}
+		for _, kv := range m.NonDefault() {
+			if len(prof) > 1 {
+				kv = fmt.Sprintf("%s@%s: %s", prof[i].Model, prof[i].GPU, kv)
+			}
+			st.Settings = append(st.Settings, kv)
+		}
+	}
+	return st
+}
 
 // Name implements dataplane.Policy.
 func (p *Policy) Name() string { return p.opt.name }
@@ -120,7 +156,12 @@ func (p *Policy) Name() string { return p.opt.name }
 func (p *Policy) TickEvery() dataplane.Time { return dataplane.Second }
 
 // Stats returns the run's counters.
-func (p *Policy) Stats() *Stats { return &p.stats }
+func (p *Policy) Stats() *Stats {
+	if p.ctr != nil {
+		p.stats.Evictions, p.stats.KVSwaps = p.ctr.Evictions, p.ctr.KVSwaps
+	}
+	return &p.stats
+}
 
 // Attach implements dataplane.Policy.
 func (p *Policy) Attach(v dataplane.View) error {
@@ -155,15 +196,16 @@ func (p *Policy) Attach(v dataplane.View) error {
 	if s.Grouping != "" && s.Grouping != "kmeans" && s.Grouping != "buckets" {
 		return fmt.Errorf("qlm: setup.grouping %q: want kmeans or buckets", s.Grouping)
 	}
-	p.models = map[modelKey]*llm{}
+	p.models = map[modelKey]*lm{}
 	for i := range s.Profiles {
 		pr := &s.Profiles[i]
-		p.models[keyOf(pr)] = newLLM(pr)
+		p.models[keyOf(pr)] = newLM(pr)
 	}
 	p.byW = map[dataplane.WorkerID]*instance{}
 	p.inst = nil
+	p.ctr, p.sch = &llm.Counters{}, engineSched{p}
 	for i, in := range s.Instances {
-		x := &instance{idx: i, w: dataplane.WorkerID(i), gpu: in.GPU, model: in.Model, cpuBytes: in.CPUModelBytes}
+		x := &instance{Engine: llm.Engine{ID: i, Ctr: p.ctr}, w: dataplane.WorkerID(i), gpu: in.GPU, model: in.Model, cpuBytes: in.CPUModelBytes}
 		for k := range s.Profiles {
 			pr := &s.Profiles[k]
 			if in.runs(pr) {
@@ -174,8 +216,8 @@ func (p *Policy) Attach(v dataplane.View) error {
 		}
 		if x.cpuBytes == 0 {
 			for _, m := range p.models {
-				if in.runs(m.prof) {
-					x.cpuBytes = max(x.cpuBytes, 2*m.prof.WeightBytes)
+				if in.runs(m.Prof) {
+					x.cpuBytes = max(x.cpuBytes, 2*m.Prof.WeightBytes)
 				}
 			}
 		}
@@ -198,7 +240,6 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.seqs = map[dataplane.ReqID]*seq{}
 	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))
 	p.stats = Stats{Served: map[dataplane.ReqID]string{}, TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
-	p.preempts.Store(0)
 	return nil
 }
 
@@ -215,20 +256,20 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			// It could never be admitted: waiting, it would hold the head of its queue
 			// forever (issue 36 item 2).
 			p.stats.TooLarge++
-			out.Drop(s.id, 0, DropTooLarge, 0)
+			out.Drop(s.ID, 0, DropTooLarge, 0)
 			break
 		}
 		if why := p.refusal(s); why != "" {
 			p.stats.TooLarge++
-			out.Drop(s.id, 0, why, 0)
+			out.Drop(s.ID, 0, why, 0)
 			break
 		}
 		if p.opt.dropLate && p.hopeless(now, s) {
 			p.stats.Expired++
-			out.Drop(s.id, 0, dataplane.DropDeadline, 0)
+			out.Drop(s.ID, 0, dataplane.DropDeadline, 0)
 			break
 		}
-		p.seqs[s.id] = s
+		p.seqs[s.ID] = s
 		p.enqueue(now, s, out)
 		// Every arrival of this instant is queued before an idle instance starts its step
 		// (LLM engine digest §1): the step starts at the hold timer, 1 µs later.
@@ -241,17 +282,17 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvWorkerDown:
 		if in := p.byW[ev.Worker]; in != nil {
 			p.instanceDown(now, in, out)
-			p.touch(in.idx)
+			p.touch(in.ID)
 		}
 	case dataplane.EvWorkerUp:
 		if in := p.byW[ev.Worker]; in != nil {
 			// Back empty: the next step loads its head group's model cold.
 			p.setDown(in, false)
-			p.touch(in.idx)
+			p.touch(in.ID)
 		}
 	case dataplane.EvBatchDone:
 		in := p.byW[ev.Worker]
-		if in == nil || !in.busy {
+		if in == nil || !in.Busy {
 			return
 		}
 		in.outstanding--
@@ -259,9 +300,9 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			return
 		}
 		p.iterationDone(ev.End, in, out)
-		p.touch(in.idx)
+		p.touch(in.ID)
 		p.stepAll(now, out)
-		if !in.busy && len(in.outq) > 0 {
+		if !in.Busy && len(in.Outq) > 0 {
 			// No step follows: nothing delays the outputs (digest §2.5).
 			p.releaseOutputs(now, in, out, true)
 		}
@@ -271,7 +312,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		if in != nil && in.loading {
 			in.loading = false
 			in.model = in.target
-			p.touch(in.idx)
+			p.touch(in.ID)
 		}
 	case dataplane.EvTick:
 		if p.opt.dropLate {
@@ -303,33 +344,16 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 // serve's emulated instances agree.
 func (p *Policy) newSeq(r *dataplane.Request) *seq {
 	c := &p.class[r.App]
-	s := &seq{id: r.ID, app: r.App, model: c.Model, prompt: int(r.Attrs.InTokens), out: int(r.Attrs.OutTokens),
-		deadline: r.Deadline, arrival: r.Arrival, inst: -1, prio: r.Attrs.Priority}
-	if s.prompt <= 0 {
-		s.prompt = drawTokens(c.In, uint64(r.ID), 1)
+	s := &seq{ID: r.ID, App: r.App, Model: c.Model, Prompt: int(r.Attrs.InTokens), Out: int(r.Attrs.OutTokens),
+		Deadline: r.Deadline, Arrival: r.Arrival, Inst: -1, Prio: r.Attrs.Priority}
+	if s.Prompt <= 0 {
+		s.Prompt = llm.DrawTokens(c.In, uint64(r.ID), llm.SaltPrompt)
 	}
-	if s.out <= 0 {
-		s.out = drawTokens(c.Out, uint64(r.ID), 2)
+	if s.Out <= 0 {
+		s.Out = llm.DrawTokens(c.Out, uint64(r.ID), llm.SaltOutput)
 	}
 	p.seqRoute(s)
 	return s
-}
-
-func drawTokens(t formats.TokenProfile, id uint64, salt uint64) int {
-	u1, u2 := u01(id, salt), u01(id, salt+100)
-	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-	x := int(math.Round(t.Mean + t.Std*z))
-	return max(1, min(x, max(t.Max, 1)))
-}
-
-// u01 is a deterministic uniform in (0, 1) from (id, salt).
-func u01(id, salt uint64) float64 {
-	h := fnv.New64a()
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], id)
-	binary.LittleEndian.PutUint64(b[8:], salt)
-	h.Write(b[:])
-	return (float64(h.Sum64()>>11) + 0.5) / (1 << 53)
 }
 
 // eligible lists the live instances with a profile for model. The lists are kept per model
@@ -378,117 +402,98 @@ func (p *Policy) capFor(model string) int {
 
 // --- per-instance FCFS / EDF queues (QLM §8 baselines) ---
 
-// plainQueue is one waiting list per instance, in FCFS or deadline order; requests are
-// round-robined over the instances able to host their model.
+// plainQueue is one engine waiting queue per instance from the LLM engine's scheduler
+// registry (vLLM's fcfs or priority, as the instance's engine settings say, or EDF);
+// requests are round-robined over the instances able to host their model.
 type plainQueue struct {
 	edf  bool
-	wait [][]*seq
+	wait []llm.Queue
 }
 
-func (q *plainQueue) less(a, b *seq, prio bool) bool {
-	if q.edf && a.deadline != b.deadline {
-		return a.deadline < b.deadline
+// policyName is the registry policy of in's queue: edf for the EDF baseline, else the
+// engine's scheduling_policy (priority when a profile of the instance sets it).
+func (q *plainQueue) policyName(in *instance) string {
+	if q.edf {
+		return edf.Name
 	}
-	if prio && a.prio != b.prio {
-		return a.prio < b.prio // scheduling_policy priority: lower first, then arrival (vLLM)
+	for _, e := range in.llms {
+		if e.m.Priority {
+			return priority.Name
+		}
 	}
-	if a.arrival != b.arrival {
-		return a.arrival < b.arrival
-	}
-	return a.id < b.id
-}
-
-func (q *plainQueue) insert(p *Policy, i int, s *seq) {
-	w := q.wait[i]
-	prio := p.priority(p.inst[i], s.model)
-	k := sort.Search(len(w), func(j int) bool { return q.less(s, w[j], prio) })
-	w = append(w, nil)
-	copy(w[k+1:], w[k:])
-	w[k] = s
-	q.wait[i] = w
+	return fcfs.Name
 }
 
 func (q *plainQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	if q.wait == nil {
-		q.wait = make([][]*seq, len(p.inst))
+		q.wait = make([]llm.Queue, len(p.inst))
+		reg := sched.Default()
+		for i, in := range p.inst {
+			w, err := reg.New(q.policyName(in))
+			if err != nil {
+				panic(err) // in-tree names
+			}
+			q.wait[i] = w
+		}
 	}
-	el := p.routed(s.model, s.gpu)
+	el := p.routed(s.Model, ext(s).gpu)
 	in := el[p.rr%len(el)]
 	p.rr++
-	s.inst = in.idx
-	q.insert(p, in.idx, s)
-	p.touch(in.idx)
-}
-
-// priority reports whether in's engine for model orders its waiting requests by priority
-// (engine scheduling_policy, LLM engine digest §2).
-func (p *Policy) priority(in *instance, model string) bool {
-	m := p.llmFor(in, model)
-	return m != nil && m.priority
+	s.Inst = in.ID
+	q.wait[in.ID].Push(s)
+	p.touch(in.ID)
 }
 
 func (q *plainQueue) head(_ *Policy, in *instance) *seq {
-	if q.wait == nil || len(q.wait[in.idx]) == 0 {
+	if q.wait == nil {
 		return nil
 	}
-	return q.wait[in.idx][0]
+	return q.wait[in.ID].Head(&in.Engine)
 }
 
-func (q *plainQueue) pop(_ *Policy, in *instance, s *seq) {
-	w := q.wait[in.idx]
-	for i, x := range w {
-		if x == s {
-			q.wait[in.idx] = append(w[:i], w[i+1:]...)
-			return
-		}
-	}
-}
+func (q *plainQueue) pop(_ *Policy, in *instance, s *seq) { q.wait[in.ID].Admit(&in.Engine, s) }
 
+// requeue: vLLM puts a preempted sequence back at the front of its waiting queue (under the
+// priority policy, and EDF, in its order).
 func (q *plainQueue) requeue(p *Policy, in *instance, s *seq) {
-	p.touch(in.idx)
-	if !q.edf && !p.priority(in, s.model) {
-		// vLLM puts a preempted sequence back at the front of its waiting queue (under
-		// the priority policy, in its priority order).
-		q.wait[in.idx] = append([]*seq{s}, q.wait[in.idx]...)
-		return
-	}
-	q.insert(p, in.idx, s)
+	p.touch(in.ID)
+	q.wait[in.ID].Requeue(&in.Engine, s)
 }
 
-// preemptFor: EDF is preemptive (QLM §8 [ours]): when the head has an earlier deadline than
-// a running sequence and KV is full, evict the latest-deadline running one (recompute).
-func (q *plainQueue) preemptFor(p *Policy, _ dataplane.Time, in *instance, h *seq, _ int) bool {
-	if !q.edf || len(in.running) == 0 || in.busy {
-		return false
-	}
-	var v *seq
-	for _, s := range in.running {
-		if v == nil || s.deadline > v.deadline || (s.deadline == v.deadline && s.id > v.id) {
-			v = s
-		}
-	}
-	if v.deadline <= h.deadline {
+// preemptFor: a queue that preempts for its head (EDF, QLM §8 [ours]: evict the
+// latest-deadline running sequence, recompute).
+func (q *plainQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, _ int) bool {
+	pf, ok := q.wait[in.ID].(llm.Preemptor)
+	if !ok {
 		return false
 	}
 	m := p.llmFor(in, in.model)
-	sw := p.opt.swap
-	p.opt.swap = false
-	p.preempt(in, v, m)
-	p.opt.swap = sw
+	if m == nil || !pf.PreemptFor(now, &in.Engine, m.Model, h) {
+		return false
+	}
+	p.touch(in.ID)
 	return true
+}
+
+func (q *plainQueue) waitingFor(_ *Policy, in *instance, limit int) int {
+	if q.wait == nil {
+		return 0
+	}
+	if c, ok := q.wait[in.ID].(llm.WaitingCounter); ok {
+		return c.Waiting(&in.Engine, in.model, limit)
+	}
+	return 0
 }
 
 func (q *plainQueue) evacuate(p *Policy, in *instance) []*seq {
 	if q.wait == nil {
 		return nil
 	}
-	out := q.wait[in.idx]
-	q.wait[in.idx] = nil
-	return out
+	return q.wait[in.ID].Drain()
 }
 
 func (q *plainQueue) empty(in *instance) bool {
-	return q.wait == nil || len(q.wait[in.idx]) == 0
+	return q.wait == nil || q.wait[in.ID].Len() == 0
 }
 
 // findsNothing: quiet instances are never stepped (othersWaiting is false).
@@ -498,16 +503,11 @@ func (q *plainQueue) findsNothing(*Policy, *instance) bool { return false }
 func (q *plainQueue) othersWaiting(*Policy) bool { return false }
 
 func (q *plainQueue) withdraw(p *Policy, s *seq) {
-	if q.wait == nil || s.inst < 0 {
+	if q.wait == nil || s.Inst < 0 {
 		return
 	}
-	w := q.wait[s.inst]
-	for i, x := range w {
-		if x == s {
-			q.wait[s.inst] = append(w[:i], w[i+1:]...)
-			p.touch(s.inst)
-			return
-		}
+	if q.wait[s.Inst].Remove(s) {
+		p.touch(s.Inst)
 	}
 }
 
@@ -522,9 +522,9 @@ func (p *Policy) OnWorkerFailure() dataplane.FailureMode { return dataplane.Fail
 
 // enqueue queues sequence s, or drops it when no live instance can serve its model.
 func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {
-	if len(p.eligible(s.model)) == 0 {
-		delete(p.seqs, s.id)
-		out.Drop(s.id, 0, dataplane.DropWorkerFailed, 0)
+	if len(p.eligible(s.Model)) == 0 {
+		delete(p.seqs, s.ID)
+		out.Drop(s.ID, 0, dataplane.DropWorkerFailed, 0)
 		return
 	}
 	p.q.add(p, now, s)
@@ -538,18 +538,13 @@ func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {
 func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.Decisions) {
 	p.stats.Failovers++
 	p.releaseOutputs(now, in, out, true)
-	orphans := append(append([]*seq(nil), in.running...), in.swapped...)
+	orphans := in.Reset()
 	p.setDown(in, true)
 	in.resOK = false
-	in.running, in.swapped, in.iter = nil, nil, nil
-	in.kvUsed, in.cpuUsed = 0, 0
-	in.busy, in.outstanding, in.loading, in.drain = false, 0, false, false
+	in.outstanding, in.loading, in.drain = 0, false, false
 	in.model, in.target, in.warm = "", "", nil
 	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
 	in.floor, in.observed = 0, 0
-	for _, s := range orphans {
-		s.kv, s.comp, s.sched, s.swapped, s.readyAt, s.inst = 0, 0, 0, false, 0, -1
-	}
 	moved := append(orphans, p.q.evacuate(p, in)...)
 	for _, s := range moved {
 		p.stats.Rerouted++

@@ -106,7 +106,7 @@ func TestEvictForTokenTime(t *testing.T) {
 			t.Errorf("request %d (app %d): outcome %v after %v µs", id, r.App, r.Outcome, done[id]-r.Arrival)
 		}
 	}
-	if p.stats.Evictions+p.stats.KVSwaps == 0 {
+	if p.Stats().Evictions+p.Stats().KVSwaps == 0 {
 		t.Error("no preemption: the interactive request cannot be on time in a batch of 21")
 	}
 }
@@ -128,7 +128,7 @@ func TestPullKeepsDeadlines(t *testing.T) {
 	}
 	// Pulling all 20 and evicting for the interactive request preempts 40 times; the check
 	// admits about 4, and evicts only if it outlives its expected output.
-	if n := p.stats.Evictions + p.stats.KVSwaps; n > 5 {
+	if n := p.Stats().Evictions + p.Stats().KVSwaps; n > 5 {
 		t.Errorf("%d preemptions: requests were pulled only to be evicted", n)
 	}
 }

@@ -90,6 +90,8 @@ type engineRun struct {
 	first, done map[dataplane.ReqID]dataplane.Time
 	reason      map[dataplane.ReqID]dataplane.DropReason
 	st          *Stats
+	// m are the run's metrics (the LLM engine summary among them).
+	m *sim.Metrics
 }
 
 // runEngine replays reqs through one instance of prof under policy pol.
@@ -125,10 +127,11 @@ func runEngine(t *testing.T, pol string, prof formats.LLMProfile, reqs []engineR
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Run(); err != nil {
+	m, err := s.Run()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return engineRun{first, done, reason, p.(*Policy).Stats()}
+	return engineRun{first, done, reason, p.(*Policy).Stats(), m}
 }
 
 // bundled reads testdata/qlm.

@@ -23,8 +23,8 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		return nil
 	}
 	m := p.llmFor(in, in.model)
-	empty := len(in.running) == 0 && len(in.swapped) == 0
-	if m != nil && len(in.running) >= m.maxSeqs && !empty {
+	empty := len(in.Running) == 0 && len(in.Swapped) == 0
+	if m != nil && len(in.Running) >= m.MaxSeqs && !empty {
 		return nil
 	}
 	// Inside Handle (not under fullStep), with no external load: an instance of a kind that
@@ -46,7 +46,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		// one per candidate; issue 15 item 4).
 		var acc float64
 		accPrev, accK := "", -1
-		for k, g := range q.vq[o.idx] {
+		for k, g := range q.vq[o.ID] {
 			if g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil || !p.allowed(in, g.model, g.gpu) {
 				continue
 			}
@@ -65,7 +65,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 				acc, accPrev, accK = q.residual(p, o), o.upcoming(), 0
 			}
 			for ; accK < k; accK++ {
-				x := q.vq[o.idx][accK]
+				x := q.vq[o.ID][accK]
 				if x.model != accPrev {
 					acc += p.swapSeconds(o, x.model)
 					accPrev = x.model
@@ -79,7 +79,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 			}
 			prev := o.model
 			if k > 0 {
-				prev = q.vq[o.idx][k-1].model
+				prev = q.vq[o.ID][k-1].model
 			}
 			if g.model != prev {
 				there += p.swapSeconds(o, g.model)
@@ -98,12 +98,12 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		case g == nil && memo:
 			q.none.add(p.ss.ver, in, empty)
 		case g != nil && known:
-			panic(fmt.Sprintf("qlm: instance %d split group %d, kept as finding nothing", in.idx, g.id))
+			panic(fmt.Sprintf("qlm: instance %d split group %d, kept as finding nothing", in.ID, g.id))
 		}
 		return g
 	}
 	if known {
-		panic(fmt.Sprintf("qlm: instance %d pulled group %d, kept as finding nothing", in.idx, best.id))
+		panic(fmt.Sprintf("qlm: instance %d pulled group %d, kept as finding nothing", in.ID, best.id))
 	}
 	from := q.vq[best.vq]
 	for i, g := range from {
@@ -112,12 +112,12 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 			break
 		}
 	}
-	best.vq = in.idx
+	best.vq = in.ID
 	for _, s := range best.members {
-		s.inst = in.idx
+		s.Inst = in.ID
 	}
-	q.vq[in.idx] = append(q.vq[in.idx], best)
-	q.mark(in.idx)
+	q.vq[in.ID] = append(q.vq[in.ID], best)
+	q.mark(in.ID)
 	p.changed()
 	p.stats.Pulls++
 	return best
@@ -135,17 +135,17 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 // priority, then earliest deadline, then lowest ID (deterministic); of the loaded model,
 // or any model on an instance with nothing running or swapped (paying the model swap).
 func (q *qlmQueue) split(p *Policy, in *instance) *group {
-	empty := len(in.running) == 0 && len(in.swapped) == 0
-	ext := p.externalSeconds(in)
+	empty := len(in.Running) == 0 && len(in.Swapped) == 0
+	extSec := p.externalSeconds(in)
 	var best *group
 	for oi := q.nextQueued(p, 0); oi >= 0; oi = q.nextQueued(p, oi+1) {
 		o := p.inst[oi]
 		// An instance whose engine reports external load takes no waiting members from an
 		// instance that would start them no later (its residual work R_g).
-		if o == in || (ext > 0 && ext >= q.residual(p, o)) {
+		if o == in || (extSec > 0 && extSec >= q.residual(p, o)) {
 			continue
 		}
-		for _, g := range q.vq[o.idx] {
+		for _, g := range q.vq[o.ID] {
 			if !g.started || len(g.members) == 0 || p.llmFor(in, g.model) == nil || (g.model != in.model && !empty) || !p.allowed(in, g.model, g.gpu) {
 				continue
 			}
@@ -158,20 +158,20 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 		return nil
 	}
 	k := len(best.members) / 2
-	g := &group{id: q.next, app: best.app, model: best.model, bucket: best.bucket, deadline: dataplane.Never, vq: in.idx,
+	g := &group{id: q.next, app: best.app, model: best.model, bucket: best.bucket, deadline: dataplane.Never, vq: in.ID,
 		mu: best.mu, sd: best.sd, maxOut: best.maxOut, prio: best.prio, gpu: best.gpu}
 	q.next++
 	g.members = append([]*seq(nil), best.members[k:]...)
 	best.members = best.members[:k:k]
 	g.size = len(g.members)
 	for _, s := range g.members {
-		s.group = g
-		s.inst = in.idx
-		g.deadline = min(g.deadline, s.deadline)
+		ext(s).group = g
+		s.Inst = in.ID
+		g.deadline = min(g.deadline, s.Deadline)
 	}
 	best.retime()
-	q.vq[in.idx] = append(q.vq[in.idx], g)
-	q.mark(in.idx)
+	q.vq[in.ID] = append(q.vq[in.ID], g)
+	q.mark(in.ID)
 	p.changed()
 	p.stats.Pulls++
 	return g
@@ -191,16 +191,16 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 // sequences only to evict them at the next one (full W_B: 8,690 evictions, 89.1% overall
 // against 90.3% on the tick).
 func (q *qlmQueue) behind(p *Policy, now dataplane.Time, in *instance) bool {
-	if len(in.running) == 0 {
+	if len(in.Running) == 0 {
 		return false
 	}
-	tight := in.running[0].slo()
-	for _, s := range in.running {
-		tight = min(tight, s.slo())
+	tight := slo(in.Running[0])
+	for _, s := range in.Running {
+		tight = min(tight, slo(s))
 	}
 	t := float64(now)/1e6 + q.residual(p, in)
 	prev := in.upcoming()
-	for _, g := range q.vq[in.idx] {
+	for _, g := range q.vq[in.ID] {
 		if len(g.members) == 0 {
 			continue
 		}
@@ -211,7 +211,7 @@ func (q *qlmQueue) behind(p *Policy, now dataplane.Time, in *instance) bool {
 		th := p.theta(in, g.model)
 		wq, _ := q.rct.Drain(len(g.members), g.mu, g.sd, th)
 		first, last := g.members[0], g.members[len(g.members)-1]
-		if first.slo() > tight && (t+wq/float64(len(g.members)) > float64(first.deadline)/1e6 || t+wq > float64(last.deadline)/1e6) {
+		if slo(first) > tight && (t+wq/float64(len(g.members)) > float64(first.Deadline)/1e6 || t+wq > float64(last.Deadline)/1e6) {
 			return true
 		}
 		t += wq
@@ -227,8 +227,8 @@ func (q *qlmQueue) behind(p *Policy, now dataplane.Time, in *instance) bool {
 // remove (paper §1), here caused by the running batch's time per token rather than its KV.
 func (q *qlmQueue) past(_ *Policy, in *instance, h *seq) *seq {
 	var best *group
-	for _, g := range q.vq[in.idx] {
-		if g == h.group || len(g.members) == 0 || g.model != in.model || g.deadline >= h.group.deadline || g.prio > h.group.prio {
+	for _, g := range q.vq[in.ID] {
+		if g == ext(h).group || len(g.members) == 0 || g.model != in.model || g.deadline >= ext(h).group.deadline || g.prio > ext(h).group.prio {
 			continue
 		}
 		if best == nil || g.deadline < best.deadline || (g.deadline == best.deadline && g.id < best.id) {

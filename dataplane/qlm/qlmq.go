@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 )
 
 // group is a request group (QLM §4, Def. 4.1): waiting requests of one class (so one model and SLO)
@@ -90,12 +91,12 @@ func (p *Policy) delta() float64 {
 
 func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	q.init(p)
-	key := groupKey{int(s.app), lenBucket(s.prompt), s.prio, s.gpu}
+	key := groupKey{int(s.App), lenBucket(s.Prompt), s.Prio, ext(s).gpu}
 	g := q.open[key]
-	cap := p.capFor(s.model)
+	cap := p.capFor(s.Model)
 	if g == nil || g.size >= cap || g.started {
-		c := &p.class[s.app]
-		g = &group{id: q.next, app: s.app, model: s.model, bucket: key.bucket, deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max, prio: s.prio, gpu: s.gpu}
+		c := &p.class[s.App]
+		g = &group{id: q.next, app: s.App, model: s.Model, bucket: key.bucket, deadline: dataplane.Never, mu: c.Out.Mean, sd: c.Out.Std, maxOut: c.Out.Max, prio: s.Prio, gpu: ext(s).gpu}
 		q.next++
 		q.open[key] = g
 		g.vq = q.place(p, now, g)
@@ -114,9 +115,9 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 	q.waiting++
 	p.changed()
 	p.touch(g.vq)
-	s.group = g
-	s.inst = g.vq
-	g.deadline = min(g.deadline, s.deadline)
+	ext(s).group = g
+	s.Inst = g.vq
+	g.deadline = min(g.deadline, s.Deadline)
 	q.predictOne(p, now, s)
 	if q.replanDue(p, now) {
 		q.replan(p, now)
@@ -130,13 +131,13 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 	switch p.opt.placement {
 	case "rr":
 		p.rr++
-		return el[(p.rr-1)%len(el)].idx
+		return el[(p.rr-1)%len(el)].ID
 	case "random":
-		return el[int(u01(uint64(g.id), p.opt.seed)*float64(len(el)))%len(el)].idx
+		return el[int(llm.U01(uint64(g.id), p.opt.seed)*float64(len(el)))%len(el)].ID
 	}
-	best, bt := el[0].idx, math.Inf(1)
+	best, bt := el[0].ID, math.Inf(1)
 	for _, in := range el {
-		t := q.drain(p, in, len(q.vq[in.idx]))
+		t := q.drain(p, in, len(q.vq[in.ID]))
 		// On an instance holding another model the group starts only after its own model
 		// replaces that one (as pull counts it): without this an idle instance of another
 		// model wins any tie with a busy one of the group's model and evicts its model for a
@@ -146,14 +147,14 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 		// simulator's same-instant ones did not). An empty instance (back from a failure)
 		// evicts nothing: loading there runs beside the busy ones, as before.
 		prev := in.upcoming()
-		if v := q.vq[in.idx]; len(v) > 0 {
+		if v := q.vq[in.ID]; len(v) > 0 {
 			prev = v[len(v)-1].model
 		}
 		if prev != "" && g.model != prev {
 			t += p.swapSeconds(in, g.model)
 		}
 		if t < bt {
-			best, bt = in.idx, t
+			best, bt = in.ID, t
 		}
 	}
 	return best
@@ -164,7 +165,7 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 	t := q.residual(p, in)
 	prev := in.upcoming()
-	for _, g := range q.vq[in.idx][:k] {
+	for _, g := range q.vq[in.ID][:k] {
 		if g.model != prev {
 			t += p.swapSeconds(in, g.model)
 			prev = g.model
@@ -184,7 +185,7 @@ func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 	// item 4).
 	if p.memoOn && in.resOK {
 		if p.checkMemo && q.residualNow(p, in) != in.res {
-			panic(fmt.Sprintf("qlm: instance %d: kept residual %v, now %v", in.idx, in.res, q.residualNow(p, in)))
+			panic(fmt.Sprintf("qlm: instance %d: kept residual %v, now %v", in.ID, in.res, q.residualNow(p, in)))
 		}
 		return in.res
 	}
@@ -202,13 +203,13 @@ func (q *qlmQueue) residualNow(p *Policy, in *instance) float64 {
 		return ext
 	}
 	var tok float64
-	for _, s := range in.running {
-		c := &p.class[s.app]
-		tok += math.Max(c.Out.Mean-float64(s.gen), 1)
+	for _, s := range in.Running {
+		c := &p.class[s.App]
+		tok += math.Max(c.Out.Mean-float64(s.Gen), 1)
 	}
-	for _, s := range in.swapped {
-		c := &p.class[s.app]
-		tok += math.Max(c.Out.Mean-float64(s.gen), 1)
+	for _, s := range in.Swapped {
+		c := &p.class[s.App]
+		tok += math.Max(c.Out.Mean-float64(s.Gen), 1)
 	}
 	r := tok / p.theta(in, in.model)
 	if ext > 0 {
@@ -237,7 +238,7 @@ func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 		in := p.inst[oi]
 		t := q.residual(p, in)
 		prev := in.upcoming()
-		for _, g := range q.vq[in.idx] {
+		for _, g := range q.vq[in.ID] {
 			if len(g.members) == 0 {
 				continue
 			}
@@ -338,7 +339,7 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 			gr := gs[k]
 			gr.vq = g
 			for _, s := range gr.members {
-				s.inst = g
+				s.Inst = g
 			}
 			q.vq[g] = append(q.vq[g], gr)
 			q.mark(g)
@@ -360,16 +361,16 @@ func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 // predictOne records the RCT estimate of a new request's completion where it joined: the
 // same terms as predict, for its group's place in its virtual queue.
 func (q *qlmQueue) predictOne(p *Policy, now dataplane.Time, s *seq) {
-	g := s.group
+	g := ext(s).group
 	in := p.inst[g.vq]
 	k := 0
-	for k < len(q.vq[in.idx]) && q.vq[in.idx][k] != g {
+	for k < len(q.vq[in.ID]) && q.vq[in.ID][k] != g {
 		k++
 	}
 	t := q.drain(p, in, k)
 	prev := in.upcoming()
 	if k > 0 {
-		prev = q.vq[in.idx][k-1].model
+		prev = q.vq[in.ID][k-1].model
 	}
 	m := p.llmFor(in, g.model)
 	if g.model != prev {
@@ -377,12 +378,12 @@ func (q *qlmQueue) predictOne(p *Policy, now dataplane.Time, s *seq) {
 	}
 	ahead := 0.0
 	for _, x := range g.members[:len(g.members)-1] {
-		ahead += p.class[x.app].Out.Mean
+		ahead += p.class[x.App].Out.Mean
 	}
-	c := &p.class[s.app]
-	c1 := t + ahead/p.theta(in, g.model) + float64(m.prefillUs(s.ctx()))/1e6 + c.Out.Mean*p.tokenSeconds(in, g.model)
-	p.stats.Predicted[s.id] = now + dataplane.Time(math.Round(c1*1e6))
-	p.stats.PredictedAt[s.id] = now
+	c := &p.class[s.App]
+	c1 := t + ahead/p.theta(in, g.model) + float64(m.PrefillUs(s.Ctx()))/1e6 + c.Out.Mean*p.tokenSeconds(in, g.model)
+	p.stats.Predicted[s.ID] = now + dataplane.Time(math.Round(c1*1e6))
+	p.stats.PredictedAt[s.ID] = now
 }
 
 // predict records the RCT estimate of every waiting request's completion under the plan
@@ -394,7 +395,7 @@ func (q *qlmQueue) predict(p *Policy, now dataplane.Time) {
 	for _, in := range p.inst {
 		t := q.residual(p, in)
 		prev := in.upcoming()
-		for _, g := range q.vq[in.idx] {
+		for _, g := range q.vq[in.ID] {
 			m := p.llmFor(in, g.model)
 			if g.model != prev {
 				t += p.swapSeconds(in, g.model)
@@ -402,10 +403,10 @@ func (q *qlmQueue) predict(p *Policy, now dataplane.Time) {
 			}
 			ahead := 0.0
 			for _, s := range g.members {
-				c := &p.class[s.app]
-				c1 := t + ahead/p.theta(in, g.model) + float64(m.prefillUs(s.ctx()))/1e6 + c.Out.Mean*p.tokenSeconds(in, g.model)
-				p.stats.Predicted[s.id] = now + dataplane.Time(math.Round(c1*1e6))
-				p.stats.PredictedAt[s.id] = now
+				c := &p.class[s.App]
+				c1 := t + ahead/p.theta(in, g.model) + float64(m.PrefillUs(s.Ctx()))/1e6 + c.Out.Mean*p.tokenSeconds(in, g.model)
+				p.stats.Predicted[s.ID] = now + dataplane.Time(math.Round(c1*1e6))
+				p.stats.PredictedAt[s.ID] = now
 				ahead += c.Out.Mean
 			}
 			mw, _ := q.rct.Drain(len(g.members), g.mu, g.sd, p.theta(in, g.model))
@@ -437,19 +438,19 @@ func (q *qlmQueue) regroup(p *Policy) []*group {
 	}
 	// Strict priorities (QLM App. A.3): Alg. 1 groups the requests of each priority apart.
 	sort.SliceStable(free, func(a, b int) bool {
-		if free[a].prio != free[b].prio {
-			return free[a].prio < free[b].prio
+		if free[a].Prio != free[b].Prio {
+			return free[a].Prio < free[b].Prio
 		}
-		if free[a].gpu != free[b].gpu {
-			return free[a].gpu < free[b].gpu
+		if ext(free[a]).gpu != ext(free[b]).gpu {
+			return ext(free[a]).gpu < ext(free[b]).gpu
 		}
-		return free[a].id < free[b].id
+		return free[a].ID < free[b].ID
 	})
 	capFor := p.capFor
 	clear(q.open)
 	for lo := 0; lo < len(free); {
 		hi := lo
-		for hi < len(free) && free[hi].prio == free[lo].prio && free[hi].gpu == free[lo].gpu {
+		for hi < len(free) && free[hi].Prio == free[lo].Prio && ext(free[hi]).gpu == ext(free[lo]).gpu {
 			hi++
 		}
 		gs = q.kmeansGroups(p, free[lo:hi], capFor, gs)
@@ -462,28 +463,28 @@ func (q *qlmQueue) regroup(p *Policy) []*group {
 func (q *qlmQueue) kmeansGroups(p *Policy, free []*seq, capFor func(string) int, gs []*group) []*group {
 	items := make([]GroupItem, len(free))
 	for i, s := range free {
-		c := &p.class[s.app]
-		items[i] = GroupItem{Model: s.model, Deadline: float64(s.deadline) / 1e6, InTokens: float64(s.prompt), OutMean: c.Out.Mean, Arrival: float64(s.arrival) / 1e6}
+		c := &p.class[s.App]
+		items[i] = GroupItem{Model: s.Model, Deadline: float64(s.Deadline) / 1e6, InTokens: float64(s.Prompt), OutMean: c.Out.Mean, Arrival: float64(s.Arrival) / 1e6}
 	}
 	for _, members := range KMeansGroups(items, capFor, p.opt.seed+uint64(p.stats.Replans)) {
 		first := free[members[0]]
-		g := &group{id: q.next, app: first.app, model: first.model, deadline: dataplane.Never, vq: first.inst, prio: first.prio, gpu: first.gpu}
+		g := &group{id: q.next, app: first.App, model: first.Model, deadline: dataplane.Never, vq: first.Inst, prio: first.Prio, gpu: ext(first).gpu}
 		q.next++
 		var mu, v float64
 		for _, i := range members {
 			s := free[i]
-			c := &p.class[s.app]
+			c := &p.class[s.App]
 			g.members = append(g.members, s)
-			g.deadline = min(g.deadline, s.deadline)
+			g.deadline = min(g.deadline, s.Deadline)
 			mu += c.Out.Mean
 			v += c.Out.Std * c.Out.Std
 			g.maxOut = max(g.maxOut, c.Out.Max)
-			s.group = g
+			ext(s).group = g
 		}
 		g.size = len(g.members)
 		g.mu, g.sd = mu/float64(len(members)), math.Sqrt(v/float64(len(members)))
 		if g.vq < 0 || p.llmFor(p.inst[g.vq], g.model) == nil || !p.allowed(p.inst[g.vq], g.model, g.gpu) {
-			g.vq = p.routed(g.model, g.gpu)[0].idx
+			g.vq = p.routed(g.model, g.gpu)[0].ID
 		}
 		gs = append(gs, g)
 	}
@@ -492,7 +493,7 @@ func (q *qlmQueue) kmeansGroups(p *Policy, free []*seq, capFor func(string) int,
 
 func (q *qlmQueue) head(p *Policy, in *instance) *seq {
 	q.init(p)
-	v := q.vq[in.idx]
+	v := q.vq[in.ID]
 	if len(v) > 0 && len(v[0].members) == 0 {
 		// Others' pulls count the drained groups' model swaps (drain).
 		p.changed()
@@ -500,9 +501,9 @@ func (q *qlmQueue) head(p *Policy, in *instance) *seq {
 	for len(v) > 0 && len(v[0].members) == 0 {
 		v = v[1:]
 	}
-	q.vq[in.idx] = v
+	q.vq[in.ID] = v
 	if len(v) == 0 {
-		q.headChanged[in.idx] = false
+		q.headChanged[in.ID] = false
 		g := q.pull(p, in)
 		if g == nil {
 			return nil
@@ -513,7 +514,7 @@ func (q *qlmQueue) head(p *Policy, in *instance) *seq {
 }
 
 func (q *qlmQueue) pop(p *Policy, _ *instance, s *seq) {
-	g := s.group
+	g := ext(s).group
 	for i, x := range g.members {
 		if x == s {
 			g.members = append(g.members[:i], g.members[i+1:]...)
@@ -536,54 +537,54 @@ func (q *qlmQueue) pop(p *Policy, _ *instance, s *seq) {
 func (g *group) retime() {
 	g.deadline = dataplane.Never
 	for _, s := range g.members {
-		g.deadline = min(g.deadline, s.deadline)
+		g.deadline = min(g.deadline, s.Deadline)
 	}
 }
 
 // requeue puts an evicted sequence back at the front of its group, and the group back at the
 // head of its instance's virtual queue when it had left it (pinned: no migration, QLM §5).
 func (q *qlmQueue) requeue(p *Policy, in *instance, s *seq) {
-	g := s.group
+	g := ext(s).group
 	g.members = append([]*seq{s}, g.members...)
 	q.waiting++
 	p.changed()
-	p.touch(in.idx)
-	q.mark(in.idx)
-	g.deadline = min(g.deadline, s.deadline)
-	for _, x := range q.vq[in.idx] {
+	p.touch(in.ID)
+	q.mark(in.ID)
+	g.deadline = min(g.deadline, s.Deadline)
+	for _, x := range q.vq[in.ID] {
 		if x == g {
 			return
 		}
 	}
 	// Behind the head group (the eviction made room for it), before the rest.
-	v := q.vq[in.idx]
+	v := q.vq[in.ID]
 	if len(v) == 0 {
-		q.vq[in.idx] = []*group{g}
+		q.vq[in.ID] = []*group{g}
 		return
 	}
-	q.vq[in.idx] = append([]*group{v[0], g}, v[1:]...)
+	q.vq[in.ID] = append([]*group{v[0], g}, v[1:]...)
 }
 
 // preemptFor is the eviction / KV-swap serving operation (QLM §5): after a replan put a new
 // group at the head of a busy instance, preempt running sequences of other groups, least
 // generated tokens first, as many as needed to admit the head group's next request.
 func (q *qlmQueue) preemptFor(p *Policy, now dataplane.Time, in *instance, h *seq, _ int) bool {
-	if !p.opt.evict || !q.headChanged[in.idx] || in.busy {
+	if !p.opt.evict || !q.headChanged[in.ID] || in.Busy {
 		return false
 	}
 	var v *seq
-	for _, s := range in.running {
+	for _, s := range in.Running {
 		// Never a sequence of the head group, nor one admitted at this instant (no
 		// admit/evict ping-pong between groups within one step).
-		if s.group == h.group || s.admitted == now {
+		if ext(s).group == ext(h).group || s.Admitted == now {
 			continue
 		}
-		if v == nil || s.gen < v.gen || (s.gen == v.gen && s.id > v.id) {
+		if v == nil || s.Gen < v.Gen || (s.Gen == v.Gen && s.ID > v.ID) {
 			v = s
 		}
 	}
 	if v == nil {
-		q.headChanged[in.idx] = false
+		q.headChanged[in.ID] = false
 		return false
 	}
 	p.preempt(in, v, p.llmFor(in, in.model))
@@ -596,7 +597,7 @@ func (q *qlmQueue) finished(*Policy, *seq) {}
 // keeps its place, with its deadline that of its remaining members (retime). An emptied group
 // leaves its virtual queue.
 func (q *qlmQueue) withdraw(p *Policy, s *seq) {
-	g := s.group
+	g := ext(s).group
 	if g == nil {
 		return
 	}
@@ -666,7 +667,7 @@ func (q *qlmQueue) recount() {
 	}
 }
 
-func (q *qlmQueue) empty(in *instance) bool { return q.vq == nil || len(q.vq[in.idx]) == 0 }
+func (q *qlmQueue) empty(in *instance) bool { return q.vq == nil || len(q.vq[in.ID]) == 0 }
 
 // findsNothing: a quiet instance's pull (and split) is known to find nothing now (pullMemo).
 func (q *qlmQueue) findsNothing(p *Policy, in *instance) bool {
@@ -683,24 +684,24 @@ func (q *qlmQueue) evacuate(p *Policy, in *instance) []*seq {
 	q.init(p)
 	p.changed()
 	var out []*seq
-	for _, g := range q.vq[in.idx] {
+	for _, g := range q.vq[in.ID] {
 		out = append(out, g.members...)
 		q.waiting -= len(g.members)
 		g.members, g.size = nil, 0
 	}
-	q.vq[in.idx] = nil
+	q.vq[in.ID] = nil
 	for k, g := range q.open {
-		if g.vq == in.idx {
+		if g.vq == in.ID {
 			delete(q.open, k)
 		}
 	}
-	q.headChanged[in.idx] = false
+	q.headChanged[in.ID] = false
 	return out
 }
 
 // admitted ends the eviction trigger: a replan's head change preempts once, at the first
 // admission round after it.
-func (q *qlmQueue) admitted(_ *Policy, in *instance) { q.headChanged[in.idx] = false }
+func (q *qlmQueue) admitted(_ *Policy, in *instance) { q.headChanged[in.ID] = false }
 
 func (q *qlmQueue) tick(p *Policy, now dataplane.Time) {
 	q.init(p)

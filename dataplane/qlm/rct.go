@@ -23,7 +23,7 @@ type rctKey struct {
 	n         int
 	mu, sd    float64
 	max       int
-	prof      *llm
+	prof      *lm
 	theta, dt float64
 }
 
@@ -49,7 +49,7 @@ func (r *RCT) Drain(n int, mu, sd, theta float64) (mean, std float64) {
 // members wait for the output tokens ahead at throughput theta (Eq. 2) and decode their own
 // at dTok seconds per token (ε·d, Eq. 4). theta and dTok are cached at 1 % resolution (they
 // are profiled over time and drift).
-func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm, theta, dTok float64) Completion {
+func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *lm, theta, dTok float64) Completion {
 	if n > 16 {
 		n = (n + 7) / 8 * 8 // cache by n rounded up to a multiple of 8 (conservative)
 	}
@@ -58,7 +58,7 @@ func (r *RCT) Completion(n int, mu, sd float64, maxOut int, m *llm, theta, dTok 
 	if c, ok := r.cache[k]; ok {
 		return c
 	}
-	pre := float64(m.prefillUs(int(math.Max(1, mu)))) / 1e6
+	pre := float64(m.PrefillUs(int(math.Max(1, mu)))) / 1e6
 	rng := rand.New(rand.NewPCG(uint64(n), 0x71a))
 	xs := make([]float64, r.Samples)
 	sum := 0.0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -42,16 +43,16 @@ func (p *Policy) buildRoutes() error {
 
 // routeGPU is the GPU type the plan's routes send s to ("" = any instance of its model).
 func (p *Policy) routeGPU(s *seq) string {
-	if int(s.app) >= len(p.routes) {
+	if int(s.App) >= len(p.routes) {
 		return ""
 	}
-	rs := p.routes[s.app]
+	rs := p.routes[s.App]
 	if len(rs) == 0 {
 		return ""
 	}
 	best, bd := -1, math.Inf(1)
 	for i, r := range rs {
-		d := math.Abs(r.InputTokens-float64(s.prompt)) + math.Abs(r.OutputTokens-float64(s.out))
+		d := math.Abs(r.InputTokens-float64(s.Prompt)) + math.Abs(r.OutputTokens-float64(s.Out))
 		if d < bd {
 			best, bd = i, d
 		}
@@ -63,7 +64,7 @@ func (p *Policy) routeGPU(s *seq) string {
 	if tot <= 0 {
 		return ""
 	}
-	u := u01(uint64(s.id), 3) * tot
+	u := llm.U01(uint64(s.ID), 3) * tot
 	for _, g := range rs[best].GPUs {
 		if u < g.Share {
 			return g.GPU
@@ -107,4 +108,4 @@ func (p *Policy) allowed(in *instance, model, gpu string) bool {
 }
 
 // seqRoute stamps s with its route (newSeq's caller).
-func (p *Policy) seqRoute(s *seq) { s.gpu = p.routeGPU(s) }
+func (p *Policy) seqRoute(s *seq) { ext(s).gpu = p.routeGPU(s) }

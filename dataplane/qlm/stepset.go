@@ -107,14 +107,14 @@ func (p *Policy) touchAll() {
 
 // classify records, after in's step, whether stepping it again would be a no-op.
 func (p *Policy) classify(in *instance, sq stepQueue) {
-	w, b := in.idx/64, uint64(1)<<(in.idx%64)
+	w, b := in.ID/64, uint64(1)<<(in.ID%64)
 	p.ss.inert[w] &^= b
 	p.ss.quiet[w] &^= b
 	p.ss.idle[w] &^= b
 	switch {
-	case in.busy || in.loading || in.down:
+	case in.Busy || in.loading || in.down:
 		p.ss.inert[w] |= b
-	case len(in.running) == 0 && len(in.swapped) == 0 && sq.empty(in):
+	case len(in.Running) == 0 && len(in.Swapped) == 0 && sq.empty(in):
 		p.ss.quiet[w] |= b
 	}
 }
@@ -189,7 +189,7 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 func (p *Policy) checkIdle(in *instance) {
 	if qq, ok := p.q.(*qlmQueue); ok {
 		if g := qq.pull(p, in); g != nil {
-			panic(fmt.Sprintf("qlm: idle instance %d pulled group %d", in.idx, g.id))
+			panic(fmt.Sprintf("qlm: idle instance %d pulled group %d", in.ID, g.id))
 		}
 	}
 }

@@ -14,19 +14,19 @@ func (p *Policy) VisibleTokens(id dataplane.ReqID) (n int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	if s.ttft == 0 {
+	if s.TTFT == 0 {
 		return 0, true
 	}
-	if s.fin {
+	if s.Fin {
 		// Every token is computed: the answer, stamped when the output delay ends, carries
 		// the count (a request without max_tokens is answered with it).
-		return s.gen, true
+		return s.Gen, true
 	}
 	delay := 0
-	if s.inst >= 0 && s.inst < len(p.inst) {
-		if m := p.llmFor(p.inst[s.inst], s.model); m != nil {
-			delay = m.outDelay
+	if s.Inst >= 0 && s.Inst < len(p.inst) {
+		if m := p.llmFor(p.inst[s.Inst], s.Model); m != nil {
+			delay = m.OutDelay
 		}
 	}
-	return min(max(s.gen-delay, 1), s.gen), true
+	return min(max(s.Gen-delay, 1), s.Gen), true
 }

@@ -163,6 +163,20 @@ type Metrics struct {
 	Events   int64         `json:"events"`
 	// EndUs is when the last request finished (the run's wall time in virtual µs).
 	EndUs int64 `json:"end_us"`
+	// LLMEngine is what the policy that drove LLM engines reports of the run (nil for
+	// other systems, so their reports are unchanged).
+	LLMEngine *LLMEngine `json:"llm_engine,omitempty"`
+}
+
+// LLMEngine is a run's LLM engine summary (dataplane/llm.RunStats): the policy that ran,
+// the preemption events (vLLM's vllm:num_preemptions_total counts events) and the distinct
+// requests preempted, and every engine setting that differs from vLLM's defaults, as
+// "name=value".
+type LLMEngine struct {
+	Policy            string   `json:"policy"`
+	Preemptions       int64    `json:"preemptions"`
+	PreemptedRequests int64    `json:"preempted_requests"`
+	Settings          []string `json:"settings,omitempty"`
 }
 
 // AppMetrics are one application's (or the total's) request outcomes.

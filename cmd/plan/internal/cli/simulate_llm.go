@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
@@ -198,5 +199,14 @@ func printLLMTable(app *App, points []sim.Point) {
 	app.Table([]string{"load", "class", "ttft p50/p90/p99 ms", "tpot p50/p90/p99 ms", "e2e p50/p90/p99 ms", "mean ttft/tpot/e2e ms", "out tok/s", "missed ttft/tpot"}, rows)
 	if unstamped {
 		fmt.Fprintln(app.Out, "note: the policy stamped no first token for some answered requests: they have no TTFT or TPOT sample (see the report's llm.unstamped)")
+	}
+	for _, p := range points {
+		if e := p.LLMEngine; e != nil {
+			settings := "vLLM defaults"
+			if len(e.Settings) > 0 {
+				settings = strings.Join(e.Settings, ", ")
+			}
+			fmt.Fprintf(app.Out, "engine at load %.2f: policy %s, %d preemptions (%d requests); settings: %s\n", p.Load, e.Policy, e.Preemptions, e.PreemptedRequests, settings)
+		}
 	}
 }

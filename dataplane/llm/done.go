@@ -1,0 +1,211 @@
+package llm
+
+import (
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Output is a token computed but not yet at its client: a first token, a last one, or both.
+type Output struct {
+	S           *Seq
+	First, Last bool
+	// left is the steps still to end before it is stamped.
+	left int
+}
+
+// Done applies the iteration in flight at its end time now: outputs whose delay ended are
+// emitted first; every sequence's computed tokens grow by what the step computed; one that
+// computed all it needed produces a token (its first, or its last), emitted now when m has no
+// output delay, else queued for the delay (digest §2.5). Finished sequences leave the
+// running batch and free their blocks now (release same_step) or after one more step
+// (next_step: V0's async output processing and V1's async scheduling free them one step
+// later, llm-engine-2 §1). m may be nil (the model was switched away): outputs are then
+// emitted at once. Sequences of the iteration the owner withdrew (Abort) are gone already.
+func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Output)) {
+	e.ReleaseOutputs(now, false, emit)
+	for _, s := range e.Iter {
+		if s.Fin {
+			// Finished in the step before (release next_step): this was its extra step.
+			s.Sched, s.freeNow = 0, true
+			continue
+		}
+		s.Comp += s.Sched
+		s.Sched = 0
+		if s.Comp < s.Prompt+s.Gen {
+			continue // mid-prompt: a chunk
+		}
+		s.Gen++
+		first, last := s.Gen == 1, s.Gen >= s.Out
+		if last {
+			s.Fin = true
+		}
+		if first || last {
+			o := Output{S: s, First: first, Last: last}
+			delay := 0
+			if m != nil {
+				delay = m.OutDelay
+				if last && m.Release == formats.ReleaseNextStep {
+					// The finished request runs one more step before its stop is processed
+					// (V0's async output processing: "an extra decode run is done to process
+					// the final tokens", llm-engine-2 §1): it completes no earlier than then.
+					delay = max(delay, 1)
+				}
+			}
+			if delay == 0 {
+				emit(o)
+			} else {
+				o.left = delay
+				e.Outq = append(e.Outq, o)
+			}
+		}
+	}
+	lag := m != nil && m.Release == formats.ReleaseNextStep
+	fin, _ := sch.(Finisher)
+	keep := e.Running[:0]
+	for _, s := range e.Running {
+		if s.Fin && (!lag || s.freeNow) {
+			e.KVUsed -= s.KV
+			s.KV = 0
+			if fin != nil {
+				fin.Finished(e, s)
+			}
+			continue
+		}
+		keep = append(keep, s)
+	}
+	clear(e.Running[len(keep):])
+	e.Running = keep
+	e.Iter = e.Iter[:0]
+	e.Busy = false
+}
+
+// ReleaseOutputs counts one more step ended for the outputs in flight and emits those due
+// (all of them when all: the instance went idle or down, nothing delays its output).
+func (e *Engine) ReleaseOutputs(now dataplane.Time, all bool, emit func(Output)) {
+	keep := e.Outq[:0]
+	for _, o := range e.Outq {
+		o.left--
+		if all || o.left <= 0 {
+			emit(o)
+			continue
+		}
+		keep = append(keep, o)
+	}
+	clear(e.Outq[len(keep):])
+	e.Outq = keep
+}
+
+// DropOutputs forgets s's outputs in flight (its request was cancelled).
+func (e *Engine) DropOutputs(s *Seq) {
+	keep := e.Outq[:0]
+	for _, o := range e.Outq {
+		if o.S != s {
+			keep = append(keep, o)
+		}
+	}
+	clear(e.Outq[len(keep):])
+	e.Outq = keep
+}
+
+// Preempt takes victim v out of the running batch (digest §2.3, llm-engine-2 §1): a KV swap
+// to CPU memory when allowed (allowSwap, or the engine's swap settings) and it pays under
+// m's mode, else recompute: its blocks are freed, its generated tokens kept, and the
+// scheduler requeues it to compute prompt + generated again. Each is one preemption event.
+// A sequence that finished and only waits for its blocks to free (release next_step) just
+// frees them.
+func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
+	for i, s := range e.Running {
+		if s == v {
+			e.Running = append(e.Running[:i], e.Running[i+1:]...)
+			break
+		}
+	}
+	e.KVUsed -= v.KV
+	v.Sched = 0
+	if v.Fin {
+		v.KV = 0
+		if fin, ok := sch.(Finisher); ok {
+			fin.Finished(e, v)
+		}
+		return
+	}
+	c := e.counters()
+	c.Preemptions.Add(1)
+	v.Preemptions++
+	if v.Preemptions == 1 {
+		c.PreemptedReqs++
+	}
+	bytes := int64(v.KV) * m.KVBytes
+	swap := false
+	if (allowSwap || m.SwapAlways) && !v.Prefilling() {
+		switch m.Preempt {
+		case "swap":
+			swap = e.CPUUsed+bytes <= m.CPUSwap
+		case "auto":
+			swap = e.CPUUsed+bytes <= m.CPUSwap && 2*float64(bytes)/m.HostBytesPerUs < float64(m.PrefillUs(v.Ctx()))
+		}
+	}
+	if swap {
+		e.CPUUsed += bytes
+		v.Swapped = true
+		e.Swapped = append(e.Swapped, v)
+		c.KVSwaps++
+		return
+	}
+	v.KV, v.Comp = 0, 0
+	c.Evictions++
+	sch.Requeue(e, v)
+}
+
+// Abort takes s out of the running batch, the iteration in flight or the swapped set and
+// frees its KV (GPU or CPU; m may be nil when the engine no longer runs s's model); false
+// when the engine holds none of it. vLLM aborts a request whose client disconnected (digest
+// §4).
+func (e *Engine) Abort(s *Seq, m *Model) bool {
+	found := false
+	for i, x := range e.Running {
+		if x == s {
+			e.Running = append(e.Running[:i], e.Running[i+1:]...)
+			e.KVUsed -= s.KV
+			found = true
+			break
+		}
+	}
+	for i, x := range e.Iter {
+		if x == s {
+			e.Iter = append(e.Iter[:i], e.Iter[i+1:]...)
+			break
+		}
+	}
+	if !found {
+		for i, x := range e.Swapped {
+			if x == s {
+				e.Swapped = append(e.Swapped[:i], e.Swapped[i+1:]...)
+				if m != nil {
+					e.CPUUsed -= int64(s.KV) * m.KVBytes
+				}
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return false
+	}
+	s.KV, s.Swapped, s.Comp, s.Sched = 0, false, 0, 0
+	return true
+}
+
+// Reset empties the engine (its instance failed): running and swapped sequences lose their
+// KV and computed tokens, keep what they generated, and are returned in that order for the
+// owner to queue again (QLM §5's eviction).
+func (e *Engine) Reset() []*Seq {
+	orphans := append(append([]*Seq(nil), e.Running...), e.Swapped...)
+	e.Running, e.Swapped, e.Iter = nil, nil, nil
+	e.KVUsed, e.CPUUsed = 0, 0
+	e.Busy = false
+	for _, s := range orphans {
+		s.KV, s.Comp, s.Sched, s.Swapped, s.ReadyAt, s.Inst = 0, 0, 0, false, 0, -1
+	}
+	return orphans
+}

@@ -1,0 +1,200 @@
+package llm
+
+import (
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Model is one model's engine on one GPU type, resolved from its profile: the step-time
+// curves and the engine settings (formats.LLMEngine, vLLM's flag names, LLM engine digest §4
+// and llm-engine-2 §1), each read once, here.
+type Model struct {
+	// Name is the model's name (the profile's).
+	Name string
+	Prof *formats.LLMProfile
+	// Prefill and Decode are the step-time curves over scheduled tokens; CtxUs the cost per
+	// context token the scheduled sequences' caches hold (digest §2.4).
+	Prefill, Decode PWL
+	CtxUs           float64
+	// MaxBatched (B) and MaxSeqs (S) are the step's token and sequence budgets.
+	MaxBatched, MaxSeqs int
+	// Chunked, MaxPartial, OutDelay and MaxModelLen are the engine settings of digest §2
+	// and §4.
+	Chunked     bool
+	MaxPartial  int
+	OutDelay    int
+	MaxModelLen int
+	// Priority: waiting requests by priority, then arrival (scheduling_policy priority).
+	Priority bool
+	// SwapAlways: preemption swaps KV to CPU memory whatever the policy asks (swap_space set,
+	// or preemption_mode swap).
+	SwapAlways bool
+	// Block is the KV block in tokens; KVCap the KV cache in tokens; KVBytes per token.
+	Block   int
+	KVCap   int
+	KVBytes int64
+	// Preempt is how a preempted sequence leaves: auto (swap when the KV round trip beats
+	// recomputing and swap space allows), swap or evict (recompute).
+	Preempt        string
+	CPUSwap        int64
+	HostBytesPerUs float64
+	// Alloc is when KV blocks are taken (formats.KVAlloc*), Watermark the fraction of
+	// blocks admission keeps free, Release when a finished request's blocks are free again
+	// (formats.Release*): llm-engine-2 §1.
+	Alloc     string
+	Watermark float64
+	Release   string
+}
+
+// NewModel resolves a profile's engine: vLLM V1's defaults (formats.DefaultBatchedTokens,
+// block 16, chunked prefill, one partial prefill, a one-step output delay), the older
+// iteration fields, then the profile's engine settings, which win.
+func NewModel(p *formats.LLMProfile) *Model {
+	b, seqs := formats.DefaultBatchedTokens(p.GPU)
+	m := &Model{Name: p.Model, Prof: p, MaxBatched: b, MaxSeqs: seqs, Block: 16, KVCap: int(p.KVCapacityTokens), KVBytes: p.KVBytesPerToken,
+		Chunked: true, MaxPartial: 1, OutDelay: 1, Preempt: "auto",
+		Alloc: formats.KVAllocDefault, Release: formats.ReleaseDefault}
+	host := p.HostLinkGBps
+	if host <= 0 {
+		host = 25
+	}
+	m.HostBytesPerUs = host * 1e3
+	if it := p.Iteration; it != nil {
+		m.Prefill, m.Decode, m.CtxUs = it.Prefill, it.Decode, it.DecodeUsPerContextToken
+		if it.MaxBatchedTokens > 0 {
+			m.MaxBatched = it.MaxBatchedTokens
+		}
+		if it.MaxSeqs > 0 {
+			m.MaxSeqs = it.MaxSeqs
+		}
+		if it.BlockTokens > 0 {
+			m.Block = it.BlockTokens
+		}
+		if it.PreemptMode != "" {
+			m.Preempt = it.PreemptMode
+		}
+		m.CPUSwap = it.CPUSwapBytes
+	} else {
+		// Without an iteration model: prefill = base + per-token·n, decode = the profiled
+		// step at the average batch (flat).
+		m.Prefill = PWL{{Tokens: 1, Us: p.PrefillBaseUs + p.PrefillUsPerToken}, {Tokens: 2, Us: p.PrefillBaseUs + 2*p.PrefillUsPerToken}}
+		m.Decode = PWL{{Tokens: 1, Us: p.DecodeUsPerToken}}
+	}
+	m.engine(p.Engine)
+	if p.Engine == nil || p.Engine.Watermark == nil {
+		m.Watermark = formats.DefaultWatermark(m.Alloc)
+	}
+	return m
+}
+
+// engine applies the profile's engine settings over the defaults and the older iteration
+// fields they replace (max_batched_tokens, max_seqs, block_tokens, cpu_swap_bytes: still
+// read, the engine's win).
+func (m *Model) engine(e *formats.LLMEngine) {
+	if e == nil {
+		return
+	}
+	if e.MaxNumBatchedTokens > 0 {
+		m.MaxBatched = e.MaxNumBatchedTokens
+	}
+	if e.MaxNumSeqs > 0 {
+		m.MaxSeqs = e.MaxNumSeqs
+	}
+	if e.BlockSize > 0 {
+		m.Block = e.BlockSize
+	}
+	m.Chunked = e.Chunked()
+	if e.MaxNumPartialPrefills > 0 {
+		m.MaxPartial = e.MaxNumPartialPrefills
+	}
+	if e.OutputDelaySteps != nil {
+		m.OutDelay = max(*e.OutputDelaySteps, 0)
+	}
+	m.MaxModelLen = e.MaxModelLen
+	if e.SwapSpace > 0 {
+		m.CPUSwap = int64(e.SwapSpace * float64(1<<30) * float64(max(m.Prof.GPUCount, 1)))
+		m.Preempt, m.SwapAlways = "swap", true
+	}
+	switch e.PreemptionMode {
+	case formats.PreemptionRecompute:
+		// vLLM's preemption_mode recompute: never a swap, whatever swap space or policy.
+		m.Preempt, m.SwapAlways = "evict", false
+	case formats.PreemptionSwap:
+		m.Preempt, m.SwapAlways = "swap", true
+	}
+	m.Priority = e.SchedulingPolicy == "priority"
+	if e.KVAllocation != "" {
+		m.Alloc = e.KVAllocation
+	}
+	if e.Watermark != nil {
+		m.Watermark = *e.Watermark
+	}
+	if e.Release != "" {
+		m.Release = e.Release
+	}
+}
+
+// PrefillUs is the time to prefill an n-token prompt alone: whole steps of the token budget
+// (chunked prefill, LLM engine digest §2) and the rest, in whole µs (estimators read it).
+func (m *Model) PrefillUs(n int) dataplane.Time {
+	t := 0.0
+	if m.Chunked && m.MaxBatched > 0 && n > m.MaxBatched {
+		t = float64(n/m.MaxBatched) * m.Prefill.At(m.MaxBatched)
+		n %= m.MaxBatched
+	}
+	if n > 0 {
+		t += m.Prefill.At(n)
+	}
+	return dataplane.Time(math.Round(t))
+}
+
+// StepUs is the time of one engine step computing tokens tokens, pre of them prompt (or
+// recomputed) tokens, over sequences whose caches will hold ctx tokens: the
+// prefill-containing curve when pre > 0, else the decode-only curve, both over the scheduled
+// tokens, plus the per-context-token term (LLM engine digest §2.4).
+func (m *Model) StepUs(tokens, pre, ctx int) dataplane.Time {
+	c := m.Decode
+	if pre > 0 {
+		c = m.Prefill
+	}
+	return dataplane.Time(math.Round(c.At(tokens) + m.CtxUs*float64(ctx)))
+}
+
+// DecodeUs is the time of a decode step advancing b sequences whose caches hold ctx tokens,
+// in whole µs.
+func (m *Model) DecodeUs(b, ctx int) dataplane.Time {
+	return dataplane.Time(math.Round(m.Decode.At(b) + m.CtxUs*float64(ctx)))
+}
+
+// Blocks rounds a token count up to whole KV blocks (in tokens).
+func (m *Model) Blocks(tokens int) int { return (tokens + m.Block - 1) / m.Block * m.Block }
+
+// WatermarkTokens is the KV space admission keeps free, in tokens of whole blocks:
+// int(watermark × num_gpu_blocks) blocks (vLLM's watermark_blocks, llm-engine-2 §1).
+func (m *Model) WatermarkTokens() int {
+	return int(m.Watermark*float64(m.KVCap/m.Block)) * m.Block
+}
+
+// MaxPrompt is the longest prompt (plus generated tokens after a recompute) the engine can
+// ever admit: the KV cache in whole blocks, less the watermark under admission allocation
+// (vLLM V0's can_allocate answers NEVER when total − need < watermark blocks).
+func (m *Model) MaxPrompt() int {
+	c := m.KVCap / m.Block * m.Block
+	if m.Alloc == formats.KVAllocAdmission {
+		c -= m.WatermarkTokens()
+	}
+	return c
+}
+
+// IterationUs evaluates a profile's iteration model: the forward time in whole µs of a
+// prefill over prefillTokens prompt tokens (decode = false) or of a decode step advancing
+// seqs sequences holding ctx context tokens (decode = true).
+func IterationUs(p *formats.LLMProfile, decode bool, prefillTokens, seqs, ctx int) dataplane.Time {
+	m := NewModel(p)
+	if decode {
+		return m.DecodeUs(seqs, ctx)
+	}
+	return m.PrefillUs(prefillTokens)
+}

@@ -1,0 +1,128 @@
+package llm
+
+import (
+	"slices"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// Request is one request of a Replay: its arrival and token counts (and, for the policies
+// that read them, its priority and deadline).
+type Request struct {
+	ID       dataplane.ReqID
+	Arrival  dataplane.Time
+	Prompt   int
+	Out      int
+	Prio     int32
+	Deadline dataplane.Time
+}
+
+// Result is what a Replay measured of one request: when its first token and its last reached
+// the client (absolute µs), or that the engine refused it at arrival (it can never fit the
+// KV cache, max_model_len, or a whole-prompt budget with chunked prefill off).
+type Result struct {
+	ID               dataplane.ReqID
+	FirstToken, Done dataplane.Time
+	Refused          bool
+	Preemptions      int
+}
+
+// Refuses reports whether the engine can never admit a request of prompt and out tokens
+// (LLM engine digest §2 and §4, llm-engine-2 §1): its KV at the last token exceeds the cache,
+// its prompt exceeds what admission allows, prompt + output exceeds max_model_len, or chunked
+// prefill is off and the prompt exceeds the token budget.
+func (m *Model) Refuses(prompt, out int) bool {
+	return prompt+out > m.KVCap/m.Block*m.Block || prompt > m.MaxPrompt() ||
+		(m.MaxModelLen > 0 && prompt+out > m.MaxModelLen) || (!m.Chunked && prompt > m.MaxBatched)
+}
+
+// Replay runs one engine of model m over reqs in virtual time with waiting queue q, the
+// engine alone (no deployment): the same rules QLM's instances and the simulator follow.
+// Requests arriving at one instant are considered together: an idle engine starts its step
+// 1 µs after them (the arrival hold); a step follows the last one at once while there is
+// work; the outputs an idle engine still holds reach their clients when it goes idle. At
+// one instant, arrivals are queued before a step that ends then is applied.
+func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return int(reqs[a].Arrival - reqs[b].Arrival) })
+	res := make([]Result, len(reqs))
+	seqs := make([]*Seq, len(reqs))
+	at := map[*Seq]int{}
+	e := &Engine{Ctr: &Counters{}}
+	emit := func(now dataplane.Time) func(Output) {
+		return func(o Output) {
+			r := &res[at[o.S]]
+			if o.First {
+				r.FirstToken = now
+			}
+			if o.Last {
+				r.Done = now
+			}
+		}
+	}
+	next, end, hold, wake := 0, dataplane.Never, dataplane.Time(-1), dataplane.Never
+	for {
+		tA := dataplane.Never
+		if next < len(order) {
+			tA = reqs[order[next]].Arrival
+		}
+		tT := wake
+		if hold >= 0 {
+			tT = min(tT, hold)
+		}
+		now := min(tA, end, tT)
+		if now == dataplane.Never {
+			break
+		}
+		switch {
+		case now == tA:
+			for next < len(order) && reqs[order[next]].Arrival == now {
+				i := order[next]
+				next++
+				r := reqs[i]
+				res[i] = Result{ID: r.ID, FirstToken: dataplane.Never, Done: dataplane.Never}
+				if m.Refuses(r.Prompt, r.Out) {
+					res[i].Refused = true
+					continue
+				}
+				s := &Seq{ID: r.ID, Model: m.Name, Prompt: r.Prompt, Out: r.Out, Arrival: r.Arrival, Deadline: r.Deadline, Prio: r.Prio, Inst: -1}
+				seqs[i], at[s] = s, i
+				q.Push(s)
+			}
+			if hold <= now {
+				hold = now + 1
+			}
+		case now == end:
+			e.Done(now, m, q, emit(now))
+			end = dataplane.Never
+		default:
+			if hold == now {
+				hold = -1
+			}
+			if wake == now {
+				wake = dataplane.Never
+			}
+		}
+		if e.Busy || (hold > now && len(e.Running) == 0 && len(e.Swapped) == 0) {
+			continue
+		}
+		it, ok, w := e.Step(now, m, q, true)
+		if ok {
+			end = now + max(it.Dur, 1)
+			continue
+		}
+		if w != dataplane.Never {
+			wake = w
+		}
+		e.ReleaseOutputs(now, true, emit(now))
+	}
+	for i, s := range seqs {
+		if s != nil {
+			res[i].Preemptions = s.Preemptions
+		}
+	}
+	return res, e.Ctr
+}

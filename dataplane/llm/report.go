@@ -1,0 +1,55 @@
+package llm
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// RunStats is what a policy that drives LLM engines reports of a run (simulate's LLM
+// report): the policy's name, the preemption events of all its engines (vLLM's
+// vllm:num_preemptions_total, llm-engine-2 §1 "Counter") and the distinct requests
+// preempted, and the engine settings that differ from vLLM's defaults.
+type RunStats struct {
+	Policy            string
+	Preemptions       int64
+	PreemptedRequests int64
+	Settings          []string
+}
+
+// StatsReporter is implemented by policies that drive LLM engines.
+type StatsReporter interface {
+	EngineStats() RunStats
+}
+
+// NonDefault lists, as "name=value" in formats.LLMEngine's order, the engine settings of m
+// that differ from what a profile of the same GPU without settings would run (vLLM V1's
+// defaults, formats.LLMEngine): what a report must name for a reader to reproduce the run.
+func (m *Model) NonDefault() []string {
+	d := NewModel(&formats.LLMProfile{Model: m.Name, GPU: m.Prof.GPU, GPUCount: m.Prof.GPUCount, KVCapacityTokens: m.Prof.KVCapacityTokens})
+	var out []string
+	add := func(name string, differs bool, v string) {
+		if differs {
+			out = append(out, name+"="+v)
+		}
+	}
+	itoa := strconv.Itoa
+	add("max_num_batched_tokens", m.MaxBatched != d.MaxBatched, itoa(m.MaxBatched))
+	add("max_num_seqs", m.MaxSeqs != d.MaxSeqs, itoa(m.MaxSeqs))
+	add("block_size", m.Block != d.Block, itoa(m.Block))
+	add("enable_chunked_prefill", m.Chunked != d.Chunked, strconv.FormatBool(m.Chunked))
+	add("max_num_partial_prefills", m.MaxPartial != d.MaxPartial, itoa(m.MaxPartial))
+	add("max_model_len", m.MaxModelLen != d.MaxModelLen, itoa(m.MaxModelLen))
+	if e := m.Prof.Engine; e != nil {
+		add("swap_space", e.SwapSpace > 0, strconv.FormatFloat(e.SwapSpace, 'g', -1, 64))
+		add("enable_prefix_caching", e.EnablePrefixCaching, "true")
+		add("preemption_mode", e.PreemptionMode != "", e.PreemptionMode)
+	}
+	add("scheduling_policy", m.Priority, "priority")
+	add("output_delay_steps", m.OutDelay != d.OutDelay, itoa(m.OutDelay))
+	add("kv_allocation", m.Alloc != d.Alloc, m.Alloc)
+	add("watermark", m.Watermark != formats.DefaultWatermark(m.Alloc), fmt.Sprint(m.Watermark))
+	add("release", m.Release != d.Release, m.Release)
+	return out
+}

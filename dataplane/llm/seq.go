@@ -1,0 +1,56 @@
+package llm
+
+import "github.com/plan-dev/plan/dataplane"
+
+// Seq is one request as an engine sequence (LLM engine digest §1): its prompt and output
+// lengths, the tokens computed and generated so far, the KV it holds and its part in the
+// iteration in flight. Policies read and keep Seqs; the engine alone changes the fields
+// below KV.
+type Seq struct {
+	ID    dataplane.ReqID
+	App   dataplane.AppID
+	Model string
+	// Prompt and Out are the prompt and output lengths in tokens; Gen the tokens generated.
+	Prompt, Out, Gen int
+	// Arrival and Deadline are the request's; Prio its priority (vLLM's: lower first).
+	Arrival, Deadline dataplane.Time
+	Prio              int32
+	// Inst is the engine that holds or queues it (Engine.ID; -1: none yet).
+	Inst int
+	// TTFT is its time to first token once stamped (0 before).
+	TTFT dataplane.Time
+	// Tag is the scheduler policy's own per-request data (QLM: its request group).
+	Tag any
+
+	// KV is the KV cache it holds, in tokens of whole blocks (0 while waiting).
+	KV int
+	// Comp is how many of its tokens the KV cache holds computed (vLLM's
+	// num_computed_tokens): prompt chunks, then one per generated token; back to 0 after a
+	// recompute preemption (prompt + generated are computed again).
+	Comp int
+	// Sched is the tokens the iteration in flight computes for it (0 when not in it).
+	Sched int
+	// Fin: its last token is computed; its completion waits for the output delay.
+	Fin bool
+	// Swapped: preempted by a GPU→CPU KV swap; ReadyAt is when its swap-in ends.
+	Swapped bool
+	ReadyAt dataplane.Time
+	// Started: it was admitted once; Admitted is when it last joined a running batch.
+	Started  bool
+	Admitted dataplane.Time
+	// Preemptions counts its preemptions (vLLM V1's per-request num_preemptions).
+	Preemptions int
+	// freeNow: finished under release next_step, it ran its extra step and its blocks free
+	// at this iteration's end.
+	freeNow bool
+}
+
+// Ctx is the tokens of its context: prompt plus generated.
+func (s *Seq) Ctx() int { return s.Prompt + s.Gen }
+
+// Need is the tokens it must compute before its next output token: its whole prompt (plus
+// generated tokens after a recompute) less what is computed, 1 in decode.
+func (s *Seq) Need() int { return s.Prompt + s.Gen - s.Comp }
+
+// Prefilling: its next tokens are prompt (or recomputed) tokens, not a decode.
+func (s *Seq) Prefilling() bool { return s.Need() > 1 || s.Comp < s.Prompt }
