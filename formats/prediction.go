@@ -76,11 +76,26 @@ type AppPrediction struct {
 	// token at p99 (absent for other applications).
 	TTFTP99Ms *float64 `json:"ttft_p99_ms,omitempty"`
 	TPOTP99Ms *float64 `json:"tpot_p99_ms,omitempty"`
-	// Meets: Attainment ≥ Target.
+	// SLOs are an LLM class's SLOs each judged at its own percentile (slo_percentile,
+	// ttft_percentile, tpot_percentile): the share of requests that met it (absent for
+	// other applications).
+	SLOs []PredictedSLO `json:"slos,omitempty"`
+	// Meets: every SLO of SLOs met where there are any, else Attainment ≥ Target.
 	Meets bool `json:"meets"`
 	// SustainedRPS is the highest rate (a load factor tried × RateRPS) at which this
 	// application meets its target, and every lower load tried too: what a user can size by.
 	SustainedRPS float64 `json:"sustained_rps"`
+}
+
+// PredictedSLO is one SLO of an LLM class judged at its percentile.
+type PredictedSLO struct {
+	// SLO is slo (end to end), ttft_slo or tpot_slo; LimitMs its bound (TPOT: per token).
+	SLO        string  `json:"slo"`
+	LimitMs    float64 `json:"limit_ms"`
+	Percentile float64 `json:"percentile"`
+	// Share is the share of the class's requests that met it (dropped ones met none).
+	Share float64 `json:"share"`
+	Meets bool    `json:"meets"`
 }
 
 // validate checks a prediction on its own: shares in [0, 1], counts and times ≥ 0, Meets
@@ -123,7 +138,22 @@ func (pr *Prediction) validate(v *validator, p string) {
 		if !(a.Target > 0 && a.Target < 1) {
 			v.add(field(q, "target"), a.Target, "must be in (0, 1)")
 		}
-		if a.Meets != (a.Attainment >= a.Target) {
+		if len(a.SLOs) > 0 {
+			all := true
+			for j, c := range a.SLOs {
+				r := idx(field(q, "slos"), j)
+				if !(c.Share >= 0 && c.Share <= 1) {
+					v.add(field(r, "share"), c.Share, "must be in [0, 1]")
+				}
+				if c.Meets != (c.Share >= c.Percentile) {
+					v.add(field(r, "meets"), c.Meets, "must say whether share %g >= percentile %g", c.Share, c.Percentile)
+				}
+				all = all && c.Meets
+			}
+			if a.Meets != all {
+				v.add(field(q, "meets"), a.Meets, "must say whether every SLO of slos is met")
+			}
+		} else if a.Meets != (a.Attainment >= a.Target) {
 			v.add(field(q, "meets"), a.Meets, "must say whether attainment %g >= target %g", a.Attainment, a.Target)
 		}
 		meets = meets && a.Meets

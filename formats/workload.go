@@ -129,12 +129,39 @@ type LLMClass struct {
 	// TTFTSLO bounds the time to first token and TPOTSLO the mean time per output token
 	// after the first (LLM engine digest §3: SLOs of DistServe and Dynamo's planner); 0 =
 	// none. A request meets its class's SLOs only if it meets every one the class sets.
-	TTFTSLO      Duration     `json:"ttft_slo,omitempty"`
-	TPOTSLO      Duration     `json:"tpot_slo,omitempty"`
-	Interactive  bool         `json:"interactive,omitempty"`
-	RateRPS      float64      `json:"rate_rps"`
-	InputTokens  TokenProfile `json:"input_tokens"`
-	OutputTokens TokenProfile `json:"output_tokens"`
+	TTFTSLO Duration `json:"ttft_slo,omitempty"`
+	TPOTSLO Duration `json:"tpot_slo,omitempty"`
+	// SLOPercentile, TTFTPercentile and TPOTPercentile state at which percentile each SLO
+	// holds — p50, p90, p95 or p99 ("" = p99): the SLO is met when that share of the
+	// class's requests meets it (a dropped request meets none), so "ttft_slo: 500ms,
+	// ttft_percentile: p90" is DistServe's and Dynamo's "p90 TTFT ≤ 500 ms".
+	SLOPercentile  string       `json:"slo_percentile,omitempty"`
+	TTFTPercentile string       `json:"ttft_percentile,omitempty"`
+	TPOTPercentile string       `json:"tpot_percentile,omitempty"`
+	Interactive    bool         `json:"interactive,omitempty"`
+	RateRPS        float64      `json:"rate_rps"`
+	InputTokens    TokenProfile `json:"input_tokens"`
+	OutputTokens   TokenProfile `json:"output_tokens"`
+}
+
+// SLOPercentiles are the percentiles an LLM class's SLOs may be stated at, and what each
+// means as a share of requests.
+var SLOPercentiles = map[string]float64{"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+
+// DefaultSLOPercentile is the percentile of an SLO that states none: the 99% line plan has
+// always judged LLM classes at.
+const DefaultSLOPercentile = 0.99
+
+// Percentiles returns the shares of requests that must meet the class's E2E, TTFT and TPOT
+// SLOs (DefaultSLOPercentile where none is stated, or the stated one is not known).
+func (c *LLMClass) Percentiles() (e2e, ttft, tpot float64) {
+	at := func(s string) float64 {
+		if p, ok := SLOPercentiles[s]; ok {
+			return p
+		}
+		return DefaultSLOPercentile
+	}
+	return at(c.SLOPercentile), at(c.TTFTPercentile), at(c.TPOTPercentile)
 }
 
 // TokenProfile summarizes a token-length distribution.

@@ -18,6 +18,9 @@ type LLMClass struct {
 	// after the first; 0 = no such SLO. A completed request counts as on time only if it
 	// meets every SLO its class sets.
 	TTFTSLO, TPOTSLO dataplane.Time
+	// E2EP, TTFTP and TPOTP are the shares of requests that must meet each SLO
+	// (formats.LLMClass.Percentiles: p99 unless the class states another).
+	E2EP, TTFTP, TPOTP float64
 }
 
 // LLMClassesOf maps a deployment's applications to the LLM classes of the same names in
@@ -40,6 +43,7 @@ func LLMClassesOf(dep *dataplane.Deployment, classes []formats.LLMClass) []LLMCl
 		found = true
 		out[a] = LLMClass{Model: c.Model, In: c.InputTokens, Out: c.OutputTokens,
 			TTFTSLO: dataplane.Time(c.TTFTSLO.D().Microseconds()), TPOTSLO: dataplane.Time(c.TPOTSLO.D().Microseconds())}
+		out[a].E2EP, out[a].TTFTP, out[a].TPOTP = c.Percentiles()
 	}
 	if !found {
 		return nil
@@ -69,6 +73,8 @@ type llmCol struct {
 	prompt, generated   int64
 	ttftMiss, tpotMiss  int64
 	unstamped, answered int64
+	// e2eMiss counts answered requests past their deadline (whatever their TTFT and TPOT).
+	e2eMiss int64
 }
 
 // llmFinish records an answered (completed or late) LLM request and reports whether it met
@@ -76,6 +82,9 @@ type llmCol struct {
 // by its finish (its first token came no later) for the TTFT SLO and has no TPOT.
 func (c *collector) llmFinish(cl *LLMClass, l *llmCol, r *dataplane.Request) bool {
 	l.answered++
+	if r.Outcome == dataplane.Late {
+		l.e2eMiss++
+	}
 	l.prompt += int64(r.Attrs.InTokens)
 	l.generated += int64(r.Attrs.OutTokens)
 	ttft := r.Done - r.Arrival
@@ -116,6 +125,7 @@ func (l *llmCol) add(o *llmCol) {
 	l.tpotMiss += o.tpotMiss
 	l.unstamped += o.unstamped
 	l.answered += o.answered
+	l.e2eMiss += o.e2eMiss
 }
 
 func (l *llmCol) summarize() *LLMMetrics {
@@ -124,7 +134,8 @@ func (l *llmCol) summarize() *LLMMetrics {
 		ttft[i] = float64(v)
 	}
 	m := &LLMMetrics{TTFT: Summarize(ttft), TPOT: Summarize(append([]float64(nil), l.tpot...)),
-		PromptTokens: l.prompt, OutputTokens: l.generated, TTFTMissed: l.ttftMiss, TPOTMissed: l.tpotMiss, Unstamped: l.unstamped}
+		PromptTokens: l.prompt, OutputTokens: l.generated, TTFTMissed: l.ttftMiss, TPOTMissed: l.tpotMiss, Unstamped: l.unstamped,
+		E2EMissed: l.e2eMiss, Answered: l.answered}
 	return m
 }
 
@@ -138,4 +149,10 @@ func engineStats(pol dataplane.Policy, m *Metrics) {
 	}
 	st := r.EngineStats()
 	m.LLMEngine = &workload.LLMEngine{Policy: st.Policy, Preemptions: st.Preemptions, PreemptedRequests: st.PreemptedRequests, Settings: st.Settings}
+}
+
+// SLOs are the class's SLOs and their percentiles, with slo its end-to-end SLO (the
+// deployment application's), for workload.LLMChecks.
+func (c LLMClass) SLOs(slo dataplane.Time) workload.LLMSLOs {
+	return workload.LLMSLOs{E2E: slo, TTFT: c.TTFTSLO, TPOT: c.TPOTSLO, E2EP: c.E2EP, TTFTP: c.TTFTP, TPOTP: c.TPOTP}
 }

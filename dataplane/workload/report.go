@@ -237,6 +237,11 @@ type LLMMetrics struct {
 	// Unstamped counts answered requests whose policy stamped no first token (no TTFT or
 	// TPOT sample; omitted when 0).
 	Unstamped int64 `json:"unstamped,omitempty"`
+	// Answered counts the completed and late requests; E2EMissed those of them past their
+	// deadline (whatever their TTFT and TPOT): with TTFTMissed and TPOTMissed, each SLO's
+	// share of requests met, judged at its own percentile (sim.LLMChecks).
+	Answered  int64 `json:"answered,omitempty"`
+	E2EMissed int64 `json:"e2e_missed,omitempty"`
 }
 
 // PercentileLatency is the p-th latency over every measured request, a dropped one counting

@@ -463,7 +463,7 @@ func overloaded(in planner.Inputs, w *formats.Workload, m string, load map[strin
 	pr := chosen[m]
 	kind := GPUSet(formats.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
 	per := modelRate(w, m) / math.Max(load[m], 1e-12)
-	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps: %s: model %s's classes need %.4g req/s within every SLO at p%.0f (%s); one %s instance serves at most %.3g req/s of their mix within them (simulated), so %d instance(s) serve %.3g req/s: about %d instances would (the cluster has %d GPU set(s); add GPUs, or lower rate_rps)",
+	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps: %s: model %s's classes need %.4g req/s within every SLO at p%.0f unless stated (%s); one %s instance serves at most %.3g req/s of their mix within them (simulated), so %d instance(s) serve %.3g req/s: about %d instances would (the cluster has %d GPU set(s); add GPUs, or lower rate_rps)",
 		workloadPath(in), i, cl.Name, planner.ErrInfeasible, m, modelRate(w, m), 100*Target, sloText(cl), kind, per, count[m], per*float64(count[m]), int(math.Floor(load[m]))+1, slots)}}
 }
 
@@ -479,12 +479,19 @@ func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load 
 
 // sloText lists the SLOs a class sets.
 func sloText(cl formats.LLMClass) string {
-	s := "slo " + cl.SLO.String()
+	e2e, ttft, tpot := cl.Percentiles()
+	at := func(p float64) string {
+		if p == Target {
+			return ""
+		}
+		return fmt.Sprintf(" at p%g", 100*p) // stated at another percentile than the line's
+	}
+	s := "slo " + cl.SLO.String() + at(e2e)
 	if cl.TTFTSLO > 0 {
-		s += ", ttft_slo " + cl.TTFTSLO.String()
+		s += ", ttft_slo " + cl.TTFTSLO.String() + at(ttft)
 	}
 	if cl.TPOTSLO > 0 {
-		s += ", tpot_slo " + cl.TPOTSLO.String()
+		s += ", tpot_slo " + cl.TPOTSLO.String() + at(tpot)
 	}
 	return s
 }

@@ -71,10 +71,19 @@ type ClassResult struct {
 	E2EP99, TTFTP99       dataplane.Time
 	TPOTP99               float64 // µs per token
 	SLO, TTFTSLO, TPOTSLO dataplane.Time
+	// Checks are the class's SLOs each judged at its own percentile (workload.LLMChecks;
+	// nil when the run gave no LLM metrics).
+	Checks []workload.SLOCheck
 }
 
-// Met reports whether the class reached Target.
-func (r ClassResult) Met() bool { return r.Attainment >= Target }
+// Met reports whether the class holds every SLO at its percentile (Checks), or, without
+// checks, reached Target.
+func (r ClassResult) Met() bool {
+	if r.Checks != nil {
+		return workload.AllMet(r.Checks)
+	}
+	return r.Attainment >= Target
+}
 
 // String names the class's attainment and its p99s against the SLOs it sets.
 func (r ClassResult) String() string {
@@ -89,6 +98,12 @@ func (r ClassResult) String() string {
 		s += fmt.Sprintf(", p99 tpot %s", ms(r.TPOTP99))
 		if r.TPOTSLO > 0 {
 			s += fmt.Sprintf(" (tpot_slo %s)", ms(float64(r.TPOTSLO)))
+		}
+	}
+	for _, c := range r.Checks {
+		if c.Percentile != Target {
+			// An SLO stated at another percentile: say what share met it against what.
+			s += fmt.Sprintf("; %s met by %.1f%% (p%g)", c.SLO, 100*c.Share, 100*c.Percentile)
 		}
 	}
 	return s
@@ -143,6 +158,8 @@ func simulate(profs []*formats.Profile, classes []formats.LLMClass, insts []form
 			r.E2EP99 = dataplane.Time(m.Latency.P99Us)
 			if m.LLM != nil {
 				r.TTFTP99, r.TPOTP99 = dataplane.Time(m.LLM.TTFT.P99Us), float64(m.LLM.TPOT.P99Us)
+				e2e, ttft, tpot := c.Percentiles()
+				r.Checks = workload.LLMChecks(workload.LLMSLOs{E2E: r.SLO, TTFT: r.TTFTSLO, TPOT: r.TPOTSLO, E2EP: e2e, TTFTP: ttft, TPOTP: tpot}, &m)
 			}
 		}
 		out[a] = r

@@ -63,7 +63,11 @@ func TestPrefillCapacity(t *testing.T) {
 		wantInstances, wantGPUs    int
 	}{
 		{name: "rag on one A100", workload: "workload-rag.yaml", cluster: "cluster-1xA100.yaml", profile: "profile.json",
-			wantErr: []string{"workload-rag.yaml: llm_classes[0] (rag): rate_rps", "need 6 req/s within every SLO at p99 (slo 2s)", "one A100 instance serves at most", "about 3 instances would"}},
+			wantErr: []string{"workload-rag.yaml: llm_classes[0] (rag): rate_rps", "need 6 req/s within every SLO at p99 unless stated (slo 2s)", "one A100 instance serves at most", "about 3 instances would"}},
+		{name: "rag ttft at p90 on one A100", workload: "workload-rag-ttft-p90.yaml", cluster: "cluster-1xA100.yaml", profile: "profile.json",
+			wantInstances: 1, wantGPUs: 1},
+		{name: "rag ttft at p99 on one A100", workload: "workload-rag-ttft-p99.yaml", cluster: "cluster-1xA100.yaml", profile: "profile.json",
+			wantErr: []string{"llm_classes[0] (rag): rate_rps 2: SLO cannot be met", "p99 ttft 704 ms (ttft_slo 600 ms)"}},
 		{name: "rag min-gpus on four A100s", workload: "workload-rag.yaml", cluster: "tp/cluster.yaml", profile: "profile.json", minGPUs: true,
 			wantInstances: 3, wantGPUs: 3},
 		{name: "mistral ttft tpot on H100", workload: "h100/workload-mistral.yaml", cluster: "h100/cluster.yaml", profile: "h100/profile.json", cost: true,

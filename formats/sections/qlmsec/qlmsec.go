@@ -171,6 +171,16 @@ func validateClass(c *formats.Checker, cl *formats.LLMClass, p string, seen *for
 			c.PositiveDuration(formats.Field(p, d.name), d.v)
 		}
 	}
+	for _, q := range []struct {
+		name, v string
+		slo     bool
+	}{{"slo_percentile", cl.SLOPercentile, true}, {"ttft_percentile", cl.TTFTPercentile, cl.TTFTSLO != 0}, {"tpot_percentile", cl.TPOTPercentile, cl.TPOTSLO != 0}} {
+		if _, ok := formats.SLOPercentiles[q.v]; q.v != "" && !ok {
+			c.Add(formats.Field(p, q.name), q.v, "must be p50, p90, p95 or p99")
+		} else if q.v != "" && !q.slo {
+			c.Add(formats.Field(p, q.name), q.v, "states a percentile of an SLO the class does not set (%s)", strings.TrimSuffix(q.name, "_percentile")+"_slo")
+		}
+	}
 	c.Rate(formats.Field(p, "rate_rps"), cl.RateRPS)
 	validateTokens(c, &cl.InputTokens, formats.Field(p, "input_tokens"))
 	validateTokens(c, &cl.OutputTokens, formats.Field(p, "output_tokens"))

@@ -39,6 +39,8 @@ func TestValidateLLMClasses(t *testing.T) {
 		{"tokens mean", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].InputTokens.Mean = 0 }), []string{`workload.yaml: llm_classes[1].input_tokens.mean: 0: must be > 0`}},
 		{"tokens std", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
 		{"tokens max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
+		{"slo percentile", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].SLOPercentile = "p75" }), []string{`workload.yaml: llm_classes[1].slo_percentile: "p75": must be p50, p90, p95 or p99`}},
+		{"ttft percentile without ttft_slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].TTFTSLO, w.LLMClasses[1].TTFTPercentile = 0, "p90" }), []string{`workload.yaml: llm_classes[1].ttft_percentile: "p90": states a percentile of an SLO the class does not set (ttft_slo)`}},
 		{"tokens mean above max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
 	}))
 }

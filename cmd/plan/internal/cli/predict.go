@@ -10,6 +10,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/plan-dev/plan/dataplane/workload"
 	"math"
 	"sort"
 	"strings"
@@ -96,8 +97,14 @@ func predictPlanWith(ctx context.Context, reg *systems.Registry, plan *formats.P
 	if at1 == nil {
 		return nil, fmt.Errorf("predicting the plan: no load point 1 in the simulation")
 	}
-	targets := appTargets(at1)
-	if !meetsAll(at1, targets) {
+	j := judge{targets: appTargets(at1), llm: cfg.LLM, dep: dep}
+	for i, c := range cfg.LLM {
+		if c.Model != "" && i < len(j.targets) {
+			j.targets[i] = c.E2EP // an LLM class's attainment line: its E2E percentile
+		}
+	}
+	targets := j.targets
+	if !j.all(at1) {
 		// Where it does hold: the loads below 1 (the search above 1 found nothing).
 		c := *cfg
 		c.Loads, c.FindLimit = predictBelow, false
@@ -109,7 +116,7 @@ func predictPlanWith(ctx context.Context, reg *systems.Registry, plan *formats.P
 	}
 	pr := &formats.Prediction{
 		Method: formats.PredictionMethodSim, Basis: basis, Policy: pol, Arrivals: "poisson", Seed: seed,
-		DurationS: secs, Headroom: headroom(points, targets), HeadroomCap: predictHeadroomCap, Meets: true,
+		DurationS: secs, Headroom: headroom(points, j), HeadroomCap: predictHeadroomCap, Meets: true,
 	}
 	for i, a := range at1.Apps {
 		ap := formats.AppPrediction{
@@ -123,7 +130,13 @@ func predictPlanWith(ctx context.Context, reg *systems.Registry, plan *formats.P
 			ap.TTFTP99Ms, ap.TPOTP99Ms = &ttft, &tpot
 		}
 		ap.Meets = ap.Attainment >= ap.Target
-		ap.SustainedRPS = math.Round(appHeadroom(points, i, targets[i])*a.OfferedRPS*1e4) / 1e4
+		if cs := j.checks(&at1.Apps[i], i); cs != nil {
+			ap.Meets = workload.AllMet(cs)
+			for _, c := range cs {
+				ap.SLOs = append(ap.SLOs, formats.PredictedSLO{SLO: c.SLO, LimitMs: c.LimitUs / 1000, Percentile: c.Percentile, Share: c.Share, Meets: c.Met})
+			}
+		}
+		ap.SustainedRPS = math.Round(appHeadroom(points, i, j)*a.OfferedRPS*1e4) / 1e4
 		pr.Meets = pr.Meets && ap.Meets
 		pr.Apps = append(pr.Apps, ap)
 	}
@@ -192,9 +205,37 @@ func appTargets(p *sim.Point) []float64 {
 	return t
 }
 
-func meetsAll(p *sim.Point, targets []float64) bool {
-	for i, a := range p.Apps {
-		if a.Requests > 0 && a.Attainment < targets[i] {
+// judge decides whether an application meets its targets at a simulated point: an LLM
+// class each SLO at its own percentile (workload.LLMChecks), any other application its
+// attainment target.
+type judge struct {
+	targets []float64
+	llm     []sim.LLMClass
+	dep     *dataplane.Deployment
+}
+
+// checks are application i's SLO checks at metrics a (nil: not an LLM class).
+func (j judge) checks(a *workload.AppMetrics, i int) []workload.SLOCheck {
+	if i >= len(j.llm) || j.llm[i].Model == "" || i >= len(j.dep.Apps) {
+		return nil
+	}
+	return workload.LLMChecks(j.llm[i].SLOs(j.dep.Apps[i].SLO), a)
+}
+
+func (j judge) app(p *sim.Point, i int) bool {
+	a := &p.Apps[i]
+	if a.Requests == 0 {
+		return true
+	}
+	if cs := j.checks(a, i); cs != nil {
+		return workload.AllMet(cs)
+	}
+	return a.Attainment >= j.targets[i]
+}
+
+func (j judge) all(p *sim.Point) bool {
+	for i := range p.Apps {
+		if !j.app(p, i) {
 			return false
 		}
 	}
@@ -203,12 +244,12 @@ func meetsAll(p *sim.Point, targets []float64) bool {
 
 // headroom is the highest load factor at which every application meets its target and every
 // lower load tried does too (0 when the lowest load tried misses).
-func headroom(points []sim.Point, targets []float64) float64 {
+func headroom(points []sim.Point, j judge) float64 {
 	ps := append([]sim.Point(nil), points...)
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Load < ps[j].Load })
+	sort.SliceStable(ps, func(i, k int) bool { return ps[i].Load < ps[k].Load })
 	h := 0.0
 	for i := range ps {
-		if !meetsAll(&ps[i], targets) {
+		if !j.all(&ps[i]) {
 			break
 		}
 		h = ps[i].Load
@@ -217,12 +258,12 @@ func headroom(points []sim.Point, targets []float64) float64 {
 }
 
 // appHeadroom is headroom for application a alone.
-func appHeadroom(points []sim.Point, a int, target float64) float64 {
+func appHeadroom(points []sim.Point, a int, j judge) float64 {
 	ps := append([]sim.Point(nil), points...)
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Load < ps[j].Load })
+	sort.SliceStable(ps, func(i, k int) bool { return ps[i].Load < ps[k].Load })
 	h := 0.0
 	for i := range ps {
-		if x := ps[i].Apps[a]; x.Requests > 0 && x.Attainment < target {
+		if !j.app(&ps[i], a) {
 			break
 		}
 		h = ps[i].Load
@@ -255,7 +296,9 @@ func usToMs(us int64) float64 { return math.Round(float64(us)) / 1e3 }
 func predictionMisses(pr *formats.Prediction) []string {
 	var out []string
 	for _, a := range pr.Apps {
-		if !a.Meets {
+		if !a.Meets && bindingPhrase(a) != "" {
+			out = append(out, fmt.Sprintf("%s at its own rate %.4g req/s (%d dropped of %d); it holds its SLOs up to %.4g req/s", bindingPhrase(a), a.RateRPS, a.Dropped, a.Requests, a.SustainedRPS))
+		} else if !a.Meets {
 			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%% (p99 %s, %d dropped, %d late of %d); it holds the target up to %.4g req/s",
 				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, fmtMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
 		}
@@ -283,6 +326,10 @@ func predictionLine(pr *formats.Prediction) string {
 		hr = fmt.Sprintf("holds its targets at %.3g× its rates (the most tried)", pr.Headroom)
 	case pr.Headroom == 0:
 		hr = fmt.Sprintf("misses at every load tried down to %.2g×", predictBelow[0])
+	}
+	if b := bindingPhrase(a); b != "" {
+		return fmt.Sprintf("predicted (simulated %s s at its own rates, seed %d): %s; closest %s; %s",
+			fmtSecsShort(pr.DurationS), pr.Seed, verdict, b, hr)
 	}
 	return fmt.Sprintf("predicted (simulated %s s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
 		fmtSecsShort(pr.DurationS), pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, fmtMs(a.P99Ms), hr)
@@ -321,6 +368,10 @@ func checkPrediction(cmd *cobra.Command, app *App, lg *checkLog, plan *formats.P
 		val, lim := a.Attainment, a.Target
 		line := fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at %.4g req/s (%s), target %.0f%%, p99 %s; holds the target up to %.4g req/s",
 			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, pr.Basis, 100*a.Target, fmtMs(a.P99Ms), a.SustainedRPS)
+		if b := bindingPhrase(a); b != "" {
+			val, lim, _ = binding(a)
+			line = fmt.Sprintf("%s at %.4g req/s (%s); holds its SLOs up to %.4g req/s", b, a.RateRPS, pr.Basis, a.SustainedRPS)
+		}
 		ok := a.Meets
 		rec, had := recorded[a.Name]
 		switch {
@@ -349,9 +400,34 @@ func checkPrediction(cmd *cobra.Command, app *App, lg *checkLog, plan *formats.P
 func worstApp(pr *formats.Prediction) int {
 	worst := -1
 	for i, a := range pr.Apps {
-		if worst < 0 || a.Attainment-a.Target < pr.Apps[worst].Attainment-pr.Apps[worst].Target {
+		share, target, _ := binding(a)
+		ws, wt, _ := binding(pr.Apps[max(worst, 0)])
+		if worst < 0 || share-target < ws-wt {
 			worst = i
 		}
 	}
 	return worst
+}
+
+// binding is what an application is judged on: an LLM class's SLO with the least slack over
+// its percentile (what says "ttft_slo 600ms met by 95.3%, p90 needed"), else its attainment
+// against its target (what "attainment" says).
+func binding(a formats.AppPrediction) (share, target float64, what string) {
+	share, target, what = a.Attainment, a.Target, "attainment"
+	for i, c := range a.SLOs {
+		if i == 0 || c.Share-c.Percentile < share-target {
+			share, target, what = c.Share, c.Percentile, fmt.Sprintf("%s %s", c.SLO, fmtMs(c.LimitMs))
+		}
+	}
+	return share, target, what
+}
+
+// bindingPhrase renders binding for summaries: "rag: ttft_slo 600ms met by 95.31% (p90
+// needed)", or "" for an application judged on its attainment (callers keep their wording).
+func bindingPhrase(a formats.AppPrediction) string {
+	share, target, what := binding(a)
+	if what == "attainment" {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s met by %.2f%% (p%g needed)", a.Name, what, 100*share, 100*target)
 }

@@ -1,0 +1,61 @@
+package workload
+
+import (
+	"math"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// LLMSLOs are an LLM class's SLOs (0 = not set; E2E always is) and the share of requests
+// each must hold for (formats.LLMClass.Percentiles).
+type LLMSLOs struct {
+	E2E, TTFT, TPOT    dataplane.Time
+	E2EP, TTFTP, TPOTP float64
+}
+
+// SLOCheck is one SLO of an LLM class judged at its percentile: the share of the class's
+// requests that met it (a dropped or cancelled request meets none) against the percentile.
+type SLOCheck struct {
+	// SLO is "slo" (end to end), "ttft_slo" or "tpot_slo"; LimitUs its bound (TPOT: per
+	// output token).
+	SLO        string  `json:"slo"`
+	LimitUs    float64 `json:"limit_us"`
+	Percentile float64 `json:"percentile"`
+	Share      float64 `json:"share"`
+	Met        bool    `json:"met"`
+}
+
+// LLMChecks judges each SLO of s at its own percentile over m, the class's metrics (nil
+// when m has no LLM metrics or no requests). An SLO is met when at least its percentile's
+// share of requests met it: "p90 TTFT ≤ 500 ms" holds when 90% of the class's requests had
+// their first token within 500 ms (DistServe's and Dynamo's SLO attainment, LLM engine
+// digest §3).
+func LLMChecks(s LLMSLOs, m *AppMetrics) []SLOCheck {
+	if m == nil || m.LLM == nil || m.Requests == 0 {
+		return nil
+	}
+	n := float64(m.Requests)
+	l := m.LLM
+	check := func(name string, limit dataplane.Time, p float64, missed int64) SLOCheck {
+		share := math.Round(float64(l.Answered-missed)/n*1e6) / 1e6
+		return SLOCheck{SLO: name, LimitUs: float64(limit), Percentile: p, Share: share, Met: share >= p}
+	}
+	out := []SLOCheck{check("slo", s.E2E, s.E2EP, l.E2EMissed)}
+	if s.TTFT > 0 {
+		out = append(out, check("ttft_slo", s.TTFT, s.TTFTP, l.TTFTMissed))
+	}
+	if s.TPOT > 0 {
+		out = append(out, check("tpot_slo", s.TPOT, s.TPOTP, l.TPOTMissed))
+	}
+	return out
+}
+
+// AllMet reports whether every check holds (true for none).
+func AllMet(cs []SLOCheck) bool {
+	for _, c := range cs {
+		if !c.Met {
+			return false
+		}
+	}
+	return true
+}
