@@ -379,7 +379,6 @@ func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference strin
 // redraw itself with \r.
 func isTerminal(w any) bool { return progressline.IsTerminal(w) }
 
-
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
 func printSimTable(app *App, rep *sim.Report) {
