@@ -17,8 +17,9 @@
 //     overrode `max_tokens`), or from another key of the same object;
 //   - null where a number is required (encoding/json leaves the zero value: a record whose
 //     sample is null became sample 0); a pointer field takes null as "not given";
-//   - with Options.Closed, a key that names no field (encoding/json's
-//     DisallowUnknownFields, reported with the key's path and offset);
+//   - with Options.Closed, a key that names no field (Check reports it with its path and
+//     offset; Decode leaves it to encoding/json's DisallowUnknownFields, whose wording
+//     callers and users rely on);
 //   - data after the value.
 //
 // Decode runs Check and then encoding/json. Memory is linear in the input: Check keeps a
@@ -74,6 +75,10 @@ type Options struct {
 	// (encoding/json's DisallowUnknownFields). Open schemas (the OpenAI API's bodies, which
 	// clients fill with parameters plan ignores) leave it unset.
 	Closed bool
+	// OnDuplicate, when set, is handed each duplicate or case-variant key (ErrDuplicateKey,
+	// ErrCaseKey) instead of Check stopping at the first; the scan goes on while it returns
+	// true (a file's reader reports every duplicate, each with its line).
+	OnDuplicate func(*Error) bool
 }
 
 func (o Options) depth() int {
@@ -162,19 +167,22 @@ func Check(data []byte, t reflect.Type, opt Options) error {
 }
 
 // Decode checks data (Check, against v's type) and decodes it into v with encoding/json,
-// refusing unknown fields when opt.Closed. A syntax error is returned as encoding/json
-// words it (*json.SyntaxError, failing at the byte Check found), since callers render
-// those; every other refusal is an *Error.
+// refusing unknown fields when opt.Closed. Two refusals keep encoding/json's words, which
+// callers render and users know: a syntax error (*json.SyntaxError, failing at the byte
+// Check found) and an unknown field (`json: unknown field "x"`, DisallowUnknownFields);
+// every other refusal is an *Error.
 func Decode(data []byte, v any, opt Options) error {
+	closed := opt.Closed
+	opt.Closed = false
 	if err := Check(data, reflect.TypeOf(v), opt); err != nil {
 		if errors.Is(err, ErrSyntax) {
-			if jerr := decodeStd(data, v, opt.Closed); jerr != nil && !errors.Is(jerr, ErrTrailing) {
+			if jerr := decodeStd(data, v, closed); jerr != nil && !errors.Is(jerr, ErrTrailing) {
 				return jerr
 			}
 		}
 		return err
 	}
-	return decodeStd(data, v, opt.Closed)
+	return decodeStd(data, v, closed)
 }
 
 // decodeStd is encoding/json's decoding of one value (with unknown fields refused when

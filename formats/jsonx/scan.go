@@ -450,12 +450,8 @@ func (s *scanner) object(t *info) bool {
 			return false
 		}
 		s.frames[f].key = k
-		s.ws()
-		if s.i >= len(s.data) || s.data[s.i] != ':' {
-			return s.fail(ErrSyntax, s.i, "missing ':' after an object key")
-		}
-		s.i++
-		s.ws()
+		// The key is judged before its colon: a duplicate is reported even in a document
+		// cut short right after it.
 		elem := ref{t: anyInfo}
 		switch t.kind {
 		case kStruct:
@@ -465,10 +461,20 @@ func (s *scanner) object(t *info) bool {
 			}
 		case kMap:
 			elem = t.elem
-			s.pushKey(k)
+			if !s.pushKey(f, k, false) {
+				return false
+			}
 		default:
-			s.pushKey(k)
+			if !s.pushKey(f, k, false) {
+				return false
+			}
 		}
+		s.ws()
+		if s.i >= len(s.data) || s.data[s.i] != ':' {
+			return s.fail(ErrSyntax, s.i, "missing ':' after an object key")
+		}
+		s.i++
+		s.ws()
 		if !s.value(elem) {
 			return false
 		}
@@ -513,37 +519,60 @@ func (s *scanner) member(t *info, f int, k span, at int) (ref, bool) {
 		}
 	}
 	if i, ok := t.byName[string(text)]; text != nil && ok {
-		if s.frames[f].seen[i] {
-			s.frames[f].key = span{} // the path is the object's
-			return ref{}, s.failKey(ErrDuplicateKey, at, k, "")
+		if s.frames[f].seen[i] && !s.keyProblem(f, ErrDuplicateKey, at, k, "") {
+			return ref{}, false
 		}
 		s.frames[f].seen[i] = true
 		return t.fields[i].ref, true
 	}
 	for _, fl := range t.fields {
 		if text != nil && bytes.EqualFold(text, []byte(fl.name)) {
-			s.frames[f].key = span{}
-			return ref{}, s.failKey(ErrCaseKey, at, k, "field "+Quote(fl.name))
+			return ref{}, s.keyProblem(f, ErrCaseKey, at, k, "field "+Quote(fl.name))
 		}
 	}
 	if s.opt.Closed {
 		s.frames[f].key = span{}
 		return ref{}, s.failKey(ErrUnknownField, at, k, "")
 	}
-	s.pushKey(k)
-	return ref{t: anyInfo}, true
+	return ref{t: anyInfo}, s.pushKey(f, k, true)
 }
 
-// pushKey keeps k to be compared when its object closes. The stack doubles when full:
-// append's growth by a quarter past 256 elements allocates five times the final size in
-// all, doubling twice.
-func (s *scanner) pushKey(k span) {
+// pushKey keeps key k of the object in frame f to be compared with the object's others
+// (folded: under case folding). The first smallObject keys are compared at once, so a
+// duplicate is reported where it stands even in a document cut short after it; an object
+// with more is sorted when it closes (distinct). The stack doubles when full: append's
+// growth by a quarter past 256 elements allocates five times the final size in all,
+// doubling twice.
+func (s *scanner) pushKey(f int, k span, folded bool) bool {
 	if len(s.keys) == cap(s.keys) {
 		keys := make([]span, len(s.keys), max(2*cap(s.keys), 64))
 		copy(keys, s.keys)
 		s.keys = keys
 	}
 	s.keys = append(s.keys, k)
+	if prev := s.keys[s.frames[f].keys : len(s.keys)-1]; len(prev) < smallObject {
+		for _, p := range prev {
+			if s.compare(p, k, folded) == 0 {
+				return s.dupKey(f, p, k)
+			}
+		}
+	}
+	return true
+}
+
+// keyProblem reports key k (at byte at) of the object in frame f, and says whether the scan
+// goes on (Options.OnDuplicate).
+func (s *scanner) keyProblem(f int, kind error, at int, k span, like string) bool {
+	cur := s.frames[f].key
+	s.frames[f].key = span{} // the path is the object's, not the key's
+	s.failKey(kind, at, k, like)
+	s.frames[f].key = cur
+	if s.opt.OnDuplicate == nil {
+		return false
+	}
+	e := s.err
+	s.err = nil
+	return s.opt.OnDuplicate(e)
 }
 
 // smallObject is the most keys compared pairwise; more are sorted.
@@ -554,18 +583,8 @@ const smallObject = 8
 func (s *scanner) distinct(folded bool) bool {
 	f := &s.frames[s.depth-1]
 	keys := s.keys[f.keys:]
-	if len(keys) < 2 {
-		return true
-	}
 	if len(keys) <= smallObject {
-		for j := 1; j < len(keys); j++ {
-			for i := 0; i < j; i++ {
-				if s.compare(keys[i], keys[j], folded) == 0 {
-					return s.dupKey(keys[i], keys[j])
-				}
-			}
-		}
-		return true
+		return true // compared as they came (pushKey)
 	}
 	slices.SortFunc(keys, func(a, b span) int { return s.compare(a, b, folded) })
 	for j := 1; j < len(keys); j++ {
@@ -574,20 +593,22 @@ func (s *scanner) distinct(folded bool) bool {
 			if a.off > b.off {
 				a, b = b, a
 			}
-			return s.dupKey(a, b)
+			if !s.dupKey(s.depth-1, a, b) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
-// dupKey reports two equal (or, folded, case-variant) keys of the closing object.
-func (s *scanner) dupKey(a, b span) bool {
-	s.frames[s.depth-1].key = span{} // the path is the object's, not its last member's
-	at := int(b.off) - 1             // the later key's opening quote
+// dupKey reports b, a key equal to a (or, folded, equal but for case) in the object of
+// frame f, and says whether the scan goes on.
+func (s *scanner) dupKey(f int, a, b span) bool {
+	at := int(b.off) - 1 // the later key's opening quote
 	if s.compare(a, b, false) == 0 {
-		return s.failKey(ErrDuplicateKey, at, b, "")
+		return s.keyProblem(f, ErrDuplicateKey, at, b, "")
 	}
-	return s.failKey(ErrCaseKey, at, b, "key "+Quote(s.decoded(a, MaxEcho+1)))
+	return s.keyProblem(f, ErrCaseKey, at, b, "key "+Quote(s.decoded(a, MaxEcho+1)))
 }
 
 // foldCompare orders texts so that those equal under Unicode simple case folding
