@@ -49,7 +49,7 @@ type ReadError struct {
 	Err  error
 }
 
-func (e *ReadError) Error() string { return e.Path + ": cannot read: " + e.cause() }
+func (e *ReadError) Error() string { return EchoName(e.Path) + ": cannot read: " + e.cause() }
 
 func (e *ReadError) cause() string {
 	var pe *fs.PathError

@@ -65,3 +65,47 @@ func TestJSONLNullRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEchoedInputBounded: what an error repeats of the input — a file name, a value, a key —
+// is quoted when it would not print as itself and cut to 200 bytes: a newline in a file
+// name cannot forge a line of the output, a 200 KB value is not sent back.
+func TestEchoedInputBounded(t *testing.T) {
+	big := strings.Repeat("v", 200_000)
+	for _, c := range []struct {
+		name, file, doc string
+		want            []string
+	}{
+		{"newline in the file name", "a.json\nfake.json: all good", `{"apiVersion": "plan/v1", "kind": "Nope"}`,
+			[]string{`"a.json\nfake.json: all good": kind: "Nope": must be one of`}},
+		{"200 KB value", "c.json", `{"apiVersion": "plan/v1", "kind": "` + big + `"}`,
+			[]string{`c.json: kind: "` + strings.Repeat("v", 200) + `"… (200000 bytes): must be one of`}},
+		{"200 KB key", "c.json", `{"apiVersion": "plan/v1", "kind": "Cluster", "` + big + `": 1}`,
+			[]string{`c.json: ["` + strings.Repeat("v", 200) + `"… (200000 bytes)]: unknown field`}},
+		{"200 KB file name", strings.Repeat("f", 300) + ".json", `{"apiVersion": "plan/v1", "kind": "Nope"}`,
+			[]string{`"` + strings.Repeat("f", 200) + `"… (305 bytes): kind`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode(c.file, []byte(c.doc))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			msg := err.Error()
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message lacks %q:\n%.600s", w, msg)
+				}
+			}
+			if strings.Count(msg, "\n") != strings.Count(strings.TrimSpace(msg), "\n") || len(msg) > 2000 {
+				t.Errorf("message of %d bytes:\n%.600s", len(msg), msg)
+			}
+			for _, line := range strings.Split(msg, "\n") {
+				if strings.HasPrefix(line, "fake.json") {
+					t.Errorf("a forged line: %q", line)
+				}
+			}
+		})
+	}
+	if got := (&ReadError{Path: "x\ny", Err: ErrNotText}).Error(); !strings.HasPrefix(got, `"x\ny": cannot read`) {
+		t.Errorf("read error: %q", got)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // What a hostile client may hold (issue 36 items 3, 4 and 7): every route with a body reads
@@ -262,10 +264,10 @@ func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
 	s.m.reject(http.StatusForbidden, "admin")
 	if s.opts.AdminToken != "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="plan admin"`)
-		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, r.URL.Path)})
+		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, formats.EchoName(r.URL.Path))})
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, r.URL.Path)})
+	writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, formats.EchoName(r.URL.Path))})
 	return false
 }
 

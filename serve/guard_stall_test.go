@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -231,6 +232,29 @@ func TestBearerScheme(t *testing.T) {
 		}
 		if c.code == 400 && !strings.Contains(string(b), `key \"WORKER\"`) {
 			t.Errorf("%q: the body's case-variant key is not named: %s", c.auth, b)
+		}
+	}
+}
+
+// TestEchoedNamesBounded: an HTTP error repeats a model name or a path from the request
+// quoted and cut to 200 bytes.
+func TestEchoedNamesBounded(t *testing.T) {
+	_, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json")})
+	long := strings.Repeat("m", 20_000)
+	for _, c := range []struct{ path, want string }{
+		{"/v2/models/" + long, `model "` + strings.Repeat("m", 200) + `"… (20000 bytes) not found`},
+		{"/no/" + long, `no such endpoint: GET "/no/` + strings.Repeat("m", 196) + `"… (20004 bytes)`},
+		{"/no/a%0Ab", `no such endpoint: GET "/no/a\nb"`},
+	} {
+		resp, err := http.Get(ts.URL + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var er ErrorResponse
+		err = json.NewDecoder(resp.Body).Decode(&er)
+		resp.Body.Close()
+		if err != nil || !strings.Contains(er.Error, c.want) || len(er.Error) > 1000 {
+			t.Errorf("GET %.40s…: %d %.400s (%v)\nwant %q", c.path, resp.StatusCode, er.Error, err, c.want)
 		}
 	}
 }

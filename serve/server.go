@@ -496,10 +496,10 @@ func (s *Server) routes() {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", formats.EchoName(r.Method), formats.EchoName(r.URL.Path), strings.Join(allow, ", "))})
 			return
 		}
-		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", formats.EchoName(r.Method), formats.EchoName(r.URL.Path))})
 	})
 	s.mux = m
 }
@@ -526,7 +526,7 @@ func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation)
 			names += a.Name
 		}
 	}
-	writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("model %q not found: this server serves %s", name, names)})
+	writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {

@@ -193,12 +193,28 @@ func decodeStd(data []byte, v any, closed bool) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		return err
+		return cutEcho(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return &Error{Kind: ErrTrailing, Offset: int(dec.InputOffset())}
 	}
 	return nil
+}
+
+// cutEcho bounds what encoding/json's errors repeat of the input: an unknown field's name
+// and a wrong value's literal (UnmarshalTypeError.Value: "number 1111…").
+func cutEcho(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && len(te.Value) > MaxEcho {
+		te.Value = quoteCut(te.Value, len(te.Value))
+		return err
+	}
+	if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && len(key) > MaxEcho {
+		if k, uerr := strconv.Unquote(key); uerr == nil {
+			return fmt.Errorf("json: unknown field %s", Quote(k))
+		}
+	}
+	return err
 }
 
 // MaxEcho bounds the bytes of input an error message repeats.
