@@ -611,25 +611,6 @@ func (s *scanner) dupKey(f int, a, b span) bool {
 	return s.keyProblem(f, ErrCaseKey, at, b, "key "+Quote(s.decoded(a, MaxEcho+1)))
 }
 
-// foldCompare orders texts so that those equal under Unicode simple case folding
-// (bytes.EqualFold, what encoding/json matches keys with) are adjacent: rune by rune, each
-// rune replaced by the smallest of its folding orbit.
-func foldCompare(a, b []byte) int {
-	for len(a) > 0 && len(b) > 0 {
-		ra, na := utf8.DecodeRune(a)
-		rb, nb := utf8.DecodeRune(b)
-		ca, cb := foldMin(ra), foldMin(rb)
-		if ca != cb {
-			if ca < cb {
-				return -1
-			}
-			return 1
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
 // foldMin is the smallest rune of r's simple case-folding orbit (A→a→A: 'A').
 func foldMin(r rune) rune {
 	if r < utf8.RuneSelf {
