@@ -1,12 +1,13 @@
 package formats
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"reflect"
 	"strings"
+
+	"github.com/plan-dev/plan/formats/jsonx"
 )
 
 // Document is any decoded file: *Profile, *Cluster, *Workload, *Plan or *Trace.
@@ -48,7 +49,7 @@ type ReadError struct {
 	Err  error
 }
 
-func (e *ReadError) Error() string { return e.Path + ": cannot read: " + e.cause() }
+func (e *ReadError) Error() string { return EchoName(e.Path) + ": cannot read: " + e.cause() }
 
 func (e *ReadError) cause() string {
 	var pe *fs.PathError
@@ -205,16 +206,16 @@ func newDocument(kind string) (Document, error) {
 // StrictUnmarshal decodes the one JSON value in js into v, refusing fields v does not have
 // and data after the value: what every decoder of files a user or an exporter wrote needs,
 // since a misspelt key silently ignored is a setting silently lost.
+//
+// It is jsonx.Decode with a closed schema: nesting, duplicate and case-variant keys, and null
+// where a number belongs are refused too (a JSONL record whose sample is null is not sample
+// 0), each naming its field path and byte.
 func StrictUnmarshal(js []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
+	err := jsonx.Decode(js, v, jsonx.Options{MaxBytes: MaxFileBytes, Closed: true})
+	if errors.Is(err, jsonx.ErrTrailing) {
 		return errors.New("trailing data after the document")
 	}
-	return nil
+	return err
 }
 
 // taggedList is an ErrorList that also matches a sentinel (ErrDecode, ErrWrongKind, ...).

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/plan-dev/plan/formats/jsonx"
 )
 
 // Sentinel errors callers can branch on with errors.Is.
@@ -31,19 +34,51 @@ type FieldError struct {
 func (e *FieldError) Error() string {
 	var b strings.Builder
 	if e.File != "" {
-		b.WriteString(e.File)
+		b.WriteString(EchoName(e.File))
 		b.WriteString(": ")
 	}
 	if e.Path != "" {
-		b.WriteString(e.Path)
+		b.WriteString(cut(e.Path))
 		b.WriteString(": ")
 	}
 	if e.Value != "" {
-		b.WriteString(e.Value)
+		b.WriteString(cut(e.Value))
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Rule)
 	return b.String()
+}
+
+// Echo renders a value taken from input — a field's value, a key, a model or worker name
+// from a request — for an error message: Go-quoted, so that a newline or an escape
+// sequence cannot forge a line of the output, and cut to jsonx.MaxEcho (200) bytes with the
+// size it had, so that a 200 KB value is not sent back. It is the one helper every error
+// that echoes input uses (formats' field errors, serve's HTTP errors).
+func Echo(s string) string { return jsonx.Quote(s) }
+
+// EchoName renders a name taken from input — a file name, a URL path — for a message: as
+// given when it prints as itself (no control character, quote, backslash or invalid UTF-8)
+// within jsonx.MaxEcho bytes, so plain names read as before, else as Echo renders it — a
+// name holding a newline cannot inject a line into the output.
+func EchoName(name string) string {
+	if len(name) <= jsonx.MaxEcho && strconv.Quote(name) == `"`+name+`"` {
+		return name
+	}
+	return Echo(name)
+}
+
+// cut bounds an already rendered path or value (the validators render values themselves):
+// past jsonx.MaxEcho bytes (and a little room for the quotes and the size Echo adds), the
+// first MaxEcho bytes and the size.
+func cut(s string) string {
+	if len(s) <= jsonx.MaxEcho+32 {
+		return s
+	}
+	n := jsonx.MaxEcho
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // Unwrap lets errors.Is(err, ErrInvalid) match every FieldError.
@@ -124,10 +159,7 @@ func render(value any) string {
 	case raw:
 		return string(x)
 	case string:
-		if x == "" {
-			return `""`
-		}
-		return fmt.Sprintf("%q", x)
+		return Echo(x)
 	case float64:
 		return fmt.Sprintf("%g", x)
 	default:

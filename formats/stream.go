@@ -23,16 +23,19 @@ import (
 // treeOnly turns the streaming pass off (tests compare the two paths).
 var treeOnly = false
 
-// parseStreaming is parse's first step: a JSON document the streaming pass accepts, decoded;
-// or the duplicate keys of one it does not (checkDuplicateKeys); or nil and nil: the tree
-// path parses the document as before.
+// parseStreaming is parse's first step: the gate (checkDuplicateKeys: duplicate keys, nesting)
+// refuses a JSON document, or a document the streaming pass accepts is decoded, or nil and
+// nil: the tree path parses the document as before.
 func parseStreaming(name string, data []byte, wantKind string) (Document, error) {
+	if err := checkDuplicateKeys(name, data); err != nil {
+		return nil, err
+	}
 	if !treeOnly {
 		if doc, ok := parseJSONStream(data, wantKind); ok {
 			return doc, nil
 		}
 	}
-	return nil, checkDuplicateKeys(name, data)
+	return nil, nil
 }
 
 // parseJSONStream decodes a JSON document that needs nothing of the tree path. ok is false

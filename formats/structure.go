@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plan-dev/plan/formats/jsonx"
 )
 
 // The structural check walks a generic tree against a Go type, the same way the JSON Schema
@@ -279,10 +281,10 @@ func abs(x int) int {
 // keyPath appends a property name, quoting keys that are not plain identifiers (map keys such
 // as GPU types are fine; "a.b" or "" are quoted so the path stays unambiguous).
 func keyPath(path, key string) string {
-	if isIdent(key) {
+	if isIdent(key) && len(key) <= jsonx.MaxEcho {
 		return field(path, key)
 	}
-	return path + "[" + strconv.Quote(key) + "]"
+	return path + "[" + Echo(key) + "]"
 }
 
 // isIdent matches ^[A-Za-z_$][A-Za-z0-9_$-]*$.

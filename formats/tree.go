@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/plan-dev/plan/formats/jsonx"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -89,6 +90,9 @@ func yamlTree(data []byte) (tree any, err error) {
 			tree, err = nil, fmt.Errorf("invalid YAML: %v", r)
 		}
 	}()
+	if line, ok := yamlFlowDepthOK(data); !ok {
+		return nil, fmt.Errorf("invalid YAML: line %d: nested deeper than %d levels", line, jsonx.DefaultMaxDepth)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -108,6 +112,45 @@ func yamlTree(data []byte) (tree any, err error) {
 	return c.convert(&doc, false)
 }
 
+// yamlFlowDepthOK scans YAML text for flow collections ([ and {, outside quotes and
+// comments) open more than jsonx.DefaultMaxDepth deep, and returns the line of the first
+// bracket past the limit. The YAML parser builds a node of a few hundred bytes per level
+// before anything can refuse it (5,000 brackets: 3 MB), so depth is bounded before it runs;
+// block nesting needs a line of indentation per level and stays cheap. A bracket inside a
+// plain scalar (a[1]) counts too, balanced by its partner.
+func yamlFlowDepthOK(data []byte) (line int, ok bool) {
+	depth, line := 0, 1
+	var quote byte
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == '\n':
+			line++
+			if quote == '#' {
+				quote = 0
+			}
+		case quote == '#':
+		case quote == '"' && c == '\\':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n'):
+			quote = '#'
+		case c == '[' || c == '{':
+			if depth++; depth > jsonx.DefaultMaxDepth {
+				return line, false
+			}
+		case c == ']' || c == '}':
+			depth = max(depth-1, 0)
+		}
+	}
+	return 0, true
+}
+
 func trimYAMLErr(err error) string {
 	msg := err.Error()
 	const p = "yaml: "
@@ -119,7 +162,10 @@ func trimYAMLErr(err error) string {
 
 type yamlConv struct {
 	aliasNodes int
-	active     map[*yaml.Node]bool // anchors being expanded, to reject recursive aliases
+	// depth is the nesting of the node being converted: bounded as JSON's is
+	// (jsonx.DefaultMaxDepth), so that no document costs memory or stack per level.
+	depth  int
+	active map[*yaml.Node]bool // anchors being expanded, to reject recursive aliases
 }
 
 func (c *yamlConv) convert(n *yaml.Node, viaAlias bool) (any, error) {
@@ -128,6 +174,13 @@ func (c *yamlConv) convert(n *yaml.Node, viaAlias bool) (any, error) {
 		if c.aliasNodes > maxAliasNodes {
 			return nil, errors.New("invalid YAML: aliases expand to too many nodes")
 		}
+	}
+	if n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode {
+		if c.depth >= jsonx.DefaultMaxDepth {
+			return nil, fmt.Errorf("invalid YAML: line %d: nested deeper than %d levels", n.Line, jsonx.DefaultMaxDepth)
+		}
+		c.depth++
+		defer func() { c.depth-- }()
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:

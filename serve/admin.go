@@ -125,7 +125,7 @@ func (s *Server) SetWorkerDown(name string, down bool) error {
 			if len(g.dep.Topo.Workers) > len(names) {
 				names = append(names, fmt.Sprintf("… (%d workers)", len(g.dep.Topo.Workers)))
 			}
-			err = fmt.Errorf("%w %q: not in the plan; workers are %s", errUnknownWorker, name, strings.Join(names, ", "))
+			err = fmt.Errorf("%w %s: not in the plan; workers are %s", errUnknownWorker, formats.Echo(name), strings.Join(names, ", "))
 			return
 		}
 		if down && !dataplane.HandlesFailures(g.eng.Policy()) {

@@ -1,13 +1,14 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/plan-dev/plan/formats/jsonx"
 )
 
 // The KServe v2 ("Open Inference Protocol") JSON shapes plan serves and, for remote workers,
@@ -169,16 +170,15 @@ func decodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
 	return req, nil
 }
 
-// decodeInferJSON is the reference decoder (encoding/json, unknown fields refused).
+// decodeInferJSON is the reference decoder: jsonx's gate (nesting, duplicate and
+// case-variant keys, null numbers), then encoding/json with unknown fields refused.
 func decodeInferJSON(body []byte) (InferRequest, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var req InferRequest
-	if err := dec.Decode(&req); err != nil {
+	if err := jsonx.Decode(body, &req, jsonx.Options{Closed: true}); err != nil {
+		if errors.Is(err, jsonx.ErrTrailing) {
+			return req, badf("malformed JSON: trailing data after the request object")
+		}
 		return req, badf("malformed JSON: %s", jsonErr(err))
-	}
-	if dec.More() {
-		return req, badf("malformed JSON: trailing data after the request object")
 	}
 	return req, nil
 }

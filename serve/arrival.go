@@ -28,6 +28,11 @@ type stampConn struct {
 	// admin: the connection came in on the admin listener; reserved: it holds one of the
 	// connection slots kept for health checks (connLimiter).
 	admin, reserved bool
+	// lc is the connection's slot under --max-conns (nil for a listener without caps): the
+	// server tells it which phase the connection is in (guard.go, connPhase).
+	lc *limitedConn
+	// bodyDone: the request being served had its body read to the end (readBody).
+	bodyDone bool
 }
 
 func (c *stampConn) Read(p []byte) (int, error) {
@@ -54,7 +59,7 @@ func (l stampListener) Accept() (net.Conn, error) {
 	}
 	sc := &stampConn{Conn: c, clk: l.clk, admin: l.admin}
 	if lc, ok := c.(*limitedConn); ok {
-		sc.reserved = lc.reserved
+		sc.reserved, sc.lc = lc.reserved, lc
 	}
 	return sc, nil
 }
@@ -88,8 +93,14 @@ func (s *Server) arrival(r *http.Request) dataplane.Time {
 }
 
 // bodyRead marks the request's body as consumed: reads from now on belong to the next request.
+//
+// It also records that the body was read to its end, so the connection leaves the body
+// phase (its slot is no longer one a stalled client holds) and the server need not cut
+// the body short after the handler (ServeHTTP).
 func bodyRead(r *http.Request) {
 	if sc := stampOf(r); sc != nil {
 		sc.first.Store(0)
+		sc.bodyDone = true
+		sc.lc.setPhase(phaseHandler)
 	}
 }

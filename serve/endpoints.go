@@ -2,7 +2,7 @@ package serve
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/jsonx"
 )
 
 // EndpointsKind is the kind of an endpoints file.
@@ -59,14 +60,19 @@ func ReadEndpoints(p string) (*Endpoints, error) {
 // DecodeEndpoints decodes an endpoints document strictly (unknown fields are errors) and
 // validates it; errors render as `file: path: value: rule`.
 func DecodeEndpoints(name string, data []byte) (*Endpoints, error) {
+	// A JSON file passes the gate before the YAML parser sees it (nesting, duplicate keys);
+	// the JSON the YAML becomes is decoded through it too.
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		if err := jsonx.Check(t, nil, jsonx.Options{MaxBytes: formats.MaxFileBytes}); err != nil && !errors.Is(err, jsonx.ErrSyntax) {
+			return nil, fmt.Errorf("%s: %w: %v", name, formats.ErrDecode, err)
+		}
+	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, formats.ErrDecode, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
 	var e Endpoints
-	if err := dec.Decode(&e); err != nil {
+	if err := jsonx.Decode(js, &e, jsonx.Options{Closed: true}); err != nil {
 		return nil, fmt.Errorf("%s: %w: %s", name, formats.ErrDecode, jsonErr(err))
 	}
 	e.file = name

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // What a hostile client may hold (issue 36 items 3, 4 and 7): every route with a body reads
@@ -134,12 +136,21 @@ func isInfer(r *http.Request) bool {
 
 // serveGuarded serves a request other than infer: admin routes are checked, and a body gets
 // the route's size limit (413 at once on a declared length over it) and the body deadline.
+// Every route that declares a body — GET, an unknown path, an admin route refused — has it
+// read under the deadline or not at all: a body the handler left unread is cut off when
+// the handler returns (abandonBody), where net/http would drain it after the answer with
+// no deadline, at the client's pace (a GET declaring 100 bytes and sending none held its
+// connection, and its slot under --max-conns, forever).
 func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 	_, pattern := s.mux.Handler(r)
+	declared := r.Body != nil && r.Body != http.NoBody
 	if s.admin[pattern] && !s.adminAllowed(w, r) {
+		if declared {
+			abandonBody(w)
+		}
 		return
 	}
-	if r.Body == nil || r.Body == http.NoBody {
+	if !declared {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
@@ -152,24 +163,31 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	gb := &guardedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc, limit: limit}
+	gb := &guardedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), rc: rc, limit: limit, r: r}
 	if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) != nil {
 		gb.lifted = true // not a connection with deadlines (a test's recorder)
 	}
 	r.Body = gb
 	s.mux.ServeHTTP(&guardedWriter{ResponseWriter: w, body: gb}, r)
-	gb.lift()
+	if !gb.eof {
+		abandonBody(w)
+	}
 }
 
 // guardedBody is a request body read under the body deadline and the route's size limit. The
-// deadline is lifted as soon as the body ends (EOF or error): left on the connection, it
-// would end net/http's background read while a long handler (a reload, a stream) runs, and
-// that cancels the request's context.
+// deadline is lifted as soon as the body ends: left on the connection, it would end
+// net/http's background read while a long handler (a reload, a stream) runs, and that
+// cancels the request's context. A body that fails (the deadline, the limit) is abandoned
+// instead: net/http closes a request's body after the handler by reading up to 256 KiB
+// more of it, which, without a deadline, waits on the client for as long as it likes.
 type guardedBody struct {
 	io.ReadCloser
 	rc     *http.ResponseController
 	limit  int64
 	lifted bool
+	// ended: the body was read to its end or failed; eof: to its end. r is its request.
+	ended, eof bool
+	r          *http.Request
 	// status is what the handler's error answer becomes: 413 (the limit) or 408 (the
 	// deadline); 0 while the body reads fine.
 	status int
@@ -178,7 +196,19 @@ type guardedBody struct {
 func (b *guardedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil {
-		b.lift()
+		if err == io.EOF {
+			b.eof = true
+			b.lift()
+		} else if !b.lifted {
+			b.lifted = true
+			_ = b.rc.SetReadDeadline(time.Now()) // abandoned (see guardedBody)
+		}
+		if !b.ended {
+			b.ended = true
+			if sc := stampOf(b.r); sc != nil {
+				sc.lc.setPhase(phaseHandler)
+			}
+		}
 		var mb *http.MaxBytesError
 		switch {
 		case errors.As(err, &mb):
@@ -223,7 +253,7 @@ func (w *guardedWriter) Flush() { _ = http.NewResponseController(w.ResponseWrite
 // it came in on a loopback listener that takes admin requests, or carries the admin token.
 func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
 	if tok := s.opts.AdminToken; tok != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if ok && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
 			return true
 		}
@@ -234,11 +264,23 @@ func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
 	s.m.reject(http.StatusForbidden, "admin")
 	if s.opts.AdminToken != "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="plan admin"`)
-		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, r.URL.Path)})
+		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, formats.EchoName(r.URL.Path))})
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, r.URL.Path)})
+	writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, formats.EchoName(r.URL.Path))})
 	return false
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer scheme. The scheme
+// is matched case-insensitively (RFC 9110 §11.1: "bearer" and "BEARER" are Bearer) and may
+// be followed by more than one space (RFC 9110 §11.4's 1*SP); the token itself is exact.
+func bearerToken(h string) (string, bool) {
+	scheme, rest, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok := strings.TrimLeft(rest, " ")
+	return tok, tok != ""
 }
 
 // adminConn reports whether r came in on a listener that takes admin requests: the admin
@@ -269,20 +311,36 @@ func IsLoopback(addr string) bool {
 }
 
 // connLimiter caps a listener's open connections: per client address (perIP) and in total.
-// A connection over either cap is closed at once. The last reserve connections under the
-// total cap are marked reserved: they are answered only on the health routes, so a flood of
-// slow clients never takes the slots the health checks need.
+// The last reserve connections under the total cap are marked reserved: they are answered
+// only on the health routes, so a flood of slow clients never takes the slots the health
+// checks need.
+//
+// A connection over a cap takes the slot of a stalled one when there is one (evict set:
+// Serve's HTTP listener): of the connections waiting on their clients — for the request
+// line and headers, the body, or the next request (idle keep-alive) — one of the address
+// holding the most connections is closed, the one of those waiting longest (of the same
+// address when the address is at its cap), as nginx closes idle keep-alive connections
+// when it runs out of them. The address that floods the server pays for it: a client
+// elsewhere keeps the slot it gets. Every phase has its timeout
+// (header, body, idle), but until it ends a flood of stalled connections held every slot
+// and the server answered nobody; now a client that sends its request still gets a slot at
+// once, and keeps it: once its request is read, the server works on it (phaseHandler) and
+// the connection is never taken. Without a waiting connection, one over a cap is closed at
+// once. (No minimum wait: under a flood that re-dials as fast as it is cut off, any
+// minimum is met by the flood's own connections first, and a newcomer would find none.)
 type connLimiter struct {
 	net.Listener
 	total, perIP, reserve int
+	evict                 bool
 	mu                    sync.Mutex
 	open                  int
 	byIP                  map[string]int
-	refused               atomic.Int64
+	conns                 map[*limitedConn]struct{}
+	refused, evicted      atomic.Int64
 }
 
 func newConnLimiter(ln net.Listener, total, perIP, reserve int) *connLimiter {
-	return &connLimiter{Listener: ln, total: total, perIP: perIP, reserve: reserve, byIP: map[string]int{}}
+	return &connLimiter{Listener: ln, total: total, perIP: perIP, reserve: reserve, byIP: map[string]int{}, conns: map[*limitedConn]struct{}{}}
 }
 
 func (l *connLimiter) Accept() (net.Conn, error) {
@@ -295,29 +353,90 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if h, _, err := net.SplitHostPort(ip); err == nil {
 			ip = h
 		}
+		now := time.Now()
 		l.mu.Lock()
-		if l.open >= l.total || l.byIP[ip] >= l.perIP {
-			l.mu.Unlock()
-			l.refused.Add(1)
-			_ = c.Close()
-			continue
+		overIP := l.byIP[ip] >= l.perIP
+		var victim *limitedConn
+		if l.open >= l.total || overIP {
+			if overIP {
+				victim = l.evictLocked(ip)
+			} else {
+				victim = l.evictLocked("")
+			}
+			if victim == nil {
+				l.mu.Unlock()
+				l.refused.Add(1)
+				_ = c.Close()
+				continue
+			}
 		}
 		l.open++
 		l.byIP[ip]++
-		reserved := l.open > l.total-l.reserve
+		// A connection that took a stalled one's slot is not in the reserve: the slot was
+		// freed as the stalled connection's timeout would have freed it.
+		reserved := victim == nil && l.open > l.total-l.reserve
+		lc := &limitedConn{Conn: c, l: l, ip: ip, reserved: reserved}
+		lc.since.Store(now.UnixNano())
+		l.conns[lc] = struct{}{}
 		l.mu.Unlock()
-		return &limitedConn{Conn: c, l: l, ip: ip, reserved: reserved}, nil
+		if victim != nil {
+			l.evicted.Add(1)
+			_ = victim.Conn.Close() // its server goroutine's read fails; its Close releases nothing more
+		}
+		return lc, nil
 	}
 }
 
-func (l *connLimiter) release(ip string) {
-	l.mu.Lock()
-	l.open--
-	if l.byIP[ip]--; l.byIP[ip] <= 0 {
-		delete(l.byIP, ip)
+// evictLocked picks a connection waiting on its client — of the address holding the most
+// connections (of address ip, when not empty), the one waiting longest — and releases its
+// slot; nil when there is none.
+func (l *connLimiter) evictLocked(ip string) *limitedConn {
+	if !l.evict {
+		return nil
 	}
+	var victim *limitedConn
+	var oldest int64
+	most := 0
+	for c := range l.conns {
+		if (ip != "" && c.ip != ip) || connPhase(c.phase.Load()) == phaseHandler {
+			continue
+		}
+		n, since := l.byIP[c.ip], c.since.Load()
+		if victim == nil || n > most || (n == most && since < oldest) {
+			victim, oldest, most = c, since, n
+		}
+	}
+	if victim == nil || !victim.released.CompareAndSwap(false, true) {
+		return nil // none, or one closing already (its release is about to free the slot)
+	}
+	l.releaseLocked(victim)
+	return victim
+}
+
+func (l *connLimiter) release(c *limitedConn) {
+	l.mu.Lock()
+	l.releaseLocked(c)
 	l.mu.Unlock()
 }
+
+func (l *connLimiter) releaseLocked(c *limitedConn) {
+	l.open--
+	if l.byIP[c.ip]--; l.byIP[c.ip] <= 0 {
+		delete(l.byIP, c.ip)
+	}
+	delete(l.conns, c)
+}
+
+// connPhase is what a connection under the caps waits for: its client (phaseWaiting: the
+// request line and headers, the next request, or the end of an answer; phaseBody: the
+// request's body) or the server (phaseHandler).
+type connPhase int32
+
+const (
+	phaseWaiting connPhase = iota
+	phaseBody
+	phaseHandler
+)
 
 // limitedConn is a connection counted by a connLimiter until it closes.
 type limitedConn struct {
@@ -325,11 +444,33 @@ type limitedConn struct {
 	l        *connLimiter
 	ip       string
 	reserved bool
-	once     sync.Once
+	released atomic.Bool
+	// phase and since (Unix ns) say what the connection waits for and since when.
+	phase atomic.Int32
+	since atomic.Int64
+}
+
+// setPhase records that c entered phase p (nil c: a connection without caps).
+func (c *limitedConn) setPhase(p connPhase) {
+	if c == nil || connPhase(c.phase.Load()) == p {
+		return
+	}
+	// Ordered for evictLocked, which reads the phase first: a connection entering the
+	// handler is never seen waiting with its old time, one leaving it never seen waiting
+	// with its handler's start.
+	if p == phaseHandler {
+		c.phase.Store(int32(p))
+		c.since.Store(time.Now().UnixNano())
+		return
+	}
+	c.since.Store(time.Now().UnixNano())
+	c.phase.Store(int32(p))
 }
 
 func (c *limitedConn) Close() error {
-	c.once.Do(func() { c.l.release(c.ip) })
+	if c.released.CompareAndSwap(false, true) {
+		c.l.release(c)
+	}
 	return c.Conn.Close()
 }
 

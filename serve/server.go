@@ -353,6 +353,9 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, admin bool) error {
 	errc := make(chan error, 1)
 	total, perIP, reserve := s.connCaps()
 	lim := newConnLimiter(ln, total, perIP, reserve)
+	// A connection waiting on its client gives its slot to a new one when the server is
+	// full (connLimiter).
+	lim.evict = true
 	s.lastLimiter.Store(lim)
 	go func() { errc <- hs.Serve(stampListener{Listener: lim, clk: s.clk, admin: admin}) }()
 	select {
@@ -392,13 +395,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	declared := r.Body != nil && r.Body != http.NoBody
+	if sc != nil {
+		sc.bodyDone = false
+		if declared {
+			sc.lc.setPhase(phaseBody)
+		} else {
+			sc.lc.setPhase(phaseHandler)
+		}
+	}
 	if isInfer(r) {
 		s.mux.ServeHTTP(w, r)
+		if declared && sc != nil && !sc.bodyDone {
+			// Answered without its body (an unknown model, a refusal): net/http would drain
+			// the body after the handler with no deadline, at the client's pace.
+			abandonBody(w)
+		}
 	} else {
 		s.serveGuarded(w, r)
 	}
 	if sc != nil {
 		sc.first.Store(0)
+		// The answer is flushed, then the connection waits for its next request: an idle
+		// connection, which a connection needing the slot may take (connLimiter).
+		sc.lc.setPhase(phaseWaiting)
 	}
 }
 
@@ -476,10 +496,10 @@ func (s *Server) routes() {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", formats.EchoName(r.Method), formats.EchoName(r.URL.Path), strings.Join(allow, ", "))})
 			return
 		}
-		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", formats.EchoName(r.Method), formats.EchoName(r.URL.Path))})
 	})
 	s.mux = m
 }
@@ -506,7 +526,7 @@ func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation)
 			names += a.Name
 		}
 	}
-	writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("model %q not found: this server serves %s", name, names)})
+	writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {

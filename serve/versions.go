@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // ModelVersion is the one version of every model a plan serves. A plan names no versions (a
@@ -20,7 +22,7 @@ func CheckModelVersion(model, version string) error {
 	if version == "" || version == ModelVersion {
 		return nil
 	}
-	return fmt.Errorf("model %q has no version %q: a plan serves version %q only (or leave the version out)", model, version, ModelVersion)
+	return fmt.Errorf("model %s has no version %s: a plan serves version %q only (or leave the version out)", formats.Echo(model), formats.Echo(version), ModelVersion)
 }
 
 // versioned wraps a /v2/models/{model}/versions/{version}/... handler: an unknown version is

@@ -12,14 +12,14 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/plan-dev/plan/formats/jsonx"
 )
 
 // Limits on what a request may ask for: beyond them the request is malformed (400).
@@ -106,16 +106,21 @@ func badRequest(param, format string, a ...any) *Error {
 // Error naming the field and the value.
 func Decode(body []byte, chat bool) (*Request, *Error) {
 	var w wire
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
+	// The one checked decoding path (formats/jsonx): nesting, duplicate keys, keys that
+	// differ only in case from a field (MAX_TOKENS), null numbers; unknown fields stay
+	// allowed (the API is open).
+	if err := jsonx.Decode(body, &w, jsonx.Options{}); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
+		var je *jsonx.Error
+		switch {
+		case errors.As(err, &te) && te.Field != "":
 			return nil, badRequest(te.Field, "%s: must be %s, not a JSON %s", te.Field, kindOf(te.Type.Kind().String()), te.Value)
+		case errors.Is(err, jsonx.ErrTrailing):
+			return nil, badRequest("", "the body has data after its JSON object")
+		case errors.As(err, &je) && je.Kind != jsonx.ErrSyntax:
+			return nil, badRequest(je.Path, "%v", err)
 		}
 		return nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, badRequest("", "the body has data after its JSON object")
 	}
 	r := &Request{Chat: chat}
 	if w.Model == nil || *w.Model == "" {

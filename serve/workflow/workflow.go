@@ -27,6 +27,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/formats/jsonx"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -183,9 +184,10 @@ func Decode(body []byte) (*RunRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.DisallowUnknownFields()
-	if err := d.Decode(req); err != nil {
+	if err := jsonx.Decode(body, req, jsonx.Options{Closed: true}); err != nil {
+		if errors.Is(err, jsonx.ErrTrailing) {
+			return nil, fmt.Errorf("body: data after the JSON object")
+		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return nil, fmt.Errorf("body: field %s: got a JSON %s, want %s", te.Field, te.Value, te.Type)
@@ -194,9 +196,6 @@ func Decode(body []byte) (*RunRequest, error) {
 			return nil, fmt.Errorf("body: field %s: unknown (want id, seed, deadline_ms, input)", f)
 		}
 		return nil, fmt.Errorf("body: %v", err)
-	}
-	if d.More() {
-		return nil, fmt.Errorf("body: data after the JSON object")
 	}
 	if req.Seed < 0 {
 		return nil, fmt.Errorf("body: field seed: %d: must not be negative", req.Seed)
