@@ -20,6 +20,9 @@ import (
 func ReadBack(target string, files Files) ([]Placement, error) {
 	var out []Placement
 	for _, name := range files.Names() {
+		if IsDeploy(name) {
+			continue // deploy/: the coordinator and autoscalers, read by ReadScale
+		}
 		data := files[name]
 		var (
 			pl  Placement
@@ -110,7 +113,7 @@ func readRay(data []byte) ([]Placement, error) {
 				return nil, fmt.Errorf("application %s, deployment %s: %w", a.Name, d.Name, err)
 			}
 			frac := strconv.FormatFloat(roundFrac(1/float64(max(pl.VGPU, 1))), 'g', -1, 64)
-			if d.NumReplicas != pl.Count || d.UserConfig.MaxBatchSize != pl.Batch ||
+			if RayReplicas(d) != pl.Count || d.UserConfig.MaxBatchSize != pl.Batch ||
 				strconv.FormatFloat(d.RayActorOptions.NumGPUs, 'g', -1, 64) != frac {
 				return nil, fmt.Errorf("application %s, deployment %s: num_replicas/max_batch_size/num_gpus disagree with the recorded placement %s", a.Name, d.Name, pl)
 			}

@@ -2,7 +2,9 @@ package export
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -61,6 +63,9 @@ func Exporters(build Build) []Exporter {
 			}
 			f, err := r(gs, o)
 			if err != nil {
+				return nil, err
+			}
+			if f, err = withDeploy(t, f, p, o); err != nil {
 				return nil, err
 			}
 			return withReadme(t, f, o)
@@ -193,7 +198,12 @@ func KServeFiles(gs []Group, o Options) (Files, error) {
 			if err != nil {
 				return nil, err
 			}
-			b, err := YAML(NewInferenceService(u.Name, o.StorageURI, u.Placement, sel, u.Scaling, u.QueueDelayUs, u.TimeoutUs))
+			isvc := NewInferenceService(u.Name, o.StorageURI, u.Placement, sel, u.Scaling, u.QueueDelayUs, u.TimeoutUs)
+			if len(u.Next) > 0 {
+				// The graph that carries this edge must be exported (rules.go checks it).
+				isvc.Metadata.Annotations[labelPrefix+"next"] = strings.Join(u.Next, ",")
+			}
+			b, err := YAML(isvc)
 			if err != nil {
 				return nil, err
 			}
@@ -202,8 +212,20 @@ func KServeFiles(gs []Group, o Options) (Files, error) {
 			}
 			names = append(names, u.Name)
 		}
-		if g.Chain && len(names) > 0 {
-			b, err := YAML(NewSequenceGraph(g.Name, names))
+		var graph *InferenceGraph
+		switch {
+		case g.Chain && len(names) > 0:
+			sg := NewSequenceGraph(g.Name, names)
+			graph = &sg
+		case hasEdges(g):
+			dg, err := DAGGraph(g)
+			if err != nil {
+				return nil, err
+			}
+			graph = &dg
+		}
+		if graph != nil {
+			b, err := YAML(*graph)
 			if err != nil {
 				return nil, err
 			}
@@ -235,6 +257,82 @@ func RayFiles(gs []Group, o Options) (Files, error) {
 		return nil, err
 	}
 	return Files{RayConfigFile: b}, nil
+}
+
+func hasEdges(g Group) bool {
+	for _, u := range g.Units {
+		if len(u.Next) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// DAGGraph expresses an application whose units form a DAG (PARD's fan-out and fan-in) as an
+// InferenceGraph: a root Sequence over the DAG's topological levels, a level of one unit a
+// service step, a level of several an Ensemble node that calls them in parallel. It refuses,
+// naming the application, an edge to a unit the application does not have or a cycle: the
+// export never drops an application's graph.
+func DAGGraph(g Group) (InferenceGraph, error) {
+	idx := map[string]int{}
+	for i, u := range g.Units {
+		idx[u.Name] = i
+	}
+	indeg := make([]int, len(g.Units))
+	for _, u := range g.Units {
+		for _, n := range u.Next {
+			j, ok := idx[n]
+			if !ok {
+				return InferenceGraph{}, fmt.Errorf("application %s: %s feeds %s, which the application does not have: cannot export its graph", g.Name, u.Name, n)
+			}
+			indeg[j]++
+		}
+	}
+	var level []int
+	for i, d := range indeg {
+		if d == 0 {
+			level = append(level, i)
+		}
+	}
+	ig := InferenceGraph{APIVersion: "serving.kserve.io/v1alpha1", Kind: "InferenceGraph", Metadata: ObjectMeta{Name: g.Name},
+		Spec: GraphSpec{Nodes: map[string]GraphNode{}}}
+	root := GraphNode{RouterType: "Sequence"}
+	done := 0
+	for k := 0; len(level) > 0; k++ {
+		data := "$response"
+		if k == 0 {
+			data = "$request"
+		}
+		st := GraphStep{Name: "level-" + strconv.Itoa(k), Data: data}
+		if len(level) == 1 {
+			st.ServiceName = g.Units[level[0]].Name
+		} else {
+			node := GraphNode{RouterType: "Ensemble"}
+			for _, i := range level {
+				node.Steps = append(node.Steps, GraphStep{Name: g.Units[i].Name, ServiceName: g.Units[i].Name})
+			}
+			st.NodeName = st.Name
+			ig.Spec.Nodes[st.Name] = node
+		}
+		root.Steps = append(root.Steps, st)
+		done += len(level)
+		var next []int
+		for _, i := range level {
+			for _, n := range g.Units[i].Next {
+				j := idx[n]
+				if indeg[j]--; indeg[j] == 0 {
+					next = append(next, j)
+				}
+			}
+		}
+		sort.Ints(next)
+		level = next
+	}
+	if done != len(g.Units) {
+		return InferenceGraph{}, fmt.Errorf("application %s: its units' edges form a cycle: cannot export its graph", g.Name)
+	}
+	ig.Spec.Nodes["root"] = root
+	return ig, nil
 }
 
 func put(f Files, name string, b []byte) error {
@@ -270,6 +368,9 @@ func (r Renderers[L]) Exporters() []Exporter {
 			}
 			f, err := rt(l)
 			if err != nil {
+				return nil, err
+			}
+			if f, err = withDeploy(t, f, p, o); err != nil {
 				return nil, err
 			}
 			return withReadme(t, f, o)

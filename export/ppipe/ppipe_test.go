@@ -186,14 +186,14 @@ func TestMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := string(files[export.RayConfigFile])
-	for _, want := range []string{"num_gpus: 0.5", "accelerator_type: L4", "num_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
+	for _, want := range []string{"num_gpus: 0.5", "accelerator_type: L4", "max_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("serve-config.yaml lacks %q", want)
 		}
 	}
 	files, _ = exporter(t, export.KServe).Export(p, export.Options{})
 	k := string(files["inferenceservice-plan-m0-p0-s0.yaml"])
-	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "scaleMetric: rps"} {
+	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "serving.kserve.io/autoscalerClass: keda", "plan_requests_total{model="} {
 		if !strings.Contains(k, want) {
 			t.Errorf("inferenceservice lacks %q:\n%s", want, k)
 		}
