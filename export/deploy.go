@@ -199,8 +199,10 @@ func tritonDeploy(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
 		waitUs         int64
 		llm            bool
 		seqs           int
+		models         []string
 	}
 	byName := map[string]*model{}
+	keys := map[string]string{}
 	var order []string
 	for _, name := range f.Names() {
 		if path.Base(name) != "config.pbtxt" {
@@ -231,19 +233,30 @@ func tritonDeploy(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
 		if (len(gpus) == 0 && tp == 0) || cfg.Platform == "ensemble" || cfg.Backend == "python" {
 			continue
 		}
-		m := byName[cfg.Name]
+		params := TritonParams(cfg)
+		keys[cfg.Name] = params[ParamKey]
+		pod := cfg.Name
+		if v := params[ParamPod]; v != "" {
+			pod = v
+		}
+		m := byName[pod]
 		if m == nil {
-			params := TritonParams(cfg)
-			m = &model{name: cfg.Name, dir: path.Dir(path.Dir(name)), key: params[ParamKey]}
+			m = &model{name: pod, dir: path.Dir(path.Dir(name)), key: params[ParamKey], servers: 1}
+			if v, err := strconv.Atoi(params[ParamServers]); err == nil && v > 0 {
+				m.servers = v
+			}
 			if q := cfg.GetDynamicBatching(); q != nil {
 				m.waitUs = int64(q.MaxQueueDelayMicroseconds)
 			}
 			m.llm, m.seqs = cfg.Backend == "vllm", seqs
-			byName[cfg.Name] = m
-			order = append(order, cfg.Name)
+			byName[pod] = m
+			order = append(order, pod)
 		}
-		m.gpus = max(m.gpus, len(gpus), tp)
-		m.servers++
+		m.models = append(m.models, cfg.Name)
+		for id := range gpus {
+			m.gpus = max(m.gpus, int(id)+1) // ids within the server: 0..k-1
+		}
+		m.gpus = max(m.gpus, tp)
 	}
 	var eps []StageEndpoint
 	for _, n := range order {
@@ -282,11 +295,21 @@ func tritonDeploy(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
 		if err := putYAML(f, DeployDir+"/autoscale-hpa/hpa-"+unit+".yaml", HPAFor(unit, sc)); err != nil {
 			return nil, err
 		}
-		if m.key != "" {
-			eps = append(eps, StageEndpoint{Stage: m.key, Model: n, URLs: []string{"http://" + unit + ":8000"}})
+		for _, mn := range m.models {
+			if k := keys[mn]; k != "" {
+				eps = append(eps, StageEndpoint{Stage: k, Model: mn, URLs: []string{"http://" + unit + ":8000"}})
+			}
 		}
 	}
 	return eps, nil
+}
+
+func loadArgs(models []string) []string {
+	out := make([]string, len(models))
+	for i, m := range models {
+		out[i] = "--load-model=" + m
+	}
+	return out
 }
 
 // putYAML writes objects as one multi-document YAML file.

@@ -127,6 +127,14 @@ func (o Options) Defaults() Options {
 	return o
 }
 
+// withPlan fills PerServer from the plan's embedded cluster when the options give none.
+func (o Options) withPlan(p *formats.Plan) Options {
+	if o.PerServer == nil && p != nil && p.Provenance.Embedded != nil {
+		o.PerServer = PerServerOf(p.Provenance.Embedded.Cluster)
+	}
+	return o
+}
+
 // Files is an exported file set: relative slash-separated path → contents.
 type Files map[string][]byte
 

@@ -63,6 +63,13 @@ func readTriton(data []byte) (Placement, bool, error) {
 		return pl, false, err
 	}
 	count := TritonInstances(c)
+	if v, ok := TritonParams(c)[ParamServers]; ok {
+		servers, err := strconv.Atoi(v)
+		if err != nil || servers < 1 {
+			return pl, false, fmt.Errorf("parameters.%s: %q: must be an integer >= 1", ParamServers, v)
+		}
+		count *= servers
+	}
 	if count != pl.Count || int(c.MaxBatchSize) != pl.Batch {
 		return pl, false, fmt.Errorf("instance count %d, max_batch_size %d: the recorded placement says %d, %d", count, c.MaxBatchSize, pl.Count, pl.Batch)
 	}

@@ -56,7 +56,7 @@ func Exporters(build Build) []Exporter {
 	for _, t := range Targets {
 		r := render[t]
 		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			o = o.Defaults()
+			o = o.Defaults().withPlan(p)
 			gs, err := build(p, o)
 			if err != nil {
 				return nil, err
@@ -79,9 +79,9 @@ func Exporters(build Build) []Exporter {
 // declare their tensors. Each unit's instances are pinned to GPUs of their own (PoolGroups),
 // or shared with the units of its Share (tritonLayout), numbered per GPU type in the order of
 // the units: the server of a type sees those GPUs.
-func TritonFiles(gs []Group, _ Options) (Files, error) {
+func TritonFiles(gs []Group, o Options) (Files, error) {
 	f := Files{}
-	layout, where, err := tritonLayout(gs)
+	layout, servers, where, err := tritonLayout(gs, o.PerServer)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,11 @@ func TritonFiles(gs []Group, _ Options) (Files, error) {
 				Inputs: u.Inputs, Outputs: u.Outputs,
 				Batching:   &TritonBatching{Preferred: []int{pl.Batch}, MaxQueueDelayUs: u.QueueDelayUs, TimeoutUs: u.TimeoutUs},
 				Parameters: pl.Params()}
+			c.Parameters[ParamServers] = strconv.Itoa(servers[u.Name])
+			if u.Share != "" {
+				// The pools of one share group run in one Triton server (deploy.go).
+				c.Parameters[ParamPod] = DNSLabel(o.Name + "-" + u.Share + "-" + pl.GPU)
+			}
 			c.Groups = layout[u.Name]
 			head := Comment(where[u.Name])
 			if err := put(f, u.Name+"/config.pbtxt", append(head, c.PBTxt()...)); err != nil {
@@ -361,7 +366,7 @@ func (r Renderers[L]) Exporters() []Exporter {
 	for _, t := range Targets {
 		rt := render[t]
 		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			o = o.Defaults()
+			o = o.Defaults().withPlan(p)
 			l, err := r.Build(p, o)
 			if err != nil {
 				return nil, err
