@@ -56,7 +56,8 @@ type Scale struct {
 	// Min and Max replicas.
 	Min, Max int
 	// Metric names the series for an HPA External metric (a metrics adapter serves it under
-	// this name; deploy/README.md gives the adapter rule); Selector its labels.
+	// this name: the HPA's plan.dev/metric-query annotation is the PromQL to serve); Selector
+	// its labels.
 	Metric   string
 	Selector map[string]string
 	// Query is the single-value PromQL KEDA's Prometheus trigger evaluates.
@@ -152,7 +153,8 @@ func HPAFor(name string, s Scale) HPA {
 		t = MetricTarget{Type: "Value", Value: fmtNum(s.Threshold)}
 	}
 	return HPA{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler",
-		Metadata: ObjectMeta{Name: name, Annotations: map[string]string{labelPrefix + "scale-basis": s.Basis}},
+		Metadata: ObjectMeta{Name: name, Annotations: map[string]string{labelPrefix + "scale-basis": s.Basis,
+			labelPrefix + "metric-query": s.Query, labelPrefix + "apply": "instead of the KEDA ScaledObject of the same name (KEDA makes its own HPA)"}},
 		Spec: HPASpec{ScaleTargetRef: ScaleTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
 			MinReplicas: max(s.Min, 1), MaxReplicas: max(s.Max, 1),
 			Metrics: []HPAMetric{{Type: "External", External: &HPAExternalMetric{

@@ -272,7 +272,7 @@ func tritonDeploy(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
 			Spec: DeploymentSpec{Replicas: m.servers, Selector: LabelSelector{MatchLabels: labels},
 				Template: PodTemplate{Metadata: ObjectMeta{Labels: labels}, Spec: PodSpec{
 					Containers: []Container{{Name: "tritonserver", Image: DefaultTritonImage,
-						Args:      []string{"tritonserver", "--model-repository=" + repo, "--model-control-mode=explicit", "--load-model=" + n},
+						Args:      append([]string{"tritonserver", "--model-repository=" + repo, "--model-control-mode=explicit"}, loadArgs(m.models)...),
 						Ports:     []Port{{Name: "http", ContainerPort: 8000}, {Name: "grpc", ContainerPort: 8001}, {Name: "metrics", ContainerPort: 8002}},
 						Resources: res, VolumeMounts: []VolumeMount{{Name: "models", MountPath: "/models", ReadOnly: true}},
 						ReadinessProbe: &Probe{HTTPGet: HTTPGet{Path: "/v2/health/ready", Port: "http"}, PeriodSeconds: 5}}},
