@@ -59,6 +59,16 @@ type Options struct {
 	// NodeLabels are the cluster file's node labels per GPU type (gpus[].node_labels): they
 	// replace the built-in nvidia.com/gpu.product selector of that type (gpulabels.go).
 	NodeLabels map[string]map[string]string
+	// PerServer is each GPU type's GPUs per server (the cluster's gpus[].per_server): Triton
+	// GPU ids count within a server (tritonServers); a type without it is one server.
+	PerServer map[string]int
+	// Prometheus is the server the autoscalers' triggers query (default DefaultPrometheus).
+	Prometheus string
+	// Image is the coordinator's image (default DefaultImage).
+	Image string
+	// ModelsClaim is the PersistentVolumeClaim holding a Triton repository (default: the
+	// claim of a pvc:// StorageURI, else "plan-models").
+	ModelsClaim string
 }
 
 // NodeLabelsOf collects a cluster's node_labels per GPU type (nil cluster: none).
@@ -70,6 +80,20 @@ func NodeLabelsOf(c *formats.Cluster) map[string]map[string]string {
 	for _, g := range c.GPUs {
 		if len(g.NodeLabels) > 0 {
 			out[g.Type] = g.NodeLabels
+		}
+	}
+	return out
+}
+
+// PerServerOf collects a cluster's per_server per GPU type (nil cluster: none).
+func PerServerOf(c *formats.Cluster) map[string]int {
+	if c == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, g := range c.GPUs {
+		if g.PerServer > 0 {
+			out[g.Type] = g.PerServer
 		}
 	}
 	return out
@@ -87,6 +111,26 @@ func (o Options) Defaults() Options {
 	o.StorageURI = strings.TrimRight(o.StorageURI, "/")
 	if o.ImportPath == "" {
 		o.ImportPath = "plan_ray:app"
+	}
+	if o.Prometheus == "" {
+		o.Prometheus = DefaultPrometheus
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.ModelsClaim == "" {
+		o.ModelsClaim = "plan-models"
+		if rest, ok := strings.CutPrefix(o.StorageURI, "pvc://"); ok && rest != "" {
+			o.ModelsClaim, _, _ = strings.Cut(rest, "/")
+		}
+	}
+	return o
+}
+
+// withPlan fills PerServer from the plan's embedded cluster when the options give none.
+func (o Options) withPlan(p *formats.Plan) Options {
+	if o.PerServer == nil && p != nil && p.Provenance.Embedded != nil {
+		o.PerServer = PerServerOf(p.Provenance.Embedded.Cluster)
 	}
 	return o
 }

@@ -33,13 +33,16 @@ type ISVCSpec struct {
 
 // Predictor is the predictor component: replicas, the model and where it runs.
 type Predictor struct {
-	MinReplicas  int               `json:"minReplicas"`
-	MaxReplicas  int               `json:"maxReplicas"`
-	ScaleMetric  string            `json:"scaleMetric,omitempty"`
-	ScaleTarget  int               `json:"scaleTarget,omitempty"`
-	Batcher      *Batcher          `json:"batcher,omitempty"`
-	Model        PredictorModel    `json:"model"`
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	MinReplicas int    `json:"minReplicas"`
+	MaxReplicas int    `json:"maxReplicas"`
+	ScaleMetric string `json:"scaleMetric,omitempty"`
+	ScaleTarget int    `json:"scaleTarget,omitempty"`
+	// AutoScaling is KServe's KEDA-based autoscaling (with the deploymentMode and
+	// autoscalerClass annotations).
+	AutoScaling  *KServeAutoScaling `json:"autoScaling,omitempty"`
+	Batcher      *Batcher           `json:"batcher,omitempty"`
+	Model        PredictorModel     `json:"model"`
+	NodeSelector map[string]string  `json:"nodeSelector,omitempty"`
 }
 
 // Batcher is KServe's request batcher (maxLatency in ms, timeout in s).

@@ -23,12 +23,14 @@ type RayAppOf[U any] struct {
 // RayDeploymentOf is one deployment: a fixed replica count, the per-replica resources, and
 // the plan's batching and placement in user_config (delivered to the replica's reconfigure()).
 type RayDeploymentOf[U any] struct {
-	Name               string          `json:"name"`
-	NumReplicas        int             `json:"num_replicas"`
-	MaxOngoingRequests int             `json:"max_ongoing_requests"`
-	MaxQueuedRequests  int             `json:"max_queued_requests,omitempty"`
-	RayActorOptions    RayActorOptions `json:"ray_actor_options"`
-	UserConfig         U               `json:"user_config"`
+	Name               string `json:"name"`
+	NumReplicas        int    `json:"num_replicas,omitempty"`
+	MaxOngoingRequests int    `json:"max_ongoing_requests"`
+	MaxQueuedRequests  int    `json:"max_queued_requests,omitempty"`
+	// AutoscalingConfig replaces NumReplicas (Ray Serve takes one or the other).
+	AutoscalingConfig *RayAutoscaling `json:"autoscaling_config,omitempty"`
+	RayActorOptions   RayActorOptions `json:"ray_actor_options"`
+	UserConfig        U               `json:"user_config"`
 }
 
 // RayConfig, RayApp and RayDeployment carry RayUserConfig: PPipe's pools and PARD's modules.

@@ -20,6 +20,9 @@ import (
 func ReadBack(target string, files Files) ([]Placement, error) {
 	var out []Placement
 	for _, name := range files.Names() {
+		if IsDeploy(name) {
+			continue // deploy/: the coordinator and autoscalers, read by ReadScale
+		}
 		data := files[name]
 		var (
 			pl  Placement
@@ -60,6 +63,13 @@ func readTriton(data []byte) (Placement, bool, error) {
 		return pl, false, err
 	}
 	count := TritonInstances(c)
+	if v, ok := TritonParams(c)[ParamServers]; ok {
+		servers, err := strconv.Atoi(v)
+		if err != nil || servers < 1 {
+			return pl, false, fmt.Errorf("parameters.%s: %q: must be an integer >= 1", ParamServers, v)
+		}
+		count *= servers
+	}
 	if count != pl.Count || int(c.MaxBatchSize) != pl.Batch {
 		return pl, false, fmt.Errorf("instance count %d, max_batch_size %d: the recorded placement says %d, %d", count, c.MaxBatchSize, pl.Count, pl.Batch)
 	}
@@ -110,7 +120,7 @@ func readRay(data []byte) ([]Placement, error) {
 				return nil, fmt.Errorf("application %s, deployment %s: %w", a.Name, d.Name, err)
 			}
 			frac := strconv.FormatFloat(roundFrac(1/float64(max(pl.VGPU, 1))), 'g', -1, 64)
-			if d.NumReplicas != pl.Count || d.UserConfig.MaxBatchSize != pl.Batch ||
+			if RayReplicas(d) != pl.Count || d.UserConfig.MaxBatchSize != pl.Batch ||
 				strconv.FormatFloat(d.RayActorOptions.NumGPUs, 'g', -1, 64) != frac {
 				return nil, fmt.Errorf("application %s, deployment %s: num_replicas/max_batch_size/num_gpus disagree with the recorded placement %s", a.Name, d.Name, pl)
 			}

@@ -96,7 +96,7 @@ func RayReadme(config []byte, importPath string) ([]byte, error) {
 			if o := d.RayActorOptions; o.NumGPUs > 0 {
 				gpu = fmt.Sprintf("%g GPU of type %s", o.NumGPUs, o.AcceleratorType)
 			}
-			fmt.Fprintf(&b, "- `%s`: %d replica(s), %s; user_config keys %s\n", d.Name, d.NumReplicas, gpu, quoteAll(keys))
+			fmt.Fprintf(&b, "- `%s`: %d replica(s), %s; user_config keys %s\n", d.Name, RayReplicas(d), gpu, quoteAll(keys))
 		}
 	}
 	return []byte(b.String()), nil

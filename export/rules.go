@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -25,18 +26,34 @@ type Deployable bool
 func runtimeRules(files Files, deploy Deployable) []string {
 	var errs []string
 	services := map[string]bool{}
+	inGraph := map[string]bool{}
 	models := map[string]bool{}
 	for _, name := range files.Names() {
 		switch {
 		case path.Base(name) == "config.pbtxt":
 			models[path.Dir(name)] = true
 		case strings.HasSuffix(name, ".yaml") && path.Base(name) != RayConfigFile:
-			var probe struct {
-				Kind     string     `json:"kind"`
-				Metadata ObjectMeta `json:"metadata"`
-			}
-			if yaml.Unmarshal(files[name], &probe) == nil && probe.Kind == "InferenceService" {
-				services[probe.Metadata.Name] = true
+			for _, d := range Documents(files[name]) {
+				var probe struct {
+					Kind     string     `json:"kind"`
+					Metadata ObjectMeta `json:"metadata"`
+					Spec     struct {
+						Nodes map[string]GraphNode `json:"nodes"`
+					} `json:"spec"`
+				}
+				if yaml.Unmarshal(d, &probe) != nil {
+					continue
+				}
+				switch probe.Kind {
+				case "InferenceService":
+					services[probe.Metadata.Name] = true
+				case "InferenceGraph":
+					for _, n := range probe.Spec.Nodes {
+						for _, st := range n.Steps {
+							inGraph[st.ServiceName] = true
+						}
+					}
+				}
 			}
 		}
 	}
@@ -51,7 +68,16 @@ func runtimeRules(files Files, deploy Deployable) []string {
 		case path.Base(name) == RayConfigFile:
 			es = rayRules(data)
 		case strings.HasSuffix(name, ".yaml"):
-			es = kserveRules(data, services)
+			ds := Documents(data)
+			for i, d := range ds {
+				des := kserveRules(d, services, inGraph)
+				if len(ds) > 1 {
+					for j := range des {
+						des[j] = fmt.Sprintf("(document %d) %s", i+1, des[j])
+					}
+				}
+				es = append(es, des...)
+			}
 		}
 		for _, e := range es {
 			errs = append(errs, name+": "+e)
@@ -65,6 +91,9 @@ func runtimeRules(files Files, deploy Deployable) []string {
 // repository; a Python-backend model has its model.py when the repository is deployable.
 func tritonRules(name string, c *tritonpb.ModelConfig, files Files, models map[string]bool, deploy Deployable) []string {
 	var errs []string
+	if c.MaxBatchSize < 0 {
+		errs = append(errs, fmt.Sprintf("max_batch_size: %d: must be >= 0 (0: the model does not batch)", c.MaxBatchSize))
+	}
 	for i, g := range c.InstanceGroup {
 		at := fmt.Sprintf("instance_group[%d]", i)
 		kind := g.GetKind()
@@ -93,7 +122,7 @@ func tritonRules(name string, c *tritonpb.ModelConfig, files Files, models map[s
 // pod never becomes Ready; the schema already requires maxBatchSize >= 1); a GPU node selector by the label GPU
 // feature discovery writes, not plan's short name (which no node carries); replicas and
 // autoscaling consistent; an InferenceGraph's steps call services of the directory.
-func kserveRules(data []byte, services map[string]bool) []string {
+func kserveRules(data []byte, services, inGraph map[string]bool) []string {
 	var probe struct {
 		Kind string `json:"kind"`
 	}
@@ -106,20 +135,77 @@ func kserveRules(data []byte, services map[string]bool) []string {
 		if yaml.Unmarshal(data, &s) != nil {
 			return nil
 		}
-		return predictorRules(s.Spec.Predictor)
+		errs := predictorRules(s.Spec.Predictor)
+		if next := s.Metadata.Annotations[labelPrefix+"next"]; next != "" && !inGraph[s.Metadata.Name] {
+			errs = append(errs, fmt.Sprintf("metadata.annotations.%snext: %q: the service feeds others of application %q but no InferenceGraph of the directory calls it: export the application's graph", labelPrefix, next, appOf(s.Metadata.Annotations[labelPrefix+"key"])))
+		}
+		return errs
 	case "InferenceGraph":
 		var g InferenceGraph
 		if yaml.Unmarshal(data, &g) != nil {
 			return nil
 		}
 		return graphRules(g, services)
+	case "Deployment":
+		var d Deployment
+		if yaml.Unmarshal(data, &d) != nil {
+			return nil
+		}
+		var errs []string
+		for i, c := range d.Spec.Template.Spec.Containers {
+			if c.Resources != nil {
+				errs = append(errs, quantityRules(fmt.Sprintf("spec.template.spec.containers[%d].resources", i), *c.Resources)...)
+			}
+		}
+		return errs
+	case "ScaledObject":
+		var so ScaledObject
+		if yaml.Unmarshal(data, &so) != nil {
+			return nil
+		}
+		return scaledObjectRules(so)
+	case "HorizontalPodAutoscaler":
+		var h HPA
+		if yaml.Unmarshal(data, &h) != nil {
+			return nil
+		}
+		if h.Spec.MinReplicas > h.Spec.MaxReplicas {
+			return []string{fmt.Sprintf("spec.minReplicas/maxReplicas: %d/%d: minReplicas must be <= maxReplicas", h.Spec.MinReplicas, h.Spec.MaxReplicas)}
+		}
 	}
 	return nil
+}
+
+// scaledObjectRules: the range is ordered and a Prometheus trigger has the metadata KEDA
+// requires (serverAddress, query, a threshold that parses as a float > 0).
+func scaledObjectRules(so ScaledObject) []string {
+	var errs []string
+	if so.Spec.MinReplicaCount > so.Spec.MaxReplicaCount {
+		errs = append(errs, fmt.Sprintf("spec.minReplicaCount/maxReplicaCount: %d/%d: minReplicaCount must be <= maxReplicaCount", so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount))
+	}
+	for i, t := range so.Spec.Triggers {
+		if t.Type != "prometheus" {
+			continue
+		}
+		at := fmt.Sprintf("spec.triggers[%d].metadata", i)
+		for _, k := range []string{"serverAddress", "query", "threshold"} {
+			if t.Metadata[k] == "" {
+				errs = append(errs, fmt.Sprintf("%s.%s: \"\": KEDA's Prometheus scaler requires it", at, k))
+			}
+		}
+		if v := t.Metadata["threshold"]; v != "" {
+			if x, err := strconv.ParseFloat(v, 64); err != nil || !(x > 0) || math.IsInf(x, 0) {
+				errs = append(errs, fmt.Sprintf("%s.threshold: %q: must be a number > 0 (KEDA parses it as a float)", at, v))
+			}
+		}
+	}
+	return errs
 }
 
 func predictorRules(p Predictor) []string {
 	var errs []string
 	const at = "spec.predictor"
+	errs = append(errs, quantityRules(at+".model.resources", p.Model.Resources)...)
 	if b := p.Batcher; b != nil {
 		if b.MaxLatency < 1 {
 			errs = append(errs, fmt.Sprintf("%s.batcher.maxLatency: %d: KServe's agent exits when it is <= 0; the pod never becomes Ready (at least 1 ms, or no batcher)", at, b.MaxLatency))

@@ -154,6 +154,12 @@ const (
 	ParamBatch      = "plan.batch"
 	ParamFirstBlock = "plan.first_block"
 	ParamEndBlock   = "plan.end_block"
+	// ParamServers is how many identical Triton servers (pods) run a model: its instance
+	// groups are one server's, with GPU ids within the server.
+	ParamServers = "plan.servers"
+	// ParamPod names the server a model shares with others (PPipe's stage rounding puts a
+	// stage's pools on the same GPUs); absent: the model's servers are its own.
+	ParamPod = "plan.pod"
 )
 
 // Params returns the placement as string parameters.

@@ -10,17 +10,19 @@ import (
 // rounding does, formats.PPipePlan.PhysicalGPUs).
 const twelfths = 12
 
-// tritonLayout pins every unit's instances to GPU indices, numbered per GPU type in the order
-// of the units. A unit of its own takes whole GPUs (PoolGroups). Units with the same Share
-// (and GPU type) share the GPUs their plan rounds their slices up to together (PPipe's stage
-// rounding: the pools of every pipeline at one stage index share GPUs): their slices are
-// packed onto exactly that many GPUs (first-fit-decreasing, else an exact search), or the
-// export is refused naming the rounding, so
-// Triton never starts the pools on more GPUs than the plan counts. It returns each unit's
-// groups and a line saying where they go, keyed by the unit's name.
-func tritonLayout(gs []Group) (map[string][]TritonGroup, map[string]string, error) {
-	groups, where := map[string][]TritonGroup{}, map[string]string{}
-	next := map[string]int{}
+// tritonLayout pins every unit's instances to GPU ids as a Triton server sees them: within
+// one server (a pod of a Deployment, deploy.go), 0..k-1 for its k GPUs — never fleet-wide ids,
+// which a server of per_server GPUs does not have (ecosystem.md §7: a listed id the server
+// lacks fails the load). A unit of its own (PoolGroups) runs on Servers pods of the same
+// shape: its GPUs split into pods of the largest size that divides them and fits a server
+// (Options.PerServer; unknown = one server). Units with the same Share (and GPU type) share
+// the GPUs their plan rounds their slices up to together (PPipe's stage rounding: the pools
+// of every pipeline at one stage index share GPUs): their slices are packed onto exactly
+// that many GPUs of one server (first-fit-decreasing, else an exact search), or the export
+// is refused naming the rounding. It returns each unit's groups, its pod count and a line
+// saying where they go, keyed by the unit's name.
+func tritonLayout(gs []Group, perServer map[string]int) (map[string][]TritonGroup, map[string]int, map[string]string, error) {
+	groups, servers, where := map[string][]TritonGroup{}, map[string]int{}, map[string]string{}
 	shared := map[string][]*Unit{}
 	for gi := range gs {
 		for ui := range gs[gi].Units {
@@ -37,11 +39,15 @@ func tritonLayout(gs []Group) (map[string][]TritonGroup, map[string]string, erro
 		for ui := range gs[gi].Units {
 			u := &gs[gi].Units[ui]
 			pl := u.Placement
+			ps := perServer[pl.GPU]
 			if u.Share == "" {
-				first := next[pl.GPU]
-				groups[u.Name], next[pl.GPU] = PoolGroups(pl.Count, pl.VGPU, first)
-				where[u.Name] = fmt.Sprintf("%s: %d instance(s), at most %d per %s GPU (1/%d slices), on the server's %s GPUs %d..%d (GPU indices count each type's GPUs in export order).",
-					pl.Key, pl.Count, max(pl.VGPU, 1), pl.GPU, max(pl.VGPU, 1), pl.GPU, first, next[pl.GPU]-1)
+				gr, n, pods, err := podGroups(pl, ps)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				groups[u.Name], servers[u.Name] = gr, pods
+				where[u.Name] = fmt.Sprintf("%s: %d instance(s), at most %d per %s GPU (1/%d slices), on %d Triton server(s) of %d GPU(s) each, GPU ids 0..%d within each server.",
+					pl.Key, pl.Count, max(pl.VGPU, 1), pl.GPU, max(pl.VGPU, 1), pods, n/pods, n/pods-1)
 				continue
 			}
 			k := u.Share + "\x00" + pl.GPU
@@ -49,14 +55,46 @@ func tritonLayout(gs []Group) (map[string][]TritonGroup, map[string]string, erro
 				continue
 			}
 			done[k] = true
-			n, err := packShared(shared[k], next[pl.GPU], groups, where)
+			n, err := packShared(shared[k], 0, groups, where)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			next[pl.GPU] += n
+			if ps > 0 && n > ps {
+				return nil, nil, nil, fmt.Errorf("triton: the plan's stage rounding (ppipe.extra.rounding: stage) puts the pools of %s on %d shared %s GPU(s), more than a server's %d (per_server): Triton shares GPUs only within one server; solve with --rounding pipeline to export this plan",
+					u.Share, n, pl.GPU, ps)
+			}
+			for _, su := range shared[k] {
+				servers[su.Name] = 1
+			}
 		}
 	}
-	return groups, where, nil
+	return groups, servers, where, nil
+}
+
+// podGroups lays a pool onto identical servers: its PoolGroups GPUs (full GPUs of vgpu
+// instances, the remainder on one more) split into pods of the largest size that divides
+// them and fits a server of perServer GPUs (0: unbounded). It returns one pod's groups (ids
+// from 0), the pool's GPUs and the pod count. A remainder GPU makes the pods unequal, so a
+// pool with one is a single pod, refused when that exceeds a server.
+func podGroups(pl Placement, perServer int) ([]TritonGroup, int, int, error) {
+	all, n := PoolGroups(pl.Count, pl.VGPU, 0)
+	if n == 0 {
+		return all, 0, 1, nil
+	}
+	if perServer <= 0 || n <= perServer {
+		return all, n, 1, nil
+	}
+	v := max(pl.VGPU, 1)
+	if pl.Count%v != 0 {
+		return nil, 0, 0, fmt.Errorf("triton: %s: %d instance(s) of 1/%d %s GPU take %d GPUs, more than a server's %d (per_server), and the last GPU holds fewer slices than the others, so no set of identical servers runs exactly %d: give the pool a multiple of %d slices",
+			pl.Key, pl.Count, v, pl.GPU, n, perServer, pl.Count, v)
+	}
+	g := perServer
+	for n%g != 0 {
+		g--
+	}
+	gs, _ := PoolGroups(g*v, v, 0)
+	return gs, n, n / g, nil
 }
 
 // packShared lays the slices of units (one share group of one GPU type) onto

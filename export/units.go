@@ -2,7 +2,9 @@ package export
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -54,13 +56,16 @@ func Exporters(build Build) []Exporter {
 	for _, t := range Targets {
 		r := render[t]
 		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			o = o.Defaults()
+			o = o.Defaults().withPlan(p)
 			gs, err := build(p, o)
 			if err != nil {
 				return nil, err
 			}
 			f, err := r(gs, o)
 			if err != nil {
+				return nil, err
+			}
+			if f, err = withDeploy(t, f, p, o); err != nil {
 				return nil, err
 			}
 			return withReadme(t, f, o)
@@ -74,9 +79,9 @@ func Exporters(build Build) []Exporter {
 // declare their tensors. Each unit's instances are pinned to GPUs of their own (PoolGroups),
 // or shared with the units of its Share (tritonLayout), numbered per GPU type in the order of
 // the units: the server of a type sees those GPUs.
-func TritonFiles(gs []Group, _ Options) (Files, error) {
+func TritonFiles(gs []Group, o Options) (Files, error) {
 	f := Files{}
-	layout, where, err := tritonLayout(gs)
+	layout, servers, where, err := tritonLayout(gs, o.PerServer)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +92,11 @@ func TritonFiles(gs []Group, _ Options) (Files, error) {
 				Inputs: u.Inputs, Outputs: u.Outputs,
 				Batching:   &TritonBatching{Preferred: []int{pl.Batch}, MaxQueueDelayUs: u.QueueDelayUs, TimeoutUs: u.TimeoutUs},
 				Parameters: pl.Params()}
+			c.Parameters[ParamServers] = strconv.Itoa(servers[u.Name])
+			if u.Share != "" {
+				// The pools of one share group run in one Triton server (deploy.go).
+				c.Parameters[ParamPod] = DNSLabel(o.Name + "-" + u.Share + "-" + pl.GPU)
+			}
 			c.Groups = layout[u.Name]
 			head := Comment(where[u.Name])
 			if err := put(f, u.Name+"/config.pbtxt", append(head, c.PBTxt()...)); err != nil {
@@ -193,7 +203,12 @@ func KServeFiles(gs []Group, o Options) (Files, error) {
 			if err != nil {
 				return nil, err
 			}
-			b, err := YAML(NewInferenceService(u.Name, o.StorageURI, u.Placement, sel, u.Scaling, u.QueueDelayUs, u.TimeoutUs))
+			isvc := NewInferenceService(u.Name, o.StorageURI, u.Placement, sel, u.Scaling, u.QueueDelayUs, u.TimeoutUs)
+			if len(u.Next) > 0 {
+				// The graph that carries this edge must be exported (rules.go checks it).
+				isvc.Metadata.Annotations[labelPrefix+"next"] = strings.Join(u.Next, ",")
+			}
+			b, err := YAML(isvc)
 			if err != nil {
 				return nil, err
 			}
@@ -202,8 +217,20 @@ func KServeFiles(gs []Group, o Options) (Files, error) {
 			}
 			names = append(names, u.Name)
 		}
-		if g.Chain && len(names) > 0 {
-			b, err := YAML(NewSequenceGraph(g.Name, names))
+		var graph *InferenceGraph
+		switch {
+		case g.Chain && len(names) > 0:
+			sg := NewSequenceGraph(g.Name, names)
+			graph = &sg
+		case hasEdges(g):
+			dg, err := DAGGraph(g)
+			if err != nil {
+				return nil, err
+			}
+			graph = &dg
+		}
+		if graph != nil {
+			b, err := YAML(*graph)
 			if err != nil {
 				return nil, err
 			}
@@ -237,6 +264,82 @@ func RayFiles(gs []Group, o Options) (Files, error) {
 	return Files{RayConfigFile: b}, nil
 }
 
+func hasEdges(g Group) bool {
+	for _, u := range g.Units {
+		if len(u.Next) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// DAGGraph expresses an application whose units form a DAG (PARD's fan-out and fan-in) as an
+// InferenceGraph: a root Sequence over the DAG's topological levels, a level of one unit a
+// service step, a level of several an Ensemble node that calls them in parallel. It refuses,
+// naming the application, an edge to a unit the application does not have or a cycle: the
+// export never drops an application's graph.
+func DAGGraph(g Group) (InferenceGraph, error) {
+	idx := map[string]int{}
+	for i, u := range g.Units {
+		idx[u.Name] = i
+	}
+	indeg := make([]int, len(g.Units))
+	for _, u := range g.Units {
+		for _, n := range u.Next {
+			j, ok := idx[n]
+			if !ok {
+				return InferenceGraph{}, fmt.Errorf("application %s: %s feeds %s, which the application does not have: cannot export its graph", g.Name, u.Name, n)
+			}
+			indeg[j]++
+		}
+	}
+	var level []int
+	for i, d := range indeg {
+		if d == 0 {
+			level = append(level, i)
+		}
+	}
+	ig := InferenceGraph{APIVersion: "serving.kserve.io/v1alpha1", Kind: "InferenceGraph", Metadata: ObjectMeta{Name: g.Name},
+		Spec: GraphSpec{Nodes: map[string]GraphNode{}}}
+	root := GraphNode{RouterType: "Sequence"}
+	done := 0
+	for k := 0; len(level) > 0; k++ {
+		data := "$response"
+		if k == 0 {
+			data = "$request"
+		}
+		st := GraphStep{Name: "level-" + strconv.Itoa(k), Data: data}
+		if len(level) == 1 {
+			st.ServiceName = g.Units[level[0]].Name
+		} else {
+			node := GraphNode{RouterType: "Ensemble"}
+			for _, i := range level {
+				node.Steps = append(node.Steps, GraphStep{Name: g.Units[i].Name, ServiceName: g.Units[i].Name})
+			}
+			st.NodeName = st.Name
+			ig.Spec.Nodes[st.Name] = node
+		}
+		root.Steps = append(root.Steps, st)
+		done += len(level)
+		var next []int
+		for _, i := range level {
+			for _, n := range g.Units[i].Next {
+				j := idx[n]
+				if indeg[j]--; indeg[j] == 0 {
+					next = append(next, j)
+				}
+			}
+		}
+		sort.Ints(next)
+		level = next
+	}
+	if done != len(g.Units) {
+		return InferenceGraph{}, fmt.Errorf("application %s: its units' edges form a cycle: cannot export its graph", g.Name)
+	}
+	ig.Spec.Nodes["root"] = root
+	return ig, nil
+}
+
 func put(f Files, name string, b []byte) error {
 	if _, dup := f[name]; dup {
 		return fmt.Errorf("export: two objects named %s (rename a model, module or application)", name)
@@ -263,13 +366,16 @@ func (r Renderers[L]) Exporters() []Exporter {
 	for _, t := range Targets {
 		rt := render[t]
 		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			o = o.Defaults()
+			o = o.Defaults().withPlan(p)
 			l, err := r.Build(p, o)
 			if err != nil {
 				return nil, err
 			}
 			f, err := rt(l)
 			if err != nil {
+				return nil, err
+			}
+			if f, err = withDeploy(t, f, p, o); err != nil {
 				return nil, err
 			}
 			return withReadme(t, f, o)

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -51,9 +52,17 @@ func ValidateFor(files Files, deploy Deployable) error {
 				errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 			}
 		case strings.HasSuffix(name, ".yaml"), path.Base(name) == VLLMModelFile:
-			// JSON is YAML: model.json goes through the same schema check.
-			for _, e := range validateYAML(name, data) {
-				errs = append(errs, fmt.Sprintf("%s: %s", name, e))
+			// JSON is YAML: model.json goes through the same schema check. A file of several
+			// documents (deploy/) checks each; errors name the document from its second on.
+			ds := Documents(data)
+			for i, d := range ds {
+				at := name
+				if len(ds) > 1 {
+					at = fmt.Sprintf("%s (document %d)", name, i+1)
+				}
+				for _, e := range validateYAML(name, d) {
+					errs = append(errs, fmt.Sprintf("%s: %s", at, e))
+				}
 			}
 		case strings.HasSuffix(name, ".onnx"), path.Base(name) == ".keep", name == ReadmeFile, path.Base(name) == "model.py":
 		default:
@@ -67,6 +76,18 @@ func ValidateFor(files Files, deploy Deployable) error {
 		return fmt.Errorf("export: %d invalid file(s):\n%s", len(errs), strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// Documents splits a YAML stream into its documents (at lines that are "---"), dropping
+// empty ones.
+func Documents(data []byte) [][]byte {
+	var out [][]byte
+	for _, d := range bytes.Split(append([]byte("\n"), data...), []byte("\n---\n")) {
+		if len(bytes.TrimSpace(d)) > 0 {
+			out = append(out, bytes.TrimPrefix(d, []byte("\n")))
+		}
+	}
+	return out
 }
 
 // ParseTriton parses a config.pbtxt strictly.
@@ -91,6 +112,16 @@ func SchemaFor(name string, doc map[string]any) (string, error) {
 		return "inferenceservice.schema.json", nil
 	case "InferenceGraph":
 		return "inferencegraph.schema.json", nil
+	case "ScaledObject":
+		return "scaledobject.schema.json", nil
+	case "HorizontalPodAutoscaler":
+		return "hpa.schema.json", nil
+	case "Deployment":
+		return "deployment.schema.json", nil
+	case "Service":
+		return "service.schema.json", nil
+	case "ConfigMap":
+		return "configmap.schema.json", nil
 	}
 	return "", fmt.Errorf("kind %v: not a manifest plan exports", doc["kind"])
 }

@@ -18,6 +18,11 @@ type Cluster struct {
 	// 34 item 1). One per file; empty = USD, the unit of the default price table
 	// (DefaultPrices), which only applies when the currency is USD.
 	Currency string `json:"currency,omitempty"`
+	// PriceBasis says what every gpus[].price_per_hour (and spot_price_per_hour) prices:
+	// PriceBasisGPU (empty: one GPU for an hour) or PriceBasisVM (one server of per_server
+	// GPUs for an hour, as clouds sell GPUs in whole VMs; ecosystem-dropin.md §6). One basis
+	// per file: a gpus[] entry may restate it but not differ.
+	PriceBasis string `json:"price_basis,omitempty"`
 }
 
 // GPUPool is a number of GPUs of one type.
@@ -36,6 +41,10 @@ type GPUPool struct {
 	// (`plan solve --objective cost` minimises Σ price·GPUs); nil = the public on-demand list
 	// price of DefaultPrices (plan says on stderr that it used it).
 	PricePerHour *float64 `json:"price_per_hour,omitempty"`
+	// SpotPricePerHour is the spot (preemptible) price on the same basis; nil = none.
+	SpotPricePerHour *float64 `json:"spot_price_per_hour,omitempty"`
+	// PriceBasis restates the file's price_basis for this type (it must not differ).
+	PriceBasis string `json:"price_basis,omitempty"`
 	// Available is the most GPUs of this type a cost-optimal fleet may use (what can be
 	// bought or rented); nil = unbounded. Count stays the GPUs a throughput plan uses.
 	Available *int `json:"available,omitempty"`

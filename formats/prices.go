@@ -10,32 +10,59 @@ import (
 // DefaultCurrency is the currency of DefaultPrices and of a cluster file that names none.
 const DefaultCurrency = "USD"
 
-// DefaultPrices are public on-demand list prices per GPU per hour in USD, the price a cost
-// objective uses for a GPU type whose cluster entry gives no price_per_hour (issue 34 item 1).
-// They are the per-GPU accelerator prices of one public cloud region so that every type is
-// priced on one basis, rounded to the cent; a user with real quotes (reserved, spot, another
-// cloud) writes price_per_hour instead. Sources (list prices as published through 2024–2025;
-// re-check before a purchase, they change):
-//   - P4, T4, V100, A100 (80 GB), L4, H100: Google Compute Engine "GPU pricing",
-//     https://cloud.google.com/compute/gpus-pricing, us-central1 on-demand per-GPU hour
-//     (P4 0.60, T4 0.35, V100 2.48, A100 80GB 3.93, L4 0.56; H100 from a3-highgpu-8g at
-//     about 88.25/h for 8 GPUs ≈ 11.06 per GPU, VM included, since GCE sells H100 only
-//     bundled).
-//   - A10: AWS EC2 on-demand, us-east-1, g5.xlarge (one A10G) 1.006/h,
-//     https://aws.amazon.com/ec2/instance-types/g5/ (GCE offers no A10).
-//   - H200: GCE a3-ultragpu-8g, about 84.8/h for 8 GPUs ≈ 10.60 per GPU, VM included.
-//
-// The table is consulted only for a USD cluster; a cluster in another currency must price
-// every GPU type it plans a cost for.
-var DefaultPrices = map[string]float64{
-	"P4":   0.60,
-	"T4":   0.35,
-	"L4":   0.56,
-	"A10":  1.01,
-	"V100": 2.48,
-	"A100": 3.93,
-	"H100": 11.06,
-	"H200": 10.60,
+// Price bases (Cluster.PriceBasis): what a price_per_hour buys for an hour.
+const (
+	// PriceBasisGPU prices one GPU (the default; how neoclouds quote).
+	PriceBasisGPU = "gpu"
+	// PriceBasisVM prices one server (VM) of per_server GPUs (how AWS and GCP sell them).
+	PriceBasisVM = "vm"
+)
+
+// PriceRow is one default price: on-demand USD per GPU-hour, all-in (a VM's price divided by
+// its GPUs, so the CPU, memory and disk a GPU needs are in it), with where and when it was
+// published (ecosystem-dropin.md §6: normalise to $/GPU-h with region, date and provisioning).
+type PriceRow struct {
+	GPU string
+	// USDPerGPUHour is the on-demand price of one GPU for an hour.
+	USDPerGPUHour float64
+	// Offer is what was priced (instance, region) and Source who published it; Date the
+	// month the price was current (YYYY-MM).
+	Offer, Source, Date string
+}
+
+// DefaultPriceRows are public on-demand list prices, one basis (PriceBasisGPU: USD per
+// GPU-hour, whole VMs divided by their GPUs), each with its source and date: the price a cost
+// objective uses for a GPU type whose cluster entry gives no price_per_hour. They are list
+// prices; reserved, committed or spot capacity costs less (write price_per_hour and
+// spot_price_per_hour from a real quote). Re-check before a purchase: they change.
+var DefaultPriceRows = []PriceRow{
+	{"P4", 0.79, "GCE n1-standard-4 + 1×P4, us-central1 (0.60 GPU + 0.19 VM)", "Google Compute Engine GPU and VM pricing", "2025-06"},
+	{"T4", 0.53, "AWS g4dn.xlarge (1×T4), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
+	{"L4", 0.80, "AWS g6.xlarge (1×L4), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
+	{"A10", 1.01, "AWS g5.xlarge (1×A10G), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
+	{"V100", 3.06, "AWS p3.2xlarge (1×V100), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
+	{"A100", 2.25, "hyperscaler on-demand A100 80GB, midpoint of $1.50-3.00/GPU-h", "Mercatus cloud GPU pricing survey (mercatus-ai.com)", "2026-05"},
+	{"H100", 6.88, "AWS p5.48xlarge (8×H100) $55.04/h ÷ 8, us-east-1, after AWS's June 2025 cut", "ecosystem-dropin.md §6 (AWS list price)", "2026-11"},
+	{"H200", 5.75, "hyperscaler on-demand H200 SXM, midpoint of $4.50-7.00/GPU-h", "Mercatus cloud GPU pricing survey (mercatus-ai.com)", "2026-05"},
+}
+
+// DefaultPrices are DefaultPriceRows by GPU type (USD per GPU-hour, on-demand).
+var DefaultPrices = func() map[string]float64 {
+	m := map[string]float64{}
+	for _, r := range DefaultPriceRows {
+		m[r.GPU] = r.USDPerGPUHour
+	}
+	return m
+}()
+
+// DefaultPriceRow is the default price row of a GPU type.
+func DefaultPriceRow(gpu string) (PriceRow, bool) {
+	for _, r := range DefaultPriceRows {
+		if r.GPU == gpu {
+			return r, true
+		}
+	}
+	return PriceRow{}, false
 }
 
 // validCurrency accepts a short code of letters (ISO 4217's three, or a custom unit).
@@ -63,7 +90,7 @@ func (c *Cluster) CurrencyOf() string {
 // default list price (defaulted true), else an error naming the field to set.
 func (c *Cluster) Price(gpu string) (price float64, defaulted bool, err error) {
 	if p, ok := c.Pool(gpu); ok && p.PricePerHour != nil {
-		return *p.PricePerHour, false, nil
+		return c.perGPU(p, *p.PricePerHour), false, nil
 	}
 	if c.CurrencyOf() == DefaultCurrency {
 		if d, ok := DefaultPrices[gpu]; ok {
@@ -71,6 +98,38 @@ func (c *Cluster) Price(gpu string) (price float64, defaulted bool, err error) {
 		}
 	}
 	return 0, false, fmt.Errorf("cluster: gpus[type=%s].price_per_hour: no price given and no default list price for %s in %s: set price_per_hour", gpu, gpu, c.CurrencyOf())
+}
+
+// PriceBasisOf is the file's price basis (PriceBasisGPU when it names none).
+func (c *Cluster) PriceBasisOf() string {
+	if c == nil {
+		return PriceBasisGPU
+	}
+	if c.PriceBasis == "" {
+		for i := range c.GPUs {
+			if b := c.GPUs[i].PriceBasis; b != "" {
+				return b
+			}
+		}
+		return PriceBasisGPU
+	}
+	return c.PriceBasis
+}
+
+// perGPU turns a price on the file's basis into one GPU's: a VM's price over its GPUs.
+func (c *Cluster) perGPU(p *GPUPool, x float64) float64 {
+	if c.PriceBasisOf() == PriceBasisVM && p.PerServer > 0 {
+		return x / float64(p.PerServer)
+	}
+	return x
+}
+
+// SpotPrice is the spot price of one GPU of type gpu per hour (ok false: none given).
+func (c *Cluster) SpotPrice(gpu string) (float64, bool) {
+	if p, ok := c.Pool(gpu); ok && p.SpotPricePerHour != nil {
+		return c.perGPU(p, *p.SpotPricePerHour), true
+	}
+	return 0, false
 }
 
 // Prices returns the price of every GPU type of the cluster and the types priced from
@@ -106,12 +165,13 @@ func (c *Cluster) AvailableOf(gpu string) int {
 }
 
 // DefaultPriceNote is the line `plan` prints on stderr when it priced GPU types from the
-// default table.
+// default table: each price with what it priced, its source and its date.
 func DefaultPriceNote(types []string) string {
 	parts := make([]string, len(types))
 	for i, t := range types {
-		parts[i] = fmt.Sprintf("%s %.2f", t, DefaultPrices[t])
+		r, _ := DefaultPriceRow(t)
+		parts[i] = fmt.Sprintf("%s %.2f (%s; %s, %s)", t, r.USDPerGPUHour, r.Offer, r.Source, r.Date)
 	}
-	return fmt.Sprintf("plan: no price_per_hour for %s in the cluster: used the default on-demand list prices (USD/GPU/hour: %s)",
-		strings.Join(types, ", "), strings.Join(parts, ", "))
+	return fmt.Sprintf("plan: no price_per_hour for %s in the cluster: used the default on-demand list prices (USD per GPU-hour, VMs divided by their GPUs): %s",
+		strings.Join(types, ", "), strings.Join(parts, "; "))
 }

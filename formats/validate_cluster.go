@@ -60,10 +60,27 @@ func (c *Cluster) Validate() ErrorList {
 		if g.PricePerHour != nil {
 			price(v, field(p, "price_per_hour"), *g.PricePerHour)
 		}
+		if g.SpotPricePerHour != nil {
+			price(v, field(p, "spot_price_per_hour"), *g.SpotPricePerHour)
+			if g.PricePerHour != nil && *g.SpotPricePerHour > *g.PricePerHour {
+				v.add(field(p, "spot_price_per_hour"), *g.SpotPricePerHour, "must be <= price_per_hour (%g): spot capacity is the cheaper, preemptible kind", *g.PricePerHour)
+			}
+		}
+		priceBasis(v, field(p, "price_basis"), g.PriceBasis)
+		// One basis per file (ecosystem-dropin.md §6): a cost objective adding a GPU's
+		// price to a whole VM's would compare unlike things.
+		if g.PriceBasis != "" {
+			if c.PriceBasis != "" && g.PriceBasis != c.PriceBasis {
+				v.add(field(p, "price_basis"), g.PriceBasis, "mixes price bases: the file's price_basis is %s (one basis per file)", c.PriceBasis)
+			} else if first, ok := basisAt(c.GPUs[:i]); ok && first.basis != g.PriceBasis {
+				v.add(field(p, "price_basis"), g.PriceBasis, "mixes price bases: gpus[%d].price_basis is %s (one basis per file)", first.at, first.basis)
+			}
+		}
 		if g.Available != nil && *g.Available < 0 {
 			v.add(field(p, "available"), *g.Available, "must be >= 0 (or omitted: unbounded)")
 		}
 	}
+	priceBasis(v, "price_basis", c.PriceBasis)
 	if c.Currency != "" && !validCurrency(c.Currency) {
 		v.add("currency", c.Currency, "must be 1 to 8 letters (a currency code such as USD or EUR)")
 	}
@@ -120,6 +137,32 @@ func price(v *validator, path string, x float64) {
 		return
 	}
 	nonNegative(v, path, x)
+}
+
+// priceBasis accepts PriceBasisGPU, PriceBasisVM or nothing.
+func priceBasis(v *validator, path, b string) {
+	if b != "" && b != PriceBasisGPU && b != PriceBasisVM {
+		v.add(path, b, "must be gpu (price of one GPU) or vm (price of one server of per_server GPUs)")
+	}
+}
+
+// basisAt is the first stated price basis among gpus and its index.
+func basisAt(gpus []GPUPool) (struct {
+	at    int
+	basis string
+}, bool) {
+	for i, g := range gpus {
+		if g.PriceBasis != "" {
+			return struct {
+				at    int
+				basis string
+			}{i, g.PriceBasis}, true
+		}
+	}
+	return struct {
+		at    int
+		basis string
+	}{}, false
 }
 
 func nonNegative(v *validator, path string, x float64) {

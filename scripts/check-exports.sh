@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Checks every export of every golden plan with the targets' own tools (issue 32 item 4):
-#   - kubeconform -strict against KServe's CRDs (InferenceService, InferenceGraph), turned into
-#     JSON Schemas by kubeconform's own openapi2jsonschema.py (additionalProperties false
-#     wherever the CRD lists properties, so an unknown field fails);
+#   - kubeconform -strict against KServe's CRDs (InferenceService, InferenceGraph) and KEDA's
+#     (ScaledObject), turned into JSON Schemas by kubeconform's own openapi2jsonschema.py
+#     (additionalProperties false wherever the CRD lists properties, so an unknown field
+#     fails), and the built-in kinds of deploy/ (Deployment, Service, ConfigMap,
+#     HorizontalPodAutoscaler v2) from Kubernetes' OpenAPI v3 documents through
+#     scripts/k8s-jsonschema.py (standalone, strict);
 #   - protoc --encode of every Triton config.pbtxt: protoc's text-format parser against
 #     export/internal/tritonpb/model_config.proto (our subset of Triton's model_config.proto:
 #     Triton's own file is not obtainable from the allowed sources; its Go module
@@ -13,6 +16,8 @@
 # Tools, pinned, all from the allowed sources:
 #   kubeconform  go install github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM
 #   KServe CRDs  the Go module zip of github.com/kserve/kserve@$KSERVE (config/crd/full)
+#   KEDA CRDs    the Go module zip of github.com/kedacore/keda/v2@$KEDA (config/crd/bases)
+#   K8s OpenAPI  the Go module zip of k8s.io/kubernetes@$KUBERNETES (api/openapi-spec/v3)
 #   converter    openapi2jsonschema.py from the kubeconform module zip (needs Debian python3-yaml)
 #   protoc       Debian protobuf-compiler
 # With --install the script installs the Go ones itself (.ci/run installs the Debian ones).
@@ -22,6 +27,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBECONFORM=v0.7.0
 KSERVE=v0.15.2
+KEDA=v2.17.2
+KUBERNETES=v1.34.0
 export PATH="$(go env GOPATH)/bin:$PATH"
 
 if [ "${1:-}" = "--install" ]; then
@@ -46,10 +53,15 @@ modjson() {
 }
 kserve_dir=$(modjson "github.com/kserve/kserve@$KSERVE")
 kc_dir=$(modjson "github.com/yannh/kubeconform@$KUBECONFORM")
+keda_dir=$(modjson "github.com/kedacore/keda/v2@$KEDA")
+k8s_dir=$(modjson "k8s.io/kubernetes@$KUBERNETES")
 mkdir -p "$work/schemas"
 (cd "$work/schemas" && python3 "$kc_dir/scripts/openapi2jsonschema.py" \
   "$kserve_dir/config/crd/full/serving.kserve.io_inferenceservices.yaml" \
-  "$kserve_dir/config/crd/full/serving.kserve.io_inferencegraphs.yaml" >/dev/null)
+  "$kserve_dir/config/crd/full/serving.kserve.io_inferencegraphs.yaml" \
+  "$keda_dir/config/crd/bases/keda.sh_scaledobjects.yaml" >/dev/null)
+python3 scripts/k8s-jsonschema.py "$k8s_dir/api/openapi-spec/v3" "$work/schemas" \
+  apps/v1/Deployment v1/Service v1/ConfigMap autoscaling/v2/HorizontalPodAutoscaler
 
 go build -o "$work/plan" ./cmd/plan
 shopt -s nullglob
@@ -64,11 +76,12 @@ for p in "${plans[@]}"; do
   for target in triton kserve ray; do
     "$work/plan" export "$p" --to "$target" -o "$work/out/$name/$target" -q
   done
-  if ! kubeconform -strict -summary -schema-location "$work/schemas/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json" "$work/out/$name/kserve"; then
+  if ! kubeconform -strict -summary -schema-location "$work/schemas/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json" \
+    "$work/out/$name/kserve" "$work/out/$name/triton/deploy" "$work/out/$name/ray/deploy"; then
     echo "FAIL kubeconform: $p" >&2
     fail=1
   fi
-  kserve=$((kserve + $(ls "$work/out/$name/kserve" | wc -l)))
+  kserve=$((kserve + $(find "$work/out/$name/kserve" "$work/out/$name/triton/deploy" "$work/out/$name/ray/deploy" -name '*.yaml' | wc -l)))
   while IFS= read -r -d '' cfg; do
     if ! protoc --proto_path=export/internal/tritonpb --encode=inference.ModelConfig model_config.proto <"$cfg" >/dev/null; then
       echo "FAIL protoc: $p: ${cfg#"$work/out/"}" >&2
@@ -77,7 +90,7 @@ for p in "${plans[@]}"; do
     triton=$((triton + 1))
   done < <(find "$work/out/$name/triton" -name config.pbtxt -print0)
 done
-echo "check-exports: ${#plans[@]} plan(s): $kserve KServe manifest(s) through kubeconform $KUBECONFORM -strict (KServe $KSERVE CRDs), $triton Triton config(s) through $(protoc --version)"
+echo "check-exports: ${#plans[@]} plan(s): $kserve Kubernetes manifest(s) through kubeconform $KUBECONFORM -strict (KServe $KSERVE, KEDA $KEDA CRDs; Kubernetes $KUBERNETES), $triton Triton config(s) through $(protoc --version)"
 if [ "$fail" -ne 0 ]; then
   echo "check-exports: FAIL" >&2
   exit 1

@@ -141,7 +141,7 @@ func TestReadBackRejects(t *testing.T) {
 		{export.Triton, "plan/config.pbtxt", `backend: "python"`, `backend: "onnxruntime"`, "cascade.replicas: empty"},
 		{export.KServe, "inferenceservice-plan-bert-small.yaml", "minReplicas: 2", "minReplicas: 1", "minReplicas = maxReplicas"},
 		{export.KServe, "inferencegraph-plan-gear-3.yaml", "plan.dev/cascade.gear_index: \"3\"", "plan.dev/cascade.gear_index: \"2\"", "gear 2 recorded twice"},
-		{export.Ray, export.RayConfigFile, "num_replicas: 2", "num_replicas: 3", "the target's settings say 3 replicas"},
+		{export.Ray, export.RayConfigFile, "max_replicas: 2", "max_replicas: 3", "the target's settings say 3 replicas"},
 		{export.Ray, export.RayConfigFile, "gpu: V100", "gpu: A100", "a gear plan has one GPU type"},
 	}
 	for _, tc := range tests {

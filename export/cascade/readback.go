@@ -27,6 +27,9 @@ const maxReplicas = 1 << 16
 func ReadBack(target string, files export.Files) (*formats.CascadePlan, string, error) {
 	rb := &reader{reps: map[int]formats.Replica{}}
 	for _, name := range files.Names() {
+		if export.IsDeploy(name) {
+			continue // deploy/: the coordinator and autoscalers, read by ReadScale
+		}
 		data := files[name]
 		var err error
 		switch {
@@ -246,7 +249,7 @@ func (rb *reader) ray(data []byte) error {
 			if float64(per) != d.RayActorOptions.NumGPUs || per < 1 {
 				return fmt.Errorf("deployment %s: num_gpus %g: a replica takes whole GPUs", d.Name, d.RayActorOptions.NumGPUs)
 			}
-			if err := rb.model(u.Placement, d.NumReplicas, u.MaxBatchSize, per); err != nil {
+			if err := rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per); err != nil {
 				return fmt.Errorf("deployment %s: %w", d.Name, err)
 			}
 		}

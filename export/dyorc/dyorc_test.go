@@ -181,7 +181,7 @@ func TestReadBackRejects(t *testing.T) {
 		{export.Triton, "plan-gill/config.pbtxt", `backend: "python"`, `backend: "onnxruntime"`, "dyorc.gpus: empty"},
 		{export.Triton, "plan-image/config.pbtxt", `\"gpus\":4`, `\"gpus\":5`, "differs from another application's"},
 		{export.KServe, "inferenceservice-plan-sd15.yaml", "minReplicas: 4", "minReplicas: 3", "minReplicas = maxReplicas"},
-		{export.Ray, export.RayConfigFile, "num_replicas: 4", "num_replicas: 3", "the target's settings say 3 replicas"},
+		{export.Ray, export.RayConfigFile, "max_replicas: 4", "max_replicas: 3", "the target's settings say 3 replicas"},
 		{export.Ray, export.RayConfigFile, "dyorc.index: \"6\"", "dyorc.index: \"7\"", "the indices are not 0..6"},
 	}
 	for _, tc := range tests {

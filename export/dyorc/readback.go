@@ -35,6 +35,9 @@ type Exported struct {
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{deps: map[int]dep{}, apps: map[string]formats.App{}}
 	for _, name := range files.Names() {
+		if export.IsDeploy(name) {
+			continue // deploy/: the coordinator and autoscalers, read by ReadScale
+		}
 		data := files[name]
 		var err error
 		switch {
@@ -223,7 +226,7 @@ func (rb *reader) ray(data []byte) error {
 			if d.RayActorOptions.NumGPUs != 1 {
 				return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
 			}
-			if err := rb.service(u.Placement, d.NumReplicas, u.MaxBatchSize); err != nil {
+			if err := rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize); err != nil {
 				return fmt.Errorf("deployment %s: %w", d.Name, err)
 			}
 		}

@@ -73,8 +73,9 @@ func TestChains(t *testing.T) {
 		t.Error("da is a DAG: no ensemble")
 	}
 	ks, _ := exporter(t, export.KServe).Export(p, export.Options{})
-	if _, ok := ks["inferencegraph-plan-da.yaml"]; ok {
-		t.Error("da is a DAG: no Sequence graph")
+	// A DAG is exported as a Sequence over its levels, parallel modules in an Ensemble node.
+	if g := string(ks["inferencegraph-plan-da.yaml"]); !strings.Contains(g, "routerType: Ensemble") || !strings.Contains(g, "nodeName: level-") {
+		t.Errorf("da is a DAG: want a graph of its levels with an Ensemble node:\n%s", g)
 	}
 	if _, ok := ks["inferencegraph-plan-tm.yaml"]; !ok {
 		t.Error("tm: no Sequence graph")

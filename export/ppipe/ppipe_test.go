@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
+	"github.com/plan-dev/plan/export/internal/tritonpb"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/onnx"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
@@ -186,14 +187,14 @@ func TestMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := string(files[export.RayConfigFile])
-	for _, want := range []string{"num_gpus: 0.5", "accelerator_type: L4", "num_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
+	for _, want := range []string{"num_gpus: 0.5", "accelerator_type: L4", "max_replicas: 2", "name: plan-m0-p0-s0", "route_prefix: /plan-m0-p0"} {
 		if !strings.Contains(y, want) {
 			t.Errorf("serve-config.yaml lacks %q", want)
 		}
 	}
 	files, _ = exporter(t, export.KServe).Export(p, export.Options{})
 	k := string(files["inferenceservice-plan-m0-p0-s0.yaml"])
-	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "scaleMetric: rps"} {
+	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "serving.kserve.io/autoscalerClass: keda", "plan_requests_total{model="} {
 		if !strings.Contains(k, want) {
 			t.Errorf("inferenceservice lacks %q:\n%s", want, k)
 		}
@@ -244,7 +245,10 @@ func TestTritonGPUsMatchPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			used := map[string]map[int32]int{} // GPU type → GPU index → instances
+			// GPU type → server (pod, the models sharing it) → GPU id within it → instances;
+			// servers counts each pod's identical copies.
+			used := map[string]map[string]map[int32]int{}
+			copies := map[string]int{}
 			for _, f := range files.Names() {
 				if !strings.HasSuffix(f, "config.pbtxt") {
 					continue
@@ -256,35 +260,63 @@ func TestTritonGPUsMatchPlan(t *testing.T) {
 				if c.Platform == "ensemble" {
 					continue
 				}
-				gpu := c.Parameters[export.ParamGPU].GetStringValue()
-				vgpu, _ := strconv.Atoi(c.Parameters[export.ParamVGPU].GetStringValue())
-				count, _ := strconv.Atoi(c.Parameters[export.ParamCount].GetStringValue())
-				if n := export.TritonInstances(c); n != count {
-					t.Errorf("%s: %d instances, the pool has %d slices", f, n, count)
+				gpu, pod, servers, vgpu, count := tritonRecord(c)
+				if n := export.TritonInstances(c) * servers; n != count {
+					t.Errorf("%s: %d instances on %d server(s), the pool has %d slices", f, n, servers, count)
 				}
 				if used[gpu] == nil {
-					used[gpu] = map[int32]int{}
+					used[gpu] = map[string]map[int32]int{}
 				}
+				if used[gpu][pod] == nil {
+					used[gpu][pod] = map[int32]int{}
+				}
+				copies[pod] = servers
 				for _, g := range c.InstanceGroup {
 					if g.Count > int32(vgpu) {
 						t.Errorf("%s: %d instances per GPU, slices are 1/%d", f, g.Count, vgpu)
 					}
 					for _, x := range g.Gpus {
-						if used[gpu][x] > 0 {
+						if used[gpu][pod][x] > 0 {
 							t.Errorf("%s: %s GPU %d already holds another pool", f, gpu, x)
 						}
-						used[gpu][x] += int(g.Count)
+						used[gpu][pod][x] += int(g.Count)
 					}
 				}
 			}
 			_, want := p.PPipe.PhysicalGPUs()
 			for gpu, n := range want {
-				if len(used[gpu]) != n {
-					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, len(used[gpu]), n)
+				if got := physical(used[gpu], copies); got != n {
+					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, got, n)
 				}
 			}
 		})
 	}
+}
+
+// tritonRecord reads a model config's plan parameters: GPU type, the server it runs in
+// (plan.pod, else its own), its identical servers (plan.servers), slice and slices.
+func tritonRecord(c *tritonpb.ModelConfig) (gpu, pod string, servers, vgpu, count int) {
+	par := export.TritonParams(c)
+	pod = par[export.ParamPod]
+	if pod == "" {
+		pod = c.Name
+	}
+	servers, err := strconv.Atoi(par[export.ParamServers])
+	if err != nil {
+		servers = 1
+	}
+	vgpu, _ = strconv.Atoi(par[export.ParamVGPU])
+	count, _ = strconv.Atoi(par[export.ParamCount])
+	return par[export.ParamGPU], pod, servers, vgpu, count
+}
+
+// physical counts the GPUs servers use: each server's GPU ids, times its copies.
+func physical(pods map[string]map[int32]int, copies map[string]int) int {
+	n := 0
+	for pod, ids := range pods {
+		n += len(ids) * copies[pod]
+	}
+	return n
 }
 
 // stagePlan is demo-ppipe under stage rounding with stage 0 of every pipeline on L4 slices
@@ -336,7 +368,8 @@ func TestTritonStageRounding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			load := map[string]map[int32]int{} // GPU type → GPU index → twelfths of it in use
+			load := map[string]map[string]map[int32]int{} // GPU type → server → GPU id → twelfths in use
+			copies := map[string]int{}
 			for _, f := range files.Names() {
 				if !strings.HasSuffix(f, "config.pbtxt") {
 					continue
@@ -348,31 +381,35 @@ func TestTritonStageRounding(t *testing.T) {
 				if c.Platform == "ensemble" {
 					continue
 				}
-				gpu := c.Parameters[export.ParamGPU].GetStringValue()
-				vgpu, _ := strconv.Atoi(c.Parameters[export.ParamVGPU].GetStringValue())
-				count, _ := strconv.Atoi(c.Parameters[export.ParamCount].GetStringValue())
-				if n := export.TritonInstances(c); n != count {
+				gpu, pod, servers, vgpu, count := tritonRecord(c)
+				if n := export.TritonInstances(c) * servers; n != count {
 					t.Errorf("%s: %d instances, the pool has %d slices", f, n, count)
 				}
 				if load[gpu] == nil {
-					load[gpu] = map[int32]int{}
+					load[gpu] = map[string]map[int32]int{}
 				}
+				if load[gpu][pod] == nil {
+					load[gpu][pod] = map[int32]int{}
+				}
+				copies[pod] = servers
 				for _, g := range c.InstanceGroup {
 					for _, x := range g.Gpus {
-						load[gpu][x] += int(g.Count) * 12 / vgpu
+						load[gpu][pod][x] += int(g.Count) * 12 / vgpu
 					}
 				}
 			}
-			for gpu, on := range load {
-				for x, l := range on {
-					if l > 12 {
-						t.Errorf("%s GPU %d holds %d/12 of a GPU in slices", gpu, x, l)
+			for gpu, pods := range load {
+				for pod, on := range pods {
+					for x, l := range on {
+						if l > 12 {
+							t.Errorf("%s GPU %d of %s holds %d/12 of a GPU in slices", gpu, x, pod, l)
+						}
 					}
 				}
 			}
 			for gpu, n := range want {
-				if len(load[gpu]) != n {
-					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, len(load[gpu]), n)
+				if got := physical(load[gpu], copies); got != n {
+					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, got, n)
 				}
 			}
 		})

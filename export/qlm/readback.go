@@ -41,6 +41,9 @@ type Exported struct {
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{insts: map[int]inst{}}
 	for _, name := range files.Names() {
+		if export.IsDeploy(name) {
+			continue // deploy/: the coordinator and autoscalers, read by ReadScale
+		}
 		data := files[name]
 		var err error
 		switch {
@@ -270,8 +273,8 @@ func (rb *reader) ray(data []byte) error {
 			if u.Engine == nil {
 				return fmt.Errorf("deployment %s: user_config has neither qlm nor engine", d.Name)
 			}
-			if d.NumReplicas != 1 {
-				return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, d.NumReplicas)
+			if export.RayReplicas(d) != 1 {
+				return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, export.RayReplicas(d))
 			}
 			o := d.RayActorOptions
 			n := int(o.NumGPUs)

@@ -53,8 +53,8 @@ func TestSolveCostPPipe(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "default on-demand list prices") || !strings.Contains(stderr, "P4 0.60") {
-		t.Errorf("stderr does not say P4 was priced by default:\n%s", stderr)
+	if !strings.Contains(stderr, "default on-demand list prices") || !strings.Contains(stderr, "P4 0.79 (GCE n1-standard-4 + 1×P4") || !strings.Contains(stderr, "2025-06") {
+		t.Errorf("stderr does not say P4 was priced by default, with its source and date:\n%s", stderr)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {

@@ -27,6 +27,8 @@ type exportOptions struct {
 	importPath string
 	cluster    string
 	check      bool
+	prometheus string
+	image      string
 }
 
 func init() { register(newExportCmd) }
@@ -40,16 +42,29 @@ func newExportCmd(app *App) *cobra.Command {
 exporter the plan's system registers for the target:
 
   triton  a model repository: <model>/config.pbtxt per exported model (batching, instance
-          groups pinned per GPU as the plan places replicas, the placement in parameters;
+          groups pinned per GPU within a server as the plan places replicas, the placement
+          in parameters;
           README.md says what a Python coordinator's 1/model.py must do; an LLM
           instance on the vLLM backend with its engine arguments in 1/model.json); with
           --model the ONNX partitions and one ensemble per pipeline (partitioned plans);
-  kserve  InferenceServices (replicas with rps autoscaling from the plan's headroom, a
+  kserve  InferenceServices (replicas with KEDA autoscaling from the plan's capacity, a
           batcher where the plan batches, or an LLM's vLLM engine arguments; the GPU type's
           node selector) and InferenceGraphs for what the plan routes between models;
-  ray     serve-config.yaml: deployments (num_replicas, fractional num_gpus for vGPU
-          slices, the GPU type as accelerator_type, batching or vLLM engine arguments and
-          the plan's routing tables in user_config).
+  ray     serve-config.yaml: deployments (autoscaling_config for GPU deployments,
+          fractional num_gpus for vGPU slices, the GPU type as accelerator_type, batching or
+          vLLM engine arguments and the plan's routing tables in user_config).
+
+Every export also writes deploy/: the plan serve coordinator in front of the workers
+(coordinator.yaml: a ConfigMap with the plan and the endpoints file, a Deployment running
+'plan serve --workers remote' with both mounted, a Service; the image is built from
+deploy/Dockerfile), and for Triton a Deployment of Triton servers per model with a KEDA
+ScaledObject (deploy/autoscale/) and an HPA autoscaling/v2 variant (deploy/autoscale-hpa/):
+apply one of the two. KServe predictors scale through KServe's KEDA integration, Ray
+deployments by autoscaling_config. Replica ranges run from what the plan's rates need to
+what it allocates; thresholds are a replica's capacity at the SLO from the plan's prediction
+(sustained_rps), else its throughput; LLM instances scale on vllm:num_requests_running +
+vllm:num_requests_waiting against max_num_seqs. Triton GPU ids count within a server
+(gpus[].per_server): a pool larger than a server runs on identical servers.
 
 Each system maps its plan to these as far as the target can express it (pools and pipelines,
 pipeline modules, cascade gears, workflows, LLM instances); what a target cannot do on its
@@ -93,6 +108,8 @@ plus the files a deployment needs; exit 2 names each file, field and value that 
 	f.StringVar(&o.storageURI, "storage-uri", "", "KServe storageUri prefix of the Triton repository (default pvc://plan-models)")
 	f.StringVar(&o.importPath, "import-path", "", "Ray Serve import_path of the application builder (default plan_ray:app)")
 	f.BoolVar(&o.check, "check", false, "validate the existing export directory DIR (schemas and run-time rules, user-supplied files included) instead of exporting")
+	f.StringVar(&o.prometheus, "prometheus", "", "Prometheus the autoscalers' triggers query (default "+export.DefaultPrometheus+")")
+	f.StringVar(&o.image, "image", "", "image of the plan serve coordinator in deploy/ (default "+export.DefaultImage+", built from deploy/Dockerfile)")
 	f.StringVar(&o.cluster, "cluster", "", "cluster file whose gpus[].node_labels select each GPU type's nodes (default: the plan's embedded cluster)")
 	return cmd
 }
@@ -135,14 +152,21 @@ func runExport(app *App, o *exportOptions, path string) error {
 	if err != nil {
 		return usageErrorf("%s: %v", path, err)
 	}
-	opts := export.Options{Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath}
+	opts := export.Options{Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath, Prometheus: o.prometheus, Image: o.image}
 	if e := plan.Provenance.Embedded; e != nil {
 		opts.NodeLabels = export.NodeLabelsOf(e.Cluster)
+		opts.PerServer = export.PerServerOf(e.Cluster)
 	}
 	if o.cluster != "" {
 		c, err := formats.ReadInto[*formats.Cluster](o.cluster)
 		if err != nil {
 			return usageError(err)
+		}
+		for gpu, n := range export.PerServerOf(c) {
+			if opts.PerServer == nil {
+				opts.PerServer = map[string]int{}
+			}
+			opts.PerServer[gpu] = n
 		}
 		for gpu, ls := range export.NodeLabelsOf(c) {
 			if opts.NodeLabels == nil {
@@ -193,7 +217,7 @@ const maxCheckFile = 16 << 20
 // runExportCheck is `plan export --check DIR`: the export's validation applied to a
 // directory on disk, with the rules of a deployable repository (issue 32 item 2).
 func runExportCheck(app *App, o *exportOptions, dir string) error {
-	if o.to != "" || o.out != "" || o.model != "" || o.cluster != "" {
+	if o.to != "" || o.out != "" || o.model != "" || o.cluster != "" || o.prometheus != "" || o.image != "" {
 		return usageErrorf("--check %s: validates an existing directory; it takes no --to, -o, --model or --cluster", dir)
 	}
 	files := export.Files{}

@@ -122,3 +122,73 @@ func supplyCoordinators(repo string) error {
 	}
 	return nil
 }
+
+// TestExportCheckRejects: `plan export --check` refuses what Kubernetes or Triton would
+// refuse although the schemas pass — a resource quantity Kubernetes does not parse, a
+// negative max_batch_size — and a DAG application whose graph was not exported, each exit 2
+// naming the file, the field and the value.
+func TestExportCheckRejects(t *testing.T) {
+	golden := filepath.Join("..", "..", "..", "..", "testdata", "golden")
+	dir := t.TempDir()
+	export := func(t *testing.T, plan, target string) string {
+		t.Helper()
+		out := filepath.Join(dir, t.Name())
+		if code, _, stderr := runCLI(t, "export", filepath.Join(golden, plan+".json"), "--to", target, "-o", out, "-q"); code != 0 {
+			t.Fatalf("export %s %s: exit %d: %s", plan, target, code, stderr)
+		}
+		return out
+	}
+	edit := func(t *testing.T, file, from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), from) {
+			t.Fatalf("%s has no %q", file, from)
+		}
+		if err := os.WriteFile(file, []byte(strings.Replace(string(b), from, to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name   string
+		plan   string
+		target string
+		break_ func(t *testing.T, out string)
+		want   []string
+	}{
+		{"gpu one", "demo-ppipe", "kserve", func(t *testing.T, out string) {
+			edit(t, filepath.Join(out, "inferenceservice-ppipe-demo-p0-s0.yaml"), `nvidia.com/gpu: "1"`, `nvidia.com/gpu: "one"`)
+		}, []string{"inferenceservice-ppipe-demo-p0-s0.yaml", "spec.predictor.model.resources.limits.nvidia.com/gpu", `"one"`, "not a Kubernetes quantity"}},
+		{"gpu fraction", "demo-ppipe", "triton", func(t *testing.T, out string) {
+			edit(t, filepath.Join(out, "deploy", "triton-ppipe-demo-p0-s0.yaml"), `nvidia.com/gpu: "1"`, `nvidia.com/gpu: 500m`)
+		}, []string{"deploy/triton-ppipe-demo-p0-s0.yaml", "resources.limits.nvidia.com/gpu", `"500m"`, "whole numbers"}},
+		{"negative batch", "demo-ppipe", "triton", func(t *testing.T, out string) {
+			edit(t, filepath.Join(out, "ppipe-demo-p0-s0", "config.pbtxt"), "max_batch_size: 1\n", "max_batch_size: -4\n")
+		}, []string{"ppipe-demo-p0-s0/config.pbtxt", "max_batch_size: -4", "must be >= 0"}},
+		{"dag without graph", "pard-4apps", "kserve", func(t *testing.T, out string) {
+			if err := os.Remove(filepath.Join(out, "inferencegraph-pard-apps-da.yaml")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"inferenceservice-pard-apps-da-", "plan.dev/next", `application "da"`, "no InferenceGraph"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := export(t, c.plan, c.target)
+			if code, _, stderr := runCLI(t, "export", "--check", out, "-q"); code != 0 && c.target != "triton" {
+				t.Fatalf("a fresh export: exit %d: %s", code, stderr)
+			}
+			c.break_(t, out)
+			code, _, stderr := runCLI(t, "export", "--check", out)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want 2: %s", code, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
