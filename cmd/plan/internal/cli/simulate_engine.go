@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -326,39 +325,18 @@ func warnDurationCut(app *App, o *simulateOptions, name string, t *formats.Trace
 	}
 }
 
-// traceRequestIDs are the trace's request ids, "" where a request has none, nil when its
-// requests carry no id. The field is found by its JSON name "id" (a string or an integer),
-// so a trace format that carries ids hands them to --requests-out as they are: what lets a
-// replay be compared request by request with a real engine's log.
-func traceRequestIDs(reqs any) []string {
-	v := reflect.ValueOf(reqs)
-	if v.Kind() != reflect.Slice || v.Type().Elem().Kind() != reflect.Struct {
+// traceRequestIDs are the trace's request ids (formats.TraceRequest.ID), "" where a request
+// has none, nil when none has one: what lets a replay be compared request by request with a
+// real engine's log.
+func traceRequestIDs(reqs []formats.TraceRequest) []string {
+	ids := make([]string, len(reqs))
+	any := false
+	for i, r := range reqs {
+		ids[i] = r.ID
+		any = any || r.ID != ""
+	}
+	if !any {
 		return nil
-	}
-	et := v.Type().Elem()
-	field := -1
-	for i := 0; i < et.NumField(); i++ {
-		if name, _, _ := strings.Cut(et.Field(i).Tag.Get("json"), ","); name == "id" && et.Field(i).IsExported() {
-			field = i
-		}
-	}
-	if field < 0 {
-		return nil
-	}
-	ids := make([]string, v.Len())
-	for i := range ids {
-		switch f := v.Index(i).Field(field); f.Kind() {
-		case reflect.String:
-			ids[i] = f.String()
-		case reflect.Int, reflect.Int32, reflect.Int64:
-			if f.Int() != 0 {
-				ids[i] = strconv.FormatInt(f.Int(), 10)
-			}
-		case reflect.Pointer:
-			if !f.IsNil() {
-				ids[i] = fmt.Sprint(f.Elem().Interface())
-			}
-		}
 	}
 	return ids
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/plan-dev/plan/formats"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -311,29 +312,16 @@ func TestSimulateLLMEngineBadInput(t *testing.T) {
 	}
 }
 
-// TestTraceRequestIDs: a trace request's id (its JSON field "id", a string or an integer)
-// reaches the replay's records by trace row; requests without one and traces without the
-// field carry none.
+// TestTraceRequestIDs: a trace request's id reaches the replay's records by trace row;
+// requests without one carry none, and a trace without any carries none at all.
 func TestTraceRequestIDs(t *testing.T) {
-	type withString struct {
-		TimeUs int64  `json:"t_us"`
-		ID     string `json:"id,omitempty"`
-	}
-	type withInt struct {
-		ID int64 `json:"id"`
-	}
-	type withoutID struct {
-		TimeUs int64 `json:"t_us"`
-	}
 	for _, c := range []struct {
 		name string
-		reqs any
+		reqs []formats.TraceRequest
 		want []string
 	}{
-		{"string ids", []withString{{0, "req-a"}, {5, ""}, {9, "req-c"}}, []string{"req-a", "", "req-c"}},
-		{"integer ids", []withInt{{7}, {0}}, []string{"7", ""}},
-		{"no id field", []withoutID{{0}}, nil},
-		{"not a slice", withoutID{}, nil},
+		{"ids", []formats.TraceRequest{{ID: "req-a"}, {TimeUs: 5}, {TimeUs: 9, ID: "req-c"}}, []string{"req-a", "", "req-c"}},
+		{"no ids", []formats.TraceRequest{{TimeUs: 0}}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := traceRequestIDs(c.reqs)
