@@ -204,6 +204,26 @@ func engineSettings(l formats.LLMProfile) []engineSetting {
 		policy = engineSetting{"scheduling_policy", e.SchedulingPolicy, "engine"}
 	}
 	out = append(out, policy)
+	str := func(name, v, def string) {
+		if v == "" {
+			out = append(out, engineSetting{name, def, "default"})
+		} else {
+			out = append(out, engineSetting{name, v, "engine"})
+		}
+	}
+	// The KV rules that decide queueing against preemption under pressure (llm-engine-2 §1).
+	str("kv_allocation", e.KVAllocation, formats.KVAllocDefault)
+	alloc := e.KVAllocation
+	if alloc == "" {
+		alloc = formats.KVAllocDefault
+	}
+	if e.Watermark != nil {
+		out = append(out, engineSetting{"watermark", strconv.FormatFloat(*e.Watermark, 'g', -1, 64), "engine"})
+	} else {
+		out = append(out, engineSetting{"watermark", strconv.FormatFloat(formats.DefaultWatermark(alloc), 'g', -1, 64), "default"})
+	}
+	str("release", e.Release, formats.ReleaseDefault)
+	str("preemption_mode", e.PreemptionMode, formats.PreemptionRecompute)
 	if e.SwapSpace > 0 {
 		out = append(out, engineSetting{"swap_space", strconv.FormatFloat(e.SwapSpace, 'g', -1, 64), "engine"})
 	}
