@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -141,7 +142,7 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the arrival process")
 	f.DurationVar(&o.slo, "slo", 0, "latency objective for attainment (default: each model's, from the server)")
 	f.DurationVar(&o.timeout, "timeout", 0, "per-request timeout (default 10 × SLO + 5s; with --openai 10m); a timed-out request is given up and counts as cancelled (the server withdraws it)")
-	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this loopback HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
+	f.StringVar(&o.grpc, "grpc", "", "send the infer requests over KServe v2 gRPC to this HOST:PORT (plan serve --grpc-addr); plan and metadata still come from URL")
 	f.BoolVar(&o.grpcRaw, "grpc-raw", false, "with --grpc: send tensors in raw_input_contents instead of typed contents")
 	f.DurationVar(&o.warmup, "warmup", 0, "requests arriving in this first part of the run are sent but not counted (default: as plan simulate, 5 × the largest SLO, at least 2s, at most 20% of --duration; 0s counts every request)")
 	f.IntVar(&o.connections, "connections", 2048, "most connections open at once; further requests wait for one (the wait counts in their latency)")
@@ -235,6 +236,9 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"), Header: header,
 	}
 	if o.grpc != "" {
+		if host, port, err := net.SplitHostPort(o.grpc); err != nil || host == "" || port == "" {
+			return usageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
+		}
 		if _, err := checkTarget(app.Err, "--grpc", "http://"+o.grpc); err != nil {
 			return usageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
 		}
