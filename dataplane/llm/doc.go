@@ -6,7 +6,8 @@
 // first with chunked prefill, then waiting ones in the order a Scheduler gives — allocating
 // KV blocks (at admission or per chunk, Model.Alloc) and preempting (recompute, or a swap to
 // CPU memory where configured) when blocks run out; Done applies the iteration at its end and
-// reports each token that reaches its client after the output delay.
+// reports each token that reaches its client after the output delay, an idle engine still
+// ending the steps that deliver the tokens in flight (OutputStep: output-only steps).
 //
 // Which waiting request is admitted next is the Scheduler's choice: a small interface (Head,
 // Admit, Requeue, plus optional hooks for the preemption victim, preemptive admission and an

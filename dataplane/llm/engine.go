@@ -89,6 +89,10 @@ type Engine struct {
 	// Outq are the tokens computed but not yet at their clients (the output delay, digest
 	// §2.5): first tokens and completions, stamped at the end of a later step.
 	Outq []Output
+	// OutEnd is the end of the output-only step in flight (outputstep.go; 0: none); OutSteps
+	// counts those ended since the last real step (Visible).
+	OutEnd   dataplane.Time
+	OutSteps int
 	// AllowSwap: the policy lets preemption swap KV to CPU memory (QLM §5; swap_space or
 	// preemption_mode swap force it whatever this says).
 	AllowSwap bool
@@ -165,6 +169,7 @@ func (e *Engine) Step(now dataplane.Time, m *Model, sch Scheduler, admit bool) (
 		c.Prefills++
 	}
 	e.Busy = true
+	e.OutEnd, e.OutSteps = 0, 0 // a real step takes over from output-only ones (OutputStep)
 	return it, true, dataplane.Never
 }
 

@@ -40,8 +40,9 @@ func (m *Model) Refuses(prompt, out int) bool {
 // engine alone (no deployment): the same rules QLM's instances and the simulator follow.
 // Requests arriving at one instant are considered together: an idle engine starts its step
 // 1 µs after them (the arrival hold); a step follows the last one at once while there is
-// work; the outputs an idle engine still holds reach their clients when it goes idle. At
-// one instant, arrivals are queued before a step that ends then is applied.
+// work; an idle engine that still holds outputs ends them with output-only steps
+// (outputstep.go). At one instant, arrivals are queued before a step that ends then is
+// applied, and an output-only step ends after both.
 func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 	order := make([]int, len(reqs))
 	for i := range order {
@@ -63,7 +64,7 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 			}
 		}
 	}
-	next, end, hold, wake := 0, dataplane.Never, dataplane.Time(-1), dataplane.Never
+	next, end, hold, wake, oend := 0, dataplane.Never, dataplane.Time(-1), dataplane.Never, dataplane.Never
 	for {
 		tA := dataplane.Never
 		if next < len(order) {
@@ -73,10 +74,11 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 		if hold >= 0 {
 			tT = min(tT, hold)
 		}
-		now := min(tA, end, tT)
+		now := min(tA, end, tT, oend)
 		if now == dataplane.Never {
 			break
 		}
+		ended := false // a real step ended at now
 		switch {
 		case now == tA:
 			for next < len(order) && reqs[order[next]].Arrival == now {
@@ -98,6 +100,12 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 		case now == end:
 			e.Done(now, m, q, emit(now))
 			end = dataplane.Never
+			ended = true
+		case now == oend:
+			oend = dataplane.Never
+			if e.EndOutputStep(now, emit(now)) {
+				oend = e.OutputStep(now, m, emit(now))
+			}
 		default:
 			if hold == now {
 				hold = -1
@@ -106,18 +114,19 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 				wake = dataplane.Never
 			}
 		}
-		if e.Busy || (hold > now && len(e.Running) == 0 && len(e.Swapped) == 0) {
-			continue
+		if !e.Busy && (hold <= now || len(e.Running) > 0 || len(e.Swapped) > 0) {
+			it, ok, w := e.Step(now, m, q, true)
+			if ok {
+				end = now + max(it.Dur, 1)
+			} else if w != dataplane.Never {
+				wake = w
+			}
 		}
-		it, ok, w := e.Step(now, m, q, true)
-		if ok {
-			end = now + max(it.Dur, 1)
-			continue
+		if ended {
+			// No step follows at once (none, or the arrival hold): the outputs in flight end
+			// with output-only steps until one does.
+			oend = e.OutputStep(now, m, emit(now))
 		}
-		if w != dataplane.Never {
-			wake = w
-		}
-		e.ReleaseOutputs(now, true, emit(now))
 	}
 	for i, s := range seqs {
 		if s != nil {

@@ -55,19 +55,22 @@ func TestSimScaleDecisionHash(t *testing.T) {
 	// Recorded with the engine model of issue 30 item 1 (chunked prefill, mixed steps, the
 	// output delay): the schedule changed by design; before it, at e3a0a60. QLM at 8 and 32
 	// instances re-recorded when placement counted the group's own model swap (qlmfix item 2).
+	// Re-recorded when an idle instance's outputs came to wait for its output-only step
+	// (dataplane/llm/outputstep.go): every completion on an instance going idle is a decode
+	// step later.
 	want := map[string]string{
-		"qlm/instances=8/compact=false":             "5c265539aac4d4af",
-		"qlm/instances=8/compact=true":              "5c265539aac4d4af",
-		"qlm/instances=32/compact=false":            "7407a19c71dd44c7",
-		"qlm/instances=32/compact=true":             "7407a19c71dd44c7",
-		"qlm/instances=128/compact=false":           "041ee11935f1af85",
-		"qlm/instances=128/compact=true":            "041ee11935f1af85",
-		"qlm-vllm-fcfs/instances=8/compact=false":   "f73cef31ae8d33cc",
-		"qlm-vllm-fcfs/instances=8/compact=true":    "f73cef31ae8d33cc",
-		"qlm-vllm-fcfs/instances=32/compact=false":  "2d2b3f2a56cb2101",
-		"qlm-vllm-fcfs/instances=32/compact=true":   "2d2b3f2a56cb2101",
-		"qlm-vllm-fcfs/instances=128/compact=false": "770cc81aa9de54f8",
-		"qlm-vllm-fcfs/instances=128/compact=true":  "770cc81aa9de54f8",
+		"qlm/instances=8/compact=false":             "c4d0103d3bb5f8d7",
+		"qlm/instances=8/compact=true":              "c4d0103d3bb5f8d7",
+		"qlm/instances=32/compact=false":            "62aa23530cd6d098",
+		"qlm/instances=32/compact=true":             "62aa23530cd6d098",
+		"qlm/instances=128/compact=false":           "052b3f85effe869a",
+		"qlm/instances=128/compact=true":            "052b3f85effe869a",
+		"qlm-vllm-fcfs/instances=8/compact=false":   "84c186b4edbbc41b",
+		"qlm-vllm-fcfs/instances=8/compact=true":    "84c186b4edbbc41b",
+		"qlm-vllm-fcfs/instances=32/compact=false":  "fda4c2aaca8884c7",
+		"qlm-vllm-fcfs/instances=32/compact=true":   "fda4c2aaca8884c7",
+		"qlm-vllm-fcfs/instances=128/compact=false": "b62d1946731bc2ba",
+		"qlm-vllm-fcfs/instances=128/compact=true":  "b62d1946731bc2ba",
 	}
 	full := os.Getenv("PLAN_SCALE_HASH_FULL") != ""
 	for _, pol := range []string{PolicyQLM, PolicyFCFS} {

@@ -46,50 +46,54 @@ func TestEngineRules(t *testing.T) {
 			// (L's first token); s10 R + L decode D(2) = 5,010 → 88,551 (L's first token
 			// stamped, L's last computed); s11 R alone → 93,551 (L done); R's first token
 			// (s1) is stamped at s2's end 12,341; R's 20th token at s20 = 93,551 + 9·5,000 =
-			// 138,551, stamped as the instance idles. L's times are from its arrival (1,000).
+			// 138,551, stamped at the end of the idle instance's output-only step D(1) →
+			// 143,551 (llm.Engine.OutputStep). L's times are from its arrival (1,000).
 			name: "long prompt chunked while decodes proceed", engine: formats.LLMEngine{MaxNumBatchedTokens: 1024}, kv: 100000,
 			reqs:     []engineReq{{0, 10, 20, 0}, {1000, 7436, 2, 0}},
-			want:     []want{{12341, 138551}, {88551 - 1000, 93551 - 1000}},
+			want:     []want{{12341, 143551}, {88551 - 1000, 93551 - 1000}},
 			prefills: 9,
 		},
 		{
 			// Chunked prefill off, B = 1,024: A (1,000) is admitted whole; B (1,000) does not
 			// fit the 24 left and C (10) does not jump it. s1 A P(1000) 1→11,001; s2 A decode
 			// + B + C = 1,011 tokens P(1011) → 22,111 (A done computing); s3 B, C decode
-			// D(2) → 27,121; idle: B, C done at 27,121.
+			// D(2) → 27,121; idle: the output-only step D(2) → 32,131 stamps B and C.
 			name: "short prompt waits behind long (chunked off)", engine: formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off}, kv: 100000,
 			reqs:     []engineReq{{0, 1000, 2, 0}, {0, 1000, 2, 0}, {0, 10, 2, 0}},
-			want:     []want{{22111, 27121}, {27121, 27121}, {27121, 27121}},
+			want:     []want{{22111, 27121}, {27121, 32131}, {27121, 32131}},
 			prefills: 2,
 		},
 		{
 			// KV for 1,100 tokens: A (1,000 prompt, 50 out) holds 1,008; B (1,000) cannot
 			// get its blocks and C (10), which could, waits behind it. s1 A 1→11,001; s2–s50
 			// A decodes D(1) = 5,000 → 256,001 (A's first token stamped at s2 = 16,001);
-			// s51 B + C prefill P(1010) = 11,100 → 267,101 (A done); s52 D(2) → 272,111.
+			// s51 B + C prefill P(1010) = 11,100 → 267,101 (A done); s52 D(2) → 272,111;
+			// the output-only step D(2) → 277,121 stamps B's and C's last tokens.
 			name: "short prompt waits behind one without KV", engine: formats.LLMEngine{}, kv: 1100,
 			reqs:     []engineReq{{0, 1000, 50, 0}, {0, 1000, 2, 0}, {0, 10, 2, 0}},
-			want:     []want{{16001, 267101}, {272111, 272111}, {272111, 272111}},
+			want:     []want{{16001, 267101}, {272111, 277121}, {272111, 277121}},
 			prefills: 2,
 		},
 		{
 			// KV for 64 tokens in blocks of 16: A, B, C (16 prompt each; out 2, 3, 2) fill
 			// 48 in s1 (P(48) 1→1,481). In s2 A grows to 32 (64 used), B's growth preempts C,
 			// the youngest (recompute): D(2) → 6,491, A done computing, every first token
-			// stamped. s3 B decodes and C recomputes 17 tokens: P(18) = 1,180 → 7,671; idle.
-			// (Preempting B instead would finish B at 12,661.)
+			// stamped. s3 B decodes and C recomputes 17 tokens: P(18) = 1,180 → 7,671 (A
+			// stamped); idle: the output-only step D(2) → 12,681 stamps B and C. (Preempting B
+			// instead would compute B's last token at 12,661.)
 			name: "preemption frees the youngest", engine: formats.LLMEngine{}, kv: 64,
 			reqs:      []engineReq{{0, 16, 2, 0}, {0, 16, 3, 0}, {0, 16, 2, 0}},
-			want:      []want{{6491, 7671}, {6491, 7671}, {6491, 7671}},
+			want:      []want{{6491, 7671}, {6491, 12681}, {6491, 12681}},
 			prefills:  2,
 			evictions: 1,
 		},
 		{
 			// Chunked prefill off: a prompt over B is refused at arrival; max_model_len 1,200
-			// refuses 1,000 + 300. The third runs alone: P(100) 1→2,001, D(1) → 7,001, idle.
+			// refuses 1,000 + 300. The third runs alone: P(100) 1→2,001, D(1) → 7,001 (first
+			// token stamped), the output-only step D(1) → 12,001 (last).
 			name: "refused at arrival", engine: formats.LLMEngine{MaxNumBatchedTokens: 1024, EnableChunkedPrefill: &off, MaxModelLen: 1200}, kv: 100000,
 			reqs:     []engineReq{{0, 1100, 2, 0}, {0, 1000, 300, 0}, {0, 100, 2, 0}},
-			want:     []want{{0, 0}, {0, 0}, {7001, 7001}},
+			want:     []want{{0, 0}, {0, 0}, {7001, 12001}},
 			prefills: 1,
 			dropped:  map[dataplane.ReqID]dataplane.DropReason{0: DropPromptBudget, 1: DropMaxModelLen},
 		},
@@ -98,10 +102,10 @@ func TestEngineRules(t *testing.T) {
 			// memory (kept computed) instead of being recomputed. s3 (6,491) swaps C back in
 			// (ready after 17·131,072 B at 25 GB/s = 90 µs) and runs B alone: D(1) → 11,491
 			// (B done computing, A's completion stamped); s4 C decodes → 16,491 (B stamped);
-			// idle: C stamped at 16,491.
+			// idle: the output-only step D(1) → 21,491 stamps C.
 			name: "preemption swaps with swap_space", engine: formats.LLMEngine{SwapSpace: 1}, kv: 64,
 			reqs:     []engineReq{{0, 16, 2, 0}, {0, 16, 3, 0}, {0, 16, 2, 0}},
-			want:     []want{{6491, 11491}, {6491, 16491}, {6491, 16491}},
+			want:     []want{{6491, 11491}, {6491, 16491}, {6491, 21491}},
 			prefills: 1,
 			swaps:    1,
 		},
@@ -110,30 +114,33 @@ func TestEngineRules(t *testing.T) {
 			// budget; B waits while A is mid-prompt. s1 A 100, P(100) 1→2,001; s2 A 50 + B 50
 			// → 4,001 (A's first token); s3 A decode + B 99 → 6,001 (A's first stamped; A done
 			// computing); s4 B's last prompt token, P(1) → 7,011 (A done stamped); s5 B decode,
-			// D(1) → 12,011 (B's first token stamped, then its last as the instance idles).
+			// D(1) → 12,011 (B's first token stamped); the output-only step D(1) → 17,011 (B's
+			// last).
 			name: "one partial prefill", engine: formats.LLMEngine{MaxNumBatchedTokens: 100}, kv: 100000,
 			reqs:     []engineReq{{0, 150, 2, 0}, {0, 150, 2, 0}},
-			want:     []want{{6001, 7011}, {12011, 12011}},
+			want:     []want{{6001, 7011}, {12011, 17011}},
 			prefills: 4,
 		},
 		{
 			// max_num_partial_prefills 2: the budget splits between the two prefills
 			// (100 / 2 = 50 each, vLLM's partial_prefill_budget_lookup_list). s1, s2, s3: A 50
 			// + B 50, P(100) each → 2,001, 4,001, 6,001 (both first tokens); s4 both decode,
-			// D(2) = 5,010 → 11,011: both first tokens stamped, both last as the instance idles.
+			// D(2) = 5,010 → 11,011: both first tokens stamped; the output-only step D(2) →
+			// 16,021: both last.
 			name: "two partial prefills", engine: formats.LLMEngine{MaxNumBatchedTokens: 100, MaxNumPartialPrefills: 2}, kv: 100000,
 			reqs:     []engineReq{{0, 150, 2, 0}, {0, 150, 2, 0}},
-			want:     []want{{11011, 11011}, {11011, 11011}},
+			want:     []want{{11011, 16021}, {11011, 16021}},
 			prefills: 3,
 		},
 		{
 			// scheduling_policy priority, one sequence slot: A (prio 0) runs; B (prio 5,
 			// at 10) and C (prio 1, at 20) wait; C goes first. s1 A P(100) 1→2,001; s2 A
 			// decode → 7,001; s3 C P(100) → 9,001; s4 C decode → 14,001; s5 B → 16,001; s6 B
-			// decode → 21,001. From arrival: B 20,991, C 13,981 and 15,981.
+			// decode → 21,001; the output-only step → 26,001 (B's last). From arrival: B
+			// 20,991 and 25,991, C 13,981 and 15,981.
 			name: "priority scheduling", engine: formats.LLMEngine{MaxNumSeqs: 1, SchedulingPolicy: "priority"}, kv: 100000,
 			reqs:     []engineReq{{0, 100, 2, 0}, {10, 100, 2, 5}, {20, 100, 2, 1}},
-			want:     []want{{7001, 9001}, {20991, 20991}, {13981, 15981}},
+			want:     []want{{7001, 9001}, {20991, 25991}, {13981, 15981}},
 			prefills: 3,
 		},
 	} {

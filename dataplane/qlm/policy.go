@@ -302,10 +302,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.iterationDone(ev.End, in, out)
 		p.touch(in.ID)
 		p.stepAll(now, out)
-		if !in.Busy && len(in.Outq) > 0 {
-			// No step follows: nothing delays the outputs (digest §2.5).
-			p.releaseOutputs(now, in, out, true)
-		}
+		p.outputStep(now, in, out)
 		return
 	case dataplane.EvModelLoaded:
 		in := p.byW[ev.Worker]
@@ -321,6 +318,10 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.q.tick(p, now)
 		p.touchAll()
 	case dataplane.EvTimer:
+		if i, ok := outputStepIdx(ev.Key); ok && i < len(p.inst) {
+			p.outputStepDone(now, p.inst[i], out)
+			break
+		}
 		if ev.Key != holdKey {
 			p.touchAll() // no claim about which instance it concerns
 			break

@@ -42,8 +42,9 @@ func TestIterationTimingExact(t *testing.T) {
 	e1 := 1 + P(350) + ctx(350)    // A, B, C prefill (350 tokens): every first token; B done
 	e2 := e1 + D(2) + ctx(101+201) // A and C decode: C done
 	e3 := e2 + D(1) + ctx(102)     // A decodes: A done; nothing follows
-	if e1 != 4669 || e2 != 10820 || e3 != 15871 {
-		t.Fatalf("hand arithmetic: %d %d %d", e1, e2, e3)
+	e4 := e3 + D(1) + ctx(103)     // the output-only step after it (llm.Engine.OutputStep)
+	if e1 != 4669 || e2 != 10820 || e3 != 15871 || e4 != 20923 {
+		t.Fatalf("hand arithmetic: %d %d %d %d", e1, e2, e3, e4)
 	}
 	type want struct{ ttft, done dataplane.Time }
 	for _, tc := range []struct {
@@ -52,8 +53,9 @@ func TestIterationTimingExact(t *testing.T) {
 	}{
 		// Stamped at the end of the step that computed them.
 		{0, []want{{e1, e3}, {e1, e1}, {e1, e2}}},
-		// One step later; A's last token has no next step: stamped as the instance idles.
-		{1, []want{{e2, e3}, {e2, e2}, {e2, e3}}},
+		// One step later; A's last token has no next step: the idle instance's output-only
+		// step delivers it, one decode after the one before it (TPOT = the step time).
+		{1, []want{{e2, e4}, {e2, e2}, {e2, e3}}},
 	} {
 		for _, pol := range []string{PolicyFCFS, PolicyQLM} {
 			t.Run(fmt.Sprintf("%s/delay=%d", pol, tc.delay), func(t *testing.T) {

@@ -101,6 +101,42 @@ func (p *Policy) releaseOutputs(now dataplane.Time, in *instance, out *dataplane
 	in.ReleaseOutputs(now, all, func(o output) { p.stamp(now, o, out) })
 }
 
+// outputStepKey is the timer key of instance idx's output-only step (llm.Engine.OutputStep);
+// timer keys ≥ 0 are the instances' swap-in waits and holdKey (−1) the arrival hold.
+func outputStepKey(idx int) int64 { return -2 - int64(idx) }
+
+// outputStepIdx is the instance of an output-only step's timer key.
+func outputStepIdx(key int64) (int, bool) {
+	if key > -2 {
+		return 0, false
+	}
+	return int(-2 - key), true
+}
+
+// outputStep starts an output-only step on in when it is idle with outputs in flight: an
+// instance with nothing left to compute still ends the steps that deliver them (LLM engine
+// digest §2.5, dataplane/llm's outputstep.go), timed as a decode of their sequences' model.
+func (p *Policy) outputStep(now dataplane.Time, in *instance, out *dataplane.Decisions) {
+	if in.Busy || len(in.Outq) == 0 {
+		return
+	}
+	var em *llm.Model
+	if m := p.llmFor(in, in.Outq[0].S.Model); m != nil {
+		em = m.Model
+	}
+	if end := in.OutputStep(now, em, func(o output) { p.stamp(now, o, out) }); end != dataplane.Never {
+		out.SetTimer(end, outputStepKey(in.ID))
+	}
+}
+
+// outputStepDone ends in's output-only step at now, unless a real step took over, and starts
+// the next while outputs remain.
+func (p *Policy) outputStepDone(now dataplane.Time, in *instance, out *dataplane.Decisions) {
+	if in.EndOutputStep(now, func(o output) { p.stamp(now, o, out) }) {
+		p.outputStep(now, in, out)
+	}
+}
+
 // stamp delivers an output at now: the first token (TTFT, Decisions.FirstToken) and the
 // completion (TPOT = (done − first token)/(out − 1), LLM engine digest §3).
 func (p *Policy) stamp(now dataplane.Time, o output, out *dataplane.Decisions) {

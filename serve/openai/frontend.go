@@ -399,8 +399,10 @@ func (f *Frontend) handleCompletion(w http.ResponseWriter, r *http.Request, chat
 	writeJSON(w, 200, response(req, sub.id, arrived.Unix(), out))
 }
 
-// stream answers with server-sent events: a chunk of filler text for the tokens of every
-// iteration as it finishes, a last chunk with the finish reason, the usage chunk when asked
+// stream answers with server-sent events: a chunk of filler text for every token as the
+// engine delivers it (its output step, not the step that computed it: the same times as the
+// simulator's stamps, whatever max_tokens), a last chunk with the finish reason, the usage
+// chunk when asked
 // (stream_options.include_usage), then [DONE]. The status line waits for the first
 // iteration, so a request dropped before any is an ordinary error answer.
 func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submission, arrived time.Time) {
@@ -464,8 +466,22 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(200)
 	}
-	// emit sends the tokens finished since the last chunk (never past max_tokens: a
-	// preempted request's recomputed iterations yield none).
+	// send writes tokens sent+1..n, one chunk each: the engine delivers one token per
+	// sequence per step (LLM engine digest §2.5), and benchmark clients (vLLM's
+	// benchmark_serving, plan load) take every chunk for a token when they time the
+	// inter-token latency (§3). Tokens that reach the handler together (the driver's ticks
+	// coalesce while this goroutine waits) still go as one chunk each, written together.
+	send := func(n int) {
+		if n <= sent {
+			return
+		}
+		start()
+		for ; sent < n; sent++ {
+			event(chunk(Filler(sent, sent+1), nil, sent == 0))
+		}
+	}
+	// emit sends the tokens the engine delivered since the last chunk (never past
+	// max_tokens: a preempted request's recomputed iterations yield none).
 	emit := func(limit int) {
 		sub.mu.Lock()
 		n := sub.tokens
@@ -476,9 +492,7 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		if n <= sent {
 			return
 		}
-		start()
-		event(chunk(Filler(sent, n), nil, sent == 0))
-		sent = n
+		send(n)
 		flush()
 	}
 	for {
@@ -499,11 +513,7 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 				out := completionTokens(req, sub.tokens)
 				sub.mu.Unlock()
 				emit(req.MaxTokens)
-				if sent < out {
-					start()
-					event(chunk(Filler(sent, out), nil, sent == 0))
-					sent = out
-				}
+				send(out)
 				start()
 				event(chunk("", finishReason(req), false))
 				if req.IncludeUsage {
