@@ -46,6 +46,8 @@ type Model struct {
 	Alloc     string
 	Watermark float64
 	Release   string
+	// PrefixCaching: KV blocks are a prefix-cache pool (enable_prefix_caching, apc.go).
+	PrefixCaching bool
 }
 
 // NewModel resolves a profile's engine: vLLM V1's defaults (formats.DefaultBatchedTokens,
@@ -134,6 +136,7 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	if e.Release != "" {
 		m.Release = e.Release
 	}
+	m.PrefixCaching = e.EnablePrefixCaching
 }
 
 // PrefillUs is the time to prefill an n-token prompt alone: whole steps of the token budget
