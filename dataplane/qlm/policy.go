@@ -369,6 +369,10 @@ func (p *Policy) newSeq(r *dataplane.Request) *seq {
 	if s.Out <= 0 {
 		s.Out = llm.DrawTokens(c.Out, uint64(r.ID), llm.SaltOutput)
 	}
+	if s.Prefix == nil && c.PrefixTokens > 0 {
+		// The class's shared prompt prefix (a system prompt), named by the class.
+		s.Prefix = &dataplane.Prefix{Group: "class/" + c.Name, GroupTokens: int32(c.PrefixTokens)}
+	}
 	p.seqRoute(s)
 	return s
 }
