@@ -90,8 +90,9 @@ func (e *Engine) take(h *Seq, want, hit, n int) {
 	c := e.counters()
 	c.PrefixQueries.Add(int64(h.Ctx()))
 	c.PrefixHits.Add(int64(hit))
-	e.apc.Cache(int64(h.ID), (h.Comp+n)/b)
 	e.sync(h)
+	h.regBlocks = 0
+	e.register(h, h.Comp+n)
 }
 
 // grow makes running s hold want tokens of whole blocks (it holds at least as many already
@@ -103,11 +104,26 @@ func (e *Engine) grow(s *Seq, want, computed int) {
 		return
 	}
 	b := e.apc.BlockSize()
-	if !e.apc.Allocate(int64(s.ID), s.hashes(b), 0, want/b) {
-		panic(fmt.Sprintf("llm: request %d: %d KV blocks checked but not free", s.ID, want/b))
+	if want > s.KV { // a decode step mostly needs no new block: no pool call then
+		if !e.apc.Allocate(int64(s.ID), s.hashes(b), 0, want/b) {
+			panic(fmt.Sprintf("llm: request %d: %d KV blocks checked but not free", s.ID, want/b))
+		}
+		if s.KV == 0 {
+			s.regBlocks = 0
+		}
+		e.sync(s)
 	}
-	e.apc.Cache(int64(s.ID), computed/b)
-	e.sync(s)
+	e.register(s, computed)
+}
+
+// register registers s's blocks that computed tokens fill (Pool.Cache), when there are more
+// than it registered so far.
+func (e *Engine) register(s *Seq, computed int) {
+	b := e.apc.BlockSize()
+	if n := min(computed/b, s.KV/b, len(s.hashes(b))); n > s.regBlocks {
+		e.apc.Cache(int64(s.ID), n)
+		s.regBlocks = n
+	}
 }
 
 // unhold frees s's blocks on the GPU (finish, preemption, abort); the caller sets s.KV

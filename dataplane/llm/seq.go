@@ -49,6 +49,8 @@ type Seq struct {
 	// blockHashes are its full blocks' chained hashes at block size hashBlock (apc.go).
 	blockHashes []uint64
 	hashBlock   int
+	// regBlocks is how many of its held blocks are registered in the pool (Pool.Cache).
+	regBlocks int
 	// freeNow: finished under release next_step, it ran its extra step and its blocks free
 	// at this iteration's end.
 	freeNow bool
