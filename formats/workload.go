@@ -142,6 +142,11 @@ type LLMClass struct {
 	RateRPS        float64      `json:"rate_rps"`
 	InputTokens    TokenProfile `json:"input_tokens"`
 	OutputTokens   TokenProfile `json:"output_tokens"`
+	// PrefixTokens is a prompt prefix every request of the class shares (a system prompt;
+	// 0 = none): with enable_prefix_caching an engine finds its full blocks cached once one
+	// request computed them (llm-engine-2 §2), so capacity simulations count the prefill it
+	// saves. A request's share is at most its prompt.
+	PrefixTokens int `json:"prefix_tokens,omitempty"`
 }
 
 // SLOPercentiles are the percentiles an LLM class's SLOs may be stated at, and what each

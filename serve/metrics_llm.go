@@ -32,6 +32,16 @@ func streamsTokens(pol dataplane.Policy) bool {
 var LLMMetricNames = []string{
 	"plan_llm_time_to_first_token_seconds", "plan_llm_time_per_output_token_seconds", "plan_llm_e2e_request_latency_seconds",
 	"plan_llm_prompt_tokens_total", "plan_llm_generation_tokens_total", "plan_llm_preemptions_total",
+	"vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+}
+
+// PrefixCacher is implemented by LLM policies whose engines may cache prompt prefixes:
+// the prompt tokens looked up and those found cached, which /metrics exports as vLLM V1's
+// counters vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total (tokens,
+// llm-engine-2 §2; ecosystem-dropin §1), so a dashboard's hit rate
+// rate(hits)/rate(queries) reads plan as it reads vLLM. Both stay 0 without caching.
+type PrefixCacher interface {
+	PrefixCache() (queries, hits int64)
 }
 
 // Preempter is implemented by LLM policies that count their preemptions (a running
@@ -49,6 +59,11 @@ type llmMetrics struct {
 	// policy it was read from (a new plan's policy counts from 0).
 	seen int64
 	pol  Preempter
+	// prefixQueries and prefixHits follow the policy's PrefixCache counts as preemptions
+	// follow Preemptions (seenQ, seenH already added; apc the policy read).
+	prefixQueries, prefixHits prometheus.Counter
+	seenQ, seenH              int64
+	apc                       PrefixCacher
 }
 
 func newLLMMetrics() *llmMetrics {
@@ -65,6 +80,10 @@ func newLLMMetrics() *llmMetrics {
 			Help: "Output tokens of answered LLM requests."}, []string{"model"}),
 		preemptions: prometheus.NewCounter(prometheus.CounterOpts{Name: "plan_llm_preemptions_total",
 			Help: "Running LLM sequences preempted (evicted for recompute or swapped out), as the policy counts them."}),
+		prefixQueries: prometheus.NewCounter(prometheus.CounterOpts{Name: "vllm:prefix_cache_queries_total",
+			Help: "Prefix cache queries, in prompt tokens looked up at admission (vLLM V1's counter)."}),
+		prefixHits: prometheus.NewCounter(prometheus.CounterOpts{Name: "vllm:prefix_cache_hits_total",
+			Help: "Prefix cache hits, in prompt tokens found cached (vLLM V1's counter)."}),
 	}
 }
 
@@ -73,7 +92,8 @@ func newLLMMetrics() *llmMetrics {
 func (m *metrics) llmSeries() *llmMetrics {
 	m.llmOnce.Do(func() {
 		m.llm = newLLMMetrics()
-		m.reg.MustRegister(m.llm.ttft, m.llm.tpot, m.llm.e2e, m.llm.prompt, m.llm.generation, m.llm.preemptions)
+		m.reg.MustRegister(m.llm.ttft, m.llm.tpot, m.llm.e2e, m.llm.prompt, m.llm.generation, m.llm.preemptions,
+			m.llm.prefixQueries, m.llm.prefixHits)
 	})
 	return m.llm
 }
@@ -107,6 +127,20 @@ func (m *metrics) llmFinished(model string, r *dataplane.Request, at dataplane.T
 		if n := p.Preemptions(); n > l.seen {
 			l.preemptions.Add(float64(n - l.seen))
 			l.seen = n
+		}
+	}
+	if p, ok := pol.(PrefixCacher); ok {
+		if p != l.apc {
+			l.apc, l.seenQ, l.seenH = p, 0, 0
+		}
+		q, h := p.PrefixCache()
+		if q > l.seenQ {
+			l.prefixQueries.Add(float64(q - l.seenQ))
+			l.seenQ = q
+		}
+		if h > l.seenH {
+			l.prefixHits.Add(float64(h - l.seenH))
+			l.seenH = h
 		}
 	}
 }

@@ -9,13 +9,15 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// preempter is a policy that counts preemptions (Preempter).
+// preempter is a policy that counts preemptions (Preempter) and prefix-cache queries and
+// hits (PrefixCacher).
 type preempter struct {
 	dataplane.Policy
-	n int64
+	n, q, h int64
 }
 
-func (p *preempter) Preemptions() int64 { return p.n }
+func (p *preempter) Preemptions() int64                 { return p.n }
+func (p *preempter) PrefixCache() (queries, hits int64) { return p.q, p.h }
 
 // TestLLMMetrics: answered LLM requests feed the TTFT, TPOT and E2E histograms (vLLM's
 // buckets, reaching minutes) and the token and preemption counters; a 7.2 s completion lands
@@ -29,17 +31,18 @@ func TestLLMMetrics(t *testing.T) {
 		latUs   int64
 		in, out int32
 		preempt int64
+		q, h    int64 // the policy's prefix-cache counts so far
 	}{
-		{first: 300 * dataplane.Millisecond, latUs: 7_200_000, in: 1000, out: 70, preempt: 2},
-		{first: 45 * dataplane.Second, latUs: 90_000_000, in: 50, out: 1, preempt: 3},
-		{first: dataplane.Never, latUs: 500_000, in: 20, out: 5, preempt: 3},
+		{first: 300 * dataplane.Millisecond, latUs: 7_200_000, in: 1000, out: 70, preempt: 2, q: 1000, h: 512},
+		{first: 45 * dataplane.Second, latUs: 90_000_000, in: 50, out: 1, preempt: 3, q: 1050, h: 512},
+		{first: dataplane.Never, latUs: 500_000, in: 20, out: 5, preempt: 3, q: 1070, h: 528},
 	}
 	for _, q := range reqs {
 		r := &dataplane.Request{Arrival: at, FirstToken: dataplane.Never, Attrs: dataplane.Attrs{InTokens: q.in, OutTokens: q.out}}
 		if q.first != dataplane.Never {
 			r.FirstToken = at + q.first
 		}
-		pol.n = q.preempt
+		pol.n, pol.q, pol.h = q.preempt, q.q, q.h
 		m.finished(m.model("chat"), "completed", q.latUs)
 		m.llmFinished("chat", r, at, q.latUs, pol)
 	}
@@ -64,6 +67,8 @@ func TestLLMMetrics(t *testing.T) {
 		`plan_llm_prompt_tokens_total{model="chat"} 1070`,
 		`plan_llm_generation_tokens_total{model="chat"} 76`,
 		`plan_llm_preemptions_total 3`,
+		`vllm:prefix_cache_queries_total 1070`,
+		`vllm:prefix_cache_hits_total 528`,
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("missing %s", want)

@@ -148,7 +148,11 @@ func engineStats(pol dataplane.Policy, m *Metrics) {
 		return
 	}
 	st := r.EngineStats()
-	m.LLMEngine = &workload.LLMEngine{Policy: st.Policy, Preemptions: st.Preemptions, PreemptedRequests: st.PreemptedRequests, Settings: st.Settings}
+	m.LLMEngine = &workload.LLMEngine{Policy: st.Policy, Preemptions: st.Preemptions, PreemptedRequests: st.PreemptedRequests, Settings: st.Settings,
+		PrefixCacheQueries: st.PrefixQueries, PrefixCacheHits: st.PrefixHits}
+	if st.PrefixQueries > 0 {
+		m.LLMEngine.PrefixCacheHitRate = round6(float64(st.PrefixHits) / float64(st.PrefixQueries))
+	}
 }
 
 // SLOs are the class's SLOs and their percentiles, with slo its end-to-end SLO (the

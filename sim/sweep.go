@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	rt "github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -101,7 +102,14 @@ func RunPoint(cfg *SweepConfig, load float64) (*Point, error) {
 	}
 	var recs []RequestRecord
 	if cfg.RecordRequests {
-		s.opts.OnFinish = func(_ rt.Time, r *rt.Request) { recs = append(recs, cfg.record(load, r)) }
+		s.opts.OnFinish = func(_ rt.Time, r *rt.Request) {
+			rec := cfg.record(load, r)
+			if rr, ok := s.Engine.Policy().(llm.RequestReporter); ok {
+				c, p := rr.RequestLLM(r.ID)
+				rec.CachedTokens, rec.Preemptions = int32(c), int32(p)
+			}
+			recs = append(recs, rec)
+		}
 	}
 	m, err := s.Run()
 	if err != nil {

@@ -64,7 +64,7 @@ func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Out
 	keep := e.Running[:0]
 	for _, s := range e.Running {
 		if s.Fin && (!lag || s.freeNow) {
-			e.KVUsed -= s.KV
+			e.unhold(s)
 			s.KV = 0
 			if fin != nil {
 				fin.Finished(e, s)
@@ -120,7 +120,7 @@ func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
 			break
 		}
 	}
-	e.KVUsed -= v.KV
+	e.unhold(v)
 	v.Sched = 0
 	if v.Fin {
 		v.KV = 0
@@ -166,7 +166,7 @@ func (e *Engine) Abort(s *Seq, m *Model) bool {
 	for i, x := range e.Running {
 		if x == s {
 			e.Running = append(e.Running[:i], e.Running[i+1:]...)
-			e.KVUsed -= s.KV
+			e.unhold(s)
 			found = true
 			break
 		}
@@ -203,6 +203,7 @@ func (e *Engine) Reset() []*Seq {
 	orphans := append(append([]*Seq(nil), e.Running...), e.Swapped...)
 	e.Running, e.Swapped, e.Iter = nil, nil, nil
 	e.KVUsed, e.CPUUsed = 0, 0
+	e.apc = nil // the instance's GPU memory, its cached blocks with it, is gone
 	e.Busy = false
 	for _, s := range orphans {
 		s.KV, s.Comp, s.Sched, s.Swapped, s.ReadyAt, s.Inst = 0, 0, 0, false, 0, -1

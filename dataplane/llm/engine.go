@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm/prefixcache"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -67,6 +68,10 @@ type Counters struct {
 	Evictions, KVSwaps   int64
 	PreemptedReqs        int64
 	Preemptions          atomic.Int64
+	// PrefixQueries and PrefixHits are the prefix cache's lookups at admission and the
+	// tokens found cached, in tokens, as vLLM V1's vllm:prefix_cache_queries and
+	// vllm:prefix_cache_hits (llm-engine-2 §2; read by serve's /metrics, hence atomic).
+	PrefixQueries, PrefixHits atomic.Int64
 }
 
 // Engine is one continuous-batching LLM instance: its running and swapped sequences, its KV
@@ -98,6 +103,8 @@ type Engine struct {
 	AllowSwap bool
 	// Ctr receives the counts (shared by a policy's engines; nil: a private one).
 	Ctr *Counters
+	// apc is the KV block pool when the model caches prefixes (apc.go; nil: none).
+	apc *prefixcache.Pool
 	// slot is the most prompt tokens one sequence takes in the step being formed.
 	slot int
 }
@@ -129,6 +136,7 @@ func (e *Engine) counters() *Counters {
 // It reports the iteration and true when one starts (Busy is then set), else, in wake, when
 // a sequence swapping in becomes ready (dataplane.Never: nothing to wait for).
 func (e *Engine) Step(now dataplane.Time, m *Model, sch Scheduler, admit bool) (it Iteration, ok bool, wake dataplane.Time) {
+	e.pool(m)
 	e.swapIn(now, m, sch)
 	for _, s := range e.Running {
 		s.Sched = 0
@@ -185,8 +193,8 @@ func (e *Engine) swapIn(now dataplane.Time, m *Model, sch Scheduler) {
 		}
 		e.Swapped = e.Swapped[1:]
 		e.CPUUsed -= int64(s.KV) * m.KVBytes
-		s.KV = need
-		e.KVUsed += need
+		s.KV = 0 // its swapped KV is back: it holds GPU blocks again
+		e.grow(s, need, s.Comp)
 		s.Swapped = false
 		s.ReadyAt = now + dataplane.Time(math.Ceil(float64(int64(s.Ctx())*m.KVBytes)/m.HostBytesPerUs))
 		e.Running = append(e.Running, s)
@@ -274,8 +282,7 @@ func (e *Engine) scheduleRunning(now dataplane.Time, m *Model, sch Scheduler) bo
 		if i >= len(e.Running) || e.Running[i] != s {
 			break
 		}
-		e.KVUsed += want - s.KV
-		s.KV = want
+		e.grow(s, want, s.Comp+n)
 		s.Sched = n
 		budget -= n
 	}
@@ -299,23 +306,27 @@ func (e *Engine) index(s *Seq) int {
 //   - admission (V0): blocks for all its tokens, taken now; later chunks take none.
 //
 // Under admission the free blocks left must stay ≥ the watermark; under the chunk rules a
-// watermark (V1's, default 0) applies only while some request runs.
-func (e *Engine) admitBlocks(m *Model, h *Seq, n int) (int, bool) {
+// watermark (V1's, default 0) applies only while some request runs. With prefix caching,
+// hit tokens of h are cached (computed) and what the blocks cost is kvCost: hit blocks
+// other requests hold are free of charge (llm-engine-2 §1: "the whole prompt (minus prefix
+// hits) to fit").
+func (e *Engine) admitBlocks(m *Model, h *Seq, n, hit int) (int, bool) {
 	free := m.KVCap - e.KVUsed
 	wm := 0
 	if m.Alloc == formats.KVAllocAdmission || len(e.Running) > 0 {
 		wm = m.WatermarkTokens()
 	}
+	comp := h.Comp + hit
 	switch m.Alloc {
 	case formats.KVAllocAdmission:
 		want := m.Blocks(h.Prompt + h.Gen)
-		return want, free-want >= wm
+		return want, free-e.kvCost(h, want, hit) >= wm
 	case formats.KVAllocChunkFullPrompt:
-		want := m.Blocks(h.Comp + n)
-		return want, free-want >= wm && free-m.Blocks(h.Prompt+h.Gen) >= 0
+		want := m.Blocks(comp + n)
+		return want, free-e.kvCost(h, want, hit) >= wm && free-e.kvCost(h, m.Blocks(h.Prompt+h.Gen), hit) >= 0
 	default:
-		want := m.Blocks(h.Comp + n)
-		return want, free-want >= wm
+		want := m.Blocks(comp + n)
+		return want, free-e.kvCost(h, want, hit) >= wm
 	}
 }
 
@@ -339,11 +350,12 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 		if h == nil || h.Model != m.Name {
 			return
 		}
-		n := min(h.Need(), budget, e.slot)
-		if n < h.Need() && (!m.Chunked || partial >= m.MaxPartial) {
+		hit := e.probe(h)
+		n := min(h.Need()-hit, budget, e.slot)
+		if n < h.Need()-hit && (!m.Chunked || partial >= m.MaxPartial) {
 			return
 		}
-		want, fits := e.admitBlocks(m, h, n)
+		want, fits := e.admitBlocks(m, h, n, hit)
 		if !fits {
 			if !preemptive || !pf.PreemptFor(now, e, m, h) {
 				return
@@ -357,18 +369,18 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 			}
 			if x != h {
 				h = x
-				n = min(h.Need(), budget, e.slot)
-				if n < h.Need() && (!m.Chunked || partial >= m.MaxPartial) {
+				hit = e.probe(h)
+				n = min(h.Need()-hit, budget, e.slot)
+				if n < h.Need()-hit && (!m.Chunked || partial >= m.MaxPartial) {
 					return
 				}
-				if want, fits = e.admitBlocks(m, h, n); !fits {
+				if want, fits = e.admitBlocks(m, h, n, hit); !fits {
 					return
 				}
 			}
 		}
 		sch.Admit(e, h)
-		h.KV = want
-		e.KVUsed += want
+		e.take(h, want, hit, n)
 		h.Inst = e.ID
 		h.Started = true
 		h.Admitted = now

@@ -46,6 +46,8 @@ type Model struct {
 	Alloc     string
 	Watermark float64
 	Release   string
+	// PrefixCaching: KV blocks are a prefix-cache pool (enable_prefix_caching, apc.go).
+	PrefixCaching bool
 }
 
 // NewModel resolves a profile's engine: vLLM V1's defaults (formats.DefaultBatchedTokens,
@@ -134,6 +136,13 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	if e.Release != "" {
 		m.Release = e.Release
 	}
+	// Off unless the profile enables it, although vLLM V1 caches by default (llm-engine-2
+	// §2, "Default: on in V1"): with unique prompts nothing hits, but a preempted request's
+	// re-admission hits its own cached blocks (§1), which changes decisions under KV pressure
+	// (TestPrefixCacheUniquePromptsKeepTimelines: two preemptions become one), so turning it
+	// on by default would change existing goldens (testdata/engine/trace.jsonl's request 8
+	// is preempted). A profile of a V1 engine says enable_prefix_caching: true.
+	m.PrefixCaching = e.EnablePrefixCaching
 }
 
 // PrefillUs is the time to prefill an n-token prompt alone: whole steps of the token budget

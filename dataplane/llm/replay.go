@@ -15,6 +15,8 @@ type Request struct {
 	Out      int
 	Prio     int32
 	Deadline dataplane.Time
+	// Prefix is what its prompt shares with others' (nil: nothing), for prefix caching.
+	Prefix *dataplane.Prefix
 }
 
 // Result is what a Replay measured of one request: when its first token and its last reached
@@ -25,6 +27,8 @@ type Result struct {
 	FirstToken, Done dataplane.Time
 	Refused          bool
 	Preemptions      int
+	// Cached is the prompt tokens its admissions found in the prefix cache.
+	Cached int
 }
 
 // Refuses reports whether the engine can never admit a request of prompt and out tokens
@@ -90,7 +94,7 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 					res[i].Refused = true
 					continue
 				}
-				s := &Seq{ID: r.ID, Model: m.Name, Prompt: r.Prompt, Out: r.Out, Arrival: r.Arrival, Deadline: r.Deadline, Prio: r.Prio, Inst: -1}
+				s := &Seq{ID: r.ID, Model: m.Name, Prompt: r.Prompt, Out: r.Out, Arrival: r.Arrival, Deadline: r.Deadline, Prio: r.Prio, Inst: -1, Prefix: r.Prefix}
 				seqs[i], at[s] = s, i
 				q.Push(s)
 			}
@@ -130,7 +134,7 @@ func Replay(m *Model, reqs []Request, q Queue) ([]Result, *Counters) {
 	}
 	for i, s := range seqs {
 		if s != nil {
-			res[i].Preemptions = s.Preemptions
+			res[i].Preemptions, res[i].Cached = s.Preemptions, s.Cached
 		}
 	}
 	return res, e.Ctr

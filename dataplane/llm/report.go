@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -16,11 +17,21 @@ type RunStats struct {
 	Preemptions       int64
 	PreemptedRequests int64
 	Settings          []string
+	// PrefixQueries and PrefixHits are the prefix caches' lookups and hits in tokens
+	// (Counters.PrefixQueries, PrefixHits; 0 without prefix caching).
+	PrefixQueries, PrefixHits int64
 }
 
 // StatsReporter is implemented by policies that drive LLM engines.
 type StatsReporter interface {
 	EngineStats() RunStats
+}
+
+// RequestReporter is implemented by policies that drive LLM engines and keep, per completed
+// request, its prompt tokens found in the prefix cache (Seq.Cached) and its preemptions
+// (Seq.Preemptions): what `--requests-out` writes beside each request.
+type RequestReporter interface {
+	RequestLLM(id dataplane.ReqID) (cached, preemptions int)
 }
 
 // NonDefault lists, as "name=value" in formats.LLMEngine's order, the engine settings of m

@@ -21,6 +21,9 @@ type Seq struct {
 	TTFT dataplane.Time
 	// Tag is the scheduler policy's own per-request data (QLM: its request group).
 	Tag any
+	// Prefix is what its prompt shares with others' (the trace's, dataplane.Attrs.Prefix;
+	// nil: all its tokens its own): the engine's prefix cache names its blocks by it.
+	Prefix *dataplane.Prefix
 
 	// KV is the KV cache it holds, in tokens of whole blocks (0 while waiting).
 	KV int
@@ -40,6 +43,14 @@ type Seq struct {
 	Admitted dataplane.Time
 	// Preemptions counts its preemptions (vLLM V1's per-request num_preemptions).
 	Preemptions int
+	// Cached is the tokens its admissions found in the prefix cache (vLLM V1's
+	// num_cached_tokens, summed over re-admissions after a preemption).
+	Cached int
+	// blockHashes are its full blocks' chained hashes at block size hashBlock (apc.go).
+	blockHashes []uint64
+	hashBlock   int
+	// regBlocks is how many of its held blocks are registered in the pool (Pool.Cache).
+	regBlocks int
 	// freeNow: finished under release next_step, it ran its extra step and its blocks free
 	// at this iteration's end.
 	freeNow bool

@@ -45,6 +45,8 @@ type Class struct {
 	Interactive bool                 `json:"interactive,omitempty"`
 	In          formats.TokenProfile `json:"in"`
 	Out         formats.TokenProfile `json:"out"`
+	// PrefixTokens is the prompt prefix the class's requests share (formats.LLMClass).
+	PrefixTokens int `json:"prefix_tokens,omitempty"`
 }
 
 // Instance is one LLM engine instance: its worker's GPU type and the model loaded at start.

@@ -23,7 +23,10 @@ func Build(classes []formats.LLMClass, setup Setup) (*dataplane.Deployment, erro
 	}
 	dep.Stages = []dataplane.Stage{st}
 	for i, c := range classes {
-		cl := Class{Name: c.Name, Model: c.Model, Interactive: c.Interactive, In: c.InputTokens, Out: c.OutputTokens}
+		if c.PrefixTokens < 0 {
+			return nil, formats.ErrorList{{Path: fmt.Sprintf("llm_classes[%d].prefix_tokens", i), Value: fmt.Sprint(c.PrefixTokens), Rule: "must be >= 0"}}
+		}
+		cl := Class{Name: c.Name, Model: c.Model, Interactive: c.Interactive, In: c.InputTokens, Out: c.OutputTokens, PrefixTokens: c.PrefixTokens}
 		a := dataplane.App{Name: c.Name, SLO: dataplane.Time(c.SLO.D().Microseconds()), RateRPS: c.RateRPS, Weight: c.RateRPS,
 			Entry: []dataplane.StageID{0}, Params: map[string]string{paramClass: encode(cl)}}
 		if i == 0 {

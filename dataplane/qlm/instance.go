@@ -141,6 +141,9 @@ type Stats struct {
 	TTFT, TPOT map[dataplane.ReqID]dataplane.Time
 	// Served is the GPU type of the instance that completed each request (size routing).
 	Served map[dataplane.ReqID]string
+	// Cached and Preempted are a completed request's prompt tokens found in the prefix cache
+	// and its preemptions (only requests that had some).
+	Cached, Preempted map[dataplane.ReqID]int
 	// Predicted holds the RCT estimate of completion (absolute µs) made when the request's
 	// group was last planned, for the R² of QLM §8.
 	Predicted map[dataplane.ReqID]dataplane.Time

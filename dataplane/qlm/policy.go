@@ -122,6 +122,22 @@ func (p *Policy) Preemptions() int64 {
 	return p.ctr.Preemptions.Load()
 }
 
+// PrefixCache implements serve.PrefixCacher: the prompt tokens its engines looked up in
+// their prefix caches and those found cached (vLLM V1's vllm:prefix_cache_queries and
+// vllm:prefix_cache_hits, llm-engine-2 §2); 0, 0 when no profile enables prefix caching.
+func (p *Policy) PrefixCache() (queries, hits int64) {
+	if p.ctr == nil {
+		return 0, 0
+	}
+	return p.ctr.PrefixQueries.Load(), p.ctr.PrefixHits.Load()
+}
+
+// RequestLLM implements llm.RequestReporter: the prompt tokens completed request id found in
+// the prefix cache and its preemptions (0, 0 for one that had neither, or not completed).
+func (p *Policy) RequestLLM(id dataplane.ReqID) (cached, preemptions int) {
+	return p.stats.Cached[id], p.stats.Preempted[id]
+}
+
 // EngineStats implements llm.StatsReporter: the policy's name, its engines' preemption
 // events and distinct preempted requests, and each profile's engine settings that differ
 // from vLLM's defaults (prefixed with model@gpu when the plan has several profiles).
@@ -129,6 +145,7 @@ func (p *Policy) EngineStats() llm.RunStats {
 	st := llm.RunStats{Policy: p.opt.name}
 	if p.ctr != nil {
 		st.Preemptions, st.PreemptedRequests = p.ctr.Preemptions.Load(), p.ctr.PreemptedReqs
+		st.PrefixQueries, st.PrefixHits = p.PrefixCache()
 	}
 	if p.setup == nil {
 		return st
@@ -239,7 +256,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.seqs = map[dataplane.ReqID]*seq{}
 	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))
-	p.stats = Stats{Served: map[dataplane.ReqID]string{}, TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
+	p.stats = Stats{Cached: map[dataplane.ReqID]int{}, Preempted: map[dataplane.ReqID]int{}, Served: map[dataplane.ReqID]string{}, TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
 	return nil
 }
 
@@ -346,12 +363,16 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 func (p *Policy) newSeq(r *dataplane.Request) *seq {
 	c := &p.class[r.App]
 	s := &seq{ID: r.ID, App: r.App, Model: c.Model, Prompt: int(r.Attrs.InTokens), Out: int(r.Attrs.OutTokens),
-		Deadline: r.Deadline, Arrival: r.Arrival, Inst: -1, Prio: r.Attrs.Priority}
+		Deadline: r.Deadline, Arrival: r.Arrival, Inst: -1, Prio: r.Attrs.Priority, Prefix: r.Attrs.Prefix}
 	if s.Prompt <= 0 {
 		s.Prompt = llm.DrawTokens(c.In, uint64(r.ID), llm.SaltPrompt)
 	}
 	if s.Out <= 0 {
 		s.Out = llm.DrawTokens(c.Out, uint64(r.ID), llm.SaltOutput)
+	}
+	if s.Prefix == nil && c.PrefixTokens > 0 {
+		// The class's shared prompt prefix (a system prompt), named by the class.
+		s.Prefix = &dataplane.Prefix{Group: "class/" + c.Name, GroupTokens: int32(c.PrefixTokens)}
 	}
 	p.seqRoute(s)
 	return s

@@ -153,6 +153,12 @@ func (p *Policy) stamp(now dataplane.Time, o output, out *dataplane.Decisions) {
 		if s.Out > 1 {
 			p.stats.TPOT[s.ID] = (now - s.Arrival - s.TTFT) / dataplane.Time(s.Out-1)
 		}
+		if s.Cached > 0 {
+			p.stats.Cached[s.ID] = s.Cached
+		}
+		if s.Preemptions > 0 {
+			p.stats.Preempted[s.ID] = s.Preemptions
+		}
 		delete(p.seqs, s.ID) // the table holds the sequences in flight (dropExpired reads it)
 		out.Complete(s.ID, 0)
 	}

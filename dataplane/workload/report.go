@@ -80,6 +80,10 @@ type RequestRecord struct {
 	Reason       string `json:"reason,omitempty"`
 	InputTokens  int32  `json:"input_tokens,omitempty"`
 	OutputTokens int32  `json:"output_tokens,omitempty"`
+	// CachedTokens are the prompt tokens its engine found in the prefix cache (vLLM's
+	// num_cached_tokens), Preemptions how often it was preempted (omitted when 0).
+	CachedTokens int32 `json:"cached_tokens,omitempty"`
+	Preemptions  int32 `json:"preemptions,omitempty"`
 }
 
 // PointSeed derives the seed of one application at one load factor from the sweep seed, so a
@@ -177,6 +181,12 @@ type LLMEngine struct {
 	Preemptions       int64    `json:"preemptions"`
 	PreemptedRequests int64    `json:"preempted_requests"`
 	Settings          []string `json:"settings,omitempty"`
+	// PrefixCacheQueries and PrefixCacheHits are the prompt tokens looked up in the engines'
+	// prefix caches and those found cached (vLLM's vllm:prefix_cache_queries and _hits,
+	// tokens), HitRate = hits/queries; omitted without prefix caching.
+	PrefixCacheQueries int64   `json:"prefix_cache_queries,omitempty"`
+	PrefixCacheHits    int64   `json:"prefix_cache_hits,omitempty"`
+	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate,omitempty"`
 }
 
 // AppMetrics are one application's (or the total's) request outcomes.

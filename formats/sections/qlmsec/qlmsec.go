@@ -184,6 +184,11 @@ func validateClass(c *formats.Checker, cl *formats.LLMClass, p string, seen *for
 	c.Rate(formats.Field(p, "rate_rps"), cl.RateRPS)
 	validateTokens(c, &cl.InputTokens, formats.Field(p, "input_tokens"))
 	validateTokens(c, &cl.OutputTokens, formats.Field(p, "output_tokens"))
+	// prefix_tokens is optional (0 = no shared prefix) and at most the longest prompt.
+	c.AtLeast(formats.Field(p, "prefix_tokens"), int64(cl.PrefixTokens), 0)
+	if cl.InputTokens.Max >= 1 && cl.PrefixTokens > cl.InputTokens.Max {
+		c.Add(formats.Field(p, "prefix_tokens"), cl.PrefixTokens, "must be <= input_tokens.max (%d)", cl.InputTokens.Max)
+	}
 }
 
 // validateTokens checks a token-length distribution: a mean within (0, max], std >= 0.

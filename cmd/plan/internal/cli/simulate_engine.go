@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -176,6 +177,10 @@ const replaySLO = 24 * time.Hour
 // preempter is a policy that counts its preemptions (QLM's policies: serve.Preempter).
 type preempter interface{ Preemptions() int64 }
 
+// prefixCacher is a policy that counts its engines' prefix-cache queries and hits (QLM's
+// policies: serve.PrefixCacher).
+type prefixCacher interface{ PrefixCache() (queries, hits int64) }
+
 // capturePolicies is a registry of the one policy name that keeps the instance it builds,
 // so the replay can read its counters after the run.
 func capturePolicies(reg *dataplane.Registry, name string, got *dataplane.Policy) (*dataplane.Registry, error) {
@@ -286,6 +291,13 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 	if p, ok := ran.(preempter); ok {
 		n := p.Preemptions()
 		rep.Preemptions = &n
+	}
+	if p, ok := ran.(prefixCacher); ok && prof.Engine != nil && prof.Engine.EnablePrefixCaching {
+		q, h := p.PrefixCache()
+		rep.PrefixCache = &enginePrefixCache{QueriedTokens: q, CachedTokens: h}
+		if q > 0 {
+			rep.PrefixCache.HitRate = math.Round(float64(h)/float64(q)*1e6) / 1e6
+		}
 	}
 	if err := writeEngineRequests(o.requestsOut, pt.Requests, traceRequestIDs(spec.Trace.Requests)); err != nil {
 		return err

@@ -47,6 +47,17 @@ type engineReport struct {
 	OutputTokens     int64   `json:"output_tokens"`
 	// Preemptions counts preemption events, where the policy counts them.
 	Preemptions *int64 `json:"preemptions,omitempty"`
+	// PrefixCache is the engine's prefix-cache use when the profile enables it.
+	PrefixCache *enginePrefixCache `json:"prefix_cache,omitempty"`
+}
+
+// enginePrefixCache is what the engine's prefix cache saved (llm-engine-2 §2): prompt tokens
+// looked up (vllm:prefix_cache_queries) and found cached (vllm:prefix_cache_hits, the
+// prefill skipped), and their ratio.
+type enginePrefixCache struct {
+	QueriedTokens int64   `json:"queried_tokens"`
+	CachedTokens  int64   `json:"cached_tokens"`
+	HitRate       float64 `json:"hit_rate"`
 }
 
 // engineSetting is one engine setting the replay ran with, in vLLM's flag name, and where
@@ -227,6 +238,9 @@ func engineSettings(l formats.LLMProfile) []engineSetting {
 	if e.SwapSpace > 0 {
 		out = append(out, engineSetting{"swap_space", strconv.FormatFloat(e.SwapSpace, 'g', -1, 64), "engine"})
 	}
+	if e.EnablePrefixCaching {
+		out = append(out, engineSetting{"enable_prefix_caching", "true", "engine"})
+	}
 	out = append(out, engineSetting{"kv_capacity_tokens", strconv.FormatInt(l.KVCapacityTokens, 10), "profile"})
 	return out
 }
@@ -274,6 +288,9 @@ func printEngineReport(app *App, rep *engineReport) {
 		rep.RequestsPerS, rep.OutputTokensPerS, float64(rep.SpanUs)/1e6, rep.PromptTokens, rep.OutputTokens)
 	if rep.Preemptions != nil {
 		fmt.Fprintf(app.Out, "preemptions: %d\n", *rep.Preemptions)
+	}
+	if c := rep.PrefixCache; c != nil {
+		fmt.Fprintf(app.Out, "prefix cache: hit rate %.1f%%, %d of %d prompt tokens cached (prefill skipped)\n", 100*c.HitRate, c.CachedTokens, c.QueriedTokens)
 	}
 }
 

@@ -206,7 +206,11 @@ func printLLMTable(app *App, points []sim.Point) {
 			if len(e.Settings) > 0 {
 				settings = strings.Join(e.Settings, ", ")
 			}
-			fmt.Fprintf(app.Out, "engine at load %.2f: policy %s, %d preemptions (%d requests); settings: %s\n", p.Load, e.Policy, e.Preemptions, e.PreemptedRequests, settings)
+			apc := ""
+			if e.PrefixCacheQueries > 0 { // prefix caching on: hit rate and cached tokens (llm-engine-2 §2)
+				apc = fmt.Sprintf(", prefix cache hit rate %.1f%% (%d of %d prompt tokens cached)", 100*e.PrefixCacheHitRate, e.PrefixCacheHits, e.PrefixCacheQueries)
+			}
+			fmt.Fprintf(app.Out, "engine at load %.2f: policy %s, %d preemptions (%d requests)%s; settings: %s\n", p.Load, e.Policy, e.Preemptions, e.PreemptedRequests, apc, settings)
 		}
 	}
 }

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSimulateLLMEnginePrefixCache: the one-engine replay of a trace whose requests share a
+// 1,024-token system prompt (prefix_group) reports the prefix cache's hit rate and cached
+// tokens — in the text report, the JSON report and each --requests-out record — when the
+// profile enables prefix caching, and the cached prefill lowers TTFT; without it nothing
+// about the cache is reported.
+func TestSimulateLLMEnginePrefixCache(t *testing.T) {
+	dir := t.TempDir()
+	var prof map[string]any
+	data, err := os.ReadFile(engineFixture("profile.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &prof); err != nil {
+		t.Fatal(err)
+	}
+	llms := prof["llms"].([]any)
+	entry := llms[0].(map[string]any)
+	eng, _ := entry["engine"].(map[string]any)
+	if eng == nil {
+		eng = map[string]any{}
+	}
+	eng["enable_prefix_caching"] = true
+	entry["engine"] = eng
+	on := filepath.Join(dir, "profile-apc.json")
+	b, _ := json.Marshal(prof)
+	if err := os.WriteFile(on, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Twelve requests 0.5 s apart: a 1,024-token system prompt and 200 tokens of their own.
+	var rows []string
+	for i := range 12 {
+		rows = append(rows, fmt.Sprintf(`{"t_us":%d,"input_tokens":1224,"output_tokens":20,"prefix_group":"sys","prefix_tokens":1024}`, i*500000))
+	}
+	trace := filepath.Join(dir, "trace.json")
+	doc := `{"apiVersion":"plan/v1","kind":"Trace","metadata":{"name":"sys"},"requests":[` + strings.Join(rows, ",\n") + "]}"
+	if err := os.WriteFile(trace, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(profile string, extra ...string) (engineReport, []map[string]any, string) {
+		out := filepath.Join(dir, "req.jsonl")
+		code, stdout, stderr := runCLI(t, append([]string{"simulate", "--llm", "--profile", profile, "--trace", trace, "--requests-out", out, "-q"}, extra...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var rep engineReport
+		if len(extra) > 0 {
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var recs []map[string]any
+		raw, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var r map[string]any
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, r)
+		}
+		return rep, recs, stdout
+	}
+	repOn, recsOn, _ := run(on, "-O", "json")
+	repOff, recsOff, _ := run(engineFixture("profile.json"), "-O", "json")
+	// The first request computes all; each later one finds the group's 64 full blocks.
+	c := repOn.PrefixCache
+	if c == nil || c.QueriedTokens != 12*1224 || c.CachedTokens != 11*1024 || c.HitRate != 0.766885 {
+		t.Errorf("prefix cache %+v, want 11×1024 of 12×1224 tokens", c)
+	}
+	if repOff.PrefixCache != nil {
+		t.Errorf("caching off reports %+v", repOff.PrefixCache)
+	}
+	for i, r := range recsOn {
+		want := 1024.0
+		if i == 0 {
+			want = 0
+		}
+		if got, _ := r["cached_tokens"].(float64); got != want {
+			t.Errorf("record %d: cached_tokens %v, want %v", i, r["cached_tokens"], want)
+		}
+		if _, ok := recsOff[i]["cached_tokens"]; ok {
+			t.Errorf("record %d without caching has cached_tokens", i)
+		}
+	}
+	if on, off := repOn.Classes[0].TTFT.MeanUs, repOff.Classes[0].TTFT.MeanUs; !(on < off) {
+		t.Errorf("mean TTFT %g µs with caching, %g without: want lower", on, off)
+	}
+	_, _, text := run(on)
+	if !strings.Contains(text, "prefix cache: hit rate 76.7%, 11264 of 14688 prompt tokens cached") || !strings.Contains(text, "enable_prefix_caching true") {
+		t.Errorf("text report lacks the prefix cache:\n%s", text)
+	}
+}

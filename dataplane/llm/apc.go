@@ -1,0 +1,154 @@
+package llm
+
+import (
+	"fmt"
+
+	"github.com/plan-dev/plan/dataplane/llm/prefixcache"
+)
+
+// Automatic prefix caching (llm-engine-2 §2, "What the simulator must do" 7–8): with
+// Model.PrefixCaching the engine's KV blocks live in a prefixcache.Pool, one per engine. A
+// waiting request's longest chain of cached full blocks (never its last token) counts as
+// computed at admission: those tokens take no token budget and no step time, and the hit
+// blocks it shares with running requests take no free block. Blocks are registered under
+// their hash once their tokens are scheduled (vLLM's cache_blocks in allocate_slots), and a
+// request's blocks are freed last block first, keeping their hash until evicted LRU, so a
+// preempted request re-admitted hits its own blocks. With caching off none of this runs: KV
+// is counted in tokens of whole blocks as before (KVUsed, Seq.KV).
+
+// pool returns the engine's block pool when m caches prefixes, nil otherwise. The pool is
+// made on first use (and again when the engine's model changed while it held nothing).
+func (e *Engine) pool(m *Model) *prefixcache.Pool {
+	if !m.PrefixCaching {
+		if e.apc != nil && e.apc.NumUsed() == 0 {
+			e.apc = nil
+		}
+		return nil
+	}
+	nb := m.KVCap / m.Block
+	if e.apc == nil || (e.apc.NumUsed() == 0 && (e.apc.BlockSize() != m.Block || e.apc.NumBlocks() != nb)) {
+		e.apc = prefixcache.New(nb, m.Block, true)
+	}
+	return e.apc
+}
+
+// hashes are s's chained full-block hashes over its prompt and output (prefixcache.Prompt:
+// the trace's prefix identity, Seq.Prefix, and s's own tokens keyed by its ID), computed once
+// per block size.
+func (s *Seq) hashes(block int) []uint64 {
+	if s.hashBlock != block || s.blockHashes == nil {
+		p := prefixcache.PromptOf(s.Prompt, s.Prefix, prefixcache.UniqueID(uint64(s.ID)))
+		s.blockHashes = p.Hashes(make([]uint64, 0, (s.Prompt+s.Out)/block), block, s.Prompt+s.Out)
+		s.hashBlock = block
+	}
+	return s.blockHashes
+}
+
+// probe is the prompt (or recomputed) tokens waiting h would find cached if admitted now:
+// whole blocks of the longest cached chain, at most Ctx − 1 tokens (vLLM's
+// get_computed_blocks). 0 without a pool or when h holds blocks. Nothing is counted.
+func (e *Engine) probe(h *Seq) int {
+	if e.apc == nil || h.KV > 0 {
+		return 0
+	}
+	b := e.apc.BlockSize()
+	return e.apc.Match(h.hashes(b), h.Ctx()) * b
+}
+
+// kvCost is the KV, in tokens of whole blocks, that waiting h takes from the free blocks when
+// admitted holding want tokens with hit tokens found cached: want without a pool; with one,
+// its new blocks plus the cached hit blocks no running request holds (vLLM's allocate_slots
+// counts them as evictable computed blocks).
+func (e *Engine) kvCost(h *Seq, want, hit int) int {
+	if e.apc == nil {
+		return want
+	}
+	b := e.apc.BlockSize()
+	return e.apc.Cost(int64(h.ID), h.hashes(b), hit/b, want/b) * b
+}
+
+// take gives admitted h its KV: want tokens of whole blocks, the first hit of them its
+// cached prefix (counted as computed, and as a prefix-cache query of its Ctx tokens), and
+// registers the blocks its n scheduled tokens fill.
+func (e *Engine) take(h *Seq, want, hit, n int) {
+	if e.apc == nil {
+		h.KV = want
+		e.KVUsed += want
+		return
+	}
+	b := e.apc.BlockSize()
+	hs := h.hashes(b)
+	hb := e.apc.Lookup(hs, h.Ctx())
+	if hb*b != hit {
+		panic(fmt.Sprintf("llm: request %d: %d cached tokens at admission, %d probed", h.ID, hb*b, hit))
+	}
+	if !e.apc.Allocate(int64(h.ID), hs, hb, want/b) {
+		panic(fmt.Sprintf("llm: request %d: %d KV blocks admitted but not free", h.ID, want/b))
+	}
+	h.Comp += hit
+	h.Cached += hit
+	c := e.counters()
+	c.PrefixQueries.Add(int64(h.Ctx()))
+	c.PrefixHits.Add(int64(hit))
+	e.sync(h)
+	h.regBlocks = 0
+	e.register(h, h.Comp+n)
+}
+
+// grow makes running s hold want tokens of whole blocks (it holds at least as many already
+// under admission allocation) and registers the blocks its computed tokens fill.
+func (e *Engine) grow(s *Seq, want, computed int) {
+	if e.apc == nil {
+		e.KVUsed += want - s.KV
+		s.KV = want
+		return
+	}
+	b := e.apc.BlockSize()
+	if want > s.KV { // a decode step mostly needs no new block: no pool call then
+		if !e.apc.Allocate(int64(s.ID), s.hashes(b), 0, want/b) {
+			panic(fmt.Sprintf("llm: request %d: %d KV blocks checked but not free", s.ID, want/b))
+		}
+		if s.KV == 0 {
+			s.regBlocks = 0
+		}
+		e.sync(s)
+	}
+	e.register(s, computed)
+}
+
+// register registers s's blocks that computed tokens fill (Pool.Cache), when there are more
+// than it registered so far.
+func (e *Engine) register(s *Seq, computed int) {
+	b := e.apc.BlockSize()
+	if n := min(computed/b, s.KV/b, len(s.hashes(b))); n > s.regBlocks {
+		e.apc.Cache(int64(s.ID), n)
+		s.regBlocks = n
+	}
+}
+
+// unhold frees s's blocks on the GPU (finish, preemption, abort); the caller sets s.KV
+// (a swapped sequence keeps it: its KV is in CPU memory). Pool blocks go to the free queue
+// last block first, keeping their hash.
+func (e *Engine) unhold(s *Seq) {
+	if e.apc == nil {
+		e.KVUsed -= s.KV
+		return
+	}
+	e.apc.Free(int64(s.ID))
+	e.KVUsed = e.apc.NumUsed() * e.apc.BlockSize()
+}
+
+// sync reads s's blocks and the engine's KV use back from the pool.
+func (e *Engine) sync(s *Seq) {
+	b := e.apc.BlockSize()
+	s.KV = e.apc.Held(int64(s.ID)) * b
+	e.KVUsed = e.apc.NumUsed() * b
+}
+
+// PrefixStats are the engine's prefix-cache counters (zero without caching).
+func (e *Engine) PrefixStats() prefixcache.Stats {
+	if e.apc == nil {
+		return prefixcache.Stats{}
+	}
+	return e.apc.Stats()
+}
