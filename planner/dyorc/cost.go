@@ -76,7 +76,10 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 			if err != nil {
 				return nil, err
 			}
-			if plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+1e-9 {
+			// The busiest GPU's load within the cost model's bound, and every app's rate
+			// within its SLO by the capacity model (the load bound alone sized fleets whose
+			// apps missed their SLOs in simulation).
+			if ok, _ := holdsRates(plan); ok && plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+1e-9 {
 				best, bestCost, found = plan, float64(n)*prices[pool.Type], true
 				break
 			}

@@ -44,8 +44,10 @@ type Flags struct {
 	Gap float64 `json:"gap"`
 	// Policy is the runtime policy the plan names as its default (default dyorc).
 	Policy string `json:"policy"`
-	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
+	// Objective is cost for a least-cost fleet (cost.go), absent otherwise.
 	Objective string `json:"objective,omitempty"`
+	// MinGPUs: the fewest GPUs that serve the apps' rates (SolveMinGPUs), not every GPU.
+	MinGPUs bool `json:"min_gpus,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for DyOrc.

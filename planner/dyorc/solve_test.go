@@ -2,6 +2,7 @@ package dyorc
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 func load(t *testing.T, name string) formats.Document {
@@ -69,5 +71,46 @@ func TestSolveVerifyCompareResolve(t *testing.T) {
 				t.Fatalf("broken plan not caught:\n%s", v)
 			}
 		})
+	}
+}
+
+// TestSolveMinGPUs: --min-gpus places the small workload on the fewest GPUs whose capacity
+// holds every app's rate (4 of 16: fewer leave an app below its rate), and refuses a cluster
+// too small at every count, naming the share the best count serves.
+func TestSolveMinGPUs(t *testing.T) {
+	wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", "dyorc", "small.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := formats.ReadInto[*formats.Cluster](filepath.Join("..", "..", "testdata", "dyorc", "cluster-small.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		gpus, want int
+		err        string
+	}{{16, 4, ""}, {4, 4, ""}, {2, 0, "no count of the cluster's 2 A800 GPUs serves every app's rate"}} {
+		c := *cl
+		c.GPUs = append([]formats.GPUPool(nil), cl.GPUs...)
+		c.GPUs[0].Count = tc.gpus
+		p, err := SolveMinGPUs(context.Background(), wl, &c, nil, Options{Deterministic: true})
+		if tc.err != "" {
+			if !errors.Is(err, planner.ErrInput) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%d GPUs: %v, want an input error with %q", tc.gpus, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%d GPUs: %v", tc.gpus, err)
+		}
+		if got := len(p.DyOrc.Placement); got != tc.want {
+			t.Errorf("%d GPUs: placed on %d, want %d", tc.gpus, got, tc.want)
+		}
+		if ok, r := holdsRates(p); !ok {
+			t.Errorf("%d GPUs: the plan holds %.2f of the rates", tc.gpus, r)
+		}
+		if p.Provenance.Embedded.Cluster.GPUs[0].Count != tc.gpus {
+			t.Errorf("the plan embeds the cluster as given (%d GPUs), not the %d it uses", tc.gpus, tc.want)
+		}
 	}
 }

@@ -167,8 +167,11 @@ func Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*fo
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	o := Options{TimeLimit: timeLimit, Deterministic: true, Policy: rec.Policy, Gap: rec.Gap}
-	if rec.Objective == planner.ObjectiveCost {
+	switch {
+	case rec.Objective == planner.ObjectiveCost:
 		return SolveCost(ctx, e.Workload, e.Cluster, p.Provenance.Inputs, o)
+	case rec.MinGPUs:
+		return SolveMinGPUs(ctx, e.Workload, e.Cluster, p.Provenance.Inputs, o)
 	}
 	return Solve(ctx, e.Workload, cl, p.Provenance.Inputs, o)
 }

@@ -72,6 +72,7 @@ type Planner struct {
 // Flags implements planner.Planner.
 func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.StringVar(&o.f.Policy, "runtime-policy", dyorc.DefaultFlags().Policy, "the runtime policy the plan names as its default (plan simulate/serve --policy overrides it)")
+	f.BoolVar(&o.f.MinGPUs, "min-gpus", false, "place the services on the fewest GPUs that serve the apps' rates within their SLOs (default: spread over every GPU of the cluster)")
 }
 
 // Solve implements planner.Planner.
@@ -86,6 +87,9 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		Deterministic: s.Deterministic, Policy: o.f.Policy, ToolVersion: s.ToolVersion, Progress: s.Progress}
 	if s.Objective == planner.ObjectiveCost {
 		return dyorc.SolveCost(ctx, in.Workload, in.Cluster, in.Refs, opts)
+	}
+	if o.f.MinGPUs {
+		return dyorc.SolveMinGPUs(ctx, in.Workload, in.Cluster, in.Refs, opts)
 	}
 	plan, err := dyorc.Solve(ctx, in.Workload, in.Cluster, in.Refs, opts)
 	if err != nil {

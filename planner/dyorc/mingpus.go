@@ -1,0 +1,106 @@
+package dyorc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	dp "github.com/plan-dev/plan/dataplane/dyorc"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+)
+
+// holdsRates reports whether plan p serves every app's workload rate within its SLO by the
+// capacity model (Capacity: fitted on the simulator running the plan's own policy), and the
+// lowest ratio of capacity to rate over the apps.
+func holdsRates(p *formats.Plan) (bool, float64) {
+	caps, err := Capacity(p)
+	if err != nil {
+		return false, 0
+	}
+	w, _, err := inputs(p)
+	if err != nil {
+		return false, 0
+	}
+	worst := math.Inf(1)
+	for i := range w.Apps {
+		a := &w.Apps[i]
+		rate := a.RateRPS
+		if rate <= 0 {
+			rate = DefaultRate
+		}
+		worst = min(worst, caps[a.Name]/rate)
+	}
+	return worst >= 1, worst
+}
+
+// SolveMinGPUs places the services on the fewest GPUs of the cluster's type whose plan serves
+// every app's rate within its SLO (holdsRates), instead of on every GPU (plan solve
+// --min-gpus, as the CascadeServe and QLM planners take it). The plan embeds the cluster as
+// given and records the GPUs it uses as its own cluster; none of the counts up to the
+// cluster's → ErrInfeasible naming the most the whole cluster serves.
+func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
+	if wl == nil || wl.Workflows == nil || cl == nil || len(cl.GPUs) == 0 {
+		return Solve(ctx, wl, cl, refs, o) // its input errors
+	}
+	w, err := dp.Compile(wl.Workflows)
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
+	}
+	c, err := dp.ClusterOf(cl)
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{"cluster: " + err.Error()}}
+	}
+	began := time.Now()
+	var bytes float64
+	for _, s := range w.Services {
+		bytes += float64(s.Bytes)
+	}
+	lo := 1
+	if c.MemBytes > 0 {
+		lo = max(lo, int(math.Ceil(bytes/float64(c.MemBytes)-1e-9)))
+	}
+	pool := cl.GPUs[0]
+	pool.Type = c.Type
+	worst := 0.0
+	for n := lo; n <= c.GPUs; n++ {
+		one := *cl
+		p := pool
+		p.Count = n
+		one.GPUs, one.Servers = []formats.GPUPool{p}, nil
+		plan, err := Solve(ctx, wl, &one, refs, o)
+		if errors.Is(err, planner.ErrInfeasible) {
+			continue // the services do not fit n GPUs
+		}
+		if err != nil {
+			return nil, err
+		}
+		ok, r := holdsRates(plan)
+		worst = r
+		if !ok {
+			continue
+		}
+		plan.Provenance.Embedded.Cluster = cl
+		if plan.Provenance.InputDigest, err = planner.InputDigest(plan.Provenance.Embedded); err != nil {
+			return nil, err
+		}
+		gap := o.Gap
+		if gap <= 0 {
+			gap = 0.01
+		}
+		plan.Provenance.Options = planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy, MinGPUs: true})
+		// The search is over counts by a capacity model, not an optimisation with a bound.
+		plan.Provenance.Status = "heuristic"
+		plan.Provenance.Bound, plan.Provenance.Gap = nil, nil
+		plan.Provenance.SolveMs = float64(time.Since(began).Microseconds()) / 1000
+		if o.Deterministic {
+			plan.Provenance.SolveMs = 0
+		}
+		return plan, nil
+	}
+	return nil, &planner.InputError{Problems: []string{fmt.Sprintf(
+		"workload: workflows.apps: rate_rps: %s: no count of the cluster's %d %s GPUs serves every app's rate within its SLO (the capacity model: on all %d the lowest app gets %.0f%% of its rate); add GPUs or lower the apps' rate_rps",
+		planner.ErrInfeasible, c.GPUs, c.Type, c.GPUs, 100*worst)}}
+}
