@@ -65,7 +65,7 @@ type metrics struct {
 
 	llm     *llmMetrics // LLM series (metrics_llm.go), registered on first use
 	llmOnce sync.Once
-	tri tritonState // Triton series (metrics_triton.go), registered on first use
+	tri     tritonState // Triton series (metrics_triton.go), registered on first use
 	// legacy: the LLM series include the names vLLM removed (Options.MetricsLegacy).
 	legacy bool
 }

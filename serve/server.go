@@ -94,7 +94,7 @@ type Options struct {
 	// MetricsLegacy adds the LLM families vLLM removed that older consumers still read
 	// (vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds; drop-in §1 (c)).
 	MetricsLegacy bool
-	Log                     *slog.Logger
+	Log           *slog.Logger
 }
 
 // Server serves one plan at a time over HTTP.
