@@ -305,6 +305,9 @@ func (d *driver) snapshot() {
 			return "?"
 		})
 	}
+	if cr, ok := g.eng.Policy().(CacheConfigReporter); ok {
+		d.m.llmCacheConfig(cr)
+	}
 	if !streamsTokens(g.eng.Policy()) && d.m.tri.t != nil {
 		d.m.tritonPending(g.dep, g.queued)
 	}

@@ -67,6 +67,7 @@ var LLMMetricNames = []string{
 	"vllm:request_prompt_tokens", "vllm:request_generation_tokens", "vllm:request_params_max_tokens",
 	"vllm:request_max_num_generation_tokens", "vllm:request_params_n", "vllm:iteration_tokens_total",
 	"vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+	"vllm:cache_config_info",
 }
 
 // LegacyLLMMetricNames are the families Options.MetricsLegacy adds: names vLLM removed that
@@ -96,6 +97,13 @@ type EngineGauger interface {
 	EngineGauges(emit func(app dataplane.AppID, engine, running, waiting int, kv float64))
 }
 
+// CacheConfigReporter is implemented by LLM policies that tell each engine's KV block size
+// (tokens) and KV cache size in blocks: vllm:cache_config_info's block_size and
+// num_gpu_blocks labels (the endpoint picker's --cache-info-metric).
+type CacheConfigReporter interface {
+	CacheConfig(emit func(engine, blockSize, blocks int))
+}
+
 // IterationReporter is implemented by LLM policies that tell how many tokens (prompt and
 // output) the step a worker just finished computed: vllm:iteration_tokens_total.
 type IterationReporter interface {
@@ -104,7 +112,7 @@ type IterationReporter interface {
 
 // llmMetrics are the LLM series, registered with the server's other families.
 type llmMetrics struct {
-	running, waiting, kv, gpuCache                 *prometheus.GaugeVec
+	running, waiting, kv, gpuCache, cacheInfo      *prometheus.GaugeVec
 	preemptions, prompt, generation, success       *prometheus.CounterVec
 	prefixQueries, prefixHits                      *prometheus.CounterVec
 	ttft, itl, tpotReq, tpotLegacy, e2e            *prometheus.HistogramVec
@@ -165,6 +173,8 @@ func newLLMMetrics(legacy bool) *llmMetrics {
 		maxGen:     hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", tokenBuckets),
 		paramN:     hist("vllm:request_params_n", "Histogram of the n request parameter.", nBuckets),
 		iter:       hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterBuckets),
+		cacheInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info",
+			Help: "Information of the LLMEngine CacheConfig (value 1)."}, []string{"block_size", "num_gpu_blocks", "engine"}),
 	}
 	if legacy {
 		l.gpuCache = gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage (legacy name of vllm:kv_cache_usage_perc).")
@@ -177,7 +187,7 @@ func (l *llmMetrics) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{l.running, l.waiting, l.kv, l.preemptions, l.prompt, l.generation, l.success,
 		l.prefixQueries, l.prefixHits,
 		l.ttft, l.itl, l.tpotReq, l.e2e, l.queue, l.inference, l.prefill, l.decode,
-		l.promptHist, l.genHist, l.maxTokens, l.maxGen, l.paramN, l.iter}
+		l.promptHist, l.genHist, l.maxTokens, l.maxGen, l.paramN, l.iter, l.cacheInfo}
 	if l.legacy {
 		cs = append(cs, l.gpuCache, l.tpotLegacy)
 	}
@@ -317,6 +327,15 @@ func (m *metrics) llmPrefixCache(model string, pol dataplane.Policy) {
 // llmIteration records the tokens of one engine step.
 func (m *metrics) llmIteration(model string, tokens int) {
 	m.llmSeries().iter.WithLabelValues(model, engineLabel).Observe(float64(tokens))
+}
+
+// llmCacheConfig sets vllm:cache_config_info from pol.
+func (m *metrics) llmCacheConfig(pol CacheConfigReporter) {
+	l := m.llmSeries()
+	l.cacheInfo.Reset()
+	pol.CacheConfig(func(engine, blockSize, blocks int) {
+		l.cacheInfo.WithLabelValues(strconv.Itoa(blockSize), strconv.Itoa(blocks), strconv.Itoa(engine)).Set(1)
+	})
 }
 
 // llmGauges sets the engine gauges from pol (nil when it reports none); names maps an

@@ -80,7 +80,7 @@ func TestLLMMetrics(t *testing.T) {
 	}
 	for _, name := range LLMMetricNames {
 		switch name {
-		case "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:iteration_tokens_total", "vllm:request_queue_time_seconds", "vllm:request_inference_time_seconds", "vllm:request_prefill_time_seconds", "vllm:inter_token_latency_seconds":
+		case "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:cache_config_info", "vllm:iteration_tokens_total", "vllm:request_queue_time_seconds", "vllm:request_inference_time_seconds", "vllm:request_prefill_time_seconds", "vllm:inter_token_latency_seconds":
 			continue // set from the engine (the driver's snapshot and steps; the request carries no dispatch stamp here)
 		}
 		if !strings.Contains(text, "# TYPE "+name+" ") {

@@ -66,3 +66,14 @@ func (p *Policy) IterationTokens(w dataplane.WorkerID) (n int, ok bool) {
 	}
 	return n, n > 0
 }
+
+// CacheConfig implements serve.CacheConfigReporter: each instance's KV block size (tokens)
+// and its KV cache in blocks for the model it has loaded, the block_size and num_gpu_blocks
+// labels of vLLM's vllm:cache_config_info that the endpoint picker reads.
+func (p *Policy) CacheConfig(emit func(engine, blockSize, blocks int)) {
+	for _, in := range p.inst {
+		if m := p.llmFor(in, in.model); m != nil && m.Block > 0 {
+			emit(in.ID, m.Block, m.KVCap/m.Block)
+		}
+	}
+}

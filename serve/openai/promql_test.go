@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,6 +94,15 @@ func TestMetricsDropInPromQL(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// vLLM's inter-token histogram takes every interval: each token after a request's first.
+	series := func(name string) float64 {
+		return metricValueIn(t, string(second), name+`{engine="0",model_name="`+model+`"}`)
+	}
+	gen, itl := series("vllm:generation_tokens_total"), series("vllm:inter_token_latency_seconds_count")
+	done := metricValueIn(t, string(second), `vllm:request_success_total{engine="0",finished_reason="length",model_name="`+model+`"}`)
+	if gen != 12*6 || done != 12 || itl != gen-done {
+		t.Errorf("generation tokens %v, requests %v, inter-token intervals %v: want 72, 12, 60", gen, done, itl)
+	}
 	exprs := make([]string, len(qs))
 	count := map[string]int{}
 	for i, q := range qs {
@@ -105,4 +115,20 @@ func TestMetricsDropInPromQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("non-empty: %v (expressions per source)", count)
+}
+
+// metricValueIn is the value of sample series (name{labels} as exposed) in text.
+func metricValueIn(t *testing.T, text, series string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", series, err)
+			}
+			return f
+		}
+	}
+	t.Errorf("no sample %s", series)
+	return 0
 }
