@@ -204,11 +204,14 @@ func (m *metrics) llmSeries() *llmMetrics {
 	return m.llm
 }
 
-// llmModel pre-creates a served model's request_success series at 0 (as vLLM does).
+// llmModel pre-creates a served model's request_success and prefix-cache series at 0 (as
+// vLLM does).
 func (l *llmMetrics) llmModel(model string) {
 	for _, r := range finishedReasons {
 		l.success.WithLabelValues(model, engineLabel, r)
 	}
+	l.prefixQueries.WithLabelValues(model, engineLabel)
+	l.prefixHits.WithLabelValues(model, engineLabel)
 }
 
 // llmFinished records an answered LLM request: reason is vLLM's finished_reason (stop,
