@@ -50,6 +50,11 @@ type call struct {
 	// with the call.
 	own    Payload
 	stages [1]StageTiming
+	// got is how many output tokens of an LLM request reached its client so far, and gotAt
+	// when the last of them did (engine time): the inter-token intervals and, for a stream
+	// its client left, the tokens it received (vllm:generation_tokens_total).
+	got   int
+	gotAt dataplane.Time
 }
 
 // newCall makes a call for a request whose input is in (nil: none).
@@ -659,6 +664,7 @@ func (d *driver) onJob(j *Job) {
 	}
 	tr, counts := g.eng.Policy().(TokenReporter)
 	if !counts {
+		d.m.tritonExec(stageModel(g.dep, j.Stage), len(b.Reqs), int64(j.End-j.Start))
 		for _, r := range b.Reqs {
 			if c := g.call(r); c != nil && c.onHop != nil && !c.answered {
 				c.onHop(hop(r))
@@ -671,17 +677,28 @@ func (d *driver) onJob(j *Job) {
 	// how many tokens its client has (none for a prefill chunk; the output delay's). The
 	// batch's request list is copied: the engine may retire the batch in handle.
 	reqs := append([]dataplane.ReqID(nil), b.Reqs...)
+	if ir, ok := g.eng.Policy().(IterationReporter); ok {
+		if n, ok := ir.IterationTokens(j.Worker); ok && len(reqs) > 0 {
+			if c := g.call(reqs[0]); c != nil {
+				d.m.llmIteration(c.model, n)
+			}
+		}
+	}
 	d.handle(dataplane.Event{Kind: dataplane.EvBatchDone, Batch: j.Batch, Hop: int32(j.Hop), Worker: j.Worker, Start: j.Start, End: j.End})
 	if g.eng == nil {
 		return
 	}
 	for _, r := range reqs {
 		c := g.call(r)
-		if c == nil || c.onHop == nil || c.answered {
+		if c == nil || c.answered {
 			continue
 		}
 		n, ok := tr.VisibleTokens(r)
 		if !ok {
+			continue
+		}
+		d.tokensSeen(c, n, j.End)
+		if c.onHop == nil {
 			continue
 		}
 		ev := hop(r)

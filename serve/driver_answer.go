@@ -104,6 +104,13 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 		if r.Outcome != dataplane.Dropped && len(t.Stages) > 0 {
 			res.stage = t.Stages[len(t.Stages)-1].Stage
 		}
+		if llm := streamsTokens(g.eng.Policy()); llm {
+			// Where an LLM request was when its client left (vLLM's phases, drop-in §1):
+			// waiting, prefilling its prompt, or decoding; the tokens it received count as
+			// generated, as vLLM counts an aborted request's output.
+			res.stage = llmPhase(r)
+			d.m.llmFinished(c.model, "abort", r, c.at, t.LatencyUs, c.got, g.eng.Policy())
+		}
 		d.m.drop(c.model, res.stage, res.reason)
 		d.log.Info("request cancelled: its client left", "model", c.model, "id", c.id, "stage", res.stage)
 	case r.Outcome == dataplane.Completed, r.Outcome == dataplane.Late:
@@ -120,8 +127,18 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 			res.stage = c.payload.ErrStage
 			res.err = c.payload.Err.Error()
 		}
-		if res.status == 200 && (r.FirstToken != dataplane.Never || streamsTokens(g.eng.Policy())) {
-			d.m.llmFinished(c.model, r, c.at, t.LatencyUs, g.eng.Policy())
+		if r.FirstToken != dataplane.Never || streamsTokens(g.eng.Policy()) {
+			reason := "error"
+			if res.status == 200 {
+				// The tokens still held by the output delay reach the client with its answer.
+				out := max(int(r.Attrs.OutTokens), c.got)
+				d.tokensSeen(c, out, now)
+				reason = "stop"
+				if c.attrs.OutTokens > 0 {
+					reason = "length" // the client's max_tokens ended it
+				}
+			}
+			d.m.llmFinished(c.model, reason, r, c.at, t.LatencyUs, c.got, g.eng.Policy())
 		}
 	default:
 		res.status = 503
@@ -131,7 +148,43 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 		res.estimate = int64(r.Estimate)
 		d.m.drop(c.model, res.stage, res.reason)
 	}
+	if !streamsTokens(g.eng.Policy()) && r.FirstToken == dataplane.Never {
+		queueUs := int64(-1)
+		if r.Dispatch != dataplane.Never {
+			queueUs = int64(r.Dispatch - c.at)
+		}
+		d.m.tritonAnswered(c.model, res.outcome, t.LatencyUs, queueUs)
+	}
 	d.answer(g, c, res)
+}
+
+// llmPhase names where an LLM request was (vLLM's request phases): queue before the
+// engine scheduled it, prefill before its first token, decode after.
+func llmPhase(r *dataplane.Request) string {
+	switch {
+	case r.Dispatch == dataplane.Never:
+		return "queue"
+	case r.FirstToken == dataplane.Never:
+		return "prefill"
+	}
+	return "decode"
+}
+
+// tokensSeen records that n of c's output tokens have reached its client at engine time at:
+// the intervals since the previous ones (vllm:inter_token_latency_seconds, every interval
+// after the first token).
+func (d *driver) tokensSeen(c *call, n int, at dataplane.Time) {
+	if n <= c.got {
+		return
+	}
+	if c.got > 0 {
+		d.m.llmTokens(c.model, n-c.got, at-c.gotAt)
+	} else if n > 1 {
+		// The first token's interval is TTFT; the others shown with it came in the same
+		// step (zero intervals apart is not known: spread over the step as one gap of 0).
+		d.m.llmTokens(c.model, n-1, 0)
+	}
+	c.got, c.gotAt = n, at
 }
 
 // answeredBy names the model of the stage called stage (the stage's name when it names no

@@ -297,6 +297,20 @@ func (d *driver) snapshot() {
 	for i, a := range g.dep.Apps {
 		d.m.queueDepth(a.Name, g.queued[i])
 	}
+	if eg, ok := g.eng.Policy().(EngineGauger); ok {
+		d.m.llmGauges(eg, func(a dataplane.AppID) string {
+			if int(a) < len(g.dep.Apps) {
+				return g.dep.Apps[a].Name
+			}
+			return "?"
+		})
+	}
+	if cr, ok := g.eng.Policy().(CacheConfigReporter); ok {
+		d.m.llmCacheConfig(cr)
+	}
+	if !streamsTokens(g.eng.Policy()) && d.m.tri.t != nil {
+		d.m.tritonPending(g.dep, g.queued)
+	}
 	d.m.setPaused(len(d.paused))
 }
 

@@ -65,6 +65,9 @@ type metrics struct {
 
 	llm     *llmMetrics // LLM series (metrics_llm.go), registered on first use
 	llmOnce sync.Once
+	tri     tritonState // Triton series (metrics_triton.go), registered on first use
+	// legacy: the LLM series include the names vLLM removed (Options.MetricsLegacy).
+	legacy bool
 }
 
 type modelSeries struct {

@@ -44,7 +44,7 @@ func TestLLMMetrics(t *testing.T) {
 		}
 		pol.n, pol.q, pol.h = q.preempt, q.q, q.h
 		m.finished(m.model("chat"), "completed", q.latUs)
-		m.llmFinished("chat", r, at, q.latUs, pol)
+		m.llmFinished("chat", "length", r, at, q.latUs, int(q.out), pol)
 	}
 	var b bytes.Buffer
 	if err := m.write(&b); err != nil {
@@ -54,27 +54,35 @@ func TestLLMMetrics(t *testing.T) {
 	for _, want := range []string{
 		`plan_request_latency_seconds_bucket{model="chat",le="10"} 2`,
 		`plan_request_latency_seconds_bucket{model="chat",le="120"} 3`,
-		`plan_llm_time_to_first_token_seconds_bucket{model="chat",le="0.5"} 1`,
-		`plan_llm_time_to_first_token_seconds_bucket{model="chat",le="80"} 2`,
-		`plan_llm_time_to_first_token_seconds_count{model="chat"} 2`,
+		`vllm:time_to_first_token_seconds_bucket{engine="0",model_name="chat",le="0.5"} 1`,
+		`vllm:time_to_first_token_seconds_bucket{engine="0",model_name="chat",le="80"} 2`,
+		`vllm:time_to_first_token_seconds_count{engine="0",model_name="chat"} 2`,
 		// (7.2 − 0.3) s over 69 tokens = 0.1 s per token; one-token and unstamped requests
 		// have no TPOT.
-		`plan_llm_time_per_output_token_seconds_bucket{model="chat",le="0.075"} 0`,
-		`plan_llm_time_per_output_token_seconds_bucket{model="chat",le="0.1"} 1`,
-		`plan_llm_time_per_output_token_seconds_count{model="chat"} 1`,
-		`plan_llm_e2e_request_latency_seconds_bucket{model="chat",le="120"} 3`,
-		`plan_llm_e2e_request_latency_seconds_count{model="chat"} 3`,
-		`plan_llm_prompt_tokens_total{model="chat"} 1070`,
-		`plan_llm_generation_tokens_total{model="chat"} 76`,
-		`plan_llm_preemptions_total 3`,
-		`vllm:prefix_cache_queries_total 1070`,
-		`vllm:prefix_cache_hits_total 528`,
+		`vllm:request_time_per_output_token_seconds_bucket{engine="0",model_name="chat",le="0.075"} 0`,
+		`vllm:request_time_per_output_token_seconds_bucket{engine="0",model_name="chat",le="0.1"} 1`,
+		`vllm:request_time_per_output_token_seconds_count{engine="0",model_name="chat"} 1`,
+		`vllm:e2e_request_latency_seconds_bucket{engine="0",model_name="chat",le="120"} 3`,
+		`vllm:e2e_request_latency_seconds_count{engine="0",model_name="chat"} 3`,
+		`vllm:prompt_tokens_total{engine="0",model_name="chat"} 1070`,
+		`vllm:generation_tokens_total{engine="0",model_name="chat"} 76`,
+		`vllm:num_preemptions_total{engine="0",model_name="chat"} 3`,
+		`vllm:request_success_total{engine="0",finished_reason="length",model_name="chat"} 3`,
+		`vllm:request_success_total{engine="0",finished_reason="abort",model_name="chat"} 0`,
+		`vllm:request_prompt_tokens_bucket{engine="0",model_name="chat",le="1000"} 3`,
+		`vllm:request_generation_tokens_count{engine="0",model_name="chat"} 3`,
+		`vllm:prefix_cache_queries_total{engine="0",model_name="chat"} 1070`,
+		`vllm:prefix_cache_hits_total{engine="0",model_name="chat"} 528`,
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("missing %s", want)
 		}
 	}
 	for _, name := range LLMMetricNames {
+		switch name {
+		case "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:cache_config_info", "vllm:iteration_tokens_total", "vllm:request_queue_time_seconds", "vllm:request_inference_time_seconds", "vllm:request_prefill_time_seconds", "vllm:inter_token_latency_seconds":
+			continue // set from the engine (the driver's snapshot and steps; the request carries no dispatch stamp here)
+		}
 		if !strings.Contains(text, "# TYPE "+name+" ") {
 			t.Errorf("metric family %s missing", name)
 		}

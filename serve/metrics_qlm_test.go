@@ -13,7 +13,7 @@ import (
 )
 
 // TestQLMPreemptionsInMetrics: QLM's policies count their preemptions (serve.Preempter), so
-// plan_llm_preemptions_total moves when their engine preempts (qlmfix item 5). Three
+// vllm:num_preemptions_total moves when their engine preempts (qlmfix item 5). Three
 // 16-token prompts on a 64-token KV cache: the youngest is preempted once (the engine digest's
 // hand-computed case, dataplane/qlm TestEngineRules).
 func TestQLMPreemptionsInMetrics(t *testing.T) {
@@ -44,7 +44,7 @@ func TestQLMPreemptionsInMetrics(t *testing.T) {
 			return dataplane.Attrs{InTokens: 16, OutTokens: outs[n]}
 		},
 		OnFinish: func(now dataplane.Time, r *dataplane.Request) {
-			m.llmFinished("chat", r, r.Arrival, int64(now-r.Arrival), pol)
+			m.llmFinished("chat", "length", r, r.Arrival, int64(now-r.Arrival), int(r.Attrs.OutTokens), pol)
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestQLMPreemptionsInMetrics(t *testing.T) {
 	if err := m.write(&b); err != nil {
 		t.Fatal(err)
 	}
-	if want := "plan_llm_preemptions_total 1\n"; !strings.Contains(b.String(), want) {
+	if want := `vllm:num_preemptions_total{engine="0",model_name="chat"} 1` + "\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("metrics lack %q:\n%s", want, grepLines(b.String(), "preempt"))
 	}
 }

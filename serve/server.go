@@ -91,7 +91,10 @@ type Options struct {
 	// address (0 = from the descriptor limit: connCaps); connections past a cap are closed
 	// at once, and the last few under the total cap answer only health checks.
 	MaxConns, MaxConnsPerIP int
-	Log                     *slog.Logger
+	// MetricsLegacy adds the LLM families vLLM removed that older consumers still read
+	// (vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds; drop-in §1 (c)).
+	MetricsLegacy bool
+	Log           *slog.Logger
 }
 
 // Server serves one plan at a time over HTTP.
@@ -157,6 +160,7 @@ func New(opts Options) (*Server, error) {
 		opts.InputShape = []int64{-1}
 	}
 	s := &Server{opts: opts, clk: NewClock(), m: newMetrics()}
+	s.m.legacy = opts.MetricsLegacy
 	s.metricsH = s.m.handler()
 	if s.opts.NewExecutor == nil {
 		s.opts.NewExecutor = func(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {

@@ -114,7 +114,7 @@ type Policy struct {
 }
 
 // Preemptions implements serve.Preempter: running sequences preempted so far, by recompute
-// or by KV swap (LLM engine digest §2.3), the counter plan_llm_preemptions_total follows.
+// or by KV swap (LLM engine digest §2.3), the counter vllm:num_preemptions_total follows.
 func (p *Policy) Preemptions() int64 {
 	if p.ctr == nil {
 		return 0

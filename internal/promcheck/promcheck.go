@@ -11,6 +11,13 @@
 // summaries, no type in the name, no duplicate series within a family), plus one rule
 // promlint's per-family pass cannot see: a series (name and labels) exposed twice anywhere.
 // Promtool runs the real tool when it is on PATH.
+//
+// Drop-in names: the vLLM (vllm:*) and Triton (nv_inference_*) families keep the names their
+// consumers query (ecosystem drop-in §1, §2: dashboards, autoscalers, endpoint pickers), which
+// break promtool's naming rules (a ':' in a gauge's name, Triton's counters without _total
+// and in microseconds, vLLM's iteration_tokens_total histogram). Those naming problems, and
+// only those, are waived for those families (DropInWaived); everything else (help text,
+// parsing, duplicates) holds for them too.
 package promcheck
 
 import (
@@ -55,11 +62,44 @@ func Lint(text []byte) ([]string, error) {
 	}
 	var out []string
 	for _, pr := range probs {
+		if DropInWaived(pr.Metric, pr.Text) {
+			continue
+		}
 		out = append(out, pr.Metric+": "+pr.Text)
 	}
 	out = append(out, duplicateSeries(fams)...)
 	sort.Strings(out)
 	return out, nil
+}
+
+// dropInPrefixes are the families whose names are fixed by other projects' consumers.
+var dropInPrefixes = []string{"vllm:", "nv_inference_"}
+
+// namingRules are the promlint problems about a name's shape (not its help or its series).
+var namingRules = []string{
+	"metric names should not contain ':'",
+	`counter metrics should have "_total" suffix`,
+	"metric names should not contain abbreviated units",
+	`non-histogram and non-summary metrics should not have "_count" suffix`,
+	`non-counter metrics should not have "_total" suffix`,
+}
+
+// DropInWaived reports whether problem, found in family metric, is a naming rule waived for a
+// drop-in family (the package comment).
+func DropInWaived(metric, problem string) bool {
+	drop := false
+	for _, p := range dropInPrefixes {
+		drop = drop || strings.HasPrefix(metric, p)
+	}
+	if !drop {
+		return false
+	}
+	for _, r := range namingRules {
+		if strings.TrimSpace(problem) == r {
+			return true
+		}
+	}
+	return false
 }
 
 // duplicateSeries reports every series (family name and label set) exposed more than once.
@@ -99,11 +139,32 @@ func Promtool(ctx context.Context, text []byte) error {
 	}
 	cmd := exec.CommandContext(ctx, path, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(text)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("promtool check metrics: %v\n%s", err, out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if err == nil {
+		return nil
 	}
-	return nil
+	// Exit status 3 is lint problems, one "name problem" line each (on stdout or stderr,
+	// by version): pass when every one is a waived drop-in naming rule.
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 3 {
+		var left []string
+		for _, line := range strings.Split(stdout.String()+stderr.String(), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			name, problem, _ := strings.Cut(line, " ")
+			if !DropInWaived(name, problem) {
+				left = append(left, line)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("promtool check metrics: %v\n%s%s", err, stdout.Bytes(), stderr.Bytes())
 }
 
 // TB is the part of testing.TB RequirePromtool needs.

@@ -78,7 +78,7 @@ func TestExactLLMReplayOverGRPC(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if want := `plan_llm_prompt_tokens_total{model="mistral-chat"} 70`; !strings.Contains(string(b), want+"\n") {
+	if want := `vllm:prompt_tokens_total{engine="0",model_name="mistral-chat"} 70`; !strings.Contains(string(b), want+"\n") {
 		t.Fatalf("server metrics lack %s: the tokens did not reach it", want)
 	}
 }

@@ -92,7 +92,7 @@ func TestExactLLMReplay(t *testing.T) {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			for _, want := range []string{`plan_llm_prompt_tokens_total{model="mistral-chat"} 70`, `plan_llm_generation_tokens_total{model="mistral-batch"} 7`} {
+			for _, want := range []string{`vllm:prompt_tokens_total{engine="0",model_name="mistral-chat"} 70`, `vllm:generation_tokens_total{engine="0",model_name="mistral-batch"} 7`} {
 				if !strings.Contains(string(body), want+"\n") {
 					t.Errorf("server metrics lack %s", want)
 				}

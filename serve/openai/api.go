@@ -12,13 +12,16 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/jsonx"
 )
 
@@ -39,8 +42,10 @@ type Request struct {
 	// MaxTokens is the output length; 0 means the class's profile draws it (emulation).
 	MaxTokens int
 	Stream    bool
-	// IncludeUsage asks for a final usage chunk in a stream (stream_options.include_usage).
-	IncludeUsage bool
+	// IncludeUsage asks for a final usage chunk in a stream (stream_options.include_usage);
+	// ContinuousUsage for usage in every chunk (stream_options.continuous_usage_stats, vLLM's
+	// extension).
+	IncludeUsage, ContinuousUsage bool
 	// Priority is vLLM's request priority (lower first).
 	Priority int32
 	// PromptTokens is the prompt length: the prompt_tokens extension field when given,
@@ -58,23 +63,98 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// wire is the JSON body. Fields the API defines but this server does not use (temperature,
-// top_p, stop, user, ...) are accepted and ignored, as vLLM does; unknown fields too.
+// wire is the JSON body. Integer fields are read as numbers and must be integral (3.0 is 3,
+// as Python clients send them). Sampling fields (temperature, top_p, top_k, seed, stop,
+// presence and frequency penalties, user, ignore_eos, min_tokens) are accepted: the
+// generated text is filler whatever they say, and its length is max_tokens or the class's
+// profile. Fields that would change the answer's shape or content and that this server does
+// not implement are refused with a 400 naming them (unimplemented, below) rather than
+// ignored; other unknown fields are accepted, as vLLM does.
 type wire struct {
 	Model         *string            `json:"model"`
 	Prompt        json.RawMessage    `json:"prompt"`
 	Messages      *[]json.RawMessage `json:"messages"`
-	MaxTokens     *int64             `json:"max_tokens"`
-	MaxCompletion *int64             `json:"max_completion_tokens"`
+	MaxTokens     *float64           `json:"max_tokens"`
+	MaxCompletion *float64           `json:"max_completion_tokens"`
 	Stream        *bool              `json:"stream"`
 	StreamOptions *struct {
-		IncludeUsage *bool `json:"include_usage"`
+		IncludeUsage    *bool `json:"include_usage"`
+		ContinuousUsage *bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
-	Priority     *int64   `json:"priority"`
-	N            *int64   `json:"n"`
+	Priority     *float64 `json:"priority"`
+	N            *float64 `json:"n"`
 	Temperature  *float64 `json:"temperature"`
-	PromptTokens *int64   `json:"prompt_tokens"`
-	Class        *int64   `json:"class"`
+	PromptTokens *float64 `json:"prompt_tokens"`
+	Class        *float64 `json:"class"`
+
+	Logprobs       json.RawMessage `json:"logprobs"`
+	TopLogprobs    json.RawMessage `json:"top_logprobs"`
+	PromptLogprobs json.RawMessage `json:"prompt_logprobs"`
+	Echo           json.RawMessage `json:"echo"`
+	BestOf         json.RawMessage `json:"best_of"`
+	Suffix         json.RawMessage `json:"suffix"`
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	Functions      json.RawMessage `json:"functions"`
+	FunctionCall   json.RawMessage `json:"function_call"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	LogitBias      json.RawMessage `json:"logit_bias"`
+	Audio          json.RawMessage `json:"audio"`
+	Modalities     json.RawMessage `json:"modalities"`
+}
+
+// unimplemented lists the fields refused unless they hold their default (the values that
+// ask for nothing: null, false, 0, 1 for best_of, "", [], {}, "none"/"auto" tool choice,
+// {"type":"text"} format, ["text"] modalities).
+func (w *wire) unimplemented() []struct {
+	name string
+	raw  json.RawMessage
+	ok   []string
+} {
+	return []struct {
+		name string
+		raw  json.RawMessage
+		ok   []string
+	}{
+		{"logprobs", w.Logprobs, []string{"false", "0"}},
+		{"top_logprobs", w.TopLogprobs, []string{"0"}},
+		{"prompt_logprobs", w.PromptLogprobs, []string{"0"}},
+		{"echo", w.Echo, []string{"false"}},
+		{"best_of", w.BestOf, []string{"1", "1.0"}},
+		{"suffix", w.Suffix, []string{`""`}},
+		{"tools", w.Tools, []string{"[]"}},
+		{"tool_choice", w.ToolChoice, []string{`"none"`, `"auto"`}},
+		{"functions", w.Functions, []string{"[]"}},
+		{"function_call", w.FunctionCall, []string{`"none"`, `"auto"`}},
+		{"response_format", w.ResponseFormat, []string{`{"type":"text"}`}},
+		{"logit_bias", w.LogitBias, []string{"{}"}},
+		{"audio", w.Audio, nil},
+		{"modalities", w.Modalities, []string{`["text"]`}},
+	}
+}
+
+// compactJSON is raw without insignificant spaces ("" when it does not parse).
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// intField reads integer field name (nil: absent) in [lo, hi]: an integral number (3.0 is
+// 3); anything else is a 400 naming the field and its value.
+func intField(name string, v *float64, lo, hi int64) (int64, bool, *Error) {
+	if v == nil {
+		return 0, false, nil
+	}
+	if *v != math.Trunc(*v) || math.IsInf(*v, 0) {
+		return 0, false, badRequest(name, "%s: %g: must be an integer", name, *v)
+	}
+	if *v < float64(lo) || *v > float64(hi) {
+		return 0, false, badRequest(name, "%s: %g: must be in [%d, %d]", name, *v, lo, hi)
+	}
+	return int64(*v), true, nil
 }
 
 // Error is an OpenAI-style error object: Status is the HTTP status it goes with.
@@ -151,16 +231,26 @@ func Decode(body []byte, chat bool) (*Request, *Error) {
 		}
 		r.Prompt = p
 	}
-	mt := w.MaxTokens
-	name := "max_tokens"
-	if mt == nil && w.MaxCompletion != nil {
+	for _, f := range w.unimplemented() {
+		if f.raw == nil {
+			continue
+		}
+		v := compactJSON(f.raw)
+		if v == "null" || slices.Contains(f.ok, v) {
+			continue
+		}
+		return nil, badRequest(f.name, "%s: %s: not implemented by this server (it would change the answer; leave it out)", f.name, formats.Echo(v))
+	}
+	// max_completion_tokens, OpenAI's current name, wins over the deprecated max_tokens when
+	// both are given (as OpenAI and vLLM do).
+	mt, name := w.MaxTokens, "max_tokens"
+	if w.MaxCompletion != nil {
 		mt, name = w.MaxCompletion, "max_completion_tokens"
 	}
-	if mt != nil {
-		if *mt < 1 || *mt > MaxTokensLimit {
-			return nil, badRequest(name, "%s: %d: must be in [1, %d]", name, *mt, MaxTokensLimit)
-		}
-		r.MaxTokens = int(*mt)
+	if n, ok, e := intField(name, mt, 1, MaxTokensLimit); e != nil {
+		return nil, e
+	} else if ok {
+		r.MaxTokens = int(n)
 	}
 	if w.Stream != nil {
 		r.Stream = *w.Stream
@@ -172,30 +262,32 @@ func Decode(body []byte, chat bool) (*Request, *Error) {
 		if w.StreamOptions.IncludeUsage != nil {
 			r.IncludeUsage = *w.StreamOptions.IncludeUsage
 		}
-	}
-	if w.Priority != nil {
-		if *w.Priority < math.MinInt32 || *w.Priority > math.MaxInt32 {
-			return nil, badRequest("priority", "priority: %d: out of the 32-bit range", *w.Priority)
+		if w.StreamOptions.ContinuousUsage != nil {
+			r.ContinuousUsage = *w.StreamOptions.ContinuousUsage
 		}
-		r.Priority = int32(*w.Priority)
 	}
-	if w.N != nil && *w.N != 1 {
-		return nil, badRequest("n", "n: %d: only one choice per request is served", *w.N)
+	if n, ok, e := intField("priority", w.Priority, math.MinInt32, math.MaxInt32); e != nil {
+		return nil, e
+	} else if ok {
+		r.Priority = int32(n)
+	}
+	if n, ok, e := intField("n", w.N, math.MinInt32, math.MaxInt32); e != nil {
+		return nil, e
+	} else if ok && n != 1 {
+		return nil, badRequest("n", "n: %d: only one choice per request is served", n)
 	}
 	if w.Temperature != nil && (*w.Temperature < 0 || *w.Temperature > 2) {
 		return nil, badRequest("temperature", "temperature: %g: must be in [0, 2]", *w.Temperature)
 	}
-	if w.Class != nil {
-		if *w.Class < 0 || *w.Class > math.MaxInt32 {
-			return nil, badRequest("class", "class: %d: must be in [0, %d]", *w.Class, math.MaxInt32)
-		}
-		r.Class = int32(*w.Class)
+	if n, ok, e := intField("class", w.Class, 0, math.MaxInt32); e != nil {
+		return nil, e
+	} else if ok {
+		r.Class = int32(n)
 	}
-	if w.PromptTokens != nil {
-		if *w.PromptTokens < 1 || *w.PromptTokens > MaxTokensLimit {
-			return nil, badRequest("prompt_tokens", "prompt_tokens: %d: must be in [1, %d]", *w.PromptTokens, MaxTokensLimit)
-		}
-		r.PromptTokens = int(*w.PromptTokens)
+	if n, ok, e := intField("prompt_tokens", w.PromptTokens, 1, MaxTokensLimit); e != nil {
+		return nil, e
+	} else if ok {
+		r.PromptTokens = int(n)
 		r.explicitPrompt = true
 	} else if chat {
 		r.PromptTokens = ChatTokens(r.Messages)

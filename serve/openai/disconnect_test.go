@@ -53,6 +53,17 @@ func TestStreamDisconnectFreesSequence(t *testing.T) {
 		busy = metricSum(t, url, `plan_worker_busy{`)
 		drops = metricSum(t, url, cancelled)
 		if inflight == 0 && busy == 0 && drops == 1 {
+			// It left while decoding (3 chunks seen), and the tokens it received count as
+			// generated (vLLM counts an aborted request's output); its finish is an abort.
+			if d := metricValue(t, url, `plan_drops_total{model="mistral-chat",reason="cancelled",stage="decode"}`); d != 1 {
+				t.Errorf("cancelled at stage decode: %v, want 1", d)
+			}
+			if g := metricSum(t, url, `vllm:generation_tokens_total{engine="0",model_name="mistral-chat"}`); g < 3 {
+				t.Errorf("vllm:generation_tokens_total %v, want at least the 3 tokens streamed", g)
+			}
+			if a := metricValue(t, url, `vllm:request_success_total{engine="0",finished_reason="abort",model_name="mistral-chat"}`); a != 1 {
+				t.Errorf("vllm:request_success_total{finished_reason=abort} %v, want 1", a)
+			}
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

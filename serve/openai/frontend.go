@@ -439,7 +439,9 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		write(func() error { _, err := fmt.Fprintf(w, "data: %s\n\n", b); return err })
 	}
 	flush := func() { write(rc.Flush) }
-	chunk := func(text string, finish any, first bool) map[string]any {
+	// chunk is one stream event; upto is the completion tokens sent once it is, which
+	// stream_options.continuous_usage_stats reports in every chunk (vLLM's extension).
+	chunk := func(text string, finish any, first bool, upto int) map[string]any {
 		c := map[string]any{"index": 0, "finish_reason": finish}
 		if req.Chat {
 			d := map[string]any{}
@@ -454,7 +456,11 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 			c["text"] = text
 			c["logprobs"] = nil
 		}
-		return map[string]any{"id": sub.id, "object": object, "created": created, "model": req.Model, "choices": []any{c}}
+		ev := map[string]any{"id": sub.id, "object": object, "created": created, "model": req.Model, "choices": []any{c}}
+		if req.ContinuousUsage {
+			ev["usage"] = usage(req, upto)
+		}
+		return ev
 	}
 	start := func() {
 		if started {
@@ -477,7 +483,7 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		}
 		start()
 		for ; sent < n; sent++ {
-			event(chunk(Filler(sent, sent+1), nil, sent == 0))
+			event(chunk(Filler(sent, sent+1), nil, sent == 0, sent+1))
 		}
 	}
 	// emit sends the tokens the engine delivered since the last chunk (never past
@@ -515,7 +521,7 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 				emit(req.MaxTokens)
 				send(out)
 				start()
-				event(chunk("", finishReason(req), false))
+				event(chunk("", finishReason(req), false, out))
 				if req.IncludeUsage {
 					event(map[string]any{"id": sub.id, "object": object, "created": created, "model": req.Model,
 						"choices": []any{}, "usage": usage(req, out)})

@@ -13,6 +13,9 @@ func FuzzDecode(f *testing.F) {
 		`{"model":"m","prompt":["a"],"stream":true,"stream_options":{"include_usage":true}}`,
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"max_completion_tokens":9}`,
 		`{"model":"m","prompt":[1,2,3],"prompt_tokens":3,"class":2}`,
+		`{"model":"m","prompt":"x","max_tokens":3.0,"max_completion_tokens":5,"n":1.0,"logprobs":false}`,
+		`{"model":"m","prompt":"x","stream":true,"stream_options":{"continuous_usage_stats":true},"tools":[],"response_format":{"type":"text"}}`,
+		`{"model":"m","prompt":"x","max_tokens":1e400,"logprobs":true,"best_of":2.5}`,
 		`{"model":1}`, `[]`, `{"model":"m","prompt":"x"} {}`, `{"model":"m","messages":[null]}`,
 	} {
 		f.Add([]byte(s), false)

@@ -3,6 +3,7 @@ package openai
 import (
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	"github.com/plan-dev/plan/serve"
@@ -19,6 +20,8 @@ type route struct {
 // Hugging Face id, as vLLM serves them), hence {id...}.
 func (f *Frontend) routes() []route {
 	return []route{
+		{serve.RouteDoc{Pattern: "GET /health", Doc: "200 when the server takes requests, else 503 (vLLM's health check, which GuideLLM and vllm bench probe)"}, f.handleHealth},
+		{serve.RouteDoc{Pattern: "GET /version", Doc: "the server's version (vLLM's {\"version\"})"}, f.handleVersion},
 		{serve.RouteDoc{Pattern: "GET /v1/models", Doc: "the models the plan serves (OpenAI API)"}, f.handleModels},
 		{serve.RouteDoc{Pattern: "GET /v1/models/{id...}", Doc: "one model (OpenAI API; 404 for an id not served)"}, f.handleModel},
 		{serve.RouteDoc{Pattern: "POST /v1/completions", Doc: "a completion (OpenAI API)"},
@@ -66,6 +69,25 @@ func (f *Frontend) handleModels(w http.ResponseWriter, _ *http.Request) {
 		ms = append(ms, f.model(a.Name))
 	}
 	writeJSON(w, 200, map[string]any{"object": "list", "data": ms})
+}
+
+// handleHealth answers vLLM's GET /health: 200 with an empty body when the server is ready
+// (the same readiness as GET /v2/health/ready), 503 otherwise.
+func (f *Frontend) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := f.s.Readiness(r.Context()); err != nil {
+		writeError(w, &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Message: "not ready: " + err.Error()})
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// handleVersion answers vLLM's GET /version with the binary's module version.
+func (f *Frontend) handleVersion(w http.ResponseWriter, _ *http.Request) {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	writeJSON(w, 200, map[string]string{"version": v})
 }
 
 func (f *Frontend) handleModel(w http.ResponseWriter, r *http.Request) {

@@ -24,8 +24,8 @@ func TestRouteDocsRegistered(t *testing.T) {
 	mux := http.NewServeMux()
 	fe.Routes(s, mux)
 	docs := fe.RouteDocs()
-	if len(docs) != 7 {
-		t.Fatalf("RouteDocs lists %d routes, want 7: %v", len(docs), docs)
+	if len(docs) != 9 {
+		t.Fatalf("RouteDocs lists %d routes, want 9: %v", len(docs), docs)
 	}
 	for _, d := range docs {
 		method, path, _ := strings.Cut(strings.NewReplacer("{id}", "x", "{id...}", "x/y").Replace(d.Pattern), " ")

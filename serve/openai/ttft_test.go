@@ -99,7 +99,7 @@ func TestStreamTTFTIndependentOfMaxTokens(t *testing.T) {
 	sizes := []int{1, 2, 3, 256}
 	client := map[int]time.Duration{}
 	server := map[int]float64{} // seconds, the histogram's observation
-	const sum, count = `plan_llm_time_to_first_token_seconds_sum{model="mistral-chat"}`, `plan_llm_time_to_first_token_seconds_count{model="mistral-chat"}`
+	const sum, count = `vllm:time_to_first_token_seconds_sum{engine="0",model_name="mistral-chat"}`, `vllm:time_to_first_token_seconds_count{engine="0",model_name="mistral-chat"}`
 	spread := func(m map[int]time.Duration) time.Duration {
 		lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
 		for _, v := range m {

@@ -47,6 +47,8 @@ type serveOptions struct {
 	adminAddr, adminToken string
 	// maxConns and maxConnsPerIP cap open connections (0 = from the descriptor limit).
 	maxConns, maxConnsPerIP int
+	// metricsLegacy: /metrics also has vLLM's removed names (serve.Options.MetricsLegacy).
+	metricsLegacy bool
 	// autopilot re-plans as the load moves (issue 35).
 	autopilot autopilotFlags
 }
@@ -164,6 +166,7 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.adminToken, "admin-token", "", "bearer token that opens the state-changing endpoints on every listener (or PLAN_ADMIN_TOKEN)")
 	f.IntVar(&o.maxConns, "max-conns", 0, "open connections per listener (0 = three quarters of the descriptor limit); the last few answer only health checks")
 	f.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", 0, "open connections per client address (0 = a quarter of --max-conns)")
+	f.BoolVar(&o.metricsLegacy, "metrics-legacy", false, "/metrics also exports the LLM names vLLM removed that older dashboards and AIBrix read (vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds)")
 	f.StringVar(&o.inputShape, "input-shape", "", "emulated workers: per-sample input shape to enforce, e.g. 3,224,224 (-1 = any)")
 	addAutopilotFlags(f, &o.autopilot)
 	o.frontends = app.Systems.Frontends()
@@ -270,6 +273,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
 		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
 		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
+		MetricsLegacy: o.metricsLegacy,
 	}
 	pilot, err := serveAutopilot(cmd, app, o, plan, dep, &opts)
 	if err != nil {
