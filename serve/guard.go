@@ -91,7 +91,7 @@ func (s *Server) adminRoutes() map[string]bool {
 
 // healthRoutes are answered on a reserve connection (a connection past the cap less the
 // reserve): the probes that tell an orchestrator the server is alive under attack.
-var healthRoutes = map[string]bool{"/v2/health/live": true, "/v2/health/ready": true, "/metrics": true}
+var healthRoutes = map[string]bool{"/v2/health/live": true, "/v2/health/ready": true, "/metrics": true, "/health": true}
 
 // workerStateBytes bounds POST /v1/workers/state (a worker's name and a flag).
 const workerStateBytes = 64 << 10
