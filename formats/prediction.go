@@ -60,8 +60,10 @@ type AppPrediction struct {
 	// cascade's p95).
 	Target float64 `json:"target"`
 	// Attainment is the share answered within the SLO; Margin its sampling error at 95%
-	// confidence (1.96·√(a(1−a)/n), at least 1/n): a re-run with another seed lands within
-	// attainment ± margin 19 times in 20.
+	// confidence: the larger of the binomial's (1.96·√(a(1−a)/n), at least 1/n) and 1.96 ×
+	// the standard deviation over independent replications of the same span (misses come
+	// in bursts, so runs scatter more than the binomial says): a re-run with another seed
+	// lands within attainment ± margin about 19 times in 20.
 	Attainment float64 `json:"attainment"`
 	Margin     float64 `json:"margin"`
 	// Dropped and Late count the requests that were dropped (shed by the policy) or answered
