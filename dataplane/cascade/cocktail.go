@@ -66,6 +66,8 @@ type Cocktail struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
+	// ix indexes routing and batch starts (cocktailindex.go).
+	ix cocktailIndex
 
 	count     int64
 	lastTick  dataplane.Time
@@ -181,6 +183,7 @@ func (p *Cocktail) Attach(v dataplane.View) error {
 	p.queues = make([][]dataplane.ReqID, n)
 	p.inflight = make([][]dataplane.ReqID, n)
 	p.gpuBusy = make([]bool, len(p.dep.Topo.GPUs))
+	p.buildIndex()
 	return nil
 }
 
@@ -223,6 +226,7 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			return
 		}
 		p.queues[k] = append(p.queues[k], ev.Req)
+		p.touch(k)
 		p.try(k, out)
 	case dataplane.EvTick:
 		if !p.started {
@@ -233,6 +237,7 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 					continue
 				}
 				p.active[k] = true
+				p.touch(k)
 				p.load(now, k, 0, out)
 			}
 		} else if len(p.future) > 0 {
@@ -255,9 +260,7 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			p.scale(now, qps, now-p.lastScale >= dataplane.Time(p.intervalMs*float64(dataplane.Millisecond)), out)
 		}
 		p.count, p.lastTick = 0, now
-		for k := range p.reps {
-			p.try(k, out)
-		}
+		p.tryAll(out)
 	case dataplane.EvBatchDone:
 		k := p.index(ev.Worker)
 		if k < 0 {
@@ -274,17 +277,17 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			}
 		}
 		p.running[k] = false
+		p.touch(k)
 		p.inflight[k] = p.inflight[k][:0]
 		for _, g := range p.gpus[k] {
 			p.gpuBusy[g] = false
 		}
 		p.retire(now, k, out)
-		for j := range p.reps {
-			p.try(j, out)
-		}
+		p.tryAll(out)
 	case dataplane.EvModelLoaded:
 		if k := p.index(ev.Worker); k >= 0 {
 			p.loading[k], p.resident[k] = false, true
+			p.touch(k)
 			p.account(now)
 			p.retire(now, k, out)
 			p.try(k, out)
@@ -305,19 +308,11 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 		for k, q := range p.queues {
 			if i := slices.Index(q, ev.Req); i >= 0 {
 				p.queues[k] = slices.Delete(q, i, i+1)
+				p.touch(k)
 				break
 			}
 		}
 	}
-}
-
-func (p *Cocktail) index(w dataplane.WorkerID) int {
-	for k, x := range p.reps {
-		if x == w {
-			return k
-		}
-	}
-	return -1
 }
 
 // scale sets the active replicas to ceil(qps/packing): up at once (loading joiners), down
@@ -337,6 +332,7 @@ func (p *Cocktail) scale(now dataplane.Time, qps float64, intervalEnd bool, out 
 	for k := 0; k < len(p.reps) && n < want; k++ {
 		if !p.active[k] && !p.isDown(k) {
 			p.active[k] = true
+			p.touch(k)
 			n++
 			if !p.resident[k] && !p.loading[k] && !p.running[k] {
 				p.load(now, k, p.loadTime(k), out)
@@ -347,6 +343,7 @@ func (p *Cocktail) scale(now dataplane.Time, qps float64, intervalEnd bool, out 
 		for k := len(p.reps) - 1; k >= 0 && n > want; k-- {
 			if p.active[k] {
 				p.active[k] = false
+				p.touch(k)
 				n--
 				p.retire(now, k, out)
 			}
@@ -368,6 +365,7 @@ func (p *Cocktail) futurePeak(now dataplane.Time) float64 {
 
 func (p *Cocktail) load(now dataplane.Time, k int, dur dataplane.Time, out *dataplane.Decisions) {
 	p.loading[k] = true
+	p.touch(k)
 	p.Loads++
 	out.Load(p.reps[k], p.model, 0, dur)
 	p.account(now)
@@ -382,6 +380,7 @@ func (p *Cocktail) retire(now dataplane.Time, k int, out *dataplane.Decisions) {
 	if len(p.queues[k]) > 0 {
 		q := p.queues[k]
 		p.queues[k] = nil
+		p.touch(k)
 		for _, id := range q {
 			j := p.pick()
 			if j < 0 {
@@ -390,18 +389,20 @@ func (p *Cocktail) retire(now dataplane.Time, k int, out *dataplane.Decisions) {
 				continue
 			}
 			p.queues[j] = append(p.queues[j], id)
+			p.touch(j)
 		}
 	}
 	if p.resident[k] {
 		p.resident[k] = false
+		p.touch(k)
 		out.Evict(p.reps[k], p.model)
 		p.account(now)
 	}
 }
 
-// pick is least-loaded routing over the active replicas: resident ones first (queued plus
-// running), else the active one loading with the shortest queue.
-func (p *Cocktail) pick() int {
+// pickScan is pick by a scan of every replica (the reference; the routing while a replica
+// is down).
+func (p *Cocktail) pickScan() int {
 	best, bv := -1, math.Inf(1)
 	for k := range p.reps {
 		if !p.active[k] || p.isDown(k) {
@@ -445,6 +446,7 @@ func (p *Cocktail) try(k int, out *dataplane.Decisions) {
 		p.gpuBusy[g] = true
 	}
 	p.running[k] = true
+	p.touch(k)
 	p.path[0] = dataplane.PathHop{Stage: p.stage, Worker: p.reps[k]}
 	out.Dispatch(p.dep.Stages[p.stage].App, p.inflight[k], p.path[:])
 }
@@ -477,10 +479,12 @@ func (p *Cocktail) replicaDown(now dataplane.Time, k int, out *dataplane.Decisio
 	p.queues[k] = p.queues[k][:0]
 	wasActive := p.active[k]
 	p.active[k], p.resident[k], p.loading[k] = false, false, false
+	p.touch(k)
 	if wasActive {
 		for j := range p.reps {
 			if !p.active[j] && !p.isDown(j) {
 				p.active[j] = true
+				p.touch(j)
 				if !p.resident[j] && !p.loading[j] && !p.running[j] {
 					p.load(now, j, p.loadTime(j), out)
 				}
@@ -499,8 +503,7 @@ func (p *Cocktail) replicaDown(now dataplane.Time, k int, out *dataplane.Decisio
 			continue
 		}
 		p.queues[j] = append(p.queues[j], id)
+		p.touch(j)
 	}
-	for j := range p.reps {
-		p.try(j, out)
-	}
+	p.tryAll(out)
 }
