@@ -185,13 +185,26 @@ func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) 
 // under the title; the column is at most half the width (longer names then run past the
 // canvas edge rather than over the data). A plot without legend entries is drawn as is.
 func DrawLegendOutside(p *plot.Plot, c draw.Canvas) {
+	drawLegendOutside(p, c, legendWidth(p, c))
+}
+
+// legendWidth is the width of p's legend column on c (0: no legend).
+func legendWidth(p *plot.Plot, c draw.Canvas) vg.Length {
+	lw := p.Legend.Rectangle(c).Size().X
+	if lw <= 0 {
+		return 0
+	}
+	return min(lw+2*vg.Points(legendGap), c.Size().X/2)
+}
+
+// drawLegendOutside draws p with its legend in a column lw wide (stacked panels share the
+// widest one, so their time axes line up).
+func drawLegendOutside(p *plot.Plot, c draw.Canvas, lw vg.Length) {
 	leg := p.Legend
-	lw := leg.Rectangle(c).Size().X
 	if lw <= 0 {
 		p.Draw(c)
 		return
 	}
-	lw = min(lw+2*vg.Points(legendGap), c.Size().X/2)
 	p.Legend = plot.NewLegend()
 	p.Draw(draw.Crop(c, 0, -lw, 0, 0))
 	p.Legend = leg

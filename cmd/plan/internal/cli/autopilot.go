@@ -249,9 +249,16 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	// The autopilot run is one pass over the trace, not a sweep: the sweep's own flags
 	// would be silently ignored.
-	for _, name := range []string{"report", "fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
+	for _, name := range []string{"fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			return usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
+		}
+	}
+	// --report DIR (the decisions and a GPUs-over-time plot): refused before anything
+	// runs when DIR cannot be made (formats.CheckOutputDir, as every --report).
+	if cmd.Flags().Changed("report") || o.report != "" {
+		if err := formats.CheckOutputDir(o.report); err != nil {
+			return usageErrorf("--report: %q: %v", o.report, err)
 		}
 	}
 	path, err := resolvePlanArg(args)
@@ -292,10 +299,11 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if err != nil {
 		return err
 	}
-	ladder, err := newLadder(app.Systems, plan, dep, &o.autopilot)
+	inner, err := newLadder(app.Systems, plan, dep, &o.autopilot)
 	if err != nil {
 		return err
 	}
+	ladder := newRecordingLadder(inner)
 	start, err := ladder.Candidate(plan)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -370,6 +378,13 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	task.Finish("")
 	task = nil
+	if o.report != "" {
+		files, err := writeAutopilotReport(o.report, rep, run, ladder, start, cfg.Window)
+		if err != nil {
+			return err
+		}
+		app.Infof("wrote %s", strings.Join(files, ", "))
+	}
 	if app.JSONOutput() {
 		return app.WriteJSON(rep)
 	}

@@ -71,7 +71,10 @@ still holds 99%: doubling up to 8x, then bisecting where it falls.
 
 Load points run in parallel on all cores; results are identical to a sequential run and
 depend only on the inputs and --seed. With --report DIR it writes report.json, the
-attainment curve and a per-(v)GPU timeline of the highest passing load (PNG and SVG).
+attainment curve and a per-(v)GPU timeline of the highest passing load (PNG and SVG); with
+--autopilot, autopilot-report.json (each decision: time, trigger, forecast, the chosen plan
+and its predicted and observed effect) and autopilot.png/.svg (GPUs held over time against
+the trace's rate, the forecasts and the plan's capacity).
 
 On an LLM (QLM) plan the tables add, per class, TTFT, TPOT and E2E percentiles and output
 tokens per second; classes may set ttft_slo and tpot_slo beside slo, and a request counts as
