@@ -254,12 +254,8 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 			return usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
 		}
 	}
-	// --report DIR (the decisions and a GPUs-over-time plot): refused before anything
-	// runs when DIR cannot be made (formats.CheckOutputDir, as every --report).
-	if cmd.Flags().Changed("report") || o.report != "" {
-		if err := formats.CheckOutputDir(o.report); err != nil {
-			return usageErrorf("--report: %q: %v", o.report, err)
-		}
+	if err := checkAutopilotReport(cmd, o.report); err != nil {
+		return err
 	}
 	path, err := resolvePlanArg(args)
 	if err != nil {
@@ -378,12 +374,8 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	task.Finish("")
 	task = nil
-	if o.report != "" {
-		files, err := writeAutopilotReport(o.report, rep, run, ladder, start, cfg.Window)
-		if err != nil {
-			return err
-		}
-		app.Infof("wrote %s", strings.Join(files, ", "))
+	if err := writeAutopilotReport(app, o.report, rep, run, ladder, start, cfg.Window); err != nil {
+		return err
 	}
 	if app.JSONOutput() {
 		return app.WriteJSON(rep)

@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -122,9 +124,33 @@ type autopilotRatePoint struct {
 	RPS    float64 `json:"rps"`
 }
 
-// writeAutopilotReport writes DIR/autopilot-report.json and the GPUs-over-time plot
-// DIR/autopilot.{png,svg}, and returns the paths.
-func writeAutopilotReport(dir string, rep *autopilotSimReport, run *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) ([]string, error) {
+// checkAutopilotReport refuses, before anything runs, a --report DIR (the decisions and a
+// GPUs-over-time plot) that cannot be made (formats.CheckOutputDir, as every --report).
+func checkAutopilotReport(cmd *cobra.Command, dir string) error {
+	if cmd.Flags().Changed("report") || dir != "" {
+		if err := formats.CheckOutputDir(dir); err != nil {
+			return usageErrorf("--report: %q: %v", dir, err)
+		}
+	}
+	return nil
+}
+
+// writeAutopilotReport writes, when dir is set, DIR/autopilot-report.json and the
+// GPUs-over-time plot DIR/autopilot.{png,svg}, and says so.
+func writeAutopilotReport(app *App, dir string, rep *autopilotSimReport, run *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) error {
+	if dir == "" {
+		return nil
+	}
+	files, err := autopilotReportFiles(dir, rep, run, ladder, start, window)
+	if err != nil {
+		return err
+	}
+	app.Infof("wrote %s", strings.Join(files, ", "))
+	return nil
+}
+
+// autopilotReportFiles writes the report's files and returns their paths.
+func autopilotReportFiles(dir string, rep *autopilotSimReport, run *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) ([]string, error) {
 	ref := func(digest string) *autopilotPlanRef {
 		if digest == "" {
 			return nil
