@@ -48,8 +48,8 @@ func TestTimelineRows(t *testing.T) {
 		want  []string
 	}{
 		{"all", MaxTimelineRows, []string{"P4#1", "P4#2", "L4#0"}},
-		{"grouped by stage", 2, []string{"(2 workers, ≤", "(1 worker, ≤"}},
-		{"stages cut on a counted row", 1, []string{"(2 workers, ≤", "… 1 more stages not shown"}},
+		{"grouped by stage", 2, []string{"(2 workers, ", "(1 worker, "}},
+		{"stages cut on a counted row", 1, []string{"(2 workers, ", "… 1 more stages not shown"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -223,7 +223,11 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 		}
 		if r < len(lay.stages) {
 			st := lay.stages[r]
-			ticks = append(ticks, plot.Tick{Value: float64(r), Label: fmt.Sprintf("%s (%s, ≤%d busy at once)", dep.Stages[st].Name, plural(len(lay.members[st]), "worker"), maxLanes(ss, lanes))})
+			busy := fmt.Sprintf("≤%d busy at once", lanes)
+			if len(ss) == 0 {
+				busy = "idle in this window"
+			}
+			ticks = append(ticks, plot.Tick{Value: float64(r), Label: fmt.Sprintf("%s (%s, %s)", dep.Stages[st].Name, plural(len(lay.members[st]), "worker"), busy)})
 		}
 	}
 	if lay.more > 0 {
@@ -282,14 +286,6 @@ func packLanes(ss []hopSpan) ([]int, int) {
 		free[k], lane[i] = end, k
 	}
 	return lane, max(len(free), 1)
-}
-
-// maxLanes is the lanes a packed row used (0 when nothing ran on it).
-func maxLanes(ss []hopSpan, lanes int) int {
-	if len(ss) == 0 {
-		return 0
-	}
-	return lanes
 }
 
 func plural(n int, what string) string {

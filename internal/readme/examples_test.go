@@ -29,6 +29,7 @@ var examplePrelude = []string{
 	"plan solve --strategy np -o np.json -q",
 	"fix testdata/autopilot/step.json arrivals.json",
 	"fix testdata/load/azure.csv azure-llm-2023-conv.csv",
+	"fix testdata/load/azure.csv azure-llm-2023-code.csv",
 	"fix testdata/schedule/day.csv day.csv",
 	"fix testdata/cost/workload.yaml w.yaml",
 	"fix testdata/cost/cluster-priced.yaml c.yaml",
