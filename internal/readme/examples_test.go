@@ -63,7 +63,7 @@ var commandPrelude = map[string][]string{
 // examplePrereq is what one example needs made first, in its own directory: the output of
 // the example before it.
 var examplePrereq = map[string]string{
-	"plan export --check repo/": "plan export plan.json --to triton -o repo/ -q",
+	"plan export --check repo/":                   "plan export plan.json --to triton -o repo/ -q",
 	"plan simulate schedule.json --trace day.csv": "plan solve --objective cost --profile profile.json --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json -q",
 }
 
