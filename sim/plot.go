@@ -3,9 +3,11 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image/color"
 	"math"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -54,10 +56,10 @@ var palette = []color.Color{
 }
 
 // attainmentYMin chooses the attainment axis's bottom from the data: the lowest value
-// rounded down to a multiple of 10 (of 1 above 90%), never above 95 so the 99% target
-// line keeps room below it. A fixed 0–100 axis squashed the 90–100 band where the
-// systems differ (issue 37 item 4).
-func attainmentYMin(curves []Curve) float64 {
+// rounded down to a multiple of 10 (of 1 above 90%), never above target-4 points so the
+// target line keeps room below it. A fixed 0–100 axis squashed the 90–100 band where the
+// systems differ.
+func attainmentYMin(curves []Curve, target float64) float64 {
 	lo := 100.0
 	for _, c := range curves {
 		for _, v := range c.Values {
@@ -70,27 +72,30 @@ func attainmentYMin(curves []Curve) float64 {
 	if lo >= 90 {
 		step = 1
 	}
-	return max(0, min(95, math.Floor(lo/step)*step-step))
+	return max(0, min(math.Floor(100*target)-4, math.Floor(lo/step)*step-step))
 }
 
 // AttainmentPlot draws attainment (%) against load factor with the 99% target line.
 func AttainmentPlot(title string, curves []Curve) (*plot.Plot, error) {
+	return AttainmentPlotTarget(title, curves, 0.99)
+}
+
+// AttainmentPlotTarget draws attainment (%) against load factor with a dashed line at
+// target (a share: 0.99 for the p99 SLO; a class's own percentile where it states one).
+// The axis starts near the lowest value, and its label says so ("axis from 92%"): a cut
+// axis must not pass for a full one.
+func AttainmentPlotTarget(title string, curves []Curve, target float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "load factor"
-	p.Y.Label.Text = "SLO attainment (%)"
-	p.Y.Min, p.Y.Max = attainmentYMin(curves), 101
-	p.Legend.Top = false
-	p.Legend.Left = true
-	xmin, xmax := 0.0, 1.0
+	p.Y.Min, p.Y.Max = attainmentYMin(curves, target), 101
+	p.Y.Label.Text = "SLO attainment (%)" + AxisCutNote(p.Y.Min, "%")
+	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for i, c := range curves {
 		xy := make(plotter.XYs, len(c.Loads))
 		for j := range c.Loads {
 			xy[j].X, xy[j].Y = c.Loads[j], 100*c.Values[j]
-			if j == 0 || c.Loads[j] < xmin {
-				xmin = min(xmin, c.Loads[j])
-			}
-			xmax = max(xmax, c.Loads[j])
+			xmin, xmax = min(xmin, c.Loads[j]), max(xmax, c.Loads[j])
 		}
 		l, pts, err := plotter.NewLinePoints(xy)
 		if err != nil {
@@ -104,28 +109,67 @@ func AttainmentPlot(title string, curves []Curve) (*plot.Plot, error) {
 		p.Add(l, pts)
 		p.Legend.Add(c.Name, l, pts)
 	}
-	target, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: 99}, {X: xmax, Y: 99}})
-	if err != nil {
+	if math.IsInf(xmin, 0) {
+		xmin, xmax = 0, 1
+	}
+	if xmax <= xmin {
+		xmax = xmin + 1
+	}
+	if err := addHLine(p, xmin, xmax, 100*target, fmt.Sprintf("%s target", pct(target))); err != nil {
 		return nil, err
 	}
-	target.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	target.Color = color.Gray{0x60}
-	p.Add(target)
-	p.Legend.Add("99% target", target)
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
 
+// AxisCutNote is the label suffix of an axis that does not start at zero: " (axis from
+// 80%)", the broken-axis mark a reader needs to not misread the differences' size.
+func AxisCutNote(from float64, unit string) string {
+	if from <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (axis from %s%s)", strconv.FormatFloat(from, 'g', 4, 64), unit)
+}
+
+// pct writes a share as a percentage: 0.99 → "99%", 0.995 → "99.5%".
+func pct(share float64) string {
+	return strconv.FormatFloat(100*share, 'f', -1, 64) + "%"
+}
+
+// targetStyle is the grey dash of every SLO and target line.
+func targetStyle(l *plotter.Line, c color.Color) {
+	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	l.Color = c
+	l.Width = vg.Points(1)
+}
+
+// addHLine draws a dashed horizontal line at y over [x0, x1], named name in the legend.
+func addHLine(p *plot.Plot, x0, x1, y float64, name string) error {
+	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}})
+	if err != nil {
+		return err
+	}
+	targetStyle(l, color.Gray{0x60})
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
+}
+
+// legendGap separates the data area from a legend drawn beside it.
+const legendGap = 8
+
 // SavePlot writes p as DIR/BASE.png and DIR/BASE.svg (atomically) and returns the paths.
+// The legend is drawn in a column right of the plot, never over the data.
 func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) {
 	var paths []string
 	for _, ext := range []string{"png", "svg"} {
-		wt, err := p.WriterTo(w, h, ext)
+		c, err := draw.NewFormattedCanvas(w, h, ext)
 		if err != nil {
 			return nil, err
 		}
+		DrawLegendOutside(p, draw.New(c))
 		var buf bytes.Buffer
-		if _, err := wt.WriteTo(&buf); err != nil {
+		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, err
 		}
 		path := filepath.Join(dir, base+"."+ext)
@@ -135,6 +179,42 @@ func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) 
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// DrawLegendOutside draws p into c with its legend in a column at the right, top-aligned
+// under the title; the column is at most half the width (longer names then run past the
+// canvas edge rather than over the data). A plot without legend entries is drawn as is.
+func DrawLegendOutside(p *plot.Plot, c draw.Canvas) {
+	drawLegendOutside(p, c, legendWidth(p, c))
+}
+
+// legendWidth is the width of p's legend column on c (0: no legend).
+func legendWidth(p *plot.Plot, c draw.Canvas) vg.Length {
+	lw := p.Legend.Rectangle(c).Size().X
+	if lw <= 0 {
+		return 0
+	}
+	return min(lw+2*vg.Points(legendGap), c.Size().X/2)
+}
+
+// drawLegendOutside draws p with its legend in a column lw wide (stacked panels share the
+// widest one, so their time axes line up).
+func drawLegendOutside(p *plot.Plot, c draw.Canvas, lw vg.Length) {
+	leg := p.Legend
+	if lw <= 0 {
+		p.Draw(c)
+		return
+	}
+	p.Legend = plot.NewLegend()
+	p.Draw(draw.Crop(c, 0, -lw, 0, 0))
+	p.Legend = leg
+	top := vg.Length(0)
+	if p.Title.Text != "" {
+		top = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding + vg.Points(legendGap)
+	}
+	out := leg
+	out.Top, out.Left, out.XOffs, out.YOffs = true, true, 0, 0
+	out.Draw(draw.Crop(c, c.Size().X-lw+vg.Points(legendGap), 0, 0, -top))
 }
 
 // RunForTimeline re-runs one load point and returns the finished simulation (for its

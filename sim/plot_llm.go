@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"image/color"
 	"math"
 	"sort"
 	"strconv"
@@ -44,9 +46,38 @@ func TokenSamplesOf(recs []RequestRecord) *TokenSamples {
 	return ts
 }
 
+// SLOMark is one SLO drawn on a CDF: a vertical line at the bound (ms) and a horizontal one
+// at the share of requests that must meet it; the class meets it where its curve crosses
+// the horizontal line left of the vertical one.
+type SLOMark struct {
+	Class  string
+	Bound  float64 // ms
+	Target float64 // share, e.g. 0.99
+}
+
+// SLOMarks returns the marks of the classes' TTFT (ttft true) or TPOT SLOs: one per class
+// that sets it (formats.LLMClass ttft_slo, tpot_slo), named by the deployment's app.
+func SLOMarks(dep *dataplane.Deployment, classes []LLMClass, ttft bool) []SLOMark {
+	var out []SLOMark
+	for a, c := range classes {
+		if a >= len(dep.Apps) {
+			break
+		}
+		bound, target := c.TPOTSLO, c.TPOTP
+		if ttft {
+			bound, target = c.TTFTSLO, c.TTFTP
+		}
+		if bound > 0 {
+			out = append(out, SLOMark{Class: dep.Apps[a].Name, Bound: float64(bound) / 1000, Target: target})
+		}
+	}
+	return out
+}
+
 // CDFPlot draws the empirical CDF (%) of each class's samples and of all of them, on a log
-// axis (token timings span milliseconds to minutes; samples are clamped to ≥ 1 µs).
-func CDFPlot(title, xLabel string, classes []string, samples map[string][]float64) (*plot.Plot, error) {
+// axis (token timings span milliseconds to minutes; samples are clamped to ≥ 1 µs), with a
+// dashed line at each SLO of slos (in its class's colour) and at each target share.
+func CDFPlot(title, xLabel string, classes []string, samples map[string][]float64, slos []SLOMark) (*plot.Plot, error) {
 	p := plot.New()
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = ticks125{}
@@ -81,6 +112,9 @@ func CDFPlot(title, xLabel string, classes []string, samples map[string][]float6
 		p.Add(l)
 		p.Legend.Add(name, l)
 	}
+	if err := addSLOMarks(p, names, samples, slos); err != nil {
+		return nil, err
+	}
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
@@ -110,4 +144,54 @@ func (ticks125) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return plot.DefaultTicks{}.Ticks(lo, hi)
+}
+
+// addSLOMarks draws slos on a CDF whose curves are names (palette order): a vertical line
+// per class's bound in the class's colour (grey when the class has no curve), and one
+// horizontal line per distinct target share.
+func addSLOMarks(p *plot.Plot, names []string, samples map[string][]float64, slos []SLOMark) error {
+	if len(slos) == 0 {
+		return nil
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	for _, n := range names {
+		for _, x := range samples[n] {
+			x = max(x, 1e-3)
+			xmin, xmax = min(xmin, x), max(xmax, x)
+		}
+	}
+	targets := map[float64]bool{}
+	for _, m := range slos {
+		if m.Bound <= 0 {
+			continue
+		}
+		xmin, xmax = min(xmin, m.Bound), max(xmax, m.Bound)
+		l, err := plotter.NewLine(plotter.XYs{{X: m.Bound, Y: 0}, {X: m.Bound, Y: 100}})
+		if err != nil {
+			return err
+		}
+		col := color.Color(color.Gray{0x60})
+		for i, n := range names {
+			if n == m.Class {
+				col = palette[i%len(palette)]
+			}
+		}
+		targetStyle(l, col)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("SLO %s: %s ms", m.Class, strconv.FormatFloat(m.Bound, 'g', 4, 64)), l)
+		if m.Target > 0 {
+			targets[m.Target] = true
+		}
+	}
+	ts := make([]float64, 0, len(targets))
+	for t := range targets {
+		ts = append(ts, t)
+	}
+	sort.Float64s(ts)
+	for _, t := range ts {
+		if err := addHLine(p, xmin, xmax, 100*t, fmt.Sprintf("%s target", pct(t))); err != nil {
+			return err
+		}
+	}
+	return nil
 }

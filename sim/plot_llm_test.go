@@ -2,7 +2,10 @@ package sim
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
 )
 
 // TestTokenSamplesOf: TTFT and TPOT come from answered requests with a first token, per
@@ -22,7 +25,7 @@ func TestTokenSamplesOf(t *testing.T) {
 	if !reflect.DeepEqual(ts, want) {
 		t.Fatalf("got %+v, want %+v", ts, want)
 	}
-	if _, err := CDFPlot("t", "ms", ts.Classes, ts.TTFT); err != nil {
+	if _, err := CDFPlot("t", "ms", ts.Classes, ts.TTFT, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -48,5 +51,44 @@ func TestTicks125(t *testing.T) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("[%g, %g]: %v, want %v", c.lo, c.hi, got, c.want)
 		}
+	}
+}
+
+// TestCDFSLOLines: a class's ttft_slo is drawn as a line at its bound, with its target
+// share, and named in the legend; the x axis reaches the bound even past every sample.
+func TestCDFSLOLines(t *testing.T) {
+	samples := map[string][]float64{"all": {2, 5, 9}, "chat": {2, 9}, "batch": {5}}
+	dep := &dataplane.Deployment{Apps: []dataplane.App{{Name: "chat"}, {Name: "batch"}}}
+	classes := []LLMClass{{TTFTSLO: 300 * dataplane.Millisecond, TTFTP: 0.99}, {TPOTSLO: 50 * dataplane.Millisecond, TPOTP: 0.9}}
+	cases := []struct {
+		name  string
+		ttft  bool
+		want  []string
+		xmax  float64
+		marks int
+	}{
+		{"ttft", true, []string{">SLO chat: 300 ms<", ">99% target<"}, 300, 1},
+		{"tpot", false, []string{">SLO batch: 50 ms<", ">90% target<"}, 50, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			marks := SLOMarks(dep, classes, c.ttft)
+			if len(marks) != c.marks {
+				t.Fatalf("marks %+v, want %d", marks, c.marks)
+			}
+			p, err := CDFPlot("t", "ms", []string{"chat", "batch"}, samples, marks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svg := svgText(t, p)
+			for _, w := range c.want {
+				if !strings.Contains(svg, w) {
+					t.Errorf("SVG lacks %q", w)
+				}
+			}
+			if p.X.Max < c.xmax {
+				t.Errorf("x axis ends at %g, before the SLO %g", p.X.Max, c.xmax)
+			}
+		})
 	}
 }

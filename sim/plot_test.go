@@ -2,6 +2,11 @@ package sim
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,8 +38,8 @@ func tickLabels(p *plot.Plot) []string {
 	return ls
 }
 
-// TestTimelineRows: every worker gets a row, or the cut is said on an explicit "N more"
-// row, and a cut keeps every stage (issue 37 item 4: rows were cut silently, PARD lost da).
+// TestTimelineRows: every worker gets a row while they fit; past the limit a row is a
+// stage with its batches packed into lanes, and no stage disappears.
 func TestTimelineRows(t *testing.T) {
 	s := runScenario(t, "nic.json", "reactive", []dataplane.Time{0, 0, 0, 0})
 	cases := []struct {
@@ -43,7 +48,8 @@ func TestTimelineRows(t *testing.T) {
 		want  []string
 	}{
 		{"all", MaxTimelineRows, []string{"P4#1", "P4#2", "L4#0"}},
-		{"cut keeps every stage", 2, []string{"P4#1", "L4#0", "… 1 more workers not shown"}},
+		{"grouped by stage", 2, []string{"(2 workers, ", "(1 worker, "}},
+		{"stages cut on a counted row", 1, []string{"(2 workers, ", "… 1 more stages not shown"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,6 +71,90 @@ func TestTimelineRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTimelineRowsBounded: a deployment of 180 workers over 20 stages (a DyOrc workflow's
+// shape) is drawn in 20 rows, one of 200 stages in MaxTimelineRows.
+func TestTimelineRowsBounded(t *testing.T) {
+	cases := []struct{ workers, stages, want int }{
+		{3, 2, 3},
+		{MaxTimelineRows, 4, MaxTimelineRows},
+		{180, 20, 20},
+		{200, 200, MaxTimelineRows},
+	}
+	for _, c := range cases {
+		dep := &dataplane.Deployment{}
+		for i := 0; i < c.workers; i++ {
+			dep.Topo.Workers = append(dep.Topo.Workers, dataplane.Worker{Stage: dataplane.StageID(i % c.stages)})
+		}
+		if got := TimelineRows(dep); got != c.want {
+			t.Errorf("%d workers in %d stages: %d rows, want %d", c.workers, c.stages, got, c.want)
+		}
+	}
+}
+
+// TestPackLanes: overlapping hops take separate lanes, a hop starting when another's
+// transfer ends reuses its lane.
+func TestPackLanes(t *testing.T) {
+	ss := []hopSpan{
+		{s: 0, e: 2, os: 2, oe: 3},
+		{s: 1, e: 4, os: -1},
+		{s: 3, e: 5, os: -1},
+		{s: 1.5, e: 2, os: -1},
+	}
+	lane, n := packLanes(ss)
+	if want := []int{0, 1, 0, 2}; n != 3 || fmt.Sprint(lane) != fmt.Sprint(want) {
+		t.Errorf("lanes %v (%d), want %v (3)", lane, n, want)
+	}
+}
+
+// TestLegendOutside: SavePlot draws every legend entry right of the data area.
+func TestLegendOutside(t *testing.T) {
+	p, err := AttainmentPlot("t", []Curve{{Name: "legend-entry", Loads: []float64{0.5, 1}, Values: []float64{1, 0.9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files, err := SavePlot(p, dir, "a", 16*vg.Centimeter, 10*vg.Centimeter)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("SavePlot: %v %v", files, err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "a.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every point glyph (the data's and the legend thumbnail's) lies left of the legend
+	// text; a legend inside the data area would start left of the rightmost data point.
+	x := legendTextX(t, string(svg), "legend-entry")
+	glyphs := regexp.MustCompile(`M([0-9.]+),[0-9.]+A2,2 `).FindAllStringSubmatch(string(svg), -1)
+	if len(glyphs) < 3 {
+		t.Fatalf("%d point glyphs in the SVG, want the 2 data points and the legend's", len(glyphs))
+	}
+	for _, g := range glyphs {
+		if gx, _ := strconv.ParseFloat(g[1], 64); gx >= x {
+			t.Errorf("a point at x=%.1f is right of the legend text (x=%.1f): the legend is over the data", gx, x)
+		}
+	}
+	if !strings.Contains(string(svg), "99% target") {
+		t.Error("no target line in the legend")
+	}
+}
+
+// legendTextX returns the x of the SVG text element holding text.
+func legendTextX(t *testing.T, svg, text string) float64 {
+	t.Helper()
+	i := strings.Index(svg, ">"+text+"<")
+	if i < 0 {
+		t.Fatalf("SVG lacks %q", text)
+	}
+	open := strings.LastIndex(svg[:i], "<text")
+	m := regexp.MustCompile(`x="([0-9.]+)"|translate\(([0-9.]+)`).FindStringSubmatch(svg[open:i])
+	if m == nil {
+		t.Fatalf("no x in %q", svg[open:i])
+	}
+	v := m[1] + m[2]
+	x, _ := strconv.ParseFloat(v, 64)
+	return x
 }
 
 // TestTimelineLegend: the timeline names its colours (issue 37 item 4).
@@ -109,6 +199,10 @@ func TestAttainmentAxis(t *testing.T) {
 			}
 			if p.Y.Min != c.want || p.Y.Max < 100 {
 				t.Errorf("y axis %g–%g, want %g–≥100", p.Y.Min, p.Y.Max, c.want)
+			}
+			// A cut axis says where it starts; a full one says nothing.
+			if note := fmt.Sprintf("(axis from %g%%)", c.want); (c.want > 0) != strings.Contains(p.Y.Label.Text, note) {
+				t.Errorf("y label %q, want the note %q only when cut", p.Y.Label.Text, note)
 			}
 		})
 	}

@@ -13,24 +13,30 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// gantt draws busy intervals as bars, one row per worker.
+// gantt draws busy intervals as bars, one row per worker or, grouped, one row per stage
+// whose bars are packed into lanes.
 type gantt struct {
 	bars       []bar
 	rows       int
 	from, till float64
 }
 
+// bar is one busy interval on a row; lane of lanes splits the row's height (packed rows).
 type bar struct {
-	row  int
-	s, e float64
-	c    color.Color
+	row         int
+	lane, lanes int
+	s, e        float64
+	c           color.Color
 }
 
 func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	for _, b := range g.bars {
+		lanes := max(b.lanes, 1)
+		h := 0.76 / float64(lanes)
+		lo := float64(b.row) - 0.38 + h*float64(b.lane)
 		x0, x1 := trX(b.s), trX(b.e)
-		y0, y1 := trY(float64(b.row)-0.38), trY(float64(b.row)+0.38)
+		y0, y1 := trY(lo+0.04*h), trY(lo+0.96*h)
 		poly := []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
 		c.FillPolygon(b.c, c.ClipPolygonXY(poly))
 	}
@@ -48,17 +54,35 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(s.c, []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}})
 }
 
-// MaxTimelineRows bounds the worker rows of a timeline plot, so a 1,600-GPU run still
-// gives an image a person can open; the workers past it are counted on an explicit
-// "N more" row (issue 37 item 4: rows were once cut silently).
-const MaxTimelineRows = 160
+// MaxTimelineRows bounds a timeline's rows to about a screenful. A deployment with more
+// workers than that is drawn one row per stage, its batches packed into lanes (a DyOrc
+// workflow of 20 services spread over 180 workers then reads as 20 rows); a deployment
+// with more stages than that still counts the stages it leaves out on an explicit
+// "N more" row, never cutting silently.
+const MaxTimelineRows = 40
 
-// timelineWorkers returns the workers a timeline shows, ordered by stage then ID, at most
-// limit of them, and how many more the deployment has. When it must cut, it keeps every
-// stage's first worker before any stage's second one (round robin over stages), so no
-// application or stage disappears from the picture (PARD's da, DyOrc's card services).
-func timelineWorkers(dep *dataplane.Deployment, limit int) (ws []int, more int) {
-	byStage := map[dataplane.StageID][]int{}
+// timelineLayout is what a timeline's rows are: one per worker (workers), or, grouped,
+// one per stage (stages, each with its workers); more counts what is left out.
+type timelineLayout struct {
+	workers []int
+	stages  []dataplane.StageID
+	members map[dataplane.StageID][]int
+	more    int
+}
+
+func (l *timelineLayout) rows() int {
+	n := len(l.workers) + len(l.stages)
+	if l.more > 0 {
+		n++
+	}
+	return n
+}
+
+// layoutTimeline orders dep's workers by stage then ID: one row each when they fit in
+// limit rows, else one row per stage (the first limit-1 stages when even those do not
+// fit, the rest counted).
+func layoutTimeline(dep *dataplane.Deployment, limit int) *timelineLayout {
+	l := &timelineLayout{members: map[dataplane.StageID][]int{}}
 	var stages []dataplane.StageID
 	n := 0
 	for i := range dep.Topo.Workers {
@@ -66,42 +90,30 @@ func timelineWorkers(dep *dataplane.Deployment, limit int) (ws []int, more int) 
 		if st < 0 {
 			continue
 		}
-		if _, ok := byStage[st]; !ok {
+		if _, ok := l.members[st]; !ok {
 			stages = append(stages, st)
 		}
-		byStage[st] = append(byStage[st], i)
+		l.members[st] = append(l.members[st], i)
 		n++
 	}
 	sort.Slice(stages, func(a, b int) bool { return stages[a] < stages[b] })
 	if n <= limit {
 		for _, st := range stages {
-			ws = append(ws, byStage[st]...)
+			l.workers = append(l.workers, l.members[st]...)
 		}
-		return ws, 0
+		return l
 	}
-	// Round robin: take the k-th worker of every stage before any stage's (k+1)-th.
-	take := map[dataplane.StageID]int{}
-	for k, left := 0, limit; left > 0; k++ {
-		for _, st := range stages {
-			if left > 0 && k < len(byStage[st]) {
-				take[st]++
-				left--
-			}
-		}
+	l.stages = stages
+	if len(stages) > limit {
+		l.stages = stages[:max(limit-1, 1)]
+		l.more = len(stages) - len(l.stages)
 	}
-	for _, st := range stages {
-		ws = append(ws, byStage[st][:take[st]]...)
-	}
-	return ws, n - limit
+	return l
 }
 
 // TimelineRows returns how many rows a timeline of dep has (the "N more" row included).
 func TimelineRows(dep *dataplane.Deployment) int {
-	ws, more := timelineWorkers(dep, MaxTimelineRows)
-	if more > 0 {
-		return len(ws) + 1
-	}
-	return len(ws)
+	return layoutTimeline(dep, MaxTimelineRows).rows()
 }
 
 // seriesName names the colour of a batch's (app, pipeline): the app alone when it has one
@@ -119,28 +131,34 @@ func seriesName(dep *dataplane.Deployment, app dataplane.AppID, pl int, multi ma
 
 // TimelinePlot draws, like PPipe's Figure 12, what every (v)GPU worker executed over
 // [from, to): one row per worker (grouped by stage), one bar per batch, colored by the
-// batch's pipeline; NIC transfers are drawn as thin grey bars on the sender's row. A
-// legend names each colour; workers past MaxTimelineRows are counted on a last row.
+// batch's pipeline; NIC transfers are drawn as thin grey bars on the sender's row. Past
+// MaxTimelineRows workers, a row is a stage and its batches are packed into as many lanes
+// as ran at once. A legend names each colour (SavePlot draws it outside the bars).
 func TimelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time) (*plot.Plot, error) {
 	return timelinePlot(title, e, from, to, MaxTimelineRows)
 }
 
+// hopSpan is one hop to draw: compute [s, e) and its NIC transfer [os, oe) (os < 0: none).
+type hopSpan struct {
+	s, e, os, oe float64
+	c            color.Color
+}
+
 func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, limit int) (*plot.Plot, error) {
 	dep := e.Deployment()
-	ws, more := timelineWorkers(dep, limit)
-	rows := len(ws)
-	if more > 0 {
-		rows++
-	}
+	lay := layoutTimeline(dep, limit)
+	rows := lay.rows()
 	row := map[dataplane.WorkerID]int{}
 	ticks := make([]plot.Tick, 0, rows)
-	for r, w := range ws {
+	for r, w := range lay.workers {
 		row[dataplane.WorkerID(w)] = r
 		wk := dep.Topo.Workers[w]
 		ticks = append(ticks, plot.Tick{Value: float64(r), Label: fmt.Sprintf("%s %s", dep.Stages[wk.Stage].Name, wk.Name)})
 	}
-	if more > 0 {
-		ticks = append(ticks, plot.Tick{Value: float64(len(ws)), Label: fmt.Sprintf("… %d more workers not shown", more)})
+	for r, st := range lay.stages {
+		for _, w := range lay.members[st] {
+			row[dataplane.WorkerID(w)] = r
+		}
 	}
 	pipelines := map[dataplane.AppID]map[int]bool{}
 	for _, st := range dep.Stages {
@@ -165,6 +183,7 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 	var used []int
 	names := map[int][]string{}
 	transfers := false
+	spans := make([][]hopSpan, rows)
 	for _, b := range e.Batches() {
 		for _, h := range b.Hops {
 			r, ok := row[h.Worker]
@@ -175,7 +194,7 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 			// The batch's app, not the stage's: a shared stage (QLM's LLM instances)
 			// serves several apps, and a batch holds one app's requests.
 			ci := (max(st.Pipeline, 0) + int(b.App)*3) % len(palette)
-			g.bars = append(g.bars, bar{row: r, s: ms(max(h.Start, from)), e: ms(min(h.End, to)), c: palette[ci]})
+			sp := hopSpan{s: ms(max(h.Start, from)), e: ms(min(h.End, to)), os: -1, c: palette[ci]}
 			nm := seriesName(dep, b.App, st.Pipeline, multi)
 			if _, ok := names[ci]; !ok {
 				used = append(used, ci)
@@ -184,19 +203,49 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 				names[ci] = append(names[ci], nm)
 			}
 			if h.OutStart >= 0 && h.OutEnd > from && h.OutStart < to {
-				g.bars = append(g.bars, bar{row: r, s: ms(max(h.OutStart, from)), e: ms(min(h.OutEnd, to)), c: grey})
+				sp.os, sp.oe = ms(max(h.OutStart, from)), ms(min(h.OutEnd, to))
 				transfers = true
 			}
+			spans[r] = append(spans[r], sp)
 		}
+	}
+	for r, ss := range spans {
+		lanes := 1
+		lane := make([]int, len(ss))
+		if r < len(lay.stages) {
+			lane, lanes = packLanes(ss)
+		}
+		for i, sp := range ss {
+			g.bars = append(g.bars, bar{row: r, lane: lane[i], lanes: lanes, s: sp.s, e: sp.e, c: sp.c})
+			if sp.os >= 0 {
+				g.bars = append(g.bars, bar{row: r, lane: lane[i], lanes: lanes, s: sp.os, e: sp.oe, c: grey})
+			}
+		}
+		if r < len(lay.stages) {
+			st := lay.stages[r]
+			busy := fmt.Sprintf("≤%d busy at once", lanes)
+			if len(ss) == 0 {
+				busy = "idle in this window"
+			}
+			ticks = append(ticks, plot.Tick{Value: float64(r), Label: fmt.Sprintf("%s (%s, %s)", dep.Stages[st].Name, plural(len(lay.members[st]), "worker"), busy)})
+		}
+	}
+	if lay.more > 0 {
+		what := "workers"
+		if len(lay.stages) > 0 {
+			what = "stages"
+		}
+		ticks = append(ticks, plot.Tick{Value: float64(rows - 1), Label: fmt.Sprintf("… %d more %s not shown", lay.more, what)})
 	}
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "time (" + unit + ")"
+	if len(lay.stages) > 0 {
+		p.Y.Label.Text = "stage (batches packed into lanes)"
+	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Tick.Label.Font.Size = vg.Points(7)
-	// The legend sits in a blank margin right of the window (a fifth of its width), so
-	// it never hides a bar.
-	p.X.Min, p.X.Max = ms(from), ms(to)+0.25*(ms(to)-ms(from))
+	p.X.Min, p.X.Max = ms(from), ms(to)
 	p.Add(g)
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(7)
@@ -210,6 +259,40 @@ func timelinePlot(title string, e *dataplane.Engine, from, to dataplane.Time, li
 		p.Legend.Add("(no batch ran in this window)", swatch{color.White})
 	}
 	return p, nil
+}
+
+// packLanes assigns each span (compute and its transfer together) the lowest lane free
+// at its start (first fit in start order), and returns the lanes and how many were used.
+func packLanes(ss []hopSpan) ([]int, int) {
+	order := make([]int, len(ss))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return ss[order[a]].s < ss[order[b]].s })
+	lane := make([]int, len(ss))
+	var free []float64 // lane → when it frees
+	for _, i := range order {
+		end := ss[i].e
+		if ss[i].os >= 0 {
+			end = max(end, ss[i].oe)
+		}
+		k := 0
+		for k < len(free) && free[k] > ss[i].s {
+			k++
+		}
+		if k == len(free) {
+			free = append(free, 0)
+		}
+		free[k], lane[i] = end, k
+	}
+	return lane, max(len(free), 1)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func contains(xs []string, x string) bool {

@@ -75,7 +75,7 @@ paper's oracle (future QPS known) and as the runtime autoscaler (cocktail+rt).`
 // Example implements bench.Bench.
 func (o *Command) Example() string {
 	return `  plan bench cascade --quick
-  plan bench cascade --setups llama --report out/cascade
+  plan bench cascade --setups llama --report cascade-report
   plan bench cascade --profile my-profile.json --records val.csv --test test.csv --trace qps.txt --slo 400ms`
 }
 

@@ -55,7 +55,7 @@ measured decision time of this Go DP, and each policy's latency before and after
 // Example implements bench.Bench.
 func (o *Command) Example() string {
 	return `  plan bench dyorc --quick
-  plan bench dyorc --apps gill,mix --seeds 3 --report out/dyorc`
+  plan bench dyorc --apps gill,mix --seeds 3 --report dyorc-report`
 }
 
 // Flags implements bench.Bench.

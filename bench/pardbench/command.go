@@ -62,7 +62,7 @@ consumed on arrival and at the drop, queueing, GPU time wasted on requests dropp
 // Example implements bench.Bench.
 func (o *Command) Example() string {
 	return `  plan bench pard --quick
-  plan bench pard --apps lv --traces tweet --seeds 3 --report out/pard`
+  plan bench pard --apps lv --traces tweet --seeds 3 --report pard-report`
 }
 
 // Flags implements bench.Bench.

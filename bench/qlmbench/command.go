@@ -66,7 +66,7 @@ QLM +40-90% SLO attainment over vLLM, ahead of EDF; throughput +20% over vLLM an
 
 // Example implements bench.Bench.
 func (o *Command) Example() string {
-	return "  plan bench qlm --quick\n  plan bench qlm --minutes 60 --speedup 4\n  plan bench qlm --quick --report out/qlm --trace azure-llm-2023-code.csv"
+	return "  plan bench qlm --quick\n  plan bench qlm --minutes 60 --speedup 4\n  plan bench qlm --quick --report qlm-report --trace azure-llm-2023-code.csv"
 }
 
 // Flags implements bench.Bench.

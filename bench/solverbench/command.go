@@ -78,7 +78,7 @@ and for the 3-model L4+T4 instance hc2-g1. Write your own with PLAN_WRITE_LP=DIR
 // Example implements bench.Bench.
 func (o *Command) Example() string {
 	return `  plan bench solver --quick
-  PLAN_WRITE_LP=lps plan solve --slo 200ms && plan bench solver --lp lps/ppipe-*.lp
+  PLAN_WRITE_LP=lps plan solve --slo 200ms && plan bench solver --lp "$(echo lps/ppipe-*.lp | tr ' ' ,)"
   plan bench solver --milp --gap 0.001 --time-limit 60s --engine native`
 }
 

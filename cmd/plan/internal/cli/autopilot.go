@@ -249,10 +249,13 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	// The autopilot run is one pass over the trace, not a sweep: the sweep's own flags
 	// would be silently ignored.
-	for _, name := range []string{"report", "fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
+	for _, name := range []string{"fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			return usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
 		}
+	}
+	if err := checkAutopilotReport(cmd, o.report); err != nil {
+		return err
 	}
 	path, err := resolvePlanArg(args)
 	if err != nil {
@@ -292,10 +295,11 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if err != nil {
 		return err
 	}
-	ladder, err := newLadder(app.Systems, plan, dep, &o.autopilot)
+	inner, err := newLadder(app.Systems, plan, dep, &o.autopilot)
 	if err != nil {
 		return err
 	}
+	ladder := newRecordingLadder(inner)
 	start, err := ladder.Candidate(plan)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -370,6 +374,9 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	task.Finish("")
 	task = nil
+	if err := writeAutopilotReport(app, o.report, rep, run, ladder, start, cfg.Window); err != nil {
+		return err
+	}
 	if app.JSONOutput() {
 		return app.WriteJSON(rep)
 	}

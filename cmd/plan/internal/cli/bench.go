@@ -24,7 +24,7 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 		Example: `  plan bench ppipe --quick
   plan bench pard --quick
   plan bench solver --quick
-  plan bench ppipe --report out/ppipe`,
+  plan bench ppipe --report ppipe-report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usageErrorf("plan bench needs a benchmark: %s", strings.Join(benchNames(cmd), ", "))

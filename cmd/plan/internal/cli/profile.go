@@ -73,6 +73,7 @@ type profileRun struct {
 	// note is said on stderr once the profile is built (an engine-only import).
 	note      string
 	llmNames  []string // catalogue models --llm names ("all" expanded); nil for an import
+	zoos      []string // the zoo architectures --zoo names (not its LLMs), in order
 	tps       []int    // --tp degrees; nil picks the smallest that fits
 	link      roofline.Link
 	explained []llmExplain // --explain: filled by llmProfiles
@@ -132,19 +133,19 @@ The profile is validated and written atomically; a summary table goes to stdout.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.zoo, "zoo", "", "profile a zoo architecture: "+strings.Join(zoo.Names(), ", "))
+	listVar(f, &o.zoo, "zoo", "", "profile zoo architectures (comma list; repeatable): "+strings.Join(zoo.Names(), ", "))
 	f.StringVar(&o.backend, "backend", "", "onnx, roofline or trt (default: onnx for a MODEL.onnx, roofline otherwise)")
 	f.StringVar(&o.device, "device", "cpu", "device for the onnx backend: cpu or cuda:N")
 	f.StringSliceVar(&o.gpus, "gpu", nil, "GPU types for roofline estimates (default L4,P4; A10,A100,H100 for --llm)")
-	f.StringVar(&o.batch, "batch", "", "batch sizes, e.g. 1-8 or 1,2,4 (default: PPipe's grid, 1-8 on whole GPUs)")
-	f.StringVar(&o.vgpu, "vgpu", "", "vGPU slice levels, e.g. 1-4 (default: PPipe's grid)")
+	listVar(f, &o.batch, "batch", "", "batch sizes, e.g. 1-8 or 1,2,4 (default: PPipe's grid, 1-8 on whole GPUs)")
+	listVar(f, &o.vgpu, "vgpu", "", "vGPU slice levels, e.g. 1-4 (default: PPipe's grid)")
 	f.IntVar(&o.blocks, "blocks", 10, "number of blocks to pre-partition into")
 	f.StringVar(&o.method, "partition", "min-traffic", "pre-partitioning: greedy or min-traffic")
 	f.StringVar(&o.inputShape, "input-shape", "", "per-sample input shape for ONNX models with dynamic dimensions, e.g. 3,224,224")
 	f.StringVar(&o.trtProfile, "trt-profile", "", "trtexec --exportProfile JSON (backend trt)")
 	f.StringVar(&o.trtLayers, "trt-layers", "", "trtexec --exportLayerInfo JSON (backend trt; detailed verbosity gives cut sizes)")
-	f.StringVar(&o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
-	f.StringVar(&o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
+	listVar(f, &o.llm, "llm", "", "LLM profiles: comma-separated names of "+strings.Join(llm.Names(), ", ")+"; all; or a profile file to import")
+	listVar(f, &o.tp, "tp", "", "with --llm: tensor-parallel degrees to profile, e.g. 1,2,4,8 or 1-8 (default: the smallest that fits)")
 	f.StringVar(&o.link, "link", "auto", "with --llm: GPU interconnect for tensor-parallel all-reduces: auto (NVLink where the GPU has it), nvlink or pcie")
 	f.BoolVar(&o.explain, "explain", false, "with --llm: print each roofline LLM profile's step time by term")
 	f.StringVar(&o.steps, "import", "", "measured engine step times to fit an LLM profile's iteration curves (CSV or JSONL: tokens, prefill_tokens, seconds; optionally model, gpu, gpu_count, kv_capacity_tokens naming the engine), for the one model and GPU of --llm/--gpu or of the log (or a one-LLM profile file given as --llm)")
@@ -166,17 +167,31 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	if r.model != "" && o.zoo != "" {
 		return nil, usageErrorf("give either MODEL.onnx or --zoo, not both")
 	}
-	if o.zoo != "" && slices.Contains(llm.Names(), strings.ToLower(o.zoo)) {
-		// LLMs live in the zoo too (plan profile --zoo NAME --gpu A100).
-		if o.llm != "" {
-			return nil, usageErrorf("--zoo %s is an LLM: drop --llm", o.zoo)
+	// --zoo names one or more models (a comma list, or repeated: listVar); LLMs live in the
+	// zoo too (plan profile --zoo NAME --gpu A100) and go to the LLM profiles.
+	var zooLLMs []string
+	for _, z := range strings.Split(o.zoo, ",") {
+		z = strings.ToLower(strings.TrimSpace(z))
+		switch {
+		case z == "" || slices.Contains(r.zoos, z) || slices.Contains(zooLLMs, z):
+		case slices.Contains(llm.Names(), z):
+			zooLLMs = append(zooLLMs, z)
+		case slices.Contains(zoo.Names(), z):
+			r.zoos = append(r.zoos, z)
+		default:
+			return nil, usageErrorf("--zoo: %q: unknown model; known models: %s; LLMs: %s", z, strings.Join(zoo.Names(), ", "), strings.Join(llm.Names(), ", "))
 		}
-		r.opt.llm, r.opt.zoo, o.zoo = strings.ToLower(o.zoo), "", ""
 	}
-	if o.zoo != "" {
-		if !slices.Contains(zoo.Names(), strings.ToLower(o.zoo)) {
-			return nil, usageErrorf("--zoo: %q: unknown model; known models: %s; LLMs: %s", o.zoo, strings.Join(zoo.Names(), ", "), strings.Join(llm.Names(), ", "))
+	if len(zooLLMs) > 0 {
+		if o.llm != "" {
+			return nil, usageErrorf("--zoo %s is an LLM: drop --llm", strings.Join(zooLLMs, ","))
 		}
+		r.opt.llm = strings.Join(zooLLMs, ",")
+	}
+	o.zoo = strings.Join(r.zoos, ",")
+	r.opt.zoo = ""
+	if len(r.zoos) > 0 {
+		r.opt.zoo = r.zoos[0]
 	}
 	switch gpus.Precision(o.precision) {
 	case "", gpus.FP32, gpus.TF32, gpus.FP16:
@@ -348,21 +363,34 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 		models = append(models, mps...)
 		name, desc = "demo", "the demo CNN: roofline estimates for the demo cluster's GPU types"
 	default:
-		g, src, err := r.loadGraph()
-		if err != nil {
-			return err
+		// One model per --zoo name (or the ONNX file): r.opt.zoo is the one in hand.
+		zoos := r.zoos
+		if len(zoos) == 0 {
+			zoos = []string{""}
 		}
-		var mp *formats.ModelProfile
-		if r.opt.backend == "onnx" {
-			mp, err = r.measured(ctx, app, g, src, nil)
-		} else {
-			mp, err = r.analytic(app, g, src)
+		var srcs []string
+		for _, z := range zoos {
+			r.opt.zoo = z
+			g, src, err := r.loadGraph()
+			if err != nil {
+				return err
+			}
+			var mp *formats.ModelProfile
+			if r.opt.backend == "onnx" {
+				mp, err = r.measured(ctx, app, g, src, nil)
+			} else {
+				mp, err = r.analytic(app, g, src)
+			}
+			if err != nil {
+				return err
+			}
+			models = append(models, *mp)
+			srcs = append(srcs, src)
+			name, desc = mp.Name, mp.Backend+" profile of "+src
 		}
-		if err != nil {
-			return err
+		if len(models) > 1 {
+			name, desc = "zoo", models[0].Backend+" profiles of "+strings.Join(srcs, ", ")
 		}
-		models = append(models, *mp)
-		name, desc = mp.Name, mp.Backend+" profile of "+src
 	}
 	if r.opt.llm != "" || r.opt.steps != "" {
 		ls, err := r.llmProfiles(app)

@@ -71,7 +71,10 @@ still holds 99%: doubling up to 8x, then bisecting where it falls.
 
 Load points run in parallel on all cores; results are identical to a sequential run and
 depend only on the inputs and --seed. With --report DIR it writes report.json, the
-attainment curve and a per-(v)GPU timeline of the highest passing load (PNG and SVG).
+attainment curve and a per-(v)GPU timeline of the highest passing load (PNG and SVG); with
+--autopilot, autopilot-report.json (each decision: time, trigger, forecast, the chosen plan
+and its predicted and observed effect) and autopilot.png/.svg (GPUs held over time against
+the trace's rate, the forecasts and the plan's capacity).
 
 On an LLM (QLM) plan the tables add, per class, TTFT, TPOT and E2E percentiles and output
 tokens per second; classes may set ttft_slo and tpot_slo beside slo, and a request counts as
@@ -108,8 +111,8 @@ replay the same requests.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV] (Gamma renewal, CV 3), mmpp, or a trace file (a Trace document, an Azure LLM trace CSV detected by its header, or a Mooncake JSONL trace detected by its fields: timestamp, input_length, output_length, hash_ids over 512-token blocks); on an LLM plan a per-request trace replays exactly: each request once, with its class and tokens, at its time / the load (default --load 1: as recorded)")
-	f.StringVar(&o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list (1.0 = each model at its planned rate; a trace is rescaled so its mean rate is that)")
-	f.StringVar(&o.rateScale, "rate-scale", "", "with a Trace file: replay it at these multiples of its recorded rate (1.0 = as recorded; LO:HI:STEP, a value or a comma list), instead of --load's planned rates")
+	listVar(f, &o.load, "load", "0.05:1.0:0.05", "load factors: LO:HI:STEP, a value, or a comma list (1.0 = each model at its planned rate; a trace is rescaled so its mean rate is that)")
+	listVar(f, &o.rateScale, "rate-scale", "", "with a Trace file: replay it at these multiples of its recorded rate (1.0 = as recorded; LO:HI:STEP, a value or a comma list), instead of --load's planned rates")
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time; default 30s, a Trace file: its whole span)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")

@@ -96,8 +96,9 @@ func writeTokenCDFs(cfg *sim.SweepConfig, rep *sim.Report, dir string, load floa
 	for _, f := range []struct {
 		base, what string
 		samples    map[string][]float64
-	}{{"ttft_cdf", "time to first token (ms)", ts.TTFT}, {"tpot_cdf", "time per output token (ms)", ts.TPOT}} {
-		pl, err := sim.CDFPlot(fmt.Sprintf("%s at load %.2f: %s", rep.Plan, load, f.what), f.what, ts.Classes, f.samples)
+		slos       []sim.SLOMark
+	}{{"ttft_cdf", "time to first token (ms)", ts.TTFT, sim.SLOMarks(cfg.Dep, cfg.LLM, true)}, {"tpot_cdf", "time per output token (ms)", ts.TPOT, sim.SLOMarks(cfg.Dep, cfg.LLM, false)}} {
+		pl, err := sim.CDFPlot(fmt.Sprintf("%s at load %.2f: %s", rep.Plan, load, f.what), f.what, ts.Classes, f.samples, f.slos)
 		if err != nil {
 			return nil, err
 		}

@@ -90,7 +90,7 @@ the miss in its prediction. plan check re-runs the prediction.`,
   plan solve --profile testdata/qlm/profile.json --cluster testdata/qlm/cluster.yaml --workload testdata/qlm/workload.yaml -o qlm.json
   plan solve --cluster testdata/dyorc/cluster-small.json --workload testdata/dyorc/small.json -o dyorc.json
   plan solve --output json | jq .ppipe.models[0].throughput_rps
-  plan solve --objective cost --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json   # a least-cost plan per hour`,
+  plan solve --objective cost --profile profile.json --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json   # a least-cost plan per hour`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSolve(cmd, app, o) },
 	}
