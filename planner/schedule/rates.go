@@ -14,11 +14,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // Rates is a rate trace: Rates[t][i] requests/s of Targets[i] over [Start+i·Step, +Step).
@@ -46,9 +47,11 @@ func (r *Rates) Column(target string) int {
 
 // ReadRatesFile reads a rate trace CSV (ParseRates).
 func ReadRatesFile(path string) (*Rates, error) {
-	f, err := os.Open(path)
+	// formats.Open: a regular file only (no FIFO, device or link out of its directory),
+	// .gz/.zst decompressed, at most MaxFileBytes of content.
+	f, err := formats.Open(path, formats.MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	return ParseRates(path, bufio.NewReader(f))

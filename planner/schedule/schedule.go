@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,9 +279,9 @@ func (s *Schedule) Marshal() ([]byte, error) { return formats.Marshal(s) }
 
 // Read reads a schedule file strictly (unknown fields are errors naming the file).
 func Read(path string) (*Schedule, error) {
-	data, err := os.ReadFile(path)
+	data, err := formats.ReadText(path, formats.MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read: %w", path, err)
+		return nil, err
 	}
 	return Decode(path, data)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -77,11 +76,8 @@ func (w *windowResult) done() {
 func simulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string) (bool, error) {
 	// Only a regular file is read here: a FIFO or a device would block, and the plan loader
 	// names those as bad input.
-	var data []byte
-	st, err := os.Stat(path)
-	if err == nil && st.Mode().IsRegular() {
-		data, err = os.ReadFile(path)
-	}
+	// formats.ReadText bounds the size and refuses those before opening.
+	data, err := formats.ReadText(path, formats.MaxFileBytes)
 	isSched := err == nil && schedule.IsSchedule(data)
 	if err := scheduleFlags(cmd, path, isSched); err != nil || !isSched {
 		return isSched, err
