@@ -9,6 +9,8 @@ package schedule
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -55,6 +57,21 @@ func ReadRatesFile(path string) (*Rates, error) {
 	}
 	defer f.Close()
 	return ParseRates(path, bufio.NewReader(f))
+}
+
+// TraceDigestOf is the digest a schedule records of its trace (Schedule.TraceDigest): sha256
+// of the file's content, streamed through the same checked reader as ReadRatesFile.
+func TraceDigestOf(path string) (string, error) {
+	f, err := formats.Open(path, formats.MaxFileBytes)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ParseRates reads a rate trace: a CSV whose header is `time_s` then one column per model

@@ -24,6 +24,11 @@ type Schedule struct {
 	// Trace is the rate trace's file; Targets its columns (the order of every peak_rps).
 	Trace   string   `json:"trace"`
 	Targets []string `json:"targets"`
+	// TraceDigest is "sha256:HEX" of the trace's bytes (decompressed where the file is .gz
+	// or .zst, so a compressed copy is the same trace): a schedule's plans are sized for
+	// those rates, so replaying it on another trace is refused (TraceDigestOf). Schedules
+	// written before it have none.
+	TraceDigest string `json:"trace_digest,omitempty"`
 	// WindowS is the window length; Quantile, Margin and BucketS define each window's peak
 	// (Peaks).
 	WindowS  float64 `json:"window_s"`

@@ -304,6 +304,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		LoadTime: us(o.autopilot.loadTime), ResolveDelay: delay, MeasureResolve: measured, Seed: o.seed, Jitter: o.jitter,
 		LLM: planLLMClasses(plan, dep)}
 	rep := &autopilotSimReport{Trace: spec.Name, Duration: duration.Seconds()}
+	total := 0 // the arrivals generated so far, held to the sweep's per-point cap
 	for a, x := range dep.Apps {
 		src, err := spec.New(x.RateRPS*loads[0], x.Name, sim.PointSeed(o.seed, loads[0], a))
 		if err != nil {
@@ -311,6 +312,12 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		}
 		var ts []dataplane.Time
 		for t := src.Next(); t != dataplane.Never && t < run.Duration; t = src.Next() {
+			// Each run replays every arrival and keeps its record: the same memory bound as
+			// a sweep's load point (checkSimulationSize), counted on the real arrivals.
+			if total++; total > maxRequestsPerPoint {
+				return usageErrorf("--autopilot: %s at --load %g over %s: more than %d requests; shorten --duration or lower --load",
+					spec.Name, loads[0], duration, maxRequestsPerPoint)
+			}
 			ts = append(ts, t)
 		}
 		run.Arrivals = append(run.Arrivals, ts)

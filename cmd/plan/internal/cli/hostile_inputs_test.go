@@ -89,3 +89,12 @@ func TestInputFileKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestAutopilotRequestCap: simulate --autopilot holds its generated arrivals to the sweep's
+// per-point cap and refuses, naming the load and the window, instead of filling memory.
+func TestAutopilotRequestCap(t *testing.T) {
+	code, _, stderr := rootRun(t, "simulate", demoPlanPath, "--autopilot", "--trace", "poisson", "--load", "100000", "--duration", "1h")
+	if code != ExitUsage || !strings.Contains(stderr, "--load 100000") || !strings.Contains(stderr, "more than 5000000 requests") {
+		t.Fatalf("exit %d, want 2 naming the cap: %s", code, stderr)
+	}
+}
