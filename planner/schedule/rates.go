@@ -10,8 +10,8 @@ package schedule
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/csv"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
