@@ -173,3 +173,23 @@ func TestServeAcceptsWhatCheckAccepts(t *testing.T) {
 }
 
 func prov(m map[string]any) map[string]any { return m["provenance"].(map[string]any) }
+
+// resign records, in a plan a test edited as a JSON tree, the digest of its embedded inputs as
+// they now are: the test builds a plan as if solved on those inputs (serve and simulate refuse
+// a plan whose inputs were edited after solving, as check does).
+func resign(t *testing.T, plan map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := formats.DecodeIntoWith[*formats.Plan]("plan", raw, systems.Default().Sections())
+	if err != nil {
+		return // a plan the test made invalid: its own validation is what the test reads
+	}
+	d, err := formats.Digest(p.Provenance.Embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov(plan)["input_digest"] = d
+}
