@@ -256,7 +256,11 @@ type App struct {
 	// RateRPS is the rate at load factor 1.0: the plan's guaranteed rate (target_rps), else
 	// its throughput.
 	RateRPS float64
-	Entry   []StageID
+	// RangeRPS is the highest rate the plan states it was sized for (a CascadeServe plan's
+	// last gear's q_hi, from --qps-max); 0 = none stated. A run above it is extrapolation:
+	// simulate says so.
+	RangeRPS float64
+	Entry    []StageID
 	// Pipelines[p] lists the stages of pipeline p in order (PPipe plans); empty for
 	// non-pipeline apps.
 	Pipelines [][]StageID

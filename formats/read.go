@@ -33,27 +33,12 @@ func ReadBytesLimit(path string, limit int64) ([]byte, error) { return readFile(
 func ReadText(path string, limit int64) ([]byte, error) { return readFile(path, limit, true) }
 
 func readFile(path string, limit int64, text bool) ([]byte, error) {
-	// Stat before open: opening a FIFO blocks until a writer appears.
-	st, err := os.Stat(path)
+	f, size, err := openChecked(path, limit)
 	if err != nil {
-		return nil, &ReadError{Path: path, Err: err}
-	}
-	if err := regular(st, limit); err != nil {
-		return nil, &ReadError{Path: path, Err: err}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &ReadError{Path: path, Err: err}
+		return nil, err
 	}
 	defer f.Close()
-	// The path may have been replaced between Stat and Open: check what was opened.
-	if st, err = f.Stat(); err != nil {
-		return nil, &ReadError{Path: path, Err: err}
-	}
-	if err := regular(st, limit); err != nil {
-		return nil, &ReadError{Path: path, Err: err}
-	}
-	buf := make([]byte, 0, st.Size()+1)
+	buf := make([]byte, 0, size+1)
 	if text {
 		if buf, err = sniffTextInto(f, buf, limit); err != nil {
 			return nil, &ReadError{Path: path, Err: err}
@@ -64,6 +49,78 @@ func readFile(path string, limit int64, text bool) ([]byte, error) {
 		return nil, &ReadError{Path: path, Err: err}
 	}
 	return data, nil
+}
+
+// Open opens a regular file for streaming, with every check ReadBytesLimit makes (no FIFO,
+// device, directory, or symbolic link out of the file's directory; a compressed file
+// decompressed), and reads at most limit bytes of its (decompressed) content: a Read past
+// the limit fails with ErrTooLarge. Errors name the path (*ReadError).
+func Open(path string, limit int64) (io.ReadCloser, error) {
+	f, _, err := openChecked(path, limit)
+	if err != nil {
+		return nil, err
+	}
+	return &limitedFile{rc: f, path: path, left: limit, limit: limit}, nil
+}
+
+// limitedFile fails a read past its limit instead of ending the stream early: a reader that
+// stops at the limit would parse a cut file as a whole one.
+type limitedFile struct {
+	rc          io.ReadCloser
+	path        string
+	left, limit int64
+}
+
+func (l *limitedFile) Read(p []byte) (int, error) {
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.rc.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, &ReadError{Path: l.path, Err: fmt.Errorf("larger than %d bytes: %w", l.limit, ErrTooLarge)}
+	}
+	if err != nil && err != io.EOF {
+		return n, &ReadError{Path: l.path, Err: err}
+	}
+	return n, err
+}
+
+func (l *limitedFile) Close() error { return l.rc.Close() }
+
+// openChecked opens path after the checks every reader makes, and returns its content's
+// reader (decompressing a .gz or .zst file) and the file's size on disk.
+func openChecked(path string, limit int64) (io.ReadCloser, int64, error) {
+	// Stat before open: opening a FIFO blocks until a writer appears.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, &ReadError{Path: path, Err: err}
+	}
+	if err := regular(st, limit); err != nil {
+		return nil, 0, &ReadError{Path: path, Err: err}
+	}
+	if err := symlinkInTree(path); err != nil {
+		return nil, 0, &ReadError{Path: path, Err: err}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, &ReadError{Path: path, Err: err}
+	}
+	// The path may have been replaced between Stat and Open: check what was opened.
+	if st, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, 0, &ReadError{Path: path, Err: err}
+	}
+	if err := regular(st, limit); err != nil {
+		f.Close()
+		return nil, 0, &ReadError{Path: path, Err: err}
+	}
+	rc, err := decompress(path, f)
+	if err != nil {
+		f.Close()
+		return nil, 0, &ReadError{Path: path, Err: err}
+	}
+	return rc, st.Size(), nil
 }
 
 func regular(st fs.FileInfo, limit int64) error {

@@ -237,8 +237,13 @@ func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Durat
 	for s := range d.Stages {
 		entry = append(entry, dataplane.StageID(s))
 	}
+	// The plan's stated range: its gears cover [0, the last q_hi) (--qps-max at solve).
+	rangeRPS := 0.0
+	for _, g := range cp.Gears {
+		rangeRPS = max(rangeRPS, g.QHi)
+	}
 	d.Apps = []dataplane.App{{Name: t.Name, SLO: dataplane.Time(slo / time.Microsecond), Weight: 1, RateRPS: qpsMax,
-		Entry: entry, Params: map[string]string{ParamPlan: string(js)}}}
+		RangeRPS: rangeRPS, Entry: entry, Params: map[string]string{ParamPlan: string(js)}}}
 	// Emulate: stage s's model on the request's sample (SampleOf):
 	// its certainty, and Label 1 when the model answers the sample right, 0 when wrong (the
 	// stand-in's ground truth, so a run can measure accuracy over served requests).

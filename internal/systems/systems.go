@@ -208,18 +208,26 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 	if s.Deploy == nil {
 		return nil, "", formats.ErrorList{{Path: s.PlanSection, Rule: fmt.Sprintf("system %s cannot deploy plans yet", s.Name)}}
 	}
-	// A plan `plan check` fails is no plan to run (issue 36 item 8): serve started with and
-	// reloaded to plans breaking their own system's constraints (a PPipe partition on more
-	// GPUs than exist, a DyOrc deployment naming a nonexistent service), and simulate ran
-	// them. Every violation the system's verifier finds is a problem of the plan section.
-	if s.Checker != nil {
-		if vs, _ := s.Checker.Verify(p); len(vs) > 0 {
-			errs := make(formats.ErrorList, len(vs))
-			for i, v := range vs {
-				errs[i] = &formats.FieldError{Path: s.PlanSection, Rule: "verify: " + v + " (plan check fails this plan)"}
-			}
-			return nil, "", errs
+	// A plan `plan check` fails is no plan to run: serve started with and reloaded to plans
+	// breaking their own system's constraints, an edited fleet or edited embedded inputs, and
+	// simulate ran them. VerifyPlan is the one list both use (check adds only its
+	// simulation); every failure is a problem of the plan, named with check's own line.
+	var errs formats.ErrorList
+	for _, c := range VerifyPlan(s.Checker, p) {
+		if c.OK {
+			continue
 		}
+		path := s.PlanSection
+		switch c.Name {
+		case "fleet":
+			path = "fleet"
+		case "input_digest":
+			path = "provenance.input_digest"
+		}
+		errs = append(errs, &formats.FieldError{Path: path, Rule: "verify: " + c.Line + " (plan check fails this plan)"})
+	}
+	if len(errs) > 0 {
+		return nil, "", errs
 	}
 	return s.Deploy(p)
 }

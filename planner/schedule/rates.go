@@ -9,16 +9,19 @@ package schedule
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // Rates is a rate trace: Rates[t][i] requests/s of Targets[i] over [Start+i·Step, +Step).
@@ -46,12 +49,29 @@ func (r *Rates) Column(target string) int {
 
 // ReadRatesFile reads a rate trace CSV (ParseRates).
 func ReadRatesFile(path string) (*Rates, error) {
-	f, err := os.Open(path)
+	// formats.Open: a regular file only (no FIFO, device or link out of its directory),
+	// .gz/.zst decompressed, at most MaxFileBytes of content.
+	f, err := formats.Open(path, formats.MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	return ParseRates(path, bufio.NewReader(f))
+}
+
+// TraceDigestOf is the digest a schedule records of its trace (Schedule.TraceDigest): sha256
+// of the file's content, streamed through the same checked reader as ReadRatesFile.
+func TraceDigestOf(path string) (string, error) {
+	f, err := formats.Open(path, formats.MaxFileBytes)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ParseRates reads a rate trace: a CSV whose header is `time_s` then one column per model

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +24,11 @@ type Schedule struct {
 	// Trace is the rate trace's file; Targets its columns (the order of every peak_rps).
 	Trace   string   `json:"trace"`
 	Targets []string `json:"targets"`
+	// TraceDigest is "sha256:HEX" of the trace's bytes (decompressed where the file is .gz
+	// or .zst, so a compressed copy is the same trace): a schedule's plans are sized for
+	// those rates, so replaying it on another trace is refused (TraceDigestOf). Schedules
+	// written before it have none.
+	TraceDigest string `json:"trace_digest,omitempty"`
 	// WindowS is the window length; Quantile, Margin and BucketS define each window's peak
 	// (Peaks).
 	WindowS  float64 `json:"window_s"`
@@ -280,9 +284,9 @@ func (s *Schedule) Marshal() ([]byte, error) { return formats.Marshal(s) }
 
 // Read reads a schedule file strictly (unknown fields are errors naming the file).
 func Read(path string) (*Schedule, error) {
-	data, err := os.ReadFile(path)
+	data, err := formats.ReadText(path, formats.MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read: %w", path, err)
+		return nil, err
 	}
 	return Decode(path, data)
 }

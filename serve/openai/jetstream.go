@@ -90,8 +90,11 @@ func OpenJetStream(ctx context.Context, o JetStreamOptions) (*JetStreamQueue, er
 		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("--queue-dir %s: %w", o.Dir, err)
 		}
+		// SyncAlways: a status written (running, then the result) is on disk before the call
+		// returns, so a kill -9 right after cannot undo it — the at-most-once contract
+		// (Lease) rests on the running mark surviving the process.
 		ns, err := server.NewServer(&server.Options{ServerName: "plan-queue", JetStream: true, StoreDir: o.Dir,
-			DontListen: true, NoSigs: true, NoLog: true})
+			DontListen: true, NoSigs: true, NoLog: true, SyncAlways: true})
 		if err != nil {
 			return nil, fmt.Errorf("--queue-dir %s: embedded JetStream server: %w", o.Dir, err)
 		}
@@ -227,9 +230,10 @@ func (q *JetStreamQueue) Enqueue(ctx context.Context, j Job, st Status) error {
 	return err
 }
 
-// Lease implements Queue. A job whose status is already final (its worker recorded the
-// result but died, or lost its connection, before the ack) is acked, not run again: no
-// duplicates.
+// Lease implements Queue, at most once: a job is marked running on disk before it is handed
+// out. A job whose status is already final (its worker recorded the result but died, or lost
+// its connection, before the ack) is acked, not run again; one found running (its worker
+// died mid-run) is recorded failed with the code "interrupted", never run again.
 func (q *JetStreamQueue) Lease(ctx context.Context) (*Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -269,13 +273,37 @@ func (q *JetStreamQueue) Lease(ctx context.Context) (*Lease, error) {
 		if md, err := m.Metadata(); err == nil {
 			l.Attempt = int(md.NumDelivered)
 		}
-		if st, err := q.Get(ctx, j.ID); err == nil {
-			if st.Status == StatusCompleted || st.Status == StatusFailed {
+		st, err := q.Get(ctx, j.ID)
+		if errors.Is(err, ErrNotFound) { // the status expired (ResultTTL): start a new one
+			st, err = &Status{ID: j.ID, Object: "queue.request"}, nil
+		}
+		if err != nil { // the status cannot be read: the job cannot be marked, so not run
+			_ = m.NakWithDelay(time.Second)
+			continue
+		}
+		switch st.Status {
+		case StatusCompleted, StatusFailed:
+			_ = m.DoubleAck(ctx)
+			continue
+		case StatusRunning:
+			// Marked running by an earlier lease that never recorded an end: its worker
+			// died (kill -9, a crash) or lost the lease while running it. Whether the
+			// request ran cannot be known, so it is not run again (at-most-once): it fails
+			// with the reason "interrupted", and the client resubmits if it wants to.
+			st.Status, st.Attempts = StatusFailed, l.Attempt
+			st.Error = &Error{Status: 500, Type: "server_error", Code: Interrupted,
+				Message: "interrupted: the server stopped while this request ran; a queued request runs at most once, resubmit it"}
+			if q.put(ctx, *st) == nil {
 				_ = m.DoubleAck(ctx)
-				continue
 			}
-			st.Status, st.Attempts = StatusRunning, l.Attempt
-			_ = q.put(ctx, *st)
+			continue
+		}
+		// The running mark is durable (SyncAlways) before the job is handed out: the
+		// at-most-once contract's one write.
+		st.Status, st.Attempts = StatusRunning, l.Attempt
+		if err := q.put(ctx, *st); err != nil {
+			_ = m.NakWithDelay(time.Second)
+			continue
 		}
 		return l, nil
 	}

@@ -12,6 +12,12 @@ import (
 // wait in a queue outside the instances; QLM pulls them in as its plan makes room). A client
 // submits with POST /v1/queue, gets an id at once, and polls GET /v1/queue/{id}. Requests
 // survive a restart of `plan serve`: the queue is a JetStream work-queue stream on disk.
+//
+// Delivery contract: at most once. A request is marked running on disk before it is handed
+// to the engine; if the server dies before its result is recorded, the restarted server
+// finds it running and records it failed with the code "interrupted" instead of running it
+// again. No request is lost (every one ends completed or failed) and none runs twice. A
+// request put back before it ran (the server shutting down, no room: 503) is queued again.
 
 // Queue states a queued request goes through.
 const (
@@ -20,6 +26,10 @@ const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 )
+
+// Interrupted is the error code of a queued request whose server stopped (kill -9, a crash)
+// while it ran: the queue runs a request at most once, so it is failed, not run again.
+const Interrupted = "interrupted"
 
 // ErrNotFound is Queue.Get's error for an id the queue never saw.
 var ErrNotFound = errors.New("no such queued request")

@@ -307,7 +307,22 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	run := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: us(duration),
 		LoadTime: us(o.autopilot.loadTime), ResolveDelay: delay, MeasureResolve: measured, Seed: o.seed, Jitter: o.jitter,
 		LLM: planLLMClasses(plan, dep)}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// The ladder needs plans whose planned rates are their capacity: refuse the others up
+	// front, before any arrival is generated (the loop in serve keeps such a plan and says
+	// why). The demand asked is the plan's rates at the load.
+	planned := make([]float64, len(dep.Apps))
+	for a, x := range dep.Apps {
+		planned[a] = x.RateRPS * loads[0]
+	}
+	if _, err := ladder.Solve(ctx, ap.Demand{Rates: planned}); errors.Is(err, pap.ErrNoCapacityModel) {
+		return usageErrorf("--autopilot: %s: %v", path, err)
+	}
 	rep := &autopilotSimReport{Trace: spec.Name, Duration: duration.Seconds()}
+	total := 0 // the arrivals generated so far, held to the sweep's per-point cap
 	for a, x := range dep.Apps {
 		src, err := spec.New(x.RateRPS*loads[0], x.Name, sim.PointSeed(o.seed, loads[0], a))
 		if err != nil {
@@ -315,6 +330,12 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		}
 		var ts []dataplane.Time
 		for t := src.Next(); t != dataplane.Never && t < run.Duration; t = src.Next() {
+			// Each run replays every arrival and keeps its record: the same memory bound as
+			// a sweep's load point (checkSimulationSize), counted on the real arrivals.
+			if total++; total > maxRequestsPerPoint {
+				return usageErrorf("--autopilot: %s: %s at --load %g over %s: more than %d requests; shorten --duration or lower --load",
+					path, spec.Name, loads[0], duration, maxRequestsPerPoint)
+			}
 			ts = append(ts, t)
 		}
 		run.Arrivals = append(run.Arrivals, ts)
@@ -330,15 +351,6 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		}
 		pol, err := reg.New(d, dataplane.Config{Policy: o.policy, Params: params}, defPolicy)
 		return d, pol, err
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	// The ladder needs plans whose planned rates are their capacity: refuse the others up
-	// front (the loop in serve keeps such a plan and says why).
-	if _, err := ladder.Solve(ctx, ap.Demand{Rates: rep.MeanRPS}); errors.Is(err, pap.ErrNoCapacityModel) {
-		return usageErrorf("--autopilot: %s: %v", path, err)
 	}
 	// Four runs (the autopilot, then the static, peak and mean plans), each a task of its
 	// own on the progress line: the autopilot's windows decided, then segments replayed.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -208,56 +209,12 @@ func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error 
 	return lg.report()
 }
 
-// verifyPlan runs the system's verifier and the input digest check (every system records it).
+// verifyPlan runs the checks every plan passes before it runs (systems.VerifyPlan: the
+// system's verifier, the fleet record, the input digest): serve and simulate refuse a plan on
+// the same list, so a plan check fails is never served.
 func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
-	vs, summary := ck.Verify(plan)
-	for _, v := range vs {
-		lg.add("verify", planner.Check{Line: v, Name: "constraint"})
-	}
-	if len(vs) == 0 {
-		// The value is the number of violated constraints, the limit none.
-		var zero float64
-		lg.add("verify", planner.Check{OK: true, Line: summary, Name: "constraints", Value: &zero, Limit: &zero})
-	}
-	verifyFleet(lg, plan)
-	verifyProfileFit(lg, plan)
-	if e := plan.Provenance.Embedded; e != nil && plan.Provenance.InputDigest != "" {
-		d, err := formats.Digest(e)
-		switch {
-		case err != nil:
-			lg.add("verify", planner.Check{Line: "input digest: " + err.Error(), Name: "input_digest"})
-		case d != plan.Provenance.InputDigest:
-			lg.add("verify", planner.Check{Line: fmt.Sprintf("input digest: embedded inputs hash to %s, the plan records %s (inputs edited after solving)", short(d), short(plan.Provenance.InputDigest)), Name: "input_digest"})
-		}
-	}
-}
-
-// maxFitLines bounds the replaced values listed per model.
-const maxFitLines = 5
-
-// verifyProfileFit says which values the plan was verified on where they are not the
-// measured ones: the verification above, like the solve, uses the embedded profiles' values,
-// which are the measurements except where the profile fit replaced an outlier
-// (formats.FitProfile). One line per replaced value, the measured value beside the one used.
-func verifyProfileFit(lg *checkLog, plan *formats.Plan) {
-	e := plan.Provenance.Embedded
-	if e == nil {
-		return
-	}
-	for _, p := range e.Profiles {
-		for i := range p.Models {
-			m := &p.Models[i]
-			rs := m.Replaced()
-			for j, r := range rs {
-				if j == maxFitLines {
-					lg.add("verify", planner.Check{OK: true, Name: "profile_fit", Subject: m.Name,
-						Line: fmt.Sprintf("profile fit (%s): model %s: and %d more values planned on instead of the measured ones (provenance.embedded: raw_block_us, raw_total_us)", m.Fit, m.Name, len(rs)-j)})
-					break
-				}
-				lg.add("verify", planner.Check{OK: true, Name: "profile_fit", Subject: m.Name,
-					Line: fmt.Sprintf("profile fit (%s): model %s on %s", m.Fit, m.Name, r)})
-			}
-		}
+	for _, c := range systems.VerifyPlan(ck, plan) {
+		lg.add("verify", c)
 	}
 }
 

@@ -225,8 +225,24 @@ func runExportCheck(app *App, o *exportOptions, dir string) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !d.Type().IsRegular() {
+		if d.IsDir() {
 			return nil
+		}
+		// A deployable repository holds regular files only: a symbolic link would make the
+		// check read (and pass) a file outside the directory, and a named pipe or a device
+		// would block or never end. Each is refused with what it is, never skipped.
+		if t := d.Type(); !t.IsRegular() {
+			what := "not a regular file (" + t.String() + ")"
+			switch {
+			case t&fs.ModeSymlink != 0:
+				target, _ := os.Readlink(p)
+				what = "a symbolic link to " + formats.EchoName(target)
+			case t&fs.ModeNamedPipe != 0:
+				what = "a named pipe (FIFO)"
+			case t&(fs.ModeDevice|fs.ModeCharDevice) != 0:
+				what = "a device"
+			}
+			return fmt.Errorf("%s: %s: a deployable repository holds regular files only", formats.EchoName(p), what)
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
@@ -244,7 +260,8 @@ func runExportCheck(app *App, o *exportOptions, dir string) error {
 		if info.Size() > maxCheckFile {
 			return fmt.Errorf("%s: %d bytes: larger than any file plan exports (%d)", p, info.Size(), maxCheckFile)
 		}
-		b, err := os.ReadFile(p)
+		// ReadBytesLimit checks again what it opens (the entry may have been replaced since).
+		b, err := formats.ReadBytesLimit(p, maxCheckFile)
 		files[rel] = b
 		return err
 	})

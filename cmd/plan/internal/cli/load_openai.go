@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
 )
@@ -396,7 +397,7 @@ func readDatasetFlags(cmd *cobra.Command, o *loadOptions) (*load.Dataset, error)
 	if oa.datasetPath == "" {
 		return nil, usageErrorf("--dataset-path: required with --dataset-name %s", oa.datasetName)
 	}
-	data, err := os.ReadFile(oa.datasetPath)
+	data, err := formats.ReadBytesLimit(oa.datasetPath, formats.MaxFileBytes)
 	if err != nil {
 		return nil, usageErrorf("--dataset-path: %v", err)
 	}

@@ -320,6 +320,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err := checkSimulationSize(cfg, scaleFlag); err != nil {
 		return err
 	}
+	warnBeyondRange(app, path, cfg, scaleFlag)
 	if cfg.FindLimit {
 		// Extend only as far as a load point still fits in memory.
 		cfg.LimitCap = min(cfg.LimitCap, maxLoadThatFits(cfg))
@@ -687,6 +688,26 @@ func checkSimulationSize(cfg *sim.SweepConfig, scaleFlag string) error {
 			scaleFlag, peak, time.Duration(cfg.Duration)*time.Microsecond, n, maxRequestsPerPoint, scaleFlag)
 	}
 	return nil
+}
+
+// warnBeyondRange says when a load point runs an application above the rate range its plan
+// states it was sized for (dataplane.App.RangeRPS: a cascade plan solved with --qps-max
+// 400 simulated at 14,000 req/s): what it measures there is extrapolation, not the plan.
+func warnBeyondRange(app *App, path string, cfg *sim.SweepConfig, scaleFlag string) {
+	peak := 0.0
+	for _, l := range cfg.Loads {
+		peak = max(peak, l)
+	}
+	for a, x := range cfg.Dep.Apps {
+		rate := x.RateRPS
+		if a < len(cfg.BaseRPS) {
+			rate = cfg.BaseRPS[a]
+		}
+		if r := rate * peak; x.RangeRPS > 0 && r > x.RangeRPS*(1+1e-9) {
+			fmt.Fprintf(app.Err, "warning: %s: application %s simulated at up to %.4g req/s (%s %g), beyond the plan's stated range [0, %.4g] req/s: extrapolation, not what the plan was sized for (solve with a higher --qps-max, or lower %s)\n",
+				formats.EchoName(path), formats.Echo(x.Name), r, scaleFlag, peak, x.RangeRPS, scaleFlag)
+		}
+	}
 }
 
 // maxLoadThatFits is the highest load factor whose load point stays within

@@ -209,6 +209,7 @@ func TestSimulateLLMEngineMatchesPlan(t *testing.T) {
 	for _, r := range trace["requests"].([]any) {
 		r.(map[string]any)["target"] = "mistral-7b"
 	}
+	resign(t, plan)
 	files := map[string]any{"plan.json": plan, "profile.json": prof, "trace.json": trace}
 	for name, v := range files {
 		raw, _ := json.Marshal(v)

@@ -146,6 +146,7 @@ func withClassSLOs(t *testing.T, slos map[string]map[string]string) string {
 			c[k] = v
 		}
 	}
+	resign(t, plan)
 	path := filepath.Join(t.TempDir(), "plan.json")
 	raw, _ = json.Marshal(plan)
 	if err := os.WriteFile(path, raw, 0o644); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -77,11 +76,8 @@ func (w *windowResult) done() {
 func simulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string) (bool, error) {
 	// Only a regular file is read here: a FIFO or a device would block, and the plan loader
 	// names those as bad input.
-	var data []byte
-	st, err := os.Stat(path)
-	if err == nil && st.Mode().IsRegular() {
-		data, err = os.ReadFile(path)
-	}
+	// formats.ReadText bounds the size and refuses those before opening.
+	data, err := formats.ReadText(path, formats.MaxFileBytes)
 	isSched := err == nil && schedule.IsSchedule(data)
 	if err := scheduleFlags(cmd, path, isSched); err != nil || !isSched {
 		return isSched, err
@@ -117,8 +113,27 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 	if err != nil {
 		return usageError(err)
 	}
+	// A schedule's plans are sized for the rates of the trace it was solved on: another
+	// trace would judge them on rates they were never meant for.
+	d, err := schedule.TraceDigestOf(o.trace)
+	if err != nil {
+		return usageError(err)
+	}
+	switch {
+	case s.TraceDigest == "":
+		fmt.Fprintf(app.Err, "warning: %s: records no trace digest (written before schedules did): cannot tell whether --trace %s is the trace it was solved for (%s)\n", path, o.trace, s.Trace)
+	case s.TraceDigest != d:
+		return usageErrorf("--trace %s: %s, but the schedule %s was solved for a trace of %s (%s): replay it on that trace, or solve a schedule for this one",
+			o.trace, d, path, s.TraceDigest, s.Trace)
+	}
 	if end := rates.Start + rates.Span(); s.Windows[len(s.Windows)-1].EndS > end+1e-6 {
 		return usageErrorf("--trace %s: ends at %gs, before the schedule %s's last window (%gs)", o.trace, end, path, s.Windows[len(s.Windows)-1].EndS)
+	}
+	// Each replay (the schedule's, the peak plan's) holds every request of the trace's
+	// windows: the sweep's per-point cap (checkSimulationSize) on the trace's request count.
+	if n := scheduleRequests(rates, s.Windows[0].StartS, s.Windows[len(s.Windows)-1].EndS); n > maxRequestsPerPoint {
+		return usageErrorf("--trace %s: %.3g requests over the schedule %s's windows: more than %d in one replay; replay a shorter trace",
+			o.trace, n, path, maxRequestsPerPoint)
 	}
 	params, err := parseParams(o.params)
 	if err != nil {
@@ -361,4 +376,14 @@ func printScheduleReport(app *App, s *schedule.Schedule, rep *scheduleReport) er
 	fmt.Fprintf(app.Out, "\nschedule: cost %.4g %s (switch overlap %.4g) against %.4g for the peak plan all day (%s); attainment %.2f%% against %.2f%% (%.2f%% of the peak plan's)\n",
 		rep.Cost, s.Currency, rep.SwitchCost, rep.PeakCost, savingPhrase(s, rep.Saving), rep.Overall.Attainment*100, rep.Peak.Attainment*100, rep.RelAttainment*100)
 	return nil
+}
+
+// scheduleRequests is the expected number of requests of every column of r over [from, to)
+// seconds (the rates' integral), what one replay of the trace generates.
+func scheduleRequests(r *schedule.Rates, from, to float64) float64 {
+	n := 0.0
+	for _, m := range r.MeanRates(from, to) {
+		n += m * (to - from)
+	}
+	return n
 }

@@ -106,11 +106,13 @@ func TestSimulateAccuracyPlan(t *testing.T) {
 		load string
 		want []string
 		not  []string
+		// extrapolation: the warning that the load runs past the plan's stated range
+		extrapolation bool
 	}{
 		// at 14,000 req/s (the workload's qps_max, past the plan's 5,000) the cheapest gear
 		// serves: 0.79 < 0.81
-		{"below target", "1", []string{"p95 ms", "0.7900* at load 1.00", "* below the plan's accuracy target 0.8100 at load 1.00"}, nil},
-		{"at target", "0.05", []string{"p95 ms", "at load 0.05"}, []string{"below the plan's accuracy target"}},
+		{"below target", "1", []string{"p95 ms", "0.7900* at load 1.00", "* below the plan's accuracy target 0.8100 at load 1.00"}, nil, true},
+		{"at target", "0.05", []string{"p95 ms", "at load 0.05"}, []string{"below the plan's accuracy target"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -127,6 +129,10 @@ func TestSimulateAccuracyPlan(t *testing.T) {
 				if strings.Contains(out, w) {
 					t.Errorf("output has %q:\n%s", w, out)
 				}
+			}
+			warned := strings.Contains(errs, "beyond the plan's stated range [0, 5000] req/s: extrapolation")
+			if warned != c.extrapolation {
+				t.Errorf("extrapolation warning %v, want %v:\n%s", warned, c.extrapolation, errs)
 			}
 		})
 	}

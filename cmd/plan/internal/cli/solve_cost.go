@@ -54,23 +54,6 @@ func reportFleet(app *App, plan *formats.Plan) {
 	app.Infof("fleet: %s", fleet.Describe(f))
 }
 
-// verifyFleet is `plan check`'s check of a cost plan's fleet record (issue 34 item 2): the
-// GPUs it records per type are those its section deploys, within the available counts, at
-// the cluster's prices, and the cost per hour is their sum.
-func verifyFleet(lg *checkLog, plan *formats.Plan) {
-	if plan.Fleet == nil {
-		return
-	}
-	vs := fleet.Verify(plan)
-	for _, v := range vs {
-		lg.add("verify", planner.Check{Line: v, Name: "fleet"})
-	}
-	if len(vs) == 0 {
-		c := plan.Fleet.CostPerHour
-		lg.add("verify", planner.Check{OK: true, Line: "fleet: " + fleet.Describe(plan.Fleet) + ": GPUs used, available, prices and cost per hour", Name: "cost_per_hour", Value: &c, Limit: &c})
-	}
-}
-
 // withFleet adds the cost comparison to a system's golden or re-solve comparison when the
 // reference is a cost plan: the cost per hour may not rise above the reference's by more
 // than the tolerance (and a plan without a fleet against one with it fails).

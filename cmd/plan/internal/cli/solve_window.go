@@ -98,6 +98,10 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	if err != nil {
 		return usageError(err)
 	}
+	// The trace the schedule was made for: simulate refuses to replay it on another.
+	if s.TraceDigest, err = schedule.TraceDigestOf(w.trace); err != nil {
+		return usageError(err)
+	}
 	data, err := s.Marshal()
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -354,6 +355,109 @@ func TestWindowPlanSelfConsistent(t *testing.T) {
 				}
 				if code, stdout, stderr := rootRun(t, "check", "--resolve", path); code != ExitOK {
 					t.Errorf("window %d: check --resolve: exit %d\n%s%s", i, code, stdout, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestScheduleTraceDigest: a schedule records the trace it was solved for and refuses to
+// replay on another (naming both digests); a compressed copy of its trace is the same trace;
+// a schedule from before the digest replays with a warning; a trace whose request count is
+// past the simulator's per-replay cap is refused before anything is generated.
+func TestScheduleTraceDigest(t *testing.T) {
+	repoRoot(t)
+	dir := t.TempDir()
+	sched := filepath.Join(dir, "s.json")
+	toy := "testdata/schedule/toy-3windows.csv"
+	code, _, stderr := rootRun(t, windowArgs(sched, "--trace", toy, "--window", "2m")...)
+	skipWithoutHiGHS(t, stderr)
+	if code != ExitOK {
+		t.Fatalf("solve: exit %d: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	digest, _ := doc["trace_digest"].(string)
+	if !strings.HasPrefix(digest, "sha256:") {
+		t.Fatalf("trace_digest %q: want sha256:HEX", digest)
+	}
+	trace, err := os.ReadFile(toy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write(trace)
+	_ = zw.Close()
+	gzTrace := write("toy.csv.gz", z.Bytes())
+	other := write("other.csv", append(append([]byte{}, trace...), "# edited\n"...))
+	otherDigest, err := schedule.TraceDigestOf(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A trace whose rates are a million times the toy's, and a schedule that names it.
+	var huge strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(string(trace)), "\n") {
+		f := strings.Split(line, ",")
+		if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "time_s") {
+			for j := 1; j < len(f); j++ {
+				f[j] += "000000"
+			}
+		}
+		huge.WriteString(strings.Join(f, ",") + "\n")
+	}
+	hugeTrace := write("huge.csv", []byte(huge.String()))
+	hugeDigest, err := schedule.TraceDigestOf(hugeTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(name, d string) string {
+		m := map[string]any{}
+		_ = json.Unmarshal(raw, &m)
+		if d == "" {
+			delete(m, "trace_digest")
+		} else {
+			m["trace_digest"] = d
+		}
+		b, _ := json.Marshal(m)
+		return write(name, b)
+	}
+	old := edit("old.json", "")
+	hugeSched := edit("huge.json", hugeDigest)
+	cases := []struct {
+		name  string
+		sched string
+		trace string
+		code  int
+		want  []string
+	}{
+		{"compressed copy", sched, gzTrace, ExitOK, nil},
+		{"another trace", sched, other, ExitUsage, []string{other, otherDigest, digest}},
+		{"no digest recorded", old, other, ExitOK, []string{"warning:", "records no trace digest"}},
+		{"past the request cap", hugeSched, hugeTrace, ExitUsage, []string{hugeTrace, "more than 5000000"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := rootRun(t, "simulate", c.sched, "--trace", c.trace, "-q")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
 			}
 		})
