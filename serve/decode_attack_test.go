@@ -45,7 +45,10 @@ func TestHostileBodies(t *testing.T) {
 			`unknown field "` + strings.Repeat("k", 200) + `"… (200000 bytes)`},
 		{"infer: 200 KB number literal cut", `{"inputs":[{"name":"input","shape":[1,` + strings.Repeat("1", 200_000) + `],"datatype":"FP32","data":[1]}]}`, infer(spec),
 			`… (200007 bytes)`},
-		{"openai: unknown fields stay open", `{"model":"m","prompt":"x","user":"u","logit_bias":{"1":2}}`, chat(false), ""},
+		// Fields vLLM accepts and ignores stay open (a sampling field and an unknown one);
+		// ones that would change the answer, such as logit_bias, are refused by name.
+		{"openai: unknown fields stay open", `{"model":"m","prompt":"x","user":"u","temperature":0.7,"x_client_tag":{"a":1}}`, chat(false), ""},
+		{"openai: logit_bias refused", `{"model":"m","prompt":"x","logit_bias":{"1":2}}`, chat(false), "logit_bias"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var err error

