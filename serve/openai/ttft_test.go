@@ -133,12 +133,13 @@ func TestStreamTTFTIndependentOfMaxTokens(t *testing.T) {
 		}
 	}
 	for _, n := range sizes[1:] {
-		// Under the race detector the client's clock measures the detector; the server's
-		// stamps and the chunks are still checked.
+		// Under the race detector both clocks measure the detector (the server's stamps come
+		// from its wall-clock timers too: 13.2 against 11.3 ms seen in CI); the chunks are
+		// still checked. CI checks the timings without it (make agreement).
 		if d := client[n] - client[1]; !raceEnabled && (d < -tol || d > tol) {
 			t.Errorf("client TTFT: max_tokens %d %v, max_tokens 1 %v (want within %v)", n, client[n], client[1], tol)
 		}
-		if d := time.Duration((server[n] - server[1]) * 1e9); d < -tol || d > tol {
+		if d := time.Duration((server[n] - server[1]) * 1e9); !raceEnabled && (d < -tol || d > tol) {
 			t.Errorf("server TTFT histogram: max_tokens %d %.6f s, max_tokens 1 %.6f s (want within %v)", n, server[n], server[1], tol)
 		}
 	}
