@@ -354,20 +354,9 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	// Four runs (the autopilot, then the static, peak and mean plans), each a task of its
 	// own on the progress line: the autopilot's windows decided, then segments replayed.
-	var task *progressline.Task
-	stage := func(name string) {
-		phase := ""
-		run.Progress = func(ph string, done, total int) {
-			if ph != phase {
-				phase = ph
-				task.Finish("")
-				unit := map[string]string{"loop": "windows decided", "replay": "segments replayed"}[ph]
-				task = progressline.NewTask(app.Err, app.Quiet, "simulate --autopilot: "+name, unit, total)
-			}
-			task.Step(done, total, "")
-		}
-	}
-	defer func() { task.Finish("") }()
+	pg := &autopilotProgress{app: app, run: run}
+	stage := pg.stage
+	defer pg.finish()
 	stage("autopilot")
 	if rep.Autopilot, err = sim.RunAutopilot(ctx, run); err != nil {
 		return err
@@ -384,8 +373,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if rep.Mean, rep.MeanGPUs, err = runSolvedFor(ctx, run, ladder, rep.MeanRPS, o.autopilot.headroom); err != nil {
 		return fmt.Errorf("the plan solved for the trace's mean: %w", err)
 	}
-	task.Finish("")
-	task = nil
+	pg.finish()
 	if err := writeAutopilotReport(app, o.report, rep, run, ladder, start, cfg.Window); err != nil {
 		return err
 	}
@@ -467,4 +455,32 @@ func sum(x []float64) float64 {
 		s += v
 	}
 	return s
+}
+
+// autopilotProgress shows the autopilot simulation's four runs (the autopilot, then the
+// static, peak and mean plans) as progress tasks: each run's windows decided, then its
+// segments replayed.
+type autopilotProgress struct {
+	app  *App
+	run  *sim.AutopilotRun
+	task *progressline.Task
+}
+
+// stage starts run name: the next progress the run reports opens its task.
+func (p *autopilotProgress) stage(name string) {
+	phase := ""
+	p.run.Progress = func(ph string, done, total int) {
+		if ph != phase {
+			phase = ph
+			p.task.Finish("")
+			unit := map[string]string{"loop": "windows decided", "replay": "segments replayed"}[ph]
+			p.task = progressline.NewTask(p.app.Err, p.app.Quiet, "simulate --autopilot: "+name, unit, total)
+		}
+		p.task.Step(done, total, "")
+	}
+}
+
+func (p *autopilotProgress) finish() {
+	p.task.Finish("")
+	p.task = nil
 }
