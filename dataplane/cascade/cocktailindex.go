@@ -8,8 +8,8 @@ import (
 )
 
 // The Cocktail+ indexes make an arrival's routing and a batch end's restarts cost about
-// O(log n) and O(n/64) in the replicas instead of a scan of every replica (issue 15 item
-// 4), with the scans' decisions:
+// O(log n) and O(n/64) in the replicas instead of a scan of every replica (a planner's
+// rate sweep over a large fleet pays that scan per arrival), with the scans' decisions:
 //
 //   - pick (least-loaded routing, CascadeServe §6.2's Cocktail+) takes the active replica
 //     of least (not resident, queue length), the lowest index among equal ones. A segment

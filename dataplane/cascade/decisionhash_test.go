@@ -49,7 +49,7 @@ func (d *decisionHasher) observe(now dataplane.Time, ev *dataplane.Event, ds []d
 
 // TestSimScaleDecisionHash runs BenchmarkSimScale's points (two simulated seconds each) and
 // checks the decision-stream hash against the one recorded with the replica scans the
-// indexes replaced (issue 15 item 4): an index must not change a single decision. The
+// indexes replaced: an index must not change a single decision. The
 // 256-GPU points run with PLAN_SCALE_HASH_FULL=1.
 func TestSimScaleDecisionHash(t *testing.T) {
 	// Recorded at 4f74776, before cocktail+'s routing and batch-start indexes.

@@ -12,8 +12,8 @@ import (
 
 // TestSimScaleDecisionHash runs BenchmarkSimScale's points once each (60 simulated seconds)
 // and checks an FNV-64a hash of every event the policy handles and every decision it makes
-// (Engine.Observe) against the one recorded before any change of the DP's layers (issue 15
-// item 4): a faster layer must not change a single decision. Every point takes well under a
+// (Engine.Observe) against the one recorded before any change of the DP's layers: a
+// faster layer must not change a single decision. Every point takes well under a
 // second.
 func TestSimScaleDecisionHash(t *testing.T) {
 	// Recorded at 4f74776.

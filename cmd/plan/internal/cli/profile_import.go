@@ -115,7 +115,7 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	return []formats.LLMProfile{p}, nil
 }
 
-// withSteps fits the --import step table into the one LLM profile (issue 30 item 3).
+// withSteps fits the --import step table into the one LLM profile (llm.WithSteps).
 func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
 	if r.opt.steps == "" {
 		return ls, nil
