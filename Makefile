@@ -29,7 +29,7 @@ PKGS      := ./...
 PREFIX    ?= /usr/local
 ORT_LIB   := third_party/onnxruntime/libonnxruntime.so
 # `plan version` of a built binary: the version and commit stamped here (-ldflags -X), since
-# `go build -buildvcs=false` or a build outside a checkout records neither (issue 37 item 9).
+# `go build -buildvcs=false` or a build outside a checkout records neither.
 # Outside a git checkout both are empty and plan reports the module's build info ("(devel)").
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -63,7 +63,7 @@ NATIVE_CFLAGS ?= -O3 -march=native -fno-strict-aliasing -ffp-contract=off -w
 # bounds: every wasm memory access is compared with the memory size. Against
 # scripts/highs-reference.sh's native HiGHS built with the engine's own -ffp-contract=off (so
 # the simplex iteration counts agree; BenchmarkLPFile) guard runs at 1.30-1.33x native HiGHS
-# per iteration on the hc2-g1 LP relaxations and 1.39-1.44x on small models (issue 37 item 10);
+# per iteration on the hc2-g1 LP relaxations and 1.39-1.44x on small models;
 # bounds is slower still (1.50-1.54x was measured against a reference built without
 # -ffp-contract=off, so against the matched reference it is higher).
 NATIVE_MEMCHECK ?= guard
@@ -107,7 +107,7 @@ build: assets $(NATIVE_DEP)
 	@echo "built bin/plan"
 
 # The binary finds the library in ../lib/plan beside its own directory (profiler/measure's
-# search), so PREFIX/bin/plan runs the onnx backend without PLAN_ORT_LIB (issue 37 item 8).
+# search), so PREFIX/bin/plan runs the onnx backend without PLAN_ORT_LIB.
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 bin/plan $(DESTDIR)$(PREFIX)/bin/plan
@@ -167,7 +167,7 @@ unit-race: $(NATIVE_DEP) protoc-plugins
 unit-plain: $(NATIVE_DEP) protoc-plugins
 	$(if $(filter full,$(UNIT_GROUP)),@echo "unit-plain: every package ran under -race (UNIT_GROUP=full)",TAGS='$(TAGS)' ./scripts/unit-tests.sh plain)
 
-# serve vs simulate attainment on the demo plan (issue 6). It needs real timers, so it runs
+# serve vs simulate attainment on the demo plan. It needs real timers, so it runs
 # without -race (under which it skips itself), after the unit tests have freed the cores.
 # Wall-clock runs share the machine with whatever else runs, so two retries are allowed (at
 # load 0.9 the PPipe comparison sits 2–3 points apart, close to its 3-point bound).

@@ -33,7 +33,7 @@ type Env struct {
 	Progress func(format string, a ...any)
 }
 
-// Progressf reports progress of a long bench (issue 37 item 2); a no-op without a terminal.
+// Progressf reports progress of a long bench; a no-op without a terminal.
 func (e Env) Progressf(format string, a ...any) {
 	if e.Progress != nil {
 		e.Progress(format, a...)
@@ -97,7 +97,7 @@ func Usage(err error) error { return usageError{err.Error()} }
 
 // PrepareReport applies the one output rule to a --report directory before any work: it may
 // exist (and must then be a writable directory) or be created in a directory that exists;
-// nothing is created on the way (issue 17 item 10). An empty dir means no report.
+// nothing is created on the way. An empty dir means no report.
 func PrepareReport(dir string) error {
 	if dir == "" {
 		return nil

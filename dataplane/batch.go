@@ -484,7 +484,7 @@ func (e *Engine) anyLive(reqs []ReqID) bool {
 }
 
 // ErrBadDuration is a batch or transfer duration the engine cannot run: negative, or past
-// any clock (a latency table extrapolated below zero, a NaN transfer rate; issue 31 item 1).
+// any clock (a latency table extrapolated below zero, a NaN transfer rate).
 // The engine refuses it naming the stage instead of running its clock backwards.
 var ErrBadDuration = errors.New("invalid duration")
 

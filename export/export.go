@@ -1,5 +1,5 @@
-// Package export turns a plan into the files of the serving systems users already run
-// (issue 16): a Triton model repository (config.pbtxt per model), KServe InferenceService and
+// Package export turns a plan into the files of the serving systems users already run:
+// a Triton model repository (config.pbtxt per model), KServe InferenceService and
 // InferenceGraph manifests and a Ray Serve config file, each from the target's documentation.
 //
 // The contract is Exporter: a system registers one per target in its registry entry

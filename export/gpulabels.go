@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// How each target selects a GPU type on a real cluster (issue 32 item 1; ecosystem.md §7).
+// How each target selects a GPU type on a real cluster (ecosystem.md §7).
 //
 // Kubernetes: NVIDIA's GPU feature discovery (GFD, part of the GPU Operator) labels every GPU
 // node nvidia.com/gpu.product with the product name the driver reports (nvidia-smi's "Product

@@ -9,7 +9,7 @@ import (
 )
 
 // TestGPULabels pins the labels real clusters carry for every GPU type plan knows: GPU
-// feature discovery's nvidia.com/gpu.product and Ray's accelerator type (issue 32 item 1).
+// feature discovery's nvidia.com/gpu.product and Ray's accelerator type.
 func TestGPULabels(t *testing.T) {
 	cases := []struct{ gpu, product, ray string }{
 		{"P4", "Tesla-P4", "P4"},

@@ -7,7 +7,7 @@ import (
 
 // TestPoolGroups: a pool of count 1/vgpu slices starts exactly count Triton instances, at
 // most vgpu per GPU, each group pinned to its own GPUs (without gpus Triton would start
-// count instances on every GPU it sees) (issue 32 item 1).
+// count instances on every GPU it sees).
 func TestPoolGroups(t *testing.T) {
 	cases := []struct {
 		count, vgpu, first int
@@ -34,7 +34,7 @@ func TestPoolGroups(t *testing.T) {
 }
 
 // TestNewBatcher: KServe's agent exits with maxLatency <= 0, so a batcher is written only
-// where batching happens and waits at least 1 ms (issue 32 item 1).
+// where batching happens and waits at least 1 ms.
 func TestNewBatcher(t *testing.T) {
 	cases := []struct {
 		batch         int

@@ -10,7 +10,7 @@ import (
 
 // TestExportsRealTools runs scripts/check-exports.sh: every export of every golden plan
 // through the targets' own tools (kubeconform -strict with KServe's CRDs, protoc's text-format
-// parser) (issue 32 item 4). It skips where a tool is missing (the script exits 3), unless
+// parser). It skips where a tool is missing (the script exits 3), unless
 // PLAN_REQUIRE_ALL=1 (CI, which installs them) makes that a failure.
 func TestExportsRealTools(t *testing.T) {
 	if testing.Short() {

@@ -13,7 +13,7 @@ import (
 	"github.com/plan-dev/plan/export/internal/tritonpb"
 )
 
-// Run-time rules (issue 32 item 2): what the targets refuse or get wrong when the files are
+// Run-time rules: what the targets refuse or get wrong when the files are
 // deployed although every file passes its schema (ecosystem.md §7). Each rule is reported
 // as "file: field: value: rule".
 

@@ -6,7 +6,7 @@ import (
 )
 
 // TestRuntimeRules breaks one run-time rule at a time in a valid export and expects
-// Validate to name the file, the field and the value (issue 32 item 2). Every broken file
+// Validate to name the file, the field and the value. Every broken file
 // still passes its schema: only the rule catches it.
 func TestRuntimeRules(t *testing.T) {
 	o := Options{}.Defaults()

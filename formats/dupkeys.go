@@ -12,7 +12,7 @@ import (
 // ErrDuplicateKey marks a JSON object that holds the same key twice. encoding/json keeps
 // the last value (`"count": 64, "count": 1` plans for one GPU) where the YAML decoder
 // rejects the file: the same document must mean the same in both syntaxes, so a JSON
-// duplicate is refused too, naming the key, its path and its line (issue 36 item 11).
+// duplicate is refused too, naming the key, its path and its line.
 var ErrDuplicateKey = errors.New("duplicate key")
 
 // checkDuplicateKeys is the gate every JSON document passes before it is parsed (jsonx.Check,

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestDuplicateKeys (issue 36 item 11): encoding/json kept the last of two equal keys
+// TestDuplicateKeys: encoding/json kept the last of two equal keys
 // (`"count": 64, "count": 1` planned for one GPU) where YAML refused the file. A JSON
 // duplicate at any depth is refused, naming the file, the key's path and its line.
 func TestDuplicateKeys(t *testing.T) {

@@ -88,7 +88,7 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 type ErrorList []*FieldError
 
 // MaxListedProblems bounds how many problems a rendered list shows: 48k duplicate names
-// printed 48,219 lines (issue 36 item 12). The rest are counted: "... and N more problems".
+// printed 48,219 lines. The rest are counted: "... and N more problems".
 const MaxListedProblems = 100
 
 func (l ErrorList) Error() string {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestErrorListCut (issue 36 item 12): a rendered list shows MaxListedProblems problems and
+// TestErrorListCut: a rendered list shows MaxListedProblems problems and
 // counts the rest (48k duplicate names printed 48,219 lines through check and simulate).
 func TestErrorListCut(t *testing.T) {
 	list := func(n int) ErrorList {

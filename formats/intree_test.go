@@ -1,7 +1,7 @@
 package formats
 
-// inTree is the set of the typed sections whose validation lives in their system's package
-// (issue 29 item 3): formats' own tests run the rules the registry runs in production. It is
+// inTree is the set of the typed sections whose validation lives in their system's package:
+// formats' own tests run the rules the registry runs in production. It is
 // installed by intree_ext_test.go, whose package (formats_test) may import those packages.
 var inTree *SectionSet
 

@@ -34,7 +34,7 @@ func leafName(path string) string {
 	return path
 }
 
-// TestEveryDurationAndRateIsBounded (issue 17 item 3): a plan with stage_latency_us 1e308
+// TestEveryDurationAndRateIsBounded: a plan with stage_latency_us 1e308
 // passed validation and overflowed the engine's µs clock. Every float that is a duration or a
 // rate, in every good fixture, set to 1e308 one at a time, is reported at its own path.
 func TestEveryDurationAndRateIsBounded(t *testing.T) {

@@ -18,7 +18,7 @@ type Plan struct {
 	Cascade *CascadePlan `json:"cascade,omitempty"`
 	QLM     *QLMPlan     `json:"qlm,omitempty"`
 	DyOrc   *DyOrcPlan   `json:"dyorc,omitempty"`
-	// Fleet is the priced fleet of a plan solved with `--objective cost` (issue 34 item 2):
+	// Fleet is the priced fleet of a plan solved with `--objective cost`:
 	// absent for the planners' own objectives.
 	Fleet *Fleet `json:"fleet,omitempty"`
 	// Prediction is the plan's predicted outcome at its own rates, simulated by `plan solve`

@@ -7,7 +7,7 @@ import (
 )
 
 // TestClusterPriceValidation: price_per_hour must be finite and >= 0, available >= 0, the
-// currency a short code (issue 34 item 1); each problem names its field and value.
+// currency a short code; each problem names its field and value.
 func TestClusterPriceValidation(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
 	n := func(x int) *int { return &x }

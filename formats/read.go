@@ -172,7 +172,7 @@ func ReadStream(ctx context.Context, name string, r io.Reader, limit int64) ([]b
 	}
 	done := make(chan result, 1)
 	go func() {
-		// Garbage is refused from its first bytes (issue 36 item 12: 512 MiB of zeros on
+		// Garbage is refused from its first bytes (512 MiB of zeros on
 		// standard input reached 1.78 GB before the parser refused it).
 		buf, err := sniffText(r, limit)
 		if err == nil {

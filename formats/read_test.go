@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestReadBytesRefusesNonRegular (issue 17 item 7): validate, check and simulate blocked
+// TestReadBytesRefusesNonRegular: validate, check and simulate blocked
 // forever on a FIFO, and /dev/zero was read up to the cap (1.27 GB RSS) before it was
 // refused. Every path that is not a regular file within the limit is refused before a byte
 // is read, with its path and the reason.
@@ -96,7 +96,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestReadTextRefusesBinary (issue 36 item 12): 512 MiB of zeros on standard input reached
+// TestReadTextRefusesBinary: 512 MiB of zeros on standard input reached
 // 1.78 GB before the parser refused it. A document holding binary data is refused from its
 // first bytes, on a stream and in a file, before the rest is read.
 func TestReadTextRefusesBinary(t *testing.T) {

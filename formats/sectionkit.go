@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// The kit a system's section validator uses (issue 29 item 3): the same rules, paths and
+// The kit a system's section validator uses: the same rules, paths and
 // wording as formats' own validation, so a section moved out of formats reports every
 // problem byte for byte as it did inside it.
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Per-system sections (DESIGN.md "Systems as plug-ins", issue 29 item 3). A plan or a workload
+// Per-system sections (DESIGN.md "Systems as plug-ins"). A plan or a workload
 // file has shared parts (TypeMeta, Metadata, Provenance, the embedded Cluster) and one
 // top-level section per system. The five in-tree systems' sections are still the typed
 // fields of Plan and Workload (their types are shared by planners, policies and exporters),

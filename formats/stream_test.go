@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestStreamingParseMatchesTree (issue 36 item 12): a JSON document the streaming pass
+// TestStreamingParseMatchesTree: a JSON document the streaming pass
 // accepts decodes to exactly what the tree path decodes, and every document the tree path
 // refuses (or must take sections out of) is left to it. Run on every JSON document under
 // testdata and on mutations of the check's rules.

@@ -2,7 +2,7 @@ package formats
 
 import "math"
 
-// validateFleet checks a plan's fleet record on its own (issue 34 item 2): counts >= 0, prices
+// validateFleet checks a plan's fleet record on its own: counts >= 0, prices
 // finite and >= 0, one entry per GPU type, a finite cost. `plan check` verifies it against the
 // plan's sections and cluster (planner/fleet.Verify).
 func (f *Fleet) validate(v *validator, p string) {

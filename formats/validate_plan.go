@@ -44,7 +44,7 @@ func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
 
 // ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
 // (when it has one), and models against its embedded profiles (when it has them). A typed
-// section whose validation lives in its system's package (all five in-tree systems', issue 29 item 3) is
+// section whose validation lives in its system's package (all five in-tree systems') is
 // checked by the Section secs registers under its key; without one it is read structurally
 // only (its types, required fields and finite numbers, which parse checks).
 func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {

@@ -83,7 +83,7 @@ func TestValidatePlanAllowed(t *testing.T) {
 	}
 }
 
-// TestStageRounding (issue 17 item 2): under ppipe.extra.rounding "stage" the pools at one
+// TestStageRounding: under ppipe.extra.rounding "stage" the pools at one
 // (model, stage index, GPU type) share GPUs — slices of any level summed as fractions and
 // rounded up once — and Validate must count them that way: it refused plans the solver made
 // under --rounding stage ("pipelines use 76 GPUs of this type, cluster has 75").

@@ -111,7 +111,7 @@ func TestDigest(t *testing.T) {
 	}
 }
 
-// TestOutputRule (issue 17 item 10): one rule for every output, file or directory: the output
+// TestOutputRule: one rule for every output, file or directory: the output
 // itself may be created (or a file replaced), the directory it goes in must exist. simulate
 // --report created missing parents while solve -o refused them, and skipped "" silently.
 func TestOutputRule(t *testing.T) {

@@ -44,7 +44,7 @@ type Settings struct {
 	ToolVersion string
 	// Objective is "" (the planner's own: throughput, GPU count, latency) or ObjectiveCost:
 	// the least-cost fleet of the cluster's GPU types, within their available counts, that
-	// serves the workload's rates within its SLOs (`plan solve --objective cost`, issue 34).
+	// serves the workload's rates within its SLOs (`plan solve --objective cost`).
 	Objective string
 }
 
@@ -77,7 +77,7 @@ type Check struct {
 	OK   bool
 	Line string
 	// Name, Subject, Value and Limit say what Line says, for a CI script rather than a person
-	// (`plan check --output json`, issue 37 item 5): what was checked (snake_case, e.g.
+	// (`plan check --output json`): what was checked (snake_case, e.g.
 	// "throughput_rps"), the model, application or task it concerns ("" for the whole plan),
 	// the measured value and the limit it was held to (the reference with the tolerance
 	// applied: at least Limit for a quantity to maximise, at most for one to minimise). Value

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks every export of every golden plan with the targets' own tools (issue 32 item 4):
+# Checks every export of every golden plan with the targets' own tools:
 #   - kubeconform -strict against KServe's CRDs (InferenceService, InferenceGraph) and KEDA's
 #     (ScaledObject), turned into JSON Schemas by kubeconform's own openapi2jsonschema.py
 #     (additionalProperties false wherever the CRD lists properties, so an unknown field

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 plan=${1:-bin/plan}
 shopt -s nullglob
 # legacy/ holds plans written before provenance.options were typed (string maps): they must
-# still verify and re-solve (issue 29 item 4).
+# still verify and re-solve.
 plans=(testdata/golden/*.json testdata/golden/legacy/*.json)
 # A gate that checks nothing must not pass.
 if [ ${#plans[@]} -eq 0 ]; then

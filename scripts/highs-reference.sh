@@ -15,7 +15,7 @@
 # -ffp-contract=off matters: without it the compiler fuses multiply-adds, rounds differently
 # from the wasm the engines run, and the simplex takes another path (with -march=native alone,
 # 3 of 5 files took 1777 against 1858 iterations), so a time per iteration compares different
-# work. Measured this way (issue 37 item 10) the native engine (guard) runs at 1.30-1.33x this
+# work. Measured this way the native engine (guard) runs at 1.30-1.33x this
 # HiGHS per iteration on the hc2-g1 LP relaxations and 1.39-1.44x on small models.
 #
 # ENGINE=FILE compares: FILE is `go test -bench BenchmarkLPFile ./solver/` output for the same

@@ -15,7 +15,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// AutopilotOptions configure `plan serve --autopilot` (issue 35).
+// AutopilotOptions configure `plan serve --autopilot`.
 type AutopilotOptions struct {
 	Loop ap.Config
 	// Solver re-plans for a demand; it is called on the autopilot's own goroutine, one solve

@@ -17,7 +17,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// What a hostile client may hold (issue 36 items 3, 4 and 7): every route with a body reads
+// What a hostile client may hold: every route with a body reads
 // it within one deadline (--body-timeout) and one per-route size limit, refused with 413 as
 // soon as Content-Length says it is too large; connections are capped per client address and
 // in total below the descriptor limit, with a reserve that only health and metrics may use;
@@ -33,7 +33,7 @@ type BodyLimiter interface {
 }
 
 // ErrorWriter is implemented by a BodyLimiter front end whose API has an error shape of its
-// own (the OpenAI API's error objects, issue 32 item 7): the server's refusal of a body over
+// own (the OpenAI API's error objects): the server's refusal of a body over
 // the limit of one of its routes (413, before the handler runs) is written by WriteError
 // instead of as {"error": "..."}.
 type ErrorWriter interface {
@@ -42,7 +42,7 @@ type ErrorWriter interface {
 
 // ReadyChecker is implemented by a Frontend whose routes depend on something that can fail
 // apart from the workers (the OpenAI API's durable batch queue): GET /v2/health/ready answers
-// 503 with the reason while Ready returns an error (issue 36 item 1: a dead queue must not
+// 503 with the reason while Ready returns an error (a dead queue must not
 // leave the server reporting ready).
 type ReadyChecker interface {
 	Ready(ctx context.Context) error

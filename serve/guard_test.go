@@ -41,7 +41,7 @@ func (bodyFrontend) AdminRoutes() []string { return []string{"DELETE /v1/echo"} 
 var bodyRoutes = []string{"PUT /v1/plan", "POST /v1/workers/state", "POST /v1/echo"}
 
 // TestSlowBodyEveryRoute: a body trickled slower than --body-timeout is cut off with 408 on
-// every route, not only infer (issue 36 item 3).
+// every route, not only infer.
 func TestSlowBodyEveryRoute(t *testing.T) {
 	_, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), BodyTimeout: 300 * time.Millisecond, Frontends: []Frontend{bodyFrontend{}}})
 	for _, route := range bodyRoutes {
@@ -58,7 +58,7 @@ func TestSlowBodyEveryRoute(t *testing.T) {
 
 // TestEarly413EveryRoute: a declared body over a route's limit is refused with 413 before
 // any of it is read (PUT /v1/plan no longer reads 64 MiB first), and an undeclared one with
-// 413 when the limit trips, whatever the handler answers (issue 36 item 4).
+// 413 when the limit trips, whatever the handler answers.
 func TestEarly413EveryRoute(t *testing.T) {
 	_, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), Frontends: []Frontend{bodyFrontend{}}})
 	for _, route := range bodyRoutes {
@@ -86,7 +86,7 @@ func TestEarly413EveryRoute(t *testing.T) {
 
 // TestAdminEndpoints: the state-changing endpoints answer on a loopback data listener while
 // there is no admin listener; once there is one, only there or with the token; never to a
-// non-loopback listener without the token (issue 36 item 7).
+// non-loopback listener without the token.
 func TestAdminEndpoints(t *testing.T) {
 	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json"), AdminToken: "s3cret", Frontends: []Frontend{bodyFrontend{}}})
 	put := func(url, token string) int {
@@ -145,7 +145,7 @@ func TestAdminEndpoints(t *testing.T) {
 
 // TestConnectionCaps: slow-body connections from one client address fill its cap, and the
 // server still answers health checks and normal requests from other addresses; at the total
-// cap, the reserve still answers health checks (issue 36 item 3). Loopback only: 127.0.0.x
+// cap, the reserve still answers health checks. Loopback only: 127.0.0.x
 // are distinct client addresses.
 func TestConnectionCaps(t *testing.T) {
 	for _, tc := range []struct {
@@ -227,7 +227,7 @@ func TestConnectionCaps(t *testing.T) {
 
 // TestReserveFreedFromSlowBodies: slow clients whose connections land in the reserve, with a
 // body small enough that net/http would drain it at their pace, are refused and their
-// connections closed at once, so the reserve answers health checks (issue 36 item 3; before,
+// connections closed at once, so the reserve answers health checks (before,
 // the refused connections were held until the clients sent their bodies).
 func TestReserveFreedFromSlowBodies(t *testing.T) {
 	const total, slow = 12, 16 // 8 normal slots, a reserve of 4, 4 over the cap

@@ -290,7 +290,7 @@ func TestDrain(t *testing.T) {
 }
 
 // TestClientGoneCancels: a real HTTP client that disconnects while its request is held by a
-// batch gets the request cancelled in the engine (issue 29 item 2): when the batch ends, its
+// batch gets the request cancelled in the engine: when the batch ends, its
 // answer is discarded and counted as cancelled, never completed, and the in-flight gauge
 // returns to 0.
 // The same holds for Submit, the entry point of KServe gRPC, workflow runs and the OpenAI API,

@@ -171,7 +171,7 @@ func CheckInput(in *TensorJSON, spec TensorSpec) error {
 	n := int64(1)
 	for i, d := range in.Shape {
 		if d <= 0 {
-			// A zero-size tensor holds no sample: nothing to infer (issue 36 item 13).
+			// A zero-size tensor holds no sample: nothing to infer.
 			return badf("inputs[0].shape[%d]: %d: must be > 0 (a zero-size tensor holds no data)", i, d)
 		}
 		if i == 0 {

@@ -183,7 +183,7 @@ func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, 
 // abandonBody ends the reading of a request body the server refuses unread. Without it,
 // net/http drains up to 256 KiB of an unread body before it closes the connection, at the
 // client's pace: a slow client refused this way would keep its connection (and its slot
-// under --max-conns) as long as it likes (issue 36 item 3).
+// under --max-conns) as long as it likes.
 func abandonBody(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }

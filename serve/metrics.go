@@ -19,8 +19,7 @@ import (
 
 // latencyBuckets are the upper bounds (seconds) of the latency histograms: fine below the
 // typical 10–200 ms SLOs, coarse above, up to a year (formats.MaxDuration, the longest SLO a
-// plan may set) so that no SLO's completions (an LLM batch class's 10 minutes) land in +Inf
-// (issue 30 item 4).
+// plan may set) so that no SLO's completions (an LLM batch class's 10 minutes) land in +Inf.
 var latencyBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5,
 	10, 20, 30, 60, 120, 300, 600, 1200, 3600, 7200, 21600, 86400, 604800, 31536000}
 

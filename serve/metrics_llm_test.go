@@ -21,7 +21,7 @@ func (p *preempter) PrefixCache() (queries, hits int64) { return p.q, p.h }
 
 // TestLLMMetrics: answered LLM requests feed the TTFT, TPOT and E2E histograms (vLLM's
 // buckets, reaching minutes) and the token and preemption counters; a 7.2 s completion lands
-// in a finite bucket of the general latency histogram, not +Inf (issue 30 item 4).
+// in a finite bucket of the general latency histogram, not +Inf.
 func TestLLMMetrics(t *testing.T) {
 	m := newMetrics()
 	pol := &preempter{}

@@ -58,7 +58,7 @@ func TestMetricsGolden(t *testing.T) {
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Errorf("metrics differ from %s (run with -update if intended):\n%s", path, b.String())
 	}
-	// Every plan_* family passes promtool's lint rules (issue 32 item 4).
+	// Every plan_* family passes promtool's lint rules.
 	probs, err := promcheck.Lint(b.Bytes())
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func newONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOption
 	if err := measure.LibraryAvailable(); err != nil {
 		return nil, err
 	}
-	data, err := onnx.ReadFile(o.Model) // the guarded reader: regular files only, bounded (issue 36 item 10)
+	data, err := onnx.ReadFile(o.Model) // the guarded reader: regular files only, bounded
 	if err != nil {
 		return nil, fmt.Errorf("--model: %w", err)
 	}

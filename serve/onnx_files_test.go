@@ -12,7 +12,7 @@ import (
 	"github.com/plan-dev/plan/internal/tinycascade"
 )
 
-// TestONNXModelFilesGuarded (issue 36 item 10): --model files went through os.ReadFile, so
+// TestONNXModelFilesGuarded: --model files went through os.ReadFile, so
 // a FIFO blocked start-up forever and /dev/zero grew without bound. They go through the
 // guarded reader (onnx.ReadFile): what is not a regular file is refused at once, named.
 func TestONNXModelFilesGuarded(t *testing.T) {

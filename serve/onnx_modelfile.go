@@ -16,7 +16,7 @@ import (
 // for every model of the plan, or one file when the plan has one model (models).
 //
 // A model's name comes from the plan, which PUT /v1/plan may replace: it is a name, not a
-// path (issue 36 item 9). A name with a separator, "..", or an absolute or volume path is
+// path. A name with a separator, "..", or an absolute or volume path is
 // refused before the file system is touched, and the file is opened through an os.Root on
 // the directory, so neither a name nor a symbolic link inside the directory reaches a file
 // outside it; the errors name the model and the directory only, never whether something
@@ -30,7 +30,7 @@ func readModel(opt string, models []string, model string) (data []byte, path str
 		if len(models) > 1 {
 			return nil, "", fmt.Errorf("--model %s: the plan serves %d models (%s): name a directory holding MODEL.onnx for each", opt, len(models), strings.Join(models, ", "))
 		}
-		data, err := onnx.ReadFile(opt) // the guarded reader: a regular file, bounded (issue 36 item 10)
+		data, err := onnx.ReadFile(opt) // the guarded reader: a regular file, bounded
 		if err != nil {
 			return nil, "", fmt.Errorf("model %s: %w", model, err)
 		}

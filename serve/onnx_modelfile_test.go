@@ -9,7 +9,7 @@ import (
 
 // TestReadModelNames: with --model DIR, a model name from the plan is a name: separators,
 // "..", absolute paths and links out of DIR are refused, and the error for an outside file
-// that exists is the error for one that does not (issue 36 item 9).
+// that exists is the error for one that does not.
 func TestReadModelNames(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "models")

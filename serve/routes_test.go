@@ -24,7 +24,7 @@ func routePath(pattern string) (method, path string) {
 }
 
 // TestCoreRoutesRegistered: every route CoreRoutes documents (`plan serve --help`) is the
-// pattern a running server's mux answers it with (issue 37 item 6).
+// pattern a running server's mux answers it with.
 func TestCoreRoutesRegistered(t *testing.T) {
 	s, _ := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json")})
 	docs := CoreRoutes()

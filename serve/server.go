@@ -85,7 +85,7 @@ type Options struct {
 	// AdminToken, when set, lets a request carrying "Authorization: Bearer AdminToken"
 	// (compared in constant time) use the state-changing endpoints (PUT /v1/plan, POST
 	// /v1/workers/state) on any listener; without it they answer only on a loopback
-	// listener (issue 36 item 7).
+	// listener.
 	AdminToken string
 	// MaxConns and MaxConnsPerIP cap Serve's open connections in total and per client
 	// address (0 = from the descriptor limit: connCaps); connections past a cap are closed
@@ -428,7 +428,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // coreRoutes are the routes every server registers, whatever the plan's system: the table
 // that routes() registers and CoreRoutes() documents, so `plan serve --help` lists exactly
-// what is served (issue 37 item 6). The handlers are method values: building the table on a
+// what is served. The handlers are method values: building the table on a
 // zero Server (for the documentation) calls none of them.
 func (s *Server) coreRoutes() []route {
 	return []route{
@@ -462,7 +462,7 @@ type route struct {
 type RouteDoc struct{ Pattern, Doc string }
 
 // FrontendRoutes is implemented by a Frontend that lists the routes its Routes registers,
-// for `plan serve --help` (issue 37 item 6).
+// for `plan serve --help`.
 type FrontendRoutes interface {
 	RouteDocs() []RouteDoc
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // A request whose client left before its answer (Server.Submit's ctx ended, the HTTP
-// connection closed) is withdrawn from the engine and counted with outcome "cancelled"
-// (issue 29 item 2); its status, never sent, is nginx's 499 "client closed request".
+// connection closed) is withdrawn from the engine and counted with outcome "cancelled";
+// its status, never sent, is nginx's 499 "client closed request".
 const (
 	outcomeCancelled = "cancelled"
 	statusCancelled  = 499
@@ -42,7 +42,7 @@ type Request struct {
 	// RefusedStatus, when set, is the HTTP status the front end answers a request refused
 	// before intake with (the door closed for reason, the in-flight bound: "overload", a
 	// shutdown: "shutdown"); the refusal is counted under it in plan_rejected_total{code},
-	// so the metrics say what the client saw (issue 32 item 4: the OpenAI API answers an
+	// so the metrics say what the client saw (the OpenAI API answers an
 	// overload 429). nil: 503, the KServe HTTP answer. The Answer's Status stays 503.
 	RefusedStatus func(reason string) int
 }

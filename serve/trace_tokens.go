@@ -7,7 +7,7 @@ import (
 )
 
 // TraceTokensHeader is the HTTP header by which a load generator replaying an LLM trace
-// exactly (`plan load --trace`, issue 30 item 5) gives a request's prompt and output token
+// exactly (`plan load --trace`) gives a request's prompt and output token
 // counts, "IN,OUT" (the KServe v2 infer body carries tensors, not text): serve hands them to
 // the engine as Attrs.InTokens and Attrs.OutTokens, as the OpenAI front end does from a
 // prompt and max_tokens, so a served replay runs the trace's tokens, as a simulated one does.

@@ -12,7 +12,7 @@ import (
 // ModelVersion is the one version of every model a plan serves. A plan names no versions (a
 // new plan replaces the old one whole, PUT /v1/plan), so the KServe v2 protocol's version
 // (ecosystem digest §1: ModelReady, ModelMetadata and ModelInfer all carry one) has one rule,
-// the same on HTTP and gRPC (issue 32 item 3): version "1", or no version, which means the
+// the same on HTTP and gRPC: version "1", or no version, which means the
 // latest, i.e. "1". Any other version is unknown: 404 on HTTP, NOT_FOUND on gRPC.
 const ModelVersion = "1"
 

@@ -11,7 +11,7 @@ import (
 
 // TestWorkerStateEndpoint: POST /v1/workers/state takes a worker out of service and back;
 // bad bodies are 400 naming the field, an unknown worker 404. Readiness is false while no
-// worker is up (issue 36 item 7).
+// worker is up.
 func TestWorkerStateEndpoint(t *testing.T) {
 	s, ts := testServer(t, Options{Plan: loadPlan(t, "demo-plan.json")})
 	name := s.Deployment().Topo.Workers[0].Name

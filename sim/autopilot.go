@@ -11,7 +11,7 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 )
 
-// AutopilotRun is `plan simulate --autopilot` (issue 35 item 5): the loop of
+// AutopilotRun is `plan simulate --autopilot`: the loop of
 // dataplane/autopilot — the same observe, forecast, decide code `plan serve --autopilot`
 // runs — ticked in virtual time over a trace's arrivals, with the solver in process.
 type AutopilotRun struct {

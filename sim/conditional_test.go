@@ -10,7 +10,7 @@ import (
 
 // TestConditionalModules: a workload edge's probability is honoured in simulation — the
 // conditional module runs for about that share of the requests, the others skip it, and every
-// request still finishes (issue 10, Edge.Probability). Chains and a sink that is itself
+// request still finishes (Edge.Probability). Chains and a sink that is itself
 // conditional are both covered.
 func TestConditionalModules(t *testing.T) {
 	lat := []dataplane.Time{0, 2000, 3000}

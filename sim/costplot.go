@@ -10,7 +10,7 @@ import (
 )
 
 // CostPlot draws cost per hour against a swept quantity (rate scale, SLO or accuracy
-// target), one line per series (`plan frontier`, issue 34 item 3); a series' NaN points (no
+// target), one line per series (`plan frontier`); a series' NaN points (no
 // feasible fleet there) are left out. Curve.Loads are the x values, Values the costs.
 func CostPlot(title, xLabel, currency string, curves []Curve) (*plot.Plot, error) {
 	p := plot.New()

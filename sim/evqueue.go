@@ -20,7 +20,7 @@ import (
 // earliest time. Popping never changes which bucket any other event belongs in, so an
 // event moves only to lower levels, at most once per level and in practice once or twice
 // (a batch lasts thousands of µs: level 1 or 2). A binary heap holding one event per busy
-// worker and link (thousands at 1,600 GPUs, issue 15 item 4) spends a dozen unpredictable
+// worker and link (thousands at 1,600 GPUs) spends a dozen unpredictable
 // comparisons per pop; a base-2 radix heap moves each event three to four times. Buckets
 // hold 16-byte (time, slot) keys; the events stay in a slab whose freed slots are reused
 // first, so a move copies a third of an event and a pop reads a warm slot.

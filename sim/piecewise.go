@@ -7,7 +7,7 @@ import (
 )
 
 // Piecewise is a Poisson process whose rate is constant over each interval of a rate trace
-// (issue 34 item 4: `plan simulate SCHEDULE --trace day.csv` replays the trace's rates, not a
+// (`plan simulate SCHEDULE --trace day.csv` replays the trace's rates, not a
 // load factor of the plan's). A source covers [from, to) of the trace and yields times from
 // from, so a plan serving one segment of a schedule sees that segment's arrivals from its
 // own time 0; the stream ends at to. Each interval's arrivals are drawn from a generator

@@ -238,7 +238,7 @@ func newPointSim(cfg *SweepConfig, load float64) (*Sim, error) {
 
 // compactEvery is how often a sweep point forgets finished requests (Engine.Compact): a
 // large run then holds only the requests in flight, not every request it ever saw, which
-// keeps memory flat and the garbage collector's work small (issue 15: a 1,600-GPU run held
+// keeps memory flat and the garbage collector's work small (a 1,600-GPU run held
 // ~1 GB). Outcomes are unchanged: metrics are collected as requests finish.
 const compactEvery = 1 << 16
 

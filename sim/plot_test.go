@@ -157,7 +157,7 @@ func legendTextX(t *testing.T, svg, text string) float64 {
 	return x
 }
 
-// TestTimelineLegend: the timeline names its colours (issue 37 item 4).
+// TestTimelineLegend: the timeline names its colours.
 func TestTimelineLegend(t *testing.T) {
 	s := runScenario(t, "nic.json", "reactive", []dataplane.Time{0, 0, 0, 0})
 	p, err := TimelinePlot("t", s.Engine, 0, 50*ms)
@@ -174,7 +174,7 @@ func TestTimelineLegend(t *testing.T) {
 }
 
 // TestAttainmentAxis: the y-axis starts near the lowest attainment, not at 0, and keeps
-// the 99% target visible (issue 37 item 4).
+// the 99% target visible.
 func TestAttainmentAxis(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -210,7 +210,7 @@ func TestAttainmentAxis(t *testing.T) {
 
 // TestTimelineWindow: the window comes from the data, scaled to the requests' latency and
 // placed on the busiest stretch of complete requests, not fixed at a third of the run
-// (issue 37 item 4: QLM's and DyOrc's multi-second requests left 10.0–10.2 s empty).
+// (QLM's and DyOrc's multi-second requests left 10.0–10.2 s empty).
 func TestTimelineWindow(t *testing.T) {
 	sec := dataplane.Second
 	many := func(n int, at, lat, gap dataplane.Time) []reqSpan {

@@ -312,7 +312,7 @@ const MinTimelineWindow = 200 * dataplane.Millisecond
 // three median end-to-end latencies (at least MinTimelineWindow), placed where it holds
 // the most complete requests (arrival and finish both inside), so an LLM run (QLM) or a
 // workflow (DyOrc) whose requests last seconds shows whole requests rather than a fixed
-// 10.0–10.2 s slice of one (issue 37 item 4). fallback is the run's length: with no
+// 10.0–10.2 s slice of one. fallback is the run's length: with no
 // finished request the window starts a third into it.
 func TimelineWindow(e *dataplane.Engine, fallback dataplane.Time) (from, to dataplane.Time) {
 	var spans []reqSpan

@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// ExactReplay is a per-request trace replayed as recorded (issue 30 item 5; LLM engine
+// ExactReplay is a per-request trace replayed as recorded (LLM engine
 // digest §5: fidelity is judged by replaying a list of requests with their arrival times and
 // prompt and output tokens): every request exactly once, at its own time divided by the load
 // factor (load 1 = the trace as recorded), with its own class (workload.AssignTrace's rule)

@@ -8,8 +8,8 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// TestWarmupExcludesStartUp: requests arriving before Warmup run but are not counted
-// (issue 37 item 3), and the report records the window.
+// TestWarmupExcludesStartUp: requests arriving before Warmup run but are not counted,
+// and the report records the window.
 func TestWarmupExcludesStartUp(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -55,7 +55,7 @@ func TestWarmupExcludesStartUp(t *testing.T) {
 }
 
 // TestFindLimit: a sweep whose highest given load passes goes on until attainment falls
-// (or the cap), and a sweep without FindLimit keeps its loads as given (issue 37 item 3).
+// (or the cap), and a sweep without FindLimit keeps its loads as given.
 func TestFindLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name      string

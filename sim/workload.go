@@ -7,7 +7,7 @@ import (
 
 // The arrival processes and the report format live in dataplane/workload, below both sim and
 // serve/load (`plan load` generates the simulator's arrivals and reports in its format
-// without importing the simulator: the layering rule, issue 29). sim keeps its names.
+// without importing the simulator: the layering rule). sim keeps its names.
 
 type (
 	// Source yields arrival times (workload.Source).

@@ -12,7 +12,7 @@ import (
 // TestHighsReferenceRatio: scripts/highs-reference.sh prints a per-iteration ratio only where
 // the engine and the native HiGHS took as many simplex iterations (else they solved along
 // different paths and the ratio compares different work: 1777 vs 1858 iterations with
-// -march=native alone), and its header names -ffp-contract=off (issue 37 item 10). NATIVE
+// -march=native alone), and its header names -ffp-contract=off. NATIVE
 // gives it a recorded native run, so no HiGHS is built here.
 func TestHighsReferenceRatio(t *testing.T) {
 	bash, err := exec.LookPath("bash")
@@ -65,7 +65,7 @@ func TestHighsReferenceRatio(t *testing.T) {
 }
 
 // TestNativeRatioClaims: the Makefile and README state the ratios measured against a matched
-// reference (issue 37 item 10), not the 1.18-1.20x / "about 1.2×" of an unmatched one.
+// reference, not the 1.18-1.20x / "about 1.2×" of an unmatched one.
 func TestNativeRatioClaims(t *testing.T) {
 	for _, tc := range []struct {
 		file      string

@@ -2,7 +2,7 @@ package cascadebench
 
 import "math/rand/v2"
 
-// SyntheticTrace names the arrival shape used without --trace (issue 37 item 1): the
+// SyntheticTrace names the arrival shape used without --trace: the
 // Twitter-derived series CascadeServe evaluates on (its authors' artifact,
 // code/workloads/mt_bench/twitter_qps.txt) has no license, so plan does not ship it; pass
 // it with --trace FILE to reproduce the paper's shape.

@@ -21,7 +21,7 @@ import (
 
 // ReadQPS reads one per-second rate per line (blank lines and # comments skipped).
 func ReadQPS(path string) ([]float64, error) {
-	// The guarded reader of every file-taking flag (issue 36 item 10).
+	// The guarded reader of every file-taking flag.
 	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
 package cascadebench
 
-// This file runs the comparison on a user's own measured data (issue 31 item 6): their
+// This file runs the comparison on a user's own measured data: their
 // profiles, their per-sample validation records (or a workload with a cascade: records or a
 // candidates table, and held-out test records) and their per-second trace, instead of the
 // bundled stand-ins.

@@ -54,7 +54,7 @@ func userFiles(t *testing.T, edit func(i int, r *formats.ValidationRecord)) (pro
 }
 
 // TestUserData: `plan bench cascade --profile F --records F --trace F` runs the comparison on
-// the user's data (issue 31 item 6): every system gets a row on the user's set-up; bad
+// the user's data: every system gets a row on the user's set-up; bad
 // inputs are usage errors naming the file, field and value.
 func TestUserData(t *testing.T) {
 	prof, recs, test, trace := userFiles(t, nil)

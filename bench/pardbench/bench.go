@@ -513,7 +513,7 @@ func ratio(a, b float64) float64 {
 // longestTwoD is the largest Σ 2·d over the app's entry→sink paths, in µs: the quantity PARD's
 // provisioning bounds by f·SLO on every path (PARD §4, the 2·d rule per module). Summing every
 // module instead counts both branches of a fork (da's face ∥ pose) and reported da at 105% of
-// its SLO where its longest path takes 80% (issue 37 item 5).
+// its SLO where its longest path takes 80%.
 func longestTwoD(app demo.App, mods []formats.ModulePlan) float64 {
 	lat := map[string]float64{}
 	for _, m := range mods {

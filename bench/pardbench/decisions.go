@@ -7,7 +7,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// ModuleTrace is the decision trace of one module over a run (issue 33 item 2): where the
+// ModuleTrace is the decision trace of one module over a run: where the
 // drops happen, how much of the end-to-end budget requests had consumed when they reached
 // the module and when they were dropped there, the queueing they met, and the GPU time the
 // module spent on requests that were dropped or late later on (the "drop too late" waste

@@ -4,6 +4,6 @@
 // Twitter and Azure Functions traces with their coefficients of variation, §5.4) and on the
 // fixed-capacity stress test (Fig. 14), and computes the paper's metrics (§5.1: goodput,
 // drop and invalid rates, the share of drops in later modules, the worst windows). The
-// pipeline runner and the traces moved here from sim (issue 29 item 3), so the simulator
+// pipeline runner and the traces moved here from sim, so the simulator
 // keeps nothing PARD-specific.
 package pardbench

@@ -12,7 +12,7 @@ import (
 )
 
 // TestLongestTwoD: the bench's "% SLO" column is the longest entry→sink path's Σ 2·d, not the
-// sum over every module (da forks into face ∥ pose) (issue 37 item 5).
+// sum over every module (da forks into face ∥ pose).
 func TestLongestTwoD(t *testing.T) {
 	da, _ := demo.AppByName("da")
 	tm, _ := demo.AppByName("tm")

@@ -90,7 +90,7 @@ type row struct {
 
 // Load reads the trace.
 func Load(path string) ([]row, error) {
-	// The guarded reader of every file-taking flag (issue 36 item 10).
+	// The guarded reader of every file-taking flag.
 	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return nil, err

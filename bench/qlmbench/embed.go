@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// The bench runs anywhere (issue 37 item 1): the Azure conversation trace (CC-BY 4.0, see
+// The bench runs anywhere: the Azure conversation trace (CC-BY 4.0, see
 // data/NOTICE: Patel et al., Splitwise, ISCA 2024) and the bundled profile travel inside the
 // binary; --trace and --profile replace them.
 var (

@@ -15,7 +15,7 @@ import (
 // TestEmbeddedData: the embedded trace is the whole Azure conversation trace (19,366 data
 // lines: the data README's 19,365 is one short) and the
 // embedded profile is byte-identical to testdata/qlm/profile.json (the copy travels in the
-// binary; issue 37 item 1).
+// binary).
 func TestEmbeddedData(t *testing.T) {
 	rows, err := LoadTrace("")
 	if err != nil {
@@ -46,7 +46,7 @@ func TestEmbeddedData(t *testing.T) {
 }
 
 // TestRunReportsProgress: every replay step reports progress through env.Progressf (shown
-// only on a terminal, issue 37 item 2).
+// only on a terminal).
 func TestRunReportsProgress(t *testing.T) {
 	var steps []string
 	var out bytes.Buffer

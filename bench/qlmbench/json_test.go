@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// snake is the key style of every other --output json (issue 37 item 5).
+// snake is the key style of every other --output json.
 var snake = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // checkKeys reports every object key under v that is not snake_case.

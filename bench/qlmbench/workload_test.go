@@ -53,7 +53,7 @@ func TestReplayWorkloadMulti(t *testing.T) {
 }
 
 // TestReplayTimings: every result carries E2E percentiles and output tokens per second over
-// all classes and per class, counting the trace's own output tokens (issue 30 item 4).
+// all classes and per class, counting the trace's own output tokens.
 func TestReplayTimings(t *testing.T) {
 	var rows []row
 	for i := 0; i < 40; i++ {

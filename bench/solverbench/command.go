@@ -243,7 +243,7 @@ func loadModels(files []string) ([]Model, error) {
 		return ms, nil
 	}
 	for _, f := range files {
-		// The guarded reader of every file-taking flag (issue 36 item 10): a FIFO blocked
+		// The guarded reader of every file-taking flag: a FIFO blocked
 		// forever, /dev/zero grew without bound.
 		data, err := formats.ReadBytesLimit(f, MaxModelBytes)
 		if err != nil {

@@ -1,5 +1,5 @@
-// Package autopilot is the control loop that re-plans a served plan as its load moves
-// (issue 35): it observes the admitted requests (per-application arrival rate, mix and tokens
+// Package autopilot is the control loop that re-plans a served plan as its load moves:
+// it observes the admitted requests (per-application arrival rate, mix and tokens
 // over sliding windows), forecasts the next windows (Holt's linear trend by default,
 // Holt-Winters when a period is given, with the one-step error tracked online), sizes the
 // plan for the envelope of the forecast (times a burst factor learnt from how far each

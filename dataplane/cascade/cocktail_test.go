@@ -57,7 +57,7 @@ func TestCocktail(t *testing.T) {
 		{"scales out and in", map[string]string{"packing": "1000", "interval_ms": "5000"}, 2, 1.05, 1.9, 4 * dataplane.Second, 0},
 		{"packing above the spike", map[string]string{"packing": "5000"}, 1, 1, 1, 0, 0},
 		// the paper's oracle: the spike's true QPS is known an interval ahead, so the
-		// second replica has loaded before the spike arrives (issue 31 item 5)
+		// second replica has loaded before the spike arrives
 		{"oracle provisions ahead", map[string]string{"packing": "1000", "interval_ms": "5000", "future_qps": joinRates(rates)}, 2, 1.05, 1.9, 0, 3 * dataplane.Second},
 	}
 	for _, tc := range tests {

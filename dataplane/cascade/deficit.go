@@ -8,7 +8,7 @@ import (
 // Deficit routing (CascadeServe §5) picks, at each gear position, the replica whose target
 // share of the position's requests most exceeds its observed share: the argmax over the
 // replicas k of sh[k]·total − sent[k], the first on ties. Scanning every replica on every
-// arrival makes the simulator's cost per event grow with the GPUs (issue 15 item 4: events/s
+// arrival makes the simulator's cost per event grow with the GPUs (events/s
 // constant in N), so each position keeps an index that makes the same choice in O(G log n)
 // for G distinct share values (1 in a plan whose replicas of a model share its load evenly).
 //

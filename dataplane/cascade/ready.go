@@ -8,7 +8,7 @@ import (
 
 // After every batch, CascadeServe's per-GPU batching (§4.5: a replica runs when its queue
 // reaches the gear's trigger and its GPUs are free) tries every GPU in index order: a scan
-// whose cost grows with the GPUs (issue 15 item 4). Trying a GPU that cannot start anything
+// whose cost grows with the GPUs. Trying a GPU that cannot start anything
 // does nothing, and starting a batch only makes other GPUs less ready, so trying, in the same
 // order, only the GPUs that may have become ready since they were last found idle makes the
 // same decisions. A GPU may become ready when a replica on it gets a request (push), stops

@@ -16,14 +16,14 @@ import (
 
 // scaleBase is how many copies of the golden plan (2 V100s, 6 replicas) the 1× point of
 // BenchmarkSimScale serves: 16 GPUs, so that a per-event cost linear in the GPUs shows
-// against the per-request work at 4× and 16× (issue 15 item 4).
+// against the per-request work at 4× and 16×.
 const scaleBase = 8
 
 // scaledDeployment is the golden cascade plan (testdata/cascade/golden-plan.json) laid out
 // k times over k times the GPUs: copy c's replicas sit on GPUs 2c and 2c+1, every gear's
 // QPS range and the workload's qps_max grow k-fold and each replica's share is divided by k,
 // so every replica sees the load of the original plan at k times the rate and the
-// simulator's work per request stays constant while N grows (issue 15 item 4).
+// simulator's work per request stays constant while N grows.
 func scaledDeployment(tb testing.TB, k int) *dataplane.Deployment {
 	tb.Helper()
 	d, err := dpc.FromPlan(scaledPlan(tb, k))

@@ -6,7 +6,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// Load shedding (issue 36 item 5). CascadeServe (§4.5, §5) batches a replica's whole queue at
+// Load shedding. CascadeServe (§4.5, §5) batches a replica's whole queue at
 // its trigger and never drops: past the highest gear's QPS (the plan's qps_max) the queues
 // grow without bound, every request waits longer than its SLO and goodput collapses (4.3/s
 // at 3× the planned rate against 13,763/s at 1×). The paper plans gears up to the highest

@@ -43,7 +43,7 @@ type ModelInfo struct {
 
 // Lat returns lat(b) in µs: the profile's curve (outliers replaced, formats.FitProfile) up to the largest measured
 // batch and, beyond it (MaxBatch may exceed the largest profiled batch), extended at the
-// last per-sample time, lat(n)·b/n: never below it and never negative (issue 31 item 1; the
+// last per-sample time, lat(n)·b/n: never below it and never negative (the
 // slope of a noisy last pair took bert-mini to −9,158 µs at batch 1000).
 func (m *ModelInfo) Lat(b int) float64 {
 	n := len(m.LatUs) - 1

@@ -104,7 +104,7 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 // with the time of its rebuild), but takes what depends on the layer alone (the service, the
 // task's latency, load times, transfer times by tier) once, and an empty plan's finish,
 // max(now, ready, avail, running batch's end) + latency, without the timeline walk: at 128
-// GPUs three quarters of the GPUs have empty plans at a call (issue 15 item 4).
+// GPUs three quarters of the GPUs have empty plans at a call.
 func (p *Policy) layer(now dataplane.Time, sv, items int, pred bool, t0 dataplane.Time, src, srcSvc, srcItems int, ready, h []float64) {
 	s := &p.m.W.Services[sv]
 	lat := s.ExpLat(items)

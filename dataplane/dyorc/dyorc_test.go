@@ -117,7 +117,7 @@ func TestEveryRequestFinishesOnce(t *testing.T) {
 						t.Fatalf("request %d finished %d times", id, n)
 					}
 				}
-				// Only overload shedding drops (shed.go, issue 36 item 5): this workload's queues
+				// Only overload shedding drops (shed.go): this workload's queues
 				// grow on 4 GPUs, and the schedulers that estimate finishes shed there.
 				if r.m.Total.Dropped != r.stats.Shed {
 					t.Fatalf("%d dropped, %d of them shed", r.m.Total.Dropped, r.stats.Shed)

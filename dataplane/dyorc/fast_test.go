@@ -78,7 +78,7 @@ func runFastSim(t *testing.T, wf string, g int, pol string, load float64, seed u
 	return r
 }
 
-// TestFastMatchesRef: the kept plan order and the DP's per-layer evaluation (issue 15 item 4)
+// TestFastMatchesRef: the kept plan order and the DP's per-layer evaluation
 // make exactly the decisions of the reference paths (Policy.ref: plan sorts at every rebuild,
 // the DP calls availComp on every GPU): same events, decisions, requests and counters, floating
 // point included, on the MIX workload and GILL across cluster sizes, seeds, loads up to

@@ -28,7 +28,7 @@ func (x *planItem) before(y *planItem) bool {
 // and go, so that plan rebuilds the timeline by one pass instead of sorting the queue and the
 // reservations again at every rebuild: under overload a GPU's queue holds over a thousand tasks
 // and it changes at almost every event, and sorting it was half of the scheduler's cost at 128
-// GPUs (issue 15 item 4). A task's or reservation's ready and seq never change, so an item's
+// GPUs. A task's or reservation's ready and seq never change, so an item's
 // place is fixed from insertion to removal.
 
 // orderAt is the index of the first item of dv.order not before (ready, seq).

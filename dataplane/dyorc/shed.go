@@ -6,7 +6,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// Load shedding (issue 36 item 5). DyOrc's scheduler (§5.3) places every call and never drops:
+// Load shedding. DyOrc's scheduler (§5.3) places every call and never drops:
 // past what the GPUs serve, the per-GPU queues grow without bound, every workflow ends later
 // than its SLO and goodput collapses (12.9/s at 3× the plan's rates against 31.2/s at 1.5×).
 // The paper leaves overload open. [ours] Like PPipe's and PARD's dispatchers, a scheduler that

@@ -1,6 +1,6 @@
 // Package params decodes a policy's string parameters (dataplane.Config.Params from --param
 // flags, App.Params from a plan) into one typed options struct whose json tags name the
-// keys (issue 29 item 5: options travel as typed structs, not as string maps each policy
+// keys (options travel as typed structs, not as string maps each policy
 // parses by hand). PARD's pipeline policies and PPipe's dispatcher use it.
 package params
 

@@ -30,7 +30,7 @@ func cancelDeployment(t *testing.T, slo dataplane.Time, dag bool) *dataplane.Dep
 	return dep
 }
 
-// TestCancel withdraws requests under every pipeline policy (issue 29 item 1): r0 while
+// TestCancel withdraws requests under every pipeline policy: r0 while
 // its batch runs at the first module, r1 from the forming batch, r4 from the worker's
 // priority queue. The policy must never dispatch a withdrawn request (the engine rejects a
 // finished one; the driver fails on any), every request finishes exactly once, those
@@ -105,7 +105,7 @@ func TestCancel(t *testing.T) {
 // dropped (each drop sets a flag), on a chain and on a DAG (join counts, decided drops),
 // with the engine compacting every 64 events: with Forget the policy's per-request flags
 // span only the requests in flight and its maps hold nothing of retired ones, and its
-// decisions are those of the same run without compaction (issue 29 item 1).
+// decisions are those of the same run without compaction.
 func TestForget(t *testing.T) {
 	const n = 3000
 	for _, dag := range []bool{false, true} {
@@ -166,7 +166,7 @@ func TestForget(t *testing.T) {
 // cancels, the engine compacting (and calling Forget) every 4,096 events: at the end the
 // X
 // hold nothing of finished ones, and the decisions match the run without compaction
-// (issue 29 item 1: state depends on what is in flight, not on how many requests passed).
+// (state depends on what is in flight, not on how many requests passed).
 func TestStateBoundedInSim(t *testing.T) {
 	dep := cancelDeployment(t, 80*dataplane.Millisecond, true)
 	for _, name := range PipelinePolicies() {

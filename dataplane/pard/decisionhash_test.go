@@ -82,7 +82,7 @@ func scaleRun(tb testing.TB, pol string, k int, load float64, compact int64) *si
 
 // TestSimScaleDecisionHash runs BenchmarkSimScale's points once each (and the 16-worker
 // points again with engine compaction) and checks the decision-stream hash against the one
-// recorded before the cancel/forget change (issue 29 item 1): a refactor of the policy's
+// recorded before the cancel/forget change: a refactor of the policy's
 // state must not change a single decision.
 func TestSimScaleDecisionHash(t *testing.T) {
 	// Recorded at e3a0a60, before PARD's policies handled EvCancel and Forget. At load 0.9

@@ -10,8 +10,7 @@ import (
 // TestOptionsDecode: the typed options accept the spellings plans and --param flags used when
 // the parameters were a map of floats (numbers, 1/0 and true/false for switches), the
 // configuration wins over the plan, a plan's unknown keys are skipped while a
-// configuration's are an error naming the key and the known ones, and ranges are checked
-// (issue 29 item 5).
+// configuration's are an error naming the key and the known ones, and ranges are checked.
 func TestOptionsDecode(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -52,7 +51,7 @@ func TestOptionsDecode(t *testing.T) {
 			}
 		})
 	}
-	// The 23 keys plans and flags used, and q_dropped (issue 33 item 3).
+	// The 23 keys plans and flags used, and q_dropped.
 	if got := len(PARDParamNames()); got != 24 {
 		t.Errorf("%d parameter names, want 24", got)
 	}

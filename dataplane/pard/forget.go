@@ -6,7 +6,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// idTable is per-request policy state indexed by ReqID from base (issue 29 item 1): forget
+// idTable is per-request policy state indexed by ReqID from base: forget
 // trims its front as the engine retires requests (dataplane.Forgetter, increasing ID order),
 // so it spans only the requests between the oldest not yet forgotten and the newest set,
 // however many requests have passed. Lookups stay O(1) slice indexing on the hot path.
@@ -56,7 +56,7 @@ func (t *idTable[T]) forget(id dataplane.ReqID) {
 // size is the number of entries held (tests: memory depends on what is in flight).
 func (t *idTable[T]) size() int { return len(t.v) }
 
-// cancelReq forgets withdrawn request id (EvCancel, issue 29 item 1): the engine already
+// cancelReq forgets withdrawn request id (EvCancel): the engine already
 // finished it as cancelled. It leaves every worker's priority queue and forming batch of
 // its application (DAG branches may queue it at two modules at once), its join counts and
 // its decided drops go, and the workers it left refill their forming batch from their

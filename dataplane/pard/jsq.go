@@ -9,7 +9,7 @@ import (
 // pick is the module's dispatcher: join-shortest-queue over the workers that serve now (queued
 // + forming requests), ties broken round-robin (PARD §4.1 leaves the dispatcher open): the
 // first worker with the least load in pool order from m.rr on, wrapping around. The module's
-// jsq tree answers that in O(log n) instead of a scan of every worker (issue 15 item 4);
+// jsq tree answers that in O(log n) instead of a scan of every worker;
 // pickLinear in the tests is the scan it must agree with.
 func (p *Pipeline) pick(now dataplane.Time, m *pardModule) dataplane.WorkerID {
 	if now >= m.nextAct {

@@ -104,7 +104,7 @@ var pardVariants = []pardVariant{
 	{name: "pard-hbf", doc: "PARD ablation: always high budget first", order: orderHBF, rule: ruleEq3},
 	{name: "pard-lbf", doc: "PARD ablation: always low budget first (SHEPHERD-like closest deadline first)", order: orderLBF, rule: ruleEq3},
 	{name: "pard-instant", doc: "PARD ablation: HBF/LBF switching without hysteresis (ε = 0)", order: orderAdaptive, rule: ruleEq3, instant: true},
-	// The other readings of the baselines' text (PARD §5.1; issue 33 item 2), after the
+	// The other readings of the baselines' text (PARD §5.1), after the
 	// ablations so the table's order stays.
 	{name: "nexus-split", doc: "Nexus reading: window rule against per-stage budgets SLO_k = SLO·d_k/Σd, latency from t_r (Nexus's own per-stage deadlines; reduces to head-drop)", order: orderFIFO, rule: ruleNexus, budget: budgetLocal},
 	{name: "nexus-cum", doc: "Nexus reading: window rule against the module's cumulative deadline Σ_{i≤k} SLO_i from t_s", order: orderFIFO, rule: ruleNexus, budget: budgetCum},

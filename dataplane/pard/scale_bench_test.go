@@ -13,7 +13,7 @@ import (
 
 // scaledPipeline is a fixed three-module PARD pipeline on T4s with k times the workers of
 // its 1× point (4, 8 and 4 workers) and k times the rate, at load × its capacity: only N
-// grows, the work per request stays the same (issue 15 item 4).
+// grows, the work per request stays the same.
 func scaledPipeline(tb testing.TB, k int, load float64) *dataplane.Deployment {
 	tb.Helper()
 	lat := func(base dataplane.Time, batch int) []dataplane.Time {

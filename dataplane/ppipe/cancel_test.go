@@ -45,7 +45,7 @@ func ppipeState(p dataplane.Policy) int {
 	panic(fmt.Sprintf("unknown policy %T", p))
 }
 
-// TestCancel withdraws requests of every PPipe policy (issue 29 item 1): one waiting in a
+// TestCancel withdraws requests of every PPipe policy: one waiting in a
 // queue for its batch to fill, one a dispatched batch holds. The queued one must leave the
 // queue (the engine rejects a dispatch of a finished request, and the driver fails on any
 // dispatch of a withdrawn one), every request finishes exactly once, the withdrawn queued
@@ -112,7 +112,7 @@ func TestCancel(t *testing.T) {
 
 // TestForget pushes requests through every PPipe policy with the engine compacting every 64
 // events: with Forget the policy's per-request table holds only the requests in flight,
-// and its decisions are those of the same run without compaction (issue 29 item 1).
+// and its decisions are those of the same run without compaction.
 func TestForget(t *testing.T) {
 	const n = 4000
 	// ppipe-paper runs without the admission refinement, so it marks nothing: only its
@@ -171,7 +171,7 @@ func TestForget(t *testing.T) {
 // TestStateBoundedInSim runs every PPipe policy in the simulator near capacity with cancels,
 // the engine compacting (and calling Forget) every 4,096 events: at the end the policy's
 // per-request table spans under a fifth of the run's requests, and the decisions match the
-// run without compaction (issue 29 item 1).
+// run without compaction.
 func TestStateBoundedInSim(t *testing.T) {
 	dep := twoStage(40 * dataplane.Millisecond)
 	for _, tc := range []struct {

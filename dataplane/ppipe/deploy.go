@@ -88,7 +88,7 @@ type planGroup struct {
 
 // gpus is the GPUs a group needs: ceil(slices/v), or for a stage-rounded group the GPUs
 // formats.PackSlices lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs
-// charges, so the deployment refuses exactly what validation refuses (issue 17 item 2).
+// charges, so the deployment refuses exactly what validation refuses.
 func (g *planGroup) gpus() int {
 	if g.key.v == 0 {
 		return len(g.packed)
@@ -183,7 +183,7 @@ func (b *planBuilder) demand() {
 	// GPU demand per type versus the cluster.
 	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs PackSlices
 	// lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs charges, so the
-	// deployment refuses exactly what validation refuses (issue 17 item 2).
+	// deployment refuses exactly what validation refuses.
 	need := map[string]int{}
 	for _, g := range b.groups {
 		if g.key.v == 0 {

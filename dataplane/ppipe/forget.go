@@ -2,7 +2,7 @@ package ppipe
 
 import "github.com/plan-dev/plan/dataplane"
 
-// idTable is per-request policy state indexed by ReqID from base (issue 29 item 1): forget
+// idTable is per-request policy state indexed by ReqID from base: forget
 // trims its front as the engine retires requests (dataplane.Forgetter, increasing ID order),
 // so it spans only the requests between the oldest not yet forgotten and the newest set,
 // however many requests have passed. Lookups stay O(1) slice indexing on the hot path.

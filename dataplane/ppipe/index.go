@@ -3,7 +3,7 @@ package ppipe
 import "github.com/plan-dev/plan/dataplane"
 
 // The pool index makes a probe's per-stage choice cost about O(log n) in the pool size
-// instead of a scan of every worker (issue 15 item 4), with the same decision as the scan.
+// instead of a scan of every worker, with the same decision as the scan.
 //
 // A worker w on server s scores, at a stage probed from time t with inference time inf and
 // transfer time net (probe(), PPipe A.3, Alg. 2), in busy-until mode
@@ -329,7 +329,7 @@ func (p *PPipe) descend(t *poolTree, k, lo, w int, q *pquery) {
 // switches to a pipeline only on a strictly lower wait, so a pipeline whose floor is not
 // below the best wait so far need not be probed: the decision is the same, and at
 // moderate load, where the first pipeline often has no wait at all, about half of step
-// 1's probes are skipped (issue 15 item 4).
+// 1's probes are skipped.
 func (p *PPipe) waitFloor(pp *ppPipe, b int, now dataplane.Time) dataplane.Time {
 	if p.res.interval {
 		return -dataplane.Never

@@ -38,7 +38,7 @@ func TestUnknownPolicyParams(t *testing.T) {
 }
 
 // TestPPipeOptionsDecode: the dispatcher's parameters decode into PPipeOptions by their json
-// tags (issue 29 item 5), with the defaults of each policy and true/false or 1/0 spellings.
+// tags, with the defaults of each policy and true/false or 1/0 spellings.
 func TestPPipeOptionsDecode(t *testing.T) {
 	for _, tc := range []struct {
 		policy string

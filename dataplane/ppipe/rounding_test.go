@@ -26,7 +26,7 @@ func stagePlan(rounding string, levels [][2]int, l4 int) *formats.Plan {
 }
 
 // TestStageRoundingDeployment: under stage rounding the deployment lays a stage's mixed
-// slices on exactly the GPUs formats.PPipePlan.PhysicalGPUs charges (issue 17 item 2), never
+// slices on exactly the GPUs formats.PPipePlan.PhysicalGPUs charges, never
 // two slices on more than a whole GPU; under pipeline rounding each level keeps its own GPUs.
 func TestStageRoundingDeployment(t *testing.T) {
 	for _, tc := range []struct {

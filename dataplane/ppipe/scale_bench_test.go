@@ -15,8 +15,7 @@ import (
 
 // scaledDeployment is the 100-GPU fixture (hc1-100: 75 P4 + 25 L4, one GPU per server)
 // with every GPU pool, partition and throughput multiplied by k: the same plan shape at
-// k × 100 GPUs, so the simulator's work per request stays constant and only N grows
-// (issue 15 item 4).
+// k × 100 GPUs, so the simulator's work per request stays constant and only N grows.
 func scaledDeployment(tb testing.TB, k int) *dataplane.Deployment {
 	tb.Helper()
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", "hc1-100.json"))

@@ -205,7 +205,7 @@ func (p *Policy) abort(in *instance, s *seq) bool {
 
 // Forget implements dataplane.Forgetter: the policy's per-request state (the sequence table
 // and the per-request statistics) drops request id once the engine retires it, so its memory
-// follows what is in flight (issue 29 item 1).
+// follows what is in flight.
 func (p *Policy) Forget(id dataplane.ReqID) {
 	delete(p.seqs, id)
 	delete(p.stats.TTFT, id)

@@ -90,7 +90,7 @@ func cancelDeployment(t *testing.T) *dataplane.Deployment {
 	return dep
 }
 
-// TestCancelWaitingAndRunning (issue 29 item 2, every QLM-kind policy): of three sequences
+// TestCancelWaitingAndRunning (every QLM-kind policy): of three sequences
 // arriving together on an instance whose KV holds two, the waiting one and a running one are
 // cancelled during the first decode: the waiting one is never dispatched, the running one
 // is in no iteration that starts after its cancel, its KV blocks are freed when the iteration
@@ -193,7 +193,7 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 	}
 }
 
-// TestTooLargeDroppedAtArrival (issue 36 item 2): a request whose prompt and output exceed
+// TestTooLargeDroppedAtArrival: a request whose prompt and output exceed
 // every instance's KV cache is dropped at arrival as too-large, by every policy, and the
 // next request is served.
 func TestTooLargeDroppedAtArrival(t *testing.T) {
@@ -279,7 +279,7 @@ func TestForgetBoundsState(t *testing.T) {
 	}
 }
 
-// TestDropLate (issue 36 item 2, policy parameter drop_late): under 3× overload every policy
+// TestDropLate (policy parameter drop_late): under 3× overload every policy
 // drops, with reason deadline, requests that can no longer meet their deadline (hopeless at
 // arrival, or expired while waiting) instead of serving them late: each request still
 // finishes once, no other drop happens, no policy serves more requests late than without

@@ -55,7 +55,7 @@ type Instance struct {
 	GPU   string `json:"gpu"`
 	Model string `json:"model,omitempty"`
 	// GPUCount is the GPUs the instance spans (tensor parallelism; 0 = 1): it runs the
-	// profiles measured at that gpu_count, which describe the whole instance (issue 30 item 7).
+	// profiles measured at that gpu_count, which describe the whole instance.
 	GPUCount int `json:"gpu_count,omitempty"`
 	// CPUModelBytes is the host memory for warm model copies (0 = 2× the largest model).
 	CPUModelBytes int64 `json:"cpu_model_bytes,omitempty"`

@@ -23,7 +23,7 @@ func ruleProfile(e formats.LLMEngine, kv int64) formats.LLMProfile {
 }
 
 // TestEngineRules checks each rule of the LLM engine digest §2 on a schedule computed by
-// hand (issue 30 item 1). Times are from each request's arrival; every step of an idle
+// hand. Times are from each request's arrival; every step of an idle
 // instance starts 1 µs after the arrivals (the arrival hold).
 func TestEngineRules(t *testing.T) {
 	off := false

@@ -72,7 +72,7 @@ type instance struct {
 	down bool
 	// llms are the profiles of the instance's GPU by model name (Attach): llmFor scans these
 	// few entries instead of hashing a two-string key into Policy.models, which took ~40% of
-	// a 128-instance simulation (issue 15 item 4).
+	// a 128-instance simulation.
 	llms []namedLLM
 	// res is qlmQueue.residual's value while resOK: every change to what it reads (the
 	// running and swapped sequences, their tokens, the model, Θ, the observed load) goes

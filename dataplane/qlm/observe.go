@@ -6,7 +6,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// External load (issue 13: remote engines' /metrics). QLM sits in front of unmodified
+// External load (remote engines' /metrics). QLM sits in front of unmodified
 // serving engines and drives them through their request queues (QLM §3); when an instance is
 // a remote engine (vLLM), that engine may hold more than QLM sent it: requests of other
 // clients, or QLM's own requests that outlive QLM's model of the instance. The engine's

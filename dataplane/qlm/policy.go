@@ -189,7 +189,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	// One copy of each model and GPU name: the hot paths compare model names (llmFor, pull,
 	// split) and kinds of instance (pullMemo), and equal strings sharing their bytes compare by
-	// pointer (issue 15 item 4).
+	// pointer.
 	names := map[string]string{}
 	intern := func(x *string) {
 		if y, ok := names[*x]; ok {
@@ -271,7 +271,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		s := p.newSeq(r)
 		if !p.fits(s) {
 			// It could never be admitted: waiting, it would hold the head of its queue
-			// forever (issue 36 item 2).
+			// forever.
 			p.stats.TooLarge++
 			out.Drop(s.ID, 0, DropTooLarge, 0)
 			break
@@ -379,7 +379,7 @@ func (p *Policy) newSeq(r *dataplane.Request) *seq {
 }
 
 // eligible lists the live instances with a profile for model. The lists are kept per model
-// until an instance goes down or comes back (setDown): every arrival asks (issue 15 item 4).
+// until an instance goes down or comes back (setDown): every arrival asks.
 // Callers must not modify the list. fullStep recomputes them (the equivalence test's reference).
 func (p *Policy) eligible(model string) []*instance {
 	if el, ok := p.elig[model]; ok && !p.fullStep {

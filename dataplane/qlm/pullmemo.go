@@ -6,7 +6,7 @@ import "slices"
 // pulling) since the last change to what pull and split read of the other instances
 // (stepSet.ver: the virtual queues, their groups, the instances holding queued groups;
 // stepset.go). Of the pulling instance itself they read only its kind, so another instance
-// of that kind finds nothing too until ver moves (issue 15 item 4: at 128 instances, each
+// of that kind finds nothing too until ver moves (at 128 instances, each
 // instance with a spare seat re-scanned, at every step, groups queued on instances loading a
 // model, which no instance with a running batch takes: it would not start them sooner).
 type pullMemo struct {

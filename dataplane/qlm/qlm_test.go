@@ -30,7 +30,7 @@ func oneClass(model string, slo time.Duration) formats.LLMClass {
 }
 
 // TestIterationTimingExact: the emulated instance follows the engine model to the µs (issue
-// 13, issue 30 item 1): three requests arriving together share one step (their prompts are
+// 13): three requests arriving together share one step (their prompts are
 // prefilled together), with the output delay of 0 and 1 step.
 func TestIterationTimingExact(t *testing.T) {
 	// By hand. Prefill-containing step over n tokens: P(n) = 1000 + 10000·(n−1)/999; decode

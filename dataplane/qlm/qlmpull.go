@@ -43,7 +43,7 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 		}
 		// there is q.drain(p, o, k) for each candidate, accumulated along o's queue with the
 		// same additions in the same order (one residual and one pass per queue instead of
-		// one per candidate; issue 15 item 4).
+		// one per candidate).
 		var acc float64
 		accPrev, accK := "", -1
 		for k, g := range q.vq[o.ID] {
@@ -185,7 +185,7 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 // throughput the queue needs, and the guard yields below the decode knee (flatBatch):
 // there a wider batch costs the running sequences little time per token (continuous
 // batching is memory-bound, QLM §2.1). While the queue keeps up, the guard protects the
-// tight requests in full (issue 13: a permanent floor cost W_B quick interactive 90% → 49%;
+// tight requests in full (a permanent floor cost W_B quick interactive 90% → 49%;
 // no floor starved the batch class on the full run). It is evaluated with the periodic
 // violation check (every tick, QLM §6), not per step: a floor that flips per step admits
 // sequences only to evict them at the next one (full W_B: 8,690 evictions, 89.1% overall

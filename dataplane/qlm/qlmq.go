@@ -49,7 +49,7 @@ type qlmQueue struct {
 	waiting int
 	// queued has a bit set for every virtual queue that may hold a group (set by every
 	// append, cleared when pull or split find the queue empty): pull and split visit only
-	// those instead of every instance (issue 15 item 4), in the same index order.
+	// those instead of every instance, in the same index order.
 	queued []uint64
 	// none: kinds of instance whose pull and split found nothing since the last change.
 	none pullMemo
@@ -232,7 +232,7 @@ func (p *Policy) swapSeconds(in *instance, model string) float64 {
 
 // violation is the cheap RCT check (QLM §4, §6): does any group of any virtual queue miss its
 // deadline at the Δ-quantile of its completion time? Only instances whose queue may hold a
-// group are visited (nextQueued; the others have no group to be late; issue 15 item 4).
+// group are visited (nextQueued; the others have no group to be late).
 func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 	for oi := q.nextQueued(p, 0); oi >= 0; oi = q.nextQueued(p, oi+1) {
 		in := p.inst[oi]
@@ -717,8 +717,8 @@ func (q *qlmQueue) tick(p *Policy, now dataplane.Time) {
 }
 
 // replanDue: a predicted violation (QLM §4, §6) at least the replan gap after the last solve.
-// The time check goes first: violation has no side effects and costs O(N) per arrival
-// (issue 15 item 4); fullStep keeps the old order (the equivalence test's reference).
+// The time check goes first: violation has no side effects and costs O(N) per arrival;
+// fullStep keeps the old order (the equivalence test's reference).
 func (q *qlmQueue) replanDue(p *Policy, now dataplane.Time) bool {
 	if p.fullStep {
 		return q.violation(p, now) && now-q.lastSolve >= p.setup.replanGap()

@@ -19,7 +19,7 @@ const scaleBase = 8
 // A100 instances alternately loaded with the small (7B) and large (13B) models of Sample's
 // profiles, an interactive class on each model and a batch class on the small one, at a
 // per-instance rate that keeps the instances busy without overload. Only N grows; the work
-// per request stays the same (issue 15 item 4).
+// per request stays the same.
 func scaledDeployment(tb testing.TB, k int) *dataplane.Deployment {
 	tb.Helper()
 	return mixedDeployment(tb, scaleBase*k, 1)

@@ -7,7 +7,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// Which instances an event steps (issue 15 item 4: a simulator whose cost per event does not
+// Which instances an event steps (a simulator whose cost per event does not
 // grow with the number of instances). Handle used to step every instance after every event.
 // Two kinds of instance provably do nothing when stepped, and are skipped:
 //

@@ -84,7 +84,7 @@ func runStepSimCancel(t *testing.T, pol string, n int, load float64, seed uint64
 	return r
 }
 
-// TestFastStepMatchesFull: skipping inert and quiet instances (stepset.go, issue 15 item 4)
+// TestFastStepMatchesFull: skipping inert and quiet instances (stepset.go)
 // changes no decision. Whole simulations, with the fast path and with every instance stepped
 // after every event, give the same decision stream, requests and counters: several seeds,
 // loads from light to overloaded (where groups wait and idle instances pull and split, QLM

@@ -4,5 +4,5 @@
 // counts), their per-load-point seeding, and the SimulationReport format with its latency
 // summary and capacity search. `plan load --load L --seed S` and `plan simulate --load L
 // --seed S` thus replay the very same trace and report alike, while serve/load stays free
-// of the simulator (DESIGN.md's layering: serve → dataplane; issue 29).
+// of the simulator (DESIGN.md's layering: serve → dataplane).
 package workload

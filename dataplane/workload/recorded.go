@@ -10,7 +10,7 @@ import (
 // RecordedRate is the rate (requests/s) at which a Trace file's arrivals for application app
 // were recorded: a replay's requests for it (naming it or none) over their span, as the replay
 // folds them (n/D), or a count series' total over its length. It is the base of --rate-scale
-// (1.0 = the trace as recorded; issue 31 item 3), where --load rescales a trace to the plan.
+// (1.0 = the trace as recorded), where --load rescales a trace to the plan.
 func (s ArrivalSpec) RecordedRate(app string) (float64, error) {
 	t := s.Trace
 	if t == nil {

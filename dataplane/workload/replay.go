@@ -25,7 +25,7 @@ type ReplayRequest struct {
 }
 
 // AssignTrace assigns every request of a per-request trace to exactly one LLM class, for an
-// exact replay (issue 30 item 5; LLM engine digest §5: fidelity is judged by replaying a
+// exact replay (LLM engine digest §5: fidelity is judged by replaying a
 // list of requests with their arrival times and prompt and output tokens). The rule, shared
 // by `plan simulate --trace` and `plan load --trace`:
 //   - `class: C`, or `target: C` naming a class: that class;

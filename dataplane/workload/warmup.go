@@ -2,7 +2,7 @@ package workload
 
 import "github.com/plan-dev/plan/dataplane"
 
-// Warm-up rule (issue 31 item 3), shared by plan simulate (sim) and plan load (serve/load). A
+// Warm-up rule, shared by plan simulate (sim) and plan load (serve/load). A
 // run starts with empty queues, cold policy estimators (PARD's windows, CascadeServe's QPS
 // poll, QLM's waiting-time estimates) and no batch in flight; requests arriving then read as
 // misses that the steady state never has (a cascade at load 1 missed 6% of a 10 s run, all in

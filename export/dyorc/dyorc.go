@@ -1,4 +1,4 @@
-// Package dyorc exports DyOrc plans to Triton, KServe and Ray Serve (issue 14, following
+// Package dyorc exports DyOrc plans to Triton, KServe and Ray Serve (following
 // export/ppipe, export/pard and export/cascade). A DyOrc plan is a warm service placement
 // (which GPU holds which workflow services at start: DyOrc schedules online, so a plan only
 // seeds it) plus the workflows it serves; the speculative scheduler (DyOrc §5: Markov

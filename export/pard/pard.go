@@ -1,4 +1,4 @@
-// Package pard exports PARD plans to Triton, KServe and Ray Serve (issue 16): every module
+// Package pard exports PARD plans to Triton, KServe and Ray Serve: every module
 // becomes one exported model with its provisioning (batch size, workers on one GPU type), and
 // every application a group — a Triton ensemble and a KServe Sequence graph where the
 // application is a chain, a Ray application always.

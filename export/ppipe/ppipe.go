@@ -1,5 +1,5 @@
 // Package ppipe exports PPipe plans (PPipe, NP and DART-r alike) to Triton, KServe and Ray
-// Serve (issue 16). Each pool — one partition of one pipeline, Count slices of 1/VGPU of one
+// Serve. Each pool — one partition of one pipeline, Count slices of 1/VGPU of one
 // GPU type — becomes one exported model; each pipeline becomes a chain (a Triton ensemble when
 // the ONNX file is given, a KServe Sequence graph, a Ray application).
 //

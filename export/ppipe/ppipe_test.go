@@ -233,7 +233,7 @@ func BenchmarkExportLargest(b *testing.B) {
 // TestTritonGPUsMatchPlan: the Triton export pins each pool's instances to GPUs of its own,
 // as many per type as the plan occupies (formats.PPipePlan.PhysicalGPUs, pipeline rounding),
 // never more than VGPU instances on one GPU, and each pool's instances add up to its slices
-// (issue 32 item 1: without gpus, Triton started every pool's count on every GPU).
+// (without gpus, Triton started every pool's count on every GPU).
 func TestTritonGPUsMatchPlan(t *testing.T) {
 	for _, name := range goldenPlans {
 		t.Run(name, func(t *testing.T) {

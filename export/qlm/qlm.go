@@ -1,4 +1,4 @@
-// Package qlm exports QLM plans to Triton, KServe and Ray Serve (issue 13, following
+// Package qlm exports QLM plans to Triton, KServe and Ray Serve (following
 // export/dyorc and export/cascade). A QLM plan (Patke et al., "QLM") is a set of LLM instances
 // — an engine with one model loaded on a fixed GPU set (QLM §2.3) — plus the request groups
 // (one model, similar SLO and lengths, QLM §4) and each instance's virtual queue of groups,

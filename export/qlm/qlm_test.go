@@ -447,8 +447,8 @@ func BenchmarkExport(b *testing.B) {
 	}
 }
 
-// TestEngineSettingsExported: the engine arguments are the values the simulator runs
-// (issue 30 item 2): vLLM V1's defaults by GPU, the profile's engine settings over them, and
+// TestEngineSettingsExported: the engine arguments are the values the simulator runs:
+// vLLM V1's defaults by GPU, the profile's engine settings over them, and
 // chunked prefill off capping max_model_len at the token budget.
 func TestEngineSettingsExported(t *testing.T) {
 	off := false

@@ -1,8 +1,8 @@
 // Package policytest drives a dataplane engine by hand for policy unit tests that need what
 // the simulator does not offer: withdrawing requests (Engine.Cancel) at chosen instants and
 // retiring finished requests (Engine.Compact, then Forgetter.Forget) as a long-running
-// driver does, while checking that the policy never dispatches a withdrawn request
-// (issue 29 item 1). Execution and transfer times are the nominal ones (no jitter), so a
+// driver does, while checking that the policy never dispatches a withdrawn request.
+// Execution and transfer times are the nominal ones (no jitter), so a
 // run is a deterministic function of its script.
 package policytest
 

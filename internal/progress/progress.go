@@ -1,5 +1,5 @@
-// Package progress is the one place plan decides whether a long command shows progress
-// (issue 37 item 2): a status line, rewritten in place, on the error stream when that stream
+// Package progress is the one place plan decides whether a long command shows progress:
+// a status line, rewritten in place, on the error stream when that stream
 // is a terminal, and nothing at all when it is piped or redirected, so a script or a CI log
 // reading stdout or stderr sees only the command's output.
 package progress

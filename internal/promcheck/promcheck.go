@@ -1,7 +1,7 @@
 // Package promcheck checks a Prometheus text exposition the way `promtool check metrics` does
 // (ecosystem digest §7: base units, counters ending in _total, help text, the exposition
 // checked by promtool), so every system's /metrics is held to it in every test run, whether
-// or not promtool is installed (issue 32 item 4).
+// or not promtool is installed.
 //
 // Lint parses the text with the Prometheus library's strict text parser (a malformed line, a
 // family declared twice or split in two, is an error as it is for a scraper) and applies

@@ -60,7 +60,7 @@ func runSteps(t *testing.T, path string) []string {
 	return steps
 }
 
-// TestGoldenCIRecipe runs the CI recipe of testdata/golden/README.md (issue 37 item 7): its
+// TestGoldenCIRecipe runs the CI recipe of testdata/golden/README.md: its
 // install step must build plan with make (a `go install`ed binary has no solver: every
 // plan solve exits 1), and every step after it runs as written in a directory with no plan
 // checkout, against a binary built as `make` builds it (highs_embed: the solver inside).

@@ -75,7 +75,7 @@ func commands(t *testing.T, path string) []string {
 	return out
 }
 
-// TestREADMECommands (issue 17 item 11): the README's plan-regression example could not run
+// TestREADMECommands: the README's plan-regression example could not run
 // as written (`plan` is not on PATH after make; profile.json and plans/golden.json do not
 // exist). Every command of README.md runs, in order, in a scratch copy of the repository.
 func TestREADMECommands(t *testing.T) {

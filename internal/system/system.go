@@ -50,7 +50,7 @@ type System struct {
 	Checker planner.Checker
 	// Capacity reports the most each application of a deployed plan serves within its SLOs
 	// (requests per second, at the plan's request mix), keyed by application name: what the
-	// autopilot sizes a plan by (issue 35). nil: the deployment's planned rates are its
+	// autopilot sizes a plan by. nil: the deployment's planned rates are its
 	// capacity (a PPipe plan states the most each pipeline serves); systems whose planned
 	// rates are the workload's (QLM, PARD, DyOrc) must set it for the autopilot to size
 	// their plans.
@@ -98,7 +98,7 @@ type Engine struct {
 // formats.Plan and formats.Workload (DESIGN.md "Systems as plug-ins"): its plan section and
 // workload sections, each decoded, validated, cross-checked and described by the section
 // itself. The in-tree systems' sections are still typed fields; a system whose typed section's
-// validation has left formats (DyOrc's, issue 29 item 3) registers a Section under the typed
+// validation has left formats (DyOrc's) registers a Section under the typed
 // key, and formats runs its Validate and CrossCheck on the typed field.
 type Sections struct {
 	// Plan is its plan section (its Key is PlanSection); nil: a typed field of formats.Plan

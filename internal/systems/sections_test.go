@@ -9,7 +9,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// The rules of a typed section whose validation left formats (issue 29 item 3) run only when
+// The rules of a typed section whose validation left formats run only when
 // the registry's set is passed: with the in-tree registry a broken section is refused with
 // formats' old message, byte for byte; without a set the read is structural only (the
 // documented contract of formats.Validate). The case fails if a system forgets to register

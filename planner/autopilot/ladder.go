@@ -1,4 +1,4 @@
-// Package autopilot is the autopilot's solver (issue 35 item 3): it re-plans a served plan
+// Package autopilot is the autopilot's solver: it re-plans a served plan
 // for a forecast demand by re-solving the plan's own embedded inputs (the system's planner,
 // as `plan check --resolve` does: PPipe's MILP, QLM's stochastic program) on a ladder of
 // shrunken clusters, and picks the rung with the fewest GPUs whose plan serves the demand
@@ -224,7 +224,7 @@ func (l *Ladder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
 	return best, nil
 }
 
-// RateSolver implements ap.Solver for a plan solved with `--objective cost` (issue 34): it
+// RateSolver implements ap.Solver for a plan solved with `--objective cost`: it
 // re-solves the plan's embedded inputs with each model's rate_rps set to the demand, so the
 // planner picks the least-cost fleet that serves it. Demands are rounded up to a geometric
 // grid (RateStep) and their plans cached, so a load that returns costs no second solve.

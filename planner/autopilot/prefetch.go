@@ -8,7 +8,7 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 )
 
-// Pre-solved rungs (issue 35: serve and simulate agree on a step up). Simulate re-solves in
+// Pre-solved rungs (serve and simulate agree on a step up). Simulate re-solves in
 // zero virtual time; serve solves in wall time (0.6–1 s for the demo plan's six rungs on a
 // loaded 2-core machine), during which the shrunk plan is overloaded. Serve therefore solves
 // ahead, on a goroutine of its own after every switch and at start, the rungs a next re-solve

@@ -94,7 +94,7 @@ func TestCandidatesPlanLikeRecords(t *testing.T) {
 
 // TestScoreCertainties: certainties on another real scale (logit gaps, negative included)
 // plan the same cascades with the thresholds mapped through the same monotone function:
-// the threshold grid sits on quantiles of the scores (issue 31 item 2).
+// the threshold grid sits on quantiles of the scores.
 func TestScoreCertainties(t *testing.T) {
 	rec := benchWorkload(BERT, 3000, 6, 0, 0.84)
 	logit := func(c float64) float64 { c = math.Min(math.Max(c, 1e-9), 1-1e-9); return math.Log(c / (1 - c)) }

@@ -16,7 +16,7 @@ import (
 // (when the cluster's count is smaller): CascadeServe plans each GPU count by simulation.
 const costSearchGPUs = 8
 
-// SolveCost is `plan solve --objective cost` for cascades (issue 34 item 2): CascadeServe
+// SolveCost is `plan solve --objective cost` for cascades: CascadeServe
 // plans one GPU type (HardwareOf), so for each GPU type of the cluster alone it runs the
 // --min-gpus search (the fewest GPUs whose gear plan meets the SLOs) up to the type's
 // available count (or max(count, 8) without one), and keeps the fleet of least cost

@@ -42,7 +42,7 @@ type Options struct {
 	Percentile float64
 	Accuracy   float64
 	// AccuracyMargin plans that much above the accuracy target (the validation estimate is
-	// an estimate: plan solve --accuracy-margin, issue 31 item 4); 0 = none. The plan records
+	// an estimate: plan solve --accuracy-margin); 0 = none. The plan records
 	// the target it was planned for (target + margin) as its accuracy_slo.
 	AccuracyMargin float64
 	// GPUs uses the first GPUs of the cluster (0 = all); MinGPUs searches the fewest GPUs
@@ -95,7 +95,7 @@ type Flags struct {
 	Weights string `json:"weights"`
 	// Provision is the DynBa and MS+ provisioning rule: queue (default) or peak.
 	Provision string `json:"provision,omitempty"`
-	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
+	// Objective is cost for a least-cost fleet (cost.go), absent otherwise.
 	Objective string `json:"objective,omitempty"`
 }
 

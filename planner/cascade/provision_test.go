@@ -40,7 +40,7 @@ func TestProvisionRate(t *testing.T) {
 }
 
 // TestBaselineProvisioning: DynBa sized by the paper's rule (peaks queued) needs fewer GPUs
-// than sized for the peak (issue 31 item 5: --min-gpus gave DynBa 8 GPUs where the paper's
+// than sized for the peak (--min-gpus gave DynBa 8 GPUs where the paper's
 // 4 absorb short peaks), and its gear still covers qps_max.
 func TestBaselineProvisioning(t *testing.T) {
 	c := benchWorkload(BERT, 7600, 8, 400*time.Millisecond, 0)
@@ -69,7 +69,7 @@ func TestBaselineProvisioning(t *testing.T) {
 
 // TestMSPlusAccuracySLO: under an accuracy SLO MS+ keeps its capacity rule (the most
 // accurate single model whose fleet throughput covers each QPS range), so it is not the
-// no-cascade ablation (issue 31 item 5: both planned the same models per range).
+// no-cascade ablation (both planned the same models per range).
 func TestMSPlusAccuracySLO(t *testing.T) {
 	c := benchWorkload(BERT, 7600, 8, 0, 0.835)
 	tk, probs := NewTask(c, "workload: cascades[0]", []*formats.Profile{BERT.Profile()}, BERT.GPU, BERT.GPUMem)

@@ -11,7 +11,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestCapacity (issue 35): the capacity of testdata/dyorc/small.json's plan grows with the
+// TestCapacity: the capacity of testdata/dyorc/small.json's plan grows with the
 // GPUs its placement is solved on, keeps the workload's mix (both apps scale alike while the
 // pooled bound holds), and follows the model's formula U·(G − G₀)/W; a plan missing what the
 // model needs is an error naming it.

@@ -18,7 +18,7 @@ import (
 // most ρ, the headroom the speculative scheduler and bursts need [ours: DyOrc plans no fleet].
 const CostUtilization = 0.8
 
-// SolveCost is `plan solve --objective cost` for workflows (issue 34 item 2): DyOrc's data
+// SolveCost is `plan solve --objective cost` for workflows: DyOrc's data
 // plane runs one GPU type (dp.ClusterOf), so for each GPU type of the cluster alone it finds
 // the fewest GPUs, within its available count, whose least-loaded placement (Solve's MILP:
 // min max_g load) keeps every GPU at most CostUtilization busy and within memory; the

@@ -1,4 +1,4 @@
-// Package fleet is the cost side of every planner (issue 34 items 1 and 2): which GPUs, how
+// Package fleet is the cost side of every planner: which GPUs, how
 // many of each type, a plan uses (Used), what they cost per hour in the cluster's currency
 // (Summarize), the check `plan check` runs on a plan's recorded fleet (Verify), and the
 // fleet-sizing core the planners share (Size): the least-cost count of GPUs per type that

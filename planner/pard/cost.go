@@ -13,7 +13,7 @@ import (
 	"github.com/plan-dev/plan/solver"
 )
 
-// costModel is provisionModel with the cost objective (issue 34 item 2): the same choice of
+// costModel is provisionModel with the cost objective: the same choice of
 // one (GPU type, batch) per module under the latency rule Σ2·d ≤ f·SLO, minimising
 // Σ price(type)·workers instead of Σ workers, each type bounded by its available count
 // (unbounded when the cluster gives none) instead of the cluster's count.

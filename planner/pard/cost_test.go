@@ -104,7 +104,7 @@ func exhaustiveCost(in Inputs, slo time.Duration) float64 {
 
 // TestProvisionCostExhaustive: on 100 random chains small enough to enumerate (≤ 3 GPU types,
 // ≤ 8 GPUs each), the cost objective's fleet costs exactly the exhaustive optimum, and an
-// instance with no feasible provisioning is bad input (issue 34 item 2).
+// instance with no feasible provisioning is bad input.
 func TestProvisionCostExhaustive(t *testing.T) {
 	feasible := 0
 	for seed := range uint64(100) {

@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// Fill mode (issue 35) [ours]: PARD provisions a pipeline for its expected rate on the fewest
+// Fill mode [ours]: PARD provisions a pipeline for its expected rate on the fewest
 // GPUs (§5.1), so a larger cluster gives the same plan and the autopilot's ladder of shrunken
 // clusters could not size it. With Options.Fill the planner instead provisions every
 // pipeline for the most rate the cluster serves at the workload's mix: the largest common

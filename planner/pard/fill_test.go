@@ -27,7 +27,7 @@ func fillInputs(gpus int) Inputs {
 	return in
 }
 
-// TestFillCapacityGrowsWithGPUs (issue 35): a plan solved with Fill provisions the most rate
+// TestFillCapacityGrowsWithGPUs: a plan solved with Fill provisions the most rate
 // its cluster serves at the workload's mix, so its capacity (PlanCapacity) grows with the
 // GPUs the autopilot's ladder gives the planner, covers the plan's rate_rps, keeps the mix
 // (tm twice lv) and uses the cluster; without Fill the plan is the workload's, whatever the

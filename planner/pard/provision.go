@@ -75,9 +75,9 @@ type Flags struct {
 	MaxBatch int `json:"max_batch"`
 	// Policy is the dropping policy the plan names as its default (default pard).
 	Policy string `json:"policy"`
-	// Objective is cost for a least-cost fleet (issue 34), absent for the fewest GPUs.
+	// Objective is cost for a least-cost fleet, absent for the fewest GPUs.
 	Objective string `json:"objective,omitempty"`
-	// Fill provisions for the most rate the cluster serves (fill.go; issue 35), absent
+	// Fill provisions for the most rate the cluster serves (fill.go), absent
 	// for the workload's rates.
 	Fill bool `json:"fill,omitempty"`
 }

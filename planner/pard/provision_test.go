@@ -56,7 +56,7 @@ func TestProvisionBadInput(t *testing.T) {
 	}
 }
 
-// TestProvisionTimeLimit (issue 17 item 8): a solver time limit without any provisioning was
+// TestProvisionTimeLimit: a solver time limit without any provisioning was
 // reported as bad input (exit 2); it is "no plan found within the time limit" (exit 1), and
 // the message says to raise --time-limit.
 func TestProvisionTimeLimit(t *testing.T) {
@@ -81,7 +81,7 @@ func skipWithoutSolver(t *testing.T, err error) {
 func TestProvisionBundled(t *testing.T) {
 	const rate = 150.0
 	// The test asserts an optimal plan: a time limit is not what it measures, and the 10 s
-	// default ran out under parallel test load (issue 17 item 8).
+	// default ran out under parallel test load.
 	pl, err := Provision(context.Background(), inputs(demo.Workload(rate)), Options{TimeLimit: 10 * time.Minute})
 	skipWithoutSolver(t, err)
 	if err != nil {

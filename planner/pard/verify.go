@@ -126,7 +126,7 @@ func Verify(p *formats.Plan) []string {
 	sort.Strings(types)
 	for _, t := range types {
 		if rec.Objective == planner.ObjectiveCost {
-			// A cost plan picks its fleet within each type's available count (issue 34).
+			// A cost plan picks its fleet within each type's available count.
 			if a := emb.Cluster.AvailableOf(t); use[t] > a {
 				add("gpu "+t, "modules use %d workers, the cluster has %d available", use[t], a)
 			}

@@ -108,7 +108,7 @@ type Options struct {
 	ToolVersion string
 	// Objective is "" (maximise throughput on the cluster's counts) or planner.ObjectiveCost:
 	// the least-cost fleet within each type's available count that serves every model's
-	// rate_rps (cost.go, issue 34 item 2).
+	// rate_rps (cost.go).
 	Objective string
 }
 

@@ -19,7 +19,7 @@ import (
 // may need (a type without available is otherwise unbounded).
 const probeCount = 64
 
-// solveCost is `plan solve --objective cost` for PPipe (issue 34 item 2): the MILP of PPipe
+// solveCost is `plan solve --objective cost` for PPipe: the MILP of PPipe
 // A.2 (pools, vGPU slices, batches, cuts as for throughput) with Σ_l x_{m,l} ≥ rate_m per
 // model instead of the max-min objective, and min Σ_k price_k·N_k over the physical GPUs N_k
 // of each type (the budget rows' rounded counts), each type bounded by its available count.

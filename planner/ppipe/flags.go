@@ -33,7 +33,7 @@ type Flags struct {
 	// FillSurplus hands idle GPUs to the models as headroom (default true in plan solve;
 	// plans recorded before the option existed had none).
 	FillSurplus bool `json:"fill_surplus"`
-	// Objective is cost for a least-cost fleet (issue 34), absent for throughput.
+	// Objective is cost for a least-cost fleet, absent for throughput.
 	Objective string `json:"objective,omitempty"`
 }
 

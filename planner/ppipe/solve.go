@@ -432,7 +432,7 @@ func (s *session) cutoff(full *built, lp *solver.Result, best assignment, bestOb
 		}
 	}
 	full.m.AddRow("cutoff", t, solver.Inf, obj...)
-	// The proof is the hard part of a hard plan: race both cores on it (issue 15 item 2),
+	// The proof is the hard part of a hard plan: race both cores on it,
 	// unless the plan must not depend on timing (then the solver runs one instance anyway).
 	if runtime.GOMAXPROCS(0) >= 2 {
 		s.race = min(runtime.GOMAXPROCS(0), 2)

@@ -141,7 +141,7 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-// TestVerifyMalformed (issue 17 item 1): Verify panicked with "index out of range [3] with
+// TestVerifyMalformed: Verify panicked with "index out of range [3] with
 // length 0" on a plan whose embedded profile has fewer cut sizes than blocks (the FuzzVerify
 // crasher kept in testdata/fuzz/FuzzVerify). Malformed embedded inputs are violations.
 func TestVerifyMalformed(t *testing.T) {
@@ -206,7 +206,7 @@ func TestBatchAllowance(t *testing.T) {
 	}
 }
 
-// TestStageRoundingPlansValidate (issue 17 item 2): plan solve --rounding stage --replicas -1
+// TestStageRoundingPlansValidate: plan solve --rounding stage --replicas -1
 // solved, then refused to write its own plan ("pipelines use 76 GPUs of this type, cluster has
 // 75") because the format counted GPUs per pool. Plans whose pools share GPUs at a stage
 // index must pass Validate and Verify alike; at least one case here shares GPUs, so the old
@@ -244,7 +244,7 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 	}
 }
 
-// TestBatchAllowanceArrivalRate (issue 17 item 9): β = ρ·(b−1)/λ̂ could only use the NP
+// TestBatchAllowanceArrivalRate: β = ρ·(b−1)/λ̂ could only use the NP
 // estimate of λ̂. It takes Options.ArrivalRate when set, else each model's workload rate_rps,
 // and records the option for re-solves.
 func TestBatchAllowanceArrivalRate(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/plan-dev/plan/planner"
 )
 
-// The capacity model of a QLM plan (issue 35: the autopilot sizes a plan by the most it
+// The capacity model of a QLM plan (the autopilot sizes a plan by the most it
 // serves). A QLM plan states its workload's rates, not what its instances serve, so the
 // capacity is derived here from the rule the cost objective already sizes fleets by
 // (Capacity, CostSLOFraction): an instance runs requests of a size at the batch whose

@@ -23,7 +23,7 @@ import (
 type Flags struct {
 	// Strategy is the placement algorithm: load (default) or round-robin.
 	Strategy string `json:"strategy"`
-	// Objective is cost for a least-cost fleet (cost.go, issue 34), absent otherwise.
+	// Objective is cost for a least-cost fleet (cost.go), absent otherwise.
 	Objective string `json:"objective,omitempty"`
 	// SLO, when set, replaces every class's slo in a cost solve (plan solve --slo, and
 	// plan frontier --slo sweeps it).

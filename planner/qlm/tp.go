@@ -1,6 +1,6 @@
 package qlm
 
-// Tensor-parallel instances (issue 30 item 7): an LLM profile measured at gpu_count k (vLLM's
+// Tensor-parallel instances: an LLM profile measured at gpu_count k (vLLM's
 // tensor_parallel_size, llm-engine digest §4) is an instance spanning k GPUs of one server
 // (QLM §2.3: an instance is an engine on a fixed GPU set). Its profile already describes the
 // whole instance (weights across the k GPUs, the KV capacity of their memory, Θ at that size),

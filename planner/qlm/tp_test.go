@@ -33,7 +33,7 @@ func tpInputs(t *testing.T) planner.Inputs {
 }
 
 // TestTensorParallel: a profile with gpu_count 2 plans as one instance on two GPUs of one
-// server (issue 30 item 7; before, "no LLM profile fits any GPU type of the cluster"); the
+// server (before, "no LLM profile fits any GPU type of the cluster"); the
 // one-GPU model takes the GPUs left, one instance each.
 func TestTensorParallel(t *testing.T) {
 	cases := []struct {

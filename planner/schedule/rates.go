@@ -1,4 +1,4 @@
-// Package schedule plans a day window by window (issue 34 item 4): a rate trace (request rates
+// Package schedule plans a day window by window: a rate trace (request rates
 // per model over time) is cut into windows, each window is planned for its own peak at the
 // least cost (`plan solve --objective cost`), and the day's cost of the schedule is compared
 // with provisioning the whole day for its peak. Mélange (Griggs et al., 2024) prices one load

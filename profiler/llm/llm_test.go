@@ -99,7 +99,7 @@ func TestEstimateAllAndImport(t *testing.T) {
 }
 
 // TestEstimateIteration: the roofline profile carries the piecewise-linear iteration model
-// the emulated instances run (issue 13 item 1): it validates, it agrees with StepUs at its
+// the emulated instances run: it validates, it agrees with StepUs at its
 // breakpoints at the typical context, and a decode iteration at the average batch equals the
 // profile's DecodeUsPerToken within the interpolation between breakpoints (10 %).
 func TestEstimateIteration(t *testing.T) {

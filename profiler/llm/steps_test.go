@@ -11,7 +11,7 @@ import (
 )
 
 // TestReadAndFitSteps: measured step tables (testdata) become the two iteration curves,
-// mean per scheduled-token count, kept as measured where they fall (issue 30 item 3).
+// mean per scheduled-token count, kept as measured where they fall.
 func TestReadAndFitSteps(t *testing.T) {
 	for _, tc := range []struct {
 		file            string

@@ -20,7 +20,7 @@ var ErrNoLibrary = errors.New("ONNX Runtime library not available")
 var ErrDevice = errors.New("device not available")
 
 // installRel is where `make install` puts the library, relative to the directory of the
-// installed binary (PREFIX/bin/plan → PREFIX/lib/plan/libonnxruntime.so; issue 37 item 8).
+// installed binary (PREFIX/bin/plan → PREFIX/lib/plan/libonnxruntime.so).
 var installRel = filepath.Join("..", "lib", "plan", "libonnxruntime.so")
 
 // findLibrary locates libonnxruntime: $PLAN_ORT_LIB, else next to the executable (and

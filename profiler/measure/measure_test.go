@@ -356,7 +356,7 @@ func TestFindLibrary(t *testing.T) {
 	}
 	bin := filepath.Join(root, "bin", "plan")
 	empty := t.TempDir()
-	// The layout of `make install PREFIX=prefix` (issue 37 item 8).
+	// The layout of `make install PREFIX=prefix`.
 	prefix := t.TempDir()
 	instLib := filepath.Join(prefix, "lib", "plan", "libonnxruntime.so")
 	if err := os.MkdirAll(filepath.Dir(instLib), 0o755); err != nil {

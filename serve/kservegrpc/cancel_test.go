@@ -38,7 +38,7 @@ func (e *gatedExecutor) Run(job *serve.Job, done func(*serve.Job)) {
 func (e *gatedExecutor) open() { e.once.Do(func() { close(e.gate) }) }
 
 // TestDeadlineCancels: a gRPC call whose context ends (its deadline passes, its client
-// cancels) before its answer has its request cancelled in the server (issue 29 item 2):
+// cancels) before its answer has its request cancelled in the server:
 // counted as cancelled, never completed, and no longer in flight once its batch ends.
 func TestDeadlineCancels(t *testing.T) {
 	var ex *gatedExecutor

@@ -17,7 +17,7 @@ const grpcurlVersion = "v1.9.4"
 
 // TestGrpcurl runs the real grpcurl (ecosystem digest §7: what operators point at a gRPC
 // server) against `--grpc-addr`: `list` through server reflection, a health check, a
-// describe, and a ModelInfer built from the reflected schema alone (issue 32 item 3). It
+// describe, and a ModelInfer built from the reflected schema alone. It
 // skips when grpcurl is missing, unless PLAN_REQUIRE_ALL=1 (CI installs it).
 func TestGrpcurl(t *testing.T) {
 	path := os.Getenv("PATH")

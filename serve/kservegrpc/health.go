@@ -104,7 +104,7 @@ func (h *health) follow(ctx context.Context) {
 }
 
 // The health reserve. The gRPC listener is capped like the HTTP one (serve.LimitListener:
-// total and per-client connections, issue 36 item 3), and its last few slots under the total
+// total and per-client connections), and its last few slots under the total
 // cap are a reserve: a connection accepted into one (serve.ReservedConn) may call only the
 // health and reflection services, so a flood of inference clients up to the cap still
 // leaves a kubelet's gRPC probe a connection that answers. Which connection is reserved is

@@ -50,7 +50,7 @@ func startFull(t *testing.T, o serve.Options) (*serve.Server, string) {
 
 // TestHealth: grpc.health.v1 answers for the whole server ("") and the inference service,
 // SERVING exactly while GET /v2/health/ready would be 200: a front end's failed check and a
-// shutdown make it NOT_SERVING (issue 32 item 3); an unknown service is NOT_FOUND.
+// shutdown make it NOT_SERVING; an unknown service is NOT_FOUND.
 func TestHealth(t *testing.T) {
 	f := &gateFront{}
 	s, addr := startFull(t, serve.Options{Frontends: []serve.Frontend{f}})

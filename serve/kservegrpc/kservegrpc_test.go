@@ -263,7 +263,7 @@ func TestDropsAndOverload(t *testing.T) {
 			if reasons["overload"] == 0 {
 				t.Errorf("RESOURCE_EXHAUSTED without the overload reason: %v", reasons)
 			}
-			// Counted under RESOURCE_EXHAUSTED's HTTP equivalent, 429 (issue 32 item 4).
+			// Counted under RESOURCE_EXHAUSTED's HTTP equivalent, 429.
 			m := httptest.NewRecorder()
 			s2.ServeHTTP(m, httptest.NewRequest("GET", "/metrics", nil))
 			if !strings.Contains(m.Body.String(), `plan_rejected_total{cause="overload",code="429"}`) || strings.Contains(m.Body.String(), `cause="overload",code="503"`) {
@@ -301,7 +301,7 @@ func FuzzInputJSON(f *testing.F) {
 }
 
 // TestStartCapsConnections: the gRPC listener caps connections per client address as the
-// HTTP one does (issue 36 item 3): a second connection from the address is closed at once,
+// HTTP one does: a second connection from the address is closed at once,
 // the first keeps serving.
 func TestStartCapsConnections(t *testing.T) {
 	s, err := serve.New(serve.Options{Plan: loadPlan(t, "wide.json"), Deploy: testDeploy, Policies: testPolicies, MaxConnsPerIP: 1})

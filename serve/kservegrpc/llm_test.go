@@ -21,7 +21,7 @@ import (
 
 // TestExactLLMReplayOverGRPC: `plan load --grpc --trace` on an LLM plan carries each
 // request's tokens (metadata plan-trace-tokens) and reads the server's first_token_us, as the
-// HTTP path does (issue 30 items 4, 5).
+// HTTP path does.
 func TestExactLLMReplayOverGRPC(t *testing.T) {
 	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"))
 	if err != nil {

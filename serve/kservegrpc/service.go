@@ -1,5 +1,5 @@
 // Package kservegrpc serves the KServe v2 gRPC protocol (Open Inference Protocol, ecosystem
-// digest §1; issue 16) in front of a serve.Server: `plan serve --grpc-addr`. Every RPC goes
+// digest §1) in front of a serve.Server: `plan serve --grpc-addr`. Every RPC goes
 // through the server's transport-neutral API (serve.Server.Infer, ModelInfo, Ready), so gRPC
 // requests share the HTTP path's door, in-flight bound, driver, engine, admission policy and
 // metrics. Sender is the client side `plan load --grpc` uses.
@@ -282,7 +282,7 @@ func Start(ctx context.Context, s *serve.Server, addr string) (bound string, sto
 	if err != nil {
 		return "", nil, err
 	}
-	// The same caps on open connections as the HTTP listener (issue 36 item 3), with a
+	// The same caps on open connections as the HTTP listener, with a
 	// reserve for health checks (health.go).
 	ln = s.LimitListener(ln)
 	g, h := newServer(s)

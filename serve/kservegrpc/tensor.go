@@ -116,7 +116,7 @@ func keys(m map[string]int) string {
 
 // appendF32 writes an input element. A NaN or an infinity is written as Go spells it (NaN,
 // +Inf, -Inf): not JSON, so serve.CheckInput refuses the request as the HTTP API refuses
-// the same tensor (issue 36 item 13), rather than the model seeing zeros.
+// the same tensor, rather than the model seeing zeros.
 func appendF32(b []byte, f float32) []byte {
 	return appendF64bits(b, float64(f), 32)
 }

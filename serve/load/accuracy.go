@@ -20,7 +20,7 @@ func (s *Sample) readLabel(body []byte) {
 
 // addAccuracy puts the accuracy over answered requests into rep where the deployment
 // judges answers (Deployment.Judge: a cascade plan's records, replayed by the server's
-// emulated workers), as `plan simulate` reports it (issue 31 item 2).
+// emulated workers), as `plan simulate` reports it.
 func addAccuracy(rep *workload.Report, dep *dataplane.Deployment, samples []Sample, targets []target) {
 	if dep == nil || dep.Judge == nil || len(rep.Points) == 0 {
 		return

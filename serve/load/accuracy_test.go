@@ -9,7 +9,7 @@ import (
 
 // TestAccuracy: `plan load` of a cascade plan reports accuracy over the answered requests
 // from the labels the server's emulated workers answered (1 = right), per application and in
-// total, and only where the deployment judges answers (issue 31 item 2).
+// total, and only where the deployment judges answers.
 func TestAccuracy(t *testing.T) {
 	bodies := []string{
 		`{"model_name":"a","parameters":{"answered_by":"bert-base","hops":2,"certainty":0.9,"label":1},"timing":{"latency_us":10}}`,

@@ -19,7 +19,7 @@ func llmClasses(plan *formats.Plan) []formats.LLMClass {
 }
 
 // exactArrivals replays a per-request trace on an LLM plan exactly, as `plan simulate
-// --trace` does (issue 30 item 5): every request once, in the class workload.AssignTrace
+// --trace` does: every request once, in the class workload.AssignTrace
 // gives it, at its time divided by the load factor, with its tokens (sent as
 // serve.TraceTokensHeader). Requests of a class the run does not target (--model) are not
 // sent. ok is false when the run is not an exact replay (another plan, a generated trace).

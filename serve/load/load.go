@@ -58,8 +58,8 @@ type Options struct {
 	// SLO overrides the servers' objective for attainment (0 = the model's, from metadata).
 	SLO time.Duration
 	// Timeout bounds one request (0 = 10 × SLO + 5 s); a request that times out is given up:
-	// the client closes its connection (or ends its gRPC call), the server withdraws it
-	// (issue 29 item 2), and it counts as dropped at stage "client" with reason
+	// the client closes its connection (or ends its gRPC call), the server withdraws it,
+	// and it counts as dropped at stage "client" with reason
 	// ReasonCancelled: never completed, never lost.
 	Timeout time.Duration
 	// Client sends the requests (nil = one with at most MaxConns connections).

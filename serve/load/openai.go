@@ -1,6 +1,6 @@
 package load
 
-// `plan load --openai URL` (issue 30 item 6): a streaming benchmark client for any
+// `plan load --openai URL`: a streaming benchmark client for any
 // OpenAI-compatible server (`plan serve` on a QLM plan, vLLM, SGLang, TensorRT-LLM's server),
 // reporting what vLLM's benchmark_serving reports (llm-engine digest §3): TTFT, TPOT, ITL and
 // E2E percentiles, request and token throughput, and the failures with their HTTP status.

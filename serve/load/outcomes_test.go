@@ -49,7 +49,7 @@ func TestOutcomes(t *testing.T) {
 }
 
 // TestReportLabel: a server that does not name its policy gets the run labelled with the
-// plan's system, not "ppipe" (issue 29).
+// plan's system, not "ppipe".
 func TestReportLabel(t *testing.T) {
 	for _, tc := range []struct{ file, policy, want string }{
 		{"pard-4apps.json", "", "pard"},
@@ -69,7 +69,7 @@ func TestReportLabel(t *testing.T) {
 }
 
 // TestReportCancelled: a request the client gave up on is counted as cancelled in the
-// report, apart from completed, late and dropped (issue 29 item 2).
+// report, apart from completed, late and dropped.
 func TestReportCancelled(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "demo-ppipe.json"))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 // addPercentiles gives each application whose SLO is judged at a percentile
 // (dataplane.App.SLOPercentile: a cascade's p95) its latency there, as the simulator's report
-// does (issue 31 item 3): over the measured samples, a request not answered 200 counting as
+// does: over the measured samples, a request not answered 200 counting as
 // later than any.
 func addPercentiles(rep *workload.Report, dep *dataplane.Deployment, samples []Sample, targets []target) {
 	if dep == nil || len(rep.Points) == 0 {

@@ -1,4 +1,4 @@
-// Package openai is QLM's OpenAI-compatible front end on `plan serve` (issue 13 item 5; QLM
+// Package openai is QLM's OpenAI-compatible front end on `plan serve` (QLM
 // paper §2; the OpenAI API's completions and chat objects): POST /v1/completions and
 // /v1/chat/completions (answered whole or streamed as server-sent events), GET /v1/models, and
 // a durable submit-and-poll queue for long-SLO (batch) requests, POST /v1/queue and GET

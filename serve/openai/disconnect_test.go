@@ -97,7 +97,7 @@ func metricSum(t *testing.T, url, prefix string) float64 {
 	return sum
 }
 
-// TestRemoteClientLeavesCancelsCopy (issue 29): with --llm-endpoints, a client that leaves
+// TestRemoteClientLeavesCancelsCopy: with --llm-endpoints, a client that leaves
 // before its remote engine answers takes the remote request with it (the engine aborts it)
 // and the request's emulated copy too: QLM drops it as cancelled instead of modelling the
 // instance as busy for the whole generation.
@@ -144,7 +144,7 @@ func TestRemoteClientLeavesCancelsCopy(t *testing.T) {
 	}
 }
 
-// TestCompletionDisconnectFreesSequence (issue 29): the same for a whole (non-streaming)
+// TestCompletionDisconnectFreesSequence: the same for a whole (non-streaming)
 // completion and chat completion: the client gives up while the request generates, and the
 // request is dropped as cancelled with nothing left in flight or running.
 func TestCompletionDisconnectFreesSequence(t *testing.T) {

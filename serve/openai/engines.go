@@ -21,7 +21,7 @@ import (
 	"github.com/plan-dev/plan/serve"
 )
 
-// Remote engines (issue 13 item 5): OpenAI-compatible servers (vLLM) that do the generation
+// Remote engines: OpenAI-compatible servers (vLLM) that do the generation
 // while QLM decides the order and the instance (QLM §3: QLM sits in front of unmodified
 // serving engines and drives them through their request queues). --llm-endpoints maps the
 // plan's instances to engines; a request is forwarded to its instance's engine when the QLM
@@ -30,7 +30,7 @@ import (
 // (vLLM's Prometheus vllm:num_requests_waiting and vllm:num_requests_running) are read
 // every poll interval (--llm-poll) and shown at GET /v1/engines.
 //
-// They also feed the policy (issue 13: remote engines' queue lengths). After every poll
+// They also feed the policy (remote engines' queue lengths). After every poll
 // round the front end hands each engine's gauges to the serving policy on the driver
 // goroutine (serve.Server.WithPolicy), when the policy implements InstanceObserver (the
 // dataplane/qlm policies do); an engine that could not be read is reported as holding nothing. The gauges count
@@ -301,7 +301,7 @@ func (e *Engines) poll(ctx context.Context, s EngineState) EngineState {
 
 // ParseGauges sums the samples of the named metrics in a Prometheus text exposition (an
 // engine serving several models reports one sample per model_name label), parsed by the
-// Prometheus library's own text parser (issue 32 item 4): gauges, counters and untyped
+// Prometheus library's own text parser: gauges, counters and untyped
 // samples; a name the exposition lacks is absent from the map. An exposition the parser
 // refuses (a malformed line, a family declared twice) is an error, not a partial reading.
 func ParseGauges(text []byte, names ...string) (map[string]float64, error) {

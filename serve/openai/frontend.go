@@ -98,7 +98,7 @@ func (f *Frontend) Flags(fs *pflag.FlagSet) {
 }
 
 // BodyLimits implements serve.BodyLimiter: the server refuses a body over MaxBody with 413
-// before the handler runs, on every route that takes one (issue 36 item 4).
+// before the handler runs, on every route that takes one.
 func (f *Frontend) BodyLimits() map[string]int64 {
 	n := f.MaxBody
 	if n <= 0 {
@@ -121,7 +121,7 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 	for _, r := range rs[:len(rs)-1] {
 		mux.HandleFunc(r.Pattern, r.h)
 	}
-	// Every other path under /v1/ answers an OpenAI error object too (issue 32 item 7).
+	// Every other path under /v1/ answers an OpenAI error object too.
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { f.handleUnknown(w, r, mux) })
 	if len(f.Endpoints) > 0 {
 		f.forwardClient = &http.Client{}
@@ -506,7 +506,7 @@ func (f *Frontend) stream(w http.ResponseWriter, r *http.Request, sub *submissio
 		case <-r.Context().Done():
 			// The client left (or its deadline passed): stop writing; Submit, on the same
 			// context, cancels the request in the engine, which frees its sequence within
-			// an iteration (issue 29).
+			// an iteration.
 			return
 		case <-sub.tick:
 			emit(req.MaxTokens)
@@ -598,7 +598,7 @@ func (f *Frontend) remote(w http.ResponseWriter, r *http.Request, sub *submissio
 	// The copy runs past the answer (the engine's occupancy), but a client that leaves before
 	// its answer ends takes the remote request with it (vLLM aborts a request whose client
 	// disconnected, LLM engine digest §4; forward's request shares r's context): the copy is
-	// cancelled then, so QLM frees its sequence too (issue 29).
+	// cancelled then, so QLM frees its sequence too.
 	copyCtx, cancelCopy := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer func() {
 		if r.Context().Err() != nil {

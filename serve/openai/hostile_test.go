@@ -32,7 +32,7 @@ func manyMessages(n int) string {
 	return b.String()
 }
 
-// TestIntakeLimits (issue 36 item 2): a request that can never be served is a 400 at intake
+// TestIntakeLimits: a request that can never be served is a 400 at intake
 // naming the field, its value and the limit, on the completion, chat and queue routes; a
 // normal request right after is served. The plan's classes allow 2,048 prompt and 1,024
 // output tokens; one case's plan shrinks the KV caches to 1,000 tokens, two set
@@ -93,7 +93,7 @@ func TestIntakeLimits(t *testing.T) {
 	}
 }
 
-// TestQueueHostileIDs (issue 36 item 1): on the JetStream queue, an over-long id is a 414 and
+// TestQueueHostileIDs: on the JetStream queue, an over-long id is a 414 and
 // a malformed one a 404, neither reaches NATS, and the queue keeps working: a request
 // enqueued afterwards completes and polls of it answer.
 func TestQueueHostileIDs(t *testing.T) {
@@ -130,7 +130,7 @@ func TestQueueHostileIDs(t *testing.T) {
 	}
 }
 
-// TestQueueRedials (issue 36 item 1): when NATS closes the queue's connection (as it does on
+// TestQueueRedials: when NATS closes the queue's connection (as it does on
 // a protocol error), the next calls dial a new one instead of failing until a restart.
 func TestQueueRedials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -225,7 +225,7 @@ func TestQueueLeaseAfterKill(t *testing.T) {
 	}
 }
 
-// TestQueueLeaseExtended (issue 36 item 6): a queued request that runs longer than the lease
+// TestQueueLeaseExtended: a queued request that runs longer than the lease
 // keeps it (its worker extends it): it completes in one attempt, with no duplicate run on
 // the server's other worker.
 func TestQueueLeaseExtended(t *testing.T) {
@@ -267,7 +267,7 @@ func metricValue(t *testing.T, url, sample string) float64 {
 	return 0
 }
 
-// TestDrainClosesConnections (issue 36 item 13): while the server drains, the OpenAI
+// TestDrainClosesConnections: while the server drains, the OpenAI
 // endpoints' 503s carry Connection: close.
 func TestDrainClosesConnections(t *testing.T) {
 	s, url := qlmServerOpts(t, memFrontend(), serve.Options{DrainTimeout: 3 * time.Second})
@@ -296,7 +296,7 @@ func TestDrainClosesConnections(t *testing.T) {
 	}
 }
 
-// TestReadinessReflectsDeadQueue (issue 36 item 1): GET /v2/health/ready answers 503, naming
+// TestReadinessReflectsDeadQueue: GET /v2/health/ready answers 503, naming
 // the batch queue, while the queue's NATS server is gone, instead of 200.
 func TestReadinessReflectsDeadQueue(t *testing.T) {
 	fe := New(dq.Kind)
@@ -334,7 +334,7 @@ func TestReadinessReflectsDeadQueue(t *testing.T) {
 	}
 }
 
-// TestEarly413 (issue 36 item 4): a body declared over the front end's 4 MiB limit is refused
+// TestEarly413: a body declared over the front end's 4 MiB limit is refused
 // with 413 on every OpenAI route that takes one, before its handler reads it (400 before).
 func TestEarly413(t *testing.T) {
 	_, url := qlmServer(t, memFrontend())
@@ -349,7 +349,7 @@ func TestEarly413(t *testing.T) {
 		if resp.StatusCode != 413 {
 			t.Errorf("POST %s with a 5 MiB body: %d, want 413", path, resp.StatusCode)
 		}
-		// An OpenAI error object, as every answer of this API (issue 32 item 7).
+		// An OpenAI error object, as every answer of this API.
 		if !bytes.Contains(b, []byte(`"error":{"message":"request body larger than`)) || !bytes.Contains(b, []byte(`"type":"invalid_request_error"`)) {
 			t.Errorf("POST %s with a 5 MiB body: %s; want an OpenAI error object", path, b)
 		}

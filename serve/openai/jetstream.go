@@ -35,7 +35,7 @@ type JetStreamOptions struct {
 	// before JetStream hands it to another (0: DefaultLease). The worker extends it while the
 	// request runs (Extend, JetStream's in-progress ack), so it need not outlast the longest
 	// SLO: after a crash (kill -9) the request comes back within one lease, not 15 minutes
-	// later (issue 36 item 6).
+	// later.
 	AckWait time.Duration
 	// MaxDeliver bounds the times a request is handed out (0: 20).
 	MaxDeliver int
@@ -54,7 +54,7 @@ const DefaultLease = 30 * time.Second
 
 // JetStreamQueue is the default Queue: NATS JetStream, embedded or external. Its connection
 // is re-dialled when NATS closes it (an -ERR from the server closes a client connection for
-// good), so one bad request cannot disable the queue until a restart (issue 36 item 1).
+// good), so one bad request cannot disable the queue until a restart.
 type JetStreamQueue struct {
 	o  JetStreamOptions
 	ns *server.Server // nil for an external server

@@ -38,7 +38,7 @@ func (f *Frontend) limit(model string) (dq.Limit, bool) {
 	return l, ok
 }
 
-// checkLimits refuses at intake a request that can never be served (issue 36 item 2): a
+// checkLimits refuses at intake a request that can never be served: a
 // prompt or output longer than its class's maximum (the plan's token profiles, like vLLM's
 // max_model_len, LLM engine digest §4), or prompt + output beyond the largest KV cache of an
 // instance able to serve its model, which QLM would drop at arrival (dq.DropTooLarge). The 400
@@ -64,7 +64,7 @@ func (f *Frontend) checkLimits(req *Request) *Error {
 	}
 	out := max(req.MaxTokens, 1)
 	if l.MaxModelLen > 0 && req.PromptTokens+out > l.MaxModelLen {
-		// vLLM's 400 for a context over max_model_len (LLM engine digest §4; issue 30 item 8).
+		// vLLM's 400 for a context over max_model_len (LLM engine digest §4).
 		f := "max_tokens"
 		if req.PromptTokens >= l.MaxModelLen {
 			f = field
@@ -84,7 +84,7 @@ func (f *Frontend) checkLimits(req *Request) *Error {
 // Queue ids are "q-" + the server's start time in base 36 + "-" + a decimal counter
 // (handleEnqueue). Only such ids reach the queue's store: an id of another shape is unknown
 // (404) without a lookup, and one longer than maxQueueIDLen is refused (414), so no request
-// can put an over-long subject on the NATS connection (issue 36 item 1: a 5,000-byte id
+// can put an over-long subject on the NATS connection (a 5,000-byte id
 // exceeded NATS's maximum control line and the server closed the connection).
 const maxQueueIDLen = 64
 

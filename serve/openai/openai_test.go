@@ -404,7 +404,7 @@ func TestQueueMemory(t *testing.T) {
 	}
 }
 
-// TestQueueSurvivesRestart (issue 13 item 5): a request queued on one `plan serve` (which
+// TestQueueSurvivesRestart: a request queued on one `plan serve` (which
 // serves none: --queue-workers 0) is still there after it stops, and the next server on the
 // same --queue-dir, with the embedded JetStream server, completes it.
 func TestQueueSurvivesRestart(t *testing.T) {
@@ -463,7 +463,7 @@ func qlmServerB(b *testing.B) (*serve.Server, string) { return qlmServer(b, memF
 
 // TestRefused: a request the server has no room for (--max-inflight 1 while a stream holds
 // the slot) is a 429 with Retry-After whose message names the reason, and /metrics counts it
-// under the code the client saw, 429 (issue 32 item 4: it said 503).
+// under the code the client saw, 429 (it said 503).
 func TestRefused(t *testing.T) {
 	_, url := qlmServerOpts(t, memFrontend(), serve.Options{MaxInFlight: 1, DrainTimeout: 200 * time.Millisecond})
 	resp, err := http.Post(url+"/v1/completions", "application/json",

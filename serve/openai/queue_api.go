@@ -135,7 +135,7 @@ type healthChecker interface {
 
 // Ready reports whether the front end can serve: nil, or why its batch queue cannot (it
 // could not be opened, or its connection is down and cannot be re-dialled). `plan serve`'s
-// readiness (GET /v2/health/ready) asks it (serve.ReadyChecker; issue 36 item 1).
+// readiness (GET /v2/health/ready) asks it (serve.ReadyChecker).
 func (f *Frontend) Ready(ctx context.Context) error {
 	f.qmu.Lock()
 	q, qerr := f.q, f.qerr
@@ -160,7 +160,7 @@ func (f *Frontend) Ready(ctx context.Context) error {
 }
 
 // queueDown is the 503 of a queue that cannot be opened; while the server shuts down it
-// closes the connection (issue 36 item 13).
+// closes the connection.
 func (f *Frontend) queueDown(err error) *Error {
 	f.qmu.Lock()
 	closing := f.closed
@@ -208,7 +208,7 @@ func (f *Frontend) serveJob(ctx context.Context, q Queue, l *Lease) bool {
 	}
 	sub := &submission{req: req, id: l.ID, tick: make(chan struct{}, 1)}
 	// The lease is short (DefaultLease): extend it while the request runs, so only a
-	// worker that died loses it (issue 36 item 6).
+	// worker that died loses it.
 	stop := f.keepLease(ctx, q, l)
 	a, err := f.submit(ctx, sub, time.Time{})
 	stop()

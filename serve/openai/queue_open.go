@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Queue hygiene (issue 32 item 5): where the embedded queue lives, how long results are
+// Queue hygiene: where the embedded queue lives, how long results are
 // kept, and when the queue counts as reachable.
 
 // DefaultResultTTL is how long the queue keeps a request's status and result after its last

@@ -135,7 +135,7 @@ func TestResultTTL(t *testing.T) {
 
 // TestReadyFollowsQueueURL: with a --queue-url nothing listens on yet, /v2/health/ready is
 // 503 naming the queue; once a JetStream server comes up there, readiness turns 200 without
-// a restart and the queue takes requests (issue 32 item 5: it stayed 200, and a queue that
+// a restart and the queue takes requests (it stayed 200, and a queue that
 // failed once stayed failed).
 func TestReadyFollowsQueueURL(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -15,8 +15,7 @@ import (
 )
 
 // TestRouteDocsRegistered: every route RouteDocs lists for `plan serve --help` is a pattern
-// Routes registers (GET /v1/engines only with --llm-endpoints, as its description says)
-// (issue 37 item 6).
+// Routes registers (GET /v1/engines only with --llm-endpoints, as its description says).
 func TestRouteDocsRegistered(t *testing.T) {
 	s, _ := qlmServerOpts(t, New(dq.Kind), serve.Options{})
 	// Another kind: this front end opens no queue of its own on s's plan.
@@ -42,7 +41,7 @@ func TestRouteDocsRegistered(t *testing.T) {
 
 // TestErrorObjects: every answer of the OpenAI API that is not a success is an OpenAI error
 // object, {"error": {"message", "type", "param", "code"}}, all four keys present: unknown
-// paths and wrong methods under /v1/ too (issue 32 item 7: they answered {"error": "..."}).
+// paths and wrong methods under /v1/ too (they answered {"error": "..."}).
 func TestErrorObjects(t *testing.T) {
 	_, url := qlmServer(t, memFrontend())
 	for _, tc := range []struct {
@@ -91,7 +90,7 @@ func TestErrorObjects(t *testing.T) {
 }
 
 // TestModels: GET /v1/models lists the plan's LLM classes with `created` the server's start,
-// the same on every call; GET /v1/models/{id} answers one of them (issue 32 item 7: created
+// the same on every call; GET /v1/models/{id} answers one of them (created
 // was 0 and the route was 404).
 func TestModels(t *testing.T) {
 	before := time.Now().Unix()

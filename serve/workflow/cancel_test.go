@@ -32,7 +32,7 @@ func (e *gatedExecutor) Run(job *serve.Job, done func(*serve.Job)) {
 func (e *gatedExecutor) open() { e.once.Do(func() { close(e.gate) }) }
 
 // TestClientGoneCancelsRun: a workflow run whose client disconnects is cancelled in the
-// server (issue 29 item 2): counted as cancelled, never completed.
+// server: counted as cancelled, never completed.
 func TestClientGoneCancelsRun(t *testing.T) {
 	var ex *gatedExecutor
 	s, _ := newServer(t, readPlan(t, planFile), serve.Options{

@@ -10,7 +10,7 @@ import (
 )
 
 // TestRouteDocsRegistered: the route RouteDocs lists for `plan serve --help` is the one
-// Routes registers (issue 37 item 6). Routes' handler reads the server only when called.
+// Routes registers. Routes' handler reads the server only when called.
 func TestRouteDocsRegistered(t *testing.T) {
 	fe := New()
 	mux := http.NewServeMux()

@@ -1,4 +1,4 @@
-// Package workflow is DyOrc's own API on `plan serve` (issue 14): POST
+// Package workflow is DyOrc's own API on `plan serve`: POST
 // /v1/workflows/{app}/run executes one request of a workflow application through the
 // server's engine — the same door, in-flight bound, driver, speculative scheduler and metrics
 // as the KServe v2 API (serve.Server.Submit) — and answers the path it took, one entry per
@@ -101,7 +101,7 @@ func (f *Frontend) Routes(s *serve.Server, mux *http.ServeMux) {
 		code, v := run(s, r, arrived)
 		if e, ok := v.(ErrorResponse); ok && code == http.StatusServiceUnavailable && e.Reason == string(dataplane.DropShutdown) {
 			// The server drains: the client's next request must go to another server, not
-			// to this connection (as the KServe API's shutdown refusals; issue 36 item 13).
+			// to this connection (as the KServe API's shutdown refusals).
 			w.Header().Set("Connection", "close")
 		}
 		// The run may take long; its answer's write gets --write-timeout from now, so a

@@ -284,7 +284,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestDrainClosesConnections: during the drain, the run endpoint's 503 carries
-// Connection: close (issue 36 item 13).
+// Connection: close.
 func TestDrainClosesConnections(t *testing.T) {
 	s, ts := newServer(t, readPlan(t, planFile), serve.Options{})
 	if err := s.Shutdown(context.Background()); err != nil {

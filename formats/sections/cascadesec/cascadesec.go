@@ -1,4 +1,4 @@
-// Package cascadesec is CascadeServe's part of the file formats (issue 29 item 3): the
+// Package cascadesec is CascadeServe's part of the file formats: the
 // validation of its workload section (`cascades`: model cascades with their SLO, QPS range
 // and validation records, CascadeServe §3) and its plan section (`cascade`: replica placement
 // and the gear plan, §4), and the checks of those sections against the other files given

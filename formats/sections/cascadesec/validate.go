@@ -302,7 +302,7 @@ func validateRecords(c *formats.Checker, recs []formats.ValidationRecord, cs *fo
 			}
 		}
 		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe App. B
-		// Eq. 5, issue 12): outside [0, 1] they are a unit mistake (logits, percentages).
+		// Eq. 5): outside [0, 1] they are a unit mistake (logits, percentages).
 		if !formats.Finite(r.Cert) {
 			c.Add(formats.Field(rp, "cert"), r.Cert, "must be a finite number")
 		} else if cs.Certainty != CertScore && (r.Cert < 0 || r.Cert > 1) {

@@ -1,4 +1,4 @@
-// Package dyorcsec is DyOrc's part of the file formats (issue 29 item 3): the validation of
+// Package dyorcsec is DyOrc's part of the file formats: the validation of
 // its workload section (`workflows`: services and apps built from steps, DyOrc §2.1) and its
 // plan section (`dyorc`: service deployments and the scheduler's seed placement), and the
 // checks of those sections against the other files given with them. The section types stay

@@ -151,7 +151,7 @@ func validateSteps(c *formats.Checker, w *formats.Workflows, p string, steps []f
 // probSumTol is how far choice weights may sum from 1 (rounding in hand-written files).
 const probSumTol = 1e-6
 
-// validateWorkflowStep adds DyOrc's bad-input rules for one step (issue 14): a guard that
+// validateWorkflowStep adds DyOrc's bad-input rules for one step: a guard that
 // cannot be evaluated (bad syntax, or a reference to a step that has not run before it) and
 // choice weights that do not sum to 1. before holds the ids of the steps listed earlier in
 // the same list (and, in a loop body, the loop's own id for "loop.prev" guards).

@@ -1,4 +1,4 @@
-// Package pardsec is PARD's part of the file formats (issue 29 item 3): the validation of its
+// Package pardsec is PARD's part of the file formats: the validation of its
 // workload section (`pipelines`: DAGs of DNN modules with an end-to-end SLO, PARD §2) and its
 // plan section (`pard`: the runtime policy and each app's modules with their GPU, batch and
 // workers, §4), and the checks of those sections against the other files given with them.

@@ -1,4 +1,4 @@
-// Package ppipesec is PPipe's part of the file formats (issue 29 item 3): the validation of
+// Package ppipesec is PPipe's part of the file formats: the validation of
 // its workload section (`models`: DNN models with their SLO, weight and rate) and its plan
 // section (`ppipe`: each model's pipelines of block partitions on GPU types and vGPU levels,
 // PPipe §4), and the check of the workload against the profiles given with it. The section

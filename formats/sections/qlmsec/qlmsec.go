@@ -1,4 +1,4 @@
-// Package qlmsec is QLM's part of the file formats (issue 29 item 3): the validation of its
+// Package qlmsec is QLM's part of the file formats: the validation of its
 // workload section (`llm_classes`: LLM request classes with their SLOs and token profiles)
 // and its plan section (`qlm`: request groups and the virtual queues of the LLM serving
 // instances, QLM §4), and the checks of those sections against the other files given with
@@ -296,7 +296,7 @@ func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, compl
 	}
 	if e := p.Provenance.Embedded; e != nil && e.Workload != nil && len(e.Workload.LLMClasses) > 0 {
 		// The classes the plan simulates and serves (its embedded workload): a target is a
-		// class or the model of one, so what validates also replays (issue 30 item 5); a
+		// class or the model of one, so what validates also replays; a
 		// model only an instance names has no class to replay a request as.
 		return Workload{}.TraceTargets(e.Workload)
 	}

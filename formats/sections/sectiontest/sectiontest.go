@@ -1,7 +1,7 @@
 // Package sectiontest runs a system's table-driven bad-input cases against formats' good
 // fixtures (testdata/formats/good): start from a good document, break one thing (as a Go
 // caller can, NaN included) and expect exactly these messages, validated with the system's
-// Sections. The cases moved out of formats' tests with their system's rules (issue 29 item 3).
+// Sections. The cases moved out of formats' tests with their system's rules.
 package sectiontest
 
 import (

@@ -37,7 +37,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dpc.Kind,
-		// CascadeServe validates and cross-checks its typed sections itself (issue 29 item 3).
+		// CascadeServe validates and cross-checks its typed sections itself.
 		Sections: system.Sections{Plan: cascadesec.Plan{}, Workload: []formats.Section{cascadesec.Workload{}}},
 		HasPlan:  func(p *formats.Plan) bool { return p.Cascade != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
@@ -224,7 +224,7 @@ func (o *Planner) sloField(in planner.Inputs, opt pc.Options, s planner.Settings
 // refuseMiss turns a plan that misses an SLO on the GPUs it was given (the best the planner
 // found there) into ErrInfeasible naming the best attainable value and what would reach the
 // target: the fewest GPUs of the cluster that do (found by solving again, at most once per
-// count), else that no GPU count of this cluster and strategy does (issue 31 item 4: `--strategy
+// count), else that no GPU count of this cluster and strategy does (`--strategy
 // dynba --gpus 4` at accuracy 0.84 printed "optimal, objective 0.8365" and exited 0).
 func refuseMiss(ctx context.Context, in planner.Inputs, opt pc.Options, res *pc.Result) error {
 	miss := res.Miss()

@@ -69,7 +69,7 @@ func attainments(t *testing.T, p *formats.Plan, capacity map[string]float64, loa
 	return out
 }
 
-// TestCapacityMatchesSimulator (issue 35): a DyOrc plan's capacity grows with the GPUs its
+// TestCapacityMatchesSimulator: a DyOrc plan's capacity grows with the GPUs its
 // placement was solved on, and it is what the simulator measures: at 0.9 of it the apps
 // keep their SLOs (≥ 99% on time), at 1.2 of it they fall below that (the tolerance the
 // capacity model is calibrated to: CapacityUtilization).

@@ -39,7 +39,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dpd.Kind,
-		// DyOrc validates and cross-checks its typed sections itself (issue 29 item 3).
+		// DyOrc validates and cross-checks its typed sections itself.
 		Sections: system.Sections{Plan: dyorcsec.Plan{}, Workload: []formats.Section{dyorcsec.Workload{}}},
 		HasPlan:  func(p *formats.Plan) bool { return p.DyOrc != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
@@ -53,7 +53,7 @@ func System() system.System {
 		Policies: dpd.Policies(),
 		Sample:   dpd.Sample,
 		Checker:  Checker{},
-		// The autopilot sizes a plan by the work its placement carries (issue 35).
+		// The autopilot sizes a plan by the work its placement carries.
 		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) { return dyorc.Capacity(p) },
 		Benches:  []func() bench.Bench{func() bench.Bench { return &dyorcbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
@@ -97,7 +97,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	}
 	// The placement minimizes the busiest GPU's expected load (busy seconds per second at the
 	// services' max batch): at 1 or more the apps' rates exceed what the cluster serves, and
-	// the plan is the least overloaded one, not a plan that meets them (issue 31 item 4). With
+	// the plan is the least overloaded one, not a plan that meets them. With
 	// the load spread evenly (the shares are continuous) G·z GPUs' worth of work needs more
 	// than G·z GPUs.
 	if z := plan.DyOrc.Params["expected_max_gpu_load"]; z >= 1 {

@@ -45,7 +45,7 @@ func solveFill(t *testing.T, gpus int) *formats.Plan {
 	return p
 }
 
-// TestCapacityMatchesSimulator (issue 35): a PARD plan solved with --fill has a capacity
+// TestCapacityMatchesSimulator: a PARD plan solved with --fill has a capacity
 // (workers·b/d of each pipeline's slowest module) that grows with the GPUs the planner is
 // given, and the simulator, running the plan's own dropping policy on Poisson arrivals,
 // agrees with it: at 0.9 of the capacity ≥ 99% of requests meet the SLO, at 1.2 of it

@@ -44,14 +44,14 @@ func System() system.System {
 		Sample:   dppard.Sample,
 		Checker:  Checker{},
 		// The autopilot sizes a plan solved with --fill by what its workers serve, and its
-		// re-solve fills each rung of the ladder; other plans report their rates (issue 35).
+		// re-solve fills each rung of the ladder; other plans report their rates.
 		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) {
 			return pard.AutopilotCapacity(p)
 		},
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.
-		// PARD validates and cross-checks its typed sections itself (issue 29 item 3).
+		// PARD validates and cross-checks its typed sections itself.
 		Sections: system.Sections{Plan: pardsec.Plan{}, Workload: []formats.Section{pardsec.Workload{}}, SolveErrors: solveErrors},
 	}
 }

@@ -36,7 +36,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dpppipe.Kind,
-		// PPipe validates and cross-checks its typed sections itself (issue 29 item 3).
+		// PPipe validates and cross-checks its typed sections itself.
 		Sections: system.Sections{Plan: ppipesec.Plan{}, Workload: []formats.Section{ppipesec.Workload{}}},
 		HasPlan:  func(p *formats.Plan) bool { return p.PPipe != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
@@ -106,7 +106,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // rateMisses refuses a plan whose guaranteed rate (target_rps, load factor 1.0) is below a
 // model's expected arrival rate (workload models[i].rate_rps): PPipe maximizes the weighted
 // minimum rate on the cluster given, so such a plan is the best there and still misses the
-// target (issue 31 item 4: it was written as "optimal"). Throughput grows about linearly with
+// target (it was written as "optimal"). Throughput grows about linearly with
 // GPUs at a fixed SLO, which sizes the hint.
 func rateMisses(w *formats.Workload, plan *formats.Plan) error {
 	if w == nil || plan.PPipe == nil {
@@ -208,7 +208,7 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 		}
 		if ref.Fleet != nil {
 			// A cost plan guarantees each model's rate (target_rps); throughput above it is
-			// incidental, and its cost is compared by plan check itself (issue 34).
+			// incidental, and its cost is compared by plan check itself.
 			out = append(out, within("target_rps", r.Model, fmt.Sprintf("model %s: throughput vs the rate served", r.Model), g.ThroughputRPS, r.TargetRPS, "rps", 0))
 			continue
 		}

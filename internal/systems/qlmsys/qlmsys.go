@@ -41,7 +41,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{} },
 		Render:           Render,
 		PlanSection:      dq.Kind,
-		// QLM validates and cross-checks its typed sections itself (issue 29 item 3).
+		// QLM validates and cross-checks its typed sections itself.
 		Sections: system.Sections{Plan: qlmsec.Plan{}, Workload: []formats.Section{qlmsec.Workload{}}},
 		HasPlan:  func(p *formats.Plan) bool { return p.QLM != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {

@@ -1,5 +1,5 @@
 // Package toysys is a toy sixth system, for tests only: it proves that a system is new
-// packages plus one registry line (issue 29 item 3; DESIGN.md "Systems as plug-ins"). It
+// packages plus one registry line (DESIGN.md "Systems as plug-ins"). It
 // registers a workload section (toy_jobs), a plan section (toy), a planner, a deployer and a
 // FIFO policy, a checker and an exporter, all through the generic interfaces — formats,
 // the registry and the commands know nothing of it. Its model is M/D/c-like on purpose:

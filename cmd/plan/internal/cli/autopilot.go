@@ -22,7 +22,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// autopilotFlags are the --autopilot flags of `plan serve` and `plan simulate` (issue 35).
+// autopilotFlags are the --autopilot flags of `plan serve` and `plan simulate`.
 type autopilotFlags struct {
 	mode        string
 	window      time.Duration

@@ -139,7 +139,7 @@ func TestBadInputSolve(t *testing.T) {
 		{name: "slo 0 from env", args: []string{"solve", "-q"}, env: map[string]string{"PLAN_SLO": "0s"}, keep: "plan.json", code: ExitUsage,
 			want: []string{"--slo: 0s: must be > 0"}},
 
-		// Pipeline workloads (issue 7): the file is named.
+		// Pipeline workloads: the file is named.
 		{name: "pipeline cycle", args: append(pard, "--workload", "testdata/badinput/pipeline-cycle.yaml"), keep: "plan.json", code: ExitUsage,
 			want: []string{"pipeline-cycle.yaml: pipelines[0].modules: modules form a cycle: detect -> faces -> detect"}},
 		{name: "pipeline module without profile", args: append(pard, "--workload", "testdata/badinput/pipeline-unknown-model.yaml"), keep: "plan.json", code: ExitUsage,

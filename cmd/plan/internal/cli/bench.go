@@ -55,7 +55,7 @@ func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 		Example: b.Example(),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Progress goes to stderr on a terminal only (internal/progress decides, issue 37 item 2).
+			// Progress goes to stderr on a terminal only (internal/progress decides).
 			pr := progressline.New(app.Err)
 			if app.Quiet {
 				pr = nil

@@ -11,8 +11,8 @@ import (
 
 // TestBenchRunsAnywhere: `plan bench qlm` and `plan bench cascade` run from a directory with
 // no repository and no ../shared beside it (embedded Azure trace and profile; cascade's
-// synthetic shape without --trace), say which data they used, and take --report DIR
-// (issue 37 items 1 and 2). Not parallel: it changes the working directory.
+// synthetic shape without --trace), say which data they used, and take --report DIR.
+// Not parallel: it changes the working directory.
 func TestBenchRunsAnywhere(t *testing.T) {
 	// The solver a `make` build embeds: the test binary has no highs_embed, and the working
 	// directory below has no third_party to find highs.wasm in.
@@ -61,7 +61,7 @@ func TestBenchRunsAnywhere(t *testing.T) {
 }
 
 // TestBenchPipedNoProgress: a bench whose stderr is a pipe prints no progress line (no
-// carriage return, no erase-line escape): progress is for terminals only (issue 37 item 2).
+// carriage return, no erase-line escape): progress is for terminals only.
 func TestBenchPipedNoProgress(t *testing.T) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -87,7 +87,7 @@ func TestBenchPipedNoProgress(t *testing.T) {
 }
 
 // TestEveryBenchTakesReport: `plan bench --help` promises --quick and --report DIR for every
-// benchmark (qlm had no --report, issue 37 item 2).
+// benchmark (qlm had no --report).
 func TestEveryBenchTakesReport(t *testing.T) {
 	root, _ := NewRoot(Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
 	b, _, err := root.Find([]string{"bench"})

@@ -105,7 +105,7 @@ type checkLog struct {
 }
 
 // checkLine is one check's outcome in `plan check --output json`: beside the verdict and the
-// message a person reads, what a CI script needs without parsing prose (issue 37 item 5): the
+// message a person reads, what a CI script needs without parsing prose: the
 // stage that ran it (verify, golden, resolve, resolve_vs_golden), the check's name, the model,
 // application or task it concerns ("" = the whole plan), the measured value and the limit it
 // was held to (null where no number applies).

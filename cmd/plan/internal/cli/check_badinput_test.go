@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestCheckBadInputIsExit2 (issue 17 item 4): plan check exited 1 — a failed check — on
+// TestCheckBadInputIsExit2: plan check exited 1 — a failed check — on
 // files that plan validate rejects. Bad input is exit 2 for both, with the same message.
 func TestCheckBadInputIsExit2(t *testing.T) {
 	repoRoot(t)
@@ -60,7 +60,7 @@ func TestCheckBadInputIsExit2(t *testing.T) {
 	}
 }
 
-// TestCheckJSON (issue 17 item 4): plan check -O json printed text; it prints one JSON object.
+// TestCheckJSON: plan check -O json printed text; it prints one JSON object.
 func TestCheckJSON(t *testing.T) {
 	repoRoot(t)
 	for _, c := range []struct {
@@ -89,7 +89,7 @@ func TestCheckJSON(t *testing.T) {
 }
 
 // TestCheckVerifySummaryComplete: every system's verify summary is a whole sentence; DyOrc's
-// stopped at "max_batch within the service's" (issue 37 item 5).
+// stopped at "max_batch within the service's".
 func TestCheckVerifySummaryComplete(t *testing.T) {
 	repoRoot(t)
 	for _, c := range []struct {
@@ -108,7 +108,7 @@ func TestCheckVerifySummaryComplete(t *testing.T) {
 	}
 }
 
-// TestCheckJSONFields (issue 37 item 5): every check in `plan check --output json` names what
+// TestCheckJSONFields: every check in `plan check --output json` names what
 // it checked and, for a golden comparison, the model/application it concerns, the measured
 // value and the limit, so a CI script need not parse the message.
 func TestCheckJSONFields(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestConfigKeys (issue 17 item 6): --config ignored unknown keys and accepted a Cluster
+// TestConfigKeys: --config ignored unknown keys and accepted a Cluster
 // file. A config file sets flags; anything else is bad input naming the file and the key.
 func TestConfigKeys(t *testing.T) {
 	repoRoot(t)

@@ -87,7 +87,7 @@ func TestSolveCostPPipe(t *testing.T) {
 
 // TestFrontier: plan frontier sweeps the rate and reports at each point a least-cost fleet
 // no dearer than the cheapest single GPU type, as JSON, CSV and PNG + SVG plots; a point no
-// single type serves within its available count has no single-type cost (issue 34 item 3).
+// single type serves within its available count has no single-type cost.
 // The second point is 1.5×: at 2× the summarize class misses 99% in simulation on every fleet
 // within the 4 available A100s, so that point is now refused.
 func TestFrontier(t *testing.T) {

@@ -215,7 +215,7 @@ func runExport(app *App, o *exportOptions, path string) error {
 const maxCheckFile = 16 << 20
 
 // runExportCheck is `plan export --check DIR`: the export's validation applied to a
-// directory on disk, with the rules of a deployable repository (issue 32 item 2).
+// directory on disk, with the rules of a deployable repository.
 func runExportCheck(app *App, o *exportOptions, dir string) error {
 	if o.to != "" || o.out != "" || o.model != "" || o.cluster != "" || o.prometheus != "" || o.image != "" {
 		return usageErrorf("--check %s: validates an existing directory; it takes no --to, -o, --model or --cluster", dir)

@@ -10,7 +10,7 @@ import (
 
 // TestExportCheck: `plan export --check DIR` passes a fresh export, and a file broken
 // after the export, or a coordinator whose model.py the user has not written yet, is
-// exit 2 naming the file, the field and the value (issue 32 item 2).
+// exit 2 naming the file, the field and the value.
 func TestExportCheck(t *testing.T) {
 	golden := filepath.Join("..", "..", "..", "..", "testdata", "golden")
 	dir := t.TempDir()
@@ -71,7 +71,7 @@ func TestExportCheck(t *testing.T) {
 
 // TestExportEveryGolden: every export of every golden plan (legacy ones included) meets the
 // run-time rules; KServe and Ray exports are deployable as written (--check passes), and a
-// Triton export is once its coordinators' model.py files are there (issue 32 item 2).
+// Triton export is once its coordinators' model.py files are there.
 func TestExportEveryGolden(t *testing.T) {
 	plans, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "testdata", "golden", "*.json"))
 	if err != nil {

@@ -9,8 +9,7 @@ import (
 
 // TestExportGPULabels: a GPU type with no known node label and no override is bad input
 // (exit 2 naming the type and the cluster field to set, nothing written); the cluster
-// file's node_labels fix it, and known types get the labels GPU feature discovery writes
-// (issue 32 item 1).
+// file's node_labels fix it, and known types get the labels GPU feature discovery writes.
 func TestExportGPULabels(t *testing.T) {
 	td := filepath.Join("..", "..", "..", "..", "testdata", "export", "gpulabels")
 	plan := filepath.Join(td, "plan-x9.json")

@@ -126,7 +126,7 @@ func TestHelpFromRegistry(t *testing.T) {
 	}
 }
 
-// TestServeHelpRoutes (issue 37 item 6): `plan serve --help` lists every route a server
+// TestServeHelpRoutes: `plan serve --help` lists every route a server
 // registers, the core routes and every system's front end's (the OpenAI API of QLM plans, the
 // workflow route of DyOrc plans), from the tables the registration itself uses.
 func TestServeHelpRoutes(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestHostileFileFlags (issue 36 item 10): `--config FIFO`, `PLAN_CONFIG=FIFO` and
+// TestHostileFileFlags: `--config FIFO`, `PLAN_CONFIG=FIFO` and
 // `bench solver --lp FIFO` blocked forever (ignoring SIGTERM), and `--config /dev/zero` and
 // `--lp /dev/zero` grew to gigabytes: every file-taking flag goes through the guarded reader,
 // which refuses what is not a regular file before opening it (exit 2, naming the flag and
@@ -68,7 +68,7 @@ func TestHostileFileFlags(t *testing.T) {
 	}
 }
 
-// TestDuplicateKeyPlans (issue 36 item 11): a plan whose JSON names a key twice (the last
+// TestDuplicateKeyPlans: a plan whose JSON names a key twice (the last
 // won: `"count": 64, "count": 1`) is bad input for every command that reads a plan.
 func TestDuplicateKeyPlans(t *testing.T) {
 	const plan = "testdata/badinput/plan-duplicate-key.json"
@@ -81,7 +81,7 @@ func TestDuplicateKeyPlans(t *testing.T) {
 	})
 }
 
-// TestLongProblemListsAreCut (issue 36 item 12): 48k duplicate names printed 48,219 error
+// TestLongProblemListsAreCut: 48k duplicate names printed 48,219 error
 // lines. validate prints formats.MaxListedProblems of a file's problems and says how many
 // more; -O json still lists all of them.
 func TestLongProblemListsAreCut(t *testing.T) {
@@ -116,7 +116,7 @@ func TestLongProblemListsAreCut(t *testing.T) {
 	}
 }
 
-// TestValidateStdinZeros (issue 36 item 12): zeros on standard input are refused from their
+// TestValidateStdinZeros: zeros on standard input are refused from their
 // first bytes as binary data (they reached 1.78 GB before the parser refused them).
 func TestValidateStdinZeros(t *testing.T) {
 	var out, errb bytes.Buffer

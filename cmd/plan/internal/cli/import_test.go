@@ -33,7 +33,7 @@ func recordsCSV(t *testing.T, path string, edit func(i int, r *formats.Validatio
 
 // TestImportValidation: `plan import validation` reaches the importer, alone or into a
 // workload as validation or held-out test records; bad records exit 2 naming file, field
-// and value, with nothing written (issue 31 item 2).
+// and value, with nothing written.
 func TestImportValidation(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..", "..", ".."))
 	dir := t.TempDir()
@@ -91,7 +91,7 @@ func TestImportValidation(t *testing.T) {
 
 // TestSimulateCascadeAccuracy: `plan simulate` of a cascade plan reports accuracy over the
 // answered requests, on the held-out test records when the workload has them, else on the
-// validation records, and says which (issue 31 item 2).
+// validation records, and says which.
 func TestSimulateCascadeAccuracy(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..", "..", ".."))
 	dir := t.TempDir()
@@ -137,7 +137,7 @@ func TestSimulateCascadeAccuracy(t *testing.T) {
 }
 
 // TestCandidatesWorkflow: a workload giving a candidates table (cascades evaluated
-// elsewhere) instead of records solves, checks and simulates (issue 31 item 2).
+// elsewhere) instead of records solves, checks and simulates.
 func TestCandidatesWorkflow(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..", "..", ".."))
 	dir := t.TempDir()

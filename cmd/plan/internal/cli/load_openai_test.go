@@ -18,7 +18,7 @@ import (
 
 // TestLoadOpenAI: `plan load --openai` against plan serve on the bundled QLM plan reports
 // TTFT, TPOT, ITL and E2E in text and JSON, and refuses bad input with exit 2 naming the flag,
-// or the trace file and field (issue 30 item 6).
+// or the trace file and field.
 func TestLoadOpenAI(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "..", "..", "testdata", "openai", "qlm-plan.json"))
 	if err != nil {

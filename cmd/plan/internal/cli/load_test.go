@@ -16,7 +16,7 @@ import (
 
 // TestLoadReport: a real run's report says who decided each request's fate (server drops,
 // late answers, cancelled requests) and nothing about simulated loads, and no \r progress is
-// written when the output is not a terminal (issue 17 item 10, issue 11).
+// written when the output is not a terminal .
 func TestLoadReport(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
 	if err != nil {
@@ -62,7 +62,7 @@ func TestLoadReport(t *testing.T) {
 
 // TestLoadWarmup: plan load excludes the requests arriving in its warm-up window from the
 // report, by default by plan simulate's rule (20% of a short run) and as --warmup says, and
-// refuses a window as long as the run (issue 31 item 3).
+// refuses a window as long as the run.
 func TestLoadWarmup(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
 	if err != nil {
@@ -126,7 +126,7 @@ func TestLoadWarmup(t *testing.T) {
 
 // TestLoadRateScale: plan load --rate-scale replays a trace at multiples of its recorded rate
 // (a counts trace of mean 200 req/s: base 200 per model, load column = the scale), needs a
-// trace and excludes --load (issue 31 item 3).
+// trace and excludes --load.
 func TestLoadRateScale(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
 	if err != nil {
@@ -190,7 +190,7 @@ func TestLoadRateScale(t *testing.T) {
 }
 
 // TestLoadAppColumns: plan load shows each model's attainment beside the total for a plan
-// serving several (issue 31 item 3).
+// serving several.
 func TestLoadAppColumns(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](goldenPlan("ppipe-2models.json"))
 	if err != nil {
@@ -215,7 +215,7 @@ func TestLoadAppColumns(t *testing.T) {
 }
 
 // TestLoadSLOPercentile: plan load of a cascade plan gives the latency at its SLO's p95, as
-// plan simulate does (issue 31 item 3).
+// plan simulate does.
 func TestLoadSLOPercentile(t *testing.T) {
 	p, err := formats.ReadInto[*formats.Plan](goldenPlan("cascade-sentiment.json"))
 	if err != nil {

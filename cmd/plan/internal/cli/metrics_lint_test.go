@@ -17,7 +17,7 @@ import (
 // TestMetricsExpositionEverySystem: `plan serve` of each system's golden plan, after some
 // load, exposes /metrics that promtool's lint rules pass (promcheck.Lint, always) and that
 // `promtool check metrics` passes when promtool is installed (CI installs it; skipped here
-// when absent, failed under PLAN_REQUIRE_ALL=1) (issue 32 item 4).
+// when absent, failed under PLAN_REQUIRE_ALL=1).
 func TestMetricsExpositionEverySystem(t *testing.T) {
 	for _, tc := range []struct{ system, plan string }{
 		{"ppipe", "demo-ppipe.json"},

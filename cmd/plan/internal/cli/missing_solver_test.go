@@ -9,7 +9,7 @@ import (
 
 // TestMissingSolverIsSetUpError: a solve or a re-solve without a usable solver is a set-up
 // error, exit 2 with the fix in the message, never exit 1 (the regression code a CI job
-// reads as "the plan got worse") (issue 32 item 6). An engine that is not built in stands for
+// reads as "the plan got worse"). An engine that is not built in stands for
 // the missing highs.wasm: both are solver.ErrBackendUnavailable, and a loaded wasm stays
 // cached for the process, so unsetting it cannot take the solver away in-process.
 func TestMissingSolverIsSetUpError(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 )
 
 // TestWarnFewForPercentile: a cascade run with fewer than 20/(1−p) measured requests (400 for
-// its p95) is warned about; a run with enough is not (issue 31 item 3).
+// its p95) is warned about; a run with enough is not.
 func TestWarnFewForPercentile(t *testing.T) {
 	plan := goldenPlan("cascade-sentiment.json")
 	const warn = `warning: application "sentiment" has 124 measured requests at load 0.01: too few for its p95 SLO (at least 400, 20 beyond the percentile)`

@@ -17,7 +17,7 @@ import (
 // extended by its slope went below zero) plans the gears of the clean profile, warns naming
 // both points, and simulates at load 1 with every request in its SLO and the SLO's p95
 // reported; a profile without a
-// measured batch for a model the workload uses exits 2 (issue 31 item 1).
+// measured batch for a model the workload uses exits 2.
 func TestNoisyProfilePlansSanely(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
@@ -122,7 +122,7 @@ func gearsOf(t *testing.T, path string) string {
 }
 
 // TestProfileWarnsNoisyPoints: plan profile names the points plan solve will leave out of
-// its fit and writes the profile as measured (issue 31 item 1).
+// its fit and writes the profile as measured.
 func TestProfileWarnsNoisyPoints(t *testing.T) {
 	repoRoot(t)
 	for _, c := range []struct {

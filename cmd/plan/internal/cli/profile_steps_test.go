@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestProfileLLMImportSteps (issue 30 item 3): plan profile --llm MODEL --gpu GPU --import
+// TestProfileLLMImportSteps: plan profile --llm MODEL --gpu GPU --import
 // STEPS writes the profile with both measured curves and names the falling point on stderr;
 // a bad table or a --llm giving several profiles is exit 2 with nothing written.
 func TestProfileLLMImportSteps(t *testing.T) {

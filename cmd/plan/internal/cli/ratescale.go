@@ -1,6 +1,6 @@
 package cli
 
-// --rate-scale (issue 31 item 3): `--load L` runs every application at L × its planned rate
+// --rate-scale: `--load L` runs every application at L × its planned rate
 // and rescales a trace so that its mean rate equals it, so `--load 1` replays a trace at the
 // plan's peak, not as it was recorded (a Twitter-shaped trace scaled to a 7.6k QPS peak needed
 // `--load 0.2099` to replay as recorded). `--rate-scale S` takes the trace's own rate per

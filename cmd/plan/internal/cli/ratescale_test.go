@@ -9,7 +9,7 @@ import (
 
 // TestRateScale: --rate-scale replays a trace at multiples of its recorded rate (1.0 = as
 // recorded: the counts trace's mean of 2,500 req/s), where --load 1 rescales it to the
-// plan's 14,000 req/s; it needs a trace file and excludes --load (issue 31 item 3).
+// plan's 14,000 req/s; it needs a trace file and excludes --load.
 func TestRateScale(t *testing.T) {
 	plan := goldenPlan("cascade-sentiment.json")
 	trace := filepath.Join("..", "..", "..", "..", "testdata", "cascade", "trace-counts.json")

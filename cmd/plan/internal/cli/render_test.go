@@ -8,7 +8,7 @@ import (
 )
 
 // TestWriteTableLayout pins the table layout to what tablewriter v0.0.5 printed (the fixtures
-// were rendered by it before the v1 upgrade, issue 32 item 8): the upgrade must not change a
+// were rendered by it before the v1 upgrade): the upgrade must not change a
 // single byte of a non-empty table, wide runes (µ, Σ, ½) included.
 func TestWriteTableLayout(t *testing.T) {
 	for _, tc := range []struct {

@@ -238,7 +238,7 @@ func (a *App) setup(cmd *cobra.Command) error {
 	a.Viper.AutomaticEnv()
 	if a.configFile != "" {
 		a.Viper.SetConfigType("yaml")
-		// The one guarded reader of every file-taking flag (issue 36 item 10): viper's own
+		// The one guarded reader of every file-taking flag: viper's own
 		// ReadInConfig opens anything, so a FIFO blocked forever and /dev/zero grew unbounded.
 		data, err := formats.ReadBytesLimit(a.configFile, MaxConfigBytes)
 		if err == nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // A plan or workload section no registered system claims is bad input (exit 2) naming the
-// section and the systems that exist, in every command that reads the file (issue 29 item 3).
+// section and the systems that exist, in every command that reads the file.
 func TestUnknownSection(t *testing.T) {
 	dir := t.TempDir()
 	workload := filepath.Join(dir, "workload.yaml")

@@ -43,13 +43,13 @@ type serveOptions struct {
 	// frontends are the systems' own APIs (their flags are registered on the command).
 	frontends []serve.Frontend
 	// adminAddr is the admin listener ("" = the admin endpoints answer on --addr while it
-	// is loopback); adminToken opens them on every listener (issue 36 item 7).
+	// is loopback); adminToken opens them on every listener.
 	adminAddr, adminToken string
 	// maxConns and maxConnsPerIP cap open connections (0 = from the descriptor limit).
 	maxConns, maxConnsPerIP int
 	// metricsLegacy: /metrics also has vLLM's removed names (serve.Options.MetricsLegacy).
 	metricsLegacy bool
-	// autopilot re-plans as the load moves (issue 35).
+	// autopilot re-plans as the load moves.
 	autopilot autopilotFlags
 }
 
@@ -60,7 +60,7 @@ var serveHook func(s *serve.Server, addr string)
 
 // serveRoutesHelp lists every route a server registers: the core routes, then each system's
 // front ends' (a reload may move the server to another system's plan, so all are registered),
-// from the tables their registration uses (issue 37 item 6).
+// from the tables their registration uses.
 func serveRoutesHelp(app *App) string {
 	var b strings.Builder
 	b.WriteString("Routes (every plan):\n")
@@ -410,7 +410,7 @@ func serveAdmin(ctx context.Context, app *App, s *serve.Server, addr string) (fu
 }
 
 // warnPublic warns on stderr when flag binds addr to a non-loopback address: every client
-// that can reach the machine can then use the API (issue 36 item 7).
+// that can reach the machine can then use the API.
 func warnPublic(app *App, flag, addr string) {
 	if addr == "" || serve.IsLoopback(addr) {
 		return

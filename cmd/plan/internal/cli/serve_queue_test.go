@@ -17,8 +17,7 @@ import (
 
 // TestServeQueueStartupCheck: `plan serve` of a QLM plan opens its batch queue at start and
 // logs where (by default a directory of its own under $XDG_STATE_HOME/plan/queue, named by
-// --addr), or logs that --queue-url is unreachable, with /v2/health/ready 503 meanwhile
-// (issue 32 item 5).
+// --addr), or logs that --queue-url is unreachable, with /v2/health/ready 503 meanwhile.
 func TestServeQueueStartupCheck(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -210,7 +210,7 @@ func TestServeONNXBadModel(t *testing.T) {
 }
 
 // TestWarnPublic: binding the data API to every interface or a public address warns on
-// stderr; loopback does not (issue 36 item 7).
+// stderr; loopback does not.
 func TestWarnPublic(t *testing.T) {
 	for _, tc := range []struct {
 		addr string

@@ -85,7 +85,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, sig os.Signal, deadline time.Duration
 	}
 }
 
-// TestSignalsAndBlockingReads (issue 17 item 7): plan validate|check|simulate blocked forever
+// TestSignalsAndBlockingReads: plan validate|check|simulate blocked forever
 // on a FIFO and ignored SIGTERM; plan profile read /dev/zero until memory ran out. Special
 // files are refused at once (exit 2), and a read of standard input that never ends gives up
 // on SIGTERM or SIGINT (exit 1).

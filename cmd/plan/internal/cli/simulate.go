@@ -548,7 +548,7 @@ func accuracyLine(rep *sim.Report) string {
 	return line
 }
 
-// maxLoadLine says which target and window the max load factor used (issue 37 item 3).
+// maxLoadLine says which target and window the max load factor used.
 func maxLoadLine(rep *sim.Report) string {
 	what := fmt.Sprintf("max load factor at %g%% attainment", 100*sim.MaxLoadTarget)
 	if rep.WarmupUs > 0 {
@@ -564,7 +564,7 @@ func maxLoadLine(rep *sim.Report) string {
 }
 
 // simWarmup is --warmup, or by default sim.DefaultWarmup: five times the plan's largest SLO,
-// at least 2 s, at most 20% of --duration (issue 31 item 3), long enough for the queues and
+// at least 2 s, at most 20% of --duration, long enough for the queues and
 // the policies' estimators to fill, short enough to leave most of a short run measured.
 func simWarmup(cmd *cobra.Command, o *simulateOptions, dep *dataplane.Deployment) (dataplane.Time, error) {
 	return warmupFlag(cmd, o.warmup, o.duration, dep)
@@ -584,7 +584,7 @@ func warmupFlag(cmd *cobra.Command, w, duration time.Duration, dep *dataplane.De
 // warnFewRequests warns on stderr about every application that has, at a load point that
 // decides the max load factor (one it misses the target at, or the max load itself), too few
 // measured requests for the target to mean anything: below 1/(1−target) (100 at 99%) one
-// miss already fails it, and 4 requests print 75% (issue 37 item 3). Low loads of a sweep
+// miss already fails it, and 4 requests print 75%. Low loads of a sweep
 // that pass with few requests decide nothing and are not warned about.
 func warnFewRequests(app *App, rep *sim.Report, remedy string) {
 	need := int64(math.Ceil(1/(1-sim.MaxLoadTarget) - 1e-9))

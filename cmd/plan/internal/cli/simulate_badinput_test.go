@@ -5,7 +5,7 @@ import "testing"
 // TestBadInputSimulate: flag values and plan/policy mismatches that used to run (or be
 // killed for memory) are refused up front with exit 2.
 func TestBadInputSimulate(t *testing.T) {
-	plan := "testdata/sim/one-gpu.json" // one `plan check` passes (issue 36 item 8)
+	plan := "testdata/sim/one-gpu.json" // one `plan check` passes
 	base := []string{"simulate", plan, "--load", "0.5", "--duration", "1s"}
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	runBadInput(t, []badInputCase{

@@ -26,7 +26,7 @@ func planLLMClasses(p *formats.Plan, dep *dataplane.Deployment) []sim.LLMClass {
 	return sim.LLMClassesOf(dep, e.Workload.LLMClasses)
 }
 
-// llmReplay builds the exact replay of a per-request trace on an LLM plan (issue 30 item 5):
+// llmReplay builds the exact replay of a per-request trace on an LLM plan:
 // each request once, its class and tokens as given. A request of a class no instance of the
 // plan serves is bad input naming the trace, the request and the class.
 func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, classes []sim.LLMClass, traceArg string, t *formats.Trace) (*sim.ExactReplay, error) {

@@ -37,7 +37,7 @@ func golden(t *testing.T, name string, got []byte) {
 // TestSimulateLLMTrace: a per-request trace replays exactly on an LLM plan: each request
 // once, in the class it names (a class name or a model as target, a class field, or round-
 // robin), with its own tokens; the Azure CSV imports by its header; the report and
-// --requests-out carry TTFT, TPOT, E2E and tokens (issue 30 items 4 and 5).
+// --requests-out carry TTFT, TPOT, E2E and tokens.
 func TestSimulateLLMTrace(t *testing.T) {
 	cases := []struct {
 		name, trace string
@@ -156,7 +156,7 @@ func withClassSLOs(t *testing.T, slos map[string]map[string]string) string {
 }
 
 // TestSimulateLLMSLOs: a class's TTFT and TPOT SLOs count in attainment: a request finished
-// by its deadline that misses either is late (issue 30 item 4); a bad SLO exits 2.
+// by its deadline that misses either is late; a bad SLO exits 2.
 func TestSimulateLLMSLOs(t *testing.T) {
 	cases := []struct {
 		name string

@@ -28,7 +28,7 @@ import (
 // window's first delay (a reactive switch).
 const defaultSwitchDelay = time.Minute
 
-// scheduleReport is `plan simulate SCHEDULE --trace day.csv`'s result (issue 34 item 4).
+// scheduleReport is `plan simulate SCHEDULE --trace day.csv`'s result.
 type scheduleReport struct {
 	Schedule string         `json:"schedule"`
 	Trace    string         `json:"trace"`

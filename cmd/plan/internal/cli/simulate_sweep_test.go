@@ -74,7 +74,7 @@ func TestSimulateWarmupAndLimit(t *testing.T) {
 }
 
 // TestSimulateExplicitLoadsKept: an explicit --load list is swept as given, without the
-// find-limit extension (issue 37 item 3).
+// find-limit extension.
 func TestSimulateExplicitLoadsKept(t *testing.T) {
 	code, out, errs := runCLI(t, "simulate", goldenPlan("pard-4apps.json"), "--load", "0.5,1", "--duration", "2s", "-q", "-O", "json")
 	if code != 0 {

@@ -83,7 +83,7 @@ func TestSimulateBadInput(t *testing.T) {
 
 func TestSimulateDeterministicJSONAndReport(t *testing.T) {
 	dir := t.TempDir()
-	// Plans `plan check` passes: simulate runs no other (issue 36 item 8).
+	// Plans `plan check` passes: simulate runs no other.
 	args := []string{"simulate", filepath.Join("..", "..", "..", "..", "testdata", "golden", "ppipe-2models.json"), "--trace", "bursty", "--load", "0.5:1.0:0.25", "--duration", "2s", "--seed", "3", "-O", "json", "-q"}
 	code, a, errs := runCLI(t, args...)
 	if code != 0 {

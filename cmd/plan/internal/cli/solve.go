@@ -262,7 +262,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if err := applyObjective(app, o, in, &settings); err != nil {
 		return err
 	}
-	if o.win.windowed(fl) { // a schedule of plans, one per window (issue 34 item 4)
+	if o.win.windowed(fl) { // a schedule of plans, one per window
 		return runSolveWindows(cmd, app, o, sys, pl, in, settings)
 	}
 	pr := &progressPrinter{app: app}

@@ -12,7 +12,7 @@ import (
 )
 
 // Objectives `plan solve --objective` takes: the planner's own (throughput for PPipe, GPU
-// count for PARD and CascadeServe --min-gpus, load for QLM and DyOrc) or cost (issue 34 item 2).
+// count for PARD and CascadeServe --min-gpus, load for QLM and DyOrc) or cost.
 const objectiveDefault = "default"
 
 func addObjectiveFlag(f *pflag.FlagSet, dst *string) {

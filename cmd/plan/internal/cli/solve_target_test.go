@@ -12,7 +12,7 @@ import (
 // TestSolveTargetKeptOrRefused: a solve that cannot meet its accuracy or latency
 // target on the GPUs given exits 2, writes nothing, and names the miss, the best attainable
 // value and what would reach the target; one that meets it writes the plan;
-// --accuracy-margin plans above the target (issue 31 item 4: `--strategy dynba --slo 10s
+// --accuracy-margin plans above the target (`--strategy dynba --slo 10s
 // --accuracy 0.84` printed "optimal, objective 0.81" and exited 0; PPipe below a model's
 // rate_rps, QLM and DyOrc with more load than the cluster serves did the same).
 func TestSolveTargetKeptOrRefused(t *testing.T) {

@@ -76,7 +76,7 @@ func TestSolveGolden(t *testing.T) {
 			}
 			got, _ := os.ReadFile(out)
 			// Changed inputs (fixtures or the embedded demo) fail too, never skip: a golden plan
-			// solved from other inputs than a fresh solve's checks nothing (issue 17 item 12).
+			// solved from other inputs than a fresh solve's checks nothing.
 			if dg, dw := digestOf(t, got), digestOf(t, want); dg != dw {
 				t.Fatalf("%s: the inputs changed since the golden was written (input digest %s, golden %s): run go test ./cmd/plan/internal/cli -run SolveGolden -update", golden, dg, dw)
 			}
@@ -364,7 +364,7 @@ func TestSolveSummaryLine(t *testing.T) {
 }
 
 // TestSolveDyOrcProgress: a DyOrc solve prints the placement MILP's incumbent and bound lines
-// as it runs, as PPipe's does (issue 37 item 2: it printed nothing until done); -q prints none.
+// as it runs, as PPipe's does (it printed nothing until done); -q prints none.
 func TestSolveDyOrcProgress(t *testing.T) {
 	root := filepath.Join("..", "..", "..", "..", "testdata", "dyorc")
 	args := []string{"solve", "--cluster", filepath.Join(root, "cluster-small.json"), "--workload", filepath.Join(root, "small.json"),

@@ -16,7 +16,7 @@ import (
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
-// windowOptions are `plan solve --trace --window`'s flags (issue 34 item 4).
+// windowOptions are `plan solve --trace --window`'s flags.
 type windowOptions struct {
 	trace    string
 	window   time.Duration

@@ -22,7 +22,7 @@ func windowArgs(out string, extra ...string) []string {
 	return append(a, extra...)
 }
 
-// TestSolveWindows (issue 34 item 4): a 3-window toy trace gives 3 plans whose costs follow
+// TestSolveWindows: a 3-window toy trace gives 3 plans whose costs follow
 // the windows' peaks (a window whose peak is at least another's in every column costs at
 // least as much; the busiest costs more than the quietest), the peak plan serves the day's
 // peak at a cost no lower than any window's, the schedule's total is below the peak plan's
@@ -153,7 +153,7 @@ func TestBadInputSolveWindows(t *testing.T) {
 	})
 }
 
-// TestSimulateSchedule (issue 34 item 4): replaying the toy schedule reports every window,
+// TestSimulateSchedule: replaying the toy schedule reports every window,
 // the whole schedule and the peak plan; loading each plan ahead of its window keeps the
 // busiest window's attainment, a reactive switch (the smaller plan serving the first minute
 // of the busiest window) loses it; the schedule and the peak plan replay the same requests

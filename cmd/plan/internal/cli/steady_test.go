@@ -10,7 +10,7 @@ import (
 // TestSteadyPlanAttainment: a steady plan's attainment at load 1 varies by less than one
 // point between a 10 s and a 60 s run once the default warm-up is excluded; without it the
 // 10 s run reads its start-up as misses (the cascade of testdata/cascade/workload.yaml: 94.4%
-// at 10 s, 99.1% at 60 s; issue 31 item 3).
+// at 10 s, 99.1% at 60 s).
 func TestSteadyPlanAttainment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 70 s at 14,000 req/s")

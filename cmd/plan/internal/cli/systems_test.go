@@ -9,7 +9,7 @@ import (
 )
 
 // TestSystemsDispatch: every command reaches the right system through the registry, for
-// PPipe and PARD plans alike (issue 10).
+// PPipe and PARD plans alike.
 func TestSystemsDispatch(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
@@ -56,7 +56,7 @@ func TestSystemsDispatch(t *testing.T) {
 }
 
 // TestCheckGoldenPerModel: a multi-model plan whose one model lost throughput fails the
-// golden comparison even though the max-min objective did not change (issue 10).
+// golden comparison even though the max-min objective did not change.
 func TestCheckGoldenPerModel(t *testing.T) {
 	repoRoot(t)
 	golden := "testdata/golden/ppipe-2models.json"

@@ -17,7 +17,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// A sixth system is new packages plus one registry line (issue 29 item 3): the toy system
+// A sixth system is new packages plus one registry line: the toy system
 // (internal/systems/toysys) goes through validate, solve, simulate, serve, check and export with
 // no shared package knowing it; this test's registry line is the only place it is named.
 func TestToySystem(t *testing.T) {

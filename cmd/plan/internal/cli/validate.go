@@ -177,7 +177,7 @@ func runValidate(ctx context.Context, app *App, args []string, use formats.Profi
 			bad++
 			problems += len(r.Errors)
 		}
-		// A long list is cut (issue 36 item 12: 48k duplicate names printed 48,219 lines);
+		// A long list is cut (48k duplicate names printed 48,219 lines);
 		// -O json still lists every problem.
 		for _, e := range r.Errors[:min(len(r.Errors), formats.MaxListedProblems)] {
 			fmt.Fprintln(app.Err, e.Message)

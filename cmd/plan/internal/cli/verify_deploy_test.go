@@ -29,7 +29,7 @@ var uncheckedPlans = []struct{ file, want string }{
 	{"testdata/badinput/dyorc-unknown-service.json", `dyorc: verify: dyorc.deployments[6].service: "nosuch" is not a workflow service`},
 }
 
-// TestSimulateServeRefuseUncheckedPlans (issue 36 item 8): simulate and serve start run the
+// TestSimulateServeRefuseUncheckedPlans: simulate and serve start run the
 // system's verifier before accepting a plan: exit 2 naming the file and the violation.
 func TestSimulateServeRefuseUncheckedPlans(t *testing.T) {
 	var cases []badInputCase
@@ -43,7 +43,7 @@ func TestSimulateServeRefuseUncheckedPlans(t *testing.T) {
 	runBadInput(t, cases)
 }
 
-// TestServeReloadRefusesUncheckedPlan (issue 36 item 8): PUT /v1/plan goes through the same
+// TestServeReloadRefusesUncheckedPlan: PUT /v1/plan goes through the same
 // deploy function: an unchecked plan is a 400 naming the violation, and the plan served
 // stays the one before.
 func TestServeReloadRefusesUncheckedPlan(t *testing.T) {

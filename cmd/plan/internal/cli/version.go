@@ -29,8 +29,8 @@ type versionInfo struct {
 
 // stampVersion and stampCommit are set by the Makefile's build (-ldflags -X, from git
 // describe and rev-parse): a build with -buildvcs=false, or from a source tree without .git,
-// records no VCS stamp, and `go build` gives the main module the version "(devel)"
-// (issue 37 item 9). Empty: fall back to the build info.
+// records no VCS stamp, and `go build` gives the main module the version "(devel)".
+// Empty: fall back to the build info.
 var stampVersion, stampCommit string
 
 // buildVersion reads the version and commit the Makefile stamps, else the module version

@@ -29,7 +29,7 @@ func TestVersionStamp(t *testing.T) {
 
 // TestMakefileStampsAndInstalls: `make -n` (prints, runs nothing) shows the build stamping
 // the variables version.go declares and `make install` placing the binary in PREFIX/bin and
-// ONNX Runtime in PREFIX/lib/plan, where profiler/measure looks (issue 37 items 8, 9).
+// ONNX Runtime in PREFIX/lib/plan, where profiler/measure looks.
 func TestMakefileStampsAndInstalls(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")
