@@ -48,6 +48,12 @@ type Settings struct {
 	Objective string
 }
 
+// Reporter is a planner that has tables to report about its last solve beyond the plan (the
+// deployment search's candidates and comparison fleets); `plan solve` prints them on stderr.
+type Reporter interface {
+	Report() []Table
+}
+
 // ObjectiveCost is Settings.Objective for cost-optimal fleets.
 const ObjectiveCost = "cost"
 

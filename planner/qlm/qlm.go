@@ -31,6 +31,10 @@ type Flags struct {
 	// MinGPUs plans the fewest instances whose simulation meets every class's targets
 	// instead of one on every GPU set of the cluster (plan solve --min-gpus).
 	MinGPUs bool `json:"min_gpus,omitempty"`
+	// Search plans the cost objective by the deployment search (planner/llmdeploy: GPU
+	// type × tensor parallelism × engine settings, capacity by simulation) instead of
+	// Mélange's buckets (plan solve --objective cost --search).
+	Search bool `json:"search,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for QLM.

@@ -62,6 +62,10 @@ var table = []Spec{
 	// V100 SXM2: 15.7 FP32, 125 FP16 tensor, 900 GB/s HBM2, 16 GB, 80 SMs, 6 MB L2;
 	// second-generation NVLink, 300 GB/s bidirectional.
 	{Name: "V100", Arch: "volta", FP32TFLOPS: 15.7, FP16TFLOPS: 125, MemBWGBps: 900, SMs: 80, MemoryBytes: 16 * gib, L2Bytes: 6 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 12, NVLinkGBps: 150},
+	// L40S (NVIDIA L40S datasheet): 91.6 FP32, 183 TF32 and 362 FP16/BF16 tensor dense (366
+	// and 733 with sparsity), 864 GB/s GDDR6, 48 GB, 142 SMs (AD102), 96 MB L2; PCIe Gen4 x16,
+	// no NVLink (tensor-parallel collectives run over PCIe).
+	{Name: "L40S", Arch: "ada", FP32TFLOPS: 91.6, TF32TFLOPS: 183, FP16TFLOPS: 362, MemBWGBps: 864, SMs: 142, MemoryBytes: 48e9, L2Bytes: 96 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 25},
 	// A100 SXM4 80 GB: 19.5 FP32, 156 TF32, 312 FP16, 2039 GB/s HBM2e, 108 SMs, 40 MB L2;
 	// third-generation NVLink, 600 GB/s bidirectional.
 	{Name: "A100", Arch: "ampere", FP32TFLOPS: 19.5, TF32TFLOPS: 156, FP16TFLOPS: 312, MemBWGBps: 2039, SMs: 108, MemoryBytes: 80 * gib, L2Bytes: 40 * mib, Class: "high", MaxVGPU: 4, HostLinkGBps: 25, NVLinkGBps: 300},

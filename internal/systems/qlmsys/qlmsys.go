@@ -7,6 +7,7 @@ package qlmsys
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/llmdeploy"
 	pq "github.com/plan-dev/plan/planner/qlm"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/openai"
@@ -77,16 +79,32 @@ func engineDeployment(prof formats.LLMProfile, classes []formats.LLMClass) (*dat
 // Planner plans llm_classes workloads.
 type Planner struct {
 	minGPUs bool
+	search  bool
+	// report is the last deployment search's tables (Report).
+	report []planner.Table
 }
+
+// Report implements planner.Reporter: the last deployment search's candidates, comparison
+// fleets and engine flags (none without --search).
+func (o *Planner) Report() []planner.Table { return o.report }
 
 // Flags implements planner.Planner: --min-gpus, as the cascade planner takes it (the
 // strategy is plan solve's --strategy).
 func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.minGPUs, "min-gpus", false, "search the fewest GPUs whose plan meets every SLO (default: an instance on every GPU set of the cluster)")
+	f.BoolVar(&o.search, "search", false, "with --objective cost: search GPU type × tensor-parallel size × engine settings, each candidate's capacity simulated at the classes' SLO percentiles, for the least-cost fleet (prints the candidates and comparison fleets on stderr)")
 }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
+	if o.search {
+		if s.Objective != planner.ObjectiveCost {
+			return nil, &planner.InputError{Problems: []string{"--search: searches the least-cost fleet: give --objective cost"}}
+		}
+		plan, tables, err := search(ctx, in, pq.Flags{Strategy: pq.Strategies[0], Objective: planner.ObjectiveCost, Search: true}, s.ToolVersion, s.Deterministic)
+		o.report = tables
+		return plan, err
+	}
 	if s.Objective == planner.ObjectiveCost {
 		plan, err := pq.SolveCost(ctx, in, pq.Options{Flags: pq.Flags{SLO: formats.Duration(s.SLO)}, ToolVersion: s.ToolVersion}, s.TimeLimit, s.Gap)
 		if err == nil && s.Deterministic {
@@ -148,6 +166,10 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
 	in := planner.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: profs}
+	if rec.Objective == planner.ObjectiveCost && rec.Search {
+		re, _, err := search(ctx, in, rec, p.Provenance.ToolVersion, true)
+		return re, err
+	}
 	if rec.Objective == planner.ObjectiveCost {
 		re, err := pq.SolveCost(ctx, in, pq.Options{Flags: rec}, timeLimit, planner.DefaultGap)
 		if err == nil {
@@ -156,4 +178,19 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return re, err
 	}
 	return pq.Solve(in, pq.Options{Flags: rec})
+}
+
+// search is the deployment search (planner/llmdeploy) as a QLM plan, recording rec as the
+// plan's options, and its report tables. Candidates are simulated on every CPU.
+func search(ctx context.Context, in planner.Inputs, rec pq.Flags, tool string, deterministic bool) (*formats.Plan, []planner.Table, error) {
+	res, err := llmdeploy.Search(ctx, in, llmdeploy.Options{Workers: runtime.GOMAXPROCS(0)})
+	var tables []planner.Table
+	if res != nil {
+		tables = res.Tables()
+	}
+	if err != nil {
+		return nil, tables, err
+	}
+	plan, err := res.Plan(in, llmdeploy.PlanOptions{ToolVersion: tool, Options: planner.RecordOptions(rec), Deterministic: deterministic})
+	return plan, tables, err
 }

@@ -270,6 +270,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		settings.Progress = pr.report
 	}
 	plan, err := solvePredicted(cmd.Context(), app.Systems, pl, in, settings, func(s string) { app.Infof("solve: %s", s) })
+	reportPlanner(app, pl)
 	if err != nil {
 		return solveError(withFileNames(err, o, sys))
 	}

@@ -68,3 +68,17 @@ func withFleet(cs []planner.Check, got, ref *formats.Plan, tol float64) []planne
 	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, 1e-9,
 		fmt.Sprintf("fleet cost %.4g %s/h vs %.4g (tolerance %.2f%%): %s", g, got.Fleet.Currency, r, tol*100, fleet.Describe(got.Fleet))))
 }
+
+// reportPlanner prints the tables a planner reports of its last solve (planner.Reporter: the
+// deployment search's candidates, comparison fleets and engine flags) on stderr, where they
+// stay out of --output json's document; --quiet leaves them out.
+func reportPlanner(app *App, pl planner.Planner) {
+	r, ok := pl.(planner.Reporter)
+	if !ok || app.Quiet {
+		return
+	}
+	for _, t := range r.Report() {
+		fmt.Fprintln(app.Err)
+		writeTable(app.Err, t.Header, t.Rows)
+	}
+}

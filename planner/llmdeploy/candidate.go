@@ -1,0 +1,321 @@
+package llmdeploy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	pllm "github.com/plan-dev/plan/profiler/llm"
+	"github.com/plan-dev/plan/profiler/roofline"
+)
+
+// Mode is how a candidate serves a model: one engine doing prefill and decode (aggregated),
+// or prefill and decode on separate instances with the KV cache sent between them
+// (disaggregated, llm-deploy-search.md §1).
+type Mode string
+
+// The modes.
+const (
+	Aggregated    Mode = "aggregated"
+	Disaggregated Mode = "disaggregated"
+)
+
+// Role names of a candidate's instances (formats.QLMInstance's role in a disaggregated plan;
+// "" for an aggregated engine).
+const (
+	RoleBoth    = ""
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+)
+
+// Engine is the engine settings a candidate runs with (vLLM's flag names, formats.LLMEngine).
+type Engine struct {
+	MaxBatchedTokens int
+	MaxSeqs          int
+}
+
+// Role is one kind of instance of a candidate: a model's engine on TP GPUs of one type. An
+// aggregated candidate has one role; a disaggregated one a prefill role and a decode role.
+type Role struct {
+	Role    string
+	GPU     string
+	TP      int
+	Engine  Engine
+	Profile *formats.LLMProfile
+	// Estimated: the profile is the roofline estimate (profiler/llm), not one the user gave.
+	Estimated bool
+	// Source names where the profile came from (its file and llms index, or "roofline").
+	Source string
+}
+
+// Candidate is one way to serve a model: its mode, its roles, and for a disaggregated
+// candidate how many prefill instances go with how many decode instances (Ratio).
+type Candidate struct {
+	Model string
+	Mode  Mode
+	Roles []Role
+	Ratio [2]int
+}
+
+// Key identifies a candidate (its capacity memo key, with the class mix).
+func (c Candidate) Key() string {
+	parts := []string{c.Model, string(c.Mode), fmt.Sprint(c.Ratio)}
+	for _, r := range c.Roles {
+		parts = append(parts, fmt.Sprintf("%s/%s/%d/%d/%d/%s", r.Role, r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs, r.Source))
+	}
+	return strings.Join(parts, "|")
+}
+
+// GPUs is how many GPUs one unit of the candidate takes (an aggregated instance's TP; a
+// disaggregated unit's prefill and decode instances together).
+func (c Candidate) GPUs() map[string]int {
+	out := map[string]int{}
+	for i, r := range c.Roles {
+		n := 1
+		if c.Mode == Disaggregated && i < 2 {
+			n = max(c.Ratio[i], 1)
+		}
+		out[r.GPU] += n * r.TP
+	}
+	return out
+}
+
+// Label is the candidate's short name: "llama-3.1-8b@H100×2 b8192 s256".
+func (c Candidate) Label() string {
+	var parts []string
+	for _, r := range c.Roles {
+		s := fmt.Sprintf("%s×%d b%d s%d", r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs)
+		if r.Role != "" {
+			s = r.Role + ":" + s
+		}
+		parts = append(parts, s)
+	}
+	return c.Model + "@" + strings.Join(parts, "+")
+}
+
+// Options bound the search space.
+type Options struct {
+	// TP are the tensor-parallel sizes tried for roofline-derived profiles (default 1, 2, 4, 8).
+	TP []int
+	// BatchedTokens and MaxSeqs are the engine settings tried (default 2048, 8192 and 256,
+	// vLLM V1's budgets on smaller and H100-class GPUs; formats.DefaultBatchedTokens).
+	BatchedTokens, MaxSeqs []int
+	// Modes are the serving modes searched (default every mode with an evaluator).
+	Modes []Mode
+	// Requests is how many requests a capacity probe simulates (default 2000), Seed the seed
+	// of their arrivals and lengths (default 1).
+	Requests int
+	Seed     uint64
+	// Workers simulate candidates in parallel (default 1); the result does not depend on it.
+	Workers int
+}
+
+func (o Options) withDefaults() Options {
+	if len(o.TP) == 0 {
+		o.TP = []int{1, 2, 4, 8}
+	}
+	if len(o.BatchedTokens) == 0 {
+		o.BatchedTokens = []int{512, 2048, 8192}
+	}
+	if len(o.MaxSeqs) == 0 {
+		o.MaxSeqs = []int{64, 256}
+	}
+	if len(o.Modes) == 0 {
+		for _, m := range []Mode{Aggregated, Disaggregated} {
+			if Evaluators[m] != nil {
+				o.Modes = append(o.Modes, m)
+			}
+		}
+	}
+	if o.Requests <= 0 {
+		o.Requests = 2000
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	return o
+}
+
+// refPath names input kind's file among the inputs (the n-th of that kind), or fallback.
+func refPath(in planner.Inputs, kind string, n int, fallback string) string {
+	i := 0
+	for _, r := range in.Refs {
+		if r.Kind == kind && r.Path != "" {
+			if i == n {
+				return r.Path
+			}
+			i++
+		}
+	}
+	return fallback
+}
+
+// serverGPUs is the most GPUs of type gpu one server of the cluster holds (an instance's
+// tensor-parallel GPUs share a server: llm-deploy-search.md §3, "TP in node").
+func serverGPUs(c *formats.Cluster, gpu string) int {
+	most := 0
+	for _, s := range c.Servers {
+		if s.GPU == gpu {
+			most = max(most, s.GPUs)
+		}
+	}
+	if most > 0 {
+		return most
+	}
+	if p, ok := c.Pool(gpu); ok {
+		return min(max(p.PerServer, 1), p.Count)
+	}
+	return 0
+}
+
+// checkClasses refuses a class percentile other than the four (exit 2 naming the field).
+func checkClasses(in planner.Inputs) []string {
+	var probs []string
+	wp := refPath(in, formats.KindWorkload, 0, "workload")
+	for i, c := range in.Workload.LLMClasses {
+		for _, f := range []struct{ name, v string }{{"slo_percentile", c.SLOPercentile}, {"ttft_percentile", c.TTFTPercentile}, {"tpot_percentile", c.TPOTPercentile}} {
+			if _, ok := formats.SLOPercentiles[f.v]; f.v != "" && !ok {
+				probs = append(probs, fmt.Sprintf("%s: llm_classes[%d].%s: %q: must be p50, p90, p95 or p99", wp, i, f.name, f.v))
+			}
+		}
+	}
+	return probs
+}
+
+// Enumerate lists every aggregated candidate of every model of the workload's classes: each
+// LLM profile given for a GPU type of the cluster (its gpu_count as TP), and for each GPU
+// type of the cluster without a profile of the model, the roofline estimate at every TP of
+// o.TP that divides the model's attention heads, fits one server and holds the weights
+// (labelled estimated); each at every engine setting of o. A profile given whose TP exceeds
+// a server's GPUs of its type or does not divide the heads, or a model no GPU type holds at
+// any TP, is bad input naming file, field and value.
+func Enumerate(in planner.Inputs, o Options) ([]Candidate, error) {
+	o = o.withDefaults()
+	probs := checkClasses(in)
+	var models []string
+	seen := map[string]bool{}
+	for _, c := range in.Workload.LLMClasses {
+		if !seen[c.Model] {
+			seen[c.Model] = true
+			models = append(models, c.Model)
+		}
+	}
+	var out []Candidate
+	for _, m := range models {
+		roles, p := roles(in, m, o)
+		probs = append(probs, p...)
+		if len(roles) == 0 && len(p) == 0 {
+			probs = append(probs, fmt.Sprintf("%s: llm_classes[%d].model: %q: fits no GPU type of the cluster (%s) at any tensor-parallel size %v, and no profile given serves it",
+				refPath(in, formats.KindWorkload, 0, "workload"), classIndex(in.Workload, m), m, strings.Join(clusterTypes(in.Cluster), ", "), o.TP))
+		}
+		for _, r := range roles {
+			out = append(out, Candidate{Model: m, Mode: Aggregated, Roles: []Role{r}})
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &planner.InputError{Problems: probs}
+	}
+	return out, nil
+}
+
+func classIndex(w *formats.Workload, model string) int {
+	for i, c := range w.LLMClasses {
+		if c.Model == model {
+			return i
+		}
+	}
+	return 0
+}
+
+func clusterTypes(c *formats.Cluster) []string {
+	var t []string
+	for _, g := range c.GPUs {
+		t = append(t, g.Type)
+	}
+	return t
+}
+
+// roles are model's instance kinds (profile × engine setting) on the cluster, and the bad
+// input among the profiles given.
+func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
+	var bases []Role
+	var probs []string
+	given := map[string]bool{}
+	arch, archErr := pllm.Lookup(model)
+	for i, p := range in.Profiles {
+		for j := range p.LLMs {
+			pr := &p.LLMs[j]
+			if pr.Model != model {
+				continue
+			}
+			if _, ok := in.Cluster.Pool(pr.GPU); !ok {
+				continue // a GPU type the cluster lacks
+			}
+			given[pr.GPU] = true
+			tp := max(pr.GPUCount, 1)
+			field := fmt.Sprintf("%s: llms[%d].gpu_count", refPath(in, formats.KindProfile, i, fmt.Sprintf("profile %d", i+1)), j)
+			if most := serverGPUs(in.Cluster, pr.GPU); tp > most {
+				probs = append(probs, fmt.Sprintf("%s: %d: tensor-parallel size %d exceeds the %d %s GPUs of the cluster's largest server (an instance's GPUs share a server)", field, tp, tp, most, pr.GPU))
+				continue
+			}
+			if archErr == nil {
+				if err := arch.CheckTP(tp); err != nil {
+					probs = append(probs, fmt.Sprintf("%s: %d: %v", field, tp, err))
+					continue
+				}
+			}
+			bases = append(bases, Role{GPU: pr.GPU, TP: tp, Profile: pr, Source: strings.TrimSuffix(field, ".gpu_count")})
+		}
+	}
+	for _, g := range in.Cluster.GPUs {
+		if given[g.Type] || !pllm.Known(model, g.Type) {
+			continue
+		}
+		for _, tp := range o.TP {
+			if tp > serverGPUs(in.Cluster, g.Type) || arch.CheckTP(tp) != nil {
+				continue
+			}
+			pr, err := pllm.EstimateTP(model, g.Type, tp, roofline.LinkAuto)
+			if err != nil {
+				continue // the weights and a minimal KV cache do not fit tp GPUs
+			}
+			bases = append(bases, Role{GPU: g.Type, TP: tp, Profile: pr, Estimated: true, Source: "roofline"})
+		}
+	}
+	sort.SliceStable(bases, func(a, b int) bool {
+		if bases[a].GPU != bases[b].GPU {
+			return bases[a].GPU < bases[b].GPU
+		}
+		return bases[a].TP < bases[b].TP
+	})
+	var out []Role
+	for _, b := range bases {
+		for _, bt := range o.BatchedTokens {
+			for _, s := range o.MaxSeqs {
+				r := b
+				r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s}
+				r.Profile = withEngine(b.Profile, r.Engine)
+				out = append(out, r)
+			}
+		}
+	}
+	return out, probs
+}
+
+// withEngine is a copy of pr running the engine settings e (the rest of its engine block
+// kept).
+func withEngine(pr *formats.LLMProfile, e Engine) *formats.LLMProfile {
+	cp := *pr
+	var eng formats.LLMEngine
+	if pr.Engine != nil {
+		eng = *pr.Engine
+	}
+	eng.MaxNumBatchedTokens, eng.MaxNumSeqs = e.MaxBatchedTokens, e.MaxSeqs
+	cp.Engine = &eng
+	return &cp
+}

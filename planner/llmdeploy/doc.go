@@ -1,0 +1,19 @@
+// Package llmdeploy is the LLM deployment search of `plan solve --objective cost --search`:
+// the least-cost fleet over GPU type × tensor-parallel size × engine settings (vLLM's
+// max_num_batched_tokens and max_num_seqs) × serving mode that holds every class's SLOs at
+// the percentile the class states (llm-deploy-search.md §1, §3, §4).
+//
+// The search follows the spec's §4 methods: candidates are enumerated per model (Enumerate:
+// the profiles given, plus roofline-derived profiles, labelled estimated, for every GPU type
+// of the cluster the user gave no profile for); each candidate's capacity is found by
+// bisection on the Poisson arrival rate of one instance (Vidur-Search and DistServe's
+// search_binary.py), the engine simulator (dataplane/llm's Replay) judging each probe on
+// requests drawn from the classes' full token-length distributions, at the classes' SLO
+// percentiles (§6: the share of requests meeting each SLO must reach its percentile); the
+// candidates are simulated in parallel by a worker pool whose result does not depend on the
+// number of workers; then the existing fleet MILP (planner/fleet, Mélange's ILP, §4) picks
+// the cheapest mix of candidates within the cluster's available GPUs.
+//
+// Modes: the aggregated evaluator is implemented; the disaggregated mode (prefill and
+// decode roles, §1) plugs in through the Evaluator interface (Evaluators).
+package llmdeploy

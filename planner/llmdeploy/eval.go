@@ -1,0 +1,342 @@
+package llmdeploy
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
+	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
+	"github.com/plan-dev/plan/formats"
+)
+
+// Pcts are a latency's percentiles over a class's answered requests (µs; TPOT µs per token).
+type Pcts struct {
+	P50, P90, P99 float64
+}
+
+// Check is one SLO of a class judged at its percentile: the share of the class's requests
+// that met it (a refused request meets none) against the percentile (llm-deploy-search.md
+// §6; dataplane/workload.LLMChecks judges the simulator's runs the same way).
+type Check struct {
+	SLO        string
+	LimitUs    float64
+	Percentile float64
+	Share      float64
+	Met        bool
+}
+
+// ClassPrediction is what a probe measured of one class.
+type ClassPrediction struct {
+	Class           string
+	Requests        int
+	TTFT, TPOT, E2E Pcts
+	Checks          []Check
+	// OutTokens are the output tokens its answered requests generated.
+	OutTokens int64
+}
+
+// Met reports whether every SLO of the class holds at its percentile.
+func (p ClassPrediction) Met() bool {
+	for _, c := range p.Checks {
+		if !c.Met {
+			return false
+		}
+	}
+	return true
+}
+
+// Evaluator simulates one unit of a candidate (an aggregated instance; a disaggregated unit
+// of prefill and decode instances) at a total request rate of the model's classes at their
+// mix. The disaggregated mode plugs in as another Evaluator (Evaluators).
+type Evaluator interface {
+	Probe(c Candidate, classes []formats.LLMClass, rate float64, o Options) ([]ClassPrediction, error)
+}
+
+// Evaluators are the modes' evaluators; a mode without one is not searched.
+var Evaluators = map[Mode]Evaluator{Aggregated: AggregatedEvaluator{}}
+
+// AggregatedEvaluator runs one engine (dataplane/llm.Replay, FCFS as vLLM schedules) on
+// seeded Poisson arrivals.
+type AggregatedEvaluator struct{}
+
+// Probe implements Evaluator.
+func (AggregatedEvaluator) Probe(c Candidate, classes []formats.LLMClass, rate float64, o Options) ([]ClassPrediction, error) {
+	if len(c.Roles) != 1 {
+		return nil, fmt.Errorf("llmdeploy: aggregated candidate %s has %d roles, want 1", c.Label(), len(c.Roles))
+	}
+	o = o.withDefaults()
+	reqs, cls := Requests(classes, rate, o.Requests, o.Seed)
+	m := llm.NewModel(c.Roles[0].Profile)
+	res, _ := llm.Replay(m, reqs, fcfs.New())
+	return Judge(classes, reqs, cls, res), nil
+}
+
+// Requests draws n requests of classes at their rate shares (all 0: equal shares), arriving
+// as a Poisson process of total rate req/s, their token counts from each class's full
+// length distribution (llm.DrawTokens, as the simulator draws them), seeded. The unit-rate
+// arrival times and the lengths depend on seed alone, so probes at different rates see the
+// same requests compressed or stretched in time (common random numbers: capacity is
+// monotone in the rate, so bisection is well posed). cls[i] is request i's class index.
+func Requests(classes []formats.LLMClass, rate float64, n int, seed uint64) ([]llm.Request, []int) {
+	rng := rand.New(rand.NewPCG(seed, 0x11d)) //nolint:gosec // a seeded simulation, not security
+	shares := make([]float64, len(classes))
+	total := 0.0
+	for i, c := range classes {
+		shares[i] = math.Max(c.RateRPS, 0)
+		total += shares[i]
+	}
+	for i := range shares {
+		if total > 0 {
+			shares[i] /= total
+		} else {
+			shares[i] = 1 / float64(len(classes))
+		}
+	}
+	reqs := make([]llm.Request, n)
+	cls := make([]int, n)
+	t := 0.0
+	for i := range reqs {
+		t += rng.ExpFloat64()
+		u, k := rng.Float64(), 0
+		for acc := shares[0]; u > acc && k < len(shares)-1; acc += shares[k] {
+			k++
+		}
+		id := seed<<32 + uint64(i)
+		c := classes[k]
+		reqs[i] = llm.Request{ID: dataplane.ReqID(id), Arrival: dataplane.Time(math.Round(t / rate * 1e6)),
+			Prompt: llm.DrawTokens(c.InputTokens, id, llm.SaltPrompt), Out: llm.DrawTokens(c.OutputTokens, id, llm.SaltOutput)}
+		cls[i] = k
+	}
+	return reqs, cls
+}
+
+// warmupShare of the requests (the first arrivals, into an empty engine) is not judged.
+const warmupShare = 0.05
+
+// Judge measures each class's TTFT, TPOT (the mean time per output token after the first)
+// and end-to-end latency over the requests after the warm-up, and judges each SLO the class
+// sets at its percentile.
+func Judge(classes []formats.LLMClass, reqs []llm.Request, cls []int, res []llm.Result) []ClassPrediction {
+	skip := int(float64(len(reqs)) * warmupShare)
+	type acc struct {
+		ttft, tpot, e2e          []float64
+		n, e2eOK, ttftOK, tpotOK int
+		out                      int64
+	}
+	a := make([]acc, len(classes))
+	for i := skip; i < len(reqs); i++ {
+		c, r := &a[cls[i]], res[i]
+		cl := &classes[cls[i]]
+		c.n++
+		if r.Refused || r.Done == dataplane.Never {
+			continue
+		}
+		ttft, e2e := float64(r.FirstToken-reqs[i].Arrival), float64(r.Done-reqs[i].Arrival)
+		c.ttft, c.e2e = append(c.ttft, ttft), append(c.e2e, e2e)
+		c.out += int64(reqs[i].Out)
+		tpotOK := true
+		if reqs[i].Out > 1 {
+			tpot := (e2e - ttft) / float64(reqs[i].Out-1)
+			c.tpot = append(c.tpot, tpot)
+			tpotOK = cl.TPOTSLO <= 0 || tpot <= float64(cl.TPOTSLO.D().Microseconds())
+		}
+		if e2e <= float64(cl.SLO.D().Microseconds()) {
+			c.e2eOK++
+		}
+		if cl.TTFTSLO <= 0 || ttft <= float64(cl.TTFTSLO.D().Microseconds()) {
+			c.ttftOK++
+		}
+		if tpotOK {
+			c.tpotOK++
+		}
+	}
+	out := make([]ClassPrediction, len(classes))
+	for k, cl := range classes {
+		c := a[k]
+		p := ClassPrediction{Class: cl.Name, Requests: c.n, TTFT: pcts(c.ttft), TPOT: pcts(c.tpot), E2E: pcts(c.e2e), OutTokens: c.out}
+		if c.n > 0 {
+			e2eP, ttftP, tpotP := cl.Percentiles()
+			check := func(name string, limit formats.Duration, pct float64, ok int) Check {
+				share := math.Round(float64(ok)/float64(c.n)*1e6) / 1e6
+				return Check{SLO: name, LimitUs: float64(limit.D().Microseconds()), Percentile: pct, Share: share, Met: share >= pct}
+			}
+			p.Checks = append(p.Checks, check("slo", cl.SLO, e2eP, c.e2eOK))
+			if cl.TTFTSLO > 0 {
+				p.Checks = append(p.Checks, check("ttft_slo", cl.TTFTSLO, ttftP, c.ttftOK))
+			}
+			if cl.TPOTSLO > 0 {
+				p.Checks = append(p.Checks, check("tpot_slo", cl.TPOTSLO, tpotP, c.tpotOK))
+			}
+		}
+		out[k] = p
+	}
+	return out
+}
+
+// pcts are the p50, p90 and p99 of xs by linear interpolation between order statistics
+// (numpy's default, as internal/quantile).
+func pcts(xs []float64) Pcts {
+	if len(xs) == 0 {
+		return Pcts{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	at := func(q float64) float64 {
+		h := q * float64(len(s)-1)
+		lo := int(math.Floor(h))
+		hi := min(lo+1, len(s)-1)
+		return math.Round(s[lo] + (h-float64(lo))*(s[hi]-s[lo]))
+	}
+	return Pcts{P50: at(0.5), P90: at(0.9), P99: at(0.99)}
+}
+
+// Evaluation is a candidate's capacity: the highest total rate (req/s) one unit serves of
+// its model's classes at their mix with every class holding every SLO at its percentile,
+// and the classes' percentiles at that rate.
+type Evaluation struct {
+	Rate    float64
+	Classes []ClassPrediction
+	// OutTokensPerS is the output tokens per second generated at Rate.
+	OutTokensPerS float64
+}
+
+// Bisection bounds (Vidur-Search: stop at 2.5% granularity; DistServe bisects to hi − lo < ε,
+// llm-deploy-search.md §4): the rate's relative precision, and the range probed.
+const (
+	precision = 0.02
+	minRate   = 1.0 / 1024
+	maxRate   = 1 << 14
+)
+
+// Capacity finds c's rate by doubling (or halving) from 1 req/s to a bracket, then bisecting
+// to precision, each probe simulated by ev (Rate 0: not even a trickle meets the SLOs).
+func Capacity(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) (Evaluation, error) {
+	var last []ClassPrediction
+	meets := func(rate float64) (bool, []ClassPrediction, error) {
+		p, err := ev.Probe(c, classes, rate, o)
+		if err != nil {
+			return false, nil, err
+		}
+		for _, x := range p {
+			if x.Requests > 0 && !x.Met() {
+				return false, p, nil
+			}
+		}
+		return true, p, nil
+	}
+	lo, hi, rate := 0.0, 0.0, 1.0
+	ok, p, err := meets(rate)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	if ok {
+		lo, last = rate, p
+		for hi == 0 && rate < maxRate {
+			rate *= 2
+			if ok, p, err = meets(rate); err != nil {
+				return Evaluation{}, err
+			} else if ok {
+				lo, last = rate, p
+			} else {
+				hi = rate
+			}
+		}
+		if hi == 0 {
+			hi = lo
+		}
+	} else {
+		hi = rate
+		for lo == 0 && rate > minRate {
+			rate /= 2
+			if ok, p, err = meets(rate); err != nil {
+				return Evaluation{}, err
+			} else if ok {
+				lo, last = rate, p
+			} else {
+				hi = rate
+			}
+		}
+	}
+	for lo > 0 && hi > lo*(1+precision) {
+		mid := (lo + hi) / 2
+		if ok, p, err = meets(mid); err != nil {
+			return Evaluation{}, err
+		} else if ok {
+			lo, last = mid, p
+		} else {
+			hi = mid
+		}
+	}
+	e := Evaluation{Rate: math.Round(lo*1e4) / 1e4, Classes: last}
+	if lo > 0 {
+		e.OutTokensPerS = outRate(classes, last, lo, o)
+	}
+	return e, nil
+}
+
+// outRate is the output tokens per second at rate: the judged requests' mean output tokens
+// times the rate.
+func outRate(classes []formats.LLMClass, p []ClassPrediction, rate float64, o Options) float64 {
+	var out int64
+	n := 0
+	for _, x := range p {
+		out += x.OutTokens
+		n += x.Requests
+	}
+	if n == 0 {
+		return 0
+	}
+	return math.Round(float64(out)/float64(n)*rate*10) / 10
+}
+
+// memo caches capacities per (candidate, class mix, probe settings): the comparison rows and
+// repeated solves (the rate margins of `plan solve`) reuse them.
+var memo = struct {
+	sync.Mutex
+	m map[string]Evaluation
+}{m: map[string]Evaluation{}}
+
+// mixKey is a class mix's key: every field a probe reads, rates as shares of the total.
+func mixKey(classes []formats.LLMClass) string {
+	total := 0.0
+	for _, c := range classes {
+		total += math.Max(c.RateRPS, 0)
+	}
+	parts := make([]string, len(classes))
+	for i, c := range classes {
+		parts[i] = fmt.Sprintf("%s|%d|%d|%d|%s|%s|%s|%.6f|%v|%v", c.Name, c.SLO, c.TTFTSLO, c.TPOTSLO, c.SLOPercentile, c.TTFTPercentile, c.TPOTPercentile,
+			math.Max(c.RateRPS, 0)/math.Max(total, 1e-12), c.InputTokens, c.OutputTokens)
+	}
+	return strings.Join(parts, ";")
+}
+
+// capacityMemo is Capacity through the memo.
+func capacityMemo(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) (Evaluation, error) {
+	key := fmt.Sprintf("%s#%s#%d#%d", c.Key(), mixKey(classes), o.Requests, o.Seed)
+	for _, r := range c.Roles {
+		// A profile given in a file is keyed by its content, not its file name.
+		b, _ := json.Marshal(r.Profile)
+		key += fmt.Sprintf("#%x", sha256.Sum256(b))
+	}
+	memo.Lock()
+	e, ok := memo.m[key]
+	memo.Unlock()
+	if ok {
+		return e, nil
+	}
+	e, err := Capacity(ev, c, classes, o)
+	if err != nil {
+		return e, err
+	}
+	memo.Lock()
+	memo.m[key] = e
+	memo.Unlock()
+	return e, nil
+}

@@ -1,0 +1,219 @@
+package llmdeploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
+	"github.com/plan-dev/plan/solver"
+)
+
+// PlanOptions are what the plan records of how it was solved.
+type PlanOptions struct {
+	ToolVersion string
+	// Options are recorded in provenance.options (the planner's flags, read back by
+	// `plan check --resolve`).
+	Options json.RawMessage
+	// Deterministic records no wall-clock time.
+	Deterministic bool
+}
+
+// Plan is the chosen fleet as a QLM plan: one instance per unit (gpu_count = its TP, on GPUs
+// of one server), one request group per class queued on its model's instances, the chosen
+// candidates' profiles (their engine settings: max_num_batched_tokens, max_num_seqs)
+// embedded, and the cluster sized to the fleet (fleet.Finish).
+func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error) {
+	f := res.Chosen
+	if f.Err != nil {
+		return nil, f.Err
+	}
+	q := &formats.QLMPlan{ReplanMs: 500}
+	prof := formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile},
+		Metadata: formats.Metadata{Name: "llmdeploy", Description: "the deployment search's chosen candidates: profiles given, or roofline estimates (backend roofline), at the engine settings chosen"}}
+	type unit struct {
+		gpu   string
+		tp    int
+		model string
+	}
+	var units []unit
+	for _, i := range f.Chosen() {
+		r := res.Rows[i]
+		for _, x := range r.Candidate.Roles {
+			prof.LLMs = append(prof.LLMs, *x.Profile)
+			for range f.Units[i] {
+				units = append(units, unit{x.GPU, x.TP, r.Candidate.Model})
+			}
+		}
+	}
+	// Widest instances first, each on the server of its type with the fewest free GPUs that
+	// holds it (best fit keeps whole servers free for wide instances).
+	sort.SliceStable(units, func(a, b int) bool { return units[a].tp > units[b].tp })
+	srv := servers(in.Cluster)
+	for _, u := range units {
+		gpus, ok := take(srv, u.gpu, u.tp)
+		if !ok {
+			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("cluster: gpus: no %d free %s GPUs on one server for an instance of %s (the fleet's GPUs fit the available counts but not the servers)", u.tp, u.gpu, u.model)}}
+		}
+		q.Instances = append(q.Instances, formats.QLMInstance{GPU: u.gpu, GPUCount: u.tp, Model: u.model, GPUs: gpus})
+	}
+	sort.SliceStable(q.Instances, func(a, b int) bool { return q.Instances[a].GPUs[0] < q.Instances[b].GPUs[0] })
+	for i := range q.Instances {
+		q.Instances[i].Name = "llm-" + strconv.Itoa(i)
+	}
+	groups(q, in.Workload)
+	emb := formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload, Profiles: []formats.Profile{prof}}
+	digest, _ := planner.InputDigest(&emb)
+	name := in.Workload.Metadata.Name
+	if name == "" {
+		name = "llmdeploy"
+	}
+	tool := po.ToolVersion
+	if tool == "" {
+		tool = "dev"
+	}
+	sz := f.Sizing
+	plan := &formats.Plan{
+		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
+		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("LLM deployment search (GPU type × tensor parallelism × engine settings, capacity by simulation): %d instances; %s", len(q.Instances), res.Flags())},
+		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(), InputDigest: digest, Inputs: in.Refs, Strategy: "search",
+			Options: po.Options, Status: sz.Status, Bound: formats.Proven(sz.Bound), Gap: formats.Proven(sz.Gap), Nodes: sz.Nodes, Embedded: &emb},
+		Cluster: in.Cluster,
+		QLM:     q,
+	}
+	if !po.Deterministic {
+		plan.Provenance.SolveMs = float64(res.Wall.Microseconds()) / 1000
+	}
+	if err := fleet.Finish(plan, in.Cluster); err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	return plan, nil
+}
+
+// groups queues one request group per class (tightest SLO first) on its model's instances
+// in turn, as the QLM planner's initial plan does.
+func groups(q *formats.QLMPlan, w *formats.Workload) {
+	cls := make([]int, len(w.LLMClasses))
+	for i := range cls {
+		cls[i] = i
+	}
+	sort.SliceStable(cls, func(a, b int) bool { return w.LLMClasses[cls[a]].SLO < w.LLMClasses[cls[b]].SLO })
+	next := map[string]int{}
+	for _, ci := range cls {
+		cl := w.LLMClasses[ci]
+		id := "rg-" + cl.Name
+		q.Groups = append(q.Groups, formats.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO, Requests: max(1, int(math.Ceil(cl.RateRPS)))})
+		var hosts []int
+		for i, in := range q.Instances {
+			if in.Model == cl.Model {
+				hosts = append(hosts, i)
+			}
+		}
+		if len(hosts) == 0 {
+			continue
+		}
+		h := hosts[next[cl.Model]%len(hosts)]
+		next[cl.Model]++
+		q.Instances[h].Queue = append(q.Instances[h].Queue, id)
+	}
+}
+
+// server is one server's GPUs of one type, by index in cluster order (as export numbers
+// them): the cluster's servers list when given, else every pool in per_server chunks.
+type server struct {
+	gpu  string
+	gpus []int
+	used []bool
+}
+
+func servers(c *formats.Cluster) []*server {
+	var out []*server
+	next := map[string][]int{}
+	idx := 0
+	for _, g := range c.GPUs {
+		for range g.Count {
+			next[g.Type] = append(next[g.Type], idx)
+			idx++
+		}
+	}
+	add := func(gpu string, n int) {
+		n = min(n, len(next[gpu]))
+		if n > 0 {
+			out = append(out, &server{gpu: gpu, gpus: next[gpu][:n], used: make([]bool, n)})
+			next[gpu] = next[gpu][n:]
+		}
+	}
+	for _, s := range c.Servers {
+		add(s.GPU, s.GPUs)
+	}
+	for _, g := range c.GPUs {
+		for len(next[g.Type]) > 0 {
+			add(g.Type, max(g.PerServer, 1))
+		}
+	}
+	return out
+}
+
+func (s *server) free() int {
+	n := 0
+	for _, u := range s.used {
+		if !u {
+			n++
+		}
+	}
+	return n
+}
+
+// take takes k GPUs of type gpu on the fullest server that still holds them.
+func take(srv []*server, gpu string, k int) ([]int, bool) {
+	var best *server
+	for _, s := range srv {
+		if f := s.free(); s.gpu == gpu && f >= k && (best == nil || f < best.free()) {
+			best = s
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	var out []int
+	for i := range best.gpus {
+		if len(out) < k && !best.used[i] {
+			best.used[i] = true
+			out = append(out, best.gpus[i])
+		}
+	}
+	return out, true
+}
+
+// Flags are the engine flags each chosen candidate's instances need (vLLM's names).
+func (res *Result) Flags() string {
+	var parts []string
+	for _, i := range res.Chosen.Chosen() {
+		parts = append(parts, res.Rows[i].EngineFlags())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// EngineFlags are the vLLM flags of the row's instances: "llama-3.1-8b on H100: vllm serve
+// --tensor-parallel-size 1 --max-num-batched-tokens 2048 --max-num-seqs 256 ...".
+func (r Row) EngineFlags() string {
+	var parts []string
+	for _, x := range r.Candidate.Roles {
+		s := fmt.Sprintf("%s on %s", r.Candidate.Model, x.GPU)
+		if x.Role != "" {
+			s += " (" + x.Role + ")"
+		}
+		caching := "--no-enable-prefix-caching"
+		if x.Profile.Engine != nil && x.Profile.Engine.EnablePrefixCaching {
+			caching = "--enable-prefix-caching"
+		}
+		s += fmt.Sprintf(": --tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,104 @@
+package llmdeploy
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/plan-dev/plan/planner"
+)
+
+// Tables are the search's report: every candidate (mode, GPU type, TP, engine settings, the
+// capacity one unit holds, the replicas its model's rate needs with it alone, the predicted
+// p50/p99 TTFT and TPOT at that capacity — the worst of its model's classes —, output
+// tokens/s per GPU, $/h of those replicas, $ per million output tokens, and the units the
+// chosen fleet runs), then the chosen fleet beside the comparison fleets, then the engine
+// flags of the chosen fleet's instances.
+func (res *Result) Tables() []planner.Table {
+	ct := planner.Table{Header: []string{"MODEL", "MODE", "GPU", "TP", "BATCHED TOKENS", "MAX SEQS", "PROFILE", "REQ/S", "REPLICAS",
+		"TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "TOK/S/GPU", "$/H", "$/M TOK", "CHOSEN"}}
+	for i, r := range res.Rows {
+		c := r.Candidate
+		x := c.Roles[0]
+		src := "given"
+		if x.Estimated {
+			src = "estimated"
+		}
+		row := []string{c.Model, string(c.Mode), x.GPU, fmt.Sprint(x.TP), fmt.Sprint(x.Engine.MaxBatchedTokens), fmt.Sprint(x.Engine.MaxSeqs), src}
+		if r.Eval.Rate <= 0 {
+			row = append(row, "0", "-", "-", "-", "-", "-", "-", "-", "-", "")
+		} else {
+			w := worst(r.Eval.Classes)
+			gpus := 0
+			for _, n := range c.GPUs() {
+				gpus += n
+			}
+			row = append(row, fmt.Sprintf("%.3g", r.Eval.Rate), fmt.Sprint(r.Replicas), ms(w.TTFT.P50), ms(w.TTFT.P99), ms(w.TPOT.P50), ms(w.TPOT.P99),
+				fmt.Sprintf("%.0f", r.Eval.OutTokensPerS/float64(max(gpus, 1))), fmt.Sprintf("%.2f", r.CostPerHour), fmt.Sprintf("%.3f", r.PerMTokens), "")
+		}
+		if n := res.Chosen.Units[i]; n > 0 {
+			row[len(row)-1] = fmt.Sprintf("%d×", n)
+		}
+		ct.Rows = append(ct.Rows, row)
+	}
+	ft := planner.Table{Header: []string{"FLEET", "$/H", "VS SEARCH", "INSTANCES"}}
+	for _, f := range append([]Fleet{res.Chosen}, res.Compare...) {
+		if f.Err != nil {
+			ft.Rows = append(ft.Rows, []string{f.Name, "-", "-", "none: " + short(f.Err.Error())})
+			continue
+		}
+		vs := "-"
+		if f.Name != res.Chosen.Name && res.Chosen.Cost > 0 {
+			vs = fmt.Sprintf("%+.1f%%", 100*(f.Cost-res.Chosen.Cost)/res.Chosen.Cost)
+		}
+		ft.Rows = append(ft.Rows, []string{f.Name, fmt.Sprintf("%.2f", f.Cost), vs, res.describe(f)})
+	}
+	et := planner.Table{Header: []string{"MODEL", "GPU", "INSTANCES", "ENGINE FLAGS"}}
+	for _, i := range res.Chosen.Chosen() {
+		r := res.Rows[i]
+		for _, x := range r.Candidate.Roles {
+			caching := "--no-enable-prefix-caching"
+			if x.Profile.Engine != nil && x.Profile.Engine.EnablePrefixCaching {
+				caching = "--enable-prefix-caching"
+			}
+			et.Rows = append(et.Rows, []string{r.Candidate.Model, x.GPU, fmt.Sprint(res.Chosen.Units[i]),
+				fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)})
+		}
+	}
+	return []planner.Table{ct, ft, et}
+}
+
+// describe names a fleet's units: "1 × llama-3.1-8b@H100×1 b2048 s256 + ...".
+func (res *Result) describe(f Fleet) string {
+	var parts []string
+	for _, i := range f.Chosen() {
+		parts = append(parts, fmt.Sprintf("%d × %s", f.Units[i], res.Rows[i].Candidate.Label()))
+	}
+	return strings.Join(parts, " + ")
+}
+
+// worst is the highest of each percentile over the classes.
+func worst(ps []ClassPrediction) ClassPrediction {
+	var w ClassPrediction
+	for _, p := range ps {
+		w.TTFT.P50, w.TTFT.P99 = math.Max(w.TTFT.P50, p.TTFT.P50), math.Max(w.TTFT.P99, p.TTFT.P99)
+		w.TPOT.P50, w.TPOT.P99 = math.Max(w.TPOT.P50, p.TPOT.P50), math.Max(w.TPOT.P99, p.TPOT.P99)
+	}
+	return w
+}
+
+func ms(us float64) string {
+	if us >= 1e4 {
+		return fmt.Sprintf("%.0f ms", us/1e3)
+	}
+	return fmt.Sprintf("%.1f ms", us/1e3)
+}
+
+// short cuts an error to its first line and 120 bytes.
+func short(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}

@@ -1,0 +1,288 @@
+package llmdeploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
+)
+
+// Row is one evaluated candidate: its capacity, what one unit costs, and what serving its
+// model's whole rate with it alone would take.
+type Row struct {
+	Candidate Candidate
+	Eval      Evaluation
+	// UnitPrice is one unit's price per hour (its GPUs at the cluster's prices).
+	UnitPrice float64
+	// Replicas and CostPerHour: units needed for the model's rate with this candidate alone
+	// (0, +Inf when it serves none), ignoring available counts.
+	Replicas    int
+	CostPerHour float64
+	// PerMTokens is the price of a million output tokens at capacity.
+	PerMTokens float64
+	// Kind: the best engine setting of its (model, mode, GPU types, TPs), so it enters the
+	// fleet MILP (a same-priced unit with less capacity never beats it).
+	Kind bool
+}
+
+// Fleet is a least-cost fleet over a subset of the candidates: units per row.
+type Fleet struct {
+	Name  string
+	Units map[int]int
+	Cost  float64
+	// Err says why the subset has no fleet (no candidate of some model, too few GPUs).
+	Err    error
+	Sizing *fleet.Solution
+}
+
+// Result is a search: every candidate evaluated, the chosen fleet, and the comparison
+// fleets (aggregated-only at each single TP, each single GPU type).
+type Result struct {
+	Rows    []Row
+	Models  []string
+	Rates   map[string]float64
+	Chosen  Fleet
+	Compare []Fleet
+	Wall    time.Duration
+}
+
+// Search enumerates the candidates, finds each one's capacity in parallel (o.Workers), and
+// picks the least-cost fleet within the cluster's available GPUs, with the comparison rows.
+func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) {
+	start := time.Now()
+	o = o.withDefaults()
+	if in.Workload == nil || len(in.Workload.LLMClasses) == 0 {
+		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
+	}
+	if in.Cluster == nil {
+		return nil, &planner.InputError{Problems: []string{"cluster: required for llm_classes workloads"}}
+	}
+	prices, _, err := in.Cluster.Prices()
+	if err != nil {
+		return nil, &planner.InputError{Problems: []string{err.Error()}}
+	}
+	cands, err := Enumerate(in, o)
+	if err != nil {
+		return nil, err
+	}
+	var keep []Candidate
+	for _, c := range cands {
+		if containsMode(o.Modes, c.Mode) && Evaluators[c.Mode] != nil {
+			keep = append(keep, c)
+		}
+	}
+	res := &Result{Rates: map[string]float64{}}
+	for _, c := range in.Workload.LLMClasses {
+		if _, ok := res.Rates[c.Model]; !ok {
+			res.Models = append(res.Models, c.Model)
+		}
+		res.Rates[c.Model] += math.Max(c.RateRPS, 0)
+	}
+	evals, err := evaluateAll(ctx, keep, in.Workload, o)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range keep {
+		res.Rows = append(res.Rows, row(c, evals[i], prices, res.Rates[c.Model]))
+	}
+	markKinds(res.Rows)
+	all := func(Row) bool { return true }
+	res.Chosen = res.solve(ctx, in.Cluster, "search", all)
+	for _, tp := range o.TP {
+		res.Compare = append(res.Compare, res.solve(ctx, in.Cluster, fmt.Sprintf("aggregated TP%d only", tp), func(r Row) bool {
+			return r.Candidate.Mode == Aggregated && r.Candidate.Roles[0].TP == tp
+		}))
+	}
+	for _, g := range in.Cluster.GPUs {
+		res.Compare = append(res.Compare, res.solve(ctx, in.Cluster, g.Type+" only", func(r Row) bool {
+			for _, x := range r.Candidate.Roles {
+				if x.GPU != g.Type {
+					return false
+				}
+			}
+			return true
+		}))
+	}
+	// Each comparison is a subset of the search's space: the search's fleet is the cheapest
+	// of them all (a MILP stopped within its gap may have found a dearer one; take the best).
+	for _, f := range res.Compare {
+		if f.Err == nil && (res.Chosen.Err != nil || f.Cost < res.Chosen.Cost) {
+			name := res.Chosen.Name
+			res.Chosen = f
+			res.Chosen.Name = name
+		}
+	}
+	res.Wall = time.Since(start)
+	if res.Chosen.Err != nil {
+		return res, res.Chosen.Err
+	}
+	return res, nil
+}
+
+func containsMode(ms []Mode, m Mode) bool {
+	for _, x := range ms {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluateAll finds every candidate's capacity for its model's classes, workers at a time;
+// evals[i] is keep[i]'s whatever the order the workers finish in.
+func evaluateAll(ctx context.Context, keep []Candidate, w *formats.Workload, o Options) ([]Evaluation, error) {
+	evals := make([]Evaluation, len(keep))
+	errs := make([]error, len(keep))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(o.Workers, max(len(keep), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					continue
+				}
+				c := keep[i]
+				evals[i], errs[i] = capacityMemo(Evaluators[c.Mode], c, classesOf(w, c.Model), o)
+			}
+		}()
+	}
+	for i := range keep {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return evals, errors.Join(errs...)
+}
+
+// classesOf is model's classes of w.
+func classesOf(w *formats.Workload, model string) []formats.LLMClass {
+	var out []formats.LLMClass
+	for _, c := range w.LLMClasses {
+		if c.Model == model {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func row(c Candidate, e Evaluation, prices map[string]float64, rate float64) Row {
+	r := Row{Candidate: c, Eval: e, CostPerHour: math.Inf(1), PerMTokens: math.Inf(1)}
+	for g, n := range c.GPUs() {
+		r.UnitPrice += prices[g] * float64(n)
+	}
+	r.UnitPrice = math.Round(r.UnitPrice*1e6) / 1e6
+	if e.Rate > 0 {
+		r.Replicas = int(math.Ceil(rate/e.Rate - 1e-9))
+		r.CostPerHour = math.Round(float64(r.Replicas)*r.UnitPrice*1e4) / 1e4
+	}
+	if e.OutTokensPerS > 0 {
+		r.PerMTokens = math.Round(r.UnitPrice/(e.OutTokensPerS*3600)*1e6*1e4) / 1e4
+	}
+	return r
+}
+
+// markKinds marks, of the rows sharing a model, mode and GPU types and TPs (the same unit
+// price), the one with the highest capacity (the first on ties) as the MILP's kind.
+func markKinds(rows []Row) {
+	best := map[string]int{}
+	var order []string
+	for i, r := range rows {
+		if r.Eval.Rate <= 0 {
+			continue
+		}
+		k := r.Candidate.Model + "|" + string(r.Candidate.Mode) + "|" + fmt.Sprint(r.Candidate.Ratio)
+		for _, x := range r.Candidate.Roles {
+			k += fmt.Sprintf("|%s/%s/%d", x.Role, x.GPU, x.TP)
+		}
+		b, ok := best[k]
+		if !ok {
+			order = append(order, k)
+		}
+		if !ok || r.Eval.Rate > rows[b].Eval.Rate {
+			best[k] = i
+		}
+	}
+	for _, k := range order {
+		rows[best[k]].Kind = true
+	}
+}
+
+// solve is the least-cost fleet of the kinds keep admits: the fleet MILP with one demand per
+// model (its classes' total rate; a unit of a kind serves its capacity of it), each GPU type's
+// units × GPUs within its available count.
+func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, keep func(Row) bool) Fleet {
+	f := Fleet{Name: name}
+	var kinds []int
+	for i, r := range res.Rows {
+		if r.Kind && keep(r) {
+			kinds = append(kinds, i)
+		}
+	}
+	p := fleet.Problem{Limits: map[string]int{}}
+	for _, i := range kinds {
+		r := res.Rows[i]
+		units, group := 0, ""
+		for g, n := range r.Candidate.GPUs() {
+			units, group = units+n, g
+		}
+		p.Types = append(p.Types, fleet.Type{Name: r.Candidate.Label(), Price: r.UnitPrice, Available: -1, Group: group, Units: units})
+		if a := c.AvailableOf(group); a < math.MaxInt {
+			p.Limits[group] = a
+		}
+	}
+	var missing []string
+	for _, m := range res.Models {
+		d := fleet.Demand{Name: m, Rate: res.Rates[m], Cap: make([]float64, len(kinds))}
+		ok := false
+		for k, i := range kinds {
+			if res.Rows[i].Candidate.Model == m {
+				d.Cap[k] = res.Rows[i].Eval.Rate
+				ok = true
+			}
+		}
+		if !ok && d.Rate > 0 {
+			missing = append(missing, m)
+		}
+		p.Demands = append(p.Demands, d)
+	}
+	if len(missing) > 0 {
+		f.Err = fmt.Errorf("%w: no candidate serves %s within its classes' SLOs", planner.ErrInfeasible, strings.Join(missing, ", "))
+		f.Cost = math.Inf(1)
+		return f
+	}
+	sol, err := fleet.Size(ctx, p, 20*time.Second, 1e-6)
+	if err != nil {
+		f.Err, f.Cost = err, math.Inf(1)
+		return f
+	}
+	f.Sizing, f.Cost, f.Units = sol, sol.Cost, map[int]int{}
+	for d := range p.Demands {
+		for k, n := range sol.Dedicated[d] {
+			if n > 0 {
+				f.Units[kinds[k]] += n
+			}
+		}
+	}
+	return f
+}
+
+// Chosen lists the chosen fleet's rows in row order with their units.
+func (f Fleet) Chosen() []int {
+	var out []int
+	for i := range f.Units {
+		out = append(out, i)
+	}
+	sort.Ints(out)
+	return out
+}
