@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/workload"
+	"github.com/plan-dev/plan/formats"
+)
+
+// The deployment search (plan solve --objective cost --search, planner/llmdeploy) on the
+// bundled two-GPU-type example: Llama-3.1-8B chat and Llama-3.1-70B RAG on H100 servers and
+// L40S VMs.
+var searchArgs = []string{"solve", "--objective", "cost", "--search", "--deterministic",
+	"--workload", "testdata/llmdeploy/workload.yaml", "--cluster", "testdata/llmdeploy/cluster.yaml"}
+
+const (
+	searchGoldenPlan = "testdata/llmdeploy/golden/plan.json"
+	searchGoldenOut  = "testdata/llmdeploy/golden/solve.txt"
+)
+
+// TestSolveSearchGolden: the plan and what solve prints (the plan's tables on stdout; the
+// candidates, the comparison fleets and the engine flags on stderr) are byte-identical to
+// the goldens (-update rewrites them), and check re-solves the plan to the same fleet.
+func TestSolveSearchGolden(t *testing.T) {
+	repoRoot(t)
+	out := filepath.Join(t.TempDir(), "plan.json")
+	if *update {
+		out = searchGoldenPlan
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCLI(t, append(searchArgs, "-o", out)...)
+	skipWithoutHiGHS(t, stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	text := strings.ReplaceAll(stdout+"--- stderr\n"+stderr, out, "PLAN")
+	if *update {
+		if err := os.WriteFile(searchGoldenOut, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ got, golden string }{{text, searchGoldenOut}} {
+		want, err := os.ReadFile(c.golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.got != string(want) {
+			t.Errorf("solve's output differs from %s (go test ./cmd/plan/internal/cli -run SolveSearchGolden -update):\n%s", c.golden, c.got)
+		}
+	}
+	got, _ := os.ReadFile(out)
+	want, err := os.ReadFile(searchGoldenPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from a fresh solve (-update rewrites it)", searchGoldenPlan)
+	}
+	for _, w := range []string{"TTFT P99", "TPOT P99", "TOK/S/GPU", "$/M TOK", "aggregated TP1 only", "aggregated TP8 only", "H100 only", "L40S only",
+		"--tensor-parallel-size", "--max-num-batched-tokens"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q", w)
+		}
+	}
+	code, stdout, stderr = runCLI(t, "check", searchGoldenPlan, "--golden", searchGoldenPlan, "--resolve")
+	if code != 0 {
+		t.Errorf("check --resolve: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestSolveSearchHoldsTenTimesLonger: the plan meets every class's SLO percentiles in a
+// simulation ten times longer than its prediction's, with another seed.
+func TestSolveSearchHoldsTenTimesLonger(t *testing.T) {
+	repoRoot(t)
+	p, err := formats.ReadInto[*formats.Plan](searchGoldenPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := 10 * p.Prediction.DurationS
+	code, stdout, stderr := runCLI(t, "simulate", searchGoldenPlan, "--load", "1", "--duration", formats.Duration(span*1e9).String(), "--seed", "7", "-O", "json", "-q")
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Points []workload.Point `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	classes := p.Provenance.Embedded.Workload.LLMClasses
+	if len(rep.Points) != 1 || len(rep.Points[0].Apps) != len(classes) {
+		t.Fatalf("want one point with %d classes: %s", len(classes), stdout[:min(len(stdout), 400)])
+	}
+	for i, cl := range classes {
+		m := rep.Points[0].Apps[i]
+		e2e, ttft, tpot := cl.Percentiles()
+		us := func(d formats.Duration) dataplane.Time { return dataplane.Time(d.D().Microseconds()) }
+		checks := workload.LLMChecks(workload.LLMSLOs{E2E: us(cl.SLO), TTFT: us(cl.TTFTSLO), TPOT: us(cl.TPOTSLO), E2EP: e2e, TTFTP: ttft, TPOTP: tpot}, &m)
+		if len(checks) == 0 || !workload.AllMet(checks) {
+			t.Errorf("class %s over %.0f s (seed 7, %d requests): %+v", cl.Name, span, m.Requests, checks)
+		}
+	}
+}
+
+func TestSolveSearchBadInput(t *testing.T) {
+	base := []string{"solve", "--objective", "cost", "--search", "--cluster", "testdata/llmdeploy/cluster.yaml"}
+	w := []string{"--workload", "testdata/llmdeploy/workload.yaml"}
+	runBadInput(t, []badInputCase{
+		{name: "TP beyond a server", args: append(append(append([]string{}, base...), w...), "--profile", "testdata/llmdeploy/profile-tp16.json", "-o", "$TMP/p.json"), code: ExitUsage, out: "p.json", solver: true,
+			want: []string{"testdata/llmdeploy/profile-tp16.json: llms[0].gpu_count: 16: tensor-parallel size 16 exceeds the 8 H100 GPUs"}},
+		{name: "TP not dividing the heads", args: append(append(append([]string{}, base...), w...), "--profile", "testdata/llmdeploy/profile-tp3.json", "-o", "$TMP/p.json"), code: ExitUsage, out: "p.json", solver: true,
+			want: []string{"testdata/llmdeploy/profile-tp3.json: llms[0].gpu_count: 3:", "does not divide llama-3.1-8b's 32 attention heads"}},
+		{name: "model fits no GPU type", args: []string{"solve", "--objective", "cost", "--search", "--cluster", "testdata/llmdeploy/cluster-l40s.yaml", "--workload", "testdata/llmdeploy/workload.yaml", "-o", "$TMP/p.json"},
+			code: ExitUsage, out: "p.json", solver: true, want: []string{`testdata/llmdeploy/workload.yaml: llm_classes[1].model: "llama-3.1-70b": fits no GPU type of the cluster (L40S)`}},
+		{name: "percentile", args: append(append([]string{}, base...), "--workload", "testdata/llmdeploy/workload-badpct.yaml", "-o", "$TMP/p.json"), code: ExitUsage, out: "p.json",
+			want: []string{"workload-badpct.yaml", "ttft_percentile", "p42"}},
+		{name: "search without cost", args: []string{"solve", "--search", "--cluster", "testdata/llmdeploy/cluster.yaml", "--workload", "testdata/llmdeploy/workload.yaml", "-o", "$TMP/p.json"},
+			code: ExitUsage, out: "p.json", solver: true, want: []string{"--search: searches the least-cost fleet: give --objective cost"}},
+	})
+}

@@ -1,0 +1,303 @@
+package llmdeploy
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane/llm"
+	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
+)
+
+var dir = filepath.Join("..", "..", "testdata", "llmdeploy")
+
+// inputs reads the bundled example's workload and cluster (and profiles), recording their
+// paths as plan solve does.
+func inputs(t testing.TB, workload, cluster string, profiles ...string) planner.Inputs {
+	t.Helper()
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, workload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := planner.Inputs{Workload: w, Cluster: c, Refs: []formats.InputRef{{Kind: formats.KindWorkload, Path: workload}, {Kind: formats.KindCluster, Path: cluster}}}
+	for _, p := range profiles {
+		pr, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Profiles = append(in.Profiles, pr)
+		in.Refs = append(in.Refs, formats.InputRef{Kind: formats.KindProfile, Path: p})
+	}
+	return in
+}
+
+func resetMemo() {
+	memo.Lock()
+	memo.m = map[string]Evaluation{}
+	memo.Unlock()
+}
+
+// small is a reduced search space for the tests that run the search more than once.
+var small = Options{TP: []int{1, 4, 8}, BatchedTokens: []int{2048}, MaxSeqs: []int{256}, Requests: 1000}
+
+func TestEnumerateBadInput(t *testing.T) {
+	cases := []struct {
+		name              string
+		workload, cluster string
+		profiles          []string
+		edit              func(*planner.Inputs)
+		want              string
+	}{
+		{name: "TP beyond a server", workload: "workload.yaml", cluster: "cluster.yaml", profiles: []string{"profile-tp16.json"},
+			want: "profile-tp16.json: llms[0].gpu_count: 16: tensor-parallel size 16 exceeds the 8 H100 GPUs of the cluster's largest server"},
+		{name: "TP not dividing the heads", workload: "workload.yaml", cluster: "cluster.yaml", profiles: []string{"profile-tp3.json"},
+			want: "profile-tp3.json: llms[0].gpu_count: 3: tensor parallel size 3: does not divide llama-3.1-8b's 32 attention heads"},
+		{name: "model fits no GPU type", workload: "workload.yaml", cluster: "cluster-l40s.yaml",
+			want: `workload.yaml: llm_classes[1].model: "llama-3.1-70b": fits no GPU type of the cluster (L40S) at any tensor-parallel size [1 2 4 8]`},
+		{name: "percentile", workload: "workload.yaml", cluster: "cluster.yaml", edit: func(in *planner.Inputs) { in.Workload.LLMClasses[0].TPOTPercentile = "p42" },
+			want: `workload.yaml: llm_classes[0].tpot_percentile: "p42": must be p50, p90, p95 or p99`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := inputs(t, tc.workload, tc.cluster, tc.profiles...)
+			if tc.edit != nil {
+				tc.edit(&in)
+			}
+			_, err := Enumerate(in, Options{})
+			var ie *planner.InputError
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if !asInputError(err, &ie) {
+				t.Errorf("%v is not bad input (exit 2)", err)
+			}
+		})
+	}
+}
+
+func asInputError(err error, ie **planner.InputError) bool {
+	e, ok := err.(*planner.InputError)
+	*ie = e
+	return ok
+}
+
+// TestEnumerate: the example's candidates are the roofline estimates at every TP that holds
+// the model on one server, each at every engine setting, labelled estimated.
+func TestEnumerate(t *testing.T) {
+	in := inputs(t, "workload.yaml", "cluster.yaml")
+	cands, err := Enumerate(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]int{}
+	for _, c := range cands {
+		r := c.Roles[0]
+		if !r.Estimated || r.Profile.Backend != "roofline" || r.Profile.GPUCount != r.TP {
+			t.Errorf("%s: estimated %v backend %s gpu_count %d", c.Label(), r.Estimated, r.Profile.Backend, r.Profile.GPUCount)
+		}
+		if e := r.Profile.Engine; e.MaxNumBatchedTokens != r.Engine.MaxBatchedTokens || e.MaxNumSeqs != r.Engine.MaxSeqs {
+			t.Errorf("%s: profile engine %+v", c.Label(), e)
+		}
+		k := c.Model + "@" + r.GPU
+		if n := len(got[k]); n == 0 || got[k][n-1] != r.TP {
+			got[k] = append(got[k], r.TP)
+		}
+	}
+	// L40S VMs hold one GPU: TP 1 only, where the 70B's weights do not fit; the 70B needs 4
+	// H100s (141 GB of weights).
+	want := map[string][]int{"llama-3.1-8b@H100": {1, 2, 4, 8}, "llama-3.1-8b@L40S": {1}, "llama-3.1-70b@H100": {4, 8}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("candidates %v, want %v", got, want)
+	}
+	if len(cands) != 7*6 {
+		t.Errorf("%d candidates, want 7 (model, GPU, TP) × 6 engine settings", len(cands))
+	}
+}
+
+// TestRequestsFullDistribution: a probe's requests follow the class's whole length
+// distribution (mean, spread, max), not its mean, at the asked rate; another seed draws
+// others.
+func TestRequestsFullDistribution(t *testing.T) {
+	cls := []formats.LLMClass{{Name: "a", RateRPS: 3, InputTokens: formats.TokenProfile{Mean: 300, Std: 200, Max: 4096}, OutputTokens: formats.TokenProfile{Mean: 250, Std: 150, Max: 1024}},
+		{Name: "b", RateRPS: 1, InputTokens: formats.TokenProfile{Mean: 3000, Std: 1000, Max: 8000}, OutputTokens: formats.TokenProfile{Mean: 150, Std: 80, Max: 512}}}
+	reqs, which := Requests(cls, 8, 20000, 1)
+	var n [2]int
+	var sum, sq [2]float64
+	most := 0
+	for i, r := range reqs {
+		k := which[i]
+		n[k]++
+		sum[k] += float64(r.Prompt)
+		sq[k] += float64(r.Prompt) * float64(r.Prompt)
+		if k == 1 {
+			most = max(most, r.Prompt)
+		}
+	}
+	if share := float64(n[0]) / float64(len(reqs)); math.Abs(share-0.75) > 0.02 {
+		t.Errorf("class a share %.3f, want 0.75", share)
+	}
+	for k, want := range []float64{300, 3000} {
+		mean := sum[k] / float64(n[k])
+		std := math.Sqrt(sq[k]/float64(n[k]) - mean*mean)
+		if math.Abs(mean-want)/want > 0.05 || std < 0.8*cls[k].InputTokens.Std {
+			t.Errorf("class %s prompts mean %.0f std %.0f, want about %.0f and %.0f", cls[k].Name, mean, std, want, cls[k].InputTokens.Std)
+		}
+	}
+	if most > 8000 || most < 5500 {
+		t.Errorf("class b's longest prompt %d, want its tail up to max 8000", most)
+	}
+	if rate := float64(len(reqs)) / (float64(reqs[len(reqs)-1].Arrival) / 1e6); math.Abs(rate-8)/8 > 0.03 {
+		t.Errorf("arrival rate %.2f/s, want 8", rate)
+	}
+	other, _ := Requests(cls, 8, 20000, 2)
+	if reflect.DeepEqual(other[:10], reqs[:10]) {
+		t.Error("seed 2 drew seed 1's requests")
+	}
+}
+
+// threshold is an evaluator that meets the SLOs below a rate.
+type threshold float64
+
+func (th threshold) Probe(_ Candidate, classes []formats.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
+	return []ClassPrediction{{Class: classes[0].Name, Requests: 1, Checks: []Check{{Met: rate <= float64(th)}}}}, nil
+}
+
+func TestCapacityBisection(t *testing.T) {
+	cls := []formats.LLMClass{{Name: "a", RateRPS: 1}}
+	for _, th := range []float64{0.01, 0.7, 1, 7.3, 300} {
+		e, err := Capacity(threshold(th), Candidate{}, cls, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Rate > th || e.Rate < th/(1+precision)-1e-4 {
+			t.Errorf("threshold %g: capacity %g, want within %.0f%% below it", th, e.Rate, 100*precision)
+		}
+	}
+	if e, _ := Capacity(threshold(0), Candidate{}, cls, Options{}); e.Rate != 0 {
+		t.Errorf("nothing meets: capacity %g, want 0", e.Rate)
+	}
+}
+
+// TestSearchWorkersDeterministic: the same search on 1 and 4 workers gives the same rows and
+// fleet (each candidate's capacity lands in its own slot whatever order workers finish in).
+func TestSearchWorkersDeterministic(t *testing.T) {
+	in := inputs(t, "workload.yaml", "cluster.yaml")
+	var got []*Result
+	for _, w := range []int{1, 4} {
+		resetMemo()
+		o := small
+		o.Workers = w
+		res, err := Search(context.Background(), in, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, res)
+	}
+	a, b := got[0], got[1]
+	if len(a.Rows) != len(b.Rows) {
+		t.Fatalf("%d rows vs %d", len(a.Rows), len(b.Rows))
+	}
+	for i := range a.Rows {
+		if a.Rows[i].Candidate.Label() != b.Rows[i].Candidate.Label() || !reflect.DeepEqual(a.Rows[i].Eval, b.Rows[i].Eval) {
+			t.Errorf("row %d: %s %+v vs %s %+v", i, a.Rows[i].Candidate.Label(), a.Rows[i].Eval.Rate, b.Rows[i].Candidate.Label(), b.Rows[i].Eval.Rate)
+		}
+	}
+	if !reflect.DeepEqual(a.Chosen.Units, b.Chosen.Units) || a.Chosen.Cost != b.Chosen.Cost {
+		t.Errorf("fleets differ: %v %g vs %v %g", a.Chosen.Units, a.Chosen.Cost, b.Chosen.Units, b.Chosen.Cost)
+	}
+}
+
+// TestSearchNoDearerThanComparisons: on the bundled example the search's fleet costs no more
+// than aggregated-only at each single TP and each single GPU type (each reported), and at
+// least one comparison has a fleet.
+func TestSearchNoDearerThanComparisons(t *testing.T) {
+	res, err := Search(context.Background(), inputs(t, "workload.yaml", "cluster.yaml"), Options{Workers: runtime.GOMAXPROCS(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feasible := 0
+	names := map[string]bool{}
+	for _, f := range res.Compare {
+		names[f.Name] = true
+		if f.Err != nil {
+			continue
+		}
+		feasible++
+		if res.Chosen.Cost > f.Cost+1e-9 {
+			t.Errorf("search %.4g $/h > %s %.4g $/h", res.Chosen.Cost, f.Name, f.Cost)
+		}
+	}
+	for _, n := range []string{"aggregated TP1 only", "aggregated TP2 only", "aggregated TP4 only", "aggregated TP8 only", "H100 only", "L40S only"} {
+		if !names[n] {
+			t.Errorf("no comparison row %q", n)
+		}
+	}
+	if feasible == 0 {
+		t.Error("no comparison fleet to compare with")
+	}
+	// The chosen fleet fits the cluster: GPUs per type within available.
+	used := map[string]int{}
+	for i, n := range res.Chosen.Units {
+		for g, k := range res.Rows[i].Candidate.GPUs() {
+			used[g] += n * k
+		}
+	}
+	for g, n := range used {
+		if a := inputs(t, "workload.yaml", "cluster.yaml").Cluster.AvailableOf(g); n > a {
+			t.Errorf("%d %s GPUs > %d available", n, g, a)
+		}
+	}
+}
+
+// TestSearchHoldsInLongerRun: every chosen instance, at its share of its model's rate (units
+// split the rate by capacity), holds every class's SLO percentiles over 10× the probe's
+// requests drawn with another seed.
+func TestSearchHoldsInLongerRun(t *testing.T) {
+	in := inputs(t, "workload.yaml", "cluster.yaml")
+	o := Options{Workers: runtime.GOMAXPROCS(0)}.withDefaults()
+	res, err := Search(context.Background(), in, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capOf := map[string]float64{}
+	for i, n := range res.Chosen.Units {
+		capOf[res.Rows[i].Candidate.Model] += float64(n) * res.Rows[i].Eval.Rate
+	}
+	for _, i := range res.Chosen.Chosen() {
+		r := res.Rows[i]
+		m := r.Candidate.Model
+		rate := res.Rates[m] * r.Eval.Rate / capOf[m]
+		cls := classesOf(in.Workload, m)
+		reqs, which := Requests(cls, rate, 10*o.Requests, 7)
+		out, _ := llm.Replay(llm.NewModel(r.Candidate.Roles[0].Profile), reqs, fcfs.New())
+		for _, p := range Judge(cls, reqs, which, out) {
+			if !p.Met() {
+				t.Errorf("%s at %.3g req/s: class %s misses: %+v", r.Candidate.Label(), rate, p.Class, p.Checks)
+			}
+		}
+	}
+}
+
+// BenchmarkDeploySearch: 2 models × 3 GPU types × TP {1, 2, 4, 8} × the default engine
+// settings, aggregated, on every CPU (each iteration starts with an empty memo).
+func BenchmarkDeploySearch(b *testing.B) {
+	in := inputs(b, "workload.yaml", "cluster-bench.yaml")
+	for b.Loop() {
+		resetMemo()
+		res, err := Search(context.Background(), in, Options{Workers: runtime.GOMAXPROCS(0)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(res.Rows)), "candidates")
+	}
+}
