@@ -68,16 +68,21 @@ func (c Candidate) Key() string {
 	return strings.Join(parts, "|")
 }
 
+// instances is how many instances of role k one unit of the candidate runs (a disaggregated
+// unit's ratio; 1 otherwise).
+func (c Candidate) instances(k int) int {
+	if c.Mode == Disaggregated && k < 2 {
+		return max(c.Ratio[k], 1)
+	}
+	return 1
+}
+
 // GPUs is how many GPUs one unit of the candidate takes (an aggregated instance's TP; a
 // disaggregated unit's prefill and decode instances together).
 func (c Candidate) GPUs() map[string]int {
 	out := map[string]int{}
-	for i, r := range c.Roles {
-		n := 1
-		if c.Mode == Disaggregated && i < 2 {
-			n = max(c.Ratio[i], 1)
-		}
-		out[r.GPU] += n * r.TP
+	for k, r := range c.Roles {
+		out[r.GPU] += c.instances(k) * r.TP
 	}
 	return out
 }
@@ -92,7 +97,11 @@ func (c Candidate) Label() string {
 		}
 		parts = append(parts, s)
 	}
-	return c.Model + "@" + strings.Join(parts, "+")
+	s := c.Model + "@" + strings.Join(parts, "+")
+	if c.Mode == Disaggregated {
+		s += fmt.Sprintf(" %d:%d", c.Ratio[0], c.Ratio[1])
+	}
+	return s
 }
 
 // Options bound the search space.
@@ -110,6 +119,12 @@ type Options struct {
 	Seed     uint64
 	// Workers simulate candidates in parallel (default 1); the result does not depend on it.
 	Workers int
+	// KVLinkGBps is the bandwidth a disaggregated candidate's KV cache moves over from its
+	// prefill to its decode instances (0: no disaggregated candidates), and Ratios the
+	// prefill:decode instance counts tried per pair of roles (default 1:1, 2:1, 1:2, 3:1,
+	// 1:3: DistServe's 2P+1D example and its mirror, llm-deploy-search.md §1).
+	KVLinkGBps float64
+	Ratios     [][2]int
 }
 
 func (o Options) withDefaults() Options {
@@ -128,6 +143,9 @@ func (o Options) withDefaults() Options {
 				o.Modes = append(o.Modes, m)
 			}
 		}
+	}
+	if len(o.Ratios) == 0 {
+		o.Ratios = [][2]int{{1, 1}, {2, 1}, {1, 2}, {3, 1}, {1, 3}}
 	}
 	if o.Requests <= 0 {
 		o.Requests = 2000
@@ -215,6 +233,9 @@ func Enumerate(in planner.Inputs, o Options) ([]Candidate, error) {
 		}
 		for _, r := range roles {
 			out = append(out, Candidate{Model: m, Mode: Aggregated, Roles: []Role{r}})
+		}
+		if containsMode(o.Modes, Disaggregated) && o.KVLinkGBps > 0 {
+			out = append(out, disaggregated(m, roles, in.Cluster, o)...)
 		}
 	}
 	if len(probs) > 0 {
@@ -318,4 +339,49 @@ func withEngine(pr *formats.LLMProfile, e Engine) *formats.LLMProfile {
 	eng.MaxNumBatchedTokens, eng.MaxNumSeqs = e.MaxBatchedTokens, e.MaxSeqs
 	cp.Engine = &eng
 	return &cp
+}
+
+// disaggregated are model's disaggregated candidates: a prefill role and a decode role on
+// one GPU type (the KV moves inside the type's servers, DistServe's Alg. 2 "stage-aligned P
+// and D segments share a node"), at every pair of its tensor-parallel sizes, each at every
+// ratio of o whose instances fit the type's available GPUs. The prefill side runs the
+// largest token budget tried (a prefill engine batches prompts, Splitwise §4.1), the decode
+// side the largest sequence cap; both at the given or estimated profile of their TP.
+func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []Candidate {
+	type key struct {
+		gpu string
+		tp  int
+	}
+	pre, dec := map[key]Role{}, map[key]Role{}
+	var keys []key
+	for _, r := range roles {
+		k := key{r.GPU, r.TP}
+		p, ok := pre[k]
+		if !ok {
+			keys = append(keys, k)
+		}
+		if !ok || r.Engine.MaxBatchedTokens > p.Engine.MaxBatchedTokens || (r.Engine.MaxBatchedTokens == p.Engine.MaxBatchedTokens && r.Engine.MaxSeqs > p.Engine.MaxSeqs) {
+			pre[k] = r
+		}
+		if d, ok := dec[k]; !ok || r.Engine.MaxSeqs > d.Engine.MaxSeqs || (r.Engine.MaxSeqs == d.Engine.MaxSeqs && r.Engine.MaxBatchedTokens > d.Engine.MaxBatchedTokens) {
+			dec[k] = r
+		}
+	}
+	var out []Candidate
+	for _, kp := range keys {
+		for _, kd := range keys {
+			if kp.gpu != kd.gpu {
+				continue
+			}
+			p, d := pre[kp], dec[kd]
+			p.Role, d.Role = RolePrefill, RoleDecode
+			for _, ratio := range o.Ratios {
+				if ratio[0]*kp.tp+ratio[1]*kd.tp > c.AvailableOf(kp.gpu) {
+					continue
+				}
+				out = append(out, Candidate{Model: model, Mode: Disaggregated, Roles: []Role{p, d}, Ratio: ratio})
+			}
+		}
+	}
+	return out
 }

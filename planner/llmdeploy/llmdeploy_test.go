@@ -312,3 +312,70 @@ func BenchmarkDeploySearch(b *testing.B) {
 		b.ReportMetric(float64(len(res.Rows)), "candidates")
 	}
 }
+
+// perGPU is a stand-in disaggregated evaluator: a unit meets the SLOs up to rate per GPU it
+// holds (the real one replays prefill and decode instances over the KV link).
+type perGPU float64
+
+func (p perGPU) Probe(c Candidate, classes []formats.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
+	n := 0
+	for _, g := range c.GPUs() {
+		n += g
+	}
+	return []ClassPrediction{{Class: classes[0].Name, Requests: 1, Checks: []Check{{Met: rate <= float64(p)*float64(n)}}}}, nil
+}
+
+// TestDisaggregatedHook: with an evaluator for the disaggregated mode and a KV link, the
+// search enumerates prefill/decode pairs on one GPU type at every ratio that fits the
+// type's GPUs, sizes them in the same MILP, keeps them out of the aggregated-only
+// comparisons, and does not write a plan it has no instance roles for.
+func TestDisaggregatedHook(t *testing.T) {
+	Evaluators[Disaggregated] = perGPU(100)
+	defer delete(Evaluators, Disaggregated)
+	defer resetMemo()
+	in := inputs(t, "workload.yaml", "cluster.yaml")
+	o := small
+	o.KVLinkGBps = 450
+	cands, err := Enumerate(in, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cands {
+		if c.Mode != Disaggregated {
+			continue
+		}
+		n++
+		p, d := c.Roles[0], c.Roles[1]
+		if p.Role != RolePrefill || d.Role != RoleDecode || p.GPU != d.GPU {
+			t.Errorf("%s: roles %s/%s on %s/%s", c.Label(), p.Role, d.Role, p.GPU, d.GPU)
+		}
+		if g := c.GPUs()[p.GPU]; g != c.Ratio[0]*p.TP+c.Ratio[1]*d.TP || g > in.Cluster.AvailableOf(p.GPU) {
+			t.Errorf("%s: %d GPUs", c.Label(), g)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no disaggregated candidates")
+	}
+	res, err := Search(context.Background(), in, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Compare {
+		for i := range f.Units {
+			if strings.HasPrefix(f.Name, "aggregated") && res.Rows[i].Candidate.Mode != Aggregated {
+				t.Errorf("%s uses %s", f.Name, res.Rows[i].Candidate.Label())
+			}
+		}
+	}
+	disagg := false
+	for i := range res.Chosen.Units {
+		disagg = disagg || res.Rows[i].Candidate.Mode == Disaggregated
+	}
+	if !disagg {
+		t.Fatalf("at 100 req/s per GPU a disaggregated unit is cheapest; chose %v", res.Chosen.Units)
+	}
+	if _, err := res.Plan(in, PlanOptions{}); err == nil || !strings.Contains(err.Error(), "without instance roles") {
+		t.Errorf("Plan: %v", err)
+	}
+}

@@ -44,9 +44,14 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 	var units []unit
 	for _, i := range f.Chosen() {
 		r := res.Rows[i]
-		for _, x := range r.Candidate.Roles {
+		if r.Candidate.Mode != Aggregated {
+			// The plan format's instances have no prefill/decode role yet: the disaggregated
+			// evaluator's plans wait for it (README, "Disaggregated mode").
+			return nil, fmt.Errorf("llmdeploy: %s: a disaggregated fleet cannot be written as a plan without instance roles", r.Candidate.Label())
+		}
+		for k, x := range r.Candidate.Roles {
 			prof.LLMs = append(prof.LLMs, *x.Profile)
-			for range f.Units[i] {
+			for range f.Units[i] * r.Candidate.instances(k) {
 				units = append(units, unit{x.GPU, x.TP, r.Candidate.Model})
 			}
 		}
@@ -190,30 +195,28 @@ func take(srv []*server, gpu string, k int) ([]int, bool) {
 	return out, true
 }
 
-// Flags are the engine flags each chosen candidate's instances need (vLLM's names).
+// Flags are the engine flags each chosen candidate's instances need (vLLM's names):
+// "llama-3.1-8b on H100: --tensor-parallel-size 1 --max-num-batched-tokens 2048 ...".
 func (res *Result) Flags() string {
 	var parts []string
 	for _, i := range res.Chosen.Chosen() {
-		parts = append(parts, res.Rows[i].EngineFlags())
+		r := res.Rows[i]
+		for _, x := range r.Candidate.Roles {
+			s := fmt.Sprintf("%s on %s", r.Candidate.Model, x.GPU)
+			if x.Role != "" {
+				s += " (" + x.Role + ")"
+			}
+			parts = append(parts, s+": "+x.flags())
+		}
 	}
 	return strings.Join(parts, "; ")
 }
 
-// EngineFlags are the vLLM flags of the row's instances: "llama-3.1-8b on H100: vllm serve
-// --tensor-parallel-size 1 --max-num-batched-tokens 2048 --max-num-seqs 256 ...".
-func (r Row) EngineFlags() string {
-	var parts []string
-	for _, x := range r.Candidate.Roles {
-		s := fmt.Sprintf("%s on %s", r.Candidate.Model, x.GPU)
-		if x.Role != "" {
-			s += " (" + x.Role + ")"
-		}
-		caching := "--no-enable-prefix-caching"
-		if x.Profile.Engine != nil && x.Profile.Engine.EnablePrefixCaching {
-			caching = "--enable-prefix-caching"
-		}
-		s += fmt.Sprintf(": --tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
-		parts = append(parts, s)
+// flags are the vLLM flags of the role's instances.
+func (x Role) flags() string {
+	caching := "--no-enable-prefix-caching"
+	if x.Profile.Engine != nil && x.Profile.Engine.EnablePrefixCaching {
+		caching = "--enable-prefix-caching"
 	}
-	return strings.Join(parts, ", ")
+	return fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
 }

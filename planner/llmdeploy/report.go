@@ -19,12 +19,26 @@ func (res *Result) Tables() []planner.Table {
 		"TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "TOK/S/GPU", "$/H", "$/M TOK", "CHOSEN"}}
 	for i, r := range res.Rows {
 		c := r.Candidate
-		x := c.Roles[0]
-		src := "given"
-		if x.Estimated {
-			src = "estimated"
+		// A disaggregated candidate's roles side by side, prefill/decode.
+		join := func(f func(Role) string) string {
+			var v []string
+			for _, x := range c.Roles {
+				v = append(v, f(x))
+			}
+			return strings.Join(uniq(v), "/")
 		}
-		row := []string{c.Model, string(c.Mode), x.GPU, fmt.Sprint(x.TP), fmt.Sprint(x.Engine.MaxBatchedTokens), fmt.Sprint(x.Engine.MaxSeqs), src}
+		mode := string(c.Mode)
+		if c.Mode == Disaggregated {
+			mode = fmt.Sprintf("disaggregated %d:%d", c.Ratio[0], c.Ratio[1])
+		}
+		row := []string{c.Model, mode, join(func(x Role) string { return x.GPU }), join(func(x Role) string { return fmt.Sprint(x.TP) }),
+			join(func(x Role) string { return fmt.Sprint(x.Engine.MaxBatchedTokens) }), join(func(x Role) string { return fmt.Sprint(x.Engine.MaxSeqs) }),
+			join(func(x Role) string {
+				if x.Estimated {
+					return "estimated"
+				}
+				return "given"
+			})}
 		if r.Eval.Rate <= 0 {
 			row = append(row, "0", "-", "-", "-", "-", "-", "-", "-", "-", "")
 		} else {
@@ -53,19 +67,28 @@ func (res *Result) Tables() []planner.Table {
 		}
 		ft.Rows = append(ft.Rows, []string{f.Name, fmt.Sprintf("%.2f", f.Cost), vs, res.describe(f)})
 	}
-	et := planner.Table{Header: []string{"MODEL", "GPU", "INSTANCES", "ENGINE FLAGS"}}
+	et := planner.Table{Header: []string{"MODEL", "ROLE", "GPU", "INSTANCES", "ENGINE FLAGS"}}
 	for _, i := range res.Chosen.Chosen() {
 		r := res.Rows[i]
-		for _, x := range r.Candidate.Roles {
-			caching := "--no-enable-prefix-caching"
-			if x.Profile.Engine != nil && x.Profile.Engine.EnablePrefixCaching {
-				caching = "--enable-prefix-caching"
+		for k, x := range r.Candidate.Roles {
+			role := x.Role
+			if role == RoleBoth {
+				role = "aggregated"
 			}
-			et.Rows = append(et.Rows, []string{r.Candidate.Model, x.GPU, fmt.Sprint(res.Chosen.Units[i]),
-				fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)})
+			et.Rows = append(et.Rows, []string{r.Candidate.Model, role, x.GPU, fmt.Sprint(res.Chosen.Units[i] * r.Candidate.instances(k)), x.flags()})
 		}
 	}
 	return []planner.Table{ct, ft, et}
+}
+
+// uniq drops repeats of the first value (one value when every role has it).
+func uniq(v []string) []string {
+	for _, x := range v[1:] {
+		if x != v[0] {
+			return v
+		}
+	}
+	return v[:1]
 }
 
 // describe names a fleet's units: "1 × llama-3.1-8b@H100×1 b2048 s256 + ...".

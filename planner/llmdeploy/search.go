@@ -225,7 +225,9 @@ func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, k
 	f := Fleet{Name: name}
 	var kinds []int
 	for i, r := range res.Rows {
-		if r.Kind && keep(r) {
+		// A unit takes GPUs of one type (Enumerate pairs disaggregated roles on one type):
+		// the MILP bounds each type's GPUs by its available count.
+		if r.Kind && keep(r) && len(r.Candidate.GPUs()) == 1 {
 			kinds = append(kinds, i)
 		}
 	}
