@@ -89,7 +89,7 @@ every cut between blocks, and fill a latency table per GPU type, vGPU slice leve
 
 Backends:
   roofline  analytic estimate from layer FLOPs and bytes against a GPU spec table (P4, T4, L4,
-            A10, V100, A100, H100, H200), for a zoo architecture (--zoo) or an ONNX file
+            A10, V100, L40S, A100, H100, H200), for a zoo architecture (--zoo) or an ONNX file
   onnx      measured with ONNX Runtime on --device (cpu, or cuda:N where the installed
             ONNX Runtime has the CUDA provider); blocks are timed as their own sessions
   trt       import of trtexec --exportProfile (--trt-profile) and --exportLayerInfo
