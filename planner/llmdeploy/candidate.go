@@ -34,6 +34,10 @@ const (
 type Engine struct {
 	MaxBatchedTokens int
 	MaxSeqs          int
+	// PrefixCaching turns on enable_prefix_caching: where the model's classes share a prompt
+	// prefix (prefix_tokens), the engine skips its cached blocks (llm-engine-2 §2; vLLM V1's
+	// default), so the search runs it on for them.
+	PrefixCaching bool
 }
 
 // Role is one kind of instance of a candidate: a model's engine on TP GPUs of one type. An
@@ -63,7 +67,7 @@ type Candidate struct {
 func (c Candidate) Key() string {
 	parts := []string{c.Model, string(c.Mode), fmt.Sprint(c.Ratio)}
 	for _, r := range c.Roles {
-		parts = append(parts, fmt.Sprintf("%s/%s/%d/%d/%d/%s", r.Role, r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs, r.Source))
+		parts = append(parts, fmt.Sprintf("%s/%s/%d/%d/%d/%t/%s", r.Role, r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs, r.Engine.PrefixCaching, r.Source))
 	}
 	return strings.Join(parts, "|")
 }
@@ -314,12 +318,16 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 		}
 		return bases[a].TP < bases[b].TP
 	})
+	shared := false
+	for _, c := range in.Workload.LLMClasses {
+		shared = shared || (c.Model == model && c.PrefixTokens > 0)
+	}
 	var out []Role
 	for _, b := range bases {
 		for _, bt := range o.BatchedTokens {
 			for _, s := range o.MaxSeqs {
 				r := b
-				r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s}
+				r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s, PrefixCaching: shared || (b.Profile.Engine != nil && b.Profile.Engine.EnablePrefixCaching)}
 				r.Profile = withEngine(b.Profile, r.Engine)
 				out = append(out, r)
 			}
@@ -336,7 +344,7 @@ func withEngine(pr *formats.LLMProfile, e Engine) *formats.LLMProfile {
 	if pr.Engine != nil {
 		eng = *pr.Engine
 	}
-	eng.MaxNumBatchedTokens, eng.MaxNumSeqs = e.MaxBatchedTokens, e.MaxSeqs
+	eng.MaxNumBatchedTokens, eng.MaxNumSeqs, eng.EnablePrefixCaching = e.MaxBatchedTokens, e.MaxSeqs, e.PrefixCaching
 	cp.Engine = &eng
 	return &cp
 }

@@ -112,6 +112,11 @@ func Requests(classes []formats.LLMClass, rate float64, n int, seed uint64) ([]l
 		c := classes[k]
 		reqs[i] = llm.Request{ID: dataplane.ReqID(id), Arrival: dataplane.Time(math.Round(t / rate * 1e6)),
 			Prompt: llm.DrawTokens(c.InputTokens, id, llm.SaltPrompt), Out: llm.DrawTokens(c.OutputTokens, id, llm.SaltOutput)}
+		if c.PrefixTokens > 0 {
+			// The class's shared prompt prefix, named as the simulator names it
+			// (dataplane/qlm): an engine with enable_prefix_caching skips its cached blocks.
+			reqs[i].Prefix = &dataplane.Prefix{Group: "class/" + c.Name, GroupTokens: int32(c.PrefixTokens)}
+		}
 		cls[i] = k
 	}
 	return reqs, cls
@@ -311,8 +316,8 @@ func mixKey(classes []formats.LLMClass) string {
 	}
 	parts := make([]string, len(classes))
 	for i, c := range classes {
-		parts[i] = fmt.Sprintf("%s|%d|%d|%d|%s|%s|%s|%.6f|%v|%v", c.Name, c.SLO, c.TTFTSLO, c.TPOTSLO, c.SLOPercentile, c.TTFTPercentile, c.TPOTPercentile,
-			math.Max(c.RateRPS, 0)/math.Max(total, 1e-12), c.InputTokens, c.OutputTokens)
+		parts[i] = fmt.Sprintf("%s|%d|%d|%d|%s|%s|%s|%.6f|%v|%v|%d", c.Name, c.SLO, c.TTFTSLO, c.TPOTSLO, c.SLOPercentile, c.TTFTPercentile, c.TPOTPercentile,
+			math.Max(c.RateRPS, 0)/math.Max(total, 1e-12), c.InputTokens, c.OutputTokens, c.PrefixTokens)
 	}
 	return strings.Join(parts, ";")
 }

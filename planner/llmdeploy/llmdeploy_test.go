@@ -379,3 +379,43 @@ func TestDisaggregatedHook(t *testing.T) {
 		t.Errorf("Plan: %v", err)
 	}
 }
+
+// TestPrefixCaching: a class sharing a prompt prefix gets candidates with prefix caching on
+// (their flags say so), and the cached prefix raises the capacity over the same engine
+// with caching off.
+func TestPrefixCaching(t *testing.T) {
+	in := inputs(t, "workload.yaml", "cluster.yaml")
+	in.Workload.LLMClasses = in.Workload.LLMClasses[1:] // the RAG class alone
+	in.Workload.LLMClasses[0].PrefixTokens = 2000
+	o := Options{TP: []int{8}, BatchedTokens: []int{2048}, MaxSeqs: []int{256}, Requests: 1000}
+	cands, err := Enumerate(in, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on Candidate
+	for _, c := range cands {
+		if c.Roles[0].GPU == "H100" {
+			on = c
+		}
+	}
+	if !on.Roles[0].Engine.PrefixCaching || !on.Roles[0].Profile.Engine.EnablePrefixCaching || !strings.Contains(on.Roles[0].flags(), "--enable-prefix-caching") {
+		t.Fatalf("%s: prefix caching off", on.Label())
+	}
+	off := on
+	off.Roles = []Role{on.Roles[0]}
+	off.Roles[0].Engine.PrefixCaching = false
+	off.Roles[0].Profile = withEngine(on.Roles[0].Profile, off.Roles[0].Engine)
+	cls := in.Workload.LLMClasses
+	a, err := Capacity(AggregatedEvaluator{}, on, cls, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Capacity(AggregatedEvaluator{}, off, cls, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("capacity with caching %g req/s, without %g", a.Rate, b.Rate)
+	if a.Rate <= b.Rate*1.1 {
+		t.Errorf("capacity with a cached 2000-token prefix %g req/s, without %g: want more than 10%% higher", a.Rate, b.Rate)
+	}
+}

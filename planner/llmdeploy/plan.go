@@ -215,7 +215,7 @@ func (res *Result) Flags() string {
 // flags are the vLLM flags of the role's instances.
 func (x Role) flags() string {
 	caching := "--no-enable-prefix-caching"
-	if x.Profile.Engine != nil && x.Profile.Engine.EnablePrefixCaching {
+	if x.Engine.PrefixCaching {
 		caching = "--enable-prefix-caching"
 	}
 	return fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
