@@ -125,8 +125,8 @@ type Options struct {
 	Workers int
 	// KVLinkGBps is the bandwidth a disaggregated candidate's KV cache moves over from its
 	// prefill to its decode instances (0: no disaggregated candidates), and Ratios the
-	// prefill:decode instance counts tried per pair of roles (default 1:1, 2:1, 1:2, 3:1,
-	// 1:3: DistServe's 2P+1D example and its mirror, llm-deploy-search.md §1).
+	// prefill:decode instance counts tried per pair of roles (default 1:1, 2:1, 1:2:
+	// DistServe's 2P+1D example and its mirror, llm-deploy-search.md §1).
 	KVLinkGBps float64
 	Ratios     [][2]int
 }
@@ -149,7 +149,7 @@ func (o Options) withDefaults() Options {
 		}
 	}
 	if len(o.Ratios) == 0 {
-		o.Ratios = [][2]int{{1, 1}, {2, 1}, {1, 2}, {3, 1}, {1, 3}}
+		o.Ratios = [][2]int{{1, 1}, {2, 1}, {1, 2}}
 	}
 	if o.Requests <= 0 {
 		o.Requests = 2000
@@ -351,8 +351,9 @@ func withEngine(pr *formats.LLMProfile, e Engine) *formats.LLMProfile {
 
 // disaggregated are model's disaggregated candidates: a prefill role and a decode role on
 // one GPU type (the KV moves inside the type's servers, DistServe's Alg. 2 "stage-aligned P
-// and D segments share a node"), at every pair of its tensor-parallel sizes, each at every
-// ratio of o whose instances fit the type's available GPUs. The prefill side runs the
+// and D segments share a node"), at every pair of its tensor-parallel sizes at most a
+// factor of two apart, each at every ratio of o whose instances fit the type's available
+// GPUs. The prefill side runs the
 // largest token budget tried (a prefill engine batches prompts, Splitwise §4.1), the decode
 // side the largest sequence cap; both at the given or estimated profile of their TP.
 func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []Candidate {
@@ -378,7 +379,9 @@ func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []
 	var out []Candidate
 	for _, kp := range keys {
 		for _, kd := range keys {
-			if kp.gpu != kd.gpu {
+			// One GPU type; TPs at most a factor of two apart (DistServe's and AIConfigurator's
+			// best pairs are: simdistserve's tp_P 2, tp_D 1; AIC's P TP2 with D TP4, §7).
+			if kp.gpu != kd.gpu || kp.tp > 2*kd.tp || kd.tp > 2*kp.tp {
 				continue
 			}
 			p, d := pre[kp], dec[kd]
