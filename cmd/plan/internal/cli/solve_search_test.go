@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,3 +127,33 @@ func TestSolveSearchBadInput(t *testing.T) {
 			code: ExitUsage, out: "p.json", solver: true, want: []string{"--search: searches the least-cost fleet: give --objective cost"}},
 	})
 }
+
+// TestSolveSearchExportsEngineFlags: the engine settings the search chose reach the
+// deployment files (plan export reads them from the plan's embedded profiles).
+func TestSolveSearchExportsEngineFlags(t *testing.T) {
+	repoRoot(t)
+	out := filepath.Join(t.TempDir(), "kserve")
+	code, _, stderr := runCLI(t, "export", searchGoldenPlan, "--to", "kserve", "-o", out)
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	var all strings.Builder
+	entries, _ := os.ReadDir(out)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(out, e.Name()))
+		all.Write(b)
+	}
+	p, err := formats.ReadInto[*formats.Plan](searchGoldenPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range p.Provenance.Embedded.Profiles[0].LLMs {
+		for _, w := range []string{"--tensor-parallel-size=" + itoa(pr.GPUCount), "--max-num-batched-tokens=" + itoa(pr.Engine.MaxNumBatchedTokens), "--max-num-seqs=" + itoa(pr.Engine.MaxNumSeqs)} {
+			if !strings.Contains(all.String(), w) {
+				t.Errorf("%s on %s: the export lacks %s", pr.Model, pr.GPU, w)
+			}
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
