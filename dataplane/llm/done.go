@@ -29,7 +29,11 @@ func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Out
 			s.Sched, s.freeNow = 0, true
 			continue
 		}
-		s.Comp += s.Sched
+		if s.spec && m != nil {
+			s.specDone(m)
+		} else {
+			s.Comp += s.Sched
+		}
 		s.Sched = 0
 		if s.Comp < s.Prompt+s.Gen {
 			continue // mid-prompt: a chunk
