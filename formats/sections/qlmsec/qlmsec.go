@@ -146,7 +146,7 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, p string) {
 		rp := formats.Field(formats.Index(formats.Field(p, "instances"), i), "role")
 		if in.Role != "" {
 			c.OneOf(rp, in.Role, formats.Roles)
-			roles = true
+			roles = roles || slices.Contains(formats.Roles, in.Role)
 		}
 		n := byModel[in.Model]
 		if n == nil {
