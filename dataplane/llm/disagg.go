@@ -119,10 +119,9 @@ type dslot struct {
 	m                     *Model
 	q                     *Ordered
 	end, oend, wake, hold dataplane.Time
-	// load is the outstanding tokens routing reads; resv the KV reserved by transfers in
-	// flight or landed and not yet admitted (decode); link when its link is idle (decode);
-	// pending the prefilled requests waiting to transfer, FIFO (decode).
-	load    int
+	// resv is the KV reserved by transfers in flight or landed and not yet admitted
+	// (decode); link when its link is idle (decode); pending the prefilled requests waiting
+	// to transfer, FIFO (decode).
 	resv    int
 	link    dataplane.Time
 	pending []int
@@ -247,23 +246,49 @@ func (r *disaggRun) arrive(now dataplane.Time, i int) {
 		r.res[i].Refused = true
 		return
 	}
-	p := leastLoaded(r.pre)
+	p := r.leastLoaded(r.pre, false)
 	s := &Seq{ID: q.ID, Model: r.c.Prefill.Name, Prompt: q.Prompt, Out: 1, Arrival: q.Arrival, Deadline: q.Deadline, Prio: q.Prio, Inst: -1, Prefix: q.Prefix}
 	r.st[i].pre, r.at[s] = s, i
 	sl := r.pre[p]
-	sl.load += q.Prompt
 	sl.q.Push(s)
 	if sl.hold <= now {
 		sl.hold = now + 1 // the arrival hold, as Replay
 	}
 }
 
-// leastLoaded is the instance with the fewest outstanding tokens, the lowest index on ties.
-func leastLoaded(ss []*dslot) int {
-	best := 0
-	for i, s := range ss {
-		if s.load < ss[best].load {
-			best = i
+// leastLoaded is the instance with the fewest outstanding tokens, the lowest index on ties:
+// on a prefill instance the prompt tokens its queued and running requests still compute, on
+// a decode instance the output tokens its requests still generate, those waiting for or in
+// transfer included.
+func (r *disaggRun) leastLoaded(ss []*dslot, decode bool) int {
+	best, bestLoad := 0, 0
+	for i, sl := range ss {
+		load := 0
+		count := func(s *Seq) {
+			if decode {
+				load += s.Out - s.Gen
+			} else {
+				load += s.Prompt + s.Gen - s.Comp
+			}
+		}
+		for _, s := range sl.e.Running {
+			count(s)
+		}
+		for k := range sl.q.Len() {
+			count(sl.q.At(k))
+		}
+		if decode {
+			for _, k := range sl.pending {
+				load += r.reqs[k].Out - 1
+			}
+			for _, k := range r.land {
+				if r.st[k].d == i {
+					load += r.reqs[k].Out - 1
+				}
+			}
+		}
+		if i == 0 || load < bestLoad {
+			best, bestLoad = i, load
 		}
 	}
 	return best
@@ -316,30 +341,27 @@ func (r *disaggRun) emit(now dataplane.Time, s *dslot) func(Output) {
 		i := r.at[o.S]
 		if o.S == r.st[i].pre {
 			if o.First {
-				r.prefilled(now, s, i)
+				r.prefilled(now, i)
 			}
 			return
 		}
 		if o.Last {
 			r.res[i].Done = now
-			s.load -= r.reqs[i].Out - 1
 		}
 	}
 }
 
 // prefilled hands request i off at now: done for a one-token request, else queued for a KV
 // transfer to the least-loaded decode instance.
-func (r *disaggRun) prefilled(now dataplane.Time, s *dslot, i int) {
+func (r *disaggRun) prefilled(now dataplane.Time, i int) {
 	q := r.reqs[i]
-	s.load -= q.Prompt
 	r.res[i].Prefilled = now
 	if q.Out <= 1 {
 		r.res[i].FirstToken, r.res[i].Done = now, now
 		return
 	}
-	d := leastLoaded(r.dec)
+	d := r.leastLoaded(r.dec, true)
 	r.st[i].d = d
-	r.dec[d].load += q.Out - 1
 	r.dec[d].pending = append(r.dec[d].pending, i)
 }
 

@@ -51,20 +51,15 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if e == nil || e.Workload == nil || len(e.Workload.LLMClasses) == 0 || len(e.Profiles) == 0 {
 		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: "a QLM plan needs its embedded workload (llm_classes) and LLM profiles"}}
 	}
-	for i, in := range q.Instances {
-		if in.Role != "" {
-			// QLM's policies run aggregated engines: simulating a prefill or decode instance
-			// as one would report numbers of another deployment (DisaggOf, llm.ReplayDisagg).
-			return nil, formats.ErrorList{{Path: fmt.Sprintf("qlm.instances[%d].role", i), Value: in.Role,
-				Rule: "disaggregated instances are not run by QLM's policies: replay them with dataplane/llm's ReplayDisagg (qlm.DisaggOf)"}}
-		}
-	}
 	setup := Setup{ReplanMs: q.ReplanMs, Routes: q.Routes}
+	if cl := p.TargetCluster(); cl != nil && cl.KVLinkGBps != nil {
+		setup.KVLinkGBps = *cl.KVLinkGBps
+	}
 	for _, pr := range e.Profiles {
 		setup.Profiles = append(setup.Profiles, pr.LLMs...)
 	}
 	for _, in := range q.Instances {
-		x := Instance{Name: in.Name, GPU: in.GPU, Model: in.Model}
+		x := Instance{Name: in.Name, GPU: in.GPU, Model: in.Model, Role: in.Role}
 		if in.GPUCount > 1 {
 			x.GPUCount = in.GPUCount // one instance on all its GPUs (tensor parallelism)
 		}

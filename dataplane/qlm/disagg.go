@@ -7,11 +7,10 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// Disaggregated instances (formats.QLMInstance.Role, llm-deploy-search §1). QLM's policies
-// drive aggregated instances only: a plan whose instances carry roles is run by the
-// disaggregated replay of dataplane/llm (llm.ReplayDisagg: FCFS per role, least-loaded
-// routing), one per model, which DisaggOf resolves from the plan. FromPlan refuses such a
-// plan rather than simulate its roles away.
+// Disaggregated instances (formats.QLMInstance.Role, llm-deploy-search §1). The policies run
+// a plan's role instances themselves (disaggpol.go), by the rules of dataplane/llm's
+// ReplayDisagg; DisaggOf resolves the same plan into ReplayDisagg's input, one per model,
+// for callers that replay request lists without the simulator (the deployment search).
 
 // DisaggModel is one model's disaggregated deployment in a plan.
 type DisaggModel struct {

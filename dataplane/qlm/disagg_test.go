@@ -1,6 +1,7 @@
 package qlm_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/sim"
 )
 
 func readDisaggPlan(t *testing.T) *formats.Plan {
@@ -63,15 +65,6 @@ func TestDisaggOfFixture(t *testing.T) {
 	}
 }
 
-// TestFromPlanRefusesRoles: QLM's policies do not run disaggregated instances; the deployer
-// says so, naming the field, instead of simulating them as aggregated ones.
-func TestFromPlanRefusesRoles(t *testing.T) {
-	_, err := qlm.FromPlan(readDisaggPlan(t))
-	if err == nil || !strings.Contains(err.Error(), "qlm.instances[0].role") {
-		t.Fatalf("got %v", err)
-	}
-}
-
 func TestDisaggOfBadInput(t *testing.T) {
 	for _, c := range []struct {
 		name, want string
@@ -89,5 +82,85 @@ func TestDisaggOfBadInput(t *testing.T) {
 		if _, err := qlm.DisaggOf(p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestDisaggPolicyMatchesReplay: `plan simulate` of the fixture (every policy runs role
+// instances FCFS per role, disaggpol.go), and of it with 2 prefill + 2 decode instances at
+// twice the rate, gives each request the TTFT and E2E of llm.ReplayDisagg on the same
+// arrivals, the replay the deployment search calls.
+func TestDisaggPolicyMatchesReplay(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%dP%dD", n, n), func(t *testing.T) {
+			p := readDisaggPlan(t)
+			for k := 1; k < n; k++ {
+				for _, in := range p.QLM.Instances[:2] {
+					in.Name, in.Queue = fmt.Sprintf("%s-%d", in.Name, k), nil
+					p.QLM.Instances = append(p.QLM.Instances, in)
+				}
+			}
+			matchReplay(t, p, 1.2*float64(n))
+		})
+	}
+}
+
+func matchReplay(t *testing.T, p *formats.Plan, rate float64) {
+	dep, err := qlm.FromPlan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := qlm.DisaggOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(2, 0))
+	var ts []dataplane.Time
+	var attrs []dataplane.Attrs
+	var reqs []llm.Request
+	at := 0.0
+	for i := range 120 {
+		at += rng.ExpFloat64() / rate
+		in, out := 6000+rng.IntN(4000), 100+rng.IntN(200)
+		ts = append(ts, dataplane.Time(at*1e6))
+		attrs = append(attrs, dataplane.Attrs{InTokens: int32(in), OutTokens: int32(out)})
+		reqs = append(reqs, llm.Request{ID: dataplane.ReqID(i), Arrival: ts[i], Prompt: in, Out: out})
+	}
+	for _, pol := range []string{qlm.PolicyFCFS, qlm.PolicyQLM} {
+		t.Run(pol, func(t *testing.T) {
+			pl, err := qlm.Registry().New(dep, dataplane.Config{Policy: pol}, pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []*dataplane.Request
+			s, err := sim.New(dep, pl, []sim.Source{&sim.Times{T: ts}}, sim.Options{Duration: ts[len(ts)-1] + 600*dataplane.Second,
+				Attrs:    func(_ dataplane.AppID, n int64) dataplane.Attrs { return attrs[n] },
+				OnFinish: func(_ dataplane.Time, r *dataplane.Request) { c := *r; got = append(got, &c) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Run(); err != nil {
+				t.Fatal(err)
+			}
+			want, _, err := llm.ReplayDisagg(ds[0].Deploy, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d finished, want %d", len(got), len(want))
+			}
+			bad := 0
+			for _, r := range got {
+				i := int(r.Attrs.Trace) - 1
+				w := want[i]
+				if r.FirstToken != w.FirstToken || r.Done != w.Done {
+					if bad++; bad <= 3 {
+						t.Errorf("request %d: simulate first %d done %d, replay %d %d", i, r.FirstToken, r.Done, w.FirstToken, w.Done)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d requests differ", bad, len(got))
+			}
+		})
 	}
 }
