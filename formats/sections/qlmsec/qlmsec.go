@@ -141,12 +141,15 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, p string) {
 	type count struct{ agg, pre, dec, first int }
 	byModel := map[string]*count{}
 	var order []string
-	roles := false
+	roles, bad := false, false
 	for i, in := range pl.QLM.Instances {
 		rp := formats.Field(formats.Index(formats.Field(p, "instances"), i), "role")
 		if in.Role != "" {
 			c.OneOf(rp, in.Role, formats.Roles)
-			roles = roles || slices.Contains(formats.Roles, in.Role)
+			if !slices.Contains(formats.Roles, in.Role) {
+				bad = true // the pairing below would only repeat it
+			}
+			roles = true
 		}
 		n := byModel[in.Model]
 		if n == nil {
@@ -162,6 +165,9 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, p string) {
 		case formats.RoleDecode:
 			n.dec++
 		}
+	}
+	if bad {
+		return
 	}
 	for _, m := range order {
 		n := byModel[m]
