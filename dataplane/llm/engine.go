@@ -389,7 +389,7 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 		h.Inst = e.ID
 		h.Started = true
 		h.Admitted = now
-		h.Sched = n
+		h.Sched, h.spec = n, false
 		if n < h.Need() {
 			partial++
 		}
