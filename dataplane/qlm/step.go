@@ -75,7 +75,7 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 	}
 	tok := 0
 	for _, s := range in.Iter {
-		if s.Sched == s.Need() {
+		if s.Sched >= s.Need() { // a speculative decode schedules k + 1 for its 1
 			tok++
 		}
 	}
