@@ -23,6 +23,11 @@ type Cluster struct {
 	// GPUs for an hour, as clouds sell GPUs in whole VMs; ecosystem-dropin.md §6). One basis
 	// per file: a gpus[] entry may restate it but not differ.
 	PriceBasis string `json:"price_basis,omitempty"`
+	// KVLinkGBps is the bandwidth in GB/s of the link a disaggregated deployment moves a
+	// request's KV cache over from its prefill instance to its decode instance (one per
+	// decode instance, inbound; llm-deploy-search §1 "Links": H100/H200 450 GB/s NVLink in a
+	// node, 50 GB/s across nodes). nil = none given: a plan with prefill instances needs it.
+	KVLinkGBps *float64 `json:"kv_link_gbps,omitempty"`
 }
 
 // GPUPool is a number of GPUs of one type.

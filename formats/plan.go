@@ -268,7 +268,21 @@ type QLMInstance struct {
 	// order), all on one server: a tensor-parallel instance (gpu_count > 1) spans them.
 	// Empty = the next gpu_count GPUs of its type in cluster order.
 	GPUs []int `json:"gpus,omitempty"`
+	// Role is the instance's part in a disaggregated deployment (llm-deploy-search §1):
+	// "" aggregated (prefill and decode on one engine), RolePrefill or RoleDecode. A model
+	// served by prefill instances is served by decode instances too, and by no aggregated
+	// one; its KV moves over the cluster's kv_link_gbps.
+	Role string `json:"role,omitempty"`
 }
+
+// Values of QLMInstance.Role.
+const (
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+)
+
+// Roles are the values QLMInstance.Role may take ("" = aggregated).
+var Roles = []string{RolePrefill, RoleDecode}
 
 // QLMGroup is a request group: requests of one model with similar SLO and lengths.
 type QLMGroup struct {

@@ -1,6 +1,9 @@
 package formats
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // Profile holds measured or estimated latencies of one or more models (DNNs split into
 // blocks, and LLMs) on GPU types. It is what `plan profile` writes and `plan solve` reads.
@@ -197,6 +200,33 @@ type LLMEngine struct {
 	// to CPU memory; needs swap_space). "" = recompute, or swap where swap_space is set, or
 	// the profile's iteration.preempt_mode (as before this setting existed).
 	PreemptionMode string `json:"preemption_mode,omitempty"`
+	// Speculative turns on speculative decoding (llm-deploy-search §5; nil = off): every
+	// decode step verifies draft_tokens proposed tokens per sequence.
+	Speculative *LLMSpeculative `json:"speculative,omitempty"`
+}
+
+// LLMSpeculative are the settings of speculative decoding (Leviathan et al., ICML'23 §3;
+// llm-deploy-search §5): a draft proposes k tokens per sequence, the target verifies them in
+// one step over k + 1 tokens per sequence, and each is accepted with rate α, so a step emits
+// (1 − α^(k+1))/(1 − α) tokens per sequence in expectation.
+type LLMSpeculative struct {
+	// DraftTokens is k, the tokens proposed per sequence and step (>= 1).
+	DraftTokens int `json:"draft_tokens"`
+	// AcceptanceRate is α, the chance a proposed token is accepted, in [0, 1).
+	AcceptanceRate float64 `json:"acceptance_rate"`
+	// DraftStepUs is the time of one draft step in µs (at most one of it and
+	// DraftCostRatio; neither = free drafting, as n-gram lookup).
+	DraftStepUs float64 `json:"draft_step_us,omitempty"`
+	// DraftCostRatio is c, a draft step's time over the target's decode step of the same
+	// sequences (Leviathan et al. §3).
+	DraftCostRatio float64 `json:"draft_cost_ratio,omitempty"`
+}
+
+// TokensPerStep is the expected tokens a sequence emits per verify step,
+// (1 − α^(k+1))/(1 − α) (Leviathan et al. §3, Eq. 1; α = 0.8, k = 4 gives 3.36).
+func (s *LLMSpeculative) TokensPerStep() float64 {
+	a, k := s.AcceptanceRate, s.DraftTokens
+	return (1 - math.Pow(a, float64(k+1))) / (1 - a)
 }
 
 // Values of LLMEngine.KVAllocation.

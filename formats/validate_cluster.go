@@ -88,6 +88,10 @@ func (c *Cluster) Validate() ErrorList {
 	if c.NICDerate != 0 && !(c.NICDerate >= 1 && !math.IsInf(c.NICDerate, 0)) {
 		v.add("nic_derate", c.NICDerate, "must be >= 1 (or omitted)")
 	}
+	// Bounded at 10 TB/s, ten times NVLink 5's 1.8 TB/s (llm-deploy-search §1 "Links").
+	if l := c.KVLinkGBps; l != nil && !(finite(*l) && *l > 0 && *l <= 1e4) {
+		v.add("kv_link_gbps", *l, "must be in (0, 10000] GB/s")
+	}
 	if c.HostMemoryBytes < 0 {
 		v.add("host_memory_bytes", c.HostMemoryBytes, "must be >= 0")
 	}

@@ -419,6 +419,9 @@ func (e *LLMEngine) validate(v *validator, p string, l *LLMProfile) {
 	if e.PreemptionMode != "" {
 		oneOf(v, field(p, "preemption_mode"), e.PreemptionMode, PreemptionModes)
 	}
+	if sp := e.Speculative; sp != nil {
+		sp.validate(v, field(p, "speculative"))
+	}
 	if e.PreemptionMode == PreemptionSwap && e.SwapSpace <= 0 && (l.Iteration == nil || l.Iteration.CPUSwapBytes <= 0) {
 		v.add(field(p, "preemption_mode"), e.PreemptionMode, "needs swap_space > 0: swapped KV needs CPU memory")
 	}
@@ -473,4 +476,24 @@ func PWLWarnings(p *Profile) []string {
 		}
 	}
 	return out
+}
+
+// validate checks speculative decoding's settings: k >= 1, α in [0, 1) (α = 1 would accept
+// every draft forever: the expected tokens per step diverge), a draft cost >= 0, given once.
+func (s *LLMSpeculative) validate(v *validator, p string) {
+	if s.DraftTokens < 1 || s.DraftTokens > 64 {
+		v.add(field(p, "draft_tokens"), s.DraftTokens, "must be in [1, 64]")
+	}
+	if !(finite(s.AcceptanceRate) && s.AcceptanceRate >= 0 && s.AcceptanceRate < 1) {
+		v.add(field(p, "acceptance_rate"), s.AcceptanceRate, "must be in [0, 1)")
+	}
+	if !(finite(s.DraftStepUs) && s.DraftStepUs >= 0) {
+		v.add(field(p, "draft_step_us"), s.DraftStepUs, "must be >= 0")
+	}
+	if !(finite(s.DraftCostRatio) && s.DraftCostRatio >= 0) {
+		v.add(field(p, "draft_cost_ratio"), s.DraftCostRatio, "must be >= 0")
+	}
+	if s.DraftStepUs > 0 && s.DraftCostRatio > 0 {
+		v.add(field(p, "draft_cost_ratio"), s.DraftCostRatio, "must be omitted with draft_step_us (one draft cost)")
+	}
 }

@@ -66,6 +66,8 @@ func TestValidateCluster(t *testing.T) {
 		{"class", f, cl(func(c *Cluster) { c.GPUs[0].Class = "medium" }), []string{`cluster.yaml: gpus[0].class: "medium": must be high or low`}},
 		{"nic NaN", f, cl(func(c *Cluster) { c.NICGbps = nan }), []string{`cluster.yaml: nic_gbps: NaN: must be > 0`}},
 		{"nic_derate", f, cl(func(c *Cluster) { c.NICDerate = 0.5 }), []string{`cluster.yaml: nic_derate: 0.5: must be >= 1 (or omitted)`}},
+		{"kv link zero", f, cl(func(c *Cluster) { z := 0.0; c.KVLinkGBps = &z }), []string{`cluster.yaml: kv_link_gbps: 0: must be in (0, 10000] GB/s`}},
+		{"kv link NaN", f, cl(func(c *Cluster) { c.KVLinkGBps = &nan }), []string{`cluster.yaml: kv_link_gbps: NaN: must be in (0, 10000] GB/s`}},
 		{"host memory", f, cl(func(c *Cluster) { c.HostMemoryBytes = -1 }), []string{`cluster.yaml: host_memory_bytes: -1: must be >= 0`}},
 		{"server name", f, cl(func(c *Cluster) { c.Servers[1].Name = "" }), []string{`cluster.yaml: servers[1].name: "": must not be empty`}},
 		{"server gpu", f, cl(func(c *Cluster) { c.Servers[1].GPU = "T4" }), []string{`cluster.yaml: servers[1].gpu: "T4": unknown GPU type: not in gpus[]`}},
@@ -163,6 +165,18 @@ func TestValidateProfile(t *testing.T) {
 		{"llm watermark NaN", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{Watermark: &nan} }), []string{`profile.json: llms[2].engine.watermark: NaN: must be in [0, 1): a fraction of the KV blocks`}},
 		{"llm release", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{Release: "later"} }), []string{`profile.json: llms[2].engine.release: "later": must be one of same_step, next_step`}},
 		{"llm preemption_mode", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{PreemptionMode: "drop"} }), []string{`profile.json: llms[2].engine.preemption_mode: "drop": must be one of recompute, swap`}},
+		{"llm speculative acceptance 1", f, pr(func(p *Profile) {
+			p.LLMs[2].Engine = &LLMEngine{Speculative: &LLMSpeculative{DraftTokens: 4, AcceptanceRate: 1}}
+		}), []string{`profile.json: llms[2].engine.speculative.acceptance_rate: 1: must be in [0, 1)`}},
+		{"llm speculative draft tokens", f, pr(func(p *Profile) {
+			p.LLMs[2].Engine = &LLMEngine{Speculative: &LLMSpeculative{DraftTokens: 0, AcceptanceRate: 0.5}}
+		}), []string{`profile.json: llms[2].engine.speculative.draft_tokens: 0: must be in [1, 64]`}},
+		{"llm speculative two draft costs", f, pr(func(p *Profile) {
+			p.LLMs[2].Engine = &LLMEngine{Speculative: &LLMSpeculative{DraftTokens: 2, AcceptanceRate: 0.5, DraftStepUs: 100, DraftCostRatio: 0.1}}
+		}), []string{`profile.json: llms[2].engine.speculative.draft_cost_ratio: 0.1: must be omitted with draft_step_us (one draft cost)`}},
+		{"llm speculative negative draft cost", f, pr(func(p *Profile) {
+			p.LLMs[2].Engine = &LLMEngine{Speculative: &LLMSpeculative{DraftTokens: 2, AcceptanceRate: 0.5, DraftStepUs: -1}}
+		}), []string{`profile.json: llms[2].engine.speculative.draft_step_us: -1: must be >= 0`}},
 		{"llm preemption_mode swap without swap space", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{PreemptionMode: "swap"} }), []string{`profile.json: llms[2].engine.preemption_mode: "swap": needs swap_space > 0: swapped KV needs CPU memory`}},
 		{"llm engine settings good", f, pr(func(p *Profile) {
 			w := 0.02

@@ -4,7 +4,10 @@
 # Packages run two at a time, each with one fuzzing worker (-parallel 1): the fuzzing itself
 # keeps both cores busy either way, but each target's instrumented build, link and start-up
 # (single-threaded, and most of a short run's time) then overlaps another package's fuzzing.
-# A package's targets run one after another (they share its build). Each package's output is
+# A package's test binary is built once, instrumented for fuzzing (`go test -c -fuzz=.`), and
+# each of its targets runs from it in turn, in the package's directory as `go test -fuzz` runs
+# it (its corpus under testdata/fuzz, a failing input written there, the generated corpus in
+# Go's cache): one link per package instead of one per target. Each package's output is
 # printed whole when it ends.
 #
 # Go's fuzzing coordinator sometimes fails a run with a bare "context deadline exceeded" when
@@ -19,13 +22,22 @@ trap 'rm -rf "$dir"' EXIT
 
 # fuzz_pkg PKG NAME...: every target of one package, in turn; exit 1 on a failure.
 fuzz_pkg() {
-  local pkg=$1 status=0 log
+  local pkg=$1 status=0 log bin cache
   shift
   log=$(mktemp)
+  bin=$(mktemp -u).test
+  cache="$(go env GOCACHE)/fuzz/$(go list "$pkg")"
+  echo "== fuzz $pkg: build"
+  if ! go test -c -fuzz=. -o "$bin" "$pkg" >"$log" 2>&1; then
+    cat "$log"
+    rm -f "$log"
+    return 1
+  fi
   for name in "$@"; do
     for attempt in 1 2 3; do
       echo "== fuzz $pkg $name ($fuzztime)"
-      if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 3s -parallel 1 "$pkg" >"$log" 2>&1; then
+      if (cd "$pkg" && "$bin" -test.run '^$' -test.fuzz "^${name}\$" -test.fuzztime "$fuzztime" \
+        -test.fuzzminimizetime 3s -test.parallel 1 -test.fuzzcachedir "$cache") >"$log" 2>&1; then
         cat "$log"
         break
       fi
@@ -38,7 +50,7 @@ fuzz_pkg() {
       break
     done
   done
-  rm -f "$log"
+  rm -f "$log" "$bin"
   return "$status"
 }
 export -f fuzz_pkg

@@ -29,7 +29,11 @@ func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Out
 			s.Sched, s.freeNow = 0, true
 			continue
 		}
-		s.Comp += s.Sched
+		if s.spec && m != nil {
+			s.specDone(m)
+		} else {
+			s.Comp += s.Sched
+		}
 		s.Sched = 0
 		if s.Comp < s.Prompt+s.Gen {
 			continue // mid-prompt: a chunk
@@ -121,7 +125,7 @@ func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
 		}
 	}
 	e.unhold(v)
-	v.Sched = 0
+	v.Sched, v.spec = 0, false
 	if v.Fin {
 		v.KV = 0
 		if fin, ok := sch.(Finisher); ok {
@@ -192,7 +196,7 @@ func (e *Engine) Abort(s *Seq, m *Model) bool {
 	if !found {
 		return false
 	}
-	s.KV, s.Swapped, s.Comp, s.Sched = 0, false, 0, 0
+	s.KV, s.Swapped, s.Comp, s.Sched, s.spec = 0, false, 0, 0, false
 	return true
 }
 
@@ -206,7 +210,7 @@ func (e *Engine) Reset() []*Seq {
 	e.apc = nil // the instance's GPU memory, its cached blocks with it, is gone
 	e.Busy = false
 	for _, s := range orphans {
-		s.KV, s.Comp, s.Sched, s.Swapped, s.ReadyAt, s.Inst = 0, 0, 0, false, 0, -1
+		s.KV, s.Comp, s.Sched, s.Swapped, s.ReadyAt, s.Inst, s.spec = 0, 0, 0, false, 0, -1, false
 	}
 	return orphans
 }

@@ -139,7 +139,7 @@ func (e *Engine) Step(now dataplane.Time, m *Model, sch Scheduler, admit bool) (
 	e.pool(m)
 	e.swapIn(now, m, sch)
 	for _, s := range e.Running {
-		s.Sched = 0
+		s.Sched, s.spec = 0, false
 	}
 	e.slot = e.prefillSlot(now, m, sch)
 	preempted := e.scheduleRunning(now, m, sch)
@@ -169,7 +169,7 @@ func (e *Engine) Step(now dataplane.Time, m *Model, sch Scheduler, admit bool) (
 	if len(iter) == 0 {
 		return it, false, wake
 	}
-	it.Dur = m.StepUs(it.Tokens, it.Prefill, it.Ctx)
+	it.Dur = m.StepUs(it.Tokens, it.Prefill, it.Ctx) + e.draftUs(m)
 	e.IterPrefill = it.Prefill > 0
 	c := e.counters()
 	c.Iterations++
@@ -261,6 +261,11 @@ func (e *Engine) scheduleRunning(now dataplane.Time, m *Model, sch Scheduler) bo
 		}
 		if n < s.Need() && !m.Chunked {
 			continue
+		}
+		if m.Spec != nil && n == 1 && !s.Fin && !s.Prefilling() && budget > m.Spec.DraftTokens {
+			// A speculative decode verifies k drafted tokens plus its own: k + 1 tokens of
+			// the budget and KV slots for all of them (spec.go).
+			n, s.spec = m.Spec.DraftTokens+1, true
 		}
 		want := m.Blocks(s.Comp + n)
 		if m.Alloc == formats.KVAllocAdmission {
@@ -384,7 +389,7 @@ func (e *Engine) admitWaiting(now dataplane.Time, m *Model, sch Scheduler) {
 		h.Inst = e.ID
 		h.Started = true
 		h.Admitted = now
-		h.Sched = n
+		h.Sched, h.spec = n, false
 		if n < h.Need() {
 			partial++
 		}

@@ -48,6 +48,10 @@ type Model struct {
 	Release   string
 	// PrefixCaching: KV blocks are a prefix-cache pool (enable_prefix_caching, apc.go).
 	PrefixCaching bool
+	// Spec is speculative decoding (nil: off; spec.go); SpecTokens the expected tokens a
+	// sequence emits per verify step, (1 − α^(k+1))/(1 − α).
+	Spec       *formats.LLMSpeculative
+	SpecTokens float64
 }
 
 // NewModel resolves a profile's engine: vLLM V1's defaults (formats.DefaultBatchedTokens,
@@ -143,6 +147,9 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	// on by default would change existing goldens (testdata/engine/trace.jsonl's request 8
 	// is preempted). A profile of a V1 engine says enable_prefix_caching: true.
 	m.PrefixCaching = e.EnablePrefixCaching
+	if e.Speculative != nil {
+		m.Spec, m.SpecTokens = e.Speculative, e.Speculative.TokensPerStep()
+	}
 }
 
 // PrefillUs is the time to prefill an n-token prompt alone: whole steps of the token budget

@@ -29,6 +29,10 @@ type Result struct {
 	Preemptions      int
 	// Cached is the prompt tokens its admissions found in the prefix cache.
 	Cached int
+	// Prefilled and Landed are, in a disaggregated replay (ReplayDisagg), when its prefill
+	// instance computed its first token and when its KV cache reached its decode instance
+	// (0 in an aggregated replay, and Landed 0 for a one-token request, served by prefill).
+	Prefilled, Landed dataplane.Time
 }
 
 // Refuses reports whether the engine can never admit a request of prompt and out tokens

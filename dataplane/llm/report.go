@@ -62,5 +62,8 @@ func (m *Model) NonDefault() []string {
 	add("kv_allocation", m.Alloc != d.Alloc, m.Alloc)
 	add("watermark", m.Watermark != formats.DefaultWatermark(m.Alloc), fmt.Sprint(m.Watermark))
 	add("release", m.Release != d.Release, m.Release)
+	if sp := m.Spec; sp != nil {
+		add("speculative", true, fmt.Sprintf("draft_tokens=%d,acceptance_rate=%g", sp.DraftTokens, sp.AcceptanceRate))
+	}
 	return out
 }

@@ -51,6 +51,10 @@ type Seq struct {
 	hashBlock   int
 	// regBlocks is how many of its held blocks are registered in the pool (Pool.Cache).
 	regBlocks int
+	// spec: in the step being formed it decodes speculatively (spec.go); specAcc carries the
+	// fraction of an expected token its verify steps emitted beyond whole ones.
+	spec    bool
+	specAcc float64
 	// freeNow: finished under release next_step, it ran its extra step and its blocks free
 	// at this iteration's end.
 	freeNow bool

@@ -59,6 +59,9 @@ type Instance struct {
 	GPUCount int `json:"gpu_count,omitempty"`
 	// CPUModelBytes is the host memory for warm model copies (0 = 2× the largest model).
 	CPUModelBytes int64 `json:"cpu_model_bytes,omitempty"`
+	// Role is the instance's part in a disaggregated deployment (formats.QLMInstance.Role:
+	// "", prefill or decode; disaggpol.go).
+	Role string `json:"role,omitempty"`
 }
 
 // Setup is what the policies need besides the engine view: the LLM profiles and instances.
@@ -85,6 +88,9 @@ type Setup struct {
 	ReplanMs float64 `json:"replan_ms,omitempty"`
 	// Routes are the least-cost plan's request-size routes to GPU types (route.go).
 	Routes []formats.QLMRoute `json:"routes,omitempty"`
+	// KVLinkGBps is the KV link of disaggregated instances in GB/s (the cluster's
+	// kv_link_gbps; disaggpol.go).
+	KVLinkGBps float64 `json:"kv_link_gbps,omitempty"`
 }
 
 // replanGap is the least time between two re-plans (Setup.ReplanMs).

@@ -52,11 +52,14 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		return nil, formats.ErrorList{{Path: "provenance.embedded", Rule: "a QLM plan needs its embedded workload (llm_classes) and LLM profiles"}}
 	}
 	setup := Setup{ReplanMs: q.ReplanMs, Routes: q.Routes}
+	if cl := p.TargetCluster(); cl != nil && cl.KVLinkGBps != nil {
+		setup.KVLinkGBps = *cl.KVLinkGBps
+	}
 	for _, pr := range e.Profiles {
 		setup.Profiles = append(setup.Profiles, pr.LLMs...)
 	}
 	for _, in := range q.Instances {
-		x := Instance{Name: in.Name, GPU: in.GPU, Model: in.Model}
+		x := Instance{Name: in.Name, GPU: in.GPU, Model: in.Model, Role: in.Role}
 		if in.GPUCount > 1 {
 			x.GPUCount = in.GPUCount // one instance on all its GPUs (tensor parallelism)
 		}

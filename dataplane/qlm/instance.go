@@ -17,6 +17,13 @@ type seq = llm.Seq
 type seqExt struct {
 	group *group
 	gpu   string
+	// Disaggregated serving (disaggpol.go): out is the request's output tokens while its
+	// prefill instance runs it as a one-token request (0: not split); decode marks the
+	// decode side's sequence; need and reserved are the decode KV its transfer reserved.
+	out      int
+	decode   bool
+	need     int
+	reserved bool
 }
 
 // ext is s's QLM data (made on first use).
@@ -79,6 +86,14 @@ type instance struct {
 	// through an event on the instance (touch), its own step or instanceDown, which clear it.
 	res   float64
 	resOK bool
+	// role is the instance's part in a disaggregated deployment ("", prefill, decode);
+	// on a decode instance, pending are the prefilled sequences waiting for their KV
+	// transfer (FIFO), landing the one whose transfer is in flight (one at a time over its
+	// link), resv the KV blocks (tokens) reserved by transfers not yet admitted.
+	role    string
+	pending []*seq
+	landing *seq
+	resv    int
 }
 
 // namedLLM is one entry of instance.llms.

@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm/sched/edf"
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/dataplane/llm/sched/priority"
+	"github.com/plan-dev/plan/formats"
 )
 
 // Policy names.
@@ -111,6 +112,8 @@ type Policy struct {
 	ctr *llm.Counters
 	// sch is QLM's queueing layer as the engines' scheduler policy (sched.go).
 	sch engineSched
+	// disagg: some instances have roles (disaggpol.go).
+	disagg bool
 }
 
 // Preemptions implements serve.Preempter: running sequences preempted so far, by recompute
@@ -143,6 +146,10 @@ func (p *Policy) RequestLLM(id dataplane.ReqID) (cached, preemptions int) {
 // from vLLM's defaults (prefixed with model@gpu when the plan has several profiles).
 func (p *Policy) EngineStats() llm.RunStats {
 	st := llm.RunStats{Policy: p.opt.name}
+	if p.disagg {
+		// Role instances run FCFS per role, whatever the policy (disaggpol.go).
+		st.Policy += fmt.Sprintf(" (prefill/decode instances: fcfs per role, KV link %g GB/s)", p.setup.KVLinkGBps)
+	}
 	if p.ctr != nil {
 		st.Preemptions, st.PreemptedRequests = p.ctr.Preemptions.Load(), p.ctr.PreemptedReqs
 		st.PrefixQueries, st.PrefixHits = p.PrefixCache()
@@ -241,6 +248,9 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.inst = append(p.inst, x)
 		p.byW[x.w] = x
 	}
+	if p.disagg, err = p.disaggSetup(); err != nil {
+		return err
+	}
 	p.initStepSet()
 	if err := p.buildRoutes(); err != nil {
 		return err
@@ -287,6 +297,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			break
 		}
 		p.seqs[s.ID] = s
+		p.disaggArrive(s)
 		p.enqueue(now, s, out)
 		// Every arrival of this instant is queued before an idle instance starts its step
 		// (LLM engine digest §1): the step starts at the hold timer, 1 µs later.
@@ -318,6 +329,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		p.iterationDone(ev.End, in, out)
 		p.touch(in.ID)
+		p.startTransfers(now, out)
 		p.stepAll(now, out)
 		p.outputStep(now, in, out)
 		return
@@ -335,6 +347,11 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.q.tick(p, now)
 		p.touchAll()
 	case dataplane.EvTimer:
+		if i, ok := transferIdx(ev.Key); ok && i < len(p.inst) {
+			p.landed(now, p.inst[i], out)
+			p.touch(i)
+			break
+		}
 		if i, ok := outputStepIdx(ev.Key); ok && i < len(p.inst) {
 			p.outputStepDone(now, p.inst[i], out)
 			break
@@ -354,6 +371,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		// Anything else: no claim about which instance it concerns.
 		p.touchAll()
 	}
+	p.startTransfers(now, out)
 	p.stepAll(now, out)
 }
 
@@ -446,21 +464,41 @@ func (q *plainQueue) policyName(in *instance) string {
 	return fcfs.Name
 }
 
+// init makes one waiting queue per instance.
+func (q *plainQueue) init(p *Policy) {
+	q.wait = make([]llm.Queue, len(p.inst))
+	reg := sched.Default()
+	for i, in := range p.inst {
+		w, err := reg.New(q.policyName(in))
+		if err != nil {
+			panic(err) // in-tree names
+		}
+		q.wait[i] = w
+	}
+}
+
 func (q *plainQueue) add(p *Policy, _ dataplane.Time, s *seq) {
 	if q.wait == nil {
-		q.wait = make([]llm.Queue, len(p.inst))
-		reg := sched.Default()
-		for i, in := range p.inst {
-			w, err := reg.New(q.policyName(in))
-			if err != nil {
-				panic(err) // in-tree names
-			}
-			q.wait[i] = w
+		q.init(p)
+	}
+	if role := p.roleOf(s); role != "" {
+		// Disaggregated: least outstanding tokens among the instances of its role
+		// (disaggpol.go); GPU routes size aggregated instances only.
+		if in := p.leastLoaded(p.eligible(s.Model), role, q); in != nil {
+			q.pushTo(p, in, s)
+			return
 		}
 	}
 	el := p.routed(s.Model, ext(s).gpu)
-	in := el[p.rr%len(el)]
+	q.pushTo(p, el[p.rr%len(el)], s)
 	p.rr++
+}
+
+// pushTo queues s at instance in.
+func (q *plainQueue) pushTo(p *Policy, in *instance, s *seq) {
+	if q.wait == nil {
+		q.init(p)
+	}
 	s.Inst = in.ID
 	q.wait[in.ID].Push(s)
 	p.touch(in.ID)
@@ -473,7 +511,11 @@ func (q *plainQueue) head(_ *Policy, in *instance) *seq {
 	return q.wait[in.ID].Head(&in.Engine)
 }
 
-func (q *plainQueue) pop(_ *Policy, in *instance, s *seq) { q.wait[in.ID].Admit(&in.Engine, s) }
+// pop: an admitted decode sequence's transfer reservation becomes its blocks.
+func (q *plainQueue) pop(p *Policy, in *instance, s *seq) {
+	q.wait[in.ID].Admit(&in.Engine, s)
+	p.unreserve(in, s)
+}
 
 // requeue: vLLM puts a preempted sequence back at the front of its waiting queue (under the
 // priority policy, and EDF, in its order).
@@ -567,6 +609,9 @@ func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.D
 	in.model, in.target, in.warm = "", "", nil
 	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0
 	in.floor, in.observed = 0, 0
+	if in.role == formats.RoleDecode {
+		p.evacuateTransfers(in, out)
+	}
 	moved := append(orphans, p.q.evacuate(p, in)...)
 	for _, s := range moved {
 		p.stats.Rerouted++

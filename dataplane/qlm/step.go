@@ -75,7 +75,7 @@ func (p *Policy) iterationDone(now dataplane.Time, in *instance, out *dataplane.
 	}
 	tok := 0
 	for _, s := range in.Iter {
-		if s.Sched == s.Need() {
+		if s.Sched >= s.Need() { // a speculative decode schedules k + 1 for its 1
 			tok++
 		}
 	}
@@ -141,6 +141,12 @@ func (p *Policy) outputStepDone(now dataplane.Time, in *instance, out *dataplane
 // completion (TPOT = (done − first token)/(out − 1), LLM engine digest §3).
 func (p *Policy) stamp(now dataplane.Time, o output, out *dataplane.Decisions) {
 	s := o.S
+	if o.First && p.disagg {
+		if x := ext(s); x.out > 0 && !x.decode {
+			p.prefilled(now, s, out) // its prefill instance computed its first token
+			return
+		}
+	}
 	if o.First && s.TTFT == 0 {
 		s.TTFT = now - s.Arrival
 		p.stats.TTFT[s.ID] = s.TTFT

@@ -129,7 +129,68 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 			queued[id] = jp
 		}
 	}
+	validateRoles(c, pl, p)
 	c.DurationIn(formats.Field(p, "replan_ms"), q.ReplanMs, 1e3, "ms", false)
+}
+
+// validateRoles checks the instances' roles (llm-deploy-search §1): each "", prefill or
+// decode; a model served by prefill instances has decode instances too, and the reverse, and
+// no aggregated instance besides (a request of it takes both phases, one on each side); and
+// the plan's cluster gives the KV link they move KV over.
+func validateRoles(c *formats.Checker, pl *formats.Plan, p string) {
+	type count struct{ agg, pre, dec, first int }
+	byModel := map[string]*count{}
+	var order []string
+	roles, bad := false, false
+	for i, in := range pl.QLM.Instances {
+		rp := formats.Field(formats.Index(formats.Field(p, "instances"), i), "role")
+		if in.Role != "" {
+			c.OneOf(rp, in.Role, formats.Roles)
+			if !slices.Contains(formats.Roles, in.Role) {
+				bad = true // the pairing below would only repeat it
+			}
+			roles = true
+		}
+		n := byModel[in.Model]
+		if n == nil {
+			n = &count{first: i}
+			byModel[in.Model] = n
+			order = append(order, in.Model)
+		}
+		switch in.Role {
+		case "":
+			n.agg++
+		case formats.RolePrefill:
+			n.pre++
+		case formats.RoleDecode:
+			n.dec++
+		}
+	}
+	if bad {
+		return
+	}
+	for _, m := range order {
+		n := byModel[m]
+		if n.pre+n.dec == 0 {
+			continue
+		}
+		rp := formats.Field(formats.Index(formats.Field(p, "instances"), n.first), "role")
+		switch {
+		case n.pre == 0:
+			c.Add(rp, pl.QLM.Instances[n.first].Role, "model %q has %d decode instances and no prefill instance", m, n.dec)
+		case n.dec == 0:
+			c.Add(rp, pl.QLM.Instances[n.first].Role, "model %q has %d prefill instances and no decode instance", m, n.pre)
+		case n.agg > 0:
+			c.Add(rp, pl.QLM.Instances[n.first].Role, "model %q has prefill and decode instances and %d aggregated ones: give every instance of it a role", m, n.agg)
+		}
+	}
+	if cl := pl.TargetCluster(); roles && cl != nil && cl.KVLinkGBps == nil {
+		path := "provenance.embedded.cluster.kv_link_gbps"
+		if pl.Cluster != nil {
+			path = "cluster.kv_link_gbps"
+		}
+		c.Add(path, nil, "missing: prefill instances move KV to decode instances over this link (GB/s)")
+	}
 }
 
 // Key is the section's key.

@@ -62,6 +62,33 @@ func TestValidatePlan(t *testing.T) {
 			[]string{`plan-sections.json: qlm.instances[1].gpus: [1 1]: lists 2 GPUs for gpu_count 1`, `plan-sections.json: qlm.instances[1].gpus[1]: 1: must be a GPU index >= 0, each once`}},
 		{"qlm queue unknown", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue[0] = "chat-9" }), []string{`plan-sections.json: qlm.instances[1].queue[0]: "chat-9": unknown group: not in qlm.groups`}},
 		{"qlm queued twice", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue = append(p.QLM.Instances[1].Queue, "chat-0") }), []string{`plan-sections.json: qlm.instances[1].queue[1]: "chat-0": group is already queued at qlm.instances[0].queue[0]`}},
+		{"qlm role", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Role = "both" }),
+			[]string{`plan-sections.json: qlm.instances[1].role: "both": must be one of prefill, decode`}},
+		{"qlm prefill without decode", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
+			p.QLM.Instances[1].Role = formats.RolePrefill
+			link := 50.0
+			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
+		}), []string{`plan-sections.json: qlm.instances[1].role: "prefill": model "llama-3.2-1b" has 1 prefill instances and no decode instance`}},
+		{"qlm decode without prefill", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
+			p.QLM.Instances[0].Role = formats.RoleDecode
+			link := 50.0
+			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
+		}), []string{`plan-sections.json: qlm.instances[0].role: "decode": model "llama-3.1-8b" has 1 decode instances and no prefill instance`}},
+		{"qlm roles beside aggregated", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
+			in := p.QLM.Instances[0]
+			in.Name, in.Queue, in.Role = "vllm-p", nil, formats.RolePrefill
+			in2 := in
+			in2.Name, in2.Role = "vllm-d", formats.RoleDecode
+			p.QLM.Instances = append(p.QLM.Instances, in, in2)
+			link := 50.0
+			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
+		}), []string{`plan-sections.json: qlm.instances[0].role: "": model "llama-3.1-8b" has prefill and decode instances and 1 aggregated ones: give every instance of it a role`}},
+		{"qlm roles without link", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
+			p.QLM.Instances[0].Role = formats.RolePrefill
+			in := p.QLM.Instances[0]
+			in.Name, in.Queue, in.Role = "vllm-d", nil, formats.RoleDecode
+			p.QLM.Instances = append(p.QLM.Instances, in)
+		}), []string{`plan-sections.json: provenance.embedded.cluster.kv_link_gbps: missing: prefill instances move KV to decode instances over this link (GB/s)`}},
 		{"qlm replan", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.ReplanMs = -1 }), []string{`plan-sections.json: qlm.replan_ms: -1: must be >= 0`}},
 	}))
 }
