@@ -22,12 +22,12 @@ const (
 	Disaggregated Mode = "disaggregated"
 )
 
-// Role names of a candidate's instances (formats.QLMInstance's role in a disaggregated plan;
-// "" for an aggregated engine).
+// Role names of a candidate's instances (formats.QLMInstance.Role; "" for an aggregated
+// engine).
 const (
 	RoleBoth    = ""
-	RolePrefill = "prefill"
-	RoleDecode  = "decode"
+	RolePrefill = formats.RolePrefill
+	RoleDecode  = formats.RoleDecode
 )
 
 // Engine is the engine settings a candidate runs with (vLLM's flag names, formats.LLMEngine).
@@ -385,6 +385,11 @@ func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []
 				continue
 			}
 			p, d := pre[kp], dec[kd]
+			if kp == kd {
+				// A plan finds an instance's profile by model, GPU and gpu_count: both sides
+				// on one (GPU, TP) run one engine setting.
+				d = p
+			}
 			p.Role, d.Role = RolePrefill, RoleDecode
 			for _, ratio := range o.Ratios {
 				if ratio[0]*kp.tp+ratio[1]*kd.tp > c.AvailableOf(kp.gpu) {

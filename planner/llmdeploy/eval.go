@@ -60,7 +60,7 @@ type Evaluator interface {
 }
 
 // Evaluators are the modes' evaluators; a mode without one is not searched.
-var Evaluators = map[Mode]Evaluator{Aggregated: AggregatedEvaluator{}}
+var Evaluators = map[Mode]Evaluator{Aggregated: AggregatedEvaluator{}, Disaggregated: DisaggregatedEvaluator{}}
 
 // AggregatedEvaluator runs one engine (dataplane/llm.Replay, FCFS as vLLM schedules) on
 // seeded Poisson arrivals.
@@ -220,7 +220,30 @@ const (
 	maxRate   = 1 << 14
 )
 
-// Capacity finds c's rate by doubling (or halving) from 1 req/s to a bracket, then bisecting
+// start is where Capacity's bracket search starts: half the rate at which the decode side's
+// saturated throughput (the profiles' throughput_tokens_per_s: the engine's Θ at its
+// average batch) emits the classes' mean output tokens, rounded to a power of two (1 req/s
+// without a throughput). Starting near the answer saves probes, and low rates are the
+// dear ones: the engine steps with few sequences, so 2,000 requests take many more steps.
+func start(c Candidate, classes []formats.LLMClass) float64 {
+	theta := 0.0
+	if n := len(c.Roles); n > 0 {
+		theta = c.Roles[n-1].Profile.ThroughputTokensPerS * float64(c.instances(n-1))
+	}
+	total, out := 0.0, 0.0
+	for _, cl := range classes {
+		w := math.Max(cl.RateRPS, 0)
+		total += w
+		out += w * math.Max(cl.OutputTokens.Mean, 1)
+	}
+	if theta <= 0 || total <= 0 {
+		return 1
+	}
+	g := theta / (out / total) / 2
+	return math.Exp2(math.Max(-6, math.Min(12, math.Round(math.Log2(g)))))
+}
+
+// Capacity finds c's rate by doubling (or halving) from start to a bracket, then bisecting
 // to precision, each probe simulated by ev (Rate 0: not even a trickle meets the SLOs).
 func Capacity(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) (Evaluation, error) {
 	var last []ClassPrediction
@@ -237,6 +260,9 @@ func Capacity(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) 
 		return true, p, nil
 	}
 	lo, hi, rate := 0.0, 0.0, 1.0
+	if len(c.Roles) > 0 {
+		rate = start(c, classes)
+	}
 	ok, p, err := meets(rate)
 	if err != nil {
 		return Evaluation{}, err
@@ -324,7 +350,7 @@ func mixKey(classes []formats.LLMClass) string {
 
 // capacityMemo is Capacity through the memo.
 func capacityMemo(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) (Evaluation, error) {
-	key := fmt.Sprintf("%s#%s#%d#%d", c.Key(), mixKey(classes), o.Requests, o.Seed)
+	key := fmt.Sprintf("%T#%s#%s#%d#%d#%g", ev, c.Key(), mixKey(classes), o.Requests, o.Seed, o.KVLinkGBps)
 	for _, r := range c.Roles {
 		// A profile given in a file is keyed by its content, not its file name.
 		b, _ := json.Marshal(r.Profile)

@@ -40,19 +40,20 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 		gpu   string
 		tp    int
 		model string
+		role  string
 	}
 	var units []unit
+	seen := map[string]bool{}
 	for _, i := range f.Chosen() {
 		r := res.Rows[i]
-		if r.Candidate.Mode != Aggregated {
-			// The plan format's instances have no prefill/decode role yet: the disaggregated
-			// evaluator's plans wait for it (README, "Disaggregated mode").
-			return nil, fmt.Errorf("llmdeploy: %s: a disaggregated fleet cannot be written as a plan without instance roles", r.Candidate.Label())
-		}
 		for k, x := range r.Candidate.Roles {
-			prof.LLMs = append(prof.LLMs, *x.Profile)
+			// One profile per (model, GPU, TP): the plan finds an instance's by them.
+			if key := fmt.Sprintf("%s|%s|%d", r.Candidate.Model, x.GPU, x.TP); !seen[key] {
+				seen[key] = true
+				prof.LLMs = append(prof.LLMs, *x.Profile)
+			}
 			for range f.Units[i] * r.Candidate.instances(k) {
-				units = append(units, unit{x.GPU, x.TP, r.Candidate.Model})
+				units = append(units, unit{x.GPU, x.TP, r.Candidate.Model, x.Role})
 			}
 		}
 	}
@@ -65,7 +66,7 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 		if !ok {
 			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("cluster: gpus: no %d free %s GPUs on one server for an instance of %s (the fleet's GPUs fit the available counts but not the servers)", u.tp, u.gpu, u.model)}}
 		}
-		q.Instances = append(q.Instances, formats.QLMInstance{GPU: u.gpu, GPUCount: u.tp, Model: u.model, GPUs: gpus})
+		q.Instances = append(q.Instances, formats.QLMInstance{GPU: u.gpu, GPUCount: u.tp, Model: u.model, GPUs: gpus, Role: u.role})
 	}
 	sort.SliceStable(q.Instances, func(a, b int) bool { return q.Instances[a].GPUs[0] < q.Instances[b].GPUs[0] })
 	for i := range q.Instances {
@@ -115,7 +116,8 @@ func groups(q *formats.QLMPlan, w *formats.Workload) {
 		q.Groups = append(q.Groups, formats.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO, Requests: max(1, int(math.Ceil(cl.RateRPS)))})
 		var hosts []int
 		for i, in := range q.Instances {
-			if in.Model == cl.Model {
+			// A disaggregated model's requests enter at its prefill instances.
+			if in.Model == cl.Model && in.Role != formats.RoleDecode {
 				hosts = append(hosts, i)
 			}
 		}

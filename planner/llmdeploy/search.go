@@ -69,6 +69,10 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 	if err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
+	if o.KVLinkGBps == 0 && in.Cluster.KVLinkGBps != nil {
+		// The cluster's KV link (kv_link_gbps): without one, no disaggregated candidates.
+		o.KVLinkGBps = *in.Cluster.KVLinkGBps
+	}
 	cands, err := Enumerate(in, o)
 	if err != nil {
 		return nil, err
@@ -218,19 +222,86 @@ func markKinds(rows []Row) {
 	}
 }
 
-// solve is the least-cost fleet of the kinds keep admits: the fleet MILP with one demand per
-// model (its classes' total rate; a unit of a kind serves its capacity of it), each GPU type's
-// units × GPUs within its available count.
+// maxDisaggKinds is how many disaggregated kinds of a model (cheapest alone first) the fleet
+// choice tries.
+const maxDisaggKinds = 3
+
+// solve is the least-cost fleet of the kinds keep admits. A model is served by its
+// aggregated kinds together, or by one disaggregated kind alone: a plan gives every instance
+// of a model a role or none, one kind per role (formats' plan rules, llm-deploy-search.md
+// §1). Every choice of mode per model — aggregated, or each of its maxDisaggKinds cheapest
+// disaggregated kinds — is one fleet MILP; the cheapest wins (the first on ties, aggregated
+// choices before disaggregated ones).
 func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, keep func(Row) bool) Fleet {
-	f := Fleet{Name: name}
-	var kinds []int
+	agg := map[string][]int{}
+	dis := map[string][]int{}
 	for i, r := range res.Rows {
 		// A unit takes GPUs of one type (Enumerate pairs disaggregated roles on one type):
 		// the MILP bounds each type's GPUs by its available count.
-		if r.Kind && keep(r) && len(r.Candidate.GPUs()) == 1 {
-			kinds = append(kinds, i)
+		if !r.Kind || !keep(r) || len(r.Candidate.GPUs()) != 1 {
+			continue
+		}
+		m := r.Candidate.Model
+		if r.Candidate.Mode == Aggregated {
+			agg[m] = append(agg[m], i)
+		} else {
+			dis[m] = append(dis[m], i)
 		}
 	}
+	var missing []string
+	opts := make([][]int, len(res.Models)) // per model: -1 = its aggregated kinds, else one kind
+	for mi, m := range res.Models {
+		d := dis[m]
+		sort.SliceStable(d, func(a, b int) bool { return res.Rows[d[a]].CostPerHour < res.Rows[d[b]].CostPerHour })
+		if len(agg[m]) > 0 {
+			opts[mi] = append(opts[mi], -1)
+		}
+		opts[mi] = append(opts[mi], d[:min(len(d), maxDisaggKinds)]...)
+		if len(opts[mi]) == 0 && res.Rates[m] > 0 {
+			missing = append(missing, m)
+		}
+		if len(opts[mi]) == 0 {
+			opts[mi] = []int{-1}
+		}
+	}
+	if len(missing) > 0 {
+		return Fleet{Name: name, Cost: math.Inf(1), Err: fmt.Errorf("%w: no candidate serves %s within its classes' SLOs", planner.ErrInfeasible, strings.Join(missing, ", "))}
+	}
+	best := Fleet{Name: name, Cost: math.Inf(1)}
+	pick := make([]int, len(res.Models))
+	for {
+		var kinds []int
+		for mi, m := range res.Models {
+			if o := opts[mi][pick[mi]]; o < 0 {
+				kinds = append(kinds, agg[m]...)
+			} else {
+				kinds = append(kinds, o)
+			}
+		}
+		sort.Ints(kinds)
+		f := res.milp(ctx, c, name, kinds)
+		if best.Units == nil && best.Err == nil || f.Err == nil && (best.Err != nil || f.Cost < best.Cost) {
+			best = f
+		}
+		// The next choice, the last model's fastest (mixed radix).
+		mi := len(pick) - 1
+		for ; mi >= 0; mi-- {
+			if pick[mi]++; pick[mi] < len(opts[mi]) {
+				break
+			}
+			pick[mi] = 0
+		}
+		if mi < 0 {
+			return best
+		}
+	}
+}
+
+// milp is the least-cost fleet of the given kinds: the fleet MILP (planner/fleet, dedicated)
+// with one demand per model (its classes' total rate; a unit of a kind serves its capacity
+// of it), each GPU type's units × GPUs within its available count.
+func (res *Result) milp(ctx context.Context, c *formats.Cluster, name string, kinds []int) Fleet {
+	f := Fleet{Name: name}
 	p := fleet.Problem{Limits: map[string]int{}}
 	for _, i := range kinds {
 		r := res.Rows[i]
@@ -243,25 +314,14 @@ func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, k
 			p.Limits[group] = a
 		}
 	}
-	var missing []string
 	for _, m := range res.Models {
 		d := fleet.Demand{Name: m, Rate: res.Rates[m], Cap: make([]float64, len(kinds))}
-		ok := false
 		for k, i := range kinds {
 			if res.Rows[i].Candidate.Model == m {
 				d.Cap[k] = res.Rows[i].Eval.Rate
-				ok = true
 			}
 		}
-		if !ok && d.Rate > 0 {
-			missing = append(missing, m)
-		}
 		p.Demands = append(p.Demands, d)
-	}
-	if len(missing) > 0 {
-		f.Err = fmt.Errorf("%w: no candidate serves %s within its classes' SLOs", planner.ErrInfeasible, strings.Join(missing, ", "))
-		f.Cost = math.Inf(1)
-		return f
 	}
 	sol, err := fleet.Size(ctx, p, 20*time.Second, 1e-6)
 	if err != nil {
