@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,12 +82,60 @@ func TestSolveSearchGolden(t *testing.T) {
 // simulation ten times longer than its prediction's, with another seed.
 func TestSolveSearchHoldsTenTimesLonger(t *testing.T) {
 	repoRoot(t)
-	p, err := formats.ReadInto[*formats.Plan](searchGoldenPlan)
+	holdsTenTimesLonger(t, searchGoldenPlan)
+}
+
+// TestSolveSearchDisaggregated: on long documents with a tight TPOT the search's fleet is
+// disaggregated (prefill and decode instances over the cluster's KV link), cheaper than every
+// aggregated-only comparison, passes plan check, and holds its SLOs ten times longer.
+func TestSolveSearchDisaggregated(t *testing.T) {
+	repoRoot(t)
+	out := filepath.Join(t.TempDir(), "plan.json")
+	code, _, stderr := runCLI(t, "solve", "--objective", "cost", "--search", "--deterministic", "--workload", "testdata/llmdeploy/workload-longdoc.yaml",
+		"--cluster", "testdata/llmdeploy/cluster.yaml", "-o", out)
+	skipWithoutHiGHS(t, stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	p, err := formats.ReadInto[*formats.Plan](out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	span := 10 * p.Prediction.DurationS
-	code, stdout, stderr := runCLI(t, "simulate", searchGoldenPlan, "--load", "1", "--duration", formats.Duration(span*1e9).String(), "--seed", "7", "-O", "json", "-q")
+	roles := map[string]int{}
+	for _, in := range p.QLM.Instances {
+		roles[in.Role]++
+	}
+	if roles[formats.RolePrefill] == 0 || roles[formats.RoleDecode] == 0 || roles[""] != 0 {
+		t.Errorf("instances by role %v, want prefill and decode only", roles)
+	}
+	for _, w := range []string{"  prefill   H100", "  decode    H100", "disaggregated 1:2"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	for _, line := range strings.Split(stderr, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[0] == "aggregated" && f[3] != "-" {
+			if !strings.HasPrefix(f[4], "+") || f[4] == "+0.0%" {
+				t.Errorf("an aggregated-only fleet is as cheap as the search's: %s", line)
+			}
+		}
+	}
+	if code, stdout, stderr := runCLI(t, "check", out); code != 0 {
+		t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
+	}
+	holdsTenTimesLonger(t, out)
+}
+
+// holdsTenTimesLonger simulates plan for ten times its prediction's span with seed 7 and
+// requires every class's SLOs at their percentiles.
+func holdsTenTimesLonger(t *testing.T, plan string) {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := math.Round(10 * p.Prediction.DurationS)
+	code, stdout, stderr := runCLI(t, "simulate", plan, "--load", "1", "--duration", formats.Duration(span*1e9).String(), "--seed", "7", "-O", "json", "-q")
 	if code != 0 {
 		t.Fatalf("simulate: exit %d: %s", code, stderr)
 	}
