@@ -14,6 +14,8 @@
 // number of workers; then the existing fleet MILP (planner/fleet, Mélange's ILP, §4) picks
 // the cheapest mix of candidates within the cluster's available GPUs.
 //
-// Modes: the aggregated evaluator is implemented; the disaggregated mode (prefill and
-// decode roles, §1) plugs in through the Evaluator interface (Evaluators).
+// Modes (§1, §2): aggregated (one engine per instance, AggregatedEvaluator) and, where the
+// cluster states a KV link (kv_link_gbps), disaggregated (prefill and decode instances at a
+// ratio, DisaggregatedEvaluator over dataplane/llm's disaggregated replay); each is an
+// Evaluator, and a model is served by its aggregated candidates or by one disaggregated one.
 package llmdeploy

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/plan-dev/plan/dataplane/llm"
-	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 )
@@ -61,8 +59,9 @@ func full() Options {
 	return o
 }
 
-// small is a reduced search space for the tests that run the search more than once.
-var small = Options{TP: []int{1, 4, 8}, BatchedTokens: []int{2048}, MaxSeqs: []int{256}, Requests: 1000}
+// small is a reduced search space for the tests that run the search more than once
+// (aggregated: TestDisaggregatedFleet adds the other mode).
+var small = Options{TP: []int{1, 4, 8}, BatchedTokens: []int{2048}, MaxSeqs: []int{256}, Requests: 1000, Modes: []Mode{Aggregated}}
 
 func TestEnumerateBadInput(t *testing.T) {
 	cases := []struct {
@@ -291,10 +290,13 @@ func TestSearchHoldsInLongerRun(t *testing.T) {
 		r := res.Rows[i]
 		m := r.Candidate.Model
 		rate := res.Rates[m] * r.Eval.Rate / capOf[m]
-		cls := classesOf(in.Workload, m)
-		reqs, which := Requests(cls, rate, 10*o.Requests, 7)
-		out, _ := llm.Replay(llm.NewModel(r.Candidate.Roles[0].Profile), reqs, fcfs.New())
-		for _, p := range Judge(cls, reqs, which, out) {
+		long := o
+		long.Requests, long.Seed, long.KVLinkGBps = 10*o.Requests, 7, *in.Cluster.KVLinkGBps
+		ps, err := Evaluators[r.Candidate.Mode].Probe(r.Candidate, classesOf(in.Workload, m), rate, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
 			if !p.Met() {
 				t.Errorf("%s at %.3g req/s: class %s misses: %+v", r.Candidate.Label(), rate, p.Class, p.Checks)
 			}
@@ -343,7 +345,7 @@ func TestDisaggregatedFleet(t *testing.T) {
 	defer resetMemo()
 	in := inputs(t, "workload.yaml", "cluster.yaml")
 	o := small
-	o.KVLinkGBps = 450
+	o.KVLinkGBps, o.Modes = 450, []Mode{Aggregated, Disaggregated}
 	cands, err := Enumerate(in, o)
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func (o *Planner) Report() []planner.Table { return o.report }
 // strategy is plan solve's --strategy).
 func (o *Planner) Flags(f *pflag.FlagSet) {
 	f.BoolVar(&o.minGPUs, "min-gpus", false, "search the fewest GPUs whose plan meets every SLO (default: an instance on every GPU set of the cluster)")
-	f.BoolVar(&o.search, "search", false, "with --objective cost: search GPU type × tensor-parallel size × engine settings, each candidate's capacity simulated at the classes' SLO percentiles, for the least-cost fleet (prints the candidates and comparison fleets on stderr)")
+	f.BoolVar(&o.search, "search", false, "with --objective cost: search GPU type × tensor-parallel size × engine settings × aggregated or prefill/decode disaggregated (where the cluster gives kv_link_gbps), each candidate's capacity simulated at the classes' SLO percentiles, for the least-cost fleet (prints the candidates and comparison fleets on stderr)")
 }
 
 // Solve implements planner.Planner.

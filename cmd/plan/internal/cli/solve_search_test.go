@@ -114,7 +114,7 @@ func TestSolveSearchDisaggregated(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(stderr, "\n") {
-		if f := strings.Fields(line); len(f) > 3 && f[0] == "aggregated" && f[3] != "-" {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == "aggregated" && f[3] != "-" {
 			if !strings.HasPrefix(f[4], "+") || f[4] == "+0.0%" {
 				t.Errorf("an aggregated-only fleet is as cheap as the search's: %s", line)
 			}
