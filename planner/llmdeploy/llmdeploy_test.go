@@ -462,3 +462,47 @@ func cpuSeconds() float64 {
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
+
+// TestPlanGPUsOnSizedCluster: instances' GPUs are numbered on the plan's cluster (sized to the
+// fleet, pools in the given order), of their type and on one server, however the pools are
+// ordered and whatever the count was before sizing.
+func TestPlanGPUsOnSizedCluster(t *testing.T) {
+	for _, name := range []string{"as given", "L40S first, servers of 4"} {
+		t.Run(name, func(t *testing.T) {
+			in := inputs(t, "workload.yaml", "cluster.yaml")
+			if name != "as given" {
+				g := in.Cluster.GPUs
+				g[0].PerServer, g[0].Count = 4, 4
+				in.Cluster.GPUs = []formats.GPUPool{g[1], g[0]}
+			}
+			res, err := Search(context.Background(), in, small)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := res.Plan(in, PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var typeOf []string
+			server := map[int]int{}
+			for _, g := range p.Cluster.GPUs {
+				for k := range g.Count {
+					server[len(typeOf)] = k / max(g.PerServer, 1)
+					typeOf = append(typeOf, g.Type)
+				}
+			}
+			taken := map[int]bool{}
+			for _, x := range p.QLM.Instances {
+				if len(x.GPUs) != x.GPUCount {
+					t.Errorf("%s: %d GPUs for gpu_count %d", x.Name, len(x.GPUs), x.GPUCount)
+				}
+				for _, g := range x.GPUs {
+					if g >= len(typeOf) || typeOf[g] != x.GPU || server[g] != server[x.GPUs[0]] || taken[g] {
+						t.Errorf("%s (%s×%d): GPU %d of %v", x.Name, x.GPU, x.GPUCount, g, typeOf)
+					}
+					taken[g] = true
+				}
+			}
+		})
+	}
+}

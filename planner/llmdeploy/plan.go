@@ -58,9 +58,15 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 		}
 	}
 	// Widest instances first, each on the server of its type with the fewest free GPUs that
-	// holds it (best fit keeps whole servers free for wide instances).
+	// holds it (best fit keeps whole servers free for wide instances), on the cluster sized to
+	// the fleet (fleet.Cluster: each pool's count the GPUs used, as the plan records it and
+	// numbers its GPUs).
 	sort.SliceStable(units, func(a, b int) bool { return units[a].tp > units[b].tp })
-	srv := servers(in.Cluster)
+	used := map[string]int{}
+	for _, u := range units {
+		used[u.gpu] += u.tp
+	}
+	srv := servers(fleet.Cluster(in.Cluster, used))
 	for _, u := range units {
 		gpus, ok := take(srv, u.gpu, u.tp)
 		if !ok {
