@@ -190,7 +190,9 @@ func serverGPUs(c *formats.Cluster, gpu string) int {
 		return most
 	}
 	if p, ok := c.Pool(gpu); ok {
-		return min(max(p.PerServer, 1), p.Count)
+		// A cost-optimal fleet rents whole servers of per_server GPUs up to the type's
+		// available count (count is the GPUs a throughput plan uses, not a bound here).
+		return min(max(p.PerServer, 1), c.AvailableOf(gpu))
 	}
 	return 0
 }
