@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // AutopilotOptions configure `plan serve --autopilot`.
@@ -87,12 +88,12 @@ func (a *Autopilot) AdminRoutes() []string {
 func (a *Autopilot) handleRecommended(w http.ResponseWriter, _ *http.Request) {
 	p := a.Recommended()
 	if p == nil {
-		writeJSON(w, http.StatusNotFound, ErrorResponse{Error: "no recommended plan (the autopilot recommends in advise mode, once the load leaves the served plan's band)"})
+		writeJSON(w, http.StatusNotFound, kserve.ErrorResponse{Error: "no recommended plan (the autopilot recommends in advise mode, once the load leaves the served plan's band)"})
 		return
 	}
 	b, err := formats.Marshal(p)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, ErrorResponse{Error: err.Error()})
+		writeJSON(w, http.StatusInternalServerError, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -112,7 +113,7 @@ func (a *Autopilot) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	loop := a.loop
 	a.mu.Unlock()
 	if loop == nil {
-		writeJSON(w, http.StatusServiceUnavailable, ErrorResponse{Error: "the autopilot has not started"})
+		writeJSON(w, http.StatusServiceUnavailable, kserve.ErrorResponse{Error: "the autopilot has not started"})
 		return
 	}
 	st := AutopilotStatus{Status: loop.Status(), Apps: a.opts.Apps}

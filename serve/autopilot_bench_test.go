@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/planner"
 	pap "github.com/plan-dev/plan/planner/autopilot"
 	"github.com/plan-dev/plan/planner/ppipe"
+	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -129,7 +130,7 @@ func BenchmarkAutopilotResolveP99(b *testing.B) {
 					return
 				}
 				var ans struct {
-					Timing Timing `json:"timing"`
+					Timing kserve.Timing `json:"timing"`
 				}
 				err = json.NewDecoder(resp.Body).Decode(&ans)
 				resp.Body.Close()

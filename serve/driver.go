@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // call is one accepted HTTP request on its way through the driver. The handler goroutine
@@ -49,7 +50,7 @@ type call struct {
 	// replaces it) and stages the backing of its timing's first stage: both are allocated
 	// with the call.
 	own    Payload
-	stages [1]StageTiming
+	stages [1]kserve.StageTiming
 	// got is how many output tokens of an LLM request reached its client so far, and gotAt
 	// when the last of them did (engine time): the inter-token intervals and, for a stream
 	// its client left, the tokens it received (vllm:generation_tokens_total).
@@ -58,7 +59,7 @@ type call struct {
 }
 
 // newCall makes a call for a request whose input is in (nil: none).
-func newCall(model string, ms *modelSeries, id string, at dataplane.Time, in *TensorJSON) *call {
+func newCall(model string, ms *modelSeries, id string, at dataplane.Time, in *kserve.TensorJSON) *call {
 	c := &call{model: model, ms: ms, id: id, at: at, done: make(chan struct{}, 1)}
 	if in != nil {
 		c.own.Tensor = *in
@@ -82,7 +83,7 @@ type result struct {
 	stage    string
 	estimate int64
 	err      string
-	timing   Timing
+	timing   kserve.Timing
 	payload  *Payload
 	res      dataplane.Result
 	// answeredBy is the model (Stage.Model, else the stage) of the last hop when a model
@@ -205,7 +206,7 @@ func (g *generation) trimCalls() {
 // modelSpec is what the HTTP layer needs to know about a served model.
 type modelSpec struct {
 	name    string
-	in, out TensorSpec
+	in, out kserve.TensorSpec
 	sloUs   int64
 	rateRPS float64
 	series  *modelSeries

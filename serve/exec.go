@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // Payload is what travels with one request from stage to stage: the client's input tensor at
@@ -14,12 +15,12 @@ import (
 // the client gets a 502 naming the stage.
 type Payload struct {
 	// Tensor is the client's input (and, for carried-through payloads, the output).
-	Tensor TensorJSON
+	Tensor kserve.TensorJSON
 	// Features are named intermediate tensors (ONNX workers), per sample, fp16.
 	Features []Feature
 	// Input is the client's input once a stage replaced Tensor with its model's output:
 	// whole-model stages after the first (a cascade's) run on it again.
-	Input    *TensorJSON
+	Input    *kserve.TensorJSON
 	Err      error
 	ErrStage string
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // What a hostile client may hold: every route with a body reads
@@ -264,10 +265,10 @@ func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
 	s.m.reject(http.StatusForbidden, "admin")
 	if s.opts.AdminToken != "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="plan admin"`)
-		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, formats.EchoName(r.URL.Path))})
+		writeJSON(w, http.StatusUnauthorized, kserve.ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, formats.EchoName(r.URL.Path))})
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, formats.EchoName(r.URL.Path))})
+	writeJSON(w, http.StatusForbidden, kserve.ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, formats.EchoName(r.URL.Path))})
 	return false
 }
 

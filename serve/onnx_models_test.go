@@ -19,6 +19,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/internal/tinycascade"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // cascadeDeploy adds CascadeServe plans to the test registry (servetest serves PPipe and
@@ -88,7 +89,7 @@ func TestONNXCascade(t *testing.T) {
 	}
 	check := func(name string, body []byte) (answeredBy string) {
 		t.Helper()
-		var req InferRequest
+		var req kserve.InferRequest
 		if err := json.Unmarshal(body, &req); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestONNXCascade(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("%s: %d %s", name, code, resp)
 		}
-		var r InferResponse
+		var r kserve.InferResponse
 		if err := json.Unmarshal(resp, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +272,7 @@ func TestONNXCascadeAccuracy(t *testing.T) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			in := Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
+			in := kserve.Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
 			// No deadline to miss on a busy test machine: this checks what answers, not when.
 			a, err := s.Submit(context.Background(), Request{Model: tinycascade.Task, Input: &in, Deadline: time.Minute})
 			if err != nil || a.Status != 200 {

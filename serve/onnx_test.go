@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 func needORT(t *testing.T) {
@@ -119,14 +120,14 @@ func TestONNXWorkers(t *testing.T) {
 					for j := range x {
 						x[j] = float32(rng.NormFloat64())
 					}
-					in := Float32Tensor(inName, []int64{1, 3, 16, 16}, x)
-					b, _ := json.Marshal(InferRequest{Inputs: []TensorJSON{in}})
+					in := kserve.Float32Tensor(inName, []int64{1, 3, 16, 16}, x)
+					b, _ := json.Marshal(kserve.InferRequest{Inputs: []kserve.TensorJSON{in}})
 					code, _, body := post(t, ts.URL+"/v2/models/cnn/infer", string(b))
 					if code != 200 {
 						t.Errorf("request %d: %d %s", i, code, body)
 						return
 					}
-					var r InferResponse
+					var r kserve.InferResponse
 					if err := json.Unmarshal(body, &r); err != nil {
 						t.Error(err)
 						return

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // fakeKServe is a KServe v2 endpoint serving one model that maps every element x to
@@ -27,15 +29,15 @@ func (k *fakeKServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v2/health/ready":
 		w.WriteHeader(200)
 	case r.Method == http.MethodGet && r.URL.Path == "/v2/models/"+k.model:
-		json.NewEncoder(w).Encode(ModelMetadata{Name: k.model, Platform: "fake",
-			Inputs:  []TensorSpec{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 3}}},
-			Outputs: []TensorSpec{{Name: "y", Datatype: "FP32", Shape: []int64{-1, 3}}}})
+		json.NewEncoder(w).Encode(kserve.ModelMetadata{Name: k.model, Platform: "fake",
+			Inputs:  []kserve.TensorSpec{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 3}}},
+			Outputs: []kserve.TensorSpec{{Name: "y", Datatype: "FP32", Shape: []int64{-1, 3}}}})
 	case r.Method == http.MethodPost && r.URL.Path == "/v2/models/"+k.model+"/infer":
 		if k.fail.Load() {
 			http.Error(w, "model crashed", 500)
 			return
 		}
-		var req InferRequest
+		var req kserve.InferRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Inputs) != 1 || req.Inputs[0].Name != "x" {
 			http.Error(w, fmt.Sprintf("bad request: %v", err), 400)
 			return
@@ -53,7 +55,7 @@ func (k *fakeKServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for i, v := range vals {
 			out[i] = strconv.FormatFloat(k.f(float64(v)), 'g', -1, 64)
 		}
-		json.NewEncoder(w).Encode(InferResponse{ModelName: k.model, Outputs: []TensorJSON{{Name: "y", Shape: in.Shape, Datatype: "FP32",
+		json.NewEncoder(w).Encode(kserve.InferResponse{ModelName: k.model, Outputs: []kserve.TensorJSON{{Name: "y", Shape: in.Shape, Datatype: "FP32",
 			Data: json.RawMessage("[" + strings.Join(out, ",") + "]")}}})
 	default:
 		http.NotFound(w, r)
@@ -87,7 +89,7 @@ stages:
 	}
 	req := `{"inputs":[{"name":"x","shape":[1,3],"datatype":"FP32","data":[1,2,3]}]}`
 	code, _, body = post(t, ts.URL+"/v2/models/m2/infer", req)
-	var r InferResponse
+	var r kserve.InferResponse
 	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
 		t.Fatalf("infer: %d %s", code, body)
 	}
@@ -125,7 +127,7 @@ func TestRemoteBatches(t *testing.T) {
 			if code == 503 {
 				return // the dispatcher may drop under this burst; drops are tested elsewhere
 			}
-			var r InferResponse
+			var r kserve.InferResponse
 			if err := json.Unmarshal(body, &r); code != 200 || err != nil {
 				t.Errorf("request %d: %d %s", i, code, body)
 				return

@@ -30,6 +30,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // ExecutorFactory builds the executor for a deployment (called at start and for every plan
@@ -39,7 +40,7 @@ type ExecutorFactory func(clk Clock, dep *dataplane.Deployment, plan *formats.Pl
 // SpecProvider is implemented by executors that know their models' tensors (ONNX); others
 // get the emulated default (Options.InputShape).
 type SpecProvider interface {
-	Spec(app dataplane.AppID) (in, out TensorSpec)
+	Spec(app dataplane.AppID) (in, out kserve.TensorSpec)
 }
 
 // Options configure a Server.
@@ -255,8 +256,8 @@ func (s *Server) prepare(p *formats.Plan) (*generation, error) {
 			ms.in, ms.out = sp.Spec(dataplane.AppID(i))
 		} else {
 			shape := append([]int64{-1}, s.opts.InputShape...)
-			ms.in = TensorSpec{Name: "input", Datatype: "FP32", Shape: shape}
-			ms.out = TensorSpec{Name: "output", Datatype: "FP32", Shape: shape}
+			ms.in = kserve.TensorSpec{Name: "input", Datatype: "FP32", Shape: shape}
+			ms.out = kserve.TensorSpec{Name: "output", Datatype: "FP32", Shape: shape}
 		}
 		specs[i] = ms
 	}
@@ -394,7 +395,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.m.reject(http.StatusServiceUnavailable, "connections")
 			w.Header().Set("Connection", "close")
 			abandonBody(w)
-			writeDrop(w, &DropResponse{Error: "the server holds its most connections (--max-conns): only health checks are answered", Reason: "overload", Stage: "connection"})
+			writeDrop(w, &kserve.DropResponse{Error: "the server holds its most connections (--max-conns): only health checks are answered", Reason: "overload", Stage: "connection"})
 			sc.first.Store(0)
 			return
 		}
@@ -500,10 +501,10 @@ func (s *Server) routes() {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", formats.EchoName(r.Method), formats.EchoName(r.URL.Path), strings.Join(allow, ", "))})
+			writeJSON(w, http.StatusMethodNotAllowed, kserve.ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", formats.EchoName(r.Method), formats.EchoName(r.URL.Path), strings.Join(allow, ", "))})
 			return
 		}
-		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", formats.EchoName(r.Method), formats.EchoName(r.URL.Path))})
+		writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", formats.EchoName(r.Method), formats.EchoName(r.URL.Path))})
 	})
 	s.mux = m
 }
@@ -530,7 +531,7 @@ func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation)
 			names += a.Name
 		}
 	}
-	writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
+	writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
@@ -540,8 +541,8 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 		s.unknownModel(w, name, g)
 		return
 	}
-	writeJSON(w, 200, &ModelMetadata{Name: name, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
-		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
+	writeJSON(w, 200, &kserve.ModelMetadata{Name: name, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
+		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
 }
 
 func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {

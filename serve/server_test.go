@@ -17,6 +17,7 @@ import (
 	"time"
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/serve/kserve"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -122,7 +123,7 @@ func TestInfer(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("status %d: %s", code, body)
 			}
-			var r InferResponse
+			var r kserve.InferResponse
 			if err := json.Unmarshal(body, &r); err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +188,7 @@ func TestBadInput(t *testing.T) {
 			if code != c.code || !strings.Contains(string(body), c.want) {
 				t.Errorf("got %d %s, want %d containing %q", code, body, c.code, c.want)
 			}
-			var e ErrorResponse
+			var e kserve.ErrorResponse
 			if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
 				t.Errorf("body is not an error object: %s", body)
 			}
@@ -257,7 +258,7 @@ func dropBurst(t *testing.T, s *Server, ts *httptest.Server) (ok, dropped int) {
 			ok++
 		case 503:
 			dropped++
-			var d DropResponse
+			var d kserve.DropResponse
 			if err := json.Unmarshal(r.body, &d); err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +282,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		}
 	}
 	code, body := get(t, ts.URL+"/v2/models/demo")
-	var md ModelMetadata
+	var md kserve.ModelMetadata
 	if err := json.Unmarshal(body, &md); code != 200 || err != nil {
 		t.Fatalf("metadata: %d %s", code, body)
 	}

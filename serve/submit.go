@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // A request whose client left before its answer (Server.Submit's ctx ended, the HTTP
@@ -25,7 +26,7 @@ type Request struct {
 	ID    string
 	// Input is the request's input tensor; nil means none (emulated workers need no data; a
 	// front end whose requests carry text, such as an LLM API, gives token counts in Attrs).
-	Input *TensorJSON
+	Input *kserve.TensorJSON
 	// Attrs are handed to the engine at arrival: class, priority, prompt and output tokens,
 	// the validation sample a cascade request stands for.
 	Attrs dataplane.Attrs

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // resultExecutor is an emulated executor that reports a model output for every request, as
@@ -39,7 +40,7 @@ func (f *testFrontend) Routes(s *Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/test/{model}", func(w http.ResponseWriter, r *http.Request) {
 		a, err := s.Submit(r.Context(), Request{Model: r.PathValue("model"), ID: "fe", Attrs: dataplane.Attrs{Priority: 2}})
 		if err != nil {
-			writeJSON(w, 500, ErrorResponse{Error: err.Error()})
+			writeJSON(w, 500, kserve.ErrorResponse{Error: err.Error()})
 			return
 		}
 		writeJSON(w, a.Status, map[string]any{"status": a.Status, "kind": s.Deployment().Kind})
@@ -82,7 +83,7 @@ func TestSubmit(t *testing.T) {
 	t.Run("hops and results", func(t *testing.T) {
 		var mu sync.Mutex
 		var hops []HopEvent
-		in := Float32Tensor("", []int64{1, 2}, []float32{1, 2})
+		in := kserve.Float32Tensor("", []int64{1, 2}, []float32{1, 2})
 		a := submitRetry(t, s, Request{Model: model, ID: "h", Input: &in, OnHop: func(h HopEvent) {
 			mu.Lock()
 			hops = append(hops, h)

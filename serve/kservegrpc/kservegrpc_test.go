@@ -21,6 +21,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
 
@@ -106,7 +107,7 @@ func fp32Raw(vals ...float32) []byte {
 func fp16Raw(vals ...float32) []byte {
 	var b []byte
 	for _, v := range vals {
-		b = binary.LittleEndian.AppendUint16(b, serve.F32ToF16(v))
+		b = binary.LittleEndian.AppendUint16(b, kserve.F32ToF16(v))
 	}
 	return b
 }
@@ -292,7 +293,7 @@ func FuzzInputJSON(f *testing.F) {
 		}
 		data, dt, err := inputJSON(in, raw, isRaw, "FP32")
 		if err == nil {
-			out, rawOut, err := outputTensor(serve.TensorJSON{Name: "y", Datatype: dt, Data: data}, isRaw, false)
+			out, rawOut, err := outputTensor(kserve.TensorJSON{Name: "y", Datatype: dt, Data: data}, isRaw, false)
 			if err != nil || (isRaw && rawOut == nil) || (!isRaw && out.Contents == nil) {
 				t.Fatalf("round trip of %s: %v", data, err)
 			}

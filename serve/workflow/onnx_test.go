@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/internal/tinycascade"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // The tiny real workflow (testdata/dyorc/onnx): mlp-s routes each request to answer:mlp-l
@@ -91,7 +92,7 @@ func TestONNXWorkflow(t *testing.T) {
 		if !ok {
 			continue
 		}
-		in := serve.Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
+		in := kserve.Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
 		body, _ := json.Marshal(RunRequest{ID: fmt.Sprint(i), Input: &in})
 		code, b := post(t, ts.URL+"/v1/workflows/triage/run", string(body))
 		var r RunResponse
