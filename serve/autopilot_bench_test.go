@@ -86,8 +86,9 @@ func backgroundResolve(b *testing.B, demo *formats.Plan) (stop func() int64) {
 	}
 }
 
-// BenchmarkAutopilotResolveP99 is issue 35's "the request path's p99 does not rise by more
-// than 10% during a background re-solve": one server (the one-GPU plan, 200 rps, 10 ms a
+// BenchmarkAutopilotResolveP99 checks that the request path's p99 does not rise by more
+// than 10% during a background re-solve (a re-plan must not cost the traffic it plans for):
+// one server (the one-GPU plan, 200 rps, 10 ms a
 // batch) under the same load — bursts of 200 requests at half its rate — with and without
 // the demo plan's ladder being re-solved by the real planner (PPipe's MILP on HiGHS) in the
 // same process, the two phases interleaved (their order alternating) so that a machine

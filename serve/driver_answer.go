@@ -5,8 +5,8 @@ import (
 	"github.com/plan-dev/plan/serve/kserve"
 )
 
-// cancel asks the driver to withdraw c, whose client left before its answer (issue 29 item
-// 2): a request nobody waits for must not keep costing GPU time. The engine is only ever
+// cancel asks the driver to withdraw c, whose client left before its answer: a request
+// nobody waits for must not keep costing GPU time. The engine is only ever
 // called on the driver's goroutine, so the handler queues the call like an arrival, and
 // waits until the driver has withdrawn it: when the handler returns, the engine knows.
 func (d *driver) cancel(c *call) {

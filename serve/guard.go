@@ -76,7 +76,8 @@ type AdminRouter interface {
 	AdminRoutes() []string
 }
 
-// adminRoutes are the state-changing endpoints (item 7): the server's own and the front
+// adminRoutes are the state-changing endpoints, which answer only an admin listener, a
+// loopback address or a bearer token: the server's own and the front
 // ends' (AdminRouter).
 func (s *Server) adminRoutes() map[string]bool {
 	m := map[string]bool{"PUT /v1/plan": true, "POST /v1/workers/state": true}

@@ -120,7 +120,7 @@ func TestBadData(t *testing.T) {
 		{square, "[1,2,2]", `[[[1,2],[3,4]]]`, ""},
 		{square, "[1,2,2]", `[[1,2],[3,4]]`, ""},
 		{square, "[1,2,2]", `[1,2,3,4]`, ""},
-		// Issue 36 item 13: a zero-size tensor is refused (as over gRPC).
+		// A zero-size tensor holds no sample: refused (as over gRPC).
 		{flat, "[1,0]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
 		{square, "[1,0,2]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
 	} {

@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/internal/tinycascade"
 	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // cascadeDeploy adds CascadeServe plans to the test registry (servetest serves PPipe and
@@ -68,7 +69,7 @@ func TestONNXCascade(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ts := testServer(t, Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
-		NewExecutor: ONNXFactory(ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
+		NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
 	code, body := get(t, ts.URL+"/v2/models/"+tinycascade.Task)
 	if code != 200 || !strings.Contains(string(body), `"shape":[-1,32]`) {
 		t.Fatalf("metadata: %d %s", code, body)
@@ -202,32 +203,11 @@ func TestONNXCascadeBadModels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
-				NewExecutor: ONNXFactory(ONNXOptions{Model: tc.model(t), Device: "cpu", Threads: 1})})
+				NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: tc.model(t), Device: "cpu", Threads: 1})})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want it to name %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestCertainty(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		v     []float32
-		cert  float64
-		label int
-	}{
-		{"probabilities", []float32{0.1, 0.7, 0.2}, 0.7, 1},
-		{"tie: the first", []float32{0.5, 0.5}, 0.5, 0},
-		{"logits", []float32{0, float32(math.Log(3))}, 0.75, 1},
-		{"negative logits", []float32{-1, -1, -1, -1}, 0.25, 0},
-		{"empty", nil, 0, -1},
-		{"NaN", []float32{float32(math.NaN()), float32(math.NaN())}, 0, -1},
-	} {
-		c, l := certainty(tc.v)
-		if math.Abs(c-tc.cert) > 1e-6 || l != tc.label {
-			t.Errorf("%s: certainty(%v) = %g, %d; want %g, %d", tc.name, tc.v, c, l, tc.cert, tc.label)
-		}
 	}
 }
 
@@ -259,7 +239,7 @@ func TestONNXCascadeAccuracy(t *testing.T) {
 		}
 	}
 	s, _ := testServer(t, Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
-		NewExecutor: ONNXFactory(ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
+		NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
 	type out struct {
 		by    string
 		label int32

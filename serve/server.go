@@ -31,17 +31,8 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
-
-// ExecutorFactory builds the executor for a deployment (called at start and for every plan
-// reload, before intake pauses: the preload step).
-type ExecutorFactory func(clk Clock, dep *dataplane.Deployment, plan *formats.Plan) (Executor, error)
-
-// SpecProvider is implemented by executors that know their models' tensors (ONNX); others
-// get the emulated default (Options.InputShape).
-type SpecProvider interface {
-	Spec(app dataplane.AppID) (in, out kserve.TensorSpec)
-}
 
 // Options configure a Server.
 type Options struct {
@@ -59,7 +50,7 @@ type Options struct {
 	// Policy picks the runtime policy (Policy.Policy empty = the plan's default).
 	Policy dataplane.Config
 	// NewExecutor builds workers; nil means emulated workers.
-	NewExecutor ExecutorFactory
+	NewExecutor worker.ExecutorFactory
 	// Jitter is the emulated workers' (and transfers') relative noise; Seed seeds it.
 	Jitter float64
 	Seed   uint64
@@ -101,7 +92,7 @@ type Options struct {
 // Server serves one plan at a time over HTTP.
 type Server struct {
 	opts     Options
-	clk      Clock
+	clk      worker.Clock
 	d        *driver
 	m        *metrics
 	mux      *http.ServeMux
@@ -160,12 +151,12 @@ func New(opts Options) (*Server, error) {
 	if len(opts.InputShape) == 0 {
 		opts.InputShape = []int64{-1}
 	}
-	s := &Server{opts: opts, clk: NewClock(), m: newMetrics()}
+	s := &Server{opts: opts, clk: worker.NewClock(), m: newMetrics()}
 	s.m.legacy = opts.MetricsLegacy
 	s.metricsH = s.m.handler()
 	if s.opts.NewExecutor == nil {
-		s.opts.NewExecutor = func(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
-			return NewEmulated(clk, opts.Jitter, opts.Seed), nil
+		s.opts.NewExecutor = func(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+			return worker.NewEmulated(clk, opts.Jitter, opts.Seed), nil
 		}
 	}
 	g, err := s.prepare(opts.Plan)
@@ -249,7 +240,7 @@ func (s *Server) prepare(p *formats.Plan) (*generation, error) {
 	}
 	tr := &tracker{Executor: ex, log: s.opts.Log}
 	specs := make([]modelSpec, len(dep.Apps))
-	sp, hasSpec := ex.(SpecProvider)
+	sp, hasSpec := ex.(worker.SpecProvider)
 	for i, a := range dep.Apps {
 		ms := modelSpec{name: a.Name, sloUs: int64(a.SLO), rateRPS: a.RateRPS, series: s.m.model(a.Name)}
 		if hasSpec {

@@ -18,6 +18,7 @@ import (
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -496,16 +497,16 @@ func newGated() *gated { return &gated{gate: make(chan struct{})} }
 
 func (g *gated) open() { g.once.Do(func() { close(g.gate) }) }
 
-func (g *gated) factory(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
-	return &gatedExecutor{Emulated: NewEmulated(clk, 0, 1), gate: g.gate}, nil
+func (g *gated) factory(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+	return &gatedExecutor{Emulated: worker.NewEmulated(clk, 0, 1), gate: g.gate}, nil
 }
 
 type gatedExecutor struct {
-	*Emulated
+	*worker.Emulated
 	gate chan struct{}
 }
 
-func (e *gatedExecutor) Run(job *Job, done func(*Job)) {
+func (e *gatedExecutor) Run(job *worker.Job, done func(*worker.Job)) {
 	go func() {
 		<-e.gate
 		e.Emulated.Run(job, done)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // A request whose client left before its answer (Server.Submit's ctx ended, the HTTP
@@ -102,14 +103,9 @@ func (s *Server) Deployment() *dataplane.Deployment {
 }
 
 // Clock returns the server's clock (µs since start), on which Timing and HopEvent are given.
-func (s *Server) Clock() Clock { return s.clk }
+func (s *Server) Clock() worker.Clock { return s.clk }
 
 // WriteTimeout is the longest one write to a client may block (`--write-timeout`): a front
 // end that writes several times (a stream) sets it before each, so a client that stops
 // reading is cut off instead of holding its connection and handler.
 func (s *Server) WriteTimeout() time.Duration { return s.opts.WriteTimeout }
-
-// From converts a wall-clock instant to the clock's µs (negative before the clock started).
-func (c Clock) From(t time.Time) dataplane.Time {
-	return dataplane.Time(t.Sub(c.epoch) / time.Microsecond)
-}

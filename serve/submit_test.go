@@ -11,17 +11,18 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // resultExecutor is an emulated executor that reports a model output for every request, as
 // an ONNX executor reports real certainties (Job.Results).
 type resultExecutor struct {
-	*Emulated
+	*worker.Emulated
 	res dataplane.Result
 }
 
-func (e *resultExecutor) Run(job *Job, done func(*Job)) {
-	e.Emulated.Run(job, func(j *Job) {
+func (e *resultExecutor) Run(job *worker.Job, done func(*worker.Job)) {
+	e.Emulated.Run(job, func(j *worker.Job) {
 		j.Results = make([]dataplane.Result, len(j.Payload))
 		for i := range j.Results {
 			j.Results[i] = e.res
@@ -76,8 +77,8 @@ func TestSubmit(t *testing.T) {
 	want := dataplane.Result{Certainty: 0.75, Label: 3}
 	fe := &testFrontend{}
 	s, ts := testServer(t, Options{Plan: p, Frontends: []Frontend{fe},
-		NewExecutor: func(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
-			return &resultExecutor{Emulated: NewEmulated(clk, 0, 1), res: want}, nil
+		NewExecutor: func(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+			return &resultExecutor{Emulated: worker.NewEmulated(clk, 0, 1), res: want}, nil
 		}})
 
 	t.Run("hops and results", func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
 
-// StageClient is the serve.StageTransport of grpc:// endpoints: a remote worker sends each
+// StageClient is the worker.StageTransport of grpc:// endpoints: a remote worker sends each
 // batch to a KServe v2 gRPC server (Triton's port 8001, or another `plan serve
 // --grpc-addr`) as raw little-endian contents, one connection per address.
 type StageClient struct {
@@ -36,7 +36,7 @@ func (c *StageClient) client(addr string) (pb.GRPCInferenceServiceClient, error)
 	return pb.NewGRPCInferenceServiceClient(conn), nil
 }
 
-// Metadata implements serve.StageTransport: ServerReady, then ModelMetadata.
+// Metadata implements worker.StageTransport: ServerReady, then ModelMetadata.
 func (c *StageClient) Metadata(ctx context.Context, addr, model string) (*kserve.ModelMetadata, error) {
 	cl, err := c.client(addr)
 	if err != nil {
@@ -59,7 +59,7 @@ func (c *StageClient) Metadata(ctx context.Context, addr, model string) (*kserve
 	return md, nil
 }
 
-// Infer implements serve.StageTransport: one ModelInfer with the batch in raw contents; the
+// Infer implements worker.StageTransport: one ModelInfer with the batch in raw contents; the
 // answer's first output (raw or typed) comes back as a JSON-data tensor.
 func (c *StageClient) Infer(ctx context.Context, addr, model string, in kserve.TensorJSON) (*kserve.TensorJSON, error) {
 	cl, err := c.client(addr)
@@ -93,7 +93,7 @@ func (c *StageClient) Infer(ctx context.Context, addr, model string, in kserve.T
 	return &kserve.TensorJSON{Name: o.GetName(), Shape: o.GetShape(), Datatype: dtype, Data: data}, nil
 }
 
-// Close implements serve.StageTransport: closes every connection.
+// Close implements worker.StageTransport: closes every connection.
 func (c *StageClient) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -10,7 +10,7 @@
 // §1.3) with a per-request uniform seeded by (request, stage), or — when the body gives a
 // seed — along the path that seed determines (dataplane/dyorc's ground truth, the same path
 // the simulator's oracle reads); ONNX workers report the argmax of a real model's output
-// (serve.Job.Results). The scheduler itself never sees a branch before the worker reports
+// (worker.Job.Results). The scheduler itself never sees a branch before the worker reports
 // it: that is the workflow uncertainty DyOrc's Markov predictor speculates on (paper §3).
 package workflow
 
