@@ -19,7 +19,7 @@ import (
 // (decode, validate), driver (engine, timers, emulated 2 ms hop), answer encoding. Requests
 // run concurrently (the 2 ms of emulated work overlap), so ns/op is the throughput cost, and
 // that is bounded by the plan's capacity (wide.json: 32 L4 × 500/s = 62.5 µs per request).
-// cpu-µs/req is what the per-request CPU target counts: the process's CPU time
+// cpu-µs/req is the server's CPU per request, which bounds its throughput: the process's CPU time
 // (user + system) per request. It includes the benchmark's own side (building each
 // httptest request and recorder), which the "floor" case measures alone behind a trivial
 // handler that reads the body and writes a small JSON answer: plan's own CPU per request is
