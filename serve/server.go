@@ -103,8 +103,8 @@ type Server struct {
 	// arrivals counts infer requests at the door (the idle monitor's signal).
 	arrivals atomic.Int64
 	// observe, when set, sees every request for a served model at its arrival (the
-	// autopilot's observer; serve/autopilot.go).
-	observe atomic.Pointer[arrivalObserver]
+	// autopilot's observer: SetArrivalObserver).
+	observe atomic.Pointer[ArrivalObserver]
 	// limits are the body limits of the routes other than infer (bodyLimits); admin the
 	// state-changing routes (adminRoutes).
 	limits map[string]int64

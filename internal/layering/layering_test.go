@@ -14,7 +14,7 @@
 // Inside serve the packages are ordered too (a layer's level), so that what changes together
 // stays together and dependencies point one way:
 //
-//	front ends (kservegrpc, openai, workflow) → load → serve (the driver and the KServe HTTP
+//	front ends (kservegrpc, openai, workflow, autopilot) → load → serve (the driver and the KServe HTTP
 //	front end) → worker (emulated, onnx, remote) → {kserve (the v2 wire shapes), internal}
 //
 // A package imports only a lower level of its group; two packages of one level never import
@@ -60,6 +60,7 @@ var layers = []layer{
 	{"serve/kservegrpc", 4, "serve", 5},
 	{"serve/openai", 4, "serve", 5},
 	{"serve/workflow", 4, "serve", 5},
+	{"serve/autopilot", 4, "serve", 5},
 	{"serve/load", 4, "serve", 4},
 	{"serve", 4, "serve", 3},
 	{"serve/worker", 4, "serve", 2},
@@ -243,6 +244,8 @@ func TestRuleCatches(t *testing.T) {
 		{"serve/worker", "serve", true},
 		{"serve/kserve", "serve/worker", true},
 		{"serve/openai", "serve/kservegrpc", true},
+		{"serve", "serve/autopilot", true},
+		{"serve/autopilot", "serve", false},
 		{"serve/openai", "serve", false},
 		{"serve/kservegrpc", "serve/load", false},
 		{"serve", "serve/worker", false},

@@ -1,4 +1,4 @@
-package serve
+package autopilot
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/planner"
 	pap "github.com/plan-dev/plan/planner/autopilot"
 	"github.com/plan-dev/plan/planner/ppipe"
+	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/solver"
 )
@@ -111,7 +112,7 @@ func BenchmarkAutopilotResolveP99(b *testing.B) {
 	} else if err != nil {
 		b.Fatal(err)
 	}
-	_, ts := testServer(b, Options{Plan: p})
+	_, ts := testServer(b, serve.Options{Plan: p})
 	url := ts.URL + "/v2/models/m1/infer"
 	gap := time.Duration(float64(time.Second) / (0.5 * rate))
 	// burst returns each answer's latency as the server measured it (its timing.latency_us:
