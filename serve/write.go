@@ -71,7 +71,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // writeInfer writes a 200 infer answer without parameters (none on the response or its
-// outputs: appendInferResponse encodes it by hand). r does not escape, so the caller's
+// outputs: kserve.AppendInferResponse encodes it by hand). r does not escape, so the caller's
 // response, its outputs and timing stay on its stack rather than being allocated per answer,
 // as writeJSON's interface argument would make them; nothing may copy from r to the heap
 // here (escape analysis would take all of r's pointers to escape with it).
