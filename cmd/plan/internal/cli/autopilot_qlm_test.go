@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/serve"
+	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -110,7 +111,7 @@ func TestServeAutopilotQLM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st serve.AutopilotStatus
+	var st serveap.Status
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	if err != nil || st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Current.Capacity) != 2 || st.Current.Capacity[0] <= 0 {

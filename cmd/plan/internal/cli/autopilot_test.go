@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/serve"
+	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -132,7 +133,7 @@ func TestServeAutopilot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st serve.AutopilotStatus
+	var st serveap.Status
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	if err != nil || st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Decisions) == 0 {

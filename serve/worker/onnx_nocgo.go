@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package serve
+package worker
 
 import (
 	"errors"

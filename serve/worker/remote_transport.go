@@ -1,4 +1,4 @@
-package serve
+package worker
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // StageTransport carries a remote stage's batches over a protocol other than KServe v2
@@ -14,8 +16,8 @@ import (
 // gRPC protocol (serve/kservegrpc.StageClient, attached by `plan serve --workers remote`).
 // Metadata doubles as the health check; Infer sends one batch (the batch dimension first).
 type StageTransport interface {
-	Metadata(ctx context.Context, addr, model string) (*ModelMetadata, error)
-	Infer(ctx context.Context, addr, model string, in TensorJSON) (*TensorJSON, error)
+	Metadata(ctx context.Context, addr, model string) (*kserve.ModelMetadata, error)
+	Infer(ctx context.Context, addr, model string, in kserve.TensorJSON) (*kserve.TensorJSON, error)
 	Close() error
 }
 
@@ -59,7 +61,7 @@ func (r *Remote) checkTransport(t StageTransport, addr string, e resolved) error
 }
 
 // deliver splits a batch's output back per request (the batch dimension first).
-func (r *Remote) deliver(job *Job, live []int, e resolved, o *TensorJSON, fail func(error)) {
+func (r *Remote) deliver(job *Job, live []int, e resolved, o *kserve.TensorJSON, fail func(error)) {
 	elems := splitFlat(o.Data)
 	n := len(live)
 	if len(o.Shape) == 0 || o.Shape[0] != int64(n) || len(elems)%n != 0 {
@@ -70,6 +72,6 @@ func (r *Remote) deliver(job *Job, live []int, e resolved, o *TensorJSON, fail f
 	sampleShape := append([]int64{1}, o.Shape[1:]...)
 	for k, i := range live {
 		d := "[" + strings.Join(elems[k*per:(k+1)*per], ",") + "]"
-		job.Payload[i] = &Payload{Tensor: TensorJSON{Name: o.Name, Shape: sampleShape, Datatype: o.Datatype, Data: json.RawMessage(d)}}
+		job.Payload[i] = &Payload{Tensor: kserve.TensorJSON{Name: o.Name, Shape: sampleShape, Datatype: o.Datatype, Data: json.RawMessage(d)}}
 	}
 }

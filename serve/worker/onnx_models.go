@@ -1,6 +1,6 @@
 //go:build cgo
 
-package serve
+package worker
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // ONNXModels is the onnx executor of deployments whose stages each run one whole model
@@ -24,8 +25,8 @@ type ONNXModels struct {
 	clk    Clock
 	stages []*wholeModel // by StageID
 	names  []string      // stage names, by StageID
-	in     TensorSpec
-	out    TensorSpec
+	in     kserve.TensorSpec
+	out    kserve.TensorSpec
 	owned  []*measure.Session
 }
 
@@ -78,8 +79,8 @@ func NewONNXModels(clk Clock, dep *dataplane.Deployment, o ONNXOptions) (*ONNXMo
 			x.Close()
 			return nil, fmt.Errorf("model %s: %s: onnx workers serve float32 models (input %s, output %s)", name, path, m.Inputs[0].Elem, m.Outputs[0].Elem)
 		}
-		in := TensorSpec{Name: m.Inputs[0].Name, Datatype: "FP32", Shape: specShape(m.Inputs[0].Dims)}
-		out := TensorSpec{Name: m.Outputs[0].Name, Datatype: "FP32", Shape: specShape(m.Outputs[0].Dims)}
+		in := kserve.TensorSpec{Name: m.Inputs[0].Name, Datatype: "FP32", Shape: specShape(m.Inputs[0].Dims)}
+		out := kserve.TensorSpec{Name: m.Outputs[0].Name, Datatype: "FP32", Shape: specShape(m.Outputs[0].Dims)}
 		if len(byModel) == 0 {
 			x.in, x.out = in, out
 		} else if !slices.Equal(in.Shape, x.in.Shape) || !slices.Equal(out.Shape, x.out.Shape) {
@@ -108,7 +109,7 @@ func NewONNXModels(clk Clock, dep *dataplane.Deployment, o ONNXOptions) (*ONNXMo
 func (x *ONNXModels) Kind() string { return "onnx" }
 
 // Spec implements SpecProvider: every model's input and output (they are checked equal).
-func (x *ONNXModels) Spec(dataplane.AppID) (in, out TensorSpec) { return x.in, x.out }
+func (x *ONNXModels) Spec(dataplane.AppID) (in, out kserve.TensorSpec) { return x.in, x.out }
 
 // Run implements Executor: the session runs on its own goroutine.
 func (x *ONNXModels) Run(job *Job, done func(*Job)) {
@@ -134,7 +135,7 @@ func (x *ONNXModels) run(job *Job) {
 		return // a stage without a model: the payloads pass on unchanged
 	}
 	var live []int
-	var ins []*TensorJSON
+	var ins []*kserve.TensorJSON
 	var per []int64
 	var data []float32
 	for i, p := range job.Payload {
@@ -184,7 +185,7 @@ func (x *ONNXModels) run(job *Job) {
 		vals := o.Data[j*k : (j+1)*k]
 		cert, label := certainty(vals)
 		job.Results[i] = dataplane.Result{Certainty: float32(cert), Label: int32(label)}
-		job.Payload[i] = &Payload{Tensor: Float32Tensor(st.out, append([]int64{1}, o.Shape[1:]...), vals), Input: ins[j]}
+		job.Payload[i] = &Payload{Tensor: kserve.Float32Tensor(st.out, append([]int64{1}, o.Shape[1:]...), vals), Input: ins[j]}
 	}
 }
 

@@ -1,4 +1,4 @@
-package serve
+package autopilot
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve"
 )
 
 // oneSolver answers every demand with the same candidate.
@@ -41,7 +42,7 @@ func TestAutopilotSwitchUnderLoad(t *testing.T) {
 	p2.Metadata.Name = "one-gpu-v2"
 	rate := p1.PPipe.Models[0].ThroughputRPS
 	sol := &oneSolver{c: ap.Candidate{GPUs: 1, Capacity: []float64{1.25 * rate}, Plan: p2}}
-	pilot := NewAutopilot(AutopilotOptions{
+	pilot := New(Options{
 		Loop:   ap.Config{Window: 100 * dataplane.Millisecond, Hold: 1, MinInterval: 60 * dataplane.Second},
 		Solver: sol, Apps: []string{"m1"},
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
@@ -50,7 +51,7 @@ func TestAutopilotSwitchUnderLoad(t *testing.T) {
 			return ap.Candidate{GPUs: 2, Capacity: []float64{5 * rate}}, nil
 		},
 	})
-	s, ts := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}})
+	s, ts := testServer(t, serve.Options{Plan: p1, Frontends: []serve.Frontend{pilot}})
 	if err := pilot.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestAutopilotSwitchUnderLoad(t *testing.T) {
 		t.Errorf("plan_autopilot_switches_total != 1:\n%s", mt)
 	}
 	code, body := get(t, ts.URL+"/v1/autopilot")
-	var st AutopilotStatus
+	var st Status
 	if code != 200 || json.Unmarshal(body, &st) != nil || st.Switches != 1 || st.Current.Digest != s.ActiveDigest() {
 		t.Errorf("GET /v1/autopilot: %d %s", code, body)
 	}
@@ -145,14 +146,14 @@ func TestAutopilotAdvise(t *testing.T) {
 	p1 := loadPlan(t, "one-gpu.json")
 	p2 := loadPlan(t, "one-gpu.json")
 	p2.Metadata.Name = "one-gpu-v2"
-	pilot := NewAutopilot(AutopilotOptions{
+	pilot := New(Options{
 		Loop:   ap.Config{Mode: ap.Advise, Window: 50 * dataplane.Millisecond, Hold: 1},
 		Solver: &oneSolver{c: ap.Candidate{GPUs: 1, Capacity: []float64{10}, Plan: p2}}, Apps: []string{"m1"},
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
 			return ap.Candidate{GPUs: 2, Capacity: []float64{1000}}, nil
 		},
 	})
-	s, ts := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}})
+	s, ts := testServer(t, serve.Options{Plan: p1, Frontends: []serve.Frontend{pilot}})
 	if err := pilot.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -183,14 +184,14 @@ func TestAutopilotAdopt(t *testing.T) {
 	p1 := loadPlan(t, "one-gpu.json")
 	p2 := loadPlan(t, "one-gpu.json")
 	p2.Metadata.Name = "operator"
-	pilot := NewAutopilot(AutopilotOptions{
+	pilot := New(Options{
 		Loop:   ap.Config{Window: 20 * dataplane.Millisecond},
 		Solver: &oneSolver{}, Apps: []string{"m1"},
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
 			return ap.Candidate{GPUs: 1, Capacity: []float64{200}}, nil
 		},
 	})
-	s, _ := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}})
+	s, _ := testServer(t, serve.Options{Plan: p1, Frontends: []serve.Frontend{pilot}})
 	if err := pilot.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +218,14 @@ func TestAutopilotOverBudget(t *testing.T) {
 	p2 := loadPlan(t, "one-gpu.json")
 	p2.Metadata.Name = "within-budget"
 	var logs syncLog
-	pilot := NewAutopilot(AutopilotOptions{
+	pilot := New(Options{
 		Loop:   ap.Config{Window: 50 * dataplane.Millisecond, Hold: 1, GPUBudget: 1},
 		Solver: &oneSolver{c: ap.Candidate{GPUs: 1, Capacity: []float64{2}, OverBudget: true, Plan: p2}}, Apps: []string{"m1"},
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
 			return ap.Candidate{GPUs: 1, Capacity: []float64{1}}, nil // any load is above it
 		},
 	})
-	s, ts := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	s, ts := testServer(t, serve.Options{Plan: p1, Frontends: []serve.Frontend{pilot}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := pilot.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestAutopilotOverBudget(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	code, body := get(t, ts.URL+"/v1/autopilot")
-	var st AutopilotStatus
+	var st Status
 	if code != 200 || json.Unmarshal(body, &st) != nil || !st.OverBudget || !strings.Contains(st.Note, "more GPUs than the budget (1)") {
 		t.Errorf("GET /v1/autopilot: %d %s", code, body)
 	}
@@ -290,14 +291,14 @@ func TestAutopilotPrefetch(t *testing.T) {
 	p2.Metadata.Name = "bigger"
 	sol := &prefetchSolver{oneSolver: oneSolver{c: ap.Candidate{GPUs: 3, Capacity: []float64{1e6}, Plan: p2}},
 		around: make(chan ap.Candidate, 4), ended: make(chan error, 4)}
-	pilot := NewAutopilot(AutopilotOptions{
+	pilot := New(Options{
 		Loop:   ap.Config{Window: 50 * dataplane.Millisecond, Hold: 1},
 		Solver: sol, Apps: []string{"m1"}, SolveTimeout: time.Hour,
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
 			return ap.Candidate{GPUs: 1, Capacity: []float64{1}}, nil // any load is above it
 		},
 	})
-	s, ts := testServer(t, Options{Plan: p1, Frontends: []Frontend{pilot}})
+	s, ts := testServer(t, serve.Options{Plan: p1, Frontends: []serve.Frontend{pilot}})
 	if err := pilot.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -343,14 +344,14 @@ func TestAutopilotPrefetch(t *testing.T) {
 // test's own tick) holds every request sent, whatever share of them was refused.
 func TestAutopilotObservesRefused(t *testing.T) {
 	p := loadPlan(t, "one-gpu.json")
-	pilot := NewAutopilot(AutopilotOptions{
+	pilot := New(Options{
 		Loop:   ap.Config{Window: 3600 * dataplane.Second, Hold: 1000},
 		Solver: &oneSolver{}, Apps: []string{"m1"},
 		Describe: func(*formats.Plan) (ap.Candidate, error) {
 			return ap.Candidate{GPUs: 1, Capacity: []float64{100}}, nil
 		},
 	})
-	s, ts := testServer(t, Options{Plan: p, Frontends: []Frontend{pilot}, MaxInFlight: 1})
+	s, ts := testServer(t, serve.Options{Plan: p, Frontends: []serve.Frontend{pilot}, MaxInFlight: 1})
 	if err := pilot.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestAutopilotObservesRefused(t *testing.T) {
 	if refused == 0 {
 		t.Fatalf("no request of %d was refused: the test saw no refusal to count", sent)
 	}
-	pilot.loop.Tick(s.clk.Now() + 3600*dataplane.Second)
+	pilot.loop.Tick(s.Clock().Now() + 3600*dataplane.Second)
 	obs := pilot.loop.Status().Observed
 	if len(obs) != 1 {
 		t.Fatalf("observed %+v, want one closed window", obs)

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package serve
+package worker
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // ONNX is the executor that runs each stage's partition of the model with ONNX Runtime: the
@@ -19,8 +20,8 @@ type ONNX struct {
 	clk    Clock
 	dep    *dataplane.Deployment
 	stages []*onnxStage // by StageID
-	in     TensorSpec
-	out    TensorSpec
+	in     kserve.TensorSpec
+	out    kserve.TensorSpec
 	outIdx map[*onnxStage]int
 	owned  []*measure.Session
 }
@@ -110,8 +111,8 @@ func newONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOption
 		return nil, fmt.Errorf("the plan's profile of %q has %d layers but --model %s has %d nodes: profile this model file (plan profile %s)", model, end, o.Model, len(m.Nodes), o.Model)
 	}
 	x := &ONNX{clk: clk, dep: dep, stages: make([]*onnxStage, len(dep.Stages)), outIdx: map[*onnxStage]int{},
-		in:  TensorSpec{Name: m.Inputs[0].Name, Datatype: "FP32", Shape: specShape(m.Inputs[0].Dims)},
-		out: TensorSpec{Name: m.Outputs[0].Name, Datatype: "FP32", Shape: specShape(m.Outputs[0].Dims)}}
+		in:  kserve.TensorSpec{Name: m.Inputs[0].Name, Datatype: "FP32", Shape: specShape(m.Inputs[0].Dims)},
+		out: kserve.TensorSpec{Name: m.Outputs[0].Name, Datatype: "FP32", Shape: specShape(m.Outputs[0].Dims)}}
 	byRange := map[[2]int]*onnxStage{}
 	for si := range dep.Stages {
 		st := &dep.Stages[si]
@@ -182,7 +183,7 @@ func indexOf(xs []string, s string) int {
 func (x *ONNX) Kind() string { return "onnx" }
 
 // Spec implements SpecProvider.
-func (x *ONNX) Spec(dataplane.AppID) (in, out TensorSpec) { return x.in, x.out }
+func (x *ONNX) Spec(dataplane.AppID) (in, out kserve.TensorSpec) { return x.in, x.out }
 
 // Run implements Executor: the session runs on its own goroutine.
 func (x *ONNX) Run(job *Job, done func(*Job)) {
@@ -236,7 +237,7 @@ func (x *ONNX) run(job *Job) {
 				shape = f.Shape
 				vals = make([]float32, len(f.F16))
 				for e, h := range f.F16 {
-					vals[e] = f16to32(h)
+					vals[e] = kserve.F16ToF32(h)
 				}
 			}
 			if j == 0 {
@@ -266,12 +267,12 @@ func (x *ONNX) run(job *Job) {
 			per := len(o.Data) / n
 			vals := o.Data[j*per : (j+1)*per]
 			if st.last && k == x.outIdx[st] {
-				np.Tensor = Float32Tensor(name, append([]int64{1}, o.Shape[1:]...), vals)
+				np.Tensor = kserve.Float32Tensor(name, append([]int64{1}, o.Shape[1:]...), vals)
 				continue
 			}
 			f := Feature{Name: name, Shape: append([]int64(nil), o.Shape[1:]...), F16: make([]uint16, len(vals))}
 			for e, v := range vals {
-				f.F16[e] = f32to16(v)
+				f.F16[e] = kserve.F32ToF16(v)
 			}
 			np.Features = append(np.Features, f)
 		}

@@ -1,10 +1,9 @@
-package serve
+package kserve
 
 import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // The answers of the infer endpoint are encoded by hand: they are the hot path's largest
@@ -12,10 +11,8 @@ import (
 // decodes to the same values as json.Marshal's (TestEncodeMatchesJSON); tensors with
 // parameters, the rare case, go through json.Marshal.
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// appendInferResponse appends r as JSON; ok is false when r needs json.Marshal.
-func appendInferResponse(b []byte, r *InferResponse) ([]byte, bool) {
+// AppendInferResponse appends r as JSON; ok is false when r needs json.Marshal.
+func AppendInferResponse(b []byte, r *InferResponse) ([]byte, bool) {
 	if r.Parameters != nil {
 		return b, false
 	}
@@ -72,8 +69,8 @@ func appendInferResponse(b []byte, r *InferResponse) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// appendDropResponse appends d as JSON.
-func appendDropResponse(b []byte, d *DropResponse) []byte {
+// AppendDropResponse appends d as JSON.
+func AppendDropResponse(b []byte, d *DropResponse) []byte {
 	b = append(b, `{"error":`...)
 	b = appendString(b, d.Error)
 	if d.Model != "" {

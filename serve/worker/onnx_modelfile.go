@@ -1,4 +1,4 @@
-package serve
+package worker
 
 import (
 	"errors"
@@ -67,8 +67,8 @@ func checkModelName(model string) error {
 	return nil
 }
 
-// readRootFile reads a regular file of at most onnx.MaxModelBytes inside root (issue 36 item
-// 10: a FIFO blocked start-up forever, /dev/zero grew without bound). What is not a regular
+// readRootFile reads a regular file of at most onnx.MaxModelBytes inside root (a FIFO would
+// block start-up forever, /dev/zero would grow without bound). What is not a regular
 // file is refused before it is opened.
 func readRootFile(root *os.Root, name string) ([]byte, error) {
 	st, err := root.Stat(name)

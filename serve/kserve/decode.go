@@ -1,10 +1,11 @@
-package serve
+package kserve
 
 // The infer endpoint's request decoder has a fast path for the shape nearly every request
 // has: {"id": "...", "inputs": [{"name", "shape", "datatype", "data"}]} with plain ASCII
 // strings, integer shapes and numeric data. encoding/json decodes such a body by reflection
-// at several µs per request, most of the server's own CPU per request after the HTTP stack
-// (issue 11's per-request CPU target). The fast path answers only when it is sure: anything
+// at several µs per request, most of the server's own CPU per request after the HTTP stack,
+// and that CPU bounds how many requests a core can take before the driver falls behind. The
+// fast path answers only when it is sure: anything
 // else (escapes, non-ASCII, other fields, null, duplicate keys, strings or booleans in the
 // data, malformed JSON) returns ok = false and the request goes through encoding/json, which
 // stays the reference and produces every error message. FuzzDecodeFast checks that whenever

@@ -1,13 +1,13 @@
-package serve
+package kserve
 
 import "math"
 
 // Feature maps cross stage boundaries as IEEE 754 half floats, the wire format PPipe's cut
 // sizes assume (2 bytes per element).
 
-// f32to16 rounds to the nearest half float (ties to even); out-of-range values saturate to
+// F32ToF16 rounds to the nearest half float (ties to even); out-of-range values saturate to
 // ±Inf and NaN stays NaN.
-func f32to16(f float32) uint16 {
+func F32ToF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	sign := uint16(b>>16) & 0x8000
 	exp := int32(b>>23) & 0xff
@@ -48,8 +48,8 @@ func f32to16(f float32) uint16 {
 	return sign | uint16(h)
 }
 
-// f16to32 widens a half float exactly.
-func f16to32(h uint16) float32 {
+// F16ToF32 widens a half float exactly.
+func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h & 0x3ff)

@@ -1,4 +1,4 @@
-package serve
+package worker
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/jsonx"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // EndpointsKind is the kind of an endpoints file.
@@ -73,7 +74,7 @@ func DecodeEndpoints(name string, data []byte) (*Endpoints, error) {
 	}
 	var e Endpoints
 	if err := jsonx.Decode(js, &e, jsonx.Options{Closed: true}); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", name, formats.ErrDecode, jsonErr(err))
+		return nil, fmt.Errorf("%s: %w: %s", name, formats.ErrDecode, kserve.DescribeJSONError(err))
 	}
 	e.file = name
 	var errs formats.ErrorList

@@ -1,4 +1,4 @@
-package serve
+package kserve
 
 import (
 	"math"
@@ -8,8 +8,8 @@ import (
 func TestFP16(t *testing.T) {
 	// Every half float widens and narrows back to itself (NaNs stay NaN).
 	for h := 0; h < 1<<16; h++ {
-		f := f16to32(uint16(h))
-		back := f32to16(f)
+		f := F16ToF32(uint16(h))
+		back := F32ToF16(f)
 		if math.IsNaN(float64(f)) {
 			if back&0x7c00 != 0x7c00 || back&0x3ff == 0 {
 				t.Fatalf("NaN %#04x came back as %#04x", h, back)
@@ -34,13 +34,13 @@ func TestFP16(t *testing.T) {
 		{0, 0x0000},
 	}
 	for _, c := range cases {
-		if got := f32to16(c.f); got != c.want {
-			t.Errorf("f32to16(%g) = %#04x, want %#04x", c.f, got, c.want)
+		if got := F32ToF16(c.f); got != c.want {
+			t.Errorf("F32ToF16(%g) = %#04x, want %#04x", c.f, got, c.want)
 		}
 	}
 	// Relative error of the rounding is at most 2^-11 in the normal range.
 	for _, f := range []float32{3.14159, -123.456, 0.001, 4096.5, 1e-4} {
-		g := f16to32(f32to16(f))
+		g := F16ToF32(F32ToF16(f))
 		if math.Abs(float64(g-f)) > math.Abs(float64(f))/2048 {
 			t.Errorf("%g → %g: error above half an ulp", f, g)
 		}

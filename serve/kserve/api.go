@@ -1,4 +1,10 @@
-package serve
+// Package kserve holds the KServe v2 (Open Inference Protocol) JSON shapes that plan serve
+// answers on HTTP and speaks to remote workers' endpoints: the request, response, metadata
+// and tensor types, the strict request decoder (with its allocation-free fast path), the
+// hand-written answer encoder and the IEEE half-float conversions of FP16 tensors. It is a
+// leaf of serve: the front ends, the driver and the workers all use it, and it imports none
+// of them.
+package kserve
 
 import (
 	"encoding/json"
@@ -143,16 +149,16 @@ func badf(format string, args ...any) error {
 // requests itself) and whose other dimensions match, and data whose element count matches
 // the shape. Every failure is a *BadRequestError naming the field.
 func DecodeInferRequest(body []byte, spec TensorSpec) (*InferRequest, error) {
-	req, err := decodeInfer(body, spec)
+	req, err := DecodeInfer(body, spec)
 	if err != nil {
 		return nil, err
 	}
 	return &req, nil
 }
 
-// decodeInfer is DecodeInferRequest returning the request by value (the handler's hot path
+// DecodeInfer is DecodeInferRequest returning the request by value (the HTTP handler's hot path
 // keeps it on its stack).
-func decodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
+func DecodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
 	req, ok := decodeInferFast(body, spec)
 	if !ok {
 		var err error
@@ -163,7 +169,7 @@ func decodeInfer(body []byte, spec TensorSpec) (InferRequest, error) {
 	if len(req.Inputs) != 1 {
 		return InferRequest{}, badf("inputs: %d tensors: the model takes exactly one (%s)", len(req.Inputs), spec.Name)
 	}
-	// The same check as every other front end's (Server.Submit: KServe gRPC, ...).
+	// The same check as every other front end's (serve.Server.Submit: KServe gRPC, ...).
 	if err := CheckInput(&req.Inputs[0], spec); err != nil {
 		return InferRequest{}, err
 	}
@@ -178,12 +184,15 @@ func decodeInferJSON(body []byte) (InferRequest, error) {
 		if errors.Is(err, jsonx.ErrTrailing) {
 			return req, badf("malformed JSON: trailing data after the request object")
 		}
-		return req, badf("malformed JSON: %s", jsonErr(err))
+		return req, badf("malformed JSON: %s", DescribeJSONError(err))
 	}
 	return req, nil
 }
 
-func jsonErr(err error) string {
+// DescribeJSONError words an encoding/json error for a client: a syntax error with its byte
+// offset, a type error with the field and the types, anything else without the "json: "
+// prefix.
+func DescribeJSONError(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
@@ -193,6 +202,50 @@ func jsonErr(err error) string {
 		return fmt.Sprintf("field %s: got a JSON %s, want %s", te.Field, te.Value, te.Type)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// CheckInput checks one input tensor against the model's input spec as the HTTP API does
+// (name, datatype, rank, one sample, every fixed dimension, the data's elements) and fills in
+// an empty name.
+func CheckInput(in *TensorJSON, spec TensorSpec) error {
+	if in.Name != spec.Name && in.Name != "" {
+		return badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
+	}
+	if in.Datatype != spec.Datatype {
+		return badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
+	}
+	if len(in.Shape) != len(spec.Shape) {
+		return badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
+	}
+	n := int64(1)
+	for i, d := range in.Shape {
+		if d <= 0 {
+			// A zero-size tensor holds no sample: nothing to infer.
+			return badf("inputs[0].shape[%d]: %d: must be > 0 (a zero-size tensor holds no data)", i, d)
+		}
+		if i == 0 {
+			if d != 1 {
+				return badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
+			}
+		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
+			return badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
+		}
+		if n > math.MaxInt32/d {
+			return badf("inputs[0].shape: %v: too many elements", in.Shape)
+		}
+		n *= d
+	}
+	got, err := checkData(in.Data, in.Shape, in.Datatype, "inputs[0].data")
+	if err != nil {
+		return &BadRequestError{Msg: err.Error()}
+	}
+	if got != n {
+		return badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
+	}
+	if in.Name == "" {
+		in.Name = spec.Name
+	}
+	return nil
 }
 
 // checkData checks a tensor's data against its shape and datatype and counts its elements.
@@ -334,7 +387,7 @@ func (c *dataChecker) scalar(depth int) error {
 			c.i++
 		}
 		c.i = min(c.i+1, len(c.raw))
-		return fmt.Errorf("%s: %s: want a %s", c.at(), clip(c.raw[start:c.i]), c.want())
+		return fmt.Errorf("%s: %s: want a %s", c.at(), Clip(c.raw[start:c.i]), c.want())
 	}
 	for c.i < len(c.raw) && c.raw[c.i] != ',' && c.raw[c.i] != ']' && c.raw[c.i] != '[' && c.raw[c.i] != ' ' && c.raw[c.i] != '\t' && c.raw[c.i] != '\n' && c.raw[c.i] != '\r' {
 		c.i++
@@ -359,7 +412,7 @@ func checkElement(tok []byte, dtype string) error {
 	switch {
 	case dtype == "BOOL":
 		if string(tok) != "true" && string(tok) != "false" {
-			return fmt.Errorf("%s: want true or false for BOOL", clip(tok))
+			return fmt.Errorf("%s: want true or false for BOOL", Clip(tok))
 		}
 	case string(tok) == "true" || string(tok) == "false":
 		return fmt.Errorf("%s: want a number for %s", tok, dtype)
@@ -368,7 +421,7 @@ func checkElement(tok []byte, dtype string) error {
 		// (serve/kservegrpc), so every front end rejects them here alike.
 		return fmt.Errorf("%s: not a finite %s number", tok, dtype)
 	case !isJSONNumber(tok):
-		return fmt.Errorf("%s: want a number for %s", clip(tok), dtype)
+		return fmt.Errorf("%s: want a number for %s", Clip(tok), dtype)
 	case strings.HasPrefix(dtype, "FP"):
 		// Only an exponent or a long mantissa can overflow; parse just those.
 		if hasAny(tok, 'e', 'E') || len(tok) > 20 {
@@ -377,7 +430,7 @@ func checkElement(tok []byte, dtype string) error {
 				bits = 64
 			}
 			if _, err := strconv.ParseFloat(string(tok), bits); err != nil {
-				return fmt.Errorf("%s: not a finite %s number", clip(tok), dtype)
+				return fmt.Errorf("%s: not a finite %s number", Clip(tok), dtype)
 			}
 		}
 	case hasAny(tok, '.', 'e', 'E'):
@@ -430,7 +483,9 @@ func hasAny(b []byte, cs ...byte) bool {
 	return false
 }
 
-func clip(b []byte) string {
+// Clip shortens b to its first 40 bytes for an error message, so a hostile value does not
+// flood the client's answer or the log.
+func Clip(b []byte) string {
 	if len(b) > 40 {
 		return string(b[:40]) + "..."
 	}
@@ -562,7 +617,7 @@ func (t *TensorJSON) Float32s() ([]float32, error) {
 		}
 		f, err := strconv.ParseFloat(string(tok), 32)
 		if err != nil {
-			return fmt.Errorf("element %d: %s: not a number", len(out), clip(tok))
+			return fmt.Errorf("element %d: %s: not a number", len(out), Clip(tok))
 		}
 		out = append(out, float32(f))
 		return nil

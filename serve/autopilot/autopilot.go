@@ -1,10 +1,17 @@
-package serve
+// Package autopilot is the front end of `plan serve --autopilot`: the loop of
+// dataplane/autopilot (observe, forecast, re-solve, switch) run on the server's clock, its
+// routes (GET /v1/autopilot, GET /v1/autopilot/plan) and metrics. It watches the server
+// through serve.Server's exported API (arrivals, the active plan, Reload) and switches plans
+// through the server's reload path, as an operator's PUT /v1/plan does.
+package autopilot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,10 +20,12 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
-// AutopilotOptions configure `plan serve --autopilot`.
-type AutopilotOptions struct {
+// Options configure `plan serve --autopilot`.
+type Options struct {
 	Loop ap.Config
 	// Solver re-plans for a demand; it is called on the autopilot's own goroutine, one solve
 	// at a time, never on the request path.
@@ -39,14 +48,14 @@ type Prefetcher interface {
 	PrefetchAround(ctx context.Context, c ap.Candidate) (int, error)
 }
 
-// Autopilot is the front end of the autopilot loop: GET /v1/autopilot (admin-guarded: the
-// status names plans and rates) and the loop's goroutine, which ticks once per window on
-// the server's clock, re-solves in the background when the loop asks and switches through
-// Server.Reload (PPipe's migration: the new plan's workers are built before intake pauses;
+// Autopilot is the front end of the autopilot loop (serve.Frontend): GET /v1/autopilot
+// (admin-guarded: the status names plans and rates) and the loop's goroutine, which ticks
+// once per window on the server's clock, re-solves in the background when the loop asks and
+// switches through Server.Reload (PPipe's migration: the new plan's workers are built before intake pauses;
 // admitted requests finish on the old generation, held ones are fed to the new).
 type Autopilot struct {
-	opts AutopilotOptions
-	s    *Server
+	opts Options
+	s    *serve.Server
 
 	mu   sync.Mutex
 	loop *ap.Autopilot
@@ -62,22 +71,22 @@ type Autopilot struct {
 	overBudget  prometheus.Gauge
 }
 
-// NewAutopilot returns the front end; Start starts the loop once the server runs.
-func NewAutopilot(o AutopilotOptions) *Autopilot {
+// New returns the front end; Start starts the loop once the server runs.
+func New(o Options) *Autopilot {
 	if o.SolveTimeout <= 0 {
 		o.SolveTimeout = 60 * time.Second
 	}
 	return &Autopilot{opts: o}
 }
 
-// Routes implements Frontend.
-func (a *Autopilot) Routes(s *Server, mux *http.ServeMux) {
+// Routes implements serve.Frontend.
+func (a *Autopilot) Routes(s *serve.Server, mux *http.ServeMux) {
 	a.s = s
 	mux.HandleFunc("GET /v1/autopilot", a.handleStatus)
 	mux.HandleFunc("GET /v1/autopilot/plan", a.handleRecommended)
 }
 
-// AdminRoutes implements AdminRouter.
+// AdminRoutes implements serve.AdminRouter.
 func (a *Autopilot) AdminRoutes() []string {
 	return []string{"GET /v1/autopilot", "GET /v1/autopilot/plan"}
 }
@@ -87,20 +96,20 @@ func (a *Autopilot) AdminRoutes() []string {
 func (a *Autopilot) handleRecommended(w http.ResponseWriter, _ *http.Request) {
 	p := a.Recommended()
 	if p == nil {
-		writeJSON(w, http.StatusNotFound, ErrorResponse{Error: "no recommended plan (the autopilot recommends in advise mode, once the load leaves the served plan's band)"})
+		writeJSON(w, http.StatusNotFound, kserve.ErrorResponse{Error: "no recommended plan (the autopilot recommends in advise mode, once the load leaves the served plan's band)"})
 		return
 	}
 	b, err := formats.Marshal(p)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, ErrorResponse{Error: err.Error()})
+		writeJSON(w, http.StatusInternalServerError, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
 }
 
-// AutopilotStatus is the body of GET /v1/autopilot.
-type AutopilotStatus struct {
+// Status is the body of GET /v1/autopilot.
+type Status struct {
 	ap.Status
 	Apps []string `json:"apps"`
 	// Note says, in words, what an operator must know (over budget, advise only).
@@ -112,10 +121,10 @@ func (a *Autopilot) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	loop := a.loop
 	a.mu.Unlock()
 	if loop == nil {
-		writeJSON(w, http.StatusServiceUnavailable, ErrorResponse{Error: "the autopilot has not started"})
+		writeJSON(w, http.StatusServiceUnavailable, kserve.ErrorResponse{Error: "the autopilot has not started"})
 		return
 	}
-	st := AutopilotStatus{Status: loop.Status(), Apps: a.opts.Apps}
+	st := Status{Status: loop.Status(), Apps: a.opts.Apps}
 	switch {
 	case st.OverBudget:
 		st.Note = fmt.Sprintf("the load needs more GPUs than the budget (%d): serving at the best plan within it", loop.Config().GPUBudget)
@@ -139,13 +148,13 @@ func (a *Autopilot) Start() error {
 	if started {
 		return errors.New("serve: the autopilot has started already")
 	}
-	g := a.s.active.Load()
-	cur, err := a.opts.Describe(g.plan)
+	plan, digest := a.s.ActivePlan()
+	cur, err := a.opts.Describe(plan)
 	if err != nil {
 		return err
 	}
-	cur.Digest = g.digest
-	loop, err := ap.New(a.opts.Loop, len(a.opts.Apps), cur, installer{a.s}, a.s.clk.Now())
+	cur.Digest = digest
+	loop, err := ap.New(a.opts.Loop, len(a.opts.Apps), cur, installer{a.s}, a.s.Clock().Now())
 	if err != nil {
 		return err
 	}
@@ -158,15 +167,14 @@ func (a *Autopilot) Start() error {
 	a.loop, a.stop = loop, make(chan struct{})
 	a.mu.Unlock()
 	apps := a.apps
-	if a.s.closing.Load() {
+	if a.s.Closing() {
 		return errors.New("serve: the server has stopped")
 	}
-	obs := arrivalObserver(func(at dataplane.Time, model string, x dataplane.Attrs) {
+	a.s.SetArrivalObserver(func(at dataplane.Time, model string, x dataplane.Attrs) {
 		if i, ok := apps[model]; ok {
 			loop.Admit(at, i, int64(x.InTokens)+int64(x.OutTokens))
 		}
 	})
-	a.s.observe.Store(&obs)
 	a.wg.Add(1)
 	go a.run(loop, a.stop)
 	a.prefetch(cur)
@@ -184,7 +192,7 @@ func (a *Autopilot) register() {
 		Help: "The rate the autopilot plans for: the highest forecast of the next horizon windows."}, []string{"model"})
 	a.overBudget = prometheus.NewGauge(prometheus.GaugeOpts{Name: "plan_autopilot_over_budget",
 		Help: "1 while the load needs more GPUs than the autopilot's budget (serving at the best plan within it)."})
-	a.s.m.reg.MustRegister(a.switches, a.resolveSecs, a.mape, a.fc, a.overBudget)
+	a.s.MustRegister(a.switches, a.resolveSecs, a.mape, a.fc, a.overBudget)
 }
 
 // run ticks the loop once per window; a due re-solve runs on a goroutine of its own so
@@ -200,7 +208,7 @@ func (a *Autopilot) run(loop *ap.Autopilot, stop chan struct{}) {
 		case <-t.C:
 		}
 		a.adopt(loop)
-		d := loop.Tick(a.s.clk.Now())
+		d := loop.Tick(a.s.Clock().Now())
 		st := loop.Status()
 		for i, n := range a.opts.Apps {
 			a.mape.WithLabelValues(n).Set(st.MAPE[i])
@@ -218,17 +226,17 @@ func (a *Autopilot) run(loop *ap.Autopilot, stop chan struct{}) {
 // the served plan's. A switch of the loop's own is in flight while a re-solve is: then
 // the digests differ only until Resolved returns.
 func (a *Autopilot) adopt(loop *ap.Autopilot) {
-	g := a.s.active.Load()
-	if g.digest == loop.Current() || loop.Status().Solving {
+	plan, digest := a.s.ActivePlan()
+	if digest == loop.Current() || loop.Status().Solving {
 		return
 	}
-	c, err := a.opts.Describe(g.plan)
+	c, err := a.opts.Describe(plan)
 	if err != nil {
-		a.s.Logger().Warn("autopilot: describing the served plan", "digest", g.digest, "err", err)
+		a.s.Logger().Warn("autopilot: describing the served plan", "digest", digest, "err", err)
 		return
 	}
-	c.Digest = g.digest
-	loop.Adopt(a.s.clk.Now(), c)
+	c.Digest = digest
+	loop.Adopt(a.s.Clock().Now(), c)
 	a.prefetch(c)
 }
 
@@ -290,7 +298,7 @@ func (a *Autopilot) resolve(loop *ap.Autopilot, d ap.Demand, stop chan struct{})
 			}
 		}
 	}
-	dec := loop.Resolved(a.s.clk.Now(), c, err)
+	dec := loop.Resolved(a.s.Clock().Now(), c, err)
 	log := a.s.Logger()
 	args := []any{"action", dec.Action, "from", dec.From, "to", dec.To, "gpus", dec.GPUs, "forecast_rps", dec.Forecast, "why", dec.Why, "solve", time.Since(t0).Round(time.Millisecond)}
 	over := dec.Action == "over-budget" || c.OverBudget
@@ -330,52 +338,15 @@ func (a *Autopilot) Close() error {
 	if a.stop != nil {
 		close(a.stop)
 		a.stop = nil
-		a.s.observe.Store(nil)
+		a.s.SetArrivalObserver(nil)
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
 	return nil
 }
 
-// arrivalObserver sees a request for a served model when it arrives (Server.observe).
-//
-// The autopilot observes demand, not admissions: every request for a served model counts at
-// its true arrival (the socket stamp, or the arrival a front end gives), whether the server
-// then admits it or refuses it for capacity (closed door, deadline, --max-inflight, a full
-// migration queue). Counting admissions instead undercounts exactly when it matters: an
-// overloaded plan refuses much of its load at the door, so its windows would show about
-// what it serves, and the step up it needs would be sized for that (and `plan simulate`,
-// which observes every arrival of the trace, would disagree with serve). A client that
-// retries a refusal is counted once per try; requests refused while the server shuts down
-// are not counted.
-type arrivalObserver func(at dataplane.Time, model string, x dataplane.Attrs)
-
-// observeArrival reports one arrival to the observer, if any (a counter bump under the
-// loop's lock, on the request's goroutine).
-func (s *Server) observeArrival(at dataplane.Time, model string, x dataplane.Attrs) {
-	if f := s.observe.Load(); f != nil {
-		(*f)(at, model, x)
-	}
-}
-
-// observeHTTP is observeArrival for POST /v2/models/{model}/infer: the token counts come
-// from the trace header (its errors are answered later, by the handler).
-func (s *Server) observeHTTP(at dataplane.Time, model string, r *http.Request) {
-	f := s.observe.Load()
-	if f == nil {
-		return
-	}
-	var x dataplane.Attrs
-	if v := r.Header.Get(TraceTokensHeader); v != "" {
-		if in, out, err := ParseTraceTokens(v); err == nil {
-			x.InTokens, x.OutTokens = in, out
-		}
-	}
-	(*f)(at, model, x)
-}
-
 // installer switches plans through the server's reload path.
-type installer struct{ s *Server }
+type installer struct{ s *serve.Server }
 
 func (i installer) Install(_ dataplane.Time, c ap.Candidate) error {
 	p, ok := c.Plan.(*formats.Plan)
@@ -383,4 +354,20 @@ func (i installer) Install(_ dataplane.Time, c ap.Candidate) error {
 		return errors.New("the candidate carries no plan")
 	}
 	return i.s.Reload(context.Background(), p)
+}
+
+// writeJSON answers v as JSON with a newline, as the server's own routes do (Content-Type
+// and Content-Length set; a value that does not encode is a 500 naming the error).
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(kserve.ErrorResponse{Error: "encoding the response: " + err.Error()})
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
 }

@@ -1,4 +1,4 @@
-package serve
+package worker
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // Remote is the executor whose workers are KServe v2 / Triton HTTP endpoints. A hop sends
@@ -22,7 +23,7 @@ type Remote struct {
 	clk     Clock
 	dep     *dataplane.Deployment
 	eps     []resolved // per worker
-	meta    map[string]*ModelMetadata
+	meta    map[string]*kserve.ModelMetadata
 	client  *http.Client
 	timeout time.Duration
 }
@@ -49,7 +50,7 @@ func NewRemote(clk Clock, dep *dataplane.Deployment, eps *Endpoints, client *htt
 	for _, a := range dep.Apps {
 		slo = max(slo, a.SLO)
 	}
-	r := &Remote{epsSet: eps, clk: clk, dep: dep, eps: res, meta: map[string]*ModelMetadata{}, client: client,
+	r := &Remote{epsSet: eps, clk: clk, dep: dep, eps: res, meta: map[string]*kserve.ModelMetadata{}, client: client,
 		timeout: max(10*time.Duration(slo)*time.Microsecond, 5*time.Second)}
 	checked := map[string]bool{}
 	for _, e := range res {
@@ -100,7 +101,7 @@ func (r *Remote) check(e resolved) error {
 	if err != nil {
 		return fmt.Errorf("remote endpoint %s: model %q: GET /v2/models/%s: %v", e.url, e.model, e.model, err)
 	}
-	var md ModelMetadata
+	var md kserve.ModelMetadata
 	if err := json.Unmarshal(b, &md); err != nil || len(md.Inputs) == 0 || len(md.Outputs) == 0 {
 		return fmt.Errorf("remote endpoint %s: model %q: metadata without inputs and outputs", e.url, e.model)
 	}
@@ -112,10 +113,10 @@ func (r *Remote) check(e resolved) error {
 func (r *Remote) Kind() string { return "remote" }
 
 // Spec implements SpecProvider: the first stage's input and the last stage's output.
-func (r *Remote) Spec(app dataplane.AppID) (in, out TensorSpec) {
+func (r *Remote) Spec(app dataplane.AppID) (in, out kserve.TensorSpec) {
 	a := &r.dep.Apps[app]
-	in = TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, -1}}
-	out = TensorSpec{Name: "output", Datatype: "FP32", Shape: []int64{-1, -1}}
+	in = kserve.TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, -1}}
+	out = kserve.TensorSpec{Name: "output", Datatype: "FP32", Shape: []int64{-1, -1}}
 	if len(a.Pipelines) == 0 || len(a.Pipelines[0]) == 0 {
 		return in, out
 	}
@@ -142,7 +143,7 @@ func batchShape(s []int64) []int64 {
 	return out
 }
 
-func (r *Remote) metaOf(w dataplane.WorkerID) *ModelMetadata {
+func (r *Remote) metaOf(w dataplane.WorkerID) *kserve.ModelMetadata {
 	e := r.eps[w]
 	return r.meta[e.url+"|"+e.model]
 }
@@ -200,7 +201,7 @@ func (r *Remote) run(job *Job) {
 	if t, addr, _ := r.epsSet.transport(e.url); t != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 		defer cancel()
-		o, err := t.Infer(ctx, addr, e.model, TensorJSON{Name: name, Shape: shape, Datatype: first.Datatype, Data: data.Bytes()})
+		o, err := t.Infer(ctx, addr, e.model, kserve.TensorJSON{Name: name, Shape: shape, Datatype: first.Datatype, Data: data.Bytes()})
 		if err != nil {
 			fail(fmt.Errorf("remote endpoint %s: %v", e.url, err))
 			return
@@ -208,7 +209,7 @@ func (r *Remote) run(job *Job) {
 		r.deliver(job, live, e, o, fail)
 		return
 	}
-	body, err := json.Marshal(&InferRequest{Inputs: []TensorJSON{{Name: name, Shape: shape, Datatype: first.Datatype, Data: data.Bytes()}}})
+	body, err := json.Marshal(&kserve.InferRequest{Inputs: []kserve.TensorJSON{{Name: name, Shape: shape, Datatype: first.Datatype, Data: data.Bytes()}}})
 	if err != nil {
 		fail(err)
 		return
@@ -236,7 +237,7 @@ func (r *Remote) run(job *Job) {
 		fail(fmt.Errorf("remote endpoint %s: status %d: %s", e.url, resp.StatusCode, strings.TrimSpace(string(rb[:min(len(rb), 300)]))))
 		return
 	}
-	var out InferResponse
+	var out kserve.InferResponse
 	if err := json.Unmarshal(rb, &out); err != nil || len(out.Outputs) == 0 {
 		fail(fmt.Errorf("remote endpoint %s: answer is not a KServe v2 inference response", e.url))
 		return

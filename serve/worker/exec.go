@@ -1,4 +1,11 @@
-package serve
+// Package worker holds the workers of plan serve behind one interface, Executor: a job is
+// one hop of a batch on one worker, started on the driver's goroutine without blocking and
+// reported done exactly once. The kinds are the emulated executor (the profiled latency on a
+// timer, no hardware), ONNX Runtime sessions of the plan's partitions or whole models (cgo;
+// a build without cgo refuses them with a clear error), and remote KServe v2 endpoints (HTTP,
+// or a registered transport such as KServe gRPC). The driver (package serve) depends on this
+// package and never the other way.
+package worker
 
 import (
 	"math"
@@ -6,6 +13,8 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // Payload is what travels with one request from stage to stage: the client's input tensor at
@@ -14,12 +23,12 @@ import (
 // the client gets a 502 naming the stage.
 type Payload struct {
 	// Tensor is the client's input (and, for carried-through payloads, the output).
-	Tensor TensorJSON
+	Tensor kserve.TensorJSON
 	// Features are named intermediate tensors (ONNX workers), per sample, fp16.
 	Features []Feature
 	// Input is the client's input once a stage replaced Tensor with its model's output:
 	// whole-model stages after the first (a cascade's) run on it again.
-	Input    *TensorJSON
+	Input    *kserve.TensorJSON
 	Err      error
 	ErrStage string
 }
@@ -32,8 +41,8 @@ type Feature struct {
 	F16   []uint16
 }
 
-// Job is one hop of a batch handed to a worker. The driver fills everything up to Start; the
-// executor sets End (from the shared clock) and may replace Payload entries.
+// Job is one hop of a batch handed to a worker. The driver fills everything up to Start (and
+// Gen); the executor sets End (from the shared clock) and may replace Payload entries.
 type Job struct {
 	Worker  dataplane.WorkerID
 	Batch   dataplane.BatchID
@@ -49,10 +58,10 @@ type Job struct {
 	// certainty and label, a workflow step's branch): the driver hands each to
 	// Engine.SetResult, so real outputs decide forwarding and branching.
 	Results []dataplane.Result
-	gen     int
-	// one backs Payload for a batch of one request, the common case: the job and its
-	// payload list are one allocation.
-	one [1]*Payload
+	// Gen is the driver's own tag: the plan generation whose workers the job ran on, so a
+	// hop of a plan that was since replaced is recognized when it ends. Executors leave it
+	// alone.
+	Gen int
 }
 
 // Executor runs jobs for the workers of one deployment. Run is called on the driver's
@@ -65,6 +74,16 @@ type Executor interface {
 	Run(job *Job, done func(*Job))
 	// Close releases sessions and connections; it is called after the last job finished.
 	Close() error
+}
+
+// ExecutorFactory builds the executor for a deployment (called at start and for every plan
+// reload, before intake pauses: the preload step).
+type ExecutorFactory func(clk Clock, dep *dataplane.Deployment, plan *formats.Plan) (Executor, error)
+
+// SpecProvider is implemented by executors that know their models' tensors (ONNX); others
+// get the emulated default (Options.InputShape).
+type SpecProvider interface {
+	Spec(app dataplane.AppID) (in, out kserve.TensorSpec)
 }
 
 // Clock is the server's monotonic clock in µs since the driver started.
@@ -123,3 +142,8 @@ func (e *Emulated) Run(job *Job, done func(*Job)) {
 
 // Close implements Executor.
 func (e *Emulated) Close() error { return nil }
+
+// From converts a wall-clock instant to the clock's µs (negative before the clock started).
+func (c Clock) From(t time.Time) dataplane.Time {
+	return dataplane.Time(t.Sub(c.epoch) / time.Microsecond)
+}
