@@ -25,8 +25,8 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// ppipeSections validates the PPipe plans the bench writes with PPipe's own rules (issue 29
-// item 3: a write without a set is a structural-only check).
+// ppipeSections validates the PPipe plans the bench writes with PPipe's own rules (a
+// write without a set is a structural-only check).
 var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.Plan{}}, Workload: []formats.Section{ppipesec.Workload{}}}
 
 // HC is one of the paper's heterogeneous clusters (PPipe §7.1, Table 1; GPUs per server and

@@ -59,8 +59,7 @@ func (d *decisionHasher) observe(now dataplane.Time, ev *dataplane.Event, ds []d
 }
 
 // TestSimScaleDecisionHash runs BenchmarkSimScale's load points once each and checks the
-// decision-stream hash against the one recorded before the cancel/forget change (issue 29
-// item 1): a refactor of the policy's state must not change a single decision.
+// decision-stream hash against the one recorded before the cancel/forget change: a refactor of the policy's state must not change a single decision.
 func TestSimScaleDecisionHash(t *testing.T) {
 	// Recorded at e3a0a60 (before the policies handled EvCancel and Forget); the 400 and
 	// 1,600-GPU points run with PLAN_SCALE_HASH_FULL=1 (about 40 s).

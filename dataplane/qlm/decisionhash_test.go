@@ -52,9 +52,9 @@ func (d *decisionHasher) observe(now dataplane.Time, ev *dataplane.Event, ds []d
 // checks the decision-stream hash against the recorded one: compaction (Forget) and anything
 // that does not mean to change the schedule must not change a single decision.
 func TestSimScaleDecisionHash(t *testing.T) {
-	// Recorded with the engine model of issue 30 item 1 (chunked prefill, mixed steps, the
+	// Recorded with the current engine model (chunked prefill, mixed steps, the
 	// output delay): the schedule changed by design; before it, at e3a0a60. QLM at 8 and 32
-	// instances re-recorded when placement counted the group's own model swap (qlmfix item 2).
+	// instances re-recorded when placement counted the group's own model swap.
 	// Re-recorded when an idle instance's outputs came to wait for its output-only step
 	// (dataplane/llm/outputstep.go): every completion on an instance going idle is a decode
 	// step later.

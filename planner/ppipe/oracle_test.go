@@ -279,8 +279,8 @@ func TestOracle(t *testing.T) {
 			if v := Verify(pl); len(v) > 0 {
 				t.Errorf("seed %d %s: %v", seed, rounding, v)
 			}
-			// The plan is what plan solve writes: the format's GPU budget (issue 17 item 2:
-			// stage-rounded plans broke it) must accept it too.
+			// The plan is what plan solve writes: the format's GPU budget (stage-rounded
+			// plans once broke it) must accept it too.
 			if errs := pl.Validate(); len(errs) > 0 {
 				t.Errorf("seed %d %s: the solver's plan fails validation:\n%v", seed, rounding, errs)
 			}

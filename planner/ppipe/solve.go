@@ -349,7 +349,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 // cutoffMaxGap of the bound. Smaller models' full MILP proves the gap in well under a second
 // and returns its own optimum, a better plan than any within the gap: on equal objectives,
 // the one with more headroom or larger batches (the bundled tests' instances have 90–460
-// integer columns; the demo 3.9k, the hard cases of issue 15 1.7–17k). A plan further from
+// integer columns; the demo 3.9k, the hard HC2/P3 cases of bench_test.go 1.7–17k). A plan further from
 // the bound is likely not optimal: then finding a better one is the work, which the full
 // MILP, warm-started and with its heuristics, does better (P3-4types-1model: 2.5% apart
 // after the restricted MILP; the cut-off phase reached 1.5% in 60 s, the full MILP 0.08%).
@@ -362,7 +362,7 @@ const (
 // phase.
 const ccGate = 0.02
 
-// continuousCounts is the formulation phase of issue 15 item 3: what makes the MILP hard is
+// continuousCounts is the formulation phase of the solve: what makes the MILP hard is
 // its integer slice and GPU counts (with them continuous, the hardest bundled case solves in
 // seconds). So it solves the continuous-count relaxation — template and option choices
 // binary, counts continuous — whose dual bound is a valid and much tighter upper bound than

@@ -8,8 +8,8 @@ import (
 )
 
 // tailSamples is how many measured requests beyond an SLO's percentile a run needs for that
-// percentile to mean anything: a p95 estimated from 20 requests is one request (issue 31
-// item 3: at least 20/(1−p), 400 for a p95).
+// percentile to mean anything: a p95 estimated from 20 requests is one request (so
+// at least 20/(1−p), 400 for a p95).
 const tailSamples = 20
 
 // warnFewForPercentile warns on stderr about every application whose SLO is judged at a
