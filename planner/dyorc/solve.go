@@ -147,7 +147,7 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 		return nil, err
 	}
 	if !res.HasSolution {
-		if errors.Is(res.Err(), solver.ErrInfeasible) {
+		if errors.Is(res.Err(), solver.ErrModelInfeasible) {
 			return nil, fmt.Errorf("%w: the workflow services do not fit in the cluster's %d GPUs of %.1f GB", planner.ErrInfeasible, G, float64(c.MemBytes)/1e9)
 		}
 		return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, res.Err())

@@ -57,7 +57,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	}
 	ps := &session{p: pp, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
 	np, err := ps.spaces(spaceConfig{P: 1, wholeOnly: true})
-	if err != nil && !errors.Is(err, ErrInfeasible) {
+	if err != nil && !errors.Is(err, planner.ErrInfeasible) {
 		return nil, err
 	}
 	best := bestWholeX(pp, np) // [model][type] req/s of one whole GPU
@@ -114,7 +114,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 		if res != nil && res.Status == solver.StatusInfeasible {
 			return nil, shortError(ctx, in, opts)
 		}
-		return nil, fmt.Errorf("cost: %w (time limit %s)", ErrNoSolution, opts.TimeLimit)
+		return nil, fmt.Errorf("cost: %w (time limit %s)", planner.ErrNoSolution, opts.TimeLimit)
 	}
 	pipes := p.pipes(spaces, a, 1)
 	obj := p.cost(pipes, cfg.cost)
@@ -250,7 +250,7 @@ func maxScale(ctx context.Context, in Inputs, opts Options) (float64, error) {
 	} else {
 		pipes, _, err = s.ppipe()
 	}
-	if errors.Is(err, ErrInfeasible) || errors.Is(err, ErrNoSolution) {
+	if errors.Is(err, planner.ErrInfeasible) || errors.Is(err, planner.ErrNoSolution) {
 		return 0, nil
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -259,7 +260,7 @@ func TestOracle(t *testing.T) {
 			pl, err := Solve(context.Background(), in, Options{MaxPartitions: P, Gap: 1e-9, Rounding: rounding, Deterministic: true, NoLPGuide: seed%2 == 1})
 			skipWithoutSolver(t, err)
 			if want == 0 {
-				if !errors.Is(err, ErrInfeasible) {
+				if !errors.Is(err, planner.ErrInfeasible) {
 					t.Errorf("seed %d %s: oracle finds no plan, Solve: %v", seed, rounding, err)
 				}
 				continue

@@ -18,8 +18,8 @@ import (
 
 // Solve plans the workload on the cluster with the chosen strategy and returns a complete,
 // self-contained plan (provenance with embedded inputs included). Errors: *InputError
-// (ErrInput) for inconsistent inputs, *InfeasibleError (ErrInfeasible) when some model's SLO
-// admits no pipeline, ErrNoSolution when the time limit passed without any plan, and the
+// (planner.ErrInput) for inconsistent inputs, *InfeasibleError (planner.ErrInfeasible) when some model's SLO
+// admits no pipeline, planner.ErrNoSolution when the time limit passed without any plan, and the
 // solver's errors (solver.ErrBackendUnavailable, solver.ErrCanceled, ...) otherwise.
 func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) {
 	opts = opts.withDefaults()
@@ -52,7 +52,7 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 			default:
 				if thr == nil {
 					pipes, _, err := s.np(false)
-					if err != nil && !errors.Is(err, ErrInfeasible) {
+					if err != nil && !errors.Is(err, planner.ErrInfeasible) {
 						return nil, err
 					}
 					thr = modelThroughput(pipes, len(p.models))
@@ -141,7 +141,7 @@ func minFeasibleSLO(lat, alpha float64) time.Duration {
 }
 
 // run solves one MILP within the session's remaining time; a result without a solution is
-// an error (ErrNoSolution on the time limit).
+// an error (planner.ErrNoSolution on the time limit).
 func (s *session) run(phase string, b *built, start []float64, limit time.Duration) (*solver.Result, error) {
 	res, err := s.solve(phase, b, start, limit)
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *session) run(phase string, b *built, start []float64, limit time.Durati
 	}
 	if !res.HasSolution {
 		if res.Status == solver.StatusTimeLimit {
-			return nil, fmt.Errorf("%s: %w (time limit %s)", phase, ErrNoSolution, s.p.opts.TimeLimit)
+			return nil, fmt.Errorf("%s: %w (time limit %s)", phase, planner.ErrNoSolution, s.p.opts.TimeLimit)
 		}
 		return nil, fmt.Errorf("%s: solver status %s: %w", phase, res.Status, res.Err())
 	}
@@ -250,7 +250,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		switch {
 		case err == nil:
 			npAssign = full.assignFrom(npPipes)
-		case errors.Is(err, ErrInfeasible):
+		case errors.Is(err, planner.ErrInfeasible):
 			// NP cannot serve some model whole; PPipe may still cut it. No warm start.
 		default:
 			return nil, stats{}, err
@@ -269,7 +269,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		lcfg.relax = true
 		lp := s.p.build(spaces, lcfg)
 		lres, err := s.run("lp", lp, nil, time.Until(s.deadline)/2)
-		if err != nil && !errors.Is(err, ErrNoSolution) {
+		if err != nil && !errors.Is(err, planner.ErrNoSolution) {
 			return nil, stats{}, err
 		}
 		if err == nil && lres.Status == solver.StatusOptimal {
@@ -291,7 +291,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 				if rres.Objective > bestObj {
 					best, bestObj = r.lift(rb.decode(rres.Values), spaces), rres.Objective
 				}
-			case errors.Is(err, ErrNoSolution):
+			case errors.Is(err, planner.ErrNoSolution):
 			default:
 				return nil, stats{}, err
 			}
@@ -321,7 +321,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 			start = full.start(best)
 		}
 		res, err := s.run("ppipe", full, start, 0)
-		if err != nil && !(errors.Is(err, ErrNoSolution) && best != nil) {
+		if err != nil && !(errors.Is(err, planner.ErrNoSolution) && best != nil) {
 			return nil, stats{}, err
 		}
 		if err == nil {
@@ -380,7 +380,7 @@ func (s *session) continuousCounts(spaces []*modelSpace, cfg spaceConfig, best a
 	}
 	cres, err := s.run("continuous-counts", cb, start, time.Until(s.deadline)/3)
 	switch {
-	case errors.Is(err, ErrNoSolution):
+	case errors.Is(err, planner.ErrNoSolution):
 		return best, bestObj, bound, nil
 	case err != nil:
 		return nil, 0, 0, err
@@ -400,7 +400,7 @@ func (s *session) continuousCounts(spaces []*modelSpace, cfg spaceConfig, best a
 		if rres.Objective > bestObj || best == nil {
 			best, bestObj = r.lift(rb.decode(rres.Values), spaces), rres.Objective
 		}
-	case errors.Is(err, ErrNoSolution):
+	case errors.Is(err, planner.ErrNoSolution):
 	default:
 		return nil, 0, 0, err
 	}
