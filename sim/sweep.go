@@ -291,7 +291,7 @@ func ParseLoadRange(s string) ([]float64, error) {
 		if hi < lo {
 			return nil, fmt.Errorf("load range %q is empty: %g > %g", s, lo, hi)
 		}
-		n := int(math.Floor((hi-lo)/step+1e-9)) + 1
+		n := int(math.Floor((hi-lo)/step+absTol)) + 1
 		if n > 10000 {
 			return nil, fmt.Errorf("load range %q: %d points (at most 10000)", s, n)
 		}

@@ -606,7 +606,7 @@ func gain(a, b float64) float64 {
 // Loads returns the sweep grid lo..hi by step (ascending).
 func Loads(lo, hi, step float64) []float64 {
 	var out []float64
-	n := int(math.Floor((hi-lo)/step+1e-9)) + 1
+	n := int(math.Floor((hi-lo)/step+absTol)) + 1
 	for i := 0; i < n; i++ {
 		out = append(out, math.Round((lo+float64(i)*step)*1e6)/1e6)
 	}

@@ -55,9 +55,9 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 		if mem == 0 {
 			mem = formats.KnownGPUs[pool.Type]
 		}
-		lo := max(1, int(math.Ceil(total/CostUtilization-1e-9)))
+		lo := max(1, int(math.Ceil(total/CostUtilization-absTol)))
 		if mem > 0 {
-			lo = max(lo, int(math.Ceil(bytes/float64(mem)-1e-9)))
+			lo = max(lo, int(math.Ceil(bytes/float64(mem)-absTol)))
 		}
 		hi := min(cl.AvailableOf(pool.Type), lo+len(w.Services)+1)
 		if float64(lo)*prices[pool.Type] >= bestCost {
@@ -79,7 +79,7 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 			// The busiest GPU's load within the cost model's bound, and every app's rate
 			// within its SLO by the capacity model (the load bound alone sized fleets whose
 			// apps missed their SLOs in simulation).
-			if ok, _ := holdsRates(plan); ok && plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+1e-9 {
+			if ok, _ := holdsRates(plan); ok && plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+absTol {
 				best, bestCost, found = plan, float64(n)*prices[pool.Type], true
 				break
 			}

@@ -122,7 +122,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if obj > 0 {
 		st.gap = (obj - st.bound) / obj
 	}
-	if st.gap > opts.Gap+1e-9 {
+	if st.gap > opts.Gap+absTol {
 		st.status = solver.StatusTimeLimit.String()
 	}
 	countOptions(&st, spaces)
@@ -218,7 +218,7 @@ func floor4(x float64) string {
 		return strconv.FormatFloat(x, 'g', 4, 64)
 	}
 	e := math.Pow(10, math.Floor(math.Log10(x))-3)
-	return strconv.FormatFloat(math.Floor(x/e*(1+1e-12))*e, 'g', 4, 64)
+	return strconv.FormatFloat(math.Floor(x/e*(1+tieTol))*e, 'g', 4, 64)
 }
 
 // maxScale is the largest s such that s times every model's rate is served within the
@@ -286,7 +286,7 @@ func costStart(p *problem, spaces []*modelSpace, price []float64) assignment {
 					continue
 				}
 				g := int(math.Ceil(ms.md.rate / o.X))
-				if g > o.G || o.X*float64(g) > t.xmax+1e-9 {
+				if g > o.G || o.X*float64(g) > t.xmax+absTol {
 					continue
 				}
 				if c := float64(g) * price[t.types[0]]; c < bestCost {
@@ -350,9 +350,8 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 	}
 	if lres.Status == solver.StatusOptimal {
 		bound = lres.Objective
-		const eps = 1e-7
 		inLP := func(m, l, d, o int) bool {
-			return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
+			return lres.Values[lp.y[m][l][d][o]] > lpTol || lres.Values[lp.f[m][l][d][o]] > lpTol
 		}
 		keep := keepGuided(spaces, inLP, start)
 		r := restrict(spaces, keep)
@@ -479,7 +478,7 @@ func (p *problem) fits(spaces []*modelSpace, a assignment, cfg spaceConfig) bool
 	}
 	used := PhysicalGPUs(pp, p.opts.Rounding)
 	for k, t := range p.types {
-		if used[t.name] > float64(p.count(cfg, k))+1e-9 {
+		if used[t.name] > float64(p.count(cfg, k))+absTol {
 			return false
 		}
 	}

@@ -134,7 +134,7 @@ func minFeasibleSLO(lat, alpha float64) time.Duration {
 		return 0
 	}
 	T := math.Max(1, math.Floor(lat/(1-alpha))-3)
-	for T-math.Round(alpha*T) < lat-1e-9 {
+	for T-math.Round(alpha*T) < lat-absTol {
 		T++
 	}
 	return time.Duration(T) * time.Microsecond
@@ -274,9 +274,8 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		}
 		if err == nil && lres.Status == solver.StatusOptimal {
 			bound, lpRes = lres.Objective, lres
-			const eps = 1e-7
 			inLP := func(m, l, d, o int) bool {
-				return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
+				return lres.Values[lp.y[m][l][d][o]] > lpTol || lres.Values[lp.f[m][l][d][o]] > lpTol
 			}
 			keep := keepGuided(spaces, inLP, npAssign)
 			r := restrict(spaces, keep)
@@ -335,7 +334,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 	st.objective, st.bound = bestObj, math.Max(bound, bestObj)
 	st.gap = relGap(st.objective, st.bound)
 	st.status = "optimal"
-	if st.gap > s.p.opts.Gap*(1+1e-9) {
+	if st.gap > s.p.opts.Gap*(1+relTol) {
 		st.status = solver.StatusTimeLimit.String()
 	}
 	if err := s.p.emptyModels(pipes); err != nil {
@@ -475,7 +474,7 @@ func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 	}
 	// A little more slack than exact, so that rounding in HiGHS's duals never cuts off a
 	// solution at t.
-	slack := lp.Objective - t + 1e-7*math.Max(1, math.Abs(lp.Objective))
+	slack := lp.Objective - t + lpTol*math.Max(1, math.Abs(lp.Objective))
 	if slack < 0 {
 		return 0 // the LP bound is already below t: nothing reaches it
 	}
@@ -494,7 +493,7 @@ func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 		case !math.IsInf(lb, 0) && x <= lb+atBound:
 			nub := lb + move
 			if m.IsInteger(v) {
-				nub = math.Floor(nub + 1e-6)
+				nub = math.Floor(nub + boundRound)
 			}
 			if nub < ub {
 				m.SetVarBounds(v, lb, nub)
@@ -503,7 +502,7 @@ func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 		case !math.IsInf(ub, 0) && x >= ub-atBound:
 			nlb := ub - move
 			if m.IsInteger(v) {
-				nlb = math.Ceil(nlb - 1e-6)
+				nlb = math.Ceil(nlb - boundRound)
 			}
 			if nlb > lb {
 				m.SetVarBounds(v, nlb, ub)
@@ -550,7 +549,7 @@ func (b *built) assignFrom(pipes []pipe) assignment {
 			}
 			best, bestCap := -1, 0.0
 			for oi, o := range t.stages[0] {
-				if o.b != part.o.b || o.v%part.o.v != 0 || o.C > part.o.C*(1+1e-12) {
+				if o.b != part.o.b || o.v%part.o.v != 0 || o.C > part.o.C*(1+tieTol) {
 					continue
 				}
 				if c := float64(o.v) * o.X; c > bestCap {
@@ -603,7 +602,7 @@ func (p *problem) pipes(spaces []*modelSpace, a assignment, scale int) []pipe {
 			}
 			for i := range pp.parts {
 				pt := &pp.parts[i]
-				pt.g = max(1, min(pt.g, int(math.Ceil(pp.x/pt.o.X-1e-9))))
+				pt.g = max(1, min(pt.g, int(math.Ceil(pp.x/pt.o.X-absTol))))
 				pt.g *= scale
 			}
 			pp.x *= float64(scale)

@@ -207,7 +207,7 @@ func MinTrafficBounds(lat [][]float64, cuts []int64, n int, lb, ub float64) ([]i
 		}
 		target := prefix[k][layers] / float64(n)
 		// A tiny slack absorbs floating-point error in the prefix sums.
-		eps := 1e-9 * prefix[k][layers]
+		eps := relTol * prefix[k][layers]
 		lo[k], hi[k] = lb*target-eps, ub*target+eps
 	}
 	const inf = math.MaxInt64
