@@ -8,7 +8,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// benchCase is one of the speed targets (2 cores, gap 0.1%): the L-size clusters of
+// benchCase is one of the planner's speed targets (2 cores, gap 0.1%): the L-size clusters of
 // the paper (25 high + 75 low GPUs), 10 blocks, synthetic profiles with fixed seeds.
 type benchCase struct {
 	name   string

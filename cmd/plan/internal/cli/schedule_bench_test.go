@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	benchDayHours  = flag.Int("bench-day-hours", 24, "BenchmarkDaySchedule: hours of the day series to plan and simulate (24 = the issue's day)")
+	benchDayHours  = flag.Int("bench-day-hours", 24, "BenchmarkDaySchedule: hours of the day series to plan and simulate (24 = a whole day)")
 	benchDayWindow = flag.String("bench-day-window", "1h", "BenchmarkDaySchedule: the schedule's window")
 	benchDayTrace  = flag.String("bench-day-trace", "", "BenchmarkDaySchedule: a rate trace CSV of your own instead of the built-in day series (columns time_s,m0,m1 for the ppipe case, time_s,chat,summarize for qlm: run one with -bench DaySchedule/ppipe)")
 )
