@@ -2,7 +2,6 @@ package dyorc
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -34,23 +33,8 @@ type Exported struct {
 // error.
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{deps: map[int]dep{}, apps: map[string]formats.App{}}
-	for _, name := range files.Names() {
-		if export.IsDeploy(name) {
-			continue // deploy/: the coordinator and autoscalers, read by ReadScale
-		}
-		data := files[name]
-		var err error
-		switch {
-		case target == export.Triton && path.Base(name) == "config.pbtxt":
-			err = rb.triton(data)
-		case target == export.KServe && strings.HasSuffix(name, ".yaml"):
-			err = rb.kserve(data)
-		case target == export.Ray && path.Base(name) == export.RayConfigFile:
-			err = rb.ray(data)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
+	if err := export.ReadFiles(target, files, export.Readers{Triton: func(_ string, data []byte) error { return rb.triton(data) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+		return nil, err
 	}
 	return rb.result()
 }
