@@ -350,16 +350,7 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 	}
 	if lres.Status == solver.StatusOptimal {
 		bound = lres.Objective
-		inLP := func(m, l, d, o int) bool {
-			return lres.Values[lp.y[m][l][d][o]] > lpTol || lres.Values[lp.f[m][l][d][o]] > lpTol
-		}
-		keep := keepGuided(spaces, inLP, start)
-		r := restrict(spaces, keep)
-		rb := s.p.build(r.spaces, cfg)
-		var rstart []float64
-		if start != nil {
-			rstart = rb.start(r.lower(start))
-		}
+		r, rb, rstart := s.p.guidedRestriction(spaces, lp, lres, start, cfg)
 		rres, err := s.solve("cost restricted", rb, rstart, time.Until(s.deadline)/2)
 		if err != nil {
 			return nil, nil, 0, err

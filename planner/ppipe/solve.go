@@ -274,16 +274,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		}
 		if err == nil && lres.Status == solver.StatusOptimal {
 			bound, lpRes = lres.Objective, lres
-			inLP := func(m, l, d, o int) bool {
-				return lres.Values[lp.y[m][l][d][o]] > lpTol || lres.Values[lp.f[m][l][d][o]] > lpTol
-			}
-			keep := keepGuided(spaces, inLP, npAssign)
-			r := restrict(spaces, keep)
-			rb := s.p.build(r.spaces, cfg)
-			var start []float64
-			if npAssign != nil {
-				start = rb.start(r.lower(npAssign))
-			}
+			r, rb, start := s.p.guidedRestriction(spaces, lp, lres, npAssign, cfg)
 			rres, err := s.run("restricted", rb, start, time.Until(s.deadline)/2)
 			switch {
 			case err == nil:
