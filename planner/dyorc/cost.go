@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -26,15 +25,9 @@ const CostUtilization = 0.8
 // upward from max(⌈Σ load/ρ⌉, ⌈Σ weights/memory⌉), so the first that fits is the least cost
 // for that type.
 func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
-	if wl == nil || wl.Workflows == nil {
-		return nil, &planner.InputError{Problems: []string{"workload: no workflows section"}}
-	}
-	if cl == nil {
-		return nil, &planner.InputError{Problems: []string{"cluster: a dyorc plan needs a cluster (--cluster)"}}
-	}
-	w, err := dp.Compile(wl.Workflows)
+	w, err := compileInputs(wl, cl)
 	if err != nil {
-		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
+		return nil, err
 	}
 	prices, _, err := cl.Prices()
 	if err != nil {
