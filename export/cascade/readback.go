@@ -134,16 +134,7 @@ func (rb *reader) triton(data []byte) error {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamReplicas, err)
 	}
 	// Each replica is the instance group r<index> pinned to exactly its GPUs.
-	groups := map[string][]int{}
-	count := 0
-	for _, g := range c.InstanceGroup {
-		gs := make([]int, len(g.Gpus))
-		for i, x := range g.Gpus {
-			gs[i] = int(x)
-		}
-		groups[g.Name] = gs
-		count += int(g.Count)
-	}
+	groups, count := export.TritonGroups(c)
 	for _, r := range reps {
 		if gs, ok := groups["r"+strconv.Itoa(r.index)]; !ok || !slices.Equal(gs, r.gpus) {
 			return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on %v", c.Name, r.index, gs, r.gpus)

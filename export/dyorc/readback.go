@@ -120,16 +120,7 @@ func (rb *reader) triton(data []byte) error {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamGPUs, err)
 	}
 	// Each GPU holding the service is the instance group g<gpu> pinned to it.
-	groups := map[string][]int{}
-	count := 0
-	for _, g := range c.InstanceGroup {
-		gs := make([]int, len(g.Gpus))
-		for i, x := range g.Gpus {
-			gs[i] = int(x)
-		}
-		groups[g.Name] = gs
-		count += int(g.Count)
-	}
+	groups, count := export.TritonGroups(c)
 	for _, g := range gpus {
 		if gs, ok := groups["g"+strconv.Itoa(g)]; !ok || !slices.Equal(gs, []int{g}) {
 			return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on GPU %d", c.Name, g, gs, g)
