@@ -114,13 +114,11 @@ func readTriton(data []byte) (Placement, bool, error) {
 }
 
 func readKServe(data []byte) (Placement, bool, error) {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
+	kind, err := KindOf(data)
+	if err != nil {
 		return Placement{}, false, err
 	}
-	if probe.Kind != "InferenceService" {
+	if kind != "InferenceService" {
 		return Placement{}, false, nil
 	}
 	var s InferenceService
@@ -183,4 +181,16 @@ func BatcherBatch(b *Batcher) int {
 		return 1
 	}
 	return b.MaxBatchSize
+}
+
+// KindOf is a Kubernetes manifest's kind, read before decoding it strictly as that kind's
+// type: the manifests of an export mix InferenceServices, InferenceGraphs and others.
+func KindOf(data []byte) (string, error) {
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return "", err
+	}
+	return probe.Kind, nil
 }

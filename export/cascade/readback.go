@@ -144,13 +144,11 @@ func (rb *reader) triton(data []byte) error {
 }
 
 func (rb *reader) kserve(data []byte) error {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
+	kind, err := export.KindOf(data)
+	if err != nil {
 		return err
 	}
-	switch probe.Kind {
+	switch kind {
 	case "InferenceService":
 		var s export.InferenceService
 		if err := yaml.UnmarshalStrict(data, &s); err != nil {

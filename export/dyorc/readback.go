@@ -143,13 +143,11 @@ func fromAnnotations(a map[string]string) map[string]string {
 }
 
 func (rb *reader) kserve(data []byte) error {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
+	kind, err := export.KindOf(data)
+	if err != nil {
 		return err
 	}
-	switch probe.Kind {
+	switch kind {
 	case "InferenceService":
 		var s export.InferenceService
 		if err := yaml.UnmarshalStrict(data, &s); err != nil {
