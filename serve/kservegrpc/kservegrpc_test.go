@@ -174,7 +174,7 @@ func TestInvalidArgument(t *testing.T) {
 		{"wrong datatype", &pb.ModelInferRequest{Inputs: tensor("INT32", []int64{1, 4}, &pb.InferTensorContents{IntContents: []int32{1, 2, 3, 4}})}, "datatype"},
 		{"batch of two", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{2, 2}, four)}, "one sample"},
 		{"negative dim", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, -4}, four)}, "shape"},
-		// The same answers as the HTTP API gives for the same tensors.
+		// Issue 36 item 13: as the HTTP API answers the same tensors.
 		{"zero-size", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 0}, &pb.InferTensorContents{})}, "inputs[0].shape[1]: 0: must be > 0"},
 		{"NaN typed", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 4}, &pb.InferTensorContents{Fp32Contents: []float32{1, float32(math.NaN()), 3, 4}})}, "NaN: not a finite FP32 number"},
 		{"Inf raw", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 4}, nil), RawInputContents: [][]byte{fp32Raw(1, 2, float32(math.Inf(1)), 4)}}, "+Inf: not a finite FP32 number"},

@@ -592,11 +592,12 @@ func doGet(c *http.Client, req *http.Request) ([]byte, http.Header, error) {
 	return b, resp.Header, nil
 }
 
-// SampleShape is the shape of the one sample `plan load` sends for input in: the batch
-// dimension 1 and every other variable dimension 4; n is its element count.
-func SampleShape(in serve.TensorSpec) (shape []int64, n int64) {
-	shape = make([]int64, len(in.Shape))
-	n = 1
+// requestBody builds one sample for the model's input: variable dimensions get size 4
+// (the batch dimension 1), values are a deterministic ramp.
+func requestBody(md *serve.ModelMetadata) []byte {
+	in := md.Inputs[0]
+	shape := make([]int64, len(in.Shape))
+	n := int64(1)
 	for i, d := range in.Shape {
 		switch {
 		case i == 0:
@@ -607,14 +608,6 @@ func SampleShape(in serve.TensorSpec) (shape []int64, n int64) {
 		shape[i] = d
 		n *= d
 	}
-	return shape, n
-}
-
-// requestBody builds one sample for the model's input: variable dimensions get size 4
-// (the batch dimension 1), values are a deterministic ramp.
-func requestBody(md *serve.ModelMetadata) []byte {
-	in := md.Inputs[0]
-	shape, n := SampleShape(in)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"inputs":[{"name":%q,"shape":%s,"datatype":%q,"data":[`, in.Name, mustJSON(shape), in.Datatype)
 	for i := int64(0); i < n; i++ {

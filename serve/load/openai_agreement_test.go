@@ -52,7 +52,8 @@ func sortTrace(r []formats.TraceRequest) {
 }
 
 // simulateTrace replays tr through the plan's deployment in the simulator, each request with
-// its own tokens (what `plan simulate --trace` does with a trace that carries tokens), and returns the mean TTFT and E2E in ms.
+// its own tokens (what `plan simulate --trace` does once it takes a trace's tokens, issue 30
+// item 5), and returns the mean TTFT and E2E in ms.
 func simulateTrace(t testing.TB, p *formats.Plan, tr *formats.Trace) (ttft, e2e float64, n int) {
 	t.Helper()
 	dep, err := dq.FromPlan(p)
@@ -99,7 +100,7 @@ func simulateTrace(t testing.TB, p *formats.Plan, tr *formats.Trace) (ttft, e2e 
 	return sumTTFT / float64(len(st.TTFT)) / 1e3, sumE2E / float64(n) / 1e3, n
 }
 
-// TestOpenAIAgreement checks the LLM engine model against serving: `plan load --openai` against `plan
+// TestOpenAIAgreement is issue 30's target for item 6: `plan load --openai` against `plan
 // serve` (emulated instances) and the simulator on the same trace at load 0.5 — the bundled
 // QLM plan's classes with per-request tokens — agree within 5% on mean E2E, and on mean TTFT
 // within 5% or one decode step (see the comparison below).
