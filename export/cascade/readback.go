@@ -205,26 +205,24 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	var c rayConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	ds, err := export.RayDeployments[rayUserConfig](data)
+	if err != nil {
 		return err
 	}
-	for _, a := range c.Applications {
-		for _, d := range a.Deployments {
-			u := d.UserConfig
-			if u.Table != nil {
-				if err := rb.setTable(export.MustJSON(*u.Table)); err != nil {
-					return fmt.Errorf("deployment %s: %w", d.Name, err)
-				}
-				continue
-			}
-			per := int(d.RayActorOptions.NumGPUs)
-			if float64(per) != d.RayActorOptions.NumGPUs || per < 1 {
-				return fmt.Errorf("deployment %s: num_gpus %g: a replica takes whole GPUs", d.Name, d.RayActorOptions.NumGPUs)
-			}
-			if err := rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per); err != nil {
+	for _, d := range ds {
+		u := d.UserConfig
+		if u.Table != nil {
+			if err := rb.setTable(export.MustJSON(*u.Table)); err != nil {
 				return fmt.Errorf("deployment %s: %w", d.Name, err)
 			}
+			continue
+		}
+		per := int(d.RayActorOptions.NumGPUs)
+		if float64(per) != d.RayActorOptions.NumGPUs || per < 1 {
+			return fmt.Errorf("deployment %s: num_gpus %g: a replica takes whole GPUs", d.Name, d.RayActorOptions.NumGPUs)
+		}
+		if err := rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per); err != nil {
+			return fmt.Errorf("deployment %s: %w", d.Name, err)
 		}
 	}
 	return nil

@@ -181,27 +181,25 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	var c rayConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	ds, err := export.RayDeployments[rayUserConfig](data)
+	if err != nil {
 		return err
 	}
-	for _, a := range c.Applications {
-		for _, d := range a.Deployments {
-			u := d.UserConfig
-			if u.Record != nil {
-				for _, w := range u.Workflows {
-					if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: export.MustJSON(*u.Record), ParamWorkflow: export.MustJSON(w.Workflow)}); err != nil {
-						return fmt.Errorf("deployment %s: %w", d.Name, err)
-					}
+	for _, d := range ds {
+		u := d.UserConfig
+		if u.Record != nil {
+			for _, w := range u.Workflows {
+				if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: export.MustJSON(*u.Record), ParamWorkflow: export.MustJSON(w.Workflow)}); err != nil {
+					return fmt.Errorf("deployment %s: %w", d.Name, err)
 				}
-				continue
 			}
-			if d.RayActorOptions.NumGPUs != 1 {
-				return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
-			}
-			if err := rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize); err != nil {
-				return fmt.Errorf("deployment %s: %w", d.Name, err)
-			}
+			continue
+		}
+		if d.RayActorOptions.NumGPUs != 1 {
+			return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
+		}
+		if err := rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize); err != nil {
+			return fmt.Errorf("deployment %s: %w", d.Name, err)
 		}
 	}
 	return nil
