@@ -242,31 +242,33 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	ds, err := export.RayDeployments[rayUserConfig](data)
-	if err != nil {
+	var c rayConfig
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return err
 	}
-	for _, d := range ds {
-		u := d.UserConfig
-		if u.Record != nil {
-			if err := rb.record(export.MustJSON(*u.Record)); err != nil {
+	for _, a := range c.Applications {
+		for _, d := range a.Deployments {
+			u := d.UserConfig
+			if u.Record != nil {
+				if err := rb.record(export.MustJSON(*u.Record)); err != nil {
+					return fmt.Errorf("deployment %s: %w", d.Name, err)
+				}
+				continue
+			}
+			if u.Engine == nil {
+				return fmt.Errorf("deployment %s: user_config has neither qlm nor engine", d.Name)
+			}
+			if export.RayReplicas(d) != 1 {
+				return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, export.RayReplicas(d))
+			}
+			o := d.RayActorOptions
+			n := int(o.NumGPUs)
+			if float64(n) != o.NumGPUs || o.AcceleratorType == "" {
+				return fmt.Errorf("deployment %s: num_gpus %g, accelerator_type %q: want whole GPUs of one type", d.Name, o.NumGPUs, o.AcceleratorType)
+			}
+			if err := rb.instance(u.Placement, d.Name, n, "", *u.Engine); err != nil {
 				return fmt.Errorf("deployment %s: %w", d.Name, err)
 			}
-			continue
-		}
-		if u.Engine == nil {
-			return fmt.Errorf("deployment %s: user_config has neither qlm nor engine", d.Name)
-		}
-		if export.RayReplicas(d) != 1 {
-			return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, export.RayReplicas(d))
-		}
-		o := d.RayActorOptions
-		n := int(o.NumGPUs)
-		if float64(n) != o.NumGPUs || o.AcceleratorType == "" {
-			return fmt.Errorf("deployment %s: num_gpus %g, accelerator_type %q: want whole GPUs of one type", d.Name, o.NumGPUs, o.AcceleratorType)
-		}
-		if err := rb.instance(u.Placement, d.Name, n, "", *u.Engine); err != nil {
-			return fmt.Errorf("deployment %s: %w", d.Name, err)
 		}
 	}
 	return nil
