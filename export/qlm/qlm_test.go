@@ -229,8 +229,8 @@ func TestShapes(t *testing.T) {
 	}
 }
 
-// TestPinnedGPUs: a plan that lists its instances' GPUs (planner/qlm's tensor-parallel plans,
-// issue 30 item 7) is exported on those GPUs, not the next free ones — here a one-GPU
+// TestPinnedGPUs: a plan that lists its instances' GPUs (planner/qlm's tensor-parallel plans)
+// is exported on those GPUs, not the next free ones — here a one-GPU
 // instance on GPU 1 before a two-GPU one on the second server's GPUs 2 and 3 — with the
 // engine's model id from the profile's hf_model, and reads back with the same gpus.
 func TestPinnedGPUs(t *testing.T) {

@@ -41,23 +41,8 @@ type Exported struct {
 // the record are an error.
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{insts: map[int]inst{}}
-	for _, name := range files.Names() {
-		if export.IsDeploy(name) {
-			continue // deploy/: the coordinator and autoscalers, read by ReadScale
-		}
-		data := files[name]
-		var err error
-		switch {
-		case target == export.Triton && path.Base(name) == "config.pbtxt":
-			err = rb.triton(name, data, files)
-		case target == export.KServe && strings.HasSuffix(name, ".yaml"):
-			err = rb.kserve(data)
-		case target == export.Ray && path.Base(name) == export.RayConfigFile:
-			err = rb.ray(data)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
+	if err := export.ReadFiles(target, files, export.Readers{Triton: func(name string, data []byte) error { return rb.triton(name, data, files) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+		return nil, err
 	}
 	return rb.result()
 }

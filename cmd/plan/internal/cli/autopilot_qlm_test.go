@@ -14,7 +14,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestSimulateAutopilotQLM: issue 35's targets for a QLM plan (testdata/autopilot/qlm-*.json,
+// TestSimulateAutopilotQLM: the autopilot's goals for a QLM plan (testdata/autopilot/qlm-*.json,
 // two Mistral-7B classes of Azure-trace-shaped tokens on 16 A100s) on the synthetic day, for
 // both objectives: the autopilot, sizing the plan by QLM's capacity model, stays within 1
 // point of the plan solved for the trace's peak at ≤ 70% of its GPU-hours; on the

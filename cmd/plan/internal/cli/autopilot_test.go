@@ -14,8 +14,8 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestBadInputAutopilot: the autopilot's flags are checked before anything runs (issue 35
-// "Bad input"): exit 2 naming the flag.
+// TestBadInputAutopilot: the autopilot's flags are checked before anything runs: exit 2
+// naming the flag.
 func TestBadInputAutopilot(t *testing.T) {
 	base := []string{"simulate", "testdata/serve/demo-plan.json", "--trace", "testdata/autopilot/day.json"}
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
@@ -50,7 +50,7 @@ func TestBadInputAutopilot(t *testing.T) {
 	})
 }
 
-// TestSimulateAutopilotDay is issue 35's target on the PPipe demo plan: over a diurnal day
+// TestSimulateAutopilotDay is the autopilot's goal on the PPipe demo plan: over a diurnal day
 // (testdata/autopilot/day.json) at a mean of 0.4 of the plan's rate (its peak window near
 // 0.76), the autopilot's attainment is within 1 point of the plan solved for the peak at
 // ≤ 70% of its GPU-hours, and the plan solved for the mean falls below both.

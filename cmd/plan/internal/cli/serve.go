@@ -243,7 +243,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
 	}
 	// Front ends check their own flags and take defaults from the address (the batch
-	// queue's per-server directory, a --queue-url that is not a NATS URL: issue 32 item 5).
+	// queue's per-server directory, a --queue-url that is not a NATS URL).
 	for _, fe := range o.frontends {
 		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
 			if err := c.Configure(o.addr); err != nil {
