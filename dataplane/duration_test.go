@@ -9,8 +9,8 @@ import (
 
 // TestBadDurations: a latency table or transfer rate the engine cannot run (negative, past
 // any clock, NaN) is refused with an error naming the stage, at deploy time where the
-// deployment says so and at dispatch where a batch's duration comes out of range (issue 31
-// item 1: an extrapolated −9,158 µs batch ran the simulator's clock backwards).
+// deployment says so and at dispatch where a batch's duration comes out of range (an
+// extrapolated −9,158 µs batch once ran the simulator's clock backwards).
 func TestBadDurations(t *testing.T) {
 	cases := []struct {
 		name      string

@@ -93,7 +93,7 @@ func (c Capacity) rpsScale(app string, count int, fallback float64) (Scale, bool
 	}
 	minR := count
 	if r, ok := c.RateRPS[app]; ok && r > 0 {
-		minR = min(max(int(math.Ceil(r/per-1e-9)), 1), count)
+		minR = min(max(int(math.Ceil(r/per-absTol)), 1), count)
 	}
 	return Scale{Min: minR, Max: count, Metric: "plan_requests_per_second", Selector: map[string]string{"model": app},
 		Query:     fmt.Sprintf(`sum(rate(plan_requests_total{model=%q}[1m]))`, app),

@@ -94,10 +94,7 @@ func kserveScale(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
 			continue
 		}
 		head, body := splitHead(f[name])
-		var probe struct {
-			Kind string `json:"kind"`
-		}
-		if yaml.Unmarshal(body, &probe) != nil || probe.Kind != "InferenceService" {
+		if kind, err := KindOf(body); err != nil || kind != "InferenceService" {
 			continue
 		}
 		var s InferenceService

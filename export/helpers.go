@@ -56,6 +56,21 @@ func MustJSON(v any) string {
 	return string(b)
 }
 
+// TritonGroups maps a model configuration's instance groups to the GPUs each is pinned to,
+// and counts the instances of all of them: what ReadBack checks a recorded placement against.
+func TritonGroups(c *tritonpb.ModelConfig) (groups map[string][]int, count int) {
+	groups = map[string][]int{}
+	for _, g := range c.InstanceGroup {
+		gs := make([]int, len(g.Gpus))
+		for i, x := range g.Gpus {
+			gs[i] = int(x)
+		}
+		groups[g.Name] = gs
+		count += int(g.Count)
+	}
+	return groups, count
+}
+
 // TritonParams returns a model configuration's parameters as strings.
 func TritonParams(c *tritonpb.ModelConfig) map[string]string {
 	params := make(map[string]string, len(c.Parameters))

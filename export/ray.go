@@ -1,6 +1,10 @@
 package export
 
-import "math"
+import (
+	"math"
+
+	"sigs.k8s.io/yaml"
+)
 
 // Ray Serve config file (`serve deploy config.yaml`, from Ray Serve's documentation): only the
 // documented fields a plan sets.
@@ -75,3 +79,17 @@ func NewRayDeployment(name string, pl Placement, accel string, queueDelayUs, tim
 
 // roundFrac keeps 4 decimals (1/3 → 0.3333): Ray accepts fractional resources to 1e-4.
 func roundFrac(x float64) float64 { return math.Floor(x*1e4) / 1e4 }
+
+// RayDeployments reads a serve config strictly, its deployments' user_config of type U, and
+// lists the deployments of every application in file order: what a system's ReadBack walks.
+func RayDeployments[U any](data []byte) ([]RayDeploymentOf[U], error) {
+	var c RayConfigOf[U]
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, err
+	}
+	var out []RayDeploymentOf[U]
+	for _, a := range c.Applications {
+		out = append(out, a.Deployments...)
+	}
+	return out, nil
+}

@@ -19,35 +19,72 @@ import (
 // fields, so a file whose native settings disagree with the plan is an error.
 func ReadBack(target string, files Files) ([]Placement, error) {
 	var out []Placement
-	for _, name := range files.Names() {
-		if IsDeploy(name) {
-			continue // deploy/: the coordinator and autoscalers, read by ReadScale
-		}
-		data := files[name]
-		var (
-			pl  Placement
-			err error
-			ok  bool
-		)
-		switch {
-		case target == Triton && path.Base(name) == "config.pbtxt":
-			pl, ok, err = readTriton(data)
-		case target == KServe && strings.HasSuffix(name, ".yaml"):
-			pl, ok, err = readKServe(data)
-		case target == Ray && path.Base(name) == RayConfigFile:
-			var ps []Placement
-			ps, err = readRay(data)
+	err := ReadFiles(target, files, Readers{
+		Triton: func(_ string, data []byte) error {
+			pl, ok, err := readTriton(data)
+			if ok && err == nil {
+				out = append(out, pl)
+			}
+			return err
+		},
+		KServe: func(data []byte) error {
+			pl, ok, err := readKServe(data)
+			if ok && err == nil {
+				out = append(out, pl)
+			}
+			return err
+		},
+		Ray: func(data []byte) error {
+			ps, err := readRay(data)
 			out = append(out, ps...)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if ok {
-			out = append(out, pl)
-		}
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
 	SortPlacements(out)
 	return out, nil
+}
+
+// Readers are one system's readers of the files each target writes: Triton's model configs
+// (name is the config's path in the export), KServe's YAML manifests and Ray Serve's config.
+// A nil reader passes over its target's files.
+type Readers struct {
+	Triton func(name string, data []byte) error
+	KServe func(data []byte) error
+	Ray    func(data []byte) error
+}
+
+// ReadFiles is the walk every ReadBack shares: each file of an export, in name order and
+// deploy/ left out (the coordinator and autoscalers, read by ReadScale), goes to the reader
+// of target that takes it; the first error stops the walk, naming the file.
+func ReadFiles(target string, files Files, r Readers) error {
+	for _, name := range files.Names() {
+		if IsDeploy(name) {
+			continue
+		}
+		data := files[name]
+		var err error
+		switch {
+		case target == Triton && path.Base(name) == "config.pbtxt":
+			if r.Triton != nil {
+				err = r.Triton(name, data)
+			}
+		case target == KServe && strings.HasSuffix(name, ".yaml"):
+			if r.KServe != nil {
+				err = r.KServe(data)
+			}
+		case target == Ray && path.Base(name) == RayConfigFile:
+			if r.Ray != nil {
+				err = r.Ray(data)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 func readTriton(data []byte) (Placement, bool, error) {
@@ -77,13 +114,11 @@ func readTriton(data []byte) (Placement, bool, error) {
 }
 
 func readKServe(data []byte) (Placement, bool, error) {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
+	kind, err := KindOf(data)
+	if err != nil {
 		return Placement{}, false, err
 	}
-	if probe.Kind != "InferenceService" {
+	if kind != "InferenceService" {
 		return Placement{}, false, nil
 	}
 	var s InferenceService
@@ -146,4 +181,16 @@ func BatcherBatch(b *Batcher) int {
 		return 1
 	}
 	return b.MaxBatchSize
+}
+
+// KindOf is a Kubernetes manifest's kind, read before decoding it strictly as that kind's
+// type: the manifests of an export mix InferenceServices, InferenceGraphs and others.
+func KindOf(data []byte) (string, error) {
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return "", err
+	}
+	return probe.Kind, nil
 }

@@ -123,13 +123,11 @@ func tritonRules(name string, c *tritonpb.ModelConfig, files Files, models map[s
 // feature discovery writes, not plan's short name (which no node carries); replicas and
 // autoscaling consistent; an InferenceGraph's steps call services of the directory.
 func kserveRules(data []byte, services, inGraph map[string]bool) []string {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if yaml.Unmarshal(data, &probe) != nil {
+	kind, err := KindOf(data)
+	if err != nil {
 		return nil
 	}
-	switch probe.Kind {
+	switch kind {
 	case "InferenceService":
 		var s InferenceService
 		if yaml.Unmarshal(data, &s) != nil {

@@ -341,8 +341,15 @@ func DAGGraph(g Group) (InferenceGraph, error) {
 }
 
 func put(f Files, name string, b []byte) error {
+	return f.Put(name, b, "rename a model, module or application")
+}
+
+// Put adds file name to f, refusing a second file of the same name: two objects of a plan
+// rendered to one name would overwrite each other. hint says what to rename (a model, an
+// instance, ...). A nil b is stored as an empty file.
+func (f Files) Put(name string, b []byte, hint string) error {
 	if _, dup := f[name]; dup {
-		return fmt.Errorf("export: two objects named %s (rename a model, module or application)", name)
+		return fmt.Errorf("export: two objects named %s (%s)", name, hint)
 	}
 	if b == nil {
 		b = []byte{}

@@ -126,7 +126,7 @@ func TestCheckSet(t *testing.T) {
 			`trace-counts.json: counts.target: "yolov5s": unknown target: not a model or application of workload.yaml`,
 			`trace-requests.json: requests[0].target: "vgg16": unknown target: not a model or application of workload.yaml (2 requests)`,
 			`trace-requests.json: requests[3].class: "batch": unknown class: not an LLM class of workload.yaml`}},
-		// Issue 17 item 5: a trace naming a model the plan does not serve was accepted.
+		// A trace naming a model the plan does not serve must be refused.
 		{"trace against plan", []string{"plan.json", "trace-requests.json", "trace-counts.json"}, func(d map[string]Document) {
 			tr := d["trace-requests.json"].(*Trace)
 			for i := range tr.Requests {

@@ -14,8 +14,8 @@ type Cluster struct {
 	// Servers optionally lists servers explicitly; when empty they are derived from
 	// gpus[].per_server.
 	Servers []Server `json:"servers,omitempty"`
-	// Currency names the unit of every gpus[].price_per_hour (any code, e.g. USD, EUR; issue
-	// 34 item 1). One per file; empty = USD, the unit of the default price table
+	// Currency names the unit of every gpus[].price_per_hour (any code, e.g. USD,
+	// EUR). One per file; empty = USD, the unit of the default price table
 	// (DefaultPrices), which only applies when the currency is USD.
 	Currency string `json:"currency,omitempty"`
 	// PriceBasis says what every gpus[].price_per_hour (and spot_price_per_hour) prices:

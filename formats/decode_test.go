@@ -215,7 +215,7 @@ func TestReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ReadFile(path)
-	// Issue 17 item 10: the path as given, not its base name (golden/plan.json vs plan.json).
+	// The path as given, not its base name (golden/plan.json vs plan.json), so the user finds the file.
 	if got := messages(err); len(got) != 1 || got[0] != path+": gpus[0].count: -1: must be >= 0" {
 		t.Fatalf("ReadFile must name the file by its path as given: %q", got)
 	}

@@ -12,8 +12,9 @@ import (
 // ErrDuplicateKey marks a JSON object that holds the same key twice. encoding/json keeps
 // the last value (`"count": 64, "count": 1` plans for one GPU) where the YAML decoder
 // rejects the file: the same document must mean the same in both syntaxes, so a JSON
-// duplicate is refused too, naming the key, its path and its line.
-var ErrDuplicateKey = errors.New("duplicate key")
+// duplicate is refused too, naming the key, its path and its line. It is jsonx's sentinel,
+// so the scanner's refusal and this package's mean one thing under errors.Is.
+var ErrDuplicateKey = jsonx.ErrDuplicateKey
 
 // checkDuplicateKeys is the gate every JSON document passes before it is parsed (jsonx.Check,
 // one pass over the bytes): it reports every key that appears twice in one object, at any

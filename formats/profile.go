@@ -220,6 +220,10 @@ type LLMSpeculative struct {
 	// DraftCostRatio is c, a draft step's time over the target's decode step of the same
 	// sequences (Leviathan et al. §3).
 	DraftCostRatio float64 `json:"draft_cost_ratio,omitempty"`
+	// DraftModel is the draft model's Hugging Face id or path (exported only: vLLM's
+	// speculative_config.model). Export needs it when drafting costs time; free drafting
+	// exports as n-gram prompt lookup.
+	DraftModel string `json:"draft_model,omitempty"`
 }
 
 // TokensPerStep is the expected tokens a sequence emits per verify step,

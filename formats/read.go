@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"unicode/utf8"
+
+	"github.com/plan-dev/plan/formats/jsonx"
 )
 
 // Sentinels of the bounded readers (wrapped in a *ReadError naming the path).
@@ -15,8 +17,9 @@ var (
 	// ErrNotRegular marks a path that is not a regular file: a directory, a named pipe, a
 	// device such as /dev/zero or a socket. Reading one could block forever or never end.
 	ErrNotRegular = errors.New("not a regular file")
-	// ErrTooLarge marks a file or stream beyond the reader's size limit.
-	ErrTooLarge = errors.New("too large")
+	// ErrTooLarge marks a file or stream beyond the reader's size limit. It is jsonx's
+	// sentinel for a document beyond its limit: one fact, one value under errors.Is.
+	ErrTooLarge = jsonx.ErrTooLarge
 	// ErrNotText marks a document holding binary data: no YAML or JSON document can.
 	ErrNotText = errors.New("not a YAML or JSON document")
 )

@@ -8,7 +8,7 @@
 # machine under one busy core, and each lane's runs stay in order:
 #
 #   load-a    TestAgreement (PPipe), TestAgreementPARD, TestAgreementCascade   (serve/load)
-#   load-b    TestAgreementDyOrc, TestOpenAIAgreement                           (serve/load)
+#   load-b    TestAgreementDyOrc, TestOpenAIAgreement, TestAgreementDisagg      (serve/load)
 #   cli       TestAutopilotServeSimulateAgree* (cmd/plan/internal/cli), then the streaming
 #             rule's TTFT clocks (serve/openai TestStreamTTFTIndependentOfMaxTokens)
 #
@@ -72,7 +72,7 @@ lane() {
 pids=()
 lane load-a "serve/load ^Test(Agreement|AgreementPARD|AgreementCascade)\$" >"$dir/load-a.out" 2>&1 &
 pids+=($!)
-lane load-b "serve/load ^Test(AgreementDyOrc|OpenAIAgreement)\$" >"$dir/load-b.out" 2>&1 &
+lane load-b "serve/load ^Test(AgreementDyOrc|OpenAIAgreement|AgreementDisagg)\$" >"$dir/load-b.out" 2>&1 &
 pids+=($!)
 lane cli "cmd/plan/internal/cli ^TestAutopilotServeSimulateAgree" \
   "serve/openai ^TestStreamTTFTIndependentOfMaxTokens\$" >"$dir/cli.out" 2>&1 &

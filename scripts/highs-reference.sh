@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a native HiGHS from Debian's source package and solves model files with it, for the
-# native side of issue 15's "native engine ≤ 1.3× native HiGHS per unit of work" ratio.
+# native side of the "native engine ≤ 1.3× native HiGHS per unit of work" ratio (Makefile, NATIVE_MEMCHECK).
 #
 #   scripts/highs-reference.sh FILE.lp [FILE.lp ...]
 #

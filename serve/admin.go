@@ -9,13 +9,14 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 func (s *Server) handleGetPlan(w http.ResponseWriter, _ *http.Request) {
 	g := s.active.Load()
 	b, err := formats.Marshal(g.plan)
 	if err != nil {
-		writeJSON(w, 500, ErrorResponse{Error: err.Error()})
+		writeJSON(w, 500, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -36,12 +37,12 @@ const maxPlanBytes = 64 << 20
 func (s *Server) handlePutPlan(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPlanBytes))
 	if err != nil {
-		writeJSON(w, 400, ErrorResponse{Error: "reading the plan: " + err.Error()})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: "reading the plan: " + err.Error()})
 		return
 	}
 	p, err := formats.DecodeIntoWith[*formats.Plan]("plan", body, s.opts.Sections)
 	if err != nil {
-		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	if err := s.Reload(r.Context(), p); err != nil {
@@ -52,7 +53,7 @@ func (s *Server) handlePutPlan(w http.ResponseWriter, r *http.Request) {
 		case s.closing.Load():
 			code = 503
 		}
-		writeJSON(w, code, ErrorResponse{Error: err.Error()})
+		writeJSON(w, code, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	g := s.active.Load()
@@ -72,20 +73,20 @@ type WorkerState struct {
 func (s *Server) handleWorkerState(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, workerStateBytes))
 	if err != nil {
-		writeJSON(w, 400, ErrorResponse{Error: "reading the body: " + err.Error()})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: "reading the body: " + err.Error()})
 		return
 	}
 	var ws WorkerState
 	if err := formats.StrictUnmarshal(body, &ws); err != nil {
-		writeJSON(w, 400, ErrorResponse{Error: "worker state: " + err.Error()})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: "worker state: " + err.Error()})
 		return
 	}
 	switch {
 	case ws.Worker == "":
-		writeJSON(w, 400, ErrorResponse{Error: `worker state: field "worker" is required: the name of a worker of the served plan`})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: `worker state: field "worker" is required: the name of a worker of the served plan`})
 		return
 	case ws.Down == nil:
-		writeJSON(w, 400, ErrorResponse{Error: `worker state: field "down" is required (true: failed, false: back)`})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: `worker state: field "down" is required (true: failed, false: back)`})
 		return
 	}
 	if err := s.SetWorkerDown(ws.Worker, *ws.Down); err != nil {
@@ -96,7 +97,7 @@ func (s *Server) handleWorkerState(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, dataplane.ErrNoFailover):
 			code = 409
 		}
-		writeJSON(w, code, ErrorResponse{Error: err.Error()})
+		writeJSON(w, code, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	writeJSON(w, 200, map[string]any{"worker": ws.Worker, "down": *ws.Down})

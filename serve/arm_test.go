@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // TestArm: a driver whose calls arrive close together wakes for a near deadline on the Go
-// timer (no timerfd re-arm: issue 11's CPU per request); one that went quiet, or a far
+// timer (no timerfd re-arm, whose syscall dominated the driver's CPU per request); one that went quiet, or a far
 // deadline, gets the timerfd again, and the Go timer is stopped. Either wake fires.
 func TestArm(t *testing.T) {
-	d := newDriver(NewClock(), nil, nil, 0, 1)
+	d := newDriver(worker.NewClock(), nil, nil, 0, 1)
 	defer d.timer.Close()
 	defer d.soon.Stop()
 	wait := func(c <-chan struct{}, what string) {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // A request's true arrival is when its first bytes were read off the socket, not when its
@@ -18,7 +19,7 @@ import (
 // stampConn is a connection that records when the bytes of its next request arrived.
 type stampConn struct {
 	net.Conn
-	clk Clock
+	clk worker.Clock
 	// first is 1 + the server time of the first read that returned bytes since the last
 	// take (0: none yet).
 	first atomic.Int64
@@ -48,7 +49,7 @@ func (c *stampConn) take() dataplane.Time { return dataplane.Time(c.first.Swap(0
 
 type stampListener struct {
 	net.Listener
-	clk   Clock
+	clk   worker.Clock
 	admin bool
 }
 

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // stampedServer is testServer with Serve's connection stamping (socket-read arrivals).
@@ -37,7 +39,7 @@ func TestArrivalAtSocketRead(t *testing.T) {
 	c, br := rawConn(t, ts)
 	body := inferBody(1, 2)
 	const trickle = 300 * time.Millisecond
-	send := func(split bool) Timing {
+	send := func(split bool) kserve.Timing {
 		t.Helper()
 		req := fmt.Sprintf("POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		if split {
@@ -49,7 +51,7 @@ func TestArrivalAtSocketRead(t *testing.T) {
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, b := readResponse(t, br)
 		var out struct {
-			Timing Timing `json:"timing"`
+			Timing kserve.Timing `json:"timing"`
 		}
 		if err := json.Unmarshal([]byte(b), &out); err != nil {
 			t.Fatalf("%d %s: %v", resp.StatusCode, b, err)

@@ -11,13 +11,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // BenchmarkServeHTTP measures the server's cost per request without the network: handler
 // (decode, validate), driver (engine, timers, emulated 2 ms hop), answer encoding. Requests
 // run concurrently (the 2 ms of emulated work overlap), so ns/op is the throughput cost, and
 // that is bounded by the plan's capacity (wide.json: 32 L4 × 500/s = 62.5 µs per request).
-// cpu-µs/req is what the per-request CPU target counts: the process's CPU time
+// cpu-µs/req is the server's CPU per request, which bounds its throughput: the process's CPU time
 // (user + system) per request. It includes the benchmark's own side (building each
 // httptest request and recorder), which the "floor" case measures alone behind a trivial
 // handler that reads the body and writes a small JSON answer: plan's own CPU per request is
@@ -95,13 +97,13 @@ func BenchmarkDecodeImage(b *testing.B) {
 	for i := range vals {
 		vals[i] = float32(i%255) / 255
 	}
-	in := Float32Tensor("input", []int64{1, 3, 224, 224}, vals)
-	body, _ := json.Marshal(InferRequest{Inputs: []TensorJSON{in}})
-	spec := TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, 3, 224, 224}}
+	in := kserve.Float32Tensor("input", []int64{1, 3, 224, 224}, vals)
+	body, _ := json.Marshal(kserve.InferRequest{Inputs: []kserve.TensorJSON{in}})
+	spec := kserve.TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, 3, 224, 224}}
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := DecodeInferRequest(body, spec); err != nil {
+		if _, err := kserve.DecodeInferRequest(body, spec); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -110,10 +112,10 @@ func BenchmarkDecodeImage(b *testing.B) {
 // BenchmarkDecodeSmall decodes and validates the typical small request (four FP32 values).
 func BenchmarkDecodeSmall(b *testing.B) {
 	body := []byte(inferBody(1, 2, 3, 4))
-	spec := TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, 4}}
+	spec := kserve.TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, 4}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := DecodeInferRequest(body, spec); err != nil {
+		if _, err := kserve.DecodeInferRequest(body, spec); err != nil {
 			b.Fatal(err)
 		}
 	}

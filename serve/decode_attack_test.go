@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats/jsonx"
-	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/openai"
 )
 
@@ -23,7 +23,7 @@ func allocated(f func()) uint64 {
 // TestHostileBodies: the bodies of the attack run, through the decoders the HTTP handlers
 // use — refused, naming the key, for a few bytes per byte of body.
 func TestHostileBodies(t *testing.T) {
-	spec := serve.TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, -1}}
+	spec := kserve.TensorSpec{Name: "input", Datatype: "FP32", Shape: []int64{-1, -1}}
 	tensor := `{"name":"input","shape":[1,1],"datatype":"FP32","data":[1]}`
 	nested := strings.Repeat("[", 120_000) + strings.Repeat("]", 120_000) // 240 KB
 	for _, c := range []struct {
@@ -76,9 +76,9 @@ func TestHostileBodies(t *testing.T) {
 	}
 }
 
-func infer(spec serve.TensorSpec) func([]byte) error {
+func infer(spec kserve.TensorSpec) func([]byte) error {
 	return func(b []byte) error {
-		_, err := serve.DecodeInferRequest(b, spec)
+		_, err := kserve.DecodeInferRequest(b, spec)
 		return err
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // call is one accepted HTTP request on its way through the driver. The handler goroutine
@@ -20,7 +22,7 @@ type call struct {
 	model   string
 	ms      *modelSeries
 	id      string
-	payload *Payload
+	payload *worker.Payload
 	// at is the request's true arrival: when its first bytes were read off the socket (the
 	// engine's deadline counts from it); received is the driver's time when it took
 	// the call; fed when it was handed to the engine (later than received only across a
@@ -48,8 +50,8 @@ type call struct {
 	// own is the request's payload as it arrived (payload points to it until a worker
 	// replaces it) and stages the backing of its timing's first stage: both are allocated
 	// with the call.
-	own    Payload
-	stages [1]StageTiming
+	own    worker.Payload
+	stages [1]kserve.StageTiming
 	// got is how many output tokens of an LLM request reached its client so far, and gotAt
 	// when the last of them did (engine time): the inter-token intervals and, for a stream
 	// its client left, the tokens it received (vllm:generation_tokens_total).
@@ -58,7 +60,7 @@ type call struct {
 }
 
 // newCall makes a call for a request whose input is in (nil: none).
-func newCall(model string, ms *modelSeries, id string, at dataplane.Time, in *TensorJSON) *call {
+func newCall(model string, ms *modelSeries, id string, at dataplane.Time, in *kserve.TensorJSON) *call {
 	c := &call{model: model, ms: ms, id: id, at: at, done: make(chan struct{}, 1)}
 	if in != nil {
 		c.own.Tensor = *in
@@ -82,8 +84,8 @@ type result struct {
 	stage    string
 	estimate int64
 	err      string
-	timing   Timing
-	payload  *Payload
+	timing   kserve.Timing
+	payload  *worker.Payload
 	res      dataplane.Result
 	// answeredBy is the model (Stage.Model, else the stage) of the last hop when a model
 	// reported its certainty (a cascade: the stage that answered); "" otherwise.
@@ -96,7 +98,7 @@ type result struct {
 // tracker wraps an executor: it counts running jobs so that a retired executor (after a
 // reload, or at exit) is closed only when its last job is done, whoever finishes last.
 type tracker struct {
-	Executor
+	worker.Executor
 	running atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
@@ -128,7 +130,7 @@ func (t *tracker) close() {
 
 // generation is one engine serving one deployment. A reload creates a new generation. The
 // engine's memory follows the requests in flight (Engine.Compact retires finished requests
-// and the policies Forget them: issue 29 item 1), so serve never swaps engines to bound
+// and the policies Forget them, DESIGN.md "One policy, two clocks"), so serve never swaps engines to bound
 // memory; a fresh engine of the same deployment is attached only when the engine's 32-bit
 // request IDs run low (idLimit), or after an engine error. Events carry their generation
 // number and stale ones are ignored.
@@ -205,7 +207,7 @@ func (g *generation) trimCalls() {
 // modelSpec is what the HTTP layer needs to know about a served model.
 type modelSpec struct {
 	name    string
-	in, out TensorSpec
+	in, out kserve.TensorSpec
 	sloUs   int64
 	rateRPS float64
 	series  *modelSeries
@@ -222,10 +224,10 @@ type reloadReq struct {
 // timers, commands), reads the clock once per event and calls the engine; the engine's
 // effects come back here (dataplane.Effects) and are performed without blocking.
 type driver struct {
-	clk     Clock
+	clk     worker.Clock
 	log     *slog.Logger
 	m       *metrics
-	done    chan *Job
+	done    chan *worker.Job
 	cmds    chan func()
 	stopped chan struct{}
 	// delivery is shared with the handlers, which observe each answer's delivery time.
@@ -304,11 +306,11 @@ type effects struct {
 	g *generation
 }
 
-func newDriver(clk Clock, log *slog.Logger, m *metrics, jitter float64, seed uint64) *driver {
+func newDriver(clk worker.Clock, log *slog.Logger, m *metrics, jitter float64, seed uint64) *driver {
 	d := &driver{
 		clk: clk, log: log, m: m,
 		wake:      make(chan struct{}, 1),
-		done:      make(chan *Job, 1024),
+		done:      make(chan *worker.Job, 1024),
 		cmds:      make(chan func()),
 		stopped:   make(chan struct{}),
 		xjit:      jitter,
@@ -529,7 +531,7 @@ func (d *driver) onIntake() {
 	d.cancelSp = cancels[:0]
 }
 
-func (d *driver) onDone(j *Job) {
+func (d *driver) onDone(j *worker.Job) {
 	d.onTimers()
 	d.now = max(d.now, d.clk.Now())
 	d.onJob(j)
@@ -623,9 +625,9 @@ func (d *driver) feed(c *call) {
 	}
 }
 
-func (d *driver) onJob(j *Job) {
+func (d *driver) onJob(j *worker.Job) {
 	g := d.gen
-	if j.gen != g.n {
+	if j.Gen != g.n {
 		return // a job of an abandoned generation (its requests were answered already)
 	}
 	b := g.eng.Batch(j.Batch)
@@ -643,7 +645,7 @@ func (d *driver) onJob(j *Job) {
 			}
 			g.eng.SetResult(r, res)
 		}
-	} else if _, ok := g.exec.Executor.(*Emulated); ok {
+	} else if _, ok := g.exec.Executor.(*worker.Emulated); ok {
 		// Emulated workers report what the system's model of its stages says
 		// (Deployment.Emulated: a routed stage's branch, a cascade stage's certainty), drawn
 		// with the simulator's u for (request, stage, visit) so runs repeat and agree.
@@ -707,15 +709,23 @@ func (d *driver) onJob(j *Job) {
 	}
 }
 
+// oneJob is a job with room for one payload, the common batch of one request: the job and
+// its payload list are one allocation.
+type oneJob struct {
+	worker.Job
+	one [1]*worker.Payload
+}
+
 // RunBatch implements dataplane.Effects: hand the hop to the executor.
 func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplane.BatchID, hop int, stage dataplane.StageID, size int, nominal dataplane.Time) {
 	g, d := fx.g, fx.d
 	bt := g.eng.Batch(b)
-	j := &Job{Worker: w, Batch: b, Hop: hop, Stage: stage, Nominal: nominal, Start: now, gen: g.n}
+	oj := &oneJob{Job: worker.Job{Worker: w, Batch: b, Hop: hop, Stage: stage, Nominal: nominal, Start: now, Gen: g.n}}
+	j := &oj.Job
 	if len(bt.Reqs) == 1 {
-		j.Payload = j.one[:]
+		j.Payload = oj.one[:]
 	} else {
-		j.Payload = make([]*Payload, len(bt.Reqs))
+		j.Payload = make([]*worker.Payload, len(bt.Reqs))
 	}
 	for i, r := range bt.Reqs {
 		if c := g.call(r); c != nil {
@@ -723,7 +733,7 @@ func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplan
 		}
 	}
 	ex := g.exec
-	if em, ok := ex.Executor.(*Emulated); ok {
+	if em, ok := ex.Executor.(*worker.Emulated); ok {
 		// Emulated hops need no goroutine at all: their end is one more entry in the
 		// driver's timer heap. They take what the system's model of data-dependent work
 		// says (Deployment.Work, as the simulator does); real workers take what they take.
@@ -738,7 +748,7 @@ func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplan
 		return
 	}
 	ex.start()
-	ex.Run(j, func(j *Job) {
+	ex.Run(j, func(j *worker.Job) {
 		ex.finish()
 		select {
 		case d.done <- j:

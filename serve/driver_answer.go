@@ -2,10 +2,11 @@ package serve
 
 import (
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
-// cancel asks the driver to withdraw c, whose client left before its answer (issue 29 item
-// 2): a request nobody waits for must not keep costing GPU time. The engine is only ever
+// cancel asks the driver to withdraw c, whose client left before its answer: a request
+// nobody waits for must not keep costing GPU time. The engine is only ever
 // called on the driver's goroutine, so the handler queues the call like an arrival, and
 // waits until the driver has withdrawn it: when the handler returns, the engine knows.
 func (d *driver) cancel(c *call) {
@@ -75,7 +76,7 @@ func (d *driver) answerCancelled(c *call, stage string) {
 	d.log.Info("request cancelled: its client left", "model", c.model, "id", c.id, "stage", stage)
 	c.payload = nil
 	c.reply(result{status: statusCancelled, outcome: outcomeCancelled, reason: reason, stage: stage,
-		timing: Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}})
+		timing: kserve.Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}})
 }
 
 // Finish implements dataplane.Effects: answer the client.
@@ -235,7 +236,7 @@ func (d *driver) answerShutdown(c *call, stage string) {
 	d.m.finished(c.ms, "dropped", lat)
 	c.payload = nil
 	c.reply(result{status: 503, outcome: "dropped", reason: reason, stage: stage,
-		timing: Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}})
+		timing: kserve.Timing{LatencyUs: lat, IntakeUs: int64(c.received - c.at), MigrationUs: int64(d.now - c.received)}})
 }
 
 // abandon answers every unfinished call of g with 503 (drain or flush timeout). The engine's
@@ -264,9 +265,9 @@ func (d *driver) abandon(g *generation, reason string) {
 }
 
 // timing computes the latency breakdown of r from the engine's batch records.
-func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now dataplane.Time) Timing {
+func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now dataplane.Time) kserve.Timing {
 	app := &g.dep.Apps[r.App]
-	t := Timing{LatencyUs: int64(now - c.at), SLOUs: int64(app.SLO), IntakeUs: int64(c.received - c.at), MigrationUs: int64(c.fed - c.received)}
+	t := kserve.Timing{LatencyUs: int64(now - c.at), SLOUs: int64(app.SLO), IntakeUs: int64(c.received - c.at), MigrationUs: int64(c.fed - c.received)}
 	if r.FirstToken != dataplane.Never {
 		t.FirstTokenUs = int64(max(r.FirstToken-c.at, 1))
 	}
@@ -290,7 +291,7 @@ func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now datapl
 			if h.Start < 0 {
 				break
 			}
-			st := StageTiming{Stage: g.dep.Stages[h.Stage].Name, Worker: g.dep.Topo.Workers[h.Worker].Name, Batch: len(b.Reqs),
+			st := kserve.StageTiming{Stage: g.dep.Stages[h.Stage].Name, Worker: g.dep.Topo.Workers[h.Worker].Name, Batch: len(b.Reqs),
 				QueueUs: int64(max(h.Start-prev, 0))}
 			prev = max(prev, h.Start)
 			if h.End >= 0 {

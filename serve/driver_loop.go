@@ -110,8 +110,9 @@ func genericWait(a *dataplane.App, queued int64) dataplane.Time {
 // timer, and the expiry interrupts it again: in a VM both exit to the hypervisor, 8-20 µs of
 // CPU each time (timerfd_settime costs 1 µs for a deadline 5 ms away, 9 µs at 100 µs, 23 µs
 // at 10 µs here). A saturated driver re-armed it for the next hop's end about every fifth
-// request, and that was the largest part of serve's CPU per request beyond the HTTP floor
-// (issue 11's target: ≤ 15 µs).
+// request, and that was the largest part of serve's CPU per request beyond the HTTP floor,
+// which should stay within ~15 µs so that the driver, one goroutine, keeps up with the
+// network.
 //
 // A busy driver (calls arriving on average busyGap apart or closer, the last one less than
 // busyQuiet ago: each of them handles the due timers anyway) arms a Go runtime timer instead

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // What a hostile client may hold: every route with a body reads
@@ -75,7 +76,8 @@ type AdminRouter interface {
 	AdminRoutes() []string
 }
 
-// adminRoutes are the state-changing endpoints (item 7): the server's own and the front
+// adminRoutes are the state-changing endpoints, which answer only an admin listener, a
+// loopback address or a bearer token: the server's own and the front
 // ends' (AdminRouter).
 func (s *Server) adminRoutes() map[string]bool {
 	m := map[string]bool{"PUT /v1/plan": true, "POST /v1/workers/state": true}
@@ -264,10 +266,10 @@ func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
 	s.m.reject(http.StatusForbidden, "admin")
 	if s.opts.AdminToken != "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="plan admin"`)
-		writeJSON(w, http.StatusUnauthorized, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, formats.EchoName(r.URL.Path))})
+		writeJSON(w, http.StatusUnauthorized, kserve.ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: send Authorization: Bearer <--admin-token>", r.Method, formats.EchoName(r.URL.Path))})
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, formats.EchoName(r.URL.Path))})
+	writeJSON(w, http.StatusForbidden, kserve.ErrorResponse{Error: fmt.Sprintf("%s %s changes the server's state: it is answered on the admin listener (--admin-addr, loopback) or with --admin-token", r.Method, formats.EchoName(r.URL.Path))})
 	return false
 }
 

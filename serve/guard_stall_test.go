@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // serveOn runs s.Serve on a loopback listener until the test ends and returns its address.
@@ -253,7 +255,7 @@ func TestEchoedNamesBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var er ErrorResponse
+		var er kserve.ErrorResponse
 		err = json.NewDecoder(resp.Body).Decode(&er)
 		resp.Body.Close()
 		if err != nil || !strings.Contains(er.Error, c.want) || len(er.Error) > 1000 {

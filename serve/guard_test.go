@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // bodyFrontend is a front end whose route reads its body as the OpenAI and workflow
@@ -25,7 +27,7 @@ func (bodyFrontend) Routes(_ *Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/echo", func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 		if err != nil {
-			writeJSON(w, 400, ErrorResponse{Error: "reading: " + err.Error()})
+			writeJSON(w, 400, kserve.ErrorResponse{Error: "reading: " + err.Error()})
 			return
 		}
 		writeJSON(w, 200, map[string]int{"bytes": len(b)})

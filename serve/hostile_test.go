@@ -9,13 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // rawRequest writes head (the request line and headers, without the blank line's CRLF
@@ -120,13 +120,13 @@ func TestBadData(t *testing.T) {
 		{square, "[1,2,2]", `[[[1,2],[3,4]]]`, ""},
 		{square, "[1,2,2]", `[[1,2],[3,4]]`, ""},
 		{square, "[1,2,2]", `[1,2,3,4]`, ""},
-		// Issue 36 item 13: a zero-size tensor is refused (as over gRPC).
+		// A zero-size tensor holds no sample: refused (as over gRPC).
 		{flat, "[1,0]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
 		{square, "[1,0,2]", `[]`, "inputs[0].shape[1]: 0: must be > 0"},
 	} {
 		body := fmt.Sprintf(`{"inputs":[{"name":"input","shape":%s,"datatype":"FP32","data":%s}]}`, c.shape, c.data)
 		code, _, b := post(t, c.ts.URL+"/v2/models/demo/infer", body)
-		var e ErrorResponse
+		var e kserve.ErrorResponse
 		_ = json.Unmarshal(b, &e)
 		switch {
 		case c.want == "" && code != 200:
@@ -152,7 +152,7 @@ func TestDoorRefusesBeforeTheBody(t *testing.T) {
 	fmt.Fprintf(c, "POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
 	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	resp, body := readResponse(t, br)
-	var d DropResponse
+	var d kserve.DropResponse
 	if err := json.Unmarshal([]byte(body), &d); err != nil || resp.StatusCode != 503 || d.Reason != "admission" || d.Stage != "intake" || resp.Header.Get("Retry-After") != "3" {
 		t.Errorf("closed door: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
@@ -172,7 +172,7 @@ func TestTrueArrival(t *testing.T) {
 	time.Sleep(40 * time.Millisecond)
 	fmt.Fprint(c, body[5:])
 	resp, b := readResponse(t, br)
-	var d DropResponse
+	var d kserve.DropResponse
 	// The stamp is taken when the first bytes are read, a little after they were written, so
 	// the intake is a hair under the 40 ms the client waited: bound it well clear of that.
 	if err := json.Unmarshal([]byte(b), &d); err != nil || resp.StatusCode != 503 || d.Timing.IntakeUs < 30000 {
@@ -206,36 +206,6 @@ func TestMemoryFollowsInFlight(t *testing.T) {
 	// Most of the 1,200 reached the engine (a slow machine refuses some at the door).
 	if issued < 600 || calls > 64 || reqs > 64 {
 		t.Errorf("after %d requests the driver holds %d calls and the engine %d requests", issued, calls, reqs)
-	}
-}
-
-// TestEncodeMatchesJSON: the hand-written encoders say what json.Marshal says.
-func TestEncodeMatchesJSON(t *testing.T) {
-	resp := &InferResponse{ModelName: "m<1>", ID: "a\"b\n", Outcome: "completed",
-		Outputs: []TensorJSON{{Name: "out", Shape: []int64{1, 3}, Datatype: "FP32", Data: json.RawMessage(`[1, 2.5,-3]`)}},
-		Timing: Timing{LatencyUs: 10, SLOUs: 20, IntakeUs: 1, MigrationUs: 2, BatchWaitUs: 3, QueueUs: 1, ExecUs: 2, TransferUs: 1,
-			Stages: []StageTiming{{Stage: "s0", Worker: "L4#0", Batch: 2, QueueUs: 1, ExecUs: 2, TransferUs: 1}, {Stage: "s1", Worker: "é", Batch: 1}}}}
-	drop := &DropResponse{Error: "dropped", Model: "m", Reason: "deadline", Stage: "queue", EstimateUs: 7, Timing: Timing{LatencyUs: 5}}
-	for _, v := range []any{resp, drop, &InferResponse{ModelName: "m", Outputs: []TensorJSON{{Name: "o"}}}, &DropResponse{Reason: "x"}} {
-		var fast []byte
-		switch x := v.(type) {
-		case *InferResponse:
-			var ok bool
-			if fast, ok = appendInferResponse(nil, x); !ok {
-				t.Fatal("fast path refused")
-			}
-		case *DropResponse:
-			fast = appendDropResponse(nil, x)
-		}
-		slow, _ := json.Marshal(v)
-		var a, b any
-		if err := json.Unmarshal(fast, &a); err != nil {
-			t.Fatalf("%s: %v", fast, err)
-		}
-		_ = json.Unmarshal(slow, &b)
-		if !reflect.DeepEqual(a, b) {
-			t.Errorf("fast %s\njson %s", fast, slow)
-		}
 	}
 }
 
@@ -311,7 +281,7 @@ func testClientGone(t *testing.T, front string) {
 	errc := make(chan error, 1)
 	go func() {
 		if front == "submit" {
-			_, err := s.Submit(ctx, Request{Model: "demo", ID: "gone", Input: &TensorJSON{Name: "input", Shape: []int64{1, 1}, Datatype: "FP32", Data: json.RawMessage("[2]")}})
+			_, err := s.Submit(ctx, Request{Model: "demo", ID: "gone", Input: &kserve.TensorJSON{Name: "input", Shape: []int64{1, 1}, Datatype: "FP32", Data: json.RawMessage("[2]")}})
 			errc <- err
 			return
 		}

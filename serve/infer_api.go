@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // The transport-neutral entry points for front ends other than the HTTP/JSON handler (the
@@ -19,9 +20,9 @@ type Answer struct {
 	// 500, 502 or 503 (dropped or refused: Reason, Stage).
 	Status int
 	// Output is the model's output tensor (Status 200).
-	Output  TensorJSON
+	Output  kserve.TensorJSON
 	Outcome string
-	Timing  Timing
+	Timing  kserve.Timing
 	// Reason and Stage say why and where a 503 was dropped ("overload" at "intake" when the
 	// server refused it for lack of room); EstimateUs is the policy's estimate, RetryUs how
 	// long the door stays closed.
@@ -40,7 +41,7 @@ type Answer struct {
 // Infer serves one request for model: in is its one input tensor (Data a JSON array, as in
 // the HTTP API; its name may be empty). The request arrives when Infer is called; ctx
 // ending before the answer returns ctx's error (the driver's answer is then discarded).
-func (s *Server) Infer(ctx context.Context, model, id string, in TensorJSON) (*Answer, error) {
+func (s *Server) Infer(ctx context.Context, model, id string, in kserve.TensorJSON) (*Answer, error) {
 	return s.Submit(ctx, Request{Model: model, ID: id, Input: &in})
 }
 
@@ -96,10 +97,10 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 		}
 		return refuse(reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at), nil
 	}
-	var in TensorJSON
+	var in kserve.TensorJSON
 	if req.Input != nil {
 		in = *req.Input
-		if err := CheckInput(&in, spec.in); err != nil {
+		if err := kserve.CheckInput(&in, spec.in); err != nil {
 			s.m.reject(400, "bad-request")
 			return &Answer{Status: 400, Err: err.Error()}, nil
 		}
@@ -137,7 +138,7 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	a := &Answer{Status: res.status, Outcome: res.outcome, Timing: res.timing, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Result: res.res, AnsweredBy: res.answeredBy}
 	switch res.status {
 	case 200:
-		a.Output = TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
+		a.Output = kserve.TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
 		if res.payload != nil && req.Input != nil {
 			a.Output = res.payload.Tensor
 			if a.Output.Name == "" || a.Output.Name == spec.in.Name {
@@ -155,58 +156,14 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	return a, nil
 }
 
-// CheckInput checks one input tensor against the model's input spec as the HTTP API does
-// (name, datatype, rank, one sample, every fixed dimension, the data's elements) and fills in
-// an empty name.
-func CheckInput(in *TensorJSON, spec TensorSpec) error {
-	if in.Name != spec.Name && in.Name != "" {
-		return badf("inputs[0].name: %q: the model's input is %q", in.Name, spec.Name)
-	}
-	if in.Datatype != spec.Datatype {
-		return badf("inputs[0].datatype: %q: the model takes %s", in.Datatype, spec.Datatype)
-	}
-	if len(in.Shape) != len(spec.Shape) {
-		return badf("inputs[0].shape: %v: the model takes rank %d %v", in.Shape, len(spec.Shape), spec.Shape)
-	}
-	n := int64(1)
-	for i, d := range in.Shape {
-		if d <= 0 {
-			// A zero-size tensor holds no sample: nothing to infer.
-			return badf("inputs[0].shape[%d]: %d: must be > 0 (a zero-size tensor holds no data)", i, d)
-		}
-		if i == 0 {
-			if d != 1 {
-				return badf("inputs[0].shape[0]: %d: send one sample per request (plan serve batches requests itself)", d)
-			}
-		} else if spec.Shape[i] >= 0 && d != spec.Shape[i] {
-			return badf("inputs[0].shape[%d]: %d: the model takes %v", i, d, spec.Shape)
-		}
-		if n > math.MaxInt32/d {
-			return badf("inputs[0].shape: %v: too many elements", in.Shape)
-		}
-		n *= d
-	}
-	got, err := checkData(in.Data, in.Shape, in.Datatype, "inputs[0].data")
-	if err != nil {
-		return &BadRequestError{Msg: err.Error()}
-	}
-	if got != n {
-		return badf("inputs[0].data: %d elements: shape %v needs %d", got, in.Shape, n)
-	}
-	if in.Name == "" {
-		in.Name = spec.Name
-	}
-	return nil
-}
-
 // ModelInfo returns the metadata GET /v2/models/{model} answers (false: unknown model).
-func (s *Server) ModelInfo(model string) (ModelMetadata, bool) {
+func (s *Server) ModelInfo(model string) (kserve.ModelMetadata, bool) {
 	spec, g, ok := s.model(model)
 	if !ok {
-		return ModelMetadata{}, false
+		return kserve.ModelMetadata{}, false
 	}
-	return ModelMetadata{Name: model, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
-		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS}, true
+	return kserve.ModelMetadata{Name: model, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
+		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS}, true
 }
 
 // Ready reports what GET /v2/health/ready answers: not shutting down, and workers ready.
@@ -225,18 +182,12 @@ func (s *Server) Models() []string {
 	return out
 }
 
-// F32ToF16 rounds f to the nearest IEEE half float (the wire format of FP16 tensors).
-func F32ToF16(f float32) uint16 { return f32to16(f) }
-
-// F16ToF32 widens a half float exactly.
-func F16ToF32(h uint16) float32 { return f16to32(h) }
-
 // Specs returns a model's input and output tensor specs (false: unknown model), without
 // ModelInfo's allocations (the gRPC hot path).
-func (s *Server) Specs(model string) (in, out TensorSpec, ok bool) {
+func (s *Server) Specs(model string) (in, out kserve.TensorSpec, ok bool) {
 	spec, _, ok := s.model(model)
 	if !ok {
-		return TensorSpec{}, TensorSpec{}, false
+		return kserve.TensorSpec{}, kserve.TensorSpec{}, false
 	}
 	return spec.in, spec.out, true
 }

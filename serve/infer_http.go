@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +55,7 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.m.reject(400, "bad-request")
 		w.Header().Set("Connection", "close")
-		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	body, err := s.readBody(w, r)
@@ -66,26 +67,26 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			s.m.reject(http.StatusRequestTimeout, "body-timeout")
 			w.Header().Set("Connection", "close")
-			writeJSON(w, http.StatusRequestTimeout, ErrorResponse{Error: fmt.Sprintf("reading the request body took longer than %s", s.opts.BodyTimeout)})
+			writeJSON(w, http.StatusRequestTimeout, kserve.ErrorResponse{Error: fmt.Sprintf("reading the request body took longer than %s", s.opts.BodyTimeout)})
 		default:
 			s.m.reject(400, "read")
 			w.Header().Set("Connection", "close")
-			writeJSON(w, 400, ErrorResponse{Error: "reading the request body: " + err.Error()})
+			writeJSON(w, 400, kserve.ErrorResponse{Error: "reading the request body: " + err.Error()})
 		}
 		return
 	}
 	bodyRead(r)
-	req, err := decodeInfer(body, spec.in)
+	req, err := kserve.DecodeInfer(body, spec.in)
 	if err != nil {
 		s.m.reject(400, "bad-request")
-		writeJSON(w, 400, ErrorResponse{Error: err.Error()})
+		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
 	if age := s.clk.Now() - at; age >= dataplane.Time(spec.sloUs) {
 		// Reading and decoding took the whole SLO (a slow client, a starved machine): the
 		// request cannot finish in time, and the driver need not spend an event on it.
 		s.refuseTimed(w, r, name, req.ID, string(dataplane.DropDeadline), fmt.Sprintf("refused at the door (deadline): the request is %d µs old, its SLO %d µs", age, spec.sloUs), 0, false, false,
-			Timing{LatencyUs: int64(age), SLOUs: spec.sloUs, IntakeUs: int64(age)})
+			kserve.Timing{LatencyUs: int64(age), SLOUs: spec.sloUs, IntakeUs: int64(age)})
 		return
 	}
 	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
@@ -148,11 +149,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 // refuse answers a request the server does not take: 503 with the reason at stage intake,
 // counted as a drop, with Retry-After (retry: when the door reopens; 0 = one second).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool) {
-	s.refuseTimed(w, r, model, id, reason, msg, retry, unread, closeConn, Timing{})
+	s.refuseTimed(w, r, model, id, reason, msg, retry, unread, closeConn, kserve.Timing{})
 }
 
 // refuseTimed is refuse with the request's timing so far.
-func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool, t Timing) {
+func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool, t kserve.Timing) {
 	s.m.reject(http.StatusServiceUnavailable, reason)
 	s.m.drop(model, "intake", reason)
 	if unread && !closeConn {
@@ -177,7 +178,7 @@ func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, 
 	if closeConn {
 		w.Header().Set("Connection", "close")
 	}
-	writeDropAfter(w, &DropResponse{Error: msg, Model: model, ID: id, Reason: reason, Stage: "intake", Timing: t}, retry)
+	writeDropAfter(w, &kserve.DropResponse{Error: msg, Model: model, ID: id, Reason: reason, Stage: "intake", Timing: t}, retry)
 }
 
 // abandonBody ends the reading of a request body the server refuses unread. Without it,
@@ -196,13 +197,13 @@ func (s *Server) tooLarge(w http.ResponseWriter, limit int64) {
 	if limit == s.opts.MaxBody {
 		what = fmt.Sprintf("--max-body %d bytes", limit)
 	}
-	writeJSON(w, http.StatusRequestEntityTooLarge, ErrorResponse{Error: "request body larger than " + what})
+	writeJSON(w, http.StatusRequestEntityTooLarge, kserve.ErrorResponse{Error: "request body larger than " + what})
 }
 
 func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpec, c *call, res *result) {
 	switch res.status {
 	case 200:
-		out := TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
+		out := kserve.TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
 		if res.payload != nil {
 			out = res.payload.Tensor
 			if out.Name == "" || out.Name == spec.in.Name {
@@ -210,19 +211,19 @@ func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpe
 			}
 		}
 		if params := res.parameters(); params != nil || out.Parameters != nil {
-			writeJSON(w, 200, &InferResponse{ModelName: model, ID: c.id, Outputs: []TensorJSON{out}, Parameters: params, Outcome: res.outcome, Timing: res.timing})
+			writeJSON(w, 200, &kserve.InferResponse{ModelName: model, ID: c.id, Outputs: []kserve.TensorJSON{out}, Parameters: params, Outcome: res.outcome, Timing: res.timing})
 			return
 		}
-		outs := [1]TensorJSON{out}
-		writeInfer(w, &InferResponse{ModelName: model, ID: c.id, Outputs: outs[:], Outcome: res.outcome, Timing: res.timing})
+		outs := [1]kserve.TensorJSON{out}
+		writeInfer(w, &kserve.InferResponse{ModelName: model, ID: c.id, Outputs: outs[:], Outcome: res.outcome, Timing: res.timing})
 	case 503:
 		msg := fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
-		writeDrop(w, &DropResponse{Error: msg, Model: model, ID: c.id, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Timing: res.timing})
+		writeDrop(w, &kserve.DropResponse{Error: msg, Model: model, ID: c.id, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Timing: res.timing})
 	default:
 		msg := res.err
 		if res.stage != "" {
 			msg = fmt.Sprintf("stage %s: %s", res.stage, res.err)
 		}
-		writeJSON(w, res.status, ErrorResponse{Error: msg})
+		writeJSON(w, res.status, kserve.ErrorResponse{Error: msg})
 	}
 }

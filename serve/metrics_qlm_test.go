@@ -13,7 +13,7 @@ import (
 )
 
 // TestQLMPreemptionsInMetrics: QLM's policies count their preemptions (serve.Preempter), so
-// vllm:num_preemptions_total moves when their engine preempts (qlmfix item 5). Three
+// vllm:num_preemptions_total moves when their engine preempts (as vLLM's does). Three
 // 16-token prompts on a 64-token KV cache: the youngest is preempted once (the engine digest's
 // hand-computed case, dataplane/qlm TestEngineRules).
 func TestQLMPreemptionsInMetrics(t *testing.T) {

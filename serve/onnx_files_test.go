@@ -1,3 +1,5 @@
+//go:build cgo
+
 package serve
 
 import (
@@ -10,6 +12,7 @@ import (
 
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/internal/tinycascade"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // TestONNXModelFilesGuarded: --model files went through os.ReadFile, so
@@ -44,18 +47,18 @@ func TestONNXModelFilesGuarded(t *testing.T) {
 		want string
 	}{
 		{"one model, a FIFO", func() error {
-			_, err := New(withSystems(Options{Plan: twoPartitionPlan("mlp", 3, 2, 1), NewExecutor: ONNXFactory(ONNXOptions{Model: fifo, Device: "cpu", Cuts: servetest.ONNXCuts})}))
+			_, err := New(withSystems(Options{Plan: twoPartitionPlan("mlp", 3, 2, 1), NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: fifo, Device: "cpu", Cuts: servetest.ONNXCuts})}))
 			return err
 		}, "named pipe"},
 		{"one model, /dev/zero", func() error {
-			_, err := New(withSystems(Options{Plan: twoPartitionPlan("mlp", 3, 2, 1), NewExecutor: ONNXFactory(ONNXOptions{Model: "/dev/zero", Device: "cpu", Cuts: servetest.ONNXCuts})}))
+			_, err := New(withSystems(Options{Plan: twoPartitionPlan("mlp", 3, 2, 1), NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: "/dev/zero", Device: "cpu", Cuts: servetest.ONNXCuts})}))
 			return err
 		}, "a device"},
 		{"a model directory holding a FIFO", func() error {
 			_, err := New(Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
-				NewExecutor: ONNXFactory(ONNXOptions{Model: dir, Device: "cpu", Threads: 1})})
+				NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: dir, Device: "cpu", Threads: 1})})
 			return err
-		}, "cannot be read as a file inside --model"}, // no OS details (item 9)
+		}, "cannot be read as a file inside --model"}, // no OS details: the client learns nothing of the host
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

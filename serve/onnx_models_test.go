@@ -19,6 +19,8 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/internal/tinycascade"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // cascadeDeploy adds CascadeServe plans to the test registry (servetest serves PPipe and
@@ -67,7 +69,7 @@ func TestONNXCascade(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ts := testServer(t, Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
-		NewExecutor: ONNXFactory(ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
+		NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
 	code, body := get(t, ts.URL+"/v2/models/"+tinycascade.Task)
 	if code != 200 || !strings.Contains(string(body), `"shape":[-1,32]`) {
 		t.Fatalf("metadata: %d %s", code, body)
@@ -88,7 +90,7 @@ func TestONNXCascade(t *testing.T) {
 	}
 	check := func(name string, body []byte) (answeredBy string) {
 		t.Helper()
-		var req InferRequest
+		var req kserve.InferRequest
 		if err := json.Unmarshal(body, &req); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func TestONNXCascade(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("%s: %d %s", name, code, resp)
 		}
-		var r InferResponse
+		var r kserve.InferResponse
 		if err := json.Unmarshal(resp, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -201,32 +203,11 @@ func TestONNXCascadeBadModels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
-				NewExecutor: ONNXFactory(ONNXOptions{Model: tc.model(t), Device: "cpu", Threads: 1})})
+				NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: tc.model(t), Device: "cpu", Threads: 1})})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want it to name %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestCertainty(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		v     []float32
-		cert  float64
-		label int
-	}{
-		{"probabilities", []float32{0.1, 0.7, 0.2}, 0.7, 1},
-		{"tie: the first", []float32{0.5, 0.5}, 0.5, 0},
-		{"logits", []float32{0, float32(math.Log(3))}, 0.75, 1},
-		{"negative logits", []float32{-1, -1, -1, -1}, 0.25, 0},
-		{"empty", nil, 0, -1},
-		{"NaN", []float32{float32(math.NaN()), float32(math.NaN())}, 0, -1},
-	} {
-		c, l := certainty(tc.v)
-		if math.Abs(c-tc.cert) > 1e-6 || l != tc.label {
-			t.Errorf("%s: certainty(%v) = %g, %d; want %g, %d", tc.name, tc.v, c, l, tc.cert, tc.label)
-		}
 	}
 }
 
@@ -258,7 +239,7 @@ func TestONNXCascadeAccuracy(t *testing.T) {
 		}
 	}
 	s, _ := testServer(t, Options{Plan: plan, Deploy: cascadeDeploy, Policies: cascadePolicies,
-		NewExecutor: ONNXFactory(ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
+		NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: tinyDir(), Device: "cpu", Threads: 1})})
 	type out struct {
 		by    string
 		label int32
@@ -271,7 +252,7 @@ func TestONNXCascadeAccuracy(t *testing.T) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			in := Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
+			in := kserve.Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
 			// No deadline to miss on a busy test machine: this checks what answers, not when.
 			a, err := s.Submit(context.Background(), Request{Model: tinycascade.Task, Input: &in, Deadline: time.Minute})
 			if err != nil || a.Status != 200 {

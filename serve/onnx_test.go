@@ -18,6 +18,8 @@ import (
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 func needORT(t *testing.T) {
@@ -103,7 +105,7 @@ func TestONNXWorkers(t *testing.T) {
 			}
 			t.Logf("tensors crossing the cut: %v", ins)
 			plan := twoPartitionPlan("cnn", n, cut, 2)
-			_, ts := testServer(t, Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu", Threads: 1, Cuts: servetest.ONNXCuts})})
+			_, ts := testServer(t, Options{Plan: plan, NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: path, Device: "cpu", Threads: 1, Cuts: servetest.ONNXCuts})})
 			code, body := get(t, ts.URL+"/v2/models/cnn")
 			if code != 200 || !strings.Contains(string(body), `"shape":[-1,3,16,16]`) {
 				t.Fatalf("metadata: %d %s", code, body)
@@ -119,14 +121,14 @@ func TestONNXWorkers(t *testing.T) {
 					for j := range x {
 						x[j] = float32(rng.NormFloat64())
 					}
-					in := Float32Tensor(inName, []int64{1, 3, 16, 16}, x)
-					b, _ := json.Marshal(InferRequest{Inputs: []TensorJSON{in}})
+					in := kserve.Float32Tensor(inName, []int64{1, 3, 16, 16}, x)
+					b, _ := json.Marshal(kserve.InferRequest{Inputs: []kserve.TensorJSON{in}})
 					code, _, body := post(t, ts.URL+"/v2/models/cnn/infer", string(b))
 					if code != 200 {
 						t.Errorf("request %d: %d %s", i, code, body)
 						return
 					}
-					var r InferResponse
+					var r kserve.InferResponse
 					if err := json.Unmarshal(body, &r); err != nil {
 						t.Error(err)
 						return
@@ -179,11 +181,11 @@ func TestONNXBadModel(t *testing.T) {
 	}
 	// A profile with more layers than the model has nodes was made from another model.
 	plan := twoPartitionPlan("mlp", 99, 2, 1)
-	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: path, Device: "cpu", Cuts: servetest.ONNXCuts})}))
+	_, err = New(withSystems(Options{Plan: plan, NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: path, Device: "cpu", Cuts: servetest.ONNXCuts})}))
 	if err == nil || !strings.Contains(err.Error(), "has 99 layers") {
 		t.Errorf("error %v", err)
 	}
-	_, err = New(withSystems(Options{Plan: plan, NewExecutor: ONNXFactory(ONNXOptions{Model: filepath.Join(t.TempDir(), "none.onnx"), Device: "cpu", Cuts: servetest.ONNXCuts})}))
+	_, err = New(withSystems(Options{Plan: plan, NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: filepath.Join(t.TempDir(), "none.onnx"), Device: "cpu", Cuts: servetest.ONNXCuts})}))
 	if err == nil || !strings.Contains(err.Error(), "none.onnx") {
 		t.Errorf("error %v", err)
 	}

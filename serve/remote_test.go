@@ -10,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // fakeKServe is a KServe v2 endpoint serving one model that maps every element x to
@@ -27,15 +30,15 @@ func (k *fakeKServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v2/health/ready":
 		w.WriteHeader(200)
 	case r.Method == http.MethodGet && r.URL.Path == "/v2/models/"+k.model:
-		json.NewEncoder(w).Encode(ModelMetadata{Name: k.model, Platform: "fake",
-			Inputs:  []TensorSpec{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 3}}},
-			Outputs: []TensorSpec{{Name: "y", Datatype: "FP32", Shape: []int64{-1, 3}}}})
+		json.NewEncoder(w).Encode(kserve.ModelMetadata{Name: k.model, Platform: "fake",
+			Inputs:  []kserve.TensorSpec{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 3}}},
+			Outputs: []kserve.TensorSpec{{Name: "y", Datatype: "FP32", Shape: []int64{-1, 3}}}})
 	case r.Method == http.MethodPost && r.URL.Path == "/v2/models/"+k.model+"/infer":
 		if k.fail.Load() {
 			http.Error(w, "model crashed", 500)
 			return
 		}
-		var req InferRequest
+		var req kserve.InferRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Inputs) != 1 || req.Inputs[0].Name != "x" {
 			http.Error(w, fmt.Sprintf("bad request: %v", err), 400)
 			return
@@ -53,7 +56,7 @@ func (k *fakeKServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for i, v := range vals {
 			out[i] = strconv.FormatFloat(k.f(float64(v)), 'g', -1, 64)
 		}
-		json.NewEncoder(w).Encode(InferResponse{ModelName: k.model, Outputs: []TensorJSON{{Name: "y", Shape: in.Shape, Datatype: "FP32",
+		json.NewEncoder(w).Encode(kserve.InferResponse{ModelName: k.model, Outputs: []kserve.TensorJSON{{Name: "y", Shape: in.Shape, Datatype: "FP32",
 			Data: json.RawMessage("[" + strings.Join(out, ",") + "]")}}})
 	default:
 		http.NotFound(w, r)
@@ -66,7 +69,7 @@ func TestRemoteWorkers(t *testing.T) {
 	fa, fm := httptest.NewServer(add), httptest.NewServer(mul)
 	defer fa.Close()
 	defer fm.Close()
-	eps, err := DecodeEndpoints("endpoints.yaml", []byte(fmt.Sprintf(`apiVersion: plan/v1
+	eps, err := worker.DecodeEndpoints("endpoints.yaml", []byte(fmt.Sprintf(`apiVersion: plan/v1
 kind: Endpoints
 stages:
   - stage: "m2/*/s0"
@@ -80,14 +83,14 @@ stages:
 		t.Fatal(err)
 	}
 	p := loadPlan(t, "nic.json")
-	s, ts := testServer(t, Options{Plan: p, NewExecutor: RemoteFactory(eps, nil)})
+	s, ts := testServer(t, Options{Plan: p, NewExecutor: worker.RemoteFactory(eps, nil)})
 	code, body := get(t, ts.URL+"/v2/models/m2")
 	if code != 200 || !strings.Contains(string(body), `"name":"x"`) || !strings.Contains(string(body), "plan-remote") {
 		t.Errorf("metadata: %d %s", code, body)
 	}
 	req := `{"inputs":[{"name":"x","shape":[1,3],"datatype":"FP32","data":[1,2,3]}]}`
 	code, _, body = post(t, ts.URL+"/v2/models/m2/infer", req)
-	var r InferResponse
+	var r kserve.InferResponse
 	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
 		t.Fatalf("infer: %d %s", code, body)
 	}
@@ -109,11 +112,11 @@ func TestRemoteBatches(t *testing.T) {
 	sq := &fakeKServe{model: "m1", f: func(x float64) float64 { return x * x }}
 	fs := httptest.NewServer(sq)
 	defer fs.Close()
-	eps, err := DecodeEndpoints("e.json", []byte(`{"apiVersion":"plan/v1","kind":"Endpoints","stages":[{"stage":"*","urls":["`+fs.URL+`"]}]}`))
+	eps, err := worker.DecodeEndpoints("e.json", []byte(`{"apiVersion":"plan/v1","kind":"Endpoints","stages":[{"stage":"*","urls":["`+fs.URL+`"]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ts := testServer(t, Options{Plan: loadPlan(t, "one-gpu.json"), NewExecutor: RemoteFactory(eps, nil)})
+	_, ts := testServer(t, Options{Plan: loadPlan(t, "one-gpu.json"), NewExecutor: worker.RemoteFactory(eps, nil)})
 	const n = 6
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -125,7 +128,7 @@ func TestRemoteBatches(t *testing.T) {
 			if code == 503 {
 				return // the dispatcher may drop under this burst; drops are tested elsewhere
 			}
-			var r InferResponse
+			var r kserve.InferResponse
 			if err := json.Unmarshal(body, &r); code != 200 || err != nil {
 				t.Errorf("request %d: %d %s", i, code, body)
 				return
@@ -140,30 +143,4 @@ func TestRemoteBatches(t *testing.T) {
 	sq.mu.Lock()
 	defer sq.mu.Unlock()
 	t.Logf("batches seen by the endpoint: %v", sq.batches)
-}
-
-func TestEndpointsFile(t *testing.T) {
-	cases := []struct{ name, doc, want string }{
-		{"ok yaml", "apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: '*'\n    urls: [http://127.0.0.1:9]\n", ""},
-		{"unknown field", "apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: '*'\n    url: http://x\n", "unknown field"},
-		{"wrong kind", "apiVersion: plan/v1\nkind: Plan\nstages:\n  - stage: '*'\n    urls: [http://x]\n", "kind: Plan: must be Endpoints"},
-		{"no stages", "apiVersion: plan/v1\nkind: Endpoints\n", "stages: 0"},
-		{"no urls", "apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: a\n    urls: []\n", "stages[0].urls: 0"},
-		{"bad url", "apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: a\n    urls: ['127.0.0.1:80']\n", "stages[0].urls[0]"},
-		{"bad pattern", "apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: '[a'\n    urls: [http://x]\n", "not a valid pattern"},
-		{"not yaml", "{{{", "cannot decode"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := DecodeEndpoints("e.yaml", []byte(c.doc))
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("unexpected error %v", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("error %v, want %q", err, c.want)
-			case err != nil && !strings.HasPrefix(err.Error(), "e.yaml: "):
-				t.Errorf("error does not name the file: %v", err)
-			}
-		})
-	}
 }

@@ -30,17 +30,9 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
-
-// ExecutorFactory builds the executor for a deployment (called at start and for every plan
-// reload, before intake pauses: the preload step).
-type ExecutorFactory func(clk Clock, dep *dataplane.Deployment, plan *formats.Plan) (Executor, error)
-
-// SpecProvider is implemented by executors that know their models' tensors (ONNX); others
-// get the emulated default (Options.InputShape).
-type SpecProvider interface {
-	Spec(app dataplane.AppID) (in, out TensorSpec)
-}
 
 // Options configure a Server.
 type Options struct {
@@ -58,7 +50,7 @@ type Options struct {
 	// Policy picks the runtime policy (Policy.Policy empty = the plan's default).
 	Policy dataplane.Config
 	// NewExecutor builds workers; nil means emulated workers.
-	NewExecutor ExecutorFactory
+	NewExecutor worker.ExecutorFactory
 	// Jitter is the emulated workers' (and transfers') relative noise; Seed seeds it.
 	Jitter float64
 	Seed   uint64
@@ -100,7 +92,7 @@ type Options struct {
 // Server serves one plan at a time over HTTP.
 type Server struct {
 	opts     Options
-	clk      Clock
+	clk      worker.Clock
 	d        *driver
 	m        *metrics
 	mux      *http.ServeMux
@@ -111,8 +103,8 @@ type Server struct {
 	// arrivals counts infer requests at the door (the idle monitor's signal).
 	arrivals atomic.Int64
 	// observe, when set, sees every request for a served model at its arrival (the
-	// autopilot's observer; serve/autopilot.go).
-	observe atomic.Pointer[arrivalObserver]
+	// autopilot's observer: SetArrivalObserver).
+	observe atomic.Pointer[ArrivalObserver]
 	// limits are the body limits of the routes other than infer (bodyLimits); admin the
 	// state-changing routes (adminRoutes).
 	limits map[string]int64
@@ -159,12 +151,12 @@ func New(opts Options) (*Server, error) {
 	if len(opts.InputShape) == 0 {
 		opts.InputShape = []int64{-1}
 	}
-	s := &Server{opts: opts, clk: NewClock(), m: newMetrics()}
+	s := &Server{opts: opts, clk: worker.NewClock(), m: newMetrics()}
 	s.m.legacy = opts.MetricsLegacy
 	s.metricsH = s.m.handler()
 	if s.opts.NewExecutor == nil {
-		s.opts.NewExecutor = func(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
-			return NewEmulated(clk, opts.Jitter, opts.Seed), nil
+		s.opts.NewExecutor = func(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+			return worker.NewEmulated(clk, opts.Jitter, opts.Seed), nil
 		}
 	}
 	g, err := s.prepare(opts.Plan)
@@ -248,15 +240,15 @@ func (s *Server) prepare(p *formats.Plan) (*generation, error) {
 	}
 	tr := &tracker{Executor: ex, log: s.opts.Log}
 	specs := make([]modelSpec, len(dep.Apps))
-	sp, hasSpec := ex.(SpecProvider)
+	sp, hasSpec := ex.(worker.SpecProvider)
 	for i, a := range dep.Apps {
 		ms := modelSpec{name: a.Name, sloUs: int64(a.SLO), rateRPS: a.RateRPS, series: s.m.model(a.Name)}
 		if hasSpec {
 			ms.in, ms.out = sp.Spec(dataplane.AppID(i))
 		} else {
 			shape := append([]int64{-1}, s.opts.InputShape...)
-			ms.in = TensorSpec{Name: "input", Datatype: "FP32", Shape: shape}
-			ms.out = TensorSpec{Name: "output", Datatype: "FP32", Shape: shape}
+			ms.in = kserve.TensorSpec{Name: "input", Datatype: "FP32", Shape: shape}
+			ms.out = kserve.TensorSpec{Name: "output", Datatype: "FP32", Shape: shape}
 		}
 		specs[i] = ms
 	}
@@ -394,7 +386,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.m.reject(http.StatusServiceUnavailable, "connections")
 			w.Header().Set("Connection", "close")
 			abandonBody(w)
-			writeDrop(w, &DropResponse{Error: "the server holds its most connections (--max-conns): only health checks are answered", Reason: "overload", Stage: "connection"})
+			writeDrop(w, &kserve.DropResponse{Error: "the server holds its most connections (--max-conns): only health checks are answered", Reason: "overload", Stage: "connection"})
 			sc.first.Store(0)
 			return
 		}
@@ -500,10 +492,10 @@ func (s *Server) routes() {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", formats.EchoName(r.Method), formats.EchoName(r.URL.Path), strings.Join(allow, ", "))})
+			writeJSON(w, http.StatusMethodNotAllowed, kserve.ErrorResponse{Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", formats.EchoName(r.Method), formats.EchoName(r.URL.Path), strings.Join(allow, ", "))})
 			return
 		}
-		writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", formats.EchoName(r.Method), formats.EchoName(r.URL.Path))})
+		writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("no such endpoint: %s %s", formats.EchoName(r.Method), formats.EchoName(r.URL.Path))})
 	})
 	s.mux = m
 }
@@ -530,7 +522,7 @@ func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation)
 			names += a.Name
 		}
 	}
-	writeJSON(w, 404, ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
+	writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
@@ -540,8 +532,8 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 		s.unknownModel(w, name, g)
 		return
 	}
-	writeJSON(w, 200, &ModelMetadata{Name: name, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []TensorSpec{spec.in},
-		Outputs: []TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
+	writeJSON(w, 200, &kserve.ModelMetadata{Name: name, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
+		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
 }
 
 func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {

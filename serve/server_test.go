@@ -17,6 +17,8 @@ import (
 	"time"
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -122,7 +124,7 @@ func TestInfer(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("status %d: %s", code, body)
 			}
-			var r InferResponse
+			var r kserve.InferResponse
 			if err := json.Unmarshal(body, &r); err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +189,7 @@ func TestBadInput(t *testing.T) {
 			if code != c.code || !strings.Contains(string(body), c.want) {
 				t.Errorf("got %d %s, want %d containing %q", code, body, c.code, c.want)
 			}
-			var e ErrorResponse
+			var e kserve.ErrorResponse
 			if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
 				t.Errorf("body is not an error object: %s", body)
 			}
@@ -257,7 +259,7 @@ func dropBurst(t *testing.T, s *Server, ts *httptest.Server) (ok, dropped int) {
 			ok++
 		case 503:
 			dropped++
-			var d DropResponse
+			var d kserve.DropResponse
 			if err := json.Unmarshal(r.body, &d); err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +283,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		}
 	}
 	code, body := get(t, ts.URL+"/v2/models/demo")
-	var md ModelMetadata
+	var md kserve.ModelMetadata
 	if err := json.Unmarshal(body, &md); code != 200 || err != nil {
 		t.Fatalf("metadata: %d %s", code, body)
 	}
@@ -495,16 +497,16 @@ func newGated() *gated { return &gated{gate: make(chan struct{})} }
 
 func (g *gated) open() { g.once.Do(func() { close(g.gate) }) }
 
-func (g *gated) factory(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
-	return &gatedExecutor{Emulated: NewEmulated(clk, 0, 1), gate: g.gate}, nil
+func (g *gated) factory(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+	return &gatedExecutor{Emulated: worker.NewEmulated(clk, 0, 1), gate: g.gate}, nil
 }
 
 type gatedExecutor struct {
-	*Emulated
+	*worker.Emulated
 	gate chan struct{}
 }
 
-func (e *gatedExecutor) Run(job *Job, done func(*Job)) {
+func (e *gatedExecutor) Run(job *worker.Job, done func(*worker.Job)) {
 	go func() {
 		<-e.gate
 		e.Emulated.Run(job, done)

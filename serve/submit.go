@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // A request whose client left before its answer (Server.Submit's ctx ended, the HTTP
@@ -25,7 +27,7 @@ type Request struct {
 	ID    string
 	// Input is the request's input tensor; nil means none (emulated workers need no data; a
 	// front end whose requests carry text, such as an LLM API, gives token counts in Attrs).
-	Input *TensorJSON
+	Input *kserve.TensorJSON
 	// Attrs are handed to the engine at arrival: class, priority, prompt and output tokens,
 	// the validation sample a cascade request stands for.
 	Attrs dataplane.Attrs
@@ -101,14 +103,9 @@ func (s *Server) Deployment() *dataplane.Deployment {
 }
 
 // Clock returns the server's clock (µs since start), on which Timing and HopEvent are given.
-func (s *Server) Clock() Clock { return s.clk }
+func (s *Server) Clock() worker.Clock { return s.clk }
 
 // WriteTimeout is the longest one write to a client may block (`--write-timeout`): a front
 // end that writes several times (a stream) sets it before each, so a client that stops
 // reading is cut off instead of holding its connection and handler.
 func (s *Server) WriteTimeout() time.Duration { return s.opts.WriteTimeout }
-
-// From converts a wall-clock instant to the clock's µs (negative before the clock started).
-func (c Clock) From(t time.Time) dataplane.Time {
-	return dataplane.Time(t.Sub(c.epoch) / time.Microsecond)
-}

@@ -10,17 +10,19 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // resultExecutor is an emulated executor that reports a model output for every request, as
 // an ONNX executor reports real certainties (Job.Results).
 type resultExecutor struct {
-	*Emulated
+	*worker.Emulated
 	res dataplane.Result
 }
 
-func (e *resultExecutor) Run(job *Job, done func(*Job)) {
-	e.Emulated.Run(job, func(j *Job) {
+func (e *resultExecutor) Run(job *worker.Job, done func(*worker.Job)) {
+	e.Emulated.Run(job, func(j *worker.Job) {
 		j.Results = make([]dataplane.Result, len(j.Payload))
 		for i := range j.Results {
 			j.Results[i] = e.res
@@ -39,7 +41,7 @@ func (f *testFrontend) Routes(s *Server, mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/test/{model}", func(w http.ResponseWriter, r *http.Request) {
 		a, err := s.Submit(r.Context(), Request{Model: r.PathValue("model"), ID: "fe", Attrs: dataplane.Attrs{Priority: 2}})
 		if err != nil {
-			writeJSON(w, 500, ErrorResponse{Error: err.Error()})
+			writeJSON(w, 500, kserve.ErrorResponse{Error: err.Error()})
 			return
 		}
 		writeJSON(w, a.Status, map[string]any{"status": a.Status, "kind": s.Deployment().Kind})
@@ -75,14 +77,14 @@ func TestSubmit(t *testing.T) {
 	want := dataplane.Result{Certainty: 0.75, Label: 3}
 	fe := &testFrontend{}
 	s, ts := testServer(t, Options{Plan: p, Frontends: []Frontend{fe},
-		NewExecutor: func(clk Clock, _ *dataplane.Deployment, _ *formats.Plan) (Executor, error) {
-			return &resultExecutor{Emulated: NewEmulated(clk, 0, 1), res: want}, nil
+		NewExecutor: func(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+			return &resultExecutor{Emulated: worker.NewEmulated(clk, 0, 1), res: want}, nil
 		}})
 
 	t.Run("hops and results", func(t *testing.T) {
 		var mu sync.Mutex
 		var hops []HopEvent
-		in := Float32Tensor("", []int64{1, 2}, []float32{1, 2})
+		in := kserve.Float32Tensor("", []int64{1, 2}, []float32{1, 2})
 		a := submitRetry(t, s, Request{Model: model, ID: "h", Input: &in, OnHop: func(h HopEvent) {
 			mu.Lock()
 			hops = append(hops, h)

@@ -1,6 +1,9 @@
 package serve
 
-import "github.com/plan-dev/plan/dataplane"
+import (
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/worker"
+)
 
 // timerKind says what a driver timer is for.
 type timerKind uint8
@@ -23,5 +26,5 @@ type timerItem struct {
 	batch dataplane.BatchID
 	hop   int32
 	start dataplane.Time
-	job   *Job
+	job   *worker.Job
 }

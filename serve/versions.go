@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // ModelVersion is the one version of every model a plan serves. A plan names no versions (a
@@ -36,7 +37,7 @@ func (s *Server) versioned(h http.HandlerFunc) http.HandlerFunc {
 		}
 		if err := CheckModelVersion(name, r.PathValue("version")); err != nil {
 			s.m.reject(http.StatusNotFound, "unknown-version")
-			writeJSON(w, http.StatusNotFound, ErrorResponse{Error: err.Error()})
+			writeJSON(w, http.StatusNotFound, kserve.ErrorResponse{Error: err.Error()})
 			return
 		}
 		h(w, r)

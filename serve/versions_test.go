@@ -7,7 +7,7 @@ import (
 )
 
 // TestModelVersionRoutes: HTTP follows the one version rule gRPC does (CheckModelVersion,
-// issue 32 item 3): /v2/models/{model}/versions/1/... answers as the unversioned route,
+// KServe v2's versioned routes): /v2/models/{model}/versions/1/... answers as the unversioned route,
 // any other version is 404 naming it, an unknown model under a version is 404 naming the
 // model; the metadata lists version "1".
 func TestModelVersionRoutes(t *testing.T) {

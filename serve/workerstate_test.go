@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // TestWorkerStateEndpoint: POST /v1/workers/state takes a worker out of service and back;
@@ -36,7 +38,7 @@ func TestWorkerStateEndpoint(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		text := string(b)
-		var e ErrorResponse
+		var e kserve.ErrorResponse
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			text = e.Error
 		}

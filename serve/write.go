@@ -4,17 +4,19 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
-func writeDrop(w http.ResponseWriter, d *DropResponse) { writeDropAfter(w, d, 0) }
+func writeDrop(w http.ResponseWriter, d *kserve.DropResponse) { writeDropAfter(w, d, 0) }
 
 // writeDropAfter answers 503 with Retry-After: the seconds until retry (at least 1, the
 // shortest the header can say; 0 = the hint "next second": a dropped request's deadline is
 // gone and the load that caused the drop rarely lasts longer than that).
-func writeDropAfter(w http.ResponseWriter, d *DropResponse, retry dataplane.Time) {
+func writeDropAfter(w http.ResponseWriter, d *kserve.DropResponse, retry dataplane.Time) {
 	secs := int64(1)
 	if retry > dataplane.Second {
 		secs = int64((retry + dataplane.Second - 1) / dataplane.Second)
@@ -42,16 +44,19 @@ func contentLength(n int) []string {
 	return v
 }
 
+// bufPool holds the buffers answers are encoded into (kserve.AppendInferResponse).
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	b := (*bp)[:0]
 	ok := true
 	switch x := v.(type) {
-	case *InferResponse:
-		b, ok = appendInferResponse(b, x)
-	case *DropResponse:
-		b = appendDropResponse(b, x)
+	case *kserve.InferResponse:
+		b, ok = kserve.AppendInferResponse(b, x)
+	case *kserve.DropResponse:
+		b = kserve.AppendDropResponse(b, x)
 	default:
 		ok = false
 	}
@@ -59,23 +64,23 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		var err error
 		if b, err = json.Marshal(v); err != nil {
 			code = 500
-			b, _ = json.Marshal(ErrorResponse{Error: "encoding the response: " + err.Error()})
+			b, _ = json.Marshal(kserve.ErrorResponse{Error: "encoding the response: " + err.Error()})
 		}
 	}
 	writeBody(w, code, bp, b)
 }
 
 // writeInfer writes a 200 infer answer without parameters (none on the response or its
-// outputs: appendInferResponse encodes it by hand). r does not escape, so the caller's
+// outputs: kserve.AppendInferResponse encodes it by hand). r does not escape, so the caller's
 // response, its outputs and timing stay on its stack rather than being allocated per answer,
 // as writeJSON's interface argument would make them; nothing may copy from r to the heap
 // here (escape analysis would take all of r's pointers to escape with it).
-func writeInfer(w http.ResponseWriter, r *InferResponse) {
+func writeInfer(w http.ResponseWriter, r *kserve.InferResponse) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	b, ok := appendInferResponse((*bp)[:0], r)
+	b, ok := kserve.AppendInferResponse((*bp)[:0], r)
 	if !ok {
-		writeJSON(w, 500, ErrorResponse{Error: "encoding the response: parameters on the hand-encoded path"})
+		writeJSON(w, 500, kserve.ErrorResponse{Error: "encoding the response: parameters on the hand-encoded path"})
 		return
 	}
 	writeBody(w, 200, bp, b)

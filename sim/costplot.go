@@ -5,8 +5,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // CostPlot draws cost per hour against a swept quantity (rate scale, SLO or accuracy
@@ -30,17 +28,9 @@ func CostPlot(title, xLabel, currency string, curves []Curve) (*plot.Plot, error
 		if len(xy) == 0 {
 			continue
 		}
-		l, pts, err := plotter.NewLinePoints(xy)
-		if err != nil {
+		if err := AddSeries(p, c.Name, xy, palette[i%len(palette)]); err != nil {
 			return nil, err
 		}
-		col := palette[i%len(palette)]
-		l.Color, pts.Color = col, col
-		l.Width = vg.Points(1.5)
-		pts.Shape = draw.CircleGlyph{}
-		pts.Radius = vg.Points(2)
-		p.Add(l, pts)
-		p.Legend.Add(c.Name, l, pts)
 	}
 	p.Add(plotter.NewGrid())
 	return p, nil

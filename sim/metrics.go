@@ -231,8 +231,8 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 	return out
 }
 
-// atPercentile adds the latency at the SLO's percentile p (0 = none) to out (issue 31 item 3:
-// a cascade is judged on its p95).
+// atPercentile adds the latency at the SLO's percentile p (0 = none) to out (a cascade is
+// judged on its p95, CascadeServe §5).
 func (c *collector) atPercentile(out *AppMetrics, a *appCol, p float64) {
 	if p <= 0 || !c.latencies {
 		return

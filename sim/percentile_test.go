@@ -7,8 +7,7 @@ import (
 )
 
 // TestAtPercentile: the latency at an SLO's percentile counts dropped requests as later than
-// any (∞ = -1 once more than 1−p of them are dropped), and Met is attainment ≥ p (issue 31
-// item 3).
+// any (∞ = -1 once more than 1−p of them are dropped), and Met is attainment ≥ p.
 func TestAtPercentile(t *testing.T) {
 	lat := []int64{50, 10, 40, 20, 30, 60, 70, 80, 90, 100}
 	cases := []struct {

@@ -97,17 +97,9 @@ func AttainmentPlotTarget(title string, curves []Curve, target float64) (*plot.P
 			xy[j].X, xy[j].Y = c.Loads[j], 100*c.Values[j]
 			xmin, xmax = min(xmin, c.Loads[j]), max(xmax, c.Loads[j])
 		}
-		l, pts, err := plotter.NewLinePoints(xy)
-		if err != nil {
+		if err := AddSeries(p, c.Name, xy, palette[i%len(palette)]); err != nil {
 			return nil, err
 		}
-		col := palette[i%len(palette)]
-		l.Color, pts.Color = col, col
-		l.Width = vg.Points(1.5)
-		pts.Shape = draw.CircleGlyph{}
-		pts.Radius = vg.Points(2)
-		p.Add(l, pts)
-		p.Legend.Add(c.Name, l, pts)
 	}
 	if math.IsInf(xmin, 0) {
 		xmin, xmax = 0, 1
@@ -161,13 +153,19 @@ const legendGap = 8
 // SavePlot writes p as DIR/BASE.png and DIR/BASE.svg (atomically) and returns the paths.
 // The legend is drawn in a column right of the plot, never over the data.
 func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) {
+	return saveCanvases(dir, base, w, h, func(dc draw.Canvas) { DrawLegendOutside(p, dc) })
+}
+
+// saveCanvases draws a PNG and an SVG canvas of w × h with drawTo and writes each
+// (atomically) as DIR/BASE.png and DIR/BASE.svg, returning the paths.
+func saveCanvases(dir, base string, w, h vg.Length, drawTo func(dc draw.Canvas)) ([]string, error) {
 	var paths []string
 	for _, ext := range []string{"png", "svg"} {
 		c, err := draw.NewFormattedCanvas(w, h, ext)
 		if err != nil {
 			return nil, err
 		}
-		DrawLegendOutside(p, draw.New(c))
+		drawTo(draw.New(c))
 		var buf bytes.Buffer
 		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, err
@@ -179,6 +177,22 @@ func SavePlot(p *plot.Plot, dir, base string, w, h vg.Length) ([]string, error) 
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// AddSeries adds xy to p as a line with a dot at every point, in col, named name in the
+// legend: the one style the simulator's and the benches' plots draw a series in.
+func AddSeries(p *plot.Plot, name string, xy plotter.XYs, col color.Color) error {
+	l, pts, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return err
+	}
+	l.Color, pts.Color = col, col
+	l.Width = vg.Points(1.5)
+	pts.Shape = draw.CircleGlyph{}
+	pts.Radius = vg.Points(2)
+	p.Add(l, pts)
+	p.Legend.Add(name, l, pts)
+	return nil
 }
 
 // DrawLegendOutside draws p into c with its legend in a column at the right, top-aligned

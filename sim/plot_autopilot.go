@@ -1,10 +1,8 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -12,8 +10,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/plan-dev/plan/formats"
 )
 
 // AutopilotSeries is what an autopilot run's plot shows over time (seconds): the GPUs the
@@ -138,13 +134,7 @@ func AutopilotPlots(title string, s *AutopilotSeries) ([]*plot.Plot, error) {
 // SaveStacked writes plots one above the other (equal heights, legends outside) as
 // DIR/BASE.png and DIR/BASE.svg, and returns the paths.
 func SaveStacked(plots []*plot.Plot, dir, base string, w, h vg.Length) ([]string, error) {
-	var paths []string
-	for _, ext := range []string{"png", "svg"} {
-		c, err := draw.NewFormattedCanvas(w, h, ext)
-		if err != nil {
-			return nil, err
-		}
-		dc := draw.New(c)
+	return saveCanvases(dir, base, w, h, func(dc draw.Canvas) {
 		n := vg.Length(len(plots))
 		var lw vg.Length
 		for _, p := range plots {
@@ -155,17 +145,7 @@ func SaveStacked(plots []*plot.Plot, dir, base string, w, h vg.Length) ([]string
 			top := dc.Max.Y - vg.Length(i)*dc.Size().Y/n
 			drawLegendOutside(p, draw.Crop(dc, 0, 0, top-dc.Size().Y/n-dc.Min.Y, top-dc.Max.Y), lw)
 		}
-		var buf bytes.Buffer
-		if _, err := c.WriteTo(&buf); err != nil {
-			return nil, err
-		}
-		path := filepath.Join(dir, base+"."+ext)
-		if err := formats.WriteAtomic(path, buf.Bytes()); err != nil {
-			return nil, err
-		}
-		paths = append(paths, path)
-	}
-	return paths, nil
+	})
 }
 
 // alignYTicks pads every panel's y tick labels to the longest one's length with figure

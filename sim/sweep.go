@@ -217,17 +217,23 @@ func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point
 	capLoad := limitCap(cfg)
 	lo := hi // highest passing load so far
 	var fail *Point
-	for pass(lo) && fail == nil && lo.Load < capLoad {
-		next := round6(min(lo.Load*2, capLoad))
-		ps, err := runPoints(ctx, cfg, []float64{next}, len(points))
+	// probe runs one more load and moves lo (it passes) or fail (it does not) to it.
+	probe := func(load float64) error {
+		ps, err := runPoints(ctx, cfg, []float64{load}, len(points))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		points = append(points, ps[0])
 		if pass(ps[0]) {
 			lo = ps[0]
 		} else {
 			fail = ps[0]
+		}
+		return nil
+	}
+	for pass(lo) && fail == nil && lo.Load < capLoad {
+		if err := probe(round6(min(lo.Load*2, capLoad))); err != nil {
+			return nil, err
 		}
 	}
 	if !pass(lo) || fail == nil {
@@ -238,15 +244,8 @@ func findLimit(ctx context.Context, cfg *SweepConfig, points []*Point) ([]*Point
 		if mid <= lo.Load || mid >= fail.Load {
 			break
 		}
-		ps, err := runPoints(ctx, cfg, []float64{mid}, len(points))
-		if err != nil {
+		if err := probe(mid); err != nil {
 			return nil, err
-		}
-		points = append(points, ps[0])
-		if pass(ps[0]) {
-			lo = ps[0]
-		} else {
-			fail = ps[0]
 		}
 	}
 	return points, nil
@@ -291,7 +290,7 @@ func ParseLoadRange(s string) ([]float64, error) {
 		if hi < lo {
 			return nil, fmt.Errorf("load range %q is empty: %g > %g", s, lo, hi)
 		}
-		n := int(math.Floor((hi-lo)/step+1e-9)) + 1
+		n := int(math.Floor((hi-lo)/step+absTol)) + 1
 		if n > 10000 {
 			return nil, fmt.Errorf("load range %q: %d points (at most 10000)", s, n)
 		}

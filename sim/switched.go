@@ -11,7 +11,7 @@ import (
 // Switch is one plan change of a switched replay: the plan decided at Decided takes the
 // arrivals from From on. Its GPUs are held from Decided — both fleets while the new one
 // loads its models (make before break) — and the requests the previous plan admitted finish
-// on it (serve's reload and the autopilot's switch: issue 35 item 4). A schedule's window
+// on it (serve's reload and the autopilot's switch). A schedule's window
 // edge is a switch decided one load ahead of the edge, or at it.
 type Switch struct {
 	Decided, From dataplane.Time

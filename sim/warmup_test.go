@@ -6,8 +6,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// TestDefaultWarmup: five times the largest SLO, at least 2 s, at most 20% of the run (issue
-// 31 item 3).
+// TestDefaultWarmup: five times the largest SLO, at least 2 s, at most 20% of the run.
 func TestDefaultWarmup(t *testing.T) {
 	ms := dataplane.Millisecond
 	s := dataplane.Second

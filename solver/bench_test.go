@@ -177,8 +177,8 @@ func BenchmarkRace(b *testing.B) {
 // (comma-separated .lp/.mps paths, e.g. written by PLAN_WRITE_LP) on each engine with
 // SolveFile (one thread), presolve as $PLAN_BENCH_LP_PRESOLVE says (default off, so that the
 // simplex does the same work on every engine and version), and reports the simplex
-// iterations and the time per iteration: the "per unit of work" of issue 15's native-engine
-// target. scripts/highs-reference.sh runs the same files with the same options on a native
+// iterations and the time per iteration: the "per unit of work" of the native engine's
+// ratio to native HiGHS. scripts/highs-reference.sh runs the same files with the same options on a native
 // build of HiGHS for the other side of the ratio; `plan bench solver` is the same for users.
 func BenchmarkLPFile(b *testing.B) {
 	files := os.Getenv("PLAN_BENCH_LP")

@@ -41,8 +41,8 @@
 // cancellation (ErrCanceled), a crashed solver instance (ErrAborted), a
 // missing backend (ErrBackendUnavailable), an invalid model
 // (ErrInvalidModel), or a PLAN_WRITE_LP directory it cannot write to.
-// Result.Err converts a status into ErrInfeasible, ErrUnbounded or
-// ErrNoSolution for callers that want a single error path.
+// Result.Err converts a status into ErrModelInfeasible, ErrUnbounded or
+// ErrNoFeasibleSolution for callers that want a single error path.
 //
 // # Exporting models
 //

@@ -11,14 +11,14 @@ import (
 
 // Sentinel errors. Solve's errors wrap one of ErrCanceled, ErrAborted,
 // ErrBackendUnavailable, ErrInvalidModel or ErrSolveFailed; Result.Err
-// returns ErrInfeasible, ErrUnbounded or ErrNoSolution.
+// returns ErrModelInfeasible, ErrUnbounded or ErrNoFeasibleSolution.
 var (
-	// ErrInfeasible: the model has no feasible solution.
-	ErrInfeasible = errors.New("solver: model is infeasible")
+	// ErrModelInfeasible: the model has no feasible solution.
+	ErrModelInfeasible = errors.New("solver: model is infeasible")
 	// ErrUnbounded: the objective is unbounded in the optimization direction.
 	ErrUnbounded = errors.New("solver: model is unbounded")
-	// ErrNoSolution: the time limit was reached before any feasible solution was found.
-	ErrNoSolution = errors.New("solver: no feasible solution found within the limits")
+	// ErrNoFeasibleSolution: the time limit was reached before any feasible solution was found.
+	ErrNoFeasibleSolution = errors.New("solver: no feasible solution found within the limits")
 	// ErrBackendUnavailable: highs.wasm is missing or not the pinned build,
 	// or PLAN_SOLVER_ENGINE asks for an engine this binary lacks; the errors
 	// wrapping it say how to fix that (`make assets`, PLAN_HIGHS_WASM, ...).
@@ -95,19 +95,19 @@ func (r *Result) Value(v Var) float64 {
 }
 
 // Err returns nil if the result carries a solution and otherwise the
-// sentinel describing why not: ErrInfeasible, ErrUnbounded or ErrNoSolution.
+// sentinel describing why not: ErrModelInfeasible, ErrUnbounded or ErrNoFeasibleSolution.
 func (r *Result) Err() error {
 	switch {
 	case r.HasSolution:
 		return nil
 	case r.Status == StatusInfeasible:
-		return ErrInfeasible
+		return ErrModelInfeasible
 	case r.Status == StatusUnbounded:
 		return ErrUnbounded
 	case r.Status == StatusError:
 		return ErrSolveFailed
 	default:
-		return ErrNoSolution
+		return ErrNoFeasibleSolution
 	}
 }
 

@@ -213,8 +213,8 @@ func TestErrSentinels(t *testing.T) {
 	}{
 		{Result{Status: StatusOptimal, HasSolution: true}, nil},
 		{Result{Status: StatusTimeLimit, HasSolution: true}, nil},
-		{Result{Status: StatusTimeLimit}, ErrNoSolution},
-		{Result{Status: StatusInfeasible}, ErrInfeasible},
+		{Result{Status: StatusTimeLimit}, ErrNoFeasibleSolution},
+		{Result{Status: StatusInfeasible}, ErrModelInfeasible},
 		{Result{Status: StatusUnbounded}, ErrUnbounded},
 		{Result{Status: StatusError}, ErrSolveFailed},
 	} {

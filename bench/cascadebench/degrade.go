@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
@@ -237,17 +236,9 @@ func linePlot(title, xl, yl string, ss []series, ref float64, refName string) (*
 		if len(xy) == 0 {
 			continue
 		}
-		l, pts, err := plotter.NewLinePoints(xy)
-		if err != nil {
+		if err := sim.AddSeries(p, s.name, xy, palette[s.color%len(palette)]); err != nil {
 			return nil, err
 		}
-		col := palette[s.color%len(palette)]
-		l.Color, pts.Color = col, col
-		l.Width = vg.Points(1.5)
-		pts.Shape = draw.CircleGlyph{}
-		pts.Radius = vg.Points(2)
-		p.Add(l, pts)
-		p.Legend.Add(s.name, l, pts)
 	}
 	if ref > 0 && xmax > xmin {
 		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: ref}, {X: xmax, Y: ref}})

@@ -91,8 +91,7 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	if err != nil {
 		return nil, bench.Usagef("--profile: %v", err)
 	}
-	// Planned on the measured curves with their outliers replaced, as plan solve plans (issue
-	// 31 item 1).
+	// Planned on the measured curves with their outliers replaced, as plan solve plans.
 	for _, w := range formats.FitProfile(prof) {
 		env.Infof("warning: %s: %s", u.profile, w)
 	}

@@ -105,7 +105,7 @@ func TestAzureLikeChange(t *testing.T) {
 
 // TestMixShape checks the shape of DyOrc §8.1's result on MIX at a fixed seed (a 300 s trace):
 // DyOrc's mean latency is below every baseline's and within 10 % of the oracle-prediction bound
-// (the targets; RESULTS.md has the full runs, where the margin over Greedy is 30 %).
+// (DyOrc's targets; RESULTS.md has the full runs, where the margin over Greedy is 30 %).
 func TestMixShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 300 s MIX trace under 6 policies")

@@ -321,8 +321,7 @@ func round6(x float64) float64 {
 	return math.Round(x*1e6) / 1e6
 }
 
-// AddOverheads adds the testbed's serving overheads to a pipeline deployment (issue 33 item
-// 4): rpcMs per request on every edge between modules (a batch of b leaving a module takes
+// AddOverheads adds the testbed's serving overheads to a pipeline deployment: rpcMs per request on every edge between modules (a batch of b leaving a module takes
 // b·rpcMs longer to reach the next), and batchMs to every batch's execution time. The
 // provisioning is left as planned, so the overheads take capacity as they would on the
 // testbed; the policies see them where a real one would: the transfer in the planned hop

@@ -25,8 +25,8 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// ppipeSections validates the PPipe plans the bench writes with PPipe's own rules (issue 29
-// item 3: a write without a set is a structural-only check).
+// ppipeSections validates the PPipe plans the bench writes with PPipe's own rules (a
+// write without a set is a structural-only check).
 var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.Plan{}}, Workload: []formats.Section{ppipesec.Workload{}}}
 
 // HC is one of the paper's heterogeneous clusters (PPipe §7.1, Table 1; GPUs per server and
@@ -606,7 +606,7 @@ func gain(a, b float64) float64 {
 // Loads returns the sweep grid lo..hi by step (ascending).
 func Loads(lo, hi, step float64) []float64 {
 	var out []float64
-	n := int(math.Floor((hi-lo)/step+1e-9)) + 1
+	n := int(math.Floor((hi-lo)/step+absTol)) + 1
 	for i := 0; i < n; i++ {
 		out = append(out, math.Round((lo+float64(i)*step)*1e6)/1e6)
 	}

@@ -27,7 +27,7 @@ import (
 )
 
 // models are the MILPs the PPipe planner solves last (its full MILP), as PLAN_WRITE_LP wrote
-// them: demo is `plan solve` on the embedded demo; hc2-g1 is the issue-15 instance "3 models,
+// them: demo is `plan solve` on the embedded demo; hc2-g1 is the hard instance "3 models,
 // L4+T4, P≤3" (planner/ppipe/testdata/hc2-g1, --max-partitions 3).
 //
 //go:embed models/*.lp.gz

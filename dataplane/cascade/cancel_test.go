@@ -231,7 +231,7 @@ func TestForget(t *testing.T) {
 	}
 }
 
-// TestOverloadGoodput is issue 36 item 5's regression test: at 3× the plan's rate
+// TestOverloadGoodput guards against goodput collapse under overload: at 3× the plan's rate
 // CascadeServe keeps at least 0.9 of its goodput at 1× (it collapsed to 0.0003 of it: every
 // queue grew past the SLO). The cascade-noswitch ablation sheds the same way.
 func TestOverloadGoodput(t *testing.T) {

@@ -157,8 +157,8 @@ func TestBadParams(t *testing.T) {
 	}
 }
 
-// BenchmarkGearDecision times one poll's decision: gear lookup plus the α rule (issue 12
-// target ≤ 1 µs).
+// BenchmarkGearDecision times one poll's decision: gear lookup plus the α rule (target
+// ≤ 1 µs: it runs on every poll, CascadeServe §4.6).
 func BenchmarkGearDecision(b *testing.B) {
 	qhi := make([]float64, 64)
 	for i := range qhi {

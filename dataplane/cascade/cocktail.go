@@ -324,9 +324,9 @@ func (p *Cocktail) scale(now dataplane.Time, qps float64, intervalEnd bool, out 
 			n++
 		}
 	}
-	want := min(len(p.reps), max(1, int(math.Ceil(qps/p.packing-1e-9))))
+	want := min(len(p.reps), max(1, int(math.Ceil(qps/p.packing-absTol))))
 	if intervalEnd {
-		want = min(len(p.reps), max(1, int(math.Ceil(p.peak/p.packing-1e-9))))
+		want = min(len(p.reps), max(1, int(math.Ceil(p.peak/p.packing-absTol))))
 		p.peak, p.lastScale = qps, now
 	}
 	for k := 0; k < len(p.reps) && n < want; k++ {

@@ -12,8 +12,7 @@ import (
 )
 
 // TestIndexMatchesScanSimulations runs whole simulations with the deficit-routing index, the
-// co-located replica lists (deficit.go) and the ready-GPU candidates (ready.go; issue 15
-// item 4) and again with the scans they replace, and requires identical runs: every indexed routing choice equals the scan's at
+// co-located replica lists (deficit.go) and the ready-GPU candidates (ready.go) and again with the scans they replace, and requires identical runs: every indexed routing choice equals the scan's at
 // that moment, and every request and batch (IDs, workers, times, outcomes) is the same.
 // Deployments: the golden plan scaled (one share group per position), the same with random
 // shares drawn from a few values (several groups, ties between them) or all distinct, the

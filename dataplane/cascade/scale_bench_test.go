@@ -78,7 +78,7 @@ func scaledPlan(tb testing.TB, k int) *formats.Plan {
 	return p
 }
 
-// BenchmarkSimScale is issue 15 item 4's linear-cost check for CascadeServe: the golden plan
+// BenchmarkSimScale checks that simulation cost grows linearly with GPUs for CascadeServe: the golden plan
 // at scaleBase×k copies (16, 64 and 256 GPUs) under Poisson arrivals at half the scaled
 // qps_max for 2 simulated seconds, per policy; cascadeserve-scan is CascadeServe routing
 // and forwarding by the scans the index of deficit.go replaced (the before of the same

@@ -243,7 +243,7 @@ func TestForget(t *testing.T) {
 	}
 }
 
-// TestOverloadGoodput is issue 36 item 5's regression test: at 3× the example plan's rates
+// TestOverloadGoodput guards against goodput collapse under overload: at 3× the example plan's rates
 // DyOrc keeps at least 0.9 of its goodput at 1× (it fell to 12.9/s from 19.8/s, every queue
 // growing past the SLO), and so does DyOrc read literally (see shed.go for the variants
 // that do not yet).

@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// BenchmarkSimScale is issue 15 item 4's linear-cost check for DyOrc: the bundled MIX
+// BenchmarkSimScale checks that simulation cost grows linearly with GPUs for DyOrc: the bundled MIX
 // workload (testdata/dyorc/workload.json) on 8, 32 and 128 A800s at 1, 4 and 16 times its
 // rates (half the per-GPU load of the package's tests, which run it at 1× on 4 GPUs: at
 // their load the queues grow over a minute and the cost per event with them) for 60

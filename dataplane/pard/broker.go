@@ -7,7 +7,7 @@ import (
 // gone: a drop was decided for the request, it reached its outcome, or the engine retired
 // it (Forget: only finished requests are retired).
 func (p *Pipeline) gone(id dataplane.ReqID) bool {
-	return id < p.flags.base || p.flags.at(id)&flagGone != 0
+	return p.flags.Forgotten(id) || p.flags.At(id)&flagGone != 0
 }
 
 // drop decides a drop. A request still inside a batch of a sibling DAG branch cannot be
@@ -65,7 +65,7 @@ func (p *Pipeline) flushDeferred(out *dataplane.Decisions, id dataplane.ReqID) {
 
 // markGone records that request id reached its outcome (or will, by a decided drop).
 func (p *Pipeline) markGone(id dataplane.ReqID) {
-	p.flags.set(id, p.flags.at(id)|flagGone)
+	p.flags.Set(id, p.flags.At(id)|flagGone)
 }
 
 // touch adds w to the workers to fill after the current event.

@@ -140,7 +140,7 @@ func TestForget(t *testing.T) {
 						d.Compact()
 					}
 					p := PipelineOf(pol)
-					hashes[i], sizes[i] = d.Hash(), p.flags.size()
+					hashes[i], sizes[i] = d.Hash(), p.flags.Size()
 					if forget && len(p.doomed)+len(p.deferred)+len(p.join) > 0 {
 						t.Errorf("after the last compaction: %d doomed, %d deferred, %d join entries", len(p.doomed), len(p.deferred), len(p.join))
 					}
@@ -196,14 +196,14 @@ func TestStateBoundedInSim(t *testing.T) {
 				total := int(s.Engine.RequestBase()) + len(s.Engine.Requests())
 				hashes[i] = h.Sum64()
 				p := PipelineOf(pol)
-				t.Logf("compact %d: %d requests, flags span %d", compact, total, p.flags.size())
+				t.Logf("compact %d: %d requests, flags span %d", compact, total, p.flags.Size())
 				if compact == 0 || name == "clipper++-enqueue" {
 					// clipper++-enqueue never drops at the entry module (nothing has elapsed
 					// there), so over capacity its queue, all in flight, grows with the run.
 					continue
 				}
-				if bound := total / 5; p.flags.size() > bound {
-					t.Errorf("%d requests: the flags span %d (bound %d)", total, p.flags.size(), bound)
+				if bound := total / 5; p.flags.Size() > bound {
+					t.Errorf("%d requests: the flags span %d (bound %d)", total, p.flags.Size(), bound)
 				}
 				if n := len(p.doomed) + len(p.deferred) + len(p.join); n > 100 {
 					t.Errorf("%d doomed, deferred or join entries left", n)

@@ -1,64 +1,15 @@
 package pard_test
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"os"
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/pard"
+	"github.com/plan-dev/plan/internal/policytest"
 	"github.com/plan-dev/plan/sim"
 )
-
-// decisionHasher folds every event the policy handles and every decision it makes into one
-// FNV-64a hash (Engine.Observe): two runs with the same hash made the same decisions.
-type decisionHasher struct {
-	h   hash.Hash64
-	buf []byte
-}
-
-func newDecisionHasher() *decisionHasher { return &decisionHasher{h: fnv.New64a()} }
-
-func (d *decisionHasher) i(v int64) { d.buf = binary.LittleEndian.AppendUint64(d.buf, uint64(v)) }
-
-func (d *decisionHasher) observe(now dataplane.Time, ev *dataplane.Event, ds []dataplane.Decision) {
-	d.buf = d.buf[:0]
-	d.i(int64(now))
-	d.i(int64(ev.Kind))
-	d.i(int64(ev.Req))
-	d.i(int64(ev.Batch))
-	d.i(int64(ev.Hop))
-	d.i(int64(ev.Stage))
-	d.i(int64(ev.Worker))
-	d.i(ev.Key)
-	for _, x := range ds {
-		d.i(int64(x.Kind))
-		d.i(int64(x.App))
-		d.i(int64(x.Req))
-		d.i(int64(x.Stage))
-		d.buf = append(d.buf, x.Reason...)
-		d.i(int64(x.Estimate))
-		d.i(int64(x.At))
-		d.i(x.Key)
-		d.i(int64(x.Worker))
-		d.buf = append(d.buf, x.Model...)
-		d.i(x.Bytes)
-		for _, r := range x.Reqs {
-			d.i(int64(r))
-		}
-		for _, p := range x.Path {
-			d.i(int64(p.Stage))
-			d.i(int64(p.Worker))
-			d.i(int64(p.ResStart))
-			d.i(int64(p.OutStart))
-			d.i(int64(p.Dur))
-		}
-	}
-	d.h.Write(d.buf)
-}
 
 // scaleRun is one BenchmarkSimScale point: policy pol on the k× pipeline at load for
 // 10 simulated seconds; compact > 0 compacts the engine every that many events.
@@ -168,12 +119,12 @@ func TestSimScaleDecisionHash(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := scaleRun(t, pt.pol, pt.k, pt.load, pt.compact)
-			h := newDecisionHasher()
-			s.Engine.Observe(h.observe)
+			h := &policytest.DecisionHasher{}
+			s.Engine.Observe(h.Observe)
 			if _, err := s.Run(); err != nil {
 				t.Fatal(err)
 			}
-			got := fmt.Sprintf("%016x", h.h.Sum64())
+			got := h.Sum()
 			t.Logf("%q: %q, // events %d", name, got, s.Engine.Events())
 			if w := want[name]; w != got {
 				t.Errorf("%s: decision hash %s, want %s", name, got, w)

@@ -6,56 +6,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// idTable is per-request policy state indexed by ReqID from base: forget
-// trims its front as the engine retires requests (dataplane.Forgetter, increasing ID order),
-// so it spans only the requests between the oldest not yet forgotten and the newest set,
-// however many requests have passed. Lookups stay O(1) slice indexing on the hot path.
-type idTable[T any] struct {
-	base dataplane.ReqID
-	v    []T
-}
-
-// at returns id's entry (the zero value when unset or forgotten).
-func (t *idTable[T]) at(id dataplane.ReqID) T {
-	if id >= t.base && int(id-t.base) < len(t.v) {
-		return t.v[id-t.base]
-	}
-	var zero T
-	return zero
-}
-
-// set stores x for id; a forgotten id (below base) is ignored: the engine never shows one
-// to a policy again.
-func (t *idTable[T]) set(id dataplane.ReqID, x T) {
-	if id < t.base {
-		return
-	}
-	var zero T
-	for int(id-t.base) >= len(t.v) {
-		t.v = append(t.v, zero)
-	}
-	t.v[id-t.base] = x
-}
-
-// forget drops every entry up to and including id. Re-slicing the front off is amortized
-// O(1): the next append that outgrows the shortened capacity copies only the live span.
-func (t *idTable[T]) forget(id dataplane.ReqID) {
-	if id < t.base {
-		return
-	}
-	n := int(id-t.base) + 1
-	if n >= len(t.v) {
-		t.v = t.v[:0]
-	} else {
-		clear(t.v[:n])
-		t.v = t.v[n:]
-	}
-	t.base = id + 1
-}
-
-// size is the number of entries held (tests: memory depends on what is in flight).
-func (t *idTable[T]) size() int { return len(t.v) }
-
 // cancelReq forgets withdrawn request id (EvCancel): the engine already
 // finished it as cancelled. It leaves every worker's priority queue and forming batch of
 // its application (DAG branches may queue it at two modules at once), its join counts and
@@ -113,7 +63,7 @@ func (p *Pipeline) withdrawn(out *dataplane.Decisions, id dataplane.ReqID, s dat
 // gone flag, decided drops and join counts), so the policy's memory follows what is in
 // flight, not how many requests have passed.
 func (p *Pipeline) Forget(id dataplane.ReqID) {
-	p.flags.forget(id)
+	p.flags.Forget(id)
 	if len(p.doomed) > 0 {
 		delete(p.doomed, id)
 	}

@@ -180,8 +180,8 @@ type Pipeline struct {
 	mods       []pardModule // indexed by StageID
 	workers    []pardWorker // indexed by WorkerID (only pipeline workers are used)
 	apps       []pardApp
-	flags      idTable[uint8]      // per request: gone (a drop was decided); Forget trims it
-	merges     []dataplane.StageID // modules where DAG branches join (join map keys)
+	flags      dataplane.IDTable[uint8] // per request: gone (a drop was decided); Forget trims it
+	merges     []dataplane.StageID      // modules where DAG branches join (join map keys)
 	deferred   map[dataplane.ReqID]pardDrop
 	join       map[joinKey]int32
 	touched    []dataplane.WorkerID

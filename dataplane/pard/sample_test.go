@@ -7,8 +7,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// TestSampleAccepted: every pipeline policy accepts every deployment Sample builds (issue 29
-// item 2). Sample used to build two-sink graphs that every policy refuses, and the
+// TestSampleAccepted: every pipeline policy accepts every deployment Sample builds. Sample used to build two-sink graphs that every policy refuses, and the
 // conformance harness then passed with nothing run.
 func TestSampleAccepted(t *testing.T) {
 	dags := 0

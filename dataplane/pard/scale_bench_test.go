@@ -41,7 +41,7 @@ func scaledPipeline(tb testing.TB, k int, load float64) *dataplane.Deployment {
 	return dep
 }
 
-// BenchmarkSimScale is issue 15 item 4's linear-cost check for PARD and its FIFO baseline:
+// BenchmarkSimScale checks that simulation cost grows linearly with workers for PARD and its FIFO baseline:
 // 16, 64 and 256 workers at load 0.9 of the pipeline's capacity for 10 simulated seconds.
 // events/cpu-s should not fall with N.
 func BenchmarkSimScale(b *testing.B) {

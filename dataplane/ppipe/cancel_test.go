@@ -38,9 +38,9 @@ func twoStage(slo dataplane.Time) *dataplane.Deployment {
 func ppipeState(p dataplane.Policy) int {
 	switch p := p.(type) {
 	case *PPipe:
-		return p.seen.size()
+		return p.seen.Size()
 	case *Reactive:
-		return p.examined.size()
+		return p.examined.Size()
 	}
 	panic(fmt.Sprintf("unknown policy %T", p))
 }

@@ -38,8 +38,8 @@ import "github.com/plan-dev/plan/dataplane"
 // in: the end of the first run for thr of one microsecond, 0 when the gap before the first
 // reservation is long enough. At 16 times the GPUs gap filling leaves most workers short
 // gaps between reservations booked ahead; the first run's end bounded nearly none of
-// them, and the search scored about 17 leaves a probe at 400 GPUs and 57 at 1,600 (issue
-// 15 item 4).
+// them, and the search scored about 17 leaves a probe at 400 GPUs and 57 at 1,600, so
+// the simulation's cost grew faster than linearly with GPUs.
 type poolIndex struct {
 	trees []poolTree
 	// leaves of each worker's resources: wLeaves[w] for B, sLeaves[s] for D and U.

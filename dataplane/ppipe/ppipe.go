@@ -43,8 +43,8 @@ type PPipe struct {
 	res  resources
 	// Resource indices: workers [0,W), uplinks [W, W+S), downlinks [W+S, W+2S).
 	nw, ns int
-	server []dataplane.ServerID // worker → server
-	seen   idTable[bool]        // request → has been at the head (admission)
+	server []dataplane.ServerID    // worker → server
+	seen   dataplane.IDTable[bool] // request → has been at the head (admission)
 	// scratch for removeQueued (EvCancel)
 	scratch []dataplane.ReqID
 	// probe scratch: candidate and best results
@@ -194,7 +194,7 @@ func (p *PPipe) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.D
 // wake-up. One a batch held ran its reserved path to the end (the engine discarded the
 // result): its reservations were consumed by that batch, so nothing is released.
 func (p *PPipe) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane.Decisions) {
-	p.seen.unset(id)
+	p.seen.Unset(id)
 	a := &p.apps[p.v.Req(id).App]
 	head := a.q.Len() > 0 && a.q.Front() == id
 	var ok bool
@@ -204,7 +204,7 @@ func (p *PPipe) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane.De
 }
 
 // Forget implements dataplane.Forgetter: the admission flag of a retired request goes.
-func (p *PPipe) Forget(id dataplane.ReqID) { p.seen.forget(id) }
+func (p *PPipe) Forget(id dataplane.ReqID) { p.seen.Forget(id) }
 
 // run is the two-step dispatcher loop for one application.
 func (p *PPipe) run(a *ppApp, now dataplane.Time, out *dataplane.Decisions) {
@@ -294,9 +294,9 @@ func (p *PPipe) run(a *ppApp, now dataplane.Time, out *dataplane.Decisions) {
 	}
 }
 
-func (p *PPipe) seenGet(r dataplane.ReqID) bool { return p.seen.at(r) }
+func (p *PPipe) seenGet(r dataplane.ReqID) bool { return p.seen.At(r) }
 
-func (p *PPipe) seenSet(r dataplane.ReqID) { p.seen.set(r, true) }
+func (p *PPipe) seenSet(r dataplane.ReqID) { p.seen.Set(r, true) }
 
 // probe computes where a batch of b would run along pipeline pp if dispatched now, without
 // reserving anything (probe(), PPipe A.3, Alg. 2). Per stage it picks the worker with the

@@ -19,9 +19,9 @@ type Reactive struct {
 	// poolOf maps a stage to its pool.
 	poolOf []int
 	// worker state
-	estEnd   []dataplane.Time // nominal end of the worker's queued work
-	slack    []dataplane.Time // Σ planned latency + transfer downstream of the worker's stage
-	examined idTable[int32]   // request → 1 + the pool whose head it was when a timer was set
+	estEnd   []dataplane.Time         // nominal end of the worker's queued work
+	slack    []dataplane.Time         // Σ planned latency + transfer downstream of the worker's stage
+	examined dataplane.IDTable[int32] // request → 1 + the pool whose head it was when a timer was set
 	scratch  []dataplane.ReqID
 	buf      []dataplane.ReqID
 	path     [1]dataplane.PathHop
@@ -128,16 +128,16 @@ func (r *Reactive) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 	}
 }
 
-func (r *Reactive) examinedAt(id dataplane.ReqID) int32 { return r.examined.at(id) }
+func (r *Reactive) examinedAt(id dataplane.ReqID) int32 { return r.examined.At(id) }
 
-func (r *Reactive) setExamined(id dataplane.ReqID, pool int) { r.examined.set(id, int32(pool+1)) }
+func (r *Reactive) setExamined(id dataplane.ReqID, pool int) { r.examined.Set(id, int32(pool+1)) }
 
 // cancel forgets withdrawn request id (EvCancel): it leaves the pool queue holding it, and
 // that pool is triggered again when it was the head (the head's deadline set the timer). A
 // request a batch held is in no queue: the engine discarded its result, so it never
 // reaches the next pool.
 func (r *Reactive) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane.Decisions) {
-	r.examined.unset(id)
+	r.examined.Unset(id)
 	for pi := range r.pools {
 		q := r.pools[pi].q
 		head := q.Len() > 0 && q.Front() == id
@@ -152,7 +152,7 @@ func (r *Reactive) cancel(now dataplane.Time, id dataplane.ReqID, out *dataplane
 }
 
 // Forget implements dataplane.Forgetter: the examined mark of a retired request goes.
-func (r *Reactive) Forget(id dataplane.ReqID) { r.examined.forget(id) }
+func (r *Reactive) Forget(id dataplane.ReqID) { r.examined.Forget(id) }
 
 func (r *Reactive) trigger(pi int, now dataplane.Time, out *dataplane.Decisions) {
 	p := &r.pools[pi]

@@ -84,7 +84,7 @@ func scaleConfig(tb testing.TB, mode string, k int) *sim.SweepConfig {
 	return &sim.SweepConfig{Policies: reg, Dep: dep, Policy: pc, Arrival: spec, Duration: 30 * dataplane.Second, Seed: 1}
 }
 
-// BenchmarkSimScale is the linear-cost target of issue 15 item 4: 100, 400 and 1,600 GPUs
+// BenchmarkSimScale checks that simulation cost grows linearly with GPUs: 100, 400 and 1,600 GPUs
 // at load 0.9 for 30 simulated seconds under the reservation dispatcher (busy-until, the
 // default, and interval mode; and busy-until with engine compaction). Events/s should not
 // fall with N. heap-MB is the live heap after the run (without compaction the simulation

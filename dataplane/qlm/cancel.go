@@ -10,8 +10,7 @@ import (
 
 // DropTooLarge is the reason a request is dropped at arrival when its prompt and output can
 // never fit the KV cache of any instance holding a profile of its model: admitting it is
-// impossible, and left waiting it would hold the head of its queue forever (issue 36 item 2;
-// vLLM refuses a request longer than max_model_len at intake, the LLM engine digest §4).
+// impossible, and left waiting it would hold the head of its queue forever (vLLM refuses a request longer than max_model_len at intake, the LLM engine digest §4).
 const DropTooLarge dataplane.DropReason = "too-large"
 
 // fits reports whether some instance with a profile of s's model could hold s's KV cache at

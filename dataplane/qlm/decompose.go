@@ -37,10 +37,10 @@ func (a score) less(b score) bool {
 	if a.viol != b.viol {
 		return a.viol < b.viol
 	}
-	if math.Abs(a.late-b.late) > 1e-9 {
+	if math.Abs(a.late-b.late) > absTol {
 		return a.late < b.late
 	}
-	return a.obj < b.obj-1e-9
+	return a.obj < b.obj-absTol
 }
 
 // queueScore evaluates one virtual queue's order: its violations at the L1 quantile and its
@@ -257,7 +257,7 @@ func orderExact(pr *PlanProblem, g int, groups []int, steps *int) []int {
 			}
 		}
 		// viol and late only grow along a path; obj is bounded by lb.
-		if s.viol > bestS.viol || (s.viol == bestS.viol && (s.late > bestS.late+1e-9 || (math.Abs(s.late-bestS.late) <= 1e-9 && lb >= bestS.obj-1e-9))) {
+		if s.viol > bestS.viol || (s.viol == bestS.viol && (s.late > bestS.late+absTol || (math.Abs(s.late-bestS.late) <= absTol && lb >= bestS.obj-absTol))) {
 			return
 		}
 		for k, i := range sorted {

@@ -166,8 +166,7 @@ func TestEngineRules(t *testing.T) {
 }
 
 // TestCurveAsMeasured: measured curves are used as measured between points, even where they
-// fall, and never fall past the last point (the last segment's slope clamped at ≥ 0; issue 30
-// item 3).
+// fall, and never fall past the last point (the last segment's slope clamped at ≥ 0).
 func TestCurveAsMeasured(t *testing.T) {
 	c := pwl{{Tokens: 1, Us: 100}, {Tokens: 11, Us: 200}, {Tokens: 21, Us: 150}}
 	for _, tc := range []struct {

@@ -377,7 +377,7 @@ func (p *Policy) residualTokens(s *seq) float64 {
 	}
 	a := (k - mu) / sd
 	tail := 0.5 * math.Erfc(a/math.Sqrt2)
-	if tail < 1e-12 {
+	if tail < tailFloor {
 		return 1
 	}
 	phi := math.Exp(-a*a/2) / math.Sqrt(2*math.Pi)

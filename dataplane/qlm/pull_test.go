@@ -35,7 +35,7 @@ func runSim(t *testing.T, dep *dataplane.Deployment, pol string, srcs [][]datapl
 	return done, reqs, p.(*Policy)
 }
 
-// TestIdleInstancePulls is the stall of issue 13: instances that run one sequence at a
+// TestIdleInstancePulls guards against an idle instance beside a queue: instances that run one sequence at a
 // time; A runs long on i0, B runs one token on i1, C's group is placed on i0 (tie on
 // estimated drain) behind A. Its deadline is loose, so no violation forces a replan. Once
 // i1 is idle with an empty virtual queue it must pull C (work-conserving request pulling,

@@ -29,8 +29,7 @@ func oneClass(model string, slo time.Duration) formats.LLMClass {
 		InputTokens: formats.TokenProfile{Mean: 100, Std: 50, Max: 1000}, OutputTokens: formats.TokenProfile{Mean: 50, Std: 20, Max: 200}}
 }
 
-// TestIterationTimingExact: the emulated instance follows the engine model to the µs (issue
-// 13): three requests arriving together share one step (their prompts are
+// TestIterationTimingExact: the emulated instance follows the engine model to the µs: three requests arriving together share one step (their prompts are
 // prefilled together), with the output delay of 0 and 1 step.
 func TestIterationTimingExact(t *testing.T) {
 	// By hand. Prefill-containing step over n tokens: P(n) = 1000 + 10000·(n−1)/999; decode

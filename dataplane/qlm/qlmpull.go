@@ -11,7 +11,7 @@ import (
 // on (earliest deadline first, then group ID). QLM §5 makes load balancing implicit in the
 // plan and re-plans only on a predicted violation, so without this an instance that drains
 // its queue ahead of the RCT estimate idles while groups with loose deadlines wait elsewhere
-// (issue 13's stall: a mistral request 23 s behind a busy instance, the other one idle).
+// (a mistral request was seen to wait 23 s behind a busy instance, the other one idle).
 // Paper §5 "request pulling": an instance pulls whenever it has spare capacity; started
 // groups stay where they are (no migration, QLM §5). A group of another model is taken only
 // by an instance with nothing running, paying the model swap (QLM §5), when that still starts

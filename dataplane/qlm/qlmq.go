@@ -141,7 +141,7 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 		// On an instance holding another model the group starts only after its own model
 		// replaces that one (as pull counts it): without this an idle instance of another
 		// model wins any tie with a busy one of the group's model and evicts its model for a
-		// group that never needed it (qlmfix item 2: on the five-request trace a batch request
+		// group that never needed it (on the five-request trace a batch request
 		// arriving 50 µs after a chat request sent vicuna's instance into an 11.8 s load, and
 		// the vicuna request that followed waited 14 s; serve's real-time arrivals hit it, the
 		// simulator's same-instant ones did not). An empty instance (back from a failure)
@@ -181,8 +181,8 @@ func (q *qlmQueue) drain(p *Policy, in *instance, k int) float64 {
 // (externalSeconds: zero unless ObserveInstance was called).
 func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 	// The value is kept until the instance changes (instance.resOK): place and the violation
-	// check read every instance's at each arrival, and every pull the queued ones' (issue 15
-	// item 4).
+	// check read every instance's at each arrival, and every pull the queued ones', which made
+	// the simulation's cost grow faster than linearly with instances.
 	if p.memoOn && in.resOK {
 		if p.checkMemo && q.residualNow(p, in) != in.res {
 			panic(fmt.Sprintf("qlm: instance %d: kept residual %v, now %v", in.ID, in.res, q.residualNow(p, in)))

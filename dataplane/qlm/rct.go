@@ -107,7 +107,7 @@ func normQuantile(p float64) float64 {
 // RCTR2 is the coefficient of determination of the RCT estimates in st against measured
 // completions done (absolute µs per request), both taken from the moment each estimate was
 // made: 1 − Σ(measured − predicted)² / Σ(measured − mean measured)² over the requests with an
-// estimate made at or after from and a completion (issue 13 target: ≥ 0.95). n is how many
+// estimate made at or after from and a completion (TestRCTR2 requires ≥ 0.95). n is how many
 // requests it scored.
 func RCTR2(st *Stats, done map[dataplane.ReqID]dataplane.Time, from dataplane.Time) (r2 float64, n int) {
 	var ids []dataplane.ReqID

@@ -51,7 +51,7 @@ func rctRun(t testing.TB, warm, n int, spread dataplane.Time) (float64, int) {
 
 // TestRCTR2: the RCT estimator (QLM §6, Eq. 2–4) against the simulator's measured
 // completion times for a queue of 8 000 requests after 20 s of saturating warm-up (the
-// paper's setting, Fig. 3/14: R² 0.99; issue 13's target ≥ 0.95).
+// paper's setting, Fig. 3/14: R² 0.99; this test requires ≥ 0.95).
 func TestRCTR2(t *testing.T) {
 	r2, n := rctRun(t, 600, 8000, 2*dataplane.Second)
 	t.Logf("RCT R² = %.4f over %d requests", r2, n)

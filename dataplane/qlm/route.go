@@ -11,7 +11,7 @@ import (
 // Size routing (Mélange, Griggs et al. 2024, §5): a least-cost plan over request-size buckets ×
 // GPU types serves each bucket on the types where the ILP put its rate, and its capacity rule
 // holds only if short and long requests go there. Without routing, long prompts land on the
-// cheap types sized for short ones and the mixed fleet misses its SLOs (issue 34 follow-up).
+// cheap types sized for short ones and the mixed fleet misses its SLOs (Mélange §5).
 // A request takes the route of its class nearest its prompt and output tokens, then one of the
 // route's GPU types by share, drawn from its ID so simulate and serve agree; QLM's own
 // scheduling then acts among the instances of that type.

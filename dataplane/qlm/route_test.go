@@ -12,7 +12,7 @@ import (
 )
 
 // TestSizeRouting: a least-cost plan's routes send each request size to the GPU type the ILP
-// chose for it (Mélange §5; issue 34 follow-up): short requests to the L4, long ones to the
+// chose for it (Mélange §5): short requests to the L4, long ones to the
 // A100, whatever the queues look like; a split route sends its requests by share. Without
 // routing, QLM places each group on the instance that drains it first and short and long
 // requests mix on both types.

@@ -53,7 +53,7 @@ func mixedDeployment(tb testing.TB, n int, load float64) *dataplane.Deployment {
 	return d
 }
 
-// BenchmarkSimScale is issue 15 item 4's linear-cost check for QLM and its vLLM baseline:
+// BenchmarkSimScale checks that simulation cost grows linearly with instances for QLM and its vLLM baseline:
 // 8, 32 and 128 instances at the same per-instance load for 10 simulated seconds.
 // events/cpu-s should not fall with N.
 func BenchmarkSimScale(b *testing.B) {

@@ -8,8 +8,8 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestTensorParallelProfiles: an instance runs the profiles measured at its GPU count (issue
-// 30 item 7). A model profiled on one A100 and on two (tensor parallelism 2, a larger KV
+// TestTensorParallelProfiles: an instance runs the profiles measured at its GPU count.
+// A model profiled on one A100 and on two (tensor parallelism 2, a larger KV
 // capacity) is two engines: a one-GPU instance holds the one-GPU KV capacity, not the
 // two-GPU one (before, the later profile of a model and GPU type replaced the other), and a
 // two-GPU instance the two-GPU capacity.

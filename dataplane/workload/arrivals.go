@@ -112,7 +112,7 @@ func (s ArrivalSpec) New(rps float64, app string, seed uint64) (Source, error) {
 		}
 		shape := 1 / (cv * cv)
 		scale := mean * cv * cv
-		return &renewal{rng: rng, gap: func(r *rand.Rand) float64 { return gammaSample(r, shape) * scale }}, nil
+		return &renewal{rng: rng, gap: func(r *rand.Rand) float64 { return GammaSample(r, shape) * scale }}, nil
 	case "mmpp":
 		hm, lm := orDefault(s.HighMult, 2.5), orDefault(s.LowMult, 0.625)
 		hs, ls := float64(s.HighSojourn), float64(s.LowSojourn)
@@ -156,15 +156,16 @@ func (r *renewal) Next() dataplane.Time {
 	return dataplane.Time(r.t)
 }
 
-// gammaSample draws Gamma(shape, 1) (Marsaglia–Tsang; shape < 1 by the boost
-// Gamma(a) = Gamma(a+1)·U^(1/a)).
-func gammaSample(r *rand.Rand, shape float64) float64 {
+// GammaSample draws Gamma(shape, 1) by Marsaglia and Tsang's method ("A simple method for
+// generating gamma variables", ACM TOMS 2000); shape < 1 by their boost
+// Gamma(a) = Gamma(a+1)·U^(1/a). The arrival processes and `plan load`'s datasets share it.
+func GammaSample(r *rand.Rand, shape float64) float64 {
 	if shape < 1 {
 		u := r.Float64()
 		for u == 0 {
 			u = r.Float64()
 		}
-		return gammaSample(r, shape+1) * math.Pow(u, 1/shape)
+		return GammaSample(r, shape+1) * math.Pow(u, 1/shape)
 	}
 	d := shape - 1.0/3
 	c := 1 / math.Sqrt(9*d)

@@ -266,7 +266,7 @@ type PercentileLatency struct {
 // AtPercentile is the p-th latency of requests whose finished latencies are lat (µs) and
 // attainment att (n requests in all).
 func AtPercentile(p float64, lat []int64, n int64, att float64) *PercentileLatency {
-	out := &PercentileLatency{Percentile: p, LatencyUs: -1, Met: att >= p-1e-12}
+	out := &PercentileLatency{Percentile: p, LatencyUs: -1, Met: att >= p-tieTol}
 	k := int64(math.Ceil(p * float64(n))) // 1-based rank among all n
 	if n == 0 {
 		out.LatencyUs = 0

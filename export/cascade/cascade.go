@@ -1,5 +1,5 @@
-// Package cascade exports CascadeServe gear plans to Triton, KServe and Ray Serve (issue 12,
-// following export/ppipe and export/pard). A gear plan is a fixed replica placement plus one
+// Package cascade exports CascadeServe gear plans to Triton, KServe and Ray Serve (in the
+// manner of export/ppipe and export/pard). A gear plan is a fixed replica placement plus one
 // gear per QPS range — a cascade (models in order), certainty thresholds, per-replica shares
 // and minimum-queue triggers (CascadeServe paper §4–§5). The targets can express the placement and the per-model batching; none can express
 // gear switching (choosing the cascade by the QPS measured every 100 ms, paper §5), so:

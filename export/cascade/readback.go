@@ -2,7 +2,6 @@ package cascade
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,23 +25,8 @@ const maxReplicas = 1 << 16
 // GPU type.
 func ReadBack(target string, files export.Files) (*formats.CascadePlan, string, error) {
 	rb := &reader{reps: map[int]formats.Replica{}}
-	for _, name := range files.Names() {
-		if export.IsDeploy(name) {
-			continue // deploy/: the coordinator and autoscalers, read by ReadScale
-		}
-		data := files[name]
-		var err error
-		switch {
-		case target == export.Triton && path.Base(name) == "config.pbtxt":
-			err = rb.triton(data)
-		case target == export.KServe && strings.HasSuffix(name, ".yaml"):
-			err = rb.kserve(data)
-		case target == export.Ray && path.Base(name) == export.RayConfigFile:
-			err = rb.ray(data)
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", name, err)
-		}
+	if err := export.ReadFiles(target, files, export.Readers{Triton: func(_ string, data []byte) error { return rb.triton(data) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+		return nil, "", err
 	}
 	return rb.plan()
 }
@@ -150,16 +134,7 @@ func (rb *reader) triton(data []byte) error {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamReplicas, err)
 	}
 	// Each replica is the instance group r<index> pinned to exactly its GPUs.
-	groups := map[string][]int{}
-	count := 0
-	for _, g := range c.InstanceGroup {
-		gs := make([]int, len(g.Gpus))
-		for i, x := range g.Gpus {
-			gs[i] = int(x)
-		}
-		groups[g.Name] = gs
-		count += int(g.Count)
-	}
+	groups, count := export.TritonGroups(c)
 	for _, r := range reps {
 		if gs, ok := groups["r"+strconv.Itoa(r.index)]; !ok || !slices.Equal(gs, r.gpus) {
 			return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on %v", c.Name, r.index, gs, r.gpus)
@@ -169,13 +144,11 @@ func (rb *reader) triton(data []byte) error {
 }
 
 func (rb *reader) kserve(data []byte) error {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
+	kind, err := export.KindOf(data)
+	if err != nil {
 		return err
 	}
-	switch probe.Kind {
+	switch kind {
 	case "InferenceService":
 		var s export.InferenceService
 		if err := yaml.UnmarshalStrict(data, &s); err != nil {
@@ -232,26 +205,24 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	var c rayConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	ds, err := export.RayDeployments[rayUserConfig](data)
+	if err != nil {
 		return err
 	}
-	for _, a := range c.Applications {
-		for _, d := range a.Deployments {
-			u := d.UserConfig
-			if u.Table != nil {
-				if err := rb.setTable(export.MustJSON(*u.Table)); err != nil {
-					return fmt.Errorf("deployment %s: %w", d.Name, err)
-				}
-				continue
-			}
-			per := int(d.RayActorOptions.NumGPUs)
-			if float64(per) != d.RayActorOptions.NumGPUs || per < 1 {
-				return fmt.Errorf("deployment %s: num_gpus %g: a replica takes whole GPUs", d.Name, d.RayActorOptions.NumGPUs)
-			}
-			if err := rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per); err != nil {
+	for _, d := range ds {
+		u := d.UserConfig
+		if u.Table != nil {
+			if err := rb.setTable(export.MustJSON(*u.Table)); err != nil {
 				return fmt.Errorf("deployment %s: %w", d.Name, err)
 			}
+			continue
+		}
+		per := int(d.RayActorOptions.NumGPUs)
+		if float64(per) != d.RayActorOptions.NumGPUs || per < 1 {
+			return fmt.Errorf("deployment %s: num_gpus %g: a replica takes whole GPUs", d.Name, d.RayActorOptions.NumGPUs)
+		}
+		if err := rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per); err != nil {
+			return fmt.Errorf("deployment %s: %w", d.Name, err)
 		}
 	}
 	return nil

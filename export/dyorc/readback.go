@@ -2,7 +2,6 @@ package dyorc
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -34,23 +33,8 @@ type Exported struct {
 // error.
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{deps: map[int]dep{}, apps: map[string]formats.App{}}
-	for _, name := range files.Names() {
-		if export.IsDeploy(name) {
-			continue // deploy/: the coordinator and autoscalers, read by ReadScale
-		}
-		data := files[name]
-		var err error
-		switch {
-		case target == export.Triton && path.Base(name) == "config.pbtxt":
-			err = rb.triton(data)
-		case target == export.KServe && strings.HasSuffix(name, ".yaml"):
-			err = rb.kserve(data)
-		case target == export.Ray && path.Base(name) == export.RayConfigFile:
-			err = rb.ray(data)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
+	if err := export.ReadFiles(target, files, export.Readers{Triton: func(_ string, data []byte) error { return rb.triton(data) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+		return nil, err
 	}
 	return rb.result()
 }
@@ -136,16 +120,7 @@ func (rb *reader) triton(data []byte) error {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamGPUs, err)
 	}
 	// Each GPU holding the service is the instance group g<gpu> pinned to it.
-	groups := map[string][]int{}
-	count := 0
-	for _, g := range c.InstanceGroup {
-		gs := make([]int, len(g.Gpus))
-		for i, x := range g.Gpus {
-			gs[i] = int(x)
-		}
-		groups[g.Name] = gs
-		count += int(g.Count)
-	}
+	groups, count := export.TritonGroups(c)
 	for _, g := range gpus {
 		if gs, ok := groups["g"+strconv.Itoa(g)]; !ok || !slices.Equal(gs, []int{g}) {
 			return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on GPU %d", c.Name, g, gs, g)
@@ -168,13 +143,11 @@ func fromAnnotations(a map[string]string) map[string]string {
 }
 
 func (rb *reader) kserve(data []byte) error {
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
+	kind, err := export.KindOf(data)
+	if err != nil {
 		return err
 	}
-	switch probe.Kind {
+	switch kind {
 	case "InferenceService":
 		var s export.InferenceService
 		if err := yaml.UnmarshalStrict(data, &s); err != nil {
@@ -208,27 +181,25 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	var c rayConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	ds, err := export.RayDeployments[rayUserConfig](data)
+	if err != nil {
 		return err
 	}
-	for _, a := range c.Applications {
-		for _, d := range a.Deployments {
-			u := d.UserConfig
-			if u.Record != nil {
-				for _, w := range u.Workflows {
-					if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: export.MustJSON(*u.Record), ParamWorkflow: export.MustJSON(w.Workflow)}); err != nil {
-						return fmt.Errorf("deployment %s: %w", d.Name, err)
-					}
+	for _, d := range ds {
+		u := d.UserConfig
+		if u.Record != nil {
+			for _, w := range u.Workflows {
+				if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: export.MustJSON(*u.Record), ParamWorkflow: export.MustJSON(w.Workflow)}); err != nil {
+					return fmt.Errorf("deployment %s: %w", d.Name, err)
 				}
-				continue
 			}
-			if d.RayActorOptions.NumGPUs != 1 {
-				return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
-			}
-			if err := rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize); err != nil {
-				return fmt.Errorf("deployment %s: %w", d.Name, err)
-			}
+			continue
+		}
+		if d.RayActorOptions.NumGPUs != 1 {
+			return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
+		}
+		if err := rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize); err != nil {
+			return fmt.Errorf("deployment %s: %w", d.Name, err)
 		}
 	}
 	return nil

@@ -263,12 +263,5 @@ func rayFiles(l *layout) (export.Files, error) {
 }
 
 func put(f export.Files, name string, b []byte) error {
-	if _, dup := f[name]; dup {
-		return fmt.Errorf("export: two objects named %s (rename a service or an app, or pass --name)", name)
-	}
-	if b == nil {
-		b = []byte{}
-	}
-	f[name] = b
-	return nil
+	return f.Put(name, b, "rename a service or an app, or pass --name")
 }

@@ -26,6 +26,13 @@
 //     engine arguments in user_config.engine) and a router deployment whose user_config.qlm
 //     holds the groups, the virtual queues and the SLOs.
 //
+// Every target's engine arguments carry the flags the simulator's engine runs with:
+// tensor_parallel_size, max_num_batched_tokens, max_num_seqs, enable_prefix_caching where
+// the profile enables it, and speculative_config where it turns speculative decoding on
+// (roles.go). A disaggregated plan (instances with prefill and decode roles) exports to
+// KServe and Ray Serve as one service or deployment per role with a replica per instance,
+// each role's engine a KV producer or consumer (kv_transfer_config); see roles.go.
+//
 // What no target can express (Unsupported) is QLM's control loop: the virtual queues
 // themselves, the plan generator's re-plans (RCT violation checks and the stochastic program,
 // QLM §6–§7), and the serving operations beyond pulling — request eviction, GPU–CPU KV swap
@@ -112,6 +119,10 @@ type Record struct {
 	Queues   map[string][]string `json:"queues"`
 	Classes  []formats.LLMClass  `json:"classes"`
 	Units    map[string]string   `json:"units"`
+	// Roles are the roles of a disaggregated plan's instances (by name; aggregated
+	// instances are not listed): the coordinator sends a request to a prefill instance,
+	// then to a decode instance of its model.
+	Roles map[string]string `json:"roles,omitempty"`
 }
 
 // Engine is a vLLM engine's arguments (AsyncEngineArgs field names): Triton's model.json,
@@ -137,6 +148,16 @@ type Engine struct {
 	MaxNumPartialPrefills int   `json:"max_num_partial_prefills,omitempty"`
 	// SchedulingPolicy is written when the profile sets it (vLLM's default: fcfs).
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
+	// EnablePrefixCaching is written when the profile enables it (the simulator shares
+	// prefixes only then); never on a decode instance, whose sequences arrive with their
+	// prompts computed (the simulator turns it off there).
+	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"`
+	// SpeculativeConfig is vLLM's speculative_config when the profile turns speculative
+	// decoding on (not on a prefill instance: it computes each request's first token only).
+	SpeculativeConfig *SpeculativeConfig `json:"speculative_config,omitempty"`
+	// KVTransferConfig is vLLM's kv_transfer_config of a disaggregated instance: its role
+	// as KV producer (prefill) or consumer (decode).
+	KVTransferConfig *KVTransferConfig `json:"kv_transfer_config,omitempty"`
 }
 
 // Exporters returns QLM's exporters for every target.
@@ -151,6 +172,10 @@ type layout struct {
 	insts []instance // in plan order
 	// coord is the coordinator's (Triton) or router's (Ray) unit name.
 	coord string
+	// groups are the units of KServe and Ray (roles.go), in plan order of their first
+	// instance; grec the record they carry (its units are the groups').
+	groups []group
+	grec   Record
 }
 
 // instance is one LLM instance: its unit, GPUs and engine.
@@ -169,6 +194,9 @@ func (in instance) params() map[string]string {
 		ParamHFModel: in.engine.Model}
 	if len(in.in.GPUs) > 0 {
 		m[ParamPinned] = "true"
+	}
+	if in.in.Role != "" {
+		m[ParamRole] = in.in.Role
 	}
 	return m
 }
@@ -235,6 +263,9 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		if in.GPUCount < 1 {
 			return nil, fmt.Errorf("%s.gpu_count: %d: must be >= 1", f, in.GPUCount)
 		}
+		if err := checkRole(f, in.Role); err != nil {
+			return nil, err
+		}
 		if _, dup := l.rec.Units[in.Name]; dup {
 			return nil, fmt.Errorf("%s.name: %q: duplicate instance", f, in.Name)
 		}
@@ -255,6 +286,9 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		eng.Model = id
+		if err := engineFlags(&eng, prof, pf, in.Role, f); err != nil {
+			return nil, err
+		}
 		for j, id := range in.Queue {
 			if !groups[id] {
 				return nil, fmt.Errorf("%s.queue[%d]: %q: not in qlm.groups", f, j, id)
@@ -271,6 +305,9 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			l.rec.Queues[in.Name] = []string{}
 		}
 		l.insts = append(l.insts, it)
+	}
+	if err := l.groupRoles(map[string]string{l.coord: "the coordinator", export.DNSLabel(o.Name + "-router"): "the router"}); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -350,11 +387,10 @@ func modelID(p *formats.LLMProfile, pf string) (string, error) {
 	if known, ok := KnownModels[p.Model]; ok && id == "" {
 		return known, nil
 	}
-	low := strings.ToLower(id)
 	switch {
 	case id == "":
 		return "", fmt.Errorf("%s.hf_model: missing: the engine needs model %s's Hugging Face id or path (e.g. mistralai/Mistral-7B-Instruct-v0.2); add hf_model to the profile and solve again", pf, p.Model)
-	case strings.ContainsAny(id, "<>{}") || low == "todo" || low == "tbd" || strings.Contains(low, "placeholder") || strings.Contains(low, "changeme"):
+	case placeholder(id):
 		return "", fmt.Errorf("%s.hf_model: %q: a placeholder, not a model id or path", pf, p.HFModel)
 	}
 	return id, nil
@@ -446,6 +482,7 @@ func engineSettings(e *Engine, p *formats.LLMProfile, swap int64) int64 {
 	}
 	e.MaxNumPartialPrefills = g.MaxNumPartialPrefills
 	e.SchedulingPolicy = g.SchedulingPolicy
+	e.EnablePrefixCaching = g.EnablePrefixCaching
 	if g.SwapSpace > 0 {
 		swap = int64(g.SwapSpace * gib * float64(max(p.GPUCount, 1)))
 	}

@@ -229,8 +229,8 @@ func TestShapes(t *testing.T) {
 	}
 }
 
-// TestPinnedGPUs: a plan that lists its instances' GPUs (planner/qlm's tensor-parallel plans,
-// issue 30 item 7) is exported on those GPUs, not the next free ones — here a one-GPU
+// TestPinnedGPUs: a plan that lists its instances' GPUs (planner/qlm's tensor-parallel plans)
+// is exported on those GPUs, not the next free ones — here a one-GPU
 // instance on GPU 1 before a two-GPU one on the second server's GPUs 2 and 3 — with the
 // engine's model id from the profile's hf_model, and reads back with the same gpus.
 func TestPinnedGPUs(t *testing.T) {
@@ -403,20 +403,25 @@ func TestKnownModels(t *testing.T) {
 	}
 }
 
-// FuzzReadBack: the read-back decoders never panic on arbitrary files.
+// FuzzReadBack: the read-back decoders never panic on arbitrary files (seeded with the
+// exports of the bundled plan and of a disaggregated one: role units of two replicas).
 func FuzzReadBack(f *testing.F) {
-	p := readPlan(f)
-	for _, e := range Exporters() {
-		files, err := e.Export(p, export.Options{})
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, n := range files.Names() {
-			f.Add(uint8(slices.Index(export.Targets, e.Target)), n, string(files[n]), "")
-		}
-		// A Triton instance with its engine arguments beside it.
-		if e.Target == export.Triton {
-			f.Add(uint8(0), "plan-llm-0/config.pbtxt", string(files["plan-llm-0/config.pbtxt"]), string(files["plan-llm-0/1/model.json"]))
+	for _, p := range []*formats.Plan{readPlan(f), rolePlan(f)} {
+		for _, e := range Exporters() {
+			files, err := e.Export(p, export.Options{})
+			if err != nil {
+				f.Fatal(err)
+			}
+			for _, n := range files.Names() {
+				f.Add(uint8(slices.Index(export.Targets, e.Target)), n, string(files[n]), "")
+			}
+			// A Triton instance with its engine arguments beside it.
+			if e.Target == export.Triton && p.QLM.Instances[0].Name == "llm-0" {
+				f.Add(uint8(0), "plan-llm-0/config.pbtxt", string(files["plan-llm-0/config.pbtxt"]), string(files["plan-llm-0/1/model.json"]))
+			}
+			if e.Target == export.Triton && p.QLM.Instances[0].Role != "" {
+				f.Add(uint8(0), "plan-decode-0/config.pbtxt", string(files["plan-decode-0/config.pbtxt"]), string(files["plan-decode-0/1/model.json"]))
+			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, target uint8, name, data, engine string) {

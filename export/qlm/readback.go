@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -40,23 +41,8 @@ type Exported struct {
 // the record are an error.
 func ReadBack(target string, files export.Files) (*Exported, error) {
 	rb := &reader{insts: map[int]inst{}}
-	for _, name := range files.Names() {
-		if export.IsDeploy(name) {
-			continue // deploy/: the coordinator and autoscalers, read by ReadScale
-		}
-		data := files[name]
-		var err error
-		switch {
-		case target == export.Triton && path.Base(name) == "config.pbtxt":
-			err = rb.triton(name, data, files)
-		case target == export.KServe && strings.HasSuffix(name, ".yaml"):
-			err = rb.kserve(data)
-		case target == export.Ray && path.Base(name) == export.RayConfigFile:
-			err = rb.ray(data)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
+	if err := export.ReadFiles(target, files, export.Readers{Triton: func(name string, data []byte) error { return rb.triton(name, data, files) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
+		return nil, err
 	}
 	return rb.result()
 }
@@ -120,11 +106,45 @@ func (rb *reader) instance(params map[string]string, unit string, gpuCount int, 
 	if _, dup := rb.insts[i]; dup {
 		return fmt.Errorf("instance %s: index %d recorded twice", name, i)
 	}
-	in := formats.QLMInstance{Name: name, GPU: gpu, GPUCount: n, Model: model}
+	role := params[ParamRole]
+	want, ok := kvRoles[role]
+	switch {
+	case !ok && role != "":
+		return fmt.Errorf("instance %s: %s %q: not a role (%s, %s)", name, ParamRole, role, formats.RolePrefill, formats.RoleDecode)
+	case role == "" && eng.KVTransferConfig != nil:
+		return fmt.Errorf("instance %s: an aggregated instance whose engine has a kv_transfer_config (kv_role %q)", name, eng.KVTransferConfig.KVRole)
+	case role != "" && (eng.KVTransferConfig == nil || eng.KVTransferConfig.KVRole != want):
+		return fmt.Errorf("instance %s: a %s instance whose engine is not a KV %s (kv_transfer_config %s)", name, role, strings.TrimPrefix(want, "kv_"), export.MustJSON(eng.KVTransferConfig))
+	}
+	in := formats.QLMInstance{Name: name, GPU: gpu, GPUCount: n, Model: model, Role: role}
 	if params[ParamPinned] == "true" {
 		in.GPUs = gpus
 	}
 	rb.insts[i] = inst{in: in, unit: unit, gpus: gpus, engine: eng}
+	return nil
+}
+
+// group records the instances of a KServe service or Ray deployment of replicas replicas:
+// one instance, or a role's instances listed in its parameters (group.params), each a
+// replica.
+func (rb *reader) group(params map[string]string, unit string, replicas, gpuCount int, eng Engine) error {
+	names := strings.Split(params[ParamInstance], ",")
+	idx := strings.Split(params[ParamIndex], ",")
+	gpus := strings.Split(params[ParamGPUs], ";")
+	if params[ParamRole] == "" && len(names) > 1 {
+		return fmt.Errorf("unit %s: %s %q: several instances without a role", unit, ParamInstance, params[ParamInstance])
+	}
+	if len(names) != replicas || len(idx) != replicas || len(gpus) != replicas {
+		return fmt.Errorf("unit %s: %d replica(s), the record lists %d instance(s), %d position(s), %d GPU list(s): want one of each per replica",
+			unit, replicas, len(names), len(idx), len(gpus))
+	}
+	for k := range names {
+		m := maps.Clone(params)
+		m[ParamInstance], m[ParamIndex], m[ParamGPUs] = names[k], idx[k], gpus[k]
+		if err := rb.instance(m, unit, gpuCount, "", eng); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -190,8 +210,12 @@ func fromAnnotations(a map[string]string) map[string]string {
 func engineFromArgs(args []string) (Engine, error) {
 	m := map[string]json.RawMessage{}
 	for _, a := range args {
-		if a == "--no-enable-chunked-prefill" {
+		switch a {
+		case "--no-enable-chunked-prefill":
 			m["enable_chunked_prefill"] = json.RawMessage("false")
+			continue
+		case "--enable-prefix-caching":
+			m["enable_prefix_caching"] = json.RawMessage("true")
 			continue
 		}
 		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
@@ -206,6 +230,17 @@ func engineFromArgs(args []string) (Engine, error) {
 			continue
 		case "scheduling-policy":
 			m["scheduling_policy"] = json.RawMessage(strconv.Quote(v))
+			continue
+		case "speculative-config", "kv-transfer-config":
+			// vLLM's config flags: a JSON object (the engine's strict decoding checks its keys).
+			if !json.Valid([]byte(v)) || !strings.HasPrefix(strings.TrimSpace(v), "{") {
+				return Engine{}, fmt.Errorf("argument %q: not a JSON object", a)
+			}
+			k = strings.ReplaceAll(k, "-", "_")
+			if _, dup := m[k]; dup {
+				return Engine{}, fmt.Errorf("argument %q: given twice", a)
+			}
+			m[k] = json.RawMessage(v)
 			continue
 		}
 		if _, err := strconv.ParseFloat(v, 64); err != nil {
@@ -237,8 +272,8 @@ func (rb *reader) kserve(data []byte) error {
 		return fmt.Errorf("service %s: %w", s.Metadata.Name, err)
 	}
 	p := s.Spec.Predictor
-	if p.MinReplicas != 1 || p.MaxReplicas != 1 {
-		return fmt.Errorf("service %s: replicas %d..%d: an instance is one replica", s.Metadata.Name, p.MinReplicas, p.MaxReplicas)
+	if p.MinReplicas < 1 || p.MaxReplicas != p.MinReplicas || p.MinReplicas > maxGPUs {
+		return fmt.Errorf("service %s: replicas %d..%d: an instance is one replica, a fixed number of them", s.Metadata.Name, p.MinReplicas, p.MaxReplicas)
 	}
 	n, err := strconv.Atoi(p.Model.Resources.Limits["nvidia.com/gpu"])
 	if err != nil || p.Model.Resources.Requests["nvidia.com/gpu"] != p.Model.Resources.Limits["nvidia.com/gpu"] {
@@ -253,7 +288,10 @@ func (rb *reader) kserve(data []byte) error {
 		return fmt.Errorf("service %s: no node selector", s.Metadata.Name)
 	}
 	// The selector is the GPU type's node label (export.Options.NodeSelector), not its name.
-	return rb.instance(params, s.Metadata.Name, n, "", eng)
+	if err := rb.group(params, s.Metadata.Name, p.MinReplicas, n, eng); err != nil {
+		return fmt.Errorf("service %s: %w", s.Metadata.Name, err)
+	}
+	return nil
 }
 
 func (rb *reader) ray(data []byte) error {
@@ -273,15 +311,16 @@ func (rb *reader) ray(data []byte) error {
 			if u.Engine == nil {
 				return fmt.Errorf("deployment %s: user_config has neither qlm nor engine", d.Name)
 			}
-			if export.RayReplicas(d) != 1 {
-				return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, export.RayReplicas(d))
+			r := export.RayReplicas(d)
+			if r < 1 || r > maxGPUs {
+				return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, r)
 			}
 			o := d.RayActorOptions
 			n := int(o.NumGPUs)
 			if float64(n) != o.NumGPUs || o.AcceleratorType == "" {
 				return fmt.Errorf("deployment %s: num_gpus %g, accelerator_type %q: want whole GPUs of one type", d.Name, o.NumGPUs, o.AcceleratorType)
 			}
-			if err := rb.instance(u.Placement, d.Name, n, "", *u.Engine); err != nil {
+			if err := rb.group(u.Placement, d.Name, r, n, *u.Engine); err != nil {
 				return fmt.Errorf("deployment %s: %w", d.Name, err)
 			}
 		}
@@ -339,9 +378,17 @@ func (rb *reader) result() (*Exported, error) {
 		if _, dup := out.GPUs[name]; dup {
 			return nil, fmt.Errorf("instance %s recorded twice", name)
 		}
+		if r := rec.Roles[name]; r != in.in.Role {
+			return nil, fmt.Errorf("instance %s: role %q, the plan record says %q", name, in.in.Role, r)
+		}
 		q.Instances[i] = in.in
 		out.GPUs[name] = in.gpus
 		out.Engines[name] = in.engine
+	}
+	for name := range rec.Roles {
+		if _, ok := out.GPUs[name]; !ok {
+			return nil, fmt.Errorf("the plan record gives instance %s a role; the files export no such instance", name)
+		}
 	}
 	if len(rec.Units) != len(rb.insts) || len(rec.Queues) != len(rb.insts) {
 		return nil, fmt.Errorf("the plan record names %d unit(s) and %d queue(s), the files export %d instance(s)", len(rec.Units), len(rec.Queues), len(rb.insts))

@@ -114,18 +114,31 @@ func (in instance) args() []string {
 	if e.SchedulingPolicy != "" {
 		a = append(a, "--scheduling-policy="+e.SchedulingPolicy)
 	}
+	if e.EnablePrefixCaching {
+		a = append(a, "--enable-prefix-caching")
+	}
+	// vLLM's config flags take their dataclass as JSON (--speculative-config,
+	// --kv-transfer-config).
+	if e.SpeculativeConfig != nil {
+		a = append(a, "--speculative-config="+export.MustJSON(e.SpeculativeConfig))
+	}
+	if e.KVTransferConfig != nil {
+		a = append(a, "--kv-transfer-config="+export.MustJSON(e.KVTransferConfig))
+	}
 	return a
 }
 
 func annotation(key string) string { return "plan.dev/" + key }
 
-// kserveFiles renders one InferenceService per instance.
+// kserveFiles renders one InferenceService per instance, or per role of a disaggregated
+// plan with a replica per instance (roles.go).
 func kserveFiles(l *layout) (export.Files, error) {
 	f := export.Files{}
-	rec := export.MustJSON(l.rec)
-	for _, in := range l.insts {
+	rec := export.MustJSON(l.grec)
+	for _, g := range l.groups {
+		in := g.members[0]
 		ann := map[string]string{annotation(ParamPlan): rec, annotation("qlm.unsupported"): Unsupported}
-		for k, v := range in.params() {
+		for k, v := range g.params() {
 			ann[annotation(k)] = v
 		}
 		n := strconv.Itoa(in.in.GPUCount)
@@ -133,10 +146,15 @@ func kserveFiles(l *layout) (export.Files, error) {
 		if err != nil {
 			return nil, err
 		}
+		labels := map[string]string{annotation("gpu"): export.DNSLabel(in.in.GPU), annotation("model"): export.DNSLabel(in.in.Model)}
+		replicas := "one replica is the instance"
+		if g.role != "" {
+			labels[annotation("role")] = g.role
+			replicas = "each replica is one of the instances qlm.instance lists"
+		}
 		isvc := export.InferenceService{APIVersion: "serving.kserve.io/v1beta1", Kind: "InferenceService",
-			Metadata: export.ObjectMeta{Name: in.unit, Annotations: ann,
-				Labels: map[string]string{annotation("gpu"): export.DNSLabel(in.in.GPU), annotation("model"): export.DNSLabel(in.in.Model)}},
-			Spec: export.ISVCSpec{Predictor: export.Predictor{MinReplicas: 1, MaxReplicas: 1,
+			Metadata: export.ObjectMeta{Name: g.unit, Annotations: ann, Labels: labels},
+			Spec: export.ISVCSpec{Predictor: export.Predictor{MinReplicas: len(g.members), MaxReplicas: len(g.members),
 				Model: export.PredictorModel{ModelFormat: export.ModelFormat{Name: "huggingface"}, Runtime: "kserve-huggingfaceserver",
 					Args:      in.args(),
 					Resources: export.Resources{Limits: map[string]string{"nvidia.com/gpu": n}, Requests: map[string]string{"nvidia.com/gpu": n}}},
@@ -145,12 +163,12 @@ func kserveFiles(l *layout) (export.Files, error) {
 		if err != nil {
 			return nil, err
 		}
-		head := export.Comment(in.describe(),
+		head := export.Comment(g.describe(),
 			"The huggingface runtime's vLLM backend answers the OpenAI-compatible API (completions, chat completions);",
-			"set --model_id to the weights (a Hugging Face id). The pod is not pinned to qlm.gpus; one replica is the instance.",
+			"set --model_id to the weights (a Hugging Face id). The pod is not pinned to qlm.gpus; "+replicas+".",
 			fmt.Sprintf("%s is the plan record a queue coordinator needs (groups, virtual queues, SLOs).", annotation(ParamPlan)),
 			"KServe cannot express "+Unsupported+".")
-		if err := put(f, "inferenceservice-"+in.unit+".yaml", append(head, b...)); err != nil {
+		if err := put(f, "inferenceservice-"+g.unit+".yaml", append(head, b...)); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +196,8 @@ type rayUserConfig struct {
 func rayFiles(l *layout) (export.Files, error) {
 	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
 	seqs := 0
-	for _, in := range l.insts {
+	for _, g := range l.groups {
+		in := g.members[0]
 		eng := in.engine
 		n := float64(in.in.GPUCount)
 		accel, err := l.o.RayAcceleratorType(in.in.GPU)
@@ -186,13 +205,13 @@ func rayFiles(l *layout) (export.Files, error) {
 			return nil, err
 		}
 		// max_ongoing_requests = the engine's running-sequence cap: the router pulls no more
-		// into an instance than its continuous batch admits.
-		a.Deployments = append(a.Deployments, rayDeployment{Name: in.unit, NumReplicas: 1, MaxOngoingRequests: eng.MaxNumSeqs,
+		// into an instance (a replica) than its continuous batch admits.
+		a.Deployments = append(a.Deployments, rayDeployment{Name: g.unit, NumReplicas: len(g.members), MaxOngoingRequests: eng.MaxNumSeqs,
 			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, AcceleratorType: accel},
-			UserConfig:      rayUserConfig{Placement: in.params(), Engine: &eng, Note: in.describe()}})
-		seqs += eng.MaxNumSeqs
+			UserConfig:      rayUserConfig{Placement: g.params(), Engine: &eng, Note: g.describe()}})
+		seqs += eng.MaxNumSeqs * len(g.members)
 	}
-	rec := l.rec
+	rec := l.grec
 	// The router holds the global queue: room for every engine's running batch and δ more
 	// batches waiting per engine (the request-group cap δ·batch, QLM §4).
 	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1,
@@ -203,19 +222,16 @@ func rayFiles(l *layout) (export.Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	head := export.Comment(fmt.Sprintf("QLM plan: a vLLM deployment per LLM instance (%d) and a router whose user_config.qlm holds the request groups,", len(l.insts)),
+	what := fmt.Sprintf("a vLLM deployment per LLM instance (%d)", len(l.insts))
+	if l.grec.Roles != nil {
+		what = fmt.Sprintf("a vLLM deployment per role of the disaggregated instances (%d deployments, a replica per instance: %d)", len(l.groups), len(l.insts))
+	}
+	head := export.Comment("QLM plan: "+what+" and a router whose user_config.qlm holds the request groups,",
 		"every instance's virtual queue and the classes' SLOs. Virtual queues at start: "+l.describeQueues()+".",
 		"Ray Serve cannot express "+Unsupported+".")
 	return export.Files{export.RayConfigFile: append(head, b...)}, nil
 }
 
 func put(f export.Files, name string, b []byte) error {
-	if _, dup := f[name]; dup {
-		return fmt.Errorf("export: two objects named %s (rename an instance, or pass --name)", name)
-	}
-	if b == nil {
-		b = []byte{}
-	}
-	f[name] = b
-	return nil
+	return f.Put(name, b, "rename an instance, or pass --name")
 }

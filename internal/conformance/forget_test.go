@@ -109,7 +109,7 @@ func forgetRun(system, policy string, n int) (forgetResult, error) {
 	return res, nil
 }
 
-// BenchmarkForget pushes -forget.n requests (default 1 M; the issue's
+// BenchmarkForget pushes -forget.n requests (default 1 M; the
 // target is 10 M) through every policy of every in-tree system on its sample deployment,
 // compacting every few thousand events as serve does, and reports the live heap once a
 // tenth of them finished and at the end. Flat (heap-MB@end ≈ heap-MB@10%) means the

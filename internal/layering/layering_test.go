@@ -10,6 +10,15 @@
 // bench. Every package must be placed in a layer: a new top-level package, or a new one under
 // internal/, fails the test until it is added to layers. Checking direct imports is enough:
 // when every edge points down, so does every path.
+//
+// Inside serve the packages are ordered too (a layer's level), so that what changes together
+// stays together and dependencies point one way:
+//
+//	front ends (kservegrpc, openai, workflow, autopilot) → load → serve (the driver and the KServe HTTP
+//	front end) → worker (emulated, onnx, remote) → {kserve (the v2 wire shapes), internal}
+//
+// A package imports only a lower level of its group; two packages of one level never import
+// each other (the front ends are independent of one another).
 package layering
 
 import (
@@ -24,52 +33,65 @@ import (
 const module = "github.com/plan-dev/plan/"
 
 // layer places the packages under a path prefix: a higher rank may import a lower one;
-// within one rank only the same group.
+// within one rank only the same group. level orders the packages of a group that has levels
+// (0: the group has none): a higher level may import a lower one, one level never another
+// prefix of the same level.
 type layer struct {
 	prefix string
 	rank   int
 	group  string
+	level  int
 }
 
 // layers from the top. The longest matching prefix wins.
 var layers = []layer{
-	{"cmd", 7, "cmd"},
+	{"cmd", 7, "cmd", 0},
 	// The registry wires every system's parts (planner, deployer, policies, benches,
 	// exporters, front ends) for cmd; the conformance harness runs the registry's policies
 	// in the simulator.
-	{"internal/system", 6, "registry"},
-	{"internal/systems", 6, "registry"},
-	{"internal/conformance", 6, "registry"},
-	{"bench", 5, "bench"},
-	{"planner", 4, "planner"},
-	{"sim", 4, "sim"},
-	{"serve", 4, "serve"},
-	{"internal/servetest", 4, "serve"},
-	{"export", 4, "export"},
-	{"dataplane", 3, "dataplane"},
+	{"internal/system", 6, "registry", 0},
+	{"internal/systems", 6, "registry", 0},
+	{"internal/conformance", 6, "registry", 0},
+	{"bench", 5, "bench", 0},
+	{"planner", 4, "planner", 0},
+	{"sim", 4, "sim", 0},
+	// serve's levels, from the top: the front ends on Server.Submit, the load generator
+	// (kservegrpc's client builds on it), the driver, the workers, the wire shapes.
+	{"serve/kservegrpc", 4, "serve", 5},
+	{"serve/openai", 4, "serve", 5},
+	{"serve/workflow", 4, "serve", 5},
+	{"serve/autopilot", 4, "serve", 5},
+	{"serve/load", 4, "serve", 4},
+	{"serve", 4, "serve", 3},
+	{"serve/worker", 4, "serve", 2},
+	{"serve/kserve", 4, "serve", 1},
+	{"serve/internal", 4, "serve", 1},
+	{"internal/servetest", 4, "serve", 0},
+	{"export", 4, "export", 0},
+	{"dataplane", 3, "dataplane", 0},
 	// policytest drives an engine by hand for the policies' unit tests.
-	{"internal/policytest", 3, "dataplane"},
+	{"internal/policytest", 3, "dataplane", 0},
 	// tinycascade builds small ONNX cascades (with the profiler's graph) for tests.
-	{"internal/tinycascade", 3, "tinycascade"},
-	{"solver", 2, "solver"},
-	{"profiler", 2, "profiler"},
+	{"internal/tinycascade", 3, "tinycascade", 0},
+	{"solver", 2, "solver", 0},
+	{"profiler", 2, "profiler", 0},
 	// The embedded demo inputs are data: anything above formats may embed them.
-	{"internal/demo", 1, "demo"},
+	{"internal/demo", 1, "demo", 0},
 	// Each system's sections (validation and cross-file checks of its typed plan and workload
 	// sections): above formats' shared types, below everything that reads files, so the
 	// registry (and tests) hand them to formats as a SectionSet.
-	{"formats/sections", 0, "formats"},
-	{"formats", 0, "formats"},
+	{"formats/sections", 0, "formats", 0},
+	{"formats", 0, "formats", 0},
 	// Dependency-free helpers and test-only packages.
-	{"internal/simbench", 0, "simbench"},
+	{"internal/simbench", 0, "simbench", 0},
 	// progress decides, in one place, whether stderr is a terminal (progress lines or none).
-	{"internal/progress", 0, "progress"},
-	{"internal/readme", 0, "readme"},
+	{"internal/progress", 0, "progress", 0},
+	{"internal/readme", 0, "readme", 0},
 	// promcheck lints Prometheus expositions (promtool's rules) for serve's and cmd's tests.
-	{"internal/promcheck", 0, "promcheck"},
+	{"internal/promcheck", 0, "promcheck", 0},
 	// quantile is the one percentile definition (numpy's linear), for every report.
-	{"internal/quantile", 0, "quantile"},
-	{"internal/layering", 0, "layering"},
+	{"internal/quantile", 0, "quantile", 0},
+	{"internal/layering", 0, "layering", 0},
 }
 
 // allowed are the known violations on main, each "from → to" with the issue that removes it.
@@ -142,6 +164,10 @@ func violations(m map[string][]string) (bad []string, unplaced []string) {
 				bad = append(bad, fmt.Sprintf("%s → %s: %s imports a higher layer (%s)", from, to, lf.group, lt.group))
 			case lt.rank == lf.rank && lt.group != lf.group:
 				bad = append(bad, fmt.Sprintf("%s → %s: %s and %s never import each other", from, to, lf.group, lt.group))
+			case lt.group == lf.group && lf.level > 0 && lt.level > lf.level:
+				bad = append(bad, fmt.Sprintf("%s → %s: %s imports a higher level of %s (%s)", from, to, lf.prefix, lf.group, lt.prefix))
+			case lt.group == lf.group && lf.level > 0 && lt.level == lf.level && lt.prefix != lf.prefix:
+				bad = append(bad, fmt.Sprintf("%s → %s: %s and %s never import each other", from, to, lf.prefix, lt.prefix))
 			}
 			for _, e := range extra {
 				if from == e.from && (to == e.to || strings.HasPrefix(to, e.to+"/")) {
@@ -213,6 +239,18 @@ func TestRuleCatches(t *testing.T) {
 		{"dataplane/qlm", "solver", false},
 		{"profiler/onnx", "formats", false},
 		{"serve/load", "serve", false},
+		{"serve", "serve/load", true},
+		{"serve", "serve/openai", true},
+		{"serve/worker", "serve", true},
+		{"serve/kserve", "serve/worker", true},
+		{"serve/openai", "serve/kservegrpc", true},
+		{"serve", "serve/autopilot", true},
+		{"serve/autopilot", "serve", false},
+		{"serve/openai", "serve", false},
+		{"serve/kservegrpc", "serve/load", false},
+		{"serve", "serve/worker", false},
+		{"serve/worker", "serve/kserve", false},
+		{"serve/kservegrpc/inferencepb", "serve/kservegrpc", false},
 	} {
 		bad, unplaced := violations(map[string][]string{c.from: {c.to}, c.to: nil})
 		if len(unplaced) > 0 {

@@ -3,7 +3,8 @@
 // retiring finished requests (Engine.Compact, then Forgetter.Forget) as a long-running
 // driver does, while checking that the policy never dispatches a withdrawn request.
 // Execution and transfer times are the nominal ones (no jitter), so a
-// run is a deterministic function of its script.
+// run is a deterministic function of its script. DecisionHasher holds a simulated run's
+// decisions to a recorded hash, for the policies' decision-hash tests.
 package policytest
 
 import (

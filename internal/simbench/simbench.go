@@ -1,6 +1,6 @@
 // Package simbench is what the simulator's scale benchmarks share: events per wall second
-// and per CPU second, seconds per run and the peak live heap. Issue 15 item 4 asks for
-// events/s that do not fall as GPUs are added; on a shared, oversubscribed machine wall
+// and per CPU second, seconds per run and the peak live heap. The simulator's cost should
+// grow linearly with GPUs, so events/s should not fall as GPUs are added; on a shared, oversubscribed machine wall
 // time overstates the cost, so every benchmark also reports CPU-time rates (user + system
 // of the whole process, the garbage collector's work on other cores included).
 package simbench

@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // System is one system's parts. Every field but Name may be empty where the system does not
@@ -72,7 +73,7 @@ type System struct {
 	Sections Sections
 	// ONNXCuts tells `plan serve --workers onnx` what its stages run: one model cut into
 	// blocks per stage (PPipe), or nil/"" when each stage runs a whole model of its own.
-	ONNXCuts serve.ONNXCuts
+	ONNXCuts worker.ONNXCuts
 
 	// Engine, when set, replays a trace through one instance of an LLM profile with no plan
 	// (`plan simulate --llm`): the system's LLM engine used as a simulator of one engine.

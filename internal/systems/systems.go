@@ -232,7 +232,7 @@ func (r *Registry) Deploy(p *formats.Plan) (*dataplane.Deployment, string, error
 	return s.Deploy(p)
 }
 
-// ONNXCuts asks the plan's system what onnx workers run (serve.ONNXCuts): "" when the system
+// ONNXCuts asks the plan's system what onnx workers run (worker.ONNXCuts): "" when the system
 // cuts no model (each stage runs a whole model), or when no system serves the plan (the
 // server's deployer reports that).
 func (r *Registry) ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (string, [][2]int, error) {

@@ -101,7 +101,7 @@ func RequestBody(id string, x []float32) ([]byte, error) {
 // example).
 func Workload(o *Outputs) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `# A tiny real cascade (issue 12): three ONNX classifiers of increasing size, written by the
+	fmt.Fprintf(&b, `# A tiny real cascade: three ONNX classifiers of increasing size, written by the
 # profiler's ONNX writer with seeded weights (internal/tinycascade). Validation records are
 # the models' own outputs on %d seeded inputs, labelled by a larger reference model (accuracy
 # mlp-s %.3f, mlp-m %.3f, mlp-l %.3f); regenerate with:

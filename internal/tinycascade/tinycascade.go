@@ -1,5 +1,5 @@
 // Package tinycascade builds the small, real model cascade that lets a new user watch
-// CascadeServe forward requests on a CPU (item 4; CascadeServe §2.1, App. C):
+// CascadeServe forward requests on a CPU (CascadeServe §2.1, App. C):
 // three ONNX classifiers of increasing size written by the profiler's ONNX writer
 // (profiler/onnx.Build, seeded weights), their validation records, and KServe request bodies
 // of one input the smallest model is sure of and one it is not.

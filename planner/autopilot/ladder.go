@@ -86,7 +86,7 @@ func (l *Ladder) Cluster(k int) *formats.Cluster {
 	c.GPUs = append([]formats.GPUPool(nil), c.GPUs...)
 	for i := range c.GPUs {
 		p := &c.GPUs[i]
-		p.Count = max(1, int(math.Ceil(float64(p.Count*k)/float64(l.steps)-1e-9)))
+		p.Count = max(1, int(math.Ceil(float64(p.Count*k)/float64(l.steps)-absTol)))
 		if p.PerServer > p.Count {
 			p.PerServer = p.Count
 		}
@@ -290,7 +290,7 @@ func gridUp(x float64) float64 {
 	if x <= 1 {
 		return 1
 	}
-	return math.Pow(RateStep, math.Ceil(math.Log(x)/math.Log(RateStep)-1e-9))
+	return math.Pow(RateStep, math.Ceil(math.Log(x)/math.Log(RateStep)-absTol))
 }
 
 func (r *RateSolver) solve(ctx context.Context, rates []float64) (ap.Candidate, error) {

@@ -220,7 +220,7 @@ func (l *Ladder) PrefetchAround(ctx context.Context, c ap.Candidate) (int, error
 	return l.Prefetch(ctx, l.RungOf(c.GPUs))
 }
 
-// PrefetchAround implements serve's Prefetcher for the cost objective: it solves the grid
+// PrefetchAround implements serve/autopilot's Prefetcher for the cost objective: it solves the grid
 // demands a step up from the served plan c asks for first — c's capacity (every
 // application alike) times RateStep, RateStep², … up to PrefetchUp times it, rounded up to
 // the grid as Solve rounds — one at a time, stopping at ctx's end and before each once a

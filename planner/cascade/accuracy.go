@@ -18,7 +18,7 @@ import (
 func (p *planning) accuracyLoop() ([]Gear, []Replica, error) {
 	n := len(p.q)
 	A := p.opt.Accuracy
-	if p.P[0].Acc < A-1e-12 {
+	if p.P[0].Acc < A-tieTol {
 		return nil, nil, fmt.Errorf("%w: accuracy %.4g: the most accurate cascade reaches %.4f (%s)", planner.ErrInfeasible, A, p.P[0].Acc, p.t.Names(&p.P[0]))
 	}
 	assign := make([]int, n)
@@ -60,7 +60,7 @@ func (p *planning) raise(assign []int, skip int) {
 		}
 		return a
 	}
-	for acc() < p.opt.Accuracy-1e-12 {
+	for acc() < p.opt.Accuracy-tieTol {
 		best, bl := -1, math.Inf(1)
 		for r, x := range assign {
 			if r == skip || x == 0 {

@@ -40,8 +40,8 @@ func viewGears(t *Task, res *Result) []gearView {
 }
 
 // TestCandidatesPlanLikeRecords: a 2-stage candidates table plans the same gears (cascades,
-// thresholds, triggers, shares) as the per-sample records it was evaluated from (issue 31
-// item 2), under both SLOs.
+// thresholds, triggers, shares) as the per-sample records it was evaluated from, under both
+// SLOs: the table is a lossless summary of the records for planning.
 func TestCandidatesPlanLikeRecords(t *testing.T) {
 	tests := []struct {
 		name string

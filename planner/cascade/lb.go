@@ -147,7 +147,7 @@ func (s *lbSolver) solveUncached(c *Cascade, pl []Replica, perSample []float64, 
 	res := lbResult{u: r.Objective}
 	vals := r.Values
 	if shares {
-		m2, _, _ := build(res.u*(1+1e-9) + 1e-12)
+		m2, _, _ := build(res.u*(1+relTol) + tieTol)
 		s.LPs++
 		r2, err := s.run(m2)
 		if err == nil && r2.Status == solver.StatusOptimal {

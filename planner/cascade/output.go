@@ -117,6 +117,6 @@ func round(x, q float64) float64 { return math.Round(x/q) * q }
 
 // Miss says which SLO the plan misses ("" = it meets every one: no overloaded gear, the
 // accuracy target, the latency bound at every gear). A plan solved for a fixed GPU count is
-// the best the planner found there, met or not; plan solve refuses one that misses (issue
-// 31 item 4), benches keep it to chart the miss.
+// the best the planner found there, met or not; plan solve refuses one that misses,
+// benches keep it to chart the miss.
 func (r *Result) Miss() string { return r.shortfall(r.Opt) }

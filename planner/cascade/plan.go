@@ -224,14 +224,14 @@ func Plan(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Optio
 func (r *Result) meets(o Options) bool { return r.shortfall(o) == "" }
 
 func (r *Result) shortfall(o Options) string {
-	if o.Accuracy > 0 && r.Acc < o.Accuracy-1e-9 {
+	if o.Accuracy > 0 && r.Acc < o.Accuracy-absTol {
 		return fmt.Sprintf("accuracy %.4f < %.4f", r.Acc, o.Accuracy)
 	}
 	for i, g := range r.Gears {
 		if g.Overload || !g.Sim.Sustained {
 			return fmt.Sprintf("gear %d (QPS %g) overloaded", i, g.QHi)
 		}
-		if o.Latency > 0 && g.Sim.PLat > o.Latency.Seconds()+1e-9 {
+		if o.Latency > 0 && g.Sim.PLat > o.Latency.Seconds()+absTol {
 			return fmt.Sprintf("gear %d (QPS %g): p%g latency %.0f ms > %v", i, g.QHi, o.Percentile*100, g.Sim.PLat*1000, o.Latency)
 		}
 	}

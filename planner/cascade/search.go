@@ -273,7 +273,7 @@ func Pareto(cs []Cascade) []Cascade {
 	var out []Cascade
 	best := math.Inf(-1)
 	for _, i := range idx {
-		if cs[i].Acc > best+1e-12 {
+		if cs[i].Acc > best+tieTol {
 			best = cs[i].Acc
 			out = append(out, cs[i])
 		}
@@ -316,7 +316,7 @@ func (t *Task) candidate(models []int, thr []float64) (Cascade, bool) {
 		if slices.Equal(c.Models, models) && len(c.Thr) == len(thr) {
 			same := true
 			for i := range thr {
-				same = same && math.Abs(c.Thr[i]-thr[i]) <= 1e-9*math.Max(1, math.Abs(thr[i]))
+				same = same && math.Abs(c.Thr[i]-thr[i]) <= relTol*math.Max(1, math.Abs(thr[i]))
 			}
 			if same {
 				return c, true

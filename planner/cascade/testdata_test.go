@@ -29,7 +29,7 @@ func demoFamily() Family {
 func exampleWorkload() []byte {
 	f := demoFamily()
 	var b bytes.Buffer
-	b.WriteString(`# CascadeServe bundled example (issue 12): three BERT stand-ins on a 2-GPU cluster.
+	b.WriteString(`# CascadeServe bundled example: three BERT stand-ins on a 2-GPU cluster.
 # Validation records come from the seeded latent-difficulty generator (planner/cascade
 # standin.go, seed 12); regenerate with: go test ./planner/cascade -run TestExample -update
 apiVersion: plan/v1

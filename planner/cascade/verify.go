@@ -104,7 +104,7 @@ func Verify(p *formats.Plan) []string {
 	if rec.QPSMax > 0 {
 		qmax = rec.QPSMax
 	}
-	if len(cp.Gears) > 0 && cp.Gears[len(cp.Gears)-1].QHi < qmax-1e-9 {
+	if len(cp.Gears) > 0 && cp.Gears[len(cp.Gears)-1].QHi < qmax-absTol {
 		add("cascade.gears: the last gear ends at %g QPS, below qps_max %g", cp.Gears[len(cp.Gears)-1].QHi, qmax)
 	}
 	var lo, hi []float64
@@ -133,7 +133,7 @@ func Verify(p *formats.Plan) []string {
 				for _, x := range sh {
 					s += x
 				}
-				if math.Abs(s-1) > 1e-6 {
+				if math.Abs(s-1) > recordTol {
 					add("%s.share[%q]: sums to %g, not 1", gp, name, s)
 				}
 			}
@@ -142,15 +142,15 @@ func Verify(p *formats.Plan) []string {
 			continue
 		}
 		r := t.Evaluate(ms, g.Thr)
-		if math.Abs(r.Acc-g.ExpAcc) > 1e-4 {
+		if math.Abs(r.Acc-g.ExpAcc) > accTol {
 			add("%s.expected_accuracy: %g: replaying the validation records gives %.6f", gp, g.ExpAcc, r.Acc)
 		}
 		acc += w[i] * r.Acc
-		if lat > 0 && g.ExpPLat > float64(lat.Milliseconds())+1e-6 && accSLO == 0 {
+		if lat > 0 && g.ExpPLat > float64(lat.Milliseconds())+recordTol && accSLO == 0 {
 			add("%s.expected_platency_ms: %g: above the p%g latency SLO %v", gp, g.ExpPLat, perc*100, lat)
 		}
 	}
-	if accSLO > 0 && acc < accSLO-1e-6 {
+	if accSLO > 0 && acc < accSLO-recordTol {
 		add("cascade.gears: weighted accuracy %.4f is below the accuracy SLO %g", acc, accSLO)
 	}
 	return out

@@ -23,7 +23,7 @@ const (
 )
 
 // Capacity is the most requests per second each application of a DyOrc plan serves within
-// its SLO at the plan's application mix (issue 35's capacity model, keyed by app name).
+// its SLO at the plan's application mix (the autopilot's capacity model, keyed by app name).
 // The work per request is the expected calls of the app's workflow on each service times
 // the service's time per item at its max batch (Load, the placement MILP's load model); at
 // the workload's rates the apps together need W GPU-seconds per second. The online

@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -26,15 +25,9 @@ const CostUtilization = 0.8
 // upward from max(⌈Σ load/ρ⌉, ⌈Σ weights/memory⌉), so the first that fits is the least cost
 // for that type.
 func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
-	if wl == nil || wl.Workflows == nil {
-		return nil, &planner.InputError{Problems: []string{"workload: no workflows section"}}
-	}
-	if cl == nil {
-		return nil, &planner.InputError{Problems: []string{"cluster: a dyorc plan needs a cluster (--cluster)"}}
-	}
-	w, err := dp.Compile(wl.Workflows)
+	w, err := compileInputs(wl, cl)
 	if err != nil {
-		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
+		return nil, err
 	}
 	prices, _, err := cl.Prices()
 	if err != nil {
@@ -55,9 +48,9 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 		if mem == 0 {
 			mem = formats.KnownGPUs[pool.Type]
 		}
-		lo := max(1, int(math.Ceil(total/CostUtilization-1e-9)))
+		lo := max(1, int(math.Ceil(total/CostUtilization-absTol)))
 		if mem > 0 {
-			lo = max(lo, int(math.Ceil(bytes/float64(mem)-1e-9)))
+			lo = max(lo, int(math.Ceil(bytes/float64(mem)-absTol)))
 		}
 		hi := min(cl.AvailableOf(pool.Type), lo+len(w.Services)+1)
 		if float64(lo)*prices[pool.Type] >= bestCost {
@@ -79,7 +72,7 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 			// The busiest GPU's load within the cost model's bound, and every app's rate
 			// within its SLO by the capacity model (the load bound alone sized fleets whose
 			// apps missed their SLOs in simulation).
-			if ok, _ := holdsRates(plan); ok && plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+1e-9 {
+			if ok, _ := holdsRates(plan); ok && plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+absTol {
 				best, bestCost, found = plan, float64(n)*prices[pool.Type], true
 				break
 			}

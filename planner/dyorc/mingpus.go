@@ -60,7 +60,7 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 	}
 	lo := 1
 	if c.MemBytes > 0 {
-		lo = max(lo, int(math.Ceil(bytes/float64(c.MemBytes)-1e-9)))
+		lo = max(lo, int(math.Ceil(bytes/float64(c.MemBytes)-absTol)))
 	}
 	pool := cl.GPUs[0]
 	pool.Type = c.Type

@@ -71,11 +71,10 @@ func Load(w *dp.Workflow) []float64 {
 	return out
 }
 
-// Solve places services: binary y[s][g] (service s resident on GPU g), work shares
-// w[s][g] ≤ y[s][g] with Σ_g w[s][g] = 1, per-GPU memory Σ_s mem_s·y[s][g] ≤ M, every service
-// on at least one GPU; minimize the busiest GPU's expected load z (+10⁻⁴ per replica, so
-// services are replicated only where that spreads load). Replicas = Σ_g y[s][g].
-func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
+// compileInputs is the input check Solve and SolveCost share: the workload must have a
+// workflows section and a cluster must be given; the workflows come back compiled for
+// DyOrc's data plane. Every problem is an *planner.InputError (exit 2).
+func compileInputs(wl *formats.Workload, cl *formats.Cluster) (*dp.Workflow, error) {
 	if wl == nil || wl.Workflows == nil {
 		return nil, &planner.InputError{Problems: []string{"workload: no workflows section"}}
 	}
@@ -85,6 +84,18 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 	w, err := dp.Compile(wl.Workflows)
 	if err != nil {
 		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
+	}
+	return w, nil
+}
+
+// Solve places services: binary y[s][g] (service s resident on GPU g), work shares
+// w[s][g] ≤ y[s][g] with Σ_g w[s][g] = 1, per-GPU memory Σ_s mem_s·y[s][g] ≤ M, every service
+// on at least one GPU; minimize the busiest GPU's expected load z (+10⁻⁴ per replica, so
+// services are replicated only where that spreads load). Replicas = Σ_g y[s][g].
+func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
+	w, err := compileInputs(wl, cl)
+	if err != nil {
+		return nil, err
 	}
 	c, err := dp.ClusterOf(cl)
 	if err != nil {
@@ -147,7 +158,7 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 		return nil, err
 	}
 	if !res.HasSolution {
-		if errors.Is(res.Err(), solver.ErrInfeasible) {
+		if errors.Is(res.Err(), solver.ErrModelInfeasible) {
 			return nil, fmt.Errorf("%w: the workflow services do not fit in the cluster's %d GPUs of %.1f GB", planner.ErrInfeasible, G, float64(c.MemBytes)/1e9)
 		}
 		return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, res.Err())

@@ -146,7 +146,7 @@ func Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 			out = append(out, planner.Check{Line: fmt.Sprintf("app %s: missing from the plan", n), Name: "missing", Subject: n})
 			continue
 		}
-		out = append(out, planner.AtMost("busiest_service_load_per_replica", n, gv, r[n], tol, 1e-9,
+		out = append(out, planner.AtMost("busiest_service_load_per_replica", n, gv, r[n], tol, absTol,
 			fmt.Sprintf("app %s: busiest service load per replica %.4f vs %.4f (tolerance %.2f%%)", n, gv, r[n], tol*100)))
 	}
 	return out

@@ -152,7 +152,7 @@ func Verify(p *formats.Plan) []string {
 		}
 		if price, _, err := p.Cluster.Price(g.GPU); err != nil {
 			out = append(out, err.Error())
-		} else if math.Abs(price-g.PricePerHour) > 1e-9*math.Max(1, price) {
+		} else if math.Abs(price-g.PricePerHour) > relTol*math.Max(1, price) {
 			out = append(out, fmt.Sprintf("fleet.gpus_used %s: price_per_hour %g, the cluster's is %g", g.GPU, g.PricePerHour, price))
 		}
 	}
@@ -171,7 +171,7 @@ func Verify(p *formats.Plan) []string {
 			out = append(out, fmt.Sprintf("fleet.gpus_used %s: records %d GPUs, the plan deploys %d", k, rec[k], used[k]))
 		}
 	}
-	if math.Abs(roundCost(total)-f.CostPerHour) > 1e-6*math.Max(1, total) {
+	if math.Abs(roundCost(total)-f.CostPerHour) > recordTol*math.Max(1, total) {
 		out = append(out, fmt.Sprintf("fleet.cost_per_hour %g: the GPUs used cost %g", f.CostPerHour, roundCost(total)))
 	}
 	if p.Cluster != nil && f.Currency != p.Cluster.CurrencyOf() {

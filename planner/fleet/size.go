@@ -97,7 +97,7 @@ func (p *Problem) bound(k int) int {
 	n := 0
 	for _, d := range p.Demands {
 		if d.Cap[k] > 0 {
-			n += int(math.Ceil(d.Rate/d.Cap[k] - 1e-9))
+			n += int(math.Ceil(d.Rate/d.Cap[k] - absTol))
 		}
 	}
 	if a := p.Types[k].Available; a >= 0 && a < n {
@@ -163,7 +163,7 @@ func Size(ctx context.Context, p Problem, timeLimit time.Duration, gap float64) 
 				row = append(row, solver.Term{Var: x[d][k], Coef: 1})
 				load[k] = append(load[k], solver.Term{Var: x[d][k], Coef: dm.Rate / c})
 			} else {
-				ub := math.Ceil(dm.Rate/c - 1e-9)
+				ub := math.Ceil(dm.Rate/c - absTol)
 				nd[d][k] = m.AddInteger(fmt.Sprintf("n_%d_%d", d, k), 0, ub, 0)
 				row = append(row, solver.Term{Var: nd[d][k], Coef: c / dm.Rate})
 				load[k] = append(load[k], solver.Term{Var: nd[d][k], Coef: 1})

@@ -8,7 +8,7 @@ import (
 )
 
 // PlanCapacity is the most requests per second each pipeline of a PARD plan serves within
-// its SLO (issue 35's capacity model, keyed by pipeline name): PARD's provisioning rule
+// its SLO (the autopilot's capacity model, keyed by pipeline name): PARD's provisioning rule
 // (§5.1, Provision) read backwards. A module of n workers running batches of b in d(b)
 // serves n·b/d(b); the pipeline serves what its slowest module serves (Capacity). Every
 // request visits every module (as the provisioning rule assumes: a branch's probability is

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
-	"time"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
@@ -22,44 +20,15 @@ func costModel(apps []appInfo, o Options, cluster *formats.Cluster) (*solver.Mod
 	if err != nil {
 		return nil, nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
-	m := solver.NewModel("pard-cost", solver.Minimize)
-	var vars []vref
-	perType := map[string][]solver.Term{}
-	for a, ai := range apps {
-		lat := make([][]solver.Term, len(ai.mods))
-		for k, mi := range ai.mods {
-			var byMod []solver.Term
-			for j, op := range mi.opts {
-				// Ties in cost go to the fewer workers, then to the most spare throughput.
-				need := ai.rate * op.latUs / 1e6 / float64(op.batch)
-				obj := prices[op.gpu]*float64(op.workers) + 1e-4*float64(op.workers) + 1e-7*need/float64(op.workers)
-				v := m.AddBinary(fmt.Sprintf("x_%s_%s_%s_b%d", ai.pl.Name, ai.pl.Modules[k].Name, op.gpu, op.batch), obj)
-				vars = append(vars, vref{a, k, j, v})
-				byMod = append(byMod, solver.Term{Var: v, Coef: 1})
-				lat[k] = append(lat[k], solver.Term{Var: v, Coef: 2 * op.latUs})
-				perType[op.gpu] = append(perType[op.gpu], solver.Term{Var: v, Coef: float64(op.workers)})
-			}
-			m.AddRow(fmt.Sprintf("one_%s_%s", ai.pl.Name, ai.pl.Modules[k].Name), 1, 1, byMod...)
-		}
-		budget := o.SLOFraction * float64(time.Duration(ai.pl.SLO)/time.Microsecond)
-		for pi, p := range ai.paths {
-			var terms []solver.Term
-			for _, k := range p {
-				terms = append(terms, lat[k]...)
-			}
-			m.AddRow(fmt.Sprintf("slo_%s_p%d", ai.pl.Name, pi), -solver.Inf, budget, terms...)
-		}
+	obj := func(ai *appInfo, op *option) float64 {
+		// Ties in cost go to the fewer workers, then to the most spare throughput.
+		need := ai.rate * op.latUs / 1e6 / float64(op.batch)
+		return prices[op.gpu]*float64(op.workers) + 1e-4*float64(op.workers) + 1e-7*need/float64(op.workers)
 	}
-	var types []string
-	for t := range perType {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, t := range types {
-		if a := cluster.AvailableOf(t); a < math.MaxInt {
-			m.AddRow("avail_"+t, -solver.Inf, float64(a), perType[t]...)
-		}
-	}
+	m, vars := optionModel("pard-cost", apps, o, obj, "avail_", func(t string) (float64, bool) {
+		a := cluster.AvailableOf(t)
+		return float64(a), a < math.MaxInt
+	})
 	return m, vars, nil
 }
 

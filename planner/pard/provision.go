@@ -294,26 +294,40 @@ type vref struct {
 // provisionModel is the MILP: one option per module, the latency rule Σ2·d ≤ f·SLO per
 // path, the GPUs per type; it minimises the GPUs (workers) provisioned.
 func provisionModel(apps []appInfo, o Options, cluster *formats.Cluster) (*solver.Model, []vref) {
-	// The MILP: one option per module, latency rule per path, GPUs per type.
-	m := solver.NewModel("pard-provision", solver.Minimize)
+	obj := func(ai *appInfo, op *option) float64 {
+		// At equal GPU counts prefer the option with the most spare throughput (the
+		// smallest fractional need rate·d/b): the autoscaler's rounding then leaves
+		// headroom, and batches grow toward what the latency rule allows.
+		need := ai.rate * op.latUs / 1e6 / float64(op.batch)
+		return float64(op.workers) + 1e-3*need/float64(op.workers)
+	}
+	return optionModel("pard-provision", apps, o, obj, "gpus_", func(t string) (float64, bool) {
+		pool, _ := cluster.Pool(t)
+		return float64(pool.Count), true
+	})
+}
+
+// optionModel builds the MILP both of PARD's provisioning objectives solve (§4.1): a binary
+// per (module, option) whose objective coefficient is obj, one option per module, the latency
+// rule Σ2·d ≤ f·SLO along every path, and a row per GPU type (rowPrefix + type, in name
+// order) bounding the workers on that type by bound, left out where bound gives none.
+func optionModel(name string, apps []appInfo, o Options, obj func(ai *appInfo, op *option) float64, rowPrefix string, bound func(gpu string) (float64, bool)) (*solver.Model, []vref) {
+	m := solver.NewModel(name, solver.Minimize)
 	var vars []vref
 	perType := map[string][]solver.Term{}
 	for a, ai := range apps {
-		byMod := make([][]solver.Term, len(ai.mods))
 		lat := make([][]solver.Term, len(ai.mods))
 		for k, mi := range ai.mods {
-			for j, op := range mi.opts {
-				// At equal GPU counts prefer the option with the most spare throughput (the
-				// smallest fractional need rate·d/b): the autoscaler's rounding then leaves
-				// headroom, and batches grow toward what the latency rule allows.
-				need := ai.rate * op.latUs / 1e6 / float64(op.batch)
-				v := m.AddBinary(fmt.Sprintf("x_%s_%s_%s_b%d", ai.pl.Name, ai.pl.Modules[k].Name, op.gpu, op.batch), float64(op.workers)+1e-3*need/float64(op.workers))
+			var byMod []solver.Term
+			for j := range mi.opts {
+				op := &mi.opts[j]
+				v := m.AddBinary(fmt.Sprintf("x_%s_%s_%s_b%d", ai.pl.Name, ai.pl.Modules[k].Name, op.gpu, op.batch), obj(&ai, op))
 				vars = append(vars, vref{a, k, j, v})
-				byMod[k] = append(byMod[k], solver.Term{Var: v, Coef: 1})
+				byMod = append(byMod, solver.Term{Var: v, Coef: 1})
 				lat[k] = append(lat[k], solver.Term{Var: v, Coef: 2 * op.latUs})
 				perType[op.gpu] = append(perType[op.gpu], solver.Term{Var: v, Coef: float64(op.workers)})
 			}
-			m.AddRow(fmt.Sprintf("one_%s_%s", ai.pl.Name, ai.pl.Modules[k].Name), 1, 1, byMod[k]...)
+			m.AddRow(fmt.Sprintf("one_%s_%s", ai.pl.Name, ai.pl.Modules[k].Name), 1, 1, byMod...)
 		}
 		budget := o.SLOFraction * float64(time.Duration(ai.pl.SLO)/time.Microsecond)
 		for pi, p := range ai.paths {
@@ -330,8 +344,9 @@ func provisionModel(apps []appInfo, o Options, cluster *formats.Cluster) (*solve
 	}
 	sort.Strings(types)
 	for _, t := range types {
-		pool, _ := cluster.Pool(t)
-		m.AddRow("gpus_"+t, -solver.Inf, float64(pool.Count), perType[t]...)
+		if ub, ok := bound(t); ok {
+			m.AddRow(rowPrefix+t, -solver.Inf, ub, perType[t]...)
+		}
 	}
 	return m, vars
 }

@@ -19,7 +19,7 @@ func inputs(w *formats.Workload) Inputs {
 	return Inputs{Workload: w, Profiles: []formats.Profile{*demo.Profile()}, Cluster: demo.Cluster()}
 }
 
-// TestProvisionBadInput: the bad inputs are rejected before solving, with the reason.
+// TestProvisionBadInput: bad inputs are rejected before solving, with the reason.
 func TestProvisionBadInput(t *testing.T) {
 	lv, _ := demo.AppByName("lv")
 	mk := func(f func(p *formats.Pipeline)) *formats.Workload {

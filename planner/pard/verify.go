@@ -93,11 +93,11 @@ func Verify(p *formats.Plan) []string {
 				if e.TotalUs > 0 {
 					d = e.TotalUs
 				}
-				if math.Abs(d-m.LatencyUs) > 1e-6*math.Max(1, d) {
+				if math.Abs(d-m.LatencyUs) > recordTol*math.Max(1, d) {
 					add(mw, "latency_us %g: the profile says %g", m.LatencyUs, d)
 				}
 			}
-			if capRPS := float64(m.Workers*m.Batch) / (m.LatencyUs / 1e6); capRPS < a.RateRPS*(1-1e-9) {
+			if capRPS := float64(m.Workers*m.Batch) / (m.LatencyUs / 1e6); capRPS < a.RateRPS*(1-relTol) {
 				add(mw, "%d workers × batch %d / %.3f ms = %.1f req/s < rate %.1f req/s", m.Workers, m.Batch, m.LatencyUs/1000, capRPS, a.RateRPS)
 			}
 		}
@@ -114,7 +114,7 @@ func Verify(p *formats.Plan) []string {
 				sum += 2 * lat[k]
 				names[i] = a.Modules[k].Name
 			}
-			if sum > budget*(1+1e-9) {
+			if sum > budget*(1+relTol) {
 				add(where, "path %s: Σ2·d = %.3f ms > %.0f%% of the SLO (%.3f ms)", strings.Join(names, " -> "), sum/1000, 100*frac, budget/1000)
 			}
 		}

@@ -181,16 +181,7 @@ func (o Options) validate() error {
 	return nil
 }
 
-// ErrInput marks inputs that cannot be planned (missing GPU types, unknown models, no GPUs).
-var ErrInput = planner.ErrInput
-
-// ErrInfeasible marks an SLO no pipeline can meet; the error is an *InfeasibleError.
-var ErrInfeasible = planner.ErrInfeasible
-
-// ErrNoSolution marks a solve that ended (time limit) without any feasible plan.
-var ErrNoSolution = planner.ErrNoSolution
-
-// InputError lists every problem found in the inputs; it matches ErrInput.
+// InputError lists every problem found in the inputs; it matches planner.ErrInput.
 type InputError = planner.InputError
 
 // InfeasibleModel names a model whose SLO no pipeline meets, with the smallest SLO that would
@@ -203,7 +194,7 @@ type InfeasibleModel struct {
 	Reason string
 }
 
-// InfeasibleError lists the models whose SLO cannot be met; it matches ErrInfeasible.
+// InfeasibleError lists the models whose SLO cannot be met; it matches planner.ErrInfeasible.
 type InfeasibleError struct{ Models []InfeasibleModel }
 
 func (e *InfeasibleError) Error() string {
@@ -223,5 +214,5 @@ func (e *InfeasibleError) Error() string {
 	return b.String()
 }
 
-// Unwrap makes errors.Is(err, ErrInfeasible) true.
-func (e *InfeasibleError) Unwrap() error { return ErrInfeasible }
+// Unwrap makes errors.Is(err, planner.ErrInfeasible) true.
+func (e *InfeasibleError) Unwrap() error { return planner.ErrInfeasible }

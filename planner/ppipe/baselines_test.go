@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 )
 
 // npAnalytic is NP for one model in closed form (PPipe §7.1): per type, the batch with the
@@ -53,7 +54,7 @@ func TestNPMatchesAnalytic(t *testing.T) {
 			pl, err := Solve(context.Background(), Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}, Options{Strategy: StrategyNP, Gap: 1e-9})
 			skipWithoutSolver(t, err)
 			if want == 0 {
-				if !errors.Is(err, ErrInfeasible) {
+				if !errors.Is(err, planner.ErrInfeasible) {
 					t.Errorf("seed %d scale %g: analytic NP infeasible, Solve: %v", seed, scale, err)
 				}
 				continue
@@ -131,7 +132,7 @@ func TestDARTRProcedure(t *testing.T) {
 			c := genCluster(gpus, []int{counts["L4"], counts["P4"]}, 40)
 			w := &formats.Workload{TypeMeta: wl.TypeMeta, Models: []formats.ModelWorkload{{Name: model, SLO: slo}}}
 			pl, err := Solve(ctx, Inputs{Profiles: []*formats.Profile{prof}, Cluster: c, Workload: w}, Options{Strategy: strategy, MaxPartitions: P, Gap: 1e-9})
-			if errors.Is(err, ErrInfeasible) {
+			if errors.Is(err, planner.ErrInfeasible) {
 				return 0
 			}
 			if err != nil {

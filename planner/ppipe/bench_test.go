@@ -8,7 +8,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// benchCase is one of the issue's speed targets (2 cores, gap 0.1%): the L-size clusters of
+// benchCase is one of the planner's speed targets (2 cores, gap 0.1%): the L-size clusters of
 // the paper (25 high + 75 low GPUs), 10 blocks, synthetic profiles with fixed seeds.
 type benchCase struct {
 	name   string
@@ -32,7 +32,7 @@ var benchCases = []benchCase{
 	// The authors' main setting (P ≤ 2) for the group and the four types, for comparison.
 	{"P2-2types-3models", []gpuSpec{specL4, specP4}, []int{25, 75}, 3, 2, 2, ""},
 	{"P2-4types-1model", []gpuSpec{specL4, specV100, specT4, specP4}, []int{10, 15, 35, 40}, 1, 2, 3, ""},
-	// Issue 15's "3 models, L4+T4, P≤3" (7.8k columns, 4.1k integers, 5.9k rows): HC2 at the
+	// The hard case "3 models, L4+T4, P≤3" (7.8k columns, 4.1k integers, 5.9k rows): HC2 at the
 	// paper's L size (25 L4 + 75 T4) with group G1 on the roofline profiles, as `plan bench
 	// ppipe --hc HC2 --groups G1` builds it. Target: ≤ 15 s to ≤ 0.1%.
 	{name: "P3-HC2-G1-3models", models: 3, P: 3, dir: "hc2-g1"},

@@ -57,7 +57,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	}
 	ps := &session{p: pp, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
 	np, err := ps.spaces(spaceConfig{P: 1, wholeOnly: true})
-	if err != nil && !errors.Is(err, ErrInfeasible) {
+	if err != nil && !errors.Is(err, planner.ErrInfeasible) {
 		return nil, err
 	}
 	best := bestWholeX(pp, np) // [model][type] req/s of one whole GPU
@@ -114,7 +114,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 		if res != nil && res.Status == solver.StatusInfeasible {
 			return nil, shortError(ctx, in, opts)
 		}
-		return nil, fmt.Errorf("cost: %w (time limit %s)", ErrNoSolution, opts.TimeLimit)
+		return nil, fmt.Errorf("cost: %w (time limit %s)", planner.ErrNoSolution, opts.TimeLimit)
 	}
 	pipes := p.pipes(spaces, a, 1)
 	obj := p.cost(pipes, cfg.cost)
@@ -122,7 +122,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 	if obj > 0 {
 		st.gap = (obj - st.bound) / obj
 	}
-	if st.gap > opts.Gap+1e-9 {
+	if st.gap > opts.Gap+absTol {
 		st.status = solver.StatusTimeLimit.String()
 	}
 	countOptions(&st, spaces)
@@ -218,7 +218,7 @@ func floor4(x float64) string {
 		return strconv.FormatFloat(x, 'g', 4, 64)
 	}
 	e := math.Pow(10, math.Floor(math.Log10(x))-3)
-	return strconv.FormatFloat(math.Floor(x/e*(1+1e-12))*e, 'g', 4, 64)
+	return strconv.FormatFloat(math.Floor(x/e*(1+tieTol))*e, 'g', 4, 64)
 }
 
 // maxScale is the largest s such that s times every model's rate is served within the
@@ -250,7 +250,7 @@ func maxScale(ctx context.Context, in Inputs, opts Options) (float64, error) {
 	} else {
 		pipes, _, err = s.ppipe()
 	}
-	if errors.Is(err, ErrInfeasible) || errors.Is(err, ErrNoSolution) {
+	if errors.Is(err, planner.ErrInfeasible) || errors.Is(err, planner.ErrNoSolution) {
 		return 0, nil
 	}
 	if err != nil {
@@ -286,7 +286,7 @@ func costStart(p *problem, spaces []*modelSpace, price []float64) assignment {
 					continue
 				}
 				g := int(math.Ceil(ms.md.rate / o.X))
-				if g > o.G || o.X*float64(g) > t.xmax+1e-9 {
+				if g > o.G || o.X*float64(g) > t.xmax+absTol {
 					continue
 				}
 				if c := float64(g) * price[t.types[0]]; c < bestCost {
@@ -350,17 +350,7 @@ func (s *session) costSearch(spaces []*modelSpace, cfg spaceConfig) (assignment,
 	}
 	if lres.Status == solver.StatusOptimal {
 		bound = lres.Objective
-		const eps = 1e-7
-		inLP := func(m, l, d, o int) bool {
-			return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
-		}
-		keep := keepGuided(spaces, inLP, start)
-		r := restrict(spaces, keep)
-		rb := s.p.build(r.spaces, cfg)
-		var rstart []float64
-		if start != nil {
-			rstart = rb.start(r.lower(start))
-		}
+		r, rb, rstart := s.p.guidedRestriction(spaces, lp, lres, start, cfg)
 		rres, err := s.solve("cost restricted", rb, rstart, time.Until(s.deadline)/2)
 		if err != nil {
 			return nil, nil, 0, err
@@ -479,7 +469,7 @@ func (p *problem) fits(spaces []*modelSpace, a assignment, cfg spaceConfig) bool
 	}
 	used := PhysicalGPUs(pp, p.opts.Rounding)
 	for k, t := range p.types {
-		if used[t.name] > float64(p.count(cfg, k))+1e-9 {
+		if used[t.name] > float64(p.count(cfg, k))+absTol {
 			return false
 		}
 	}

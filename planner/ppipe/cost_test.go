@@ -77,7 +77,7 @@ func TestSolveCost(t *testing.T) {
 	}
 }
 
-// BenchmarkSolveCost is issue 34's speed target: --objective cost on a 3-GPU-type (L4, T4,
+// BenchmarkSolveCost checks that --objective cost is fast enough to use: a 3-GPU-type (L4, T4,
 // P4), 3-model instance (P ≤ 3, no available limits) within 60 s to a 1% gap. It reports the
 // gap reached, the cost, and the cheapest single-type fleet's cost for the saving.
 func BenchmarkSolveCost(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -106,7 +107,7 @@ func TestCutoffPhase(t *testing.T) {
 			f := newCutoffFixture(t, c.models, c.P, c.seed, c.counts)
 			gap := f.s.p.opts.Gap
 			np, _, err := f.s.np(false)
-			if errors.Is(err, ErrInfeasible) {
+			if errors.Is(err, planner.ErrInfeasible) {
 				t.Skip("NP cannot serve every model")
 			}
 			if err != nil {

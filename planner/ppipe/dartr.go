@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -96,7 +97,7 @@ func (s *session) dartrPart(mi int, md *modelData, counts []int, P, scale int, s
 	b := s.p.build(spaces, cfg)
 	res, err := s.run("dart-r", b, nil, 0)
 	if err != nil {
-		if errors.Is(err, ErrNoSolution) {
+		if errors.Is(err, planner.ErrNoSolution) {
 			st.status = solver.StatusTimeLimit.String()
 			return nil
 		}

@@ -2,6 +2,8 @@ package ppipe
 
 import (
 	"math"
+
+	"github.com/plan-dev/plan/solver"
 )
 
 // restricted is a sub-space of the full option spaces with maps back to full indices.
@@ -42,6 +44,23 @@ func keepGuided(spaces []*modelSpace, chosen func(m, l, d, o int) bool, incumben
 		}
 		return false
 	}
+}
+
+// guidedRestriction is the restricted MILP of the LP-guided phase, for plan and cost solves
+// alike: the options the relaxation lres of lp uses (above lpTol, HiGHS's feasibility
+// tolerance) as keepGuided widens them with the incumbent, built under cfg, and the
+// incumbent lowered into it as the start (nil without an incumbent).
+func (p *problem) guidedRestriction(spaces []*modelSpace, lp *built, lres *solver.Result, incumbent assignment, cfg spaceConfig) (*restricted, *built, []float64) {
+	inLP := func(m, l, d, o int) bool {
+		return lres.Values[lp.y[m][l][d][o]] > lpTol || lres.Values[lp.f[m][l][d][o]] > lpTol
+	}
+	r := restrict(spaces, keepGuided(spaces, inLP, incumbent))
+	rb := p.build(r.spaces, cfg)
+	var start []float64
+	if incumbent != nil {
+		start = rb.start(r.lower(incumbent))
+	}
+	return r, rb, start
 }
 
 // restrict keeps the options for which keep is true; a template survives when every stage

@@ -113,7 +113,7 @@ func (bs *milpBuilder) template(mi, li int, ms *modelSpace, t *tmpl) solver.Term
 	}
 	bs.contiguity(mi, li, name, t)
 	// Latency row only where some chain of surviving options could exceed T'.
-	if t.maxLat > ms.md.budget+1e-9 {
+	if t.maxLat > ms.md.budget+absTol {
 		m.AddRow("lat_"+name, -solver.Inf, 0, latTerms...)
 		// The same budget weighted by throughput: Σ lat_ω·f_ω ≤ T'·x. In an integer
 		// solution every chosen option carries f = x, so this is the latency row times
@@ -332,7 +332,7 @@ func (b *built) start(a assignment) []float64 {
 		for _, t := range h.terms {
 			s += t.Coef * vals[t.Var]
 		}
-		vals[h.h] = math.Ceil(s/lcmLevels - 1e-9)
+		vals[h.h] = math.Ceil(s/lcmLevels - absTol)
 	}
 	for _, n := range b.nk {
 		s := 0.0

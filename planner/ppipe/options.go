@@ -251,11 +251,10 @@ func pruneLatency(t *tmpl, M int, budget float64) float64 {
 	for b := range pre {
 		minLat = math.Min(minLat, pre[b][len(t.stages)][M])
 	}
-	const eps = 1e-9
 	for d := range t.stages {
 		t.stages[d] = slices.DeleteFunc(t.stages[d], func(o option) bool {
 			through := pre[o.b][d][o.i] + o.lat() + suf[o.b][d+1][o.j]
-			return !(through <= budget+eps)
+			return !(through <= budget+absTol)
 		})
 	}
 	more := func(a, b float64) bool { return a > b }
@@ -314,7 +313,7 @@ func (p *problem) bound(t *tmpl, cfg spaceConfig) {
 		n := p.count(cfg, t.types[d])
 		for a := range st {
 			o := &st[a]
-			g := math.Ceil(t.xmax/o.X - 1e-9)
+			g := math.Ceil(t.xmax/o.X - absTol)
 			o.G = int(math.Max(1, math.Min(float64(o.v*n), g)))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -259,7 +260,7 @@ func TestOracle(t *testing.T) {
 			pl, err := Solve(context.Background(), in, Options{MaxPartitions: P, Gap: 1e-9, Rounding: rounding, Deterministic: true, NoLPGuide: seed%2 == 1})
 			skipWithoutSolver(t, err)
 			if want == 0 {
-				if !errors.Is(err, ErrInfeasible) {
+				if !errors.Is(err, planner.ErrInfeasible) {
 					t.Errorf("seed %d %s: oracle finds no plan, Solve: %v", seed, rounding, err)
 				}
 				continue
@@ -279,8 +280,8 @@ func TestOracle(t *testing.T) {
 			if v := Verify(pl); len(v) > 0 {
 				t.Errorf("seed %d %s: %v", seed, rounding, v)
 			}
-			// The plan is what plan solve writes: the format's GPU budget (issue 17 item 2:
-			// stage-rounded plans broke it) must accept it too.
+			// The plan is what plan solve writes: the format's GPU budget (stage-rounded
+			// plans once broke it) must accept it too.
 			if errs := pl.Validate(); len(errs) > 0 {
 				t.Errorf("seed %d %s: the solver's plan fails validation:\n%v", seed, rounding, errs)
 			}

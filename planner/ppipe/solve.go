@@ -18,8 +18,8 @@ import (
 
 // Solve plans the workload on the cluster with the chosen strategy and returns a complete,
 // self-contained plan (provenance with embedded inputs included). Errors: *InputError
-// (ErrInput) for inconsistent inputs, *InfeasibleError (ErrInfeasible) when some model's SLO
-// admits no pipeline, ErrNoSolution when the time limit passed without any plan, and the
+// (planner.ErrInput) for inconsistent inputs, *InfeasibleError (planner.ErrInfeasible) when some model's SLO
+// admits no pipeline, planner.ErrNoSolution when the time limit passed without any plan, and the
 // solver's errors (solver.ErrBackendUnavailable, solver.ErrCanceled, ...) otherwise.
 func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) {
 	opts = opts.withDefaults()
@@ -52,7 +52,7 @@ func Solve(ctx context.Context, in Inputs, opts Options) (*formats.Plan, error) 
 			default:
 				if thr == nil {
 					pipes, _, err := s.np(false)
-					if err != nil && !errors.Is(err, ErrInfeasible) {
+					if err != nil && !errors.Is(err, planner.ErrInfeasible) {
 						return nil, err
 					}
 					thr = modelThroughput(pipes, len(p.models))
@@ -134,14 +134,14 @@ func minFeasibleSLO(lat, alpha float64) time.Duration {
 		return 0
 	}
 	T := math.Max(1, math.Floor(lat/(1-alpha))-3)
-	for T-math.Round(alpha*T) < lat-1e-9 {
+	for T-math.Round(alpha*T) < lat-absTol {
 		T++
 	}
 	return time.Duration(T) * time.Microsecond
 }
 
 // run solves one MILP within the session's remaining time; a result without a solution is
-// an error (ErrNoSolution on the time limit).
+// an error (planner.ErrNoSolution on the time limit).
 func (s *session) run(phase string, b *built, start []float64, limit time.Duration) (*solver.Result, error) {
 	res, err := s.solve(phase, b, start, limit)
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *session) run(phase string, b *built, start []float64, limit time.Durati
 	}
 	if !res.HasSolution {
 		if res.Status == solver.StatusTimeLimit {
-			return nil, fmt.Errorf("%s: %w (time limit %s)", phase, ErrNoSolution, s.p.opts.TimeLimit)
+			return nil, fmt.Errorf("%s: %w (time limit %s)", phase, planner.ErrNoSolution, s.p.opts.TimeLimit)
 		}
 		return nil, fmt.Errorf("%s: solver status %s: %w", phase, res.Status, res.Err())
 	}
@@ -250,7 +250,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		switch {
 		case err == nil:
 			npAssign = full.assignFrom(npPipes)
-		case errors.Is(err, ErrInfeasible):
+		case errors.Is(err, planner.ErrInfeasible):
 			// NP cannot serve some model whole; PPipe may still cut it. No warm start.
 		default:
 			return nil, stats{}, err
@@ -269,29 +269,19 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 		lcfg.relax = true
 		lp := s.p.build(spaces, lcfg)
 		lres, err := s.run("lp", lp, nil, time.Until(s.deadline)/2)
-		if err != nil && !errors.Is(err, ErrNoSolution) {
+		if err != nil && !errors.Is(err, planner.ErrNoSolution) {
 			return nil, stats{}, err
 		}
 		if err == nil && lres.Status == solver.StatusOptimal {
 			bound, lpRes = lres.Objective, lres
-			const eps = 1e-7
-			inLP := func(m, l, d, o int) bool {
-				return lres.Values[lp.y[m][l][d][o]] > eps || lres.Values[lp.f[m][l][d][o]] > eps
-			}
-			keep := keepGuided(spaces, inLP, npAssign)
-			r := restrict(spaces, keep)
-			rb := s.p.build(r.spaces, cfg)
-			var start []float64
-			if npAssign != nil {
-				start = rb.start(r.lower(npAssign))
-			}
+			r, rb, start := s.p.guidedRestriction(spaces, lp, lres, npAssign, cfg)
 			rres, err := s.run("restricted", rb, start, time.Until(s.deadline)/2)
 			switch {
 			case err == nil:
 				if rres.Objective > bestObj {
 					best, bestObj = r.lift(rb.decode(rres.Values), spaces), rres.Objective
 				}
-			case errors.Is(err, ErrNoSolution):
+			case errors.Is(err, planner.ErrNoSolution):
 			default:
 				return nil, stats{}, err
 			}
@@ -321,7 +311,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 			start = full.start(best)
 		}
 		res, err := s.run("ppipe", full, start, 0)
-		if err != nil && !(errors.Is(err, ErrNoSolution) && best != nil) {
+		if err != nil && !(errors.Is(err, planner.ErrNoSolution) && best != nil) {
 			return nil, stats{}, err
 		}
 		if err == nil {
@@ -335,7 +325,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 	st.objective, st.bound = bestObj, math.Max(bound, bestObj)
 	st.gap = relGap(st.objective, st.bound)
 	st.status = "optimal"
-	if st.gap > s.p.opts.Gap*(1+1e-9) {
+	if st.gap > s.p.opts.Gap*(1+relTol) {
 		st.status = solver.StatusTimeLimit.String()
 	}
 	if err := s.p.emptyModels(pipes); err != nil {
@@ -349,7 +339,7 @@ func (s *session) ppipe() ([]pipe, stats, error) {
 // cutoffMaxGap of the bound. Smaller models' full MILP proves the gap in well under a second
 // and returns its own optimum, a better plan than any within the gap: on equal objectives,
 // the one with more headroom or larger batches (the bundled tests' instances have 90–460
-// integer columns; the demo 3.9k, the hard cases of issue 15 1.7–17k). A plan further from
+// integer columns; the demo 3.9k, the hard HC2/P3 cases of bench_test.go 1.7–17k). A plan further from
 // the bound is likely not optimal: then finding a better one is the work, which the full
 // MILP, warm-started and with its heuristics, does better (P3-4types-1model: 2.5% apart
 // after the restricted MILP; the cut-off phase reached 1.5% in 60 s, the full MILP 0.08%).
@@ -362,7 +352,7 @@ const (
 // phase.
 const ccGate = 0.02
 
-// continuousCounts is the formulation phase of issue 15 item 3: what makes the MILP hard is
+// continuousCounts is the formulation phase of the solve: what makes the MILP hard is
 // its integer slice and GPU counts (with them continuous, the hardest bundled case solves in
 // seconds). So it solves the continuous-count relaxation — template and option choices
 // binary, counts continuous — whose dual bound is a valid and much tighter upper bound than
@@ -380,7 +370,7 @@ func (s *session) continuousCounts(spaces []*modelSpace, cfg spaceConfig, best a
 	}
 	cres, err := s.run("continuous-counts", cb, start, time.Until(s.deadline)/3)
 	switch {
-	case errors.Is(err, ErrNoSolution):
+	case errors.Is(err, planner.ErrNoSolution):
 		return best, bestObj, bound, nil
 	case err != nil:
 		return nil, 0, 0, err
@@ -400,7 +390,7 @@ func (s *session) continuousCounts(spaces []*modelSpace, cfg spaceConfig, best a
 		if rres.Objective > bestObj || best == nil {
 			best, bestObj = r.lift(rb.decode(rres.Values), spaces), rres.Objective
 		}
-	case errors.Is(err, ErrNoSolution):
+	case errors.Is(err, planner.ErrNoSolution):
 	default:
 		return nil, 0, 0, err
 	}
@@ -475,7 +465,7 @@ func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 	}
 	// A little more slack than exact, so that rounding in HiGHS's duals never cuts off a
 	// solution at t.
-	slack := lp.Objective - t + 1e-7*math.Max(1, math.Abs(lp.Objective))
+	slack := lp.Objective - t + lpTol*math.Max(1, math.Abs(lp.Objective))
 	if slack < 0 {
 		return 0 // the LP bound is already below t: nothing reaches it
 	}
@@ -494,7 +484,7 @@ func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 		case !math.IsInf(lb, 0) && x <= lb+atBound:
 			nub := lb + move
 			if m.IsInteger(v) {
-				nub = math.Floor(nub + 1e-6)
+				nub = math.Floor(nub + boundRound)
 			}
 			if nub < ub {
 				m.SetVarBounds(v, lb, nub)
@@ -503,7 +493,7 @@ func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 		case !math.IsInf(ub, 0) && x >= ub-atBound:
 			nlb := ub - move
 			if m.IsInteger(v) {
-				nlb = math.Ceil(nlb - 1e-6)
+				nlb = math.Ceil(nlb - boundRound)
 			}
 			if nlb > lb {
 				m.SetVarBounds(v, nlb, ub)
@@ -550,7 +540,7 @@ func (b *built) assignFrom(pipes []pipe) assignment {
 			}
 			best, bestCap := -1, 0.0
 			for oi, o := range t.stages[0] {
-				if o.b != part.o.b || o.v%part.o.v != 0 || o.C > part.o.C*(1+1e-12) {
+				if o.b != part.o.b || o.v%part.o.v != 0 || o.C > part.o.C*(1+tieTol) {
 					continue
 				}
 				if c := float64(o.v) * o.X; c > bestCap {
@@ -603,7 +593,7 @@ func (p *problem) pipes(spaces []*modelSpace, a assignment, scale int) []pipe {
 			}
 			for i := range pp.parts {
 				pt := &pp.parts[i]
-				pt.g = max(1, min(pt.g, int(math.Ceil(pp.x/pt.o.X-1e-9))))
+				pt.g = max(1, min(pt.g, int(math.Ceil(pp.x/pt.o.X-absTol))))
 				pt.g *= scale
 			}
 			pp.x *= float64(scale)

@@ -60,7 +60,7 @@ func TestInfeasibleSLONamesMinimum(t *testing.T) {
 				}
 			}
 			_, err := Solve(context.Background(), Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: &one}, Options{})
-			if feasible := !errors.Is(err, ErrInfeasible); feasible != (slo == m.MinFeasible) {
+			if feasible := !errors.Is(err, planner.ErrInfeasible); feasible != (slo == m.MinFeasible) {
 				t.Errorf("%s at %s: err %v", m.Model, slo, err)
 			}
 		}
@@ -96,11 +96,11 @@ func TestInputErrors(t *testing.T) {
 		cp := in
 		mutate(&cp)
 		_, err := Solve(context.Background(), cp, Options{})
-		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), want) {
+		if !errors.Is(err, planner.ErrInput) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v", want, err)
 		}
 	}
-	if _, err := Solve(context.Background(), in, Options{Strategy: "x"}); !errors.Is(err, ErrInput) {
+	if _, err := Solve(context.Background(), in, Options{Strategy: "x"}); !errors.Is(err, planner.ErrInput) {
 		t.Errorf("bad strategy: %v", err)
 	}
 }
@@ -295,7 +295,7 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Solve(context.Background(), base, Options{ArrivalRate: 100}); !errors.Is(err, ErrInput) {
+	if _, err := Solve(context.Background(), base, Options{ArrivalRate: 100}); !errors.Is(err, planner.ErrInput) {
 		t.Errorf("arrival rate without the batch allowance: %v", err)
 	}
 }

@@ -123,7 +123,7 @@ func (p *problem) fillSurplus(pipes []pipe, target []float64) ([]pipe, []int) {
 				if !ok {
 					levels = append(levels, o.v)
 				}
-				if !ok || o.X > b.X*(1+1e-12) || (o.X >= b.X*(1-1e-12) && o.C < b.C) {
+				if !ok || o.X > b.X*(1+tieTol) || (o.X >= b.X*(1-tieTol) && o.C < b.C) {
 					byLevel[o.v] = o
 				}
 			}
@@ -198,7 +198,7 @@ func (s *fillState) bestMove(mi int) (fillMove, bool) {
 			xt := lt.o.X * float64(lt.g+1)
 			add := make([]int, len(pp.parts))
 			for d, pt := range pp.parts {
-				need := int(math.Ceil(xt/pt.o.X - 1e-9))
+				need := int(math.Ceil(xt/pt.o.X - absTol))
 				if d == lead {
 					need = pt.g + 1
 				}
@@ -273,10 +273,10 @@ func (s *fillState) feasible(mv *fillMove) bool {
 // better orders steps: capacity per GPU, then fewer new physical GPUs, then grow before new.
 func better(a, b *fillMove) bool {
 	ea, eb := a.gain/a.cost, b.gain/b.cost
-	if ea > eb*(1+1e-9) {
+	if ea > eb*(1+relTol) {
 		return true
 	}
-	if eb > ea*(1+1e-9) {
+	if eb > ea*(1+relTol) {
 		return false
 	}
 	if a.physN != b.physN {

@@ -142,7 +142,7 @@ func (v *verifier) model(pp *formats.PPipePlan, m formats.PPipeModelPlan, mw str
 		v.pipeline(pp, m, p, mp, pw)
 		sum += p.ThroughputRPS
 	}
-	if m.TargetRPS > m.ThroughputRPS*(1+1e-9)+1e-9 {
+	if m.TargetRPS > m.ThroughputRPS*(1+relTol)+absTol {
 		v.add(mw, "throughput-sum", "target_rps %g > throughput_rps %g: the pipelines cannot carry the target", m.TargetRPS, m.ThroughputRPS)
 	}
 	if !near(m.ThroughputRPS, sum) {
@@ -195,10 +195,10 @@ func (v *verifier) pipeline(pp *formats.PPipePlan, m formats.PPipeModelPlan, p f
 	if !near(p.LatencyUs, lat) {
 		v.add(pw, "latency-sum", "latency_us %g ≠ Σ stage latency + transfer (+β) = %g", p.LatencyUs, lat)
 	}
-	if lat > m.BudgetUs*(1+1e-9)+1e-6 {
+	if lat > m.BudgetUs*(1+relTol)+recordTol {
 		v.add(pw, "latency", "pipeline latency %.1f µs exceeds the planning budget T' = %.1f µs", lat, m.BudgetUs)
 	}
-	if !math.IsInf(minThr, 1) && p.ThroughputRPS > minThr*(1+1e-9)+1e-9 {
+	if !math.IsInf(minThr, 1) && p.ThroughputRPS > minThr*(1+relTol)+absTol {
 		v.add(pw, "throughput", "throughput_rps %g > its slowest stage %g", p.ThroughputRPS, minThr)
 	}
 }
@@ -270,7 +270,7 @@ func (v *verifier) budget(pp *formats.PPipePlan) {
 	}
 }
 
-// near compares recorded and recomputed numbers with a relative tolerance of 1e-6.
+// near compares recorded and recomputed numbers with a relative tolerance of recordTol.
 func near(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-6*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+	return math.Abs(a-b) <= recordTol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }

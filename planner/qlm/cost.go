@@ -271,8 +271,8 @@ func sizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 
 // routes records the ILP's share of every bucket per GPU type (summed over the kinds on a
 // type, in the cluster's kind order): Mélange's plan assumes each size goes where the ILP put
-// it, so the runtime must route by it (issue 34 follow-up: unrouted, short and long requests
-// mix on every type and the mixed fleet misses its SLOs).
+// it, so the runtime must route by it (Mélange §5: unrouted, short and long requests mix on
+// every type and the mixed fleet misses its SLOs).
 func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []formats.QLMRoute {
 	var out []formats.QLMRoute
 	for d, b := range buckets {

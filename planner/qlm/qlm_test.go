@@ -84,7 +84,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestBadTokenStats: non-positive or non-finite token statistics in the bundled workload are
-// rejected when it is read, naming the file, the field and the value (issue 13 bad input).
+// rejected when it is read, naming the file, the field and the value.
 func TestBadTokenStats(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "qlm", "workload.yaml"))
 	if err != nil {

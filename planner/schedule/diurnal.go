@@ -23,7 +23,7 @@ var AzureConvBursts = []float64{
 	1.125, 0.990, 0.747, 0.663, 0.747, 0.795, 0.840, 0.768, 0.762, 0.726, 0.780, 0.738, 0.675,
 }
 
-// Diurnal is the day-long rate series of the schedule bench (issue 34 item 4 target): a
+// Diurnal is the day-long rate series of the schedule bench (BenchmarkDaySchedule): a
 // sinusoid with its trough (Trough × the top, at 04:00) and its top (at 16:00), times the
 // Bursts laid minute by minute over it (target i starts Offsets[i] minutes into them, so
 // models do not burst in lockstep). Rates are per minute (Step 60 s) over Days days.

@@ -132,7 +132,7 @@ func ParseRates(name string, rd io.Reader) (*Rates, error) {
 			}
 			if n == 1 {
 				r.Step = step
-			} else if math.Abs(step-r.Step) > 1e-6*r.Step {
+			} else if math.Abs(step-r.Step) > stepTol*r.Step {
 				return nil, fmt.Errorf("%s: line %d: time_s %v: rows must be %vs apart (the first step), this one is %vs", name, line, t, r.Step, step)
 			}
 		}
@@ -174,11 +174,11 @@ func (r *Rates) Windows(w float64, p Peaks) ([]Window, error) {
 	switch {
 	case !(w > 0):
 		return nil, fmt.Errorf("--window %vs: must be > 0", w)
-	case w > span*(1+1e-9):
+	case w > span*(1+relTol):
 		return nil, fmt.Errorf("--window %s: longer than the trace %s (%s long)", fmtSec(w), r.Name, fmtSec(span))
-	case w < r.Step*(1-1e-9):
+	case w < r.Step*(1-relTol):
 		return nil, fmt.Errorf("--window %s: shorter than the trace %s's interval (%s)", fmtSec(w), r.Name, fmtSec(r.Step))
-	case math.Abs(w/r.Step-math.Round(w/r.Step)) > 1e-6:
+	case math.Abs(w/r.Step-math.Round(w/r.Step)) > stepTol:
 		return nil, fmt.Errorf("--window %s: must be a multiple of the trace %s's interval (%s)", fmtSec(w), r.Name, fmtSec(r.Step))
 	case !(p.Quantile > 0 && p.Quantile <= 1):
 		return nil, fmt.Errorf("--peak-quantile %v: must be in (0, 1]", p.Quantile)
@@ -187,7 +187,7 @@ func (r *Rates) Windows(w float64, p Peaks) ([]Window, error) {
 	}
 	per := r.bucketRows(p)
 	var out []Window
-	for s := 0.0; s < span-1e-9; s += w {
+	for s := 0.0; s < span-absTol; s += w {
 		e := math.Min(s+w, span)
 		var buckets [][]float64
 		lo, hi := int(math.Round(s/r.Step)), int(math.Round(e/r.Step))

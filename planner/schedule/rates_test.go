@@ -130,7 +130,7 @@ func TestDiurnalRoundTrip(t *testing.T) {
 var update = flag.Bool("update", false, "rewrite testdata/schedule/day.csv")
 
 // dayComment heads testdata/schedule/day.csv: what it is and whose bursts it carries.
-const dayComment = "issue 34 item 4: the day series of BenchmarkDaySchedule's ppipe case (schedule.Diurnal: m0, m1 at 80, 160 req/s at the top, trough 25% at 04:00) with the minute bursts of the Azure Public Dataset's Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., Splitwise, ISCA 2024); -update rewrites it"
+const dayComment = "the day series of BenchmarkDaySchedule's ppipe case (schedule.Diurnal: m0, m1 at 80, 160 req/s at the top, trough 25% at 04:00) with the minute bursts of the Azure Public Dataset's Azure LLM inference trace 2023 (CC-BY 4.0; Patel et al., Splitwise, ISCA 2024); -update rewrites it"
 
 // TestDayFixture: the repository's example day trace is the bench's series (-update rewrites it).
 func TestDayFixture(t *testing.T) {

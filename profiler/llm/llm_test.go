@@ -227,7 +227,7 @@ func TestMeasuredH100(t *testing.T) {
 
 // TestEstimateEngineDefaults: the roofline estimator writes the engine block with vLLM V1's
 // defaults for the GPU (8192 tokens and 1024 sequences on H100, 2048 and 256 on A100 and
-// L4; 16-token blocks) instead of the old iteration max_batched_tokens 4096 (qlmfix item 4),
+// L4; 16-token blocks) instead of the old iteration max_batched_tokens 4096,
 // and the profile validates.
 func TestEstimateEngineDefaults(t *testing.T) {
 	for _, tc := range []struct {

@@ -502,7 +502,7 @@ func repeat(ctx context.Context, groups [][]session, opts Options) ([][]float64,
 			stable := true
 			for i := range groups {
 				med := quantile(samples[i], 0.5)
-				if prev[i] <= 0 || math.Abs(med-prev[i]) > 0.01*prev[i] {
+				if prev[i] <= 0 || math.Abs(med-prev[i]) > stableRel*prev[i] {
 					stable = false
 				}
 				prev[i] = med
@@ -596,3 +596,9 @@ func profileLayers(ctx context.Context, res *Result, g *graph.Graph, whole sessi
 	res.ProfileBatch = batch
 	return nil
 }
+
+// stableRel is how far a group's median latency may move between two checks for the
+// measurement to count as settled: 1% is below the differences a plan acts on (a batch size
+// or GPU choice moves latency by more) and above the run-to-run jitter of a quiet machine,
+// so measuring stops once more repeats would no longer change the profile.
+const stableRel = 0.01

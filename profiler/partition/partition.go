@@ -64,8 +64,8 @@ type Result struct {
 	Info     formats.PartitionInfo
 }
 
-// ErrInfeasible is returned by MinTrafficBounds when no partition meets the bounds.
-var ErrInfeasible = errors.New("no partition meets the balance bounds")
+// ErrNoPartition is returned by MinTrafficBounds when no partition meets the bounds.
+var ErrNoPartition = errors.New("no partition meets the balance bounds")
 
 func (in *Input) check() (layers int, err error) {
 	if len(in.Latency) == 0 || len(in.Latency) != len(in.GPUs) {
@@ -118,7 +118,7 @@ func Run(in Input, m Method) (*Result, error) {
 	case MinTraffic:
 		var err error
 		bounds, info.LowerBound, info.UpperBound, err = minTrafficLadder(in.Latency, in.Cuts, n)
-		if errors.Is(err, ErrInfeasible) {
+		if errors.Is(err, ErrNoPartition) {
 			// Even the loosest bounds fail (a few layers dominate the model): fall back
 			// to the paper's greedy grouping, which tolerates single huge layers.
 			bounds = GreedyBounds(in.Latency[in.Reference], n)
@@ -179,11 +179,11 @@ func minTrafficLadder(lat [][]float64, cuts []int64, n int) ([]int, float64, flo
 		if err == nil {
 			return b, lu[0], lu[1], nil
 		}
-		if !errors.Is(err, ErrInfeasible) {
+		if !errors.Is(err, ErrNoPartition) {
 			return nil, 0, 0, err
 		}
 	}
-	return nil, 0, 0, ErrInfeasible
+	return nil, 0, 0, ErrNoPartition
 }
 
 // MinTrafficBounds returns the boundaries of exactly min(n, layers) contiguous blocks that
@@ -207,7 +207,7 @@ func MinTrafficBounds(lat [][]float64, cuts []int64, n int, lb, ub float64) ([]i
 		}
 		target := prefix[k][layers] / float64(n)
 		// A tiny slack absorbs floating-point error in the prefix sums.
-		eps := 1e-9 * prefix[k][layers]
+		eps := relTol * prefix[k][layers]
 		lo[k], hi[k] = lb*target-eps, ub*target+eps
 	}
 	const inf = math.MaxInt64
@@ -250,7 +250,7 @@ func MinTrafficBounds(lat [][]float64, cuts []int64, n int, lb, ub float64) ([]i
 		}
 	}
 	if best[n][layers] == inf {
-		return nil, fmt.Errorf("%w: (%.1f, %.1f) with %d blocks", ErrInfeasible, lb, ub, n)
+		return nil, fmt.Errorf("%w: (%.1f, %.1f) with %d blocks", ErrNoPartition, lb, ub, n)
 	}
 	bounds := make([]int, n+1)
 	p := layers

@@ -93,7 +93,7 @@ func TestMinTrafficMatchesBruteForce(t *testing.T) {
 		want, ok := bruteForce(lat, cuts, min(n, layers), lu[0], lu[1])
 		bounds, err := MinTrafficBounds(lat, cuts, n, lu[0], lu[1])
 		if !ok {
-			if !errors.Is(err, ErrInfeasible) {
+			if !errors.Is(err, ErrNoPartition) {
 				t.Fatalf("trial %d: brute force infeasible, DP returned %v, %v", trial, bounds, err)
 			}
 			continue

@@ -121,7 +121,7 @@ func (c *calib) String() string {
 
 // TestCalibrationReport keeps the report in CALIBRATION.md ("Output of the report") equal
 // to what the model computes now, so the documented numbers cannot go stale; -update
-// rewrites it. (It only logged the table before, and could not fail: issue 17 item 12.)
+// rewrites it. (A test that only logs the table could not fail.)
 func TestCalibrationReport(t *testing.T) {
 	c := measureCalibration(t)
 	const doc, heading = "CALIBRATION.md", "## Output of the report\n\n```\n"

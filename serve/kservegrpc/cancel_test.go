@@ -19,16 +19,17 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // gatedExecutor holds every hop until its gate opens.
 type gatedExecutor struct {
-	*serve.Emulated
+	*worker.Emulated
 	gate chan struct{}
 	once sync.Once
 }
 
-func (e *gatedExecutor) Run(job *serve.Job, done func(*serve.Job)) {
+func (e *gatedExecutor) Run(job *worker.Job, done func(*worker.Job)) {
 	go func() {
 		<-e.gate
 		e.Emulated.Run(job, done)
@@ -43,8 +44,8 @@ func (e *gatedExecutor) open() { e.once.Do(func() { close(e.gate) }) }
 func TestDeadlineCancels(t *testing.T) {
 	var ex *gatedExecutor
 	s, err := serve.New(serve.Options{Plan: loadPlan(t, "wide.json"), Deploy: testDeploy, Policies: testPolicies,
-		NewExecutor: func(clk serve.Clock, _ *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
-			ex = &gatedExecutor{Emulated: serve.NewEmulated(clk, 0, 1), gate: make(chan struct{})}
+		NewExecutor: func(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+			ex = &gatedExecutor{Emulated: worker.NewEmulated(clk, 0, 1), gate: make(chan struct{})}
 			return ex, nil
 		}})
 	if err != nil {

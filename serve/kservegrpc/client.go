@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 	"github.com/plan-dev/plan/serve/load"
 )
@@ -26,7 +26,7 @@ func Dial(addr string) (*grpc.ClientConn, error) {
 // Request builds one sample for the model's input as `plan load` does over HTTP: variable
 // dimensions 4 (batch 1), a deterministic ramp of values; raw puts it in
 // raw_input_contents (FP16 when half), else in typed contents.
-func Request(md *serve.ModelMetadata, raw, half bool) *pb.ModelInferRequest {
+func Request(md *kserve.ModelMetadata, raw, half bool) *pb.ModelInferRequest {
 	in := md.Inputs[0]
 	shape := make([]int64, len(in.Shape))
 	n := int64(1)
@@ -48,7 +48,7 @@ func Request(md *serve.ModelMetadata, raw, half bool) *pb.ModelInferRequest {
 		for i := int64(0); i < n; i++ {
 			switch {
 			case half && in.Datatype == "FP32":
-				b = binary.LittleEndian.AppendUint16(b, serve.F32ToF16(float32(val(i))))
+				b = binary.LittleEndian.AppendUint16(b, kserve.F32ToF16(float32(val(i))))
 			case in.Datatype == "FP64":
 				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(val(i)))
 			default:
@@ -87,7 +87,7 @@ func Request(md *serve.ModelMetadata, raw, half bool) *pb.ModelInferRequest {
 func Sender(conn grpc.ClientConnInterface, raw, half bool) load.Sender {
 	client := pb.NewGRPCInferenceServiceClient(conn)
 	var reqs sync.Map // model → *pb.ModelInferRequest
-	return func(ctx context.Context, model string, md *serve.ModelMetadata, s *load.Sample) {
+	return func(ctx context.Context, model string, md *kserve.ModelMetadata, s *load.Sample) {
 		v, ok := reqs.Load(model)
 		if !ok {
 			v, _ = reqs.LoadOrStore(model, Request(md, raw, half))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
 
@@ -106,7 +107,7 @@ func fp32Raw(vals ...float32) []byte {
 func fp16Raw(vals ...float32) []byte {
 	var b []byte
 	for _, v := range vals {
-		b = binary.LittleEndian.AppendUint16(b, serve.F32ToF16(v))
+		b = binary.LittleEndian.AppendUint16(b, kserve.F32ToF16(v))
 	}
 	return b
 }
@@ -174,7 +175,7 @@ func TestInvalidArgument(t *testing.T) {
 		{"wrong datatype", &pb.ModelInferRequest{Inputs: tensor("INT32", []int64{1, 4}, &pb.InferTensorContents{IntContents: []int32{1, 2, 3, 4}})}, "datatype"},
 		{"batch of two", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{2, 2}, four)}, "one sample"},
 		{"negative dim", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, -4}, four)}, "shape"},
-		// Issue 36 item 13: as the HTTP API answers the same tensors.
+		// A zero-size tensor holds no sample: refused as the HTTP API refuses it.
 		{"zero-size", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 0}, &pb.InferTensorContents{})}, "inputs[0].shape[1]: 0: must be > 0"},
 		{"NaN typed", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 4}, &pb.InferTensorContents{Fp32Contents: []float32{1, float32(math.NaN()), 3, 4}})}, "NaN: not a finite FP32 number"},
 		{"Inf raw", &pb.ModelInferRequest{Inputs: tensor("FP32", []int64{1, 4}, nil), RawInputContents: [][]byte{fp32Raw(1, 2, float32(math.Inf(1)), 4)}}, "+Inf: not a finite FP32 number"},
@@ -292,7 +293,7 @@ func FuzzInputJSON(f *testing.F) {
 		}
 		data, dt, err := inputJSON(in, raw, isRaw, "FP32")
 		if err == nil {
-			out, rawOut, err := outputTensor(serve.TensorJSON{Name: "y", Datatype: dt, Data: data}, isRaw, false)
+			out, rawOut, err := outputTensor(kserve.TensorJSON{Name: "y", Datatype: dt, Data: data}, isRaw, false)
 			if err != nil || (isRaw && rawOut == nil) || (!isRaw && out.Contents == nil) {
 				t.Fatalf("round trip of %s: %v", data, err)
 			}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
 
@@ -181,7 +182,7 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 			}
 		}
 	}
-	a, err := x.s.Submit(ctx, serve.Request{Model: r.GetModelName(), ID: r.GetId(), Input: &serve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data},
+	a, err := x.s.Submit(ctx, serve.Request{Model: r.GetModelName(), ID: r.GetId(), Input: &kserve.TensorJSON{Name: in.GetName(), Shape: in.GetShape(), Datatype: dtype, Data: data},
 		Attrs: dataplane.Attrs{Trace: trace, InTokens: inTok, OutTokens: outTok}, RefusedStatus: refusedStatus})
 	if err != nil {
 		return nil, status.FromContextError(err).Err()

@@ -7,11 +7,11 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
 
-// StageClient is the serve.StageTransport of grpc:// endpoints: a remote worker sends each
+// StageClient is the worker.StageTransport of grpc:// endpoints: a remote worker sends each
 // batch to a KServe v2 gRPC server (Triton's port 8001, or another `plan serve
 // --grpc-addr`) as raw little-endian contents, one connection per address.
 type StageClient struct {
@@ -36,8 +36,8 @@ func (c *StageClient) client(addr string) (pb.GRPCInferenceServiceClient, error)
 	return pb.NewGRPCInferenceServiceClient(conn), nil
 }
 
-// Metadata implements serve.StageTransport: ServerReady, then ModelMetadata.
-func (c *StageClient) Metadata(ctx context.Context, addr, model string) (*serve.ModelMetadata, error) {
+// Metadata implements worker.StageTransport: ServerReady, then ModelMetadata.
+func (c *StageClient) Metadata(ctx context.Context, addr, model string) (*kserve.ModelMetadata, error) {
 	cl, err := c.client(addr)
 	if err != nil {
 		return nil, err
@@ -49,19 +49,19 @@ func (c *StageClient) Metadata(ctx context.Context, addr, model string) (*serve.
 	if err != nil {
 		return nil, fmt.Errorf("ModelMetadata: %v", err)
 	}
-	md := &serve.ModelMetadata{Name: r.GetName(), Versions: r.GetVersions(), Platform: r.GetPlatform()}
+	md := &kserve.ModelMetadata{Name: r.GetName(), Versions: r.GetVersions(), Platform: r.GetPlatform()}
 	for _, t := range r.GetInputs() {
-		md.Inputs = append(md.Inputs, serve.TensorSpec{Name: t.GetName(), Datatype: t.GetDatatype(), Shape: t.GetShape()})
+		md.Inputs = append(md.Inputs, kserve.TensorSpec{Name: t.GetName(), Datatype: t.GetDatatype(), Shape: t.GetShape()})
 	}
 	for _, t := range r.GetOutputs() {
-		md.Outputs = append(md.Outputs, serve.TensorSpec{Name: t.GetName(), Datatype: t.GetDatatype(), Shape: t.GetShape()})
+		md.Outputs = append(md.Outputs, kserve.TensorSpec{Name: t.GetName(), Datatype: t.GetDatatype(), Shape: t.GetShape()})
 	}
 	return md, nil
 }
 
-// Infer implements serve.StageTransport: one ModelInfer with the batch in raw contents; the
+// Infer implements worker.StageTransport: one ModelInfer with the batch in raw contents; the
 // answer's first output (raw or typed) comes back as a JSON-data tensor.
-func (c *StageClient) Infer(ctx context.Context, addr, model string, in serve.TensorJSON) (*serve.TensorJSON, error) {
+func (c *StageClient) Infer(ctx context.Context, addr, model string, in kserve.TensorJSON) (*kserve.TensorJSON, error) {
 	cl, err := c.client(addr)
 	if err != nil {
 		return nil, err
@@ -90,10 +90,10 @@ func (c *StageClient) Infer(ctx context.Context, addr, model string, in serve.Te
 	if err != nil {
 		return nil, fmt.Errorf("the answer's %s", err)
 	}
-	return &serve.TensorJSON{Name: o.GetName(), Shape: o.GetShape(), Datatype: dtype, Data: data}, nil
+	return &kserve.TensorJSON{Name: o.GetName(), Shape: o.GetShape(), Datatype: dtype, Data: data}, nil
 }
 
-// Close implements serve.StageTransport: closes every connection.
+// Close implements worker.StageTransport: closes every connection.
 func (c *StageClient) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plan-dev/plan/serve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // fakeTriton is a KServe v2 gRPC endpoint that takes batches (as Triton does) and answers
@@ -69,7 +70,7 @@ func fakeEndpoint(t *testing.T, f *fakeTriton) string {
 func TestRemoteStagesOverGRPC(t *testing.T) {
 	add := fakeEndpoint(t, &fakeTriton{model: "add", f: func(x float32) float32 { return x + 1 }})
 	mul := fakeEndpoint(t, &fakeTriton{model: "mul", f: func(x float32) float32 { return x * 10 }})
-	eps, err := serve.DecodeEndpoints("endpoints.yaml", []byte(fmt.Sprintf(`apiVersion: plan/v1
+	eps, err := worker.DecodeEndpoints("endpoints.yaml", []byte(fmt.Sprintf(`apiVersion: plan/v1
 kind: Endpoints
 stages:
   - stage: "m2/*/s0"
@@ -85,7 +86,7 @@ stages:
 	sc := NewStageClient()
 	defer sc.Close()
 	eps.SetTransport("grpc", sc)
-	_, c, _ := start(t, serve.Options{Plan: loadPlan(t, "nic.json"), NewExecutor: serve.RemoteFactory(eps, nil)})
+	_, c, _ := start(t, serve.Options{Plan: loadPlan(t, "nic.json"), NewExecutor: worker.RemoteFactory(eps, nil)})
 	r, err := c.ModelInfer(context.Background(), &pb.ModelInferRequest{ModelName: "m2", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
 		Name: "x", Datatype: "FP32", Shape: []int64{1, 3}, Contents: &pb.InferTensorContents{Fp32Contents: []float32{1, 2, 3}}}}})
 	if err != nil {
@@ -97,8 +98,8 @@ stages:
 
 	// Without the transport attached, a grpc:// endpoint is an error naming it; a model the
 	// endpoint lacks too.
-	eps2, _ := serve.DecodeEndpoints("endpoints.yaml", []byte(fmt.Sprintf("apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: \"*\"\n    model: add\n    urls: [grpc://%s]\n", add)))
-	o := serve.Options{Plan: loadPlan(t, "nic.json"), NewExecutor: serve.RemoteFactory(eps2, nil), Deploy: testDeploy, Policies: testPolicies}
+	eps2, _ := worker.DecodeEndpoints("endpoints.yaml", []byte(fmt.Sprintf("apiVersion: plan/v1\nkind: Endpoints\nstages:\n  - stage: \"*\"\n    model: add\n    urls: [grpc://%s]\n", add)))
+	o := serve.Options{Plan: loadPlan(t, "nic.json"), NewExecutor: worker.RemoteFactory(eps2, nil), Deploy: testDeploy, Policies: testPolicies}
 	if _, err := serve.New(o); err == nil || !strings.Contains(err.Error(), "grpc://") {
 		t.Errorf("no transport: %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
 
@@ -115,7 +115,7 @@ func keys(m map[string]int) string {
 }
 
 // appendF32 writes an input element. A NaN or an infinity is written as Go spells it (NaN,
-// +Inf, -Inf): not JSON, so serve.CheckInput refuses the request as the HTTP API refuses
+// +Inf, -Inf): not JSON, so kserve.CheckInput refuses the request as the HTTP API refuses
 // the same tensor, rather than the model seeing zeros.
 func appendF32(b []byte, f float32) []byte {
 	return appendF64bits(b, float64(f), 32)
@@ -187,7 +187,7 @@ func rawJSON(raw []byte, dtype string, n int64) []byte {
 		case "UINT64":
 			b = strconv.AppendUint(b, le.Uint64(raw[8*i:]), 10)
 		case "FP16":
-			b = appendF32(b, serve.F16ToF32(le.Uint16(raw[2*i:])))
+			b = appendF32(b, kserve.F16ToF32(le.Uint16(raw[2*i:])))
 		case "BF16":
 			b = appendF32(b, math.Float32frombits(uint32(le.Uint16(raw[2*i:]))<<16))
 		case "FP32":
@@ -227,7 +227,7 @@ func scanNumbers(data []byte, f func(tok []byte) error) error {
 
 // outputTensor encodes the engine's output (a JSON array) as typed contents, or as raw bytes
 // (asRaw) — FP16 raw when half is set and the output is FP32 (the request sent FP16).
-func outputTensor(out serve.TensorJSON, asRaw, half bool) (*pb.ModelInferResponse_InferOutputTensor, []byte, error) {
+func outputTensor(out kserve.TensorJSON, asRaw, half bool) (*pb.ModelInferResponse_InferOutputTensor, []byte, error) {
 	t := &pb.ModelInferResponse_InferOutputTensor{Name: out.Name, Datatype: out.Datatype}
 	dtype := out.Datatype
 	if half && dtype == "FP32" {
@@ -265,7 +265,7 @@ func outputTensor(out serve.TensorJSON, asRaw, half bool) (*pb.ModelInferRespons
 				c.Fp32Contents = append(c.Fp32Contents, float32(f))
 				t.Datatype = "FP32" // FP16 has no typed field
 			case t.Datatype == "FP16":
-				raw = le.AppendUint16(raw, serve.F32ToF16(float32(f)))
+				raw = le.AppendUint16(raw, kserve.F32ToF16(float32(f)))
 			case t.Datatype == "BF16":
 				raw = le.AppendUint16(raw, uint16(math.Float32bits(float32(f))>>16))
 			default:

@@ -13,7 +13,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestAgreementCascade is issue 12's serve-vs-simulate target for CascadeServe: the demo
+// TestAgreementCascade is the serve-vs-simulate check for CascadeServe: the demo
 // cascade's gear plan (testdata/cascade/golden-plan.json, solved from testdata/cascade)
 // under its gear-switching policy, served with emulated workers (certainties replayed from
 // the validation records, the same per request in both: sample = request ID, §4.6) and

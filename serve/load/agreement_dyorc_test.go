@@ -12,7 +12,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestAgreementDyOrc is issue 14's agreement target: on the bundled small DyOrc plan (GILL
+// TestAgreementDyOrc is the serve-vs-simulate check for DyOrc: on the bundled small DyOrc plan (GILL
 // and the image pipeline on 4 GPUs, testdata/export/dyorc/plan.json), `plan load` against
 // `plan serve --workers emulated` and `plan simulate` on the same trace agree on SLO
 // attainment within 2 points, under the dyorc policy (speculative DP scheduling, proactive

@@ -12,7 +12,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestAgreementPARD is issue 10's serve-vs-simulate check for PARD, as TestAgreement is for
+// TestAgreementPARD is the serve-vs-simulate check for PARD, as TestAgreement is for
 // PPipe: the bundled PARD plan (testdata/golden/pard-4apps.json, solved from testdata/pard) under
 // its own dropping policy, served with emulated workers and driven by `plan load`, against
 // `plan simulate` on the same trace, at load factors 0.5 and 0.9: attainment within 3 points.

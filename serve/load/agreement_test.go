@@ -41,7 +41,7 @@ func agreementDuration(t testing.TB) time.Duration {
 	return 3 * time.Second
 }
 
-// TestAgreement is issue 6's acceptance check: on the demo plan at load factors 0.5 and 0.9,
+// TestAgreement checks that serve runs what simulate predicts: on the demo plan at load factors 0.5 and 0.9,
 // `plan load` against `plan serve --workers emulated` and `plan simulate` on the same trace
 // (same arrival process, seed and load point) agree on SLO attainment within 3 points.
 func TestAgreement(t *testing.T) {

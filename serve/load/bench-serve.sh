@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-serve.sh — issue 11's measurement, out of process: `plan serve` and `plan load` as
+# bench-serve.sh — serve against simulate, out of process: `plan serve` and `plan load` as
 # two processes on this machine, against `plan simulate` on the same trace, and against the
 # HTTP floor (serve/load/floor: a trivial net/http handler that waits the model's latency).
 #

@@ -22,10 +22,10 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// BenchmarkServeVsSimulate measures issue 11's targets in one process: for each load factor
+// BenchmarkServeVsSimulate measures overload behaviour in one process: for each load factor
 // (PLAN_BENCH_LOADS, default 0.9,2,3) it simulates the plan (PLAN_BENCH_PLAN, default
 // testdata/serve/demo-plan.json) and serves it to `plan load`'s generator on the same trace
-// (PLAN_BENCH_DURATION, default 2 s; the issue's runs are 60 s), and reports serve's goodput
+// (PLAN_BENCH_DURATION, default 2 s; bench/RESULTS.md's runs are 60 s), and reports serve's goodput
 // as a share of simulate's, the attainment difference, the p99 of answered (admitted)
 // requests against the SLO, requests lost, and the process's CPU per request (server and
 // generator together: serve/load/bench-serve.sh measures the server alone, out of process,

@@ -16,6 +16,8 @@ import (
 	"math/rand/v2"
 	"time"
 	"unicode/utf8"
+
+	"github.com/plan-dev/plan/dataplane/workload"
 )
 
 // Dataset names (--dataset-name).
@@ -123,7 +125,7 @@ func gammaArrivals(n int, rate, burstiness float64, seed uint64) []time.Duration
 	ts := make([]float64, n)
 	var t float64
 	for i := range ts {
-		t += gammaDraw(rng, burstiness) * theta
+		t += workload.GammaSample(rng, burstiness) * theta
 		ts[i] = t
 	}
 	scale := 1.0
@@ -134,29 +136,6 @@ func gammaArrivals(n int, rate, burstiness float64, seed uint64) []time.Duration
 		at[i] = time.Duration(math.Round(v * scale * 1e9))
 	}
 	return at
-}
-
-// gammaDraw is one draw of Gamma(shape, 1) by Marsaglia and Tsang's method ("A simple method
-// for generating gamma variables", ACM TOMS 2000), with their boost u^(1/shape) for shape < 1.
-func gammaDraw(rng *rand.Rand, shape float64) float64 {
-	if shape < 1 {
-		u := rng.Float64()
-		return gammaDraw(rng, shape+1) * math.Pow(u, 1/shape)
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := rng.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
-			return d * v
-		}
-	}
 }
 
 // lineOf is the 1-based line of byte offset off in data.

@@ -31,6 +31,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // Options configure a run.
@@ -212,7 +213,7 @@ type target struct {
 	slo  dataplane.Time
 	rate float64 // planned rate (load 1.0)
 	body []byte
-	md   *serve.ModelMetadata
+	md   *kserve.ModelMetadata
 }
 
 // ErrSetup matches the errors Run returns before sending anything: no server answering at
@@ -509,7 +510,7 @@ func do(ctx context.Context, c *http.Client, base string, header http.Header, t 
 	case rerr != nil:
 		s.Status, s.Stage, s.Reason = 0, "client", "error"
 	case resp.StatusCode == http.StatusServiceUnavailable:
-		var d serve.DropResponse
+		var d kserve.DropResponse
 		if json.Unmarshal(body, &d) == nil && d.Reason != "" {
 			s.Reason, s.Stage = d.Reason, d.Stage
 		} else {
@@ -544,12 +545,12 @@ func fetchPlan(ctx context.Context, c *http.Client, base string, header http.Hea
 	return p, h.Get("X-Plan-Policy"), nil
 }
 
-func fetchModel(ctx context.Context, c *http.Client, base string, header http.Header, model string) (*serve.ModelMetadata, error) {
+func fetchModel(ctx context.Context, c *http.Client, base string, header http.Header, model string) (*kserve.ModelMetadata, error) {
 	body, _, err := get(ctx, c, base+"/v2/models/"+model, header)
 	if err != nil {
 		return nil, err
 	}
-	var md serve.ModelMetadata
+	var md kserve.ModelMetadata
 	if err := json.Unmarshal(body, &md); err != nil || len(md.Inputs) == 0 {
 		return nil, fmt.Errorf("%s/v2/models/%s: not KServe v2 model metadata", base, model)
 	}
@@ -594,7 +595,7 @@ func doGet(c *http.Client, req *http.Request) ([]byte, http.Header, error) {
 
 // requestBody builds one sample for the model's input: variable dimensions get size 4
 // (the batch dimension 1), values are a deterministic ramp.
-func requestBody(md *serve.ModelMetadata) []byte {
+func requestBody(md *kserve.ModelMetadata) []byte {
 	in := md.Inputs[0]
 	shape := make([]int64, len(in.Shape))
 	n := int64(1)

@@ -52,9 +52,25 @@ func sortTrace(r []formats.TraceRequest) {
 }
 
 // simulateTrace replays tr through the plan's deployment in the simulator, each request with
-// its own tokens (what `plan simulate --trace` does once it takes a trace's tokens, issue 30
-// item 5), and returns the mean TTFT and E2E in ms.
+// its own tokens (what `plan simulate --trace` does with a trace that carries tokens), and
+// returns the mean TTFT and E2E in ms.
 func simulateTrace(t testing.TB, p *formats.Plan, tr *formats.Trace) (ttft, e2e float64, n int) {
+	t.Helper()
+	var sumE2E float64
+	st, n := simulatePolicy(t, p, tr, func(now dataplane.Time, r *dataplane.Request) {
+		sumE2E += float64(now - r.Arrival)
+	})
+	var sumTTFT float64
+	for _, v := range st.TTFT {
+		sumTTFT += float64(v)
+	}
+	return sumTTFT / float64(len(st.TTFT)) / 1e3, sumE2E / float64(n) / 1e3, n
+}
+
+// simulatePolicy replays tr through the plan's deployment under the qlm policy, each request
+// with its own tokens, calling onFinish (when not nil) for each finished request, and returns
+// the policy's statistics and the number of requests finished.
+func simulatePolicy(t testing.TB, p *formats.Plan, tr *formats.Trace, onFinish func(now dataplane.Time, r *dataplane.Request)) (*dq.Stats, int) {
 	t.Helper()
 	dep, err := dq.FromPlan(p)
 	if err != nil {
@@ -67,7 +83,10 @@ func simulateTrace(t testing.TB, p *formats.Plan, tr *formats.Trace) (ttft, e2e 
 	times := make([][]dataplane.Time, len(dep.Apps))
 	attrs := make([][]dataplane.Attrs, len(dep.Apps))
 	for _, r := range tr.Requests {
-		a := app[r.Target]
+		a, ok := app[r.Target]
+		if !ok {
+			t.Fatalf("trace target %q: not a class of the plan", r.Target)
+		}
 		times[a] = append(times[a], dataplane.Time(r.TimeUs))
 		attrs[a] = append(attrs[a], dataplane.Attrs{InTokens: int32(r.InputTokens), OutTokens: int32(r.OutputTokens)})
 	}
@@ -79,11 +98,13 @@ func simulateTrace(t testing.TB, p *formats.Plan, tr *formats.Trace) (ttft, e2e 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sumE2E float64
+	n := 0
 	s, err := sim.New(dep, pol, srcs, sim.Options{Duration: 10 * 60 * dataplane.Second, Seed: 1,
 		Attrs: func(a dataplane.AppID, k int64) dataplane.Attrs { return attrs[a][k] },
 		OnFinish: func(now dataplane.Time, r *dataplane.Request) {
-			sumE2E += float64(now - r.Arrival)
+			if onFinish != nil {
+				onFinish(now, r)
+			}
 			n++
 		}})
 	if err != nil {
@@ -92,15 +113,10 @@ func simulateTrace(t testing.TB, p *formats.Plan, tr *formats.Trace) (ttft, e2e 
 	if _, err := s.Run(); err != nil {
 		t.Fatal(err)
 	}
-	var sumTTFT float64
-	for _, v := range pol.(*dq.Policy).Stats().TTFT {
-		sumTTFT += float64(v)
-	}
-	st := pol.(*dq.Policy).Stats()
-	return sumTTFT / float64(len(st.TTFT)) / 1e3, sumE2E / float64(n) / 1e3, n
+	return pol.(*dq.Policy).Stats(), n
 }
 
-// TestOpenAIAgreement is issue 30's target for item 6: `plan load --openai` against `plan
+// TestOpenAIAgreement checks the LLM path end to end: `plan load --openai` against `plan
 // serve` (emulated instances) and the simulator on the same trace at load 0.5 — the bundled
 // QLM plan's classes with per-request tokens — agree within 5% on mean E2E, and on mean TTFT
 // within 5% or one decode step (see the comparison below).

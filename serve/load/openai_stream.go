@@ -72,7 +72,7 @@ func streamOne(ctx context.Context, c *http.Client, url string, o OpenAIOptions,
 		return
 	}
 	// Closing the body on a timeout (rctx) closes the connection: the server sees its client
-	// leave and aborts the request (digest §4; plan serve: issue 29).
+	// leave and aborts the request (digest §4; plan serve cancels it in the engine).
 	res, err := parseSSE(resp.Body, func() time.Duration { return time.Since(begin) }, o.Chat, o.KeepText)
 	s.Chunks, s.OutTokens, s.Text = res.Chunks, res.OutTokens, res.Text
 	switch {

@@ -101,7 +101,13 @@ func TestDist(t *testing.T) {
 // testdata/qlm) with emulated instances and QLM's OpenAI front end.
 func openAIServer(t testing.TB) string {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
+	return openAIServerFor(t, filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
+}
+
+// openAIServerFor serves the QLM plan at path as openAIServer does, and returns its URL.
+func openAIServerFor(t testing.TB, path string) string {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func readPlan(t testing.TB, name string) *formats.Plan {
 // TestOverload offers 3× the plan's capacity, open loop: every request must be answered
 // (200 or a 503 drop, never a timeout or a transport error), the server's books must balance
 // and no goroutine may outlive the run. The default run is 3 s on the one-GPU plan;
-// PLAN_OVERLOAD_DURATION=60s PLAN_OVERLOAD_PLAN=demo-plan.json is the 60-second
+// PLAN_OVERLOAD_DURATION=60s PLAN_OVERLOAD_PLAN=demo-plan.json is the 60-second
 // version.
 func TestOverload(t *testing.T) {
 	dur := 3 * time.Second
@@ -101,7 +101,7 @@ func TestOverload(t *testing.T) {
 	}
 }
 
-// BenchmarkExecutorOverhead is the target: at 5,000 requests/s (Poisson) on a plan
+// BenchmarkExecutorOverhead measures what the server adds to a request: at 5,000 requests/s (Poisson) on a plan
 // with 3× that capacity (32 emulated L4s, 2 ms per request, batch 1, so nothing queues),
 // the response latency minus the emulated work: as the client sees it (the loopback HTTP
 // round trip, JSON and both sides' scheduling included) and as the server reports it (from

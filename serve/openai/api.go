@@ -167,8 +167,7 @@ type Error struct {
 	// RetryAfter is the Retry-After header's seconds for 429/503 (0: none).
 	RetryAfter int64 `json:"-"`
 	// Close asks the client to close the connection (Connection: close): the server is
-	// draining, so a retry belongs on another connection, possibly another replica (issue 36
-	// item 13).
+	// draining, so a retry belongs on another connection, possibly another replica.
 	Close bool `json:"-"`
 }
 

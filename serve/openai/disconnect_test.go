@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestStreamDisconnectFreesSequence (issue 29 "done when"): a real HTTP client streams a
+// TestStreamDisconnectFreesSequence: a real HTTP client streams a
 // long completion, reads a few chunks and goes away; the server cancels the request in the
 // engine (Server.Submit on the request's context), QLM drops its sequence as cancelled at the
 // end of the iteration in flight and frees its KV, and the instance stops generating for it:

@@ -112,8 +112,8 @@ func (v *fakeVLLM) handler() http.Handler {
 	return m
 }
 
-// TestParseGauges: engines' /metrics are read with the Prometheus text parser (issue 32
-// item 4): samples of a family summed over labels (quoted braces in a label value, a
+// TestParseGauges: engines' /metrics are read with the Prometheus text parser (the
+// exposition format's escaping and timestamps are not hand-parsed): samples of a family summed over labels (quoted braces in a label value, a
 // timestamp), a family absent from the text absent from the map, a name that only starts
 // like the one asked for not taken; an exposition the parser refuses is an error (the hand
 // parser skipped the bad line and read the rest).

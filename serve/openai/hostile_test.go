@@ -17,7 +17,7 @@ import (
 	"github.com/plan-dev/plan/serve"
 )
 
-// manyMessages is a chat of n one-word messages (issue 36 item 2's 100,000: ~3 MB, under
+// manyMessages is a chat of n one-word messages (100,000 of them: ~3 MB, under
 // the 4 MiB body limit, ~500,000 prompt tokens).
 func manyMessages(n int) string {
 	var b strings.Builder
@@ -67,7 +67,7 @@ func TestIntakeLimits(t *testing.T) {
 			[]string{`"param":"prompt_tokens"`, "4000", "2048"}},
 		{"beyond the KV cache", "/v1/completions", `{"model":"mistral-chat","prompt":"hi","max_tokens":600,"prompt_tokens":500}`, small,
 			[]string{`"param":"prompt_tokens"`, "500 prompt tokens + 600 output tokens", "992 tokens of KV cache"}},
-		// Issue 30 item 8: prompt + max_tokens over the engine's max_model_len, as vLLM.
+		// Prompt + max_tokens over the engine's max_model_len: refused, as vLLM refuses it.
 		{"max_tokens past max_model_len", "/v1/completions", `{"model":"mistral-chat","prompt":"hi","max_tokens":1000,"prompt_tokens":1000}`, modelLen,
 			[]string{`"param":"max_tokens"`, "1000 prompt tokens + 1000 max_tokens", "max_model_len of 1500"}},
 		{"prompt past max_model_len", "/v1/completions", `{"model":"mistral-chat","prompt":"hi","max_tokens":1,"prompt_tokens":1600}`, modelLen,

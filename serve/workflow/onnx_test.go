@@ -13,6 +13,8 @@ import (
 	"github.com/plan-dev/plan/internal/tinycascade"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // The tiny real workflow (testdata/dyorc/onnx): mlp-s routes each request to answer:mlp-l
@@ -68,7 +70,7 @@ func expectedPath(t *testing.T, models map[string]*tinycascade.Model, x []float3
 func TestONNXWorkflow(t *testing.T) {
 	needORT(t)
 	p := readPlan(t, filepath.Join(onnxDir, "plan.json"))
-	_, ts := newServer(t, p, serve.Options{NewExecutor: serve.ONNXFactory(serve.ONNXOptions{Model: modelDir, Device: "cpu", Threads: 1})})
+	_, ts := newServer(t, p, serve.Options{NewExecutor: worker.ONNXFactory(worker.ONNXOptions{Model: modelDir, Device: "cpu", Threads: 1})})
 	models := map[string]*tinycascade.Model{}
 	for _, n := range []string{"mlp-s", "mlp-m", "mlp-l"} {
 		b, err := os.ReadFile(filepath.Join(modelDir, n+".onnx"))
@@ -91,7 +93,7 @@ func TestONNXWorkflow(t *testing.T) {
 		if !ok {
 			continue
 		}
-		in := serve.Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
+		in := kserve.Float32Tensor(tinycascade.InputName, []int64{1, tinycascade.InputDim}, x)
 		body, _ := json.Marshal(RunRequest{ID: fmt.Sprint(i), Input: &in})
 		code, b := post(t, ts.URL+"/v1/workflows/triage/run", string(body))
 		var r RunResponse

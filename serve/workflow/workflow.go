@@ -10,7 +10,7 @@
 // §1.3) with a per-request uniform seeded by (request, stage), or — when the body gives a
 // seed — along the path that seed determines (dataplane/dyorc's ground truth, the same path
 // the simulator's oracle reads); ONNX workers report the argmax of a real model's output
-// (serve.Job.Results). The scheduler itself never sees a branch before the worker reports
+// (worker.Job.Results). The scheduler itself never sees a branch before the worker reports
 // it: that is the workflow uncertainty DyOrc's Markov predictor speculates on (paper §3).
 package workflow
 
@@ -29,6 +29,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats/jsonx"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // MaxBody bounds a run request's body (it holds an id, a seed and at most a small input).
@@ -51,7 +52,7 @@ type RunRequest struct {
 	// DeadlineMs > 0 overrides the application's SLO for this request.
 	DeadlineMs float64 `json:"deadline_ms,omitempty"`
 	// Input is the request's input tensor (ONNX workers run it; emulated ones carry it).
-	Input *serve.TensorJSON `json:"input,omitempty"`
+	Input *kserve.TensorJSON `json:"input,omitempty"`
 }
 
 // Step is one service call of the path taken (or the API server's ingress, node "$in").
@@ -83,7 +84,7 @@ type RunResponse struct {
 	Path  []Step   `json:"path"`
 	Nodes []string `json:"nodes"`
 	// Timing is the server's latency breakdown (the KServe API's).
-	Timing serve.Timing `json:"timing"`
+	Timing kserve.Timing `json:"timing"`
 }
 
 // runRoute is the one route this front end registers.

@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 // planFile is the bundled small example's plan (GILL and the image pipeline on 4 GPUs).
@@ -207,11 +208,11 @@ func TestRunDrawn(t *testing.T) {
 // output sends the image to OCR (read's services in name order: cap, ocr), and OCR's ends
 // the workflow (up, or the end).
 type classExecutor struct {
-	*serve.Emulated
+	*worker.Emulated
 }
 
-func (e *classExecutor) Run(job *serve.Job, done func(*serve.Job)) {
-	e.Emulated.Run(job, func(j *serve.Job) {
+func (e *classExecutor) Run(job *worker.Job, done func(*worker.Job)) {
+	e.Emulated.Run(job, func(j *worker.Job) {
 		j.Results = make([]dataplane.Result, len(j.Payload))
 		for i := range j.Results {
 			j.Results[i] = dataplane.Result{Label: 1, Certainty: 0.9}
@@ -224,8 +225,8 @@ func (e *classExecutor) Run(job *serve.Job, done func(*serve.Job)) {
 // probabilities (the seed's own path goes through the captioner).
 func TestRunWorkerOutputs(t *testing.T) {
 	p := readPlan(t, planFile)
-	s, ts := newServer(t, p, serve.Options{NewExecutor: func(clk serve.Clock, _ *dataplane.Deployment, _ *formats.Plan) (serve.Executor, error) {
-		return &classExecutor{Emulated: serve.NewEmulated(clk, 0, 1)}, nil
+	s, ts := newServer(t, p, serve.Options{NewExecutor: func(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
+		return &classExecutor{Emulated: worker.NewEmulated(clk, 0, 1)}, nil
 	}})
 	seed := int64(1)
 	for ; slices.Contains(truth(t, s.Deployment(), "image", seed), "read:ocr"); seed++ {

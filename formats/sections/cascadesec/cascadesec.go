@@ -7,7 +7,6 @@
 package cascadesec
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -19,25 +18,17 @@ const (
 	WorkloadKey = "cascades"
 )
 
-var errTyped = errors.New("cascade sections are typed fields of formats.Plan and formats.Workload")
-
 // Plan is the Section of a plan's `cascade` field.
-type Plan struct{}
+type Plan struct{ formats.TypedSection }
 
 // Workload is the Section of a workload's `cascades` field.
-type Workload struct{}
+type Workload struct{ formats.TypedSection }
 
 // Key is the section's key.
 func (Plan) Key() string { return PlanKey }
 
 // System is CascadeServe.
 func (Plan) System() string { return "cascade" }
-
-// Decode is never called for a typed field.
-func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Plan) Schema() map[string]any { return nil }
 
 // Validate checks the `cascade` section of the plan v (a *formats.Plan).
 func (Plan) Validate(v any) formats.ErrorList {
@@ -82,12 +73,6 @@ func (Workload) Key() string { return WorkloadKey }
 // System is CascadeServe.
 func (Workload) System() string { return "cascade" }
 
-// Decode is never called for a typed field.
-func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Workload) Schema() map[string]any { return nil }
-
 // Validate checks the `cascades` section of the workload v (a *formats.Workload).
 func (Workload) Validate(v any) formats.ErrorList {
 	w, ok := v.(*formats.Workload)
@@ -109,19 +94,7 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 	if !ok {
 		return nil
 	}
-	var profiles []string
-	known := map[string]bool{}
-	for _, f := range formats.SortedKeys(docs) {
-		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
-			profiles = append(profiles, f)
-			for i := range p.Models {
-				known[p.Models[i].Name] = true
-			}
-			for i := range p.LLMs {
-				known[p.LLMs[i].Model] = true
-			}
-		}
-	}
+	profiles, known := formats.ProfiledModels(docs, true, true)
 	if len(profiles) == 0 {
 		return nil
 	}

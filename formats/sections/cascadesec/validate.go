@@ -118,7 +118,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 				}
 				sum += s
 			}
-			if ok && len(shares) > 0 && math.Abs(sum-1) > 1e-6 {
+			if ok && len(shares) > 0 && math.Abs(sum-1) > shareSumTol {
 				c.Add(sp, nil, "must sum to 1 (sums to %g)", sum)
 			}
 		}

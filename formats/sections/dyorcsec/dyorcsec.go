@@ -8,7 +8,6 @@
 package dyorcsec
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -20,26 +19,17 @@ const (
 	WorkloadKey = "workflows"
 )
 
-// errTyped: the sections are typed fields, which formats decodes itself.
-var errTyped = errors.New("dyorc sections are typed fields of formats.Plan and formats.Workload")
-
 // Plan is the Section of a plan's `dyorc` field.
-type Plan struct{}
+type Plan struct{ formats.TypedSection }
 
 // Workload is the Section of a workload's `workflows` field.
-type Workload struct{}
+type Workload struct{ formats.TypedSection }
 
 // Key is the section's key.
 func (Plan) Key() string { return PlanKey }
 
 // System is DyOrc.
 func (Plan) System() string { return "dyorc" }
-
-// Decode is never called for a typed field.
-func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Plan) Schema() map[string]any { return nil }
 
 // Validate checks the `dyorc` section of the plan v (a *formats.Plan).
 func (Plan) Validate(v any) formats.ErrorList {
@@ -93,12 +83,6 @@ func (Workload) Key() string { return WorkloadKey }
 
 // System is DyOrc.
 func (Workload) System() string { return "dyorc" }
-
-// Decode is never called for a typed field.
-func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Workload) Schema() map[string]any { return nil }
 
 // Validate checks the `workflows` section of the workload v (a *formats.Workload).
 func (Workload) Validate(v any) formats.ErrorList {

@@ -7,7 +7,6 @@
 package pardsec
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -19,25 +18,17 @@ const (
 	WorkloadKey = "pipelines"
 )
 
-var errTyped = errors.New("pard sections are typed fields of formats.Plan and formats.Workload")
-
 // Plan is the Section of a plan's `pard` field.
-type Plan struct{}
+type Plan struct{ formats.TypedSection }
 
 // Workload is the Section of a workload's `pipelines` field.
-type Workload struct{}
+type Workload struct{ formats.TypedSection }
 
 // Key is the section's key.
 func (Plan) Key() string { return PlanKey }
 
 // System is PARD.
 func (Plan) System() string { return "pard" }
-
-// Decode is never called for a typed field.
-func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Plan) Schema() map[string]any { return nil }
 
 // Validate checks the `pard` section of the plan v (a *formats.Plan).
 func (Plan) Validate(v any) formats.ErrorList {
@@ -122,12 +113,6 @@ func (Workload) Key() string { return WorkloadKey }
 // System is PARD.
 func (Workload) System() string { return "pard" }
 
-// Decode is never called for a typed field.
-func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Workload) Schema() map[string]any { return nil }
-
 // Validate checks the `pipelines` section of the workload v (a *formats.Workload).
 func (Workload) Validate(v any) formats.ErrorList {
 	w, ok := v.(*formats.Workload)
@@ -201,16 +186,7 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 	if !ok {
 		return nil
 	}
-	var profiles []string
-	known := map[string]bool{}
-	for _, f := range formats.SortedKeys(docs) {
-		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
-			profiles = append(profiles, f)
-			for i := range p.Models {
-				known[p.Models[i].Name] = true
-			}
-		}
-	}
+	profiles, known := formats.ProfiledModels(docs, true, false)
 	if len(profiles) == 0 {
 		return nil
 	}

@@ -98,7 +98,7 @@ func validatePlan(c *formats.Checker, pl0 *formats.Plan, p string) {
 		}
 		c.NonNegative(formats.Field(up, "used"), u.Used)
 		c.AtLeast(formats.Field(up, "total"), int64(u.Total), 0)
-		if formats.Finite(u.Used) && u.Total >= 0 && u.Used > float64(u.Total)+1e-9 {
+		if formats.Finite(u.Used) && u.Total >= 0 && u.Used > float64(u.Total)+absTol {
 			c.Add(formats.Field(up, "used"), u.Used, "must be <= total (%d)", u.Total)
 		}
 	}

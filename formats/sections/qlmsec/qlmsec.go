@@ -7,7 +7,6 @@
 package qlmsec
 
 import (
-	"errors"
 	"slices"
 	"strings"
 
@@ -20,25 +19,17 @@ const (
 	WorkloadKey = "llm_classes"
 )
 
-var errTyped = errors.New("qlm sections are typed fields of formats.Plan and formats.Workload")
-
 // Plan is the Section of a plan's `qlm` field.
-type Plan struct{}
+type Plan struct{ formats.TypedSection }
 
 // Workload is the Section of a workload's `llm_classes` field.
-type Workload struct{}
+type Workload struct{ formats.TypedSection }
 
 // Key is the section's key.
 func (Plan) Key() string { return PlanKey }
 
 // System is QLM.
 func (Plan) System() string { return "qlm" }
-
-// Decode is never called for a typed field.
-func (Plan) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Plan) Schema() map[string]any { return nil }
 
 // Validate checks the `qlm` section of the plan v (a *formats.Plan).
 func (Plan) Validate(v any) formats.ErrorList {
@@ -199,12 +190,6 @@ func (Workload) Key() string { return WorkloadKey }
 // System is QLM.
 func (Workload) System() string { return "qlm" }
 
-// Decode is never called for a typed field.
-func (Workload) Decode([]byte) (any, error) { return nil, errTyped }
-
-// Schema: the typed field's Go type gives it.
-func (Workload) Schema() map[string]any { return nil }
-
 // Validate checks the `llm_classes` section of the workload v (a *formats.Workload).
 func (Workload) Validate(v any) formats.ErrorList {
 	w, ok := v.(*formats.Workload)
@@ -268,16 +253,7 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 	if !ok {
 		return nil
 	}
-	var profiles []string
-	llms := map[string]bool{}
-	for _, f := range formats.SortedKeys(docs) {
-		if p, ok := docs[f].(*formats.Profile); ok && p != nil {
-			profiles = append(profiles, f)
-			for i := range p.LLMs {
-				llms[p.LLMs[i].Model] = true
-			}
-		}
-	}
+	profiles, llms := formats.ProfiledModels(docs, false, true)
 	if len(profiles) == 0 {
 		return nil
 	}

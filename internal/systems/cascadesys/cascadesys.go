@@ -237,7 +237,7 @@ func refuseMiss(ctx context.Context, in planner.Inputs, opt pc.Options, res *pc.
 	}
 	hint := ""
 	total := in.Cluster.GPUs[0].Count
-	if opt.Accuracy > 0 && len(res.Pareto) > 0 && res.Pareto[0].Acc < res.Opt.Accuracy-1e-9 {
+	if opt.Accuracy > 0 && len(res.Pareto) > 0 && res.Pareto[0].Acc < res.Opt.Accuracy-absTol {
 		hint = fmt.Sprintf("no GPU count reaches it: the strategy's most accurate cascade reaches %.4f (lower --accuracy to %.4f", res.Pareto[0].Acc, res.Pareto[0].Acc)
 		if res.Opt.Strategy != pc.StrategyCascadeServe {
 			hint += " or use --strategy " + pc.StrategyCascadeServe

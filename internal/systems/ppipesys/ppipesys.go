@@ -118,7 +118,7 @@ func rateMisses(w *formats.Workload, plan *formats.Plan) error {
 			continue
 		}
 		for _, pm := range plan.PPipe.Models {
-			if pm.Model != m.Name || pm.TargetRPS >= m.RateRPS*(1-1e-9) {
+			if pm.Model != m.Name || pm.TargetRPS >= m.RateRPS*(1-relTol) {
 				continue
 			}
 			hint := "add GPUs or give a longer --slo"

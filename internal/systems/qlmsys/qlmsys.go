@@ -148,7 +148,7 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 		return []planner.Check{{Line: "reference is not a qlm plan"}}
 	}
 	g, r := pq.Utilization(got), pq.Utilization(ref)
-	return []planner.Check{planner.AtMost("decode_load_per_instance", "", g, r, tol, 1e-9, fmt.Sprintf("load per instance (rate / simulated capacity) %.4f vs %.4f (tolerance %.2f%%)", g, r, tol*100))}
+	return []planner.Check{planner.AtMost("decode_load_per_instance", "", g, r, tol, absTol, fmt.Sprintf("load per instance (rate / simulated capacity) %.4f vs %.4f (tolerance %.2f%%)", g, r, tol*100))}
 }
 
 // Resolve implements planner.Checker.

@@ -1,4 +1,4 @@
-// Command floor is the HTTP floor `plan serve` is measured against (serve/README.md): a
+// Command floor is the HTTP floor `plan serve` is measured against (bench/RESULTS.md): a
 // trivial Go net/http server that speaks just enough of plan serve's API for `plan load` to
 // drive it — GET /v1/plan and GET /v2/models/{model} from a plan file, and an infer endpoint
 // that reads the body, waits the plan's single-request latency of the model (time.Sleep) and

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	progressline "github.com/plan-dev/plan/internal/progress"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	progressline "github.com/plan-dev/plan/internal/progress"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/internal/systems"
 	pap "github.com/plan-dev/plan/planner/autopilot"
 	"github.com/plan-dev/plan/serve"
+	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -199,7 +201,7 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 
 // serveAutopilot adds the autopilot front end to opts when --autopilot is given (nil
 // otherwise); the caller starts it once the server runs.
-func serveAutopilot(cmd *cobra.Command, app *App, o *serveOptions, plan *formats.Plan, dep *dataplane.Deployment, opts *serve.Options) (*serve.Autopilot, error) {
+func serveAutopilot(cmd *cobra.Command, app *App, o *serveOptions, plan *formats.Plan, dep *dataplane.Deployment, opts *serve.Options) (*serveap.Autopilot, error) {
 	if err := o.autopilot.checkFlagsUsed(cmd, true); err != nil || !o.autopilot.enabled() {
 		return nil, err
 	}
@@ -215,7 +217,7 @@ func serveAutopilot(cmd *cobra.Command, app *App, o *serveOptions, plan *formats
 	for i, x := range dep.Apps {
 		names[i] = x.Name
 	}
-	pilot := serve.NewAutopilot(serve.AutopilotOptions{Loop: cfg, Solver: ladder, Describe: ladder.Candidate,
+	pilot := serveap.New(serveap.Options{Loop: cfg, Solver: ladder, Describe: ladder.Candidate,
 		Apps: names, SolveTimeout: 2 * o.autopilot.solveLimit * time.Duration(o.autopilot.steps)})
 	opts.Frontends = append(slices.Clone(opts.Frontends), pilot)
 	return pilot, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/serve"
+	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -34,8 +35,8 @@ func switchesOf(ds []ap.Decision, t0 dataplane.Time) []ap.Decision {
 	return out
 }
 
-// TestAutopilotServeSimulateAgree is issue 35's target "serve and simulate agree on the
-// same trace with autopilot on": the step trace through `plan simulate --autopilot` and,
+// TestAutopilotServeSimulateAgree checks that serve and simulate agree on the same trace
+// with the autopilot on: the step trace through `plan simulate --autopilot` and,
 // with the same seed (plan load replays the simulator's arrivals), through
 // `plan serve --autopilot` driven by `plan load --trace`. Both switch to the same GPU counts
 // in the same order, each switch within one window of the other's time (serve's windows
@@ -121,7 +122,7 @@ func agree(t *testing.T, trace string, duration time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st serve.AutopilotStatus
+	var st serveap.Status
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	if err != nil {

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/serve"
+	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestSimulateAutopilotQLM: issue 35's targets for a QLM plan (testdata/autopilot/qlm-*.json,
+// TestSimulateAutopilotQLM: the autopilot's goals for a QLM plan (testdata/autopilot/qlm-*.json,
 // two Mistral-7B classes of Azure-trace-shaped tokens on 16 A100s) on the synthetic day, for
 // both objectives: the autopilot, sizing the plan by QLM's capacity model, stays within 1
 // point of the plan solved for the trace's peak at ≤ 70% of its GPU-hours; on the
@@ -110,7 +111,7 @@ func TestServeAutopilotQLM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st serve.AutopilotStatus
+	var st serveap.Status
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	if err != nil || st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Current.Capacity) != 2 || st.Current.Capacity[0] <= 0 {

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/serve"
+	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
 )
 
-// TestBadInputAutopilot: the autopilot's flags are checked before anything runs (issue 35
-// "Bad input"): exit 2 naming the flag.
+// TestBadInputAutopilot: the autopilot's flags are checked before anything runs: exit 2
+// naming the flag.
 func TestBadInputAutopilot(t *testing.T) {
 	base := []string{"simulate", "testdata/serve/demo-plan.json", "--trace", "testdata/autopilot/day.json"}
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
@@ -49,7 +50,7 @@ func TestBadInputAutopilot(t *testing.T) {
 	})
 }
 
-// TestSimulateAutopilotDay is issue 35's target on the PPipe demo plan: over a diurnal day
+// TestSimulateAutopilotDay is the autopilot's goal on the PPipe demo plan: over a diurnal day
 // (testdata/autopilot/day.json) at a mean of 0.4 of the plan's rate (its peak window near
 // 0.76), the autopilot's attainment is within 1 point of the plan solved for the peak at
 // ≤ 70% of its GPU-hours, and the plan solved for the mean falls below both.
@@ -132,7 +133,7 @@ func TestServeAutopilot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st serve.AutopilotStatus
+	var st serveap.Status
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	if err != nil || st.Switches < 1 || st.Current.GPUs >= 16 || len(st.Decisions) == 0 {

@@ -14,7 +14,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestCascadeBadInput is issue 12's "Bad input" end to end through `plan solve` on the
+// TestCascadeBadInput runs CascadeServe's bad inputs end to end through `plan solve` on the
 // bundled example, each input broken one way: validation records that disagree in sample
 // count across models, a certainty outside [0, 1], a cascade model no profile has, a model
 // larger than any GPU, and SLOs no cascade meets (naming the best attainable). Each exits 2

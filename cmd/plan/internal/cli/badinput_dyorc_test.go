@@ -2,7 +2,7 @@ package cli
 
 import "testing"
 
-// TestDyOrcBadInput is issue 14's "Bad input" end to end through `plan solve` on the fixtures
+// TestDyOrcBadInput runs DyOrc's bad inputs end to end through `plan solve` on the fixtures
 // of testdata/dyorc/bad: an unbounded loop, a step or choice naming an unknown service, a
 // guard that cannot be evaluated, choice probabilities that do not sum to 1, a service larger
 // than any GPU of the cluster, and a work spread outside [0, 1). Each exits 2 naming the

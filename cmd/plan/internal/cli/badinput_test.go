@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The "Bad input" sections of issues 2, 3, 4, 6 and 7, end to end through Run: every case
+// Bad input to solve, simulate, export, serve and load, end to end through Run: every case
 // exits with its code, says what it must (file, field, value, rule), writes no output file
 // and leaves an existing output file as it was. Fixtures live in testdata/badinput.
 

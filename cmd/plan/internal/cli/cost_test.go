@@ -10,7 +10,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestBadInputCost: issue 34's bad inputs exit 2 naming file, field and value and write
+// TestBadInputCost: --objective cost's bad inputs exit 2 naming file, field and value and write
 // nothing: a negative price, a currency without default prices and a type left unpriced, a
 // rate the available GPUs cannot serve (the message names the rates they serve: none of
 // m0's and m1's together on 1 L4 + 1 P4, each model needing a GPU of its own), a cost

@@ -36,8 +36,8 @@ func newFrontierCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "frontier",
 		Short: "Sweep the rate, SLO or accuracy target and print the least-cost fleet at each point",
-		Long: `frontier solves the workload with --objective cost at each point of a sweep (issue 34
-item 3) and prints the least cost per hour with its fleet mix beside the cheapest fleet of a
+		Long: `frontier solves the workload with --objective cost at each point of a sweep and
+prints the least cost per hour with its fleet mix beside the cheapest fleet of a
 single GPU type (each type of the cluster alone) and the saving of the mix: the picture a
 capacity review needs. Sweep one of:
   --rate      multipliers of every rate of the workload (models, pipelines, llm_classes and

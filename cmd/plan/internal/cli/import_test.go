@@ -180,8 +180,7 @@ func TestCandidatesWorkflow(t *testing.T) {
 
 // TestWorkloadRecordFiles: a cascade's validation_file and test_file (CSV/JSONL beside the
 // workload) reach the importer when plan solve reads the workload; the plan embeds the
-// records, so simulate reports accuracy on the test records; bad records exit 2 (issue 31
-// item 2).
+// records, so simulate reports accuracy on the test records; bad records exit 2.
 func TestWorkloadRecordFiles(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..", "..", ".."))
 	dir := t.TempDir()

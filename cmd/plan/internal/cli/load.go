@@ -250,15 +250,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		opts.Send = kservegrpc.Sender(conn, o.grpcRaw, false)
 	}
 	var progressed atomic.Bool
-	// Progress rewrites one line with \r: only on a terminal (in a CI log or a file it would
-	// be one endless line).
-	if !app.Quiet && isTerminal(app.Err) && isTerminal(app.Out) {
-		start := time.Now()
-		opts.Progress = func(sent, answered int64) {
-			progressed.Store(true)
-			fmt.Fprintf(app.Err, "\rload: %d sent, %d answered, %s", sent, answered, time.Since(start).Round(time.Second))
-		}
-	}
+	opts.Progress = loadProgress(app, "answered", &progressed)
 	res, err := load.Run(cmd.Context(), opts)
 	if progressed.Load() {
 		fmt.Fprintln(app.Err)
@@ -376,5 +368,20 @@ func printLoadReport(app *App, res *load.Result) {
 	if oc.ServerP99 > 0 {
 		fmt.Fprintf(app.Out, "\nserver-reported latency of 200 answers: p99 %.1f ms; the client's wait for a free connection: p99 %.1f ms\n",
 			float64(oc.ServerP99)/float64(time.Millisecond), float64(oc.WaitP99)/float64(time.Millisecond))
+	}
+}
+
+// loadProgress is `plan load`'s progress line, rewritten in place with \r, or nil when it
+// must not be drawn: only on a terminal (in a CI log or a file it would be one endless
+// line). done names the second count (answered, finished); progressed records that a line
+// was drawn, so the caller ends it.
+func loadProgress(app *App, done string, progressed *atomic.Bool) func(sent, n int64) {
+	if app.Quiet || !isTerminal(app.Err) || !isTerminal(app.Out) {
+		return nil
+	}
+	start := time.Now()
+	return func(sent, n int64) {
+		progressed.Store(true)
+		fmt.Fprintf(app.Err, "\rload: %d sent, %d %s, %s", sent, n, done, time.Since(start).Round(time.Second))
 	}
 }

@@ -262,13 +262,7 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 		opts.Burstiness = oa.burstiness
 	}
 	var progressed atomic.Bool
-	if !app.Quiet && isTerminal(app.Err) && isTerminal(app.Out) {
-		start := time.Now()
-		opts.Progress = func(sent, done int64) {
-			progressed.Store(true)
-			fmt.Fprintf(app.Err, "\rload: %d sent, %d finished, %s", sent, done, time.Since(start).Round(time.Second))
-		}
-	}
+	opts.Progress = loadProgress(app, "finished", &progressed)
 	date := time.Now()
 	rep, samples, err := load.RunOpenAI(cmd.Context(), opts)
 	if progressed.Load() {

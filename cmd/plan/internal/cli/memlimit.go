@@ -17,8 +17,7 @@ var memoryBoundCommands = map[string]bool{"validate": true, "check": true, "simu
 // boundMemory sets a soft memory limit of 4× the command's file arguments plus 256 MiB when
 // they are large and the user set none (GOMEMLIMIT). Decoding a 142 MB profile peaked at
 // 1.11 GB resident (7.8×) with the default GC pacing, 0.72 GB (5.1×) under the limit, in
-// the same time: the collector runs before the heap doubles instead of after (issue 36
-// item 12). A soft limit never fails an allocation; it only makes the collector work sooner.
+// the same time: the collector runs before the heap doubles instead of after. A soft limit never fails an allocation; it only makes the collector work sooner.
 func boundMemory(command string, args []string) {
 	if !memoryBoundCommands[command] || os.Getenv("GOMEMLIMIT") != "" {
 		return

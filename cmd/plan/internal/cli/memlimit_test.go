@@ -9,8 +9,7 @@ import (
 )
 
 // TestBoundMemory: a one-shot command given a large file sets a soft memory limit of 4× its
-// size plus 256 MiB; serve, small inputs and a user's GOMEMLIMIT are left alone (issue 36
-// item 12).
+// size plus 256 MiB; serve, small inputs and a user's GOMEMLIMIT are left alone.
 func TestBoundMemory(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.json")

@@ -8,8 +8,8 @@ import (
 )
 
 // tailSamples is how many measured requests beyond an SLO's percentile a run needs for that
-// percentile to mean anything: a p95 estimated from 20 requests is one request (issue 31
-// item 3: at least 20/(1−p), 400 for a p95).
+// percentile to mean anything: a p95 estimated from 20 requests is one request (so
+// at least 20/(1−p), 400 for a p95).
 const tailSamples = 20
 
 // warnFewForPercentile warns on stderr about every application whose SLO is judged at a
@@ -29,7 +29,7 @@ func warnFewForPercentile(app *App, rep *sim.Report, remedy string) {
 		if fewest < 0 || p >= 1 {
 			continue
 		}
-		if need := int64(math.Ceil(tailSamples/(1-p) - 1e-9)); fewest < need {
+		if need := int64(math.Ceil(tailSamples/(1-p) - absTol)); fewest < need {
 			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for its p%g SLO (at least %d, %d beyond the percentile): %s\n",
 				rep.BaseRPS[a].App, fewest, at, 100*p, need, tailSamples, remedy)
 		}

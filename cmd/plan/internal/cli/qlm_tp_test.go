@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestQLMTensorParallel: issue 30 item 7 end to end. `plan solve` on testdata/qlm/tp plans
+// TestQLMTensorParallel: tensor-parallel LLM instances end to end. `plan solve` on testdata/qlm/tp plans
 // Llama-3-70B (profiled at gpu_count 2) as one instance on two GPUs of one server; `plan
 // simulate` runs the plan; `plan export` writes tensor_parallel_size 2, two GPUs and the
 // profile's hf_model. A tensor-parallel size no server holds, and a profile without

@@ -7,8 +7,8 @@ import (
 )
 
 // TestSimulateTableColumns: the table shows each application's (class's) attainment for a
-// plan serving several, and the SLO's own percentile for a cascade judged at p95 (issue 31
-// item 3).
+// plan serving several, and the SLO's own percentile for a cascade judged at p95
+// (CascadeServe §5).
 func TestSimulateTableColumns(t *testing.T) {
 	qlm := filepath.Join("..", "..", "..", "..", "testdata", "export", "qlm", "plan.json")
 	cases := []struct {

@@ -13,12 +13,12 @@ import (
 )
 
 var (
-	benchDayHours  = flag.Int("bench-day-hours", 24, "BenchmarkDaySchedule: hours of the day series to plan and simulate (24 = the issue's day)")
+	benchDayHours  = flag.Int("bench-day-hours", 24, "BenchmarkDaySchedule: hours of the day series to plan and simulate (24 = a whole day)")
 	benchDayWindow = flag.String("bench-day-window", "1h", "BenchmarkDaySchedule: the schedule's window")
 	benchDayTrace  = flag.String("bench-day-trace", "", "BenchmarkDaySchedule: a rate trace CSV of your own instead of the built-in day series (columns time_s,m0,m1 for the ppipe case, time_s,chat,summarize for qlm: run one with -bench DaySchedule/ppipe)")
 )
 
-// BenchmarkDaySchedule is issue 34 item 4's target: on a day-long rate series (schedule.Diurnal:
+// BenchmarkDaySchedule measures what a schedule of plans saves: on a day-long rate series (schedule.Diurnal:
 // a sinusoid whose trough, at 04:00, is 25% of its top, at 16:00, with the Azure conversation
 // trace's minute-scale bursts laid on it, model m1 29 minutes out of phase with m0), the
 // schedule of hourly least-cost PPipe (and QLM) plans (p99 minute × 1.1) costs ≥ 30% less than the

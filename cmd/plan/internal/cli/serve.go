@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kservegrpc"
+	"github.com/plan-dev/plan/serve/worker"
 )
 
 type serveOptions struct {
@@ -242,7 +243,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
 	}
 	// Front ends check their own flags and take defaults from the address (the batch
-	// queue's per-server directory, a --queue-url that is not a NATS URL: issue 32 item 5).
+	// queue's per-server directory, a --queue-url that is not a NATS URL).
 	for _, fe := range o.frontends {
 		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
 			if err := c.Configure(o.addr); err != nil {
@@ -375,20 +376,20 @@ func workerFactory(o *serveOptions, opts *serve.Options, app *App) (func(), erro
 		if o.endpoints == "" {
 			return nil, usageErrorf("--workers remote needs --endpoints FILE")
 		}
-		eps, err := serve.ReadEndpoints(o.endpoints)
+		eps, err := worker.ReadEndpoints(o.endpoints)
 		if err != nil {
 			return nil, usageError(err)
 		}
 		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
 		sc := kservegrpc.NewStageClient()
 		eps.SetTransport("grpc", sc)
-		opts.NewExecutor = serve.RemoteFactory(eps, nil)
+		opts.NewExecutor = worker.RemoteFactory(eps, nil)
 		return func() { _ = sc.Close() }, nil
 	case "onnx":
 		if o.model == "" {
 			return nil, usageErrorf("--workers onnx needs --model FILE.onnx")
 		}
-		opts.NewExecutor = serve.ONNXFactory(serve.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
+		opts.NewExecutor = worker.ONNXFactory(worker.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
 	default:
 		return nil, usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // TestServeAcceptsWhatCheckAccepts mutates a cost plan the way an operator (or an attacker)
@@ -155,7 +156,7 @@ func TestServeAcceptsWhatCheckAccepts(t *testing.T) {
 			if resp.StatusCode != http.StatusBadRequest {
 				t.Errorf("PUT /v1/plan: %d %s, want 400", resp.StatusCode, body.String())
 			}
-			var er serve.ErrorResponse
+			var er kserve.ErrorResponse
 			_ = json.Unmarshal(body.Bytes(), &er)
 			for _, r := range reasons {
 				if !strings.Contains(rerr.Error(), r) {

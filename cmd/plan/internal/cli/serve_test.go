@@ -53,7 +53,7 @@ func TestServeBadInput(t *testing.T) {
 		{"unknown workers", []string{"serve", demoPlanPath, "--workers", "gpu"}, "must be emulated, onnx or remote"},
 		{"bad max-body", []string{"serve", demoPlanPath, "--max-body", "lots"}, "--max-body"},
 		{"bad input shape", []string{"serve", demoPlanPath, "--input-shape", "3,x"}, "--input-shape"},
-		// issue 32 item 5: a --queue-url that is not a NATS URL, a negative result TTL.
+		// A --queue-url that is not a NATS URL, a negative result TTL.
 		{"queue url not NATS", []string{"serve", demoPlanPath, "--queue-url", "http://127.0.0.1:4222"}, `--queue-url "http://127.0.0.1:4222": not a NATS URL`},
 		{"queue url no scheme", []string{"serve", demoPlanPath, "--queue-url", "127.0.0.1:4222"}, "--queue-url"},
 		{"queue result ttl", []string{"serve", demoPlanPath, "--queue-result-ttl", "-1h"}, "--queue-result-ttl"},

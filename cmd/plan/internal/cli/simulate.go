@@ -228,7 +228,7 @@ func runSimulate(cmd *cobra.Command, app *App, o *simulateOptions, args []string
 	if err != nil {
 		return err
 	}
-	if isSched, err := simulateSchedule(cmd, app, o, path); isSched || err != nil { // issue 34 item 4
+	if isSched, err := simulateSchedule(cmd, app, o, path); isSched || err != nil { // a schedule of plans
 		return err
 	}
 	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)

@@ -44,7 +44,7 @@ type scheduleReport struct {
 	SwitchCost float64 `json:"switch_cost"`
 	PeakCost   float64 `json:"peak_cost"`
 	Saving     float64 `json:"saving"`
-	// RelAttainment = Overall.Attainment / Peak.Attainment (the issue's target: ≥ 0.99).
+	// RelAttainment = Overall.Attainment / Peak.Attainment (BenchmarkDaySchedule's target: ≥ 0.99).
 	RelAttainment float64 `json:"relative_attainment"`
 }
 

@@ -15,8 +15,7 @@ func goldenPlan(name string) string {
 
 // TestSimulateWarmupAndLimit: the max load line names its target and warm-up window, a
 // plan with headroom is swept past 1.0 when asked (or by default), explicit loads stay as
-// given, and an application with too few requests for 99% is named on stderr (issue 37
-// item 3).
+// given, and an application with too few requests for 99% is named on stderr.
 func TestSimulateWarmupAndLimit(t *testing.T) {
 	pard := goldenPlan("pard-4apps.json")
 	qlm := filepath.Join("..", "..", "..", "..", "testdata", "export", "qlm", "plan.json")

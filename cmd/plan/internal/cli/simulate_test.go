@@ -139,7 +139,7 @@ func TestSimulateFailover(t *testing.T) {
 	}
 	tot := rep.Points[0].Total
 	// 0.75: mistral's traffic fails over to vicuna's instance, a 11.8 s cold load against a
-	// 20 s SLO. Before qlmfix item 2 it held 0.97 only because QLM's placement had already
+	// 20 s SLO. Before placement stopped preferring idle instances of another model it held 0.97 only because QLM's placement had already
 	// swapped vicuna's instance to mistral in the first second (an idle instance of another
 	// model won ties, paying a swap no SLO needed); without a failure that placement misses
 	// more (99.47% at load 0.5, now 100%).

@@ -65,7 +65,7 @@ func withFleet(cs []planner.Check, got, ref *formats.Plan, tol float64) []planne
 		return append(cs, planner.Check{Line: "fleet: the reference is a cost plan (fleet), this plan has none", Name: "cost_per_hour"})
 	}
 	g, r := got.Fleet.CostPerHour, ref.Fleet.CostPerHour
-	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, 1e-9,
+	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, absTol,
 		fmt.Sprintf("fleet cost %.4g %s/h vs %.4g (tolerance %.2f%%): %s", g, got.Fleet.Currency, r, tol*100, fleet.Describe(got.Fleet))))
 }
 

@@ -31,7 +31,7 @@ var goldenCases = []struct {
 	{"cascade-sentiment.json", []string{"--profile", "testdata/cascade/profile.json", "--cluster", "testdata/cascade/cluster.yaml", "--workload", "testdata/cascade/workload-small.yaml"}},
 	{"qlm-3classes.json", []string{"--profile", "testdata/qlm/profile.json", "--cluster", "testdata/qlm/cluster.yaml", "--workload", "testdata/qlm/workload.yaml"}},
 	{"dyorc-small.json", []string{"--cluster", "testdata/dyorc/cluster-small.json", "--workload", "testdata/dyorc/small.json"}},
-	// issue 34: a least-cost LLM fleet over three GPU types (QLM, Mélange-style buckets).
+	// A least-cost LLM fleet over three GPU types (QLM, Mélange-style buckets).
 	{"qlm-cost.json", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm-busy.yaml", "--objective", "cost"}},
 }
 

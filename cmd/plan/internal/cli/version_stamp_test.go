@@ -8,8 +8,7 @@ import (
 )
 
 // TestVersionStamp: the version and commit the Makefile stamps through -ldflags -X are what
-// `plan version` prints, in place of "(devel)" and "-" of a -buildvcs=false build (issue 37
-// item 9).
+// `plan version` prints, in place of "(devel)" and "-" of a -buildvcs=false build.
 func TestVersionStamp(t *testing.T) {
 	defer func(v, c string) { stampVersion, stampCommit = v, c }(stampVersion, stampCommit)
 	stampVersion, stampCommit = "v1.2.3-4-gabcdef0-dirty", "abcdef0123456789"
