@@ -123,6 +123,22 @@ func TestSolveSearchDisaggregated(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, "check", out); code != 0 {
 		t.Errorf("check: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// The roles reach the deployment: a producer (prefill) and a consumer (decode) service.
+	dir := filepath.Join(t.TempDir(), "kserve")
+	if code, _, stderr := runCLI(t, "export", out, "--to", "kserve", "-o", dir); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	var all strings.Builder
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		all.Write(b)
+	}
+	for _, w := range []string{`"kv_role":"kv_producer"`, `"kv_role":"kv_consumer"`} {
+		if !strings.Contains(all.String(), w) {
+			t.Errorf("the export lacks %s", w)
+		}
+	}
 	holdsTenTimesLonger(t, out)
 }
 
