@@ -29,7 +29,7 @@ import (
 const ProductLabel = "nvidia.com/gpu.product"
 
 // gpuProducts maps our GPU names to the NVML product names of the variant the spec table
-// describes (profiler/gpus: P4, T4, L4, A10 PCIe cards; V100 SXM2 16 GB; A100 SXM4 80 GB;
+// describes (profiler/gpus: P4, T4, L4, A10, L40S PCIe cards; V100 SXM2 16 GB; A100 SXM4 80 GB;
 // H100 SXM5 80 GB HBM3; H200 SXM 141 GB), as NVML reports them (nvidia-smi "Product Name";
 // e.g. NVIDIA/mig-parted#120 shows "NVIDIA H200").
 var gpuProducts = map[string]string{
@@ -37,6 +37,7 @@ var gpuProducts = map[string]string{
 	"T4":   "Tesla T4",
 	"L4":   "NVIDIA L4",
 	"A10":  "NVIDIA A10",
+	"L40S": "NVIDIA L40S",
 	"V100": "Tesla V100-SXM2-16GB",
 	"A100": "NVIDIA A100-SXM4-80GB",
 	"H100": "NVIDIA H100 80GB HBM3",

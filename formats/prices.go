@@ -40,6 +40,7 @@ var DefaultPriceRows = []PriceRow{
 	{"T4", 0.53, "AWS g4dn.xlarge (1×T4), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
 	{"L4", 0.80, "AWS g6.xlarge (1×L4), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
 	{"A10", 1.01, "AWS g5.xlarge (1×A10G), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
+	{"L40S", 1.861, "AWS g6e.xlarge (1×L40S), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
 	{"V100", 3.06, "AWS p3.2xlarge (1×V100), us-east-1", "AWS EC2 On-Demand pricing", "2025-06"},
 	{"A100", 2.25, "hyperscaler on-demand A100 80GB, midpoint of $1.50-3.00/GPU-h", "Mercatus cloud GPU pricing survey (mercatus-ai.com)", "2026-05"},
 	{"H100", 6.88, "AWS p5.48xlarge (8×H100) $55.04/h ÷ 8, us-east-1, after AWS's June 2025 cut", "ecosystem-dropin.md §6 (AWS list price)", "2026-11"},
