@@ -54,8 +54,6 @@ type serveOptions struct {
 	autopilot autopilotFlags
 }
 
-func init() { register(newServeCmd) }
-
 // serveHook, when set (tests), is called with the running server and its address.
 var serveHook func(s *serve.Server, addr string)
 

@@ -49,8 +49,6 @@ type simulateOptions struct {
 	engine engineOptions
 }
 
-func init() { register(newSimulateCmd) }
-
 func newSimulateCmd(app *App) *cobra.Command {
 	o := &simulateOptions{}
 	cmd := &cobra.Command{
