@@ -308,7 +308,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	run := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: us(duration),
 		LoadTime: us(o.autopilot.loadTime), ResolveDelay: delay, MeasureResolve: measured, Seed: o.seed, Jitter: o.jitter,
-		LLM: planLLMClasses(plan, dep)}
+		LLM: sim.PlanLLMClasses(plan, dep)}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
