@@ -239,24 +239,34 @@ type autopilotSimReport struct {
 	MeanGPUs int                  `json:"mean_gpus"`
 }
 
-// runSimulateAutopilot is `plan simulate PLAN --autopilot`: one run over the trace at the
-// mean rate --load × the plan's rate (per application).
-func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+// simulateAutopilotConfig checks `plan simulate --autopilot`'s flags and returns the
+// loop's configuration.
+func simulateAutopilotConfig(cmd *cobra.Command, o *simulateOptions) (ap.Config, error) {
 	if err := o.autopilot.checkFlagsUsed(cmd, false); err != nil {
-		return err
+		return ap.Config{}, err
 	}
 	cfg, err := o.autopilot.config()
 	if err != nil {
-		return err
+		return ap.Config{}, err
 	}
 	// The autopilot run is one pass over the trace, not a sweep: the sweep's own flags
 	// would be silently ignored.
 	for _, name := range []string{"fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-			return usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
+			return ap.Config{}, usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
 		}
 	}
 	if err := checkAutopilotReport(cmd, o.report); err != nil {
+		return ap.Config{}, err
+	}
+	return cfg, nil
+}
+
+// runSimulateAutopilot is `plan simulate PLAN --autopilot`: one run over the trace at the
+// mean rate --load × the plan's rate (per application).
+func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	cfg, err := simulateAutopilotConfig(cmd, o)
+	if err != nil {
 		return err
 	}
 	path, err := resolvePlanArg(args)
@@ -308,7 +318,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	run := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: us(duration),
 		LoadTime: us(o.autopilot.loadTime), ResolveDelay: delay, MeasureResolve: measured, Seed: o.seed, Jitter: o.jitter,
-		LLM: planLLMClasses(plan, dep)}
+		LLM: sim.PlanLLMClasses(plan, dep)}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

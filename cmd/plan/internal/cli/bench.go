@@ -11,8 +11,6 @@ import (
 	progressline "github.com/plan-dev/plan/internal/progress"
 )
 
-func init() { register(newBenchCmd) }
-
 // newBenchCmd builds `plan bench` with one subcommand per bench of every registered system.
 func newBenchCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{

@@ -21,8 +21,6 @@ type checkOptions struct {
 	timeLimit time.Duration
 }
 
-func init() { register(newCheckCmd) }
-
 func newCheckCmd(app *App) *cobra.Command {
 	o := &checkOptions{}
 	cmd := &cobra.Command{

@@ -4,8 +4,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newCompletionCmd) }
-
 func newCompletionCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",

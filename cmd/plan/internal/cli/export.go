@@ -31,8 +31,6 @@ type exportOptions struct {
 	image      string
 }
 
-func init() { register(newExportCmd) }
-
 func newExportCmd(app *App) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{

@@ -29,8 +29,6 @@ type frontierOptions struct {
 	baseline            string
 }
 
-func init() { register(newFrontierCmd) }
-
 func newFrontierCmd(app *App) *cobra.Command {
 	o := &frontierOptions{}
 	cmd := &cobra.Command{

@@ -8,8 +8,6 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-func init() { register(newImportCmd) }
-
 type importOptions struct {
 	model, certainty, workload, cascade, as, out string
 }

@@ -44,8 +44,6 @@ type loadOptions struct {
 	maxFailureRate float64
 }
 
-func init() { register(newLoadCmd) }
-
 func newLoadCmd(app *App) *cobra.Command {
 	o := &loadOptions{}
 	cmd := &cobra.Command{

@@ -28,8 +28,6 @@ import (
 	"github.com/plan-dev/plan/profiler/zoo"
 )
 
-func init() { register(newProfileCmd) }
-
 type profileOptions struct {
 	zoo        string
 	backend    string

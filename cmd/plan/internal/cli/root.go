@@ -1,7 +1,6 @@
 // Package cli implements plan's cobra commands. Each command lives in its own file with its
-// help text, examples and an options struct, and registers itself with register() from an
-// init function, so commands are added without touching this file. The whole CLI runs
-// in-process through Run, which is what the tests call.
+// help text, examples and an options struct; commands.go lists them all, in help order.
+// The whole CLI runs in-process through Run, which is what the tests call.
 package cli
 
 import (
@@ -83,13 +82,6 @@ func usageErrorf(format string, args ...any) error { return usageError(fmt.Error
 // checkFailed marks a failed check or regression (exit 1).
 func checkFailed(err error) error { return &ExitError{Code: ExitFailure, Err: err} }
 
-type commandFactory func(*App) *cobra.Command
-
-var registry []commandFactory
-
-// register adds a command constructor; called from init functions of the command files.
-func register(f commandFactory) { registry = append(registry, f) }
-
 // Options are what the CLI is built from beyond its streams.
 type Options struct {
 	// Systems is the system registry (nil: the in-tree systems, systems.Default). A test
@@ -140,12 +132,9 @@ Systems (from the registry; plan systems -O json for the same as JSON):
 	pf.BoolVarP(&app.Quiet, "quiet", "q", false, "print only results and errors (no progress, no info logs)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 
-	cmds := make([]*cobra.Command, 0, len(registry))
-	for _, f := range registry {
-		cmds = append(cmds, f(app))
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(app))
 	}
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
-	root.AddCommand(cmds...)
 	return root, app
 }
 

@@ -125,7 +125,10 @@ func TestPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got string
-	register(func(app *App) *cobra.Command {
+	saved := commands
+	defer func() { commands = saved }()
+	// The full slice expression copies on append, so the probe never lands in saved's array.
+	commands = append(commands[:len(commands):len(commands)], func(app *App) *cobra.Command {
 		c := &cobra.Command{Use: "probe", Hidden: true, RunE: func(*cobra.Command, []string) error {
 			got = app.Output + "/" + probeLevel
 			return nil
@@ -133,7 +136,6 @@ func TestPrecedence(t *testing.T) {
 		c.Flags().StringVar(&probeLevel, "level", "default", "")
 		return c
 	})
-	defer func() { registry = registry[:len(registry)-1] }()
 
 	tests := []struct {
 		name string

@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
+	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 	"github.com/plan-dev/plan/serve/worker"
 )
@@ -53,8 +54,6 @@ type serveOptions struct {
 	// autopilot re-plans as the load moves.
 	autopilot autopilotFlags
 }
-
-func init() { register(newServeCmd) }
 
 // serveHook, when set (tests), is called with the running server and its address.
 var serveHook func(s *serve.Server, addr string)
@@ -219,76 +218,11 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 	if err != nil {
 		return err
 	}
-	plan, _, err := loadPlanDeployment(app.Systems, path)
-	if err != nil {
-		return err
-	}
-	maxBody, err := parseSize(o.maxBody)
-	if err != nil {
-		return usageErrorf("--max-body %q: %v", o.maxBody, err)
-	}
-	if o.drainTimeout < 0 || o.flushTimeout < 0 {
-		return usageErrorf("--drain-timeout and --flush-timeout must be >= 0")
-	}
-	if !(o.jitter >= 0 && o.jitter < 1) {
-		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
-	}
-	if o.headerTimeout <= 0 || o.bodyTimeout <= 0 || o.writeTimeout <= 0 || o.idleTimeout <= 0 {
-		return usageErrorf("--header-timeout, --body-timeout, --write-timeout and --idle-timeout must be > 0")
-	}
-	if o.maxInFlight < 1 {
-		return usageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
-	}
-	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
-		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
-	}
-	// Front ends check their own flags and take defaults from the address (the batch
-	// queue's per-server directory, a --queue-url that is not a NATS URL).
-	for _, fe := range o.frontends {
-		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
-			if err := c.Configure(o.addr); err != nil {
-				return usageError(err)
-			}
-		}
-	}
-	shape, err := parseShape(o.inputShape)
-	if err != nil {
-		return usageErrorf("--input-shape: %v", err)
-	}
-	params, err := parseParams(o.params)
-	if err != nil {
-		return err
-	}
-	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	reg := app.Systems.Policies()
-	dep, def, err := app.Systems.Deploy(plan)
-	if err != nil {
-		return usageErrorf("%s: %v", path, err)
-	}
-	if _, err := reg.New(dep, pcfg, def); err != nil {
-		return usageErrorf("--policy: %s: %v", path, err)
-	}
-	opts := serve.Options{
-		Plan: plan, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
-		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
-		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
-		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
-		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
-		MetricsLegacy: o.metricsLegacy,
-	}
-	pilot, err := serveAutopilot(cmd, app, o, plan, dep, &opts)
-	if err != nil {
-		return err
-	}
-	closeWorkers, err := workerFactory(o, &opts, app)
+	opts, pilot, closeWorkers, err := newServeOptions(cmd, app, o, path)
 	if err != nil {
 		return err
 	}
 	defer closeWorkers()
-	if shape != nil && o.workers != "emulated" {
-		return usageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
-	}
-
 	s, err := serve.New(opts)
 	if err != nil {
 		// The plan was valid on its own; what fails here is the plan against the workers
@@ -332,12 +266,109 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		defer stopGRPC()
 		app.Log.Info("serving gRPC", "addr", gaddr)
 	}
+	ctx := cmd.Context()
+	stopHup := reloadOnHUP(ctx, app, s, path)
+	if serveHook != nil {
+		serveHook(s, ln.Addr().String())
+	}
+	err = s.Serve(ctx, ln)
+	stopHup()
+	if err != nil {
+		return err
+	}
+	app.Log.Info("stopped", "addr", ln.Addr().String())
+	return nil
+}
 
-	// SIGHUP reloads the plan file. cli.Run cancels the context on SIGINT/SIGTERM.
+// newServeOptions checks serve's flags and turns them and the plan at path into the
+// server's options, refusing bad input (exit 2) before anything listens. The plan is read
+// and deployed once, by loadPlanDeploymentPolicy (simulate and check read plans the same
+// way); --policy and --autopilot are checked against that deployment, and the server
+// deploys it, and every plan it reloads, with the same registry deployer (Options.Deploy).
+// The returned function releases the workers' connections.
+func newServeOptions(cmd *cobra.Command, app *App, o *serveOptions, path string) (serve.Options, *serveap.Autopilot, func(), error) {
+	var none serve.Options
+	plan, dep, def, err := loadPlanDeploymentPolicy(app.Systems, path)
+	if err != nil {
+		return none, nil, nil, err
+	}
+	maxBody, err := parseSize(o.maxBody)
+	if err != nil {
+		return none, nil, nil, usageErrorf("--max-body %q: %v", o.maxBody, err)
+	}
+	if err := checkServeLimits(o); err != nil {
+		return none, nil, nil, err
+	}
+	// Front ends check their own flags and take defaults from the address (the batch
+	// queue's per-server directory, a --queue-url that is not a NATS URL).
+	for _, fe := range o.frontends {
+		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
+			if err := c.Configure(o.addr); err != nil {
+				return none, nil, nil, usageError(err)
+			}
+		}
+	}
+	shape, err := parseShape(o.inputShape)
+	if err != nil {
+		return none, nil, nil, usageErrorf("--input-shape: %v", err)
+	}
+	params, err := parseParams(o.params)
+	if err != nil {
+		return none, nil, nil, err
+	}
+	pcfg := dataplane.Config{Policy: o.policy, Params: params}
+	reg := app.Systems.Policies()
+	if _, err := reg.New(dep, pcfg, def); err != nil {
+		return none, nil, nil, usageErrorf("--policy: %s: %v", path, err)
+	}
+	opts := serve.Options{
+		Plan: plan, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
+		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
+		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
+		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
+		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
+		MetricsLegacy: o.metricsLegacy,
+	}
+	pilot, err := serveAutopilot(cmd, app, o, plan, dep, &opts)
+	if err != nil {
+		return none, nil, nil, err
+	}
+	closeWorkers, err := workerFactory(o, &opts, app)
+	if err != nil {
+		return none, nil, nil, err
+	}
+	if shape != nil && o.workers != "emulated" {
+		closeWorkers()
+		return none, nil, nil, usageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
+	}
+	return opts, pilot, closeWorkers, nil
+}
+
+// checkServeLimits refuses serve's timeouts, jitter and connection limits out of range.
+func checkServeLimits(o *serveOptions) error {
+	if o.drainTimeout < 0 || o.flushTimeout < 0 {
+		return usageErrorf("--drain-timeout and --flush-timeout must be >= 0")
+	}
+	if !(o.jitter >= 0 && o.jitter < 1) {
+		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
+	}
+	if o.headerTimeout <= 0 || o.bodyTimeout <= 0 || o.writeTimeout <= 0 || o.idleTimeout <= 0 {
+		return usageErrorf("--header-timeout, --body-timeout, --write-timeout and --idle-timeout must be > 0")
+	}
+	if o.maxInFlight < 1 {
+		return usageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
+	}
+	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
+		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
+	}
+	return nil
+}
+
+// reloadOnHUP reloads the plan file on every SIGHUP until the returned function is called
+// (it returns once no reload runs). cli.Run cancels the context on SIGINT/SIGTERM.
+func reloadOnHUP(ctx context.Context, app *App, s *serve.Server, path string) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	ctx := cmd.Context()
 	stopHup := make(chan struct{})
 	hupDone := make(chan struct{})
 	go func() {
@@ -351,17 +382,11 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 			}
 		}
 	}()
-	if serveHook != nil {
-		serveHook(s, ln.Addr().String())
+	return func() {
+		close(stopHup)
+		<-hupDone
+		signal.Stop(hup)
 	}
-	err = s.Serve(ctx, ln)
-	close(stopHup)
-	<-hupDone
-	if err != nil {
-		return err
-	}
-	app.Log.Info("stopped", "addr", ln.Addr().String())
-	return nil
 }
 
 // workerFactory sets opts.NewExecutor for --workers; the returned function releases what it

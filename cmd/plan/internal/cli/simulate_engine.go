@@ -287,14 +287,14 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 	if err != nil {
 		return err
 	}
-	rep := newEngineReport(o.engine.profile, prof, policy, policy == sys.Engine.Policy, spec.Name, pt)
+	rep := sim.NewEngineReport(o.engine.profile, prof, policy, policy == sys.Engine.Policy, spec.Name, pt)
 	if p, ok := ran.(preempter); ok {
 		n := p.Preemptions()
 		rep.Preemptions = &n
 	}
 	if p, ok := ran.(prefixCacher); ok && prof.Engine != nil && prof.Engine.EnablePrefixCaching {
 		q, h := p.PrefixCache()
-		rep.PrefixCache = &enginePrefixCache{QueriedTokens: q, CachedTokens: h}
+		rep.PrefixCache = &sim.EnginePrefixCache{QueriedTokens: q, CachedTokens: h}
 		if q > 0 {
 			rep.PrefixCache.HitRate = math.Round(float64(h)/float64(q)*1e6) / 1e6
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plan-dev/plan/sim"
 )
 
 // TestSimulateLLMEnginePrefixCache: the one-engine replay of a trace whose requests share a
@@ -47,13 +49,13 @@ func TestSimulateLLMEnginePrefixCache(t *testing.T) {
 	if err := os.WriteFile(trace, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(profile string, extra ...string) (engineReport, []map[string]any, string) {
+	run := func(profile string, extra ...string) (sim.EngineReport, []map[string]any, string) {
 		out := filepath.Join(dir, "req.jsonl")
 		code, stdout, stderr := runCLI(t, append([]string{"simulate", "--llm", "--profile", profile, "--trace", trace, "--requests-out", out, "-q"}, extra...)...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		var rep engineReport
+		var rep sim.EngineReport
 		if len(extra) > 0 {
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 				t.Fatal(err)

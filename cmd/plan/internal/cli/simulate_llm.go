@@ -16,16 +16,6 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// planLLMClasses are the plan's LLM classes, parallel to dep.Apps (nil: not an LLM plan). A
-// QLM plan embeds the workload its classes come from.
-func planLLMClasses(p *formats.Plan, dep *dataplane.Deployment) []sim.LLMClass {
-	e := p.Provenance.Embedded
-	if p.QLM == nil || e == nil || e.Workload == nil {
-		return nil
-	}
-	return sim.LLMClassesOf(dep, e.Workload.LLMClasses)
-}
-
 // llmReplay builds the exact replay of a per-request trace on an LLM plan:
 // each request once, its class and tokens as given. A request of a class no instance of the
 // plan serves is bad input naming the trace, the request and the class.
@@ -51,7 +41,7 @@ func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, clas
 // exact replay: by default at load 1 only (the trace as recorded), over the trace's span,
 // with no warm-up, so a trace of n requests is n requests.
 func setupLLMSweep(cmd *cobra.Command, o *simulateOptions, planPath string, p *formats.Plan, cfg *sim.SweepConfig, spec sim.ArrivalSpec) error {
-	cfg.LLM = planLLMClasses(p, cfg.Dep)
+	cfg.LLM = sim.PlanLLMClasses(p, cfg.Dep)
 	if cfg.LLM == nil || spec.Trace == nil || len(spec.Trace.Requests) == 0 {
 		return nil
 	}

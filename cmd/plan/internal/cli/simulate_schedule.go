@@ -3,11 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	progressline "github.com/plan-dev/plan/internal/progress"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	progressline "github.com/plan-dev/plan/internal/progress"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -69,20 +70,6 @@ func (w *windowResult) done() {
 	if w.Requests > 0 {
 		w.Attainment = math.Round(float64(w.OnTime)/float64(w.Requests)*1e6) / 1e6
 	}
-}
-
-// simulateSchedule runs `plan simulate` on a schedule when path is one (true), after checking
-// that no flag given belongs to the other kind of argument.
-func simulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string) (bool, error) {
-	// Only a regular file is read here: a FIFO or a device would block, and the plan loader
-	// names those as bad input.
-	// formats.ReadText bounds the size and refuses those before opening.
-	data, err := formats.ReadText(path, formats.MaxFileBytes)
-	isSched := err == nil && schedule.IsSchedule(data)
-	if err := scheduleFlags(cmd, path, isSched); err != nil || !isSched {
-		return isSched, err
-	}
-	return true, runSimulateSchedule(cmd, app, o, path, data)
 }
 
 // runSimulateSchedule replays a schedule against the rate trace it was solved for, through

@@ -41,8 +41,6 @@ type solveOptions struct {
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
 var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "profile-fit", "accept-miss"}, windowSolveFlags...)
 
-func init() { register(newSolveCmd) }
-
 func newSolveCmd(app *App) *cobra.Command {
 	o := &solveOptions{}
 	cmd := &cobra.Command{

@@ -16,8 +16,6 @@ import (
 // The systems table is generated from the registry (internal/systems), never written by
 // hand: `plan --help`, `plan systems` and `plan solve --help` show what the registry holds.
 
-func init() { register(newSystemsCmd) }
-
 // systemInfo is one system as `plan systems -O json` prints it.
 type systemInfo struct {
 	Name             string   `json:"name"`

@@ -11,8 +11,6 @@ import (
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
-func init() { register(newValidateCmd) }
-
 type validateOptions struct {
 	schema string
 	// use is --for: what the profiles are checked for (formats.ProfileUse).

@@ -11,8 +11,6 @@ import (
 	"github.com/plan-dev/plan/solver"
 )
 
-func init() { register(newVersionCmd) }
-
 // versionInfo is what `plan version` reports.
 type versionInfo struct {
 	Module   string `json:"module"`

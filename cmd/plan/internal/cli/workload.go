@@ -10,8 +10,6 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-func init() { register(newWorkloadCmd) }
-
 // workloadOptions are `plan workload from-trace`'s flags.
 type workloadOptions struct {
 	profile, model, rate, name, out string

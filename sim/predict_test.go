@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/plan-dev/plan/formats"
+)
+
+// TestPredictHeadroom: the headroom is the highest load at which every load at or below
+// it holds the target, whatever order the points come in; one application's headroom
+// looks at that application alone, and an application with no requests at a load holds.
+func TestPredictHeadroom(t *testing.T) {
+	pt := func(load float64, att ...float64) Point {
+		p := Point{Load: load}
+		for _, a := range att {
+			n := int64(100)
+			if a < 0 { // no requests at this load
+				a, n = 0, 0
+			}
+			p.Apps = append(p.Apps, AppMetrics{Attainment: a, Requests: n})
+		}
+		return p
+	}
+	tests := []struct {
+		name   string
+		points []Point
+		all    float64
+		apps   []float64
+	}{
+		{"holds everywhere", []Point{pt(2, 1, 1), pt(1, 0.995, 1), pt(1.5, 0.99, 1)}, 2, []float64{2, 2}},
+		{"gap above a miss", []Point{pt(1, 1, 1), pt(1.5, 0.5, 1), pt(2, 1, 1)}, 1, []float64{1, 2}},
+		{"misses at the lowest", []Point{pt(0.25, 0.9, 1), pt(0.5, 1, 1)}, 0, []float64{0, 0.5}},
+		{"no requests holds", []Point{pt(1, -1, 1), pt(2, 0.5, 0.2)}, 1, []float64{1, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := judge{targets: []float64{MaxLoadTarget, MaxLoadTarget}}
+			if got := headroom(tc.points, j); got != tc.all {
+				t.Errorf("headroom %g, want %g", got, tc.all)
+			}
+			for a, want := range tc.apps {
+				if got := appHeadroom(tc.points, a, j); got != want {
+					t.Errorf("app %d: headroom %g, want %g", a, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestPredictMargins: the sampling margin is the binomial's 95% range, at least one
+// request's share (1 with no requests); the replication margin 1.96 sample deviations.
+func TestPredictMargins(t *testing.T) {
+	sampling := []struct {
+		a    float64
+		n    int64
+		want float64
+	}{
+		{0.99, 2000, 0.004361}, // 1.96·√(0.99·0.01/2000)
+		{1, 2000, 0.0005},      // no variance: one request's share
+		{0.5, 0, 1},
+	}
+	for _, tc := range sampling {
+		if got := samplingMargin(tc.a, tc.n); got != tc.want {
+			t.Errorf("samplingMargin(%g, %d) = %g, want %g", tc.a, tc.n, got, tc.want)
+		}
+	}
+	replication := []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{0.99}, 0},
+		{[]float64{0.99, 0.99, 0.99}, 0},
+		{[]float64{0.98, 1}, math.Round(1.96*math.Sqrt(0.0002)*1e6) / 1e6},
+	}
+	for _, tc := range replication {
+		if got := replicationMargin(tc.xs); got != tc.want {
+			t.Errorf("replicationMargin(%v) = %g, want %g", tc.xs, got, tc.want)
+		}
+	}
+}
+
+// TestPredictSpan: the span gives the slowest application predictMinRequests, within
+// [predictMinSeconds, predictMaxSeconds] and predictMaxRequests over all applications.
+func TestPredictSpan(t *testing.T) {
+	tests := []struct {
+		rates []float64
+		want  float64
+	}{
+		{[]float64{1000}, predictMinSeconds},          // 2 s of requests: the floor
+		{[]float64{10}, 200},                          // 2000 requests at 10/s
+		{[]float64{1}, predictMaxSeconds},             // 2000 s: the ceiling
+		{[]float64{10, 19_990}, 10},                   // 200,000 requests over both
+		{[]float64{0, 50}, predictMinRequests / 50.0}, // a rate of 0 is ignored
+	}
+	for _, tc := range tests {
+		if got := predictSpan(tc.rates); got != tc.want {
+			t.Errorf("predictSpan(%v) = %g, want %g", tc.rates, got, tc.want)
+		}
+	}
+}
+
+// TestWorkloadRate: an application's rate is found among models, pipelines, LLM classes and
+// workflow apps; none is 0.
+func TestWorkloadRate(t *testing.T) {
+	w := &formats.Workload{
+		Models:     []formats.ModelWorkload{{Name: "m", RateRPS: 1}},
+		Pipelines:  []formats.Pipeline{{Name: "p", RateRPS: 2}},
+		LLMClasses: []formats.LLMClass{{Name: "c", RateRPS: 3}},
+	}
+	for name, want := range map[string]float64{"m": 1, "p": 2, "c": 3, "x": 0} {
+		if got := workloadRate(w, name); got != want {
+			t.Errorf("%s: %g, want %g", name, got, want)
+		}
+	}
+	if got := workloadRate(nil, "m"); got != 0 {
+		t.Errorf("nil workload: %g", got)
+	}
+}
