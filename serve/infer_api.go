@@ -162,7 +162,7 @@ func (s *Server) ModelInfo(model string) (kserve.ModelMetadata, bool) {
 	if !ok {
 		return kserve.ModelMetadata{}, false
 	}
-	return kserve.ModelMetadata{Name: model, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
+	return kserve.ModelMetadata{Name: model, Versions: []string{kserve.ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
 		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS}, true
 }
 

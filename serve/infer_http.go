@@ -47,10 +47,10 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	}
 	// A malformed trace header is refused before the body is read: the connection closes
 	// rather than draining a body no answer will use, as the door's refusals do.
-	trace, err := ParseTraceIndex(r.Header.Get(TraceIndexHeader))
+	trace, err := kserve.ParseTraceIndex(r.Header.Get(kserve.TraceIndexHeader))
 	var inTok, outTok int32
 	if err == nil {
-		inTok, outTok, err = ParseTraceTokens(r.Header.Get(TraceTokensHeader))
+		inTok, outTok, err = kserve.ParseTraceTokens(r.Header.Get(kserve.TraceTokensHeader))
 	}
 	if err != nil {
 		s.m.reject(400, "bad-request")

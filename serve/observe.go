@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // What a front end that watches the server rather than serving requests (the autopilot,
@@ -43,8 +44,8 @@ func (s *Server) observeHTTP(at dataplane.Time, model string, r *http.Request) {
 		return
 	}
 	var x dataplane.Attrs
-	if v := r.Header.Get(TraceTokensHeader); v != "" {
-		if in, out, err := ParseTraceTokens(v); err == nil {
+	if v := r.Header.Get(kserve.TraceTokensHeader); v != "" {
+		if in, out, err := kserve.ParseTraceTokens(v); err == nil {
 			x.InTokens, x.OutTokens = in, out
 		}
 	}

@@ -427,9 +427,9 @@ func (s *Server) coreRoutes() []route {
 		{RouteDoc{"POST /v2/models/{model}/infer", "run one request (KServe v2 JSON)"}, s.handleInfer},
 		{RouteDoc{"GET /v2/models/{model}", "the model's metadata"}, s.handleModel},
 		{RouteDoc{"GET /v2/models/{model}/ready", "whether the model is served"}, s.handleModelReady},
-		{RouteDoc{"POST /v2/models/{model}/versions/{version}/infer", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleInfer)},
-		{RouteDoc{"GET /v2/models/{model}/versions/{version}", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleModel)},
-		{RouteDoc{"GET /v2/models/{model}/versions/{version}/ready", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleModelReady)},
+		{RouteDoc{"POST /v2/models/{model}/versions/{version}/infer", "the same, version " + kserve.ModelVersion + " only (others 404)"}, s.versioned(s.handleInfer)},
+		{RouteDoc{"GET /v2/models/{model}/versions/{version}", "the same, version " + kserve.ModelVersion + " only (others 404)"}, s.versioned(s.handleModel)},
+		{RouteDoc{"GET /v2/models/{model}/versions/{version}/ready", "the same, version " + kserve.ModelVersion + " only (others 404)"}, s.versioned(s.handleModelReady)},
 		{RouteDoc{"GET /v2/health/live", "liveness"}, func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, 200, map[string]bool{"live": true})
 		}},
@@ -532,7 +532,7 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 		s.unknownModel(w, name, g)
 		return
 	}
-	writeJSON(w, 200, &kserve.ModelMetadata{Name: name, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
+	writeJSON(w, 200, &kserve.ModelMetadata{Name: name, Versions: []string{kserve.ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
 		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
 }
 

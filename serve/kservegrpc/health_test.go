@@ -208,7 +208,7 @@ func TestHealthReserve(t *testing.T) {
 	}
 }
 
-// TestModelVersions: the one version rule (serve.CheckModelVersion): "" and "1" are served,
+// TestModelVersions: the one version rule (kserve.CheckModelVersion): "" and "1" are served,
 // any other version is NOT_FOUND on every RPC that names one, as HTTP answers 404.
 func TestModelVersions(t *testing.T) {
 	_, c, _ := start(t, serve.Options{Plan: loadPlan(t, "wide.json")})
