@@ -1,13 +1,10 @@
 package serve
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // What a front end that watches the server rather than serving requests (the autopilot,
@@ -34,22 +31,6 @@ func (s *Server) observeArrival(at dataplane.Time, model string, x dataplane.Att
 	if f := s.observe.Load(); f != nil {
 		(*f)(at, model, x)
 	}
-}
-
-// observeHTTP is observeArrival for POST /v2/models/{model}/infer: the token counts come
-// from the trace header (its errors are answered later, by the handler).
-func (s *Server) observeHTTP(at dataplane.Time, model string, r *http.Request) {
-	f := s.observe.Load()
-	if f == nil {
-		return
-	}
-	var x dataplane.Attrs
-	if v := r.Header.Get(kserve.TraceTokensHeader); v != "" {
-		if in, out, err := kserve.ParseTraceTokens(v); err == nil {
-			x.InTokens, x.OutTokens = in, out
-		}
-	}
-	(*f)(at, model, x)
 }
 
 // SetArrivalObserver installs f to see every request for a served model at its arrival

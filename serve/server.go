@@ -513,6 +513,12 @@ func (s *Server) model(name string) (*modelSpec, *generation, bool) {
 
 func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation) {
 	s.m.reject(404, "unknown-model")
+	writeUnknownModel(w, name, g)
+}
+
+// writeUnknownModel answers 404 for a model the plan (of generation g) does not serve,
+// naming those it does.
+func writeUnknownModel(w http.ResponseWriter, name string, g *generation) {
 	names := ""
 	if g != nil {
 		for i, a := range g.dep.Apps {
