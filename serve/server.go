@@ -30,6 +30,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/internal/connlimit"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
 )
@@ -80,7 +81,7 @@ type Options struct {
 	// listener.
 	AdminToken string
 	// MaxConns and MaxConnsPerIP cap Serve's open connections in total and per client
-	// address (0 = from the descriptor limit: connCaps); connections past a cap are closed
+	// address (0 = from the descriptor limit: connlimit.Caps); connections past a cap are closed
 	// at once, and the last few under the total cap answer only health checks.
 	MaxConns, MaxConnsPerIP int
 	// MetricsLegacy adds the LLM families vLLM removed that older consumers still read
@@ -116,7 +117,7 @@ type Server struct {
 	// false (SetWorkerDown).
 	noWorker atomic.Bool
 	// lastLimiter is the connection limiter of the last listener Serve started (tests).
-	lastLimiter atomic.Pointer[connLimiter]
+	lastLimiter atomic.Pointer[connlimit.Listener]
 }
 
 // New validates the plan, builds the deployment and the workers, and starts the driver.
@@ -347,11 +348,10 @@ func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 func (s *Server) serve(ctx context.Context, ln net.Listener, admin bool) error {
 	hs := s.HTTPServer()
 	errc := make(chan error, 1)
-	total, perIP, reserve := s.connCaps()
-	lim := newConnLimiter(ln, total, perIP, reserve)
+	total, perIP, reserve := connlimit.Caps(s.opts.MaxConns, s.opts.MaxConnsPerIP)
 	// A connection waiting on its client gives its slot to a new one when the server is
-	// full (connLimiter).
-	lim.evict = true
+	// full (connlimit.Listener).
+	lim := connlimit.New(ln, total, perIP, reserve, true)
 	s.lastLimiter.Store(lim)
 	go func() { errc <- hs.Serve(stampListener{Listener: lim, clk: s.clk, admin: admin}) }()
 	select {
@@ -395,9 +395,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sc != nil {
 		sc.bodyDone = false
 		if declared {
-			sc.lc.setPhase(phaseBody)
+			sc.lc.SetPhase(connlimit.Body)
 		} else {
-			sc.lc.setPhase(phaseHandler)
+			sc.lc.SetPhase(connlimit.Handler)
 		}
 	}
 	if isInfer(r) {
@@ -413,8 +413,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sc != nil {
 		sc.first.Store(0)
 		// The answer is flushed, then the connection waits for its next request: an idle
-		// connection, which a connection needing the slot may take (connLimiter).
-		sc.lc.setPhase(phaseWaiting)
+		// connection, which a connection needing the slot may take (connlimit.Listener).
+		sc.lc.SetPhase(connlimit.Waiting)
 	}
 }
 

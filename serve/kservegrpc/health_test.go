@@ -167,7 +167,7 @@ func TestReflection(t *testing.T) {
 // accepted into the reserve answers health checks and refuses inference calls
 // (RESOURCE_EXHAUSTED), so a flood of clients never starves a kubelet's probe.
 func TestHealthReserve(t *testing.T) {
-	// MaxConns 2: the reserve is 1 slot (serve's connCaps), the second connection's.
+	// MaxConns 2: the reserve is 1 slot (connlimit.Caps), the second connection's.
 	_, addr := startFull(t, serve.Options{MaxConns: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
