@@ -60,15 +60,18 @@ func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
 	if refused != nil {
 		return refused, nil
 	}
+	// The input is checked on a copy (CheckInput names an unnamed tensor), the caller's left
+	// as it is.
+	var in kserve.TensorJSON
+	var pin *kserve.TensorJSON
 	if req.Input != nil {
-		in := *req.Input
-		if err := kserve.CheckInput(&in, t.spec.in); err != nil {
+		in, pin = *req.Input, &in
+		if err := kserve.CheckInput(pin, t.spec.in); err != nil {
 			s.m.reject(400, "bad-request")
 			return &Answer{Status: 400, Err: err.Error()}, nil
 		}
-		req.Input = &in
 	}
-	a, err := t.Submit(ctx, req)
+	a, err := t.submit(ctx, req, pin)
 	// Up to the front end's hand-off: its own write follows.
 	s.Delivered(a)
 	return a, err

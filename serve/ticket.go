@@ -110,6 +110,12 @@ func (a *Answer) Refused() bool { return a.refused }
 // and cancels the request (the driver withdraws it from the engine). An answer from the
 // engine holds its --max-inflight slot until Delivered.
 func (t Ticket) Submit(ctx context.Context, req Request) (*Answer, error) {
+	return t.submit(ctx, req, req.Input)
+}
+
+// submit is Submit with the input apart from req: the driver copies it into the call, so in
+// does not escape, and Server.Submit's checked copy of it stays on its stack.
+func (t Ticket) submit(ctx context.Context, req Request, in *kserve.TensorJSON) (*Answer, error) {
 	s, spec, at := t.s, t.spec, t.at
 	req.Model = t.model
 	if req.RefuseStale {
@@ -133,7 +139,7 @@ func (t Ticket) Submit(ctx context.Context, req Request) (*Answer, error) {
 		s.inflight.Add(-1)
 		return s.refusal(req, "overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0), nil
 	}
-	c := newCall(t.model, spec.series, req.ID, at, req.Input)
+	c := newCall(t.model, spec.series, req.ID, at, in)
 	c.attrs, c.deadline, c.onHop = req.Attrs, deadline, req.OnHop
 	if !s.d.submit(c) {
 		s.inflight.Add(-1)
@@ -155,7 +161,7 @@ func (t Ticket) Submit(ctx context.Context, req Request) (*Answer, error) {
 	switch res.status {
 	case 200:
 		a.Output = kserve.TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
-		if res.payload != nil && req.Input != nil {
+		if res.payload != nil && in != nil {
 			// The worker's tensor as it is: its data is not copied.
 			a.Output = res.payload.Tensor
 			if a.Output.Name == "" || a.Output.Name == spec.in.Name {
