@@ -21,11 +21,11 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	// The arrival observer sees the trace header's token counts (its errors are answered
 	// below, once the door has let the request in).
 	inTok, outTok, tokErr := kserve.ParseTraceTokens(r.Header.Get(kserve.TraceTokensHeader))
-	t, refused := s.arrive(at, Request{Model: name, Size: r.ContentLength, Attrs: dataplane.Attrs{InTokens: inTok, OutTokens: outTok}})
+	t, refused := s.Arrive(Request{Model: name, Arrived: s.clk.At(at), Size: r.ContentLength, Attrs: dataplane.Attrs{InTokens: inTok, OutTokens: outTok}})
 	if refused != nil {
 		switch refused.Status {
 		case http.StatusNotFound:
-			writeUnknownModel(w, name, s.active.Load())
+			writeUnknownModel(w, name, s.Models())
 		case http.StatusRequestEntityTooLarge:
 			s.writeTooLarge(w, s.opts.MaxBody)
 		default:

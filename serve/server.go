@@ -513,22 +513,18 @@ func (s *Server) model(name string) (*modelSpec, *generation, bool) {
 
 func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation) {
 	s.m.reject(404, "unknown-model")
-	writeUnknownModel(w, name, g)
-}
-
-// writeUnknownModel answers 404 for a model the plan (of generation g) does not serve,
-// naming those it does.
-func writeUnknownModel(w http.ResponseWriter, name string, g *generation) {
-	names := ""
+	var models []string
 	if g != nil {
-		for i, a := range g.dep.Apps {
-			if i > 0 {
-				names += ", "
-			}
-			names += a.Name
+		for _, a := range g.dep.Apps {
+			models = append(models, a.Name)
 		}
 	}
-	writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
+	writeUnknownModel(w, name, models)
+}
+
+// writeUnknownModel answers 404 for a model the plan does not serve, naming those it does.
+func writeUnknownModel(w http.ResponseWriter, name string, models []string) {
+	writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), strings.Join(models, ", "))})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {

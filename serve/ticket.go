@@ -33,9 +33,8 @@ func (t Ticket) Input() kserve.TensorSpec { return t.spec.in }
 // Arrive admits req to the server before its body is read: it reads req's Model, Arrived,
 // Size, RefusedStatus and Attrs (what the arrival observer sees). A nil Answer admits it with
 // the Ticket; else the Answer is the refusal to send, already counted in the metrics: 404
-// (unknown model), 413 (Size above --max-body, Reason
-// "body-too-large") or 503 at stage intake (a shutdown, the door closed for Reason; RetryUs
-// is how long the door stays closed).
+// (unknown model), 413 (Size above --max-body, Reason "body-too-large") or 503 at stage
+// intake (a shutdown, the door closed for Reason; RetryUs is how long the door stays closed).
 func (s *Server) Arrive(req Request) (Ticket, *Answer) {
 	now := s.clk.Now()
 	at := now
@@ -44,11 +43,6 @@ func (s *Server) Arrive(req Request) (Ticket, *Answer) {
 		// never later than now, never before the server's clock started.
 		at = min(max(s.clk.From(req.Arrived), 1), now) // the engine reads At 0 as "now"
 	}
-	return s.arrive(at, req)
-}
-
-// arrive is Arrive for a request that arrived at at (the HTTP handler's socket stamp).
-func (s *Server) arrive(at dataplane.Time, req Request) (Ticket, *Answer) {
 	model := req.Model
 	s.arrivals.Add(1)
 	spec, g, ok := s.model(model)
