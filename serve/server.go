@@ -511,15 +511,10 @@ func (s *Server) model(name string) (*modelSpec, *generation, bool) {
 	return nil, g, false
 }
 
-func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation) {
-	s.m.reject(404, "unknown-model")
-	var models []string
-	if g != nil {
-		for _, a := range g.dep.Apps {
-			models = append(models, a.Name)
-		}
-	}
-	writeUnknownModel(w, name, models)
+// unknownModel counts and answers 404 for a model the plan does not serve.
+func (s *Server) unknownModel(w http.ResponseWriter, name string) {
+	s.Reject(404, "unknown-model")
+	writeUnknownModel(w, name, s.Models())
 }
 
 // writeUnknownModel answers 404 for a model the plan does not serve, naming those it does.
@@ -529,19 +524,18 @@ func writeUnknownModel(w http.ResponseWriter, name string, models []string) {
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("model")
-	spec, g, ok := s.model(name)
+	md, ok := s.ModelInfo(name)
 	if !ok {
-		s.unknownModel(w, name, g)
+		s.unknownModel(w, name)
 		return
 	}
-	writeJSON(w, 200, &kserve.ModelMetadata{Name: name, Versions: []string{kserve.ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
-		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
+	writeJSON(w, 200, &md)
 }
 
 func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("model")
-	if _, g, ok := s.model(name); !ok {
-		s.unknownModel(w, name, g)
+	if _, _, ok := s.Specs(name); !ok {
+		s.unknownModel(w, name)
 		return
 	}
 	s.handleReady(w, r)

@@ -13,12 +13,12 @@ import (
 func (s *Server) versioned(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("model")
-		if _, g, ok := s.model(name); !ok {
-			s.unknownModel(w, name, g)
+		if _, _, ok := s.Specs(name); !ok {
+			s.unknownModel(w, name)
 			return
 		}
 		if err := kserve.CheckModelVersion(name, r.PathValue("version")); err != nil {
-			s.m.reject(http.StatusNotFound, "unknown-version")
+			s.Reject(http.StatusNotFound, "unknown-version")
 			writeJSON(w, http.StatusNotFound, kserve.ErrorResponse{Error: err.Error()})
 			return
 		}
