@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/internal/connlimit"
 	"github.com/plan-dev/plan/serve/worker"
 )
 
@@ -27,11 +28,11 @@ type stampConn struct {
 	// request of a connection at a time, on one goroutine).
 	cur dataplane.Time
 	// admin: the connection came in on the admin listener; reserved: it holds one of the
-	// connection slots kept for health checks (connLimiter).
+	// connection slots kept for health checks (connlimit.Reserved).
 	admin, reserved bool
 	// lc is the connection's slot under --max-conns (nil for a listener without caps): the
-	// server tells it which phase the connection is in (guard.go, connPhase).
-	lc *limitedConn
+	// server tells it which phase the connection is in (connlimit.Phase).
+	lc *connlimit.Conn
 	// bodyDone: the request being served had its body read to the end (readBody).
 	bodyDone bool
 }
@@ -59,8 +60,8 @@ func (l stampListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	sc := &stampConn{Conn: c, clk: l.clk, admin: l.admin}
-	if lc, ok := c.(*limitedConn); ok {
-		sc.reserved, sc.lc = lc.reserved, lc
+	if lc, ok := c.(*connlimit.Conn); ok {
+		sc.reserved, sc.lc = lc.Reserved(), lc
 	}
 	return sc, nil
 }
@@ -102,6 +103,6 @@ func bodyRead(r *http.Request) {
 	if sc := stampOf(r); sc != nil {
 		sc.first.Store(0)
 		sc.bodyDone = true
-		sc.lc.setPhase(phaseHandler)
+		sc.lc.SetPhase(connlimit.Handler)
 	}
 }

@@ -39,8 +39,11 @@ type call struct {
 	// the one signal, so the driver never waits for a handler that left). The answer
 	// travels in the call rather than in the channel: a channel of a pointer-holding type
 	// costs a second allocation for its buffer, and a result is large to copy twice.
-	res      result
-	done     chan struct{}
+	res  result
+	done chan struct{}
+	// ans is the front end's Answer built from res (Ticket.Submit): it lives in the call so
+	// that answering allocates nothing more.
+	ans      Answer
 	answered bool
 	// cancelled is set by the driver when the call's client left before its answer: the
 	// answer is then counted as cancelled, whatever the engine made of the request.

@@ -10,11 +10,10 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/internal/connlimit"
 	"github.com/plan-dev/plan/serve/kserve"
 )
 
@@ -208,7 +207,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		if !b.ended {
 			b.ended = true
 			if sc := stampOf(b.r); sc != nil {
-				sc.lc.setPhase(phaseHandler)
+				sc.lc.SetPhase(connlimit.Handler)
 			}
 		}
 		var mb *http.MaxBytesError
@@ -312,198 +311,15 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// connLimiter caps a listener's open connections: per client address (perIP) and in total.
-// The last reserve connections under the total cap are marked reserved: they are answered
-// only on the health routes, so a flood of slow clients never takes the slots the health
-// checks need.
-//
-// A connection over a cap takes the slot of a stalled one when there is one (evict set:
-// Serve's HTTP listener): of the connections waiting on their clients — for the request
-// line and headers, the body, or the next request (idle keep-alive) — one of the address
-// holding the most connections is closed, the one of those waiting longest (of the same
-// address when the address is at its cap), as nginx closes idle keep-alive connections
-// when it runs out of them. The address that floods the server pays for it: a client
-// elsewhere keeps the slot it gets. Every phase has its timeout
-// (header, body, idle), but until it ends a flood of stalled connections held every slot
-// and the server answered nobody; now a client that sends its request still gets a slot at
-// once, and keeps it: once its request is read, the server works on it (phaseHandler) and
-// the connection is never taken. Without a waiting connection, one over a cap is closed at
-// once. (No minimum wait: under a flood that re-dials as fast as it is cut off, any
-// minimum is met by the flood's own connections first, and a newcomer would find none.)
-type connLimiter struct {
-	net.Listener
-	total, perIP, reserve int
-	evict                 bool
-	mu                    sync.Mutex
-	open                  int
-	byIP                  map[string]int
-	conns                 map[*limitedConn]struct{}
-	refused, evicted      atomic.Int64
-}
-
-func newConnLimiter(ln net.Listener, total, perIP, reserve int) *connLimiter {
-	return &connLimiter{Listener: ln, total: total, perIP: perIP, reserve: reserve, byIP: map[string]int{}, conns: map[*limitedConn]struct{}{}}
-}
-
-func (l *connLimiter) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		ip := c.RemoteAddr().String()
-		if h, _, err := net.SplitHostPort(ip); err == nil {
-			ip = h
-		}
-		now := time.Now()
-		l.mu.Lock()
-		overIP := l.byIP[ip] >= l.perIP
-		var victim *limitedConn
-		if l.open >= l.total || overIP {
-			if overIP {
-				victim = l.evictLocked(ip)
-			} else {
-				victim = l.evictLocked("")
-			}
-			if victim == nil {
-				l.mu.Unlock()
-				l.refused.Add(1)
-				_ = c.Close()
-				continue
-			}
-		}
-		l.open++
-		l.byIP[ip]++
-		// A connection that took a stalled one's slot is not in the reserve: the slot was
-		// freed as the stalled connection's timeout would have freed it.
-		reserved := victim == nil && l.open > l.total-l.reserve
-		lc := &limitedConn{Conn: c, l: l, ip: ip, reserved: reserved}
-		lc.since.Store(now.UnixNano())
-		l.conns[lc] = struct{}{}
-		l.mu.Unlock()
-		if victim != nil {
-			l.evicted.Add(1)
-			_ = victim.Conn.Close() // its server goroutine's read fails; its Close releases nothing more
-		}
-		return lc, nil
-	}
-}
-
-// evictLocked picks a connection waiting on its client — of the address holding the most
-// connections (of address ip, when not empty), the one waiting longest — and releases its
-// slot; nil when there is none.
-func (l *connLimiter) evictLocked(ip string) *limitedConn {
-	if !l.evict {
-		return nil
-	}
-	var victim *limitedConn
-	var oldest int64
-	most := 0
-	for c := range l.conns {
-		if (ip != "" && c.ip != ip) || connPhase(c.phase.Load()) == phaseHandler {
-			continue
-		}
-		n, since := l.byIP[c.ip], c.since.Load()
-		if victim == nil || n > most || (n == most && since < oldest) {
-			victim, oldest, most = c, since, n
-		}
-	}
-	if victim == nil || !victim.released.CompareAndSwap(false, true) {
-		return nil // none, or one closing already (its release is about to free the slot)
-	}
-	l.releaseLocked(victim)
-	return victim
-}
-
-func (l *connLimiter) release(c *limitedConn) {
-	l.mu.Lock()
-	l.releaseLocked(c)
-	l.mu.Unlock()
-}
-
-func (l *connLimiter) releaseLocked(c *limitedConn) {
-	l.open--
-	if l.byIP[c.ip]--; l.byIP[c.ip] <= 0 {
-		delete(l.byIP, c.ip)
-	}
-	delete(l.conns, c)
-}
-
-// connPhase is what a connection under the caps waits for: its client (phaseWaiting: the
-// request line and headers, the next request, or the end of an answer; phaseBody: the
-// request's body) or the server (phaseHandler).
-type connPhase int32
-
-const (
-	phaseWaiting connPhase = iota
-	phaseBody
-	phaseHandler
-)
-
-// limitedConn is a connection counted by a connLimiter until it closes.
-type limitedConn struct {
-	net.Conn
-	l        *connLimiter
-	ip       string
-	reserved bool
-	released atomic.Bool
-	// phase and since (Unix ns) say what the connection waits for and since when.
-	phase atomic.Int32
-	since atomic.Int64
-}
-
-// setPhase records that c entered phase p (nil c: a connection without caps).
-func (c *limitedConn) setPhase(p connPhase) {
-	if c == nil || connPhase(c.phase.Load()) == p {
-		return
-	}
-	// Ordered for evictLocked, which reads the phase first: a connection entering the
-	// handler is never seen waiting with its old time, one leaving it never seen waiting
-	// with its handler's start.
-	if p == phaseHandler {
-		c.phase.Store(int32(p))
-		c.since.Store(time.Now().UnixNano())
-		return
-	}
-	c.since.Store(time.Now().UnixNano())
-	c.phase.Store(int32(p))
-}
-
-func (c *limitedConn) Close() error {
-	if c.released.CompareAndSwap(false, true) {
-		c.l.release(c)
-	}
-	return c.Conn.Close()
-}
-
 // LimitListener caps ln's open connections as Serve caps its own (Options.MaxConns,
 // MaxConnsPerIP, the same reserve): for the listeners of other protocols on the same server
 // (KServe gRPC). The protocol enforces the reserve itself: ReservedConn tells which accepted
 // connections hold a reserve slot, and it answers only its health checks on them.
 func (s *Server) LimitListener(ln net.Listener) net.Listener {
-	total, perIP, reserve := s.connCaps()
-	return newConnLimiter(ln, total, perIP, reserve)
+	total, perIP, reserve := connlimit.Caps(s.opts.MaxConns, s.opts.MaxConnsPerIP)
+	return connlimit.New(ln, total, perIP, reserve, false)
 }
 
 // ReservedConn reports whether c, accepted by a LimitListener, holds one of the reserve slots
 // kept for health checks.
-func ReservedConn(c net.Conn) bool {
-	lc, ok := c.(*limitedConn)
-	return ok && lc.reserved
-}
-
-// connCaps returns the connection caps: the options', or defaults from the process's
-// descriptor limit (three quarters of it in total, a quarter of that per client address, a
-// 64th of it in reserve), so a flood is refused before accept fails with "too many open
-// files".
-func (s *Server) connCaps() (total, perIP, reserve int) {
-	total, perIP = s.opts.MaxConns, s.opts.MaxConnsPerIP
-	if total <= 0 {
-		total = max(fdLimit()*3/4, 64)
-	}
-	if perIP <= 0 {
-		perIP = max(total/4, 16)
-	}
-	reserve = min(max(total/64, 4), total/2)
-	return total, perIP, reserve
-}
+func ReservedConn(c net.Conn) bool { return connlimit.Reserved(c) }

@@ -97,7 +97,7 @@ var stallKinds = []string{
 // TestStalledConnectionsKeepSlots: 2× the connection slots of stalled clients (every kind
 // of stall, each re-dialling as soon as the server closes it) and the server still answers
 // every health check and an inference request from a client that sends its request: a
-// stalled connection of the flooding address gives its slot to a new one (connLimiter). Health latency under the
+// stalled connection of the flooding address gives its slot to a new one (connlimit.Listener). Health latency under the
 // attack is logged beside the idle one (a loaded machine's numbers; not asserted).
 func TestStalledConnectionsKeepSlots(t *testing.T) {
 	if testing.Short() {
@@ -169,9 +169,7 @@ func TestStalledConnectionsKeepSlots(t *testing.T) {
 	// Every slot held, and held long enough to count as stalled.
 	waitFor(t, "every slot held", func() bool {
 		lc := s.lastLimiter.Load()
-		lc.mu.Lock()
-		defer lc.mu.Unlock()
-		return lc.open >= slots
+		return lc.Open() >= slots
 	})
 
 	stalled50, stalled99 := probe(200)
@@ -189,8 +187,8 @@ func TestStalledConnectionsKeepSlots(t *testing.T) {
 	}
 	lc := s.lastLimiter.Load()
 	t.Logf("health p50/p99: idle %v/%v; %d stalling clients on %d slots %v/%v (p99 +%v); %d stalled connections evicted, %d refused",
-		idle50, idle99, 2*slots, slots, stalled50, stalled99, stalled99-idle99, lc.evicted.Load(), lc.refused.Load())
-	if lc.evicted.Load() == 0 {
+		idle50, idle99, 2*slots, slots, stalled50, stalled99, stalled99-idle99, lc.Evicted(), lc.Refused())
+	if lc.Evicted() == 0 {
 		t.Errorf("no stalled connection gave its slot")
 	}
 }

@@ -193,9 +193,7 @@ func TestConnectionCaps(t *testing.T) {
 				if lc == nil {
 					return false
 				}
-				lc.mu.Lock()
-				defer lc.mu.Unlock()
-				return lc.open+int(lc.refused.Load()+lc.evicted.Load()) >= tc.slow
+				return lc.Open()+int(lc.Refused()+lc.Evicted()) >= tc.slow
 			})
 			other := func(ip string) *http.Client {
 				d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
@@ -220,7 +218,7 @@ func TestConnectionCaps(t *testing.T) {
 			// The slow client's connections past its cap were closed at once: the newcomers,
 			// or the slow connections that waited longest, whose slots newcomers took.
 			lc := s.lastLimiter.Load()
-			if got, want := lc.refused.Load()+lc.evicted.Load(), int64(max(tc.slow-tc.perIP, 0)); got != want {
+			if got, want := lc.Refused()+lc.Evicted(), int64(max(tc.slow-tc.perIP, 0)); got != want {
 				t.Errorf("connections refused or evicted: %d, want %d", got, want)
 			}
 		})
@@ -266,9 +264,7 @@ func TestReserveFreedFromSlowBodies(t *testing.T) {
 				if lc == nil {
 					return false
 				}
-				lc.mu.Lock()
-				defer lc.mu.Unlock()
-				return lc.open >= total-4
+				return lc.Open() >= total-4
 			})
 		}
 	}

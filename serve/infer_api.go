@@ -2,9 +2,6 @@ package serve
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/serve/kserve"
@@ -36,6 +33,12 @@ type Answer struct {
 	// AnsweredBy is the model whose output answered the request when the models report
 	// certainties (a cascade: the stage where the request left); "" otherwise.
 	AnsweredBy string
+	// finished is the engine's time of a 200's completion, from which Delivered measures the
+	// delivery; held says the answer still holds its --max-inflight slot (Delivered frees it).
+	finished dataplane.Time
+	held     bool
+	// refused: the driver refused the request at intake (Refused).
+	refused bool
 }
 
 // Infer serves one request for model: in is its one input tensor (Data a JSON array, as in
@@ -50,110 +53,28 @@ func (s *Server) Infer(ctx context.Context, model, id string, in kserve.TensorJS
 // not the KServe HTTP/JSON handler (KServe gRPC, a system's own API: serve.Frontend). ctx
 // ending before the answer (the client disconnected, a gRPC deadline passed) returns ctx's
 // error and cancels the request: the driver withdraws it from the engine (Engine.Cancel) and
-// counts it as cancelled, so a request nobody waits for stops costing GPU time.
+// counts it as cancelled, so a request nobody waits for stops costing GPU time. It is Arrive,
+// the input's check, Ticket.Submit and Delivered back to back.
 func (s *Server) Submit(ctx context.Context, req Request) (*Answer, error) {
-	now := s.clk.Now()
-	at := now
-	if !req.Arrived.IsZero() {
-		// A front end that read the request off the socket earlier gives its true arrival;
-		// never later than now, never before the server's clock started.
-		at = min(max(s.clk.From(req.Arrived), 1), now) // the engine reads At 0 as "now"
+	t, refused := s.Arrive(req)
+	if refused != nil {
+		return refused, nil
 	}
-	model := req.Model
-	s.arrivals.Add(1)
-	spec, g, ok := s.model(model)
-	if !ok {
-		s.m.reject(404, "unknown-model")
-		names := ""
-		if g != nil {
-			for i, a := range g.dep.Apps {
-				if i > 0 {
-					names += ", "
-				}
-				names += a.Name
-			}
-		}
-		return &Answer{Status: 404, Err: fmt.Sprintf("model %q not found: this server serves %s", model, names)}, nil
-	}
-	refuse := func(reason, msg string, retry dataplane.Time) *Answer {
-		code := 503
-		if req.RefusedStatus != nil {
-			code = req.RefusedStatus(reason)
-		}
-		s.m.reject(code, reason)
-		s.m.drop(model, "intake", reason)
-		return &Answer{Status: 503, Reason: reason, Stage: "intake", RetryUs: int64(retry), Err: msg}
-	}
-	if s.closing.Load() {
-		return refuse(string(dataplane.DropShutdown), "the server is shutting down", 0), nil
-	}
-	s.observeArrival(at, model, req.Attrs)
-	app := g.apps[model]
-	dr := &g.doors[app]
-	if until := dataplane.Time(dr.closedUntil.Load()); at < until {
-		reason := "overload"
-		if p := dr.reason.Load(); p != nil {
-			reason = *p
-		}
-		return refuse(reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at), nil
-	}
+	// The input is checked on a copy (CheckInput names an unnamed tensor), the caller's left
+	// as it is.
 	var in kserve.TensorJSON
+	var pin *kserve.TensorJSON
 	if req.Input != nil {
-		in = *req.Input
-		if err := kserve.CheckInput(&in, spec.in); err != nil {
+		in, pin = *req.Input, &in
+		if err := kserve.CheckInput(pin, t.spec.in); err != nil {
 			s.m.reject(400, "bad-request")
 			return &Answer{Status: 400, Err: err.Error()}, nil
 		}
 	}
-	var deadline dataplane.Time
-	if req.Deadline < 0 {
-		s.m.reject(400, "bad-request")
-		return &Answer{Status: 400, Err: fmt.Sprintf("deadline: %s: must not be negative", req.Deadline)}, nil
-	}
-	if req.Deadline > 0 {
-		deadline = at + dataplane.Time(req.Deadline/time.Microsecond)
-	}
-	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
-		s.inflight.Add(-1)
-		return refuse("overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0), nil
-	}
-	defer s.inflight.Add(-1)
-	c := newCall(model, spec.series, req.ID, at, &in)
-	c.attrs, c.deadline, c.onHop = req.Attrs, deadline, req.OnHop
-	if !s.d.submit(c) {
-		return refuse(string(dataplane.DropShutdown), "the server is shutting down", 0), nil
-	}
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		// The caller's client left (or its deadline passed): withdraw the request.
-		s.d.cancel(c)
-		return nil, ctx.Err()
-	}
-	res := &c.res
-	if res.status == 200 {
-		// Up to the front end's hand-off: its own write follows.
-		s.d.delivery.observe(int64(s.d.clk.Now() - res.finished))
-	}
-	a := &Answer{Status: res.status, Outcome: res.outcome, Timing: res.timing, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Result: res.res, AnsweredBy: res.answeredBy}
-	switch res.status {
-	case 200:
-		a.Output = kserve.TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
-		if res.payload != nil && req.Input != nil {
-			a.Output = res.payload.Tensor
-			if a.Output.Name == "" || a.Output.Name == spec.in.Name {
-				a.Output.Name = spec.out.Name
-			}
-		}
-	case 503:
-		a.Err = fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
-	default:
-		a.Err = res.err
-		if res.stage != "" {
-			a.Err = fmt.Sprintf("stage %s: %s", res.stage, res.err)
-		}
-	}
-	return a, nil
+	a, err := t.submit(ctx, req, pin)
+	// Up to the front end's hand-off: its own write follows.
+	s.Delivered(a)
+	return a, err
 }
 
 // ModelInfo returns the metadata GET /v2/models/{model} answers (false: unknown model).
@@ -162,7 +83,7 @@ func (s *Server) ModelInfo(model string) (kserve.ModelMetadata, bool) {
 	if !ok {
 		return kserve.ModelMetadata{}, false
 	}
-	return kserve.ModelMetadata{Name: model, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
+	return kserve.ModelMetadata{Name: model, Versions: []string{kserve.ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
 		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS}, true
 }
 
@@ -190,19 +111,4 @@ func (s *Server) Specs(model string) (in, out kserve.TensorSpec, ok bool) {
 		return kserve.TensorSpec{}, kserve.TensorSpec{}, false
 	}
 	return spec.in, spec.out, true
-}
-
-// parameters are the answer's KServe v2 response parameters: which model answered, at which
-// stage after how many hops, and with what certainty and label (nil when no model reported
-// a certainty).
-func (r *result) parameters() map[string]any {
-	if r.answeredBy == "" {
-		return nil
-	}
-	p := map[string]any{"answered_by": r.answeredBy, "hops": len(r.timing.Stages),
-		"certainty": math.Round(float64(r.res.Certainty)*1e6) / 1e6, "label": r.res.Label}
-	if n := len(r.timing.Stages); n > 0 {
-		p["stage"] = r.timing.Stages[n-1].Stage
-	}
-	return p
 }

@@ -17,43 +17,31 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 	// stamps its connections), else now — its headers are read, its body is not yet. The
 	// deadline counts from here.
 	at := s.arrival(r)
-	s.arrivals.Add(1)
 	name := r.PathValue("model")
-	spec, g, ok := s.model(name)
-	if !ok {
-		s.unknownModel(w, name, g)
-		return
-	}
-	if s.closing.Load() {
-		s.refuse(w, r, name, "", string(dataplane.DropShutdown), "the server is shutting down", 0, true, true)
-		return
-	}
-	if r.ContentLength > s.opts.MaxBody {
-		s.tooLarge(w, s.opts.MaxBody)
-		return
-	}
-	s.observeHTTP(at, name, r)
-	app := g.apps[name]
-	dr := &g.doors[app]
-	if until := dataplane.Time(dr.closedUntil.Load()); at < until {
-		// The policy (or the driver's estimate) says a request arriving now cannot finish
-		// by its deadline: refuse it before reading and decoding its body.
-		reason := "overload"
-		if p := dr.reason.Load(); p != nil {
-			reason = *p
+	// The arrival observer sees the trace header's token counts (its errors are answered
+	// below, once the door has let the request in).
+	inTok, outTok, tokErr := kserve.ParseTraceTokens(r.Header.Get(kserve.TraceTokensHeader))
+	t, refused := s.Arrive(Request{Model: name, Arrived: s.clk.At(at), Size: r.ContentLength, Attrs: dataplane.Attrs{InTokens: inTok, OutTokens: outTok}})
+	if refused != nil {
+		switch refused.Status {
+		case http.StatusNotFound:
+			writeUnknownModel(w, name, s.Models())
+		case http.StatusRequestEntityTooLarge:
+			s.writeTooLarge(w, s.opts.MaxBody)
+		default:
+			// Refused before its body was read; a shutdown also closes the connection.
+			s.writeRefusal(w, r, name, "", refused, true, refused.Reason == string(dataplane.DropShutdown))
 		}
-		s.refuse(w, r, name, "", reason, fmt.Sprintf("refused at the door (%s): a request arriving now cannot finish within its SLO", reason), until-at, true, false)
 		return
 	}
 	// A malformed trace header is refused before the body is read: the connection closes
 	// rather than draining a body no answer will use, as the door's refusals do.
-	trace, err := ParseTraceIndex(r.Header.Get(TraceIndexHeader))
-	var inTok, outTok int32
+	trace, err := kserve.ParseTraceIndex(r.Header.Get(kserve.TraceIndexHeader))
 	if err == nil {
-		inTok, outTok, err = ParseTraceTokens(r.Header.Get(TraceTokensHeader))
+		err = tokErr
 	}
 	if err != nil {
-		s.m.reject(400, "bad-request")
+		s.Reject(400, "bad-request")
 		w.Header().Set("Connection", "close")
 		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})
 		return
@@ -65,66 +53,46 @@ func (s *Server) handleInfer(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &mb):
 			s.tooLarge(w, mb.Limit)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.m.reject(http.StatusRequestTimeout, "body-timeout")
+			s.Reject(http.StatusRequestTimeout, "body-timeout")
 			w.Header().Set("Connection", "close")
 			writeJSON(w, http.StatusRequestTimeout, kserve.ErrorResponse{Error: fmt.Sprintf("reading the request body took longer than %s", s.opts.BodyTimeout)})
 		default:
-			s.m.reject(400, "read")
+			s.Reject(400, "read")
 			w.Header().Set("Connection", "close")
 			writeJSON(w, 400, kserve.ErrorResponse{Error: "reading the request body: " + err.Error()})
 		}
 		return
 	}
 	bodyRead(r)
-	req, err := kserve.DecodeInfer(body, spec.in)
+	req, err := kserve.DecodeInfer(body, t.Input())
 	if err != nil {
-		s.m.reject(400, "bad-request")
+		s.Reject(400, "bad-request")
 		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})
 		return
 	}
-	if age := s.clk.Now() - at; age >= dataplane.Time(spec.sloUs) {
-		// Reading and decoding took the whole SLO (a slow client, a starved machine): the
-		// request cannot finish in time, and the driver need not spend an event on it.
-		s.refuseTimed(w, r, name, req.ID, string(dataplane.DropDeadline), fmt.Sprintf("refused at the door (deadline): the request is %d µs old, its SLO %d µs", age, spec.sloUs), 0, false, false,
-			kserve.Timing{LatencyUs: int64(age), SLOUs: spec.sloUs, IntakeUs: int64(age)})
+	a, err := t.Submit(r.Context(), Request{ID: req.ID, Input: &req.Inputs[0], Attrs: dataplane.Attrs{Trace: trace, InTokens: inTok, OutTokens: outTok}, RefuseStale: true})
+	if err != nil {
+		// The client left: the driver withdrew the request, and no one reads an answer.
 		return
 	}
-	if s.inflight.Add(1) > int64(s.opts.MaxInFlight) {
-		s.inflight.Add(-1)
-		s.refuse(w, r, name, req.ID, "overload", fmt.Sprintf("the server holds %d requests (--max-inflight)", s.opts.MaxInFlight), 0, false, false)
+	if a.Refused() {
+		// Refused by the submit (too old, --max-inflight, a shutdown): its body is read.
+		s.writeRefusal(w, r, name, req.ID, a, false, a.Reason == string(dataplane.DropShutdown))
 		return
 	}
-	defer s.inflight.Add(-1)
-	c := newCall(name, spec.series, req.ID, at, &req.Inputs[0])
-	c.attrs = dataplane.Attrs{Trace: trace, InTokens: inTok, OutTokens: outTok}
-	if !s.d.submit(c) {
-		s.refuse(w, r, name, req.ID, string(dataplane.DropShutdown), "the server is shutting down", 0, false, true)
-		return
-	}
-	select {
-	case <-c.done:
-	case <-r.Context().Done():
-		// The client left: the driver withdraws the request from the engine, and its answer
-		// lands in the call and its buffered channel.
-		s.d.cancel(c)
-		return
-	}
-	res := &c.res
 	// A client that does not read its answer is cut off after WriteTimeout. The deadline
 	// stays on the connection, so it is lifted once the answer is out: the connection's next
 	// request must not inherit it.
 	rc := http.NewResponseController(w)
 	if rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)) == nil {
-		s.writeResult(w, name, spec, c, res)
+		writeAnswer(w, name, req.ID, a)
 		_ = rc.Flush()
 		_ = rc.SetWriteDeadline(time.Time{})
 	} else {
-		s.writeResult(w, name, spec, c, res)
+		writeAnswer(w, name, req.ID, a)
 		_ = rc.Flush()
 	}
-	if res.status == 200 {
-		s.d.delivery.observe(int64(s.d.clk.Now() - res.finished))
-	}
+	s.Delivered(a)
 }
 
 // readBody reads the body within BodyTimeout and MaxBody. The read deadline is lifted
@@ -146,16 +114,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 }
 
-// refuse answers a request the server does not take: 503 with the reason at stage intake,
-// counted as a drop, with Retry-After (retry: when the door reopens; 0 = one second).
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool) {
-	s.refuseTimed(w, r, model, id, reason, msg, retry, unread, closeConn, kserve.Timing{})
-}
-
-// refuseTimed is refuse with the request's timing so far.
-func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, reason, msg string, retry dataplane.Time, unread, closeConn bool, t kserve.Timing) {
-	s.m.reject(http.StatusServiceUnavailable, reason)
-	s.m.drop(model, "intake", reason)
+// writeRefusal answers a request the driver refused at intake (a): 503 with the reason, the
+// request's timing so far and Retry-After (when the door reopens; 0 = one second). unread:
+// its body is not read yet; closeConn: close the connection after the answer.
+func (s *Server) writeRefusal(w http.ResponseWriter, r *http.Request, model, id string, a *Answer, unread, closeConn bool) {
 	if unread && !closeConn {
 		// Refused before its body was read: net/http reads (discards) a small unread body
 		// to keep the connection, which a client that sent it already makes instant. Bound
@@ -178,7 +140,7 @@ func (s *Server) refuseTimed(w http.ResponseWriter, r *http.Request, model, id, 
 	if closeConn {
 		w.Header().Set("Connection", "close")
 	}
-	writeDropAfter(w, &kserve.DropResponse{Error: msg, Model: model, ID: id, Reason: reason, Stage: "intake", Timing: t}, retry)
+	writeDropAfter(w, &kserve.DropResponse{Error: a.Err, Model: model, ID: id, Reason: a.Reason, Stage: "intake", Timing: a.Timing}, dataplane.Time(a.RetryUs))
 }
 
 // abandonBody ends the reading of a request body the server refuses unread. Without it,
@@ -189,8 +151,14 @@ func abandonBody(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
+// tooLarge counts and answers a body larger than limit (413).
 func (s *Server) tooLarge(w http.ResponseWriter, limit int64) {
-	s.m.reject(http.StatusRequestEntityTooLarge, "body-too-large")
+	s.Reject(http.StatusRequestEntityTooLarge, "body-too-large")
+	s.writeTooLarge(w, limit)
+}
+
+// writeTooLarge answers a body larger than limit (413) and closes the connection.
+func (s *Server) writeTooLarge(w http.ResponseWriter, limit int64) {
 	w.Header().Set("Connection", "close")
 	abandonBody(w)
 	what := fmt.Sprintf("this endpoint's limit of %d bytes", limit)
@@ -200,30 +168,20 @@ func (s *Server) tooLarge(w http.ResponseWriter, limit int64) {
 	writeJSON(w, http.StatusRequestEntityTooLarge, kserve.ErrorResponse{Error: "request body larger than " + what})
 }
 
-func (s *Server) writeResult(w http.ResponseWriter, model string, spec *modelSpec, c *call, res *result) {
-	switch res.status {
+// writeAnswer writes an answer from the engine: 200 with the output tensor (and the response
+// parameters of a model that reported its certainty), 503 dropped, or the error.
+func writeAnswer(w http.ResponseWriter, model, id string, a *Answer) {
+	switch a.Status {
 	case 200:
-		out := kserve.TensorJSON{Name: spec.out.Name, Datatype: spec.out.Datatype}
-		if res.payload != nil {
-			out = res.payload.Tensor
-			if out.Name == "" || out.Name == spec.in.Name {
-				out.Name = spec.out.Name
-			}
-		}
-		if params := res.parameters(); params != nil || out.Parameters != nil {
-			writeJSON(w, 200, &kserve.InferResponse{ModelName: model, ID: c.id, Outputs: []kserve.TensorJSON{out}, Parameters: params, Outcome: res.outcome, Timing: res.timing})
+		if params := a.Parameters(); params != nil || a.Output.Parameters != nil {
+			writeJSON(w, 200, &kserve.InferResponse{ModelName: model, ID: id, Outputs: []kserve.TensorJSON{a.Output}, Parameters: params, Outcome: a.Outcome, Timing: a.Timing})
 			return
 		}
-		outs := [1]kserve.TensorJSON{out}
-		writeInfer(w, &kserve.InferResponse{ModelName: model, ID: c.id, Outputs: outs[:], Outcome: res.outcome, Timing: res.timing})
+		outs := [1]kserve.TensorJSON{a.Output}
+		writeInfer(w, &kserve.InferResponse{ModelName: model, ID: id, Outputs: outs[:], Outcome: a.Outcome, Timing: a.Timing})
 	case 503:
-		msg := fmt.Sprintf("request dropped at %s: %s", res.stage, res.reason)
-		writeDrop(w, &kserve.DropResponse{Error: msg, Model: model, ID: c.id, Reason: res.reason, Stage: res.stage, EstimateUs: res.estimate, Timing: res.timing})
+		writeDrop(w, &kserve.DropResponse{Error: a.Err, Model: model, ID: id, Reason: a.Reason, Stage: a.Stage, EstimateUs: a.EstimateUs, Timing: a.Timing})
 	default:
-		msg := res.err
-		if res.stage != "" {
-			msg = fmt.Sprintf("stage %s: %s", res.stage, res.err)
-		}
-		writeJSON(w, res.status, kserve.ErrorResponse{Error: msg})
+		writeJSON(w, a.Status, kserve.ErrorResponse{Error: a.Err})
 	}
 }

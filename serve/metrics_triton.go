@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // The DNN series are Triton Inference Server's own families (ecosystem drop-in §2), labelled
@@ -79,22 +80,22 @@ func (m *metrics) triton() *tritonMetrics {
 func (m *metrics) tritonAnswered(model, outcome string, latUs, queueUs int64) {
 	t := m.triton()
 	if reason, failed := tritonFailure[outcome]; failed {
-		t.failure.WithLabelValues(model, ModelVersion, reason).Inc()
+		t.failure.WithLabelValues(model, kserve.ModelVersion, reason).Inc()
 		return
 	}
-	t.success.WithLabelValues(model, ModelVersion).Inc()
-	t.reqDur.WithLabelValues(model, ModelVersion).Add(float64(max(latUs, 0)))
+	t.success.WithLabelValues(model, kserve.ModelVersion).Inc()
+	t.reqDur.WithLabelValues(model, kserve.ModelVersion).Add(float64(max(latUs, 0)))
 	if queueUs >= 0 {
-		t.queueDur.WithLabelValues(model, ModelVersion).Add(float64(queueUs))
+		t.queueDur.WithLabelValues(model, kserve.ModelVersion).Add(float64(queueUs))
 	}
 }
 
 // tritonExec records one batch of size requests of model that ran durUs.
 func (m *metrics) tritonExec(model string, size int, durUs int64) {
 	t := m.triton()
-	t.exec.WithLabelValues(model, ModelVersion).Inc()
-	t.count.WithLabelValues(model, ModelVersion).Add(float64(size))
-	t.compute.WithLabelValues(model, ModelVersion).Add(float64(size) * float64(max(durUs, 0)))
+	t.exec.WithLabelValues(model, kserve.ModelVersion).Inc()
+	t.count.WithLabelValues(model, kserve.ModelVersion).Add(float64(size))
+	t.compute.WithLabelValues(model, kserve.ModelVersion).Add(float64(size) * float64(max(durUs, 0)))
 }
 
 // tritonPending sets the pending-request gauges from the dispatcher's queue depths.
@@ -102,7 +103,7 @@ func (m *metrics) tritonPending(dep *dataplane.Deployment, queued []int64) {
 	t := m.triton()
 	for i, a := range dep.Apps {
 		if i < len(queued) {
-			t.pending.WithLabelValues(a.Name, ModelVersion).Set(float64(queued[i]))
+			t.pending.WithLabelValues(a.Name, kserve.ModelVersion).Set(float64(queued[i]))
 		}
 	}
 }

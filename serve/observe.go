@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -33,22 +31,6 @@ func (s *Server) observeArrival(at dataplane.Time, model string, x dataplane.Att
 	if f := s.observe.Load(); f != nil {
 		(*f)(at, model, x)
 	}
-}
-
-// observeHTTP is observeArrival for POST /v2/models/{model}/infer: the token counts come
-// from the trace header (its errors are answered later, by the handler).
-func (s *Server) observeHTTP(at dataplane.Time, model string, r *http.Request) {
-	f := s.observe.Load()
-	if f == nil {
-		return
-	}
-	var x dataplane.Attrs
-	if v := r.Header.Get(TraceTokensHeader); v != "" {
-		if in, out, err := ParseTraceTokens(v); err == nil {
-			x.InTokens, x.OutTokens = in, out
-		}
-	}
-	(*f)(at, model, x)
 }
 
 // SetArrivalObserver installs f to see every request for a served model at its arrival

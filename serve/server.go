@@ -30,6 +30,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/internal/connlimit"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
 )
@@ -80,7 +81,7 @@ type Options struct {
 	// listener.
 	AdminToken string
 	// MaxConns and MaxConnsPerIP cap Serve's open connections in total and per client
-	// address (0 = from the descriptor limit: connCaps); connections past a cap are closed
+	// address (0 = from the descriptor limit: connlimit.Caps); connections past a cap are closed
 	// at once, and the last few under the total cap answer only health checks.
 	MaxConns, MaxConnsPerIP int
 	// MetricsLegacy adds the LLM families vLLM removed that older consumers still read
@@ -116,7 +117,7 @@ type Server struct {
 	// false (SetWorkerDown).
 	noWorker atomic.Bool
 	// lastLimiter is the connection limiter of the last listener Serve started (tests).
-	lastLimiter atomic.Pointer[connLimiter]
+	lastLimiter atomic.Pointer[connlimit.Listener]
 }
 
 // New validates the plan, builds the deployment and the workers, and starts the driver.
@@ -347,11 +348,10 @@ func (s *Server) ServeAdmin(ctx context.Context, ln net.Listener) error {
 func (s *Server) serve(ctx context.Context, ln net.Listener, admin bool) error {
 	hs := s.HTTPServer()
 	errc := make(chan error, 1)
-	total, perIP, reserve := s.connCaps()
-	lim := newConnLimiter(ln, total, perIP, reserve)
+	total, perIP, reserve := connlimit.Caps(s.opts.MaxConns, s.opts.MaxConnsPerIP)
 	// A connection waiting on its client gives its slot to a new one when the server is
-	// full (connLimiter).
-	lim.evict = true
+	// full (connlimit.Listener).
+	lim := connlimit.New(ln, total, perIP, reserve, true)
 	s.lastLimiter.Store(lim)
 	go func() { errc <- hs.Serve(stampListener{Listener: lim, clk: s.clk, admin: admin}) }()
 	select {
@@ -395,9 +395,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sc != nil {
 		sc.bodyDone = false
 		if declared {
-			sc.lc.setPhase(phaseBody)
+			sc.lc.SetPhase(connlimit.Body)
 		} else {
-			sc.lc.setPhase(phaseHandler)
+			sc.lc.SetPhase(connlimit.Handler)
 		}
 	}
 	if isInfer(r) {
@@ -413,8 +413,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sc != nil {
 		sc.first.Store(0)
 		// The answer is flushed, then the connection waits for its next request: an idle
-		// connection, which a connection needing the slot may take (connLimiter).
-		sc.lc.setPhase(phaseWaiting)
+		// connection, which a connection needing the slot may take (connlimit.Listener).
+		sc.lc.SetPhase(connlimit.Waiting)
 	}
 }
 
@@ -427,9 +427,9 @@ func (s *Server) coreRoutes() []route {
 		{RouteDoc{"POST /v2/models/{model}/infer", "run one request (KServe v2 JSON)"}, s.handleInfer},
 		{RouteDoc{"GET /v2/models/{model}", "the model's metadata"}, s.handleModel},
 		{RouteDoc{"GET /v2/models/{model}/ready", "whether the model is served"}, s.handleModelReady},
-		{RouteDoc{"POST /v2/models/{model}/versions/{version}/infer", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleInfer)},
-		{RouteDoc{"GET /v2/models/{model}/versions/{version}", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleModel)},
-		{RouteDoc{"GET /v2/models/{model}/versions/{version}/ready", "the same, version " + ModelVersion + " only (others 404)"}, s.versioned(s.handleModelReady)},
+		{RouteDoc{"POST /v2/models/{model}/versions/{version}/infer", "the same, version " + kserve.ModelVersion + " only (others 404)"}, s.versioned(s.handleInfer)},
+		{RouteDoc{"GET /v2/models/{model}/versions/{version}", "the same, version " + kserve.ModelVersion + " only (others 404)"}, s.versioned(s.handleModel)},
+		{RouteDoc{"GET /v2/models/{model}/versions/{version}/ready", "the same, version " + kserve.ModelVersion + " only (others 404)"}, s.versioned(s.handleModelReady)},
 		{RouteDoc{"GET /v2/health/live", "liveness"}, func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, 200, map[string]bool{"live": true})
 		}},
@@ -511,35 +511,31 @@ func (s *Server) model(name string) (*modelSpec, *generation, bool) {
 	return nil, g, false
 }
 
-func (s *Server) unknownModel(w http.ResponseWriter, name string, g *generation) {
-	s.m.reject(404, "unknown-model")
-	names := ""
-	if g != nil {
-		for i, a := range g.dep.Apps {
-			if i > 0 {
-				names += ", "
-			}
-			names += a.Name
-		}
-	}
-	writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), names)})
+// unknownModel counts and answers 404 for a model the plan does not serve.
+func (s *Server) unknownModel(w http.ResponseWriter, name string) {
+	s.Reject(404, "unknown-model")
+	writeUnknownModel(w, name, s.Models())
+}
+
+// writeUnknownModel answers 404 for a model the plan does not serve, naming those it does.
+func writeUnknownModel(w http.ResponseWriter, name string, models []string) {
+	writeJSON(w, 404, kserve.ErrorResponse{Error: fmt.Sprintf("model %s not found: this server serves %s", formats.Echo(name), strings.Join(models, ", "))})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("model")
-	spec, g, ok := s.model(name)
+	md, ok := s.ModelInfo(name)
 	if !ok {
-		s.unknownModel(w, name, g)
+		s.unknownModel(w, name)
 		return
 	}
-	writeJSON(w, 200, &kserve.ModelMetadata{Name: name, Versions: []string{ModelVersion}, Platform: "plan-" + g.exec.Kind(), Inputs: []kserve.TensorSpec{spec.in},
-		Outputs: []kserve.TensorSpec{spec.out}, SLOUs: spec.sloUs, RateRPS: spec.rateRPS})
+	writeJSON(w, 200, &md)
 }
 
 func (s *Server) handleModelReady(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("model")
-	if _, g, ok := s.model(name); !ok {
-		s.unknownModel(w, name, g)
+	if _, _, ok := s.Specs(name); !ok {
+		s.unknownModel(w, name)
 		return
 	}
 	s.handleReady(w, r)

@@ -47,6 +47,13 @@ type Request struct {
 	// so the metrics say what the client saw (the OpenAI API answers an
 	// overload 429). nil: 503, the KServe HTTP answer. The Answer's Status stays 503.
 	RefusedStatus func(reason string) int
+	// Size, when > 0, is the request's declared size in bytes before its body is read (HTTP's
+	// Content-Length): Arrive refuses one above --max-body (413) before the door.
+	Size int64
+	// RefuseStale has Ticket.Submit refuse at intake (503, reason deadline) a request already
+	// as old as its model's SLO: a front end whose reading and decoding of the body may take
+	// that long (a slow client, a starved machine) spares the driver an event on it.
+	RefuseStale bool
 }
 
 // HopEvent is one finished hop of a request (Request.OnHop).

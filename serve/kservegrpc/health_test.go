@@ -167,7 +167,7 @@ func TestReflection(t *testing.T) {
 // accepted into the reserve answers health checks and refuses inference calls
 // (RESOURCE_EXHAUSTED), so a flood of clients never starves a kubelet's probe.
 func TestHealthReserve(t *testing.T) {
-	// MaxConns 2: the reserve is 1 slot (serve's connCaps), the second connection's.
+	// MaxConns 2: the reserve is 1 slot (connlimit.Caps), the second connection's.
 	_, addr := startFull(t, serve.Options{MaxConns: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -208,7 +208,7 @@ func TestHealthReserve(t *testing.T) {
 	}
 }
 
-// TestModelVersions: the one version rule (serve.CheckModelVersion): "" and "1" are served,
+// TestModelVersions: the one version rule (kserve.CheckModelVersion): "" and "1" are served,
 // any other version is NOT_FOUND on every RPC that names one, as HTTP answers 404.
 func TestModelVersions(t *testing.T) {
 	_, c, _ := start(t, serve.Options{Plan: loadPlan(t, "wide.json")})

@@ -8,7 +8,7 @@
 // the message (and in the trailers plan-drop-reason, plan-drop-stage, retry-after-ms); one
 // refused for overload (the in-flight bound or a door closed for overload) is
 // RESOURCE_EXHAUSTED; bad input is INVALID_ARGUMENT naming the tensor; an unknown model
-// NOT_FOUND, and so is an unknown model version (serve.CheckModelVersion: "1" or empty, the
+// NOT_FOUND, and so is an unknown model version (kserve.CheckModelVersion: "1" or empty, the
 // same rule as HTTP's /v2/models/{model}/versions/{version} routes).
 //
 // Beside the inference service the server registers grpc.health.v1 (Kubernetes gRPC probes;
@@ -101,7 +101,7 @@ func (x *Service) ModelReady(ctx context.Context, r *pb.ModelReadyRequest) (*pb.
 	if _, ok := x.s.ModelInfo(r.GetName()); !ok {
 		return nil, x.notFound(r.GetName())
 	}
-	if err := serve.CheckModelVersion(r.GetName(), r.GetVersion()); err != nil {
+	if err := kserve.CheckModelVersion(r.GetName(), r.GetVersion()); err != nil {
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	return &pb.ModelReadyResponse{Ready: x.s.Readiness(ctx) == nil}, nil
@@ -118,7 +118,7 @@ func (x *Service) ModelMetadata(_ context.Context, r *pb.ModelMetadataRequest) (
 	if !ok {
 		return nil, x.notFound(r.GetName())
 	}
-	if err := serve.CheckModelVersion(r.GetName(), r.GetVersion()); err != nil {
+	if err := kserve.CheckModelVersion(r.GetName(), r.GetVersion()); err != nil {
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	out := &pb.ModelMetadataResponse{Name: md.Name, Versions: md.Versions, Platform: md.Platform}
@@ -142,7 +142,7 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	if !ok {
 		return nil, x.notFound(r.GetModelName())
 	}
-	if err := serve.CheckModelVersion(r.GetModelName(), r.GetModelVersion()); err != nil {
+	if err := kserve.CheckModelVersion(r.GetModelName(), r.GetModelVersion()); err != nil {
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	if len(r.GetInputs()) != 1 {
@@ -171,13 +171,13 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	var inTok, outTok int32
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(traceKey); len(v) > 0 {
-			if trace, err = serve.ParseTraceIndex(v[0]); err != nil {
+			if trace, err = kserve.ParseTraceIndex(v[0]); err != nil {
 				return nil, status.Error(codes.InvalidArgument, err.Error())
 			}
 		}
-		// An exactly replayed LLM trace's tokens (serve.TraceTokensHeader).
+		// An exactly replayed LLM trace's tokens (kserve.TraceTokensHeader).
 		if v := md.Get(tokensKey); len(v) > 0 {
-			if inTok, outTok, err = serve.ParseTraceTokens(v[0]); err != nil {
+			if inTok, outTok, err = kserve.ParseTraceTokens(v[0]); err != nil {
 				return nil, status.Error(codes.InvalidArgument, err.Error())
 			}
 		}
@@ -197,7 +197,7 @@ func (x *Service) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	resp := &pb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: serve.ModelVersion, Id: r.GetId(),
+	resp := &pb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: kserve.ModelVersion, Id: r.GetId(),
 		Outputs: []*pb.ModelInferResponse_InferOutputTensor{out},
 		Parameters: map[string]*pb.InferParameter{
 			"outcome":    {ParameterChoice: &pb.InferParameter_StringParam{StringParam: a.Outcome}},
@@ -231,11 +231,11 @@ func refusedStatus(reason string) int {
 	return 503
 }
 
-// traceKey is serve.TraceIndexHeader as gRPC metadata (whose keys are lower case).
-var traceKey = strings.ToLower(serve.TraceIndexHeader)
+// traceKey is kserve.TraceIndexHeader as gRPC metadata (whose keys are lower case).
+var traceKey = strings.ToLower(kserve.TraceIndexHeader)
 
-// tokensKey is serve.TraceTokensHeader as gRPC metadata.
-var tokensKey = strings.ToLower(serve.TraceTokensHeader)
+// tokensKey is kserve.TraceTokensHeader as gRPC metadata.
+var tokensKey = strings.ToLower(kserve.TraceTokensHeader)
 
 // dropTrailer carries a drop's reason, stage, estimate and retry hint.
 func dropTrailer(a *serve.Answer) metadata.MD {

@@ -18,7 +18,7 @@ import (
 // attainment within 2 points, under the dyorc policy (speculative DP scheduling, proactive
 // loads) with the branches drawn alike in both (Deployment.Emulated with
 // dataplane.EmulatedU, a hash of the request's trace key, stage and visit: `plan load` sends
-// each request's index in the trace as serve.TraceIndexHeader, and the simulator numbers its
+// each request's index in the trace as kserve.TraceIndexHeader, and the simulator numbers its
 // arrivals the same way, so a request draws the same path in both whatever order it reaches
 // the server in; TestTraceIndexKeysDraws in serve/workflow checks that).
 //

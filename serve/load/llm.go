@@ -21,7 +21,7 @@ func llmClasses(plan *formats.Plan) []formats.LLMClass {
 // exactArrivals replays a per-request trace on an LLM plan exactly, as `plan simulate
 // --trace` does: every request once, in the class workload.AssignTrace
 // gives it, at its time divided by the load factor, with its tokens (sent as
-// serve.TraceTokensHeader). Requests of a class the run does not target (--model) are not
+// kserve.TraceTokensHeader). Requests of a class the run does not target (--model) are not
 // sent. ok is false when the run is not an exact replay (another plan, a generated trace).
 func exactArrivals(o Options, plan *formats.Plan, targets []target, load float64, window dataplane.Time) (arrivals []arrival, ok bool, err error) {
 	classes := llmClasses(plan)
@@ -72,7 +72,7 @@ func replayWindow(o Options, plan *formats.Plan, arrivals []arrival) time.Durati
 	return max(time.Duration(arrivals[len(arrivals)-1].t+1)*time.Microsecond, time.Second)
 }
 
-// tokensHeader is s's serve.TraceTokensHeader value.
+// tokensHeader is s's kserve.TraceTokensHeader value.
 func tokensHeader(s *Sample) string {
 	return strconv.Itoa(int(s.InTokens)) + "," + strconv.Itoa(int(s.OutTokens))
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // TestExactLLMReplay: `plan load --trace` on an LLM plan sends each trace request once, in
-// its class, with its tokens (serve.TraceTokensHeader), and reports TTFT and tokens as `plan
+// its class, with its tokens (kserve.TraceTokensHeader), and reports TTFT and tokens as `plan
 // simulate` does; a trace the plan cannot replay is a setup error.
 func TestExactLLMReplay(t *testing.T) {
 	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"))

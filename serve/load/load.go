@@ -29,7 +29,6 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
 	"github.com/plan-dev/plan/serve/kserve"
 )
@@ -96,7 +95,7 @@ type Options struct {
 type Sample struct {
 	App int
 	// Index is the request's index among its application's arrivals in the trace, sent to
-	// the server as serve.TraceIndexHeader so that its emulated draws follow the trace.
+	// the server as kserve.TraceIndexHeader so that its emulated draws follow the trace.
 	Index   int64
 	Arrival time.Duration // scheduled, from the start
 	Latency time.Duration // send → answer
@@ -110,7 +109,7 @@ type Sample struct {
 	// written (the raw client only): part of Latency the server cannot see.
 	Wait time.Duration
 	// InTokens and OutTokens are an LLM request's tokens from an exactly replayed trace
-	// (sent as serve.TraceTokensHeader; 0 = not given). ServerFirstToken is the time to
+	// (sent as kserve.TraceTokensHeader; 0 = not given). ServerFirstToken is the time to
 	// first token the server reported (timing.first_token_us; 0 = none).
 	InTokens, OutTokens int32
 	ServerFirstToken    time.Duration
@@ -487,9 +486,9 @@ func do(ctx context.Context, c *http.Client, base string, header http.Header, t 
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(serve.TraceIndexHeader, strconv.FormatInt(s.Index, 10))
+	req.Header.Set(kserve.TraceIndexHeader, strconv.FormatInt(s.Index, 10))
 	if s.InTokens > 0 || s.OutTokens > 0 {
-		req.Header.Set(serve.TraceTokensHeader, tokensHeader(s))
+		req.Header.Set(kserve.TraceTokensHeader, tokensHeader(s))
 	}
 	begin := time.Now()
 	resp, err := c.Do(req)

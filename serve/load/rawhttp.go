@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // rawClient sends infer requests over a pool of plain HTTP/1.1 keep-alive connections, one
@@ -68,7 +68,7 @@ func newRawClientHeader(ctx context.Context, base string, header http.Header, ma
 }
 
 // rawRequest is the bytes of t's infer requests around the one header that differs between
-// them (serve.TraceIndexHeader's value).
+// them (kserve.TraceIndexHeader's value).
 type rawRequest struct{ head, tail []byte }
 
 // request builds the bytes of t's infer requests.
@@ -76,8 +76,8 @@ func (c *rawClient) request(t *target) rawRequest {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "POST /v2/models/%s/infer HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", neturl.PathEscape(t.name), c.host, len(t.body))
 	// The user's headers, less those the request sets itself.
-	_ = c.header.WriteSubset(&b, map[string]bool{"Host": true, "Content-Type": true, "Content-Length": true, serve.TraceIndexHeader: true, serve.TraceTokensHeader: true})
-	fmt.Fprintf(&b, "%s: ", serve.TraceIndexHeader)
+	_ = c.header.WriteSubset(&b, map[string]bool{"Host": true, "Content-Type": true, "Content-Length": true, kserve.TraceIndexHeader: true, kserve.TraceTokensHeader: true})
+	fmt.Fprintf(&b, "%s: ", kserve.TraceIndexHeader)
 	tail := append([]byte("\r\n\r\n"), t.body...)
 	return rawRequest{head: b.Bytes(), tail: tail}
 }
@@ -87,7 +87,7 @@ func (r rawRequest) appendRequest(b []byte, s *Sample) []byte {
 	b = append(b, r.head...)
 	b = strconv.AppendInt(b, s.Index, 10)
 	if s.InTokens > 0 || s.OutTokens > 0 {
-		b = append(b, "\r\n"+serve.TraceTokensHeader+": "...)
+		b = append(b, "\r\n"+kserve.TraceTokensHeader+": "...)
 		b = append(b, tokensHeader(s)...)
 	}
 	return append(b, r.tail...)

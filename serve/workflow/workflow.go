@@ -151,7 +151,7 @@ func run(s *serve.Server, r *http.Request, arrived time.Time) (int, any) {
 	if err != nil {
 		return http.StatusBadRequest, ErrorResponse{Error: err.Error()}
 	}
-	trace, err := serve.ParseTraceIndex(r.Header.Get(serve.TraceIndexHeader))
+	trace, err := kserve.ParseTraceIndex(r.Header.Get(kserve.TraceIndexHeader))
 	if err != nil {
 		return http.StatusBadRequest, ErrorResponse{Error: err.Error()}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
 )
 
@@ -316,7 +317,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 // TestTraceIndexKeysDraws: the branches of a request that carries its trace index
-// (serve.TraceIndexHeader, as `plan load` sends it) follow the index, not the order requests
+// (kserve.TraceIndexHeader, as `plan load` sends it) follow the index, not the order requests
 // reach the server: the same requests sent in reverse order take the same paths. Without the
 // index they are keyed on arrival order and take other paths, which is how near-simultaneous
 // arrivals swapped by the network made a served trace another realization than the
@@ -340,7 +341,7 @@ func TestTraceIndexKeysDraws(t *testing.T) {
 				t.Fatal(err)
 			}
 			if header {
-				req.Header.Set(serve.TraceIndexHeader, fmt.Sprint(k))
+				req.Header.Set(kserve.TraceIndexHeader, fmt.Sprint(k))
 			}
 			wg.Add(1)
 			go func() {

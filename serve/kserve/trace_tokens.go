@@ -1,11 +1,9 @@
-package serve
+package kserve
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // TraceTokensHeader is the HTTP header by which a load generator replaying an LLM trace
@@ -27,7 +25,7 @@ func ParseTraceTokens(v string) (in, out int32, err error) {
 	x, err1 := strconv.Atoi(strings.TrimSpace(a))
 	y, err2 := strconv.Atoi(strings.TrimSpace(b))
 	if !ok || err1 != nil || err2 != nil || x < 0 || y < 0 || x > MaxTraceTokens || y > MaxTraceTokens {
-		return 0, 0, fmt.Errorf("header %s: %q: want IN,OUT: two whole numbers from 0 to %d", TraceTokensHeader, kserve.Clip([]byte(v)), MaxTraceTokens)
+		return 0, 0, fmt.Errorf("header %s: %q: want IN,OUT: two whole numbers from 0 to %d", TraceTokensHeader, Clip([]byte(v)), MaxTraceTokens)
 	}
 	return int32(x), int32(y), nil
 }

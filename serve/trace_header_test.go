@@ -5,34 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-)
 
-func TestParseTraceIndex(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    int64
-		wantErr string
-	}{
-		{"", 0, ""},
-		{"0", 1, ""},
-		{"41", 42, ""},
-		{"1099511627775", 1 << 40, ""},
-		{"1099511627776", 0, `"1099511627776": want a whole number from 0 to 1099511627775`},
-		{"-1", 0, `"-1"`},
-		{"1e3", 0, `"1e3"`},
-		{" 7", 0, `" 7"`},
-		{"x", 0, "header Plan-Trace-Index"},
-	}
-	for _, tc := range tests {
-		got, err := ParseTraceIndex(tc.in)
-		switch {
-		case tc.wantErr == "" && (err != nil || got != tc.want):
-			t.Errorf("ParseTraceIndex(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-			t.Errorf("ParseTraceIndex(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.wantErr)
-		}
-	}
-}
+	"github.com/plan-dev/plan/serve/kserve"
+)
 
 // TestTraceIndexHeaderBad: a malformed trace index is a 400 naming the header and the value,
 // and nothing reaches the engine; a good one is served. The header is checked before the
@@ -54,7 +29,7 @@ func TestTraceIndexHeaderBad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set(TraceIndexHeader, tc.value)
+		req.Header.Set(kserve.TraceIndexHeader, tc.value)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +37,7 @@ func TestTraceIndexHeaderBad(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
-			t.Errorf("%s: %q → %d %s; want %d containing %s", TraceIndexHeader, tc.value, resp.StatusCode, b, tc.code, tc.want)
+			t.Errorf("%s: %q → %d %s; want %d containing %s", kserve.TraceIndexHeader, tc.value, resp.StatusCode, b, tc.code, tc.want)
 		}
 	}
 }

@@ -1,10 +1,8 @@
-package serve
+package kserve
 
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/plan-dev/plan/serve/kserve"
 )
 
 // TraceIndexHeader is the HTTP header (and, lower-cased, the gRPC metadata key) by which a
@@ -28,7 +26,7 @@ func ParseTraceIndex(v string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || n > MaxTraceIndex {
-		return 0, fmt.Errorf("header %s: %q: want a whole number from 0 to %d", TraceIndexHeader, kserve.Clip([]byte(v)), int64(MaxTraceIndex))
+		return 0, fmt.Errorf("header %s: %q: want a whole number from 0 to %d", TraceIndexHeader, Clip([]byte(v)), int64(MaxTraceIndex))
 	}
 	return n + 1, nil
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package serve
+package connlimit
 
 // fdLimit is a conservative descriptor budget where the limit cannot be read.
 func fdLimit() int { return 4096 }
