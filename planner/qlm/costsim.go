@@ -30,7 +30,7 @@ const maxTopUp = 32
 func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *CostResult) (int, error) {
 	added := 0
 	for {
-		r, err := simulate(in.Profiles, w.LLMClasses, res.Instances, res.Routes, verifySeconds, verifySeed, -1)
+		r, err := simulate(in.Profiles, w.LLMClasses, res.Instances, res.Routes, verifySeconds(w), verifySeed, -1)
 		if err != nil {
 			return added, fmt.Errorf("qlm: simulating the fleet: %w", err)
 		}
