@@ -3,6 +3,8 @@ package qlm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,6 +152,21 @@ func TestClassInputChecks(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestFloorSig3: the capacity is rounded down to the three digits the refusal prints, so the
+// quoted rate is never above one that met.
+func TestFloorSig3(t *testing.T) {
+	for _, tc := range []struct{ in, want float64 }{
+		{0, 0}, {-1, 0}, {2.1875, 2.18}, {2.18, 2.18}, {17.09, 17}, {19.5, 19.5}, {0.0123456, 0.0123}, {1234.5, 1230},
+	} {
+		if got := floorSig3(tc.in); math.Abs(got-tc.want) > 1e-12*math.Max(1, tc.want) {
+			t.Errorf("floorSig3(%g) = %g, want %g", tc.in, got, tc.want)
+		}
+		if got := floorSig3(tc.in); fmt.Sprintf("%.3g", got) != fmt.Sprintf("%.3g", tc.want) {
+			t.Errorf("floorSig3(%g) prints %.3g", tc.in, got)
 		}
 	}
 }
