@@ -30,9 +30,9 @@ const topUpSeconds = 30
 // it, when more).
 const maxTopUp = 32
 
-// topUp simulates res's fleet at w's rates (`plan simulate --load 1`, topUpSeconds) and, while a class misses
-// Target, adds one instance of the kind that serves most of the class's model (the ILP's
-// choice of GPU type for it) within the cluster's available GPUs. It returns how many it
+// topUp simulates res's fleet at w's rates (`plan simulate --load 1`: topUpSeconds) and,
+// while a class misses Target, adds one instance of the kind that serves most of the class's
+// model (the ILP's choice of GPU type for it) within the cluster's available GPUs. It returns how many it
 // added, or ErrInfeasible naming the class, its target and what the fleet reaches.
 func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *CostResult) (int, error) {
 	added := 0

@@ -80,9 +80,9 @@ func profileForCount(profs []*formats.Profile, model, gpu string, count int) *fo
 // Solve plans the initial placement: each model's instances by its load in instances (its
 // classes' rate over what one instance serves them at within every SLO, InstanceRate), on
 // every GPU set of the cluster, or with MinGPUs on the fewest that meet the targets; the
-// placement is then simulated at the workload's rates (`plan simulate --load 1`), and a plan
-// some class of which misses Target there is refused naming the class, its target and what
-// the best placement reaches.
+// placement is then simulated at the workload's rates (the prediction's run, verifySeconds),
+// and a plan some class of which misses Target there is refused naming the class, its
+// target and what the best placement reaches.
 func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	strategy := o.Strategy
 	if strategy == "" {
