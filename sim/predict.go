@@ -18,16 +18,6 @@ import (
 // writes it and `plan check` re-runs it from the plan's own inputs.
 
 const (
-	// predictMinRequests is how many requests each application gets at least (within the
-	// duration bounds below): at 99% the sampling error 1.96·√(a(1−a)/n) is then ±0.44 points,
-	// small beside the 1-point miss budget (20 / (1 − target)).
-	predictMinRequests = 2000
-	// predictMinSeconds and predictMaxSeconds bound the simulated span; predictMaxRequests
-	// bounds one load point's arrivals over all applications, so that a prediction takes
-	// seconds, not minutes, whatever the rates.
-	predictMinSeconds  = 20.0
-	predictMaxSeconds  = 600.0
-	predictMaxRequests = 200_000
 	// predictHeadroomCap is the highest load factor the headroom search tries.
 	predictHeadroomCap = 2.0
 )
@@ -200,22 +190,9 @@ func workloadRate(w *formats.Workload, name string) float64 {
 	return 0
 }
 
-// predictSpan is the simulated span in seconds: long enough for predictMinRequests of the
-// slowest application, within the bounds.
-func predictSpan(base []float64) float64 {
-	secs, total := predictMinSeconds, 0.0
-	for _, r := range base {
-		if r > 0 {
-			secs = max(secs, predictMinRequests/r)
-			total += r
-		}
-	}
-	secs = min(secs, predictMaxSeconds)
-	if total > 0 {
-		secs = min(secs, predictMaxRequests/total)
-	}
-	return math.Round(secs*1000) / 1000
-}
+// predictSpan is the simulated span in seconds (workload.PredictionSpan: the planners that
+// size by simulation judge capacity on the same runs).
+func predictSpan(base []float64) float64 { return workload.PredictionSpan(base) }
 
 // appTargets are the applications' attainment targets: the percentile an application's SLO
 // is stated at (a cascade's p95), else MaxLoadTarget.
@@ -309,8 +286,8 @@ func pointAt(points []Point, load float64) *Point {
 // margin (replicationMargin); replicationSeedStride keeps their seeds clear of the seeds a
 // caller passes for an independent run (seed + 1000 in the property test).
 const (
-	predictReplications   = 2
-	replicationSeedStride = 7919
+	predictReplications   = workload.PredictionReplications
+	replicationSeedStride = workload.ReplicationSeedStride
 )
 
 // replicationMargin is the 95% range of one run's attainment from independent replications:

@@ -80,26 +80,6 @@ func TestPredictMargins(t *testing.T) {
 	}
 }
 
-// TestPredictSpan: the span gives the slowest application predictMinRequests, within
-// [predictMinSeconds, predictMaxSeconds] and predictMaxRequests over all applications.
-func TestPredictSpan(t *testing.T) {
-	tests := []struct {
-		rates []float64
-		want  float64
-	}{
-		{[]float64{1000}, predictMinSeconds},          // 2 s of requests: the floor
-		{[]float64{10}, 200},                          // 2000 requests at 10/s
-		{[]float64{1}, predictMaxSeconds},             // 2000 s: the ceiling
-		{[]float64{10, 19_990}, 10},                   // 200,000 requests over both
-		{[]float64{0, 50}, predictMinRequests / 50.0}, // a rate of 0 is ignored
-	}
-	for _, tc := range tests {
-		if got := predictSpan(tc.rates); got != tc.want {
-			t.Errorf("predictSpan(%v) = %g, want %g", tc.rates, got, tc.want)
-		}
-	}
-}
-
 // TestWorkloadRate: an application's rate is found among models, pipelines, LLM classes and
 // workflow apps; none is 0.
 func TestWorkloadRate(t *testing.T) {

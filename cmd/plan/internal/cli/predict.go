@@ -15,14 +15,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 )
 
-// predictSeed seeds the prediction's arrivals: a plan's prediction is reproducible.
-const predictSeed = 1
+// predictSeed seeds the prediction's arrivals (workload.PredictionSeed, the planners' too).
+const predictSeed = workload.PredictionSeed
 
 // predictPlan simulates plan at its own rates and returns its prediction.
 func predictPlan(ctx context.Context, reg *systems.Registry, plan *formats.Plan) (*formats.Prediction, error) {
