@@ -125,6 +125,9 @@ type dslot struct {
 	resv    int
 	link    dataplane.Time
 	pending []int
+	// waiting are the landed requests still holding a reservation (queued at the decode
+	// engine, not yet admitted): unreserve looks at these, not at every running sequence.
+	waiting []int
 }
 
 // dreq is one request's state across the two sides.
@@ -251,6 +254,7 @@ func (r *disaggRun) arrive(now dataplane.Time, i int) {
 	r.st[i].pre, r.at[s] = s, i
 	sl := r.pre[p]
 	sl.q.Push(s)
+	sl.waiting = append(sl.waiting, i)
 	if sl.hold <= now {
 		sl.hold = now + 1 // the arrival hold, as Replay
 	}
@@ -406,23 +410,29 @@ func (r *disaggRun) landed(now dataplane.Time, i int) {
 	st.dec, r.at[s] = s, i
 	r.res[i].Landed, r.res[i].FirstToken = now, now
 	sl.q.Push(s)
+	sl.waiting = append(sl.waiting, i)
 	if sl.hold <= now {
 		sl.hold = now + 1
 	}
 }
 
-// unreserve ends the reservations of landed requests their decode engine admitted.
+// unreserve ends the reservations of landed requests their decode engine admitted (a
+// sequence holds KV from its admission on; a step admits and preempts in separate calls, and
+// unreserve runs after every one, so an admitted sequence is seen holding KV).
 func (r *disaggRun) unreserve() {
 	for _, sl := range r.dec {
-		if sl.resv == 0 {
-			continue
-		}
-		for _, s := range sl.e.Running {
-			st := &r.st[r.at[s]]
-			if st.reserved && s.KV > 0 {
+		keep := sl.waiting[:0]
+		for _, i := range sl.waiting {
+			st := &r.st[i]
+			if st.reserved && st.dec.KV > 0 {
 				st.reserved = false
 				sl.resv -= st.need
+				continue
+			}
+			if st.reserved {
+				keep = append(keep, i)
 			}
 		}
+		sl.waiting = keep
 	}
 }

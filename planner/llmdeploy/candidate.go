@@ -2,6 +2,7 @@ package llmdeploy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +39,12 @@ type Engine struct {
 	// prefix (prefix_tokens), the engine skips its cached blocks (llm-engine-2 §2; vLLM V1's
 	// default), so the search runs it on for them.
 	PrefixCaching bool
+	// SpecTokens is k, the draft tokens of speculative decoding (0: off). Tried only where
+	// the given profile states speculative decoding (its acceptance rate and draft cost are
+	// measurements the search cannot make): k ∈ {0, 2, 4, the profile's}, the verify step
+	// costing T(B·(k+1) tokens) + k draft steps (llm-deploy-search.md §5; at high load
+	// it slows an engine down, so it is searched, never assumed).
+	SpecTokens int
 }
 
 // Role is one kind of instance of a candidate: a model's engine on TP GPUs of one type. An
@@ -67,7 +74,7 @@ type Candidate struct {
 func (c Candidate) Key() string {
 	parts := []string{c.Model, string(c.Mode), fmt.Sprint(c.Ratio)}
 	for _, r := range c.Roles {
-		parts = append(parts, fmt.Sprintf("%s/%s/%d/%d/%d/%t/%s", r.Role, r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs, r.Engine.PrefixCaching, r.Source))
+		parts = append(parts, fmt.Sprintf("%s/%s/%d/%d/%d/%t/%d/%s", r.Role, r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs, r.Engine.PrefixCaching, r.Engine.SpecTokens, r.Source))
 	}
 	return strings.Join(parts, "|")
 }
@@ -96,6 +103,9 @@ func (c Candidate) Label() string {
 	var parts []string
 	for _, r := range c.Roles {
 		s := fmt.Sprintf("%s×%d b%d s%d", r.GPU, r.TP, r.Engine.MaxBatchedTokens, r.Engine.MaxSeqs)
+		if r.Engine.SpecTokens > 0 {
+			s += fmt.Sprintf(" k%d", r.Engine.SpecTokens)
+		}
 		if r.Role != "" {
 			s = r.Role + ":" + s
 		}
@@ -328,14 +338,27 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 	for _, b := range bases {
 		for _, bt := range o.BatchedTokens {
 			for _, s := range o.MaxSeqs {
-				r := b
-				r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s, PrefixCaching: shared || (b.Profile.Engine != nil && b.Profile.Engine.EnablePrefixCaching)}
-				r.Profile = withEngine(b.Profile, r.Engine)
-				out = append(out, r)
+				for _, k := range specTokens(b.Profile) {
+					r := b
+					r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s, PrefixCaching: shared || (b.Profile.Engine != nil && b.Profile.Engine.EnablePrefixCaching), SpecTokens: k}
+					r.Profile = withEngine(b.Profile, r.Engine)
+					out = append(out, r)
+				}
 			}
 		}
 	}
 	return out, probs
+}
+
+// specTokens are the draft lengths the search tries on profile pr: {0} without speculative
+// decoding, else 0 (off), 2, 4 and the profile's own k (Engine.SpecTokens).
+func specTokens(pr *formats.LLMProfile) []int {
+	if pr.Engine == nil || pr.Engine.Speculative == nil {
+		return []int{0}
+	}
+	ks := []int{0, 2, 4, pr.Engine.Speculative.DraftTokens}
+	slices.Sort(ks)
+	return slices.Compact(ks)
 }
 
 // withEngine is a copy of pr running the engine settings e (the rest of its engine block
@@ -347,6 +370,15 @@ func withEngine(pr *formats.LLMProfile, e Engine) *formats.LLMProfile {
 		eng = *pr.Engine
 	}
 	eng.MaxNumBatchedTokens, eng.MaxNumSeqs, eng.EnablePrefixCaching = e.MaxBatchedTokens, e.MaxSeqs, e.PrefixCaching
+	if eng.Speculative != nil {
+		if e.SpecTokens == 0 {
+			eng.Speculative = nil
+		} else {
+			sp := *eng.Speculative
+			sp.DraftTokens = e.SpecTokens
+			eng.Speculative = &sp
+		}
+	}
 	cp.Engine = &eng
 	return &cp
 }

@@ -226,5 +226,15 @@ func (x Role) flags() string {
 	if x.Engine.PrefixCaching {
 		caching = "--enable-prefix-caching"
 	}
-	return fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
+	f := fmt.Sprintf("--tensor-parallel-size %d --max-num-batched-tokens %d --max-num-seqs %d %s", x.TP, x.Engine.MaxBatchedTokens, x.Engine.MaxSeqs, caching)
+	// Speculative decoding as vLLM's --speculative-config (export/qlm writes the same): a
+	// named draft model, else n-gram prompt lookup; a prefill instance drafts nothing.
+	if k := x.Engine.SpecTokens; k > 0 && x.Role != RolePrefill {
+		method := `"method":"ngram"`
+		if sp := x.Profile.Engine.Speculative; sp != nil && sp.DraftModel != "" {
+			method = fmt.Sprintf(`"method":"draft_model","model":%q`, sp.DraftModel)
+		}
+		f += fmt.Sprintf(` --speculative-config '{%s,"num_speculative_tokens":%d}'`, method, k)
+	}
+	return f
 }
