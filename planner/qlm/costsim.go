@@ -19,25 +19,18 @@ import (
 // rate of each GPU type's whole class mix was tried: it mis-rates routed fleets, where a type
 // serves only some sizes, and made the ILP far slower.)
 
-// topUpSeconds is the span of the top-up's simulation: `plan simulate`'s default 30 s, not the
-// prediction's span (verifySeconds). The frontier compares the topped-up fleet with the
-// cheapest single type as the ILP sizes it, unsimulated; a fleet topped up on the longer run
-// costs more than that baseline (13.81 USD/h against 3×A100's 11.79 on the busy mix), and
-// `plan solve`'s rate-margin lever checks the fleet against the prediction anyway.
-const topUpSeconds = 30
-
 // maxTopUp bounds the instances the verification adds beyond the ILP's fleet (or half of
 // it, when more).
 const maxTopUp = 32
 
-// topUp simulates res's fleet at w's rates (`plan simulate --load 1`: topUpSeconds) and,
-// while a class misses Target, adds one instance of the kind that serves most of the class's
-// model (the ILP's choice of GPU type for it) within the cluster's available GPUs. It returns how many it
+// topUp simulates res's fleet at w's rates (`plan simulate --load 1`) and, while a class misses
+// Target, adds one instance of the kind that serves most of the class's model (the ILP's
+// choice of GPU type for it) within the cluster's available GPUs. It returns how many it
 // added, or ErrInfeasible naming the class, its target and what the fleet reaches.
 func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *CostResult) (int, error) {
 	added := 0
 	for {
-		r, err := simulate(in.Profiles, w.LLMClasses, res.Instances, res.Routes, topUpSeconds, verifySeed, -1)
+		r, err := simulate(in.Profiles, w.LLMClasses, res.Instances, res.Routes, verifySeconds, verifySeed, -1)
 		if err != nil {
 			return added, fmt.Errorf("qlm: simulating the fleet: %w", err)
 		}

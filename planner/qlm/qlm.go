@@ -84,9 +84,9 @@ func profileForCount(profs []*formats.Profile, model, gpu string, count int) *fo
 // Solve plans the initial placement: each model's instances by its load in instances (its
 // classes' rate over what one instance serves them at within every SLO, InstanceRate), on
 // every GPU set of the cluster, or with MinGPUs on the fewest that meet the targets; the
-// placement is then simulated at the workload's rates (the prediction's run, verifySeconds),
-// and a plan some class of which misses Target there is refused naming the class, its
-// target and what the best placement reaches.
+// placement is then simulated at the workload's rates (`plan simulate --load 1`), and a plan
+// some class of which misses Target there is refused naming the class, its target and what
+// the best placement reaches.
 func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	strategy := o.Strategy
 	if strategy == "" {
@@ -148,7 +148,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			}
 			return nil, overloaded(in, w, over, load, count, chosen, len(slots))
 		}
-		res, err := simulate(in.Profiles, w.LLMClasses, q.Instances, nil, verifySeconds(w), verifySeed, -1)
+		res, err := simulate(in.Profiles, w.LLMClasses, q.Instances, nil, verifySeconds, verifySeed, -1)
 		if err != nil {
 			return nil, fmt.Errorf("qlm: simulating the placement: %w", err)
 		}
@@ -426,12 +426,11 @@ func GPUSet(in formats.QLMInstance) string {
 	return s
 }
 
-// overloadedModel is the first model (in class order) whose load in instances exceeds its
-// instance count, or "". A load of exactly 1 per instance is the capacity InstanceRate
-// found meeting every SLO, and the rate a refusal quotes: it is served.
+// overloadedModel is the first model (in class order) whose load in instances reaches its
+// instance count, or "".
 func overloadedModel(models []string, load map[string]float64, count map[string]int) string {
 	for _, m := range models {
-		if count[m] == 0 || load[m] > float64(count[m])*(1+1e-9) {
+		if count[m] == 0 || load[m] >= float64(count[m]) {
 			return m
 		}
 	}
@@ -546,8 +545,8 @@ func Verify(p *formats.Plan) []string {
 			out = append(out, fmt.Sprintf("qlm.groups[%d].class: %s: not a class of the embedded workload", i, g.Class))
 		}
 	}
-	if u := Utilization(p); u > 1+1e-9 && p.Fleet == nil { // a cost plan's objective is its cost (cost.go)
-		out = append(out, fmt.Sprintf("load per instance (rate / simulated capacity) %.3f > 1: the placement cannot sustain the class rates", u))
+	if u := Utilization(p); u >= 1 && p.Fleet == nil { // a cost plan's objective is its cost (cost.go)
+		out = append(out, fmt.Sprintf("load per instance (rate / simulated capacity) %.3f >= 1: the placement cannot sustain the class rates", u))
 	}
 	return out
 }
