@@ -384,10 +384,10 @@ func withEngine(pr *formats.LLMProfile, e Engine) *formats.LLMProfile {
 }
 
 // disaggregated are model's disaggregated candidates: a prefill role and a decode role on
-// one GPU type (the KV moves inside the type's servers, DistServe's Alg. 2 "stage-aligned P
-// and D segments share a node"), at every pair of its tensor-parallel sizes at most a
-// factor of two apart, each at every ratio of o whose instances fit the type's available
-// GPUs. The prefill side runs the
+// one GPU type (DistServe's Alg. 2 "stage-aligned P and D segments share a node") at every
+// pair of its tensor-parallel sizes at most a factor of two apart, or on two GPU types at
+// one tensor-parallel size (the KV crosses servers over the cluster's kv_link_gbps), each
+// at every ratio of o whose instances fit each type's available GPUs. The prefill side runs the
 // largest token budget tried (a prefill engine batches prompts, Splitwise §4.1), the decode
 // side the largest sequence cap; both at the given or estimated profile of their TP.
 func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []Candidate {
@@ -413,9 +413,12 @@ func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []
 	var out []Candidate
 	for _, kp := range keys {
 		for _, kd := range keys {
-			// One GPU type; TPs at most a factor of two apart (DistServe's and AIConfigurator's
-			// best pairs are: simdistserve's tp_P 2, tp_D 1; AIC's P TP2 with D TP4, §7).
-			if kp.gpu != kd.gpu || kp.tp > 2*kd.tp || kd.tp > 2*kp.tp {
+			// On one GPU type, TPs at most a factor of two apart (DistServe's and
+			// AIConfigurator's best pairs are: simdistserve's tp_P 2, tp_D 1; AIC's P TP2 with
+			// D TP4, §7); across two types (prefill on the compute-rich one, decode on the
+			// one with bandwidth per dollar: Splitwise's mixed pools, §1) at one TP, which
+			// keeps the pairs few.
+			if kp.tp > 2*kd.tp || kd.tp > 2*kp.tp || (kp.gpu != kd.gpu && kp.tp != kd.tp) {
 				continue
 			}
 			p, d := pre[kp], dec[kd]
@@ -426,7 +429,9 @@ func disaggregated(model string, roles []Role, c *formats.Cluster, o Options) []
 			}
 			p.Role, d.Role = RolePrefill, RoleDecode
 			for _, ratio := range o.Ratios {
-				if ratio[0]*kp.tp+ratio[1]*kd.tp > c.AvailableOf(kp.gpu) {
+				need := map[string]int{kp.gpu: ratio[0] * kp.tp}
+				need[kd.gpu] += ratio[1] * kd.tp
+				if need[kp.gpu] > c.AvailableOf(kp.gpu) || need[kd.gpu] > c.AvailableOf(kd.gpu) {
 					continue
 				}
 				out = append(out, Candidate{Model: model, Mode: Disaggregated, Roles: []Role{p, d}, Ratio: ratio})

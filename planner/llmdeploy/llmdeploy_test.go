@@ -334,7 +334,8 @@ func (p perGPU) Probe(c Candidate, classes []formats.LLMClass, rate float64, _ O
 }
 
 // TestDisaggregatedFleet: with a KV link the search enumerates prefill/decode pairs on one
-// GPU type at every ratio that fits the type's GPUs, sizes them in the same MILP, keeps them
+// GPU type, and across two types at one TP, at every ratio that fits each type's GPUs, sizes
+// them (pairs across types outside the MILP, off the available counts), keeps them
 // out of the aggregated-only comparisons, and writes a chosen disaggregated unit as prefill
 // and decode instances (its sizing checked here with a stand-in evaluator).
 func TestDisaggregatedFleet(t *testing.T) {
@@ -350,22 +351,29 @@ func TestDisaggregatedFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, cross := 0, 0
 	for _, c := range cands {
 		if c.Mode != Disaggregated {
 			continue
 		}
 		n++
 		p, d := c.Roles[0], c.Roles[1]
-		if p.Role != RolePrefill || d.Role != RoleDecode || p.GPU != d.GPU {
-			t.Errorf("%s: roles %s/%s on %s/%s", c.Label(), p.Role, d.Role, p.GPU, d.GPU)
+		if p.Role != RolePrefill || d.Role != RoleDecode || (p.GPU != d.GPU && p.TP != d.TP) {
+			t.Errorf("%s: roles %s/%s on %s/%s (two types pair at one TP)", c.Label(), p.Role, d.Role, p.GPU, d.GPU)
 		}
-		if g := c.GPUs()[p.GPU]; g != c.Ratio[0]*p.TP+c.Ratio[1]*d.TP || g > in.Cluster.AvailableOf(p.GPU) {
-			t.Errorf("%s: %d GPUs", c.Label(), g)
+		if p.GPU != d.GPU {
+			cross++
+		}
+		want := map[string]int{p.GPU: c.Ratio[0] * p.TP}
+		want[d.GPU] += c.Ratio[1] * d.TP
+		for g, k := range c.GPUs() {
+			if k != want[g] || k > in.Cluster.AvailableOf(g) {
+				t.Errorf("%s: %d %s GPUs, want %d within %d", c.Label(), k, g, want[g], in.Cluster.AvailableOf(g))
+			}
 		}
 	}
-	if n == 0 {
-		t.Fatal("no disaggregated candidates")
+	if n == 0 || cross == 0 {
+		t.Fatalf("%d disaggregated candidates, %d across GPU types", n, cross)
 	}
 	res, err := Search(context.Background(), in, o)
 	if err != nil {
@@ -504,5 +512,75 @@ func TestPlanGPUsOnSizedCluster(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// acrossTypes is a stand-in disaggregated evaluator under which only pairs across two GPU
+// types serve (rate per GPU of the pair); pairs on one type serve nothing.
+type acrossTypes float64
+
+func (p acrossTypes) Probe(c Candidate, classes []formats.LLMClass, rate float64, _ Options) ([]ClassPrediction, error) {
+	n := 0
+	for _, g := range c.GPUs() {
+		n += g
+	}
+	ok := len(c.GPUs()) == 2 && rate <= float64(p)*float64(n)
+	return []ClassPrediction{{Class: classes[0].Name, Requests: 1, Checks: []Check{{Met: ok}}}}, nil
+}
+
+// TestAcrossTypesFleet: a prefill/decode pair across two GPU types (sized outside the MILP:
+// its model's rate over its capacity, off each type's available GPUs) serves its model
+// beside the other model's MILP-sized kinds; the fleet's cost is both parts', and the plan's
+// instances are the pair's on their own types.
+func TestAcrossTypesFleet(t *testing.T) {
+	real := Evaluators[Disaggregated]
+	Evaluators[Disaggregated] = acrossTypes(1000)
+	resetMemo()
+	defer func() { Evaluators[Disaggregated] = real }()
+	defer resetMemo()
+	in := inputs(t, "workload.yaml", "cluster.yaml")
+	o := small
+	o.KVLinkGBps, o.Modes = 450, []Mode{Aggregated, Disaggregated}
+	res, err := Search(context.Background(), in, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The 8B on pairs across types only (one H100 aggregated is cheaper than any pair), the
+	// 70B on whatever serves it.
+	res.Chosen = res.solve(context.Background(), in.Cluster, "pairs", func(r Row) bool {
+		return r.Candidate.Model != "llama-3.1-8b" || len(r.Candidate.GPUs()) == 2
+	})
+	if res.Chosen.Err != nil {
+		t.Fatal(res.Chosen.Err)
+	}
+	pair := -1
+	sum := 0.0
+	for i, n := range res.Chosen.Units {
+		sum += float64(n) * res.Rows[i].UnitPrice
+		if len(res.Rows[i].Candidate.GPUs()) == 2 {
+			pair = i
+		}
+	}
+	if pair < 0 {
+		t.Fatalf("no pair across types chosen for the 8B: %v", res.Chosen.Units)
+	}
+	if c := res.Rows[pair].Candidate; c.Model != "llama-3.1-8b" || res.Chosen.Units[pair] != int(math.Ceil(res.Rates[c.Model]/res.Rows[pair].Eval.Rate-1e-9)) {
+		t.Errorf("%s: %d units for %g req/s at %g per unit", c.Label(), res.Chosen.Units[pair], res.Rates[c.Model], res.Rows[pair].Eval.Rate)
+	}
+	if math.Abs(res.Chosen.Cost-sum) > 1e-6 {
+		t.Errorf("fleet cost %g, want its units' %g", res.Chosen.Cost, sum)
+	}
+	p, err := res.Plan(in, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]string{}
+	for _, x := range p.QLM.Instances {
+		if x.Model == "llama-3.1-8b" {
+			roles[x.Role] = x.GPU
+		}
+	}
+	if roles[RolePrefill] == "" || roles[RoleDecode] == "" || roles[RolePrefill] == roles[RoleDecode] || roles[""] != "" {
+		t.Errorf("the 8B's instances by role %v: want prefill and decode on two types", roles)
 	}
 }

@@ -236,9 +236,7 @@ func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, k
 	agg := map[string][]int{}
 	dis := map[string][]int{}
 	for i, r := range res.Rows {
-		// A unit takes GPUs of one type (Enumerate pairs disaggregated roles on one type):
-		// the MILP bounds each type's GPUs by its available count.
-		if !r.Kind || !keep(r) || len(r.Candidate.GPUs()) != 1 {
+		if !r.Kind || !keep(r) {
 			continue
 		}
 		m := r.Candidate.Model
@@ -299,11 +297,38 @@ func (res *Result) solve(ctx context.Context, c *formats.Cluster, name string, k
 
 // milp is the least-cost fleet of the given kinds: the fleet MILP (planner/fleet, dedicated)
 // with one demand per model (its classes' total rate; a unit of a kind serves its capacity
-// of it), each GPU type's units × GPUs within its available count.
+// of it), each GPU type's units × GPUs within its available count. A kind over two GPU
+// types (a disaggregated pair across types) serves its model alone (solve's rule), so its
+// units are the model's rate over its capacity, taken off each type's available count
+// before the MILP sizes the rest.
 func (res *Result) milp(ctx context.Context, c *formats.Cluster, name string, kinds []int) Fleet {
-	f := Fleet{Name: name}
+	f := Fleet{Name: name, Units: map[int]int{}}
 	p := fleet.Problem{Limits: map[string]int{}}
+	used := map[string]int{}
+	direct := map[string]bool{}
+	var single []int
+	cost := 0.0
 	for _, i := range kinds {
+		r := res.Rows[i]
+		if len(r.Candidate.GPUs()) == 1 {
+			single = append(single, i)
+			continue
+		}
+		units := int(math.Ceil(res.Rates[r.Candidate.Model]/r.Eval.Rate - 1e-9))
+		f.Units[i] = units
+		cost += float64(units) * r.UnitPrice
+		direct[r.Candidate.Model] = true
+		for g, n := range r.Candidate.GPUs() {
+			used[g] += units * n
+		}
+	}
+	for g, n := range used {
+		if a := c.AvailableOf(g); n > a {
+			f.Err, f.Cost = fmt.Errorf("%w: cluster: gpus[type=%s].available: %d: the disaggregated pairs chosen need %d", fleet.ErrShort, g, a, n), math.Inf(1)
+			return f
+		}
+	}
+	for _, i := range single {
 		r := res.Rows[i]
 		units, group := 0, ""
 		for g, n := range r.Candidate.GPUs() {
@@ -311,28 +336,40 @@ func (res *Result) milp(ctx context.Context, c *formats.Cluster, name string, ki
 		}
 		p.Types = append(p.Types, fleet.Type{Name: r.Candidate.Label(), Price: r.UnitPrice, Available: -1, Group: group, Units: units})
 		if a := c.AvailableOf(group); a < math.MaxInt {
-			p.Limits[group] = a
+			p.Limits[group] = a - used[group]
 		}
 	}
 	for _, m := range res.Models {
-		d := fleet.Demand{Name: m, Rate: res.Rates[m], Cap: make([]float64, len(kinds))}
-		for k, i := range kinds {
+		if direct[m] {
+			continue
+		}
+		d := fleet.Demand{Name: m, Rate: res.Rates[m], Cap: make([]float64, len(single))}
+		for k, i := range single {
 			if res.Rows[i].Candidate.Model == m {
 				d.Cap[k] = res.Rows[i].Eval.Rate
 			}
 		}
 		p.Demands = append(p.Demands, d)
 	}
+	if len(p.Demands) == 0 {
+		// Every model on a pair across types: sized exactly, nothing left to the MILP.
+		f.Sizing, f.Cost = &fleet.Solution{Status: "optimal", Cost: cost, Bound: cost}, cost
+		return f
+	}
 	sol, err := fleet.Size(ctx, p, 20*time.Second, 1e-6)
 	if err != nil {
 		f.Err, f.Cost = err, math.Inf(1)
 		return f
 	}
-	f.Sizing, f.Cost, f.Units = sol, sol.Cost, map[int]int{}
+	// The pairs sized outside the MILP add their cost to its objective and its bound alike.
+	total := *sol
+	total.Cost += cost
+	total.Bound += cost
+	f.Sizing, f.Cost = &total, total.Cost
 	for d := range p.Demands {
 		for k, n := range sol.Dedicated[d] {
 			if n > 0 {
-				f.Units[kinds[k]] += n
+				f.Units[single[k]] += n
 			}
 		}
 	}
