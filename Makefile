@@ -12,8 +12,8 @@
 #                 where concurrency lives, scripts/unit-tests.sh; schema drift included), the
 #                 wall-clock agreement runs, the serve floor benchmark's quick form, short fuzz
 #                 runs, and `plan check` over the golden plans
-#   make test-full  the same with every package under -race, minute-long agreement runs and
-#                 30 s of fuzzing per target
+#   make test-full  the same with every package under -race, the heavy end-to-end test cases
+#                 (PLAN_TEST_FULL=1), minute-long agreement runs and 30 s of fuzzing per target
 #   make bench    Go benchmarks of the hot paths and the solver
 #   make generate regenerate the protobuf/gRPC Go code from the .proto files (protoc from the
 #                 Debian package protobuf-compiler; the Go plugins at the pinned versions below)
@@ -139,10 +139,11 @@ test:
 	@$(PHASE) golden $(MAKE) --no-print-directory golden
 	@$(PHASE) --summary
 
-# Everything `make test` runs, with every package under -race, agreement runs of a minute per
-# load point and longer fuzzing: what CI ran before the race split, for a machine with time.
+# Everything `make test` runs, with every package under -race, the heavy end-to-end test cases
+# (PLAN_TEST_FULL=1, internal/testmode: each has a fast representative in `make test`),
+# agreement runs of a minute per load point and longer fuzzing, for a machine with time.
 test-full:
-	$(MAKE) --no-print-directory UNIT_GROUP=full AGREEMENT_DURATION=60s OPENAI_AGREEMENT_DURATION=60s FUZZTIME=30s test
+	PLAN_TEST_FULL=1 $(MAKE) --no-print-directory UNIT_GROUP=full AGREEMENT_DURATION=60s OPENAI_AGREEMENT_DURATION=60s FUZZTIME=30s test
 
 # vet and staticcheck see every package as the unit tests build it (with the native engine's
 # tag, so the two share Go's build cache: a fresh CI machine compiles the module once, not

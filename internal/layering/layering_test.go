@@ -87,6 +87,8 @@ var layers = []layer{
 	// progress decides, in one place, whether stderr is a terminal (progress lines or none).
 	{"internal/progress", 0, "progress", 0},
 	{"internal/readme", 0, "readme", 0},
+	// testmode decides, in one place, whether heavy test cases run (make test-full).
+	{"internal/testmode", 0, "testmode", 0},
 	// promcheck lints Prometheus expositions (promtool's rules) for serve's and cmd's tests.
 	{"internal/promcheck", 0, "promcheck", 0},
 	// quantile is the one percentile definition (numpy's linear), for every report.

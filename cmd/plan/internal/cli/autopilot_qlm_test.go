@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/serve"
 	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
@@ -28,11 +29,15 @@ func TestSimulateAutopilotQLM(t *testing.T) {
 	for _, tc := range []struct {
 		plan      string
 		meanBelow bool
+		heavy     bool // make test-full only (23 s on 2 cores): the cost plan stands for it in CI
 	}{
-		{"testdata/autopilot/qlm-plan.json", true},
-		{"testdata/autopilot/qlm-cost-plan.json", false},
+		{"testdata/autopilot/qlm-plan.json", true, true},
+		{"testdata/autopilot/qlm-cost-plan.json", false, false},
 	} {
 		t.Run(tc.plan, func(t *testing.T) {
+			if tc.heavy {
+				testmode.Heavy(t, "TestSimulateAutopilotQLM/testdata/autopilot/qlm-cost-plan.json")
+			}
 			code, stdout, stderr := rootRun(t, "simulate", tc.plan, "--autopilot", "--trace", "testdata/autopilot/day.json", "--load", "0.4", "-O", "json")
 			skipWithoutHiGHS(t, stderr)
 			if code != 0 {

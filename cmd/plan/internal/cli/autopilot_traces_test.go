@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/plan-dev/plan/internal/testmode"
 )
 
 // burstyTrace writes a synthetic bursty counts trace (1 s counts over 20 minutes) of the
@@ -69,12 +71,16 @@ func TestSimulateAutopilotTraces(t *testing.T) {
 		name, trace, load string
 		points, gpuHours  float64 // most points below the peak plan; most GPU-hours of its
 		meanBelow         bool
+		heavy             bool // make test-full only; the bursty trace stands for it in CI
 	}{
-		{"azure conversation", "testdata/autopilot/azure-conv.json", "0.25", 1, 0.85, true},
-		{"bursty", burstyTrace(t, 1), "0.4", 1.5, 0.97, true},
+		{"azure conversation", "testdata/autopilot/azure-conv.json", "0.25", 1, 0.85, true, true},
+		{"bursty", burstyTrace(t, 1), "0.4", 1.5, 0.97, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.heavy {
+				testmode.Heavy(t, "TestSimulateAutopilotTraces/bursty")
+			}
 			code, stdout, stderr := rootRun(t, "simulate", "testdata/serve/demo-plan.json", "--autopilot", "--trace", c.trace, "--load", c.load, "-O", "json")
 			skipWithoutHiGHS(t, stderr)
 			if code != 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/testmode"
 )
 
 // costSweepMax is the largest rates the GPUs available in testdata/cost/cluster-priced.yaml
@@ -36,16 +37,20 @@ func TestSolveCostRateSweep(t *testing.T) {
 		name   string
 		m0, m1 float64 // req/s
 		served bool
+		heavy  bool // make test-full only; 1x and 2.17x stand for it in CI
 	}{
-		{"1x", 100, 200, true},
-		{"2x", 200, 400, true},
-		{"m1 at 400 (13 L4s of 12)", 100, 400, true},
-		{"2.17x", 217, 434, true},
-		{"2.18x", 218, 436, false},
-		{"2.5x", 250, 500, false},
-		{"4x", 400, 800, false},
+		{"1x", 100, 200, true, false},
+		{"2x", 200, 400, true, true},
+		{"m1 at 400 (13 L4s of 12)", 100, 400, true, false},
+		{"2.17x", 217, 434, true, false},
+		{"2.18x", 218, 436, false, false},
+		{"2.5x", 250, 500, false, false},
+		{"4x", 400, 800, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.heavy {
+				testmode.Heavy(t, "TestSolveCostRateSweep/1x and /2.17x")
+			}
 			wl := filepath.Join(dir, fmt.Sprintf("w%g-%g.yaml", tc.m0, tc.m1))
 			text := strings.NewReplacer("rate_rps: 100", fmt.Sprintf("rate_rps: %g", tc.m0),
 				"rate_rps: 200", fmt.Sprintf("rate_rps: %g", tc.m1)).Replace(string(base))

@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/testmode"
 )
 
 // The deployment search (plan solve --objective cost --search, planner/llmdeploy) on the
@@ -30,6 +31,11 @@ const (
 // candidates, the comparison fleets and the engine flags on stderr) are byte-identical to
 // the goldens (-update rewrites them), and check re-solves the plan to the same fleet.
 func TestSolveSearchGolden(t *testing.T) {
+	// 28 s on 2 cores; planner/llmdeploy's goldens pin the same search's tables and
+	// TestSolveSearchDisaggregated runs it through solve in CI.
+	if !*update {
+		testmode.Heavy(t, "TestSolveSearchDisaggregated and planner/llmdeploy's golden tests")
+	}
 	repoRoot(t)
 	out := filepath.Join(t.TempDir(), "plan.json")
 	if *update {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
@@ -39,11 +40,14 @@ func TestSolveWindows(t *testing.T) {
 		// Peaks: p99 of one-minute rates × 1.1 = the window's highest minute × 1.1.
 		peaks       [][]float64
 		busy, quiet int
+		// heavy: runs under make test-full only; ppipe and dyorc stand for it in CI, and
+		// TestSimulateScheduleSystems solves QLM's and PARD's schedules there.
+		heavy bool
 	}{
 		{name: "ppipe", args: func(out string) []string { return windowArgs(out) }, trace: "testdata/schedule/toy-3windows.csv", window: "2m",
 			peaks: [][]float64{{66, 132}, {110, 220}, {27.5, 49.5}}, busy: 1, quiet: 2},
 		{name: "qlm", args: func(out string) []string { return append(slices.Clone(qlm), "-o", out) }, trace: "testdata/schedule/llm-3windows.csv", window: "1m",
-			peaks: [][]float64{{1.1, 0.22}, {8.8, 2.2}, {3.3, 1.1}}, busy: 1, quiet: 0},
+			peaks: [][]float64{{1.1, 0.22}, {8.8, 2.2}, {3.3, 1.1}}, busy: 1, quiet: 0, heavy: true},
 		{name: "dyorc", args: func(out string) []string {
 			// --accept-miss: DyOrc's least-cost fleets miss the image app's SLO (cost_test.go).
 			return []string{"solve", "-q", "--accept-miss", "--objective", "cost", "--cluster", "testdata/cost/cluster-dyorc.yaml", "--workload", "testdata/dyorc/small.json", "-o", out}
@@ -53,10 +57,13 @@ func TestSolveWindows(t *testing.T) {
 			return []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/pard/profile.json", "--cluster", "testdata/cost/cluster-pard.yaml",
 				"--workload", "testdata/pard/workload.json", "-o", out}
 		}, trace: "testdata/schedule/pard-3windows.csv", window: "1m",
-			peaks: [][]float64{{110, 110, 110, 110}, {165, 165, 165, 165}, {55, 55, 55, 55}}, busy: 1, quiet: 2},
+			peaks: [][]float64{{110, 110, 110, 110}, {165, 165, 165, 165}, {55, 55, 55, 55}}, busy: 1, quiet: 2, heavy: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.heavy {
+				testmode.Heavy(t, "TestSolveWindows/ppipe and /dyorc")
+			}
 			dir := t.TempDir()
 			var runs [][]byte
 			for _, name := range []string{"a.json", "b.json"} {
@@ -289,6 +296,7 @@ func TestWindowPlanSelfConsistent(t *testing.T) {
 	cases := []struct {
 		name, workload, trace, window string
 		args                          func(out string) []string
+		heavy                         bool // make test-full only; ppipe stands for it in CI
 	}{
 		{name: "ppipe", workload: "testdata/cost/workload.yaml", trace: "testdata/schedule/toy-3windows.csv", window: "2m",
 			args: func(out string) []string { return windowArgs(out) }},
@@ -296,10 +304,13 @@ func TestWindowPlanSelfConsistent(t *testing.T) {
 			args: func(out string) []string {
 				return []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/cost/llm-profile.json",
 					"--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm.yaml", "-o", out}
-			}},
+			}, heavy: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.heavy {
+				testmode.Heavy(t, "TestWindowPlanSelfConsistent/ppipe")
+			}
 			dir := t.TempDir()
 			out := filepath.Join(dir, "schedule.json")
 			code, _, stderr := rootRun(t, append(tc.args(out), "--trace", tc.trace, "--window", tc.window)...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
@@ -136,10 +137,13 @@ func runTB(args ...string) (int, string) {
 // (other arrivals) meets every target the prediction says is met, within the two runs'
 // sampling errors, and no plan that misses at the workload's rates is written; whenever solve
 // says no, the same workload on twice the GPUs is solved. PLAN_PROPERTY_CASES sets the cases
-// per system (default 2; BenchmarkVerdictProperty runs many).
+// per system (default 1 in CI, 4 under make test-full; BenchmarkVerdictProperty runs many).
 func TestVerdictProperty(t *testing.T) {
 	repoRoot(t)
-	n := 2
+	n := 1
+	if testmode.Full() {
+		n = 4
+	}
 	if s := os.Getenv("PLAN_PROPERTY_CASES"); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil || n < 1 {
