@@ -693,6 +693,12 @@ func (d *driver) onJob(j *worker.Job) {
 	if g.eng == nil {
 		return
 	}
+	d.showTokens(g, tr, reqs, j.End, hop)
+}
+
+// showTokens tells each of reqs still streaming how many tokens its client has at at (tr's
+// count), with the hop event hop builds for it.
+func (d *driver) showTokens(g *generation, tr TokenReporter, reqs []dataplane.ReqID, at dataplane.Time, hop func(dataplane.ReqID) HopEvent) {
 	for _, r := range reqs {
 		c := g.call(r)
 		if c == nil || c.answered {
@@ -702,13 +708,30 @@ func (d *driver) onJob(j *worker.Job) {
 		if !ok {
 			continue
 		}
-		d.tokensSeen(c, n, j.End)
+		d.tokensSeen(c, n, at)
 		if c.onHop == nil {
 			continue
 		}
 		ev := hop(r)
 		ev.Tokens, ev.HasTokens = n, true
 		c.onHop(ev)
+	}
+}
+
+// timerTokens reports the tokens a policy timer showed (TimerTokenReporter: an idle LLM
+// engine's output-only step) to the requests still streaming, as a hop of no stage.
+func (d *driver) timerTokens() {
+	g := d.gen
+	if g.eng == nil {
+		return
+	}
+	tr, ok := g.eng.Policy().(TimerTokenReporter)
+	if !ok {
+		return
+	}
+	if reqs := tr.TimerTokens(); len(reqs) > 0 {
+		now := int64(d.now)
+		d.showTokens(g, tr, reqs, d.now, func(dataplane.ReqID) HopEvent { return HopEvent{Hop: -1, StartUs: now, EndUs: now} })
 	}
 }
 

@@ -171,6 +171,7 @@ func (d *driver) onTimers() {
 		case tPolicy:
 			if x.gen == d.gen.n {
 				d.handle(dataplane.Event{Kind: dataplane.EvTimer, Key: x.key})
+				d.timerTokens()
 			}
 		case tBatch:
 			if x.gen == d.gen.n {

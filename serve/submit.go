@@ -58,6 +58,8 @@ type Request struct {
 
 // HopEvent is one finished hop of a request (Request.OnHop).
 type HopEvent struct {
+	// Stage and Worker name the hop; both are empty (and Hop −1) for tokens a policy timer
+	// showed (TimerTokenReporter).
 	Stage, Worker string
 	Hop           int
 	// StartUs and EndUs are the hop's execution on the server's clock.
@@ -78,6 +80,18 @@ type HopEvent struct {
 // simulator stamps them.
 type TokenReporter interface {
 	VisibleTokens(id dataplane.ReqID) (n int, ok bool)
+}
+
+// TimerTokenReporter is a TokenReporter whose own timers can show tokens: an idle LLM engine
+// still ends the output-only steps that deliver what its output delay holds (LLM engine
+// digest §2.5), with no batch ending. After the policy has handled a timer, TimerTokens
+// names the requests still streaming whose count it grew; the driver
+// reports each as it reports a hop, so with output_delay_steps ≥ 2 a tail's tokens show a
+// step apart, as the simulator stamps them, not together at the completion. The list is the
+// policy's to reuse: it is valid until the policy handles the next event.
+type TimerTokenReporter interface {
+	TokenReporter
+	TimerTokens() []dataplane.ReqID
 }
 
 // Frontend is a system's own API on `plan serve` (QLM's OpenAI-compatible API, DyOrc's

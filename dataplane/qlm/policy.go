@@ -76,10 +76,13 @@ type Policy struct {
 	inst   []*instance
 	byW    map[dataplane.WorkerID]*instance
 	seqs   map[dataplane.ReqID]*seq
-	q      queue
-	byApp  [][]dataplane.ReqID
-	stats  Stats
-	rr     int
+	// shown are the requests whose visible tokens the last output-only step grew
+	// (TimerTokens).
+	shown []dataplane.ReqID
+	q     queue
+	byApp [][]dataplane.ReqID
+	stats Stats
+	rr    int
 	// now is the time of the event being handled (queues that decide in head() read it).
 	now dataplane.Time
 	// ss are the instances a pass may skip (stepset.go); fullStep forces the full pass of

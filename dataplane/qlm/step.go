@@ -133,6 +133,7 @@ func (p *Policy) outputStep(now dataplane.Time, in *instance, out *dataplane.Dec
 // the next while outputs remain.
 func (p *Policy) outputStepDone(now dataplane.Time, in *instance, out *dataplane.Decisions) {
 	if in.EndOutputStep(now, func(o output) { p.stamp(now, o, out) }) {
+		p.noteShown(in)
 		p.outputStep(now, in, out)
 	}
 }

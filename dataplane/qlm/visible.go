@@ -1,6 +1,8 @@
 package qlm
 
 import (
+	"slices"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 )
@@ -32,4 +34,25 @@ func (p *Policy) VisibleTokens(id dataplane.ReqID) (n int, ok bool) {
 		em = m.Model
 	}
 	return in.Visible(s, em), true
+}
+
+// TimerTokens names the requests whose visible tokens the timer just handled grew, and
+// forgets them: those with outputs still in flight on an instance whose output-only step it
+// ended (each such step shows one more token of each, llm.Engine.Visible; the outputs it
+// emitted were stamped, and their requests answered). Other timers show none.
+func (p *Policy) TimerTokens() []dataplane.ReqID {
+	ids := p.shown
+	p.shown = p.shown[:0]
+	return ids
+}
+
+// noteShown records, after in's output-only step ended, the requests whose outputs it still
+// holds (TimerTokens); a sequence holding a first and a last output is named once.
+func (p *Policy) noteShown(in *instance) {
+	p.shown = p.shown[:0]
+	for _, o := range in.Outq {
+		if !slices.Contains(p.shown, o.S.ID) {
+			p.shown = append(p.shown, o.S.ID)
+		}
+	}
 }

@@ -273,7 +273,9 @@ func (f *Frontend) submit(ctx context.Context, sub *submission, arrived time.Tim
 			} else {
 				sub.tokens++
 			}
-			sub.worker = h.Worker
+			if h.Worker != "" { // a policy timer's tokens name no worker
+				sub.worker = h.Worker
+			}
 			sub.mu.Unlock()
 			select {
 			case sub.tick <- struct{}{}:

@@ -20,6 +20,7 @@ import (
 type streamed struct {
 	ttft   time.Duration
 	chunks []string
+	at     []time.Duration // each content chunk's arrival, from just before the request left
 }
 
 // streamCompletion posts a streamed completion for maxTokens and reads it to [DONE], timing
@@ -62,10 +63,12 @@ func streamCompletion(t *testing.T, url string, maxTokens int) streamed {
 		if len(c.Choices) == 0 || c.Choices[0].Text == "" {
 			continue // the finish chunk
 		}
+		at := time.Since(t0)
 		if len(s.chunks) == 0 {
-			s.ttft = time.Since(t0)
+			s.ttft = at
 		}
 		s.chunks = append(s.chunks, c.Choices[0].Text)
+		s.at = append(s.at, at)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -144,4 +147,36 @@ func TestStreamTTFTIndependentOfMaxTokens(t *testing.T) {
 		}
 	}
 	t.Logf("client TTFT %v, server %v", client, server)
+}
+
+// TestStreamOutputDelayTwo: with output_delay_steps 2 an idle engine ends two output-only
+// steps after its last real one (dataplane/llm's outputstep.go), each delivering one more
+// token: the client gets every token in a chunk of its own, the one before last a decode
+// step before the last, not together with it at the completion.
+func TestStreamOutputDelayTwo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams a completion")
+	}
+	const delay = 2
+	_, url := qlmServerPlan(t, memFrontend(), serve.Options{}, func(p *formats.Plan) {
+		d := delay
+		p.Provenance.Embedded.Profiles[0].LLMs[0].Engine = &formats.LLMEngine{OutputDelaySteps: &d}
+	})
+	const n = 4
+	s := streamCompletion(t, url, n)
+	if len(s.chunks) != n {
+		t.Fatalf("%d content chunks %q, want one per token", len(s.chunks), s.chunks)
+	}
+	for i, c := range s.chunks {
+		if c != Filler(i, i+1) {
+			t.Fatalf("chunk %d is %q, want the one token %q", i, c, Filler(i, i+1))
+		}
+	}
+	// A decode step of one sequence is about 11 ms on the plan's Mistral curves; a token
+	// held to the completion arrives with the last (a gap near 0). Wall-clock gaps are
+	// checked without the race detector only.
+	if gap := s.at[n-1] - s.at[n-2]; !raceEnabled && gap < 4*time.Millisecond {
+		t.Errorf("the last two tokens arrived %v apart (chunks at %v), want about a decode step", gap, s.at)
+	}
+	t.Logf("chunks at %v", s.at)
 }
