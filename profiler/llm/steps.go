@@ -35,7 +35,7 @@ var stepColumns = []string{"tokens", "prefill_tokens", "seconds"}
 // GPUs, LLM engine digest §4) and the KV capacity in tokens (vLLM logs its "# GPU blocks"
 // at start-up: blocks × block size). A log describes one engine: a column's value is the
 // same on every line that gives it.
-var engineColumns = []string{"model", "gpu", "gpu_count", "kv_capacity_tokens"}
+var engineColumns = append([]string{"model", "gpu", "gpu_count", "kv_capacity_tokens"}, settingColumns...)
 
 // StepLog is a measured step table and what it says of the engine that ran it (empty or 0
 // where it does not say).
@@ -44,6 +44,10 @@ type StepLog struct {
 	Model, GPU       string
 	GPUCount         int
 	KVCapacityTokens int64
+	// Settings are the engine settings columns the log gives (settingColumns: the engine's
+	// version and flags), each value normalised; StepLog.Engine turns them into a profile's
+	// engine block.
+	Settings map[string]string
 	// Lines are the lines that first gave each engine column, for errors.
 	Lines map[string]int
 }
@@ -66,7 +70,7 @@ func ReadStepLog(name string, data []byte) (*StepLog, error) {
 	if len(trim) == 0 {
 		return nil, fmt.Errorf("%s: no steps", name)
 	}
-	l := &StepLog{Lines: map[string]int{}}
+	l := &StepLog{Lines: map[string]int{}, Settings: map[string]string{}}
 	var err error
 	if trim[0] == '{' {
 		err = readStepsJSONL(name, data, l)
@@ -91,6 +95,13 @@ func (l *StepLog) engine(name string, line int, field, v string) error {
 	}
 	bad := func(rule string) error { return fmt.Errorf("%s: line %d: %s: %q: %s", name, line, field, v, rule) }
 	var prev string
+	if slices.Contains(settingColumns, field) {
+		n, err := normalSetting(field, v)
+		if err != nil {
+			return bad(err.Error())
+		}
+		v, prev = n, l.Settings[field]
+	}
 	switch field {
 	case "model":
 		prev = l.Model
@@ -131,6 +142,8 @@ func (l *StepLog) engine(name string, line int, field, v string) error {
 		l.GPUCount, _ = strconv.Atoi(v)
 	case "kv_capacity_tokens":
 		l.KVCapacityTokens, _ = strconv.ParseInt(v, 10, 64)
+	default:
+		l.Settings[field] = v
 	}
 	return nil
 }
@@ -208,6 +221,14 @@ type stepLine struct {
 	GPU              string  `json:"gpu"`
 	GPUCount         float64 `json:"gpu_count"`
 	KVCapacityTokens float64 `json:"kv_capacity_tokens"`
+	// The engine settings columns (settingColumns), any JSON scalar: read as text.
+	VLLMVersion         json.RawMessage `json:"vllm_version"`
+	KVAllocation        json.RawMessage `json:"kv_allocation"`
+	Release             json.RawMessage `json:"release"`
+	BlockSize           json.RawMessage `json:"block_size"`
+	EnablePrefixCaching json.RawMessage `json:"enable_prefix_caching"`
+	MaxNumBatchedTokens json.RawMessage `json:"max_num_batched_tokens"`
+	MaxNumSeqs          json.RawMessage `json:"max_num_seqs"`
 }
 
 func readStepsJSONL(name string, data []byte, l *StepLog) error {

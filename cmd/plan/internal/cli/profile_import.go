@@ -108,11 +108,49 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		r.note = fmt.Sprintf("profile: %s on %d×%s is not in the analytic model: an engine-only profile (plan simulate --llm replays it; plan solve needs %s)",
 			model, base.GPUCount, gpu, strings.Join(formats.PlannerOnlyLLMFields, ", "))
 	}
+	if eng, notes := log.Engine(); eng != nil {
+		// The log's own engine settings win over the estimate's: a replay of the log's
+		// engine then schedules (allocates KV, frees blocks, caches prefixes) as it did.
+		_, version := log.Settings["vllm_version"]
+		_, caching := log.Settings["enable_prefix_caching"]
+		base.Engine = withEngineSettings(base.Engine, eng, version || caching)
+		for _, n := range notes {
+			r.note = strings.TrimPrefix(r.note+"\n", "\n") + "profile: " + name + ": " + n
+		}
+	}
 	p, err := llm.WithSteps(base, log.Steps)
 	if err != nil {
 		return nil, usageErrorf("%s: %v", name, err)
 	}
 	return []formats.LLMProfile{p}, nil
+}
+
+// withEngineSettings is engine block e with the settings a step log states (set) laid over
+// it, prefix caching only when the log states it (caching): a copy, e unchanged.
+func withEngineSettings(e, set *formats.LLMEngine, caching bool) *formats.LLMEngine {
+	out := &formats.LLMEngine{}
+	if e != nil {
+		*out = *e
+	}
+	if set.KVAllocation != "" {
+		out.KVAllocation = set.KVAllocation
+	}
+	if set.Release != "" {
+		out.Release = set.Release
+	}
+	if set.BlockSize > 0 {
+		out.BlockSize = set.BlockSize
+	}
+	if set.MaxNumBatchedTokens > 0 {
+		out.MaxNumBatchedTokens = set.MaxNumBatchedTokens
+	}
+	if set.MaxNumSeqs > 0 {
+		out.MaxNumSeqs = set.MaxNumSeqs
+	}
+	if caching {
+		out.EnablePrefixCaching = set.EnablePrefixCaching
+	}
+	return out
 }
 
 // withSteps fits the --import step table into the one LLM profile (llm.WithSteps).

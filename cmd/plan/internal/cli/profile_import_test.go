@@ -130,3 +130,49 @@ func TestFewRequestsRemedy(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileImportEngineVersion: a step log that gives the engine's vLLM version makes a
+// profile whose engine block schedules as that version did (a V0 log: KV for the whole
+// prompt at admission, blocks free a step late), says so, and a replay of it names the
+// settings.
+func TestProfileImportEngineVersion(t *testing.T) {
+	steps, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "profiler", "llm", "testdata", "steps.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(steps)), "\n")
+	var b strings.Builder
+	b.WriteString(lines[0] + ",vllm_version\n")
+	for _, l := range lines[1:] {
+		b.WriteString(l + ",0.6.3\n")
+	}
+	dir := t.TempDir()
+	log, out := filepath.Join(dir, "v0.csv"), filepath.Join(dir, "p.json")
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := rootRun(t, "profile", "--import", log, "--llm", "mistral-7b", "--gpu", "A100", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "vllm_version 0.6: the V0 engine") {
+		t.Errorf("stderr does not say what the version implied:\n%s", stderr)
+	}
+	p, err := formats.ReadInto[*formats.Profile](out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.LLMs[0].Engine
+	if e == nil || e.KVAllocation != formats.KVAllocAdmission || e.Release != formats.ReleaseNextStep || e.EnablePrefixCaching {
+		t.Fatalf("engine %+v, want V0's admission and next_step", e)
+	}
+	code, stdout, stderr := runCLI(t, "simulate", "--llm", "--profile", out, "--trace", engineFixture("trace.json"))
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	for _, w := range []string{"kv_allocation", "admission", "next_step"} {
+		if !strings.Contains(stdout+stderr, w) {
+			t.Errorf("the replay's report does not name %q:\n%s%s", w, stdout, stderr)
+		}
+	}
+}
