@@ -42,6 +42,9 @@ type ClassSummary struct {
 	MeanRPS, PeakRPS float64
 	// Token length percentiles (nearest rank) of LLM requests; zero for DNN requests.
 	InP50, InP90, InP99, OutP50, OutP90, OutP99 int
+	// PrefixTokens is the mean prompt tokens a request finds cached (prefixHits: an engine
+	// with prefix caching and room for every block), written as the class's prefix_tokens.
+	PrefixTokens int
 	// SLOFrom says where the class's SLOs came from ("--slo", "profile <gpu>", or "" for a
 	// DNN model, whose SLO is the planner's scale rule).
 	SLOFrom string
@@ -81,7 +84,7 @@ func FromTrace(path string, tr *formats.Trace, o FromTraceOptions) (*formats.Wor
 	case tr.Counts != nil && len(tr.Requests) == 0:
 		sums, err = fromCounts(path, tr.Counts, o, w)
 	case len(tr.Requests) > 0:
-		sums, err = fromRequests(path, tr.Requests, o, w)
+		sums, err = fromRequests(path, tr.Requests, tr.HashBlockTokens, o, w)
 	default:
 		err = fmt.Errorf("%s: requests: empty: %w (no requests and no counts)", path, ErrUnclassifiable)
 	}
@@ -124,9 +127,10 @@ type group struct {
 	name, model string
 	times       []int64
 	in, out     []int
+	hit         int // prompt tokens found cached, summed (prefixHits)
 }
 
-func fromRequests(path string, reqs []formats.TraceRequest, o FromTraceOptions, w *formats.Workload) ([]ClassSummary, error) {
+func fromRequests(path string, reqs []formats.TraceRequest, blockTokens int, o FromTraceOptions, w *formats.Workload) ([]ClassSummary, error) {
 	first, last := reqs[0].TimeUs, reqs[len(reqs)-1].TimeUs
 	span := float64(last-first) / 1e6
 	if len(reqs) > 1 && span <= 0 {
@@ -143,6 +147,7 @@ func fromRequests(path string, reqs []formats.TraceRequest, o FromTraceOptions, 
 	if llm > 0 && dnn > 0 {
 		return nil, fmt.Errorf("%s: requests[].input_tokens: %d of %d requests carry token counts and %d do not: %w (LLM and DNN requests mixed)", path, llm, len(reqs), dnn, ErrUnclassifiable)
 	}
+	hits := prefixHits(reqs, blockTokens)
 	byName := map[string]*group{}
 	var order []string
 	for i, r := range reqs {
@@ -172,6 +177,7 @@ func fromRequests(path string, reqs []formats.TraceRequest, o FromTraceOptions, 
 			}
 			g.in = append(g.in, r.InputTokens)
 			g.out = append(g.out, r.OutputTokens)
+			g.hit += hits[i]
 		}
 	}
 	if span <= 0 {
@@ -192,8 +198,9 @@ func fromRequests(path string, reqs []formats.TraceRequest, o FromTraceOptions, 
 		sort.Ints(out)
 		s.InP50, s.InP90, s.InP99 = rank(in, 0.5), rank(in, 0.9), rank(in, 0.99)
 		s.OutP50, s.OutP90, s.OutP99 = rank(out, 0.5), rank(out, 0.9), rank(out, 0.99)
+		s.PrefixTokens = int(math.Round(float64(g.hit) / float64(len(g.in))))
 		c := formats.LLMClass{Name: g.name, Model: g.model, RateRPS: round3(rateOf(s, o.Basis)),
-			InputTokens: tokenProfile(in), OutputTokens: tokenProfile(out)}
+			InputTokens: tokenProfile(in), OutputTokens: tokenProfile(out), PrefixTokens: s.PrefixTokens}
 		if err := suggestSLO(path, &c, &s, o); err != nil {
 			return nil, err
 		}
@@ -314,6 +321,9 @@ func describe(path string, o FromTraceOptions, sums []ClassSummary) string {
 		d += fmt.Sprintf("; %s: %d requests, mean %.3g/s, peak %.3g/s", s.Name, s.Requests, s.MeanRPS, s.PeakRPS)
 		if s.InP50 > 0 {
 			d += fmt.Sprintf(", input p50/p90/p99 %d/%d/%d, output %d/%d/%d tokens", s.InP50, s.InP90, s.InP99, s.OutP50, s.OutP90, s.OutP99)
+		}
+		if s.PrefixTokens > 0 {
+			d += fmt.Sprintf(", %d prompt tokens cached per request on average (prefix_tokens: what earlier prompts share with each, were every block kept)", s.PrefixTokens)
 		}
 		if s.SLOFrom != "" {
 			d += ", SLO from " + s.SLOFrom

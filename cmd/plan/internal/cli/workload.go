@@ -105,6 +105,9 @@ func runWorkloadFromTrace(app *App, o *workloadOptions, path string) error {
 		if s.InP50 > 0 {
 			line += fmt.Sprintf("; input p50/p90/p99 %d/%d/%d, output %d/%d/%d tokens", s.InP50, s.InP90, s.InP99, s.OutP50, s.OutP90, s.OutP99)
 		}
+		if s.PrefixTokens > 0 {
+			line += fmt.Sprintf("; prefix_tokens %d (cached per request, were every block kept)", s.PrefixTokens)
+		}
 		if s.SLOFrom != "" {
 			line += "; SLO from " + s.SLOFrom
 		}
