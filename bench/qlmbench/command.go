@@ -147,12 +147,15 @@ type Result struct {
 	// ThroughputRPS is completed requests per second of virtual time; WallSec the run's wall time.
 	ThroughputRPS float64 `json:"throughput_rps"`
 	WallSec       float64 `json:"wall_sec"`
-	// Counters of the serving operations and the plan generator.
-	Evictions  int64 `json:"evictions"`
-	KVSwaps    int64 `json:"kv_swaps"`
-	ModelSwaps int64 `json:"model_swaps"`
-	Replans    int64 `json:"replans"`
-	Fallbacks  int64 `json:"fallbacks"`
+	// Counters of the serving operations and the plan generator. Preemptions counts the
+	// engine's preemption events (vllm:num_preemptions_total's rule, LLM engine digest part
+	// 2, §1), Evictions QLM's own request evictions (QLM §6).
+	Preemptions int64 `json:"preemptions"`
+	Evictions   int64 `json:"evictions"`
+	KVSwaps     int64 `json:"kv_swaps"`
+	ModelSwaps  int64 `json:"model_swaps"`
+	Replans     int64 `json:"replans"`
+	Fallbacks   int64 `json:"fallbacks"`
 	// Timing is what users of LLM serving read (LLM engine digest §3): TTFT, TPOT and E2E
 	// percentiles and output tokens per second, over every class and per class.
 	Timing  ClassTiming   `json:"timing"`
@@ -292,10 +295,10 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 		tab = append(tab, []string{r.Workload, fmt.Sprintf("%gx", r.SLOScale), r.Policy, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f%%", 100*r.Overall),
 			fmt.Sprintf("%.1f%%", 100*r.Interactive), fmt.Sprintf("%.1f%%", 100*r.Batch),
 			fmt.Sprintf("%.2f", r.ThroughputRPS), p50p99(r.Timing.TTFT, 1e6), p50p99(r.Timing.TPOT, 1e3), p50p99(r.Timing.E2E, 1e6), fmt.Sprintf("%.0f", r.Timing.OutputTokensPerS),
-			fmt.Sprintf("%.2f", r.WallSec), fmt.Sprintf("%d/%d/%d", r.Evictions, r.KVSwaps, r.ModelSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
+			fmt.Sprintf("%.2f", r.WallSec), strconv.FormatInt(r.Preemptions, 10), fmt.Sprintf("%d/%d/%d", r.Evictions, r.KVSwaps, r.ModelSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
 	}
 	env.Table([]string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS",
-		"TTFT_P50/P99_S", "TPOT_P50/P99_MS", "E2E_P50/P99_S", "OUT_TOK/S", "WALL_S", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
+		"TTFT_P50/P99_S", "TPOT_P50/P99_MS", "E2E_P50/P99_S", "OUT_TOK/S", "WALL_S", "PREEMPTIONS", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
 	env.Infof("paper: QLM +40-90%% SLO attainment over vLLM and +50-90%% over SHEPHERD (W_A, W_B), above EDF; throughput +20%% over vLLM/EDF, +50%% over SHEPHERD; relaxation (W_A): EDF meets all SLOs at 3x, SHEPHERD at 5x, vLLM at 11x\n")
 	return nil
 }
@@ -433,7 +436,7 @@ func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup,
 			return nil, fmt.Errorf("workload %s, policy %s: %w", w.Name, name, err)
 		}
 		st := p.(*dq.Policy).Stats()
-		r := Result{Workload: w.Name, SLOScale: sloScale, Policy: name, WallSec: time.Since(start).Seconds(), Evictions: st.Evictions, KVSwaps: st.KVSwaps,
+		r := Result{Workload: w.Name, SLOScale: sloScale, Policy: name, WallSec: time.Since(start).Seconds(), Preemptions: p.(*dq.Policy).Preemptions(), Evictions: st.Evictions, KVSwaps: st.KVSwaps,
 			ModelSwaps: st.ModelSwaps, Replans: st.Replans, Fallbacks: st.PlanFallbacks, Timing: classTiming(&m.Total)}
 		for i := range m.Apps {
 			if m.Apps[i].Requests > 0 {
