@@ -21,200 +21,251 @@ import (
 // keeping the best throughput per usage vector. It returns the optimal throughput in req/s.
 func oracle(t *testing.T, in Inputs, P int, alpha float64, rounding string) float64 {
 	t.Helper()
-	cl := in.Cluster
-	mp := &in.Profiles[0].Models[0]
-	M := len(mp.Blocks)
-	type gt struct {
-		name   string
-		n, s   int
-		levels []int
-	}
-	var types []gt
-	for _, g := range cl.GPUs {
-		if g.Count > 0 {
-			types = append(types, gt{g.Type, g.Count, g.PerServer, g.Levels()})
-		}
-	}
-	ref, _ := mp.Lookup("L4", 1, 1)
-	T := math.Round(5 * ref.WholeUs())
-	if in.Workload != nil && in.Workload.Models[0].SLO > 0 {
-		T = in.Workload.Models[0].SLO.Microseconds()
-	}
-	budget := T - math.Round(alpha*T)
-	bw := cl.NICGbps * 1000 / cl.NICDerate
-	tau := func(c int) float64 {
-		if c <= 0 || c >= M {
-			return 0
-		}
-		return 8 * float64(mp.CutBytes[c-1]) / bw
-	}
-	// Rounding groups: (stage index, type) for stage rounding; (template, stage) otherwise.
-	type usage = string // encoded vector of twelfths per group
-	var templates [][]int
-	var rec func(pre []int)
-	rec = func(pre []int) {
-		if len(pre) > 0 {
-			templates = append(templates, slices.Clone(pre))
-		}
-		if len(pre) == P {
-			return
-		}
-		for k := range types {
-			rec(append(pre, k))
-		}
-	}
-	rec(nil)
-	groups := map[[2]int]int{} // (d or template*8+d, k) → index
-	groupOf := func(li, d, k int) int {
-		key := [2]int{d, k}
-		if rounding == RoundingPipeline {
-			key = [2]int{li*8 + d, k}
-		}
-		if i, ok := groups[key]; ok {
-			return i
-		}
-		groups[key] = len(groups)
-		return groups[key]
-	}
-	groupType := map[int]int{}
-	for li, tp := range templates {
-		for d, k := range tp {
-			groupType[groupOf(li, d, k)] = k
-		}
-	}
-	G := len(groups)
-	enc := func(v []int) usage {
-		b := make([]byte, len(v))
-		for i, x := range v {
-			b[i] = byte(x)
-		}
-		return string(b)
-	}
-	feasible := func(v []int) bool {
-		per := make([]int, len(types))
-		for g, x := range v {
-			per[groupType[g]] += (x + 11) / 12
-		}
-		for k := range types {
-			if per[k] > types[k].n {
-				return false
-			}
-		}
-		return true
-	}
-	states := map[usage]float64{enc(make([]int, G)): 0}
-	vecs := map[usage][]int{enc(make([]int, G)): make([]int, G)}
-	for li, tp := range templates {
-		D := len(tp)
-		// Best throughput per usage vector of this template alone.
-		opts := map[usage]float64{}
-		optVec := map[usage][]int{}
-		var cuts func(pre []int)
-		var configs [][]int
-		cuts = func(pre []int) {
-			if len(pre) == D-1 {
-				configs = append(configs, slices.Clone(pre))
-				return
-			}
-			last := 0
-			if len(pre) > 0 {
-				last = pre[len(pre)-1]
-			}
-			for c := last + 1; c < M; c++ {
-				cuts(append(pre, c))
-			}
-		}
-		cuts(nil)
-		for _, cs := range configs {
-			bounds := append(append([]int{0}, cs...), M)
-			for b := 1; b <= 8; b++ {
-				var lv func(d int, vs []int)
-				lv = func(d int, vs []int) {
-					if d == D {
-						lat := 0.0
-						X := make([]float64, D)
-						for s := 0; s < D; s++ {
-							k := types[tp[s]]
-							e, ok := mp.Lookup(k.name, vs[s], b)
-							if !ok {
-								return
-							}
-							C := 0.0
-							for q := bounds[s]; q < bounds[s+1]; q++ {
-								C += math.Max(1, e.BlockUs[q])
-							}
-							lat += C + float64(b)*tau(bounds[s+1])
-							X[s] = 1e6 * float64(b) / C
-							slot := float64(vs[s] * k.s)
-							if t := tau(bounds[s]); t > 0 {
-								X[s] = math.Min(X[s], 1e6/(slot*t))
-							}
-							if t := tau(bounds[s+1]); t > 0 {
-								X[s] = math.Min(X[s], 1e6/(slot*t))
-							}
-						}
-						if lat > budget+1e-9 {
-							return
-						}
-						var counts func(s int, g []int)
-						counts = func(s int, g []int) {
-							if s == D {
-								x := math.Inf(1)
-								u := make([]int, G)
-								for q := 0; q < D; q++ {
-									x = math.Min(x, X[q]*float64(g[q]))
-									u[groupOf(li, q, tp[q])] += g[q] * 12 / vs[q]
-								}
-								if !feasible(u) {
-									return
-								}
-								key := enc(u)
-								if x > opts[key] {
-									opts[key], optVec[key] = x, u
-								}
-								return
-							}
-							for n := 1; n <= vs[s]*types[tp[s]].n; n++ {
-								counts(s+1, append(g, n))
-							}
-						}
-						counts(0, nil)
-						return
-					}
-					for _, v := range types[tp[d]].levels {
-						lv(d+1, append(vs, v))
-					}
-				}
-				lv(0, nil)
-			}
-		}
-		next := map[usage]float64{}
-		nextVec := map[usage][]int{}
-		for key, val := range states {
-			next[key], nextVec[key] = val, vecs[key]
-		}
-		for sk, sv := range states {
-			for ok, ov := range opts {
-				u := make([]int, G)
-				for g := range u {
-					u[g] = vecs[sk][g] + optVec[ok][g]
-				}
-				if !feasible(u) {
-					continue
-				}
-				key := enc(u)
-				if v := sv + ov; v > next[key] {
-					next[key], nextVec[key] = v, u
-				}
-			}
-		}
-		states, vecs = next, nextVec
+	o := newOracleSpace(in, P, alpha, rounding)
+	G := len(o.groups)
+	states := map[string]float64{o.enc(make([]int, G)): 0}
+	vecs := map[string][]int{o.enc(make([]int, G)): make([]int, G)}
+	for li, tp := range o.templates {
+		opts, optVec := o.templateBest(li, tp)
+		states, vecs = o.combine(states, vecs, opts, optVec)
 	}
 	best := 0.0
 	for _, v := range states {
 		best = math.Max(best, v)
 	}
 	return best
+}
+
+// oracleGPU is one GPU type of the oracle's cluster.
+type oracleGPU struct {
+	name   string
+	n, s   int
+	levels []int
+}
+
+// oracleSpace is what the oracle enumerates over: the cluster's types, the model's blocks,
+// the latency budget T' and the rounding groups (stage index and type for stage rounding;
+// template and stage otherwise), each usage vector of twelfths of a GPU per group encoded
+// as a string.
+type oracleSpace struct {
+	types     []oracleGPU
+	mp        *formats.ModelProfile
+	M         int
+	budget    float64
+	bw        float64
+	rounding  string
+	templates [][]int
+	groups    map[[2]int]int // (d or template*8+d, k) → index
+	groupType map[int]int
+}
+
+func newOracleSpace(in Inputs, P int, alpha float64, rounding string) *oracleSpace {
+	cl := in.Cluster
+	o := &oracleSpace{mp: &in.Profiles[0].Models[0], rounding: rounding, groups: map[[2]int]int{}, groupType: map[int]int{}}
+	o.M = len(o.mp.Blocks)
+	for _, g := range cl.GPUs {
+		if g.Count > 0 {
+			o.types = append(o.types, oracleGPU{g.Type, g.Count, g.PerServer, g.Levels()})
+		}
+	}
+	ref, _ := o.mp.Lookup("L4", 1, 1)
+	T := math.Round(5 * ref.WholeUs())
+	if in.Workload != nil && in.Workload.Models[0].SLO > 0 {
+		T = in.Workload.Models[0].SLO.Microseconds()
+	}
+	o.budget = T - math.Round(alpha*T)
+	o.bw = cl.NICGbps * 1000 / cl.NICDerate
+	var rec func(pre []int)
+	rec = func(pre []int) {
+		if len(pre) > 0 {
+			o.templates = append(o.templates, slices.Clone(pre))
+		}
+		if len(pre) == P {
+			return
+		}
+		for k := range o.types {
+			rec(append(pre, k))
+		}
+	}
+	rec(nil)
+	for li, tp := range o.templates {
+		for d, k := range tp {
+			o.groupType[o.groupOf(li, d, k)] = k
+		}
+	}
+	return o
+}
+
+// tau is the transfer time of one request's activations at cut c (none at either end).
+func (o *oracleSpace) tau(c int) float64 {
+	if c <= 0 || c >= o.M {
+		return 0
+	}
+	return 8 * float64(o.mp.CutBytes[c-1]) / o.bw
+}
+
+func (o *oracleSpace) groupOf(li, d, k int) int {
+	key := [2]int{d, k}
+	if o.rounding == RoundingPipeline {
+		key = [2]int{li*8 + d, k}
+	}
+	if i, ok := o.groups[key]; ok {
+		return i
+	}
+	o.groups[key] = len(o.groups)
+	return o.groups[key]
+}
+
+func (o *oracleSpace) enc(v []int) string {
+	b := make([]byte, len(v))
+	for i, x := range v {
+		b[i] = byte(x)
+	}
+	return string(b)
+}
+
+// feasible: the usage vector's whole GPUs per type are within the cluster's counts.
+func (o *oracleSpace) feasible(v []int) bool {
+	per := make([]int, len(o.types))
+	for g, x := range v {
+		per[o.groupType[g]] += (x + 11) / 12
+	}
+	for k := range o.types {
+		if per[k] > o.types[k].n {
+			return false
+		}
+	}
+	return true
+}
+
+// templateBest is the best throughput per usage vector of template li (type sequence tp)
+// alone: every cut configuration, batch 1–8, level per stage and slice count per stage.
+func (o *oracleSpace) templateBest(li int, tp []int) (map[string]float64, map[string][]int) {
+	D := len(tp)
+	opts := map[string]float64{}
+	optVec := map[string][]int{}
+	var configs [][]int
+	var cuts func(pre []int)
+	cuts = func(pre []int) {
+		if len(pre) == D-1 {
+			configs = append(configs, slices.Clone(pre))
+			return
+		}
+		last := 0
+		if len(pre) > 0 {
+			last = pre[len(pre)-1]
+		}
+		for c := last + 1; c < o.M; c++ {
+			cuts(append(pre, c))
+		}
+	}
+	cuts(nil)
+	for _, cs := range configs {
+		bounds := append(append([]int{0}, cs...), o.M)
+		for b := 1; b <= 8; b++ {
+			var lv func(d int, vs []int)
+			lv = func(d int, vs []int) {
+				if d < D {
+					for _, v := range o.types[tp[d]].levels {
+						lv(d+1, append(vs, v))
+					}
+					return
+				}
+				X, ok := o.stageRates(tp, bounds, vs, b)
+				if !ok {
+					return
+				}
+				o.sliceCounts(li, tp, vs, X, opts, optVec)
+			}
+			lv(0, nil)
+		}
+	}
+	return opts, optVec
+}
+
+// stageRates is each stage's throughput per slice at batch b and levels vs (the compute
+// rate, capped by the transfers at both of its cuts); false when a block has no profile
+// there or the pipeline's latency exceeds T'.
+func (o *oracleSpace) stageRates(tp, bounds, vs []int, b int) ([]float64, bool) {
+	D := len(tp)
+	lat := 0.0
+	X := make([]float64, D)
+	for s := 0; s < D; s++ {
+		k := o.types[tp[s]]
+		e, ok := o.mp.Lookup(k.name, vs[s], b)
+		if !ok {
+			return nil, false
+		}
+		C := 0.0
+		for q := bounds[s]; q < bounds[s+1]; q++ {
+			C += math.Max(1, e.BlockUs[q])
+		}
+		lat += C + float64(b)*o.tau(bounds[s+1])
+		X[s] = 1e6 * float64(b) / C
+		slot := float64(vs[s] * k.s)
+		if t := o.tau(bounds[s]); t > 0 {
+			X[s] = math.Min(X[s], 1e6/(slot*t))
+		}
+		if t := o.tau(bounds[s+1]); t > 0 {
+			X[s] = math.Min(X[s], 1e6/(slot*t))
+		}
+	}
+	return X, lat <= o.budget+1e-9
+}
+
+// sliceCounts tries every slice count per stage for rates X, keeping the best throughput
+// per feasible usage vector in opts and optVec.
+func (o *oracleSpace) sliceCounts(li int, tp, vs []int, X []float64, opts map[string]float64, optVec map[string][]int) {
+	D := len(tp)
+	var counts func(s int, g []int)
+	counts = func(s int, g []int) {
+		if s < D {
+			for n := 1; n <= vs[s]*o.types[tp[s]].n; n++ {
+				counts(s+1, append(g, n))
+			}
+			return
+		}
+		x := math.Inf(1)
+		u := make([]int, len(o.groups))
+		for q := 0; q < D; q++ {
+			x = math.Min(x, X[q]*float64(g[q]))
+			u[o.groupOf(li, q, tp[q])] += g[q] * 12 / vs[q]
+		}
+		if !o.feasible(u) {
+			return
+		}
+		key := o.enc(u)
+		if x > opts[key] {
+			opts[key], optVec[key] = x, u
+		}
+	}
+	counts(0, nil)
+}
+
+// combine is the DP step: every state so far alone or plus one of this template's options,
+// the best throughput per feasible usage vector.
+func (o *oracleSpace) combine(states map[string]float64, vecs map[string][]int, opts map[string]float64, optVec map[string][]int) (map[string]float64, map[string][]int) {
+	next := map[string]float64{}
+	nextVec := map[string][]int{}
+	for key, val := range states {
+		next[key], nextVec[key] = val, vecs[key]
+	}
+	for sk, sv := range states {
+		for ok, ov := range opts {
+			u := make([]int, len(o.groups))
+			for g := range u {
+				u[g] = vecs[sk][g] + optVec[ok][g]
+			}
+			if !o.feasible(u) {
+				continue
+			}
+			key := o.enc(u)
+			if v := sv + ov; v > next[key] {
+				next[key], nextVec[key] = v, u
+			}
+		}
+	}
+	return next, nextVec
 }
 
 // skipWithoutSolver skips when the HiGHS wasm is absent, unless PLAN_REQUIRE_ALL=1.
