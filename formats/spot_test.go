@@ -95,7 +95,7 @@ func TestFleetSpotValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fl := &Fleet{Objective: "cost", Currency: "USD", CostPerHour: 10.5, SpotShare: f(0.5), OnDemandCostPerHour: f(16),
 				NoSpotPrice: []string{"L4"},
-				GPUsUsed: []FleetGPU{{GPU: "A100", Count: 4, PricePerHour: 4, SpotCount: 2, SpotPricePerHour: f(1)}, {GPU: "L4", Count: 1, PricePerHour: 0.5}}}
+				GPUsUsed:    []FleetGPU{{GPU: "A100", Count: 4, PricePerHour: 4, SpotCount: 2, SpotPricePerHour: f(1)}, {GPU: "L4", Count: 1, PricePerHour: 0.5}}}
 			tc.edit(fl)
 			v := &validator{}
 			fl.validate(v, "fleet")
