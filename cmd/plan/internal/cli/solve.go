@@ -91,7 +91,7 @@ the miss in its prediction. plan check re-runs the prediction.`,
   plan solve --cluster testdata/dyorc/cluster-small.json --workload testdata/dyorc/small.json -o dyorc.json
   plan solve --output json | jq .ppipe.models[0].throughput_rps
   plan solve --objective cost --profile profile.json --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json   # a least-cost plan per hour
-  plan solve --objective cost --spot 0.5 --cluster testdata/cost/cluster-spot.yaml ...   # half of each type's GPUs may run on spot`,
+  plan solve --objective cost --spot 0.5 --profile testdata/cost/llm-profile.json --cluster testdata/cost/cluster-llm-spot.yaml --workload testdata/cost/workload-llm-busy.yaml -o spot.json   # up to half of each type's GPUs on spot`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSolve(cmd, app, o) },
 	}
