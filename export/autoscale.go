@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -98,6 +99,35 @@ func (c Capacity) rpsScale(app string, count int, fallback float64) (Scale, bool
 	return Scale{Min: minR, Max: count, Metric: "plan_requests_per_second", Selector: map[string]string{"model": app},
 		Query:     fmt.Sprintf(`sum(rate(plan_requests_total{model=%q}[1m]))`, app),
 		Threshold: per, PerPod: true, Basis: basis}, true
+}
+
+// PoolScale scales replicas interchangeable instances that serve apps together (QLM's
+// instances of one model, which pull any of the model's request groups: QLM §5) on the
+// coordinator's request rate of those applications: the threshold is what one replica
+// carries within the SLOs, the apps' predicted sustained_rps summed over the replicas; the
+// range runs from the replicas the apps' own rates need to the plan's. ok is false where the
+// plan's prediction gives no sustained_rps for one of the apps.
+func (c Capacity) PoolScale(apps []string, replicas int) (Scale, bool) {
+	replicas = max(replicas, 1)
+	sum, rate := 0.0, 0.0
+	var names []string
+	for _, a := range apps {
+		s, ok := c.SustainedRPS[a]
+		if !ok || a == "" {
+			return Scale{}, false
+		}
+		sum, rate = sum+s, rate+c.RateRPS[a]
+		names = append(names, regexp.QuoteMeta(a))
+	}
+	if len(apps) == 0 || sum <= 0 {
+		return Scale{}, false
+	}
+	per := sum / float64(replicas)
+	minR := min(max(int(math.Ceil(rate/per-absTol)), 1), replicas)
+	return Scale{Min: minR, Max: replicas, Metric: "plan_requests_per_second", Selector: map[string]string{"model": strings.Join(apps, ",")},
+		Query:     fmt.Sprintf(`sum(rate(plan_requests_total{model=~%q}[1m]))`, strings.Join(names, "|")),
+		Threshold: per, PerPod: true,
+		Basis: fmt.Sprintf("the plan's prediction: %s sustain %s rps within their SLOs on %d replica(s)", strings.Join(apps, ", "), fmtNum(sum), replicas)}, true
 }
 
 // llmScale scales an LLM instance of served model name on vLLM's queue gauges.

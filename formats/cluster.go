@@ -28,6 +28,12 @@ type Cluster struct {
 	// decode instance, inbound; llm-deploy-search §1 "Links": H100/H200 450 GB/s NVLink in a
 	// node, 50 GB/s across nodes). nil = none given: a plan with prefill instances needs it.
 	KVLinkGBps *float64 `json:"kv_link_gbps,omitempty"`
+	// SpotShare is `plan solve --objective cost --spot SHARE`, set by the command and never
+	// read from or written to a file: the most of each GPU type's GPUs a cost plan may run on
+	// spot capacity (ecosystem-dropin.md §6: spot is up to 90% off, preemptible). nil = every
+	// GPU on-demand. Prices then gives the planners the blended price (PlanningPrice) and
+	// planner/fleet records the split (SpotSplit).
+	SpotShare *float64 `json:"-"`
 }
 
 // GPUPool is a number of GPUs of one type.

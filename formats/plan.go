@@ -104,10 +104,21 @@ type Fleet struct {
 	Currency string `json:"currency"`
 	// GPUsUsed lists per GPU type (sorted) the physical GPUs the plan deploys and their price.
 	GPUsUsed []FleetGPU `json:"gpus_used"`
-	// CostPerHour is Σ count·price_per_hour.
+	// CostPerHour is Σ (count−spot_count)·price_per_hour + spot_count·spot_price_per_hour
+	// (Σ count·price_per_hour without spot).
 	CostPerHour float64 `json:"cost_per_hour"`
 	// DefaultPrices names the types priced from the default list prices (no price_per_hour).
 	DefaultPrices []string `json:"default_prices,omitempty"`
+	// SpotShare is `plan solve --spot SHARE`: at most this share of each GPU type's GPUs run
+	// on spot, at least 1−SHARE of them (rounded up) on-demand (SpotSplit); absent without
+	// --spot, and then nothing runs on spot.
+	SpotShare *float64 `json:"spot_share,omitempty"`
+	// OnDemandCostPerHour is, with spot_share, what the same GPUs cost all on-demand
+	// (Σ count·price_per_hour), beside cost_per_hour.
+	OnDemandCostPerHour *float64 `json:"on_demand_cost_per_hour,omitempty"`
+	// NoSpotPrice names, with spot_share, the GPU types used that have no
+	// spot_price_per_hour in the cluster: priced and run all on-demand.
+	NoSpotPrice []string `json:"no_spot_price,omitempty"`
 }
 
 // FleetGPU is one GPU type of a fleet.
@@ -115,6 +126,10 @@ type FleetGPU struct {
 	GPU          string  `json:"gpu"`
 	Count        int     `json:"count"`
 	PricePerHour float64 `json:"price_per_hour"`
+	// SpotCount is how many of Count run on spot (spot_share); Count−SpotCount run on-demand.
+	SpotCount int `json:"spot_count,omitempty"`
+	// SpotPricePerHour is the type's spot price per GPU (with spot_share, where it has one).
+	SpotPricePerHour *float64 `json:"spot_price_per_hour,omitempty"`
 }
 
 // PPipePlan is a set of pooled pipelines per model (PPipe, NP and DART-r plans alike).

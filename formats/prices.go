@@ -133,13 +133,57 @@ func (c *Cluster) SpotPrice(gpu string) (float64, bool) {
 	return 0, false
 }
 
-// Prices returns the price of every GPU type of the cluster and the types priced from
+// SpotSplit divides n GPUs of one type under `--spot share`: at least (1-share) of them stay
+// on-demand, rounded up (a fraction of a GPU cannot be on-demand), the rest run on spot. The
+// 1e-9 keeps (1-0.3)·10 = 7.000000000000001 at 7 on-demand GPUs, not 8.
+func SpotSplit(n int, share float64) (onDemand, spot int) {
+	if n <= 0 {
+		return 0, 0
+	}
+	od := int(math.Ceil((1-share)*float64(n) - 1e-9))
+	od = min(max(od, 0), n)
+	return od, n - od
+}
+
+// PlanningPrice is the per-GPU price a cost objective optimises for type gpu: the on-demand
+// price (Price), or with SpotShare s and a spot price for the type the blend s·spot +
+// (1-s)·on-demand — the cost per GPU of a fleet whose GPUs follow SpotSplit, before rounding
+// the on-demand count up (the fleet record prices the rounded split exactly). spot is false
+// where the type has no spot price (or no SpotShare is set): it is priced on-demand.
+func (c *Cluster) PlanningPrice(gpu string) (price float64, defaulted, spot bool, err error) {
+	price, defaulted, err = c.Price(gpu)
+	if err != nil || c.SpotShare == nil {
+		return price, defaulted, false, err
+	}
+	sp, ok := c.SpotPrice(gpu)
+	if !ok {
+		return price, defaulted, false, nil
+	}
+	s := *c.SpotShare
+	return s*sp + (1-s)*price, defaulted, true, nil
+}
+
+// NoSpotPrice lists (sorted) the cluster's GPU types without spot_price_per_hour: under
+// SpotShare they are priced on-demand.
+func (c *Cluster) NoSpotPrice() []string {
+	var out []string
+	for _, g := range c.GPUs {
+		if _, ok := c.SpotPrice(g.Type); !ok {
+			out = append(out, g.Type)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Prices returns the price of every GPU type of the cluster that a cost objective optimises
+// (PlanningPrice: on-demand, or the spot blend under SpotShare) and the types priced from
 // DefaultPrices (sorted), or every type that has no price at all.
 func (c *Cluster) Prices() (prices map[string]float64, defaulted []string, err error) {
 	prices = map[string]float64{}
 	var missing []string
 	for _, g := range c.GPUs {
-		p, def, perr := c.Price(g.Type)
+		p, def, _, perr := c.PlanningPrice(g.Type)
 		if perr != nil {
 			missing = append(missing, perr.Error())
 			continue

@@ -25,6 +25,32 @@ func (f *Fleet) validate(v *validator, p string) {
 			v.add(field(q, "count"), g.Count, "must be >= 0")
 		}
 		price(v, field(q, "price_per_hour"), g.PricePerHour)
+		if g.SpotPricePerHour != nil {
+			price(v, field(q, "spot_price_per_hour"), *g.SpotPricePerHour)
+			if f.SpotShare == nil {
+				v.add(field(q, "spot_price_per_hour"), *g.SpotPricePerHour, "needs spot_share (plan solve --spot)")
+			}
+		}
+		switch {
+		case g.SpotCount < 0 || g.SpotCount > max(g.Count, 0):
+			v.add(field(q, "spot_count"), g.SpotCount, "must be in [0, count %d]", g.Count)
+		case g.SpotCount > 0 && g.SpotPricePerHour == nil:
+			v.add(field(q, "spot_count"), g.SpotCount, "needs spot_price_per_hour")
+		}
+	}
+	if s := f.SpotShare; s != nil && (math.IsNaN(*s) || *s < 0 || *s > 1) {
+		v.add(field(p, "spot_share"), *s, "must be in [0, 1]")
+	}
+	if o := f.OnDemandCostPerHour; o != nil {
+		if math.IsNaN(*o) || math.IsInf(*o, 0) || *o < 0 {
+			v.add(field(p, "on_demand_cost_per_hour"), *o, "must be >= 0")
+		}
+		if f.SpotShare == nil {
+			v.add(field(p, "on_demand_cost_per_hour"), *o, "needs spot_share (plan solve --spot)")
+		}
+	}
+	if len(f.NoSpotPrice) > 0 && f.SpotShare == nil {
+		v.add(field(p, "no_spot_price"), f.NoSpotPrice, "needs spot_share (plan solve --spot)")
 	}
 	if math.IsNaN(f.CostPerHour) || math.IsInf(f.CostPerHour, 0) || f.CostPerHour < 0 {
 		v.add(field(p, "cost_per_hour"), f.CostPerHour, "must be >= 0")

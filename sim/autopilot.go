@@ -189,6 +189,33 @@ func RunStatic(run *AutopilotRun, c ap.Candidate) (*AutopilotResult, error) {
 	return replayPlans(run, c, nil)
 }
 
+// PlannedSwitch is a switch decided outside the autopilot's loop, such as a replayed
+// autoscaler's (a KEDA ScaledObject's replica changes): Plan serves from From on, its fleet
+// held from Decided.
+type PlannedSwitch struct {
+	Decided, From dataplane.Time
+	Plan          ap.Candidate
+}
+
+// RunSwitches simulates the arrivals of run on start, then on each switch's plan from its
+// From on, through the switched replay the autopilot's and a schedule's runs use (run's
+// Solver and Loop are not used).
+func RunSwitches(run *AutopilotRun, start ap.Candidate, sw []PlannedSwitch) (*AutopilotResult, error) {
+	if run.Deploy == nil {
+		return nil, errors.New("sim: a switched run without a deployer")
+	}
+	at := make([]switchAt, len(sw))
+	for i, s := range sw {
+		at[i] = switchAt{at: s.From, decided: s.Decided, c: s.Plan}
+	}
+	res, err := replayPlans(run, start, at)
+	if err != nil {
+		return nil, err
+	}
+	res.Switches = len(sw)
+	return res, nil
+}
+
 // replayPlans simulates the arrivals of run on start, then on each switch's plan from its
 // time on (none: a static plan over the whole trace), through the switched replay that
 // `plan simulate SCHEDULE` runs too.

@@ -129,6 +129,39 @@ func TestShapes(t *testing.T) {
 	}
 }
 
+// TestPodGPUIDs: replicas the plan places on GPUs 5, 6 and 7 of an 8-GPU server are
+// instance groups on GPUs 0..2 of the model's pod (export.PodGPUs), whose Deployment asks
+// for those 3 GPUs, and the placement reads back as the plan's; past a server's GPUs the
+// export is refused.
+func TestPodGPUIDs(t *testing.T) {
+	p := readPlan(t)
+	cp := *p.Cascade
+	cp.Placement = []formats.Replica{{Model: "bert-base", GPUs: []int{5, 6}}, {Model: "bert-small", GPUs: []int{7}}, {Model: "bert-tiny", GPUs: []int{7}}}
+	p.Cascade = &cp
+	files, err := exporter(t, export.Triton).Export(p, export.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"plan-bert-base/config.pbtxt": "name: \"r0\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ 0, 1 ]",
+		"plan-bert-small/config.pbtxt":      "name: \"r1\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ 0 ]",
+		"deploy/triton-plan-bert-base.yaml": `nvidia.com/gpu: "2"`, "deploy/triton-plan-bert-small.yaml": `nvidia.com/gpu: "1"`} {
+		if !strings.Contains(string(files[name]), want) {
+			t.Errorf("%s lacks %q:\n%s", name, want, files[name])
+		}
+	}
+	got, _, err := ReadBack(export.Triton, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Placement, cp.Placement) {
+		t.Errorf("placement read back %v, plan %v", got.Placement, cp.Placement)
+	}
+	gpu := p.Provenance.Embedded.Cluster.GPUs[0].Type
+	if _, err := exporter(t, export.Triton).Export(p, export.Options{PerServer: map[string]int{gpu: 1}}); err == nil || !strings.Contains(err.Error(), "more than a server's 1 (per_server)") {
+		t.Errorf("bert-base on 2 GPUs, 1 per server: %v, want a refusal", err)
+	}
+}
+
 // TestReadBackRejects: files whose native settings disagree with the recorded plan, or that
 // lose part of it, are errors.
 func TestReadBackRejects(t *testing.T) {

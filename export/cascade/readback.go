@@ -133,11 +133,17 @@ func (rb *reader) triton(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamReplicas, err)
 	}
-	// Each replica is the instance group r<index> pinned to exactly its GPUs.
+	// Each replica is the instance group r<index> pinned to exactly its GPUs, numbered
+	// within the model's pod (export.PodGPUs).
 	groups, count := export.TritonGroups(c)
-	for _, r := range reps {
-		if gs, ok := groups["r"+strconv.Itoa(r.index)]; !ok || !slices.Equal(gs, r.gpus) {
-			return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on %v", c.Name, r.index, gs, r.gpus)
+	plan := make([][]int, len(reps))
+	for k, r := range reps {
+		plan[k] = r.gpus
+	}
+	local := export.PodGPUs(plan)
+	for k, r := range reps {
+		if gs, ok := groups["r"+strconv.Itoa(r.index)]; !ok || !slices.Equal(gs, local[k]) {
+			return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on plan GPUs %v: %v within the pod", c.Name, r.index, gs, r.gpus, local[k])
 		}
 	}
 	return rb.model(params, count, int(c.MaxBatchSize), 0)

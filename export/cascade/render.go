@@ -26,12 +26,20 @@ func tritonFiles(l *layout) (export.Files, error) {
 			b.Write(export.Comment(fmt.Sprintf("A replica spans %d GPUs: Triton starts one instance per listed GPU; serve it with a backend that shards across them.", s.gpus)))
 		}
 		b.Write(c.PBTxt())
-		for _, i := range s.replicas {
-			gpus := make([]string, len(l.cp.Placement[i].GPUs))
-			for j, g := range l.cp.Placement[i].GPUs {
+		// GPU ids within the model's pod (export.PodGPUs); r<i> keeps the plan's replica.
+		plan := make([][]int, len(s.replicas))
+		for k, i := range s.replicas {
+			plan[k] = l.cp.Placement[i].GPUs
+		}
+		if err := export.PodFits(s.unit, l.gpu, plan, l.o.PerServer); err != nil {
+			return nil, err
+		}
+		for k, ids := range export.PodGPUs(plan) {
+			gpus := make([]string, len(ids))
+			for j, g := range ids {
 				gpus[j] = strconv.Itoa(g)
 			}
-			fmt.Fprintf(&b, "instance_group {\n  name: \"r%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ %s ]\n}\n", i, strings.Join(gpus, ", "))
+			fmt.Fprintf(&b, "instance_group {\n  name: \"r%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ %s ]\n}\n", s.replicas[k], strings.Join(gpus, ", "))
 		}
 		if err := put(f, s.unit+"/config.pbtxt", []byte(b.String())); err != nil {
 			return nil, err

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -141,9 +140,10 @@ func TestShapes(t *testing.T) {
 				if err != nil || len(c.InstanceGroup) != 3 {
 					t.Fatalf("llm7b: want 3 instance groups: %v %v", c, err)
 				}
-				for _, g := range c.InstanceGroup {
-					if len(g.Gpus) != 1 || g.Name != "g"+strconv.Itoa(int(g.Gpus[0])) {
-						t.Errorf("llm7b: instance group %s on %v: want g<gpu> pinned to it", g.Name, g.Gpus)
+				// g<plan GPU>, each pinned to its GPU as the service's pod numbers them (0..2).
+				for k, g := range c.InstanceGroup {
+					if len(g.Gpus) != 1 || g.Gpus[0] != int32(k) || !strings.HasPrefix(g.Name, "g") {
+						t.Errorf("llm7b: instance group %s on %v: want g<plan gpu> pinned to pod GPU %d", g.Name, g.Gpus, k)
 					}
 				}
 				r, err := export.ParseTriton(files["plan-debate/config.pbtxt"])
@@ -176,7 +176,7 @@ func TestReadBackRejects(t *testing.T) {
 	tests := []struct {
 		target, file, old, new, want string
 	}{
-		{export.Triton, "plan-llm7b/config.pbtxt", "gpus: [ 3 ]", "gpus: [ 2 ]", "instance group g3: GPUs [2]"},
+		{export.Triton, "plan-llm7b/config.pbtxt", "gpus: [ 0 ]", "gpus: [ 2 ]", "instance group g3: GPUs [2], the recorded placement holds the service on plan GPU 3: [0] within the pod"},
 		{export.Triton, "plan-sd15/config.pbtxt", "max_batch_size: 8", "max_batch_size: 4", "batch 8 recorded"},
 		{export.Triton, "plan-gill/config.pbtxt", `backend: "python"`, `backend: "onnxruntime"`, "dyorc.gpus: empty"},
 		{export.Triton, "plan-image/config.pbtxt", `\"gpus\":4`, `\"gpus\":5`, "differs from another application's"},

@@ -119,11 +119,17 @@ func (rb *reader) triton(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("model %s: %s: %w", c.Name, ParamGPUs, err)
 	}
-	// Each GPU holding the service is the instance group g<gpu> pinned to it.
+	// Each GPU holding the service is the instance group g<gpu> pinned to it, numbered
+	// within the service's pod (export.PodGPUs).
 	groups, count := export.TritonGroups(c)
-	for _, g := range gpus {
-		if gs, ok := groups["g"+strconv.Itoa(g)]; !ok || !slices.Equal(gs, []int{g}) {
-			return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on GPU %d", c.Name, g, gs, g)
+	plan := make([][]int, len(gpus))
+	for k, g := range gpus {
+		plan[k] = []int{g}
+	}
+	local := export.PodGPUs(plan)
+	for k, g := range gpus {
+		if gs, ok := groups["g"+strconv.Itoa(g)]; !ok || !slices.Equal(gs, local[k]) {
+			return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on plan GPU %d: %v within the pod", c.Name, g, gs, g, local[k])
 		}
 	}
 	return rb.service(params, count, int(c.MaxBatchSize))

@@ -26,8 +26,16 @@ func tritonFiles(l *layout) (export.Files, error) {
 			fmt.Sprintf("answers the workflow node a request goes to next as the output %q (the branch its output decides).", NextOutput),
 			"Triton cannot express "+Unsupported+"."))
 		b.Write(c.PBTxt())
-		for _, g := range s.gpus {
-			fmt.Fprintf(&b, "instance_group {\n  name: \"g%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ %d ]\n}\n", g, g)
+		// GPU ids within the service's pod (export.PodGPUs); g<gpu> keeps the plan's GPU.
+		plan := make([][]int, len(s.gpus))
+		for k, g := range s.gpus {
+			plan[k] = []int{g}
+		}
+		if err := export.PodFits(s.unit, s.dep.GPU, plan, l.o.PerServer); err != nil {
+			return nil, err
+		}
+		for k, ids := range export.PodGPUs(plan) {
+			fmt.Fprintf(&b, "instance_group {\n  name: \"g%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ %d ]\n}\n", s.gpus[k], ids[0])
 		}
 		if err := put(f, s.unit+"/config.pbtxt", []byte(b.String())); err != nil {
 			return nil, err

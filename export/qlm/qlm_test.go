@@ -211,8 +211,8 @@ func TestShapes(t *testing.T) {
 					t.Errorf("v01: want one KIND_MODEL group: %v %v", c, err)
 				}
 				c, err = export.ParseTriton(files["plan-l4/config.pbtxt"])
-				if err != nil || len(c.InstanceGroup) != 1 || c.InstanceGroup[0].Name != "g4" || !slices.Equal(c.InstanceGroup[0].Gpus, []int32{4}) {
-					t.Errorf("l4: want group g4 pinned to GPU 4: %v %v", c, err)
+				if err != nil || len(c.InstanceGroup) != 1 || c.InstanceGroup[0].Name != "g4" || !slices.Equal(c.InstanceGroup[0].Gpus, []int32{0}) {
+					t.Errorf("l4: want group g4 (plan GPU 4) pinned to the pod's GPU 0: %v %v", c, err)
 				}
 			case export.KServe:
 				y := string(files["inferenceservice-plan-v01.yaml"])
@@ -270,7 +270,7 @@ func TestReadBackRejects(t *testing.T) {
 	tests := []struct {
 		target, file, old, new, want string
 	}{
-		{export.Triton, "plan-llm-1/config.pbtxt", "gpus: [ 1 ]", "gpus: [ 0 ]", "instance group g1 (KIND_GPU) on GPUs [0]"},
+		{export.Triton, "plan-llm-1/config.pbtxt", "gpus: [ 0 ]", "gpus: [ 1 ]", "instance group g1 (KIND_GPU) on GPUs [1]"},
 		{export.Triton, "plan-llm-0/1/model.json", `"tensor_parallel_size": 1`, `"tensor_parallel_size": 2`, "tensor_parallel_size 2"},
 		{export.Triton, "plan-llm-0/1/model.json", `"model": "mistralai/Mistral-7B-Instruct-v0.2"`, `"model": "lmsys/vicuna-13b-v1.5"`, `the engine loads "lmsys/vicuna-13b-v1.5"`},
 		{export.Triton, "plan-llm-0/1/model.json", `"block_size"`, `"block_tokens"`, `unknown field "block_tokens"`},

@@ -186,8 +186,8 @@ func (rb *reader) triton(name string, data []byte, files export.Files) error {
 		got[i] = int(x)
 	}
 	if len(gpus) == 1 {
-		if g.Kind.String() != "KIND_GPU" || g.Name != "g"+strconv.Itoa(gpus[0]) || !slices.Equal(got, gpus) {
-			return fmt.Errorf("model %s: instance group %s (%s) on GPUs %v, the record places the instance on GPU %d", c.Name, g.Name, g.Kind, got, gpus[0])
+		if g.Kind.String() != "KIND_GPU" || g.Name != "g"+strconv.Itoa(gpus[0]) || !slices.Equal(got, []int{0}) {
+			return fmt.Errorf("model %s: instance group %s (%s) on GPUs %v, the record places the instance on GPU %d: want group g%d on GPU 0, the pod's one GPU", c.Name, g.Name, g.Kind, got, gpus[0], gpus[0])
 		}
 	} else if g.Kind.String() != "KIND_MODEL" || len(got) > 0 {
 		return fmt.Errorf("model %s: instance group %s on GPUs %v: a tensor-parallel instance is one KIND_MODEL group", c.Name, g.Kind, got)

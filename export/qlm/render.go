@@ -44,9 +44,13 @@ func tritonFiles(l *layout) (export.Files, error) {
 			"add model_transaction_policy { decoupled: true } to stream tokens.",
 			"Triton cannot express "+Unsupported+"."))
 		fmt.Fprintf(&b, "name: %s\nbackend: \"vllm\"\nmax_batch_size: 0\n", strconv.Quote(in.unit))
+		if err := export.PodFits(in.unit, in.in.GPU, [][]int{in.gpus}, l.o.PerServer); err != nil {
+			return nil, err
+		}
 		if len(in.gpus) == 1 {
-			// One GPU: Triton pins the engine's instance to it.
-			fmt.Fprintf(&b, "instance_group {\n  name: \"g%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ %d ]\n}\n", in.gpus[0], in.gpus[0])
+			// One GPU: Triton pins the engine's instance to it, the pod's only GPU (id 0
+			// within the pod: export.PodGPUs); the group's name keeps the plan's GPU.
+			fmt.Fprintf(&b, "instance_group {\n  name: \"g%d\"\n  kind: KIND_GPU\n  count: 1\n  gpus: [ 0 ]\n}\n", in.gpus[0])
 		} else {
 			// Tensor parallel: vLLM spreads the model over the GPUs it sees (KIND_MODEL); start
 			// Triton with CUDA_VISIBLE_DEVICES covering qlm.gpus.

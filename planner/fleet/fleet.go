@@ -96,7 +96,9 @@ func gpuIndexTypes(c *formats.Cluster) []string {
 
 // Summarize is the fleet record of a cost-optimal plan: the GPUs it uses per type (from
 // Used), each type's price and the total per hour, in the cluster's currency. The second
-// result lists the GPU types priced from formats.DefaultPrices.
+// result lists the GPU types priced from formats.DefaultPrices. Under c.SpotShare (`plan
+// solve --spot`) each type with a spot price runs formats.SpotSplit's spot share at its spot
+// price and the rest on-demand; the record keeps the all-on-demand cost beside it.
 func Summarize(p *formats.Plan, c *formats.Cluster) (*formats.Fleet, []string, error) {
 	used := Used(p)
 	types := make([]string, 0, len(used))
@@ -106,6 +108,7 @@ func Summarize(p *formats.Plan, c *formats.Cluster) (*formats.Fleet, []string, e
 	sort.Strings(types)
 	f := &formats.Fleet{Objective: ObjectiveCost, Currency: c.CurrencyOf()}
 	var defaulted []string
+	onDemand := 0.0
 	for _, k := range types {
 		price, def, err := c.Price(k)
 		if err != nil {
@@ -114,10 +117,26 @@ func Summarize(p *formats.Plan, c *formats.Cluster) (*formats.Fleet, []string, e
 		if def {
 			defaulted = append(defaulted, k)
 		}
-		f.GPUsUsed = append(f.GPUsUsed, formats.FleetGPU{GPU: k, Count: used[k], PricePerHour: price})
-		f.CostPerHour += price * float64(used[k])
+		g := formats.FleetGPU{GPU: k, Count: used[k], PricePerHour: price}
+		cost := price * float64(used[k])
+		onDemand += cost
+		if c.SpotShare != nil {
+			if sp, ok := c.SpotPrice(k); ok {
+				_, n := formats.SpotSplit(used[k], *c.SpotShare)
+				g.SpotCount, g.SpotPricePerHour = n, &sp
+				cost = price*float64(used[k]-n) + sp*float64(n)
+			} else {
+				f.NoSpotPrice = append(f.NoSpotPrice, k)
+			}
+		}
+		f.GPUsUsed = append(f.GPUsUsed, g)
+		f.CostPerHour += cost
 	}
 	f.CostPerHour = roundCost(f.CostPerHour)
+	if c.SpotShare != nil {
+		s, od := *c.SpotShare, roundCost(onDemand)
+		f.SpotShare, f.OnDemandCostPerHour = &s, &od
+	}
 	f.DefaultPrices = defaulted
 	return f, defaulted, nil
 }
@@ -140,10 +159,19 @@ func Verify(p *formats.Plan) []string {
 	}
 	used := Used(p)
 	rec := map[string]int{}
-	total := 0.0
+	total, onDemand := 0.0, 0.0
 	for _, g := range f.GPUsUsed {
 		rec[g.GPU] += g.Count
-		total += g.PricePerHour * float64(g.Count)
+		onDemand += g.PricePerHour * float64(g.Count)
+		total += g.PricePerHour * float64(g.Count-g.SpotCount)
+		if g.SpotPricePerHour != nil {
+			total += *g.SpotPricePerHour * float64(g.SpotCount)
+		}
+		if f.SpotShare != nil {
+			if _, n := formats.SpotSplit(g.Count, *f.SpotShare); g.SpotPricePerHour != nil && g.SpotCount != n {
+				out = append(out, fmt.Sprintf("fleet.gpus_used %s: spot_count %d, spot_share %g of %d GPUs allows %d (at least %g on-demand, rounded up)", g.GPU, g.SpotCount, *f.SpotShare, g.Count, n, 1-*f.SpotShare))
+			}
+		}
 		if p.Cluster == nil {
 			continue
 		}
@@ -155,6 +183,19 @@ func Verify(p *formats.Plan) []string {
 		} else if math.Abs(price-g.PricePerHour) > relTol*math.Max(1, price) {
 			out = append(out, fmt.Sprintf("fleet.gpus_used %s: price_per_hour %g, the cluster's is %g", g.GPU, g.PricePerHour, price))
 		}
+		sp, ok := p.Cluster.SpotPrice(g.GPU)
+		switch {
+		case g.SpotPricePerHour == nil && ok && f.SpotShare != nil:
+			out = append(out, fmt.Sprintf("fleet.gpus_used %s: no spot_price_per_hour recorded, the cluster's is %g", g.GPU, sp))
+		case g.SpotPricePerHour == nil:
+		case !ok:
+			out = append(out, fmt.Sprintf("fleet.gpus_used %s: spot_price_per_hour %g, the cluster gives none", g.GPU, *g.SpotPricePerHour))
+		case math.Abs(sp-*g.SpotPricePerHour) > relTol*math.Max(1, sp):
+			out = append(out, fmt.Sprintf("fleet.gpus_used %s: spot_price_per_hour %g, the cluster's is %g", g.GPU, *g.SpotPricePerHour, sp))
+		}
+	}
+	if o := f.OnDemandCostPerHour; o != nil && math.Abs(roundCost(onDemand)-*o) > recordTol*math.Max(1, onDemand) {
+		out = append(out, fmt.Sprintf("fleet.on_demand_cost_per_hour %g: the GPUs used cost %g on-demand", *o, roundCost(onDemand)))
 	}
 	var names []string
 	for k := range used {
@@ -180,16 +221,26 @@ func Verify(p *formats.Plan) []string {
 	return out
 }
 
-// Describe is a one-line fleet mix, "2×A100 + 3×L4 = 9.54 USD/h".
+// Describe is a one-line fleet mix, "2×A100 + 3×L4 = 9.54 USD/h"; with spot_share, each
+// type's spot GPUs and the all-on-demand cost beside it: "4×A100 (2 spot) + 3×L4 = 8.1
+// USD/h; on-demand 11.1 USD/h; spot share 0.5".
 func Describe(f *formats.Fleet) string {
 	var parts []string
 	for _, g := range f.GPUsUsed {
-		parts = append(parts, fmt.Sprintf("%d×%s", g.Count, g.GPU))
+		s := fmt.Sprintf("%d×%s", g.Count, g.GPU)
+		if f.SpotShare != nil && g.SpotCount > 0 {
+			s += fmt.Sprintf(" (%d spot)", g.SpotCount)
+		}
+		parts = append(parts, s)
 	}
 	if len(parts) == 0 {
 		parts = []string{"no GPUs"}
 	}
-	return fmt.Sprintf("%s = %.4g %s/h", strings.Join(parts, " + "), f.CostPerHour, f.Currency)
+	out := fmt.Sprintf("%s = %.4g %s/h", strings.Join(parts, " + "), f.CostPerHour, f.Currency)
+	if f.SpotShare != nil && f.OnDemandCostPerHour != nil {
+		out += fmt.Sprintf("; on-demand %.4g %s/h; spot share %g", *f.OnDemandCostPerHour, f.Currency, *f.SpotShare)
+	}
+	return out
 }
 
 // Cluster is c sized to a fleet: each pool's count is the GPUs of its type the fleet uses

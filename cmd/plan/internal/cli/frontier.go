@@ -63,29 +63,34 @@ PATH.svg, --output json prints the points as JSON.`,
 	f.StringVar(&o.baseline, "baseline", "", "also cost the system's baseline strategy at each point (e.g. np for PPipe: no partitioning)")
 	f.StringVar(&o.csv, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&o.plot, "plot", "", "also plot cost against the swept value to PATH.png and PATH.svg")
+	addSpotFlag(f, &o.spot)
 	return cmd
 }
 
 // frontierPoint is one point of the sweep. Costs are nil where no fleet serves the point.
 type frontierPoint struct {
-	X          float64            `json:"x"`
-	Label      string             `json:"label"`
-	Cost       *float64           `json:"cost_per_hour"`
-	Fleet      []formats.FleetGPU `json:"gpus_used,omitempty"`
-	SingleCost *float64           `json:"single_type_cost_per_hour"`
-	SingleType string             `json:"single_type,omitempty"`
-	SavingPct  *float64           `json:"saving_pct,omitempty"`
+	X     float64  `json:"x"`
+	Label string   `json:"label"`
+	Cost  *float64 `json:"cost_per_hour"`
+	// OnDemandCost is, with --spot, what the same fleet costs all on-demand.
+	OnDemandCost *float64           `json:"on_demand_cost_per_hour,omitempty"`
+	Fleet        []formats.FleetGPU `json:"gpus_used,omitempty"`
+	SingleCost   *float64           `json:"single_type_cost_per_hour"`
+	SingleType   string             `json:"single_type,omitempty"`
+	SavingPct    *float64           `json:"saving_pct,omitempty"`
 	// Baseline is the least cost of the --baseline strategy on the whole cluster.
 	Baseline *float64 `json:"baseline_cost_per_hour,omitempty"`
 	Error    string   `json:"error,omitempty"`
 }
 
 type frontierReport struct {
-	System   string          `json:"system"`
-	Baseline string          `json:"baseline,omitempty"`
-	Sweep    string          `json:"sweep"`
-	Currency string          `json:"currency"`
-	Points   []frontierPoint `json:"points"`
+	System   string `json:"system"`
+	Baseline string `json:"baseline,omitempty"`
+	Sweep    string `json:"sweep"`
+	Currency string `json:"currency"`
+	// SpotShare is --spot: every cost is priced with that spot share (Fleet.SpotShare).
+	SpotShare *float64        `json:"spot_share,omitempty"`
+	Points    []frontierPoint `json:"points"`
 }
 
 // sweepPoint is one value of the swept quantity and how it changes a solve.
@@ -215,7 +220,7 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 			return err
 		}
 	}
-	rep := frontierReport{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: o.baseline}
+	rep := frontierReport{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: o.baseline, SpotShare: in.Cluster.SpotShare}
 	for _, sp := range pts {
 		pt, err := frontierAt(cmd.Context(), sys, in, base, sp)
 		if err != nil {
@@ -254,7 +259,7 @@ func frontierAt(ctx context.Context, sys system.System, in planner.Inputs, base 
 		pt.Error = firstLine(err.Error())
 	} else {
 		c := plan.Fleet.CostPerHour
-		pt.Cost, pt.Fleet = &c, plan.Fleet.GPUsUsed
+		pt.Cost, pt.Fleet, pt.OnDemandCost = &c, plan.Fleet.GPUsUsed, plan.Fleet.OnDemandCostPerHour
 	}
 	for _, g := range in.Cluster.GPUs {
 		one := *in.Cluster
@@ -322,19 +327,25 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		return strconv.FormatFloat(*p, 'f', prec, 64)
 	}
 	header := []string{strings.ToUpper(rep.Sweep), "COST/H", "FLEET", "SINGLE_TYPE/H", "SINGLE_TYPE", "SAVING_%"}
+	if rep.SpotShare != nil {
+		header = append(header[:2], append([]string{"ON_DEMAND/H"}, header[2:]...)...)
+	}
 	if rep.Baseline != "" {
 		header = append(header, strings.ToUpper(rep.Baseline)+"/H")
 	}
 	header = append(header, "NOTE")
 	var rows [][]string
 	for _, p := range rep.Points {
-		mix := fleet.Describe(&formats.Fleet{GPUsUsed: p.Fleet, Currency: rep.Currency})
+		mix := fleet.Describe(&formats.Fleet{GPUsUsed: p.Fleet, Currency: rep.Currency, SpotShare: rep.SpotShare})
 		if p.Cost == nil {
 			mix = "-"
 		} else if i := strings.Index(mix, " ="); i >= 0 {
 			mix = mix[:i]
 		}
 		row := []string{p.Label, f(p.Cost, 2), mix, f(p.SingleCost, 2), p.SingleType, f(p.SavingPct, 1)}
+		if rep.SpotShare != nil {
+			row = append(row[:2], append([]string{f(p.OnDemandCost, 2)}, row[2:]...)...)
+		}
 		if rep.Baseline != "" {
 			row = append(row, f(p.Baseline, 2))
 		}

@@ -36,10 +36,12 @@ type solveOptions struct {
 	profileFit string
 	win        windowOptions
 	acceptMiss bool
+	// spot is --spot SHARE (with --objective cost).
+	spot spotFlag
 }
 
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
-var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "profile-fit", "accept-miss"}, windowSolveFlags...)
+var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "spot", "profile-fit", "accept-miss"}, windowSolveFlags...)
 
 func newSolveCmd(app *App) *cobra.Command {
 	o := &solveOptions{}
@@ -88,7 +90,8 @@ the miss in its prediction. plan check re-runs the prediction.`,
   plan solve --profile testdata/qlm/profile.json --cluster testdata/qlm/cluster.yaml --workload testdata/qlm/workload.yaml -o qlm.json
   plan solve --cluster testdata/dyorc/cluster-small.json --workload testdata/dyorc/small.json -o dyorc.json
   plan solve --output json | jq .ppipe.models[0].throughput_rps
-  plan solve --objective cost --profile profile.json --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json   # a least-cost plan per hour`,
+  plan solve --objective cost --profile profile.json --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json   # a least-cost plan per hour
+  plan solve --objective cost --spot 0.5 --profile testdata/cost/llm-profile.json --cluster testdata/cost/cluster-llm-spot.yaml --workload testdata/cost/workload-llm-busy.yaml -o spot.json   # up to half of each type's GPUs on spot`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSolve(cmd, app, o) },
 	}
@@ -102,6 +105,7 @@ the miss in its prediction. plan check re-runs the prediction.`,
 	f.Float64Var(&o.gap, "gap", planner.DefaultGap, "relative MIP gap at which to stop (0.001 = 0.1%)")
 	f.StringVarP(&o.out, "out", "o", "plan.json", "where to write the plan")
 	addObjectiveFlag(f, &o.objective)
+	addSpotFlag(f, &o.spot)
 	addWindowFlags(f, &o.win)
 	f.StringVar(&o.profileFit, "profile-fit", formats.FitOutliers, "outliers: replace measured points more than 25% out of monotone order by their neighbours' curve; none: plan on every measured value")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")

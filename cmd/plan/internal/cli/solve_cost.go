@@ -24,7 +24,7 @@ func addObjectiveFlag(f *pflag.FlagSet, dst *string) {
 func applyObjective(app *App, o *solveOptions, in planner.Inputs, s *planner.Settings) error {
 	switch o.objective {
 	case objectiveDefault, "":
-		return nil
+		return applySpot(app, o, in.Cluster) // refuses --spot without cost
 	case planner.ObjectiveCost:
 	default:
 		return usageErrorf("--objective %q: must be default or cost", o.objective)
@@ -42,7 +42,7 @@ func applyObjective(app *App, o *solveOptions, in planner.Inputs, s *planner.Set
 		fmt.Fprintln(app.Err, formats.DefaultPriceNote(defaulted))
 	}
 	s.Objective = planner.ObjectiveCost
-	return nil
+	return applySpot(app, o, in.Cluster)
 }
 
 // reportFleet says on stderr the fleet a cost plan chose.

@@ -132,6 +132,7 @@ func unscaleEmbedded(p *formats.Plan, k float64, asIs *formats.EmbeddedInputs) e
 // resolveAtMargin is a checker's re-solve of a plan solved at a rate margin: at the same
 // margin, with the workload as given put back.
 func resolveAtMargin(ctx context.Context, ck planner.Checker, plan *formats.Plan, limit time.Duration) (*formats.Plan, error) {
+	plan = withSpotShare(plan)
 	k, e := plan.Provenance.RateMargin, plan.Provenance.Embedded
 	if k <= 1 || e == nil || e.Workload == nil {
 		return ck.Resolve(ctx, plan, limit)
@@ -149,4 +150,20 @@ func resolveAtMargin(ctx context.Context, ck planner.Checker, plan *formats.Plan
 		return nil, err
 	}
 	return re, unscaleEmbedded(re, k, e)
+}
+
+// withSpotShare gives a plan solved with --spot (fleet.spot_share) its share back on the
+// embedded cluster a re-solve prices, which no file carries (formats.Cluster.SpotShare): the
+// re-solve then optimises the cost the plan records. Other plans come back as they are.
+func withSpotShare(plan *formats.Plan) *formats.Plan {
+	e := plan.Provenance.Embedded
+	if plan.Fleet == nil || plan.Fleet.SpotShare == nil || e == nil || e.Cluster == nil {
+		return plan
+	}
+	c, emb, cl := *plan, *e, *e.Cluster
+	share := *plan.Fleet.SpotShare
+	cl.SpotShare = &share
+	emb.Cluster = &cl
+	c.Provenance.Embedded = &emb
+	return &c
 }

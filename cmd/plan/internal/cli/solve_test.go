@@ -33,6 +33,9 @@ var goldenCases = []struct {
 	{"dyorc-small.json", []string{"--cluster", "testdata/dyorc/cluster-small.json", "--workload", "testdata/dyorc/small.json"}},
 	// A least-cost LLM fleet over three GPU types (QLM, Mélange-style buckets).
 	{"qlm-cost.json", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml", "--workload", "testdata/cost/workload-llm-busy.yaml", "--objective", "cost"}},
+	// The same fleet priced with --spot 0.5: A10 and A100 half on spot, L4 (no spot price)
+	// on-demand, the all-on-demand cost beside it.
+	{"qlm-cost-spot.json", []string{"--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm-spot.yaml", "--workload", "testdata/cost/workload-llm-busy.yaml", "--objective", "cost", "--spot", "0.5"}},
 }
 
 // skipWithoutHiGHS skips a test that needs the solver when highs.wasm is absent, unless
