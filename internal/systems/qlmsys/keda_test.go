@@ -15,6 +15,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -45,6 +46,9 @@ func TestKEDAReplayAzure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays an hour of LLM traffic")
 	}
+	// 80 s on 2 cores (the plan's prediction alone is 30 s): export's TestScalerReplay and
+	// TestDecodeScaledObject check the replica rule and the decoder in CI.
+	testmode.Heavy(t, "export's TestScalerReplay and TestDecodeScaledObject")
 	root := filepath.Join("..", "..", "..")
 	p, err := formats.ReadInto[*formats.Plan](filepath.Join(root, "testdata", "autopilot", "qlm-plan.json"))
 	if err != nil {
