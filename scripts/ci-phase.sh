@@ -46,6 +46,12 @@ summary() {
     awk -v s="$secs" 'BEGIN { exit !(s > 300) }' && flag="  OVER 5 MINUTES"
     printf '%8.1fs  %-18s %s%s\n' "$secs" "$g" "${pkg#github.com/plan-dev/plan/}" "$flag"
   done
+  if [ -s "$dir/tests.tsv" ]; then
+    # Each unit-test stream's counts (scripts/gotest-filter.py): tests and subtests.
+    echo "== unit tests (tests and subtests; heavy: the cases only make test-full runs) =="
+    awk -F'\t' '{ p += $2; s += $3; h += $4; f += $5; printf "  %-12s %6d passed %5d skipped (%d heavy) %4d failed\n", $1, $2, $3, $4, $5 }
+      END { printf "  %-12s %6d passed %5d skipped (%d heavy) %4d failed\n", "total", p, s, h, f }' "$dir/tests.tsv"
+  fi
   echo "== load average now: $(load) on $(nproc) CPUs =="
   if [ "$total" -gt "$warn_s" ]; then
     crossed=$(cat "$dir/crossed" 2>/dev/null || echo "?")
@@ -56,7 +62,7 @@ summary() {
 case "${1:-}" in
 --begin)
   if [ -z "${PLAN_CI_T0:-}" ]; then
-    rm -f "$dir"/*.log "$dir"/phases.tsv "$dir"/crossed
+    rm -f "$dir"/*.log "$dir"/phases.tsv "$dir"/crossed "$dir"/tests.tsv
     now >"$dir/t0"
   else
     echo "$PLAN_CI_T0" >"$dir/t0"

@@ -12,6 +12,9 @@
 #   scripts/unit-tests.sh full    every package under -race, as CI ran before the split
 #
 # Every test runs in exactly one of race and plain. TAGS (build tags) and TIMEOUT pass through.
+# go test's JSON events go through scripts/gotest-filter.py, which prints what plain go test
+# prints and appends each stream's test counts (passed, skipped, heavy, failed) to
+# $PLAN_CI_DIR/tests.tsv for ci-phase.sh's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 group=${1:?usage: scripts/unit-tests.sh race|plain|full}
@@ -25,6 +28,15 @@ CLI=./cmd/plan/internal/cli
 # The command tests that run `plan serve` in-process (servers, signals, reloads, load against
 # them); the rest of the command package is single-threaded planning and simulation.
 CLI_RACE='^Test(Serve|Load|Signals|MetricsExposition)'
+counts=${PLAN_CI_DIR:-out/ci}/tests.tsv
+mkdir -p "$(dirname "$counts")"
+# gotest GROUP ARGS...: the shell text of `go test -json ARGS` through the filter, failing when
+# go test or the filter fails.
+gotest() {
+  local g=$1
+  shift
+  echo "set -o pipefail; go test -json $* | python3 scripts/gotest-filter.py --counts '$counts' --group $g"
+}
 
 # run_pair A B: two `go test` invocations side by side (they share the build cache and the two
 # cores), failing when either fails; each prints its own per-package result lines.
@@ -60,20 +72,20 @@ streams() {
 
 case "$group" in
 race)
-  run_pair "go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' $RACE_PKGS" \
-    "go test -race -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '$CLI_RACE' $CLI"
+  run_pair "$(gotest race -race -count=1 -timeout "$TIMEOUT" -tags "'$TAGS'" "$RACE_PKGS")" \
+    "$(gotest race-cli -race -count=1 -timeout "$TIMEOUT" -tags "'$TAGS'" -run "'$CLI_RACE'" "$CLI")"
   ;;
 plain)
   # shellcheck disable=SC2086
   plain=$(comm -23 <(go list ./... | sort) <(go list $RACE_PKGS $CLI | sort) | sed "s|^$mod|.|")
   # The command package's tests in two halves by name (its 180 s were the group's tail):
   # A-R and Simulate*, then Solve* and the rest (go test -list: every test in exactly one).
-  streams "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' $(echo $plain)" \
-    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^(Test[A-Ra-r]|TestSim|Fuzz|Example)' -skip '$CLI_RACE' $CLI" \
-    "plain:go test -count=1 -timeout $TIMEOUT -tags '$TAGS' -run '^Test([^A-Ra-rS]|S[^i]|Si[^m])' -skip '$CLI_RACE' $CLI"
+  streams "plain:$(gotest plain -count=1 -timeout "$TIMEOUT" -tags "'$TAGS'" $(echo $plain))" \
+    "plain:$(gotest plain-cli-a -count=1 -timeout "$TIMEOUT" -tags "'$TAGS'" -run "'^(Test[A-Ra-r]|TestSim|Fuzz|Example)'" -skip "'$CLI_RACE'" "$CLI")" \
+    "plain:$(gotest plain-cli-b -count=1 -timeout "$TIMEOUT" -tags "'$TAGS'" -run "'^Test([^A-Ra-rS]|S[^i]|Si[^m])'" -skip "'$CLI_RACE'" "$CLI")"
   ;;
 full)
-  go test -race -count=1 -timeout 45m -tags "$TAGS" ./...
+  bash -c "$(gotest full -race -count=1 -timeout 45m -tags "'$TAGS'" ./...)"
   ;;
 *)
   echo "scripts/unit-tests.sh: unknown group $group (race, plain or full)" >&2
