@@ -80,7 +80,7 @@ func (o *Command) Example() string {
 	return `  plan bench speed --quick
   plan bench speed --measure sim
   plan bench speed --measure sim-ppipe,serve-rate -O json
-  plan bench speed --report speed-report`
+  plan bench speed --quick --report speed-report`
 }
 
 // Flags implements bench.Bench.
