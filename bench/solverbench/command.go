@@ -313,3 +313,14 @@ func printResult(env bench.Env, res *Result) {
 	}
 	env.Table([]string{"model", "engine", "status", "objective", "iterations", "nodes", "gap", "run ms", "µs/iter", "vs native"}, rows)
 }
+
+// EmbeddedModels are the bench's embedded models (demo and hc2-g1), for `plan bench speed`.
+func EmbeddedModels() ([]Model, error) { return loadModels(nil) }
+
+// Data is the model file's contents (LP format).
+func (m Model) Data() []byte { return m.data }
+
+// Measure solves m reps times with opts and reports the median run, as the bench's rows do.
+func Measure(ctx context.Context, m Model, opts solver.FileOptions, reps int) (Row, error) {
+	return runModel(ctx, m, opts, reps)
+}

@@ -32,8 +32,7 @@ func TestSimScaleDecisionHash(t *testing.T) {
 				continue
 			}
 			t.Run(name, func(t *testing.T) {
-				cfg := scaleConfig(t, mode, k)
-				s, err := newRun(cfg, 0.9, mode == "busy-until-compact")
+				s, err := scaleCase(t, mode, k).Build()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,24 +1,21 @@
 // Command floor is the HTTP floor `plan serve` is measured against (bench/RESULTS.md): a
 // trivial Go net/http server that speaks just enough of plan serve's API for `plan load` to
-// drive it — GET /v1/plan and GET /v2/models/{model} from a plan file, and an infer endpoint
-// that reads the body, waits the plan's single-request latency of the model (time.Sleep) and
-// answers a fixed 200. No decoding, no engine, no batching, no admission, unbounded
-// concurrency: what any Go HTTP server costs on the same machine.
+// drive it (load.FloorHandler: GET /v1/plan, GET /v2/models/{model}, and an infer endpoint
+// that waits the plan's single-request latency of the model and answers a fixed 200). No
+// decoding, no engine, no batching, no admission, unbounded concurrency: what any Go HTTP
+// server costs on the same machine. `plan bench speed` runs the same handler in-process.
 //
 //	go run ./serve/load/floor --plan testdata/serve/wide.json --addr 127.0.0.1:18081
 package main
 
 import (
-	"encoding/json"
 	"flag"
-	"fmt"
-	"io"
 	"log"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/serve/load"
 )
 
 func main() {
@@ -29,69 +26,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := formats.DecodeInto[*formats.Plan](*planPath, raw)
+	h, err := load.FloorHandler(*planPath, raw)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if p.PPipe == nil {
-		log.Fatal("floor: the plan has no ppipe section")
-	}
-	type model struct {
-		meta []byte
-		work time.Duration
-	}
-	models := map[string]*model{}
-	for _, m := range p.PPipe.Models {
-		// The fastest pipeline's latency for one request: the least any server must wait.
-		var work time.Duration
-		for i, pl := range m.Pipelines {
-			var w time.Duration
-			for _, part := range pl.Partitions {
-				w += time.Duration(part.StageLatencyUs * float64(time.Microsecond))
-			}
-			if i == 0 || w < work {
-				work = w
-			}
-		}
-		slo := time.Duration(m.SLO)
-		meta, _ := json.Marshal(map[string]any{"name": m.Model, "platform": "floor", "slo_us": slo.Microseconds(),
-			"rate_rps": m.ThroughputRPS,
-			"inputs":   []map[string]any{{"name": "input", "datatype": "FP32", "shape": []int64{-1, -1}}},
-			"outputs":  []map[string]any{{"name": "output", "datatype": "FP32", "shape": []int64{-1, -1}}}})
-		models[m.Model] = &model{meta: meta, work: work}
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/plan", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(raw)
-	})
-	mux.HandleFunc("GET /v2/models/{model}", func(w http.ResponseWriter, r *http.Request) {
-		m := models[r.PathValue("model")]
-		if m == nil {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(m.meta)
-	})
-	mux.HandleFunc("POST /v2/models/{model}/infer", func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		m := models[r.PathValue("model")]
-		if m == nil {
-			http.NotFound(w, r)
-			return
-		}
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
-		}
-		time.Sleep(m.work)
-		b := fmt.Appendf(nil, `{"model_name":%q,"outputs":[{"name":"output","shape":[1,4],"datatype":"FP32","data":[0,1,2,3]}],"outcome":"completed","timing":{"latency_us":%d}}`,
-			r.PathValue("model"), time.Since(start).Microseconds())
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		_, _ = w.Write(b)
-	})
 	log.Printf("floor: serving %s on http://%s", *planPath, *addr)
-	log.Fatal((&http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}).ListenAndServe())
+	log.Fatal((&http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}).ListenAndServe())
 }

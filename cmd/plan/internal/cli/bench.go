@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/solverbench"
+	"github.com/plan-dev/plan/bench/speedbench"
 	progressline "github.com/plan-dev/plan/internal/progress"
 )
 
@@ -17,11 +18,13 @@ func newBenchCmd(app *App) *cobra.Command {
 		Use:   "bench",
 		Short: "Reproduce a paper's evaluation side by side in the simulator",
 		Long: `bench runs one system's paper evaluation on stand-in inputs in the simulator and prints
-the paper's table next to ours; bench solver times the in-process HiGHS on each solver engine.
+the paper's table next to ours; bench solver times the in-process HiGHS on each solver engine;
+bench speed prints the project's speed ratios (simulator scaling, solver, serve) in one table.
 Every benchmark has --quick (a reduced run that finishes in under two minutes) and --report DIR.`,
 		Example: `  plan bench ppipe --quick
   plan bench pard --quick
   plan bench solver --quick
+  plan bench speed --quick
   plan bench ppipe --report ppipe-report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,6 +45,7 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
 // toolBenches are the benches of plan's own machinery rather than of one system.
 var toolBenches = []func() bench.Bench{
 	func() bench.Bench { return &solverbench.Command{} },
+	func() bench.Bench { return &speedbench.Command{} },
 }
 
 func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {

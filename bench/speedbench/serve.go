@@ -1,0 +1,199 @@
+package speedbench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/simbench"
+	"github.com/plan-dev/plan/serve"
+	"github.com/plan-dev/plan/serve/load"
+	"github.com/plan-dev/plan/sim"
+)
+
+// wideModel is the one model of testdata/serve/wide.json (32 emulated L4s, 2 ms per request,
+// SLO 50 ms: the GPUs never bind, so serve against the floor is the HTTP and driver overhead).
+const wideModel = "w"
+
+// inSLO is the attainment a rate must reach to count as sustained (bench-serve.sh's rule).
+const inSLO = 0.99
+
+// The rate ladders and windows: serve/load/bench-serve.sh's FLOOR_RATES at 10 s, and a
+// shorter ladder for --quick.
+var (
+	serveRates      = []int{1000, 2000, 3000, 4000, 6000}
+	serveRatesQuick = []int{500, 1000, 2000, 3000}
+)
+
+const (
+	serveWindow      = 10 * time.Second
+	serveWindowQuick = 2 * time.Second
+)
+
+// servePoint is one server at one rate.
+type servePoint struct {
+	rate       int
+	attainment float64
+	requests   int64
+	cpuPerReq  time.Duration
+}
+
+// serveRun is the ladder on both servers, run once for both rows.
+type serveRun struct {
+	floor, ours []servePoint
+	window      time.Duration
+}
+
+func serveMeasures() []measure {
+	var run *serveRun
+	get := func(ctx context.Context, o *Command) (*serveRun, error) {
+		if run != nil {
+			return run, nil
+		}
+		r, err := runServe(ctx, o)
+		if err == nil {
+			run = r
+		}
+		return r, err
+	}
+	return []measure{
+		{name: "serve-rate", group: "serve", run: func(ctx context.Context, o *Command, _ bench.Env) (Row, error) {
+			r, err := get(ctx, o)
+			if err != nil {
+				return Row{}, err
+			}
+			return r.rateRow(), nil
+		}},
+		{name: "serve-cpu", group: "serve", run: func(ctx context.Context, o *Command, _ bench.Env) (Row, error) {
+			r, err := get(ctx, o)
+			if err != nil {
+				return Row{}, err
+			}
+			return r.cpuRow(), nil
+		}},
+	}
+}
+
+// wideDeploy is what `plan serve` deploys a PPipe plan with (the system registry's
+// deployer for the ppipe section).
+func wideDeploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
+	d, err := ppipe.FromPlan(p)
+	return d, ppipe.DefaultPolicy, err
+}
+
+// runServe drives the floor and plan serve, interleaved rate by rate so that both see the
+// same machine, each on a fresh server on 127.0.0.1 (httptest listens on loopback only).
+func runServe(ctx context.Context, o *Command) (*serveRun, error) {
+	raw, err := embedded("wide.json")
+	if err != nil {
+		return nil, err
+	}
+	plan, err := formats.DecodeInto[*formats.Plan]("wide.json", raw)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := load.FloorHandler("wide.json", raw)
+	if err != nil {
+		return nil, err
+	}
+	rates, window := serveRates, serveWindow
+	if o.quick {
+		rates, window = serveRatesQuick, serveWindowQuick
+	}
+	if len(o.serveRates) > 0 {
+		rates = o.serveRates
+	}
+	if o.serveWindow > 0 {
+		window = o.serveWindow
+	}
+	run := &serveRun{window: window}
+	for _, rate := range rates {
+		p, err := drive(ctx, floor, nil, rate, window)
+		if err != nil {
+			return nil, fmt.Errorf("floor at %d/s: %w", rate, err)
+		}
+		run.floor = append(run.floor, p)
+		s, err := serve.New(serve.Options{Plan: plan, Deploy: wideDeploy, Policies: ppipe.Registry()})
+		if err != nil {
+			return nil, err
+		}
+		p, err = drive(ctx, s, s, rate, window)
+		if err != nil {
+			return nil, fmt.Errorf("plan serve at %d/s: %w", rate, err)
+		}
+		run.ours = append(run.ours, p)
+	}
+	return run, nil
+}
+
+// drive offers rate req/s of wideModel to h for window (Poisson, seeded) and measures the
+// attainment and the process's CPU per request; s, when set, is shut down after.
+func drive(ctx context.Context, h http.Handler, s *serve.Server, rate int, window time.Duration) (servePoint, error) {
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	if s != nil {
+		defer func() { _ = s.Shutdown(context.Background()) }()
+	}
+	spec, _ := sim.ParseArrival("poisson")
+	cpu0 := simbench.CPUTime()
+	res, err := load.Run(ctx, load.Options{URL: ts.URL, Model: wideModel, Rate: float64(rate), Duration: window,
+		Arrival: spec, Seed: 1, Deploy: wideDeploy})
+	cpu := simbench.CPUTime() - cpu0
+	if err != nil {
+		return servePoint{}, err
+	}
+	t := res.Report.Points[0].Total
+	p := servePoint{rate: rate, attainment: t.Attainment, requests: t.Requests}
+	if n := len(res.Samples); n > 0 {
+		p.cpuPerReq = cpu / time.Duration(n)
+	}
+	return p, nil
+}
+
+// maxInSLO is the highest rate of the ladder sustained at >= 99% attainment (0: none).
+func maxInSLO(ps []servePoint) int {
+	best := 0
+	for _, p := range ps {
+		if p.requests > 0 && p.attainment >= inSLO {
+			best = max(best, p.rate)
+		}
+	}
+	return best
+}
+
+func (r *serveRun) ladder() string {
+	return fmt.Sprintf("ladder %d..%d/s, %v each", r.floor[0].rate, r.floor[len(r.floor)-1].rate, r.window)
+}
+
+func (r *serveRun) rateRow() Row {
+	ours, floor := maxInSLO(r.ours), maxInSLO(r.floor)
+	note := fmt.Sprintf("max rate at >= 99%% attainment on wide.json, %s", r.ladder())
+	top := r.floor[len(r.floor)-1].rate
+	if ours == top && floor == top {
+		note += "; both sustain the ladder's top: the ratio is a lower bound"
+	}
+	if floor == 0 {
+		note += "; the floor sustains no rate of the ladder: no ratio"
+	}
+	return row("serve-rate", "req/s", "(net/http floor)", float64(ours), float64(floor), target{atLeast: true, bound: 1.0}, note)
+}
+
+// cpuRow compares CPU per request at the highest rate both servers sustain (the ladder's
+// lowest when they share none: CPU per request is then measured past a saturation).
+func (r *serveRun) cpuRow() Row {
+	i := 0
+	for j := range r.floor {
+		if r.floor[j].attainment >= inSLO && r.ours[j].attainment >= inSLO {
+			i = j
+		}
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	note := fmt.Sprintf("process CPU (server and load generator) per request at %d/s, %v", r.floor[i].rate, r.window)
+	return row("serve-cpu", "µs/req", "(net/http floor)", us(r.ours[i].cpuPerReq), us(r.floor[i].cpuPerReq), target{bound: 1.1}, note)
+}

@@ -1,0 +1,160 @@
+package speedbench
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestEmbeddedDataMatchesTestdata keeps the embedded copies equal to the testdata files the
+// data-plane benchmarks read, so the bench and BenchmarkSimScale run the same cases.
+func TestEmbeddedDataMatchesTestdata(t *testing.T) {
+	for _, f := range []string{"sim/hc1-100.json", "cascade/golden-plan.json", "dyorc/workload.json", "serve/wide.json"} {
+		want, err := os.ReadFile(filepath.Join("..", "..", "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := embedded(filepath.Base(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("data/%s.gz differs from testdata/%s: gzip -9nc testdata/%s > bench/speedbench/data/%s.gz", filepath.Base(f), f, f, filepath.Base(f))
+		}
+	}
+}
+
+func TestParseReference(t *testing.T) {
+	line := func(it int, us string) string {
+		return "/tmp/x/hc2-g1.lp: objective 2047.561371, " + strconv.Itoa(it) + " iterations, run 300.1 ms, " + us + " µs/iter\n"
+	}
+	cases := []struct {
+		name  string
+		out   string
+		iters int64
+		us    float64
+		err   string
+	}{
+		{"median of three", line(1858, "160.00") + line(1858, "150.50") + line(1858, "170.25"), 1858, 160, ""},
+		{"median of two: the lower", line(195, "40.00") + line(195, "30.00"), 195, 30, ""},
+		{"other lines ignored", "warning\n" + line(10, "1.5"), 10, 1.5, ""},
+		{"runs disagree", line(1858, "1") + line(1777, "1"), 0, 0, "runs disagree"},
+		{"no line", "HiGHS cannot read the model\n", 0, 0, "no result line"},
+		{"empty", "", 0, 0, "no result line"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			it, us, err := parseReference(c.out)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || it != c.iters || us != c.us {
+				t.Fatalf("got %d, %g, %v; want %d, %g", it, us, err, c.iters, c.us)
+			}
+		})
+	}
+}
+
+func TestFindReferenceFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "lpbench")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ReferenceEnv, bin)
+	if got, why := findReference(); got != bin {
+		t.Errorf("got %q (%s), want %s", got, why, bin)
+	}
+	t.Setenv(ReferenceEnv, dir)
+	if got, why := findReference(); got != "" || !strings.Contains(why, "not a file") {
+		t.Errorf("a directory: got %q, %q", got, why)
+	}
+}
+
+func TestPick(t *testing.T) {
+	cases := []struct {
+		want []string
+		got  []string
+		err  string
+	}{
+		{[]string{"sim-pard"}, []string{"sim-pard"}, ""},
+		{[]string{"serve"}, []string{"serve-rate", "serve-cpu"}, ""},
+		// Table order, each row once.
+		{[]string{"serve-cpu", "sim-qlm", "serve"}, []string{"sim-qlm", "serve-rate", "serve-cpu"}, ""},
+		{[]string{" SIM-PPIPE "}, []string{"sim-ppipe"}, ""},
+		{[]string{"gpu"}, nil, `--measure "gpu"`},
+	}
+	for _, c := range cases {
+		ms, err := pick(c.want)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: err %v, want %q", c.want, err, c.err)
+			}
+			continue
+		}
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.name)
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(c.got, ",") {
+			t.Errorf("%v: got %v, %v; want %v", c.want, got, err, c.got)
+		}
+	}
+	all, _ := pick(nil)
+	if len(all) != len(measureNames()) || len(all) != 11 {
+		t.Errorf("all: %d rows", len(all))
+	}
+}
+
+func TestRow(t *testing.T) {
+	atLeast, atMost := target{atLeast: true, bound: 0.9}, target{bound: 1.1}
+	cases := []struct {
+		name      string
+		ours, ref float64
+		tgt       target
+		ratio     float64 // 0: none
+		met       bool
+	}{
+		{"met from above", 95, 100, atLeast, 0.95, true},
+		{"at the bound", 90, 100, atLeast, 0.9, true},
+		{"missed from above", 80, 100, atLeast, 0.8, false},
+		{"met from below", 105, 100, atMost, 1.05, true},
+		{"missed from below", 120, 100, atMost, 1.2, false},
+		{"no reference", 120, 0, atMost, 0, false},
+		{"NaN reference", 120, math.NaN(), atMost, 0, false},
+		{"no ours", 0, 100, atLeast, 0, false},
+	}
+	for _, c := range cases {
+		r := row("m", "u", "ref", c.ours, c.ref, c.tgt, "")
+		if c.ratio == 0 {
+			if r.Ratio != nil || r.Met {
+				t.Errorf("%s: ratio %v met %v, want none", c.name, r.Ratio, r.Met)
+			}
+			continue
+		}
+		if r.Ratio == nil || math.Abs(*r.Ratio-c.ratio) > 1e-12 || r.Met != c.met {
+			t.Errorf("%s: %+v, want ratio %g met %v", c.name, r, c.ratio, c.met)
+		}
+	}
+	if s := (target{atLeast: true, bound: 0.9}).String(); s != ">= 0.9" {
+		t.Errorf("target %q", s)
+	}
+}
+
+func TestMaxInSLO(t *testing.T) {
+	ps := []servePoint{{rate: 100, attainment: 1, requests: 10}, {rate: 200, attainment: 0.95, requests: 20},
+		{rate: 300, attainment: 0.995, requests: 30}, {rate: 400, attainment: 1, requests: 0}}
+	if got := maxInSLO(ps); got != 300 {
+		t.Errorf("got %d, want 300 (the highest in-SLO rate with requests)", got)
+	}
+	if got := maxInSLO(nil); got != 0 {
+		t.Errorf("none: got %d", got)
+	}
+}
