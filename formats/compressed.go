@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -17,10 +18,22 @@ import (
 // through a link planted beside it.
 var ErrSymlinkOut = errors.New("a symbolic link out of its directory")
 
+// followLinksOut, when set (FollowLinksOut), lets inputs be symbolic links out of their
+// directory: a user who keeps shared inputs elsewhere and links them in says so once.
+var followLinksOut atomic.Bool
+
+// FollowLinksOut sets whether inputs may be symbolic links out of their directory (the
+// command line's --follow-links). Off by default: such links are refused (ErrSymlinkOut).
+func FollowLinksOut(on bool) { followLinksOut.Store(on) }
+
 // symlinkInTree refuses path when it is a symbolic link resolving outside the directory that
-// holds it (both resolved, so a link inside a linked directory is judged by where it lands).
-// Links inside the tree, and real files reached through linked directories, are read.
+// holds it (both resolved, so a link inside a linked directory is judged by where it lands),
+// unless FollowLinksOut allows it. Links inside the tree, and real files reached through
+// linked directories, are read.
 func symlinkInTree(path string) error {
+	if followLinksOut.Load() {
+		return nil
+	}
 	lst, err := os.Lstat(path)
 	if err != nil || lst.Mode()&os.ModeSymlink == 0 {
 		return nil
@@ -41,7 +54,7 @@ func symlinkInTree(path string) error {
 	}
 	rel, err := filepath.Rel(dir, target)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%w: it points to %s, outside %s", ErrSymlinkOut, Echo(target), Echo(dir))
+		return fmt.Errorf("%w: it points to %s, outside %s (--follow-links reads it)", ErrSymlinkOut, Echo(target), Echo(dir))
 	}
 	return nil
 }

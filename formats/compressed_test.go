@@ -107,6 +107,14 @@ func TestReadFileKinds(t *testing.T) {
 			}
 		})
 	}
+	// --follow-links (FollowLinksOut) reads a link out of the tree; a FIFO stays refused.
+	FollowLinksOut(true)
+	_, errOut := ReadText(filepath.Join(dir, "out.csv"), 64<<10)
+	_, errFIFO := ReadText(filepath.Join(dir, "fifo.csv"), 64<<10)
+	FollowLinksOut(false)
+	if errOut != nil || !errors.Is(errFIFO, ErrNotRegular) {
+		t.Errorf("following links: link out %v, FIFO %v; want the link read and the FIFO refused", errOut, errFIFO)
+	}
 	// The streaming reader fails a read past the limit rather than ending early.
 	f, err := Open(filepath.Join(dir, "bomb.csv.gz"), 64<<10)
 	if err != nil {

@@ -57,7 +57,9 @@ func TestInputFileKinds(t *testing.T) {
 	}{
 		{"gz plan", []string{"validate", gzPlan}, ExitOK, nil},
 		{"cut gz plan", []string{"validate", cut}, ExitUsage, []string{cut, "truncated compressed file"}},
-		{"link out", []string{"validate", link}, ExitUsage, []string{link, "symbolic link out of its directory", secret}},
+		{"link out", []string{"validate", link}, ExitUsage, []string{link, "symbolic link out of its directory", secret, "--follow-links reads it"}},
+		{"link out, followed", []string{"validate", "--follow-links", link}, ExitOK, nil},
+		{"link out after a followed run", []string{"validate", link}, ExitUsage, []string{"symbolic link out of its directory"}},
 		{"export --check FIFO", []string{"export", "--check", fifoDir}, ExitUsage, []string{"model.yaml", "named pipe (FIFO)", "regular files only"}},
 		{"export --check link", []string{"export", "--check", linkDir}, ExitUsage, []string{"inferenceservice.yaml", "symbolic link to", "regular files only"}},
 	}

@@ -53,6 +53,8 @@ type App struct {
 
 	configFile string
 	logLevel   string
+	// followLinks is --follow-links (formats.FollowLinksOut), set for each run.
+	followLinks bool
 }
 
 // ExitError carries an exit code with the error that caused it.
@@ -119,6 +121,7 @@ Systems (from the registry; plan systems -O json for the same as JSON):
 			if err := app.setup(cmd); err != nil {
 				return err
 			}
+			formats.FollowLinksOut(app.followLinks)
 			return finiteFlags(cmd.Flags())
 		},
 	}
@@ -130,6 +133,7 @@ Systems (from the registry; plan systems -O json for the same as JSON):
 	pf.StringVarP(&app.Output, "output", "O", "table", "output format: table or json")
 	pf.StringVar(&app.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.BoolVarP(&app.Quiet, "quiet", "q", false, "print only results and errors (no progress, no info logs)")
+	pf.BoolVar(&app.followLinks, "follow-links", false, "read input files that are symbolic links out of their directory (refused by default)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 
 	for _, newCmd := range commands {
