@@ -100,6 +100,8 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 
 // Report is bench.json.
 type Report struct {
+	// Kind is "CascadeBench", so plan validate knows the file.
+	Kind    string    `json:"kind"`
 	Trace   string    `json:"trace"`
 	MinGPUs []MinGPUs `json:"min_gpus"`
 	// Planned: the fewest GPUs each system's planner provisions (plan solve --min-gpus at
@@ -149,7 +151,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if user != nil {
 		setups = []Setup{user.s}
 	}
-	rep := Report{Trace: path}
+	rep := Report{Kind: reportKind, Trace: path}
 	for _, s := range setups {
 		d := user
 		if d == nil {
@@ -399,4 +401,14 @@ func (o *Command) printPlanned(env bench.Env, rep Report) {
 	fmt.Fprintln(env.Out)
 	fmt.Fprintln(env.Out, "GPUs each planner provisions (plan solve --min-gpus at the latency SLO, the target as accuracy floor):")
 	env.Table([]string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}, rows)
+}
+
+const reportKind = "CascadeBench"
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *Report) string { return r.Kind })
 }

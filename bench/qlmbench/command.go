@@ -276,7 +276,7 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 		res = append(res, r...)
 	}
 	if o.report != "" {
-		rep := Report{Trace: traceName, Profile: profileName, Results: res}
+		rep := Report{Kind: reportKind, Trace: traceName, Profile: profileName, Results: res}
 		if err := bench.WriteReport(o.report, rep); err != nil {
 			return err
 		}
@@ -311,6 +311,8 @@ func p50p99(l sim.Latency, unitUs float64) string {
 
 // Report is bench.json of --report DIR: the data the run used and every result.
 type Report struct {
+	// Kind is "QLMBench", so plan validate knows the file.
+	Kind    string   `json:"kind"`
 	Trace   string   `json:"trace"`
 	Profile string   `json:"profile"`
 	Results []Result `json:"results"`
@@ -498,4 +500,14 @@ func rooflineProfiles(w Workload) ([]formats.LLMProfile, error) {
 		return nil, fmt.Errorf("workload %s: no model fits any GPU", w.Name)
 	}
 	return out, nil
+}
+
+const reportKind = "QLMBench"
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *Report) string { return r.Kind })
 }
