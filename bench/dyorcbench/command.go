@@ -137,7 +137,6 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return env.WriteJSON(res)
 	}
 	Print(env, res)
-	env.Infof("bench dyorc: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }
 

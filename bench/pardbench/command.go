@@ -147,7 +147,6 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.trace {
 		printTrace(env, res)
 	}
-	env.Infof("bench pard: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }
 

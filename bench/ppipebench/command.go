@@ -151,7 +151,6 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		}{res, sums})
 	}
 	printBenchPPipe(env, res, sums)
-	env.Infof("bench ppipe: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }
 

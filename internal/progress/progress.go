@@ -18,9 +18,18 @@ type Reporter struct {
 	dirty bool
 }
 
+// Terminal is a writer that says itself whether it is a terminal: a test's fake terminal
+// (or pipe) implements it, so a test sees what a user at a terminal sees without a pty.
+type Terminal interface {
+	IsTerminal() bool
+}
+
 // IsTerminal reports whether w is a character device (a terminal), the test every command
-// uses: a pipe, a file or an in-memory buffer is not.
+// uses: a pipe, a file or an in-memory buffer is not; a Terminal answers for itself.
 func IsTerminal(w any) bool {
+	if t, ok := w.(Terminal); ok {
+		return t.IsTerminal()
+	}
 	f, ok := w.(*os.File)
 	if !ok || f == nil {
 		return false

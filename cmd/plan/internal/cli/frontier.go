@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -216,9 +217,13 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 		}
 	}
 	rep := frontierReport{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: o.baseline}
-	for _, sp := range pts {
+	// One solve per point and GPU type: on a terminal a bar from the start, piped one
+	// summary line, --quiet nothing (internal/progress).
+	task := progressline.NewTask(app.Err, app.Quiet, "frontier", "points", len(pts))
+	for i, sp := range pts {
 		pt, err := frontierAt(cmd.Context(), sys, in, base, sp)
 		if err != nil {
+			task.Clear()
 			return err
 		}
 		if o.baseline != "" {
@@ -232,11 +237,14 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 				c := bp.Fleet.CostPerHour
 				pt.Baseline = &c
 			case !isPointError(err):
+				task.Clear()
 				return err
 			}
 		}
 		rep.Points = append(rep.Points, pt)
+		task.Step(i+1, len(pts), "last: "+sp.label)
 	}
+	task.Finish("")
 	return writeFrontier(app, o, rep)
 }
 

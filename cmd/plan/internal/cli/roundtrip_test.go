@@ -14,8 +14,7 @@ import (
 // TestRoundTripEveryWrittenKind: every kind of file plan writes (exports aside) is written by
 // its command, accepted by `plan validate` as its kind, read by what reads that kind (the
 // decoder of the command that takes it, and the command itself where one does) and written
-// again byte-identical. The benches whose quick run takes more than a few seconds (ppipe,
-// pard, cascade, qlm) run unless -short.
+// again byte-identical. The benches run their smallest settings (a second or two each).
 func TestRoundTripEveryWrittenKind(t *testing.T) {
 	repoRoot(t)
 	dir := t.TempDir()
@@ -52,46 +51,42 @@ func TestRoundTripEveryWrittenKind(t *testing.T) {
 		stdout bool
 		// read is a command that takes the file ("FILE" is replaced by its path).
 		read []string
-		slow bool
 	}{
 		{"Plan", "plan-ppipe.json", solve("ppipe", "testdata/ppipe/cluster.yaml", "testdata/ppipe/workload.yaml", "testdata/ppipe/profile.json"), false,
-			[]string{"simulate", "FILE", "--load", "0.5", "--duration", "2s", "-q"}, false},
+			[]string{"simulate", "FILE", "--load", "0.5", "--duration", "2s", "-q"}},
 		{"Plan", "plan-pard.json", solve("pard", "testdata/pard/cluster.json", "testdata/pard/workload.json", "testdata/pard/profile.json"), false,
-			[]string{"simulate", "FILE", "--load", "0.5", "--duration", "2s", "-q"}, false},
-		{"Plan", "plan-dyorc.json", solve("dyorc", "testdata/dyorc/cluster.json", "testdata/dyorc/workload.json", "", "--accept-miss"), false, nil, false},
-		{"Plan", "plan-cascade.json", solve("cascade", "testdata/cascade/cluster.yaml", "testdata/cascade/workload.yaml", "testdata/cascade/profile.json"), false, nil, false},
-		{"Plan", "plan-qlm.json", solve("qlm", "testdata/qlm/cluster.yaml", "testdata/qlm/workload.yaml", "testdata/qlm/profile.json"), false, nil, false},
-		{"Profile", "profile-dnn.json", []string{"profile", "-q", "--zoo", "resnet50", "--gpu", "L4", "--batch", "1,2", "-o", out("profile-dnn.json")}, false, nil, false},
+			[]string{"simulate", "FILE", "--load", "0.5", "--duration", "2s", "-q"}},
+		{"Plan", "plan-dyorc.json", solve("dyorc", "testdata/dyorc/cluster.json", "testdata/dyorc/workload.json", "", "--accept-miss"), false, nil},
+		{"Plan", "plan-cascade.json", solve("cascade", "testdata/cascade/cluster.yaml", "testdata/cascade/workload.yaml", "testdata/cascade/profile.json"), false, nil},
+		{"Plan", "plan-qlm.json", solve("qlm", "testdata/qlm/cluster.yaml", "testdata/qlm/workload.yaml", "testdata/qlm/profile.json"), false, nil},
+		{"Profile", "profile-dnn.json", []string{"profile", "-q", "--zoo", "resnet50", "--gpu", "L4", "--batch", "1,2", "-o", out("profile-dnn.json")}, false, nil},
 		{"Profile", "profile-llm.json", []string{"profile", "-q", "--llm", "mistral-7b", "--gpu", "A100", "-o", out("profile-llm.json")}, false,
-			[]string{"workload", "from-trace", "testdata/fromtrace/llm-two-classes.json", "--profile", "FILE", "-o", out("unused.json"), "-q"}, false},
-		{"Workload", "workload.json", []string{"workload", "from-trace", "testdata/fromtrace/llm-two-classes.json", "--slo", "20s", "-o", out("workload.json"), "-q"}, false, nil, false},
+			[]string{"workload", "from-trace", "testdata/fromtrace/llm-two-classes.json", "--profile", "FILE", "-o", out("unused.json"), "-q"}},
+		{"Workload", "workload.json", []string{"workload", "from-trace", "testdata/fromtrace/llm-two-classes.json", "--slo", "20s", "-o", out("workload.json"), "-q"}, false, nil},
 		{"Cluster", "cluster.json", nil, false,
-			[]string{"solve", "-q", "--profile", "testdata/ppipe/profile.json", "--cluster", "FILE", "--workload", "testdata/cost/workload.yaml", "--objective", "cost", "-o", out("plan-cost.json")}, false},
+			[]string{"solve", "-q", "--profile", "testdata/ppipe/profile.json", "--cluster", "FILE", "--workload", "testdata/cost/workload.yaml", "--objective", "cost", "-o", out("plan-cost.json")}},
 		{"ValidationRecords", "recs.json", []string{"import", "validation", csv, "-o", out("recs.json")}, false,
-			[]string{"import", "validation", "FILE", "-o", out("recs-again.json")}, false},
+			[]string{"import", "validation", "FILE", "-o", out("recs-again.json")}},
 		{"Schedule", "schedule.json", []string{"solve", "-q", "--objective", "cost", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/cost/cluster-priced.yaml",
-			"--workload", "testdata/cost/workload.yaml", "--trace", "testdata/schedule/toy-3windows.csv", "--window", "2m", "-o", out("schedule.json")}, false, nil, false},
-		{"ScheduleReport", "sched-rep/schedule-report.json", []string{"simulate", out("schedule.json"), "--trace", "testdata/schedule/toy-3windows.csv", "--report", out("sched-rep"), "-q"}, false, nil, false},
+			"--workload", "testdata/cost/workload.yaml", "--trace", "testdata/schedule/toy-3windows.csv", "--window", "2m", "-o", out("schedule.json")}, false, nil},
+		{"ScheduleReport", "sched-rep/schedule-report.json", []string{"simulate", out("schedule.json"), "--trace", "testdata/schedule/toy-3windows.csv", "--report", out("sched-rep"), "-q"}, false, nil},
 		{"SimulationReport", "rep/report.json", []string{"simulate", out("plan-ppipe.json"), "--load", "0.5,1", "--duration", "3s", "--report", out("rep"),
-			"--requests-out", out("requests.jsonl"), "-q"}, false, nil, false},
-		{"SimulatedRequests", "requests.jsonl", nil, false, nil, false},
+			"--requests-out", out("requests.jsonl"), "-q"}, false, nil},
+		{"SimulatedRequests", "requests.jsonl", nil, false, nil},
 		{"AutopilotReport", "ap-rep/autopilot-report.json", append([]string{"simulate", "testdata/serve/demo-plan.json", "--trace", "testdata/autopilot/step.json", "--load", "0.1059",
-			"--autopilot-load-time", "0s", "--report", out("ap-rep"), "-q"}, agreeArgs...), false, nil, false},
+			"--autopilot-load-time", "0s", "--report", out("ap-rep"), "-q"}, agreeArgs...), false, nil},
 		{"Frontier", "frontier.json", []string{"frontier", "-q", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/cost/cluster-priced.yaml",
-			"--workload", "testdata/cost/workload.yaml", "--rate", "0.5,1", "-O", "json"}, true, nil, false},
-		{"SolverBench", "bench-solver/bench.json", []string{"bench", "solver", "--quick", "-q", "--report", out("bench-solver")}, false, nil, false},
-		{"DyOrcBench", "bench-dyorc/bench.json", []string{"bench", "dyorc", "--quick", "-q", "--report", out("bench-dyorc")}, false, nil, false},
-		{"QLMBench", "bench-qlm/bench.json", []string{"bench", "qlm", "--quick", "--workload", "single", "--policies", "qlm", "--speedup", "0.5", "-q", "--report", out("bench-qlm")}, false, nil, true},
-		{"CascadeBench", "bench-cascade/bench.json", []string{"bench", "cascade", "--quick", "--setups", "bert", "--samples", "300", "--window", "5", "-q", "--report", out("bench-cascade")}, false, nil, true},
-		{"PARDBench", "bench-pard/bench.json", []string{"bench", "pard", "--apps", "lv", "--traces", "tweet", "--policies", "none,pard", "--seeds", "1", "--seconds", "60", "-q", "--report", out("bench-pard")}, false, nil, true},
-		{"PPipeBench", "bench-ppipe/bench.json", []string{"bench", "ppipe", "--quick", "--hc", "HC1", "--no-ablation", "--trace", "poisson", "-q", "--report", out("bench-ppipe")}, false, nil, true},
+			"--workload", "testdata/cost/workload.yaml", "--rate", "0.5,1", "-O", "json"}, true, nil},
+		{"SolverBench", "bench-solver/bench.json", []string{"bench", "solver", "--quick", "-q", "--report", out("bench-solver")}, false, nil},
+		{"DyOrcBench", "bench-dyorc/bench.json", []string{"bench", "dyorc", "--quick", "-q", "--report", out("bench-dyorc")}, false, nil},
+		{"QLMBench", "bench-qlm/bench.json", []string{"bench", "qlm", "--quick", "--workload", "single", "--policies", "qlm", "--speedup", "0.5", "-q", "--report", out("bench-qlm")}, false, nil},
+		{"CascadeBench", "bench-cascade/bench.json", []string{"bench", "cascade", "--quick", "--setups", "bert", "--samples", "300", "--window", "5", "-q", "--report", out("bench-cascade")}, false, nil},
+		{"PARDBench", "bench-pard/bench.json", []string{"bench", "pard", "--apps", "lv", "--traces", "tweet", "--policies", "none,pard", "--seeds", "1", "--seconds", "60", "-q", "--report", out("bench-pard")}, false, nil},
+		{"PPipeBench", "bench-ppipe/bench.json", []string{"bench", "ppipe", "--quick", "--hc", "HC1", "--no-ablation", "--trace", "poisson", "-q", "--report", out("bench-ppipe")}, false, nil},
 	}
 	app := &App{Systems: systems.Default()}
 	for _, tc := range cases {
 		t.Run(tc.kind+"/"+tc.file, func(t *testing.T) {
-			if tc.slow && testing.Short() {
-				t.Skip("a bench's quick run: seconds to a minute")
-			}
 			path := out(tc.file)
 			if tc.write != nil {
 				code, stdout, stderr := rootRun(t, tc.write...)
