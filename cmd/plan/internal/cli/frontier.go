@@ -190,10 +190,10 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 	if !(o.gap > 0 && o.gap < 1) {
 		return usageErrorf("--gap: %g: must be in (0, 1)", o.gap)
 	}
-	for _, p := range []string{o.csv, o.plot} {
-		if p != "" {
-			if err := formats.CheckWritable(p); err != nil {
-				return usageErrorf("%q: %v", p, err)
+	for _, f := range [][2]string{{"--csv", o.csv}, {"--plot", o.plot}} {
+		if f[1] != "" {
+			if err := formats.CheckWritable(f[1]); err != nil {
+				return usageErrorf("%s: %q: %v", f[0], f[1], err)
 			}
 		}
 	}
