@@ -329,9 +329,11 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		}
 		return strconv.FormatFloat(*p, 'f', prec, 64)
 	}
-	header := []string{strings.ToUpper(rep.Sweep), "COST/H", "FLEET", "SINGLE_TYPE/H", "SINGLE_TYPE", "SAVING_%"}
+	// Costs carry their unit: the cluster's currency per hour of the whole fleet.
+	perHour := "_" + strings.ToUpper(rep.Currency) + "/H"
+	header := []string{strings.ToUpper(rep.Sweep), "COST" + perHour, "FLEET", "SINGLE_TYPE" + perHour, "SINGLE_TYPE", "SAVING_%"}
 	if rep.Baseline != "" {
-		header = append(header, strings.ToUpper(rep.Baseline)+"/H")
+		header = append(header, strings.ToUpper(rep.Baseline)+perHour)
 	}
 	header = append(header, "NOTE")
 	var rows [][]string
@@ -388,6 +390,12 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		return app.WriteJSON(rep)
 	}
 	app.Table(header, rows)
+	why := map[string]string{header[1]: "no fleet found (NOTE says why)", "FLEET": "no fleet found (NOTE says why)",
+		header[3]: "no single GPU type of the cluster serves the point", "SAVING_%": "no fleet, or no single-type fleet, to compare"}
+	if rep.Baseline != "" {
+		why[header[6]] = "the baseline found no fleet"
+	}
+	dashNote(app.Out, header, rows, why)
 	return nil
 }
 
