@@ -292,7 +292,9 @@ func (o *Command) print(env bench.Env, rep Report) {
 	}
 	fmt.Fprintf(env.Out, "arrival trace: %s\n", rep.Trace)
 	fmt.Fprintln(env.Out, "GPUs needed per accuracy target at the latency SLO (plan; replay of the trace's peak window: accuracy and p95 over answered requests, dropped requests counted apart):")
-	env.Table([]string{"ACC_TARGET", "SYSTEM", "GPUS", "PLAN_ACC", "SERVED_ACC/P95", "PLAN_MS", "NOTE"}, rows)
+	header := []string{"ACC_TARGET", "SYSTEM", "GPUS", "PLAN_ACC", "SERVED_ACC/P95", "PLAN_MS", "NOTE"}
+	env.Table(header, rows)
+	bench.DashNote(env.Out, header, rows, map[string]string{"GPUS": "no feasible plan at that target (NOTE says why)", "SERVED_ACC/P95": "nothing replayed: no plan, or no request answered"})
 	o.printPlanned(env, rep)
 	// savings
 	fmt.Fprintln(env.Out)
@@ -400,7 +402,9 @@ func (o *Command) printPlanned(env bench.Env, rep Report) {
 	}
 	fmt.Fprintln(env.Out)
 	fmt.Fprintln(env.Out, "GPUs each planner provisions (plan solve --min-gpus at the latency SLO, the target as accuracy floor):")
-	env.Table([]string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}, rows)
+	header := []string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}
+	env.Table(header, rows)
+	bench.DashNote(env.Out, header, rows, map[string]string{"GPUS": "the planner provisioned no plan (NOTE says why)", "PLAN_ACC": "no plan to judge"})
 }
 
 const reportKind = "CascadeBench"

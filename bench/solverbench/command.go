@@ -308,7 +308,9 @@ func printResult(env bench.Env, res *Result) {
 			fmt.Sprint(r.Iterations), fmt.Sprint(r.Nodes), bench.Pct(r.Gap), fmt.Sprintf("%.1f", r.MedianMs),
 			fmt.Sprintf("%.2f", r.PerIterUs), vs})
 	}
-	env.Table([]string{"model", "engine", "status", "objective", "iterations", "nodes", "gap", "run ms", "µs/iter", "vs native"}, rows)
+	header := []string{"model", "engine", "status", "objective", "iterations", "nodes", "gap", "run ms", "µs/iter", "vs native"}
+	env.Table(header, rows)
+	bench.DashNote(env.Out, header, rows, map[string]string{"vs native": "no native run of the model to compare with (a build without the native engine)"})
 }
 
 const reportKind = "SolverBench"

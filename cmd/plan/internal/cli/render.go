@@ -2,13 +2,13 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/plan-dev/plan/bench"
 )
 
 // JSONOutput reports whether --output json was asked for.
@@ -58,33 +58,7 @@ func writeTable(w io.Writer, header []string, rows [][]string) {
 	_ = t.Render()
 }
 
-// dashNote prints, under a table, why some of its cells are "-", when any is (a cell or one
-// part of a cell "a/b/c"): a dash without its reason reads as zero, or as a bug. why maps a
-// column's header to the reason its dashes have; the columns are named in header order.
+// dashNote is bench.DashNote: the one way a table of plan's says why a cell is "-".
 func dashNote(w io.Writer, header []string, rows [][]string, why map[string]string) {
-	var notes []string
-	for j, h := range header {
-		reason, ok := why[h]
-		if !ok {
-			continue
-		}
-		for _, r := range rows {
-			if j < len(r) && hasDash(r[j]) {
-				notes = append(notes, h+": "+reason)
-				break
-			}
-		}
-	}
-	if len(notes) > 0 {
-		fmt.Fprintf(w, "-  %s\n", strings.Join(notes, "; "))
-	}
-}
-
-func hasDash(cell string) bool {
-	for _, part := range strings.Split(cell, "/") {
-		if part == "-" {
-			return true
-		}
-	}
-	return false
+	bench.DashNote(w, header, rows, why)
 }
