@@ -1,7 +1,9 @@
 // Package progress is the one place plan decides whether a long command shows progress:
-// a status line, rewritten in place, on the error stream when that stream
-// is a terminal, and nothing at all when it is piped or redirected, so a script or a CI log
-// reading stdout or stderr sees only the command's output.
+// on a terminal a status line on the error stream, drawn when the work starts and rewritten
+// in place (Task, NewStatus; the older Reporter); piped or redirected, at most one summary
+// line per task when it ends (Reporter: nothing), so a CI log reads a line per task and never
+// a carriage return. Whether a writer is a terminal is IsTerminal's answer alone; a test
+// gives a Buffer, a fake terminal or pipe, to see either without a pty or a clock.
 package progress
 
 import (
