@@ -52,6 +52,38 @@ type Bench interface {
 	Run(ctx context.Context, env Env) error
 }
 
+// ReportReader is a Bench whose --report DIR/bench.json can be read back: `plan validate`
+// recognises the file by its kind and checks it strictly, and the round trip of every file
+// plan writes (write, validate, read, write again: byte-identical) covers it.
+type ReportReader interface {
+	// ReportKind is the "kind" bench.json carries ("PPipeBench").
+	ReportKind() string
+	// ReadReport decodes bench.json strictly (unknown fields, wrong types and trailing data
+	// are errors) into the type the bench wrote and returns it encoded as WriteReport does.
+	ReadReport(name string, data []byte) ([]byte, error)
+}
+
+// Reread is ReadReport for a bench.json of type T: strict decoding (formats.StrictUnmarshal),
+// the kind checked against kind, then WriteReport's encoding.
+func Reread[T any](name string, data []byte, kind string, kindOf func(*T) string) ([]byte, error) {
+	var v T
+	if err := formats.StrictUnmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if got := kindOf(&v); got != kind {
+		return nil, fmt.Errorf("%s: kind: %q: must be %s", name, got, kind)
+	}
+	return reportBytes(v)
+}
+
+func reportBytes(v any) ([]byte, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
 // ErrUsage marks bad bench arguments (exit 2).
 var ErrUsage = errors.New("bad bench arguments")
 
@@ -117,9 +149,41 @@ func WriteReport(dir string, v any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Usagef("--report %s: %v", dir, err)
 	}
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := reportBytes(v)
 	if err != nil {
 		return err
 	}
-	return formats.WriteAtomic(filepath.Join(dir, "bench.json"), append(data, '\n'))
+	return formats.WriteAtomic(filepath.Join(dir, "bench.json"), data)
+}
+
+// DashNote prints, under a table, why some of its cells are "-", when any is (a cell or one
+// part of a cell "a/b/c"): a dash without its reason reads as zero, or as a bug. why maps a
+// column's header to the reason its dashes have; the columns are named in header order, on
+// one line that starts with "-".
+func DashNote(w io.Writer, header []string, rows [][]string, why map[string]string) {
+	var notes []string
+	for j, h := range header {
+		reason, ok := why[h]
+		if !ok {
+			continue
+		}
+		for _, r := range rows {
+			if j < len(r) && hasDash(r[j]) {
+				notes = append(notes, h+": "+reason)
+				break
+			}
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "-  %s\n", strings.Join(notes, "; "))
+	}
+}
+
+func hasDash(cell string) bool {
+	for _, part := range strings.Split(cell, "/") {
+		if part == "-" {
+			return true
+		}
+	}
+	return false
 }

@@ -100,6 +100,8 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 
 // Report is bench.json.
 type Report struct {
+	// Kind is "CascadeBench", so plan validate knows the file.
+	Kind    string    `json:"kind"`
 	Trace   string    `json:"trace"`
 	MinGPUs []MinGPUs `json:"min_gpus"`
 	// Planned: the fewest GPUs each system's planner provisions (plan solve --min-gpus at
@@ -149,7 +151,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if user != nil {
 		setups = []Setup{user.s}
 	}
-	rep := Report{Trace: path}
+	rep := Report{Kind: reportKind, Trace: path}
 	for _, s := range setups {
 		d := user
 		if d == nil {
@@ -290,7 +292,9 @@ func (o *Command) print(env bench.Env, rep Report) {
 	}
 	fmt.Fprintf(env.Out, "arrival trace: %s\n", rep.Trace)
 	fmt.Fprintln(env.Out, "GPUs needed per accuracy target at the latency SLO (plan; replay of the trace's peak window: accuracy and p95 over answered requests, dropped requests counted apart):")
-	env.Table([]string{"ACC_TARGET", "SYSTEM", "GPUS", "PLAN_ACC", "SERVED_ACC/P95", "PLAN_MS", "NOTE"}, rows)
+	header := []string{"ACC_TARGET", "SYSTEM", "GPUS", "PLAN_ACC", "SERVED_ACC/P95", "PLAN_MS", "NOTE"}
+	env.Table(header, rows)
+	bench.DashNote(env.Out, header, rows, map[string]string{"GPUS": "no feasible plan at that target (NOTE says why)", "SERVED_ACC/P95": "nothing replayed: no plan, or no request answered"})
 	o.printPlanned(env, rep)
 	// savings
 	fmt.Fprintln(env.Out)
@@ -398,5 +402,17 @@ func (o *Command) printPlanned(env bench.Env, rep Report) {
 	}
 	fmt.Fprintln(env.Out)
 	fmt.Fprintln(env.Out, "GPUs each planner provisions (plan solve --min-gpus at the latency SLO, the target as accuracy floor):")
-	env.Table([]string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}, rows)
+	header := []string{"SETUP", "ACC_TARGET", "SYSTEM", "PROVISION", "GPUS", "PLAN_ACC", "NOTE"}
+	env.Table(header, rows)
+	bench.DashNote(env.Out, header, rows, map[string]string{"GPUS": "the planner provisioned no plan (NOTE says why)", "PLAN_ACC": "no plan to judge"})
+}
+
+const reportKind = "CascadeBench"
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *Report) string { return r.Kind })
 }

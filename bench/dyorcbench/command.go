@@ -129,10 +129,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	}
 	res.Options.Progress = nil
 	if o.report != "" {
-		if err := bench.WriteReport(o.report, struct {
-			Kind   string  `json:"kind"`
-			Result *Result `json:"result"`
-		}{"DyOrcBench", res}); err != nil {
+		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
 			return err
 		}
 	}
@@ -140,7 +137,6 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return env.WriteJSON(res)
 	}
 	Print(env, res)
-	env.Infof("bench dyorc: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -198,4 +194,20 @@ func Print(env bench.Env, res *Result) {
 		}
 		env.Table([]string{"GPUs", "mean ms", "p99 ms", "states/DP", "charged µs/req", "decision µs", "loads"}, sr)
 	}
+}
+
+const reportKind = "DyOrcBench"
+
+// reportFile is bench.json.
+type reportFile struct {
+	Kind   string  `json:"kind"`
+	Result *Result `json:"result"`
+}
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
 }

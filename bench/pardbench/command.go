@@ -135,10 +135,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	}
 	if o.report != "" {
 		res.Options.Progress = nil
-		if err := bench.WriteReport(o.report, struct {
-			Kind   string       `json:"kind"`
-			Result *BenchResult `json:"result"`
-		}{"PARDBench", res}); err != nil {
+		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
 			return err
 		}
 	}
@@ -150,7 +147,6 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.trace {
 		printTrace(env, res)
 	}
-	env.Infof("bench pard: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -271,4 +267,20 @@ func laterRange(res *BenchResult, policy string) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f–%.0f%%", 100*lo, 100*hi)
+}
+
+const reportKind = "PARDBench"
+
+// reportFile is bench.json.
+type reportFile struct {
+	Kind   string       `json:"kind"`
+	Result *BenchResult `json:"result"`
+}
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
 }

@@ -138,12 +138,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	}
 	sums := Summarize(res, cfg.Traces)
 	if o.report != "" {
-		if err := bench.WriteReport(o.report, struct {
-			Kind    string                 `json:"kind"`
-			Result  *Result                `json:"result"`
-			Summary []Summary              `json:"summary"`
-			Config  map[string]interface{} `json:"config"`
-		}{"PPipeBench", res, sums, map[string]interface{}{
+		if err := bench.WriteReport(o.report, reportFile{reportKind, res, sums, map[string]interface{}{
 			"large": cfg.Large, "duration_us": cfg.Duration, "seed": cfg.Seed, "loads": cfg.Loads, "max_partitions": cfg.MaxPartitions,
 		}}); err != nil {
 			return err
@@ -156,7 +151,6 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		}{res, sums})
 	}
 	printBenchPPipe(env, res, sums)
-	env.Infof("bench ppipe: done in %s", time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -239,4 +233,22 @@ func hcIndex(name string) int {
 		}
 	}
 	return 0
+}
+
+const reportKind = "PPipeBench"
+
+// reportFile is bench.json.
+type reportFile struct {
+	Kind    string                 `json:"kind"`
+	Result  *Result                `json:"result"`
+	Summary []Summary              `json:"summary"`
+	Config  map[string]interface{} `json:"config"`
+}
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
 }

@@ -279,7 +279,7 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 		res = append(res, r...)
 	}
 	if o.report != "" {
-		rep := Report{Trace: traceName, Profile: profileName, Results: res}
+		rep := Report{Kind: reportKind, Trace: traceName, Profile: profileName, Results: res}
 		if err := bench.WriteReport(o.report, rep); err != nil {
 			return err
 		}
@@ -297,8 +297,11 @@ func (o *Command) Run(_ context.Context, env bench.Env) error {
 			fmt.Sprintf("%.2f", r.ThroughputRPS), p50p99(r.Timing.TTFT, 1e6), p50p99(r.Timing.TPOT, 1e3), p50p99(r.Timing.E2E, 1e6), fmt.Sprintf("%.0f", r.Timing.OutputTokensPerS),
 			fmt.Sprintf("%.2f", r.WallSec), strconv.FormatInt(r.Preemptions, 10), fmt.Sprintf("%d/%d/%d", r.Evictions, r.KVSwaps, r.ModelSwaps), fmt.Sprintf("%d/%d", r.Replans, r.Fallbacks)})
 	}
-	env.Table([]string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS",
-		"TTFT_P50/P99_S", "TPOT_P50/P99_MS", "E2E_P50/P99_S", "OUT_TOK/S", "WALL_S", "PREEMPTIONS", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}, tab)
+	header := []string{"WORKLOAD", "SLO", "POLICY", "REQUESTS", "SLO_ALL", "SLO_INTERACTIVE", "SLO_BATCH", "THROUGHPUT_RPS",
+		"TTFT_P50/P99_S", "TPOT_P50/P99_MS", "E2E_P50/P99_S", "OUT_TOK/S", "WALL_S", "PREEMPTIONS", "EVICT/SWAP/MODEL", "REPLANS/FALLBACK"}
+	env.Table(header, tab)
+	noStamp := "no sample: the policy stamps no first token"
+	bench.DashNote(env.Out, header, tab, map[string]string{"TTFT_P50/P99_S": noStamp, "TPOT_P50/P99_MS": noStamp, "E2E_P50/P99_S": "no request answered"})
 	env.Infof("paper: QLM +40-90%% SLO attainment over vLLM and +50-90%% over SHEPHERD (W_A, W_B), above EDF; throughput +20%% over vLLM/EDF, +50%% over SHEPHERD; relaxation (W_A): EDF meets all SLOs at 3x, SHEPHERD at 5x, vLLM at 11x\n")
 	return nil
 }
@@ -314,6 +317,8 @@ func p50p99(l sim.Latency, unitUs float64) string {
 
 // Report is bench.json of --report DIR: the data the run used and every result.
 type Report struct {
+	// Kind is "QLMBench", so plan validate knows the file.
+	Kind    string   `json:"kind"`
 	Trace   string   `json:"trace"`
 	Profile string   `json:"profile"`
 	Results []Result `json:"results"`
@@ -501,4 +506,14 @@ func rooflineProfiles(w Workload) ([]formats.LLMProfile, error) {
 		return nil, fmt.Errorf("workload %s: no model fits any GPU", w.Name)
 	}
 	return out, nil
+}
+
+const reportKind = "QLMBench"
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *Report) string { return r.Kind })
 }

@@ -196,10 +196,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return fmt.Errorf("bench solver: no solver engine in this binary: %w", solver.ErrBackendUnavailable)
 	}
 	if o.report != "" {
-		if err := bench.WriteReport(o.report, struct {
-			Kind   string  `json:"kind"`
-			Result *Result `json:"result"`
-		}{"SolverBench", res}); err != nil {
+		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
 			return err
 		}
 	}
@@ -311,7 +308,25 @@ func printResult(env bench.Env, res *Result) {
 			fmt.Sprint(r.Iterations), fmt.Sprint(r.Nodes), bench.Pct(r.Gap), fmt.Sprintf("%.1f", r.MedianMs),
 			fmt.Sprintf("%.2f", r.PerIterUs), vs})
 	}
-	env.Table([]string{"model", "engine", "status", "objective", "iterations", "nodes", "gap", "run ms", "µs/iter", "vs native"}, rows)
+	header := []string{"model", "engine", "status", "objective", "iterations", "nodes", "gap", "run ms", "µs/iter", "vs native"}
+	env.Table(header, rows)
+	bench.DashNote(env.Out, header, rows, map[string]string{"vs native": "no native run of the model to compare with (a build without the native engine)"})
+}
+
+const reportKind = "SolverBench"
+
+// reportFile is bench.json.
+type reportFile struct {
+	Kind   string  `json:"kind"`
+	Result *Result `json:"result"`
+}
+
+// ReportKind implements bench.ReportReader.
+func (o *Command) ReportKind() string { return reportKind }
+
+// ReadReport implements bench.ReportReader.
+func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
+	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
 }
 
 // EmbeddedModels are the bench's embedded models (demo and hc2-g1), for `plan bench speed`.

@@ -1,7 +1,9 @@
 // Package progress is the one place plan decides whether a long command shows progress:
-// a status line, rewritten in place, on the error stream when that stream
-// is a terminal, and nothing at all when it is piped or redirected, so a script or a CI log
-// reading stdout or stderr sees only the command's output.
+// on a terminal a status line on the error stream, drawn when the work starts and rewritten
+// in place (Task, NewStatus; the older Reporter); piped or redirected, at most one summary
+// line per task when it ends (Reporter: nothing), so a CI log reads a line per task and never
+// a carriage return. Whether a writer is a terminal is IsTerminal's answer alone; a test
+// gives a Buffer, a fake terminal or pipe, to see either without a pty or a clock.
 package progress
 
 import (
@@ -18,9 +20,18 @@ type Reporter struct {
 	dirty bool
 }
 
+// Terminal is a writer that says itself whether it is a terminal: a test's fake terminal
+// (or pipe) implements it, so a test sees what a user at a terminal sees without a pty.
+type Terminal interface {
+	IsTerminal() bool
+}
+
 // IsTerminal reports whether w is a character device (a terminal), the test every command
-// uses: a pipe, a file or an in-memory buffer is not.
+// uses: a pipe, a file or an in-memory buffer is not; a Terminal answers for itself.
 func IsTerminal(w any) bool {
+	if t, ok := w.(Terminal); ok {
+		return t.IsTerminal()
+	}
 	f, ok := w.(*os.File)
 	if !ok || f == nil {
 		return false

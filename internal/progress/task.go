@@ -40,6 +40,71 @@ func NewTask(w io.Writer, quiet bool, label, unit string, total int) *Task {
 	return t
 }
 
+// NewStatus starts a task without counted steps (a solve, a bench, one replay): on a
+// terminal its line, "label: 1.2s: detail", is drawn at once and rewritten as Note changes
+// the detail; piped, nothing until Finish writes the one summary line (or Clear, none).
+func NewStatus(w io.Writer, quiet bool, label string) *Task {
+	return NewTask(w, quiet, label, "", 0)
+}
+
+// Note replaces the detail of the task's line (a status's phase, a solver's incumbent).
+func (t *Task) Note(detail string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.detail = detail
+	t.draw(false)
+}
+
+// SetUnit names what the task counts once it is known (a task started before its first
+// step, so that its line shows at once).
+func (t *Task) SetUnit(unit string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unit = unit
+}
+
+// Println writes a line of its own (a solver's incumbent line, kept in a CI log): on a
+// terminal above the task's line, which is drawn again below it.
+func (t *Task) Println(line string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tty && t.drawn && !t.ended {
+		fmt.Fprint(t.w, "\r\033[K"+line+"\n")
+		t.draw(true)
+		return
+	}
+	fmt.Fprintln(t.w, line)
+}
+
+// Clear ends the task without a summary: on a terminal its line is erased (the command
+// prints its own summary), piped nothing is written.
+func (t *Task) Clear() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.ended = true
+	if t.tty && t.drawn {
+		fmt.Fprint(t.w, "\r\033[K")
+	}
+}
+
 // Step records done of total (total may grow) and a short detail of the last step.
 func (t *Task) Step(done, total int, detail string) {
 	if t == nil {
@@ -90,11 +155,20 @@ func (t *Task) draw(force bool) {
 	fmt.Fprint(t.w, "\r\033[K"+t.line(true))
 }
 
-// line is the task's state: "label [####......] 3/10 unit, 1.2s, about 2.8s left: detail".
+// line is the task's state: "label [####......] 3/10 unit, 1.2s, about 2.8s left: detail",
+// or "label: 1.2s: detail" while nothing is counted.
 func (t *Task) line(bar bool) string {
 	elapsed := t.now().Sub(t.start)
 	var b strings.Builder
 	b.WriteString(t.label)
+	if t.total == 0 && t.done == 0 {
+		// Nothing counted yet (a status, or a task before its first step): the time so far.
+		fmt.Fprintf(&b, ": %s", round(elapsed))
+		if t.detail != "" {
+			b.WriteString(": " + t.detail)
+		}
+		return b.String()
+	}
 	if bar {
 		const width = 20
 		fill := 0

@@ -70,3 +70,60 @@ func TestETA(t *testing.T) {
 		}
 	}
 }
+
+// TestStatus: a status (no counted steps) draws "label: time" at once on a terminal, keeps
+// Println's lines above its own line, and is erased by Clear; piped, Println's lines pass
+// through, Finish writes the one summary line and Clear writes nothing.
+func TestStatus(t *testing.T) {
+	tty := &Buffer{TTY: true}
+	s := NewStatus(tty, false, "solve ppipe")
+	if got := tty.String(); !strings.HasPrefix(got, "\r\033[Ksolve ppipe: ") {
+		t.Fatalf("first draw %q", got)
+	}
+	s.Println("solve mip 1.0s incumbent 3")
+	s.Clear()
+	s.Println("after") // ended: a plain line
+	got := tty.String()
+	if !strings.Contains(got, "\r\033[Ksolve mip 1.0s incumbent 3\n\r\033[Ksolve ppipe: ") || !strings.HasSuffix(got, "\r\033[Kafter\n") {
+		t.Errorf("terminal %q", got)
+	}
+
+	pipe := &Buffer{}
+	s = NewStatus(pipe, false, "bench ppipe")
+	s.Note("row 1 of 3")
+	s.Println("an info line")
+	s.Finish("done")
+	lines := strings.Split(strings.TrimSuffix(pipe.String(), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "an info line" || !strings.HasPrefix(lines[1], "bench ppipe: ") || !strings.HasSuffix(lines[1], ": done") {
+		t.Errorf("piped %q", pipe.String())
+	}
+	cleared := &Buffer{}
+	NewStatus(cleared, false, "x").Clear()
+	NewStatus(cleared, true, "quiet").Finish("y")
+	if cleared.String() != "" {
+		t.Errorf("cleared or quiet wrote %q", cleared.String())
+	}
+}
+
+// TestTaskBeforeFirstStep: a task started before its total is known shows its time, then
+// its bar once a step gives the total and the unit SetUnit named.
+func TestTaskBeforeFirstStep(t *testing.T) {
+	clock := time.Unix(0, 0)
+	task := &Task{tty: true, w: &bytes.Buffer{}, label: "simulate", now: func() time.Time { return clock }}
+	task.start = clock
+	if got, want := task.line(true), "simulate: 0s"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	task.SetUnit("segments")
+	task.done, task.total = 1, 4
+	if got := task.line(true); !strings.HasPrefix(got, "simulate [#####...............] 1/4 segments") {
+		t.Errorf("%q", got)
+	}
+}
+
+// TestFakeTerminal: IsTerminal asks a Terminal.
+func TestFakeTerminal(t *testing.T) {
+	if !IsTerminal(&Buffer{TTY: true}) || IsTerminal(&Buffer{}) {
+		t.Error("Buffer's TTY not honoured")
+	}
+}

@@ -481,13 +481,19 @@ type autopilotProgress struct {
 // stage starts run name: the next progress the run reports opens its task.
 func (p *autopilotProgress) stage(name string) {
 	phase := ""
+	// The stage's line shows at once; its first phase names what it counts.
+	p.task.Finish("")
+	p.task = progressline.NewTask(p.app.Err, p.app.Quiet, "simulate --autopilot: "+name, "", 0)
 	p.run.Progress = func(ph string, done, total int) {
-		if ph != phase {
-			phase = ph
+		unit := map[string]string{"loop": "windows decided", "replay": "segments replayed"}[ph]
+		switch {
+		case phase == "":
+			p.task.SetUnit(unit)
+		case ph != phase:
 			p.task.Finish("")
-			unit := map[string]string{"loop": "windows decided", "replay": "segments replayed"}[ph]
 			p.task = progressline.NewTask(p.app.Err, p.app.Quiet, "simulate --autopilot: "+name, unit, total)
 		}
+		phase = ph
 		p.task.Step(done, total, "")
 	}
 }

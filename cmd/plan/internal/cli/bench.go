@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,14 +58,22 @@ func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 		Example: b.Example(),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Progress goes to stderr on a terminal only (internal/progress decides).
-			pr := progressline.New(app.Err)
-			if app.Quiet {
-				pr = nil
+			// On a terminal the bench's status line shows at once and follows its progress;
+			// piped, one summary line when it ends; --quiet, nothing (internal/progress).
+			task := progressline.NewStatus(app.Err, app.Quiet, "bench "+b.Name())
+			progress := func(format string, a ...any) { task.Note(fmt.Sprintf(format, a...)) }
+			infof := app.Infof
+			if task != nil {
+				// Info lines go above the status line on a terminal, as they are when piped.
+				infof = func(format string, a ...any) { task.Println(fmt.Sprintf(format, a...)) }
 			}
-			env := bench.Env{Out: app.Out, Err: app.Err, JSON: app.JSONOutput(), Infof: app.Infof, Table: app.Table, WriteJSON: app.WriteJSON, Progress: pr.Printf}
+			env := bench.Env{Out: app.Out, Err: app.Err, JSON: app.JSONOutput(), Infof: infof, Table: app.Table, WriteJSON: app.WriteJSON, Progress: progress}
 			err := b.Run(cmd.Context(), env)
-			pr.Done()
+			if err != nil {
+				task.Clear()
+			} else {
+				task.Finish("done")
+			}
 			if errors.Is(err, bench.ErrUsage) {
 				return usageError(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -194,10 +195,10 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 	if !(o.gap > 0 && o.gap < 1) {
 		return usageErrorf("--gap: %g: must be in (0, 1)", o.gap)
 	}
-	for _, p := range []string{o.csv, o.plot} {
-		if p != "" {
-			if err := formats.CheckWritable(p); err != nil {
-				return usageErrorf("%q: %v", p, err)
+	for _, f := range [][2]string{{"--csv", o.csv}, {"--plot", o.plot}} {
+		if f[1] != "" {
+			if err := formats.CheckWritable(f[1]); err != nil {
+				return usageErrorf("%s: %q: %v", f[0], f[1], err)
 			}
 		}
 	}
@@ -221,9 +222,13 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 		}
 	}
 	rep := frontierReport{System: sys.Name, Sweep: what, Currency: in.Cluster.CurrencyOf(), Baseline: o.baseline, SpotShare: in.Cluster.SpotShare}
-	for _, sp := range pts {
+	// One solve per point and GPU type: on a terminal a bar from the start, piped one
+	// summary line, --quiet nothing (internal/progress).
+	task := progressline.NewTask(app.Err, app.Quiet, "frontier", "points", len(pts))
+	for i, sp := range pts {
 		pt, err := frontierAt(cmd.Context(), sys, in, base, sp)
 		if err != nil {
+			task.Clear()
 			return err
 		}
 		if o.baseline != "" {
@@ -237,11 +242,14 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 				c := bp.Fleet.CostPerHour
 				pt.Baseline = &c
 			case !isPointError(err):
+				task.Clear()
 				return err
 			}
 		}
 		rep.Points = append(rep.Points, pt)
+		task.Step(i+1, len(pts), "last: "+sp.label)
 	}
+	task.Finish("")
 	return writeFrontier(app, o, rep)
 }
 
@@ -326,12 +334,14 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		}
 		return strconv.FormatFloat(*p, 'f', prec, 64)
 	}
-	header := []string{strings.ToUpper(rep.Sweep), "COST/H", "FLEET", "SINGLE_TYPE/H", "SINGLE_TYPE", "SAVING_%"}
+	// Costs carry their unit: the cluster's currency per hour of the whole fleet.
+	perHour := "_" + strings.ToUpper(rep.Currency) + "/H"
+	header := []string{strings.ToUpper(rep.Sweep), "COST" + perHour, "FLEET", "SINGLE_TYPE" + perHour, "SINGLE_TYPE", "SAVING_%"}
 	if rep.SpotShare != nil {
-		header = append(header[:2], append([]string{"ON_DEMAND/H"}, header[2:]...)...)
+		header = append(header[:2], append([]string{"ON_DEMAND" + perHour}, header[2:]...)...)
 	}
 	if rep.Baseline != "" {
-		header = append(header, strings.ToUpper(rep.Baseline)+"/H")
+		header = append(header, strings.ToUpper(rep.Baseline)+perHour)
 	}
 	header = append(header, "NOTE")
 	var rows [][]string
@@ -391,6 +401,12 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 		return app.WriteJSON(rep)
 	}
 	app.Table(header, rows)
+	why := map[string]string{header[1]: "no fleet found (NOTE says why)", "FLEET": "no fleet found (NOTE says why)",
+		header[3]: "no single GPU type of the cluster serves the point", "SAVING_%": "no fleet, or no single-type fleet, to compare"}
+	if rep.Baseline != "" {
+		why[header[6]] = "the baseline found no fleet"
+	}
+	dashNote(app.Out, header, rows, why)
 	return nil
 }
 

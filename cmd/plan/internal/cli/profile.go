@@ -619,15 +619,17 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 	if r.model == "" && r.opt.zoo == "" {
 		mo.Warmup, mo.MinRepeats, mo.MaxTime = 1, 3, 2*time.Second
 	}
-	var bar *progressline.Task
+	// The bar shows before the first measurement ends; its total comes with the first step.
+	bar := progressline.NewTask(app.Err, app.Quiet, "profile: measuring "+g.Name+" on "+r.opt.device, "measurements", 0)
 	mo.Progress = func(done, total int) {
-		if bar == nil {
-			bar = progressline.NewTask(app.Err, app.Quiet, "profile: measuring "+g.Name+" on "+r.opt.device, "measurements", total)
-		}
 		bar.Step(done, total, "")
 	}
 	res, err := measure.Run(ctx, mo)
-	bar.Finish("")
+	if err != nil {
+		bar.Clear()
+	} else {
+		bar.Finish("")
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

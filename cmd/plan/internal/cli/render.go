@@ -7,6 +7,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/plan-dev/plan/bench"
 )
 
 // JSONOutput reports whether --output json was asked for.
@@ -54,4 +56,9 @@ func writeTable(w io.Writer, header []string, rows [][]string) {
 	// closed terminal has nowhere to report either.
 	_ = t.Bulk(rows)
 	_ = t.Render()
+}
+
+// dashNote is bench.DashNote: the one way a table of plan's says why a cell is "-".
+func dashNote(w io.Writer, header []string, rows [][]string, why map[string]string) {
+	bench.DashNote(w, header, rows, why)
 }

@@ -356,6 +356,14 @@ func printSimTable(app *App, rep *sim.Report) {
 		rows = append(rows, row)
 	}
 	app.Table(header, rows)
+	why := map[string]string{}
+	for _, a := range apps {
+		why["att "+a] = "no request of " + a + " measured at that load"
+	}
+	for _, c := range cls {
+		why["util "+c] = "no " + c + " GPU in the deployment at that load"
+	}
+	dashNote(app.Out, header, rows, why)
 	printLLMTable(app, rep.Points)
 	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
 	if sloP > 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/sim"
 )
@@ -283,10 +284,16 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 		cfg.Duration = dataplane.Time(o.duration / time.Microsecond)
 		warnDurationCut(app, o, spec.Name, spec.Trace, cfg.Duration)
 	}
+	// One replay, no counted steps: a status line at once on a terminal, one summary line
+	// piped, nothing with --quiet (internal/progress).
+	task := progressline.NewStatus(app.Err, app.Quiet, "simulate --llm")
+	task.Note("replaying " + spec.Name)
 	pt, err := sim.RunPoint(cfg, 1)
 	if err != nil {
+		task.Clear()
 		return err
 	}
+	task.Finish(fmt.Sprintf("%d requests replayed", len(pt.Requests)))
 	rep := sim.NewEngineReport(o.engine.profile, prof, policy, policy == sys.Engine.Policy, spec.Name, pt)
 	if p, ok := ran.(preempter); ok {
 		n := p.Preemptions()

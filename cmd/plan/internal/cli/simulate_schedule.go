@@ -175,11 +175,9 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var task *progressline.Task
+	// The line shows before the first segment ends; its total comes with the first step.
+	task := progressline.NewTask(app.Err, app.Quiet, "simulate", "plan segments (schedule and peak plan)", 0)
 	res, err := sim.RunSwitchedWith(ctx, o.parallel, func(done, total int) {
-		if task == nil {
-			task = progressline.NewTask(app.Err, app.Quiet, "simulate", "plan segments (schedule and peak plan)", total)
-		}
 		task.Step(done, total, "")
 	}, sched, peak)
 	task.Finish("")

@@ -20,11 +20,9 @@ func runSimulateSweep(cmd *cobra.Command, app *App, o *simulateOptions, path str
 	if err != nil {
 		return err
 	}
-	var task *progressline.Task
+	// The bar shows before the first load point ends (one may take seconds).
+	task := progressline.NewTask(app.Err, app.Quiet, "simulate", "load points", len(cfg.Loads))
 	cfg.Progress = func(done, total int, p *sim.Point) {
-		if task == nil {
-			task = progressline.NewTask(app.Err, app.Quiet, "simulate", "load points", total)
-		}
 		task.Step(done, total, fmt.Sprintf("last: %.2f → %.2f%%", p.Load, 100*p.Total.Attainment))
 	}
 	rep, err := sim.Sweep(cmd.Context(), cfg)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/demo"
+	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
@@ -267,11 +268,21 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if o.win.windowed(fl) { // a schedule of plans, one per window
 		return runSolveWindows(cmd, app, o, sys, pl, in, settings)
 	}
-	pr := &progressPrinter{app: app}
+	// On a terminal a status line shows at once (a MILP may report nothing for seconds) and
+	// the solver's lines go above it; piped, the solver's lines as they come and the summary
+	// on stdout; --quiet, none (internal/progress).
+	task := progressline.NewStatus(app.Err, app.Quiet, "solve "+sys.Name)
+	pr := &progressPrinter{app: app, task: task}
 	if !app.Quiet {
 		settings.Progress = pr.report
 	}
-	plan, err := solvePredicted(cmd.Context(), app.Systems, pl, in, settings, func(s string) { app.Infof("solve: %s", s) })
+	task.Note("solving")
+	plan, err := solvePredicted(cmd.Context(), app.Systems, pl, in, settings, func(s string) {
+		if !app.Quiet {
+			task.Println("solve: " + s)
+		}
+	})
+	task.Clear()
 	reportPlanner(app, pl)
 	if err != nil {
 		return solveError(withFileNames(err, o, sys))
@@ -372,6 +383,7 @@ func withFileNames(err error, o *solveOptions, sys system.System) error {
 // otherwise, as plain lines (fit for CI logs as well as terminals).
 type progressPrinter struct {
 	app     *App
+	task    *progressline.Task
 	mu      sync.Mutex
 	last    time.Time
 	lastInc float64
@@ -396,7 +408,13 @@ func (p *progressPrinter) report(pr planner.Progress) {
 	if !math.IsInf(pr.Gap, 0) && !math.IsNaN(pr.Gap) {
 		gap = fmt.Sprintf("%.2f%%", pr.Gap*100)
 	}
-	fmt.Fprintf(p.app.Err, "solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d\n", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
+	line := fmt.Sprintf("solve %-10s %6.1fs  incumbent %-9s bound %-9.4g gap %-8s nodes %d", pr.Phase, pr.Elapsed.Seconds(), inc, pr.Bound, gap, pr.Nodes)
+	if p.task == nil {
+		fmt.Fprintln(p.app.Err, line)
+		return
+	}
+	p.task.Println(line)
+	p.task.Note(fmt.Sprintf("%s, incumbent %s, gap %s", pr.Phase, inc, gap))
 }
 
 // boundGap is "bound B, gap G%" (G in the format gapFmt), or "no bound" where the solver

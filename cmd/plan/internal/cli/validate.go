@@ -51,6 +51,12 @@ files are listed on stdout as FILE: ok (KIND), or, with --output json, every fil
 {file, kind, ok, errors[]}. The exit status is 0 when every file is good and 2 otherwise.
 Nothing is written. FILE "-" reads standard input.
 
+Besides the documents, validate reads every other file plan writes, strictly, as its
+writer wrote it: a schedule (solve --window), validation records (import validation),
+simulation, schedule and autopilot reports (simulate --report, load --report), request
+logs (simulate --requests-out), the frontier (frontier --output json) and each bench's
+bench.json.
+
 --for says what the profiles are for: plan (the default: plan solve, whose planner reads
 every field of an LLM profile) or replay (plan simulate --llm: one engine, which reads its
 iteration curves, KV capacity and engine block; the planner-only fields may be left out).
@@ -134,6 +140,15 @@ func runValidate(ctx context.Context, app *App, args []string, use formats.Profi
 			// (solve --window) and validation records (import validation).
 			results[i].Kind = kind
 			add(i, errs)
+			continue
+		}
+		if k, ok := writtenKindOf(app, data); ok {
+			// Reports, request logs, the frontier and bench.json: read strictly as
+			// their writer wrote them.
+			results[i].Kind = k.kind
+			if _, err := k.reread(name, data); err != nil {
+				add(i, formats.Problems(err))
+			}
 			continue
 		}
 		doc, err := formats.ParseWith(name, data, app.Systems.Sections())

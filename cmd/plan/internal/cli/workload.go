@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,7 +102,7 @@ func runWorkloadFromTrace(app *App, o *workloadOptions, path string) error {
 		return err
 	}
 	for _, s := range sums {
-		line := fmt.Sprintf("%s (%s): %d requests, mean %.3g req/s, peak %.3g req/s (%v window)", s.Name, s.Model, s.Requests, s.MeanRPS, s.PeakRPS, o.window)
+		line := fmt.Sprintf("%s (%s): %d requests, mean %s req/s, peak %s req/s (%v window)", s.Name, s.Model, s.Requests, sig3(s.MeanRPS), sig3(s.PeakRPS), o.window)
 		if s.InP50 > 0 {
 			line += fmt.Sprintf("; input p50/p90/p99 %d/%d/%d, output %d/%d/%d tokens", s.InP50, s.InP90, s.InP99, s.OutP50, s.OutP90, s.OutP99)
 		}
@@ -122,4 +123,12 @@ func runWorkloadFromTrace(app *App, o *workloadOptions, path string) error {
 	}
 	app.Infof("wrote %s", o.out)
 	return nil
+}
+
+// sig3 is x to three significant figures, whole above 1000 (1000 req/s, not 1e+03).
+func sig3(x float64) string {
+	if x >= 1000 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/plan-dev/plan/bench"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/planner/schedule"
+	"github.com/plan-dev/plan/sim"
+)
+
+// writtenKind is a kind of file plan writes besides the five documents of formats.Kinds, the
+// schedule and the validation records: reports, request logs, the frontier and the benches'
+// bench.json. `plan validate` recognises each (by its kind field, or by its shape where the
+// file carries none) and reads it strictly; reread is also what the round trip of every
+// written file uses (write, validate, read, write again: byte-identical).
+type writtenKind struct {
+	kind string
+	// is reports whether data is a file of this kind; top is its top-level object's keys
+	// (nil when data is not one JSON object).
+	is func(data []byte, top map[string]json.RawMessage) bool
+	// reread decodes data strictly into the type its writer wrote and returns it encoded
+	// as that writer encodes it.
+	reread func(name string, data []byte) ([]byte, error)
+}
+
+// Kinds of the files in writtenKinds.
+const (
+	kindSimulationReport  = sim.ReportKind // simulate --report DIR/report.json, load --report
+	kindScheduleReport    = "ScheduleReport"
+	kindAutopilotReport   = "AutopilotReport"
+	kindSimulatedRequests = "SimulatedRequests" // simulate --requests-out (JSONL)
+	kindFrontier          = "Frontier"          // frontier --output json
+)
+
+// writtenKinds lists them, with the bench.json of every bench of systems and tools.
+func writtenKinds(app *App) []writtenKind {
+	ks := []writtenKind{
+		{kindSimulationReport, func(data []byte, top map[string]json.RawMessage) bool {
+			return kindIs(top, kindSimulationReport)
+		}, func(name string, data []byte) ([]byte, error) {
+			var r sim.Report
+			if err := strictRead(name, data, &r); err != nil {
+				return nil, err
+			}
+			if r.APIVersion != formats.APIVersion {
+				return nil, &formats.FieldError{File: name, Path: "apiVersion", Value: formats.Echo(r.APIVersion), Rule: "must be " + formats.APIVersion}
+			}
+			if len(r.Points) == 0 {
+				return nil, &formats.FieldError{File: name, Path: "points", Rule: "must list at least one load point"}
+			}
+			return indentJSON(r)
+		}},
+		{kindScheduleReport, func(data []byte, top map[string]json.RawMessage) bool {
+			return hasKeys(top, "schedule", "windows", "overall", "peak", "switch_delay_s")
+		}, func(name string, data []byte) ([]byte, error) {
+			var r scheduleReport
+			if err := strictRead(name, data, &r); err != nil {
+				return nil, err
+			}
+			if len(r.Windows) == 0 {
+				return nil, &formats.FieldError{File: name, Path: "windows", Rule: "must list at least one window"}
+			}
+			return formats.Marshal(r)
+		}},
+		{kindAutopilotReport, func(data []byte, top map[string]json.RawMessage) bool {
+			return hasKeys(top, "start_plan", "decisions", "summary", "trace_rate")
+		}, func(name string, data []byte) ([]byte, error) {
+			var r autopilotReportDoc
+			if err := strictRead(name, data, &r); err != nil {
+				return nil, err
+			}
+			if r.Summary == nil {
+				return nil, &formats.FieldError{File: name, Path: "summary", Rule: "must be set"}
+			}
+			return formats.Marshal(r)
+		}},
+		{kindFrontier, func(data []byte, top map[string]json.RawMessage) bool {
+			return hasKeys(top, "system", "sweep", "currency", "points")
+		}, func(name string, data []byte) ([]byte, error) {
+			var r frontierReport
+			if err := strictRead(name, data, &r); err != nil {
+				return nil, err
+			}
+			if len(r.Points) == 0 {
+				return nil, &formats.FieldError{File: name, Path: "points", Rule: "must list at least one point"}
+			}
+			return indentJSON(r)
+		}},
+		{kindSimulatedRequests, isRequestLog, rereadRequestLog},
+	}
+	var benches []func() bench.Bench
+	for _, s := range app.Systems.Systems() {
+		benches = append(benches, s.Benches...)
+	}
+	for _, nb := range append(benches, toolBenches...) {
+		r, ok := nb().(bench.ReportReader)
+		if !ok {
+			continue
+		}
+		kind := r.ReportKind()
+		ks = append(ks, writtenKind{kind, func(data []byte, top map[string]json.RawMessage) bool {
+			return kindIs(top, kind)
+		}, r.ReadReport})
+	}
+	return ks
+}
+
+// writtenKindOf finds the kind data is among writtenKinds; ok is false for none.
+func writtenKindOf(app *App, data []byte) (writtenKind, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		top = nil
+	}
+	for _, k := range writtenKinds(app) {
+		if k.is(data, top) {
+			return k, true
+		}
+	}
+	return writtenKind{}, false
+}
+
+// kindIs reports whether the object's "kind" is kind.
+func kindIs(top map[string]json.RawMessage, kind string) bool {
+	var k string
+	return top != nil && json.Unmarshal(top["kind"], &k) == nil && k == kind
+}
+
+// hasKeys reports whether the object has every key (the files without a kind field).
+func hasKeys(top map[string]json.RawMessage, keys ...string) bool {
+	if top == nil || top["kind"] != nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := top[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// strictRead decodes data into v as formats reads a document: unknown fields, duplicate keys,
+// wrong types and trailing data are errors naming the file.
+func strictRead(name string, data []byte, v any) error {
+	if err := formats.StrictUnmarshal(data, v); err != nil {
+		return &formats.FieldError{File: name, Rule: err.Error()}
+	}
+	return nil
+}
+
+// indentJSON is App.WriteJSON's and writeSimReport's encoding: two-space indent, a newline.
+func indentJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// isRequestLog: a JSONL file whose first line is a request's record (load, id, class,
+// arrival_us, done_us, outcome).
+func isRequestLog(data []byte, top map[string]json.RawMessage) bool {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	var first map[string]json.RawMessage
+	if top != nil || json.Unmarshal(line, &first) != nil {
+		return false
+	}
+	for _, k := range []string{"load", "id", "class", "arrival_us", "done_us", "outcome"} {
+		if _, ok := first[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// rereadRequestLog reads every line as the record writeRequestsOut or writeEngineRequests
+// wrote (engineRecord: a sim.RequestRecord with the trace's request id when it had one).
+func rereadRequestLog(name string, data []byte) ([]byte, error) {
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		return nil, &formats.FieldError{File: name, Rule: "must end with a newline (a file cut short?)"}
+	}
+	var recs []engineRecord
+	for i, line := range bytes.Split(data[:len(data)-1], []byte("\n")) {
+		var r engineRecord
+		if err := formats.StrictUnmarshal(line, &r); err != nil {
+			return nil, &formats.FieldError{File: name, Path: fmt.Sprintf("line %d", i+1), Rule: err.Error()}
+		}
+		if r.Outcome == "" || r.Class == "" {
+			return nil, &formats.FieldError{File: name, Path: fmt.Sprintf("line %d", i+1), Rule: "must name its class and outcome"}
+		}
+		recs = append(recs, r)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// rereadOther reads a schedule or validation records (validateOtherKind's kinds) with the
+// decoder of the command that takes it and encodes it as its writer does.
+func rereadOther(kind, name string, data []byte) ([]byte, error) {
+	switch kind {
+	case schedule.Kind:
+		s, err := schedule.Decode(name, data)
+		if err != nil {
+			return nil, err
+		}
+		return s.Marshal()
+	case formats.KindValidationRecords:
+		r, err := formats.ImportValidation(name, data, "")
+		if err != nil {
+			return nil, err
+		}
+		b, err := formats.ValidationRecordsJSON(r)
+		return append(b, '\n'), err // as import validation writes it
+	}
+	return nil, fmt.Errorf("%s: kind %s: not one plan writes", name, kind)
+}
