@@ -328,15 +328,41 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 
 // availScan is availComp's walk of a planned timeline pl: the best planned batch of s to join,
 // or the first gap from t long enough for lat (sr: svcReady).
+//
+// A plan's batches start and end in order (plan appends a batch at or after the end of the
+// one before, and only ever extends the last), so both walks begin at a binary search: the
+// first batch starting late enough to be joined, the first ending after t. Under overload a
+// busy GPU's plan holds dozens of batches, and every DP layer evaluates every GPU; the
+// searches skip the prefix that the linear walks tested and passed over, with the same
+// result.
 func availScan(now dataplane.Time, pl []pbatch, s *Service, sv, items int, ready, sr, t, lat float64) float64 {
 	best := math.Inf(1)
-	for i := range pl {
+	lo := max(ready, sr)
+	i, j := 0, len(pl)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if b := &pl[h]; b.start > now && float64(b.start) >= lo {
+			j = h
+		} else {
+			i = h + 1
+		}
+	}
+	for ; i < len(pl); i++ {
 		b := &pl[i]
-		if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
+		if b.svc == sv && b.items+items <= s.MaxBatch {
 			best = min(best, float64(b.start)+s.ExpLat(b.items+items))
 		}
 	}
-	for i := range pl {
+	i, j = 0, len(pl)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if float64(pl[h].end) > t {
+			j = h
+		} else {
+			i = h + 1
+		}
+	}
+	for ; i < len(pl); i++ {
 		b := &pl[i]
 		if float64(b.end) <= t {
 			continue

@@ -139,7 +139,11 @@ type device struct {
 	outstanding int
 	runEnd      dataplane.Time
 	queue       []*task
-	resv        []*resv
+	// qn[sv] counts the queued tasks of service sv: the Ray-like router's ongoing count
+	// (DyOrc §8) reads it at every call, and scanning a queue that grows to hundreds of tasks
+	// under overload made routing cost grow with the load.
+	qn   []int32
+	resv []*resv
 	resident    []bool
 	lastUse     []dataplane.Time
 	loading     int
@@ -243,7 +247,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	ns := len(m.W.Services)
 	p.devs = make([]device, m.GPUs)
 	for g := range p.devs {
-		p.devs[g] = device{resident: make([]bool, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
+		p.devs[g] = device{resident: make([]bool, ns), qn: make([]int32, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
 			keep: p.opt.Mode != ModeRoundRobin && p.opt.Mode != ModeRay}
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}

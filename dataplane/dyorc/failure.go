@@ -79,6 +79,7 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 		p.nDown++
 		moved = append(moved, dv.queue...)
 		dv.queue, dv.loadQ = nil, nil
+		clear(dv.qn)
 		for _, r := range p.sortedReqs(func(rs *reqState) bool {
 			return slices.ContainsFunc(rs.chain, func(x *resv) bool { return x.dev == d })
 		}) {

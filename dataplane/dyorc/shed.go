@@ -157,6 +157,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 		for _, t := range dv.queue {
 			if t.req == id {
 				dv.orderDel(t.ready, t.seq)
+				dv.qn[t.svc]--
 				continue
 			}
 			keep = append(keep, t)

@@ -171,8 +171,9 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 	var members []*task
 	total := 0
 	keep := dv.queue[:0]
+	maxB := p.maxBatch(head.svc)
 	for _, t := range dv.queue {
-		if t.svc == head.svc && t.ready <= now && (t == head || total+t.items <= p.maxBatch(head.svc)) {
+		if t.svc == head.svc && t.ready <= now && (t == head || total+t.items <= maxB) {
 			members = append(members, t)
 			total += t.items
 			continue
@@ -183,6 +184,7 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 		dv.queue[k] = nil
 	}
 	dv.queue = keep
+	dv.qn[head.svc] -= int32(len(members))
 	p.keys = dv.orderDelTasks(members, p.keys)
 	dur := dataplane.Time(math.Ceil(s.Lat(total)))
 	// One engine batch per stage, all on this GPU's workers with the joint batch's duration:
@@ -232,15 +234,7 @@ func (p *Policy) ensureLoad(now dataplane.Time, d, sv int, real bool, out *datap
 
 func (p *Policy) neededReal(d, sv int) bool {
 	dv := &p.devs[d]
-	if dv.running && dv.runSvc == sv {
-		return true
-	}
-	for _, t := range dv.queue {
-		if t.svc == sv {
-			return true
-		}
-	}
-	return false
+	return dv.running && dv.runSvc == sv || dv.qn[sv] > 0
 }
 
 func (p *Policy) neededResv(d, sv int) bool {
