@@ -142,16 +142,16 @@ type device struct {
 	// qn[sv] counts the queued tasks of service sv: the Ray-like router's ongoing count
 	// (DyOrc §8) reads it at every call, and scanning a queue that grows to hundreds of tasks
 	// under overload made routing cost grow with the load.
-	qn   []int32
-	resv []*resv
-	resident    []bool
-	lastUse     []dataplane.Time
-	loading     int
-	loadETA     dataplane.Time
-	loadQ       []loadReq
-	mem         int64
-	plan        []pbatch
-	dirty       bool
+	qn       []int32
+	resv     []*resv
+	resident []bool
+	lastUse  []dataplane.Time
+	loading  int
+	loadETA  dataplane.Time
+	loadQ    []loadReq
+	mem      int64
+	plan     []pbatch
+	dirty    bool
 	// order: the queued tasks and the reservations in the plan's order (order.go), kept when
 	// keep is set: under the modes that plan (round robin and the Ray-like router never do).
 	keep    bool
@@ -171,6 +171,9 @@ type reqState struct {
 	expect                      int
 	hasExpect                   bool
 	flowPred                    []int
+	// qdevs: the GPU of each of the request's queued tasks, so that cancel visits those GPUs
+	// rather than scanning every GPU's queue (a cost per cancel that grew with the cluster).
+	qdevs []int
 	// on: the API-server worker holding the request's ingress (NoWorker once it is done).
 	on dataplane.WorkerID
 }
@@ -524,6 +527,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	dv := &p.devs[dev]
 	t := &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems}
 	dv.enqueue(t)
+	rs.qdevs = append(rs.qdevs, dev)
 	dv.dirty = true
 	rs.calls = append(rs.calls, sv)
 	rs.prevSvc, rs.prevItems = sv, items

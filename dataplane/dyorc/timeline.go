@@ -185,6 +185,9 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 	}
 	dv.queue = keep
 	dv.qn[head.svc] -= int32(len(members))
+	for _, t := range members {
+		p.unqueued(t.req, d)
+	}
 	p.keys = dv.orderDelTasks(members, p.keys)
 	dur := dataplane.Time(math.Ceil(s.Lat(total)))
 	// One engine batch per stage, all on this GPU's workers with the joint batch's duration:
@@ -323,6 +326,15 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 	dv.loadQ = slices.Delete(dv.loadQ, pick, pick+1)
 	dv.dirty = true
 	p.st.Loads++
+}
+
+// unqueued records that a task of request r left GPU d's queue (see reqState.qdevs).
+func (p *Policy) unqueued(r dataplane.ReqID, d int) {
+	if rs := p.reqs[r]; rs != nil {
+		if i := slices.Index(rs.qdevs, d); i >= 0 {
+			rs.qdevs = slices.Delete(rs.qdevs, i, i+1)
+		}
+	}
 }
 
 // maxBatch is the batch cap of service sv under this scheduler.
