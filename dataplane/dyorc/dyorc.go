@@ -151,7 +151,10 @@ type device struct {
 	loadQ    []loadReq
 	mem      int64
 	plan     []pbatch
-	dirty    bool
+	// pmask, pnext: plan's index for availScan (indexPlan).
+	pmask uint64
+	pnext []int32
+	dirty bool
 	// order: the queued tasks and the reservations in the plan's order (order.go), kept when
 	// keep is set: under the modes that plan (round robin and the Ray-like router never do).
 	keep    bool

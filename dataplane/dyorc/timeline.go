@@ -20,6 +20,36 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	if !dv.dirty {
 		return dv.plan
 	}
+	pl := p.rebuild(now, d)
+	dv.indexPlan()
+	return pl
+}
+
+// indexPlan records, for availScan, which services the plan holds (pmask) and where each
+// run of back-to-back batches ends (pnext[i]: the first batch after i that starts later than
+// the one before it ends, or len).
+func (dv *device) indexPlan() {
+	pl := dv.plan
+	dv.pmask = 0
+	for i := range pl {
+		dv.pmask |= svcBit(pl[i].svc)
+	}
+	dv.pnext = slices.Grow(dv.pnext[:0], len(pl))[:len(pl)]
+	next := int32(len(pl))
+	for i := len(pl) - 1; i >= 0; i-- {
+		dv.pnext[i] = next
+		if i > 0 && pl[i].start != pl[i-1].end {
+			next = int32(i)
+		}
+	}
+}
+
+// svcBit is service sv's bit in a plan's service mask: services past 63 share the top bit.
+func svcBit(sv int) uint64 { return 1 << min(uint(sv), 63) }
+
+// rebuild is plan's rebuild of a dirty GPU d's planned batches.
+func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
+	dv := &p.devs[d]
 	dv.dirty = false
 	dv.plan = dv.plan[:0]
 	t := now
