@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -117,6 +118,16 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 	secs := float64(window-min(c.warmup, window)) / 1e6 // goodput counts the measured window only
 	var all appCol
 	all.drops = map[dropKey]int64{}
+	// Each application's latencies are sorted once, here: its summary, its SLO percentile and
+	// the total (a merge of the sorted runs) then read them sorted instead of each sorting a
+	// copy. A report at 16× a plan's rate holds millions of latencies, and the four sorts per
+	// latency were a third of a simulation's CPU time. Sorting the samples first gives the
+	// same sorted arrays, so the same quantiles and the same mean (summed in sorted order).
+	runs := make([][]dataplane.Time, 0, len(c.apps))
+	for i := range c.apps {
+		slices.Sort(c.apps[i].lat)
+		runs = append(runs, c.apps[i].lat)
+	}
 	for i := range c.apps {
 		a := &c.apps[i]
 		m.Apps = append(m.Apps, c.summarize(c.dep.Apps[i].Name, a, secs))
@@ -129,7 +140,6 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 		all.wasted += a.wasted
 		all.judged += a.judged
 		all.correct += a.correct
-		all.lat = append(all.lat, a.lat...)
 		for k, v := range a.drops {
 			all.drops[k] += v
 		}
@@ -140,6 +150,7 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 			all.llm.add(a.llm)
 		}
 	}
+	all.lat = mergeSorted(runs)
 	m.Total = c.summarize("total", &all, secs)
 	c.atPercentile(&m.Total, &all, c.sharedPercentile())
 	// Output tokens per second over the run, to the last finish (as vLLM's benchmark
@@ -254,6 +265,31 @@ func (c *collector) sharedPercentile() float64 {
 		p = a.SLOPercentile
 	}
 	return max(p, 0)
+}
+
+// mergeSorted merges sorted runs into one new sorted slice, pairwise (O(n log k) for k runs).
+func mergeSorted(runs [][]dataplane.Time) []dataplane.Time {
+	switch len(runs) {
+	case 0:
+		return nil
+	case 1:
+		return slices.Clone(runs[0])
+	}
+	h := len(runs) / 2
+	a, b := mergeSorted(runs[:h]), mergeSorted(runs[h:])
+	out := make([]dataplane.Time, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if b[j] < a[i] {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
 }
 
 func percentiles(lat []dataplane.Time) Latency {

@@ -183,7 +183,7 @@ func (p *Policy) layer(now dataplane.Time, sv, items int, pred bool, t0 dataplan
 			h[d] = t + lat
 			continue
 		}
-		h[d] = availScan(now, pl, s, sv, items, r, sr, t, lat)
+		h[d] = availScan(now, pl, dv, s, sv, items, r, sr, t, lat)
 	}
 }
 
@@ -323,20 +323,30 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 	if dv := &p.devs[d]; dv.running {
 		t = max(t, float64(dv.runEnd))
 	}
-	return availScan(now, pl, s, sv, items, ready, sr, t, lat)
+	return availScan(now, pl, &p.devs[d], s, sv, items, ready, sr, t, lat)
 }
 
 // availScan is availComp's walk of a planned timeline pl: the best planned batch of s to join,
 // or the first gap from t long enough for lat (sr: svcReady).
-func availScan(now dataplane.Time, pl []pbatch, s *Service, sv, items int, ready, sr, t, lat float64) float64 {
+//
+// Every DP layer evaluates every busy GPU's plan, so the walks use the plan's index
+// (indexPlan): the join walk is skipped when the plan holds no batch of sv (dv.pmask), and the
+// gap walk crosses a run of back-to-back batches at once (dv.pnext). A plan's batches start
+// and end in order (plan appends a batch at or after the end of the one before and only ever
+// extends the last), so inside such a run each batch starts where the one before ends: no gap
+// of lat ≥ 1 µs opens, and the linear walk would leave t at the run's last end.
+func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, sv, items int, ready, sr, t, lat float64) float64 {
 	best := math.Inf(1)
-	for i := range pl {
-		b := &pl[i]
-		if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
-			best = min(best, float64(b.start)+s.ExpLat(b.items+items))
+	if dv.pmask&svcBit(sv) != 0 {
+		for i := range pl {
+			b := &pl[i]
+			if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
+				best = min(best, float64(b.start)+s.ExpLat(b.items+items))
+			}
 		}
 	}
-	for i := range pl {
+	jump := lat >= 1 && len(dv.pnext) == len(pl)
+	for i := 0; i < len(pl); i++ {
 		b := &pl[i]
 		if float64(b.end) <= t {
 			continue
@@ -345,6 +355,10 @@ func availScan(now dataplane.Time, pl []pbatch, s *Service, sv, items int, ready
 			break
 		}
 		t = float64(b.end)
+		if jump && t < 1<<50 {
+			i = int(dv.pnext[i]) - 1
+			t = float64(pl[i].end)
+		}
 	}
 	return min(best, t+lat)
 }

@@ -139,15 +139,22 @@ type device struct {
 	outstanding int
 	runEnd      dataplane.Time
 	queue       []*task
-	resv        []*resv
-	resident    []bool
-	lastUse     []dataplane.Time
-	loading     int
-	loadETA     dataplane.Time
-	loadQ       []loadReq
-	mem         int64
-	plan        []pbatch
-	dirty       bool
+	// qn[sv] counts the queued tasks of service sv: the Ray-like router's ongoing count
+	// (DyOrc §8) reads it at every call, and scanning a queue that grows to hundreds of tasks
+	// under overload made routing cost grow with the load.
+	qn       []int32
+	resv     []*resv
+	resident []bool
+	lastUse  []dataplane.Time
+	loading  int
+	loadETA  dataplane.Time
+	loadQ    []loadReq
+	mem      int64
+	plan     []pbatch
+	// pmask, pnext: plan's index for availScan (indexPlan).
+	pmask uint64
+	pnext []int32
+	dirty bool
 	// order: the queued tasks and the reservations in the plan's order (order.go), kept when
 	// keep is set: under the modes that plan (round robin and the Ray-like router never do).
 	keep    bool
@@ -167,6 +174,9 @@ type reqState struct {
 	expect                      int
 	hasExpect                   bool
 	flowPred                    []int
+	// qdevs: the GPU of each of the request's queued tasks, so that cancel visits those GPUs
+	// rather than scanning every GPU's queue (a cost per cancel that grew with the cluster).
+	qdevs []int
 	// on: the API-server worker holding the request's ingress (NoWorker once it is done).
 	on dataplane.WorkerID
 }
@@ -243,7 +253,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	ns := len(m.W.Services)
 	p.devs = make([]device, m.GPUs)
 	for g := range p.devs {
-		p.devs[g] = device{resident: make([]bool, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
+		p.devs[g] = device{resident: make([]bool, ns), qn: make([]int32, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
 			keep: p.opt.Mode != ModeRoundRobin && p.opt.Mode != ModeRay}
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}
@@ -520,6 +530,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	dv := &p.devs[dev]
 	t := &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems}
 	dv.enqueue(t)
+	rs.qdevs = append(rs.qdevs, dev)
 	dv.dirty = true
 	rs.calls = append(rs.calls, sv)
 	rs.prevSvc, rs.prevItems = sv, items

@@ -78,7 +78,11 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 	if p.down[d] == 1 {
 		p.nDown++
 		moved = append(moved, dv.queue...)
+		for _, t := range dv.queue {
+			p.unqueued(t.req, d)
+		}
 		dv.queue, dv.loadQ = nil, nil
+		clear(dv.qn)
 		for _, r := range p.sortedReqs(func(rs *reqState) bool {
 			return slices.ContainsFunc(rs.chain, func(x *resv) bool { return x.dev == d })
 		}) {

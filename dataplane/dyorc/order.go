@@ -40,6 +40,7 @@ func (dv *device) orderAt(ready dataplane.Time, seq int64) int {
 // enqueue queues task t on the GPU.
 func (dv *device) enqueue(t *task) {
 	dv.queue = append(dv.queue, t)
+	dv.qn[t.svc]++
 	if !dv.keep {
 		return
 	}

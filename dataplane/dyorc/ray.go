@@ -11,14 +11,9 @@ import (
 // ongoing counts the queued and running tasks of service sv on GPU d.
 func (p *Policy) ongoing(d, sv int) int {
 	dv := &p.devs[d]
-	n := 0
+	n := int(dv.qn[sv])
 	if dv.running && dv.runSvc == sv {
 		n++
-	}
-	for _, t := range dv.queue {
-		if t.svc == sv {
-			n++
-		}
 	}
 	return n
 }

@@ -148,15 +148,16 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 	if rs == nil {
 		return
 	}
-	for d := range p.devs {
+	// The GPUs holding its queued tasks, each once (a GPU's queue is independent of the
+	// others', so the order they are visited in does not matter).
+	slices.Sort(rs.qdevs)
+	for _, d := range slices.Compact(rs.qdevs) {
 		dv := &p.devs[d]
-		if !slices.ContainsFunc(dv.queue, func(t *task) bool { return t.req == id }) {
-			continue
-		}
 		keep := dv.queue[:0]
 		for _, t := range dv.queue {
 			if t.req == id {
 				dv.orderDel(t.ready, t.seq)
+				dv.qn[t.svc]--
 				continue
 			}
 			keep = append(keep, t)
@@ -165,6 +166,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 		dv.queue = keep
 		dv.dirty = true
 	}
+	rs.qdevs = rs.qdevs[:0]
 	p.cancelChain(rs)
 	delete(p.reqs, id)
 }

@@ -20,6 +20,36 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	if !dv.dirty {
 		return dv.plan
 	}
+	pl := p.rebuild(now, d)
+	dv.indexPlan()
+	return pl
+}
+
+// indexPlan records, for availScan, which services the plan holds (pmask) and where each
+// run of back-to-back batches ends (pnext[i]: the first batch after i that starts later than
+// the one before it ends, or len).
+func (dv *device) indexPlan() {
+	pl := dv.plan
+	dv.pmask = 0
+	for i := range pl {
+		dv.pmask |= svcBit(pl[i].svc)
+	}
+	dv.pnext = slices.Grow(dv.pnext[:0], len(pl))[:len(pl)]
+	next := int32(len(pl))
+	for i := len(pl) - 1; i >= 0; i-- {
+		dv.pnext[i] = next
+		if i > 0 && pl[i].start != pl[i-1].end {
+			next = int32(i)
+		}
+	}
+}
+
+// svcBit is service sv's bit in a plan's service mask: services past 63 share the top bit.
+func svcBit(sv int) uint64 { return 1 << min(uint(sv), 63) }
+
+// rebuild is plan's rebuild of a dirty GPU d's planned batches.
+func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
+	dv := &p.devs[d]
 	dv.dirty = false
 	dv.plan = dv.plan[:0]
 	t := now
@@ -171,8 +201,9 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 	var members []*task
 	total := 0
 	keep := dv.queue[:0]
+	maxB := p.maxBatch(head.svc)
 	for _, t := range dv.queue {
-		if t.svc == head.svc && t.ready <= now && (t == head || total+t.items <= p.maxBatch(head.svc)) {
+		if t.svc == head.svc && t.ready <= now && (t == head || total+t.items <= maxB) {
 			members = append(members, t)
 			total += t.items
 			continue
@@ -183,6 +214,10 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 		dv.queue[k] = nil
 	}
 	dv.queue = keep
+	dv.qn[head.svc] -= int32(len(members))
+	for _, t := range members {
+		p.unqueued(t.req, d)
+	}
 	p.keys = dv.orderDelTasks(members, p.keys)
 	dur := dataplane.Time(math.Ceil(s.Lat(total)))
 	// One engine batch per stage, all on this GPU's workers with the joint batch's duration:
@@ -232,15 +267,7 @@ func (p *Policy) ensureLoad(now dataplane.Time, d, sv int, real bool, out *datap
 
 func (p *Policy) neededReal(d, sv int) bool {
 	dv := &p.devs[d]
-	if dv.running && dv.runSvc == sv {
-		return true
-	}
-	for _, t := range dv.queue {
-		if t.svc == sv {
-			return true
-		}
-	}
-	return false
+	return dv.running && dv.runSvc == sv || dv.qn[sv] > 0
 }
 
 func (p *Policy) neededResv(d, sv int) bool {
@@ -329,6 +356,15 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 	dv.loadQ = slices.Delete(dv.loadQ, pick, pick+1)
 	dv.dirty = true
 	p.st.Loads++
+}
+
+// unqueued records that a task of request r left GPU d's queue (see reqState.qdevs).
+func (p *Policy) unqueued(r dataplane.ReqID, d int) {
+	if rs := p.reqs[r]; rs != nil {
+		if i := slices.Index(rs.qdevs, d); i >= 0 {
+			rs.qdevs = slices.Delete(rs.qdevs, i, i+1)
+		}
+	}
 }
 
 // maxBatch is the batch cap of service sv under this scheduler.

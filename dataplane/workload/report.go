@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"math"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/gonum/stat"
 )
@@ -271,8 +271,11 @@ func AtPercentile(p float64, lat []int64, n int64, att float64) *PercentileLaten
 	if n == 0 {
 		out.LatencyUs = 0
 	} else if k >= 1 && k <= int64(len(lat)) {
-		xs := append([]int64(nil), lat...)
-		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+		xs := lat
+		if !slices.IsSorted(xs) { // the simulator passes them sorted: no copy, no sort
+			xs = append([]int64(nil), lat...)
+			slices.Sort(xs)
+		}
 		out.LatencyUs = xs[k-1]
 	}
 	return out
@@ -309,7 +312,9 @@ func Summarize(us []float64) Latency {
 	if len(us) == 0 {
 		return Latency{}
 	}
-	sort.Float64s(us)
+	if !slices.IsSorted(us) { // the simulator passes them sorted (sim's metrics)
+		slices.Sort(us)
+	}
 	q := func(p float64) int64 { return int64(stat.Quantile(p, stat.Empirical, us, nil)) }
 	return Latency{
 		MeanUs: Round6(stat.Mean(us, nil)),
