@@ -94,9 +94,9 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 	if best.Provenance.InputDigest, err = planner.InputDigest(best.Provenance.Embedded); err != nil {
 		return nil, err
 	}
-	best.Provenance.Options = planner.RecordOptions(Flags{Gap: o.Gap, Policy: o.Policy, Objective: planner.ObjectiveCost})
+	best.Provenance.Options = planner.RecordOptions(Flags{Gap: o.Gap, Policy: o.Policy, Objective: planner.ObjectiveCost, TimeLimit: limitIfHit(best.Provenance.Status, o.TimeLimit)})
 	if o.Gap <= 0 {
-		best.Provenance.Options = planner.RecordOptions(Flags{Gap: 0.01, Policy: o.Policy, Objective: planner.ObjectiveCost})
+		best.Provenance.Options = planner.RecordOptions(Flags{Gap: 0.01, Policy: o.Policy, Objective: planner.ObjectiveCost, TimeLimit: limitIfHit(best.Provenance.Status, o.TimeLimit)})
 	}
 	best.Provenance.SolveMs = float64(time.Since(began).Microseconds()) / 1000
 	if o.Deterministic {

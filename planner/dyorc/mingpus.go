@@ -90,7 +90,7 @@ func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster
 		if gap <= 0 {
 			gap = 0.01
 		}
-		plan.Provenance.Options = planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy, MinGPUs: true})
+		plan.Provenance.Options = planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy, MinGPUs: true, TimeLimit: limitIfHit(plan.Provenance.Status, o.TimeLimit)})
 		// The search is over counts by a capacity model, not an optimisation with a bound.
 		plan.Provenance.Status = "heuristic"
 		plan.Provenance.Bound, plan.Provenance.Gap = nil, nil

@@ -48,6 +48,9 @@ type Flags struct {
 	Objective string `json:"objective,omitempty"`
 	// MinGPUs: the fewest GPUs that serve the apps' rates (SolveMinGPUs), not every GPU.
 	MinGPUs bool `json:"min_gpus,omitempty"`
+	// TimeLimit is the solve's time limit when the solve stopped at it (limitIfHit):
+	// `plan check --resolve` re-solves under it, as the plan was (absent: none needed).
+	TimeLimit formats.Duration `json:"time_limit,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for DyOrc.
@@ -192,7 +195,7 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 	if name == "" {
 		name = "dyorc"
 	}
-	opts := planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy})
+	opts := planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy, TimeLimit: limitIfHit(res.Status.String(), o.TimeLimit)})
 	tool := o.ToolVersion
 	if tool == "" {
 		tool = "dev"
@@ -214,3 +217,14 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// limitIfHit is the time limit a plan records for `plan check --resolve`: the solve's limit
+// when the solve stopped at it (status time-limit), so the re-solve stops there too instead
+// of running on to the gap; none when it ended within it, as such a solve re-solves to the
+// same answer without one.
+func limitIfHit(status string, limit time.Duration) formats.Duration {
+	if status != "time-limit" {
+		return 0
+	}
+	return formats.Duration(limit)
+}

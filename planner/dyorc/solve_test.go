@@ -74,6 +74,38 @@ func TestSolveVerifyCompareResolve(t *testing.T) {
 	}
 }
 
+// TestResolveRecordedLimit: a solve that stops at its time limit records it, and check
+// --resolve (Resolve with no limit of its own) re-solves under it rather than running on to
+// the gap: the 32-GPU workflow cluster, which stops at a 2 s limit well short of 0.1%; a
+// solve that ends within its limit records none (a plan solved at the default 60 s limit
+// keeps the options it always had).
+func TestResolveRecordedLimit(t *testing.T) {
+	if limitIfHit("optimal", time.Minute) != 0 || limitIfHit("time-limit", 2*time.Second) != formats.Duration(2*time.Second) {
+		t.Fatal("limitIfHit")
+	}
+	wl := load(t, "workload.json").(*formats.Workload)
+	cl := load(t, "cluster-32.json").(*formats.Cluster)
+	p, err := Solve(context.Background(), wl, cl, nil, Options{TimeLimit: 2 * time.Second, Deterministic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec Flags
+	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if p.Provenance.Status != "time-limit" {
+		t.Skipf("solved to the gap within 2 s (%s): nothing to re-solve under a limit", p.Provenance.Status)
+	}
+	if time.Duration(rec.TimeLimit) != 2*time.Second {
+		t.Fatalf("options %s: time limit %v, want 2s", p.Provenance.Options, rec.TimeLimit)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := Resolve(ctx, p, 0); err != nil {
+		t.Fatalf("re-solve under the recorded limit: %v", err)
+	}
+}
+
 // TestSolveMinGPUs: --min-gpus places the small workload on the fewest GPUs whose capacity
 // holds every app's rate (4 of 16: fewer leave an app below its rate), and refuses a cluster
 // too small at every count, naming the share the best count serves.

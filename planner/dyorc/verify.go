@@ -166,6 +166,9 @@ func Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*fo
 	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
+	if timeLimit <= 0 {
+		timeLimit = time.Duration(rec.TimeLimit) // the limit the plan was solved under, if any
+	}
 	o := Options{TimeLimit: timeLimit, Deterministic: true, Policy: rec.Policy, Gap: rec.Gap}
 	switch {
 	case rec.Objective == planner.ObjectiveCost:
