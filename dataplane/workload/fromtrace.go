@@ -311,6 +311,9 @@ func round3(x float64) float64 {
 	return v
 }
 
+// rate3 writes a rate to three significant digits in plain notation (1000, not 1e+03).
+func rate3(x float64) string { return strconv.FormatFloat(round3(x), 'f', -1, 64) }
+
 // describe is the workload's description: where its numbers came from.
 func describe(path string, o FromTraceOptions, sums []ClassSummary) string {
 	d := fmt.Sprintf("built by plan workload from-trace from %s: rate_rps is each class's %s rate", path, o.Basis)
@@ -318,7 +321,7 @@ func describe(path string, o FromTraceOptions, sums []ClassSummary) string {
 		d += fmt.Sprintf(" (busiest %v window)", o.Window)
 	}
 	for _, s := range sums {
-		d += fmt.Sprintf("; %s: %d requests, mean %.3g/s, peak %.3g/s", s.Name, s.Requests, s.MeanRPS, s.PeakRPS)
+		d += fmt.Sprintf("; %s: %d requests, mean %s/s, peak %s/s", s.Name, s.Requests, rate3(s.MeanRPS), rate3(s.PeakRPS))
 		if s.InP50 > 0 {
 			d += fmt.Sprintf(", input p50/p90/p99 %d/%d/%d, output %d/%d/%d tokens", s.InP50, s.InP90, s.InP99, s.OutP50, s.OutP90, s.OutP99)
 		}
