@@ -167,8 +167,8 @@ func TestREADMEInlineCommands(t *testing.T) {
 		}
 		for _, f := range flag.FindAllStringSubmatch(m[1], -1) {
 			name := f[2]
-			if !regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(name) + `\b`).MatchString(help) &&
-				!regexp.MustCompile(`-[a-zA-Z], ` + regexp.QuoteMeta(name) + `\b`).MatchString(help) {
+			if !regexp.MustCompile(`(^|\s)`+regexp.QuoteMeta(name)+`\b`).MatchString(help) &&
+				!regexp.MustCompile(`-[a-zA-Z], `+regexp.QuoteMeta(name)+`\b`).MatchString(help) {
 				t.Errorf("%s: `plan %s` has no flag %s", m[0], key, name)
 			}
 		}
