@@ -147,8 +147,9 @@ type Stats struct {
 	Failovers, Rerouted int64
 	// Cancelled counts sequences withdrawn by EvCancel (or found cancelled at their
 	// iteration's end); TooLarge the requests dropped at arrival as DropTooLarge; Expired
-	// those dropped for their deadline (drop_late).
-	Cancelled, TooLarge, Expired int64
+	// those dropped for their deadline (drop_late); Late those refused at arrival because
+	// they would finish after their SLO (DropWouldBeLate, admit.go).
+	Cancelled, TooLarge, Expired, Late int64
 	// SolveNs is the wall time spent in the plan generator (not part of the deterministic
 	// state: policies never read it).
 	SolveNs int64

@@ -44,6 +44,9 @@ type options struct {
 	// instance could not finish it in time (hopeless), and while it waits once its deadline
 	// passed (checked every tick). Off by default: the paper's policies serve late requests.
 	dropLate bool
+	// admit (policy parameter admit: predict, the default, or all): refuse at arrival a
+	// request the engine would finish after its SLO (admit.go).
+	admit bool
 }
 
 // queue is the queueing layer a policy puts in front of the instances: FCFS or EDF per
@@ -295,6 +298,15 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			p.stats.Expired++
 			out.Drop(s.ID, 0, dataplane.DropDeadline, 0)
 			break
+		}
+		if p.opt.admit && !p.disagg {
+			if v, ok := p.admitLate(s); ok && v.Late {
+				// The estimate is the predicted latency; the front end's Retry-After is its
+				// excess over the SLO (llm.RetryAfter).
+				p.stats.Late++
+				out.Drop(s.ID, 0, DropWouldBeLate, v.E2E)
+				break
+			}
 		}
 		p.seqs[s.ID] = s
 		p.disaggArrive(s)

@@ -1,0 +1,113 @@
+package qlm
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
+)
+
+// DropWouldBeLate is the reason of a request refused at arrival because the engine, as it
+// stands, would finish it after its SLO (llm.Judge): `plan simulate` reports it among the
+// drops ("rejected: would finish late"), `plan serve --openai` answers it with 429 and a
+// Retry-After of the predicted wait.
+const DropWouldBeLate dataplane.DropReason = "would-finish-late"
+
+// admitLate is admission at the door (policy parameter admit, default "predict"; "all"
+// turns it off): at every arrival the policy predicts, from the state of the instances that
+// would serve the request, when it would finish (llm.Judge: the engine's own step times over
+// the sequences running and queued ahead of it), and refuses it at arrival when it would be
+// late. Serving it would only delay the requests behind it: under sustained overload a queue
+// that admits everything ends with every request late (QLM §2.3's goodput counts none of
+// them). A request admitted here keeps its place: later arrivals queue behind it (FCFS) or,
+// with later deadlines, after it (EDF, QLM's virtual queues), so the check protects what it
+// admitted too.
+//
+// It returns the verdict on the instance that would serve s soonest (for the round-robin
+// baselines, the instance round-robin gives it), and false when no instance with s's model
+// loaded can tell (the request is then admitted).
+func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
+	var cands []*instance
+	if _, ok := p.q.(*plainQueue); ok {
+		el := p.routed(s.Model, ext(s).gpu)
+		if len(el) == 0 {
+			return llm.Verdict{}, false
+		}
+		cands = []*instance{el[p.rr%len(el)]}
+	} else {
+		for _, in := range p.eligible(s.Model) {
+			if in.model == s.Model && !in.loading {
+				cands = append(cands, in)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return llm.Verdict{}, false
+	}
+	ahead := p.waitingAhead(s)
+	var yields func(*seq) bool
+	if pq, plain := p.q.(*plainQueue); (!plain && p.opt.evict) || (plain && pq.edf) {
+		// QLM evicts running sequences with later deadlines for an earlier one (QLM §5), and
+		// the EDF baseline preempts the latest deadline for its head.
+		yields = func(r *seq) bool { return r.Deadline > s.Deadline }
+	}
+	best, found := llm.Verdict{}, false
+	for _, in := range cands {
+		m := p.llmFor(in, s.Model)
+		if m == nil {
+			continue
+		}
+		var mine []*seq
+		k := 0
+		for _, w := range ahead {
+			switch {
+			case w.Inst == in.ID:
+				mine = append(mine, w)
+			case w.Inst < 0:
+				// Not yet placed: the candidates share them in turn.
+				if k%len(cands) == slices.Index(cands, in) {
+					mine = append(mine, w)
+				}
+				k++
+			}
+		}
+		v := llm.Judge(m.Model, &in.Engine, mine, llm.Arrival{Prompt: s.Prompt, Out: s.Out, SLO: slo(s), Yields: yields})
+		if !found || v.E2E < best.E2E {
+			best, found = v, true
+		}
+	}
+	return best, found
+}
+
+// waitingAhead lists the waiting sequences of s's model (queued, holding no KV) that would be
+// admitted before s: every one under FCFS and priority queues (vLLM's order puts an arrival
+// last), those with deadlines no later than s's under EDF and QLM's virtual queues (ordered
+// by the plan generator's EDF-based plan, QLM §7); in that order.
+func (p *Policy) waitingAhead(s *seq) []*seq {
+	all := true
+	if pq, ok := p.q.(*plainQueue); !ok || pq.edf {
+		all = false
+	}
+	var out []*seq
+	for _, w := range p.seqs {
+		if x, _ := w.Tag.(*seqExt); w.Model != s.Model || w.KV != 0 || w.Swapped || w.Fin || (x != nil && x.decode) {
+			continue
+		}
+		if all || w.Deadline <= s.Deadline {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b *seq) int {
+		if !all {
+			if c := cmp.Compare(a.Deadline, b.Deadline); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(a.Arrival, b.Arrival); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}
