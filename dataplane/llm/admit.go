@@ -4,10 +4,11 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 )
 
-// Admission at the door: would a request arriving now at engine e finish within its SLO?
-// Serve's OpenAI front end and the simulator both drive QLM's policy, which asks Predict at
-// every arrival (dataplane/qlm, admit.go), so a refusal is one decision, made once, from the
-// same state in both clocks.
+// Admission at the door: would a request arriving now at engine e finish within its SLO, and
+// would the requests already admitted still finish within theirs? Serve's OpenAI front end
+// and the simulator both drive QLM's policy, which asks Judge at every arrival
+// (dataplane/qlm, admit.go), so a refusal is one decision, made once, from the same state in
+// both clocks.
 //
 // The prediction replays the engine's own rules (LLM engine digest §2) on an abstract copy of
 // its state, a step per prefill chunk and one jump per completion in between:
@@ -27,9 +28,18 @@ import (
 //     completion in one go;
 //   - every token reaches its client OutDelay steps after it was computed (digest §2.5).
 //
+// A new request costs the others: its prompt's steps are prefill steps for every running
+// sequence (digest §2.4: a chunk of 4,096 tokens can take a hundred decode steps' time), so
+// under sustained overload each admission pushes the batch's completions later, and a door
+// that looked only at the newcomer admitted requests that all finished late. Judge therefore
+// replays twice, with the newcomer and without, and refuses it also when a sequence ahead of
+// it that would finish in time without it finishes late with it: what the door admitted stays
+// on time as long as the prediction holds.
+//
 // [ours] Speculative decoding, prefix caching and a model switch are left out: each makes the
 // true completion earlier (the first two) or is refused by placement (the third), so the
-// prediction errs towards refusing. Its cost is linear in the requests ahead times the batch.
+// prediction errs towards refusing. Arrivals after the newcomer are not foreseen: each is
+// judged in turn. The cost is linear in the requests ahead times the batch.
 
 // Prediction is when a request arriving now would see its first token (TTFT) and its last
 // (E2E), as durations from now, at an engine in its current state.
@@ -37,15 +47,18 @@ type Prediction struct {
 	TTFT, E2E dataplane.Time
 }
 
-// Verdict is the admission decision on a Prediction against the request's SLOs.
+// Verdict is the admission decision on a request.
 type Verdict struct {
 	Prediction
 	// Late: the request would finish after its SLO (or see its first token after its TTFT
-	// SLO): refuse it at the door.
-	Late bool
+	// SLO), or would make a sequence ahead of it late that is on time without it (Harms
+	// counts those): refuse it at the door.
+	Late  bool
+	Harms int
 	// Wait is how much later it would have to arrive to fit: the engine drains the work ahead
-	// meanwhile, so a request arriving Wait later finishes Wait sooner after its arrival
-	// (with no other arrival in between). 0 when it fits.
+	// meanwhile, so a request arriving Wait later finishes about Wait sooner after its
+	// arrival (with no other arrival in between); for a harmed sequence, the lateness the
+	// newcomer would cause it. 0 when it fits.
 	Wait dataplane.Time
 }
 
@@ -56,19 +69,25 @@ func RetryAfter(wait dataplane.Time) int64 {
 }
 
 // Arrival is the request Judge and Predict consider: its prompt and output tokens, its
-// end-to-end SLO and TTFT SLO (0: none), and which of the engine's running or swapped
-// sequences would give way to it (Yields; nil: none): a scheduler that preempts for an
-// earlier deadline (QLM §5 eviction, EDF) runs the arrival before them.
+// end-to-end SLO and TTFT SLO (0: none), the time it arrives (the sequences' deadlines are
+// read against it), and which of the engine's running or swapped sequences would give way
+// to it (Yields; nil: none): a scheduler that preempts for an earlier deadline (QLM §5
+// eviction, EDF) runs the arrival before them, and their lateness is not counted against it.
 type Arrival struct {
 	Prompt, Out  int
 	SLO, TTFTSLO dataplane.Time
+	Now          dataplane.Time
 	Yields       func(*Seq) bool
+	// Busy is how long the engine's iteration in flight still runs (0: idle): the replay
+	// starts when it ends, with its tokens computed.
+	Busy dataplane.Time
 }
 
-// Judge is the verdict on request a arriving now at engine e of model m, queued behind
-// waiting (the swapped-out sequences of e come first by the engine's rule).
+// Judge is the verdict on request a arriving at engine e of model m, queued behind waiting
+// (the swapped-out sequences of e come first by the engine's rule).
 func Judge(m *Model, e *Engine, waiting []*Seq, a Arrival) Verdict {
-	p := Predict(m, e, waiting, a)
+	r := newReplay(m, e, waiting, a)
+	p, with := r.run(m, true)
 	v := Verdict{Prediction: p}
 	if a.SLO > 0 && p.E2E > a.SLO {
 		v.Wait = p.E2E - a.SLO
@@ -76,28 +95,62 @@ func Judge(m *Model, e *Engine, waiting []*Seq, a Arrival) Verdict {
 	if a.TTFTSLO > 0 && p.TTFT > a.TTFTSLO {
 		v.Wait = max(v.Wait, p.TTFT-a.TTFTSLO)
 	}
+	late := false
+	for i, d := range with {
+		late = late || (r.due[i] != dataplane.Never && d > r.due[i])
+	}
+	if late {
+		// Someone ahead finishes late with the newcomer: was it on time without it?
+		_, without := r.run(m, false)
+		for i, d := range with {
+			if due := r.due[i]; due != dataplane.Never && d > due && without[i] <= due {
+				v.Harms++
+				v.Wait = max(v.Wait, d-due)
+			}
+		}
+	}
 	v.Late = v.Wait > 0
 	return v
 }
 
-// pseq is a sequence in Predict's abstract replay.
+// Predict is when request a's first and last tokens would reach its client, from now, at
+// engine e of model m with waiting queued after its running and swapped sequences (less
+// those that yield to a).
+func Predict(m *Model, e *Engine, waiting []*Seq, a Arrival) Prediction {
+	p, _ := newReplay(m, e, waiting, a).run(m, true)
+	return p
+}
+
+// pseq is a sequence in the abstract replay.
 type pseq struct {
-	need    int // prompt (or recomputed) tokens still to compute
+	need    int // prompt (or recomputed) tokens still to compute before its next token
 	left    int // output tokens still to generate
 	ctx     int // tokens its KV holds
 	reserve int // KV it holds at its peak, in tokens of whole blocks
-	isNew   bool
+	idx     int // its index in replay.due (-1: the newcomer)
 }
 
-// Predict replays engine e of model m (see the rules above) with waiting queued after its
-// running and swapped sequences (less those that yield to a) and request a last, and returns
-// when a's first and last tokens would reach its client, from now.
-func Predict(m *Model, e *Engine, waiting []*Seq, a Arrival) Prediction {
-	prompt, out := a.Prompt, a.Out
+// replay is the engine's state as Predict reads it: the running sequences, the queue (the
+// swapped-out ones, the waiting ones, then the newcomer last) and each one's deadline from
+// now (due, indexed by pseq.idx; Never: none).
+type replay struct {
+	running, queue []pseq
+	due            []dataplane.Time
+	busy           dataplane.Time
+}
+
+func newReplay(m *Model, e *Engine, waiting []*Seq, a Arrival) *replay {
 	yields := func(s *Seq) bool { return a.Yields != nil && a.Yields(s) }
 	peak := func(p, o int) int { return m.Blocks(p + o) }
-	var run []pseq
-	used := 0
+	r := &replay{busy: a.Busy}
+	add := func(s *Seq) int {
+		d := dataplane.Never
+		if s.Deadline > 0 {
+			d = s.Deadline - a.Now
+		}
+		r.due = append(r.due, d)
+		return len(r.due) - 1
+	}
 	for _, s := range e.Running {
 		if s.Fin || yields(s) {
 			continue // its last token is computed (only the output delay is left), or it gives way
@@ -108,18 +161,17 @@ func Predict(m *Model, e *Engine, waiting []*Seq, a Arrival) Prediction {
 		if s.Sched > 0 && comp >= s.Prompt+s.Gen {
 			gen++
 		}
-		r := pseq{left: s.Out - gen, ctx: comp}
+		p := pseq{left: s.Out - gen, ctx: comp}
 		if comp < s.Prompt+gen-1 {
-			r.need = s.Prompt + gen - comp // mid-prompt (or recomputing): the rest, then a token
+			p.need = s.Prompt + gen - comp // mid-prompt (or recomputing): the rest, then a token
 		}
-		if r.left <= 0 {
+		if p.left <= 0 {
 			continue
 		}
-		r.reserve = max(s.KV, peak(s.Prompt, s.Out))
-		used += r.reserve
-		run = append(run, r)
+		p.reserve = max(s.KV, peak(s.Prompt, s.Out))
+		p.idx = add(s)
+		r.running = append(r.running, p)
 	}
-	queue := make([]pseq, 0, len(e.Swapped)+len(waiting)+1)
 	for g, group := range [][]*Seq{e.Swapped, waiting} {
 		for _, s := range group {
 			if s.Fin || (g == 0 && yields(s)) {
@@ -129,24 +181,39 @@ func Predict(m *Model, e *Engine, waiting []*Seq, a Arrival) Prediction {
 			if s.Swapped {
 				need = 0 // its KV comes back whole: decode resumes
 			}
-			queue = append(queue, pseq{need: need, left: max(s.Out-s.Gen, 1), ctx: s.Prompt + s.Gen - need, reserve: peak(s.Prompt, s.Out)})
+			r.queue = append(r.queue, pseq{need: need, left: max(s.Out-s.Gen, 1), ctx: s.Prompt + s.Gen - need, reserve: peak(s.Prompt, s.Out), idx: add(s)})
 		}
 	}
-	queue = append(queue, pseq{need: prompt, left: max(out, 1), reserve: peak(prompt, out), isNew: true})
+	r.queue = append(r.queue, pseq{need: a.Prompt, left: max(a.Out, 1), reserve: peak(a.Prompt, a.Out), idx: -1})
+	return r
+}
 
-	var t, last dataplane.Time
+// run replays the engine (the rules above), with the newcomer or without, and returns its
+// prediction (with it) and when each other sequence's last token reaches its client
+// (indexed as due).
+func (r *replay) run(m *Model, withNew bool) (Prediction, []dataplane.Time) {
+	run := append([]pseq(nil), r.running...)
+	queue := r.queue
+	if !withNew {
+		queue = queue[:len(queue)-1]
+	}
+	queue = append([]pseq(nil), queue...)
+	done := make([]dataplane.Time, len(r.due))
+	used := 0
+	for _, p := range run {
+		used += p.reserve
+	}
+	t, last := r.busy, dataplane.Time(0)
 	first := dataplane.Never
+	var pred Prediction
 	delay := func() dataplane.Time { return dataplane.Time(m.OutDelay) * last }
-	for {
+	for len(run) > 0 || len(queue) > 0 {
 		// Admission: queue order, head-of-line, a slot and the peak KV free. A batch that
 		// holds nothing admits its head whatever its size (Refuses turned away what never fits).
 		for len(queue) > 0 && len(run) < m.MaxSeqs && (len(run) == 0 || used+queue[0].reserve <= m.KVCap) {
 			used += queue[0].reserve
 			run = append(run, queue[0])
 			queue = queue[1:]
-		}
-		if len(run) == 0 {
-			return Prediction{TTFT: first, E2E: first} // unreachable: the new request is queued
 		}
 		prefill, decodes, ctx := 0, 0, 0
 		for i := range run {
@@ -157,9 +224,9 @@ func Predict(m *Model, e *Engine, waiting []*Seq, a Arrival) Prediction {
 		}
 		budget := m.MaxBatched - decodes
 		for i := range run {
-			if run[i].need > 0 && budget > 0 {
-				prefill += min(run[i].need, budget)
-				budget -= min(run[i].need, budget)
+			if c := min(run[i].need, budget); c > 0 {
+				prefill += c
+				budget -= c
 			}
 		}
 		if prefill > 0 {
@@ -168,22 +235,22 @@ func Predict(m *Model, e *Engine, waiting []*Seq, a Arrival) Prediction {
 			t, last = t+d, d
 			budget = m.MaxBatched - decodes
 			for i := range run {
-				r := &run[i]
-				if r.need == 0 {
-					r.left--
-					r.ctx++
+				p := &run[i]
+				if p.need == 0 {
+					p.left--
+					p.ctx++
 					continue
 				}
-				if budget <= 0 {
+				c := min(p.need, budget)
+				if c <= 0 {
 					continue
 				}
-				c := min(r.need, budget)
 				budget -= c
-				r.need -= c
-				r.ctx += c
-				if r.need == 0 {
-					r.left-- // its prompt is computed: its (first) token comes with it
-					if r.isNew && first == dataplane.Never {
+				p.need -= c
+				p.ctx += c
+				if p.need == 0 {
+					p.left-- // its prompt is computed: its (first) token comes with it
+					if p.idx < 0 && first == dataplane.Never {
 						first = t
 					}
 				}
@@ -203,16 +270,19 @@ func Predict(m *Model, e *Engine, waiting []*Seq, a Arrival) Prediction {
 			}
 		}
 		kept := run[:0]
-		for _, r := range run {
-			if r.left > 0 {
-				kept = append(kept, r)
+		for _, p := range run {
+			if p.left > 0 {
+				kept = append(kept, p)
 				continue
 			}
-			used -= r.reserve
-			if r.isNew {
-				return Prediction{TTFT: first + delay(), E2E: t + delay()}
+			used -= p.reserve
+			if p.idx < 0 {
+				pred = Prediction{TTFT: first + delay(), E2E: t + delay()}
+			} else {
+				done[p.idx] = t + delay()
 			}
 		}
 		run = kept
 	}
+	return pred, done
 }

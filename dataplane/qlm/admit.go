@@ -29,6 +29,11 @@ const DropWouldBeLate dataplane.DropReason = "would-finish-late"
 // loaded can tell (the request is then admitted).
 func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 	var cands []*instance
+	if _, ok := p.q.(*shepherdQueue); ok {
+		// SHEPHERD's static batches run to completion: not the engine's continuous
+		// batching that the prediction replays.
+		return llm.Verdict{}, false
+	}
 	if _, ok := p.q.(*plainQueue); ok {
 		el := p.routed(s.Model, ext(s).gpu)
 		if len(el) == 0 {
@@ -72,7 +77,11 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 				k++
 			}
 		}
-		v := llm.Judge(m.Model, &in.Engine, mine, llm.Arrival{Prompt: s.Prompt, Out: s.Out, SLO: slo(s), Yields: yields})
+		a := llm.Arrival{Prompt: s.Prompt, Out: s.Out, SLO: slo(s), Now: p.now, Yields: yields}
+		if in.Busy {
+			a.Busy = max(in.iterEnd-p.now, 0)
+		}
+		v := llm.Judge(m.Model, &in.Engine, mine, a)
 		if !found || v.E2E < best.E2E {
 			best, found = v, true
 		}

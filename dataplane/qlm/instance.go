@@ -67,6 +67,8 @@ type instance struct {
 	allTime, allDecodes float64
 	iterSat             bool
 	iterStart           dataplane.Time
+	// iterEnd is when the iteration in flight ends (admission reads it, admit.go).
+	iterEnd dataplane.Time
 	// floor is the batch size below which the deadline guard admits and protectDeadlines
 	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
 	// every tick, so it does not flip between an admission and the next step's eviction).
