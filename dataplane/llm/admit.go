@@ -81,6 +81,10 @@ type Arrival struct {
 	// Busy is how long the engine's iteration in flight still runs (0: idle): the replay
 	// starts when it ends, with its tokens computed.
 	Busy dataplane.Time
+	// Guarded: the scheduler holds a waiting request back while admitting it would make a
+	// running one with an earlier deadline late (QLM §5's deadline guard). Such a sequence
+	// is not counted as harmed when the arrival's own SLO leaves room to wait for it.
+	Guarded bool
 }
 
 // Judge is the verdict on request a arriving at engine e of model m, queued behind waiting
@@ -103,7 +107,11 @@ func Judge(m *Model, e *Engine, waiting []*Seq, a Arrival) Verdict {
 		// Someone ahead finishes late with the newcomer: was it on time without it?
 		_, without := r.run(m, false)
 		for i, d := range with {
-			if due := r.due[i]; due != dataplane.Never && d > due && without[i] <= due {
+			due := r.due[i]
+			if a.Guarded && a.SLO != 0 && due <= a.SLO && due+p.E2E <= a.SLO {
+				continue // the guard holds the arrival back until i is done, and it is still on time
+			}
+			if due != dataplane.Never && d > due && without[i] <= due {
 				v.Harms++
 				v.Wait = max(v.Wait, d-due)
 			}

@@ -9,9 +9,11 @@ import (
 )
 
 // DropWouldBeLate is the reason of a request refused at arrival because the engine, as it
-// stands, would finish it after its SLO (llm.Judge): `plan simulate` reports it among the
-// drops ("rejected: would finish late"), `plan serve --openai` answers it with 429 and a
-// Retry-After of the predicted wait.
+// stands, would finish it after its SLO, or finish late a request it admitted before that is
+// on time without it (llm.Judge): `plan simulate` reports it among the drops ("rejected:
+// would finish late"), `plan serve --openai` answers it with 429 and a Retry-After of the
+// predicted wait. The drop's estimate is that wait (llm.Verdict.Wait): how much later the
+// request would have to arrive to fit.
 const DropWouldBeLate dataplane.DropReason = "would-finish-late"
 
 // admitLate is admission at the door (policy parameter admit, default "predict"; "all"
@@ -29,6 +31,7 @@ const DropWouldBeLate dataplane.DropReason = "would-finish-late"
 // loaded can tell (the request is then admitted).
 func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 	var cands []*instance
+	_, plain := p.q.(*plainQueue)
 	if _, ok := p.q.(*shepherdQueue); ok {
 		// SHEPHERD's static batches run to completion: not the engine's continuous
 		// batching that the prediction replays.
@@ -69,17 +72,26 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 			switch {
 			case w.Inst == in.ID:
 				mine = append(mine, w)
-			case w.Inst < 0:
-				// Not yet placed: the candidates share them in turn.
+			case w.Inst < 0 || !slices.ContainsFunc(cands, func(c *instance) bool { return c.ID == w.Inst }):
+				// Not yet placed, or queued for an instance that cannot serve it soon
+				// (loading another model): QLM moves such groups (QLM §5 pulling), so the
+				// candidates share them in turn.
 				if k%len(cands) == slices.Index(cands, in) {
 					mine = append(mine, w)
 				}
 				k++
 			}
 		}
-		a := llm.Arrival{Prompt: s.Prompt, Out: s.Out, SLO: slo(s), Now: p.now, Yields: yields}
+		// What is left of its SLO: a request read off the socket earlier (serve) has less.
+		a := llm.Arrival{Prompt: s.Prompt, Out: s.Out, SLO: max(s.Deadline-p.now, 1), Now: p.now, Yields: yields,
+			Guarded: !plain && p.opt.guard}
 		if in.Busy {
 			a.Busy = max(in.iterEnd-p.now, 0)
+		}
+		if in.model != s.Model || in.loading {
+			// Round-robin placement may pick an instance holding another model: it loads
+			// s's model first (cold, the conservative case of QLM §5's model swap).
+			a.Busy += m.coldUs
 		}
 		v := llm.Judge(m.Model, &in.Engine, mine, a)
 		if !found || v.E2E < best.E2E {
@@ -119,4 +131,14 @@ func (p *Policy) waitingAhead(s *seq) []*seq {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return out
+}
+
+// Door implements dataplane.Door: QLM's admission is per request, at arrival (admitLate),
+// from the request's own tokens, which a door that refuses before the body is read does not
+// know. So the door never closes, and a wall-clock server refuses exactly what the simulator
+// refuses; the driver's own estimate for policies without a door (the requests queued at the
+// app's planned rate) would refuse what the engine can still serve in time, or admit what it
+// cannot.
+func (p *Policy) Door(dataplane.View, dataplane.AppID, dataplane.Time, dataplane.Time) (bool, dataplane.DropReason, dataplane.Time) {
+	return true, "", 0
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
+// paperAdmission are the parameters of the paper's policies, which admit every request (QLM
+// §8): the tests of their behaviour under overload (decision hashes, failover, re-plans,
+// drop_late) run them so.
+var paperAdmission = map[string]string{"admit": "all"}
+
 // overloadOutcome counts what a run at some load did: requests offered, refused at arrival
 // as would-finish-late, admitted and served on time or late, otherwise dropped.
 type overloadOutcome struct {

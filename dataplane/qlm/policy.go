@@ -301,10 +301,10 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		}
 		if p.opt.admit && !p.disagg {
 			if v, ok := p.admitLate(s); ok && v.Late {
-				// The estimate is the predicted latency; the front end's Retry-After is its
-				// excess over the SLO (llm.RetryAfter).
+				// The estimate is the predicted wait: the front end's Retry-After
+				// (llm.RetryAfter).
 				p.stats.Late++
-				out.Drop(s.ID, 0, DropWouldBeLate, v.E2E)
+				out.Drop(s.ID, 0, DropWouldBeLate, v.Wait)
 				break
 			}
 		}

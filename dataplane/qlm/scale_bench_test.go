@@ -64,7 +64,7 @@ func BenchmarkSimScale(b *testing.B) {
 				meter := simbench.Start(b)
 				for i := 0; i < b.N; i++ {
 					runtime.GC()
-					p, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+					p, err := Registry().New(dep, dataplane.Config{Policy: pol, Params: paperAdmission}, PolicyQLM)
 					if err != nil {
 						b.Fatal(err)
 					}
