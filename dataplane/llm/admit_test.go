@@ -27,6 +27,15 @@ func TestJudge(t *testing.T) {
 	decoding := func() *Engine {
 		return &Engine{Running: []*Seq{{ID: 1, Prompt: 100, Out: 11, Gen: 1, Comp: 100, KV: 112, Started: true}}}
 	}
+	// tight is decoding() with a deadline 55 ms after now = 1 s: on time alone (10 decode
+	// steps, 50 ms), late behind a 1,000-token prompt's step (P(1001) = 11,010 µs, then two
+	// decode steps of two, 6,000 µs each, then 7 of one: 58,010 µs).
+	const now = dataplane.Second
+	tight := func() *Engine {
+		e := decoding()
+		e.Running[0].Deadline = now + 55*dataplane.Millisecond
+		return e
+	}
 	queued := func(n, prompt, out int) []*Seq {
 		var w []*Seq
 		for i := range n {
@@ -42,6 +51,7 @@ func TestJudge(t *testing.T) {
 		a              Arrival
 		ttft, e2e      dataplane.Time
 		late           bool
+		harms          int
 		wait           dataplane.Time
 		retryAfterSecs int64
 	}{
@@ -78,14 +88,26 @@ func TestJudge(t *testing.T) {
 			// steps of two sequences, 6000 µs each.
 			a:    Arrival{Prompt: 100, Out: 3, SLO: dataplane.Second},
 			ttft: 2992, e2e: 2992 + 2*6000},
+		{name: "harming an admitted request refuses", m: admitModel(4, 100000, 0), e: tight(),
+			a:    Arrival{Prompt: 1000, Out: 3, SLO: dataplane.Second, Now: now},
+			ttft: 11010, e2e: 11010 + 2*6000,
+			late: true, harms: 1, wait: 58010 - 55000, retryAfterSecs: 1},
+		{name: "a guard that can hold it back admits", m: admitModel(4, 100000, 0), e: tight(),
+			// 55 ms + its own 23 ms fit its 1 s: QLM's guard admits it after the tight one.
+			a:    Arrival{Prompt: 1000, Out: 3, SLO: dataplane.Second, Now: now, Guarded: true},
+			ttft: 11010, e2e: 11010 + 2*6000},
+		{name: "a guard without room to wait refuses", m: admitModel(4, 100000, 0), e: tight(),
+			a:    Arrival{Prompt: 1000, Out: 3, SLO: 60 * dataplane.Millisecond, Now: now, Guarded: true},
+			ttft: 11010, e2e: 11010 + 2*6000,
+			late: true, harms: 1, wait: 58010 - 55000, retryAfterSecs: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Judge(tc.m, tc.e, tc.waiting, tc.a)
 			if v.TTFT != tc.ttft || v.E2E != tc.e2e {
 				t.Errorf("predicted TTFT %d E2E %d µs, want %d %d", v.TTFT, v.E2E, tc.ttft, tc.e2e)
 			}
-			if v.Late != tc.late || v.Wait != tc.wait {
-				t.Errorf("late %v wait %d µs, want %v %d", v.Late, v.Wait, tc.late, tc.wait)
+			if v.Late != tc.late || v.Wait != tc.wait || v.Harms != tc.harms {
+				t.Errorf("late %v wait %d µs harms %d, want %v %d %d", v.Late, v.Wait, v.Harms, tc.late, tc.wait, tc.harms)
 			}
 			if tc.late {
 				if got := RetryAfter(v.Wait); got != tc.retryAfterSecs {
