@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"math"
+
 	"github.com/plan-dev/plan/dataplane"
 )
 
@@ -81,9 +83,20 @@ type Arrival struct {
 	// Busy is how long the engine's iteration in flight still runs (0: idle): the replay
 	// starts when it ends, with its tokens computed.
 	Busy dataplane.Time
+	// Pace scales every step's profiled time (≤ 1: as profiled): the ratio of the engine's
+	// observed step times to its profile's, when a wall-clock engine runs slower than the
+	// profile says.
+	Pace float64
+	// Headroom is the share of each request's SLO the prediction keeps free (0: none): a
+	// request is on time when predicted to finish within (1 − Headroom) of its SLO. The
+	// door packs admissions until the earliest admitted has no slack left, so a wall-clock
+	// server's scheduling delays (a loaded machine) would make it late without some.
+	Headroom float64
 	// Guarded: the scheduler holds a waiting request back while admitting it would make a
-	// running one with an earlier deadline late (QLM §5's deadline guard). Such a sequence
-	// is not counted as harmed when the arrival's own SLO leaves room to wait for it.
+	// running one of a tighter SLO late (QLM §5's deadline guard). Such a sequence is not
+	// counted as harmed when the arrival's own SLO leaves room to wait for it. Requests of
+	// one SLO are not held back for each other (the guard admits below the batch's decode
+	// knee), so harm among them always counts.
 	Guarded bool
 }
 
@@ -93,8 +106,12 @@ func Judge(m *Model, e *Engine, waiting []*Seq, a Arrival) Verdict {
 	r := newReplay(m, e, waiting, a)
 	p, with := r.run(m, true)
 	v := Verdict{Prediction: p}
-	if a.SLO > 0 && p.E2E > a.SLO {
-		v.Wait = p.E2E - a.SLO
+	slo := a.SLO
+	if slo > 0 && a.Headroom > 0 {
+		slo -= dataplane.Time(math.Round(a.Headroom * float64(slo)))
+	}
+	if slo > 0 && p.E2E > slo {
+		v.Wait = p.E2E - slo
 	}
 	if a.TTFTSLO > 0 && p.TTFT > a.TTFTSLO {
 		v.Wait = max(v.Wait, p.TTFT-a.TTFTSLO)
@@ -108,7 +125,7 @@ func Judge(m *Model, e *Engine, waiting []*Seq, a Arrival) Verdict {
 		_, without := r.run(m, false)
 		for i, d := range with {
 			due := r.due[i]
-			if a.Guarded && a.SLO != 0 && due <= a.SLO && due+p.E2E <= a.SLO {
+			if a.Guarded && r.slo[i] < a.SLO && due+p.E2E <= slo {
 				continue // the guard holds the arrival back until i is done, and it is still on time
 			}
 			if due != dataplane.Never && d > due && without[i] <= due {
@@ -144,19 +161,23 @@ type pseq struct {
 type replay struct {
 	running, queue []pseq
 	due            []dataplane.Time
+	slo            []dataplane.Time // each one's whole SLO (Never: none)
 	busy           dataplane.Time
+	pace           float64
 }
 
 func newReplay(m *Model, e *Engine, waiting []*Seq, a Arrival) *replay {
 	yields := func(s *Seq) bool { return a.Yields != nil && a.Yields(s) }
 	peak := func(p, o int) int { return m.Blocks(p + o) }
-	r := &replay{busy: a.Busy}
+	r := &replay{busy: a.Busy, pace: a.Pace}
 	add := func(s *Seq) int {
-		d := dataplane.Never
+		d, full := dataplane.Never, dataplane.Never
 		if s.Deadline > 0 {
-			d = s.Deadline - a.Now
+			full = s.Deadline - s.Arrival
+			d = s.Deadline - a.Now - dataplane.Time(math.Round(a.Headroom*float64(full)))
 		}
 		r.due = append(r.due, d)
+		r.slo = append(r.slo, full)
 		return len(r.due) - 1
 	}
 	for _, s := range e.Running {
@@ -215,6 +236,13 @@ func (r *replay) run(m *Model, withNew bool) (Prediction, []dataplane.Time) {
 	first := dataplane.Never
 	var pred Prediction
 	delay := func() dataplane.Time { return dataplane.Time(m.OutDelay) * last }
+	step := func(tokens, pre, ctx int) dataplane.Time {
+		d := m.StepUs(tokens, pre, ctx)
+		if r.pace > 1 {
+			d = dataplane.Time(math.Round(float64(d) * r.pace))
+		}
+		return d
+	}
 	for len(run) > 0 || len(queue) > 0 {
 		// Admission: queue order, head-of-line, a slot and the peak KV free. A batch that
 		// holds nothing admits its head whatever its size (Refuses turned away what never fits).
@@ -239,7 +267,7 @@ func (r *replay) run(m *Model, withNew bool) (Prediction, []dataplane.Time) {
 		}
 		if prefill > 0 {
 			// One step: the chunks in admission order beside one token per decode.
-			d := m.StepUs(decodes+prefill, prefill, ctx+decodes+prefill)
+			d := step(decodes+prefill, prefill, ctx+decodes+prefill)
 			t, last = t+d, d
 			budget = m.MaxBatched - decodes
 			for i := range run {
@@ -270,7 +298,7 @@ func (r *replay) run(m *Model, withNew bool) (Prediction, []dataplane.Time) {
 				k = min(k, run[i].left)
 			}
 			n := len(run)
-			d := m.StepUs(n, 0, ctx+n*(k+1)/2) // the mean context over the k steps
+			d := step(n, 0, ctx+n*(k+1)/2) // the mean context over the k steps
 			t, last = t+dataplane.Time(k)*d, d
 			for i := range run {
 				run[i].left -= k

@@ -33,6 +33,7 @@ func TestJudge(t *testing.T) {
 	const now = dataplane.Second
 	tight := func() *Engine {
 		e := decoding()
+		e.Running[0].Arrival = now - 45*dataplane.Millisecond // a 100 ms SLO
 		e.Running[0].Deadline = now + 55*dataplane.Millisecond
 		return e
 	}
@@ -98,6 +99,10 @@ func TestJudge(t *testing.T) {
 			ttft: 11010, e2e: 11010 + 2*6000},
 		{name: "a guard without room to wait refuses", m: admitModel(4, 100000, 0), e: tight(),
 			a:    Arrival{Prompt: 1000, Out: 3, SLO: 60 * dataplane.Millisecond, Now: now, Guarded: true},
+			ttft: 11010, e2e: 11010 + 2*6000,
+			late: true, harms: 1, wait: 58010 - 55000, retryAfterSecs: 1},
+		{name: "a guard does not hold back a request of the same SLO", m: admitModel(4, 100000, 0), e: tight(),
+			a:    Arrival{Prompt: 1000, Out: 3, SLO: 100 * dataplane.Millisecond, Now: now, Guarded: true},
 			ttft: 11010, e2e: 11010 + 2*6000,
 			late: true, harms: 1, wait: 58010 - 55000, retryAfterSecs: 1},
 	} {

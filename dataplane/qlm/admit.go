@@ -88,6 +88,7 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 		if in.Busy {
 			a.Busy = max(in.iterEnd-p.now, 0)
 		}
+		a.Pace, a.Headroom = in.pace(), p.opt.headroom
 		if in.model != s.Model || in.loading {
 			// Round-robin placement may pick an instance holding another model: it loads
 			// s's model first (cold, the conservative case of QLM §5's model swap).
@@ -141,4 +142,26 @@ func (p *Policy) waitingAhead(s *seq) []*seq {
 // cannot.
 func (p *Policy) Door(dataplane.View, dataplane.AppID, dataplane.Time, dataplane.Time) (bool, dataplane.DropReason, dataplane.Time) {
 	return true, "", 0
+}
+
+// observePace records, as an iteration ends at now, how long it took against the time its
+// profile gave it. In the simulator the two are equal; a wall-clock server on a loaded
+// machine ends steps late (timers fire late, the driver is starved), and admission then
+// predicts at that pace (llm.Arrival.Pace), so what it admits stays on time there too.
+func (in *instance) observePace(now dataplane.Time) {
+	nominal := float64(in.iterEnd - in.iterStart)
+	if nominal <= 0 || now < in.iterEnd {
+		return
+	}
+	const decay = 0.95 // about the last 20 steps
+	in.paceReal = in.paceReal*decay + float64(now-in.iterStart)
+	in.paceNominal = in.paceNominal*decay + nominal
+}
+
+// pace is the ratio of observed to profiled step time (1: on profile, never below).
+func (in *instance) pace() float64 {
+	if in.paceNominal <= 0 {
+		return 1
+	}
+	return max(in.paceReal/in.paceNominal, 1)
 }

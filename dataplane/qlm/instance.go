@@ -69,6 +69,9 @@ type instance struct {
 	iterStart           dataplane.Time
 	// iterEnd is when the iteration in flight ends (admission reads it, admit.go).
 	iterEnd dataplane.Time
+	// paceReal and paceNominal are decayed sums of the steps' observed and profiled times
+	// (observePace): a wall-clock server whose steps end late runs slower than its profile.
+	paceReal, paceNominal float64
 	// floor is the batch size below which the deadline guard admits and protectDeadlines
 	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
 	// every tick, so it does not flip between an admission and the next step's eviction).

@@ -47,6 +47,9 @@ type options struct {
 	// admit (policy parameter admit: predict, the default, or all): refuse at arrival a
 	// request the engine would finish after its SLO (admit.go).
 	admit bool
+	// headroom (policy parameter admit_headroom, default 0.05): the share of each
+	// request's SLO admission keeps free (llm.Arrival.Headroom).
+	headroom float64
 }
 
 // queue is the queueing layer a policy puts in front of the instances: FCFS or EDF per
@@ -339,6 +342,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		if in.outstanding > 0 {
 			return
 		}
+		in.observePace(now)
 		p.iterationDone(ev.End, in, out)
 		p.touch(in.ID)
 		p.startTransfers(now, out)

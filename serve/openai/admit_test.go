@@ -25,9 +25,10 @@ type admitted struct {
 	latency    time.Duration // to [DONE], for a 200
 }
 
-// TestAdmissionUnderOverload: 200 streamed chat requests (500 prompt tokens, 60 output
-// tokens) at 100/s offered to the bundled plan's one mistral instance, whose chat class gets
-// a 3 s SLO here: several times what the instance serves in time. Every request is answered
+// TestAdmissionUnderOverload: 150 streamed chat requests (500 prompt tokens, 60 output
+// tokens) at 50/s offered to the bundled plan's one mistral instance (its step times
+// doubled), whose chat class gets a 5 s SLO here: several times what the instance serves in
+// time. Every request is answered
 // 200 or 429; each 429 is an OpenAI error (rate_limit_error, code would_finish_late) with an
 // integer Retry-After ≥ 1; at least 95% of the admitted requests finish, as their client
 // measures, within the SLO; and some are refused (the load must overload). Wall-clock: it
@@ -37,14 +38,23 @@ func TestAdmissionUnderOverload(t *testing.T) {
 		t.Skip("wall-clock admission: the race detector slows the HTTP path past the SLO")
 	}
 	if testing.Short() {
-		t.Skip("about 6 s of load")
+		t.Skip("about 8 s of load")
 	}
 	const (
-		slo  = 3 * time.Second
-		n    = 200
-		rate = 100.0
+		slo  = 5 * time.Second
+		n    = 150
+		rate = 50.0
 	)
 	_, url := qlmServerPlan(t, memFrontend(), serve.Options{}, func(p *formats.Plan) {
+		// Steps twice the plan's (22 ms to 0.76 s): a loaded machine's scheduling delays
+		// are then small beside them.
+		for _, l := range p.Provenance.Embedded.Profiles[0].LLMs {
+			for _, c := range [][]formats.PWLPoint{l.Iteration.Prefill, l.Iteration.Decode} {
+				for i := range c {
+					c[i].Us *= 2
+				}
+			}
+		}
 		for i := range p.Provenance.Embedded.Workload.LLMClasses {
 			if c := &p.Provenance.Embedded.Workload.LLMClasses[i]; c.Name == "mistral-chat" {
 				c.SLO = formats.Duration(slo)
@@ -97,8 +107,22 @@ func TestAdmissionUnderOverload(t *testing.T) {
 		}
 	}
 	t.Logf("latencies %v", lat)
+	// The server's own count, by each request's true deadline (its arrival at the handler).
+	srvOK := metricValue(t, url, `plan_responses_total{model="mistral-chat",outcome="completed"}`)
+	srvLate := metricValue(t, url, `plan_responses_total{model="mistral-chat",outcome="late"}`)
+	t.Logf("server: %v completed on time, %v late", srvOK, srvLate)
+	// The engine plans in its own time; its driver keeps that time only while the machine
+	// gives it the CPU. A timer that fired more than 50 ms late (a starved, loaded machine:
+	// other jobs on its cores) delays every answer due then past what any prediction made
+	// earlier can know, so attainment is judged only when the driver kept time.
+	timers := metricValue(t, url, "plan_timer_lateness_seconds_count")
+	timely := metricValue(t, url, `plan_timer_lateness_seconds_bucket{le="0.05"}`)
+	t.Logf("driver timers: %v, %v of them within 50 ms", timers, timely)
 	if refused == 0 {
 		t.Error("nothing refused: the load does not overload the instance")
+	}
+	if timers > timely {
+		t.Skipf("%v of %v driver timers fired more than 50 ms late: the machine starved the server; attainment (%d of %d admitted within the SLO) not judged", timers-timely, timers, onTime, ok)
 	}
 	if ok == 0 || float64(onTime) < 0.95*float64(ok) {
 		t.Errorf("%d of %d admitted within the SLO, want >= 95%%", onTime, ok)
