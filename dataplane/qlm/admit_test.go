@@ -133,16 +133,18 @@ func TestAdmissionAtSixTimesCapacity(t *testing.T) {
 	}
 }
 
-// TestAdmitParameter: admit takes predict or all, and nothing else.
+// TestAdmitParameter: admit takes predict or all, admit_headroom a share in [0, 1), and
+// nothing else.
 func TestAdmitParameter(t *testing.T) {
 	dep, _ := oneInstanceOverload(t)
 	for _, tc := range []struct {
-		v  string
-		ok bool
-	}{{"predict", true}, {"all", true}, {"none", false}, {"", false}} {
-		_, err := Registry().New(dep, dataplane.Config{Policy: PolicyQLM, Params: map[string]string{"admit": tc.v}}, PolicyQLM)
+		k, v string
+		ok   bool
+	}{{"admit", "predict", true}, {"admit", "all", true}, {"admit", "none", false}, {"admit", "", false},
+		{"admit_headroom", "0", true}, {"admit_headroom", "0.2", true}, {"admit_headroom", "1", false}, {"admit_headroom", "-0.1", false}, {"admit_headroom", "x", false}} {
+		_, err := Registry().New(dep, dataplane.Config{Policy: PolicyQLM, Params: map[string]string{tc.k: tc.v}}, PolicyQLM)
 		if (err == nil) != tc.ok {
-			t.Errorf("admit=%q: error %v, want ok %v", tc.v, err, tc.ok)
+			t.Errorf("%s=%q: error %v, want ok %v", tc.k, tc.v, err, tc.ok)
 		}
 	}
 }
