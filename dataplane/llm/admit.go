@@ -59,8 +59,8 @@ type Verdict struct {
 	Harms int
 	// Wait is how much later it would have to arrive to fit: the engine drains the work ahead
 	// meanwhile, so a request arriving Wait later finishes about Wait sooner after its
-	// arrival (with no other arrival in between); for a harmed sequence, the lateness the
-	// newcomer would cause it. 0 when it fits.
+	// arrival (with no other arrival in between); when it would make a sequence ahead late,
+	// at least until that sequence is predicted done. 0 when it fits.
 	Wait dataplane.Time
 }
 
@@ -129,8 +129,9 @@ func Judge(m *Model, e *Engine, waiting []*Seq, a Arrival) Verdict {
 				continue // the guard holds the arrival back until i is done, and it is still on time
 			}
 			if due != dataplane.Never && d > due && without[i] <= due {
+				// It fits once the sequence it would make late is done.
 				v.Harms++
-				v.Wait = max(v.Wait, d-due)
+				v.Wait = max(v.Wait, without[i])
 			}
 		}
 	}

@@ -29,7 +29,8 @@ func TestJudge(t *testing.T) {
 	}
 	// tight is decoding() with a deadline 55 ms after now = 1 s: on time alone (10 decode
 	// steps, 50 ms), late behind a 1,000-token prompt's step (P(1001) = 11,010 µs, then two
-	// decode steps of two, 6,000 µs each, then 7 of one: 58,010 µs).
+	// decode steps of two, 6,000 µs each, then 7 of one: 58,010 µs). The newcomer fits once
+	// it is done: a wait of 50 ms.
 	const now = dataplane.Second
 	tight := func() *Engine {
 		e := decoding()
@@ -92,7 +93,7 @@ func TestJudge(t *testing.T) {
 		{name: "harming an admitted request refuses", m: admitModel(4, 100000, 0), e: tight(),
 			a:    Arrival{Prompt: 1000, Out: 3, SLO: dataplane.Second, Now: now},
 			ttft: 11010, e2e: 11010 + 2*6000,
-			late: true, harms: 1, wait: 58010 - 55000, retryAfterSecs: 1},
+			late: true, harms: 1, wait: 10 * D1, retryAfterSecs: 1},
 		{name: "a guard that can hold it back admits", m: admitModel(4, 100000, 0), e: tight(),
 			// 55 ms + its own 23 ms fit its 1 s: QLM's guard admits it after the tight one.
 			a:    Arrival{Prompt: 1000, Out: 3, SLO: dataplane.Second, Now: now, Guarded: true},
@@ -100,11 +101,11 @@ func TestJudge(t *testing.T) {
 		{name: "a guard without room to wait refuses", m: admitModel(4, 100000, 0), e: tight(),
 			a:    Arrival{Prompt: 1000, Out: 3, SLO: 60 * dataplane.Millisecond, Now: now, Guarded: true},
 			ttft: 11010, e2e: 11010 + 2*6000,
-			late: true, harms: 1, wait: 58010 - 55000, retryAfterSecs: 1},
+			late: true, harms: 1, wait: 10 * D1, retryAfterSecs: 1},
 		{name: "a guard does not hold back a request of the same SLO", m: admitModel(4, 100000, 0), e: tight(),
 			a:    Arrival{Prompt: 1000, Out: 3, SLO: 100 * dataplane.Millisecond, Now: now, Guarded: true},
 			ttft: 11010, e2e: 11010 + 2*6000,
-			late: true, harms: 1, wait: 58010 - 55000, retryAfterSecs: 1},
+			late: true, harms: 1, wait: 10 * D1, retryAfterSecs: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Judge(tc.m, tc.e, tc.waiting, tc.a)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/sim"
 )
@@ -20,6 +21,8 @@ var paperAdmission = map[string]string{"admit": "all"}
 // as would-finish-late, admitted and served on time or late, otherwise dropped.
 type overloadOutcome struct {
 	offered, refused, onTime, late, dropped int
+	// retryAfter counts the refusals by the Retry-After they would be answered with (s).
+	retryAfter map[int64]int
 }
 
 func (o overloadOutcome) admitted() int { return o.onTime + o.late }
@@ -81,6 +84,10 @@ func runOverload(t testing.TB, dep *dataplane.Deployment, c formats.LLMClass, po
 			switch {
 			case r.Outcome == dataplane.Dropped && r.Reason == DropWouldBeLate:
 				o.refused++
+				if o.retryAfter == nil {
+					o.retryAfter = map[int64]int{}
+				}
+				o.retryAfter[llm.RetryAfter(r.Estimate)]++
 			case r.Outcome == dataplane.Dropped:
 				o.dropped++
 			case r.Outcome == dataplane.Completed:
@@ -119,7 +126,7 @@ func TestAdmissionAtSixTimesCapacity(t *testing.T) {
 				t.Errorf("6× admitting all: %+v: attainment %.3f, want most late (the scenario must overload)", all, all.attainment())
 			}
 			o := runOverload(t, dep, c, pol, nil, 60, 600)
-			t.Logf("6×: admitted %d (%d on time, %d late), refused %d; admitting all: %d on time of %d", o.admitted(), o.onTime, o.late, o.refused, all.onTime, all.offered)
+			t.Logf("6×: admitted %d (%d on time, %d late), refused %d (Retry-After s: count %v); admitting all: %d on time of %d", o.admitted(), o.onTime, o.late, o.refused, o.retryAfter, all.onTime, all.offered)
 			if o.attainment() < 0.95 {
 				t.Errorf("6×: %+v: %.3f of the admitted met the SLO, want >= 0.95", o, o.attainment())
 			}
