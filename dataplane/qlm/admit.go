@@ -26,18 +26,18 @@ const DropWouldBeLate dataplane.DropReason = "would-finish-late"
 // with later deadlines, after it (EDF, QLM's virtual queues), so the check protects what it
 // admitted too.
 //
-// It returns the verdict on the instance that would serve s soonest (for the round-robin
+// It returns the verdict on an instance where s fits, the soonest (for the round-robin
 // baselines, the instance round-robin gives it), and false when no instance with s's model
-// loaded can tell (the request is then admitted).
+// loaded can tell, or s has no deadline (the request is then admitted).
 func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 	var cands []*instance
 	_, plain := p.q.(*plainQueue)
-	if _, ok := p.q.(*shepherdQueue); ok {
+	if _, ok := p.q.(*shepherdQueue); ok || s.Deadline <= s.Arrival {
 		// SHEPHERD's static batches run to completion: not the engine's continuous
-		// batching that the prediction replays.
+		// batching that the prediction replays. A request without a deadline is never late.
 		return llm.Verdict{}, false
 	}
-	if _, ok := p.q.(*plainQueue); ok {
+	if plain {
 		el := p.routed(s.Model, ext(s).gpu)
 		if len(el) == 0 {
 			return llm.Verdict{}, false
@@ -95,7 +95,7 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 			a.Busy += m.coldUs
 		}
 		v := llm.Judge(m.Model, &in.Engine, mine, a)
-		if !found || v.E2E < best.E2E {
+		if !found || (best.Late && !v.Late) || (best.Late == v.Late && v.E2E < best.E2E) {
 			best, found = v, true
 		}
 	}
