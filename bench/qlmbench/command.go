@@ -412,7 +412,8 @@ func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup,
 	}
 	var out []Result
 	for _, name := range policies {
-		p, err := reg.New(dep, dataplane.Config{Policy: name}, dq.PolicyQLM)
+		// The paper's policies admit every request (QLM §8): no admission at the door.
+		p, err := reg.New(dep, dataplane.Config{Policy: name, Params: map[string]string{"admit": "all"}}, dq.PolicyQLM)
 		if err != nil {
 			return nil, bench.Usagef("--policies: %v", err)
 		}

@@ -292,9 +292,9 @@ func TestDropLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(t *testing.T, pol string, on bool) (late, dropped int) {
-		cfg := dataplane.Config{Policy: pol}
+		cfg := dataplane.Config{Policy: pol, Params: map[string]string{"admit": "all"}}
 		if on {
-			cfg.Params = map[string]string{"drop_late": "true"}
+			cfg.Params["drop_late"] = "true"
 		}
 		p, err := Registry().New(dep, cfg, PolicyQLM)
 		if err != nil {

@@ -45,7 +45,7 @@ func TestSimScaleDecisionHash(t *testing.T) {
 					continue
 				}
 				t.Run(name, func(t *testing.T) {
-					p, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+					p, err := Registry().New(dep, dataplane.Config{Policy: pol, Params: paperAdmission}, PolicyQLM)
 					if err != nil {
 						t.Fatal(err)
 					}

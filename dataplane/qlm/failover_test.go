@@ -27,7 +27,7 @@ func failoverRun(t *testing.T, pol string, failAt, upAt dataplane.Time, models [
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+	p, err := Registry().New(dep, dataplane.Config{Policy: pol, Params: paperAdmission}, PolicyQLM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestFailoverBundledPlan(t *testing.T) {
 	}
 	for _, pol := range []string{PolicyQLM, PolicyEDF, PolicyFCFS} {
 		t.Run(pol, func(t *testing.T) {
-			p, err := Registry().New(dep, dataplane.Config{Policy: pol}, PolicyQLM)
+			p, err := Registry().New(dep, dataplane.Config{Policy: pol, Params: paperAdmission}, PolicyQLM)
 			if err != nil {
 				t.Fatal(err)
 			}

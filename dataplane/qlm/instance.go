@@ -67,6 +67,11 @@ type instance struct {
 	allTime, allDecodes float64
 	iterSat             bool
 	iterStart           dataplane.Time
+	// iterEnd is when the iteration in flight ends (admission reads it, admit.go).
+	iterEnd dataplane.Time
+	// paceReal and paceNominal are decayed sums of the steps' observed and profiled times
+	// (observePace): a wall-clock server whose steps end late runs slower than its profile.
+	paceReal, paceNominal float64
 	// floor is the batch size below which the deadline guard admits and protectDeadlines
 	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
 	// every tick, so it does not flip between an admission and the next step's eviction).
@@ -147,8 +152,9 @@ type Stats struct {
 	Failovers, Rerouted int64
 	// Cancelled counts sequences withdrawn by EvCancel (or found cancelled at their
 	// iteration's end); TooLarge the requests dropped at arrival as DropTooLarge; Expired
-	// those dropped for their deadline (drop_late).
-	Cancelled, TooLarge, Expired int64
+	// those dropped for their deadline (drop_late); Late those refused at arrival because
+	// they would finish after their SLO (DropWouldBeLate, admit.go).
+	Cancelled, TooLarge, Expired, Late int64
 	// SolveNs is the wall time spent in the plan generator (not part of the deterministic
 	// state: policies never read it).
 	SolveNs int64

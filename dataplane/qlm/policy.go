@@ -44,6 +44,12 @@ type options struct {
 	// instance could not finish it in time (hopeless), and while it waits once its deadline
 	// passed (checked every tick). Off by default: the paper's policies serve late requests.
 	dropLate bool
+	// admit (policy parameter admit: predict, the default, or all): refuse at arrival a
+	// request the engine would finish after its SLO (admit.go).
+	admit bool
+	// headroom (policy parameter admit_headroom, default 0.05): the share of each
+	// request's SLO admission keeps free (llm.Arrival.Headroom).
+	headroom float64
 }
 
 // queue is the queueing layer a policy puts in front of the instances: FCFS or EDF per
@@ -299,6 +305,15 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			out.Drop(s.ID, 0, dataplane.DropDeadline, 0)
 			break
 		}
+		if p.opt.admit && !p.disagg {
+			if v, ok := p.admitLate(s); ok && v.Late {
+				// The estimate is the predicted wait: the front end's Retry-After
+				// (llm.RetryAfter).
+				p.stats.Late++
+				out.Drop(s.ID, 0, DropWouldBeLate, v.Wait)
+				break
+			}
+		}
 		p.seqs[s.ID] = s
 		p.disaggArrive(s)
 		p.enqueue(now, s, out)
@@ -330,6 +345,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		if in.outstanding > 0 {
 			return
 		}
+		in.observePace(now)
 		p.iterationDone(ev.End, in, out)
 		p.touch(in.ID)
 		p.startTransfers(now, out)

@@ -158,44 +158,50 @@ func TestEveryRequestFinishesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The paper's policies admit everything: each request completes (on time or late). With
+	// admission (the default) a request may instead be refused at arrival as
+	// would-finish-late, and nothing else.
 	for _, ps := range Policies() {
-		t.Run(ps.Name, func(t *testing.T) {
-			p, err := Registry().New(dep, dataplane.Config{Policy: ps.Name}, PolicyQLM)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var srcs []sim.Source
-			for a := range dep.Apps {
-				spec, _ := sim.ParseArrival("poisson")
-				src, err := spec.New(dep.Apps[a].RateRPS*3, dep.Apps[a].Name, uint64(a+7))
+		for _, admit := range []string{"all", "predict"} {
+			t.Run(ps.Name+"/admit="+admit, func(t *testing.T) {
+				p, err := Registry().New(dep, dataplane.Config{Policy: ps.Name, Params: map[string]string{"admit": admit}}, PolicyQLM)
 				if err != nil {
 					t.Fatal(err)
 				}
-				srcs = append(srcs, src)
-			}
-			seen := map[dataplane.ReqID]int{}
-			s, err := sim.New(dep, p, srcs, sim.Options{Duration: 10 * dataplane.Second, Seed: 3,
-				OnFinish: func(_ dataplane.Time, r *dataplane.Request) { seen[r.ID]++ }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := s.Run()
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := len(s.Engine.Requests())
-			if n == 0 || len(seen) != n {
-				t.Fatalf("%d requests, %d finished", n, len(seen))
-			}
-			for id, c := range seen {
-				if c != 1 {
-					t.Errorf("request %d finished %d times", id, c)
+				var srcs []sim.Source
+				for a := range dep.Apps {
+					spec, _ := sim.ParseArrival("poisson")
+					src, err := spec.New(dep.Apps[a].RateRPS*3, dep.Apps[a].Name, uint64(a+7))
+					if err != nil {
+						t.Fatal(err)
+					}
+					srcs = append(srcs, src)
 				}
-				if o := s.Engine.Req(id).Outcome; o != dataplane.Completed && o != dataplane.Late {
-					t.Errorf("request %d: outcome %v", id, o)
+				seen := map[dataplane.ReqID]int{}
+				s, err := sim.New(dep, p, srcs, sim.Options{Duration: 10 * dataplane.Second, Seed: 3,
+					OnFinish: func(_ dataplane.Time, r *dataplane.Request) { seen[r.ID]++ }})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			_ = m
-		})
+				m, err := s.Run()
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := len(s.Engine.Requests())
+				if n == 0 || len(seen) != n {
+					t.Fatalf("%d requests, %d finished", n, len(seen))
+				}
+				for id, c := range seen {
+					if c != 1 {
+						t.Errorf("request %d finished %d times", id, c)
+					}
+					r := s.Engine.Req(id)
+					if o := r.Outcome; o != dataplane.Completed && o != dataplane.Late && (admit == "all" || r.Reason != DropWouldBeLate) {
+						t.Errorf("request %d: outcome %v (%s)", id, o, r.Reason)
+					}
+				}
+				_ = m
+			})
+		}
 	}
 }

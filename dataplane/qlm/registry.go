@@ -1,13 +1,15 @@
 package qlm
 
 import (
+	"fmt"
+
 	"github.com/plan-dev/plan/dataplane"
 )
 
 // spec builds a PolicySpec for one set of options over a queue factory.
 func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
 	return dataplane.PolicySpec{Name: name, Doc: doc, Serves: []string{Kind}, New: func(cfg dataplane.Config) (dataplane.Policy, error) {
-		if err := cfg.CheckKnown(name, "seed", "drop_late"); err != nil {
+		if err := cfg.CheckKnown(name, "seed", "drop_late", "admit", "admit_headroom"); err != nil {
 			return nil, err
 		}
 		seed, err := cfg.Float("seed", 1)
@@ -18,12 +20,28 @@ func spec(name, doc string, o options, q func() queue) dataplane.PolicySpec {
 		if err != nil {
 			return nil, err
 		}
+		admit, ok := cfg.Params["admit"]
+		if !ok {
+			admit = "predict"
+		}
+		if admit != "predict" && admit != "all" {
+			return nil, fmt.Errorf("policy %s: admit: %q: want predict (refuse at arrival what would finish late) or all", name, admit)
+		}
+		headroom, err := cfg.Float("admit_headroom", 0.05)
+		if err != nil {
+			return nil, err
+		}
+		if headroom < 0 || headroom >= 1 {
+			return nil, fmt.Errorf("policy %s: admit_headroom: %v: want a share of the SLO in [0, 1)", name, headroom)
+		}
 		// A copy per policy: the registry's spec is shared, and policies are built in
 		// parallel (a sweep's load points), so writing the captured o would race.
 		opt := o
 		opt.name = name
 		opt.seed = uint64(seed)
 		opt.dropLate = dropLate
+		opt.admit = admit == "predict"
+		opt.headroom = headroom
 		return &Policy{opt: opt, q: q()}, nil
 	}}
 }

@@ -19,7 +19,7 @@ func TestReplanGap(t *testing.T) {
 	const dur = 3 * dataplane.Second
 	replans := func(ms float64) int64 {
 		dep := withSetup(t, base, func(s *Setup) { s.ReplanMs = ms })
-		p, err := Registry().New(dep, dataplane.Config{Policy: PolicyQLM}, PolicyQLM)
+		p, err := Registry().New(dep, dataplane.Config{Policy: PolicyQLM, Params: paperAdmission}, PolicyQLM)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ func (p *Policy) step(now dataplane.Time, in *instance, out *dataplane.Decisions
 	}
 	p.stats.Iterations++
 	in.iterSat = h != nil
-	in.iterStart = now
+	in.iterStart, in.iterEnd = now, now+max(it.Dur, 1)
 	p.dispatchIteration(in, it.Dur, out)
 }
 

@@ -141,7 +141,7 @@ func simulate(profs []*formats.Profile, classes []formats.LLMClass, insts []form
 	if simulatePoint == nil {
 		return nil, fmt.Errorf("qlm: no simulator installed (the registry's qlmsys sets one: SetSimulator)")
 	}
-	pt, err := simulatePoint(dep, dataplane.NewRegistry(dq.Policies()...), dq.PolicyQLM, classes, dataplane.Time(seconds*1e6), warmup, seed)
+	pt, err := simulatePoint(dep, admitAll(), dq.PolicyQLM, classes, dataplane.Time(seconds*1e6), warmup, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +165,28 @@ func simulate(profs []*formats.Profile, classes []formats.LLMClass, insts []form
 		out[a] = r
 	}
 	return out, nil
+}
+
+// admitAll is QLM's policies with admission at the door off (policy parameter admit=all):
+// the capacity check asks how many of the offered requests the instances serve in time when
+// they serve them all, as QLM §8 measures it; a door refusing near the SLO's edge would count
+// as misses a plan that serves them late or not, and move the search's answer.
+func admitAll() *dataplane.Registry {
+	specs := dq.Policies()
+	for i := range specs {
+		mk := specs[i].New
+		specs[i].New = func(cfg dataplane.Config) (dataplane.Policy, error) {
+			if _, set := cfg.Params["admit"]; !set {
+				params := map[string]string{"admit": "all"}
+				for k, v := range cfg.Params {
+					params[k] = v
+				}
+				cfg.Params = params
+			}
+			return mk(cfg)
+		}
+	}
+	return dataplane.NewRegistry(specs...)
 }
 
 // mixOf is model's classes of w with their shares of the model's requests as rate_rps (all

@@ -14,28 +14,32 @@ import (
 )
 
 var (
-	ortOnce sync.Once
-	ortPath string
-	ortErr  error
+	ortMu    sync.Mutex
+	ortTried bool // a library was found and loading it was tried
+	ortPath  string
+	ortErr   error
 )
 
-// initORT loads libonnxruntime once per process. A failure is remembered: the library
-// cannot be loaded twice into one process anyway.
+// initORT loads libonnxruntime once per process. A failed load is remembered (the library
+// cannot be loaded twice into one process anyway); a library not found is not, since nothing
+// was loaded: a later call (PLAN_ORT_LIB set or changed, `make assets` run since) looks again.
 func initORT() (string, error) {
-	ortOnce.Do(func() {
-		ortPath, ortErr = libraryPath()
-		if ortErr != nil {
-			return
-		}
-		ort.SetSharedLibraryPath(ortPath)
-		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
-			ortErr = fmt.Errorf("%w: loading %s: %v (the bindings need ONNX Runtime %s; run `make assets` or set %s)", ErrNoLibrary, ortPath, err, ORTMinor, LibEnv)
-			return
-		}
-		if v := ort.GetVersion(); !strings.HasPrefix(v, ORTMinor) {
-			ortErr = fmt.Errorf("%w: %s is ONNX Runtime %s, the bindings need %s.x (run `make assets` or set %s)", ErrNoLibrary, ortPath, v, ORTMinor, LibEnv)
-		}
-	})
+	ortMu.Lock()
+	defer ortMu.Unlock()
+	if ortTried {
+		return ortPath, ortErr
+	}
+	path, err := libraryPath()
+	if err != nil {
+		return "", err
+	}
+	ortTried, ortPath = true, path
+	ort.SetSharedLibraryPath(ortPath)
+	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+		ortErr = fmt.Errorf("%w: loading %s: %v (the bindings need ONNX Runtime %s; run `make assets` or set %s)", ErrNoLibrary, ortPath, err, ORTMinor, LibEnv)
+	} else if v := ort.GetVersion(); !strings.HasPrefix(v, ORTMinor) {
+		ortErr = fmt.Errorf("%w: %s is ONNX Runtime %s, the bindings need %s.x (run `make assets` or set %s)", ErrNoLibrary, ortPath, v, ORTMinor, LibEnv)
+	}
 	return ortPath, ortErr
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/serve"
 )
@@ -315,6 +316,14 @@ func answerError(a *serve.Answer) *Error {
 		switch a.Reason {
 		case string(dataplane.DropShutdown):
 			e.Close = true
+		case string(dq.DropWouldBeLate):
+			// Admission at the door (llm.Judge): the engine as it stands would finish the
+			// request after its SLO, or make a request it admitted late. Like a rate limit,
+			// the door reopens once the work ahead has drained: Retry-After is that
+			// predicted wait (the drop's estimate), rounded up.
+			e.Status, e.Type, e.Code = 429, "rate_limit_error", "would_finish_late"
+			e.RetryAfter = llm.RetryAfter(dataplane.Time(a.EstimateUs))
+			e.Message = fmt.Sprintf("rejected: would finish late: the engine, with the requests running and queued ahead, would finish this request after its SLO (or make an admitted request late); retry after %d s", e.RetryAfter)
 		case string(dq.DropTooLarge):
 			// The engine's own refusal of what can never fit (checkLimits refuses it first
 			// when the plan gives the limits).

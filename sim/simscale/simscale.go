@@ -190,7 +190,9 @@ func QLM(pol string, k int, dur dataplane.Time) (*Case, error) {
 	}
 	return &Case{Units: len(dep.Topo.Workers), Unit: "instances", Dep: dep,
 		newPolicy: func() (dataplane.Policy, error) {
-			return qlm.Registry().New(dep, dataplane.Config{Policy: pol}, qlm.PolicyQLM)
+			// admit=all: the engine's scaling as measured before the admission judge
+			// (dataplane/llm's Judge) existed, every request admitted as in the paper.
+			return qlm.Registry().New(dep, dataplane.Config{Policy: pol, Params: map[string]string{"admit": "all"}}, qlm.PolicyQLM)
 		},
 		sources: appSources(dep, 1),
 		opts:    sim.Options{Duration: orDefault(dur, 10*dataplane.Second), Seed: 1},

@@ -1,0 +1,167 @@
+package qlm
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/dataplane/llm"
+)
+
+// DropWouldBeLate is the reason of a request refused at arrival because the engine, as it
+// stands, would finish it after its SLO, or finish late a request it admitted before that is
+// on time without it (llm.Judge): `plan simulate` reports it among the drops ("rejected:
+// would finish late"), `plan serve --openai` answers it with 429 and a Retry-After of the
+// predicted wait. The drop's estimate is that wait (llm.Verdict.Wait): how much later the
+// request would have to arrive to fit.
+const DropWouldBeLate dataplane.DropReason = "would-finish-late"
+
+// admitLate is admission at the door (policy parameter admit, default "predict"; "all"
+// turns it off): at every arrival the policy predicts, from the state of the instances that
+// would serve the request, when it would finish (llm.Judge: the engine's own step times over
+// the sequences running and queued ahead of it), and refuses it at arrival when it would be
+// late. Serving it would only delay the requests behind it: under sustained overload a queue
+// that admits everything ends with every request late (QLM §2.3's goodput counts none of
+// them). A request admitted here keeps its place: later arrivals queue behind it (FCFS) or,
+// with later deadlines, after it (EDF, QLM's virtual queues), so the check protects what it
+// admitted too.
+//
+// It returns the verdict on an instance where s fits, the soonest (for the round-robin
+// baselines, the instance round-robin gives it), and false when no instance with s's model
+// loaded can tell, or s has no deadline (the request is then admitted).
+func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
+	var cands []*instance
+	_, plain := p.q.(*plainQueue)
+	if _, ok := p.q.(*shepherdQueue); ok || s.Deadline <= s.Arrival {
+		// SHEPHERD's static batches run to completion: not the engine's continuous
+		// batching that the prediction replays. A request without a deadline is never late.
+		return llm.Verdict{}, false
+	}
+	if plain {
+		el := p.routed(s.Model, ext(s).gpu)
+		if len(el) == 0 {
+			return llm.Verdict{}, false
+		}
+		cands = []*instance{el[p.rr%len(el)]}
+	} else {
+		for _, in := range p.eligible(s.Model) {
+			if in.model == s.Model && !in.loading {
+				cands = append(cands, in)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return llm.Verdict{}, false
+	}
+	ahead := p.waitingAhead(s)
+	var yields func(*seq) bool
+	if pq, plain := p.q.(*plainQueue); (!plain && p.opt.evict) || (plain && pq.edf) {
+		// QLM evicts running sequences with later deadlines for an earlier one (QLM §5), and
+		// the EDF baseline preempts the latest deadline for its head.
+		yields = func(r *seq) bool { return r.Deadline > s.Deadline }
+	}
+	best, found := llm.Verdict{}, false
+	for _, in := range cands {
+		m := p.llmFor(in, s.Model)
+		if m == nil {
+			continue
+		}
+		var mine []*seq
+		k := 0
+		for _, w := range ahead {
+			switch {
+			case w.Inst == in.ID:
+				mine = append(mine, w)
+			case w.Inst < 0 || !slices.ContainsFunc(cands, func(c *instance) bool { return c.ID == w.Inst }):
+				// Not yet placed, or queued for an instance that cannot serve it soon
+				// (loading another model): QLM moves such groups (QLM §5 pulling), so the
+				// candidates share them in turn.
+				if k%len(cands) == slices.Index(cands, in) {
+					mine = append(mine, w)
+				}
+				k++
+			}
+		}
+		// What is left of its SLO: a request read off the socket earlier (serve) has less.
+		a := llm.Arrival{Prompt: s.Prompt, Out: s.Out, SLO: max(s.Deadline-p.now, 1), Now: p.now, Yields: yields,
+			Guarded: !plain && p.opt.guard}
+		if in.Busy {
+			a.Busy = max(in.iterEnd-p.now, 0)
+		}
+		a.Pace, a.Headroom = in.pace(), p.opt.headroom
+		if in.model != s.Model || in.loading {
+			// Round-robin placement may pick an instance holding another model: it loads
+			// s's model first (cold, the conservative case of QLM §5's model swap).
+			a.Busy += m.coldUs
+		}
+		v := llm.Judge(m.Model, &in.Engine, mine, a)
+		if !found || (best.Late && !v.Late) || (best.Late == v.Late && v.E2E < best.E2E) {
+			best, found = v, true
+		}
+	}
+	return best, found
+}
+
+// waitingAhead lists the waiting sequences of s's model (queued, holding no KV) that would be
+// admitted before s: every one under FCFS and priority queues (vLLM's order puts an arrival
+// last), those with deadlines no later than s's under EDF and QLM's virtual queues (ordered
+// by the plan generator's EDF-based plan, QLM §7); in that order.
+func (p *Policy) waitingAhead(s *seq) []*seq {
+	all := true
+	if pq, ok := p.q.(*plainQueue); !ok || pq.edf {
+		all = false
+	}
+	var out []*seq
+	for _, w := range p.seqs {
+		if x, _ := w.Tag.(*seqExt); w.Model != s.Model || w.KV != 0 || w.Swapped || w.Fin || (x != nil && x.decode) {
+			continue
+		}
+		if all || w.Deadline <= s.Deadline {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b *seq) int {
+		if !all {
+			if c := cmp.Compare(a.Deadline, b.Deadline); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(a.Arrival, b.Arrival); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Door implements dataplane.Door: QLM's admission is per request, at arrival (admitLate),
+// from the request's own tokens, which a door that refuses before the body is read does not
+// know. So the door never closes, and a wall-clock server refuses exactly what the simulator
+// refuses; the driver's own estimate for policies without a door (the requests queued at the
+// app's planned rate) would refuse what the engine can still serve in time, or admit what it
+// cannot.
+func (p *Policy) Door(dataplane.View, dataplane.AppID, dataplane.Time, dataplane.Time) (bool, dataplane.DropReason, dataplane.Time) {
+	return true, "", 0
+}
+
+// observePace records, as an iteration ends at now, how long it took against the time its
+// profile gave it. In the simulator the two are equal; a wall-clock server on a loaded
+// machine ends steps late (timers fire late, the driver is starved), and admission then
+// predicts at that pace (llm.Arrival.Pace), so what it admits stays on time there too.
+func (in *instance) observePace(now dataplane.Time) {
+	nominal := float64(in.iterEnd - in.iterStart)
+	if nominal <= 0 || now < in.iterEnd {
+		return
+	}
+	const decay = 0.95 // about the last 20 steps
+	in.paceReal = in.paceReal*decay + float64(now-in.iterStart)
+	in.paceNominal = in.paceNominal*decay + nominal
+}
+
+// pace is the ratio of observed to profiled step time (1: on profile, never below).
+func (in *instance) pace() float64 {
+	if in.paceNominal <= 0 {
+		return 1
+	}
+	return max(in.paceReal/in.paceNominal, 1)
+}
