@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/testmode"
 )
 
 // startedLine is a status line drawn before anything is done: "label: 3ms" (a status, or a
@@ -44,29 +45,36 @@ func TestLongCommandsProgress(t *testing.T) {
 		// solve, whose summary is its own last line on stdout; two for the autopilot's run
 		// (its windows decided, then its segments replayed).
 		summaries int
+		// heavy: run three times over, the benches and long runs take most of the test's
+		// 100 s on 2 cores; make test-full runs them, and bench solver, solve, the sweep,
+		// the replay and profile stand for them in CI (the same progress.Task code).
+		heavy bool
 	}{
-		{"bench solver", []string{"bench", "solver", "--quick"}, "bench solver", 1},
-		{"bench dyorc", []string{"bench", "dyorc", "--quick"}, "bench dyorc", 1},
-		{"bench qlm", []string{"bench", "qlm", "--quick", "--workload", "single", "--policies", "qlm", "--speedup", "0.5"}, "bench qlm", 1},
-		{"bench cascade", []string{"bench", "cascade", "--quick", "--setups", "bert", "--samples", "300", "--window", "5"}, "bench cascade", 1},
-		{"bench pard", []string{"bench", "pard", "--apps", "lv", "--traces", "tweet", "--policies", "none,pard", "--seeds", "1", "--seconds", "60"}, "bench pard", 1},
-		{"bench ppipe", []string{"bench", "ppipe", "--quick", "--hc", "HC1", "--no-ablation", "--trace", "poisson"}, "bench ppipe", 1},
+		{"bench solver", []string{"bench", "solver", "--quick"}, "bench solver", 1, false},
+		{"bench dyorc", []string{"bench", "dyorc", "--quick"}, "bench dyorc", 1, true},
+		{"bench qlm", []string{"bench", "qlm", "--quick", "--workload", "single", "--policies", "qlm", "--speedup", "0.5"}, "bench qlm", 1, true},
+		{"bench cascade", []string{"bench", "cascade", "--quick", "--setups", "bert", "--samples", "300", "--window", "5"}, "bench cascade", 1, true},
+		{"bench pard", []string{"bench", "pard", "--apps", "lv", "--traces", "tweet", "--policies", "none,pard", "--seeds", "1", "--seconds", "60"}, "bench pard", 1, true},
+		{"bench ppipe", []string{"bench", "ppipe", "--quick", "--hc", "HC1", "--no-ablation", "--trace", "poisson"}, "bench ppipe", 1, true},
 		{"solve", []string{"solve", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/ppipe/cluster.yaml", "--workload", "testdata/ppipe/workload.yaml",
-			"-o", filepath.Join(dir, "solved.json")}, "solve ppipe", 0},
+			"-o", filepath.Join(dir, "solved.json")}, "solve ppipe", 0, false},
 		{"solve --search", []string{"solve", "--objective", "cost", "--search", "--profile", "testdata/cost/llm-profile.json", "--cluster", "testdata/cost/cluster-llm.yaml",
-			"--workload", "testdata/cost/workload-llm.yaml", "-o", filepath.Join(dir, "searched.json")}, "solve qlm", 0},
+			"--workload", "testdata/cost/workload-llm.yaml", "-o", filepath.Join(dir, "searched.json")}, "solve qlm", 0, true},
 		{"frontier", []string{"frontier", "--profile", "testdata/ppipe/profile.json", "--cluster", "testdata/cost/cluster-priced.yaml",
-			"--workload", "testdata/cost/workload.yaml", "--rate", "0.5,1"}, "frontier", 1},
-		{"simulate sweep", []string{"simulate", plan, "--load", "0.5,1", "--duration", "2s"}, "simulate", 1},
-		{"simulate schedule", []string{"simulate", sched, "--trace", "testdata/schedule/toy-3windows.csv"}, "simulate", 1},
+			"--workload", "testdata/cost/workload.yaml", "--rate", "0.5,1"}, "frontier", 1, true},
+		{"simulate sweep", []string{"simulate", plan, "--load", "0.5,1", "--duration", "2s"}, "simulate", 1, false},
+		{"simulate schedule", []string{"simulate", sched, "--trace", "testdata/schedule/toy-3windows.csv"}, "simulate", 1, true},
 		{"simulate autopilot", append([]string{"simulate", "testdata/serve/demo-plan.json", "--trace", "testdata/autopilot/step.json", "--load", "0.1059",
-			"--autopilot-load-time", "0s"}, agreeArgs...), "simulate --autopilot: autopilot", 2},
+			"--autopilot-load-time", "0s"}, agreeArgs...), "simulate --autopilot: autopilot", 2, true},
 		{"profile (ONNX Runtime)", []string{"profile", "testdata/onnx/torch_style.onnx", "--device", "cpu", "-o", filepath.Join(dir, "measured.json")},
-			"profile: measuring torch_style on cpu", 1},
-		{"simulate --llm", []string{"simulate", "--llm", "--profile", filepath.Join(engine, "profile.json"), "--trace", filepath.Join(engine, "trace.json")}, "simulate --llm", 1},
+			"profile: measuring torch_style on cpu", 1, false},
+		{"simulate --llm", []string{"simulate", "--llm", "--profile", filepath.Join(engine, "profile.json"), "--trace", filepath.Join(engine, "trace.json")}, "simulate --llm", 1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.heavy {
+				testmode.Heavy(t, "TestLongCommandsProgress's bench solver, solve, sweep, replay and profile cases")
+			}
 			tty := &progressline.Buffer{TTY: true}
 			code := Run(tc.args, Streams{In: strings.NewReader(""), Out: &strings.Builder{}, Err: tty})
 			skipWithoutHiGHS(t, tty.String())
