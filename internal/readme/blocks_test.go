@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plan-dev/plan/internal/testmode"
 )
 
 // blockLine is a `plan` command of a README code block that is not a ```sh block (those
@@ -66,6 +68,10 @@ func TestREADMEBlockCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds bin/plan and runs the README's walkthrough commands")
 	}
+	// About 95 s on 2 cores (every walkthrough solve and simulation): make test-full runs
+	// it; in make test the demo walkthrough (TestREADMECommands) and the inline commands'
+	// check stand for it.
+	testmode.Heavy(t, "TestREADMECommands and TestREADMEInlineCommands")
 	if _, err := os.Stat(filepath.Join(root, "third_party/highs/highs.wasm")); err != nil {
 		t.Skipf("third_party/highs/highs.wasm missing (run make assets)")
 	}
