@@ -17,6 +17,9 @@ import (
 // drop_late) run them so.
 var paperAdmission = map[string]string{"admit": "all"}
 
+// predictAdmission turns the admission judge on (dataplane/llm's Judge; off by default).
+var predictAdmission = map[string]string{"admit": "predict"}
+
 // overloadOutcome counts what a run at some load did: requests offered, refused at arrival
 // as would-finish-late, admitted and served on time or late, otherwise dropped.
 type overloadOutcome struct {
@@ -117,7 +120,7 @@ func TestAdmissionAtSixTimesCapacity(t *testing.T) {
 	dep, c := oneInstanceOverload(t)
 	for _, pol := range []string{PolicyQLM, PolicyFCFS, PolicyEDF} {
 		t.Run(pol, func(t *testing.T) {
-			at := runOverload(t, dep, c, pol, nil, 10, 600)
+			at := runOverload(t, dep, c, pol, predictAdmission, 10, 600)
 			if at.refused != 0 || at.late != 0 {
 				t.Errorf("at capacity (10/s): %+v: want every request admitted and on time", at)
 			}
@@ -125,7 +128,7 @@ func TestAdmissionAtSixTimesCapacity(t *testing.T) {
 			if all.attainment() > 0.5 {
 				t.Errorf("6× admitting all: %+v: attainment %.3f, want most late (the scenario must overload)", all, all.attainment())
 			}
-			o := runOverload(t, dep, c, pol, nil, 60, 600)
+			o := runOverload(t, dep, c, pol, predictAdmission, 60, 600)
 			t.Logf("6×: admitted %d (%d on time, %d late), refused %d (Retry-After s: count %v); admitting all: %d on time of %d", o.admitted(), o.onTime, o.late, o.refused, o.retryAfter, all.onTime, all.offered)
 			if o.attainment() < 0.95 {
 				t.Errorf("6×: %+v: %.3f of the admitted met the SLO, want >= 0.95", o, o.attainment())
