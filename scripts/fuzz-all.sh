@@ -1,38 +1,75 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target in the module for a short time (default 5s each).
 #
-# Packages run two at a time, each with one fuzzing worker (-parallel 1): the fuzzing itself
-# keeps both cores busy either way, but each target's instrumented build, link and start-up
-# (single-threaded, and most of a short run's time) then overlaps another package's fuzzing.
-# A package's test binary is built once, instrumented for fuzzing (`go test -c -fuzz=.`), and
-# each of its targets runs from it in turn, in the package's directory as `go test -fuzz` runs
-# it (its corpus under testdata/fuzz, a failing input written there, the generated corpus in
-# Go's cache): one link per package instead of one per target. Each package's output is
-# printed whole when it ends.
+#   scripts/fuzz-all.sh build DIR         build each fuzzed package's instrumented test binary
+#                                         into DIR (`go test -c -fuzz=.`), nothing run
+#   scripts/fuzz-all.sh run DIR [TIME]    run every target for TIME from DIR's binaries,
+#                                         building any that is missing first
+#   scripts/fuzz-all.sh [TIME]            both, in a temporary directory
+#
+# The two halves are apart so that `make test` can build the binaries at idle priority while
+# the wall-clock agreement runs leave a core unused (Makefile: agreement-prebuild), and the
+# fuzz phase then only fuzzes.
+#
+# Building: fuzzing instruments every package a test binary links, the same way whichever
+# package is fuzzed, so the package that links the most (the command package) is built first,
+# alone, with go's own parallelism; the rest, two at a time, then find its instrumented
+# dependencies in the build cache instead of compiling them twice side by side (two go
+# commands do not share work in progress). One binary per package, one link per package.
+#
+# Running: packages run two at a time, each target with one fuzzing worker (-parallel 1), each
+# in the package's directory as `go test -fuzz` runs it (its corpus under testdata/fuzz, a
+# failing input written there, the generated corpus in Go's cache).
 #
 # Go's fuzzing coordinator sometimes fails a run with a bare "context deadline exceeded" when
 # a worker is still busy at the deadline (no crasher is found or written). Such a run is retried
 # (up to twice); any run that found a failing input fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime=${1:-5s}
 jobs=${FUZZ_JOBS:-2}
+case "${1:-}" in
+build) mode=build bindir=${2:?usage: scripts/fuzz-all.sh build DIR} fuzztime=0s ;;
+run) mode=run bindir=${2:?usage: scripts/fuzz-all.sh run DIR [TIME]} fuzztime=${3:-5s} ;;
+*) mode=both bindir="" fuzztime=${1:-5s} ;;
+esac
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+if [ -z "$bindir" ]; then
+  bindir=$dir/bin
+fi
+mkdir -p "$bindir"
+bindir=$(cd "$bindir" && pwd)
+
+# bin_of PKG: the instrumented test binary of one package ("./a/b" -> DIR/a_b.test).
+bin_of() {
+  local p=${1#./}
+  echo "$bindir/${p//\//_}.test"
+}
+
+# build_pkg PKG: its instrumented test binary, unless already built; exit 1 on a build error.
+build_pkg() {
+  local pkg=$1 bin log
+  bin=$(bin_of "$pkg")
+  [ -x "$bin" ] && return 0
+  log=$(mktemp)
+  if ! go test -c -fuzz=. -o "$bin.tmp" "$pkg" >"$log" 2>&1; then
+    echo "== fuzz $pkg: build failed"
+    cat "$log"
+    rm -f "$log" "$bin.tmp"
+    return 1
+  fi
+  mv "$bin.tmp" "$bin"
+  rm -f "$log"
+}
 
 # fuzz_pkg PKG NAME...: every target of one package, in turn; exit 1 on a failure.
 fuzz_pkg() {
   local pkg=$1 status=0 log bin cache
   shift
+  build_pkg "$pkg" || return 1
+  bin=$(bin_of "$pkg")
   log=$(mktemp)
-  bin=$(mktemp -u).test
   cache="$(go env GOCACHE)/fuzz/$(go list "$pkg")"
-  echo "== fuzz $pkg: build"
-  if ! go test -c -fuzz=. -o "$bin" "$pkg" >"$log" 2>&1; then
-    cat "$log"
-    rm -f "$log"
-    return 1
-  fi
   for name in "$@"; do
     for attempt in 1 2 3; do
       echo "== fuzz $pkg $name ($fuzztime)"
@@ -50,17 +87,29 @@ fuzz_pkg() {
       break
     done
   done
-  rm -f "$log" "$bin"
+  rm -f "$log"
   return "$status"
 }
-export -f fuzz_pkg
-export fuzztime
+export -f bin_of build_pkg fuzz_pkg
+export fuzztime bindir
 
 # One line per package: "PKG NAME NAME ...".
 grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | sort |
   awk -F: '{ pkg = $1; sub(/\/[^\/]*$/, "", pkg); name = $3; sub(/^func /, "", name); sub(/\(.*/, "", name); t[pkg] = t[pkg] " " name }
            END { for (p in t) print p t[p] }' | sort >"$dir/targets"
 [ -s "$dir/targets" ] || { echo "fuzz-all: no fuzz targets found" >&2; exit 1; }
+
+if [ "$mode" != run ]; then
+  start=$(date +%s)
+  # The package with the most dependencies first (go list's Deps, test imports aside), alone.
+  # shellcheck disable=SC2046
+  first=$(go list -f '{{len .Deps}} {{.Dir}}' $(cut -d' ' -f1 "$dir/targets") | sort -rn | head -1 | cut -d' ' -f2)
+  build_pkg "./${first#"$PWD"/}"
+  cut -d' ' -f1 "$dir/targets" | xargs -P "$jobs" -I{} bash -c 'build_pkg "$1"' _ {}
+  echo "fuzz-all: built $(wc -l <"$dir/targets") instrumented test binaries in $(($(date +%s) - start)) s"
+  [ "$mode" = build ] && exit 0
+fi
+
 i=0
 while read -r line; do
   echo "$line" >"$dir/job.$i"

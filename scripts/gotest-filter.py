@@ -9,7 +9,8 @@ only under `make test-full` (internal/testmode).
   go test -json ./... | scripts/gotest-filter.py [--counts FILE] [--group NAME]
 
 --counts appends one line "NAME<TAB>pass<TAB>skip<TAB>heavy<TAB>fail" to FILE (ci-phase.sh
-sums them); the exit status is 1 when any test or package failed, else 0.
+sums them); --times appends one line "SECONDS<TAB>NAME<TAB>PACKAGE<TAB>TEST" per top-level
+test that took a second or more (ci-phase.sh lists the slowest); the exit status is 1 when any test or package failed, else 0.
 """
 
 import json
@@ -19,21 +20,24 @@ HEAVY = "heavy case: runs under `make test-full`"
 
 
 def main(argv):
-    counts_file, group = None, "tests"
+    counts_file, times_file, group = None, None, "tests"
     i = 0
     while i < len(argv):
         if argv[i] == "--counts" and i + 1 < len(argv):
             counts_file, i = argv[i + 1], i + 2
+        elif argv[i] == "--times" and i + 1 < len(argv):
+            times_file, i = argv[i + 1], i + 2
         elif argv[i] == "--group" and i + 1 < len(argv):
             group, i = argv[i + 1], i + 2
         else:
-            sys.stderr.write("usage: gotest-filter.py [--counts FILE] [--group NAME]\n")
+            sys.stderr.write("usage: gotest-filter.py [--counts FILE] [--times FILE] [--group NAME]\n")
             return 2
     out = sys.stdout
     buf = {}  # (package, test) -> output lines; test "" is the package's own output
     done = set()  # (package, test) that passed, failed or skipped
     build = {}  # import path -> build output lines
     n = {"pass": 0, "skip": 0, "heavy": 0, "fail": 0}
+    slow = []  # (seconds, package, test) of top-level tests of a second or more
     failed = False
     for line in sys.stdin:
         try:
@@ -56,6 +60,8 @@ def main(argv):
             buf.setdefault(key, []).append(ev.get("Output", ""))
         elif act in ("pass", "fail", "skip") and test:
             done.add(key)
+            if "/" not in test and ev.get("Elapsed", 0.0) >= 1.0:
+                slow.append((ev["Elapsed"], pkg, test))
             lines = buf.pop(key, [])
             if act == "fail":
                 n["fail"] += 1
@@ -95,6 +101,10 @@ def main(argv):
     if counts_file:
         with open(counts_file, "a") as f:
             f.write("%s\t%d\t%d\t%d\t%d\n" % (group, n["pass"], n["skip"], n["heavy"], n["fail"]))
+    if times_file and slow:
+        with open(times_file, "a") as f:
+            for secs, pkg, test in slow:
+                f.write("%.2f\t%s\t%s\t%s\n" % (secs, group, pkg, test))
     return 1 if failed else 0
 
 

@@ -14,7 +14,8 @@
 # Every test runs in exactly one of race and plain. TAGS (build tags) and TIMEOUT pass through.
 # go test's JSON events go through scripts/gotest-filter.py, which prints what plain go test
 # prints and appends each stream's test counts (passed, skipped, heavy, failed) to
-# $PLAN_CI_DIR/tests.tsv for ci-phase.sh's summary.
+# $PLAN_CI_DIR/tests.tsv, and each top-level test's time to test-times.tsv, for ci-phase.sh's
+# summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 group=${1:?usage: scripts/unit-tests.sh race|plain|full}
@@ -29,13 +30,14 @@ CLI=./cmd/plan/internal/cli
 # them); the rest of the command package is single-threaded planning and simulation.
 CLI_RACE='^Test(Serve|Load|Signals|MetricsExposition)'
 counts=${PLAN_CI_DIR:-out/ci}/tests.tsv
+times=${PLAN_CI_DIR:-out/ci}/test-times.tsv
 mkdir -p "$(dirname "$counts")"
 # gotest GROUP ARGS...: the shell text of `go test -json ARGS` through the filter, failing when
 # go test or the filter fails.
 gotest() {
   local g=$1
   shift
-  echo "set -o pipefail; go test -json $* | python3 scripts/gotest-filter.py --counts '$counts' --group $g"
+  echo "set -o pipefail; go test -json $* | python3 scripts/gotest-filter.py --counts '$counts' --times '$times' --group $g"
 }
 
 # run_pair A B: two `go test` invocations side by side (they share the build cache and the two

@@ -80,11 +80,7 @@ func TestREADMEBlockCommands(t *testing.T) {
 		t.Fatal("README.md: no plan command in a plain code block")
 	}
 	dir := scratchCopy(t)
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "plan"), "./cmd/plan")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	installPlan(t, filepath.Join(dir, "bin", "plan"))
 	env := append(cleanEnv(), "PATH="+filepath.Join(dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ran := 0
 next:
@@ -135,11 +131,7 @@ func TestREADMEInlineCommands(t *testing.T) {
 		t.Fatalf("README.md: only %d inline plan commands", len(spans))
 	}
 	bin := filepath.Join(t.TempDir(), "plan")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/plan")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	installPlan(t, bin)
 	word := regexp.MustCompile(`^[a-z][a-z-]*$`)
 	flag := regexp.MustCompile(`(^|[\s|(\[])(--?[a-zA-Z][a-zA-Z-]*)`)
 	helps := map[string]string{}

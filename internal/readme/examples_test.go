@@ -146,11 +146,7 @@ func TestHelpExamples(t *testing.T) {
 		t.Skipf("third_party/highs/highs.wasm missing (run make assets)")
 	}
 	dir := scratchCopy(t)
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "plan"), "./cmd/plan")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	installPlan(t, filepath.Join(dir, "bin", "plan"))
 	env := append(cleanEnv(), "PATH="+filepath.Join(dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir())
 	writeRecords(t, dir)
 	for _, p := range examplePrelude {

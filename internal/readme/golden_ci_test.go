@@ -114,7 +114,13 @@ func TestGoldenCIRecipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-tags", "highs_embed", "-overlay", filepath.Join(tmp, "overlay.json"), "-o", filepath.Join(bin, "plan"), "./cmd/plan")
+	// make's tags: highs_embed, and this test binary's own (highs_native where make native
+	// ran), which also lets the build reuse the packages compiled for this test.
+	tags := "highs_embed"
+	if tt := testTags(); tt != "" {
+		tags += "," + tt
+	}
+	build := exec.Command("go", "build", "-tags", tags, "-overlay", filepath.Join(tmp, "overlay.json"), "-o", filepath.Join(bin, "plan"), "./cmd/plan")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -95,11 +95,7 @@ func TestREADMECommands(t *testing.T) {
 		t.Fatalf("README.md: only %d commands found in ```sh blocks", len(lines))
 	}
 	dir := scratchCopy(t)
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "plan"), "./cmd/plan")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	installPlan(t, filepath.Join(dir, "bin", "plan"))
 	env := cleanEnv()
 	for _, l := range lines {
 		s := plan(l)
