@@ -5,8 +5,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
+
+// buildTags returns the -tags this test binary was built with ("" when none).
+func buildTags() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}
 
 // TestExportsRealTools runs scripts/check-exports.sh: every export of every golden plan
 // through the targets' own tools (kubeconform -strict with KServe's CRDs, protoc's text-format
@@ -20,7 +33,9 @@ func TestExportsRealTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("bash", root).CombinedOutput()
+	cmd := exec.Command("bash", root)
+	cmd.Env = append(os.Environ(), "TAGS="+buildTags())
+	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 3 {
 		if os.Getenv("PLAN_REQUIRE_ALL") == "1" {

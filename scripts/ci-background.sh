@@ -26,9 +26,13 @@ start)
   idle=(nice -n 19)
   command -v chrt >/dev/null && chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0)
   rm -f "$dir/$name.bg.rc"
-  # In a session of its own (stop ends its whole process group), every descriptor to the log:
-  # a phase's output pipe (ci-phase.sh's tee) must not wait for it.
-  setsid "$0" _run "$name" "${idle[@]}" "$@" >"$dir/$name.bg.log" 2>&1 </dev/null &
+  # In a process group of its own (job control: stop ends the whole group) but in CI's session:
+  # with autogroup scheduling (kernel.sched_autogroup_enabled) a new session (setsid) is a new
+  # scheduling group that the kernel shares the CPU with equally, whatever its tasks' policy,
+  # and the "idle" build took half the machine from the native build. Every descriptor goes to
+  # the log: a phase's output pipe (ci-phase.sh's tee) must not wait for it.
+  set -m
+  "$0" _run "$name" "${idle[@]}" "$@" >"$dir/$name.bg.log" 2>&1 </dev/null &
   echo $! >"$dir/$name.bg.pid"
   echo "ci-background: $name started at idle priority (${idle[*]}): $*"
   ;;

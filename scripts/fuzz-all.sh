@@ -3,13 +3,14 @@
 #
 #   scripts/fuzz-all.sh build DIR         build each fuzzed package's instrumented test binary
 #                                         into DIR (`go test -c -fuzz=.`), nothing run
-#   scripts/fuzz-all.sh run DIR [TIME]    run every target for TIME from DIR's binaries,
-#                                         building any that is missing first
+#   scripts/fuzz-all.sh run DIR [TIME]    build any binary DIR lacks, then run every target
+#                                         for TIME from DIR's binaries
 #   scripts/fuzz-all.sh [TIME]            both, in a temporary directory
 #
-# The two halves are apart so that `make test` can build the binaries at idle priority while
-# the wall-clock agreement runs leave a core unused (Makefile: agreement-prebuild), and the
-# fuzz phase then only fuzzes.
+# With FUZZ_AFTER=FILE, run waits (up to an hour) for FILE to exist before it fuzzes. `make
+# test` starts build and run as one job at idle priority (scripts/ci-background.sh) right
+# after the assets: the build uses the CPU time the phases in front leave, and the fuzzing
+# starts when the agreement phase does, whose wall-clock runs leave most of both cores idle.
 #
 # Building: fuzzing instruments every package a test binary links, the same way whichever
 # package is fuzzed, so the package that links the most (the command package) is built first,
@@ -99,17 +100,29 @@ grep -rn --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*\(' . | sort |
            END { for (p in t) print p t[p] }' | sort >"$dir/targets"
 [ -s "$dir/targets" ] || { echo "fuzz-all: no fuzz targets found" >&2; exit 1; }
 
-if [ "$mode" != run ]; then
-  start=$(date +%s)
-  # The package with the most dependencies first (go list's Deps, test imports aside), alone.
-  # shellcheck disable=SC2046
-  first=$(go list -f '{{len .Deps}} {{.Dir}}' $(cut -d' ' -f1 "$dir/targets") | sort -rn | head -1 | cut -d' ' -f2)
-  build_pkg "./${first#"$PWD"/}"
-  cut -d' ' -f1 "$dir/targets" | xargs -P "$jobs" -I{} bash -c 'build_pkg "$1"' _ {}
-  echo "fuzz-all: built $(wc -l <"$dir/targets") instrumented test binaries in $(($(date +%s) - start)) s"
-  [ "$mode" = build ] && exit 0
-fi
+# Every binary first (those already in DIR are kept): the package with the most dependencies
+# (go list's Deps, test imports aside) alone, then the rest.
+start=$(date +%s)
+# shellcheck disable=SC2046
+first=$(go list -f '{{len .Deps}} {{.Dir}}' $(cut -d' ' -f1 "$dir/targets") | sort -rn | head -1 | cut -d' ' -f2)
+build_pkg "./${first#"$PWD"/}"
+cut -d' ' -f1 "$dir/targets" | xargs -P "$jobs" -I{} bash -c 'build_pkg "$1"' _ {}
+echo "fuzz-all: built $(wc -l <"$dir/targets") instrumented test binaries in $(($(date +%s) - start)) s"
+[ "$mode" = build ] && exit 0
 
+if [ -n "${FUZZ_AFTER:-}" ]; then
+  waited=0
+  while [ ! -e "$FUZZ_AFTER" ]; do
+    if [ "$waited" -ge 3600 ]; then
+      echo "fuzz-all: $FUZZ_AFTER did not appear within an hour" >&2
+      exit 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  echo "fuzz-all: fuzzing from $(date +%T), after $FUZZ_AFTER appeared"
+fi
+start=$(date +%s)
 i=0
 while read -r line; do
   echo "$line" >"$dir/job.$i"
@@ -121,4 +134,5 @@ ls "$dir"/job.* | xargs -P "$jobs" -I{} bash -c 'read -r -a a <"$1"; fuzz_pkg "$
 for f in "$dir"/job.*.out; do
   cat "$f"
 done
+echo "fuzz-all: $(wc -l <"$dir/targets") packages fuzzed for $fuzztime a target in $(($(date +%s) - start)) s"
 exit $status
