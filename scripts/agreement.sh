@@ -4,13 +4,15 @@
 # Each run serves a plan in-process with real timers for a fixed time at a modest rate: a
 # 20-30 s run uses 2-5 CPU-seconds (measured: TestAgreementPARD 20.7 s wall, 3.6 s CPU;
 # TestAgreementCascade 30.7 s wall, 4.8 s CPU), so the cores sit idle for most of it and
-# one after another they took 3 minutes of CI's wall time. Three lanes at once keep the
+# one after another they took 3 minutes of CI's wall time. Four lanes at once keep the
 # machine under one busy core, and each lane's runs stay in order:
 #
 #   load-a    TestAgreement (PPipe), TestAgreementPARD, TestAgreementCascade   (serve/load)
 #   load-b    TestAgreementDyOrc, TestOpenAIAgreement, TestAgreementDisagg      (serve/load)
-#   cli       TestAutopilotServeSimulateAgree* (cmd/plan/internal/cli), then the streaming
-#             rule's TTFT clocks (serve/openai TestStreamTTFTIndependentOfMaxTokens)
+#   load-c    QLM's goodput under overload, TestOpenAIAgreementOverload (75 s)  (serve/load)
+#   cli       TestAutopilotServeSimulateAgree* (cmd/plan/internal/cli), the streaming
+#             rule's TTFT clocks (serve/openai TestStreamTTFTIndependentOfMaxTokens), then
+#             DyOrc's goodput at 3x its rates (serve/load TestAgreementDyOrcOverload)
 #
 # The test binaries are built first, one at a time (building while a lane runs would take
 # the cores from its timers). A lane that fails is retried twice, alone in its lane, as
@@ -75,13 +77,16 @@ pids+=($!)
 lane load-b "serve/load ^Test(AgreementDyOrc|OpenAIAgreement|AgreementDisagg)\$" >"$dir/load-b.out" 2>&1 &
 pids+=($!)
 lane cli "cmd/plan/internal/cli ^TestAutopilotServeSimulateAgree" \
-  "serve/openai ^TestStreamTTFTIndependentOfMaxTokens\$" >"$dir/cli.out" 2>&1 &
+  "serve/openai ^TestStreamTTFTIndependentOfMaxTokens\$" \
+  "serve/load ^TestAgreementDyOrcOverload\$" >"$dir/cli.out" 2>&1 &
+pids+=($!)
+lane load-c "serve/load ^TestOpenAIAgreementOverload\$" >"$dir/load-c.out" 2>&1 &
 pids+=($!)
 status=0
 for p in "${pids[@]}"; do
   wait "$p" || status=1
 done
-for f in load-a load-b cli; do
+for f in load-a load-b load-c cli; do
   echo "== agreement lane $f"
   cat "$dir/$f.out"
 done
