@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"golang.org/x/term"
 )
 
 // Reporter writes transient status lines. The zero value and a nil *Reporter are silent.
@@ -26,8 +28,10 @@ type Terminal interface {
 	IsTerminal() bool
 }
 
-// IsTerminal reports whether w is a character device (a terminal), the test every command
-// uses: a pipe, a file or an in-memory buffer is not; a Terminal answers for itself.
+// IsTerminal reports whether w is a terminal, the test every command uses: golang.org/x/term
+// asks the kernel for the descriptor's terminal attributes, so a pipe, a file, /dev/null (a
+// character device, but no terminal) or an in-memory buffer is not; a Terminal answers for
+// itself.
 func IsTerminal(w any) bool {
 	if t, ok := w.(Terminal); ok {
 		return t.IsTerminal()
@@ -36,8 +40,7 @@ func IsTerminal(w any) bool {
 	if !ok || f == nil {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // New returns a reporter writing to w when w is a terminal and PLAN_NO_PROGRESS is unset,

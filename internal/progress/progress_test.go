@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestSilentUnlessTerminal: a buffer, a regular file and a pipe get no progress; the
-// reporter is then a no-op, nil included.
+// TestSilentUnlessTerminal: a buffer, a regular file, a pipe and /dev/null (a character
+// device that is no terminal) get no progress; the reporter is then a no-op, nil included.
 func TestSilentUnlessTerminal(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
 	if err != nil {
@@ -21,11 +21,16 @@ func TestSilentUnlessTerminal(t *testing.T) {
 	}
 	defer pr.Close()
 	defer pw.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
 	var buf bytes.Buffer
 	for _, tc := range []struct {
 		name string
 		r    *Reporter
-	}{{"buffer", New(&buf)}, {"file", New(f)}, {"pipe", New(pw)}, {"nil", nil}} {
+	}{{"buffer", New(&buf)}, {"file", New(f)}, {"pipe", New(pw)}, {"dev-null", New(null)}, {"nil", nil}} {
 		if tc.r.Active() {
 			t.Errorf("%s: active", tc.name)
 		}
