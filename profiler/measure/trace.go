@@ -141,6 +141,10 @@ func (tr *Trace) Attribute(g *graph.Graph, warmup int) (layers []LayerTime, unat
 	return spreadGroups(g, groups), unattributed, quantile(steady(tr.Runs, warmup), 0.5)
 }
 
+// subResolutionUs is the time of a kernel whose median duration ONNX Runtime's profiler
+// wrote as 0 µs (its events carry whole µs): half its resolution.
+const subResolutionUs = 0.5
+
 // kernelGroup is one kernel's median time and the layers it ran (its members).
 type kernelGroup struct {
 	kernel  string
@@ -225,7 +229,9 @@ func (tr *Trace) kernelGroups(g *graph.Graph, producers map[string]int, matched 
 	}
 	memberOf = make([][]int, len(g.Nodes))
 	for k, name := range tr.Order {
-		med := quantile(steady(tr.Kernels[name], warmup), 0.5)
+		// ONNX Runtime's profiler writes whole µs: a kernel that ran in under one reads 0.
+		// It ran, so it counts as half the resolution (the middle of [0, 1) µs), never 0.
+		med := max(quantile(steady(tr.Kernels[name], warmup), 0.5), subResolutionUs)
 		l := matched[k]
 		if l < 0 {
 			unattributed += med

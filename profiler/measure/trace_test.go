@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,5 +226,29 @@ func TestAttributeFusions(t *testing.T) {
 				t.Errorf("layers %g + unattributed %g != kernels %g", sum, unattr, kernels)
 			}
 		})
+	}
+}
+
+// TestAttributeSubResolutionKernel: a kernel ONNX Runtime's profiler timed at 0 µs (its
+// events carry whole µs; a 10-way softmax runs in well under one) ran all the same: its
+// layers get half the resolution between them, never 0.
+func TestAttributeSubResolutionKernel(t *testing.T) {
+	ev := `{"cat":"Node","name":"fused Gemm_1` + kernelSuffix + `","dur":0,"args":{"op_name":"FusedGemm"}}`
+	tr, err := ParseTrace([]byte("[" + ev + "]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _, _ := tr.Attribute(onnxtest.MLP(8, 16, 4), 0)
+	var sum float64
+	for _, l := range layers {
+		if l.Kernel == "fused Gemm_1" {
+			if l.Us <= 0 {
+				t.Errorf("layer %s: %g µs, want a positive time", l.Name, l.Us)
+			}
+			sum += l.Us
+		}
+	}
+	if math.Abs(sum-subResolutionUs) > 1e-9 {
+		t.Errorf("the kernel's layers got %g µs, want %g", sum, subResolutionUs)
 	}
 }
