@@ -173,8 +173,10 @@ type LLMEngine struct {
 	// (the request's priority, lower first, then arrival). QLM's own policies order their
 	// queues themselves; the vLLM baseline follows it.
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
-	// EnablePrefixCaching is exported only (the model does not share prefixes).
-	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"`
+	// EnablePrefixCaching turns automatic prefix caching on or off (llm-engine-2 §2; nil =
+	// on, vLLM V1's default: the engine keeps freed full blocks hashed and a later prompt
+	// starting with the same tokens skips their prefill). PrefixCaching reads it.
+	EnablePrefixCaching *bool `json:"enable_prefix_caching,omitempty"`
 	// OutputDelaySteps is how many steps after the one that computed it a token reaches its
 	// client (ours; nil = 1, as measured vLLM: the output of step k is processed while step
 	// k+1 runs, digest §2.5).
@@ -282,6 +284,12 @@ func DefaultWatermark(alloc string) float64 {
 
 // SchedulingPolicies are the values LLMEngine.SchedulingPolicy may take.
 var SchedulingPolicies = []string{"fcfs", "priority"}
+
+// PrefixCaching reports whether the engine caches prefixes: on unless enable_prefix_caching
+// says false (vLLM V1's default, llm-engine-2 §2); a nil engine block is the defaults.
+func (e *LLMEngine) PrefixCaching() bool {
+	return e == nil || e.EnablePrefixCaching == nil || *e.EnablePrefixCaching
+}
 
 // Chunked reports whether chunked prefill is on (nil settings or flag: vLLM V1's default, on).
 func (e *LLMEngine) Chunked() bool {

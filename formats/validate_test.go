@@ -180,7 +180,7 @@ func TestValidateProfile(t *testing.T) {
 		{"llm preemption_mode swap without swap space", f, pr(func(p *Profile) { p.LLMs[2].Engine = &LLMEngine{PreemptionMode: "swap"} }), []string{`profile.json: llms[2].engine.preemption_mode: "swap": needs swap_space > 0: swapped KV needs CPU memory`}},
 		{"llm engine settings good", f, pr(func(p *Profile) {
 			w := 0.02
-			p.LLMs[2].Engine = &LLMEngine{BlockSize: 32, KVAllocation: "admission", Watermark: &w, Release: "next_step", PreemptionMode: "swap", SwapSpace: 4, EnablePrefixCaching: true}
+			p.LLMs[2].Engine = &LLMEngine{BlockSize: 32, KVAllocation: "admission", Watermark: &w, Release: "next_step", PreemptionMode: "swap", SwapSpace: 4, EnablePrefixCaching: new(true)}
 		}), nil},
 	})
 }

@@ -237,8 +237,10 @@ func engineSettings(l formats.LLMProfile) []EngineSetting {
 	if e.SwapSpace > 0 {
 		out = append(out, EngineSetting{"swap_space", strconv.FormatFloat(e.SwapSpace, 'g', -1, 64), "engine"})
 	}
-	if e.EnablePrefixCaching {
-		out = append(out, EngineSetting{"enable_prefix_caching", "true", "engine"})
+	if e.EnablePrefixCaching != nil {
+		out = append(out, EngineSetting{"enable_prefix_caching", strconv.FormatBool(*e.EnablePrefixCaching), "engine"})
+	} else {
+		out = append(out, EngineSetting{"enable_prefix_caching", "true", "default"})
 	}
 	out = append(out, EngineSetting{"kv_capacity_tokens", strconv.FormatInt(l.KVCapacityTokens, 10), "profile"})
 	return out

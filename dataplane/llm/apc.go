@@ -15,6 +15,14 @@ import (
 // request's blocks are freed last block first, keeping their hash until evicted LRU, so a
 // preempted request re-admitted hits its own blocks. With caching off none of this runs: KV
 // is counted in tokens of whole blocks as before (KVUsed, Seq.KV).
+//
+// A sequence whose tokens are all its own (no prefix group, no trace block ids: ownTokens)
+// has block hashes no other request shares, so only its own re-admission after a preemption
+// can hit them. Its blocks are therefore registered when it leaves the GPU unfinished
+// (unhold), exactly as many as registering them step by step would have by then, and never
+// when it finishes: the same hits and the same blocks freed in the same order, without a
+// hash computed or indexed for the requests that never come back (most of them), which made
+// caching on cost about 5x the CPU of caching off on an hour of unique prompts.
 
 // pool returns the engine's block pool when m caches prefixes, nil otherwise. The pool is
 // made on first use (and again when the engine's model changed while it held nothing).
@@ -44,6 +52,22 @@ func (s *Seq) hashes(block int) []uint64 {
 	return s.blockHashes
 }
 
+// ownTokens reports whether every token of s is its own: its trace gave no prefix group and
+// no block ids (prefixcache.PromptOf), so no other request's blocks hash as its do.
+func (s *Seq) ownTokens() bool {
+	p := s.Prefix
+	return p == nil || !(len(p.HashIDs) > 0 && p.HashBlockTokens > 0 || p.Group != "" && p.GroupTokens > 0)
+}
+
+// lookupHashes are the hashes waiting s is looked up with: none for a sequence of its own
+// tokens that registered nothing (nothing of it can be cached), else its block hashes.
+func (s *Seq) lookupHashes(block int) []uint64 {
+	if s.ownTokens() && !s.ownCached {
+		return nil
+	}
+	return s.hashes(block)
+}
+
 // probe is the prompt (or recomputed) tokens waiting h would find cached if admitted now:
 // whole blocks of the longest cached chain, at most Ctx − 1 tokens (vLLM's
 // get_computed_blocks). 0 without a pool or when h holds blocks. Nothing is counted.
@@ -52,7 +76,7 @@ func (e *Engine) probe(h *Seq) int {
 		return 0
 	}
 	b := e.apc.BlockSize()
-	return e.apc.Match(h.hashes(b), h.Ctx()) * b
+	return e.apc.Match(h.lookupHashes(b), h.Ctx()) * b
 }
 
 // kvCost is the KV, in tokens of whole blocks, that waiting h takes from the free blocks when
@@ -64,7 +88,7 @@ func (e *Engine) kvCost(h *Seq, want, hit int) int {
 		return want
 	}
 	b := e.apc.BlockSize()
-	return e.apc.Cost(int64(h.ID), h.hashes(b), hit/b, want/b) * b
+	return e.apc.Cost(int64(h.ID), h.lookupHashes(b), hit/b, want/b) * b
 }
 
 // take gives admitted h its KV: want tokens of whole blocks, the first hit of them its
@@ -77,7 +101,7 @@ func (e *Engine) take(h *Seq, want, hit, n int) {
 		return
 	}
 	b := e.apc.BlockSize()
-	hs := h.hashes(b)
+	hs := h.lookupHashes(b)
 	hb := e.apc.Lookup(hs, h.Ctx())
 	if hb*b != hit {
 		panic(fmt.Sprintf("llm: request %d: %d cached tokens at admission, %d probed", h.ID, hb*b, hit))
@@ -105,7 +129,11 @@ func (e *Engine) grow(s *Seq, want, computed int) {
 	}
 	b := e.apc.BlockSize()
 	if want > s.KV { // a decode step mostly needs no new block: no pool call then
-		if !e.apc.Allocate(int64(s.ID), s.hashes(b), 0, want/b) {
+		var hs []uint64 // nil: keep the hashes given at admission
+		if !s.ownTokens() {
+			hs = s.hashes(b)
+		}
+		if !e.apc.Allocate(int64(s.ID), hs, 0, want/b) {
 			panic(fmt.Sprintf("llm: request %d: %d KV blocks checked but not free", s.ID, want/b))
 		}
 		if s.KV == 0 {
@@ -117,8 +145,13 @@ func (e *Engine) grow(s *Seq, want, computed int) {
 }
 
 // register registers s's blocks that computed tokens fill (Pool.Cache), when there are more
-// than it registered so far.
+// than it registered so far; a sequence of its own tokens only remembers how many (unhold
+// registers them if it leaves unfinished).
 func (e *Engine) register(s *Seq, computed int) {
+	if s.ownTokens() {
+		s.regTokens = computed
+		return
+	}
 	b := e.apc.BlockSize()
 	if n := min(computed/b, s.KV/b, len(s.hashes(b))); n > s.regBlocks {
 		e.apc.Cache(int64(s.ID), n)
@@ -133,6 +166,15 @@ func (e *Engine) unhold(s *Seq) {
 	if e.apc == nil {
 		e.KVUsed -= s.KV
 		return
+	}
+	if s.ownTokens() && !s.Fin && s.regTokens > 0 {
+		// Leaving unfinished (preempted, swapped out, aborted): register what step-by-step
+		// registration would have (register's min over the same counts; KV only grows
+		// while it runs, and every growth registered).
+		b := e.apc.BlockSize()
+		hs := s.hashes(b)
+		e.apc.Register(int64(s.ID), hs, min(s.regTokens/b, s.KV/b, len(hs)))
+		s.ownCached = true
 	}
 	e.apc.Free(int64(s.ID))
 	e.KVUsed = e.apc.NumUsed() * e.apc.BlockSize()

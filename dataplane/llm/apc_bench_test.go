@@ -82,7 +82,7 @@ func BenchmarkReplayAzureConvPrefix(b *testing.B) {
 			if p.Engine != nil {
 				e = *p.Engine
 			}
-			e.EnablePrefixCaching = c.apc
+			e.EnablePrefixCaching = new(c.apc)
 			p.Engine = &e
 			m := llm.NewModel(&p)
 			b.ReportAllocs()

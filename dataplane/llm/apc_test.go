@@ -23,7 +23,7 @@ func linearProfile(apc bool) *formats.LLMProfile {
 			Prefill:                 []formats.PWLPoint{{Tokens: 1, Us: 1010}, {Tokens: 1001, Us: 11010}},
 			Decode:                  []formats.PWLPoint{{Tokens: 1, Us: 500}},
 			DecodeUsPerContextToken: 1,
-		}, Engine: &formats.LLMEngine{MaxNumBatchedTokens: 2048, OutputDelaySteps: &zero, EnablePrefixCaching: apc}}
+		}, Engine: &formats.LLMEngine{MaxNumBatchedTokens: 2048, OutputDelaySteps: &zero, EnablePrefixCaching: new(apc)}}
 }
 
 // TestPrefixCacheSharedPrefix: two 80-token prompts whose first 64 tokens are one system
@@ -84,7 +84,7 @@ func TestPrefixCacheSharedPrefix(t *testing.T) {
 func TestPrefixCacheUniquePromptsKeepTimelines(t *testing.T) {
 	for _, tc := range kvCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.engine.EnablePrefixCaching = true
+			tc.engine.EnablePrefixCaching = new(true)
 			res, ctr := llm.Replay(llm.NewModel(flatProfile(tc.engine)), kvRequests, fcfs.New())
 			if tc.preemptions > 0 {
 				if n := ctr.Preemptions.Load(); n != 1 || res[1].Cached != 48 || ctr.PrefixHits.Load() != 48 {
@@ -115,7 +115,7 @@ func sessionProfile(apc bool) *formats.LLMProfile {
 			Prefill:                 []formats.PWLPoint{{Tokens: 1, Us: 5000}, {Tokens: 8192, Us: 5000 + 81920}},
 			Decode:                  []formats.PWLPoint{{Tokens: 1, Us: 5000}, {Tokens: 256, Us: 8000}},
 			DecodeUsPerContextToken: 0.01,
-		}, Engine: &formats.LLMEngine{MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024, EnableChunkedPrefill: &off, EnablePrefixCaching: apc}}
+		}, Engine: &formats.LLMEngine{MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024, EnableChunkedPrefill: &off, EnablePrefixCaching: new(apc)}}
 }
 
 // sessionRequests are a Mooncake-style trace (prefixcache.DefaultSessions) as Replay requests.

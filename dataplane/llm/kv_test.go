@@ -78,9 +78,13 @@ var kvRequests = []llm.Request{{ID: 0, Arrival: 0, Prompt: 64, Out: 6}, {ID: 1, 
 
 // TestKVPressureTimelines checks each KV rule of llm-engine-2 §1 on the hand-computed
 // timelines of kvCases: the exact TTFT and E2E of each request and the preemption events.
+// The timelines are computed without prefix caching, so the engine runs with it off (on,
+// the default, a preempted request finds its own blocks cached:
+// TestPrefixCacheUniquePromptsKeepTimelines).
 func TestKVPressureTimelines(t *testing.T) {
 	for _, tc := range kvCases() {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.engine.EnablePrefixCaching = new(false)
 			m := llm.NewModel(flatProfile(tc.engine))
 			res, ctr := llm.Replay(m, kvRequests, fcfs.New())
 			for i, r := range res {

@@ -60,7 +60,7 @@ type Model struct {
 func NewModel(p *formats.LLMProfile) *Model {
 	b, seqs := formats.DefaultBatchedTokens(p.GPU)
 	m := &Model{Name: p.Model, Prof: p, MaxBatched: b, MaxSeqs: seqs, Block: 16, KVCap: int(p.KVCapacityTokens), KVBytes: p.KVBytesPerToken,
-		Chunked: true, MaxPartial: 1, OutDelay: 1, Preempt: "auto",
+		Chunked: true, MaxPartial: 1, OutDelay: 1, Preempt: "auto", PrefixCaching: true,
 		Alloc: formats.KVAllocDefault, Release: formats.ReleaseDefault}
 	host := p.HostLinkGBps
 	if host <= 0 {
@@ -140,13 +140,12 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	if e.Release != "" {
 		m.Release = e.Release
 	}
-	// Off unless the profile enables it, although vLLM V1 caches by default (llm-engine-2
-	// §2, "Default: on in V1"): with unique prompts nothing hits, but a preempted request's
-	// re-admission hits its own cached blocks (§1), which changes decisions under KV pressure
-	// (TestPrefixCacheUniquePromptsKeepTimelines: two preemptions become one), so turning it
-	// on by default would change existing goldens (testdata/engine/trace.jsonl's request 8
-	// is preempted). A profile of a V1 engine says enable_prefix_caching: true.
-	m.PrefixCaching = e.EnablePrefixCaching
+	// On unless the profile turns it off, as vLLM V1 (llm-engine-2 §2, "Default: on in
+	// V1"): with unique prompts nothing hits, but a preempted request's re-admission hits
+	// its own cached blocks (§1), so under KV pressure it recomputes less
+	// (TestPrefixCacheUniquePromptsKeepTimelines: two preemptions become one). A profile of
+	// a V0 engine (profile --import of a log before vLLM 0.8) says enable_prefix_caching: false.
+	m.PrefixCaching = e.PrefixCaching()
 	if e.Speculative != nil {
 		m.Spec, m.SpecTokens = e.Speculative, e.Speculative.TokensPerStep()
 	}

@@ -54,7 +54,7 @@ func (m *Model) NonDefault() []string {
 	add("max_model_len", m.MaxModelLen != d.MaxModelLen, itoa(m.MaxModelLen))
 	if e := m.Prof.Engine; e != nil {
 		add("swap_space", e.SwapSpace > 0, strconv.FormatFloat(e.SwapSpace, 'g', -1, 64))
-		add("enable_prefix_caching", e.EnablePrefixCaching, "true")
+		add("enable_prefix_caching", !e.PrefixCaching(), "false")
 		add("preemption_mode", e.PreemptionMode != "", e.PreemptionMode)
 	}
 	add("scheduling_policy", m.Priority, "priority")

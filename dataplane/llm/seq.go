@@ -51,6 +51,11 @@ type Seq struct {
 	hashBlock   int
 	// regBlocks is how many of its held blocks are registered in the pool (Pool.Cache).
 	regBlocks int
+	// A sequence whose tokens are all its own (ownTokens) registers its blocks only when it
+	// leaves the GPU unfinished (apc.go): regTokens are the computed tokens whose blocks it
+	// would have registered by then, ownCached that it did so and may find them cached.
+	regTokens int
+	ownCached bool
 	// spec: in the step being formed it decodes speculatively (spec.go); specAcc carries the
 	// fraction of an expected token its verify steps emitted beyond whole ones.
 	spec    bool

@@ -33,7 +33,7 @@ func TestKVRulesThroughPolicy(t *testing.T) {
 			p := handProfile()
 			p.KVCapacityTokens = 160
 			p.Iteration = &formats.LLMIteration{Prefill: []formats.PWLPoint{{Tokens: 1, Us: 2000}}, Decode: []formats.PWLPoint{{Tokens: 1, Us: 1000}}}
-			p.Engine = &formats.LLMEngine{MaxNumBatchedTokens: 64, OutputDelaySteps: &zero, KVAllocation: tc.alloc, Release: tc.release}
+			p.Engine = &formats.LLMEngine{MaxNumBatchedTokens: 64, OutputDelaySteps: &zero, KVAllocation: tc.alloc, Release: tc.release, EnablePrefixCaching: new(false)}
 			r := runEngine(t, PolicyFCFS, p, []engineReq{{0, 64, 6, 0}, {1500, 96, 2, 0}})
 			for i := range 2 {
 				id := dataplane.ReqID(i)
@@ -47,7 +47,7 @@ func TestKVRulesThroughPolicy(t *testing.T) {
 			// The report names the policy, counts preemption events (and requests), and
 			// lists every setting that differs from vLLM's defaults.
 			e := r.m.LLMEngine
-			want := strings.TrimSpace("max_num_batched_tokens=64 output_delay_steps=0 " + tc.settings)
+			want := strings.TrimSpace("max_num_batched_tokens=64 enable_prefix_caching=false output_delay_steps=0 " + tc.settings)
 			if e == nil || e.Policy != PolicyFCFS || e.Preemptions != tc.preemptions || e.PreemptedRequests != min(tc.preemptions, 1) || strings.Join(e.Settings, " ") != want {
 				t.Errorf("engine report %+v, want policy %s, %d preemptions, settings %q", e, PolicyFCFS, tc.preemptions, want)
 			}

@@ -27,7 +27,7 @@ func TestClassPrefixTokens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prof := handProfile()
-			prof.Engine = &formats.LLMEngine{EnablePrefixCaching: tc.apc}
+			prof.Engine = &formats.LLMEngine{EnablePrefixCaching: new(tc.apc)}
 			cl := oneClass("m", time.Hour)
 			cl.PrefixTokens = tc.prefix
 			dep, err := Build([]formats.LLMClass{cl}, Setup{Profiles: []formats.LLMProfile{prof}, Instances: []Instance{{Name: "i0", GPU: prof.GPU, Model: "m"}}})

@@ -125,14 +125,16 @@ func TestEngineFlags(t *testing.T) {
 		want   []string
 	}{
 		{"aggregated", "", nil, nil},
-		{"prefix caching", "", &formats.LLMEngine{EnablePrefixCaching: true}, []string{"--enable-prefix-caching"}},
+		{"prefix caching", "", &formats.LLMEngine{EnablePrefixCaching: new(true)}, []string{"--enable-prefix-caching"}},
+		// Off where the profile says so: vLLM V1 caches unless told not to.
+		{"prefix caching off", "", &formats.LLMEngine{EnablePrefixCaching: new(false)}, []string{"--no-enable-prefix-caching"}},
 		{"ngram", "", &formats.LLMEngine{Speculative: free}, []string{`--speculative-config={"method":"ngram","num_speculative_tokens":4}`}},
 		{"draft model", "", &formats.LLMEngine{Speculative: draft},
 			[]string{`--speculative-config={"method":"draft_model","model":"meta-llama/Llama-3.2-1B-Instruct","num_speculative_tokens":3}`}},
-		{"prefill", formats.RolePrefill, &formats.LLMEngine{EnablePrefixCaching: true, Speculative: free},
+		{"prefill", formats.RolePrefill, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
 			[]string{"--enable-prefix-caching", `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_producer"}`}},
-		{"decode", formats.RoleDecode, &formats.LLMEngine{EnablePrefixCaching: true, Speculative: free},
-			[]string{`--speculative-config={"method":"ngram","num_speculative_tokens":4}`, `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_consumer"}`}},
+		{"decode", formats.RoleDecode, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
+			[]string{"--no-enable-prefix-caching", `--speculative-config={"method":"ngram","num_speculative_tokens":4}`, `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_consumer"}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base

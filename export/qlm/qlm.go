@@ -148,10 +148,10 @@ type Engine struct {
 	MaxNumPartialPrefills int   `json:"max_num_partial_prefills,omitempty"`
 	// SchedulingPolicy is written when the profile sets it (vLLM's default: fcfs).
 	SchedulingPolicy string `json:"scheduling_policy,omitempty"`
-	// EnablePrefixCaching is written when the profile enables it (the simulator shares
-	// prefixes only then); never on a decode instance, whose sequences arrive with their
-	// prompts computed (the simulator turns it off there).
-	EnablePrefixCaching bool `json:"enable_prefix_caching,omitempty"`
+	// EnablePrefixCaching is written when the profile states it, and false on a decode
+	// instance, whose sequences arrive with their prompts computed (the simulator turns it
+	// off there); unset, vLLM V1's default holds: on, as in the simulator.
+	EnablePrefixCaching *bool `json:"enable_prefix_caching,omitempty"`
 	// SpeculativeConfig is vLLM's speculative_config when the profile turns speculative
 	// decoding on (not on a prefill instance: it computes each request's first token only).
 	SpeculativeConfig *SpeculativeConfig `json:"speculative_config,omitempty"`

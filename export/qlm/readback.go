@@ -217,6 +217,9 @@ func engineFromArgs(args []string) (Engine, error) {
 		case "--enable-prefix-caching":
 			m["enable_prefix_caching"] = json.RawMessage("true")
 			continue
+		case "--no-enable-prefix-caching":
+			m["enable_prefix_caching"] = json.RawMessage("false")
+			continue
 		}
 		k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !ok || !strings.HasPrefix(a, "--") {

@@ -118,8 +118,10 @@ func (in instance) args() []string {
 	if e.SchedulingPolicy != "" {
 		a = append(a, "--scheduling-policy="+e.SchedulingPolicy)
 	}
-	if e.EnablePrefixCaching {
+	if c := e.EnablePrefixCaching; c != nil && *c {
 		a = append(a, "--enable-prefix-caching")
+	} else if c != nil {
+		a = append(a, "--no-enable-prefix-caching")
 	}
 	// vLLM's config flags take their dataclass as JSON (--speculative-config,
 	// --kv-transfer-config).

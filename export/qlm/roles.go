@@ -75,7 +75,8 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 	}
 	e.KVTransferConfig = &KVTransferConfig{KVConnector: KVConnector, KVRole: kvRoles[role]}
 	if role == formats.RoleDecode {
-		e.EnablePrefixCaching = false
+		off := false
+		e.EnablePrefixCaching = &off
 	}
 	return nil
 }

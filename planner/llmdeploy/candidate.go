@@ -35,9 +35,9 @@ const (
 type Engine struct {
 	MaxBatchedTokens int
 	MaxSeqs          int
-	// PrefixCaching turns on enable_prefix_caching: where the model's classes share a prompt
-	// prefix (prefix_tokens), the engine skips its cached blocks (llm-engine-2 §2; vLLM V1's
-	// default), so the search runs it on for them.
+	// PrefixCaching is enable_prefix_caching: on as the profile's engine has it (vLLM V1's
+	// default, llm-engine-2 §2), and always where the model's classes share a prompt prefix
+	// (prefix_tokens): the engine then skips their cached blocks.
 	PrefixCaching bool
 	// SpecTokens is k, the draft tokens of speculative decoding (0: off). Tried only where
 	// the given profile states speculative decoding (its acceptance rate and draft cost are
@@ -340,7 +340,7 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 			for _, s := range o.MaxSeqs {
 				for _, k := range specTokens(b.Profile) {
 					r := b
-					r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s, PrefixCaching: shared || (b.Profile.Engine != nil && b.Profile.Engine.EnablePrefixCaching), SpecTokens: k}
+					r.Engine = Engine{MaxBatchedTokens: bt, MaxSeqs: s, PrefixCaching: shared || b.Profile.Engine.PrefixCaching(), SpecTokens: k}
 					r.Profile = withEngine(b.Profile, r.Engine)
 					out = append(out, r)
 				}
@@ -369,7 +369,8 @@ func withEngine(pr *formats.LLMProfile, e Engine) *formats.LLMProfile {
 	if pr.Engine != nil {
 		eng = *pr.Engine
 	}
-	eng.MaxNumBatchedTokens, eng.MaxNumSeqs, eng.EnablePrefixCaching = e.MaxBatchedTokens, e.MaxSeqs, e.PrefixCaching
+	caching := e.PrefixCaching
+	eng.MaxNumBatchedTokens, eng.MaxNumSeqs, eng.EnablePrefixCaching = e.MaxBatchedTokens, e.MaxSeqs, &caching
 	if eng.Speculative != nil {
 		if e.SpecTokens == 0 {
 			eng.Speculative = nil

@@ -440,7 +440,7 @@ func TestPrefixCaching(t *testing.T) {
 			on = c
 		}
 	}
-	if !on.Roles[0].Engine.PrefixCaching || !on.Roles[0].Profile.Engine.EnablePrefixCaching || !strings.Contains(on.Roles[0].flags(), "--enable-prefix-caching") {
+	if !on.Roles[0].Engine.PrefixCaching || !on.Roles[0].Profile.Engine.PrefixCaching() || !strings.Contains(on.Roles[0].flags(), "--enable-prefix-caching") {
 		t.Fatalf("%s: prefix caching off", on.Label())
 	}
 	off := on

@@ -87,13 +87,13 @@ func (l *StepLog) Engine() (*formats.LLMEngine, []string) {
 		minor, _ := strconv.Atoi(strings.Split(v, ".")[1])
 		switch {
 		case major == 0 && minor < 8:
-			e.KVAllocation, e.Release = formats.KVAllocAdmission, formats.ReleaseNextStep
+			e.KVAllocation, e.Release, e.EnablePrefixCaching = formats.KVAllocAdmission, formats.ReleaseNextStep, new(false)
 			notes = append(notes, fmt.Sprintf("vllm_version %s: the V0 engine: KV blocks for the whole prompt at admission, a finished request's blocks free a step later (async output processing), no prefix caching", v))
 		case major == 0 && minor <= 11:
-			e.KVAllocation, e.Release, e.EnablePrefixCaching = formats.KVAllocChunk, formats.ReleaseSameStep, true
+			e.KVAllocation, e.Release, e.EnablePrefixCaching = formats.KVAllocChunk, formats.ReleaseSameStep, new(true)
 			notes = append(notes, fmt.Sprintf("vllm_version %s: the V1 engine before scheduler_reserve_full_isl: KV blocks per chunk, freed in the same step, prefix caching on", v))
 		default:
-			e.EnablePrefixCaching = true
+			e.EnablePrefixCaching = new(true)
 			notes = append(notes, fmt.Sprintf("vllm_version %s: current V1 defaults (kv_allocation %s), prefix caching on", v, formats.KVAllocDefault))
 		}
 	}
@@ -104,7 +104,7 @@ func (l *StepLog) Engine() (*formats.LLMEngine, []string) {
 		e.Release = v
 	}
 	if v, ok := l.Settings["enable_prefix_caching"]; ok {
-		e.EnablePrefixCaching = v == "true"
+		e.EnablePrefixCaching = new(v == "true")
 	}
 	atoi := func(k string) int { n, _ := strconv.Atoi(l.Settings[k]); return n }
 	e.BlockSize, e.MaxNumBatchedTokens, e.MaxNumSeqs = atoi("block_size"), atoi("max_num_batched_tokens"), atoi("max_num_seqs")

@@ -21,15 +21,15 @@ func TestStepLogEngine(t *testing.T) {
 	}{
 		{name: "no settings", want: nil},
 		{name: "V0", head: "vllm_version", cells: "0.6.3",
-			want: &formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep}, note: "the V0 engine"},
+			want: &formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep, EnablePrefixCaching: new(false)}, note: "the V0 engine"},
 		{name: "V0 post release", head: "vllm_version", cells: "v0.7.3.post1",
-			want: &formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep}, note: "vllm_version 0.7"},
+			want: &formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep, EnablePrefixCaching: new(false)}, note: "vllm_version 0.7"},
 		{name: "V1 before the full-prompt check", head: "vllm_version", cells: "0.11.0",
-			want: &formats.LLMEngine{KVAllocation: formats.KVAllocChunk, Release: formats.ReleaseSameStep, EnablePrefixCaching: true}, note: "before scheduler_reserve_full_isl"},
+			want: &formats.LLMEngine{KVAllocation: formats.KVAllocChunk, Release: formats.ReleaseSameStep, EnablePrefixCaching: new(true)}, note: "before scheduler_reserve_full_isl"},
 		{name: "current V1", head: "vllm_version", cells: "0.15.1",
-			want: &formats.LLMEngine{EnablePrefixCaching: true}, note: "current V1 defaults"},
+			want: &formats.LLMEngine{EnablePrefixCaching: new(true)}, note: "current V1 defaults"},
 		{name: "flags over the version", head: "vllm_version,kv_allocation,enable_prefix_caching,block_size,max_num_batched_tokens,max_num_seqs", cells: "0.6.3,chunk,true,32,8192,1024",
-			want: &formats.LLMEngine{KVAllocation: formats.KVAllocChunk, Release: formats.ReleaseNextStep, EnablePrefixCaching: true, BlockSize: 32, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024}},
+			want: &formats.LLMEngine{KVAllocation: formats.KVAllocChunk, Release: formats.ReleaseNextStep, EnablePrefixCaching: new(true), BlockSize: 32, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024}},
 		{name: "flags alone", head: "release", cells: "next_step", want: &formats.LLMEngine{Release: formats.ReleaseNextStep}},
 		{name: "bad version", head: "vllm_version", cells: "latest", err: `s.csv: line 2: vllm_version: "latest": must be a vLLM version`},
 		{name: "bad allocation", head: "kv_allocation", cells: "eager", err: `s.csv: line 2: kv_allocation: "eager": must be one of admission, chunk, chunk_full_prompt_check`},
@@ -77,7 +77,7 @@ func TestStepLogEngineJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := l.Engine()
-	want := &formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep, EnablePrefixCaching: true, BlockSize: 16}
+	want := &formats.LLMEngine{KVAllocation: formats.KVAllocAdmission, Release: formats.ReleaseNextStep, EnablePrefixCaching: new(true), BlockSize: 16}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("engine %+v, want %+v", got, want)
 	}

@@ -65,6 +65,9 @@ type Pool struct {
 	index map[uint64]int32
 	dups  map[uint64][]int32
 	reqs  map[int64]*request
+	// spare are freed requests' records, kept with their block slices' capacity for the
+	// next request: an engine allocates one per admission.
+	spare []*request
 	stats Stats
 }
 
@@ -227,15 +230,23 @@ func (p *Pool) checkHits(hashes []uint64, hitBlocks int) int {
 func (p *Pool) Allocate(id int64, hashes []uint64, hitBlocks, totalBlocks int) bool {
 	r := p.reqs[id]
 	if r == nil {
-		r = &request{}
+		if p.Cost(id, hashes, hitBlocks, totalBlocks) > p.nfree {
+			return false
+		}
+		if n := len(p.spare); n > 0 {
+			r, p.spare = p.spare[n-1], p.spare[:n-1]
+		} else {
+			r = &request{}
+		}
+		p.reqs[id] = r
+	} else {
+		if hashes == nil {
+			hashes = r.hashes
+		}
+		if p.Cost(id, hashes, hitBlocks, totalBlocks) > p.nfree {
+			return false
+		}
 	}
-	if hashes == nil {
-		hashes = r.hashes
-	}
-	if p.Cost(id, hashes, hitBlocks, totalBlocks) > p.nfree {
-		return false
-	}
-	p.reqs[id] = r
 	r.hashes = hashes
 	if len(r.blocks) == 0 {
 		if !p.enabled { // Cost checked the hits (none when caching is off)
@@ -287,6 +298,18 @@ func (p *Pool) Cache(id int64, fullBlocks int) {
 	r.cached = max(r.cached, n)
 }
 
+// Register gives request id's blocks their hashes (as Allocate's hashes argument would) and
+// registers its first fullBlocks of them (Cache): for a request whose blocks nobody else can
+// hit, registered only when it may come back for them. Unknown requests are ignored.
+func (p *Pool) Register(id int64, hashes []uint64, fullBlocks int) {
+	r := p.reqs[id]
+	if r == nil {
+		return
+	}
+	r.hashes = hashes
+	p.Cache(id, fullBlocks)
+}
+
 // Free releases every block of request id, last block first (vLLM V1 frees a request's
 // blocks in reverse order): a block no other request holds goes to the tail of the free
 // queue keeping its hash, so of one request's blocks its last is evicted first and its
@@ -304,6 +327,8 @@ func (p *Pool) Free(id int64) {
 		}
 	}
 	delete(p.reqs, id)
+	*r = request{blocks: r.blocks[:0]}
+	p.spare = append(p.spare, r)
 }
 
 // uncache drops block b's hash (it is being reused): the next duplicate, if any, takes its
@@ -316,6 +341,10 @@ func (p *Pool) uncache(b int32) {
 	h := blk.hash
 	blk.hashed, blk.hash = false, 0
 	p.stats.Evictions++
+	if len(p.dups) == 0 { // no hash has a duplicate: b is its hash's one block
+		delete(p.index, h)
+		return
+	}
 	d := p.dups[h]
 	if p.index[h] == b {
 		if len(d) == 0 {

@@ -163,8 +163,8 @@ func TestProfileImportEngineVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := p.LLMs[0].Engine
-	if e == nil || e.KVAllocation != formats.KVAllocAdmission || e.Release != formats.ReleaseNextStep || e.EnablePrefixCaching {
-		t.Fatalf("engine %+v, want V0's admission and next_step", e)
+	if e == nil || e.KVAllocation != formats.KVAllocAdmission || e.Release != formats.ReleaseNextStep || e.PrefixCaching() {
+		t.Fatalf("engine %+v, want V0's admission, next_step and no prefix caching", e)
 	}
 	code, stdout, stderr := runCLI(t, "simulate", "--llm", "--profile", out, "--trace", engineFixture("trace.json"))
 	if code != 0 {

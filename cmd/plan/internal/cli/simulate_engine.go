@@ -299,7 +299,7 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 		n := p.Preemptions()
 		rep.Preemptions = &n
 	}
-	if p, ok := ran.(prefixCacher); ok && prof.Engine != nil && prof.Engine.EnablePrefixCaching {
+	if p, ok := ran.(prefixCacher); ok && prof.Engine.PrefixCaching() {
 		q, h := p.PrefixCache()
 		rep.PrefixCache = &sim.EnginePrefixCache{QueriedTokens: q, CachedTokens: h}
 		if q > 0 {

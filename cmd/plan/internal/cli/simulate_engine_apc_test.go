@@ -13,9 +13,9 @@ import (
 
 // TestSimulateLLMEnginePrefixCache: the one-engine replay of a trace whose requests share a
 // 1,024-token system prompt (prefix_group) reports the prefix cache's hit rate and cached
-// tokens — in the text report, the JSON report and each --requests-out record — when the
-// profile enables prefix caching, and the cached prefill lowers TTFT; without it nothing
-// about the cache is reported.
+// tokens — in the text report, the JSON report and each --requests-out record — when prefix
+// caching is on (the profile says so, or says nothing: vLLM V1's default), and the cached
+// prefill lowers TTFT; with enable_prefix_caching false nothing about the cache is reported.
 func TestSimulateLLMEnginePrefixCache(t *testing.T) {
 	dir := t.TempDir()
 	var prof map[string]any
@@ -26,19 +26,23 @@ func TestSimulateLLMEnginePrefixCache(t *testing.T) {
 	if err := json.Unmarshal(data, &prof); err != nil {
 		t.Fatal(err)
 	}
-	llms := prof["llms"].([]any)
-	entry := llms[0].(map[string]any)
-	eng, _ := entry["engine"].(map[string]any)
-	if eng == nil {
-		eng = map[string]any{}
+	// withCaching writes the fixture profile with enable_prefix_caching set to v.
+	withCaching := func(name string, v bool) string {
+		entry := prof["llms"].([]any)[0].(map[string]any)
+		eng, _ := entry["engine"].(map[string]any)
+		if eng == nil {
+			eng = map[string]any{}
+		}
+		eng["enable_prefix_caching"] = v
+		entry["engine"] = eng
+		path := filepath.Join(dir, name)
+		b, _ := json.Marshal(prof)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	eng["enable_prefix_caching"] = true
-	entry["engine"] = eng
-	on := filepath.Join(dir, "profile-apc.json")
-	b, _ := json.Marshal(prof)
-	if err := os.WriteFile(on, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	on, off := withCaching("profile-apc.json", true), withCaching("profile-no-apc.json", false)
 	// Twelve requests 0.5 s apart: a 1,024-token system prompt and 200 tokens of their own.
 	var rows []string
 	for i := range 12 {
@@ -76,7 +80,12 @@ func TestSimulateLLMEnginePrefixCache(t *testing.T) {
 		return rep, recs, stdout
 	}
 	repOn, recsOn, _ := run(on, "-O", "json")
-	repOff, recsOff, _ := run(engineFixture("profile.json"), "-O", "json")
+	repOff, recsOff, _ := run(off, "-O", "json")
+	// The fixture says nothing: caching is on, vLLM V1's default.
+	repDefault, _, _ := run(engineFixture("profile.json"), "-O", "json")
+	if d, o := repDefault.PrefixCache, repOn.PrefixCache; d == nil || o == nil || *d != *o {
+		t.Errorf("default profile's prefix cache %+v, want the enabled profile's %+v", d, o)
+	}
 	// The first request computes all; each later one finds the group's 64 full blocks.
 	c := repOn.PrefixCache
 	if c == nil || c.QueriedTokens != 12*1224 || c.CachedTokens != 11*1024 || c.HitRate != 0.766885 {
@@ -101,7 +110,10 @@ func TestSimulateLLMEnginePrefixCache(t *testing.T) {
 		t.Errorf("mean TTFT %g µs with caching, %g without: want lower", on, off)
 	}
 	_, _, text := run(on)
-	if !strings.Contains(text, "prefix cache: hit rate 76.7%, 11264 of 14688 prompt tokens cached") || !strings.Contains(text, "enable_prefix_caching true") {
+	if !strings.Contains(text, "prefix cache: hit rate 76.7%, 11264 of 14688 prompt tokens cached") || !strings.Contains(text, "enable_prefix_caching true,") {
 		t.Errorf("text report lacks the prefix cache:\n%s", text)
+	}
+	if _, _, text := run(off); !strings.Contains(text, "enable_prefix_caching false,") {
+		t.Errorf("text report does not name caching off:\n%s", text)
 	}
 }
