@@ -1,9 +1,11 @@
 package formats
 
 import (
-	"bufio"
 	"bytes"
+	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -34,29 +36,39 @@ func ParseAzureLLMTrace(name string, data []byte) (*Trace, error) {
 		return nil, fmt.Errorf("%s:1: header: want %q", name, AzureLLMHeader)
 	}
 	t := &Trace{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: KindTrace}, Metadata: Metadata{Name: name}}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	// encoding/csv: quoting, CRLF and blank lines as RFC 4180 has them; the column count is
+	// checked here, so that the error shows the line.
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord, r.ReuseRecord = -1, true
 	var t0 time.Time
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if line == 1 || text == "" {
-			continue
+	for first := true; ; first = false {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
 		}
-		parts := strings.Split(text, ",")
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("%s:%d: %q: want 3 columns (%s), got %d", name, line, text, AzureLLMHeader, len(parts))
-		}
-		ts, err := time.Parse(azureTimeLayout, strings.TrimSpace(parts[0]))
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: TIMESTAMP: %q: want a time like 2023-11-16 18:15:46.6805900", name, line, parts[0])
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return nil, fmt.Errorf("%s:%d: %v", name, pe.Line, pe.Err)
+			}
+			return nil, fmt.Errorf("%s: %v", name, err)
 		}
-		in, err := azureTokens(name, line, "ContextTokens", parts[1])
+		line, _ := r.FieldPos(0)
+		if first {
+			continue // the header, checked above
+		}
+		if len(rec) != 3 {
+			return nil, fmt.Errorf("%s:%d: %q: want 3 columns (%s), got %d", name, line, strings.Join(rec, ","), AzureLLMHeader, len(rec))
+		}
+		ts, err := time.Parse(azureTimeLayout, strings.TrimSpace(rec[0]))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: TIMESTAMP: %q: want a time like 2023-11-16 18:15:46.6805900", name, line, rec[0])
+		}
+		in, err := azureTokens(name, line, "ContextTokens", rec[1])
 		if err != nil {
 			return nil, err
 		}
-		out, err := azureTokens(name, line, "GeneratedTokens", parts[2])
+		out, err := azureTokens(name, line, "GeneratedTokens", rec[2])
 		if err != nil {
 			return nil, err
 		}
@@ -65,12 +77,9 @@ func ParseAzureLLMTrace(name string, data []byte) (*Trace, error) {
 		}
 		us := ts.Sub(t0).Microseconds()
 		if n := len(t.Requests); n > 0 && us < t.Requests[n-1].TimeUs {
-			return nil, fmt.Errorf("%s:%d: TIMESTAMP: %q: earlier than the line before (timestamps must be non-decreasing)", name, line, parts[0])
+			return nil, fmt.Errorf("%s:%d: TIMESTAMP: %q: earlier than the line before (timestamps must be non-decreasing)", name, line, rec[0])
 		}
 		t.Requests = append(t.Requests, TraceRequest{TimeUs: us, InputTokens: in, OutputTokens: out})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
 	}
 	if len(t.Requests) == 0 {
 		return nil, fmt.Errorf("%s: no requests after the header", name)
