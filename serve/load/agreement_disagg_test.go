@@ -90,17 +90,9 @@ func simulateStats(t testing.TB, p *formats.Plan, tr *formats.Trace) (ttft, tpot
 // client sees the first token after the HTTP hop); its TPOT a little below, as the late
 // first token shortens the measured decode span.
 func TestAgreementDisagg(t *testing.T) {
-	if testing.Short() || os.Getenv("PLAN_AGREEMENT") != "1" {
-		t.Skip("set PLAN_AGREEMENT=1 to run (a wall-clock run of ~25 s, on an otherwise idle machine)")
-	}
-	if raceEnabled {
-		t.Skip("the race detector slows the HTTP path by an order of magnitude; timing agreement is meaningless under it")
-	}
 	// The decode side's steps are ~6-10 ms: 5% of a TPOT is a few hundred µs, so late
 	// timers are the comparison's error (see TestOpenAIAgreement).
-	if l := timerLateness(); l > 2*time.Millisecond {
-		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
-	}
+	skipUnlessAgreement(t)
 	dur := 20 * time.Second
 	if os.Getenv("PLAN_AGREEMENT_DURATION") != "" {
 		dur = agreementDuration(t)

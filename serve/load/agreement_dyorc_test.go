@@ -2,10 +2,8 @@ package load
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	dpdyorc "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
@@ -42,18 +40,7 @@ import (
 // simulator's from the tenth second on. Past the knee the check would measure chaos, not
 // the executor.
 func TestAgreementDyOrc(t *testing.T) {
-	if testing.Short() {
-		t.Skip("wall-clock run of several seconds")
-	}
-	if os.Getenv("PLAN_AGREEMENT") != "1" {
-		t.Skip("set PLAN_AGREEMENT=1 to run (make agreement does, on an otherwise idle machine)")
-	}
-	if raceEnabled {
-		t.Skip("the race detector slows the HTTP path by an order of magnitude; timing agreement is meaningless under it")
-	}
-	if l := timerLateness(); l > 2*time.Millisecond {
-		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
-	}
+	skipUnlessAgreement(t)
 	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json"))
 	if err != nil {
 		t.Fatal(err)

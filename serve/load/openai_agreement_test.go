@@ -122,18 +122,10 @@ func simulatePolicy(t testing.TB, p *formats.Plan, tr *formats.Trace, onFinish f
 // within 5% or one decode step (see the comparison below).
 // A wall-clock run of PLAN_AGREEMENT_DURATION (default 60 s); run alone, as TestAgreement.
 func TestOpenAIAgreement(t *testing.T) {
-	if testing.Short() || os.Getenv("PLAN_AGREEMENT") != "1" {
-		t.Skip("set PLAN_AGREEMENT=1 to run (a wall-clock run of a minute, on an otherwise idle machine)")
-	}
-	if raceEnabled {
-		t.Skip("the race detector slows the HTTP path by an order of magnitude; timing agreement is meaningless under it")
-	}
 	// A mean TTFT of ~45 ms holds 5% only while the engine's step timers fire on time: on a
 	// loaded machine (seen at load average 14: 1 ms timers 4-6 ms late) the comparison
 	// measures the machine, as TestAgreement's does, so it skips the same way.
-	if l := timerLateness(); l > 2*time.Millisecond {
-		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
-	}
+	skipUnlessAgreement(t)
 	// PLAN_OPENAI_AGREEMENT_DURATION, where set, wins: make agreement gives this test 30 s
 	// (~80 requests at load 0.5) where the others take 10 s per load point, since a mean of
 	// 26 requests sits within a few points of the 5% bound on its own.
