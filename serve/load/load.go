@@ -76,6 +76,11 @@ type Options struct {
 	// Sections are the registered systems' plan sections beyond formats' typed ones, so a
 	// served plan of any registered system decodes (nil: the typed ones only).
 	Sections *formats.SectionSet
+	// Plan, when set, is the plan the server runs, read by the caller (`plan load --plan`):
+	// the run takes its applications, rates and SLOs from it instead of GET /v1/plan, so any
+	// KServe v2 server of its models (Triton, KServe, the export of the plan) can be loaded;
+	// each model's metadata still comes from the server (GET /v2/models/NAME).
+	Plan *formats.Plan
 	// Progress, when set, is called at most every 250 ms while sending, and once at the end,
 	// with the requests sent and answered so far.
 	Progress func(sent, answered int64)
@@ -333,8 +338,9 @@ send:
 // setup reads the served plan and its models' metadata and resolves the run's targets, load
 // and request timeout (into o); its errors are ErrSetup.
 func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, policy string, dep *dataplane.Deployment, targets []target, load float64, err error) {
-	plan, policy, err = fetchPlan(ctx, o.Client, base, o.Header, o.Sections)
-	if err != nil {
+	if o.Plan != nil {
+		plan = o.Plan
+	} else if plan, policy, err = fetchPlan(ctx, o.Client, base, o.Header, o.Sections); err != nil {
 		return nil, "", nil, nil, 0, setupError{err}
 	}
 	if o.Deploy == nil {

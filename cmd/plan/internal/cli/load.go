@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
@@ -42,6 +43,8 @@ type loadOptions struct {
 	apiKey  string
 	// maxFailureRate: a larger share of failed requests exits 1.
 	maxFailureRate float64
+	// plan is the served plan's file, for a server that does not answer GET /v1/plan.
+	plan string
 }
 
 func newLoadCmd(app *App) *cobra.Command {
@@ -49,10 +52,12 @@ func newLoadCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "load {URL | --openai URL}",
 		Short: "Send open-loop load to a running 'plan serve' and report SLO attainment",
-		Long: `load sends requests to a 'plan serve' (or any KServe v2 server that also answers
-GET /v1/plan) at their scheduled arrival times whether or not earlier ones were answered
-(open loop), waits for every answer, and reports attainment, goodput, drops and latency
-percentiles in the same format as 'plan simulate'.
+		Long: `load sends requests to a 'plan serve' at their scheduled arrival times whether or not
+earlier ones were answered (open loop), waits for every answer, and reports attainment,
+goodput, drops and latency percentiles in the same format as 'plan simulate'. The models,
+their planned rates and SLOs come from the server's GET /v1/plan; --plan FILE gives them
+instead, so any KServe v2 server of the plan's models (Triton, KServe, the plan's own
+export) can be loaded: only GET /v2/models/NAME and its infer endpoint are used.
 
 Arrivals are the simulator's: with --load L and --seed S the trace is exactly the one
 'plan simulate --load L --seed S' replays, so the two reports can be compared line by line.
@@ -103,6 +108,7 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
 		Example: `  plan load http://127.0.0.1:8080 --load 0.9 --duration 10s
   plan load http://127.0.0.1:8080 --rate 500 --duration 30s --trace bursty --seed 7
   plan load http://127.0.0.1:8080 --rate 2000 --max-requests 10000 -O json
+  plan load http://127.0.0.1:8000 --plan plan.json --load 0.5 --duration 30s
   plan load --openai http://127.0.0.1:8000 --model mistral-chat --rate 4 --input-tokens 512 --output-tokens 128 --max-requests 200
   plan load --openai http://127.0.0.1:8000 --trace azure-conv.json -O json
   plan load --openai http://127.0.0.1:8000 --model llama --chat --concurrency 16 --max-requests 500`,
@@ -134,6 +140,7 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
 	f.Float64Var(&o.load, "load", 0, "load factor: every model at this multiple of its planned rate, a trace rescaled to it (default 1.0 without --rate)")
 	f.Float64Var(&o.rateScale, "rate-scale", 0, "with a Trace file: replay it at this multiple of its recorded rate (1.0 = as recorded); exclusive with --load and --rate")
 	f.StringVar(&o.model, "model", "", "model to load (default: every model of the served plan)")
+	f.StringVar(&o.plan, "plan", "", "the served plan's file, for a KServe v2 server that does not answer GET /v1/plan (Triton, KServe): its models, rates and SLOs set the run")
 	f.DurationVar(&o.duration, "duration", 10*time.Second, "arrival window (default 10s; a Trace file: its whole span; with --max-requests: until that many were sent)")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop arrivals after this many requests (0 = no limit); without --duration it alone bounds the run")
 	f.StringVar(&o.trace, "trace", "poisson", "arrival process: poisson, bursty[:CV], mmpp, or a trace file (a Trace document or an Azure LLM trace CSV); on an LLM plan a per-request trace replays exactly, as plan simulate's: each request once, with its class and tokens, the whole trace unless --duration")
@@ -228,7 +235,13 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	if o.rateScale > 0 && spec.Trace == nil {
 		return usageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
 	}
-	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(),
+	var plan *formats.Plan
+	if o.plan != "" {
+		if plan, err = formats.ReadIntoWith[*formats.Plan](o.plan, app.Systems.Sections()); err != nil {
+			return usageErrorf("--plan: %v", err)
+		}
+	}
+	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Plan: plan,
 		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
 		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
 		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"), Header: header,

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
@@ -249,5 +251,59 @@ func TestLoadSLOPercentile(t *testing.T) {
 	tot := rep.Points[0].Total
 	if tot.Requests == 0 || tot.SLOPercentile == nil || tot.SLOPercentile.Percentile != 0.95 || tot.SLOPercentile.LatencyUs <= 0 {
 		t.Errorf("total %+v (slo_percentile %+v), want the p95 of the measured requests", tot, tot.SLOPercentile)
+	}
+}
+
+// TestLoadPlanFile: a KServe v2 server that does not answer GET /v1/plan (here plan serve
+// behind a front that hides it, as Triton or an exported KServe service would) is loaded
+// with --plan FILE: the run takes the models, rates and SLOs from the file and sends every
+// request to the server; without --plan the setup fails naming /v1/plan; a --plan that is
+// no plan exits 2 naming the flag and the file.
+func TestLoadPlanFile(t *testing.T) {
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var planGets atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/plan" {
+			planGets.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	defer s.Shutdown(context.Background())
+	args := []string{"load", ts.URL, "--rate", "200", "--duration", "300ms", "--connections", "8", "-O", "json"}
+	if code, _, stderr := rootRun(t, args...); code != ExitUsage || !strings.Contains(stderr, "/v1/plan") {
+		t.Errorf("without --plan: exit %d, want %d naming /v1/plan: %s", code, ExitUsage, stderr)
+	}
+	code, out, stderr := rootRun(t, append(args, "--plan", demoPlanPath)...)
+	var js struct {
+		Points []struct {
+			Total struct {
+				Requests  int64   `json:"requests"`
+				Completed int64   `json:"completed"`
+				Attain    float64 `json:"attainment"`
+			} `json:"total"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); code != ExitOK || err != nil || len(js.Points) != 1 || js.Points[0].Total.Requests == 0 {
+		t.Fatalf("--plan: exit %d %v %s\nstderr %s", code, err, out, stderr)
+	}
+	if n := planGets.Load(); n != 1 {
+		t.Errorf("GET /v1/plan asked %d times, want once (the run without --plan)", n)
+	}
+	bad := filepath.Join(t.TempDir(), "not-a-plan.json")
+	if err := os.WriteFile(bad, []byte(`{"apiVersion":"plan/v1","kind":"Cluster"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := rootRun(t, append(args, "--plan", bad)...); code != ExitUsage || !strings.Contains(stderr, "--plan") || !strings.Contains(stderr, "not-a-plan.json") {
+		t.Errorf("--plan of a cluster: exit %d, want %d naming the flag and file: %s", code, ExitUsage, stderr)
 	}
 }
