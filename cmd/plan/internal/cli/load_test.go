@@ -20,14 +20,7 @@ import (
 // late answers, cancelled requests) and nothing about simulated loads, and no \r progress is
 // written when the output is not a terminal .
 func TestLoadReport(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := demoServer(t)
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	defer s.Shutdown(context.Background())
@@ -66,14 +59,7 @@ func TestLoadReport(t *testing.T) {
 // report, by default by plan simulate's rule (20% of a short run) and as --warmup says, and
 // refuses a window as long as the run.
 func TestLoadWarmup(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := demoServer(t)
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	defer s.Shutdown(context.Background())
@@ -130,14 +116,7 @@ func TestLoadWarmup(t *testing.T) {
 // (a counts trace of mean 200 req/s: base 200 per model, load column = the scale), needs a
 // trace and excludes --load.
 func TestLoadRateScale(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := demoServer(t)
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	defer s.Shutdown(context.Background())
@@ -260,14 +239,7 @@ func TestLoadSLOPercentile(t *testing.T) {
 // request to the server; without --plan the setup fails naming /v1/plan; a --plan that is
 // no plan exits 2 naming the flag and the file.
 func TestLoadPlanFile(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := demoServer(t)
 	var planGets atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/plan" {
@@ -306,4 +278,18 @@ func TestLoadPlanFile(t *testing.T) {
 	if code, _, stderr := rootRun(t, append(args, "--plan", bad)...); code != ExitUsage || !strings.Contains(stderr, "--plan") || !strings.Contains(stderr, "not-a-plan.json") {
 		t.Errorf("--plan of a cluster: exit %d, want %d naming the flag and file: %s", code, ExitUsage, stderr)
 	}
+}
+
+// demoServer is plan serve on the demo plan (emulated workers), not yet listening.
+func demoServer(t *testing.T) *serve.Server {
+	t.Helper()
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{Plan: p, Deploy: systems.Deploy, Policies: systems.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
