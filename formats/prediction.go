@@ -38,8 +38,8 @@ type Prediction struct {
 	DurationS float64 `json:"duration_s"`
 	// Headroom is the highest load factor (× the plan's own rates) at which every application
 	// still holds its target, found by doubling then bisecting (sim's limit search, capped at
-	// HeadroomCap); below 1 when the plan misses at its own rates, 0 when it misses at every
-	// load tried.
+	// HeadroomCap) and held in the replications at that load too; below 1 when the plan
+	// misses at its own rates, 0 when it misses at every load tried.
 	Headroom    float64 `json:"headroom"`
 	HeadroomCap float64 `json:"headroom_cap"`
 	// Meets is true when every application meets its target at load 1.
@@ -85,7 +85,8 @@ type AppPrediction struct {
 	// Meets: every SLO of SLOs met where there are any, else Attainment ≥ Target.
 	Meets bool `json:"meets"`
 	// SustainedRPS is the highest rate (a load factor tried × RateRPS) at which this
-	// application meets its target, and every lower load tried too: what a user can size by.
+	// application meets its target, and every lower load tried too, in the first run and in
+	// each replication at that load: what a user (and an autoscaler) can size by.
 	SustainedRPS float64 `json:"sustained_rps"`
 }
 

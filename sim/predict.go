@@ -2,8 +2,10 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -40,6 +42,10 @@ type PredictInput struct {
 	Policy    string
 	Seed      int64
 	SpanScale float64
+	// RatesOnly runs load 1 and its replications only: attainment, margin and percentiles,
+	// with Headroom and every SustainedRPS left 0 (an independent check of a prediction's
+	// verdict needs no headroom search, which is most of a prediction's runs).
+	RatesOnly bool
 }
 
 // Predict simulates the plan at its own rates and returns its prediction.
@@ -68,7 +74,7 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 	cfg := &SweepConfig{
 		Dep: dep, Policies: in.Policies, Policy: dataplane.Config{Policy: in.Policy}, Arrival: spec, BaseRPS: rates,
 		Loads: []float64{1}, Duration: d, Seed: uint64(in.Seed), Warmup: DefaultWarmup(dep, d),
-		FindLimit: true, LimitCap: predictHeadroomCap, PlanName: "prediction", Strategy: in.Plan.Provenance.Strategy,
+		FindLimit: !in.RatesOnly, LimitCap: predictHeadroomCap, PlanName: "prediction", Strategy: in.Plan.Provenance.Strategy,
 	}
 	cfg.LLM = PlanLLMClasses(in.Plan, dep)
 	rep, err := Sweep(ctx, cfg)
@@ -87,7 +93,7 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 		}
 	}
 	targets := j.targets
-	if !j.all(at1) {
+	if !j.all(at1) && !in.RatesOnly {
 		// Where it does hold: the loads below 1 (the search above 1 found nothing).
 		c := *cfg
 		c.Loads, c.FindLimit = predictBelow, false
@@ -101,27 +107,29 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 	// (a queue that builds holds many requests late at once), so a run's attainment
 	// scatters more than the binomial of its request count says; the spread of independent
 	// replications measures it (PARD at 20 s: 99.29% ± 0.26 binomial, another seed 97.79%).
+	v := &sustainCheck{cfg: cfg, seed: in.Seed, j: j, points: points, reps: map[float64][]Point{}}
+	reps1, err := v.replications(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
 	reps := make([][]float64, len(at1.Apps))
 	for i, a := range at1.Apps {
 		reps[i] = []float64{a.Attainment}
-	}
-	for r := int64(1); r <= predictReplications; r++ {
-		c := *cfg
-		c.Loads, c.FindLimit, c.Seed = []float64{1}, false, uint64(in.Seed)+uint64(r)*replicationSeedStride
-		c.Progress = nil
-		rp, err := Sweep(ctx, &c)
-		if err != nil {
-			return nil, fmt.Errorf("predicting the plan: %w", err)
-		}
-		for i := range reps {
-			if p := pointAt(rp.Points, 1); p != nil && i < len(p.Apps) && p.Apps[i].Requests > 0 {
+		for _, p := range reps1 {
+			if i < len(p.Apps) && p.Apps[i].Requests > 0 {
 				reps[i] = append(reps[i], p.Apps[i].Attainment)
 			}
 		}
 	}
+	hr := 0.0
+	if !in.RatesOnly {
+		if hr, err = v.sustained(ctx, headroom(points, j), -1); err != nil {
+			return nil, err
+		}
+	}
 	pr := &formats.Prediction{
 		Method: formats.PredictionMethodSim, Basis: basis, Policy: in.Policy, Arrivals: "poisson", Seed: in.Seed,
-		DurationS: secs, Headroom: headroom(points, j), HeadroomCap: predictHeadroomCap, Meets: true,
+		DurationS: secs, Headroom: hr, HeadroomCap: predictHeadroomCap, Meets: true,
 	}
 	for i, a := range at1.Apps {
 		ap := formats.AppPrediction{
@@ -141,7 +149,13 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 				ap.SLOs = append(ap.SLOs, formats.PredictedSLO{SLO: c.SLO, LimitMs: c.LimitUs / 1000, Percentile: c.Percentile, Share: c.Share, Meets: c.Met})
 			}
 		}
-		ap.SustainedRPS = math.Round(appHeadroom(points, i, j)*a.OfferedRPS*1e4) / 1e4
+		if !in.RatesOnly {
+			h, err := v.sustained(ctx, appHeadroom(points, i, j), i)
+			if err != nil {
+				return nil, err
+			}
+			ap.SustainedRPS = math.Round(h*a.OfferedRPS*1e4) / 1e4
+		}
 		pr.Meets = pr.Meets && ap.Meets
 		pr.Apps = append(pr.Apps, ap)
 	}
@@ -280,6 +294,74 @@ func pointAt(points []Point, load float64) *Point {
 		}
 	}
 	return nil
+}
+
+// sustainCheck holds a headroom to the replications' standard. The headroom search runs one
+// seed, and a load that passes on it by luck would overstate sustained_rps, and with it the
+// autoscaling thresholds built on it (export.Capacity). A load counts as held only where
+// the replications (other arrivals, as at load 1) hold it too; where they do not, the next
+// lower load tried is checked the same way.
+type sustainCheck struct {
+	cfg    *SweepConfig
+	seed   int64
+	j      judge
+	points []Point
+	reps   map[float64][]Point // replication points per load, run once each
+}
+
+// replications runs (once per load) the predictReplications runs at load beside the first.
+func (v *sustainCheck) replications(ctx context.Context, load float64) ([]Point, error) {
+	if ps, ok := v.reps[load]; ok {
+		return ps, nil
+	}
+	ps := make([]Point, predictReplications)
+	errs, err := Parallel(ctx, len(ps), v.cfg.Parallel, func(r int) error {
+		c := *v.cfg
+		c.Seed, c.Progress = uint64(v.seed)+uint64(r+1)*replicationSeedStride, nil
+		p, err := RunPoint(&c, load)
+		if err != nil {
+			return err
+		}
+		ps[r] = *p
+		return nil
+	}, nil)
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("predicting the plan: load %g: %w", load, err)
+	}
+	v.reps[load] = ps
+	return ps, nil
+}
+
+// sustained is the highest load ≤ h tried at which application app (-1: every application)
+// holds its targets in every replication as well as in the first run (0 when none does).
+func (v *sustainCheck) sustained(ctx context.Context, h float64, app int) (float64, error) {
+	var loads []float64
+	for _, p := range v.points {
+		if p.Load <= h && p.Load > 0 && !slices.Contains(loads, p.Load) {
+			loads = append(loads, p.Load)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(loads)))
+	for _, load := range loads {
+		ps, err := v.replications(ctx, load)
+		if err != nil {
+			return 0, err
+		}
+		held := true
+		for k := range ps {
+			if (app < 0 && !v.j.all(&ps[k])) || (app >= 0 && !v.j.app(&ps[k], app)) {
+				held = false
+				break
+			}
+		}
+		if held {
+			return math.Round(load*1e4) / 1e4, nil
+		}
+	}
+	return 0, nil
 }
 
 // predictReplications are the runs beside the first whose spread bounds a prediction's

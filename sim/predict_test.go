@@ -48,6 +48,46 @@ func TestPredictHeadroom(t *testing.T) {
 	}
 }
 
+// TestPredictSustained: a headroom found on one seed stands only where the replications at
+// that load hold too; otherwise the next lower load tried is checked, per application or
+// for all of them (-1). The replication points are given, so nothing is simulated.
+func TestPredictSustained(t *testing.T) {
+	pt := func(load float64, att ...float64) Point {
+		p := Point{Load: load}
+		for _, a := range att {
+			p.Apps = append(p.Apps, AppMetrics{Attainment: a, Requests: 100})
+		}
+		return p
+	}
+	first := []Point{pt(1, 1, 1), pt(1.25, 1, 1), pt(1.5, 0.995, 1), pt(2, 0.9, 0.9)}
+	tests := []struct {
+		name string
+		reps map[float64][]Point
+		h    float64
+		app  int
+		want float64
+	}{
+		{"replications hold", map[float64][]Point{1.5: {pt(1.5, 0.99, 1), pt(1.5, 1, 1)}}, 1.5, -1, 1.5},
+		{"a lucky seed steps down", map[float64][]Point{1.5: {pt(1.5, 0.97, 1), pt(1.5, 1, 1)}, 1.25: {pt(1.25, 1, 1), pt(1.25, 1, 1)}}, 1.5, -1, 1.25},
+		{"the lucky app steps down", map[float64][]Point{1.5: {pt(1.5, 0.97, 1), pt(1.5, 1, 1)}, 1.25: {pt(1.25, 1, 1), pt(1.25, 1, 1)}}, 1.5, 0, 1.25},
+		{"the other app stands", map[float64][]Point{1.5: {pt(1.5, 0.97, 1), pt(1.5, 1, 1)}}, 1.5, 1, 1.5},
+		{"none holds", map[float64][]Point{1: {pt(1, 0.9, 1), pt(1, 1, 1)}}, 1, -1, 0},
+		{"headroom 0 stays 0", map[float64][]Point{}, 0, -1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &sustainCheck{j: judge{targets: []float64{MaxLoadTarget, MaxLoadTarget}}, points: first, reps: tc.reps}
+			got, err := v.sustained(t.Context(), tc.h, tc.app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("sustained(%g, app %d) = %g, want %g", tc.h, tc.app, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestPredictMargins: the sampling margin is the binomial's 95% range, at least one
 // request's share (1 with no requests); the replication margin 1.96 sample deviations.
 func TestPredictMargins(t *testing.T) {

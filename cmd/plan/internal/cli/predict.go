@@ -30,20 +30,27 @@ func predictPlan(ctx context.Context, reg *systems.Registry, plan *formats.Plan)
 	return predictPlanWith(ctx, reg, plan, predictSeed, 1)
 }
 
-// predictPlanSeed is predictPlan with other arrivals (the property tests' independent re-run).
+// predictPlanSeed is predictPlan at the plan's rates only (no headroom search) with other
+// arrivals: the property tests' independent re-run of a verdict.
 func predictPlanSeed(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64) (*formats.Prediction, error) {
-	return predictPlanWith(ctx, reg, plan, seed, 1)
+	return predictPlanInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: 1, RatesOnly: true})
 }
 
 // predictPlanWith is predictPlan with the arrivals' seed and the span times spanScale
 // (BenchmarkPredictionVsLongRun's 10× run): the plan deployed by its system, simulated by
 // sim.Predict.
 func predictPlanWith(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64, spanScale float64) (*formats.Prediction, error) {
+	return predictPlanInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: spanScale})
+}
+
+// predictPlanInput deploys the plan by its system and predicts it with in's settings.
+func predictPlanInput(ctx context.Context, reg *systems.Registry, plan *formats.Plan, in sim.PredictInput) (*formats.Prediction, error) {
 	dep, pol, err := reg.Deploy(plan)
 	if err != nil {
 		return nil, fmt.Errorf("predicting the plan: %w", err)
 	}
-	return sim.Predict(ctx, sim.PredictInput{Plan: plan, Dep: dep, Policies: reg.Policies(), Policy: pol, Seed: seed, SpanScale: spanScale})
+	in.Plan, in.Dep, in.Policies, in.Policy = plan, dep, reg.Policies(), pol
+	return sim.Predict(ctx, in)
 }
 
 // predictionMisses lists the applications that miss their targets, one phrase each.

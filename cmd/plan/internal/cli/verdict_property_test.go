@@ -167,18 +167,29 @@ func TestVerdictProperty(t *testing.T) {
 
 // BenchmarkVerdictProperty is the property test at scale: b.N seeded cases per system,
 // reporting the violation rate (target 0) and the share of cases solve wrote a plan for.
+// PLAN_PROPERTY_FIRST_SEED (default 1) starts the seeds elsewhere, so that thousands of
+// cases can run as separate chunks (seeds 1–1000, then 1001–2000) and add up.
 func BenchmarkVerdictProperty(b *testing.B) {
 	b.Chdir(filepath.Join("..", "..", "..", ".."))
+	first := uint64(1)
+	if s := os.Getenv("PLAN_PROPERTY_FIRST_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || v < 1 {
+			b.Fatalf("PLAN_PROPERTY_FIRST_SEED=%q: want a seed >= 1", s)
+		}
+		first = v
+	}
 	reg := systems.Default()
 	for _, c := range propertyCases {
 		b.Run(c.system, func(b *testing.B) {
 			dir := b.TempDir()
 			violations, written := 0, 0
 			for i := range b.N {
-				outcome, v := verdictProperty(b, reg, c, uint64(i+1), dir)
+				seed := first + uint64(i)
+				outcome, v := verdictProperty(b, reg, c, seed, dir)
 				if v != "" {
 					violations++
-					b.Logf("seed %d: %s", i+1, v)
+					b.Logf("seed %d: %s", seed, v)
 				}
 				if outcome == "written" {
 					written++
