@@ -288,9 +288,16 @@ func newPointSimCompact(cfg *SweepConfig, load float64, compact bool) (*Sim, err
 		LLM: cfg.LLM,
 	}
 	if compact {
-		opts.CompactEvery = compactEvery
-		opts.ExpectedAnswers = opts.ExpectedRequests
-		opts.ExpectedRequests = min(opts.ExpectedRequests, 4*compactEvery)
+		CompactAsSweeps(&opts)
 	}
 	return New(cfg.Dep, pol, srcs, opts)
+}
+
+// CompactAsSweeps sets o to compact the engine as every sweep's load point does: every
+// compactEvery events, with the request tables presized for what is in flight and the
+// latency record for every expected answer.
+func CompactAsSweeps(o *Options) {
+	o.CompactEvery = compactEvery
+	o.ExpectedAnswers = o.ExpectedRequests
+	o.ExpectedRequests = min(o.ExpectedRequests, 4*compactEvery)
 }

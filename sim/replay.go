@@ -140,9 +140,7 @@ func newReplaySim(cfg *SweepConfig, pol dataplane.Policy, load float64, compact 
 		Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup, LLM: cfg.LLM, Attrs: x.attr,
 	}
 	if compact {
-		opts.CompactEvery = compactEvery
-		opts.ExpectedAnswers = opts.ExpectedRequests
-		opts.ExpectedRequests = min(opts.ExpectedRequests, 4*compactEvery)
+		CompactAsSweeps(&opts)
 	}
 	return New(cfg.Dep, pol, x.sources(load), opts)
 }

@@ -14,18 +14,18 @@ func TestSimScaleDecisionHash(t *testing.T) {
 	// Recorded at e3a0a60 (before the policies handled EvCancel and Forget); the 400 and
 	// 1,600-GPU points run with PLAN_SCALE_HASH_FULL=1 (about 40 s).
 	want := map[string]string{
-		"busy-until/gpus=100":          "293f5734ea6939d0",
-		"busy-until/gpus=400":          "c9e3d2f785f1f6a6",
-		"busy-until/gpus=1600":         "92ccb26070505286",
-		"interval/gpus=100":            "293f5734ea6939d0",
-		"interval/gpus=400":            "c9e3d2f785f1f6a6",
-		"interval/gpus=1600":           "92ccb26070505286",
-		"busy-until-compact/gpus=100":  "293f5734ea6939d0",
-		"busy-until-compact/gpus=400":  "c9e3d2f785f1f6a6",
-		"busy-until-compact/gpus=1600": "92ccb26070505286",
+		"busy-until/gpus=100":         "293f5734ea6939d0",
+		"busy-until/gpus=400":         "c9e3d2f785f1f6a6",
+		"busy-until/gpus=1600":        "92ccb26070505286",
+		"interval/gpus=100":           "293f5734ea6939d0",
+		"interval/gpus=400":           "c9e3d2f785f1f6a6",
+		"interval/gpus=1600":          "92ccb26070505286",
+		"busy-until-retain/gpus=100":  "293f5734ea6939d0",
+		"busy-until-retain/gpus=400":  "c9e3d2f785f1f6a6",
+		"busy-until-retain/gpus=1600": "92ccb26070505286",
 	}
 	full := os.Getenv("PLAN_SCALE_HASH_FULL") != ""
-	for _, mode := range []string{"busy-until", "interval", "busy-until-compact"} {
+	for _, mode := range []string{"busy-until", "interval", "busy-until-retain"} {
 		for _, k := range []int{1, 4, 16} {
 			name := fmt.Sprintf("%s/gpus=%d", mode, 100*k)
 			if k > 1 && !full {

@@ -15,7 +15,8 @@ var fixture = filepath.Join("..", "..", "testdata", "sim", "hc1-100.json")
 
 // scaleCase is one BenchmarkSimScale load point (simscale.PPipe: the fixture at k × 100
 // GPUs, load 0.9, 30 simulated seconds): mode "interval" runs the dispatcher in interval
-// mode, "busy-until-compact" compacts the engine every 64k events, the others busy-until.
+// mode, "busy-until-retain" keeps every request in the engine (the others compact it as
+// sweeps do), the others busy-until.
 func scaleCase(tb testing.TB, mode string, k int) *simscale.Case {
 	tb.Helper()
 	data, err := os.ReadFile(fixture)
@@ -37,7 +38,7 @@ func scaleCase(tb testing.TB, mode string, k int) *simscale.Case {
 // better figure: run one sub-benchmark per process under /usr/bin/time -v). `plan bench
 // speed` runs the same cases.
 func BenchmarkSimScale(b *testing.B) {
-	for _, mode := range []string{simscale.ModeBusyUntil, simscale.ModeInterval, simscale.ModeBusyUntilCompact} {
+	for _, mode := range []string{simscale.ModeBusyUntil, simscale.ModeInterval, simscale.ModeBusyUntilRetain} {
 		for _, k := range []int{1, 4, 16} {
 			c := scaleCase(b, mode, k)
 			b.Run(c.Name(mode), func(b *testing.B) {

@@ -38,10 +38,13 @@ type Case struct {
 	newPolicy func() (dataplane.Policy, error)
 	sources   func() ([]sim.Source, error)
 	opts      sim.Options
+	// retain keeps every request in the engine's tables (no compaction): the cost a run
+	// pays without it (ModeBusyUntilRetain).
+	retain bool
 }
 
 // Run simulates the case once and returns the finished simulation (its engine counts the
-// events; it holds every request unless the case compacts).
+// events; it holds only the requests still in flight, unless the case retains them all).
 func (c *Case) Run() (*sim.Sim, error) {
 	s, err := c.Build()
 	if err != nil {
@@ -66,15 +69,22 @@ func (c *Case) Build() (*sim.Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sim.New(c.Dep, p, srcs, c.opts)
+	opts := c.opts
+	if !c.retain {
+		// As every sweep's load point runs (sim.RunPoint): the engine forgets finished
+		// requests, so memory, and the collector's scan of it, stays flat in N.
+		sim.CompactAsSweeps(&opts)
+	}
+	return sim.New(c.Dep, p, srcs, opts)
 }
 
 // PPipe modes: the reservation dispatcher busy-until (the default), in interval mode, and
-// busy-until with engine compaction every 64k events as a long-running driver does.
+// busy-until with every request retained (no engine compaction, which every other case
+// does as the sweeps do).
 const (
-	ModeBusyUntil        = "busy-until"
-	ModeInterval         = "interval"
-	ModeBusyUntilCompact = "busy-until-compact"
+	ModeBusyUntil       = "busy-until"
+	ModeInterval        = "interval"
+	ModeBusyUntilRetain = "busy-until-retain"
 )
 
 // PPipe is the PPipe fixture planJSON (hc1-100: 75 P4 + 25 L4) scaled k-fold
@@ -91,22 +101,18 @@ func PPipe(planJSON []byte, mode string, k int, dur dataplane.Time) (*Case, erro
 	}
 	pc := dataplane.Config{Policy: ppipe.DefaultPolicy}
 	switch mode {
-	case ModeBusyUntil, ModeBusyUntilCompact:
+	case ModeBusyUntil, ModeBusyUntilRetain:
 	case ModeInterval:
 		pc.Params = map[string]string{"interval": "true"}
 	default:
-		return nil, fmt.Errorf("simscale: ppipe mode %q: want %s, %s or %s", mode, ModeBusyUntil, ModeInterval, ModeBusyUntilCompact)
+		return nil, fmt.Errorf("simscale: ppipe mode %q: want %s, %s or %s", mode, ModeBusyUntil, ModeInterval, ModeBusyUntilRetain)
 	}
 	dur = orDefault(dur, 30*dataplane.Second)
 	const load, seed = 0.9, 1
 	spec, _ := sim.ParseArrival("poisson")
 	reg := ppipe.Registry()
-	c := &Case{Units: len(dep.Topo.GPUs), Unit: "gpus", Dep: dep,
+	c := &Case{Units: len(dep.Topo.GPUs), Unit: "gpus", Dep: dep, retain: mode == ModeBusyUntilRetain,
 		newPolicy: func() (dataplane.Policy, error) { return reg.New(dep, pc, "") }}
-	var expect float64
-	for a := range dep.Apps {
-		expect += dep.Apps[a].RateRPS * load * float64(dur) / 1e6
-	}
 	c.sources = func() ([]sim.Source, error) {
 		srcs := make([]sim.Source, len(dep.Apps))
 		for a := range dep.Apps {
@@ -117,12 +123,7 @@ func PPipe(planJSON []byte, mode string, k int, dur dataplane.Time) (*Case, erro
 		}
 		return srcs, nil
 	}
-	c.opts = sim.Options{Duration: dur, Seed: sim.PointSeed(seed, load, -1), ExpectedRequests: int(expect*1.1 + 1024)}
-	if mode == ModeBusyUntilCompact {
-		c.opts.CompactEvery = 1 << 16
-		c.opts.ExpectedAnswers = c.opts.ExpectedRequests
-		c.opts.ExpectedRequests = 0
-	}
+	c.opts = sim.Options{Duration: dur, Seed: sim.PointSeed(seed, load, -1), ExpectedRequests: expected(dep, load, dur)}
 	return c, nil
 }
 
@@ -154,7 +155,7 @@ func Cascade(planJSON []byte, pol string, k int, dur dataplane.Time) (*Case, err
 			src, err := spec.New(rate, dep.Apps[0].Name, 1)
 			return []sim.Source{src}, err
 		},
-		opts: sim.Options{Duration: dur, Seed: 1, ExpectedRequests: int(rate*float64(dur)/1e6*1.1 + 1024)},
+		opts: sim.Options{Duration: dur, Seed: 1, ExpectedRequests: expected(dep, 0.5, dur)},
 	}, nil
 }
 
@@ -167,13 +168,14 @@ func PARD(pol string, k int, dur dataplane.Time) (*Case, error) {
 		return nil, err
 	}
 	spec, _ := sim.ParseArrival("poisson")
+	dur = orDefault(dur, 10*dataplane.Second)
 	return &Case{Units: len(dep.Topo.Workers), Unit: "workers", Dep: dep,
 		newPolicy: func() (dataplane.Policy, error) { return pard.NewPolicy(dataplane.Config{Policy: pol}) },
 		sources: func() ([]sim.Source, error) {
 			src, err := spec.New(dep.Apps[0].RateRPS, dep.Apps[0].Name, 1)
 			return []sim.Source{src}, err
 		},
-		opts: sim.Options{Duration: orDefault(dur, 10*dataplane.Second), Seed: 1},
+		opts: sim.Options{Duration: dur, Seed: 1, ExpectedRequests: expected(dep, 1, dur)},
 	}, nil
 }
 
@@ -188,6 +190,7 @@ func QLM(pol string, k int, dur dataplane.Time) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
+	dur = orDefault(dur, 10*dataplane.Second)
 	return &Case{Units: len(dep.Topo.Workers), Unit: "instances", Dep: dep,
 		newPolicy: func() (dataplane.Policy, error) {
 			// admit=all: the engine's scaling as measured before the admission judge
@@ -195,7 +198,7 @@ func QLM(pol string, k int, dur dataplane.Time) (*Case, error) {
 			return qlm.Registry().New(dep, dataplane.Config{Policy: pol, Params: map[string]string{"admit": "all"}}, qlm.PolicyQLM)
 		},
 		sources: appSources(dep, 1),
-		opts:    sim.Options{Duration: orDefault(dur, 10*dataplane.Second), Seed: 1},
+		opts:    sim.Options{Duration: dur, Seed: 1, ExpectedRequests: expected(dep, 1, dur)},
 	}, nil
 }
 
@@ -226,6 +229,11 @@ func DyOrc(workloadJSON []byte, pol string, k int, dur dataplane.Time) (*Case, e
 		return nil, fmt.Errorf("simscale: no dyorc policy %q", pol)
 	}
 	spec, _ := sim.ParseArrival("poisson")
+	dur = orDefault(dur, 60*dataplane.Second)
+	var rate float64
+	for a := range dep.Apps {
+		rate += max(dep.Apps[a].RateRPS, 0.5) * float64(k)
+	}
 	return &Case{Units: 8 * k, Unit: "gpus", Dep: dep,
 		newPolicy: func() (dataplane.Policy, error) { return sp.New(dataplane.Config{Policy: pol}) },
 		sources: func() ([]sim.Source, error) {
@@ -239,8 +247,18 @@ func DyOrc(workloadJSON []byte, pol string, k int, dur dataplane.Time) (*Case, e
 			}
 			return srcs, nil
 		},
-		opts: sim.Options{Duration: orDefault(dur, 60*dataplane.Second), Seed: 1, Jitter: 0.05},
+		opts: sim.Options{Duration: dur, Seed: 1, Jitter: 0.05, ExpectedRequests: int(rate*float64(dur)/1e6*1.1 + 1024)},
 	}, nil
+}
+
+// expected is the number of arrivals to presize for, as a sweep's load point does: every
+// application's planned rate × load over dur, plus a tenth and a margin.
+func expected(dep *dataplane.Deployment, load float64, dur dataplane.Time) int {
+	var rps float64
+	for a := range dep.Apps {
+		rps += dep.Apps[a].RateRPS * load
+	}
+	return int(rps*float64(dur)/1e6*1.1 + 1024)
 }
 
 // appSources is one Poisson source per application at its planned rate × scale, application

@@ -3,10 +3,12 @@ package simscale
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/sim"
 )
 
 func readTestdata(t *testing.T, path string) []byte {
@@ -31,7 +33,7 @@ func TestCasesScale(t *testing.T) {
 	}{
 		{"ppipe", func(k int) (*Case, error) { return PPipe(ppipePlan, ModeBusyUntil, k, dur) }, 100, "gpus"},
 		{"ppipe-interval", func(k int) (*Case, error) { return PPipe(ppipePlan, ModeInterval, k, dur) }, 100, "gpus"},
-		{"ppipe-compact", func(k int) (*Case, error) { return PPipe(ppipePlan, ModeBusyUntilCompact, k, dur) }, 100, "gpus"},
+		{"ppipe-retain", func(k int) (*Case, error) { return PPipe(ppipePlan, ModeBusyUntilRetain, k, dur) }, 100, "gpus"},
 		{"pard", func(k int) (*Case, error) { return PARD("pard", k, dur) }, 16, "workers"},
 		{"qlm", func(k int) (*Case, error) { return QLM("qlm", k, dur) }, QLMBase, "instances"},
 		{"cascade", func(k int) (*Case, error) { return Cascade(cascadePlan, "cascadeserve", k, dur) }, 2 * CascadeBase, "gpus"},
@@ -60,6 +62,42 @@ func TestCasesScale(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRetainSameOutcome: the cases compact the engine as sweeps do; retaining every request
+// instead changes nothing the run decides (the same events and the same metrics).
+func TestRetainSameOutcome(t *testing.T) {
+	plan := readTestdata(t, "sim/hc1-100.json")
+	var runs []*sim.Sim
+	var ms []any
+	for _, mode := range []string{ModeBusyUntil, ModeBusyUntilRetain} {
+		c, err := PPipe(plan, mode, 1, 5*dataplane.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, ms = append(runs, s), append(ms, m)
+	}
+	if !reflect.DeepEqual(ms[0], ms[1]) {
+		t.Errorf("the metrics differ between compacting and retaining")
+	}
+	a, b := runs[0].Engine, runs[1].Engine
+	if a.Events() != b.Events() || a.Finished() != b.Finished() {
+		t.Errorf("compacting: %d events, %d finished; retaining: %d, %d", a.Events(), a.Finished(), b.Events(), b.Finished())
+	}
+	if a.RequestBase() == 0 {
+		t.Errorf("the compacting run forgot no request (request base 0)")
+	}
+	if b.RequestBase() != 0 {
+		t.Errorf("the retaining run forgot requests (request base %d)", b.RequestBase())
 	}
 }
 
