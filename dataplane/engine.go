@@ -46,7 +46,7 @@ type Engine struct {
 	dep     *Deployment
 	pol     Policy
 	fx      Effects
-	reqs    []Request
+	reqs    chunked[Request]
 	batches []Batch
 	workers []workerState
 	up      []linkState
@@ -123,9 +123,16 @@ func (e *Engine) Policy() Policy { return e.pol }
 // View returns the read-only view policies get.
 func (e *Engine) View() View { return View{e} }
 
-// Requests returns every request so far, indexed by ReqID (read-only). After Compact it
-// starts at RequestBase: index with id − RequestBase(), or use Req.
-func (e *Engine) Requests() []Request { return e.reqs }
+// Requests returns a copy of every request held, indexed by ReqID − RequestBase() (every
+// request so far until Compact forgets some). It costs a copy of the table: drivers use
+// NextRequestID, HeldRequests and Req instead.
+func (e *Engine) Requests() []Request { return e.reqs.snapshot() }
+
+// NextRequestID is the ID the next admitted request gets: every request so far is below it.
+func (e *Engine) NextRequestID() ReqID { return e.reqBase + ReqID(e.reqs.len()) }
+
+// HeldRequests is the number of requests the engine holds (from RequestBase on).
+func (e *Engine) HeldRequests() int { return e.reqs.len() }
 
 // Batches returns every batch so far, indexed by BatchID (read-only); after Compact it
 // starts at BatchBase.
@@ -143,11 +150,11 @@ func (e *Engine) RequestBase() ReqID { return e.reqBase }
 // BatchBase: see RequestBase.
 func (e *Engine) BatchBase() BatchID { return e.batchBase }
 
-func (e *Engine) rq(id ReqID) *Request { return &e.reqs[id-e.reqBase] }
+func (e *Engine) rq(id ReqID) *Request { return e.reqs.at(int(id - e.reqBase)) }
 func (e *Engine) bt(id BatchID) *Batch { return &e.batches[id-e.batchBase] }
 
 func (e *Engine) hasReq(id ReqID) bool {
-	return id >= e.reqBase && int(id-e.reqBase) < len(e.reqs)
+	return id >= e.reqBase && int(id-e.reqBase) < e.reqs.len()
 }
 
 // Compact forgets finished requests and closed batches older than every unfinished one,
@@ -161,14 +168,14 @@ func (e *Engine) Compact() {
 	for k < len(e.batches) && e.batchClosed(&e.batches[k]) {
 		k++
 	}
-	minReq := ReqID(len(e.reqs)) + e.reqBase
+	minReq := e.NextRequestID()
 	for i := k; i < len(e.batches); i++ {
 		for _, r := range e.batches[i].Reqs {
 			minReq = min(minReq, r)
 		}
 	}
 	j := 0
-	for j < len(e.reqs) && e.reqs[j].Outcome != Pending && e.reqs[j].ID < minReq {
+	for j < e.reqs.len() && e.reqs.at(j).Outcome != Pending && e.reqs.at(j).ID < minReq {
 		j++
 	}
 	if k > 0 {
@@ -180,12 +187,10 @@ func (e *Engine) Compact() {
 	if j > 0 {
 		if e.forget != nil {
 			for i := range j {
-				e.forget.Forget(e.reqs[i].ID)
+				e.forget.Forget(e.reqs.at(i).ID)
 			}
 		}
-		n := copy(e.reqs, e.reqs[j:])
-		clear(e.reqs[n:])
-		e.reqs = e.reqs[:n]
+		e.reqs.dropFront(j)
 		e.reqBase += ReqID(j)
 	}
 }
@@ -233,14 +238,9 @@ func (e *Engine) Finished() int64 { return e.finished }
 // WorkerBusy returns the total time worker w spent executing batches.
 func (e *Engine) WorkerBusy(w WorkerID) Time { return e.workers[w].busyTime }
 
-// ReserveRequests pre-sizes the request and batch tables (a driver that knows how many arrivals to
-// expect avoids re-allocation).
+// ReserveRequests pre-sizes the batch table (a driver that knows how many arrivals to expect
+// avoids re-allocation; the request table grows by chunks and never copies).
 func (e *Engine) ReserveRequests(n int) {
-	if cap(e.reqs) < n {
-		r := make([]Request, len(e.reqs), n)
-		copy(r, e.reqs)
-		e.reqs = r
-	}
 	if cap(e.batches) < n {
 		b := make([]Batch, len(e.batches), n)
 		copy(b, e.batches)

@@ -69,8 +69,8 @@ func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
 	if dl <= 0 {
 		dl = at + e.dep.Apps[a.App].SLO
 	}
-	id := ReqID(len(e.reqs)) + e.reqBase
-	e.reqs = append(e.reqs, Request{
+	id := e.NextRequestID()
+	e.reqs.push(Request{
 		ID: id, App: a.App, Class: a.Class, Attrs: a.Attrs, Arrival: at, Deadline: dl,
 		Dispatch: Never, FirstToken: Never, Done: Never, DropStage: NoStage,
 	})

@@ -611,7 +611,7 @@ func (d *driver) feed(c *call) {
 	c.fed = d.now
 	d.m.intake(d.now - c.at)
 	// The ID the engine will give: the call must be findable if the policy answers it at once.
-	id := g.eng.RequestBase() + dataplane.ReqID(len(g.eng.Requests()))
+	id := g.eng.NextRequestID()
 	c.req = id
 	g.setCall(id, c)
 	g.outstanding++

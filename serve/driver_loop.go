@@ -54,7 +54,7 @@ func (d *driver) rotateIfIdle() {
 // requests (Compact) and its policy forgets them too (dataplane.Forgetter), but IDs are
 // 32-bit (idLimit).
 func (d *driver) issued(g *generation) int {
-	return int(g.eng.RequestBase()) + len(g.eng.Requests())
+	return int(g.eng.NextRequestID())
 }
 
 // evalDoors asks the policy (dataplane.Door), or the driver's own estimate, whether a fresh

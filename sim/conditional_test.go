@@ -50,8 +50,9 @@ func TestConditionalModules(t *testing.T) {
 				t.Fatal(err)
 			}
 			visited, total := 0, 0
-			for i := range s.Engine.Requests() {
-				r := &s.Engine.Requests()[i]
+			reqs := s.Engine.Requests()
+			for i := range reqs {
+				r := &reqs[i]
 				if r.Outcome == dataplane.Pending {
 					t.Fatalf("request %d never finished", r.ID)
 				}

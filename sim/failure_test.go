@@ -45,7 +45,7 @@ func TestWorkerFailure(t *testing.T) {
 					if _, err := s.Run(); err != nil {
 						t.Fatal(err)
 					}
-					n := int(s.Engine.RequestBase()) + len(s.Engine.Requests())
+					n := int(s.Engine.NextRequestID())
 					if len(finished) != n {
 						t.Fatalf("%d of %d requests finished", len(finished), n)
 					}

@@ -212,7 +212,7 @@ func (s *Sim) Run() (*Metrics, error) {
 		at, ev := s.heap.Pop()
 		s.now = at
 		if s.opts.Horizon > 0 && s.now > s.opts.Horizon {
-			left := int64(len(s.Engine.Requests())) + int64(s.Engine.RequestBase()) - s.Engine.Finished()
+			left := int64(s.Engine.NextRequestID()) - s.Engine.Finished()
 			return nil, fmt.Errorf("%w: %d µs with %d requests unfinished", ErrHorizon, s.opts.Horizon, left)
 		}
 		var err error
@@ -228,7 +228,7 @@ func (s *Sim) Run() (*Metrics, error) {
 			}
 			if int(a) < len(s.opts.LLM) {
 				// The ID Admit gives it: requests are numbered in arrival order.
-				fillTokens(&s.opts.LLM[a], dataplane.ReqID(len(s.Engine.Requests()))+s.Engine.RequestBase(), &arr.Attrs)
+				fillTokens(&s.opts.LLM[a], s.Engine.NextRequestID(), &arr.Attrs)
 			}
 			s.arrivals[a]++
 			var id dataplane.ReqID
@@ -258,7 +258,7 @@ func (s *Sim) Run() (*Metrics, error) {
 			s.Engine.Compact()
 		}
 		// Only timers (ticks) can be left once arrivals ended and every request finished.
-		if s.pending == 0 && s.Engine.Finished() == int64(len(s.Engine.Requests()))+int64(s.Engine.RequestBase()) {
+		if s.pending == 0 && s.Engine.Finished() == int64(s.Engine.NextRequestID()) {
 			break
 		}
 	}

@@ -42,8 +42,9 @@ func decisionTrace(e *dataplane.Engine, stages []dataplane.StageID, sink datapla
 	}
 	budgetIn := make([]float64, len(stages))
 	batches := e.Batches()
-	for i := range e.Requests() {
-		r := &e.Requests()[i]
+	reqs := e.Requests()
+	for i := range reqs {
+		r := &reqs[i]
 		bad := r.Outcome == dataplane.Dropped || r.Outcome == dataplane.Late
 		ready := map[dataplane.StageID]dataplane.Time{}
 		for _, b := range r.Batches {

@@ -138,8 +138,9 @@ func PipelineOutcome(e *dataplane.Engine, secs int) *PipelineMetrics {
 	var all, bad, wait float64
 	var waits int64
 	batches := e.Batches()
-	for i := range e.Requests() {
-		r := &e.Requests()[i]
+	reqs := e.Requests()
+	for i := range reqs {
+		r := &reqs[i]
 		m.Requests++
 		sec := int(r.Arrival / dataplane.Second)
 		if sec >= 0 && sec < secs {

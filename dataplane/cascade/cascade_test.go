@@ -65,8 +65,9 @@ func run(t *testing.T, dep *dataplane.Deployment, name string, params map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range s.Engine.Requests() {
-		r := &s.Engine.Requests()[i]
+	reqs := s.Engine.Requests()
+	for i := range reqs {
+		r := &reqs[i]
 		if r.Outcome == dataplane.Pending || finished[r.ID] != 1 {
 			t.Fatalf("request %d: outcome %v, finished %d times", r.ID, r.Outcome, finished[r.ID])
 		}

@@ -89,8 +89,9 @@ func TestCocktail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range s.Engine.Requests() {
-				r := &s.Engine.Requests()[i]
+			reqs := s.Engine.Requests()
+			for i := range reqs {
+				r := &reqs[i]
 				if r.Outcome == dataplane.Pending || r.Outcome == dataplane.Dropped || finished[r.ID] != 1 {
 					t.Fatalf("request %d: outcome %v, finished %d times", r.ID, r.Outcome, finished[r.ID])
 				}

@@ -123,7 +123,7 @@ func runCancels(t *testing.T, dep *dataplane.Deployment, pol dataplane.Policy, a
 		if compactEvery > 0 && events%compactEvery == 0 {
 			compact(e, pol)
 		}
-		if n == len(arr) && e.Finished() == int64(len(e.Requests()))+int64(e.RequestBase()) {
+		if n == len(arr) && e.Finished() == int64(e.NextRequestID()) {
 			break
 		}
 	}
@@ -198,8 +198,9 @@ func TestCancel(t *testing.T) {
 				t.Fatalf("%d cancels of waiting requests, %d of running ones: want both", d.queued, d.held)
 			}
 			served := 0
-			for i := range e.Requests() {
-				r := &e.Requests()[i]
+			reqs := e.Requests()
+			for i := range reqs {
+				r := &reqs[i]
 				if _, withdrawn := cancelAt[int(r.ID)]; r.Reason == dataplane.DropCancelled && !withdrawn {
 					t.Fatalf("request %d cancelled, never withdrawn", r.ID)
 				}

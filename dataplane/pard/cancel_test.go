@@ -193,7 +193,7 @@ func TestStateBoundedInSim(t *testing.T) {
 				if _, err := s.Run(); err != nil {
 					t.Fatal(err)
 				}
-				total := int(s.Engine.RequestBase()) + len(s.Engine.Requests())
+				total := int(s.Engine.NextRequestID())
 				hashes[i] = h.Sum64()
 				p := PipelineOf(pol)
 				t.Logf("compact %d: %d requests, flags span %d", compact, total, p.flags.Size())

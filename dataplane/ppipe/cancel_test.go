@@ -202,7 +202,7 @@ func TestStateBoundedInSim(t *testing.T) {
 					t.Fatal(err)
 				}
 				hashes[i] = h.Sum64()
-				total := int(s.Engine.RequestBase()) + len(s.Engine.Requests())
+				total := int(s.Engine.NextRequestID())
 				size := ppipeState(pol)
 				t.Logf("compact %d: %d requests, table spans %d", compact, total, size)
 				if compact > 0 && size > total/5 {

@@ -70,7 +70,7 @@ func (d *stepDriver) next(t *testing.T) (dataplane.Event, bool) {
 
 // untilIdle handles events until only ticks are left or the horizon passes.
 func (d *stepDriver) untilIdle(t *testing.T, horizon dataplane.Time) {
-	for len(d.evs) > 0 && d.evs[0].at <= horizon && d.eng.Finished() < int64(len(d.eng.Requests()))+int64(d.eng.RequestBase()) {
+	for len(d.evs) > 0 && d.evs[0].at <= horizon && d.eng.Finished() < int64(d.eng.NextRequestID()) {
 		d.next(t)
 	}
 }
@@ -328,7 +328,7 @@ func TestDropLate(t *testing.T) {
 		if _, err := s.Run(); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(s.Engine.Requests()); n == 0 || len(seen) != n {
+		if n := s.Engine.HeldRequests(); n == 0 || len(seen) != n {
 			t.Fatalf("%d requests, %d finished", n, len(seen))
 		}
 		for id, c := range seen {

@@ -187,7 +187,7 @@ func TestEveryRequestFinishesOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				n := len(s.Engine.Requests())
+				n := s.Engine.HeldRequests()
 				if n == 0 || len(seen) != n {
 					t.Fatalf("%d requests, %d finished", n, len(seen))
 				}

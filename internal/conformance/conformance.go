@@ -203,7 +203,7 @@ func (k *checker) observe(now dataplane.Time, ev *dataplane.Event, ds []dataplan
 	}
 	k.lastNow = now
 	if k.eng != nil {
-		k.res.MaxLive = max(k.res.MaxLive, len(k.eng.Requests()))
+		k.res.MaxLive = max(k.res.MaxLive, k.eng.HeldRequests())
 	}
 	switch ev.Kind {
 	case dataplane.EvArrival:

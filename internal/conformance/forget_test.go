@@ -95,7 +95,7 @@ func forgetRun(system, policy string, n int) (forgetResult, error) {
 			if res.requests++; res.requests == tenth {
 				res.heapTenth = liveHeap()
 			}
-			res.maxLive = max(res.maxLive, len(s.Engine.Requests()))
+			res.maxLive = max(res.maxLive, s.Engine.HeldRequests())
 		},
 	}
 	if s, err = sim.New(dep, pol, srcs, opts); err != nil {

@@ -222,5 +222,5 @@ func (d *Driver) Drain(horizon dataplane.Time) error {
 }
 
 func (d *Driver) unfinished() int64 {
-	return int64(len(d.Engine.Requests())) + int64(d.Engine.RequestBase()) - d.Engine.Finished()
+	return int64(d.Engine.NextRequestID()) - d.Engine.Finished()
 }
