@@ -2,11 +2,11 @@ package sim
 
 import (
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/quantile"
 )
 
 // The report of one LLM engine replaying a trace on its own (`plan simulate --llm`): it is
@@ -86,17 +86,14 @@ type PercentilesUs struct {
 	P99Us  float64 `json:"p99_us"`
 }
 
-// SummarizeUs is the quantiles and mean of xs (µs), each quantile a sample (Summarize's rule).
+// SummarizeUs is the quantiles and mean of xs (µs), the quantiles Summarize's
+// (internal/quantile: numpy's linear interpolation, as vLLM's benchmarks report) to the µs.
 func SummarizeUs(xs []float64) PercentilesUs {
 	if len(xs) == 0 {
 		return PercentilesUs{}
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	q := func(p float64) float64 {
-		k := int(math.Ceil(p*float64(len(s)) - 1e-9))
-		return s[min(max(k, 1), len(s))-1]
-	}
+	s := quantile.Sorted(xs)
+	q := func(p float64) float64 { return math.Round(quantile.Percentile(s, 100*p)) }
 	sum := 0.0
 	for _, x := range s {
 		sum += x

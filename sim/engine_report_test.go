@@ -9,8 +9,8 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestSummarizeUsMatchesSummarize: SummarizeUs's percentiles are Summarize's (the smallest
-// sample at or above each quantile), with p95 beside them.
+// TestSummarizeUsMatchesSummarize: SummarizeUs's percentiles are Summarize's
+// (internal/quantile's, to the µs), with p95 beside them.
 func TestSummarizeUsMatchesSummarize(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{1, 2, 3, 10, 99, 100, 101, 1000} {
@@ -51,7 +51,9 @@ func TestNewEngineReport(t *testing.T) {
 			},
 			answered: 2, refused: 1, cancelled: 1, classes: []string{"all"},
 			spanUs: 2_000_000, reqPerS: 1, tokPerS: 6,
-			ttftP50Us: 100, tpotP50Us: 100_000, e2eP99Us: 1_500_000,
+			// numpy's linear percentiles of two samples: TTFT {100, 300} → p50 200; E2E
+			// {1,000,100, 1,500,000} → p99 1,000,100 + 0.99 × 499,900.
+			ttftP50Us: 200, tpotP50Us: 100_000, e2eP99Us: 1_495_001,
 		},
 		{
 			name: "two classes",
@@ -61,7 +63,9 @@ func TestNewEngineReport(t *testing.T) {
 			},
 			answered: 2, classes: []string{"all", "a", "b"},
 			spanUs: 1_000_000, reqPerS: 2, tokPerS: 4,
-			ttftP50Us: 10, tpotP50Us: 499_970, e2eP99Us: 1_000_000,
+			// TTFT {10, 30} → 20; TPOT {999,990, 499,970} → 749,980; E2E {500,000,
+			// 1,000,000} → p99 995,000.
+			ttftP50Us: 20, tpotP50Us: 749_980, e2eP99Us: 995_000,
 		},
 	}
 	for _, tc := range tests {

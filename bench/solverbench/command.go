@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/quantile"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -280,9 +280,7 @@ func runModel(ctx context.Context, m Model, opts solver.FileOptions, reps int) (
 		}
 		row.RunMs = append(row.RunMs, float64(r.Run.Microseconds())/1e3)
 	}
-	sorted := slices.Clone(row.RunMs)
-	slices.Sort(sorted)
-	row.MedianMs = stat.Quantile(0.5, stat.Empirical, sorted, nil)
+	row.MedianMs = quantile.Of(row.RunMs, 50)
 	if row.Iterations > 0 {
 		row.PerIterUs = 1e3 * row.MedianMs / float64(row.Iterations)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/plan-dev/plan/internal/quantile"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -306,8 +307,9 @@ type Utilization struct {
 }
 
 // Summarize is the latency summary of samples in µs (reordered in place): mean and the
-// empirical quantiles, each the smallest sample x with F(x) ≥ p (gonum's stat.Empirical),
-// so a p99 is a latency some request really had. sim and `plan load` both report with it.
+// percentiles of internal/quantile (numpy's linear interpolation, as `vllm bench serve`
+// computes its own), rounded to the µs. sim, `plan load` and `plan load --openai` all
+// report with that one definition, so the same samples give the same p50 and p99 in each.
 func Summarize(us []float64) Latency {
 	if len(us) == 0 {
 		return Latency{}
@@ -315,10 +317,10 @@ func Summarize(us []float64) Latency {
 	if !slices.IsSorted(us) { // the simulator passes them sorted (sim's metrics)
 		slices.Sort(us)
 	}
-	q := func(p float64) int64 { return int64(stat.Quantile(p, stat.Empirical, us, nil)) }
+	q := func(p float64) int64 { return int64(math.Round(quantile.Percentile(us, p))) }
 	return Latency{
 		MeanUs: Round6(stat.Mean(us, nil)),
-		P50Us:  q(0.50), P90Us: q(0.90), P99Us: q(0.99), P999Us: q(0.999), MaxUs: int64(us[len(us)-1]),
+		P50Us:  q(50), P90Us: q(90), P99Us: q(99), P999Us: q(99.9), MaxUs: int64(us[len(us)-1]),
 	}
 }
 
