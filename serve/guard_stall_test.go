@@ -177,13 +177,21 @@ func TestStalledConnectionsKeepSlots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("infer under the attack: %v", err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	var drop struct {
+		Reason string `json:"reason"`
+	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	// The attack must not keep the request from a slot: it is answered. Under the race
-	// detector the demo's step times can pass its SLO, and the policy then sheds it with a
-	// 503 (an answer, from the scheduler, not the connection limiter).
-	if resp.StatusCode != 200 && !(raceOn && resp.StatusCode == 503) {
-		t.Errorf("infer under the attack: %d, want 200", resp.StatusCode)
+	// The attack must not keep the request from a slot: it is answered. On a loaded machine
+	// (or under the race detector) the demo's step times can pass its SLO, and the policy
+	// then sheds it with a 503 that names its reason: an answer from the scheduler (the
+	// connection limiter answers nothing, it closes at accept).
+	shed := resp.StatusCode == 503 && json.Unmarshal(body, &drop) == nil && drop.Reason != ""
+	if resp.StatusCode != 200 && !shed {
+		t.Errorf("infer under the attack: %d (%s), want 200 or the scheduler's 503", resp.StatusCode, body)
+	}
+	if shed {
+		t.Logf("infer under the attack: shed by the scheduler (%s)", drop.Reason)
 	}
 	lc := s.lastLimiter.Load()
 	t.Logf("health p50/p99: idle %v/%v; %d stalling clients on %d slots %v/%v (p99 +%v); %d stalled connections evicted, %d refused",
