@@ -1,8 +1,9 @@
 package qlm
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
@@ -312,7 +313,11 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *lm, h 
 	if len(in.Running) < in.floor {
 		return true
 	}
-	run := byDeadline(in.Running)
+	// Only a running sequence with a tighter SLO than h's can refuse h (below).
+	if lo, _ := sloRange(in.Running); lo >= slo(h) {
+		return true
+	}
+	run := byDeadline(&p.runBuf, in.Running)
 	ctx := 0
 	for _, s := range run {
 		ctx += s.Ctx()
@@ -341,16 +346,34 @@ func (p *Policy) admitKeepsDeadlines(now dataplane.Time, in *instance, m *lm, h 
 	return true
 }
 
-// byDeadline is the running batch in deadline order (ties by request ID).
-func byDeadline(running []*seq) []*seq {
-	run := append([]*seq(nil), running...)
-	sort.SliceStable(run, func(a, b int) bool {
-		if run[a].Deadline != run[b].Deadline {
-			return run[a].Deadline < run[b].Deadline
+// byDeadline is the running batch in deadline order (ties by request ID), in buf's storage:
+// the caller's scratch, valid until its next call (both callers run it on every step).
+func byDeadline(buf *[]*seq, running []*seq) []*seq {
+	run := append((*buf)[:0], running...)
+	slices.SortStableFunc(run, func(a, b *seq) int {
+		if c := cmp.Compare(a.Deadline, b.Deadline); c != 0 {
+			return c
 		}
-		return run[a].ID < run[b].ID
+		return cmp.Compare(a.ID, b.ID)
 	})
+	*buf = run
 	return run
+}
+
+// sloRange is the least and the greatest SLO (deadline less arrival) in the running batch.
+// Both deadline checks act only for a sequence whose SLO is tighter than another's, so where
+// every sequence has one SLO (one class) they decide without sorting.
+func sloRange(running []*seq) (lo, hi dataplane.Time) {
+	for i, s := range running {
+		v := slo(s)
+		if i == 0 || v < lo {
+			lo = v
+		}
+		if i == 0 || v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
 }
 
 // rescuable: run[i] (deadline order, sub = context of run[:i+1]) is on time at its expected
@@ -402,7 +425,11 @@ func (p *Policy) protectDeadlines(now dataplane.Time, in *instance, m *lm) {
 	// Not below the decode knee: there the step is flat in the batch size, so an eviction
 	// speeds the late sequence up by little and throws away the victim's work (QLM §5).
 	for len(in.Running) > max(in.floor, 1) {
-		run := byDeadline(in.Running)
+		// Only a sequence with a tighter SLO than the loosest running is protected (below).
+		if lo, hi := sloRange(in.Running); lo >= hi {
+			return
+		}
+		run := byDeadline(&p.runBuf, in.Running)
 		ctx := 0
 		for _, s := range run {
 			ctx += s.Ctx()

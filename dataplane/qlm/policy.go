@@ -99,6 +99,8 @@ type Policy struct {
 	// held are the instances it kept from starting.
 	hold dataplane.Time
 	held []int
+	// runBuf is byDeadline's scratch (the deadline checks sort the running batch each step).
+	runBuf []*seq
 	// memoOn: inside Handle, residual values are kept per instance until the instance
 	// changes (instance.resOK). Off under fullStep and outside Handle.
 	memoOn bool
