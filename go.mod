@@ -27,6 +27,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+
 require github.com/pandatix/go-abnf v0.5.3 // indirect
 
 require (
@@ -71,7 +73,7 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

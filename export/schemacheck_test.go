@@ -1,0 +1,63 @@
+package export
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSchemaErrors: a manifest that breaks its JSON Schema (schema/scaledobject.schema.json,
+// evaluated by the jsonschema library) is refused with one line per failure, each naming the
+// file, the field's path and, where there is one, the value and the rule.
+func TestSchemaErrors(t *testing.T) {
+	if errs := validateYAML("so.yaml", []byte(kedaDoc)); len(errs) != 0 {
+		t.Fatalf("the valid document fails: %q", errs)
+	}
+	for _, tc := range []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"unknown field", "pollingInterval: 15", "pollingInterval: 15\n  pollingIntervall: 15",
+			[]string{"spec.pollingIntervall: unknown field"}},
+		{"below minimum", "maxReplicaCount: 4", "maxReplicaCount: -1",
+			[]string{"spec.maxReplicaCount: -1: must be >= 1"}},
+		{"missing required", "  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: m\n", "",
+			[]string{`spec: missing required field "scaleTargetRef"`}},
+		{"wrong type", "cooldownPeriod: 300", "cooldownPeriod: soon",
+			[]string{"spec.cooldownPeriod: must be of type integer, not string"}},
+		{"item path", "    type: prometheus", "    type: prometheus\n    extra: 1",
+			[]string{"spec.triggers[0].extra: unknown field"}},
+		{"every failure", "maxReplicaCount: 4", "maxReplicaCount: -1\n  bogus: true",
+			[]string{"spec.bogus: unknown field", "spec.maxReplicaCount: -1: must be >= 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(kedaDoc, tc.old, tc.new, 1)
+			if doc == kedaDoc {
+				t.Fatalf("%q not in the document", tc.old)
+			}
+			got := validateYAML("so.yaml", []byte(doc))
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			err := Validate(Files{"deploy/so.yaml": []byte(doc)})
+			if err == nil || !strings.Contains(err.Error(), "deploy/so.yaml: "+tc.want[0]) {
+				t.Fatalf("Validate: %v, want the file named beside %q", err, tc.want[0])
+			}
+		})
+	}
+}
+
+// TestEverySchemaCompiles: each embedded schema is a valid JSON Schema to the library.
+func TestEverySchemaCompiles(t *testing.T) {
+	ents, err := schemaFS.ReadDir("schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if _, err := compiledSchema(e.Name()); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+	if len(ents) < 9 {
+		t.Errorf("%d schemas, want the 9 export kinds", len(ents))
+	}
+}
