@@ -3,15 +3,15 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestSchema fails when a committed schema/<kind>.schema.json differs from what the Go types
@@ -121,179 +121,55 @@ func TestDurationPattern(t *testing.T) {
 	}
 }
 
-// schemaCheck validates JSON against the committed-or-generated schema of a kind. It supports
-// exactly the keywords Schema emits: $ref, const, type, properties, required,
-// additionalProperties, items, pattern, anyOf, minimum, maximum.
+// schemaCheck validates JSON against the generated schema of a kind with a full JSON Schema
+// implementation (santhosh-tekuri/jsonschema, draft 2020-12 as the schema declares), so a
+// keyword the generator emits wrongly fails here as it would in a user's editor or CI.
 func schemaCheck(t testing.TB, kind string, js []byte) []string {
 	t.Helper()
 	raw, err := Schema(kind)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(raw, &schema); err != nil {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
 		t.Fatal(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	url := "mem:///" + SchemaFile(kind)
+	if err := c.AddResource(url, doc); err != nil {
 		t.Fatal(err)
 	}
-	sv := &schemaValidator{root: schema}
-	sv.check(schema, v, "$")
-	return sv.errs
+	schema, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("schema/%s: %v", SchemaFile(kind), err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(v); err != nil {
+		return strings.Split(err.Error(), "\n")
+	}
+	return nil
 }
 
-type schemaValidator struct {
-	root map[string]any
-	errs []string
-}
-
-func (sv *schemaValidator) fail(path, format string, args ...any) {
-	sv.errs = append(sv.errs, path+": "+fmt.Sprintf(format, args...))
-}
-
-func (sv *schemaValidator) check(s map[string]any, v any, path string) {
-	known := map[string]bool{"$schema": true, "$id": true, "title": true, "description": true, "$defs": true,
-		"$ref": true, "const": true, "type": true, "properties": true, "required": true,
-		"additionalProperties": true, "items": true, "pattern": true, "anyOf": true, "minimum": true, "maximum": true}
-	for k := range s {
-		if !known[k] {
-			sv.fail(path, "schema uses keyword %s that the test validator does not know", k)
+// TestSchemaAcceptsGoldenPlans: every golden plan of the repository (testdata/golden), as plan
+// writes them, matches the published plan schema.
+func TestSchemaAcceptsGoldenPlans(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "golden", "*.json"))
+	legacy, _ := filepath.Glob(filepath.Join("..", "testdata", "golden", "legacy", "*.json"))
+	files = append(files, legacy...)
+	if len(files) == 0 {
+		t.Fatal("no golden plans in ../testdata/golden")
+	}
+	for _, f := range files {
+		js, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := schemaCheck(t, KindPlan, js); len(errs) > 0 {
+			t.Errorf("%s does not match schema/%s:\n%s", f, SchemaFile(KindPlan), strings.Join(errs, "\n"))
 		}
 	}
-	if ref, ok := s["$ref"].(string); ok {
-		name := strings.TrimPrefix(ref, "#/$defs/")
-		def, ok := sv.root["$defs"].(map[string]any)[name].(map[string]any)
-		if !ok {
-			sv.fail(path, "unresolvable $ref %s", ref)
-			return
-		}
-		sv.check(def, v, path)
-	}
-	if c, ok := s["const"]; ok && fmt.Sprint(c) != fmt.Sprint(v) {
-		sv.fail(path, "want const %v, got %v", c, v)
-	}
-	if ty, ok := s["type"]; ok {
-		var types []string
-		switch x := ty.(type) {
-		case string:
-			types = []string{x}
-		case []any:
-			for _, e := range x {
-				types = append(types, e.(string))
-			}
-		}
-		match := false
-		for _, ty := range types {
-			if jsonType(v, ty) {
-				match = true
-			}
-		}
-		if !match {
-			sv.fail(path, "want type %v, got %T", types, v)
-			return
-		}
-	}
-	if anyOf, ok := s["anyOf"].([]any); ok {
-		matched := false
-		for _, alt := range anyOf {
-			sub := &schemaValidator{root: sv.root}
-			sub.check(alt.(map[string]any), v, path)
-			if len(sub.errs) == 0 {
-				matched = true
-			}
-		}
-		if !matched {
-			sv.fail(path, "matches no anyOf alternative")
-		}
-	}
-	if p, ok := s["pattern"].(string); ok {
-		if str, isStr := v.(string); isStr && !regexp.MustCompile(p).MatchString(str) {
-			sv.fail(path, "%q does not match %s", str, p)
-		}
-	}
-	if n, ok := v.(json.Number); ok {
-		f, _ := n.Float64()
-		if mn, ok := s["minimum"].(float64); ok && f < mn {
-			sv.fail(path, "%v < minimum %v", f, mn)
-		}
-		if mx, ok := s["maximum"].(float64); ok && f > mx {
-			sv.fail(path, "%v > maximum %v", f, mx)
-		}
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		props, _ := s["properties"].(map[string]any)
-		for _, r := range asStrings(s["required"]) {
-			if _, ok := x[r]; !ok {
-				sv.fail(path, "missing required property %s", r)
-			}
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if ps, ok := props[k].(map[string]any); ok {
-				sv.check(ps, x[k], path+"."+k)
-				continue
-			}
-			switch ap := s["additionalProperties"].(type) {
-			case bool:
-				if !ap {
-					sv.fail(path, "additional property %s", k)
-				}
-			case map[string]any:
-				sv.check(ap, x[k], path+"."+k)
-			}
-		}
-	case []any:
-		if items, ok := s["items"].(map[string]any); ok {
-			for i, e := range x {
-				sv.check(items, e, fmt.Sprintf("%s[%d]", path, i))
-			}
-		}
-	}
-}
-
-func asStrings(v any) []string {
-	a, _ := v.([]any)
-	out := make([]string, len(a))
-	for i, e := range a {
-		out[i] = e.(string)
-	}
-	return out
-}
-
-func jsonType(v any, ty string) bool {
-	switch ty {
-	case "null":
-		return v == nil
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "boolean":
-		_, ok := v.(bool)
-		return ok
-	case "number":
-		_, ok := v.(json.Number)
-		return ok
-	case "integer":
-		n, ok := v.(json.Number)
-		if !ok {
-			return false
-		}
-		_, err := strconv.ParseInt(string(n), 10, 64)
-		return err == nil
-	}
-	return false
 }
