@@ -138,6 +138,10 @@ demo: build
 # engine, and the cache serves them (its key is the wasm, the CPU and wazero's version, which a
 # test binary reports as "dev": bin/plan's own v1.12.0 entry would not).
 #
+# The golden plans' `plan check` (scripts/check-golden.sh, CPU-bound, ~25 s) runs the same
+# way from the start of the agreement phase, which keeps little more than half of the two
+# cores busy once the fuzzing is done; the golden phase waits for it.
+#
 # Fuzzing runs as one job in the background at idle priority (scripts/ci-background.sh:
 # SCHED_IDLE, so the phases in front lose no CPU time and their timers keep time), started
 # right after the assets: it builds the instrumented test binaries (about 4 CPU-minutes) on the
@@ -159,10 +163,10 @@ test:
 	@$(PHASE) build sh -c '$(MAKE) --no-print-directory build && $(GO) test -count=1 -tags "$(TAGS)" -run "^TestVersion$$" ./solver/internal/highs'
 	@$(PHASE) unit-race $(MAKE) --no-print-directory unit-race
 	@$(PHASE) unit $(MAKE) --no-print-directory unit-plain
-	@$(PHASE) agreement sh -c 'touch $(FUZZ_GO) && $(MAKE) --no-print-directory agreement'
+	@$(PHASE) agreement sh -c 'touch $(FUZZ_GO) && ./scripts/ci-background.sh start golden ./scripts/check-golden.sh bin/plan && $(MAKE) --no-print-directory agreement'
 	@$(PHASE) bench-quick $(MAKE) --no-print-directory bench-quick
 	@$(PHASE) fuzz ./scripts/ci-background.sh wait fuzz
-	@$(PHASE) golden $(MAKE) --no-print-directory golden
+	@$(PHASE) golden ./scripts/ci-background.sh wait golden
 	@$(PHASE) --summary
 
 # Everything `make test` runs, with every package under -race, the heavy end-to-end test cases
