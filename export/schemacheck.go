@@ -2,8 +2,10 @@ package export
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -116,17 +118,36 @@ func collectSchemaErrors(ve *jsonschema.ValidationError, out *[]string) {
 	case *kind.Enum:
 		want := make([]string, len(k.Want))
 		for i, w := range k.Want {
-			want[i] = fmt.Sprint(w)
+			want[i] = echo(w)
 		}
-		line("%v: must be one of [%s]", k.Got, strings.Join(want, " "))
+		line("%s: must be one of %s", echo(k.Got), strings.Join(want, ", "))
 	case *kind.Type:
 		line("must be of type %s, not %s", strings.Join(k.Want, " or "), k.Got)
 	case *kind.OneOf:
 		line("matches %d of the alternatives (want exactly 1)", len(k.Subschemas))
 	default:
-		line("%s", ve.ErrorKind.LocalizedString(english))
+		line("%s", strings.ReplaceAll(ve.ErrorKind.LocalizedString(english), "\n", " "))
 	}
 }
+
+// echo is a value as an error line quotes it: JSON (strings quoted, control characters
+// escaped, so a line stays one line), cut to maxEcho bytes.
+func echo(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprintf("%q", fmt.Sprint(v)))
+	}
+	if len(b) > maxEcho {
+		return string(b[:maxEcho]) + "…"
+	}
+	return string(b)
+}
+
+// plainKey is a field name written bare in a path; any other is quoted (["a b"]).
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
+
+// maxEcho bounds an echoed value: a manifest's value can be arbitrarily long.
+const maxEcho = 200
 
 // instancePath is a JSON value's location as plan names fields: spec.triggers[0].type.
 func instancePath(loc []string) string {
@@ -134,6 +155,10 @@ func instancePath(loc []string) string {
 	for _, tok := range loc {
 		if tok != "" && strings.Trim(tok, "0123456789") == "" {
 			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if !plainKey.MatchString(tok) {
+			b.WriteString("[" + echo(tok) + "]")
 			continue
 		}
 		if b.Len() > 0 {

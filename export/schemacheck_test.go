@@ -61,3 +61,22 @@ func TestEverySchemaCompiles(t *testing.T) {
 		t.Errorf("%d schemas, want the 9 export kinds", len(ents))
 	}
 }
+
+// FuzzValidate: any manifest, however broken, gets errors or passes; the schema evaluation and
+// the rephrasing of its error tree never panic, and every line names the file.
+func FuzzValidate(f *testing.F) {
+	f.Add([]byte(kedaDoc))
+	f.Add([]byte("apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {ports: [{port: -1}]}\n"))
+	f.Add([]byte("kind: ScaledObject\nspec: {triggers: [{type: 1}], maxReplicaCount: 1e400}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := Validate(Files{"deploy/so.yaml": data})
+		if err == nil {
+			return
+		}
+		for _, l := range strings.Split(err.Error(), "\n")[1:] {
+			if !strings.HasPrefix(l, "deploy/so.yaml") {
+				t.Fatalf("error line without the file: %q", l)
+			}
+		}
+	})
+}

@@ -121,7 +121,7 @@ func SchemaFor(name string, doc map[string]any) (string, error) {
 	case "ConfigMap":
 		return "configmap.schema.json", nil
 	}
-	return "", fmt.Errorf("kind %v: not a manifest plan exports", doc["kind"])
+	return "", fmt.Errorf("kind %s: not a manifest plan exports", echo(doc["kind"]))
 }
 
 func validateYAML(name string, data []byte) []string {
