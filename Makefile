@@ -22,7 +22,7 @@ GO        ?= go
 # Per fuzz target, on top of its seed corpus (which the unit tests run): 3 s a target.
 FUZZTIME  ?= 3s
 # `make test` fuzzes the packages whose test binary links at most this many packages (the
-# format decoders, the engine, the profilers' parsers, the exports' readers: 26 targets in 14
+# format decoders, the engine, the profilers' parsers, the exports' readers: 27 targets in 14
 # packages); the rest link most of the module, and their instrumented build alone cost more CPU
 # than the -race build (scripts/fuzz-all.sh). test-full and `make fuzz` fuzz every target.
 FUZZ_MAX_DEPS ?= 220
