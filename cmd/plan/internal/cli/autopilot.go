@@ -10,6 +10,7 @@ import (
 	"time"
 
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -66,9 +67,9 @@ func (a *autopilotFlags) simResolveDelay() (delay dataplane.Time, measured bool,
 	}
 	d, err := time.ParseDuration(a.resolveDelay)
 	if err != nil || d < 0 {
-		return 0, false, usageErrorf("--autopilot-resolve-delay %q: want a duration ≥ 0 (e.g. 800ms) or measured", a.resolveDelay)
+		return 0, false, run.UsageErrorf("--autopilot-resolve-delay %q: want a duration ≥ 0 (e.g. 800ms) or measured", a.resolveDelay)
 	}
-	return us(d), false, nil
+	return run.Us(d), false, nil
 }
 
 // checkFlagsUsed refuses an --autopilot-* flag given without --autopilot (it would do
@@ -81,11 +82,11 @@ func (a *autopilotFlags) checkFlagsUsed(cmd *cobra.Command, serving bool) error 
 		}
 		switch {
 		case !a.enabled():
-			err = usageErrorf("--%s needs --autopilot", f.Name)
+			err = run.UsageErrorf("--%s needs --autopilot", f.Name)
 		case serving && f.Name == "autopilot-load-time":
-			err = usageErrorf("--autopilot-load-time applies to plan simulate: plan serve loads the new plan's models before it switches")
+			err = run.UsageErrorf("--autopilot-load-time applies to plan simulate: plan serve loads the new plan's models before it switches")
 		case serving && f.Name == "autopilot-resolve-delay":
-			err = usageErrorf("--autopilot-resolve-delay applies to plan simulate: plan serve's re-solves take the time they take")
+			err = run.UsageErrorf("--autopilot-resolve-delay applies to plan simulate: plan serve's re-solves take the time they take")
 		}
 	})
 	return err
@@ -98,36 +99,36 @@ func (a *autopilotFlags) enabled() bool { return a.mode != "" }
 func (a *autopilotFlags) config() (ap.Config, error) {
 	mode, err := ap.ParseMode(a.mode)
 	if err != nil {
-		return ap.Config{}, usageError(err)
+		return ap.Config{}, run.UsageError(err)
 	}
 	switch {
 	case a.objective != "" && a.objective != "throughput" && a.objective != "cost":
-		return ap.Config{}, usageErrorf("--autopilot-objective %q: want throughput or cost", a.objective)
+		return ap.Config{}, run.UsageErrorf("--autopilot-objective %q: want throughput or cost", a.objective)
 	case a.window <= 0:
-		return ap.Config{}, usageErrorf("--autopilot-window %s: must be > 0", a.window)
+		return ap.Config{}, run.UsageErrorf("--autopilot-window %s: must be > 0", a.window)
 	case a.history <= 0:
-		return ap.Config{}, usageErrorf("--autopilot-history %d: must be > 0", a.history)
+		return ap.Config{}, run.UsageErrorf("--autopilot-history %d: must be > 0", a.history)
 	case a.period < 0 || a.period == 1:
-		return ap.Config{}, usageErrorf("--autopilot-period %d: want 0 (Holt) or a season of ≥ 2 windows", a.period)
+		return ap.Config{}, run.UsageErrorf("--autopilot-period %d: want 0 (Holt) or a season of ≥ 2 windows", a.period)
 	case a.period > a.history:
-		return ap.Config{}, usageErrorf("--autopilot-period %d: the forecaster's period is longer than the window history (--autopilot-history %d windows)", a.period, a.history)
+		return ap.Config{}, run.UsageErrorf("--autopilot-period %d: the forecaster's period is longer than the window history (--autopilot-history %d windows)", a.period, a.history)
 	case a.minInterval < 0:
-		return ap.Config{}, usageErrorf("--autopilot-min-interval %s: must be ≥ 0", a.minInterval)
+		return ap.Config{}, run.UsageErrorf("--autopilot-min-interval %s: must be ≥ 0", a.minInterval)
 	case a.loadTime < 0:
-		return ap.Config{}, usageErrorf("--autopilot-load-time %s: must be ≥ 0", a.loadTime)
+		return ap.Config{}, run.UsageErrorf("--autopilot-load-time %s: must be ≥ 0", a.loadTime)
 	case !(a.headroom >= 0 && a.headroom < 10):
-		return ap.Config{}, usageErrorf("--autopilot-headroom %g: must be in [0, 10)", a.headroom)
+		return ap.Config{}, run.UsageErrorf("--autopilot-headroom %g: must be in [0, 10)", a.headroom)
 	case !(a.burst >= 0 && a.burst <= 1):
-		return ap.Config{}, usageErrorf("--autopilot-burst %g: must be in [0, 1]", a.burst)
+		return ap.Config{}, run.UsageErrorf("--autopilot-burst %g: must be in [0, 1]", a.burst)
 	case a.budget < 0:
-		return ap.Config{}, usageErrorf("--autopilot-gpu-budget %d: must be ≥ 0", a.budget)
+		return ap.Config{}, run.UsageErrorf("--autopilot-gpu-budget %d: must be ≥ 0", a.budget)
 	case a.steps < 1 || a.steps > 64:
-		return ap.Config{}, usageErrorf("--autopilot-steps %d: must be in [1, 64]", a.steps)
+		return ap.Config{}, run.UsageErrorf("--autopilot-steps %d: must be in [1, 64]", a.steps)
 	case a.solveLimit <= 0:
-		return ap.Config{}, usageErrorf("--autopilot-solve-limit %s: must be > 0", a.solveLimit)
+		return ap.Config{}, run.UsageErrorf("--autopilot-solve-limit %s: must be > 0", a.solveLimit)
 	}
-	return ap.Config{Mode: mode, Window: us(a.window), History: a.history, Period: a.period,
-		MinInterval: max(us(a.minInterval), 1), Headroom: a.headroom, GPUBudget: a.budget, Burst: burstQuantile(a.burst)}, nil
+	return ap.Config{Mode: mode, Window: run.Us(a.window), History: a.history, Period: a.period,
+		MinInterval: max(run.Us(a.minInterval), 1), Headroom: a.headroom, GPUBudget: a.budget, Burst: burstQuantile(a.burst)}, nil
 }
 
 // burstQuantile maps --autopilot-burst to Config.Burst: 0 (no envelope) is its negative.
@@ -137,8 +138,6 @@ func burstQuantile(q float64) float64 {
 	}
 	return q
 }
-
-func us(d time.Duration) dataplane.Time { return dataplane.Time(d / time.Microsecond) }
 
 // autopilotSolver is a re-solver that also describes plans for the loop.
 type autopilotSolver interface {
@@ -152,17 +151,17 @@ type autopilotSolver interface {
 func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deployment, a *autopilotFlags) (autopilotSolver, error) {
 	s, err := reg.ForPlan(plan)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, run.UsageError(err)
 	}
 	if s.Checker == nil {
-		return nil, usageErrorf("--autopilot: system %s cannot re-solve its plans", s.Name)
+		return nil, run.UsageErrorf("--autopilot: system %s cannot re-solve its plans", s.Name)
 	}
 	own := "throughput"
 	if plan.Fleet != nil {
 		own = "cost"
 	}
 	if a.objective != "" && a.objective != own {
-		return nil, usageErrorf("--autopilot-objective %s conflicts with the plan's objective %s (solve it with --objective %s, or leave --autopilot-objective out)", a.objective, own, a.objective)
+		return nil, run.UsageErrorf("--autopilot-objective %s conflicts with the plan's objective %s (solve it with --objective %s, or leave --autopilot-objective out)", a.objective, own, a.objective)
 	}
 	names := make([]string, len(dep.Apps))
 	for i, x := range dep.Apps {
@@ -186,14 +185,14 @@ func newLadder(reg *systems.Registry, plan *formats.Plan, dep *dataplane.Deploym
 	if own == "cost" {
 		r, err := newRateSolver(plan, names, resolve, deploy)
 		if err != nil {
-			return nil, usageErrorf("--autopilot-objective cost: %v", err)
+			return nil, run.UsageErrorf("--autopilot-objective cost: %v", err)
 		}
 		r.SetCapacity(s.Capacity)
 		return r, nil
 	}
 	l, err := pap.NewLadder(plan, names, a.steps, resolve, deploy)
 	if err != nil {
-		return nil, usageErrorf("--autopilot: %v", err)
+		return nil, run.UsageErrorf("--autopilot: %v", err)
 	}
 	l.Capacity = s.Capacity
 	return l, nil
@@ -253,7 +252,7 @@ func simulateAutopilotConfig(cmd *cobra.Command, o *simulateOptions) (ap.Config,
 	// would be silently ignored.
 	for _, name := range []string{"fail", "cancel", "reference-plan", "find-limit", "requests-out", "warmup", "parallel", "rate-scale"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-			return ap.Config{}, usageErrorf("--%s does not apply with --autopilot (one run over the trace, beside the static, peak and mean plans)", name)
+			return ap.Config{}, run.UsageErrorf("--%s does not apply with --autopilot (one arun over the trace, beside the static, peak and mean plans)", name)
 		}
 	}
 	if err := checkAutopilotReport(cmd, o.report); err != nil {
@@ -269,31 +268,31 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if err != nil {
 		return err
 	}
-	path, err := resolvePlanArg(args)
+	path, err := run.ResolvePlanArg(args)
 	if err != nil {
 		return err
 	}
-	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)
+	plan, dep, defPolicy, err := run.LoadPlanDeploymentPolicy(app.Systems, path)
 	if err != nil {
 		return err
 	}
 	if o.policy == "" {
 		o.policy = defPolicy
 	}
-	params, err := parseParams(o.params)
+	params, err := run.ParseParams(o.params)
 	if err != nil {
 		return err
 	}
 	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	loads, err := sim.ParseLoadRange(o.load)
 	if err != nil || len(loads) != 1 {
 		if !cmd.Flags().Changed("load") {
 			loads = []float64{1}
 		} else {
-			return usageErrorf("--load %q: with --autopilot, one load factor (the trace's mean rate over the plan's)", o.load)
+			return run.UsageErrorf("--load %q: with --autopilot, one load factor (the trace's mean rate over the plan's)", o.load)
 		}
 	}
 	duration := o.duration
@@ -301,7 +300,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		duration = time.Duration(len(spec.Trace.Counts.Counts)) * spec.Trace.Counts.Interval.D()
 	}
 	if duration <= 0 {
-		return usageErrorf("--duration: %s: must be > 0", duration)
+		return run.UsageErrorf("--duration: %s: must be > 0", duration)
 	}
 	delay, measured, err := o.autopilot.simResolveDelay()
 	if err != nil {
@@ -316,8 +315,8 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	run := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: us(duration),
-		LoadTime: us(o.autopilot.loadTime), ResolveDelay: delay, MeasureResolve: measured, Seed: o.seed, Jitter: o.jitter,
+	arun := &sim.AutopilotRun{Loop: cfg, Start: start, Solver: ladder, Duration: run.Us(duration),
+		LoadTime: run.Us(o.autopilot.loadTime), ResolveDelay: delay, MeasureResolve: measured, Seed: o.seed, Jitter: o.jitter,
 		LLM: sim.PlanLLMClasses(plan, dep)}
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -331,32 +330,32 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 		planned[a] = x.RateRPS * loads[0]
 	}
 	if _, err := ladder.Solve(ctx, ap.Demand{Rates: planned}); errors.Is(err, pap.ErrNoCapacityModel) {
-		return usageErrorf("--autopilot: %s: %v", path, err)
+		return run.UsageErrorf("--autopilot: %s: %v", path, err)
 	}
 	rep := &autopilotSimReport{Trace: spec.Name, Duration: duration.Seconds()}
 	total := 0 // the arrivals generated so far, held to the sweep's per-point cap
 	for a, x := range dep.Apps {
 		src, err := spec.New(x.RateRPS*loads[0], x.Name, sim.PointSeed(o.seed, loads[0], a))
 		if err != nil {
-			return usageErrorf("--trace %s: %v", o.trace, err)
+			return run.UsageErrorf("--trace %s: %v", o.trace, err)
 		}
 		var ts []dataplane.Time
-		for t := src.Next(); t != dataplane.Never && t < run.Duration; t = src.Next() {
+		for t := src.Next(); t != dataplane.Never && t < arun.Duration; t = src.Next() {
 			// Each run replays every arrival and keeps its record: the same memory bound as
 			// a sweep's load point (checkSimulationSize), counted on the real arrivals.
-			if total++; total > maxRequestsPerPoint {
-				return usageErrorf("--autopilot: %s: %s at --load %g over %s: more than %d requests; shorten --duration or lower --load",
-					path, spec.Name, loads[0], duration, maxRequestsPerPoint)
+			if total++; total > run.MaxRequestsPerPoint {
+				return run.UsageErrorf("--autopilot: %s: %s at --load %g over %s: more than %d requests; shorten --duration or lower --load",
+					path, spec.Name, loads[0], duration, run.MaxRequestsPerPoint)
 			}
 			ts = append(ts, t)
 		}
-		run.Arrivals = append(run.Arrivals, ts)
+		arun.Arrivals = append(arun.Arrivals, ts)
 		// The peak is measured as the loop measures it: over slices of a window.
-		mean, peak := windowRates(ts, max(cfg.Window/ap.Subwindows, 1), run.Duration)
+		mean, peak := windowRates(ts, max(cfg.Window/ap.Subwindows, 1), arun.Duration)
 		rep.MeanRPS, rep.PeakRPS = append(rep.MeanRPS, mean), append(rep.PeakRPS, peak)
 	}
 	reg := app.Systems.Policies()
-	run.Deploy = func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
+	arun.Deploy = func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
 		d, _, err := app.Systems.Deploy(c.Plan.(*formats.Plan))
 		if err != nil {
 			return nil, nil, err
@@ -366,27 +365,27 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 	}
 	// Four runs (the autopilot, then the static, peak and mean plans), each a task of its
 	// own on the progress line: the autopilot's windows decided, then segments replayed.
-	pg := &autopilotProgress{app: app, run: run}
+	pg := &autopilotProgress{app: app, arun: arun}
 	stage := pg.stage
 	defer pg.finish()
 	stage("autopilot")
-	if rep.Autopilot, err = sim.RunAutopilot(ctx, run); err != nil {
+	if rep.Autopilot, err = sim.RunAutopilot(ctx, arun); err != nil {
 		return err
 	}
 	stage("static plan")
-	if rep.Static, err = sim.RunStatic(run, start); err != nil {
+	if rep.Static, err = sim.RunStatic(arun, start); err != nil {
 		return err
 	}
 	stage("plan for the peak")
-	if rep.Peak, rep.PeakGPUs, err = runSolvedFor(ctx, run, ladder, rep.PeakRPS, o.autopilot.headroom); err != nil {
+	if rep.Peak, rep.PeakGPUs, err = runSolvedFor(ctx, arun, ladder, rep.PeakRPS, o.autopilot.headroom); err != nil {
 		return fmt.Errorf("the plan solved for the trace's peak: %w", err)
 	}
 	stage("plan for the mean")
-	if rep.Mean, rep.MeanGPUs, err = runSolvedFor(ctx, run, ladder, rep.MeanRPS, o.autopilot.headroom); err != nil {
+	if rep.Mean, rep.MeanGPUs, err = runSolvedFor(ctx, arun, ladder, rep.MeanRPS, o.autopilot.headroom); err != nil {
 		return fmt.Errorf("the plan solved for the trace's mean: %w", err)
 	}
 	pg.finish()
-	if err := writeAutopilotReport(app, o.report, rep, run, ladder, start, cfg.Window); err != nil {
+	if err := writeAutopilotReport(app, o.report, rep, arun, ladder, start, cfg.Window); err != nil {
 		return err
 	}
 	if app.JSONOutput() {
@@ -397,7 +396,7 @@ func runSimulateAutopilot(cmd *cobra.Command, app *App, o *simulateOptions, args
 }
 
 // runSolvedFor simulates the run on the ladder's plan for rates × (1 + headroom).
-func runSolvedFor(ctx context.Context, run *sim.AutopilotRun, l autopilotSolver, rates []float64, headroom float64) (*sim.AutopilotResult, int, error) {
+func runSolvedFor(ctx context.Context, arun *sim.AutopilotRun, l autopilotSolver, rates []float64, headroom float64) (*sim.AutopilotResult, int, error) {
 	d := ap.Demand{Rates: make([]float64, len(rates))}
 	for i, r := range rates {
 		d.Rates[i] = r * (1 + headroom)
@@ -406,7 +405,7 @@ func runSolvedFor(ctx context.Context, run *sim.AutopilotRun, l autopilotSolver,
 	if err != nil {
 		return nil, 0, err
 	}
-	res, err := sim.RunStatic(run, c)
+	res, err := sim.RunStatic(arun, c)
 	return res, c.GPUs, err
 }
 
@@ -429,13 +428,13 @@ func windowRates(ts []dataplane.Time, w, d dataplane.Time) (mean, peak float64) 
 }
 
 func printAutopilotSim(app *App, rep *autopilotSimReport) {
-	fmt.Fprintf(app.Out, "trace %s over %.0f s: mean %.1f rps, peak %.1f rps (over a tenth of a window)\n", rep.Trace, rep.Duration, sum(rep.MeanRPS), sum(rep.PeakRPS))
+	fmt.Fprintf(app.Out, "trace %s over %.0f s: mean %.1f rps, peak %.1f rps (over a tenth of a window)\n", rep.Trace, rep.Duration, run.Sum(rep.MeanRPS), run.Sum(rep.PeakRPS))
 	row := func(name string, r *sim.AutopilotResult, gpus string) []string {
 		ratio := "-"
 		if rep.Peak.GPUHours > 0 {
 			ratio = fmt.Sprintf("%.0f%%", 100*r.GPUHours/rep.Peak.GPUHours)
 		}
-		return []string{name, gpus, pct(r.Attainment), fmt.Sprintf("%.3f", r.GPUHours), ratio, fmt.Sprint(r.Switches), fmt.Sprint(r.Requests)}
+		return []string{name, gpus, run.Pct(r.Attainment), fmt.Sprintf("%.3f", r.GPUHours), ratio, fmt.Sprint(r.Switches), fmt.Sprint(r.Requests)}
 	}
 	gpus := func(r *sim.AutopilotResult) string {
 		lo, hi := math.MaxInt, 0
@@ -447,7 +446,7 @@ func printAutopilotSim(app *App, rep *autopilotSimReport) {
 		}
 		return fmt.Sprintf("%d-%d", lo, hi)
 	}
-	app.Table([]string{"run", "GPUs", "attainment", "GPU-hours", "of peak", "switches", "requests"}, [][]string{
+	app.Table([]string{"arun", "GPUs", "attainment", "GPU-hours", "of peak", "switches", "requests"}, [][]string{
 		row("autopilot", rep.Autopilot, gpus(rep.Autopilot)),
 		row("static", rep.Static, gpus(rep.Static)),
 		row("peak", rep.Peak, gpus(rep.Peak)),
@@ -457,16 +456,8 @@ func printAutopilotSim(app *App, rep *autopilotSimReport) {
 		if d.Action == "resolve" {
 			continue
 		}
-		fmt.Fprintf(app.Out, "  %8.1fs %-11s %s → %s (%d GPUs): %s\n", float64(d.At)/1e6, d.Action, short(d.From), short(d.To), d.GPUs, d.Why)
+		fmt.Fprintf(app.Out, "  %8.1fs %-11s %s → %s (%d GPUs): %s\n", float64(d.At)/1e6, d.Action, run.Short(d.From), run.Short(d.To), d.GPUs, d.Why)
 	}
-}
-
-func sum(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s
 }
 
 // autopilotProgress shows the autopilot simulation's four runs (the autopilot, then the
@@ -474,7 +465,7 @@ func sum(x []float64) float64 {
 // segments replayed.
 type autopilotProgress struct {
 	app  *App
-	run  *sim.AutopilotRun
+	arun *sim.AutopilotRun
 	task *progressline.Task
 }
 
@@ -484,7 +475,7 @@ func (p *autopilotProgress) stage(name string) {
 	// The stage's line shows at once; its first phase names what it counts.
 	p.task.Finish("")
 	p.task = progressline.NewTask(p.app.Err, p.app.Quiet, "simulate --autopilot: "+name, "", 0)
-	p.run.Progress = func(ph string, done, total int) {
+	p.arun.Progress = func(ph string, done, total int) {
 		unit := map[string]string{"loop": "windows decided", "replay": "segments replayed"}[ph]
 		switch {
 		case phase == "":

@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -129,7 +130,7 @@ type autopilotRatePoint struct {
 func checkAutopilotReport(cmd *cobra.Command, dir string) error {
 	if cmd.Flags().Changed("report") || dir != "" {
 		if err := formats.CheckOutputDir(dir); err != nil {
-			return usageErrorf("--report: %q: %v", dir, err)
+			return run.UsageErrorf("--report: %q: %v", dir, err)
 		}
 	}
 	return nil
@@ -137,11 +138,11 @@ func checkAutopilotReport(cmd *cobra.Command, dir string) error {
 
 // writeAutopilotReport writes, when dir is set, DIR/autopilot-report.json and the
 // GPUs-over-time plot DIR/autopilot.{png,svg}, and says so.
-func writeAutopilotReport(app *App, dir string, rep *autopilotSimReport, run *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) error {
+func writeAutopilotReport(app *App, dir string, rep *autopilotSimReport, arun *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) error {
 	if dir == "" {
 		return nil
 	}
-	files, err := autopilotReportFiles(dir, rep, run, ladder, start, window)
+	files, err := autopilotReportFiles(dir, rep, arun, ladder, start, window)
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func writeAutopilotReport(app *App, dir string, rep *autopilotSimReport, run *si
 }
 
 // autopilotReportFiles writes the report's files and returns their paths.
-func autopilotReportFiles(dir string, rep *autopilotSimReport, run *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) ([]string, error) {
+func autopilotReportFiles(dir string, rep *autopilotSimReport, arun *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) ([]string, error) {
 	ref := func(digest string) *autopilotPlanRef {
 		if digest == "" {
 			return nil
@@ -206,10 +207,10 @@ func autopilotReportFiles(dir string, rep *autopilotSimReport, run *sim.Autopilo
 	}
 	// The trace's rate per window, summed over applications.
 	series := &sim.AutopilotSeries{Segments: res.Segments, RateW: float64(window) / 1e6}
-	if window > 0 && run.Duration > 0 {
-		n := int((run.Duration + window - 1) / window)
+	if window > 0 && arun.Duration > 0 {
+		n := int((arun.Duration + window - 1) / window)
 		counts := make([]int, n)
-		for _, ts := range run.Arrivals {
+		for _, ts := range arun.Arrivals {
 			for _, t := range ts {
 				if i := int(t / window); i < n {
 					counts[i]++
@@ -217,7 +218,7 @@ func autopilotReportFiles(dir string, rep *autopilotSimReport, run *sim.Autopilo
 			}
 		}
 		for i, c := range counts {
-			w := min(window, run.Duration-dataplane.Time(i)*window)
+			w := min(window, arun.Duration-dataplane.Time(i)*window)
 			p := autopilotRatePoint{StartS: float64(dataplane.Time(i)*window) / 1e6, RPS: roundTo(float64(c)/(float64(w)/1e6), 4)}
 			doc.Rate = append(doc.Rate, p)
 			series.RateT, series.Rate = append(series.RateT, p.StartS), append(series.Rate, p.RPS)
@@ -225,13 +226,13 @@ func autopilotReportFiles(dir string, rep *autopilotSimReport, run *sim.Autopilo
 	}
 	for _, d := range doc.Decisions {
 		if len(d.ForecastRPS) > 0 {
-			series.ForecastT, series.Forecast = append(series.ForecastT, d.TimeS), append(series.Forecast, sum(d.ForecastRPS))
+			series.ForecastT, series.Forecast = append(series.ForecastT, d.TimeS), append(series.Forecast, run.Sum(d.ForecastRPS))
 		}
 	}
 	for _, s := range res.Segments {
 		c := math.NaN()
 		if r := ref(s.Digest); len(r.CapacityRPS) > 0 {
-			c = sum(r.CapacityRPS)
+			c = run.Sum(r.CapacityRPS)
 		}
 		series.CapT, series.Cap = append(series.CapT, s.StartS), append(series.Cap, c)
 	}
@@ -245,7 +246,7 @@ func autopilotReportFiles(dir string, rep *autopilotSimReport, run *sim.Autopilo
 		return nil, err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, usageErrorf("--report %s: %v", dir, err)
+		return nil, run.UsageErrorf("--report %s: %v", dir, err)
 	}
 	jsonPath := filepath.Join(dir, "autopilot-report.json")
 	paths, err := sim.SaveStacked(plots, dir, "autopilot", 18*vg.Centimeter, 14*vg.Centimeter)

@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/bench/solverbench"
 	"github.com/plan-dev/plan/bench/speedbench"
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 )
 
 // newBenchCmd builds `plan bench` with one subcommand per bench of every registered system.
@@ -29,7 +30,7 @@ Every benchmark has --quick (a reduced run that finishes in under two minutes) a
   plan bench ppipe --report ppipe-report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("plan bench needs a benchmark: %s", strings.Join(benchNames(cmd), ", "))
+			return run.UsageErrorf("plan bench needs a benchmark: %s", strings.Join(benchNames(cmd), ", "))
 		},
 	}
 	for _, s := range app.Systems.Systems() {
@@ -75,7 +76,7 @@ func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 				task.Finish("done")
 			}
 			if errors.Is(err, bench.ErrUsage) {
-				return usageError(err)
+				return run.UsageError(err)
 			}
 			return err
 		},

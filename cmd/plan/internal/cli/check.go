@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 )
@@ -157,7 +158,7 @@ func (c *checkLog) report() error {
 		}
 	}
 	if c.fails > 0 {
-		return checkFailed(fmt.Errorf("%s: %d check(s) failed", c.name, c.fails))
+		return run.CheckFailed(fmt.Errorf("%s: %d check(s) failed", c.name, c.fails))
 	}
 	return nil
 }
@@ -165,30 +166,30 @@ func (c *checkLog) report() error {
 func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error {
 	tol, err := parseTolerance(o.tolerance)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if o.timeLimit < 0 {
-		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
+		return run.UsageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
 	// A plan that validate rejects is bad input here too (exit 2), never a failed check.
 	plan, err := formats.ReadIntoWith[*formats.Plan](path, app.Systems.Sections())
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	sys, err := app.Systems.ForPlan(plan)
 	if err != nil {
-		return usageErrorf("%s: %v", path, err)
+		return run.UsageErrorf("%s: %v", path, err)
 	}
 	if sys.Checker == nil {
-		return usageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection, sys.Name)
+		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection, sys.Name)
 	}
 	var golden *formats.Plan
 	if o.golden != "" {
 		if golden, err = formats.ReadIntoWith[*formats.Plan](o.golden, app.Systems.Sections()); err != nil {
-			return usageError(err)
+			return run.UsageError(err)
 		}
 		if !sys.HasPlan(golden) {
-			return usageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", o.golden, sys.PlanSection, sys.Name, path)
+			return run.UsageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", o.golden, sys.PlanSection, sys.Name, path)
 		}
 	}
 	lg := &checkLog{app: app, name: planName(path)}
@@ -216,13 +217,6 @@ func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
 	}
 }
 
-func short(d string) string {
-	if len(d) > 19 {
-		return d[:19] + "…"
-	}
-	return d
-}
-
 func compare(lg *checkLog, stage, what string, cs []planner.Check) {
 	for _, c := range cs {
 		lg.addAs(stage, what, c)
@@ -248,7 +242,7 @@ func resolvePlan(cmd *cobra.Command, app *App, lg *checkLog, ck planner.Checker,
 		return nil
 	}
 	if re.Provenance.InputDigest != plan.Provenance.InputDigest {
-		lg.add("resolve", planner.Check{Line: fmt.Sprintf("input digest %s ≠ recorded %s", short(re.Provenance.InputDigest), short(plan.Provenance.InputDigest)), Name: "input_digest"})
+		lg.add("resolve", planner.Check{Line: fmt.Sprintf("input digest %s ≠ recorded %s", run.Short(re.Provenance.InputDigest), run.Short(plan.Provenance.InputDigest)), Name: "input_digest"})
 	}
 	pv := re.Provenance
 	gap := "no bound" // the re-solve proved none (time limit before its LP finished)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +31,7 @@ where your shell looks for completions.`,
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(app.Out)
 			}
-			return usageErrorf("completion: %q: shell must be bash, zsh, fish or powershell", args[0])
+			return run.UsageErrorf("completion: %q: shell must be bash, zsh, fish or powershell", args[0])
 		},
 	}
 	return cmd

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/profiler/onnx"
 )
@@ -133,22 +134,22 @@ func exporterFor(sys system.System, target string) (*export.Exporter, error) {
 
 func runExport(app *App, o *exportOptions, path string) error {
 	if !slices.Contains(export.Targets, o.to) {
-		return usageErrorf("--to: %q: must be one of %s", o.to, strings.Join(export.Targets, ", "))
+		return run.UsageErrorf("--to: %q: must be one of %s", o.to, strings.Join(export.Targets, ", "))
 	}
 	if o.out == "" {
-		return usageErrorf("-o: an output directory is required")
+		return run.UsageErrorf("-o: an output directory is required")
 	}
 	plan, err := formats.ReadIntoWith[*formats.Plan](path, app.Systems.Sections())
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	sys, err := app.Systems.ForPlan(plan)
 	if err != nil {
-		return usageErrorf("%s: %v", path, err)
+		return run.UsageErrorf("%s: %v", path, err)
 	}
 	ex, err := exporterFor(sys, o.to)
 	if err != nil {
-		return usageErrorf("%s: %v", path, err)
+		return run.UsageErrorf("%s: %v", path, err)
 	}
 	opts := export.Options{Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath, Prometheus: o.prometheus, Image: o.image}
 	if e := plan.Provenance.Embedded; e != nil {
@@ -158,7 +159,7 @@ func runExport(app *App, o *exportOptions, path string) error {
 	if o.cluster != "" {
 		c, err := formats.ReadInto[*formats.Cluster](o.cluster)
 		if err != nil {
-			return usageError(err)
+			return run.UsageError(err)
 		}
 		for gpu, n := range export.PerServerOf(c) {
 			if opts.PerServer == nil {
@@ -181,18 +182,18 @@ func runExport(app *App, o *exportOptions, path string) error {
 	}
 	if o.model != "" {
 		if opts.Model, err = onnx.Load(o.model); err != nil {
-			return usageErrorf("--model %s: %v", o.model, err)
+			return run.UsageErrorf("--model %s: %v", o.model, err)
 		}
 	}
 	files, err := ex.Export(plan, opts)
 	if err != nil {
-		return usageErrorf("%s: export to %s: %v", path, o.to, err)
+		return run.UsageErrorf("%s: export to %s: %v", path, o.to, err)
 	}
 	if err := export.Validate(files); err != nil {
 		return err // a bug of the exporter, not of the input: exit 1
 	}
 	if err := export.Write(o.out, files, o.force); err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if app.JSONOutput() {
 		b, err := json.MarshalIndent(exportReport{Plan: path, System: sys.Name, Target: o.to, Dir: o.out, Files: files.Names()}, "", "  ")
@@ -216,7 +217,7 @@ const maxCheckFile = 16 << 20
 // directory on disk, with the rules of a deployable repository.
 func runExportCheck(app *App, o *exportOptions, dir string) error {
 	if o.to != "" || o.out != "" || o.model != "" || o.cluster != "" || o.prometheus != "" || o.image != "" {
-		return usageErrorf("--check %s: validates an existing directory; it takes no --to, -o, --model or --cluster", dir)
+		return run.UsageErrorf("--check %s: validates an existing directory; it takes no --to, -o, --model or --cluster", dir)
 	}
 	files := export.Files{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -264,13 +265,13 @@ func runExportCheck(app *App, o *exportOptions, dir string) error {
 		return err
 	})
 	if err != nil {
-		return usageErrorf("--check: %v", err)
+		return run.UsageErrorf("--check: %v", err)
 	}
 	if len(files) == 0 {
-		return usageErrorf("--check %s: no files", dir)
+		return run.UsageErrorf("--check %s: no files", dir)
 	}
 	if err := export.ValidateFor(files, true); err != nil {
-		return usageErrorf("%s: %v", dir, err)
+		return run.UsageErrorf("%s: %v", dir, err)
 	}
 	if !app.Quiet {
 		fmt.Fprintf(app.Out, "ok: %s: %d file(s) pass the schemas and the run-time rules\n", dir, len(files))

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/spf13/pflag"
 )
 
@@ -35,7 +36,7 @@ func finiteFlags(fs *pflag.FlagSet) error {
 		}
 		for _, x := range xs {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				bad = usageErrorf("--%s: %s: must be a finite number", f.Name, f.Value.String())
+				bad = run.UsageErrorf("--%s: %s: must be a finite number", f.Name, f.Value.String())
 				return
 			}
 		}

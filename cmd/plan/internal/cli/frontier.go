@@ -17,6 +17,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
@@ -109,14 +110,14 @@ func parseSweep(o *frontierOptions) (string, []sweepPoint, error) {
 		}
 	}
 	if n != 1 {
-		return "", nil, usageErrorf("give exactly one of --rate, --slo and --accuracy")
+		return "", nil, run.UsageErrorf("give exactly one of --rate, --slo and --accuracy")
 	}
 	var pts []sweepPoint
 	switch {
 	case o.rate != "":
 		xs, err := sim.ParseLoadRange(o.rate)
 		if err != nil {
-			return "", nil, usageErrorf("--rate %q: %v", o.rate, err)
+			return "", nil, run.UsageErrorf("--rate %q: %v", o.rate, err)
 		}
 		for _, x := range xs {
 			pts = append(pts, sweepPoint{x: x, label: strconv.FormatFloat(x, 'g', 4, 64) + "×", apply: func(in *planner.Inputs, _ *planner.Settings, _ map[string]string) {
@@ -128,7 +129,7 @@ func parseSweep(o *frontierOptions) (string, []sweepPoint, error) {
 		for _, f := range strings.Split(o.slo, ",") {
 			d, err := time.ParseDuration(strings.TrimSpace(f))
 			if err != nil || d <= 0 {
-				return "", nil, usageErrorf("--slo %q: %q: must be a duration > 0", o.slo, f)
+				return "", nil, run.UsageErrorf("--slo %q: %q: must be a duration > 0", o.slo, f)
 			}
 			pts = append(pts, sweepPoint{x: float64(d) / float64(time.Millisecond), label: d.String(), apply: func(_ *planner.Inputs, s *planner.Settings, _ map[string]string) {
 				s.SLO = d
@@ -139,7 +140,7 @@ func parseSweep(o *frontierOptions) (string, []sweepPoint, error) {
 		for _, f := range strings.Split(o.accuracy, ",") {
 			a, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if err != nil || !(a > 0 && a <= 1) {
-				return "", nil, usageErrorf("--accuracy %q: %q: must be in (0, 1]", o.accuracy, f)
+				return "", nil, run.UsageErrorf("--accuracy %q: %q: must be in (0, 1]", o.accuracy, f)
 			}
 			v := strings.TrimSpace(f)
 			pts = append(pts, sweepPoint{x: a, label: v, apply: func(_ *planner.Inputs, _ *planner.Settings, fl map[string]string) {
@@ -190,15 +191,15 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 		return err
 	}
 	if o.timeLimit <= 0 {
-		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
+		return run.UsageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
 	if !(o.gap > 0 && o.gap < 1) {
-		return usageErrorf("--gap: %g: must be in (0, 1)", o.gap)
+		return run.UsageErrorf("--gap: %g: must be in (0, 1)", o.gap)
 	}
 	for _, f := range [][2]string{{"--csv", o.csv}, {"--plot", o.plot}} {
 		if f[1] != "" {
 			if err := formats.CheckWritable(f[1]); err != nil {
-				return usageErrorf("%s: %q: %v", f[0], f[1], err)
+				return run.UsageErrorf("%s: %q: %v", f[0], f[1], err)
 			}
 		}
 	}
@@ -208,7 +209,7 @@ func runFrontier(cmd *cobra.Command, app *App, o *frontierOptions) error {
 	}
 	sys, err := app.Systems.ForWorkload(in.Workload)
 	if err != nil {
-		return usageErrorf("%s: %v", o.workload, err)
+		return run.UsageErrorf("%s: %v", o.workload, err)
 	}
 	base := planner.Settings{Strategy: o.strategy, TimeLimit: o.timeLimit, Gap: o.gap, Deterministic: true,
 		ToolVersion: buildVersion().Version, Objective: planner.ObjectiveCost}
@@ -311,10 +312,10 @@ func solveWith(ctx context.Context, sys system.System, in planner.Inputs, s plan
 	pl.Flags(fs)
 	for k, v := range flags {
 		if fs.Lookup(k) == nil {
-			return nil, usageErrorf("--%s: the %s planner does not take it", k, sys.Name)
+			return nil, run.UsageErrorf("--%s: the %s planner does not take it", k, sys.Name)
 		}
 		if err := fs.Set(k, v); err != nil {
-			return nil, usageErrorf("--%s: %v", k, err)
+			return nil, run.UsageErrorf("--%s: %v", k, err)
 		}
 	}
 	plan, err := pl.Solve(ctx, in, s)
@@ -322,7 +323,7 @@ func solveWith(ctx context.Context, sys system.System, in planner.Inputs, s plan
 		return nil, err
 	}
 	if plan.Fleet == nil {
-		return nil, usageErrorf("the %s planner has no cost objective yet", sys.Name)
+		return nil, run.UsageErrorf("the %s planner has no cost objective yet", sys.Name)
 	}
 	return plan, nil
 }
@@ -406,7 +407,7 @@ func writeFrontier(app *App, o *frontierOptions, rep frontierReport) error {
 	if rep.Baseline != "" {
 		why[header[6]] = "the baseline found no fleet"
 	}
-	dashNote(app.Out, header, rows, why)
+	run.DashNote(app.Out, header, rows, why)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 )
 
 type importOptions struct {
@@ -41,7 +42,7 @@ written.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 || args[0] != "validation" {
-				return usageErrorf("usage: plan import validation FILE (got %q)", args)
+				return run.UsageErrorf("usage: plan import validation FILE (got %q)", args)
 			}
 			return runImport(app, o, args[1])
 		},
@@ -58,23 +59,23 @@ written.`,
 
 func runImport(app *App, o *importOptions, file string) error {
 	if o.certainty != "probability" && o.certainty != "score" {
-		return usageErrorf("--certainty: %q: must be probability or score", o.certainty)
+		return run.UsageErrorf("--certainty: %q: must be probability or score", o.certainty)
 	}
 	if o.as != "validation" && o.as != "test" {
-		return usageErrorf("--as: %q: must be validation or test", o.as)
+		return run.UsageErrorf("--as: %q: must be validation or test", o.as)
 	}
 	if o.out != "" {
 		if err := formats.CheckWritable(o.out); err != nil {
-			return usageErrorf("--out: %q: %v", o.out, err)
+			return run.UsageErrorf("--out: %q: %v", o.out, err)
 		}
 	}
 	data, err := formats.ReadBytes(file)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	recs, err := formats.ImportValidationScale(file, data, o.model, o.certainty == "score")
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	var out []byte
 	if o.workload == "" {
@@ -85,16 +86,16 @@ func runImport(app *App, o *importOptions, file string) error {
 	} else {
 		w, err := formats.ReadIntoWith[*formats.Workload](o.workload, app.Systems.Sections())
 		if err != nil {
-			return usageError(err)
+			return run.UsageError(err)
 		}
 		i := slices.IndexFunc(w.Cascades, func(c formats.Cascade) bool { return c.Name == o.cascade })
 		switch {
 		case o.cascade == "" && len(w.Cascades) == 1:
 			i = 0
 		case o.cascade == "":
-			return usageErrorf("%s: cascades: %d cascades: name one with --cascade", o.workload, len(w.Cascades))
+			return run.UsageErrorf("%s: cascades: %d cascades: name one with --cascade", o.workload, len(w.Cascades))
 		case i < 0:
-			return usageErrorf("--cascade: %q: not a cascade of %s", o.cascade, o.workload)
+			return run.UsageErrorf("--cascade: %q: not a cascade of %s", o.cascade, o.workload)
 		}
 		c := &w.Cascades[i]
 		if o.as == "test" {
@@ -108,7 +109,7 @@ func runImport(app *App, o *importOptions, file string) error {
 		// The records' problems are the workload's now (models it lacks, samples not
 		// covered, a test set with models the validation set lacks): name both files.
 		if errs := formats.ValidateWith(w, app.Systems.Sections()); len(errs) > 0 {
-			return usageError(errs.WithFile(o.workload))
+			return run.UsageError(errs.WithFile(o.workload))
 		}
 		if out, err = formats.Marshal(w); err != nil {
 			return err
@@ -132,10 +133,10 @@ func loadRecordFiles(w *formats.Workload, path string, secs *formats.SectionSet)
 		return nil
 	}
 	if err := formats.LoadCascadeFiles(w, path); err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if errs := formats.ValidateWith(w, secs); len(errs) > 0 {
-		return usageError(errs.WithFile(path))
+		return run.UsageError(errs.WithFile(path))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/serve/kservegrpc"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
@@ -121,16 +122,16 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
 				return err
 			}
 			if len(args) > 1 {
-				return usageErrorf("one URL at most, got %d arguments: %s", len(args), strings.Join(args, " "))
+				return run.UsageErrorf("one URL at most, got %d arguments: %s", len(args), strings.Join(args, " "))
 			}
 			if o.openai.url != "" {
 				if len(args) > 0 {
-					return usageErrorf("give the server either as URL or as --openai URL, not both")
+					return run.UsageErrorf("give the server either as URL or as --openai URL, not both")
 				}
 				return runLoadOpenAI(cmd, app, o)
 			}
 			if len(args) != 1 {
-				return usageErrorf("URL: required (or --openai URL)")
+				return run.UsageErrorf("URL: required (or --openai URL)")
 			}
 			return runLoad(cmd, app, o, args[0])
 		},
@@ -170,17 +171,17 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		return err
 	}
 	if !(o.maxFailureRate >= 0 && o.maxFailureRate <= 1) {
-		return usageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
+		return run.UsageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
 	}
 	if cmd.Flags().Changed("request-rate") {
 		if cmd.Flags().Changed("rate") || math.IsInf(o.requestRate, 1) {
-			return usageErrorf("--request-rate: %g: give --rate or --request-rate, a finite rate (inf is for --openai)", o.requestRate)
+			return run.UsageErrorf("--request-rate: %g: give --rate or --request-rate, a finite rate (inf is for --openai)", o.requestRate)
 		}
 		o.rate = o.requestRate
 	}
 	for _, name := range kserveRefused {
 		if cmd.Flags().Changed(name) {
-			return usageErrorf("--%s: an --openai flag (a plan serve's KServe API takes --rate, --max-requests, --trace)", name)
+			return run.UsageErrorf("--%s: an --openai flag (a plan serve's KServe API takes --rate, --max-requests, --trace)", name)
 		}
 	}
 	for _, f := range []struct {
@@ -188,41 +189,41 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		v    float64
 	}{{"rate", o.rate}, {"load", o.load}, {"rate-scale", o.rateScale}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return usageErrorf("--%s: %g: must be a finite number > 0", f.name, f.v)
+			return run.UsageErrorf("--%s: %g: must be a finite number > 0", f.name, f.v)
 		}
 	}
 	if o.slo < 0 {
-		return usageErrorf("--slo: %s: must be > 0", o.slo)
+		return run.UsageErrorf("--slo: %s: must be > 0", o.slo)
 	}
 	if o.timeout < 0 {
-		return usageErrorf("--timeout: %s: must be > 0", o.timeout)
+		return run.UsageErrorf("--timeout: %s: must be > 0", o.timeout)
 	}
 	if o.rate > 0 && o.load > 0 {
-		return usageErrorf("--rate and --load are exclusive")
+		return run.UsageErrorf("--rate and --load are exclusive")
 	}
 	if o.rateScale > 0 && (o.rate > 0 || o.load > 0) {
-		return usageErrorf("--rate-scale: exclusive with --load and --rate (it sets the rates itself)")
+		return run.UsageErrorf("--rate-scale: exclusive with --load and --rate (it sets the rates itself)")
 	}
 	if o.rate == 0 && o.load == 0 && o.rateScale == 0 {
 		o.load = 1
 	}
 	if o.duration <= 0 {
-		return usageErrorf("--duration: %s: must be > 0", o.duration)
+		return run.UsageErrorf("--duration: %s: must be > 0", o.duration)
 	}
 	if o.maxRequests < 0 {
-		return usageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
+		return run.UsageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
 	}
 	if o.connections < 1 {
-		return usageErrorf("--connections: %d: must be >= 1", o.connections)
+		return run.UsageErrorf("--connections: %d: must be >= 1", o.connections)
 	}
 	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	warmup := time.Duration(-1) // the default rule, over the served plan's SLOs
 	if cmd.Flags().Changed("warmup") {
 		if o.warmup < 0 || o.warmup >= o.duration {
-			return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
+			return run.UsageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
 		}
 		warmup = o.warmup
 	}
@@ -233,12 +234,12 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 			o.duration, spec.Name, time.Duration(span)*time.Microsecond, time.Duration(span)*time.Microsecond-o.duration, cut, total)
 	}
 	if o.rateScale > 0 && spec.Trace == nil {
-		return usageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
+		return run.UsageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
 	}
 	var plan *formats.Plan
 	if o.plan != "" {
 		if plan, err = formats.ReadIntoWith[*formats.Plan](o.plan, app.Systems.Sections()); err != nil {
-			return usageErrorf("--plan: %v", err)
+			return run.UsageErrorf("--plan: %v", err)
 		}
 	}
 	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Plan: plan,
@@ -248,14 +249,14 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 	}
 	if o.grpc != "" {
 		if host, port, err := net.SplitHostPort(o.grpc); err != nil || host == "" || port == "" {
-			return usageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
+			return run.UsageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
 		}
 		if _, err := checkTarget(app.Err, "--grpc", "http://"+o.grpc); err != nil {
-			return usageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
+			return run.UsageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
 		}
 		conn, err := kservegrpc.Dial(o.grpc)
 		if err != nil {
-			return usageErrorf("--grpc %s: %v", o.grpc, err)
+			return run.UsageErrorf("--grpc %s: %v", o.grpc, err)
 		}
 		defer conn.Close()
 		opts.Send = kservegrpc.Sender(conn, o.grpcRaw, false)
@@ -267,7 +268,7 @@ func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error 
 		fmt.Fprintln(app.Err)
 	}
 	if errors.Is(err, load.ErrSetup) {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if err != nil {
 		return err
@@ -304,7 +305,7 @@ func kserveFailures(res *load.Result, max float64) error {
 	if total == 0 || float64(failed)/float64(total) <= max {
 		return nil
 	}
-	return checkFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g): %d client errors (connection failed), %d answered with an HTTP error status",
+	return run.CheckFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g): %d client errors (connection failed), %d answered with an HTTP error status",
 		failed, total, 100*float64(failed)/float64(total), max, oc.ClientErrors, statuses))
 }
 
@@ -318,31 +319,31 @@ func printLoadReport(app *App, res *load.Result) {
 	t := p.Total
 	header := []string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}
 	row := []string{
-		fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", t.OfferedRPS), fmt.Sprint(t.Requests), pct(t.Attainment),
+		fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", t.OfferedRPS), fmt.Sprint(t.Requests), run.Pct(t.Attainment),
 		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
 		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
 	}
 	if sp := t.SLOPercentile; sp != nil { // the SLO's own percentile (a cascade's p95)
-		header, row = append(header, fmt.Sprintf("p%g ms", 100*sp.Percentile)), append(row, percentileMs(sp))
+		header, row = append(header, fmt.Sprintf("p%g ms", 100*sp.Percentile)), append(row, run.PercentileMs(sp))
 	}
 	// Each application's (class's) attainment beside the total, as plan simulate shows it.
-	for _, name := range appNames(rep) {
+	for _, name := range run.AppNames(rep) {
 		v := "-"
 		for _, a := range p.Apps {
 			if a.Name == name && a.Requests > 0 {
-				v = pct(a.Attainment)
+				v = run.Pct(a.Attainment)
 			}
 		}
 		header, row = append(header, "att "+name), append(row, v)
 	}
 	app.Table(header, [][]string{row})
-	if line := accuracyLine(rep); line != "" {
+	if line := run.AccuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
 	}
 	if rep.WarmupUs > 0 {
 		fmt.Fprintf(app.Out, "\nrequests arriving in the first %s (warm-up) were sent but not counted\n", time.Duration(rep.WarmupUs)*time.Microsecond)
 	}
-	printLLMTable(app, rep.Points)
+	run.PrintLLMTable(&app.IO, rep.Points)
 	oc := res.Outcomes
 	var drops int64
 	for _, d := range oc.ServerDrops {
@@ -387,7 +388,7 @@ func printLoadReport(app *App, res *load.Result) {
 // line). done names the second count (answered, finished); progressed records that a line
 // was drawn, so the caller ends it.
 func loadProgress(app *App, done string, progressed *atomic.Bool) func(sent, n int64) {
-	if app.Quiet || !isTerminal(app.Err) || !isTerminal(app.Out) {
+	if app.Quiet || !run.IsTerminal(app.Err) || !run.IsTerminal(app.Out) {
 		return nil
 	}
 	start := time.Now()

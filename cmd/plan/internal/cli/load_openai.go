@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/serve/load"
 	"github.com/plan-dev/plan/sim"
 )
@@ -112,18 +113,18 @@ func parseGoodput(vals []string) (map[string]float64, error) {
 			name, ms, ok := strings.Cut(pair, ":")
 			name = strings.ToLower(strings.TrimSpace(name))
 			if !ok {
-				return nil, usageErrorf("--goodput %q: want METRIC:MS (ttft:200)", pair)
+				return nil, run.UsageErrorf("--goodput %q: want METRIC:MS (ttft:200)", pair)
 			}
 			known := false
 			for _, m := range load.GoodputMetrics {
 				known = known || m == name
 			}
 			if !known {
-				return nil, usageErrorf("--goodput %q: unknown metric %q (want %s)", pair, name, strings.Join(load.GoodputMetrics, ", "))
+				return nil, run.UsageErrorf("--goodput %q: unknown metric %q (want %s)", pair, name, strings.Join(load.GoodputMetrics, ", "))
 			}
 			x, err := strconv.ParseFloat(strings.TrimSpace(ms), 64)
 			if err != nil || !(x > 0) || math.IsInf(x, 0) {
-				return nil, usageErrorf("--goodput %q: %q: want a number of ms > 0", pair, ms)
+				return nil, run.UsageErrorf("--goodput %q: %q: want a number of ms > 0", pair, ms)
 			}
 			slo[name] = x
 		}
@@ -144,12 +145,12 @@ func parsePercentiles(metrics, pcts string) ([]string, []float64, error) {
 			ok = ok || k == m
 		}
 		if !ok {
-			return nil, nil, usageErrorf("--percentile-metrics: %q: unknown metric (want %s)", m, strings.Join(load.PercentileMetricNames, ", "))
+			return nil, nil, run.UsageErrorf("--percentile-metrics: %q: unknown metric (want %s)", m, strings.Join(load.PercentileMetricNames, ", "))
 		}
 		ms = append(ms, m)
 	}
 	if len(ms) == 0 {
-		return nil, nil, usageErrorf("--percentile-metrics: %q: name at least one of %s", metrics, strings.Join(load.PercentileMetricNames, ", "))
+		return nil, nil, run.UsageErrorf("--percentile-metrics: %q: name at least one of %s", metrics, strings.Join(load.PercentileMetricNames, ", "))
 	}
 	var ps []float64
 	for _, p := range strings.Split(pcts, ",") {
@@ -159,12 +160,12 @@ func parsePercentiles(metrics, pcts string) ([]string, []float64, error) {
 		}
 		x, err := strconv.ParseFloat(p, 64)
 		if err != nil || !(x >= 0 && x <= 100) {
-			return nil, nil, usageErrorf("--metric-percentiles: %q: want numbers in [0, 100]", p)
+			return nil, nil, run.UsageErrorf("--metric-percentiles: %q: want numbers in [0, 100]", p)
 		}
 		ps = append(ps, x)
 	}
 	if len(ps) == 0 {
-		return nil, nil, usageErrorf("--metric-percentiles: %q: name at least one percentile", pcts)
+		return nil, nil, run.UsageErrorf("--metric-percentiles: %q: name at least one percentile", pcts)
 	}
 	return ms, ps, nil
 }
@@ -181,12 +182,12 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 	f := cmd.Flags()
 	for _, name := range []string{"load", "slo", "grpc", "grpc-raw"} {
 		if f.Changed(name) {
-			return usageErrorf("--%s: not an --openai flag (a plan serve's KServe API only)", name)
+			return run.UsageErrorf("--%s: not an --openai flag (a plan serve's KServe API only)", name)
 		}
 	}
 	if f.Changed("request-rate") {
 		if f.Changed("rate") {
-			return usageErrorf("--rate and --request-rate: give one (they are the same)")
+			return run.UsageErrorf("--rate and --request-rate: give one (they are the same)")
 		}
 		o.rate = o.requestRate
 	}
@@ -211,13 +212,13 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 	for _, kv := range oa.metadata {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return usageErrorf("--metadata %q: want KEY=VALUE", kv)
+			return run.UsageErrorf("--metadata %q: want KEY=VALUE", kv)
 		}
 		meta[strings.TrimSpace(k)] = v
 	}
 	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	dataset, err := readDatasetFlags(cmd, o)
 	if err != nil {
@@ -239,13 +240,13 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 	}
 	if dataset != nil && dataset.Name == load.DatasetRandom {
 		if dataset, err = load.RandomDataset(numPrompts, oa.randomIn, oa.randomOut, oa.randomRatio, o.seed); err != nil {
-			return usageError(err)
+			return run.UsageError(err)
 		}
 	}
 	model := o.model
 	if model == "" && (spec.Kind != "replay" || spec.Trace == nil) {
 		if model, err = load.FirstModel(cmd.Context(), base, header); err != nil {
-			return usageError(err)
+			return run.UsageError(err)
 		}
 	}
 	warmup := time.Duration(0)
@@ -269,7 +270,7 @@ func runLoadOpenAI(cmd *cobra.Command, app *App, o *loadOptions) error {
 		fmt.Fprintln(app.Err)
 	}
 	if errors.Is(err, load.ErrSetup) {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if err != nil {
 		return err
@@ -313,7 +314,7 @@ func openAIFailures(rep *load.OpenAIReport, max float64) error {
 			cause += ": " + fl.Example
 		}
 	}
-	return checkFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g); most: %s", rep.Failed, rep.Requests, 100*r, max, cause))
+	return run.CheckFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g); most: %s", rep.Failed, rep.Requests, 100*r, max, cause))
 }
 
 // checkOpenAIFlags refuses --openai's numeric flags out of their range (exit 2, naming it).
@@ -321,37 +322,37 @@ func checkOpenAIFlags(f *pflag.FlagSet, o *loadOptions, rateSet bool) error {
 	oa := &o.openai
 	switch {
 	case oa.concurrency < 0:
-		return usageErrorf("--concurrency: %d: must be >= 1", oa.concurrency)
+		return run.UsageErrorf("--concurrency: %d: must be >= 1", oa.concurrency)
 	case oa.concurrency > 0 && rateSet:
-		return usageErrorf("--rate and --concurrency are exclusive (open and closed loop)")
+		return run.UsageErrorf("--rate and --concurrency are exclusive (open and closed loop)")
 	case !(o.rate >= 0) || math.IsInf(o.rate, -1):
-		return usageErrorf("--rate: %g: must be a number > 0 (or inf)", o.rate)
+		return run.UsageErrorf("--rate: %g: must be a number > 0 (or inf)", o.rate)
 	case oa.inputTokens < 1:
-		return usageErrorf("--input-tokens: %d: must be >= 1", oa.inputTokens)
+		return run.UsageErrorf("--input-tokens: %d: must be >= 1", oa.inputTokens)
 	case oa.outputTokens < 1:
-		return usageErrorf("--output-tokens: %d: must be >= 1", oa.outputTokens)
+		return run.UsageErrorf("--output-tokens: %d: must be >= 1", oa.outputTokens)
 	case o.maxRequests < 0:
-		return usageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
+		return run.UsageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
 	case o.timeout < 0:
-		return usageErrorf("--timeout: %s: must be > 0", o.timeout)
+		return run.UsageErrorf("--timeout: %s: must be > 0", o.timeout)
 	case o.duration <= 0:
-		return usageErrorf("--duration: %s: must be > 0", o.duration)
+		return run.UsageErrorf("--duration: %s: must be > 0", o.duration)
 	case o.connections < 1:
-		return usageErrorf("--connections: %d: must be >= 1", o.connections)
+		return run.UsageErrorf("--connections: %d: must be >= 1", o.connections)
 	case !(oa.burstiness > 0) || math.IsInf(oa.burstiness, 0):
-		return usageErrorf("--burstiness: %g: must be a number > 0", oa.burstiness)
+		return run.UsageErrorf("--burstiness: %g: must be a number > 0", oa.burstiness)
 	case oa.maxConcurrency < 0:
-		return usageErrorf("--max-concurrency: %d: must be >= 0", oa.maxConcurrency)
+		return run.UsageErrorf("--max-concurrency: %d: must be >= 0", oa.maxConcurrency)
 	case oa.numWarmups < 0:
-		return usageErrorf("--num-warmups: %d: must be >= 0", oa.numWarmups)
+		return run.UsageErrorf("--num-warmups: %d: must be >= 0", oa.numWarmups)
 	case !(o.maxFailureRate >= 0 && o.maxFailureRate <= 1):
-		return usageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
+		return run.UsageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
 	case o.warmup < 0 || (f.Changed("warmup") && f.Changed("duration") && o.warmup >= o.duration):
-		return usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
+		return run.UsageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
 	case !(o.rateScale >= 0) || math.IsInf(o.rateScale, 0):
-		return usageErrorf("--rate-scale: %g: must be a finite number > 0", o.rateScale)
+		return run.UsageErrorf("--rate-scale: %g: must be a finite number > 0", o.rateScale)
 	case oa.saveDetailed && !oa.saveResult:
-		return usageErrorf("--save-detailed: needs --save-result")
+		return run.UsageErrorf("--save-detailed: needs --save-result")
 	}
 	return nil
 }
@@ -364,20 +365,20 @@ func readDatasetFlags(cmd *cobra.Command, o *loadOptions) (*load.Dataset, error)
 	if oa.datasetName == "" {
 		for _, name := range []string{"dataset-path", "dataset-timestamps", "random-input-len", "random-output-len", "random-range-ratio", "sharegpt-output-len"} {
 			if f.Changed(name) {
-				return nil, usageErrorf("--%s: needs --dataset-name", name)
+				return nil, run.UsageErrorf("--%s: needs --dataset-name", name)
 			}
 		}
 		return nil, nil
 	}
 	if f.Changed("trace") {
-		return nil, usageErrorf("--dataset-name and --trace: give one (the requests come from either)")
+		return nil, run.UsageErrorf("--dataset-name and --trace: give one (the requests come from either)")
 	}
 	if oa.sharegptOutputLen < 0 {
-		return nil, usageErrorf("--sharegpt-output-len: %d: must be >= 1", oa.sharegptOutputLen)
+		return nil, run.UsageErrorf("--sharegpt-output-len: %d: must be >= 1", oa.sharegptOutputLen)
 	}
 	if oa.datasetName == load.DatasetRandom {
 		if oa.datasetPath != "" {
-			return nil, usageErrorf("--dataset-path: random data has no file")
+			return nil, run.UsageErrorf("--dataset-path: random data has no file")
 		}
 		return &load.Dataset{Name: load.DatasetRandom}, nil
 	}
@@ -386,18 +387,18 @@ func readDatasetFlags(cmd *cobra.Command, o *loadOptions) (*load.Dataset, error)
 		known = known || n == oa.datasetName
 	}
 	if !known {
-		return nil, usageErrorf("--dataset-name: %q: want one of %s", oa.datasetName, strings.Join(load.DatasetNames, ", "))
+		return nil, run.UsageErrorf("--dataset-name: %q: want one of %s", oa.datasetName, strings.Join(load.DatasetNames, ", "))
 	}
 	if oa.datasetPath == "" {
-		return nil, usageErrorf("--dataset-path: required with --dataset-name %s", oa.datasetName)
+		return nil, run.UsageErrorf("--dataset-path: required with --dataset-name %s", oa.datasetName)
 	}
 	data, err := formats.ReadBytesLimit(oa.datasetPath, formats.MaxFileBytes)
 	if err != nil {
-		return nil, usageErrorf("--dataset-path: %v", err)
+		return nil, run.UsageErrorf("--dataset-path: %v", err)
 	}
 	d, err := load.ReadDataset(oa.datasetName, oa.datasetPath, data, oa.sharegptOutputLen)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, run.UsageError(err)
 	}
 	return d, nil
 }
@@ -410,7 +411,7 @@ func saveResult(app *App, oa *openAIFlags, rm load.ResultMeta, result map[string
 	}
 	if oa.resultDir != "" {
 		if err := os.MkdirAll(oa.resultDir, 0o755); err != nil {
-			return usageErrorf("--result-dir: %v", err)
+			return run.UsageErrorf("--result-dir: %v", err)
 		}
 		name = filepath.Join(oa.resultDir, name)
 	}

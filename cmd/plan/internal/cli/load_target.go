@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/plan-dev/plan/internal/run"
 )
 
 // checkTarget accepts an http or https base URL (no path) of any host for flag (a name such as
@@ -19,13 +21,13 @@ import (
 func checkTarget(stderr io.Writer, flag, raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", usageErrorf("%s: %q: must be an http:// or https:// URL (http://HOST:PORT)", flag, raw)
+		return "", run.UsageErrorf("%s: %q: must be an http:// or https:// URL (http://HOST:PORT)", flag, raw)
 	}
 	if u.User != nil {
-		return "", usageErrorf("%s: %q: no user info in the URL: give credentials with --api-key or --header", flag, u.Redacted())
+		return "", run.UsageErrorf("%s: %q: no user info in the URL: give credentials with --api-key or --header", flag, u.Redacted())
 	}
 	if u.Path != "" && u.Path != "/" {
-		return "", usageErrorf("%s: %q: give the server's base URL, without a path", flag, raw)
+		return "", run.UsageErrorf("%s: %q: give the server's base URL, without a path", flag, raw)
 	}
 	if !isLoopbackHost(u.Hostname()) {
 		fmt.Fprintf(stderr, "load: %s is not on this machine: the benchmark's traffic goes off this machine to %s\n", flag, u.Host)
@@ -47,7 +49,7 @@ func requestHeaders(headers []string, apiKey string, useEnv bool) (http.Header, 
 		name, value, ok := strings.Cut(raw, ":")
 		name = strings.TrimSpace(name)
 		if !ok || !validHeaderName(name) {
-			return nil, usageErrorf("--header %q: want \"Name: value\" (a header name, a colon, its value)", raw)
+			return nil, run.UsageErrorf("--header %q: want \"Name: value\" (a header name, a colon, its value)", raw)
 		}
 		h.Add(name, strings.TrimSpace(value))
 	}
@@ -56,10 +58,10 @@ func requestHeaders(headers []string, apiKey string, useEnv bool) (http.Header, 
 	}
 	if apiKey != "" {
 		if h.Get("Authorization") != "" {
-			return nil, usageErrorf("--api-key and --header Authorization: give one")
+			return nil, run.UsageErrorf("--api-key and --header Authorization: give one")
 		}
 		if strings.ContainsAny(apiKey, "\r\n") {
-			return nil, usageErrorf("--api-key: contains a line break")
+			return nil, run.UsageErrorf("--api-key: contains a line break")
 		}
 		h.Set("Authorization", "Bearer "+apiKey)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -29,7 +30,7 @@ func warnFewForPercentile(app *App, rep *sim.Report, remedy string) {
 		if fewest < 0 || p >= 1 {
 			continue
 		}
-		if need := int64(math.Ceil(tailSamples/(1-p) - absTol)); fewest < need {
+		if need := int64(math.Ceil(tailSamples/(1-p) - run.AbsTol)); fewest < need {
 			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for its p%g SLO (at least %d, %d beyond the percentile): %s\n",
 				rep.BaseRPS[a].App, fewest, at, 100*p, need, tailSamples, remedy)
 		}

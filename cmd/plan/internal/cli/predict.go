@@ -17,6 +17,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
@@ -61,7 +62,7 @@ func predictionMisses(pr *formats.Prediction) []string {
 			out = append(out, fmt.Sprintf("%s at its own rate %.4g req/s (%d dropped of %d); it holds its SLOs up to %.4g req/s", bindingPhrase(a), a.RateRPS, a.Dropped, a.Requests, a.SustainedRPS))
 		} else if !a.Meets {
 			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%% (p99 %s, %d dropped, %d late of %d); it holds the target up to %.4g req/s",
-				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, fmtMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
+				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, run.FmtMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
 		}
 	}
 	return out
@@ -93,20 +94,11 @@ func predictionLine(pr *formats.Prediction) string {
 			fmtSecsShort(pr.DurationS), pr.Seed, verdict, b, hr)
 	}
 	return fmt.Sprintf("predicted (simulated %s s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
-		fmtSecsShort(pr.DurationS), pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, fmtMs(a.P99Ms), hr)
+		fmtSecsShort(pr.DurationS), pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtMs(a.P99Ms), hr)
 }
 
 func fmtSecsShort(s float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", s), "0"), ".")
-}
-
-// bold is s in bold on a terminal (ANSI escapes), plain elsewhere (logs keep no escapes;
-// the callers' prefix is in capitals there).
-func bold(app *App, s string) string {
-	if isTerminal(app.Err) {
-		return "\x1b[1m" + s + "\x1b[0m"
-	}
-	return s
 }
 
 // checkPrediction is plan check's predict stage: the plan simulated again at its own rates,
@@ -128,7 +120,7 @@ func checkPrediction(cmd *cobra.Command, app *App, lg *checkLog, plan *formats.P
 	for _, a := range pr.Apps {
 		val, lim := a.Attainment, a.Target
 		line := fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at %.4g req/s (%s), target %.0f%%, p99 %s; holds the target up to %.4g req/s",
-			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, pr.Basis, 100*a.Target, fmtMs(a.P99Ms), a.SustainedRPS)
+			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, pr.Basis, 100*a.Target, run.FmtMs(a.P99Ms), a.SustainedRPS)
 		if b := bindingPhrase(a); b != "" {
 			val, lim, _ = binding(a)
 			line = fmt.Sprintf("%s at %.4g req/s (%s); holds its SLOs up to %.4g req/s", b, a.RateRPS, pr.Basis, a.SustainedRPS)
@@ -177,7 +169,7 @@ func binding(a formats.AppPrediction) (share, target float64, what string) {
 	share, target, what = a.Attainment, a.Target, "attainment"
 	for i, c := range a.SLOs {
 		if i == 0 || c.Share-c.Percentile < share-target {
-			share, target, what = c.Share, c.Percentile, fmt.Sprintf("%s %s", c.SLO, fmtMs(c.LimitMs))
+			share, target, what = c.Share, c.Percentile, fmt.Sprintf("%s %s", c.SLO, run.FmtMs(c.LimitMs))
 		}
 	}
 	return share, target, what

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	progressline "github.com/plan-dev/plan/internal/progress"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 
 	"github.com/spf13/cobra"
 
@@ -163,7 +165,7 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 		r.model = args[0]
 	}
 	if r.model != "" && o.zoo != "" {
-		return nil, usageErrorf("give either MODEL.onnx or --zoo, not both")
+		return nil, run.UsageErrorf("give either MODEL.onnx or --zoo, not both")
 	}
 	// --zoo names one or more models (a comma list, or repeated: listVar); LLMs live in the
 	// zoo too (plan profile --zoo NAME --gpu A100) and go to the LLM profiles.
@@ -177,12 +179,12 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 		case slices.Contains(zoo.Names(), z):
 			r.zoos = append(r.zoos, z)
 		default:
-			return nil, usageErrorf("--zoo: %q: unknown model; known models: %s; LLMs: %s", z, strings.Join(zoo.Names(), ", "), strings.Join(llm.Names(), ", "))
+			return nil, run.UsageErrorf("--zoo: %q: unknown model; known models: %s; LLMs: %s", z, strings.Join(zoo.Names(), ", "), strings.Join(llm.Names(), ", "))
 		}
 	}
 	if len(zooLLMs) > 0 {
 		if o.llm != "" {
-			return nil, usageErrorf("--zoo %s is an LLM: drop --llm", strings.Join(zooLLMs, ","))
+			return nil, run.UsageErrorf("--zoo %s is an LLM: drop --llm", strings.Join(zooLLMs, ","))
 		}
 		r.opt.llm = strings.Join(zooLLMs, ",")
 	}
@@ -194,7 +196,7 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 	switch gpus.Precision(o.precision) {
 	case "", gpus.FP32, gpus.TF32, gpus.FP16:
 	default:
-		return nil, usageErrorf("--precision: %q: must be fp32, tf32 or fp16", o.precision)
+		return nil, run.UsageErrorf("--precision: %q: must be fp32, tf32 or fp16", o.precision)
 	}
 	switch o.backend {
 	case "":
@@ -205,45 +207,45 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 		}
 	case "onnx", "roofline", "trt":
 	default:
-		return nil, usageErrorf("--backend: %q: must be onnx, roofline or trt", o.backend)
+		return nil, run.UsageErrorf("--backend: %q: must be onnx, roofline or trt", o.backend)
 	}
 	if r.opt.backend == "trt" {
 		if o.trtProfile == "" {
-			return nil, usageErrorf("--backend trt: needs --trt-profile (trtexec --exportProfile JSON)")
+			return nil, run.UsageErrorf("--backend trt: needs --trt-profile (trtexec --exportProfile JSON)")
 		}
 		if r.model != "" || o.zoo != "" {
-			return nil, usageErrorf("--backend trt: imports trtexec exports; drop MODEL.onnx / --zoo")
+			return nil, run.UsageErrorf("--backend trt: imports trtexec exports; drop MODEL.onnx / --zoo")
 		}
 	} else if o.trtProfile != "" || o.trtLayers != "" {
-		return nil, usageErrorf("--trt-profile/--trt-layers: only with --backend trt")
+		return nil, run.UsageErrorf("--trt-profile/--trt-layers: only with --backend trt")
 	}
 	if _, _, err := measure.ParseDevice(o.device); err != nil {
-		return nil, usageErrorf("--device: %q: %v", o.device, err)
+		return nil, run.UsageErrorf("--device: %q: %v", o.device, err)
 	}
 	if o.useTRT && (r.opt.backend != "onnx" || !strings.HasPrefix(o.device, "cuda")) {
-		return nil, usageErrorf("--trt: needs --backend onnx (or a MODEL.onnx) and --device cuda:N")
+		return nil, run.UsageErrorf("--trt: needs --backend onnx (or a MODEL.onnx) and --device cuda:N")
 	}
 	if cmd.Flags().Changed("device") && r.opt.backend != "onnx" && !(r.model == "" && o.zoo == "" && r.opt.backend == "") {
-		return nil, usageErrorf("--device: only the onnx backend runs on a device (use --gpu for roofline estimates)")
+		return nil, run.UsageErrorf("--device: only the onnx backend runs on a device (use --gpu for roofline estimates)")
 	}
 	var err error
 	if r.method, err = partition.ParseMethod(o.method); err != nil {
-		return nil, usageErrorf("--partition: %q: must be greedy or min-traffic", o.method)
+		return nil, run.UsageErrorf("--partition: %q: must be greedy or min-traffic", o.method)
 	}
 	if o.blocks < 1 || o.blocks > 1000 {
-		return nil, usageErrorf("--blocks: %d: must be in 1..1000", o.blocks)
+		return nil, run.UsageErrorf("--blocks: %d: must be in 1..1000", o.blocks)
 	}
 	if r.batches, err = parseIntList(o.batch, 1, 4096); err != nil {
-		return nil, usageErrorf("--batch: %q: %v", o.batch, err)
+		return nil, run.UsageErrorf("--batch: %q: %v", o.batch, err)
 	}
 	if r.vgpus, err = parseIntList(o.vgpu, 1, 4); err != nil {
-		return nil, usageErrorf("--vgpu: %q: %v", o.vgpu, err)
+		return nil, run.UsageErrorf("--vgpu: %q: %v", o.vgpu, err)
 	}
 	if o.inputShape != "" {
 		for _, p := range strings.Split(o.inputShape, ",") {
 			d, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
 			if err != nil || d < 1 {
-				return nil, usageErrorf("--input-shape: %q: must be positive integers separated by commas (batch excluded), e.g. 3,224,224", o.inputShape)
+				return nil, run.UsageErrorf("--input-shape: %q: must be positive integers separated by commas (batch excluded), e.g. 3,224,224", o.inputShape)
 			}
 			r.inputShape = append(r.inputShape, d)
 		}
@@ -260,17 +262,17 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 			spec, err = gpus.Spec{Name: g}, nil
 		}
 		if err != nil {
-			return nil, usageErrorf("--gpu: %v", err)
+			return nil, run.UsageErrorf("--gpu: %v", err)
 		}
 		if !slices.Contains(r.gpus, spec.Name) {
 			r.gpus = append(r.gpus, spec.Name)
 		}
 	}
 	if r.opt.backend == "trt" && len(r.gpus) != 1 {
-		return nil, usageErrorf("--backend trt: --gpu must name the one GPU type the engine ran on (e.g. --gpu L4)")
+		return nil, run.UsageErrorf("--backend trt: --gpu must name the one GPU type the engine ran on (e.g. --gpu L4)")
 	}
 	if r.opt.backend == "trt" && len(r.batches) > 1 {
-		return nil, usageErrorf("--backend trt: --batch must be the single batch size the engine was profiled at")
+		return nil, run.UsageErrorf("--backend trt: --batch must be the single batch size the engine was profiled at")
 	}
 	if err := r.parseLLM(cmd); err != nil {
 		return nil, err
@@ -279,11 +281,11 @@ func (o profileOptions) parse(cmd *cobra.Command, args []string) (*profileRun, e
 		return nil, err
 	}
 	if o.out == "" {
-		return nil, usageErrorf("-o: must name an output file")
+		return nil, run.UsageErrorf("-o: must name an output file")
 	}
 	if o.out != "-" {
 		if err := formats.CheckWritable(o.out); err != nil {
-			return nil, usageErrorf("--out: %q: %v", o.out, err)
+			return nil, run.UsageErrorf("--out: %q: %v", o.out, err)
 		}
 	}
 	return r, nil
@@ -411,7 +413,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 	if r.opt.out == "-" {
 		// The profile itself on stdout (validated first), for pipes.
 		if errs := doc.ValidateFor(r.use); len(errs) > 0 {
-			return checkFailed(fmt.Errorf("generated profile does not validate (a bug): %w", errs))
+			return run.CheckFailed(fmt.Errorf("generated profile does not validate (a bug): %w", errs))
 		}
 		data, err := formats.Marshal(doc)
 		if err != nil {
@@ -426,7 +428,7 @@ func (r *profileRun) execute(ctx context.Context, app *App) error {
 	if err := writeProfile(r.opt.out, doc, r.use); err != nil {
 		var el formats.ErrorList
 		if errors.As(err, &el) {
-			return checkFailed(fmt.Errorf("generated profile does not validate (a bug): %w", err))
+			return run.CheckFailed(fmt.Errorf("generated profile does not validate (a bug): %w", err))
 		}
 		return err
 	}
@@ -454,7 +456,7 @@ func (r *profileRun) loadGraph() (*graph.Graph, string, error) {
 	if r.opt.zoo != "" {
 		g, err := zoo.Build(r.opt.zoo)
 		if err != nil {
-			return nil, "", usageError(err)
+			return nil, "", run.UsageError(err)
 		}
 		return g, "zoo:" + strings.ToLower(r.opt.zoo), nil
 	}
@@ -464,22 +466,22 @@ func (r *profileRun) loadGraph() (*graph.Graph, string, error) {
 	}
 	data, err := onnx.ReadFile(r.model)
 	if err != nil {
-		return nil, "", usageError(err)
+		return nil, "", run.UsageError(err)
 	}
 	m, err := onnx.Parse(data)
 	if err != nil {
-		return nil, "", usageErrorf("%s: %v", r.model, err)
+		return nil, "", run.UsageErrorf("%s: %v", r.model, err)
 	}
 	g, err := m.Graph(r.inputShape)
 	if err != nil {
-		return nil, "", usageErrorf("%s: %v", r.model, err)
+		return nil, "", run.UsageErrorf("%s: %v", r.model, err)
 	}
 	if err := g.Validate(); err != nil {
-		return nil, "", usageErrorf("%s: %v", r.model, err)
+		return nil, "", run.UsageErrorf("%s: %v", r.model, err)
 	}
 	if g.TotalFLOPs() == 0 {
 		if err := graph.Annotate(g); err != nil {
-			return nil, "", usageErrorf("%s: %v", r.model, err)
+			return nil, "", run.UsageErrorf("%s: %v", r.model, err)
 		}
 	}
 	g.Name = strings.TrimSuffix(filepath.Base(r.model), filepath.Ext(r.model))
@@ -562,13 +564,13 @@ func clusterTypes(c *formats.Cluster) string {
 // changes the blocks, and it avoids a second, per-layer measurement pass.
 func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src string, blocks []formats.Block) (*formats.ModelProfile, error) {
 	if err := measure.Available(); err != nil {
-		return nil, usageErrorf("--backend onnx: %v", err)
+		return nil, run.UsageErrorf("--backend onnx: %v", err)
 	}
 	var data []byte
 	var err error
 	if r.model != "" {
 		if data, err = onnx.ReadFile(r.model); err != nil {
-			return nil, usageError(err)
+			return nil, run.UsageError(err)
 		}
 	} else {
 		app.Infof("profile: materializing %s as ONNX (random weights, seed %d)", g.Name, r.opt.seed)
@@ -579,11 +581,11 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 	// The IR of the bytes being measured: block indices must refer to its nodes.
 	m, err := onnx.Parse(data)
 	if err != nil {
-		return nil, usageErrorf("%s: %v", src, err)
+		return nil, run.UsageErrorf("%s: %v", src, err)
 	}
 	mg, err := m.Graph(r.inputShape)
 	if err != nil {
-		return nil, usageErrorf("%s: %v", src, err)
+		return nil, run.UsageErrorf("%s: %v", src, err)
 	}
 	if mg.TotalFLOPs() == 0 {
 		if err := graph.Annotate(mg); err != nil {
@@ -634,7 +636,7 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, usageErrorf("--backend onnx: %v", err)
+		return nil, run.UsageErrorf("--backend onnx: %v", err)
 	}
 	label := r.opt.device
 	if r.opt.device != "cpu" && len(r.gpus) == 1 {
@@ -679,12 +681,12 @@ func (r *profileRun) measured(ctx context.Context, app *App, g *graph.Graph, src
 func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
 	prof, err := formats.ReadBytes(r.opt.trtProfile)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, run.UsageError(err)
 	}
 	var layers []byte
 	if r.opt.trtLayers != "" {
 		if layers, err = formats.ReadBytes(r.opt.trtLayers); err != nil {
-			return nil, usageError(err)
+			return nil, run.UsageError(err)
 		}
 	}
 	batch := 1
@@ -698,7 +700,7 @@ func (r *profileRun) importTRT() (*formats.ModelProfile, error) {
 	}
 	mp, err := trt.Import(prof, layers, trt.ImportOptions{Name: name, Source: src, GPU: r.gpus[0], Batch: batch, Blocks: r.opt.blocks, Method: r.method})
 	if err != nil {
-		return nil, usageErrorf("%s: %v", src, err)
+		return nil, run.UsageErrorf("%s: %v", src, err)
 	}
 	return mp, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 )
 
 // TestNoisyProfilePlansSanely: a profile with an injected dip (bert-base at batch 40, 60% of
@@ -136,7 +137,7 @@ func TestProfileWarnsNoisyPoints(t *testing.T) {
 			}
 			before, _ := formats.Marshal(doc)
 			var errb strings.Builder
-			warnNoisyPoints(&App{Streams: Streams{Err: &errb}}, doc)
+			warnNoisyPoints(&App{IO: run.IO{Streams: Streams{Err: &errb}}}, doc)
 			if got := strings.Count(errb.String(), "warning: "); got != c.warns {
 				t.Errorf("%d warnings, want %d:\n%s", got, c.warns, errb.String())
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/profiler/llm"
 )
 
@@ -17,14 +18,14 @@ const maxImportGPUs = 64
 func checkImportFlags(cmd *cobra.Command, o profileOptions) error {
 	for _, name := range []string{"gpu-count", "kv-capacity-tokens"} {
 		if cmd.Flags().Changed(name) && o.steps == "" {
-			return usageErrorf("--%s: only with --import (the engine a step log was measured on)", name)
+			return run.UsageErrorf("--%s: only with --import (the engine a step log was measured on)", name)
 		}
 	}
 	if o.gpuCount < 0 || o.gpuCount > maxImportGPUs {
-		return usageErrorf("--gpu-count: %d: must be in [1, %d]", o.gpuCount, maxImportGPUs)
+		return run.UsageErrorf("--gpu-count: %d: must be in [1, %d]", o.gpuCount, maxImportGPUs)
 	}
 	if o.kvTokens < 0 {
-		return usageErrorf("--kv-capacity-tokens: %d: must be >= 1", o.kvTokens)
+		return run.UsageErrorf("--kv-capacity-tokens: %d: must be >= 1", o.kvTokens)
 	}
 	return nil
 }
@@ -39,23 +40,23 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	name := r.opt.steps
 	data, err := formats.ReadBytes(name)
 	if err != nil {
-		return nil, usageErrorf("--import: %v", err)
+		return nil, run.UsageErrorf("--import: %v", err)
 	}
 	log, err := llm.ReadStepLog(name, data)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, run.UsageError(err)
 	}
 	models, gpuCount := 1, max(len(r.gpus), 1)
 	if r.opt.llm == "all" {
 		models = len(llm.Names())
 	}
 	if models*gpuCount > 1 {
-		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, models*gpuCount)
+		return nil, run.UsageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, models*gpuCount)
 	}
 	// agree takes the flag's value or the log's; both given, they must be the same.
 	agree := func(field, flag, fromFlag, fromLog string) (string, error) {
 		if fromFlag != "" && fromLog != "" && !strings.EqualFold(fromFlag, fromLog) {
-			return "", usageErrorf("%s: line %d: %s: %q: %s says %q", name, log.Lines[field], field, fromLog, flag, fromFlag)
+			return "", run.UsageErrorf("%s: line %d: %s: %q: %s says %q", name, log.Lines[field], field, fromLog, flag, fromFlag)
 		}
 		if fromFlag != "" {
 			return fromFlag, nil
@@ -67,7 +68,7 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		return nil, err
 	}
 	if model == "" {
-		return nil, usageErrorf("--import: give --llm MODEL --gpu GPU (or --llm PROFILE.json), or a step log that names them (columns model and gpu): %s names no model", name)
+		return nil, run.UsageErrorf("--import: give --llm MODEL --gpu GPU (or --llm PROFILE.json), or a step log that names them (columns model and gpu): %s names no model", name)
 	}
 	var flagGPU string
 	if r.gpusSet && len(r.gpus) == 1 {
@@ -78,21 +79,21 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		return nil, err
 	}
 	if gpu == "" {
-		return nil, usageErrorf("--import: %s names no GPU: give --gpu GPU (or a gpu column)", name)
+		return nil, run.UsageErrorf("--import: %s names no GPU: give --gpu GPU (or a gpu column)", name)
 	}
 	tp, kv := r.opt.gpuCount, r.opt.kvTokens
 	if tp > 0 && log.GPUCount > 0 && tp != log.GPUCount {
-		return nil, usageErrorf("%s: line %d: gpu_count: %d: --gpu-count says %d", name, log.Lines["gpu_count"], log.GPUCount, tp)
+		return nil, run.UsageErrorf("%s: line %d: gpu_count: %d: --gpu-count says %d", name, log.Lines["gpu_count"], log.GPUCount, tp)
 	}
 	if kv > 0 && log.KVCapacityTokens > 0 && kv != log.KVCapacityTokens {
-		return nil, usageErrorf("%s: line %d: kv_capacity_tokens: %d: --kv-capacity-tokens says %d", name, log.Lines["kv_capacity_tokens"], log.KVCapacityTokens, kv)
+		return nil, run.UsageErrorf("%s: line %d: kv_capacity_tokens: %d: --kv-capacity-tokens says %d", name, log.Lines["kv_capacity_tokens"], log.KVCapacityTokens, kv)
 	}
 	tp, kv = max(tp, log.GPUCount), max(kv, log.KVCapacityTokens)
 	var base formats.LLMProfile
 	if llm.Known(model, gpu) {
 		p, err := llm.EstimateOn(model, gpu, tp)
 		if err != nil {
-			return nil, usageErrorf("--import %s: %v", name, err)
+			return nil, run.UsageErrorf("--import %s: %v", name, err)
 		}
 		base = *p
 		if kv > 0 {
@@ -100,7 +101,7 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		}
 	} else {
 		if kv == 0 {
-			return nil, usageErrorf("--import %s: %s on %s is not in the analytic model (it knows %s on %s): give the engine's KV capacity (a kv_capacity_tokens column, or --kv-capacity-tokens: vLLM's GPU blocks × block size)",
+			return nil, run.UsageErrorf("--import %s: %s on %s is not in the analytic model (it knows %s on %s): give the engine's KV capacity (a kv_capacity_tokens column, or --kv-capacity-tokens: vLLM's GPU blocks × block size)",
 				name, model, gpu, strings.Join(llm.Names(), ", "), strings.Join(llm.DefaultGPUs, ", "))
 		}
 		base = llm.EngineProfile(model, gpu, tp, kv)
@@ -120,7 +121,7 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	}
 	p, err := llm.WithSteps(base, log.Steps)
 	if err != nil {
-		return nil, usageErrorf("%s: %v", name, err)
+		return nil, run.UsageErrorf("%s: %v", name, err)
 	}
 	return []formats.LLMProfile{p}, nil
 }
@@ -159,19 +160,19 @@ func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, e
 		return ls, nil
 	}
 	if len(ls) != 1 {
-		return nil, usageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
+		return nil, run.UsageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
 	}
 	data, err := formats.ReadBytes(r.opt.steps)
 	if err != nil {
-		return nil, usageErrorf("--import: %v", err)
+		return nil, run.UsageErrorf("--import: %v", err)
 	}
 	steps, err := llm.ReadSteps(r.opt.steps, data)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, run.UsageError(err)
 	}
 	p, err := llm.WithSteps(ls[0], steps)
 	if err != nil {
-		return nil, usageErrorf("%s: %v", r.opt.steps, err)
+		return nil, run.UsageErrorf("%s: %v", r.opt.steps, err)
 	}
 	return []formats.LLMProfile{p}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/profiler/gpus"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/roofline"
@@ -23,18 +24,18 @@ func (r *profileRun) parseLLM(cmd *cobra.Command) error {
 	switch {
 	case o.llm == "":
 		if llmFlags {
-			return usageErrorf("--tp, --link and --explain: only with --llm MODEL[,MODEL...]")
+			return run.UsageErrorf("--tp, --link and --explain: only with --llm MODEL[,MODEL...]")
 		}
 		return nil
 	case o.steps != "":
 		// With --import any model may be named: the step log's engine (profile_import.go).
 		if llmFlags {
-			return usageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not with --import")
+			return run.UsageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not with --import")
 		}
 		return nil
 	case isFile(o.llm):
 		if llmFlags {
-			return usageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not an imported profile %s", o.llm)
+			return run.UsageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not an imported profile %s", o.llm)
 		}
 		return nil
 	}
@@ -42,7 +43,7 @@ func (r *profileRun) parseLLM(cmd *cobra.Command) error {
 		name = strings.ToLower(strings.TrimSpace(name))
 		switch {
 		case name == "":
-			return usageErrorf("--llm: %q: empty model name (separate names with commas)", o.llm)
+			return run.UsageErrorf("--llm: %q: empty model name (separate names with commas)", o.llm)
 		case name == "all":
 			for _, n := range llm.Names() {
 				if !slices.Contains(r.llmNames, n) {
@@ -53,7 +54,7 @@ func (r *profileRun) parseLLM(cmd *cobra.Command) error {
 		}
 		m, err := llm.Lookup(name)
 		if err != nil {
-			return usageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
+			return run.UsageErrorf("--llm: %v (or \"all\", or a profile file to import)", err)
 		}
 		if !slices.Contains(r.llmNames, m.Name) {
 			r.llmNames = append(r.llmNames, m.Name)
@@ -61,7 +62,7 @@ func (r *profileRun) parseLLM(cmd *cobra.Command) error {
 	}
 	tps, err := parseIntList(o.tp, 1, 8)
 	if err != nil {
-		return usageErrorf("--tp: %q: %v", o.tp, err)
+		return run.UsageErrorf("--tp: %q: %v", o.tp, err)
 	}
 	r.tps = tps
 	switch l := strings.ToLower(strings.TrimSpace(o.link)); l {
@@ -70,7 +71,7 @@ func (r *profileRun) parseLLM(cmd *cobra.Command) error {
 	case "nvlink", "pcie":
 		r.link = roofline.Link(l)
 	default:
-		return usageErrorf("--link: %q: must be auto, nvlink or pcie", o.link)
+		return run.UsageErrorf("--link: %q: must be auto, nvlink or pcie", o.link)
 	}
 	return nil
 }
@@ -83,7 +84,7 @@ func (r *profileRun) llmProfiles(app *App) ([]formats.LLMProfile, error) {
 	if r.llmNames == nil {
 		ls, err := llm.Import(r.opt.llm)
 		if err != nil {
-			return nil, usageError(err)
+			return nil, run.UsageError(err)
 		}
 		return r.withSteps(ls)
 	}
@@ -93,7 +94,7 @@ func (r *profileRun) llmProfiles(app *App) ([]formats.LLMProfile, error) {
 	}
 	ls, skipped, err := llm.EstimateAll(r.llmNames, gs, llm.Options{TP: r.tps, Link: r.link})
 	if err != nil {
-		return nil, usageErrorf("--llm: %v", err)
+		return nil, run.UsageErrorf("--llm: %v", err)
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(app.Err, "warning: --tp %d: skipped %s on %s: %v\n", s.TP, s.Model, s.GPU, s.Reason)
@@ -158,6 +159,6 @@ func writeExplain(w io.Writer, es []llmExplain) {
 			t := c.Terms
 			rows = append(rows, []string{cell, ms(t.GEMM), ms(t.Attention), ms(t.AllReduce), ms(t.Elementwise), ms(t.Overhead), ms(c.TotalUs)})
 		}
-		writeTable(w, []string{"cell", "gemm", "attention", "allreduce", "elementwise", "overhead", "total"}, rows)
+		run.WriteTable(w, []string{"cell", "gemm", "attention", "allreduce", "elementwise", "overhead", "total"}, rows)
 	}
 }

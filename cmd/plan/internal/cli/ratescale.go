@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -19,7 +20,7 @@ import (
 func simLoads(cmd *cobra.Command, o *simulateOptions, spec workload.ArrivalSpec, dep *dataplane.Deployment) (loads, base []float64, err error) {
 	loads, err = sim.ParseLoadRange(o.load)
 	if err != nil {
-		return nil, nil, usageErrorf("--load: %v", err)
+		return nil, nil, run.UsageErrorf("--load: %v", err)
 	}
 	base, scales, err := rateScale(cmd, o, spec, dep)
 	if err != nil || base == nil {
@@ -35,13 +36,13 @@ func rateScale(cmd *cobra.Command, o *simulateOptions, spec workload.ArrivalSpec
 		return nil, nil, nil
 	}
 	if cmd.Flags().Changed("load") || o.reference != "" {
-		return nil, nil, usageErrorf("--rate-scale: exclusive with --load and --reference-plan (it sets the rates itself)")
+		return nil, nil, run.UsageErrorf("--rate-scale: exclusive with --load and --reference-plan (it sets the rates itself)")
 	}
 	if scales, err = sim.ParseLoadRange(o.rateScale); err != nil {
-		return nil, nil, usageErrorf("--rate-scale: %v", err)
+		return nil, nil, run.UsageErrorf("--rate-scale: %v", err)
 	}
 	if base, err = traceRates(spec, dep); err != nil {
-		return nil, nil, usageErrorf("--rate-scale: %v", err)
+		return nil, nil, run.UsageErrorf("--rate-scale: %v", err)
 	}
 	return base, scales, nil
 }

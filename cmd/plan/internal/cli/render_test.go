@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/plan-dev/plan/internal/run"
 )
 
 // TestWriteTableLayout pins the table layout to what tablewriter v0.0.5 printed (the fixtures
@@ -29,7 +31,7 @@ func TestWriteTableLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got bytes.Buffer
-			writeTable(&got, tc.header, tc.rows)
+			run.WriteTable(&got, tc.header, tc.rows)
 			if got.String() != string(want) {
 				t.Errorf("table layout changed:\ngot:\n%q\nwant:\n%q", got.String(), want)
 			}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,27 +25,20 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// Exit codes of the contract in DESIGN.md.
+// Exit codes of the contract in DESIGN.md (run's).
 const (
-	ExitOK      = 0
-	ExitFailure = 1 // a check or regression failed
-	ExitUsage   = 2 // bad input or usage
+	ExitOK      = run.ExitOK
+	ExitFailure = run.ExitFailure
+	ExitUsage   = run.ExitUsage
 )
 
 // Streams are the process's standard streams, injected so tests need no terminal.
-type Streams struct {
-	In  io.Reader
-	Out io.Writer
-	Err io.Writer
-}
+type Streams = run.Streams
 
-// App is what every command receives: streams, resolved global options and a logger.
+// App is what every command receives: the IO a command's work writes through (streams,
+// resolved global options, the logger), the config and the system registry.
 type App struct {
-	Streams
-	// Output is "table" or "json".
-	Output string
-	Quiet  bool
-	Log    *slog.Logger
+	run.IO
 	// Viper holds the config file and PLAN_* environment.
 	Viper *viper.Viper
 	// Systems is the system registry every command looks systems up in (Options.Systems).
@@ -58,31 +51,7 @@ type App struct {
 }
 
 // ExitError carries an exit code with the error that caused it.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string { return e.Err.Error() }
-func (e *ExitError) Unwrap() error { return e.Err }
-
-// usageError marks bad input or usage (exit 2).
-func usageError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return &ExitError{Code: ExitUsage, Err: err}
-}
-
-// usageErrorf formats a usage error.
-func usageErrorf(format string, args ...any) error { return usageError(fmt.Errorf(format, args...)) }
-
-// checkFailed marks a failed check or regression (exit 1).
-func checkFailed(err error) error { return &ExitError{Code: ExitFailure, Err: err} }
+type ExitError = run.ExitError
 
 // Options are what the CLI is built from beyond its streams.
 type Options struct {
@@ -99,7 +68,7 @@ func NewRootWith(s Streams, o Options) (*cobra.Command, *App) {
 	if o.Systems == nil {
 		o.Systems = systems.Default()
 	}
-	app := &App{Streams: s, Viper: viper.New(), Systems: o.Systems}
+	app := &App{IO: run.IO{Streams: s}, Viper: viper.New(), Systems: o.Systems}
 	root := &cobra.Command{
 		Use:   "plan",
 		Short: "Plan, simulate, serve and check ML inference under latency SLOs",
@@ -134,7 +103,7 @@ Systems (from the registry; plan systems -O json for the same as JSON):
 	pf.StringVar(&app.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.BoolVarP(&app.Quiet, "quiet", "q", false, "print only results and errors (no progress, no info logs)")
 	pf.BoolVar(&app.followLinks, "follow-links", false, "read input files that are symbolic links out of their directory (refused by default)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return run.UsageError(err) })
 
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(app))
@@ -239,7 +208,7 @@ func (a *App) setup(cmd *cobra.Command) error {
 		}
 		if err != nil {
 			// The path is already in the message.
-			return usageErrorf("--config %s: %s", a.configFile, strings.TrimPrefix(err.Error(), a.configFile+": "))
+			return run.UsageErrorf("--config %s: %s", a.configFile, strings.TrimPrefix(err.Error(), a.configFile+": "))
 		}
 		if err := checkConfigKeys(cmd.Root(), a.Viper.AllSettings(), a.configFile); err != nil {
 			return err
@@ -255,7 +224,7 @@ func (a *App) setup(cmd *cobra.Command) error {
 			return
 		}
 		if err := f.Value.Set(val); err != nil {
-			firstErr = usageErrorf("%s: %q: invalid value for --%s: %v", source, val, f.Name, err)
+			firstErr = run.UsageErrorf("%s: %q: invalid value for --%s: %v", source, val, f.Name, err)
 			return
 		}
 		f.Changed = true
@@ -266,11 +235,11 @@ func (a *App) setup(cmd *cobra.Command) error {
 		return firstErr
 	}
 	if a.Output != "table" && a.Output != "json" {
-		return usageErrorf("--output: %q: must be table or json", a.Output)
+		return run.UsageErrorf("--output: %q: must be table or json", a.Output)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
-		return usageErrorf("--log-level: %q: must be debug, info, warn or error", a.logLevel)
+		return run.UsageErrorf("--log-level: %q: must be debug, info, warn or error", a.logLevel)
 	}
 	if a.Quiet && level < slog.LevelWarn {
 		level = slog.LevelWarn
@@ -284,10 +253,10 @@ func (a *App) setup(cmd *cobra.Command) error {
 // a command, and a key in a section a flag of that command. Every unknown key is reported.
 func checkConfigKeys(root *cobra.Command, settings map[string]any, file string) error {
 	if kind, ok := settings["kind"]; ok {
-		return usageErrorf("--config %s: kind: %q: a %v file, not a config file (a config file sets flags: `slo: 200ms`, or `solve:` then `  slo: 200ms`)", file, fmt.Sprint(kind), kind)
+		return run.UsageErrorf("--config %s: kind: %q: a %v file, not a config file (a config file sets flags: `slo: 200ms`, or `solve:` then `  slo: 200ms`)", file, fmt.Sprint(kind), kind)
 	}
 	if v, ok := settings["apiversion"]; ok {
-		return usageErrorf("--config %s: apiVersion: %q: a plan file, not a config file (a config file sets flags: `slo: 200ms`)", file, fmt.Sprint(v))
+		return run.UsageErrorf("--config %s: apiVersion: %q: a plan file, not a config file (a config file sets flags: `slo: 200ms`)", file, fmt.Sprint(v))
 	}
 	anyFlag := map[string]bool{}
 	byCommand := map[string]map[string]bool{}
@@ -326,7 +295,7 @@ func checkConfigKeys(root *cobra.Command, settings map[string]any, file string) 
 		}
 	}
 	if len(problems) > 0 {
-		return usageError(errors.New(strings.Join(problems, "\n")))
+		return run.UsageError(errors.New(strings.Join(problems, "\n")))
 	}
 	return nil
 }
@@ -363,12 +332,4 @@ func (a *App) lookup(command, flag string) (value, source string, ok bool) {
 		}
 	}
 	return "", "", false
-}
-
-// Infof logs progress unless --quiet.
-func (a *App) Infof(format string, args ...any) {
-	if a.Quiet {
-		return
-	}
-	fmt.Fprintf(a.Err, format+"\n", args...)
 }

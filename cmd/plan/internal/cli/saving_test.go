@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
@@ -30,7 +31,7 @@ func TestSavingPhrase(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := savingPhrase(c.s, c.saving); got != c.want {
+			if got := run.SavingPhrase(c.s, c.saving); got != c.want {
 				t.Errorf("%q, want %q", got, c.want)
 			}
 		})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/serve"
 	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/serve/kservegrpc"
@@ -150,7 +151,7 @@ PLAN defaults to ./plan.json.`,
 	f.StringVar(&o.model, "model", "", "onnx workers: the ONNX model the plan's profile was made from (a cascade plan: a directory holding MODEL.onnx for each model)")
 	f.StringVar(&o.device, "device", "cpu", "onnx workers: cpu or cuda:N")
 	f.IntVar(&o.threads, "threads", 1, "onnx workers: intra-op threads per session")
-	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames(app.Systems))
+	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+run.PolicyNames(app.Systems))
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable)")
 	f.Float64Var(&o.jitter, "jitter", 0, "emulated workers: relative uniform jitter on execution and transfer times (0.05 = ±5%)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the jitter")
@@ -214,7 +215,7 @@ func parseShape(s string) ([]int64, error) {
 }
 
 func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) error {
-	path, err := resolvePlanArg(args)
+	path, err := run.ResolvePlanArg(args)
 	if err != nil {
 		return err
 	}
@@ -229,20 +230,20 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		// (a missing model file, an endpoint that does not answer): bad input, exit 2.
 		// Errors that already name the endpoints file are about that file.
 		if o.workers == "remote" && strings.HasPrefix(err.Error(), filepath.Base(o.endpoints)+": ") {
-			return usageError(err)
+			return run.UsageError(err)
 		}
-		return usageError(fmt.Errorf("%s: %w", filepath.Base(path), err))
+		return run.UsageError(fmt.Errorf("%s: %w", filepath.Base(path), err))
 	}
 	if pilot != nil {
 		if err := pilot.Start(); err != nil {
 			_ = s.Shutdown(context.Background())
-			return usageErrorf("--autopilot: %v", err)
+			return run.UsageErrorf("--autopilot: %v", err)
 		}
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		_ = s.Shutdown(context.Background())
-		return usageErrorf("--addr %s: %v", o.addr, err)
+		return run.UsageErrorf("--addr %s: %v", o.addr, err)
 	}
 	app.Log.Info("serving", "plan", path, "digest", s.ActiveDigest(), "workers", o.workers, "addr", "http://"+ln.Addr().String())
 	warnPublic(app, "--addr", o.addr)
@@ -261,7 +262,7 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 		if err != nil {
 			_ = ln.Close()
 			_ = s.Shutdown(context.Background())
-			return usageErrorf("--grpc-addr %s: %v", o.grpcAddr, err)
+			return run.UsageErrorf("--grpc-addr %s: %v", o.grpcAddr, err)
 		}
 		defer stopGRPC()
 		app.Log.Info("serving gRPC", "addr", gaddr)
@@ -288,13 +289,13 @@ func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) erro
 // The returned function releases the workers' connections.
 func newServeOptions(cmd *cobra.Command, app *App, o *serveOptions, path string) (serve.Options, *serveap.Autopilot, func(), error) {
 	var none serve.Options
-	plan, dep, def, err := loadPlanDeploymentPolicy(app.Systems, path)
+	plan, dep, def, err := run.LoadPlanDeploymentPolicy(app.Systems, path)
 	if err != nil {
 		return none, nil, nil, err
 	}
 	maxBody, err := parseSize(o.maxBody)
 	if err != nil {
-		return none, nil, nil, usageErrorf("--max-body %q: %v", o.maxBody, err)
+		return none, nil, nil, run.UsageErrorf("--max-body %q: %v", o.maxBody, err)
 	}
 	if err := checkServeLimits(o); err != nil {
 		return none, nil, nil, err
@@ -304,22 +305,22 @@ func newServeOptions(cmd *cobra.Command, app *App, o *serveOptions, path string)
 	for _, fe := range o.frontends {
 		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
 			if err := c.Configure(o.addr); err != nil {
-				return none, nil, nil, usageError(err)
+				return none, nil, nil, run.UsageError(err)
 			}
 		}
 	}
 	shape, err := parseShape(o.inputShape)
 	if err != nil {
-		return none, nil, nil, usageErrorf("--input-shape: %v", err)
+		return none, nil, nil, run.UsageErrorf("--input-shape: %v", err)
 	}
-	params, err := parseParams(o.params)
+	params, err := run.ParseParams(o.params)
 	if err != nil {
 		return none, nil, nil, err
 	}
 	pcfg := dataplane.Config{Policy: o.policy, Params: params}
 	reg := app.Systems.Policies()
 	if _, err := reg.New(dep, pcfg, def); err != nil {
-		return none, nil, nil, usageErrorf("--policy: %s: %v", path, err)
+		return none, nil, nil, run.UsageErrorf("--policy: %s: %v", path, err)
 	}
 	opts := serve.Options{
 		Plan: plan, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
@@ -339,7 +340,7 @@ func newServeOptions(cmd *cobra.Command, app *App, o *serveOptions, path string)
 	}
 	if shape != nil && o.workers != "emulated" {
 		closeWorkers()
-		return none, nil, nil, usageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
+		return none, nil, nil, run.UsageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
 	}
 	return opts, pilot, closeWorkers, nil
 }
@@ -347,19 +348,19 @@ func newServeOptions(cmd *cobra.Command, app *App, o *serveOptions, path string)
 // checkServeLimits refuses serve's timeouts, jitter and connection limits out of range.
 func checkServeLimits(o *serveOptions) error {
 	if o.drainTimeout < 0 || o.flushTimeout < 0 {
-		return usageErrorf("--drain-timeout and --flush-timeout must be >= 0")
+		return run.UsageErrorf("--drain-timeout and --flush-timeout must be >= 0")
 	}
 	if !(o.jitter >= 0 && o.jitter < 1) {
-		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
+		return run.UsageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
 	}
 	if o.headerTimeout <= 0 || o.bodyTimeout <= 0 || o.writeTimeout <= 0 || o.idleTimeout <= 0 {
-		return usageErrorf("--header-timeout, --body-timeout, --write-timeout and --idle-timeout must be > 0")
+		return run.UsageErrorf("--header-timeout, --body-timeout, --write-timeout and --idle-timeout must be > 0")
 	}
 	if o.maxInFlight < 1 {
-		return usageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
+		return run.UsageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
 	}
 	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
-		return usageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
+		return run.UsageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
 	}
 	return nil
 }
@@ -395,15 +396,15 @@ func workerFactory(o *serveOptions, opts *serve.Options, app *App) (func(), erro
 	switch o.workers {
 	case "emulated":
 		if o.endpoints != "" || o.model != "" {
-			return nil, usageErrorf("--endpoints and --model need --workers remote or onnx")
+			return nil, run.UsageErrorf("--endpoints and --model need --workers remote or onnx")
 		}
 	case "remote":
 		if o.endpoints == "" {
-			return nil, usageErrorf("--workers remote needs --endpoints FILE")
+			return nil, run.UsageErrorf("--workers remote needs --endpoints FILE")
 		}
 		eps, err := worker.ReadEndpoints(o.endpoints)
 		if err != nil {
-			return nil, usageError(err)
+			return nil, run.UsageError(err)
 		}
 		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
 		sc := kservegrpc.NewStageClient()
@@ -412,11 +413,11 @@ func workerFactory(o *serveOptions, opts *serve.Options, app *App) (func(), erro
 		return func() { _ = sc.Close() }, nil
 	case "onnx":
 		if o.model == "" {
-			return nil, usageErrorf("--workers onnx needs --model FILE.onnx")
+			return nil, run.UsageErrorf("--workers onnx needs --model FILE.onnx")
 		}
 		opts.NewExecutor = worker.ONNXFactory(worker.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
 	default:
-		return nil, usageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
+		return nil, run.UsageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
 	}
 	return func() {}, nil
 }
@@ -426,7 +427,7 @@ func workerFactory(o *serveOptions, opts *serve.Options, app *App) (func(), erro
 func serveAdmin(ctx context.Context, app *App, s *serve.Server, addr string) (func(), error) {
 	aln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, usageErrorf("--admin-addr %s: %v", addr, err)
+		return nil, run.UsageErrorf("--admin-addr %s: %v", addr, err)
 	}
 	warnPublic(app, "--admin-addr", addr)
 	done := make(chan error, 1)

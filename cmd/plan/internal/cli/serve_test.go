@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
@@ -220,7 +221,7 @@ func TestWarnPublic(t *testing.T) {
 		{"127.0.0.1:8080", false}, {"localhost:9000", false}, {"[::1]:8001", false}, {"", false},
 	} {
 		var b bytes.Buffer
-		warnPublic(&App{Streams: Streams{Err: &b}}, "--addr", tc.addr)
+		warnPublic(&App{IO: run.IO{Streams: Streams{Err: &b}}}, "--addr", tc.addr)
 		if got := strings.Contains(b.String(), "warning: --addr "+tc.addr); got != tc.warn {
 			t.Errorf("%q: warned %v (%q), want %v", tc.addr, got, b.String(), tc.warn)
 		}

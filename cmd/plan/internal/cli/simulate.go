@@ -18,8 +18,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
-	progressline "github.com/plan-dev/plan/internal/progress"
-	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
 )
@@ -115,7 +114,7 @@ replay the same requests.`,
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "arrival window per load point (virtual time; default 30s, a Trace file: its whole span)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed (arrivals, jitter)")
 	f.StringVar(&o.report, "report", "", "directory for report.json and plots")
-	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+policyNames(app.Systems))
+	f.StringVar(&o.policy, "policy", "", "runtime policy (default: the plan's own): "+run.PolicyNames(app.Systems))
 	f.StringSliceVar(&o.params, "param", nil, "policy parameter KEY=VALUE (repeatable), e.g. interval=true, admission=false")
 	f.Float64Var(&o.cancel, "cancel", 0, "share of requests whose clients withdraw them at a seeded random time between arrival and deadline (0.1 = 10%): withdrawn from queues at once, their running batches' results discarded, reported as cancelled")
 	f.Float64Var(&o.jitter, "jitter", 0, "relative uniform jitter on execution and transfer times (0.05 = ±5%)")
@@ -132,82 +131,25 @@ replay the same requests.`,
 	return cmd
 }
 
-func policyNames(reg *systems.Registry) string {
-	var n []string
-	for _, r := range reg.Policies().Policies() {
-		n = append(n, r.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
-// loadPlanDeployment reads a plan and builds its deployment; every problem is a usage error
-// naming the file.
-func loadPlanDeployment(reg *systems.Registry, path string) (*formats.Plan, *dataplane.Deployment, error) {
-	p, dep, _, err := loadPlanDeploymentPolicy(reg, path)
-	return p, dep, err
-}
-
-// loadPlanDeploymentPolicy also returns the plan's default runtime policy.
-func loadPlanDeploymentPolicy(reg *systems.Registry, path string) (*formats.Plan, *dataplane.Deployment, string, error) {
-	p, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
-	if err != nil {
-		return nil, nil, "", usageError(err)
-	}
-	dep, pol, err := reg.Deploy(p)
-	if err != nil {
-		var el formats.ErrorList
-		if errors.As(err, &el) {
-			return nil, nil, "", usageError(el.WithFile(path))
-		}
-		return nil, nil, "", usageErrorf("%s: %v", path, err)
-	}
-	return p, dep, pol, nil
-}
-
-func resolvePlanArg(args []string) (string, error) {
-	if len(args) == 1 {
-		return args[0], nil
-	}
-	if _, err := os.Stat("plan.json"); err == nil {
-		return "plan.json", nil
-	}
-	return "", usageErrorf("no plan given and no ./plan.json: run `plan solve` first, or pass PLAN")
-}
-
-func parseParams(kv []string) (map[string]string, error) {
-	if len(kv) == 0 {
-		return nil, nil
-	}
-	m := map[string]string{}
-	for _, s := range kv {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("--param %q: must be KEY=VALUE", s)
-		}
-		m[k] = v
-	}
-	return m, nil
-}
-
 // checkSimulateFlags refuses the sweep's numeric and output flags out of range (exit 2).
 func checkSimulateFlags(cmd *cobra.Command, o *simulateOptions) error {
 	if o.duration <= 0 {
-		return usageErrorf("--duration: %s: must be > 0", o.duration)
+		return run.UsageErrorf("--duration: %s: must be > 0", o.duration)
 	}
 	if !(o.cancel >= 0 && o.cancel <= 1) { // also rejects NaN
-		return usageErrorf("--cancel: %g: must be in [0, 1]", o.cancel)
+		return run.UsageErrorf("--cancel: %g: must be in [0, 1]", o.cancel)
 	}
 	if !(o.jitter >= 0 && o.jitter < 1) { // also rejects NaN
-		return usageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
+		return run.UsageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
 	}
 	if o.parallel < 0 {
-		return usageErrorf("--parallel: %d: must be >= 0 (0 = all cores)", o.parallel)
+		return run.UsageErrorf("--parallel: %d: must be >= 0 (0 = all cores)", o.parallel)
 	}
 	// The output rule of every command (formats.CheckOutputDir): given, even as "", it must
 	// name a directory to create in an existing one, or an existing directory.
 	if cmd.Flags().Changed("report") || o.report != "" {
 		if err := formats.CheckOutputDir(o.report); err != nil {
-			return usageErrorf("--report: %q: %v", o.report, err)
+			return run.UsageErrorf("--report: %q: %v", o.report, err)
 		}
 	}
 	return nil
@@ -255,7 +197,7 @@ func pickSimulateMode(cmd *cobra.Command, o *simulateOptions, args []string) (si
 	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
 		return simAutopilot, "", nil, nil
 	}
-	path, err := resolvePlanArg(args)
+	path, err := run.ResolvePlanArg(args)
 	if err != nil {
 		return 0, "", nil, err
 	}
@@ -272,12 +214,6 @@ func pickSimulateMode(cmd *cobra.Command, o *simulateOptions, args []string) (si
 	}
 	return simSweep, path, nil, nil
 }
-
-// isTerminal reports whether w is a character device (a terminal), where a progress bar may
-// redraw itself with \r.
-func isTerminal(w any) bool { return progressline.IsTerminal(w) }
-
-func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
 func printSimTable(app *App, rep *sim.Report) {
 	// Utilisation by GPU class (high, low: PPipe's), or by GPU type where the cluster names
@@ -315,7 +251,7 @@ func printSimTable(app *App, rep *sim.Report) {
 	if cancelled { // the column appears only when clients withdrew requests (--cancel)
 		header = slices.Insert(header, 5, "cancelled")
 	}
-	apps := appNames(rep)
+	apps := run.AppNames(rep)
 	for _, a := range apps {
 		header = append(header, "att "+a)
 	}
@@ -325,12 +261,12 @@ func printSimTable(app *App, rep *sim.Report) {
 	var rows [][]string
 	for _, p := range rep.Points {
 		row := []string{
-			fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", p.Total.OfferedRPS), pct(p.Total.Attainment),
+			fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", p.Total.OfferedRPS), run.Pct(p.Total.Attainment),
 			fmt.Sprintf("%.1f", p.Total.GoodputRPS), fmt.Sprint(p.Total.Dropped), fmt.Sprint(p.Total.Late),
 			fmt.Sprintf("%.1f", float64(p.Total.Latency.P50Us)/1000), fmt.Sprintf("%.1f", float64(p.Total.Latency.P99Us)/1000),
 		}
 		if sloP > 0 {
-			row = append(row, percentileMs(p.Total.SLOPercentile))
+			row = append(row, run.PercentileMs(p.Total.SLOPercentile))
 		}
 		if cancelled {
 			row = slices.Insert(row, 5, fmt.Sprint(p.Total.Cancelled))
@@ -339,7 +275,7 @@ func printSimTable(app *App, rep *sim.Report) {
 			v := "-"
 			for _, x := range p.Apps {
 				if x.Name == a && x.Requests > 0 {
-					v = pct(x.Attainment)
+					v = run.Pct(x.Attainment)
 				}
 			}
 			row = append(row, v)
@@ -348,7 +284,7 @@ func printSimTable(app *App, rep *sim.Report) {
 			u := "-"
 			for _, x := range utilOf(&p) {
 				if x.Name == c {
-					u = pct(x.Busy)
+					u = run.Pct(x.Busy)
 				}
 			}
 			row = append(row, u)
@@ -363,35 +299,15 @@ func printSimTable(app *App, rep *sim.Report) {
 	for _, c := range cls {
 		why["util "+c] = "no " + c + " GPU in the deployment at that load"
 	}
-	dashNote(app.Out, header, rows, why)
-	printLLMTable(app, rep.Points)
+	run.DashNote(app.Out, header, rows, why)
+	run.PrintLLMTable(&app.IO, rep.Points)
 	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
 	if sloP > 0 {
 		fmt.Fprintf(app.Out, "max load factor with the p%g SLO met (%g%% attainment): %.2f\n", 100*sloP, 100*sloP, sim.MaxLoadAt(rep.Points, sloP))
 	}
-	if line := accuracyLine(rep); line != "" {
+	if line := run.AccuracyLine(rep); line != "" {
 		fmt.Fprintln(app.Out, line)
 	}
-}
-
-// appNames are the applications (models, classes) whose attainment the table shows apart:
-// every one of a plan serving 2 to maxAppColumns of them (one is the total; more would not
-// fit a terminal: -O json has them all).
-func appNames(rep *sim.Report) []string {
-	var names []string
-	seen := map[string]bool{}
-	for _, p := range rep.Points {
-		for _, a := range p.Apps {
-			if !seen[a.Name] {
-				seen[a.Name] = true
-				names = append(names, a.Name)
-			}
-		}
-	}
-	if len(names) < 2 || len(names) > maxAppColumns {
-		return nil
-	}
-	return names
 }
 
 const maxAppColumns = 6
@@ -406,48 +322,6 @@ func sloPercentile(rep *sim.Report) float64 {
 		p = pt.Total.SLOPercentile.Percentile
 	}
 	return p
-}
-
-// percentileMs renders a latency at the SLO's percentile: "∞" when more than 1−p of the
-// requests were dropped, a "*" when the SLO does not hold at it.
-func percentileMs(pl *sim.PercentileLatency) string {
-	if pl == nil {
-		return "-"
-	}
-	s := "∞"
-	if pl.LatencyUs >= 0 {
-		s = fmt.Sprintf("%.1f", float64(pl.LatencyUs)/1000)
-	}
-	if !pl.Met {
-		s += "*"
-	}
-	return s
-}
-
-// accuracyLine gives the accuracy over answered requests at each load point, where the
-// deployment judges answers (a cascade plan: on its test records when the workload holds
-// them, else on the validation records it was planned on), and flags with "*" the points
-// below the plan's accuracy target, naming them on a line of their own.
-func accuracyLine(rep *sim.Report) string {
-	var parts, below []string
-	for _, p := range rep.Points {
-		if p.Total.Accuracy != nil {
-			s := fmt.Sprintf("%.4f at load %.2f", *p.Total.Accuracy, p.Load)
-			if rep.AccuracyTarget > 0 && *p.Total.Accuracy < rep.AccuracyTarget-1e-9 {
-				s = fmt.Sprintf("%.4f* at load %.2f", *p.Total.Accuracy, p.Load)
-				below = append(below, fmt.Sprintf("%.2f", p.Load))
-			}
-			parts = append(parts, s)
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	line := fmt.Sprintf("accuracy (answered requests, on the %s): %s", rep.AccuracyOn, strings.Join(parts, ", "))
-	if len(below) > 0 {
-		line += fmt.Sprintf("\n* below the plan's accuracy target %.4f at load %s", rep.AccuracyTarget, strings.Join(below, ", "))
-	}
-	return line
 }
 
 // maxLoadLine says which target and window the max load factor used.
@@ -478,7 +352,7 @@ func warmupFlag(cmd *cobra.Command, w, duration time.Duration, dep *dataplane.De
 		return sim.DefaultWarmup(dep, dataplane.Time(duration/time.Microsecond)), nil
 	}
 	if w < 0 || w >= duration {
-		return 0, usageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, duration)
+		return 0, run.UsageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, duration)
 	}
 	return dataplane.Time(w / time.Microsecond), nil
 }
@@ -509,7 +383,7 @@ func warnFewRequests(app *App, rep *sim.Report, remedy string) {
 
 func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return usageErrorf("--report %s: %v", dir, err)
+		return run.UsageErrorf("--report %s: %v", dir, err)
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/sim"
 )
@@ -45,29 +46,29 @@ func checkEngineFlags(cmd *cobra.Command, o *simulateOptions, args []string) err
 	if !o.engine.llm {
 		for _, name := range []string{"profile", "model"} {
 			if cmd.Flags().Changed(name) {
-				return usageErrorf("--%s: only with --llm (one engine replaying --trace)", name)
+				return run.UsageErrorf("--%s: only with --llm (one engine replaying --trace)", name)
 			}
 		}
 		return nil
 	}
 	if len(args) > 0 {
-		return usageErrorf("--llm: replays one engine built from --profile: no PLAN (got %s)", args[0])
+		return run.UsageErrorf("--llm: replays one engine built from --profile: no PLAN (got %s)", args[0])
 	}
 	var bad error
 	own := cmd.LocalNonPersistentFlags() // (its Visit sees no flag set: the set is a copy)
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if bad == nil && own.Lookup(f.Name) != nil && !slices.Contains(engineFlags, f.Name) {
-			bad = usageErrorf("--%s: not with --llm: one engine replays its trace once, as recorded (flags it reads: --%s)", f.Name, strings.Join(engineFlags[1:], ", --"))
+			bad = run.UsageErrorf("--%s: not with --llm: one engine replays its trace once, as recorded (flags it reads: --%s)", f.Name, strings.Join(engineFlags[1:], ", --"))
 		}
 	})
 	if bad != nil {
 		return bad
 	}
 	if o.engine.profile == "" {
-		return usageErrorf("--llm: needs --profile FILE (the engine's LLM profile)")
+		return run.UsageErrorf("--llm: needs --profile FILE (the engine's LLM profile)")
 	}
 	if !cmd.Flags().Changed("trace") {
-		return usageErrorf("--llm: needs --trace FILE (a Trace document or an Azure LLM trace CSV with each request's tokens)")
+		return run.UsageErrorf("--llm: needs --trace FILE (a Trace document or an Azure LLM trace CSV with each request's tokens)")
 	}
 	return checkSimulateFlags(cmd, o)
 }
@@ -79,7 +80,7 @@ func engineSystem(app *App) (system.System, error) {
 			return s, nil
 		}
 	}
-	return system.System{}, usageErrorf("--llm: no system of this build replays one LLM engine")
+	return system.System{}, run.UsageErrorf("--llm: no system of this build replays one LLM engine")
 }
 
 // pickLLM is the profile's LLM entry to replay: the only one, or the one --model names
@@ -107,15 +108,15 @@ func pickLLM(path string, p *formats.Profile, model string) (int, error) {
 	}
 	switch {
 	case len(p.LLMs) == 0:
-		return 0, usageErrorf("%s: llms: holds no LLM profile to replay", path)
+		return 0, run.UsageErrorf("%s: llms: holds no LLM profile to replay", path)
 	case len(idx) == 1:
 		return idx[0], nil
 	case len(idx) == 0:
-		return 0, usageErrorf("--model %s: %s holds no such LLM (it holds %s)", model, path, strings.Join(all, ", "))
+		return 0, run.UsageErrorf("--model %s: %s holds no such LLM (it holds %s)", model, path, strings.Join(all, ", "))
 	case model == "":
-		return 0, usageErrorf("%s: holds %d LLMs (%s): pick one with --model", path, len(idx), strings.Join(hits, ", "))
+		return 0, run.UsageErrorf("%s: holds %d LLMs (%s): pick one with --model", path, len(idx), strings.Join(hits, ", "))
 	}
-	return 0, usageErrorf("--model %s: %s holds %d such LLMs (%s): name one as MODEL@GPU or MODEL@NxGPU", model, path, len(idx), strings.Join(hits, ", "))
+	return 0, run.UsageErrorf("--model %s: %s holds %d such LLMs (%s): name one as MODEL@GPU or MODEL@NxGPU", model, path, len(idx), strings.Join(hits, ", "))
 }
 
 // replayClasses turns the trace into the one engine's classes: every request replays on it
@@ -125,7 +126,7 @@ func pickLLM(path string, p *formats.Profile, model string) (int, error) {
 // trace's: the engine, not the class, refuses what it cannot hold (max_model_len, KV).
 func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace, []formats.LLMClass, error) {
 	if len(t.Requests) == 0 {
-		return nil, nil, usageErrorf("%s: requests: a one-engine replay needs per-request arrivals (the trace has none)", name)
+		return nil, nil, run.UsageErrorf("%s: requests: a one-engine replay needs per-request arrivals (the trace has none)", name)
 	}
 	cp := *t
 	cp.Requests = slices.Clone(t.Requests)
@@ -136,13 +137,13 @@ func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace,
 		r := &cp.Requests[i]
 		at := fmt.Sprintf("%s: requests[%d]", name, i)
 		if r.Target != "" && r.Target != model {
-			return nil, nil, usageErrorf("%s.target: %q: the engine replayed serves %s", at, r.Target, model)
+			return nil, nil, run.UsageErrorf("%s.target: %q: the engine replayed serves %s", at, r.Target, model)
 		}
 		if r.InputTokens < 1 {
-			return nil, nil, usageErrorf("%s.input_tokens: %d: a one-engine replay needs each request's prompt tokens (>= 1)", at, r.InputTokens)
+			return nil, nil, run.UsageErrorf("%s.input_tokens: %d: a one-engine replay needs each request's prompt tokens (>= 1)", at, r.InputTokens)
 		}
 		if r.OutputTokens < 1 {
-			return nil, nil, usageErrorf("%s.output_tokens: %d: a one-engine replay needs each request's output tokens (>= 1)", at, r.OutputTokens)
+			return nil, nil, run.UsageErrorf("%s.output_tokens: %d: a one-engine replay needs each request's output tokens (>= 1)", at, r.OutputTokens)
 		}
 		label := r.Class
 		if label == "" {
@@ -214,11 +215,11 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 	}
 	data, err := formats.ReadBytes(o.engine.profile)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	doc, err := formats.DecodeProfileFor(o.engine.profile, data, formats.UseReplay)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	li, err := pickLLM(o.engine.profile, doc, o.engine.model)
 	if err != nil {
@@ -230,20 +231,20 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 		policy = sys.Engine.Policy
 	}
 	if _, ok := app.Systems.Policies().Lookup(policy); !ok {
-		return usageErrorf("--policy: %v %q: must be one of %s", dataplane.ErrUnknownPolicy, policy, policyNames(app.Systems))
+		return run.UsageErrorf("--policy: %v %q: must be one of %s", dataplane.ErrUnknownPolicy, policy, run.PolicyNames(app.Systems))
 	}
 	if !slices.Contains(sys.Engine.EngineOnly, policy) {
 		// A planner's policy reads the planner's fields of the profile too.
 		if errs := plannerFieldProblems(doc, li); len(errs) > 0 {
-			return usageErrorf("--policy %s reads the planner's fields of the profile (%s read only the engine's): %v", policy, strings.Join(sys.Engine.EngineOnly, ", "), errs.WithFile(o.engine.profile))
+			return run.UsageErrorf("--policy %s reads the planner's fields of the profile (%s read only the engine's): %v", policy, strings.Join(sys.Engine.EngineOnly, ", "), errs.WithFile(o.engine.profile))
 		}
 	}
 	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if spec.Trace == nil {
-		return usageErrorf("--trace %s: --llm replays a trace file (a Trace document or an Azure LLM trace CSV)", o.trace)
+		return run.UsageErrorf("--trace %s: --llm replays a trace file (a Trace document or an Azure LLM trace CSV)", o.trace)
 	}
 	trace, classes, err := replayClasses(spec.Name, spec.Trace, prof.Model)
 	if err != nil {
@@ -251,29 +252,29 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 	}
 	dep, err := sys.Engine.Deploy(prof, classes)
 	if err != nil {
-		return usageErrorf("%s: %s: %v", o.engine.profile, prof.Model, err)
+		return run.UsageErrorf("%s: %s: %v", o.engine.profile, prof.Model, err)
 	}
-	params, err := parseParams(o.params)
+	params, err := run.ParseParams(o.params)
 	if err != nil {
 		return err
 	}
 	pcfg := dataplane.Config{Policy: policy, Params: params}
 	pol, err := app.Systems.Policies().New(dep, pcfg, "")
 	if err != nil {
-		return usageErrorf("--policy: %v", err)
+		return run.UsageErrorf("--policy: %v", err)
 	}
 	if _, err := dataplane.NewEngine(dep, pol, discardEffects{}); err != nil {
-		return usageErrorf("--policy %s: %s: %v", policy, o.engine.profile, err)
+		return run.UsageErrorf("--policy %s: %s: %v", policy, o.engine.profile, err)
 	}
 	var ran dataplane.Policy
 	reg, err := capturePolicies(app.Systems.Policies(), policy, &ran)
 	if err != nil {
-		return usageErrorf("--policy: %v", err)
+		return run.UsageErrorf("--policy: %v", err)
 	}
 	llm := sim.LLMClassesOf(dep, classes)
 	x, err := sim.NewExactReplay(spec.Name, trace, dep, llm)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	cfg := &sim.SweepConfig{
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: x.NativeRPS(), Loads: []float64{1},
@@ -383,7 +384,7 @@ func writeEngineRequests(path string, recs []sim.RequestRecord, ids []string) er
 	if err := writeJSONL(path, out); err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return usageErrorf("--requests-out: %v", err)
+			return run.UsageErrorf("--requests-out: %v", err)
 		}
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -53,7 +54,7 @@ func printEngineReport(app *App, rep *sim.EngineReport) {
 	header := []string{"class", "answered", "ttft p50/p90/p95/p99 ms", "tpot p50/p90/p95/p99 ms", "e2e p50/p90/p95/p99 ms", "mean ttft/tpot/e2e ms"}
 	app.Table(header, rows)
 	noSample := "no request of the class answered with that time"
-	dashNote(app.Out, header, rows, map[string]string{"ttft p50/p90/p95/p99 ms": noSample, "tpot p50/p90/p95/p99 ms": "no answered request of the class has two output tokens or more",
+	run.DashNote(app.Out, header, rows, map[string]string{"ttft p50/p90/p95/p99 ms": noSample, "tpot p50/p90/p95/p99 ms": "no answered request of the class has two output tokens or more",
 		"e2e p50/p90/p95/p99 ms": noSample, "mean ttft/tpot/e2e ms": noSample})
 	fmt.Fprintln(app.Out)
 	fmt.Fprintf(app.Out, "throughput: %.3f req/s, %.1f output tokens/s over %.3f s (first arrival to last finish); %d prompt, %d output tokens\n",

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -22,7 +22,7 @@ import (
 func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, classes []sim.LLMClass, traceArg string, t *formats.Trace) (*sim.ExactReplay, error) {
 	x, err := sim.NewExactReplay(traceArg, t, dep, classes)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, run.UsageError(err)
 	}
 	served := map[string]bool{}
 	for _, in := range p.QLM.Instances {
@@ -30,7 +30,7 @@ func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, clas
 	}
 	for a := range dep.Apps {
 		if row := x.Row(dataplane.AppID(a), 0); row >= 0 && !served[classes[a].Model] {
-			return nil, usageErrorf("%s: requests[%d]: class %q: its model %q is served by no instance of %s (qlm.instances)",
+			return nil, run.UsageErrorf("%s: requests[%d]: class %q: its model %q is served by no instance of %s (qlm.instances)",
 				traceArg, row, dep.Apps[a].Name, classes[a].Model, planPath)
 		}
 	}
@@ -46,7 +46,7 @@ func setupLLMSweep(cmd *cobra.Command, o *simulateOptions, planPath string, p *f
 		return nil
 	}
 	if o.reference != "" {
-		return usageErrorf("--reference-plan: not with an exact trace replay (%s): load 1 is the trace as recorded", o.trace)
+		return run.UsageErrorf("--reference-plan: not with an exact trace replay (%s): load 1 is the trace as recorded", o.trace)
 	}
 	x, err := llmReplay(planPath, p, cfg.Dep, cfg.LLM, o.trace, spec.Trace)
 	if err != nil {
@@ -109,12 +109,12 @@ func checkRequestsOut(path string) error {
 		return nil
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return usageErrorf("--requests-out: %s: is a directory", path)
+		return run.UsageErrorf("--requests-out: %s: is a directory", path)
 	} else if err == nil && !st.Mode().IsRegular() {
-		return usageErrorf("--requests-out: %s: exists and is not a regular file (%s)", path, st.Mode().Type())
+		return run.UsageErrorf("--requests-out: %s: exists and is not a regular file (%s)", path, st.Mode().Type())
 	}
 	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-		return usageErrorf("--requests-out: %s: its directory does not exist", path)
+		return run.UsageErrorf("--requests-out: %s: its directory does not exist", path)
 	}
 	return nil
 }
@@ -135,77 +135,4 @@ func writeRequestsOut(path string, rep *sim.Report) error {
 		}
 	}
 	return formats.WriteAtomic(path, buf.Bytes())
-}
-
-// ms3 renders a latency's p50/p90/p99 in ms.
-func ms3(l sim.Latency) string {
-	if l == (sim.Latency{}) {
-		return "-" // no sample
-	}
-	return fmt.Sprintf("%.1f/%.1f/%.1f", float64(l.P50Us)/1000, float64(l.P90Us)/1000, float64(l.P99Us)/1000)
-}
-
-func meanMs(l sim.Latency) string {
-	if l == (sim.Latency{}) {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", l.MeanUs/1000)
-}
-
-// tokensPerS is "-" where no output token is known (`plan load` with generated arrivals sends
-// no tokens: the server draws them).
-func tokensPerS(l *sim.LLMMetrics) string {
-	if l.OutputTokens == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", l.OutputTokensPerS)
-}
-
-// printLLMTable prints, per load point and class, what users of LLM serving read (LLM engine
-// digest §3): TTFT, TPOT and E2E percentiles and means, and output tokens per second.
-func printLLMTable(app *App, points []sim.Point) {
-	var rows [][]string
-	unstamped := false
-	for _, p := range points {
-		apps := append(append([]sim.AppMetrics(nil), p.Apps...), p.Total)
-		if len(p.Apps) == 1 {
-			apps = p.Apps
-		}
-		for _, a := range apps {
-			l := a.LLM
-			if l == nil {
-				continue
-			}
-			unstamped = unstamped || l.Unstamped > 0
-			rows = append(rows, []string{fmt.Sprintf("%.2f", p.Load), a.Name,
-				ms3(l.TTFT), ms3(l.TPOT), ms3(a.Latency),
-				meanMs(l.TTFT) + "/" + meanMs(l.TPOT) + "/" + meanMs(a.Latency),
-				tokensPerS(l), fmt.Sprintf("%d/%d", l.TTFTMissed, l.TPOTMissed)})
-		}
-	}
-	if len(rows) == 0 {
-		return
-	}
-	fmt.Fprintln(app.Out)
-	header := []string{"load", "class", "ttft p50/p90/p99 ms", "tpot p50/p90/p99 ms", "e2e p50/p90/p99 ms", "mean ttft/tpot/e2e ms", "out tok/s", "missed ttft/tpot"}
-	app.Table(header, rows)
-	noSample := "no request of the class answered with that time at that load"
-	dashNote(app.Out, header, rows, map[string]string{"ttft p50/p90/p99 ms": noSample, "tpot p50/p90/p99 ms": noSample,
-		"e2e p50/p90/p99 ms": noSample, "mean ttft/tpot/e2e ms": noSample, "out tok/s": "no output token known (the server drew the lengths)"})
-	if unstamped {
-		fmt.Fprintln(app.Out, "note: the policy stamped no first token for some answered requests: they have no TTFT or TPOT sample (see the report's llm.unstamped)")
-	}
-	for _, p := range points {
-		if e := p.LLMEngine; e != nil {
-			settings := "vLLM defaults"
-			if len(e.Settings) > 0 {
-				settings = strings.Join(e.Settings, ", ")
-			}
-			apc := ""
-			if e.PrefixCacheQueries > 0 { // prefix caching on: hit rate and cached tokens (llm-engine-2 §2)
-				apc = fmt.Sprintf(", prefix cache hit rate %.1f%% (%d of %d prompt tokens cached)", 100*e.PrefixCacheHitRate, e.PrefixCacheHits, e.PrefixCacheQueries)
-			}
-			fmt.Fprintf(app.Out, "engine at load %.2f: policy %s, %d preemptions (%d requests)%s; settings: %s\n", p.Load, e.Policy, e.Preemptions, e.PreemptedRequests, apc, settings)
-		}
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -82,47 +83,47 @@ func (w *windowResult) done() {
 func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path string, data []byte) error {
 	switchDelay := o.switchDelay
 	if switchDelay < 0 {
-		return usageErrorf("--switch-delay %s: must be ≥ 0", switchDelay)
+		return run.UsageErrorf("--switch-delay %s: must be ≥ 0", switchDelay)
 	}
 	if cmd.Flags().Changed("report") || o.report != "" { // the output rule of every command
 		if err := formats.CheckOutputDir(o.report); err != nil {
-			return usageErrorf("--report: %q: %v", o.report, err)
+			return run.UsageErrorf("--report: %q: %v", o.report, err)
 		}
 	}
 	s, err := schedule.Decode(path, data)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if o.trace == "" || o.trace == "poisson" {
-		return usageErrorf("%s: a schedule replays a rate trace: give --trace day.csv (the trace it was solved for)", path)
+		return run.UsageErrorf("%s: a schedule replays a rate trace: give --trace day.csv (the trace it was solved for)", path)
 	}
 	rates, err := schedule.ReadRatesFile(o.trace)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	// A schedule's plans are sized for the rates of the trace it was solved on: another
 	// trace would judge them on rates they were never meant for.
 	d, err := schedule.TraceDigestOf(o.trace)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	switch {
 	case s.TraceDigest == "":
 		fmt.Fprintf(app.Err, "warning: %s: records no trace digest (written before schedules did): cannot tell whether --trace %s is the trace it was solved for (%s)\n", path, o.trace, s.Trace)
 	case s.TraceDigest != d:
-		return usageErrorf("--trace %s: %s, but the schedule %s was solved for a trace of %s (%s): replay it on that trace, or solve a schedule for this one",
+		return run.UsageErrorf("--trace %s: %s, but the schedule %s was solved for a trace of %s (%s): replay it on that trace, or solve a schedule for this one",
 			o.trace, d, path, s.TraceDigest, s.Trace)
 	}
 	if end := rates.Start + rates.Span(); s.Windows[len(s.Windows)-1].EndS > end+1e-6 {
-		return usageErrorf("--trace %s: ends at %gs, before the schedule %s's last window (%gs)", o.trace, end, path, s.Windows[len(s.Windows)-1].EndS)
+		return run.UsageErrorf("--trace %s: ends at %gs, before the schedule %s's last window (%gs)", o.trace, end, path, s.Windows[len(s.Windows)-1].EndS)
 	}
 	// Each replay (the schedule's, the peak plan's) holds every request of the trace's
 	// windows: the sweep's per-point cap (checkSimulationSize) on the trace's request count.
-	if n := scheduleRequests(rates, s.Windows[0].StartS, s.Windows[len(s.Windows)-1].EndS); n > maxRequestsPerPoint {
-		return usageErrorf("--trace %s: %.3g requests over the schedule %s's windows: more than %d in one replay; replay a shorter trace",
-			o.trace, n, path, maxRequestsPerPoint)
+	if n := scheduleRequests(rates, s.Windows[0].StartS, s.Windows[len(s.Windows)-1].EndS); n > run.MaxRequestsPerPoint {
+		return run.UsageErrorf("--trace %s: %.3g requests over the schedule %s's windows: more than %d in one replay; replay a shorter trace",
+			o.trace, n, path, run.MaxRequestsPerPoint)
 	}
-	params, err := parseParams(o.params)
+	params, err := run.ParseParams(o.params)
 	if err != nil {
 		return err
 	}
@@ -139,24 +140,24 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		}
 		doc, err := formats.DecodeWith(name, raw, app.Systems.Sections())
 		if err != nil {
-			return nil, usageError(err)
+			return nil, run.UsageError(err)
 		}
 		plan, ok := doc.(*formats.Plan)
 		if !ok {
-			return nil, usageErrorf("%s: not a plan", name)
+			return nil, run.UsageErrorf("%s: not a plan", name)
 		}
 		dep, pol, err := app.Systems.Deploy(plan)
 		if err != nil {
-			return nil, usageErrorf("%s: %v", name, err)
+			return nil, run.UsageErrorf("%s: %v", name, err)
 		}
 		for _, a := range dep.Apps {
 			if rates.Column(a.Name) < 0 {
-				return nil, usageErrorf("--trace %s: no column for %q, which %s serves", o.trace, a.Name, name)
+				return nil, run.UsageErrorf("--trace %s: no column for %q, which %s serves", o.trace, a.Name, name)
 			}
 		}
 		// A policy that cannot serve a plan is bad input, found before any simulation.
 		if _, err := app.Systems.Policies().New(dep, pcfg, pol); err != nil {
-			return nil, usageErrorf("--policy: %s: %v", name, err)
+			return nil, run.UsageErrorf("--policy: %s: %v", name, err)
 		}
 		d := &sim.SwitchPlan{Name: name, CostPerHour: costPerHour, Deploy: func() (*dataplane.Deployment, dataplane.Policy, error) {
 			p, err := app.Systems.Policies().New(dep, pcfg, pol)
@@ -185,7 +186,7 @@ func runSimulateSchedule(cmd *cobra.Command, app *App, o *simulateOptions, path 
 		if ctx.Err() != nil {
 			return err
 		}
-		return checkFailed(fmt.Errorf("%s: %w", path, err))
+		return run.CheckFailed(fmt.Errorf("%s: %w", path, err))
 	}
 	for i := range rep.Windows {
 		rep.Windows[i].add(res[0].Spans[i])
@@ -238,9 +239,9 @@ func scheduleFlags(cmd *cobra.Command, path string, isSchedule bool) error {
 		switch {
 		case err != nil:
 		case isSchedule && !only && !slices.Contains(scheduleToo, f.Name) && inherited.Lookup(f.Name) == nil:
-			err = usageErrorf("--%s: does not apply to the schedule %s (it takes --%s)", f.Name, path, strings.Join(append(slices.Clone(scheduleToo), scheduleOnly...), ", --"))
+			err = run.UsageErrorf("--%s: does not apply to the schedule %s (it takes --%s)", f.Name, path, strings.Join(append(slices.Clone(scheduleToo), scheduleOnly...), ", --"))
 		case !isSchedule && only:
-			err = usageErrorf("--%s: applies to a schedule (plan solve --trace --window), not to the plan %s", f.Name, path)
+			err = run.UsageErrorf("--%s: applies to a schedule (plan solve --trace --window), not to the plan %s", f.Name, path)
 		}
 	})
 	return err
@@ -255,7 +256,7 @@ func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 // once loaded (reactive; the previous plan serves meanwhile); the new fleet is held from
 // the decision.
 func scheduleReplays(s *schedule.Schedule, rep *scheduleReport, o *simulateOptions, deploy func(int, []byte, float64) (*sim.SwitchPlan, error), seg rateSegments) (sched, peak *sim.Switched, err error) {
-	delay := us(o.switchDelay)
+	delay := run.Us(o.switchDelay)
 	at := seg.us
 	sched = &sim.Switched{End: at(s.Windows[len(s.Windows)-1].EndS), Segment: seg.run}
 	first := at(s.Windows[0].StartS)
@@ -350,16 +351,16 @@ func printScheduleReport(app *App, s *schedule.Schedule, rep *scheduleReport) er
 		if w.Switched {
 			sw = "yes"
 		}
-		rows = append(rows, []string{fmt.Sprint(i), fmtSecs(w.StartS) + "–" + fmtSecs(w.EndS), fleetShort(s.Windows[i].GPUsUsed),
+		rows = append(rows, []string{fmt.Sprint(i), run.FmtSecs(w.StartS) + "–" + run.FmtSecs(w.EndS), run.FleetShort(s.Windows[i].GPUsUsed),
 			sw, fmt.Sprint(w.Requests), fmt.Sprintf("%.2f%%", w.Attainment*100), fmt.Sprintf("%.2f%%", w.PeakAttainment*100)})
 	}
-	rows = append(rows, []string{"all", fmtSecs(rep.Overall.StartS) + "–" + fmtSecs(rep.Overall.EndS), "schedule", "",
+	rows = append(rows, []string{"all", run.FmtSecs(rep.Overall.StartS) + "–" + run.FmtSecs(rep.Overall.EndS), "schedule", "",
 		fmt.Sprint(rep.Overall.Requests), fmt.Sprintf("%.2f%%", rep.Overall.Attainment*100), fmt.Sprintf("%.2f%%", rep.Peak.Attainment*100)})
-	rows = append(rows, []string{"peak", fmtSecs(rep.Peak.StartS) + "–" + fmtSecs(rep.Peak.EndS), fleetShort(s.Peak.GPUsUsed), "",
+	rows = append(rows, []string{"peak", run.FmtSecs(rep.Peak.StartS) + "–" + run.FmtSecs(rep.Peak.EndS), run.FleetShort(s.Peak.GPUsUsed), "",
 		fmt.Sprint(rep.Peak.Requests), fmt.Sprintf("%.2f%%", rep.Peak.Attainment*100), ""})
 	app.Table([]string{"WINDOW", "SPAN", "GPUS", "SWITCH", "REQUESTS", "ATTAINMENT", "PEAK PLAN"}, rows)
 	fmt.Fprintf(app.Out, "\nschedule: cost %.4g %s (switch overlap %.4g) against %.4g for the peak plan all day (%s); attainment %.2f%% against %.2f%% (%.2f%% of the peak plan's)\n",
-		rep.Cost, s.Currency, rep.SwitchCost, rep.PeakCost, savingPhrase(s, rep.Saving), rep.Overall.Attainment*100, rep.Peak.Attainment*100, rep.RelAttainment*100)
+		rep.Cost, s.Currency, rep.SwitchCost, rep.PeakCost, run.SavingPhrase(s, rep.Saving), rep.Overall.Attainment*100, rep.Peak.Attainment*100, rep.RelAttainment*100)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
 )
@@ -20,7 +21,7 @@ import (
 // (attainment.png/svg).
 func writeScheduleReport(app *App, dir string, s *schedule.Schedule, rep *scheduleReport) error {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return usageErrorf("--report %s: %v", dir, err)
+		return run.UsageErrorf("--report %s: %v", dir, err)
 	}
 	data, err := formats.Marshal(rep)
 	if err != nil {

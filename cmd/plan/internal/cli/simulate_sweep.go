@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/sim"
 )
@@ -51,7 +52,7 @@ func runSimulateSweep(cmd *cobra.Command, app *App, o *simulateOptions, path str
 // newSweepConfig reads the plan and builds its sweep from the flags, refusing bad input
 // (exit 2) before any load point runs, and warns where the sweep leaves the plan's range.
 func newSweepConfig(cmd *cobra.Command, app *App, o *simulateOptions, path string) (*sim.SweepConfig, error) {
-	plan, dep, defPolicy, err := loadPlanDeploymentPolicy(app.Systems, path)
+	plan, dep, defPolicy, err := run.LoadPlanDeploymentPolicy(app.Systems, path)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +61,12 @@ func newSweepConfig(cmd *cobra.Command, app *App, o *simulateOptions, path strin
 	}
 	spec, err := sim.ParseTraceFlag(o.trace)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, run.UsageError(err)
 	}
 	if spec.Trace != nil {
 		// The trace must name what the plan serves (the cross-file check of plan validate).
 		if errs := formats.CheckSetWith(map[string]formats.Document{path: plan, o.trace: spec.Trace}, app.Systems.Sections()); len(errs) > 0 {
-			return nil, usageError(errs)
+			return nil, run.UsageError(errs)
 		}
 	}
 	loads, traceBase, err := simLoads(cmd, o, spec, dep)
@@ -129,7 +130,7 @@ func newSweepConfig(cmd *cobra.Command, app *App, o *simulateOptions, path strin
 // sweepPolicy builds the sweep's runtime policy (--policy, --param) and failures (--fail),
 // and attaches the policy once to the plan's deployment.
 func sweepPolicy(app *App, o *simulateOptions, path string, dep *dataplane.Deployment, defPolicy string) (dataplane.Config, *dataplane.Registry, []sim.Failure, error) {
-	params, err := parseParams(o.params)
+	params, err := run.ParseParams(o.params)
 	if err != nil {
 		return dataplane.Config{}, nil, nil, err
 	}
@@ -137,7 +138,7 @@ func sweepPolicy(app *App, o *simulateOptions, path string, dep *dataplane.Deplo
 	for _, spec := range o.fail {
 		f, err := sim.ParseFailure(spec, dep)
 		if err != nil {
-			return dataplane.Config{}, nil, nil, usageErrorf("--fail: %s: %v", path, err)
+			return dataplane.Config{}, nil, nil, run.UsageErrorf("--fail: %s: %v", path, err)
 		}
 		failures = append(failures, f)
 	}
@@ -145,15 +146,15 @@ func sweepPolicy(app *App, o *simulateOptions, path string, dep *dataplane.Deplo
 	reg := app.Systems.Policies()
 	pol, err := reg.New(dep, pcfg, defPolicy)
 	if err != nil {
-		return dataplane.Config{}, nil, nil, usageErrorf("--policy: %s: %v", path, err)
+		return dataplane.Config{}, nil, nil, run.UsageErrorf("--policy: %s: %v", path, err)
 	}
 	if len(failures) > 0 && !dataplane.HandlesFailures(pol) {
-		return dataplane.Config{}, nil, nil, usageErrorf("--fail: policy %s does not handle worker failures (it declares no dataplane.FailureMode)", pol.Name())
+		return dataplane.Config{}, nil, nil, run.UsageErrorf("--fail: policy %s does not handle worker failures (it declares no dataplane.FailureMode)", pol.Name())
 	}
 	// Attach the policy once up front: a plan it cannot serve is bad input (exit 2), not a
 	// failure discovered at the first load point.
 	if _, err := dataplane.NewEngine(dep, pol, discardEffects{}); err != nil {
-		return dataplane.Config{}, nil, nil, usageErrorf("--policy %s: %s: %v", o.policy, path, err)
+		return dataplane.Config{}, nil, nil, run.UsageErrorf("--policy %s: %s: %v", o.policy, path, err)
 	}
 	return pcfg, reg, failures, nil
 }
@@ -163,7 +164,7 @@ func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference strin
 	if reference == "" {
 		return nil, nil
 	}
-	_, ref, err := loadPlanDeployment(sys, reference)
+	_, ref, err := run.LoadPlanDeployment(sys, reference)
 	if err != nil {
 		return nil, err
 	}
@@ -176,15 +177,11 @@ func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference strin
 			}
 		}
 		if !found {
-			return nil, usageErrorf("--reference-plan %s: no model %q", reference, a.Name)
+			return nil, run.UsageErrorf("--reference-plan %s: no model %q", reference, a.Name)
 		}
 	}
 	return out, nil
 }
-
-// maxRequestsPerPoint bounds one load point's arrivals: the simulator keeps every request's
-// life-cycle record, about half a kilobyte each, and load points run in parallel.
-const maxRequestsPerPoint = 5_000_000
 
 // pointRequests is how many requests the sweep's load point at load brings: the arrivals
 // its processes make at their rates (the trace's recorded rates under --rate-scale, the
@@ -213,9 +210,9 @@ func checkSimulationSize(cfg *sim.SweepConfig, scaleFlag string) error {
 	for _, l := range cfg.Loads {
 		peak = max(peak, l)
 	}
-	if n := pointRequests(cfg, peak); n > maxRequestsPerPoint {
-		return usageErrorf("%s %g over %s: %.3g requests in one load point: more than %d; shorten --duration or lower %s",
-			scaleFlag, peak, time.Duration(cfg.Duration)*time.Microsecond, n, maxRequestsPerPoint, scaleFlag)
+	if n := pointRequests(cfg, peak); n > run.MaxRequestsPerPoint {
+		return run.UsageErrorf("%s %g over %s: %.3g requests in one load point: more than %d; shorten --duration or lower %s",
+			scaleFlag, peak, time.Duration(cfg.Duration)*time.Microsecond, n, run.MaxRequestsPerPoint, scaleFlag)
 	}
 	return nil
 }
@@ -241,13 +238,13 @@ func warnBeyondRange(app *App, path string, cfg *sim.SweepConfig, scaleFlag stri
 }
 
 // maxLoadThatFits is the highest load factor whose load point stays within
-// maxRequestsPerPoint (the find-limit extension's cap): requests grow linearly in the load.
+// run.MaxRequestsPerPoint (the find-limit extension's cap): requests grow linearly in the load.
 func maxLoadThatFits(cfg *sim.SweepConfig) float64 {
 	n := pointRequests(cfg, 1)
 	if n <= 0 || cfg.Replay != nil {
 		return sim.DefaultLimitCap
 	}
-	return maxRequestsPerPoint / n
+	return run.MaxRequestsPerPoint / n
 }
 
 // fewRequestsRemedy is what the few-requests warnings advise: a longer --duration where

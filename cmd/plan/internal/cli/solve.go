@@ -16,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/demo"
 	progressline "github.com/plan-dev/plan/internal/progress"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
@@ -135,7 +136,7 @@ the miss in its prediction. plan check re-runs the prediction.`,
 func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string)) (planner.Inputs, error) {
 	var in planner.Inputs
 	if o.profileFit != "" && o.profileFit != formats.FitOutliers && o.profileFit != formats.FitNone {
-		return in, usageErrorf("--profile-fit: %q: must be %s or %s", o.profileFit, formats.FitOutliers, formats.FitNone)
+		return in, run.UsageErrorf("--profile-fit: %q: must be %s or %s", o.profileFit, formats.FitOutliers, formats.FitNone)
 	}
 	ref := func(kind, path string, doc any) error {
 		d, err := formats.Digest(doc)
@@ -158,7 +159,7 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string
 	for _, path := range o.profiles {
 		p, err := formats.ReadInto[*formats.Profile](path)
 		if err != nil {
-			return in, usageError(err)
+			return in, run.UsageError(err)
 		}
 		if err := ref(formats.KindProfile, path, p); err != nil {
 			return in, err
@@ -184,7 +185,7 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string
 	} else {
 		c, err := formats.ReadInto[*formats.Cluster](o.cluster)
 		if err != nil {
-			return in, usageError(err)
+			return in, run.UsageError(err)
 		}
 		in.Cluster = c
 		if err := ref(formats.KindCluster, o.cluster, c); err != nil {
@@ -194,7 +195,7 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string
 	if o.workload != "" {
 		w, err := formats.ReadIntoWith[*formats.Workload](o.workload, secs)
 		if err != nil {
-			return in, usageError(err)
+			return in, run.UsageError(err)
 		}
 		if err := loadRecordFiles(w, o.workload, secs); err != nil { // a cascade's validation_file, test_file
 			return in, err
@@ -209,20 +210,20 @@ func loadSolveInputs(o *solveOptions, secs *formats.SectionSet, warn func(string
 
 func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	if o.out == "" {
-		return usageErrorf("--out: must not be empty")
+		return run.UsageErrorf("--out: must not be empty")
 	}
 	if o.timeLimit <= 0 {
-		return usageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
+		return run.UsageErrorf("--time-limit: %s: must be > 0", o.timeLimit)
 	}
 	fl := cmd.Flags()
 	if fl.Changed("gap") && o.gap == 0 {
-		return usageErrorf("--gap: 0: must be in (0, 1)")
+		return run.UsageErrorf("--gap: 0: must be in (0, 1)")
 	}
 	if fl.Changed("slo") && o.slo == 0 {
-		return usageErrorf("--slo: 0s: must be > 0 (leave it out for the workload's or the default SLO)")
+		return run.UsageErrorf("--slo: 0s: must be > 0 (leave it out for the workload's or the default SLO)")
 	}
 	if err := formats.CheckWritable(o.out); err != nil {
-		return usageErrorf("--out: %q: %v", o.out, err)
+		return run.UsageErrorf("--out: %q: %v", o.out, err)
 	}
 	in, err := loadSolveInputs(o, app.Systems.Sections(), func(s string) { fmt.Fprintf(app.Err, "warning: %s\n", s) })
 	if err != nil {
@@ -234,7 +235,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		if o.workload != "" {
 			name = o.workload
 		}
-		return usageErrorf("%s: %v", name, err)
+		return run.UsageErrorf("%s: %v", name, err)
 	}
 	if err := checkStrategy("strategy", o.strategy, sys); err != nil {
 		return err
@@ -250,11 +251,11 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		if pfs.Lookup(f.Name) == nil {
 			var takes []string
 			pfs.VisitAll(func(x *pflag.Flag) { takes = append(takes, "--"+x.Name) })
-			ferr = usageErrorf("--%s: the %s planner (chosen by the workload's sections) does not take it; it takes %s", f.Name, sys.Name, strings.Join(takes, ", "))
+			ferr = run.UsageErrorf("--%s: the %s planner (chosen by the workload's sections) does not take it; it takes %s", f.Name, sys.Name, strings.Join(takes, ", "))
 			return
 		}
 		if err := pfs.Set(f.Name, f.Value.String()); err != nil {
-			ferr = usageErrorf("--%s: %v", f.Name, err)
+			ferr = run.UsageErrorf("--%s: %v", f.Name, err)
 		}
 	})
 	if ferr != nil {
@@ -288,10 +289,10 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		return solveError(withFileNames(err, o, sys))
 	}
 	if settings.Objective == planner.ObjectiveCost && plan.Fleet == nil {
-		return usageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name)
+		return run.UsageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name)
 	}
 	if pr := plan.Prediction; !pr.Meets && pr.Basis == formats.PredictionBasisRates && !o.acceptMiss {
-		return usageErrorf("the plan misses its target at the workload's rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
+		return run.UsageErrorf("the plan misses its target at the workload's rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
 			strings.Join(predictionMisses(pr), "; "))
 	}
 	if err := formats.WriteFileWith(o.out, plan, app.Systems.Sections()); err != nil {
@@ -320,9 +321,9 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	case pr.Basis == formats.PredictionBasisStated:
 		// The plan states what its pipelines carry; what it serves within the SLO is less,
 		// and both are in the plan (a note, not a miss: no rate was asked of it).
-		app.Infof("%s", bold(app, "note: the plan's stated throughput is past what it serves within its SLO: "+strings.Join(predictionMisses(pr), "; ")))
+		app.Infof("%s", app.Bold("note: the plan's stated throughput is past what it serves within its SLO: "+strings.Join(predictionMisses(pr), "; ")))
 	default:
-		fmt.Fprintf(app.Err, "warning: %s\n", bold(app, "MISS written with --accept-miss: "+strings.Join(predictionMisses(pr), "; ")))
+		fmt.Fprintf(app.Err, "warning: %s\n", app.Bold("MISS written with --accept-miss: "+strings.Join(predictionMisses(pr), "; ")))
 	}
 	app.Infof("wrote %s", o.out)
 	return nil
@@ -336,11 +337,11 @@ func solveError(err error) error {
 	}
 	switch {
 	case errors.Is(err, planner.ErrInput), errors.Is(err, planner.ErrInfeasible):
-		return usageError(err)
+		return run.UsageError(err)
 	case errors.Is(err, solver.ErrCanceled):
-		return checkFailed(fmt.Errorf("interrupted: %w (nothing written)", err))
+		return run.CheckFailed(fmt.Errorf("interrupted: %w (nothing written)", err))
 	default:
-		return checkFailed(fmt.Errorf("%w (nothing written)", err))
+		return run.CheckFailed(fmt.Errorf("%w (nothing written)", err))
 	}
 }
 
@@ -445,11 +446,11 @@ func summaryLine(system string, pv formats.Provenance) string {
 		if pv.Solver != "" {
 			fmt.Fprintf(&b, "%d nodes, ", pv.Nodes)
 		}
-		b.WriteString(fmtMs(pv.SolveMs))
+		b.WriteString(run.FmtMs(pv.SolveMs))
 	case claim == "optimal":
-		fmt.Fprintf(&b, "optimal, objective %.4g, %s, %d nodes, %s", pv.Objective, boundGap(pv, "%.3f"), pv.Nodes, fmtMs(pv.SolveMs))
+		fmt.Fprintf(&b, "optimal, objective %.4g, %s, %d nodes, %s", pv.Objective, boundGap(pv, "%.3f"), pv.Nodes, run.FmtMs(pv.SolveMs))
 	default:
-		fmt.Fprintf(&b, "%s, objective %.4g, bound %.4g, %d nodes, %s", claim, pv.Objective, *pv.Bound, pv.Nodes, fmtMs(pv.SolveMs))
+		fmt.Fprintf(&b, "%s, objective %.4g, bound %.4g, %d nodes, %s", claim, pv.Objective, *pv.Bound, pv.Nodes, run.FmtMs(pv.SolveMs))
 	}
 	switch {
 	case pv.SolverVersion != "":
@@ -486,13 +487,6 @@ func statusClaim(pv formats.Provenance) string {
 	return fmt.Sprintf("best found, gap %.3f%%", *pv.Gap*100)
 }
 
-func fmtMs(ms float64) string {
-	if ms == 0 {
-		return "solve time not recorded"
-	}
-	return (time.Duration(ms * float64(time.Millisecond))).Round(time.Millisecond).String()
-}
-
 // planName is the file name used in messages: the path as given, so that golden/plan.json
 // and plan.json are told apart.
 func planName(path string) string { return path }
@@ -501,7 +495,7 @@ func planName(path string) string { return path }
 // ("" = the system's own), naming the flag, the value and the values it takes.
 func checkStrategy(flag, value string, sys system.System) error {
 	if value != "" && !slices.Contains(sys.Strategies, value) {
-		return usageErrorf("--%s %q: the %s planner takes %s", flag, value, sys.Name, strings.Join(sys.Strategies, ", "))
+		return run.UsageErrorf("--%s %q: the %s planner takes %s", flag, value, sys.Name, strings.Join(sys.Strategies, ", "))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 )
@@ -27,7 +28,7 @@ func applyObjective(app *App, o *solveOptions, in planner.Inputs, s *planner.Set
 		return applySpot(app, o, in.Cluster) // refuses --spot without cost
 	case planner.ObjectiveCost:
 	default:
-		return usageErrorf("--objective %q: must be default or cost", o.objective)
+		return run.UsageErrorf("--objective %q: must be default or cost", o.objective)
 	}
 	_, defaulted, err := in.Cluster.Prices()
 	if err != nil {
@@ -35,7 +36,7 @@ func applyObjective(app *App, o *solveOptions, in planner.Inputs, s *planner.Set
 		if name == "" {
 			name = "demo cluster"
 		}
-		return usageErrorf("%s: %s", name, strings.TrimPrefix(err.Error(), "cluster: "))
+		return run.UsageErrorf("%s: %s", name, strings.TrimPrefix(err.Error(), "cluster: "))
 	}
 	if len(defaulted) > 0 {
 		// Said whether or not the fleet ends up using them: they priced the choice.
@@ -65,7 +66,7 @@ func withFleet(cs []planner.Check, got, ref *formats.Plan, tol float64) []planne
 		return append(cs, planner.Check{Line: "fleet: the reference is a cost plan (fleet), this plan has none", Name: "cost_per_hour"})
 	}
 	g, r := got.Fleet.CostPerHour, ref.Fleet.CostPerHour
-	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, absTol,
+	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, run.AbsTol,
 		fmt.Sprintf("fleet cost %.4g %s/h vs %.4g (tolerance %.2f%%): %s", g, got.Fleet.Currency, r, tol*100, fleet.Describe(got.Fleet))))
 }
 
@@ -79,6 +80,6 @@ func reportPlanner(app *App, pl planner.Planner) {
 	}
 	for _, t := range r.Report() {
 		fmt.Fprintln(app.Err)
-		writeTable(app.Err, t.Header, t.Rows)
+		run.WriteTable(app.Err, t.Header, t.Rows)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/solver"
 )
@@ -35,5 +36,5 @@ func missingSolver(err error) (error, bool) {
 	if !errors.Is(err, solver.ErrBackendUnavailable) {
 		return err, false
 	}
-	return usageError(fmt.Errorf("%w; %s", err, solverFix)), true
+	return run.UsageError(fmt.Errorf("%w; %s", err, solverFix)), true
 }

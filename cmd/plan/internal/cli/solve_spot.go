@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 )
 
 // spotHelp states the --spot rule once for solve's and frontier's flag help.
@@ -52,7 +53,7 @@ func applySpot(app *App, o *solveOptions, c *formats.Cluster) error {
 		return nil
 	}
 	if o.objective != "cost" {
-		return usageErrorf("--spot %s: needs --objective cost (spot prices only change what a cost objective pays)", o.spot.String())
+		return run.UsageErrorf("--spot %s: needs --objective cost (spot prices only change what a cost objective pays)", o.spot.String())
 	}
 	share := o.spot.v
 	c.SpotShare = &share

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -51,22 +52,22 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	w := o.win
 	switch {
 	case settings.Objective != planner.ObjectiveCost:
-		return usageErrorf("--trace/--window: a schedule of least-cost plans needs --objective cost")
+		return run.UsageErrorf("--trace/--window: a schedule of least-cost plans needs --objective cost")
 	case w.trace == "":
-		return usageErrorf("--window %s: needs --trace (the rate trace to cut into windows)", w.window)
+		return run.UsageErrorf("--window %s: needs --trace (the rate trace to cut into windows)", w.window)
 	case !cmd.Flags().Changed("window"):
-		return usageErrorf("--trace %s: needs --window (e.g. 1h)", w.trace)
+		return run.UsageErrorf("--trace %s: needs --window (e.g. 1h)", w.trace)
 	case w.window <= 0:
-		return usageErrorf("--window %s: must be > 0", w.window)
+		return run.UsageErrorf("--window %s: must be > 0", w.window)
 	case in.Workload == nil:
-		return usageErrorf("--trace %s: needs --workload (the trace's columns name its models)", w.trace)
+		return run.UsageErrorf("--trace %s: needs --workload (the trace's columns name its models)", w.trace)
 	}
 	rates, err := schedule.ReadRatesFile(w.trace)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if err := schedule.CheckTargets(rates, in.Workload); err != nil {
-		return usageErrorf("%s", strings.ReplaceAll(err.Error(), "workload:", o.workload+":"))
+		return run.UsageErrorf("%s", strings.ReplaceAll(err.Error(), "workload:", o.workload+":"))
 	}
 	// Every window's plan is deterministic (solve_ms 0) so that the schedule is byte-identical
 	// for identical inputs.
@@ -87,7 +88,7 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 			return nil, solveError(withFileNames(err, o, sys))
 		}
 		if !plan.Prediction.Meets && plan.Prediction.Basis == formats.PredictionBasisRates && !o.acceptMiss {
-			return nil, usageErrorf("window plan (%s) misses its target at the window's peak rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
+			return nil, run.UsageErrorf("window plan (%s) misses its target at the window's peak rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
 				describeRates(wl), strings.Join(predictionMisses(plan.Prediction), "; "))
 		}
 		return plan, nil
@@ -96,11 +97,11 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	p.Quantile, p.Margin = w.quantile, w.margin
 	s, err := schedule.Build(cmd.Context(), rates, in.Workload, w.window.Seconds(), p, solve)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	// The trace the schedule was made for: simulate refuses to replay it on another.
 	if s.TraceDigest, err = schedule.TraceDigestOf(w.trace); err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	data, err := s.Marshal()
 	if err != nil {
@@ -114,11 +115,11 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	}
 	rows := make([][]string, 0, len(s.Windows)+1)
 	row := func(name string, e schedule.Entry) []string {
-		gpus := fleetShort(e.GPUsUsed)
+		gpus := run.FleetShort(e.GPUsUsed)
 		if e.Kept {
 			gpus += " (kept)"
 		}
-		return []string{name, fmtSecs(e.StartS) + "–" + fmtSecs(e.EndS), fmtRates(s.Targets, e.PeakRPS), gpus,
+		return []string{name, run.FmtSecs(e.StartS) + "–" + run.FmtSecs(e.EndS), fmtRates(s.Targets, e.PeakRPS), gpus,
 			fmt.Sprintf("%.4g", e.CostPerHour), fmt.Sprintf("%.4g", e.Cost)}
 	}
 	for i, e := range s.Windows {
@@ -127,7 +128,7 @@ func runSolveWindows(cmd *cobra.Command, app *App, o *solveOptions, sys system.S
 	rows = append(rows, row("peak", s.Peak))
 	app.Table([]string{"WINDOW", "SPAN", "PEAK RPS", "GPUS", s.Currency + "/H", "COST"}, rows)
 	fmt.Fprintf(app.Out, "\nschedule: %d windows of %s, cost %.4g %s against %.4g for the day's peak all day (%s)\n",
-		len(s.Windows), w.window, s.TotalCost, s.Currency, s.PeakCost, savingPhrase(s, s.Saving))
+		len(s.Windows), w.window, s.TotalCost, s.Currency, s.PeakCost, run.SavingPhrase(s, s.Saving))
 	app.Infof("wrote %s", o.out)
 	return nil
 }
@@ -157,46 +158,12 @@ func windowWorkloadPath(workload, trace string) string {
 	return workload + " (window peak rates from " + trace + ")"
 }
 
-func fmtSecs(s float64) string { return time.Duration(s * float64(time.Second)).String() }
-
 func fmtRates(names []string, r []float64) string {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s=%.4g", n, r[i])
 	}
 	return strings.Join(parts, " ")
-}
-
-// savingPhrase says what a schedule saves against its peak plan kept all day: nothing when
-// every window runs the peak plan's fleet (a difference in cost is then only the switches'
-// overlap or rounding, not a saving), else the saving, or the extra cost, signed in words.
-func savingPhrase(s *schedule.Schedule, saving float64) string {
-	peak := fleetShort(s.Peak.GPUsUsed)
-	differ := false
-	for _, w := range s.Windows {
-		differ = differ || fleetShort(w.GPUsUsed) != peak
-	}
-	switch {
-	case !differ:
-		return "no saving: every window runs the peak plan's fleet"
-	case saving < 0:
-		return fmt.Sprintf("costs %.1f%% more", -saving*100)
-	default:
-		return fmt.Sprintf("saving %.1f%%", saving*100)
-	}
-}
-
-func fleetShort(g []formats.FleetGPU) string {
-	parts := make([]string, 0, len(g))
-	for _, x := range g {
-		if x.Count > 0 {
-			parts = append(parts, fmt.Sprintf("%d×%s", x.Count, x.GPU))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, " + ")
 }
 
 // describeRates names a workload's stated rates ("m0 66 req/s, m1 132 req/s").

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 )
@@ -93,7 +94,7 @@ func writeSystemsTable(w io.Writer, reg *systems.Registry) {
 			rows = append(rows, []string{"", "", "", more, "", ""})
 		}
 	}
-	writeTable(w, header, rows)
+	run.WriteTable(w, header, rows)
 	fmt.Fprintln(w)
 	for _, in := range infos {
 		fmt.Fprintf(w, "  %-8s %s\n", in.Name, in.Doc)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
@@ -72,16 +73,16 @@ are published in the repository's schema/ folder.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.schema != "" {
 				if len(args) > 0 {
-					return usageErrorf("--schema takes no files")
+					return run.UsageErrorf("--schema takes no files")
 				}
 				return printSchema(app, o.schema)
 			}
 			if len(args) == 0 {
-				return usageErrorf("validate: give at least one FILE (or --schema KIND)")
+				return run.UsageErrorf("validate: give at least one FILE (or --schema KIND)")
 			}
 			use, err := formats.ParseProfileUse(o.use)
 			if err != nil {
-				return usageErrorf("--for: %v", err)
+				return run.UsageErrorf("--for: %v", err)
 			}
 			return runValidate(cmd.Context(), app, args, use)
 		},
@@ -102,7 +103,7 @@ func printSchema(app *App, kind string) error {
 			return err
 		}
 	}
-	return usageErrorf("--schema: %q: must be one of %s", kind, strings.Join(formats.Kinds, ", "))
+	return run.UsageErrorf("--schema: %q: must be one of %s", kind, strings.Join(formats.Kinds, ", "))
 }
 
 func runValidate(ctx context.Context, app *App, args []string, use formats.ProfileUse) error {
@@ -171,7 +172,7 @@ func runValidate(ctx context.Context, app *App, args []string, use formats.Profi
 		docs[name] = doc
 	}
 	if ctx.Err() != nil {
-		return checkFailed(fmt.Errorf("validate: interrupted"))
+		return run.CheckFailed(fmt.Errorf("validate: interrupted"))
 	}
 	for _, e := range formats.CheckSetWith(docs, app.Systems.Sections()) {
 		if i, ok := byName[e.File]; ok {

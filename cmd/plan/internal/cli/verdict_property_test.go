@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -115,7 +116,7 @@ func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed u
 	for i, a := range pr.Apps {
 		b := again.Apps[i]
 		if a.Meets && b.Attainment < a.Target-(a.Margin+b.Margin) {
-			return "written", a.Name + ": predicted " + pct(a.Attainment) + " ± " + pct(a.Margin) + ", an independent run " + pct(b.Attainment) + " ± " + pct(b.Margin) + " against " + pct(a.Target)
+			return "written", a.Name + ": predicted " + run.Pct(a.Attainment) + " ± " + run.Pct(a.Margin) + ", an independent run " + run.Pct(b.Attainment) + " ± " + run.Pct(b.Margin) + " against " + run.Pct(a.Target)
 		}
 		if pr.Basis == formats.PredictionBasisRates && !a.Meets {
 			return "written", a.Name + ": solve wrote a plan that misses at the workload's rates without --accept-miss"

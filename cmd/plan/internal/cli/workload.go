@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
 )
 
 // workloadOptions are `plan workload from-trace`'s flags.
@@ -46,7 +47,7 @@ timestamps, LLM and DNN requests mixed) is refused naming the field; nothing is 
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 || args[0] != "from-trace" {
-				return usageErrorf("usage: plan workload from-trace TRACE (got %q)", args)
+				return run.UsageErrorf("usage: plan workload from-trace TRACE (got %q)", args)
 			}
 			return runWorkloadFromTrace(app, o, args[1])
 		},
@@ -65,37 +66,37 @@ timestamps, LLM and DNN requests mixed) is refused naming the field; nothing is 
 
 func runWorkloadFromTrace(app *App, o *workloadOptions, path string) error {
 	if o.window <= 0 {
-		return usageErrorf("--window: %s: must be > 0", o.window)
+		return run.UsageErrorf("--window: %s: must be > 0", o.window)
 	}
 	if o.slo < 0 {
-		return usageErrorf("--slo: %s: must be >= 0", o.slo)
+		return run.UsageErrorf("--slo: %s: must be >= 0", o.slo)
 	}
 	if !(o.sloScale > 0) {
-		return usageErrorf("--slo-scale: %g: must be > 0", o.sloScale)
+		return run.UsageErrorf("--slo-scale: %g: must be > 0", o.sloScale)
 	}
 	if o.out != "" {
 		if err := formats.CheckWritable(o.out); err != nil {
-			return usageErrorf("--out: %q: %v", o.out, err)
+			return run.UsageErrorf("--out: %q: %v", o.out, err)
 		}
 	}
 	tr, err := workload.ReadTraceDoc(path)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	opt := workload.FromTraceOptions{Name: o.name, Model: o.model, Window: o.window, Basis: o.rate, SLO: o.slo, SLOScale: o.sloScale}
 	if o.profile != "" {
 		p, err := formats.ReadIntoWith[*formats.Profile](o.profile, app.Systems.Sections())
 		if err != nil {
-			return usageError(err)
+			return run.UsageError(err)
 		}
 		opt.Profiles = p.LLMs
 	}
 	w, sums, err := workload.FromTrace(path, tr, opt)
 	if err != nil {
-		return usageError(err)
+		return run.UsageError(err)
 	}
 	if errs := formats.ValidateWith(w, app.Systems.Sections()); len(errs) > 0 {
-		return usageErrorf("%s: the workload built from it does not validate: %v", path, errs)
+		return run.UsageErrorf("%s: the workload built from it does not validate: %v", path, errs)
 	}
 	out, err := formats.Marshal(w)
 	if err != nil {

@@ -1,7 +1,6 @@
-package cli
+package run
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/olekukonko/tablewriter"
@@ -11,26 +10,11 @@ import (
 	"github.com/plan-dev/plan/bench"
 )
 
-// JSONOutput reports whether --output json was asked for.
-func (a *App) JSONOutput() bool { return a.Output == "json" }
-
-// WriteJSON prints v as indented JSON.
-func (a *App) WriteJSON(v any) error {
-	enc := json.NewEncoder(a.Out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// Table prints rows under a header in a plain, CI-log-friendly table.
-func (a *App) Table(header []string, rows [][]string) {
-	writeTable(a.Out, header, rows)
-}
-
-// writeTable renders the plain layout every command and benchmark has printed since the first
+// WriteTable renders the plain layout every command and benchmark has printed since the first
 // release: no outer border, columns separated by spaces, a dashed line under the header, every
 // cell left-aligned and unwrapped, headers as given (tablewriter v1's defaults would centre,
 // upper-case and box them).
-func writeTable(w io.Writer, header []string, rows [][]string) {
+func WriteTable(w io.Writer, header []string, rows [][]string) {
 	symbols := tw.NewSymbolCustom("plan").
 		WithRow("-").WithColumn(" ").WithCenter(" ").
 		WithMidLeft("-").WithMidRight("-").
@@ -58,7 +42,7 @@ func writeTable(w io.Writer, header []string, rows [][]string) {
 	_ = t.Render()
 }
 
-// dashNote is bench.DashNote: the one way a table of plan's says why a cell is "-".
-func dashNote(w io.Writer, header []string, rows [][]string, why map[string]string) {
+// DashNote is bench.DashNote: the one way a table of plan's says why a cell is "-".
+func DashNote(w io.Writer, header []string, rows [][]string, why map[string]string) {
 	bench.DashNote(w, header, rows, why)
 }
