@@ -310,7 +310,6 @@ func printSimTable(app *App, rep *sim.Report) {
 	}
 }
 
-
 // sloPercentile is the percentile every load point's total is judged at (0 = none).
 func sloPercentile(rep *sim.Report) float64 {
 	p := 0.0
