@@ -24,7 +24,7 @@ TIMEOUT=${TIMEOUT:-15m}
 mod=github.com/plan-dev/plan
 # Packages whose production code starts goroutines or shares memory between them (checked by
 # internal/layering's TestRaceGroupCoversConcurrency, which reads this line).
-RACE_PKGS="./serve/... ./sim ./solver/... ./planner/autopilot ./dataplane/autopilot ./profiler/measure ./formats ./internal/progress ./bench/ppipebench ./planner/llmdeploy"
+RACE_PKGS="./serve/... ./internal/run/serve ./sim ./solver/... ./planner/autopilot ./dataplane/autopilot ./profiler/measure ./formats ./internal/progress ./bench/ppipebench ./planner/llmdeploy"
 CLI=./cmd/plan/internal/cli
 # The command tests that run `plan serve` in-process (servers, signals, reloads, load against
 # them); the rest of the command package is single-threaded planning and simulation.

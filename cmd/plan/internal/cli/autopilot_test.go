@@ -9,9 +9,18 @@ import (
 	"testing"
 	"time"
 
+	runap "github.com/plan-dev/plan/internal/run/autopilot"
 	"github.com/plan-dev/plan/serve"
 	serveap "github.com/plan-dev/plan/serve/autopilot"
 	"github.com/plan-dev/plan/sim"
+)
+
+// The reports `plan simulate --autopilot` writes (internal/run/autopilot), as the tests
+// here decode them.
+type (
+	autopilotSimReport      = runap.SimReport
+	autopilotReportDoc      = runap.ReportDoc
+	autopilotDecisionReport = runap.DecisionReport
 )
 
 // TestBadInputAutopilot: the autopilot's flags are checked before anything runs: exit 2

@@ -9,8 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	runsched "github.com/plan-dev/plan/internal/run/schedule"
 	"github.com/plan-dev/plan/planner/schedule"
 )
+
+// scheduleReport is what `plan simulate SCHEDULE` prints with -O json (internal/run/schedule).
+type scheduleReport = runsched.Report
 
 var (
 	benchDayHours  = flag.Int("bench-day-hours", 24, "BenchmarkDaySchedule: hours of the day series to plan and simulate (24 = a whole day)")

@@ -1,26 +1,13 @@
 package cli
 
 import (
-	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	runserve "github.com/plan-dev/plan/internal/run/serve"
 	"github.com/plan-dev/plan/serve"
-	serveap "github.com/plan-dev/plan/serve/autopilot"
-	"github.com/plan-dev/plan/serve/kservegrpc"
-	"github.com/plan-dev/plan/serve/worker"
 )
 
 type serveOptions struct {
@@ -59,46 +46,6 @@ type serveOptions struct {
 // serveHook, when set (tests), is called with the running server and its address.
 var serveHook func(s *serve.Server, addr string)
 
-// serveRoutesHelp lists every route a server registers: the core routes, then each system's
-// front ends' (a reload may move the server to another system's plan, so all are registered),
-// from the tables their registration uses.
-func serveRoutesHelp(app *App) string {
-	var b strings.Builder
-	b.WriteString("Routes (every plan):\n")
-	w := 0
-	docs := serve.CoreRoutes()
-	type sysRoutes struct {
-		name string
-		docs []serve.RouteDoc
-	}
-	var per []sysRoutes
-	for _, sys := range app.Systems.Systems() {
-		for _, f := range sys.Frontends {
-			if fr, ok := f().(serve.FrontendRoutes); ok {
-				per = append(per, sysRoutes{sys.Name, fr.RouteDocs()})
-			}
-		}
-	}
-	for _, d := range docs {
-		w = max(w, len(d.Pattern))
-	}
-	for _, p := range per {
-		for _, d := range p.docs {
-			w = max(w, len(d.Pattern))
-		}
-	}
-	for _, d := range docs {
-		fmt.Fprintf(&b, "  %-*s  %s\n", w, d.Pattern, d.Doc)
-	}
-	for _, p := range per {
-		fmt.Fprintf(&b, "Routes of %s plans:\n", p.name)
-		for _, d := range p.docs {
-			fmt.Fprintf(&b, "  %-*s  %s\n", w, d.Pattern, d.Doc)
-		}
-	}
-	return b.String()
-}
-
 func newServeCmd(app *App) *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
@@ -118,7 +65,7 @@ whole model, MODEL.onnx in the --model directory, and forwards by the output's c
 remote sends each stage to a KServe
 v2 / Triton endpoint listed in --endpoints (checked at start).
 
-` + serveRoutesHelp(app) + `
+` + runserve.RoutesHelp(app.Systems) + `
 The state-changing endpoints (PUT /v1/plan, POST /v1/workers/state) answer on --admin-addr
 (loopback by default: give it as 127.0.0.1:PORT), or on --addr while it is a loopback
 address and no --admin-addr is given, or anywhere to "Authorization: Bearer TOKEN" with
@@ -179,284 +126,13 @@ PLAN defaults to ./plan.json.`,
 	return cmd
 }
 
-// parseSize parses "1048576", "64KiB", "16MiB", "1GiB" (also KB/MB/GB as powers of 1000).
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > (1<<40)/mult {
-		return 0, fmt.Errorf("must be a positive size such as 1048576 or 16MiB")
-	}
-	return n * mult, nil
-}
-
-func parseShape(s string) ([]int64, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []int64
-	for _, p := range strings.Split(s, ",") {
-		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
-		if err != nil || v == 0 || v < -1 {
-			return nil, fmt.Errorf("%q: dimensions must be positive integers or -1", p)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
+// runServe is `plan serve` (internal/run/serve).
 func runServe(cmd *cobra.Command, app *App, o *serveOptions, args []string) error {
-	path, err := run.ResolvePlanArg(args)
-	if err != nil {
-		return err
-	}
-	opts, pilot, closeWorkers, err := newServeOptions(cmd, app, o, path)
-	if err != nil {
-		return err
-	}
-	defer closeWorkers()
-	s, err := serve.New(opts)
-	if err != nil {
-		// The plan was valid on its own; what fails here is the plan against the workers
-		// (a missing model file, an endpoint that does not answer): bad input, exit 2.
-		// Errors that already name the endpoints file are about that file.
-		if o.workers == "remote" && strings.HasPrefix(err.Error(), filepath.Base(o.endpoints)+": ") {
-			return run.UsageError(err)
-		}
-		return run.UsageError(fmt.Errorf("%s: %w", filepath.Base(path), err))
-	}
-	if pilot != nil {
-		if err := pilot.Start(); err != nil {
-			_ = s.Shutdown(context.Background())
-			return run.UsageErrorf("--autopilot: %v", err)
-		}
-	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		_ = s.Shutdown(context.Background())
-		return run.UsageErrorf("--addr %s: %v", o.addr, err)
-	}
-	app.Log.Info("serving", "plan", path, "digest", s.ActiveDigest(), "workers", o.workers, "addr", "http://"+ln.Addr().String())
-	warnPublic(app, "--addr", o.addr)
-	warnPublic(app, "--grpc-addr", o.grpcAddr)
-	if o.adminAddr != "" {
-		wait, err := serveAdmin(cmd.Context(), app, s, o.adminAddr)
-		if err != nil {
-			_ = ln.Close()
-			_ = s.Shutdown(context.Background())
-			return err
-		}
-		defer wait()
-	}
-	if o.grpcAddr != "" {
-		gaddr, stopGRPC, err := kservegrpc.Start(cmd.Context(), s, o.grpcAddr)
-		if err != nil {
-			_ = ln.Close()
-			_ = s.Shutdown(context.Background())
-			return run.UsageErrorf("--grpc-addr %s: %v", o.grpcAddr, err)
-		}
-		defer stopGRPC()
-		app.Log.Info("serving gRPC", "addr", gaddr)
-	}
-	ctx := cmd.Context()
-	stopHup := reloadOnHUP(ctx, app, s, path)
-	if serveHook != nil {
-		serveHook(s, ln.Addr().String())
-	}
-	err = s.Serve(ctx, ln)
-	stopHup()
-	if err != nil {
-		return err
-	}
-	app.Log.Info("stopped", "addr", ln.Addr().String())
-	return nil
-}
-
-// newServeOptions checks serve's flags and turns them and the plan at path into the
-// server's options, refusing bad input (exit 2) before anything listens. The plan is read
-// and deployed once, by loadPlanDeploymentPolicy (simulate and check read plans the same
-// way); --policy and --autopilot are checked against that deployment, and the server
-// deploys it, and every plan it reloads, with the same registry deployer (Options.Deploy).
-// The returned function releases the workers' connections.
-func newServeOptions(cmd *cobra.Command, app *App, o *serveOptions, path string) (serve.Options, *serveap.Autopilot, func(), error) {
-	var none serve.Options
-	plan, dep, def, err := run.LoadPlanDeploymentPolicy(app.Systems, path)
-	if err != nil {
-		return none, nil, nil, err
-	}
-	maxBody, err := parseSize(o.maxBody)
-	if err != nil {
-		return none, nil, nil, run.UsageErrorf("--max-body %q: %v", o.maxBody, err)
-	}
-	if err := checkServeLimits(o); err != nil {
-		return none, nil, nil, err
-	}
-	// Front ends check their own flags and take defaults from the address (the batch
-	// queue's per-server directory, a --queue-url that is not a NATS URL).
-	for _, fe := range o.frontends {
-		if c, ok := fe.(interface{ Configure(addr string) error }); ok {
-			if err := c.Configure(o.addr); err != nil {
-				return none, nil, nil, run.UsageError(err)
-			}
-		}
-	}
-	shape, err := parseShape(o.inputShape)
-	if err != nil {
-		return none, nil, nil, run.UsageErrorf("--input-shape: %v", err)
-	}
-	params, err := run.ParseParams(o.params)
-	if err != nil {
-		return none, nil, nil, err
-	}
-	pcfg := dataplane.Config{Policy: o.policy, Params: params}
-	reg := app.Systems.Policies()
-	if _, err := reg.New(dep, pcfg, def); err != nil {
-		return none, nil, nil, run.UsageErrorf("--policy: %s: %v", path, err)
-	}
-	opts := serve.Options{
-		Plan: plan, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Policies: reg, Policy: pcfg, Jitter: o.jitter, Seed: o.seed, MaxBody: maxBody,
-		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: shape, Log: app.Log,
-		MaxInFlight: o.maxInFlight, HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout,
-		WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout, Frontends: o.frontends,
-		AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
-		MetricsLegacy: o.metricsLegacy,
-	}
-	pilot, err := serveAutopilot(cmd, app, o, plan, dep, &opts)
-	if err != nil {
-		return none, nil, nil, err
-	}
-	closeWorkers, err := workerFactory(o, &opts, app)
-	if err != nil {
-		return none, nil, nil, err
-	}
-	if shape != nil && o.workers != "emulated" {
-		closeWorkers()
-		return none, nil, nil, run.UsageErrorf("--input-shape applies to emulated workers only (onnx and remote take the model's)")
-	}
-	return opts, pilot, closeWorkers, nil
-}
-
-// checkServeLimits refuses serve's timeouts, jitter and connection limits out of range.
-func checkServeLimits(o *serveOptions) error {
-	if o.drainTimeout < 0 || o.flushTimeout < 0 {
-		return run.UsageErrorf("--drain-timeout and --flush-timeout must be >= 0")
-	}
-	if !(o.jitter >= 0 && o.jitter < 1) {
-		return run.UsageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
-	}
-	if o.headerTimeout <= 0 || o.bodyTimeout <= 0 || o.writeTimeout <= 0 || o.idleTimeout <= 0 {
-		return run.UsageErrorf("--header-timeout, --body-timeout, --write-timeout and --idle-timeout must be > 0")
-	}
-	if o.maxInFlight < 1 {
-		return run.UsageErrorf("--max-inflight: %d: must be >= 1", o.maxInFlight)
-	}
-	if o.maxConns < 0 || o.maxConnsPerIP < 0 {
-		return run.UsageErrorf("--max-conns and --max-conns-per-ip must be >= 0")
-	}
-	return nil
-}
-
-// reloadOnHUP reloads the plan file on every SIGHUP until the returned function is called
-// (it returns once no reload runs). cli.Run cancels the context on SIGINT/SIGTERM.
-func reloadOnHUP(ctx context.Context, app *App, s *serve.Server, path string) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	stopHup := make(chan struct{})
-	hupDone := make(chan struct{})
-	go func() {
-		defer close(hupDone)
-		for {
-			select {
-			case <-stopHup:
-				return
-			case <-hup:
-				reloadFromFile(ctx, app, s, path)
-			}
-		}
-	}()
-	return func() {
-		close(stopHup)
-		<-hupDone
-		signal.Stop(hup)
-	}
-}
-
-// workerFactory sets opts.NewExecutor for --workers; the returned function releases what it
-// opened (the gRPC stage client of remote workers).
-func workerFactory(o *serveOptions, opts *serve.Options, app *App) (func(), error) {
-	switch o.workers {
-	case "emulated":
-		if o.endpoints != "" || o.model != "" {
-			return nil, run.UsageErrorf("--endpoints and --model need --workers remote or onnx")
-		}
-	case "remote":
-		if o.endpoints == "" {
-			return nil, run.UsageErrorf("--workers remote needs --endpoints FILE")
-		}
-		eps, err := worker.ReadEndpoints(o.endpoints)
-		if err != nil {
-			return nil, run.UsageError(err)
-		}
-		// grpc:// endpoints speak KServe v2 gRPC (Triton's port 8001).
-		sc := kservegrpc.NewStageClient()
-		eps.SetTransport("grpc", sc)
-		opts.NewExecutor = worker.RemoteFactory(eps, nil)
-		return func() { _ = sc.Close() }, nil
-	case "onnx":
-		if o.model == "" {
-			return nil, run.UsageErrorf("--workers onnx needs --model FILE.onnx")
-		}
-		opts.NewExecutor = worker.ONNXFactory(worker.ONNXOptions{Model: o.model, Device: o.device, Threads: o.threads, Cuts: app.Systems.ONNXCuts})
-	default:
-		return nil, run.UsageErrorf("--workers %q: must be emulated, onnx or remote", o.workers)
-	}
-	return func() {}, nil
-}
-
-// serveAdmin starts the admin listener (--admin-addr); the returned function waits for it
-// to stop (after the server's drain).
-func serveAdmin(ctx context.Context, app *App, s *serve.Server, addr string) (func(), error) {
-	aln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, run.UsageErrorf("--admin-addr %s: %v", addr, err)
-	}
-	warnPublic(app, "--admin-addr", addr)
-	done := make(chan error, 1)
-	go func() { done <- s.ServeAdmin(ctx, aln) }()
-	app.Log.Info("serving admin", "addr", "http://"+aln.Addr().String())
-	return func() { <-done }, nil
-}
-
-// warnPublic warns on stderr when flag binds addr to a non-loopback address: every client
-// that can reach the machine can then use the API.
-func warnPublic(app *App, flag, addr string) {
-	if addr == "" || serve.IsLoopback(addr) {
-		return
-	}
-	fmt.Fprintf(app.Err, "warning: %s %s listens on every interface or a public address: anyone who can reach it can send requests (keep it on 127.0.0.1 behind a proxy, or firewall it)\n", flag, addr)
-}
-
-// reloadFromFile re-reads the plan and migrates to it; a bad plan is logged and the old one
-// keeps serving.
-func reloadFromFile(ctx context.Context, app *App, s *serve.Server, path string) {
-	p, err := formats.ReadIntoWith[*formats.Plan](path, app.Systems.Sections())
-	if err != nil {
-		app.Log.Error("SIGHUP: not reloading", "err", err)
-		return
-	}
-	start := time.Now()
-	if err := s.Reload(ctx, p); err != nil {
-		app.Log.Error("SIGHUP: reload failed, the old plan keeps serving", "plan", path, "err", err)
-		return
-	}
-	app.Log.Info("SIGHUP: plan reloaded", "plan", path, "digest", s.ActiveDigest(), "took", time.Since(start).Round(time.Microsecond))
+	return runserve.Run(cmdContext(cmd), runserve.Args{Systems: app.Systems, PlanArgs: args, Addr: o.addr, GRPCAddr: o.grpcAddr,
+		Workers: o.workers, Endpoints: o.endpoints, Model: o.model, Device: o.device, Threads: o.threads,
+		Policy: o.policy, Params: o.params, Jitter: o.jitter, Seed: o.seed, MaxBody: o.maxBody,
+		DrainTimeout: o.drainTimeout, FlushTimeout: o.flushTimeout, InputShape: o.inputShape, MaxInFlight: o.maxInFlight,
+		HeaderTimeout: o.headerTimeout, BodyTimeout: o.bodyTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout,
+		Frontends: o.frontends, AdminAddr: o.adminAddr, AdminToken: o.adminToken, MaxConns: o.maxConns, MaxConnsPerIP: o.maxConnsPerIP,
+		MetricsLegacy: o.metricsLegacy, Autopilot: o.autopilot.Flags, Given: givenFlags(cmd), Ready: serveHook}, &app.IO)
 }

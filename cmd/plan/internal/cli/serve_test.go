@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
@@ -163,18 +162,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestParseSizeAndLoopback(t *testing.T) {
-	sizes := []struct {
-		in   string
-		want int64
-		ok   bool
-	}{{"1048576", 1 << 20, true}, {"16MiB", 16 << 20, true}, {"64 KiB", 64 << 10, true}, {"2GB", 2e9, true}, {"0", 0, false}, {"-1", 0, false}, {"lots", 0, false}, {"9999999GiB", 0, false}}
-	for _, c := range sizes {
-		got, err := parseSize(c.in)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("parseSize(%q) = %d, %v", c.in, got, err)
-		}
-	}
+// TestCheckLoopback: load's --url must be a loopback base URL.
+func TestCheckLoopback(t *testing.T) {
 	urls := []struct {
 		in, want string
 		ok       bool
@@ -207,23 +196,5 @@ func TestServeONNXBadModel(t *testing.T) {
 	code, _, stderr = rootRun(t, "serve", demoPlanPath, "--workers", "onnx")
 	if code != ExitUsage || !strings.Contains(stderr, "--model") {
 		t.Errorf("no --model: exit %d, stderr %q", code, stderr)
-	}
-}
-
-// TestWarnPublic: binding the data API to every interface or a public address warns on
-// stderr; loopback does not.
-func TestWarnPublic(t *testing.T) {
-	for _, tc := range []struct {
-		addr string
-		warn bool
-	}{
-		{"0.0.0.0:8080", true}, {":8080", true}, {"192.0.2.1:80", true}, {"[::]:8001", true},
-		{"127.0.0.1:8080", false}, {"localhost:9000", false}, {"[::1]:8001", false}, {"", false},
-	} {
-		var b bytes.Buffer
-		warnPublic(&App{IO: run.IO{Streams: Streams{Err: &b}}}, "--addr", tc.addr)
-		if got := strings.Contains(b.String(), "warning: --addr "+tc.addr); got != tc.warn {
-			t.Errorf("%q: warned %v (%q), want %v", tc.addr, got, b.String(), tc.warn)
-		}
 	}
 }

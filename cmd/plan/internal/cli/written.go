@@ -7,6 +7,8 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	runap "github.com/plan-dev/plan/internal/run/autopilot"
+	runsched "github.com/plan-dev/plan/internal/run/schedule"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
 )
@@ -56,7 +58,7 @@ func writtenKinds(app *App) []writtenKind {
 		{kindScheduleReport, func(data []byte, top map[string]json.RawMessage) bool {
 			return hasKeys(top, "schedule", "windows", "overall", "peak", "switch_delay_s")
 		}, func(name string, data []byte) ([]byte, error) {
-			var r scheduleReport
+			var r runsched.Report
 			if err := strictRead(name, data, &r); err != nil {
 				return nil, err
 			}
@@ -68,7 +70,7 @@ func writtenKinds(app *App) []writtenKind {
 		{kindAutopilotReport, func(data []byte, top map[string]json.RawMessage) bool {
 			return hasKeys(top, "start_plan", "decisions", "summary", "trace_rate")
 		}, func(name string, data []byte) ([]byte, error) {
-			var r autopilotReportDoc
+			var r runap.ReportDoc
 			if err := strictRead(name, data, &r); err != nil {
 				return nil, err
 			}

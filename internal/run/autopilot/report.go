@@ -1,7 +1,6 @@
-package cli
+package autopilot
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
-	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -21,52 +18,8 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// recordingLadder remembers every plan the ladder handed the loop, by digest, so the
-// report can say what a chosen plan was predicted to serve (its capacity), which the
-// loop's decision log does not carry.
-type recordingLadder struct {
-	autopilotSolver
-	mu   sync.Mutex
-	seen map[string]ap.Candidate
-}
-
-func newRecordingLadder(l autopilotSolver) *recordingLadder {
-	return &recordingLadder{autopilotSolver: l, seen: map[string]ap.Candidate{}}
-}
-
-func (r *recordingLadder) note(c ap.Candidate) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c.Digest != "" {
-		r.seen[c.Digest] = c
-	}
-}
-
-func (r *recordingLadder) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error) {
-	c, err := r.autopilotSolver.Solve(ctx, d)
-	if err == nil {
-		r.note(c)
-	}
-	return c, err
-}
-
-func (r *recordingLadder) Candidate(p *formats.Plan) (ap.Candidate, error) {
-	c, err := r.autopilotSolver.Candidate(p)
-	if err == nil {
-		r.note(c)
-	}
-	return c, err
-}
-
-func (r *recordingLadder) lookup(digest string) (ap.Candidate, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c, ok := r.seen[digest]
-	return c, ok
-}
-
-// autopilotPlanRef names a plan the loop served or chose.
-type autopilotPlanRef struct {
+// PlanRef names a plan the loop served or chose.
+type PlanRef struct {
 	Digest string `json:"digest"`
 	GPUs   int    `json:"gpus"`
 	// CapacityRPS is each application's rate the plan serves within its SLO (the solver's
@@ -74,96 +27,85 @@ type autopilotPlanRef struct {
 	CapacityRPS []float64 `json:"capacity_rps,omitempty"`
 }
 
-// autopilotPredicted is what the loop expected of a chosen plan when it chose it: the
+// Predicted is what the loop expected of a chosen plan when it chose it: the
 // GPUs it adds (negative: frees) and each application's forecast over its capacity.
-type autopilotPredicted struct {
+type Predicted struct {
 	GPUDelta    int       `json:"gpu_delta"`
 	Utilization []float64 `json:"utilization,omitempty"`
 	// ServesForecast: every application's forecast is within the plan's capacity.
 	ServesForecast *bool `json:"serves_forecast,omitempty"`
 }
 
-// autopilotObserved is what the chosen plan then did in the simulation: its segment.
-type autopilotObserved struct {
+// Observed is what the chosen plan then did in the simulation: its segment.
+type Observed struct {
 	FromS      float64 `json:"from_s"`
 	ToS        float64 `json:"to_s"`
 	Requests   int64   `json:"requests"`
 	Attainment float64 `json:"attainment"`
 }
 
-// autopilotDecisionReport is one decision of the loop, as --report writes it.
-type autopilotDecisionReport struct {
+// DecisionReport is one decision of the loop, as --report writes it.
+type DecisionReport struct {
 	TimeS  float64 `json:"time_s"`
 	Action string  `json:"action"`
 	// Trigger is why the loop looked again (the re-solve's cause: the load left the plan's
 	// band, an interval elapsed); Why is what it concluded.
-	Trigger     string              `json:"trigger"`
-	Why         string              `json:"why"`
-	ForecastRPS []float64           `json:"forecast_rps,omitempty"`
-	From        *autopilotPlanRef   `json:"from,omitempty"`
-	Chosen      *autopilotPlanRef   `json:"chosen,omitempty"`
-	Predicted   *autopilotPredicted `json:"predicted,omitempty"`
-	Observed    *autopilotObserved  `json:"observed,omitempty"`
+	Trigger     string     `json:"trigger"`
+	Why         string     `json:"why"`
+	ForecastRPS []float64  `json:"forecast_rps,omitempty"`
+	From        *PlanRef   `json:"from,omitempty"`
+	Chosen      *PlanRef   `json:"chosen,omitempty"`
+	Predicted   *Predicted `json:"predicted,omitempty"`
+	Observed    *Observed  `json:"observed,omitempty"`
 }
 
-// autopilotReportDoc is DIR/autopilot-report.json.
-type autopilotReportDoc struct {
-	Trace     string                    `json:"trace"`
-	DurationS float64                   `json:"duration_s"`
-	WindowS   float64                   `json:"window_s"`
-	Start     autopilotPlanRef          `json:"start_plan"`
-	Decisions []autopilotDecisionReport `json:"decisions"`
+// ReportDoc is DIR/autopilot-report.json.
+type ReportDoc struct {
+	Trace     string           `json:"trace"`
+	DurationS float64          `json:"duration_s"`
+	WindowS   float64          `json:"window_s"`
+	Start     PlanRef          `json:"start_plan"`
+	Decisions []DecisionReport `json:"decisions"`
 	// Truncated: the loop keeps its last 64 decisions; earlier ones are not in this file.
-	Truncated bool                 `json:"decisions_truncated,omitempty"`
-	Summary   *autopilotSimReport  `json:"summary"`
-	Rate      []autopilotRatePoint `json:"trace_rate"`
+	Truncated bool        `json:"decisions_truncated,omitempty"`
+	Summary   *SimReport  `json:"summary"`
+	Rate      []RatePoint `json:"trace_rate"`
 }
 
-// autopilotRatePoint is the trace's total rate over one window.
-type autopilotRatePoint struct {
+// RatePoint is the trace's total rate over one window.
+type RatePoint struct {
 	StartS float64 `json:"start_s"`
 	RPS    float64 `json:"rps"`
 }
 
-// checkAutopilotReport refuses, before anything runs, a --report DIR (the decisions and a
-// GPUs-over-time plot) that cannot be made (formats.CheckOutputDir, as every --report).
-func checkAutopilotReport(cmd *cobra.Command, dir string) error {
-	if cmd.Flags().Changed("report") || dir != "" {
-		if err := formats.CheckOutputDir(dir); err != nil {
-			return run.UsageErrorf("--report: %q: %v", dir, err)
-		}
-	}
-	return nil
-}
-
-// writeAutopilotReport writes, when dir is set, DIR/autopilot-report.json and the
+// writeReport writes, when dir is set, DIR/autopilot-report.json and the
 // GPUs-over-time plot DIR/autopilot.{png,svg}, and says so.
-func writeAutopilotReport(app *App, dir string, rep *autopilotSimReport, arun *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) error {
+func writeReport(io *run.IO, dir string, rep *SimReport, arun *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) error {
 	if dir == "" {
 		return nil
 	}
-	files, err := autopilotReportFiles(dir, rep, arun, ladder, start, window)
+	files, err := reportFiles(dir, rep, arun, ladder, start, window)
 	if err != nil {
 		return err
 	}
-	app.Infof("wrote %s", strings.Join(files, ", "))
+	io.Infof("wrote %s", strings.Join(files, ", "))
 	return nil
 }
 
-// autopilotReportFiles writes the report's files and returns their paths.
-func autopilotReportFiles(dir string, rep *autopilotSimReport, arun *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) ([]string, error) {
-	ref := func(digest string) *autopilotPlanRef {
+// reportFiles writes the report's files and returns their paths.
+func reportFiles(dir string, rep *SimReport, arun *sim.AutopilotRun, ladder *recordingLadder, start ap.Candidate, window dataplane.Time) ([]string, error) {
+	ref := func(digest string) *PlanRef {
 		if digest == "" {
 			return nil
 		}
-		r := &autopilotPlanRef{Digest: digest}
+		r := &PlanRef{Digest: digest}
 		if c, ok := ladder.lookup(digest); ok {
 			r.GPUs, r.CapacityRPS = c.GPUs, c.Capacity
 		}
 		return r
 	}
-	doc := autopilotReportDoc{Trace: rep.Trace, DurationS: rep.Duration, WindowS: float64(window) / 1e6,
-		Start: autopilotPlanRef{Digest: start.Digest, GPUs: start.GPUs, CapacityRPS: start.Capacity}, Summary: rep}
+	doc := ReportDoc{Trace: rep.Trace, DurationS: rep.Duration, WindowS: float64(window) / 1e6,
+		Start: PlanRef{Digest: start.Digest, GPUs: start.GPUs, CapacityRPS: start.Capacity}, Summary: rep}
 	res := rep.Autopilot
 	doc.Truncated = res.Switches > 0 && len(res.Decisions) >= 64
 	trigger := ""
@@ -171,13 +113,13 @@ func autopilotReportFiles(dir string, rep *autopilotSimReport, arun *sim.Autopil
 		if d.Action == "resolve" {
 			trigger = d.Why
 		}
-		dr := autopilotDecisionReport{TimeS: float64(d.At) / 1e6, Action: d.Action, Trigger: trigger, Why: d.Why,
+		dr := DecisionReport{TimeS: float64(d.At) / 1e6, Action: d.Action, Trigger: trigger, Why: d.Why,
 			ForecastRPS: d.Forecast, From: ref(d.From), Chosen: ref(d.To)}
 		if dr.Chosen != nil {
 			if d.GPUs > 0 {
 				dr.Chosen.GPUs = d.GPUs
 			}
-			pr := &autopilotPredicted{GPUDelta: dr.Chosen.GPUs}
+			pr := &Predicted{GPUDelta: dr.Chosen.GPUs}
 			if dr.From != nil {
 				pr.GPUDelta -= dr.From.GPUs
 			}
@@ -198,7 +140,7 @@ func autopilotReportFiles(dir string, rep *autopilotSimReport, arun *sim.Autopil
 			// The segment the chosen plan then served (it takes requests once loaded).
 			for _, s := range res.Segments {
 				if s.Digest == d.To && s.EndS > dr.TimeS {
-					dr.Observed = &autopilotObserved{FromS: s.StartS, ToS: s.EndS, Requests: s.Requests, Attainment: s.Attainment}
+					dr.Observed = &Observed{FromS: s.StartS, ToS: s.EndS, Requests: s.Requests, Attainment: s.Attainment}
 					break
 				}
 			}
@@ -219,7 +161,7 @@ func autopilotReportFiles(dir string, rep *autopilotSimReport, arun *sim.Autopil
 		}
 		for i, c := range counts {
 			w := min(window, arun.Duration-dataplane.Time(i)*window)
-			p := autopilotRatePoint{StartS: float64(dataplane.Time(i)*window) / 1e6, RPS: roundTo(float64(c)/(float64(w)/1e6), 4)}
+			p := RatePoint{StartS: float64(dataplane.Time(i)*window) / 1e6, RPS: roundTo(float64(c)/(float64(w)/1e6), 4)}
 			doc.Rate = append(doc.Rate, p)
 			series.RateT, series.Rate = append(series.RateT, p.StartS), append(series.Rate, p.RPS)
 		}

@@ -1,4 +1,4 @@
-package cli
+package schedule
 
 import (
 	"errors"
@@ -15,11 +15,11 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// writeScheduleReport writes a schedule replay's --report DIR: schedule-report.json, the cost
+// writeReport writes a schedule replay's --report DIR: schedule-report.json, the cost
 // per hour of every window beside the peak plan's (cost.png/svg: the day's saving as an
 // area) and the attainment of every window on its plan and on the peak plan
 // (attainment.png/svg).
-func writeScheduleReport(app *App, dir string, s *schedule.Schedule, rep *scheduleReport) error {
+func writeReport(io *run.IO, dir string, s *schedule.Schedule, rep *Report) error {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return run.UsageErrorf("--report %s: %v", dir, err)
 	}
@@ -66,7 +66,7 @@ func writeScheduleReport(app *App, dir string, s *schedule.Schedule, rep *schedu
 		paths = append(paths, ps...)
 	}
 	for _, p := range paths {
-		app.Infof("wrote %s", p)
+		io.Infof("wrote %s", p)
 	}
 	return nil
 }
