@@ -159,7 +159,7 @@ func newSweepConfig(io *run.IO, a *Args) (*sim.SweepConfig, error) {
 	if err := CheckFlags(a); err != nil {
 		return nil, err
 	}
-	warmup, err := WarmupFlag(a.WarmupSet, a.Warmup, a.Duration, dep)
+	warmup, err := warmupFlag(a.WarmupSet, a.Warmup, a.Duration, dep)
 	if err != nil {
 		return nil, err
 	}
@@ -267,11 +267,11 @@ func baseRates(sys *systems.Registry, dep *dataplane.Deployment, reference strin
 	return out, nil
 }
 
-// WarmupFlag is a --warmup flag's window: by default (set false) sim.DefaultWarmup, five
-// times the plan's largest SLO, at least 2 s, at most 20% of the duration, long enough for
-// the queues and the policies' estimators to fill, short enough to leave most of a short
-// run measured (simulate and load share the rule).
-func WarmupFlag(set bool, w, duration time.Duration, dep *dataplane.Deployment) (dataplane.Time, error) {
+// warmupFlag is --warmup's window, or by default (set false) sim.DefaultWarmup: five times
+// the plan's largest SLO, at least 2 s, at most 20% of --duration, long enough for the
+// queues and the policies' estimators to fill, short enough to leave most of a short run
+// measured.
+func warmupFlag(set bool, w, duration time.Duration, dep *dataplane.Deployment) (dataplane.Time, error) {
 	if !set {
 		return sim.DefaultWarmup(dep, dataplane.Time(duration/time.Microsecond)), nil
 	}

@@ -35,7 +35,7 @@ type simulateOptions struct {
 	rateScale   string
 	// requestsOut is --requests-out: every request's record as JSONL.
 	requestsOut string
-	// engine: --llm, one engine replaying a trace with no plan (simulate_engine.go).
+	// engine: --llm, one engine replaying a trace with no plan (internal/run/replay).
 	engine engineOptions
 }
 
