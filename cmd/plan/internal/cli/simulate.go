@@ -1,26 +1,16 @@
 package cli
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"math"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gonum.org/v1/plot/vg"
+	"github.com/spf13/pflag"
 
-	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/replay"
+	"github.com/plan-dev/plan/internal/run/simulate"
 	"github.com/plan-dev/plan/planner/schedule"
-	"github.com/plan-dev/plan/sim"
 )
 
 type simulateOptions struct {
@@ -45,7 +35,7 @@ type simulateOptions struct {
 	rateScale   string
 	// requestsOut is --requests-out: every request's record as JSONL.
 	requestsOut string
-	// engine: --llm, one engine replaying a trace with no plan (simulate_engine.go).
+	// engine: --llm, one engine replaying a trace with no plan (internal/run/replay).
 	engine engineOptions
 }
 
@@ -131,36 +121,12 @@ replay the same requests.`,
 	return cmd
 }
 
-// checkSimulateFlags refuses the sweep's numeric and output flags out of range (exit 2).
-func checkSimulateFlags(cmd *cobra.Command, o *simulateOptions) error {
-	if o.duration <= 0 {
-		return run.UsageErrorf("--duration: %s: must be > 0", o.duration)
-	}
-	if !(o.cancel >= 0 && o.cancel <= 1) { // also rejects NaN
-		return run.UsageErrorf("--cancel: %g: must be in [0, 1]", o.cancel)
-	}
-	if !(o.jitter >= 0 && o.jitter < 1) { // also rejects NaN
-		return run.UsageErrorf("--jitter: %g: must be in [0, 1)", o.jitter)
-	}
-	if o.parallel < 0 {
-		return run.UsageErrorf("--parallel: %d: must be >= 0 (0 = all cores)", o.parallel)
-	}
-	// The output rule of every command (formats.CheckOutputDir): given, even as "", it must
-	// name a directory to create in an existing one, or an existing directory.
-	if cmd.Flags().Changed("report") || o.report != "" {
-		if err := formats.CheckOutputDir(o.report); err != nil {
-			return run.UsageErrorf("--report: %q: %v", o.report, err)
-		}
-	}
-	return nil
-}
-
 // simulateMode is what one `plan simulate` run does, chosen from its flags and argument.
 type simulateMode int
 
 const (
-	simSweep     simulateMode = iota // a plan at a sweep of load factors (simulate_sweep.go)
-	simEngine                        // --llm: one engine replaying a trace (simulate_engine.go)
+	simSweep     simulateMode = iota // a plan at a sweep of load factors (internal/run/simulate)
+	simEngine                        // --llm: one engine replaying a trace (internal/run/replay)
 	simAutopilot                     // --autopilot: one run re-planning as it goes (autopilot.go)
 	simSchedule                      // a schedule of plans over a rate trace (simulate_schedule.go)
 )
@@ -191,8 +157,10 @@ func pickSimulateMode(cmd *cobra.Command, o *simulateOptions, args []string) (si
 	if o.engine.llm {
 		return simEngine, "", nil, nil
 	}
-	if err := checkEngineFlags(cmd, o, args); err != nil {
-		return 0, "", nil, err
+	for _, name := range []string{"profile", "model"} {
+		if cmd.Flags().Changed(name) {
+			return 0, "", nil, run.UsageErrorf("--%s: only with --llm (one engine replaying --trace)", name)
+		}
 	}
 	if o.autopilot.enabled() || o.autopilot.checkFlagsUsed(cmd, false) != nil {
 		return simAutopilot, "", nil, nil
@@ -215,223 +183,48 @@ func pickSimulateMode(cmd *cobra.Command, o *simulateOptions, args []string) (si
 	return simSweep, path, nil, nil
 }
 
-func printSimTable(app *App, rep *sim.Report) {
-	// Utilisation by GPU class (high, low: PPipe's), or by GPU type where the cluster names
-	// no class (a column headed "util -" said nothing).
-	utilOf := func(p *sim.Point) []sim.Utilization { return p.Classes }
-	unclassed := true
-	for _, p := range rep.Points {
-		for _, c := range p.Classes {
-			unclassed = unclassed && c.Name == "-"
-		}
-	}
-	if unclassed {
-		utilOf = func(p *sim.Point) []sim.Utilization { return p.GPUTypes }
-	}
-	classes := map[string]bool{}
-	for i := range rep.Points {
-		for _, c := range utilOf(&rep.Points[i]) {
-			classes[c.Name] = true
-		}
-	}
-	var cls []string
-	for c := range classes {
-		cls = append(cls, c)
-	}
-	sort.Strings(cls)
-	cancelled := false
-	for _, p := range rep.Points {
-		cancelled = cancelled || p.Total.Cancelled > 0
-	}
-	header := []string{"load", "offered/s", "attainment", "goodput/s", "dropped", "late", "p50 ms", "p99 ms"}
-	sloP := sloPercentile(rep)
-	if sloP > 0 { // the SLO's own percentile (a cascade's p95), where the plan judges at one
-		header = append(header, fmt.Sprintf("p%g ms", 100*sloP))
-	}
-	if cancelled { // the column appears only when clients withdrew requests (--cancel)
-		header = slices.Insert(header, 5, "cancelled")
-	}
-	apps := run.AppNames(rep)
-	for _, a := range apps {
-		header = append(header, "att "+a)
-	}
-	for _, c := range cls {
-		header = append(header, "util "+c)
-	}
-	var rows [][]string
-	for _, p := range rep.Points {
-		row := []string{
-			fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", p.Total.OfferedRPS), run.Pct(p.Total.Attainment),
-			fmt.Sprintf("%.1f", p.Total.GoodputRPS), fmt.Sprint(p.Total.Dropped), fmt.Sprint(p.Total.Late),
-			fmt.Sprintf("%.1f", float64(p.Total.Latency.P50Us)/1000), fmt.Sprintf("%.1f", float64(p.Total.Latency.P99Us)/1000),
-		}
-		if sloP > 0 {
-			row = append(row, run.PercentileMs(p.Total.SLOPercentile))
-		}
-		if cancelled {
-			row = slices.Insert(row, 5, fmt.Sprint(p.Total.Cancelled))
-		}
-		for _, a := range apps {
-			v := "-"
-			for _, x := range p.Apps {
-				if x.Name == a && x.Requests > 0 {
-					v = run.Pct(x.Attainment)
-				}
-			}
-			row = append(row, v)
-		}
-		for _, c := range cls {
-			u := "-"
-			for _, x := range utilOf(&p) {
-				if x.Name == c {
-					u = run.Pct(x.Busy)
-				}
-			}
-			row = append(row, u)
-		}
-		rows = append(rows, row)
-	}
-	app.Table(header, rows)
-	why := map[string]string{}
-	for _, a := range apps {
-		why["att "+a] = "no request of " + a + " measured at that load"
-	}
-	for _, c := range cls {
-		why["util "+c] = "no " + c + " GPU in the deployment at that load"
-	}
-	run.DashNote(app.Out, header, rows, why)
-	run.PrintLLMTable(&app.IO, rep.Points)
-	fmt.Fprintf(app.Out, "\n%s\n", maxLoadLine(rep))
-	if sloP > 0 {
-		fmt.Fprintf(app.Out, "max load factor with the p%g SLO met (%g%% attainment): %.2f\n", 100*sloP, 100*sloP, sim.MaxLoadAt(rep.Points, sloP))
-	}
-	if line := run.AccuracyLine(rep); line != "" {
-		fmt.Fprintln(app.Out, line)
-	}
+// runSimulateSweep is `plan simulate PLAN`: the plan at a sweep of load factors.
+func runSimulateSweep(cmd *cobra.Command, app *App, o *simulateOptions, path string) error {
+	set := cmd.Flags().Changed
+	return simulate.Run(cmd.Context(), simulate.Args{
+		Systems: app.Systems, Plan: path, Trace: o.trace, Load: o.load, LoadSet: set("load"),
+		RateScale: o.rateScale, RateScaleSet: set("rate-scale"), Duration: o.duration, DurationSet: set("duration"),
+		Seed: o.seed, Report: o.report, ReportSet: set("report"), Policy: o.policy, Params: o.params,
+		Jitter: o.jitter, Cancel: o.cancel, Reference: o.reference, Parallel: o.parallel, Fail: o.fail,
+		Warmup: o.warmup, WarmupSet: set("warmup"), FindLimit: o.findLimit, FindLimitSet: set("find-limit"),
+		RequestsOut: o.requestsOut,
+	}, &app.IO)
 }
 
-// sloPercentile is the percentile every load point's total is judged at (0 = none).
-func sloPercentile(rep *sim.Report) float64 {
-	p := 0.0
-	for _, pt := range rep.Points {
-		if pt.Total.SLOPercentile == nil {
-			return 0
+// engineOptions are the flags of `plan simulate --llm`: one LLM engine replaying a trace,
+// with no cluster, workload or plan (internal/run/replay).
+type engineOptions struct {
+	llm     bool
+	profile string
+	model   string
+}
+
+func addEngineFlags(f *pflag.FlagSet, o *engineOptions) {
+	f.BoolVar(&o.llm, "llm", false, "replay --trace through one LLM engine built from --profile (its model, GPU and GPU count), with no plan: the engine's own FCFS scheduling by default (--policy to choose)")
+	f.StringVar(&o.profile, "profile", "", "with --llm: the LLM profile (measured iteration curves, KV capacity, engine settings) of the engine to replay")
+	f.StringVar(&o.model, "model", "", "with --llm: the profile's LLM entry to replay when it holds several: MODEL, MODEL@GPU or MODEL@NxGPU")
+}
+
+// runEngineReplay is `plan simulate --llm --profile F --trace T`: one engine replaying a
+// trace. The command's own flags given are passed by name, for the replay to refuse those
+// of a plan's sweep.
+func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
+	var given []string
+	own := cmd.LocalNonPersistentFlags() // (its Visit sees no flag set: the set is a copy)
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if own.Lookup(f.Name) != nil {
+			given = append(given, f.Name)
 		}
-		p = pt.Total.SLOPercentile.Percentile
-	}
-	return p
+	})
+	return replay.Run(cmd.Context(), replay.Args{
+		Systems: app.Systems, PlanArgs: args, FlagsSet: given, Profile: o.engine.profile, Model: o.engine.model,
+		Trace: o.trace, TraceSet: cmd.Flags().Changed("trace"), Policy: o.policy, Params: o.params,
+		Seed: o.seed, Jitter: o.jitter, Cancel: o.cancel, Duration: o.duration, DurationSet: cmd.Flags().Changed("duration"),
+		RequestsOut: o.requestsOut,
+	}, &app.IO)
 }
-
-// maxLoadLine says which target and window the max load factor used.
-func maxLoadLine(rep *sim.Report) string {
-	what := fmt.Sprintf("max load factor at %g%% attainment", 100*sim.MaxLoadTarget)
-	if rep.WarmupUs > 0 {
-		what += ", warm-up " + time.Duration(rep.WarmupUs*int64(time.Microsecond)).String() + " excluded"
-	}
-	switch {
-	case rep.MaxLoad99 <= 0:
-		return what + ": none of the simulated loads"
-	case rep.Extended && rep.MaxLoad99 >= rep.LimitCap:
-		return fmt.Sprintf("%s: %.2f (the sweep's cap: it holds there; the limit is higher)", what, rep.MaxLoad99)
-	}
-	return fmt.Sprintf("%s: %.2f", what, rep.MaxLoad99)
-}
-
-// simWarmup is --warmup, or by default sim.DefaultWarmup: five times the plan's largest SLO,
-// at least 2 s, at most 20% of --duration, long enough for the queues and
-// the policies' estimators to fill, short enough to leave most of a short run measured.
-func simWarmup(cmd *cobra.Command, o *simulateOptions, dep *dataplane.Deployment) (dataplane.Time, error) {
-	return warmupFlag(cmd, o.warmup, o.duration, dep)
-}
-
-// warmupFlag is a --warmup flag's window (simulate and load share the rule).
-func warmupFlag(cmd *cobra.Command, w, duration time.Duration, dep *dataplane.Deployment) (dataplane.Time, error) {
-	if !cmd.Flags().Changed("warmup") {
-		return sim.DefaultWarmup(dep, dataplane.Time(duration/time.Microsecond)), nil
-	}
-	if w < 0 || w >= duration {
-		return 0, run.UsageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", w, duration)
-	}
-	return dataplane.Time(w / time.Microsecond), nil
-}
-
-// warnFewRequests warns on stderr about every application that has, at a load point that
-// decides the max load factor (one it misses the target at, or the max load itself), too few
-// measured requests for the target to mean anything: below 1/(1−target) (100 at 99%) one
-// miss already fails it, and 4 requests print 75%. Low loads of a sweep
-// that pass with few requests decide nothing and are not warned about.
-func warnFewRequests(app *App, rep *sim.Report, remedy string) {
-	need := int64(math.Ceil(1/(1-sim.MaxLoadTarget) - 1e-9))
-	for a := range rep.BaseRPS {
-		fewest, at := int64(-1), 0.0
-		for _, p := range rep.Points {
-			if a >= len(p.Apps) || (p.Apps[a].Attainment >= sim.MaxLoadTarget && p.Load != rep.MaxLoad99) {
-				continue
-			}
-			if p.Apps[a].Requests > 0 && (fewest < 0 || p.Apps[a].Requests < fewest) {
-				fewest, at = p.Apps[a].Requests, p.Load
-			}
-		}
-		if fewest >= 0 && fewest < need {
-			fmt.Fprintf(app.Err, "warning: application %q has %d measured requests at load %.2f: too few for a %g%% attainment (at least %d; one miss is %.1f%%): %s\n",
-				rep.BaseRPS[a].App, fewest, at, 100*sim.MaxLoadTarget, need, 100/float64(fewest), remedy)
-		}
-	}
-}
-
-func writeSimReport(app *App, cfg *sim.SweepConfig, rep *sim.Report, dir string) error {
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return run.UsageErrorf("--report %s: %v", dir, err)
-	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := formats.WriteAtomic(filepath.Join(dir, "report.json"), append(data, '\n')); err != nil {
-		return err
-	}
-	p, err := sim.AttainmentPlot(fmt.Sprintf("%s: %s, %s", rep.Plan, rep.Policy, rep.Trace), sim.CurvesOf(rep, ""))
-	if err != nil {
-		return err
-	}
-	files, err := sim.SavePlot(p, dir, "attainment", 16*vg.Centimeter, 10*vg.Centimeter)
-	if err != nil {
-		return err
-	}
-	// Timeline of the highest passing load (else the lowest load), over a window chosen
-	// from its requests (sim.TimelineWindow).
-	load := rep.MaxLoad99
-	if load == 0 {
-		load = rep.Points[0].Load
-	}
-	s, err := sim.RunForTimeline(cfg, load)
-	if err != nil {
-		return err
-	}
-	from, to := sim.TimelineWindow(s.Engine, cfg.Duration)
-	tp, err := sim.TimelinePlot(fmt.Sprintf("%s at load %.2f", rep.Plan, load), s.Engine, from, to)
-	if err != nil {
-		return err
-	}
-	rows := sim.TimelineRows(cfg.Dep)
-	tf, err := sim.SavePlot(tp, dir, "timeline", 24*vg.Centimeter, vg.Length(3+0.45*float64(rows))*vg.Centimeter)
-	if err != nil {
-		return err
-	}
-	cdf, err := writeTokenCDFs(cfg, rep, dir, load)
-	if err != nil {
-		return err
-	}
-	app.Infof("wrote %s, %s", filepath.Join(dir, "report.json"), strings.Join(append(append(files, tf...), cdf...), ", "))
-	return nil
-}
-
-// discardEffects lets the policy be attached once for validation without a driver.
-type discardEffects struct{}
-
-func (discardEffects) RunBatch(dataplane.Time, dataplane.WorkerID, dataplane.BatchID, int, dataplane.StageID, int, dataplane.Time) {
-}
-func (discardEffects) Transfer(dataplane.Time, dataplane.BatchID, int, dataplane.ServerID, dataplane.ServerID, int64, dataplane.Time) {
-}
-func (discardEffects) SetTimer(dataplane.Time, int64)            {}
-func (discardEffects) Finish(dataplane.Time, *dataplane.Request) {}

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/formats"
-
+	"github.com/plan-dev/plan/internal/run/replay"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -60,16 +59,16 @@ func completeProfile(t *testing.T) string {
 	return path
 }
 
-func readRecords(t *testing.T, path string) []engineRecord {
+func readRecords(t *testing.T, path string) []replay.Record {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []engineRecord
+	var out []replay.Record
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		var r engineRecord
+		var r replay.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -310,38 +309,5 @@ func TestSimulateLLMEngineBadInput(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q, stdout %q: want exit 2 with %q", code, stderr, stdout, c.want)
 			}
 		})
-	}
-}
-
-// TestTraceRequestIDs: a trace request's id reaches the replay's records by trace row;
-// requests without one carry none, and a trace without any carries none at all.
-func TestTraceRequestIDs(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		reqs []formats.TraceRequest
-		want []string
-	}{
-		{"ids", []formats.TraceRequest{{ID: "req-a"}, {TimeUs: 5}, {TimeUs: 9, ID: "req-c"}}, []string{"req-a", "", "req-c"}},
-		{"no ids", []formats.TraceRequest{{TimeUs: 0}}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := traceRequestIDs(c.reqs)
-			if strings.Join(got, "|") != strings.Join(c.want, "|") || (got == nil) != (c.want == nil) {
-				t.Errorf("ids %q, want %q", got, c.want)
-			}
-		})
-	}
-	row := func(i int) *int { return &i }
-	out := filepath.Join(t.TempDir(), "r.jsonl")
-	recs := []sim.RequestRecord{{ID: 0, TraceRow: row(2)}, {ID: 1, TraceRow: row(1)}, {ID: 2}}
-	if err := writeEngineRequests(out, recs, []string{"a", "", "c"}); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, r := range readRecords(t, out) {
-		ids = append(ids, r.RequestID)
-	}
-	if strings.Join(ids, "|") != "c||" {
-		t.Errorf("record ids %q, want c, none, none", ids)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	runap "github.com/plan-dev/plan/internal/run/autopilot"
+	"github.com/plan-dev/plan/internal/run/replay"
 	runsched "github.com/plan-dev/plan/internal/run/schedule"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
@@ -180,14 +181,14 @@ func isRequestLog(data []byte, top map[string]json.RawMessage) bool {
 }
 
 // rereadRequestLog reads every line as the record writeRequestsOut or writeEngineRequests
-// wrote (engineRecord: a sim.RequestRecord with the trace's request id when it had one).
+// wrote (replay.Record: a sim.RequestRecord with the trace's request id when it had one).
 func rereadRequestLog(name string, data []byte) ([]byte, error) {
 	if len(data) == 0 || data[len(data)-1] != '\n' {
 		return nil, &formats.FieldError{File: name, Rule: "must end with a newline (a file cut short?)"}
 	}
-	var recs []engineRecord
+	var recs []replay.Record
 	for i, line := range bytes.Split(data[:len(data)-1], []byte("\n")) {
-		var r engineRecord
+		var r replay.Record
 		if err := formats.StrictUnmarshal(line, &r); err != nil {
 			return nil, &formats.FieldError{File: name, Path: fmt.Sprintf("line %d", i+1), Rule: err.Error()}
 		}

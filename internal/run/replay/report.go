@@ -1,4 +1,4 @@
-package cli
+package replay
 
 import (
 	"bytes"
@@ -17,13 +17,13 @@ import (
 // printEngineReport prints a one-engine replay: what ran (profile entry, policy, engine
 // settings), then per class the TTFT, TPOT and E2E percentiles, the throughput and the
 // preemptions.
-func printEngineReport(app *App, rep *sim.EngineReport) {
-	fmt.Fprintf(app.Out, "one engine: %s on %d×%s (%s, %s), trace %s\n", rep.Model, rep.GPUCount, rep.GPU, rep.Profile, rep.Backend, rep.Trace)
+func printEngineReport(io *run.IO, rep *sim.EngineReport) {
+	fmt.Fprintf(io.Out, "one engine: %s on %d×%s (%s, %s), trace %s\n", rep.Model, rep.GPUCount, rep.GPU, rep.Profile, rep.Backend, rep.Trace)
 	how := "--policy"
 	if rep.DefaultPolicy {
 		how = "default: the engine's own scheduling"
 	}
-	fmt.Fprintf(app.Out, "policy: %s (%s)\n", rep.Policy, how)
+	fmt.Fprintf(io.Out, "policy: %s (%s)\n", rep.Policy, how)
 	var settings []string
 	for _, s := range rep.Engine {
 		v := s.Name + " " + s.Value
@@ -32,7 +32,7 @@ func printEngineReport(app *App, rep *sim.EngineReport) {
 		}
 		settings = append(settings, v)
 	}
-	fmt.Fprintf(app.Out, "engine: %s (* default)\n", strings.Join(settings, ", "))
+	fmt.Fprintf(io.Out, "engine: %s (* default)\n", strings.Join(settings, ", "))
 	line := fmt.Sprintf("requests: %d replayed, %d answered", rep.Requests, rep.Answered)
 	if rep.Refused > 0 {
 		var why []string
@@ -44,26 +44,26 @@ func printEngineReport(app *App, rep *sim.EngineReport) {
 	if rep.Cancelled > 0 {
 		line += fmt.Sprintf(", %d cancelled", rep.Cancelled)
 	}
-	fmt.Fprintln(app.Out, line)
-	fmt.Fprintln(app.Out)
+	fmt.Fprintln(io.Out, line)
+	fmt.Fprintln(io.Out)
 	var rows [][]string
 	for _, c := range rep.Classes {
 		rows = append(rows, []string{c.Class, strconv.Itoa(c.Answered), ms4(c.TTFT), ms4(c.TPOT), ms4(c.E2E),
 			msMean(c.TTFT) + "/" + msMean(c.TPOT) + "/" + msMean(c.E2E)})
 	}
 	header := []string{"class", "answered", "ttft p50/p90/p95/p99 ms", "tpot p50/p90/p95/p99 ms", "e2e p50/p90/p95/p99 ms", "mean ttft/tpot/e2e ms"}
-	app.Table(header, rows)
+	io.Table(header, rows)
 	noSample := "no request of the class answered with that time"
-	run.DashNote(app.Out, header, rows, map[string]string{"ttft p50/p90/p95/p99 ms": noSample, "tpot p50/p90/p95/p99 ms": "no answered request of the class has two output tokens or more",
+	run.DashNote(io.Out, header, rows, map[string]string{"ttft p50/p90/p95/p99 ms": noSample, "tpot p50/p90/p95/p99 ms": "no answered request of the class has two output tokens or more",
 		"e2e p50/p90/p95/p99 ms": noSample, "mean ttft/tpot/e2e ms": noSample})
-	fmt.Fprintln(app.Out)
-	fmt.Fprintf(app.Out, "throughput: %.3f req/s, %.1f output tokens/s over %.3f s (first arrival to last finish); %d prompt, %d output tokens\n",
+	fmt.Fprintln(io.Out)
+	fmt.Fprintf(io.Out, "throughput: %.3f req/s, %.1f output tokens/s over %.3f s (first arrival to last finish); %d prompt, %d output tokens\n",
 		rep.RequestsPerS, rep.OutputTokensPerS, float64(rep.SpanUs)/1e6, rep.PromptTokens, rep.OutputTokens)
 	if rep.Preemptions != nil {
-		fmt.Fprintf(app.Out, "preemptions: %d\n", *rep.Preemptions)
+		fmt.Fprintf(io.Out, "preemptions: %d\n", *rep.Preemptions)
 	}
 	if c := rep.PrefixCache; c != nil {
-		fmt.Fprintf(app.Out, "prefix cache: hit rate %.1f%%, %d of %d prompt tokens cached (prefill skipped)\n", 100*c.HitRate, c.CachedTokens, c.QueriedTokens)
+		fmt.Fprintf(io.Out, "prefix cache: hit rate %.1f%%, %d of %d prompt tokens cached (prefill skipped)\n", 100*c.HitRate, c.CachedTokens, c.QueriedTokens)
 	}
 }
 

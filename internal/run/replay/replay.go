@@ -1,6 +1,13 @@
-package cli
+// Package replay is `plan simulate --llm`: one LLM engine built from a profile alone (its
+// model on its GPU count, its engine settings) replaying a trace once as recorded, with no
+// cluster, workload or plan, and the token timings users measure (TTFT, TPOT, E2E),
+// throughput and preemptions (LLM engine digest §5: fidelity is judged by replaying a real
+// deployment's requests through one instance with its engine settings and profile). The
+// cobra command in cmd/plan only fills Args and calls Run.
+package replay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,72 +17,83 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/simulate"
 	"github.com/plan-dev/plan/internal/system"
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/sim"
 )
 
-// engineOptions are the flags of `plan simulate --llm`: one LLM engine replaying a trace,
-// with no cluster, workload or plan (LLM engine digest §5: fidelity is judged by replaying a
-// real deployment's requests through one instance with its engine settings and profile).
-type engineOptions struct {
-	llm     bool
-	profile string
-	model   string
-}
-
-func addEngineFlags(f *pflag.FlagSet, o *engineOptions) {
-	f.BoolVar(&o.llm, "llm", false, "replay --trace through one LLM engine built from --profile (its model, GPU and GPU count), with no plan: the engine's own FCFS scheduling by default (--policy to choose)")
-	f.StringVar(&o.profile, "profile", "", "with --llm: the LLM profile (measured iteration curves, KV capacity, engine settings) of the engine to replay")
-	f.StringVar(&o.model, "model", "", "with --llm: the profile's LLM entry to replay when it holds several: MODEL, MODEL@GPU or MODEL@NxGPU")
+// Args are a one-engine replay's inputs, one field per flag it reads.
+type Args struct {
+	// Systems is the system registry: its engine system builds the instance, its policies
+	// schedule it.
+	Systems *systems.Registry
+	// PlanArgs are the command's positional arguments: a replay takes none (no PLAN).
+	PlanArgs []string
+	// FlagsSet names the command's own flags given on the command line, in the order they
+	// are checked: any one not in the replay's flags (--llm, --profile, --model, --trace,
+	// --policy, --param, --seed, --jitter, --cancel, --duration, --requests-out) is refused.
+	FlagsSet []string
+	// Profile is --profile, the LLM profile of the engine (required).
+	Profile string
+	// Model is --model: the profile's LLM entry, MODEL, MODEL@GPU or MODEL@NxGPU ("" = its
+	// only one).
+	Model string
+	// Trace is --trace, the trace file replayed (required: TraceSet must be true).
+	Trace string
+	// TraceSet says --trace was given.
+	TraceSet bool
+	// Policy is --policy ("" = the engine's own scheduling, the system's engine policy).
+	Policy string
+	// Params are --param KEY=VALUE (default none).
+	Params []string
+	// Seed is --seed (default 1).
+	Seed uint64
+	// Jitter is --jitter, relative execution-time jitter in [0, 1) (default 0).
+	Jitter float64
+	// Cancel is --cancel, the share of requests withdrawn by their clients (default 0).
+	Cancel float64
+	// Duration is --duration; it cuts the replay only when DurationSet (default: the
+	// trace's whole span).
+	Duration time.Duration
+	// DurationSet says --duration was given.
+	DurationSet bool
+	// RequestsOut is --requests-out, a JSONL file of every request's Record ("" = none).
+	RequestsOut string
 }
 
 // engineFlags are the flags a one-engine replay reads; any other simulate flag belongs to a
 // plan's load sweep and is refused with --llm.
 var engineFlags = []string{"llm", "profile", "model", "trace", "policy", "param", "seed", "jitter", "cancel", "duration", "requests-out"}
 
-// checkEngineFlags refuses --profile and --model without --llm, and with --llm a PLAN or any
-// flag of a plan's sweep.
-func checkEngineFlags(cmd *cobra.Command, o *simulateOptions, args []string) error {
-	if !o.engine.llm {
-		for _, name := range []string{"profile", "model"} {
-			if cmd.Flags().Changed(name) {
-				return run.UsageErrorf("--%s: only with --llm (one engine replaying --trace)", name)
-			}
+// check refuses with --llm a PLAN or any flag of a plan's sweep, and a replay without its
+// profile or trace.
+func check(a *Args) error {
+	if len(a.PlanArgs) > 0 {
+		return run.UsageErrorf("--llm: replays one engine built from --profile: no PLAN (got %s)", a.PlanArgs[0])
+	}
+	for _, f := range a.FlagsSet {
+		if !slices.Contains(engineFlags, f) {
+			return run.UsageErrorf("--%s: not with --llm: one engine replays its trace once, as recorded (flags it reads: --%s)", f, strings.Join(engineFlags[1:], ", --"))
 		}
-		return nil
 	}
-	if len(args) > 0 {
-		return run.UsageErrorf("--llm: replays one engine built from --profile: no PLAN (got %s)", args[0])
-	}
-	var bad error
-	own := cmd.LocalNonPersistentFlags() // (its Visit sees no flag set: the set is a copy)
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if bad == nil && own.Lookup(f.Name) != nil && !slices.Contains(engineFlags, f.Name) {
-			bad = run.UsageErrorf("--%s: not with --llm: one engine replays its trace once, as recorded (flags it reads: --%s)", f.Name, strings.Join(engineFlags[1:], ", --"))
-		}
-	})
-	if bad != nil {
-		return bad
-	}
-	if o.engine.profile == "" {
+	if a.Profile == "" {
 		return run.UsageErrorf("--llm: needs --profile FILE (the engine's LLM profile)")
 	}
-	if !cmd.Flags().Changed("trace") {
+	if !a.TraceSet {
 		return run.UsageErrorf("--llm: needs --trace FILE (a Trace document or an Azure LLM trace CSV with each request's tokens)")
 	}
-	return checkSimulateFlags(cmd, o)
+	// The sweep's numeric rules; its other flags are refused above, so at their defaults.
+	return simulate.CheckFlags(&simulate.Args{Duration: a.Duration, Cancel: a.Cancel, Jitter: a.Jitter})
 }
 
 // engineSystem is the registry's system that runs one LLM engine on its own.
-func engineSystem(app *App) (system.System, error) {
-	for _, s := range app.Systems.Systems() {
+func engineSystem(reg *systems.Registry) (system.System, error) {
+	for _, s := range reg.Systems() {
 		if s.Engine != nil {
 			return s, nil
 		}
@@ -199,52 +217,52 @@ func capturePolicies(reg *dataplane.Registry, name string, got *dataplane.Policy
 	return dataplane.NewRegistry(spec), nil
 }
 
-// runEngineReplay is `plan simulate --llm --profile F --trace T`: the deployment of one
-// instance of the profile's LLM, the trace replayed through it once as recorded, and the
-// token timings users measure (LLM engine digest §3).
-func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []string) error {
-	if err := checkEngineFlags(cmd, o, args); err != nil {
+// Run is `plan simulate --llm --profile F --trace T`: the deployment of one instance of
+// the profile's LLM, the trace replayed through it once as recorded, and the token timings
+// users measure (LLM engine digest §3).
+func Run(_ context.Context, a Args, io *run.IO) error {
+	if err := check(&a); err != nil {
 		return err
 	}
-	if err := checkRequestsOut(o.requestsOut); err != nil {
+	if err := simulate.CheckRequestsOut(a.RequestsOut); err != nil {
 		return err
 	}
-	sys, err := engineSystem(app)
+	sys, err := engineSystem(a.Systems)
 	if err != nil {
 		return err
 	}
-	data, err := formats.ReadBytes(o.engine.profile)
-	if err != nil {
-		return run.UsageError(err)
-	}
-	doc, err := formats.DecodeProfileFor(o.engine.profile, data, formats.UseReplay)
+	data, err := formats.ReadBytes(a.Profile)
 	if err != nil {
 		return run.UsageError(err)
 	}
-	li, err := pickLLM(o.engine.profile, doc, o.engine.model)
+	doc, err := formats.DecodeProfileFor(a.Profile, data, formats.UseReplay)
+	if err != nil {
+		return run.UsageError(err)
+	}
+	li, err := pickLLM(a.Profile, doc, a.Model)
 	if err != nil {
 		return err
 	}
 	prof := doc.LLMs[li]
-	policy := o.policy
+	policy := a.Policy
 	if policy == "" {
 		policy = sys.Engine.Policy
 	}
-	if _, ok := app.Systems.Policies().Lookup(policy); !ok {
-		return run.UsageErrorf("--policy: %v %q: must be one of %s", dataplane.ErrUnknownPolicy, policy, run.PolicyNames(app.Systems))
+	if _, ok := a.Systems.Policies().Lookup(policy); !ok {
+		return run.UsageErrorf("--policy: %v %q: must be one of %s", dataplane.ErrUnknownPolicy, policy, run.PolicyNames(a.Systems))
 	}
 	if !slices.Contains(sys.Engine.EngineOnly, policy) {
 		// A planner's policy reads the planner's fields of the profile too.
 		if errs := plannerFieldProblems(doc, li); len(errs) > 0 {
-			return run.UsageErrorf("--policy %s reads the planner's fields of the profile (%s read only the engine's): %v", policy, strings.Join(sys.Engine.EngineOnly, ", "), errs.WithFile(o.engine.profile))
+			return run.UsageErrorf("--policy %s reads the planner's fields of the profile (%s read only the engine's): %v", policy, strings.Join(sys.Engine.EngineOnly, ", "), errs.WithFile(a.Profile))
 		}
 	}
-	spec, err := sim.ParseTraceFlag(o.trace)
+	spec, err := sim.ParseTraceFlag(a.Trace)
 	if err != nil {
 		return run.UsageError(err)
 	}
 	if spec.Trace == nil {
-		return run.UsageErrorf("--trace %s: --llm replays a trace file (a Trace document or an Azure LLM trace CSV)", o.trace)
+		return run.UsageErrorf("--trace %s: --llm replays a trace file (a Trace document or an Azure LLM trace CSV)", a.Trace)
 	}
 	trace, classes, err := replayClasses(spec.Name, spec.Trace, prof.Model)
 	if err != nil {
@@ -252,22 +270,22 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 	}
 	dep, err := sys.Engine.Deploy(prof, classes)
 	if err != nil {
-		return run.UsageErrorf("%s: %s: %v", o.engine.profile, prof.Model, err)
+		return run.UsageErrorf("%s: %s: %v", a.Profile, prof.Model, err)
 	}
-	params, err := run.ParseParams(o.params)
+	params, err := run.ParseParams(a.Params)
 	if err != nil {
 		return err
 	}
 	pcfg := dataplane.Config{Policy: policy, Params: params}
-	pol, err := app.Systems.Policies().New(dep, pcfg, "")
+	pol, err := a.Systems.Policies().New(dep, pcfg, "")
 	if err != nil {
 		return run.UsageErrorf("--policy: %v", err)
 	}
-	if _, err := dataplane.NewEngine(dep, pol, discardEffects{}); err != nil {
-		return run.UsageErrorf("--policy %s: %s: %v", policy, o.engine.profile, err)
+	if _, err := dataplane.NewEngine(dep, pol, simulate.DiscardEffects{}); err != nil {
+		return run.UsageErrorf("--policy %s: %s: %v", policy, a.Profile, err)
 	}
 	var ran dataplane.Policy
-	reg, err := capturePolicies(app.Systems.Policies(), policy, &ran)
+	reg, err := capturePolicies(a.Systems.Policies(), policy, &ran)
 	if err != nil {
 		return run.UsageErrorf("--policy: %v", err)
 	}
@@ -278,16 +296,16 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 	}
 	cfg := &sim.SweepConfig{
 		Dep: dep, Policies: reg, Policy: pcfg, Arrival: spec, BaseRPS: x.NativeRPS(), Loads: []float64{1},
-		Seed: o.seed, Jitter: o.jitter, CancelFraction: o.cancel, LLM: llm, Replay: x, RecordRequests: true,
-		PlanName: o.engine.profile,
+		Seed: a.Seed, Jitter: a.Jitter, CancelFraction: a.Cancel, LLM: llm, Replay: x, RecordRequests: true,
+		PlanName: a.Profile,
 	}
-	if cmd.Flags().Changed("duration") {
-		cfg.Duration = dataplane.Time(o.duration / time.Microsecond)
-		warnDurationCut(app, o, spec.Name, spec.Trace, cfg.Duration)
+	if a.DurationSet {
+		cfg.Duration = dataplane.Time(a.Duration / time.Microsecond)
+		warnDurationCut(io, a.Duration, spec.Name, spec.Trace, cfg.Duration)
 	}
 	// One replay, no counted steps: a status line at once on a terminal, one summary line
 	// piped, nothing with --quiet (internal/progress).
-	task := progressline.NewStatus(app.Err, app.Quiet, "simulate --llm")
+	task := progressline.NewStatus(io.Err, io.Quiet, "simulate --llm")
 	task.Note("replaying " + spec.Name)
 	pt, err := sim.RunPoint(cfg, 1)
 	if err != nil {
@@ -295,7 +313,7 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 		return err
 	}
 	task.Finish(fmt.Sprintf("%d requests replayed", len(pt.Requests)))
-	rep := sim.NewEngineReport(o.engine.profile, prof, policy, policy == sys.Engine.Policy, spec.Name, pt)
+	rep := sim.NewEngineReport(a.Profile, prof, policy, policy == sys.Engine.Policy, spec.Name, pt)
 	if p, ok := ran.(preempter); ok {
 		n := p.Preemptions()
 		rep.Preemptions = &n
@@ -307,13 +325,13 @@ func runEngineReplay(cmd *cobra.Command, app *App, o *simulateOptions, args []st
 			rep.PrefixCache.HitRate = math.Round(float64(h)/float64(q)*1e6) / 1e6
 		}
 	}
-	if err := writeEngineRequests(o.requestsOut, pt.Requests, traceRequestIDs(spec.Trace.Requests)); err != nil {
+	if err := writeEngineRequests(a.RequestsOut, pt.Requests, traceRequestIDs(spec.Trace.Requests)); err != nil {
 		return err
 	}
-	if app.JSONOutput() {
-		return app.WriteJSON(rep)
+	if io.JSONOutput() {
+		return io.WriteJSON(rep)
 	}
-	printEngineReport(app, rep)
+	printEngineReport(io, rep)
 	return nil
 }
 
@@ -332,7 +350,7 @@ func plannerFieldProblems(doc *formats.Profile, li int) formats.ErrorList {
 
 // warnDurationCut says on stderr what an explicit --duration leaves out of the replay (a
 // replay's window is otherwise its trace's: no warning then).
-func warnDurationCut(app *App, o *simulateOptions, name string, t *formats.Trace, window dataplane.Time) {
+func warnDurationCut(io *run.IO, d time.Duration, name string, t *formats.Trace, window dataplane.Time) {
 	cut := 0
 	for _, r := range t.Requests {
 		if r.TimeUs >= int64(window) {
@@ -340,8 +358,8 @@ func warnDurationCut(app *App, o *simulateOptions, name string, t *formats.Trace
 		}
 	}
 	if cut > 0 {
-		fmt.Fprintf(app.Err, "simulate: --duration %s cuts the trace %s: %d of its %d requests are not replayed; leave --duration unset to replay it whole\n",
-			o.duration, name, cut, len(t.Requests))
+		fmt.Fprintf(io.Err, "simulate: --duration %s cuts the trace %s: %d of its %d requests are not replayed; leave --duration unset to replay it whole\n",
+			d, name, cut, len(t.Requests))
 	}
 }
 
@@ -361,9 +379,9 @@ func traceRequestIDs(reqs []formats.TraceRequest) []string {
 	return ids
 }
 
-// engineRecord is one line of a replay's --requests-out: the request's record, and the
-// trace's id of the request where it has one.
-type engineRecord struct {
+// Record is one line of a replay's --requests-out: the request's record, and the trace's
+// id of the request where it has one.
+type Record struct {
 	sim.RequestRecord
 	RequestID string `json:"request_id,omitempty"`
 }
@@ -374,7 +392,7 @@ func writeEngineRequests(path string, recs []sim.RequestRecord, ids []string) er
 	if path == "" {
 		return nil
 	}
-	out := make([]engineRecord, len(recs))
+	out := make([]Record, len(recs))
 	for i, r := range recs {
 		out[i].RequestRecord = r
 		if r.TraceRow != nil && *r.TraceRow < len(ids) {

@@ -1,4 +1,7 @@
-package cli
+package simulate
+
+// An LLM (QLM) plan's sweep: its classes, the exact replay of a per-request trace, the
+// token CDFs of the report directory, and the per-request log (--requests-out).
 
 import (
 	"bytes"
@@ -7,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -40,29 +42,30 @@ func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, clas
 // setupLLMSweep gives an LLM plan's sweep its classes and, for a per-request trace, the
 // exact replay: by default at load 1 only (the trace as recorded), over the trace's span,
 // with no warm-up, so a trace of n requests is n requests.
-func setupLLMSweep(cmd *cobra.Command, o *simulateOptions, planPath string, p *formats.Plan, cfg *sim.SweepConfig, spec sim.ArrivalSpec) error {
+func setupLLMSweep(a *Args, p *formats.Plan, cfg *sim.SweepConfig, spec sim.ArrivalSpec) error {
+	planPath := a.Plan
 	cfg.LLM = sim.PlanLLMClasses(p, cfg.Dep)
 	if cfg.LLM == nil || spec.Trace == nil || len(spec.Trace.Requests) == 0 {
 		return nil
 	}
-	if o.reference != "" {
-		return run.UsageErrorf("--reference-plan: not with an exact trace replay (%s): load 1 is the trace as recorded", o.trace)
+	if a.Reference != "" {
+		return run.UsageErrorf("--reference-plan: not with an exact trace replay (%s): load 1 is the trace as recorded", a.Trace)
 	}
-	x, err := llmReplay(planPath, p, cfg.Dep, cfg.LLM, o.trace, spec.Trace)
+	x, err := llmReplay(planPath, p, cfg.Dep, cfg.LLM, a.Trace, spec.Trace)
 	if err != nil {
 		return err
 	}
 	cfg.Replay = x
 	cfg.BaseRPS = x.NativeRPS()
-	if !cmd.Flags().Changed("load") {
+	if !a.LoadSet {
 		cfg.Loads = []float64{1}
-		cfg.FindLimit = cmd.Flags().Changed("find-limit") && o.findLimit
+		cfg.FindLimit = a.FindLimitSet && a.FindLimit
 	}
-	if !cmd.Flags().Changed("duration") {
+	if !a.DurationSet {
 		// The whole trace at the lowest load (each point's window is its own span, ≥ 1 s).
 		cfg.Duration = max(dataplane.Time(float64(x.Span())/cfg.Loads[0])+1, dataplane.Second)
 	}
-	if !cmd.Flags().Changed("warmup") {
+	if !a.WarmupSet {
 		cfg.Warmup = 0
 	}
 	return nil
@@ -101,10 +104,10 @@ func writeTokenCDFs(cfg *sim.SweepConfig, rep *sim.Report, dir string, load floa
 	return files, nil
 }
 
-// checkRequestsOut refuses an unusable --requests-out before anything runs: a path that
+// CheckRequestsOut refuses an unusable --requests-out before anything runs: a path that
 // exists must be a regular file (the write replaces it: never a directory, a device such as
 // /dev/null, a pipe or a socket).
-func checkRequestsOut(path string) error {
+func CheckRequestsOut(path string) error {
 	if path == "" {
 		return nil
 	}
