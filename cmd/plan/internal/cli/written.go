@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/frontier"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
 )
@@ -80,7 +81,7 @@ func writtenKinds(app *App) []writtenKind {
 		{kindFrontier, func(data []byte, top map[string]json.RawMessage) bool {
 			return hasKeys(top, "system", "sweep", "currency", "points")
 		}, func(name string, data []byte) ([]byte, error) {
-			var r frontierReport
+			var r frontier.Report
 			if err := strictRead(name, data, &r); err != nil {
 				return nil, err
 			}
