@@ -42,7 +42,7 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 	}
 	settings.Progress = nil
 	for _, k := range rateMargins {
-		note(fmt.Sprintf("the plan misses its target at the workload's rates in simulation (%s); solving for %.3g× the rates", WorstMiss(pr), k))
+		note(fmt.Sprintf("the plan misses its target at the workload's rates in simulation (%s); solving for %.3g× the rates", worstMiss(pr), k))
 		scaled, err := scaleWorkload(in.Workload, k)
 		if err != nil {
 			return nil, err
@@ -69,9 +69,9 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 	return plan, nil
 }
 
-// WorstMiss names the application furthest below its target.
-func WorstMiss(pr *formats.Prediction) string {
-	worst := WorstApp(pr)
+// worstMiss names the application furthest below its target.
+func worstMiss(pr *formats.Prediction) string {
+	worst := worstApp(pr)
 	if worst < 0 {
 		return "no application"
 	}

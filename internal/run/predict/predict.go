@@ -67,7 +67,7 @@ func Misses(pr *formats.Prediction) []string {
 
 // Line is the one-line summary solve and check print.
 func Line(pr *formats.Prediction) string {
-	worst := WorstApp(pr)
+	worst := worstApp(pr)
 	if worst < 0 {
 		return "predicted: no application simulated"
 	}
@@ -98,9 +98,9 @@ func fmtSecsShort(s float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", s), "0"), ".")
 }
 
-// WorstApp is the index of the application furthest below (or least above) its target, -1
+// worstApp is the index of the application furthest below (or least above) its target, -1
 // when there is none.
-func WorstApp(pr *formats.Prediction) int {
+func worstApp(pr *formats.Prediction) int {
 	worst := -1
 	for i, a := range pr.Apps {
 		share, target, _ := Binding(a)

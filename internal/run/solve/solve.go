@@ -179,7 +179,7 @@ func report(io *run.IO, out string, sys system.System, plan *formats.Plan) error
 		}
 	}
 	fmt.Fprintf(io.Out, "\n%s\n", predict.Line(plan.Prediction))
-	fmt.Fprintln(io.Out, SummaryLine(sys.Name, pv))
+	fmt.Fprintln(io.Out, summaryLine(sys.Name, pv))
 	switch pr := plan.Prediction; {
 	case pr.Meets:
 	case pr.Basis == formats.PredictionBasisStated:
@@ -326,14 +326,14 @@ func boundGap(pv formats.Provenance, gapFmt string) string {
 	return s
 }
 
-// SummaryLine is solve's last line. It says "optimal" only where the plan proves it
+// summaryLine is solve's last line. It says "optimal" only where the plan proves it
 // (statusClaim): a plan no solver produced (QLM's placement is a greedy heuristic, QLM §5)
 // or one that proved no bound says "heuristic" and prints no bound or gap; a bound with a
 // gap above the tolerance says "best found, gap G%". The solver's version closes the line
 // only where the plan records one, so no line ends in an empty "()".
-func SummaryLine(system string, pv formats.Provenance) string {
+func summaryLine(sysName string, pv formats.Provenance) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s plan (strategy %s): ", system, pv.Strategy)
+	fmt.Fprintf(&b, "%s plan (strategy %s): ", sysName, pv.Strategy)
 	switch claim := statusClaim(pv); {
 	case claim == "heuristic":
 		fmt.Fprintf(&b, "heuristic, objective %.4g, no bound, ", pv.Objective)

@@ -35,7 +35,7 @@ func TestSummaryLineNoBound(t *testing.T) {
 		{"optimal status, no bound", unproven, []string{"heuristic, objective 56.7, no bound"}, []string{"optimal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := SummaryLine("ppipe", tc.pv)
+			got := summaryLine("ppipe", tc.pv)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("summary %q lacks %q", got, w)
