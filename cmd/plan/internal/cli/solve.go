@@ -117,8 +117,9 @@ the miss in its prediction. plan check re-runs the prediction.`,
 	return cmd
 }
 
-// runSolve fills solve.Args from the flags: those given but common to every planner (and
-// the root's) are the planner's own, passed on by name for the chosen planner to take.
+// runSolve fills solve.Args from the flags: a flag given that is neither common to every
+// planner nor the root's is a planner's own, passed on by name for the chosen planner to
+// take (or refuse).
 func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 	fl := cmd.Flags()
 	var given []solve.Flag
@@ -128,12 +129,14 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		}
 	})
 	return solve.Run(cmd.Context(), solve.Args{
-		Systems: app.Systems,
-		Inputs:  o.inputs(),
-		SLO:     o.slo, SLOSet: fl.Changed("slo"),
-		Strategy:  o.strategy,
-		TimeLimit: o.timeLimit,
-		Gap:       o.gap, GapSet: fl.Changed("gap"),
+		Systems:       app.Systems,
+		Inputs:        o.inputs(),
+		SLO:           o.slo,
+		SLOSet:        fl.Changed("slo"),
+		Strategy:      o.strategy,
+		TimeLimit:     o.timeLimit,
+		Gap:           o.gap,
+		GapSet:        fl.Changed("gap"),
 		Out:           o.out,
 		Deterministic: o.deterministic,
 		Objective:     o.objective,
