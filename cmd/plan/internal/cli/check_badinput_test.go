@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/check"
 )
 
 // TestCheckBadInputIsExit2: plan check exited 1 — a failed check — on
@@ -76,7 +77,7 @@ func TestCheckJSON(t *testing.T) {
 		if code != c.code {
 			t.Fatalf("%s: exit %d, want %d\n%s%s", c.file, code, c.code, stdout, stderr)
 		}
-		var rep checkReport
+		var rep check.Report
 		dec := json.NewDecoder(strings.NewReader(stdout))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rep); err != nil || dec.More() {
@@ -129,7 +130,7 @@ func TestCheckJSONFields(t *testing.T) {
 			if code != ExitOK {
 				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 			}
-			var rep checkReport
+			var rep check.Report
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 				t.Fatalf("%v:\n%s", err, stdout)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/frontier"
 )
 
 // TestBadInputCost: --objective cost's bad inputs exit 2 naming file, field and value and write
@@ -100,7 +101,7 @@ func TestFrontier(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rep frontierReport
+	var rep frontier.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"slices"
-
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/importval"
 )
 
 type importOptions struct {
@@ -44,7 +42,8 @@ written.`,
 			if len(args) != 2 || args[0] != "validation" {
 				return run.UsageErrorf("usage: plan import validation FILE (got %q)", args)
 			}
-			return runImport(app, o, args[1])
+			return importval.Run(cmd.Context(), importval.Args{Systems: app.Systems, File: args[1], Model: o.model,
+				Certainty: o.certainty, Workload: o.workload, Cascade: o.cascade, As: o.as, Out: o.out}, &app.IO)
 		},
 	}
 	f := cmd.Flags()
@@ -55,88 +54,4 @@ written.`,
 	f.StringVar(&o.as, "as", "validation", "with --workload: validation (planning) or test (held out, for reported accuracy)")
 	f.StringVarP(&o.out, "out", "o", "", "where to write (default: standard output)")
 	return cmd
-}
-
-func runImport(app *App, o *importOptions, file string) error {
-	if o.certainty != "probability" && o.certainty != "score" {
-		return run.UsageErrorf("--certainty: %q: must be probability or score", o.certainty)
-	}
-	if o.as != "validation" && o.as != "test" {
-		return run.UsageErrorf("--as: %q: must be validation or test", o.as)
-	}
-	if o.out != "" {
-		if err := formats.CheckWritable(o.out); err != nil {
-			return run.UsageErrorf("--out: %q: %v", o.out, err)
-		}
-	}
-	data, err := formats.ReadBytes(file)
-	if err != nil {
-		return run.UsageError(err)
-	}
-	recs, err := formats.ImportValidationScale(file, data, o.model, o.certainty == "score")
-	if err != nil {
-		return run.UsageError(err)
-	}
-	var out []byte
-	if o.workload == "" {
-		if out, err = formats.ValidationRecordsJSON(recs); err != nil {
-			return err
-		}
-		out = append(out, '\n')
-	} else {
-		w, err := formats.ReadIntoWith[*formats.Workload](o.workload, app.Systems.Sections())
-		if err != nil {
-			return run.UsageError(err)
-		}
-		i := slices.IndexFunc(w.Cascades, func(c formats.Cascade) bool { return c.Name == o.cascade })
-		switch {
-		case o.cascade == "" && len(w.Cascades) == 1:
-			i = 0
-		case o.cascade == "":
-			return run.UsageErrorf("%s: cascades: %d cascades: name one with --cascade", o.workload, len(w.Cascades))
-		case i < 0:
-			return run.UsageErrorf("--cascade: %q: not a cascade of %s", o.cascade, o.workload)
-		}
-		c := &w.Cascades[i]
-		if o.as == "test" {
-			c.Test = recs
-		} else {
-			c.Validation, c.Candidates = recs, nil
-		}
-		if o.certainty == "score" {
-			c.Certainty = "score"
-		}
-		// The records' problems are the workload's now (models it lacks, samples not
-		// covered, a test set with models the validation set lacks): name both files.
-		if errs := formats.ValidateWith(w, app.Systems.Sections()); len(errs) > 0 {
-			return run.UsageError(errs.WithFile(o.workload))
-		}
-		if out, err = formats.Marshal(w); err != nil {
-			return err
-		}
-	}
-	if o.out == "" {
-		_, err = app.Out.Write(out)
-		return err
-	}
-	return formats.WriteAtomic(o.out, out)
-}
-
-// loadRecordFiles imports the record files a workload's cascades name (validation_file,
-// test_file) and checks the workload with its records (exit 2 naming the files).
-func loadRecordFiles(w *formats.Workload, path string, secs *formats.SectionSet) error {
-	need := false
-	for _, c := range w.Cascades {
-		need = need || c.ValidationFile != "" || c.TestFile != ""
-	}
-	if !need {
-		return nil
-	}
-	if err := formats.LoadCascadeFiles(w, path); err != nil {
-		return run.UsageError(err)
-	}
-	if errs := formats.ValidateWith(w, secs); len(errs) > 0 {
-		return run.UsageError(errs.WithFile(path))
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/check"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kserve"
@@ -96,7 +97,7 @@ func TestServeAcceptsWhatCheckAccepts(t *testing.T) {
 			if code != ExitFailure {
 				t.Fatalf("check: exit %d, want %d; %s %s", code, ExitFailure, out, stderr)
 			}
-			var rep checkReport
+			var rep check.Report
 			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("check --output json: %v: %s", err, out)
 			}

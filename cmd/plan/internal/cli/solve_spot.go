@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/solve"
 )
 
 // spotHelp states the --spot rule once for solve's and frontier's flag help.
@@ -45,21 +44,15 @@ func (s *spotFlag) Type() string { return "SHARE" }
 
 func addSpotFlag(f *pflag.FlagSet, dst *spotFlag) { f.Var(dst, "spot", spotHelp) }
 
-// applySpot sets --spot on the cluster the planner prices (formats.Cluster.SpotShare) after
-// applyObjective chose cost, and says on stderr which types have no spot price and so stay
-// on-demand, and the rule.
-func applySpot(app *App, o *solveOptions, c *formats.Cluster) error {
-	if !o.spot.set {
+// share is the share given (nil = --spot not given).
+func (s *spotFlag) share() *float64 {
+	if !s.set {
 		return nil
 	}
-	if o.objective != "cost" {
-		return run.UsageErrorf("--spot %s: needs --objective cost (spot prices only change what a cost objective pays)", o.spot.String())
-	}
-	share := o.spot.v
-	c.SpotShare = &share
-	if none := c.NoSpotPrice(); len(none) > 0 {
-		fmt.Fprintf(app.Err, "plan: --spot %g: no spot_price_per_hour for %s in the cluster: priced and run on-demand\n", share, strings.Join(none, ", "))
-	}
-	app.Infof("spot: at most %g of each GPU type's GPUs on spot, at least %g on-demand (rounded up to whole GPUs)", share, 1-share)
-	return nil
+	v := s.v
+	return &v
+}
+
+func addObjectiveFlag(f *pflag.FlagSet, dst *string) {
+	f.StringVar(dst, "objective", solve.ObjectiveDefault, "default (the planner's own objective on the cluster as given) or cost: the least-cost fleet of the cluster's GPU types (price_per_hour, within available) that serves the workload's rates within its SLOs")
 }

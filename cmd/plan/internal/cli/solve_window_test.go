@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/solve"
 	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/planner/schedule"
 )
@@ -357,8 +358,8 @@ func TestWindowPlanSelfConsistent(t *testing.T) {
 						continue
 					}
 					found++
-					if r.Digest != want || r.Digest == fileDigest || r.Path != windowWorkloadPath(tc.workload, tc.trace) {
-						t.Errorf("window %d: workload input %+v, want %s with digest %s (the file's is %s)", i, r, windowWorkloadPath(tc.workload, tc.trace), want, fileDigest)
+					if r.Digest != want || r.Digest == fileDigest || r.Path != solve.WindowWorkloadPath(tc.workload, tc.trace) {
+						t.Errorf("window %d: workload input %+v, want %s with digest %s (the file's is %s)", i, r, solve.WindowWorkloadPath(tc.workload, tc.trace), want, fileDigest)
 					}
 				}
 				if found != 1 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/predict"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -46,7 +47,7 @@ func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed u
 	// Each stated rate times a factor drawn in [0.3, 1.7): workloads lighter and heavier
 	// than the bundled one, on the same profiles and cluster.
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	names, rates := ratedTargets(w)
+	names, rates := predict.RatedTargets(w)
 	for i := range rates {
 		rates[i] *= 0.3 + 1.4*r.Float64()
 	}
@@ -109,7 +110,7 @@ func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed u
 	}
 	// An independent run (other arrivals): every application the plan says meets its
 	// target must hold it within the two runs' sampling errors.
-	again, err := predictPlanSeed(context.Background(), reg, plan, 1000+int64(seed))
+	again, err := predict.PlanSeed(context.Background(), reg, plan, 1000+int64(seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +220,11 @@ func BenchmarkPredictionVsLongRun(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			short, err := predictPlan(context.Background(), reg, plan)
+			short, err := predict.Plan(context.Background(), reg, plan)
 			if err != nil {
 				b.Fatal(err)
 			}
-			long, err := predictPlanWith(context.Background(), reg, plan, 7, 10)
+			long, err := predict.PlanWith(context.Background(), reg, plan, 7, 10)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -236,4 +237,12 @@ func BenchmarkPredictionVsLongRun(b *testing.B) {
 		}
 		b.ReportMetric(worst, "max-diff-points")
 	}
+}
+
+// firstLine is s up to its first newline, " …" marking the rest.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
 }

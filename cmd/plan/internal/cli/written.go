@@ -8,6 +8,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	runap "github.com/plan-dev/plan/internal/run/autopilot"
+	"github.com/plan-dev/plan/internal/run/frontier"
 	"github.com/plan-dev/plan/internal/run/replay"
 	runsched "github.com/plan-dev/plan/internal/run/schedule"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -83,7 +84,7 @@ func writtenKinds(app *App) []writtenKind {
 		{kindFrontier, func(data []byte, top map[string]json.RawMessage) bool {
 			return hasKeys(top, "system", "sweep", "currency", "points")
 		}, func(name string, data []byte) ([]byte, error) {
-			var r frontierReport
+			var r frontier.Report
 			if err := strictRead(name, data, &r); err != nil {
 				return nil, err
 			}

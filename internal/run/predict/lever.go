@@ -1,4 +1,4 @@
-package cli
+package predict
 
 // The lever every system that sizes for the workload's rates shares: when the plan solved
 // at those rates misses its target in simulation (Poisson arrivals at exactly the rate a
@@ -25,15 +25,15 @@ import (
 // floor above the SLO, a cluster the planner already fills).
 var rateMargins = []float64{1.1, 1.25, 1.5, 2}
 
-// solvePredicted solves in, predicts the plan and, where it misses at the workload's rates,
+// Solve solves in, predicts the plan and, where it misses at the workload's rates,
 // tries rateMargins. It returns the first plan that meets its targets, or the plan solved
 // at the rates as given with its miss.
-func solvePredicted(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, note func(string)) (*formats.Plan, error) {
+func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, note func(string)) (*formats.Plan, error) {
 	plan, err := pl.Solve(ctx, in, settings)
 	if err != nil {
 		return nil, err
 	}
-	if plan.Prediction, err = predictPlan(ctx, reg, plan); err != nil {
+	if plan.Prediction, err = Plan(ctx, reg, plan); err != nil {
 		return nil, err
 	}
 	pr := plan.Prediction
@@ -58,7 +58,7 @@ func solvePredicted(ctx context.Context, reg *systems.Registry, pl planner.Plann
 		if err := unscaleEmbedded(p, k, plan.Provenance.Embedded); err != nil {
 			return nil, err
 		}
-		if p.Prediction, err = predictPlan(ctx, reg, p); err != nil {
+		if p.Prediction, err = Plan(ctx, reg, p); err != nil {
 			return nil, err
 		}
 		if p.Prediction.Meets {
@@ -79,8 +79,8 @@ func worstMiss(pr *formats.Prediction) string {
 	return fmt.Sprintf("%s %.2f%% < %.0f%%", a.Name, 100*a.Attainment, 100*a.Target)
 }
 
-// ratedTargets are the workload's applications that state a rate, and their rates.
-func ratedTargets(w *formats.Workload) (names []string, rates []float64) {
+// RatedTargets are the workload's applications that state a rate, and their rates.
+func RatedTargets(w *formats.Workload) (names []string, rates []float64) {
 	add := func(n string, r float64) {
 		if r > 0 {
 			names, rates = append(names, n), append(rates, r)
@@ -105,7 +105,7 @@ func ratedTargets(w *formats.Workload) (names []string, rates []float64) {
 
 // scaleWorkload is w with every stated rate times k.
 func scaleWorkload(w *formats.Workload, k float64) (*formats.Workload, error) {
-	names, rates := ratedTargets(w)
+	names, rates := RatedTargets(w)
 	for i := range rates {
 		rates[i] *= k
 	}
@@ -129,9 +129,9 @@ func unscaleEmbedded(p *formats.Plan, k float64, asIs *formats.EmbeddedInputs) e
 	return nil
 }
 
-// resolveAtMargin is a checker's re-solve of a plan solved at a rate margin: at the same
+// ResolveAtMargin is a checker's re-solve of a plan solved at a rate margin: at the same
 // margin, with the workload as given put back.
-func resolveAtMargin(ctx context.Context, ck planner.Checker, plan *formats.Plan, limit time.Duration) (*formats.Plan, error) {
+func ResolveAtMargin(ctx context.Context, ck planner.Checker, plan *formats.Plan, limit time.Duration) (*formats.Plan, error) {
 	plan = withSpotShare(plan)
 	k, e := plan.Provenance.RateMargin, plan.Provenance.Embedded
 	if k <= 1 || e == nil || e.Workload == nil {

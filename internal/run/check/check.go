@@ -1,0 +1,296 @@
+// Package check is `plan check`: a plan verified by its system's checker without the solver,
+// simulated again at its own rates (its recorded prediction must hold), compared with a
+// golden plan and re-solved from its embedded inputs: the CI regression gate. One line per
+// check, or one JSON report (Report).
+package check
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/run/predict"
+	"github.com/plan-dev/plan/internal/run/solve"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
+)
+
+// Args are `plan check PLAN`'s inputs.
+type Args struct {
+	// Systems is the system registry: the plan's section picks its checker.
+	Systems *systems.Registry
+	// Plan is the plan file to check.
+	Plan string
+	// Golden is --golden, a golden plan to compare with ("" = none).
+	Golden string
+	// Tolerance is --tolerance, the allowed relative loss: "1%" (the default) or a fraction
+	// such as "0.01".
+	Tolerance string
+	// Resolve is --resolve: re-solve from the plan's embedded inputs and compare.
+	Resolve bool
+	// TimeLimit is --time-limit of the re-solve (0, the default = the plan's recorded limit).
+	TimeLimit time.Duration
+}
+
+// Run checks the plan: verify, predict, then the golden comparison and the re-solve asked for.
+func Run(ctx context.Context, a Args, io *run.IO) error {
+	tol, err := parseTolerance(a.Tolerance)
+	if err != nil {
+		return run.UsageError(err)
+	}
+	if a.TimeLimit < 0 {
+		return run.UsageErrorf("--time-limit: %s: must be > 0", a.TimeLimit)
+	}
+	path := a.Plan
+	// A plan that validate rejects is bad input here too (exit 2), never a failed check.
+	plan, err := formats.ReadIntoWith[*formats.Plan](path, a.Systems.Sections())
+	if err != nil {
+		return run.UsageError(err)
+	}
+	sys, err := a.Systems.ForPlan(plan)
+	if err != nil {
+		return run.UsageErrorf("%s: %v", path, err)
+	}
+	if sys.Checker == nil {
+		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection, sys.Name)
+	}
+	var golden *formats.Plan
+	if a.Golden != "" {
+		if golden, err = formats.ReadIntoWith[*formats.Plan](a.Golden, a.Systems.Sections()); err != nil {
+			return run.UsageError(err)
+		}
+		if !sys.HasPlan(golden) {
+			return run.UsageErrorf("%s: %s: missing: the golden plan is not a %s plan like %s", a.Golden, sys.PlanSection, sys.Name, path)
+		}
+	}
+	// The plan's name in messages is the path as given, so that golden/plan.json and
+	// plan.json are told apart.
+	lg := &checkLog{io: io, name: path}
+	verifyPlan(lg, sys.Checker, plan)
+	if lg.fails == 0 { // a plan that fails verification is not deployed, so not simulated
+		checkPrediction(ctx, a.Systems, lg, plan)
+	}
+	if golden != nil {
+		compare(lg, "golden", "golden "+a.Golden, withFleet(sys.Checker.Compare(plan, golden, tol), plan, golden, tol))
+	}
+	if a.Resolve {
+		if err := resolvePlan(ctx, io, lg, sys.Checker, plan, golden, a.TimeLimit, tol); err != nil {
+			return err
+		}
+	}
+	return lg.report()
+}
+
+// parseTolerance accepts "1%", "0.5 %" or a fraction "0.01".
+func parseTolerance(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	t = strings.TrimSpace(strings.TrimSuffix(t, "%"))
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || v < 0 {
+		return 0, fmt.Errorf("--tolerance: %q: must be a percentage such as 1%% or a fraction such as 0.01", s)
+	}
+	if pct {
+		v /= 100
+	}
+	if v >= 1 {
+		return 0, fmt.Errorf("--tolerance: %q: must be below 100%%", s)
+	}
+	return v, nil
+}
+
+// checkLog prints "ok|FAIL NAME: ..." lines (or collects them for --output json) and counts
+// failures.
+type checkLog struct {
+	io     *run.IO
+	name   string
+	fails  int
+	checks []Line
+}
+
+// Line is one check's outcome in `plan check --output json`: beside the verdict and the
+// message a person reads, what a CI script needs without parsing prose: the
+// stage that ran it (verify, golden, resolve, resolve_vs_golden), the check's name, the model,
+// application or task it concerns ("" = the whole plan), the measured value and the limit it
+// was held to (null where no number applies).
+type Line struct {
+	OK      bool     `json:"ok"`
+	Message string   `json:"message"`
+	Stage   string   `json:"stage"`
+	Name    string   `json:"name"`
+	Subject string   `json:"subject"`
+	Value   *float64 `json:"value"`
+	Limit   *float64 `json:"limit"`
+}
+
+// Report is the whole of `plan check --output json`.
+type Report struct {
+	Plan   string `json:"plan"`
+	OK     bool   `json:"ok"`
+	Failed int    `json:"failed"`
+	Checks []Line `json:"checks"`
+}
+
+// add records one check of stage; its message is "stage: line" as the text output prints it.
+func (c *checkLog) add(stage string, ck planner.Check) { c.addAs(stage, stage, ck) }
+
+// addAs is add with the message's prefix (the golden plan's name) apart from the stage.
+func (c *checkLog) addAs(stage, prefix string, ck planner.Check) {
+	if !ck.OK {
+		c.fails++
+	}
+	c.line(Line{OK: ck.OK, Message: prefix + ": " + ck.Line, Stage: strings.ReplaceAll(stage, " ", "_"),
+		Name: ck.Name, Subject: ck.Subject, Value: ck.Value, Limit: ck.Limit})
+}
+
+func (c *checkLog) line(cl Line) {
+	c.checks = append(c.checks, cl)
+	if c.io.JSONOutput() {
+		return
+	}
+	tag := "FAIL"
+	if cl.OK {
+		tag = "ok  "
+	}
+	fmt.Fprintf(c.io.Out, "%s %s: %s\n", tag, c.name, cl.Message)
+}
+
+// report prints the JSON report (--output json) and returns the exit status's error.
+func (c *checkLog) report() error {
+	if c.io.JSONOutput() {
+		if err := c.io.WriteJSON(Report{Plan: c.name, OK: c.fails == 0, Failed: c.fails, Checks: c.checks}); err != nil {
+			return err
+		}
+	}
+	if c.fails > 0 {
+		return run.CheckFailed(fmt.Errorf("%s: %d check(s) failed", c.name, c.fails))
+	}
+	return nil
+}
+
+// verifyPlan runs the checks every plan passes before it runs (systems.VerifyPlan: the
+// system's verifier, the fleet record, the input digest): serve and simulate refuse a plan on
+// the same list, so a plan check fails is never served.
+func verifyPlan(lg *checkLog, ck planner.Checker, plan *formats.Plan) {
+	for _, c := range systems.VerifyPlan(ck, plan) {
+		lg.add("verify", c)
+	}
+}
+
+func compare(lg *checkLog, stage, what string, cs []planner.Check) {
+	for _, c := range cs {
+		lg.addAs(stage, what, c)
+	}
+}
+
+func pctDiff(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * (a - b) / b
+}
+
+// resolvePlan re-solves the plan; its only error is a missing solver (a set-up error, exit 2).
+func resolvePlan(ctx context.Context, io *run.IO, lg *checkLog, ck planner.Checker, plan, golden *formats.Plan, limit time.Duration, tol float64) error {
+	io.Infof("check %s: re-solving from the embedded inputs…", lg.name)
+	re, err := predict.ResolveAtMargin(ctx, ck, plan, limit)
+	if e, ok := solve.MissingSolver(err); ok {
+		return e
+	}
+	if err != nil {
+		lg.add("resolve", planner.Check{Line: strings.ReplaceAll(err.Error(), "\n", "; "), Name: "resolve"})
+		return nil
+	}
+	if re.Provenance.InputDigest != plan.Provenance.InputDigest {
+		lg.add("resolve", planner.Check{Line: fmt.Sprintf("input digest %s ≠ recorded %s", run.Short(re.Provenance.InputDigest), run.Short(plan.Provenance.InputDigest)), Name: "input_digest"})
+	}
+	pv := re.Provenance
+	gap := "no bound" // the re-solve proved none (time limit before its LP finished)
+	if pv.Gap != nil {
+		gap = fmt.Sprintf("gap %.3f%%", *pv.Gap*100)
+	}
+	line := fmt.Sprintf("objective %.2f vs recorded %.2f (%+.2f%%; %s, %s)", pv.Objective, plan.Provenance.Objective, pctDiff(pv.Objective, plan.Provenance.Objective), pv.Status, gap)
+	// The objective's sense is the system's: compare through Compare below; here a change
+	// beyond the tolerance in either direction is reported, a worse one fails via Compare. No
+	// limit: the recorded objective is a reference, not a bound.
+	obj := pv.Objective
+	lg.add("resolve", planner.Check{OK: true, Line: line, Name: "objective", Value: &obj})
+	if vs, _ := ck.Verify(re); len(vs) > 0 {
+		for _, v := range vs {
+			lg.add("resolve", planner.Check{Line: "re-solved plan: " + v, Name: "constraint"})
+		}
+	}
+	compare(lg, "resolve", "resolve", withFleet(ck.Compare(re, plan, tol), re, plan, tol))
+	if golden != nil {
+		compare(lg, "resolve vs golden", "resolve vs golden", withFleet(ck.Compare(re, golden, tol), re, golden, tol))
+	}
+	return nil
+}
+
+// checkPrediction is plan check's predict stage: the plan simulated again at its own rates,
+// from its own inputs. Every application must meet its target at the workload's rates (a
+// stated-throughput plan: hold what it recorded), and a recorded prediction must be
+// reproduced within its sampling error: a plan that checks ok is one whose verdict still holds.
+func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, plan *formats.Plan) {
+	pr, err := predict.Plan(ctx, reg, plan)
+	if err != nil {
+		lg.add("predict", planner.Check{Line: err.Error(), Name: "prediction"})
+		return
+	}
+	recorded := map[string]formats.AppPrediction{}
+	if plan.Prediction != nil {
+		for _, a := range plan.Prediction.Apps {
+			recorded[a.Name] = a
+		}
+	}
+	for _, a := range pr.Apps {
+		val, lim := a.Attainment, a.Target
+		line := fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at %.4g req/s (%s), target %.0f%%, p99 %s; holds the target up to %.4g req/s",
+			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, pr.Basis, 100*a.Target, run.FmtMs(a.P99Ms), a.SustainedRPS)
+		if b := predict.BindingPhrase(a); b != "" {
+			val, lim, _ = predict.Binding(a)
+			line = fmt.Sprintf("%s at %.4g req/s (%s); holds its SLOs up to %.4g req/s", b, a.RateRPS, pr.Basis, a.SustainedRPS)
+		}
+		ok := a.Meets
+		rec, had := recorded[a.Name]
+		switch {
+		case had && rec.RateRPS != a.RateRPS:
+			ok, line = false, line+fmt.Sprintf("; the plan recorded its prediction at %.4g req/s", rec.RateRPS)
+		case had && a.Attainment < rec.Attainment-math.Max(rec.Margin, a.Margin):
+			// The recorded verdict no longer holds (the plan, its inputs or the runtime
+			// policy changed since it was written).
+			ok, line, lim = false, line+fmt.Sprintf("; recorded %.2f%% ± %.2f", 100*rec.Attainment, 100*rec.Margin), rec.Attainment-math.Max(rec.Margin, a.Margin)
+		case !a.Meets && had && !rec.Meets:
+			// A miss written with --accept-miss (or a stated throughput past what the plan
+			// serves) that has not grown: it was reported when the plan was written.
+			ok, line, lim = true, line+fmt.Sprintf("; a miss recorded in the plan (%.2f%%)", 100*rec.Attainment), rec.Attainment-math.Max(rec.Margin, a.Margin)
+		case !a.Meets && pr.Basis == formats.PredictionBasisStated:
+			// A plan that states its throughput (and recorded no prediction that met it):
+			// the rate it does sustain, stated beside it, is what a user sizes by.
+			ok = true
+			line += fmt.Sprintf("; the plan's stated %.4g req/s is past what it serves within its SLO: size by %.4g req/s", a.RateRPS, a.SustainedRPS)
+		}
+		lg.add("predict", planner.Check{OK: ok, Line: line, Name: "attainment", Subject: a.Name, Value: &val, Limit: &lim})
+	}
+}
+
+// withFleet adds the cost comparison to a system's golden or re-solve comparison when the
+// reference is a cost plan: the cost per hour may not rise above the reference's by more
+// than the tolerance (and a plan without a fleet against one with it fails).
+func withFleet(cs []planner.Check, got, ref *formats.Plan, tol float64) []planner.Check {
+	if ref.Fleet == nil {
+		return cs
+	}
+	if got.Fleet == nil {
+		return append(cs, planner.Check{Line: "fleet: the reference is a cost plan (fleet), this plan has none", Name: "cost_per_hour"})
+	}
+	g, r := got.Fleet.CostPerHour, ref.Fleet.CostPerHour
+	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, run.AbsTol,
+		fmt.Sprintf("fleet cost %.4g %s/h vs %.4g (tolerance %.2f%%): %s", g, got.Fleet.Currency, r, tol*100, fleet.Describe(got.Fleet))))
+}

@@ -1,0 +1,136 @@
+// Package predict is the prediction a plan carries: `plan solve` simulates the plan it is
+// about to write at its own rates (load factor 1: the workload's rates, or the throughput a
+// plan states), under its own runtime policy, and records per application the attainment
+// with its sampling error, drops, latency percentiles and the load factor the plan holds its
+// targets up to; `plan check` re-runs the same simulation from the plan's own inputs. A plan
+// that misses is an error (exit 2) unless the user accepts the miss, and then the miss is in
+// the plan. The lever (lever.go) is how solve sizes a plan that misses: again for its rates
+// times a margin.
+package predict
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/plan-dev/plan/dataplane/workload"
+	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run"
+	"github.com/plan-dev/plan/internal/systems"
+	"github.com/plan-dev/plan/sim"
+)
+
+// arrivalSeed seeds the prediction's arrivals (workload.PredictionSeed, the planners' too).
+const arrivalSeed = workload.PredictionSeed
+
+// Plan simulates plan at its own rates and returns its prediction.
+func Plan(ctx context.Context, reg *systems.Registry, plan *formats.Plan) (*formats.Prediction, error) {
+	return PlanWith(ctx, reg, plan, arrivalSeed, 1)
+}
+
+// PlanSeed is Plan at the plan's rates only (no headroom search) with other
+// arrivals: the property tests' independent re-run of a verdict.
+func PlanSeed(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64) (*formats.Prediction, error) {
+	return planInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: 1, RatesOnly: true})
+}
+
+// PlanWith is Plan with the arrivals' seed and the span times spanScale
+// (BenchmarkPredictionVsLongRun's 10× run): the plan deployed by its system, simulated by
+// sim.Predict.
+func PlanWith(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64, spanScale float64) (*formats.Prediction, error) {
+	return planInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: spanScale})
+}
+
+// planInput deploys the plan by its system and predicts it with in's settings.
+func planInput(ctx context.Context, reg *systems.Registry, plan *formats.Plan, in sim.PredictInput) (*formats.Prediction, error) {
+	dep, pol, err := reg.Deploy(plan)
+	if err != nil {
+		return nil, fmt.Errorf("predicting the plan: %w", err)
+	}
+	in.Plan, in.Dep, in.Policies, in.Policy = plan, dep, reg.Policies(), pol
+	return sim.Predict(ctx, in)
+}
+
+// Misses lists the applications that miss their targets, one phrase each.
+func Misses(pr *formats.Prediction) []string {
+	var out []string
+	for _, a := range pr.Apps {
+		if !a.Meets && BindingPhrase(a) != "" {
+			out = append(out, fmt.Sprintf("%s at its own rate %.4g req/s (%d dropped of %d); it holds its SLOs up to %.4g req/s", BindingPhrase(a), a.RateRPS, a.Dropped, a.Requests, a.SustainedRPS))
+		} else if !a.Meets {
+			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%% (p99 %s, %d dropped, %d late of %d); it holds the target up to %.4g req/s",
+				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, run.FmtMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
+		}
+	}
+	return out
+}
+
+// Line is the one-line summary solve and check print.
+func Line(pr *formats.Prediction) string {
+	worst := worstApp(pr)
+	if worst < 0 {
+		return "predicted: no application simulated"
+	}
+	a := pr.Apps[worst]
+	verdict, rates := "meets its targets", "its rates"
+	switch {
+	case !pr.Meets && pr.Basis == formats.PredictionBasisStated:
+		verdict, rates = "its stated rates are past what it serves within its targets", "its stated rates"
+	case !pr.Meets:
+		verdict = "MISSES ITS TARGET"
+	}
+	hr := fmt.Sprintf("holds its targets up to %.3g× %s", pr.Headroom, rates)
+	switch {
+	case pr.Headroom >= pr.HeadroomCap:
+		hr = fmt.Sprintf("holds its targets at %.3g× its rates (the most tried)", pr.Headroom)
+	case pr.Headroom == 0:
+		hr = fmt.Sprintf("misses at every load tried down to %.2g×", sim.PredictLowestLoad)
+	}
+	if b := BindingPhrase(a); b != "" {
+		return fmt.Sprintf("predicted (simulated %s s at its own rates, seed %d): %s; closest %s; %s",
+			fmtSecsShort(pr.DurationS), pr.Seed, verdict, b, hr)
+	}
+	return fmt.Sprintf("predicted (simulated %s s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
+		fmtSecsShort(pr.DurationS), pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtMs(a.P99Ms), hr)
+}
+
+func fmtSecsShort(s float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", s), "0"), ".")
+}
+
+// worstApp is the index of the application furthest below (or least above) its target, -1
+// when there is none.
+func worstApp(pr *formats.Prediction) int {
+	worst := -1
+	for i, a := range pr.Apps {
+		share, target, _ := Binding(a)
+		ws, wt, _ := Binding(pr.Apps[max(worst, 0)])
+		if worst < 0 || share-target < ws-wt {
+			worst = i
+		}
+	}
+	return worst
+}
+
+// Binding is what an application is judged on: an LLM class's SLO with the least slack over
+// its percentile (what says "ttft_slo 600ms met by 95.3%, p90 needed"), else its attainment
+// against its target (what "attainment" says).
+func Binding(a formats.AppPrediction) (share, target float64, what string) {
+	share, target, what = a.Attainment, a.Target, "attainment"
+	for i, c := range a.SLOs {
+		if i == 0 || c.Share-c.Percentile < share-target {
+			share, target, what = c.Share, c.Percentile, fmt.Sprintf("%s %s", c.SLO, run.FmtMs(c.LimitMs))
+		}
+	}
+	return share, target, what
+}
+
+// BindingPhrase renders Binding for summaries: "rag: ttft_slo 600ms met by 95.31% (p90
+// needed)", or "" for an application judged on its attainment (callers keep their wording).
+func BindingPhrase(a formats.AppPrediction) string {
+	share, target, what := Binding(a)
+	if what == "attainment" {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s met by %.2f%% (p%g needed)", a.Name, what, 100*share, 100*target)
+}
