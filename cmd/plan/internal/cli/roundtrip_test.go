@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/validate"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
@@ -132,14 +133,14 @@ func TestRoundTripEveryWrittenKind(t *testing.T) {
 // formats (ParseWith, Marshal), the schedule and records through their decoders, every other
 // kind through writtenKinds.
 func rereadWritten(app *App, name string, data []byte) ([]byte, error) {
-	if k, ok := writtenKindOf(app, data); ok {
-		return k.reread(name, data)
+	if k, ok := validate.KindOf(app.Systems, toolBenches, data); ok {
+		return k.Reread(name, data)
 	}
-	if kind, errs, ok := validateOtherKind(name, data, app.Systems.Sections()); ok {
+	if kind, errs, ok := validate.OtherKind(name, data, app.Systems.Sections()); ok {
 		if len(errs) > 0 {
 			return nil, errs
 		}
-		return rereadOther(kind, name, data)
+		return validate.RereadOther(kind, name, data)
 	}
 	doc, err := formats.ParseWith(name, data, app.Systems.Sections())
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/run/validate"
 )
 
 const fixtures = "../../../../testdata/formats/good"
@@ -181,7 +182,7 @@ func TestValidateJSON(t *testing.T) {
 	if code != ExitUsage {
 		t.Fatalf("exit %d", code)
 	}
-	var res []validateResult
+	var res []validate.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
 	}

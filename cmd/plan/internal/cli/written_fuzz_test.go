@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/plan-dev/plan/internal/run/validate"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
@@ -26,21 +27,21 @@ func FuzzWrittenKinds(f *testing.F) {
 	}
 	app := &App{Systems: systems.Default()}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		k, ok := writtenKindOf(app, data)
+		k, ok := validate.KindOf(app.Systems, toolBenches, data)
 		if !ok {
 			return
 		}
-		once, err := k.reread("f", data)
+		once, err := k.Reread("f", data)
 		if err != nil {
 			return
 		}
-		k2, ok := writtenKindOf(app, once)
-		if !ok || k2.kind != k.kind {
-			t.Fatalf("%s rewritten is not recognised as %s: %q", k.kind, k.kind, once)
+		k2, ok := validate.KindOf(app.Systems, toolBenches, once)
+		if !ok || k2.Name != k.Name {
+			t.Fatalf("%s rewritten is not recognised as %s: %q", k.Name, k.Name, once)
 		}
-		twice, err := k.reread("f", once)
+		twice, err := k.Reread("f", once)
 		if err != nil || !bytes.Equal(once, twice) {
-			t.Fatalf("%s: rewriting again: %v\n%q\n%q", k.kind, err, once, twice)
+			t.Fatalf("%s: rewriting again: %v\n%q\n%q", k.Name, err, once, twice)
 		}
 	})
 }

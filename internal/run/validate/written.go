@@ -1,4 +1,4 @@
-package cli
+package validate
 
 import (
 	"bytes"
@@ -11,23 +11,25 @@ import (
 	"github.com/plan-dev/plan/internal/run/frontier"
 	"github.com/plan-dev/plan/internal/run/replay"
 	runsched "github.com/plan-dev/plan/internal/run/schedule"
+	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner/schedule"
 	"github.com/plan-dev/plan/sim"
 )
 
-// writtenKind is a kind of file plan writes besides the five documents of formats.Kinds, the
+// Kind is a kind of file plan writes besides the five documents of formats.Kinds, the
 // schedule and the validation records: reports, request logs, the frontier and the benches'
 // bench.json. `plan validate` recognises each (by its kind field, or by its shape where the
-// file carries none) and reads it strictly; reread is also what the round trip of every
+// file carries none) and reads it strictly; Reread is also what the round trip of every
 // written file uses (write, validate, read, write again: byte-identical).
-type writtenKind struct {
-	kind string
+type Kind struct {
+	// Name is the kind as validate prints it.
+	Name string
 	// is reports whether data is a file of this kind; top is its top-level object's keys
 	// (nil when data is not one JSON object).
 	is func(data []byte, top map[string]json.RawMessage) bool
-	// reread decodes data strictly into the type its writer wrote and returns it encoded
+	// Reread decodes data strictly into the type its writer wrote and returns it encoded
 	// as that writer encodes it.
-	reread func(name string, data []byte) ([]byte, error)
+	Reread func(name string, data []byte) ([]byte, error)
 }
 
 // Kinds of the files in writtenKinds.
@@ -40,8 +42,8 @@ const (
 )
 
 // writtenKinds lists them, with the bench.json of every bench of systems and tools.
-func writtenKinds(app *App) []writtenKind {
-	ks := []writtenKind{
+func writtenKinds(reg *systems.Registry, toolBenches []func() bench.Bench) []Kind {
+	ks := []Kind{
 		{kindSimulationReport, func(data []byte, top map[string]json.RawMessage) bool {
 			return kindIs(top, kindSimulationReport)
 		}, func(name string, data []byte) ([]byte, error) {
@@ -96,7 +98,7 @@ func writtenKinds(app *App) []writtenKind {
 		{kindSimulatedRequests, isRequestLog, rereadRequestLog},
 	}
 	var benches []func() bench.Bench
-	for _, s := range app.Systems.Systems() {
+	for _, s := range reg.Systems() {
 		benches = append(benches, s.Benches...)
 	}
 	for _, nb := range append(benches, toolBenches...) {
@@ -105,25 +107,25 @@ func writtenKinds(app *App) []writtenKind {
 			continue
 		}
 		kind := r.ReportKind()
-		ks = append(ks, writtenKind{kind, func(data []byte, top map[string]json.RawMessage) bool {
+		ks = append(ks, Kind{kind, func(data []byte, top map[string]json.RawMessage) bool {
 			return kindIs(top, kind)
 		}, r.ReadReport})
 	}
 	return ks
 }
 
-// writtenKindOf finds the kind data is among writtenKinds; ok is false for none.
-func writtenKindOf(app *App, data []byte) (writtenKind, bool) {
+// KindOf finds the kind data is among writtenKinds; ok is false for none.
+func KindOf(reg *systems.Registry, toolBenches []func() bench.Bench, data []byte) (Kind, bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil {
 		top = nil
 	}
-	for _, k := range writtenKinds(app) {
+	for _, k := range writtenKinds(reg, toolBenches) {
 		if k.is(data, top) {
 			return k, true
 		}
 	}
-	return writtenKind{}, false
+	return Kind{}, false
 }
 
 // kindIs reports whether the object's "kind" is kind.
@@ -208,9 +210,9 @@ func rereadRequestLog(name string, data []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// rereadOther reads a schedule or validation records (validateOtherKind's kinds) with the
+// RereadOther reads a schedule or validation records (validateOtherKind's kinds) with the
 // decoder of the command that takes it and encodes it as its writer does.
-func rereadOther(kind, name string, data []byte) ([]byte, error) {
+func RereadOther(kind, name string, data []byte) ([]byte, error) {
 	switch kind {
 	case schedule.Kind:
 		s, err := schedule.Decode(name, data)
