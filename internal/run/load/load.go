@@ -153,9 +153,16 @@ type Args struct {
 // VLLMSet says which of `vllm bench serve`'s options were given on the command line: a
 // KServe run refuses each rather than ignoring it, and the dataset ones need --dataset-name.
 type VLLMSet struct {
-	DatasetName, DatasetPath, DatasetTimestamps, Burstiness, MaxConcurrency, NumWarmups                   bool
-	Goodput, PercentileMetrics, MetricPercentiles, SaveResult, SaveDetailed, ResultDir                    bool
-	ResultFilename, Label, Metadata, RandomInputLen, RandomOutputLen, RandomRangeRatio, ShareGPTOutputLen bool
+	// The dataset's (they need --dataset-name).
+	DatasetName, DatasetPath, DatasetTimestamps, ShareGPTOutputLen bool
+	RandomInputLen, RandomOutputLen, RandomRangeRatio              bool
+
+	// The schedule's and the report's.
+	Burstiness, MaxConcurrency, NumWarmups        bool
+	Goodput, PercentileMetrics, MetricPercentiles bool
+
+	// The saved result's.
+	SaveResult, SaveDetailed, ResultDir, ResultFilename, Label, Metadata bool
 }
 
 // given names the options set, flag names in the order errors report them.
@@ -228,10 +235,8 @@ func runKServe(ctx context.Context, a Args, io *run.IO, target string) error {
 		}
 		a.Rate = a.RequestRate
 	}
-	for _, name := range a.VLLMSet.given() {
-		{
-			return run.UsageErrorf("--%s: an --openai flag (a plan serve's KServe API takes --rate, --max-requests, --trace)", name)
-		}
+	if given := a.VLLMSet.given(); len(given) > 0 {
+		return run.UsageErrorf("--%s: an --openai flag (a plan serve's KServe API takes --rate, --max-requests, --trace)", given[0])
 	}
 	for _, f := range []struct {
 		name string
