@@ -1,21 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/export"
-	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/internal/system"
-	"github.com/plan-dev/plan/profiler/onnx"
+	runexport "github.com/plan-dev/plan/internal/run/export"
 )
 
 type exportOptions struct {
@@ -92,10 +83,9 @@ plus the files a deployment needs; exit 2 names each file, field and value that 
   plan export --check repo/`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.check {
-				return runExportCheck(app, o, args[0])
-			}
-			return runExport(app, o, args[0])
+			return runexport.Run(cmd.Context(), runexport.Args{Path: args[0], To: o.to, Out: o.out, Force: o.force, Model: o.model,
+				Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath, Cluster: o.cluster, Check: o.check,
+				Prometheus: o.prometheus, Image: o.image, Systems: app.Systems}, &app.IO)
 		},
 	}
 	f := cmd.Flags()
@@ -111,170 +101,4 @@ plus the files a deployment needs; exit 2 names each file, field and value that 
 	f.StringVar(&o.image, "image", "", "image of the plan serve coordinator in deploy/ (default "+export.DefaultImage+", built from deploy/Dockerfile)")
 	f.StringVar(&o.cluster, "cluster", "", "cluster file whose gpus[].node_labels select each GPU type's nodes (default: the plan's embedded cluster)")
 	return cmd
-}
-
-// exportReport is `plan export --output json`.
-type exportReport struct {
-	Plan   string   `json:"plan"`
-	System string   `json:"system"`
-	Target string   `json:"target"`
-	Dir    string   `json:"dir"`
-	Files  []string `json:"files"`
-}
-
-// exporterFor finds the system's exporter for target.
-func exporterFor(sys system.System, target string) (*export.Exporter, error) {
-	for i := range sys.Exporters {
-		if sys.Exporters[i].Target == target {
-			return &sys.Exporters[i], nil
-		}
-	}
-	return nil, fmt.Errorf("system %s has no exporter for target %s", sys.Name, target)
-}
-
-func runExport(app *App, o *exportOptions, path string) error {
-	if !slices.Contains(export.Targets, o.to) {
-		return run.UsageErrorf("--to: %q: must be one of %s", o.to, strings.Join(export.Targets, ", "))
-	}
-	if o.out == "" {
-		return run.UsageErrorf("-o: an output directory is required")
-	}
-	plan, err := formats.ReadIntoWith[*formats.Plan](path, app.Systems.Sections())
-	if err != nil {
-		return run.UsageError(err)
-	}
-	sys, err := app.Systems.ForPlan(plan)
-	if err != nil {
-		return run.UsageErrorf("%s: %v", path, err)
-	}
-	ex, err := exporterFor(sys, o.to)
-	if err != nil {
-		return run.UsageErrorf("%s: %v", path, err)
-	}
-	opts := export.Options{Name: o.name, StorageURI: o.storageURI, ImportPath: o.importPath, Prometheus: o.prometheus, Image: o.image}
-	if e := plan.Provenance.Embedded; e != nil {
-		opts.NodeLabels = export.NodeLabelsOf(e.Cluster)
-		opts.PerServer = export.PerServerOf(e.Cluster)
-	}
-	if o.cluster != "" {
-		c, err := formats.ReadInto[*formats.Cluster](o.cluster)
-		if err != nil {
-			return run.UsageError(err)
-		}
-		for gpu, n := range export.PerServerOf(c) {
-			if opts.PerServer == nil {
-				opts.PerServer = map[string]int{}
-			}
-			opts.PerServer[gpu] = n
-		}
-		for gpu, ls := range export.NodeLabelsOf(c) {
-			if opts.NodeLabels == nil {
-				opts.NodeLabels = map[string]map[string]string{}
-			}
-			opts.NodeLabels[gpu] = ls
-		}
-	}
-	if opts.Name == "" {
-		opts.Name = plan.Metadata.Name
-	}
-	if opts.Name == "" {
-		opts.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	}
-	if o.model != "" {
-		if opts.Model, err = onnx.Load(o.model); err != nil {
-			return run.UsageErrorf("--model %s: %v", o.model, err)
-		}
-	}
-	files, err := ex.Export(plan, opts)
-	if err != nil {
-		return run.UsageErrorf("%s: export to %s: %v", path, o.to, err)
-	}
-	if err := export.Validate(files); err != nil {
-		return err // a bug of the exporter, not of the input: exit 1
-	}
-	if err := export.Write(o.out, files, o.force); err != nil {
-		return run.UsageError(err)
-	}
-	if app.JSONOutput() {
-		b, err := json.MarshalIndent(exportReport{Plan: path, System: sys.Name, Target: o.to, Dir: o.out, Files: files.Names()}, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(app.Out, string(b))
-		return nil
-	}
-	if !app.Quiet {
-		fmt.Fprintf(app.Out, "exported %s (%s) to %s: %d file(s) in %s\n", path, sys.Name, o.to, len(files), o.out)
-	}
-	return nil
-}
-
-// maxCheckFile bounds what --check reads of one file: configs and manifests are small; model
-// files (.onnx) are listed, never read.
-const maxCheckFile = 16 << 20
-
-// runExportCheck is `plan export --check DIR`: the export's validation applied to a
-// directory on disk, with the rules of a deployable repository.
-func runExportCheck(app *App, o *exportOptions, dir string) error {
-	if o.to != "" || o.out != "" || o.model != "" || o.cluster != "" || o.prometheus != "" || o.image != "" {
-		return run.UsageErrorf("--check %s: validates an existing directory; it takes no --to, -o, --model or --cluster", dir)
-	}
-	files := export.Files{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		// A deployable repository holds regular files only: a symbolic link would make the
-		// check read (and pass) a file outside the directory, and a named pipe or a device
-		// would block or never end. Each is refused with what it is, never skipped.
-		if t := d.Type(); !t.IsRegular() {
-			what := "not a regular file (" + t.String() + ")"
-			switch {
-			case t&fs.ModeSymlink != 0:
-				target, _ := os.Readlink(p)
-				what = "a symbolic link to " + formats.EchoName(target)
-			case t&fs.ModeNamedPipe != 0:
-				what = "a named pipe (FIFO)"
-			case t&(fs.ModeDevice|fs.ModeCharDevice) != 0:
-				what = "a device"
-			}
-			return fmt.Errorf("%s: %s: a deployable repository holds regular files only", formats.EchoName(p), what)
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if strings.HasSuffix(rel, ".onnx") {
-			files[rel] = nil
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if info.Size() > maxCheckFile {
-			return fmt.Errorf("%s: %d bytes: larger than any file plan exports (%d)", p, info.Size(), maxCheckFile)
-		}
-		// ReadBytesLimit checks again what it opens (the entry may have been replaced since).
-		b, err := formats.ReadBytesLimit(p, maxCheckFile)
-		files[rel] = b
-		return err
-	})
-	if err != nil {
-		return run.UsageErrorf("--check: %v", err)
-	}
-	if len(files) == 0 {
-		return run.UsageErrorf("--check %s: no files", dir)
-	}
-	if err := export.ValidateFor(files, true); err != nil {
-		return run.UsageErrorf("%s: %v", dir, err)
-	}
-	if !app.Quiet {
-		fmt.Fprintf(app.Out, "ok: %s: %d file(s) pass the schemas and the run-time rules\n", dir, len(files))
-	}
-	return nil
 }

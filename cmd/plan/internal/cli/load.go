@@ -1,23 +1,11 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
-	"math"
-	"net"
-	"sort"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/run"
-	"github.com/plan-dev/plan/serve/kservegrpc"
-	"github.com/plan-dev/plan/serve/load"
-	"github.com/plan-dev/plan/sim"
+	runload "github.com/plan-dev/plan/internal/run/load"
 )
 
 type loadOptions struct {
@@ -115,25 +103,35 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
   plan load --openai http://127.0.0.1:8000 --model llama --chat --concurrency 16 --max-requests 500`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// --goodput ttft:200 tpot:50 (vllm bench's spelling) leaves its later pairs as
-			// arguments: take them back.
-			args, err := o.openai.takeGoodputArgs(cmd, args)
-			if err != nil {
-				return err
+			ch := cmd.Flags().Changed
+			goodput := o.openai.goodput
+			if ch("goodput") {
+				// --goodput ttft:200 tpot:50 (vllm bench's spelling) leaves its later pairs as
+				// arguments: take them back.
+				goodput, args = runload.TakeGoodputArgs(goodput, args)
 			}
-			if len(args) > 1 {
-				return run.UsageErrorf("one URL at most, got %d arguments: %s", len(args), strings.Join(args, " "))
-			}
-			if o.openai.url != "" {
-				if len(args) > 0 {
-					return run.UsageErrorf("give the server either as URL or as --openai URL, not both")
-				}
-				return runLoadOpenAI(cmd, app, o)
-			}
-			if len(args) != 1 {
-				return run.UsageErrorf("URL: required (or --openai URL)")
-			}
-			return runLoad(cmd, app, o, args[0])
+			oa := &o.openai
+			return runload.Run(cmd.Context(), runload.Args{URLs: args, OpenAI: oa.url, BaseURLSet: ch("base-url"),
+				Rate: o.rate, RateSet: ch("rate"), RequestRate: o.requestRate, RequestRateSet: ch("request-rate"),
+				Load: o.load, LoadSet: ch("load"), RateScale: o.rateScale, Model: o.model, Plan: o.plan,
+				Duration: o.duration, DurationSet: ch("duration"), MaxRequests: o.maxRequests, Trace: o.trace, TraceSet: ch("trace"),
+				Seed: o.seed, SLO: o.slo, SLOSet: ch("slo"), Timeout: o.timeout, GRPC: o.grpc, GRPCSet: ch("grpc"),
+				GRPCRaw: o.grpcRaw, GRPCRawSet: ch("grpc-raw"), Warmup: o.warmup, WarmupSet: ch("warmup"),
+				Connections: o.connections, Headers: o.headers, APIKey: o.apiKey, MaxFailureRate: o.maxFailureRate,
+				Systems: app.Systems, Chat: oa.chat, Concurrency: oa.concurrency, InputTokens: oa.inputTokens,
+				OutputTokens: oa.outputTokens, Strict: oa.strict, DatasetName: oa.datasetName, DatasetPath: oa.datasetPath,
+				RandomInputLen: oa.randomIn, RandomOutputLen: oa.randomOut, RandomRangeRatio: oa.randomRatio,
+				ShareGPTOutputLen: oa.sharegptOutputLen, DatasetTimestamps: oa.timestamps, Burstiness: oa.burstiness,
+				MaxConcurrency: oa.maxConcurrency, NumWarmups: oa.numWarmups, Goodput: goodput,
+				PercentileMetrics: oa.percentileMetrics, MetricPercentiles: oa.metricPercentiles, SaveResult: oa.saveResult,
+				SaveDetailed: oa.saveDetailed, ResultDir: oa.resultDir, ResultFilename: oa.resultFile, Label: oa.label,
+				Metadata: oa.metadata, VLLMSet: runload.VLLMSet{DatasetName: ch("dataset-name"), DatasetPath: ch("dataset-path"),
+					DatasetTimestamps: ch("dataset-timestamps"), Burstiness: ch("burstiness"), MaxConcurrency: ch("max-concurrency"),
+					NumWarmups: ch("num-warmups"), Goodput: ch("goodput"), PercentileMetrics: ch("percentile-metrics"),
+					MetricPercentiles: ch("metric-percentiles"), SaveResult: ch("save-result"), SaveDetailed: ch("save-detailed"),
+					ResultDir: ch("result-dir"), ResultFilename: ch("result-filename"), Label: ch("label"), Metadata: ch("metadata"),
+					RandomInputLen: ch("random-input-len"), RandomOutputLen: ch("random-output-len"),
+					RandomRangeRatio: ch("random-range-ratio"), ShareGPTOutputLen: ch("sharegpt-output-len")}}, &app.IO)
 		},
 	}
 	f := cmd.Flags()
@@ -156,244 +154,7 @@ JSON 'vllm bench serve' writes (its field names; --result-dir, --result-filename
 	f.StringVar(&o.apiKey, "api-key", "", "send Authorization: Bearer KEY with every request (with --openai, default $OPENAI_API_KEY); never printed")
 	f.Float64Var(&o.maxFailureRate, "max-failure-rate", 0.05, "exit 1 (after the report) when more than this share of the counted requests failed (0-1; 1 never fails)")
 	o.openai.flags(f)
-	f.Var((*requestRate)(&o.requestRate), "request-rate", "with --openai: vllm bench serve's name of --rate (requests/s; inf sends every request at once, the default with --dataset-name)")
+	f.Var((*runload.RequestRate)(&o.requestRate), "request-rate", "with --openai: vllm bench serve's name of --rate (requests/s; inf sends every request at once, the default with --dataset-name)")
 	f.IntVar(&o.maxRequests, "num-prompts", 0, "vllm bench serve's name of --max-requests (with --dataset-name default 1000)")
 	return cmd
-}
-
-func runLoad(cmd *cobra.Command, app *App, o *loadOptions, target string) error {
-	base, err := checkTarget(app.Err, "URL", target)
-	if err != nil {
-		return err
-	}
-	header, err := requestHeaders(o.headers, o.apiKey, false)
-	if err != nil {
-		return err
-	}
-	if !(o.maxFailureRate >= 0 && o.maxFailureRate <= 1) {
-		return run.UsageErrorf("--max-failure-rate: %g: must be in [0, 1]", o.maxFailureRate)
-	}
-	if cmd.Flags().Changed("request-rate") {
-		if cmd.Flags().Changed("rate") || math.IsInf(o.requestRate, 1) {
-			return run.UsageErrorf("--request-rate: %g: give --rate or --request-rate, a finite rate (inf is for --openai)", o.requestRate)
-		}
-		o.rate = o.requestRate
-	}
-	for _, name := range kserveRefused {
-		if cmd.Flags().Changed(name) {
-			return run.UsageErrorf("--%s: an --openai flag (a plan serve's KServe API takes --rate, --max-requests, --trace)", name)
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"rate", o.rate}, {"load", o.load}, {"rate-scale", o.rateScale}} {
-		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return run.UsageErrorf("--%s: %g: must be a finite number > 0", f.name, f.v)
-		}
-	}
-	if o.slo < 0 {
-		return run.UsageErrorf("--slo: %s: must be > 0", o.slo)
-	}
-	if o.timeout < 0 {
-		return run.UsageErrorf("--timeout: %s: must be > 0", o.timeout)
-	}
-	if o.rate > 0 && o.load > 0 {
-		return run.UsageErrorf("--rate and --load are exclusive")
-	}
-	if o.rateScale > 0 && (o.rate > 0 || o.load > 0) {
-		return run.UsageErrorf("--rate-scale: exclusive with --load and --rate (it sets the rates itself)")
-	}
-	if o.rate == 0 && o.load == 0 && o.rateScale == 0 {
-		o.load = 1
-	}
-	if o.duration <= 0 {
-		return run.UsageErrorf("--duration: %s: must be > 0", o.duration)
-	}
-	if o.maxRequests < 0 {
-		return run.UsageErrorf("--max-requests: %d: must be >= 0", o.maxRequests)
-	}
-	if o.connections < 1 {
-		return run.UsageErrorf("--connections: %d: must be >= 1", o.connections)
-	}
-	spec, err := sim.ParseTraceFlag(o.trace)
-	if err != nil {
-		return run.UsageError(err)
-	}
-	warmup := time.Duration(-1) // the default rule, over the served plan's SLOs
-	if cmd.Flags().Changed("warmup") {
-		if o.warmup < 0 || o.warmup >= o.duration {
-			return run.UsageErrorf("--warmup: %s: must be >= 0 and shorter than --duration %s", o.warmup, o.duration)
-		}
-		warmup = o.warmup
-	}
-	if span, total, ok := spec.Extent(); ok && cmd.Flags().Changed("duration") && o.duration < time.Duration(span)*time.Microsecond {
-		// a trace replayed over part of its span: say what is left out (at the recorded rate)
-		cut := float64(total) - spec.RecordedBefore(dataplane.Time(o.duration/time.Microsecond))
-		fmt.Fprintf(app.Err, "load: --duration %s cuts the trace %s (%s recorded): its last %s and %.0f of its %d requests (at the recorded rate) are not sent; leave --duration unset to send it whole\n",
-			o.duration, spec.Name, time.Duration(span)*time.Microsecond, time.Duration(span)*time.Microsecond-o.duration, cut, total)
-	}
-	if o.rateScale > 0 && spec.Trace == nil {
-		return run.UsageErrorf("--rate-scale: needs a Trace file (--trace FILE): %q has no recorded rate", spec.Name)
-	}
-	var plan *formats.Plan
-	if o.plan != "" {
-		if plan, err = formats.ReadIntoWith[*formats.Plan](o.plan, app.Systems.Sections()); err != nil {
-			return run.UsageErrorf("--plan: %v", err)
-		}
-	}
-	opts := load.Options{Warmup: warmup, RateScale: o.rateScale, Deploy: app.Systems.Deploy, Sections: app.Systems.Sections(), Plan: plan,
-		URL: base, Model: o.model, Load: o.load, Rate: o.rate, Duration: o.duration,
-		MaxRequests: o.maxRequests, Arrival: spec, Seed: o.seed, SLO: o.slo, Timeout: o.timeout,
-		MaxConns: o.connections, DurationSet: cmd.Flags().Changed("duration"), Header: header,
-	}
-	if o.grpc != "" {
-		if host, port, err := net.SplitHostPort(o.grpc); err != nil || host == "" || port == "" {
-			return run.UsageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
-		}
-		if _, err := checkTarget(app.Err, "--grpc", "http://"+o.grpc); err != nil {
-			return run.UsageErrorf("--grpc: %q: must be HOST:PORT", o.grpc)
-		}
-		conn, err := kservegrpc.Dial(o.grpc)
-		if err != nil {
-			return run.UsageErrorf("--grpc %s: %v", o.grpc, err)
-		}
-		defer conn.Close()
-		opts.Send = kservegrpc.Sender(conn, o.grpcRaw, false)
-	}
-	var progressed atomic.Bool
-	opts.Progress = loadProgress(app, "answered", &progressed)
-	res, err := load.Run(cmd.Context(), opts)
-	if progressed.Load() {
-		fmt.Fprintln(app.Err)
-	}
-	if errors.Is(err, load.ErrSetup) {
-		return run.UsageError(err)
-	}
-	if err != nil {
-		return err
-	}
-	if res.Lag > 10*time.Millisecond {
-		app.Log.Warn("the load generator fell behind its schedule (arrivals were sent late)", "max_lag", res.Lag.Round(time.Millisecond))
-	}
-	if app.JSONOutput() {
-		// The simulator's report, so tools that read `plan simulate -O json` read this too,
-		// plus who decided the fate of each request.
-		if err := app.WriteJSON(struct {
-			*sim.Report
-			Outcomes load.Outcomes `json:"outcomes"`
-		}{res.Report, res.Outcomes}); err != nil {
-			return err
-		}
-	} else {
-		printLoadReport(app, res)
-	}
-	return kserveFailures(res, o.maxFailureRate)
-}
-
-// kserveFailures is exit 1 when more than max of the counted requests failed: transport
-// errors and statuses other than 200 and 503 (drops and cancelled requests are the server's
-// decisions, which the report counts).
-func kserveFailures(res *load.Result, max float64) error {
-	oc := res.Outcomes
-	var statuses int64
-	for _, n := range oc.ServerErrors {
-		statuses += n
-	}
-	total := res.Report.Points[0].Total.Requests
-	failed := oc.ClientErrors + statuses
-	if total == 0 || float64(failed)/float64(total) <= max {
-		return nil
-	}
-	return run.CheckFailed(fmt.Errorf("load: %d of %d requests failed (%.1f%%, over --max-failure-rate %g): %d client errors (connection failed), %d answered with an HTTP error status",
-		failed, total, 100*float64(failed)/float64(total), max, oc.ClientErrors, statuses))
-}
-
-// printLoadReport renders one real run: attainment and latency as 'plan simulate' reports a
-// load point, then who decided the fate of the requests that were not on time — the server
-// (drops by stage and reason, late answers, other statuses) or the client (timeouts, failed
-// connections).
-func printLoadReport(app *App, res *load.Result) {
-	rep := res.Report
-	p := rep.Points[0]
-	t := p.Total
-	header := []string{"load", "offered/s", "requests", "attainment", "goodput/s", "p50 ms", "p99 ms", "max ms"}
-	row := []string{
-		fmt.Sprintf("%.2f", p.Load), fmt.Sprintf("%.1f", t.OfferedRPS), fmt.Sprint(t.Requests), run.Pct(t.Attainment),
-		fmt.Sprintf("%.1f", t.GoodputRPS), fmt.Sprintf("%.1f", float64(t.Latency.P50Us)/1000),
-		fmt.Sprintf("%.1f", float64(t.Latency.P99Us)/1000), fmt.Sprintf("%.1f", float64(t.Latency.MaxUs)/1000),
-	}
-	if sp := t.SLOPercentile; sp != nil { // the SLO's own percentile (a cascade's p95)
-		header, row = append(header, fmt.Sprintf("p%g ms", 100*sp.Percentile)), append(row, run.PercentileMs(sp))
-	}
-	// Each application's (class's) attainment beside the total, as plan simulate shows it.
-	for _, name := range run.AppNames(rep) {
-		v := "-"
-		for _, a := range p.Apps {
-			if a.Name == name && a.Requests > 0 {
-				v = run.Pct(a.Attainment)
-			}
-		}
-		header, row = append(header, "att "+name), append(row, v)
-	}
-	app.Table(header, [][]string{row})
-	if line := run.AccuracyLine(rep); line != "" {
-		fmt.Fprintln(app.Out, line)
-	}
-	if rep.WarmupUs > 0 {
-		fmt.Fprintf(app.Out, "\nrequests arriving in the first %s (warm-up) were sent but not counted\n", time.Duration(rep.WarmupUs)*time.Microsecond)
-	}
-	run.PrintLLMTable(&app.IO, rep.Points)
-	oc := res.Outcomes
-	var drops int64
-	for _, d := range oc.ServerDrops {
-		drops += d.Count
-	}
-	var errs int64
-	for _, n := range oc.ServerErrors {
-		errs += n
-	}
-	fmt.Fprintln(app.Out)
-	rows := [][]string{
-		{"on time (200 within the SLO)", fmt.Sprint(oc.Completed)},
-		{"late answers (200 after the SLO)", fmt.Sprint(oc.Late)},
-		{"  of which late by the server's clock", fmt.Sprint(oc.ServerLate)},
-		{"server drops (503)", fmt.Sprint(drops)},
-	}
-	for _, d := range oc.ServerDrops {
-		rows = append(rows, []string{fmt.Sprintf("  %s at %s", d.Reason, d.Stage), fmt.Sprint(d.Count)})
-	}
-	if errs > 0 {
-		rows = append(rows, []string{"server errors (other statuses)", fmt.Sprint(errs)})
-		codes := make([]int, 0, len(oc.ServerErrors))
-		for c := range oc.ServerErrors {
-			codes = append(codes, c)
-		}
-		sort.Ints(codes)
-		for _, c := range codes {
-			rows = append(rows, []string{fmt.Sprintf("  HTTP %d", c), fmt.Sprint(oc.ServerErrors[c])})
-		}
-	}
-	rows = append(rows, []string{"cancelled (no answer within --timeout: given up, withdrawn by the server)", fmt.Sprint(oc.Cancelled)},
-		[]string{"client errors (connection failed)", fmt.Sprint(oc.ClientErrors)})
-	app.Table([]string{"requests", "count"}, rows)
-	if oc.ServerP99 > 0 {
-		fmt.Fprintf(app.Out, "\nserver-reported latency of 200 answers: p99 %.1f ms; the client's wait for a free connection: p99 %.1f ms\n",
-			float64(oc.ServerP99)/float64(time.Millisecond), float64(oc.WaitP99)/float64(time.Millisecond))
-	}
-}
-
-// loadProgress is `plan load`'s progress line, rewritten in place with \r, or nil when it
-// must not be drawn: only on a terminal (in a CI log or a file it would be one endless
-// line). done names the second count (answered, finished); progressed records that a line
-// was drawn, so the caller ends it.
-func loadProgress(app *App, done string, progressed *atomic.Bool) func(sent, n int64) {
-	if app.Quiet || !run.IsTerminal(app.Err) || !run.IsTerminal(app.Out) {
-		return nil
-	}
-	start := time.Now()
-	return func(sent, n int64) {
-		progressed.Store(true)
-		fmt.Fprintf(app.Err, "\rload: %d sent, %d %s, %s", sent, n, done, time.Since(start).Round(time.Second))
-	}
 }

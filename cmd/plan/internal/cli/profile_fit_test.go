@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/internal/run"
 )
 
 // TestNoisyProfilePlansSanely: a profile with an injected dip (bert-base at batch 40, 60% of
@@ -120,32 +119,6 @@ func gearsOf(t *testing.T, path string) string {
 	}
 	b, _ := json.Marshal(p.Cascade)
 	return string(b)
-}
-
-// TestProfileWarnsNoisyPoints: plan profile names the points plan solve will leave out of
-// its fit and writes the profile as measured.
-func TestProfileWarnsNoisyPoints(t *testing.T) {
-	repoRoot(t)
-	for _, c := range []struct {
-		file  string
-		warns int
-	}{{"testdata/cascade/profile.json", 0}, {"testdata/cascade/profile-noisy.json", 2}} {
-		t.Run(filepath.Base(c.file), func(t *testing.T) {
-			doc, err := formats.ReadInto[*formats.Profile](c.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before, _ := formats.Marshal(doc)
-			var errb strings.Builder
-			warnNoisyPoints(&App{IO: run.IO{Streams: Streams{Err: &errb}}}, doc)
-			if got := strings.Count(errb.String(), "warning: "); got != c.warns {
-				t.Errorf("%d warnings, want %d:\n%s", got, c.warns, errb.String())
-			}
-			if after, _ := formats.Marshal(doc); string(after) != string(before) {
-				t.Error("warning about the fit changed the profile")
-			}
-		})
-	}
 }
 
 // TestProfileFitPPipe: measured profiles are planned as measured. The bundled PPipe profile

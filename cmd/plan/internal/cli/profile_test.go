@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	runprofile "github.com/plan-dev/plan/internal/run/profile"
 	"github.com/plan-dev/plan/profiler/graph"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/measure"
@@ -61,8 +62,8 @@ func TestProfileDemoRooflineAndJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var sum struct {
-		File   string       `json:"file"`
-		Blocks []profileRow `json:"blocks"`
+		File   string                `json:"file"`
+		Blocks []runprofile.BlockRow `json:"blocks"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("json summary: %v\n%s", err, stdout)
@@ -253,57 +254,4 @@ func TestProfileONNX(t *testing.T) {
 			t.Errorf("entry %+v", e)
 		}
 	}
-}
-
-func TestParseIntList(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []int
-		bad  bool
-	}{
-		{"", nil, false},
-		{"1-8", []int{1, 2, 3, 4, 5, 6, 7, 8}, false},
-		{"4,1,2,2", []int{1, 2, 4}, false},
-		{"1-2, 8", []int{1, 2, 8}, false},
-		{"3-1", nil, true},
-		{"0", nil, true},
-		{"1-5000", nil, true},
-		{"x", nil, true},
-		{"1-", nil, true},
-	}
-	for _, tc := range tests {
-		got, err := parseIntList(tc.in, 1, 4096)
-		if (err != nil) != tc.bad || (!tc.bad && !slicesEqual(got, tc.want)) {
-			t.Errorf("parseIntList(%q) = %v, %v", tc.in, got, err)
-		}
-	}
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func FuzzParseIntList(f *testing.F) {
-	for _, s := range []string{"1-8", "1,2,4", "1-4,8", "", "3-1", "-5"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := parseIntList(s, 1, 64)
-		if err != nil {
-			return
-		}
-		for i, v := range got {
-			if v < 1 || v > 64 || (i > 0 && got[i-1] >= v) {
-				t.Fatalf("parseIntList(%q) = %v: out of range or not strictly increasing", s, got)
-			}
-		}
-	})
 }

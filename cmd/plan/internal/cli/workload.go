@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/plan-dev/plan/dataplane/workload"
-	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
+	runworkload "github.com/plan-dev/plan/internal/run/workload"
 )
 
 // workloadOptions are `plan workload from-trace`'s flags.
@@ -49,7 +46,8 @@ timestamps, LLM and DNN requests mixed) is refused naming the field; nothing is 
 			if len(args) != 2 || args[0] != "from-trace" {
 				return run.UsageErrorf("usage: plan workload from-trace TRACE (got %q)", args)
 			}
-			return runWorkloadFromTrace(app, o, args[1])
+			return runworkload.Run(cmd.Context(), runworkload.Args{Trace: args[1], Profile: o.profile, Model: o.model, Rate: o.rate,
+				Window: o.window, SLO: o.slo, SLOScale: o.sloScale, Name: o.name, Out: o.out, Systems: app.Systems}, &app.IO)
 		},
 	}
 	f := cmd.Flags()
@@ -62,74 +60,4 @@ timestamps, LLM and DNN requests mixed) is refused naming the field; nothing is 
 	f.StringVar(&o.name, "name", "", "the workload's metadata.name (default: from-trace)")
 	f.StringVarP(&o.out, "out", "o", "", "where to write (default: standard output, JSON)")
 	return cmd
-}
-
-func runWorkloadFromTrace(app *App, o *workloadOptions, path string) error {
-	if o.window <= 0 {
-		return run.UsageErrorf("--window: %s: must be > 0", o.window)
-	}
-	if o.slo < 0 {
-		return run.UsageErrorf("--slo: %s: must be >= 0", o.slo)
-	}
-	if !(o.sloScale > 0) {
-		return run.UsageErrorf("--slo-scale: %g: must be > 0", o.sloScale)
-	}
-	if o.out != "" {
-		if err := formats.CheckWritable(o.out); err != nil {
-			return run.UsageErrorf("--out: %q: %v", o.out, err)
-		}
-	}
-	tr, err := workload.ReadTraceDoc(path)
-	if err != nil {
-		return run.UsageError(err)
-	}
-	opt := workload.FromTraceOptions{Name: o.name, Model: o.model, Window: o.window, Basis: o.rate, SLO: o.slo, SLOScale: o.sloScale}
-	if o.profile != "" {
-		p, err := formats.ReadIntoWith[*formats.Profile](o.profile, app.Systems.Sections())
-		if err != nil {
-			return run.UsageError(err)
-		}
-		opt.Profiles = p.LLMs
-	}
-	w, sums, err := workload.FromTrace(path, tr, opt)
-	if err != nil {
-		return run.UsageError(err)
-	}
-	if errs := formats.ValidateWith(w, app.Systems.Sections()); len(errs) > 0 {
-		return run.UsageErrorf("%s: the workload built from it does not validate: %v", path, errs)
-	}
-	out, err := formats.Marshal(w)
-	if err != nil {
-		return err
-	}
-	for _, s := range sums {
-		line := fmt.Sprintf("%s (%s): %d requests, mean %s req/s, peak %s req/s (%v window)", s.Name, s.Model, s.Requests, sig3(s.MeanRPS), sig3(s.PeakRPS), o.window)
-		if s.InP50 > 0 {
-			line += fmt.Sprintf("; input p50/p90/p99 %d/%d/%d, output %d/%d/%d tokens", s.InP50, s.InP90, s.InP99, s.OutP50, s.OutP90, s.OutP99)
-		}
-		if s.PrefixTokens > 0 {
-			line += fmt.Sprintf("; prefix_tokens %d (cached per request, were every block kept)", s.PrefixTokens)
-		}
-		if s.SLOFrom != "" {
-			line += "; SLO from " + s.SLOFrom
-		}
-		app.Infof("%s", line)
-	}
-	if o.out == "" {
-		_, err = app.Out.Write(out)
-		return err
-	}
-	if err := formats.WriteAtomic(o.out, out); err != nil {
-		return err
-	}
-	app.Infof("wrote %s", o.out)
-	return nil
-}
-
-// sig3 is x to three significant figures, whole above 1000 (1000 req/s, not 1e+03).
-func sig3(x float64) string {
-	if x >= 1000 {
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(x, 'g', 3, 64)
 }

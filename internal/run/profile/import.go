@@ -1,10 +1,8 @@
-package cli
+package profile
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
@@ -15,17 +13,20 @@ import (
 const maxImportGPUs = 64
 
 // checkImportFlags refuses the step-log flags out of range or without --import.
-func checkImportFlags(cmd *cobra.Command, o profileOptions) error {
-	for _, name := range []string{"gpu-count", "kv-capacity-tokens"} {
-		if cmd.Flags().Changed(name) && o.steps == "" {
-			return run.UsageErrorf("--%s: only with --import (the engine a step log was measured on)", name)
+func checkImportFlags(a Args) error {
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{{"gpu-count", a.GPUCountSet}, {"kv-capacity-tokens", a.KVCapacityTokensSet}} {
+		if c.set && a.Import == "" {
+			return run.UsageErrorf("--%s: only with --import (the engine a step log was measured on)", c.name)
 		}
 	}
-	if o.gpuCount < 0 || o.gpuCount > maxImportGPUs {
-		return run.UsageErrorf("--gpu-count: %d: must be in [1, %d]", o.gpuCount, maxImportGPUs)
+	if a.GPUCount < 0 || a.GPUCount > maxImportGPUs {
+		return run.UsageErrorf("--gpu-count: %d: must be in [1, %d]", a.GPUCount, maxImportGPUs)
 	}
-	if o.kvTokens < 0 {
-		return run.UsageErrorf("--kv-capacity-tokens: %d: must be >= 1", o.kvTokens)
+	if a.KVCapacityTokens < 0 {
+		return run.UsageErrorf("--kv-capacity-tokens: %d: must be >= 1", a.KVCapacityTokens)
 	}
 	return nil
 }
@@ -37,7 +38,7 @@ func checkImportFlags(cmd *cobra.Command, o profileOptions) error {
 // other model or GPU gets an engine-only profile (llm.EngineProfile), written for one
 // engine's replay (formats.UseReplay).
 func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
-	name := r.opt.steps
+	name := r.opt.Import
 	data, err := formats.ReadBytes(name)
 	if err != nil {
 		return nil, run.UsageErrorf("--import: %v", err)
@@ -47,11 +48,11 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		return nil, run.UsageError(err)
 	}
 	models, gpuCount := 1, max(len(r.gpus), 1)
-	if r.opt.llm == "all" {
+	if r.opt.LLM == "all" {
 		models = len(llm.Names())
 	}
 	if models*gpuCount > 1 {
-		return nil, run.UsageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, models*gpuCount)
+		return nil, run.UsageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.LLM, models*gpuCount)
 	}
 	// agree takes the flag's value or the log's; both given, they must be the same.
 	agree := func(field, flag, fromFlag, fromLog string) (string, error) {
@@ -63,7 +64,7 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 		}
 		return fromLog, nil
 	}
-	model, err := agree("model", "--llm", r.opt.llm, log.Model)
+	model, err := agree("model", "--llm", r.opt.LLM, log.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (r *profileRun) importLog() ([]formats.LLMProfile, error) {
 	if gpu == "" {
 		return nil, run.UsageErrorf("--import: %s names no GPU: give --gpu GPU (or a gpu column)", name)
 	}
-	tp, kv := r.opt.gpuCount, r.opt.kvTokens
+	tp, kv := r.opt.GPUCount, r.opt.KVCapacityTokens
 	if tp > 0 && log.GPUCount > 0 && tp != log.GPUCount {
 		return nil, run.UsageErrorf("%s: line %d: gpu_count: %d: --gpu-count says %d", name, log.Lines["gpu_count"], log.GPUCount, tp)
 	}
@@ -156,23 +157,23 @@ func withEngineSettings(e, set *formats.LLMEngine, caching bool) *formats.LLMEng
 
 // withSteps fits the --import step table into the one LLM profile (llm.WithSteps).
 func (r *profileRun) withSteps(ls []formats.LLMProfile) ([]formats.LLMProfile, error) {
-	if r.opt.steps == "" {
+	if r.opt.Import == "" {
 		return ls, nil
 	}
 	if len(ls) != 1 {
-		return nil, run.UsageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.llm, len(ls))
+		return nil, run.UsageErrorf("--import: --llm %s gives %d LLM profiles; the steps fit one (name one model and one --gpu)", r.opt.LLM, len(ls))
 	}
-	data, err := formats.ReadBytes(r.opt.steps)
+	data, err := formats.ReadBytes(r.opt.Import)
 	if err != nil {
 		return nil, run.UsageErrorf("--import: %v", err)
 	}
-	steps, err := llm.ReadSteps(r.opt.steps, data)
+	steps, err := llm.ReadSteps(r.opt.Import, data)
 	if err != nil {
 		return nil, run.UsageError(err)
 	}
 	p, err := llm.WithSteps(ls[0], steps)
 	if err != nil {
-		return nil, run.UsageErrorf("%s: %v", r.opt.steps, err)
+		return nil, run.UsageErrorf("%s: %v", r.opt.Import, err)
 	}
 	return []formats.LLMProfile{p}, nil
 }

@@ -1,4 +1,4 @@
-package cli
+package load
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 	"github.com/plan-dev/plan/internal/run"
 )
 
-// checkTarget accepts an http or https base URL (no path) of any host for flag (a name such as
+// CheckTarget accepts an http or https base URL (no path) of any host for flag (a name such as
 // "--openai", or "URL" for the argument). A host that is not loopback is accepted with one
 // line on stderr: the benchmark's traffic leaves this machine. Any other scheme is a usage
 // error naming the flag and the value.
-func checkTarget(stderr io.Writer, flag, raw string) (string, error) {
+func CheckTarget(stderr io.Writer, flag, raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", run.UsageErrorf("%s: %q: must be an http:// or https:// URL (http://HOST:PORT)", flag, raw)
@@ -84,8 +84,8 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// checkLoopback accepts http(s) URLs whose host is a loopback address or localhost.
-func checkLoopback(raw string) (string, error) {
+// CheckLoopback accepts http(s) URLs whose host is a loopback address or localhost.
+func CheckLoopback(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("URL %q: must be http://HOST:PORT", raw)
@@ -100,25 +100,25 @@ func checkLoopback(raw string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// requestRate is --request-rate: a rate > 0 in requests/s, or "inf" (every request at once,
-// vllm bench serve's default). Its own flag type, because every float64 flag must be finite
-// (finiteFlags) and this one may be infinite on purpose.
-type requestRate float64
+// RequestRate is --request-rate's flag value: a rate > 0 in requests/s, or "inf" (every
+// request at once, vllm bench serve's default). Its own flag type, because every float64
+// flag must be finite (the CLI's finiteFlags) and this one may be infinite on purpose.
+type RequestRate float64
 
-func (r *requestRate) String() string {
+func (r *RequestRate) String() string {
 	if math.IsInf(float64(*r), 1) {
 		return "inf"
 	}
 	return strconv.FormatFloat(float64(*r), 'g', -1, 64)
 }
 
-func (r *requestRate) Set(s string) error {
+func (r *RequestRate) Set(s string) error {
 	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, -1) || x <= 0 {
 		return fmt.Errorf("%q: want requests/s > 0, or inf", s)
 	}
-	*r = requestRate(x)
+	*r = RequestRate(x)
 	return nil
 }
 
-func (r *requestRate) Type() string { return "rate" }
+func (r *RequestRate) Type() string { return "rate" }

@@ -1,4 +1,4 @@
-package cli
+package profile
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/spf13/cobra"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/internal/run"
@@ -18,32 +16,32 @@ import (
 
 // parseLLM checks --llm (comma-separated catalogue names, "all", or a profile file), --tp,
 // --link and --explain.
-func (r *profileRun) parseLLM(cmd *cobra.Command) error {
-	o := r.opt
-	llmFlags := cmd.Flags().Changed("tp") || cmd.Flags().Changed("link") || o.explain
+func (r *profileRun) parseLLM() error {
+	a := r.opt
+	llmFlags := a.TPSet || a.LinkSet || a.Explain
 	switch {
-	case o.llm == "":
+	case a.LLM == "":
 		if llmFlags {
 			return run.UsageErrorf("--tp, --link and --explain: only with --llm MODEL[,MODEL...]")
 		}
 		return nil
-	case o.steps != "":
-		// With --import any model may be named: the step log's engine (profile_import.go).
+	case a.Import != "":
+		// With --import any model may be named: the step log's engine (import.go).
 		if llmFlags {
 			return run.UsageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not with --import")
 		}
 		return nil
-	case isFile(o.llm):
+	case isFile(a.LLM):
 		if llmFlags {
-			return run.UsageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not an imported profile %s", o.llm)
+			return run.UsageErrorf("--tp, --link and --explain: only for roofline estimates (--llm MODEL[,MODEL...]), not an imported profile %s", a.LLM)
 		}
 		return nil
 	}
-	for _, name := range strings.Split(o.llm, ",") {
+	for _, name := range strings.Split(a.LLM, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
 		switch {
 		case name == "":
-			return run.UsageErrorf("--llm: %q: empty model name (separate names with commas)", o.llm)
+			return run.UsageErrorf("--llm: %q: empty model name (separate names with commas)", a.LLM)
 		case name == "all":
 			for _, n := range llm.Names() {
 				if !slices.Contains(r.llmNames, n) {
@@ -60,29 +58,29 @@ func (r *profileRun) parseLLM(cmd *cobra.Command) error {
 			r.llmNames = append(r.llmNames, m.Name)
 		}
 	}
-	tps, err := parseIntList(o.tp, 1, 8)
+	tps, err := parseIntList(a.TP, 1, 8)
 	if err != nil {
-		return run.UsageErrorf("--tp: %q: %v", o.tp, err)
+		return run.UsageErrorf("--tp: %q: %v", a.TP, err)
 	}
 	r.tps = tps
-	switch l := strings.ToLower(strings.TrimSpace(o.link)); l {
+	switch l := strings.ToLower(strings.TrimSpace(a.Link)); l {
 	case "", "auto":
 		r.link = roofline.LinkAuto
 	case "nvlink", "pcie":
 		r.link = roofline.Link(l)
 	default:
-		return run.UsageErrorf("--link: %q: must be auto, nvlink or pcie", o.link)
+		return run.UsageErrorf("--link: %q: must be auto, nvlink or pcie", a.Link)
 	}
 	return nil
 }
 
-func (r *profileRun) llmProfiles(app *App) ([]formats.LLMProfile, error) {
-	if r.opt.steps != "" && !isFile(r.opt.llm) {
-		// A measured step log names its own engine (profile_import.go).
+func (r *profileRun) llmProfiles(io *run.IO) ([]formats.LLMProfile, error) {
+	if r.opt.Import != "" && !isFile(r.opt.LLM) {
+		// A measured step log names its own engine (import.go).
 		return r.importLog()
 	}
 	if r.llmNames == nil {
-		ls, err := llm.Import(r.opt.llm)
+		ls, err := llm.Import(r.opt.LLM)
 		if err != nil {
 			return nil, run.UsageError(err)
 		}
@@ -97,9 +95,9 @@ func (r *profileRun) llmProfiles(app *App) ([]formats.LLMProfile, error) {
 		return nil, run.UsageErrorf("--llm: %v", err)
 	}
 	for _, s := range skipped {
-		fmt.Fprintf(app.Err, "warning: --tp %d: skipped %s on %s: %v\n", s.TP, s.Model, s.GPU, s.Reason)
+		fmt.Fprintf(io.Err, "warning: --tp %d: skipped %s on %s: %v\n", s.TP, s.Model, s.GPU, s.Reason)
 	}
-	if r.opt.explain {
+	if r.opt.Explain {
 		for _, l := range ls {
 			e, err := explainLLM(l, r.link)
 			if err != nil {
