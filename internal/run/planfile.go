@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
@@ -68,4 +69,18 @@ func ParseParams(kv []string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
+}
+
+// ReadPlanSystem reads a plan and finds the system that planned it; every problem is a usage
+// error naming the file.
+func ReadPlanSystem(reg *systems.Registry, path string) (*formats.Plan, system.System, error) {
+	p, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
+	if err != nil {
+		return nil, system.System{}, UsageError(err)
+	}
+	sys, err := reg.ForPlan(p)
+	if err != nil {
+		return nil, system.System{}, UsageErrorf("%s: %v", path, err)
+	}
+	return p, sys, nil
 }

@@ -49,13 +49,9 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	path := a.Plan
 	// A plan that validate rejects is bad input here too (exit 2), never a failed check.
-	plan, err := formats.ReadIntoWith[*formats.Plan](path, a.Systems.Sections())
+	plan, sys, err := run.ReadPlanSystem(a.Systems, path)
 	if err != nil {
-		return run.UsageError(err)
-	}
-	sys, err := a.Systems.ForPlan(plan)
-	if err != nil {
-		return run.UsageErrorf("%s: %v", path, err)
+		return err
 	}
 	if sys.Checker == nil {
 		return run.UsageErrorf("%s: %s: system %s has no plan checker yet", path, sys.PlanSection, sys.Name)

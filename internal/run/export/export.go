@@ -95,13 +95,9 @@ func runExport(a Args, io *run.IO) error {
 	if a.Out == "" {
 		return run.UsageErrorf("-o: an output directory is required")
 	}
-	plan, err := formats.ReadIntoWith[*formats.Plan](path, a.Systems.Sections())
+	plan, sys, err := run.ReadPlanSystem(a.Systems, path)
 	if err != nil {
-		return run.UsageError(err)
-	}
-	sys, err := a.Systems.ForPlan(plan)
-	if err != nil {
-		return run.UsageErrorf("%s: %v", path, err)
+		return err
 	}
 	ex, err := exporterFor(sys, a.To)
 	if err != nil {
