@@ -15,8 +15,53 @@ import (
 // within a layer a state is dominated by one on the same GPU with smaller h, and the
 // predecessor's triple is redundant once its consumer is placed, so each layer keeps at most
 // one state per GPU: |D| + (n−1)·|D|² states are expanded. It returns the GPU of every task,
-// their estimated finishes and the states expanded.
+// their estimated finishes and the states expanded. The states are the paper's count, charged
+// to the scheduler's time (DyOrc §8.5), whatever our evaluation costs: dpGrouped (idle.go)
+// evaluates the idle GPUs by class, with the choices of dpFlat's evaluation of every GPU.
 func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its []int) ([]int, []float64, int) {
+	G := len(p.devs)
+	n := len(svcs)
+	states := G + (n-1)*G*G
+	devs := make([]int, n)
+	if p.ref || p.flat || !p.dpGrouped(now, t0, src, srcSvc, srcItems, svcs, its, devs) {
+		p.dpFlat(now, t0, src, srcSvc, srcItems, svcs, its, devs)
+	}
+	// Re-derive each task's finish along the chosen chain (the layers were overwritten).
+	hs := make([]float64, n)
+	r := float64(t0) + p.m.Comm(src, devs[0], srcSvc, srcItems)
+	for k := 0; k < n; k++ {
+		if k > 0 {
+			r = hs[k-1] + p.m.Comm(devs[k-1], devs[k], svcs[k-1], its[k-1])
+		}
+		if k == 0 {
+			hs[k] = p.availComp(now, devs[k], svcs[k], its[k], r)
+		} else {
+			hs[k] = p.availCompPred(now, devs[k], svcs[k], its[k], r)
+		}
+	}
+	return devs, hs, states
+}
+
+// tiers returns the transfer of a task's outputs within a server (cn) and across servers (cx):
+// comm depends only on the tier (same GPU, same server, other server).
+func (p *Policy) tiers(sv, it int) (cn, cx float64) {
+	G := len(p.devs)
+	if G > 1 {
+		cn = p.m.Comm(0, 1, sv, it)
+	}
+	cx = cn
+	srv := p.m.GPUServer
+	for g := 1; g < G; g++ {
+		if srv[g] != srv[0] {
+			cx = p.m.Comm(0, g, sv, it)
+			break
+		}
+	}
+	return cn, cx
+}
+
+// dpFlat is the DP with every GPU evaluated in every layer, into devs.
+func (p *Policy) dpFlat(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its, devs []int) {
 	G := len(p.devs)
 	n := len(svcs)
 	if cap(p.h) < G {
@@ -32,7 +77,6 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 		}
 		p.bp[k] = p.bp[k][:G]
 	}
-	states := G
 	if p.ref {
 		for d := 0; d < G; d++ {
 			r := float64(t0) + p.m.Comm(src, d, srcSvc, srcItems)
@@ -42,20 +86,7 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 		p.layer(now, svcs[0], its[0], false, t0, src, srcSvc, srcItems, nil, h)
 	}
 	for k := 1; k < n; k++ {
-		sv, it := svcs[k-1], its[k-1]
-		// comm depends only on the tier: same GPU, same node, other node.
-		cn, cx := 0.0, 0.0
-		if G > 1 {
-			cn = p.m.Comm(0, 1, sv, it)
-		}
-		cx = cn
-		srv := p.m.GPUServer
-		for g := 1; g < G; g++ {
-			if srv[g] != srv[0] {
-				cx = p.m.Comm(0, g, sv, it)
-				break
-			}
-		}
+		cn, cx := p.tiers(svcs[k-1], its[k-1])
 		bp := p.bp[k]
 		p.bestPred(h, cn, cx, bp, p.bestX)
 		if p.ref {
@@ -65,7 +96,6 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 		} else {
 			p.layer(now, svcs[k], its[k], true, 0, 0, 0, 0, p.bestX[:G], h2)
 		}
-		states += G * G
 		h, h2 = h2, h
 	}
 	last := 0
@@ -74,26 +104,11 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 			last = d
 		}
 	}
-	devs := make([]int, n)
-	hs := make([]float64, n)
 	devs[n-1] = last
 	for k := n - 1; k > 0; k-- {
 		devs[k-1] = p.bp[k][devs[k]]
 	}
-	// Re-derive each task's finish along the chosen chain (the layers were overwritten).
-	r := float64(t0) + p.m.Comm(src, devs[0], srcSvc, srcItems)
-	for k := 0; k < n; k++ {
-		if k > 0 {
-			r = hs[k-1] + p.m.Comm(devs[k-1], devs[k], svcs[k-1], its[k-1])
-		}
-		if k == 0 {
-			hs[k] = p.availComp(now, devs[k], svcs[k], its[k], r)
-		} else {
-			hs[k] = p.availCompPred(now, devs[k], svcs[k], its[k], r)
-		}
-	}
 	p.h, p.h2 = h, h2
-	return devs, hs, states
 }
 
 // layer evaluates one layer of the DP: into h[d], for every GPU d, availComp (pred: availCompPred)
@@ -106,85 +121,113 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 // max(now, ready, avail, running batch's end) + latency, without the timeline walk: at 128
 // GPUs three quarters of the GPUs have empty plans at a call.
 func (p *Policy) layer(now dataplane.Time, sv, items int, pred bool, t0 dataplane.Time, src, srcSvc, srcItems int, ready, h []float64) {
-	s := &p.m.W.Services[sv]
-	lat := s.ExpLat(items)
-	warmUs, coldUs := p.m.LoadUs(sv, false), p.m.LoadUs(sv, true)
-	chargeLoad := pred && !p.opt.Literal
-	srv := p.m.GPUServer
-	// Layer 0's input times by tier (Comm depends only on same GPU / same server / other).
-	var rSelf, rNear, rFar float64
-	if ready == nil {
-		rSelf = float64(t0) + p.m.Comm(src, src, srcSvc, srcItems)
-		rNear, rFar = rSelf, rSelf
-		if src >= 0 {
-			for e := range p.devs {
-				if e != src && srv[e] == srv[src] {
-					rNear = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
-					break
-				}
-			}
-			for e := range p.devs {
-				if srv[e] != srv[src] {
-					rFar = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
-					break
-				}
-			}
-		}
-	}
-	fnow := float64(now)
+	lc := p.layerOf(now, sv, items, pred, t0, src, srcSvc, srcItems, ready == nil)
 	inf := math.Inf(1)
 	for d := range p.devs {
 		if p.down[d] > 0 {
 			h[d] = inf
 			continue
 		}
-		dv := &p.devs[d]
-		pl := dv.plan
+		var r float64
+		if ready != nil {
+			r = ready[d]
+		} else {
+			r = lc.first(d, src, p.m.GPUServer)
+		}
+		h[d] = p.devFinish(now, d, &lc, r, false)
+	}
+}
+
+// layerConst is what a layer's GPU evaluations share (see layer).
+type layerConst struct {
+	s                   *Service
+	sv, items           int
+	lat, warmUs, coldUs float64
+	chargeLoad          bool
+	fnow                float64
+	// Layer 0's input times by tier (Comm depends only on same GPU / same server / other).
+	rSelf, rNear, rFar float64
+}
+
+func (p *Policy) layerOf(now dataplane.Time, sv, items int, pred bool, t0 dataplane.Time, src, srcSvc, srcItems int, first bool) layerConst {
+	s := &p.m.W.Services[sv]
+	lc := layerConst{s: s, sv: sv, items: items, lat: s.ExpLat(items), fnow: float64(now),
+		warmUs: p.m.LoadUs(sv, false), coldUs: p.m.LoadUs(sv, true), chargeLoad: pred && !p.opt.Literal}
+	srv := p.m.GPUServer
+	if first {
+		lc.rSelf = float64(t0) + p.m.Comm(src, src, srcSvc, srcItems)
+		lc.rNear, lc.rFar = lc.rSelf, lc.rSelf
+		if src >= 0 {
+			for e := range p.devs {
+				if e != src && srv[e] == srv[src] {
+					lc.rNear = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
+					break
+				}
+			}
+			for e := range p.devs {
+				if srv[e] != srv[src] {
+					lc.rFar = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
+					break
+				}
+			}
+		}
+	}
+	return lc
+}
+
+// first is GPU d's input time in layer 0 (the output of GPU src).
+func (lc *layerConst) first(d, src int, srv []int) float64 {
+	switch {
+	case src < 0 || d == src:
+		return lc.rSelf
+	case srv[d] == srv[src]:
+		return lc.rNear
+	}
+	return lc.rFar
+}
+
+// devFinish is layer's value of GPU d (not down) for input ready at r. idle says that d is
+// idle (see idleNow): its plan is empty whether or not it is rebuilt, so it is not.
+func (p *Policy) devFinish(now dataplane.Time, d int, lc *layerConst, r float64, idle bool) float64 {
+	dv := &p.devs[d]
+	sv := lc.sv
+	var pl []pbatch
+	if !idle {
+		pl = dv.plan
 		if dv.dirty {
 			pl = p.plan(now, d)
 		}
-		var r float64
-		switch {
-		case ready != nil:
-			r = ready[d]
-		case src < 0 || d == src:
-			r = rSelf
-		case srv[d] == srv[src]:
-			r = rNear
-		default:
-			r = rFar
-		}
-		// svcReady and availCompPred's load charge.
-		var sr float64
-		switch {
-		case dv.resident[sv]:
-			sr = fnow
-		case dv.loading == sv:
-			sr = float64(dv.loadETA)
-		default:
-			base := fnow
-			if dv.loading >= 0 {
-				base = max(base, float64(dv.loadETA))
-			}
-			load := coldUs
-			if p.hostC[srv[d]][sv] {
-				load = warmUs
-			}
-			sr = base + load
-			if chargeLoad {
-				r += load
-			}
-		}
-		t := max(fnow, r, sr)
-		if dv.running {
-			t = max(t, float64(dv.runEnd))
-		}
-		if len(pl) == 0 {
-			h[d] = t + lat
-			continue
-		}
-		h[d] = availScan(now, pl, dv, s, sv, items, r, sr, t, lat)
 	}
+	fnow := lc.fnow
+	// svcReady and availCompPred's load charge.
+	var sr float64
+	switch {
+	case dv.resident[sv]:
+		sr = fnow
+	case dv.loading == sv:
+		sr = float64(dv.loadETA)
+	default:
+		base := fnow
+		if dv.loading >= 0 {
+			base = max(base, float64(dv.loadETA))
+		}
+		load := lc.coldUs
+		if p.hostC[p.m.GPUServer[d]][sv] {
+			load = lc.warmUs
+		}
+		sr = base + load
+		if lc.chargeLoad {
+			r += load
+		}
+	}
+	t := max(fnow, r, sr)
+	if dv.running {
+		t = max(t, float64(dv.runEnd))
+	}
+	if len(pl) == 0 {
+		return t + lc.lat
+	}
+	return availScan(now, pl, dv, lc.s, sv, lc.items, r, sr, t, lc.lat)
 }
 
 // srvBest holds, for one server, the two smallest finishes of the previous layer (value,
@@ -192,6 +235,34 @@ func (p *Policy) layer(now dataplane.Time, sv, items int, pred bool, t0 dataplan
 type srvBest struct {
 	v1, v2 float64
 	a1, a2 int
+}
+
+// add counts GPU e with finish v.
+func (b *srvBest) add(v float64, e int) {
+	switch {
+	case b.a1 < 0 || lessVA(v, e, b.v1, b.a1):
+		b.v2, b.a2 = b.v1, b.a1
+		b.v1, b.a1 = v, e
+	case b.a2 < 0 || lessVA(v, e, b.v2, b.a2):
+		b.v2, b.a2 = v, e
+	}
+}
+
+// bestServers returns the two best servers of sm by their best GPU (-1: none).
+func bestServers(sm []srvBest) (s1, s2 int) {
+	s1, s2 = -1, -1
+	for i := range sm {
+		if sm[i].a1 < 0 {
+			continue
+		}
+		switch {
+		case s1 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s1].v1, sm[s1].a1):
+			s1, s2 = i, s1
+		case s2 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s2].v1, sm[s2].a1):
+			s2 = i
+		}
+	}
+	return s1, s2
 }
 
 func lessVA(v float64, a int, w float64, b int) bool { return v < w || v == w && a < b }
@@ -219,51 +290,39 @@ func (p *Policy) bestPred(h []float64, cn, cx float64, arg []int, x []float64) {
 		sm[i] = srvBest{v1: inf, v2: inf, a1: -1, a2: -1}
 	}
 	for e := 0; e < G; e++ {
-		b := &sm[srv[e]]
-		switch {
-		case b.a1 < 0 || lessVA(h[e], e, b.v1, b.a1):
-			b.v2, b.a2 = b.v1, b.a1
-			b.v1, b.a1 = h[e], e
-		case b.a2 < 0 || lessVA(h[e], e, b.v2, b.a2):
-			b.v2, b.a2 = h[e], e
-		}
+		sm[srv[e]].add(h[e], e)
 	}
-	// The two best servers by their best GPU.
-	s1, s2 := -1, -1
-	for i := range sm {
-		if sm[i].a1 < 0 {
-			continue
-		}
-		switch {
-		case s1 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s1].v1, sm[s1].a1):
-			s1, s2 = i, s1
-		case s2 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s2].v1, sm[s2].a1):
-			s2 = i
-		}
-	}
+	s1, s2 := bestServers(sm)
 	for d := 0; d < G; d++ {
-		best, a := h[d], d
-		b := &sm[srv[d]]
-		if e := b.a1; e == d {
-			e = b.a2
-			if e >= 0 && lessVA(b.v2+cn, e, best, a) {
-				best, a = b.v2+cn, e
-			}
-		} else if e >= 0 && lessVA(b.v1+cn, e, best, a) {
-			best, a = b.v1+cn, e
-		}
-		o := s1
-		if o == srv[d] {
-			o = s2
-		}
-		if o >= 0 && lessVA(sm[o].v1+cx, sm[o].a1, best, a) {
-			best, a = sm[o].v1+cx, sm[o].a1
-		}
-		if math.IsInf(best, 1) {
-			a = 0 // as the scan, which keeps its initial 0 when nothing is finite
-		}
-		arg[d], x[d] = a, best
+		x[d], arg[d] = predOf(d, srv[d], h[d], sm, s1, s2, cn, cx)
 	}
+}
+
+// predOf is bestPred's choice for GPU d on server sd whose own finish is hd, from the
+// per-server two smallest finishes sm and the two best servers s1, s2: the value and the
+// predecessor.
+func predOf(d, sd int, hd float64, sm []srvBest, s1, s2 int, cn, cx float64) (float64, int) {
+	best, a := hd, d
+	b := &sm[sd]
+	if e := b.a1; e == d {
+		e = b.a2
+		if e >= 0 && lessVA(b.v2+cn, e, best, a) {
+			best, a = b.v2+cn, e
+		}
+	} else if e >= 0 && lessVA(b.v1+cn, e, best, a) {
+		best, a = b.v1+cn, e
+	}
+	o := s1
+	if o == sd {
+		o = s2
+	}
+	if o >= 0 && lessVA(sm[o].v1+cx, sm[o].a1, best, a) {
+		best, a = sm[o].v1+cx, sm[o].a1
+	}
+	if math.IsInf(best, 1) {
+		a = 0 // as the scan, which keeps its initial 0 when nothing is finite
+	}
+	return best, a
 }
 
 // svcReady is when service sv can run on GPU d: now if resident, the load's ETA if loading,
@@ -338,7 +397,10 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, sv, items int, ready, sr, t, lat float64) float64 {
 	best := math.Inf(1)
 	if dv.pmask&svcBit(sv) != 0 {
-		for i := range pl {
+		// Batches start in order: those before the first that starts at or after the input and
+		// the service are ready cannot be joined.
+		from := max(ready, sr)
+		for i := firstAfter(pl, func(b *pbatch) bool { return float64(b.start) >= from }); i < len(pl); i++ {
 			b := &pl[i]
 			if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
 				best = min(best, float64(b.start)+s.ExpLat(b.items+items))
@@ -346,7 +408,8 @@ func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, sv, item
 		}
 	}
 	jump := lat >= 1 && len(dv.pnext) == len(pl)
-	for i := 0; i < len(pl); i++ {
+	// Batches end in order: the walk would skip every batch that ends by t.
+	for i := firstAfter(pl, func(b *pbatch) bool { return float64(b.end) > t }); i < len(pl); i++ {
 		b := &pl[i]
 		if float64(b.end) <= t {
 			continue
@@ -361,4 +424,24 @@ func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, sv, item
 		}
 	}
 	return min(best, t+lat)
+}
+
+// firstAfter is the first index of pl whose batch satisfies ok, for ok false up to some index
+// and true from it on (a plan's batches start and end in order), or len(pl); or 0 for a short
+// plan, whose walks skip the batches one by one faster than the search (8 GPUs: plans of a few
+// batches; 128: of up to hundreds, on the GPUs the load concentrates on).
+func firstAfter(pl []pbatch, ok func(*pbatch) bool) int {
+	if len(pl) < 24 {
+		return 0
+	}
+	lo, hi := 0, len(pl)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ok(&pl[m]) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }

@@ -155,6 +155,8 @@ type device struct {
 	pmask uint64
 	pnext []int32
 	dirty bool
+	// touched: a change since the DP's last sync of the idle set (idle.go).
+	touched bool
 	// order: the queued tasks and the reservations in the plan's order (order.go), kept when
 	// keep is set: under the modes that plan (round robin and the Ray-like router never do).
 	keep    bool
@@ -224,6 +226,9 @@ type Policy struct {
 	svcMax  []int
 	latTab  [][]float64
 	refPlan []pbatch
+	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test.
+	flat bool
+	idle idleSet
 	// DP scratch.
 	h, h2, bestX []float64
 	srvMin       []srvBest
@@ -252,6 +257,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.m = m
 	ns := len(m.W.Services)
 	p.devs = make([]device, m.GPUs)
+	p.idle = idleSet{}
 	for g := range p.devs {
 		p.devs[g] = device{resident: make([]bool, ns), qn: make([]int32, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
 			keep: p.opt.Mode != ModeRoundRobin && p.opt.Mode != ModeRay}
@@ -341,7 +347,8 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			dv.runW = slices.Delete(dv.runW, i, i+1)
 		}
 		if dv.outstanding <= 0 {
-			dv.running, dv.dirty = false, true
+			dv.running = false
+			p.touch(d)
 			clear(dv.runTasks)
 			dv.runTasks = dv.runTasks[:0]
 			p.startLoad(now, d, out)
@@ -359,7 +366,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		if dv.loading == sv {
 			dv.loading = -1
 		}
-		dv.dirty = true
+		p.touch(d)
 		p.startLoad(now, d, out)
 		p.tryStart(now, d, out)
 	case dataplane.EvTimer:
@@ -380,6 +387,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 // seed it with the offline plan's placement).
 func (p *Policy) prewarm(now dataplane.Time, out *dataplane.Decisions) {
 	p.warm = true
+	p.idle.ok = false // residency set below without touch: the next DP syncs every GPU
 	if p.opt.Mode == ModeRay {
 		ns := len(p.m.W.Services)
 		p.rayRep = make([][]int, ns)
@@ -508,7 +516,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 				rs.chain = append(rs.chain, x)
 				dv := &p.devs[devs[k]]
 				dv.reserve(x)
-				dv.dirty = true
+				p.touch(devs[k])
 				p.ensureLoad(now, devs[k], svcs[k], false, out)
 			}
 		}
@@ -531,7 +539,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	t := &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems}
 	dv.enqueue(t)
 	rs.qdevs = append(rs.qdevs, dev)
-	dv.dirty = true
+	p.touch(dev)
 	rs.calls = append(rs.calls, sv)
 	rs.prevSvc, rs.prevItems = sv, items
 	// (ModeFixed only loads a service no replica holds: Triton loads nothing by itself.)
@@ -589,7 +597,7 @@ func (p *Policy) dropResv(x *resv) {
 	if i := slices.Index(dv.resv, x); i >= 0 {
 		dv.resv = slices.Delete(dv.resv, i, i+1)
 		dv.orderDel(x.ready, x.seq)
-		dv.dirty = true
+		p.touch(x.dev)
 	}
 }
 

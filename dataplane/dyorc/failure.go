@@ -74,7 +74,7 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 			dv.runTasks = dv.runTasks[:0]
 		}
 	}
-	dv.dirty = true
+	p.touch(d)
 	if p.down[d] == 1 {
 		p.nDown++
 		moved = append(moved, dv.queue...)
@@ -117,7 +117,7 @@ func (p *Policy) onUp(now dataplane.Time, w dataplane.WorkerID, out *dataplane.D
 		return
 	}
 	p.nDown--
-	p.devs[d].dirty = true
+	p.touch(d)
 	p.startLoad(now, d, out)
 	p.tryStart(now, d, out)
 }

@@ -164,7 +164,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 		}
 		clear(dv.queue[len(keep):])
 		dv.queue = keep
-		dv.dirty = true
+		p.touch(d)
 	}
 	rs.qdevs = rs.qdevs[:0]
 	p.cancelChain(rs)

@@ -244,7 +244,7 @@ func (p *Policy) tryStart(now dataplane.Time, d int, out *dataplane.Decisions) {
 	// device model expects it to end at its expected length.
 	dv.runEnd = now + dataplane.Time(math.Ceil(s.ExpLat(total)))
 	dv.lastUse[head.svc] = now
-	dv.dirty = true
+	p.touch(d)
 }
 
 // ensureLoad queues a load of sv on GPU d (proactive for a reservation, real for a task).
@@ -354,7 +354,7 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 	dv.loading, dv.loadETA = l.svc, now+dur
 	dv.mem += s.Bytes
 	dv.loadQ = slices.Delete(dv.loadQ, pick, pick+1)
-	dv.dirty = true
+	p.touch(d)
 	p.st.Loads++
 }
 

@@ -1,0 +1,322 @@
+package dyorc
+
+// Idle GPUs in the speculative DP (DyOrc §5.3). The DP evaluates every GPU in every layer;
+// at 128 GPUs three quarters of those evaluations are of idle GPUs (nothing queued, reserved,
+// running or loading), whose finish depends on the server (host-cache hit or not, transfer
+// tier), on whether the layer's service is resident and on the input time, and whose input
+// time in turn depends only on the same. Idle GPUs of a server with the same residency of the
+// chain's services therefore have the same finish in every layer: dpGrouped evaluates one of
+// them (the lowest index) per such class, and the DP's choices, ties to the lowest index
+// included, are those of the evaluation of every GPU (TestGroupedMatchesFlat). The scheduler is
+// still charged for the paper's states (DP's states), the overhead model of DyOrc §8.5.
+// On the scale benchmark's 128 GPUs a layer evaluates 44 units instead of 128 GPUs, 32 of them
+// busy: the busy GPUs' plan rebuilds and walks are what the DP costs there now.
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// idleSet is the kept record of which GPUs are idle, per server as bit masks over the
+// server's GPUs in index order (local), with each GPU's resident services (resM[s*ns+sv]);
+// busy lists the GPUs that are not idle.
+type idleSet struct {
+	ok      bool    // built
+	off     bool    // a server has more than 64 GPUs: no grouping
+	srvDevs [][]int // server → its GPUs in index order
+	local   []int   // GPU → its place in srvDevs
+	idleM   []uint64
+	resM    []uint64
+	busy    []int
+	busyAt  []int // GPU → its place in busy, -1 when idle
+	touched []int // GPUs whose state changed since the last sync
+	// DP scratch.
+	units  []unit
+	parts  []uint64
+	srvLo  []int // server → its classes' range in units
+	srvHi  []int
+	uOf    []int // GPU → its singleton unit, valid when uAt is this DP's stamp
+	uAt    []int64
+	stamp  int64
+	hu     []float64 // layer k's finish of unit u at k*len(units)+u
+	xu     []float64
+	smL    [][]srvBest
+	s12    [][2]int
+	cn, cx []float64
+}
+
+// unit is what dpGrouped evaluates: one GPU (mask 0), or a class of idle GPUs of server srv
+// (mask over srvDevs[srv]) represented by its lowest GPU dev, dev2 the next (-1: none).
+type unit struct {
+	dev, dev2, srv int
+	mask           uint64
+}
+
+// touch records that GPU d's state changed: its plan is stale (dirty) and its idleness and
+// residency are synced at the next DP. Every change the plan depends on sets dirty, and
+// idleness depends on nothing else (down, running, loading, queue, reservations, residency).
+func (p *Policy) touch(d int) {
+	dv := &p.devs[d]
+	dv.dirty = true
+	if !dv.touched {
+		dv.touched = true
+		p.idle.touched = append(p.idle.touched, d)
+	}
+}
+
+// idleNow is whether GPU d is idle: up, nothing running or loading, nothing queued or reserved.
+// Its plan is then empty, at any time it is rebuilt.
+func (p *Policy) idleNow(d int) bool {
+	dv := &p.devs[d]
+	return p.down[d] == 0 && !dv.running && dv.loading < 0 && len(dv.queue) == 0 && len(dv.resv) == 0 && len(dv.order) == 0
+}
+
+// syncIdle brings the idle set up to date with the touched GPUs (all of them at first, and
+// after prewarm, which sets residency without touching).
+func (p *Policy) syncIdle() bool {
+	is := &p.idle
+	G := len(p.devs)
+	if is.off {
+		return false
+	}
+	if !is.ok {
+		if !p.buildIdle() {
+			is.off = true
+			return false
+		}
+		is.touched = is.touched[:0]
+		for d := 0; d < G; d++ {
+			p.devs[d].touched = true
+			is.touched = append(is.touched, d)
+		}
+	}
+	ns := len(p.m.W.Services)
+	for _, d := range is.touched {
+		dv := &p.devs[d]
+		dv.touched = false
+		s := p.m.GPUServer[d]
+		bit := uint64(1) << is.local[d]
+		for sv, r := range dv.resident {
+			if r {
+				is.resM[s*ns+sv] |= bit
+			} else {
+				is.resM[s*ns+sv] &^= bit
+			}
+		}
+		switch idle := p.idleNow(d); {
+		case idle && is.busyAt[d] >= 0:
+			is.idleM[s] |= bit
+			i, last := is.busyAt[d], is.busy[len(is.busy)-1]
+			is.busy[i], is.busyAt[last] = last, i
+			is.busy = is.busy[:len(is.busy)-1]
+			is.busyAt[d] = -1
+		case !idle && is.busyAt[d] < 0:
+			is.idleM[s] &^= bit
+			is.busyAt[d] = len(is.busy)
+			is.busy = append(is.busy, d)
+		}
+	}
+	is.touched = is.touched[:0]
+	if p.check {
+		p.checkIdle()
+	}
+	return true
+}
+
+// buildIdle lays out the idle set, every GPU busy until synced; false when a server has more
+// than 64 GPUs (the DP then evaluates every GPU).
+func (p *Policy) buildIdle() bool {
+	is := &p.idle
+	G := len(p.devs)
+	nsrv := 0
+	for _, s := range p.m.GPUServer {
+		nsrv = max(nsrv, s+1)
+	}
+	is.srvDevs = make([][]int, nsrv)
+	is.local = make([]int, G)
+	for d, s := range p.m.GPUServer {
+		is.local[d] = len(is.srvDevs[s])
+		is.srvDevs[s] = append(is.srvDevs[s], d)
+		if len(is.srvDevs[s]) > 64 {
+			return false
+		}
+	}
+	is.idleM = make([]uint64, nsrv)
+	is.resM = make([]uint64, nsrv*len(p.m.W.Services))
+	is.busy = make([]int, G)
+	is.busyAt = make([]int, G)
+	for d := range is.busy {
+		is.busy[d], is.busyAt[d] = d, d
+	}
+	is.srvLo, is.srvHi = make([]int, nsrv), make([]int, nsrv)
+	is.uOf, is.uAt = make([]int, G), make([]int64, G)
+	is.ok = true
+	return true
+}
+
+// checkIdle panics where the kept idle set differs from the GPUs' state (Policy.check).
+func (p *Policy) checkIdle() {
+	is := &p.idle
+	ns := len(p.m.W.Services)
+	for d := range p.devs {
+		s, bit := p.m.GPUServer[d], uint64(1)<<is.local[d]
+		idle := p.idleNow(d)
+		if (is.idleM[s]&bit != 0) != idle || (is.busyAt[d] < 0) != idle || !idle && is.busy[is.busyAt[d]] != d {
+			panic(fmt.Sprintf("dyorc: GPU %d: kept idle %v, is %v", d, is.idleM[s]&bit != 0, idle))
+		}
+		for sv, r := range p.devs[d].resident {
+			if (is.resM[s*ns+sv]&bit != 0) != r {
+				panic(fmt.Sprintf("dyorc: GPU %d: kept residency of service %d differs", d, sv))
+			}
+		}
+	}
+}
+
+// dpGrouped is DP over units (the busy GPUs one by one, the idle ones by class), into devs;
+// false, having done nothing, where it does not apply. A class's GPUs have the same finish in
+// every layer: the same at layer 0 (same server, not the source GPU, which is a unit of its
+// own); and bestPred gives each the same value at the next: a GPU that is not its server's best
+// takes min(own, server's best + cn, other servers' best + cx), and the server's best, if in
+// the class, takes min(own, second best + cn, …) where own is the server's best and second
+// best + cn ≥ own as cn ≥ 0 (checked), as its classmates' min(own, best + cn) = own. Only the
+// predecessors differ (ties to the lowest index): the chain's are re-derived from the kept
+// per-server minima (predOf). A class enters the per-server minima as its two lowest GPUs.
+func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its, devs []int) bool {
+	n := len(svcs)
+	is := &p.idle
+	is.cn, is.cx = is.cn[:0], is.cx[:0]
+	for k := 0; k < n; k++ {
+		var cn, cx float64
+		if k > 0 {
+			cn, cx = p.tiers(svcs[k-1], its[k-1])
+			if !(cn >= 0) {
+				return false
+			}
+		}
+		is.cn, is.cx = append(is.cn, cn), append(is.cx, cx)
+	}
+	if !p.syncIdle() {
+		return false
+	}
+	is.stamp++
+	us := is.units[:0]
+	for _, d := range is.busy {
+		is.uOf[d], is.uAt[d] = len(us), is.stamp
+		us = append(us, unit{dev: d, dev2: -1, srv: p.m.GPUServer[d]})
+	}
+	ns := len(p.m.W.Services)
+	for s, gs := range is.srvDevs {
+		im := is.idleM[s]
+		if src >= 0 && p.m.GPUServer[src] == s && im&(1<<is.local[src]) != 0 {
+			// The source GPU's layer-0 input is its own: a unit of its own.
+			im &^= 1 << is.local[src]
+			is.uOf[src], is.uAt[src] = len(us), is.stamp
+			us = append(us, unit{dev: src, dev2: -1, srv: s})
+		}
+		is.srvLo[s] = len(us)
+		if im == 0 {
+			is.srvHi[s] = len(us)
+			continue
+		}
+		parts := append(is.parts[:0], im)
+		for _, sv := range svcs {
+			r := is.resM[s*ns+sv]
+			for i, m := range parts {
+				if a, b := m&r, m&^r; a != 0 && b != 0 {
+					parts[i] = a
+					parts = append(parts, b)
+				}
+			}
+		}
+		for _, m := range parts {
+			u := unit{dev: gs[bits.TrailingZeros64(m)], dev2: -1, srv: s, mask: m}
+			if m2 := m & (m - 1); m2 != 0 {
+				u.dev2 = gs[bits.TrailingZeros64(m2)]
+			}
+			us = append(us, u)
+		}
+		is.parts = parts
+		is.srvHi[s] = len(us)
+	}
+	is.units = us
+	U := len(us)
+	if cap(is.hu) < n*U {
+		is.hu = make([]float64, n*U)
+	}
+	is.hu = is.hu[:n*U]
+	if cap(is.xu) < U {
+		is.xu = make([]float64, U)
+	}
+	xu := is.xu[:U]
+	for len(is.smL) < n {
+		is.smL, is.s12 = append(is.smL, nil), append(is.s12, [2]int{})
+	}
+	inf := math.Inf(1)
+	for k := 0; k < n; k++ {
+		if k > 0 {
+			prev := is.hu[(k-1)*U : k*U]
+			sm := is.smL[k][:0]
+			for range is.srvDevs {
+				sm = append(sm, srvBest{v1: inf, v2: inf, a1: -1, a2: -1})
+			}
+			for i := range us {
+				u := &us[i]
+				sm[u.srv].add(prev[i], u.dev)
+				if u.dev2 >= 0 {
+					sm[u.srv].add(prev[i], u.dev2)
+				}
+			}
+			s1, s2 := bestServers(sm)
+			is.smL[k], is.s12[k] = sm, [2]int{s1, s2}
+			for i := range us {
+				xu[i], _ = predOf(us[i].dev, us[i].srv, prev[i], sm, s1, s2, is.cn[k], is.cx[k])
+			}
+		}
+		lc := p.layerOf(now, svcs[k], its[k], k > 0, t0, src, srcSvc, srcItems, k == 0)
+		h := is.hu[k*U : (k+1)*U]
+		for i := range us {
+			u := &us[i]
+			if p.down[u.dev] > 0 {
+				h[i] = inf
+				continue
+			}
+			r := xu[i]
+			if k == 0 {
+				r = lc.first(u.dev, src, p.m.GPUServer)
+			}
+			h[i] = p.devFinish(now, u.dev, &lc, r, u.mask != 0)
+		}
+	}
+	last, h := 0, is.hu[(n-1)*U:]
+	for i := 1; i < U; i++ {
+		if lessVA(h[i], us[i].dev, h[last], us[last].dev) {
+			last = i
+		}
+	}
+	d := us[last].dev
+	devs[n-1] = d
+	for k := n - 1; k > 0; k-- {
+		s12 := is.s12[k]
+		_, d = predOf(d, p.m.GPUServer[d], is.hu[(k-1)*U+p.unitOf(d)], is.smL[k], s12[0], s12[1], is.cn[k], is.cx[k])
+		devs[k-1] = d
+	}
+	return true
+}
+
+// unitOf is GPU d's unit in the current dpGrouped.
+func (p *Policy) unitOf(d int) int {
+	is := &p.idle
+	if is.uAt[d] == is.stamp {
+		return is.uOf[d]
+	}
+	s, bit := p.m.GPUServer[d], uint64(1)<<is.local[d]
+	for i := is.srvLo[s]; i < is.srvHi[s]; i++ {
+		if is.units[i].mask&bit != 0 {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("dyorc: GPU %d in no unit of the DP", d))
+}

@@ -1,0 +1,118 @@
+package dyorc
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// TestGroupedMatchesFlat: the DP with idle GPUs evaluated by class (dpGrouped) chooses the
+// same GPUs with the same finishes and counts the same states as the DP that evaluates every
+// GPU (dpFlat) and as the reference (availComp on every GPU), on random GPU states: idle GPUs
+// with random residency and host caches (many ties), busy ones with queued tasks, reservations,
+// a running batch or a load, down ones; across server layouts, one past the 64 GPUs a server
+// the grouping handles, and with the load charge read literally or not.
+func TestGroupedMatchesFlat(t *testing.T) {
+	w := loadWorkflow(t, "workload.json")
+	ns := len(w.Services)
+	cases := []struct {
+		gpus, per int
+		literal   bool
+		seed      uint64
+	}{
+		{1, 8, false, 1}, {3, 1, false, 2}, {8, 8, false, 3}, {12, 4, true, 4},
+		{33, 8, false, 5}, {64, 8, false, 6}, {130, 8, true, 7}, {70, 70, false, 8},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("gpus=%d/per=%d/literal=%v", tc.gpus, tc.per, tc.literal), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(tc.seed, 17))
+			dep, err := NewDeployment(w, Cluster{GPUs: tc.gpus, PerServer: tc.per, MemBytes: 80e9, Type: "A800"}, make([][]int, tc.gpus), DefaultNet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for iter := 0; iter < 60; iter++ {
+				p := New("dyorc", Options{Mode: ModeSpec, Literal: tc.literal})
+				if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
+					t.Fatal(err)
+				}
+				now := dataplane.Time(1e6)
+				randomStates(p, r, now)
+				G := tc.gpus
+				for call := 0; call < 5; call++ {
+					n := 1 + r.IntN(4)
+					svcs, its := make([]int, n), make([]int, n)
+					for k := range svcs {
+						svcs[k], its[k] = r.IntN(ns), 1+r.IntN(3)
+					}
+					src, srcSvc := r.IntN(G+1)-1, r.IntN(ns)
+					if src < 0 {
+						srcSvc = -1
+					}
+					t0 := now + dataplane.Time(r.IntN(4))*5000
+					p.check = true
+					devs, hs, states := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					p.check, p.flat = false, true
+					fDevs, fHs, fStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					p.flat, p.ref = false, true
+					rDevs, rHs, rStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					p.ref = false
+					if !reflect.DeepEqual(devs, fDevs) || !reflect.DeepEqual(hs, fHs) || states != fStates ||
+						!reflect.DeepEqual(devs, rDevs) || !reflect.DeepEqual(hs, rHs) || states != rStates {
+						t.Fatalf("iter %d, chain %v items %v from GPU %d: grouped %v %v %d, flat %v %v %d, reference %v %v %d",
+							iter, svcs, its, src, devs, hs, states, fDevs, fHs, fStates, rDevs, rHs, rStates)
+					}
+					// The next call sees one GPU changed, as a call's placement changes it.
+					d := r.IntN(G)
+					p.devs[d].enqueue(&task{svc: svcs[0], items: its[0], ready: now + dataplane.Time(r.IntN(50))*1000, seq: int64(1000 + call)})
+					p.touch(d)
+				}
+			}
+		})
+	}
+}
+
+// randomStates gives p's GPUs random states at now; times are multiples of 1 ms, so that
+// finishes tie.
+func randomStates(p *Policy, r *rand.Rand, now dataplane.Time) {
+	ns := len(p.m.W.Services)
+	ms := func(k int) dataplane.Time { return now + dataplane.Time(r.IntN(k))*1000 }
+	for s := range p.hostC {
+		for sv := range p.hostC[s] {
+			p.hostC[s][sv] = r.IntN(2) == 0
+		}
+	}
+	seq := int64(0)
+	for d := range p.devs {
+		dv := &p.devs[d]
+		for sv := range dv.resident {
+			dv.resident[sv] = r.IntN(3) == 0
+		}
+		switch r.IntN(10) {
+		case 0:
+			dv.running, dv.runEnd = true, ms(40)
+		case 1:
+			sv := r.IntN(ns)
+			dv.resident[sv] = false
+			dv.loading, dv.loadETA = sv, ms(40)
+		case 2:
+			for k := 1 + r.IntN(4); k > 0; k-- {
+				seq++
+				dv.enqueue(&task{svc: r.IntN(ns), items: 1 + r.IntN(3), ready: ms(60), seq: seq})
+			}
+		case 3:
+			for k := 1 + r.IntN(3); k > 0; k-- {
+				seq++
+				dv.reserve(&resv{svc: r.IntN(ns), items: 1 + r.IntN(3), dev: d, ready: now + dataplane.Time(r.IntN(60)-10)*1000, seq: seq, follows: r.IntN(4) == 0})
+			}
+		case 4:
+			if r.IntN(3) == 0 {
+				p.down[d] = 1
+				p.nDown++
+			}
+		}
+		p.touch(d)
+	}
+}
