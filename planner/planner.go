@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -68,11 +66,15 @@ type Progress struct {
 	HasIncumbent bool
 }
 
-// Planner turns a workload into a plan. One value serves one solve: Flags binds the
-// planner's own flags to it, Solve reads them.
+// Planner turns a workload into a plan. One value serves one solve: Options gives its own
+// settings (beyond Settings) to fill, Solve reads them.
 type Planner interface {
-	// Flags adds the planner's own flags (beyond Settings) to fs.
-	Flags(fs *pflag.FlagSet)
+	// Options is a pointer to the planner's own settings, one typed struct at its
+	// documented defaults (the planner package's Flags, which the plan records in
+	// provenance.options). Code sets its fields; `plan solve` binds every field with a
+	// `flag` tag to a command-line flag (internal/optflag), and a config file sets those
+	// flags, so the three fill it the same way.
+	Options() any
 	// Solve plans. Errors wrap ErrInput or ErrInfeasible for bad input (exit 2), ErrNoSolution
 	// when the time limit passed without a plan, anything else for solver failures.
 	Solve(ctx context.Context, in Inputs, s Settings) (*formats.Plan, error)

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
@@ -103,10 +101,12 @@ type Frontend interface {
 	Routes(s *Server, mux *http.ServeMux)
 }
 
-// FrontendFlags is implemented by a Frontend with `plan serve` flags of its own (a durable
-// queue's directory, remote engines): they are registered on the command before parsing.
-type FrontendFlags interface {
-	Flags(fs *pflag.FlagSet)
+// FrontendOptions is implemented by a Frontend with `plan serve` settings of its own (a
+// durable queue's directory, remote engines): Options is a pointer to the struct that holds
+// them at their defaults, its `flag`-tagged fields bound to flags of `plan serve` before
+// parsing (internal/optflag), as a planner's are to `plan solve`'s.
+type FrontendOptions interface {
+	Options() any
 }
 
 // A Frontend that holds resources (a queue, connections) implements io.Closer: Shutdown

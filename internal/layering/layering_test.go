@@ -96,6 +96,8 @@ var layers = []layer{
 	{"internal/promcheck", 0, "promcheck", 0},
 	// quantile is the one percentile definition (numpy's linear), for every report.
 	{"internal/quantile", 0, "quantile", 0},
+	// optflag binds a typed options struct to flags (the planners' options).
+	{"internal/optflag", 0, "optflag", 0},
 	{"internal/layering", 0, "layering", 0},
 }
 

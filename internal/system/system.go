@@ -66,7 +66,7 @@ type System struct {
 
 	// Frontends are its own APIs on `plan serve` beside KServe v2 (QLM's OpenAI API,
 	// DyOrc's workflow runs), one fresh value per server. A frontend with flags of its own
-	// implements serve.FrontendFlags.
+	// implements serve.FrontendOptions.
 	Frontends []func() serve.Frontend
 
 	// Sections are its file-format sections beyond the typed ones, and solve-error naming.

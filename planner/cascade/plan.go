@@ -78,29 +78,34 @@ type Flags struct {
 	// LatencySLO (plan solve --slo) and AccuracySLO (--accuracy): the SLOs planned for
 	// (default: the workload's); Percentile is the latency SLO's (default 0.95).
 	LatencySLO  formats.Duration `json:"latency_slo,omitempty"`
-	AccuracySLO float64          `json:"accuracy_slo,omitempty"`
-	Percentile  float64          `json:"percentile"`
+	AccuracySLO float64          `json:"accuracy_slo,omitempty" flag:"accuracy" help:"accuracy SLO in (0,1]: minimize latency at this weighted accuracy (with --slo: the accuracy floor of a latency SLO)"`
+	Percentile  float64          `json:"percentile" flag:"percentile" help:"latency SLO percentile (default: the workload's, or 0.95)"`
+	// AccuracyMargin plans this much above the accuracy target (Options.AccuracyMargin);
+	// a plan records it inside accuracy_slo (target + margin), not apart.
+	AccuracyMargin float64 `json:"-" flag:"accuracy-margin" help:"plan this much above the accuracy target (the validation estimate's error; the plan records target + margin)"`
 	// GPUs uses the first GPUs of the cluster (0 = all); MinGPUs searches the fewest.
-	GPUs    int  `json:"gpus"`
-	MinGPUs bool `json:"min_gpus,omitempty"`
+	GPUs    int  `json:"gpus" flag:"gpus" help:"use only the first N GPUs of the cluster (0 = all)"`
+	MinGPUs bool `json:"min_gpus,omitempty" flag:"min-gpus" help:"search the fewest GPUs whose plan meets every SLO"`
 	// Ranges is the number of QPS ranges (gears) up to QPSMax (default: the workload's).
-	Ranges int     `json:"ranges"`
-	QPSMax float64 `json:"qps_max"`
+	Ranges int     `json:"ranges" flag:"ranges" help:"number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)"`
+	QPSMax float64 `json:"qps_max" flag:"qps-max" help:"highest planned QPS (default: the workload's qps_max)"`
 	// Levels is the threshold grid per model (default 20), MaxLen the longest cascade
-	// (default 3), Monotone keeps only cost-ascending cascades (CascadeServe §4.1).
-	Levels   int  `json:"levels"`
-	MaxLen   int  `json:"max_len"`
-	Monotone bool `json:"monotone"`
+	// (default 0: the workload's own, 3 over validation records and a candidates table's
+	// longest over one; a plan records the length searched), Monotone keeps only
+	// cost-ascending cascades (CascadeServe §4.1).
+	Levels   int  `json:"levels" flag:"levels" help:"threshold levels per model (certainty quantiles)"`
+	MaxLen   int  `json:"max_len" flag:"max-len" help:"longest cascade: 1..3 over validation records (default 3); a candidates table is searched whole (default: its longest)"`
+	Monotone bool `json:"monotone" flag:"monotone" help:"only cost-ascending cascades"`
 	// Weights weights range accuracy by requests (default) or time (App. C.2).
-	Weights string `json:"weights"`
+	Weights string `json:"weights" flag:"weights" help:"range accuracy weights: requests (ω ∝ time·QPS) or time"`
 	// Provision is the DynBa and MS+ provisioning rule: queue (default) or peak.
-	Provision string `json:"provision,omitempty"`
+	Provision string `json:"provision,omitempty" flag:"provision" help:"dynba and ms+ fleet sizing: queue (the paper's: the rate all but the SLO's tail of requests arrive below, peaks queued) or peak (default queue)"`
 	// Objective is cost for a least-cost fleet (cost.go), absent otherwise.
 	Objective string `json:"objective,omitempty"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for CascadeServe.
-func DefaultFlags() Flags { return Flags{Levels: 20, MaxLen: 3, Weights: "requests"} }
+func DefaultFlags() Flags { return Flags{Levels: 20, Weights: "requests"} }
 
 // Result is a solved plan with the planner's bookkeeping.
 type Result struct {

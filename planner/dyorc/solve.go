@@ -43,11 +43,11 @@ type Flags struct {
 	// Gap is the MILP's relative gap (plan solve --gap, default 0.001).
 	Gap float64 `json:"gap"`
 	// Policy is the runtime policy the plan names as its default (default dyorc).
-	Policy string `json:"policy"`
+	Policy string `json:"policy" flag:"runtime-policy" help:"the runtime policy the plan names as its default (plan simulate/serve --policy overrides it)"`
 	// Objective is cost for a least-cost fleet (cost.go), absent otherwise.
 	Objective string `json:"objective,omitempty"`
 	// MinGPUs: the fewest GPUs that serve the apps' rates (SolveMinGPUs), not every GPU.
-	MinGPUs bool `json:"min_gpus,omitempty"`
+	MinGPUs bool `json:"min_gpus,omitempty" flag:"min-gpus" help:"place the services on the fewest GPUs that serve the apps' rates within their SLOs (default: spread over every GPU of the cluster)"`
 	// TimeLimit is the solve's time limit when the solve stopped at it (limitIfHit):
 	// `plan check --resolve` re-solves under it, as the plan was (absent: none needed).
 	TimeLimit formats.Duration `json:"time_limit,omitempty"`

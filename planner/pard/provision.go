@@ -68,18 +68,18 @@ type Options struct {
 // solved values, defaults resolved), read back by `plan check --resolve`.
 type Flags struct {
 	// SLOFraction is f of the provisioning rule Σ_path 2·d(b) ≤ f·SLO (default 0.8).
-	SLOFraction float64 `json:"slo_fraction"`
+	SLOFraction float64 `json:"slo_fraction" flag:"slo-fraction" help:"PARD provisioning rule: Σ 2·d(b) ≤ f·SLO along every path"`
 	// RateRPS provisions every pipeline for this rate (default: the workload's rate_rps).
-	RateRPS float64 `json:"rate_rps,omitempty"`
+	RateRPS float64 `json:"rate_rps,omitempty" flag:"rate" help:"provision every pipeline for this rate in req/s (default: the workload's rate_rps)"`
 	// MaxBatch is the largest batch a module may run (default 32).
-	MaxBatch int `json:"max_batch"`
+	MaxBatch int `json:"max_batch" flag:"max-batch" help:"largest batch size a module may run"`
 	// Policy is the dropping policy the plan names as its default (default pard).
-	Policy string `json:"policy"`
+	Policy string `json:"policy" flag:"runtime-policy" help:"the dropping policy the plan names as its default (plan simulate/serve --policy overrides it)"`
 	// Objective is cost for a least-cost fleet, absent for the fewest GPUs.
 	Objective string `json:"objective,omitempty"`
 	// Fill provisions for the most rate the cluster serves (fill.go), absent
 	// for the workload's rates.
-	Fill bool `json:"fill,omitempty"`
+	Fill bool `json:"fill,omitempty" flag:"fill" help:"provision every pipeline for the most rate the cluster serves at the workload's mix of rates (not the workload's rates on the fewest GPUs): what plan simulate/serve --autopilot re-solves on shrunken clusters"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for PARD.

@@ -7,32 +7,33 @@ import (
 // Flags are PPipe's options as `plan solve` takes them and as a plan records them in
 // provenance.options (the solved values, defaults resolved), so `plan check --resolve`
 // re-solves with the same ones. Strategy, SLO, TimeLimit and Gap come from plan solve's
-// common flags; the others are PPipe's own.
+// common flags; the others are PPipe's own, each bound to the flag its `flag` tag names
+// (internal/optflag).
 type Flags struct {
 	// Strategy: ppipe (default), np or dart-r.
 	Strategy string `json:"strategy"`
 	// MaxPartitions P bounds the stages of a pipeline (default 3, PPipe §4.2).
-	MaxPartitions int `json:"max_partitions"`
+	MaxPartitions int `json:"max_partitions" flag:"max-partitions" help:"maximum partitions (stages) per pipeline, P"`
 	// Alpha is the SLO margin α: plan with T' = T − round(α·T) (default 0.4; 0 = none).
-	Alpha float64 `json:"alpha"`
+	Alpha float64 `json:"alpha" flag:"alpha" help:"SLO margin α: plan with T' = SLO − round(α·SLO)"`
 	// SLO, when set, overrides every model's SLO.
 	SLO formats.Duration `json:"slo,omitempty"`
 	// TimeLimit bounds the solve (default 60s); Gap is the MIP gap (default 0.001).
 	TimeLimit formats.Duration `json:"time_limit"`
 	Gap       float64          `json:"gap"`
 	// Rounding: pipeline (default) or stage.
-	Rounding string `json:"rounding"`
+	Rounding string `json:"rounding" flag:"rounding" help:"GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)"`
 	// BatchAllowance budgets the batch-gathering time at the head stage (default false);
 	// ArrivalRate is its λ̂ in requests/s (0 = the workload's rate_rps, else NP's estimate).
-	BatchAllowance bool    `json:"batch_allowance"`
-	ArrivalRate    float64 `json:"arrival_rate,omitempty"`
+	BatchAllowance bool    `json:"batch_allowance" flag:"batch-allowance" help:"budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)"`
+	ArrivalRate    float64 `json:"arrival_rate,omitempty" flag:"arrival-rate" help:"λ̂ in requests/s for --batch-allowance (default: each model's workload rate_rps, else the NP estimate)"`
 	// WarmStart starts the MILP from the NP plan (default true).
-	WarmStart bool `json:"warm_start"`
+	WarmStart bool `json:"warm_start" flag:"no-warm-start,negate" help:"do not start the MILP from the NP plan"`
 	// Replicas: pipelines per GPU-type sequence (default 1; -1 = K^(P−D), the authors' code).
-	Replicas int `json:"replicas"`
+	Replicas int `json:"replicas" flag:"replicas" help:"pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)"`
 	// FillSurplus hands idle GPUs to the models as headroom (default true in plan solve;
 	// plans recorded before the option existed had none).
-	FillSurplus bool `json:"fill_surplus"`
+	FillSurplus bool `json:"fill_surplus" flag:"fill-surplus" help:"hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate"`
 	// Objective is cost for a least-cost fleet, absent for throughput.
 	Objective string `json:"objective,omitempty"`
 }

@@ -30,11 +30,11 @@ type Flags struct {
 	SLO formats.Duration `json:"slo,omitempty"`
 	// MinGPUs plans the fewest instances whose simulation meets every class's targets
 	// instead of one on every GPU set of the cluster (plan solve --min-gpus).
-	MinGPUs bool `json:"min_gpus,omitempty"`
+	MinGPUs bool `json:"min_gpus,omitempty" flag:"min-gpus" help:"search the fewest GPUs whose plan meets every SLO (default: an instance on every GPU set of the cluster)"`
 	// Search plans the cost objective by the deployment search (planner/llmdeploy: GPU
 	// type × tensor parallelism × engine settings, capacity by simulation) instead of
 	// Mélange's buckets (plan solve --objective cost --search).
-	Search bool `json:"search,omitempty"`
+	Search bool `json:"search,omitempty" flag:"search" help:"with --objective cost: search GPU type × tensor-parallel size × engine settings × aggregated or prefill/decode disaggregated (where the cluster gives kv_link_gbps), each candidate's capacity simulated at the classes' SLO percentiles, for the least-cost fleet (prints the candidates and comparison fleets on stderr)"`
 }
 
 // DefaultFlags are `plan solve`'s defaults for QLM.

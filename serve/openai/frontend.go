@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
@@ -23,31 +21,33 @@ import (
 
 // Frontend is the OpenAI-compatible API as a serve.Frontend. Kind is the deployment kind it
 // serves (QLM's): while the active plan is another system's, its routes answer 404 with an
-// error saying so.
+// error saying so. Its settings are its exported fields, at their defaults from New; those
+// with a `flag` tag are `plan serve` flags (serve.FrontendOptions, internal/optflag).
 type Frontend struct {
 	Kind string
 	// QueueDir is the embedded JetStream server's store ("": DefaultQueueDir of the server's
 	// address, set by Configure); QueueURL an external server instead.
-	QueueDir, QueueURL string
+	QueueDir string `flag:"queue-dir" help:"directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue) (default $XDG_STATE_HOME/plan/queue/ADDR, else ~/.local/state/plan/queue/ADDR: one per --addr)"`
+	QueueURL string `flag:"queue-url" help:"external NATS JetStream server for the batch queue (nats://host:4222[,nats://...]); replaces --queue-dir"`
 	// QueueResultTTL is how long a queued request's status and result are kept after its
 	// last change (0: forever; see DefaultResultTTL).
-	QueueResultTTL time.Duration
+	QueueResultTTL time.Duration `flag:"queue-result-ttl" help:"how long a queued request's status and result are kept after its last change (0: forever); longer than any request waits in the queue"`
 	// QueueWorkers bounds the queued requests submitted to the engine at once; 0 makes a
 	// server that accepts and answers polls but serves none (another `plan serve` on the same
 	// --queue-url does).
-	QueueWorkers int
+	QueueWorkers int `flag:"queue-workers" help:"queued requests handed to the engine at once (0: accept and answer polls only)"`
 	// NewQueue, when set, replaces JetStream (tests: NewMemQueue).
 	NewQueue func() (Queue, error)
 	// MaxBody bounds a request body (default 4 MiB).
 	MaxBody int64
 	// QueueLease is the JetStream queue's lease (0: DefaultLease): a queued request whose
 	// worker stops extending it (a crash) is handed out again after it.
-	QueueLease time.Duration
+	QueueLease time.Duration `flag:"queue-lease" help:"lease of a queued request on its worker, extended while it runs: a crashed server's requests are served again after it"`
 	// Endpoints maps instances to remote OpenAI-compatible engines (--llm-endpoints); empty:
 	// the instances are the server's own (emulated) workers. Poll is how often their
 	// /metrics are read.
-	Endpoints EndpointList
-	Poll      time.Duration
+	Endpoints EndpointList  `flag:"llm-endpoints" help:"QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)"`
+	Poll      time.Duration `flag:"llm-poll" help:"how often the --llm-endpoints engines' /metrics are read"`
 
 	engines       *Engines
 	forwardClient *http.Client
@@ -87,16 +87,8 @@ func New(kind string) *Frontend {
 		QueueLease: DefaultLease, Endpoints: EndpointList{}, Poll: time.Second}
 }
 
-// Flags implements serve.FrontendFlags.
-func (f *Frontend) Flags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.QueueDir, "queue-dir", f.QueueDir, "directory of the embedded NATS JetStream server holding the OpenAI API's batch queue (POST /v1/queue) (default $XDG_STATE_HOME/plan/queue/ADDR, else ~/.local/state/plan/queue/ADDR: one per --addr)")
-	fs.StringVar(&f.QueueURL, "queue-url", f.QueueURL, "external NATS JetStream server for the batch queue (nats://host:4222[,nats://...]); replaces --queue-dir")
-	fs.DurationVar(&f.QueueResultTTL, "queue-result-ttl", f.QueueResultTTL, "how long a queued request's status and result are kept after its last change (0: forever); longer than any request waits in the queue")
-	fs.Var(f.Endpoints, "llm-endpoints", "QLM instances served by remote OpenAI-compatible engines (vLLM): INSTANCE=URL,... (the plan schedules, the engines generate; their /metrics queue gauges at GET /v1/engines)")
-	fs.DurationVar(&f.Poll, "llm-poll", f.Poll, "how often the --llm-endpoints engines' /metrics are read")
-	fs.IntVar(&f.QueueWorkers, "queue-workers", f.QueueWorkers, "queued requests handed to the engine at once (0: accept and answer polls only)")
-	fs.DurationVar(&f.QueueLease, "queue-lease", f.QueueLease, "lease of a queued request on its worker, extended while it runs: a crashed server's requests are served again after it")
-}
+// Options implements serve.FrontendOptions: the Frontend's own tagged fields.
+func (f *Frontend) Options() any { return f }
 
 // BodyLimits implements serve.BodyLimiter: the server refuses a body over MaxBody with 413
 // before the handler runs, on every route that takes one.

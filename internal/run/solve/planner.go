@@ -3,6 +3,7 @@ package solve
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/plan-dev/plan/internal/optflag"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/planner"
 )
@@ -13,9 +14,9 @@ type Flag struct {
 	Name, Value string
 }
 
-// PlannerOptions are a planner's own options (planner.Planner.Flags: each planner declares
-// them on a pflag.FlagSet, its configuration API). Setting one marks it given, as the
-// command line would, so the planner tells a value given from its default.
+// PlannerOptions are a planner's own options (planner.Planner.Options, a typed struct) as
+// flags: the fields its `flag` tags name (internal/optflag), set by name from their
+// command-line spelling.
 type PlannerOptions struct {
 	fs *pflag.FlagSet
 }
@@ -24,7 +25,7 @@ type PlannerOptions struct {
 func NewPlanner(sys system.System) (planner.Planner, *PlannerOptions) {
 	pl := sys.NewPlanner()
 	fs := pflag.NewFlagSet(sys.Name, pflag.ContinueOnError)
-	pl.Flags(fs)
+	optflag.Bind(fs, pl.Options())
 	return pl, &PlannerOptions{fs: fs}
 }
 

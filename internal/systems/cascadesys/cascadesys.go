@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/cascadebench"
 	"github.com/plan-dev/plan/dataplane"
@@ -34,7 +32,7 @@ func System() system.System {
 		Doc:              "CascadeServe: gear plans of model cascades (cascade search, QPS-range adaptation, placement + LB LP, batching) switched on measured QPS",
 		WorkloadSections: []string{"cascades"},
 		Strategies:       pc.Strategies,
-		NewPlanner:       func() planner.Planner { return &Planner{} },
+		NewPlanner:       func() planner.Planner { return &Planner{f: pc.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dpc.Kind,
 		// CascadeServe validates and cross-checks its typed sections itself.
@@ -64,33 +62,14 @@ func System() system.System {
 	}
 }
 
-// Planner plans cascades workloads: its flags fill pc.Flags, which the plan records (the
+// Planner plans cascades workloads: its options are pc.Flags, which the plan records (the
 // latency SLO from plan solve's --slo).
 type Planner struct {
-	f      pc.Flags
-	margin float64
-	// fs is the flag set Flags filled (nil when the options come from a plan's record):
-	// whether --max-len was given.
-	fs *pflag.FlagSet
+	f pc.Flags
 }
 
-// Flags implements planner.Planner.
-func (o *Planner) Flags(f *pflag.FlagSet) {
-	d := pc.DefaultFlags()
-	o.fs = f
-	f.Float64Var(&o.f.AccuracySLO, "accuracy", d.AccuracySLO, "accuracy SLO in (0,1]: minimize latency at this weighted accuracy (with --slo: the accuracy floor of a latency SLO)")
-	f.Float64Var(&o.f.Percentile, "percentile", d.Percentile, "latency SLO percentile (default: the workload's, or 0.95)")
-	f.IntVar(&o.f.GPUs, "gpus", d.GPUs, "use only the first N GPUs of the cluster (0 = all)")
-	f.BoolVar(&o.f.MinGPUs, "min-gpus", d.MinGPUs, "search the fewest GPUs whose plan meets every SLO")
-	f.Float64Var(&o.margin, "accuracy-margin", 0, "plan this much above the accuracy target (the validation estimate's error; the plan records target + margin)")
-	f.IntVar(&o.f.Ranges, "ranges", d.Ranges, "number of QPS ranges (gears) (default: the workload's qps_ranges, else 64 or 1 per QPS)")
-	f.Float64Var(&o.f.QPSMax, "qps-max", d.QPSMax, "highest planned QPS (default: the workload's qps_max)")
-	f.IntVar(&o.f.Levels, "levels", d.Levels, "threshold levels per model (certainty quantiles)")
-	f.IntVar(&o.f.MaxLen, "max-len", d.MaxLen, "longest cascade: 1..3 over validation records; a candidates table is searched whole unless this is given")
-	f.BoolVar(&o.f.Monotone, "monotone", d.Monotone, "only cost-ascending cascades")
-	f.StringVar(&o.f.Weights, "weights", d.Weights, "range accuracy weights: requests (ω ∝ time·QPS) or time")
-	f.StringVar(&o.f.Provision, "provision", d.Provision, "dynba and ms+ fleet sizing: queue (the paper's: the rate all but the SLO's tail of requests arrive below, peaks queued) or peak (default queue)")
-}
+// Options implements planner.Planner.
+func (o *Planner) Options() any { return &o.f }
 
 func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	f := o.f
@@ -101,8 +80,8 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	if f.Percentile != 0 && !(f.Percentile > 0 && f.Percentile <= 1) {
 		probs = append(probs, fmt.Sprintf("--percentile: %g: must be in (0, 1]", f.Percentile))
 	}
-	if !(o.margin >= 0 && o.margin < 1) {
-		probs = append(probs, fmt.Sprintf("--accuracy-margin: %g: must be in [0, 1)", o.margin))
+	if !(f.AccuracyMargin >= 0 && f.AccuracyMargin < 1) {
+		probs = append(probs, fmt.Sprintf("--accuracy-margin: %g: must be in [0, 1)", f.AccuracyMargin))
 	}
 	if f.GPUs < 0 || f.Ranges < 0 || f.QPSMax < 0 || math.IsNaN(f.QPSMax) {
 		probs = append(probs, "--gpus, --ranges and --qps-max: must be >= 0")
@@ -110,8 +89,8 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	if f.Levels < 2 || f.Levels > 1000 {
 		probs = append(probs, fmt.Sprintf("--levels: %d: must be in [2, 1000]", f.Levels))
 	}
-	if f.MaxLen < 1 {
-		probs = append(probs, fmt.Sprintf("--max-len: %d: must be >= 1", f.MaxLen))
+	if f.MaxLen < 0 {
+		probs = append(probs, fmt.Sprintf("--max-len: %d: must be >= 0 (0: the workload's own)", f.MaxLen))
 	}
 	if f.Weights != "requests" && f.Weights != "time" {
 		probs = append(probs, fmt.Sprintf("--weights: %q: must be requests or time", f.Weights))
@@ -122,7 +101,7 @@ func (o *Planner) options(s planner.Settings) (pc.Options, error) {
 	if len(probs) > 0 {
 		return pc.Options{}, &planner.InputError{Problems: probs}
 	}
-	return pc.Options{Provision: f.Provision, Strategy: s.Strategy, Latency: s.SLO, Percentile: f.Percentile, Accuracy: f.AccuracySLO, AccuracyMargin: o.margin, GPUs: f.GPUs,
+	return pc.Options{Provision: f.Provision, Strategy: s.Strategy, Latency: s.SLO, Percentile: f.Percentile, Accuracy: f.AccuracySLO, AccuracyMargin: f.AccuracyMargin, GPUs: f.GPUs,
 		MinGPUs: f.MinGPUs, Ranges: f.Ranges, QPSMax: f.QPSMax, TimeWeights: f.Weights == "time",
 		Search: pc.SearchOptions{Levels: f.Levels, MaxLen: f.MaxLen, Monotone: f.Monotone}, ToolVersion: s.ToolVersion}, nil
 }
@@ -172,10 +151,12 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // CascadeServe §4.2).
 const maxRecordsLen = 3
 
-// fitMaxLen bounds the cascade length by what the workload allows: over validation records
-// at most maxRecordsLen (a longer --max-len is refused, never cut silently); a candidates
-// table is searched whole (its longest cascade, whatever its length), and a --max-len given
-// below its longest cascade is refused naming that candidate, since it would drop it.
+// fitMaxLen bounds the cascade length by what the workload allows. --max-len 0 (the
+// default) is the workload's own: maxRecordsLen over validation records, and a candidates
+// table searched whole (its longest cascade, at least maxRecordsLen, whatever its length). A
+// length asked for is never cut silently: over records one above maxRecordsLen is refused,
+// and over a table one below its longest cascade is refused naming that candidate, since it
+// would drop it. The length searched is what the plan records.
 func (o *Planner) fitMaxLen(in planner.Inputs, opt *pc.Options) error {
 	if in.Workload == nil || len(in.Workload.Cascades) != 1 {
 		return nil // pc.Solve names the problem
@@ -185,6 +166,9 @@ func (o *Planner) fitMaxLen(in planner.Inputs, opt *pc.Options) error {
 		if opt.Search.MaxLen > maxRecordsLen {
 			return &planner.InputError{Problems: []string{fmt.Sprintf("--max-len: %d: must be 1, 2 or 3: the search over validation records enumerates cascades of up to %d models (a candidates table may list longer ones)", opt.Search.MaxLen, maxRecordsLen)}}
 		}
+		if opt.Search.MaxLen == 0 {
+			opt.Search.MaxLen = maxRecordsLen
+		}
 		return nil
 	}
 	longest, at := 0, 0
@@ -193,13 +177,13 @@ func (o *Planner) fitMaxLen(in planner.Inputs, opt *pc.Options) error {
 			longest, at = len(cd.Models), i
 		}
 	}
-	if longest <= opt.Search.MaxLen {
+	if opt.Search.MaxLen == 0 {
+		opt.Search.MaxLen = max(longest, maxRecordsLen)
 		return nil
 	}
-	if o.fs == nil || o.fs.Changed("max-len") {
+	if longest > opt.Search.MaxLen {
 		return &planner.InputError{Problems: []string{fmt.Sprintf("workload: cascades[0].candidates[%d].models: %d models: longer than --max-len %d, which would drop it from the search (give --max-len %d, or leave --max-len unset to search the whole table)", at, longest, opt.Search.MaxLen, longest)}}
 	}
-	opt.Search.MaxLen = longest
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/internal/optflag"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
@@ -45,7 +46,9 @@ func TestMaxLen(t *testing.T) {
 		{"table, --max-len 3 cuts", true, []string{"--max-len", "3"},
 			"workload: cascades[0].candidates[6].models: 4 models: longer than --max-len 3, which would drop it from the search (give --max-len 4", 0, 0},
 		{"records, --max-len 4", false, []string{"--max-len", "4"}, "--max-len: 4: must be 1, 2 or 3: the search over validation records enumerates cascades of up to 3 models", 0, 0},
-		{"records, --max-len 0", false, []string{"--max-len", "0"}, "--max-len: 0: must be >= 1", 0, 0},
+		{"records, --max-len -1", false, []string{"--max-len", "-1"}, "--max-len: -1: must be >= 0", 0, 0},
+		{"records, default", false, nil, "", 3, 3},
+		{"records, --max-len 0 is the default", false, []string{"--max-len", "0"}, "", 3, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,9 +56,9 @@ func TestMaxLen(t *testing.T) {
 			if !tc.table {
 				in = inputs(t)
 			}
-			pl := &Planner{}
+			pl := &Planner{f: pc.DefaultFlags()}
 			fs := pflag.NewFlagSet("solve", pflag.ContinueOnError)
-			pl.Flags(fs)
+			optflag.Bind(fs, pl.Options())
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}

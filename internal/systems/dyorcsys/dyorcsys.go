@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/dyorcbench"
 	"github.com/plan-dev/plan/dataplane"
@@ -36,7 +34,7 @@ func System() system.System {
 		Doc:              "DyOrc: speculative scheduling of dynamic ML workflows (Markov prediction, DP placement, proactive loading)",
 		WorkloadSections: []string{"workflows"},
 		Strategies:       []string{"dyorc"},
-		NewPlanner:       func() planner.Planner { return &Planner{} },
+		NewPlanner:       func() planner.Planner { return &Planner{f: dyorc.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dpd.Kind,
 		// DyOrc validates and cross-checks its typed sections itself.
@@ -63,17 +61,14 @@ func System() system.System {
 	}
 }
 
-// Planner places workflow services: its flags fill dyorc.Flags, which the plan records (the
-// gap from plan solve's --gap).
+// Planner places workflow services: its options are dyorc.Flags, which the plan records
+// (the gap from plan solve's --gap).
 type Planner struct {
 	f dyorc.Flags
 }
 
-// Flags implements planner.Planner.
-func (o *Planner) Flags(f *pflag.FlagSet) {
-	f.StringVar(&o.f.Policy, "runtime-policy", dyorc.DefaultFlags().Policy, "the runtime policy the plan names as its default (plan simulate/serve --policy overrides it)")
-	f.BoolVar(&o.f.MinGPUs, "min-gpus", false, "place the services on the fewest GPUs that serve the apps' rates within their SLOs (default: spread over every GPU of the cluster)")
-}
+// Options implements planner.Planner.
+func (o *Planner) Options() any { return &o.f }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {

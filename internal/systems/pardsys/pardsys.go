@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/pardbench"
 	"github.com/plan-dev/plan/dataplane"
@@ -32,7 +30,7 @@ func System() system.System {
 		Doc:              "PARD: proactive request dropping and adaptive priority in multi-model pipelines",
 		WorkloadSections: []string{"pipelines"},
 		Strategies:       []string{"pard"},
-		NewPlanner:       func() planner.Planner { return &Planner{} },
+		NewPlanner:       func() planner.Planner { return &Planner{f: pard.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dppard.Kind,
 		HasPlan:          func(p *formats.Plan) bool { return p.PARD != nil },
@@ -56,20 +54,13 @@ func System() system.System {
 	}
 }
 
-// Planner provisions pipeline workloads: its flags fill pard.Flags, which the plan records.
+// Planner provisions pipeline workloads: its options are pard.Flags, which the plan records.
 type Planner struct {
 	f pard.Flags
 }
 
-// Flags implements planner.Planner.
-func (o *Planner) Flags(f *pflag.FlagSet) {
-	d := pard.DefaultFlags()
-	f.Float64Var(&o.f.SLOFraction, "slo-fraction", d.SLOFraction, "PARD provisioning rule: Σ 2·d(b) ≤ f·SLO along every path")
-	f.Float64Var(&o.f.RateRPS, "rate", d.RateRPS, "provision every pipeline for this rate in req/s (default: the workload's rate_rps)")
-	f.IntVar(&o.f.MaxBatch, "max-batch", d.MaxBatch, "largest batch size a module may run")
-	f.StringVar(&o.f.Policy, "runtime-policy", d.Policy, "the dropping policy the plan names as its default (plan simulate/serve --policy overrides it)")
-	f.BoolVar(&o.f.Fill, "fill", d.Fill, "provision every pipeline for the most rate the cluster serves at the workload's mix of rates (not the workload's rates on the fewest GPUs): what plan simulate/serve --autopilot re-solves on shrunken clusters")
-}
+// Options implements planner.Planner.
+func (o *Planner) Options() any { return &o.f }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {

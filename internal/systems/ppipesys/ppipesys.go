@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/ppipebench"
 	"github.com/plan-dev/plan/dataplane"
@@ -33,7 +31,7 @@ func System() system.System {
 		WorkloadSections: []string{"models"},
 		DefaultWorkload:  true,
 		Strategies:       []string{ppipe.StrategyPPipe, ppipe.StrategyNP, ppipe.StrategyDARTR},
-		NewPlanner:       func() planner.Planner { return &Planner{} },
+		NewPlanner:       func() planner.Planner { return &Planner{f: ppipe.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dpppipe.Kind,
 		// PPipe validates and cross-checks its typed sections itself.
@@ -53,40 +51,26 @@ func System() system.System {
 	}
 }
 
-// Planner is PPipe's planner: its flags fill ppipe.Flags, which the plan records.
+// Planner is PPipe's planner: its options are ppipe.Flags, which the plan records.
 type Planner struct {
-	fs          *pflag.FlagSet
-	f           ppipe.Flags
-	noWarmStart bool
+	f ppipe.Flags
 }
 
-// Flags implements planner.Planner.
-func (o *Planner) Flags(f *pflag.FlagSet) {
-	o.fs = f
-	d := ppipe.DefaultFlags()
-	f.IntVar(&o.f.MaxPartitions, "max-partitions", d.MaxPartitions, "maximum partitions (stages) per pipeline, P")
-	f.Float64Var(&o.f.Alpha, "alpha", d.Alpha, "SLO margin α: plan with T' = SLO − round(α·SLO)")
-	f.StringVar(&o.f.Rounding, "rounding", d.Rounding, "GPU rounding: pipeline (each pool on its own GPUs, as the runtime deploys) or stage (pools at one stage index share GPUs, as PPipe's code)")
-	f.BoolVar(&o.f.BatchAllowance, "batch-allowance", d.BatchAllowance, "budget the time to gather a batch at the head stage (β = 1.3·(b−1)/λ̂, two passes)")
-	f.Float64Var(&o.f.ArrivalRate, "arrival-rate", d.ArrivalRate, "λ̂ in requests/s for --batch-allowance (default: each model's workload rate_rps, else the NP estimate)")
-	f.BoolVar(&o.noWarmStart, "no-warm-start", !d.WarmStart, "do not start the MILP from the NP plan")
-	f.BoolVar(&o.f.FillSurplus, "fill-surplus", d.FillSurplus, "hand the GPUs the plan leaves idle to the models as headroom (lowest capacity/target first); target_rps stays the solver's guaranteed rate")
-	f.IntVar(&o.f.Replicas, "replicas", d.Replicas, "pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)")
-}
-
-func (o *Planner) changed(name string) bool { return o.fs != nil && o.fs.Changed(name) }
+// Options implements planner.Planner.
+func (o *Planner) Options() any { return &o.f }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
 	if !(o.f.Alpha >= 0 && o.f.Alpha < 1) {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--alpha: %g: must be in [0, 1)", o.f.Alpha)}}
 	}
-	// 0 means "the default" to the planner; given explicitly it is out of range.
-	if o.changed("max-partitions") && o.f.MaxPartitions == 0 {
+	// ppipe.Options reads 0 as "the default"; here the default is already filled in, so a
+	// 0 was asked for, and is out of range.
+	if o.f.MaxPartitions == 0 {
 		return nil, &planner.InputError{Problems: []string{"--max-partitions: 0: must be in 1..6"}}
 	}
 	f := o.f
-	f.Strategy, f.SLO, f.TimeLimit, f.Gap, f.WarmStart = s.Strategy, formats.Duration(s.SLO), formats.Duration(s.TimeLimit), s.Gap, !o.noWarmStart
+	f.Strategy, f.SLO, f.TimeLimit, f.Gap = s.Strategy, formats.Duration(s.SLO), formats.Duration(s.TimeLimit), s.Gap
 	opts := f.Options()
 	opts.Deterministic, opts.Progress, opts.ToolVersion = s.Deterministic, s.Progress, s.ToolVersion
 	opts.Objective = s.Objective

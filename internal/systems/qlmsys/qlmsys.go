@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/bench/qlmbench"
 	"github.com/plan-dev/plan/dataplane"
@@ -40,7 +38,7 @@ func System() system.System {
 		Doc:              "QLM: LLM serving with request groups, virtual queues, an RCT estimator and a stochastic plan generator over continuous-batching instances",
 		WorkloadSections: []string{"llm_classes"},
 		Strategies:       pq.Strategies,
-		NewPlanner:       func() planner.Planner { return &Planner{} },
+		NewPlanner:       func() planner.Planner { return &Planner{f: pq.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dq.Kind,
 		// QLM validates and cross-checks its typed sections itself.
@@ -76,10 +74,10 @@ func engineDeployment(prof formats.LLMProfile, classes []formats.LLMClass) (*dat
 	return dq.Build(classes, dq.Setup{Profiles: []formats.LLMProfile{prof}, Instances: []dq.Instance{in}})
 }
 
-// Planner plans llm_classes workloads.
+// Planner plans llm_classes workloads: its options are the --min-gpus and --search of
+// pq.Flags (the strategy is plan solve's --strategy).
 type Planner struct {
-	minGPUs bool
-	search  bool
+	f pq.Flags
 	// report is the last deployment search's tables (Report).
 	report []planner.Table
 }
@@ -88,16 +86,12 @@ type Planner struct {
 // fleets and engine flags (none without --search).
 func (o *Planner) Report() []planner.Table { return o.report }
 
-// Flags implements planner.Planner: --min-gpus, as the cascade planner takes it (the
-// strategy is plan solve's --strategy).
-func (o *Planner) Flags(f *pflag.FlagSet) {
-	f.BoolVar(&o.minGPUs, "min-gpus", false, "search the fewest GPUs whose plan meets every SLO (default: an instance on every GPU set of the cluster)")
-	f.BoolVar(&o.search, "search", false, "with --objective cost: search GPU type × tensor-parallel size × engine settings × aggregated or prefill/decode disaggregated (where the cluster gives kv_link_gbps), each candidate's capacity simulated at the classes' SLO percentiles, for the least-cost fleet (prints the candidates and comparison fleets on stderr)")
-}
+// Options implements planner.Planner.
+func (o *Planner) Options() any { return &o.f }
 
 // Solve implements planner.Planner.
 func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
-	if o.search {
+	if o.f.Search {
 		if s.Objective != planner.ObjectiveCost {
 			return nil, &planner.InputError{Problems: []string{"--search: searches the least-cost fleet: give --objective cost"}}
 		}
@@ -112,7 +106,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 		}
 		return plan, err
 	}
-	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.minGPUs}, ToolVersion: s.ToolVersion})
+	return pq.Solve(in, pq.Options{Flags: pq.Flags{Strategy: s.Strategy, MinGPUs: o.f.MinGPUs}, ToolVersion: s.ToolVersion})
 }
 
 // Render prints the instances with their virtual queues, and the groups.

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
@@ -26,7 +24,7 @@ func System() system.System {
 		Doc:              "toy: fixed-latency jobs on c workers, first come first served (test-only)",
 		WorkloadSections: []string{WorkloadSection},
 		Strategies:       []string{"mdc"},
-		NewPlanner:       func() planner.Planner { return &Planner{} },
+		NewPlanner:       func() planner.Planner { return &Planner{o: Options{MaxUtil: 0.7}} },
 		Render:           Render,
 		PlanSection:      PlanSection,
 		HasPlan:          func(p *formats.Plan) bool { return planOf(p) != nil },
@@ -42,21 +40,19 @@ func System() system.System {
 }
 
 // Planner sizes the worker pool: the fewest workers whose utilisation stays under --max-util.
-type Planner struct{ maxUtil float64 }
+type Planner struct{ o Options }
 
 // Options are the toy planner's typed options, recorded in a plan's provenance.
 type Options struct {
-	MaxUtil float64 `json:"max_util"`
+	MaxUtil float64 `json:"max_util" flag:"toy-max-util" help:"highest worker utilisation the toy plans for"`
 }
 
-// Flags implements planner.Planner.
-func (pl *Planner) Flags(fs *pflag.FlagSet) {
-	fs.Float64Var(&pl.maxUtil, "toy-max-util", 0.7, "highest worker utilisation the toy plans for")
-}
+// Options implements planner.Planner.
+func (pl *Planner) Options() any { return &pl.o }
 
 // Solve implements planner.Planner.
 func (pl *Planner) Solve(_ context.Context, in planner.Inputs, s planner.Settings) (*formats.Plan, error) {
-	return solve(in, s, pl.maxUtil)
+	return solve(in, s, pl.o.MaxUtil)
 }
 
 func solve(in planner.Inputs, s planner.Settings, maxUtil float64) (*formats.Plan, error) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plan-dev/plan/internal/optflag"
 	"github.com/plan-dev/plan/internal/run"
 	runserve "github.com/plan-dev/plan/internal/run/serve"
 	"github.com/plan-dev/plan/serve"
@@ -119,8 +120,8 @@ PLAN defaults to ./plan.json.`,
 	addAutopilotFlags(f, &o.autopilot)
 	o.frontends = app.Systems.Frontends()
 	for _, fe := range o.frontends {
-		if ff, ok := fe.(serve.FrontendFlags); ok {
-			ff.Flags(f)
+		if fo, ok := fe.(serve.FrontendOptions); ok {
+			optflag.Bind(f, fo.Options())
 		}
 	}
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/plan-dev/plan/internal/optflag"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
@@ -156,7 +157,7 @@ system's planner strategies and its own plan solve flags with their defaults.`,
 func plannerFlagSet(s system.System) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(s.Name, pflag.ContinueOnError)
 	if s.NewPlanner != nil {
-		s.NewPlanner().Flags(fs)
+		optflag.Bind(fs, s.NewPlanner().Options())
 	}
 	return fs
 }
