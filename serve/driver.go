@@ -173,17 +173,6 @@ type door struct {
 	reason      atomic.Pointer[string]
 }
 
-// countPipeline adds n requests to the pipeline whose stage st is (a PPipe stage; other
-// systems' stages have no pipeline and count nothing).
-func (g *generation) countPipeline(app dataplane.AppID, st dataplane.StageID, n int) {
-	if int(app) >= len(g.pipeReqs) || st < 0 || int(st) >= len(g.dep.Stages) {
-		return
-	}
-	if pi := g.dep.Stages[st].Pipeline; pi >= 0 && pi < len(g.pipeReqs[app]) {
-		g.pipeReqs[app][pi].Add(float64(n))
-	}
-}
-
 // call returns the unanswered call of request id, or nil.
 func (g *generation) call(id dataplane.ReqID) *call {
 	i := int(id - g.callBase)
@@ -421,9 +410,8 @@ func (d *driver) attach(g *generation) error {
 						first++
 					}
 				}
-				// A request enters its pipeline at its first dispatch, at the
-				// pipeline's head stage (a per-pool policy dispatches each hop
-				// anew: its later dispatches are not new traffic).
+				// A request enters its pipeline at its first dispatch (a per-pool
+				// policy dispatches each hop anew: not new traffic).
 				if first > 0 && len(x.Path) > 0 {
 					g.countPipeline(x.App, x.Path[0].Stage, first)
 				}

@@ -174,6 +174,17 @@ func (m *metrics) pipelines(dep *dataplane.Deployment) [][]prometheus.Counter {
 	return out
 }
 
+// countPipeline adds n requests to the pipeline whose stage st is (a PPipe stage; other
+// systems' stages have no pipeline and count nothing).
+func (g *generation) countPipeline(app dataplane.AppID, st dataplane.StageID, n int) {
+	if int(app) >= len(g.pipeReqs) || st < 0 || int(st) >= len(g.dep.Stages) {
+		return
+	}
+	if pi := g.dep.Stages[st].Pipeline; pi >= 0 && pi < len(g.pipeReqs[app]) {
+		g.pipeReqs[app][pi].Add(float64(n))
+	}
+}
+
 // lateness records how late a timer fired (µs).
 func (m *metrics) latenessUs(us dataplane.Time) {
 	s := float64(us) / 1e6
