@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,14 @@ import (
 //   - an application the plan predicts (formats.Prediction, `plan solve`'s simulation): its
 //     sustained_rps (the highest rate at which it still meets its target) over the unit's
 //     replicas — every request of an application passes through each of its units once;
-//   - else the plan's own per-replica throughput (a PPipe partition's, a PARD module's);
+//   - a PPipe pool: its pipeline's share of that — the dispatcher splits a model's traffic
+//     across its pipelines (PPipe §5.4), so a pool scales on the rate its own pipeline
+//     receives (serve's plan_pipeline_requests_total) against what its pipeline sustains
+//     over the pool's replicas: the model's sustained_rps times the pipeline's share of the
+//     plan's throughput (§5.3: the pipelines' throughputs sum to the model's), else the
+//     pipeline's own throughput_rps; a pipeline without a throughput falls back to the
+//     model's rate and its sustained_rps (the Basis says so);
+//   - else the plan's own per-replica throughput (a PARD module's);
 //   - an LLM instance (vLLM engine): its running-sequence cap (max_num_seqs), on vLLM's
 //     `vllm:num_requests_running` + `vllm:num_requests_waiting` (dropin §1): a replica is
 //     full when its continuous batch is;
@@ -30,15 +38,64 @@ import (
 // the Prometheus Operator creates in a "monitoring" namespace.
 const DefaultPrometheus = "http://prometheus-operated.monitoring.svc:9090"
 
-// Capacity is the plan's prediction per application: what the thresholds derive from.
+// The External metrics of the request-rate scales (a metrics adapter serves them from the
+// HPA's plan.dev/metric-query): an application's requests per second at the coordinator, and
+// a PPipe pipeline's.
+const (
+	RequestRateMetric  = "plan_requests_per_second"
+	PipelineRateMetric = "plan_pipeline_requests_per_second"
+)
+
+// Capacity is the plan's prediction per application, and a PPipe plan's pipelines: what the
+// thresholds derive from.
 type Capacity struct {
 	// SustainedRPS, RateRPS and P50Ms per application name (formats.AppPrediction).
 	SustainedRPS, RateRPS, P50Ms map[string]float64
+	// Pipelines are a PPipe plan's pipelines by the placement key of each of their pools
+	// (PipelineKey).
+	Pipelines map[string]PipelineCap
 }
 
-// CapacityOf reads a plan's prediction (empty without one).
+// PipelineCap is one pipeline of a PPipe plan as its pools' thresholds need it.
+type PipelineCap struct {
+	// Model and Index name the pipeline (ppipe.models[].pipelines[Index]).
+	Model string
+	Index int
+	// ThroughputRPS is the pipeline's throughput within the SLO (throughput_rps); Share
+	// its fraction of the throughput of its model's pipelines (0 when they have none).
+	ThroughputRPS, Share float64
+	// PlanRPS is the model's rate at load factor 1 (target_rps, else throughput_rps).
+	PlanRPS float64
+}
+
+// PipelineKey names pool d (its partition) of pipeline pi of a PPipe model in placements.
+func PipelineKey(model string, pi, d int) string { return fmt.Sprintf("%s/p%d/s%d", model, pi, d) }
+
+// CapacityOf reads a plan's prediction (empty without one) and its PPipe pipelines.
 func CapacityOf(p *formats.Plan) Capacity {
-	c := Capacity{SustainedRPS: map[string]float64{}, RateRPS: map[string]float64{}, P50Ms: map[string]float64{}}
+	c := Capacity{SustainedRPS: map[string]float64{}, RateRPS: map[string]float64{}, P50Ms: map[string]float64{},
+		Pipelines: map[string]PipelineCap{}}
+	if p != nil && p.PPipe != nil {
+		for _, m := range p.PPipe.Models {
+			total := 0.0
+			for _, pl := range m.Pipelines {
+				total += finitePos(pl.ThroughputRPS)
+			}
+			rate := m.TargetRPS
+			if rate <= 0 {
+				rate = m.ThroughputRPS
+			}
+			for pi, pl := range m.Pipelines {
+				pc := PipelineCap{Model: m.Model, Index: pi, ThroughputRPS: finitePos(pl.ThroughputRPS), PlanRPS: finitePos(rate)}
+				if total > 0 {
+					pc.Share = pc.ThroughputRPS / total
+				}
+				for d := range pl.Partitions {
+					c.Pipelines[PipelineKey(m.Model, pi, d)] = pc
+				}
+			}
+		}
+	}
 	if p == nil || p.Prediction == nil {
 		return c
 	}
@@ -96,10 +153,110 @@ func (c Capacity) rpsScale(app string, count int, fallback float64) (Scale, bool
 	if r, ok := c.RateRPS[app]; ok && r > 0 {
 		minR = min(max(int(math.Ceil(r/per-absTol)), 1), count)
 	}
-	return Scale{Min: minR, Max: count, Metric: "plan_requests_per_second", Selector: map[string]string{"model": app},
+	return Scale{Min: minR, Max: count, Metric: RequestRateMetric, Selector: map[string]string{"model": app},
 		Query:     fmt.Sprintf(`sum(rate(plan_requests_total{model=%q}[1m]))`, app),
 		Threshold: per, PerPod: true, Basis: basis}, true
 }
+
+// unitScale scales a DNN worker that serves the pools of keys (one pool, or the pools one
+// Triton server shares under PPipe's stage rounding) over count replicas: a PPipe pool on its
+// pipeline's rate (pipelineScale), anything else — and a pool whose pipeline's capacity the
+// plan does not give, which the Basis then says — on its application's (rpsScale).
+func (c Capacity) unitScale(keys []string, count int, fallback float64) (Scale, bool) {
+	sc, ok, why := c.pipelineScale(keys, count)
+	if ok {
+		return sc, true
+	}
+	app := ""
+	if len(keys) > 0 {
+		app = appOf(keys[0])
+	}
+	sc, ok = c.rpsScale(app, count, fallback)
+	if ok && why != "" {
+		sc.Basis += "; on the model's rate, not its pipeline's: " + why
+	}
+	return sc, ok
+}
+
+// pipelineScale scales the pools of keys, PPipe pools of one model, on the requests the
+// dispatcher sends their pipelines (serve's plan_pipeline_requests_total): every request a
+// pipeline takes passes each of its pools once, so one of count replicas carries the
+// pipeline's capacity within the SLO over count — the model's predicted sustained_rps times
+// the pipeline's share of the plan's throughput, else the pipeline's throughput_rps (several
+// pipelines on one server: their sum). The range starts at the replicas the pipelines' share
+// of the model's rate needs. ok is false with why empty where keys name no PPipe pool, with
+// why saying what is missing where a pipeline's capacity cannot be derived.
+func (c Capacity) pipelineScale(keys []string, count int) (sc Scale, ok bool, why string) {
+	count = max(count, 1)
+	if !slices.ContainsFunc(keys, func(k string) bool { _, ok := c.Pipelines[k]; return ok }) {
+		return Scale{}, false, ""
+	}
+	var pcs []PipelineCap
+	for _, k := range keys {
+		pc, isPipe := c.Pipelines[k]
+		switch {
+		case !isPipe:
+			return Scale{}, false, fmt.Sprintf("the worker also serves %q, no pool of a PPipe pipeline", k)
+		case len(pcs) > 0 && pc.Model != pcs[0].Model:
+			return Scale{}, false, fmt.Sprintf("the worker serves pipelines of %s and of %s", pcs[0].Model, pc.Model)
+		}
+		if !slices.ContainsFunc(pcs, func(x PipelineCap) bool { return x.Index == pc.Index }) {
+			pcs = append(pcs, pc)
+		}
+	}
+	slices.SortFunc(pcs, func(a, b PipelineCap) int { return a.Index - b.Index })
+	model := pcs[0].Model
+	sustained, predicted := c.SustainedRPS[model]
+	capRPS, rate, share := 0.0, 0.0, 0.0
+	var idx []string
+	for _, pc := range pcs {
+		if pc.ThroughputRPS <= 0 || pc.Share <= 0 {
+			return Scale{}, false, fmt.Sprintf("the plan gives pipeline %d of %s no throughput_rps, so its capacity is unknown", pc.Index, model)
+		}
+		if predicted {
+			capRPS += sustained * pc.Share
+		} else {
+			capRPS += pc.ThroughputRPS
+		}
+		planRate := pc.PlanRPS
+		if r, ok := c.RateRPS[model]; ok && r > 0 {
+			planRate = r
+		}
+		rate += planRate * pc.Share
+		share += pc.Share
+		idx = append(idx, strconv.Itoa(pc.Index))
+	}
+	per := capRPS / float64(count)
+	minR := count
+	if rate > 0 {
+		minR = min(max(int(math.Ceil(rate/per-absTol)), 1), count)
+	}
+	which, sel := "pipeline "+idx[0], fmt.Sprintf("pipeline=%q", idx[0])
+	if len(idx) > 1 {
+		which, sel = "pipelines "+strings.Join(idx, ", "), fmt.Sprintf("pipeline=~%q", strings.Join(idx, "|"))
+	}
+	basis := fmt.Sprintf("the plan's throughput: %s of %s carries %s rps within its SLO on %d replica(s)", which, model, fmtNum(capRPS), count)
+	if predicted {
+		basis = fmt.Sprintf("the plan's prediction: %s sustains %s rps within its SLO, %s of it on %s (its share of the plan's throughput): %s rps on %d replica(s)",
+			model, fmtNum(sustained), fmtPct(share), which, fmtNum(capRPS), count)
+	}
+	basis += ", scaled on the rate the dispatcher sends " + which
+	return Scale{Min: minR, Max: count, Metric: PipelineRateMetric,
+		Selector:  map[string]string{"model": model, "pipeline": strings.Join(idx, "_")},
+		Query:     fmt.Sprintf(`sum(rate(plan_pipeline_requests_total{model=%q,%s}[1m]))`, model, sel),
+		Threshold: per, PerPod: true, Basis: basis}, true, ""
+}
+
+// finitePos is x where it is a finite number > 0, else 0.
+func finitePos(x float64) float64 {
+	if x > 0 && !math.IsInf(x, 0) {
+		return x
+	}
+	return 0
+}
+
+// fmtPct writes a fraction as a percentage with at most 2 decimals.
+func fmtPct(x float64) string { return fmtNum(math.Floor(x*1e4)/100) + "%" }
 
 // PoolScale scales replicas interchangeable instances that serve apps together (QLM's
 // instances of one model, which pull any of the model's request groups: QLM §5) on the
@@ -124,7 +281,7 @@ func (c Capacity) PoolScale(apps []string, replicas int) (Scale, bool) {
 	}
 	per := sum / float64(replicas)
 	minR := min(max(int(math.Ceil(rate/per-absTol)), 1), replicas)
-	return Scale{Min: minR, Max: replicas, Metric: "plan_requests_per_second", Selector: map[string]string{"model": strings.Join(apps, ",")},
+	return Scale{Min: minR, Max: replicas, Metric: RequestRateMetric, Selector: map[string]string{"model": strings.Join(apps, ",")},
 		Query:     fmt.Sprintf(`sum(rate(plan_requests_total{model=~%q}[1m]))`, strings.Join(names, "|")),
 		Threshold: per, PerPod: true,
 		Basis: fmt.Sprintf("the plan's prediction: %s sustain %s rps within their SLOs on %d replica(s)", strings.Join(apps, ", "), fmtNum(sum), replicas)}, true
@@ -266,7 +423,7 @@ func RayReplicas[U any](d RayDeploymentOf[U]) int {
 // least 1 and at most max_ongoing_requests.
 func rayScale[U any](d *RayDeploymentOf[U], sc Scale, p50Ms float64) {
 	target := sc.Threshold
-	if sc.Metric == "plan_requests_per_second" {
+	if sc.Metric == RequestRateMetric || sc.Metric == PipelineRateMetric {
 		target = sc.Threshold * p50Ms / 1000
 	}
 	target = math.Max(1, target)

@@ -118,7 +118,7 @@ func kserveScale(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
 				fallback = float64(pr.ScaleTarget)
 			}
 			var ok bool
-			if sc, ok = c.rpsScale(appOf(key), count, fallback); !ok {
+			if sc, ok = c.unitScale([]string{key}, count, fallback); !ok {
 				wait := int64(1000)
 				if pr.Batcher != nil {
 					wait = int64(pr.Batcher.MaxLatency) * 1000
@@ -167,7 +167,7 @@ func rayAutoscale(f Files, c Capacity) error {
 			pl, _ := d.UserConfig["plan"].(map[string]any)
 			key, _ := pl[ParamKey].(string)
 			app := appOf(key)
-			if sc, ok := c.rpsScale(app, count, 0); ok {
+			if sc, ok := c.unitScale([]string{key}, count, 0); ok {
 				rayScale(d, sc, c.P50Ms[app])
 				continue
 			}
@@ -276,7 +276,12 @@ func tritonDeploy(f Files, c Capacity, o Options) ([]StageEndpoint, error) {
 					Volumes: []Volume{{Name: "models", PersistentVolumeClaim: &PVCVolume{ClaimName: o.ModelsClaim, ReadOnly: true}}}}}}}
 		svc := Service{APIVersion: "v1", Kind: "Service", Metadata: ObjectMeta{Name: unit, Labels: labels},
 			Spec: ServiceSpec{Selector: labels, Ports: []ServicePort{{Name: "http", Port: 8000, TargetPort: "http"}, {Name: "metrics", Port: 8002, TargetPort: "metrics"}}}}
-		sc, ok := c.rpsScale(appOf(m.key), m.servers, 0)
+		// The server's pools: one, or under PPipe's stage rounding those sharing its GPUs.
+		podKeys := []string{m.key}
+		for _, mn := range m.models[1:] {
+			podKeys = append(podKeys, keys[mn])
+		}
+		sc, ok := c.unitScale(podKeys, m.servers, 0)
 		switch {
 		case m.llm:
 			sc = llmScale(n, m.seqs, m.servers)

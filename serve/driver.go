@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
@@ -159,7 +161,9 @@ type generation struct {
 	outstanding int
 	// queued counts requests per app not yet in any batch (the dispatcher's queue).
 	queued []int64
-	specs  []modelSpec
+	// pipeReqs are the per-pipeline request counters, [app][pipeline] (metrics.pipelines).
+	pipeReqs [][]prometheus.Counter
+	specs    []modelSpec
 }
 
 // door is the admission state of one app as the handlers see it: requests arriving before
@@ -386,6 +390,9 @@ func (d *driver) attach(g *generation) error {
 	for i := range g.doors {
 		g.doors[i].closedUntil.Store(0)
 	}
+	if g.pipeReqs == nil {
+		g.pipeReqs = d.m.pipelines(g.dep)
+	}
 	fx := &effects{d: d, g: g}
 	eng, err := dataplane.NewEngine(g.dep, pol, fx)
 	if err != nil {
@@ -396,10 +403,17 @@ func (d *driver) attach(g *generation) error {
 			x := &ds[i]
 			switch x.Kind {
 			case dataplane.DDispatch:
+				first := 0
 				for _, r := range x.Reqs {
 					if eng.Req(r).Dispatch == dataplane.Never {
 						g.queued[x.App]--
+						first++
 					}
+				}
+				// A request enters its pipeline at its first dispatch (a per-pool
+				// policy dispatches each hop anew: not new traffic).
+				if first > 0 && len(x.Path) > 0 {
+					g.countPipeline(x.App, x.Path[0].Stage, first)
 				}
 			case dataplane.DDrop:
 				if q := eng.Req(x.Req); q.Dispatch == dataplane.Never {

@@ -39,6 +39,7 @@ type metrics struct {
 	all prometheus.Gatherers // reg + runtime and process collectors
 
 	requests, responses, drops, rejected *prometheus.CounterVec
+	pipelineReqs                         *prometheus.CounterVec
 	latency                              *prometheus.HistogramVec
 	inflight, queued                     *prometheus.GaugeVec
 	workerQueued, workerBusy             *prometheus.GaugeVec
@@ -94,6 +95,7 @@ func newMetrics() *metrics {
 	m.ready.Store(true)
 	f := promauto(m.reg)
 	m.requests = f.counterVec("plan_requests_total", "Inference requests accepted by the driver.", "model")
+	m.pipelineReqs = f.counterVec("plan_pipeline_requests_total", "Requests the dispatcher sent into each pipeline of a PPipe plan (at their first dispatch): the rate a pipeline's pools scale on.", "model", "pipeline")
 	m.responses = f.counterVec("plan_responses_total", "Answered requests by outcome (completed, late, dropped, error, cancelled: the client left before its answer).", "model", "outcome")
 	m.drops = f.counterVec("plan_drops_total", "Dropped requests by stage and reason (stage intake: refused at the door, before the body was decoded).", "model", "stage", "reason")
 	m.rejected = f.counterVec("plan_rejected_total", "Requests refused before intake, by HTTP status and cause.", "code", "cause")
@@ -156,6 +158,31 @@ func (m *metrics) model(name string) *modelSeries {
 	}
 	v, _ := m.models.LoadOrStore(name, s)
 	return v.(*modelSeries)
+}
+
+// pipelines resolves the per-pipeline request counters of a deployment, [app][pipeline] (nil
+// for an app without pooled pipelines: only PPipe-style plans split a model's traffic across
+// pipelines, PPipe §5.4's dispatcher choosing one per batch). The series of a pipeline a later
+// plan no longer has stay (a counter's rate falls to 0), as a model's do.
+func (m *metrics) pipelines(dep *dataplane.Deployment) [][]prometheus.Counter {
+	out := make([][]prometheus.Counter, len(dep.Apps))
+	for ai, a := range dep.Apps {
+		for pi := range a.Pipelines {
+			out[ai] = append(out[ai], m.pipelineReqs.WithLabelValues(a.Name, strconv.Itoa(pi)))
+		}
+	}
+	return out
+}
+
+// countPipeline adds n requests to the pipeline whose stage st is (a PPipe stage; other
+// systems' stages have no pipeline and count nothing).
+func (g *generation) countPipeline(app dataplane.AppID, st dataplane.StageID, n int) {
+	if int(app) >= len(g.pipeReqs) || st < 0 || int(st) >= len(g.dep.Stages) {
+		return
+	}
+	if pi := g.dep.Stages[st].Pipeline; pi >= 0 && pi < len(g.pipeReqs[app]) {
+		g.pipeReqs[app][pi].Add(float64(n))
+	}
 }
 
 // lateness records how late a timer fired (µs).
@@ -308,7 +335,7 @@ func (m *metrics) latenessQuantile(q float64) float64 {
 // MetricNames lists every plan_* series family /metrics exposes (tests check them); the Go
 // runtime (go_*) and process (process_*) families come with them.
 var MetricNames = []string{
-	"plan_requests_total", "plan_responses_total", "plan_drops_total", "plan_rejected_total",
+	"plan_requests_total", "plan_pipeline_requests_total", "plan_responses_total", "plan_drops_total", "plan_rejected_total",
 	"plan_request_latency_seconds", "plan_requests_in_flight", "plan_queue_depth",
 	"plan_worker_queue_depth", "plan_worker_busy", "plan_worker_busy_seconds_total",
 	"plan_paused_requests", "plan_ready", "plan_reloads_total", "plan_active_plan_info",

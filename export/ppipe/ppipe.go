@@ -9,6 +9,11 @@
 //   - instance_group count per GPU and gpus / maxReplicas / num_replicas: the pool's slices,
 //     at most VGPU per GPU; KServe's minReplicas the slices the target rate needs and its
 //     rps scaleTarget one slice's share of the pool's throughput (the plan's headroom);
+//   - autoscaling (KEDA ScaledObject, HPA, KServe autoScaling, Ray autoscaling_config): a
+//     pool scales on the rate the dispatcher sends its own pipeline (serve's
+//     plan_pipeline_requests_total{model, pipeline}: §5.4 splits a model's traffic across
+//     its pipelines), against its pipeline's share of the model's capacity per replica
+//     (export.Capacity, placement keys from export.PipelineKey);
 //   - under stage rounding (ppipe.extra.rounding: stage) the Triton instances of the pools at
 //     one (model, stage index, GPU type) share the GPUs the plan counts for them together;
 //   - num_gpus 1/VGPU (vGPU slices), nvidia.com/gpu.product = the pool's GPU type;
@@ -29,7 +34,7 @@ import (
 func Exporters() []export.Exporter { return export.Exporters(Build) }
 
 // Key names pipeline pi's stage d of model in placements.
-func Key(model string, pi, d int) string { return fmt.Sprintf("%s/p%d/s%d", model, pi, d) }
+func Key(model string, pi, d int) string { return export.PipelineKey(model, pi, d) }
 
 // Placements are the plan's pools as the exported files must record them.
 func Placements(p *formats.Plan) []export.Placement {

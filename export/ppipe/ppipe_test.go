@@ -194,7 +194,7 @@ func TestMapping(t *testing.T) {
 	}
 	files, _ = exporter(t, export.KServe).Export(p, export.Options{})
 	k := string(files["inferenceservice-plan-m0-p0-s0.yaml"])
-	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "serving.kserve.io/autoscalerClass: keda", "plan_requests_total{model="} {
+	for _, want := range []string{"nvidia.com/gpu.product: NVIDIA-L4", "nvidia.com/gpu.replicas: \"2\"", "maxReplicas: 2", "serving.kserve.io/autoscalerClass: keda", `plan_pipeline_requests_total{model="m0",pipeline="0"}`} {
 		if !strings.Contains(k, want) {
 			t.Errorf("inferenceservice lacks %q:\n%s", want, k)
 		}
