@@ -30,9 +30,9 @@ type Prediction struct {
 	Basis string `json:"basis"`
 	// Policy is the runtime policy simulated (the plan's own).
 	Policy string `json:"policy"`
-	// Arrivals are the simulated arrivals ("poisson"), Seed their seed and DurationS the
-	// simulated span in seconds (long enough for every application's sampling error to be
-	// small beside 1 − Target).
+	// Arrivals are the simulated arrival process ("poisson", "bursty:CV" or "mmpp": plan
+	// solve --arrivals), Seed their seed and DurationS the simulated span in seconds (long
+	// enough for every application's sampling error to be small beside 1 − Target).
 	Arrivals  string  `json:"arrivals"`
 	Seed      int64   `json:"seed"`
 	DurationS float64 `json:"duration_s"`

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
@@ -135,5 +136,47 @@ func TestWorkloadRate(t *testing.T) {
 	}
 	if got := workloadRate(nil, "m"); got != 0 {
 		t.Errorf("nil workload: %g", got)
+	}
+}
+
+// TestPredictArrivals: a prediction's arrival process is a generator (Poisson by default),
+// recorded in one spelling so that plan check re-runs it; trace files and bad parameters are
+// refused naming the value.
+func TestPredictArrivals(t *testing.T) {
+	tests := []struct {
+		in, kind, canon string
+		cv              float64
+		err             string
+	}{
+		{in: "", kind: "poisson", canon: "poisson"},
+		{in: "poisson", kind: "poisson", canon: "poisson"},
+		{in: "bursty", kind: "bursty", canon: "bursty:3", cv: 3},
+		{in: "bursty:2", kind: "bursty", canon: "bursty:2", cv: 2},
+		{in: "bursty:0.5", kind: "bursty", canon: "bursty:0.5", cv: 0.5},
+		{in: "mmpp", kind: "mmpp", canon: "mmpp"},
+		{in: "bursty:0", err: `"bursty:0": the coefficient of variation must be a number in (0, 100]`},
+		{in: "bursty:x", err: `"bursty:x": the coefficient of variation`},
+		{in: "poisson:2", err: `"poisson:2": poisson takes no parameter`},
+		{in: "day.csv", err: `"day.csv": must be poisson, bursty[:CV] or mmpp`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			spec, canon, err := PredictArrivals(tc.in)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err && !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.Kind != tc.kind || canon != tc.canon || spec.CV != tc.cv {
+				t.Errorf("got %s %q cv %g, want %s %q cv %g", spec.Kind, canon, spec.CV, tc.kind, tc.canon, tc.cv)
+			}
+			if again, c2, err := PredictArrivals(canon); err != nil || c2 != canon || again.Kind != spec.Kind || again.CV != spec.CV {
+				t.Errorf("the recorded spelling %q reads back as %s %q cv %g (%v)", canon, again.Kind, c2, again.CV, err)
+			}
+		})
 	}
 }

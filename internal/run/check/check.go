@@ -19,6 +19,7 @@ import (
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
+	"github.com/plan-dev/plan/sim"
 )
 
 // Args are `plan check PLAN`'s inputs.
@@ -36,6 +37,9 @@ type Args struct {
 	Resolve bool
 	// TimeLimit is --time-limit of the re-solve (0, the default = the plan's recorded limit).
 	TimeLimit time.Duration
+	// Arrivals is --arrivals, the arrival process the predict stage simulates ("" = the
+	// one the plan's prediction records; sim.PredictArrivals).
+	Arrivals string
 }
 
 // Run checks the plan: verify, predict, then the golden comparison and the re-solve asked for.
@@ -46,6 +50,12 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	if a.TimeLimit < 0 {
 		return run.UsageErrorf("--time-limit: %s: must be > 0", a.TimeLimit)
+	}
+	arrivals := ""
+	if a.Arrivals != "" {
+		if _, arrivals, err = sim.PredictArrivals(a.Arrivals); err != nil {
+			return run.UsageErrorf("--arrivals %v", err)
+		}
 	}
 	path := a.Plan
 	// A plan that validate rejects is bad input here too (exit 2), never a failed check.
@@ -70,7 +80,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	lg := &checkLog{io: io, name: path}
 	verifyPlan(lg, sys.Checker, plan)
 	if lg.fails == 0 { // a plan that fails verification is not deployed, so not simulated
-		checkPrediction(ctx, a.Systems, lg, plan)
+		checkPrediction(ctx, a.Systems, lg, plan, arrivals)
 	}
 	if golden != nil {
 		compare(lg, "golden", "golden "+a.Golden, withFleet(sys.Checker.Compare(plan, golden, tol), plan, golden, tol))
@@ -233,25 +243,38 @@ func resolvePlan(ctx context.Context, io *run.IO, lg *checkLog, ck planner.Check
 // from its own inputs. Every application must meet its target at the workload's rates (a
 // stated-throughput plan: hold what it recorded), and a recorded prediction must be
 // reproduced within its sampling error: a plan that checks ok is one whose verdict still holds.
-func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, plan *formats.Plan) {
-	pr, err := predict.Plan(ctx, reg, plan)
+// arrivals other than the recorded ones ("" = those) ask a new question: the recorded
+// prediction answered another, so it is not compared, and every application must meet.
+func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, plan *formats.Plan, arrivals string) {
+	recordedArrivals := predict.RecordedArrivals(plan)
+	if arrivals == "" {
+		arrivals = recordedArrivals
+	}
+	pr, err := predict.PlanArrivals(ctx, reg, plan, arrivals)
 	if err != nil {
 		lg.add("predict", planner.Check{Line: err.Error(), Name: "prediction"})
 		return
 	}
 	recorded := map[string]formats.AppPrediction{}
-	if plan.Prediction != nil {
+	if plan.Prediction != nil && pr.Arrivals == canonicalArrivals(recordedArrivals) {
 		for _, a := range plan.Prediction.Apps {
 			recorded[a.Name] = a
 		}
 	}
+	basis := pr.Basis
+	if pr.Arrivals != "poisson" {
+		basis += ", " + pr.Arrivals + " arrivals"
+	}
 	for _, a := range pr.Apps {
 		val, lim := a.Attainment, a.Target
 		line := fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at %.4g req/s (%s), target %.0f%%, p99 %s; holds the target up to %.4g req/s",
-			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, pr.Basis, 100*a.Target, run.FmtMs(a.P99Ms), a.SustainedRPS)
+			a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, basis, 100*a.Target, run.FmtMs(a.P99Ms), a.SustainedRPS)
 		if b := predict.BindingPhrase(a); b != "" {
 			val, lim, _ = predict.Binding(a)
-			line = fmt.Sprintf("%s at %.4g req/s (%s); holds its SLOs up to %.4g req/s", b, a.RateRPS, pr.Basis, a.SustainedRPS)
+			line = fmt.Sprintf("%s at %.4g req/s (%s); holds its SLOs up to %.4g req/s", b, a.RateRPS, basis, a.SustainedRPS)
+		}
+		if !a.Meets && a.Attainment >= a.Target && predict.BindingPhrase(a) == "" {
+			line += "; below the target in a replication with other arrivals"
 		}
 		ok := a.Meets
 		rec, had := recorded[a.Name]
@@ -289,4 +312,14 @@ func withFleet(cs []planner.Check, got, ref *formats.Plan, tol float64) []planne
 	g, r := got.Fleet.CostPerHour, ref.Fleet.CostPerHour
 	return append(cs, planner.AtMost("cost_per_hour", "", g, r, tol, run.AbsTol,
 		fmt.Sprintf("fleet cost %.4g %s/h vs %.4g (tolerance %.2f%%): %s", g, got.Fleet.Currency, r, tol*100, fleet.Describe(got.Fleet))))
+}
+
+// canonicalArrivals is a recorded arrival process in the spelling a prediction records
+// ("" and plans from before --arrivals: poisson); an unreadable one is returned as it is
+// (then the new prediction, which failed on it, is not compared with it).
+func canonicalArrivals(s string) string {
+	if _, c, err := sim.PredictArrivals(s); err == nil {
+		return c
+	}
+	return s
 }

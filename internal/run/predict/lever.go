@@ -25,15 +25,16 @@ import (
 // floor above the SLO, a cluster the planner already fills).
 var rateMargins = []float64{1.1, 1.25, 1.5, 2}
 
-// Solve solves in, predicts the plan and, where it misses at the workload's rates,
-// tries rateMargins. It returns the first plan that meets its targets, or the plan solved
-// at the rates as given with its miss.
-func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, note func(string)) (*formats.Plan, error) {
+// Solve solves in, predicts the plan under the arrival process arrivals (sim.PredictArrivals:
+// "" is Poisson) and, where it misses at the workload's rates, tries rateMargins. It returns
+// the first plan that meets its targets, or the plan solved at the rates as given with its
+// miss.
+func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in planner.Inputs, settings planner.Settings, arrivals string, note func(string)) (*formats.Plan, error) {
 	plan, err := pl.Solve(ctx, in, settings)
 	if err != nil {
 		return nil, err
 	}
-	if plan.Prediction, err = Plan(ctx, reg, plan); err != nil {
+	if plan.Prediction, err = PlanArrivals(ctx, reg, plan, arrivals); err != nil {
 		return nil, err
 	}
 	pr := plan.Prediction
@@ -58,7 +59,7 @@ func Solve(ctx context.Context, reg *systems.Registry, pl planner.Planner, in pl
 		if err := unscaleEmbedded(p, k, plan.Provenance.Embedded); err != nil {
 			return nil, err
 		}
-		if p.Prediction, err = Plan(ctx, reg, p); err != nil {
+		if p.Prediction, err = PlanArrivals(ctx, reg, p, arrivals); err != nil {
 			return nil, err
 		}
 		if p.Prediction.Meets {
@@ -76,6 +77,9 @@ func worstMiss(pr *formats.Prediction) string {
 		return "no application"
 	}
 	a := pr.Apps[worst]
+	if a.Attainment >= a.Target {
+		return fmt.Sprintf("%s %.2f%% ± %.2f, below %.0f%% in a replication", a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target)
+	}
 	return fmt.Sprintf("%s %.2f%% < %.0f%%", a.Name, 100*a.Attainment, 100*a.Target)
 }
 

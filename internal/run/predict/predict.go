@@ -23,22 +23,39 @@ import (
 // arrivalSeed seeds the prediction's arrivals (workload.PredictionSeed, the planners' too).
 const arrivalSeed = workload.PredictionSeed
 
-// Plan simulates plan at its own rates and returns its prediction.
+// Plan simulates plan at its own rates, under the arrival process its prediction records
+// (Poisson where it records none), and returns its prediction: `plan check` re-runs a
+// verdict as it was made.
 func Plan(ctx context.Context, reg *systems.Registry, plan *formats.Plan) (*formats.Prediction, error) {
-	return PlanWith(ctx, reg, plan, arrivalSeed, 1)
+	return PlanArrivals(ctx, reg, plan, RecordedArrivals(plan))
+}
+
+// PlanArrivals is Plan under the arrival process arrivals (sim.PredictArrivals: "" is
+// Poisson).
+func PlanArrivals(ctx context.Context, reg *systems.Registry, plan *formats.Plan, arrivals string) (*formats.Prediction, error) {
+	return planInput(ctx, reg, plan, sim.PredictInput{Seed: arrivalSeed, SpanScale: 1, Arrivals: arrivals})
+}
+
+// RecordedArrivals is the arrival process plan's prediction was made under ("" without one:
+// Poisson).
+func RecordedArrivals(plan *formats.Plan) string {
+	if plan.Prediction == nil {
+		return ""
+	}
+	return plan.Prediction.Arrivals
 }
 
 // PlanSeed is Plan at the plan's rates only (no headroom search) with other
 // arrivals: the property tests' independent re-run of a verdict.
 func PlanSeed(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64) (*formats.Prediction, error) {
-	return planInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: 1, RatesOnly: true})
+	return planInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: 1, RatesOnly: true, Arrivals: RecordedArrivals(plan)})
 }
 
 // PlanWith is Plan with the arrivals' seed and the span times spanScale
 // (BenchmarkPredictionVsLongRun's 10× run): the plan deployed by its system, simulated by
 // sim.Predict.
 func PlanWith(ctx context.Context, reg *systems.Registry, plan *formats.Plan, seed int64, spanScale float64) (*formats.Prediction, error) {
-	return planInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: spanScale})
+	return planInput(ctx, reg, plan, sim.PredictInput{Seed: seed, SpanScale: spanScale, Arrivals: RecordedArrivals(plan)})
 }
 
 // planInput deploys the plan by its system and predicts it with in's settings.
@@ -58,8 +75,12 @@ func Misses(pr *formats.Prediction) []string {
 		if !a.Meets && BindingPhrase(a) != "" {
 			out = append(out, fmt.Sprintf("%s at its own rate %.4g req/s (%d dropped of %d); it holds its SLOs up to %.4g req/s", BindingPhrase(a), a.RateRPS, a.Dropped, a.Requests, a.SustainedRPS))
 		} else if !a.Meets {
-			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%% (p99 %s, %d dropped, %d late of %d); it holds the target up to %.4g req/s",
-				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, run.FmtMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
+			scatter := ""
+			if a.Attainment >= a.Target {
+				scatter = ", below it in a replication with other arrivals"
+			}
+			out = append(out, fmt.Sprintf("%s: predicted attainment %.2f%% ± %.2f at its own rate %.4g req/s, target %.0f%%%s (p99 %s, %d dropped, %d late of %d); it holds the target up to %.4g req/s",
+				a.Name, 100*a.Attainment, 100*a.Margin, a.RateRPS, 100*a.Target, scatter, run.FmtMs(a.P99Ms), a.Dropped, a.Late, a.Requests, a.SustainedRPS))
 		}
 	}
 	return out
@@ -86,12 +107,16 @@ func Line(pr *formats.Prediction) string {
 	case pr.Headroom == 0:
 		hr = fmt.Sprintf("misses at every load tried down to %.2g×", sim.PredictLowestLoad)
 	}
-	if b := BindingPhrase(a); b != "" {
-		return fmt.Sprintf("predicted (simulated %s s at its own rates, seed %d): %s; closest %s; %s",
-			fmtSecsShort(pr.DurationS), pr.Seed, verdict, b, hr)
+	arrivals := ""
+	if pr.Arrivals != "" && pr.Arrivals != "poisson" {
+		arrivals = " of " + pr.Arrivals + " arrivals"
 	}
-	return fmt.Sprintf("predicted (simulated %s s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
-		fmtSecsShort(pr.DurationS), pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtMs(a.P99Ms), hr)
+	if b := BindingPhrase(a); b != "" {
+		return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; closest %s; %s",
+			fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, b, hr)
+	}
+	return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
+		fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtMs(a.P99Ms), hr)
 }
 
 func fmtSecsShort(s float64) string {

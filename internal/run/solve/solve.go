@@ -25,6 +25,7 @@ import (
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/sim"
 )
 
 // Inputs are the files a solve plans (plan solve's and plan frontier's --profile, --cluster,
@@ -68,6 +69,9 @@ type Args struct {
 	Spot *float64
 	// AcceptMiss is --accept-miss: write a plan that misses in simulation, the miss recorded.
 	AcceptMiss bool
+	// Arrivals is --arrivals, the arrival process the prediction simulates
+	// (sim.PredictArrivals: poisson, the default, bursty[:CV] or mmpp).
+	Arrivals string
 	// Window is --trace, --window, --peak-quantile and --margin.
 	Window Window
 	// PlannerFlags are the planner flags given (every flag but the common ones), in the
@@ -90,6 +94,9 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	if a.SLOSet && a.SLO == 0 {
 		return run.UsageErrorf("--slo: 0s: must be > 0 (leave it out for the workload's or the default SLO)")
+	}
+	if _, _, err := sim.PredictArrivals(a.Arrivals); err != nil {
+		return run.UsageErrorf("--arrivals %v", err)
 	}
 	if err := formats.CheckWritable(a.Out); err != nil {
 		return run.UsageErrorf("--out: %q: %v", a.Out, err)
@@ -135,7 +142,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		settings.Progress = pr.report
 	}
 	task.Note("solving")
-	plan, err := predict.Solve(ctx, a.Systems, pl, in, settings, func(s string) {
+	plan, err := predict.Solve(ctx, a.Systems, pl, in, settings, a.Arrivals, func(s string) {
 		if !io.Quiet {
 			task.Println("solve: " + s)
 		}
@@ -149,8 +156,12 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		return run.UsageErrorf("--objective cost: the %s planner has no cost objective yet (nothing written)", sys.Name)
 	}
 	if pr := plan.Prediction; !pr.Meets && pr.Basis == formats.PredictionBasisRates && !a.AcceptMiss {
-		return run.UsageErrorf("the plan misses its target at the workload's rates, in simulation: %s (nothing written; --accept-miss writes it with the miss recorded)",
-			strings.Join(predict.Misses(pr), "; "))
+		of := ""
+		if pr.Arrivals != "poisson" {
+			of = " of " + pr.Arrivals + " arrivals"
+		}
+		return run.UsageErrorf("the plan misses its target at the workload's rates, in simulation%s: %s (nothing written; --accept-miss writes it with the miss recorded)",
+			of, strings.Join(predict.Misses(pr), "; "))
 	}
 	if err := formats.WriteFileWith(a.Out, plan, a.Systems.Sections()); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)

@@ -70,7 +70,7 @@ func runWindows(ctx context.Context, a Args, io *run.IO, sys system.System, pl p
 		wi.Refs = refs
 		// Each window's plan is predicted at its peak rates and sized up where it misses,
 		// as plan solve's are (predict.Solve).
-		plan, err := predict.Solve(ctx, a.Systems, pl, wi, settings, func(string) {})
+		plan, err := predict.Solve(ctx, a.Systems, pl, wi, settings, a.Arrivals, func(string) {})
 		if err != nil {
 			return nil, solveError(withFileNames(err, a.Inputs, sys))
 		}

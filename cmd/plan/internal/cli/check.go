@@ -13,6 +13,7 @@ type checkOptions struct {
 	tolerance string
 	resolve   bool
 	timeLimit time.Duration
+	arrivals  string
 }
 
 func newCheckCmd(app *App) *cobra.Command {
@@ -36,11 +37,15 @@ placed, replica counts equal to the placement, batches within each service's max
 cost plan (--objective cost): its fleet record against its sections, cluster and prices.
 
 Then (predict) it simulates the plan at its own rates, as plan solve did before writing it
-(its runtime policy, Poisson arrivals, seed 1): every application must meet its target (99%,
-or its SLO's percentile) at the workload's rates, and a prediction the plan records must be
-reproduced within its sampling error. A miss the plan records (--accept-miss), or a stated
-throughput past what the plan serves (a PPipe or cascade plan), passes with the rate it does
-sustain; a plan that fails verification is not simulated.
+(its runtime policy, the arrivals its prediction records: Poisson unless solved with
+--arrivals, seed 1): every application must meet its target (99%, or its SLO's percentile)
+at the workload's rates, in the run and in its replications, and a prediction the plan
+records must be reproduced within its sampling error. A miss the plan records
+(--accept-miss), or a stated throughput past what the plan serves (a PPipe or cascade plan),
+passes with the rate it does sustain; a plan that fails verification is not simulated.
+--arrivals bursty:CV (or mmpp) asks whether the plan holds under other arrivals than it was
+predicted under: every application must meet its target there, and the recorded prediction
+is not compared.
 
 --golden F compares per model (PPipe: every model's throughput, and the max-min objective of
 multi-model plans) or per application (PARD: GPUs and provisioned rate) and fails on a loss
@@ -57,7 +62,8 @@ whole plan); value the measured number and limit the bound it was held to, the r
 with --tolerance applied (null where no number applies).`,
 		Example: `  plan check plan.json
   plan check plan.json --golden testdata/golden/demo-ppipe.json --tolerance 1%
-  plan check testdata/golden/demo-ppipe.json --golden testdata/golden/demo-ppipe.json --resolve`,
+  plan check testdata/golden/demo-ppipe.json --golden testdata/golden/demo-ppipe.json --resolve
+  plan check testdata/golden/dyorc-small.json --arrivals bursty:2   # does it hold on bursty traffic?`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runCheck(cmd, app, o, args[0]) },
 	}
@@ -66,10 +72,11 @@ with --tolerance applied (null where no number applies).`,
 	f.StringVar(&o.tolerance, "tolerance", "1%", "allowed relative throughput drop: 1% or 0.01")
 	f.BoolVar(&o.resolve, "resolve", false, "re-solve from the plan's embedded inputs and compare")
 	f.DurationVar(&o.timeLimit, "time-limit", 0, "time limit of the re-solve (default: the plan's recorded limit)")
+	f.StringVar(&o.arrivals, "arrivals", "", "arrival process of the predict stage: poisson, bursty[:CV] or mmpp (default: the one the plan's prediction records)")
 	return cmd
 }
 
 func runCheck(cmd *cobra.Command, app *App, o *checkOptions, path string) error {
 	return check.Run(cmd.Context(), check.Args{Systems: app.Systems, Plan: path, Golden: o.golden,
-		Tolerance: o.tolerance, Resolve: o.resolve, TimeLimit: o.timeLimit}, &app.IO)
+		Tolerance: o.tolerance, Resolve: o.resolve, TimeLimit: o.timeLimit, Arrivals: o.arrivals}, &app.IO)
 }

@@ -28,12 +28,13 @@ type solveOptions struct {
 	profileFit string
 	win        windowOptions
 	acceptMiss bool
+	arrivals   string
 	// spot is --spot SHARE (with --objective cost).
 	spot spotFlag
 }
 
 // commonSolveFlags are the flags every planner takes; the rest belong to one planner each.
-var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "spot", "profile-fit", "accept-miss"}, windowSolveFlags...)
+var commonSolveFlags = append([]string{"profile", "cluster", "workload", "slo", "strategy", "time-limit", "gap", "out", "deterministic", "objective", "spot", "profile-fit", "accept-miss", "arrivals"}, windowSolveFlags...)
 
 func newSolveCmd(app *App) *cobra.Command {
 	o := &solveOptions{}
@@ -64,7 +65,8 @@ raw_total_us) and records fit: outliers, or fit: none when every value is as mea
 --profile-fit none plans on every measured value, outliers included.
 
 Before writing, solve simulates the plan at its own rates (its runtime policy, Poisson
-arrivals, seed 1, long enough for 2,000 requests of each application) and records the
+arrivals or those --arrivals names, seed 1, long enough for 2,000 requests of each
+application) and records the
 prediction in the plan: per application the attainment and its sampling error, drops, late
 answers, p50/p90/p99 latency (TTFT and TPOT for LLM classes) and the rate up to which it holds
 its target. Load 1 is the workload's rate where it gives one, else the throughput the plan
@@ -73,7 +75,14 @@ the plan does sustain). A plan sized for the workload's rates that misses an app
 target (99%, or the percentile its SLO is stated at) is solved again for 1.1, 1.25, 1.5 and 2×
 the rates (provenance.rate_margin); if none meets, solve exits 2 naming the application, its
 predicted and target attainment and the rate it does sustain; --accept-miss writes it anyway,
-the miss in its prediction. plan check re-runs the prediction.`,
+the miss in its prediction. plan check re-runs the prediction, under the same arrivals.
+
+Planners size for mean rates. Real traffic is burstier than Poisson: at the same mean rate it
+queues more, and a plan that holds its SLO on Poisson arrivals may miss on it. --arrivals
+bursty:CV predicts (and so sizes) under Gamma-renewal arrivals whose inter-arrival times have
+that coefficient of variation (1 is Poisson; vllm bench serve's --burstiness B is CV 1/√B),
+--arrivals mmpp under a two-state Markov-modulated Poisson process (2.5× the rate for 0.2 s,
+0.625× for 0.8 s).`,
 		Example: `  plan solve --slo 200ms
   plan solve --profile profile.json --cluster cluster.yaml --workload workload.yaml -o plan.json
   plan solve --strategy np -o np.json          # PPipe's baselines: np, dart-r
@@ -82,6 +91,7 @@ the miss in its prediction. plan check re-runs the prediction.`,
   plan solve --profile testdata/qlm/profile.json --cluster testdata/qlm/cluster.yaml --workload testdata/qlm/workload.yaml -o qlm.json
   plan solve --cluster testdata/dyorc/cluster-small.json --workload testdata/dyorc/small.json -o dyorc.json
   plan solve --output json | jq .ppipe.models[0].throughput_rps
+  plan solve --arrivals bursty:2 --cluster testdata/dyorc/cluster-small.json --workload testdata/dyorc/small.json -o dyorc.json   # hold the SLO on bursty traffic
   plan solve --objective cost --profile profile.json --workload w.yaml --cluster c.yaml --trace day.csv --window 1h -o schedule.json   # a least-cost plan per hour
   plan solve --objective cost --spot 0.5 --profile testdata/cost/llm-profile.json --cluster testdata/cost/cluster-llm-spot.yaml --workload testdata/cost/workload-llm-busy.yaml -o spot.json   # up to half of each type's GPUs on spot`,
 		Args: cobra.NoArgs,
@@ -101,6 +111,7 @@ the miss in its prediction. plan check re-runs the prediction.`,
 	addWindowFlags(f, &o.win)
 	f.StringVar(&o.profileFit, "profile-fit", formats.FitOutliers, "outliers: replace measured points more than 25% out of monotone order by their neighbours' curve; none: plan on every measured value")
 	f.BoolVar(&o.deterministic, "deterministic", false, "record solve_ms as 0 so identical inputs give byte-identical plans (golden files)")
+	f.StringVar(&o.arrivals, "arrivals", "poisson", "arrival process the plan's prediction simulates (and sizes for): poisson, bursty[:CV] (Gamma renewal, CV 3) or mmpp")
 	f.BoolVar(&o.acceptMiss, "accept-miss", false, "write the plan even when its simulation at its own rates misses an application's target (the miss is recorded in the plan's prediction)")
 	// Every planner's own flags, each defined once for parsing; after parsing, the chosen
 	// planner gets the values given (its own defaults otherwise). The usage lists them per
@@ -142,6 +153,7 @@ func runSolve(cmd *cobra.Command, app *App, o *solveOptions) error {
 		Objective:     o.objective,
 		Spot:          o.spot.share(),
 		AcceptMiss:    o.acceptMiss,
+		Arrivals:      o.arrivals,
 		Window:        o.win.args(fl),
 		PlannerFlags:  given,
 		ToolVersion:   buildVersion().Version,
