@@ -441,7 +441,15 @@ func (p *Cocktail) try(k int, out *dataplane.Decisions) {
 	}
 	n := min(len(p.queues[k]), p.tab.MaxBatch)
 	p.inflight[k] = append(p.inflight[k][:0], p.queues[k][:n]...)
-	p.queues[k] = append(p.queues[k][:0], p.queues[k][n:]...)
+	if n == len(p.queues[k]) {
+		p.queues[k] = p.queues[k][:0]
+	} else {
+		// The rest stays where it is: moving it to the front cost a copy of the whole
+		// backlog per batch (quadratic in a backlog, which the lone initial replica of a
+		// large fleet builds while the others load); append reallocates once the tail is
+		// full and copies only what is queued then.
+		p.queues[k] = p.queues[k][n:]
+	}
 	for _, g := range p.gpus[k] {
 		p.gpuBusy[g] = true
 	}
