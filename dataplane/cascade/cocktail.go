@@ -66,6 +66,7 @@ type Cocktail struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
+	pending  []bool // EvBatchDone's pendingOf
 	// ix indexes routing and batch starts (cocktailindex.go).
 	ix cocktailIndex
 
@@ -267,9 +268,10 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			return
 		}
 		b := p.v.Batch(ev.Batch)
-		for _, id := range b.Reqs {
+		p.pending = pendingOf(p.v, b.Reqs, p.pending)
+		for i, id := range b.Reqs {
 			switch r := p.v.Req(id); {
-			case r.Outcome != dataplane.Pending:
+			case !p.pending[i]:
 			case r.CancelRequested:
 				out.Drop(id, p.stage, dataplane.DropCancelled, 0) // withdrawn while it ran: no answer
 			default:

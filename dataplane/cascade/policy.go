@@ -96,6 +96,7 @@ type Policy struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
+	pending  []bool // batchDone's pendingOf
 	// checkRoute, when set (tests), gets every indexed routing choice and the scan's.
 	checkRoute func(index, scan int)
 	// cand: the GPUs that may have become ready since last tried (bitset); aging: queue
@@ -538,11 +539,12 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	w := ev.Worker
 	st := p.tab.Replicas[w].Stage
 	b := p.v.Batch(ev.Batch)
-	for _, id := range b.Reqs {
-		r := p.v.Req(id)
-		if r.Outcome != dataplane.Pending {
+	p.pending = pendingOf(p.v, b.Reqs, p.pending)
+	for i, id := range b.Reqs {
+		if !p.pending[i] {
 			continue
 		}
+		r := p.v.Req(id)
 		if r.CancelRequested {
 			// Withdrawn while the batch ran: no further model, no answer.
 			out.Drop(id, dataplane.StageID(st), dataplane.DropCancelled, 0)

@@ -70,3 +70,16 @@ func (q *wqueue) remove(id dataplane.ReqID) (found, wasHead bool) {
 	}
 	return false, false
 }
+
+// pendingOf sets pend[i] to whether request ids[i] is still pending, reusing pend's array.
+// A batch's end reads this first, in a loop of independent loads: at hundreds of replicas
+// the requests of one batch lie far apart in the engine's table, and their misses overlap
+// here where the decision loop, one request at a time, would wait for each in turn. The
+// view does not change while the policy decides (decisions apply after Handle returns).
+func pendingOf(v dataplane.View, ids []dataplane.ReqID, pend []bool) []bool {
+	pend = pend[:0]
+	for _, id := range ids {
+		pend = append(pend, v.Req(id).Outcome == dataplane.Pending)
+	}
+	return pend
+}
