@@ -66,6 +66,7 @@ type Cocktail struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
+	pending  []bool // EvBatchDone's pendingOf
 	// ix indexes routing and batch starts (cocktailindex.go).
 	ix cocktailIndex
 
@@ -267,9 +268,10 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 			return
 		}
 		b := p.v.Batch(ev.Batch)
-		for _, id := range b.Reqs {
+		p.pending = pendingOf(p.v, b.Reqs, p.pending)
+		for i, id := range b.Reqs {
 			switch r := p.v.Req(id); {
-			case r.Outcome != dataplane.Pending:
+			case !p.pending[i]:
 			case r.CancelRequested:
 				out.Drop(id, p.stage, dataplane.DropCancelled, 0) // withdrawn while it ran: no answer
 			default:
@@ -441,7 +443,15 @@ func (p *Cocktail) try(k int, out *dataplane.Decisions) {
 	}
 	n := min(len(p.queues[k]), p.tab.MaxBatch)
 	p.inflight[k] = append(p.inflight[k][:0], p.queues[k][:n]...)
-	p.queues[k] = append(p.queues[k][:0], p.queues[k][n:]...)
+	if n == len(p.queues[k]) {
+		p.queues[k] = p.queues[k][:0]
+	} else {
+		// The rest stays where it is: moving it to the front cost a copy of the whole
+		// backlog per batch (quadratic in a backlog, which the lone initial replica of a
+		// large fleet builds while the others load); append reallocates once the tail is
+		// full and copies only what is queued then.
+		p.queues[k] = p.queues[k][n:]
+	}
 	for _, g := range p.gpus[k] {
 		p.gpuBusy[g] = true
 	}

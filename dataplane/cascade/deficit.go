@@ -9,8 +9,9 @@ import (
 // share of the position's requests most exceeds its observed share: the argmax over the
 // replicas k of sh[k]·total − sent[k], the first on ties. Scanning every replica on every
 // arrival makes the simulator's cost per event grow with the GPUs (events/s
-// constant in N), so each position keeps an index that makes the same choice in O(G log n)
-// for G distinct share values (1 in a plan whose replicas of a model share its load evenly).
+// constant in N), so each position keeps an index that makes the same choice in O(G) for G
+// distinct share values (1 in a plan whose replicas of a model share its load evenly): O(1)
+// per group while the group's counts are a round robin's, O(log n) otherwise.
 //
 // Why it is exact: replicas with the same share s compute the same product x = s·total (the
 // same floating-point operations on the same operands), and x − sent[k] is monotone in
@@ -36,11 +37,21 @@ type deficitIndex struct {
 
 // shareGroup is the replicas of one share value, in replica order, under a segment tree
 // whose nodes hold the member (slot) with the least sent count, the lower slot on ties.
+//
+// The tree is the general case. Routing itself only ever adds one to the count of the
+// group's least member, the lowest on ties, so from equal counts (a reset) the counts stay
+// c+1 on a prefix of the slots and c on the rest: the least member is the first slot of the
+// rest, and the group is a round robin. While rr holds, next is that slot and the tree is not
+// kept (its O(log n) repair per request, with a data-dependent branch per level, was the
+// largest cost of routing that grows with the replicas); any other change (a pick by the
+// scan while a replica is down) rebuilds the tree from the counts and leaves rr.
 type shareGroup struct {
 	share float64
 	ks    []int
 	size  int
 	tree  []int32
+	rr    bool
+	next  int32
 }
 
 func newDeficitIndex(sh []float64) deficitIndex {
@@ -72,19 +83,42 @@ func newDeficitIndex(sh []float64) deficitIndex {
 	return d
 }
 
-// reset rebuilds every group's tree from the counts sent.
+// reset rebuilds every group's tree from the counts sent, and its round robin when the
+// counts have the round robin's form.
 func (d *deficitIndex) reset(sent []float64) {
 	for gi := range d.groups {
 		g := &d.groups[gi]
-		for i := range g.size {
-			g.tree[g.size+i] = -1
-			if i < len(g.ks) {
-				g.tree[g.size+i] = int32(i)
-			}
+		g.build(sent)
+		g.rr, g.next = g.roundRobin(sent)
+	}
+}
+
+// roundRobin reports whether the members' counts are c+1 on a prefix and c on the rest, and
+// where the rest starts (0 when all are equal).
+func (g *shareGroup) roundRobin(sent []float64) (bool, int32) {
+	c := sent[g.ks[len(g.ks)-1]]
+	i := 0
+	for i < len(g.ks) && sent[g.ks[i]] == c+1 {
+		i++
+	}
+	for _, k := range g.ks[i:] {
+		if sent[k] != c {
+			return false, 0
 		}
-		for n := g.size - 1; n >= 1; n-- {
-			g.tree[n] = g.less(sent, g.tree[2*n], g.tree[2*n+1])
+	}
+	return true, int32(i)
+}
+
+// build fills the tree from the counts sent.
+func (g *shareGroup) build(sent []float64) {
+	for i := range g.size {
+		g.tree[g.size+i] = -1
+		if i < len(g.ks) {
+			g.tree[g.size+i] = int32(i)
 		}
+	}
+	for n := g.size - 1; n >= 1; n-- {
+		g.tree[n] = g.less(sent, g.tree[2*n], g.tree[2*n+1])
 	}
 }
 
@@ -107,6 +141,18 @@ func (d *deficitIndex) update(sent []float64, k int) {
 		return
 	}
 	g := &d.groups[gi]
+	if g.rr {
+		if d.slot[k] == g.next {
+			// the least member got one more: the next slot is the least now
+			if g.next++; int(g.next) == len(g.ks) {
+				g.next = 0
+			}
+			return
+		}
+		g.rr = false
+		g.build(sent)
+		return
+	}
 	for n := (g.size + int(d.slot[k])) / 2; n >= 1; n /= 2 {
 		g.tree[n] = g.less(sent, g.tree[2*n], g.tree[2*n+1])
 	}
@@ -119,7 +165,7 @@ func (d *deficitIndex) pick(total float64, sent []float64) int {
 	best, bv := 0, math.Inf(-1)
 	for gi := range d.groups {
 		g := &d.groups[gi]
-		k := g.ks[g.tree[1]]
+		k := g.ks[g.least()]
 		// The scan's expression, operation for operation (a fused multiply-subtract, where
 		// the compiler makes one, is then made in both).
 		if v := g.share/live*total - sent[k]; v > bv || (v == bv && k < best) {
@@ -127,4 +173,12 @@ func (d *deficitIndex) pick(total float64, sent []float64) int {
 		}
 	}
 	return best
+}
+
+// least is the group's member (slot) of least count, the lowest on ties.
+func (g *shareGroup) least() int32 {
+	if g.rr {
+		return g.next
+	}
+	return g.tree[1]
 }

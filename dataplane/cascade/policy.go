@@ -61,10 +61,8 @@ type Policy struct {
 	gpuBusy   []bool
 	// gpuEnd[g]: the nominal end of the batch GPU g runs (shed.go's lower bound).
 	gpuEnd  []dataplane.Time
-	running []bool // per worker
-	queues  [][]dataplane.ReqID
-	heads   []int
-	enq     [][]dataplane.Time // enqueue time of each queued request
+	running []bool   // per worker
+	queues  []wqueue // per worker: its requests and their arrivals (queue.go)
 	// deficit routing counters per (gear, position): total and per replica sent.
 	total [][]float64
 	sent  [][][]float64
@@ -98,6 +96,7 @@ type Policy struct {
 	inflight [][]dataplane.ReqID
 	nDown    int
 	scratch  []dataplane.ReqID
+	pending  []bool // batchDone's pendingOf
 	// checkRoute, when set (tests), gets every indexed routing choice and the scan's.
 	checkRoute func(index, scan int)
 	// cand: the GPUs that may have become ready since last tried (bitset); aging: queue
@@ -181,6 +180,16 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.tab.MaxBatch = 1000
 	}
 	nS, nW, nG := len(p.dep.Stages), len(p.dep.Topo.Workers), len(p.dep.Topo.GPUs)
+	// The replicas' GPU lists, read on every push and batch, in one array rather than one
+	// allocation each from the decoder.
+	var flat []int
+	for _, r := range p.tab.Replicas {
+		flat = append(flat, r.GPUs...)
+	}
+	for w := range p.tab.Replicas {
+		n := len(p.tab.Replicas[w].GPUs)
+		p.tab.Replicas[w].GPUs, flat = flat[:n:n], flat[n:]
+	}
 	p.stageReps = make([][]dataplane.WorkerID, nS)
 	p.repIdx = make([]int, nW)
 	p.gpuReps = make([][]dataplane.WorkerID, nG)
@@ -213,9 +222,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.cand = make([]uint64, (nG+63)/64)
 	p.tick = p.TickEvery()
 	p.running = make([]bool, nW)
-	p.queues = make([][]dataplane.ReqID, nW)
-	p.enq = make([][]dataplane.Time, nW)
-	p.heads = make([]int, nW)
+	p.queues = make([]wqueue, nW)
 	p.loaded = make([]bool, nW)
 	p.loading = make([]bool, nW)
 	p.inflight = make([][]dataplane.ReqID, nW)
@@ -325,7 +332,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			qps := math.Ceil(float64(count)/elapsed) * p.scale
 			q0 := 0
 			for _, w := range p.stageReps[p.tab.Gears[p.cur].Stages[0]] {
-				q0 += len(p.queues[w]) - p.heads[w]
+				q0 += p.queues[w].len()
 			}
 			p.Lookups++
 			if g := Switch(p.gqhi, p.cur, qps, p.alpha, q0); g != p.cur {
@@ -445,16 +452,16 @@ func (p *Policy) routeScan(sh []float64, s int, live, total float64, sent []floa
 }
 
 func (p *Policy) push(w dataplane.WorkerID, id dataplane.ReqID, at dataplane.Time) {
-	head := p.qlen(w) == 0
-	p.queues[w] = append(p.queues[w], id)
-	p.enq[w] = append(p.enq[w], at)
+	q := &p.queues[w]
+	head := q.len() == 0
+	q.push(id, at)
 	p.markW(w)
 	if head {
 		p.newHead(w)
 	}
 }
 
-func (p *Policy) qlen(w dataplane.WorkerID) int { return len(p.queues[w]) - p.heads[w] }
+func (p *Policy) qlen(w dataplane.WorkerID) int { return p.queues[w].len() }
 
 // trigger is w's minimum queue length: the current gear's b1 for its first model, 1 for
 // every other stage (§4.5). [ours] A head that has waited a whole poll interval runs
@@ -466,7 +473,7 @@ func (p *Policy) trigger(now dataplane.Time, w dataplane.WorkerID) int {
 	if p.tab.Replicas[w].Stage != g.Stages[0] {
 		return 1
 	}
-	if p.qlen(w) > 0 && now-p.enq[w][p.heads[w]] >= p.TickEvery() {
+	if q := &p.queues[w]; q.len() > 0 && now-q.front().at >= p.tick {
 		return 1
 	}
 	return max(g.B1, 1)
@@ -503,7 +510,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 		if !free {
 			continue
 		}
-		if h := p.enq[w][p.heads[w]]; best == dataplane.NoWorker || h < bt {
+		if h := p.queues[w].front().at; best == dataplane.NoWorker || h < bt {
 			best, bt = w, h
 		}
 	}
@@ -512,15 +519,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	}
 	w := best
 	n := p.batchSize(now, w)
-	p.inflight[w] = append(p.inflight[w][:0], p.queues[w][p.heads[w]:p.heads[w]+n]...)
-	p.heads[w] += n
-	if p.heads[w] == len(p.queues[w]) {
-		p.queues[w], p.enq[w], p.heads[w] = p.queues[w][:0], p.enq[w][:0], 0
-	} else if p.heads[w] > 4096 {
-		p.queues[w] = append(p.queues[w][:0], p.queues[w][p.heads[w]:]...)
-		p.enq[w] = append(p.enq[w][:0], p.enq[w][p.heads[w]:]...)
-		p.heads[w] = 0
-	}
+	p.inflight[w] = p.queues[w].take(n, p.inflight[w][:0])
 	if p.qlen(w) > 0 {
 		p.newHead(w)
 	}
@@ -540,11 +539,12 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	w := ev.Worker
 	st := p.tab.Replicas[w].Stage
 	b := p.v.Batch(ev.Batch)
-	for _, id := range b.Reqs {
-		r := p.v.Req(id)
-		if r.Outcome != dataplane.Pending {
+	p.pending = pendingOf(p.v, b.Reqs, p.pending)
+	for i, id := range b.Reqs {
+		if !p.pending[i] {
 			continue
 		}
+		r := p.v.Req(id)
 		if r.CancelRequested {
 			// Withdrawn while the batch ran: no further model, no answer.
 			out.Drop(id, dataplane.StageID(st), dataplane.DropCancelled, 0)
@@ -678,8 +678,8 @@ func (p *Policy) workerDown(now dataplane.Time, w dataplane.WorkerID, out *datap
 	}
 	p.inflight[w] = p.inflight[w][:0]
 	p.loading[w], p.loaded[w] = false, false
-	p.scratch = append(p.scratch, p.queues[w][p.heads[w]:]...)
-	p.queues[w], p.enq[w], p.heads[w] = p.queues[w][:0], p.enq[w][:0], 0
+	p.scratch = p.queues[w].appendIDs(p.scratch)
+	p.queues[w].reset()
 	p.resetDeficit(st)
 	for _, id := range p.scratch {
 		r := p.v.Req(id)

@@ -62,7 +62,7 @@ func (p *Policy) admits(now dataplane.Time, w dataplane.WorkerID, dl dataplane.T
 	n := min(q+1, p.tab.MaxBatch)
 	est := p.freeAt(now, w) + p.lat(w, n)
 	if q > 0 && q < p.tab.MaxBatch {
-		dl = min(dl, p.v.Req(p.queues[w][p.heads[w]]).Deadline)
+		dl = min(dl, p.v.Req(p.queues[w].front().id).Deadline)
 	}
 	return est <= dl, est
 }
@@ -76,21 +76,22 @@ func (p *Policy) dropLate(now dataplane.Time, w dataplane.WorkerID, out *datapla
 	st := dataplane.StageID(p.tab.Replicas[w].Stage)
 	dropped := false
 	l1 := p.lat(w, 1)
-	for p.qlen(w) > 0 {
-		id := p.queues[w][p.heads[w]]
+	q := &p.queues[w]
+	for q.len() > 0 {
+		id := q.front().id
 		if now+l1 <= p.v.Req(id).Deadline {
 			break
 		}
 		out.Drop(id, st, dataplane.DropDeadline, l1)
 		p.Shed++
-		p.heads[w]++
+		q.head++
 		dropped = true
 	}
 	if !dropped {
 		return
 	}
-	if p.qlen(w) == 0 {
-		p.queues[w], p.enq[w], p.heads[w] = p.queues[w][:0], p.enq[w][:0], 0
+	if q.len() == 0 {
+		q.reset()
 		return
 	}
 	p.newHead(w)
@@ -104,7 +105,7 @@ func (p *Policy) batchSize(now dataplane.Time, w dataplane.WorkerID) int {
 	if !p.shedding() {
 		return n
 	}
-	dl := p.v.Req(p.queues[w][p.heads[w]]).Deadline
+	dl := p.v.Req(p.queues[w].front().id).Deadline
 	if now+p.lat(w, n) <= dl {
 		return n
 	}
@@ -115,17 +116,8 @@ func (p *Policy) batchSize(now dataplane.Time, w dataplane.WorkerID) int {
 // holds it. A request in a running batch is in no queue: the batch's end skips it.
 func (p *Policy) cancel(id dataplane.ReqID) {
 	for w := range p.queues {
-		q := p.queues[w]
-		for i := p.heads[w]; i < len(q); i++ {
-			if q[i] != id {
-				continue
-			}
-			wasHead := i == p.heads[w]
-			p.queues[w] = append(q[:i], q[i+1:]...)
-			p.enq[w] = append(p.enq[w][:i], p.enq[w][i+1:]...)
-			if p.qlen(dataplane.WorkerID(w)) == 0 {
-				p.queues[w], p.enq[w], p.heads[w] = p.queues[w][:0], p.enq[w][:0], 0
-			} else if wasHead {
+		if found, wasHead := p.queues[w].remove(id); found {
+			if wasHead && p.qlen(dataplane.WorkerID(w)) > 0 {
 				p.newHead(dataplane.WorkerID(w))
 			}
 			return
