@@ -15,7 +15,7 @@ func (n *naive) Forecast(int) float64 { return n.last }
 func (n *naive) Name() string         { return "naive" }
 
 // TestForecastersOnTraces checks the default forecaster against the traces it serves
-// (serve/README.md "Autopilot", the forecasters' table): over the 10 s window rates of the
+// (bench/RESULTS.md "Autopilot on traces", the forecasters' table): over the 10 s window rates of the
 // diurnal day and of the Azure LLM conversation arrivals, Holt's one-window-ahead MAPE is
 // below the last window's (naive) — on the day by the trend it follows.
 func TestForecastersOnTraces(t *testing.T) {

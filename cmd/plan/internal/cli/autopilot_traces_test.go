@@ -57,7 +57,7 @@ func TestWriteBursty(t *testing.T) {
 }
 
 // TestSimulateAutopilotTraces pins what the autopilot meets on real-shaped traces (its
-// goals; serve/README.md "Autopilot" has the measurements and why the rest is out of
+// goals; bench/RESULTS.md "Autopilot on traces" has the measurements and why the rest is out of
 // reach): on the Azure LLM conversation arrivals it is within 1 point of the plan solved
 // for the peak on fewer GPU-hours, the plan solved for the mean below it; on a bursty
 // trace within 1.5 points (the peak-following loop before the burst envelope trailed by
