@@ -159,12 +159,12 @@ type device struct {
 	touched bool
 	// order: the queued tasks and the reservations in the plan's order (order.go), kept when
 	// keep is set: under the modes that plan (round robin and the Ray-like router never do).
-	keep    bool
-	order   []planItem
+	keep  bool
+	order []planItem
 	// pre, preN: the plan's settled prefix (order.go): the batches that the queued tasks
 	// among order[:preN] form, every item there ready before an earlier rebuild.
-	pre  []preBatch
-	preN int
+	pre     []preBatch
+	preN    int
 	timerAt dataplane.Time
 	// runW: the workers running the parts of the current batch (a failed one never reports).
 	runW []dataplane.WorkerID
