@@ -189,18 +189,35 @@ func (lc *layerConst) first(d, src int, srv []int) float64 {
 // devFinish is layer's value of GPU d (not down) for input ready at r. idle says that d is
 // idle (see idleNow): its plan is empty whether or not it is rebuilt, so it is not.
 func (p *Policy) devFinish(now dataplane.Time, d int, lc *layerConst, r float64, idle bool) float64 {
-	dv := &p.devs[d]
-	sv := lc.sv
 	var pl []pbatch
 	if !idle {
-		pl = dv.plan
-		if dv.dirty {
-			pl = p.plan(now, d)
-		}
+		pl = p.devPlan(now, d)
 	}
+	r, sr, t := p.devStart(d, lc, r)
+	if len(pl) == 0 {
+		return t + lc.lat
+	}
+	return availScan(now, pl, &p.devs[d], lc.s, lc.sv, lc.items, r, sr, t, lc.lat)
+}
+
+// devPlan is GPU d's plan, rebuilt if dirty.
+func (p *Policy) devPlan(now dataplane.Time, d int) []pbatch {
+	if dv := &p.devs[d]; !dv.dirty {
+		return dv.plan
+	}
+	return p.plan(now, d)
+}
+
+// devStart is what devFinish's walk of GPU d's plan starts from: the input time r (with
+// availCompPred's load charge), svcReady sr, and the earliest start t. t + lc.lat is the
+// finish on an empty plan, and no finish on any plan is earlier (availScan: a gap starts at t
+// or later; a joined batch starts no earlier than t and runs no shorter, ExpLat growing with
+// the batch).
+func (p *Policy) devStart(d int, lc *layerConst, r float64) (rr, sr, t float64) {
+	dv := &p.devs[d]
+	sv := lc.sv
 	fnow := lc.fnow
 	// svcReady and availCompPred's load charge.
-	var sr float64
 	switch {
 	case dv.resident[sv]:
 		sr = fnow
@@ -220,14 +237,11 @@ func (p *Policy) devFinish(now dataplane.Time, d int, lc *layerConst, r float64,
 			r += load
 		}
 	}
-	t := max(fnow, r, sr)
+	t = max(fnow, r, sr)
 	if dv.running {
 		t = max(t, float64(dv.runEnd))
 	}
-	if len(pl) == 0 {
-		return t + lc.lat
-	}
-	return availScan(now, pl, dv, lc.s, sv, lc.items, r, sr, t, lc.lat)
+	return r, sr, t
 }
 
 // srvBest holds, for one server, the two smallest finishes of the previous layer (value,
