@@ -354,7 +354,7 @@ func (p *Policy) lastLayer(now dataplane.Time, lc *layerConst, first bool, src i
 			continue
 		}
 		dv := &p.devs[d]
-		h[w.i] = availScan(now, dv.plan, dv, lc.s, lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
+		h[w.i] = availScan(now, dv.plan, dv, lc.s, p.latTab[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
 		if bd < 0 || lessVA(h[w.i], d, bv, bd) {
 			bv, bd = h[w.i], d
 		}
