@@ -189,18 +189,35 @@ func (lc *layerConst) first(d, src int, srv []int) float64 {
 // devFinish is layer's value of GPU d (not down) for input ready at r. idle says that d is
 // idle (see idleNow): its plan is empty whether or not it is rebuilt, so it is not.
 func (p *Policy) devFinish(now dataplane.Time, d int, lc *layerConst, r float64, idle bool) float64 {
-	dv := &p.devs[d]
-	sv := lc.sv
 	var pl []pbatch
 	if !idle {
-		pl = dv.plan
-		if dv.dirty {
-			pl = p.plan(now, d)
-		}
+		pl = p.devPlan(now, d)
 	}
+	r, sr, t := p.devStart(d, lc, r)
+	if len(pl) == 0 {
+		return t + lc.lat
+	}
+	return availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], lc.sv, lc.items, r, sr, t, lc.lat)
+}
+
+// devPlan is GPU d's plan, rebuilt if dirty.
+func (p *Policy) devPlan(now dataplane.Time, d int) []pbatch {
+	if dv := &p.devs[d]; !dv.dirty {
+		return dv.plan
+	}
+	return p.plan(now, d)
+}
+
+// devStart is what devFinish's walk of GPU d's plan starts from: the input time r (with
+// availCompPred's load charge), svcReady sr, and the earliest start t. t + lc.lat is the
+// finish on an empty plan, and no finish on any plan is earlier (availScan: a gap starts at t
+// or later; a joined batch starts no earlier than t and runs no shorter, ExpLat growing with
+// the batch).
+func (p *Policy) devStart(d int, lc *layerConst, r float64) (rr, sr, t float64) {
+	dv := &p.devs[d]
+	sv := lc.sv
 	fnow := lc.fnow
 	// svcReady and availCompPred's load charge.
-	var sr float64
 	switch {
 	case dv.resident[sv]:
 		sr = fnow
@@ -220,14 +237,11 @@ func (p *Policy) devFinish(now dataplane.Time, d int, lc *layerConst, r float64,
 			r += load
 		}
 	}
-	t := max(fnow, r, sr)
+	t = max(fnow, r, sr)
 	if dv.running {
 		t = max(t, float64(dv.runEnd))
 	}
-	if len(pl) == 0 {
-		return t + lc.lat
-	}
-	return availScan(now, pl, dv, lc.s, sv, lc.items, r, sr, t, lc.lat)
+	return r, sr, t
 }
 
 // srvBest holds, for one server, the two smallest finishes of the previous layer (value,
@@ -382,7 +396,7 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 	if dv := &p.devs[d]; dv.running {
 		t = max(t, float64(dv.runEnd))
 	}
-	return availScan(now, pl, &p.devs[d], s, sv, items, ready, sr, t, lat)
+	return availScan(now, pl, &p.devs[d], s, p.latTab[sv], sv, items, ready, sr, t, lat)
 }
 
 // availScan is availComp's walk of a planned timeline pl: the best planned batch of s to join,
@@ -393,8 +407,9 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 // gap walk crosses a run of back-to-back batches at once (dv.pnext). A plan's batches start
 // and end in order (plan appends a batch at or after the end of the one before and only ever
 // extends the last), so inside such a run each batch starts where the one before ends: no gap
-// of lat ≥ 1 µs opens, and the linear walk would leave t at the run's last end.
-func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, sv, items int, ready, sr, t, lat float64) float64 {
+// of lat ≥ 1 µs opens, and the linear walk would leave t at the run's last end. lt is s's
+// ExpLat table (Policy.latTab), the same values without the division.
+func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, lt []float64, sv, items int, ready, sr, t, lat float64) float64 {
 	best := math.Inf(1)
 	if dv.pmask&svcBit(sv) != 0 {
 		// Batches start in order: those before the first that starts at or after the input and
@@ -403,7 +418,13 @@ func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, sv, item
 		for i := firstAfter(pl, func(b *pbatch) bool { return float64(b.start) >= from }); i < len(pl); i++ {
 			b := &pl[i]
 			if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
-				best = min(best, float64(b.start)+s.ExpLat(b.items+items))
+				el := 0.0
+				if n := b.items + items; n >= 0 && n < len(lt) {
+					el = lt[n]
+				} else {
+					el = s.ExpLat(n)
+				}
+				best = min(best, float64(b.start)+el)
 			}
 		}
 	}

@@ -159,8 +159,12 @@ type device struct {
 	touched bool
 	// order: the queued tasks and the reservations in the plan's order (order.go), kept when
 	// keep is set: under the modes that plan (round robin and the Ray-like router never do).
-	keep    bool
-	order   []planItem
+	keep  bool
+	order []planItem
+	// pre, preN: the plan's settled prefix (order.go): the batches that the queued tasks
+	// among order[:preN] form, every item there ready before an earlier rebuild.
+	pre     []preBatch
+	preN    int
 	timerAt dataplane.Time
 	// runW: the workers running the parts of the current batch (a failed one never reports).
 	runW []dataplane.WorkerID
@@ -223,8 +227,11 @@ type Policy struct {
 	srAt     []int64
 	srV      []dataplane.Time
 	// svcMax[sv] is service sv's MaxBatch, latTab[sv][b] its ExpLat(b) for b ≤ MaxBatch.
-	svcMax  []int
-	latTab  [][]float64
+	svcMax []int
+	latTab [][]float64
+	// latUp[sv]: ExpLat of sv does not fall as the batch grows up to MaxBatch (lastLayer's
+	// bound: a task joining a batch finishes no earlier than it would alone).
+	latUp   []bool
 	refPlan []pbatch
 	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test.
 	flat bool
@@ -264,13 +271,17 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}
 	p.down = make([]int, m.GPUs)
-	p.svcMax, p.latTab = make([]int, ns), make([][]float64, ns)
+	p.svcMax, p.latTab, p.latUp = make([]int, ns), make([][]float64, ns), make([]bool, ns)
 	for sv := range m.W.Services {
 		s := &m.W.Services[sv]
 		p.svcMax[sv] = s.MaxBatch
 		p.latTab[sv] = make([]float64, max(s.MaxBatch, 0)+1)
+		p.latUp[sv] = true
 		for b := range p.latTab[sv] {
 			p.latTab[sv][b] = s.ExpLat(b)
+			if b > 0 && !(p.latTab[sv][b] >= p.latTab[sv][b-1]) {
+				p.latUp[sv] = false
+			}
 		}
 	}
 	for a := range m.W.Apps {

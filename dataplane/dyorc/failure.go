@@ -90,6 +90,7 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 		}
 		dv.resv = nil
 		dv.order = dv.order[:0]
+		dv.preCut(0)
 	}
 	for _, t := range moved {
 		rs := p.reqs[t.req]

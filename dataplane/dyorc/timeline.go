@@ -72,7 +72,39 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	p.rebuilds++
 	stamp := p.rebuilds
 	pl := dv.plan
-	for i := range dv.order {
+	from := 0
+	if !p.opt.Literal {
+		// The settled prefix (order.go): extend it over the items ready since, then plan its
+		// batches as the loop below would plan their tasks one by one.
+		pre, i := dv.pre, dv.preN
+		for ; i < len(dv.order) && dv.order[i].ready < now; i++ {
+			x := &dv.order[i]
+			if x.resv {
+				continue
+			}
+			if n := len(pre); n > 0 && pre[n-1].svc == x.svc && pre[n-1].items+x.items <= p.svcMax[x.svc] {
+				pre[n-1].items += x.items
+				pre[n-1].last = i
+				continue
+			}
+			pre = append(pre, preBatch{svc: x.svc, items: x.items, first: i, last: i})
+		}
+		dv.pre, dv.preN, from = pre, i, i
+		for k := range pre {
+			sv := pre[k].svc
+			sr := p.srV[sv]
+			if p.srAt[sv] != stamp {
+				sr = dataplane.Time(p.svcReady(now, d, sv))
+				p.srAt[sv], p.srV[sv] = stamp, sr
+			}
+			if n := len(pl); n > 0 {
+				t = max(t, pl[n-1].end)
+			}
+			st := max(t, now, sr)
+			pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(p.expLat(sv, pre[k].items))})
+		}
+	}
+	for i := from; i < len(dv.order); i++ {
 		x := &dv.order[i]
 		// Read literally every reservation counts [ours, measured in plan bench dyorc]:
 		//   - one whose estimated input time has passed waits on a late predecessor: when it
