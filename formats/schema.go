@@ -49,6 +49,10 @@ func SchemaWith(kind string, secs *SectionSet) ([]byte, error) {
 			if Typed(kind, sec.Key()) {
 				continue // a typed field's schema comes from its Go type
 			}
+			if gt, ok := sec.(goTyped); ok {
+				props.set(sec.Key(), g.schema(gt.goType())) // its types join the document's $defs
+				continue
+			}
 			props.set(sec.Key(), sec.Schema())
 		}
 	}

@@ -17,7 +17,8 @@ import (
 // but their validation and cross-file checks live in their own packages (formats/sections/*)
 // as Sections registered under the typed keys: formats decodes those fields itself and runs
 // the Sections' Validate and CrossCheck on them (validateTyped, crossCheckTyped). A system
-// registered outside them gives a Section that also decodes and describes its section. The
+// registered outside them gives a Section that also decodes and describes its section:
+// SectionOf[T] does both from the section's Go type, as formats does for its own fields. The
 // set of registered sections is a plain value (SectionSet) the caller passes in, built from
 // the system registry, so nothing registers itself and tests build exactly the set they need.
 // Without a set (Validate, CheckSet, Decode) a document is read structurally only: types,

@@ -8,7 +8,6 @@ package toysys
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -39,29 +38,14 @@ type Plan struct {
 	RateRPS   float64          `json:"rate_rps"`
 }
 
-func decodeStrict(key string, js []byte, v any) error {
-	if err := formats.StrictUnmarshal(js, v); err != nil {
-		return formats.ErrorList{{Path: key, Rule: strings.TrimPrefix(err.Error(), "json: ")}}
-	}
-	return nil
-}
+// jobsSection is the toy_jobs workload section: its type says the fields (all required),
+// checkJobs the rules a type cannot say.
+var jobsSection = formats.SectionOf[Jobs]{Name: WorkloadSection, Sys: Name, Check: checkJobs}
 
-// jobsSection implements formats.Section for toy_jobs.
-type jobsSection struct{}
+// planSection is the toy plan section, checked against a given cluster's GPU types.
+var planSection = formats.SectionOf[Plan]{Name: PlanSection, Sys: Name, Check: checkPlan, Cross: crossCheckPlan}
 
-func (jobsSection) Key() string    { return WorkloadSection }
-func (jobsSection) System() string { return Name }
-
-func (jobsSection) Decode(js []byte) (any, error) {
-	var j Jobs
-	if err := decodeStrict(WorkloadSection, js, &j); err != nil {
-		return nil, err
-	}
-	return &j, nil
-}
-
-func (jobsSection) Validate(v any) formats.ErrorList {
-	j := v.(*Jobs)
+func checkJobs(j *Jobs) formats.ErrorList {
 	var errs formats.ErrorList
 	if j.Name == "" {
 		errs = append(errs, &formats.FieldError{Path: WorkloadSection + ".name", Rule: "must not be empty"})
@@ -78,31 +62,7 @@ func (jobsSection) Validate(v any) formats.ErrorList {
 	return errs
 }
 
-func (jobsSection) CrossCheck(any, string, map[string]formats.Document) formats.ErrorList { return nil }
-
-func (jobsSection) Schema() map[string]any {
-	return map[string]any{"type": "object", "additionalProperties": false,
-		"required": []string{"name", "slo", "rate_rps", "latency_us"},
-		"properties": map[string]any{"name": map[string]any{"type": "string"}, "slo": map[string]any{"type": "string"},
-			"rate_rps": map[string]any{"type": "number"}, "latency_us": map[string]any{"type": "number"}}}
-}
-
-// planSection implements formats.Section for the toy plan section.
-type planSection struct{}
-
-func (planSection) Key() string    { return PlanSection }
-func (planSection) System() string { return Name }
-
-func (planSection) Decode(js []byte) (any, error) {
-	var p Plan
-	if err := decodeStrict(PlanSection, js, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
-}
-
-func (planSection) Validate(v any) formats.ErrorList {
-	p := v.(*Plan)
+func checkPlan(p *Plan) formats.ErrorList {
 	var errs formats.ErrorList
 	if p.Workers < 1 {
 		errs = append(errs, &formats.FieldError{Path: PlanSection + ".workers", Value: fmt.Sprint(p.Workers), Rule: "must be >= 1"})
@@ -116,9 +76,8 @@ func (planSection) Validate(v any) formats.ErrorList {
 	return errs
 }
 
-// CrossCheck: the plan's GPU type must be one of a given cluster's.
-func (planSection) CrossCheck(v any, _ string, docs map[string]formats.Document) formats.ErrorList {
-	p := v.(*Plan)
+// crossCheckPlan: the plan's GPU type must be one of a given cluster's.
+func crossCheckPlan(p *Plan, _ string, docs map[string]formats.Document) formats.ErrorList {
 	for _, d := range docs {
 		c, ok := d.(*formats.Cluster)
 		if !ok {
@@ -134,29 +93,13 @@ func (planSection) CrossCheck(v any, _ string, docs map[string]formats.Document)
 	return nil
 }
 
-func (planSection) Schema() map[string]any {
-	return map[string]any{"type": "object", "required": []string{"app", "slo", "gpu", "workers", "latency_us", "rate_rps"}}
-}
-
 // planOf returns the toy section of a plan (nil = none).
-func planOf(p *formats.Plan) *Plan {
-	sv, ok := p.Sections[PlanSection]
-	if !ok {
-		return nil
-	}
-	tp, _ := sv.Value.(*Plan)
-	return tp
-}
+func planOf(p *formats.Plan) *Plan { return planSection.In(p.Sections) }
 
 // jobsOf returns the toy section of a workload (nil = none).
 func jobsOf(w *formats.Workload) *Jobs {
 	if w == nil {
 		return nil
 	}
-	sv, ok := w.Sections[WorkloadSection]
-	if !ok {
-		return nil
-	}
-	j, _ := sv.Value.(*Jobs)
-	return j
+	return jobsSection.In(w.Sections)
 }

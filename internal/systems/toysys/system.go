@@ -35,7 +35,7 @@ func System() system.System {
 		Policies:  []dataplane.PolicySpec{{Name: Policy, Doc: "toy: FIFO on idle workers", Serves: []string{PlanSection}, New: newFIFO}},
 		Checker:   Checker{},
 		Exporters: []export.Exporter{{Target: export.Triton, Export: Export}},
-		Sections:  system.Sections{Plan: planSection{}, Workload: []formats.Section{jobsSection{}}},
+		Sections:  system.Sections{Plan: planSection, Workload: []formats.Section{jobsSection}},
 	}
 }
 
@@ -96,7 +96,7 @@ func solve(in planner.Inputs, s planner.Settings, maxUtil float64) (*formats.Pla
 			Strategy: "mdc", Options: planner.RecordOptions(Options{MaxUtil: maxUtil}),
 			Status: "heuristic", Objective: float64(workers), Bound: formats.Proven(float64(workers)), Gap: formats.Proven(0), Embedded: emb},
 		Cluster: in.Cluster,
-		Sections: formats.SectionValues{PlanSection: {Section: planSection{}, Value: &Plan{
+		Sections: formats.SectionValues{PlanSection: {Section: planSection, Value: &Plan{
 			App: j.Name, SLO: slo, GPU: in.Cluster.GPUs[0].Type, Workers: workers, LatencyUs: j.LatencyUs, RateRPS: j.RateRPS}}},
 	}
 	return p, nil

@@ -1,0 +1,120 @@
+package formats
+
+import (
+	"encoding/json"
+	"reflect"
+)
+
+// SectionOf is a system's section whose value is a *T, declared once as a value and
+// registered through its system (SectionSet): decoded from T's Go type exactly as formats'
+// own typed fields are — the structural check (types, required fields: those without
+// omitempty, finite numbers, unknown fields with a suggestion, each problem with its path
+// under Name), then a strict decode — and described by the JSON Schema the same generator
+// writes for formats' own types. Its system adds the rules T's type cannot say (Check) and
+// the checks against the other files given beside it (Cross). In and Put are its typed
+// accessors on a plan's or a workload's Sections.
+//
+//	var jobs = formats.SectionOf[Jobs]{Name: "toy_jobs", Sys: "toy", Check: checkJobs}
+//	j := jobs.In(w.Sections) // *Jobs, nil when the workload has none
+type SectionOf[T any] struct {
+	// Name is the section's key in the file, Sys the system that registers it.
+	Name, Sys string
+	// Check returns the problems of a decoded value beyond its type's structure, with paths
+	// from the document's root (starting with Name); nil: none.
+	Check func(v *T) ErrorList
+	// Cross returns the problems of a decoded value against the other files given with it
+	// (Section.CrossCheck); nil: none.
+	Cross func(v *T, self string, docs map[string]Document) ErrorList
+}
+
+// Key implements Section.
+func (s SectionOf[T]) Key() string { return s.Name }
+
+// System implements Section.
+func (s SectionOf[T]) System() string { return s.Sys }
+
+// Decode implements Section: the structural check of the section's tree against T (every
+// problem, with its path), then a strict decode into a new T.
+func (s SectionOf[T]) Decode(js []byte) (any, error) {
+	tree, err := jsonTree(js)
+	if err != nil {
+		return nil, ErrorList{{Path: s.Name, Rule: err.Error()}}
+	}
+	var errs ErrorList
+	checkStructure(reflect.TypeFor[T](), tree, s.Name, &errs)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	v := new(T)
+	if err := StrictUnmarshal(js, v); err != nil {
+		return nil, ErrorList{{Path: s.Name, Rule: err.Error()}}
+	}
+	return v, nil
+}
+
+// Validate implements Section.
+func (s SectionOf[T]) Validate(v any) ErrorList {
+	t, ok := v.(*T)
+	if !ok || t == nil || s.Check == nil {
+		return nil
+	}
+	return s.Check(t)
+}
+
+// CrossCheck implements Section.
+func (s SectionOf[T]) CrossCheck(v any, self string, docs map[string]Document) ErrorList {
+	t, ok := v.(*T)
+	if !ok || t == nil || s.Cross == nil {
+		return nil
+	}
+	return s.Cross(t, self, docs)
+}
+
+// Schema implements Section: T's schema as a self-contained fragment (its named types under
+// its own $defs). Inside a plan's or workload's schema (SchemaWith) T's types join the
+// document's $defs instead, as formats' own types do.
+func (s SectionOf[T]) Schema() map[string]any {
+	g := &schemaGen{defs: map[string]*object{}}
+	frag := g.schema(reflect.TypeFor[T]())
+	js, err := json.Marshal(frag)
+	out := map[string]any{}
+	if err != nil || json.Unmarshal(js, &out) != nil {
+		return map[string]any{"type": "object"}
+	}
+	if len(g.defs) > 0 {
+		defs := map[string]any{}
+		for name, d := range g.defs {
+			var m map[string]any
+			if b, err := json.Marshal(d); err == nil && json.Unmarshal(b, &m) == nil {
+				defs[name] = m
+			}
+		}
+		out["$defs"] = defs
+	}
+	return out
+}
+
+// goType is what SchemaWith asks a section for to describe it from its Go type.
+func (s SectionOf[T]) goType() reflect.Type { return reflect.TypeFor[T]() }
+
+// goTyped is implemented by SectionOf: a section described by its Go type.
+type goTyped interface{ goType() reflect.Type }
+
+// In returns the section's value among sv (a plan's or a workload's Sections), nil when
+// the document has none.
+func (s SectionOf[T]) In(sv SectionValues) *T {
+	v, _ := sv[s.Name].Value.(*T)
+	return v
+}
+
+// Put sets the section's value among *sv (nil removes it).
+func (s SectionOf[T]) Put(sv *SectionValues, v *T) {
+	if v == nil {
+		delete(*sv, s.Name)
+		return
+	}
+	if *sv == nil {
+		*sv = SectionValues{}
+	}
+	(*sv)[s.Name] = SectionValue{Section: s, Value: v}
+}
