@@ -199,8 +199,8 @@ unit-plain: $(NATIVE_DEP) protoc-plugins
 	$(if $(filter full,$(UNIT_GROUP)),@echo "unit-plain: every package ran under -race (UNIT_GROUP=full)",TAGS='$(TAGS)' ./scripts/unit-tests.sh plain)
 
 # serve vs simulate attainment: every wall-clock agreement run (PPipe, PARD, CascadeServe,
-# DyOrc, the OpenAI front end, the autopilot, the streaming rule's TTFT clocks, and QLM's
-# goodput under overload). They need real timers, so they run without -race (under
+# DyOrc, the OpenAI front end, the autopilot, the streaming rule's TTFT clocks, and goodput
+# under overload for DyOrc and QLM). They need real timers, so they run without -race (under
 # which they skip themselves), after the unit tests have freed the cores; they use the cores
 # little, so scripts/agreement.sh runs them in four lanes side by side, each run retried twice
 # when it fails.

@@ -10,8 +10,9 @@
 #   load-a    TestAgreement (PPipe), TestAgreementPARD, TestAgreementCascade   (serve/load)
 #   load-b    TestAgreementDyOrc, TestOpenAIAgreement, TestAgreementDisagg      (serve/load)
 #   load-c    QLM's goodput under overload, TestOpenAIAgreementOverload (75 s)  (serve/load)
-#   cli       TestAutopilotServeSimulateAgree* (cmd/plan/internal/cli), then the streaming
-#             rule's TTFT clocks (serve/openai TestStreamTTFTIndependentOfMaxTokens)
+#   cli       TestAutopilotServeSimulateAgree* (cmd/plan/internal/cli), the streaming
+#             rule's TTFT clocks (serve/openai TestStreamTTFTIndependentOfMaxTokens), then
+#             DyOrc's goodput at 3x its rates (serve/load TestAgreementDyOrcOverload, 21 s)
 #
 # The test binaries are built first, one at a time (building while a lane runs would take
 # the cores from its timers). A lane that fails is retried twice, alone in its lane, as
@@ -76,7 +77,8 @@ pids+=($!)
 lane load-b "serve/load ^Test(AgreementDyOrc|OpenAIAgreement|AgreementDisagg)\$" >"$dir/load-b.out" 2>&1 &
 pids+=($!)
 lane cli "cmd/plan/internal/cli ^TestAutopilotServeSimulateAgree" \
-  "serve/openai ^TestStreamTTFTIndependentOfMaxTokens\$" >"$dir/cli.out" 2>&1 &
+  "serve/openai ^TestStreamTTFTIndependentOfMaxTokens\$" \
+  "serve/load ^TestAgreementDyOrcOverload\$" >"$dir/cli.out" 2>&1 &
 pids+=($!)
 lane load-c "serve/load ^TestOpenAIAgreementOverload\$" >"$dir/load-c.out" 2>&1 &
 pids+=($!)
