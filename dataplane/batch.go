@@ -200,13 +200,20 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		if q.Dispatch == Never {
 			q.Dispatch = now
 		}
-		if q.Batches == nil {
-			// Most requests travel in one batch: a 1-element slice from the arena
-			// (a later append, for re-batching policies, reallocates as usual).
+		switch n := len(q.Batches); {
+		case q.Batches == nil:
+			// Most requests travel in one batch: a 1-element slice from the arena.
 			q.Batches = e.batchArena.take(1)
 			q.Batches[0] = id
-		} else {
+		case n < cap(q.Batches):
 			q.Batches = append(q.Batches, id)
+		default:
+			// A re-batching policy's request (a cascade's next model): the list doubles
+			// within the arena too, instead of an allocation per request and batch.
+			nb := e.batchArena.take(2 * n)
+			copy(nb, q.Batches)
+			nb[n] = id
+			q.Batches = nb[: n+1 : 2*n]
 		}
 	}
 	b.Hops[0].ready = true
