@@ -173,6 +173,20 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 			return e.dropOnDown(now, d, p.Stage)
 		}
 	}
+	// Read every request first, both lines of its record that dispatching uses (Request's
+	// layout): these loads do not depend on each other, so at scale, where routing spreads a
+	// batch's requests over the table and each record is a cache miss, the misses overlap
+	// instead of coming one per request, and the pass below, which checks them, finds the
+	// records in cache.
+	var touched Time
+	for _, r := range d.Reqs {
+		if !e.hasReq(r) {
+			break // reported below
+		}
+		q := e.rq(r)
+		touched ^= q.Dispatch + Time(q.held) + Time(len(q.Batches))
+	}
+	e.touched = touched
 	for _, r := range d.Reqs {
 		if !e.hasReq(r) {
 			return fmt.Errorf("%w: dispatch of unknown request %d", errBadDecision, r)
@@ -186,13 +200,20 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		if q.Dispatch == Never {
 			q.Dispatch = now
 		}
-		if q.Batches == nil {
-			// Most requests travel in one batch: a 1-element slice from the arena
-			// (a later append, for re-batching policies, reallocates as usual).
+		switch n := len(q.Batches); {
+		case q.Batches == nil:
+			// Most requests travel in one batch: a 1-element slice from the arena.
 			q.Batches = e.batchArena.take(1)
 			q.Batches[0] = id
-		} else {
+		case n < cap(q.Batches):
 			q.Batches = append(q.Batches, id)
+		default:
+			// A re-batching policy's request (a cascade's next model): the list doubles
+			// within the arena too, instead of an allocation per request and batch.
+			nb := e.batchArena.take(2 * n)
+			copy(nb, q.Batches)
+			nb[n] = id
+			q.Batches = nb[: n+1 : 2*n]
 		}
 	}
 	b.Hops[0].ready = true

@@ -94,38 +94,19 @@ const (
 
 // Request is one inference request and its life-cycle record. The engine owns requests;
 // policies read them through View and must not modify them.
+//
+// The fields are laid out by when a run touches them, not by topic: the engine's table holds
+// requests in 192-byte records (three cache lines, the table's chunks start on a line), and
+// at scale a request is evicted between the phases of its life, so each line a phase reads is
+// a miss. The first line holds what finishing a batch reads (outcome, hold count, times, GPU
+// work, result); the second what dispatching and emulating one reads (Dispatch, Batches, the
+// attributes up to Trace); the third what drops and LLM timings read. layout_test.go checks
+// the offsets.
 type Request struct {
 	ID  ReqID
 	App AppID
-	// Class is a free label for multi-class workloads (QLM groups, PARD priorities); it
-	// equals Attrs.Class.
-	Class int32
-	// Attrs are the attributes the driver gave at arrival.
-	Attrs Attrs
-	// Arrival and Deadline (= Arrival + the application's SLO unless the driver set it).
-	Arrival, Deadline Time
-	// Dispatch is when the request first joined a dispatched batch (Never before).
-	Dispatch Time
-	// FirstToken is when an LLM request's first output token reached its client (Never until
-	// its policy records it with Decisions.FirstToken): TTFT = FirstToken − Arrival, TPOT =
-	// (Done − FirstToken) / (OutTokens − 1), LLM engine digest §3.
-	FirstToken Time
-	// Done is when the request reached its outcome.
-	Done    Time
+	// Outcome is the request's terminal state (Pending until then).
 	Outcome Outcome
-	// Reason, DropStage and Estimate describe a drop: why, at which stage (NoStage = before
-	// the first stage), and the latency estimate that caused it (0 if none).
-	Reason    DropReason
-	DropStage StageID
-	Estimate  Time
-	// Batches lists every batch the request travelled in, in order. Per-stage start/end and
-	// transfer times are in the batches' hops (Engine.Batch).
-	Batches []BatchID
-	// WorkGPU is the GPU time spent on this request in GPU-µs (a batch's duration divided by
-	// its size and by the worker's slice level v); for a dropped request it is wasted work.
-	WorkGPU float64
-	// Result is what the last stage that ran the request said about it (Engine.SetResult).
-	Result Result
 	// CancelRequested: the driver withdrew the request while a batch held it; the engine
 	// finishes it as cancelled when that batch ends. Policies may read it to stop extending
 	// its work (an LLM sequence is not scheduled for another iteration).
@@ -133,6 +114,36 @@ type Request struct {
 	// held counts the dispatched batches the request is in (engine-owned; policies cannot
 	// drop it while > 0). Only the branches of a DAG fan-out hold a request twice.
 	held int32
+	// Arrival and Deadline (= Arrival + the application's SLO unless the driver set it).
+	Arrival, Deadline Time
+	// Done is when the request reached its outcome.
+	Done Time
+	// WorkGPU is the GPU time spent on this request in GPU-µs (a batch's duration divided by
+	// its size and by the worker's slice level v); for a dropped request it is wasted work.
+	WorkGPU float64
+	// Result is what the last stage that ran the request said about it (Engine.SetResult).
+	Result Result
+	// Dispatch is when the request first joined a dispatched batch (Never before).
+	Dispatch Time
+	// Batches lists every batch the request travelled in, in order. Per-stage start/end and
+	// transfer times are in the batches' hops (Engine.Batch).
+	Batches []BatchID
+	// Attrs are the attributes the driver gave at arrival.
+	Attrs Attrs
+	// Class is a free label for multi-class workloads (QLM groups, PARD priorities); it
+	// equals Attrs.Class.
+	Class int32
+	// Reason, DropStage and Estimate describe a drop: why, at which stage (NoStage = before
+	// the first stage), and the latency estimate that caused it (0 if none).
+	DropStage StageID
+	Reason    DropReason
+	Estimate  Time
+	// FirstToken is when an LLM request's first output token reached its client (Never until
+	// its policy records it with Decisions.FirstToken): TTFT = FirstToken − Arrival, TPOT =
+	// (Done − FirstToken) / (OutTokens − 1), LLM engine digest §3.
+	FirstToken Time
+	// pad rounds the record to three cache lines, so every record of the table starts on one.
+	_ [16]byte
 }
 
 // InFlight reports whether the request is inside a dispatched batch right now.

@@ -1,11 +1,11 @@
 package sim
 
 import (
-	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
+	"github.com/plan-dev/plan/internal/quantile"
 )
 
 type dropKey struct {
@@ -118,15 +118,16 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 	secs := float64(window-min(c.warmup, window)) / 1e6 // goodput counts the measured window only
 	var all appCol
 	all.drops = map[dropKey]int64{}
-	// Each application's latencies are sorted once, here: its summary, its SLO percentile and
-	// the total (a merge of the sorted runs) then read them sorted instead of each sorting a
-	// copy. A report at 16× a plan's rate holds millions of latencies, and the four sorts per
-	// latency were a third of a simulation's CPU time. Sorting the samples first gives the
-	// same sorted arrays, so the same quantiles and the same mean (summed in sorted order).
-	runs := make([][]dataplane.Time, 0, len(c.apps))
+	// Reports read a few order statistics of each application's latencies (its summary's
+	// percentiles and maximum, its SLO percentile) and of all of them: Select puts those in
+	// place in O(n) instead of sorting (workload.SummarizeSelected gives the sorted
+	// summary's bits). A report at 16× a plan's rate holds millions of latencies, and their
+	// sort was a sixth of a simulation's CPU time.
+	var ranks []int
 	for i := range c.apps {
-		slices.Sort(c.apps[i].lat)
-		runs = append(runs, c.apps[i].lat)
+		a := &c.apps[i]
+		ranks = latencyRanks(ranks[:0], len(a.lat), a.requests, c.dep.Apps[i].SLOPercentile)
+		quantile.Select(a.lat, ranks)
 	}
 	for i := range c.apps {
 		a := &c.apps[i]
@@ -150,9 +151,17 @@ func (c *collector) metrics(e *dataplane.Engine, end, window dataplane.Time) *Me
 			all.llm.add(a.llm)
 		}
 	}
-	all.lat = mergeSorted(runs)
+	shared := c.sharedPercentile()
+	if len(c.apps) == 1 && c.apps[0].requests == all.requests && c.dep.Apps[0].SLOPercentile == shared {
+		all.lat = c.apps[0].lat // the same samples, their ranks already in place
+	} else {
+		for i := range c.apps {
+			all.lat = append(all.lat, c.apps[i].lat...)
+		}
+		quantile.Select(all.lat, latencyRanks(ranks[:0], len(all.lat), all.requests, shared))
+	}
 	m.Total = c.summarize("total", &all, secs)
-	c.atPercentile(&m.Total, &all, c.sharedPercentile())
+	c.atPercentile(&m.Total, &all, shared)
 	// Output tokens per second over the run, to the last finish (as vLLM's benchmark
 	// client measures output throughput), not over the arrival window alone.
 	if run := float64(max(end, window)-min(c.warmup, window)) / 1e6; run > 0 {
@@ -231,7 +240,7 @@ func (c *collector) summarize(name string, a *appCol, secs float64) AppMetrics {
 		}
 		return out.Drops[i].Reason < out.Drops[j].Reason
 	})
-	out.Latency = percentiles(a.lat)
+	out.Latency = workload.SummarizeSelected(a.lat)
 	if a.judged > 0 {
 		acc := round6(float64(a.correct) / float64(a.judged))
 		out.Accuracy = &acc
@@ -248,11 +257,7 @@ func (c *collector) atPercentile(out *AppMetrics, a *appCol, p float64) {
 	if p <= 0 || !c.latencies {
 		return
 	}
-	lat := make([]int64, len(a.lat))
-	for i, v := range a.lat {
-		lat[i] = int64(v)
-	}
-	out.SLOPercentile = workload.AtPercentile(p, lat, a.requests, out.Attainment)
+	out.SLOPercentile = workload.AtPercentileSelected(p, a.lat, a.requests, out.Attainment)
 }
 
 // sharedPercentile is the SLO percentile of every application (0 when they differ).
@@ -267,35 +272,14 @@ func (c *collector) sharedPercentile() float64 {
 	return max(p, 0)
 }
 
-// mergeSorted merges sorted runs into one new sorted slice, pairwise (O(n log k) for k runs).
-func mergeSorted(runs [][]dataplane.Time) []dataplane.Time {
-	switch len(runs) {
-	case 0:
-		return nil
-	case 1:
-		return slices.Clone(runs[0])
-	}
-	h := len(runs) / 2
-	a, b := mergeSorted(runs[:h]), mergeSorted(runs[h:])
-	out := make([]dataplane.Time, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if b[j] < a[i] {
-			out = append(out, b[j])
-			j++
-		} else {
-			out = append(out, a[i])
-			i++
+// latencyRanks appends the ranks among n answered latencies (of requests in all) that the
+// report reads: its summary's and, for an SLO percentile p > 0, that one's.
+func latencyRanks(ks []int, n int, requests int64, p float64) []int {
+	ks = workload.AppendLatencyRanks(ks, n)
+	if p > 0 {
+		if k := workload.AtPercentileRank(p, n, requests); k >= 0 {
+			ks = append(ks, k)
 		}
 	}
-	out = append(out, a[i:]...)
-	return append(out, b[j:]...)
-}
-
-func percentiles(lat []dataplane.Time) Latency {
-	xs := make([]float64, len(lat))
-	for i, v := range lat {
-		xs[i] = float64(v)
-	}
-	return Summarize(xs)
+	return ks
 }

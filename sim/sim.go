@@ -94,6 +94,9 @@ type Sim struct {
 	scratch []*dataplane.Request
 	// cancel draws the withdrawals of Options.CancelFraction (nil: none).
 	cancel *canceller
+	// touched keeps what emulate's first pass reads from being optimized away (the compiler
+	// drops a load nothing uses; that pass is there for its loads).
+	touched float64
 }
 
 // New builds a simulation of dep under pol with one arrival source per application (nil =
@@ -275,6 +278,19 @@ func (s *Sim) emulate(ev dataplane.Event) {
 	}
 	b := s.Engine.Batch(ev.Batch)
 	st := b.Hops[ev.Hop].Stage
+	if s.dep.Emulate == nil && !s.dep.Stages[st].Routed {
+		return // Deployment.Emulated has no result for st
+	}
+	// Read every request first, both lines of its record this batch's end uses (the draw's
+	// Attrs and Batches, then the result and outcome the engine writes): the loads do not
+	// depend on each other, so at scale, where each record is a cache miss, the misses
+	// overlap instead of coming one per request, and the loop below finds them in cache.
+	var touched float64
+	for _, id := range b.Reqs {
+		q := s.Engine.Req(id)
+		touched += q.WorkGPU + float64(q.Attrs.Trace+int64(len(q.Batches)))
+	}
+	s.touched = touched
 	for _, id := range b.Reqs {
 		// The same u as serve's emulated workers for this request and stage: a trace takes
 		// the same branches, simulated or served.

@@ -282,6 +282,28 @@ func AtPercentile(p float64, lat []int64, n int64, att float64) *PercentileLaten
 	return out
 }
 
+// AtPercentileRank is the 0-based rank of the latency AtPercentile reports among answered
+// latencies, or -1 when it reads none.
+func AtPercentileRank(p float64, answered int, n int64) int {
+	k := int64(math.Ceil(p * float64(n)))
+	if n == 0 || k < 1 || k > int64(answered) {
+		return -1
+	}
+	return int(k - 1)
+}
+
+// AtPercentileSelected is AtPercentile of latencies lat that hold their order statistic at
+// AtPercentileRank in place (quantile.Select) instead of being sorted.
+func AtPercentileSelected[T ~int64](p float64, lat []T, n int64, att float64) *PercentileLatency {
+	out := &PercentileLatency{Percentile: p, LatencyUs: -1, Met: att >= p-tieTol}
+	if n == 0 {
+		out.LatencyUs = 0
+	} else if k := AtPercentileRank(p, len(lat), n); k >= 0 {
+		out.LatencyUs = int64(lat[k])
+	}
+	return out
+}
+
 // DropCount counts drops at one stage for one reason.
 type DropCount struct {
 	Stage  string `json:"stage"`
@@ -320,7 +342,57 @@ func Summarize(us []float64) Latency {
 	q := func(p float64) int64 { return int64(math.Round(quantile.Percentile(us, p))) }
 	return Latency{
 		MeanUs: Round6(stat.Mean(us, nil)),
-		P50Us:  q(50), P90Us: q(90), P99Us: q(99), P999Us: q(99.9), MaxUs: int64(us[len(us)-1]),
+		P50Us:  q(summaryQs[0]), P90Us: q(summaryQs[1]), P99Us: q(summaryQs[2]), P999Us: q(summaryQs[3]),
+		MaxUs: int64(us[len(us)-1]),
+	}
+}
+
+// summaryQs are the percentiles of Latency.
+var summaryQs = [...]float64{50, 90, 99, 99.9}
+
+// AppendLatencyRanks appends the 0-based ranks of the order statistics SummarizeSelected
+// reads among n samples (its percentiles' and the maximum).
+func AppendLatencyRanks(ks []int, n int) []int {
+	if n == 0 {
+		return ks
+	}
+	for _, q := range summaryQs {
+		ks = quantile.AppendRanks(ks, n, q)
+	}
+	return append(ks, n-1)
+}
+
+// SummarizeSelected is Summarize of integer samples in µs that hold the order statistics
+// AppendLatencyRanks names in place (quantile.Select) instead of being sorted, with the same
+// bits: the percentiles read the same order statistics, and the mean is the exact integer sum
+// over n, which is what Summarize's floating-point sum gives whatever the order while every
+// partial sum is an integer below 2^53 in magnitude. Samples past that are summarized by
+// Summarize itself (sorted, on a copy).
+func SummarizeSelected[T ~int64](us []T) Latency {
+	n := len(us)
+	if n == 0 {
+		return Latency{}
+	}
+	var sum, abs int64
+	const exact = 1 << 53
+	for _, v := range us {
+		x := int64(v)
+		if x <= -exact || x >= exact || abs >= exact-max(x, -x) {
+			fs := make([]float64, n)
+			for i, v := range us {
+				fs[i] = float64(v)
+			}
+			return Summarize(fs)
+		}
+		sum += x
+		abs += max(x, -x)
+	}
+	at := func(i int) float64 { return float64(us[i]) }
+	q := func(p float64) int64 { return int64(math.Round(quantile.PercentileAt(n, p, at))) }
+	return Latency{
+		MeanUs: Round6(float64(sum) / float64(n)),
+		P50Us:  q(summaryQs[0]), P90Us: q(summaryQs[1]), P99Us: q(summaryQs[2]), P999Us: q(summaryQs[3]),
+		MaxUs: int64(us[n-1]),
 	}
 }
 

@@ -23,8 +23,10 @@ func Sorted(xs []float64) []float64 {
 }
 
 // Percentile is the q-th percentile (q in [0, 100], clamped) of sorted, by the package's
-// definition. sorted must be in non-decreasing order; an empty slice gives 0 (the value
-// vllm bench reports for a metric without samples). A NaN q gives NaN.
+// definition. sorted must be in non-decreasing order, or at least hold the order statistics
+// AppendRanks names for q where a sort would put them (Select): Percentile reads nothing
+// else, so it gives the same bits on either. An empty slice gives 0 (the value vllm bench
+// reports for a metric without samples). A NaN q gives NaN.
 func Percentile(sorted []float64, q float64) float64 {
 	n := len(sorted)
 	if n == 0 {
@@ -33,16 +35,43 @@ func Percentile(sorted []float64, q float64) float64 {
 	if math.IsNaN(q) {
 		return math.NaN()
 	}
-	q = min(max(q, 0), 100)
-	h := float64(n-1) * q / 100
-	lo := int(math.Floor(h))
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+	return PercentileAt(n, q, func(i int) float64 { return sorted[i] })
 }
 
-// Of is the q-th percentile of xs in any order (it sorts a copy).
+// PercentileAt is Percentile of n > 0 samples whose i-th order statistic (0-based) at(i)
+// gives, for the ranks AppendRanks names (integer samples kept as integers read as float64).
+// A NaN q gives NaN.
+func PercentileAt(n int, q float64, at func(int) float64) float64 {
+	if math.IsNaN(q) {
+		return math.NaN()
+	}
+	h, lo := rank(n, q)
+	if lo >= n-1 {
+		return at(n - 1)
+	}
+	x := at(lo)
+	return x + (h-float64(lo))*(at(lo+1)-x)
+}
+
+// rank is the rank h = (n−1)·q/100 of q (clamped to [0, 100]) among n > 0 samples and ⌊h⌋.
+func rank(n int, q float64) (h float64, lo int) {
+	q = min(max(q, 0), 100)
+	h = float64(n-1) * q / 100
+	return h, int(math.Floor(h))
+}
+
+// AppendRanks appends to ks the 0-based ranks of the order statistics Percentile reads for
+// q among n samples (one or two; none for n = 0 or a NaN q).
+func AppendRanks(ks []int, n int, q float64) []int {
+	if n == 0 || math.IsNaN(q) {
+		return ks
+	}
+	if _, lo := rank(n, q); lo < n-1 {
+		return append(ks, lo, lo+1)
+	}
+	return append(ks, n-1)
+}
+
 func Of(xs []float64, q float64) float64 { return Percentile(Sorted(xs), q) }
 
 // Mean is the arithmetic mean of xs (0 for none).
