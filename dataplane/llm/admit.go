@@ -39,7 +39,7 @@ import "github.com/plan-dev/plan/dataplane"
 // prediction errs towards refusing. Arrivals after the newcomer are not foreseen: each is
 // judged in turn.
 //
-// [ours] Cost: the replay keeps the batch's decoding sequences in a heap by the step count at
+// [ours] Cost: the replay keeps the batch's decoding sequences sorted by the step count at
 // which each finishes (all of them advance together), so a completion costs O(log batch),
 // not a pass over the batch; a Door keeps, per engine, the replay up to the admission of the
 // last request queued, and an arrival at the same engine state resumes from there (door.go):

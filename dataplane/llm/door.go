@@ -1,7 +1,9 @@
 package llm
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -128,9 +130,10 @@ func (d *Door) sync(m *Model, e *Engine, waiting []*Seq, a Arrival) {
 		if p, ok := d.running(m, s, a); ok {
 			p.idx = d.add(s, a)
 			d.fixed = append(d.fixed, s)
-			d.cp.admit(p)
+			d.cp.admit(p, true)
 		}
 	}
+	d.cp.sortDec()
 	q := d.q[:0]
 	for g, group := range [][]*Seq{e.Swapped, waiting} {
 		for _, s := range group {
@@ -284,78 +287,84 @@ type dseq struct {
 	end, ctx0, reserve, idx int
 }
 
-// rstate is the replay's batch at one instant: its decoding sequences (a min-heap by end),
+// rstate is the replay's batch at one instant: its decoding sequences (sorted by end from
+// dec[head] on: completions leave at the front, and few join after the replay starts),
 // those computing prompt tokens in admission order (a step's token budget goes to them in
 // that order), the KV reserved, the context summed over the batch, and the time since the
 // replay started (the iteration in flight not counted) with the last step's length.
 type rstate struct {
 	dec     []dseq
+	head    int
 	pre     []pseq
 	g       int
 	used    int
 	ctx     int
 	t, last dataplane.Time
 	first   dataplane.Time // when the newcomer's prompt is computed (Never: not yet)
+	// keys and tmp are sortDec's scratch.
+	keys []uint64
+	tmp  []dseq
 }
 
 func (st *rstate) reset() {
-	*st = rstate{dec: st.dec[:0], pre: st.pre[:0], first: dataplane.Never}
+	*st = rstate{dec: st.dec[:0], pre: st.pre[:0], first: dataplane.Never, keys: st.keys, tmp: st.tmp}
 }
 
 func (st *rstate) copyFrom(o *rstate) {
-	dec, pre := st.dec[:0], st.pre[:0]
+	dec, pre, keys, tmp := st.dec[:0], st.pre[:0], st.keys, st.tmp
 	*st = *o
-	st.dec, st.pre = append(dec, o.dec...), append(pre, o.pre...)
+	st.dec, st.head, st.pre = append(dec, o.dec[o.head:]...), 0, append(pre, o.pre...)
+	st.keys, st.tmp = keys, tmp
 }
 
-func (st *rstate) n() int { return len(st.dec) + len(st.pre) }
+func (st *rstate) n() int { return len(st.dec) - st.head + len(st.pre) }
 
-// admit puts p in the batch.
-func (st *rstate) admit(p pseq) {
+// decoding is how many of the batch decode.
+func (st *rstate) decoding() int { return len(st.dec) - st.head }
+
+// admit puts p in the batch; unsorted, the decoding ones are appended for a sort (sortDec).
+func (st *rstate) admit(p pseq, unsorted bool) {
 	st.used += p.reserve
 	st.ctx += p.ctx
-	if p.need == 0 {
+	switch {
+	case p.need > 0:
+		st.pre = append(st.pre, p)
+	case unsorted:
+		st.dec = append(st.dec, dseq{end: p.left + st.g, ctx0: p.ctx - st.g, reserve: p.reserve, idx: p.idx})
+	default:
 		st.push(dseq{end: p.left + st.g, ctx0: p.ctx - st.g, reserve: p.reserve, idx: p.idx})
-		return
 	}
-	st.pre = append(st.pre, p)
 }
 
+// sortDec orders the decoding sequences appended unsorted (the order of those ending
+// together is immaterial: they complete at one instant). It sorts (end, position) pairs
+// packed in integers, then places the sequences: half the time of sorting them by a
+// comparison function at a batch of hundreds, at every arrival.
+func (st *rstate) sortDec() {
+	dec := st.dec[st.head:]
+	keys := st.keys[:0]
+	for i, x := range dec {
+		if x.end < 0 || x.end >= 1<<31 {
+			slices.SortFunc(dec, func(a, b dseq) int { return cmp.Compare(a.end, b.end) })
+			return
+		}
+		keys = append(keys, uint64(x.end)<<32|uint64(i))
+	}
+	slices.Sort(keys)
+	tmp := append(st.tmp[:0], dec...)
+	for i, k := range keys {
+		dec[i] = tmp[uint32(k)]
+	}
+	st.keys, st.tmp = keys, tmp
+}
+
+// push enters a decoding sequence in end order.
 func (st *rstate) push(x dseq) {
-	h := append(st.dec, x)
-	for i := len(h) - 1; i > 0; {
-		up := (i - 1) / 2
-		if h[up].end <= h[i].end {
-			break
-		}
-		h[up], h[i] = h[i], h[up]
-		i = up
+	if st.head > 0 && st.head == len(st.dec) {
+		st.dec, st.head = st.dec[:0], 0
 	}
-	st.dec = h
-}
-
-func (st *rstate) pop() dseq {
-	h := st.dec
-	x := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && h[c+1].end < h[c].end {
-			c++
-		}
-		if h[i].end <= h[c].end {
-			break
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
-	st.dec = h
-	return x
+	i, _ := slices.BinarySearchFunc(st.dec[st.head:], x.end, func(d dseq, end int) int { return cmp.Compare(d.end, end+1) })
+	st.dec = slices.Insert(st.dec, st.head+i, x)
 }
 
 // advance replays the engine from st with q queued (the rules of admit.go): until the last
@@ -386,7 +395,7 @@ func (st *rstate) advance(m *Model, pace float64, q []pseq, stop bool, done func
 		// Admission: queue order, head-of-line, a slot and the peak KV free. A batch that
 		// holds nothing admits its head whatever its size (Refuses turned away what never fits).
 		for len(q) > 0 && st.n() < m.MaxSeqs && (st.n() == 0 || st.used+q[0].reserve <= m.KVCap) {
-			st.admit(q[0])
+			st.admit(q[0], false)
 			q = q[1:]
 			if stop && len(q) == 0 {
 				return true
@@ -395,7 +404,7 @@ func (st *rstate) advance(m *Model, pace float64, q []pseq, stop bool, done func
 		if st.n() == 0 {
 			return false
 		}
-		decodes := len(st.dec)
+		decodes := st.decoding()
 		prefill, budget := 0, m.MaxBatched-decodes
 		for i := 0; i < len(st.pre) && budget > 0; i++ {
 			c := min(st.pre[i].need, budget)
@@ -435,8 +444,8 @@ func (st *rstate) advance(m *Model, pace float64, q []pseq, stop bool, done func
 			// Decode only until the next completion: k steps of this batch (a batch whose
 			// decodes fill the token budget advances its prompts' sequences too).
 			k := math.MaxInt
-			if len(st.dec) > 0 {
-				k = st.dec[0].end - st.g
+			if st.decoding() > 0 {
+				k = st.dec[st.head].end - st.g
 			}
 			for _, p := range st.pre {
 				k = min(k, p.left)
@@ -451,8 +460,8 @@ func (st *rstate) advance(m *Model, pace float64, q []pseq, stop bool, done func
 				st.pre[i].ctx += k
 			}
 		}
-		for len(st.dec) > 0 && st.dec[0].end <= st.g {
-			x := st.pop()
+		for ; st.head < len(st.dec) && st.dec[st.head].end <= st.g; st.head++ {
+			x := st.dec[st.head]
 			finish(x.idx, x.ctx0+st.g, x.reserve)
 		}
 		kept := st.pre[:0]
