@@ -40,11 +40,12 @@ import "github.com/plan-dev/plan/dataplane"
 // judged in turn.
 //
 // [ours] Cost: the replay keeps the batch's decoding sequences sorted by the step count at
-// which each finishes (all of them advance together), so a completion costs O(log batch),
-// not a pass over the batch; a Door keeps, per engine, the replay up to the admission of the
-// last request queued, and an arrival at the same engine state resumes from there (door.go):
-// a burst of arrivals between two steps replays the queue once, not once per arrival. The
-// decisions are the full replay's, to the microsecond (TestDoorMatchesFullReplay).
+// which each finishes (all of them advance together), so a completion leaves from the
+// front instead of costing a pass over the batch; a Door keeps, per engine, the replay up to
+// the admission of the last request queued, and an arrival at the same engine state resumes
+// from there (door.go): a burst of arrivals between two steps replays the queue once, not
+// once per arrival. The decisions are the full replay's, to the microsecond
+// (TestDoorMatchesFullReplay).
 
 // Prediction is when a request arriving now would see its first token (TTFT) and its last
 // (E2E), as durations from now, at an engine in its current state.
