@@ -22,6 +22,7 @@ type Output struct {
 // later, llm-engine-2 §1). m may be nil (the model was switched away): outputs are then
 // emitted at once. Sequences of the iteration the owner withdrew (Abort) are gone already.
 func (e *Engine) Done(now dataplane.Time, m *Model, sch Scheduler, emit func(Output)) {
+	e.ver++
 	e.ReleaseOutputs(now, false, emit)
 	for _, s := range e.Iter {
 		if s.Fin {
@@ -118,6 +119,7 @@ func (e *Engine) DropOutputs(s *Seq) {
 // A sequence that finished and only waits for its blocks to free (release next_step) just
 // frees them.
 func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
+	e.ver++
 	for i, s := range e.Running {
 		if s == v {
 			e.Running = append(e.Running[:i], e.Running[i+1:]...)
@@ -166,6 +168,7 @@ func (e *Engine) Preempt(v *Seq, m *Model, sch Scheduler, allowSwap bool) {
 // when the engine holds none of it. vLLM aborts a request whose client disconnected (digest
 // §4).
 func (e *Engine) Abort(s *Seq, m *Model) bool {
+	e.ver++
 	found := false
 	for i, x := range e.Running {
 		if x == s {
@@ -204,6 +207,7 @@ func (e *Engine) Abort(s *Seq, m *Model) bool {
 // KV and computed tokens, keep what they generated, and are returned in that order for the
 // owner to queue again (QLM §5's eviction).
 func (e *Engine) Reset() []*Seq {
+	e.ver++
 	orphans := append(append([]*Seq(nil), e.Running...), e.Swapped...)
 	e.Running, e.Swapped, e.Iter = nil, nil, nil
 	e.KVUsed, e.CPUUsed = 0, 0

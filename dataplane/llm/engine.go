@@ -107,6 +107,9 @@ type Engine struct {
 	apc *prefixcache.Pool
 	// slot is the most prompt tokens one sequence takes in the step being formed.
 	slot int
+	// ver counts the calls that change the batch, its sequences or the queue's (Step, Done,
+	// Preempt, Abort, Reset): a Door's checkpoint holds while it stands still.
+	ver uint64
 }
 
 // Iteration is a step Step formed: the tokens it computes, how many of them are prompt (or
@@ -136,6 +139,7 @@ func (e *Engine) counters() *Counters {
 // It reports the iteration and true when one starts (Busy is then set), else, in wake, when
 // a sequence swapping in becomes ready (dataplane.Never: nothing to wait for).
 func (e *Engine) Step(now dataplane.Time, m *Model, sch Scheduler, admit bool) (it Iteration, ok bool, wake dataplane.Time) {
+	e.ver++
 	e.pool(m)
 	e.swapIn(now, m, sch)
 	for _, s := range e.Running {

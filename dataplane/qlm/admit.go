@@ -16,11 +16,11 @@ import (
 // request would have to arrive to fit.
 const DropWouldBeLate dataplane.DropReason = "would-finish-late"
 
-// admitLate is admission at the door (policy parameter admit, default "predict"; "all"
-// turns it off): at every arrival the policy predicts, from the state of the instances that
-// would serve the request, when it would finish (llm.Judge: the engine's own step times over
-// the sequences running and queued ahead of it), and refuses it at arrival when it would be
-// late. Serving it would only delay the requests behind it: under sustained overload a queue
+// admitLate is admission at the door (policy parameter admit: "predict", the default, or
+// "all", which turns it off): at every arrival the policy predicts, from the state of the
+// instances that would serve the request, when it would finish (llm.Door: the engine's own
+// step times over the sequences running and queued ahead of it), and refuses it at arrival
+// when it would be late. Serving it would only delay the requests behind it: under sustained overload a queue
 // that admits everything ends with every request late (QLM §2.3's goodput counts none of
 // them). A request admitted here keeps its place: later arrivals queue behind it (FCFS) or,
 // with later deadlines, after it (EDF, QLM's virtual queues), so the check protects what it
@@ -61,25 +61,31 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 		yields = func(r *seq) bool { return r.Deadline > s.Deadline }
 	}
 	best, found := llm.Verdict{}, false
-	for _, in := range cands {
+	cand := map[int]int{} // instance ID -> its index in cands
+	for i, in := range cands {
+		cand[in.ID] = i
+	}
+	for ci, in := range cands {
 		m := p.llmFor(in, s.Model)
 		if m == nil {
 			continue
 		}
-		var mine []*seq
-		k := 0
-		for _, w := range ahead {
-			switch {
-			case w.Inst == in.ID:
-				mine = append(mine, w)
-			case w.Inst < 0 || !slices.ContainsFunc(cands, func(c *instance) bool { return c.ID == w.Inst }):
-				// Not yet placed, or queued for an instance that cannot serve it soon
-				// (loading another model): QLM moves such groups (QLM §5 pulling), so the
-				// candidates share them in turn.
-				if k%len(cands) == slices.Index(cands, in) {
+		mine := ahead // a single candidate serves them all
+		if len(cands) > 1 {
+			mine = nil
+			k := 0
+			for _, w := range ahead {
+				if w.Inst == in.ID {
 					mine = append(mine, w)
+				} else if _, c := cand[w.Inst]; !c {
+					// Not yet placed, or queued for an instance that cannot serve it soon
+					// (loading another model): QLM moves such groups (QLM §5 pulling), so
+					// the candidates share them in turn.
+					if k%len(cands) == ci {
+						mine = append(mine, w)
+					}
+					k++
 				}
-				k++
 			}
 		}
 		// What is left of its SLO: a request read off the socket earlier (serve) has less.
@@ -94,7 +100,7 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 			// s's model first (cold, the conservative case of QLM §5's model swap).
 			a.Busy += m.coldUs
 		}
-		v := llm.Judge(m.Model, &in.Engine, mine, a)
+		v := in.door.Judge(m.Model, &in.Engine, mine, a)
 		if !found || (best.Late && !v.Late) || (best.Late == v.Late && v.E2E < best.E2E) {
 			best, found = v, true
 		}
@@ -105,22 +111,57 @@ func (p *Policy) admitLate(s *seq) (llm.Verdict, bool) {
 // waitingAhead lists the waiting sequences of s's model (queued, holding no KV) that would be
 // admitted before s: every one under FCFS and priority queues (vLLM's order puts an arrival
 // last), those with deadlines no later than s's under EDF and QLM's virtual queues (ordered
-// by the plan generator's EDF-based plan, QLM §7); in that order.
+// by the plan generator's EDF-based plan, QLM §7); in that order. The list is a view of the
+// memo (aheadMemo), read before the next change to the policy's state.
 func (p *Policy) waitingAhead(s *seq) []*seq {
-	all := true
-	if pq, ok := p.q.(*plainQueue); !ok || pq.edf {
-		all = false
-	}
-	var out []*seq
-	for _, w := range p.seqs {
-		if x, _ := w.Tag.(*seqExt); w.Model != s.Model || w.KV != 0 || w.Swapped || w.Fin || (x != nil && x.decode) {
-			continue
+	all := p.fcfsAhead()
+	m := p.ahead[s.Model]
+	if ev := p.engineVer(); m == nil || m.seqsVer != p.seqsVer || m.engVer != ev {
+		if m == nil {
+			if p.ahead == nil {
+				p.ahead = map[string]*aheadMemo{}
+			}
+			m = &aheadMemo{}
+			p.ahead[s.Model] = m
 		}
-		if all || w.Deadline <= s.Deadline {
-			out = append(out, w)
+		m.seqsVer, m.engVer, m.list = p.seqsVer, ev, m.list[:0]
+		for _, w := range p.seqs {
+			if x, _ := w.Tag.(*seqExt); w.Model != s.Model || w.KV != 0 || w.Swapped || w.Fin || (x != nil && x.decode) {
+				continue
+			}
+			m.list = append(m.list, w)
 		}
+		slices.SortFunc(m.list, p.aheadOrder(all))
 	}
-	slices.SortFunc(out, func(a, b *seq) int {
+	if all {
+		return m.list
+	}
+	n, _ := slices.BinarySearchFunc(m.list, s.Deadline, func(w *seq, d dataplane.Time) int {
+		return cmp.Compare(w.Deadline, d+1) // the first with a later deadline
+	})
+	return m.list[:n]
+}
+
+// aheadMemo is the waiting queue of one model in admission's order (waitingAhead), as it
+// stood when no sequence had entered or left the policy's table since (seqsVer) and no
+// engine had moved (engVer: what makes a sequence hold KV, swap or finish). A request the
+// door admits is inserted in place (aheadAdmitted): arrivals between two steps then cost a
+// binary search, not a pass over the table and a sort.
+type aheadMemo struct {
+	seqsVer, engVer uint64
+	list            []*seq
+}
+
+// fcfsAhead: every waiting request is ahead of an arrival (FCFS and priority queues), not
+// only those with deadlines no later than its (EDF, QLM).
+func (p *Policy) fcfsAhead() bool {
+	pq, ok := p.q.(*plainQueue)
+	return ok && !pq.edf
+}
+
+// aheadOrder is waitingAhead's order: by deadline (unless all), arrival, ID.
+func (p *Policy) aheadOrder(all bool) func(a, b *seq) int {
+	return func(a, b *seq) int {
 		if !all {
 			if c := cmp.Compare(a.Deadline, b.Deadline); c != 0 {
 				return c
@@ -130,8 +171,47 @@ func (p *Policy) waitingAhead(s *seq) []*seq {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
-	})
-	return out
+	}
+}
+
+// engineVer sums the instances' engine versions: it moves when any of them does.
+func (p *Policy) engineVer() uint64 {
+	var v uint64
+	for _, in := range p.inst {
+		v += in.Version()
+	}
+	return v
+}
+
+// putSeq and delSeq are the only changes to the sequence table (seqsVer counts them).
+func (p *Policy) putSeq(s *seq) {
+	p.seqs[s.ID] = s
+	p.seqsVer++
+}
+
+func (p *Policy) delSeq(id dataplane.ReqID) {
+	if _, ok := p.seqs[id]; ok {
+		delete(p.seqs, id)
+		p.seqsVer++
+	}
+}
+
+// aheadAdmitted enters s, just admitted at the door, in the memos that were current before:
+// it waits (no KV yet) in its model's queue, and the other models' are unchanged.
+func (p *Policy) aheadAdmitted(s *seq) {
+	ev := p.engineVer()
+	p.putSeq(s)
+	for model, m := range p.ahead {
+		if m.seqsVer != p.seqsVer-1 || m.engVer != ev {
+			continue
+		}
+		m.seqsVer = p.seqsVer
+		if model == s.Model {
+			order := p.aheadOrder(p.fcfsAhead())
+			i, _ := slices.BinarySearchFunc(m.list, s, order)
+			m.list = slices.Insert(m.list, i, s)
+		}
+	}
 }
 
 // Door implements dataplane.Door: QLM's admission is per request, at arrival (admitLate),

@@ -97,7 +97,7 @@ func (p *Policy) dropExpired(now dataplane.Time, out *dataplane.Decisions) {
 	}
 	slices.SortFunc(late, func(a, b *seq) int { return cmp.Compare(a.ID, b.ID) })
 	for _, s := range late {
-		delete(p.seqs, s.ID)
+		p.delSeq(s.ID)
 		if s.Inst >= 0 {
 			// A recompute-preempted sequence may still have its first token in flight.
 			p.inst[s.Inst].DropOutputs(s)
@@ -174,7 +174,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 	if s == nil {
 		return
 	}
-	delete(p.seqs, id)
+	p.delSeq(id)
 	p.stats.Cancelled++
 	if s.Inst >= 0 {
 		p.inst[s.Inst].DropOutputs(s)
@@ -206,7 +206,7 @@ func (p *Policy) abort(in *instance, s *seq) bool {
 // and the per-request statistics) drops request id once the engine retires it, so its memory
 // follows what is in flight.
 func (p *Policy) Forget(id dataplane.ReqID) {
-	delete(p.seqs, id)
+	p.delSeq(id)
 	delete(p.stats.TTFT, id)
 	delete(p.stats.TPOT, id)
 	delete(p.stats.Predicted, id)

@@ -171,7 +171,7 @@ func (p *Policy) prefilled(now dataplane.Time, s *seq, out *dataplane.Decisions)
 	d := &seq{ID: s.ID, App: s.App, Model: s.Model, Prompt: s.Prompt, Out: x.out, Gen: 1, Comp: s.Prompt,
 		Arrival: s.Arrival, Deadline: s.Deadline, Prio: s.Prio, Inst: -1, Preemptions: s.Preemptions, Cached: s.Cached}
 	d.Tag = &seqExt{gpu: x.gpu, decode: true}
-	p.seqs[s.ID] = d
+	p.putSeq(d)
 	p.queueTransfer(d, out)
 }
 
@@ -181,7 +181,7 @@ func (p *Policy) queueTransfer(d *seq, out *dataplane.Decisions) {
 	q := p.q.(*plainQueue)
 	in := p.leastLoaded(p.eligible(d.Model), formats.RoleDecode, q)
 	if in == nil {
-		delete(p.seqs, d.ID)
+		p.delSeq(d.ID)
 		out.Drop(d.ID, 0, dataplane.DropWorkerFailed, 0)
 		return
 	}

@@ -82,6 +82,10 @@ type Policy struct {
 	inst   []*instance
 	byW    map[dataplane.WorkerID]*instance
 	seqs   map[dataplane.ReqID]*seq
+	// seqsVer counts the changes to seqs (putSeq, delSeq); ahead is admission's memo of
+	// the waiting queues (admit.go).
+	seqsVer uint64
+	ahead   map[string]*aheadMemo
 	// shown are the requests whose visible tokens the last output-only step grew
 	// (TimerTokens).
 	shown []dataplane.ReqID
@@ -275,7 +279,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 			return fmt.Errorf("qlm: class %s: model %s has no profile on any instance's GPU", c.Name, c.Model)
 		}
 	}
-	p.seqs = map[dataplane.ReqID]*seq{}
+	p.seqs, p.ahead = map[dataplane.ReqID]*seq{}, nil
 	p.byApp = make([][]dataplane.ReqID, len(p.dep.Apps))
 	p.stats = Stats{Cached: map[dataplane.ReqID]int{}, Preempted: map[dataplane.ReqID]int{}, Served: map[dataplane.ReqID]string{}, TTFT: map[dataplane.ReqID]dataplane.Time{}, TPOT: map[dataplane.ReqID]dataplane.Time{}, Predicted: map[dataplane.ReqID]dataplane.Time{}, PredictedAt: map[dataplane.ReqID]dataplane.Time{}}
 	return nil
@@ -316,7 +320,11 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 				break
 			}
 		}
-		p.seqs[s.ID] = s
+		if p.opt.admit && !p.disagg {
+			p.aheadAdmitted(s)
+		} else {
+			p.putSeq(s)
+		}
 		p.disaggArrive(s)
 		p.enqueue(now, s, out)
 		// Every arrival of this instant is queued before an idle instance starts its step
@@ -608,7 +616,7 @@ func (p *Policy) OnWorkerFailure() dataplane.FailureMode { return dataplane.Fail
 // enqueue queues sequence s, or drops it when no live instance can serve its model.
 func (p *Policy) enqueue(now dataplane.Time, s *seq, out *dataplane.Decisions) {
 	if len(p.eligible(s.Model)) == 0 {
-		delete(p.seqs, s.ID)
+		p.delSeq(s.ID)
 		out.Drop(s.ID, 0, dataplane.DropWorkerFailed, 0)
 		return
 	}

@@ -166,7 +166,7 @@ func (p *Policy) stamp(now dataplane.Time, o output, out *dataplane.Decisions) {
 		if s.Preemptions > 0 {
 			p.stats.Preempted[s.ID] = s.Preemptions
 		}
-		delete(p.seqs, s.ID) // the table holds the sequences in flight (dropExpired reads it)
+		p.delSeq(s.ID) // the table holds the sequences in flight (dropExpired reads it)
 		out.Complete(s.ID, 0)
 	}
 }
