@@ -12,7 +12,8 @@
 #   load-c    QLM's goodput under overload, TestOpenAIAgreementOverload (75 s)  (serve/load)
 #   cli       TestAutopilotServeSimulateAgree* (cmd/plan/internal/cli), the streaming
 #             rule's TTFT clocks (serve/openai TestStreamTTFTIndependentOfMaxTokens), then
-#             DyOrc's goodput at 3x its rates (serve/load TestAgreementDyOrcOverload, 21 s)
+#             DyOrc's goodput at 3x its rates (serve/load TestAgreementDyOrcOverload, 21 s;
+#             make test-full only: it skips itself otherwise)
 #
 # The test binaries are built first, one at a time (building while a lane runs would take
 # the cores from its timers). A lane that fails is retried twice, alone in its lane, as

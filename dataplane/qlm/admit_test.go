@@ -17,8 +17,7 @@ import (
 // drop_late) run them so.
 var paperAdmission = map[string]string{"admit": "all"}
 
-// predictAdmission is the admission judge (dataplane/llm's Door; the default), named where a
-// test means it.
+// predictAdmission turns the admission judge on (dataplane/llm's Judge; off by default).
 var predictAdmission = map[string]string{"admit": "predict"}
 
 // overloadOutcome counts what a run at some load did: requests offered, refused at arrival

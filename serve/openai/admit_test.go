@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/serve"
 )
@@ -45,7 +46,7 @@ func TestAdmissionUnderOverload(t *testing.T) {
 		n    = 150
 		rate = 50.0
 	)
-	_, url := qlmServerPlan(t, memFrontend(), serve.Options{}, func(p *formats.Plan) {
+	_, url := qlmServerPlan(t, memFrontend(), serve.Options{Policy: dataplane.Config{Params: map[string]string{"admit": "predict"}}}, func(p *formats.Plan) {
 		// Steps twice the plan's (22 ms to 0.76 s): a loaded machine's scheduling delays
 		// are then small beside them.
 		for _, l := range p.Provenance.Embedded.Profiles[0].LLMs {
