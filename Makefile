@@ -71,8 +71,8 @@ NATIVE_CFLAGS ?= -O3 -march=native -fno-strict-aliasing -ffp-contract=off -fno-m
 # bounds: every wasm memory access is compared with the memory size. Against
 # scripts/highs-reference.sh's native HiGHS built with the engine's own -ffp-contract=off (so
 # the simplex iteration counts agree; BenchmarkLPFile) guard runs at 1.08-1.10x native HiGHS
-# per iteration on the hc2-g1 LP relaxation and 0.98-1.01x on the small demo model (CPU time,
-# medians of rounds paired with the reference; 1.21-1.26x and 1.07-1.19x before w2cgen's
+# per iteration on the hc2-g1 LP relaxation and 0.96-1.01x on the small demo model (CPU time,
+# medians of rounds paired with the reference; 1.20-1.26x and 1.07-1.19x before w2cgen's
 # cached memory base, forced reads in SSE registers, stack check without a frame pointer and
 # -fno-math-errno: bench/RESULTS.md); bounds is slower still (1.50-1.54x was measured against
 # a reference built without -ffp-contract=off, so against the matched reference it is higher).

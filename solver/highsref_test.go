@@ -72,8 +72,8 @@ func TestNativeRatioClaims(t *testing.T) {
 		file      string
 		want, not []string
 	}{
-		{"Makefile", []string{"1.08-1.10x", "0.98-1.01x", "-ffp-contract=off"}, []string{"1.18-1.20x", "1.30-1.33x", "1.39-1.44x"}},
-		{"README.md", []string{"1.08–1.10×", "0.98–1.01×", "-ffp-contract=off"}, []string{"about 1.2×", "1.30–1.33×", "1.39–1.44×"}},
+		{"Makefile", []string{"1.08-1.10x", "0.96-1.01x", "-ffp-contract=off"}, []string{"1.18-1.20x", "1.30-1.33x", "1.39-1.44x"}},
+		{"README.md", []string{"1.08–1.10×", "0.96–1.01×", "-ffp-contract=off"}, []string{"about 1.2×", "1.30–1.33×", "1.39–1.44×"}},
 	} {
 		b, err := os.ReadFile(filepath.Join("..", tc.file))
 		if err != nil {
