@@ -60,17 +60,22 @@ NATIVE_OBJS  := $(patsubst %,$(NATIVE_DIR)/highs_%.o,$(NATIVE_PARTS) main) $(NAT
 # (without -ffast-math, -O3's vector code and -march=native's instructions round as wasm does:
 # TestEnginesAgree). -O3 -march=native against -O2: LP relaxation 34.0 → 29.7 ms, facility
 # location MIP 1.43 → 1.29 s (medians of 3 interleaved runs); the archive is built where it runs.
-NATIVE_CFLAGS ?= -O3 -march=native -fno-strict-aliasing -ffp-contract=off -w
+# -fno-math-errno: sqrt becomes the sqrtsd instruction alone; with errno, gcc guards it with a
+# compare and a call of libm's sqrt for negative arguments. The wasm's other math (log, exp, pow)
+# is musl's, compiled into the wasm, so nothing else changes, and sqrt rounds the same either way.
+NATIVE_CFLAGS ?= -O3 -march=native -fno-strict-aliasing -ffp-contract=off -fno-math-errno -w
 # guard: 8 GiB of address space reserved per instance and no checks: a bad access (a HiGHS bug)
 # faults on a page without access, and the glue's SIGSEGV handler, chained in front of the Go
 # runtime's, turns it into that call's trap, an ErrAborted as in wazero (TestOutOfBoundsAccessTraps).
 # Where 8 GiB cannot be reserved (ulimit -v) the default engine falls back to wazero.
 # bounds: every wasm memory access is compared with the memory size. Against
 # scripts/highs-reference.sh's native HiGHS built with the engine's own -ffp-contract=off (so
-# the simplex iteration counts agree; BenchmarkLPFile) guard runs at 1.30-1.33x native HiGHS
-# per iteration on the hc2-g1 LP relaxations and 1.39-1.44x on small models;
-# bounds is slower still (1.50-1.54x was measured against a reference built without
-# -ffp-contract=off, so against the matched reference it is higher).
+# the simplex iteration counts agree; BenchmarkLPFile) guard runs at 1.08-1.10x native HiGHS
+# per iteration on the hc2-g1 LP relaxation and 0.96-1.01x on the small demo model (CPU time,
+# medians of rounds paired with the reference; 1.20-1.26x and 1.07-1.19x before w2cgen's
+# cached memory base, forced reads in SSE registers, stack check without a frame pointer and
+# -fno-math-errno: bench/RESULTS.md); bounds is slower still (1.50-1.54x was measured against
+# a reference built without -ffp-contract=off, so against the matched reference it is higher).
 NATIVE_MEMCHECK ?= guard
 NATIVE_JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 ifeq ($(NATIVE),1)
@@ -93,7 +98,7 @@ native: assets
 	@$(MAKE) --no-print-directory -j$(NATIVE_JOBS) $(NATIVE_LIB)
 
 # The stamp names the memory-check mode, so that switching modes regenerates.
-$(NATIVE_DIR)/.generated-$(NATIVE_MEMCHECK): $(WASM) solver/internal/highs/w2cgen/main.go
+$(NATIVE_DIR)/.generated-$(NATIVE_MEMCHECK): $(WASM) $(wildcard solver/internal/highs/w2cgen/*.go)
 	$(GO) run ./solver/internal/highs/w2cgen -wasm $(WASM) -out $(NATIVE_DIR) -wasm2c $(WASM2C) \
 	  -parts $(words $(NATIVE_PARTS)) $(if $(filter guard,$(NATIVE_MEMCHECK)),-guard-pages)
 	touch $@

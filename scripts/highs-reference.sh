@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a native HiGHS from Debian's source package and solves model files with it, for the
-# native side of the "native engine ≤ 1.3× native HiGHS per unit of work" ratio (Makefile, NATIVE_MEMCHECK).
+# native side of the "native engine ≤ 1.1× native HiGHS per unit of work" ratio (Makefile, NATIVE_MEMCHECK).
 #
 #   scripts/highs-reference.sh FILE.lp [FILE.lp ...]
 #
@@ -15,8 +15,9 @@
 # -ffp-contract=off matters: without it the compiler fuses multiply-adds, rounds differently
 # from the wasm the engines run, and the simplex takes another path (with -march=native alone,
 # 3 of 5 files took 1777 against 1858 iterations), so a time per iteration compares different
-# work. Measured this way the native engine (guard) runs at 1.30-1.33x this
-# HiGHS per iteration on the hc2-g1 LP relaxations and 1.39-1.44x on small models.
+# work. Measured this way the native engine (guard) runs at 1.08-1.10x this
+# HiGHS per iteration on the hc2-g1 LP relaxation and 0.96-1.01x on the small demo
+# model (CPU time; on a shared machine, wall-clock time spreads wider: bench/RESULTS.md).
 #
 # ENGINE=FILE compares: FILE is `go test -bench BenchmarkLPFile ./solver/` output for the same
 # files; the script prints engine/native per iteration for each file and engine, and refuses

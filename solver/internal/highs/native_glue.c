@@ -29,8 +29,8 @@ extern const int highs_w2c_guard_pages;
 /* GUARD_RESERVE is what wasm-rt reserves per memory in guard-page mode. */
 #define GUARD_RESERVE 0x200000000ul
 
-/* Stack guard state read by the generated code (see w2cgen's prelude). */
-__thread uint32_t highs_w2c_depth;
+/* Stack guard read by the generated code's function prologue (see w2cgen's
+ * prelude): the lowest stack address a generated function may start at. */
 __thread uintptr_t highs_w2c_stack_floor;
 
 /* stackMargin is what stays free below the floor: room for the frames of a
@@ -403,7 +403,6 @@ int highs_w2c_call(highs_w2c_inst* in, int fn, const uint64_t* args, uint64_t* r
   sigjmp_buf jb;
   sigjmp_buf* saved = cur_jmp;
   highs_w2c_inst* saved_inst = cur_inst;
-  uint32_t depth = highs_w2c_depth;
   set_stack_floor();
   /* With guard pages a trap can leave guard_fault, which runs with SIGSEGV
    * blocked: the jump must restore the signal mask. */
@@ -411,7 +410,6 @@ int highs_w2c_call(highs_w2c_inst* in, int fn, const uint64_t* args, uint64_t* r
   if (code != 0) {
     cur_jmp = saved;
     cur_inst = saved_inst;
-    highs_w2c_depth = depth;
     return code;
   }
   cur_jmp = &jb;
