@@ -262,8 +262,8 @@ func checkPrediction(ctx context.Context, reg *systems.Registry, lg *checkLog, p
 		}
 	}
 	basis := pr.Basis
-	if pr.Arrivals != "poisson" {
-		basis += ", " + pr.Arrivals + " arrivals"
+	if n := predict.ArrivalsName(pr); n != "" {
+		basis += ", " + n
 	}
 	for _, a := range pr.Apps {
 		val, lim := a.Attainment, a.Target

@@ -108,8 +108,8 @@ func Line(pr *formats.Prediction) string {
 		hr = fmt.Sprintf("misses at every load tried down to %.2g×", sim.PredictLowestLoad)
 	}
 	arrivals := ""
-	if pr.Arrivals != "" && pr.Arrivals != "poisson" {
-		arrivals = " of " + pr.Arrivals + " arrivals"
+	if n := ArrivalsName(pr); n != "" {
+		arrivals = " of " + n
 	}
 	if b := BindingPhrase(a); b != "" {
 		return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; closest %s; %s",
@@ -117,6 +117,15 @@ func Line(pr *formats.Prediction) string {
 	}
 	return fmt.Sprintf("predicted (simulated %s s%s at its own rates, seed %d): %s; lowest %s %.2f%% ± %.2f (target %.0f%%, p99 %s); %s",
 		fmtSecsShort(pr.DurationS), arrivals, pr.Seed, verdict, a.Name, 100*a.Attainment, 100*a.Margin, 100*a.Target, run.FmtMs(a.P99Ms), hr)
+}
+
+// ArrivalsName is the arrival process a prediction simulated, for messages ("bursty:2
+// arrivals"), or "" for Poisson, which every message otherwise assumes.
+func ArrivalsName(pr *formats.Prediction) string {
+	if pr == nil || pr.Arrivals == "" || pr.Arrivals == "poisson" {
+		return ""
+	}
+	return pr.Arrivals + " arrivals"
 }
 
 func fmtSecsShort(s float64) string {

@@ -157,8 +157,8 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	if pr := plan.Prediction; !pr.Meets && pr.Basis == formats.PredictionBasisRates && !a.AcceptMiss {
 		of := ""
-		if pr.Arrivals != "poisson" {
-			of = " of " + pr.Arrivals + " arrivals"
+		if n := predict.ArrivalsName(pr); n != "" {
+			of = " of " + n
 		}
 		return run.UsageErrorf("the plan misses its target at the workload's rates, in simulation%s: %s (nothing written; --accept-miss writes it with the miss recorded)",
 			of, strings.Join(predict.Misses(pr), "; "))
