@@ -21,7 +21,7 @@ func BenchmarkDecodeTrace(b *testing.B) {
 	b.SetBytes(int64(buf.Len()))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := Decode("trace.json", buf.Bytes()); err != nil {
+		if _, err := Decode("trace.json", buf.Bytes(), inTree); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,7 +33,7 @@ func BenchmarkDecodeWorkloadYAML(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := Decode("workload.yaml", data); err != nil {
+		if _, err := Decode("workload.yaml", data, inTree); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -19,13 +19,11 @@ import (
 //     serves (its models, applications, cascade task, LLM groups and classes).
 //
 // Each check runs only when the files it needs are present, so any subset may be given.
-// Documents need not be valid on their own; CheckSet never panics on invalid ones.
-func CheckSet(docs map[string]Document) ErrorList { return CheckSetWith(docs, nil) }
-
-// CheckSetWith is CheckSet with the cross-file checks of the typed sections whose checks live
-// in their system's package (Section.CrossCheck registered under a typed key, DyOrc's): each
-// runs after formats' own checks of the file, before those of its registered sections.
-func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
+// Documents need not be valid on their own; CheckSet never panics on invalid ones. The
+// cross-file checks of the systems' sections (Section.CrossCheck) run with secs, the
+// registered sections: each after formats' own checks of its file. A plan or workload
+// among docs with secs nil is a problem (ErrNoSections): its systems' checks would not run.
+func CheckSet(docs map[string]Document, secs *SectionSet) ErrorList {
 	files := make([]string, 0, len(docs))
 	for f := range docs {
 		files = append(files, f)
@@ -56,6 +54,9 @@ func CheckSetWith(docs map[string]Document, secs *SectionSet) ErrorList {
 				plans = append(plans, namedPlan{f, d})
 			}
 		}
+	}
+	if secs == nil && len(workloads)+len(plans) > 0 {
+		return noSectionsProblem("plan or workload")
 	}
 	var all ErrorList
 	for _, f := range files {
@@ -225,7 +226,7 @@ func checkProfileCoverage(v *validator, p *Profile, ix *modelIndex, clusters []n
 }
 
 // ProfileIndex finds profiled models across the profiles a plan is checked against: those
-// it embeds (Plan.ValidateWith) or those given beside it (CheckSetWith).
+// it embeds (Plan.Validate) or those given beside it (CheckSet).
 type ProfileIndex struct{ ix *modelIndex }
 
 // DNN reports whether a profile has the DNN model.
@@ -296,7 +297,7 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 type GPURef struct{ Path, GPU string }
 
 // GPUUser is a plan Section registered under a typed key whose section names GPU types:
-// formats checks them against the clusters given with the plan (CheckSetWith).
+// formats checks them against the clusters given with the plan (CheckSet).
 type GPUUser interface {
 	GPURefs(p *Plan) []GPURef
 }

@@ -150,7 +150,7 @@ func TestCheckSet(t *testing.T) {
 			docs := goodSet(t, c.files...)
 			c.mutate(docs)
 			var got []string
-			for _, e := range CheckSetWith(docs, inTree) {
+			for _, e := range CheckSet(docs, inTree) {
 				got = append(got, e.Error())
 			}
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
@@ -170,9 +170,9 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}
-	_ = CheckSetWith(docs, inTree)
-	_ = CheckSet(nil)
+	_ = CheckSet(docs, inTree)
+	_ = CheckSet(nil, inTree)
 	for _, d := range docs {
-		_ = ValidateWith(d, inTree)
+		_ = Validate(d, inTree)
 	}
 }

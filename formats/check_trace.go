@@ -29,8 +29,8 @@ type TraceTargeter interface {
 }
 
 // add adds what doc's typed sections define or serve. A typed section with no TraceTargeter
-// in secs (a structural-only read) makes the set incomplete, so nothing is reported unknown
-// that a system's Section would have known.
+// in secs (a system that registers none) makes the set incomplete, so nothing is reported
+// unknown that a system's Section would have known.
 func (tt *traceTargets) add(file, kind string, doc Document, keys []string, secs *SectionSet) {
 	tt.files = append(tt.files, file)
 	for _, k := range keys {

@@ -10,12 +10,12 @@ import (
 	"github.com/plan-dev/plan/formats/jsonx"
 )
 
-// Document is any decoded file: *Profile, *Cluster, *Workload, *Plan or *Trace.
+// Document is any decoded file: *Profile, *Cluster, *Workload, *Plan or *Trace. Validate
+// (the package function) checks one: a plan and a workload with the registered systems'
+// sections, the others by their own Validate method.
 type Document interface {
 	// GetKind returns the document's kind.
 	GetKind() string
-	// Validate checks every semantic rule and returns all problems (file names unset).
-	Validate() ErrorList
 }
 
 // GetKind returns the kind.
@@ -27,16 +27,15 @@ const MaxFileBytes = 512 << 20
 // ReadFile decodes and validates a file of any known kind. All problems are returned as one
 // ErrorList naming the file by its path as given (so `golden/plan.json` and `plan.json` are
 // told apart); decoding problems wrap ErrDecode, a file that cannot be read wraps the os
-// error (errors.Is(err, fs.ErrNotExist) works).
-func ReadFile(path string) (Document, error) { return ReadFileWith(path, nil) }
-
-// ReadFileWith is ReadFile for files that may carry the registered sections secs.
-func ReadFileWith(path string, secs *SectionSet) (Document, error) {
+// error (errors.Is(err, fs.ErrNotExist) works). secs are the registered systems' sections
+// (the system registry's SectionSet): a plan or a workload is read only with them
+// (ErrNoSections), other kinds take nil.
+func ReadFile(path string, secs *SectionSet) (Document, error) {
 	data, err := ReadBytes(path)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeWith(path, data, secs)
+	return Decode(path, data, secs)
 }
 
 // ReadBytes reads a whole regular text file of at most MaxFileBytes (ReadText). Its errors
@@ -69,17 +68,16 @@ func (e *ReadError) problems() ErrorList {
 }
 
 // Decode decodes YAML or JSON bytes by their kind, strictly, and validates the result.
-// name is used in error messages (usually the file's base name).
-func Decode(name string, data []byte) (Document, error) { return DecodeWith(name, data, nil) }
-
-// DecodeWith is Decode for files that may carry the registered sections secs; a plan or
-// workload section that neither formats nor secs knows is an error naming the systems.
-func DecodeWith(name string, data []byte, secs *SectionSet) (Document, error) {
-	doc, err := ParseWith(name, data, secs)
+// name is used in error messages (usually the file's base name). A plan or workload is
+// decoded and validated with the registered sections secs (nil is refused for them,
+// ErrNoSections): a section that neither formats nor secs knows is an error naming the
+// systems, and each system's own rules always run.
+func Decode(name string, data []byte, secs *SectionSet) (Document, error) {
+	doc, err := Parse(name, data, secs)
 	if err != nil {
 		return nil, err
 	}
-	if errs := ValidateWith(doc, secs); len(errs) > 0 {
+	if errs := Validate(doc, secs); len(errs) > 0 {
 		return nil, errs.WithFile(name)
 	}
 	return doc, nil
@@ -90,17 +88,19 @@ func DecodeWith(name string, data []byte, secs *SectionSet) (Document, error) {
 // themselves). Structural problems — unreadable YAML/JSON, an unknown field, a missing
 // required field, a wrong type, a non-finite number — are all reported, each with its path,
 // in an error that matches ErrDecode; a wrong apiVersion or an unknown kind stop early.
-func Parse(name string, data []byte) (Document, error) {
-	return parse(name, data, "", nil)
-}
-
-// ParseWith is Parse for files that may carry the registered sections secs.
-func ParseWith(name string, data []byte, secs *SectionSet) (Document, error) {
+// secs are the registered sections, as for Decode.
+func Parse(name string, data []byte, secs *SectionSet) (Document, error) {
 	return parse(name, data, "", secs)
 }
 
 func parse(name string, data []byte, wantKind string, secs *SectionSet) (Document, error) {
+	if secs == nil && sectioned(wantKind) {
+		return nil, noSections(name, wantKind)
+	}
 	if doc, err := parseStreaming(name, data, wantKind); doc != nil || err != nil {
+		if err == nil && secs == nil && sectioned(doc.GetKind()) {
+			return nil, noSections(name, doc.GetKind())
+		}
 		return doc, err
 	}
 	tree, js, err := parseTree(data)
@@ -118,6 +118,9 @@ func parse(name string, data []byte, wantKind string, secs *SectionSet) (Documen
 	}
 	if wantKind != "" && kind != wantKind {
 		return nil, ErrorList{{File: name, Path: "kind", Value: render(kind), Rule: "must be " + wantKind}}.tagged(ErrWrongKind)
+	}
+	if secs == nil && sectioned(kind) {
+		return nil, noSections(name, kind)
 	}
 	var errs ErrorList
 	ext := takeSections(kind, doc, tree, secs, &errs)
@@ -140,35 +143,29 @@ func parse(name string, data []byte, wantKind string, secs *SectionSet) (Documen
 }
 
 // DecodeInto decodes into a document of a specific kind and fails with ErrWrongKind
-// (`name: kind: "Plan": must be Cluster`) when the file holds another one.
-func DecodeInto[T Document](name string, data []byte) (T, error) {
-	return DecodeIntoWith[T](name, data, nil)
-}
-
-// DecodeIntoWith is DecodeInto for files that may carry the registered sections secs.
-func DecodeIntoWith[T Document](name string, data []byte, secs *SectionSet) (T, error) {
+// (`name: kind: "Plan": must be Cluster`) when the file holds another one. secs are the
+// registered sections, as for Decode.
+func DecodeInto[T Document](name string, data []byte, secs *SectionSet) (T, error) {
 	var zero T
 	doc, err := parse(name, data, kindOf(zero), secs)
 	if err != nil {
 		return zero, err
 	}
-	if errs := ValidateWith(doc, secs); len(errs) > 0 {
+	if errs := Validate(doc, secs); len(errs) > 0 {
 		return zero, errs.WithFile(name)
 	}
 	return doc.(T), nil
 }
 
-// ReadInto reads a file expected to hold a document of type T.
-func ReadInto[T Document](path string) (T, error) { return ReadIntoWith[T](path, nil) }
-
-// ReadIntoWith is ReadInto for files that may carry the registered sections secs.
-func ReadIntoWith[T Document](path string, secs *SectionSet) (T, error) {
+// ReadInto reads a file expected to hold a document of type T, with the registered
+// sections secs as for Decode.
+func ReadInto[T Document](path string, secs *SectionSet) (T, error) {
 	var zero T
 	data, err := ReadBytes(path)
 	if err != nil {
 		return zero, err
 	}
-	return DecodeIntoWith[T](path, data, secs)
+	return DecodeInto[T](path, data, secs)
 }
 
 func kindOf(d Document) string {

@@ -105,7 +105,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			doc, err := Decode("cluster.yaml", []byte(c.input))
+			doc, err := Decode("cluster.yaml", []byte(c.input), inTree)
 			got := messages(err)
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 				t.Fatalf("got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(c.want, "\n\t"))
@@ -157,7 +157,7 @@ gpus:
     count: 2
 nic_gbps: 10
 `
-	c, err := DecodeInto[*Cluster]("c.yaml", []byte(in))
+	c, err := DecodeInto[*Cluster]("c.yaml", []byte(in), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,17 +166,17 @@ nic_gbps: 10
 	}
 	// JSON input, a YAML document marker and a BOM-free JSON body with whitespace.
 	js := "\n  {\"apiVersion\":\"plan/v1\",\"kind\":\"Cluster\",\"metadata\":{},\"gpus\":[{\"type\":\"L4\",\"count\":1,\"per_server\":1}],\"nic_gbps\":1}\n"
-	if _, err := DecodeInto[*Cluster]("c.json", []byte(js)); err != nil {
+	if _, err := DecodeInto[*Cluster]("c.json", []byte(js), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecodeInto[*Cluster]("c.yaml", []byte("---\n"+clusterYAML)); err != nil {
+	if _, err := DecodeInto[*Cluster]("c.yaml", []byte("---\n"+clusterYAML), nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestDecodeInto(t *testing.T) {
 	plan := readFixture(t, filepath.Join(goodDir, "plan.json"))
-	_, err := DecodeInto[*Cluster]("plan.json", plan)
+	_, err := DecodeInto[*Cluster]("plan.json", plan, nil)
 	if !errors.Is(err, ErrWrongKind) {
 		t.Fatalf("err = %v, want ErrWrongKind", err)
 	}
@@ -185,49 +185,49 @@ func TestDecodeInto(t *testing.T) {
 	}
 	// Wrong kind wins over the other kind's problems: only one message.
 	bad := strings.Replace(string(plan), `"tool": "plan"`, `"tool": ""`, 1)
-	if _, err := DecodeInto[*Cluster]("plan.json", []byte(bad)); len(Problems(err)) != 1 {
+	if _, err := DecodeInto[*Cluster]("plan.json", []byte(bad), nil); len(Problems(err)) != 1 {
 		t.Fatalf("want exactly the wrong-kind problem, got %v", err)
 	}
-	p, err := DecodeInto[*Plan]("plan.json", plan)
+	p, err := DecodeInto[*Plan]("plan.json", plan, inTree)
 	if err != nil || p.PPipe == nil {
 		t.Fatalf("DecodeInto[*Plan] = %v, %v", p, err)
 	}
 	// Semantic problems still come back from DecodeInto.
-	if _, err := DecodeInto[*Cluster]("c.yaml", []byte(strings.Replace(clusterYAML, "count: 12", "count: -3", 1))); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrDecode) {
+	if _, err := DecodeInto[*Cluster]("c.yaml", []byte(strings.Replace(clusterYAML, "count: 12", "count: -3", 1)), nil); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrDecode) {
 		t.Fatalf("err = %v, want ErrInvalid only", err)
 	}
 }
 
 func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
-	_, err := ReadFile(filepath.Join(dir, "missing.yaml"))
+	_, err := ReadFile(filepath.Join(dir, "missing.yaml"), inTree)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing file: err = %v, want fs.ErrNotExist", err)
 	}
 	if got, want := messages(err), filepath.Join(dir, "missing.yaml")+": cannot read: no such file"; len(got) != 1 || got[0] != want {
 		t.Fatalf("missing file: got %q, want %q", got, want)
 	}
-	if _, err := ReadFile(dir); err == nil || !strings.Contains(err.Error(), "cannot read: ") {
+	if _, err := ReadFile(dir, inTree); err == nil || !strings.Contains(err.Error(), "cannot read: ") {
 		t.Fatalf("directory: err = %v", err)
 	}
 	path := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(path, []byte(strings.Replace(clusterYAML, "count: 4", "count: -1", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = ReadFile(path)
+	_, err = ReadFile(path, inTree)
 	// The path as given, not its base name (golden/plan.json vs plan.json), so the user finds the file.
 	if got := messages(err); len(got) != 1 || got[0] != path+": gpus[0].count: -1: must be >= 0" {
 		t.Fatalf("ReadFile must name the file by its path as given: %q", got)
 	}
-	if _, err := ReadInto[*Trace](path); !errors.Is(err, ErrWrongKind) {
+	if _, err := ReadInto[*Trace](path, nil); !errors.Is(err, ErrWrongKind) {
 		t.Fatalf("ReadInto[*Trace] on a cluster: %v", err)
 	}
-	if _, err := ReadInto[*Trace](filepath.Join(dir, "nope")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := ReadInto[*Trace](filepath.Join(dir, "nope"), nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("ReadInto on a missing file: %v", err)
 	}
 	for _, f := range goodFixtures(t) {
-		if _, err := ReadFile(f); err != nil {
-			t.Errorf("ReadFile(%s): %v", f, err)
+		if _, err := ReadFile(f, inTree); err != nil {
+			t.Errorf("ReadFile(%s, inTree): %v", f, err)
 		}
 	}
 }

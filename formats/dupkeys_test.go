@@ -67,7 +67,7 @@ func TestReadFileDuplicateKeys(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			path := filepath.Join(root, c.file)
-			_, err := ReadFile(path)
+			_, err := ReadFile(path, inTree)
 			if !errors.Is(err, ErrDecode) {
 				t.Fatalf("got %v, want a decode error", err)
 			}

@@ -32,11 +32,11 @@ func fuzzSeeds(f *testing.F) {
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if doc, err := Parse("fuzz", data); err == nil {
-			_ = ValidateWith(doc, inTree)
-			_ = CheckSetWith(map[string]Document{"fuzz": doc}, inTree)
+		if doc, err := Parse("fuzz", data, inTree); err == nil {
+			_ = Validate(doc, inTree)
+			_ = CheckSet(map[string]Document{"fuzz": doc}, inTree)
 		}
-		doc, err := Decode("fuzz", data)
+		doc, err := Decode("fuzz", data, inTree)
 		if err != nil {
 			if len(Problems(err)) == 0 {
 				t.Fatalf("error without problems: %v", err)
@@ -47,7 +47,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Marshal: %v", err)
 		}
-		again, err := Decode("fuzz", out)
+		again, err := Decode("fuzz", out, inTree)
 		if err != nil {
 			t.Fatalf("re-decoding the marshaled document: %v\n%s", err, out)
 		}

@@ -51,7 +51,7 @@ func readFixture(t testing.TB, path string) []byte {
 // loadGood decodes a good fixture by base name (e.g. "plan.json"), failing the test on error.
 func loadGood(t testing.TB, name string) Document {
 	t.Helper()
-	doc, err := Decode(name, readFixture(t, filepath.Join(goodDir, name)))
+	doc, err := Decode(name, readFixture(t, filepath.Join(goodDir, name)), inTree)
 	if err != nil {
 		t.Fatalf("decode good fixture %s:\n%v", name, err)
 	}
@@ -91,7 +91,7 @@ func TestGoldenRoundTrip(t *testing.T) {
 			if !bytes.Equal(out, want) {
 				t.Fatalf("Marshal(%s) differs from %s; if the change is intended, run `go test ./formats -update`\n%s", f, golden, firstDiff(out, want))
 			}
-			again, err := Decode(filepath.Base(golden), want)
+			again, err := Decode(filepath.Base(golden), want, inTree)
 			if err != nil {
 				t.Fatalf("decode golden: %v", err)
 			}
@@ -139,7 +139,7 @@ func TestGoodFixturesAreConsistent(t *testing.T) {
 	for _, f := range goodFixtures(t) {
 		docs[filepath.Base(f)] = loadGood(t, filepath.Base(f))
 	}
-	if errs := CheckSetWith(docs, inTree); len(errs) > 0 {
+	if errs := CheckSet(docs, inTree); len(errs) > 0 {
 		t.Fatalf("CheckSet over the good fixtures:\n%v", errs)
 	}
 }

@@ -35,7 +35,7 @@ func TestHostileNesting(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
-			n := allocatedBy(func() { _, err = Decode("p.json", []byte(c.doc)) })
+			n := allocatedBy(func() { _, err = Decode("p.json", []byte(c.doc), inTree) })
 			ratio := float64(n) / float64(len(c.doc))
 			t.Logf("%d bytes in, %d bytes allocated: %.2f× the input", len(c.doc), n, ratio)
 			if !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), c.want) {
@@ -85,7 +85,7 @@ func TestEchoedInputBounded(t *testing.T) {
 			[]string{`"` + strings.Repeat("f", 200) + `"… (305 bytes): kind`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Decode(c.file, []byte(c.doc))
+			_, err := Decode(c.file, []byte(c.doc), inTree)
 			if err == nil {
 				t.Fatal("accepted")
 			}

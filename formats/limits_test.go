@@ -51,7 +51,7 @@ func TestEveryDurationAndRateIsBounded(t *testing.T) {
 			old := leaf.get()
 			leaf.set(1e308)
 			found := false
-			for _, e := range ValidateWith(doc, inTree) {
+			for _, e := range Validate(doc, inTree) {
 				found = found || e.Path == leaf.path
 			}
 			leaf.set(old)
@@ -59,7 +59,7 @@ func TestEveryDurationAndRateIsBounded(t *testing.T) {
 				t.Errorf("%s: %s = 1e308 is not reported", filepath.Base(f), leaf.path)
 			}
 		}
-		if errs := ValidateWith(doc, inTree); len(errs) > 0 {
+		if errs := Validate(doc, inTree); len(errs) > 0 {
 			t.Fatalf("%s: not restored: %v", f, errs)
 		}
 		t.Logf("%s: %d duration and rate fields", filepath.Base(f), n)
@@ -84,7 +84,7 @@ func TestEveryDurationStringIsBounded(t *testing.T) {
 			}
 			leaf.set(big)
 			found := false
-			for _, e := range ValidateWith(doc, inTree) {
+			for _, e := range Validate(doc, inTree) {
 				found = found || e.Path == leaf.path
 			}
 			leaf.set(old)

@@ -20,7 +20,7 @@ func TestEveryFloatRejectsNaNAndInf(t *testing.T) {
 				old := leaf.get()
 				leaf.set(bad)
 				found := false
-				for _, e := range ValidateWith(doc, inTree) {
+				for _, e := range Validate(doc, inTree) {
 					if e.Path == leaf.path {
 						found = true
 					}
@@ -31,7 +31,7 @@ func TestEveryFloatRejectsNaNAndInf(t *testing.T) {
 				}
 			}
 		}
-		if errs := ValidateWith(doc, inTree); len(errs) > 0 {
+		if errs := Validate(doc, inTree); len(errs) > 0 {
 			t.Fatalf("%s: not restored: %v", f, errs)
 		}
 	}
@@ -98,7 +98,7 @@ func TestEveryIntRejectsNegative(t *testing.T) {
 			old := leaf.v.Int()
 			leaf.set(-1)
 			found := false
-			for _, e := range ValidateWith(doc, inTree) {
+			for _, e := range Validate(doc, inTree) {
 				if e.Path == leaf.path {
 					found = true
 				}

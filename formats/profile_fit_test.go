@@ -133,7 +133,7 @@ func TestFitProfile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			p, err := ReadInto[*Profile](c.file)
+			p, err := ReadInto[*Profile](c.file, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestFitProfile(t *testing.T) {
 			if errs := p.Validate(); len(errs) > 0 {
 				t.Fatalf("the fitted profile does not validate: %v", errs)
 			}
-			again, _ := ReadInto[*Profile](c.file)
+			again, _ := ReadInto[*Profile](c.file, nil)
 			FitProfile(again)
 			FitProfile(again)
 			if !reflect.DeepEqual(again, p) {

@@ -26,12 +26,10 @@ func SchemaFile(kind string) string { return strings.ToLower(kind) + ".schema.js
 // Go types so it cannot disagree with the decoder: properties from json tags, fields without
 // omitempty required, additionalProperties false (decoding is strict), Duration as a string
 // with DurationPattern, slices, maps and pointers also accepting null. Named struct types
-// become $defs. The output is deterministic, indented JSON with a trailing newline.
-func Schema(kind string) ([]byte, error) { return SchemaWith(kind, nil) }
-
-// SchemaWith is Schema with the registered sections of secs among the document's
-// properties (a plan's or workload's), each described by its Section's fragment.
-func SchemaWith(kind string, secs *SectionSet) ([]byte, error) {
+// become $defs. The output is deterministic, indented JSON with a trailing newline. A plan's
+// or workload's schema has the registered sections of secs among its properties, each
+// described by its Section (nil: formats' own fields only).
+func Schema(kind string, secs *SectionSet) ([]byte, error) {
 	doc, err := newDocument(kind)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w: %q", ErrUnknownKind, kind)

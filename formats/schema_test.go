@@ -18,12 +18,12 @@ import (
 // generate. `go test ./formats -update` rewrites them.
 func TestSchema(t *testing.T) {
 	for _, kind := range Kinds {
-		got, err := Schema(kind)
+		got, err := Schema(kind, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !json.Valid(got) {
-			t.Fatalf("Schema(%s) is not valid JSON", kind)
+			t.Fatalf("Schema(%s, nil) is not valid JSON", kind)
 		}
 		path := filepath.Join(schemaDir, SchemaFile(kind))
 		if *update {
@@ -43,8 +43,8 @@ func TestSchema(t *testing.T) {
 				SchemaFile(kind), firstDiff(got, want))
 		}
 	}
-	if _, err := Schema("Widget"); err == nil {
-		t.Error("Schema(Widget): want an error for an unknown kind")
+	if _, err := Schema("Widget", nil); err == nil {
+		t.Error("Schema(Widget, nil): want an error for an unknown kind")
 	}
 }
 
@@ -79,7 +79,7 @@ func TestSchemaAgreesWithDecoder(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, decErr := Parse("x.json", []byte(c.js))
+			_, decErr := Parse("x.json", []byte(c.js), inTree)
 			if decErr == nil {
 				t.Fatalf("decoder accepted %s", c.js)
 			}
@@ -126,7 +126,7 @@ func TestDurationPattern(t *testing.T) {
 // keyword the generator emits wrongly fails here as it would in a user's editor or CI.
 func schemaCheck(t testing.TB, kind string, js []byte) []string {
 	t.Helper()
-	raw, err := Schema(kind)
+	raw, err := Schema(kind, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

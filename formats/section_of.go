@@ -71,7 +71,7 @@ func (s SectionOf[T]) CrossCheck(v any, self string, docs map[string]Document) E
 }
 
 // Schema implements Section: T's schema as a self-contained fragment (its named types under
-// its own $defs). Inside a plan's or workload's schema (SchemaWith) T's types join the
+// its own $defs). Inside a plan's or workload's schema (Schema with a SectionSet) T's types join the
 // document's $defs instead, as formats' own types do.
 func (s SectionOf[T]) Schema() map[string]any {
 	g := &schemaGen{defs: map[string]*object{}}
@@ -94,7 +94,7 @@ func (s SectionOf[T]) Schema() map[string]any {
 	return out
 }
 
-// goType is what SchemaWith asks a section for to describe it from its Go type.
+// goType is what Schema asks a section for to describe it from its Go type.
 func (s SectionOf[T]) goType() reflect.Type { return reflect.TypeFor[T]() }
 
 // goTyped is implemented by SectionOf: a section described by its Go type.

@@ -85,7 +85,7 @@ func TestSectionOfInPlan(t *testing.T) {
 	secs := &SectionSet{Systems: []string{"crewer"}, Plan: []Section{crewSection}}
 	doc := `{"apiVersion":"` + APIVersion + `","kind":"Plan","metadata":{"name":"p"},"provenance":{"tool":"plan","tool_version":"dev","input_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","status":"optimal","objective":1,"solve_ms":0},` +
 		`"crew":{"name":"a","slo":"200ms","workers":[{"gpu":"L4","count":2}]}}`
-	d, err := DecodeWith("p.json", []byte(doc), secs)
+	d, err := Decode("p.json", []byte(doc), secs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ func TestSectionOfInPlan(t *testing.T) {
 		t.Fatalf("In: %#v", c)
 	}
 	c.Workers[0].Count = 0
-	if errs := p.ValidateWith(secs); len(errs) != 1 || !strings.Contains(errs[0].Error(), "crew.workers[0].count: 0: must be >= 1") {
+	if errs := p.Validate(secs); len(errs) != 1 || !strings.Contains(errs[0].Error(), "crew.workers[0].count: 0: must be >= 1") {
 		t.Errorf("Validate: %v", errs)
 	}
 	c.Workers[0].Count = 2
-	if errs := CheckSetWith(map[string]Document{"p.json": p, "c.json": &Cluster{}}, secs); !strings.Contains(errs.Error(), "c.json: gpus: a crew needs GPUs") {
+	if errs := CheckSet(map[string]Document{"p.json": p, "c.json": &Cluster{}}, secs); !strings.Contains(errs.Error(), "c.json: gpus: a crew needs GPUs") {
 		t.Errorf("cross-check: %v", errs)
 	}
 	js, err := json.Marshal(p)
@@ -114,7 +114,7 @@ func TestSectionOfInPlan(t *testing.T) {
 	if crewSection.In(p.Sections) != nil {
 		t.Error("Put(nil) did not remove the section")
 	}
-	s, err := SchemaWith(KindPlan, secs)
+	s, err := Schema(KindPlan, secs)
 	if err != nil {
 		t.Fatal(err)
 	}

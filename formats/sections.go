@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -21,8 +22,9 @@ import (
 // SectionOf[T] does both from the section's Go type, as formats does for its own fields. The
 // set of registered sections is a plain value (SectionSet) the caller passes in, built from
 // the system registry, so nothing registers itself and tests build exactly the set they need.
-// Without a set (Validate, CheckSet, Decode) a document is read structurally only: types,
-// required fields, finite numbers and the shared parts, none of the systems' own rules.
+// A plan or workload is never read without a set (Decode, Validate, CheckSet and WriteFile
+// refuse nil for them: ErrNoSections), so every reader runs the systems' own rules; packages
+// below the registry take the in-tree set from formats/sections/intree.
 
 // Section is one system's top-level section of a plan or a workload.
 type Section interface {
@@ -205,15 +207,38 @@ func (s *SectionSet) crossCheckTyped(kind string, doc Document, present []string
 	return out
 }
 
-// ValidateWith validates doc, with the typed sections secs registers (Plan.ValidateWith).
-func ValidateWith(doc Document, secs *SectionSet) ErrorList {
+// Validate validates doc: a plan or a workload with the registered sections secs (nil is a
+// problem of its own, as in Decode: its systems' rules would not run), any other kind by its
+// own rules.
+func Validate(doc Document, secs *SectionSet) ErrorList {
 	switch d := doc.(type) {
 	case *Plan:
-		return d.ValidateWith(secs)
+		return d.Validate(secs)
 	case *Workload:
-		return d.ValidateWith(secs)
+		return d.Validate(secs)
+	case interface{ Validate() ErrorList }:
+		return d.Validate()
 	}
-	return doc.Validate()
+	return nil
+}
+
+// ErrNoSections marks a plan or workload read or validated without the registered
+// systems' sections (a nil SectionSet): its systems' own rules could not run, so formats
+// refuses instead of passing it structurally. Callers hand the system registry's set
+// (internal/systems Registry.Sections; formats/sections/intree below the registry).
+var ErrNoSections = errors.New("a plan or workload needs the registered systems' sections")
+
+// sectioned reports whether documents of kind carry systems' sections.
+func sectioned(kind string) bool { return kind == KindPlan || kind == KindWorkload }
+
+// noSections is the error of reading a plan or workload without a SectionSet.
+func noSections(name, kind string) error {
+	return ErrorList{{File: name, Rule: fmt.Sprintf("a %s is read with the registered systems' sections: none were given (a caller's bug)", kind)}}.tagged(ErrNoSections)
+}
+
+// noSectionsProblem is the problem of validating a plan or workload without a SectionSet.
+func noSectionsProblem(kind string) ErrorList {
+	return ErrorList{{Rule: fmt.Sprintf("a %s is validated with the registered systems' sections: none were given (a caller's bug)", kind)}}
 }
 
 // validate runs every section's own validation.

@@ -56,13 +56,14 @@ func TestRegisteredSections(t *testing.T) {
 	}{
 		{"workload.json", jobsSet(), ""},
 		{"plan.json", jobsSet(), ""},
-		{"workload.json", nil, "workload.json: jobs: unknown field"},
+		{"workload.json", nil, "workload.json: a Workload is read with the registered systems' sections: none were given"},
+		{"workload.json", &SectionSet{Systems: []string{"ppipe"}}, "workload.json: jobs: unknown workload section: no registered system claims it (systems: ppipe)"},
 		{"unknown.json", jobsSet(), "unknown.json: robots: unknown workload section: no registered system claims it (systems: jobber, ppipe)"},
 		{"bad.yaml", jobsSet(), "bad.yaml: jobs: unknown field \"colour\""},
 		{"invalid.yaml", jobsSet(), "invalid.yaml: jobs.rate_rps: -1: must be > 0"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			doc, err := ReadFileWith(filepath.Join("testdata/sections", tc.file), tc.secs)
+			doc, err := ReadFile(filepath.Join("testdata/sections", tc.file), tc.secs)
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("err = %v, want %q", err, tc.want)
@@ -96,7 +97,7 @@ func TestRegisteredSections(t *testing.T) {
 			if !bytes.Contains(js, []byte(`"jobs":{"rate_rps":10`)) {
 				t.Errorf("encoded without its section: %s", js)
 			}
-			again, err := DecodeWith(tc.file, js, tc.secs)
+			again, err := Decode(tc.file, js, tc.secs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,22 +110,22 @@ func TestRegisteredSections(t *testing.T) {
 }
 
 func TestSectionCrossCheckAndSchema(t *testing.T) {
-	w, err := ReadFileWith("testdata/sections/workload.json", jobsSet())
+	w, err := ReadFile("testdata/sections/workload.json", jobsSet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := CheckSet(map[string]Document{"w.json": w, "c.yaml": &Cluster{}})
+	errs := CheckSet(map[string]Document{"w.json": w, "c.yaml": &Cluster{}}, inTree)
 	if len(errs) != 1 || errs[0].Error() != "c.yaml: gpus: jobs need a GPU" {
 		t.Errorf("CheckSet = %v", errs)
 	}
-	s, err := SchemaWith(KindPlan, jobsSet())
+	s, err := Schema(KindPlan, jobsSet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(s, []byte(`"jobs": {`)) {
 		t.Errorf("the plan schema does not describe the jobs section")
 	}
-	plain, _ := Schema(KindPlan)
+	plain, _ := Schema(KindPlan, nil)
 	if bytes.Contains(plain, []byte(`"jobs"`)) {
 		t.Errorf("the plain schema describes an unregistered section")
 	}

@@ -56,7 +56,7 @@ func TestStreamingParseMatchesTree(t *testing.T) {
 	accepted := 0
 	for name, data := range docs {
 		treeOnly = true
-		want, wantErr := parse(name, data, "", nil)
+		want, wantErr := parse(name, data, "", inTree)
 		treeOnly = false
 		got, ok := parseJSONStream(data, "")
 		switch {
@@ -107,7 +107,7 @@ func BenchmarkParseLargeTrace(b *testing.B) {
 			var peak uint64
 			for b.Loop() {
 				stop := sampleHeap(&peak)
-				if _, err := Parse("big.json", data); err != nil {
+				if _, err := Parse("big.json", data, inTree); err != nil {
 					b.Fatal(err)
 				}
 				stop()

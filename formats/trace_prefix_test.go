@@ -44,7 +44,7 @@ func TestPrefixGroupDecode(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				treeOnly = tree
 				defer func() { treeOnly = false }()
-				got, err := DecodeInto[*Trace]("t.json", []byte(c.data))
+				got, err := DecodeInto[*Trace]("t.json", []byte(c.data), nil)
 				if c.wantErr != "" {
 					if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 						t.Fatalf("tree %v: err = %v, want %q", tree, err, c.wantErr)

@@ -37,17 +37,14 @@ func (pt *Partition) PhysicalGPUs() int {
 	return (pt.Count + pt.VGPU - 1) / pt.VGPU
 }
 
-// Validate is ValidateWith(nil): a structural-only read of the sections whose validation has
-// moved to their system's package (see ValidateWith). Every production reader passes the
-// registry's set instead (DecodeWith, ReadIntoWith, `plan validate`).
-func (p *Plan) Validate() ErrorList { return p.ValidateWith(nil) }
-
-// ValidateWith checks a plan: every section on its own, GPU types against the plan's cluster
+// Validate checks a plan: every section on its own, GPU types against the plan's cluster
 // (when it has one), and models against its embedded profiles (when it has them). A typed
-// section whose validation lives in its system's package (all five in-tree systems') is
-// checked by the Section secs registers under its key; without one it is read structurally
-// only (its types, required fields and finite numbers, which parse checks).
-func (p *Plan) ValidateWith(secs *SectionSet) ErrorList {
+// section (all five in-tree systems') is checked by the Section secs registers under its
+// key; secs nil is itself a problem (ErrNoSections): the systems' rules would not run.
+func (p *Plan) Validate(secs *SectionSet) ErrorList {
+	if secs == nil {
+		return noSectionsProblem(KindPlan)
+	}
 	v := &validator{}
 	checkMeta(v, p.TypeMeta, KindPlan)
 	p.Provenance.validate(v, "provenance", secs)
@@ -135,7 +132,7 @@ func (pv *Provenance) validate(v *validator, p string, secs *SectionSet) {
 			v.nested(field(ep, "cluster"), e.Cluster.Validate())
 		}
 		if e.Workload != nil {
-			v.nested(field(ep, "workload"), e.Workload.ValidateWith(secs))
+			v.nested(field(ep, "workload"), e.Workload.Validate(secs))
 		}
 	}
 }

@@ -63,13 +63,13 @@ func TestValidatePlan(t *testing.T) {
 func TestValidatePlanAllowed(t *testing.T) {
 	p := loadGood(t, "plan.json").(*Plan)
 	p.PPipe, p.Provenance.Status = nil, "infeasible"
-	if errs := p.ValidateWith(inTree); len(errs) > 0 {
+	if errs := p.Validate(inTree); len(errs) > 0 {
 		t.Errorf("infeasible plan without sections: %v", errs)
 	}
 	q := loadGood(t, "plan.json").(*Plan)
 	q.Cluster = nil
 	q.PPipe.Models[0].Pipelines[0].Partitions[1].GPU = "A100"
-	if errs := q.ValidateWith(inTree); len(errs) > 0 {
+	if errs := q.Validate(inTree); len(errs) > 0 {
 		t.Errorf("plan without a cluster: %v", errs)
 	}
 	if got := loadGood(t, "plan-sections.json").(*Plan).TargetCluster(); got == nil || got.Metadata.Name != "l4-p4" {
@@ -120,7 +120,7 @@ func TestStageRounding(t *testing.T) {
 				t.Errorf("PhysicalGPUs: L4 %d, want %d", used["L4"], c.used)
 			}
 			var got []string
-			for _, e := range p.ValidateWith(inTree).WithFile("plan.json") {
+			for _, e := range p.Validate(inTree).WithFile("plan.json") {
 				got = append(got, e.Error())
 			}
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {

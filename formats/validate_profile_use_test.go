@@ -103,7 +103,7 @@ func TestProfileUsePlanIsValidate(t *testing.T) {
 		l["avg_batch"], l["throughput_tokens_per_s"] = -2, 0
 	}} {
 		data := replayProfile(t, edit)
-		_, errDefault := DecodeInto[*Profile]("p.json", data)
+		_, errDefault := DecodeInto[*Profile]("p.json", data, nil)
 		_, errPlan := DecodeProfileFor("p.json", data, UsePlan)
 		a, b := Problems(errDefault), Problems(errPlan)
 		if !slices.EqualFunc(a, b, func(x, y *FieldError) bool { return x.Error() == y.Error() }) {

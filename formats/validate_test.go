@@ -38,7 +38,7 @@ func runBad(t *testing.T, cases []badCase) {
 		t.Run(c.name, func(t *testing.T) {
 			doc := loadGood(t, c.file)
 			c.mutate(doc)
-			got := ValidateWith(doc, inTree).WithFile(c.file)
+			got := Validate(doc, inTree).WithFile(c.file)
 			var msgs []string
 			for _, e := range got {
 				msgs = append(msgs, e.Error())

@@ -4,12 +4,12 @@ import (
 	"reflect"
 )
 
-// Validate is ValidateWith(nil): see Plan.Validate.
-func (w *Workload) Validate() ErrorList { return w.ValidateWith(nil) }
-
-// ValidateWith checks a workload; typed sections whose validation lives in their system's
-// package are checked by the Sections secs registers under their keys (Plan.ValidateWith).
-func (w *Workload) ValidateWith(secs *SectionSet) ErrorList {
+// Validate checks a workload; its typed sections are checked by the Sections secs registers
+// under their keys, and secs nil is a problem (Plan.Validate).
+func (w *Workload) Validate(secs *SectionSet) ErrorList {
+	if secs == nil {
+		return noSectionsProblem(KindWorkload)
+	}
 	v := &validator{}
 	checkMeta(v, w.TypeMeta, KindWorkload)
 	if len(w.SectionKeys()) == 0 {

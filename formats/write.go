@@ -38,13 +38,11 @@ func Digest(v any) (string, error) {
 
 // WriteFile validates a document, then writes it as JSON atomically: a temp file in the same
 // directory is synced and renamed over path, so readers never see a partial file and a
-// failure leaves any previous file intact.
-func WriteFile(path string, doc Document) error { return WriteFileWith(path, doc, nil) }
-
-// WriteFileWith is WriteFile validating with the registered sections secs (ValidateWith): what
-// `plan solve` uses, so a plan section validated by its system is checked before it is written.
-func WriteFileWith(path string, doc Document, secs *SectionSet) error {
-	if errs := ValidateWith(doc, secs); len(errs) > 0 {
+// failure leaves any previous file intact. A plan or workload is validated with the
+// registered sections secs (Validate), so a section is checked by its system before it is
+// written.
+func WriteFile(path string, doc Document, secs *SectionSet) error {
+	if errs := Validate(doc, secs); len(errs) > 0 {
 		return errs.WithFile(path)
 	}
 	data, err := Marshal(doc)

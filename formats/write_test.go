@@ -74,11 +74,11 @@ func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cluster.json")
 	c := loadGood(t, "cluster.yaml").(*Cluster)
-	if err := WriteFile(path, c); err != nil {
+	if err := WriteFile(path, c, inTree); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	back, err := ReadInto[*Cluster](path)
+	back, err := ReadInto[*Cluster](path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestWriteFile(t *testing.T) {
 	}
 	// An invalid document is not written: the old file stays, no temp file appears.
 	c.GPUs[0].Count = -3
-	err = WriteFile(path, c)
+	err = WriteFile(path, c, inTree)
 	if !errors.Is(err, ErrInvalid) || err.Error() != path+": gpus[0].count: -3: must be >= 0" {
 		t.Fatalf("err = %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve/kserve"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) handlePutPlan(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, kserve.ErrorResponse{Error: "reading the plan: " + err.Error()})
 		return
 	}
-	p, err := formats.DecodeIntoWith[*formats.Plan]("plan", body, s.opts.Sections)
+	p, err := formats.DecodeInto[*formats.Plan]("plan", body, s.sections())
 	if err != nil {
 		writeJSON(w, 400, kserve.ErrorResponse{Error: err.Error()})
 		return
@@ -149,4 +150,13 @@ func (s *Server) SetWorkerDown(name string, down bool) error {
 		return errors.New("the server has stopped")
 	}
 	return err
+}
+
+// sections are the plan sections PUT /v1/plan decodes with: Options.Sections, or the
+// in-tree systems' when none were given.
+func (s *Server) sections() *formats.SectionSet {
+	if s.opts.Sections == nil {
+		return intree.Sections()
+	}
+	return s.opts.Sections
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/internal/tinycascade"
 	"github.com/plan-dev/plan/serve/kserve"
@@ -39,7 +40,7 @@ func tinyDir() string { return filepath.Join("..", filepath.FromSlash(tinycascad
 
 func tinyPlan(t testing.TB) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join(tinyDir(), "plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join(tinyDir(), "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,9 @@ type Options struct {
 	// policy (the system registry's deployer for the plan's section); it is called at start
 	// and on every reload, so a reloaded plan may belong to another system.
 	Deploy func(*formats.Plan) (*dataplane.Deployment, string, error)
-	// Sections are the registered systems' plan sections beyond formats' typed ones, so
-	// PUT /v1/plan takes a plan of any registered system (nil: the typed ones only).
+	// Sections are the registered systems' plan sections (the system registry's), so PUT
+	// /v1/plan takes a plan of any registered system and runs its system's checks (nil: the
+	// in-tree systems', formats/sections/intree).
 	Sections *formats.SectionSet
 	// Policies is the registry policies are built from.
 	Policies *dataplane.Registry

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
 
@@ -26,7 +27,7 @@ import (
 
 func loadPlan(t testing.TB, name string) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", name))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", name), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestHealthAndMetadata(t *testing.T) {
 		t.Errorf("metadata %+v", md)
 	}
 	code, body = get(t, ts.URL+"/v1/plan")
-	pl, err := formats.DecodeInto[*formats.Plan]("plan", body)
+	pl, err := formats.DecodeInto[*formats.Plan]("plan", body, intree.Sections())
 	if code != 200 || err != nil {
 		t.Fatalf("GET /v1/plan: %d %v", code, err)
 	}

@@ -9,6 +9,7 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestAutopilotLLMTokens: on an LLM plan (the QLM autopilot fixture) every request gets its
@@ -17,7 +18,7 @@ import (
 // the loop observes them (without AutopilotRun.LLM the policy drew them from the engine's
 // request ID, which differs between segments, and the loop saw none).
 func TestAutopilotLLMTokens(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "autopilot", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "autopilot", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

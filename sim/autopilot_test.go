@@ -10,6 +10,7 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // twoPlans is a fake solver between a small and a large candidate of one plan: the small one
@@ -27,7 +28,7 @@ func (s twoPlans) Solve(_ context.Context, d ap.Demand) (ap.Candidate, error) {
 // and back makes the loop switch (small → large → small) under load; every arrival is
 // answered exactly once, on one segment, and the segments cover the trace.
 func TestAutopilotSwitchLosesNothing(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestAutopilotSwitchLosesNothing(t *testing.T) {
 // after that; with 0 at once. Every decision to re-solve is followed by its switch exactly
 // ResolveDelay later, and the segments start where those switches say.
 func TestAutopilotResolveDelay(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func (s slowPlans) Solve(ctx context.Context, d ap.Demand) (ap.Candidate, error)
 // TestAutopilotResolveMeasured: with MeasureResolve a re-solve's answer lands its own wall
 // time after the ask (a solve that sleeps 30 ms lands at least 30 ms of virtual time later).
 func TestAutopilotResolveMeasured(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,14 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // qlmSweep is a one-point sweep of the bundled QLM plan (three classes: mistral-chat and
 // mistral-batch on mistral-7b, vicuna-chat on vicuna-13b).
 func qlmSweep(t *testing.T) *SweepConfig {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "export", "qlm", "plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

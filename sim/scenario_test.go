@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/formats/sections/intree"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -14,7 +15,7 @@ import (
 
 func loadDep(t testing.TB, name string) *dataplane.Deployment {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "sim", name))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "sim", name), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestSwitchedCut: the switches cut the trace where each takes over; every fleet is held
@@ -65,7 +66,7 @@ func TestSwitchedCut(t *testing.T) {
 // 0.9 of its rate, switched at 5 s after a 0.5 s load, reporting four spans.
 func switchedFixture(t *testing.T, onFinish func(seg int, r *dataplane.Request)) *Switched {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "testdata", "serve", "demo-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

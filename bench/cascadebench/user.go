@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
@@ -47,7 +48,7 @@ func readRecords(path string) (*formats.Cascade, error) {
 	}
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext == ".yaml" || ext == ".yml" || ext == ".json" && strings.Contains(string(data[:min(len(data), 4096)]), `"Workload"`) {
-		w, err := formats.DecodeInto[*formats.Workload](path, data)
+		w, err := formats.DecodeInto[*formats.Workload](path, data, intree.Sections())
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func readRecords(path string) (*formats.Cascade, error) {
 // rates unless --peak rescales it; the test records (--test, or the workload's) are the
 // served requests, else the validation records are replayed (said in the output).
 func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
-	prof, err := formats.ReadInto[*formats.Profile](u.profile)
+	prof, err := formats.ReadInto[*formats.Profile](u.profile, nil)
 	if err != nil {
 		return nil, bench.Usagef("--profile: %v", err)
 	}
@@ -101,7 +102,7 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	}
 	var cl *formats.Cluster
 	if u.cluster != "" {
-		if cl, err = formats.ReadInto[*formats.Cluster](u.cluster); err != nil {
+		if cl, err = formats.ReadInto[*formats.Cluster](u.cluster, nil); err != nil {
 			return nil, bench.Usagef("--cluster: %v", err)
 		}
 		cl.GPUs[0].Count = max(cl.GPUs[0].Count, u.maxGPUs)
@@ -146,10 +147,10 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	if u.test != "" {
 		name += " with --test " + u.test
 	}
-	if errs := formats.ValidateWith(w, secs); len(errs) > 0 {
+	if errs := formats.Validate(w, secs); len(errs) > 0 {
 		return nil, bench.Usagef("%v", errs.WithFile(name))
 	}
-	if errs := formats.CheckSetWith(map[string]formats.Document{u.profile: prof, name: w}, secs); len(errs) > 0 {
+	if errs := formats.CheckSet(map[string]formats.Document{u.profile: prof, name: w}, secs); len(errs) > 0 {
 		return nil, bench.Usagef("%v", errs)
 	}
 	in := planner.Inputs{Workload: w, Profiles: []*formats.Profile{prof}, Cluster: cl}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
@@ -22,7 +23,7 @@ func userFiles(t *testing.T, edit func(i int, r *formats.ValidationRecord)) (pro
 	t.Helper()
 	dir := t.TempDir()
 	profile, records, test, trace = filepath.Join(dir, "profile.json"), filepath.Join(dir, "val.csv"), filepath.Join(dir, "test.jsonl"), filepath.Join(dir, "qps.txt")
-	if err := formats.WriteFile(profile, pc.BERT.Profile()); err != nil {
+	if err := formats.WriteFile(profile, pc.BERT.Profile(), intree.Sections()); err != nil {
 		t.Fatal(err)
 	}
 	var csv strings.Builder

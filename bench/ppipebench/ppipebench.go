@@ -25,8 +25,7 @@ import (
 	"github.com/plan-dev/plan/sim"
 )
 
-// ppipeSections validates the PPipe plans the bench writes with PPipe's own rules (a
-// write without a set is a structural-only check).
+// ppipeSections validates the PPipe plans the bench writes with PPipe's own rules.
 var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.Plan{}}, Workload: []formats.Section{ppipesec.Workload{}}}
 
 // HC is one of the paper's heterogeneous clusters (PPipe §7.1, Table 1; GPUs per server and
@@ -338,7 +337,7 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 		row.Status[i] = p.Provenance.Status
 		if cfg.PlanDir != "" {
 			name := fmt.Sprintf("%s-%s-%s-%s.json", hc.Name, g.Name, trace, s)
-			if err := formats.WriteFileWith(filepath.Join(cfg.PlanDir, name), p, ppipeSections); err != nil {
+			if err := formats.WriteFile(filepath.Join(cfg.PlanDir, name), p, ppipeSections); err != nil {
 				return nil, err
 			}
 		}
@@ -486,7 +485,7 @@ func ablationOn(ctx context.Context, cfg *Config, res *Result, pc *profileCache,
 		return false, nil
 	}
 	if cfg.PlanDir != "" {
-		if err := formats.WriteFileWith(filepath.Join(cfg.PlanDir, fmt.Sprintf("ablation-%s-%s.json", hc.Name, g.Name)), p, ppipeSections); err != nil {
+		if err := formats.WriteFile(filepath.Join(cfg.PlanDir, fmt.Sprintf("ablation-%s-%s.json", hc.Name, g.Name)), p, ppipeSections); err != nil {
 			return false, err
 		}
 	}

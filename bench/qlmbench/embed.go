@@ -46,9 +46,9 @@ func LoadTrace(path string) ([]row, error) {
 // LoadProfile reads the LLM profile at path, or the embedded one when path is empty.
 func LoadProfile(path string) (*formats.Profile, error) {
 	if path != "" {
-		return formats.ReadInto[*formats.Profile](path)
+		return formats.ReadInto[*formats.Profile](path, nil)
 	}
-	return formats.DecodeInto[*formats.Profile]("profile.json (embedded)", embeddedProfile)
+	return formats.DecodeInto[*formats.Profile]("profile.json (embedded)", embeddedProfile, nil)
 }
 
 // dataLine says which data a run used (printed and in the report).

@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/load"
@@ -94,7 +95,7 @@ func runServe(ctx context.Context, o *Command) (*serveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := formats.DecodeInto[*formats.Plan]("wide.json", raw)
+	plan, err := formats.DecodeInto[*formats.Plan]("wide.json", raw, intree.Sections())
 	if err != nil {
 		return nil, err
 	}

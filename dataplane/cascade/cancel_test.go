@@ -8,6 +8,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -236,7 +237,7 @@ func TestForget(t *testing.T) {
 // CascadeServe keeps at least 0.9 of its goodput at 1× (it collapsed to 0.0003 of it: every
 // queue grew past the SLO). The cascade-noswitch ablation sheds the same way.
 func TestOverloadGoodput(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "cascade", "golden-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "cascade", "golden-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

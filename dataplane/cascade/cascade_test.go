@@ -9,6 +9,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
 	"github.com/plan-dev/plan/sim"
@@ -17,15 +18,15 @@ import (
 func examplePlan(t testing.TB) *formats.Plan {
 	t.Helper()
 	dir := "../../testdata/cascade"
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"))
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/simbench"
 	"github.com/plan-dev/plan/sim/simscale"
 )
@@ -35,7 +36,7 @@ func scaledDeployment(tb testing.TB, k int) *dataplane.Deployment {
 // scaledPlan is the plan scaledDeployment deploys (dpc.ScalePlan).
 func scaledPlan(tb testing.TB, k int) *formats.Plan {
 	tb.Helper()
-	p, err := formats.ReadInto[*formats.Plan](goldenPlan)
+	p, err := formats.ReadInto[*formats.Plan](goldenPlan, intree.Sections())
 	if err != nil {
 		tb.Fatal(err)
 	}

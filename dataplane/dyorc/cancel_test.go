@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -163,7 +164,7 @@ func stream(dep *dataplane.Deployment, gap, dur dataplane.Time) ([]dataplane.App
 
 func examplePlan(t *testing.T) *dataplane.Deployment {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

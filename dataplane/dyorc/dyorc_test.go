@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -19,7 +20,7 @@ func loadWorkflow(t testing.TB, name string) *Workflow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := formats.Decode(name, data)
+	doc, err := formats.Decode(name, data, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

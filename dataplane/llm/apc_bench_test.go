@@ -66,7 +66,7 @@ func cpuTime() time.Duration {
 // and on with 8 synthetic shared system prompts; it reports CPU-seconds per replay
 // (cpu-s/op; the target is ≤ 0.5) and the hit rate.
 func BenchmarkReplayAzureConvPrefix(b *testing.B) {
-	pr, err := formats.ReadInto[*formats.Profile](filepath.Join("..", "..", "bench", "qlmbench", "data", "profile.json"))
+	pr, err := formats.ReadInto[*formats.Profile](filepath.Join("..", "..", "bench", "qlmbench", "data", "profile.json"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

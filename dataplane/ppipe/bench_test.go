@@ -6,6 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 type nopEffects struct{}
@@ -19,7 +20,7 @@ func (nopEffects) Finish(dataplane.Time, *dataplane.Request) {}
 
 func loadFixture(tb testing.TB, name string) *dataplane.Deployment {
 	tb.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", name))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", name), intree.Sections())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestFromPlanRate: load factor 1.0 is the plan's guaranteed rate (target_rps) when it has
 // one, even where throughput_rps reports more capacity; else the throughput.
 func TestFromPlanRate(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", "hc1-100.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", "hc1-100.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

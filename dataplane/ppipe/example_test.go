@@ -7,12 +7,13 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // A driver by hand: the engine asks for effects, the driver reports what happened. This is
 // the whole contract a wall-clock driver implements (with goroutines and timers instead).
 func ExampleEngine() {
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", "one-gpu.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "sim", "one-gpu.json"), intree.Sections())
 	if err != nil {
 		panic(err)
 	}

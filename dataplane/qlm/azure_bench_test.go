@@ -65,7 +65,7 @@ func azureConv(tb testing.TB) (at []dataplane.Time, attrs []dataplane.Attrs) {
 // mean TTFT and E2E the model predicts.
 func BenchmarkAzureConvHour(b *testing.B) {
 	at, attrs := azureConv(b)
-	pr, err := formats.ReadInto[*formats.Profile](filepath.Join("..", "..", "testdata", "qlm", "profile.json"))
+	pr, err := formats.ReadInto[*formats.Profile](filepath.Join("..", "..", "testdata", "qlm", "profile.json"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

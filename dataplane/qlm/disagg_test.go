@@ -11,12 +11,13 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
 func readDisaggPlan(t *testing.T) *formats.Plan {
 	t.Helper()
-	doc, err := formats.ReadFile("../../testdata/disagg/plan.json")
+	doc, err := formats.ReadFile("../../testdata/disagg/plan.json", intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

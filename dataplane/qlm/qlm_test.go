@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -138,11 +139,11 @@ func runEngine(t *testing.T, pol string, prof formats.LLMProfile, reqs []engineR
 // bundled reads testdata/qlm.
 func bundled(t testing.TB) ([]formats.LLMClass, []formats.LLMProfile) {
 	dir := filepath.Join("..", "..", "testdata", "qlm")
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"))
+	pr, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

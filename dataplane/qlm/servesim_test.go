@@ -6,6 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -17,7 +18,7 @@ import (
 // request 50 µs after the chat one was placed on vicuna's idle instance, which started an
 // 11.8 s cold swap (placement ignored the group's own model load) and then swapped back.
 func TestFiveTraceArrivalSpread(t *testing.T) {
-	pl, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"))
+	pl, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

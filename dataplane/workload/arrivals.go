@@ -321,7 +321,7 @@ func DecodeTrace(name string, data []byte) (ArrivalSpec, error) {
 		}
 		return TraceSpec(name, t)
 	}
-	t, err := formats.DecodeInto[*formats.Trace](name, data)
+	t, err := formats.DecodeInto[*formats.Trace](name, data, nil)
 	if err != nil {
 		return ArrivalSpec{}, err
 	}
@@ -342,7 +342,7 @@ func LoadTrace(path string) (ArrivalSpec, error) {
 		}
 		return TraceSpec(filepath.Base(path), t)
 	}
-	t, err := formats.DecodeInto[*formats.Trace](path, data)
+	t, err := formats.DecodeInto[*formats.Trace](path, data, nil)
 	if err != nil {
 		return ArrivalSpec{}, err
 	}

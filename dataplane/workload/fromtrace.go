@@ -346,5 +346,5 @@ func ReadTraceDoc(path string) (*formats.Trace, error) {
 	if t, ok, err := formats.ParseForeignTrace(path, data); ok {
 		return t, err
 	}
-	return formats.DecodeInto[*formats.Trace](path, data)
+	return formats.DecodeInto[*formats.Trace](path, data, nil)
 }

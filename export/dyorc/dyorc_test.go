@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/export/dyorc golden files")
@@ -72,11 +73,11 @@ func TestGolden(t *testing.T) {
 // debate loop (fan-out 3, 4 rounds), KnowledgeCard's 25-way choice, GILL's guards.
 func mixPlan(t *testing.T) *formats.Plan {
 	t.Helper()
-	w, err := formats.ReadInto[*formats.Workload]("../../testdata/dyorc/workload.json")
+	w, err := formats.ReadInto[*formats.Workload]("../../testdata/dyorc/workload.json", intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster]("../../testdata/dyorc/cluster.json")
+	c, err := formats.ReadInto[*formats.Cluster]("../../testdata/dyorc/cluster.json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

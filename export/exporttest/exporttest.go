@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // Exporter returns the exporter of target among es, failing the test when there is none.
@@ -30,7 +31,7 @@ func Exporter(t testing.TB, es []export.Exporter, target string) export.Exporter
 // ReadPlan reads a plan fixture, failing the test when it does not decode.
 func ReadPlan(t testing.TB, path string) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](path)
+	p, err := formats.ReadInto[*formats.Plan](path, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

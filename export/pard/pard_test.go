@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/export/pard golden files")
@@ -117,7 +118,7 @@ func TestRoundTripGolden(t *testing.T) {
 		if !ok {
 			continue
 		}
-		p, err := formats.ReadInto[*formats.Plan](filepath.Join("../../testdata/golden", e.Name()))
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("../../testdata/golden", e.Name()), intree.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/demo"
 	"github.com/plan-dev/plan/profiler"
 )
@@ -29,7 +30,7 @@ func TestProfileUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *update {
-		if err := formats.WriteFile("profile.json", p); err != nil {
+		if err := formats.WriteFile("profile.json", p, intree.Sections()); err != nil {
 			t.Fatal(err)
 		}
 		return

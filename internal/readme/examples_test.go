@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // Every example of a command's help runs as written, each in a directory of its own that
@@ -253,7 +254,7 @@ func linkDir(t *testing.T, dir string) string {
 // files plan import validation's examples read).
 func writeRecords(t *testing.T, dir string) {
 	t.Helper()
-	w, err := formats.ReadIntoWith[*formats.Workload](filepath.Join(dir, "testdata/cascade/workload-small.yaml"), nil)
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "testdata/cascade/workload-small.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

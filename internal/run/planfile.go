@@ -29,7 +29,7 @@ func LoadPlanDeployment(reg *systems.Registry, path string) (*formats.Plan, *dat
 
 // LoadPlanDeploymentPolicy also returns the plan's default runtime policy.
 func LoadPlanDeploymentPolicy(reg *systems.Registry, path string) (*formats.Plan, *dataplane.Deployment, string, error) {
-	p, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
+	p, err := formats.ReadInto[*formats.Plan](path, reg.Sections())
 	if err != nil {
 		return nil, nil, "", UsageError(err)
 	}
@@ -74,7 +74,7 @@ func ParseParams(kv []string) (map[string]string, error) {
 // ReadPlanSystem reads a plan and finds the system that planned it; every problem is a usage
 // error naming the file.
 func ReadPlanSystem(reg *systems.Registry, path string) (*formats.Plan, system.System, error) {
-	p, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
+	p, err := formats.ReadInto[*formats.Plan](path, reg.Sections())
 	if err != nil {
 		return nil, system.System{}, UsageError(err)
 	}

@@ -1,18 +1,21 @@
 package systems
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // The rules of a typed section whose validation left formats run only when
 // the registry's set is passed: with the in-tree registry a broken section is refused with
-// formats' old message, byte for byte; without a set the read is structural only (the
-// documented contract of formats.Validate). The case fails if a system forgets to register
+// formats' old message, byte for byte; without a set the read is refused
+// (formats.ErrNoSections), never structural only. The case fails if a system forgets to register
 // its Section, which would otherwise let bad files through every production reader.
 func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
 	cases := []struct {
@@ -69,26 +72,29 @@ func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := formats.DecodeWith(name, data, Default().Sections()); err != nil {
+			if _, err := formats.Decode(name, data, Default().Sections()); err != nil {
 				t.Fatalf("good file refused: %v", err)
 			}
 			bad := []byte(strings.Replace(string(data), c.from, c.to, 1))
 			if string(bad) == string(data) {
 				t.Fatalf("fixture has no %s", c.from)
 			}
-			_, err = formats.DecodeWith(name, bad, Default().Sections())
+			_, err = formats.Decode(name, bad, Default().Sections())
 			if err == nil || !strings.Contains(err.Error(), name+": "+c.want) {
 				t.Errorf("with the registry: %v, want %s", err, c.want)
 			}
-			doc, err := formats.Parse(name, bad)
+			if _, err := formats.Decode(name, bad, nil); !errors.Is(err, formats.ErrNoSections) {
+				t.Errorf("without a set: %v, want ErrNoSections (no structural-only read)", err)
+			}
+			doc, err := formats.Parse(name, bad, intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if errs := doc.Validate(); len(errs) != 0 {
-				t.Errorf("without a set (structural only): %v", errs)
+			if errs := formats.Validate(doc, nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), "registered systems' sections: none were given") {
+				t.Errorf("Validate without a set = %v, want the one no-sections problem", errs)
 			}
-			if got := formats.ValidateWith(doc, Default().Sections()); len(got) != 1 || got[0].Error() != c.want {
-				t.Errorf("ValidateWith = %v, want %s", got, c.want)
+			if got := formats.Validate(doc, Default().Sections()); len(got) != 1 || got[0].Error() != c.want {
+				t.Errorf("Validate = %v, want %s", got, c.want)
 			}
 		})
 	}
@@ -108,6 +114,29 @@ func TestInTreeSystemsRegisterTheirSections(t *testing.T) {
 		}
 		if strings.Join(keys, ",") != strings.Join(s.WorkloadSections, ",") {
 			t.Errorf("%s: workload Sections %v, want %v", s.Name, keys, s.WorkloadSections)
+		}
+	}
+}
+
+// formats/sections/intree is the in-tree registry's sections for the packages below the
+// registry (serve's default, benches, data-plane tests): it must be exactly what Default
+// registers, in the same order, or a plan read there would be checked by other rules.
+func TestInTreeSectionsMatchTheRegistry(t *testing.T) {
+	got, want := intree.Sections(), Default().Sections()
+	if !reflect.DeepEqual(got.Systems, want.Systems) {
+		t.Errorf("intree systems %v, registry %v", got.Systems, want.Systems)
+	}
+	for _, kind := range []struct {
+		name      string
+		got, want []formats.Section
+	}{{"plan", got.Plan, want.Plan}, {"workload", got.Workload, want.Workload}} {
+		if len(kind.got) != len(kind.want) {
+			t.Fatalf("%s sections: intree %d, registry %d", kind.name, len(kind.got), len(kind.want))
+		}
+		for i := range kind.got {
+			if reflect.TypeOf(kind.got[i]) != reflect.TypeOf(kind.want[i]) || kind.got[i].Key() != kind.want[i].Key() {
+				t.Errorf("%s section %d: intree %T %q, registry %T %q", kind.name, i, kind.got[i], kind.got[i].Key(), kind.want[i], kind.want[i].Key())
+			}
 		}
 	}
 }

@@ -102,7 +102,7 @@ func (r *Registry) Frontends() []serve.Frontend {
 
 // Sections is what the registry's systems contribute to the file formats: their names and
 // the sections they register beyond formats' typed ones. Every command decodes plans and
-// workloads with it (formats.ReadIntoWith), so a section no system claims is an error that
+// workloads with it (formats.ReadInto), so a section no system claims is an error that
 // names the systems.
 func (r *Registry) Sections() *formats.SectionSet {
 	set := &formats.SectionSet{}

@@ -15,7 +15,7 @@ func TestRegistryWorkloadSections(t *testing.T) {
 	toyWorkload := []byte("apiVersion: plan/v1\nkind: Workload\nmetadata: {name: w}\n" +
 		"toy_jobs: {name: jobs, slo: 50ms, rate_rps: 10, latency_us: 100}\n")
 	withToy := New(append(InTree(), toysys.System())...)
-	w, err := formats.DecodeIntoWith[*formats.Workload]("w.yaml", toyWorkload, withToy.Sections())
+	w, err := formats.DecodeInto[*formats.Workload]("w.yaml", toyWorkload, withToy.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestRegistryWorkloadSections(t *testing.T) {
 	if _, err := Default().ForWorkload(w); err == nil || !strings.HasPrefix(err.Error(), "section toy_jobs: no planner handles it yet") {
 		t.Errorf("in-tree ForWorkload: %v", err)
 	}
-	if _, err := formats.DecodeIntoWith[*formats.Workload]("w.yaml", toyWorkload, Default().Sections()); err == nil ||
+	if _, err := formats.DecodeInto[*formats.Workload]("w.yaml", toyWorkload, Default().Sections()); err == nil ||
 		!strings.Contains(err.Error(), "w.yaml: toy_jobs: unknown workload section: no registered system claims it (systems: cascade, dyorc, pard, ppipe, qlm)") {
 		t.Errorf("in-tree decode: %v", err)
 	}

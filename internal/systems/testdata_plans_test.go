@@ -76,7 +76,7 @@ func TestTestdataPlansVerify(t *testing.T) {
 			seen[rel] = true
 			return nil
 		}
-		p, err := formats.DecodeIntoWith[*formats.Plan](rel, b, reg.Sections())
+		p, err := formats.DecodeInto[*formats.Plan](rel, b, reg.Sections())
 		if err != nil {
 			t.Errorf("%s: kind Plan but does not decode (list it in badPlans if a test needs it so): %v", rel, err)
 			return nil

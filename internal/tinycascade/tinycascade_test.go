@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/cascade/onnx (models, workload, request bodies)")
@@ -44,7 +45,7 @@ func TestFiles(t *testing.T) {
 		}
 	}
 	// The workload decodes and validates as is.
-	if _, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml")); err != nil {
+	if _, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections()); err != nil {
 		t.Fatal(err)
 	}
 }

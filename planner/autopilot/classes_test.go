@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
+	"github.com/plan-dev/plan/formats/sections/intree"
 
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
@@ -20,7 +21,7 @@ import (
 // on 16 A100s, with its inputs embedded.
 func qlmFixture(t *testing.T) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "autopilot", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "autopilot", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

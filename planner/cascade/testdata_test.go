@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -53,15 +54,15 @@ cascades:
 
 func exampleInputs(t testing.TB) planner.Inputs {
 	t.Helper()
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(exampleDir, "workload.yaml"))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(exampleDir, "workload.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(exampleDir, "profile.json"))
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(exampleDir, "profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(exampleDir, "cluster.yaml"))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(exampleDir, "cluster.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +79,12 @@ func TestExample(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(exampleDir, "workload.yaml"), exampleWorkload(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := formats.WriteFile(filepath.Join(exampleDir, "profile.json"), f.Profile()); err != nil {
+		if err := formats.WriteFile(filepath.Join(exampleDir, "profile.json"), f.Profile(), intree.Sections()); err != nil {
 			t.Fatal(err)
 		}
 		cl := f.Cluster(2, 2)
 		cl.Metadata.Description = "two V100-32GB GPUs in one server"
-		if err := formats.WriteFile(filepath.Join(exampleDir, "cluster.yaml"), cl); err != nil {
+		if err := formats.WriteFile(filepath.Join(exampleDir, "cluster.yaml"), cl, intree.Sections()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,7 +103,7 @@ func TestExample(t *testing.T) {
 	if v := Verify(plan); len(v) > 0 {
 		t.Fatalf("the example's plan fails verification: %v", v)
 	}
-	if errs := plan.Validate(); len(errs) > 0 {
+	if errs := plan.Validate(intree.Sections()); len(errs) > 0 {
 		t.Fatalf("the example's plan is invalid: %v", errs)
 	}
 	t.Logf("accuracy %.4f on %d GPUs, %d gears, %v", res.Acc, res.GPUsUsed, len(res.Gears), res.Elapsed)
@@ -142,7 +143,7 @@ func TestVerifyCatches(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := formats.Marshal(plan)
-			cp, err := formats.DecodeInto[*formats.Plan]("plan.json", b)
+			cp, err := formats.DecodeInto[*formats.Plan]("plan.json", b, intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}

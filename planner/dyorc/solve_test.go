@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -19,7 +20,7 @@ func load(t *testing.T, name string) formats.Document {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := formats.Decode(name, data)
+	d, err := formats.Decode(name, data, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +111,11 @@ func TestResolveRecordedLimit(t *testing.T) {
 // holds every app's rate (4 of 16: fewer leave an app below its rate), and refuses a cluster
 // too small at every count, naming the share the best count serves.
 func TestSolveMinGPUs(t *testing.T) {
-	wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", "dyorc", "small.json"))
+	wl, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "testdata", "dyorc", "small.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := formats.ReadInto[*formats.Cluster](filepath.Join("..", "..", "testdata", "dyorc", "cluster-small.json"))
+	cl, err := formats.ReadInto[*formats.Cluster](filepath.Join("..", "..", "testdata", "dyorc", "cluster-small.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

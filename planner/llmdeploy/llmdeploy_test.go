@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -22,17 +23,17 @@ var dir = filepath.Join("..", "..", "testdata", "llmdeploy")
 // paths as plan solve does.
 func inputs(t testing.TB, workload, cluster string, profiles ...string) planner.Inputs {
 	t.Helper()
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, workload))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, workload), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, cluster))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, cluster), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := planner.Inputs{Workload: w, Cluster: c, Refs: []formats.InputRef{{Kind: formats.KindWorkload, Path: workload}, {Kind: formats.KindCluster, Path: cluster}}}
 	for _, p := range profiles {
-		pr, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, p))
+		pr, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, p), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

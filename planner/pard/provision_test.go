@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
@@ -87,7 +88,7 @@ func TestProvisionBundled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := pl.Validate(); len(errs) > 0 {
+	if errs := pl.Validate(intree.Sections()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if pl.Provenance.Status != "optimal" {

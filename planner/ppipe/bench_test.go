@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // benchCase is one of the planner's speed targets (2 cores, gap 0.1%): the L-size clusters of
@@ -101,15 +102,15 @@ func BenchmarkSolveAblation(b *testing.B) {
 // fixtureInputs reads a planning fixture from testdata/dir; it panics on a broken fixture.
 func fixtureInputs(dir string) Inputs {
 	path := func(n string) string { return filepath.Join("testdata", dir, n) }
-	pr, err := formats.ReadInto[*formats.Profile](path("profile.json"))
+	pr, err := formats.ReadInto[*formats.Profile](path("profile.json"), nil)
 	if err != nil {
 		panic(err)
 	}
-	cl, err := formats.ReadInto[*formats.Cluster](path("cluster.json"))
+	cl, err := formats.ReadInto[*formats.Cluster](path("cluster.json"), nil)
 	if err != nil {
 		panic(err)
 	}
-	wl, err := formats.ReadInto[*formats.Workload](path("workload.json"))
+	wl, err := formats.ReadInto[*formats.Workload](path("workload.json"), intree.Sections())
 	if err != nil {
 		panic(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -33,19 +34,19 @@ func loadFixtureInputs(t *testing.T) Inputs {
 		p := genProfile(7, 2, 6, testGPUs(), 4)
 		p.Metadata.Name = "ppipe-test"
 		p.Metadata.Description = "synthetic 6-block models m0, m1 on L4 (v 1,2) and P4; seed 7 (planner/ppipe gen_test.go)"
-		if err := formats.WriteFile(fixturePath("profile.json"), p); err != nil {
+		if err := formats.WriteFile(fixturePath("profile.json"), p, intree.Sections()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	prof, err := formats.ReadInto[*formats.Profile](fixturePath("profile.json"))
+	prof, err := formats.ReadInto[*formats.Profile](fixturePath("profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := formats.ReadInto[*formats.Cluster](fixturePath("cluster.yaml"))
+	cl, err := formats.ReadInto[*formats.Cluster](fixturePath("cluster.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl, err := formats.ReadInto[*formats.Workload](fixturePath("workload.yaml"))
+	wl, err := formats.ReadInto[*formats.Workload](fixturePath("workload.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestFixturePlans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := formats.WriteFile(good, pl); err != nil {
+		if err := formats.WriteFile(good, pl, intree.Sections()); err != nil {
 			t.Fatal(err)
 		}
 		raw, _ := formats.Marshal(pl)
@@ -124,7 +125,7 @@ func TestFixturePlans(t *testing.T) {
 			}
 		}
 	}
-	pl, err := formats.ReadInto[*formats.Plan](good)
+	pl, err := formats.ReadInto[*formats.Plan](good, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

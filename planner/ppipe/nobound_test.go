@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/solver"
 )
 
@@ -48,10 +49,10 @@ func TestNoBoundPlanIsWritten(t *testing.T) {
 					pv.Status, pv.Objective, formats.Num(pv.Bound), formats.Num(pv.Gap))
 			}
 			path := filepath.Join(t.TempDir(), "plan.json")
-			if err := formats.WriteFile(path, pl); err != nil {
+			if err := formats.WriteFile(path, pl, intree.Sections()); err != nil {
 				t.Fatalf("plan not written: %v", err)
 			}
-			back, err := formats.ReadInto[*formats.Plan](path)
+			back, err := formats.ReadInto[*formats.Plan](path, intree.Sections())
 			if err != nil {
 				t.Fatalf("written plan does not read back: %v", err)
 			}

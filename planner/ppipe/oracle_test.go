@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -333,7 +334,7 @@ func TestOracle(t *testing.T) {
 			}
 			// The plan is what plan solve writes: the format's GPU budget (stage-rounded
 			// plans once broke it) must accept it too.
-			if errs := pl.Validate(); len(errs) > 0 {
+			if errs := pl.Validate(intree.Sections()); len(errs) > 0 {
 				t.Errorf("seed %d %s: the solver's plan fails validation:\n%v", seed, rounding, errs)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -125,7 +126,7 @@ func TestDeterministic(t *testing.T) {
 
 // FuzzVerify: Verify must never panic, whatever the plan holds.
 func FuzzVerify(f *testing.F) {
-	good, err := formats.ReadInto[*formats.Plan](fixturePath("good-plan.json"))
+	good, err := formats.ReadInto[*formats.Plan](fixturePath("good-plan.json"), intree.Sections())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestVerifyMalformed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := formats.ReadInto[*formats.Plan](fixturePath("good-plan.json"))
+			p, err := formats.ReadInto[*formats.Plan](fixturePath("good-plan.json"), intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +226,7 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d L4 + %d P4: %v", c.l4, c.p4, err)
 		}
-		if errs := pl.Validate(); len(errs) > 0 {
+		if errs := pl.Validate(intree.Sections()); len(errs) > 0 {
 			t.Errorf("%d L4 + %d P4: the solver's stage-rounded plan fails validation:\n%v", c.l4, c.p4, errs)
 		}
 		if v := Verify(pl); len(v) > 0 {

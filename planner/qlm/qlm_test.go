@@ -9,21 +9,22 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
 func inputs(t *testing.T) planner.Inputs {
 	dir := filepath.Join("..", "..", "testdata", "qlm")
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"))
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestBundledExample(t *testing.T) {
 	if probs := Verify(p); len(probs) > 0 {
 		t.Errorf("verify: %v", probs)
 	}
-	if errs := p.Validate(); errs != nil {
+	if errs := p.Validate(intree.Sections()); errs != nil {
 		t.Errorf("validate: %v", errs)
 	}
 }
@@ -105,7 +106,7 @@ func TestBadTokenStats(t *testing.T) {
 			if err := os.WriteFile(path, []byte(strings.Replace(string(src), c.from, c.to, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := formats.ReadIntoWith[*formats.Workload](path, &formats.SectionSet{Workload: []formats.Section{qlmsec.Workload{}}})
+			_, err := formats.ReadInto[*formats.Workload](path, &formats.SectionSet{Workload: []formats.Section{qlmsec.Workload{}}})
 			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v: want %s naming %q", err, path, c.want)
 			}

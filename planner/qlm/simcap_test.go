@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -16,15 +17,15 @@ import (
 func fixtureInputs(t *testing.T, workload, cluster, profile string) planner.Inputs {
 	t.Helper()
 	dir := filepath.Join("..", "..", "testdata", "qlm")
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, workload))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, workload), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, cluster))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, cluster), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, profile))
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, profile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

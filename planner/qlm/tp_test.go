@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -16,15 +17,15 @@ import (
 func tpInputs(t *testing.T) planner.Inputs {
 	t.Helper()
 	dir := filepath.Join("..", "..", "testdata", "qlm", "tp")
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"))
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestTensorParallel(t *testing.T) {
 			if probs := Verify(p); len(probs) > 0 {
 				t.Errorf("verify: %v", probs)
 			}
-			if errs := p.Validate(); errs != nil {
+			if errs := p.Validate(intree.Sections()); errs != nil {
 				t.Errorf("validate: %v", errs)
 			}
 		})

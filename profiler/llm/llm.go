@@ -252,7 +252,7 @@ func EstimateAll(modelNames, gpuNames []string, opt Options) ([]formats.LLMProfi
 // Import reads measured LLM profiles from a profile document (JSON or YAML) and checks that
 // it holds at least one.
 func Import(path string) ([]formats.LLMProfile, error) {
-	p, err := formats.ReadInto[*formats.Profile](path)
+	p, err := formats.ReadInto[*formats.Profile](path, nil)
 	if err != nil {
 		return nil, err
 	}

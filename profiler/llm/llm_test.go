@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/profiler/gpus"
 )
 
@@ -78,7 +79,7 @@ func TestEstimateAllAndImport(t *testing.T) {
 	}
 	doc := &formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile}, LLMs: ps}
 	path := filepath.Join(t.TempDir(), "llm.json")
-	if err := formats.WriteFile(path, doc); err != nil {
+	if err := formats.WriteFile(path, doc, intree.Sections()); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Import(path)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/serve"
 )
@@ -22,7 +23,7 @@ import (
 
 func loadPlan(t testing.TB, name string) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", name))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", name), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

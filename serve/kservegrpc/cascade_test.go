@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
 )
@@ -15,7 +16,7 @@ import (
 // records: the first request is sample 0, which mlp-m answers with certainty 0.863351, above
 // the plan's 0.835 threshold, so it leaves at the first stage.
 func TestCascadeAnsweredBy(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "cascade", "onnx", "plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "cascade", "onnx", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

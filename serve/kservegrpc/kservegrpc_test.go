@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kserve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
@@ -27,7 +28,7 @@ import (
 
 func loadPlan(t testing.TB, name string) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", name))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", name), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

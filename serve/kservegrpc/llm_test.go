@@ -15,6 +15,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/load"
 )
@@ -23,7 +24,7 @@ import (
 // request's tokens (metadata plan-trace-tokens) and reads the server's first_token_us, as the
 // HTTP path does.
 func TestExactLLMReplayOverGRPC(t *testing.T) {
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -34,7 +35,7 @@ func TestAgreementCascade(t *testing.T) {
 	if l := timerLateness(); l > 2*time.Millisecond {
 		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
 	}
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "cascade", "golden-plan.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "cascade", "golden-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/quantile"
 )
 
@@ -97,7 +98,7 @@ func TestAgreementDisagg(t *testing.T) {
 	if os.Getenv("PLAN_AGREEMENT_DURATION") != "" {
 		dur = agreementDuration(t)
 	}
-	p, err := formats.ReadInto[*formats.Plan](disaggPlan)
+	p, err := formats.ReadInto[*formats.Plan](disaggPlan, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestAgreementDisagg(t *testing.T) {
 // without the wall clock: on a trace of one request the TTFT is the prompt's prefill plus
 // its KV transfer over the plan's link, so the agreement compares TTFTs that carry it.
 func TestAgreementDisaggTTFTHasTransfer(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](disaggPlan)
+	p, err := formats.ReadInto[*formats.Plan](disaggPlan, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestServeDisaggTTFT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("wall-clock run of half a second")
 	}
-	p, err := formats.ReadInto[*formats.Plan](disaggPlan)
+	p, err := formats.ReadInto[*formats.Plan](disaggPlan, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

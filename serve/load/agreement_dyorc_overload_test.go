@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpdyorc "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
@@ -120,7 +121,7 @@ func TestAgreementDyOrcOverload(t *testing.T) {
 	// wide catches gross errors only, and a run past its edge is no error. So it runs under
 	// make test-full, not in every CI run.
 	testmode.Heavy(t, "TestAgreementDyOrc (serve and simulate within 2 points below the knee)")
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	dpdyorc "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -41,7 +42,7 @@ import (
 // the executor.
 func TestAgreementDyOrc(t *testing.T) {
 	skipUnlessAgreement(t)
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

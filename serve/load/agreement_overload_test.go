@@ -13,6 +13,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // overloadTol is the bound of TestOpenAIAgreementOverload: the share of offered requests
@@ -67,7 +68,7 @@ func TestOpenAIAgreementOverload(t *testing.T) {
 		}
 		dur = d
 	}
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	dppard "github.com/plan-dev/plan/dataplane/pard"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -29,7 +30,7 @@ func TestAgreementPARD(t *testing.T) {
 	if l := timerLateness(); l > 2*time.Millisecond {
 		t.Skipf("this machine is too loaded for a wall-clock comparison: 1 ms timers fire %v late (p95)", l)
 	}
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "pard-4apps.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "pard-4apps.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

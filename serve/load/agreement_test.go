@@ -12,6 +12,7 @@ import (
 	"time"
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/formats/sections/intree"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -21,7 +22,7 @@ import (
 
 func demoPlan(t testing.TB) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", "demo-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", "demo-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

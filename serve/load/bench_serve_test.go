@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
@@ -37,7 +38,7 @@ func BenchmarkServeVsSimulate(b *testing.B) {
 	if s := os.Getenv("PLAN_BENCH_PLAN"); s != "" {
 		path = s
 	}
-	plan, err := formats.ReadInto[*formats.Plan](path)
+	plan, err := formats.ReadInto[*formats.Plan](path, intree.Sections())
 	if err != nil {
 		b.Fatal(err)
 	}

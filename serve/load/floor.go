@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // FloorHandler is the HTTP floor `plan serve` is measured against (serve/load/floor and
@@ -19,7 +20,7 @@ import (
 // decoding, no engine, no batching, no admission, unbounded concurrency: what any Go HTTP
 // server costs on the same machine. name names the file in errors.
 func FloorHandler(name string, raw []byte) (http.Handler, error) {
-	p, err := formats.DecodeInto[*formats.Plan](name, raw)
+	p, err := formats.DecodeInto[*formats.Plan](name, raw, intree.Sections())
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -21,7 +22,7 @@ import (
 // its class, with its tokens (kserve.TraceTokensHeader), and reports TTFT and tokens as `plan
 // simulate` does; a trace the plan cannot replay is a setup error.
 func TestExactLLMReplay(t *testing.T) {
-	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"))
+	plan, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "export", "qlm", "plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

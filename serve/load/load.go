@@ -29,6 +29,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
 	"github.com/plan-dev/plan/serve/kserve"
 )
@@ -73,8 +74,9 @@ type Options struct {
 	// Deploy reads the served plan's applications and planned rates (the system registry's
 	// deployer for the plan's section).
 	Deploy func(*formats.Plan) (*dataplane.Deployment, string, error)
-	// Sections are the registered systems' plan sections beyond formats' typed ones, so a
-	// served plan of any registered system decodes (nil: the typed ones only).
+	// Sections are the registered systems' plan sections (the system registry's), so a
+	// served plan of any registered system decodes and is checked by its system (nil: the
+	// in-tree systems', formats/sections/intree).
 	Sections *formats.SectionSet
 	// Plan, when set, is the plan the server runs, read by the caller (`plan load --plan`):
 	// the run takes its applications, rates and SLOs from it instead of GET /v1/plan, so any
@@ -340,7 +342,7 @@ send:
 func setup(ctx context.Context, o *Options, base string) (plan *formats.Plan, policy string, dep *dataplane.Deployment, targets []target, load float64, err error) {
 	if o.Plan != nil {
 		plan = o.Plan
-	} else if plan, policy, err = fetchPlan(ctx, o.Client, base, o.Header, o.Sections); err != nil {
+	} else if plan, policy, err = fetchPlan(ctx, o.Client, base, o.Header, sectionsOr(o.Sections)); err != nil {
 		return nil, "", nil, nil, 0, setupError{err}
 	}
 	if o.Deploy == nil {
@@ -543,7 +545,7 @@ func fetchPlan(ctx context.Context, c *http.Client, base string, header http.Hea
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := formats.DecodeIntoWith[*formats.Plan]("GET /v1/plan", body, secs)
+	p, err := formats.DecodeInto[*formats.Plan]("GET /v1/plan", body, secs)
 	if err != nil {
 		return nil, "", err
 	}
@@ -759,4 +761,12 @@ func percentiles(lat []int64) workload.Latency {
 		xs[i] = float64(v)
 	}
 	return summarizeUs(xs)
+}
+
+// sectionsOr is secs, or the in-tree systems' sections when the caller gave none.
+func sectionsOr(secs *formats.SectionSet) *formats.SectionSet {
+	if secs == nil {
+		return intree.Sections()
+	}
+	return secs
 }

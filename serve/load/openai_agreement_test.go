@@ -15,6 +15,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -139,7 +140,7 @@ func TestOpenAIAgreement(t *testing.T) {
 			dur = d
 		}
 	}
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,12 +180,12 @@ func TestOpenAIAgreement(t *testing.T) {
 // trace (60 s at load 0.5, seed 1), committed so that `plan simulate --trace` and `plan load
 // --openai --trace` can replay the same requests from the command line.
 func TestLLMTraceFixture(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := llmTrace(t, p.Provenance.Embedded.Workload.LLMClasses, 0.5, time.Minute, 1)
-	want, err := formats.ReadInto[*formats.Trace](filepath.Join("..", "..", "testdata", "openai", "qlm-load0.5.json"))
+	want, err := formats.ReadInto[*formats.Trace](filepath.Join("..", "..", "testdata", "openai", "qlm-load0.5.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/openai"
 )
@@ -107,7 +108,7 @@ func openAIServer(t testing.TB) string {
 // openAIServerFor serves the QLM plan at path as openAIServer does, and returns its URL.
 func openAIServerFor(t testing.TB, path string) string {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](path)
+	p, err := formats.ReadInto[*formats.Plan](path, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

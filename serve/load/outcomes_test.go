@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestOutcomes: a late answer is charged to the server only when the server's own latency
@@ -57,7 +58,7 @@ func TestReportLabel(t *testing.T) {
 		{"demo-ppipe.json", "", "ppipe"},
 		{"pard-4apps.json", "pard-ga", "pard-ga"},
 	} {
-		p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", tc.file))
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", tc.file), intree.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +72,7 @@ func TestReportLabel(t *testing.T) {
 // TestReportCancelled: a request the client gave up on is counted as cancelled in the
 // report, apart from completed, late and dropped.
 func TestReportCancelled(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "demo-ppipe.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "golden", "demo-ppipe.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

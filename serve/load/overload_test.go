@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
 
 func readPlan(t testing.TB, name string) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", name))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "serve", name), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

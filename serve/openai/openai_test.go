@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -36,7 +37,7 @@ func qlmServerOpts(t testing.TB, fe *Frontend, o serve.Options) (*serve.Server, 
 // qlmServerPlan is qlmServerOpts with the plan changed by edit (nil: as read).
 func qlmServerPlan(t testing.TB, fe *Frontend, o serve.Options, edit func(*formats.Plan)) (*serve.Server, string) {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "testdata", "openai", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpd "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/kserve"
@@ -55,7 +56,7 @@ func newServer(t *testing.T, p *formats.Plan, opts serve.Options) (*serve.Server
 
 func readPlan(t *testing.T, path string) *formats.Plan {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](path)
+	p, err := formats.ReadInto[*formats.Plan](path, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -91,7 +92,7 @@ const (
 // (ppipe.ScaledDeployment) at load 0.9 for dur (0: 30 simulated seconds), built as the
 // sweep builds a load point: one seeded source per application, tables presized.
 func PPipe(planJSON []byte, mode string, k int, dur dataplane.Time) (*Case, error) {
-	p, err := formats.DecodeInto[*formats.Plan]("hc1-100.json", planJSON)
+	p, err := formats.DecodeInto[*formats.Plan]("hc1-100.json", planJSON, intree.Sections())
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ const CascadeBase = 8
 // (cascade.ScaledDeployment) under Poisson arrivals at half the scaled qps_max for dur (0: 2
 // simulated seconds), run by policy pol (cascade.PolicyGears, cascade.PolicyCocktail, ...).
 func Cascade(planJSON []byte, pol string, k int, dur dataplane.Time) (*Case, error) {
-	p, err := formats.DecodeInto[*formats.Plan]("golden-plan.json", planJSON)
+	p, err := formats.DecodeInto[*formats.Plan]("golden-plan.json", planJSON, intree.Sections())
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func QLM(pol string, k int, dur dataplane.Time) (*Case, error) {
 // load of the package's tests, at whose load the queues grow over a minute and the cost
 // per event with them.
 func DyOrc(workloadJSON []byte, pol string, k int, dur dataplane.Time) (*Case, error) {
-	doc, err := formats.Decode("workload.json", workloadJSON)
+	doc, err := formats.Decode("workload.json", workloadJSON, intree.Sections())
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func Load(t testing.TB, name string, secs *formats.SectionSet) formats.Document 
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := formats.DecodeWith(name, data, secs)
+	doc, err := formats.Decode(name, data, secs)
 	if err != nil {
 		t.Fatalf("decode good fixture %s:\n%v", name, err)
 	}
@@ -54,7 +54,7 @@ func Run(t *testing.T, secs *formats.SectionSet, cases []Case) {
 			doc := Load(t, c.File, secs)
 			c.Mutate(doc)
 			var msgs []string
-			for _, e := range formats.ValidateWith(doc, secs).WithFile(c.File) {
+			for _, e := range formats.Validate(doc, secs).WithFile(c.File) {
 				msgs = append(msgs, e.Error())
 			}
 			if strings.Join(msgs, "\n") != strings.Join(c.Want, "\n") {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/pard from the Go definitions")
@@ -41,7 +42,7 @@ func TestTestdataInSync(t *testing.T) {
 			t.Errorf("%s is out of date: run go test ./internal/demo/pard -update", path)
 		}
 	}
-	if errs := Workload(DefaultRateRPS).Validate(); len(errs) > 0 {
+	if errs := Workload(DefaultRateRPS).Validate(intree.Sections()); len(errs) > 0 {
 		t.Errorf("workload: %v", errs)
 	}
 	if errs := Profile().Validate(); len(errs) > 0 {
@@ -50,7 +51,7 @@ func TestTestdataInSync(t *testing.T) {
 	if errs := Cluster().Validate(); len(errs) > 0 {
 		t.Errorf("cluster: %v", errs)
 	}
-	if _, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "..", "testdata", "pard", "workload.json")); err != nil {
+	if _, err := formats.ReadInto[*formats.Workload](filepath.Join("..", "..", "..", "testdata", "pard", "workload.json"), intree.Sections()); err != nil {
 		t.Error(err)
 	}
 }

@@ -68,7 +68,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 	}
 	var golden *formats.Plan
 	if a.Golden != "" {
-		if golden, err = formats.ReadIntoWith[*formats.Plan](a.Golden, a.Systems.Sections()); err != nil {
+		if golden, err = formats.ReadInto[*formats.Plan](a.Golden, a.Systems.Sections()); err != nil {
 			return run.UsageError(err)
 		}
 		if !sys.HasPlan(golden) {

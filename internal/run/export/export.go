@@ -109,7 +109,7 @@ func runExport(a Args, io *run.IO) error {
 		opts.PerServer = exporter.PerServerOf(e.Cluster)
 	}
 	if a.Cluster != "" {
-		c, err := formats.ReadInto[*formats.Cluster](a.Cluster)
+		c, err := formats.ReadInto[*formats.Cluster](a.Cluster, nil)
 		if err != nil {
 			return run.UsageError(err)
 		}

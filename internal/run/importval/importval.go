@@ -75,7 +75,7 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 // intoWorkload puts recs into the workload's cascade as its validation or test records and
 // returns the checked workload's document.
 func intoWorkload(a Args, recs []formats.ValidationRecord) ([]byte, error) {
-	w, err := formats.ReadIntoWith[*formats.Workload](a.Workload, a.Systems.Sections())
+	w, err := formats.ReadInto[*formats.Workload](a.Workload, a.Systems.Sections())
 	if err != nil {
 		return nil, run.UsageError(err)
 	}
@@ -99,7 +99,7 @@ func intoWorkload(a Args, recs []formats.ValidationRecord) ([]byte, error) {
 	}
 	// The records' problems are the workload's now (models it lacks, samples not
 	// covered, a test set with models the validation set lacks): name both files.
-	if errs := formats.ValidateWith(w, a.Systems.Sections()); len(errs) > 0 {
+	if errs := formats.Validate(w, a.Systems.Sections()); len(errs) > 0 {
 		return nil, run.UsageError(errs.WithFile(a.Workload))
 	}
 	return formats.Marshal(w)
@@ -118,7 +118,7 @@ func LoadRecordFiles(w *formats.Workload, path string, secs *formats.SectionSet)
 	if err := formats.LoadCascadeFiles(w, path); err != nil {
 		return run.UsageError(err)
 	}
-	if errs := formats.ValidateWith(w, secs); len(errs) > 0 {
+	if errs := formats.Validate(w, secs); len(errs) > 0 {
 		return run.UsageError(errs.WithFile(path))
 	}
 	return nil

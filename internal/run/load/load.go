@@ -292,7 +292,7 @@ func runKServe(ctx context.Context, a Args, io *run.IO, target string) error {
 	}
 	var plan *formats.Plan
 	if a.Plan != "" {
-		if plan, err = formats.ReadIntoWith[*formats.Plan](a.Plan, a.Systems.Sections()); err != nil {
+		if plan, err = formats.ReadInto[*formats.Plan](a.Plan, a.Systems.Sections()); err != nil {
 			return run.UsageErrorf("--plan: %v", err)
 		}
 	}

@@ -17,7 +17,7 @@ func TestProfileWarnsNoisyPoints(t *testing.T) {
 		warns int
 	}{{"testdata/cascade/profile.json", 0}, {"testdata/cascade/profile-noisy.json", 2}} {
 		t.Run(filepath.Base(c.file), func(t *testing.T) {
-			doc, err := formats.ReadInto[*formats.Profile](filepath.Join("..", "..", "..", c.file))
+			doc, err := formats.ReadInto[*formats.Profile](filepath.Join("..", "..", "..", c.file), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

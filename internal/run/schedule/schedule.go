@@ -169,7 +169,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		if i < 0 {
 			name = path + ": peak.plan"
 		}
-		doc, err := formats.DecodeWith(name, raw, a.Systems.Sections())
+		doc, err := formats.Decode(name, raw, a.Systems.Sections())
 		if err != nil {
 			return nil, run.UsageError(err)
 		}

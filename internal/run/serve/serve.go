@@ -352,7 +352,7 @@ func WarnPublic(io *run.IO, flag, addr string) {
 // reloadFromFile re-reads the plan and migrates to it; a bad plan is logged and the old one
 // keeps serving.
 func reloadFromFile(ctx context.Context, io *run.IO, reg *systems.Registry, s *planserve.Server, path string) {
-	p, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
+	p, err := formats.ReadInto[*formats.Plan](path, reg.Sections())
 	if err != nil {
 		io.Log.Error("SIGHUP: not reloading", "err", err)
 		return

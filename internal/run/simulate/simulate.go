@@ -148,7 +148,7 @@ func newSweepConfig(io *run.IO, a *Args) (*sim.SweepConfig, error) {
 	}
 	if spec.Trace != nil {
 		// The trace must name what the plan serves (the cross-file check of plan validate).
-		if errs := formats.CheckSetWith(map[string]formats.Document{path: plan, a.Trace: spec.Trace}, a.Systems.Sections()); len(errs) > 0 {
+		if errs := formats.CheckSet(map[string]formats.Document{path: plan, a.Trace: spec.Trace}, a.Systems.Sections()); len(errs) > 0 {
 			return nil, run.UsageError(errs)
 		}
 	}

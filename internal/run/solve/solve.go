@@ -163,7 +163,7 @@ func Run(ctx context.Context, a Args, io *run.IO) error {
 		return run.UsageErrorf("the plan misses its target at the workload's rates, in simulation%s: %s (nothing written; --accept-miss writes it with the miss recorded)",
 			of, strings.Join(predict.Misses(pr), "; "))
 	}
-	if err := formats.WriteFileWith(a.Out, plan, a.Systems.Sections()); err != nil {
+	if err := formats.WriteFile(a.Out, plan, a.Systems.Sections()); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	reportFleet(io, plan)
@@ -234,7 +234,7 @@ func LoadInputs(o Inputs, secs *formats.SectionSet, warn func(string)) (planner.
 		}
 	}
 	for _, path := range o.Profiles {
-		p, err := formats.ReadInto[*formats.Profile](path)
+		p, err := formats.ReadInto[*formats.Profile](path, nil)
 		if err != nil {
 			return in, run.UsageError(err)
 		}
@@ -260,7 +260,7 @@ func LoadInputs(o Inputs, secs *formats.SectionSet, warn func(string)) (planner.
 			return in, err
 		}
 	} else {
-		c, err := formats.ReadInto[*formats.Cluster](o.Cluster)
+		c, err := formats.ReadInto[*formats.Cluster](o.Cluster, nil)
 		if err != nil {
 			return in, run.UsageError(err)
 		}
@@ -270,7 +270,7 @@ func LoadInputs(o Inputs, secs *formats.SectionSet, warn func(string)) (planner.
 		}
 	}
 	if o.Workload != "" {
-		w, err := formats.ReadIntoWith[*formats.Workload](o.Workload, secs)
+		w, err := formats.ReadInto[*formats.Workload](o.Workload, secs)
 		if err != nil {
 			return in, run.UsageError(err)
 		}

@@ -78,7 +78,7 @@ type Issue struct {
 func printSchema(io *run.IO, reg *systems.Registry, kind string) error {
 	for _, k := range formats.Kinds {
 		if strings.EqualFold(k, kind) {
-			b, err := formats.SchemaWith(k, reg.Sections())
+			b, err := formats.Schema(k, reg.Sections())
 			if err != nil {
 				return err
 			}
@@ -136,7 +136,7 @@ func runFiles(ctx context.Context, a Args, io *run.IO, use formats.ProfileUse) e
 			}
 			continue
 		}
-		doc, err := formats.ParseWith(name, data, a.Systems.Sections())
+		doc, err := formats.Parse(name, data, a.Systems.Sections())
 		if err != nil && use != formats.UsePlan {
 			// A profile for another use may leave out what only a planner reads.
 			if p, perr := formats.ParseProfileFor(name, data, use); perr == nil {
@@ -151,14 +151,14 @@ func runFiles(ctx context.Context, a Args, io *run.IO, use formats.ProfileUse) e
 		if p, ok := doc.(*formats.Profile); ok {
 			add(i, p.ValidateFor(use).WithFile(name))
 		} else {
-			add(i, formats.ValidateWith(doc, a.Systems.Sections()).WithFile(name))
+			add(i, formats.Validate(doc, a.Systems.Sections()).WithFile(name))
 		}
 		docs[name] = doc
 	}
 	if ctx.Err() != nil {
 		return run.CheckFailed(fmt.Errorf("validate: interrupted"))
 	}
-	for _, e := range formats.CheckSetWith(docs, a.Systems.Sections()) {
+	for _, e := range formats.CheckSet(docs, a.Systems.Sections()) {
 		if i, ok := byName[e.File]; ok {
 			add(i, formats.ErrorList{e})
 		}
@@ -226,12 +226,12 @@ func OtherKind(name string, data []byte, secs *formats.SectionSet) (kind string,
 			if i == 0 {
 				path = "peak.plan"
 			}
-			doc, err := formats.ParseWith(name+": "+path, e.Plan, secs)
+			doc, err := formats.Parse(name+": "+path, e.Plan, secs)
 			if err != nil {
 				errs = append(errs, formats.Problems(err)...)
 				continue
 			}
-			errs = append(errs, formats.ValidateWith(doc, secs).WithFile(name+": "+path)...)
+			errs = append(errs, formats.Validate(doc, secs).WithFile(name+": "+path)...)
 		}
 		return schedule.Kind, errs, true
 	case formats.IsValidationRecords(data):

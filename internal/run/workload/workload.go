@@ -64,7 +64,7 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 	}
 	opt := dpworkload.FromTraceOptions{Name: a.Name, Model: a.Model, Window: a.Window, Basis: a.Rate, SLO: a.SLO, SLOScale: a.SLOScale}
 	if a.Profile != "" {
-		p, err := formats.ReadIntoWith[*formats.Profile](a.Profile, a.Systems.Sections())
+		p, err := formats.ReadInto[*formats.Profile](a.Profile, a.Systems.Sections())
 		if err != nil {
 			return run.UsageError(err)
 		}
@@ -74,7 +74,7 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 	if err != nil {
 		return run.UsageError(err)
 	}
-	if errs := formats.ValidateWith(w, a.Systems.Sections()); len(errs) > 0 {
+	if errs := formats.Validate(w, a.Systems.Sections()); len(errs) > 0 {
 		return run.UsageErrorf("%s: the workload built from it does not validate: %v", path, errs)
 	}
 	out, err := formats.Marshal(w)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
@@ -21,15 +22,15 @@ const dir = "../../../testdata/cascade"
 
 func inputs(t *testing.T) planner.Inputs {
 	t.Helper()
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "workload.yaml"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"))
+	p, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "cluster.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +87,11 @@ func TestGoldenPlan(t *testing.T) {
 	}
 	golden := filepath.Join(dir, "golden-plan.json")
 	if *update {
-		if err := formats.WriteFile(golden, plan); err != nil {
+		if err := formats.WriteFile(golden, plan, intree.Sections()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ref, err := formats.ReadInto[*formats.Plan](golden)
+	ref, err := formats.ReadInto[*formats.Plan](golden, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

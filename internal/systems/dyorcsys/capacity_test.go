@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 	"github.com/plan-dev/plan/solver"
@@ -20,11 +21,11 @@ const dir = "../../../testdata"
 // solveOn plans workload (a testdata path) on gpus GPUs of testdata/dyorc/cluster.json.
 func solveOn(t *testing.T, workload string, gpus int) *formats.Plan {
 	t.Helper()
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, workload))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, workload), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "dyorc/cluster.json"))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "dyorc/cluster.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/sim"
 	"github.com/plan-dev/plan/solver"
@@ -20,15 +21,15 @@ const dir = "../../../testdata"
 // solveFill plans the autopilot fixture's workload with --fill on gpus of its cluster.
 func solveFill(t *testing.T, gpus int) *formats.Plan {
 	t.Helper()
-	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "autopilot/pard-workload.json"))
+	w, err := formats.ReadInto[*formats.Workload](filepath.Join(dir, "autopilot/pard-workload.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	prof, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "pard/profile.json"))
+	prof, err := formats.ReadInto[*formats.Profile](filepath.Join(dir, "pard/profile.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "autopilot/pard-cluster.json"))
+	c, err := formats.ReadInto[*formats.Cluster](filepath.Join(dir, "autopilot/pard-cluster.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

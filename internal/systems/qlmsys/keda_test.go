@@ -15,6 +15,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/sim"
 )
@@ -50,7 +51,7 @@ func TestKEDAReplayAzure(t *testing.T) {
 	// TestDecodeScaledObject check the replica rule and the decoder in CI.
 	testmode.Heavy(t, "export's TestScalerReplay and TestDecodeScaledObject")
 	root := filepath.Join("..", "..", "..")
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join(root, "testdata", "autopilot", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join(root, "testdata", "autopilot", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestKEDAReplayAzure(t *testing.T) {
 	}
 	t.Logf("ScaledObject: threshold %g rps per replica, replicas %d..%d, polling %gs, window %gs\n%s", rule.Threshold, rule.Min, rule.Max, rule.PollS, rule.WindowS, y)
 
-	tr, err := formats.ReadInto[*formats.Trace](filepath.Join(root, "testdata", "autopilot", "azure-conv.json"))
+	tr, err := formats.ReadInto[*formats.Trace](filepath.Join(root, "testdata", "autopilot", "azure-conv.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestSolveCheckArrivals: a plan is predicted, sized and checked under the arrival process
@@ -66,7 +67,7 @@ func TestSolveCheckArrivals(t *testing.T) {
 			if c.records == "" {
 				return
 			}
-			p, err := formats.ReadInto[*formats.Plan](written)
+			p, err := formats.ReadInto[*formats.Plan](written, intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	xcascade "github.com/plan-dev/plan/export/cascade"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestCascadeBadInput runs CascadeServe's bad inputs end to end through `plan solve` on the
@@ -106,7 +107,7 @@ func TestCascadeBadInput(t *testing.T) {
 func TestCascadeExport(t *testing.T) {
 	repoRoot(t)
 	const plan = "testdata/cascade/golden-plan.json"
-	p, err := formats.ReadInto[*formats.Plan](plan)
+	p, err := formats.ReadInto[*formats.Plan](plan, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestBadInputRangesAndOutputs runs bad input that crosses files, out-of-range numbers and
@@ -14,7 +15,7 @@ import (
 func TestBadInputRangesAndOutputs(t *testing.T) {
 	const plan = "testdata/serve/demo-plan.json"
 	const trace = "testdata/badinput/trace-unknown-model.json"
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "..", "..", plan)) // runBadInput moves to the repository root
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "..", "..", plan), intree.Sections()) // runBadInput moves to the repository root
 	if err != nil {
 		t.Fatal(err)
 	}

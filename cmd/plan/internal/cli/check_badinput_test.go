@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/run/check"
 )
 
@@ -15,7 +16,7 @@ import (
 // files that plan validate rejects. Bad input is exit 2 for both, with the same message.
 func TestCheckBadInputIsExit2(t *testing.T) {
 	repoRoot(t)
-	good, err := formats.ReadInto[*formats.Plan]("testdata/ppipe/good-plan.json")
+	good, err := formats.ReadInto[*formats.Plan]("testdata/ppipe/good-plan.json", intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestSolveCostRateSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := formats.ReadInto[*formats.Cluster]("testdata/cost/cluster-priced.yaml")
+	cl, err := formats.ReadInto[*formats.Cluster]("testdata/cost/cluster-priced.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

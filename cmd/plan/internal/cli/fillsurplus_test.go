@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/ppipe"
 )
@@ -26,7 +27,7 @@ func TestSolveFillSurplusFlag(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("solve %v: exit %d: %s%s", c.args, code, stdout, stderr)
 		}
-		pl, err := formats.ReadInto[*formats.Plan](out)
+		pl, err := formats.ReadInto[*formats.Plan](out, intree.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // recordsCSV writes workload-small's validation records as a headered CSV; edit changes
 // record i before it is written.
 func recordsCSV(t *testing.T, path string, edit func(i int, r *formats.ValidationRecord)) {
 	t.Helper()
-	w, err := formats.ReadIntoWith[*formats.Workload]("testdata/cascade/workload-small.yaml", nil)
+	w, err := formats.ReadInto[*formats.Workload]("testdata/cascade/workload-small.yaml", intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestSimulateCascadeAccuracy(t *testing.T) {
 func TestCandidatesWorkflow(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..", "..", ".."))
 	dir := t.TempDir()
-	w, err := formats.ReadIntoWith[*formats.Workload]("testdata/cascade/workload-small.yaml", nil)
+	w, err := formats.ReadInto[*formats.Workload]("testdata/cascade/workload-small.yaml", intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestCandidatesWorkflow(t *testing.T) {
 	}
 	c.Validation = nil
 	wf := filepath.Join(dir, "workload.json")
-	if err := formats.WriteFile(wf, w); err != nil {
+	if err := formats.WriteFile(wf, w, intree.Sections()); err != nil {
 		t.Fatal(err)
 	}
 	plan := filepath.Join(dir, "plan.json")

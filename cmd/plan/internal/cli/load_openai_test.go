@@ -11,6 +11,7 @@ import (
 
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/serve/openai"
@@ -20,7 +21,7 @@ import (
 // TTFT, TPOT, ITL and E2E in text and JSON, and refuses bad input with exit 2 naming the flag,
 // or the trace file and field.
 func TestLoadOpenAI(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "..", "..", "testdata", "openai", "qlm-plan.json"))
+	p, err := formats.ReadInto[*formats.Plan](filepath.Join("..", "..", "..", "..", "testdata", "openai", "qlm-plan.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

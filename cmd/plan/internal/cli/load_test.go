@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 )
@@ -173,7 +174,7 @@ func TestLoadRateScale(t *testing.T) {
 // TestLoadAppColumns: plan load shows each model's attainment beside the total for a plan
 // serving several.
 func TestLoadAppColumns(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](goldenPlan("ppipe-2models.json"))
+	p, err := formats.ReadInto[*formats.Plan](goldenPlan("ppipe-2models.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestLoadAppColumns(t *testing.T) {
 // TestLoadSLOPercentile: plan load of a cascade plan gives the latency at its SLO's p95, as
 // plan simulate does.
 func TestLoadSLOPercentile(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](goldenPlan("cascade-sentiment.json"))
+	p, err := formats.ReadInto[*formats.Plan](goldenPlan("cascade-sentiment.json"), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestLoadPlanFile(t *testing.T) {
 // demoServer is plan serve on the demo plan (emulated workers), not yet listening.
 func demoServer(t *testing.T) *serve.Server {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestNoisyProfilePlansSanely: a profile with an injected dip (bert-base at batch 40, 60% of
@@ -185,7 +186,7 @@ func TestProfileFitPPipe(t *testing.T) {
 			if got := bytes.Equal(read(fitted), read(raw)); got != c.sameWithoutFit {
 				t.Errorf("plan with the fit byte-identical to the plan without: %v, want %v", got, c.sameWithoutFit)
 			}
-			plan, err := formats.ReadInto[*formats.Plan](fitted)
+			plan, err := formats.ReadInto[*formats.Plan](fitted, intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,7 +238,7 @@ func TestProfileFitPPipe(t *testing.T) {
 // objectiveOf is the plan's recorded objective.
 func objectiveOf(t *testing.T, path string) float64 {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](path)
+	p, err := formats.ReadInto[*formats.Plan](path, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func TestProfileImportEngineVersion(t *testing.T) {
 	if !strings.Contains(stderr, "vllm_version 0.6: the V0 engine") {
 		t.Errorf("stderr does not say what the version implied:\n%s", stderr)
 	}
-	p, err := formats.ReadInto[*formats.Profile](out)
+	p, err := formats.ReadInto[*formats.Profile](out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

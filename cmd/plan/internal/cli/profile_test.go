@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	runprofile "github.com/plan-dev/plan/internal/run/profile"
 	"github.com/plan-dev/plan/profiler/graph"
 	"github.com/plan-dev/plan/profiler/llm"
@@ -17,7 +18,7 @@ import (
 
 func readProfile(t *testing.T, path string) *formats.Profile {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Profile](path)
+	p, err := formats.ReadInto[*formats.Profile](path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestProfileToStdout(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	doc, err := formats.Decode("stdout", []byte(stdout))
+	doc, err := formats.Decode("stdout", []byte(stdout), intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

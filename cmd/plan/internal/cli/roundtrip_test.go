@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/run/validate"
 	"github.com/plan-dev/plan/internal/systems"
 )
@@ -22,7 +23,7 @@ func TestRoundTripEveryWrittenKind(t *testing.T) {
 	out := func(name string) string { return filepath.Join(dir, name) }
 	// A cluster is written by no command: formats.Marshal (every document writer's encoding)
 	// of the bundled one stands for it.
-	c, err := formats.ReadFile("testdata/cost/cluster-priced.yaml")
+	c, err := formats.ReadFile("testdata/cost/cluster-priced.yaml", intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestRoundTripEveryWrittenKind(t *testing.T) {
 }
 
 // rereadWritten reads a written file as its kind and writes it again: the documents through
-// formats (ParseWith, Marshal), the schedule and records through their decoders, every other
+// formats (Parse, Marshal), the schedule and records through their decoders, every other
 // kind through writtenKinds.
 func rereadWritten(app *App, name string, data []byte) ([]byte, error) {
 	if k, ok := validate.KindOf(app.Systems, toolBenches, data); ok {
@@ -142,7 +143,7 @@ func rereadWritten(app *App, name string, data []byte) ([]byte, error) {
 		}
 		return validate.RereadOther(kind, name, data)
 	}
-	doc, err := formats.ParseWith(name, data, app.Systems.Sections())
+	doc, err := formats.Parse(name, data, app.Systems.Sections())
 	if err != nil {
 		return nil, err
 	}

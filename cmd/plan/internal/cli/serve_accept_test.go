@@ -58,7 +58,7 @@ func TestServeAcceptsWhatCheckAccepts(t *testing.T) {
 	}
 	dir := t.TempDir()
 	reg := systems.Default()
-	base, err := formats.DecodeIntoWith[*formats.Plan]("plan", orig, reg.Sections())
+	base, err := formats.DecodeInto[*formats.Plan]("plan", orig, reg.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestServeAcceptsWhatCheckAccepts(t *testing.T) {
 				}
 			}
 			// reload (what SIGHUP calls) and PUT /v1/plan: refused, the old plan serves on.
-			p, err := formats.DecodeIntoWith[*formats.Plan]("plan", b, reg.Sections())
+			p, err := formats.DecodeInto[*formats.Plan]("plan", b, reg.Sections())
 			if err != nil {
 				t.Fatalf("the mutation is not a valid plan file: %v", err)
 			}
@@ -185,7 +185,7 @@ func resign(t *testing.T, plan map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := formats.DecodeIntoWith[*formats.Plan]("plan", raw, systems.Default().Sections())
+	p, err := formats.DecodeInto[*formats.Plan]("plan", raw, systems.Default().Sections())
 	if err != nil {
 		return // a plan the test made invalid: its own validation is what the test reads
 	}

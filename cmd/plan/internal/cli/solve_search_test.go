@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/testmode"
 )
 
@@ -103,7 +104,7 @@ func TestSolveSearchDisaggregated(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	p, err := formats.ReadInto[*formats.Plan](out)
+	p, err := formats.ReadInto[*formats.Plan](out, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestSolveSearchDisaggregated(t *testing.T) {
 // requires every class's SLOs at their percentiles.
 func holdsTenTimesLonger(t *testing.T, plan string) {
 	t.Helper()
-	p, err := formats.ReadInto[*formats.Plan](plan)
+	p, err := formats.ReadInto[*formats.Plan](plan, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestSolveSearchExportsEngineFlags(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(out, e.Name()))
 		all.Write(b)
 	}
-	p, err := formats.ReadInto[*formats.Plan](searchGoldenPlan)
+	p, err := formats.ReadInto[*formats.Plan](searchGoldenPlan, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

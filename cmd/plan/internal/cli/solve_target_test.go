@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestSolveTargetKeptOrRefused: a solve that cannot meet its accuracy or latency
@@ -72,7 +73,7 @@ func TestSolveTargetKeptOrRefused(t *testing.T) {
 				}
 				return
 			}
-			p, err := formats.ReadInto[*formats.Plan](out)
+			p, err := formats.ReadInto[*formats.Plan](out, intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}

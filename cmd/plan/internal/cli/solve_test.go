@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
@@ -102,7 +103,7 @@ func TestGoldenEverySystem(t *testing.T) {
 	reg := systems.Default()
 	covered := map[string]map[string]bool{"golden": {}, "legacy": {}}
 	for _, c := range goldenCases {
-		p, err := formats.ReadInto[*formats.Plan](filepath.Join("testdata", "golden", c.file))
+		p, err := formats.ReadInto[*formats.Plan](filepath.Join("testdata", "golden", c.file), intree.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +113,7 @@ func TestGoldenEverySystem(t *testing.T) {
 	}
 	legacy, _ := filepath.Glob(filepath.Join("testdata", "golden", "legacy", "*.json"))
 	for _, f := range legacy {
-		p, err := formats.ReadInto[*formats.Plan](f)
+		p, err := formats.ReadInto[*formats.Plan](f, intree.Sections())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestCheckLegacyGolden(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			p, err := formats.ReadInto[*formats.Plan](f)
+			p, err := formats.ReadInto[*formats.Plan](f, intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +254,7 @@ func TestCheck(t *testing.T) {
 		rule := strings.TrimSuffix(e.Name(), ".json")
 		t.Run(rule, func(t *testing.T) {
 			file := filepath.Join("testdata/ppipe/broken", e.Name())
-			_, err := formats.ReadFileWith(file, systems.Default().Sections())
+			_, err := formats.ReadFile(file, systems.Default().Sections())
 			code, out, errs := runCLI(t, "check", file)
 			if err != nil {
 				vcode, _, verrs := runCLI(t, "validate", file)

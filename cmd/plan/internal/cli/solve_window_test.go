@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/run/solve"
 	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -323,7 +324,7 @@ func TestWindowPlanSelfConsistent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			file, err := formats.ReadInto[*formats.Workload](tc.workload)
+			file, err := formats.ReadInto[*formats.Workload](tc.workload, intree.Sections())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,7 +349,7 @@ func TestWindowPlanSelfConsistent(t *testing.T) {
 				if err := os.WriteFile(path, e.Plan, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				plan, err := formats.ReadInto[*formats.Plan](path)
+				plan, err := formats.ReadInto[*formats.Plan](path, intree.Sections())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // TestSystemsDispatch: every command reaches the right system through the registry, for
@@ -60,7 +61,7 @@ func TestSystemsDispatch(t *testing.T) {
 func TestCheckGoldenPerModel(t *testing.T) {
 	repoRoot(t)
 	golden := "testdata/golden/ppipe-2models.json"
-	p, err := formats.ReadInto[*formats.Plan](golden)
+	p, err := formats.ReadInto[*formats.Plan](golden, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}

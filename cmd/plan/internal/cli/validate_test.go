@@ -224,7 +224,7 @@ func TestValidateStdin(t *testing.T) {
 
 func TestValidateSchemaAndUsage(t *testing.T) {
 	code, out, _ := rootRun(t, "validate", "--schema", "workload")
-	want, _ := formats.Schema(formats.KindWorkload)
+	want, _ := formats.Schema(formats.KindWorkload, nil)
 	if code != ExitOK || out != string(want) {
 		t.Fatalf("--schema workload: exit %d", code)
 	}

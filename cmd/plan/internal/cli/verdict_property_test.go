@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/predict"
 	"github.com/plan-dev/plan/internal/systems"
@@ -40,7 +41,7 @@ var propertyCases = []propertyCase{
 // wrong ("" = nothing).
 func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed uint64, dir string) (outcome, violation string) {
 	t.Helper()
-	w, err := formats.ReadInto[*formats.Workload](c.work)
+	w, err := formats.ReadInto[*formats.Workload](c.work, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed u
 		}
 	}
 	wpath := filepath.Join(dir, "workload-"+strconv.FormatUint(seed, 10)+".json")
-	if err := formats.WriteFile(wpath, w); err != nil {
+	if err := formats.WriteFile(wpath, w, intree.Sections()); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "plan-"+strconv.FormatUint(seed, 10)+".json")
@@ -74,7 +75,7 @@ func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed u
 	case ExitUsage:
 		// Infeasible or a miss: a cluster with twice the GPUs must be solved.
 		big := filepath.Join(dir, "cluster-"+strconv.FormatUint(seed, 10)+".json")
-		cl, err := formats.ReadInto[*formats.Cluster](c.cluster)
+		cl, err := formats.ReadInto[*formats.Cluster](c.cluster, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +86,7 @@ func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed u
 				cl.GPUs[i].Available = &twice
 			}
 		}
-		if err := formats.WriteFile(big, cl); err != nil {
+		if err := formats.WriteFile(big, cl, intree.Sections()); err != nil {
 			t.Fatal(err)
 		}
 		for i, a := range args {
@@ -100,7 +101,7 @@ func verdictProperty(t testing.TB, reg *systems.Registry, c propertyCase, seed u
 	default:
 		return "", "solve exit " + strconv.Itoa(code) + ": " + firstLine(stderr)
 	}
-	plan, err := formats.ReadIntoWith[*formats.Plan](out, reg.Sections())
+	plan, err := formats.ReadInto[*formats.Plan](out, reg.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func BenchmarkPredictionVsLongRun(b *testing.B) {
 	for range b.N {
 		worst := 0.0
 		for _, path := range plans {
-			plan, err := formats.ReadIntoWith[*formats.Plan](path, reg.Sections())
+			plan, err := formats.ReadInto[*formats.Plan](path, reg.Sections())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 )
@@ -47,7 +48,7 @@ func TestSimulateServeRefuseUncheckedPlans(t *testing.T) {
 // deploy function: an unchecked plan is a 400 naming the violation, and the plan served
 // stays the one before.
 func TestServeReloadRefusesUncheckedPlan(t *testing.T) {
-	p, err := formats.ReadInto[*formats.Plan](demoPlanPath)
+	p, err := formats.ReadInto[*formats.Plan](demoPlanPath, intree.Sections())
 	if err != nil {
 		t.Fatal(err)
 	}
