@@ -170,7 +170,7 @@ func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[strin
 	for _, nw := range workloads {
 		w := nw.w
 		for _, k := range w.SectionKeys() {
-			if u, ok := secs.find(KindWorkload, k).(ModelUser); ok && Typed(KindWorkload, k) {
+			if u, ok := sectionFor(KindWorkload, k, w.Sections, secs).(ModelUser); ok {
 				d, l := u.UsedModels(w)
 				for _, m := range d {
 					dnn[m] = true
@@ -260,10 +260,7 @@ type ProfileChecker interface {
 // every system's models exist).
 func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string, secs *SectionSet) {
 	for _, k := range p.SectionKeys() {
-		if !Typed(KindPlan, k) {
-			continue
-		}
-		if pc, ok := secs.find(KindPlan, k).(ProfileChecker); ok {
+		if pc, ok := sectionFor(KindPlan, k, p.Sections, secs).(ProfileChecker); ok {
 			v.errs = append(v.errs, pc.CheckProfiles(p, ProfileIndex{ix}, where)...)
 		}
 	}
@@ -306,10 +303,7 @@ type GPUUser interface {
 func (p *Plan) gpuRefs(secs *SectionSet) []GPURef {
 	var out []GPURef
 	for _, k := range p.SectionKeys() {
-		if !Typed(KindPlan, k) {
-			continue
-		}
-		if u, ok := secs.find(KindPlan, k).(GPUUser); ok {
+		if u, ok := sectionFor(KindPlan, k, p.Sections, secs).(GPUUser); ok {
 			out = append(out, u.GPURefs(p)...)
 		}
 	}

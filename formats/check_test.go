@@ -38,11 +38,6 @@ func TestCheckSet(t *testing.T) {
 		{"LLM class not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
 			d["workload.yaml"].(*Workload).LLMClasses[0].Model = "resnet50"
 		}, []string{`workload.yaml: llm_classes[0].model: "resnet50": LLM not found in any profile (profile.json)`}},
-		{"service without latency", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
-			s := d["workload.yaml"].(*Workload).Workflows.Services["sd15"]
-			s.Latency = nil
-			d["workload.yaml"].(*Workload).Workflows.Services["sd15"] = s
-		}, []string{`workload.yaml: workflows.services.sd15: "sd15": no latency: none inline and not in any profile (profile.json)`}},
 		{"GPU type without latency", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
 		}, []string{
@@ -110,12 +105,10 @@ func TestCheckSet(t *testing.T) {
 			p.PARD.Apps[0].Name = "retail"
 			p.Cascade.Task = "mmlu"
 			p.QLM.Groups[1].Class = "batch"
-			p.DyOrc.Deployments[2].Service = "whisper"
 		}, []string{
 			`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`,
 			`plan-sections.json: cascade.task: "mmlu": not a cascade of workload.yaml`,
-			`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`,
-			`plan-sections.json: dyorc.deployments[2].service: "whisper": not a workflow service of workload.yaml`}},
+			`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`}},
 		{"trace targets", []string{"workload.yaml", "trace-requests.json", "trace-counts.json"}, func(d map[string]Document) {
 			tr := d["trace-requests.json"].(*Trace)
 			tr.Requests[0].Target = "vgg16"
@@ -165,8 +158,8 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 	docs := map[string]Document{
 		"p.json": &Profile{Models: []ModelProfile{{Name: "m"}}, LLMs: []LLMProfile{{Model: "l"}}},
 		"c.yaml": &Cluster{GPUs: []GPUPool{{Type: "L4", Count: 1}}},
-		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}, Cascades: []Cascade{{Models: []string{"l"}}}, Workflows: &Workflows{}},
-		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}, Cascade: &CascadePlan{}, QLM: &QLMPlan{}, DyOrc: &DyOrcPlan{}, PARD: &PARDPlan{Apps: []PARDApp{{}}}},
+		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}, Cascades: []Cascade{{Models: []string{"l"}}}},
+		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}, Cascade: &CascadePlan{}, QLM: &QLMPlan{}, PARD: &PARDPlan{Apps: []PARDApp{{}}}},
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}

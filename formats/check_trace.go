@@ -28,16 +28,13 @@ type TraceTargeter interface {
 	TraceTargets(doc Document) (targets, classes []string, complete bool)
 }
 
-// add adds what doc's typed sections define or serve. A typed section with no TraceTargeter
-// in secs (a system that registers none) makes the set incomplete, so nothing is reported
-// unknown that a system's Section would have known.
-func (tt *traceTargets) add(file, kind string, doc Document, keys []string, secs *SectionSet) {
+// add adds what doc's sections define or serve. A section whose Section is no
+// TraceTargeter (or a typed one no system in secs registers) makes the set incomplete, so
+// nothing is reported unknown that a system's Section would have known.
+func (tt *traceTargets) add(file, kind string, doc Document, sv SectionValues, keys []string, secs *SectionSet) {
 	tt.files = append(tt.files, file)
 	for _, k := range keys {
-		if !Typed(kind, k) {
-			continue
-		}
-		t, ok := secs.find(kind, k).(TraceTargeter)
+		t, ok := sectionFor(kind, k, sv, secs).(TraceTargeter)
 		if !ok {
 			tt.complete = false
 			continue
@@ -109,14 +106,14 @@ func checkTraceTargets(v *validator, t *Trace, workloads []namedWorkload, plans 
 	if len(workloads) > 0 {
 		tt := newTraceTargets("workload")
 		for _, nw := range workloads {
-			tt.add(nw.file, KindWorkload, nw.w, nw.w.SectionKeys(), secs)
+			tt.add(nw.file, KindWorkload, nw.w, nw.w.Sections, nw.w.SectionKeys(), secs)
 		}
 		tt.check(v, t)
 	}
 	if len(plans) > 0 {
 		tt := newTraceTargets("plan")
 		for _, np := range plans {
-			tt.add(np.file, KindPlan, np.p, np.p.SectionKeys(), secs)
+			tt.add(np.file, KindPlan, np.p, np.p.Sections, np.p.SectionKeys(), secs)
 		}
 		tt.check(v, t)
 	}

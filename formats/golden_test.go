@@ -95,7 +95,7 @@ func TestGoldenRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode golden: %v", err)
 			}
-			if !reflect.DeepEqual(doc, again) {
+			if !reflect.DeepEqual(withoutSectionFuncs(doc), withoutSectionFuncs(again)) {
 				t.Fatalf("decoding the golden file gives a different value:\n got %#v\nwant %#v", again, doc)
 			}
 			out2, err := Marshal(again)
@@ -142,4 +142,36 @@ func TestGoodFixturesAreConsistent(t *testing.T) {
 	if errs := CheckSet(docs, inTree); len(errs) > 0 {
 		t.Fatalf("CheckSet over the good fixtures:\n%v", errs)
 	}
+}
+
+// withoutSectionFuncs is doc with its registered sections' Sections reduced to their keys:
+// a Section made by SectionOf holds functions, which reflect.DeepEqual never finds equal.
+func withoutSectionFuncs(doc Document) Document {
+	strip := func(sv SectionValues) SectionValues {
+		if sv == nil {
+			return nil
+		}
+		out := SectionValues{}
+		for k, v := range sv {
+			out[k] = SectionValue{Section: nil, Value: v.Value}
+		}
+		return out
+	}
+	switch d := doc.(type) {
+	case *Plan:
+		c := *d
+		c.Sections = strip(d.Sections)
+		if e := d.Provenance.Embedded; e != nil && e.Workload != nil {
+			ec, wc := *e, *e.Workload
+			wc.Sections = strip(wc.Sections)
+			ec.Workload = &wc
+			c.Provenance.Embedded = &ec
+		}
+		return &c
+	case *Workload:
+		c := *d
+		c.Sections = strip(d.Sections)
+		return &c
+	}
+	return doc
 }

@@ -17,7 +17,6 @@ type Plan struct {
 	PARD    *PARDPlan    `json:"pard,omitempty"`
 	Cascade *CascadePlan `json:"cascade,omitempty"`
 	QLM     *QLMPlan     `json:"qlm,omitempty"`
-	DyOrc   *DyOrcPlan   `json:"dyorc,omitempty"`
 	// Fleet is the priced fleet of a plan solved with `--objective cost`:
 	// absent for the planners' own objectives.
 	Fleet *Fleet `json:"fleet,omitempty"`
@@ -306,31 +305,4 @@ type QLMGroup struct {
 	Class    string   `json:"class,omitempty"`
 	SLO      Duration `json:"slo"`
 	Requests int      `json:"requests"`
-}
-
-// DyOrcPlan deploys workflow services onto GPUs and sets the speculative scheduler's knobs.
-type DyOrcPlan struct {
-	Deployments []ServiceDeployment `json:"deployments"`
-	Params      map[string]float64  `json:"params,omitempty"`
-	// Placement lists, per GPU of the plan's cluster (in cluster order, GPU 0 first), the
-	// services resident there at start (the warm initial placement the scheduler starts from:
-	// DyOrc schedules online, so a plan only seeds it). Empty = the deployer spreads the
-	// replicas itself.
-	Placement []GPUServices `json:"placement,omitempty"`
-	// Policy is the runtime policy the plan names as its default ("" = dyorc).
-	Policy string `json:"policy,omitempty"`
-}
-
-// GPUServices is the set of services one GPU holds at start.
-type GPUServices struct {
-	GPU      int      `json:"gpu"`
-	Services []string `json:"services"`
-}
-
-// ServiceDeployment places replicas of a service.
-type ServiceDeployment struct {
-	Service  string `json:"service"`
-	GPU      string `json:"gpu"`
-	Replicas int    `json:"replicas"`
-	MaxBatch int    `json:"max_batch"`
 }

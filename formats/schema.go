@@ -42,18 +42,11 @@ func Schema(kind string, secs *SectionSet) ([]byte, error) {
 	root.set("title", APIVersion+" "+kind)
 	root.set("description", fmt.Sprintf("A %s file of plan. Generated from the Go type formats.%s; do not edit (run `go test ./formats -update`).", kind, t.Name()))
 	g.ref(t)
-	if props, ok := g.defs[t.Name()].get("properties").(*object); ok {
-		for _, sec := range secs.sections(kind) {
-			if Typed(kind, sec.Key()) {
-				continue // a typed field's schema comes from its Go type
-			}
-			if gt, ok := sec.(goTyped); ok {
-				props.set(sec.Key(), g.schema(gt.goType())) // its types join the document's $defs
-				continue
-			}
-			props.set(sec.Key(), sec.Schema())
-		}
-	}
+	// The registered sections join the document's properties where a typed section would
+	// stand (a plan's before its fleet), and a plan's embedded workload gets the workload
+	// sections.
+	g.addSections(KindPlan, secs, "fleet")
+	g.addSections(KindWorkload, secs, "")
 	root.set("$ref", "#/$defs/"+t.Name())
 	defs := &object{}
 	for _, name := range sortedKeys(g.defs) {
@@ -72,6 +65,31 @@ func Schema(kind string, secs *SectionSet) ([]byte, error) {
 
 type schemaGen struct {
 	defs map[string]*object
+}
+
+// addSections adds the sections secs registers for kind beyond its typed fields to the
+// properties of kind's definition, when the schema has one, before the property before
+// ("": at the end). A section described by its Go type (SectionOf) is written as a typed
+// pointer field would be — its value or null — with its types among the $defs.
+func (g *schemaGen) addSections(kind string, secs *SectionSet, before string) {
+	def := g.defs[kind]
+	if def == nil {
+		return
+	}
+	props, ok := def.get("properties").(*object)
+	if !ok {
+		return
+	}
+	for _, sec := range secs.sections(kind) {
+		if Typed(kind, sec.Key()) {
+			continue // a typed field's schema comes from its Go type
+		}
+		var s any = sec.Schema()
+		if gt, ok := sec.(goTyped); ok {
+			s = g.schema(reflect.PointerTo(gt.goType()))
+		}
+		props.insertBefore(sec.Key(), s, before)
+	}
 }
 
 // ref returns a $ref to the definition of a named struct type, generating it once.
@@ -191,6 +209,23 @@ func (o *object) set(k string, v any) {
 }
 
 func (o *object) get(k string) any { return o.vals[k] }
+
+// insertBefore sets k to v, placing a new key before the key before (at the end when
+// before is "" or absent).
+func (o *object) insertBefore(k string, v any, before string) {
+	_, had := o.vals[k]
+	o.set(k, v)
+	if had || before == "" {
+		return
+	}
+	i := slices.Index(o.keys, before)
+	if i < 0 {
+		return
+	}
+	o.keys = append(o.keys[:len(o.keys)-1], "")
+	copy(o.keys[i+1:], o.keys[i:])
+	o.keys[i] = k
+}
 
 func (o *object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer

@@ -18,12 +18,12 @@ import (
 // generate. `go test ./formats -update` rewrites them.
 func TestSchema(t *testing.T) {
 	for _, kind := range Kinds {
-		got, err := Schema(kind, nil)
+		got, err := Schema(kind, inTree)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !json.Valid(got) {
-			t.Fatalf("Schema(%s, nil) is not valid JSON", kind)
+			t.Fatalf("Schema(%s, inTree) is not valid JSON", kind)
 		}
 		path := filepath.Join(schemaDir, SchemaFile(kind))
 		if *update {
@@ -126,7 +126,7 @@ func TestDurationPattern(t *testing.T) {
 // keyword the generator emits wrongly fails here as it would in a user's editor or CI.
 func schemaCheck(t testing.TB, kind string, js []byte) []string {
 	t.Helper()
-	raw, err := Schema(kind, nil)
+	raw, err := Schema(kind, inTree)
 	if err != nil {
 		t.Fatal(err)
 	}

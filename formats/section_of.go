@@ -22,6 +22,9 @@ type SectionOf[T any] struct {
 	// Check returns the problems of a decoded value beyond its type's structure, with paths
 	// from the document's root (starting with Name); nil: none.
 	Check func(v *T) ErrorList
+	// CheckIn is Check for the rules that need the document the section is in (a plan's
+	// cluster for the GPU types the section names); nil: none. Check runs first.
+	CheckIn func(v *T, doc Document) ErrorList
 	// Cross returns the problems of a decoded value against the other files given with it
 	// (Section.CrossCheck); nil: none.
 	Cross func(v *T, self string, docs map[string]Document) ErrorList
@@ -59,6 +62,15 @@ func (s SectionOf[T]) Validate(v any) ErrorList {
 		return nil
 	}
 	return s.Check(t)
+}
+
+// ValidateIn implements ValidatorIn: Check, then CheckIn with the document.
+func (s SectionOf[T]) ValidateIn(v any, doc Document) ErrorList {
+	out := s.Validate(v)
+	if t, ok := v.(*T); ok && t != nil && s.CheckIn != nil {
+		out = append(out, s.CheckIn(t, doc)...)
+	}
+	return out
 }
 
 // CrossCheck implements Section.
@@ -107,14 +119,6 @@ func (s SectionOf[T]) In(sv SectionValues) *T {
 	return v
 }
 
-// Put sets the section's value among *sv (nil removes it).
-func (s SectionOf[T]) Put(sv *SectionValues, v *T) {
-	if v == nil {
-		delete(*sv, s.Name)
-		return
-	}
-	if *sv == nil {
-		*sv = SectionValues{}
-	}
-	(*sv)[s.Name] = SectionValue{Section: s, Value: v}
-}
+// Put sets the section's value among *sv (nil removes it), with s as its Section
+// (SectionValues.Set with a Section that wraps s keeps the wrapper's methods instead).
+func (s SectionOf[T]) Put(sv *SectionValues, v *T) { sv.Set(s, v) }

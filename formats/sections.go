@@ -13,13 +13,15 @@ import (
 
 // Per-system sections (DESIGN.md "Systems as plug-ins"). A plan or a workload
 // file has shared parts (TypeMeta, Metadata, Provenance, the embedded Cluster) and one
-// top-level section per system. The five in-tree systems' sections are still the typed
-// fields of Plan and Workload (their types are shared by planners, policies and exporters),
-// but their validation and cross-file checks live in their own packages (formats/sections/*)
-// as Sections registered under the typed keys: formats decodes those fields itself and runs
-// the Sections' Validate and CrossCheck on them (validateTyped, crossCheckTyped). A system
-// registered outside them gives a Section that also decodes and describes its section:
-// SectionOf[T] does both from the section's Go type, as formats does for its own fields. The
+// top-level section per system, each a Section its system registers. A section is either
+// registered whole — SectionOf[T], its Go type, decoding, validation, cross-file checks and
+// schema in the system's own package (DyOrc's, formats/sections/dyorcsec; a toy sixth
+// system's), kept in the document's Sections and read with the package's accessors
+// (dyorcsec.PlanOf) — or, for PPipe, PARD, CascadeServe and QLM until their types move the
+// same way, a typed field of Plan or Workload that formats decodes itself while the
+// system's Section, registered under the field's key, validates and cross-checks it
+// (validateTyped, crossCheckTyped). Both kinds keep their place in the file and the
+// schema. The
 // set of registered sections is a plain value (SectionSet) the caller passes in, built from
 // the system registry, so nothing registers itself and tests build exactly the set they need.
 // A plan or workload is never read without a set (Decode, Validate, CheckSet and WriteFile
@@ -133,6 +135,9 @@ func extractSections(kind string, t reflect.Type, tree map[string]any, secs *Sec
 		}
 		raw := tree[k]
 		delete(tree, k)
+		if raw == nil {
+			continue // null: absent, as a typed pointer field reads it
+		}
 		js, err := marshalNoEscape(raw)
 		var v any
 		if err == nil {
@@ -241,13 +246,48 @@ func noSectionsProblem(kind string) ErrorList {
 	return ErrorList{{Rule: fmt.Sprintf("a %s is validated with the registered systems' sections: none were given (a caller's bug)", kind)}}
 }
 
-// validate runs every section's own validation.
-func (sv SectionValues) validate() ErrorList {
+// ValidatorIn is a Section whose rules need the rest of the document its section is in (a
+// plan's cluster for the GPU types it names): formats calls ValidateIn instead of Validate.
+type ValidatorIn interface {
+	ValidateIn(v any, doc Document) ErrorList
+}
+
+// validate runs every section's own validation; doc is the document they are in.
+func (sv SectionValues) validate(doc Document) ErrorList {
 	var out ErrorList
 	for _, k := range sv.keys() {
+		if vi, ok := sv[k].Section.(ValidatorIn); ok {
+			out = append(out, vi.ValidateIn(sv[k].Value, doc)...)
+			continue
+		}
 		out = append(out, sv[k].Section.Validate(sv[k].Value)...)
 	}
 	return out
+}
+
+// sectionFor is the Section of doc's section k: the one it was decoded with when it is a
+// registered section (sv), else the one secs registers under a typed field's key; nil when
+// none does.
+func sectionFor(kind, k string, sv SectionValues, secs *SectionSet) Section {
+	if v, ok := sv[k]; ok {
+		return v.Section
+	}
+	if Typed(kind, k) {
+		return secs.find(kind, k)
+	}
+	return nil
+}
+
+// sectionKeys lists every section key a document of kind may have: its typed fields' in
+// field order, then those secs registers beyond them in the set's order (for messages).
+func sectionKeys(kind string, t reflect.Type, secs *SectionSet) []string {
+	keys := typedSectionKeys(t)
+	for _, sec := range secs.sections(kind) {
+		if !slices.Contains(keys, sec.Key()) {
+			keys = append(keys, sec.Key())
+		}
+	}
+	return keys
 }
 
 // crossCheck runs every section's checks against the other files.
@@ -354,15 +394,44 @@ func (p *Plan) SectionKeys() []string {
 	return presentKeys(p, p.Sections)
 }
 
-// MarshalJSON writes the plan's typed fields as encoding/json does, then its registered
-// sections.
+// MarshalJSON writes the plan as encoding/json writes its fields, with its registered
+// sections where a system's section stands in a plan — after the shared head (kind,
+// metadata, provenance, cluster) and the typed sections, before the fleet and the
+// prediction — so a section keeps its place in the file whether formats types it or its
+// system registers it.
 func (p Plan) MarshalJSON() ([]byte, error) {
 	type plain Plan
-	js, err := marshalNoEscape(plain(p))
+	head := plain(p)
+	head.Fleet, head.Prediction = nil, nil
+	js, err := marshalNoEscape(head)
 	if err != nil {
 		return nil, err
 	}
-	return p.Sections.appendJSON(js)
+	if js, err = p.Sections.appendJSON(js); err != nil {
+		return nil, err
+	}
+	// The tags are Plan's own (fleet, prediction).
+	tail, err := marshalNoEscape(struct {
+		Fleet      *Fleet      `json:"fleet,omitempty"`
+		Prediction *Prediction `json:"prediction,omitempty"`
+	}{p.Fleet, p.Prediction})
+	if err != nil {
+		return nil, err
+	}
+	return joinObjects(js, tail), nil
+}
+
+// joinObjects appends the members of the JSON object b to the JSON object a (both as
+// encoding/json writes them, no surrounding space).
+func joinObjects(a, b []byte) []byte {
+	if len(b) <= 2 {
+		return a
+	}
+	out := append([]byte(nil), a[:len(a)-1]...)
+	if len(a) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...)
 }
 
 // MarshalJSON writes the workload's typed fields as encoding/json does, then its registered
@@ -439,4 +508,19 @@ func prose(keys []string) string {
 		return strings.Join(keys, "")
 	}
 	return strings.Join(keys[:len(keys)-1], ", ") + " or " + keys[len(keys)-1]
+}
+
+// Set sets the value of sec's section among *sv, keeping sec with it so that validation,
+// cross-checks and the optional interfaces (GPUUser, ModelUser, TraceTargeter) reach the
+// system's own Section; a nil value (or a nil pointer) removes it. A system's package
+// wraps it in a typed setter (dyorcsec.SetPlan).
+func (sv *SectionValues) Set(sec Section, v any) {
+	if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
+		delete(*sv, sec.Key())
+		return
+	}
+	if *sv == nil {
+		*sv = SectionValues{}
+	}
+	(*sv)[sec.Key()] = SectionValue{Section: sec, Value: v}
 }

@@ -13,10 +13,10 @@ func (w *Workload) Validate(secs *SectionSet) ErrorList {
 	v := &validator{}
 	checkMeta(v, w.TypeMeta, KindWorkload)
 	if len(w.SectionKeys()) == 0 {
-		v.add("", nil, "must describe at least one of %s", prose(typedSectionKeys(reflect.TypeFor[Workload]())))
+		v.add("", nil, "must describe at least one of %s", prose(sectionKeys(KindWorkload, reflect.TypeFor[Workload](), secs)))
 	}
 	v.errs = append(v.errs, secs.validateTyped(KindWorkload, w, w.SectionKeys())...)
-	v.errs = append(v.errs, w.Sections.validate()...)
+	v.errs = append(v.errs, w.Sections.validate(w)...)
 	return v.errs
 }
 
@@ -25,16 +25,3 @@ const (
 	MinWeight = 1e-6
 	MaxWeight = 1e6
 )
-
-// StepInput is the `after` reference to the request's own input.
-const StepInput = "$in"
-
-// ParseStepRef splits an `after` reference into the step it names and its suffix:
-// "x?" (if x ran), "x*" (all copies of x) or "" (x must run). "$in" is the request input;
-// "loop.prev" inside a loop body is the previous round.
-func ParseStepRef(ref string) (step string, suffix string) {
-	if n := len(ref); n > 0 && (ref[n-1] == '?' || ref[n-1] == '*') {
-		return ref[:n-1], ref[n-1:]
-	}
-	return ref, ""
-}

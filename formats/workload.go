@@ -10,7 +10,6 @@ type Workload struct {
 	Pipelines  []Pipeline      `json:"pipelines,omitempty"`
 	Cascades   []Cascade       `json:"cascades,omitempty"`
 	LLMClasses []LLMClass      `json:"llm_classes,omitempty"`
-	Workflows  *Workflows      `json:"workflows,omitempty"`
 	// Sections are the sections of systems registered beyond the typed fields above
 	// (SectionSet), decoded by their own Section.
 	Sections SectionValues `json:"-"`
@@ -174,66 +173,4 @@ type TokenProfile struct {
 	Mean float64 `json:"mean"`
 	Std  float64 `json:"std,omitempty"`
 	Max  int     `json:"max"`
-}
-
-// Workflows describes DyOrc's dynamic workflows: services and applications built from
-// steps with guards, choices, fan-out and loops.
-type Workflows struct {
-	Services map[string]Service `json:"services"`
-	Apps     map[string]App     `json:"apps"`
-}
-
-// Service is a batched model call shared by applications.
-type Service struct {
-	WeightsGB float64 `json:"weights_gb"`
-	ActGB     float64 `json:"act_gb,omitempty"`
-	MaxBatch  int     `json:"max_batch"`
-	// Latency is inline for tests; normally it comes from the profile.
-	Latency *ServiceLatency `json:"latency,omitempty"`
-	OutKB   float64         `json:"out_kb,omitempty"`
-	// OutKind is "tensor" (default: moved between GPUs by the tensor tier) or "general"
-	// (text, JPEG: serialised RPC, DyOrc §6.2 tier 3).
-	OutKind string `json:"out_kind,omitempty"`
-	// WorkSpread s says how much a request's own work varies: each request costs a factor
-	// drawn uniformly from [1−s, 1+s] of the nominal (an LLM's output length: 0.5 gives
-	// U(0.5, 1.5)). Schedulers plan at the nominal; the simulator and emulated workers run
-	// the drawn work. 0 (the default): every request costs the same.
-	WorkSpread float64 `json:"work_spread,omitempty"`
-}
-
-// ServiceLatency is a linear batch-latency model: base + per_item·b.
-type ServiceLatency struct {
-	BaseUs    float64 `json:"base_us"`
-	PerItemUs float64 `json:"per_item_us"`
-}
-
-// App is a workflow: a list of steps or one loop.
-type App struct {
-	SLO Duration `json:"slo,omitempty"`
-	// RateRPS is the app's expected request rate (plan solve places services for it).
-	RateRPS float64 `json:"rate_rps,omitempty"`
-	Steps   []Step  `json:"steps,omitempty"`
-	Loop    *Loop   `json:"loop,omitempty"`
-}
-
-// Step is one service call (or a choice among services) inside a workflow.
-type Step struct {
-	ID      string `json:"id"`
-	Service string `json:"svc,omitempty"`
-	// Choice calls exactly one of several services; weights are for the simulator only.
-	Choice map[string]float64 `json:"choice,omitempty"`
-	After  []string           `json:"after,omitempty"`
-	// When is a guard evaluated on outputs; P is its probability in the simulator.
-	When   string  `json:"when,omitempty"`
-	P      float64 `json:"p,omitempty"`
-	Fanout int     `json:"fanout,omitempty"`
-}
-
-// Loop repeats its body; PStop[i] is the chance of stopping after round i+1.
-type Loop struct {
-	ID      string    `json:"id"`
-	MaxIter int       `json:"max_iter"`
-	Until   string    `json:"until,omitempty"`
-	PStop   []float64 `json:"p_stop"`
-	Body    []Step    `json:"body"`
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // The prediction a plan carries (formats.Prediction): the plan simulated at its own rates
@@ -235,8 +236,8 @@ func workloadRate(w *formats.Workload, name string) float64 {
 			return c.RateRPS
 		}
 	}
-	if w.Workflows != nil {
-		if a, ok := w.Workflows.Apps[name]; ok {
+	if dyorcsec.WorkflowsOf(w) != nil {
+		if a, ok := dyorcsec.WorkflowsOf(w).Apps[name]; ok {
 			return a.RateRPS
 		}
 	}

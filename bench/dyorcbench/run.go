@@ -10,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	pl "github.com/plan-dev/plan/planner/dyorc"
 	"github.com/plan-dev/plan/sim"
 )
@@ -126,10 +127,10 @@ type ChangeRow struct {
 
 // Result is a whole bench run.
 type Result struct {
-	Options Options                      `json:"options"`
-	Plans   map[string]formats.DyOrcPlan `json:"-"`
-	Rows    []Row                        `json:"rows"`
-	Scale   []ScaleRow                   `json:"scale"`
+	Options Options                       `json:"options"`
+	Plans   map[string]dyorcsec.DyOrcPlan `json:"-"`
+	Rows    []Row                         `json:"rows"`
+	Scale   []ScaleRow                    `json:"scale"`
 	// Change is the MIX pattern change at the trace's middle minute, per policy.
 	Change []ChangeRow `json:"change"`
 }
@@ -157,7 +158,7 @@ func setup(ctx context.Context, apps []string, g int, load, memGB float64, milp 
 	}
 	cl := &formats.Cluster{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindCluster},
 		GPUs: []formats.GPUPool{{Type: "A800", Count: g, PerServer: 8, MemoryBytes: memB}}}
-	wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Workflows: wf}
+	wl := dyorcsec.SetWorkflows(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}, wf)
 	if milp {
 		p, err := pl.Solve(ctx, wl, cl, nil, pl.Options{TimeLimit: 20 * time.Second, Deterministic: true})
 		if err != nil {

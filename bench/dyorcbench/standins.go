@@ -13,12 +13,12 @@ import (
 	"sort"
 
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
-func lin(l1, lmax float64, mb int) *formats.ServiceLatency {
+func lin(l1, lmax float64, mb int) *dyorcsec.ServiceLatency {
 	per := (lmax - l1) / float64(mb-1)
-	return &formats.ServiceLatency{BaseUs: (l1 - per) * 1000, PerItemUs: per * 1000}
+	return &dyorcsec.ServiceLatency{BaseUs: (l1 - per) * 1000, PerItemUs: per * 1000}
 }
 
 // llmSpread is the language models' work spread: each call's output length, and so its
@@ -28,8 +28,8 @@ const llmSpread = 0.5
 
 // StandIns returns our stand-in services and the four applications (the same numbers as
 // testdata/dyorc/gen.py).
-func StandIns() *formats.Workflows {
-	s := map[string]formats.Service{
+func StandIns() *dyorcsec.Workflows {
+	s := map[string]dyorcsec.Service{
 		"vit":   {WeightsGB: 0.6, MaxBatch: 64, Latency: lin(14, 127, 64), OutKB: 512, OutKind: "tensor"},
 		"llm7b": {WeightsGB: 13.5, MaxBatch: 32, Latency: lin(1600, 6600, 32), OutKB: 2, OutKind: "general", WorkSpread: llmSpread},
 		"sd15":  {WeightsGB: 2.2, MaxBatch: 8, Latency: lin(2500, 12000, 8), OutKB: 400, OutKind: "general"},
@@ -41,7 +41,7 @@ func StandIns() *formats.Workflows {
 	}
 	for k := 0; k < 25; k++ {
 		n := fmt.Sprintf("card%02d", k)
-		s[n] = formats.Service{WeightsGB: 2.6, MaxBatch: 32, Latency: lin(900, 3200, 32), OutKB: 2, OutKind: "general", WorkSpread: llmSpread}
+		s[n] = dyorcsec.Service{WeightsGB: 2.6, MaxBatch: 32, Latency: lin(900, 3200, 32), OutKB: 2, OutKind: "general", WorkSpread: llmSpread}
 		choice[n] = 1 / (float64(k+1) * h)
 	}
 	for _, x := range []struct {
@@ -49,30 +49,30 @@ func StandIns() *formats.Workflows {
 		gb, l1 float64
 		mb     int
 	}{{"det", 0.2, 10, 32}, {"ocr", 0.4, 30, 32}, {"cap", 1.0, 200, 32}, {"upscale", 0.1, 80, 8}} {
-		s[x.n] = formats.Service{WeightsGB: x.gb, MaxBatch: x.mb, Latency: lin(x.l1, 4*x.l1, x.mb), OutKB: 256, OutKind: "tensor"}
+		s[x.n] = dyorcsec.Service{WeightsGB: x.gb, MaxBatch: x.mb, Latency: lin(x.l1, 4*x.l1, x.mb), OutKB: 256, OutKind: "tensor"}
 	}
-	apps := map[string]formats.App{
-		"gill": {RateRPS: 2, Steps: []formats.Step{
+	apps := map[string]dyorcsec.App{
+		"gill": {RateRPS: 2, Steps: []dyorcsec.Step{
 			{ID: "enc", Service: "vit", When: "in.images>0", P: 0.5},
 			{ID: "llm", Service: "llm7b", After: []string{"enc?", "$in"}},
 			{ID: "gen", Service: "sd15", After: []string{"llm"}, When: "llm.img_tokens>0", P: 0.25}}},
-		"kc": {RateRPS: 2, Steps: []formats.Step{
+		"kc": {RateRPS: 2, Steps: []dyorcsec.Step{
 			{ID: "ask", Service: "llm7b", After: []string{"$in"}},
 			{ID: "card", Choice: choice, After: []string{"ask"}, When: "ask.need", P: 0.6},
 			{ID: "ans", Service: "llm7b", After: []string{"card?", "$in"}}}},
-		"debate": {RateRPS: 1, Loop: &formats.Loop{ID: "round", MaxIter: 4, Until: "consensus", PStop: []float64{0.6, 0.6, 0.7, 1},
-			Body: []formats.Step{{ID: "agent", Service: "llm7b", Fanout: 3, After: []string{"round.prev*", "$in"}}}}},
-		"image": {RateRPS: 20, Steps: []formats.Step{
+		"debate": {RateRPS: 1, Loop: &dyorcsec.Loop{ID: "round", MaxIter: 4, Until: "consensus", PStop: []float64{0.6, 0.6, 0.7, 1},
+			Body: []dyorcsec.Step{{ID: "agent", Service: "llm7b", Fanout: 3, After: []string{"round.prev*", "$in"}}}}},
+		"image": {RateRPS: 20, Steps: []dyorcsec.Step{
 			{ID: "det", Service: "det", After: []string{"$in"}},
 			{ID: "read", Choice: map[string]float64{"ocr": 0.4, "cap": 0.6}, After: []string{"det"}},
 			{ID: "up", Service: "upscale", After: []string{"read"}, When: "read.lowres", P: 0.3}}},
 	}
-	return &formats.Workflows{Services: s, Apps: apps}
+	return &dyorcsec.Workflows{Services: s, Apps: apps}
 }
 
 // Only returns the stand-ins restricted to the named apps (and the services they call).
-func Only(wf *formats.Workflows, apps ...string) *formats.Workflows {
-	out := &formats.Workflows{Services: map[string]formats.Service{}, Apps: map[string]formats.App{}}
+func Only(wf *dyorcsec.Workflows, apps ...string) *dyorcsec.Workflows {
+	out := &dyorcsec.Workflows{Services: map[string]dyorcsec.Service{}, Apps: map[string]dyorcsec.App{}}
 	for _, a := range apps {
 		app := wf.Apps[a]
 		out.Apps[a] = app
@@ -145,7 +145,7 @@ func AzureLikeChange(rates, mult []float64, changeMin, secs int, seed uint64) []
 }
 
 // compile compiles and panics on a bug in the stand-ins.
-func compile(wf *formats.Workflows) *dp.Workflow {
+func compile(wf *dyorcsec.Workflows) *dp.Workflow {
 	w, err := dp.Compile(wf)
 	if err != nil {
 		panic(fmt.Sprintf("dyorcbench stand-ins: %v", err))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
@@ -28,7 +29,7 @@ func loadWorkflow(t testing.TB, name string) *Workflow {
 	if !ok {
 		t.Fatalf("%s: not a workload", name)
 	}
-	w, err := Compile(wl.Workflows)
+	w, err := Compile(dyorcsec.WorkflowsOf(wl))
 	if err != nil {
 		t.Fatal(err)
 	}

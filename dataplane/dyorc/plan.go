@@ -6,6 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // ClusterOf reads the GPU side of a cluster file: every GPU of its pools, in order (DyOrc's
@@ -33,11 +34,11 @@ func ClusterOf(c *formats.Cluster) (Cluster, error) {
 // embedded workload, the GPUs from its cluster, the warm placement from placement (or, when
 // absent, each deployment's replicas spread over the GPUs in turn).
 func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
-	if p.DyOrc == nil {
+	if dyorcsec.PlanOf(p) == nil {
 		return nil, formats.ErrorList{{Path: "dyorc", Rule: "the plan has no dyorc section"}}
 	}
 	e := p.Provenance.Embedded
-	if e == nil || e.Workload == nil || e.Workload.Workflows == nil {
+	if e == nil || e.Workload == nil || dyorcsec.WorkflowsOf(e.Workload) == nil {
 		return nil, formats.ErrorList{{Path: "provenance.embedded.workload", Rule: "a dyorc plan must embed the workload with its workflows"}}
 	}
 	cl := p.Cluster
@@ -47,7 +48,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if cl == nil {
 		return nil, formats.ErrorList{{Path: "cluster", Rule: "a dyorc plan must carry its cluster"}}
 	}
-	w, err := Compile(e.Workload.Workflows)
+	w, err := Compile(dyorcsec.WorkflowsOf(e.Workload))
 	if err != nil {
 		return nil, formats.ErrorList{{Path: "provenance.embedded.workload", Rule: err.Error()}}
 	}
@@ -56,8 +57,8 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		return nil, formats.ErrorList{{Path: "cluster", Rule: err.Error()}}
 	}
 	warm := make([][]int, c.GPUs)
-	if len(p.DyOrc.Placement) > 0 {
-		for i, g := range p.DyOrc.Placement {
+	if len(dyorcsec.PlanOf(p).Placement) > 0 {
+		for i, g := range dyorcsec.PlanOf(p).Placement {
 			if g.GPU >= c.GPUs {
 				return nil, formats.ErrorList{{Path: fmt.Sprintf("dyorc.placement[%d].gpu", i), Value: fmt.Sprint(g.GPU), Rule: fmt.Sprintf("the cluster has %d GPUs", c.GPUs)}}
 			}
@@ -71,7 +72,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		}
 	} else {
 		g := 0
-		for _, d := range p.DyOrc.Deployments {
+		for _, d := range dyorcsec.PlanOf(p).Deployments {
 			sv, ok := w.SvcIndex[d.Service]
 			if !ok {
 				continue
@@ -83,7 +84,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		}
 	}
 	net := DefaultNet
-	if v, ok := p.DyOrc.Params["ingress_us"]; ok {
+	if v, ok := dyorcsec.PlanOf(p).Params["ingress_us"]; ok {
 		net.IngressUs = v
 	}
 	d, err := NewDeployment(w, c, warm, net)
@@ -98,16 +99,16 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 // one to four GPUs with room for only some services at once.
 func Sample(r *rand.Rand) *dataplane.Deployment {
 	ns := 2 + r.IntN(2)
-	wf := &formats.Workflows{Services: map[string]formats.Service{}, Apps: map[string]formats.App{}}
+	wf := &dyorcsec.Workflows{Services: map[string]dyorcsec.Service{}, Apps: map[string]dyorcsec.App{}}
 	var names []string
 	for k := 0; k < ns; k++ {
 		n := fmt.Sprintf("s%d", k)
 		names = append(names, n)
-		wf.Services[n] = formats.Service{WeightsGB: 1 + float64(r.IntN(3)), MaxBatch: 1 + r.IntN(8),
-			Latency: &formats.ServiceLatency{BaseUs: float64(2000 + r.IntN(20000)), PerItemUs: float64(200 + r.IntN(3000))}, OutKB: float64(r.IntN(512))}
+		wf.Services[n] = dyorcsec.Service{WeightsGB: 1 + float64(r.IntN(3)), MaxBatch: 1 + r.IntN(8),
+			Latency: &dyorcsec.ServiceLatency{BaseUs: float64(2000 + r.IntN(20000)), PerItemUs: float64(200 + r.IntN(3000))}, OutKB: float64(r.IntN(512))}
 	}
 	pc := 0.2 + 0.6*r.Float64()
-	wf.Apps["chain"] = formats.App{Steps: []formats.Step{
+	wf.Apps["chain"] = dyorcsec.App{Steps: []dyorcsec.Step{
 		{ID: "a", Service: names[0]},
 		{ID: "b", Choice: map[string]float64{names[1]: pc, names[ns-1] + "": 1 - pc}, When: "a.go", P: 0.5 + 0.5*r.Float64()},
 		{ID: "c", Service: names[0], Fanout: 1 + r.IntN(2)},
@@ -115,8 +116,8 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 	if ns == 2 {
 		wf.Apps["chain"].Steps[1].Choice = map[string]float64{names[1]: 1}
 	}
-	wf.Apps["loop"] = formats.App{Loop: &formats.Loop{ID: "round", MaxIter: 3, PStop: []float64{0.5, 0.5, 1},
-		Body: []formats.Step{{ID: "x", Service: names[ns-1], Fanout: 1 + r.IntN(3)}}}}
+	wf.Apps["loop"] = dyorcsec.App{Loop: &dyorcsec.Loop{ID: "round", MaxIter: 3, PStop: []float64{0.5, 0.5, 1},
+		Body: []dyorcsec.Step{{ID: "x", Service: names[ns-1], Fanout: 1 + r.IntN(3)}}}}
 	w, err := Compile(wf)
 	if err != nil {
 		panic(fmt.Sprintf("dyorc.Sample: %v", err)) // a bug in Sample

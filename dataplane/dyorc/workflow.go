@@ -23,7 +23,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // Kind is the plan section DyOrc deployments come from.
@@ -73,8 +73,8 @@ type App struct {
 	Name    string
 	SLOUs   float64
 	RateRPS float64
-	Steps   []formats.Step
-	Loop    *formats.Loop
+	Steps   []dyorcsec.Step
+	Loop    *dyorcsec.Loop
 	Nodes   []Node
 	// stepNodes[j] are step j's nodes (one per service, choice services in name order) and
 	// stepWeights[j] their choice weights (nil for a plain step).
@@ -92,7 +92,7 @@ type Workflow struct {
 // Compile compiles a workflows section. Steps run in list order, one call at a time (steps
 // are listed after their inputs; independent steps are serialised [ours]); a loop repeats
 // its body until it stops with p_stop.
-func Compile(wf *formats.Workflows) (*Workflow, error) {
+func Compile(wf *dyorcsec.Workflows) (*Workflow, error) {
 	if wf == nil {
 		return nil, fmt.Errorf("no workflows section")
 	}
@@ -104,7 +104,7 @@ func Compile(wf *formats.Workflows) (*Workflow, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		s := wf.Services[n]
-		sv := Service{Name: n, Bytes: formats.ServiceBytes(s), WeightGB: s.WeightsGB, MaxBatch: max(s.MaxBatch, 1),
+		sv := Service{Name: n, Bytes: dyorcsec.ServiceBytes(s), WeightGB: s.WeightsGB, MaxBatch: max(s.MaxBatch, 1),
 			OutBytes: int64(s.OutKB * 1024), Tensor: s.OutKind != "general", Spread: s.WorkSpread}
 		if s.Latency == nil {
 			return nil, fmt.Errorf("workflows.services.%s: no inline latency (profile latencies for workflow services are not supported yet)", n)
@@ -175,7 +175,7 @@ func Compile(wf *formats.Workflows) (*Workflow, error) {
 const Exit = -1
 
 // body returns the steps the app iterates over.
-func (a *App) body() []formats.Step {
+func (a *App) body() []dyorcsec.Step {
 	if a.Loop != nil {
 		return a.Loop.Body
 	}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // Parameter keys (Triton parameters, KServe annotations under plan.dev/, Ray user_config).
@@ -48,7 +49,7 @@ const (
 	// ParamPlan is the plan-level record (JSON of Record) on every coordinator / graph / driver.
 	ParamPlan = "dyorc.plan"
 	// ParamApp and ParamWorkflow name an application and hold its workflow (JSON of
-	// formats.App).
+	// dyorcsec.App).
 	ParamApp      = "dyorc.app"
 	ParamWorkflow = "dyorc.workflow"
 	// ParamServices maps the workflow's services to their exported units: "svc=unit;…".
@@ -91,7 +92,7 @@ type layout struct {
 // service is one service deployment: its unit and the GPUs holding it.
 type service struct {
 	index int
-	dep   formats.ServiceDeployment
+	dep   dyorcsec.ServiceDeployment
 	unit  string
 	gpus  []int
 	// timeoutUs is the longest SLO of the applications calling the service: a task queued
@@ -105,7 +106,7 @@ type app struct {
 	name  string
 	unit  string
 	sloUs int64
-	wf    formats.App
+	wf    dyorcsec.App
 }
 
 func (l *layout) placement(s service) export.Placement {
@@ -142,7 +143,7 @@ func (l *layout) appParams(a app) map[string]string {
 }
 
 // steps are an app's steps, or its loop body.
-func steps(a formats.App) []formats.Step {
+func steps(a dyorcsec.App) []dyorcsec.Step {
 	if a.Loop != nil {
 		return a.Loop.Body
 	}
@@ -152,7 +153,7 @@ func steps(a formats.App) []formats.Step {
 // build checks the plan and lays it out. GPU indices follow the cluster's order (the plan's
 // cluster, else the embedded one), as dataplane/dyorc.FromPlan reads them.
 func build(p *formats.Plan, o export.Options) (*layout, error) {
-	dp := p.DyOrc
+	dp := dyorcsec.PlanOf(p)
 	if dp == nil {
 		return nil, fmt.Errorf("the plan has no dyorc section")
 	}
@@ -160,7 +161,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		return nil, fmt.Errorf("--model: a DyOrc plan serves whole services; there is no partition to cut")
 	}
 	e := p.Provenance.Embedded
-	if e == nil || e.Workload == nil || e.Workload.Workflows == nil {
+	if e == nil || e.Workload == nil || dyorcsec.WorkflowsOf(e.Workload) == nil {
 		return nil, fmt.Errorf("provenance.embedded.workload: missing: the workflows of a dyorc plan come from its embedded workload")
 	}
 	cl := p.Cluster
@@ -179,7 +180,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	if len(types) == 0 {
 		return nil, fmt.Errorf("cluster.gpus: no GPUs")
 	}
-	wf := e.Workload.Workflows
+	wf := dyorcsec.WorkflowsOf(e.Workload)
 	l := &layout{o: o, unit: map[string]string{}, rec: Record{Policy: dp.Policy, Params: dp.Params, GPUs: len(types), Placement: len(dp.Placement) > 0}}
 	at := map[[2]string]int{}
 	perSvc := map[string]int{}
@@ -275,7 +276,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 }
 
 // calls says whether the workflow calls service svc.
-func calls(a formats.App, svc string) bool {
+func calls(a dyorcsec.App, svc string) bool {
 	for _, st := range steps(a) {
 		if _, ok := st.Choice[svc]; ok || st.Service == svc {
 			return true
@@ -285,7 +286,7 @@ func calls(a formats.App, svc string) bool {
 }
 
 // describe summarizes a workflow for comments: its steps in order.
-func describe(a formats.App) string {
+func describe(a dyorcsec.App) string {
 	var parts []string
 	for _, st := range steps(a) {
 		s := st.ID + "=" + st.Service

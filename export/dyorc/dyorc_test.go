@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
@@ -36,12 +37,12 @@ func exporter(t testing.TB, target string) export.Exporter {
 // parameters, and every workflow of the embedded workload.
 func check(t *testing.T, got *Exported, p *formats.Plan) {
 	t.Helper()
-	want := *p.DyOrc
+	want := *dyorcsec.PlanOf(p)
 	if !reflect.DeepEqual(got.Plan, &want) {
 		t.Errorf("read back:\n%+v\nplan:\n%+v", got.Plan, &want)
 	}
-	if !reflect.DeepEqual(got.Apps, p.Provenance.Embedded.Workload.Workflows.Apps) {
-		t.Errorf("workflows read back:\n%+v\nplan:\n%+v", got.Apps, p.Provenance.Embedded.Workload.Workflows.Apps)
+	if !reflect.DeepEqual(got.Apps, dyorcsec.WorkflowsOf(p.Provenance.Embedded.Workload).Apps) {
+		t.Errorf("workflows read back:\n%+v\nplan:\n%+v", got.Apps, dyorcsec.WorkflowsOf(p.Provenance.Embedded.Workload).Apps)
 	}
 }
 
@@ -81,12 +82,12 @@ func mixPlan(t *testing.T) *formats.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, 0, len(w.Workflows.Services))
-	for n := range w.Workflows.Services {
+	names := make([]string, 0, len(dyorcsec.WorkflowsOf(w).Services))
+	for n := range dyorcsec.WorkflowsOf(w).Services {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	dp := &formats.DyOrcPlan{Policy: "dyorc-greedy", Params: map[string]float64{"beam": 4}}
+	dp := &dyorcsec.DyOrcPlan{Policy: "dyorc-greedy", Params: map[string]float64{"beam": 4}}
 	held := map[int][]string{}
 	for i, n := range names {
 		reps := 1
@@ -97,15 +98,15 @@ func mixPlan(t *testing.T) *formats.Plan {
 			g := (i + 3*k) % 8
 			held[g] = append(held[g], n)
 		}
-		dp.Deployments = append(dp.Deployments, formats.ServiceDeployment{Service: n, GPU: "A800", Replicas: reps, MaxBatch: w.Workflows.Services[n].MaxBatch})
+		dp.Deployments = append(dp.Deployments, dyorcsec.ServiceDeployment{Service: n, GPU: "A800", Replicas: reps, MaxBatch: dyorcsec.WorkflowsOf(w).Services[n].MaxBatch})
 	}
 	for g := 0; g < 8; g++ {
 		if s := held[g]; len(s) > 0 {
 			slices.Sort(s)
-			dp.Placement = append(dp.Placement, formats.GPUServices{GPU: g, Services: s})
+			dp.Placement = append(dp.Placement, dyorcsec.GPUServices{GPU: g, Services: s})
 		}
 	}
-	return &formats.Plan{DyOrc: dp, Cluster: c, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: w}}}
+	return dyorcsec.SetPlan(&formats.Plan{Cluster: c, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: w}}}, dp)
 }
 
 // TestShapes: the four applications round-trip through every target, and each target models
@@ -210,14 +211,14 @@ func TestBadPlans(t *testing.T) {
 		edit func(p *formats.Plan)
 		want string
 	}{
-		{"no dyorc", func(p *formats.Plan) { p.DyOrc = nil }, "no dyorc section"},
+		{"no dyorc", func(p *formats.Plan) { dyorcsec.SetPlan(p, nil) }, "no dyorc section"},
 		{"no workload", func(p *formats.Plan) { p.Provenance.Embedded = nil }, "provenance.embedded.workload: missing"},
-		{"unknown service", func(p *formats.Plan) { p.DyOrc.Deployments[0].Service = "bert" }, `dyorc.deployments[0].service: "bert": not a workflow service`},
-		{"replicas", func(p *formats.Plan) { p.DyOrc.Deployments[4].Replicas = 3 }, "dyorc.deployments[4].replicas: 3, but dyorc.placement holds sd15 on 4 GPU(s)"},
-		{"gpu", func(p *formats.Plan) { p.DyOrc.Placement[0].GPU = 9 }, "dyorc.placement[0].services[0]: GPU 9: the cluster has 4 GPUs"},
+		{"unknown service", func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments[0].Service = "bert" }, `dyorc.deployments[0].service: "bert": not a workflow service`},
+		{"replicas", func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments[4].Replicas = 3 }, "dyorc.deployments[4].replicas: 3, but dyorc.placement holds sd15 on 4 GPU(s)"},
+		{"gpu", func(p *formats.Plan) { dyorcsec.PlanOf(p).Placement[0].GPU = 9 }, "dyorc.placement[0].services[0]: GPU 9: the cluster has 4 GPUs"},
 		{"undeployed", func(p *formats.Plan) {
-			p.DyOrc.Deployments = p.DyOrc.Deployments[1:]
-			p.DyOrc.Placement[2].Services = p.DyOrc.Placement[2].Services[1:]
+			dyorcsec.PlanOf(p).Deployments = dyorcsec.PlanOf(p).Deployments[1:]
+			dyorcsec.PlanOf(p).Placement[2].Services = dyorcsec.PlanOf(p).Placement[2].Services[1:]
 		}, `step read: service "cap" has no (single) deployment`},
 	}
 	for _, tc := range tests {
@@ -237,7 +238,7 @@ func TestBadPlans(t *testing.T) {
 // without one.
 func TestSpread(t *testing.T) {
 	p := readPlan(t)
-	p.DyOrc.Placement = nil
+	dyorcsec.PlanOf(p).Placement = nil
 	for _, e := range Exporters() {
 		files, err := e.Export(p, export.Options{})
 		if err != nil {

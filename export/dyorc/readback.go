@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // maxGPUs bounds the GPU indices and deployment positions a file may name (a corrupt index
@@ -20,8 +21,8 @@ const maxGPUs = 1 << 16
 // Exported is what ReadBack recovers: the plan's dyorc section and each application's
 // workflow.
 type Exported struct {
-	Plan *formats.DyOrcPlan
-	Apps map[string]formats.App
+	Plan *dyorcsec.DyOrcPlan
+	Apps map[string]dyorcsec.App
 }
 
 // ReadBack recovers a DyOrc plan from its exported files alone: the deployments in plan
@@ -32,7 +33,7 @@ type Exported struct {
 // workflow's unrolled steps, so files whose native settings disagree with the record are an
 // error.
 func ReadBack(target string, files export.Files) (*Exported, error) {
-	rb := &reader{deps: map[int]dep{}, apps: map[string]formats.App{}}
+	rb := &reader{deps: map[int]dep{}, apps: map[string]dyorcsec.App{}}
 	if err := export.ReadFiles(target, files, export.Readers{Triton: func(_ string, data []byte) error { return rb.triton(data) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
 		return nil, err
 	}
@@ -40,14 +41,14 @@ func ReadBack(target string, files export.Files) (*Exported, error) {
 }
 
 type dep struct {
-	d    formats.ServiceDeployment
+	d    dyorcsec.ServiceDeployment
 	gpus []int
 }
 
 type reader struct {
 	rec  *Record
 	deps map[int]dep
-	apps map[string]formats.App
+	apps map[string]dyorcsec.App
 }
 
 // service records one service deployment from its parameters; count and batch are the
@@ -74,7 +75,7 @@ func (rb *reader) service(params map[string]string, count, batch int) error {
 	if _, dup := rb.deps[i]; dup {
 		return fmt.Errorf("%s: deployment index %d recorded twice", key, i)
 	}
-	rb.deps[i] = dep{d: formats.ServiceDeployment{Service: svc, GPU: gpu, Replicas: n, MaxBatch: b}, gpus: gpus}
+	rb.deps[i] = dep{d: dyorcsec.ServiceDeployment{Service: svc, GPU: gpu, Replicas: n, MaxBatch: b}, gpus: gpus}
 	return nil
 }
 
@@ -95,7 +96,7 @@ func (rb *reader) app(params map[string]string) error {
 		return fmt.Errorf("app %s: %s: gpus %d: must be in [1, %d]", name, ParamPlan, rec.GPUs, maxGPUs)
 	}
 	rb.rec = &rec
-	var a formats.App
+	var a dyorcsec.App
 	if err := formats.StrictUnmarshal([]byte(params[ParamWorkflow]), &a); err != nil {
 		return fmt.Errorf("app %s: %s: %w", name, ParamWorkflow, err)
 	}
@@ -217,7 +218,7 @@ func (rb *reader) result() (*Exported, error) {
 	if rb.rec == nil {
 		return nil, fmt.Errorf("no workflow (%s) in the files", ParamWorkflow)
 	}
-	dp := &formats.DyOrcPlan{Policy: rb.rec.Policy, Params: rb.rec.Params, Deployments: make([]formats.ServiceDeployment, len(rb.deps))}
+	dp := &dyorcsec.DyOrcPlan{Policy: rb.rec.Policy, Params: rb.rec.Params, Deployments: make([]dyorcsec.ServiceDeployment, len(rb.deps))}
 	held := map[int][]string{}
 	deployed := map[string]bool{}
 	for i, d := range rb.deps {
@@ -242,7 +243,7 @@ func (rb *reader) result() (*Exported, error) {
 		for _, g := range gs {
 			s := held[g]
 			slices.Sort(s)
-			dp.Placement = append(dp.Placement, formats.GPUServices{GPU: g, Services: s})
+			dp.Placement = append(dp.Placement, dyorcsec.GPUServices{GPU: g, Services: s})
 		}
 	}
 	for name, a := range rb.apps {

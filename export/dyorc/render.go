@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/export"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // tritonFiles renders the model repository: <unit>/config.pbtxt per service deployment (an
@@ -133,7 +133,7 @@ func kserveFiles(l *layout) (export.Files, error) {
 }
 
 // rounds is how many times the app's steps run at most (a loop's max_iter).
-func rounds(a formats.App) int {
+func rounds(a dyorcsec.App) int {
 	if a.Loop != nil {
 		return max(a.Loop.MaxIter, 1)
 	}
@@ -232,7 +232,7 @@ type rayWorkflow struct {
 	App      string            `json:"app"`
 	TimeoutS float64           `json:"timeout_s,omitempty"`
 	Services map[string]string `json:"services"`
-	Workflow formats.App       `json:"workflow"`
+	Workflow dyorcsec.App      `json:"workflow"`
 }
 
 // rayFiles renders serve-config.yaml: one application, a deployment per service deployment

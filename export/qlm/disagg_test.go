@@ -1,6 +1,7 @@
 package qlm
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // disaggPlanFile is the bundled disaggregated plan: m8b on one prefill and one decode H100
@@ -189,7 +191,21 @@ func TestEngineFlagsRejects(t *testing.T) {
 // instance's field, and files whose engines or replicas disagree with the record fail to
 // read back.
 func TestDisaggBadInput(t *testing.T) {
-	bad := exporttest.ReadPlan(t, "../../testdata/disagg/bad/plan-role.json")
+	// Parsed, not validated: QLM's own rules refuse the file on reading (formats.Decode);
+	// the exporter must refuse such a plan handed to it in code too.
+	const badFile = "../../testdata/disagg/bad/plan-role.json"
+	if _, err := formats.ReadInto[*formats.Plan](badFile, intree.Sections()); err == nil || !strings.Contains(err.Error(), `qlm.instances[0].role: "both"`) {
+		t.Errorf("reading %s: err %v", badFile, err)
+	}
+	data, err := os.ReadFile(badFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := formats.Parse(badFile, data, intree.Sections())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := doc.(*formats.Plan)
 	if _, err := exporter(t, export.KServe).Export(bad, export.Options{}); err == nil || !strings.Contains(err.Error(), `qlm.instances[0].role: "both"`) {
 		t.Errorf("plan-role.json: err %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/internal/system"
 	"github.com/plan-dev/plan/internal/systems/toysys"
 )
@@ -33,7 +34,7 @@ func TestRegistryWorkloadSections(t *testing.T) {
 		t.Errorf("in-tree decode: %v", err)
 	}
 	// The typed sections, in file order whatever the registry's order.
-	mixed := &formats.Workload{Workflows: &formats.Workflows{}, Models: []formats.ModelWorkload{{Name: "m"}}, LLMClasses: []formats.LLMClass{{Name: "c"}}}
+	mixed := dyorcsec.SetWorkflows(&formats.Workload{Models: []formats.ModelWorkload{{Name: "m"}}, LLMClasses: []formats.LLMClass{{Name: "c"}}}, &dyorcsec.Workflows{})
 	if got := Default().WorkloadSections(mixed); strings.Join(got, ",") != "models,llm_classes,workflows" {
 		t.Errorf("WorkloadSections = %v", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // The capacity model's two constants [ours], fitted on the simulator running the plan's own
@@ -34,7 +35,7 @@ const (
 // it calls. More GPUs carry more: the capacity grows with the cluster the placement was
 // solved for.
 func Capacity(p *formats.Plan) (map[string]float64, error) {
-	if p == nil || p.DyOrc == nil {
+	if p == nil || dyorcsec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("dyorc: the plan has no dyorc section")
 	}
 	w, _, err := inputs(p)
@@ -43,7 +44,7 @@ func Capacity(p *formats.Plan) (map[string]float64, error) {
 	}
 	load := Load(w)
 	reps := make([]int, len(w.Services))
-	for _, g := range p.DyOrc.Placement {
+	for _, g := range dyorcsec.PlanOf(p).Placement {
 		for _, s := range g.Services {
 			if sv, ok := w.SvcIndex[s]; ok {
 				reps[sv]++
@@ -54,7 +55,7 @@ func Capacity(p *formats.Plan) (map[string]float64, error) {
 	for _, l := range load {
 		work += l
 	}
-	gpus := float64(len(p.DyOrc.Placement))
+	gpus := float64(len(dyorcsec.PlanOf(p).Placement))
 	if !(work > 0) || gpus == 0 {
 		return nil, fmt.Errorf("dyorc: the plan's services carry no expected load (or it places none): no capacity")
 	}

@@ -9,6 +9,7 @@ import (
 
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // TestCapacity: the capacity of testdata/dyorc/small.json's plan grows with the
@@ -19,11 +20,11 @@ func TestCapacity(t *testing.T) {
 	wl := load(t, "small.json").(*formats.Workload)
 	base := load(t, "cluster.json").(*formats.Cluster)
 	// W: the small workload's GPU-seconds per second at its rates.
-	w, err := dp.Compile(wl.Workflows)
+	w, err := dp.Compile(dyorcsec.WorkflowsOf(wl))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gillRate, imageRate := wl.Workflows.Apps["gill"].RateRPS, wl.Workflows.Apps["image"].RateRPS
+	gillRate, imageRate := dyorcsec.WorkflowsOf(wl).Apps["gill"].RateRPS, dyorcsec.WorkflowsOf(wl).Apps["image"].RateRPS
 	var work float64
 	for _, l := range Load(w) {
 		work += l
@@ -56,12 +57,12 @@ func TestCapacity(t *testing.T) {
 	}
 	// One GPU holds every service, 15 more hold llm7b alone: sd15's single replica bounds
 	// gill (U·1/load of sd15), cap's bounds image; the pooled bound is far above both.
-	var place []formats.GPUServices
-	place = append(place, formats.GPUServices{GPU: 0, Services: []string{"vit", "llm7b", "sd15", "det", "ocr", "cap", "upscale"}})
+	var place []dyorcsec.GPUServices
+	place = append(place, dyorcsec.GPUServices{GPU: 0, Services: []string{"vit", "llm7b", "sd15", "det", "ocr", "cap", "upscale"}})
 	for g := 1; g < 16; g++ {
-		place = append(place, formats.GPUServices{GPU: g, Services: []string{"llm7b"}})
+		place = append(place, dyorcsec.GPUServices{GPU: g, Services: []string{"llm7b"}})
 	}
-	one := &formats.Plan{DyOrc: &formats.DyOrcPlan{Placement: place}, Cluster: base, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: wl}}}
+	one := dyorcsec.SetPlan(&formats.Plan{Cluster: base, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: wl}}}, &dyorcsec.DyOrcPlan{Placement: place})
 	c, err := Capacity(one)
 	if err != nil {
 		t.Fatal(err)
@@ -79,9 +80,9 @@ func TestCapacity(t *testing.T) {
 		want string
 	}{
 		{"no section", &formats.Plan{}, "no dyorc section"},
-		{"no inputs", &formats.Plan{DyOrc: &formats.DyOrcPlan{}}, "provenance.embedded holds no workload"},
-		{"service unplaced", &formats.Plan{DyOrc: &formats.DyOrcPlan{Placement: []formats.GPUServices{{GPU: 0, Services: []string{"vit", "llm7b", "det", "ocr", "cap", "upscale"}}}},
-			Cluster: base, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: wl}}}, "service sd15 is placed on no GPU"},
+		{"no inputs", dyorcsec.SetPlan(&formats.Plan{}, &dyorcsec.DyOrcPlan{}), "provenance.embedded holds no workload"},
+		{"service unplaced", dyorcsec.SetPlan(&formats.Plan{Cluster: base, Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Workload: wl}}},
+			&dyorcsec.DyOrcPlan{Placement: []dyorcsec.GPUServices{{GPU: 0, Services: []string{"vit", "llm7b", "det", "ocr", "cap", "upscale"}}}}), "service sd15 is placed on no GPU"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

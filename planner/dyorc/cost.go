@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 )
@@ -72,7 +73,7 @@ func SolveCost(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, r
 			// The busiest GPU's load within the cost model's bound, and every app's rate
 			// within its SLO by the capacity model (the load bound alone sized fleets whose
 			// apps missed their SLOs in simulation).
-			if ok, _ := holdsRates(plan); ok && plan.DyOrc.Params["expected_max_gpu_load"] <= CostUtilization+absTol {
+			if ok, _ := holdsRates(plan); ok && dyorcsec.PlanOf(plan).Params["expected_max_gpu_load"] <= CostUtilization+absTol {
 				best, bestCost, found = plan, float64(n)*prices[pool.Type], true
 				break
 			}

@@ -9,6 +9,7 @@ import (
 
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -42,10 +43,10 @@ func holdsRates(p *formats.Plan) (bool, float64) {
 // given and records the GPUs it uses as its own cluster; none of the counts up to the
 // cluster's → ErrInfeasible naming the most the whole cluster serves.
 func SolveMinGPUs(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs []formats.InputRef, o Options) (*formats.Plan, error) {
-	if wl == nil || wl.Workflows == nil || cl == nil || len(cl.GPUs) == 0 {
+	if wl == nil || dyorcsec.WorkflowsOf(wl) == nil || cl == nil || len(cl.GPUs) == 0 {
 		return Solve(ctx, wl, cl, refs, o) // its input errors
 	}
-	w, err := dp.Compile(wl.Workflows)
+	w, err := dp.Compile(dyorcsec.WorkflowsOf(wl))
 	if err != nil {
 		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
 	}

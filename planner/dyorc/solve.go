@@ -15,6 +15,7 @@ import (
 
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -78,13 +79,13 @@ func Load(w *dp.Workflow) []float64 {
 // workflows section and a cluster must be given; the workflows come back compiled for
 // DyOrc's data plane. Every problem is an *planner.InputError (exit 2).
 func compileInputs(wl *formats.Workload, cl *formats.Cluster) (*dp.Workflow, error) {
-	if wl == nil || wl.Workflows == nil {
+	if wl == nil || dyorcsec.WorkflowsOf(wl) == nil {
 		return nil, &planner.InputError{Problems: []string{"workload: no workflows section"}}
 	}
 	if cl == nil {
 		return nil, &planner.InputError{Problems: []string{"cluster: a dyorc plan needs a cluster (--cluster)"}}
 	}
-	w, err := dp.Compile(wl.Workflows)
+	w, err := dp.Compile(dyorcsec.WorkflowsOf(wl))
 	if err != nil {
 		return nil, &planner.InputError{Problems: []string{"workload: " + err.Error()}}
 	}
@@ -166,9 +167,9 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 		}
 		return nil, fmt.Errorf("%w: %v", planner.ErrNoSolution, res.Err())
 	}
-	plan := &formats.DyOrcPlan{Policy: o.Policy, Params: map[string]float64{"expected_max_gpu_load": round3(res.Value(z))}}
+	plan := &dyorcsec.DyOrcPlan{Policy: o.Policy, Params: map[string]float64{"expected_max_gpu_load": round3(res.Value(z))}}
 	for g := 0; g < G; g++ {
-		gs := formats.GPUServices{GPU: g}
+		gs := dyorcsec.GPUServices{GPU: g}
 		for s := 0; s < S; s++ {
 			if res.Value(y[s][g]) > 0.5 {
 				gs.Services = append(gs.Services, w.Services[s].Name)
@@ -183,7 +184,7 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 				r++
 			}
 		}
-		plan.Deployments = append(plan.Deployments, formats.ServiceDeployment{Service: w.Services[s].Name, GPU: c.Type, Replicas: r, MaxBatch: w.Services[s].MaxBatch})
+		plan.Deployments = append(plan.Deployments, dyorcsec.ServiceDeployment{Service: w.Services[s].Name, GPU: c.Type, Replicas: r, MaxBatch: w.Services[s].MaxBatch})
 	}
 	sort.Slice(plan.Deployments, func(i, j int) bool { return plan.Deployments[i].Service < plan.Deployments[j].Service })
 	emb := formats.EmbeddedInputs{Cluster: cl, Workload: wl}
@@ -208,8 +209,8 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 			Objective: round3(res.Objective), Bound: formats.Proven(round3(res.Bound)), Gap: formats.Proven(res.Gap),
 			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},
 		Cluster: cl,
-		DyOrc:   plan,
 	}
+	dyorcsec.SetPlan(out, plan)
 	if o.Deterministic {
 		out.Provenance.SolveMs = 0
 	}

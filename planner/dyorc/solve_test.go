@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
@@ -60,13 +61,13 @@ func TestSolveVerifyCompareResolve(t *testing.T) {
 			}
 			// Break it: every service on GPU 0 overflows its memory; a replica count lies.
 			bad := *p
-			dy := *p.DyOrc
-			bad.DyOrc = &dy
+			dy := *dyorcsec.PlanOf(p)
+			dyorcsec.SetPlan(&bad, &dy)
 			var all []string
 			for _, d := range dy.Deployments {
 				all = append(all, d.Service)
 			}
-			dy.Placement = []formats.GPUServices{{GPU: 0, Services: all}}
+			dy.Placement = []dyorcsec.GPUServices{{GPU: 0, Services: all}}
 			v := strings.Join(Verify(&bad), "\n")
 			if !strings.Contains(v, "replicas, the placement holds") || tc.wl == "workload.json" && !strings.Contains(v, "GB of services") {
 				t.Fatalf("broken plan not caught:\n%s", v)
@@ -136,7 +137,7 @@ func TestSolveMinGPUs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d GPUs: %v", tc.gpus, err)
 		}
-		if got := len(p.DyOrc.Placement); got != tc.want {
+		if got := len(dyorcsec.PlanOf(p).Placement); got != tc.want {
 			t.Errorf("%d GPUs: placed on %d, want %d", tc.gpus, got, tc.want)
 		}
 		if ok, r := holdsRates(p); !ok {

@@ -8,12 +8,13 @@ import (
 
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/planner"
 )
 
 func inputs(p *formats.Plan) (*dp.Workflow, dp.Cluster, error) {
 	e := p.Provenance.Embedded
-	if e == nil || e.Workload == nil || e.Workload.Workflows == nil {
+	if e == nil || e.Workload == nil || dyorcsec.WorkflowsOf(e.Workload) == nil {
 		return nil, dp.Cluster{}, fmt.Errorf("provenance.embedded holds no workload with workflows")
 	}
 	cl := p.Cluster
@@ -23,7 +24,7 @@ func inputs(p *formats.Plan) (*dp.Workflow, dp.Cluster, error) {
 	if cl == nil {
 		return nil, dp.Cluster{}, fmt.Errorf("the plan carries no cluster")
 	}
-	w, err := dp.Compile(e.Workload.Workflows)
+	w, err := dp.Compile(dyorcsec.WorkflowsOf(e.Workload))
 	if err != nil {
 		return nil, dp.Cluster{}, err
 	}
@@ -41,7 +42,7 @@ func Verify(p *formats.Plan) []string {
 		return []string{err.Error()}
 	}
 	count := make([]int, len(w.Services))
-	for i, g := range p.DyOrc.Placement {
+	for i, g := range dyorcsec.PlanOf(p).Placement {
 		if g.GPU < 0 || g.GPU >= c.GPUs {
 			out = append(out, fmt.Sprintf("dyorc.placement[%d].gpu: %d: the cluster has %d GPUs", i, g.GPU, c.GPUs))
 			continue
@@ -60,7 +61,7 @@ func Verify(p *formats.Plan) []string {
 			out = append(out, fmt.Sprintf("dyorc.placement[%d]: GPU %d holds %.1f GB of services, it has %.1f GB", i, g.GPU, float64(mem)/1e9, float64(c.MemBytes)/1e9))
 		}
 	}
-	if len(p.DyOrc.Placement) > 0 {
+	if len(dyorcsec.PlanOf(p).Placement) > 0 {
 		for s, n := range count {
 			if n == 0 {
 				out = append(out, fmt.Sprintf("service %s: placed on no GPU", w.Services[s].Name))
@@ -68,14 +69,14 @@ func Verify(p *formats.Plan) []string {
 		}
 	}
 	seen := map[string]bool{}
-	for i, d := range p.DyOrc.Deployments {
+	for i, d := range dyorcsec.PlanOf(p).Deployments {
 		sv, ok := w.SvcIndex[d.Service]
 		if !ok {
 			out = append(out, fmt.Sprintf("dyorc.deployments[%d].service: %q is not a workflow service", i, d.Service))
 			continue
 		}
 		seen[d.Service] = true
-		if len(p.DyOrc.Placement) > 0 && d.Replicas != count[sv] {
+		if len(dyorcsec.PlanOf(p).Placement) > 0 && d.Replicas != count[sv] {
 			out = append(out, fmt.Sprintf("dyorc.deployments[%d]: %s has %d replicas, the placement holds %d", i, d.Service, d.Replicas, count[sv]))
 		}
 		if d.MaxBatch > w.Services[sv].MaxBatch {
@@ -99,7 +100,7 @@ func AppLoad(p *formats.Plan) (map[string]float64, error) {
 	}
 	load := Load(w)
 	reps := make([]int, len(w.Services))
-	for _, d := range p.DyOrc.Deployments {
+	for _, d := range dyorcsec.PlanOf(p).Deployments {
 		if sv, ok := w.SvcIndex[d.Service]; ok {
 			reps[sv] = d.Replicas
 		}
@@ -123,7 +124,7 @@ func AppLoad(p *formats.Plan) (map[string]float64, error) {
 // Compare compares got with ref per application: the expected per-replica load of the app's
 // busiest service may exceed ref's by at most tol.
 func Compare(got, ref *formats.Plan, tol float64) []planner.Check {
-	if ref.DyOrc == nil {
+	if dyorcsec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a dyorc plan"}}
 	}
 	g, err := AppLoad(got)
@@ -162,7 +163,7 @@ func Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Duration) (*fo
 	if cl == nil {
 		cl = e.Cluster
 	}
-	rec := Flags{Policy: p.DyOrc.Policy}
+	rec := Flags{Policy: dyorcsec.PlanOf(p).Policy}
 	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // ObjectiveCost is the objective value a cost-optimal plan records (`--objective cost`).
@@ -56,16 +57,16 @@ func Used(p *formats.Plan) map[string]int {
 				used[types[g]]++
 			}
 		}
-	case p.DyOrc != nil:
-		if len(p.DyOrc.Placement) > 0 {
+	case dyorcsec.PlanOf(p) != nil:
+		if len(dyorcsec.PlanOf(p).Placement) > 0 {
 			types := gpuIndexTypes(p.Cluster)
-			for _, g := range p.DyOrc.Placement {
+			for _, g := range dyorcsec.PlanOf(p).Placement {
 				if g.GPU >= 0 && g.GPU < len(types) && len(g.Services) > 0 {
 					used[types[g.GPU]]++
 				}
 			}
 		} else {
-			for _, d := range p.DyOrc.Deployments {
+			for _, d := range dyorcsec.PlanOf(p).Deployments {
 				used[d.GPU] += d.Replicas
 			}
 		}

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 )
 
 // Kind is the schedule document's kind.
@@ -217,11 +219,11 @@ func targets(w *formats.Workload) []string {
 	for _, p := range w.Pipelines {
 		n = append(n, p.Name)
 	}
-	if w.Workflows != nil {
-		for a := range w.Workflows.Apps {
+	if wf := dyorcsec.WorkflowsOf(w); wf != nil {
+		for a := range wf.Apps {
 			n = append(n, a)
 		}
-		slices.Sort(n[len(n)-len(w.Workflows.Apps):])
+		slices.Sort(n[len(n)-len(wf.Apps):])
 	}
 	return n
 }
@@ -229,16 +231,16 @@ func targets(w *formats.Workload) []string {
 // WithRates is a copy of w with the rate of each named target set (the rest of w shared).
 func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.Workload, error) {
 	c := *w
+	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
 	c.Models = slices.Clone(w.Models)
 	c.LLMClasses = slices.Clone(w.LLMClasses)
 	c.Pipelines = slices.Clone(w.Pipelines)
-	if w.Workflows != nil {
-		wf := *w.Workflows
-		wf.Apps = map[string]formats.App{}
-		for k, v := range w.Workflows.Apps {
-			wf.Apps[k] = v
-		}
-		c.Workflows = &wf
+	cwf := dyorcsec.WorkflowsOf(w)
+	if cwf != nil {
+		wf := *cwf
+		wf.Apps = maps.Clone(cwf.Apps)
+		dyorcsec.SetWorkflows(&c, &wf)
+		cwf = &wf
 	}
 	for i, n := range names {
 		set := false
@@ -257,10 +259,10 @@ func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.W
 				c.Pipelines[j].RateRPS, set = rates[i], true
 			}
 		}
-		if c.Workflows != nil {
-			if a, ok := c.Workflows.Apps[n]; ok {
+		if cwf != nil {
+			if a, ok := cwf.Apps[n]; ok {
 				a.RateRPS, set = rates[i], true
-				c.Workflows.Apps[n] = a
+				cwf.Apps[n] = a
 			}
 		}
 		if !set {

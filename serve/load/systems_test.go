@@ -5,6 +5,7 @@ import (
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
 	dpdyorc "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/internal/servetest"
 )
 
@@ -17,7 +18,7 @@ var (
 			d, err := dpcascade.FromPlan(p)
 			return d, dpcascade.PolicyGears, err
 		}
-		if p.DyOrc != nil {
+		if dyorcsec.PlanOf(p) != nil {
 			d, err := dpdyorc.FromPlan(p)
 			return d, "dyorc", err
 		}

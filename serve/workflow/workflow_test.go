@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpd "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/serve"
@@ -31,7 +32,7 @@ var planFile = filepath.Join("..", "..", "testdata", "export", "dyorc", "plan.js
 // deploy stands in for the system registry: DyOrc plans, and PPipe/PARD ones for the
 // wrong-system answer.
 func deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
-	if p.DyOrc != nil {
+	if dyorcsec.PlanOf(p) != nil {
 		d, err := dpd.FromPlan(p)
 		return d, "dyorc", err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
@@ -217,7 +218,7 @@ func DyOrc(workloadJSON []byte, pol string, k int, dur dataplane.Time) (*Case, e
 	if !ok {
 		return nil, fmt.Errorf("simscale: workload.json: not a workload")
 	}
-	w, err := dyorc.Compile(wl.Workflows)
+	w, err := dyorc.Compile(dyorcsec.WorkflowsOf(wl))
 	if err != nil {
 		return nil, err
 	}

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/cascadesec"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
 )
 
-var secs = &formats.SectionSet{Systems: []string{"cascade"}, Plan: []formats.Section{cascadesec.Plan{}}, Workload: []formats.Section{cascadesec.Workload{}}}
+// The in-tree set: the shared fixtures carry every system's section.
+var secs = intree.Sections()
 
 // badCase is a sectiontest.Case written positionally, as formats' tables were.
 type badCase struct {

@@ -1,10 +1,9 @@
-// Package dyorcsec is DyOrc's part of the file formats: the validation of
-// its workload section (`workflows`: services and apps built from steps, DyOrc §2.1) and its
-// plan section (`dyorc`: service deployments and the scheduler's seed placement), and the
-// checks of those sections against the other files given with them. The section types stay
-// typed fields of formats.Workload and formats.Plan; formats runs these Sections for them
-// when the system registry hands it the set (formats.SectionSet), so formats holds only the
-// shared types.
+// Package dyorcsec is DyOrc's part of the file formats: its workload section
+// (`workflows`: services and apps built from steps, DyOrc §2.1) and its plan section
+// (`dyorc`: service deployments and the scheduler's seed placement) — their Go types, their
+// validation, and their checks against the other files given with them. Both are
+// registered sections (formats.SectionOf), decoded, validated and described from these
+// types through the registry's SectionSet: formats holds none of DyOrc's types or rules.
 package dyorcsec
 
 import (
@@ -19,36 +18,61 @@ const (
 	WorkloadKey = "workflows"
 )
 
-// Plan is the Section of a plan's `dyorc` field.
-type Plan struct{ formats.TypedSection }
+// PlanSection is the Section of a plan's `dyorc` section: a *DyOrcPlan.
+var PlanSection = planSection{formats.SectionOf[DyOrcPlan]{Name: PlanKey, Sys: "dyorc", CheckIn: checkPlan, Cross: crossCheckPlan}}
 
-// Workload is the Section of a workload's `workflows` field.
-type Workload struct{ formats.TypedSection }
+// WorkloadSection is the Section of a workload's `workflows` section: a *Workflows.
+var WorkloadSection = workloadSection{formats.SectionOf[Workflows]{Name: WorkloadKey, Sys: "dyorc", Check: checkWorkflows, Cross: crossCheckWorkflows}}
 
-// Key is the section's key.
-func (Plan) Key() string { return PlanKey }
+// planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
+// (formats.GPUUser, formats.TraceTargeter).
+type planSection struct{ formats.SectionOf[DyOrcPlan] }
 
-// System is DyOrc.
-func (Plan) System() string { return "dyorc" }
+// workloadSection adds formats.ModelUser and formats.TraceTargeter to the workload's.
+type workloadSection struct{ formats.SectionOf[Workflows] }
 
-// Validate checks the `dyorc` section of the plan v (a *formats.Plan).
-func (Plan) Validate(v any) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.DyOrc == nil {
+// PlanOf is p's `dyorc` section, nil when p (or it) is absent.
+func PlanOf(p *formats.Plan) *DyOrcPlan {
+	if p == nil {
+		return nil
+	}
+	return PlanSection.In(p.Sections)
+}
+
+// SetPlan sets p's `dyorc` section (nil removes it) and returns p.
+func SetPlan(p *formats.Plan, d *DyOrcPlan) *formats.Plan {
+	p.Sections.Set(PlanSection, d)
+	return p
+}
+
+// WorkflowsOf is w's `workflows` section, nil when w (or it) is absent.
+func WorkflowsOf(w *formats.Workload) *Workflows {
+	if w == nil {
+		return nil
+	}
+	return WorkloadSection.In(w.Sections)
+}
+
+// SetWorkflows sets w's `workflows` section (nil removes it) and returns w.
+func SetWorkflows(w *formats.Workload, wf *Workflows) *formats.Workload {
+	w.Sections.Set(WorkloadSection, wf)
+	return w
+}
+
+// checkPlan checks the `dyorc` section of the plan doc.
+func checkPlan(d *DyOrcPlan, doc formats.Document) formats.ErrorList {
+	p, ok := doc.(*formats.Plan)
+	if !ok {
 		return nil
 	}
 	var c formats.Checker
-	validatePlan(&c, p, PlanKey)
+	validatePlan(&c, p, d, PlanKey)
 	return c.Errs()
 }
 
-// CrossCheck checks that the plan v's deployments serve services of the workflows given
+// crossCheckPlan checks that the plan's deployments serve services of the workflows given
 // with it (when any given workload has workflows).
-func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.DyOrc == nil {
-		return nil
-	}
+func crossCheckPlan(d *DyOrcPlan, self string, docs map[string]formats.Document) formats.ErrorList {
 	var files []string
 	services := map[string]bool{}
 	hasWorkflows := false
@@ -58,7 +82,7 @@ func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) for
 			continue
 		}
 		files = append(files, f)
-		if wf := w.Workflows; wf != nil {
+		if wf := WorkflowsOf(w); wf != nil {
 			hasWorkflows = true
 			for name := range wf.Services {
 				services[name] = true
@@ -70,7 +94,7 @@ func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) for
 	}
 	var c formats.Checker
 	where := strings.Join(files, ", ")
-	for i, s := range p.DyOrc.Deployments {
+	for i, s := range d.Deployments {
 		if s.Service != "" && !services[s.Service] {
 			c.Add(formats.Field(formats.Index(PlanKey+".deployments", i), "service"), s.Service, "not a workflow service of %s", where)
 		}
@@ -78,32 +102,18 @@ func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) for
 	return c.Errs()
 }
 
-// Key is the section's key.
-func (Workload) Key() string { return WorkloadKey }
-
-// System is DyOrc.
-func (Workload) System() string { return "dyorc" }
-
-// Validate checks the `workflows` section of the workload v (a *formats.Workload).
-func (Workload) Validate(v any) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok || w.Workflows == nil {
-		return nil
-	}
+// checkWorkflows checks the `workflows` section of a workload.
+func checkWorkflows(wf *Workflows) formats.ErrorList {
 	var c formats.Checker
-	validateWorkflows(&c, w.Workflows, WorkloadKey)
+	validateWorkflows(&c, wf, WorkloadKey)
 	return c.Errs()
 }
 
-// CrossCheck checks the workflows against the other files given with them: a service with
-// no inline latency must be in a given profile, and every service must fit on the largest
-// GPU of the given clusters (DyOrc: a service is hosted whole by one totipotent worker).
-func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok || w.Workflows == nil {
-		return nil
-	}
-	wf := w.Workflows
+// crossCheckWorkflows checks the workflows against the other files given with them: a
+// service with no inline latency must be in a given profile, and every service must fit on
+// the largest GPU of the given clusters (DyOrc: a service is hosted whole by one
+// totipotent worker).
+func crossCheckWorkflows(wf *Workflows, self string, docs map[string]formats.Document) formats.ErrorList {
 	var c formats.Checker
 	var profiles, clusters []string
 	profiled := map[string]bool{}
@@ -142,7 +152,7 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 	if len(clusters) > 0 && largest > 0 {
 		for _, name := range formats.SortedKeys(wf.Services) {
 			s := wf.Services[name]
-			if need := formats.ServiceBytes(s); need > largest {
+			if need := ServiceBytes(s); need > largest {
 				c.Add(formats.Field(formats.KeyPath(sp, name), "weights_gb"), s.WeightsGB,
 					"service needs %.1f GB (weights + activations) but the largest GPU in %s has %.1f GB", float64(need)/1e9, strings.Join(clusters, ", "), float64(largest)/1e9)
 			}
@@ -153,13 +163,14 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 
 // UsedModels names the profiled models the workflows use: services with no inline latency
 // (formats.ModelUser, for the profile-coverage check).
-func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
-	w, ok := doc.(*formats.Workload)
-	if !ok || w.Workflows == nil {
+func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, _ := doc.(*formats.Workload)
+	wf := WorkflowsOf(w)
+	if wf == nil {
 		return nil, nil
 	}
-	for _, name := range formats.SortedKeys(w.Workflows.Services) {
-		if w.Workflows.Services[name].Latency == nil {
+	for _, name := range formats.SortedKeys(wf.Services) {
+		if wf.Services[name].Latency == nil {
 			dnn = append(dnn, name)
 		}
 	}
@@ -173,8 +184,7 @@ func sortedFiles(docs map[string]formats.Document) []string {
 
 // validatePlan checks DyOrc's plan section: deployments of known services on the plan's GPU
 // types, each (service, GPU) once, and a seed placement that lists each GPU once.
-func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
-	d := pl.DyOrc
+func validatePlan(c *formats.Checker, pl *formats.Plan, d *DyOrcPlan, p string) {
 	dp := formats.Field(p, "deployments")
 	if len(d.Deployments) == 0 {
 		c.Add(dp, nil, "must list at least one deployment")
@@ -211,12 +221,13 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 }
 
 // GPURefs lists the GPU types the plan's deployments use (formats.GPUUser).
-func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
-	if p.DyOrc == nil {
+func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
+	d := PlanOf(p)
+	if d == nil {
 		return nil
 	}
 	var out []formats.GPURef
-	for i, s := range p.DyOrc.Deployments {
+	for i, s := range d.Deployments {
 		out = append(out, formats.GPURef{Path: formats.Field(formats.Index(PlanKey+".deployments", i), "gpu"), GPU: s.GPU})
 	}
 	return out
@@ -224,15 +235,16 @@ func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
 
 // TraceTargets: a trace given with the workload may name its workflow applications
 // (formats.TraceTargeter).
-func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if w, ok := doc.(*formats.Workload); ok && w.Workflows != nil {
-		targets = formats.SortedKeys(w.Workflows.Apps)
+func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	w, _ := doc.(*formats.Workload)
+	if wf := WorkflowsOf(w); wf != nil {
+		targets = formats.SortedKeys(wf.Apps)
 	}
 	return targets, nil, true
 }
 
 // TraceTargets: a DyOrc plan serves its workload's workflow applications, which it does not
 // name, so a trace given with it is not checked against it (complete is false).
-func (Plan) TraceTargets(formats.Document) (targets, classes []string, complete bool) {
+func (planSection) TraceTargets(formats.Document) (targets, classes []string, complete bool) {
 	return nil, nil, false
 }

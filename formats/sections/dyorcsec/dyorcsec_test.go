@@ -2,16 +2,18 @@ package dyorcsec_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
 )
 
 var (
-	secs = &formats.SectionSet{Systems: []string{"dyorc"}, Plan: []formats.Section{dyorcsec.Plan{}}, Workload: []formats.Section{dyorcsec.Workload{}}}
+	secs = &formats.SectionSet{Systems: []string{"dyorc"}, Plan: []formats.Section{dyorcsec.PlanSection}, Workload: []formats.Section{dyorcsec.WorkloadSection}}
 	nan  = math.NaN()
 	inf  = math.Inf(1)
 )
@@ -34,52 +36,52 @@ func cases(bs []badCase) []sectiontest.Case {
 
 func ms(d time.Duration) formats.Duration { return formats.Duration(d * time.Millisecond) }
 
-func app(w *formats.Workload, name string) formats.App       { return w.Workflows.Apps[name] }
-func setApp(w *formats.Workload, name string, a formats.App) { w.Workflows.Apps[name] = a }
+func app(w *formats.Workload, name string) dyorcsec.App       { return dyorcsec.WorkflowsOf(w).Apps[name] }
+func setApp(w *formats.Workload, name string, a dyorcsec.App) { dyorcsec.WorkflowsOf(w).Apps[name] = a }
 
 // One bad-input case per rule of DyOrc's workload section (moved from formats' tests).
 func TestValidateWorkflows(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
-		{"workflows empty", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Workflows = &formats.Workflows{} }), []string{
+		{"workflows empty", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { dyorcsec.SetWorkflows(w, &dyorcsec.Workflows{}) }), []string{
 			`workload.yaml: workflows.services: must define at least one service`,
 			`workload.yaml: workflows.apps: must define at least one app`}},
-		{"service name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Workflows.Services[""] = formats.Service{MaxBatch: 1} }), []string{`workload.yaml: workflows.services[""]: "": service name must not be empty`}},
+		{"service name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { dyorcsec.WorkflowsOf(w).Services[""] = dyorcsec.Service{MaxBatch: 1} }), []string{`workload.yaml: workflows.services[""]: "": service name must not be empty`}},
 		{"service weights", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			s := w.Workflows.Services["vit"]
+			s := dyorcsec.WorkflowsOf(w).Services["vit"]
 			s.WeightsGB = -1
-			w.Workflows.Services["vit"] = s
+			dyorcsec.WorkflowsOf(w).Services["vit"] = s
 		}), []string{`workload.yaml: workflows.services.vit.weights_gb: -1: must be >= 0`}},
 		{"service act", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			s := w.Workflows.Services["vit"]
+			s := dyorcsec.WorkflowsOf(w).Services["vit"]
 			s.ActGB = nan
-			w.Workflows.Services["vit"] = s
+			dyorcsec.WorkflowsOf(w).Services["vit"] = s
 		}), []string{`workload.yaml: workflows.services.vit.act_gb: NaN: must be >= 0`}},
 		{"service max_batch", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			s := w.Workflows.Services["vit"]
+			s := dyorcsec.WorkflowsOf(w).Services["vit"]
 			s.MaxBatch = 0
-			w.Workflows.Services["vit"] = s
+			dyorcsec.WorkflowsOf(w).Services["vit"] = s
 		}), []string{`workload.yaml: workflows.services.vit.max_batch: 0: must be >= 1`}},
 		{"service work_spread", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			s := w.Workflows.Services["vit"]
+			s := dyorcsec.WorkflowsOf(w).Services["vit"]
 			s.WorkSpread = 1
-			w.Workflows.Services["vit"] = s
+			dyorcsec.WorkflowsOf(w).Services["vit"] = s
 		}), []string{`workload.yaml: workflows.services.vit.work_spread: 1: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
 		{"service work_spread NaN", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			s := w.Workflows.Services["vit"]
+			s := dyorcsec.WorkflowsOf(w).Services["vit"]
 			s.WorkSpread = math.NaN()
-			w.Workflows.Services["vit"] = s
+			dyorcsec.WorkflowsOf(w).Services["vit"] = s
 		}), []string{`workload.yaml: workflows.services.vit.work_spread: NaN: must be at least 0 and below 1 (a request's work is drawn from [1−s, 1+s] of the nominal)`}},
-		{"service latency base", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Workflows.Services["vit"].Latency.BaseUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.base_us: -1: must be >= 0`}},
-		{"service latency per item", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Workflows.Services["vit"].Latency.PerItemUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.per_item_us: -1: must be >= 0`}},
+		{"service latency base", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { dyorcsec.WorkflowsOf(w).Services["vit"].Latency.BaseUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.base_us: -1: must be >= 0`}},
+		{"service latency per item", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { dyorcsec.WorkflowsOf(w).Services["vit"].Latency.PerItemUs = -1 }), []string{`workload.yaml: workflows.services.vit.latency.per_item_us: -1: must be >= 0`}},
 		{"service out", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			s := w.Workflows.Services["vit"]
+			s := dyorcsec.WorkflowsOf(w).Services["vit"]
 			s.OutKB = -1
-			w.Workflows.Services["vit"] = s
+			dyorcsec.WorkflowsOf(w).Services["vit"] = s
 		}), []string{`workload.yaml: workflows.services.vit.out_kb: -1: must be >= 0`}},
 		{"app name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { setApp(w, "", app(w, "kc")) }), []string{`workload.yaml: workflows.apps[""]: "": app name must not be empty`}},
 		{"app slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { a := app(w, "gill"); a.SLO = ms(-1); setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.slo: -1ms: must be > 0 (or omitted)`}},
 		{"app steps and loop", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { a := app(w, "gill"); a.Loop = app(w, "debate").Loop; setApp(w, "gill", a) }), []string{`workload.yaml: workflows.apps.gill.loop: set steps or loop, not both`}},
-		{"app neither", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { setApp(w, "gill", formats.App{}) }), []string{`workload.yaml: workflows.apps.gill: must set steps or loop`}},
+		{"app neither", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { setApp(w, "gill", dyorcsec.App{}) }), []string{`workload.yaml: workflows.apps.gill: must set steps or loop`}},
 		{"step id empty", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { app(w, "gill").Steps[2].ID = "" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "": must not be empty`}},
 		{"step id duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { app(w, "gill").Steps[2].ID = "enc" }), []string{`workload.yaml: workflows.apps.gill.steps[2].id: "enc": duplicate name (first at workflows.apps.gill.steps[0].id)`}},
 		{"step svc and choice", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { app(w, "kc").Steps[1].Service = "vit" }), []string{`workload.yaml: workflows.apps.kc.steps[1].choice: set svc or choice, not both`}},
@@ -109,12 +111,66 @@ func TestValidateWorkflows(t *testing.T) {
 // One bad-input case per rule of DyOrc's plan section (moved from formats' tests).
 func TestValidatePlan(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
-		{"dyorc none", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.DyOrc.Deployments = nil }), []string{`plan-sections.json: dyorc.deployments: must list at least one deployment`}},
-		{"dyorc service", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.DyOrc.Deployments[1].Service = "" }), []string{`plan-sections.json: dyorc.deployments[1].service: "": must not be empty`}},
-		{"dyorc gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.DyOrc.Deployments[1].GPU = "T4" }), []string{`plan-sections.json: dyorc.deployments[1].gpu: "T4": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
-		{"dyorc replicas", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.DyOrc.Deployments[1].Replicas = 0 }), []string{`plan-sections.json: dyorc.deployments[1].replicas: 0: must be >= 1`}},
-		{"dyorc max_batch", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.DyOrc.Deployments[1].MaxBatch = 0 }), []string{`plan-sections.json: dyorc.deployments[1].max_batch: 0: must be >= 1`}},
-		{"dyorc duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.DyOrc.Deployments[2].Service = "llm7b" }), []string{`plan-sections.json: dyorc.deployments[2]: (llm7b, L4): duplicate (service, gpu) deployment (first at dyorc.deployments[0])`}},
-		{"dyorc params", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.DyOrc.Params["beam"] = inf }), []string{`plan-sections.json: dyorc.params.beam: +Inf: must be a finite number`}},
+		{"dyorc none", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments = nil }), []string{`plan-sections.json: dyorc.deployments: must list at least one deployment`}},
+		{"dyorc service", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments[1].Service = "" }), []string{`plan-sections.json: dyorc.deployments[1].service: "": must not be empty`}},
+		{"dyorc gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments[1].GPU = "T4" }), []string{`plan-sections.json: dyorc.deployments[1].gpu: "T4": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
+		{"dyorc replicas", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments[1].Replicas = 0 }), []string{`plan-sections.json: dyorc.deployments[1].replicas: 0: must be >= 1`}},
+		{"dyorc max_batch", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments[1].MaxBatch = 0 }), []string{`plan-sections.json: dyorc.deployments[1].max_batch: 0: must be >= 1`}},
+		{"dyorc duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { dyorcsec.PlanOf(p).Deployments[2].Service = "llm7b" }), []string{`plan-sections.json: dyorc.deployments[2]: (llm7b, L4): duplicate (service, gpu) deployment (first at dyorc.deployments[0])`}},
+		{"dyorc params", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { dyorcsec.PlanOf(p).Params["beam"] = inf }), []string{`plan-sections.json: dyorc.params.beam: +Inf: must be a finite number`}},
 	}))
+}
+
+// DyOrc's checks against the other files given with its sections (formats.CheckSet runs
+// them through the registered Sections), and CheckSet on empty sections does not panic.
+func TestCrossCheck(t *testing.T) {
+	all := intree.Sections()
+	for _, tc := range []struct {
+		name   string
+		files  []string
+		mutate func(map[string]formats.Document)
+		want   string
+	}{
+		{"service without latency", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+			wf := dyorcsec.WorkflowsOf(d["workload.yaml"].(*formats.Workload))
+			s := wf.Services["sd15"]
+			s.Latency = nil
+			wf.Services["sd15"] = s
+		}, `workload.yaml: workflows.services.sd15: "sd15": no latency: none inline and not in any profile (profile.json)`},
+		{"plan service not in the workflows", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+			dyorcsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Deployments[2].Service = "whisper"
+		}, `plan-sections.json: dyorc.deployments[2].service: "whisper": not a workflow service of workload.yaml`},
+		{"GPU type not in the cluster", []string{"cluster.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+			dyorcsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Deployments[0].GPU = "H100"
+		}, `plan-sections.json: dyorc.deployments[0].gpu: "H100": unknown GPU type: not in cluster.yaml`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs := map[string]formats.Document{}
+			for _, f := range tc.files {
+				docs[f] = sectiontest.Load(t, f, all)
+			}
+			if errs := formats.CheckSet(docs, all); len(errs) != 0 {
+				t.Fatalf("good files: %v", errs)
+			}
+			tc.mutate(docs)
+			var got []string
+			for _, e := range formats.CheckSet(docs, all) {
+				got = append(got, e.Error())
+			}
+			found := false
+			for _, g := range got {
+				found = found || strings.HasPrefix(g, tc.want)
+			}
+			if !found {
+				t.Errorf("got %q, want one starting %q", got, tc.want)
+			}
+		})
+	}
+	empty := map[string]formats.Document{
+		"w.yaml": dyorcsec.SetWorkflows(&formats.Workload{}, &dyorcsec.Workflows{}),
+		"x.json": dyorcsec.SetPlan(&formats.Plan{}, &dyorcsec.DyOrcPlan{}),
+		"c.yaml": &formats.Cluster{GPUs: []formats.GPUPool{{Type: "L4", Count: 1}}},
+		"p.json": &formats.Profile{Models: []formats.ModelProfile{{Name: "m"}}},
+	}
+	_ = formats.CheckSet(empty, all)
 }

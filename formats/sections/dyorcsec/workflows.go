@@ -10,7 +10,7 @@ import (
 
 // validateWorkflows checks DyOrc's workload section: services with sane sizes and latencies,
 // and apps whose steps (or bounded loop, DyOrc §2.1) form an acyclic graph of known services.
-func validateWorkflows(c *formats.Checker, w *formats.Workflows, p string) {
+func validateWorkflows(c *formats.Checker, w *Workflows, p string) {
 	sp := formats.Field(p, "services")
 	if len(w.Services) == 0 {
 		c.Add(sp, nil, "must define at least one service")
@@ -83,7 +83,7 @@ func validateWorkflows(c *formats.Checker, w *formats.Workflows, p string) {
 }
 
 // validateSteps checks a step list; loopID is set for a loop body, where "loopID.prev" is valid.
-func validateSteps(c *formats.Checker, w *formats.Workflows, p string, steps []formats.Step, ids *formats.Names, loopID string) {
+func validateSteps(c *formats.Checker, w *Workflows, p string, steps []Step, ids *formats.Names, loopID string) {
 	local := map[string]bool{}
 	ambiguous := false // an empty or repeated id makes the graph meaningless
 	for j := range steps {
@@ -128,9 +128,9 @@ func validateSteps(c *formats.Checker, w *formats.Workflows, p string, steps []f
 		}
 		for k, ref := range s.After {
 			rp := formats.Index(formats.Field(jp, "after"), k)
-			base, _ := formats.ParseStepRef(ref)
+			base, _ := ParseStepRef(ref)
 			switch {
-			case ref == formats.StepInput:
+			case ref == StepInput:
 			case base == "":
 				c.Add(rp, ref, "must name a step, optionally with a ? or * suffix, or be $in")
 			case loopID != "" && base == loopID+".prev":
@@ -155,9 +155,9 @@ const probSumTol = 1e-6
 // cannot be evaluated (bad syntax, or a reference to a step that has not run before it) and
 // choice weights that do not sum to 1. before holds the ids of the steps listed earlier in
 // the same list (and, in a loop body, the loop's own id for "loop.prev" guards).
-func validateWorkflowStep(c *formats.Checker, jp string, s *formats.Step, before map[string]bool) {
+func validateWorkflowStep(c *formats.Checker, jp string, s *Step, before map[string]bool) {
 	if s.When != "" {
-		g, err := formats.ParseGuard(s.When)
+		g, err := ParseGuard(s.When)
 		switch {
 		case err != nil:
 			c.Add(formats.Field(jp, "when"), s.When, "guard cannot be evaluated: %v", err)

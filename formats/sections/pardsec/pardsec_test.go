@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
 )
 
-var secs = &formats.SectionSet{Systems: []string{"pard"}, Plan: []formats.Section{pardsec.Plan{}}, Workload: []formats.Section{pardsec.Workload{}}}
+// The in-tree set: the shared fixtures carry every system's section.
+var secs = intree.Sections()
 
 // badCase is a sectiontest.Case written positionally, as formats' tables were.
 type badCase struct {

@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
-	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
 )
 
-var secs = &formats.SectionSet{Systems: []string{"qlm"}, Plan: []formats.Section{qlmsec.Plan{}}, Workload: []formats.Section{qlmsec.Workload{}}}
+// The in-tree set: the shared fixtures carry every system's section.
+var secs = intree.Sections()
 
 // badCase is a sectiontest.Case written positionally, as formats' tables were.
 type badCase struct {

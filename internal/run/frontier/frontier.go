@@ -10,6 +10,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/solve"
@@ -219,6 +221,7 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 		return nil
 	}
 	c := *w
+	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
 	c.Models = append([]formats.ModelWorkload(nil), w.Models...)
 	for i := range c.Models {
 		c.Models[i].RateRPS *= f
@@ -235,14 +238,14 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 	for i := range c.Cascades {
 		c.Cascades[i].QPSMax *= f
 	}
-	if w.Workflows != nil {
-		wf := *w.Workflows
-		wf.Apps = map[string]formats.App{}
-		for k, a := range w.Workflows.Apps {
+	if src := dyorcsec.WorkflowsOf(w); src != nil {
+		wf := *src
+		wf.Apps = map[string]dyorcsec.App{}
+		for k, a := range src.Apps {
 			a.RateRPS *= f
 			wf.Apps[k] = a
 		}
-		c.Workflows = &wf
+		dyorcsec.SetWorkflows(&c, &wf)
 	}
 	return &c
 }

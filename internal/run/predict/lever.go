@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -99,9 +100,9 @@ func RatedTargets(w *formats.Workload) (names []string, rates []float64) {
 	for _, p := range w.Pipelines {
 		add(p.Name, p.RateRPS)
 	}
-	if w.Workflows != nil {
-		for _, n := range slices.Sorted(maps.Keys(w.Workflows.Apps)) {
-			add(n, w.Workflows.Apps[n].RateRPS)
+	if dyorcsec.WorkflowsOf(w) != nil {
+		for _, n := range slices.Sorted(maps.Keys(dyorcsec.WorkflowsOf(w).Apps)) {
+			add(n, dyorcsec.WorkflowsOf(w).Apps[n].RateRPS)
 		}
 	}
 	return names, rates

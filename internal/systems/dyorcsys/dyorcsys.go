@@ -38,11 +38,11 @@ func System() system.System {
 		Render:           Render,
 		PlanSection:      dpd.Kind,
 		// DyOrc validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: dyorcsec.Plan{}, Workload: []formats.Section{dyorcsec.Workload{}}},
-		HasPlan:  func(p *formats.Plan) bool { return p.DyOrc != nil },
+		Sections: system.Sections{Plan: dyorcsec.PlanSection, Workload: []formats.Section{dyorcsec.WorkloadSection}},
+		HasPlan:  func(p *formats.Plan) bool { return dyorcsec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpd.FromPlan(p)
-			pol := p.DyOrc.Policy
+			pol := dyorcsec.PlanOf(p).Policy
 			if pol == "" {
 				pol = "dyorc"
 			}
@@ -95,7 +95,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 	// the plan is the least overloaded one, not a plan that meets them. With
 	// the load spread evenly (the shares are continuous) G·z GPUs' worth of work needs more
 	// than G·z GPUs.
-	if z := plan.DyOrc.Params["expected_max_gpu_load"]; z >= 1 {
+	if z := dyorcsec.PlanOf(plan).Params["expected_max_gpu_load"]; z >= 1 {
 		g := 0
 		for _, p := range in.Cluster.GPUs {
 			g += p.Count
@@ -110,11 +110,11 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // Render prints the placement per GPU and the replicas per service.
 func Render(p *formats.Plan) []planner.Table {
 	t := planner.Table{Header: []string{"SERVICE", "GPU", "REPLICAS", "MAX_BATCH"}}
-	for _, d := range p.DyOrc.Deployments {
+	for _, d := range dyorcsec.PlanOf(p).Deployments {
 		t.Rows = append(t.Rows, []string{d.Service, d.GPU, strconv.Itoa(d.Replicas), strconv.Itoa(d.MaxBatch)})
 	}
 	g := planner.Table{Header: []string{"GPU", "SERVICES"}}
-	for _, pl := range p.DyOrc.Placement {
+	for _, pl := range dyorcsec.PlanOf(p).Placement {
 		g.Rows = append(g.Rows, []string{strconv.Itoa(pl.GPU), strings.Join(pl.Services, ",")})
 	}
 	a := planner.Table{Header: []string{"APP", "BUSIEST_LOAD_PER_REPLICA", "MILP_GAP"}}
@@ -136,7 +136,7 @@ type Checker struct{}
 
 // Verify implements planner.Checker.
 func (Checker) Verify(p *formats.Plan) ([]string, string) {
-	return dyorc.Verify(p), fmt.Sprintf("dyorc plan, %d service deployment(s) on %d GPU(s): GPUs exist, memory per GPU, every service placed, replicas match the placement, max_batch within the service's max_batch", len(p.DyOrc.Deployments), len(p.DyOrc.Placement))
+	return dyorc.Verify(p), fmt.Sprintf("dyorc plan, %d service deployment(s) on %d GPU(s): GPUs exist, memory per GPU, every service placed, replicas match the placement, max_batch within the service's max_batch", len(dyorcsec.PlanOf(p).Deployments), len(dyorcsec.PlanOf(p).Placement))
 }
 
 // Compare implements planner.Checker (per application).

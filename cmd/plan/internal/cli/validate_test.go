@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/run/validate"
 )
 
@@ -224,7 +225,7 @@ func TestValidateStdin(t *testing.T) {
 
 func TestValidateSchemaAndUsage(t *testing.T) {
 	code, out, _ := rootRun(t, "validate", "--schema", "workload")
-	want, _ := formats.Schema(formats.KindWorkload, nil)
+	want, _ := formats.Schema(formats.KindWorkload, intree.Sections())
 	if code != ExitOK || out != string(want) {
 		t.Fatalf("--schema workload: exit %d", code)
 	}
