@@ -16,8 +16,8 @@ import (
 // request would have to arrive to fit.
 const DropWouldBeLate dataplane.DropReason = "would-finish-late"
 
-// admitLate is admission at the door (policy parameter admit: "predict", or "all", the
-// default, which turns it off): at every arrival the policy predicts, from the state of the
+// admitLate is admission at the door (policy parameter admit: "predict", the default, or
+// "all", which turns it off): at every arrival the policy predicts, from the state of the
 // instances that would serve the request, when it would finish (llm.Door: the engine's own
 // step times over the sequences running and queued ahead of it), and refuses it at arrival
 // when it would be late. Serving it would only delay the requests behind it: under sustained overload a queue

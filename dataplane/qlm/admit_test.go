@@ -144,7 +144,8 @@ func TestAdmissionAtSixTimesCapacity(t *testing.T) {
 }
 
 // TestAdmitParameter: admit takes predict or all, admit_headroom a share in [0, 1), and
-// nothing else.
+// nothing else; without them every policy admits by prediction with 5% of each SLO kept
+// free (serve's and simulate's judges agree: serve/load TestOpenAIAgreementOverload).
 func TestAdmitParameter(t *testing.T) {
 	dep, _ := oneInstanceOverload(t)
 	for _, tc := range []struct {
@@ -155,6 +156,15 @@ func TestAdmitParameter(t *testing.T) {
 		_, err := Registry().New(dep, dataplane.Config{Policy: PolicyQLM, Params: map[string]string{tc.k: tc.v}}, PolicyQLM)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s=%q: error %v, want ok %v", tc.k, tc.v, err, tc.ok)
+		}
+	}
+	for _, sp := range Policies() {
+		p, err := Registry().New(dep, dataplane.Config{Policy: sp.Name}, PolicyQLM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := p.(*Policy).opt; !o.admit || o.headroom != 0.05 {
+			t.Errorf("%s by default: admit %v, headroom %v; want admission by prediction, 0.05", sp.Name, o.admit, o.headroom)
 		}
 	}
 }

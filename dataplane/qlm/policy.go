@@ -44,7 +44,7 @@ type options struct {
 	// instance could not finish it in time (hopeless), and while it waits once its deadline
 	// passed (checked every tick). Off by default: the paper's policies serve late requests.
 	dropLate bool
-	// admit (policy parameter admit: predict, or all, the default): refuse at arrival a
+	// admit (policy parameter admit: predict, the default, or all): refuse at arrival a
 	// request the engine would finish after its SLO (admit.go).
 	admit bool
 	// headroom (policy parameter admit_headroom, default 0.05): the share of each
