@@ -23,6 +23,9 @@ type FileOptions struct {
 	// TimeLimit stops the run (0 = none); RelGap is the MIP gap at which it stops (0 = HiGHS's).
 	TimeLimit time.Duration
 	RelGap    float64
+	// NoHeuristics is Options.NoHeuristics: HiGHS's primal heuristics off, as the PPipe
+	// planner runs a MILP cut off at its incumbent, where the work is a proof.
+	NoHeuristics bool
 }
 
 // FileResult is what SolveFile reports of one run.
@@ -140,6 +143,11 @@ func fileOptions(ctx context.Context, in *highs.Instance, o FileOptions) error {
 	}
 	if o.TimeLimit > 0 {
 		if err := in.SetDoubleOption(ctx, "time_limit", o.TimeLimit.Seconds()); err != nil {
+			return err
+		}
+	}
+	if o.NoHeuristics {
+		if err := heuristicsOff(ctx, in); err != nil {
 			return err
 		}
 	}

@@ -202,14 +202,8 @@ func (s *session) setOptions(mode runMode) error {
 		}
 	}
 	if s.opts.NoHeuristics && s.m.nInt > 0 {
-		if err := in.SetDoubleOption(ctx, "mip_heuristic_effort", 0); err != nil {
+		if err := heuristicsOff(ctx, in); err != nil {
 			return err
-		}
-		// Effort 0 alone still runs the root's heuristics.
-		for _, h := range []string{"rens", "rins", "root_reduced_cost", "shifting", "zi_round", "feasibility_jump"} {
-			if err := in.SetBoolOption(ctx, "mip_heuristic_run_"+h, false); err != nil {
-				return err
-			}
 		}
 	}
 	if s.variant > 0 && s.m.nInt > 0 {
@@ -218,6 +212,20 @@ func (s *session) setOptions(mode runMode) error {
 			return in.SetIntOption(ctx, "random_seed", s.variant)
 		}
 		return setRaceOptions(ctx, in, s.variant)
+	}
+	return nil
+}
+
+// heuristicsOff sets what Options.NoHeuristics means: mip_heuristic_effort 0 and, since
+// effort 0 alone still runs the root's heuristics, each of them off by name.
+func heuristicsOff(ctx context.Context, in *highs.Instance) error {
+	if err := in.SetDoubleOption(ctx, "mip_heuristic_effort", 0); err != nil {
+		return err
+	}
+	for _, h := range []string{"rens", "rins", "root_reduced_cost", "shifting", "zi_round", "feasibility_jump"} {
+		if err := in.SetBoolOption(ctx, "mip_heuristic_run_"+h, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -158,3 +158,44 @@ func TestMaxInSLO(t *testing.T) {
 		t.Errorf("none: got %d", got)
 	}
 }
+
+// TestMILPProof: a run proves the gap by its gap, or by infeasibility only on a model cut
+// off at its incumbent plus the gap; a time limit or a wider gap proves nothing.
+func TestMILPProof(t *testing.T) {
+	cases := []struct {
+		name   string
+		status string
+		gap    float64
+		cutoff bool
+		ok     bool
+	}{
+		{"gap met", "optimal", 0.0005, false, true},
+		{"gap met on a cut-off model", "optimal", 0.001, true, true},
+		{"infeasible above the cut-off", "infeasible", math.NaN(), true, true},
+		{"infeasible without a cut-off", "infeasible", math.NaN(), false, false},
+		{"time limit, no incumbent", "time limit", math.NaN(), true, false},
+		{"time limit, gap open", "time limit", 0.004, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, ok := milpProof(c.status, c.gap, c.cutoff, 0.001); ok != c.ok {
+				t.Errorf("milpProof(%q, %g, %v) = %v, want %v", c.status, c.gap, c.cutoff, ok, c.ok)
+			}
+		})
+	}
+}
+
+// TestEmbeddedMILPIsCutOff: the hc2-g1 model is the planner's cut-off phase, which is what
+// lets runMILP read infeasible as the proof.
+func TestEmbeddedMILPIsCutOff(t *testing.T) {
+	m, err := model("hc2-g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasCutoff(m.Data()) {
+		t.Fatal("hc2-g1.lp has no cutoff row")
+	}
+	if hasCutoff([]byte("Maximize\n obj: z\nSubject To\n c: z <= 1\nEnd\n")) {
+		t.Fatal("a model without the row reads as cut off")
+	}
+}
