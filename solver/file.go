@@ -26,6 +26,10 @@ type FileOptions struct {
 	// NoHeuristics is Options.NoHeuristics: HiGHS's primal heuristics off, as the PPipe
 	// planner runs a MILP cut off at its incumbent, where the work is a proof.
 	NoHeuristics bool
+	// ObjectiveBound is HiGHS's objective_bound as HiGHS reads it (nil = none): in the
+	// minimized form, the negated objective of a maximized model (Options.Cutoff is the
+	// same in the model's own sense).
+	ObjectiveBound *float64
 }
 
 // FileResult is what SolveFile reports of one run.
@@ -148,6 +152,11 @@ func fileOptions(ctx context.Context, in *highs.Instance, o FileOptions) error {
 	}
 	if o.NoHeuristics {
 		if err := heuristicsOff(ctx, in); err != nil {
+			return err
+		}
+	}
+	if o.ObjectiveBound != nil {
+		if err := in.SetDoubleOption(ctx, "objective_bound", *o.ObjectiveBound); err != nil {
 			return err
 		}
 	}

@@ -206,6 +206,11 @@ func (s *session) setOptions(mode runMode) error {
 			return err
 		}
 	}
+	if s.opts.Cutoff != nil && s.m.nInt > 0 && !mode.zeroObj {
+		if err := setCutoff(ctx, in, *s.opts.Cutoff, s.m.sense); err != nil {
+			return err
+		}
+	}
 	if s.variant > 0 && s.m.nInt > 0 {
 		if s.opts.NoHeuristics {
 			// Without heuristics the racers differ by their seeds alone.
@@ -228,6 +233,15 @@ func heuristicsOff(ctx context.Context, in *highs.Instance) error {
 		}
 	}
 	return nil
+}
+
+// setCutoff sets Options.Cutoff: HiGHS's MIP solver minimizes, with a maximized objective
+// negated, and reads objective_bound in that form (TestCutoff).
+func setCutoff(ctx context.Context, in *highs.Instance, b float64, sense Sense) error {
+	if sense == Maximize {
+		b = -b
+	}
+	return in.SetDoubleOption(ctx, "objective_bound", b)
 }
 
 // logWriter builds the sink for the HiGHS log of one run.

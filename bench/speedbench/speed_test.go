@@ -185,17 +185,31 @@ func TestMILPProof(t *testing.T) {
 	}
 }
 
-// TestEmbeddedMILPIsCutOff: the hc2-g1 model is the planner's cut-off phase, which is what
-// lets runMILP read infeasible as the proof.
-func TestEmbeddedMILPIsCutOff(t *testing.T) {
+// TestCutoffRow: the cut-off row's bound in HiGHS's minimized form, the embedded hc2-g1
+// model's included (what lets runMILP read infeasible as the proof).
+func TestCutoffRow(t *testing.T) {
 	m, err := model("hc2-g1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasCutoff(m.Data()) {
-		t.Fatal("hc2-g1.lp has no cutoff row")
+	cases := []struct {
+		name  string
+		lp    string
+		bound float64
+		ok    bool
+	}{
+		{"hc2-g1", string(m.Data()), -2029.6536728946057, true},
+		{"maximized", "Maximize\n obj: z\nSubject To\n cutoff: z >= 12.5\nEnd\n", -12.5, true},
+		{"minimized", "Minimize\n obj: c\nSubject To\n cutoff: 0.8 gpus_L4 + 0.53 gpus_T4 <= 3.7\nEnd\n", 3.7, true},
+		{"no row", "Maximize\n obj: z\nSubject To\n c: z <= 1\nEnd\n", 0, false},
+		{"another row's name", "Maximize\n obj: z\nSubject To\n nocutoff: z >= 1\nEnd\n", 0, false},
 	}
-	if hasCutoff([]byte("Maximize\n obj: z\nSubject To\n c: z <= 1\nEnd\n")) {
-		t.Fatal("a model without the row reads as cut off")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, ok := cutoffRow([]byte(c.lp))
+			if ok != c.ok || b != c.bound {
+				t.Errorf("cutoffRow = %g, %v; want %g, %v", b, ok, c.bound, c.ok)
+			}
+		})
 	}
 }
