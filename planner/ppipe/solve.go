@@ -461,18 +461,23 @@ func (s *session) cutoff(full *built, lp *solver.Result, best assignment, bestOb
 }
 
 // fixByReducedCost tightens m's column bounds to what a solution with objective ≥ t can use
-// (m maximises), from lp, the optimal LP relaxation of m (same columns): a column at a bound
-// of the LP optimum with reduced cost d cannot move more than (lp − t)/|d| from that bound
-// in such a solution, since the LP's dual solution stays feasible and bounds the objective
-// by lp − |d|·move. Whatever sign convention the duals follow, |d| is that rate for a
-// nonbasic column of an optimal basis. It returns the number of columns tightened.
+// (m maximises; ≤ t where it minimises), from lp, the optimal LP relaxation of m (same
+// columns): a column at a bound of the LP optimum with reduced cost d cannot move more than
+// |lp − t|/|d| from that bound in such a solution, since the LP's dual solution stays
+// feasible and bounds the objective by lp ∓ |d|·move. Whatever sign convention the duals
+// follow, |d| is that rate for a nonbasic column of an optimal basis. It returns the number
+// of columns tightened.
 func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 	if len(lp.ReducedCosts) != m.NumVars() || len(lp.Values) != m.NumVars() {
 		return 0
 	}
+	room := lp.Objective - t
+	if m.Sense() == solver.Minimize {
+		room = t - lp.Objective
+	}
 	// A little more slack than exact, so that rounding in HiGHS's duals never cuts off a
 	// solution at t.
-	slack := lp.Objective - t + lpTol*math.Max(1, math.Abs(lp.Objective))
+	slack := room + lpTol*math.Max(1, math.Abs(lp.Objective))
 	if slack < 0 {
 		return 0 // the LP bound is already below t: nothing reaches it
 	}
