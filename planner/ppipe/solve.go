@@ -432,14 +432,14 @@ func (s *session) cutoff(full *built, lp *solver.Result, best assignment, bestOb
 	// A plan above t is rare (the incumbent is usually optimal or within the gap), so HiGHS's
 	// primal heuristics, a third of the phase's time on HC2-G1 (sub-MIPs at the root and in
 	// the tree), are switched off: 25.8 → 14.7 s on one core there.
-	// The cut-off is also HiGHS's objective bound: the row alone gives HiGHS no objective
-	// limit (it has no incumbent), so it would fix no column by reduced cost against t in
-	// the tree. On hc2-g1's cut-off model (one core): 499 → 786 nodes but 10.6 → 7.8 CPU-s
-	// (the root restarts at once on a third fewer rows), and over random seeds 1–4 two of
-	// four proofs within 8 CPU-s against none.
-	s.proof, s.objBound = true, &t
+	// t is not also HiGHS's objective bound here (as costCutoff's is): on hc2-g1's model as
+	// written to a file, one thread, it sped the proof up (10.5 → 7.8 CPU-s), but the
+	// planner's own two-racer solve of the same instance took 1,075 nodes and 39–41 s
+	// instead of 383 and 18–22 s (BenchmarkSolve, load 7), and one racer alone was no faster
+	// (15.1 and 14.9 s).
+	s.proof = true
 	res, err := s.solve("cutoff", full, nil, 0)
-	s.race, s.proof, s.objBound = 0, false, nil
+	s.race, s.proof = 0, false
 	if err != nil {
 		return nil, 0, 0, err
 	}
