@@ -168,9 +168,11 @@ func runReference(ctx context.Context, bin string, m solverbench.Model, reps int
 // incumbent·1.001, planner/ppipe's cutoff phase), so it is run as the planner runs it: primal
 // heuristics off, and infeasible is the proof that no plan beats the incumbent by more
 // than 0.1%. HiGHS's defaults (heuristics on) take 5,361 nodes to that proof, the
-// planner's options 499 (both deterministic, the same on either engine). The cut-off is
-// also HiGHS's objective_bound, as the planner passes it (solver.Options.Cutoff): the row
-// alone gives HiGHS no objective limit, so it fixes no column by reduced cost against it.
+// planner's options 499 (both deterministic, the same on either engine). One option is the
+// bench's own: the cut-off is also HiGHS's objective_bound (solver.Options.Cutoff), since the
+// row alone gives HiGHS no objective limit to fix columns by reduced cost against (786
+// nodes, 7.5-8.0 CPU-s against 10.2-10.7). The planner's throughput phase does not pass it:
+// on its in-memory model, raced on two cores, it was slower (bench/RESULTS.md).
 func runMILP(ctx context.Context, o *Command, _ bench.Env) (Row, error) {
 	const name, unit, refName = "solver-milp-hc2-g1", "CPU-s", "(absolute budget)"
 	tgt := target{bound: 8}
