@@ -23,6 +23,13 @@ type FileOptions struct {
 	// TimeLimit stops the run (0 = none); RelGap is the MIP gap at which it stops (0 = HiGHS's).
 	TimeLimit time.Duration
 	RelGap    float64
+	// NoHeuristics is Options.NoHeuristics: HiGHS's primal heuristics off, as the PPipe
+	// planner runs a MILP cut off at its incumbent, where the work is a proof.
+	NoHeuristics bool
+	// ObjectiveBound is HiGHS's objective_bound as HiGHS reads it (nil = none): in the
+	// minimized form, the negated objective of a maximized model (Options.Cutoff is the
+	// same in the model's own sense).
+	ObjectiveBound *float64
 }
 
 // FileResult is what SolveFile reports of one run.
@@ -140,6 +147,16 @@ func fileOptions(ctx context.Context, in *highs.Instance, o FileOptions) error {
 	}
 	if o.TimeLimit > 0 {
 		if err := in.SetDoubleOption(ctx, "time_limit", o.TimeLimit.Seconds()); err != nil {
+			return err
+		}
+	}
+	if o.NoHeuristics {
+		if err := heuristicsOff(ctx, in); err != nil {
+			return err
+		}
+	}
+	if o.ObjectiveBound != nil {
+		if err := in.SetDoubleOption(ctx, "objective_bound", *o.ObjectiveBound); err != nil {
 			return err
 		}
 	}

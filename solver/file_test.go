@@ -32,6 +32,7 @@ func TestSolveFile(t *testing.T) {
 			{name: "milp", file: "m.lp", data: fileLP, obj: 2},
 			{name: "relaxation", file: "m.lp", data: fileLP, opts: FileOptions{Relax: true, Presolve: "off"}, obj: 2.8},
 			{name: "time limit and gap", file: "m.lp", data: fileLP, opts: FileOptions{TimeLimit: 1e9, RelGap: 1e-6}, obj: 2},
+			{name: "no heuristics", file: "m.lp", data: fileLP, opts: FileOptions{NoHeuristics: true}, obj: 2},
 			{name: "extension", file: "m.txt", data: fileLP, err: ErrInvalidModel, want: `m.txt: want a .lp or .mps file, not ".txt"`},
 			{name: "unreadable", file: "bad.lp", data: "Minimize\n obj: x\nSubject To\n r: 1 <= x <= 2\nEnd\n", err: ErrInvalidModel, want: "bad.lp"},
 			{name: "presolve", file: "m.lp", data: fileLP, opts: FileOptions{Presolve: "fast"}, err: ErrInvalidModel, want: `presolve "fast"`},

@@ -155,6 +155,13 @@ type Options struct {
 	// prove a bound or infeasibility rather than to find a solution, where
 	// they are pure cost.
 	NoHeuristics bool
+	// Cutoff, if set on a MIP, is HiGHS's objective_bound: only solutions better than it
+	// (above it when maximizing) are of interest, so HiGHS prunes every node whose bound
+	// does not beat it and fixes columns by reduced cost against it from the root on. It
+	// suits a model that already states the same cut-off as a row (where infeasible is the
+	// answer "nothing beats it"): the row alone gives HiGHS no objective limit until it
+	// finds a solution of its own.
+	Cutoff *float64
 }
 
 // Progress is a snapshot of a running MIP solve.

@@ -202,14 +202,13 @@ func (s *session) setOptions(mode runMode) error {
 		}
 	}
 	if s.opts.NoHeuristics && s.m.nInt > 0 {
-		if err := in.SetDoubleOption(ctx, "mip_heuristic_effort", 0); err != nil {
+		if err := heuristicsOff(ctx, in); err != nil {
 			return err
 		}
-		// Effort 0 alone still runs the root's heuristics.
-		for _, h := range []string{"rens", "rins", "root_reduced_cost", "shifting", "zi_round", "feasibility_jump"} {
-			if err := in.SetBoolOption(ctx, "mip_heuristic_run_"+h, false); err != nil {
-				return err
-			}
+	}
+	if s.opts.Cutoff != nil && s.m.nInt > 0 && !mode.zeroObj {
+		if err := setCutoff(ctx, in, *s.opts.Cutoff, s.m.sense); err != nil {
+			return err
 		}
 	}
 	if s.variant > 0 && s.m.nInt > 0 {
@@ -220,6 +219,29 @@ func (s *session) setOptions(mode runMode) error {
 		return setRaceOptions(ctx, in, s.variant)
 	}
 	return nil
+}
+
+// heuristicsOff sets what Options.NoHeuristics means: mip_heuristic_effort 0 and, since
+// effort 0 alone still runs the root's heuristics, each of them off by name.
+func heuristicsOff(ctx context.Context, in *highs.Instance) error {
+	if err := in.SetDoubleOption(ctx, "mip_heuristic_effort", 0); err != nil {
+		return err
+	}
+	for _, h := range []string{"rens", "rins", "root_reduced_cost", "shifting", "zi_round", "feasibility_jump"} {
+		if err := in.SetBoolOption(ctx, "mip_heuristic_run_"+h, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setCutoff sets Options.Cutoff: HiGHS's MIP solver minimizes, with a maximized objective
+// negated, and reads objective_bound in that form (TestCutoff).
+func setCutoff(ctx context.Context, in *highs.Instance, b float64, sense Sense) error {
+	if sense == Maximize {
+		b = -b
+	}
+	return in.SetDoubleOption(ctx, "objective_bound", b)
 }
 
 // logWriter builds the sink for the HiGHS log of one run.

@@ -519,3 +519,48 @@ func TestNoHeuristics(t *testing.T) {
 		}
 	}
 }
+
+// TestCutoff: a cut-off below the optimum (in the model's sense) keeps the optimum; one
+// beyond it leaves no solution; both senses, raced or not.
+func TestCutoff(t *testing.T) {
+	needBackend(t)
+	// max 5a + 4b + 3c, 2a + 3b + c ≤ 5, binary: 9 (a, b); min of the negation: −9.
+	build := func(sense Sense) *Model {
+		sign := 1.0
+		if sense == Minimize {
+			sign = -1
+		}
+		m := NewModel("knap", sense)
+		a, b, c := m.AddBinary("a", 5*sign), m.AddBinary("b", 4*sign), m.AddBinary("c", 3*sign)
+		m.AddRow("w", -Inf, 5, Term{a, 2}, Term{b, 3}, Term{c, 1})
+		return m
+	}
+	cases := []struct {
+		name   string
+		sense  Sense
+		cutoff float64
+		status Status
+		obj    float64
+	}{
+		{"max, below the optimum", Maximize, 8.5, StatusOptimal, 9},
+		{"max, above the optimum", Maximize, 9.5, StatusInfeasible, 0},
+		{"min, above the optimum", Minimize, -8.5, StatusOptimal, -9},
+		{"min, below the optimum", Minimize, -9.5, StatusInfeasible, 0},
+	}
+	for _, c := range cases {
+		for _, race := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/race=%d", c.name, race), func(t *testing.T) {
+				res, err := Solve(context.Background(), build(c.sense), Options{Cutoff: &c.cutoff, Race: race})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status != c.status {
+					t.Fatalf("status = %v, want %v", res.Status, c.status)
+				}
+				if c.status == StatusOptimal && math.Abs(res.Objective-c.obj) > 1e-9 {
+					t.Errorf("objective = %v, want %v", res.Objective, c.obj)
+				}
+			})
+		}
+	}
+}

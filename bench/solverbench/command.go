@@ -28,7 +28,8 @@ import (
 
 // models are the MILPs the PPipe planner solves last (its full MILP), as PLAN_WRITE_LP wrote
 // them: demo is `plan solve` on the embedded demo; hc2-g1 is the hard instance "3 models,
-// L4+T4, P≤3" (planner/ppipe/testdata/hc2-g1, --max-partitions 3).
+// L4+T4, P≤3" (planner/ppipe/testdata/hc2-g1, --max-partitions 3), written by the cut-off
+// phase (a "cutoff" row: objective ≥ incumbent·1.001), so it ends infeasible.
 //
 //go:embed models/*.lp.gz
 var models embed.FS
@@ -47,6 +48,7 @@ type Command struct {
 	reps      int
 	timeLimit time.Duration
 	gap       float64
+	noHeur    bool
 }
 
 // Name implements bench.Bench.
@@ -67,7 +69,10 @@ simplex iteration, with each engine's time as a multiple of the native engine's.
 By default it solves the LP relaxation with presolve off: the simplex then does the same
 iterations on every engine, and on native HiGHS given the same file and options
 (scripts/highs-reference.sh builds one from Debian's source), so time per iteration compares
-engines per unit of work. --milp solves the MILP to --gap within --time-limit instead.
+engines per unit of work. --milp solves the MILP to --gap within --time-limit instead;
+--no-heuristics turns HiGHS's primal heuristics off, as the PPipe planner does in the phase
+hc2-g1 comes from (the full MILP cut off at its incumbent plus the gap: infeasible is the
+proof that the incumbent is within the gap).
 
 Without --lp it runs two embedded models, the PPipe planner's full MILP for the embedded demo
 and for the 3-model L4+T4 instance hc2-g1. Write your own with PLAN_WRITE_LP=DIR plan solve ...
@@ -79,7 +84,8 @@ and for the 3-model L4+T4 instance hc2-g1. Write your own with PLAN_WRITE_LP=DIR
 func (o *Command) Example() string {
 	return `  plan bench solver --quick
   PLAN_WRITE_LP=lps plan solve --slo 200ms && plan bench solver --lp "$(echo lps/ppipe-*.lp | tr ' ' ,)"
-  plan bench solver --milp --gap 0.001 --time-limit 60s --engine native`
+  plan bench solver --milp --gap 0.001 --time-limit 60s --engine native
+  plan bench solver --milp --no-heuristics --engine native  # hc2-g1 as the planner runs it`
 }
 
 // Flags implements bench.Bench.
@@ -93,6 +99,7 @@ func (o *Command) Flags(f *pflag.FlagSet) {
 	f.IntVar(&o.reps, "reps", 0, "runs per engine and model; the table shows the median (default 3, quick 1)")
 	f.DurationVar(&o.timeLimit, "time-limit", 60*time.Second, "time limit of a --milp run")
 	f.Float64Var(&o.gap, "gap", 0.001, "relative MIP gap of a --milp run")
+	f.BoolVar(&o.noHeur, "no-heuristics", false, "HiGHS's primal heuristics off, as the PPipe planner runs its cut-off phase")
 }
 
 // Model is one model file of the bench.
@@ -161,7 +168,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if err != nil {
 		return err
 	}
-	opts := solver.FileOptions{Relax: !o.milp, Presolve: presolve}
+	opts := solver.FileOptions{Relax: !o.milp, Presolve: presolve, NoHeuristics: o.noHeur}
 	res := &Result{Relaxation: !o.milp, Presolve: presolve, Reps: reps}
 	if o.milp {
 		opts.TimeLimit, opts.RelGap = o.timeLimit, o.gap

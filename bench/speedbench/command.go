@@ -60,7 +60,10 @@ whether the target is met.
                the row says "reference not available" and is not met.
   solver-milp-hc2-g1
                CPU-seconds of the native engine to solve the hc2-g1 MILP to a 0.1% gap
-               on one thread; target <= 8 (an absolute budget: no reference).
+               on one thread; target <= 8 (an absolute budget: no reference). The model
+               is the planner's cut-off phase (objective >= incumbent x 1.001), run as
+               the planner runs it (primal heuristics off) plus the cut-off as HiGHS's
+               objective_bound: infeasible is the proof.
   serve-rate   the highest offered rate (of a fixed ladder) that plan serve answers with
                >= 99% attainment on testdata/serve/wide.json (32 emulated L4s, 2 ms, SLO
                50 ms: the GPUs never bind) against the net/http floor; target >= 1.0.

@@ -158,3 +158,58 @@ func TestMaxInSLO(t *testing.T) {
 		t.Errorf("none: got %d", got)
 	}
 }
+
+// TestMILPProof: a run proves the gap by its gap, or by infeasibility only on a model cut
+// off at its incumbent plus the gap; a time limit or a wider gap proves nothing.
+func TestMILPProof(t *testing.T) {
+	cases := []struct {
+		name   string
+		status string
+		gap    float64
+		cutoff bool
+		ok     bool
+	}{
+		{"gap met", "optimal", 0.0005, false, true},
+		{"gap met on a cut-off model", "optimal", 0.001, true, true},
+		{"infeasible above the cut-off", "infeasible", math.NaN(), true, true},
+		{"infeasible without a cut-off", "infeasible", math.NaN(), false, false},
+		{"time limit, no incumbent", "time limit", math.NaN(), true, false},
+		{"time limit, gap open", "time limit", 0.004, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, ok := milpProof(c.status, c.gap, c.cutoff, 0.001); ok != c.ok {
+				t.Errorf("milpProof(%q, %g, %v) = %v, want %v", c.status, c.gap, c.cutoff, ok, c.ok)
+			}
+		})
+	}
+}
+
+// TestCutoffRow: the cut-off row's bound in HiGHS's minimized form, the embedded hc2-g1
+// model's included (what lets runMILP read infeasible as the proof).
+func TestCutoffRow(t *testing.T) {
+	m, err := model("hc2-g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		lp    string
+		bound float64
+		ok    bool
+	}{
+		{"hc2-g1", string(m.Data()), -2029.6536728946057, true},
+		{"maximized", "Maximize\n obj: z\nSubject To\n cutoff: z >= 12.5\nEnd\n", -12.5, true},
+		{"minimized", "Minimize\n obj: c\nSubject To\n cutoff: 0.8 gpus_L4 + 0.53 gpus_T4 <= 3.7\nEnd\n", 3.7, true},
+		{"no row", "Maximize\n obj: z\nSubject To\n c: z <= 1\nEnd\n", 0, false},
+		{"another row's name", "Maximize\n obj: z\nSubject To\n nocutoff: z >= 1\nEnd\n", 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, ok := cutoffRow([]byte(c.lp))
+			if ok != c.ok || b != c.bound {
+				t.Errorf("cutoffRow = %g, %v; want %g, %v", b, ok, c.bound, c.ok)
+			}
+		})
+	}
+}

@@ -95,9 +95,11 @@ type session struct {
 	nodes    int64
 	dartrErr error
 	// race is solver.Options.Race for the next solve (0: the solver's default); proof marks
-	// a solve run to prove a bound (no primal heuristics).
-	race  int
-	proof bool
+	// a solve run to prove a bound (no primal heuristics); objBound is its
+	// solver.Options.Cutoff.
+	race     int
+	proof    bool
+	objBound *float64
 }
 
 // stats is what the provenance reports about the solve.
@@ -166,7 +168,7 @@ func (s *session) solve(phase string, b *built, start []float64, limit time.Dura
 	if remaining < 100*time.Millisecond {
 		remaining = 100 * time.Millisecond
 	}
-	o := solver.Options{TimeLimit: remaining, RelGap: s.p.opts.Gap, Start: start, Log: solverLog, Deterministic: s.p.opts.Deterministic, Race: s.race, NoHeuristics: s.proof}
+	o := solver.Options{TimeLimit: remaining, RelGap: s.p.opts.Gap, Start: start, Log: solverLog, Deterministic: s.p.opts.Deterministic, Race: s.race, NoHeuristics: s.proof, Cutoff: s.objBound}
 	if f := s.p.opts.Progress; f != nil {
 		o.Progress = func(pr solver.Progress) {
 			f(Progress{Phase: phase, Elapsed: time.Since(s.began), Nodes: s.nodes + pr.Nodes, Incumbent: pr.Incumbent,
@@ -430,6 +432,11 @@ func (s *session) cutoff(full *built, lp *solver.Result, best assignment, bestOb
 	// A plan above t is rare (the incumbent is usually optimal or within the gap), so HiGHS's
 	// primal heuristics, a third of the phase's time on HC2-G1 (sub-MIPs at the root and in
 	// the tree), are switched off: 25.8 → 14.7 s on one core there.
+	// t is not also HiGHS's objective bound here (as costCutoff's is): on hc2-g1's model as
+	// written to a file, one thread, it sped the proof up (10.5 → 7.8 CPU-s), but the
+	// planner's own two-racer solve of the same instance took 1,075 nodes and 39–41 s
+	// instead of 383 and 18–22 s (BenchmarkSolve, load 7), and one racer alone was no faster
+	// (15.1 and 14.9 s).
 	s.proof = true
 	res, err := s.solve("cutoff", full, nil, 0)
 	s.race, s.proof = 0, false
@@ -454,18 +461,23 @@ func (s *session) cutoff(full *built, lp *solver.Result, best assignment, bestOb
 }
 
 // fixByReducedCost tightens m's column bounds to what a solution with objective ≥ t can use
-// (m maximises), from lp, the optimal LP relaxation of m (same columns): a column at a bound
-// of the LP optimum with reduced cost d cannot move more than (lp − t)/|d| from that bound
-// in such a solution, since the LP's dual solution stays feasible and bounds the objective
-// by lp − |d|·move. Whatever sign convention the duals follow, |d| is that rate for a
-// nonbasic column of an optimal basis. It returns the number of columns tightened.
+// (m maximises; ≤ t where it minimises), from lp, the optimal LP relaxation of m (same
+// columns): a column at a bound of the LP optimum with reduced cost d cannot move more than
+// |lp − t|/|d| from that bound in such a solution, since the LP's dual solution stays
+// feasible and bounds the objective by lp ∓ |d|·move. Whatever sign convention the duals
+// follow, |d| is that rate for a nonbasic column of an optimal basis. It returns the number
+// of columns tightened.
 func fixByReducedCost(m *solver.Model, lp *solver.Result, t float64) int {
 	if len(lp.ReducedCosts) != m.NumVars() || len(lp.Values) != m.NumVars() {
 		return 0
 	}
+	room := lp.Objective - t
+	if m.Sense() == solver.Minimize {
+		room = t - lp.Objective
+	}
 	// A little more slack than exact, so that rounding in HiGHS's duals never cuts off a
 	// solution at t.
-	slack := lp.Objective - t + lpTol*math.Max(1, math.Abs(lp.Objective))
+	slack := room + lpTol*math.Max(1, math.Abs(lp.Objective))
 	if slack < 0 {
 		return 0 // the LP bound is already below t: nothing reaches it
 	}
