@@ -324,7 +324,7 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 	plans := make([]*formats.Plan, len(Strategies))
 	for i, s := range Strategies {
 		t0 := time.Now()
-		p, err := solve(ctx, cfg, s, cl, prof, w, 0, cfg.MaxPartitions)
+		p, err := solve(ctx, cfg, s, cl, prof, w, ppipe.DefaultAlpha, cfg.MaxPartitions)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -53,14 +53,17 @@ type Inputs struct {
 	Refs []formats.InputRef
 }
 
-// Options tune a solve. The zero value means the defaults (the paper's settings, PPipe §7.1).
+// Options tune a solve. DefaultOptions gives the paper's settings (PPipe §7.1). Every value
+// means what it says: a zero Alpha plans with the full SLO. Only the fields whose zero is no
+// valid setting (Strategy, MaxPartitions, TimeLimit, Gap, Rounding) take their default when
+// left zero.
 type Options struct {
 	// Strategy is ppipe (default), np or dart-r.
 	Strategy string
 	// MaxPartitions P bounds the stages of a pipeline (default 3).
 	MaxPartitions int
-	// Alpha is the SLO margin α: the planner budgets T' = T − round(α·T). 0 means the default
-	// 0.4; a negative value plans with the full SLO (α = 0).
+	// Alpha is the SLO margin α in [0, 1): the planner budgets T' = T − round(α·T)
+	// (DefaultAlpha, 0.4, in DefaultOptions; 0 plans with the full SLO).
 	Alpha float64
 	// SLO, when > 0, overrides every model's SLO (the --slo flag).
 	SLO time.Duration
@@ -117,17 +120,19 @@ type Options struct {
 // "restricted" (MILP on the LP's templates), "ppipe" or "dart-r".
 type Progress = planner.Progress
 
+// DefaultOptions are the paper's settings (PPipe §7.1): the PPipe strategy, P = 3 stages,
+// an SLO margin α = 0.4, the default time limit and gap, pipeline rounding.
+func DefaultOptions() Options {
+	return Options{Strategy: StrategyPPipe, MaxPartitions: DefaultMaxPartitions, Alpha: DefaultAlpha,
+		TimeLimit: DefaultTimeLimit, Gap: DefaultGap, Rounding: RoundingPipeline}
+}
+
 func (o Options) withDefaults() Options {
 	if o.Strategy == "" {
 		o.Strategy = StrategyPPipe
 	}
 	if o.MaxPartitions == 0 {
 		o.MaxPartitions = DefaultMaxPartitions
-	}
-	if o.Alpha == 0 {
-		o.Alpha = DefaultAlpha
-	} else if o.Alpha < 0 {
-		o.Alpha = 0
 	}
 	if o.TimeLimit == 0 {
 		o.TimeLimit = DefaultTimeLimit

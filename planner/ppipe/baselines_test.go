@@ -51,7 +51,7 @@ func TestNPMatchesAnalytic(t *testing.T) {
 			want, batches := npAnalytic(mp, cl, budget)
 			wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
 				Models: []formats.ModelWorkload{{Name: mp.Name, SLO: formats.Duration(T * 1000)}}}
-			pl, err := Solve(context.Background(), Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}, Options{Strategy: StrategyNP, Gap: 1e-9})
+			pl, err := Solve(context.Background(), Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}, Options{Alpha: DefaultAlpha, Strategy: StrategyNP, Gap: 1e-9})
 			skipWithoutSolver(t, err)
 			if want == 0 {
 				if !errors.Is(err, planner.ErrInfeasible) {
@@ -98,7 +98,7 @@ func TestDARTRProcedure(t *testing.T) {
 		}
 		in := Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}
 		ctx := context.Background()
-		opts := Options{MaxPartitions: 2, Gap: 1e-9}
+		opts := Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 1e-9}
 		opts.Strategy = StrategyDARTR
 		got, err := Solve(ctx, in, opts)
 		skipWithoutSolver(t, err)
@@ -131,7 +131,7 @@ func TestDARTRProcedure(t *testing.T) {
 		solo := func(model string, slo formats.Duration, counts map[string]int, P int, strategy string) float64 {
 			c := genCluster(gpus, []int{counts["L4"], counts["P4"]}, 40)
 			w := &formats.Workload{TypeMeta: wl.TypeMeta, Models: []formats.ModelWorkload{{Name: model, SLO: slo}}}
-			pl, err := Solve(ctx, Inputs{Profiles: []*formats.Profile{prof}, Cluster: c, Workload: w}, Options{Strategy: strategy, MaxPartitions: P, Gap: 1e-9})
+			pl, err := Solve(ctx, Inputs{Profiles: []*formats.Profile{prof}, Cluster: c, Workload: w}, Options{Alpha: DefaultAlpha, Strategy: strategy, MaxPartitions: P, Gap: 1e-9})
 			if errors.Is(err, planner.ErrInfeasible) {
 				return 0
 			}

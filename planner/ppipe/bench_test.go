@@ -54,7 +54,7 @@ func BenchmarkSolve(b *testing.B) {
 			var pl *formats.Plan
 			for b.Loop() {
 				var err error
-				pl, err = Solve(context.Background(), in, Options{MaxPartitions: c.P, TimeLimit: 120e9, Gap: 0.001})
+				pl, err = Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: c.P, TimeLimit: 120e9, Gap: 0.001})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -76,11 +76,11 @@ func BenchmarkSolveAblation(b *testing.B) {
 		name string
 		opts Options
 	}{
-		{"default", Options{}},
-		{"no-lp-guide", Options{NoLPGuide: true}},
-		{"no-lp-guide-no-warm-start", Options{NoLPGuide: true, NoWarmStart: true}},
-		{"replicas-code", Options{Replicas: -1}},
-		{"rounding-stage", Options{Rounding: RoundingStage}},
+		{"default", Options{Alpha: DefaultAlpha}},
+		{"no-lp-guide", Options{Alpha: DefaultAlpha, NoLPGuide: true}},
+		{"no-lp-guide-no-warm-start", Options{Alpha: DefaultAlpha, NoLPGuide: true, NoWarmStart: true}},
+		{"replicas-code", Options{Alpha: DefaultAlpha, Replicas: -1}},
+		{"rounding-stage", Options{Alpha: DefaultAlpha, Rounding: RoundingStage}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			in := c.inputs()

@@ -33,7 +33,7 @@ func costInputs(gpus []gpuSpec, models int, seed uint64, rate float64, avail []i
 // start it is searched from; too few GPUs available is infeasible naming the rate they serve.
 func TestSolveCost(t *testing.T) {
 	in := costInputs([]gpuSpec{specL4, specT4}, 1, 7, 400, []int{40, 40})
-	opts := Options{MaxPartitions: 2, TimeLimit: 60 * time.Second, Gap: 1e-4, Objective: planner.ObjectiveCost, Deterministic: true}
+	opts := Options{Alpha: DefaultAlpha, MaxPartitions: 2, TimeLimit: 60 * time.Second, Gap: 1e-4, Objective: planner.ObjectiveCost, Deterministic: true}
 	pl, err := Solve(context.Background(), in, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestSolveCost(t *testing.T) {
 func BenchmarkSolveCost(b *testing.B) {
 	gpus := []gpuSpec{specL4, specT4, specP4}
 	in := costInputs(gpus, 3, 2, 300, nil)
-	opts := Options{MaxPartitions: 3, TimeLimit: 60 * time.Second, Gap: 0.01, Objective: planner.ObjectiveCost}
+	opts := Options{Alpha: DefaultAlpha, MaxPartitions: 3, TimeLimit: 60 * time.Second, Gap: 0.01, Objective: planner.ObjectiveCost}
 	var pl *formats.Plan
 	for b.Loop() {
 		var err error

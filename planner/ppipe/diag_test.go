@@ -37,7 +37,7 @@ func TestDebugCase(t *testing.T) {
 		limit, _ = time.ParseDuration(s)
 	}
 	start := time.Now()
-	o := Options{MaxPartitions: P, TimeLimit: limit, Rounding: os.Getenv("ROUNDING"), Replicas: replicasEnv(), NoLPGuide: os.Getenv("NOLP") != "",
+	o := Options{Alpha: DefaultAlpha, MaxPartitions: P, TimeLimit: limit, Rounding: os.Getenv("ROUNDING"), Replicas: replicasEnv(), NoLPGuide: os.Getenv("NOLP") != "",
 		NoContinuousCounts: os.Getenv("NOCC") != "", NoCutoff: os.Getenv("NOCUT") != "", Deterministic: os.Getenv("DET") != ""}
 	// Phase changes and incumbent/bound moves, one line each.
 	var last Progress
@@ -60,7 +60,7 @@ func TestDebugLPCase(t *testing.T) {
 	}
 	i, _ := strconv.Atoi(os.Getenv("LPCASE"))
 	c := benchCases[i]
-	o := Options{MaxPartitions: c.P, Rounding: os.Getenv("ROUNDING")}.withDefaults()
+	o := Options{Alpha: DefaultAlpha, MaxPartitions: c.P, Rounding: os.Getenv("ROUNDING")}.withDefaults()
 	p, err := prepare(c.inputs(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -104,7 +104,7 @@ func TestFixturePlans(t *testing.T) {
 	good := fixturePath("good-plan.json")
 	if *update {
 		in := loadFixtureInputs(t)
-		pl, err := Solve(context.Background(), in, Options{MaxPartitions: 2, Deterministic: true, Gap: 1e-6})
+		pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, Deterministic: true, Gap: 1e-6})
 		skipWithoutSolver(t, err)
 		if err != nil {
 			t.Fatal(err)

@@ -45,13 +45,9 @@ func DefaultFlags() Flags {
 		WarmStart: true, Replicas: 1, FillSurplus: true}
 }
 
-// Options returns the solve options of f. Alpha 0 means no margin (Options: negative).
+// Options returns the solve options of f, value for value.
 func (f Flags) Options() Options {
-	alpha := f.Alpha
-	if alpha == 0 {
-		alpha = -1
-	}
-	return Options{Strategy: f.Strategy, MaxPartitions: f.MaxPartitions, Alpha: alpha, SLO: f.SLO.D(),
+	return Options{Strategy: f.Strategy, MaxPartitions: f.MaxPartitions, Alpha: f.Alpha, SLO: f.SLO.D(),
 		TimeLimit: f.TimeLimit.D(), Gap: f.Gap, BatchAllowance: f.BatchAllowance, ArrivalRate: f.ArrivalRate,
 		Replicas: f.Replicas, Rounding: f.Rounding, NoWarmStart: !f.WarmStart, FillSurplus: f.FillSurplus, Objective: f.Objective}
 }

@@ -22,8 +22,8 @@ func TestNoBoundPlanIsWritten(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"lp-guided", Options{MaxPartitions: 2, Deterministic: true, TimeLimit: time.Minute}},
-		{"full-milp", Options{MaxPartitions: 2, Deterministic: true, TimeLimit: time.Minute, NoLPGuide: true, NoContinuousCounts: true}},
+		{"lp-guided", Options{Alpha: DefaultAlpha, MaxPartitions: 2, Deterministic: true, TimeLimit: time.Minute}},
+		{"full-milp", Options{Alpha: DefaultAlpha, MaxPartitions: 2, Deterministic: true, TimeLimit: time.Minute, NoLPGuide: true, NoContinuousCounts: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var phases []string

@@ -309,7 +309,7 @@ func TestOracle(t *testing.T) {
 		for _, rounding := range []string{RoundingStage, RoundingPipeline} {
 			want := oracle(t, in, P, 0.4, rounding)
 			// Odd seeds hand the full MILP to HiGHS directly, even seeds take the LP-guided path.
-			pl, err := Solve(context.Background(), in, Options{MaxPartitions: P, Gap: 1e-9, Rounding: rounding, Deterministic: true, NoLPGuide: seed%2 == 1})
+			pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: P, Gap: 1e-9, Rounding: rounding, Deterministic: true, NoLPGuide: seed%2 == 1})
 			skipWithoutSolver(t, err)
 			if want == 0 {
 				if !errors.Is(err, planner.ErrInfeasible) {

@@ -24,7 +24,7 @@ func TestTimeLimitKeepsIncumbent(t *testing.T) {
 	}
 	c := benchCases[1]
 	start := time.Now()
-	pl, err := Solve(context.Background(), c.inputs(), Options{MaxPartitions: c.P, TimeLimit: 3 * time.Second})
+	pl, err := Solve(context.Background(), c.inputs(), Options{Alpha: DefaultAlpha, MaxPartitions: c.P, TimeLimit: 3 * time.Second})
 	skipWithoutSolver(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestTimeLimitKeepsIncumbent(t *testing.T) {
 
 func TestInfeasibleSLONamesMinimum(t *testing.T) {
 	in := loadFixtureInputs(t)
-	_, err := Solve(context.Background(), in, Options{SLO: time.Millisecond})
+	_, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, SLO: time.Millisecond})
 	skipWithoutSolver(t, err)
 	var ie *InfeasibleError
 	if !errors.As(err, &ie) || len(ie.Models) != 2 {
@@ -60,7 +60,7 @@ func TestInfeasibleSLONamesMinimum(t *testing.T) {
 					one.Models = append(one.Models, w)
 				}
 			}
-			_, err := Solve(context.Background(), Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: &one}, Options{})
+			_, err := Solve(context.Background(), Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: &one}, Options{Alpha: DefaultAlpha})
 			if feasible := !errors.Is(err, planner.ErrInfeasible); feasible != (slo == m.MinFeasible) {
 				t.Errorf("%s at %s: err %v", m.Model, slo, err)
 			}
@@ -96,12 +96,12 @@ func TestInputErrors(t *testing.T) {
 	for want, mutate := range cases {
 		cp := in
 		mutate(&cp)
-		_, err := Solve(context.Background(), cp, Options{})
+		_, err := Solve(context.Background(), cp, Options{Alpha: DefaultAlpha})
 		if !errors.Is(err, planner.ErrInput) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v", want, err)
 		}
 	}
-	if _, err := Solve(context.Background(), in, Options{Strategy: "x"}); !errors.Is(err, planner.ErrInput) {
+	if _, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, Strategy: "x"}); !errors.Is(err, planner.ErrInput) {
 		t.Errorf("bad strategy: %v", err)
 	}
 }
@@ -111,7 +111,7 @@ func TestDeterministic(t *testing.T) {
 	in := loadFixtureInputs(t)
 	var prev []byte
 	for range 2 {
-		pl, err := Solve(context.Background(), in, Options{MaxPartitions: 2, Deterministic: true})
+		pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, Deterministic: true})
 		skipWithoutSolver(t, err)
 		if err != nil {
 			t.Fatal(err)
@@ -183,12 +183,12 @@ func TestVerifyMalformed(t *testing.T) {
 // the plan still verifies, and throughput cannot exceed the β-free plan's.
 func TestBatchAllowance(t *testing.T) {
 	in := loadFixtureInputs(t)
-	plain, err := Solve(context.Background(), in, Options{MaxPartitions: 2, Gap: 1e-6})
+	plain, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 1e-6})
 	skipWithoutSolver(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
-	withBeta, err := Solve(context.Background(), in, Options{MaxPartitions: 2, Gap: 1e-6, BatchAllowance: true})
+	withBeta, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, Gap: 1e-6, BatchAllowance: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 		cl.GPUs = slices.Clone(cl.GPUs)
 		cl.GPUs[0].Count, cl.GPUs[1].Count = c.l4, c.p4
 		in.Cluster = &cl
-		pl, err := Solve(context.Background(), in, Options{MaxPartitions: 3, Rounding: RoundingStage, Replicas: -1, Gap: 1e-4, Deterministic: true})
+		pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 3, Rounding: RoundingStage, Replicas: -1, Gap: 1e-4, Deterministic: true})
 		skipWithoutSolver(t, err)
 		if err != nil {
 			t.Fatalf("%d L4 + %d P4: %v", c.l4, c.p4, err)
@@ -267,7 +267,7 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := base
 			in.Workload = c.workload
-			pl, err := Solve(context.Background(), in, Options{MaxPartitions: 2, BatchAllowance: true, ArrivalRate: c.arrival, Deterministic: true})
+			pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, BatchAllowance: true, ArrivalRate: c.arrival, Deterministic: true})
 			skipWithoutSolver(t, err)
 			if err != nil {
 				t.Fatal(err)
@@ -296,7 +296,7 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Solve(context.Background(), base, Options{ArrivalRate: 100}); !errors.Is(err, planner.ErrInput) {
+	if _, err := Solve(context.Background(), base, Options{Alpha: DefaultAlpha, ArrivalRate: 100}); !errors.Is(err, planner.ErrInput) {
 		t.Errorf("arrival rate without the batch allowance: %v", err)
 	}
 }
@@ -315,7 +315,7 @@ func TestContinuousCounts(t *testing.T) {
 			in := Inputs{Profiles: []*formats.Profile{genProfile(c.seed, c.models, 4, gpus, 0)}, Cluster: genCluster(gpus, []int{3, 8}, 30)}
 			var objs []float64
 			for _, no := range []bool{true, false} {
-				pl, err := Solve(context.Background(), in, Options{MaxPartitions: 2, TimeLimit: 60 * time.Second, Gap: 1e-6, NoContinuousCounts: no, Deterministic: true})
+				pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 2, TimeLimit: 60 * time.Second, Gap: 1e-6, NoContinuousCounts: no, Deterministic: true})
 				if err != nil {
 					t.Fatal(err)
 				}

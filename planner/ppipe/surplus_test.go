@@ -32,7 +32,7 @@ func usedGPUs(pl *formats.Plan) (used, total float64) {
 // plan is the MILP's (idle GPUs stay idle, no surplus extra).
 func TestFillSurplus(t *testing.T) {
 	in := surplusCase()
-	opts := Options{MaxPartitions: 2, Deterministic: true, TimeLimit: 30 * time.Second}
+	opts := Options{Alpha: DefaultAlpha, MaxPartitions: 2, Deterministic: true, TimeLimit: 30 * time.Second}
 	off, err := Solve(context.Background(), in, opts)
 	skipWithoutSolver(t, err)
 	if err != nil {
@@ -120,7 +120,7 @@ func TestFillSurplusFixpoint(t *testing.T) {
 	for _, strategy := range []string{StrategyNP, StrategyDARTR, StrategyPPipe} {
 		for _, rounding := range []string{RoundingPipeline, RoundingStage} {
 			t.Run(strategy+"/"+rounding, func(t *testing.T) {
-				opts := Options{Strategy: strategy, Rounding: rounding, MaxPartitions: 2, SLO: 150 * time.Millisecond, Deterministic: true, TimeLimit: 30 * time.Second}.withDefaults()
+				opts := Options{Alpha: DefaultAlpha, Strategy: strategy, Rounding: rounding, MaxPartitions: 2, SLO: 150 * time.Millisecond, Deterministic: true, TimeLimit: 30 * time.Second}.withDefaults()
 				p, err := prepare(in, opts)
 				if err != nil {
 					t.Fatal(err)

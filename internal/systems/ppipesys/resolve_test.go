@@ -21,12 +21,12 @@ func TestResolveOptions(t *testing.T) {
 		alpha       float64
 		arrivalRate float64
 	}{
-		{"legacy fill", `{"fill_surplus": "true"}`, true, true, 2, 0, 0, -1, 0},
-		{"legacy no fill", `{"fill_surplus": "false", "warm_start": "false"}`, false, false, 2, 0, 0, -1, 0},
-		{"legacy before the option", `{}`, false, true, 2, 0, 0, -1, 0},
+		{"legacy fill", `{"fill_surplus": "true"}`, true, true, 2, 0, 0, 0, 0},
+		{"legacy no fill", `{"fill_surplus": "false", "warm_start": "false"}`, false, false, 2, 0, 0, 0, 0},
+		{"legacy before the option", `{}`, false, true, 2, 0, 0, 0, 0},
 		{"legacy all", `{"max_partitions": "3", "alpha": "0.4", "time_limit": "1m0s", "replicas": "2", "arrival_rate": "50", "fill_surplus": "true", "warm_start": "true"}`, true, true, 3, 2, time.Minute, 0.4, 50},
 		{"typed", `{"max_partitions": 3, "alpha": 0.4, "time_limit": "1m0s", "replicas": 2, "arrival_rate": 50, "fill_surplus": true, "warm_start": true}`, true, true, 3, 2, time.Minute, 0.4, 50},
-		{"typed no margin", `{"alpha": 0, "fill_surplus": false, "warm_start": false}`, false, false, 2, 0, 0, -1, 0},
+		{"typed no margin", `{"alpha": 0, "fill_surplus": false, "warm_start": false}`, false, false, 2, 0, 0, 0, 0},
 	} {
 		p := &formats.Plan{PPipe: &formats.PPipePlan{Strategy: "ppipe", MaxPartitions: 2}}
 		p.Provenance.Options = json.RawMessage(tc.rec)
