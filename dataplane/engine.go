@@ -62,10 +62,12 @@ type Engine struct {
 	one        [1]ReqID          // View.Arrived's scratch for a single-request arrival
 	tickEvery  Time
 
-	finished   int64
-	reqBase    ReqID
-	batchBase  BatchID
-	cur        Event
+	finished  int64
+	reqBase   ReqID
+	batchBase BatchID
+	cur       Event
+	// done has a bit per held request that reached its outcome (Compact reads it).
+	done       doneSet
 	reqArena   arena[ReqID]
 	hopArena   arena[Hop]
 	batchArena arena[BatchID]
@@ -184,22 +186,19 @@ func (e *Engine) Compact() {
 		e.batches = e.batches[:n]
 		e.batchBase += BatchID(k)
 	}
-	// One pass finds the retired prefix and hands each request to Forget while its record is
-	// in cache: at scale the prefix is megabytes, and a second pass for Forget missed again
-	// on every record. The batches above go first, as they did when Forget had its own pass.
-	j := 0
-	for ; j < e.reqs.len(); j++ {
-		r := e.reqs.at(j)
-		if r.Outcome == Pending || r.ID >= minReq {
-			break
-		}
-		if e.forget != nil {
-			e.forget.Forget(r.ID)
+	// The retired prefix comes from the finished bits (doneSet), without touching a record:
+	// at scale the prefix is megabytes, last read when its requests finished. Forget gets
+	// their IDs in order, after the batches above went, as it always did.
+	j := e.done.run(e.reqBase, int(minReq-e.reqBase))
+	if e.forget != nil {
+		for id := e.reqBase; id < e.reqBase+ReqID(j); id++ {
+			e.forget.Forget(id)
 		}
 	}
 	if j > 0 {
 		e.reqs.dropFront(j)
 		e.reqBase += ReqID(j)
+		e.done.forget(e.reqBase)
 	}
 }
 
@@ -349,6 +348,7 @@ func (e *Engine) apply(now Time, d *Decision) error {
 		r.Estimate = d.Estimate
 		r.Done = now
 		e.finished++
+		e.done.set(r.ID)
 		e.fx.Finish(now, r)
 	case DSetTimer:
 		if d.At < now {
@@ -417,6 +417,7 @@ func (e *Engine) finish(now Time, q *Request, end Time) {
 		q.Outcome = Late
 	}
 	e.finished++
+	e.done.set(q.ID)
 	e.fx.Finish(now, q)
 }
 

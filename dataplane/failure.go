@@ -142,6 +142,7 @@ func (e *Engine) dropFailed(now Time, q *Request, stage StageID) {
 	q.DropStage = stage
 	q.Done = now
 	e.finished++
+	e.done.set(q.ID)
 	e.fx.Finish(now, q)
 }
 

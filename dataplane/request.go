@@ -70,6 +70,7 @@ func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
 		dl = at + e.dep.Apps[a.App].SLO
 	}
 	id := e.NextRequestID()
+	e.done.add(id)
 	e.reqs.push(Request{
 		ID: id, App: a.App, Class: a.Class, Attrs: a.Attrs, Arrival: at, Deadline: dl,
 		Dispatch: Never, FirstToken: Never, Done: Never, DropStage: NoStage,
@@ -110,6 +111,7 @@ func (e *Engine) finishCancelled(now Time, r *Request) {
 	r.Reason = DropCancelled
 	r.Done = now
 	e.finished++
+	e.done.set(r.ID)
 	e.fx.Finish(now, r)
 }
 
