@@ -33,20 +33,34 @@ type idleSet struct {
 	busy    []int
 	busyAt  []int // GPU → its place in busy, -1 when idle
 	touched []int // GPUs whose state changed since the last sync
+	hot     []hotDev
 	// DP scratch.
-	units  []unit
+	units  []unit // units[:len(busy)]: the busy GPUs' units, kept in busy's order by syncIdle
 	parts  []uint64
 	srvLo  []int // server → its classes' range in units
 	srvHi  []int
-	uOf    []int // GPU → its singleton unit, valid when uAt is this DP's stamp
-	uAt    []int64
-	stamp  int64
+	srcU   int       // the DP's unit of its source GPU when idle (a unit of its own), else -1
 	hu     []float64 // layer k's finish of unit u at k*len(units)+u
 	xu     []float64
 	smL    [][]srvBest
 	s12    [][2]int
 	cn, cx []float64
 	wait   []walk
+}
+
+// hotDev is what evalLayer reads of a GPU (devStart's inputs, and whether its plan may need a
+// walk), synced with the GPU's state with the idle set: at 128 GPUs a DP evaluates ~75 units,
+// and reading the same from the device records (five cache lines of each, and the residency
+// slice) was the DP's largest single cost. Residency is the idle set's (resM).
+type hotDev struct {
+	runEnd, loadETA float64
+	// res: the resident services (bit sv), where there are at most 64 (else resM is read).
+	res     uint64
+	loading int32
+	local   uint8 // the GPU's place in its server (idleSet.local)
+	running bool
+	// walk: the plan may hold batches: dirty (unknown until rebuilt) or not empty.
+	walk bool
 }
 
 // unit is what dpGrouped evaluates: one GPU (mask 0), or a class of idle GPUs of server srv
@@ -76,8 +90,11 @@ func (p *Policy) idleNow(d int) bool {
 }
 
 // syncIdle brings the idle set up to date with the touched GPUs (all of them at first, and
-// after prewarm, which sets residency without touching).
-func (p *Policy) syncIdle() bool {
+// after prewarm, which sets residency without touching), at the DP at now. A touched GPU that
+// is busy and up has its dirty plan's rebuild deferred to now (evalLayer): every DP evaluates
+// every such GPU, and a dirty GPU not touched since the last DP was deferred then, or was idle
+// or down and is still (becoming busy or up touches it).
+func (p *Policy) syncIdle(now dataplane.Time) bool {
 	is := &p.idle
 	G := len(p.devs)
 	if is.off {
@@ -107,16 +124,23 @@ func (p *Policy) syncIdle() bool {
 				is.resM[s*ns+sv] &^= bit
 			}
 		}
-		switch idle := p.idleNow(d); {
+		is.hot[d] = p.hotOf(d)
+		idle := p.idleNow(d)
+		if !idle && p.down[d] == 0 && dv.dirty && !dv.pend {
+			dv.pend, dv.pendAt = true, now
+		}
+		switch {
 		case idle && is.busyAt[d] >= 0:
 			is.idleM[s] |= bit
 			i, last := is.busyAt[d], is.busy[len(is.busy)-1]
 			is.busy[i], is.busyAt[last] = last, i
+			is.units[i] = is.units[len(is.busy)-1]
 			is.busy = is.busy[:len(is.busy)-1]
 			is.busyAt[d] = -1
 		case !idle && is.busyAt[d] < 0:
 			is.idleM[s] &^= bit
 			is.busyAt[d] = len(is.busy)
+			is.units = append(is.units[:len(is.busy)], unit{dev: d, dev2: -1, srv: s})
 			is.busy = append(is.busy, d)
 		}
 	}
@@ -125,6 +149,21 @@ func (p *Policy) syncIdle() bool {
 		p.checkIdle()
 	}
 	return true
+}
+
+// hotOf is GPU d's hotDev from its state.
+func (p *Policy) hotOf(d int) hotDev {
+	dv := &p.devs[d]
+	h := hotDev{runEnd: float64(dv.runEnd), loadETA: float64(dv.loadETA), loading: int32(dv.loading),
+		local: uint8(p.idle.local[d]), running: dv.running, walk: dv.dirty || len(dv.plan) > 0}
+	if len(dv.resident) <= 64 {
+		for sv, r := range dv.resident {
+			if r {
+				h.res |= 1 << sv
+			}
+		}
+	}
+	return h
 }
 
 // buildIdle lays out the idle set, every GPU busy until synced; false when a server has more
@@ -149,11 +188,13 @@ func (p *Policy) buildIdle() bool {
 	is.resM = make([]uint64, nsrv*len(p.m.W.Services))
 	is.busy = make([]int, G)
 	is.busyAt = make([]int, G)
+	is.units = make([]unit, G)
 	for d := range is.busy {
 		is.busy[d], is.busyAt[d] = d, d
+		is.units[d] = unit{dev: d, dev2: -1, srv: p.m.GPUServer[d]}
 	}
 	is.srvLo, is.srvHi = make([]int, nsrv), make([]int, nsrv)
-	is.uOf, is.uAt = make([]int, G), make([]int64, G)
+	is.hot = make([]hotDev, G)
 	is.ok = true
 	return true
 }
@@ -165,13 +206,16 @@ func (p *Policy) checkIdle() {
 	for d := range p.devs {
 		s, bit := p.m.GPUServer[d], uint64(1)<<is.local[d]
 		idle := p.idleNow(d)
-		if (is.idleM[s]&bit != 0) != idle || (is.busyAt[d] < 0) != idle || !idle && is.busy[is.busyAt[d]] != d {
+		if (is.idleM[s]&bit != 0) != idle || (is.busyAt[d] < 0) != idle || !idle && (is.busy[is.busyAt[d]] != d || is.units[is.busyAt[d]] != unit{dev: d, dev2: -1, srv: s}) {
 			panic(fmt.Sprintf("dyorc: GPU %d: kept idle %v, is %v", d, is.idleM[s]&bit != 0, idle))
 		}
 		for sv, r := range p.devs[d].resident {
 			if (is.resM[s*ns+sv]&bit != 0) != r {
 				panic(fmt.Sprintf("dyorc: GPU %d: kept residency of service %d differs", d, sv))
 			}
+		}
+		if h := p.hotOf(d); h != is.hot[d] {
+			panic(fmt.Sprintf("dyorc: GPU %d: kept %+v, is %+v", d, is.hot[d], h))
 		}
 	}
 }
@@ -199,22 +243,18 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		}
 		is.cn, is.cx = append(is.cn, cn), append(is.cx, cx)
 	}
-	if !p.syncIdle() {
+	if !p.syncIdle(now) {
 		return false
 	}
-	is.stamp++
-	us := is.units[:0]
-	for _, d := range is.busy {
-		is.uOf[d], is.uAt[d] = len(us), is.stamp
-		us = append(us, unit{dev: d, dev2: -1, srv: p.m.GPUServer[d]})
-	}
+	us := is.units[:len(is.busy)]
+	is.srcU = -1
 	ns := len(p.m.W.Services)
 	for s, gs := range is.srvDevs {
 		im := is.idleM[s]
 		if src >= 0 && p.m.GPUServer[src] == s && im&(1<<is.local[src]) != 0 {
 			// The source GPU's layer-0 input is its own: a unit of its own.
 			im &^= 1 << is.local[src]
-			is.uOf[src], is.uAt[src] = len(us), is.stamp
+			is.srcU = len(us)
 			us = append(us, unit{dev: src, dev2: -1, srv: s})
 		}
 		is.srvLo[s] = len(us)
@@ -327,51 +367,70 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src int, x, h []float64, last bool, slack float64) int {
 	is := &p.idle
 	us := is.units
+	h, x = h[:len(us)], x[:len(us)]
+	hot, down, resM, hostC, gsrv := is.hot, p.down, is.resM, p.hostC, p.m.GPUServer
+	ns, sv := len(p.m.W.Services), lc.sv
+	fnow, lat := lc.fnow, lc.lat
+	res64 := ns <= 64
 	bv, bi := math.Inf(1), -1
 	wait := is.wait[:0]
 	for i := range us {
 		u := &us[i]
-		if p.down[u.dev] > 0 {
+		d := u.dev
+		if down[d] > 0 {
 			// Infinite, but a candidate for the least finish all the same: every unit may be.
 			h[i] = math.Inf(1)
-			if bi < 0 || lessVA(h[i], u.dev, bv, us[bi].dev) {
+			if bi < 0 || lessVA(h[i], d, bv, us[bi].dev) {
 				bv, bi = h[i], i
 			}
 			continue
 		}
 		r := x[i]
 		if first {
-			r = lc.first(u.dev, src, p.m.GPUServer)
+			r = lc.first(d, src, gsrv)
 		}
-		planned := false
-		if dv := &p.devs[u.dev]; u.mask == 0 {
-			planned = len(dv.plan) > 0
-			if dv.dirty {
-				// Rebuilt only if walked, as at this DP (plan): unknown until then.
-				if !dv.pend {
-					dv.pend, dv.pendAt = true, now
-				}
-				planned = true
+		// devStart, from the hotDev: the same values in the same floating-point operations.
+		hd := &hot[d]
+		var sr, t float64
+		switch {
+		case res64 && hd.res>>(uint(sv)&63)&1 != 0 || !res64 && resM[u.srv*ns+sv]>>hd.local&1 != 0:
+			// max(fnow, r, fnow) is max(fnow, r) for every input, NaN and signed zeros included.
+			sr, t = fnow, max(fnow, r)
+		case int(hd.loading) == sv:
+			sr = hd.loadETA
+			t = max(fnow, r, sr)
+		default:
+			base := fnow
+			if hd.loading >= 0 {
+				base = max(base, hd.loadETA)
 			}
+			load := lc.coldUs
+			if hostC[u.srv][sv] {
+				load = lc.warmUs
+			}
+			sr = base + load
+			if lc.chargeLoad {
+				r += load
+			}
+			t = max(fnow, r, sr)
 		}
-		rr, sr, t := p.devStart(u.dev, lc, r)
-		h[i] = t + lc.lat
-		if planned {
-			wait = append(wait, walk{i: i, r: rr, sr: sr, t: t})
-		} else if bi < 0 || lessVA(h[i], u.dev, bv, us[bi].dev) {
+		if hd.running {
+			t = max(t, hd.runEnd)
+		}
+		h[i] = t + lat
+		if u.mask == 0 && hd.walk {
+			if len(wait) > 0 && h[i] < h[wait[0].i] {
+				// The least bound first.
+				wait = append(wait, wait[0])
+				wait[0] = walk{i: i, r: r, sr: sr, t: t}
+			} else {
+				wait = append(wait, walk{i: i, r: r, sr: sr, t: t})
+			}
+		} else if bi < 0 || lessVA(h[i], d, bv, us[bi].dev) {
 			bv, bi = h[i], i
 		}
 	}
 	prune := p.latUp[lc.sv] && (last || slack >= 0)
-	if len(wait) > 1 {
-		m := 0
-		for j := 1; j < len(wait); j++ {
-			if h[wait[j].i] < h[wait[m].i] {
-				m = j
-			}
-		}
-		wait[0], wait[m] = wait[m], wait[0]
-	}
 	for _, w := range wait {
 		d := us[w.i].dev
 		if prune && bi >= 0 {
@@ -399,8 +458,11 @@ type walk struct {
 // unitOf is GPU d's unit in the current dpGrouped.
 func (p *Policy) unitOf(d int) int {
 	is := &p.idle
-	if is.uAt[d] == is.stamp {
-		return is.uOf[d]
+	if i := is.busyAt[d]; i >= 0 {
+		return i
+	}
+	if is.srcU >= 0 && is.units[is.srcU].dev == d {
+		return is.srcU
 	}
 	s, bit := p.m.GPUServer[d], uint64(1)<<is.local[d]
 	for i := is.srvLo[s]; i < is.srvHi[s]; i++ {

@@ -25,6 +25,9 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	}
 	pl := p.rebuild(now, d)
 	dv.indexPlan()
+	if d < len(p.idle.hot) {
+		p.idle.hot[d].walk = len(pl) > 0
+	}
 	return pl
 }
 
