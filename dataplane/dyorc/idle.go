@@ -10,7 +10,8 @@ package dyorc
 // included, are those of the evaluation of every GPU (TestGroupedMatchesFlat). The scheduler is
 // still charged for the paper's states (DP's states), the overhead model of DyOrc §8.5.
 // On the scale benchmark's 128 GPUs a layer evaluates 44 units instead of 128 GPUs, 32 of them
-// busy: the busy GPUs' plan rebuilds and walks are what the DP costs there now.
+// busy; evalLayer walks the plans of only those whose bound could matter (about one in five),
+// from compact per-GPU records (hotDev): the per-unit loop is what the DP costs there now.
 
 import (
 	"fmt"
@@ -51,7 +52,7 @@ type idleSet struct {
 // hotDev is what evalLayer reads of a GPU (devStart's inputs, and whether its plan may need a
 // walk), synced with the GPU's state with the idle set: at 128 GPUs a DP evaluates ~75 units,
 // and reading the same from the device records (five cache lines of each, and the residency
-// slice) was the DP's largest single cost. Residency is the idle set's (resM).
+// slice) was the DP's largest single cost.
 type hotDev struct {
 	runEnd, loadETA float64
 	// res: the resident services (bit sv), where there are at most 64 (else resM is read).
