@@ -155,6 +155,10 @@ type device struct {
 	pmask uint64
 	pnext []int32
 	dirty bool
+	// pend, pendAt: the rebuild of a dirty plan that a DP deferred, and the time of that DP, at
+	// which the plan is rebuilt when first needed (evalLayer).
+	pend   bool
+	pendAt dataplane.Time
 	// touched: a change since the DP's last sync of the idle set (idle.go).
 	touched bool
 	// order: the queued tasks and the reservations in the plan's order (order.go), kept when

@@ -10,7 +10,8 @@ package dyorc
 // included, are those of the evaluation of every GPU (TestGroupedMatchesFlat). The scheduler is
 // still charged for the paper's states (DP's states), the overhead model of DyOrc §8.5.
 // On the scale benchmark's 128 GPUs a layer evaluates 44 units instead of 128 GPUs, 32 of them
-// busy: the busy GPUs' plan rebuilds and walks are what the DP costs there now.
+// busy; evalLayer walks the plans of only those whose bound could matter (about one in five),
+// from compact per-GPU records (hotDev): the per-unit loop is what the DP costs there now.
 
 import (
 	"fmt"
@@ -33,20 +34,34 @@ type idleSet struct {
 	busy    []int
 	busyAt  []int // GPU → its place in busy, -1 when idle
 	touched []int // GPUs whose state changed since the last sync
+	hot     []hotDev
 	// DP scratch.
-	units  []unit
+	units  []unit // units[:len(busy)]: the busy GPUs' units, kept in busy's order by syncIdle
 	parts  []uint64
 	srvLo  []int // server → its classes' range in units
 	srvHi  []int
-	uOf    []int // GPU → its singleton unit, valid when uAt is this DP's stamp
-	uAt    []int64
-	stamp  int64
+	srcU   int       // the DP's unit of its source GPU when idle (a unit of its own), else -1
 	hu     []float64 // layer k's finish of unit u at k*len(units)+u
 	xu     []float64
 	smL    [][]srvBest
 	s12    [][2]int
 	cn, cx []float64
 	wait   []walk
+}
+
+// hotDev is what evalLayer reads of a GPU (devStart's inputs, and whether its plan may need a
+// walk), synced with the GPU's state with the idle set: at 128 GPUs a DP evaluates ~75 units,
+// and reading the same from the device records (five cache lines of each, and the residency
+// slice) was the DP's largest single cost.
+type hotDev struct {
+	runEnd, loadETA float64
+	// res: the resident services (bit sv), where there are at most 64 (else resM is read).
+	res     uint64
+	loading int32
+	local   uint8 // the GPU's place in its server (idleSet.local)
+	running bool
+	// walk: the plan may hold batches: dirty (unknown until rebuilt) or not empty.
+	walk bool
 }
 
 // unit is what dpGrouped evaluates: one GPU (mask 0), or a class of idle GPUs of server srv
@@ -61,7 +76,7 @@ type unit struct {
 // idleness depends on nothing else (down, running, loading, queue, reservations, residency).
 func (p *Policy) touch(d int) {
 	dv := &p.devs[d]
-	dv.dirty = true
+	dv.dirty, dv.pend = true, false
 	if !dv.touched {
 		dv.touched = true
 		p.idle.touched = append(p.idle.touched, d)
@@ -76,8 +91,11 @@ func (p *Policy) idleNow(d int) bool {
 }
 
 // syncIdle brings the idle set up to date with the touched GPUs (all of them at first, and
-// after prewarm, which sets residency without touching).
-func (p *Policy) syncIdle() bool {
+// after prewarm, which sets residency without touching), at the DP at now. A touched GPU that
+// is busy and up has its dirty plan's rebuild deferred to now (evalLayer): every DP evaluates
+// every such GPU, and a dirty GPU not touched since the last DP was deferred then, or was idle
+// or down and is still (becoming busy or up touches it).
+func (p *Policy) syncIdle(now dataplane.Time) bool {
 	is := &p.idle
 	G := len(p.devs)
 	if is.off {
@@ -107,16 +125,23 @@ func (p *Policy) syncIdle() bool {
 				is.resM[s*ns+sv] &^= bit
 			}
 		}
-		switch idle := p.idleNow(d); {
+		is.hot[d] = p.hotOf(d)
+		idle := p.idleNow(d)
+		if !idle && p.down[d] == 0 && dv.dirty && !dv.pend {
+			dv.pend, dv.pendAt = true, now
+		}
+		switch {
 		case idle && is.busyAt[d] >= 0:
 			is.idleM[s] |= bit
 			i, last := is.busyAt[d], is.busy[len(is.busy)-1]
 			is.busy[i], is.busyAt[last] = last, i
+			is.units[i] = is.units[len(is.busy)-1]
 			is.busy = is.busy[:len(is.busy)-1]
 			is.busyAt[d] = -1
 		case !idle && is.busyAt[d] < 0:
 			is.idleM[s] &^= bit
 			is.busyAt[d] = len(is.busy)
+			is.units = append(is.units[:len(is.busy)], unit{dev: d, dev2: -1, srv: s})
 			is.busy = append(is.busy, d)
 		}
 	}
@@ -125,6 +150,21 @@ func (p *Policy) syncIdle() bool {
 		p.checkIdle()
 	}
 	return true
+}
+
+// hotOf is GPU d's hotDev from its state.
+func (p *Policy) hotOf(d int) hotDev {
+	dv := &p.devs[d]
+	h := hotDev{runEnd: float64(dv.runEnd), loadETA: float64(dv.loadETA), loading: int32(dv.loading),
+		local: uint8(p.idle.local[d]), running: dv.running, walk: dv.dirty || len(dv.plan) > 0}
+	if len(dv.resident) <= 64 {
+		for sv, r := range dv.resident {
+			if r {
+				h.res |= 1 << sv
+			}
+		}
+	}
+	return h
 }
 
 // buildIdle lays out the idle set, every GPU busy until synced; false when a server has more
@@ -149,11 +189,13 @@ func (p *Policy) buildIdle() bool {
 	is.resM = make([]uint64, nsrv*len(p.m.W.Services))
 	is.busy = make([]int, G)
 	is.busyAt = make([]int, G)
+	is.units = make([]unit, G)
 	for d := range is.busy {
 		is.busy[d], is.busyAt[d] = d, d
+		is.units[d] = unit{dev: d, dev2: -1, srv: p.m.GPUServer[d]}
 	}
 	is.srvLo, is.srvHi = make([]int, nsrv), make([]int, nsrv)
-	is.uOf, is.uAt = make([]int, G), make([]int64, G)
+	is.hot = make([]hotDev, G)
 	is.ok = true
 	return true
 }
@@ -165,13 +207,16 @@ func (p *Policy) checkIdle() {
 	for d := range p.devs {
 		s, bit := p.m.GPUServer[d], uint64(1)<<is.local[d]
 		idle := p.idleNow(d)
-		if (is.idleM[s]&bit != 0) != idle || (is.busyAt[d] < 0) != idle || !idle && is.busy[is.busyAt[d]] != d {
+		if (is.idleM[s]&bit != 0) != idle || (is.busyAt[d] < 0) != idle || !idle && (is.busy[is.busyAt[d]] != d || is.units[is.busyAt[d]] != unit{dev: d, dev2: -1, srv: s}) {
 			panic(fmt.Sprintf("dyorc: GPU %d: kept idle %v, is %v", d, is.idleM[s]&bit != 0, idle))
 		}
 		for sv, r := range p.devs[d].resident {
 			if (is.resM[s*ns+sv]&bit != 0) != r {
 				panic(fmt.Sprintf("dyorc: GPU %d: kept residency of service %d differs", d, sv))
 			}
+		}
+		if h := p.hotOf(d); h != is.hot[d] {
+			panic(fmt.Sprintf("dyorc: GPU %d: kept %+v, is %+v", d, is.hot[d], h))
 		}
 	}
 }
@@ -199,22 +244,18 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		}
 		is.cn, is.cx = append(is.cn, cn), append(is.cx, cx)
 	}
-	if !p.syncIdle() {
+	if !p.syncIdle(now) {
 		return false
 	}
-	is.stamp++
-	us := is.units[:0]
-	for _, d := range is.busy {
-		is.uOf[d], is.uAt[d] = len(us), is.stamp
-		us = append(us, unit{dev: d, dev2: -1, srv: p.m.GPUServer[d]})
-	}
+	us := is.units[:len(is.busy)]
+	is.srcU = -1
 	ns := len(p.m.W.Services)
 	for s, gs := range is.srvDevs {
 		im := is.idleM[s]
 		if src >= 0 && p.m.GPUServer[src] == s && im&(1<<is.local[src]) != 0 {
 			// The source GPU's layer-0 input is its own: a unit of its own.
 			im &^= 1 << is.local[src]
-			is.uOf[src], is.uAt[src] = len(us), is.stamp
+			is.srcU = len(us)
 			us = append(us, unit{dev: src, dev2: -1, srv: s})
 		}
 		is.srvLo[s] = len(us)
@@ -256,6 +297,7 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		is.smL, is.s12 = append(is.smL, nil), append(is.s12, [2]int{})
 	}
 	inf := math.Inf(1)
+	last := 0
 	for k := 0; k < n; k++ {
 		if k > 0 {
 			prev := is.hu[(k-1)*U : k*U]
@@ -278,28 +320,13 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		}
 		lc := p.layerOf(now, svcs[k], its[k], k > 0, t0, src, srcSvc, srcItems, k == 0)
 		h := is.hu[k*U : (k+1)*U]
-		if k == n-1 {
-			p.lastLayer(now, &lc, k == 0, src, xu, h)
-			continue
+		// The walks a layer before the last may skip (evalLayer): the next layer's transfers are
+		// cn and cx, both ≥ 0 (cn is checked above; a negative or NaN cx turns skipping off).
+		slack := math.NaN()
+		if k < n-1 && is.cx[k+1] >= 0 {
+			slack = max(is.cn[k+1], is.cx[k+1])
 		}
-		for i := range us {
-			u := &us[i]
-			if p.down[u.dev] > 0 {
-				h[i] = inf
-				continue
-			}
-			r := xu[i]
-			if k == 0 {
-				r = lc.first(u.dev, src, p.m.GPUServer)
-			}
-			h[i] = p.devFinish(now, u.dev, &lc, r, u.mask != 0)
-		}
-	}
-	last, h := 0, is.hu[(n-1)*U:]
-	for i := 1; i < U; i++ {
-		if lessVA(h[i], us[i].dev, h[last], us[last].dev) {
-			last = i
-		}
+		last = p.evalLayer(now, &lc, k == 0, src, xu, h, k == n-1, slack)
 	}
 	d := us[last].dev
 	devs[n-1] = d
@@ -311,61 +338,119 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	return true
 }
 
-// lastLayer is dpGrouped's evaluation of its last layer into h (first: it is layer 0, whose
-// input times come from src, else from x). Of that layer only the least finish (ties to the
-// lowest GPU) matters, so a unit's plan is walked (availScan) only where the finish on an empty
-// plan, a lower bound of the walk's (devStart; where ExpLat grows with the batch, latUp), could
-// still beat the least finish found; a unit not walked keeps the bound in h, which loses to the
-// least finish as its finish would. Every busy GPU's plan is still rebuilt when dirty, at the
-// time the full evaluation would rebuild it (a plan is kept with the time of its rebuild). On
-// the scale benchmark's 128 GPUs 9.0 of a last layer's 30.2 walks remain (8 GPUs: 4.8 of 7.1).
-// The layers before the last are not pruned so: what the next layer reads of them includes each
-// server's two least finishes, and those are on the busy GPUs of the servers holding the
-// chain's services, whose bounds are loose; skipping there left half the walks and cost more
-// than it saved.
-func (p *Policy) lastLayer(now dataplane.Time, lc *layerConst, first bool, src int, x, h []float64) {
+// evalLayer is dpGrouped's evaluation of one layer into h (first: it is layer 0, whose input
+// times come from src, else from x), with the plan walks (availScan) that cannot change the
+// DP's choices skipped. It returns the unit of the layer's least finish (ties to the lowest GPU;
+// 0 when every unit is down), the DP's last GPU when last.
+//
+// A unit's finish on an empty plan (devStart), where ExpLat grows with the batch (latUp), is a
+// lower bound of its walk's: a gap starts no earlier, and a batch it joins starts no earlier and
+// runs no shorter. A unit whose plan is not walked keeps that bound in h. The full evaluation
+// rebuilds every dirty plan at the DP and keeps it with that time; here a dirty plan is rebuilt
+// only when walked, at this DP's time (device.pendAt, plan), or before the host cache it reads
+// changes (rebuildDeferred), which makes the same plan: 12% fewer rebuilds at 128 GPUs.
+//
+//   - Of the last layer only the least finish matters, so a plan is walked only where the bound
+//     could still beat the least finish found.
+//   - A layer before the last matters through the next layer's inputs: unit i's is the least of
+//     h[j] + comm(j→i) over every unit j (bestPred; comm 0 on i itself, slack ≥ comm ≥ 0 else).
+//     The least finish found, best, bounds every unit's input: best + slack, in floating point
+//     (addition is monotone). A unit whose bound exceeds that cannot be any unit's predecessor,
+//     its bound plus any transfer exceeding it too, whatever its true finish; it is not walked,
+//     and bestPred over h with its bound (ties to the lowest index among the others alike)
+//     makes the choices it would with its finish. An earlier attempt kept each server's two
+//     least finishes exact instead and cost more than it saved: the busy GPUs sit on the
+//     servers holding the chain's services, which that must settle one by one.
+//
+// The least bound is walked first: its walk most often gives the least finish. Walks a DP makes
+// on the scale benchmark's 128 GPUs, in layers before the last 21.3 → 3.9, in the last 30.2 →
+// 6.8 (8 GPUs: 5.5 → 3.2, 7.1 → 4.0; before, the last layer's bound alone: 9.0 and 4.8).
+func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src int, x, h []float64, last bool, slack float64) int {
 	is := &p.idle
 	us := is.units
-	bv, bd := math.Inf(1), -1
+	h, x = h[:len(us)], x[:len(us)]
+	hot, down, resM, hostC, gsrv := is.hot, p.down, is.resM, p.hostC, p.m.GPUServer
+	ns, sv := len(p.m.W.Services), lc.sv
+	fnow, lat := lc.fnow, lc.lat
+	res64 := ns <= 64
+	bv, bi := math.Inf(1), -1
 	wait := is.wait[:0]
 	for i := range us {
 		u := &us[i]
-		if p.down[u.dev] > 0 {
+		d := u.dev
+		if down[d] > 0 {
+			// Infinite, but a candidate for the least finish all the same: every unit may be.
 			h[i] = math.Inf(1)
+			if bi < 0 || lessVA(h[i], d, bv, us[bi].dev) {
+				bv, bi = h[i], i
+			}
 			continue
 		}
 		r := x[i]
 		if first {
-			r = lc.first(u.dev, src, p.m.GPUServer)
+			r = lc.first(d, src, gsrv)
 		}
-		var pl []pbatch
-		if u.mask == 0 {
-			pl = p.devPlan(now, u.dev)
+		// devStart, from the hotDev: the same values in the same floating-point operations.
+		hd := &hot[d]
+		var sr, t float64
+		switch {
+		case res64 && hd.res>>(uint(sv)&63)&1 != 0 || !res64 && resM[u.srv*ns+sv]>>hd.local&1 != 0:
+			// max(fnow, r, fnow) is max(fnow, r) for every input, NaN and signed zeros included.
+			sr, t = fnow, max(fnow, r)
+		case int(hd.loading) == sv:
+			sr = hd.loadETA
+			t = max(fnow, r, sr)
+		default:
+			base := fnow
+			if hd.loading >= 0 {
+				base = max(base, hd.loadETA)
+			}
+			load := lc.coldUs
+			if hostC[u.srv][sv] {
+				load = lc.warmUs
+			}
+			sr = base + load
+			if lc.chargeLoad {
+				r += load
+			}
+			t = max(fnow, r, sr)
 		}
-		rr, sr, t := p.devStart(u.dev, lc, r)
-		h[i] = t + lc.lat
-		if len(pl) > 0 {
-			wait = append(wait, walk{i: i, r: rr, sr: sr, t: t})
-		} else if bd < 0 || lessVA(h[i], u.dev, bv, bd) {
-			bv, bd = h[i], u.dev
+		if hd.running {
+			t = max(t, hd.runEnd)
+		}
+		h[i] = t + lat
+		if u.mask == 0 && hd.walk {
+			if len(wait) > 0 && h[i] < h[wait[0].i] {
+				// The least bound first.
+				wait = append(wait, wait[0])
+				wait[0] = walk{i: i, r: r, sr: sr, t: t}
+			} else {
+				wait = append(wait, walk{i: i, r: r, sr: sr, t: t})
+			}
+		} else if bi < 0 || lessVA(h[i], d, bv, us[bi].dev) {
+			bv, bi = h[i], i
 		}
 	}
-	prune := p.latUp[lc.sv]
+	prune := p.latUp[lc.sv] && (last || slack >= 0)
 	for _, w := range wait {
 		d := us[w.i].dev
-		if prune && bd >= 0 && !lessVA(h[w.i], d, bv, bd) {
-			continue
+		if prune && bi >= 0 {
+			if last && !lessVA(h[w.i], d, bv, us[bi].dev) || !last && h[w.i] > bv+slack {
+				continue
+			}
 		}
-		dv := &p.devs[d]
-		h[w.i] = availScan(now, dv.plan, dv, lc.s, p.latTab[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
-		if bd < 0 || lessVA(h[w.i], d, bv, bd) {
-			bv, bd = h[w.i], d
+		if pl := p.plan(now, d); len(pl) > 0 {
+			h[w.i] = availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
+		}
+		if bi < 0 || lessVA(h[w.i], d, bv, us[bi].dev) {
+			bv, bi = h[w.i], w.i
 		}
 	}
 	is.wait = wait
+	return max(bi, 0)
 }
 
-// walk is a plan walk lastLayer may skip: unit i's devStart.
+// walk is a plan walk evalLayer may skip: unit i's devStart.
 type walk struct {
 	i        int
 	r, sr, t float64
@@ -374,8 +459,11 @@ type walk struct {
 // unitOf is GPU d's unit in the current dpGrouped.
 func (p *Policy) unitOf(d int) int {
 	is := &p.idle
-	if is.uAt[d] == is.stamp {
-		return is.uOf[d]
+	if i := is.busyAt[d]; i >= 0 {
+		return i
+	}
+	if is.srcU >= 0 && is.units[is.srcU].dev == d {
+		return is.srcU
 	}
 	s, bit := p.m.GPUServer[d], uint64(1)<<is.local[d]
 	for i := is.srvLo[s]; i < is.srvHi[s]; i++ {

@@ -20,8 +20,14 @@ func (p *Policy) plan(now dataplane.Time, d int) []pbatch {
 	if !dv.dirty {
 		return dv.plan
 	}
+	if dv.pend {
+		now, dv.pend = dv.pendAt, false
+	}
 	pl := p.rebuild(now, d)
 	dv.indexPlan()
+	if d < len(p.idle.hot) {
+		p.idle.hot[d].walk = len(pl) > 0
+	}
 	return pl
 }
 
@@ -381,6 +387,9 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 	}
 	srv := p.m.GPUServer[d]
 	dur := dataplane.Time(math.Ceil(p.m.LoadUs(l.svc, !p.hostC[srv][l.svc] || p.opt.Mode == ModeRay)))
+	if !p.hostC[srv][l.svc] {
+		p.rebuildDeferred(srv)
+	}
 	p.hostC[srv][l.svc] = true
 	out.Load(p.m.Holder[d][l.svc], s.Name, s.Bytes, dur)
 	dv.loading, dv.loadETA = l.svc, now+dur
@@ -405,4 +414,17 @@ func (p *Policy) maxBatch(sv int) int {
 		return min(RayMaxBatch, p.m.W.Services[sv].MaxBatch)
 	}
 	return p.m.W.Services[sv].MaxBatch
+}
+
+// rebuildDeferred rebuilds the deferred plans (evalLayer) of server srv's GPUs before its host
+// cache changes: a plan reads the cache (svcReady) as it was at the DP that deferred it, and
+// nothing else of a GPU changes without touching it (which drops the deferred rebuild). The
+// GPU whose load changes the cache may have been changed already, but it is touched right
+// after, so its plan is rebuilt again before any use.
+func (p *Policy) rebuildDeferred(srv int) {
+	for d := range p.devs {
+		if dv := &p.devs[d]; dv.pend && p.m.GPUServer[d] == srv {
+			p.plan(dv.pendAt, d)
+		}
+	}
 }
