@@ -80,7 +80,17 @@ func (g *schemaGen) addSections(kind string, secs *SectionSet, before string) {
 	if !ok {
 		return
 	}
-	for _, sec := range secs.sections(kind) {
+	ordered := slices.Clone(secs.sections(kind))
+	slices.SortStableFunc(ordered, func(a, b Section) int {
+		switch {
+		case sectionBefore(a, a.Key(), b, b.Key()):
+			return -1
+		case sectionBefore(b, b.Key(), a, a.Key()):
+			return 1
+		}
+		return 0
+	})
+	for _, sec := range ordered {
 		if Typed(kind, sec.Key()) {
 			continue // a typed field's schema comes from its Go type
 		}

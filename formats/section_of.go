@@ -28,7 +28,13 @@ type SectionOf[T any] struct {
 	// Cross returns the problems of a decoded value against the other files given with it
 	// (Section.CrossCheck); nil: none.
 	Cross func(v *T, self string, docs map[string]Document) ErrorList
+	// Position is the section's place among a document's sections, in files and in the
+	// schema (Positioned): ascending, then by key; 0 comes after every positioned one.
+	Position int
 }
+
+// SectionPosition implements Positioned.
+func (s SectionOf[T]) SectionPosition() int { return s.Position }
 
 // Key implements Section.
 func (s SectionOf[T]) Key() string { return s.Name }

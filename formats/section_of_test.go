@@ -160,3 +160,39 @@ func FuzzSectionOfDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestSectionPositions: registered sections are written, described and checked in their
+// declared positions (then by key, unpositioned last), before the plan's fleet and
+// prediction, whatever their keys' order: a section keeps its place when it moves out of
+// formats.
+func TestSectionPositions(t *testing.T) {
+	first := SectionOf[crew]{Name: "crew_z", Sys: "crewer", Position: 1}
+	second := SectionOf[crew]{Name: "crew_a", Sys: "crewer", Position: 2}
+	last := SectionOf[crew]{Name: "crew_b", Sys: "crewer"}
+	for _, order := range [][]Section{{first, second, last}, {last, second, first}} {
+		secs := &SectionSet{Systems: []string{"crewer"}, Plan: order}
+		p := &Plan{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: KindPlan}, Prediction: &Prediction{}}
+		for _, s := range []SectionOf[crew]{last, second, first} {
+			s.Put(&p.Sections, &crew{Name: s.Name})
+		}
+		if got := strings.Join(p.Sections.Keys(), ","); got != "crew_z,crew_a,crew_b" {
+			t.Errorf("Keys = %s, want crew_z,crew_a,crew_b", got)
+		}
+		js, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, a, b, pr := strings.Index(string(js), `"crew_z"`), strings.Index(string(js), `"crew_a"`), strings.Index(string(js), `"crew_b"`), strings.Index(string(js), `"prediction"`)
+		if !(z < a && a < b && b < pr) {
+			t.Errorf("written order (crew_z, crew_a, crew_b, prediction at %d, %d, %d, %d): %s", z, a, b, pr, js)
+		}
+		s, err := Schema(KindPlan, secs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, a, b, f := strings.Index(string(s), `"crew_z": {`), strings.Index(string(s), `"crew_a": {`), strings.Index(string(s), `"crew_b": {`), strings.Index(string(s), `"fleet": {`)
+		if !(z < a && a < b && b < f) {
+			t.Errorf("schema order (crew_z, crew_a, crew_b, fleet at %d, %d, %d, %d)", z, a, b, f)
+		}
+	}
+}

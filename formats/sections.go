@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -311,11 +312,39 @@ func (sv SectionValues) keys() []string {
 	for k := range sv {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool {
+		return sectionBefore(sv[keys[i]].Section, keys[i], sv[keys[j]].Section, keys[j])
+	})
 	return keys
 }
 
-// Keys lists the sections' keys, sorted.
+// Positioned is a Section with a declared place among a document's sections
+// (SectionOf.Position): files, schemas and checks take registered sections in ascending
+// position, then by key; a Section without one (or position 0) comes after every
+// positioned one. Declaring the places the typed fields had keeps a section's bytes where
+// they were when it moves out of formats.
+type Positioned interface {
+	SectionPosition() int
+}
+
+// sectionBefore orders two registered sections: by position, then by key.
+func sectionBefore(a Section, ka string, b Section, kb string) bool {
+	pa, pb := position(a), position(b)
+	if pa != pb {
+		return pa < pb
+	}
+	return ka < kb
+}
+
+// position is sec's declared place, or the largest int when it declares none.
+func position(sec Section) int {
+	if p, ok := sec.(Positioned); ok && p.SectionPosition() > 0 {
+		return p.SectionPosition()
+	}
+	return math.MaxInt
+}
+
+// Keys lists the sections' keys in their order (Positioned, then by key).
 func (sv SectionValues) Keys() []string { return sv.keys() }
 
 // appendJSON splices the sections, in key order, into the JSON object obj (the typed part of

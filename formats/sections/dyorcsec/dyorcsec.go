@@ -18,11 +18,15 @@ const (
 	WorkloadKey = "workflows"
 )
 
+// Position is the place of DyOrc's sections in a file: fifth, after PPipe's, PARD's,
+// CascadeServe's and QLM's, where its typed fields stood (formats.Positioned).
+const Position = 5
+
 // PlanSection is the Section of a plan's `dyorc` section: a *DyOrcPlan.
-var PlanSection = planSection{formats.SectionOf[DyOrcPlan]{Name: PlanKey, Sys: "dyorc", CheckIn: checkPlan, Cross: crossCheckPlan}}
+var PlanSection = planSection{formats.SectionOf[DyOrcPlan]{Name: PlanKey, Sys: "dyorc", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
 
 // WorkloadSection is the Section of a workload's `workflows` section: a *Workflows.
-var WorkloadSection = workloadSection{formats.SectionOf[Workflows]{Name: WorkloadKey, Sys: "dyorc", Check: checkWorkflows, Cross: crossCheckWorkflows}}
+var WorkloadSection = workloadSection{formats.SectionOf[Workflows]{Name: WorkloadKey, Sys: "dyorc", Check: checkWorkflows, Cross: crossCheckWorkflows, Position: Position}}
 
 // planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
 // (formats.GPUUser, formats.TraceTargeter).
