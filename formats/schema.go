@@ -80,17 +80,7 @@ func (g *schemaGen) addSections(kind string, secs *SectionSet, before string) {
 	if !ok {
 		return
 	}
-	ordered := slices.Clone(secs.sections(kind))
-	slices.SortStableFunc(ordered, func(a, b Section) int {
-		switch {
-		case sectionBefore(a, a.Key(), b, b.Key()):
-			return -1
-		case sectionBefore(b, b.Key(), a, a.Key()):
-			return 1
-		}
-		return 0
-	})
-	for _, sec := range ordered {
+	for _, sec := range ordered(secs.sections(kind)) {
 		if Typed(kind, sec.Key()) {
 			continue // a typed field's schema comes from its Go type
 		}

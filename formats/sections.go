@@ -16,10 +16,11 @@ import (
 // file has shared parts (TypeMeta, Metadata, Provenance, the embedded Cluster) and one
 // top-level section per system, each a Section its system registers. A section is either
 // registered whole — SectionOf[T], its Go type, decoding, validation, cross-file checks and
-// schema in the system's own package (DyOrc's, formats/sections/dyorcsec; a toy sixth
-// system's), kept in the document's Sections and read with the package's accessors
-// (dyorcsec.PlanOf) — or, for PPipe, PARD, CascadeServe and QLM until their types move the
-// same way, a typed field of Plan or Workload that formats decodes itself while the
+// schema in the system's own package (DyOrc's two, formats/sections/dyorcsec; QLM's plan
+// section, formats/sections/qlmsec; a toy sixth system's), kept in the document's Sections
+// and read with the package's accessors (dyorcsec.PlanOf, qlmsec.PlanOf) — or, for PPipe,
+// PARD and CascadeServe and QLM's llm_classes until their types move the same way (each
+// declaring the Position its field had), a typed field of Plan or Workload that formats decodes itself while the
 // system's Section, registered under the field's key, validates and cross-checks it
 // (validateTyped, crossCheckTyped). Both kinds keep their place in the file and the
 // schema. The
@@ -280,10 +281,10 @@ func sectionFor(kind, k string, sv SectionValues, secs *SectionSet) Section {
 }
 
 // sectionKeys lists every section key a document of kind may have: its typed fields' in
-// field order, then those secs registers beyond them in the set's order (for messages).
+// field order, then those secs registers beyond them in their order (for messages).
 func sectionKeys(kind string, t reflect.Type, secs *SectionSet) []string {
 	keys := typedSectionKeys(t)
-	for _, sec := range secs.sections(kind) {
+	for _, sec := range ordered(secs.sections(kind)) {
 		if !slices.Contains(keys, sec.Key()) {
 			keys = append(keys, sec.Key())
 		}
@@ -334,6 +335,21 @@ func sectionBefore(a Section, ka string, b Section, kb string) bool {
 		return pa < pb
 	}
 	return ka < kb
+}
+
+// ordered is secs sorted by position, then key (a new slice).
+func ordered(secs []Section) []Section {
+	out := slices.Clone(secs)
+	slices.SortStableFunc(out, func(a, b Section) int {
+		switch {
+		case sectionBefore(a, a.Key(), b, b.Key()):
+			return -1
+		case sectionBefore(b, b.Key(), a, a.Key()):
+			return 1
+		}
+		return 0
+	})
+	return out
 }
 
 // position is sec's declared place, or the largest int when it declares none.

@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // The prediction a plan carries (formats.Prediction): the plan simulated at its own rates
@@ -209,7 +210,7 @@ func Predict(ctx context.Context, in PredictInput) (*formats.Prediction, error) 
 // QLM plan embeds the workload its classes come from.
 func PlanLLMClasses(p *formats.Plan, dep *dataplane.Deployment) []LLMClass {
 	e := p.Provenance.Embedded
-	if p.QLM == nil || e == nil || e.Workload == nil {
+	if qlmsec.PlanOf(p) == nil || e == nil || e.Workload == nil {
 		return nil
 	}
 	return LLMClassesOf(dep, e.Workload.LLMClasses)

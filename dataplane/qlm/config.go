@@ -26,6 +26,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Kind is the plan section this data plane serves.
@@ -59,7 +60,7 @@ type Instance struct {
 	GPUCount int `json:"gpu_count,omitempty"`
 	// CPUModelBytes is the host memory for warm model copies (0 = 2× the largest model).
 	CPUModelBytes int64 `json:"cpu_model_bytes,omitempty"`
-	// Role is the instance's part in a disaggregated deployment (formats.QLMInstance.Role:
+	// Role is the instance's part in a disaggregated deployment (qlmsec.QLMInstance.Role:
 	// "", prefill or decode; disaggpol.go).
 	Role string `json:"role,omitempty"`
 }
@@ -87,7 +88,7 @@ type Setup struct {
 	// that check holds at every arrival, and this bounds how often the generator runs.
 	ReplanMs float64 `json:"replan_ms,omitempty"`
 	// Routes are the least-cost plan's request-size routes to GPU types (route.go).
-	Routes []formats.QLMRoute `json:"routes,omitempty"`
+	Routes []qlmsec.QLMRoute `json:"routes,omitempty"`
 	// KVLinkGBps is the KV link of disaggregated instances in GB/s (the cluster's
 	// kv_link_gbps; disaggpol.go).
 	KVLinkGBps float64 `json:"kv_link_gbps,omitempty"`

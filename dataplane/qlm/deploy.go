@@ -5,6 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Build makes the deployment of LLM classes served by instances (one worker each, all in the
@@ -43,7 +44,7 @@ func Build(classes []formats.LLMClass, setup Setup) (*dataplane.Deployment, erro
 // FromPlan builds the deployment of a plan's qlm section from the inputs embedded in its
 // provenance (classes from the workload, LLM profiles).
 func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
-	q := p.QLM
+	q := qlmsec.PlanOf(p)
 	if q == nil {
 		return nil, formats.ErrorList{{Path: "qlm", Rule: "the plan has no qlm section"}}
 	}

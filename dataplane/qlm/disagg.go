@@ -5,9 +5,10 @@ import (
 
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
-// Disaggregated instances (formats.QLMInstance.Role, llm-deploy-search §1). The policies run
+// Disaggregated instances (qlmsec.QLMInstance.Role, llm-deploy-search §1). The policies run
 // a plan's role instances themselves (disaggpol.go), by the rules of dataplane/llm's
 // ReplayDisagg; DisaggOf resolves the same plan into ReplayDisagg's input, one per model,
 // for callers that replay request lists without the simulator (the deployment search).
@@ -22,10 +23,10 @@ type DisaggModel struct {
 
 // HasRoles reports whether some instance of the plan's qlm section has a role.
 func HasRoles(p *formats.Plan) bool {
-	if p.QLM == nil {
+	if qlmsec.PlanOf(p) == nil {
 		return false
 	}
-	for _, in := range p.QLM.Instances {
+	for _, in := range qlmsec.PlanOf(p).Instances {
 		if in.Role != "" {
 			return true
 		}
@@ -38,7 +39,7 @@ func HasRoles(p *formats.Plan) bool {
 // plan's embedded profiles, the counts, and the link from the plan's cluster (kv_link_gbps).
 // The instances of one role of one model must be of one kind (one profile per side).
 func DisaggOf(p *formats.Plan) ([]DisaggModel, error) {
-	if p.QLM == nil {
+	if qlmsec.PlanOf(p) == nil {
 		return nil, formats.ErrorList{{Path: "qlm", Rule: "the plan has no qlm section"}}
 	}
 	e := p.Provenance.Embedded
@@ -51,7 +52,7 @@ func DisaggOf(p *formats.Plan) ([]DisaggModel, error) {
 	}
 	var out []DisaggModel
 	at := map[string]int{}
-	for i, in := range p.QLM.Instances {
+	for i, in := range qlmsec.PlanOf(p).Instances {
 		if in.Role == "" {
 			continue
 		}
@@ -68,7 +69,7 @@ func DisaggOf(p *formats.Plan) ([]DisaggModel, error) {
 		}
 		d := &out[k]
 		side, n := &d.Prefill, &d.Deploy.P
-		if in.Role == formats.RoleDecode {
+		if in.Role == qlmsec.RoleDecode {
 			side, n = &d.Decode, &d.Deploy.D
 		}
 		if *side != nil && *side != pr {
@@ -88,7 +89,7 @@ func DisaggOf(p *formats.Plan) ([]DisaggModel, error) {
 }
 
 // findProfile is the embedded LLM profile instance in runs.
-func findProfile(profiles []formats.Profile, in formats.QLMInstance) *formats.LLMProfile {
+func findProfile(profiles []formats.Profile, in qlmsec.QLMInstance) *formats.LLMProfile {
 	x := Instance{GPU: in.GPU, GPUCount: in.GPUCount}
 	for i := range profiles {
 		p := &profiles[i]

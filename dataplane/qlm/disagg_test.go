@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -72,8 +73,8 @@ func TestDisaggOfBadInput(t *testing.T) {
 		mut        func(p *formats.Plan)
 	}{
 		{"no link", "kv_link_gbps", func(p *formats.Plan) { p.Cluster.KVLinkGBps = nil }},
-		{"no profile", "no LLM profile", func(p *formats.Plan) { p.QLM.Instances[1].GPUCount = 2 }},
-		{"no decode", "prefill and decode", func(p *formats.Plan) { p.QLM.Instances[1].Role = formats.RolePrefill }},
+		{"no profile", "no LLM profile", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPUCount = 2 }},
+		{"no decode", "prefill and decode", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Role = qlmsec.RolePrefill }},
 	} {
 		p := readDisaggPlan(t)
 		if p.Cluster == nil {
@@ -95,9 +96,9 @@ func TestDisaggPolicyMatchesReplay(t *testing.T) {
 		t.Run(fmt.Sprintf("%dP%dD", n, n), func(t *testing.T) {
 			p := readDisaggPlan(t)
 			for k := 1; k < n; k++ {
-				for _, in := range p.QLM.Instances[:2] {
+				for _, in := range qlmsec.PlanOf(p).Instances[:2] {
 					in.Name, in.Queue = fmt.Sprintf("%s-%d", in.Name, k), nil
-					p.QLM.Instances = append(p.QLM.Instances, in)
+					qlmsec.PlanOf(p).Instances = append(qlmsec.PlanOf(p).Instances, in)
 				}
 			}
 			matchReplay(t, p, 1.2*float64(n))

@@ -5,7 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/llm"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Disaggregated prefill/decode instances in the policies (llm-deploy-search §1). When a
@@ -70,7 +70,7 @@ func (p *Policy) disaggSetup() (bool, error) {
 			c := copies[key]
 			if c == nil {
 				cp, mm := *e.m, *e.m.Model
-				if in.role == formats.RolePrefill {
+				if in.role == qlmsec.RolePrefill {
 					mm.OutDelay = 0
 				} else {
 					mm.PrefixCaching = false
@@ -114,9 +114,9 @@ func (p *Policy) roleOf(s *seq) string {
 	x := ext(s)
 	switch {
 	case x.decode:
-		return formats.RoleDecode
+		return qlmsec.RoleDecode
 	case x.out > 0 || (p.disagg && p.split(s.Model)):
-		return formats.RolePrefill
+		return qlmsec.RolePrefill
 	}
 	return ""
 }
@@ -133,7 +133,7 @@ func (p *Policy) leastLoaded(el []*instance, role string, q *plainQueue) *instan
 		}
 		load := 0
 		count := func(s *seq) {
-			if role == formats.RolePrefill {
+			if role == qlmsec.RolePrefill {
 				load += s.Prompt + s.Gen - s.Comp
 			} else {
 				load += ext(s).outLeft(s)
@@ -179,7 +179,7 @@ func (p *Policy) prefilled(now dataplane.Time, s *seq, out *dataplane.Decisions)
 // instance of its model, or drops it when none is live.
 func (p *Policy) queueTransfer(d *seq, out *dataplane.Decisions) {
 	q := p.q.(*plainQueue)
-	in := p.leastLoaded(p.eligible(d.Model), formats.RoleDecode, q)
+	in := p.leastLoaded(p.eligible(d.Model), qlmsec.RoleDecode, q)
 	if in == nil {
 		p.delSeq(d.ID)
 		out.Drop(d.ID, 0, dataplane.DropWorkerFailed, 0)
@@ -201,7 +201,7 @@ func (p *Policy) startTransfers(now dataplane.Time, out *dataplane.Decisions) {
 		return
 	}
 	for _, in := range p.inst {
-		if in.role != formats.RoleDecode || in.down || in.landing != nil {
+		if in.role != qlmsec.RoleDecode || in.down || in.landing != nil {
 			continue
 		}
 		for len(in.pending) > 0 {

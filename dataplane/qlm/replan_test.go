@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -69,7 +70,7 @@ func TestFromPlanReplanMs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ms := range []float64{0, 250, 1500} {
-		pl.QLM.ReplanMs = ms
+		qlmsec.PlanOf(&pl).ReplanMs = ms
 		dep, err := FromPlan(&pl)
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/plan-dev/plan/dataplane/llm"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Size routing (Mélange, Griggs et al. 2024, §5): a least-cost plan over request-size buckets ×
@@ -17,7 +17,7 @@ import (
 // scheduling then acts among the instances of that type.
 
 // appRoutes are the routes of one class.
-type appRoutes []formats.QLMRoute
+type appRoutes []qlmsec.QLMRoute
 
 // buildRoutes indexes the set-up's routes by class (app), checking their shares.
 func (p *Policy) buildRoutes() error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -18,9 +19,9 @@ import (
 // requests mix on both types.
 func TestSizeRouting(t *testing.T) {
 	short, long := engineReq{in: 100, out: 10}, engineReq{in: 2000, out: 10}
-	routes := []formats.QLMRoute{
-		{Class: "c-m", InputTokens: 100, OutputTokens: 10, GPUs: []formats.QLMShare{{GPU: "L4", Share: 1}}},
-		{Class: "c-m", InputTokens: 2000, OutputTokens: 10, GPUs: []formats.QLMShare{{GPU: "A100", Share: 1}}},
+	routes := []qlmsec.QLMRoute{
+		{Class: "c-m", InputTokens: 100, OutputTokens: 10, GPUs: []qlmsec.QLMShare{{GPU: "L4", Share: 1}}},
+		{Class: "c-m", InputTokens: 2000, OutputTokens: 10, GPUs: []qlmsec.QLMShare{{GPU: "A100", Share: 1}}},
 	}
 	var reqs []engineReq
 	want := map[dataplane.ReqID]string{}
@@ -44,8 +45,8 @@ func TestSizeRouting(t *testing.T) {
 		})
 	}
 	// A split route: its requests go to both types, about by share (drawn per request ID).
-	split := []formats.QLMRoute{{Class: "c-m", InputTokens: 100, OutputTokens: 10,
-		GPUs: []formats.QLMShare{{GPU: "L4", Share: 0.75}, {GPU: "A100", Share: 0.25}}}}
+	split := []qlmsec.QLMRoute{{Class: "c-m", InputTokens: 100, OutputTokens: 10,
+		GPUs: []qlmsec.QLMShare{{GPU: "L4", Share: 0.75}, {GPU: "A100", Share: 0.25}}}}
 	var many []engineReq
 	for i := range 200 {
 		r := short
@@ -64,7 +65,7 @@ func TestSizeRouting(t *testing.T) {
 
 // runRouted serves reqs on an L4 and an A100 instance (the hand profile on both) under
 // routes, and returns the policy's stats.
-func runRouted(t *testing.T, pol string, routes []formats.QLMRoute, reqs []engineReq) *Stats {
+func runRouted(t *testing.T, pol string, routes []qlmsec.QLMRoute, reqs []engineReq) *Stats {
 	t.Helper()
 	a, l := handProfile(), handProfile()
 	l.GPU = "L4"
@@ -111,7 +112,7 @@ func runRouted(t *testing.T, pol string, routes []formats.QLMRoute, reqs []engin
 func TestRouteBadShare(t *testing.T) {
 	a := handProfile()
 	setup := Setup{Profiles: []formats.LLMProfile{a}, Instances: []Instance{{Name: "a100", GPU: "A100", Model: "m"}},
-		Routes: []formats.QLMRoute{{Class: "c-m", GPUs: []formats.QLMShare{{GPU: "A100", Share: -1}}}}}
+		Routes: []qlmsec.QLMRoute{{Class: "c-m", GPUs: []qlmsec.QLMShare{{GPU: "A100", Share: -1}}}}}
 	dep, err := Build([]formats.LLMClass{oneClass("m", time.Hour)}, setup)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // disaggPlanFile is the bundled disaggregated plan: m8b on one prefill and one decode H100
@@ -74,10 +75,10 @@ func rolePlan(t testing.TB) *formats.Plan {
 	c := *p.Provenance.Embedded.Cluster
 	c.GPUs = []formats.GPUPool{{Type: "H100", Count: 3, PerServer: 4, MemoryBytes: 80e9}}
 	p.Provenance.Embedded.Cluster = &c
-	pre := p.QLM.Instances[0]
+	pre := qlmsec.PlanOf(p).Instances[0]
 	pre2 := pre
 	pre2.Name, pre2.Queue = "prefill-1", nil
-	p.QLM.Instances = append(p.QLM.Instances, pre2)
+	qlmsec.PlanOf(p).Instances = append(qlmsec.PlanOf(p).Instances, pre2)
 	return p
 }
 
@@ -133,15 +134,15 @@ func TestEngineFlags(t *testing.T) {
 		{"ngram", "", &formats.LLMEngine{Speculative: free}, []string{`--speculative-config={"method":"ngram","num_speculative_tokens":4}`}},
 		{"draft model", "", &formats.LLMEngine{Speculative: draft},
 			[]string{`--speculative-config={"method":"draft_model","model":"meta-llama/Llama-3.2-1B-Instruct","num_speculative_tokens":3}`}},
-		{"prefill", formats.RolePrefill, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
+		{"prefill", qlmsec.RolePrefill, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
 			[]string{"--enable-prefix-caching", `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_producer"}`}},
-		{"decode", formats.RoleDecode, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
+		{"decode", qlmsec.RoleDecode, &formats.LLMEngine{EnablePrefixCaching: new(true), Speculative: free},
 			[]string{"--no-enable-prefix-caching", `--speculative-config={"method":"ngram","num_speculative_tokens":4}`, `--kv-transfer-config={"kv_connector":"NixlConnector","kv_role":"kv_consumer"}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base
 			p.Engine = tc.engine
-			in := formats.QLMInstance{Model: "m", GPU: "A100", GPUCount: 1, Role: tc.role}
+			in := qlmsec.QLMInstance{Model: "m", GPU: "A100", GPUCount: 1, Role: tc.role}
 			e, err := engine(&p, in, 3072, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -172,7 +173,7 @@ func TestEngineFlagsRejects(t *testing.T) {
 		role, want string
 	}{
 		{"both", `qlm.instances[0].role: "both": must be one of prefill, decode`},
-		{formats.RoleDecode, "profiles[0].llms[0].engine.speculative.draft_model: missing: drafting costs time (draft_step_us 800, draft_cost_ratio 0)"},
+		{qlmsec.RoleDecode, "profiles[0].llms[0].engine.speculative.draft_model: missing: drafting costs time (draft_step_us 800, draft_cost_ratio 0)"},
 		{"", "profiles[0].llms[0].engine.speculative.draft_model: missing"},
 	} {
 		var e Engine
@@ -182,7 +183,7 @@ func TestEngineFlagsRejects(t *testing.T) {
 	}
 	// A prefill instance does not speculate: its missing draft model is no error.
 	var e Engine
-	if err := engineFlags(&e, &p, "profiles[0].llms[0]", formats.RolePrefill, "qlm.instances[0]"); err != nil || e.SpeculativeConfig != nil {
+	if err := engineFlags(&e, &p, "profiles[0].llms[0]", qlmsec.RolePrefill, "qlm.instances[0]"); err != nil || e.SpeculativeConfig != nil {
 		t.Errorf("prefill: err %v, speculative_config %+v: want neither", err, e.SpeculativeConfig)
 	}
 }

@@ -66,6 +66,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Parameter keys (Triton parameters, KServe annotations under plan.dev/, Ray user_config.plan).
@@ -115,7 +116,7 @@ type Record struct {
 	Params   map[string]float64  `json:"params"`
 	ReplanMs float64             `json:"replan_ms,omitempty"`
 	GPUs     int                 `json:"gpus"`
-	Groups   []formats.QLMGroup  `json:"groups"`
+	Groups   []qlmsec.QLMGroup   `json:"groups"`
 	Queues   map[string][]string `json:"queues"`
 	Classes  []formats.LLMClass  `json:"classes"`
 	Units    map[string]string   `json:"units"`
@@ -181,7 +182,7 @@ type layout struct {
 // instance is one LLM instance: its unit, GPUs and engine.
 type instance struct {
 	index  int
-	in     formats.QLMInstance
+	in     qlmsec.QLMInstance
 	unit   string
 	gpus   []int
 	engine Engine
@@ -203,7 +204,7 @@ func (in instance) params() map[string]string {
 
 // build checks the plan and lays it out.
 func build(p *formats.Plan, o export.Options) (*layout, error) {
-	q := p.QLM
+	q := qlmsec.PlanOf(p)
 	if q == nil {
 		return nil, fmt.Errorf("the plan has no qlm section")
 	}
@@ -249,7 +250,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			ReplanMs: q.ReplanMs, GPUs: len(types), Groups: q.Groups, Queues: map[string][]string{},
 			Classes: e.Workload.LLMClasses, Units: map[string]string{}}}
 	if l.rec.Groups == nil {
-		l.rec.Groups = []formats.QLMGroup{}
+		l.rec.Groups = []qlmsec.QLMGroup{}
 	}
 	used := make([]bool, len(types))
 	// Unit names must differ from each other and from the coordinator's and router's (Ray
@@ -328,7 +329,7 @@ func profileFor(profs []formats.Profile, model, gpu string, count int) (*formats
 // it records them (planner/qlm does for tensor-parallel plans: one server's GPUs), each of
 // the instance's type and free; else the next gpu_count free GPUs of its type in cluster
 // order. It marks them used.
-func instanceGPUs(f string, in formats.QLMInstance, types []string, used []bool) ([]int, error) {
+func instanceGPUs(f string, in qlmsec.QLMInstance, types []string, used []bool) ([]int, error) {
 	var gpus []int
 	if len(in.GPUs) > 0 {
 		if len(in.GPUs) != in.GPUCount {
@@ -402,7 +403,7 @@ const gib = 1 << 30
 // engine sizes an instance's vLLM engine from its profile with the values the simulator
 // runs (dataplane/qlm): the profile's engine settings (formats.LLMEngine), else the older
 // iteration fields, else vLLM V1's defaults (formats.DefaultBatchedTokens, 16-token blocks).
-func engine(p *formats.LLMProfile, in formats.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
+func engine(p *formats.LLMProfile, in qlmsec.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
 	e := Engine{Model: in.Model, TensorParallelSize: in.GPUCount, MaxNumSeqs: 256, MaxNumBatchedTokens: 4096, BlockSize: 16}
 	swap := int64(0)
 	if it := p.Iteration; it != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/profiler/llm"
 )
 
@@ -39,8 +40,8 @@ func exporter(t testing.TB, target string) export.Exporter {
 // the GPUs each instance runs on (gpus, by instance name).
 func check(t *testing.T, got *Exported, p *formats.Plan, gpus map[string][]int) {
 	t.Helper()
-	if !reflect.DeepEqual(got.Plan, p.QLM) {
-		t.Errorf("read back:\n%+v\nplan:\n%+v", got.Plan, p.QLM)
+	if !reflect.DeepEqual(got.Plan, qlmsec.PlanOf(p)) {
+		t.Errorf("read back:\n%+v\nplan:\n%+v", got.Plan, qlmsec.PlanOf(p))
 	}
 	if got.Policy != "qlm" || got.Params["delta"] != DefaultDelta || got.Params["confidence"] != DefaultConfidence {
 		t.Errorf("policy %q, params %v: want qlm with δ = 4, Δ = 0.95", got.Policy, got.Params)
@@ -166,14 +167,14 @@ func mixPlan(t *testing.T) *formats.Plan {
 	e.Cluster = c
 	p.Provenance.Embedded = &e
 	p.Cluster = c
-	p.QLM = &formats.QLMPlan{ReplanMs: 250,
-		Instances: []formats.QLMInstance{
+	qlmsec.SetPlan(p, &qlmsec.QLMPlan{ReplanMs: 250,
+		Instances: []qlmsec.QLMInstance{
 			{Name: "m0", GPU: "A100", GPUCount: 1, Model: "mistral-7b", Queue: []string{"rg-mistral-chat"}},
 			{Name: "v01", GPU: "A100", GPUCount: 2, Model: "vicuna-13b", Queue: []string{"rg-vicuna-chat"}},
 			{Name: "l4", GPU: "L4", GPUCount: 1, Model: "mistral-7b", Queue: []string{"rg-mistral-batch"}},
 			{Name: "idle", GPU: "A100", GPUCount: 1, Model: "mistral-7b"},
 		},
-		Groups: p.QLM.Groups}
+		Groups: qlmsec.PlanOf(p).Groups})
 	return p
 }
 
@@ -237,7 +238,7 @@ func TestPinnedGPUs(t *testing.T) {
 	p := mixPlan(t)
 	c := &formats.Cluster{GPUs: []formats.GPUPool{{Type: "A100", Count: 4, PerServer: 2, MemoryBytes: 80e9}}}
 	p.Cluster, p.Provenance.Embedded.Cluster = c, c
-	p.QLM.Instances = []formats.QLMInstance{
+	qlmsec.PlanOf(p).Instances = []qlmsec.QLMInstance{
 		{Name: "m1", GPU: "A100", GPUCount: 1, GPUs: []int{1}, Model: "mistral-7b", Queue: []string{"rg-mistral-chat", "rg-mistral-batch"}},
 		{Name: "v23", GPU: "A100", GPUCount: 2, GPUs: []int{2, 3}, Model: "vicuna-13b", Queue: []string{"rg-vicuna-chat"}},
 		{Name: "m0", GPU: "A100", GPUCount: 1, GPUs: []int{0}, Model: "mistral-7b"},
@@ -318,25 +319,25 @@ func TestBadPlans(t *testing.T) {
 		edit func(p *formats.Plan)
 		want string
 	}{
-		{"no qlm", func(p *formats.Plan) { p.QLM = nil }, "no qlm section"},
+		{"no qlm", func(p *formats.Plan) { qlmsec.SetPlan(p, nil) }, "no qlm section"},
 		{"no workload", func(p *formats.Plan) { p.Provenance.Embedded = nil }, "provenance.embedded.workload.llm_classes: missing"},
 		{"no cluster", func(p *formats.Plan) { p.Cluster, p.Provenance.Embedded.Cluster = nil, nil }, "cluster: missing"},
-		{"no model", func(p *formats.Plan) { p.QLM.Instances[1].Model = "" }, "qlm.instances[1].model: empty"},
-		{"no profile", func(p *formats.Plan) { p.QLM.Instances[1].Model = "llama-70b" }, `qlm.instances[1].model: "llama-70b": no LLM profile on 1×A100`},
-		{"gpu count", func(p *formats.Plan) { p.QLM.Instances[1].GPUCount = 2 }, "qlm.instances[1].gpu_count: 2 A100 GPU(s): only 1 of the cluster's A100 GPUs are left"},
-		{"tp profile", func(p *formats.Plan) { p.QLM.Instances[0].GPUCount = 2 }, `qlm.instances[0].model: "mistral-7b": no LLM profile on 2×A100`},
-		{"gpu type", func(p *formats.Plan) { p.QLM.Instances[0].GPU = "H100" }, "qlm.instances[0].gpu_count: 1 H100 GPU(s): only 0"},
-		{"queue", func(p *formats.Plan) { p.QLM.Instances[0].Queue[1] = "rg-x" }, `qlm.instances[0].queue[1]: "rg-x": not in qlm.groups`},
-		{"duplicate", func(p *formats.Plan) { p.QLM.Instances[1].Name = "llm-0" }, `qlm.instances[1].name: "llm-0": duplicate instance`},
-		{"unit clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "LLM_0" }, `qlm.instances[1].name: "LLM_0": exported as plan-llm-0, as is instance llm-0`},
-		{"router clash", func(p *formats.Plan) { p.QLM.Instances[1].Name = "router" }, `qlm.instances[1].name: "router": exported as plan-router, as is the router`},
+		{"no model", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Model = "" }, "qlm.instances[1].model: empty"},
+		{"no profile", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Model = "llama-70b" }, `qlm.instances[1].model: "llama-70b": no LLM profile on 1×A100`},
+		{"gpu count", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPUCount = 2 }, "qlm.instances[1].gpu_count: 2 A100 GPU(s): only 1 of the cluster's A100 GPUs are left"},
+		{"tp profile", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[0].GPUCount = 2 }, `qlm.instances[0].model: "mistral-7b": no LLM profile on 2×A100`},
+		{"gpu type", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[0].GPU = "H100" }, "qlm.instances[0].gpu_count: 1 H100 GPU(s): only 0"},
+		{"queue", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[0].Queue[1] = "rg-x" }, `qlm.instances[0].queue[1]: "rg-x": not in qlm.groups`},
+		{"duplicate", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Name = "llm-0" }, `qlm.instances[1].name: "llm-0": duplicate instance`},
+		{"unit clash", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Name = "LLM_0" }, `qlm.instances[1].name: "LLM_0": exported as plan-llm-0, as is instance llm-0`},
+		{"router clash", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Name = "router" }, `qlm.instances[1].name: "router": exported as plan-router, as is the router`},
 		{"memory", func(p *formats.Plan) { p.Cluster.GPUs[0].MemoryBytes = 40e9 }, "qlm.instances[0]: model mistral-7b: weights, 420000 KV tokens and activations need"},
 		{"no model id", renameVicuna, "provenance.embedded.profiles[0].llms[1].hf_model: missing: the engine needs model my-13b's Hugging Face id"},
 		{"placeholder id", func(p *formats.Plan) { p.Provenance.Embedded.Profiles[0].LLMs[0].HFModel = "<your-model>" },
 			`provenance.embedded.profiles[0].llms[0].hf_model: "<your-model>": a placeholder`},
-		{"pinned gpu count", func(p *formats.Plan) { p.QLM.Instances[1].GPUs = []int{0, 1} }, "qlm.instances[1].gpus: [0 1]: 2 GPUs for gpu_count 1"},
-		{"pinned gpu taken", func(p *formats.Plan) { p.QLM.Instances[1].GPUs = []int{0} }, "qlm.instances[1].gpus[0]: 0: taken by another instance"},
-		{"pinned gpu range", func(p *formats.Plan) { p.QLM.Instances[0].GPUs = []int{7} }, "qlm.instances[0].gpus[0]: 7: the cluster has GPUs 0..1"},
+		{"pinned gpu count", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPUs = []int{0, 1} }, "qlm.instances[1].gpus: [0 1]: 2 GPUs for gpu_count 1"},
+		{"pinned gpu taken", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPUs = []int{0} }, "qlm.instances[1].gpus[0]: 0: taken by another instance"},
+		{"pinned gpu range", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[0].GPUs = []int{7} }, "qlm.instances[0].gpus[0]: 7: the cluster has GPUs 0..1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,13 +366,13 @@ func renameVicuna(p *formats.Plan) {
 			c.Model = "my-13b"
 		}
 	}
-	for i := range p.QLM.Instances {
-		if in := &p.QLM.Instances[i]; in.Model == "vicuna-13b" {
+	for i := range qlmsec.PlanOf(p).Instances {
+		if in := &qlmsec.PlanOf(p).Instances[i]; in.Model == "vicuna-13b" {
 			in.Model = "my-13b"
 		}
 	}
-	for i := range p.QLM.Groups {
-		if g := &p.QLM.Groups[i]; g.Model == "vicuna-13b" {
+	for i := range qlmsec.PlanOf(p).Groups {
+		if g := &qlmsec.PlanOf(p).Groups[i]; g.Model == "vicuna-13b" {
 			g.Model = "my-13b"
 		}
 	}
@@ -416,10 +417,10 @@ func FuzzReadBack(f *testing.F) {
 				f.Add(uint8(slices.Index(export.Targets, e.Target)), n, string(files[n]), "")
 			}
 			// A Triton instance with its engine arguments beside it.
-			if e.Target == export.Triton && p.QLM.Instances[0].Name == "llm-0" {
+			if e.Target == export.Triton && qlmsec.PlanOf(p).Instances[0].Name == "llm-0" {
 				f.Add(uint8(0), "plan-llm-0/config.pbtxt", string(files["plan-llm-0/config.pbtxt"]), string(files["plan-llm-0/1/model.json"]))
 			}
-			if e.Target == export.Triton && p.QLM.Instances[0].Role != "" {
+			if e.Target == export.Triton && qlmsec.PlanOf(p).Instances[0].Role != "" {
 				f.Add(uint8(0), "plan-decode-0/config.pbtxt", string(files["plan-decode-0/config.pbtxt"]), string(files["plan-decode-0/1/model.json"]))
 			}
 		}
@@ -474,11 +475,11 @@ func TestEngineSettingsExported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := base
 			p.GPU, p.Engine = tc.gpu, tc.engine
-			e, err := engine(&p, formats.QLMInstance{Model: "m", GPU: tc.gpu, GPUCount: 1}, 3072, 0)
+			e, err := engine(&p, qlmsec.QLMInstance{Model: "m", GPU: tc.gpu, GPUCount: 1}, 3072, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := instance{engine: e, in: formats.QLMInstance{Model: "m"}}.args()
+			args := instance{engine: e, in: qlmsec.QLMInstance{Model: "m"}}.args()
 			got := strings.Join(args[4:], " ")
 			if got != strings.Join(tc.want, " ") {
 				t.Errorf("args %s\nwant %s", got, strings.Join(tc.want, " "))

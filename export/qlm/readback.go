@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // maxGPUs bounds the GPU indices, GPU counts and instance positions a file may name (a corrupt
@@ -23,7 +24,7 @@ const maxGPUs = 1 << 16
 // Exported is what ReadBack recovers: the plan's qlm section, the policy and its parameters,
 // the classes, and per instance (by name) its GPU indices and engine arguments.
 type Exported struct {
-	Plan    *formats.QLMPlan
+	Plan    *qlmsec.QLMPlan
 	Policy  string
 	Params  map[string]float64
 	Classes []formats.LLMClass
@@ -48,7 +49,7 @@ func ReadBack(target string, files export.Files) (*Exported, error) {
 }
 
 type inst struct {
-	in     formats.QLMInstance
+	in     qlmsec.QLMInstance
 	unit   string
 	gpus   []int
 	engine Engine
@@ -110,13 +111,13 @@ func (rb *reader) instance(params map[string]string, unit string, gpuCount int, 
 	want, ok := kvRoles[role]
 	switch {
 	case !ok && role != "":
-		return fmt.Errorf("instance %s: %s %q: not a role (%s, %s)", name, ParamRole, role, formats.RolePrefill, formats.RoleDecode)
+		return fmt.Errorf("instance %s: %s %q: not a role (%s, %s)", name, ParamRole, role, qlmsec.RolePrefill, qlmsec.RoleDecode)
 	case role == "" && eng.KVTransferConfig != nil:
 		return fmt.Errorf("instance %s: an aggregated instance whose engine has a kv_transfer_config (kv_role %q)", name, eng.KVTransferConfig.KVRole)
 	case role != "" && (eng.KVTransferConfig == nil || eng.KVTransferConfig.KVRole != want):
 		return fmt.Errorf("instance %s: a %s instance whose engine is not a KV %s (kv_transfer_config %s)", name, role, strings.TrimPrefix(want, "kv_"), export.MustJSON(eng.KVTransferConfig))
 	}
-	in := formats.QLMInstance{Name: name, GPU: gpu, GPUCount: n, Model: model, Role: role}
+	in := qlmsec.QLMInstance{Name: name, GPU: gpu, GPUCount: n, Model: model, Role: role}
 	if params[ParamPinned] == "true" {
 		in.GPUs = gpus
 	}
@@ -339,7 +340,7 @@ func (rb *reader) result() (*Exported, error) {
 		return nil, fmt.Errorf("no plan record (%s) in the files", ParamPlan)
 	}
 	rec := rb.rec
-	q := &formats.QLMPlan{Instances: make([]formats.QLMInstance, len(rb.insts)), Groups: rec.Groups, ReplanMs: rec.ReplanMs}
+	q := &qlmsec.QLMPlan{Instances: make([]qlmsec.QLMInstance, len(rb.insts)), Groups: rec.Groups, ReplanMs: rec.ReplanMs}
 	if len(q.Groups) == 0 {
 		q.Groups = nil
 	}

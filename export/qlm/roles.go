@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Disaggregated prefill/decode plans and the engine flags of roles and speculative decoding
@@ -35,7 +36,7 @@ const ParamRole = "qlm.role"
 const KVConnector = "NixlConnector"
 
 // kvRoles are vLLM's kv_role of each plan role.
-var kvRoles = map[string]string{formats.RolePrefill: "kv_producer", formats.RoleDecode: "kv_consumer"}
+var kvRoles = map[string]string{qlmsec.RolePrefill: "kv_producer", qlmsec.RoleDecode: "kv_consumer"}
 
 // SpeculativeConfig is vLLM's speculative_config (--speculative-config JSON;
 // vllm.config.speculative.SpeculativeConfig: method among "ngram", "draft_model", …, the
@@ -63,7 +64,7 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 	if err := checkRole(f, role); err != nil {
 		return err
 	}
-	if p.Engine != nil && p.Engine.Speculative != nil && role != formats.RolePrefill {
+	if p.Engine != nil && p.Engine.Speculative != nil && role != qlmsec.RolePrefill {
 		sc, err := speculativeConfig(p.Engine.Speculative, pf+".engine.speculative")
 		if err != nil {
 			return err
@@ -74,7 +75,7 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 		return nil
 	}
 	e.KVTransferConfig = &KVTransferConfig{KVConnector: KVConnector, KVRole: kvRoles[role]}
-	if role == formats.RoleDecode {
+	if role == qlmsec.RoleDecode {
 		off := false
 		e.EnablePrefixCaching = &off
 	}
@@ -84,7 +85,7 @@ func engineFlags(e *Engine, p *formats.LLMProfile, pf, role, f string) error {
 // checkRole reports a role that is none (f names the instance).
 func checkRole(f, role string) error {
 	if _, ok := kvRoles[role]; !ok && role != "" {
-		return fmt.Errorf("%s.role: %q: must be one of %s, %s (or omitted: an aggregated instance)", f, role, formats.RolePrefill, formats.RoleDecode)
+		return fmt.Errorf("%s.role: %q: must be one of %s, %s (or omitted: an aggregated instance)", f, role, qlmsec.RolePrefill, qlmsec.RoleDecode)
 	}
 	return nil
 }

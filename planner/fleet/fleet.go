@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // ObjectiveCost is the objective value a cost-optimal plan records (`--objective cost`).
@@ -40,8 +41,8 @@ func Used(p *formats.Plan) map[string]int {
 				used[m.GPU] += m.Workers
 			}
 		}
-	case p.QLM != nil:
-		for _, in := range p.QLM.Instances {
+	case qlmsec.PlanOf(p) != nil:
+		for _, in := range qlmsec.PlanOf(p).Instances {
 			used[in.GPU] += max(in.GPUCount, 1)
 		}
 	case p.Cascade != nil:

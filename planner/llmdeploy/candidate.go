@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 	pllm "github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/roofline"
@@ -23,12 +24,12 @@ const (
 	Disaggregated Mode = "disaggregated"
 )
 
-// Role names of a candidate's instances (formats.QLMInstance.Role; "" for an aggregated
+// Role names of a candidate's instances (qlmsec.QLMInstance.Role; "" for an aggregated
 // engine).
 const (
 	RoleBoth    = ""
-	RolePrefill = formats.RolePrefill
-	RoleDecode  = formats.RoleDecode
+	RolePrefill = qlmsec.RolePrefill
+	RoleDecode  = qlmsec.RoleDecode
 )
 
 // Engine is the engine settings a candidate runs with (vLLM's flag names, formats.LLMEngine).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -408,14 +409,14 @@ func TestDisaggregatedFleet(t *testing.T) {
 		}
 	}
 	got := map[string]int{}
-	for _, x := range p.QLM.Instances {
+	for _, x := range qlmsec.PlanOf(p).Instances {
 		got[x.Model+"|"+x.Role+"|"+x.GPU+"|"+strconv.Itoa(x.GPUCount)]++
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("instances %v, want %v", got, want)
 	}
-	for _, g := range p.QLM.Groups {
-		for _, x := range p.QLM.Instances {
+	for _, g := range qlmsec.PlanOf(p).Groups {
+		for _, x := range qlmsec.PlanOf(p).Instances {
 			if slices.Contains(x.Queue, g.ID) && x.Role == RoleDecode {
 				t.Errorf("group %s queued on decode instance %s", g.ID, x.Name)
 			}
@@ -501,7 +502,7 @@ func TestPlanGPUsOnSizedCluster(t *testing.T) {
 				}
 			}
 			taken := map[int]bool{}
-			for _, x := range p.QLM.Instances {
+			for _, x := range qlmsec.PlanOf(p).Instances {
 				if len(x.GPUs) != x.GPUCount {
 					t.Errorf("%s: %d GPUs for gpu_count %d", x.Name, len(x.GPUs), x.GPUCount)
 				}
@@ -576,7 +577,7 @@ func TestAcrossTypesFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	roles := map[string]string{}
-	for _, x := range p.QLM.Instances {
+	for _, x := range qlmsec.PlanOf(p).Instances {
 		if x.Model == "llama-3.1-8b" {
 			roles[x.Role] = x.GPU
 		}

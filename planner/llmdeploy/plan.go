@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/solver"
@@ -33,7 +34,7 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 	if f.Err != nil {
 		return nil, f.Err
 	}
-	q := &formats.QLMPlan{ReplanMs: 500}
+	q := &qlmsec.QLMPlan{ReplanMs: 500}
 	prof := formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile},
 		Metadata: formats.Metadata{Name: "llmdeploy", Description: "the deployment search's chosen candidates: profiles given, or roofline estimates (backend roofline), at the engine settings chosen"}}
 	type unit struct {
@@ -72,7 +73,7 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 		if !ok {
 			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("cluster: gpus: no %d free %s GPUs on one server for an instance of %s (the fleet's GPUs fit the available counts but not the servers)", u.tp, u.gpu, u.model)}}
 		}
-		q.Instances = append(q.Instances, formats.QLMInstance{GPU: u.gpu, GPUCount: u.tp, Model: u.model, GPUs: gpus, Role: u.role})
+		q.Instances = append(q.Instances, qlmsec.QLMInstance{GPU: u.gpu, GPUCount: u.tp, Model: u.model, GPUs: gpus, Role: u.role})
 	}
 	sort.SliceStable(q.Instances, func(a, b int) bool { return q.Instances[a].GPUs[0] < q.Instances[b].GPUs[0] })
 	for i := range q.Instances {
@@ -96,8 +97,8 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(), InputDigest: digest, Inputs: in.Refs, Strategy: "search",
 			Options: po.Options, Status: sz.Status, Bound: formats.Proven(sz.Bound), Gap: formats.Proven(sz.Gap), Nodes: sz.Nodes, Embedded: &emb},
 		Cluster: in.Cluster,
-		QLM:     q,
 	}
+	qlmsec.SetPlan(plan, q)
 	if !po.Deterministic {
 		plan.Provenance.SolveMs = float64(res.Wall.Microseconds()) / 1000
 	}
@@ -109,7 +110,7 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 
 // groups queues one request group per class (tightest SLO first) on its model's instances
 // in turn, as the QLM planner's initial plan does.
-func groups(q *formats.QLMPlan, w *formats.Workload) {
+func groups(q *qlmsec.QLMPlan, w *formats.Workload) {
 	cls := make([]int, len(w.LLMClasses))
 	for i := range cls {
 		cls[i] = i
@@ -119,11 +120,11 @@ func groups(q *formats.QLMPlan, w *formats.Workload) {
 	for _, ci := range cls {
 		cl := w.LLMClasses[ci]
 		id := "rg-" + cl.Name
-		q.Groups = append(q.Groups, formats.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO, Requests: max(1, int(math.Ceil(cl.RateRPS)))})
+		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO, Requests: max(1, int(math.Ceil(cl.RateRPS)))})
 		var hosts []int
 		for i, in := range q.Instances {
 			// A disaggregated model's requests enter at its prefill instances.
-			if in.Model == cl.Model && in.Role != formats.RoleDecode {
+			if in.Model == cl.Model && in.Role != qlmsec.RoleDecode {
 				hosts = append(hosts, i)
 			}
 		}

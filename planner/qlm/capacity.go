@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -38,7 +39,7 @@ import (
 // cost plan, which send each size to its best GPU type, serve at least as much): a lower
 // bound there.
 func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
-	if p.QLM == nil {
+	if qlmsec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("qlm: the plan has no qlm section")
 	}
 	e := p.Provenance.Embedded
@@ -73,7 +74,7 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 	}
 	buckets := ClassBuckets(&w)
 	served := map[string]float64{}
-	for i, in := range p.QLM.Instances {
+	for i, in := range qlmsec.PlanOf(p).Instances {
 		if in.Model == "" {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -38,7 +39,7 @@ func solveOn(t *testing.T, gpus int, scale float64, edit func(w *formats.Workloa
 
 func instancesOf(p *formats.Plan, model string) int {
 	n := 0
-	for _, in := range p.QLM.Instances {
+	for _, in := range qlmsec.PlanOf(p).Instances {
 		if in.Model == model {
 			n++
 		}
@@ -122,8 +123,8 @@ func TestPlanCapacityZero(t *testing.T) {
 		edit        func(p *formats.Plan)
 	}{
 		{"no instance of the model", "vicuna-chat", func(p *formats.Plan) {
-			for i := range p.QLM.Instances {
-				p.QLM.Instances[i].Model = "mistral-7b"
+			for i := range qlmsec.PlanOf(p).Instances {
+				qlmsec.PlanOf(p).Instances[i].Model = "mistral-7b"
 			}
 		}},
 		{"SLO below the lifetime", "mistral-chat", func(p *formats.Plan) {
@@ -153,9 +154,9 @@ func TestPlanCapacityErrors(t *testing.T) {
 		name, want string
 		edit       func(p *formats.Plan)
 	}{
-		{"no qlm section", "no qlm section", func(p *formats.Plan) { p.QLM = nil }},
+		{"no qlm section", "no qlm section", func(p *formats.Plan) { qlmsec.SetPlan(p, nil) }},
 		{"no embedded inputs", "provenance.embedded", func(p *formats.Plan) { p.Provenance.Embedded = nil }},
-		{"instance without profile", "qlm.instances[0]: model llama-70b", func(p *formats.Plan) { p.QLM.Instances[0].Model = "llama-70b" }},
+		{"instance without profile", "qlm.instances[0]: model llama-70b", func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[0].Model = "llama-70b" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := solveOn(t, 2, 1, nil)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/solver"
@@ -173,11 +174,11 @@ type kind struct {
 
 // CostResult is a least-cost QLM fleet: instances per kind and what they cost.
 type CostResult struct {
-	Instances []formats.QLMInstance
+	Instances []qlmsec.QLMInstance
 	Cost      float64
 	Sizing    *fleet.Solution
 	// Routes is the ILP's split of each bucket over GPU types (the runtime routes by it).
-	Routes []formats.QLMRoute
+	Routes []qlmsec.QLMRoute
 }
 
 // SizeBuckets is Mélange's ILP over buckets × instance kinds (fleet.Size, shared): the
@@ -263,7 +264,7 @@ func sizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 	res := &CostResult{Cost: sol.Cost, Sizing: sol, Routes: routes(buckets, kinds, sol)}
 	for ki, k := range kinds {
 		for range sol.Count[ki] {
-			res.Instances = append(res.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(len(res.Instances)), GPU: k.gpu, GPUCount: k.gpus, Model: k.model})
+			res.Instances = append(res.Instances, qlmsec.QLMInstance{Name: "llm-" + strconv.Itoa(len(res.Instances)), GPU: k.gpu, GPUCount: k.gpus, Model: k.model})
 		}
 	}
 	return res, nil
@@ -273,13 +274,13 @@ func sizeBuckets(ctx context.Context, profs []*formats.Profile, c *formats.Clust
 // type, in the cluster's kind order): Mélange's plan assumes each size goes where the ILP put
 // it, so the runtime must route by it (Mélange §5: unrouted, short and long requests mix on
 // every type and the mixed fleet misses its SLOs).
-func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []formats.QLMRoute {
-	var out []formats.QLMRoute
+func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []qlmsec.QLMRoute {
+	var out []qlmsec.QLMRoute
 	for d, b := range buckets {
 		if b.Rate <= 0 || d >= len(sol.Share) {
 			continue
 		}
-		r := formats.QLMRoute{Class: b.Class, InputTokens: b.Input, OutputTokens: b.Output}
+		r := qlmsec.QLMRoute{Class: b.Class, InputTokens: b.Input, OutputTokens: b.Output}
 		at := map[string]int{}
 		for k, sh := range sol.Share[d] {
 			if sh <= 1e-9 {
@@ -291,7 +292,7 @@ func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []formats.QLMRo
 				continue
 			}
 			at[g] = len(r.GPUs)
-			r.GPUs = append(r.GPUs, formats.QLMShare{GPU: g, Share: sh})
+			r.GPUs = append(r.GPUs, qlmsec.QLMShare{GPU: g, Share: sh})
 		}
 		for i := range r.GPUs {
 			r.GPUs[i].Share = math.Round(r.GPUs[i].Share*1e6) / 1e6
@@ -343,7 +344,7 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	if err != nil {
 		return nil, err
 	}
-	q := &formats.QLMPlan{ReplanMs: 500, Instances: res.Instances, Routes: res.Routes}
+	q := &qlmsec.QLMPlan{ReplanMs: 500, Instances: res.Instances, Routes: res.Routes}
 	assign := make([]string, len(q.Instances))
 	load := map[string]float64{}
 	for i, inst := range q.Instances {
@@ -369,8 +370,8 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 			Options: planner.RecordOptions(Flags{Strategy: Strategies[0], Objective: planner.ObjectiveCost, SLO: o.SLO}), Status: sz.Status,
 			Bound: formats.Proven(sz.Bound), Gap: formats.Proven(sz.Gap), SolveMs: float64(sz.Wall.Microseconds()) / 1000, Nodes: sz.Nodes, Embedded: &emb},
 		Cluster: c,
-		QLM:     q,
 	}
+	qlmsec.SetPlan(plan, q)
 	if err := fleet.Finish(plan, c); err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}

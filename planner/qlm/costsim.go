@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -53,7 +54,7 @@ func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *Cost
 		for _, x := range res.Instances {
 			used[x.GPU] += max(x.GPUCount, 1)
 		}
-		room := func(x formats.QLMInstance) bool { return used[x.GPU]+max(x.GPUCount, 1) <= c.AvailableOf(x.GPU) }
+		room := func(x qlmsec.QLMInstance) bool { return used[x.GPU]+max(x.GPUCount, 1) <= c.AvailableOf(x.GPU) }
 		// Where the routes' type is full, the model's instances on another type with room.
 		best := -1
 		for i, x := range res.Instances {
@@ -73,7 +74,7 @@ func topUp(in planner.Inputs, c *formats.Cluster, w *formats.Workload, res *Cost
 		}
 		x := res.Instances[best]
 		if a := c.AvailableOf(x.GPU); used[x.GPU]+max(x.GPUCount, 1) > a {
-			return added, fail(fmt.Sprintf("no further %s instance fits the cluster's %d available %s GPUs (raise available, or lower rate_rps)", GPUSet(formats.QLMInstance{GPU: x.GPU, GPUCount: x.GPUCount}), a, x.GPU))
+			return added, fail(fmt.Sprintf("no further %s instance fits the cluster's %d available %s GPUs (raise available, or lower rate_rps)", GPUSet(qlmsec.QLMInstance{GPU: x.GPU, GPUCount: x.GPUCount}), a, x.GPU))
 		}
 		if added >= maxTopUp && added >= len(res.Instances)/2 {
 			return added, fail(fmt.Sprintf("%d instances beyond the ILP's did not reach it", maxTopUp))

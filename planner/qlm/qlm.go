@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -120,11 +121,11 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			limit += max(1, int(math.Ceil(load[m]-1e-9)))
 		}
 	}
-	var q *formats.QLMPlan
+	var q *qlmsec.QLMPlan
 	var assign []string
 	var count map[string]int
 	for {
-		q = &formats.QLMPlan{ReplanMs: 500}
+		q = &qlmsec.QLMPlan{ReplanMs: 500}
 		if tp {
 			var err error
 			if assign, count, err = placeTensorParallel(q, c, strategy, models, load, chosen, limit); err != nil {
@@ -137,7 +138,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			}
 			assign, count = assignInstances(strategy, models, load, n)
 			for i := range n {
-				q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: slots[i].gpu, GPUCount: 1, Model: assign[i]})
+				q.Instances = append(q.Instances, qlmsec.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: slots[i].gpu, GPUCount: 1, Model: assign[i]})
 			}
 		}
 		grow := limit > 0 && len(q.Instances) >= limit && (tp || limit < len(slots))
@@ -181,14 +182,13 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 	}
 	// The initial placement is QLM's greedy heuristic (§5): no solver, no bound, so its
 	// status is "heuristic", never "optimal".
-	return &formats.Plan{
+	return qlmsec.SetPlan(&formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("QLM initial placement (%s): %d instances, %d request groups", strategy, len(q.Instances), len(q.Groups))},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, InputDigest: digest, Inputs: in.Refs, Strategy: strategy,
 			Options: planner.RecordOptions(Flags{Strategy: strategy, MinGPUs: o.MinGPUs}), Status: "heuristic", Objective: math.Round(obj*1e6) / 1e6, Embedded: &emb},
 		Cluster: c,
-		QLM:     q,
-	}, nil
+	}, q), nil
 }
 
 // firstMiss is the first class (in class order) below Target, or -1.
@@ -263,10 +263,10 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 		r, err := InstanceRate(chosen[m], w, m)
 		switch {
 		case err != nil:
-			probs = append(probs, fmt.Sprintf("workload: llm_classes: model %s: simulating one instance on %s: %v", m, GPUSet(formats.QLMInstance{GPU: chosen[m].GPU, GPUCount: chosen[m].GPUCount}), err))
+			probs = append(probs, fmt.Sprintf("workload: llm_classes: model %s: simulating one instance on %s: %v", m, GPUSet(qlmsec.QLMInstance{GPU: chosen[m].GPU, GPUCount: chosen[m].GPUCount}), err))
 		case r <= 0:
 			probs = append(probs, fmt.Sprintf("%s: %s: no rate of model %s's class mix meets every SLO at p%.0f on one %s instance, not even %.4f req/s (relax the classes' slo, ttft_slo or tpot_slo)",
-				workloadPath(in), planner.ErrInfeasible, m, 100*Target, GPUSet(formats.QLMInstance{GPU: chosen[m].GPU, GPUCount: chosen[m].GPUCount}), 1.0/1024))
+				workloadPath(in), planner.ErrInfeasible, m, 100*Target, GPUSet(qlmsec.QLMInstance{GPU: chosen[m].GPU, GPUCount: chosen[m].GPUCount}), 1.0/1024))
 		default:
 			load[m] = rate[m] / r
 		}
@@ -293,7 +293,7 @@ func classChecks(in planner.Inputs, i int, cl formats.LLMClass, pr *formats.LLMP
 		}
 		if pre := newLifeModel(pr).prefillUs(short); float64(cl.TTFTSLO.D().Microseconds()) < pre {
 			probs = append(probs, fmt.Sprintf("%s: ttft_slo: %s: below one prefill of the class's shortest prompts (%.0f tokens, its 1st percentile) on %s: %s (%s.iteration.prefill)",
-				wf, cl.TTFTSLO, short, GPUSet(formats.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount}), ms(pre), profileField(in, pr)))
+				wf, cl.TTFTSLO, short, GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount}), ms(pre), profileField(in, pr)))
 		}
 	}
 	return probs
@@ -364,7 +364,7 @@ func assignInstances(strategy string, models []string, load map[string]float64, 
 
 // initialGroups adds one initial group per class to q, in deadline (SLO) order, queued on the
 // instances hosting its model in turn.
-func initialGroups(q *formats.QLMPlan, profs []*formats.Profile, w *formats.Workload, assign []string) {
+func initialGroups(q *qlmsec.QLMPlan, profs []*formats.Profile, w *formats.Workload, assign []string) {
 	cls := make([]int, len(w.LLMClasses))
 	for i := range cls {
 		cls[i] = i
@@ -374,7 +374,7 @@ func initialGroups(q *formats.QLMPlan, profs []*formats.Profile, w *formats.Work
 	for _, ci := range cls {
 		cl := w.LLMClasses[ci]
 		id := "rg-" + cl.Name
-		q.Groups = append(q.Groups, formats.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO,
+		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO,
 			Requests: max(1, int(math.Ceil(cl.RateRPS)))})
 		var hosts []int
 		for i, m := range assign {
@@ -415,7 +415,7 @@ func embedded(profs []*formats.Profile, c *formats.Cluster, w *formats.Workload,
 
 // GPUSet names an instance's GPUs: "A100", or "2×A100" when tensor-parallel, with the GPU
 // indices when the plan records them ("2×A100 (GPUs 0,1)").
-func GPUSet(in formats.QLMInstance) string {
+func GPUSet(in qlmsec.QLMInstance) string {
 	s := in.GPU
 	if in.GPUCount > 1 {
 		s = fmt.Sprintf("%d×%s", in.GPUCount, in.GPU)
@@ -465,7 +465,7 @@ func classOf(w *formats.Workload, model string) (int, formats.LLMClass) {
 func overloaded(in planner.Inputs, w *formats.Workload, m string, load map[string]float64, count map[string]int, chosen map[string]*formats.LLMProfile, slots int) error {
 	i, cl := classOf(w, m)
 	pr := chosen[m]
-	kind := GPUSet(formats.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
+	kind := GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
 	per := modelRate(w, m) / math.Max(load[m], 1e-12)
 	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps: %s: model %s's classes need %.4g req/s within every SLO at p%.0f unless stated (%s); one %s instance serves at most %.3g req/s of their mix within them (simulated), so %d instance(s) serve %.3g req/s: about %d instances would (the cluster has %d GPU set(s); add GPUs, or lower rate_rps)",
 		workloadPath(in), i, cl.Name, planner.ErrInfeasible, m, modelRate(w, m), 100*Target, sloText(cl), kind, per, count[m], per*float64(count[m]), int(math.Floor(load[m]))+1, slots)}}
@@ -476,7 +476,7 @@ func overloaded(in planner.Inputs, w *formats.Workload, m string, load map[strin
 func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load map[string]float64, count map[string]int, chosen map[string]*formats.LLMProfile, insts int) error {
 	cl := w.LLMClasses[ci]
 	pr := chosen[cl.Model]
-	kind := GPUSet(formats.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
+	kind := GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
 	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps %g: %s: on %d %s instance(s) of %s (load %.3f per instance; %d instance(s) in all) the simulated plan at its own rates %s; use --min-gpus on a larger cluster, or lower rate_rps",
 		workloadPath(in), ci, cl.Name, cl.RateRPS, planner.ErrInfeasible, count[cl.Model], kind, cl.Model, load[cl.Model]/math.Max(float64(count[cl.Model]), 1), insts, r)}}
 }
@@ -518,7 +518,7 @@ func Verify(p *formats.Plan) []string {
 		profs = append(profs, &e.Profiles[i])
 	}
 	hosted := map[string]int{}
-	for i, in := range p.QLM.Instances {
+	for i, in := range qlmsec.PlanOf(p).Instances {
 		if in.Model == "" {
 			continue
 		}
@@ -533,14 +533,14 @@ func Verify(p *formats.Plan) []string {
 	for i, cl := range e.Workload.LLMClasses {
 		classes[cl.Name] = true
 		ok := false
-		for _, in := range p.QLM.Instances {
+		for _, in := range qlmsec.PlanOf(p).Instances {
 			ok = ok || profileFor(profs, cl.Model, in.GPU) != nil
 		}
 		if !ok {
 			out = append(out, fmt.Sprintf("workload.llm_classes[%d]: model %s: no instance can host it", i, cl.Model))
 		}
 	}
-	for i, g := range p.QLM.Groups {
+	for i, g := range qlmsec.PlanOf(p).Groups {
 		if g.Class != "" && !classes[g.Class] {
 			out = append(out, fmt.Sprintf("qlm.groups[%d].class: %s: not a class of the embedded workload", i, g.Class))
 		}

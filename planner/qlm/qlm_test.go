@@ -37,11 +37,11 @@ func TestBundledExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(p.QLM.Instances); got != 2 {
+	if got := len(qlmsec.PlanOf(p).Instances); got != 2 {
 		t.Fatalf("%d instances, want 2", got)
 	}
 	models := map[string]bool{}
-	for _, i := range p.QLM.Instances {
+	for _, i := range qlmsec.PlanOf(p).Instances {
 		models[i.Model] = true
 	}
 	if !models["mistral-7b"] || !models["vicuna-13b"] {

@@ -22,6 +22,7 @@ import (
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // PointSimulator runs a deployment under a policy at its planned rates for a span of seeded
@@ -122,7 +123,7 @@ func ms(us float64) string {
 // simulate runs instances serving classes at their rate_rps for seconds of Poisson arrivals
 // (seeded) under QLM's policy, as `plan simulate` does, and returns each class's outcome in
 // class order. warmup < 0 takes `plan simulate`'s default warm-up.
-func simulate(profs []*formats.Profile, classes []formats.LLMClass, insts []formats.QLMInstance, routes []formats.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
+func simulate(profs []*formats.Profile, classes []formats.LLMClass, insts []qlmsec.QLMInstance, routes []qlmsec.QLMRoute, seconds float64, seed uint64, warmup dataplane.Time) ([]ClassResult, error) {
 	setup := dq.Setup{ReplanMs: 500, Routes: routes}
 	for _, p := range profs {
 		setup.Profiles = append(setup.Profiles, p.LLMs...)
@@ -240,7 +241,7 @@ func InstanceRate(pr *formats.LLMProfile, w *formats.Workload, model string) (fl
 		return r, nil
 	}
 	one := []*formats.Profile{{LLMs: []formats.LLMProfile{*pr}}}
-	inst := []formats.QLMInstance{{Name: "llm-0", GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: model}}
+	inst := []qlmsec.QLMInstance{{Name: "llm-0", GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: model}}
 	meets := func(rate float64) (bool, error) {
 		secs := math.Min(math.Max(capRequests/rate, 60), 3600)
 		res, err := simulate(one, mixOf(w, model, rate), inst, nil, secs, verifySeed, -1)

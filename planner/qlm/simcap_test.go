@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -38,7 +39,7 @@ func fixtureInputs(t *testing.T, workload, cluster, profile string) planner.Inpu
 func attains(t *testing.T, in planner.Inputs, p *formats.Plan) {
 	t.Helper()
 	w := *p.Provenance.Embedded.Workload
-	res, err := simulate(in.Profiles, w.LLMClasses, p.QLM.Instances, p.QLM.Routes, verifySeconds, verifySeed, -1)
+	res, err := simulate(in.Profiles, w.LLMClasses, qlmsec.PlanOf(p).Instances, qlmsec.PlanOf(p).Routes, verifySeconds, verifySeed, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +103,11 @@ func TestPrefillCapacity(t *testing.T) {
 				t.Fatal(err)
 			}
 			gpus := 0
-			for _, x := range p.QLM.Instances {
+			for _, x := range qlmsec.PlanOf(p).Instances {
 				gpus += max(x.GPUCount, 1)
 			}
-			if len(p.QLM.Instances) != tc.wantInstances || gpus != tc.wantGPUs {
-				t.Errorf("%d instances on %d GPUs %+v: want %d on %d", len(p.QLM.Instances), gpus, p.QLM.Instances, tc.wantInstances, tc.wantGPUs)
+			if len(qlmsec.PlanOf(p).Instances) != tc.wantInstances || gpus != tc.wantGPUs {
+				t.Errorf("%d instances on %d GPUs %+v: want %d on %d", len(qlmsec.PlanOf(p).Instances), gpus, qlmsec.PlanOf(p).Instances, tc.wantInstances, tc.wantGPUs)
 			}
 			attains(t, in, p)
 		})

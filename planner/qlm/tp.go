@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -136,7 +137,7 @@ func tensorParallel(in planner.Inputs, model string) (*formats.LLMProfile, []str
 // the models with the round-robin strategy. An instance of k GPUs takes the server of its
 // type with the fewest free GPUs that still holds k (best fit: whole servers stay free for
 // wider instances). limit > 0 stops at that many instances (--min-gpus). Instances are numbered in GPU order and record their GPUs.
-func placeTensorParallel(q *formats.QLMPlan, c *formats.Cluster, strategy string, models []string, load map[string]float64,
+func placeTensorParallel(q *qlmsec.QLMPlan, c *formats.Cluster, strategy string, models []string, load map[string]float64,
 	chosen map[string]*formats.LLMProfile, limit int) ([]string, map[string]int, error) {
 	srv := servers(c)
 	type inst struct {
@@ -207,7 +208,7 @@ func placeTensorParallel(q *formats.QLMPlan, c *formats.Cluster, strategy string
 	for i, x := range insts {
 		pr := chosen[x.model]
 		assign[i] = x.model
-		q.Instances = append(q.Instances, formats.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: x.model, GPUs: x.gpus})
+		q.Instances = append(q.Instances, qlmsec.QLMInstance{Name: "llm-" + strconv.Itoa(i), GPU: pr.GPU, GPUCount: max(pr.GPUCount, 1), Model: x.model, GPUs: x.gpus})
 	}
 	return assign, count, nil
 }

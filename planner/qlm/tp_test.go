@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -40,13 +41,13 @@ func TestTensorParallel(t *testing.T) {
 	cases := []struct {
 		name     string
 		strategy string
-		want     []formats.QLMInstance // name, gpu, count, gpus, model
+		want     []qlmsec.QLMInstance // name, gpu, count, gpus, model
 	}{
-		{"load", "load", []formats.QLMInstance{
+		{"load", "load", []qlmsec.QLMInstance{
 			{Name: "llm-0", GPU: "A100", GPUCount: 2, GPUs: []int{0, 1}, Model: "llama-3-70b"},
 			{Name: "llm-1", GPU: "A100", GPUCount: 1, GPUs: []int{2}, Model: "mistral-7b"},
 			{Name: "llm-2", GPU: "A100", GPUCount: 1, GPUs: []int{3}, Model: "mistral-7b"}}},
-		{"round-robin", "round-robin", []formats.QLMInstance{
+		{"round-robin", "round-robin", []qlmsec.QLMInstance{
 			{Name: "llm-0", GPU: "A100", GPUCount: 2, GPUs: []int{0, 1}, Model: "llama-3-70b"},
 			{Name: "llm-1", GPU: "A100", GPUCount: 1, GPUs: []int{2}, Model: "mistral-7b"},
 			{Name: "llm-2", GPU: "A100", GPUCount: 1, GPUs: []int{3}, Model: "mistral-7b"}}},
@@ -57,7 +58,7 @@ func TestTensorParallel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := p.QLM.Instances
+			got := qlmsec.PlanOf(p).Instances
 			if len(got) != len(tc.want) {
 				t.Fatalf("%d instances %+v, want %+v", len(got), got, tc.want)
 			}
@@ -92,10 +93,10 @@ func TestTensorParallelTwoInstances(t *testing.T) {
 	}
 	seen := map[int]bool{}
 	tp := 0
-	for _, x := range p.QLM.Instances {
+	for _, x := range qlmsec.PlanOf(p).Instances {
 		for _, g := range x.GPUs {
 			if seen[g] || g/3 != x.GPUs[0]/3 {
-				t.Fatalf("GPU %d in two instances, or an instance across servers: %+v", g, p.QLM.Instances)
+				t.Fatalf("GPU %d in two instances, or an instance across servers: %+v", g, qlmsec.PlanOf(p).Instances)
 			}
 			seen[g] = true
 		}
@@ -104,7 +105,7 @@ func TestTensorParallelTwoInstances(t *testing.T) {
 		}
 	}
 	if tp != 2 || len(seen) != 6 {
-		t.Errorf("instances %+v: want two 2-GPU llama instances, all 6 GPUs used", p.QLM.Instances)
+		t.Errorf("instances %+v: want two 2-GPU llama instances, all 6 GPUs used", qlmsec.PlanOf(p).Instances)
 	}
 }
 

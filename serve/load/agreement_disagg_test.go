@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/quantile"
 )
 
@@ -40,11 +41,11 @@ func disaggCapacity(t testing.TB, p *formats.Plan) float64 {
 	c := e.Workload.LLMClasses[0]
 	m := llm.NewModel(&e.Profiles[0].LLMs[0])
 	var nP, nD float64
-	for _, in := range p.QLM.Instances {
+	for _, in := range qlmsec.PlanOf(p).Instances {
 		switch in.Role {
-		case formats.RolePrefill:
+		case qlmsec.RolePrefill:
 			nP++
-		case formats.RoleDecode:
+		case qlmsec.RoleDecode:
 			nD++
 		}
 	}

@@ -7,12 +7,13 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // llmClasses are the served plan's LLM classes (the workload a QLM plan embeds; nil for
 // other plans).
 func llmClasses(plan *formats.Plan) []formats.LLMClass {
-	if plan == nil || plan.QLM == nil || plan.Provenance.Embedded == nil || plan.Provenance.Embedded.Workload == nil {
+	if plan == nil || qlmsec.PlanOf(plan) == nil || plan.Provenance.Embedded == nil || plan.Provenance.Embedded.Workload == nil {
 		return nil
 	}
 	return plan.Provenance.Embedded.Workload.LLMClasses

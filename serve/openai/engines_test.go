@@ -16,6 +16,7 @@ import (
 
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -270,7 +271,7 @@ func TestRemoteEngineLoadSteers(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, url := qlmServerPlan(t, fe, serve.Options{}, func(p *formats.Plan) {
-				p.QLM.Instances[1].Model = "mistral-7b"
+				qlmsec.PlanOf(p).Instances[1].Model = "mistral-7b"
 			})
 			got := map[string]int{}
 			// The fake engines answer at once; the spread needs each request's emulated copy
@@ -305,7 +306,7 @@ func TestRemoteEngineDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, url := qlmServerPlan(t, fe, serve.Options{}, func(p *formats.Plan) {
-		p.QLM.Instances[1].Model = "mistral-7b"
+		qlmsec.PlanOf(p).Instances[1].Model = "mistral-7b"
 	})
 	// waitDown polls /v1/engines until llm-0's down flag is want.
 	waitDown := func(want bool) {
@@ -355,7 +356,7 @@ func TestRemoteEngineDown(t *testing.T) {
 // every request is still answered in full. An unknown worker is an error.
 func TestSetWorkerDownRequeues(t *testing.T) {
 	s, url := qlmServerPlan(t, memFrontend(), serve.Options{}, func(p *formats.Plan) {
-		p.QLM.Instances[1].Model = "mistral-7b"
+		qlmsec.PlanOf(p).Instances[1].Model = "mistral-7b"
 	})
 	if err := s.SetWorkerDown("llm-9", true); err == nil || !strings.Contains(err.Error(), `unknown worker "llm-9"`) {
 		t.Errorf("unknown worker: %v", err)
@@ -457,7 +458,7 @@ func remoteFailServer(t *testing.T, fail func(*fakeVLLM) failMode) (*Frontend, s
 		t.Fatal(err)
 	}
 	_, url := qlmServerPlan(t, fe, serve.Options{}, func(p *formats.Plan) {
-		p.QLM.Instances[1].Model = "mistral-7b"
+		qlmsec.PlanOf(p).Instances[1].Model = "mistral-7b"
 	})
 	return fe, url, v, m
 }

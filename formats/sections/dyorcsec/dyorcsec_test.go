@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	secs = &formats.SectionSet{Systems: []string{"dyorc"}, Plan: []formats.Section{dyorcsec.PlanSection}, Workload: []formats.Section{dyorcsec.WorkloadSection}}
+	secs = intree.Sections() // the shared fixtures carry every system's section
 	nan  = math.NaN()
 	inf  = math.Inf(1)
 )

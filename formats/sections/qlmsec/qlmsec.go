@@ -2,8 +2,9 @@
 // workload section (`llm_classes`: LLM request classes with their SLOs and token profiles)
 // and its plan section (`qlm`: request groups and the virtual queues of the LLM serving
 // instances, QLM §4), and the checks of those sections against the other files given with
-// them. The section types stay typed fields of formats.Workload and formats.Plan; formats
-// runs these Sections for them when the system registry hands it the set.
+// them. The plan section is registered whole (formats.SectionOf: its types are this
+// package's, read with PlanOf); the workload section's types are still a typed field of
+// formats.Workload, which formats decodes and this package's Workload validates.
 package qlmsec
 
 import (
@@ -19,36 +20,48 @@ const (
 	WorkloadKey = "llm_classes"
 )
 
-// Plan is the Section of a plan's `qlm` field.
-type Plan struct{ formats.TypedSection }
+// Position is the place of QLM's sections in a file: fourth, after PPipe's, PARD's and
+// CascadeServe's, before DyOrc's, where its typed fields stood (formats.Positioned).
+const Position = 4
+
+// PlanSection is the Section of a plan's `qlm` section: a *QLMPlan.
+var PlanSection = planSection{formats.SectionOf[QLMPlan]{Name: PlanKey, Sys: "qlm", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
+
+// planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
+// (formats.ProfileChecker, formats.GPUUser, formats.TraceTargeter).
+type planSection struct{ formats.SectionOf[QLMPlan] }
+
+// PlanOf is p's `qlm` section, nil when p (or it) is absent.
+func PlanOf(p *formats.Plan) *QLMPlan {
+	if p == nil {
+		return nil
+	}
+	return PlanSection.In(p.Sections)
+}
+
+// SetPlan sets p's `qlm` section (nil removes it) and returns p.
+func SetPlan(p *formats.Plan, q *QLMPlan) *formats.Plan {
+	p.Sections.Set(PlanSection, q)
+	return p
+}
 
 // Workload is the Section of a workload's `llm_classes` field.
 type Workload struct{ formats.TypedSection }
 
-// Key is the section's key.
-func (Plan) Key() string { return PlanKey }
-
-// System is QLM.
-func (Plan) System() string { return "qlm" }
-
-// Validate checks the `qlm` section of the plan v (a *formats.Plan).
-func (Plan) Validate(v any) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.QLM == nil {
+// checkPlan checks the `qlm` section q of the plan doc.
+func checkPlan(q *QLMPlan, doc formats.Document) formats.ErrorList {
+	p, ok := doc.(*formats.Plan)
+	if !ok {
 		return nil
 	}
 	var c formats.Checker
-	validatePlan(&c, p, PlanKey)
+	validatePlan(&c, p, q, PlanKey)
 	return c.Errs()
 }
 
-// CrossCheck checks that the plan v's groups serve LLM classes of the workloads given with it
-// (when they define any).
-func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.QLM == nil {
-		return nil
-	}
+// crossCheckPlan checks that the plan's groups serve LLM classes of the workloads given with
+// it (when they define any).
+func crossCheckPlan(q *QLMPlan, self string, docs map[string]formats.Document) formats.ErrorList {
 	var files []string
 	classes := map[string]bool{}
 	for _, f := range formats.SortedKeys(docs) {
@@ -66,7 +79,7 @@ func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) for
 	}
 	var c formats.Checker
 	where := strings.Join(files, ", ")
-	for i, g := range p.QLM.Groups {
+	for i, g := range q.Groups {
 		if g.Class != "" && !classes[g.Class] {
 			c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "class"), g.Class, "not an LLM class of %s", where)
 		}
@@ -76,8 +89,7 @@ func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) for
 
 // validatePlan checks QLM's plan section: uniquely named groups of one model with an SLO,
 // instances on the plan's GPU types whose virtual queues hold known groups, each once.
-func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
-	q := pl.QLM
+func validatePlan(c *formats.Checker, pl *formats.Plan, q *QLMPlan, p string) {
 	ip := formats.Field(p, "instances")
 	if len(q.Instances) == 0 {
 		c.Add(ip, nil, "must list at least one instance")
@@ -120,7 +132,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 			queued[id] = jp
 		}
 	}
-	validateRoles(c, pl, p)
+	validateRoles(c, pl, q, p)
 	c.DurationIn(formats.Field(p, "replan_ms"), q.ReplanMs, 1e3, "ms", false)
 }
 
@@ -128,16 +140,16 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 // decode; a model served by prefill instances has decode instances too, and the reverse, and
 // no aggregated instance besides (a request of it takes both phases, one on each side); and
 // the plan's cluster gives the KV link they move KV over.
-func validateRoles(c *formats.Checker, pl *formats.Plan, p string) {
+func validateRoles(c *formats.Checker, pl *formats.Plan, q *QLMPlan, p string) {
 	type count struct{ agg, pre, dec, first int }
 	byModel := map[string]*count{}
 	var order []string
 	roles, bad := false, false
-	for i, in := range pl.QLM.Instances {
+	for i, in := range q.Instances {
 		rp := formats.Field(formats.Index(formats.Field(p, "instances"), i), "role")
 		if in.Role != "" {
-			c.OneOf(rp, in.Role, formats.Roles)
-			if !slices.Contains(formats.Roles, in.Role) {
+			c.OneOf(rp, in.Role, Roles)
+			if !slices.Contains(Roles, in.Role) {
 				bad = true // the pairing below would only repeat it
 			}
 			roles = true
@@ -151,9 +163,9 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, p string) {
 		switch in.Role {
 		case "":
 			n.agg++
-		case formats.RolePrefill:
+		case RolePrefill:
 			n.pre++
-		case formats.RoleDecode:
+		case RoleDecode:
 			n.dec++
 		}
 	}
@@ -168,11 +180,11 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, p string) {
 		rp := formats.Field(formats.Index(formats.Field(p, "instances"), n.first), "role")
 		switch {
 		case n.pre == 0:
-			c.Add(rp, pl.QLM.Instances[n.first].Role, "model %q has %d decode instances and no prefill instance", m, n.dec)
+			c.Add(rp, q.Instances[n.first].Role, "model %q has %d decode instances and no prefill instance", m, n.dec)
 		case n.dec == 0:
-			c.Add(rp, pl.QLM.Instances[n.first].Role, "model %q has %d prefill instances and no decode instance", m, n.pre)
+			c.Add(rp, q.Instances[n.first].Role, "model %q has %d prefill instances and no decode instance", m, n.pre)
 		case n.agg > 0:
-			c.Add(rp, pl.QLM.Instances[n.first].Role, "model %q has prefill and decode instances and %d aggregated ones: give every instance of it a role", m, n.agg)
+			c.Add(rp, q.Instances[n.first].Role, "model %q has prefill and decode instances and %d aggregated ones: give every instance of it a role", m, n.agg)
 		}
 	}
 	if cl := pl.TargetCluster(); roles && cl != nil && cl.KVLinkGBps == nil {
@@ -280,8 +292,8 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 
 // CheckProfiles checks that the LLM of every group and instance is in the profiles
 // (formats.ProfileChecker).
-func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	q := p.QLM
+func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	q := PlanOf(p)
 	if q == nil {
 		return nil
 	}
@@ -300,12 +312,13 @@ func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string
 }
 
 // GPURefs lists the GPU types the plan's instances run on (formats.GPUUser).
-func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
-	if p.QLM == nil {
+func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
+	q := PlanOf(p)
+	if q == nil {
 		return nil
 	}
 	var out []formats.GPURef
-	for i, in := range p.QLM.Instances {
+	for i, in := range q.Instances {
 		out = append(out, formats.GPURef{Path: formats.Field(formats.Index(PlanKey+".instances", i), "gpu"), GPU: in.GPU})
 	}
 	return out
@@ -326,9 +339,10 @@ func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, c
 
 // TraceTargets: a trace given with the plan may name the LLMs of its groups and instances
 // and the groups' classes.
-func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	p, ok := doc.(*formats.Plan)
-	if !ok || p.QLM == nil {
+func (planSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	p, _ := doc.(*formats.Plan)
+	q := PlanOf(p)
+	if q == nil {
 		return nil, nil, true
 	}
 	if e := p.Provenance.Embedded; e != nil && e.Workload != nil && len(e.Workload.LLMClasses) > 0 {
@@ -337,13 +351,13 @@ func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, compl
 		// model only an instance names has no class to replay a request as.
 		return Workload{}.TraceTargets(e.Workload)
 	}
-	for _, g := range p.QLM.Groups {
+	for _, g := range q.Groups {
 		targets = append(targets, g.Model)
 		if g.Class != "" {
 			classes = append(classes, g.Class)
 		}
 	}
-	for _, in := range p.QLM.Instances {
+	for _, in := range q.Instances {
 		if in.Model != "" {
 			targets = append(targets, in.Model)
 		}

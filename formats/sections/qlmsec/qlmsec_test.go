@@ -1,11 +1,13 @@
 package qlmsec_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
 )
 
@@ -49,47 +51,91 @@ func TestValidateLLMClasses(t *testing.T) {
 // One bad-input case per rule of the plan section (moved from formats' tests).
 func TestValidatePlan(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
-		{"qlm no instances", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances = nil }), []string{`plan-sections.json: qlm.instances: must list at least one instance`}},
-		{"qlm group duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].ID = "summ-0" }), []string{
+		{"qlm no instances", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances = nil }), []string{`plan-sections.json: qlm.instances: must list at least one instance`}},
+		{"qlm group duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Groups[2].ID = "summ-0" }), []string{
 			`plan-sections.json: qlm.groups[2].id: "summ-0": duplicate name (first at qlm.groups[1].id)`,
 			`plan-sections.json: qlm.instances[1].queue[0]: "summ-1": unknown group: not in qlm.groups`}},
-		{"qlm group model", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].Model = "" }), []string{`plan-sections.json: qlm.groups[2].model: "": must not be empty`}},
-		{"qlm group slo", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].SLO = 0 }), []string{`plan-sections.json: qlm.groups[2].slo: 0s: must be > 0`}},
-		{"qlm group requests", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Groups[2].Requests = 0 }), []string{`plan-sections.json: qlm.groups[2].requests: 0: must be >= 1`}},
-		{"qlm instance name", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Name = "vllm-0" }), []string{`plan-sections.json: qlm.instances[1].name: "vllm-0": duplicate name (first at qlm.instances[0].name)`}},
-		{"qlm instance gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPU = "H100" }), []string{`plan-sections.json: qlm.instances[1].gpu: "H100": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
-		{"qlm instance gpu_count", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPUCount = 0 }), []string{`plan-sections.json: qlm.instances[1].gpu_count: 0: must be >= 1`}},
-		{"qlm instance gpus", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].GPUs = []int{1, 1} }),
+		{"qlm group model", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Groups[2].Model = "" }), []string{`plan-sections.json: qlm.groups[2].model: "": must not be empty`}},
+		{"qlm group slo", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Groups[2].SLO = 0 }), []string{`plan-sections.json: qlm.groups[2].slo: 0s: must be > 0`}},
+		{"qlm group requests", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Groups[2].Requests = 0 }), []string{`plan-sections.json: qlm.groups[2].requests: 0: must be >= 1`}},
+		{"qlm instance name", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Name = "vllm-0" }), []string{`plan-sections.json: qlm.instances[1].name: "vllm-0": duplicate name (first at qlm.instances[0].name)`}},
+		{"qlm instance gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPU = "H100" }), []string{`plan-sections.json: qlm.instances[1].gpu: "H100": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
+		{"qlm instance gpu_count", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPUCount = 0 }), []string{`plan-sections.json: qlm.instances[1].gpu_count: 0: must be >= 1`}},
+		{"qlm instance gpus", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].GPUs = []int{1, 1} }),
 			[]string{`plan-sections.json: qlm.instances[1].gpus: [1 1]: lists 2 GPUs for gpu_count 1`, `plan-sections.json: qlm.instances[1].gpus[1]: 1: must be a GPU index >= 0, each once`}},
-		{"qlm queue unknown", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue[0] = "chat-9" }), []string{`plan-sections.json: qlm.instances[1].queue[0]: "chat-9": unknown group: not in qlm.groups`}},
-		{"qlm queued twice", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Queue = append(p.QLM.Instances[1].Queue, "chat-0") }), []string{`plan-sections.json: qlm.instances[1].queue[1]: "chat-0": group is already queued at qlm.instances[0].queue[0]`}},
-		{"qlm role", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.Instances[1].Role = "both" }),
+		{"qlm queue unknown", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Queue[0] = "chat-9" }), []string{`plan-sections.json: qlm.instances[1].queue[0]: "chat-9": unknown group: not in qlm.groups`}},
+		{"qlm queued twice", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
+			qlmsec.PlanOf(p).Instances[1].Queue = append(qlmsec.PlanOf(p).Instances[1].Queue, "chat-0")
+		}), []string{`plan-sections.json: qlm.instances[1].queue[1]: "chat-0": group is already queued at qlm.instances[0].queue[0]`}},
+		{"qlm role", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).Instances[1].Role = "both" }),
 			[]string{`plan-sections.json: qlm.instances[1].role: "both": must be one of prefill, decode`}},
 		{"qlm prefill without decode", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			p.QLM.Instances[1].Role = formats.RolePrefill
+			qlmsec.PlanOf(p).Instances[1].Role = qlmsec.RolePrefill
 			link := 50.0
 			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
 		}), []string{`plan-sections.json: qlm.instances[1].role: "prefill": model "llama-3.2-1b" has 1 prefill instances and no decode instance`}},
 		{"qlm decode without prefill", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			p.QLM.Instances[0].Role = formats.RoleDecode
+			qlmsec.PlanOf(p).Instances[0].Role = qlmsec.RoleDecode
 			link := 50.0
 			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
 		}), []string{`plan-sections.json: qlm.instances[0].role: "decode": model "llama-3.1-8b" has 1 decode instances and no prefill instance`}},
 		{"qlm roles beside aggregated", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			in := p.QLM.Instances[0]
-			in.Name, in.Queue, in.Role = "vllm-p", nil, formats.RolePrefill
+			in := qlmsec.PlanOf(p).Instances[0]
+			in.Name, in.Queue, in.Role = "vllm-p", nil, qlmsec.RolePrefill
 			in2 := in
-			in2.Name, in2.Role = "vllm-d", formats.RoleDecode
-			p.QLM.Instances = append(p.QLM.Instances, in, in2)
+			in2.Name, in2.Role = "vllm-d", qlmsec.RoleDecode
+			qlmsec.PlanOf(p).Instances = append(qlmsec.PlanOf(p).Instances, in, in2)
 			link := 50.0
 			p.Provenance.Embedded.Cluster.KVLinkGBps = &link
 		}), []string{`plan-sections.json: qlm.instances[0].role: "": model "llama-3.1-8b" has prefill and decode instances and 1 aggregated ones: give every instance of it a role`}},
 		{"qlm roles without link", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			p.QLM.Instances[0].Role = formats.RolePrefill
-			in := p.QLM.Instances[0]
-			in.Name, in.Queue, in.Role = "vllm-d", nil, formats.RoleDecode
-			p.QLM.Instances = append(p.QLM.Instances, in)
+			qlmsec.PlanOf(p).Instances[0].Role = qlmsec.RolePrefill
+			in := qlmsec.PlanOf(p).Instances[0]
+			in.Name, in.Queue, in.Role = "vllm-d", nil, qlmsec.RoleDecode
+			qlmsec.PlanOf(p).Instances = append(qlmsec.PlanOf(p).Instances, in)
 		}), []string{`plan-sections.json: provenance.embedded.cluster.kv_link_gbps: missing: prefill instances move KV to decode instances over this link (GB/s)`}},
-		{"qlm replan", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.QLM.ReplanMs = -1 }), []string{`plan-sections.json: qlm.replan_ms: -1: must be >= 0`}},
+		{"qlm replan", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { qlmsec.PlanOf(p).ReplanMs = -1 }), []string{`plan-sections.json: qlm.replan_ms: -1: must be >= 0`}},
 	}))
+}
+
+// QLM's plan section against the other files given with it (formats.CheckSet runs the
+// checks through the registered Section): LLMs in the profiles, classes in the workload.
+func TestCrossCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		files  []string
+		mutate func(map[string]formats.Document)
+		want   []string
+	}{
+		{"LLMs not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
+			q := qlmsec.PlanOf(d["plan-sections.json"].(*formats.Plan))
+			q.Groups[0].Model = "resnet50"
+			q.Instances[0].Model = "mistral-7b"
+		}, []string{
+			`plan-sections.json: qlm.groups[0].model: "resnet50": LLM not found in any profile (profile.json)`,
+			`plan-sections.json: qlm.instances[0].model: "mistral-7b": LLM not found in any profile (profile.json)`}},
+		{"class not in the workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+			qlmsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Groups[1].Class = "batch"
+		}, []string{`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs := map[string]formats.Document{}
+			for _, f := range tc.files {
+				docs[f] = sectiontest.Load(t, f, secs)
+			}
+			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
+				t.Fatalf("good files: %v", errs)
+			}
+			tc.mutate(docs)
+			var got []string
+			for _, e := range formats.CheckSet(docs, secs) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
+			}
+		})
+	}
+	empty := map[string]formats.Document{"x.json": qlmsec.SetPlan(&formats.Plan{}, &qlmsec.QLMPlan{})}
+	_ = formats.CheckSet(empty, secs)
 }

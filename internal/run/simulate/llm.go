@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/sim"
 )
@@ -27,7 +28,7 @@ func llmReplay(planPath string, p *formats.Plan, dep *dataplane.Deployment, clas
 		return nil, run.UsageError(err)
 	}
 	served := map[string]bool{}
-	for _, in := range p.QLM.Instances {
+	for _, in := range qlmsec.PlanOf(p).Instances {
 		served[in.Model] = true
 	}
 	for a := range dep.Apps {

@@ -3,6 +3,7 @@ package qlmsys
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/testmode"
 	"github.com/plan-dev/plan/sim"
 )
@@ -74,7 +76,7 @@ func TestKEDAReplayAzure(t *testing.T) {
 	for i, a := range dep.Apps {
 		apps[i], rates[i] = a.Name, a.RateRPS
 	}
-	n := len(p.QLM.Instances)
+	n := len(qlmsec.PlanOf(p).Instances)
 	sc, ok := export.CapacityOf(p).PoolScale(apps, n)
 	if !ok {
 		t.Fatalf("no pool scale from the prediction %+v", pred.Apps)
@@ -140,7 +142,7 @@ func TestKEDAReplayAzure(t *testing.T) {
 // and the mean replicas.
 func replayKEDA(t *testing.T, p *formats.Plan, dep *dataplane.Deployment, rule export.ScalerRule, counts []int64, stepS float64, rates []float64, load float64) (keda, static float64, changes int, meanReplicas float64) {
 	t.Helper()
-	n := len(p.QLM.Instances)
+	n := len(qlmsec.PlanOf(p).Instances)
 	var sum int64
 	for _, c := range counts {
 		sum += c
@@ -170,9 +172,10 @@ func replayKEDA(t *testing.T, p *formats.Plan, dep *dataplane.Deployment, rule e
 			return c
 		}
 		q := *p
-		qp := *p.QLM
+		q.Sections = maps.Clone(p.Sections) // the section set below must not reach p
+		qp := *qlmsec.PlanOf(p)
 		qp.Instances = qp.Instances[:k]
-		q.QLM = &qp
+		qlmsec.SetPlan(&q, &qp)
 		c := ap.Candidate{Digest: fmt.Sprintf("%d replicas", k), GPUs: k, Plan: &q}
 		sub[k] = c
 		return c

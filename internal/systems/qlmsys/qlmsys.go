@@ -42,8 +42,8 @@ func System() system.System {
 		Render:           Render,
 		PlanSection:      dq.Kind,
 		// QLM validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: qlmsec.Plan{}, Workload: []formats.Section{qlmsec.Workload{}}},
-		HasPlan:  func(p *formats.Plan) bool { return p.QLM != nil },
+		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{qlmsec.Workload{}}},
+		HasPlan:  func(p *formats.Plan) bool { return qlmsec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dq.FromPlan(p)
 			return d, dq.PolicyQLM, err
@@ -112,7 +112,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // Render prints the instances with their virtual queues, and the groups.
 func Render(p *formats.Plan) []planner.Table {
 	it := planner.Table{Header: []string{"INSTANCE", "GPU", "MODEL", "VIRTUAL QUEUE"}}
-	for _, in := range p.QLM.Instances {
+	for _, in := range qlmsec.PlanOf(p).Instances {
 		gpu := in.GPU
 		if in.GPUCount > 1 || len(in.GPUs) > 0 {
 			gpu = pq.GPUSet(in) // tensor-parallel: the count and the GPUs
@@ -120,7 +120,7 @@ func Render(p *formats.Plan) []planner.Table {
 		it.Rows = append(it.Rows, []string{in.Name, gpu, in.Model, fmt.Sprint(in.Queue)})
 	}
 	gt := planner.Table{Header: []string{"GROUP", "MODEL", "CLASS", "SLO", "REQUESTS"}}
-	for _, g := range p.QLM.Groups {
+	for _, g := range qlmsec.PlanOf(p).Groups {
 		gt.Rows = append(gt.Rows, []string{g.ID, g.Model, g.Class, g.SLO.String(), strconv.Itoa(g.Requests)})
 	}
 	return []planner.Table{it, gt}
@@ -131,14 +131,14 @@ type Checker struct{}
 
 // Verify implements planner.Checker.
 func (Checker) Verify(p *formats.Plan) ([]string, string) {
-	return pq.Verify(p), fmt.Sprintf("qlm plan, %d instances, %d groups: profiles and memory per instance, class coverage, group classes, expected load", len(p.QLM.Instances), len(p.QLM.Groups))
+	return pq.Verify(p), fmt.Sprintf("qlm plan, %d instances, %d groups: profiles and memory per instance, class coverage, group classes, expected load", len(qlmsec.PlanOf(p).Instances), len(qlmsec.PlanOf(p).Groups))
 }
 
 // Compare implements planner.Checker: the load per instance (lower is better): the rate over
 // the simulated capacity of an instance (planner/qlm InstanceRate; the metric keeps its
 // older name).
 func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
-	if ref.QLM == nil {
+	if qlmsec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a qlm plan"}}
 	}
 	g, r := pq.Utilization(got), pq.Utilization(ref)

@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/testmode"
 )
 
@@ -109,10 +110,10 @@ func TestSolveSearchDisaggregated(t *testing.T) {
 		t.Fatal(err)
 	}
 	roles := map[string]int{}
-	for _, in := range p.QLM.Instances {
+	for _, in := range qlmsec.PlanOf(p).Instances {
 		roles[in.Role]++
 	}
-	if roles[formats.RolePrefill] == 0 || roles[formats.RoleDecode] == 0 || roles[""] != 0 {
+	if roles[qlmsec.RolePrefill] == 0 || roles[qlmsec.RoleDecode] == 0 || roles[""] != 0 {
 		t.Errorf("instances by role %v, want prefill and decode only", roles)
 	}
 	for _, w := range []string{"  prefill   H100", "  decode    H100", "disaggregated 1:2"} {
