@@ -1,13 +1,13 @@
 package qlm
 
 import (
-	"encoding/json"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -111,10 +111,11 @@ func TestFailoverBundledPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pl formats.Plan
-	if err := json.Unmarshal(b, &pl); err != nil {
+	pl0, err := formats.DecodeInto[*formats.Plan]("plan.json", b, intree.Sections())
+	if err != nil {
 		t.Fatal(err)
 	}
+	pl := *pl0
 	dep, err := FromPlan(&pl)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/sim"
 )
@@ -65,10 +66,11 @@ func TestFromPlanReplanMs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pl formats.Plan
-	if err := json.Unmarshal(b, &pl); err != nil {
+	pl0, err := formats.DecodeInto[*formats.Plan]("plan.json", b, intree.Sections())
+	if err != nil {
 		t.Fatal(err)
 	}
+	pl := *pl0
 	for _, ms := range []float64{0, 250, 1500} {
 		qlmsec.PlanOf(&pl).ReplanMs = ms
 		dep, err := FromPlan(&pl)
