@@ -128,8 +128,11 @@ func parse(name string, data []byte, wantKind string, secs *SectionSet) (Documen
 	if len(errs) > 0 {
 		return nil, errs.WithFile(name).tagged(ErrDecode)
 	}
-	if js == nil || ext != nil { // YAML: the tree holds only finite numbers now, so it marshals
+	switch {
+	case js == nil: // YAML: the tree holds only finite numbers now, so it marshals
 		js, err = json.Marshal(tree)
+	case ext != nil:
+		js, err = withoutKeys(js, ext.cut)
 	}
 	if err == nil {
 		err = StrictUnmarshal(js, doc)

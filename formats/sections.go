@@ -497,6 +497,8 @@ var _ json.Marshaler = Plan{}
 // document's own, and (plans) those of the workload its provenance embeds.
 type takenSections struct {
 	own, embedded SectionValues
+	// cut are the keys taken out, by the path of their object (withoutKeys).
+	cut map[string][]string
 }
 
 // takeSections takes the registered sections out of a plan or workload tree (nil when there
@@ -506,29 +508,50 @@ func takeSections(kind string, doc Document, tree map[string]any, secs *SectionS
 		return nil
 	}
 	n := len(*errs)
-	size := len(tree)
-	t := &takenSections{own: extractSections(kind, reflect.TypeOf(doc).Elem(), tree, secs, errs)}
-	removed := len(tree) != size
+	before := keysOf(tree)
+	t := &takenSections{own: extractSections(kind, reflect.TypeOf(doc).Elem(), tree, secs, errs), cut: map[string][]string{}}
+	t.taken("", before, tree)
 	if kind == KindPlan {
 		if prov, ok := tree["provenance"].(map[string]any); ok {
 			if emb, ok := prov["embedded"].(map[string]any); ok {
 				if w, ok := emb["workload"].(map[string]any); ok {
-					wsize := len(w)
+					wbefore := keysOf(w)
 					var werrs ErrorList
 					t.embedded = extractSections(KindWorkload, reflect.TypeFor[Workload](), w, secs, &werrs)
 					for _, e := range werrs {
-						e.Path = keyPath("provenance.embedded.workload", e.Path)
+						e.Path = keyPath(embeddedWorkloadPath, e.Path)
 					}
 					*errs = append(*errs, werrs...)
-					removed = removed || len(w) != wsize
+					t.taken(embeddedWorkloadPath, wbefore, w)
 				}
 			}
 		}
 	}
-	if !removed && len(*errs) == n {
+	if len(t.cut) == 0 && len(*errs) == n {
 		return nil
 	}
 	return t
+}
+
+// embeddedWorkloadPath is where a plan embeds the workload it was solved for.
+const embeddedWorkloadPath = "provenance.embedded.workload"
+
+// keysOf lists the keys of an object of a tree.
+func keysOf(obj map[string]any) []string {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// taken records which of the keys before are no longer in obj, the object at path.
+func (t *takenSections) taken(path string, before []string, obj map[string]any) {
+	for _, k := range before {
+		if _, ok := obj[k]; !ok {
+			t.cut[path] = append(t.cut[path], k)
+		}
+	}
 }
 
 // attach sets the taken sections on the decoded document.
