@@ -75,10 +75,8 @@ func TestCheckSet(t *testing.T) {
 			d["plan.json"].(*Plan).PPipe.Models[1].Model = "yolov8n"
 			p := d["plan-sections.json"].(*Plan)
 			p.PARD.Apps[0].Modules[0].Model = "yolov8n"
-			p.Cascade.Placement[0].Model = "gpt-2"
 		}, []string{
 			`plan-sections.json: pard.apps[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`,
-			`plan-sections.json: cascade.placement[0].model: "gpt-2": model not found in any profile (profile.json)`,
 			`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
 		{"plan with embedded profiles ignores profiles beside it", []string{"profile.json", "plan.json"}, func(d map[string]Document) {
 			ext := d["profile.json"].(*Profile)
@@ -99,10 +97,8 @@ func TestCheckSet(t *testing.T) {
 		{"plan against workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]Document) {
 			p := d["plan-sections.json"].(*Plan)
 			p.PARD.Apps[0].Name = "retail"
-			p.Cascade.Task = "mmlu"
 		}, []string{
-			`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`,
-			`plan-sections.json: cascade.task: "mmlu": not a cascade of workload.yaml`}},
+			`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`}},
 		{"trace targets", []string{"workload.yaml", "trace-requests.json", "trace-counts.json"}, func(d map[string]Document) {
 			tr := d["trace-requests.json"].(*Trace)
 			tr.Requests[0].Target = "vgg16"
@@ -153,7 +149,7 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 		"p.json": &Profile{Models: []ModelProfile{{Name: "m"}}, LLMs: []LLMProfile{{Model: "l"}}},
 		"c.yaml": &Cluster{GPUs: []GPUPool{{Type: "L4", Count: 1}}},
 		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}, Cascades: []Cascade{{Models: []string{"l"}}}},
-		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}, Cascade: &CascadePlan{}, PARD: &PARDPlan{Apps: []PARDApp{{}}}},
+		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}, PARD: &PARDPlan{Apps: []PARDApp{{}}}},
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}

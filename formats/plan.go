@@ -12,10 +12,9 @@ type Plan struct {
 	Metadata   Metadata   `json:"metadata"`
 	Provenance Provenance `json:"provenance"`
 	// Cluster is the cluster the plan was solved for (embedded so a plan is self-contained).
-	Cluster *Cluster     `json:"cluster,omitempty"`
-	PPipe   *PPipePlan   `json:"ppipe,omitempty"`
-	PARD    *PARDPlan    `json:"pard,omitempty"`
-	Cascade *CascadePlan `json:"cascade,omitempty"`
+	Cluster *Cluster   `json:"cluster,omitempty"`
+	PPipe   *PPipePlan `json:"ppipe,omitempty"`
+	PARD    *PARDPlan  `json:"pard,omitempty"`
 	// Fleet is the priced fleet of a plan solved with `--objective cost`:
 	// absent for the planners' own objectives.
 	Fleet *Fleet `json:"fleet,omitempty"`
@@ -213,33 +212,4 @@ type ModulePlan struct {
 	Batch     int     `json:"batch"`
 	Workers   int     `json:"workers"`
 	LatencyUs float64 `json:"latency_us"`
-}
-
-// CascadePlan is CascadeServe's gear plan: a fixed replica placement and one gear per QPS range.
-type CascadePlan struct {
-	Task      string    `json:"task"`
-	Placement []Replica `json:"placement"`
-	Gears     []Gear    `json:"gears"`
-	PollMs    float64   `json:"poll_ms,omitempty"`
-	Alpha     float64   `json:"alpha,omitempty"`
-	MaxBatch  int       `json:"max_batch,omitempty"`
-}
-
-// Replica places one copy of a model on GPUs.
-type Replica struct {
-	Model string `json:"model"`
-	GPUs  []int  `json:"gpus"`
-}
-
-// Gear is the cascade and routing used while the QPS is in [QLo, QHi).
-type Gear struct {
-	QLo     float64              `json:"q_lo"`
-	QHi     float64              `json:"q_hi"`
-	Models  []string             `json:"models"`
-	Thr     []float64            `json:"thr"`
-	Share   map[string][]float64 `json:"share,omitempty"`
-	Trigger map[string]int       `json:"trigger,omitempty"`
-	ExpAcc  float64              `json:"expected_accuracy,omitempty"`
-	ExpWork float64              `json:"expected_work_s,omitempty"`
-	ExpPLat float64              `json:"expected_platency_ms,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/internal/tinycascade"
 	"github.com/plan-dev/plan/serve/worker"
@@ -36,7 +37,7 @@ func TestONNXModelFilesGuarded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := plan.Cascade.Gears[0].Models[0]
+	first := cascadesec.PlanOf(plan).Gears[0].Models[0]
 	os.Remove(filepath.Join(dir, first+".onnx"))
 	if err := syscall.Mkfifo(filepath.Join(dir, first+".onnx"), 0o600); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/internal/tinycascade"
@@ -27,7 +28,7 @@ import (
 // cascadeDeploy adds CascadeServe plans to the test registry (servetest serves PPipe and
 // PARD only).
 func cascadeDeploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
-	if p.Cascade != nil {
+	if cascadesec.PlanOf(p) != nil {
 		d, err := dpcascade.FromPlan(p)
 		return d, dpcascade.PolicyGears, err
 	}
@@ -56,11 +57,11 @@ func tinyPlan(t testing.TB) *formats.Plan {
 func TestONNXCascade(t *testing.T) {
 	needORT(t)
 	plan := tinyPlan(t)
-	g := plan.Cascade.Gears[0]
+	g := cascadesec.PlanOf(plan).Gears[0]
 	if len(g.Models) < 2 {
 		t.Fatalf("the tiny plan's first gear is %v: want a cascade of at least two models", g.Models)
 	}
-	for _, gg := range plan.Cascade.Gears[1:] {
+	for _, gg := range cascadesec.PlanOf(plan).Gears[1:] {
 		if strings.Join(gg.Models, ",") != strings.Join(g.Models, ",") || !equalFloats(gg.Thr, g.Thr) {
 			t.Fatalf("the tiny plan's gears differ (%v %v vs %v %v): this test expects one cascade at every load", gg.Models, gg.Thr, g.Models, g.Thr)
 		}
@@ -191,7 +192,7 @@ func TestONNXCascadeBadModels(t *testing.T) {
 		}
 		return dir
 	}
-	g := plan.Cascade.Gears[0].Models
+	g := cascadesec.PlanOf(plan).Gears[0].Models
 	for _, tc := range []struct {
 		name  string
 		model func(t *testing.T) string
@@ -223,7 +224,7 @@ func TestONNXCascadeAccuracy(t *testing.T) {
 		t.Skip("600 requests through ONNX Runtime")
 	}
 	plan := tinyPlan(t)
-	g := plan.Cascade.Gears[0]
+	g := cascadesec.PlanOf(plan).Gears[0]
 	models, ref, err := tinycascade.LoadAll()
 	if err != nil {
 		t.Fatal(err)

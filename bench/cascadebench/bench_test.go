@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/bench"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 func TestParseQPS(t *testing.T) {
@@ -115,9 +115,9 @@ func TestWritePlots(t *testing.T) {
 // drops a model left without replicas from the cascades (its predecessor forwards at its
 // own threshold); a plan on one GPU has nothing left.
 func TestFailGPU(t *testing.T) {
-	cp := &formats.CascadePlan{Task: "t",
-		Placement: []formats.Replica{{Model: "a", GPUs: []int{0}}, {Model: "a", GPUs: []int{1}}, {Model: "b", GPUs: []int{1}}, {Model: "c", GPUs: []int{0}}},
-		Gears: []formats.Gear{
+	cp := &cascadesec.CascadePlan{Task: "t",
+		Placement: []cascadesec.Replica{{Model: "a", GPUs: []int{0}}, {Model: "a", GPUs: []int{1}}, {Model: "b", GPUs: []int{1}}, {Model: "c", GPUs: []int{0}}},
+		Gears: []cascadesec.Gear{
 			{Models: []string{"a", "b", "c"}, Thr: []float64{0.3, 0.6}, Share: map[string][]float64{"a": {0.25, 0.75}, "b": {1}, "c": {1}}},
 			{Models: []string{"b", "a"}, Thr: []float64{0.4}, Share: map[string][]float64{"a": {0, 0}, "b": {1}}},
 		}}
@@ -125,16 +125,16 @@ func TestFailGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &formats.CascadePlan{Task: "t",
-		Placement: []formats.Replica{{Model: "a", GPUs: []int{0}}, {Model: "c", GPUs: []int{0}}},
-		Gears: []formats.Gear{
+	want := &cascadesec.CascadePlan{Task: "t",
+		Placement: []cascadesec.Replica{{Model: "a", GPUs: []int{0}}, {Model: "c", GPUs: []int{0}}},
+		Gears: []cascadesec.Gear{
 			{Models: []string{"a", "c"}, Thr: []float64{0.3}, Share: map[string][]float64{"a": {1}, "c": {1}}},
 			{Models: []string{"a"}, Thr: []float64{}, Share: map[string][]float64{"a": {1}}},
 		}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	if _, err := failGPU(&formats.CascadePlan{Placement: []formats.Replica{{Model: "a", GPUs: []int{0}}}, Gears: []formats.Gear{{Models: []string{"a"}}}}); err == nil {
+	if _, err := failGPU(&cascadesec.CascadePlan{Placement: []cascadesec.Replica{{Model: "a", GPUs: []int{0}}}, Gears: []cascadesec.Gear{{Models: []string{"a"}}}}); err == nil {
 		t.Error("a 1-GPU plan has nothing left")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -55,7 +56,7 @@ var Scenarios = []Scenario{{Name: "nominal", Load: 1, Slow: 1}, {Name: "load-x1.
 // out of the gears' cascades (the model before it forwards, at its own threshold, to the
 // model after it; a last model's predecessor answers everything). Errors when no GPU or no
 // model of some gear is left.
-func failGPU(cp *formats.CascadePlan) (*formats.CascadePlan, error) {
+func failGPU(cp *cascadesec.CascadePlan) (*cascadesec.CascadePlan, error) {
 	g := -1
 	for _, r := range cp.Placement {
 		for _, x := range r.GPUs {
@@ -161,11 +162,11 @@ func (d *data) degrade(rows []MinGPUs, target float64, win []float64) ([]Degrada
 			}
 			plan := r.plan
 			if sc.Fail {
-				cp, err := failGPU(plan.Cascade)
+				cp, err := failGPU(cascadesec.PlanOf(plan))
 				if err != nil {
 					continue // nothing left to serve with
 				}
-				plan = &formats.Plan{Cascade: cp}
+				plan = cascadesec.SetPlan(&formats.Plan{}, cp)
 			}
 			sv, err := d.replay(plan, rp, q)
 			if err != nil {

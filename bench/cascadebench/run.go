@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
 	"github.com/plan-dev/plan/sim"
@@ -161,7 +162,7 @@ func (d *data) serve(plan *formats.Plan, policy string, qps []float64) (Served, 
 
 func (d *data) replay(plan *formats.Plan, rp replay, qps []float64) (Served, error) {
 	hw, _ := pc.HardwareOf(d.in.Cluster)
-	dep, err := dpc.NewDeployment(plan.Cascade, d.test.Task, hw, d.s.Latency, d.s.Peak)
+	dep, err := dpc.NewDeployment(cascadesec.PlanOf(plan), d.test.Task, hw, d.s.Latency, d.s.Peak)
 	if err != nil {
 		return Served{}, err
 	}
@@ -373,7 +374,7 @@ func (d *data) cocktail(target float64, win []float64) MinGPUs {
 			first = max(first, q)
 		}
 	}
-	init := min(len(plan.Cascade.Placement), max(1, int(math.Ceil(first/lo))))
+	init := min(len(cascadesec.PlanOf(plan).Placement), max(1, int(math.Ceil(first/lo))))
 	rp := replay{policy: dpc.PolicyCocktail, params: map[string]string{"packing": fmt.Sprint(lo), "interval_ms": fmt.Sprint(bestIv * 1000),
 		"initial": fmt.Sprint(init), "future_qps": strings.Join(futures, ",")}}
 	sv, err := d.replay(plan, rp, win)
@@ -387,19 +388,19 @@ func (d *data) cocktail(target float64, win []float64) MinGPUs {
 
 // cocktailPlan is Cocktail+'s fleet: the model replicated on every GPU group of the set-up.
 func (d *data) cocktailPlan(name string, w int) *formats.Plan {
-	cp := &formats.CascadePlan{Task: d.c.Name, PollMs: 100, Alpha: 8, MaxBatch: dpc.DefaultMaxBatch,
-		Gears: []formats.Gear{{QLo: 0, QHi: d.s.Peak, Models: []string{name}, Thr: []float64{}, Share: map[string][]float64{}, Trigger: map[string]int{name: 1}}}}
+	cp := &cascadesec.CascadePlan{Task: d.c.Name, PollMs: 100, Alpha: 8, MaxBatch: dpc.DefaultMaxBatch,
+		Gears: []cascadesec.Gear{{QLo: 0, QHi: d.s.Peak, Models: []string{name}, Thr: []float64{}, Share: map[string][]float64{}, Trigger: map[string]int{name: 1}}}}
 	for g := 0; g+w <= d.s.MaxGPUs; g += w {
 		gs := make([]int, w)
 		for k := range gs {
 			gs[k] = g + k
 		}
-		cp.Placement = append(cp.Placement, formats.Replica{Model: name, GPUs: gs})
+		cp.Placement = append(cp.Placement, cascadesec.Replica{Model: name, GPUs: gs})
 	}
 	for range cp.Placement {
 		cp.Gears[0].Share[name] = append(cp.Gears[0].Share[name], 1/float64(len(cp.Placement)))
 	}
-	return &formats.Plan{Cascade: cp}
+	return cascadesec.SetPlan(&formats.Plan{}, cp)
 }
 
 // SystemCocktailRuntime names the Cocktail+ runtime policy's rows.
@@ -421,7 +422,7 @@ func (d *data) cocktailRuntime(target float64, win []float64, quick bool) (row M
 	}
 	name := t.Models[best].Name
 	plan := d.cocktailPlan(name, t.Models[best].Width())
-	cp := plan.Cascade
+	cp := cascadesec.PlanOf(plan)
 	intervals := []int{10, 60}
 	if quick {
 		intervals = intervals[:1]

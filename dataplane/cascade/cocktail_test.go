@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -29,11 +29,11 @@ func joinRates(q []float64) string {
 
 func TestCocktail(t *testing.T) {
 	plan := examplePlan(t)
-	cp := *plan.Cascade
-	cp.Placement = []formats.Replica{{Model: "bert-base", GPUs: []int{0}}, {Model: "bert-base", GPUs: []int{1}}}
-	cp.Gears = []formats.Gear{{QLo: 0, QHi: 14000, Models: []string{"bert-base"}, Thr: []float64{},
+	cp := *cascadesec.PlanOf(plan)
+	cp.Placement = []cascadesec.Replica{{Model: "bert-base", GPUs: []int{0}}, {Model: "bert-base", GPUs: []int{1}}}
+	cp.Gears = []cascadesec.Gear{{QLo: 0, QHi: 14000, Models: []string{"bert-base"}, Thr: []float64{},
 		Share: map[string][]float64{"bert-base": {0.5, 0.5}}, Trigger: map[string]int{"bert-base": 1}}}
-	plan.Cascade = &cp
+	cascadesec.SetPlan(plan, &cp)
 	dep, err := dpc.FromPlan(plan)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -105,8 +106,8 @@ func indexRun(t *testing.T, dep *dataplane.Deployment, pol string, fail []sim.Fa
 func reshare(t *testing.T, k int, r *rand.Rand, nvals int) *dataplane.Deployment {
 	t.Helper()
 	p := scaledPlan(t, k)
-	for gi := range p.Cascade.Gears {
-		for _, sh := range p.Cascade.Gears[gi].Share {
+	for gi := range cascadesec.PlanOf(p).Gears {
+		for _, sh := range cascadesec.PlanOf(p).Gears[gi].Share {
 			for i := range sh {
 				switch {
 				case i > 0 && r.IntN(8) == 0:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // Kind is the plan section cascade deployments come from.
@@ -56,7 +57,7 @@ type gearSpec struct {
 // FromPlan builds the deployment of p's cascade section, replaying the embedded
 // workload's validation records.
 func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
-	if p.Cascade == nil {
+	if cascadesec.PlanOf(p) == nil {
 		return nil, formats.ErrorList{{Path: "cascade", Rule: "the plan has no cascade section"}}
 	}
 	e := p.Provenance.Embedded
@@ -69,12 +70,12 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	}
 	var c *formats.Cascade
 	for i := range e.Workload.Cascades {
-		if e.Workload.Cascades[i].Name == p.Cascade.Task {
+		if e.Workload.Cascades[i].Name == cascadesec.PlanOf(p).Task {
 			c = &e.Workload.Cascades[i]
 		}
 	}
 	if c == nil {
-		return nil, formats.ErrorList{{Path: "cascade.task", Value: strconv.Quote(p.Cascade.Task), Rule: "not a cascade of the embedded workload"}}
+		return nil, formats.ErrorList{{Path: "cascade.task", Value: strconv.Quote(cascadesec.PlanOf(p).Task), Rule: "not a cascade of the embedded workload"}}
 	}
 	profs := make([]*formats.Profile, len(e.Profiles))
 	for i := range e.Profiles {
@@ -94,7 +95,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if c.LatencySLO != nil {
 		slo = time.Duration(c.LatencySLO.Latency)
 	}
-	d, err := NewDeployment(p.Cascade, t, hw, slo, c.QPSMax)
+	d, err := NewDeployment(cascadesec.PlanOf(p), t, hw, slo, c.QPSMax)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 // replays: pass a held-out test task to keep planning and serving data apart, like the paper's
 // held-out test set, §6.1). One Manual stage per model (the policy forwards or completes at
 // each batch's end), one worker per replica on its first GPU.
-func NewDeployment(cp *formats.CascadePlan, t *Task, hw Hardware, slo time.Duration, qpsMax float64) (*dataplane.Deployment, error) {
+func NewDeployment(cp *cascadesec.CascadePlan, t *Task, hw Hardware, slo time.Duration, qpsMax float64) (*dataplane.Deployment, error) {
 	d := &dataplane.Deployment{Kind: Kind}
 	idx := map[string]int{}
 	for i, m := range t.Models {

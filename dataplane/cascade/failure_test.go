@@ -6,7 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -15,16 +15,16 @@ import (
 func oneModel(t *testing.T, gpus ...int) *dataplane.Deployment {
 	t.Helper()
 	plan := examplePlan(t)
-	cp := *plan.Cascade
+	cp := *cascadesec.PlanOf(plan)
 	cp.Placement = nil
 	var share []float64
 	for _, g := range gpus {
-		cp.Placement = append(cp.Placement, formats.Replica{Model: "bert-base", GPUs: []int{g}})
+		cp.Placement = append(cp.Placement, cascadesec.Replica{Model: "bert-base", GPUs: []int{g}})
 		share = append(share, 1/float64(len(gpus)))
 	}
-	cp.Gears = []formats.Gear{{QLo: 0, QHi: 14000, Models: []string{"bert-base"}, Thr: []float64{},
+	cp.Gears = []cascadesec.Gear{{QLo: 0, QHi: 14000, Models: []string{"bert-base"}, Thr: []float64{},
 		Share: map[string][]float64{"bert-base": share}, Trigger: map[string]int{"bert-base": 1}}}
-	plan.Cascade = &cp
+	cascadesec.SetPlan(plan, &cp)
 	dep, err := dpc.FromPlan(plan)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // NewPolicy builds one of this data plane's policies (cfg.Policy empty = "cascadeserve").
@@ -37,12 +37,12 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 		t.Cert, t.Correct = append(t.Cert, cert), append(t.Correct, right)
 	}
 	nGPU := 1 + r.IntN(2)
-	cp := &formats.CascadePlan{Task: "sample", PollMs: 50 + float64(r.IntN(100)), Alpha: float64(1 + r.IntN(8)), MaxBatch: 64}
+	cp := &cascadesec.CascadePlan{Task: "sample", PollMs: 50 + float64(r.IntN(100)), Alpha: float64(1 + r.IntN(8)), MaxBatch: 64}
 	reps := map[string]int{}
 	for m := range t.Models {
 		for g := 0; g < nGPU; g++ {
 			if g == 0 || r.IntN(2) == 0 {
-				cp.Placement = append(cp.Placement, formats.Replica{Model: t.Models[m].Name, GPUs: []int{g}})
+				cp.Placement = append(cp.Placement, cascadesec.Replica{Model: t.Models[m].Name, GPUs: []int{g}})
 				reps[t.Models[m].Name]++
 			}
 		}
@@ -50,7 +50,7 @@ func Sample(r *rand.Rand) *dataplane.Deployment {
 	ng := 2 + r.IntN(3)
 	for gi := 0; gi < ng; gi++ {
 		perm := r.Perm(k)[:1+r.IntN(k)]
-		g := formats.Gear{QLo: float64(gi) * 500 / float64(ng), QHi: float64(gi+1) * 500 / float64(ng), Share: map[string][]float64{}, Trigger: map[string]int{}}
+		g := cascadesec.Gear{QLo: float64(gi) * 500 / float64(ng), QHi: float64(gi+1) * 500 / float64(ng), Share: map[string][]float64{}, Trigger: map[string]int{}}
 		for i, m := range perm {
 			name := t.Models[m].Name
 			g.Models = append(g.Models, name)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // ScalePlan lays cascade plan p out k times over k times the GPUs, in place (the simulator's
@@ -14,7 +15,7 @@ import (
 // at k times the rate and the simulator's work per request stays constant while N grows.
 // p must embed its cluster and workload (provenance.embedded), as a solved plan does.
 func ScalePlan(p *formats.Plan, k int) error {
-	if p.Cascade == nil || p.Provenance.Embedded == nil || p.Provenance.Embedded.Cluster == nil || p.Provenance.Embedded.Workload == nil {
+	if cascadesec.PlanOf(p) == nil || p.Provenance.Embedded == nil || p.Provenance.Embedded.Cluster == nil || p.Provenance.Embedded.Workload == nil {
 		return fmt.Errorf("cascade: scale plan: want a cascade plan with its cluster and workload embedded")
 	}
 	if k < 1 {
@@ -29,7 +30,7 @@ func ScalePlan(p *formats.Plan, k int) error {
 	for i := range e.Workload.Cascades {
 		e.Workload.Cascades[i].QPSMax *= float64(k)
 	}
-	cp := p.Cascade
+	cp := cascadesec.PlanOf(p)
 	base := cp.Placement
 	cp.Placement = nil
 	for c := 0; c < k; c++ {
@@ -38,7 +39,7 @@ func ScalePlan(p *formats.Plan, k int) error {
 			for i, g := range r.GPUs {
 				gs[i] = g + c*per
 			}
-			cp.Placement = append(cp.Placement, formats.Replica{Model: r.Model, GPUs: gs})
+			cp.Placement = append(cp.Placement, cascadesec.Replica{Model: r.Model, GPUs: gs})
 		}
 	}
 	for gi := range cp.Gears {

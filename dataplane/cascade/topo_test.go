@@ -7,7 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/sim"
 )
 
@@ -37,10 +37,10 @@ func TestUtilizationOverPlanGPUs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cp := &formats.CascadePlan{Task: "t", PollMs: 100, Alpha: 8, MaxBatch: 1,
-				Gears: []formats.Gear{{QLo: 0, QHi: 1000, Models: []string{"m"}, Thr: []float64{}, Share: map[string][]float64{"m": {0.5, 0.5}}, Trigger: map[string]int{"m": 1}}}}
+			cp := &cascadesec.CascadePlan{Task: "t", PollMs: 100, Alpha: 8, MaxBatch: 1,
+				Gears: []cascadesec.Gear{{QLo: 0, QHi: 1000, Models: []string{"m"}, Thr: []float64{}, Share: map[string][]float64{"m": {0.5, 0.5}}, Trigger: map[string]int{"m": 1}}}}
 			for _, g := range tc.placement {
-				cp.Placement = append(cp.Placement, formats.Replica{Model: "m", GPUs: g})
+				cp.Placement = append(cp.Placement, cascadesec.Replica{Model: "m", GPUs: g})
 			}
 			dep, err := dpc.NewDeployment(cp, tk, dpc.Hardware{GPU: "V100", N: tc.clusterN, PerServer: 2, Mem: 32 << 30}, time.Second, 100)
 			if err != nil {

@@ -35,6 +35,7 @@ import (
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // Parameter keys (Triton parameters, KServe annotations under plan.dev/, Ray user_config).
@@ -43,7 +44,7 @@ const (
 	ParamReplicas = "cascade.replicas"
 	// ParamTable is the gear table (JSON of Table) on the coordinator / router.
 	ParamTable = "cascade.gears"
-	// ParamGear is one gear (JSON of formats.Gear) on a KServe gear graph, ParamGearIndex
+	// ParamGear is one gear (JSON of cascadesec.Gear) on a KServe gear graph, ParamGearIndex
 	// its position in the table.
 	ParamGear      = "cascade.gear"
 	ParamGearIndex = "cascade.gear_index"
@@ -63,11 +64,11 @@ const Unsupported = "gear switching (choosing the gear by the QPS measured every
 
 // Table is the gear table as exported: the plan's cascade section without its placement.
 type Table struct {
-	Task     string         `json:"task"`
-	PollMs   float64        `json:"poll_ms,omitempty"`
-	Alpha    float64        `json:"alpha,omitempty"`
-	MaxBatch int            `json:"max_batch,omitempty"`
-	Gears    []formats.Gear `json:"gears,omitempty"`
+	Task     string            `json:"task"`
+	PollMs   float64           `json:"poll_ms,omitempty"`
+	Alpha    float64           `json:"alpha,omitempty"`
+	MaxBatch int               `json:"max_batch,omitempty"`
+	Gears    []cascadesec.Gear `json:"gears,omitempty"`
 }
 
 // Exporters returns CascadeServe's exporters for every target.
@@ -78,7 +79,7 @@ func Exporters() []export.Exporter {
 // layout is a gear plan prepared for rendering.
 type layout struct {
 	o      export.Options
-	cp     *formats.CascadePlan
+	cp     *cascadesec.CascadePlan
 	gpu    string
 	sloUs  int64
 	models []stage
@@ -136,7 +137,7 @@ func (l *layout) params(s stage) map[string]string {
 // plan's embedded cluster and workload (a gear plan always embeds them: dataplane/cascade
 // replays them).
 func build(p *formats.Plan, o export.Options) (*layout, error) {
-	cp := p.Cascade
+	cp := cascadesec.PlanOf(p)
 	if cp == nil {
 		return nil, fmt.Errorf("the plan has no cascade section")
 	}
@@ -221,7 +222,7 @@ func latencyUs(profs []formats.Profile, model, gpu string, b int) float64 {
 }
 
 // describe summarizes gear gi for comments.
-func describe(g formats.Gear) string {
+func describe(g cascadesec.Gear) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "QPS [%g, %g): ", g.QLo, g.QHi)
 	for j, m := range g.Models {

@@ -11,6 +11,7 @@ import (
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/export/cascade golden files")
@@ -53,8 +54,8 @@ func TestGolden(t *testing.T) {
 			if gpu != "V100" {
 				t.Errorf("GPU type %q, want V100", gpu)
 			}
-			if !reflect.DeepEqual(got, p.Cascade) {
-				t.Errorf("read back:\n%+v\nplan:\n%+v", got, p.Cascade)
+			if !reflect.DeepEqual(got, cascadesec.PlanOf(p)) {
+				t.Errorf("read back:\n%+v\nplan:\n%+v", got, cascadesec.PlanOf(p))
 			}
 		})
 	}
@@ -67,15 +68,15 @@ func TestGolden(t *testing.T) {
 // cannot switch gears.
 func TestShapes(t *testing.T) {
 	p := readPlan(t)
-	cp := *p.Cascade
-	cp.Placement = []formats.Replica{{Model: "bert-base", GPUs: []int{0, 1}}, {Model: "bert-tiny", GPUs: []int{1}}, {Model: "bert-small", GPUs: []int{0}}, {Model: "bert-tiny", GPUs: []int{0}}}
-	cp.Gears = append([]formats.Gear(nil), cp.Gears[:2]...)
+	cp := *cascadesec.PlanOf(p)
+	cp.Placement = []cascadesec.Replica{{Model: "bert-base", GPUs: []int{0, 1}}, {Model: "bert-tiny", GPUs: []int{1}}, {Model: "bert-small", GPUs: []int{0}}, {Model: "bert-tiny", GPUs: []int{0}}}
+	cp.Gears = append([]cascadesec.Gear(nil), cp.Gears[:2]...)
 	for i := range cp.Gears {
 		g := cp.Gears[i]
 		g.Share = map[string][]float64{"bert-base": {1}, "bert-small": {1}, "bert-tiny": {0.25, 0.75}}
 		cp.Gears[i] = g
 	}
-	p.Cascade = &cp
+	cascadesec.SetPlan(p, &cp)
 	for _, target := range export.Targets {
 		t.Run(target, func(t *testing.T) {
 			files, err := exporter(t, target).Export(p, export.Options{})
@@ -135,9 +136,9 @@ func TestShapes(t *testing.T) {
 // export is refused.
 func TestPodGPUIDs(t *testing.T) {
 	p := readPlan(t)
-	cp := *p.Cascade
-	cp.Placement = []formats.Replica{{Model: "bert-base", GPUs: []int{5, 6}}, {Model: "bert-small", GPUs: []int{7}}, {Model: "bert-tiny", GPUs: []int{7}}}
-	p.Cascade = &cp
+	cp := *cascadesec.PlanOf(p)
+	cp.Placement = []cascadesec.Replica{{Model: "bert-base", GPUs: []int{5, 6}}, {Model: "bert-small", GPUs: []int{7}}, {Model: "bert-tiny", GPUs: []int{7}}}
+	cascadesec.SetPlan(p, &cp)
 	files, err := exporter(t, export.Triton).Export(p, export.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -202,10 +203,10 @@ func TestBadPlans(t *testing.T) {
 		edit func(p *formats.Plan)
 		want string
 	}{
-		{"no cascade", func(p *formats.Plan) { p.Cascade = nil }, "no cascade section"},
+		{"no cascade", func(p *formats.Plan) { cascadesec.SetPlan(p, nil) }, "no cascade section"},
 		{"no cluster", func(p *formats.Plan) { p.Provenance.Embedded = nil }, "provenance.embedded.cluster: missing"},
-		{"unplaced model", func(p *formats.Plan) { p.Cascade.Placement = p.Cascade.Placement[:2] }, `cascade.gears[0].models: "bert-base": model has no replica`},
-		{"empty replica", func(p *formats.Plan) { p.Cascade.Placement[1].GPUs = nil }, "cascade.placement[1].gpus: empty"},
+		{"unplaced model", func(p *formats.Plan) { cascadesec.PlanOf(p).Placement = cascadesec.PlanOf(p).Placement[:2] }, `cascade.gears[0].models: "bert-base": model has no replica`},
+		{"empty replica", func(p *formats.Plan) { cascadesec.PlanOf(p).Placement[1].GPUs = nil }, "cascade.placement[1].gpus: empty"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

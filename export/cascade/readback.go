@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // maxReplicas bounds the placement indices a file may name (a corrupt index must not make
@@ -23,8 +24,8 @@ const maxReplicas = 1 << 16
 // max_batch_size, KServe replicas and batcher, Ray num_replicas and num_gpus), so a file
 // whose native settings disagree with the recorded plan is an error. It also returns the
 // GPU type.
-func ReadBack(target string, files export.Files) (*formats.CascadePlan, string, error) {
-	rb := &reader{reps: map[int]formats.Replica{}}
+func ReadBack(target string, files export.Files) (*cascadesec.CascadePlan, string, error) {
+	rb := &reader{reps: map[int]cascadesec.Replica{}}
 	if err := export.ReadFiles(target, files, export.Readers{Triton: func(_ string, data []byte) error { return rb.triton(data) }, KServe: rb.kserve, Ray: rb.ray}); err != nil {
 		return nil, "", err
 	}
@@ -34,8 +35,8 @@ func ReadBack(target string, files export.Files) (*formats.CascadePlan, string, 
 type reader struct {
 	gpu   string
 	table *Table
-	reps  map[int]formats.Replica
-	gears map[int]formats.Gear
+	reps  map[int]cascadesec.Replica
+	gears map[int]cascadesec.Gear
 }
 
 // model records one model's replicas from its parameters; count and batch are the target's
@@ -70,7 +71,7 @@ func (rb *reader) model(params map[string]string, count, batch, gpusPer int) err
 		if _, dup := rb.reps[r.index]; dup {
 			return fmt.Errorf("%s: placement index %d recorded twice", key, r.index)
 		}
-		rb.reps[r.index] = formats.Replica{Model: model, GPUs: r.gpus}
+		rb.reps[r.index] = cascadesec.Replica{Model: model, GPUs: r.gpus}
 	}
 	return nil
 }
@@ -191,7 +192,7 @@ func (rb *reader) kserve(data []byte) error {
 		if err != nil || i < 0 || i >= maxReplicas {
 			return fmt.Errorf("graph %s: %s: %q: not a gear index", g.Metadata.Name, annotation("gear_index"), a[annotation("gear_index")])
 		}
-		var gear formats.Gear
+		var gear cascadesec.Gear
 		if err := formats.StrictUnmarshal([]byte(a[annotation("gear")]), &gear); err != nil {
 			return fmt.Errorf("graph %s: %s: %w", g.Metadata.Name, annotation("gear"), err)
 		}
@@ -199,7 +200,7 @@ func (rb *reader) kserve(data []byte) error {
 			return fmt.Errorf("graph %s: %d steps for a cascade of %d models", g.Metadata.Name, n, len(gear.Models))
 		}
 		if rb.gears == nil {
-			rb.gears = map[int]formats.Gear{}
+			rb.gears = map[int]cascadesec.Gear{}
 		}
 		if _, dup := rb.gears[i]; dup {
 			return fmt.Errorf("graph %s: gear %d recorded twice", g.Metadata.Name, i)
@@ -236,13 +237,13 @@ func (rb *reader) ray(data []byte) error {
 
 // plan assembles the gear plan: placement indices must be 0..n-1, every gear's models must
 // be placed.
-func (rb *reader) plan() (*formats.CascadePlan, string, error) {
+func (rb *reader) plan() (*cascadesec.CascadePlan, string, error) {
 	if rb.table == nil {
 		return nil, "", fmt.Errorf("no gear table (%s) in the files", ParamTable)
 	}
-	cp := &formats.CascadePlan{Task: rb.table.Task, PollMs: rb.table.PollMs, Alpha: rb.table.Alpha, MaxBatch: rb.table.MaxBatch, Gears: rb.table.Gears}
+	cp := &cascadesec.CascadePlan{Task: rb.table.Task, PollMs: rb.table.PollMs, Alpha: rb.table.Alpha, MaxBatch: rb.table.MaxBatch, Gears: rb.table.Gears}
 	if rb.gears != nil {
-		cp.Gears = make([]formats.Gear, len(rb.gears))
+		cp.Gears = make([]cascadesec.Gear, len(rb.gears))
 		for i, g := range rb.gears {
 			if i >= len(cp.Gears) {
 				return nil, "", fmt.Errorf("gear %d of %d: the gear indices are not 0..%d", i, len(rb.gears), len(rb.gears)-1)
@@ -250,7 +251,7 @@ func (rb *reader) plan() (*formats.CascadePlan, string, error) {
 			cp.Gears[i] = g
 		}
 	}
-	cp.Placement = make([]formats.Replica, len(rb.reps))
+	cp.Placement = make([]cascadesec.Replica, len(rb.reps))
 	placed := map[string]bool{}
 	for i, r := range rb.reps {
 		if i >= len(cp.Placement) {

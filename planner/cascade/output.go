@@ -7,6 +7,7 @@ import (
 
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -44,12 +45,12 @@ func Solve(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan, *R
 // Document renders the result as a plan with embedded inputs.
 func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
 	t := r.Task
-	cp := &formats.CascadePlan{Task: c.Name, PollMs: PollMs, Alpha: Alpha, MaxBatch: MaxBatch}
+	cp := &cascadesec.CascadePlan{Task: c.Name, PollMs: PollMs, Alpha: Alpha, MaxBatch: MaxBatch}
 	for _, rep := range r.Placement {
-		cp.Placement = append(cp.Placement, formats.Replica{Model: t.Models[rep.Model].Name, GPUs: append([]int(nil), rep.GPUs...)})
+		cp.Placement = append(cp.Placement, cascadesec.Replica{Model: t.Models[rep.Model].Name, GPUs: append([]int(nil), rep.GPUs...)})
 	}
 	for _, g := range r.Gears {
-		fg := formats.Gear{QLo: g.QLo, QHi: g.QHi, Share: map[string][]float64{}, Trigger: map[string]int{},
+		fg := cascadesec.Gear{QLo: g.QLo, QHi: g.QHi, Share: map[string][]float64{}, Trigger: map[string]int{},
 			ExpAcc: round(g.C.Acc, 1e-6), ExpWork: round(g.C.Work, 1e-9), ExpPLat: round(g.Sim.PLat*1000, 1e-3)}
 		if math.IsInf(fg.ExpPLat, 0) || math.IsNaN(fg.ExpPLat) {
 			fg.ExpPLat = 0
@@ -102,15 +103,14 @@ func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
 	// The gear plan is CascadeServe's search (§4: cascades per QPS range, greedy replica
 	// pruning, load balancing by LP): no solver proves a bound on its accuracy, so it is a
 	// heuristic plan without bound or gap, never "optimal" with its own objective as bound.
-	return &formats.Plan{
+	return cascadesec.SetPlan(&formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: fmt.Sprintf("CascadeServe gear plan (%s): %d gears on %d GPUs", o.Strategy, len(r.Gears), r.GPUsUsed)},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", InputDigest: digest, Inputs: in.Refs,
 			Strategy: o.Strategy, Options: planner.RecordOptions(rec), Status: "heuristic", Objective: round(r.Acc, 1e-6),
 			SolveMs: float64(r.Elapsed.Microseconds()) / 1000, Nodes: int64(r.Iterations), Embedded: &emb},
 		Cluster: in.Cluster,
-		Cascade: cp,
-	}
+	}, cp)
 }
 
 func round(x, q float64) float64 { return math.Round(x/q) * q }

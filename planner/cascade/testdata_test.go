@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 )
@@ -122,23 +123,23 @@ func TestVerifyCatches(t *testing.T) {
 		want   string
 	}{
 		{"unplaced model", func(p *formats.Plan) {
-			g := &p.Cascade.Gears[0]
-			keep := p.Cascade.Placement[:0]
-			for _, r := range p.Cascade.Placement {
+			g := &cascadesec.PlanOf(p).Gears[0]
+			keep := cascadesec.PlanOf(p).Placement[:0]
+			for _, r := range cascadesec.PlanOf(p).Placement {
 				if r.Model != g.Models[0] {
 					keep = append(keep, r)
 				}
 			}
-			p.Cascade.Placement = keep
+			cascadesec.PlanOf(p).Placement = keep
 		}, "not placed"},
-		{"accuracy", func(p *formats.Plan) { p.Cascade.Gears[0].ExpAcc = 0.99 }, "replaying the validation records"},
-		{"latency", func(p *formats.Plan) { p.Cascade.Gears[0].ExpPLat = 5000 }, "above the p95 latency SLO"},
+		{"accuracy", func(p *formats.Plan) { cascadesec.PlanOf(p).Gears[0].ExpAcc = 0.99 }, "replaying the validation records"},
+		{"latency", func(p *formats.Plan) { cascadesec.PlanOf(p).Gears[0].ExpPLat = 5000 }, "above the p95 latency SLO"},
 		{"memory", func(p *formats.Plan) {
 			for i := 0; i < 200; i++ {
-				p.Cascade.Placement = append(p.Cascade.Placement, formats.Replica{Model: "bert-base", GPUs: []int{0}})
+				cascadesec.PlanOf(p).Placement = append(cascadesec.PlanOf(p).Placement, cascadesec.Replica{Model: "bert-base", GPUs: []int{0}})
 			}
 		}, "GPU 0: replicas need"},
-		{"coverage", func(p *formats.Plan) { p.Cascade.Gears = p.Cascade.Gears[:1] }, "below qps_max"},
+		{"coverage", func(p *formats.Plan) { cascadesec.PlanOf(p).Gears = cascadesec.PlanOf(p).Gears[:1] }, "below qps_max"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

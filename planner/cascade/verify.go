@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -16,7 +17,7 @@ import (
 // match a replay of the validation records; under a latency SLO every gear's expected
 // p-latency is within it; under an accuracy SLO the weighted accuracy reaches it.
 func Verify(p *formats.Plan) []string {
-	cp := p.Cascade
+	cp := cascadesec.PlanOf(p)
 	if cp == nil {
 		return []string{"cascade: missing"}
 	}
@@ -157,7 +158,7 @@ func Verify(p *formats.Plan) []string {
 }
 
 // GPUs counts the GPUs a gear plan places replicas on.
-func GPUs(cp *formats.CascadePlan) int {
+func GPUs(cp *cascadesec.CascadePlan) int {
 	seen := map[int]bool{}
 	for _, r := range cp.Placement {
 		for _, d := range r.GPUs {

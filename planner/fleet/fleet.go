@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
@@ -45,9 +46,9 @@ func Used(p *formats.Plan) map[string]int {
 		for _, in := range qlmsec.PlanOf(p).Instances {
 			used[in.GPU] += max(in.GPUCount, 1)
 		}
-	case p.Cascade != nil:
+	case cascadesec.PlanOf(p) != nil:
 		seen := map[int]bool{}
-		for _, r := range p.Cascade.Placement {
+		for _, r := range cascadesec.PlanOf(p).Placement {
 			for _, g := range r.GPUs {
 				seen[g] = true
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/serve"
 	pb "github.com/plan-dev/plan/serve/kservegrpc/inferencepb"
@@ -20,7 +21,7 @@ func TestCascadeAnsweredBy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := p.Cascade.Gears[0]; len(g.Models) < 2 || g.Models[0] != "mlp-m" || !(g.Thr[0] <= 0.863351) {
+	if g := cascadesec.PlanOf(p).Gears[0]; len(g.Models) < 2 || g.Models[0] != "mlp-m" || !(g.Thr[0] <= 0.863351) {
 		t.Fatalf("the tiny plan's first gear is %v %v: this test expects mlp-m first with a threshold ≤ 0.863351", g.Models, g.Thr)
 	}
 	_, c, _ := start(t, serve.Options{Plan: p})

@@ -4,6 +4,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/internal/servetest"
 )
 
@@ -12,7 +13,7 @@ import (
 var (
 	testPolicies = servetest.Policies(dpcascade.Policies()...)
 	testDeploy   = func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-		if p.Cascade != nil {
+		if cascadesec.PlanOf(p) != nil {
 			d, err := dpcascade.FromPlan(p)
 			return d, dpcascade.PolicyGears, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/sim"
 )
@@ -87,11 +88,11 @@ func withSLO(t *testing.T, p *formats.Plan, slo time.Duration) *formats.Plan {
 	}
 	for i := range q.Provenance.Embedded.Workload.Cascades {
 		c := &q.Provenance.Embedded.Workload.Cascades[i]
-		if c.Name == q.Cascade.Task && c.LatencySLO != nil {
+		if c.Name == cascadesec.PlanOf(&q).Task && c.LatencySLO != nil {
 			c.LatencySLO.Latency = formats.Duration(slo)
 			return &q
 		}
 	}
-	t.Fatalf("the plan's cascade %q has no latency SLO", q.Cascade.Task)
+	t.Fatalf("the plan's cascade %q has no latency SLO", cascadesec.PlanOf(&q).Task)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	dpcascade "github.com/plan-dev/plan/dataplane/cascade"
 	dpdyorc "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/internal/servetest"
 )
@@ -14,7 +15,7 @@ import (
 var (
 	testPolicies = servetest.Policies(append(dpcascade.Policies(), dpdyorc.Policies()...)...)
 	testDeploy   = func(p *formats.Plan) (*dataplane.Deployment, string, error) {
-		if p.Cascade != nil {
+		if cascadesec.PlanOf(p) != nil {
 			d, err := dpcascade.FromPlan(p)
 			return d, dpcascade.PolicyGears, err
 		}

@@ -2,8 +2,9 @@
 // validation of its workload section (`cascades`: model cascades with their SLO, QPS range
 // and validation records, CascadeServe §3) and its plan section (`cascade`: replica placement
 // and the gear plan, §4), and the checks of those sections against the other files given
-// with them. The section types stay typed fields of formats.Workload and formats.Plan;
-// formats runs these Sections for them when the system registry hands it the set.
+// with them. The plan section is registered whole (formats.SectionOf: its types are this
+// package's, read with PlanOf); the workload section's types are still a typed field of
+// formats.Workload, which formats decodes and this package's Workload validates.
 package cascadesec
 
 import (
@@ -18,33 +19,48 @@ const (
 	WorkloadKey = "cascades"
 )
 
-// Plan is the Section of a plan's `cascade` field.
-type Plan struct{ formats.TypedSection }
-
 // Workload is the Section of a workload's `cascades` field.
 type Workload struct{ formats.TypedSection }
 
-// Key is the section's key.
-func (Plan) Key() string { return PlanKey }
+// Position is the place of CascadeServe's sections in a file: third, after PPipe's and
+// PARD's, before QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
+const Position = 3
 
-// System is CascadeServe.
-func (Plan) System() string { return "cascade" }
+// PlanSection is the Section of a plan's `cascade` section: a *CascadePlan.
+var PlanSection = planSection{formats.SectionOf[CascadePlan]{Name: PlanKey, Sys: "cascade", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
 
-// Validate checks the `cascade` section of the plan v (a *formats.Plan).
-func (Plan) Validate(v any) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.Cascade == nil {
+// planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
+// (formats.ProfileChecker, formats.TraceTargeter).
+type planSection struct{ formats.SectionOf[CascadePlan] }
+
+// PlanOf is p's `cascade` section, nil when p (or it) is absent.
+func PlanOf(p *formats.Plan) *CascadePlan {
+	if p == nil {
+		return nil
+	}
+	return PlanSection.In(p.Sections)
+}
+
+// SetPlan sets p's `cascade` section (nil removes it) and returns p.
+func SetPlan(p *formats.Plan, cp *CascadePlan) *formats.Plan {
+	p.Sections.Set(PlanSection, cp)
+	return p
+}
+
+// checkPlan checks the `cascade` section cp of the plan doc.
+func checkPlan(cp *CascadePlan, doc formats.Document) formats.ErrorList {
+	p, ok := doc.(*formats.Plan)
+	if !ok {
 		return nil
 	}
 	var c formats.Checker
-	validatePlan(&c, p, PlanKey)
+	validatePlan(&c, p, cp, PlanKey)
 	return c.Errs()
 }
 
-// CrossCheck checks that the plan v serves a cascade of the workloads given with it.
-func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.Cascade == nil || p.Cascade.Task == "" {
+// crossCheckPlan checks that the plan serves a cascade of the workloads given with it.
+func crossCheckPlan(cp *CascadePlan, self string, docs map[string]formats.Document) formats.ErrorList {
+	if cp.Task == "" {
 		return nil
 	}
 	var files []string
@@ -59,11 +75,11 @@ func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) for
 			cascades[cs.Name] = true
 		}
 	}
-	if len(files) == 0 || cascades[p.Cascade.Task] {
+	if len(files) == 0 || cascades[cp.Task] {
 		return nil
 	}
 	var c formats.Checker
-	c.Add(PlanKey+".task", p.Cascade.Task, "not a cascade of %s", strings.Join(files, ", "))
+	c.Add(PlanKey+".task", cp.Task, "not a cascade of %s", strings.Join(files, ", "))
 	return c.Errs()
 }
 
@@ -124,12 +140,13 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 
 // CheckProfiles checks that every placed replica's model is in the profiles, as a DNN or an
 // LLM (formats.ProfileChecker).
-func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	if p.Cascade == nil {
+func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	cp := PlanOf(p)
+	if cp == nil {
 		return nil
 	}
 	var c formats.Checker
-	for i, r := range p.Cascade.Placement {
+	for i, r := range cp.Placement {
 		if r.Model != "" && !ix.DNN(r.Model) && !ix.LLM(r.Model) {
 			c.Add(formats.Field(formats.Index(PlanKey+".placement", i), "model"), r.Model, "model not found in %s", where)
 		}
@@ -149,9 +166,11 @@ func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, c
 }
 
 // TraceTargets: a trace given with the plan may name the cascade task it serves.
-func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if p, ok := doc.(*formats.Plan); ok && p.Cascade != nil {
-		targets = append(targets, p.Cascade.Task)
+func (planSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok {
+		if cp := PlanOf(p); cp != nil {
+			targets = append(targets, cp.Task)
+		}
 	}
 	return targets, nil, true
 }

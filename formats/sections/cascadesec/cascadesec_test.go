@@ -2,10 +2,12 @@ package cascadesec_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
 )
@@ -35,7 +37,7 @@ var nan = math.NaN()
 
 func boolp(b bool) *bool                            { return &b }
 func cascade0(w *formats.Workload) *formats.Cascade { return &w.Cascades[0] }
-func gear(p *formats.Plan, i int) *formats.Gear     { return &p.Cascade.Gears[i] }
+func gear(p *formats.Plan, i int) *cascadesec.Gear  { return &cascadesec.PlanOf(p).Gears[i] }
 
 // One bad-input case per rule of the workload section (moved from formats' tests).
 func TestValidateCascades(t *testing.T) {
@@ -165,17 +167,19 @@ func candidates() []formats.CascadeCandidate {
 // One bad-input case per rule of the plan section (moved from formats' tests).
 func TestValidatePlan(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
-		{"cascade task", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Task = "" }), []string{`plan-sections.json: cascade.task: "": must not be empty`}},
-		{"cascade no placement", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Placement, p.Cascade.Gears = nil, p.Cascade.Gears[:0] }), []string{
+		{"cascade task", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).Task = "" }), []string{`plan-sections.json: cascade.task: "": must not be empty`}},
+		{"cascade no placement", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
+			cascadesec.PlanOf(p).Placement, cascadesec.PlanOf(p).Gears = nil, cascadesec.PlanOf(p).Gears[:0]
+		}), []string{
 			`plan-sections.json: cascade.placement: must place at least one replica`,
 			`plan-sections.json: cascade.gears: must list at least one gear`}},
 		{"replica model", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
-			p.Cascade.Placement = append(p.Cascade.Placement, formats.Replica{GPUs: []int{3}})
+			cascadesec.PlanOf(p).Placement = append(cascadesec.PlanOf(p).Placement, cascadesec.Replica{GPUs: []int{3}})
 		}), []string{`plan-sections.json: cascade.placement[3].model: "": must not be empty`}},
-		{"replica gpus", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Placement[2].GPUs = nil }), []string{`plan-sections.json: cascade.placement[2].gpus: must list at least one GPU index`}},
-		{"replica gpu negative", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Placement[2].GPUs = []int{-1} }), []string{`plan-sections.json: cascade.placement[2].gpus[0]: -1: must be >= 0`}},
-		{"replica gpu out of range", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Placement[2].GPUs = []int{16} }), []string{`plan-sections.json: cascade.placement[2].gpus[0]: 16: must be < 16, the number of GPUs in provenance.embedded.cluster`}},
-		{"replica gpu duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Placement[2].GPUs = []int{2, 2} }), []string{`plan-sections.json: cascade.placement[2].gpus[1]: 2: duplicate GPU index`}},
+		{"replica gpus", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).Placement[2].GPUs = nil }), []string{`plan-sections.json: cascade.placement[2].gpus: must list at least one GPU index`}},
+		{"replica gpu negative", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).Placement[2].GPUs = []int{-1} }), []string{`plan-sections.json: cascade.placement[2].gpus[0]: -1: must be >= 0`}},
+		{"replica gpu out of range", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).Placement[2].GPUs = []int{16} }), []string{`plan-sections.json: cascade.placement[2].gpus[0]: 16: must be < 16, the number of GPUs in provenance.embedded.cluster`}},
+		{"replica gpu duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).Placement[2].GPUs = []int{2, 2} }), []string{`plan-sections.json: cascade.placement[2].gpus[1]: 2: duplicate GPU index`}},
 		{"gears start", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { gear(p, 0).QLo = 1 }), []string{`plan-sections.json: cascade.gears[0].q_lo: 1: must be 0: gears must start at QPS 0`}},
 		{"gears contiguous", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { gear(p, 1).QLo = 2.5 }), []string{`plan-sections.json: cascade.gears[1].q_lo: 2.5: must equal gears[0].q_hi (2): gears must be contiguous`}},
 		{"gear q_hi", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { gear(p, 2).QHi = 4 }), []string{`plan-sections.json: cascade.gears[2].q_hi: 4: must be > q_lo (4)`}},
@@ -185,7 +189,7 @@ func TestValidatePlan(t *testing.T) {
 			g := gear(p, 1)
 			g.Models, g.Thr = append(g.Models, "llama-3.2-1b"), []float64{0.3, 0.2}
 		}), []string{`plan-sections.json: cascade.gears[1].models[2]: "llama-3.2-1b": duplicate model`}},
-		{"gear model unplaced", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Placement = p.Cascade.Placement[1:] }), []string{
+		{"gear model unplaced", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).Placement = cascadesec.PlanOf(p).Placement[1:] }), []string{
 			`plan-sections.json: cascade.gears[1].models[0]: "llama-3.2-1b": model has no replica in cascade.placement`,
 			`plan-sections.json: cascade.gears[1].share["llama-3.2-1b"]: 1: length must be the number of replicas of llama-3.2-1b in cascade.placement (0)`,
 			`plan-sections.json: cascade.gears[2].models[0]: "llama-3.2-1b": model has no replica in cascade.placement`,
@@ -203,8 +207,46 @@ func TestValidatePlan(t *testing.T) {
 		{"gear expected accuracy", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { gear(p, 0).ExpAcc = 1.2 }), []string{`plan-sections.json: cascade.gears[0].expected_accuracy: 1.2: must be in [0, 1]`}},
 		{"gear expected work", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { gear(p, 0).ExpWork = -1 }), []string{`plan-sections.json: cascade.gears[0].expected_work_s: -1: must be >= 0`}},
 		{"gear expected platency", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { gear(p, 0).ExpPLat = -1 }), []string{`plan-sections.json: cascade.gears[0].expected_platency_ms: -1: must be >= 0`}},
-		{"cascade poll", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.PollMs = -1 }), []string{`plan-sections.json: cascade.poll_ms: -1: must be >= 0`}},
-		{"cascade alpha", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.Alpha = nan }), []string{`plan-sections.json: cascade.alpha: NaN: must be >= 0`}},
-		{"cascade max_batch", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.Cascade.MaxBatch = -1 }), []string{`plan-sections.json: cascade.max_batch: -1: must be >= 1 (or omitted)`}},
+		{"cascade poll", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).PollMs = -1 }), []string{`plan-sections.json: cascade.poll_ms: -1: must be >= 0`}},
+		{"cascade alpha", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).Alpha = nan }), []string{`plan-sections.json: cascade.alpha: NaN: must be >= 0`}},
+		{"cascade max_batch", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { cascadesec.PlanOf(p).MaxBatch = -1 }), []string{`plan-sections.json: cascade.max_batch: -1: must be >= 1 (or omitted)`}},
 	}))
+}
+
+// The plan section against the other files given with it (moved from formats' CheckSet
+// cases).
+func TestCrossCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		files  []string
+		mutate func(map[string]formats.Document)
+		want   []string
+	}{
+		{"placed model not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
+			cascadesec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Placement[0].Model = "gpt-2"
+		}, []string{`plan-sections.json: cascade.placement[0].model: "gpt-2": model not found in any profile (profile.json)`}},
+		{"task not in the workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+			cascadesec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Task = "mmlu"
+		}, []string{`plan-sections.json: cascade.task: "mmlu": not a cascade of workload.yaml`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs := map[string]formats.Document{}
+			for _, f := range tc.files {
+				docs[f] = sectiontest.Load(t, f, secs)
+			}
+			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
+				t.Fatalf("good files: %v", errs)
+			}
+			tc.mutate(docs)
+			var got []string
+			for _, e := range formats.CheckSet(docs, secs) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
+			}
+		})
+	}
+	empty := map[string]formats.Document{"x.json": cascadesec.SetPlan(&formats.Plan{}, &cascadesec.CascadePlan{})}
+	_ = formats.CheckSet(empty, secs)
 }

@@ -13,8 +13,7 @@ import (
 // validatePlan checks CascadeServe's plan section: replicas of the task's models on GPUs of
 // the plan's cluster, and contiguous gears (QPS ranges, CascadeServe §4) whose models,
 // thresholds, load shares and triggers refer to placed replicas.
-func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
-	cp := pl.Cascade
+func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p string) {
 	c.NotEmpty(formats.Field(p, "task"), cp.Task)
 	pp := formats.Field(p, "placement")
 	if len(cp.Placement) == 0 {

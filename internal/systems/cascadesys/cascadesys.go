@@ -35,9 +35,10 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{f: pc.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dpc.Kind,
-		// CascadeServe validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: cascadesec.Plan{}, Workload: []formats.Section{cascadesec.Workload{}}},
-		HasPlan:  func(p *formats.Plan) bool { return p.Cascade != nil },
+		// CascadeServe's plan section is registered whole; its workload section is a typed field
+		// it validates and cross-checks itself.
+		Sections: system.Sections{Plan: cascadesec.PlanSection, Workload: []formats.Section{cascadesec.Workload{}}},
+		HasPlan:  func(p *formats.Plan) bool { return cascadesec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
 			if err == nil {
@@ -257,7 +258,7 @@ func worstLatency(res *pc.Result) float64 {
 
 // Render prints the placement and one row per gear.
 func Render(p *formats.Plan) []planner.Table {
-	cp := p.Cascade
+	cp := cascadesec.PlanOf(p)
 	pl := planner.Table{Header: []string{"REPLICA", "MODEL", "GPUS"}}
 	for i, r := range cp.Placement {
 		pl.Rows = append(pl.Rows, []string{strconv.Itoa(i), r.Model, fmt.Sprint(r.GPUs)})
@@ -286,17 +287,18 @@ type Checker struct{}
 
 // Verify implements planner.Checker.
 func (Checker) Verify(p *formats.Plan) ([]string, string) {
+	cp := cascadesec.PlanOf(p)
 	return pc.Verify(p), fmt.Sprintf("cascade plan %s, %d gears, %d replicas on %d GPUs: placement and memory, shares, gear coverage, replayed accuracy per gear, SLO",
-		p.Cascade.Task, len(p.Cascade.Gears), len(p.Cascade.Placement), pc.GPUs(p.Cascade))
+		cp.Task, len(cp.Gears), len(cp.Placement), pc.GPUs(cp))
 }
 
 // Compare implements planner.Checker: GPUs (fewer is better) and weighted accuracy
 // (higher is better), then each gear's expected accuracy.
 func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
-	if ref.Cascade == nil {
+	if cascadesec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a cascade plan"}}
 	}
-	g, r := got.Cascade, ref.Cascade
+	g, r := cascadesec.PlanOf(got), cascadesec.PlanOf(ref)
 	out := []planner.Check{
 		planner.AtMost("gpus", g.Task, float64(pc.GPUs(g)), float64(pc.GPUs(r)), tol, 0, fmt.Sprintf("task %s: %d GPUs vs %d (tolerance %.2f%%)", g.Task, pc.GPUs(g), pc.GPUs(r), tol*100)),
 		planner.AtLeast("weighted_accuracy", g.Task, got.Provenance.Objective, ref.Provenance.Objective, tol, fmt.Sprintf("task %s: weighted accuracy %.4f vs %.4f (tolerance %.2f%%)", g.Task, got.Provenance.Objective, ref.Provenance.Objective, tol*100)),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
@@ -132,7 +133,7 @@ func TestCocktailPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := plan.Cascade.Gears; len(g) != 1 || len(g[0].Models) != 1 {
+	if g := cascadesec.PlanOf(plan).Gears; len(g) != 1 || len(g[0].Models) != 1 {
 		t.Fatalf("want one single-model gear: %+v", g)
 	}
 	if _, pol, err := System().Deploy(plan); err != nil || pol != "cocktail+" {

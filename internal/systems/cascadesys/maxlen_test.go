@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/internal/optflag"
 	"github.com/plan-dev/plan/planner"
 	pc "github.com/plan-dev/plan/planner/cascade"
@@ -77,7 +78,7 @@ func TestMaxLen(t *testing.T) {
 				t.Errorf("recorded max_len %d (%v), want %d", rec.MaxLen, err, tc.maxLen)
 			}
 			longest := 0
-			for _, g := range plan.Cascade.Gears {
+			for _, g := range cascadesec.PlanOf(plan).Gears {
 				longest = max(longest, len(g.Models))
 			}
 			if longest != tc.longest {

@@ -12,6 +12,7 @@ import (
 	xcascade "github.com/plan-dev/plan/export/cascade"
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
@@ -126,8 +127,8 @@ func TestCascadeExport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, p.Cascade) {
-				t.Errorf("read back %+v, plan %+v", got, p.Cascade)
+			if !reflect.DeepEqual(got, cascadesec.PlanOf(p)) {
+				t.Errorf("read back %+v, plan %+v", got, cascadesec.PlanOf(p))
 			}
 		})
 	}
