@@ -73,10 +73,7 @@ func TestCheckSet(t *testing.T) {
 			`plan.json: ppipe.gpu_use[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`}},
 		{"plan model not profiled", []string{"profile.json", "plan.json", "plan-sections.json"}, func(d map[string]Document) {
 			d["plan.json"].(*Plan).PPipe.Models[1].Model = "yolov8n"
-			p := d["plan-sections.json"].(*Plan)
-			p.PARD.Apps[0].Modules[0].Model = "yolov8n"
 		}, []string{
-			`plan-sections.json: pard.apps[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`,
 			`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
 		{"plan with embedded profiles ignores profiles beside it", []string{"profile.json", "plan.json"}, func(d map[string]Document) {
 			ext := d["profile.json"].(*Profile)
@@ -94,11 +91,6 @@ func TestCheckSet(t *testing.T) {
 		}, []string{
 			`plan.json: ppipe.models[0].pipelines[0].partitions[1].end_block: 5: must equal the number of blocks of resnet50 (4)`,
 			`plan.json: ppipe.models[1].pipelines[0].partitions[0]: (L4, vgpu 3, batch 1): no latency entry for model yolov5s in any profile (profile.json)`}},
-		{"plan against workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]Document) {
-			p := d["plan-sections.json"].(*Plan)
-			p.PARD.Apps[0].Name = "retail"
-		}, []string{
-			`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`}},
 		{"trace targets", []string{"workload.yaml", "trace-requests.json", "trace-counts.json"}, func(d map[string]Document) {
 			tr := d["trace-requests.json"].(*Trace)
 			tr.Requests[0].Target = "vgg16"
@@ -149,7 +141,7 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 		"p.json": &Profile{Models: []ModelProfile{{Name: "m"}}, LLMs: []LLMProfile{{Model: "l"}}},
 		"c.yaml": &Cluster{GPUs: []GPUPool{{Type: "L4", Count: 1}}},
 		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}, Cascades: []Cascade{{Models: []string{"l"}}}},
-		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}, PARD: &PARDPlan{Apps: []PARDApp{{}}}},
+		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}},
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}

@@ -14,7 +14,6 @@ type Plan struct {
 	// Cluster is the cluster the plan was solved for (embedded so a plan is self-contained).
 	Cluster *Cluster   `json:"cluster,omitempty"`
 	PPipe   *PPipePlan `json:"ppipe,omitempty"`
-	PARD    *PARDPlan  `json:"pard,omitempty"`
 	// Fleet is the priced fleet of a plan solved with `--objective cost`:
 	// absent for the planners' own objectives.
 	Fleet *Fleet `json:"fleet,omitempty"`
@@ -187,29 +186,4 @@ type GPUUse struct {
 	Class string  `json:"class,omitempty"`
 	Used  float64 `json:"used"`
 	Total int     `json:"total"`
-}
-
-// PARDPlan provisions multi-module pipelines and names the dropping policy to run.
-type PARDPlan struct {
-	Policy string             `json:"policy"`
-	Params map[string]float64 `json:"params,omitempty"`
-	Apps   []PARDApp          `json:"apps"`
-}
-
-// PARDApp is one provisioned pipeline.
-type PARDApp struct {
-	Name    string       `json:"name"`
-	SLO     Duration     `json:"slo"`
-	RateRPS float64      `json:"rate_rps"`
-	Modules []ModulePlan `json:"modules"`
-}
-
-// ModulePlan provisions one module: batch size and workers on a GPU type.
-type ModulePlan struct {
-	Name      string  `json:"name"`
-	Model     string  `json:"model"`
-	GPU       string  `json:"gpu"`
-	Batch     int     `json:"batch"`
-	Workers   int     `json:"workers"`
-	LatencyUs float64 `json:"latency_us"`
 }

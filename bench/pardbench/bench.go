@@ -11,6 +11,7 @@ import (
 	"time"
 
 	dppard "github.com/plan-dev/plan/dataplane/pard"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	plpard "github.com/plan-dev/plan/planner/pard"
 
 	rt "github.com/plan-dev/plan/dataplane"
@@ -263,7 +264,7 @@ func benchPlans(ctx context.Context, o BenchOptions) (map[string]*formats.Plan, 
 // moduleRows lists every module of the bench's applications (batch, workers, latency).
 func (res *BenchResult) moduleRows(o BenchOptions, plans map[string]*formats.Plan) {
 	for _, name := range o.Apps {
-		pa := plans[name].PARD.Apps[0]
+		pa := pardsec.PlanOf(plans[name]).Apps[0]
 		app, _ := demo.AppByName(name)
 		sum := longestTwoD(app, pa.Modules)
 		for _, m := range pa.Modules {
@@ -514,7 +515,7 @@ func ratio(a, b float64) float64 {
 // provisioning bounds by f·SLO on every path (PARD §4, the 2·d rule per module). Summing every
 // module instead counts both branches of a fork (da's face ∥ pose) and reported da at 105% of
 // its SLO where its longest path takes 80%.
-func longestTwoD(app demo.App, mods []formats.ModulePlan) float64 {
+func longestTwoD(app demo.App, mods []pardsec.ModulePlan) float64 {
 	lat := map[string]float64{}
 	for _, m := range mods {
 		lat[m.Name] = m.LatencyUs

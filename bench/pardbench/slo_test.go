@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
 )
 
@@ -16,17 +16,17 @@ import (
 func TestLongestTwoD(t *testing.T) {
 	da, _ := demo.AppByName("da")
 	tm, _ := demo.AppByName("tm")
-	lat := func(app demo.App, us ...float64) []formats.ModulePlan {
-		var out []formats.ModulePlan
+	lat := func(app demo.App, us ...float64) []pardsec.ModulePlan {
+		var out []pardsec.ModulePlan
 		for i, m := range app.Modules {
-			out = append(out, formats.ModulePlan{Name: m.Name, LatencyUs: us[i]})
+			out = append(out, pardsec.ModulePlan{Name: m.Name, LatencyUs: us[i]})
 		}
 		return out
 	}
 	for _, tc := range []struct {
 		name string
 		app  demo.App
-		mods []formats.ModulePlan
+		mods []pardsec.ModulePlan
 		want float64
 	}{
 		// det 10, face 30, pose 20, expression 5, eye 1: det→face→expression→eye = 46 µs, ×2.

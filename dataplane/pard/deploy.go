@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 // PipelineSpec describes one multi-module application for NewPipelineDeployment.
@@ -117,7 +118,7 @@ func NewPipelineDeployment(apps []PipelineSpec, hop dataplane.Time) (*dataplane.
 // application's policy parameters; `max_workers` (factor over the planned workers, default 4)
 // bounds the autoscaler and `hop_ms` sets the inter-module hop (default 1.5).
 func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
-	if p.PARD == nil {
+	if pardsec.PlanOf(p) == nil {
 		return nil, formats.ErrorList{{Path: "pard", Rule: "the plan has no pard section"}}
 	}
 	var profiles []formats.Profile
@@ -128,7 +129,7 @@ func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	}
 	params := map[string]string{}
 	factor, hop := 4.0, DefaultHop
-	for k, v := range p.PARD.Params {
+	for k, v := range pardsec.PlanOf(p).Params {
 		switch k {
 		case "max_workers":
 			factor = v
@@ -142,7 +143,7 @@ func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		return nil, formats.ErrorList{{Path: "pard.params.max_workers", Value: fmt.Sprint(factor), Rule: "must be >= 1"}}
 	}
 	var specs []PipelineSpec
-	for ai, a := range p.PARD.Apps {
+	for ai, a := range pardsec.PlanOf(p).Apps {
 		var edges map[string][]string
 		probs := map[string]float64{}
 		if wl != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 // Exporters returns PARD's exporters for every target.
@@ -27,7 +28,7 @@ func Key(app, module string) string { return app + "/" + module }
 // Placements are the plan's modules as the exported files must record them.
 func Placements(p *formats.Plan) []export.Placement {
 	var out []export.Placement
-	for _, a := range p.PARD.Apps {
+	for _, a := range pardsec.PlanOf(p).Apps {
 		for _, m := range a.Modules {
 			out = append(out, export.Placement{Key: Key(a.Name, m.Name), GPU: m.GPU, VGPU: 1, Count: m.Workers, Batch: m.Batch})
 		}
@@ -38,7 +39,7 @@ func Placements(p *formats.Plan) []export.Placement {
 
 // edges returns each module's upstream modules: from the plan's embedded workload, or a
 // chain in module order when the plan has none (as dataplane/pard.FromPARDPlan).
-func edges(p *formats.Plan, a formats.PARDApp) map[string][]string {
+func edges(p *formats.Plan, a pardsec.PARDApp) map[string][]string {
 	out := map[string][]string{}
 	if p.Provenance.Embedded != nil && p.Provenance.Embedded.Workload != nil {
 		for _, pl := range p.Provenance.Embedded.Workload.Pipelines {
@@ -59,7 +60,7 @@ func edges(p *formats.Plan, a formats.PARDApp) map[string][]string {
 }
 
 // isChain reports whether the modules, in plan order, form one unconditional chain.
-func isChain(p *formats.Plan, a formats.PARDApp, after map[string][]string) bool {
+func isChain(p *formats.Plan, a pardsec.PARDApp, after map[string][]string) bool {
 	for j, m := range a.Modules {
 		ups := after[m.Name]
 		if j == 0 && len(ups) != 0 || j > 0 && (len(ups) != 1 || ups[0] != a.Modules[j-1].Name) {
@@ -85,7 +86,7 @@ func isChain(p *formats.Plan, a formats.PARDApp, after map[string][]string) bool
 // scaling is a module's autoscaling range from the plan's headroom: a worker completes one
 // batch per batch latency d(b) (PARD §4.2), so it sustains b/d(b); the application's rate
 // needs ceil(rate / that) of the provisioned workers.
-func scaling(a formats.PARDApp, m formats.ModulePlan) export.Scaling {
+func scaling(a pardsec.PARDApp, m pardsec.ModulePlan) export.Scaling {
 	if m.LatencyUs <= 0 || m.Batch < 1 {
 		return export.Scaling{}
 	}
@@ -99,14 +100,14 @@ func scaling(a formats.PARDApp, m formats.ModulePlan) export.Scaling {
 
 // Build lays a PARD plan out as groups, one per application.
 func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
-	if p.PARD == nil {
+	if pardsec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("the plan has no pard section")
 	}
 	if o.Model != nil {
 		return nil, fmt.Errorf("--model: PARD plans serve whole models per module; there is no partition to cut")
 	}
 	var gs []export.Group
-	for _, a := range p.PARD.Apps {
+	for _, a := range pardsec.PlanOf(p).Apps {
 		after := edges(p, a)
 		g := export.Group{Name: export.DNSLabel(o.Name + "-" + a.Name), Chain: isChain(p, a, after), Positional: true}
 		name := func(module string) string { return export.DNSLabel(g.Name + "-" + module) }

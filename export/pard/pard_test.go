@@ -12,6 +12,7 @@ import (
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/export/pard golden files")
@@ -122,7 +123,7 @@ func TestRoundTripGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.PARD == nil {
+		if pardsec.PlanOf(p) == nil {
 			continue
 		}
 		for _, target := range export.Targets {

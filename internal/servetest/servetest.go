@@ -11,6 +11,7 @@ import (
 	dppard "github.com/plan-dev/plan/dataplane/pard"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 // Policies is a registry of the PPipe and PARD policies plus extra (test-only) ones.
@@ -25,9 +26,9 @@ func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
 	case p.PPipe != nil:
 		d, err := dpppipe.FromPlan(p)
 		return d, dpppipe.DefaultPolicy, err
-	case p.PARD != nil:
+	case pardsec.PlanOf(p) != nil:
 		d, err := dppard.FromPARDPlan(p)
-		return d, p.PARD.Policy, err
+		return d, pardsec.PlanOf(p).Policy, err
 	}
 	return nil, "", fmt.Errorf("servetest: the plan has no ppipe or pard section")
 }

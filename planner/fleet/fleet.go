@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -36,8 +37,8 @@ func Used(p *formats.Plan) map[string]int {
 		for k, n := range u {
 			used[k] += n
 		}
-	case p.PARD != nil:
-		for _, a := range p.PARD.Apps {
+	case pardsec.PlanOf(p) != nil:
+		for _, a := range pardsec.PlanOf(p).Apps {
 			for _, m := range a.Modules {
 				used[m.GPU] += m.Workers
 			}

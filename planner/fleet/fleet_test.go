@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 // TestRecordAvailable: a cost plan whose GPUs of a type exceed the cluster's available count
@@ -24,7 +25,7 @@ func TestRecordAvailable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			price := 0.56
 			c := &formats.Cluster{GPUs: []formats.GPUPool{{Type: "L4", Count: 4, PricePerHour: &price, Available: tc.available}}}
-			p := &formats.Plan{PARD: &formats.PARDPlan{Apps: []formats.PARDApp{{Name: "a", Modules: []formats.ModulePlan{{Name: "m", GPU: "L4", Workers: tc.workers}}}}}}
+			p := pardsec.SetPlan(&formats.Plan{}, &pardsec.PARDPlan{Apps: []pardsec.PARDApp{{Name: "a", Modules: []pardsec.ModulePlan{{Name: "m", GPU: "L4", Workers: tc.workers}}}}})
 			err := Record(p, c)
 			switch {
 			case tc.want == "" && err != nil:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 // TestSummarizeSpot: under --spot each type with a spot price runs SpotSplit's spot share at
@@ -14,8 +15,8 @@ import (
 func TestSummarizeSpot(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
 	plan := func(a100, l4 int) *formats.Plan {
-		return &formats.Plan{PARD: &formats.PARDPlan{Apps: []formats.PARDApp{{Name: "a", Modules: []formats.ModulePlan{
-			{Name: "m", GPU: "A100", Workers: a100}, {Name: "n", GPU: "L4", Workers: l4}}}}}}
+		return pardsec.SetPlan(&formats.Plan{}, &pardsec.PARDPlan{Apps: []pardsec.PARDApp{{Name: "a", Modules: []pardsec.ModulePlan{
+			{Name: "m", GPU: "A100", Workers: a100}, {Name: "n", GPU: "L4", Workers: l4}}}}})
 	}
 	for _, tc := range []struct {
 		name           string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -17,11 +18,11 @@ import (
 // workers' integer rounding leaves the capacity at or above the plan's rate_rps. The
 // capacity grows with the cluster only for a plan solved with Fill.
 func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
-	if p == nil || p.PARD == nil {
+	if p == nil || pardsec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("pard: the plan has no pard section")
 	}
-	out := make(map[string]float64, len(p.PARD.Apps))
-	for ai, a := range p.PARD.Apps {
+	out := make(map[string]float64, len(pardsec.PlanOf(p).Apps))
+	for ai, a := range pardsec.PlanOf(p).Apps {
 		for mi, m := range a.Modules {
 			if m.Workers < 1 || m.Batch < 1 || !(m.LatencyUs > 0) {
 				return nil, fmt.Errorf("pard.apps[%d].modules[%d] (%s): workers %d, batch %d, latency_us %g: the capacity needs workers and batch ≥ 1, latency_us > 0",
@@ -45,7 +46,7 @@ func PlanCapacity(p *formats.Plan) (map[string]float64, error) {
 // from rung to rung only by the MILP's ties between equally few GPUs (other batches), and
 // would let the ladder take such a plan for one that grows.
 func AutopilotCapacity(p *formats.Plan) (map[string]float64, error) {
-	if p == nil || p.PARD == nil {
+	if p == nil || pardsec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("pard: the plan has no pard section")
 	}
 	var rec Flags
@@ -55,8 +56,8 @@ func AutopilotCapacity(p *formats.Plan) (map[string]float64, error) {
 	if rec.Fill {
 		return PlanCapacity(p)
 	}
-	out := make(map[string]float64, len(p.PARD.Apps))
-	for _, a := range p.PARD.Apps {
+	out := make(map[string]float64, len(pardsec.PlanOf(p).Apps))
+	for _, a := range pardsec.PlanOf(p).Apps {
 		out[a.Name] = a.RateRPS
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
 	"github.com/plan-dev/plan/planner"
 )
@@ -53,7 +54,7 @@ func TestFillCapacityGrowsWithGPUs(t *testing.T) {
 			t.Fatal(err)
 		}
 		used := 0
-		for _, a := range p.PARD.Apps {
+		for _, a := range pardsec.PlanOf(p).Apps {
 			used += GPUs(a)
 			if c[a.Name] < a.RateRPS*(1-1e-9) {
 				t.Errorf("%d GPUs, fill %v: %s capacity %.1f below its rate_rps %.1f", tc.gpus, tc.fill, a.Name, c[a.Name], a.RateRPS)
@@ -63,7 +64,7 @@ func TestFillCapacityGrowsWithGPUs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range p.PARD.Apps {
+		for _, a := range pardsec.PlanOf(p).Apps {
 			if want := map[bool]float64{true: c[a.Name], false: a.RateRPS}[tc.fill]; ac[a.Name] != want {
 				t.Errorf("%d GPUs, fill %v: %s: the autopilot's capacity %.1f, want %.1f", tc.gpus, tc.fill, a.Name, ac[a.Name], want)
 			}
@@ -72,7 +73,7 @@ func TestFillCapacityGrowsWithGPUs(t *testing.T) {
 		if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil || rec.Fill != tc.fill {
 			t.Errorf("%d GPUs: options record fill %v (%v), want %v", tc.gpus, rec.Fill, err, tc.fill)
 		}
-		t.Logf("%d GPUs, fill %v: %d provisioned, tm %.1f lv %.1f rps (rates %.1f, %.1f)", tc.gpus, tc.fill, used, c["tm"], c["lv"], p.PARD.Apps[0].RateRPS, p.PARD.Apps[1].RateRPS)
+		t.Logf("%d GPUs, fill %v: %d provisioned, tm %.1f lv %.1f rps (rates %.1f, %.1f)", tc.gpus, tc.fill, used, c["tm"], c["lv"], pardsec.PlanOf(p).Apps[0].RateRPS, pardsec.PlanOf(p).Apps[1].RateRPS)
 		if tc.fill {
 			if used < tc.wantGPUs || used > tc.gpus {
 				t.Errorf("%d GPUs: %d provisioned, want %d..%d", tc.gpus, used, tc.wantGPUs, tc.gpus)
@@ -80,8 +81,8 @@ func TestFillCapacityGrowsWithGPUs(t *testing.T) {
 			if c["tm"] <= prev[true] {
 				t.Errorf("%d GPUs: tm capacity %.1f does not grow (%.1f on fewer)", tc.gpus, c["tm"], prev[true])
 			}
-			if r := p.PARD.Apps[0].RateRPS / p.PARD.Apps[1].RateRPS; r < 1.999 || r > 2.001 {
-				t.Errorf("%d GPUs: rates %v keep the mix 2:1? ratio %.4f", tc.gpus, p.PARD.Apps, r)
+			if r := pardsec.PlanOf(p).Apps[0].RateRPS / pardsec.PlanOf(p).Apps[1].RateRPS; r < 1.999 || r > 2.001 {
+				t.Errorf("%d GPUs: rates %v keep the mix 2:1? ratio %.4f", tc.gpus, pardsec.PlanOf(p).Apps, r)
 			}
 		} else if prev[false] > 0 && c["tm"] != prev[false] {
 			t.Errorf("without fill the capacity follows the GPUs: %.1f, was %.1f", c["tm"], prev[false])
@@ -119,8 +120,8 @@ func TestFillBadInput(t *testing.T) {
 // TestPlanCapacity: the capacity is the slowest module's workers·b/d(b) per pipeline; a
 // module that cannot serve is an error naming it.
 func TestPlanCapacity(t *testing.T) {
-	mk := func(mods ...formats.ModulePlan) *formats.Plan {
-		return &formats.Plan{PARD: &formats.PARDPlan{Apps: []formats.PARDApp{{Name: "a", Modules: mods}}}}
+	mk := func(mods ...pardsec.ModulePlan) *formats.Plan {
+		return pardsec.SetPlan(&formats.Plan{}, &pardsec.PARDPlan{Apps: []pardsec.PARDApp{{Name: "a", Modules: mods}}})
 	}
 	cases := []struct {
 		name string
@@ -128,10 +129,10 @@ func TestPlanCapacity(t *testing.T) {
 		want float64
 		err  string
 	}{
-		{"one module", mk(formats.ModulePlan{Name: "m", Workers: 2, Batch: 4, LatencyUs: 20000}), 400, ""},
-		{"slowest module", mk(formats.ModulePlan{Name: "m", Workers: 2, Batch: 4, LatencyUs: 20000},
-			formats.ModulePlan{Name: "n", Workers: 1, Batch: 8, LatencyUs: 40000}), 200, ""},
-		{"no latency", mk(formats.ModulePlan{Name: "m", Workers: 2, Batch: 4}), 0, "pard.apps[0].modules[0] (m): workers 2, batch 4, latency_us 0"},
+		{"one module", mk(pardsec.ModulePlan{Name: "m", Workers: 2, Batch: 4, LatencyUs: 20000}), 400, ""},
+		{"slowest module", mk(pardsec.ModulePlan{Name: "m", Workers: 2, Batch: 4, LatencyUs: 20000},
+			pardsec.ModulePlan{Name: "n", Workers: 1, Batch: 8, LatencyUs: 40000}), 200, ""},
+		{"no latency", mk(pardsec.ModulePlan{Name: "m", Workers: 2, Batch: 4}), 0, "pard.apps[0].modules[0] (m): workers 2, batch 4, latency_us 0"},
 		{"no pard section", &formats.Plan{}, 0, "no pard section"},
 	}
 	for _, tc := range cases {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	dppard "github.com/plan-dev/plan/dataplane/pard"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/planner"
@@ -426,14 +427,14 @@ func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Res
 		// are ours), written out so a plan documents what it runs.
 		params = map[string]float64{"lambda": 0.1, "window_s": 5, "smooth_window_s": 5, "eps_window_s": 30, "mu_window_s": 2}
 	}
-	plan := &formats.PARDPlan{Policy: o.Policy, Params: params}
+	plan := &pardsec.PARDPlan{Policy: o.Policy, Params: params}
 	for a, ai := range apps {
-		pa := formats.PARDApp{Name: ai.pl.Name, SLO: ai.pl.SLO, RateRPS: ai.rate}
+		pa := pardsec.PARDApp{Name: ai.pl.Name, SLO: ai.pl.SLO, RateRPS: ai.rate}
 		for k, mod := range ai.pl.Modules {
 			for _, vr := range vars {
 				if vr.app == a && vr.mod == k && res.Value(vr.v) > 0.5 {
 					op := ai.mods[k].opts[vr.opt]
-					pa.Modules = append(pa.Modules, formats.ModulePlan{Name: mod.Name, Model: mod.Model, GPU: op.gpu,
+					pa.Modules = append(pa.Modules, pardsec.ModulePlan{Name: mod.Name, Model: mod.Model, GPU: op.gpu,
 						Batch: op.batch, Workers: op.workers, LatencyUs: op.latUs})
 				}
 			}
@@ -455,7 +456,7 @@ func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Res
 	if name == "" {
 		name = "pard"
 	}
-	out := &formats.Plan{
+	out := pardsec.SetPlan(&formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: "PARD pipeline provisioning"},
 		Provenance: formats.Provenance{Tool: "plan", ToolVersion: tool, Solver: "highs", SolverVersion: solver.Version(),
@@ -463,8 +464,7 @@ func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Res
 			Objective: math.Round(res.Objective), Bound: formats.Proven(math.Round(res.Bound)), Gap: formats.Proven(res.Gap),
 			SolveMs: float64(res.Wall.Microseconds()) / 1000, Nodes: res.Nodes, Embedded: &emb},
 		Cluster: in.Cluster,
-		PARD:    plan,
-	}
+	}, plan)
 	return out, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	demo "github.com/plan-dev/plan/internal/demo/pard"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
@@ -94,7 +95,7 @@ func TestProvisionBundled(t *testing.T) {
 	if pl.Provenance.Status != "optimal" {
 		t.Errorf("status %s", pl.Provenance.Status)
 	}
-	for _, a := range pl.PARD.Apps {
+	for _, a := range pardsec.PlanOf(pl).Apps {
 		app, _ := demo.AppByName(a.Name)
 		// Σ over the longest path of 2·d ≤ 0.8·SLO (da: det + max(face, pose) + expr + eye).
 		lat := map[string]float64{}

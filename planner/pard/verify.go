@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -19,7 +20,7 @@ import (
 func Verify(p *formats.Plan) []string {
 	var out []string
 	add := func(where, f string, a ...any) { out = append(out, where+": "+fmt.Sprintf(f, a...)) }
-	pp := p.PARD
+	pp := pardsec.PlanOf(p)
 	if pp == nil {
 		return []string{"plan: no pard section"}
 	}
@@ -138,7 +139,7 @@ func Verify(p *formats.Plan) []string {
 }
 
 // GPUs is the number of GPUs a PARD plan provisions for application app (its objective).
-func GPUs(a formats.PARDApp) int {
+func GPUs(a pardsec.PARDApp) int {
 	n := 0
 	for _, m := range a.Modules {
 		n += m.Workers
@@ -147,7 +148,7 @@ func GPUs(a formats.PARDApp) int {
 }
 
 // Capacity is an application's provisioned throughput: its slowest module's workers·b/d.
-func Capacity(a formats.PARDApp) float64 {
+func Capacity(a pardsec.PARDApp) float64 {
 	c := math.Inf(1)
 	for _, m := range a.Modules {
 		if m.LatencyUs > 0 {

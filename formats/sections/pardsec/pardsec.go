@@ -2,8 +2,9 @@
 // workload section (`pipelines`: DAGs of DNN modules with an end-to-end SLO, PARD §2) and its
 // plan section (`pard`: the runtime policy and each app's modules with their GPU, batch and
 // workers, §4), and the checks of those sections against the other files given with them.
-// The section types stay typed fields of formats.Workload and formats.Plan; formats runs
-// these Sections for them when the system registry hands it the set.
+// The plan section is registered whole (formats.SectionOf: its types are this package's,
+// read with PlanOf); the workload section's types are still a typed field of
+// formats.Workload, which formats decodes and this package's Workload validates.
 package pardsec
 
 import (
@@ -18,33 +19,48 @@ const (
 	WorkloadKey = "pipelines"
 )
 
-// Plan is the Section of a plan's `pard` field.
-type Plan struct{ formats.TypedSection }
-
 // Workload is the Section of a workload's `pipelines` field.
 type Workload struct{ formats.TypedSection }
 
-// Key is the section's key.
-func (Plan) Key() string { return PlanKey }
+// Position is the place of PARD's sections in a file: second, after PPipe's, before
+// CascadeServe's, QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
+const Position = 2
 
-// System is PARD.
-func (Plan) System() string { return "pard" }
+// PlanSection is the Section of a plan's `pard` section: a *PARDPlan.
+var PlanSection = planSection{formats.SectionOf[PARDPlan]{Name: PlanKey, Sys: "pard", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
 
-// Validate checks the `pard` section of the plan v (a *formats.Plan).
-func (Plan) Validate(v any) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.PARD == nil {
+// planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
+// (formats.ProfileChecker, formats.GPUUser, formats.TraceTargeter).
+type planSection struct{ formats.SectionOf[PARDPlan] }
+
+// PlanOf is p's `pard` section, nil when p (or it) is absent.
+func PlanOf(p *formats.Plan) *PARDPlan {
+	if p == nil {
+		return nil
+	}
+	return PlanSection.In(p.Sections)
+}
+
+// SetPlan sets p's `pard` section (nil removes it) and returns p.
+func SetPlan(p *formats.Plan, pd *PARDPlan) *formats.Plan {
+	p.Sections.Set(PlanSection, pd)
+	return p
+}
+
+// checkPlan checks the `pard` section pd of the plan doc.
+func checkPlan(pd *PARDPlan, doc formats.Document) formats.ErrorList {
+	p, ok := doc.(*formats.Plan)
+	if !ok {
 		return nil
 	}
 	var c formats.Checker
-	validatePlan(&c, p, PlanKey)
+	validatePlan(&c, p, pd, PlanKey)
 	return c.Errs()
 }
 
 // validatePlan checks PARD's plan section: a policy, uniquely named apps with an SLO, each
 // with uniquely named modules on the plan's GPU types.
-func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
-	pd := pl.PARD
+func validatePlan(c *formats.Checker, pl *formats.Plan, pd *PARDPlan, p string) {
 	c.NotEmpty(formats.Field(p, "policy"), pd.Policy)
 	c.FiniteParams(formats.Field(p, "params"), pd.Params)
 	ap := formats.Field(p, "apps")
@@ -76,12 +92,8 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, p string) {
 	}
 }
 
-// CrossCheck checks that the plan v's apps are pipelines of the workloads given with it.
-func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.PARD == nil {
-		return nil
-	}
+// crossCheckPlan checks that the plan's apps are pipelines of the workloads given with it.
+func crossCheckPlan(pd *PARDPlan, self string, docs map[string]formats.Document) formats.ErrorList {
 	var files []string
 	pipelines := map[string]bool{}
 	for _, f := range formats.SortedKeys(docs) {
@@ -99,7 +111,7 @@ func (Plan) CrossCheck(v any, self string, docs map[string]formats.Document) for
 	}
 	var c formats.Checker
 	where := strings.Join(files, ", ")
-	for i, a := range p.PARD.Apps {
+	for i, a := range pd.Apps {
 		if a.Name != "" && !pipelines[a.Name] {
 			c.Add(formats.Field(formats.Index(PlanKey+".apps", i), "name"), a.Name, "not a pipeline of %s", where)
 		}
@@ -217,13 +229,14 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 }
 
 // CheckProfiles checks that every module's model is in the profiles (formats.ProfileChecker).
-func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	if p.PARD == nil {
+func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	pd := PlanOf(p)
+	if pd == nil {
 		return nil
 	}
 	var c formats.Checker
-	for i := range p.PARD.Apps {
-		for j, m := range p.PARD.Apps[i].Modules {
+	for i := range pd.Apps {
+		for j, m := range pd.Apps[i].Modules {
 			if m.Model != "" && !ix.DNN(m.Model) {
 				c.Add(formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "model"), m.Model, "model not found in %s", where)
 			}
@@ -233,13 +246,14 @@ func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string
 }
 
 // GPURefs lists the GPU types the plan's modules run on (formats.GPUUser).
-func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
-	if p.PARD == nil {
+func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
+	pd := PlanOf(p)
+	if pd == nil {
 		return nil
 	}
 	var out []formats.GPURef
-	for i := range p.PARD.Apps {
-		for j, m := range p.PARD.Apps[i].Modules {
+	for i := range pd.Apps {
+		for j, m := range pd.Apps[i].Modules {
 			out = append(out, formats.GPURef{Path: formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "gpu"), GPU: m.GPU})
 		}
 	}
@@ -258,10 +272,12 @@ func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, c
 }
 
 // TraceTargets: a trace given with the plan may name the applications it serves.
-func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if p, ok := doc.(*formats.Plan); ok && p.PARD != nil {
-		for _, a := range p.PARD.Apps {
-			targets = append(targets, a.Name)
+func (planSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok {
+		if pd := PlanOf(p); pd != nil {
+			for _, a := range pd.Apps {
+				targets = append(targets, a.Name)
+			}
 		}
 	}
 	return targets, nil, true

@@ -2,10 +2,12 @@ package pardsec_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/sectiontest"
 )
 
@@ -58,18 +60,58 @@ func TestValidatePipelines(t *testing.T) {
 // One bad-input case per rule of the plan section (moved from formats' tests).
 func TestValidatePlan(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
-		{"pard policy", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Policy = "" }), []string{`plan-sections.json: pard.policy: "": must not be empty`}},
-		{"pard params", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Params["drop_margin"] = nan }), []string{`plan-sections.json: pard.params.drop_margin: NaN: must be a finite number`}},
-		{"pard no apps", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps = nil }), []string{`plan-sections.json: pard.apps: must list at least one app`}},
-		{"pard app duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps = append(p.PARD.Apps, p.PARD.Apps[0]) }), []string{`plan-sections.json: pard.apps[1].name: "traffic": duplicate name (first at pard.apps[0].name)`}},
-		{"pard slo", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].SLO = 0 }), []string{`plan-sections.json: pard.apps[0].slo: 0s: must be > 0`}},
-		{"pard rate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].RateRPS = -1 }), []string{`plan-sections.json: pard.apps[0].rate_rps: -1: must be >= 0`}},
-		{"pard no modules", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].Modules = nil }), []string{`plan-sections.json: pard.apps[0].modules: must list at least one module`}},
-		{"pard module duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].Modules[3].Name = "person" }), []string{`plan-sections.json: pard.apps[0].modules[3].name: "person": duplicate name (first at pard.apps[0].modules[2].name)`}},
-		{"pard module model", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].Modules[3].Model = "" }), []string{`plan-sections.json: pard.apps[0].modules[3].model: "": must not be empty`}},
-		{"pard module gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].Modules[3].GPU = "V100" }), []string{`plan-sections.json: pard.apps[0].modules[3].gpu: "V100": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
-		{"pard module batch", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].Modules[3].Batch = 0 }), []string{`plan-sections.json: pard.apps[0].modules[3].batch: 0: must be >= 1`}},
-		{"pard module workers", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].Modules[3].Workers = 0 }), []string{`plan-sections.json: pard.apps[0].modules[3].workers: 0: must be >= 1`}},
-		{"pard module latency", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { p.PARD.Apps[0].Modules[3].LatencyUs = -1 }), []string{`plan-sections.json: pard.apps[0].modules[3].latency_us: -1: must be >= 0`}},
+		{"pard policy", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Policy = "" }), []string{`plan-sections.json: pard.policy: "": must not be empty`}},
+		{"pard params", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Params["drop_margin"] = nan }), []string{`plan-sections.json: pard.params.drop_margin: NaN: must be a finite number`}},
+		{"pard no apps", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps = nil }), []string{`plan-sections.json: pard.apps: must list at least one app`}},
+		{"pard app duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) {
+			pardsec.PlanOf(p).Apps = append(pardsec.PlanOf(p).Apps, pardsec.PlanOf(p).Apps[0])
+		}), []string{`plan-sections.json: pard.apps[1].name: "traffic": duplicate name (first at pard.apps[0].name)`}},
+		{"pard slo", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].SLO = 0 }), []string{`plan-sections.json: pard.apps[0].slo: 0s: must be > 0`}},
+		{"pard rate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].RateRPS = -1 }), []string{`plan-sections.json: pard.apps[0].rate_rps: -1: must be >= 0`}},
+		{"pard no modules", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].Modules = nil }), []string{`plan-sections.json: pard.apps[0].modules: must list at least one module`}},
+		{"pard module duplicate", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].Modules[3].Name = "person" }), []string{`plan-sections.json: pard.apps[0].modules[3].name: "person": duplicate name (first at pard.apps[0].modules[2].name)`}},
+		{"pard module model", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].Modules[3].Model = "" }), []string{`plan-sections.json: pard.apps[0].modules[3].model: "": must not be empty`}},
+		{"pard module gpu", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].Modules[3].GPU = "V100" }), []string{`plan-sections.json: pard.apps[0].modules[3].gpu: "V100": unknown GPU type: not in provenance.embedded.cluster.gpus (L4, P4)`}},
+		{"pard module batch", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].Modules[3].Batch = 0 }), []string{`plan-sections.json: pard.apps[0].modules[3].batch: 0: must be >= 1`}},
+		{"pard module workers", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].Modules[3].Workers = 0 }), []string{`plan-sections.json: pard.apps[0].modules[3].workers: 0: must be >= 1`}},
+		{"pard module latency", "plan-sections.json", sectiontest.Plan(func(p *formats.Plan) { pardsec.PlanOf(p).Apps[0].Modules[3].LatencyUs = -1 }), []string{`plan-sections.json: pard.apps[0].modules[3].latency_us: -1: must be >= 0`}},
 	}))
+}
+
+// The plan section against the other files given with it (moved from formats' CheckSet
+// cases).
+func TestCrossCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		files  []string
+		mutate func(map[string]formats.Document)
+		want   []string
+	}{
+		{"module model not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
+			pardsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Apps[0].Modules[0].Model = "yolov8n"
+		}, []string{`plan-sections.json: pard.apps[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
+		{"app not in the workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+			pardsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Apps[0].Name = "retail"
+		}, []string{`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs := map[string]formats.Document{}
+			for _, f := range tc.files {
+				docs[f] = sectiontest.Load(t, f, secs)
+			}
+			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
+				t.Fatalf("good files: %v", errs)
+			}
+			tc.mutate(docs)
+			var got []string
+			for _, e := range formats.CheckSet(docs, secs) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
+			}
+		})
+	}
+	empty := map[string]formats.Document{"x.json": pardsec.SetPlan(&formats.Plan{}, &pardsec.PARDPlan{Apps: []pardsec.PARDApp{{}}})}
+	_ = formats.CheckSet(empty, secs)
 }

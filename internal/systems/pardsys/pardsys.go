@@ -33,10 +33,10 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{f: pard.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dppard.Kind,
-		HasPlan:          func(p *formats.Plan) bool { return p.PARD != nil },
+		HasPlan:          func(p *formats.Plan) bool { return pardsec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dppard.FromPARDPlan(p)
-			return d, p.PARD.Policy, err
+			return d, pardsec.PlanOf(p).Policy, err
 		},
 		Policies: dppard.Policies(),
 		Sample:   dppard.Sample,
@@ -50,7 +50,7 @@ func System() system.System {
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.
 		// PARD validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: pardsec.Plan{}, Workload: []formats.Section{pardsec.Workload{}}, SolveErrors: solveErrors},
+		Sections: system.Sections{Plan: pardsec.PlanSection, Workload: []formats.Section{pardsec.Workload{}}, SolveErrors: solveErrors},
 	}
 }
 
@@ -85,7 +85,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // Render prints the provisioning per module.
 func Render(plan *formats.Plan) []planner.Table {
 	t := planner.Table{Header: []string{"PIPELINE", "SLO", "RATE_RPS", "MODULE", "GPU", "BATCH", "WORKERS", "D(B)_MS"}}
-	for _, a := range plan.PARD.Apps {
+	for _, a := range pardsec.PlanOf(plan).Apps {
 		for _, m := range a.Modules {
 			t.Rows = append(t.Rows, []string{a.Name, a.SLO.String(), fmt.Sprintf("%.1f", a.RateRPS), m.Name, m.GPU, strconv.Itoa(m.Batch), strconv.Itoa(m.Workers), fmt.Sprintf("%.1f", m.LatencyUs/1000)})
 		}
@@ -99,23 +99,23 @@ type Checker struct{}
 // Verify implements planner.Checker.
 func (Checker) Verify(p *formats.Plan) ([]string, string) {
 	n := 0
-	for _, a := range p.PARD.Apps {
+	for _, a := range pardsec.PlanOf(p).Apps {
 		n += len(a.Modules)
 	}
-	return pard.Verify(p), fmt.Sprintf("pard plan, %d pipeline(s), %d module(s): models and profiled latencies, workers cover the rate, Σ2·d ≤ f·SLO on every path, GPUs per type", len(p.PARD.Apps), n)
+	return pard.Verify(p), fmt.Sprintf("pard plan, %d pipeline(s), %d module(s): models and profiled latencies, workers cover the rate, Σ2·d ≤ f·SLO on every path, GPUs per type", len(pardsec.PlanOf(p).Apps), n)
 }
 
 // Compare implements planner.Checker, per application: GPUs provisioned (fewer is the
 // objective) and the rate covered.
 func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
-	if ref.PARD == nil {
+	if pardsec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a PARD plan"}}
 	}
-	by := map[string]formats.PARDApp{}
-	for _, a := range got.PARD.Apps {
+	by := map[string]pardsec.PARDApp{}
+	for _, a := range pardsec.PlanOf(got).Apps {
 		by[a.Name] = a
 	}
-	refs := append([]formats.PARDApp(nil), ref.PARD.Apps...)
+	refs := append([]pardsec.PARDApp(nil), pardsec.PlanOf(ref).Apps...)
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
 	var out []planner.Check
 	for _, r := range refs {
@@ -140,11 +140,11 @@ func (Checker) Resolve(ctx context.Context, p *formats.Plan, timeLimit time.Dura
 		return nil, fmt.Errorf("provenance.embedded holds no inputs: cannot re-solve")
 	}
 	// Unrecorded options take Provision's defaults (zero values), as before they were typed.
-	rec := pard.Flags{Policy: p.PARD.Policy}
+	rec := pard.Flags{Policy: pardsec.PlanOf(p).Policy}
 	if err := planner.ReadOptions(p.Provenance.Options, &rec); err != nil {
 		return nil, &planner.InputError{Problems: []string{err.Error()}}
 	}
-	o := pard.Options{Policy: rec.Policy, Params: p.PARD.Params, TimeLimit: timeLimit, SLOFraction: rec.SLOFraction,
+	o := pard.Options{Policy: rec.Policy, Params: pardsec.PlanOf(p).Params, TimeLimit: timeLimit, SLOFraction: rec.SLOFraction,
 		RateRPS: rec.RateRPS, MaxBatch: rec.MaxBatch, Objective: rec.Objective, Fill: rec.Fill}
 	in := pard.Inputs{Workload: e.Workload, Cluster: e.Cluster, Profiles: e.Profiles}
 	re, err := pard.Provision(ctx, in, o)

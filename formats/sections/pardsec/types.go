@@ -1,0 +1,28 @@
+package pardsec
+
+import "github.com/plan-dev/plan/formats"
+
+// PARDPlan provisions multi-module pipelines and names the dropping policy to run.
+type PARDPlan struct {
+	Policy string             `json:"policy"`
+	Params map[string]float64 `json:"params,omitempty"`
+	Apps   []PARDApp          `json:"apps"`
+}
+
+// PARDApp is one provisioned pipeline.
+type PARDApp struct {
+	Name    string           `json:"name"`
+	SLO     formats.Duration `json:"slo"`
+	RateRPS float64          `json:"rate_rps"`
+	Modules []ModulePlan     `json:"modules"`
+}
+
+// ModulePlan provisions one module: batch size and workers on a GPU type.
+type ModulePlan struct {
+	Name      string  `json:"name"`
+	Model     string  `json:"model"`
+	GPU       string  `json:"gpu"`
+	Batch     int     `json:"batch"`
+	Workers   int     `json:"workers"`
+	LatencyUs float64 `json:"latency_us"`
+}
