@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // Autoscaling from the plan (ecosystem-dropin.md §5): every exported worker that a target can
@@ -75,8 +76,8 @@ func PipelineKey(model string, pi, d int) string { return fmt.Sprintf("%s/p%d/s%
 func CapacityOf(p *formats.Plan) Capacity {
 	c := Capacity{SustainedRPS: map[string]float64{}, RateRPS: map[string]float64{}, P50Ms: map[string]float64{},
 		Pipelines: map[string]PipelineCap{}}
-	if p != nil && p.PPipe != nil {
-		for _, m := range p.PPipe.Models {
+	if p != nil && ppipesec.PlanOf(p) != nil {
+		for _, m := range ppipesec.PlanOf(p).Models {
 			total := 0.0
 			for _, pl := range m.Pipelines {
 				total += finitePos(pl.ThroughputRPS)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // twoPipelinePlan is a PPipe plan of model demo: pipeline 0 carries 100 rps (one pool of 4
@@ -13,14 +14,14 @@ import (
 // plan targets 200 rps. predicted adds a prediction: demo sustains 360 rps at 200, and
 // application other (no PPipe model) 50 rps.
 func twoPipelinePlan(predicted bool) *formats.Plan {
-	part := func(count int) formats.Partition { return formats.Partition{GPU: "L4", VGPU: 1, Count: count} }
-	p := &formats.Plan{PPipe: &formats.PPipePlan{Models: []formats.PPipeModelPlan{{
+	part := func(count int) ppipesec.Partition { return ppipesec.Partition{GPU: "L4", VGPU: 1, Count: count} }
+	p := ppipesec.SetPlan(&formats.Plan{}, &ppipesec.PPipePlan{Models: []ppipesec.PPipeModelPlan{{
 		Model: "demo", ThroughputRPS: 400, TargetRPS: 200,
-		Pipelines: []formats.PPipePipeline{
-			{ThroughputRPS: 100, Partitions: []formats.Partition{part(4)}},
-			{ThroughputRPS: 300, Partitions: []formats.Partition{part(12), part(3)}},
-			{Partitions: []formats.Partition{part(2)}},
-		}}}}}
+		Pipelines: []ppipesec.PPipePipeline{
+			{ThroughputRPS: 100, Partitions: []ppipesec.Partition{part(4)}},
+			{ThroughputRPS: 300, Partitions: []ppipesec.Partition{part(12), part(3)}},
+			{Partitions: []ppipesec.Partition{part(2)}},
+		}}}})
 	if predicted {
 		p.Prediction = &formats.Prediction{Apps: []formats.AppPrediction{
 			{Name: "demo", SustainedRPS: 360, RateRPS: 200, P50Ms: 10},

@@ -7,7 +7,7 @@ import (
 )
 
 // twelfths counts GPU slices in twelfths so that 1/1..1/4 slices sum exactly (as the plan's
-// rounding does, formats.PPipePlan.PhysicalGPUs).
+// rounding does, ppipesec.PPipePlan.PhysicalGPUs).
 const twelfths = 12
 
 // tritonLayout pins every unit's instances to GPU ids as a Triton server sees them: within

@@ -71,10 +71,6 @@ func TestCheckSet(t *testing.T) {
 			`plan.json: ppipe.models[0].pipelines[0].partitions[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
 			`plan.json: ppipe.models[1].pipelines[1].partitions[0].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`,
 			`plan.json: ppipe.gpu_use[1].gpu: "P4": unknown GPU type: not in cluster.yaml (L4, T4)`}},
-		{"plan model not profiled", []string{"profile.json", "plan.json", "plan-sections.json"}, func(d map[string]Document) {
-			d["plan.json"].(*Plan).PPipe.Models[1].Model = "yolov8n"
-		}, []string{
-			`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
 		{"plan with embedded profiles ignores profiles beside it", []string{"profile.json", "plan.json"}, func(d map[string]Document) {
 			ext := d["profile.json"].(*Profile)
 			own := *ext
@@ -84,13 +80,6 @@ func TestCheckSet(t *testing.T) {
 				ext.Models[i].Name = "other-" + ext.Models[i].Name // another plan's models
 			}
 		}, nil},
-		{"plan partition blocks and latency", []string{"profile.json", "plan.json"}, func(d map[string]Document) {
-			p := d["plan.json"].(*Plan)
-			p.PPipe.Models[0].Pipelines[0].Partitions[1].EndBlock = 5
-			p.PPipe.Models[1].Pipelines[0].Partitions[0].VGPU = 3
-		}, []string{
-			`plan.json: ppipe.models[0].pipelines[0].partitions[1].end_block: 5: must equal the number of blocks of resnet50 (4)`,
-			`plan.json: ppipe.models[1].pipelines[0].partitions[0]: (L4, vgpu 3, batch 1): no latency entry for model yolov5s in any profile (profile.json)`}},
 		{"trace targets", []string{"workload.yaml", "trace-requests.json", "trace-counts.json"}, func(d map[string]Document) {
 			tr := d["trace-requests.json"].(*Trace)
 			tr.Requests[0].Target = "vgg16"
@@ -141,7 +130,6 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 		"p.json": &Profile{Models: []ModelProfile{{Name: "m"}}, LLMs: []LLMProfile{{Model: "l"}}},
 		"c.yaml": &Cluster{GPUs: []GPUPool{{Type: "L4", Count: 1}}},
 		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}, Cascades: []Cascade{{Models: []string{"l"}}}},
-		"x.json": &Plan{PPipe: &PPipePlan{Models: []PPipeModelPlan{{Model: "m", Pipelines: []PPipePipeline{{}}}}}},
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}

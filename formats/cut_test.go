@@ -1,6 +1,9 @@
 package formats
 
 import (
+	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +56,18 @@ func TestRegisteredSectionsKeepOptionsOrder(t *testing.T) {
 	}
 	if p.Sections["jobs"].Value == nil || p.Provenance.Embedded.Workload.Sections["jobs"].Value == nil {
 		t.Errorf("sections not attached: %v, %v", p.Sections, p.Provenance.Embedded.Workload.Sections)
+	}
+}
+
+// encoding/json alone reads a plan of formats' own fields, and refuses one with a system's
+// section instead of dropping it.
+func TestPlanUnmarshalJSON(t *testing.T) {
+	var p Plan
+	if err := json.Unmarshal([]byte(`{"apiVersion": "plan/v1", "kind": "Plan", "provenance": {"status": "infeasible"}}`), &p); err != nil || p.Provenance.Status != "infeasible" {
+		t.Fatalf("plain plan: %v, %+v", err, p)
+	}
+	err := json.Unmarshal([]byte(`{"apiVersion": "plan/v1", "kind": "Plan", "jobs": {"rate_rps": 1}}`), &p)
+	if !errors.Is(err, ErrSectionsNeeded) || !strings.Contains(err.Error(), `"jobs"`) {
+		t.Fatalf("plan with a section: %v, want ErrSectionsNeeded naming jobs", err)
 	}
 }

@@ -135,7 +135,11 @@ func parse(name string, data []byte, wantKind string, secs *SectionSet) (Documen
 		js, err = withoutKeys(js, ext.cut)
 	}
 	if err == nil {
-		err = StrictUnmarshal(js, doc)
+		var into any = doc
+		if p, ok := doc.(*Plan); ok {
+			into = (*planFields)(p) // the sections are out: the typed fields, strictly
+		}
+		err = StrictUnmarshal(js, into)
 	}
 	if err != nil {
 		// The structural check should have caught everything; report what encoding/json says.

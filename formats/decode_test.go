@@ -189,7 +189,7 @@ func TestDecodeInto(t *testing.T) {
 		t.Fatalf("want exactly the wrong-kind problem, got %v", err)
 	}
 	p, err := DecodeInto[*Plan]("plan.json", plan, inTree)
-	if err != nil || p.PPipe == nil {
+	if err != nil || p.Sections["ppipe"].Value == nil {
 		t.Fatalf("DecodeInto[*Plan] = %v, %v", p, err)
 	}
 	// Semantic problems still come back from DecodeInto.

@@ -12,8 +12,7 @@ type Plan struct {
 	Metadata   Metadata   `json:"metadata"`
 	Provenance Provenance `json:"provenance"`
 	// Cluster is the cluster the plan was solved for (embedded so a plan is self-contained).
-	Cluster *Cluster   `json:"cluster,omitempty"`
-	PPipe   *PPipePlan `json:"ppipe,omitempty"`
+	Cluster *Cluster `json:"cluster,omitempty"`
 	// Fleet is the priced fleet of a plan solved with `--objective cost`:
 	// absent for the planners' own objectives.
 	Fleet *Fleet `json:"fleet,omitempty"`
@@ -126,64 +125,4 @@ type FleetGPU struct {
 	SpotCount int `json:"spot_count,omitempty"`
 	// SpotPricePerHour is the type's spot price per GPU (with spot_share, where it has one).
 	SpotPricePerHour *float64 `json:"spot_price_per_hour,omitempty"`
-}
-
-// PPipePlan is a set of pooled pipelines per model (PPipe, NP and DART-r plans alike).
-type PPipePlan struct {
-	Strategy string `json:"strategy"` // ppipe | np | dart-r
-	// SLOMargin α: the planner budgets T' = T − round(α·T).
-	SLOMargin     float64           `json:"slo_margin"`
-	MaxPartitions int               `json:"max_partitions"`
-	Models        []PPipeModelPlan  `json:"models"`
-	GPUUse        []GPUUse          `json:"gpu_use,omitempty"`
-	Extra         map[string]string `json:"extra,omitempty"`
-}
-
-// PPipeModelPlan is the part of a PPipe plan that serves one model.
-type PPipeModelPlan struct {
-	Model  string   `json:"model"`
-	SLO    Duration `json:"slo"`
-	Weight float64  `json:"weight"`
-	// BudgetUs is the planning budget T' in µs.
-	BudgetUs      float64 `json:"budget_us"`
-	ThroughputRPS float64 `json:"throughput_rps"`
-	// TargetRPS is the rate the plan is optimised to guarantee (load factor 1.0): z·w_m for
-	// multi-model max-min plans, where throughput_rps may exceed it because the objective is
-	// indifferent to a model's surplus; equal to throughput_rps for one model. 0 = unknown.
-	TargetRPS float64         `json:"target_rps,omitempty"`
-	Pipelines []PPipePipeline `json:"pipelines"`
-}
-
-// PPipePipeline is a chain of partitions, each served by a pool of (v)GPUs of one type,
-// with one batch size for the whole pipeline.
-type PPipePipeline struct {
-	Batch         int     `json:"batch"`
-	ThroughputRPS float64 `json:"throughput_rps"`
-	LatencyUs     float64 `json:"latency_us"`
-	// BatchFormationUs is the allowance β for gathering a batch at the head stage, included in
-	// LatencyUs (0 unless the plan was solved with the batch-formation allowance).
-	BatchFormationUs float64     `json:"batch_formation_us,omitempty"`
-	Partitions       []Partition `json:"partitions"`
-}
-
-// Partition is blocks [FirstBlock, EndBlock) on Count slices of 1/VGPU of a GPU type.
-type Partition struct {
-	FirstBlock int    `json:"first_block"`
-	EndBlock   int    `json:"end_block"`
-	GPU        string `json:"gpu"`
-	VGPU       int    `json:"vgpu"`
-	// Count is the number of 1/VGPU slices; physical GPUs = ceil(Count/VGPU) per pool.
-	Count          int     `json:"count"`
-	StageLatencyUs float64 `json:"stage_latency_us"`
-	// TransferUs is the outgoing transfer time of one batch (0 for the last stage).
-	TransferUs    float64 `json:"transfer_us"`
-	ThroughputRPS float64 `json:"throughput_rps"`
-}
-
-// GPUUse reports GPUs used per type.
-type GPUUse struct {
-	GPU   string  `json:"gpu"`
-	Class string  `json:"class,omitempty"`
-	Used  float64 `json:"used"`
-	Total int     `json:"total"`
 }

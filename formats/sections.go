@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -488,6 +489,34 @@ func (w Workload) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return w.Sections.appendJSON(js)
+}
+
+// planFields is Plan without its JSON methods: what parse decodes a plan's typed fields into
+// (jsonx checks its fields as for any struct) once the registered sections are taken out.
+type planFields Plan
+
+// ErrSectionsNeeded is the error of decoding, with encoding/json, a plan that holds a
+// registered system's section: only the registered sections can read it (Decode, Parse and
+// ReadInto with the set), and encoding/json alone would drop it without a word.
+var ErrSectionsNeeded = errors.New("a plan's system sections are read with the registered systems' sections (formats.Decode, Parse or ReadInto), not encoding/json")
+
+// UnmarshalJSON decodes a plan that holds only formats' own fields, and refuses one with a
+// system's section (ErrSectionsNeeded) rather than lose it.
+func (p *Plan) UnmarshalJSON(b []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, f := range jsonFields(reflect.TypeFor[Plan]()) {
+		known[f.Name] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		if !known[k] {
+			return fmt.Errorf("formats.Plan: %q: %w", k, ErrSectionsNeeded)
+		}
+	}
+	return json.Unmarshal(b, (*planFields)(p))
 }
 
 // compile-time check that SectionValues' JSON is what encoding/json would give a map.

@@ -12,9 +12,6 @@ import (
 // "heuristic" for plans made without a solver (baselines such as np or dart-r).
 var PlanStatuses = []string{"optimal", "time-limit", "heuristic", "infeasible", "unbounded", "error"}
 
-// PPipeStrategies are the strategies a PPipe section may name.
-var PPipeStrategies = []string{"ppipe", "np", "dart-r"}
-
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // TargetCluster returns the cluster the plan was solved for: Cluster, else the embedded
@@ -27,14 +24,6 @@ func (p *Plan) TargetCluster() *Cluster {
 		return e.Cluster
 	}
 	return nil
-}
-
-// PhysicalGPUs is the number of whole GPUs a partition's pool occupies: ceil(Count/VGPU).
-func (pt *Partition) PhysicalGPUs() int {
-	if pt.VGPU <= 1 {
-		return pt.Count
-	}
-	return (pt.Count + pt.VGPU - 1) / pt.VGPU
 }
 
 // Validate checks a plan: every section on its own, GPU types against the plan's cluster

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve/kserve"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		b.Run(fmt.Sprintf("plan/x%d", scale), func(b *testing.B) {
 			p := loadPlan(b, "wide.json")
 			p.Cluster.GPUs[0].Count *= scale
-			m := &p.PPipe.Models[0]
+			m := &ppipesec.PlanOf(p).Models[0]
 			m.ThroughputRPS *= float64(scale)
 			m.Pipelines[0].ThroughputRPS *= float64(scale)
 			m.Pipelines[0].Partitions[0].Count *= scale

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 func TestDeliveryTracker(t *testing.T) {
@@ -65,7 +66,7 @@ func TestDeliveryMarginCap(t *testing.T) {
 func TestDeliveryMargin(t *testing.T) {
 	p := loadPlan(t, "demo-plan.json")
 	s, _ := testServer(t, Options{Plan: p})
-	req := Request{Model: p.PPipe.Models[0].Model, ID: "m", Deadline: 6800 * time.Microsecond}
+	req := Request{Model: ppipesec.PlanOf(p).Models[0].Model, ID: "m", Deadline: 6800 * time.Microsecond}
 	if a := submitRetry(t, s, req); a.Status != 200 {
 		t.Fatalf("margin 0: status %d %s %s", a.Status, a.Reason, a.Err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/internal/promcheck"
 	"github.com/plan-dev/plan/serve/kserve"
 )
@@ -104,7 +105,7 @@ func TestPipelineRequests(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			want := make([]float64, len(p.PPipe.Models[0].Pipelines))
+			want := make([]float64, len(ppipesec.PlanOf(p).Models[0].Pipelines))
 			for i, b := range bodies {
 				var r struct {
 					Timing kserve.Timing `json:"timing"`

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/internal/servetest"
 	"github.com/plan-dev/plan/profiler/measure"
 	"github.com/plan-dev/plan/profiler/onnx"
@@ -47,18 +48,17 @@ func twoPartitionPlan(model string, n, cut, batch int) *formats.Plan {
 		CutBytes: []int64{4096}, Latency: lat,
 	}}}
 	cl := &formats.Cluster{TypeMeta: tm("Cluster"), GPUs: []formats.GPUPool{{Type: "L4", Count: 2, PerServer: 1, VGPU: []int{1}, Class: "high"}}, NICGbps: 10}
-	return &formats.Plan{
+	return ppipesec.SetPlan(&formats.Plan{
 		TypeMeta: tm("Plan"), Metadata: formats.Metadata{Name: "two-partitions"},
 		Provenance: formats.Provenance{Tool: "test", Embedded: &formats.EmbeddedInputs{Profiles: []formats.Profile{prof}, Cluster: cl}},
 		Cluster:    cl,
-		PPipe: &formats.PPipePlan{Strategy: "ppipe", Models: []formats.PPipeModelPlan{{
-			Model: model, SLO: formats.Duration(1e9), Weight: 1, ThroughputRPS: 100,
-			Pipelines: []formats.PPipePipeline{{Batch: batch, ThroughputRPS: 100, Partitions: []formats.Partition{
-				{FirstBlock: 0, EndBlock: 1, GPU: "L4", VGPU: 1, Count: 1, StageLatencyUs: 1000, TransferUs: 100},
-				{FirstBlock: 1, EndBlock: 2, GPU: "L4", VGPU: 1, Count: 1, StageLatencyUs: 1000},
-			}}},
+	}, &ppipesec.PPipePlan{Strategy: "ppipe", Models: []ppipesec.PPipeModelPlan{{
+		Model: model, SLO: formats.Duration(1e9), Weight: 1, ThroughputRPS: 100,
+		Pipelines: []ppipesec.PPipePipeline{{Batch: batch, ThroughputRPS: 100, Partitions: []ppipesec.Partition{
+			{FirstBlock: 0, EndBlock: 1, GPU: "L4", VGPU: 1, Count: 1, StageLatencyUs: 1000, TransferUs: 100},
+			{FirstBlock: 1, EndBlock: 2, GPU: "L4", VGPU: 1, Count: 1, StageLatencyUs: 1000},
 		}}},
-	}
+	}}})
 }
 
 // TestONNXWorkers serves a generated CNN cut into two partitions (the cut crosses the

@@ -18,6 +18,7 @@ import (
 
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
 
@@ -114,7 +115,7 @@ func TestInfer(t *testing.T) {
 		t.Run(tc.plan+"/"+tc.policy, func(t *testing.T) {
 			p := loadPlan(t, tc.plan)
 			_, ts := testServer(t, Options{Plan: p, Policy: dataplane.Config{Policy: tc.policy}})
-			model := p.PPipe.Models[0].Model
+			model := ppipesec.PlanOf(p).Models[0].Model
 			code, _, body := post(t, ts.URL+"/v2/models/"+model+"/infer", inferBody(1, 2.5, -3))
 			// A machine so loaded that a hop runs several times its length makes even a lone
 			// request miss its deadline (503 deadline): try again a few times.
@@ -144,7 +145,7 @@ func TestInfer(t *testing.T) {
 			// The request went through one of the plan's pipelines: its stages, at least
 			// their nominal latency.
 			matched := false
-			for _, pl := range p.PPipe.Models[0].Pipelines {
+			for _, pl := range ppipesec.PlanOf(p).Models[0].Pipelines {
 				if len(pl.Partitions) != len(tm.Stages) {
 					continue
 				}
@@ -156,7 +157,7 @@ func TestInfer(t *testing.T) {
 					matched = true
 				}
 			}
-			if !matched || tm.SLOUs != int64(time.Duration(p.PPipe.Models[0].SLO)/time.Microsecond) {
+			if !matched || tm.SLOUs != int64(time.Duration(ppipesec.PlanOf(p).Models[0].SLO)/time.Microsecond) {
 				t.Errorf("timing %+v matches no pipeline of the plan (or the SLO)", tm)
 			}
 		})
@@ -288,7 +289,7 @@ func TestHealthAndMetadata(t *testing.T) {
 	if err := json.Unmarshal(body, &md); code != 200 || err != nil {
 		t.Fatalf("metadata: %d %s", code, body)
 	}
-	if md.Name != "demo" || md.Platform != "plan-emulated" || md.SLOUs != int64(time.Duration(p.PPipe.Models[0].SLO)/time.Microsecond) || md.Inputs[0].Datatype != "FP32" {
+	if md.Name != "demo" || md.Platform != "plan-emulated" || md.SLOUs != int64(time.Duration(ppipesec.PlanOf(p).Models[0].SLO)/time.Microsecond) || md.Inputs[0].Datatype != "FP32" {
 		t.Errorf("metadata %+v", md)
 	}
 	code, body = get(t, ts.URL+"/v1/plan")
@@ -386,7 +387,7 @@ func TestReload(t *testing.T) {
 	p1 := loadPlan(t, "demo-plan.json")
 	p2 := loadPlan(t, "demo-plan.json")
 	p2.Metadata.Name = "demo-v2"
-	p2.PPipe.Models[0].SLO = formats.Duration(20 * time.Millisecond)
+	ppipesec.PlanOf(p2).Models[0].SLO = formats.Duration(20 * time.Millisecond)
 	s, ts := testServer(t, Options{Plan: p1})
 	old := s.ActiveDigest()
 	done := make(chan []int)
@@ -422,7 +423,7 @@ func TestReload(t *testing.T) {
 	}
 	// A broken plan is refused with the reason, and the old one keeps serving.
 	p3 := loadPlan(t, "demo-plan.json")
-	p3.PPipe.Models[0].Pipelines[0].Partitions[0].Count = 1000
+	ppipesec.PlanOf(p3).Models[0].Pipelines[0].Partitions[0].Count = 1000
 	bad, _ := formats.Marshal(p3)
 	req, _ = http.NewRequest(http.MethodPut, ts.URL+"/v1/plan", bytes.NewReader(bad))
 	resp, err = http.DefaultClient.Do(req)

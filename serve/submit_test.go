@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve/kserve"
 	"github.com/plan-dev/plan/serve/worker"
 )
@@ -73,7 +74,7 @@ func submitRetry(t *testing.T, s *Server, req Request) *Answer {
 
 func TestSubmit(t *testing.T) {
 	p := loadPlan(t, "demo-plan.json")
-	model := p.PPipe.Models[0].Model
+	model := ppipesec.PlanOf(p).Models[0].Model
 	want := dataplane.Result{Certainty: 0.75, Label: 3}
 	fe := &testFrontend{}
 	s, ts := testServer(t, Options{Plan: p, Frontends: []Frontend{fe},
@@ -112,7 +113,7 @@ func TestSubmit(t *testing.T) {
 	})
 
 	// The old arrival must fall after the server's clock started (earlier ones are clamped).
-	for s.Clock().Now() <= dataplane.Time(p.PPipe.Models[0].SLO.D()/time.Microsecond)+1000 {
+	for s.Clock().Now() <= dataplane.Time(ppipesec.PlanOf(p).Models[0].SLO.D()/time.Microsecond)+1000 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cases := []struct {
@@ -126,7 +127,7 @@ func TestSubmit(t *testing.T) {
 		// A deadline no stage can meet: the policy drops it (503) or it is answered late.
 		{"impossible deadline", Request{Model: model, Deadline: time.Microsecond}, 503},
 		// An arrival an SLO ago: the request is already too old to finish in time.
-		{"old arrival", Request{Model: model, Arrived: time.Now().Add(-p.PPipe.Models[0].SLO.D())}, 503},
+		{"old arrival", Request{Model: model, Arrived: time.Now().Add(-ppipesec.PlanOf(p).Models[0].SLO.D())}, 503},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

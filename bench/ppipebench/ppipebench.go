@@ -26,7 +26,7 @@ import (
 )
 
 // ppipeSections validates the PPipe plans the bench writes with PPipe's own rules.
-var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.Plan{}}, Workload: []formats.Section{ppipesec.Workload{}}}
+var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.PlanSection}, Workload: []formats.Section{ppipesec.Workload{}}}
 
 // HC is one of the paper's heterogeneous clusters (PPipe §7.1, Table 1; GPUs per server and
 // effective bandwidth from the authors' artifact, as Table 1's bandwidths look swapped).
@@ -365,8 +365,8 @@ func runRow(ctx context.Context, cfg *Config, hc HC, g Group, trace string, cl *
 
 func totalRPS(p *formats.Plan) float64 {
 	var s float64
-	if p.PPipe != nil {
-		for _, m := range p.PPipe.Models {
+	if ppipesec.PlanOf(p) != nil {
+		for _, m := range ppipesec.PlanOf(p).Models {
 			s += m.ThroughputRPS
 		}
 	}
@@ -377,7 +377,7 @@ func totalRPS(p *formats.Plan) float64 {
 // target_rps (z·w_m: load factor 1.0, PPipe §7.1), else throughput_rps.
 func ratesOf(p *formats.Plan) map[string]float64 {
 	out := map[string]float64{}
-	for _, m := range p.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(p).Models {
 		out[m.Model] = m.TargetRPS
 		if out[m.Model] <= 0 {
 			out[m.Model] = m.ThroughputRPS
@@ -490,7 +490,7 @@ func ablationOn(ctx context.Context, cfg *Config, res *Result, pc *profileCache,
 		}
 	}
 	multi := false
-	for _, m := range p.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(p).Models {
 		for _, pl := range m.Pipelines {
 			multi = multi || len(pl.Partitions) > 1
 		}
@@ -508,7 +508,7 @@ func ablationOn(ctx context.Context, cfg *Config, res *Result, pc *profileCache,
 		reps[i] = rep
 	}
 	var out [2]float64
-	for ai, m := range p.PPipe.Models {
+	for ai, m := range ppipesec.PlanOf(p).Models {
 		ml := ModelLF{Model: m.Model,
 			Reservation: sim.MaxLoadAtApp(reps[0].Points, ai, 0.99),
 			Reactive:    sim.MaxLoadAtApp(reps[1].Points, ai, 0.99)}
@@ -521,8 +521,8 @@ func ablationOn(ctx context.Context, cfg *Config, res *Result, pc *profileCache,
 			ml.Pipelines = append(ml.Pipelines, parts)
 		}
 		res.AblationModels = append(res.AblationModels, ml)
-		out[0] += ml.Reservation / float64(len(p.PPipe.Models))
-		out[1] += ml.Reactive / float64(len(p.PPipe.Models))
+		out[0] += ml.Reservation / float64(len(ppipesec.PlanOf(p).Models))
+		out[1] += ml.Reactive / float64(len(ppipesec.PlanOf(p).Models))
 	}
 	cfg.logf("ablation %s %s: reservation %.2f, reactive %.2f (mean of per-model max lf)", hc.Name, g.Name, out[0], out[1])
 	res.Ablation = &out

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // FromPlan builds the deployment a PPipe-style plan (PPipe, NP or DART-r) describes: one app
@@ -21,7 +22,7 @@ import (
 // Errors (plan not matching its cluster, inconsistent partitions) are a formats.ErrorList
 // with field paths into the plan.
 func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
-	if p.PPipe == nil {
+	if ppipesec.PlanOf(p) == nil {
 		return nil, formats.ErrorList{{Path: "ppipe", Rule: "the plan has no ppipe section "}}
 	}
 	cl := p.Cluster
@@ -32,7 +33,7 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		return nil, formats.ErrorList{{Path: "cluster", Rule: "the plan embeds no cluster"}}
 	}
 	b := &planBuilder{p: p, cl: cl, bw: cl.EffectiveNICMbps(), gindex: map[groupKey]*planGroup{},
-		stageRounded: p.PPipe.Rounding() == formats.RoundingStage, cursors: map[groupKey]*cursor{}}
+		stageRounded: ppipesec.PlanOf(p).Rounding() == ppipesec.RoundingStage, cursors: map[groupKey]*cursor{}}
 	if p.Provenance.Embedded != nil {
 		b.profiles = p.Provenance.Embedded.Profiles
 	}
@@ -87,7 +88,7 @@ type planGroup struct {
 }
 
 // gpus is the GPUs a group needs: ceil(slices/v), or for a stage-rounded group the GPUs
-// formats.PackSlices lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs
+// formats.PackSlices lays its mixed levels on, exactly what ppipesec.PPipePlan.PhysicalGPUs
 // charges, so the deployment refuses exactly what validation refuses.
 func (g *planGroup) gpus() int {
 	if g.key.v == 0 {
@@ -121,7 +122,7 @@ func (b *planBuilder) findModel(name string) *formats.ModelProfile {
 // partitions is pass 1: validate partitions against the cluster and count slices per
 // packing group.
 func (b *planBuilder) partitions() {
-	for mi, m := range b.p.PPipe.Models {
+	for mi, m := range ppipesec.PlanOf(b.p).Models {
 		mp := fmt.Sprintf("ppipe.models[%d]", mi)
 		if m.SLO <= 0 {
 			b.add(mp+".slo", m.SLO, "must be > 0")
@@ -182,7 +183,7 @@ func (b *planBuilder) partitions() {
 func (b *planBuilder) demand() {
 	// GPU demand per type versus the cluster.
 	// A group needs ceil(slices/v) GPUs; a stage-rounded group the GPUs PackSlices
-	// lays its mixed levels on, exactly what formats.PPipePlan.PhysicalGPUs charges, so the
+	// lays its mixed levels on, exactly what ppipesec.PPipePlan.PhysicalGPUs charges, so the
 	// deployment refuses exactly what validation refuses.
 	need := map[string]int{}
 	for _, g := range b.groups {
@@ -262,7 +263,7 @@ func (b *planBuilder) layout() {
 
 // stages builds one app per model, one stage per partition, and carves the workers.
 func (b *planBuilder) stages() {
-	for mi, m := range b.p.PPipe.Models {
+	for mi, m := range ppipesec.PlanOf(b.p).Models {
 		app := dataplane.App{
 			Name: m.Model, SLO: dataplane.Time(time.Duration(m.SLO) / time.Microsecond),
 			Weight: m.Weight, RateRPS: planRate(m),
@@ -332,7 +333,7 @@ func (b *planBuilder) stages() {
 // stageLatencies builds LatUs[1..batch] for a partition: profile block sums (each block ≥ 1 µs,
 // rounded up to whole µs) where the profile has the entry; the plan's stage latency for the
 // planned batch and, pessimistically, for batches the profile lacks.
-func stageLatencies(prof *formats.ModelProfile, part formats.Partition, batch int) []dataplane.Time {
+func stageLatencies(prof *formats.ModelProfile, part ppipesec.Partition, batch int) []dataplane.Time {
 	planned := dataplane.Time(math.Ceil(part.StageLatencyUs))
 	lat := make([]dataplane.Time, batch+1)
 	for b := 1; b <= batch; b++ {
@@ -380,7 +381,7 @@ const DefaultPolicy = "ppipe"
 
 // planRate is a model's offered rate at load factor 1.0: the plan's guaranteed rate
 // (target_rps: load factor 1.0, PPipe §7.1), else its capacity (plans without a target).
-func planRate(m formats.PPipeModelPlan) float64 {
+func planRate(m ppipesec.PPipeModelPlan) float64 {
 	if m.TargetRPS > 0 {
 		return m.TargetRPS
 	}

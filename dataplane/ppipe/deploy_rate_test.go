@@ -6,6 +6,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // TestFromPlanRate: load factor 1.0 is the plan's guaranteed rate (target_rps) when it has
@@ -15,7 +16,7 @@ func TestFromPlanRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &p.PPipe.Models[0]
+	m := &ppipesec.PlanOf(p).Models[0]
 	for _, c := range []struct{ target, want float64 }{{0, m.ThroughputRPS}, {m.ThroughputRPS / 2, m.ThroughputRPS / 2}} {
 		m.TargetRPS = c.target
 		d, err := FromPlan(p)

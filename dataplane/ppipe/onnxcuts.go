@@ -5,6 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // ONNXCuts says what onnx workers run for a PPipe plan (PPipe §3: a model pre-partitioned
@@ -13,13 +14,13 @@ import (
 // no PPipe section gives "" (its stages run whole models); one serving several models is an
 // error, since --model is one file.
 func ONNXCuts(p *formats.Plan, dep *dataplane.Deployment) (model string, blocks [][2]int, err error) {
-	if p.PPipe == nil {
+	if ppipesec.PlanOf(p) == nil {
 		return "", nil, nil
 	}
-	if len(p.PPipe.Models) != 1 {
+	if len(ppipesec.PlanOf(p).Models) != 1 {
 		return "", nil, fmt.Errorf("onnx workers serve plans of exactly one model (the one in --model)")
 	}
-	pm := p.PPipe.Models[0]
+	pm := ppipesec.PlanOf(p).Models[0]
 	blocks = make([][2]int, len(dep.Stages))
 	for si := range dep.Stages {
 		st := &dep.Stages[si]

@@ -6,27 +6,27 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // stagePlan is a one-model plan whose pipelines have one stage each, on L4 slices of the
 // given (vgpu, count) levels, under the given rounding.
 func stagePlan(rounding string, levels [][2]int, l4 int) *formats.Plan {
-	p := &formats.Plan{
+	p := ppipesec.SetPlan(&formats.Plan{
 		Cluster: &formats.Cluster{NICGbps: 100, GPUs: []formats.GPUPool{{Type: "L4", Count: l4, PerServer: 2, VGPU: []int{1, 2, 3, 4}}}},
-		PPipe:   &formats.PPipePlan{Extra: map[string]string{"rounding": rounding}},
-	}
-	m := formats.PPipeModelPlan{Model: "m", SLO: formats.Duration(100 * time.Millisecond), Weight: 1, ThroughputRPS: 100}
+	}, &ppipesec.PPipePlan{Extra: map[string]string{"rounding": rounding}})
+	m := ppipesec.PPipeModelPlan{Model: "m", SLO: formats.Duration(100 * time.Millisecond), Weight: 1, ThroughputRPS: 100}
 	for _, lv := range levels {
-		m.Pipelines = append(m.Pipelines, formats.PPipePipeline{Batch: 1, Partitions: []formats.Partition{
+		m.Pipelines = append(m.Pipelines, ppipesec.PPipePipeline{Batch: 1, Partitions: []ppipesec.Partition{
 			{FirstBlock: 0, EndBlock: 2, GPU: "L4", VGPU: lv[0], Count: lv[1], StageLatencyUs: 5000, ThroughputRPS: 100},
 		}})
 	}
-	p.PPipe.Models = []formats.PPipeModelPlan{m}
+	ppipesec.PlanOf(p).Models = []ppipesec.PPipeModelPlan{m}
 	return p
 }
 
 // TestStageRoundingDeployment: under stage rounding the deployment lays a stage's mixed
-// slices on exactly the GPUs formats.PPipePlan.PhysicalGPUs charges, never
+// slices on exactly the GPUs ppipesec.PPipePlan.PhysicalGPUs charges, never
 // two slices on more than a whole GPU; under pipeline rounding each level keeps its own GPUs.
 func TestStageRoundingDeployment(t *testing.T) {
 	for _, tc := range []struct {
@@ -36,14 +36,14 @@ func TestStageRoundingDeployment(t *testing.T) {
 		l4       int
 		wantErr  string
 	}{
-		{"half and two quarters on one GPU", formats.RoundingStage, [][2]int{{2, 1}, {4, 2}}, 1, ""},
-		{"half third third third quarter quarter on two", formats.RoundingStage, [][2]int{{2, 1}, {3, 3}, {4, 2}}, 2, ""},
-		{"pipeline rounding needs a GPU per level", formats.RoundingPipeline, [][2]int{{2, 1}, {4, 2}}, 1, "needs 2 L4 GPUs"},
-		{"stage rounding beyond the cluster", formats.RoundingStage, [][2]int{{1, 2}, {2, 1}}, 2, "needs 3 L4 GPUs"},
+		{"half and two quarters on one GPU", ppipesec.RoundingStage, [][2]int{{2, 1}, {4, 2}}, 1, ""},
+		{"half third third third quarter quarter on two", ppipesec.RoundingStage, [][2]int{{2, 1}, {3, 3}, {4, 2}}, 2, ""},
+		{"pipeline rounding needs a GPU per level", ppipesec.RoundingPipeline, [][2]int{{2, 1}, {4, 2}}, 1, "needs 2 L4 GPUs"},
+		{"stage rounding beyond the cluster", ppipesec.RoundingStage, [][2]int{{1, 2}, {2, 1}}, 2, "needs 3 L4 GPUs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := stagePlan(tc.rounding, tc.levels, tc.l4)
-			_, charged := p.PPipe.PhysicalGPUs()
+			_, charged := ppipesec.PlanOf(p).PhysicalGPUs()
 			d, err := FromPlan(p)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

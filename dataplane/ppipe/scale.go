@@ -5,6 +5,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // ScaledDeployment lays plan p out k times over (the simulator's scale benchmarks and
@@ -12,7 +13,7 @@ import (
 // k, in place, so the same plan shape runs at k times the GPUs and k times the rate, the
 // simulator's work per request stays constant and only N grows.
 func ScaledDeployment(p *formats.Plan, k int) (*dataplane.Deployment, error) {
-	if p.PPipe == nil {
+	if ppipesec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("ppipe: scaled deployment: the plan has no ppipe section")
 	}
 	if k < 1 {
@@ -21,8 +22,8 @@ func ScaledDeployment(p *formats.Plan, k int) (*dataplane.Deployment, error) {
 	for i := range p.Cluster.GPUs {
 		p.Cluster.GPUs[i].Count *= k
 	}
-	for mi := range p.PPipe.Models {
-		m := &p.PPipe.Models[mi]
+	for mi := range ppipesec.PlanOf(p).Models {
+		m := &ppipesec.PlanOf(p).Models[mi]
 		m.ThroughputRPS *= float64(k)
 		m.TargetRPS *= float64(k)
 		for pi := range m.Pipelines {

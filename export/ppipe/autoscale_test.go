@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // TestPipelineAutoscale reads the Triton export's ScaledObjects back (export's KEDA decoder):
@@ -34,7 +35,7 @@ func TestPipelineAutoscale(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := p.PPipe.Models[0]
+			m := ppipesec.PlanOf(p).Models[0]
 			total := 0.0
 			for _, pl := range m.Pipelines {
 				total += pl.ThroughputRPS

@@ -28,6 +28,7 @@ import (
 
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // Exporters returns PPipe's exporters for every target.
@@ -39,7 +40,7 @@ func Key(model string, pi, d int) string { return export.PipelineKey(model, pi, 
 // Placements are the plan's pools as the exported files must record them.
 func Placements(p *formats.Plan) []export.Placement {
 	var out []export.Placement
-	for _, m := range p.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(p).Models {
 		for pi, pl := range m.Pipelines {
 			for d, pt := range pl.Partitions {
 				out = append(out, export.Placement{Key: Key(m.Model, pi, d), GPU: pt.GPU, VGPU: max(pt.VGPU, 1),
@@ -55,7 +56,7 @@ func Placements(p *formats.Plan) []export.Placement {
 // slices for throughput_rps, of which the target rate (target_rps, the rate the plan
 // guarantees) needs the share target/throughput; one slice serves the pool's throughput /
 // Count (PPipe §5.3: a pool's throughput is its slices' sum).
-func scaling(m formats.PPipeModelPlan, pt formats.Partition) export.Scaling {
+func scaling(m ppipesec.PPipeModelPlan, pt ppipesec.Partition) export.Scaling {
 	if pt.Count < 1 {
 		return export.Scaling{}
 	}
@@ -68,21 +69,21 @@ func scaling(m formats.PPipeModelPlan, pt formats.Partition) export.Scaling {
 
 // Build lays a PPipe plan out as groups, one per pipeline.
 func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
-	if p.PPipe == nil {
+	if ppipesec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("the plan has no ppipe section")
 	}
 	var cut *export.Cutter
 	if o.Model != nil {
-		if len(p.PPipe.Models) != 1 {
-			return nil, fmt.Errorf("--model: the plan serves %d models: a model file applies to a plan of one model", len(p.PPipe.Models))
+		if len(ppipesec.PlanOf(p).Models) != 1 {
+			return nil, fmt.Errorf("--model: the plan serves %d models: a model file applies to a plan of one model", len(ppipesec.PlanOf(p).Models))
 		}
 		var err error
-		if cut, err = export.NewCutter(o.Model, p, p.PPipe.Models[0].Model); err != nil {
+		if cut, err = export.NewCutter(o.Model, p, ppipesec.PlanOf(p).Models[0].Model); err != nil {
 			return nil, err
 		}
 	}
 	var gs []export.Group
-	for mi, m := range p.PPipe.Models {
+	for mi, m := range ppipesec.PlanOf(p).Models {
 		for pi, pl := range m.Pipelines {
 			if len(pl.Partitions) == 0 {
 				return nil, fmt.Errorf("ppipe.models[%d].pipelines[%d]: no partitions", mi, pi)
@@ -98,9 +99,9 @@ func Build(p *formats.Plan, o export.Options) ([]export.Group, error) {
 					Placement: export.Placement{Key: Key(m.Model, pi, d), GPU: pt.GPU, VGPU: max(pt.VGPU, 1), Count: pt.Count,
 						Batch: pl.Batch, FirstBlock: pt.FirstBlock, EndBlock: pt.EndBlock},
 					QueueDelayUs: delay, TimeoutUs: int64(math.Ceil(m.BudgetUs)), Scaling: scaling(m, pt)}
-				if p.PPipe.Rounding() == formats.RoundingStage {
+				if ppipesec.PlanOf(p).Rounding() == ppipesec.RoundingStage {
 					// The plan counts one rounding per (model, stage index, GPU type):
-					// those pools share GPUs (formats.PPipePlan.PhysicalGPUs).
+					// those pools share GPUs (ppipesec.PPipePlan.PhysicalGPUs).
 					u.Share = fmt.Sprintf("%s/s%d", m.Model, d)
 				}
 				if cut != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/export/exporttest"
 	"github.com/plan-dev/plan/export/internal/tritonpb"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/profiler/onnx"
 	"github.com/plan-dev/plan/profiler/onnx/onnxtest"
 )
@@ -77,7 +78,7 @@ func TestRoundTrip(t *testing.T) {
 			continue
 		}
 		p := readPlan(t, name)
-		if p.PPipe == nil {
+		if ppipesec.PlanOf(p) == nil {
 			continue // another system's golden plan
 		}
 		want := Placements(p)
@@ -107,15 +108,15 @@ func cnnPlan(model string, n, cut, batch int) *formats.Plan {
 	prof := formats.Profile{TypeMeta: tm("Profile"), Models: []formats.ModelProfile{{
 		Name: model, Backend: "onnx", Blocks: []formats.Block{{FirstLayer: 0, EndLayer: cut}, {FirstLayer: cut, EndLayer: n}},
 	}}}
-	return &formats.Plan{TypeMeta: tm("Plan"), Metadata: formats.Metadata{Name: "cnn"},
+	return ppipesec.SetPlan(&formats.Plan{TypeMeta: tm("Plan"), Metadata: formats.Metadata{Name: "cnn"},
 		Provenance: formats.Provenance{Embedded: &formats.EmbeddedInputs{Profiles: []formats.Profile{prof}}},
-		PPipe: &formats.PPipePlan{Strategy: "ppipe", Models: []formats.PPipeModelPlan{{
-			Model: model, SLO: formats.Duration(1e8), BudgetUs: 60000,
-			Pipelines: []formats.PPipePipeline{{Batch: batch, LatencyUs: 20000, Partitions: []formats.Partition{
-				{FirstBlock: 0, EndBlock: 1, GPU: "L4", VGPU: 1, Count: 2},
-				{FirstBlock: 1, EndBlock: 2, GPU: "L4", VGPU: 2, Count: 1},
-			}}},
-		}}}}
+	}, &ppipesec.PPipePlan{Strategy: "ppipe", Models: []ppipesec.PPipeModelPlan{{
+		Model: model, SLO: formats.Duration(1e8), BudgetUs: 60000,
+		Pipelines: []ppipesec.PPipePipeline{{Batch: batch, LatencyUs: 20000, Partitions: []ppipesec.Partition{
+			{FirstBlock: 0, EndBlock: 1, GPU: "L4", VGPU: 1, Count: 2},
+			{FirstBlock: 1, EndBlock: 2, GPU: "L4", VGPU: 2, Count: 1},
+		}}},
+	}}})
 }
 
 // TestModelPartitions cuts a generated CNN (a cut inside the residual connection, so one
@@ -204,7 +205,7 @@ func TestMapping(t *testing.T) {
 	}
 	files, _ = exporter(t, export.Triton).Export(p, export.Options{})
 	c, _ := export.ParseTriton(files["plan-m0-p0-s0/config.pbtxt"])
-	m := p.PPipe.Models[0]
+	m := ppipesec.PlanOf(p).Models[0]
 	if c.InstanceGroup[0].Count != 2 || c.GetDynamicBatching().GetDefaultQueuePolicy().GetDefaultTimeoutMicroseconds() != uint64(m.BudgetUs) {
 		t.Errorf("triton config: %v", c)
 	}
@@ -231,15 +232,15 @@ func BenchmarkExportLargest(b *testing.B) {
 }
 
 // TestTritonGPUsMatchPlan: the Triton export pins each pool's instances to GPUs of its own,
-// as many per type as the plan occupies (formats.PPipePlan.PhysicalGPUs, pipeline rounding),
+// as many per type as the plan occupies (ppipesec.PPipePlan.PhysicalGPUs, pipeline rounding),
 // never more than VGPU instances on one GPU, and each pool's instances add up to its slices
 // (without gpus, Triton started every pool's count on every GPU).
 func TestTritonGPUsMatchPlan(t *testing.T) {
 	for _, name := range goldenPlans {
 		t.Run(name, func(t *testing.T) {
 			p := readPlan(t, name)
-			if p.PPipe.Rounding() != formats.RoundingPipeline {
-				t.Skipf("rounding %s", p.PPipe.Rounding())
+			if ppipesec.PlanOf(p).Rounding() != ppipesec.RoundingPipeline {
+				t.Skipf("rounding %s", ppipesec.PlanOf(p).Rounding())
 			}
 			files, err := exporter(t, export.Triton).Export(p, export.Options{})
 			if err != nil {
@@ -283,7 +284,7 @@ func TestTritonGPUsMatchPlan(t *testing.T) {
 					}
 				}
 			}
-			_, want := p.PPipe.PhysicalGPUs()
+			_, want := ppipesec.PlanOf(p).PhysicalGPUs()
 			for gpu, n := range want {
 				if got := physical(used[gpu], copies); got != n {
 					t.Errorf("%s: %d GPUs pinned, the plan occupies %d", gpu, got, n)
@@ -323,11 +324,11 @@ func physical(pods map[string]map[int32]int, copies map[string]int) int {
 // (count, vgpu per pipeline; pipelines beyond the plan's two copy its first).
 func stagePlan(t *testing.T, pools [][2]int) *formats.Plan {
 	p := readPlan(t, "demo-ppipe")
-	if p.PPipe.Extra == nil {
-		p.PPipe.Extra = map[string]string{}
+	if ppipesec.PlanOf(p).Extra == nil {
+		ppipesec.PlanOf(p).Extra = map[string]string{}
 	}
-	p.PPipe.Extra["rounding"] = formats.RoundingStage
-	m := &p.PPipe.Models[0]
+	ppipesec.PlanOf(p).Extra["rounding"] = ppipesec.RoundingStage
+	m := &ppipesec.PlanOf(p).Models[0]
 	for len(m.Pipelines) < len(pools) {
 		c := m.Pipelines[0]
 		c.Partitions = slices.Clone(c.Partitions)
@@ -342,7 +343,7 @@ func stagePlan(t *testing.T, pools [][2]int) *formats.Plan {
 
 // TestTritonStageRounding: under stage rounding (ppipe.extra.rounding: stage) the Triton
 // export pins the pools of one stage index to the GPUs the plan counts for them together
-// (formats.PPipePlan.PhysicalGPUs), never more than a whole GPU of slices on one GPU, and
+// (ppipesec.PPipePlan.PhysicalGPUs), never more than a whole GPU of slices on one GPU, and
 // each pool's instances add up to its slices (each pool used to take GPUs of its own: more
 // GPUs than the plan counts).
 func TestTritonStageRounding(t *testing.T) {
@@ -359,8 +360,8 @@ func TestTritonStageRounding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := stagePlan(t, tc.pools)
-			_, want := p.PPipe.PhysicalGPUs()
-			_, own := p.PPipe.PhysicalGPUsWith(formats.RoundingPipeline)
+			_, want := ppipesec.PlanOf(p).PhysicalGPUs()
+			_, own := ppipesec.PlanOf(p).PhysicalGPUsWith(ppipesec.RoundingPipeline)
 			if want["L4"] >= own["L4"] {
 				t.Fatalf("stage rounding counts %d L4 GPUs, pipeline rounding %d: the case tests nothing", want["L4"], own["L4"])
 			}

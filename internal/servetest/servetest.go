@@ -12,6 +12,7 @@ import (
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // Policies is a registry of the PPipe and PARD policies plus extra (test-only) ones.
@@ -23,7 +24,7 @@ func Policies(extra ...dataplane.PolicySpec) *dataplane.Registry {
 // Deploy builds the deployment of a PPipe or PARD plan and names its default policy.
 func Deploy(p *formats.Plan) (*dataplane.Deployment, string, error) {
 	switch {
-	case p.PPipe != nil:
+	case ppipesec.PlanOf(p) != nil:
 		d, err := dpppipe.FromPlan(p)
 		return d, dpppipe.DefaultPolicy, err
 	case pardsec.PlanOf(p) != nil:

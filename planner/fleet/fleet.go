@@ -18,6 +18,7 @@ import (
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -32,8 +33,8 @@ const ObjectiveDefault = "default"
 func Used(p *formats.Plan) map[string]int {
 	used := map[string]int{}
 	switch {
-	case p.PPipe != nil:
-		_, u := p.PPipe.PhysicalGPUs()
+	case ppipesec.PlanOf(p) != nil:
+		_, u := ppipesec.PlanOf(p).PhysicalGPUs()
 		for k, n := range u {
 			used[k] += n
 		}

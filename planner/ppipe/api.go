@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -21,13 +22,13 @@ const (
 const (
 	// RoundingStage rounds physical GPUs per (model, stage index, GPU type), as the authors'
 	// code does: slices of different pipelines at the same stage index may share a GPU. The
-	// plan records it in ppipe.extra.rounding, and formats.PPipePlan.PhysicalGPUs — the one
+	// plan records it in ppipe.extra.rounding, and ppipesec.PPipePlan.PhysicalGPUs — the one
 	// rule the solver, Validate, Verify and the deployment count GPUs by — honours it.
-	RoundingStage = formats.RoundingStage
+	RoundingStage = ppipesec.RoundingStage
 	// RoundingPipeline (default) rounds per (pipeline, stage): a physical GPU only ever hosts
 	// slices of one pool, which is what the profiles measured (the slices of one GPU run the
 	// same block, PPipe §5.3 footnote).
-	RoundingPipeline = formats.RoundingPipeline
+	RoundingPipeline = ppipesec.RoundingPipeline
 )
 
 // Defaults of Options' zero values.

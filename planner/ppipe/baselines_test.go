@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -62,7 +63,7 @@ func TestNPMatchesAnalytic(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d scale %g: %v", seed, scale, err)
 			}
-			m := pl.PPipe.Models[0]
+			m := ppipesec.PlanOf(pl).Models[0]
 			if math.Abs(m.ThroughputRPS-want) > 1e-6*want {
 				t.Errorf("seed %d scale %g: NP %.4f rps, analytic %.4f", seed, scale, m.ThroughputRPS, want)
 			}
@@ -113,7 +114,7 @@ func TestDARTRProcedure(t *testing.T) {
 		// Step 1: NP's GPUs per model and type; step 2: split the unused ones evenly.
 		n := map[string]map[string]int{}
 		used := map[string]int{}
-		for _, m := range np.PPipe.Models {
+		for _, m := range ppipesec.PlanOf(np).Models {
 			n[m.Model] = map[string]int{}
 			for _, p := range m.Pipelines {
 				for _, pt := range p.Partitions {
@@ -138,7 +139,7 @@ func TestDARTRProcedure(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d: %s on %v: %v", seed, model, counts, err)
 			}
-			return pl.PPipe.Models[0].ThroughputRPS
+			return ppipesec.PlanOf(pl).Models[0].ThroughputRPS
 		}
 		for i, m := range wl.Models {
 			hi, lo := n[m.Name]["L4"], n[m.Name]["P4"]
@@ -152,7 +153,7 @@ func TestDARTRProcedure(t *testing.T) {
 			} else if q < 0 {
 				want += float64(-q) * solo(m.Name, m.SLO, map[string]int{"P4": 1}, 1, StrategyNP)
 			}
-			gotThr := got.PPipe.Models[i].ThroughputRPS
+			gotThr := ppipesec.PlanOf(got).Models[i].ThroughputRPS
 			if math.Abs(gotThr-want) > 1e-6*math.Max(1, want) {
 				t.Errorf("seed %d model %s (L4 %d, P4 %d): dart-r %.4f rps, procedure %.4f", seed, m.Name, hi, lo, gotThr, want)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // benchCase is one of the planner's speed targets (2 cores, gap 0.1%): the L-size clusters of
@@ -62,8 +63,8 @@ func BenchmarkSolve(b *testing.B) {
 			b.ReportMetric(formats.Num(pl.Provenance.Gap)*100, "gap%")
 			b.ReportMetric(pl.Provenance.Objective, "obj")
 			b.ReportMetric(float64(pl.Provenance.Nodes), "nodes")
-			kept := pl.PPipe.Extra["options_kept"]
-			b.Logf("%s: status %s obj %.2f bound %.2f gap %.4f%% options %s/%s", c.name, pl.Provenance.Status, pl.Provenance.Objective, formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100, kept, pl.PPipe.Extra["options_raw"])
+			kept := ppipesec.PlanOf(pl).Extra["options_kept"]
+			b.Logf("%s: status %s obj %.2f bound %.2f gap %.4f%% options %s/%s", c.name, pl.Provenance.Status, pl.Provenance.Objective, formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100, kept, ppipesec.PlanOf(pl).Extra["options_raw"])
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 	"github.com/plan-dev/plan/solver"
@@ -305,11 +306,11 @@ func costStart(p *problem, spaces []*modelSpace, price []float64) assignment {
 
 // cost is the price of the physical GPUs of pipes (rounded as the budget rows round them).
 func (p *problem) cost(pipes []pipe, price []float64) float64 {
-	pp := &formats.PPipePlan{Models: make([]formats.PPipeModelPlan, len(p.models))}
+	pp := &ppipesec.PPipePlan{Models: make([]ppipesec.PPipeModelPlan, len(p.models))}
 	for _, x := range pipes {
-		pl := formats.PPipePipeline{}
+		pl := ppipesec.PPipePipeline{}
 		for _, pt := range x.parts {
-			pl.Partitions = append(pl.Partitions, formats.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
+			pl.Partitions = append(pl.Partitions, ppipesec.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
 		}
 		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
 	}
@@ -465,11 +466,11 @@ func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignm
 // fits reports whether an assignment's physical GPUs fit every type's count.
 func (p *problem) fits(spaces []*modelSpace, a assignment, cfg spaceConfig) bool {
 	pipes := p.pipes(spaces, a, 1)
-	pp := &formats.PPipePlan{Models: make([]formats.PPipeModelPlan, len(spaces))}
+	pp := &ppipesec.PPipePlan{Models: make([]ppipesec.PPipeModelPlan, len(spaces))}
 	for _, x := range pipes {
-		pl := formats.PPipePipeline{}
+		pl := ppipesec.PPipePipeline{}
 		for _, pt := range x.parts {
-			pl.Partitions = append(pl.Partitions, formats.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
+			pl.Partitions = append(pl.Partitions, ppipesec.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
 		}
 		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 )
@@ -44,7 +45,7 @@ func TestSolveCost(t *testing.T) {
 	if vs := fleet.Verify(pl); len(vs) > 0 {
 		t.Fatalf("fleet: %v", vs)
 	}
-	for _, m := range pl.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(pl).Models {
 		if m.ThroughputRPS < 400-1e-6 {
 			t.Errorf("model %s: throughput %g below its rate 400", m.Model, m.ThroughputRPS)
 		}

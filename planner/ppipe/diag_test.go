@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // Diagnostics for formulation work, skipped unless their environment variable is set:
@@ -51,7 +52,7 @@ func TestDebugCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%v status %s obj %.2f bound %.2f gap %.4f%% options %s/%s", time.Since(start), pl.Provenance.Status, pl.Provenance.Objective, formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100, pl.PPipe.Extra["options_kept"], pl.PPipe.Extra["options_raw"])
+	t.Logf("%v status %s obj %.2f bound %.2f gap %.4f%% options %s/%s", time.Since(start), pl.Provenance.Status, pl.Provenance.Objective, formats.Num(pl.Provenance.Bound), formats.Num(pl.Provenance.Gap)*100, ppipesec.PlanOf(pl).Extra["options_kept"], ppipesec.PlanOf(pl).Extra["options_raw"])
 }
 
 func TestDebugLPCase(t *testing.T) {

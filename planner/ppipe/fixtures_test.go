@@ -2,7 +2,6 @@ package ppipe
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -57,40 +57,40 @@ func loadFixtureInputs(t *testing.T) Inputs {
 // file name is the rule Verify must report.
 var brokenPlans = map[string]func(pl *formats.Plan){
 	"budget": func(pl *formats.Plan) { // more P4/L4 slices than the cluster has
-		pt := &pl.PPipe.Models[0].Pipelines[0].Partitions[0]
+		pt := &ppipesec.PlanOf(pl).Models[0].Pipelines[0].Partitions[0]
 		x := pt.ThroughputRPS / float64(pt.Count)
 		pt.Count += 40
 		pt.ThroughputRPS = x * float64(pt.Count)
 	},
 	"latency": func(pl *formats.Plan) { // an SLO the recorded pipelines no longer meet
-		m := &pl.PPipe.Models[0]
+		m := &ppipesec.PlanOf(pl).Models[0]
 		m.SLO = formats.Duration(int64(m.Pipelines[0].LatencyUs*1000) / 2)
 		T := m.SLO.Microseconds()
 		m.BudgetUs = T - float64(int64(0.4*T+0.5))
 	},
 	"stage-latency": func(pl *formats.Plan) {
-		p := &pl.PPipe.Models[0].Pipelines[0]
+		p := &ppipesec.PlanOf(pl).Models[0].Pipelines[0]
 		p.Partitions[0].StageLatencyUs *= 0.5
 		p.LatencyUs -= p.Partitions[0].StageLatencyUs
 	},
-	"latency-sum": func(pl *formats.Plan) { pl.PPipe.Models[0].Pipelines[0].LatencyUs *= 0.9 },
+	"latency-sum": func(pl *formats.Plan) { ppipesec.PlanOf(pl).Models[0].Pipelines[0].LatencyUs *= 0.9 },
 	"transfer":    func(pl *formats.Plan) { firstMultiStage(pl).Partitions[0].TransferUs = 0 },
 	"throughput": func(pl *formats.Plan) {
-		pl.PPipe.Models[0].Pipelines[0].Partitions[0].ThroughputRPS *= 2
+		ppipesec.PlanOf(pl).Models[0].Pipelines[0].Partitions[0].ThroughputRPS *= 2
 	},
-	"throughput-sum": func(pl *formats.Plan) { pl.PPipe.Models[0].ThroughputRPS *= 1.5 },
+	"throughput-sum": func(pl *formats.Plan) { ppipesec.PlanOf(pl).Models[0].ThroughputRPS *= 1.5 },
 	"contiguity":     func(pl *formats.Plan) { firstMultiStage(pl).Partitions[1].FirstBlock++ },
-	"batch":          func(pl *formats.Plan) { pl.PPipe.Models[0].Pipelines[0].Batch = 99 },
-	"vgpu":           func(pl *formats.Plan) { pl.PPipe.Models[0].Pipelines[0].Partitions[0].VGPU = 3 },
-	"gpu":            func(pl *formats.Plan) { pl.PPipe.Models[0].Pipelines[0].Partitions[0].GPU = "V100" },
-	"count":          func(pl *formats.Plan) { pl.PPipe.Models[0].Pipelines[0].Partitions[0].Count = 0 },
-	"slo-budget":     func(pl *formats.Plan) { pl.PPipe.Models[0].BudgetUs += 1000 },
+	"batch":          func(pl *formats.Plan) { ppipesec.PlanOf(pl).Models[0].Pipelines[0].Batch = 99 },
+	"vgpu":           func(pl *formats.Plan) { ppipesec.PlanOf(pl).Models[0].Pipelines[0].Partitions[0].VGPU = 3 },
+	"gpu":            func(pl *formats.Plan) { ppipesec.PlanOf(pl).Models[0].Pipelines[0].Partitions[0].GPU = "V100" },
+	"count":          func(pl *formats.Plan) { ppipesec.PlanOf(pl).Models[0].Pipelines[0].Partitions[0].Count = 0 },
+	"slo-budget":     func(pl *formats.Plan) { ppipesec.PlanOf(pl).Models[0].BudgetUs += 1000 },
 }
 
-func firstMultiStage(pl *formats.Plan) *formats.PPipePipeline {
-	for mi := range pl.PPipe.Models {
-		for pi := range pl.PPipe.Models[mi].Pipelines {
-			if p := &pl.PPipe.Models[mi].Pipelines[pi]; len(p.Partitions) > 1 {
+func firstMultiStage(pl *formats.Plan) *ppipesec.PPipePipeline {
+	for mi := range ppipesec.PlanOf(pl).Models {
+		for pi := range ppipesec.PlanOf(pl).Models[mi].Pipelines {
+			if p := &ppipesec.PlanOf(pl).Models[mi].Pipelines[pi]; len(p.Partitions) > 1 {
 				return p
 			}
 		}
@@ -114,12 +114,13 @@ func TestFixturePlans(t *testing.T) {
 		}
 		raw, _ := formats.Marshal(pl)
 		for rule, breakIt := range brokenPlans {
-			var cp formats.Plan
-			if err := json.Unmarshal(raw, &cp); err != nil {
+			doc, err := formats.Parse("plan.json", raw, intree.Sections())
+			if err != nil {
 				t.Fatal(err)
 			}
-			breakIt(&cp)
-			data, _ := formats.Marshal(&cp)
+			cp := doc.(*formats.Plan)
+			breakIt(cp)
+			data, _ := formats.Marshal(cp)
 			if err := formats.WriteAtomic(fixturePath("broken/"+rule+".json"), data); err != nil {
 				t.Fatal(err)
 			}
@@ -140,11 +141,11 @@ func TestFixturePlans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bad := &formats.Plan{}
-			if err := json.Unmarshal(raw, bad); err != nil {
+			doc, err := formats.Parse(rule+".json", raw, intree.Sections())
+			if err != nil {
 				t.Fatal(err)
 			}
-			vs := Verify(bad)
+			vs := Verify(doc.(*formats.Plan))
 			if !slices.ContainsFunc(vs, func(v Violation) bool { return v.Rule == rule }) {
 				t.Errorf("Verify did not report %q; got %v", rule, vs)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -320,9 +321,9 @@ func TestOracle(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d %s: %v", seed, rounding, err)
 			}
-			got := pl.PPipe.Models[0].ThroughputRPS
+			got := ppipesec.PlanOf(pl).Models[0].ThroughputRPS
 			stats := ""
-			for _, pp := range pl.PPipe.Models[0].Pipelines {
+			for _, pp := range ppipesec.PlanOf(pl).Models[0].Pipelines {
 				stats += fmt.Sprintf(" %d×b%d", len(pp.Partitions), pp.Batch)
 			}
 			t.Logf("seed %d %s: M=%d P=%d oracle %.3f pipelines%s", seed, rounding, len(in.Profiles[0].Models[0].Blocks), P, want, stats)

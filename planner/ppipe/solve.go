@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -645,24 +646,24 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 		Metadata: formats.Metadata{Name: o.Strategy, Description: fmt.Sprintf("%s plan for %d model(s) on %s", o.Strategy, len(p.models), clusterName(p.cluster))},
 		Cluster:  p.cluster,
 	}
-	pp := &formats.PPipePlan{Strategy: o.Strategy, SLOMargin: o.Alpha, MaxPartitions: o.MaxPartitions}
+	pp := &ppipesec.PPipePlan{Strategy: o.Strategy, SLOMargin: o.Alpha, MaxPartitions: o.MaxPartitions}
 	if o.Strategy == StrategyNP {
 		pp.MaxPartitions = 1
 	}
 	for mi, md := range p.models {
-		mp := formats.PPipeModelPlan{Model: md.name, SLO: formats.Duration(md.slo), Weight: md.weight, BudgetUs: md.budget, Pipelines: []formats.PPipePipeline{}}
+		mp := ppipesec.PPipeModelPlan{Model: md.name, SLO: formats.Duration(md.slo), Weight: md.weight, BudgetUs: md.budget, Pipelines: []ppipesec.PPipePipeline{}}
 		for _, x := range pipes {
 			if x.model != mi {
 				continue
 			}
-			pl := formats.PPipePipeline{Batch: x.batch, ThroughputRPS: x.x}
+			pl := ppipesec.PPipePipeline{Batch: x.batch, ThroughputRPS: x.x}
 			for d, pt := range x.parts {
 				pl.LatencyUs += pt.o.C + pt.o.Y
 				if d == 0 {
 					pl.BatchFormationUs = pt.o.Beta
 					pl.LatencyUs += pt.o.Beta
 				}
-				pl.Partitions = append(pl.Partitions, formats.Partition{
+				pl.Partitions = append(pl.Partitions, ppipesec.Partition{
 					FirstBlock: pt.o.i, EndBlock: pt.o.j, GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g,
 					StageLatencyUs: pt.o.C, TransferUs: pt.o.Y, ThroughputRPS: pt.o.X * float64(pt.g),
 				})
@@ -679,7 +680,7 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 	}
 	used := PhysicalGPUs(pp, o.Rounding)
 	for _, g := range p.cluster.GPUs {
-		pp.GPUUse = append(pp.GPUUse, formats.GPUUse{GPU: g.Type, Class: g.Class, Used: used[g.Type], Total: g.Count})
+		pp.GPUUse = append(pp.GPUUse, ppipesec.GPUUse{GPU: g.Type, Class: g.Class, Used: used[g.Type], Total: g.Count})
 	}
 	pp.Extra = map[string]string{
 		"rounding":        o.Rounding,
@@ -690,7 +691,7 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 	if o.FillSurplus {
 		pp.Extra["surplus_gpus"] = p.surplusExtra(st.surplus)
 	}
-	pl.PPipe = pp
+	ppipesec.SetPlan(pl, pp)
 	emb := p.embedded
 	digest, err := formats.Digest(&emb)
 	if err != nil {
@@ -718,8 +719,8 @@ func clusterName(c *formats.Cluster) string {
 // PhysicalGPUs counts the physical GPUs a plan occupies per type under a rounding mode:
 // "stage" sums slices per (model, stage index, type) and rounds up once per group (so slices
 // of different pipelines may share a GPU); "pipeline" rounds up per partition. It is
-// formats.PPipePlan.PhysicalGPUsWith, the rule Validate and Verify check too.
-func PhysicalGPUs(pp *formats.PPipePlan, rounding string) map[string]float64 {
+// ppipesec.PPipePlan.PhysicalGPUsWith, the rule Validate and Verify check too.
+func PhysicalGPUs(pp *ppipesec.PPipePlan, rounding string) map[string]float64 {
 	_, used := pp.PhysicalGPUsWith(rounding)
 	out := make(map[string]float64, len(used))
 	for t, n := range used {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -134,11 +135,13 @@ func FuzzVerify(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte(`{"ppipe":{"models":[{"pipelines":[{"partitions":[{"vgpu":-1,"end_block":99}]}]}]},"cluster":{"gpus":[{"type":"L4","count":1}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var p formats.Plan
-		if json.Unmarshal(data, &p) != nil {
+		doc, err := formats.Parse("plan.json", data, intree.Sections())
+		if err != nil {
 			return
 		}
-		_ = Verify(&p)
+		if p, ok := doc.(*formats.Plan); ok {
+			_ = Verify(p)
+		}
 	})
 }
 
@@ -157,9 +160,9 @@ func TestVerifyMalformed(t *testing.T) {
 			e := &p.Provenance.Embedded.Profiles[0].Models[0].Latency[0]
 			e.BlockUs = e.BlockUs[:2]
 		}, "plan: provenance.embedded.profiles[0] is invalid"},
-		{"no pipelines", func(p *formats.Plan) { p.PPipe.Models[0].Pipelines = nil }, "model m0: model: no pipelines"},
-		{"unknown rounding", func(p *formats.Plan) { p.PPipe.Extra["rounding"] = "x" }, `budget: ppipe.extra.rounding "x": must be pipeline or stage`},
-		{"partition beyond the blocks", func(p *formats.Plan) { p.PPipe.Models[0].Pipelines[0].Partitions[0].EndBlock = 99 }, "contiguity"},
+		{"no pipelines", func(p *formats.Plan) { ppipesec.PlanOf(p).Models[0].Pipelines = nil }, "model m0: model: no pipelines"},
+		{"unknown rounding", func(p *formats.Plan) { ppipesec.PlanOf(p).Extra["rounding"] = "x" }, `budget: ppipe.extra.rounding "x": must be pipeline or stage`},
+		{"partition beyond the blocks", func(p *formats.Plan) { ppipesec.PlanOf(p).Models[0].Pipelines[0].Partitions[0].EndBlock = 99 }, "contiguity"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,7 +198,7 @@ func TestBatchAllowance(t *testing.T) {
 	if v := Verify(withBeta); len(v) > 0 {
 		t.Fatalf("violations: %v", v)
 	}
-	for _, m := range withBeta.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(withBeta).Models {
 		for _, p := range m.Pipelines {
 			if (p.Batch > 1) != (p.BatchFormationUs > 0) {
 				t.Errorf("%s: batch %d with batch_formation_us %g", m.Model, p.Batch, p.BatchFormationUs)
@@ -232,7 +235,7 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 		if v := Verify(pl); len(v) > 0 {
 			t.Errorf("%d L4 + %d P4: %v", c.l4, c.p4, v)
 		}
-		_, perPool := pl.PPipe.PhysicalGPUsWith(RoundingPipeline)
+		_, perPool := ppipesec.PlanOf(pl).PhysicalGPUsWith(RoundingPipeline)
 		for _, g := range cl.GPUs {
 			if perPool[g.Type] > g.Count {
 				shared++
@@ -276,7 +279,7 @@ func TestBatchAllowanceArrivalRate(t *testing.T) {
 				t.Fatalf("violations: %v", v)
 			}
 			batched := 0
-			for _, m := range pl.PPipe.Models {
+			for _, m := range ppipesec.PlanOf(pl).Models {
 				for _, p := range m.Pipelines {
 					want := BatchFormationRho * float64(p.Batch-1) / c.want[m.Model] * 1e6
 					if math.Abs(p.BatchFormationUs-want) > 1e-6*max(want, 1) {

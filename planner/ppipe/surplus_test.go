@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -20,7 +21,7 @@ func surplusCase() Inputs {
 }
 
 func usedGPUs(pl *formats.Plan) (used, total float64) {
-	for _, g := range pl.PPipe.GPUUse {
+	for _, g := range ppipesec.PlanOf(pl).GPUUse {
 		used += g.Used
 		total += float64(g.Total)
 	}
@@ -60,18 +61,18 @@ func TestFillSurplus(t *testing.T) {
 	if err := errors.Join(planner.ReadOptions(off.Provenance.Options, &offRec), planner.ReadOptions(on.Provenance.Options, &onRec)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := off.PPipe.Extra["surplus_gpus"]; ok || offRec.FillSurplus {
-		t.Errorf("off: extra %v, options %s", off.PPipe.Extra, off.Provenance.Options)
+	if _, ok := ppipesec.PlanOf(off).Extra["surplus_gpus"]; ok || offRec.FillSurplus {
+		t.Errorf("off: extra %v, options %s", ppipesec.PlanOf(off).Extra, off.Provenance.Options)
 	}
-	if on.PPipe.Extra["surplus_gpus"] == "" || !onRec.FillSurplus {
-		t.Errorf("on: extra %v, options %s", on.PPipe.Extra, on.Provenance.Options)
+	if ppipesec.PlanOf(on).Extra["surplus_gpus"] == "" || !onRec.FillSurplus {
+		t.Errorf("on: extra %v, options %s", ppipesec.PlanOf(on).Extra, on.Provenance.Options)
 	}
 	if on.Provenance.Objective != off.Provenance.Objective {
 		t.Errorf("objective %g with the option, %g without", on.Provenance.Objective, off.Provenance.Objective)
 	}
 	gain := 0.0
-	for mi, mOff := range off.PPipe.Models {
-		mOn := on.PPipe.Models[mi]
+	for mi, mOff := range ppipesec.PlanOf(off).Models {
+		mOn := ppipesec.PlanOf(on).Models[mi]
 		if mOn.TargetRPS != mOff.TargetRPS {
 			t.Errorf("%s: target %g with the option, %g without: load factor 1.0 must stay the MILP's rate", mOn.Model, mOn.TargetRPS, mOff.TargetRPS)
 		}
@@ -179,7 +180,7 @@ func TestFillSurplusFixpoint(t *testing.T) {
 					t.Errorf("violations: %v", v)
 				}
 				thrBefore := modelThroughput(pipes, len(p.models))
-				for mi, m := range pl.PPipe.Models {
+				for mi, m := range ppipesec.PlanOf(pl).Models {
 					if m.TargetRPS != target[mi] || m.ThroughputRPS < thrBefore[mi] {
 						t.Errorf("%s: target %g (want %g), throughput %g (was %g)", m.Model, m.TargetRPS, target[mi], m.ThroughputRPS, thrBefore[mi])
 					}
@@ -192,7 +193,7 @@ func TestFillSurplusFixpoint(t *testing.T) {
 
 func ratios(pl *formats.Plan) []float64 {
 	var out []float64
-	for _, m := range pl.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(pl).Models {
 		out = append(out, m.ThroughputRPS/m.TargetRPS)
 	}
 	return out

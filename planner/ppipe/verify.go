@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // Violation is one broken constraint found by Verify.
@@ -34,7 +35,7 @@ func (v Violation) String() string {
 // pipeline. It returns every violation found (nil = the plan is consistent).
 func Verify(pl *formats.Plan) []Violation {
 	v := &verifier{}
-	pp := pl.PPipe
+	pp := ppipesec.PlanOf(pl)
 	if pp == nil {
 		v.add("", "plan", "no ppipe section: not a PPipe, NP or DART-r plan")
 		return v.out
@@ -120,7 +121,7 @@ func (v *verifier) findModel(name string) *formats.ModelProfile {
 }
 
 // model checks one model: its budget, each pipeline, and its throughput sums.
-func (v *verifier) model(pp *formats.PPipePlan, m formats.PPipeModelPlan, mw string) {
+func (v *verifier) model(pp *ppipesec.PPipePlan, m ppipesec.PPipeModelPlan, mw string) {
 	T := m.SLO.Microseconds()
 	if want := T - math.Round(pp.SLOMargin*T); !near(m.BudgetUs, want) {
 		v.add(mw, "slo-budget", "budget_us %g ≠ T − round(α·T) = %g (slo %s, α %g)", m.BudgetUs, want, m.SLO, pp.SLOMargin)
@@ -152,7 +153,7 @@ func (v *verifier) model(pp *formats.PPipePlan, m formats.PPipeModelPlan, mw str
 
 // pipeline checks one pipeline: contiguous cuts, each partition, its latency against the
 // budget and its throughput against its slowest stage. mp is nil when unprofiled.
-func (v *verifier) pipeline(pp *formats.PPipePlan, m formats.PPipeModelPlan, p formats.PPipePipeline, mp *formats.ModelProfile, pw string) {
+func (v *verifier) pipeline(pp *ppipesec.PPipePlan, m ppipesec.PPipeModelPlan, p ppipesec.PPipePipeline, mp *formats.ModelProfile, pw string) {
 	if pp.MaxPartitions > 0 && len(p.Partitions) > pp.MaxPartitions {
 		v.add(pw, "contiguity", "%d partitions > max_partitions %d", len(p.Partitions), pp.MaxPartitions)
 	}
@@ -205,7 +206,7 @@ func (v *verifier) pipeline(pp *formats.PPipePlan, m formats.PPipeModelPlan, p f
 
 // profiled re-derives one partition's stage latency, transfer and throughput from the
 // profile (PPipe §4: C, Y and X of an option).
-func (v *verifier) profiled(w string, batch int, pt formats.Partition, mp *formats.ModelProfile, pool *formats.GPUPool) {
+func (v *verifier) profiled(w string, batch int, pt ppipesec.Partition, mp *formats.ModelProfile, pool *formats.GPUPool) {
 	M := len(mp.Blocks)
 	if pt.FirstBlock < 0 || pt.EndBlock > M || pt.EndBlock <= pt.FirstBlock {
 		v.add(w, "contiguity", "block range [%d, %d) outside the model's %d blocks", pt.FirstBlock, pt.EndBlock, M)
@@ -247,7 +248,7 @@ func (v *verifier) profiled(w string, batch int, pt formats.Partition, mp *forma
 }
 
 // budget checks the physical GPUs the plan needs per type against the cluster.
-func (v *verifier) budget(pp *formats.PPipePlan) {
+func (v *verifier) budget(pp *ppipesec.PPipePlan) {
 	rounding := pp.Rounding()
 	if rounding != RoundingStage && rounding != RoundingPipeline {
 		v.add("", "budget", "ppipe.extra.rounding %q: must be %s or %s", rounding, RoundingPipeline, RoundingStage)

@@ -17,6 +17,7 @@ import (
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	dpppipe "github.com/plan-dev/plan/dataplane/ppipe"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 	pap "github.com/plan-dev/plan/planner/autopilot"
 	"github.com/plan-dev/plan/planner/ppipe"
@@ -29,7 +30,7 @@ import (
 // as internal/systems/ppipesys's Checker does (that package imports serve).
 func ppipeResolve(ctx context.Context, p *formats.Plan) (*formats.Plan, error) {
 	e := p.Provenance.Embedded
-	f := ppipe.Flags{Strategy: p.PPipe.Strategy, MaxPartitions: p.PPipe.MaxPartitions, Alpha: p.PPipe.SLOMargin, WarmStart: true}
+	f := ppipe.Flags{Strategy: ppipesec.PlanOf(p).Strategy, MaxPartitions: ppipesec.PlanOf(p).MaxPartitions, Alpha: ppipesec.PlanOf(p).SLOMargin, WarmStart: true}
 	if err := planner.ReadOptions(p.Provenance.Options, &f); err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func backgroundResolve(b *testing.B, demo *formats.Plan) (stop func() int64) {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			l, err := pap.NewLadder(demo, []string{demo.PPipe.Models[0].Model}, 0, resolve, deploy)
+			l, err := pap.NewLadder(demo, []string{ppipesec.PlanOf(demo).Models[0].Model}, 0, resolve, deploy)
 			if err != nil {
 				b.Error(err)
 				return
@@ -106,7 +107,7 @@ func backgroundResolve(b *testing.B, demo *formats.Plan) (stop func() int64) {
 func BenchmarkAutopilotResolveP99(b *testing.B) {
 	p := loadPlan(b, "one-gpu.json")
 	demo := loadPlan(b, "demo-plan.json")
-	rate := p.PPipe.Models[0].ThroughputRPS
+	rate := ppipesec.PlanOf(p).Models[0].ThroughputRPS
 	if _, err := ppipeResolve(context.Background(), demo); errors.Is(err, solver.ErrBackendUnavailable) {
 		b.Skip("no HiGHS backend: ", err)
 	} else if err != nil {

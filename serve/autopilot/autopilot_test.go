@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -40,7 +41,7 @@ func TestAutopilotSwitchUnderLoad(t *testing.T) {
 	p1 := loadPlan(t, "one-gpu.json")
 	p2 := loadPlan(t, "one-gpu.json")
 	p2.Metadata.Name = "one-gpu-v2"
-	rate := p1.PPipe.Models[0].ThroughputRPS
+	rate := ppipesec.PlanOf(p1).Models[0].ThroughputRPS
 	sol := &oneSolver{c: ap.Candidate{GPUs: 1, Capacity: []float64{1.25 * rate}, Plan: p2}}
 	pilot := New(Options{
 		Loop:   ap.Config{Window: 100 * dataplane.Millisecond, Hold: 1, MinInterval: 60 * dataplane.Second},

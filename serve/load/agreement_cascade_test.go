@@ -82,17 +82,17 @@ func withSLO(t *testing.T, p *formats.Plan, slo time.Duration) *formats.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var q formats.Plan
-	if err := json.Unmarshal(b, &q); err != nil {
+	q, err := formats.DecodeInto[*formats.Plan]("plan.json", b, intree.Sections())
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range q.Provenance.Embedded.Workload.Cascades {
 		c := &q.Provenance.Embedded.Workload.Cascades[i]
-		if c.Name == cascadesec.PlanOf(&q).Task && c.LatencySLO != nil {
+		if c.Name == cascadesec.PlanOf(q).Task && c.LatencySLO != nil {
 			c.LatencySLO.Latency = formats.Duration(slo)
-			return &q
+			return q
 		}
 	}
-	t.Fatalf("the plan's cascade %q has no latency SLO", cascadesec.PlanOf(&q).Task)
+	t.Fatalf("the plan's cascade %q has no latency SLO", cascadesec.PlanOf(q).Task)
 	return nil
 }

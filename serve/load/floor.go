@@ -10,6 +10,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // FloorHandler is the HTTP floor `plan serve` is measured against (serve/load/floor and
@@ -24,7 +25,7 @@ func FloorHandler(name string, raw []byte) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.PPipe == nil {
+	if ppipesec.PlanOf(p) == nil {
 		return nil, fmt.Errorf("floor: %s: the plan has no ppipe section", name)
 	}
 	type model struct {
@@ -32,7 +33,7 @@ func FloorHandler(name string, raw []byte) (http.Handler, error) {
 		work time.Duration
 	}
 	models := map[string]*model{}
-	for _, m := range p.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(p).Models {
 		// The fastest pipeline's latency for one request: the least any server must wait.
 		var work time.Duration
 		for i, pl := range m.Pipelines {

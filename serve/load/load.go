@@ -30,6 +30,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve/internal/waketimer"
 	"github.com/plan-dev/plan/serve/kserve"
 )
@@ -726,8 +727,8 @@ func report(plan *formats.Plan, policy string, o Options, targets []target, load
 		Trace: o.Arrival.Name, Seed: o.Seed, DurationUs: o.Duration.Microseconds(), WarmupUs: max(o.Warmup, 0).Microseconds(),
 		Points: []workload.Point{{Load: workload.Round6(load), Metrics: met}},
 	}
-	if plan.PPipe != nil {
-		rep.Strategy = plan.PPipe.Strategy
+	if ppipesec.PlanOf(plan) != nil {
+		rep.Strategy = ppipesec.PlanOf(plan).Strategy
 	}
 	if rep.Policy == "" {
 		// A server that does not say its policy (X-Plan-Policy): label the run with the

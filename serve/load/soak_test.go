@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/serve"
 	"github.com/plan-dev/plan/sim"
 )
@@ -66,7 +67,7 @@ func TestSoak(t *testing.T) {
 		defer wg.Done()
 		time.Sleep(dur / 4)
 		bad := readPlan(t, "one-gpu.json")
-		bad.PPipe.Models[0].Pipelines[0].Partitions[0].Count = 1000
+		ppipesec.PlanOf(bad).Models[0].Pipelines[0].Partitions[0].Count = 1000
 		badBody, _ := formats.Marshal(bad)
 		good := readPlan(t, "one-gpu.json")
 		good.Metadata.Name = "one-gpu-v2"

@@ -24,7 +24,7 @@ var Systems = []string{"ppipe", "pard", "dyorc", "cascade", "qlm"}
 func Sections() *formats.SectionSet {
 	return &formats.SectionSet{
 		Systems:  append([]string(nil), Systems...),
-		Plan:     []formats.Section{ppipesec.Plan{}, pardsec.PlanSection, dyorcsec.PlanSection, cascadesec.PlanSection, qlmsec.PlanSection},
+		Plan:     []formats.Section{ppipesec.PlanSection, pardsec.PlanSection, dyorcsec.PlanSection, cascadesec.PlanSection, qlmsec.PlanSection},
 		Workload: []formats.Section{ppipesec.Workload{}, pardsec.Workload{}, dyorcsec.WorkloadSection, cascadesec.Workload{}, qlmsec.Workload{}},
 	}
 }

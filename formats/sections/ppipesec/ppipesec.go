@@ -1,9 +1,10 @@
 // Package ppipesec is PPipe's part of the file formats: the validation of
 // its workload section (`models`: DNN models with their SLO, weight and rate) and its plan
 // section (`ppipe`: each model's pipelines of block partitions on GPU types and vGPU levels,
-// PPipe §4), and the check of the workload against the profiles given with it. The section
-// types stay typed fields of formats.Workload and formats.Plan; formats runs these Sections
-// for them when the system registry hands it the set.
+// PPipe §4), and the check of the workload against the profiles given with it. The plan
+// section is registered whole (formats.SectionOf: its types and GPU rounding rule are this
+// package's, read with PlanOf); the workload section's types are still a typed field of
+// formats.Workload, which formats decodes and this package's Workload validates.
 package ppipesec
 
 import (
@@ -19,32 +20,46 @@ const (
 	WorkloadKey = "models"
 )
 
-// Plan is the Section of a plan's `ppipe` field.
-type Plan struct{ formats.TypedSection }
-
 // Workload is the Section of a workload's `models` field.
 type Workload struct{ formats.TypedSection }
 
-// Key is the section's key.
-func (Plan) Key() string { return PlanKey }
+// Position is the place of PPipe's sections in a file: first, before PARD's, CascadeServe's,
+// QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
+const Position = 1
 
-// System is PPipe.
-func (Plan) System() string { return "ppipe" }
+// PlanSection is the Section of a plan's `ppipe` section: a *PPipePlan. Its plan's
+// partitions are checked against the profiles by CheckProfiles, which formats runs with the
+// profiles given beside the plan or embedded in it.
+var PlanSection = planSection{formats.SectionOf[PPipePlan]{Name: PlanKey, Sys: "ppipe", CheckIn: checkPlan, Position: Position}}
 
-// Validate checks the `ppipe` section of the plan v (a *formats.Plan).
-func (Plan) Validate(v any) formats.ErrorList {
-	p, ok := v.(*formats.Plan)
-	if !ok || p.PPipe == nil {
+// planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
+// (formats.ProfileChecker, formats.GPUUser, formats.TraceTargeter).
+type planSection struct{ formats.SectionOf[PPipePlan] }
+
+// PlanOf is p's `ppipe` section, nil when p (or it) is absent.
+func PlanOf(p *formats.Plan) *PPipePlan {
+	if p == nil {
+		return nil
+	}
+	return PlanSection.In(p.Sections)
+}
+
+// SetPlan sets p's `ppipe` section (nil removes it) and returns p.
+func SetPlan(p *formats.Plan, pp *PPipePlan) *formats.Plan {
+	p.Sections.Set(PlanSection, pp)
+	return p
+}
+
+// checkPlan checks the `ppipe` section pp of the plan doc.
+func checkPlan(pp *PPipePlan, doc formats.Document) formats.ErrorList {
+	p, ok := doc.(*formats.Plan)
+	if !ok {
 		return nil
 	}
 	var c formats.Checker
-	validatePlan(&c, p, PlanKey)
+	validatePlan(&c, p, pp, PlanKey)
 	return c.Errs()
 }
-
-// CrossCheck: the plan's partitions are checked against the profiles by CheckProfiles, which
-// formats runs with the profiles given beside the plan or embedded in it.
-func (Plan) CrossCheck(any, string, map[string]formats.Document) formats.ErrorList { return nil }
 
 // Key is the section's key.
 func (Workload) Key() string { return WorkloadKey }
@@ -109,8 +124,8 @@ func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
 // CheckProfiles checks the plan's models against the profiles (formats.ProfileChecker): each
 // exists, its pipelines' last partition ends at the model's last block, and every (gpu,
 // vgpu, batch) a partition runs has a latency entry.
-func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	pp := p.PPipe
+func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
+	pp := PlanOf(p)
 	if pp == nil {
 		return nil
 	}
@@ -147,8 +162,8 @@ func (Plan) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string
 }
 
 // GPURefs lists the GPU types the plan's partitions and GPU use name (formats.GPUUser).
-func (Plan) GPURefs(p *formats.Plan) []formats.GPURef {
-	pp := p.PPipe
+func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
+	pp := PlanOf(p)
 	if pp == nil {
 		return nil
 	}
@@ -177,10 +192,12 @@ func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, c
 }
 
 // TraceTargets: a trace given with the plan may name the models it serves.
-func (Plan) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if p, ok := doc.(*formats.Plan); ok && p.PPipe != nil {
-		for _, m := range p.PPipe.Models {
-			targets = append(targets, m.Model)
+func (planSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	if p, ok := doc.(*formats.Plan); ok {
+		if pp := PlanOf(p); pp != nil {
+			for _, m := range pp.Models {
+				targets = append(targets, m.Model)
+			}
 		}
 	}
 	return targets, nil, true

@@ -9,10 +9,9 @@ import (
 // validatePlan checks PPipe's plan section: its strategy and rounding, each model's SLO,
 // budget and rates, and each pipeline's contiguous partitions of the model's blocks on the
 // plan's GPU types and vGPU levels (PPipe §4), within the cluster's GPU counts.
-func validatePlan(c *formats.Checker, pl0 *formats.Plan, p string) {
-	pp := pl0.PPipe
+func validatePlan(c *formats.Checker, pl0 *formats.Plan, pp *PPipePlan, p string) {
 	cluster, where := formats.PlanCluster(pl0)
-	c.OneOf(formats.Field(p, "strategy"), pp.Strategy, formats.PPipeStrategies)
+	c.OneOf(formats.Field(p, "strategy"), pp.Strategy, PPipeStrategies)
 	if !(pp.SLOMargin >= 0 && pp.SLOMargin < 1) {
 		c.Add(formats.Field(p, "slo_margin"), pp.SLOMargin, "must be in [0, 1)")
 	}
@@ -22,7 +21,7 @@ func validatePlan(c *formats.Checker, pl0 *formats.Plan, p string) {
 		c.Add(mp, nil, "must list at least one model")
 	}
 	if r, ok := pp.Extra["rounding"]; ok {
-		c.OneOf(formats.KeyPath(formats.Field(p, "extra"), "rounding"), r, formats.Roundings)
+		c.OneOf(formats.KeyPath(formats.Field(p, "extra"), "rounding"), r, Roundings)
 	}
 	seen := &formats.Names{}
 	for i := range pp.Models {

@@ -35,8 +35,8 @@ func System() system.System {
 		Render:           Render,
 		PlanSection:      dpppipe.Kind,
 		// PPipe validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: ppipesec.Plan{}, Workload: []formats.Section{ppipesec.Workload{}}},
-		HasPlan:  func(p *formats.Plan) bool { return p.PPipe != nil },
+		Sections: system.Sections{Plan: ppipesec.PlanSection, Workload: []formats.Section{ppipesec.Workload{}}},
+		HasPlan:  func(p *formats.Plan) bool { return ppipesec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpppipe.FromPlan(p)
 			return d, dpppipe.DefaultPolicy, err
@@ -93,7 +93,7 @@ func (o *Planner) Solve(ctx context.Context, in planner.Inputs, s planner.Settin
 // target (it was written as "optimal"). Throughput grows about linearly with
 // GPUs at a fixed SLO, which sizes the hint.
 func rateMisses(w *formats.Workload, plan *formats.Plan) error {
-	if w == nil || plan.PPipe == nil {
+	if w == nil || ppipesec.PlanOf(plan) == nil {
 		return nil
 	}
 	var probs []string
@@ -101,7 +101,7 @@ func rateMisses(w *formats.Workload, plan *formats.Plan) error {
 		if !(m.RateRPS > 0) {
 			continue
 		}
-		for _, pm := range plan.PPipe.Models {
+		for _, pm := range ppipesec.PlanOf(plan).Models {
 			if pm.Model != m.Name || pm.TargetRPS >= m.RateRPS*(1-relTol) {
 				continue
 			}
@@ -121,7 +121,7 @@ func rateMisses(w *formats.Workload, plan *formats.Plan) error {
 
 // Render prints the pipelines, per-model throughput and GPU use.
 func Render(plan *formats.Plan) []planner.Table {
-	pp := plan.PPipe
+	pp := ppipesec.PlanOf(plan)
 	ms := func(us float64) string { return strconv.FormatFloat(us/1000, 'f', 2, 64) }
 	var t1, t2, t3 planner.Table
 	t1.Header = []string{"MODEL", "PIPE", "STAGE", "BLOCKS", "GPU", "VGPU", "COUNT", "BATCH", "STAGE_MS", "XFER_MS", "STAGE_RPS", "PIPE_RPS", "PIPE_MS"}
@@ -165,24 +165,24 @@ func (Checker) Verify(plan *formats.Plan) ([]string, string) {
 		out = append(out, v.String())
 	}
 	n := 0
-	for _, m := range plan.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(plan).Models {
 		n += len(m.Pipelines)
 	}
-	return out, fmt.Sprintf("%s plan, %d model(s), %d pipeline(s): GPU budget, latency ≤ budget, throughput arithmetic, contiguous cuts, batches", plan.PPipe.Strategy, len(plan.PPipe.Models), n)
+	return out, fmt.Sprintf("%s plan, %d model(s), %d pipeline(s): GPU budget, latency ≤ budget, throughput arithmetic, contiguous cuts, batches", ppipesec.PlanOf(plan).Strategy, len(ppipesec.PlanOf(plan).Models), n)
 }
 
 // Compare implements planner.Checker: every model's throughput, and for plans of several
 // models the max-min objective (the worst weight-normalised throughput) as well.
 func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	var out []planner.Check
-	if ref.PPipe == nil {
+	if ppipesec.PlanOf(ref) == nil {
 		return []planner.Check{{Line: "reference is not a PPipe plan"}}
 	}
-	gotBy := map[string]formats.PPipeModelPlan{}
-	for _, m := range got.PPipe.Models {
+	gotBy := map[string]ppipesec.PPipeModelPlan{}
+	for _, m := range ppipesec.PlanOf(got).Models {
 		gotBy[m.Model] = m
 	}
-	refs := append([]formats.PPipeModelPlan(nil), ref.PPipe.Models...)
+	refs := append([]ppipesec.PPipeModelPlan(nil), ppipesec.PlanOf(ref).Models...)
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Model < refs[j].Model })
 	for _, r := range refs {
 		g, ok := gotBy[r.Model]
@@ -198,8 +198,8 @@ func (Checker) Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 		}
 		out = append(out, within("throughput_rps", r.Model, fmt.Sprintf("model %s: throughput", r.Model), g.ThroughputRPS, r.ThroughputRPS, "rps", tol))
 	}
-	if len(ref.PPipe.Models) > 1 && ref.Fleet == nil {
-		out = append(out, within("worst_weighted_throughput_rps", "", "worst weighted throughput (max-min objective)", maxMin(got.PPipe), maxMin(ref.PPipe), "rps", tol))
+	if len(ppipesec.PlanOf(ref).Models) > 1 && ref.Fleet == nil {
+		out = append(out, within("worst_weighted_throughput_rps", "", "worst weighted throughput (max-min objective)", maxMin(ppipesec.PlanOf(got)), maxMin(ppipesec.PlanOf(ref)), "rps", tol))
 	}
 	return out
 }
@@ -209,7 +209,7 @@ func within(name, subject, what string, got, ref float64, unit string, tol float
 	return planner.AtLeast(name, subject, got, ref, tol, line)
 }
 
-func maxMin(pp *formats.PPipePlan) float64 {
+func maxMin(pp *ppipesec.PPipePlan) float64 {
 	z := math.Inf(1)
 	for _, m := range pp.Models {
 		w := m.Weight
@@ -249,7 +249,7 @@ func (Checker) Resolve(ctx context.Context, plan *formats.Plan, timeLimit time.D
 // does not record takes the plan section's values (strategy, P, α) or what plans made before
 // the option existed did: warm start, no surplus filling.
 func resolveOptions(plan *formats.Plan, timeLimit time.Duration) (ppipe.Options, error) {
-	f := ppipe.Flags{Strategy: plan.PPipe.Strategy, MaxPartitions: plan.PPipe.MaxPartitions, Alpha: plan.PPipe.SLOMargin, WarmStart: true}
+	f := ppipe.Flags{Strategy: ppipesec.PlanOf(plan).Strategy, MaxPartitions: ppipesec.PlanOf(plan).MaxPartitions, Alpha: ppipesec.PlanOf(plan).SLOMargin, WarmStart: true}
 	if err := planner.ReadOptions(plan.Provenance.Options, &f); err != nil {
 		return ppipe.Options{}, err
 	}

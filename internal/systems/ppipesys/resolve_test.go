@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // TestResolveOptions: the recorded options are re-used, typed or as the string maps plans
@@ -28,7 +29,7 @@ func TestResolveOptions(t *testing.T) {
 		{"typed", `{"max_partitions": 3, "alpha": 0.4, "time_limit": "1m0s", "replicas": 2, "arrival_rate": 50, "fill_surplus": true, "warm_start": true}`, true, true, 3, 2, time.Minute, 0.4, 50},
 		{"typed no margin", `{"alpha": 0, "fill_surplus": false, "warm_start": false}`, false, false, 2, 0, 0, 0, 0},
 	} {
-		p := &formats.Plan{PPipe: &formats.PPipePlan{Strategy: "ppipe", MaxPartitions: 2}}
+		p := ppipesec.SetPlan(&formats.Plan{}, &ppipesec.PPipePlan{Strategy: "ppipe", MaxPartitions: 2})
 		p.Provenance.Options = json.RawMessage(tc.rec)
 		o, err := resolveOptions(p, 0)
 		if err != nil {
@@ -40,7 +41,7 @@ func TestResolveOptions(t *testing.T) {
 		}
 	}
 	for _, rec := range []string{`{"gap": "x"}`, `{"gap": "0.1", "max_partitions": "x"}`, `{"no_such_option": 1}`, `{"replicas": "two"}`, `[1]`} {
-		p := &formats.Plan{PPipe: &formats.PPipePlan{Strategy: "ppipe"}}
+		p := ppipesec.SetPlan(&formats.Plan{}, &ppipesec.PPipePlan{Strategy: "ppipe"})
 		p.Provenance.Options = json.RawMessage(rec)
 		if _, err := resolveOptions(p, 0); err == nil {
 			t.Errorf("unreadable options %s accepted", rec)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // TestBadInputRangesAndOutputs runs bad input that crosses files, out-of-range numbers and
@@ -19,7 +20,7 @@ func TestBadInputRangesAndOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.PPipe.Models[0].Pipelines[0].Partitions[0].StageLatencyUs = 1e308
+	ppipesec.PlanOf(p).Models[0].Pipelines[0].Partitions[0].StageLatencyUs = 1e308
 	data, _ := formats.Marshal(p)
 	huge := filepath.Join(t.TempDir(), "huge.json")
 	if err := os.WriteFile(huge, data, 0o644); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/internal/run/check"
 )
 
@@ -20,7 +21,9 @@ func TestCheckBadInputIsExit2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part := func(p *formats.Plan) *formats.Partition { return &p.PPipe.Models[0].Pipelines[0].Partitions[0] }
+	part := func(p *formats.Plan) *ppipesec.Partition {
+		return &ppipesec.PlanOf(p).Models[0].Pipelines[0].Partitions[0]
+	}
 	cases := []struct {
 		name   string
 		mutate func(p *formats.Plan)
@@ -29,22 +32,23 @@ func TestCheckBadInputIsExit2(t *testing.T) {
 		{"gpu count -5", func(p *formats.Plan) { part(p).Count = -5 }, "partitions[0].count: -5: must be >= 1"},
 		{"gpu count 0", func(p *formats.Plan) { part(p).Count = 0 }, "partitions[0].count: 0: must be >= 1"},
 		{"latency -5", func(p *formats.Plan) { part(p).StageLatencyUs = -5 }, "partitions[0].stage_latency_us: -5: must be >= 0"},
-		{"throughput -5", func(p *formats.Plan) { p.PPipe.Models[0].ThroughputRPS = -5 }, "ppipe.models[0].throughput_rps: -5: must be >= 0"},
+		{"throughput -5", func(p *formats.Plan) { ppipesec.PlanOf(p).Models[0].ThroughputRPS = -5 }, "ppipe.models[0].throughput_rps: -5: must be >= 0"},
 		{"latency 1e308", func(p *formats.Plan) { part(p).StageLatencyUs = 1e308 }, "partitions[0].stage_latency_us: 1e+308: must be <= "},
 		{"unknown gpu type", func(p *formats.Plan) { part(p).GPU = "X9" }, `partitions[0].gpu: "X9": unknown GPU type`},
 		{"cluster count -5", func(p *formats.Plan) { p.Cluster.GPUs[0].Count = -5 }, "cluster.gpus[0].count: -5: must be >= 0"},
-		{"no pipelines", func(p *formats.Plan) { p.PPipe.Models[0].Pipelines = nil }, "ppipe.models[0].pipelines: must list at least one pipeline"},
+		{"no pipelines", func(p *formats.Plan) { ppipesec.PlanOf(p).Models[0].Pipelines = nil }, "ppipe.models[0].pipelines: must list at least one pipeline"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			raw, _ := formats.Marshal(good)
-			var p formats.Plan
-			if err := json.Unmarshal(raw, &p); err != nil {
+			doc, err := formats.Parse("plan.json", raw, intree.Sections())
+			if err != nil {
 				t.Fatal(err)
 			}
-			c.mutate(&p)
-			data, _ := formats.Marshal(&p)
+			p := doc.(*formats.Plan)
+			c.mutate(p)
+			data, _ := formats.Marshal(p)
 			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
 			if err := os.WriteFile(file, data, 0o644); err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/testmode"
 )
 
@@ -81,8 +81,8 @@ func TestSolveCostRateSweep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var p formats.Plan
-			if err := json.Unmarshal(b, &p); err != nil {
+			p, err := formats.DecodeInto[*formats.Plan]("plan.json", b, intree.Sections())
+			if err != nil {
 				t.Fatal(err)
 			}
 			for _, g := range p.Fleet.GPUsUsed {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/intree"
 	"github.com/plan-dev/plan/internal/run/frontier"
 )
 
@@ -61,8 +62,8 @@ func TestSolveCostPPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p formats.Plan
-	if err := json.Unmarshal(b, &p); err != nil {
+	p, err := formats.DecodeInto[*formats.Plan]("plan.json", b, intree.Sections())
+	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Fleet == nil || p.Fleet.Objective != "cost" || p.Fleet.CostPerHour <= 0 {
@@ -161,8 +162,8 @@ func TestSolveCostSystems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var p formats.Plan
-			if err := json.Unmarshal(b, &p); err != nil {
+			p, err := formats.DecodeInto[*formats.Plan]("plan.json", b, intree.Sections())
+			if err != nil {
 				t.Fatal(err)
 			}
 			if p.Fleet == nil || len(p.Fleet.GPUsUsed) == 0 || !(p.Fleet.CostPerHour > 0) {

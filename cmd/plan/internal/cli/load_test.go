@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/serve"
 )
@@ -189,7 +190,7 @@ func TestLoadAppColumns(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, m := range p.PPipe.Models {
+	for _, m := range ppipesec.PlanOf(p).Models {
 		if !strings.Contains(out, "att "+m.Model) {
 			t.Errorf("report lacks the attainment of %s:\n%s", m.Model, out)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/internal/systems"
 )
 
@@ -162,8 +163,8 @@ func TestCheckLegacyGolden(t *testing.T) {
 
 func digestOf(t *testing.T, data []byte) string {
 	t.Helper()
-	var p formats.Plan
-	if err := json.Unmarshal(data, &p); err != nil {
+	p, err := formats.DecodeInto[*formats.Plan]("plan.json", data, intree.Sections())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return p.Provenance.InputDigest
@@ -177,8 +178,8 @@ func TestSolveJSONAndDeterminism(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var doc formats.Plan
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.PPipe == nil {
+	doc, err := formats.DecodeInto[*formats.Plan]("plan.json", []byte(out), intree.Sections())
+	if err != nil || ppipesec.PlanOf(doc) == nil {
 		t.Fatalf("stdout is not a plan: %v", err)
 	}
 	if !strings.Contains(errs, "incumbent") {
@@ -273,15 +274,15 @@ func TestCheck(t *testing.T) {
 	}
 	// A golden plan 10% better than this one: regression beyond 1% fails, 20% tolerance passes.
 	raw, _ := os.ReadFile(good)
-	var pl formats.Plan
-	if err := json.Unmarshal(raw, &pl); err != nil {
+	pl, err := formats.DecodeInto[*formats.Plan](good, raw, intree.Sections())
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range pl.PPipe.Models {
-		pl.PPipe.Models[i].ThroughputRPS *= 1.1
+	for i := range ppipesec.PlanOf(pl).Models {
+		ppipesec.PlanOf(pl).Models[i].ThroughputRPS *= 1.1
 	}
 	better := filepath.Join(t.TempDir(), "better.json")
-	data, _ := formats.Marshal(&pl)
+	data, _ := formats.Marshal(pl)
 	os.WriteFile(better, data, 0o644)
 	if code, out, _ := runCLI(t, "check", good, "--golden", better); code != ExitFailure || !strings.Contains(out, "FAIL "+good+": golden "+better) {
 		t.Errorf("regression not caught: exit %d\n%s", code, out)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // TestSystemsDispatch: every command reaches the right system through the registry, for
@@ -65,18 +66,18 @@ func TestCheckGoldenPerModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.PPipe.Models) < 2 {
+	if len(ppipesec.PlanOf(p).Models) < 2 {
 		t.Fatalf("%s: want a multi-model plan", golden)
 	}
 	// Lower the model with the most headroom over its guaranteed rate: the objective (the
 	// worst weighted throughput) stays, only the per-model comparison can catch it.
 	best := 0
-	for i, m := range p.PPipe.Models {
-		if m.ThroughputRPS-m.TargetRPS > p.PPipe.Models[best].ThroughputRPS-p.PPipe.Models[best].TargetRPS {
+	for i, m := range ppipesec.PlanOf(p).Models {
+		if m.ThroughputRPS-m.TargetRPS > ppipesec.PlanOf(p).Models[best].ThroughputRPS-ppipesec.PlanOf(p).Models[best].TargetRPS {
 			best = i
 		}
 	}
-	m := &p.PPipe.Models[best]
+	m := &ppipesec.PlanOf(p).Models[best]
 	m.ThroughputRPS = m.TargetRPS + (m.ThroughputRPS-m.TargetRPS)*0.5
 	changed := filepath.Join(t.TempDir(), "changed.json")
 	data, err := formats.Marshal(p)

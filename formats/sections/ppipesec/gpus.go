@@ -1,4 +1,4 @@
-package formats
+package ppipesec
 
 // GPU rounding modes of a PPipe plan, recorded in ppipe.extra.rounding.
 const (
