@@ -35,9 +35,6 @@ func TestCheckSet(t *testing.T) {
 		{"cascade model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
 			d["workload.yaml"].(*Workload).Cascades[0].Models[1] = "llama-2-70b"
 		}, []string{`workload.yaml: cascades[0].models[1]: "llama-2-70b": model not found in any profile (profile.json)`}},
-		{"LLM class not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
-			d["workload.yaml"].(*Workload).LLMClasses[0].Model = "resnet50"
-		}, []string{`workload.yaml: llm_classes[0].model: "resnet50": LLM not found in any profile (profile.json)`}},
 		{"GPU type without latency", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
 		}, []string{

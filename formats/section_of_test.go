@@ -196,3 +196,46 @@ func TestSectionPositions(t *testing.T) {
 		}
 	}
 }
+
+// A list-valued section reads, writes and counts as a typed list field with omitempty does:
+// an empty list is no section.
+func TestSectionOfEmptyList(t *testing.T) {
+	shifts := SectionOf[[]crewShift]{Name: "shifts", Sys: "crewer"}
+	set := &SectionSet{Systems: []string{"crewer"}, Workload: []Section{shifts}}
+	for _, tc := range []struct {
+		name, body string
+		want       int // shifts read; -1 = no section
+	}{
+		{"two", `[{"gpu": "L4", "count": 1}, {"gpu": "T4", "count": 2}]`, 2},
+		{"empty", `[]`, -1},
+		{"null", `null`, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := `{"apiVersion": "plan/v1", "kind": "Workload", "metadata": {"name": "w"}, "models": [{"name": "m"}], "shifts": ` + tc.body + `}`
+			w, err := DecodeInto[*Workload]("w.json", []byte(doc), set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := shifts.In(w.Sections)
+			switch {
+			case tc.want < 0 && (got != nil || len(w.SectionKeys()) != 1):
+				t.Fatalf("read %v, keys %v: want no section", got, w.SectionKeys())
+			case tc.want >= 0 && (got == nil || len(*got) != tc.want):
+				t.Fatalf("read %v, want %d shifts", got, tc.want)
+			}
+			out, err := json.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(string(out), `"shifts"`); has != (tc.want >= 0) {
+				t.Errorf("written %s", out)
+			}
+		})
+	}
+	var w Workload
+	empty := []crewShift{}
+	w.Sections.Set(shifts, &empty)
+	if len(w.Sections) != 0 {
+		t.Errorf("an empty list was kept: %v", w.Sections)
+	}
+}

@@ -141,6 +141,15 @@ func extractSections(kind string, t reflect.Type, tree map[string]any, secs *Sec
 		if raw == nil {
 			continue // null: absent, as a typed pointer field reads it
 		}
+		if gt, ok := sec.(goTyped); ok {
+			// The structure first, on the tree: a YAML .nan or .inf is reported with its path
+			// before JSON, which has no such numbers, is asked to hold it.
+			n := len(*errs)
+			checkStructure(gt.goType(), raw, k, errs)
+			if len(*errs) > n {
+				continue
+			}
+		}
 		js, err := marshalNoEscape(raw)
 		var v any
 		if err == nil {
@@ -150,12 +159,36 @@ func extractSections(kind string, t reflect.Type, tree map[string]any, secs *Sec
 			*errs = append(*errs, Problems(err).under(k)...)
 			continue
 		}
+		if absent(v) {
+			continue // an empty list: absent, as omitempty reads a typed list
+		}
 		if out == nil {
 			out = SectionValues{}
 		}
 		out[k] = SectionValue{Section: sec, Value: v}
 	}
 	return out
+}
+
+// absent reports whether a section's value stands for no section: nil, a nil pointer, or a
+// pointer to an empty list or map — so a list-valued section (a workload's models) reads,
+// writes and counts as a typed list field with omitempty does.
+func absent(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer {
+		return false
+	}
+	if rv.IsNil() {
+		return true
+	}
+	switch e := rv.Elem(); e.Kind() {
+	case reflect.Slice, reflect.Map:
+		return e.Len() == 0
+	}
+	return false
 }
 
 // under prefixes problems without a path, or whose path does not start at key, with key.
@@ -311,8 +344,10 @@ func (sv SectionValues) crossCheck(self string, docs map[string]Document) ErrorL
 
 func (sv SectionValues) keys() []string {
 	keys := make([]string, 0, len(sv))
-	for k := range sv {
-		keys = append(keys, k)
+	for k, v := range sv {
+		if !absent(v.Value) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		return sectionBefore(sv[keys[i]].Section, keys[i], sv[keys[j]].Section, keys[j])
@@ -612,7 +647,7 @@ func prose(keys []string) string {
 // system's own Section; a nil value (or a nil pointer) removes it. A system's package
 // wraps it in a typed setter (dyorcsec.SetPlan).
 func (sv *SectionValues) Set(sec Section, v any) {
-	if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
+	if absent(v) {
 		delete(*sv, sec.Key())
 		return
 	}

@@ -213,7 +213,7 @@ func PlanLLMClasses(p *formats.Plan, dep *dataplane.Deployment) []LLMClass {
 	if qlmsec.PlanOf(p) == nil || e == nil || e.Workload == nil {
 		return nil
 	}
-	return LLMClassesOf(dep, e.Workload.LLMClasses)
+	return LLMClassesOf(dep, qlmsec.ClassesOf(e.Workload))
 }
 
 // workloadRate is the rate (requests/s) the workload gives the application named name: a
@@ -232,7 +232,7 @@ func workloadRate(w *formats.Workload, name string) float64 {
 			return p.RateRPS
 		}
 	}
-	for _, c := range w.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(w) {
 		if c.Name == name {
 			return c.RateRPS
 		}

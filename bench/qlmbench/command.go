@@ -24,6 +24,7 @@ import (
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/sim"
 )
@@ -392,13 +393,13 @@ func ReplayWorkload(rows []row, w Workload, profs []formats.LLMProfile, speedup,
 		attrs[c] = append(attrs[c], a)
 		k++
 	}
-	tp := formats.TokenProfile{Mean: 1000, Std: 800, Max: 8192}
-	op := formats.TokenProfile{Mean: 230, Std: 200, Max: 2048}
-	var classes []formats.LLMClass
+	tp := qlmsec.TokenProfile{Mean: 1000, Std: 800, Max: 8192}
+	op := qlmsec.TokenProfile{Mean: 230, Std: 200, Max: 2048}
+	var classes []qlmsec.LLMClass
 	for _, m := range w.Models {
 		classes = append(classes,
-			formats.LLMClass{Name: m + "-interactive", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(20*time.Second))), Interactive: true, RateRPS: 1, InputTokens: tp, OutputTokens: op},
-			formats.LLMClass{Name: m + "-batch", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(10*time.Minute))), RateRPS: 1, InputTokens: tp, OutputTokens: op})
+			qlmsec.LLMClass{Name: m + "-interactive", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(20*time.Second))), Interactive: true, RateRPS: 1, InputTokens: tp, OutputTokens: op},
+			qlmsec.LLMClass{Name: m + "-batch", Model: m, SLO: formats.Duration(time.Duration(sloScale * float64(10*time.Minute))), RateRPS: 1, InputTokens: tp, OutputTokens: op})
 	}
 	dep, err := dq.Build(classes, dq.Setup{Profiles: profs, Instances: w.Instances})
 	if err != nil {

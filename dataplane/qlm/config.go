@@ -41,12 +41,12 @@ const (
 
 // Class is one LLM request class (one application): model and token-length profiles.
 type Class struct {
-	Name        string               `json:"name"`
-	Model       string               `json:"model"`
-	Interactive bool                 `json:"interactive,omitempty"`
-	In          formats.TokenProfile `json:"in"`
-	Out         formats.TokenProfile `json:"out"`
-	// PrefixTokens is the prompt prefix the class's requests share (formats.LLMClass).
+	Name        string              `json:"name"`
+	Model       string              `json:"model"`
+	Interactive bool                `json:"interactive,omitempty"`
+	In          qlmsec.TokenProfile `json:"in"`
+	Out         qlmsec.TokenProfile `json:"out"`
+	// PrefixTokens is the prompt prefix the class's requests share (qlmsec.LLMClass).
 	PrefixTokens int `json:"prefix_tokens,omitempty"`
 }
 

@@ -40,7 +40,7 @@ func TestDisaggOfFixture(t *testing.T) {
 	if len(ds) != 1 || ds[0].Deploy.P != 1 || ds[0].Deploy.D != 1 || ds[0].Deploy.LinkGBps != 50 {
 		t.Fatalf("resolved %+v", ds)
 	}
-	c := p.Provenance.Embedded.Workload.LLMClasses[0]
+	c := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)[0]
 	rng := rand.New(rand.NewPCG(1, 0))
 	reqs := make([]llm.Request, 400)
 	at := 0.0

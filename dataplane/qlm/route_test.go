@@ -70,7 +70,7 @@ func runRouted(t *testing.T, pol string, routes []qlmsec.QLMRoute, reqs []engine
 	a, l := handProfile(), handProfile()
 	l.GPU = "L4"
 	setup := Setup{Profiles: []formats.LLMProfile{a, l}, Instances: []Instance{{Name: "a100", GPU: "A100", Model: "m"}, {Name: "l4", GPU: "L4", Model: "m"}}, Routes: routes}
-	dep, err := Build([]formats.LLMClass{oneClass("m", time.Hour)}, setup)
+	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Hour)}, setup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestRouteBadShare(t *testing.T) {
 	a := handProfile()
 	setup := Setup{Profiles: []formats.LLMProfile{a}, Instances: []Instance{{Name: "a100", GPU: "A100", Model: "m"}},
 		Routes: []qlmsec.QLMRoute{{Class: "c-m", GPUs: []qlmsec.QLMShare{{GPU: "A100", Share: -1}}}}}
-	dep, err := Build([]formats.LLMClass{oneClass("m", time.Hour)}, setup)
+	dep, err := Build([]qlmsec.LLMClass{oneClass("m", time.Hour)}, setup)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ type Record struct {
 	GPUs     int                 `json:"gpus"`
 	Groups   []qlmsec.QLMGroup   `json:"groups"`
 	Queues   map[string][]string `json:"queues"`
-	Classes  []formats.LLMClass  `json:"classes"`
+	Classes  []qlmsec.LLMClass   `json:"classes"`
 	Units    map[string]string   `json:"units"`
 	// Roles are the roles of a disaggregated plan's instances (by name; aggregated
 	// instances are not listed): the coordinator sends a request to a prefill instance,
@@ -212,7 +212,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 		return nil, fmt.Errorf("--model: a QLM plan serves whole LLMs on vLLM engines; there is no partition to cut")
 	}
 	e := p.Provenance.Embedded
-	if e == nil || e.Workload == nil || len(e.Workload.LLMClasses) == 0 {
+	if e == nil || e.Workload == nil || len(qlmsec.ClassesOf(e.Workload)) == 0 {
 		return nil, fmt.Errorf("provenance.embedded.workload.llm_classes: missing: the classes of a qlm plan come from its embedded workload")
 	}
 	cl := p.Cluster
@@ -238,7 +238,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	}
 	// The longest request (prompt + output) of each model's classes bounds its context.
 	maxLen := map[string]int{}
-	for _, c := range e.Workload.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(e.Workload) {
 		maxLen[c.Model] = max(maxLen[c.Model], c.InputTokens.Max+c.OutputTokens.Max)
 	}
 	groups := map[string]bool{}
@@ -248,7 +248,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	l := &layout{o: o, coord: export.DNSLabel(o.Name + "-coordinator"),
 		rec: Record{Policy: dq.PolicyQLM, Params: map[string]float64{"delta": DefaultDelta, "confidence": DefaultConfidence},
 			ReplanMs: q.ReplanMs, GPUs: len(types), Groups: q.Groups, Queues: map[string][]string{},
-			Classes: e.Workload.LLMClasses, Units: map[string]string{}}}
+			Classes: qlmsec.ClassesOf(e.Workload), Units: map[string]string{}}}
 	if l.rec.Groups == nil {
 		l.rec.Groups = []qlmsec.QLMGroup{}
 	}

@@ -27,7 +27,7 @@ type Exported struct {
 	Plan    *qlmsec.QLMPlan
 	Policy  string
 	Params  map[string]float64
-	Classes []formats.LLMClass
+	Classes []qlmsec.LLMClass
 	GPUs    map[string][]int
 	Engines map[string]Engine
 }

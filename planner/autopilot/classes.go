@@ -20,17 +20,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // HasClasses reports whether plan p's demand is LLM classes: its embedded workload lists
 // llm_classes (the autopilot then re-solves them with ClassResolve or NewClassRateSolver).
 func HasClasses(p *formats.Plan) bool {
 	e := p.Provenance.Embedded
-	return e != nil && e.Workload != nil && len(e.Workload.LLMClasses) > 0
+	return e != nil && e.Workload != nil && len(qlmsec.ClassesOf(e.Workload)) > 0
 }
 
 // ClassResolve wraps a system's re-solve for the ladder of base, a plan with llm_classes:
@@ -52,9 +54,10 @@ func ClassResolve(base *formats.Plan, resolve func(context.Context, *formats.Pla
 		prov := in.Provenance
 		emb := *e
 		w := *e.Workload
-		w.LLMClasses = slices.Clone(w.LLMClasses)
-		for i := range w.LLMClasses {
-			w.LLMClasses[i].RateRPS *= share
+		w.Sections = maps.Clone(w.Sections) // a copy: its own sections
+		qlmsec.SetClasses(&w, slices.Clone(qlmsec.ClassesOf(&w)))
+		for i := range qlmsec.ClassesOf(&w) {
+			qlmsec.ClassesOf(&w)[i].RateRPS *= share
 		}
 		emb.Workload = &w
 		prov.Embedded = &emb
@@ -80,9 +83,9 @@ func NewClassRateSolver(base *formats.Plan, apps []string, resolve func(context.
 	if !HasClasses(base) {
 		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload llm_classes (provenance.embedded.workload.llm_classes): this plan has none")
 	}
-	cls := base.Provenance.Embedded.Workload.LLMClasses
+	cls := qlmsec.ClassesOf(base.Provenance.Embedded.Workload)
 	for _, a := range apps {
-		if !slices.ContainsFunc(cls, func(c formats.LLMClass) bool { return c.Name == a }) {
+		if !slices.ContainsFunc(cls, func(c qlmsec.LLMClass) bool { return c.Name == a }) {
 			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no llm_class %q", a)
 		}
 	}
@@ -98,10 +101,12 @@ func setRates(w *formats.Workload, apps []string, rates []float64) {
 			w.Models[i].RateRPS = rates[k]
 		}
 	}
-	w.LLMClasses = slices.Clone(w.LLMClasses)
-	for i := range w.LLMClasses {
-		if k := slices.Index(apps, w.LLMClasses[i].Name); k >= 0 {
-			w.LLMClasses[i].RateRPS = rates[k]
+	cs := slices.Clone(qlmsec.ClassesOf(w))
+	for i := range cs {
+		if k := slices.Index(apps, cs[i].Name); k >= 0 {
+			cs[i].RateRPS = rates[k]
 		}
 	}
+	w.Sections = maps.Clone(w.Sections) // w is a copy: its sections are its own
+	qlmsec.SetClasses(w, cs)
 }

@@ -9,6 +9,7 @@ import (
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 
 	"github.com/plan-dev/plan/dataplane"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
@@ -70,8 +71,8 @@ func TestClassResolveRungs(t *testing.T) {
 		}
 		prev = c.Capacity[0]
 		p := c.Plan.(*formats.Plan)
-		for i, cl := range p.Provenance.Embedded.Workload.LLMClasses {
-			want := qlmFixture(t).Provenance.Embedded.Workload.LLMClasses[i].RateRPS * float64(k) / 16
+		for i, cl := range qlmsec.ClassesOf(p.Provenance.Embedded.Workload) {
+			want := qlmsec.ClassesOf(qlmFixture(t).Provenance.Embedded.Workload)[i].RateRPS * float64(k) / 16
 			if math.Abs(cl.RateRPS-want) > 1e-9 {
 				t.Errorf("rung %d: class %s planned for %g rps, want %g (the rung's share)", k, cl.Name, cl.RateRPS, want)
 			}
@@ -113,9 +114,9 @@ func TestQLMLadderSolve(t *testing.T) {
 // application's demand (on the grid); a plan without the classes is refused.
 func TestClassRateSolver(t *testing.T) {
 	base := qlmFixture(t)
-	var got []formats.LLMClass
+	var got []qlmsec.LLMClass
 	resolve := func(_ context.Context, p *formats.Plan) (*formats.Plan, error) {
-		got = p.Provenance.Embedded.Workload.LLMClasses
+		got = qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
 		return p, nil
 	}
 	r, err := NewClassRateSolver(base, []string{"code", "conv"}, resolve, qlmDeploy)
@@ -131,8 +132,8 @@ func TestClassRateSolver(t *testing.T) {
 			t.Errorf("class %s re-solved for %g rps, want %g", cl.Name, cl.RateRPS, want[cl.Name])
 		}
 	}
-	if base.Provenance.Embedded.Workload.LLMClasses[0].RateRPS != 40 {
-		t.Errorf("the base plan's classes changed: %+v", base.Provenance.Embedded.Workload.LLMClasses)
+	if qlmsec.ClassesOf(base.Provenance.Embedded.Workload)[0].RateRPS != 40 {
+		t.Errorf("the base plan's classes changed: %+v", qlmsec.ClassesOf(base.Provenance.Embedded.Workload))
 	}
 	for _, tc := range []struct {
 		name string

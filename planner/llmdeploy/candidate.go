@@ -212,9 +212,9 @@ func serverGPUs(c *formats.Cluster, gpu string) int {
 func checkClasses(in planner.Inputs) []string {
 	var probs []string
 	wp := refPath(in, formats.KindWorkload, 0, "workload")
-	for i, c := range in.Workload.LLMClasses {
+	for i, c := range qlmsec.ClassesOf(in.Workload) {
 		for _, f := range []struct{ name, v string }{{"slo_percentile", c.SLOPercentile}, {"ttft_percentile", c.TTFTPercentile}, {"tpot_percentile", c.TPOTPercentile}} {
-			if _, ok := formats.SLOPercentiles[f.v]; f.v != "" && !ok {
+			if _, ok := qlmsec.SLOPercentiles[f.v]; f.v != "" && !ok {
 				probs = append(probs, fmt.Sprintf("%s: llm_classes[%d].%s: %q: must be p50, p90, p95 or p99", wp, i, f.name, f.v))
 			}
 		}
@@ -234,7 +234,7 @@ func Enumerate(in planner.Inputs, o Options) ([]Candidate, error) {
 	probs := checkClasses(in)
 	var models []string
 	seen := map[string]bool{}
-	for _, c := range in.Workload.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(in.Workload) {
 		if !seen[c.Model] {
 			seen[c.Model] = true
 			models = append(models, c.Model)
@@ -262,7 +262,7 @@ func Enumerate(in planner.Inputs, o Options) ([]Candidate, error) {
 }
 
 func classIndex(w *formats.Workload, model string) int {
-	for i, c := range w.LLMClasses {
+	for i, c := range qlmsec.ClassesOf(w) {
 		if c.Model == model {
 			return i
 		}
@@ -332,7 +332,7 @@ func roles(in planner.Inputs, model string, o Options) ([]Role, []string) {
 		return bases[a].TP < bases[b].TP
 	})
 	shared := false
-	for _, c := range in.Workload.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(in.Workload) {
 		shared = shared || (c.Model == model && c.PrefixTokens > 0)
 	}
 	var out []Role

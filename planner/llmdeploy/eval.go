@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm"
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Pcts are a latency's percentiles over a class's answered requests (µs; TPOT µs per token).
@@ -56,7 +57,7 @@ func (p ClassPrediction) Met() bool {
 // of prefill and decode instances) at a total request rate of the model's classes at their
 // mix. The disaggregated mode plugs in as another Evaluator (Evaluators).
 type Evaluator interface {
-	Probe(c Candidate, classes []formats.LLMClass, rate float64, o Options) ([]ClassPrediction, error)
+	Probe(c Candidate, classes []qlmsec.LLMClass, rate float64, o Options) ([]ClassPrediction, error)
 }
 
 // Evaluators are the modes' evaluators; a mode without one is not searched.
@@ -67,7 +68,7 @@ var Evaluators = map[Mode]Evaluator{Aggregated: AggregatedEvaluator{}, Disaggreg
 type AggregatedEvaluator struct{}
 
 // Probe implements Evaluator.
-func (AggregatedEvaluator) Probe(c Candidate, classes []formats.LLMClass, rate float64, o Options) ([]ClassPrediction, error) {
+func (AggregatedEvaluator) Probe(c Candidate, classes []qlmsec.LLMClass, rate float64, o Options) ([]ClassPrediction, error) {
 	if len(c.Roles) != 1 {
 		return nil, fmt.Errorf("llmdeploy: aggregated candidate %s has %d roles, want 1", c.Label(), len(c.Roles))
 	}
@@ -84,7 +85,7 @@ func (AggregatedEvaluator) Probe(c Candidate, classes []formats.LLMClass, rate f
 // arrival times and the lengths depend on seed alone, so probes at different rates see the
 // same requests compressed or stretched in time (common random numbers: capacity is
 // monotone in the rate, so bisection is well posed). cls[i] is request i's class index.
-func Requests(classes []formats.LLMClass, rate float64, n int, seed uint64) ([]llm.Request, []int) {
+func Requests(classes []qlmsec.LLMClass, rate float64, n int, seed uint64) ([]llm.Request, []int) {
 	rng := rand.New(rand.NewPCG(seed, 0x11d)) //nolint:gosec // a seeded simulation, not security
 	shares := make([]float64, len(classes))
 	total := 0.0
@@ -128,7 +129,7 @@ const warmupShare = 0.05
 // Judge measures each class's TTFT, TPOT (the mean time per output token after the first)
 // and end-to-end latency over the requests after the warm-up, and judges each SLO the class
 // sets at its percentile.
-func Judge(classes []formats.LLMClass, reqs []llm.Request, cls []int, res []llm.Result) []ClassPrediction {
+func Judge(classes []qlmsec.LLMClass, reqs []llm.Request, cls []int, res []llm.Result) []ClassPrediction {
 	skip := int(float64(len(reqs)) * warmupShare)
 	type acc struct {
 		ttft, tpot, e2e          []float64
@@ -225,7 +226,7 @@ const (
 // average batch) emits the classes' mean output tokens, rounded to a power of two (1 req/s
 // without a throughput). Starting near the answer saves probes, and low rates are the
 // dear ones: the engine steps with few sequences, so 2,000 requests take many more steps.
-func start(c Candidate, classes []formats.LLMClass) float64 {
+func start(c Candidate, classes []qlmsec.LLMClass) float64 {
 	theta := 0.0
 	if n := len(c.Roles); n > 0 {
 		theta = c.Roles[n-1].Profile.ThroughputTokensPerS * float64(c.instances(n-1))
@@ -245,7 +246,7 @@ func start(c Candidate, classes []formats.LLMClass) float64 {
 
 // Capacity finds c's rate by doubling (or halving) from start to a bracket, then bisecting
 // to precision, each probe simulated by ev (Rate 0: not even a trickle meets the SLOs).
-func Capacity(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) (Evaluation, error) {
+func Capacity(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (Evaluation, error) {
 	var last []ClassPrediction
 	meets := func(rate float64) (bool, []ClassPrediction, error) {
 		p, err := ev.Probe(c, classes, rate, o)
@@ -314,7 +315,7 @@ func Capacity(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) 
 
 // outRate is the output tokens per second at rate: the judged requests' mean output tokens
 // times the rate.
-func outRate(classes []formats.LLMClass, p []ClassPrediction, rate float64, o Options) float64 {
+func outRate(classes []qlmsec.LLMClass, p []ClassPrediction, rate float64, o Options) float64 {
 	var out int64
 	n := 0
 	for _, x := range p {
@@ -335,7 +336,7 @@ var memo = struct {
 }{m: map[string]Evaluation{}}
 
 // mixKey is a class mix's key: every field a probe reads, rates as shares of the total.
-func mixKey(classes []formats.LLMClass) string {
+func mixKey(classes []qlmsec.LLMClass) string {
 	total := 0.0
 	for _, c := range classes {
 		total += math.Max(c.RateRPS, 0)
@@ -349,7 +350,7 @@ func mixKey(classes []formats.LLMClass) string {
 }
 
 // capacityMemo is Capacity through the memo.
-func capacityMemo(ev Evaluator, c Candidate, classes []formats.LLMClass, o Options) (Evaluation, error) {
+func capacityMemo(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (Evaluation, error) {
 	key := fmt.Sprintf("%T#%s#%s#%d#%d#%g", ev, c.Key(), mixKey(classes), o.Requests, o.Seed, o.KVLinkGBps)
 	for _, r := range c.Roles {
 		// A profile given in a file is keyed by its content, not its file name.

@@ -111,14 +111,14 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 // groups queues one request group per class (tightest SLO first) on its model's instances
 // in turn, as the QLM planner's initial plan does.
 func groups(q *qlmsec.QLMPlan, w *formats.Workload) {
-	cls := make([]int, len(w.LLMClasses))
+	cls := make([]int, len(qlmsec.ClassesOf(w)))
 	for i := range cls {
 		cls[i] = i
 	}
-	sort.SliceStable(cls, func(a, b int) bool { return w.LLMClasses[cls[a]].SLO < w.LLMClasses[cls[b]].SLO })
+	sort.SliceStable(cls, func(a, b int) bool { return qlmsec.ClassesOf(w)[cls[a]].SLO < qlmsec.ClassesOf(w)[cls[b]].SLO })
 	next := map[string]int{}
 	for _, ci := range cls {
-		cl := w.LLMClasses[ci]
+		cl := qlmsec.ClassesOf(w)[ci]
 		id := "rg-" + cl.Name
 		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO, Requests: max(1, int(math.Ceil(cl.RateRPS)))})
 		var hosts []int

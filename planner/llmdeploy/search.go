@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/fleet"
 )
@@ -59,7 +60,7 @@ type Result struct {
 func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) {
 	start := time.Now()
 	o = o.withDefaults()
-	if in.Workload == nil || len(in.Workload.LLMClasses) == 0 {
+	if in.Workload == nil || len(qlmsec.ClassesOf(in.Workload)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
 	}
 	if in.Cluster == nil {
@@ -84,7 +85,7 @@ func Search(ctx context.Context, in planner.Inputs, o Options) (*Result, error) 
 		}
 	}
 	res := &Result{Rates: map[string]float64{}}
-	for _, c := range in.Workload.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(in.Workload) {
 		if _, ok := res.Rates[c.Model]; !ok {
 			res.Models = append(res.Models, c.Model)
 		}
@@ -170,9 +171,9 @@ func evaluateAll(ctx context.Context, keep []Candidate, w *formats.Workload, o O
 }
 
 // classesOf is model's classes of w.
-func classesOf(w *formats.Workload, model string) []formats.LLMClass {
-	var out []formats.LLMClass
-	for _, c := range w.LLMClasses {
+func classesOf(w *formats.Workload, model string) []qlmsec.LLMClass {
+	var out []qlmsec.LLMClass
+	for _, c := range qlmsec.ClassesOf(w) {
 		if c.Model == model {
 			out = append(out, c)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	pllm "github.com/plan-dev/plan/profiler/llm"
 	"github.com/plan-dev/plan/profiler/roofline"
 )
@@ -83,8 +84,8 @@ func TestSpeculativeLowersTPOT(t *testing.T) {
 		if c.Model != "llama-3.1-8b" || c.Roles[0].GPU != "H100" {
 			continue
 		}
-		var classes []formats.LLMClass
-		for _, cl := range in.Workload.LLMClasses {
+		var classes []qlmsec.LLMClass
+		for _, cl := range qlmsec.ClassesOf(in.Workload) {
 			if cl.Model == c.Model {
 				classes = append(classes, cl)
 			}

@@ -2,6 +2,7 @@ package qlm
 
 import (
 	"context"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -22,9 +23,10 @@ func solveOn(t *testing.T, gpus int, scale float64, edit func(w *formats.Workloa
 	c.GPUs[0].Count, c.GPUs[0].PerServer = gpus, min(gpus, 8)
 	in.Cluster = &c
 	w := *in.Workload
-	w.LLMClasses = append([]formats.LLMClass(nil), w.LLMClasses...)
-	for i := range w.LLMClasses {
-		w.LLMClasses[i].RateRPS *= scale
+	w.Sections = maps.Clone(w.Sections) // a copy: its own sections
+	qlmsec.SetClasses(&w, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(&w)...))
+	for i := range qlmsec.ClassesOf(&w) {
+		qlmsec.ClassesOf(&w)[i].RateRPS *= scale
 	}
 	if edit != nil {
 		edit(&w)
@@ -96,7 +98,7 @@ func TestPlanCapacityMix(t *testing.T) {
 	}{
 		{"equal rates", 1, nil, 0.5},
 		{"half the rates", 0.5, nil, 0.5},
-		{"chat twice batch", 1, func(w *formats.Workload) { w.LLMClasses[0].RateRPS = 6 }, 2.0 / 3},
+		{"chat twice batch", 1, func(w *formats.Workload) { qlmsec.ClassesOf(w)[0].RateRPS = 6 }, 2.0 / 3},
 		{"all zero", 0, nil, 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,13 +130,14 @@ func TestPlanCapacityZero(t *testing.T) {
 			}
 		}},
 		{"SLO below the lifetime", "mistral-chat", func(p *formats.Plan) {
-			p.Provenance.Embedded.Workload.LLMClasses[0].SLO = formats.Duration(500 * time.Millisecond)
+			qlmsec.ClassesOf(p.Provenance.Embedded.Workload)[0].SLO = formats.Duration(500 * time.Millisecond)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := solveOn(t, 4, 1, nil)
 			w := *p.Provenance.Embedded.Workload
-			w.LLMClasses = append([]formats.LLMClass(nil), w.LLMClasses...)
+			w.Sections = maps.Clone(w.Sections) // a copy: its own sections
+			qlmsec.SetClasses(&w, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(&w)...))
 			p.Provenance.Embedded.Workload = &w
 			tc.edit(p)
 			got, err := PlanCapacity(p)
@@ -188,7 +191,7 @@ func TestPlanCapacityCostPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cl := range in.Workload.LLMClasses {
+	for _, cl := range qlmsec.ClassesOf(in.Workload) {
 		if got[cl.Name] < cl.RateRPS {
 			t.Errorf("%s: capacity %g rps below the %g rps the fleet was sized for", cl.Name, got[cl.Name], cl.RateRPS)
 		}

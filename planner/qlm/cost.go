@@ -3,6 +3,7 @@ package qlm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -46,7 +47,7 @@ func ClassBuckets(w *formats.Workload) []Bucket {
 	z := []float64{-0.9674, 0, 0.9674}        // standard normal quantiles at 1/6, 1/2, 5/6
 	zHi := []float64{-0.4307, 0.4307, 1.6449} // the terciles' upper edges (the top one at p95)
 	var out []Bucket
-	for _, cl := range w.LLMClasses {
+	for _, cl := range qlmsec.ClassesOf(w) {
 		ins := quantiles(cl.InputTokens, z)
 		outs := quantiles(cl.OutputTokens, z)
 		insHi := quantiles(cl.InputTokens, zHi)
@@ -62,7 +63,7 @@ func ClassBuckets(w *formats.Workload) []Bucket {
 	return out
 }
 
-func quantiles(t formats.TokenProfile, z []float64) []float64 {
+func quantiles(t qlmsec.TokenProfile, z []float64) []float64 {
 	if t.Std <= 0 {
 		return []float64{math.Max(1, t.Mean)}
 	}
@@ -310,7 +311,7 @@ func routes(buckets []Bucket, kinds []kind, sol *fleet.Solution) []qlmsec.QLMRou
 // the cluster sized to the fleet (fleet.Finish).
 func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time.Duration, gap float64) (*formats.Plan, error) {
 	w, c := in.Workload, in.Cluster
-	if w == nil || len(w.LLMClasses) == 0 {
+	if w == nil || len(qlmsec.ClassesOf(w)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
 	}
 	if c == nil {
@@ -318,14 +319,15 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	}
 	// The classes as planned: --slo replaces every class's slo (SolveCost records it).
 	wp := *w
-	wp.LLMClasses = append([]formats.LLMClass(nil), w.LLMClasses...)
+	wp.Sections = maps.Clone(wp.Sections) // a copy: its own sections
+	qlmsec.SetClasses(&wp, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(w)...))
 	if o.SLO > 0 {
-		for i := range wp.LLMClasses {
-			wp.LLMClasses[i].SLO = o.SLO
+		for i := range qlmsec.ClassesOf(&wp) {
+			qlmsec.ClassesOf(&wp)[i].SLO = o.SLO
 		}
 	}
 	var probs []string
-	for i, cl := range wp.LLMClasses {
+	for i, cl := range qlmsec.ClassesOf(&wp) {
 		for _, g := range c.GPUs {
 			if pr := profileFor(in.Profiles, cl.Model, g.Type); pr != nil {
 				probs = append(probs, classChecks(in, i, cl, pr)...)

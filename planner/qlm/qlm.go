@@ -97,7 +97,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 		return nil, &planner.InputError{Problems: []string{fmt.Sprintf("--strategy: %q: must be one of load, round-robin", strategy)}}
 	}
 	w, c := in.Workload, in.Cluster
-	if w == nil || len(w.LLMClasses) == 0 {
+	if w == nil || len(qlmsec.ClassesOf(w)) == 0 {
 		return nil, &planner.InputError{Problems: []string{"workload: llm_classes: must list at least one class"}}
 	}
 	if c == nil {
@@ -149,7 +149,7 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			}
 			return nil, overloaded(in, w, over, load, count, chosen, len(slots))
 		}
-		res, err := simulate(in.Profiles, w.LLMClasses, q.Instances, nil, verifySeconds, verifySeed, -1)
+		res, err := simulate(in.Profiles, qlmsec.ClassesOf(w), q.Instances, nil, verifySeconds, verifySeed, -1)
 		if err != nil {
 			return nil, fmt.Errorf("qlm: simulating the placement: %w", err)
 		}
@@ -211,7 +211,7 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 	profs := in.Profiles
 	load, chosen = map[string]float64{}, map[string]*formats.LLMProfile{}
 	rate := map[string]float64{}
-	for i, cl := range w.LLMClasses {
+	for i, cl := range qlmsec.ClassesOf(w) {
 		p := fmt.Sprintf("workload: llm_classes[%d]", i)
 		var fits bool
 		var best *formats.LLMProfile
@@ -279,7 +279,7 @@ func classLoads(in planner.Inputs, w *formats.Workload, slots []instanceSlot) (l
 // context (engine.max_model_len: the engine refuses it with HTTP 400), and a ttft_slo below
 // one prefill of the class's shortest prompts (its 1st percentile: at least 99% of its
 // requests need longer, so no rate meets the p99 target).
-func classChecks(in planner.Inputs, i int, cl formats.LLMClass, pr *formats.LLMProfile) []string {
+func classChecks(in planner.Inputs, i int, cl qlmsec.LLMClass, pr *formats.LLMProfile) []string {
 	var probs []string
 	wf := fmt.Sprintf("%s: llm_classes[%d] (%s)", workloadPath(in), i, cl.Name)
 	if e := pr.Engine; e != nil && e.MaxModelLen > 0 && cl.InputTokens.Max+cl.OutputTokens.Max > e.MaxModelLen {
@@ -365,14 +365,14 @@ func assignInstances(strategy string, models []string, load map[string]float64, 
 // initialGroups adds one initial group per class to q, in deadline (SLO) order, queued on the
 // instances hosting its model in turn.
 func initialGroups(q *qlmsec.QLMPlan, profs []*formats.Profile, w *formats.Workload, assign []string) {
-	cls := make([]int, len(w.LLMClasses))
+	cls := make([]int, len(qlmsec.ClassesOf(w)))
 	for i := range cls {
 		cls[i] = i
 	}
-	sort.SliceStable(cls, func(a, b int) bool { return w.LLMClasses[cls[a]].SLO < w.LLMClasses[cls[b]].SLO })
+	sort.SliceStable(cls, func(a, b int) bool { return qlmsec.ClassesOf(w)[cls[a]].SLO < qlmsec.ClassesOf(w)[cls[b]].SLO })
 	next := map[string]int{}
 	for _, ci := range cls {
-		cl := w.LLMClasses[ci]
+		cl := qlmsec.ClassesOf(w)[ci]
 		id := "rg-" + cl.Name
 		q.Groups = append(q.Groups, qlmsec.QLMGroup{ID: id, Model: cl.Model, Class: cl.Name, SLO: cl.SLO,
 			Requests: max(1, int(math.Ceil(cl.RateRPS)))})
@@ -440,7 +440,7 @@ func overloadedModel(models []string, load map[string]float64, count map[string]
 // modelRate is model's classes' total rate in w.
 func modelRate(w *formats.Workload, model string) float64 {
 	r := 0.0
-	for _, c := range w.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(w) {
 		if c.Model == model {
 			r += math.Max(c.RateRPS, 0)
 		}
@@ -449,13 +449,13 @@ func modelRate(w *formats.Workload, model string) float64 {
 }
 
 // classOf is the first class of model in w, with its index.
-func classOf(w *formats.Workload, model string) (int, formats.LLMClass) {
-	for i, c := range w.LLMClasses {
+func classOf(w *formats.Workload, model string) (int, qlmsec.LLMClass) {
+	for i, c := range qlmsec.ClassesOf(w) {
 		if c.Model == model {
 			return i, c
 		}
 	}
-	return -1, formats.LLMClass{}
+	return -1, qlmsec.LLMClass{}
 }
 
 // overloaded refuses a placement that cannot sustain the class rates (such a
@@ -474,7 +474,7 @@ func overloaded(in planner.Inputs, w *formats.Workload, m string, load map[strin
 // missed refuses a placement whose simulation at the workload's rates misses a class's
 // target, naming the class, the target and what the placement reaches.
 func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load map[string]float64, count map[string]int, chosen map[string]*formats.LLMProfile, insts int) error {
-	cl := w.LLMClasses[ci]
+	cl := qlmsec.ClassesOf(w)[ci]
 	pr := chosen[cl.Model]
 	kind := GPUSet(qlmsec.QLMInstance{GPU: pr.GPU, GPUCount: pr.GPUCount})
 	return &planner.InputError{Problems: []string{fmt.Sprintf("%s: llm_classes[%d] (%s): rate_rps %g: %s: on %d %s instance(s) of %s (load %.3f per instance; %d instance(s) in all) the simulated plan at its own rates %s; use --min-gpus on a larger cluster, or lower rate_rps",
@@ -482,7 +482,7 @@ func missed(in planner.Inputs, w *formats.Workload, ci int, r ClassResult, load 
 }
 
 // sloText lists the SLOs a class sets.
-func sloText(cl formats.LLMClass) string {
+func sloText(cl qlmsec.LLMClass) string {
 	e2e, ttft, tpot := cl.Percentiles()
 	at := func(p float64) string {
 		if p == Target {
@@ -530,7 +530,7 @@ func Verify(p *formats.Plan) []string {
 		hosted[in.Model]++
 	}
 	classes := map[string]bool{}
-	for i, cl := range e.Workload.LLMClasses {
+	for i, cl := range qlmsec.ClassesOf(e.Workload) {
 		classes[cl.Name] = true
 		ok := false
 		for _, in := range qlmsec.PlanOf(p).Instances {

@@ -86,7 +86,7 @@ func TestTensorParallel(t *testing.T) {
 func TestTensorParallelTwoInstances(t *testing.T) {
 	in := tpInputs(t)
 	in.Cluster.GPUs[0].Count, in.Cluster.GPUs[0].PerServer = 6, 3
-	in.Workload.LLMClasses[0].RateRPS = 8
+	qlmsec.ClassesOf(in.Workload)[0].RateRPS = 8
 	p, err := Solve(in, Options{})
 	if err != nil {
 		t.Fatal(err)

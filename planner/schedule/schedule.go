@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // Kind is the schedule document's kind.
@@ -213,7 +214,7 @@ func targets(w *formats.Workload) []string {
 	for _, m := range w.Models {
 		n = append(n, m.Name)
 	}
-	for _, c := range w.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(w) {
 		n = append(n, c.Name)
 	}
 	for _, p := range w.Pipelines {
@@ -233,7 +234,7 @@ func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.W
 	c := *w
 	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
 	c.Models = slices.Clone(w.Models)
-	c.LLMClasses = slices.Clone(w.LLMClasses)
+	qlmsec.SetClasses(&c, slices.Clone(qlmsec.ClassesOf(w)))
 	c.Pipelines = slices.Clone(w.Pipelines)
 	cwf := dyorcsec.WorkflowsOf(w)
 	if cwf != nil {
@@ -249,9 +250,9 @@ func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.W
 				c.Models[j].RateRPS, set = rates[i], true
 			}
 		}
-		for j := range c.LLMClasses {
-			if c.LLMClasses[j].Name == n {
-				c.LLMClasses[j].RateRPS, set = rates[i], true
+		for j := range qlmsec.ClassesOf(&c) {
+			if qlmsec.ClassesOf(&c)[j].Name == n {
+				qlmsec.ClassesOf(&c)[j].RateRPS, set = rates[i], true
 			}
 		}
 		for j := range c.Pipelines {

@@ -35,10 +35,10 @@ var disaggPlan = filepath.Join("..", "..", "testdata", "disagg", "plan.json")
 func disaggCapacity(t testing.TB, p *formats.Plan) float64 {
 	t.Helper()
 	e := p.Provenance.Embedded
-	if len(e.Workload.LLMClasses) != 1 || len(e.Profiles) != 1 || len(e.Profiles[0].LLMs) != 1 {
-		t.Fatalf("disaggCapacity handles one class on one profile (have %d classes, %d profiles)", len(e.Workload.LLMClasses), len(e.Profiles))
+	if len(qlmsec.ClassesOf(e.Workload)) != 1 || len(e.Profiles) != 1 || len(e.Profiles[0].LLMs) != 1 {
+		t.Fatalf("disaggCapacity handles one class on one profile (have %d classes, %d profiles)", len(qlmsec.ClassesOf(e.Workload)), len(e.Profiles))
 	}
-	c := e.Workload.LLMClasses[0]
+	c := qlmsec.ClassesOf(e.Workload)[0]
 	m := llm.NewModel(&e.Profiles[0].LLMs[0])
 	var nP, nD float64
 	for _, in := range qlmsec.PlanOf(p).Instances {
@@ -103,7 +103,7 @@ func TestAgreementDisagg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	classes := p.Provenance.Embedded.Workload.LLMClasses
+	classes := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
 	rate := 0.0
 	for _, c := range classes {
 		rate += c.RateRPS

@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/intree"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
 // overloadTol is the bound of TestOpenAIAgreementOverload: the share of offered requests
@@ -72,7 +73,7 @@ func TestOpenAIAgreementOverload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	classes := p.Provenance.Embedded.Workload.LLMClasses
+	classes := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
 	slo := map[string]time.Duration{}
 	for _, c := range classes {
 		slo[c.Name] = c.SLO.D()

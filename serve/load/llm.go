@@ -12,11 +12,11 @@ import (
 
 // llmClasses are the served plan's LLM classes (the workload a QLM plan embeds; nil for
 // other plans).
-func llmClasses(plan *formats.Plan) []formats.LLMClass {
+func llmClasses(plan *formats.Plan) []qlmsec.LLMClass {
 	if plan == nil || qlmsec.PlanOf(plan) == nil || plan.Provenance.Embedded == nil || plan.Provenance.Embedded.Workload == nil {
 		return nil
 	}
-	return plan.Provenance.Embedded.Workload.LLMClasses
+	return qlmsec.ClassesOf(plan.Provenance.Embedded.Workload)
 }
 
 // exactArrivals replays a per-request trace on an LLM plan exactly, as `plan simulate

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/serve"
 )
 
@@ -56,8 +57,8 @@ func TestAdmissionUnderOverload(t *testing.T) {
 				}
 			}
 		}
-		for i := range p.Provenance.Embedded.Workload.LLMClasses {
-			if c := &p.Provenance.Embedded.Workload.LLMClasses[i]; c.Name == "mistral-chat" {
+		for i := range qlmsec.ClassesOf(p.Provenance.Embedded.Workload) {
+			if c := &qlmsec.ClassesOf(p.Provenance.Embedded.Workload)[i]; c.Name == "mistral-chat" {
 				c.SLO = formats.Duration(slo)
 			}
 		}

@@ -45,8 +45,31 @@ func SetPlan(p *formats.Plan, q *QLMPlan) *formats.Plan {
 	return p
 }
 
-// Workload is the Section of a workload's `llm_classes` field.
-type Workload struct{ formats.TypedSection }
+// WorkloadSection is the Section of a workload's `llm_classes` section: the classes, a
+// *[]LLMClass (an empty list reads and writes as no section).
+var WorkloadSection = workloadSection{formats.SectionOf[[]LLMClass]{Name: WorkloadKey, Sys: "qlm", Check: checkClasses, Cross: crossCheckClasses, Position: Position}}
+
+// workloadSection adds to the workload's SectionOf what formats asks of a workload section
+// beyond it (formats.ModelUser, formats.TraceTargeter).
+type workloadSection struct{ formats.SectionOf[[]LLMClass] }
+
+// ClassesOf is w's `llm_classes` section, nil when w (or it) is absent. Its elements are
+// w's own: changing one changes w.
+func ClassesOf(w *formats.Workload) []LLMClass {
+	if w == nil {
+		return nil
+	}
+	if cs := WorkloadSection.In(w.Sections); cs != nil {
+		return *cs
+	}
+	return nil
+}
+
+// SetClasses sets w's `llm_classes` section (empty removes it) and returns w.
+func SetClasses(w *formats.Workload, cs []LLMClass) *formats.Workload {
+	w.Sections.Set(WorkloadSection, &cs)
+	return w
+}
 
 // checkPlan checks the `qlm` section q of the plan doc.
 func checkPlan(q *QLMPlan, doc formats.Document) formats.ErrorList {
@@ -70,7 +93,7 @@ func crossCheckPlan(q *QLMPlan, self string, docs map[string]formats.Document) f
 			continue
 		}
 		files = append(files, f)
-		for _, c := range w.LLMClasses {
+		for _, c := range ClassesOf(w) {
 			classes[c.Name] = true
 		}
 	}
@@ -196,27 +219,17 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, q *QLMPlan, p string) {
 	}
 }
 
-// Key is the section's key.
-func (Workload) Key() string { return WorkloadKey }
-
-// System is QLM.
-func (Workload) System() string { return "qlm" }
-
-// Validate checks the `llm_classes` section of the workload v (a *formats.Workload).
-func (Workload) Validate(v any) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+// checkClasses checks the `llm_classes` section of a workload.
+func checkClasses(cs *[]LLMClass) formats.ErrorList {
 	var c formats.Checker
 	seen := &formats.Names{}
-	for i := range w.LLMClasses {
-		validateClass(&c, &w.LLMClasses[i], formats.Index(WorkloadKey, i), seen)
+	for i := range *cs {
+		validateClass(&c, &(*cs)[i], formats.Index(WorkloadKey, i), seen)
 	}
 	return c.Errs()
 }
 
-func validateClass(c *formats.Checker, cl *formats.LLMClass, p string, seen *formats.Names) {
+func validateClass(c *formats.Checker, cl *LLMClass, p string, seen *formats.Names) {
 	c.Check(seen, formats.Field(p, "name"), cl.Name)
 	c.NotEmpty(formats.Field(p, "model"), cl.Model)
 	c.PositiveDuration(formats.Field(p, "slo"), cl.SLO)
@@ -233,7 +246,7 @@ func validateClass(c *formats.Checker, cl *formats.LLMClass, p string, seen *for
 		name, v string
 		slo     bool
 	}{{"slo_percentile", cl.SLOPercentile, true}, {"ttft_percentile", cl.TTFTPercentile, cl.TTFTSLO != 0}, {"tpot_percentile", cl.TPOTPercentile, cl.TPOTSLO != 0}} {
-		if _, ok := formats.SLOPercentiles[q.v]; q.v != "" && !ok {
+		if _, ok := SLOPercentiles[q.v]; q.v != "" && !ok {
 			c.Add(formats.Field(p, q.name), q.v, "must be p50, p90, p95 or p99")
 		} else if q.v != "" && !q.slo {
 			c.Add(formats.Field(p, q.name), q.v, "states a percentile of an SLO the class does not set (%s)", strings.TrimSuffix(q.name, "_percentile")+"_slo")
@@ -250,7 +263,7 @@ func validateClass(c *formats.Checker, cl *formats.LLMClass, p string, seen *for
 }
 
 // validateTokens checks a token-length distribution: a mean within (0, max], std >= 0.
-func validateTokens(c *formats.Checker, t *formats.TokenProfile, p string) {
+func validateTokens(c *formats.Checker, t *TokenProfile, p string) {
 	c.Positive(formats.Field(p, "mean"), t.Mean)
 	c.NonNegative(formats.Field(p, "std"), t.Std)
 	c.AtLeast(formats.Field(p, "max"), int64(t.Max), 1)
@@ -259,19 +272,16 @@ func validateTokens(c *formats.Checker, t *formats.TokenProfile, p string) {
 	}
 }
 
-// CrossCheck checks that each class's LLM is in a given profile (when profiles are given).
-func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+// crossCheckClasses checks that each class's LLM is in a given profile (when profiles are
+// given).
+func crossCheckClasses(cs *[]LLMClass, self string, docs map[string]formats.Document) formats.ErrorList {
 	profiles, llms := formats.ProfiledModels(docs, false, true)
 	if len(profiles) == 0 {
 		return nil
 	}
 	var c formats.Checker
-	for i := range w.LLMClasses {
-		if m := w.LLMClasses[i].Model; m != "" && !llms[m] {
+	for i := range *cs {
+		if m := (*cs)[i].Model; m != "" && !llms[m] {
 			c.Add(formats.Field(formats.Index(WorkloadKey, i), "model"), m, "LLM not found in any profile (%s)", strings.Join(profiles, ", "))
 		}
 	}
@@ -279,12 +289,9 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 }
 
 // UsedModels names the LLMs the classes use (formats.ModelUser, for profile coverage).
-func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
-	w, ok := doc.(*formats.Workload)
-	if !ok {
-		return nil, nil
-	}
-	for _, c := range w.LLMClasses {
+func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, _ := doc.(*formats.Workload)
+	for _, c := range ClassesOf(w) {
 		llm = append(llm, c.Model)
 	}
 	return nil, llm
@@ -327,12 +334,11 @@ func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
 // TraceTargets: a trace given with the workload may name its classes or their LLMs as
 // targets, and its classes as classes (formats.TraceTargeter): what `plan simulate --trace`
 // replays (sim.ExactReplay).
-func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if w, ok := doc.(*formats.Workload); ok {
-		for _, c := range w.LLMClasses {
-			targets = append(targets, c.Model, c.Name)
-			classes = append(classes, c.Name)
-		}
+func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	w, _ := doc.(*formats.Workload)
+	for _, c := range ClassesOf(w) {
+		targets = append(targets, c.Model, c.Name)
+		classes = append(classes, c.Name)
 	}
 	return targets, classes, true
 }
@@ -345,11 +351,11 @@ func (planSection) TraceTargets(doc formats.Document) (targets, classes []string
 	if q == nil {
 		return nil, nil, true
 	}
-	if e := p.Provenance.Embedded; e != nil && e.Workload != nil && len(e.Workload.LLMClasses) > 0 {
+	if e := p.Provenance.Embedded; e != nil && len(ClassesOf(e.Workload)) > 0 {
 		// The classes the plan simulates and serves (its embedded workload): a target is a
 		// class or the model of one, so what validates also replays; a
 		// model only an instance names has no class to replay a request as.
-		return Workload{}.TraceTargets(e.Workload)
+		return WorkloadSection.TraceTargets(e.Workload)
 	}
 	for _, g := range q.Groups {
 		targets = append(targets, g.Model)

@@ -35,16 +35,18 @@ func ms(d time.Duration) formats.Duration { return formats.Duration(d * time.Mil
 // One bad-input case per rule of the workload section (moved from formats' tests).
 func TestValidateLLMClasses(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
-		{"class name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].Name = "chat" }), []string{`workload.yaml: llm_classes[1].name: "chat": duplicate name (first at llm_classes[0].name)`}},
-		{"class model", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].Model = "" }), []string{`workload.yaml: llm_classes[1].model: "": must not be empty`}},
-		{"class slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].SLO = ms(-1) }), []string{`workload.yaml: llm_classes[1].slo: -1ms: must be > 0`}},
-		{"class rate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].RateRPS = -1 }), []string{`workload.yaml: llm_classes[1].rate_rps: -1: must be >= 0`}},
-		{"tokens mean", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].InputTokens.Mean = 0 }), []string{`workload.yaml: llm_classes[1].input_tokens.mean: 0: must be > 0`}},
-		{"tokens std", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
-		{"tokens max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
-		{"slo percentile", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].SLOPercentile = "p75" }), []string{`workload.yaml: llm_classes[1].slo_percentile: "p75": must be p50, p90, p95 or p99`}},
-		{"ttft percentile without ttft_slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].TTFTSLO, w.LLMClasses[1].TTFTPercentile = 0, "p90" }), []string{`workload.yaml: llm_classes[1].ttft_percentile: "p90": states a percentile of an SLO the class does not set (ttft_slo)`}},
-		{"tokens mean above max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.LLMClasses[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
+		{"class name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].Name = "chat" }), []string{`workload.yaml: llm_classes[1].name: "chat": duplicate name (first at llm_classes[0].name)`}},
+		{"class model", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].Model = "" }), []string{`workload.yaml: llm_classes[1].model: "": must not be empty`}},
+		{"class slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].SLO = ms(-1) }), []string{`workload.yaml: llm_classes[1].slo: -1ms: must be > 0`}},
+		{"class rate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].RateRPS = -1 }), []string{`workload.yaml: llm_classes[1].rate_rps: -1: must be >= 0`}},
+		{"tokens mean", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].InputTokens.Mean = 0 }), []string{`workload.yaml: llm_classes[1].input_tokens.mean: 0: must be > 0`}},
+		{"tokens std", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].OutputTokens.Std = -1 }), []string{`workload.yaml: llm_classes[1].output_tokens.std: -1: must be >= 0`}},
+		{"tokens max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].OutputTokens.Max = 0 }), []string{`workload.yaml: llm_classes[1].output_tokens.max: 0: must be >= 1`}},
+		{"slo percentile", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].SLOPercentile = "p75" }), []string{`workload.yaml: llm_classes[1].slo_percentile: "p75": must be p50, p90, p95 or p99`}},
+		{"ttft percentile without ttft_slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			qlmsec.ClassesOf(w)[1].TTFTSLO, qlmsec.ClassesOf(w)[1].TTFTPercentile = 0, "p90"
+		}), []string{`workload.yaml: llm_classes[1].ttft_percentile: "p90": states a percentile of an SLO the class does not set (ttft_slo)`}},
+		{"tokens mean above max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { qlmsec.ClassesOf(w)[1].OutputTokens.Mean = 600 }), []string{`workload.yaml: llm_classes[1].output_tokens.mean: 600: must be <= max (512)`}},
 	}))
 }
 
@@ -114,6 +116,9 @@ func TestCrossCheck(t *testing.T) {
 		}, []string{
 			`plan-sections.json: qlm.groups[0].model: "resnet50": LLM not found in any profile (profile.json)`,
 			`plan-sections.json: qlm.instances[0].model: "mistral-7b": LLM not found in any profile (profile.json)`}},
+		{"LLM class not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+			qlmsec.ClassesOf(d["workload.yaml"].(*formats.Workload))[0].Model = "resnet50"
+		}, []string{`workload.yaml: llm_classes[0].model: "resnet50": LLM not found in any profile (profile.json)`}},
 		{"class not in the workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
 			qlmsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Groups[1].Class = "batch"
 		}, []string{`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`}},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/solve"
@@ -230,9 +231,9 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 	for i := range c.Pipelines {
 		c.Pipelines[i].RateRPS *= f
 	}
-	c.LLMClasses = append([]formats.LLMClass(nil), w.LLMClasses...)
-	for i := range c.LLMClasses {
-		c.LLMClasses[i].RateRPS *= f
+	qlmsec.SetClasses(&c, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(w)...))
+	for i := range qlmsec.ClassesOf(&c) {
+		qlmsec.ClassesOf(&c)[i].RateRPS *= f
 	}
 	c.Cascades = append([]formats.Cascade(nil), w.Cascades...)
 	for i := range c.Cascades {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -94,7 +95,7 @@ func RatedTargets(w *formats.Workload) (names []string, rates []float64) {
 	for _, m := range w.Models {
 		add(m.Name, m.RateRPS)
 	}
-	for _, c := range w.LLMClasses {
+	for _, c := range qlmsec.ClassesOf(w) {
 		add(c.Name, c.RateRPS)
 	}
 	for _, p := range w.Pipelines {

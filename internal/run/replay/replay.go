@@ -19,6 +19,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/run/simulate"
@@ -142,13 +143,13 @@ func pickLLM(path string, p *formats.Profile, model string) (int, error) {
 // where it has none), with its own tokens. The copy returned names each request's class, so
 // the replay assigns it exactly (workload.AssignTrace). The classes' token maxima are the
 // trace's: the engine, not the class, refuses what it cannot hold (max_model_len, KV).
-func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace, []formats.LLMClass, error) {
+func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace, []qlmsec.LLMClass, error) {
 	if len(t.Requests) == 0 {
 		return nil, nil, run.UsageErrorf("%s: requests: a one-engine replay needs per-request arrivals (the trace has none)", name)
 	}
 	cp := *t
 	cp.Requests = slices.Clone(t.Requests)
-	var classes []formats.LLMClass
+	var classes []qlmsec.LLMClass
 	byName := map[string]int{}
 	sumIn, sumOut := map[int]float64{}, map[int]float64{}
 	for i := range cp.Requests {
@@ -171,7 +172,7 @@ func replayClasses(name string, t *formats.Trace, model string) (*formats.Trace,
 		if !ok {
 			c = len(classes)
 			byName[label] = c
-			classes = append(classes, formats.LLMClass{Name: label, Model: model, SLO: formats.Duration(replaySLO)})
+			classes = append(classes, qlmsec.LLMClass{Name: label, Model: model, SLO: formats.Duration(replaySLO)})
 		}
 		cl := &classes[c]
 		cl.RateRPS++ // a count here; a rate below

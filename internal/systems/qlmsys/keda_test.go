@@ -193,7 +193,7 @@ func replayKEDA(t *testing.T, p *formats.Plan, dep *dataplane.Deployment, rule e
 		prev = s
 	}
 	replicaS += float64(prev.Replicas) * (float64(dur)/1e6 - prev.AtS)
-	run := &sim.AutopilotRun{Arrivals: arrivals, Duration: dur, Seed: 1, LLM: sim.LLMClassesOf(dep, p.Provenance.Embedded.Workload.LLMClasses),
+	run := &sim.AutopilotRun{Arrivals: arrivals, Duration: dur, Seed: 1, LLM: sim.LLMClassesOf(dep, qlmsec.ClassesOf(p.Provenance.Embedded.Workload)),
 		Deploy: func(c ap.Candidate) (*dataplane.Deployment, dataplane.Policy, error) {
 			d, err := dq.FromPlan(c.Plan.(*formats.Plan))
 			if err != nil {

@@ -42,7 +42,7 @@ func System() system.System {
 		Render:           Render,
 		PlanSection:      dq.Kind,
 		// QLM validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{qlmsec.Workload{}}},
+		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{qlmsec.WorkloadSection}},
 		HasPlan:  func(p *formats.Plan) bool { return qlmsec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dq.FromPlan(p)
@@ -66,7 +66,7 @@ func System() system.System {
 }
 
 // engineDeployment is one instance of prof, named after its model, serving classes.
-func engineDeployment(prof formats.LLMProfile, classes []formats.LLMClass) (*dataplane.Deployment, error) {
+func engineDeployment(prof formats.LLMProfile, classes []qlmsec.LLMClass) (*dataplane.Deployment, error) {
 	in := dq.Instance{Name: prof.Model + "-0", GPU: prof.GPU, Model: prof.Model}
 	if prof.GPUCount > 1 {
 		in.GPUCount = prof.GPUCount // one instance on all its GPUs (tensor parallelism)

@@ -169,7 +169,7 @@ func holdsTenTimesLonger(t *testing.T, plan string) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	classes := p.Provenance.Embedded.Workload.LLMClasses
+	classes := qlmsec.ClassesOf(p.Provenance.Embedded.Workload)
 	if len(rep.Points) != 1 || len(rep.Points[0].Apps) != len(classes) {
 		t.Fatalf("want one point with %d classes: %s", len(classes), stdout[:min(len(stdout), 400)])
 	}
