@@ -55,14 +55,28 @@ func New() Timer {
 // relay sends a token each time the armed deadline passes, until Close.
 func (t *fdTimer) relay() {
 	defer close(t.done)
-	expired := func(uintptr) bool {
+	woken := false
+	expired := func(fd uintptr) bool {
 		d := t.due.Load()
-		return d != 0 && int64(time.Since(epoch)) >= d && t.due.CompareAndSwap(d, 0)
+		if d != 0 && int64(time.Since(epoch)) >= d {
+			return t.due.CompareAndSwap(d, 0)
+		}
+		if woken && d != 0 {
+			// Readied, yet the clock says the deadline is ahead: ask the timerfd itself
+			// rather than miss an expiry (no further edge would come for it).
+			var buf [8]byte
+			if n, _ := unix.Read(int(fd), buf[:]); n == 8 {
+				return t.due.CompareAndSwap(d, 0)
+			}
+		}
+		woken = true
+		return false
 	}
 	for {
 		// RawConn.Read forgets any readiness seen before it and calls expired, then again
 		// after each readiness: an expiry before the call is caught by the clock, one after
 		// it by the poller.
+		woken = false
 		if err := t.rc.Read(expired); err != nil {
 			return // closed
 		}
