@@ -64,6 +64,25 @@ func newTritonMetrics() *tritonMetrics {
 type tritonState struct {
 	once sync.Once
 	t    *tritonMetrics
+	// answers and execs cache each model's unlabelled series of the per-request families
+	// (*[3]prometheus.Counter), made on the model's first answer (served models) or batch
+	// (executed models): every request updates six, and a vector's lookup hashes the label
+	// values.
+	answers, execs sync.Map
+}
+
+// tritonSeries returns model's series of the three families fs (cache: tri.answers or
+// tri.execs), made on first use.
+func (m *metrics) tritonSeries(cache *sync.Map, model string, fs func(*tritonMetrics) [3]*prometheus.CounterVec) *[3]prometheus.Counter {
+	if s, ok := cache.Load(model); ok {
+		return s.(*[3]prometheus.Counter)
+	}
+	var s [3]prometheus.Counter
+	for i, f := range fs(m.triton()) {
+		s[i] = f.WithLabelValues(model, kserve.ModelVersion)
+	}
+	got, _ := cache.LoadOrStore(model, &s)
+	return got.(*[3]prometheus.Counter)
 }
 
 func (m *metrics) triton() *tritonMetrics {
@@ -75,27 +94,35 @@ func (m *metrics) triton() *tritonMetrics {
 	return m.tri.t
 }
 
+func answerFamilies(t *tritonMetrics) [3]*prometheus.CounterVec {
+	return [3]*prometheus.CounterVec{t.success, t.reqDur, t.queueDur}
+}
+
+func execFamilies(t *tritonMetrics) [3]*prometheus.CounterVec {
+	return [3]*prometheus.CounterVec{t.exec, t.count, t.compute}
+}
+
 // tritonAnswered records a DNN request's answer: outcome as plan_responses_total's, latUs its
 // end-to-end latency, queueUs its wait before the first batch (< 0: never batched).
 func (m *metrics) tritonAnswered(model, outcome string, latUs, queueUs int64) {
-	t := m.triton()
 	if reason, failed := tritonFailure[outcome]; failed {
-		t.failure.WithLabelValues(model, kserve.ModelVersion, reason).Inc()
+		m.triton().failure.WithLabelValues(model, kserve.ModelVersion, reason).Inc()
 		return
 	}
-	t.success.WithLabelValues(model, kserve.ModelVersion).Inc()
-	t.reqDur.WithLabelValues(model, kserve.ModelVersion).Add(float64(max(latUs, 0)))
+	s := m.tritonSeries(&m.tri.answers, model, answerFamilies)
+	s[0].Inc()
+	s[1].Add(float64(max(latUs, 0)))
 	if queueUs >= 0 {
-		t.queueDur.WithLabelValues(model, kserve.ModelVersion).Add(float64(queueUs))
+		s[2].Add(float64(queueUs))
 	}
 }
 
 // tritonExec records one batch of size requests of model that ran durUs.
 func (m *metrics) tritonExec(model string, size int, durUs int64) {
-	t := m.triton()
-	t.exec.WithLabelValues(model, kserve.ModelVersion).Inc()
-	t.count.WithLabelValues(model, kserve.ModelVersion).Add(float64(size))
-	t.compute.WithLabelValues(model, kserve.ModelVersion).Add(float64(size) * float64(max(durUs, 0)))
+	s := m.tritonSeries(&m.tri.execs, model, execFamilies)
+	s[0].Inc()
+	s[1].Add(float64(size))
+	s[2].Add(float64(size) * float64(max(durUs, 0)))
 }
 
 // tritonPending sets the pending-request gauges from the dispatcher's queue depths.
