@@ -71,8 +71,8 @@ type Engine struct {
 	// multi holds the batch lists of the requests that travelled in more than one batch, and
 	// prefix the prompt prefixes given at arrival: what the request record does not hold,
 	// so that it holds no pointers (Request).
-	multi      IDTable[[]BatchID]
-	prefix     IDTable[*Prefix]
+	multi      sideTable[[]BatchID]
+	prefix     sideTable[*Prefix]
 	reqArena   arena[ReqID]
 	hopArena   arena[Hop]
 	batchArena arena[BatchID]
@@ -203,8 +203,8 @@ func (e *Engine) Compact() {
 	if j > 0 {
 		e.reqs.dropFront(j)
 		e.reqBase += ReqID(j)
-		e.multi.Forget(e.reqBase - 1)
-		e.prefix.Forget(e.reqBase - 1)
+		e.multi.forget(e.reqBase)
+		e.prefix.forget(e.reqBase)
 		e.done.forget(e.reqBase)
 	}
 }

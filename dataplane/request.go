@@ -77,7 +77,7 @@ func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
 		Dispatch: Never, FirstToken: Never, Done: Never, DropStage: NoStage,
 	})
 	if a.Prefix != nil {
-		e.prefix.Set(id, a.Prefix)
+		*e.prefix.ref(id) = a.Prefix
 	}
 	return id, e.Handle(now, Event{Kind: EvArrival, Req: id})
 }
@@ -147,7 +147,7 @@ func (e *Engine) flushCancels(now Time) error {
 }
 
 // Prefix returns request id's prompt prefix (Arrival.Prefix; nil when none was given).
-func (e *Engine) Prefix(id ReqID) *Prefix { return e.prefix.At(id) }
+func (e *Engine) Prefix(id ReqID) *Prefix { return e.prefix.at(id) }
 
 // RequestBatches returns the batches request id travelled in, in order (read-only, and only
 // until Compact forgets the request). Per-stage start/end and transfer times are in the
@@ -160,7 +160,7 @@ func (e *Engine) RequestBatches(id ReqID) []BatchID {
 	case 1:
 		return q.batch0[:]
 	}
-	return e.multi.At(id)
+	return e.multi.at(id)
 }
 
 // addBatch appends batch id to q's batch list. Most requests travel in one batch, kept in the
@@ -174,18 +174,17 @@ func (e *Engine) addBatch(q *Request, id BatchID) {
 	case n == 1:
 		l := e.batchArena.take(2)
 		l[0], l[1] = q.batch0[0], id
-		e.multi.Set(q.ID, l)
+		*e.multi.ref(q.ID) = l
 	default:
-		l := e.multi.At(q.ID)
-		if n < cap(l) {
-			l = append(l, id)
+		l := e.multi.ref(q.ID)
+		if n < cap(*l) {
+			*l = append(*l, id)
 		} else {
 			nb := e.batchArena.take(2 * n)
-			copy(nb, l)
+			copy(nb, *l)
 			nb[n] = id
-			l = nb[: n+1 : 2*n]
+			*l = nb[: n+1 : 2*n]
 		}
-		e.multi.Set(q.ID, l)
 	}
 	q.nBatch++
 }

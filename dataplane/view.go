@@ -13,7 +13,7 @@ func (v View) Deployment() *Deployment { return v.e.dep }
 func (v View) Req(id ReqID) *Request { return v.e.rq(id) }
 
 // Prefix returns request id's prompt prefix (Engine.Prefix).
-func (v View) Prefix(id ReqID) *Prefix { return v.e.prefix.At(id) }
+func (v View) Prefix(id ReqID) *Prefix { return v.e.prefix.at(id) }
 
 // RequestBatches returns the batches request id travelled in (Engine.RequestBatches).
 func (v View) RequestBatches(id ReqID) []BatchID { return v.e.RequestBatches(id) }
