@@ -184,7 +184,7 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 			break // reported below
 		}
 		q := e.rq(r)
-		touched ^= q.Dispatch + Time(q.held) + Time(len(q.Batches))
+		touched ^= q.Dispatch + Time(q.held) + Time(q.nBatch)
 	}
 	e.touched = touched
 	for _, r := range d.Reqs {
@@ -193,28 +193,15 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		}
 		q := e.rq(r)
 		// A request may be in two batches at once only on the branches of a DAG fan-out.
-		if q.Outcome != Pending || (q.held > 0 && !e.dep.hasFanOut(q.App)) || q.App != d.App {
+		// held is a byte (Request's layout): a fan-out wider than 255 branches is refused.
+		if q.Outcome != Pending || (q.held > 0 && (!e.dep.hasFanOut(q.App) || q.held == math.MaxUint8)) || q.App != d.App {
 			return fmt.Errorf("%w: dispatch of request %d (%v, in flight %v, app %d≠%d)", errBadDecision, r, q.Outcome, q.held, q.App, d.App)
 		}
 		q.held++
 		if q.Dispatch == Never {
 			q.Dispatch = now
 		}
-		switch n := len(q.Batches); {
-		case q.Batches == nil:
-			// Most requests travel in one batch: a 1-element slice from the arena.
-			q.Batches = e.batchArena.take(1)
-			q.Batches[0] = id
-		case n < cap(q.Batches):
-			q.Batches = append(q.Batches, id)
-		default:
-			// A re-batching policy's request (a cascade's next model): the list doubles
-			// within the arena too, instead of an allocation per request and batch.
-			nb := e.batchArena.take(2 * n)
-			copy(nb, q.Batches)
-			nb[n] = id
-			q.Batches = nb[: n+1 : 2*n]
-		}
+		e.addBatch(q, id)
 	}
 	b.Hops[0].ready = true
 	e.batches = append(e.batches, b)

@@ -6,7 +6,7 @@ package dataplane
 // (Compact retires only a prefix): CascadeServe's cocktail+ at 256 GPUs, whose one-second
 // batches pin a second of arrivals, spent a third of its time in growslice. Chunks the front
 // retires are kept (up to chunkSpares) for the back, so a run whose compaction keeps up
-// reuses the same memory.
+// reuses the same memory. T must hold no pointers (dropFront does not clear).
 type chunked[T any] struct {
 	chunks [][]T
 	head   int // index in chunks[0] of the oldest element held
@@ -46,14 +46,15 @@ func (c *chunked[T]) push(x T) {
 	c.n++
 }
 
-// dropFront forgets the k oldest elements (k ≤ len), clearing them so that what they point
-// to can be collected.
+// dropFront forgets the k oldest elements (k ≤ len). They are not cleared: T holds no
+// pointers (the engine's Request, checked by TestRequestLayout), so nothing is kept alive
+// through them, and push overwrites a slot whole; clearing was a write stream as long as the
+// table.
 func (c *chunked[T]) dropFront(k int) {
 	c.n -= k
 	for k > 0 {
 		ch := c.chunks[0]
 		m := min(k, chunkLen-c.head)
-		clear(ch[c.head : c.head+m])
 		c.head += m
 		k -= m
 		if c.head == chunkLen {

@@ -126,7 +126,7 @@ func TraceKey(r *Request) int64 {
 // the same choice for the same request of the same trace, whatever order batches complete in
 // (splitmix64).
 func EmulatedU(r *Request, st StageID) float64 {
-	x := uint64(uint32(TraceKey(r)))*0x9e3779b97f4a7c15 + uint64(uint32(st))<<20 + uint64(len(r.Batches)) + 0x632be59bd9b4e019
+	x := uint64(uint32(TraceKey(r)))*0x9e3779b97f4a7c15 + uint64(uint32(st))<<20 + uint64(r.nBatch) + 0x632be59bd9b4e019
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	x ^= x >> 31

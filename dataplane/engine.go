@@ -67,7 +67,12 @@ type Engine struct {
 	batchBase BatchID
 	cur       Event
 	// done has a bit per held request that reached its outcome (Compact reads it).
-	done       doneSet
+	done doneSet
+	// multi holds the batch lists of the requests that travelled in more than one batch, and
+	// prefix the prompt prefixes given at arrival: what the request record does not hold,
+	// so that it holds no pointers (Request).
+	multi      sideTable[[]BatchID]
+	prefix     sideTable[*Prefix]
 	reqArena   arena[ReqID]
 	hopArena   arena[Hop]
 	batchArena arena[BatchID]
@@ -198,6 +203,8 @@ func (e *Engine) Compact() {
 	if j > 0 {
 		e.reqs.dropFront(j)
 		e.reqBase += ReqID(j)
+		e.multi.forget(e.reqBase)
+		e.prefix.forget(e.reqBase)
 		e.done.forget(e.reqBase)
 	}
 }
@@ -343,7 +350,7 @@ func (e *Engine) apply(now Time, d *Decision) error {
 			return fmt.Errorf("%w: drop of request %d which is %v (in flight: %v)", errBadDecision, d.Req, r.Outcome, r.held)
 		}
 		r.Outcome = Dropped
-		r.Reason = d.Reason
+		r.reason = codeOf(d.Reason)
 		r.DropStage = d.Stage
 		r.Estimate = d.Estimate
 		r.Done = now

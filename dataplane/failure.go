@@ -138,7 +138,7 @@ func (e *Engine) lostDone(now Time, ev Event) error {
 // dropFailed drops request q, released by a failure or dispatched to a failed worker.
 func (e *Engine) dropFailed(now Time, q *Request, stage StageID) {
 	q.Outcome = Dropped
-	q.Reason = DropWorkerFailed
+	q.reason = codeOf(DropWorkerFailed)
 	q.DropStage = stage
 	q.Done = now
 	e.finished++

@@ -1,18 +1,23 @@
 package dataplane
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 )
 
-// TestRequestLayout checks the request record's layout that Request's comment describes: three
-// cache lines, with the fields each phase of a request's life reads on as few lines as it
-// can (the first for finishing a batch, the second for dispatching and emulating one).
+// TestRequestLayout checks the request record's layout that Request's comment describes: two
+// cache lines and no pointers, with the fields each phase of a request's life reads on as few
+// lines as it can (the first for finishing a batch, the second for dispatching and emulating
+// one).
 func TestRequestLayout(t *testing.T) {
 	const line = 64
 	var r Request
-	if got := unsafe.Sizeof(r); got != 3*line {
-		t.Fatalf("Request is %d bytes, want %d (three cache lines)", got, 3*line)
+	if got := unsafe.Sizeof(r); got != 2*line {
+		t.Fatalf("Request is %d bytes, want %d (two cache lines)", got, 2*line)
+	}
+	if p := pointerField(reflect.TypeOf(r), "Request"); p != "" {
+		t.Errorf("Request holds a pointer at %s: the GC would scan the request table", p)
 	}
 	var c chunked[Request]
 	c.push(Request{})
@@ -29,18 +34,59 @@ func TestRequestLayout(t *testing.T) {
 		{"Outcome", unsafe.Offsetof(r.Outcome), unsafe.Sizeof(r.Outcome), 0},
 		{"CancelRequested", unsafe.Offsetof(r.CancelRequested), unsafe.Sizeof(r.CancelRequested), 0},
 		{"held", unsafe.Offsetof(r.held), unsafe.Sizeof(r.held), 0},
+		{"nBatch", unsafe.Offsetof(r.nBatch), unsafe.Sizeof(r.nBatch), 0},
 		{"Arrival", unsafe.Offsetof(r.Arrival), unsafe.Sizeof(r.Arrival), 0},
 		{"Deadline", unsafe.Offsetof(r.Deadline), unsafe.Sizeof(r.Deadline), 0},
 		{"Done", unsafe.Offsetof(r.Done), unsafe.Sizeof(r.Done), 0},
 		{"WorkGPU", unsafe.Offsetof(r.WorkGPU), unsafe.Sizeof(r.WorkGPU), 0},
 		{"Result", unsafe.Offsetof(r.Result), unsafe.Sizeof(r.Result), 0},
 		{"Dispatch", unsafe.Offsetof(r.Dispatch), unsafe.Sizeof(r.Dispatch), 1},
-		{"Batches", unsafe.Offsetof(r.Batches), unsafe.Sizeof(r.Batches), 1},
+		{"batch0", unsafe.Offsetof(r.batch0), unsafe.Sizeof(r.batch0), 1},
 		{"Attrs.Sample", unsafe.Offsetof(r.Attrs) + unsafe.Offsetof(r.Attrs.Sample), unsafe.Sizeof(r.Attrs.Sample), 1},
 		{"Attrs.Trace", unsafe.Offsetof(r.Attrs) + unsafe.Offsetof(r.Attrs.Trace), unsafe.Sizeof(r.Attrs.Trace), 1},
 	} {
 		if first, last := tc.off/line, (tc.off+tc.size-1)/line; first != tc.line || last != tc.line {
 			t.Errorf("Request.%s spans bytes [%d, %d): lines %d–%d, want line %d only", tc.field, tc.off, tc.off+tc.size, first, last, tc.line)
+		}
+	}
+}
+
+// pointerField names the first field of t (at path) that is or holds a pointer, "" if none.
+func pointerField(t reflect.Type, path string) string {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Slice, reflect.Map, reflect.Chan,
+		reflect.Func, reflect.Interface, reflect.String:
+		return path
+	case reflect.Array:
+		return pointerField(t.Elem(), path+"[]")
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if p := pointerField(t.Field(i).Type, path+"."+t.Field(i).Name); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// TestPointerField checks the pointer finder the layout test relies on.
+func TestPointerField(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{struct{ A, B int64 }{}, ""},
+		{struct {
+			A int64
+			B [2]struct{ C string }
+		}{}, "x.B[].C"},
+		{struct{ P *int }{}, "x.P"},
+		{struct{ S []int32 }{}, "x.S"},
+		{Attrs{}, ""},
+		{Result{}, ""},
+	} {
+		if got := pointerField(reflect.TypeOf(tc.v), "x"); got != tc.want {
+			t.Errorf("pointerField(%T) = %q, want %q", tc.v, got, tc.want)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func (r *Recorder) SetTimer(at Time, key int64) {
 
 // Finish implements Effects.
 func (r *Recorder) Finish(now Time, q *Request) {
-	r.Effects = append(r.Effects, Effect{Kind: FxFinish, Now: now, Req: q.ID, Outcome: q.Outcome, Reason: q.Reason})
+	r.Effects = append(r.Effects, Effect{Kind: FxFinish, Now: now, Req: q.ID, Outcome: q.Outcome, Reason: q.Reason()})
 }
 
 // Take returns the effects recorded since the last Take and forgets them.

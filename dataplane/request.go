@@ -16,9 +16,6 @@ type Attrs struct {
 	// replayed from (0: not replayed from a trace). The simulator sets it on every arrival;
 	// `plan load` sends it to serve (TraceKey says what reads it).
 	Trace int64
-	// Prefix is what the request's prompt shares with other requests' prompts, and its id in
-	// the trace it came from; nil: nothing known (all its tokens its own).
-	Prefix *Prefix
 }
 
 // Prefix is a request's prompt identity from its trace, for automatic prefix caching
@@ -41,6 +38,10 @@ type Prefix struct {
 type Arrival struct {
 	App AppID
 	Attrs
+	// Prefix is what the request's prompt shares with other requests' prompts, and its id in
+	// the trace it came from; nil: nothing known (all its tokens its own). The engine keeps it
+	// beside the request record (Engine.Prefix).
+	Prefix *Prefix
 	// At is when the request reached the door (a wall-clock driver stamps it when the request
 	// is read off the socket, before decoding). Zero or a time after now means now. The
 	// deadline counts from At, so the policy decides from the request's true age.
@@ -72,9 +73,12 @@ func (e *Engine) Admit(now Time, a Arrival) (ReqID, error) {
 	id := e.NextRequestID()
 	e.done.add(id)
 	e.reqs.push(Request{
-		ID: id, App: a.App, Class: a.Class, Attrs: a.Attrs, Arrival: at, Deadline: dl,
+		ID: id, App: a.App, Attrs: a.Attrs, Arrival: at, Deadline: dl,
 		Dispatch: Never, FirstToken: Never, Done: Never, DropStage: NoStage,
 	})
+	if a.Prefix != nil {
+		*e.prefix.ref(id) = a.Prefix
+	}
 	return id, e.Handle(now, Event{Kind: EvArrival, Req: id})
 }
 
@@ -108,7 +112,7 @@ func (e *Engine) Cancel(now Time, id ReqID) (bool, error) {
 func (e *Engine) finishCancelled(now Time, r *Request) {
 	r.CancelRequested = true
 	r.Outcome = Dropped
-	r.Reason = DropCancelled
+	r.reason = codeOf(DropCancelled)
 	r.Done = now
 	e.finished++
 	e.done.set(r.ID)
@@ -140,4 +144,47 @@ func (e *Engine) flushCancels(now Time) error {
 	}
 	e.cancels = e.cancels[:0]
 	return nil
+}
+
+// Prefix returns request id's prompt prefix (Arrival.Prefix; nil when none was given).
+func (e *Engine) Prefix(id ReqID) *Prefix { return e.prefix.at(id) }
+
+// RequestBatches returns the batches request id travelled in, in order (read-only, and only
+// until Compact forgets the request). Per-stage start/end and transfer times are in the
+// batches' hops (Engine.Batch).
+func (e *Engine) RequestBatches(id ReqID) []BatchID {
+	q := e.rq(id)
+	switch q.nBatch {
+	case 0:
+		return nil
+	case 1:
+		return q.batch0[:]
+	}
+	return e.multi.at(id)
+}
+
+// addBatch appends batch id to q's batch list. Most requests travel in one batch, kept in the
+// record; a re-batching policy's request (a cascade's next model) gets a list in the multi
+// table, which doubles within the arena instead of an allocation per request and batch.
+func (e *Engine) addBatch(q *Request, id BatchID) {
+	n := int(q.nBatch)
+	switch {
+	case n == 0:
+		q.batch0[0] = id
+	case n == 1:
+		l := e.batchArena.take(2)
+		l[0], l[1] = q.batch0[0], id
+		*e.multi.ref(q.ID) = l
+	default:
+		l := e.multi.ref(q.ID)
+		if n < cap(*l) {
+			*l = append(*l, id)
+		} else {
+			nb := e.batchArena.take(2 * n)
+			copy(nb, *l)
+			nb[n] = id
+			*l = nb[: n+1 : 2*n]
+		}
+	}
+	q.nBatch++
 }

@@ -95,12 +95,17 @@ const (
 // Request is one inference request and its life-cycle record. The engine owns requests;
 // policies read them through View and must not modify them.
 //
-// The fields are laid out by when a run touches them, not by topic: the engine's table holds
-// requests in 192-byte records (three cache lines, the table's chunks start on a line), and
-// at scale a request is evicted between the phases of its life, so each line a phase reads is
-// a miss. The first line holds what finishing a batch reads (outcome, hold count, times, GPU
-// work, result); the second what dispatching and emulating one reads (Dispatch, Batches, the
-// attributes up to Trace); the third what drops and LLM timings read. layout_test.go checks
+// The record holds no pointers and is two cache lines (128 bytes). The engine's table holds
+// every request from the oldest unfinished one on (at 16× the cluster, half a million
+// records), and a record with pointers made the table a scanned allocation: each GC cycle
+// read the pointer words of every held record. So what points elsewhere lives beside the
+// record, in tables the engine keeps by ReqID: the batch list past the first batch
+// (Engine.RequestBatches), the prompt prefix (Engine.Prefix); the drop reason is a code into
+// a table of reason strings (Reason). The fields are laid out by when a run touches them:
+// at scale a request is evicted between the phases of its life, so each line a phase reads
+// is a miss. The first line holds what finishing a batch reads (outcome, hold count, times,
+// GPU work, result); the second what dispatching and emulating one reads (Dispatch, the
+// first batch, the attributes) and what drops and LLM timings read. layout_test.go checks
 // the offsets.
 type Request struct {
 	ID  ReqID
@@ -111,9 +116,14 @@ type Request struct {
 	// finishes it as cancelled when that batch ends. Policies may read it to stop extending
 	// its work (an LLM sequence is not scheduled for another iteration).
 	CancelRequested bool
+	// reason codes a drop's reason (Reason).
+	reason reasonCode
 	// held counts the dispatched batches the request is in (engine-owned; policies cannot
 	// drop it while > 0). Only the branches of a DAG fan-out hold a request twice.
-	held int32
+	held uint8
+	// nBatch is the number of batches the request travelled in: the first is batch0, and
+	// from the second on the whole list is in the engine's multi table.
+	nBatch int32
 	// Arrival and Deadline (= Arrival + the application's SLO unless the driver set it).
 	Arrival, Deadline Time
 	// Done is when the request reached its outcome.
@@ -125,29 +135,28 @@ type Request struct {
 	Result Result
 	// Dispatch is when the request first joined a dispatched batch (Never before).
 	Dispatch Time
-	// Batches lists every batch the request travelled in, in order. Per-stage start/end and
-	// transfer times are in the batches' hops (Engine.Batch).
-	Batches []BatchID
-	// Attrs are the attributes the driver gave at arrival.
-	Attrs Attrs
-	// Class is a free label for multi-class workloads (QLM groups, PARD priorities); it
-	// equals Attrs.Class.
-	Class int32
-	// Reason, DropStage and Estimate describe a drop: why, at which stage (NoStage = before
+	batch0   [1]BatchID
+	// DropStage and Estimate describe a drop with Reason: at which stage (NoStage = before
 	// the first stage), and the latency estimate that caused it (0 if none).
 	DropStage StageID
-	Reason    DropReason
-	Estimate  Time
+	// Attrs are the attributes the driver gave at arrival.
+	Attrs    Attrs
+	Estimate Time
 	// FirstToken is when an LLM request's first output token reached its client (Never until
 	// its policy records it with Decisions.FirstToken): TTFT = FirstToken − Arrival, TPOT =
 	// (Done − FirstToken) / (OutTokens − 1), LLM engine digest §3.
 	FirstToken Time
-	// pad rounds the record to three cache lines, so every record of the table starts on one.
-	_ [16]byte
 }
 
 // InFlight reports whether the request is inside a dispatched batch right now.
 func (r *Request) InFlight() bool { return r.held > 0 }
+
+// Reason is why a policy or the engine dropped the request ("" unless it was dropped).
+func (r *Request) Reason() DropReason { return r.reason.reason() }
+
+// NumBatches is the number of batches the request travelled in (Engine.RequestBatches lists
+// them).
+func (r *Request) NumBatches() int { return int(r.nBatch) }
 
 // Server is a machine with one NIC; every GPU of the server shares it.
 type Server struct {

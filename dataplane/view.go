@@ -12,6 +12,12 @@ func (v View) Deployment() *Deployment { return v.e.dep }
 // Req returns request id.
 func (v View) Req(id ReqID) *Request { return v.e.rq(id) }
 
+// Prefix returns request id's prompt prefix (Engine.Prefix).
+func (v View) Prefix(id ReqID) *Prefix { return v.e.prefix.at(id) }
+
+// RequestBatches returns the batches request id travelled in (Engine.RequestBatches).
+func (v View) RequestBatches(id ReqID) []BatchID { return v.e.RequestBatches(id) }
+
 // Batch returns batch id.
 func (v View) Batch(id BatchID) *Batch { return v.e.bt(id) }
 
@@ -91,9 +97,8 @@ type StageRecord struct {
 // breakdown serve reports: queueing (Dispatch − Arrival), per-stage waiting and execution,
 // and transfers.
 func (e *Engine) Trace(id ReqID) []StageRecord {
-	r := e.rq(id)
 	var out []StageRecord
-	for _, bid := range r.Batches {
+	for _, bid := range e.RequestBatches(id) {
 		if bid < e.batchBase {
 			continue // forgotten by Compact
 		}

@@ -53,7 +53,7 @@ func (d *driver) onCancel(c *call) {
 		return // answered by an abandoned generation already, or never fed
 	}
 	q := g.eng.Req(c.req)
-	queued, app := q.Dispatch == dataplane.Never && len(q.Batches) == 0, q.App
+	queued, app := q.Dispatch == dataplane.Never && q.NumBatches() == 0, q.App
 	if _, err := g.eng.Cancel(d.now, c.req); err != nil {
 		d.fail(err)
 		return
@@ -95,7 +95,7 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 		res.answeredBy = answeredBy(g.dep, t.Stages[len(t.Stages)-1].Stage)
 	}
 	switch {
-	case c.cancelled || r.Reason == dataplane.DropCancelled && r.Outcome == dataplane.Dropped:
+	case c.cancelled || r.Reason() == dataplane.DropCancelled && r.Outcome == dataplane.Dropped:
 		// Nobody waits for this answer: a request whose client left is cancelled, never
 		// completed (a batch that held it may have finished it before the cancel reached it).
 		res.status = statusCancelled
@@ -144,7 +144,7 @@ func (fx *effects) Finish(now dataplane.Time, r *dataplane.Request) {
 	default:
 		res.status = 503
 		res.outcome = "dropped"
-		res.reason = string(r.Reason)
+		res.reason = string(r.Reason())
 		res.stage = stageName(g.dep, r.DropStage)
 		res.estimate = int64(r.Estimate)
 		d.m.drop(c.model, res.stage, res.reason)
@@ -249,8 +249,8 @@ func (d *driver) abandon(g *generation, reason string) {
 		}
 		r := eng.Req(c.req)
 		stage := "queue"
-		if n := len(r.Batches); n > 0 && r.Batches[n-1] >= eng.BatchBase() {
-			b := eng.Batch(r.Batches[n-1])
+		if bs := eng.RequestBatches(c.req); len(bs) > 0 && bs[len(bs)-1] >= eng.BatchBase() {
+			b := eng.Batch(bs[len(bs)-1])
 			for _, h := range b.Hops {
 				stage = g.dep.Stages[h.Stage].Name
 				if h.End < 0 {
@@ -271,14 +271,14 @@ func (d *driver) timing(g *generation, c *call, r *dataplane.Request, now datapl
 	if r.FirstToken != dataplane.Never {
 		t.FirstTokenUs = int64(max(r.FirstToken-c.at, 1))
 	}
-	if len(r.Batches) == 0 || r.Dispatch == dataplane.Never {
+	if r.NumBatches() == 0 || r.Dispatch == dataplane.Never {
 		t.BatchWaitUs = int64(now - c.fed)
 		return t
 	}
 	eng := g.eng
 	t.BatchWaitUs = int64(r.Dispatch - c.fed)
 	prev := r.Dispatch
-	for _, bid := range r.Batches {
+	for _, bid := range eng.RequestBatches(r.ID) {
 		if bid < eng.BatchBase() {
 			continue // forgotten by Compact (an earlier batch of a re-batched request)
 		}

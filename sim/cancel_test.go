@@ -90,7 +90,7 @@ func TestCancelFraction(t *testing.T) {
 	}
 	var held, cancelled int64
 	for _, r := range s.Engine.Requests() {
-		if r.Reason == dataplane.DropCancelled {
+		if r.Reason() == dataplane.DropCancelled {
 			cancelled++
 			if r.Dispatch != dataplane.Never {
 				held++ // withdrawn in flight: finished when its batch ended
@@ -139,13 +139,13 @@ func TestExplicitCancels(t *testing.T) {
 	s, m := runCancels(t, Options{Cancels: []Cancel{{At: at - 1, Req: 2}, {At: at, Req: 0},
 		{At: 900 * dataplane.Millisecond, Req: 1}, {At: 2 * dataplane.Second, Req: 1 << 30}}})
 	r0 := s.Engine.Req(0)
-	if r0.Outcome != dataplane.Dropped || r0.Reason != dataplane.DropCancelled || r0.Dispatch != at {
-		t.Fatalf("request 0: %v %s dispatched at %d, want cancelled in flight", r0.Outcome, r0.Reason, r0.Dispatch)
+	if r0.Outcome != dataplane.Dropped || r0.Reason() != dataplane.DropCancelled || r0.Dispatch != at {
+		t.Fatalf("request 0: %v %s dispatched at %d, want cancelled in flight", r0.Outcome, r0.Reason(), r0.Dispatch)
 	}
-	if r2 := s.Engine.Req(2); r2.Reason == dataplane.DropCancelled {
+	if r2 := s.Engine.Req(2); r2.Reason() == dataplane.DropCancelled {
 		t.Fatalf("request 2 cancelled before it arrived")
 	}
-	if r1 := s.Engine.Req(1); r1.Reason == dataplane.DropCancelled {
+	if r1 := s.Engine.Req(1); r1.Reason() == dataplane.DropCancelled {
 		t.Fatalf("request 1 finished long before its cancel and was still cancelled")
 	}
 	if m.Total.Cancelled != 1 {

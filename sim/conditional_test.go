@@ -57,7 +57,7 @@ func TestConditionalModules(t *testing.T) {
 					t.Fatalf("request %d never finished", r.ID)
 				}
 				total++
-				for _, b := range r.Batches {
+				for _, b := range s.Engine.RequestBatches(r.ID) {
 					for _, h := range s.Engine.Batch(b).Hops {
 						if dep.Stages[h.Stage].Name == tc.watch {
 							visited++

@@ -32,7 +32,7 @@ func TestWorkerFailure(t *testing.T) {
 						Failures: []Failure{{Worker: w, At: at, Until: until}},
 						OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
 							finished[r.ID]++
-							if r.Reason == dataplane.DropWorkerFailed {
+							if r.Reason() == dataplane.DropWorkerFailed {
 								failed++
 								if r.Done < at || r.Done >= until {
 									t.Errorf("request %d dropped as worker-failed at %d µs, outside the failure", r.ID, r.Done)

@@ -104,12 +104,12 @@ func (c *collector) finish(r *dataplane.Request) {
 		}
 	case dataplane.Dropped:
 		a.wasted += r.WorkGPU
-		if r.Reason == dataplane.DropCancelled {
+		if r.Reason() == dataplane.DropCancelled {
 			a.cancelled++
 			return
 		}
 		a.dropped++
-		a.drops[dropKey{r.DropStage, r.Reason}]++
+		a.drops[dropKey{r.DropStage, r.Reason()}]++
 	}
 }
 

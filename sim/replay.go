@@ -20,7 +20,9 @@ type ExactReplay struct {
 	// times and attrs are each application's arrivals in order; rows their trace indices.
 	times [][]dataplane.Time
 	attrs [][]dataplane.Attrs
-	rows  [][]int
+	// prefixes are the arrivals' prompt prefixes, parallel to attrs (nil: the trace has none).
+	prefixes [][]*dataplane.Prefix
+	rows     [][]int
 	// span is the last request's time.
 	span dataplane.Time
 }
@@ -41,17 +43,18 @@ func NewExactReplay(name string, t *formats.Trace, dep *dataplane.Deployment, cl
 		return nil, err
 	}
 	n := len(dep.Apps)
-	x := &ExactReplay{Name: name, times: make([][]dataplane.Time, n), attrs: make([][]dataplane.Attrs, n), rows: make([][]int, n)}
+	x := &ExactReplay{Name: name, times: make([][]dataplane.Time, n), attrs: make([][]dataplane.Attrs, n), prefixes: make([][]*dataplane.Prefix, n), rows: make([][]int, n)}
 	for _, r := range reqs {
 		x.times[r.Class] = append(x.times[r.Class], r.T)
-		x.attrs[r.Class] = append(x.attrs[r.Class], dataplane.Attrs{InTokens: r.In, OutTokens: r.Out, Prefix: tracePrefix(t, r.Row)})
+		x.attrs[r.Class] = append(x.attrs[r.Class], dataplane.Attrs{InTokens: r.In, OutTokens: r.Out})
+		x.prefixes[r.Class] = append(x.prefixes[r.Class], tracePrefix(t, r.Row))
 		x.rows[r.Class] = append(x.rows[r.Class], r.Row)
 		x.span = r.T
 	}
 	return x, nil
 }
 
-// tracePrefix is trace row i's id and prompt sharing (Attrs.Prefix), nil when it has none.
+// tracePrefix is trace row i's id and prompt sharing (Arrival.Prefix), nil when it has none.
 func tracePrefix(t *formats.Trace, i int) *dataplane.Prefix {
 	r := &t.Requests[i]
 	if r.ID == "" && r.PrefixGroup == "" && len(r.Hashes()) == 0 {
@@ -126,6 +129,14 @@ func (x *ExactReplay) attr(a dataplane.AppID, n int64) dataplane.Attrs {
 	return dataplane.Attrs{}
 }
 
+// prefix is application a's n-th arrival's prompt prefix.
+func (x *ExactReplay) prefix(a dataplane.AppID, n int64) *dataplane.Prefix {
+	if n < int64(len(x.prefixes[a])) {
+		return x.prefixes[a][n]
+	}
+	return nil
+}
+
 // newReplaySim is newPointSimCompact for an exact replay: the trace's own arrivals, classes
 // and tokens, over the window that holds its last arrival at load.
 func newReplaySim(cfg *SweepConfig, pol dataplane.Policy, load float64, compact bool) (*Sim, error) {
@@ -137,7 +148,7 @@ func newReplaySim(cfg *SweepConfig, pol dataplane.Policy, load float64, compact 
 	n := x.Requests()
 	opts := Options{
 		Duration: window, Seed: PointSeed(cfg.Seed, load, -1), Jitter: cfg.Jitter, ExpectedRequests: n + 16,
-		Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup, LLM: cfg.LLM, Attrs: x.attr,
+		Failures: cfg.Failures, CancelFraction: cfg.CancelFraction, Warmup: cfg.Warmup, LLM: cfg.LLM, Attrs: x.attr, Prefix: x.prefix,
 	}
 	if compact {
 		CompactAsSweeps(&opts)

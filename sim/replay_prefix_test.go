@@ -8,7 +8,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 )
 
-// TestReplayCarriesPrefix: a replayed request's Attrs.Prefix holds its trace id and what its
+// TestReplayCarriesPrefix: a replayed request's Arrival.Prefix holds its trace id and what its
 // prompt shares (group and prefix tokens, or hash ids with the trace's block size); a request
 // with neither has none.
 func TestReplayCarriesPrefix(t *testing.T) {
@@ -30,7 +30,7 @@ func TestReplayCarriesPrefix(t *testing.T) {
 			app = dataplane.AppID(a)
 		}
 	}
-	got := []*dataplane.Prefix{x.attr(app, 0).Prefix, x.attr(app, 1).Prefix, x.attr(app, 2).Prefix}
+	got := []*dataplane.Prefix{x.prefix(app, 0), x.prefix(app, 1), x.prefix(app, 2)}
 	if p := got[0]; p == nil || p.ID != "a" || p.Group != "sys" || p.GroupTokens != 512 || p.HashIDs != nil {
 		t.Fatalf("request 0: prefix %+v", p)
 	}

@@ -44,7 +44,7 @@ func timeline(s *Sim) string {
 	for _, r := range s.Engine.Requests() {
 		fmt.Fprintf(&b, "r%d %s", r.ID, r.Outcome)
 		if r.Outcome == dataplane.Dropped {
-			fmt.Fprintf(&b, " (%s) at %s\n", r.Reason, ms(r.Done))
+			fmt.Fprintf(&b, " (%s) at %s\n", r.Reason(), ms(r.Done))
 		} else {
 			fmt.Fprintf(&b, " at %s\n", ms(r.Done))
 		}

@@ -43,6 +43,9 @@ type Options struct {
 	// an LLM request, the validation sample a cascade request stands for). It must be a
 	// deterministic function of its arguments and the system's own seed.
 	Attrs func(a dataplane.AppID, n int64) dataplane.Attrs
+	// Prefix, when set, gives the prompt prefix of application a's n-th arrival
+	// (Arrival.Prefix), under the same rules as Attrs.
+	Prefix func(a dataplane.AppID, n int64) *dataplane.Prefix
 	// Failures are worker failures to inject (EvWorkerDown at At, EvWorkerUp at Until).
 	Failures []Failure
 	// CancelFraction, when > 0, withdraws about that share of the requests (Engine.Cancel):
@@ -226,6 +229,9 @@ func (s *Sim) Run() (*Metrics, error) {
 			if s.opts.Attrs != nil {
 				arr.Attrs = s.opts.Attrs(a, s.arrivals[a])
 			}
+			if s.opts.Prefix != nil {
+				arr.Prefix = s.opts.Prefix(a, s.arrivals[a])
+			}
 			if arr.Attrs.Trace == 0 {
 				arr.Attrs.Trace = s.arrivals[a] + 1
 			}
@@ -282,13 +288,13 @@ func (s *Sim) emulate(ev dataplane.Event) {
 		return // Deployment.Emulated has no result for st
 	}
 	// Read every request first, both lines of its record this batch's end uses (the draw's
-	// Attrs and Batches, then the result and outcome the engine writes): the loads do not
+	// Attrs and batch count, then the result and outcome the engine writes): the loads do not
 	// depend on each other, so at scale, where each record is a cache miss, the misses
 	// overlap instead of coming one per request, and the loop below finds them in cache.
 	var touched float64
 	for _, id := range b.Reqs {
 		q := s.Engine.Req(id)
-		touched += q.WorkGPU + float64(q.Attrs.Trace+int64(len(q.Batches)))
+		touched += q.WorkGPU + float64(q.Attrs.Trace+int64(q.NumBatches()))
 	}
 	s.touched = touched
 	for _, id := range b.Reqs {

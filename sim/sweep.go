@@ -70,7 +70,7 @@ func (cfg *SweepConfig) traceName() string {
 // record is r's line of --requests-out.
 func (cfg *SweepConfig) record(load float64, r *rt.Request) RequestRecord {
 	rec := RequestRecord{Load: load, ID: int64(r.ID), Class: cfg.Dep.Apps[r.App].Name, ArrivalUs: int64(r.Arrival), DoneUs: int64(r.Done),
-		Outcome: r.Outcome.String(), Reason: string(r.Reason), InputTokens: r.Attrs.InTokens, OutputTokens: r.Attrs.OutTokens}
+		Outcome: r.Outcome.String(), Reason: string(r.Reason()), InputTokens: r.Attrs.InTokens, OutputTokens: r.Attrs.OutTokens}
 	if r.FirstToken != rt.Never {
 		ft := int64(r.FirstToken)
 		rec.FirstTokenUs = &ft

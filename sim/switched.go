@@ -234,7 +234,7 @@ func (r *Switched) run(k int, seg *SwitchedSegment) ([]SpanCount, error) {
 	opts := sr.Options
 	user := opts.OnFinish
 	opts.OnFinish = func(now dataplane.Time, q *dataplane.Request) {
-		if q.Outcome == dataplane.Dropped && q.Reason == dataplane.DropCancelled {
+		if q.Outcome == dataplane.Dropped && q.Reason() == dataplane.DropCancelled {
 			return // withdrawn: not counted, as the metrics do not
 		}
 		met := int64(0)

@@ -204,8 +204,8 @@ func (d *data) replay(plan *formats.Plan, rp replay, qps []float64) (Served, err
 			dropped := r.Outcome == dataplane.Dropped
 			lat := float64(r.Done-r.Arrival) / 1000
 			ok := false
-			if !dropped && len(r.Batches) > 0 {
-				b := s.Engine.Batch(r.Batches[len(r.Batches)-1])
+			if bs := s.Engine.RequestBatches(r.ID); !dropped && len(bs) > 0 {
+				b := s.Engine.Batch(bs[len(bs)-1])
 				m := modelOf[dep.Stages[b.Hops[len(b.Hops)-1].Stage].Model]
 				ok = d.test.Correct[m][dpc.SampleOf(r, int64(d.test.N))]
 			}

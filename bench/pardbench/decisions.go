@@ -47,7 +47,7 @@ func decisionTrace(e *dataplane.Engine, stages []dataplane.StageID, sink datapla
 		r := &reqs[i]
 		bad := r.Outcome == dataplane.Dropped || r.Outcome == dataplane.Late
 		ready := map[dataplane.StageID]dataplane.Time{}
-		for _, b := range r.Batches {
+		for _, b := range e.RequestBatches(r.ID) {
 			bt := &batches[b]
 			h := &bt.Hops[0]
 			k, ok := idx[h.Stage]

@@ -33,7 +33,7 @@ func toy(t *testing.T, policy string, slo dataplane.Time, mods []ModuleToy, arri
 	for _, r := range e.Requests() {
 		line := fmt.Sprintf("r%d %s", r.ID, r.Outcome)
 		if r.Outcome == dataplane.Dropped {
-			line += fmt.Sprintf(" at %s (%s, estimate %gms)", dep.Stages[r.DropStage].Name, r.Reason, math.Round(float64(r.Estimate)/100)/10)
+			line += fmt.Sprintf(" at %s (%s, estimate %gms)", dep.Stages[r.DropStage].Name, r.Reason(), math.Round(float64(r.Estimate)/100)/10)
 		} else {
 			line += fmt.Sprintf(" in %gms", float64(r.Done-r.Arrival)/1000)
 		}

@@ -162,13 +162,13 @@ func PipelineOutcome(e *dataplane.Engine, secs int) *PipelineMetrics {
 			m.Dropped++
 			bad += r.WorkGPU
 			counts[r.DropStage]++
-			m.Reasons[string(r.Reason)]++
+			m.Reasons[string(r.Reason())]++
 		}
 		// Queueing + batch wait per module: from the input's arrival at the module (the
 		// request's arrival, or the end of the transfer that brought it) to the start of
 		// its batch. For a merge the later branch counts (L_pre ends when it arrives).
 		ready := map[dataplane.StageID]dataplane.Time{}
-		for _, b := range r.Batches {
+		for _, b := range e.RequestBatches(r.ID) {
 			bt := &batches[b]
 			h := &bt.Hops[0]
 			at := r.Arrival

@@ -67,7 +67,7 @@ func (d *cancelDriver) SetTimer(at dataplane.Time, key int64) {
 
 func (d *cancelDriver) Finish(_ dataplane.Time, r *dataplane.Request) {
 	d.finished[r.ID]++
-	if r.Reason == dataplane.DropCancelled {
+	if r.Reason() == dataplane.DropCancelled {
 		d.cancelled[r.ID] = true
 	}
 }
@@ -195,7 +195,7 @@ func TestCancel(t *testing.T) {
 				r := &reqs[i]
 				_, withdrawn := cancelAt[int(r.ID)]
 				switch {
-				case r.Reason == dataplane.DropCancelled && !withdrawn:
+				case r.Reason() == dataplane.DropCancelled && !withdrawn:
 					t.Fatalf("request %d cancelled but never withdrawn", r.ID)
 				case withdrawn && r.Outcome != dataplane.Dropped && r.Dispatch > cancelAt[int(r.ID)]:
 					t.Fatalf("request %d withdrawn at %d, dispatched at %d and %v", r.ID, cancelAt[int(r.ID)], r.Dispatch, r.Outcome)

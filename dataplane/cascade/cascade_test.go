@@ -72,9 +72,9 @@ func run(t *testing.T, dep *dataplane.Deployment, name string, params map[string
 		if r.Outcome == dataplane.Pending || finished[r.ID] != 1 {
 			t.Fatalf("request %d: outcome %v, finished %d times", r.ID, r.Outcome, finished[r.ID])
 		}
-		if r.Outcome == dataplane.Dropped && r.Reason != dataplane.DropAdmission && r.Reason != dataplane.DropDeadline {
+		if r.Outcome == dataplane.Dropped && r.Reason() != dataplane.DropAdmission && r.Reason() != dataplane.DropDeadline {
 			// CascadeServe drops only what it cannot serve on time (shed.go).
-			t.Fatalf("request %d dropped as %s: CascadeServe drops only for admission or deadline", r.ID, r.Reason)
+			t.Fatalf("request %d dropped as %s: CascadeServe drops only for admission or deadline", r.ID, r.Reason())
 		}
 	}
 	return s, m, pol.(*dpc.Policy)

@@ -73,7 +73,7 @@ func TestCocktail(t *testing.T) {
 			s, err = sim.New(dep, pol, []sim.Source{steps(rates)}, sim.Options{Duration: 16 * dataplane.Second, Seed: 1,
 				OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
 					finished[r.ID]++
-					for _, id := range r.Batches {
+					for _, id := range s.Engine.RequestBatches(r.ID) {
 						if h := s.Engine.Batch(id).Hops[0]; h.Worker == 1 && (join < 0 || h.Start < join) {
 							join = h.Start
 						}

@@ -89,8 +89,8 @@ func TestWorkerFailure(t *testing.T) {
 					if r.Outcome != dataplane.Dropped {
 						return
 					}
-					if r.Reason != dataplane.DropWorkerFailed {
-						t.Errorf("request %d dropped (%s): only a failure drops", r.ID, r.Reason)
+					if r.Reason() != dataplane.DropWorkerFailed {
+						t.Errorf("request %d dropped (%s): only a failure drops", r.ID, r.Reason())
 					}
 					failed++
 					if r.Done < at || r.Done >= end {

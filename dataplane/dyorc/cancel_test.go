@@ -60,7 +60,7 @@ func (d *cancelDriver) SetTimer(at dataplane.Time, key int64) {
 
 func (d *cancelDriver) Finish(_ dataplane.Time, r *dataplane.Request) {
 	d.finished[r.ID]++
-	if r.Reason == dataplane.DropCancelled {
+	if r.Reason() == dataplane.DropCancelled {
 		d.cancelled[r.ID] = true
 	}
 }
@@ -202,7 +202,7 @@ func TestCancel(t *testing.T) {
 			reqs := e.Requests()
 			for i := range reqs {
 				r := &reqs[i]
-				if _, withdrawn := cancelAt[int(r.ID)]; r.Reason == dataplane.DropCancelled && !withdrawn {
+				if _, withdrawn := cancelAt[int(r.ID)]; r.Reason() == dataplane.DropCancelled && !withdrawn {
 					t.Fatalf("request %d cancelled, never withdrawn", r.ID)
 				}
 				if r.Outcome == dataplane.Completed || r.Outcome == dataplane.Late {

@@ -206,7 +206,7 @@ func NewDeployment(w *Workflow, c Cluster, warm [][]int, net Net) (*dataplane.De
 func (m *Meta) emulate(st *dataplane.Stage, r *dataplane.Request, u float64) dataplane.Result {
 	res := dataplane.Result{Label: -1}
 	a := &m.W.Apps[r.App]
-	done := len(r.Batches) - 1 // service calls finished, this one included
+	done := r.NumBatches() - 1 // service calls finished, this one included
 	var next int
 	if r.Attrs.Sample != 0 {
 		p := a.Path(SampleRNG(int(r.App), r.Attrs.Sample))

@@ -36,12 +36,17 @@ func (a *App) Candidates(cur, round int) []int {
 // workflow's probabilities play no part: the model decides, as the paper's workflows branch
 // on what a component answered (DyOrc §2.1: a guard on an output, an LLM choosing a tool).
 func (m *Meta) route(st *dataplane.Stage, r *dataplane.Request, out dataplane.Result) dataplane.Result {
-	a := &m.W.Apps[r.App]
+	return m.routeAt(st, r.App, r.NumBatches(), out)
+}
+
+// routeAt is route for a request of app in its visits-th batch (the one just ended).
+func (m *Meta) routeAt(st *dataplane.Stage, app dataplane.AppID, visits int, out dataplane.Result) dataplane.Result {
+	a := &m.W.Apps[app]
 	node, round := -1, 0
 	if st.Index >= 0 && st.Model != "" {
 		node = st.Index
 		if a.Loop != nil {
-			round = (len(r.Batches) - 1) / max(len(a.Loop.Body), 1)
+			round = (visits - 1) / max(len(a.Loop.Body), 1)
 		}
 	}
 	c := a.Candidates(node, round)

@@ -91,11 +91,9 @@ func TestRoute(t *testing.T) {
 		}
 	}
 	di, d := appNamed(t, w, "debate")
-	r := &dataplane.Request{App: dataplane.AppID(di)}
 	agent := &dataplane.Stage{Index: 0, Model: w.Services[d.Nodes[0].Svc].Name}
 	for round := 0; round < d.Loop.MaxIter; round++ {
-		r.Batches = append(r.Batches, 0)
-		res := m.route(agent, r, dataplane.Result{Label: 0})
+		res := m.routeAt(agent, dataplane.AppID(di), round+1, dataplane.Result{Label: 0})
 		if last := round == d.Loop.MaxIter-1; res.Exit != last {
 			t.Errorf("round %d: exit %v, want %v (max_iter %d)", round, res.Exit, last, d.Loop.MaxIter)
 		}

@@ -54,7 +54,12 @@ func (m *Meta) work(st *dataplane.Stage, reqs []*dataplane.Request, nominal data
 // draw afresh) alone, salted apart from the branch draw (dataplane.EmulatedU) so that a
 // long output does not also pick the branch (splitmix64).
 func workFactor(r *dataplane.Request, st *dataplane.Stage, s float64) float64 {
-	x := uint64(dataplane.TraceKey(r))*0xbf58476d1ce4e5b9 + uint64(st.App)<<40 + uint64(uint32(st.Index))<<20 + uint64(len(r.Batches)) + 0x9e3779b97f4a7c15
+	return workFactorAt(dataplane.TraceKey(r), r.NumBatches(), st, s)
+}
+
+// workFactorAt is workFactor for the request of trace key key in its visits-th batch.
+func workFactorAt(key int64, visits int, st *dataplane.Stage, s float64) float64 {
+	x := uint64(key)*0xbf58476d1ce4e5b9 + uint64(st.App)<<40 + uint64(uint32(st.Index))<<20 + uint64(visits) + 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	x ^= x >> 31

@@ -104,8 +104,10 @@ func TestWorkFactorDistribution(t *testing.T) {
 	if workFactor(a, st, 0.5) != workFactor(b, st, 0.5) {
 		t.Error("two requests with the same trace key but other IDs drew different factors")
 	}
-	b.Batches = append(b.Batches, 1)
-	if workFactor(a, st, 0.5) == workFactor(b, st, 0.5) {
+	if workFactor(a, st, 0.5) != workFactorAt(dataplane.TraceKey(a), 0, st, 0.5) {
+		t.Error("workFactor is not workFactorAt of the request's key and batch count")
+	}
+	if workFactor(a, st, 0.5) == workFactorAt(dataplane.TraceKey(b), 1, st, 0.5) {
 		t.Error("a later visit of the same stage drew the same factor")
 	}
 	if u := dataplane.EmulatedU(a, 0); workFactor(a, &dataplane.Stage{}, 0.5) == 1+0.5*(2*u-1) {

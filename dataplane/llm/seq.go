@@ -21,7 +21,7 @@ type Seq struct {
 	TTFT dataplane.Time
 	// Tag is the scheduler policy's own per-request data (QLM: its request group).
 	Tag any
-	// Prefix is what its prompt shares with others' (the trace's, dataplane.Attrs.Prefix;
+	// Prefix is what its prompt shares with others' (the trace's, dataplane.Arrival.Prefix;
 	// nil: all its tokens its own): the engine's prefix cache names its blocks by it.
 	Prefix *dataplane.Prefix
 

@@ -71,8 +71,8 @@ func TestDoor(t *testing.T) {
 	if q := v.Req(r0); q.Outcome != dataplane.Completed {
 		t.Errorf("r0: %v", q.Outcome)
 	}
-	if q := v.Req(r1); q.Outcome != dataplane.Dropped || q.Reason != DropEstimate {
-		t.Errorf("r1, admitted while the door was closed: %v (%s), want dropped (%s)", q.Outcome, q.Reason, DropEstimate)
+	if q := v.Req(r1); q.Outcome != dataplane.Dropped || q.Reason() != DropEstimate {
+		t.Errorf("r1, admitted while the door was closed: %v (%s), want dropped (%s)", q.Outcome, q.Reason(), DropEstimate)
 	}
 
 	for _, name := range []string{"nexus", "clipper++"} {

@@ -84,7 +84,7 @@ func TestWorkerFailure(t *testing.T) {
 					Failures: []sim.Failure{{Worker: w, At: at, Until: tc.until}},
 					OnFinish: func(now dataplane.Time, r *dataplane.Request) {
 						finished[r.ID]++
-						if r.Reason == dataplane.DropWorkerFailed {
+						if r.Reason() == dataplane.DropWorkerFailed {
 							failed++
 							// On a DAG branch the drop decided in the outage is issued at the
 							// merge, once the sibling branch got there (maybe after recovery).

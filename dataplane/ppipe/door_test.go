@@ -30,8 +30,8 @@ func TestDoor(t *testing.T) {
 	}
 	// Sound: the same request admitted anyway is dropped by the dispatcher, for that reason.
 	id := mustArrive(t, e, 0)
-	if r := v.Req(id); r.Outcome != dataplane.Dropped || r.Reason != reason {
-		t.Errorf("a request admitted while the door was closed (%s): %v %q", reason, r.Outcome, r.Reason)
+	if r := v.Req(id); r.Outcome != dataplane.Dropped || r.Reason() != reason {
+		t.Errorf("a request admitted while the door was closed (%s): %v %q", reason, r.Outcome, r.Reason())
 	}
 	// At retry, the same reservations let a fresh arrival through; asking changes nothing.
 	stats = p.Stats()

@@ -86,7 +86,7 @@ func runOverload(t testing.TB, dep *dataplane.Deployment, c qlmsec.LLMClass, pol
 		OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
 			o.offered++
 			switch {
-			case r.Outcome == dataplane.Dropped && r.Reason == DropWouldBeLate:
+			case r.Outcome == dataplane.Dropped && r.Reason() == DropWouldBeLate:
 				o.refused++
 				if o.retryAfter == nil {
 					o.retryAfter = map[int64]int{}

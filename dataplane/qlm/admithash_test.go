@@ -63,7 +63,7 @@ func runAdmitOne(t testing.TB, dep *dataplane.Deployment, c qlmsec.LLMClass, p d
 	s, err := sim.New(dep, p, []sim.Source{&sim.Times{T: at}}, sim.Options{Duration: at[len(at)-1] + 400*dataplane.Second,
 		Attrs: func(_ dataplane.AppID, k int64) dataplane.Attrs { return attrs[k] },
 		OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
-			if r.Outcome == dataplane.Dropped && r.Reason == DropWouldBeLate {
+			if r.Outcome == dataplane.Dropped && r.Reason() == DropWouldBeLate {
 				refused++
 			}
 		}})
@@ -91,7 +91,7 @@ func runAdmitMixed(t testing.TB, dep *dataplane.Deployment, p dataplane.Policy, 
 	refused := 0
 	s, err := sim.New(dep, p, srcs, sim.Options{Duration: d, Seed: 1,
 		OnFinish: func(_ dataplane.Time, r *dataplane.Request) {
-			if r.Outcome == dataplane.Dropped && r.Reason == DropWouldBeLate {
+			if r.Outcome == dataplane.Dropped && r.Reason() == DropWouldBeLate {
 				refused++
 			}
 		}})

@@ -172,8 +172,8 @@ func TestCancelWaitingAndRunning(t *testing.T) {
 			d.untilIdle(t, 10*(60*dataplane.Second))
 			for _, id := range []dataplane.ReqID{waiting[0], gone} {
 				r := eng.Req(id)
-				if r.Outcome != dataplane.Dropped || r.Reason != dataplane.DropCancelled {
-					t.Errorf("request %d: %v %q, want dropped as cancelled", id, r.Outcome, r.Reason)
+				if r.Outcome != dataplane.Dropped || r.Reason() != dataplane.DropCancelled {
+					t.Errorf("request %d: %v %q, want dropped as cancelled", id, r.Outcome, r.Reason())
 				}
 			}
 			if n := len(d.starts[waiting[0]]); n != 0 {
@@ -219,8 +219,8 @@ func TestTooLargeDroppedAtArrival(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := eng.Req(big); r.Outcome != dataplane.Dropped || r.Reason != DropTooLarge {
-				t.Errorf("the large request: %v %q, want dropped as %s at arrival", r.Outcome, r.Reason, DropTooLarge)
+			if r := eng.Req(big); r.Outcome != dataplane.Dropped || r.Reason() != DropTooLarge {
+				t.Errorf("the large request: %v %q, want dropped as %s at arrival", r.Outcome, r.Reason(), DropTooLarge)
 			}
 			d.untilIdle(t, 10*(60*dataplane.Second))
 			if o := eng.Req(small).Outcome; o != dataplane.Completed {
@@ -317,10 +317,10 @@ func TestDropLate(t *testing.T) {
 				switch {
 				case r.Outcome == dataplane.Late:
 					late++
-				case r.Outcome == dataplane.Dropped && r.Reason == dataplane.DropDeadline && on:
+				case r.Outcome == dataplane.Dropped && r.Reason() == dataplane.DropDeadline && on:
 					dropped++
 				case r.Outcome == dataplane.Dropped:
-					t.Errorf("drop_late=%v: request %d dropped: %s", on, r.ID, r.Reason)
+					t.Errorf("drop_late=%v: request %d dropped: %s", on, r.ID, r.Reason())
 				}
 			}})
 		if err != nil {

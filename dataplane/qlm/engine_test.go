@@ -224,8 +224,8 @@ func TestCancelDuringOutputDelay(t *testing.T) {
 				t.Fatalf("cancel: %v %v", ok, err)
 			}
 			d.untilIdle(t, 10*dataplane.Second)
-			if r := eng.Req(a); r.Outcome != dataplane.Dropped || r.Reason != dataplane.DropCancelled {
-				t.Errorf("a: %v %q, want dropped as cancelled", r.Outcome, r.Reason)
+			if r := eng.Req(a); r.Outcome != dataplane.Dropped || r.Reason() != dataplane.DropCancelled {
+				t.Errorf("a: %v %q, want dropped as cancelled", r.Outcome, r.Reason())
 			}
 			if r := eng.Req(b); r.Outcome != dataplane.Completed {
 				t.Errorf("b: %v, want completed", r.Outcome)

@@ -60,7 +60,7 @@ func TestInstanceFailover(t *testing.T) {
 			reqs, p, eng := failoverRun(t, pol, failAt, 0, [2]string{"m", "m"})
 			for _, r := range reqs {
 				if r.Outcome != dataplane.Completed {
-					t.Errorf("request %d: %v (%s); want completed on the live instance", r.ID, r.Outcome, r.Reason)
+					t.Errorf("request %d: %v (%s); want completed on the live instance", r.ID, r.Outcome, r.Reason())
 				}
 			}
 			if p.stats.Failovers != 1 || p.stats.Rerouted == 0 {
@@ -95,7 +95,7 @@ func TestInstanceRecovers(t *testing.T) {
 	reqs, p, _ := failoverRun(t, PolicyQLM, 30*dataplane.Millisecond, 2*dataplane.Second, [2]string{"m", "n"})
 	for _, r := range reqs {
 		if r.Outcome != dataplane.Completed {
-			t.Errorf("request %d: %v (%s)", r.ID, r.Outcome, r.Reason)
+			t.Errorf("request %d: %v (%s)", r.ID, r.Outcome, r.Reason())
 		}
 	}
 	if p.stats.ModelSwaps == 0 {
@@ -155,7 +155,7 @@ func TestFailoverBundledPlan(t *testing.T) {
 			}
 			for _, r := range s.Engine.Requests() {
 				if r.Outcome == dataplane.Dropped || r.Outcome == dataplane.Pending {
-					t.Errorf("request %d: %v %s", r.ID, r.Outcome, r.Reason)
+					t.Errorf("request %d: %v %s", r.ID, r.Outcome, r.Reason())
 				}
 			}
 			if st := p.(*Policy).Stats(); st.Failovers != 1 {

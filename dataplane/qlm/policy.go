@@ -410,7 +410,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 func (p *Policy) newSeq(r *dataplane.Request) *seq {
 	c := &p.class[r.App]
 	s := &seq{ID: r.ID, App: r.App, Model: c.Model, Prompt: int(r.Attrs.InTokens), Out: int(r.Attrs.OutTokens),
-		Deadline: r.Deadline, Arrival: r.Arrival, Inst: -1, Prio: r.Attrs.Priority, Prefix: r.Attrs.Prefix}
+		Deadline: r.Deadline, Arrival: r.Arrival, Inst: -1, Prio: r.Attrs.Priority, Prefix: p.view.Prefix(r.ID)}
 	if s.Prompt <= 0 {
 		s.Prompt = llm.DrawTokens(c.In, uint64(r.ID), llm.SaltPrompt)
 	}

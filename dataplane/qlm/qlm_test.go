@@ -121,7 +121,7 @@ func runEngine(t *testing.T, pol string, prof formats.LLMProfile, reqs []engineR
 		OnFinish: func(now dataplane.Time, r *dataplane.Request) {
 			done[r.ID] = now - r.Arrival
 			if r.Outcome == dataplane.Dropped {
-				reason[r.ID] = r.Reason
+				reason[r.ID] = r.Reason()
 			}
 			if r.FirstToken != dataplane.Never {
 				first[r.ID] = r.FirstToken - r.Arrival
@@ -198,8 +198,8 @@ func TestEveryRequestFinishesOnce(t *testing.T) {
 						t.Errorf("request %d finished %d times", id, c)
 					}
 					r := s.Engine.Req(id)
-					if o := r.Outcome; o != dataplane.Completed && o != dataplane.Late && (admit == "all" || r.Reason != DropWouldBeLate) {
-						t.Errorf("request %d: outcome %v (%s)", id, o, r.Reason)
+					if o := r.Outcome; o != dataplane.Completed && o != dataplane.Late && (admit == "all" || r.Reason() != DropWouldBeLate) {
+						t.Errorf("request %d: outcome %v (%s)", id, o, r.Reason())
 					}
 				}
 				_ = m

@@ -156,7 +156,7 @@ func TestFastStepMatchesFullWithCancels(t *testing.T) {
 				if r.Outcome == dataplane.Pending {
 					t.Errorf("%s: request %d never finished", name, r.ID)
 				}
-				if r.Reason == dataplane.DropCancelled {
+				if r.Reason() == dataplane.DropCancelled {
 					cancelled++
 				}
 			}

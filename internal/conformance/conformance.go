@@ -247,12 +247,12 @@ func (k *checker) finish(now dataplane.Time, r *dataplane.Request) {
 	switch {
 	case r.Outcome == dataplane.Pending:
 		k.note(violation("request %d finished while pending", r.ID))
-	case r.Outcome == dataplane.Dropped && r.Reason == "":
+	case r.Outcome == dataplane.Dropped && r.Reason() == "":
 		k.note(violation("request %d dropped without a reason", r.ID))
 	case r.Done < r.Arrival:
 		k.note(violation("request %d done at %d before its arrival at %d", r.ID, r.Done, r.Arrival))
 	}
-	if r.Reason == dataplane.DropCancelled {
+	if r.Reason() == dataplane.DropCancelled {
 		// Withdrawn, which done checks (Finish of a queued request comes inside Cancel,
 		// before OnCancel says it was withdrawn).
 		k.asCancelled[r.ID] = true

@@ -101,7 +101,7 @@ func (d *Driver) SetTimer(at dataplane.Time, key int64) {
 // Finish implements dataplane.Effects.
 func (d *Driver) Finish(_ dataplane.Time, r *dataplane.Request) {
 	d.Finished[r.ID]++
-	d.Outcome[r.ID] = fmt.Sprintf("%v/%s", r.Outcome, r.Reason)
+	d.Outcome[r.ID] = fmt.Sprintf("%v/%s", r.Outcome, r.Reason())
 	delete(d.cancelled, r.ID)
 }
 

@@ -3,7 +3,7 @@ package prefixcache
 import "github.com/plan-dev/plan/dataplane"
 
 // PromptOf is the Prompt of a request of inputTokens prompt tokens whose trace said prefix
-// (dataplane.Attrs.Prefix; nil: every token its own), with unique (UniqueID) naming its own
+// (dataplane.Arrival.Prefix; nil: every token its own), with unique (UniqueID) naming its own
 // tokens. A trace's group name becomes GroupID(name); Mooncake hash ids keep their block
 // size.
 func PromptOf(inputTokens int, prefix *dataplane.Prefix, unique uint64) Prompt {

@@ -246,7 +246,7 @@ func TestBlockHashes(t *testing.T) {
 	}
 }
 
-// TestPromptOf: a replayed request's Attrs.Prefix names the same blocks as the trace row it
+// TestPromptOf: a replayed request's Arrival.Prefix names the same blocks as the trace row it
 // came from: a group shares floor(prefix/bs) blocks with its group, hash ids their ids' blocks.
 func TestPromptOf(t *testing.T) {
 	const bs = 16
