@@ -80,10 +80,15 @@ type Options struct {
 	// workload's rate_rps, else the NP estimate). Recorded as provenance option arrival_rate.
 	ArrivalRate float64
 	// Replicas is how many pipelines may share one GPU-type sequence (each with its own
-	// cuts, slices and batch): 0 or 1 = one (the paper), n > 1 = n, -1 = K^{P−D} as in the
-	// authors' code. Replicas raise throughput and shrink the MILP's gap (the LP relaxation
-	// mixes several configurations of one sequence, which only replicas can realise).
+	// cuts, slices and batch), 1..8; 0, the zero value, is the paper's one. Replicas raise
+	// throughput and shrink the MILP's gap (the LP relaxation mixes several configurations
+	// of one sequence, which only replicas can realise).
 	Replicas int
+	// ReplicasPerLength gives every type sequence of length D K^{P−D} replicas instead (K
+	// GPU types, P = MaxPartitions), as the authors' code does: its fixed-length templates
+	// with empty trailing stages repeat the shorter sequences. Replicas is then unused and
+	// must be 0 or 1.
+	ReplicasPerLength bool
 	// Rounding is RoundingPipeline (default) or RoundingStage.
 	Rounding string
 	// NoWarmStart disables the MIP start from the NP plan (for benchmarks of its effect).
@@ -166,8 +171,11 @@ func (o Options) validate() error {
 	if !(o.Gap > 0 && o.Gap < 1) {
 		msgs = append(msgs, fmt.Sprintf("gap: %g: must be in (0, 1)", o.Gap))
 	}
-	if o.Replicas < -1 || o.Replicas > 8 {
-		msgs = append(msgs, fmt.Sprintf("replicas: %d: must be -1 (authors' code), 0..8", o.Replicas))
+	switch {
+	case o.Replicas < 0 || o.Replicas > 8:
+		msgs = append(msgs, fmt.Sprintf("replicas: %d: must be in 1..8 (or -1 for the authors' K^(P-D))", o.Replicas))
+	case o.ReplicasPerLength && o.Replicas > 1:
+		msgs = append(msgs, fmt.Sprintf("replicas: %d: K^(P-D) replicas per sequence already set", o.Replicas))
 	}
 	if o.Rounding != RoundingStage && o.Rounding != RoundingPipeline {
 		msgs = append(msgs, fmt.Sprintf("rounding: %q: must be stage or pipeline", o.Rounding))

@@ -80,7 +80,7 @@ func BenchmarkSolveAblation(b *testing.B) {
 		{"default", Options{Alpha: DefaultAlpha}},
 		{"no-lp-guide", Options{Alpha: DefaultAlpha, NoLPGuide: true}},
 		{"no-lp-guide-no-warm-start", Options{Alpha: DefaultAlpha, NoLPGuide: true, NoWarmStart: true}},
-		{"replicas-code", Options{Alpha: DefaultAlpha, Replicas: -1}},
+		{"replicas-code", Options{Alpha: DefaultAlpha, ReplicasPerLength: true}},
 		{"rounding-stage", Options{Alpha: DefaultAlpha, Rounding: RoundingStage}},
 	} {
 		b.Run(v.name, func(b *testing.B) {

@@ -96,7 +96,7 @@ func solveCost(ctx context.Context, in Inputs, opts Options) (*formats.Plan, err
 		return nil, err
 	}
 	s := &session{p: p, ctx: ctx, began: began, deadline: began.Add(opts.TimeLimit)}
-	cfg := spaceConfig{P: opts.MaxPartitions, replicas: opts.Replicas}
+	cfg := spaceConfig{P: opts.MaxPartitions, replicas: opts.Replicas, perLength: opts.ReplicasPerLength}
 	if opts.Strategy == StrategyNP {
 		// The NP baseline: whole models on whole GPUs, one type per pipeline (PPipe §7.1).
 		cfg = spaceConfig{P: 1, wholeOnly: true}

@@ -29,7 +29,9 @@ type Flags struct {
 	ArrivalRate    float64 `json:"arrival_rate,omitempty" flag:"arrival-rate" help:"λ̂ in requests/s for --batch-allowance (default: each model's workload rate_rps, else the NP estimate)"`
 	// WarmStart starts the MILP from the NP plan (default true).
 	WarmStart bool `json:"warm_start" flag:"no-warm-start,negate" help:"do not start the MILP from the NP plan"`
-	// Replicas: pipelines per GPU-type sequence (default 1; -1 = K^(P−D), the authors' code).
+	// Replicas: pipelines per GPU-type sequence (default 1). On the command line and in a
+	// plan's recorded options -1 stands for K^(P−D), the authors' code
+	// (Options.ReplicasPerLength).
 	Replicas int `json:"replicas" flag:"replicas" help:"pipelines per GPU-type sequence, each with its own cuts and batch (-1 = K^(P-D), as the authors' code)"`
 	// FillSurplus hands idle GPUs to the models as headroom (default true in plan solve;
 	// plans recorded before the option existed had none).
@@ -45,18 +47,30 @@ func DefaultFlags() Flags {
 		WarmStart: true, Replicas: 1, FillSurplus: true}
 }
 
+// replicasPerLength is the recorded value of Replicas that stands for
+// Options.ReplicasPerLength.
+const replicasPerLength = -1
+
 // Options returns the solve options of f, value for value.
 func (f Flags) Options() Options {
-	return Options{Strategy: f.Strategy, MaxPartitions: f.MaxPartitions, Alpha: f.Alpha, SLO: f.SLO.D(),
+	o := Options{Strategy: f.Strategy, MaxPartitions: f.MaxPartitions, Alpha: f.Alpha, SLO: f.SLO.D(),
 		TimeLimit: f.TimeLimit.D(), Gap: f.Gap, BatchAllowance: f.BatchAllowance, ArrivalRate: f.ArrivalRate,
 		Replicas: f.Replicas, Rounding: f.Rounding, NoWarmStart: !f.WarmStart, FillSurplus: f.FillSurplus, Objective: f.Objective}
+	if f.Replicas == replicasPerLength {
+		o.Replicas, o.ReplicasPerLength = 0, true
+	}
+	return o
 }
 
 // flags records o, whose defaults are resolved.
 func (o Options) flags() Flags {
-	return Flags{Strategy: o.Strategy, MaxPartitions: o.MaxPartitions, Alpha: o.Alpha, SLO: formats.Duration(o.SLO),
+	f := Flags{Strategy: o.Strategy, MaxPartitions: o.MaxPartitions, Alpha: o.Alpha, SLO: formats.Duration(o.SLO),
 		TimeLimit: formats.Duration(o.TimeLimit), Gap: o.Gap, Rounding: o.Rounding, BatchAllowance: o.BatchAllowance,
 		ArrivalRate: o.ArrivalRate, WarmStart: !o.NoWarmStart, Replicas: o.Replicas, FillSurplus: o.FillSurplus, Objective: o.Objective}
+	if o.ReplicasPerLength {
+		f.Replicas = replicasPerLength
+	}
+	return f
 }
 
 // toolVersion is what a plan records as its tool version ("dev" when the caller sets none).

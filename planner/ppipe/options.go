@@ -51,16 +51,16 @@ type spaceConfig struct {
 	// continuous: the continuous-count relaxation, whose optimum bounds the MILP far more
 	// tightly than the LP and which solves in a fraction of its time.
 	contCounts bool
-	// replicas of every type sequence: 0 or 1 = one (paper), n > 1 = n, -1 = K^{P−D} (the
-	// authors' code, whose fixed-length templates with empty trailing stages repeat shorter
-	// sequences).
-	replicas int
+	// replicas of every type sequence (Options.Replicas: 0 or 1 = one, the paper's), or
+	// K^{P−D} when perLength (Options.ReplicasPerLength, the authors' code).
+	replicas  int
+	perLength bool
 }
 
 // replicaCount is how many copies of a length-D type sequence the space holds.
 func (c spaceConfig) replicaCount(K, D int) int {
 	switch {
-	case c.replicas < 0:
+	case c.perLength:
 		n := 1
 		for range c.P - D {
 			n *= K

@@ -241,7 +241,7 @@ func countOptions(st *stats, spaces []*modelSpace) {
 //     raced on both cores (cutoff); else the full MILP, warm-started from the best plan, with
 //     the time left.
 func (s *session) ppipe() ([]pipe, stats, error) {
-	cfg := spaceConfig{P: s.p.opts.MaxPartitions, replicas: s.p.opts.Replicas}
+	cfg := spaceConfig{P: s.p.opts.MaxPartitions, replicas: s.p.opts.Replicas, perLength: s.p.opts.ReplicasPerLength}
 	spaces, err := s.spaces(cfg)
 	if err != nil {
 		return nil, stats{}, err

@@ -224,7 +224,7 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 		cl.GPUs = slices.Clone(cl.GPUs)
 		cl.GPUs[0].Count, cl.GPUs[1].Count = c.l4, c.p4
 		in.Cluster = &cl
-		pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 3, Rounding: RoundingStage, Replicas: -1, Gap: 1e-4, Deterministic: true})
+		pl, err := Solve(context.Background(), in, Options{Alpha: DefaultAlpha, MaxPartitions: 3, Rounding: RoundingStage, ReplicasPerLength: true, Gap: 1e-4, Deterministic: true})
 		skipWithoutSolver(t, err)
 		if err != nil {
 			t.Fatalf("%d L4 + %d P4: %v", c.l4, c.p4, err)
