@@ -32,9 +32,6 @@ func TestCheckSet(t *testing.T) {
 			`workload.yaml: models[0].name: "vgg16": model not found in any profile (profile.json)`,
 			`workload.yaml: models[1].profile: "yolov8n": model not found in any profile (profile.json)`,
 			`workload.yaml: pipelines[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
-		{"cascade model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
-			d["workload.yaml"].(*Workload).Cascades[0].Models[1] = "llama-2-70b"
-		}, []string{`workload.yaml: cascades[0].models[1]: "llama-2-70b": model not found in any profile (profile.json)`}},
 		{"GPU type without latency", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
 		}, []string{
@@ -126,7 +123,7 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 	docs := map[string]Document{
 		"p.json": &Profile{Models: []ModelProfile{{Name: "m"}}, LLMs: []LLMProfile{{Model: "l"}}},
 		"c.yaml": &Cluster{GPUs: []GPUPool{{Type: "L4", Count: 1}}},
-		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}, Cascades: []Cascade{{Models: []string{"l"}}}},
+		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}},
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}

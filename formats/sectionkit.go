@@ -155,3 +155,7 @@ func (c *Checker) OptionalPositive(path string, x float64) { optionalPositive(&c
 
 // VGPULevel requires a vGPU level in 1..4.
 func (c *Checker) VGPULevel(path string, x int) { vgpuLevel(&c.v, path, x) }
+
+// Tagged is l as an error that also matches sentinel (errors.Is): how formats' own decoders
+// return their problems (ErrDecode), for a system's decoders of its own files.
+func (l ErrorList) Tagged(sentinel error) error { return l.tagged(sentinel) }

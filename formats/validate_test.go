@@ -211,7 +211,8 @@ func TestValidateWorkload(t *testing.T) {
 	runBad(t, []badCase{
 		{"kind", f, wl(func(w *Workload) { w.Kind = "Trace" }), []string{`workload.yaml: kind: "Trace": must be Workload`}},
 		{"empty", f, wl(func(w *Workload) {
-			w.Models, w.Pipelines, w.Cascades = nil, nil, nil
+			w.Models, w.Pipelines = nil, nil
+			delete(w.Sections, "cascades")
 			delete(w.Sections, "llm_classes")
 			delete(w.Sections, "workflows")
 		}), []string{`workload.yaml: must describe at least one of models, pipelines, cascades, llm_classes or workflows`}},

@@ -49,7 +49,7 @@ var Setups = []Setup{
 type data struct {
 	s       Setup
 	in      planner.Inputs
-	c       *formats.Cascade
+	c       *cascadesec.Cascade
 	test    *pc.Task
 	qps     []float64 // per-second trace, scaled
 	samples int
@@ -58,19 +58,19 @@ type data struct {
 func prepare(s Setup, trace []float64, samples int) (*data, error) {
 	f := s.Family
 	q := Scale(trace, s.Peak)
-	c := formats.Cascade{Name: s.Name, Models: f.Names(), QPSMax: s.Peak, QPSRanges: s.Ranges, QPSHistogram: Histogram(q),
-		LatencySLO: &formats.LatencySLO{Percentile: 0.95, Latency: formats.Duration(s.Latency)}, Validation: f.Generate(samples, 1)}
-	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
-		Metadata: formats.Metadata{Name: s.Name}, Cascades: []formats.Cascade{c}}
+	c := cascadesec.Cascade{Name: s.Name, Models: f.Names(), QPSMax: s.Peak, QPSRanges: s.Ranges, QPSHistogram: Histogram(q),
+		LatencySLO: &cascadesec.LatencySLO{Percentile: 0.95, Latency: formats.Duration(s.Latency)}, Validation: f.Generate(samples, 1)}
+	w := cascadesec.SetCascades(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
+		Metadata: formats.Metadata{Name: s.Name}}, []cascadesec.Cascade{c})
 	in := planner.Inputs{Workload: w, Profiles: []*formats.Profile{f.Profile()}, Cluster: f.Cluster(s.MaxGPUs, 2)}
 	// The test set (serving) uses another seed than the validation set (planning): a
 	// held-out split, as in CascadeServe §6.1.
-	tc := formats.Cascade{Name: s.Name, Models: f.Names(), Validation: f.Generate(samples, 2)}
+	tc := cascadesec.Cascade{Name: s.Name, Models: f.Names(), Validation: f.Generate(samples, 2)}
 	test, probs := pc.NewTask(&tc, "test", in.Profiles, f.GPU, f.GPUMem)
 	if probs != nil {
 		return nil, fmt.Errorf("%v", probs)
 	}
-	return &data{s: s, in: in, c: &w.Cascades[0], test: test, qps: q, samples: samples}, nil
+	return &data{s: s, in: in, c: &cascadesec.CascadesOf(w)[0], test: test, qps: q, samples: samples}, nil
 }
 
 // Served is a trace replay's outcome. A request the runtime dropped (load shedding past

@@ -41,7 +41,7 @@ const defaultUserGPUMem = 32 << 30
 
 // readRecords reads per-sample records from a CSV/JSONL/JSON records file, or the first
 // cascade of a workload file (YAML or JSON of kind Workload).
-func readRecords(path string) (*formats.Cascade, error) {
+func readRecords(path string) (*cascadesec.Cascade, error) {
 	data, err := formats.ReadBytes(path)
 	if err != nil {
 		return nil, err
@@ -52,27 +52,27 @@ func readRecords(path string) (*formats.Cascade, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(w.Cascades) == 0 {
+		if len(cascadesec.CascadesOf(w)) == 0 {
 			return nil, fmt.Errorf("%s: cascades: the workload has no cascade", path)
 		}
-		if err := formats.LoadCascadeFiles(w, path); err != nil {
+		if err := cascadesec.LoadCascadeFiles(w, path); err != nil {
 			return nil, err
 		}
-		c := w.Cascades[0]
+		c := cascadesec.CascadesOf(w)[0]
 		return &c, nil
 	}
 	score := false
-	recs, err := formats.ImportValidation(path, data, "")
+	recs, err := cascadesec.ImportValidation(path, data, "")
 	if err != nil {
 		// certainties on another scale (logit gaps): accept them as scores
-		if r2, err2 := formats.ImportValidationScale(path, data, "", true); err2 == nil {
+		if r2, err2 := cascadesec.ImportValidationScale(path, data, "", true); err2 == nil {
 			recs, score, err = r2, true, nil
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	c := &formats.Cascade{Validation: recs}
+	c := &cascadesec.Cascade{Validation: recs}
 	if score {
 		c.Certainty = "score"
 	}
@@ -130,7 +130,7 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 		c.Name = "user"
 	}
 	c.QPSMax, c.QPSRanges, c.QPSHistogram = peak, u.ranges, Histogram(q)
-	c.LatencySLO, c.AccuracySLO = &formats.LatencySLO{Percentile: 0.95, Latency: formats.Duration(u.slo)}, 0
+	c.LatencySLO, c.AccuracySLO = &cascadesec.LatencySLO{Percentile: 0.95, Latency: formats.Duration(u.slo)}, 0
 	if u.test != "" {
 		tc, err := readRecords(u.test)
 		if err != nil {
@@ -138,11 +138,11 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 		}
 		c.Test = tc.Validation
 	}
-	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
-		Metadata: formats.Metadata{Name: c.Name}, Cascades: []formats.Cascade{*c}}
+	w := cascadesec.SetCascades(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
+		Metadata: formats.Metadata{Name: c.Name}}, []cascadesec.Cascade{*c})
 	// the records (and test records) as the workload they make: every rule of a cascade's
 	// records, then the models against the profile
-	secs := &formats.SectionSet{Systems: []string{"cascade"}, Workload: []formats.Section{cascadesec.Workload{}}}
+	secs := &formats.SectionSet{Systems: []string{"cascade"}, Workload: []formats.Section{cascadesec.WorkloadSection}}
 	name := u.records
 	if u.test != "" {
 		name += " with --test " + u.test
@@ -158,7 +158,7 @@ func prepareUser(u *userInput, trace []float64, env bench.Env) (*data, error) {
 	if probs != nil {
 		return nil, bench.Usagef("--cluster: %s", probs[0])
 	}
-	c = &w.Cascades[0]
+	c = &cascadesec.CascadesOf(w)[0]
 	serve := *c
 	on := "validation records (no --test: served accuracy is not held out)"
 	if len(c.Test) > 0 {

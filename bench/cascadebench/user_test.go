@@ -13,13 +13,14 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 	pc "github.com/plan-dev/plan/planner/cascade"
 )
 
 // userFiles writes a user's data set: BERT stand-in profiles, per-sample validation and test
 // records as CSV (edit changes test record i) and a per-second trace.
-func userFiles(t *testing.T, edit func(i int, r *formats.ValidationRecord)) (profile, records, test, trace string) {
+func userFiles(t *testing.T, edit func(i int, r *cascadesec.ValidationRecord)) (profile, records, test, trace string) {
 	t.Helper()
 	dir := t.TempDir()
 	profile, records, test, trace = filepath.Join(dir, "profile.json"), filepath.Join(dir, "val.csv"), filepath.Join(dir, "test.jsonl"), filepath.Join(dir, "qps.txt")
@@ -82,7 +83,7 @@ func TestUserData(t *testing.T) {
 		t.Log("\n" + got)
 	}
 
-	_, _, stranger, _ := userFiles(t, func(i int, r *formats.ValidationRecord) {
+	_, _, stranger, _ := userFiles(t, func(i int, r *cascadesec.ValidationRecord) {
 		if i == 3 {
 			r.Model = "gpt"
 		}

@@ -11,7 +11,7 @@ import (
 	"math/rand"
 	"sort"
 
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // Candidate is one cascade of a candidates table, with model indices into Task.Models.
@@ -37,7 +37,7 @@ const CandidateSamples = 2000
 // accuracy. Samples are a seeded
 // permutation per model, so stages forward independently [ours: the table says nothing
 // about how stages correlate]; accuracy reported for a candidates plan is the table's.
-func (t *Task) fromCandidates(c *formats.Cascade, p string, index map[string]int) []string {
+func (t *Task) fromCandidates(c *cascadesec.Cascade, p string, index map[string]int) []string {
 	var probs []string
 	type point struct{ thr, frac float64 }
 	pts := make([][]point, len(t.Models))

@@ -68,10 +68,10 @@ func FromPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 	if probs != nil {
 		return nil, formats.ErrorList{{Path: "provenance.embedded.cluster", Rule: probs[0]}}
 	}
-	var c *formats.Cascade
-	for i := range e.Workload.Cascades {
-		if e.Workload.Cascades[i].Name == cascadesec.PlanOf(p).Task {
-			c = &e.Workload.Cascades[i]
+	var c *cascadesec.Cascade
+	for i := range cascadesec.CascadesOf(e.Workload) {
+		if cascadesec.CascadesOf(e.Workload)[i].Name == cascadesec.PlanOf(p).Task {
+			c = &cascadesec.CascadesOf(e.Workload)[i]
 		}
 	}
 	if c == nil {

@@ -27,8 +27,8 @@ func ScalePlan(p *formats.Plan, k int) error {
 		per += e.Cluster.GPUs[i].Count
 		e.Cluster.GPUs[i].Count *= k
 	}
-	for i := range e.Workload.Cascades {
-		e.Workload.Cascades[i].QPSMax *= float64(k)
+	for i := range cascadesec.CascadesOf(e.Workload) {
+		cascadesec.CascadesOf(e.Workload)[i].QPSMax *= float64(k)
 	}
 	cp := cascadesec.PlanOf(p)
 	base := cp.Placement

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // Task is the planner's view of one cascades entry: N validation samples, per model
@@ -64,7 +65,7 @@ func (m *ModelInfo) Width() int { return max(len(m.Parts), 1) }
 
 // NewTask builds the task of workload cascade c (at path p, "workload: cascades[i]") from
 // the profiles on GPU type gpu. Problems are returned as InputError lines naming the field.
-func NewTask(c *formats.Cascade, p string, profiles []*formats.Profile, gpu string, gpuMem int64) (*Task, []string) {
+func NewTask(c *cascadesec.Cascade, p string, profiles []*formats.Profile, gpu string, gpuMem int64) (*Task, []string) {
 	t := &Task{Name: c.Name}
 	var probs []string
 	index := map[string]int{}

@@ -154,7 +154,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	}
 	l := &layout{o: o, cp: cp, gpu: hw.GPU}
 	if e.Workload != nil {
-		for _, c := range e.Workload.Cascades {
+		for _, c := range cascadesec.CascadesOf(e.Workload) {
 			if c.Name == cp.Task && c.LatencySLO != nil {
 				l.sloUs = int64(time.Duration(c.LatencySLO.Latency) / time.Microsecond)
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
@@ -260,7 +261,7 @@ func writeRecords(t *testing.T, dir string) {
 	}
 	var csv, jsonl strings.Builder
 	csv.WriteString("sample,model,pred,cert,label\n")
-	for _, r := range w.Cascades[0].Validation {
+	for _, r := range cascadesec.CascadesOf(w)[0].Validation {
 		fmt.Fprintf(&csv, "%d,%s,%s,%g,%s\n", r.Sample, r.Model, r.Pred, r.Cert, r.Label)
 		b, err := json.Marshal(r)
 		if err != nil {

@@ -28,7 +28,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/profiler/graph"
 	"github.com/plan-dev/plan/profiler/onnx"
 )
@@ -305,12 +305,12 @@ func LoadAll() (map[string]*Model, *Model, error) {
 
 // Validation returns the records of o in the workload's format (certainties rounded to six
 // decimals, as the bundled example's).
-func (o *Outputs) Validation() []formats.ValidationRecord {
-	var out []formats.ValidationRecord
+func (o *Outputs) Validation() []cascadesec.ValidationRecord {
+	var out []cascadesec.ValidationRecord
 	for s := range o.Labels {
 		for _, name := range Names {
 			c, l := Top(o.Probs[name][s])
-			out = append(out, formats.ValidationRecord{Sample: s, Model: name, Pred: strconv.Itoa(l),
+			out = append(out, cascadesec.ValidationRecord{Sample: s, Model: name, Pred: strconv.Itoa(l),
 				Cert: math.Round(c*1e6) / 1e6, Label: strconv.Itoa(o.Labels[s])})
 		}
 	}

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // candidateTable writes the cascades of up to two stages that task t's records enumerate as
 // a candidates table, as a team that evaluated its cascades elsewhere would give them.
-func candidateTable(t *Task) []formats.CascadeCandidate {
-	var out []formats.CascadeCandidate
+func candidateTable(t *Task) []cascadesec.CascadeCandidate {
+	var out []cascadesec.CascadeCandidate
 	for _, c := range t.Enumerate(SearchOptions{MaxLen: 2, Levels: 20}) {
-		cd := formats.CascadeCandidate{Accuracy: c.Acc, Reach: slices.Clone(c.Reach), Thresholds: slices.Clone(c.Thr)}
+		cd := cascadesec.CascadeCandidate{Accuracy: c.Acc, Reach: slices.Clone(c.Reach), Thresholds: slices.Clone(c.Thr)}
 		for _, m := range c.Models {
 			cd.Models = append(cd.Models, t.Models[m].Name)
 		}

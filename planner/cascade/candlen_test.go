@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // longTable is a candidates table over BERT's five stand-ins with cascades of 1 to 4 models:
 // the 4-model cascade is the most accurate.
-func longTable() *formats.Cascade {
-	c := &formats.Cascade{Name: "long", Models: BERT.Names(), QPSMax: 2000, QPSRanges: 4,
-		LatencySLO: &formats.LatencySLO{Percentile: 0.95, Latency: formats.Duration(400 * time.Millisecond)}}
+func longTable() *cascadesec.Cascade {
+	c := &cascadesec.Cascade{Name: "long", Models: BERT.Names(), QPSMax: 2000, QPSRanges: 4,
+		LatencySLO: &cascadesec.LatencySLO{Percentile: 0.95, Latency: formats.Duration(400 * time.Millisecond)}}
 	for i, m := range BERT.Models {
-		c.Candidates = append(c.Candidates, formats.CascadeCandidate{Models: []string{m.Name}, Accuracy: 0.80 + 0.01*float64(i), Reach: []float64{1}})
+		c.Candidates = append(c.Candidates, cascadesec.CascadeCandidate{Models: []string{m.Name}, Accuracy: 0.80 + 0.01*float64(i), Reach: []float64{1}})
 	}
 	c.Candidates = append(c.Candidates,
-		formats.CascadeCandidate{Models: []string{"bert-tiny", "bert-base"}, Thresholds: []float64{0.5}, Accuracy: 0.845, Reach: []float64{1, 0.4}},
-		formats.CascadeCandidate{Models: []string{"bert-tiny", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4}, Accuracy: 0.850, Reach: []float64{1, 0.4, 0.2}},
-		formats.CascadeCandidate{Models: []string{"bert-tiny", "bert-mini", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4, 0.3}, Accuracy: 0.855, Reach: []float64{1, 0.4, 0.25, 0.15}})
+		cascadesec.CascadeCandidate{Models: []string{"bert-tiny", "bert-base"}, Thresholds: []float64{0.5}, Accuracy: 0.845, Reach: []float64{1, 0.4}},
+		cascadesec.CascadeCandidate{Models: []string{"bert-tiny", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4}, Accuracy: 0.850, Reach: []float64{1, 0.4, 0.2}},
+		cascadesec.CascadeCandidate{Models: []string{"bert-tiny", "bert-mini", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4, 0.3}, Accuracy: 0.855, Reach: []float64{1, 0.4, 0.25, 0.15}})
 	return c
 }
 
@@ -93,7 +94,7 @@ func TestCandidatesNeedSingleAccuracy(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := longTable()
-			var keep []formats.CascadeCandidate
+			var keep []cascadesec.CascadeCandidate
 			for _, cd := range c.Candidates {
 				if len(cd.Models) == 1 && strings.Contains(strings.Join(tc.drop, ","), cd.Models[0]) {
 					continue

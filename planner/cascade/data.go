@@ -11,6 +11,7 @@ package cascade
 
 import (
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 
 	dpc "github.com/plan-dev/plan/dataplane/cascade"
 )
@@ -27,7 +28,7 @@ type Hardware = dpc.Hardware
 
 // NewTask builds the task of workload cascade c (at path p) from the profiles on GPU type
 // gpu (dataplane/cascade.NewTask).
-func NewTask(c *formats.Cascade, p string, profiles []*formats.Profile, gpu string, gpuMem int64) (*Task, []string) {
+func NewTask(c *cascadesec.Cascade, p string, profiles []*formats.Profile, gpu string, gpuMem int64) (*Task, []string) {
 	t, probs := dpc.NewTask(c, p, profiles, gpu, gpuMem)
 	if probs != nil {
 		return nil, probs

@@ -20,17 +20,17 @@ const (
 
 // Solve plans the workload's (single) cascades entry and returns the plan document.
 func Solve(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan, *Result, error) {
-	if in.Workload == nil || len(in.Workload.Cascades) == 0 {
+	if in.Workload == nil || len(cascadesec.CascadesOf(in.Workload)) == 0 {
 		return nil, nil, &planner.InputError{Problems: []string{"workload: cascades: must have one entry"}}
 	}
-	if len(in.Workload.Cascades) > 1 {
-		return nil, nil, &planner.InputError{Problems: []string{fmt.Sprintf("workload: cascades: %d entries: a gear plan serves one task (one entry per workload)", len(in.Workload.Cascades))}}
+	if len(cascadesec.CascadesOf(in.Workload)) > 1 {
+		return nil, nil, &planner.InputError{Problems: []string{fmt.Sprintf("workload: cascades: %d entries: a gear plan serves one task (one entry per workload)", len(cascadesec.CascadesOf(in.Workload)))}}
 	}
 	hw, probs := HardwareOf(in.Cluster)
 	if probs != nil {
 		return nil, nil, &planner.InputError{Problems: probs}
 	}
-	c := &in.Workload.Cascades[0]
+	c := &cascadesec.CascadesOf(in.Workload)[0]
 	t, probs := NewTask(c, "workload: cascades[0]", in.Profiles, hw.GPU, hw.Mem)
 	if probs != nil {
 		return nil, nil, &planner.InputError{Problems: probs}
@@ -43,7 +43,7 @@ func Solve(ctx context.Context, in planner.Inputs, o Options) (*formats.Plan, *R
 }
 
 // Document renders the result as a plan with embedded inputs.
-func (r *Result) Document(in planner.Inputs, c *formats.Cascade) *formats.Plan {
+func (r *Result) Document(in planner.Inputs, c *cascadesec.Cascade) *formats.Plan {
 	t := r.Task
 	cp := &cascadesec.CascadePlan{Task: c.Name, PollMs: PollMs, Alpha: Alpha, MaxBatch: MaxBatch}
 	for _, rep := range r.Placement {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/planner"
 	"github.com/plan-dev/plan/solver"
 )
@@ -147,7 +148,7 @@ type planning struct {
 
 // Plan runs the planner for task t on hardware hw with workload entry c (QPS settings and
 // histogram).
-func Plan(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Options) (*Result, error) {
+func Plan(ctx context.Context, t *Task, c *cascadesec.Cascade, hw Hardware, o Options) (*Result, error) {
 	start := time.Now()
 	if o.Strategy == "" {
 		o.Strategy = StrategyCascadeServe
@@ -246,7 +247,7 @@ func (r *Result) shortfall(o Options) string {
 // weights returns per-range weights ω_r: time fractions from the histogram (fraction of
 // time at integer QPS i), else Zipf s=1 over range indices (App. C.2 assumes Zipf but gives
 // no exponent); times the range's mean QPS for request weights.
-func weights(c *formats.Cascade, lo, hi []float64, timeOnly bool) []float64 {
+func weights(c *cascadesec.Cascade, lo, hi []float64, timeOnly bool) []float64 {
 	n := len(lo)
 	w := make([]float64, n)
 	if len(c.QPSHistogram) > 0 {
@@ -280,7 +281,7 @@ func weights(c *formats.Cascade, lo, hi []float64, timeOnly bool) []float64 {
 	return w
 }
 
-func planOn(ctx context.Context, t *Task, c *formats.Cascade, hw Hardware, o Options) (*Result, error) {
+func planOn(ctx context.Context, t *Task, c *cascadesec.Cascade, hw Hardware, o Options) (*Result, error) {
 	if hw.N < 1 {
 		// No GPU to place a replica on: every cascade is infeasible, and the gear simulator
 		// has no server to route to.

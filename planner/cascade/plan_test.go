@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
-func benchWorkload(f Family, qmax float64, n int, lat time.Duration, acc float64) *formats.Cascade {
-	c := &formats.Cascade{Name: f.Name, Models: f.Names(), QPSMax: qmax, QPSRanges: n, Validation: f.Generate(2000, 1)}
+func benchWorkload(f Family, qmax float64, n int, lat time.Duration, acc float64) *cascadesec.Cascade {
+	c := &cascadesec.Cascade{Name: f.Name, Models: f.Names(), QPSMax: qmax, QPSRanges: n, Validation: f.Generate(2000, 1)}
 	if lat > 0 {
-		c.LatencySLO = &formats.LatencySLO{Percentile: 0.95, Latency: formats.Duration(lat)}
+		c.LatencySLO = &cascadesec.LatencySLO{Percentile: 0.95, Latency: formats.Duration(lat)}
 	} else {
 		c.AccuracySLO = acc
 	}

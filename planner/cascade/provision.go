@@ -3,7 +3,7 @@ package cascade
 import (
 	"math"
 
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // Provisioning rules of the static baselines (DynBa, MS+; CascadeServe §6.2).
@@ -25,7 +25,7 @@ const (
 // (hist[i] = fraction of time at QPS i; request weights i·hist[i]). Those requests are
 // the ones the percentile may leave late; the fleet drains their queue after the peak.
 // Without a histogram (no trace) it returns qmax: nothing says how rare the peak is.
-func provisionRate(c *formats.Cascade, qmax, percentile float64) float64 {
+func provisionRate(c *cascadesec.Cascade, qmax, percentile float64) float64 {
 	h := c.QPSHistogram
 	if len(h) == 0 || percentile <= 0 || percentile >= 1 {
 		return qmax
@@ -52,7 +52,7 @@ func provisionRate(c *formats.Cascade, qmax, percentile float64) float64 {
 
 // provisioned returns the QPS the strategy plans up to: ProvisionQueue's rate for DynBa and
 // MS+ (their default), qmax otherwise. Above the planned rate the last gear serves (§5).
-func provisioned(c *formats.Cascade, o Options) float64 {
+func provisioned(c *cascadesec.Cascade, o Options) float64 {
 	switch o.Strategy {
 	case StrategyDynBa, StrategyMSPlus:
 	default:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // burstyHistogram: 90% of the time at 1,200 QPS, 9.5% at 3,000, 0.5% at the 7,600 peak (a
@@ -31,7 +32,7 @@ func TestProvisionRate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &formats.Cascade{QPSHistogram: tc.hist}
+			c := &cascadesec.Cascade{QPSHistogram: tc.hist}
 			if got := provisionRate(c, 7600, tc.p); got != tc.want {
 				t.Errorf("provisionRate = %g, want %g", got, tc.want)
 			}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 // Family is a stand-in model family (ours: the paper's per-sample outputs are not public):
@@ -69,7 +70,7 @@ var Families = map[string]Family{"bert": BERT, "llama": Llama}
 // [κ|e|, noise, noise, noise]. A shared difficulty makes cheap and expensive models agree
 // mostly, and independent noise lets a confident cheap model be right where the big one
 // is wrong, which is what lets a cascade beat its top model.
-func (f Family) Generate(n int, seed uint64) []formats.ValidationRecord {
+func (f Family) Generate(n int, seed uint64) []cascadesec.ValidationRecord {
 	rng := rand.New(rand.NewPCG(seed, 0x63617363))
 	opts := max(f.Options, 2)
 	M := len(f.Models)
@@ -108,7 +109,7 @@ func (f Family) Generate(n int, seed uint64) []formats.ValidationRecord {
 			a[m] = (x[k-1] + x[k]) / 2
 		}
 	}
-	out := make([]formats.ValidationRecord, 0, n*M)
+	out := make([]cascadesec.ValidationRecord, 0, n*M)
 	for s := 0; s < n; s++ {
 		for m, sm := range f.Models {
 			e := a[m] - d[s] + f.Sigma*eps[m][s]
@@ -133,7 +134,7 @@ func (f Family) Generate(n int, seed uint64) []formats.ValidationRecord {
 				pred = (label[s] + 1 + rng.IntN(opts-1)) % opts
 			}
 			cert = math.Round(cert*1e6) / 1e6
-			out = append(out, formats.ValidationRecord{Sample: s, Model: sm.Name, Pred: strconv.Itoa(pred), Cert: cert, Label: strconv.Itoa(label[s])})
+			out = append(out, cascadesec.ValidationRecord{Sample: s, Model: sm.Name, Pred: strconv.Itoa(pred), Cert: cert, Label: strconv.Itoa(label[s])})
 		}
 	}
 	return out

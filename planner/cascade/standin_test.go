@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 )
 
 func standinTask(t testing.TB, f Family, n int, seed uint64) *Task {
 	t.Helper()
-	c := &formats.Cascade{Name: f.Name, Models: f.Names(), Validation: f.Generate(n, seed)}
+	c := &cascadesec.Cascade{Name: f.Name, Models: f.Names(), Validation: f.Generate(n, seed)}
 	tk, probs := NewTask(c, "workload: cascades[0]", []*formats.Profile{f.Profile()}, f.GPU, f.GPUMem)
 	if probs != nil {
 		t.Fatal(probs)

@@ -38,10 +38,10 @@ func Verify(p *formats.Plan) []string {
 	if g := rec.GPUs; g > 0 && g < hw.N {
 		hw.N = g
 	}
-	var c *formats.Cascade
-	for i := range e.Workload.Cascades {
-		if e.Workload.Cascades[i].Name == cp.Task {
-			c = &e.Workload.Cascades[i]
+	var c *cascadesec.Cascade
+	for i := range cascadesec.CascadesOf(e.Workload) {
+		if cascadesec.CascadesOf(e.Workload)[i].Name == cp.Task {
+			c = &cascadesec.CascadesOf(e.Workload)[i]
 		}
 	}
 	if c == nil {

@@ -86,8 +86,8 @@ func withSLO(t *testing.T, p *formats.Plan, slo time.Duration) *formats.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range q.Provenance.Embedded.Workload.Cascades {
-		c := &q.Provenance.Embedded.Workload.Cascades[i]
+	for i := range cascadesec.CascadesOf(q.Provenance.Embedded.Workload) {
+		c := &cascadesec.CascadesOf(q.Provenance.Embedded.Workload)[i]
 		if c.Name == cascadesec.PlanOf(q).Task && c.LatencySLO != nil {
 			c.LatencySLO.Latency = formats.Duration(slo)
 			return q

@@ -2,9 +2,9 @@
 // validation of its workload section (`cascades`: model cascades with their SLO, QPS range
 // and validation records, CascadeServe §3) and its plan section (`cascade`: replica placement
 // and the gear plan, §4), and the checks of those sections against the other files given
-// with them. The plan section is registered whole (formats.SectionOf: its types are this
-// package's, read with PlanOf); the workload section's types are still a typed field of
-// formats.Workload, which formats decodes and this package's Workload validates.
+// with them, and the import of the per-sample validation records a cascade is planned on
+// (App. C.1). Both sections are registered whole (formats.SectionOf): their types are this
+// package's, read with PlanOf and CascadesOf.
 package cascadesec
 
 import (
@@ -19,8 +19,31 @@ const (
 	WorkloadKey = "cascades"
 )
 
-// Workload is the Section of a workload's `cascades` field.
-type Workload struct{ formats.TypedSection }
+// WorkloadSection is the Section of a workload's `cascades` section: the cascades, a
+// *[]Cascade (an empty list reads and writes as no section).
+var WorkloadSection = workloadSection{formats.SectionOf[[]Cascade]{Name: WorkloadKey, Sys: "cascade", Check: checkCascades, Cross: crossCheckCascades, Position: Position}}
+
+// workloadSection adds to the workload's SectionOf what formats asks of a workload section
+// beyond it (formats.ModelUser, formats.TraceTargeter).
+type workloadSection struct{ formats.SectionOf[[]Cascade] }
+
+// CascadesOf is w's `cascades` section, nil when w (or it) is absent. Its elements are w's
+// own: changing one changes w.
+func CascadesOf(w *formats.Workload) []Cascade {
+	if w == nil {
+		return nil
+	}
+	if cs := WorkloadSection.In(w.Sections); cs != nil {
+		return *cs
+	}
+	return nil
+}
+
+// SetCascades sets w's `cascades` section (empty removes it) and returns w.
+func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
+	w.Sections.Set(WorkloadSection, &cs)
+	return w
+}
 
 // Position is the place of CascadeServe's sections in a file: third, after PPipe's and
 // PARD's, before QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
@@ -71,7 +94,7 @@ func crossCheckPlan(cp *CascadePlan, self string, docs map[string]formats.Docume
 			continue
 		}
 		files = append(files, f)
-		for _, cs := range w.Cascades {
+		for _, cs := range CascadesOf(w) {
 			cascades[cs.Name] = true
 		}
 	}
@@ -83,40 +106,26 @@ func crossCheckPlan(cp *CascadePlan, self string, docs map[string]formats.Docume
 	return c.Errs()
 }
 
-// Key is the section's key.
-func (Workload) Key() string { return WorkloadKey }
-
-// System is CascadeServe.
-func (Workload) System() string { return "cascade" }
-
-// Validate checks the `cascades` section of the workload v (a *formats.Workload).
-func (Workload) Validate(v any) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+// checkCascades checks the `cascades` section of a workload.
+func checkCascades(cs *[]Cascade) formats.ErrorList {
 	var c formats.Checker
 	seen := &formats.Names{}
-	for i := range w.Cascades {
-		validateCascade(&c, &w.Cascades[i], formats.Index(WorkloadKey, i), seen)
+	for i := range *cs {
+		validateCascade(&c, &(*cs)[i], formats.Index(WorkloadKey, i), seen)
 	}
 	return c.Errs()
 }
 
 // CrossCheck checks that every model of every cascade is in a given profile (a DNN or an
 // LLM), when profiles are given.
-func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+func crossCheckCascades(cs *[]Cascade, self string, docs map[string]formats.Document) formats.ErrorList {
 	profiles, known := formats.ProfiledModels(docs, true, true)
 	if len(profiles) == 0 {
 		return nil
 	}
 	var c formats.Checker
-	for i := range w.Cascades {
-		for j, m := range w.Cascades[i].Models {
+	for i := range *cs {
+		for j, m := range (*cs)[i].Models {
 			if m != "" && !known[m] {
 				c.Add(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "models"), j), m, "model not found in any profile (%s)", strings.Join(profiles, ", "))
 			}
@@ -127,12 +136,9 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 
 // UsedModels names the cascades' models, as DNNs and as LLMs (a cascade may hold either;
 // formats.ModelUser, for profile coverage).
-func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
-	w, ok := doc.(*formats.Workload)
-	if !ok {
-		return nil, nil
-	}
-	for _, cs := range w.Cascades {
+func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, _ := doc.(*formats.Workload)
+	for _, cs := range CascadesOf(w) {
 		dnn = append(dnn, cs.Models...)
 	}
 	return dnn, dnn
@@ -156,11 +162,10 @@ func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where
 
 // TraceTargets: a trace given with the workload may name its cascades
 // (formats.TraceTargeter).
-func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if w, ok := doc.(*formats.Workload); ok {
-		for _, cs := range w.Cascades {
-			targets = append(targets, cs.Name)
-		}
+func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	w, _ := doc.(*formats.Workload)
+	for _, cs := range CascadesOf(w) {
+		targets = append(targets, cs.Name)
 	}
 	return targets, nil, true
 }

@@ -35,29 +35,31 @@ func ms(d time.Duration) formats.Duration { return formats.Duration(d * time.Mil
 
 var nan = math.NaN()
 
-func boolp(b bool) *bool                            { return &b }
-func cascade0(w *formats.Workload) *formats.Cascade { return &w.Cascades[0] }
-func gear(p *formats.Plan, i int) *cascadesec.Gear  { return &cascadesec.PlanOf(p).Gears[i] }
+func boolp(b bool) *bool                               { return &b }
+func cascade0(w *formats.Workload) *cascadesec.Cascade { return &cascadesec.CascadesOf(w)[0] }
+func gear(p *formats.Plan, i int) *cascadesec.Gear     { return &cascadesec.PlanOf(p).Gears[i] }
 
 // One bad-input case per rule of the workload section (moved from formats' tests).
 func TestValidateCascades(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
 		{"cascade name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Name = "" }), []string{`workload.yaml: cascades[0].name: "": must not be empty`}},
-		{"cascade duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Cascades = append(w.Cascades, w.Cascades[0]) }), []string{`workload.yaml: cascades[1].name: "hellaswag": duplicate name (first at cascades[0].name)`}},
+		{"cascade duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			cascadesec.SetCascades(w, append(cascadesec.CascadesOf(w), cascadesec.CascadesOf(w)[0]))
+		}), []string{`workload.yaml: cascades[1].name: "hellaswag": duplicate name (first at cascades[0].name)`}},
 		{"cascade no models", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Models, cascade0(w).Validation = nil, nil }), []string{
 			`workload.yaml: cascades[0].models: must list at least one model`,
 			`workload.yaml: cascades[0].validation: must have at least one record`}},
 		{"cascade model empty", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Models = append(cascade0(w).Models, "") }), []string{`workload.yaml: cascades[0].models[2]: "": must not be empty`}},
 		{"cascade model duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Models = append(cascade0(w).Models, "llama-3.2-1b") }), []string{`workload.yaml: cascades[0].models[2]: "llama-3.2-1b": duplicate model`}},
 		{"cascade both slos", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			cascade0(w).LatencySLO = &formats.LatencySLO{Percentile: 0.95, Latency: ms(3000)}
+			cascade0(w).LatencySLO = &cascadesec.LatencySLO{Percentile: 0.95, Latency: ms(3000)}
 		}), []string{`workload.yaml: cascades[0].accuracy_slo: 0.62: set latency_slo or accuracy_slo, not both`}},
 		{"cascade no slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).AccuracySLO = 0 }), []string{`workload.yaml: cascades[0]: must set latency_slo or accuracy_slo`}},
 		{"cascade percentile", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &formats.LatencySLO{Percentile: 95, Latency: ms(3000)}
+			cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &cascadesec.LatencySLO{Percentile: 95, Latency: ms(3000)}
 		}), []string{`workload.yaml: cascades[0].latency_slo.percentile: 95: must be in (0, 1] (a quantile: 0.95 for p95)`}},
 		{"cascade latency", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &formats.LatencySLO{Percentile: 0.95, Latency: 0}
+			cascade0(w).AccuracySLO, cascade0(w).LatencySLO = 0, &cascadesec.LatencySLO{Percentile: 0.95, Latency: 0}
 		}), []string{`workload.yaml: cascades[0].latency_slo.latency: 0s: must be > 0`}},
 		{"cascade accuracy", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).AccuracySLO = 1.5 }), []string{`workload.yaml: cascades[0].accuracy_slo: 1.5: must be in (0, 1]`}},
 		{"cascade qps_max", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).QPSMax = 0 }), []string{`workload.yaml: cascades[0].qps_max: 0: must be > 0`}},
@@ -68,10 +70,10 @@ func TestValidateCascades(t *testing.T) {
 			`workload.yaml: cascades[0].validation[0].sample: -1: must be >= 0`,
 			`workload.yaml: cascades[0].validation[1].sample: -1: must be >= 0`}},
 		{"record model empty", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			cascade0(w).Validation = append(cascade0(w).Validation, formats.ValidationRecord{Sample: 0, Pred: "B", Label: "B"})
+			cascade0(w).Validation = append(cascade0(w).Validation, cascadesec.ValidationRecord{Sample: 0, Pred: "B", Label: "B"})
 		}), []string{`workload.yaml: cascades[0].validation[8].model: "": must not be empty`}},
 		{"record model unknown", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
-			cascade0(w).Validation = append(cascade0(w).Validation, formats.ValidationRecord{Sample: 0, Model: "gpt", Pred: "B", Label: "B"})
+			cascade0(w).Validation = append(cascade0(w).Validation, cascadesec.ValidationRecord{Sample: 0, Model: "gpt", Pred: "B", Label: "B"})
 		}), []string{`workload.yaml: cascades[0].validation[8].model: "gpt": unknown model: not in cascades[0].models`}},
 		{"record cert", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Cert = nan }), []string{`workload.yaml: cascades[0].validation[3].cert: NaN: must be a finite number`}},
 		{"record cert above 1", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation[3].Cert = 4.2 }), []string{`workload.yaml: cascades[0].validation[3].cert: 4.2: must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; set certainty: score for another scale, e.g. logit gaps)`}},
@@ -84,7 +86,7 @@ func TestValidateCascades(t *testing.T) {
 		{"records cover different samples", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { cascade0(w).Validation = cascade0(w).Validation[:7] }), []string{`workload.yaml: cascades[0].validation: "llama-3.1-8b": no records for samples 3: every model must cover the same samples`}},
 		{"model without records", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
 			c := cascade0(w)
-			var keep []formats.ValidationRecord
+			var keep []cascadesec.ValidationRecord
 			for _, r := range c.Validation {
 				if r.Model != "llama-3.1-8b" {
 					keep = append(keep, r)
@@ -143,21 +145,21 @@ func TestValidateCascades(t *testing.T) {
 		}), []string{`workload.yaml: cascades[0].candidates[1].thresholds[0]: 3.5: must be in [0, 1] (probability certainties; set certainty: score for another scale)`}},
 		{"test model the validation set lacks", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
 			c := cascade0(w)
-			c.Test = append([]formats.ValidationRecord(nil), c.Validation...)
+			c.Test = append([]cascadesec.ValidationRecord(nil), c.Validation...)
 			c.Test[2].Model = "gpt"
 		}), []string{
 			`workload.yaml: cascades[0].test[2].model: "gpt": a model the validation set lacks: not in cascades[0].models`,
 			`workload.yaml: cascades[0].test: "llama-3.2-1b": no records for samples 1: every model must cover the same samples`}},
 		{"test set valid", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
 			c := cascade0(w)
-			c.Test = append([]formats.ValidationRecord(nil), c.Validation...)
+			c.Test = append([]cascadesec.ValidationRecord(nil), c.Validation...)
 		}), nil},
 	}))
 }
 
 // candidates is a valid candidate table for the fixture's two models.
-func candidates() []formats.CascadeCandidate {
-	return []formats.CascadeCandidate{
+func candidates() []cascadesec.CascadeCandidate {
+	return []cascadesec.CascadeCandidate{
 		{Models: []string{"llama-3.2-1b"}, Accuracy: 0.5, Reach: []float64{1}},
 		{Models: []string{"llama-3.2-1b", "llama-3.1-8b"}, Thresholds: []float64{0.4}, Accuracy: 0.61, Reach: []float64{1, 0.3}},
 		{Models: []string{"llama-3.1-8b", "llama-3.2-1b"}, Thresholds: []float64{0.2}, Accuracy: 0.6, Reach: []float64{1, 0.1}},
@@ -222,6 +224,9 @@ func TestCrossCheck(t *testing.T) {
 		mutate func(map[string]formats.Document)
 		want   []string
 	}{
+		{"cascade model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+			cascadesec.CascadesOf(d["workload.yaml"].(*formats.Workload))[0].Models[1] = "llama-2-70b"
+		}, []string{`workload.yaml: cascades[0].models[1]: "llama-2-70b": model not found in any profile (profile.json)`}},
 		{"placed model not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
 			cascadesec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Placement[0].Model = "gpt-2"
 		}, []string{`plan-sections.json: cascade.placement[0].model: "gpt-2": model not found in any profile (profile.json)`}},

@@ -45,7 +45,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 	}
 	score := false
 	if e := pl.Provenance.Embedded; e != nil && e.Workload != nil {
-		for _, cs := range e.Workload.Cascades {
+		for _, cs := range CascadesOf(e.Workload) {
 			score = score || cs.Name == cp.Task && cs.Certainty == CertScore
 		}
 	}
@@ -141,7 +141,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 
 // validateCascade checks one cascade of the workload: its models, one SLO (latency or
 // accuracy), its QPS range and histogram, and its validation records (validateRecords).
-func validateCascade(c *formats.Checker, cs *formats.Cascade, p string, seen *formats.Names) {
+func validateCascade(c *formats.Checker, cs *Cascade, p string, seen *formats.Names) {
 	c.Check(seen, formats.Field(p, "name"), cs.Name)
 	mp := formats.Field(p, "models")
 	if len(cs.Models) == 0 {
@@ -203,7 +203,7 @@ func validateCascade(c *formats.Checker, cs *formats.Cascade, p string, seen *fo
 	case len(cs.Candidates) > 0:
 		validateCandidates(c, cs, p, models)
 	case cs.ValidationFile != "":
-		// the records come from the file (formats.LoadCascadeFiles), checked once loaded
+		// the records come from the file (LoadCascadeFiles), checked once loaded
 	default:
 		validateRecords(c, cs.Validation, cs, formats.Field(p, "validation"), models)
 	}
@@ -214,7 +214,7 @@ func validateCascade(c *formats.Checker, cs *formats.Cascade, p string, seen *fo
 	}
 }
 
-// Certainty scales of a cascade's records (formats.Cascade.Certainty).
+// Certainty scales of a cascade's records (Cascade.Certainty).
 const (
 	CertProbability = "probability"
 	CertScore       = "score"
@@ -223,7 +223,7 @@ const (
 // validateCandidates checks a table of cascades evaluated elsewhere: models of the
 // cascade in order, one threshold per stage but the last, an accuracy in [0, 1] and the
 // fraction of requests reaching each stage, 1 at the first and non-increasing.
-func validateCandidates(c *formats.Checker, cs *formats.Cascade, p string, models map[string]bool) {
+func validateCandidates(c *formats.Checker, cs *Cascade, p string, models map[string]bool) {
 	cp := formats.Field(p, "candidates")
 	for i := range cs.Candidates {
 		cd := &cs.Candidates[i]
@@ -275,7 +275,7 @@ func validateCandidates(c *formats.Checker, cs *formats.Cascade, p string, model
 
 // validateRecords checks a cascade's validation records: one per (sample, model), with a
 // certainty in [0, 1] and a label or a correctness, covering the same samples for every model.
-func validateRecords(c *formats.Checker, recs []formats.ValidationRecord, cs *formats.Cascade, vp string, models map[string]bool) {
+func validateRecords(c *formats.Checker, recs []ValidationRecord, cs *Cascade, vp string, models map[string]bool) {
 	p := strings.TrimSuffix(strings.TrimSuffix(vp, ".validation"), ".test")
 	if len(recs) == 0 {
 		c.Add(vp, nil, "must have at least one record")

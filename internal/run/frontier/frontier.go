@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	progressline "github.com/plan-dev/plan/internal/progress"
@@ -235,9 +236,9 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 	for i := range qlmsec.ClassesOf(&c) {
 		qlmsec.ClassesOf(&c)[i].RateRPS *= f
 	}
-	c.Cascades = append([]formats.Cascade(nil), w.Cascades...)
-	for i := range c.Cascades {
-		c.Cascades[i].QPSMax *= f
+	cascadesec.SetCascades(&c, append([]cascadesec.Cascade(nil), cascadesec.CascadesOf(w)...))
+	for i := range cascadesec.CascadesOf(&c) {
+		cascadesec.CascadesOf(&c)[i].QPSMax *= f
 	}
 	if src := dyorcsec.WorkflowsOf(w); src != nil {
 		wf := *src

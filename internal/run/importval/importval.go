@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 )
@@ -52,13 +53,13 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 	if err != nil {
 		return run.UsageError(err)
 	}
-	recs, err := formats.ImportValidationScale(a.File, data, a.Model, a.Certainty == "score")
+	recs, err := cascadesec.ImportValidationScale(a.File, data, a.Model, a.Certainty == "score")
 	if err != nil {
 		return run.UsageError(err)
 	}
 	var out []byte
 	if a.Workload == "" {
-		if out, err = formats.ValidationRecordsJSON(recs); err != nil {
+		if out, err = cascadesec.ValidationRecordsJSON(recs); err != nil {
 			return err
 		}
 		out = append(out, '\n')
@@ -74,21 +75,21 @@ func Run(_ context.Context, a Args, io *run.IO) error {
 
 // intoWorkload puts recs into the workload's cascade as its validation or test records and
 // returns the checked workload's document.
-func intoWorkload(a Args, recs []formats.ValidationRecord) ([]byte, error) {
+func intoWorkload(a Args, recs []cascadesec.ValidationRecord) ([]byte, error) {
 	w, err := formats.ReadInto[*formats.Workload](a.Workload, a.Systems.Sections())
 	if err != nil {
 		return nil, run.UsageError(err)
 	}
-	i := slices.IndexFunc(w.Cascades, func(c formats.Cascade) bool { return c.Name == a.Cascade })
+	i := slices.IndexFunc(cascadesec.CascadesOf(w), func(c cascadesec.Cascade) bool { return c.Name == a.Cascade })
 	switch {
-	case a.Cascade == "" && len(w.Cascades) == 1:
+	case a.Cascade == "" && len(cascadesec.CascadesOf(w)) == 1:
 		i = 0
 	case a.Cascade == "":
-		return nil, run.UsageErrorf("%s: cascades: %d cascades: name one with --cascade", a.Workload, len(w.Cascades))
+		return nil, run.UsageErrorf("%s: cascades: %d cascades: name one with --cascade", a.Workload, len(cascadesec.CascadesOf(w)))
 	case i < 0:
 		return nil, run.UsageErrorf("--cascade: %q: not a cascade of %s", a.Cascade, a.Workload)
 	}
-	c := &w.Cascades[i]
+	c := &cascadesec.CascadesOf(w)[i]
 	if a.As == "test" {
 		c.Test = recs
 	} else {
@@ -109,13 +110,13 @@ func intoWorkload(a Args, recs []formats.ValidationRecord) ([]byte, error) {
 // test_file) and checks the workload with its records (exit 2 naming the files).
 func LoadRecordFiles(w *formats.Workload, path string, secs *formats.SectionSet) error {
 	need := false
-	for _, c := range w.Cascades {
+	for _, c := range cascadesec.CascadesOf(w) {
 		need = need || c.ValidationFile != "" || c.TestFile != ""
 	}
 	if !need {
 		return nil
 	}
-	if err := formats.LoadCascadeFiles(w, path); err != nil {
+	if err := cascadesec.LoadCascadeFiles(w, path); err != nil {
 		return run.UsageError(err)
 	}
 	if errs := formats.Validate(w, secs); len(errs) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/internal/run"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner/schedule"
@@ -234,11 +235,11 @@ func OtherKind(name string, data []byte, secs *formats.SectionSet) (kind string,
 			errs = append(errs, formats.Validate(doc, secs).WithFile(name+": "+path)...)
 		}
 		return schedule.Kind, errs, true
-	case formats.IsValidationRecords(data):
-		if _, err := formats.ImportValidation(name, data, ""); err != nil {
-			return formats.KindValidationRecords, formats.Problems(err), true
+	case cascadesec.IsValidationRecords(data):
+		if _, err := cascadesec.ImportValidation(name, data, ""); err != nil {
+			return cascadesec.KindValidationRecords, formats.Problems(err), true
 		}
-		return formats.KindValidationRecords, nil, true
+		return cascadesec.KindValidationRecords, nil, true
 	}
 	return "", nil, false
 }

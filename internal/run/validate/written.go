@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	runap "github.com/plan-dev/plan/internal/run/autopilot"
 	"github.com/plan-dev/plan/internal/run/frontier"
 	"github.com/plan-dev/plan/internal/run/replay"
@@ -220,12 +221,12 @@ func RereadOther(kind, name string, data []byte) ([]byte, error) {
 			return nil, err
 		}
 		return s.Marshal()
-	case formats.KindValidationRecords:
-		r, err := formats.ImportValidation(name, data, "")
+	case cascadesec.KindValidationRecords:
+		r, err := cascadesec.ImportValidation(name, data, "")
 		if err != nil {
 			return nil, err
 		}
-		b, err := formats.ValidationRecordsJSON(r)
+		b, err := cascadesec.ValidationRecordsJSON(r)
 		return append(b, '\n'), err // as import validation writes it
 	}
 	return nil, fmt.Errorf("%s: kind %s: not one plan writes", name, kind)

@@ -35,9 +35,8 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{f: pc.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dpc.Kind,
-		// CascadeServe's plan section is registered whole; its workload section is a typed field
-		// it validates and cross-checks itself.
-		Sections: system.Sections{Plan: cascadesec.PlanSection, Workload: []formats.Section{cascadesec.Workload{}}},
+		// CascadeServe's sections, registered whole (formats/sections/cascadesec).
+		Sections: system.Sections{Plan: cascadesec.PlanSection, Workload: []formats.Section{cascadesec.WorkloadSection}},
 		HasPlan:  func(p *formats.Plan) bool { return cascadesec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
@@ -159,10 +158,10 @@ const maxRecordsLen = 3
 // and over a table one below its longest cascade is refused naming that candidate, since it
 // would drop it. The length searched is what the plan records.
 func (o *Planner) fitMaxLen(in planner.Inputs, opt *pc.Options) error {
-	if in.Workload == nil || len(in.Workload.Cascades) != 1 {
+	if in.Workload == nil || len(cascadesec.CascadesOf(in.Workload)) != 1 {
 		return nil // pc.Solve names the problem
 	}
-	c := &in.Workload.Cascades[0]
+	c := &cascadesec.CascadesOf(in.Workload)[0]
 	if len(c.Candidates) == 0 {
 		if opt.Search.MaxLen > maxRecordsLen {
 			return &planner.InputError{Problems: []string{fmt.Sprintf("--max-len: %d: must be 1, 2 or 3: the search over validation records enumerates cascades of up to %d models (a candidates table may list longer ones)", opt.Search.MaxLen, maxRecordsLen)}}
@@ -190,7 +189,7 @@ func (o *Planner) fitMaxLen(in planner.Inputs, opt *pc.Options) error {
 
 // sloField names the SLO a refused solve cannot meet (flag or workload field and value).
 func (o *Planner) sloField(in planner.Inputs, opt pc.Options, s planner.Settings) string {
-	c := in.Workload.Cascades[0]
+	c := cascadesec.CascadesOf(in.Workload)[0]
 	switch {
 	case opt.Accuracy > 0 && o.f.AccuracySLO > 0 && opt.AccuracyMargin > 0:
 		return fmt.Sprintf("--accuracy %g --accuracy-margin %g", opt.Accuracy, opt.AccuracyMargin)

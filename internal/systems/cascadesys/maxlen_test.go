@@ -18,15 +18,15 @@ import (
 
 // tableInputs is a candidates table over BERT's stand-ins whose longest cascade has 4 models.
 func tableInputs() planner.Inputs {
-	c := formats.Cascade{Name: "long", Models: pc.BERT.Names(), QPSMax: 2000, QPSRanges: 4,
-		LatencySLO: &formats.LatencySLO{Percentile: 0.95, Latency: formats.Duration(400 * time.Millisecond)}}
+	c := cascadesec.Cascade{Name: "long", Models: pc.BERT.Names(), QPSMax: 2000, QPSRanges: 4,
+		LatencySLO: &cascadesec.LatencySLO{Percentile: 0.95, Latency: formats.Duration(400 * time.Millisecond)}}
 	for i, m := range pc.BERT.Models {
-		c.Candidates = append(c.Candidates, formats.CascadeCandidate{Models: []string{m.Name}, Accuracy: 0.80 + 0.01*float64(i), Reach: []float64{1}})
+		c.Candidates = append(c.Candidates, cascadesec.CascadeCandidate{Models: []string{m.Name}, Accuracy: 0.80 + 0.01*float64(i), Reach: []float64{1}})
 	}
 	c.Candidates = append(c.Candidates,
-		formats.CascadeCandidate{Models: []string{"bert-tiny", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4}, Accuracy: 0.850, Reach: []float64{1, 0.4, 0.2}},
-		formats.CascadeCandidate{Models: []string{"bert-tiny", "bert-mini", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4, 0.3}, Accuracy: 0.855, Reach: []float64{1, 0.4, 0.25, 0.15}})
-	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Metadata: formats.Metadata{Name: "long"}, Cascades: []formats.Cascade{c}}
+		cascadesec.CascadeCandidate{Models: []string{"bert-tiny", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4}, Accuracy: 0.850, Reach: []float64{1, 0.4, 0.2}},
+		cascadesec.CascadeCandidate{Models: []string{"bert-tiny", "bert-mini", "bert-small", "bert-base"}, Thresholds: []float64{0.5, 0.4, 0.3}, Accuracy: 0.855, Reach: []float64{1, 0.4, 0.25, 0.15}})
+	w := cascadesec.SetCascades(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Metadata: formats.Metadata{Name: "long"}}, []cascadesec.Cascade{c})
 	return planner.Inputs{Workload: w, Profiles: []*formats.Profile{pc.BERT.Profile()}, Cluster: pc.BERT.Cluster(2, 2)}
 }
 

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
 // recordsCSV writes workload-small's validation records as a headered CSV; edit changes
 // record i before it is written.
-func recordsCSV(t *testing.T, path string, edit func(i int, r *formats.ValidationRecord)) {
+func recordsCSV(t *testing.T, path string, edit func(i int, r *cascadesec.ValidationRecord)) {
 	t.Helper()
 	w, err := formats.ReadInto[*formats.Workload]("testdata/cascade/workload-small.yaml", intree.Sections())
 	if err != nil {
@@ -21,7 +22,7 @@ func recordsCSV(t *testing.T, path string, edit func(i int, r *formats.Validatio
 	}
 	var b strings.Builder
 	b.WriteString("sample,model,pred,cert,label\n")
-	for i, r := range w.Cascades[0].Validation {
+	for i, r := range cascadesec.CascadesOf(w)[0].Validation {
 		if edit != nil {
 			edit(i, &r)
 		}
@@ -40,13 +41,13 @@ func TestImportValidation(t *testing.T) {
 	dir := t.TempDir()
 	good, scores, bad, stranger := filepath.Join(dir, "good.csv"), filepath.Join(dir, "scores.csv"), filepath.Join(dir, "bad.csv"), filepath.Join(dir, "stranger.csv")
 	recordsCSV(t, good, nil)
-	recordsCSV(t, scores, func(i int, r *formats.ValidationRecord) { r.Cert = 4*r.Cert - 2 })
-	recordsCSV(t, bad, func(i int, r *formats.ValidationRecord) {
+	recordsCSV(t, scores, func(i int, r *cascadesec.ValidationRecord) { r.Cert = 4*r.Cert - 2 })
+	recordsCSV(t, bad, func(i int, r *cascadesec.ValidationRecord) {
 		if i == 4 {
 			r.Cert = 3.5
 		}
 	})
-	recordsCSV(t, stranger, func(i int, r *formats.ValidationRecord) {
+	recordsCSV(t, stranger, func(i int, r *cascadesec.ValidationRecord) {
 		if i == 2 {
 			r.Model = "gpt"
 		}
@@ -98,7 +99,7 @@ func TestSimulateCascadeAccuracy(t *testing.T) {
 	dir := t.TempDir()
 	test := filepath.Join(dir, "test.csv")
 	// the held-out set: every answer of bert-base wrong, so its accuracy differs
-	recordsCSV(t, test, func(i int, r *formats.ValidationRecord) {
+	recordsCSV(t, test, func(i int, r *cascadesec.ValidationRecord) {
 		if r.Model == "bert-base" {
 			r.Pred = "wrong"
 		}
@@ -146,9 +147,9 @@ func TestCandidatesWorkflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &w.Cascades[0]
+	c := &cascadesec.CascadesOf(w)[0]
 	// the table a team would bring: singles and two-stage cascades with measured numbers
-	c.Candidates = []formats.CascadeCandidate{
+	c.Candidates = []cascadesec.CascadeCandidate{
 		{Models: []string{"bert-tiny"}, Accuracy: 0.80, Reach: []float64{1}},
 		{Models: []string{"bert-small"}, Accuracy: 0.82, Reach: []float64{1}},
 		{Models: []string{"bert-base"}, Accuracy: 0.85, Reach: []float64{1}},
@@ -186,8 +187,8 @@ func TestWorkloadRecordFiles(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..", "..", ".."))
 	dir := t.TempDir()
 	recordsCSV(t, filepath.Join(dir, "val.csv"), nil)
-	recordsCSV(t, filepath.Join(dir, "test.csv"), func(i int, r *formats.ValidationRecord) { r.Cert = 1 - r.Cert })
-	recordsCSV(t, filepath.Join(dir, "bad.csv"), func(i int, r *formats.ValidationRecord) {
+	recordsCSV(t, filepath.Join(dir, "test.csv"), func(i int, r *cascadesec.ValidationRecord) { r.Cert = 1 - r.Cert })
+	recordsCSV(t, filepath.Join(dir, "bad.csv"), func(i int, r *cascadesec.ValidationRecord) {
 		if i == 5 {
 			r.Model = "gpt"
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/planner/schedule"
 )
 
@@ -35,11 +35,11 @@ func TestValidateRoundTripOtherKinds(t *testing.T) {
 	}
 	rewrite := map[string]func([]byte) ([]byte, error){
 		recs: func(b []byte) ([]byte, error) {
-			r, err := formats.ImportValidation(recs, b, "")
+			r, err := cascadesec.ImportValidation(recs, b, "")
 			if err != nil {
 				return nil, err
 			}
-			return formats.ValidationRecordsJSON(r)
+			return cascadesec.ValidationRecordsJSON(r)
 		},
 		sched: func(b []byte) ([]byte, error) {
 			s, err := schedule.Decode(sched, b)

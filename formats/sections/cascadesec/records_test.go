@@ -1,4 +1,4 @@
-package formats
+package cascadesec
 
 import (
 	"strings"
@@ -81,4 +81,22 @@ func FuzzImportValidation(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJSONLNullRefused: a validation record whose number is null is refused naming its line
+// and field (encoding/json read it as 0), and so is a key that differs only in case.
+func TestJSONLNullRefused(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"null sample", `{"sample": null, "model": "a", "pred": "x", "cert": 0.5, "label": "x"}`, "v.jsonl: line 1: sample: null at byte 11 where a number is required"},
+		{"null cert", `{"sample": 1, "model": "a", "pred": "x", "cert": null, "label": "x"}`, "v.jsonl: line 1: cert: null"},
+		{"case variant", `{"sample": 1, "model": "a", "pred": "x", "cert": 0.5, "CERT": 0.9, "label": "x"}`, `v.jsonl: line 1: key "CERT" at byte 54 differs only in case from field "cert"`},
+		{"duplicate", `{"sample": 1, "sample": 2, "model": "a", "pred": "x", "cert": 0.5, "label": "x"}`, `v.jsonl: line 1: duplicate key "sample"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ImportValidation("v.jsonl", []byte(c.in+"\n"), "")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v\nwant %q", err, c.want)
+			}
+		})
+	}
 }

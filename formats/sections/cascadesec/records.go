@@ -1,4 +1,4 @@
-package formats
+package cascadesec
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/plan-dev/plan/formats"
 )
 
 // ImportValidation reads CascadeServe per-sample validation records (App. C.1: sample,
@@ -35,7 +37,7 @@ func ImportValidation(name string, data []byte, model string) ([]ValidationRecor
 // set (a cascade's certainty: score, e.g. logit gaps); otherwise they must be in [0, 1].
 func ImportValidationScale(name string, data []byte, model string, score bool) ([]ValidationRecord, error) {
 	var recs []ValidationRecord
-	var errs ErrorList
+	var errs formats.ErrorList
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".json":
 		recs, errs = importJSON(data)
@@ -44,7 +46,7 @@ func ImportValidationScale(name string, data []byte, model string, score bool) (
 	case ".csv":
 		recs, errs = importCSV(data, model)
 	default:
-		return nil, ErrorList{{File: name, Value: fmt.Sprintf("%q", filepath.Ext(name)), Rule: "validation records must be .json, .jsonl or .csv"}}.tagged(ErrDecode)
+		return nil, formats.ErrorList{{File: name, Value: fmt.Sprintf("%q", filepath.Ext(name)), Rule: "validation records must be .json, .jsonl or .csv"}}.Tagged(formats.ErrDecode)
 	}
 	if len(errs) == 0 {
 		for i := range recs {
@@ -54,14 +56,14 @@ func ImportValidationScale(name string, data []byte, model string, score bool) (
 			errs = append(errs, checkRecord(&recs[i], fmt.Sprintf("records[%d]", i), score)...)
 		}
 		if len(recs) == 0 {
-			errs = append(errs, &FieldError{Rule: "no validation records"})
+			errs = append(errs, &formats.FieldError{Rule: "no validation records"})
 		}
 	}
 	if len(errs) > 0 {
 		if len(errs) > 20 {
-			errs = append(errs[:20], &FieldError{Rule: fmt.Sprintf("... and %d more problems", len(errs)-20)})
+			errs = append(errs[:20], &formats.FieldError{Rule: fmt.Sprintf("... and %d more problems", len(errs)-20)})
 		}
-		return nil, errs.WithFile(name).tagged(ErrDecode)
+		return nil, errs.WithFile(name).Tagged(formats.ErrDecode)
 	}
 	return recs, nil
 }
@@ -71,10 +73,11 @@ func ImportValidationScale(name string, data []byte, model string, score bool) (
 // records, clearing the file fields, so that what is planned and embedded in the plan holds
 // the records themselves. The caller validates the workload again afterwards (the
 // cross-record rules: every model covering the same samples, test models known).
-func LoadCascadeFiles(w *Workload, workloadPath string) error {
-	var errs ErrorList
-	for i := range w.Cascades {
-		c := &w.Cascades[i]
+func LoadCascadeFiles(w *formats.Workload, workloadPath string) error {
+	var errs formats.ErrorList
+	cs := CascadesOf(w)
+	for i := range cs {
+		c := &cs[i]
 		for _, f := range []struct {
 			name  *string
 			recs  *[]ValidationRecord
@@ -87,9 +90,9 @@ func LoadCascadeFiles(w *Workload, workloadPath string) error {
 			if !filepath.IsAbs(path) && workloadPath != "" && workloadPath != "-" {
 				path = filepath.Join(filepath.Dir(workloadPath), path)
 			}
-			data, err := ReadBytes(path)
+			data, err := formats.ReadBytes(path)
 			if err != nil {
-				errs = append(errs, &FieldError{File: workloadPath, Path: fmt.Sprintf("cascades[%d].%s", i, f.field), Value: fmt.Sprintf("%q", *f.name), Rule: "cannot read " + path})
+				errs = append(errs, &formats.FieldError{File: workloadPath, Path: fmt.Sprintf("cascades[%d].%s", i, f.field), Value: fmt.Sprintf("%q", *f.name), Rule: "cannot read " + path})
 				continue
 			}
 			if *f.recs, err = ImportValidationScale(path, data, "", c.Certainty == "score"); err != nil {
@@ -106,26 +109,26 @@ func LoadCascadeFiles(w *Workload, workloadPath string) error {
 
 // checkRecord applies the per-record rules (the cross-record ones live in
 // Cascade.validateRecords).
-func checkRecord(r *ValidationRecord, p string, score bool) ErrorList {
-	v := &validator{}
-	atLeast(v, field(p, "sample"), int64(r.Sample), 0)
-	notEmpty(v, field(p, "model"), r.Model)
+func checkRecord(r *ValidationRecord, p string, score bool) formats.ErrorList {
+	var v formats.Checker
+	v.AtLeast(formats.Field(p, "sample"), int64(r.Sample), 0)
+	v.NotEmpty(formats.Field(p, "model"), r.Model)
 	switch {
-	case !finite(r.Cert):
-		v.add(field(p, "cert"), r.Cert, "must be a finite number")
+	case !formats.Finite(r.Cert):
+		v.Add(formats.Field(p, "cert"), r.Cert, "must be a finite number")
 	case !score && (r.Cert < 0 || r.Cert > 1):
-		v.add(field(p, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; --certainty score for another scale)")
+		v.Add(formats.Field(p, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; --certainty score for another scale)")
 	}
 	switch {
 	case r.Label != "" && r.Correct != nil:
-		v.add(field(p, "correct"), *r.Correct, "set label or correct, not both")
+		v.Add(formats.Field(p, "correct"), *r.Correct, "set label or correct, not both")
 	case r.Label == "" && r.Correct == nil:
-		v.add(p, nil, "must set label or correct")
+		v.Add(p, nil, "must set label or correct")
 	}
-	return v.errs
+	return v.Errs()
 }
 
-func importJSON(data []byte) ([]ValidationRecord, ErrorList) {
+func importJSON(data []byte) ([]ValidationRecord, formats.ErrorList) {
 	data = bytes.TrimSpace(data)
 	var recs []ValidationRecord
 	if len(data) > 0 && data[0] == '{' {
@@ -134,20 +137,20 @@ func importJSON(data []byte) ([]ValidationRecord, ErrorList) {
 			Kind       string             `json:"kind"`
 			Records    []ValidationRecord `json:"records"`
 		}
-		if err := StrictUnmarshal(data, &wrap); err != nil {
-			return nil, ErrorList{{Rule: "not a validation-records document: " + err.Error()}}
+		if err := formats.StrictUnmarshal(data, &wrap); err != nil {
+			return nil, formats.ErrorList{{Rule: "not a validation-records document: " + err.Error()}}
 		}
 		return wrap.Records, nil
 	}
-	if err := StrictUnmarshal(data, &recs); err != nil {
-		return nil, ErrorList{{Rule: "not a JSON array of validation records: " + err.Error()}}
+	if err := formats.StrictUnmarshal(data, &recs); err != nil {
+		return nil, formats.ErrorList{{Rule: "not a JSON array of validation records: " + err.Error()}}
 	}
 	return recs, nil
 }
 
-func importJSONL(data []byte) ([]ValidationRecord, ErrorList) {
+func importJSONL(data []byte) ([]ValidationRecord, formats.ErrorList) {
 	var recs []ValidationRecord
-	var errs ErrorList
+	var errs formats.ErrorList
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	line := 0
@@ -158,47 +161,47 @@ func importJSONL(data []byte) ([]ValidationRecord, ErrorList) {
 			continue
 		}
 		var r ValidationRecord
-		if err := StrictUnmarshal(b, &r); err != nil {
-			errs = append(errs, &FieldError{Path: fmt.Sprintf("line %d", line), Rule: err.Error()})
+		if err := formats.StrictUnmarshal(b, &r); err != nil {
+			errs = append(errs, &formats.FieldError{Path: fmt.Sprintf("line %d", line), Rule: err.Error()})
 			continue
 		}
 		recs = append(recs, r)
 	}
 	if err := sc.Err(); err != nil {
-		errs = append(errs, &FieldError{Path: fmt.Sprintf("line %d", line+1), Rule: err.Error()})
+		errs = append(errs, &formats.FieldError{Path: fmt.Sprintf("line %d", line+1), Rule: err.Error()})
 	}
 	return recs, errs
 }
 
-func importCSV(data []byte, model string) ([]ValidationRecord, ErrorList) {
+func importCSV(data []byte, model string) ([]ValidationRecord, formats.ErrorList) {
 	r := csv.NewReader(bytes.NewReader(data))
 	r.TrimLeadingSpace = true
 	header, err := r.Read()
 	if err != nil {
-		return nil, ErrorList{{Path: "line 1", Rule: "a header row is required: " + csvErr(err)}}
+		return nil, formats.ErrorList{{Path: "line 1", Rule: "a header row is required: " + csvErr(err)}}
 	}
 	col := map[string]int{}
-	var errs ErrorList
+	var errs formats.ErrorList
 	for i, h := range header {
 		h = strings.ToLower(strings.TrimSpace(h))
 		switch h {
 		case "sample", "model", "pred", "cert", "label", "correct":
 		default:
-			errs = append(errs, &FieldError{Path: fmt.Sprintf("line 1, column %d", i+1), Value: fmt.Sprintf("%q", h), Rule: "unknown column: must be one of sample, model, pred, cert, label, correct"})
+			errs = append(errs, &formats.FieldError{Path: fmt.Sprintf("line 1, column %d", i+1), Value: fmt.Sprintf("%q", h), Rule: "unknown column: must be one of sample, model, pred, cert, label, correct"})
 			continue
 		}
 		if _, dup := col[h]; dup {
-			errs = append(errs, &FieldError{Path: fmt.Sprintf("line 1, column %d", i+1), Value: fmt.Sprintf("%q", h), Rule: "duplicate column"})
+			errs = append(errs, &formats.FieldError{Path: fmt.Sprintf("line 1, column %d", i+1), Value: fmt.Sprintf("%q", h), Rule: "duplicate column"})
 		}
 		col[h] = i
 	}
 	for _, need := range []string{"pred", "cert"} {
 		if _, ok := col[need]; !ok {
-			errs = append(errs, &FieldError{Path: "line 1", Rule: "missing column " + need})
+			errs = append(errs, &formats.FieldError{Path: "line 1", Rule: "missing column " + need})
 		}
 	}
 	if _, ok := col["model"]; !ok && model == "" {
-		errs = append(errs, &FieldError{Path: "line 1", Rule: "missing column model (or name the model the file holds)"})
+		errs = append(errs, &formats.FieldError{Path: "line 1", Rule: "missing column model (or name the model the file holds)"})
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -217,7 +220,7 @@ func importCSV(data []byte, model string) ([]ValidationRecord, ErrorList) {
 			if errors.As(err, &pe) {
 				at = fmt.Sprintf("line %d", pe.Line)
 			}
-			errs = append(errs, &FieldError{Path: at, Rule: csvErr(err)})
+			errs = append(errs, &formats.FieldError{Path: at, Rule: csvErr(err)})
 			if len(errs) > 20 {
 				break
 			}
@@ -236,7 +239,7 @@ func importCSV(data []byte, model string) ([]ValidationRecord, ErrorList) {
 		if s, ok := get("sample"); ok {
 			n, err := strconv.Atoi(s)
 			if err != nil {
-				errs = append(errs, &FieldError{Path: at + ": sample", Value: fmt.Sprintf("%q", s), Rule: "must be an integer"})
+				errs = append(errs, &formats.FieldError{Path: at + ": sample", Value: fmt.Sprintf("%q", s), Rule: "must be an integer"})
 			}
 			v.Sample = n
 		}
@@ -245,7 +248,7 @@ func importCSV(data []byte, model string) ([]ValidationRecord, ErrorList) {
 		if s, ok := get("cert"); ok {
 			f, err := strconv.ParseFloat(s, 64)
 			if err != nil {
-				errs = append(errs, &FieldError{Path: at + ": cert", Value: fmt.Sprintf("%q", s), Rule: "must be a number"})
+				errs = append(errs, &formats.FieldError{Path: at + ": cert", Value: fmt.Sprintf("%q", s), Rule: "must be a number"})
 			}
 			v.Cert = f
 		}
@@ -253,7 +256,7 @@ func importCSV(data []byte, model string) ([]ValidationRecord, ErrorList) {
 		if s, ok := get("correct"); ok && s != "" {
 			b, err := strconv.ParseBool(s)
 			if err != nil {
-				errs = append(errs, &FieldError{Path: at + ": correct", Value: fmt.Sprintf("%q", s), Rule: "must be true or false"})
+				errs = append(errs, &formats.FieldError{Path: at + ": correct", Value: fmt.Sprintf("%q", s), Rule: "must be true or false"})
 			}
 			v.Correct = &b
 		}
@@ -287,5 +290,5 @@ func ValidationRecordsJSON(recs []ValidationRecord) ([]byte, error) {
 		APIVersion string             `json:"apiVersion"`
 		Kind       string             `json:"kind"`
 		Records    []ValidationRecord `json:"records"`
-	}{APIVersion, KindValidationRecords, recs}, "", "  ")
+	}{formats.APIVersion, KindValidationRecords, recs}, "", "  ")
 }
