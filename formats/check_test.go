@@ -26,12 +26,10 @@ func TestCheckSet(t *testing.T) {
 		{"workload model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
 			w := d["workload.yaml"].(*Workload)
 			w.Models[0].Name = "vgg16"
-			w.Pipelines[0].Modules[0].Model = "yolov8n"
 			w.Models[1].Profile = "yolov8n"
 		}, []string{
 			`workload.yaml: models[0].name: "vgg16": model not found in any profile (profile.json)`,
-			`workload.yaml: models[1].profile: "yolov8n": model not found in any profile (profile.json)`,
-			`workload.yaml: pipelines[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
+			`workload.yaml: models[1].profile: "yolov8n": model not found in any profile (profile.json)`}},
 		{"GPU type without latency", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
 		}, []string{
@@ -40,10 +38,9 @@ func TestCheckSet(t *testing.T) {
 		{"GPU type without latency, unused model", []string{"cluster.yaml", "profile.json", "workload.yaml"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
 			w := d["workload.yaml"].(*Workload)
-			w.Models = w.Models[:1]                              // no more yolov5s model
-			w.Pipelines[0].Modules = w.Pipelines[0].Modules[1:2] // nor module
-			w.Pipelines[0].Modules[0].After = nil                //
-			d["trace-counts.json"] = nil                         // nil documents are ignored
+			w.Models = w.Models[:1]         // no more yolov5s model
+			delete(w.Sections, "pipelines") // nor module
+			d["trace-counts.json"] = nil    // nil documents are ignored
 		}, []string{`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`}},
 		{"GPU type with no GPUs is fine", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs = append(d["cluster.yaml"].(*Cluster).GPUs, GPUPool{Type: "A100", Count: 0, PerServer: 8})

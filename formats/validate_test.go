@@ -211,7 +211,8 @@ func TestValidateWorkload(t *testing.T) {
 	runBad(t, []badCase{
 		{"kind", f, wl(func(w *Workload) { w.Kind = "Trace" }), []string{`workload.yaml: kind: "Trace": must be Workload`}},
 		{"empty", f, wl(func(w *Workload) {
-			w.Models, w.Pipelines = nil, nil
+			w.Models = nil
+			delete(w.Sections, "pipelines")
 			delete(w.Sections, "cascades")
 			delete(w.Sections, "llm_classes")
 			delete(w.Sections, "workflows")

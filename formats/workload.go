@@ -5,9 +5,8 @@ package formats
 // data (CascadeServe), LLM request classes (QLM) and dynamic workflows (DyOrc).
 type Workload struct {
 	TypeMeta
-	Metadata  Metadata        `json:"metadata"`
-	Models    []ModelWorkload `json:"models,omitempty"`
-	Pipelines []Pipeline      `json:"pipelines,omitempty"`
+	Metadata Metadata        `json:"metadata"`
+	Models   []ModelWorkload `json:"models,omitempty"`
 	// Sections are the sections of systems registered beyond the typed fields above
 	// (SectionSet), decoded by their own Section.
 	Sections SectionValues `json:"-"`
@@ -33,28 +32,4 @@ func (m *ModelWorkload) ProfileName() string {
 		return m.Profile
 	}
 	return m.Name
-}
-
-// Pipeline is a multi-module application (a DAG, usually a chain) with one end-to-end SLO.
-type Pipeline struct {
-	Name    string   `json:"name"`
-	SLO     Duration `json:"slo"`
-	RateRPS float64  `json:"rate_rps,omitempty"`
-	Modules []Module `json:"modules"`
-}
-
-// Module is one stage of a pipeline.
-type Module struct {
-	Name string `json:"name"`
-	// Model names the model profile that serves this module.
-	Model string `json:"model"`
-	// After lists upstream modules; empty = an entry module.
-	After []Edge `json:"after,omitempty"`
-}
-
-// Edge is a dependency on an upstream module; Probability < 1 makes it conditional
-// (the request visits this module only with that probability).
-type Edge struct {
-	Module      string  `json:"module"`
-	Probability float64 `json:"probability,omitempty"`
 }

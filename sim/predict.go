@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -227,7 +228,7 @@ func workloadRate(w *formats.Workload, name string) float64 {
 			return m.RateRPS
 		}
 	}
-	for _, p := range w.Pipelines {
+	for _, p := range pardsec.PipelinesOf(w) {
 		if p.Name == name {
 			return p.RateRPS
 		}

@@ -251,7 +251,7 @@ func benchPlans(ctx context.Context, o BenchOptions) (map[string]*formats.Plan, 
 			return nil, fmt.Errorf("%w: unknown app %q (tm, lv, ga, da)", plpard.ErrBadInput, name)
 		}
 		wl := demo.Workload(o.RateRPS)
-		wl.Pipelines = []formats.Pipeline{demo.Pipeline(app, o.RateRPS)}
+		pardsec.SetPipelines(wl, []pardsec.Pipeline{demo.Pipeline(app, o.RateRPS)})
 		pl, err := plpard.Provision(ctx, plpard.Inputs{Workload: wl, Profiles: []formats.Profile{*demo.Profile()}, Cluster: demo.Cluster()}, plpard.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("provisioning %s: %w", name, err)

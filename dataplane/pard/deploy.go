@@ -147,7 +147,7 @@ func FromPARDPlan(p *formats.Plan) (*dataplane.Deployment, error) {
 		var edges map[string][]string
 		probs := map[string]float64{}
 		if wl != nil {
-			for _, pl := range wl.Pipelines {
+			for _, pl := range pardsec.PipelinesOf(wl) {
 				if pl.Name == a.Name {
 					edges = map[string][]string{}
 					for _, m := range pl.Modules {

@@ -42,7 +42,7 @@ func Placements(p *formats.Plan) []export.Placement {
 func edges(p *formats.Plan, a pardsec.PARDApp) map[string][]string {
 	out := map[string][]string{}
 	if p.Provenance.Embedded != nil && p.Provenance.Embedded.Workload != nil {
-		for _, pl := range p.Provenance.Embedded.Workload.Pipelines {
+		for _, pl := range pardsec.PipelinesOf(p.Provenance.Embedded.Workload) {
 			if pl.Name == a.Name {
 				for _, m := range pl.Modules {
 					for _, e := range m.After {
@@ -68,7 +68,7 @@ func isChain(p *formats.Plan, a pardsec.PARDApp, after map[string][]string) bool
 		}
 	}
 	if p.Provenance.Embedded != nil && p.Provenance.Embedded.Workload != nil {
-		for _, pl := range p.Provenance.Embedded.Workload.Pipelines {
+		for _, pl := range pardsec.PipelinesOf(p.Provenance.Embedded.Workload) {
 			if pl.Name == a.Name {
 				for _, m := range pl.Modules {
 					for _, e := range m.After {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -24,7 +25,7 @@ func randomCostCase(r *rand.Rand) (Inputs, time.Duration) {
 		c.GPUs = append(c.GPUs, formats.GPUPool{Type: fmt.Sprintf("G%d", k), PerServer: 8, MemoryBytes: 16 << 30, PricePerHour: &price, Available: &avail})
 	}
 	prof := formats.Profile{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindProfile}}
-	pl := formats.Pipeline{Name: "app", RateRPS: float64(50 + r.IntN(150))}
+	pl := pardsec.Pipeline{Name: "app", RateRPS: float64(50 + r.IntN(150))}
 	for m := range M {
 		name := fmt.Sprintf("m%d", m)
 		mp := formats.ModelProfile{Name: name, Backend: "roofline", Blocks: []formats.Block{{FirstLayer: 0, EndLayer: 1}}}
@@ -36,22 +37,22 @@ func randomCostCase(r *rand.Rand) (Inputs, time.Duration) {
 			}
 		}
 		prof.Models = append(prof.Models, mp)
-		mod := formats.Module{Name: name, Model: name}
+		mod := pardsec.Module{Name: name, Model: name}
 		if m > 0 {
-			mod.After = []formats.Edge{{Module: fmt.Sprintf("m%d", m-1)}}
+			mod.After = []pardsec.Edge{{Module: fmt.Sprintf("m%d", m-1)}}
 		}
 		pl.Modules = append(pl.Modules, mod)
 	}
 	slo := time.Duration(40+r.IntN(120)) * time.Millisecond
 	pl.SLO = formats.Duration(slo)
-	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Pipelines: []formats.Pipeline{pl}}
+	w := pardsec.SetPipelines(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}, []pardsec.Pipeline{pl})
 	return Inputs{Workload: w, Profiles: []formats.Profile{prof}, Cluster: c}, slo
 }
 
 // exhaustiveCost enumerates every (GPU type, batch) per module of the chain and returns the
 // least Σ price·workers meeting Σ 2·d ≤ 0.8·SLO and every type's available count.
 func exhaustiveCost(in Inputs, slo time.Duration) float64 {
-	pl := in.Workload.Pipelines[0]
+	pl := pardsec.PipelinesOf(in.Workload)[0]
 	type opt struct {
 		k, workers int
 		lat        float64

@@ -15,13 +15,13 @@ import (
 // fillInputs is tm at 100 rps and lv at 50 rps (the autopilot fixture's mix) on gpus 2080Ti.
 func fillInputs(gpus int) Inputs {
 	w := demo.Workload(0)
-	w.Pipelines = nil
+	pardsec.SetPipelines(w, nil)
 	for _, a := range []struct {
 		name string
 		rate float64
 	}{{"tm", 100}, {"lv", 50}} {
 		app, _ := demo.AppByName(a.name)
-		w.Pipelines = append(w.Pipelines, demo.Pipeline(app, a.rate))
+		pardsec.SetPipelines(w, append(pardsec.PipelinesOf(w), demo.Pipeline(app, a.rate)))
 	}
 	in := inputs(w)
 	in.Cluster.GPUs[0].Count = gpus

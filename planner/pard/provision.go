@@ -115,7 +115,7 @@ func bad(path string, value any, rule string, args ...any) error {
 // limit passed before the solver found any provisioning (raise TimeLimit), and the solver's
 // errors otherwise.
 func Provision(ctx context.Context, in Inputs, o Options) (*formats.Plan, error) {
-	if in.Workload == nil || len(in.Workload.Pipelines) == 0 {
+	if in.Workload == nil || len(pardsec.PipelinesOf(in.Workload)) == 0 {
 		return nil, bad("pipelines", "", "the workload has no pipelines")
 	}
 	if in.Cluster == nil || len(in.Cluster.GPUs) == 0 {
@@ -189,7 +189,7 @@ type modInfo struct {
 }
 
 type appInfo struct {
-	pl    *formats.Pipeline
+	pl    *pardsec.Pipeline
 	rate  float64
 	mods  []modInfo
 	paths [][]int
@@ -208,8 +208,8 @@ func appInfos(in Inputs, o Options) (apps []appInfo, usedModels map[string]bool,
 		return nil
 	}
 	usedModels = map[string]bool{}
-	for pi := range in.Workload.Pipelines {
-		pl := &in.Workload.Pipelines[pi]
+	for pi := range pardsec.PipelinesOf(in.Workload) {
+		pl := &pardsec.PipelinesOf(in.Workload)[pi]
 		pp := fmt.Sprintf("pipelines[%d]", pi)
 		if pl.SLO <= 0 {
 			return nil, nil, bad(pp+".slo", pl.SLO, "must be > 0")
@@ -501,7 +501,7 @@ func prune(opts []option) []option {
 
 // sourceSinkPaths checks the module graph (known edges, no cycle, one entry and one sink)
 // and returns every entry→sink path as module indices.
-func sourceSinkPaths(pl *formats.Pipeline, pp string) ([][]int, error) {
+func sourceSinkPaths(pl *pardsec.Pipeline, pp string) ([][]int, error) {
 	if len(pl.Modules) == 0 {
 		return nil, bad(pp+".modules", "", "must list at least one module")
 	}

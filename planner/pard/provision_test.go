@@ -24,10 +24,10 @@ func inputs(w *formats.Workload) Inputs {
 // TestProvisionBadInput: bad inputs are rejected before solving, with the reason.
 func TestProvisionBadInput(t *testing.T) {
 	lv, _ := demo.AppByName("lv")
-	mk := func(f func(p *formats.Pipeline)) *formats.Workload {
+	mk := func(f func(p *pardsec.Pipeline)) *formats.Workload {
 		w := demo.Workload(100)
-		w.Pipelines = []formats.Pipeline{demo.Pipeline(lv, 100)}
-		f(&w.Pipelines[0])
+		pardsec.SetPipelines(w, []pardsec.Pipeline{demo.Pipeline(lv, 100)})
+		f(&pardsec.PipelinesOf(w)[0])
 		return w
 	}
 	cases := []struct {
@@ -35,15 +35,15 @@ func TestProvisionBadInput(t *testing.T) {
 		w    *formats.Workload
 		want string
 	}{
-		{"cycle", mk(func(p *formats.Pipeline) {
-			p.Modules[0].After = []formats.Edge{{Module: "pose-recognition"}}
+		{"cycle", mk(func(p *pardsec.Pipeline) {
+			p.Modules[0].After = []pardsec.Edge{{Module: "pose-recognition"}}
 		}), "the modules form a cycle"},
-		{"no profile", mk(func(p *formats.Pipeline) { p.Modules[2].Model = "missing-model" }),
+		{"no profile", mk(func(p *pardsec.Pipeline) { p.Modules[2].Model = "missing-model" }),
 			"pipelines[0].modules[2].model: missing-model: no profile has this model"},
-		{"slo below batch-1 latencies", mk(func(p *formats.Pipeline) { p.SLO = formats.Duration(50 * time.Millisecond) }),
+		{"slo below batch-1 latencies", mk(func(p *pardsec.Pipeline) { p.SLO = formats.Duration(50 * time.Millisecond) }),
 			"below the sum of batch-1 latencies 61.5 ms"},
-		{"unknown edge", mk(func(p *formats.Pipeline) { p.Modules[1].After = []formats.Edge{{Module: "nope"}} }), "unknown module"},
-		{"two sinks", mk(func(p *formats.Pipeline) { p.Modules[4].After = []formats.Edge{{Module: "face-recognition"}} }), "exactly one last module"},
+		{"unknown edge", mk(func(p *pardsec.Pipeline) { p.Modules[1].After = []pardsec.Edge{{Module: "nope"}} }), "unknown module"},
+		{"two sinks", mk(func(p *pardsec.Pipeline) { p.Modules[4].After = []pardsec.Edge{{Module: "face-recognition"}} }), "exactly one last module"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

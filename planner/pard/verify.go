@@ -46,9 +46,9 @@ func Verify(p *formats.Plan) []string {
 		return nil
 	}
 	use := map[string]int{}
-	pipes := map[string]*formats.Pipeline{}
-	for i := range emb.Workload.Pipelines {
-		pipes[emb.Workload.Pipelines[i].Name] = &emb.Workload.Pipelines[i]
+	pipes := map[string]*pardsec.Pipeline{}
+	for i := range pardsec.PipelinesOf(emb.Workload) {
+		pipes[pardsec.PipelinesOf(emb.Workload)[i].Name] = &pardsec.PipelinesOf(emb.Workload)[i]
 	}
 	for ai, a := range pp.Apps {
 		where := fmt.Sprintf("app %s", a.Name)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -217,7 +218,7 @@ func targets(w *formats.Workload) []string {
 	for _, c := range qlmsec.ClassesOf(w) {
 		n = append(n, c.Name)
 	}
-	for _, p := range w.Pipelines {
+	for _, p := range pardsec.PipelinesOf(w) {
 		n = append(n, p.Name)
 	}
 	if wf := dyorcsec.WorkflowsOf(w); wf != nil {
@@ -235,7 +236,7 @@ func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.W
 	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
 	c.Models = slices.Clone(w.Models)
 	qlmsec.SetClasses(&c, slices.Clone(qlmsec.ClassesOf(w)))
-	c.Pipelines = slices.Clone(w.Pipelines)
+	pardsec.SetPipelines(&c, slices.Clone(pardsec.PipelinesOf(w)))
 	cwf := dyorcsec.WorkflowsOf(w)
 	if cwf != nil {
 		wf := *cwf
@@ -255,9 +256,9 @@ func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.W
 				qlmsec.ClassesOf(&c)[j].RateRPS, set = rates[i], true
 			}
 		}
-		for j := range c.Pipelines {
-			if c.Pipelines[j].Name == n {
-				c.Pipelines[j].RateRPS, set = rates[i], true
+		for j := range pardsec.PipelinesOf(&c) {
+			if pardsec.PipelinesOf(&c)[j].Name == n {
+				pardsec.PipelinesOf(&c)[j].RateRPS, set = rates[i], true
 			}
 		}
 		if cwf != nil {

@@ -2,9 +2,8 @@
 // workload section (`pipelines`: DAGs of DNN modules with an end-to-end SLO, PARD §2) and its
 // plan section (`pard`: the runtime policy and each app's modules with their GPU, batch and
 // workers, §4), and the checks of those sections against the other files given with them.
-// The plan section is registered whole (formats.SectionOf: its types are this package's,
-// read with PlanOf); the workload section's types are still a typed field of
-// formats.Workload, which formats decodes and this package's Workload validates.
+// Both sections are registered whole (formats.SectionOf): their types are this package's,
+// read with PlanOf and PipelinesOf.
 package pardsec
 
 import (
@@ -19,8 +18,31 @@ const (
 	WorkloadKey = "pipelines"
 )
 
-// Workload is the Section of a workload's `pipelines` field.
-type Workload struct{ formats.TypedSection }
+// WorkloadSection is the Section of a workload's `pipelines` section: the pipelines, a
+// *[]Pipeline (an empty list reads and writes as no section).
+var WorkloadSection = workloadSection{formats.SectionOf[[]Pipeline]{Name: WorkloadKey, Sys: "pard", Check: checkPipelines, Cross: crossCheckPipelines, Position: Position}}
+
+// workloadSection adds to the workload's SectionOf what formats asks of a workload section
+// beyond it (formats.ModelUser, formats.TraceTargeter).
+type workloadSection struct{ formats.SectionOf[[]Pipeline] }
+
+// PipelinesOf is w's `pipelines` section, nil when w (or it) is absent. Its elements are w's
+// own: changing one changes w.
+func PipelinesOf(w *formats.Workload) []Pipeline {
+	if w == nil {
+		return nil
+	}
+	if ps := WorkloadSection.In(w.Sections); ps != nil {
+		return *ps
+	}
+	return nil
+}
+
+// SetPipelines sets w's `pipelines` section (empty removes it) and returns w.
+func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
+	w.Sections.Set(WorkloadSection, &ps)
+	return w
+}
 
 // Position is the place of PARD's sections in a file: second, after PPipe's, before
 // CascadeServe's, QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
@@ -102,7 +124,7 @@ func crossCheckPlan(pd *PARDPlan, self string, docs map[string]formats.Document)
 			continue
 		}
 		files = append(files, f)
-		for _, pl := range w.Pipelines {
+		for _, pl := range PipelinesOf(w) {
 			pipelines[pl.Name] = true
 		}
 	}
@@ -119,29 +141,19 @@ func crossCheckPlan(pd *PARDPlan, self string, docs map[string]formats.Document)
 	return c.Errs()
 }
 
-// Key is the section's key.
-func (Workload) Key() string { return WorkloadKey }
-
-// System is PARD.
-func (Workload) System() string { return "pard" }
-
-// Validate checks the `pipelines` section of the workload v (a *formats.Workload).
-func (Workload) Validate(v any) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+// checkPipelines checks the `pipelines` section of a workload.
+func checkPipelines(ps *[]Pipeline) formats.ErrorList {
 	var c formats.Checker
 	seen := &formats.Names{}
-	for i := range w.Pipelines {
-		validatePipeline(&c, &w.Pipelines[i], formats.Index(WorkloadKey, i), seen)
+	for i := range *ps {
+		validatePipeline(&c, &(*ps)[i], formats.Index(WorkloadKey, i), seen)
 	}
 	return c.Errs()
 }
 
 // validatePipeline checks one pipeline: uniquely named modules whose `after` edges name other
 // modules once each, with a probability in (0, 1], and form no cycle (PARD's DAG, §2).
-func validatePipeline(c *formats.Checker, pl *formats.Pipeline, p string, seen *formats.Names) {
+func validatePipeline(c *formats.Checker, pl *Pipeline, p string, seen *formats.Names) {
 	c.Check(seen, formats.Field(p, "name"), pl.Name)
 	c.PositiveDuration(formats.Field(p, "slo"), pl.SLO)
 	c.Rate(formats.Field(p, "rate_rps"), pl.RateRPS)
@@ -192,19 +204,16 @@ func validatePipeline(c *formats.Checker, pl *formats.Pipeline, p string, seen *
 	}
 }
 
-// CrossCheck checks that every module's model is in a given profile, when profiles are given.
-func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+// crossCheckPipelines checks that every module's model is in a given profile, when profiles
+// are given.
+func crossCheckPipelines(ps *[]Pipeline, self string, docs map[string]formats.Document) formats.ErrorList {
 	profiles, known := formats.ProfiledModels(docs, true, false)
 	if len(profiles) == 0 {
 		return nil
 	}
 	var c formats.Checker
-	for i := range w.Pipelines {
-		for j, m := range w.Pipelines[i].Modules {
+	for i := range *ps {
+		for j, m := range (*ps)[i].Modules {
 			if m.Model != "" && !known[m.Model] {
 				path := formats.Field(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "modules"), j), "model")
 				c.Add(path, m.Model, "model not found in any profile (%s)", strings.Join(profiles, ", "))
@@ -215,12 +224,9 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 }
 
 // UsedModels names the pipelines' modules' models (formats.ModelUser, for profile coverage).
-func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
-	w, ok := doc.(*formats.Workload)
-	if !ok {
-		return nil, nil
-	}
-	for _, pl := range w.Pipelines {
+func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, _ := doc.(*formats.Workload)
+	for _, pl := range PipelinesOf(w) {
 		for _, m := range pl.Modules {
 			dnn = append(dnn, m.Model)
 		}
@@ -262,11 +268,10 @@ func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
 
 // TraceTargets: a trace given with the workload may name its pipelines
 // (formats.TraceTargeter).
-func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if w, ok := doc.(*formats.Workload); ok {
-		for _, pl := range w.Pipelines {
-			targets = append(targets, pl.Name)
-		}
+func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	w, _ := doc.(*formats.Workload)
+	for _, pl := range PipelinesOf(w) {
+		targets = append(targets, pl.Name)
 	}
 	return targets, nil, true
 }

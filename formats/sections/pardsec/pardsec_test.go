@@ -32,13 +32,15 @@ func cases(bs []badCase) []sectiontest.Case {
 
 var nan = math.NaN()
 
-func pipe(w *formats.Workload) *formats.Pipeline { return &w.Pipelines[0] }
+func pipe(w *formats.Workload) *pardsec.Pipeline { return &pardsec.PipelinesOf(w)[0] }
 
 // One bad-input case per rule of the workload section (moved from formats' tests).
 func TestValidatePipelines(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
 		{"pipeline name", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).Name = "" }), []string{`workload.yaml: pipelines[0].name: "": must not be empty`}},
-		{"pipeline duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Pipelines = append(w.Pipelines, w.Pipelines[0]) }), []string{`workload.yaml: pipelines[1].name: "traffic": duplicate name (first at pipelines[0].name)`}},
+		{"pipeline duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
+			pardsec.SetPipelines(w, append(pardsec.PipelinesOf(w), pardsec.PipelinesOf(w)[0]))
+		}), []string{`workload.yaml: pipelines[1].name: "traffic": duplicate name (first at pipelines[0].name)`}},
 		{"pipeline slo", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).SLO = 0 }), []string{`workload.yaml: pipelines[0].slo: 0s: must be > 0`}},
 		{"pipeline rate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).RateRPS = -1 }), []string{`workload.yaml: pipelines[0].rate_rps: -1: must be >= 0`}},
 		{"pipeline no modules", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).Modules = nil }), []string{`workload.yaml: pipelines[0].modules: must list at least one module`}},
@@ -49,11 +51,11 @@ func TestValidatePipelines(t *testing.T) {
 		{"edge unknown", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).Modules[3].After[0].Module = "car" }), []string{`workload.yaml: pipelines[0].modules[3].after[0].module: "car": unknown module: not in pipelines[0].modules`}},
 		{"edge duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) {
 			m := &pipe(w).Modules[3]
-			m.After = append(m.After, formats.Edge{Module: "vehicle"})
+			m.After = append(m.After, pardsec.Edge{Module: "vehicle"})
 		}), []string{`workload.yaml: pipelines[0].modules[3].after[1].module: "vehicle": duplicate edge (first at after[0])`}},
 		{"edge probability", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).Modules[1].After[0].Probability = 1.5 }), []string{`workload.yaml: pipelines[0].modules[1].after[0].probability: 1.5: must be in (0, 1]`}},
 		{"edge probability negative", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).Modules[1].After[0].Probability = -0.1 }), []string{`workload.yaml: pipelines[0].modules[1].after[0].probability: -0.1: must be in (0, 1]`}},
-		{"cycle", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).Modules[0].After = []formats.Edge{{Module: "plate"}} }), []string{`workload.yaml: pipelines[0].modules: modules form a cycle: detect -> vehicle -> plate -> detect`}},
+		{"cycle", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { pipe(w).Modules[0].After = []pardsec.Edge{{Module: "plate"}} }), []string{`workload.yaml: pipelines[0].modules: modules form a cycle: detect -> vehicle -> plate -> detect`}},
 	}))
 }
 
@@ -87,6 +89,9 @@ func TestCrossCheck(t *testing.T) {
 		mutate func(map[string]formats.Document)
 		want   []string
 	}{
+		{"pipeline model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+			pardsec.PipelinesOf(d["workload.yaml"].(*formats.Workload))[0].Modules[0].Model = "yolov8n"
+		}, []string{`workload.yaml: pipelines[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
 		{"module model not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
 			pardsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Apps[0].Modules[0].Model = "yolov8n"
 		}, []string{`plan-sections.json: pard.apps[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 )
 
 // GPU is the stand-in GPU type (the paper's testbed GPU).
@@ -101,18 +102,18 @@ func Workload(rps float64) *formats.Workload {
 	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
 		Metadata: formats.Metadata{Name: "pard-apps", Description: "PARD's four pipeline applications (tm, lv, ga, da) on stand-in profiles"}}
 	for _, a := range Apps {
-		w.Pipelines = append(w.Pipelines, Pipeline(a, rps))
+		pardsec.SetPipelines(w, append(pardsec.PipelinesOf(w), Pipeline(a, rps)))
 	}
 	return w
 }
 
 // Pipeline converts a bundled application to the workload format.
-func Pipeline(a App, rps float64) formats.Pipeline {
-	pl := formats.Pipeline{Name: a.Name, SLO: formats.Duration(a.SLO), RateRPS: rps}
+func Pipeline(a App, rps float64) pardsec.Pipeline {
+	pl := pardsec.Pipeline{Name: a.Name, SLO: formats.Duration(a.SLO), RateRPS: rps}
 	for _, m := range a.Modules {
-		fm := formats.Module{Name: m.Name, Model: ModelName(m)}
+		fm := pardsec.Module{Name: m.Name, Model: ModelName(m)}
 		for _, u := range m.After {
-			fm.After = append(fm.After, formats.Edge{Module: u})
+			fm.After = append(fm.After, pardsec.Edge{Module: u})
 		}
 		pl.Modules = append(pl.Modules, fm)
 	}

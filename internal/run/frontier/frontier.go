@@ -22,6 +22,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
@@ -228,9 +229,9 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 	for i := range c.Models {
 		c.Models[i].RateRPS *= f
 	}
-	c.Pipelines = append([]formats.Pipeline(nil), w.Pipelines...)
-	for i := range c.Pipelines {
-		c.Pipelines[i].RateRPS *= f
+	pardsec.SetPipelines(&c, append([]pardsec.Pipeline(nil), pardsec.PipelinesOf(w)...))
+	for i := range pardsec.PipelinesOf(&c) {
+		pardsec.PipelinesOf(&c)[i].RateRPS *= f
 	}
 	qlmsec.SetClasses(&c, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(w)...))
 	for i := range qlmsec.ClassesOf(&c) {

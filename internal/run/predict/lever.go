@@ -16,6 +16,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
+	"github.com/plan-dev/plan/formats/sections/pardsec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
@@ -98,7 +99,7 @@ func RatedTargets(w *formats.Workload) (names []string, rates []float64) {
 	for _, c := range qlmsec.ClassesOf(w) {
 		add(c.Name, c.RateRPS)
 	}
-	for _, p := range w.Pipelines {
+	for _, p := range pardsec.PipelinesOf(w) {
 		add(p.Name, p.RateRPS)
 	}
 	if dyorcsec.WorkflowsOf(w) != nil {

@@ -50,7 +50,7 @@ func System() system.System {
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.
 		// PARD validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: pardsec.PlanSection, Workload: []formats.Section{pardsec.Workload{}}, SolveErrors: solveErrors},
+		Sections: system.Sections{Plan: pardsec.PlanSection, Workload: []formats.Section{pardsec.WorkloadSection}, SolveErrors: solveErrors},
 	}
 }
 
