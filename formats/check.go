@@ -80,12 +80,10 @@ func CheckSet(docs map[string]Document, secs *SectionSet) ErrorList {
 		switch d := docs[f].(type) {
 		case *Workload:
 			if d != nil {
-				all = append(all, secs.crossCheckTyped(KindWorkload, d, d.SectionKeys(), f, docs)...)
 				all = append(all, d.Sections.crossCheck(f, docs)...)
 			}
 		case *Plan:
 			if d != nil {
-				all = append(all, secs.crossCheckTyped(KindPlan, d, d.SectionKeys(), f, docs)...)
 				all = append(all, d.Sections.crossCheck(f, docs)...)
 			}
 		}
@@ -155,7 +153,7 @@ func (ix *modelIndex) lookup(model, gpu string, vgpu, batch int) bool {
 	return false
 }
 
-// ModelUser is a Section registered under a typed key that names the profiled models its
+// ModelUser is a Section that names the profiled models its
 // section of doc uses, so that a profile's coverage is checked for them.
 type ModelUser interface {
 	UsedModels(doc Document) (dnn, llm []string)
@@ -170,7 +168,7 @@ func usedModels(workloads []namedWorkload, secs *SectionSet) (dnn, llm map[strin
 	for _, nw := range workloads {
 		w := nw.w
 		for _, k := range w.SectionKeys() {
-			if u, ok := sectionFor(KindWorkload, k, w.Sections, secs).(ModelUser); ok {
+			if u, ok := w.Sections[k].Section.(ModelUser); ok {
 				d, l := u.UsedModels(w)
 				for _, m := range d {
 					dnn[m] = true
@@ -248,7 +246,7 @@ func (x ProfileIndex) Lookup(model, gpu string, vgpu, batch int) bool {
 	return x.ix.lookup(model, gpu, vgpu, batch)
 }
 
-// ProfileChecker is a plan Section registered under a typed key whose section names profiled
+// ProfileChecker is a plan Section whose section names profiled
 // models: formats runs it against the profiles the plan embeds or is given with, which where
 // names in its messages ("provenance.embedded.profiles", "any profile (profile.json)").
 type ProfileChecker interface {
@@ -260,7 +258,7 @@ type ProfileChecker interface {
 // every system's models exist).
 func (p *Plan) checkProfiles(v *validator, ix *modelIndex, where string, secs *SectionSet) {
 	for _, k := range p.SectionKeys() {
-		if pc, ok := sectionFor(KindPlan, k, p.Sections, secs).(ProfileChecker); ok {
+		if pc, ok := p.Sections[k].Section.(ProfileChecker); ok {
 			v.errs = append(v.errs, pc.CheckProfiles(p, ProfileIndex{ix}, where)...)
 		}
 	}
@@ -293,7 +291,7 @@ func checkPlanSet(v *validator, p *Plan, ix *modelIndex, clusters []namedCluster
 // GPURef is a GPU type a plan section names, with its path.
 type GPURef struct{ Path, GPU string }
 
-// GPUUser is a plan Section registered under a typed key whose section names GPU types:
+// GPUUser is a plan Section whose section names GPU types:
 // formats checks them against the clusters given with the plan (CheckSet).
 type GPUUser interface {
 	GPURefs(p *Plan) []GPURef
@@ -303,7 +301,7 @@ type GPUUser interface {
 func (p *Plan) gpuRefs(secs *SectionSet) []GPURef {
 	var out []GPURef
 	for _, k := range p.SectionKeys() {
-		if u, ok := sectionFor(KindPlan, k, p.Sections, secs).(GPUUser); ok {
+		if u, ok := p.Sections[k].Section.(GPUUser); ok {
 			out = append(out, u.GPURefs(p)...)
 		}
 	}

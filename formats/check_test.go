@@ -23,25 +23,11 @@ func TestCheckSet(t *testing.T) {
 		mutate func(map[string]Document)
 		want   []string
 	}{
-		{"workload model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]Document) {
-			w := d["workload.yaml"].(*Workload)
-			w.Models[0].Name = "vgg16"
-			w.Models[1].Profile = "yolov8n"
-		}, []string{
-			`workload.yaml: models[0].name: "vgg16": model not found in any profile (profile.json)`,
-			`workload.yaml: models[1].profile: "yolov8n": model not found in any profile (profile.json)`}},
 		{"GPU type without latency", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
 		}, []string{
 			`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`,
 			`profile.json: models[1].latency: "T4": no latency for GPU type T4 of cluster.yaml (model yolov5s is used)`}},
-		{"GPU type without latency, unused model", []string{"cluster.yaml", "profile.json", "workload.yaml"}, func(d map[string]Document) {
-			d["cluster.yaml"].(*Cluster).GPUs[1].Type = "T4"
-			w := d["workload.yaml"].(*Workload)
-			w.Models = w.Models[:1]         // no more yolov5s model
-			delete(w.Sections, "pipelines") // nor module
-			d["trace-counts.json"] = nil    // nil documents are ignored
-		}, []string{`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`}},
 		{"GPU type with no GPUs is fine", []string{"cluster.yaml", "profile.json"}, func(d map[string]Document) {
 			d["cluster.yaml"].(*Cluster).GPUs = append(d["cluster.yaml"].(*Cluster).GPUs, GPUPool{Type: "A100", Count: 0, PerServer: 8})
 		}, nil},
@@ -120,7 +106,7 @@ func TestCheckSetInvalidDocuments(t *testing.T) {
 	docs := map[string]Document{
 		"p.json": &Profile{Models: []ModelProfile{{Name: "m"}}, LLMs: []LLMProfile{{Model: "l"}}},
 		"c.yaml": &Cluster{GPUs: []GPUPool{{Type: "L4", Count: 1}}},
-		"w.yaml": &Workload{Models: []ModelWorkload{{Name: "m"}}},
+		"w.yaml": &Workload{},
 		"t.json": &Trace{Counts: &RateSeries{}},
 		"e.json": &Plan{},
 	}

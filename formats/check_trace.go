@@ -20,7 +20,7 @@ func newTraceTargets(kind string) *traceTargets {
 	return &traceTargets{targets: map[string]bool{}, classes: map[string]bool{}, kind: kind, complete: true}
 }
 
-// TraceTargeter is a Section registered under a typed key whose section defines what a
+// TraceTargeter is a Section whose section defines what a
 // trace may name: targets (models or applications) and LLM classes. complete is false when
 // the section serves targets the document does not name (a DyOrc plan serves its workload's
 // workflow applications): a trace given with it is then not checked.
@@ -29,12 +29,12 @@ type TraceTargeter interface {
 }
 
 // add adds what doc's sections define or serve. A section whose Section is no
-// TraceTargeter (or a typed one no system in secs registers) makes the set incomplete, so
+// TraceTargeter makes the set incomplete, so
 // nothing is reported unknown that a system's Section would have known.
 func (tt *traceTargets) add(file, kind string, doc Document, sv SectionValues, keys []string, secs *SectionSet) {
 	tt.files = append(tt.files, file)
 	for _, k := range keys {
-		t, ok := sectionFor(kind, k, sv, secs).(TraceTargeter)
+		t, ok := sv[k].Section.(TraceTargeter)
 		if !ok {
 			tt.complete = false
 			continue

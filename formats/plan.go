@@ -20,8 +20,8 @@ type Plan struct {
 	// before it wrote the plan and re-simulated by `plan check` (absent in plans written
 	// before predictions were recorded).
 	Prediction *Prediction `json:"prediction,omitempty"`
-	// Sections are the sections of systems registered beyond the typed fields above
-	// (SectionSet), decoded by their own Section.
+	// Sections are the systems' sections (SectionSet), each decoded, validated and written
+	// by the Section its system registers.
 	Sections SectionValues `json:"-"`
 }
 

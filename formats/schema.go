@@ -42,8 +42,8 @@ func Schema(kind string, secs *SectionSet) ([]byte, error) {
 	root.set("title", APIVersion+" "+kind)
 	root.set("description", fmt.Sprintf("A %s file of plan. Generated from the Go type formats.%s; do not edit (run `go test ./formats -update`).", kind, t.Name()))
 	g.ref(t)
-	// The registered sections join the document's properties where a typed section would
-	// stand (a plan's before its fleet), and a plan's embedded workload gets the workload
+	// The registered sections join the document's properties where a system's section
+	// stands (a plan's before its fleet), and a plan's embedded workload gets the workload
 	// sections.
 	g.addSections(KindPlan, secs, "fleet")
 	g.addSections(KindWorkload, secs, "")
@@ -67,10 +67,10 @@ type schemaGen struct {
 	defs map[string]*object
 }
 
-// addSections adds the sections secs registers for kind beyond its typed fields to the
-// properties of kind's definition, when the schema has one, before the property before
-// ("": at the end). A section described by its Go type (SectionOf) is written as a typed
-// pointer field would be — its value or null — with its types among the $defs.
+// addSections adds the sections secs registers for kind to the properties of kind's
+// definition, when the schema has one, before the property before ("": at the end). A
+// section described by its Go type (SectionOf) is written as a pointer field would be — its
+// value or null — with its types among the $defs.
 func (g *schemaGen) addSections(kind string, secs *SectionSet, before string) {
 	def := g.defs[kind]
 	if def == nil {
@@ -81,9 +81,6 @@ func (g *schemaGen) addSections(kind string, secs *SectionSet, before string) {
 		return
 	}
 	for _, sec := range ordered(secs.sections(kind)) {
-		if Typed(kind, sec.Key()) {
-			continue // a typed field's schema comes from its Go type
-		}
 		var s any = sec.Schema()
 		if gt, ok := sec.(goTyped); ok {
 			s = g.schema(reflect.PointerTo(gt.goType()))

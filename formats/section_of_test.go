@@ -201,7 +201,7 @@ func TestSectionPositions(t *testing.T) {
 // an empty list is no section.
 func TestSectionOfEmptyList(t *testing.T) {
 	shifts := SectionOf[[]crewShift]{Name: "shifts", Sys: "crewer"}
-	set := &SectionSet{Systems: []string{"crewer"}, Workload: []Section{shifts}}
+	set := &SectionSet{Systems: []string{"crewer"}, Workload: []Section{crewSection, shifts}}
 	for _, tc := range []struct {
 		name, body string
 		want       int // shifts read; -1 = no section
@@ -211,7 +211,7 @@ func TestSectionOfEmptyList(t *testing.T) {
 		{"null", `null`, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := `{"apiVersion": "plan/v1", "kind": "Workload", "metadata": {"name": "w"}, "models": [{"name": "m"}], "shifts": ` + tc.body + `}`
+			doc := `{"apiVersion": "plan/v1", "kind": "Workload", "metadata": {"name": "w"}, "crew": {"name": "c", "slo": "1s", "workers": []}, "shifts": ` + tc.body + `}`
 			w, err := DecodeInto[*Workload]("w.json", []byte(doc), set)
 			if err != nil {
 				t.Fatal(err)

@@ -1,10 +1,5 @@
 package formats
 
-import (
-	"reflect"
-	"slices"
-)
-
 // The kit a system's section validator uses: the same rules, paths and
 // wording as formats' own validation, so a section moved out of formats reports every
 // problem byte for byte as it did inside it.
@@ -90,18 +85,6 @@ func SortedKeys[V any](m map[string]V) []string { return sortedKeys(m) }
 // FindCycle returns one cycle (first node repeated at the end) of the directed graph given
 // by successor lists, or nil; nodes are visited in the order given.
 func FindCycle(nodes []string, succ map[string][]string) []string { return findCycle(nodes, succ) }
-
-// Typed reports whether key is one of the typed section fields of a document of kind
-// (KindPlan, KindWorkload): a Section registered under such a key validates that field.
-func Typed(kind, key string) bool {
-	switch kind {
-	case KindPlan:
-		return slices.Contains(typedSectionKeys(reflect.TypeFor[Plan]()), key)
-	case KindWorkload:
-		return slices.Contains(typedSectionKeys(reflect.TypeFor[Workload]()), key)
-	}
-	return false
-}
 
 // PositiveDuration requires a duration > 0 within the clock's bound.
 func (c *Checker) PositiveDuration(path string, d Duration) { positiveDuration(&c.v, path, d) }

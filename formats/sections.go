@@ -13,23 +13,20 @@ import (
 	"strings"
 )
 
-// Per-system sections (DESIGN.md "Systems as plug-ins"). A plan or a workload
-// file has shared parts (TypeMeta, Metadata, Provenance, the embedded Cluster) and one
-// top-level section per system, each a Section its system registers. A section is either
-// registered whole — SectionOf[T], its Go type, decoding, validation, cross-file checks and
-// schema in the system's own package (DyOrc's two, formats/sections/dyorcsec; QLM's plan
-// section, formats/sections/qlmsec; a toy sixth system's), kept in the document's Sections
-// and read with the package's accessors (dyorcsec.PlanOf, qlmsec.PlanOf) — or, for PPipe,
-// PARD and CascadeServe and QLM's llm_classes until their types move the same way (each
-// declaring the Position its field had), a typed field of Plan or Workload that formats decodes itself while the
-// system's Section, registered under the field's key, validates and cross-checks it
-// (validateTyped, crossCheckTyped). Both kinds keep their place in the file and the
-// schema. The
-// set of registered sections is a plain value (SectionSet) the caller passes in, built from
-// the system registry, so nothing registers itself and tests build exactly the set they need.
-// A plan or workload is never read without a set (Decode, Validate, CheckSet and WriteFile
-// refuse nil for them: ErrNoSections), so every reader runs the systems' own rules; packages
-// below the registry take the in-tree set from formats/sections/intree.
+// Per-system sections (DESIGN.md "Systems as plug-ins"). A plan or a workload file has
+// shared parts (TypeMeta, Metadata, Provenance, the embedded Cluster, a plan's fleet and
+// prediction) and one top-level section per system, each a Section its system registers:
+// SectionOf[T], with its Go type, decoding, validation, cross-file checks and schema in the
+// system's own package (formats/sections/ppipesec, pardsec, cascadesec, qlmsec, dyorcsec; a
+// toy sixth system's), kept in the document's Sections and read with that package's
+// accessors (ppipesec.PlanOf, qlmsec.ClassesOf). formats types none of them, so a new
+// system adds no line here. Each declares its place in the file (Positioned), so files keep
+// their bytes as sections come and go. The set of registered sections is a plain value
+// (SectionSet) the caller passes in, built from the system registry, so nothing registers
+// itself and tests build exactly the set they need. A plan or workload is never read
+// without a set (Decode, Validate, CheckSet and WriteFile refuse nil for them:
+// ErrNoSections), so every reader runs the systems' own rules; packages below the registry
+// take the in-tree set from formats/sections/intree.
 
 // Section is one system's top-level section of a plan or a workload.
 type Section interface {
@@ -52,13 +49,11 @@ type Section interface {
 }
 
 // SectionSet is what the registered systems contribute to the file formats: their names (for
-// errors about sections no system claims) and the sections formats does not type itself.
+// errors about sections no system claims) and their sections.
 type SectionSet struct {
 	// Systems names every registered system, the in-tree ones included.
 	Systems []string
-	// Plan and Workload are the registered sections: beyond Plan's and Workload's typed
-	// fields, or under a typed field's key to validate and cross-check it (Decode and Schema
-	// are then unused: the Go type gives both).
+	// Plan and Workload are the registered sections of plans and workloads.
 	Plan     []Section
 	Workload []Section
 }
@@ -104,7 +99,7 @@ func (s *SectionSet) systems() string {
 
 // extractSections takes the registered sections of a plan or workload tree out of it (so the
 // typed decoder never sees them) and decodes each with its Section. A top-level key that is
-// neither a typed field nor a registered section, and is not a near-miss of a typed field
+// neither a shared field nor a registered section, and is not a near-miss of a shared field
 // (which the structural check reports with a suggestion), is an unknown section: an error
 // naming it and the systems that exist. Without a set (secs nil) nothing is taken out.
 func extractSections(kind string, t reflect.Type, tree map[string]any, secs *SectionSet, errs *ErrorList) SectionValues {
@@ -129,7 +124,7 @@ func extractSections(kind string, t reflect.Type, tree map[string]any, secs *Sec
 		sec := secs.find(kind, k)
 		if sec == nil {
 			if suggest(k, fields) != "" {
-				continue // a typo of a typed field: the structural check says "did you mean"
+				continue // a typo of a shared field: the structural check says "did you mean"
 			}
 			*errs = append(*errs, &FieldError{Path: keyPath("", k), Rule: fmt.Sprintf(
 				"unknown %s section: no registered system claims it (systems: %s)", strings.ToLower(kind), secs.systems())})
@@ -207,47 +202,6 @@ func (l ErrorList) under(key string) ErrorList {
 	return out
 }
 
-// validateTyped runs the Sections registered under the keys of doc's typed fields (present
-// lists doc's present sections, typed ones first in field order), handing each the whole
-// document (a *Plan or *Workload): its typed field is its section, and it may need the rest
-// (a plan's cluster for GPU types).
-func (s *SectionSet) validateTyped(kind string, doc Document, present []string) ErrorList {
-	var out ErrorList
-	for _, k := range present {
-		if !Typed(kind, k) {
-			continue
-		}
-		if sec := s.find(kind, k); sec != nil {
-			out = append(out, sec.Validate(doc)...)
-		}
-	}
-	return out
-}
-
-// crossCheckTyped runs the cross-file checks of the Sections registered under the keys of
-// doc's typed fields (as validateTyped), with the file self set on problems that name none.
-func (s *SectionSet) crossCheckTyped(kind string, doc Document, present []string, self string, docs map[string]Document) ErrorList {
-	var out ErrorList
-	for _, k := range present {
-		if !Typed(kind, k) {
-			continue
-		}
-		sec := s.find(kind, k)
-		if sec == nil {
-			continue
-		}
-		for _, e := range sec.CrossCheck(doc, self, docs) {
-			if e.File == "" {
-				c := *e
-				c.File = self
-				e = &c
-			}
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // Validate validates doc: a plan or a workload with the registered sections secs (nil is a
 // problem of its own, as in Decode: its systems' rules would not run), any other kind by its
 // own rules.
@@ -301,27 +255,12 @@ func (sv SectionValues) validate(doc Document) ErrorList {
 	return out
 }
 
-// sectionFor is the Section of doc's section k: the one it was decoded with when it is a
-// registered section (sv), else the one secs registers under a typed field's key; nil when
-// none does.
-func sectionFor(kind, k string, sv SectionValues, secs *SectionSet) Section {
-	if v, ok := sv[k]; ok {
-		return v.Section
-	}
-	if Typed(kind, k) {
-		return secs.find(kind, k)
-	}
-	return nil
-}
-
-// sectionKeys lists every section key a document of kind may have: its typed fields' in
-// field order, then those secs registers beyond them in their order (for messages).
-func sectionKeys(kind string, t reflect.Type, secs *SectionSet) []string {
-	keys := typedSectionKeys(t)
+// sectionKeys lists every section key a document of kind may have, in the sections' order
+// (for messages).
+func sectionKeys(kind string, secs *SectionSet) []string {
+	var keys []string
 	for _, sec := range ordered(secs.sections(kind)) {
-		if !slices.Contains(keys, sec.Key()) {
-			keys = append(keys, sec.Key())
-		}
+		keys = append(keys, sec.Key())
 	}
 	return keys
 }
@@ -426,45 +365,14 @@ func (sv SectionValues) appendJSON(obj []byte) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// typedSectionKeys lists the top-level keys of t's typed fields that hold a system's section:
-// every field but the shared ones (TypeMeta, metadata, provenance, cluster).
-func typedSectionKeys(t reflect.Type) []string {
-	var out []string
-	for _, f := range jsonFields(t) {
-		switch f.Name {
-		case "apiVersion", "kind", "metadata", "provenance", "cluster", "fleet", "prediction":
-			continue
-		}
-		out = append(out, f.Name)
-	}
-	return out
-}
-
-// presentKeys lists the typed sections of doc (a *Plan or *Workload) that are set (non-zero),
-// in field order, then the registered sections in key order.
-func presentKeys(doc any, sv SectionValues) []string {
-	v := reflect.ValueOf(doc).Elem()
-	var out []string
-	for _, f := range jsonFields(v.Type()) {
-		if !slices.Contains(typedSectionKeys(v.Type()), f.Name) {
-			continue
-		}
-		fv := v.FieldByIndex(f.Index)
-		if fv.IsZero() || (fv.Kind() == reflect.Slice && fv.Len() == 0) {
-			continue
-		}
-		out = append(out, f.Name)
-	}
-	return append(out, sv.keys()...)
-}
-
-// SectionKeys lists the workload's sections that are present: typed ones in field order
-// ("models", "pipelines", "cascades", "llm_classes", "workflows"), then registered ones.
+// SectionKeys lists the workload's sections that are present, in their order (by
+// position: "models", "pipelines", "cascades", "llm_classes", "workflows" for the in-tree
+// systems).
 func (w *Workload) SectionKeys() []string {
 	if w == nil {
 		return nil
 	}
-	return presentKeys(w, w.Sections)
+	return w.Sections.keys()
 }
 
 // SectionKeys lists the plan's sections that are present, as Workload.SectionKeys does.
@@ -472,14 +380,12 @@ func (p *Plan) SectionKeys() []string {
 	if p == nil {
 		return nil
 	}
-	return presentKeys(p, p.Sections)
+	return p.Sections.keys()
 }
 
 // MarshalJSON writes the plan as encoding/json writes its fields, with its registered
-// sections where a system's section stands in a plan — after the shared head (kind,
-// metadata, provenance, cluster) and the typed sections, before the fleet and the
-// prediction — so a section keeps its place in the file whether formats types it or its
-// system registers it.
+// sections where a system's section stands in a plan: after the shared head (kind,
+// metadata, provenance, cluster), before the fleet and the prediction.
 func (p Plan) MarshalJSON() ([]byte, error) {
 	type plain Plan
 	head := plain(p)
@@ -515,7 +421,7 @@ func joinObjects(a, b []byte) []byte {
 	return append(out, b[1:]...)
 }
 
-// MarshalJSON writes the workload's typed fields as encoding/json does, then its registered
+// MarshalJSON writes the workload's shared fields as encoding/json does, then its
 // sections.
 func (w Workload) MarshalJSON() ([]byte, error) {
 	type plain Workload

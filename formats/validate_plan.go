@@ -3,7 +3,6 @@ package formats
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"regexp"
 	"strings"
 )
@@ -46,12 +45,11 @@ func (p *Plan) Validate(secs *SectionSet) ErrorList {
 	if p.Prediction != nil {
 		p.Prediction.validate(v, "prediction")
 	}
-	v.errs = append(v.errs, secs.validateTyped(KindPlan, p, p.SectionKeys())...)
 	v.errs = append(v.errs, p.Sections.validate(p)...)
 	if len(p.SectionKeys()) == 0 {
 		switch p.Provenance.Status {
 		case "optimal", "time-limit", "heuristic":
-			v.add("", nil, "must have at least one of %s (status is %s)", prose(sectionKeys(KindPlan, reflect.TypeFor[Plan](), secs)), p.Provenance.Status)
+			v.add("", nil, "must have at least one of %s (status is %s)", prose(sectionKeys(KindPlan, secs)), p.Provenance.Status)
 		}
 	}
 	if e := p.Provenance.Embedded; e != nil && len(e.Profiles) > 0 {

@@ -211,7 +211,7 @@ func TestValidateWorkload(t *testing.T) {
 	runBad(t, []badCase{
 		{"kind", f, wl(func(w *Workload) { w.Kind = "Trace" }), []string{`workload.yaml: kind: "Trace": must be Workload`}},
 		{"empty", f, wl(func(w *Workload) {
-			w.Models = nil
+			delete(w.Sections, "models")
 			delete(w.Sections, "pipelines")
 			delete(w.Sections, "cascades")
 			delete(w.Sections, "llm_classes")

@@ -1,11 +1,7 @@
 package formats
 
-import (
-	"reflect"
-)
-
-// Validate checks a workload; its typed sections are checked by the Sections secs registers
-// under their keys, and secs nil is a problem (Plan.Validate).
+// Validate checks a workload: its shared fields, and each section by the Section it was
+// decoded with; secs nil is a problem (Plan.Validate).
 func (w *Workload) Validate(secs *SectionSet) ErrorList {
 	if secs == nil {
 		return noSectionsProblem(KindWorkload)
@@ -13,9 +9,8 @@ func (w *Workload) Validate(secs *SectionSet) ErrorList {
 	v := &validator{}
 	checkMeta(v, w.TypeMeta, KindWorkload)
 	if len(w.SectionKeys()) == 0 {
-		v.add("", nil, "must describe at least one of %s", prose(sectionKeys(KindWorkload, reflect.TypeFor[Workload](), secs)))
+		v.add("", nil, "must describe at least one of %s", prose(sectionKeys(KindWorkload, secs)))
 	}
-	v.errs = append(v.errs, secs.validateTyped(KindWorkload, w, w.SectionKeys())...)
 	v.errs = append(v.errs, w.Sections.validate(w)...)
 	return v.errs
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -223,7 +224,7 @@ func workloadRate(w *formats.Workload, name string) float64 {
 	if w == nil {
 		return 0
 	}
-	for _, m := range w.Models {
+	for _, m := range ppipesec.ModelsOf(w) {
 		if m.Name == name {
 			return m.RateRPS
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -126,9 +127,7 @@ func TestPredictMargins(t *testing.T) {
 // TestWorkloadRate: an application's rate is found among models, pipelines, LLM classes and
 // workflow apps; none is 0.
 func TestWorkloadRate(t *testing.T) {
-	w := qlmsec.SetClasses(pardsec.SetPipelines(&formats.Workload{
-		Models: []formats.ModelWorkload{{Name: "m", RateRPS: 1}},
-	}, []pardsec.Pipeline{{Name: "p", RateRPS: 2}}), []qlmsec.LLMClass{{Name: "c", RateRPS: 3}})
+	w := qlmsec.SetClasses(pardsec.SetPipelines(ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m", RateRPS: 1}}), []pardsec.Pipeline{{Name: "p", RateRPS: 2}}), []qlmsec.LLMClass{{Name: "c", RateRPS: 3}})
 	for name, want := range map[string]float64{"m": 1, "p": 2, "c": 3, "x": 0} {
 		if got := workloadRate(w, name); got != want {
 			t.Errorf("%s: %g, want %g", name, got, want)

@@ -26,7 +26,7 @@ import (
 )
 
 // ppipeSections validates the PPipe plans the bench writes with PPipe's own rules.
-var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.PlanSection}, Workload: []formats.Section{ppipesec.Workload{}}}
+var ppipeSections = &formats.SectionSet{Systems: []string{"ppipe"}, Plan: []formats.Section{ppipesec.PlanSection}, Workload: []formats.Section{ppipesec.WorkloadSection}}
 
 // HC is one of the paper's heterogeneous clusters (PPipe §7.1, Table 1; GPUs per server and
 // effective bandwidth from the authors' artifact, as Table 1's bandwidths look swapped).
@@ -306,7 +306,7 @@ func workload(g Group, trace string, prof *formats.Profile) *formats.Workload {
 	}
 	ws := weights[trace]
 	for i, m := range prof.Models {
-		w.Models = append(w.Models, formats.ModelWorkload{Name: m.Name, SLOScale: 5, Weight: ws[i%len(ws)]})
+		ppipesec.SetModels(w, append(ppipesec.ModelsOf(w), ppipesec.ModelWorkload{Name: m.Name, SLOScale: 5, Weight: ws[i%len(ws)]}))
 	}
 	return w
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -119,7 +120,7 @@ func fromCounts(path string, c *formats.RateSeries, o FromTraceOptions, w *forma
 	if total == 0 {
 		return nil, fmt.Errorf("%s: counts: all 0: %w (no arrivals)", path, ErrUnclassifiable)
 	}
-	w.Models = append(w.Models, formats.ModelWorkload{Name: model, RateRPS: round3(rateOf(s, o.Basis))})
+	ppipesec.SetModels(w, append(ppipesec.ModelsOf(w), ppipesec.ModelWorkload{Name: model, RateRPS: round3(rateOf(s, o.Basis))}))
 	return []ClassSummary{s}, nil
 }
 
@@ -190,7 +191,7 @@ func fromRequests(path string, reqs []formats.TraceRequest, blockTokens int, o F
 		s := ClassSummary{Name: g.name, Model: g.model, Requests: len(g.times),
 			MeanRPS: float64(len(g.times)) / span, PeakRPS: peakRate(g.times, first, o.Window, span)}
 		if llm == 0 {
-			w.Models = append(w.Models, formats.ModelWorkload{Name: g.model, RateRPS: round3(rateOf(s, o.Basis))})
+			ppipesec.SetModels(w, append(ppipesec.ModelsOf(w), ppipesec.ModelWorkload{Name: g.model, RateRPS: round3(rateOf(s, o.Basis))}))
 			sums = append(sums, s)
 			continue
 		}

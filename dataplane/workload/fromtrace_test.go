@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -46,8 +47,8 @@ func TestFromTraceRates(t *testing.T) {
 			if s.PeakRPS != c.peak {
 				t.Errorf("peak %g, want %g", s.PeakRPS, c.peak)
 			}
-			if len(w.Models) != 1 || w.Models[0].RateRPS != c.rate || w.Models[0].Name != "m" {
-				t.Errorf("models %+v, want m at %g", w.Models, c.rate)
+			if len(ppipesec.ModelsOf(w)) != 1 || ppipesec.ModelsOf(w)[0].RateRPS != c.rate || ppipesec.ModelsOf(w)[0].Name != "m" {
+				t.Errorf("models %+v, want m at %g", ppipesec.ModelsOf(w), c.rate)
 			}
 		})
 	}

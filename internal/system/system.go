@@ -96,15 +96,12 @@ type Engine struct {
 	EngineOnly []string
 }
 
-// Sections are what a system registers in the file formats beyond the typed fields of
-// formats.Plan and formats.Workload (DESIGN.md "Systems as plug-ins"): its plan section and
-// workload sections, each decoded, validated, cross-checked and described by the section
-// itself. The in-tree systems' sections are still typed fields; a system whose typed section's
-// validation has left formats (DyOrc's) registers a Section under the typed
-// key, and formats runs its Validate and CrossCheck on the typed field.
+// Sections are what a system registers in the file formats (DESIGN.md "Systems as
+// plug-ins"): its plan section and workload sections, each decoded, validated,
+// cross-checked and described by the section itself (formats.SectionOf values in the
+// system's formats/sections package).
 type Sections struct {
-	// Plan is its plan section (its Key is PlanSection); nil: a typed field of formats.Plan
-	// that formats validates itself.
+	// Plan is its plan section (its Key is PlanSection).
 	Plan formats.Section
 	// Workload are its workload sections (their keys are in WorkloadSections).
 	Workload []formats.Section

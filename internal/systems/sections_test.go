@@ -12,12 +12,11 @@ import (
 	"github.com/plan-dev/plan/formats/sections/intree"
 )
 
-// The rules of a typed section whose validation left formats run only when
-// the registry's set is passed: with the in-tree registry a broken section is refused with
-// formats' old message, byte for byte; without a set the read is refused
+// A system's section is read only through the registry's set: with the in-tree registry a
+// broken section is refused with its system's message, byte for byte; without a set the read is refused
 // (formats.ErrNoSections), never structural only. The case fails if a system forgets to register
 // its Section, which would otherwise let bad files through every production reader.
-func TestTypedSectionsRunFromTheRegistry(t *testing.T) {
+func TestSectionsRunFromTheRegistry(t *testing.T) {
 	cases := []struct {
 		name, file string
 		kind       string

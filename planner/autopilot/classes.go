@@ -25,6 +25,7 @@ import (
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -95,10 +96,10 @@ func NewClassRateSolver(base *formats.Plan, apps []string, resolve func(context.
 // setRates sets the rate_rps of w's models and LLM classes named by apps to rates (in
 // apps' order), on copies of w's slices.
 func setRates(w *formats.Workload, apps []string, rates []float64) {
-	w.Models = slices.Clone(w.Models)
-	for i := range w.Models {
-		if k := slices.Index(apps, w.Models[i].Name); k >= 0 {
-			w.Models[i].RateRPS = rates[k]
+	ms := slices.Clone(ppipesec.ModelsOf(w))
+	for i := range ms {
+		if k := slices.Index(apps, ms[i].Name); k >= 0 {
+			ms[i].RateRPS = rates[k]
 		}
 	}
 	cs := slices.Clone(qlmsec.ClassesOf(w))
@@ -108,5 +109,6 @@ func setRates(w *formats.Workload, apps []string, rates []float64) {
 		}
 	}
 	w.Sections = maps.Clone(w.Sections) // w is a copy: its sections are its own
+	ppipesec.SetModels(w, ms)
 	qlmsec.SetClasses(w, cs)
 }

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -243,11 +244,11 @@ const RateStep = 1.1
 // the loop's applications as models (a PPipe workload).
 func NewRateSolver(base *formats.Plan, apps []string, resolve func(context.Context, *formats.Plan) (*formats.Plan, error), deploy func(*formats.Plan) (*dataplane.Deployment, error)) (*RateSolver, error) {
 	e := base.Provenance.Embedded
-	if e == nil || e.Workload == nil || len(e.Workload.Models) == 0 {
+	if e == nil || e.Workload == nil || len(ppipesec.ModelsOf(e.Workload)) == 0 {
 		return nil, errors.New("autopilot: the cost objective re-solves a plan's embedded workload models (provenance.embedded.workload.models): this plan has none")
 	}
 	for _, a := range apps {
-		if !slices.ContainsFunc(e.Workload.Models, func(m formats.ModelWorkload) bool { return m.Name == a }) {
+		if !slices.ContainsFunc(ppipesec.ModelsOf(e.Workload), func(m ppipesec.ModelWorkload) bool { return m.Name == a }) {
 			return nil, fmt.Errorf("autopilot: the plan's embedded workload has no model %q", a)
 		}
 	}

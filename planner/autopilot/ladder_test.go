@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -117,19 +118,19 @@ func TestLadderClusters(t *testing.T) {
 // up to the grid, caches it, and over the GPU budget serves the largest share that fits.
 func TestRateSolver(t *testing.T) {
 	base := fakePlan()
-	base.Provenance.Embedded.Workload = &formats.Workload{Models: []formats.ModelWorkload{{Name: "m", RateRPS: 500}}}
+	base.Provenance.Embedded.Workload = ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m", RateRPS: 500}})
 	solves := 0
 	resolve := func(_ context.Context, p *formats.Plan) (*formats.Plan, error) {
 		solves++
 		q := *p
-		rate := p.Provenance.Embedded.Workload.Models[0].RateRPS
+		rate := ppipesec.ModelsOf(p.Provenance.Embedded.Workload)[0].RateRPS
 		n := int(math.Ceil(rate / 100))
 		q.Fleet = &formats.Fleet{Objective: "cost", GPUsUsed: []formats.FleetGPU{{GPU: "L4", Count: n}}}
 		q.Metadata.Name = fmt.Sprint(rate)
 		return &q, nil
 	}
 	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
-		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: p.Provenance.Embedded.Workload.Models[0].RateRPS}}}, nil
+		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: ppipesec.ModelsOf(p.Provenance.Embedded.Workload)[0].RateRPS}}}, nil
 	}
 	r, err := NewRateSolver(base, []string{"m"}, resolve, deploy)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	ap "github.com/plan-dev/plan/dataplane/autopilot"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 
 	"github.com/plan-dev/plan/dataplane"
 	"github.com/plan-dev/plan/formats"
@@ -218,18 +219,18 @@ func TestPrefetchCancelled(t *testing.T) {
 // nothing.
 func TestRateSolverPrefetch(t *testing.T) {
 	base := fakePlan()
-	base.Provenance.Embedded.Workload = &formats.Workload{Models: []formats.ModelWorkload{{Name: "m", RateRPS: 500}}}
+	base.Provenance.Embedded.Workload = ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m", RateRPS: 500}})
 	var solves atomic.Int32
 	resolve := func(_ context.Context, p *formats.Plan) (*formats.Plan, error) {
 		solves.Add(1)
 		q := *p
-		rate := p.Provenance.Embedded.Workload.Models[0].RateRPS
+		rate := ppipesec.ModelsOf(p.Provenance.Embedded.Workload)[0].RateRPS
 		q.Fleet = &formats.Fleet{Objective: "cost", GPUsUsed: []formats.FleetGPU{{GPU: "L4", Count: int(rate/100) + 1}}}
 		q.Metadata.Name = fmt.Sprint(rate)
 		return &q, nil
 	}
 	deploy := func(p *formats.Plan) (*dataplane.Deployment, error) {
-		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: p.Provenance.Embedded.Workload.Models[0].RateRPS}}}, nil
+		return &dataplane.Deployment{Apps: []dataplane.App{{Name: "m", RateRPS: ppipesec.ModelsOf(p.Provenance.Embedded.Workload)[0].RateRPS}}}, nil
 	}
 	r, err := NewRateSolver(base, []string{"m"}, resolve, deploy)
 	if err != nil {

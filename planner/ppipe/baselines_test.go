@@ -50,8 +50,7 @@ func TestNPMatchesAnalytic(t *testing.T) {
 			T := math.Round(scale * ref.WholeUs())
 			budget := T - math.Round(0.4*T)
 			want, batches := npAnalytic(mp, cl, budget)
-			wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
-				Models: []formats.ModelWorkload{{Name: mp.Name, SLO: formats.Duration(T * 1000)}}}
+			wl := ppipesec.SetModels(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}, []ppipesec.ModelWorkload{{Name: mp.Name, SLO: formats.Duration(T * 1000)}})
 			pl, err := Solve(context.Background(), Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}, Options{Alpha: DefaultAlpha, Strategy: StrategyNP, Gap: 1e-9})
 			skipWithoutSolver(t, err)
 			if want == 0 {
@@ -95,7 +94,7 @@ func TestDARTRProcedure(t *testing.T) {
 		wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}
 		for i, m := range prof.Models {
 			ref, _ := m.Lookup("L4", 1, 1)
-			wl.Models = append(wl.Models, formats.ModelWorkload{Name: m.Name, Weight: float64(1 + i), SLO: formats.Duration(math.Round(4*ref.WholeUs()) * 1000)})
+			ppipesec.SetModels(wl, append(ppipesec.ModelsOf(wl), ppipesec.ModelWorkload{Name: m.Name, Weight: float64(1 + i), SLO: formats.Duration(math.Round(4*ref.WholeUs()) * 1000)}))
 		}
 		in := Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}
 		ctx := context.Background()
@@ -124,14 +123,14 @@ func TestDARTRProcedure(t *testing.T) {
 			}
 		}
 		for _, g := range cl.GPUs {
-			for _, m := range wl.Models {
-				n[m.Name][g.Type] += (g.Count - used[g.Type]) / len(wl.Models)
+			for _, m := range ppipesec.ModelsOf(wl) {
+				n[m.Name][g.Type] += (g.Count - used[g.Type]) / len(ppipesec.ModelsOf(wl))
 			}
 		}
 		// Step 3: per model, pairs × plan A + leftovers × plan B.
 		solo := func(model string, slo formats.Duration, counts map[string]int, P int, strategy string) float64 {
 			c := genCluster(gpus, []int{counts["L4"], counts["P4"]}, 40)
-			w := &formats.Workload{TypeMeta: wl.TypeMeta, Models: []formats.ModelWorkload{{Name: model, SLO: slo}}}
+			w := ppipesec.SetModels(&formats.Workload{TypeMeta: wl.TypeMeta}, []ppipesec.ModelWorkload{{Name: model, SLO: slo}})
 			pl, err := Solve(ctx, Inputs{Profiles: []*formats.Profile{prof}, Cluster: c, Workload: w}, Options{Alpha: DefaultAlpha, Strategy: strategy, MaxPartitions: P, Gap: 1e-9})
 			if errors.Is(err, planner.ErrInfeasible) {
 				return 0
@@ -141,7 +140,7 @@ func TestDARTRProcedure(t *testing.T) {
 			}
 			return ppipesec.PlanOf(pl).Models[0].ThroughputRPS
 		}
-		for i, m := range wl.Models {
+		for i, m := range ppipesec.ModelsOf(wl) {
 			hi, lo := n[m.Name]["L4"], n[m.Name]["P4"]
 			pairs := min(hi, lo)
 			want := 0.0

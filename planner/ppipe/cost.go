@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"strconv"
@@ -195,7 +196,7 @@ func shortError(ctx context.Context, in Inputs, opts Options) error {
 		return err
 	}
 	var names, rates []string
-	for _, m := range in.Workload.Models {
+	for _, m := range ppipesec.ModelsOf(in.Workload) {
 		names = append(names, m.Name)
 		rates = append(rates, fmt.Sprintf("%s %s", m.Name, floor4(m.RateRPS*scale)))
 	}
@@ -233,9 +234,10 @@ func maxScale(ctx context.Context, in Inputs, opts Options) (float64, error) {
 	c := in.Cluster
 	cl := sized(c, func(g formats.GPUPool) int { return min(c.AvailableOf(g.Type), probeCount) })
 	wl := *in.Workload
-	wl.Models = append([]formats.ModelWorkload(nil), in.Workload.Models...)
-	for i := range wl.Models {
-		wl.Models[i].Weight = wl.Models[i].RateRPS
+	wl.Sections = maps.Clone(wl.Sections) // a copy: its own sections
+	ppipesec.SetModels(&wl, append([]ppipesec.ModelWorkload(nil), ppipesec.ModelsOf(in.Workload)...))
+	for i := range ppipesec.ModelsOf(&wl) {
+		ppipesec.ModelsOf(&wl)[i].Weight = ppipesec.ModelsOf(&wl)[i].RateRPS
 	}
 	o := opts
 	o.Objective, o.FillSurplus, o.Progress = "", false, nil

@@ -24,7 +24,7 @@ func costInputs(gpus []gpuSpec, models int, seed uint64, rate float64, avail []i
 	w := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}
 	p := genProfile(seed, models, 10, gpus, 0)
 	for _, m := range p.Models {
-		w.Models = append(w.Models, formats.ModelWorkload{Name: m.Name, Weight: 1, RateRPS: rate})
+		ppipesec.SetModels(w, append(ppipesec.ModelsOf(w), ppipesec.ModelWorkload{Name: m.Name, Weight: 1, RateRPS: rate}))
 	}
 	return Inputs{Profiles: []*formats.Profile{p}, Cluster: c, Workload: w}
 }

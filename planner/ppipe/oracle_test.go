@@ -72,8 +72,8 @@ func newOracleSpace(in Inputs, P int, alpha float64, rounding string) *oracleSpa
 	}
 	ref, _ := o.mp.Lookup("L4", 1, 1)
 	T := math.Round(5 * ref.WholeUs())
-	if in.Workload != nil && in.Workload.Models[0].SLO > 0 {
-		T = in.Workload.Models[0].SLO.Microseconds()
+	if in.Workload != nil && ppipesec.ModelsOf(in.Workload)[0].SLO > 0 {
+		T = ppipesec.ModelsOf(in.Workload)[0].SLO.Microseconds()
 	}
 	o.budget = T - math.Round(alpha*T)
 	o.bw = cl.NICGbps * 1000 / cl.NICDerate
@@ -293,8 +293,7 @@ func tinyInstance(seed uint64) (Inputs, int) {
 	cl := genCluster(gpus, []int{1 + next(4), next(5)}, float64(5+next(40)))
 	ref, _ := prof.Models[0].Lookup("L4", 1, 1)
 	slo := ref.WholeUs() * (1 + float64(next(50))/10)
-	wl := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload},
-		Models: []formats.ModelWorkload{{Name: "m0", SLO: formats.Duration(math.Round(slo) * 1000)}}}
+	wl := ppipesec.SetModels(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}, []ppipesec.ModelWorkload{{Name: "m0", SLO: formats.Duration(math.Round(slo) * 1000)}})
 	return Inputs{Profiles: []*formats.Profile{prof}, Cluster: cl, Workload: wl}, P
 }
 

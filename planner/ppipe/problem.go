@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/planner"
 )
 
@@ -97,12 +98,12 @@ func prepare(in Inputs, opts Options) (*problem, error) {
 		}
 	}
 	// Effective workload: explicit, or every profiled model with weight 1.
-	var wl []formats.ModelWorkload
-	if in.Workload != nil && len(in.Workload.Models) > 0 {
-		wl = slices.Clone(in.Workload.Models)
+	var wl []ppipesec.ModelWorkload
+	if in.Workload != nil && len(ppipesec.ModelsOf(in.Workload)) > 0 {
+		wl = slices.Clone(ppipesec.ModelsOf(in.Workload))
 	} else {
 		for _, n := range order {
-			wl = append(wl, formats.ModelWorkload{Name: n})
+			wl = append(wl, ppipesec.ModelWorkload{Name: n})
 		}
 	}
 	if len(wl) == 0 {
@@ -150,7 +151,7 @@ func prepare(in Inputs, opts Options) (*problem, error) {
 		vals[i] = *pr
 	}
 	profs := planner.EmbedProfiles(vals, func(m string) bool { return used[m] })
-	wdoc := &formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}, Models: wl}
+	wdoc := ppipesec.SetModels(&formats.Workload{TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindWorkload}}, wl)
 	if in.Workload != nil {
 		wdoc.Metadata = in.Workload.Metadata
 	}
@@ -174,7 +175,7 @@ func listOrNone(s []string) string {
 	return out
 }
 
-func newModelData(w *formats.ModelWorkload, mp *formats.ModelProfile, p *problem, opts Options) (*modelData, []string) {
+func newModelData(w *ppipesec.ModelWorkload, mp *formats.ModelProfile, p *problem, opts Options) (*modelData, []string) {
 	var probs []string
 	add := func(f string, a ...any) { probs = append(probs, fmt.Sprintf(f, a...)) }
 	M := len(mp.Blocks)

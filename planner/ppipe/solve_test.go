@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -54,11 +55,12 @@ func TestInfeasibleSLONamesMinimum(t *testing.T) {
 		// The named minimum is feasible, and 1 µs less is not.
 		for _, slo := range []time.Duration{m.MinFeasible, m.MinFeasible - time.Microsecond} {
 			one := *in.Workload
-			one.Models = nil
-			for _, w := range in.Workload.Models {
+			one.Sections = maps.Clone(one.Sections)
+			ppipesec.SetModels(&one, nil)
+			for _, w := range ppipesec.ModelsOf(in.Workload) {
 				if w.Name == m.Model {
 					w.SLO = formats.Duration(slo)
-					one.Models = append(one.Models, w)
+					ppipesec.SetModels(&one, append(ppipesec.ModelsOf(&one), w))
 				}
 			}
 			_, err := Solve(context.Background(), Inputs{Profiles: in.Profiles, Cluster: in.Cluster, Workload: &one}, Options{Alpha: DefaultAlpha})
@@ -77,7 +79,8 @@ func TestInputErrors(t *testing.T) {
 	cases := map[string]func(in *Inputs){
 		"unknown model": func(in *Inputs) {
 			w := *in.Workload
-			w.Models = []formats.ModelWorkload{{Name: "nope"}}
+			w.Sections = maps.Clone(w.Sections)
+			ppipesec.SetModels(&w, []ppipesec.ModelWorkload{{Name: "nope"}})
 			in.Workload = &w
 		},
 		"no latency for GPU type T4": func(in *Inputs) {
@@ -254,8 +257,9 @@ func TestStageRoundingPlansValidate(t *testing.T) {
 func TestBatchAllowanceArrivalRate(t *testing.T) {
 	base := loadFixtureInputs(t)
 	withRates := *base.Workload
-	withRates.Models = slices.Clone(withRates.Models)
-	withRates.Models[0].RateRPS, withRates.Models[1].RateRPS = 4000, 9000
+	withRates.Sections = maps.Clone(withRates.Sections)
+	ppipesec.SetModels(&withRates, slices.Clone(ppipesec.ModelsOf(&withRates)))
+	ppipesec.ModelsOf(&withRates)[0].RateRPS, ppipesec.ModelsOf(&withRates)[1].RateRPS = 4000, 9000
 	cases := []struct {
 		name     string
 		workload *formats.Workload

@@ -100,7 +100,7 @@ func (v *verifier) inputs(pl *formats.Plan) bool {
 	}
 	v.workload = map[string]string{}
 	if e := pl.Provenance.Embedded; e != nil && e.Workload != nil {
-		for _, w := range e.Workload.Models {
+		for _, w := range ppipesec.ModelsOf(e.Workload) {
 			v.workload[w.Name] = w.ProfileName()
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 )
 
@@ -212,7 +213,7 @@ func targets(w *formats.Workload) []string {
 	if w == nil {
 		return nil
 	}
-	for _, m := range w.Models {
+	for _, m := range ppipesec.ModelsOf(w) {
 		n = append(n, m.Name)
 	}
 	for _, c := range qlmsec.ClassesOf(w) {
@@ -234,7 +235,7 @@ func targets(w *formats.Workload) []string {
 func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.Workload, error) {
 	c := *w
 	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
-	c.Models = slices.Clone(w.Models)
+	ppipesec.SetModels(&c, slices.Clone(ppipesec.ModelsOf(w)))
 	qlmsec.SetClasses(&c, slices.Clone(qlmsec.ClassesOf(w)))
 	pardsec.SetPipelines(&c, slices.Clone(pardsec.PipelinesOf(w)))
 	cwf := dyorcsec.WorkflowsOf(w)
@@ -246,9 +247,9 @@ func WithRates(w *formats.Workload, names []string, rates []float64) (*formats.W
 	}
 	for i, n := range names {
 		set := false
-		for j := range c.Models {
-			if c.Models[j].Name == n {
-				c.Models[j].RateRPS, set = rates[i], true
+		for j := range ppipesec.ModelsOf(&c) {
+			if ppipesec.ModelsOf(&c)[j].Name == n {
+				ppipesec.ModelsOf(&c)[j].RateRPS, set = rates[i], true
 			}
 		}
 		for j := range qlmsec.ClassesOf(&c) {

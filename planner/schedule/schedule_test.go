@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 )
 
 // fakeSolve prices a workload at 1 per request/s of its models, counting its calls.
@@ -17,7 +18,7 @@ func fakeSolve(calls *int) SolveFunc {
 	return func(_ context.Context, w *formats.Workload) (*formats.Plan, error) {
 		*calls++
 		var c float64
-		for _, m := range w.Models {
+		for _, m := range ppipesec.ModelsOf(w) {
 			c += m.RateRPS
 		}
 		return &formats.Plan{Fleet: &formats.Fleet{Objective: "cost", Currency: "USD", CostPerHour: c}}, nil
@@ -28,7 +29,7 @@ func fakeSolve(calls *int) SolveFunc {
 // solve, a window where a target is silent plans it at MinShare of its day's peak, the peak
 // plan is the highest window peak of every target, and the total and saving add up.
 func TestBuild(t *testing.T) {
-	w := &formats.Workload{Models: []formats.ModelWorkload{{Name: "a", RateRPS: 5}, {Name: "b"}}}
+	w := ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "a", RateRPS: 5}, {Name: "b"}})
 	cases := []struct {
 		name      string
 		csv       string
@@ -88,11 +89,11 @@ func TestBuild(t *testing.T) {
 // keeps that plan (no switch), recording the peak it was planned for; one it does not cover,
 // or covers at a higher cost, gets its own.
 func TestBuildKeeps(t *testing.T) {
-	w := &formats.Workload{Models: []formats.ModelWorkload{{Name: "a"}, {Name: "b"}}}
+	w := ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "a"}, {Name: "b"}})
 	// GPUs of 100 requests/s at 1 each: ceil(Σ rates / 100).
 	solve := func(_ context.Context, w *formats.Workload) (*formats.Plan, error) {
 		var c float64
-		for _, m := range w.Models {
+		for _, m := range ppipesec.ModelsOf(w) {
 			c += m.RateRPS
 		}
 		return &formats.Plan{Metadata: formats.Metadata{Name: strconv.FormatFloat(c, 'g', -1, 64)},

@@ -46,7 +46,7 @@ func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
 }
 
 // Position is the place of CascadeServe's sections in a file: third, after PPipe's and
-// PARD's, before QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
+// PARD's, before QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
 const Position = 3
 
 // PlanSection is the Section of a plan's `cascade` section: a *CascadePlan.

@@ -19,7 +19,7 @@ const (
 )
 
 // Position is the place of DyOrc's sections in a file: fifth, after PPipe's, PARD's,
-// CascadeServe's and QLM's, where its typed fields stood (formats.Positioned).
+// CascadeServe's and QLM's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
 const Position = 5
 
 // PlanSection is the Section of a plan's `dyorc` section: a *DyOrcPlan.

@@ -25,6 +25,6 @@ func Sections() *formats.SectionSet {
 	return &formats.SectionSet{
 		Systems:  append([]string(nil), Systems...),
 		Plan:     []formats.Section{ppipesec.PlanSection, pardsec.PlanSection, dyorcsec.PlanSection, cascadesec.PlanSection, qlmsec.PlanSection},
-		Workload: []formats.Section{ppipesec.Workload{}, pardsec.WorkloadSection, dyorcsec.WorkloadSection, cascadesec.WorkloadSection, qlmsec.WorkloadSection},
+		Workload: []formats.Section{ppipesec.WorkloadSection, pardsec.WorkloadSection, dyorcsec.WorkloadSection, cascadesec.WorkloadSection, qlmsec.WorkloadSection},
 	}
 }

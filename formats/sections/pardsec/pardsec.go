@@ -45,7 +45,7 @@ func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
 }
 
 // Position is the place of PARD's sections in a file: second, after PPipe's, before
-// CascadeServe's, QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
+// CascadeServe's, QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
 const Position = 2
 
 // PlanSection is the Section of a plan's `pard` section: a *PARDPlan.

@@ -1,10 +1,9 @@
 // Package ppipesec is PPipe's part of the file formats: the validation of
 // its workload section (`models`: DNN models with their SLO, weight and rate) and its plan
 // section (`ppipe`: each model's pipelines of block partitions on GPU types and vGPU levels,
-// PPipe §4), and the check of the workload against the profiles given with it. The plan
-// section is registered whole (formats.SectionOf: its types and GPU rounding rule are this
-// package's, read with PlanOf); the workload section's types are still a typed field of
-// formats.Workload, which formats decodes and this package's Workload validates.
+// PPipe §4), and the check of the workload against the profiles given with it. Both sections
+// are registered whole (formats.SectionOf): their types and the plan's GPU rounding rule are
+// this package's, read with PlanOf and ModelsOf.
 package ppipesec
 
 import (
@@ -20,11 +19,36 @@ const (
 	WorkloadKey = "models"
 )
 
-// Workload is the Section of a workload's `models` field.
-type Workload struct{ formats.TypedSection }
+// WorkloadSection is the Section of a workload's `models` section: the models, a
+// *[]ModelWorkload (an empty list reads and writes as no section).
+var WorkloadSection = workloadSection{formats.SectionOf[[]ModelWorkload]{Name: WorkloadKey, Sys: "ppipe", Check: checkModels, Cross: crossCheckModels, Position: Position}}
+
+// workloadSection adds to the workload's SectionOf what formats asks of a workload section
+// beyond it (formats.ModelUser, formats.TraceTargeter).
+type workloadSection struct {
+	formats.SectionOf[[]ModelWorkload]
+}
+
+// ModelsOf is w's `models` section, nil when w (or it) is absent. Its elements are w's own:
+// changing one changes w.
+func ModelsOf(w *formats.Workload) []ModelWorkload {
+	if w == nil {
+		return nil
+	}
+	if ms := WorkloadSection.In(w.Sections); ms != nil {
+		return *ms
+	}
+	return nil
+}
+
+// SetModels sets w's `models` section (empty removes it) and returns w.
+func SetModels(w *formats.Workload, ms []ModelWorkload) *formats.Workload {
+	w.Sections.Set(WorkloadSection, &ms)
+	return w
+}
 
 // Position is the place of PPipe's sections in a file: first, before PARD's, CascadeServe's,
-// QLM's and DyOrc's, where its typed fields stood (formats.Positioned).
+// QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
 const Position = 1
 
 // PlanSection is the Section of a plan's `ppipe` section: a *PPipePlan. Its plan's
@@ -61,40 +85,26 @@ func checkPlan(pp *PPipePlan, doc formats.Document) formats.ErrorList {
 	return c.Errs()
 }
 
-// Key is the section's key.
-func (Workload) Key() string { return WorkloadKey }
-
-// System is PPipe.
-func (Workload) System() string { return "ppipe" }
-
-// Validate checks the `models` section of the workload v (a *formats.Workload).
-func (Workload) Validate(v any) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+// checkModels checks the `models` section of a workload.
+func checkModels(ms *[]ModelWorkload) formats.ErrorList {
 	var c formats.Checker
 	seen := &formats.Names{}
-	for i := range w.Models {
-		validateModel(&c, &w.Models[i], formats.Index(WorkloadKey, i), seen)
+	for i := range *ms {
+		validateModel(&c, &(*ms)[i], formats.Index(WorkloadKey, i), seen)
 	}
 	return c.Errs()
 }
 
-// CrossCheck checks that every model (its profile name) is in a given profile, when profiles
-// are given.
-func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document) formats.ErrorList {
-	w, ok := v.(*formats.Workload)
-	if !ok {
-		return nil
-	}
+// crossCheckModels checks that every model (its profile name) is in a given profile, when
+// profiles are given.
+func crossCheckModels(ms *[]ModelWorkload, self string, docs map[string]formats.Document) formats.ErrorList {
 	profiles, known := formats.ProfiledModels(docs, true, false)
 	if len(profiles) == 0 {
 		return nil
 	}
 	var c formats.Checker
-	for i := range w.Models {
-		m := &w.Models[i]
+	for i := range *ms {
+		m := &(*ms)[i]
 		p := formats.Index(WorkloadKey, i)
 		if m.Profile != "" {
 			p = formats.Field(p, "profile")
@@ -110,13 +120,11 @@ func (Workload) CrossCheck(v any, self string, docs map[string]formats.Document)
 
 // UsedModels names the workload's models by profile name (formats.ModelUser, for profile
 // coverage).
-func (Workload) UsedModels(doc formats.Document) (dnn, llm []string) {
-	w, ok := doc.(*formats.Workload)
-	if !ok {
-		return nil, nil
-	}
-	for i := range w.Models {
-		dnn = append(dnn, w.Models[i].ProfileName())
+func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
+	w, _ := doc.(*formats.Workload)
+	ms := ModelsOf(w)
+	for i := range ms {
+		dnn = append(dnn, ms[i].ProfileName())
 	}
 	return dnn, nil
 }
@@ -182,11 +190,10 @@ func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
 }
 
 // TraceTargets: a trace given with the workload may name its models (formats.TraceTargeter).
-func (Workload) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
-	if w, ok := doc.(*formats.Workload); ok {
-		for _, m := range w.Models {
-			targets = append(targets, m.Name)
-		}
+func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
+	w, _ := doc.(*formats.Workload)
+	for _, m := range ModelsOf(w) {
+		targets = append(targets, m.Name)
 	}
 	return targets, nil, true
 }

@@ -46,15 +46,15 @@ func part(p *formats.Plan, k int) *ppipesec.Partition { return &res(p).Pipelines
 // One bad-input case per rule of the workload section (moved from formats' tests).
 func TestValidateModels(t *testing.T) {
 	sectiontest.Run(t, secs, cases([]badCase{
-		{"model name empty", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[1].Name = "" }), []string{`workload.yaml: models[1].name: "": must not be empty`}},
-		{"model name duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[1].Name = "resnet50" }), []string{`workload.yaml: models[1].name: "resnet50": duplicate name (first at models[0].name)`}},
-		{"model slo negative", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[0].SLO = ms(-5) }), []string{`workload.yaml: models[0].slo: -5ms: must be >= 0 (0 = slo_scale x the fastest batch-1 latency)`}},
-		{"model slo_scale", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[1].SLOScale = 0.5 }), []string{`workload.yaml: models[1].slo_scale: 0.5: must be >= 1 (or omitted)`}},
-		{"model slo and slo_scale", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[0].SLOScale = 5 }), []string{`workload.yaml: models[0].slo_scale: 5: set slo or slo_scale, not both`}},
-		{"model weight", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[0].Weight = -1 }), []string{`workload.yaml: models[0].weight: -1: must be > 0 (or omitted)`}},
-		{"model weight huge", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[0].Weight = 1e308 }), []string{`workload.yaml: models[0].weight: 1e+308: must be in [1e-06, 1e+06] (weights are relative)`}},
-		{"model weight tiny", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[0].Weight = 1e-300 }), []string{`workload.yaml: models[0].weight: 1e-300: must be in [1e-06, 1e+06] (weights are relative)`}},
-		{"model rate NaN", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { w.Models[0].RateRPS = nan }), []string{`workload.yaml: models[0].rate_rps: NaN: must be >= 0`}},
+		{"model name empty", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[1].Name = "" }), []string{`workload.yaml: models[1].name: "": must not be empty`}},
+		{"model name duplicate", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[1].Name = "resnet50" }), []string{`workload.yaml: models[1].name: "resnet50": duplicate name (first at models[0].name)`}},
+		{"model slo negative", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[0].SLO = ms(-5) }), []string{`workload.yaml: models[0].slo: -5ms: must be >= 0 (0 = slo_scale x the fastest batch-1 latency)`}},
+		{"model slo_scale", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[1].SLOScale = 0.5 }), []string{`workload.yaml: models[1].slo_scale: 0.5: must be >= 1 (or omitted)`}},
+		{"model slo and slo_scale", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[0].SLOScale = 5 }), []string{`workload.yaml: models[0].slo_scale: 5: set slo or slo_scale, not both`}},
+		{"model weight", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[0].Weight = -1 }), []string{`workload.yaml: models[0].weight: -1: must be > 0 (or omitted)`}},
+		{"model weight huge", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[0].Weight = 1e308 }), []string{`workload.yaml: models[0].weight: 1e+308: must be in [1e-06, 1e+06] (weights are relative)`}},
+		{"model weight tiny", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[0].Weight = 1e-300 }), []string{`workload.yaml: models[0].weight: 1e-300: must be in [1e-06, 1e+06] (weights are relative)`}},
+		{"model rate NaN", "workload.yaml", sectiontest.Workload(func(w *formats.Workload) { ppipesec.ModelsOf(w)[0].RateRPS = nan }), []string{`workload.yaml: models[0].rate_rps: NaN: must be >= 0`}},
 	}))
 }
 
@@ -161,6 +161,20 @@ func TestCrossCheck(t *testing.T) {
 		mutate func(map[string]formats.Document)
 		want   []string
 	}{
+		{"workload model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+			w := d["workload.yaml"].(*formats.Workload)
+			ppipesec.ModelsOf(w)[0].Name = "vgg16"
+			ppipesec.ModelsOf(w)[1].Profile = "yolov8n"
+		}, []string{
+			`workload.yaml: models[0].name: "vgg16": model not found in any profile (profile.json)`,
+			`workload.yaml: models[1].profile: "yolov8n": model not found in any profile (profile.json)`}},
+		{"GPU type without latency, unused model", []string{"cluster.yaml", "profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+			d["cluster.yaml"].(*formats.Cluster).GPUs[1].Type = "T4"
+			w := d["workload.yaml"].(*formats.Workload)
+			ppipesec.SetModels(w, ppipesec.ModelsOf(w)[:1]) // no more yolov5s model
+			delete(w.Sections, "pipelines")                 // nor module
+			d["trace-counts.json"] = nil                    // nil documents are ignored
+		}, []string{`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`}},
 		{"model not profiled", []string{"profile.json", "plan.json"}, func(d map[string]formats.Document) {
 			ppipesec.PlanOf(d["plan.json"].(*formats.Plan)).Models[1].Model = "yolov8n"
 		}, []string{`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
@@ -190,7 +204,7 @@ func TestCrossCheck(t *testing.T) {
 			}
 		})
 	}
-	bad := map[string]formats.Document{"x.json": ppipesec.SetPlan(&formats.Plan{}, &ppipesec.PPipePlan{Models: []ppipesec.PPipeModelPlan{{Model: "m", Pipelines: []ppipesec.PPipePipeline{{}}}}})}
+	bad := map[string]formats.Document{"w.yaml": ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m"}}), "x.json": ppipesec.SetPlan(&formats.Plan{}, &ppipesec.PPipePlan{Models: []ppipesec.PPipeModelPlan{{Model: "m", Pipelines: []ppipesec.PPipePipeline{{}}}}})}
 	_ = formats.CheckSet(bad, secs)
 }
 

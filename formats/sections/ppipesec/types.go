@@ -72,3 +72,25 @@ func (pt *Partition) PhysicalGPUs() int {
 	}
 	return (pt.Count + pt.VGPU - 1) / pt.VGPU
 }
+
+// ModelWorkload is one model served on its own (PPipe's per-model workload).
+type ModelWorkload struct {
+	Name string `json:"name"`
+	// Profile names the model in the profile when it differs from Name.
+	Profile string `json:"profile,omitempty"`
+	// SLO is the end-to-end latency objective; 0 = SLOScale × the fastest batch-1 latency.
+	SLO      formats.Duration `json:"slo,omitempty"`
+	SLOScale float64          `json:"slo_scale,omitempty"`
+	// Weight is the model's share of requests (multi-model max-min objective); default 1.
+	Weight float64 `json:"weight,omitempty"`
+	// RateRPS is an expected arrival rate, when known.
+	RateRPS float64 `json:"rate_rps,omitempty"`
+}
+
+// ProfileName returns the model name to look up in profiles.
+func (m *ModelWorkload) ProfileName() string {
+	if m.Profile != "" {
+		return m.Profile
+	}
+	return m.Name
+}

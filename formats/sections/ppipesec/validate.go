@@ -105,7 +105,7 @@ func validatePlan(c *formats.Checker, pl0 *formats.Plan, pp *PPipePlan, p string
 
 // validateModel checks one model of the workload: a unique name, an SLO or an SLO scale
 // (not both), a relative weight and a rate.
-func validateModel(c *formats.Checker, m *formats.ModelWorkload, p string, seen *formats.Names) {
+func validateModel(c *formats.Checker, m *ModelWorkload, p string, seen *formats.Names) {
 	c.Check(seen, formats.Field(p, "name"), m.Name)
 	if m.SLO < 0 {
 		c.Add(formats.Field(p, "slo"), m.SLO, "must be >= 0 (0 = slo_scale x the fastest batch-1 latency)")

@@ -2,9 +2,8 @@
 // workload section (`llm_classes`: LLM request classes with their SLOs and token profiles)
 // and its plan section (`qlm`: request groups and the virtual queues of the LLM serving
 // instances, QLM §4), and the checks of those sections against the other files given with
-// them. The plan section is registered whole (formats.SectionOf: its types are this
-// package's, read with PlanOf); the workload section's types are still a typed field of
-// formats.Workload, which formats decodes and this package's Workload validates.
+// them. Both sections are registered whole (formats.SectionOf): their types are this
+// package's, read with PlanOf and ClassesOf.
 package qlmsec
 
 import (
@@ -21,7 +20,7 @@ const (
 )
 
 // Position is the place of QLM's sections in a file: fourth, after PPipe's, PARD's and
-// CascadeServe's, before DyOrc's, where its typed fields stood (formats.Positioned).
+// CascadeServe's, before DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
 const Position = 4
 
 // PlanSection is the Section of a plan's `qlm` section: a *QLMPlan.

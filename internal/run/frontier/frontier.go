@@ -23,6 +23,7 @@ import (
 	"github.com/plan-dev/plan/formats/sections/cascadesec"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	progressline "github.com/plan-dev/plan/internal/progress"
 	"github.com/plan-dev/plan/internal/run"
@@ -225,9 +226,9 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 	}
 	c := *w
 	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
-	c.Models = append([]formats.ModelWorkload(nil), w.Models...)
-	for i := range c.Models {
-		c.Models[i].RateRPS *= f
+	ppipesec.SetModels(&c, append([]ppipesec.ModelWorkload(nil), ppipesec.ModelsOf(w)...))
+	for i := range ppipesec.ModelsOf(&c) {
+		ppipesec.ModelsOf(&c)[i].RateRPS *= f
 	}
 	pardsec.SetPipelines(&c, append([]pardsec.Pipeline(nil), pardsec.PipelinesOf(w)...))
 	for i := range pardsec.PipelinesOf(&c) {

@@ -17,6 +17,7 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
+	"github.com/plan-dev/plan/formats/sections/ppipesec"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/internal/systems"
 	"github.com/plan-dev/plan/planner"
@@ -93,7 +94,7 @@ func RatedTargets(w *formats.Workload) (names []string, rates []float64) {
 			names, rates = append(names, n), append(rates, r)
 		}
 	}
-	for _, m := range w.Models {
+	for _, m := range ppipesec.ModelsOf(w) {
 		add(m.Name, m.RateRPS)
 	}
 	for _, c := range qlmsec.ClassesOf(w) {

@@ -37,7 +37,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{f: dyorc.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dpd.Kind,
-		// DyOrc validates and cross-checks its typed sections itself.
+		// DyOrc's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: dyorcsec.PlanSection, Workload: []formats.Section{dyorcsec.WorkloadSection}},
 		HasPlan:  func(p *formats.Plan) bool { return dyorcsec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {

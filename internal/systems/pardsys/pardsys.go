@@ -49,7 +49,7 @@ func System() system.System {
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.
-		// PARD validates and cross-checks its typed sections itself.
+		// PARD's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: pardsec.PlanSection, Workload: []formats.Section{pardsec.WorkloadSection}, SolveErrors: solveErrors},
 	}
 }

@@ -34,8 +34,8 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{f: ppipe.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dpppipe.Kind,
-		// PPipe validates and cross-checks its typed sections itself.
-		Sections: system.Sections{Plan: ppipesec.PlanSection, Workload: []formats.Section{ppipesec.Workload{}}},
+		// PPipe's sections, registered whole (formats/sections).
+		Sections: system.Sections{Plan: ppipesec.PlanSection, Workload: []formats.Section{ppipesec.WorkloadSection}},
 		HasPlan:  func(p *formats.Plan) bool { return ppipesec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpppipe.FromPlan(p)
@@ -97,7 +97,7 @@ func rateMisses(w *formats.Workload, plan *formats.Plan) error {
 		return nil
 	}
 	var probs []string
-	for i, m := range w.Models {
+	for i, m := range ppipesec.ModelsOf(w) {
 		if !(m.RateRPS > 0) {
 			continue
 		}

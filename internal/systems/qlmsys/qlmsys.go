@@ -41,7 +41,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{f: pq.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dq.Kind,
-		// QLM validates and cross-checks its typed sections itself.
+		// QLM's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{qlmsec.WorkloadSection}},
 		HasPlan:  func(p *formats.Plan) bool { return qlmsec.PlanOf(p) != nil },
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
