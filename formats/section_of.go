@@ -128,3 +128,29 @@ func (s SectionOf[T]) In(sv SectionValues) *T {
 // Put sets the section's value among *sv (nil removes it), with s as its Section
 // (SectionValues.Set with a Section that wraps s keeps the wrapper's methods instead).
 func (s SectionOf[T]) Put(sv *SectionValues, v *T) { sv.Set(s, v) }
+
+// OfPlan is s's value in the plan p, nil when p or its section is absent: a system's typed
+// accessor is one line (qlmsec.PlanOf).
+func (s SectionOf[T]) OfPlan(p *Plan) *T {
+	if p == nil {
+		return nil
+	}
+	return s.In(p.Sections)
+}
+
+// OfWorkload is s's value in the workload w, nil when w or its section is absent.
+func (s SectionOf[T]) OfWorkload(w *Workload) *T {
+	if w == nil {
+		return nil
+	}
+	return s.In(w.Sections)
+}
+
+// ListOf is the list-valued section s of w, nil when w or it is absent; its elements are
+// w's own, so changing one changes w (an empty list is no section: SectionValues.Set).
+func ListOf[E any](s SectionOf[[]E], w *Workload) []E {
+	if v := s.OfWorkload(w); v != nil {
+		return *v
+	}
+	return nil
+}

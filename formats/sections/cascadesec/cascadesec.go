@@ -29,15 +29,7 @@ type workloadSection struct{ formats.SectionOf[[]Cascade] }
 
 // CascadesOf is w's `cascades` section, nil when w (or it) is absent. Its elements are w's
 // own: changing one changes w.
-func CascadesOf(w *formats.Workload) []Cascade {
-	if w == nil {
-		return nil
-	}
-	if cs := WorkloadSection.In(w.Sections); cs != nil {
-		return *cs
-	}
-	return nil
-}
+func CascadesOf(w *formats.Workload) []Cascade { return formats.ListOf(WorkloadSection.SectionOf, w) }
 
 // SetCascades sets w's `cascades` section (empty removes it) and returns w.
 func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
@@ -45,8 +37,9 @@ func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
 	return w
 }
 
-// Position is the place of CascadeServe's sections in a file: third, after PPipe's and
-// PARD's, before QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
+// Position is the place of CascadeServe's sections in a file: third, after PPipe's and PARD's,
+// before QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes
+// (formats.Positioned).
 const Position = 3
 
 // PlanSection is the Section of a plan's `cascade` section: a *CascadePlan.
@@ -57,12 +50,7 @@ var PlanSection = planSection{formats.SectionOf[CascadePlan]{Name: PlanKey, Sys:
 type planSection struct{ formats.SectionOf[CascadePlan] }
 
 // PlanOf is p's `cascade` section, nil when p (or it) is absent.
-func PlanOf(p *formats.Plan) *CascadePlan {
-	if p == nil {
-		return nil
-	}
-	return PlanSection.In(p.Sections)
-}
+func PlanOf(p *formats.Plan) *CascadePlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `cascade` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, cp *CascadePlan) *formats.Plan {

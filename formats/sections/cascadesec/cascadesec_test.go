@@ -2,7 +2,6 @@ package cascadesec_test
 
 import (
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -218,40 +217,17 @@ func TestValidatePlan(t *testing.T) {
 // The plan section against the other files given with it (moved from formats' CheckSet
 // cases).
 func TestCrossCheck(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		files  []string
-		mutate func(map[string]formats.Document)
-		want   []string
-	}{
-		{"cascade model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+	sectiontest.RunCross(t, secs, []sectiontest.CrossCase{
+		{Name: "cascade model not profiled", Files: []string{"profile.json", "workload.yaml"}, Mutate: func(d map[string]formats.Document) {
 			cascadesec.CascadesOf(d["workload.yaml"].(*formats.Workload))[0].Models[1] = "llama-2-70b"
-		}, []string{`workload.yaml: cascades[0].models[1]: "llama-2-70b": model not found in any profile (profile.json)`}},
-		{"placed model not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
+		}, Want: []string{`workload.yaml: cascades[0].models[1]: "llama-2-70b": model not found in any profile (profile.json)`}},
+		{Name: "placed model not profiled", Files: []string{"profile.json", "plan-sections.json"}, Mutate: func(d map[string]formats.Document) {
 			cascadesec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Placement[0].Model = "gpt-2"
-		}, []string{`plan-sections.json: cascade.placement[0].model: "gpt-2": model not found in any profile (profile.json)`}},
-		{"task not in the workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+		}, Want: []string{`plan-sections.json: cascade.placement[0].model: "gpt-2": model not found in any profile (profile.json)`}},
+		{Name: "task not in the workload", Files: []string{"workload.yaml", "plan-sections.json"}, Mutate: func(d map[string]formats.Document) {
 			cascadesec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Task = "mmlu"
-		}, []string{`plan-sections.json: cascade.task: "mmlu": not a cascade of workload.yaml`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			docs := map[string]formats.Document{}
-			for _, f := range tc.files {
-				docs[f] = sectiontest.Load(t, f, secs)
-			}
-			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
-				t.Fatalf("good files: %v", errs)
-			}
-			tc.mutate(docs)
-			var got []string
-			for _, e := range formats.CheckSet(docs, secs) {
-				got = append(got, e.Error())
-			}
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
-			}
-		})
-	}
+		}, Want: []string{`plan-sections.json: cascade.task: "mmlu": not a cascade of workload.yaml`}},
+	})
 	empty := map[string]formats.Document{"x.json": cascadesec.SetPlan(&formats.Plan{}, &cascadesec.CascadePlan{})}
 	_ = formats.CheckSet(empty, secs)
 }

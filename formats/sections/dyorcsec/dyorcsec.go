@@ -19,7 +19,8 @@ const (
 )
 
 // Position is the place of DyOrc's sections in a file: fifth, after PPipe's, PARD's,
-// CascadeServe's and QLM's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
+// CascadeServe's and QLM's, where they stood when formats typed them, so files keep their bytes
+// (formats.Positioned).
 const Position = 5
 
 // PlanSection is the Section of a plan's `dyorc` section: a *DyOrcPlan.
@@ -36,12 +37,7 @@ type planSection struct{ formats.SectionOf[DyOrcPlan] }
 type workloadSection struct{ formats.SectionOf[Workflows] }
 
 // PlanOf is p's `dyorc` section, nil when p (or it) is absent.
-func PlanOf(p *formats.Plan) *DyOrcPlan {
-	if p == nil {
-		return nil
-	}
-	return PlanSection.In(p.Sections)
-}
+func PlanOf(p *formats.Plan) *DyOrcPlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `dyorc` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, d *DyOrcPlan) *formats.Plan {
@@ -50,12 +46,7 @@ func SetPlan(p *formats.Plan, d *DyOrcPlan) *formats.Plan {
 }
 
 // WorkflowsOf is w's `workflows` section, nil when w (or it) is absent.
-func WorkflowsOf(w *formats.Workload) *Workflows {
-	if w == nil {
-		return nil
-	}
-	return WorkloadSection.In(w.Sections)
-}
+func WorkflowsOf(w *formats.Workload) *Workflows { return WorkloadSection.OfWorkload(w) }
 
 // SetWorkflows sets w's `workflows` section (nil removes it) and returns w.
 func SetWorkflows(w *formats.Workload, wf *Workflows) *formats.Workload {

@@ -28,15 +28,7 @@ type workloadSection struct{ formats.SectionOf[[]Pipeline] }
 
 // PipelinesOf is w's `pipelines` section, nil when w (or it) is absent. Its elements are w's
 // own: changing one changes w.
-func PipelinesOf(w *formats.Workload) []Pipeline {
-	if w == nil {
-		return nil
-	}
-	if ps := WorkloadSection.In(w.Sections); ps != nil {
-		return *ps
-	}
-	return nil
-}
+func PipelinesOf(w *formats.Workload) []Pipeline { return formats.ListOf(WorkloadSection.SectionOf, w) }
 
 // SetPipelines sets w's `pipelines` section (empty removes it) and returns w.
 func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
@@ -45,7 +37,8 @@ func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
 }
 
 // Position is the place of PARD's sections in a file: second, after PPipe's, before
-// CascadeServe's, QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
+// CascadeServe's, QLM's and DyOrc's, where they stood when formats typed them, so files keep
+// their bytes (formats.Positioned).
 const Position = 2
 
 // PlanSection is the Section of a plan's `pard` section: a *PARDPlan.
@@ -56,12 +49,7 @@ var PlanSection = planSection{formats.SectionOf[PARDPlan]{Name: PlanKey, Sys: "p
 type planSection struct{ formats.SectionOf[PARDPlan] }
 
 // PlanOf is p's `pard` section, nil when p (or it) is absent.
-func PlanOf(p *formats.Plan) *PARDPlan {
-	if p == nil {
-		return nil
-	}
-	return PlanSection.In(p.Sections)
-}
+func PlanOf(p *formats.Plan) *PARDPlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `pard` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, pd *PARDPlan) *formats.Plan {

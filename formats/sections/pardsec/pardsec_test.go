@@ -2,7 +2,6 @@ package pardsec_test
 
 import (
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/plan-dev/plan/formats"
@@ -83,40 +82,17 @@ func TestValidatePlan(t *testing.T) {
 // The plan section against the other files given with it (moved from formats' CheckSet
 // cases).
 func TestCrossCheck(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		files  []string
-		mutate func(map[string]formats.Document)
-		want   []string
-	}{
-		{"pipeline model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+	sectiontest.RunCross(t, secs, []sectiontest.CrossCase{
+		{Name: "pipeline model not profiled", Files: []string{"profile.json", "workload.yaml"}, Mutate: func(d map[string]formats.Document) {
 			pardsec.PipelinesOf(d["workload.yaml"].(*formats.Workload))[0].Modules[0].Model = "yolov8n"
-		}, []string{`workload.yaml: pipelines[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
-		{"module model not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
+		}, Want: []string{`workload.yaml: pipelines[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
+		{Name: "module model not profiled", Files: []string{"profile.json", "plan-sections.json"}, Mutate: func(d map[string]formats.Document) {
 			pardsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Apps[0].Modules[0].Model = "yolov8n"
-		}, []string{`plan-sections.json: pard.apps[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
-		{"app not in the workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+		}, Want: []string{`plan-sections.json: pard.apps[0].modules[0].model: "yolov8n": model not found in any profile (profile.json)`}},
+		{Name: "app not in the workload", Files: []string{"workload.yaml", "plan-sections.json"}, Mutate: func(d map[string]formats.Document) {
 			pardsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Apps[0].Name = "retail"
-		}, []string{`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			docs := map[string]formats.Document{}
-			for _, f := range tc.files {
-				docs[f] = sectiontest.Load(t, f, secs)
-			}
-			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
-				t.Fatalf("good files: %v", errs)
-			}
-			tc.mutate(docs)
-			var got []string
-			for _, e := range formats.CheckSet(docs, secs) {
-				got = append(got, e.Error())
-			}
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
-			}
-		})
-	}
+		}, Want: []string{`plan-sections.json: pard.apps[0].name: "retail": not a pipeline of workload.yaml`}},
+	})
 	empty := map[string]formats.Document{"x.json": pardsec.SetPlan(&formats.Plan{}, &pardsec.PARDPlan{Apps: []pardsec.PARDApp{{}}})}
 	_ = formats.CheckSet(empty, secs)
 }

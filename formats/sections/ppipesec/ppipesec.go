@@ -32,13 +32,7 @@ type workloadSection struct {
 // ModelsOf is w's `models` section, nil when w (or it) is absent. Its elements are w's own:
 // changing one changes w.
 func ModelsOf(w *formats.Workload) []ModelWorkload {
-	if w == nil {
-		return nil
-	}
-	if ms := WorkloadSection.In(w.Sections); ms != nil {
-		return *ms
-	}
-	return nil
+	return formats.ListOf(WorkloadSection.SectionOf, w)
 }
 
 // SetModels sets w's `models` section (empty removes it) and returns w.
@@ -48,7 +42,8 @@ func SetModels(w *formats.Workload, ms []ModelWorkload) *formats.Workload {
 }
 
 // Position is the place of PPipe's sections in a file: first, before PARD's, CascadeServe's,
-// QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
+// QLM's and DyOrc's, where they stood when formats typed them, so files keep their bytes
+// (formats.Positioned).
 const Position = 1
 
 // PlanSection is the Section of a plan's `ppipe` section: a *PPipePlan. Its plan's
@@ -61,12 +56,7 @@ var PlanSection = planSection{formats.SectionOf[PPipePlan]{Name: PlanKey, Sys: "
 type planSection struct{ formats.SectionOf[PPipePlan] }
 
 // PlanOf is p's `ppipe` section, nil when p (or it) is absent.
-func PlanOf(p *formats.Plan) *PPipePlan {
-	if p == nil {
-		return nil
-	}
-	return PlanSection.In(p.Sections)
-}
+func PlanOf(p *formats.Plan) *PPipePlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `ppipe` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, pp *PPipePlan) *formats.Plan {

@@ -155,55 +155,32 @@ func TestValidatePlanWithoutCluster(t *testing.T) {
 // The plan section against the other files given with it (moved from formats' CheckSet
 // cases).
 func TestCrossCheck(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		files  []string
-		mutate func(map[string]formats.Document)
-		want   []string
-	}{
-		{"workload model not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+	sectiontest.RunCross(t, secs, []sectiontest.CrossCase{
+		{Name: "workload model not profiled", Files: []string{"profile.json", "workload.yaml"}, Mutate: func(d map[string]formats.Document) {
 			w := d["workload.yaml"].(*formats.Workload)
 			ppipesec.ModelsOf(w)[0].Name = "vgg16"
 			ppipesec.ModelsOf(w)[1].Profile = "yolov8n"
-		}, []string{
+		}, Want: []string{
 			`workload.yaml: models[0].name: "vgg16": model not found in any profile (profile.json)`,
 			`workload.yaml: models[1].profile: "yolov8n": model not found in any profile (profile.json)`}},
-		{"GPU type without latency, unused model", []string{"cluster.yaml", "profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+		{Name: "GPU type without latency, unused model", Files: []string{"cluster.yaml", "profile.json", "workload.yaml"}, Mutate: func(d map[string]formats.Document) {
 			d["cluster.yaml"].(*formats.Cluster).GPUs[1].Type = "T4"
 			w := d["workload.yaml"].(*formats.Workload)
 			ppipesec.SetModels(w, ppipesec.ModelsOf(w)[:1]) // no more yolov5s model
 			delete(w.Sections, "pipelines")                 // nor module
 			d["trace-counts.json"] = nil                    // nil documents are ignored
-		}, []string{`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`}},
-		{"model not profiled", []string{"profile.json", "plan.json"}, func(d map[string]formats.Document) {
+		}, Want: []string{`profile.json: models[0].latency: "T4": no latency for GPU type T4 of cluster.yaml (model resnet50 is used)`}},
+		{Name: "model not profiled", Files: []string{"profile.json", "plan.json"}, Mutate: func(d map[string]formats.Document) {
 			ppipesec.PlanOf(d["plan.json"].(*formats.Plan)).Models[1].Model = "yolov8n"
-		}, []string{`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
-		{"partition blocks and latency", []string{"profile.json", "plan.json"}, func(d map[string]formats.Document) {
+		}, Want: []string{`plan.json: ppipe.models[1].model: "yolov8n": model not found in any profile (profile.json)`}},
+		{Name: "partition blocks and latency", Files: []string{"profile.json", "plan.json"}, Mutate: func(d map[string]formats.Document) {
 			pp := ppipesec.PlanOf(d["plan.json"].(*formats.Plan))
 			pp.Models[0].Pipelines[0].Partitions[1].EndBlock = 5
 			pp.Models[1].Pipelines[0].Partitions[0].VGPU = 3
-		}, []string{
+		}, Want: []string{
 			`plan.json: ppipe.models[0].pipelines[0].partitions[1].end_block: 5: must equal the number of blocks of resnet50 (4)`,
 			`plan.json: ppipe.models[1].pipelines[0].partitions[0]: (L4, vgpu 3, batch 1): no latency entry for model yolov5s in any profile (profile.json)`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			docs := map[string]formats.Document{}
-			for _, f := range tc.files {
-				docs[f] = sectiontest.Load(t, f, secs)
-			}
-			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
-				t.Fatalf("good files: %v", errs)
-			}
-			tc.mutate(docs)
-			var got []string
-			for _, e := range formats.CheckSet(docs, secs) {
-				got = append(got, e.Error())
-			}
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
-			}
-		})
-	}
+	})
 	bad := map[string]formats.Document{"w.yaml": ppipesec.SetModels(&formats.Workload{}, []ppipesec.ModelWorkload{{Name: "m"}}), "x.json": ppipesec.SetPlan(&formats.Plan{}, &ppipesec.PPipePlan{Models: []ppipesec.PPipeModelPlan{{Model: "m", Pipelines: []ppipesec.PPipePipeline{{}}}}})}
 	_ = formats.CheckSet(bad, secs)
 }

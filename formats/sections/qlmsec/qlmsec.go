@@ -20,7 +20,8 @@ const (
 )
 
 // Position is the place of QLM's sections in a file: fourth, after PPipe's, PARD's and
-// CascadeServe's, before DyOrc's, where they stood when formats typed them, so files keep their bytes (formats.Positioned).
+// CascadeServe's, before DyOrc's, where they stood when formats typed them, so files keep their
+// bytes (formats.Positioned).
 const Position = 4
 
 // PlanSection is the Section of a plan's `qlm` section: a *QLMPlan.
@@ -31,12 +32,7 @@ var PlanSection = planSection{formats.SectionOf[QLMPlan]{Name: PlanKey, Sys: "ql
 type planSection struct{ formats.SectionOf[QLMPlan] }
 
 // PlanOf is p's `qlm` section, nil when p (or it) is absent.
-func PlanOf(p *formats.Plan) *QLMPlan {
-	if p == nil {
-		return nil
-	}
-	return PlanSection.In(p.Sections)
-}
+func PlanOf(p *formats.Plan) *QLMPlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `qlm` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, q *QLMPlan) *formats.Plan {
@@ -54,15 +50,7 @@ type workloadSection struct{ formats.SectionOf[[]LLMClass] }
 
 // ClassesOf is w's `llm_classes` section, nil when w (or it) is absent. Its elements are
 // w's own: changing one changes w.
-func ClassesOf(w *formats.Workload) []LLMClass {
-	if w == nil {
-		return nil
-	}
-	if cs := WorkloadSection.In(w.Sections); cs != nil {
-		return *cs
-	}
-	return nil
-}
+func ClassesOf(w *formats.Workload) []LLMClass { return formats.ListOf(WorkloadSection.SectionOf, w) }
 
 // SetClasses sets w's `llm_classes` section (empty removes it) and returns w.
 func SetClasses(w *formats.Workload, cs []LLMClass) *formats.Workload {

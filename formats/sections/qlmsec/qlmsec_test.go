@@ -1,7 +1,6 @@
 package qlmsec_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -103,44 +102,21 @@ func TestValidatePlan(t *testing.T) {
 // QLM's plan section against the other files given with it (formats.CheckSet runs the
 // checks through the registered Section): LLMs in the profiles, classes in the workload.
 func TestCrossCheck(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		files  []string
-		mutate func(map[string]formats.Document)
-		want   []string
-	}{
-		{"LLMs not profiled", []string{"profile.json", "plan-sections.json"}, func(d map[string]formats.Document) {
+	sectiontest.RunCross(t, secs, []sectiontest.CrossCase{
+		{Name: "LLMs not profiled", Files: []string{"profile.json", "plan-sections.json"}, Mutate: func(d map[string]formats.Document) {
 			q := qlmsec.PlanOf(d["plan-sections.json"].(*formats.Plan))
 			q.Groups[0].Model = "resnet50"
 			q.Instances[0].Model = "mistral-7b"
-		}, []string{
+		}, Want: []string{
 			`plan-sections.json: qlm.groups[0].model: "resnet50": LLM not found in any profile (profile.json)`,
 			`plan-sections.json: qlm.instances[0].model: "mistral-7b": LLM not found in any profile (profile.json)`}},
-		{"LLM class not profiled", []string{"profile.json", "workload.yaml"}, func(d map[string]formats.Document) {
+		{Name: "LLM class not profiled", Files: []string{"profile.json", "workload.yaml"}, Mutate: func(d map[string]formats.Document) {
 			qlmsec.ClassesOf(d["workload.yaml"].(*formats.Workload))[0].Model = "resnet50"
-		}, []string{`workload.yaml: llm_classes[0].model: "resnet50": LLM not found in any profile (profile.json)`}},
-		{"class not in the workload", []string{"workload.yaml", "plan-sections.json"}, func(d map[string]formats.Document) {
+		}, Want: []string{`workload.yaml: llm_classes[0].model: "resnet50": LLM not found in any profile (profile.json)`}},
+		{Name: "class not in the workload", Files: []string{"workload.yaml", "plan-sections.json"}, Mutate: func(d map[string]formats.Document) {
 			qlmsec.PlanOf(d["plan-sections.json"].(*formats.Plan)).Groups[1].Class = "batch"
-		}, []string{`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			docs := map[string]formats.Document{}
-			for _, f := range tc.files {
-				docs[f] = sectiontest.Load(t, f, secs)
-			}
-			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
-				t.Fatalf("good files: %v", errs)
-			}
-			tc.mutate(docs)
-			var got []string
-			for _, e := range formats.CheckSet(docs, secs) {
-				got = append(got, e.Error())
-			}
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
-			}
-		})
-	}
+		}, Want: []string{`plan-sections.json: qlm.groups[1].class: "batch": not an LLM class of workload.yaml`}},
+	})
 	empty := map[string]formats.Document{"x.json": qlmsec.SetPlan(&formats.Plan{}, &qlmsec.QLMPlan{})}
 	_ = formats.CheckSet(empty, secs)
 }

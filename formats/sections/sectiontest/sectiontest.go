@@ -73,3 +73,38 @@ func Workload(f func(*formats.Workload)) func(formats.Document) {
 func Plan(f func(*formats.Plan)) func(formats.Document) {
 	return func(d formats.Document) { f(d.(*formats.Plan)) }
 }
+
+// CrossCase is one case of a system's checks against the other files given beside a
+// document: the good fixtures files (base names), a mutation of them, and exactly the
+// messages formats.CheckSet must then give.
+type CrossCase struct {
+	Name   string
+	Files  []string
+	Mutate func(map[string]formats.Document)
+	Want   []string
+}
+
+// RunCross runs the cases: each set of good fixtures must check clean with secs, and give
+// exactly its messages once mutated.
+func RunCross(t *testing.T, secs *formats.SectionSet, cases []CrossCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			docs := map[string]formats.Document{}
+			for _, f := range tc.Files {
+				docs[f] = Load(t, f, secs)
+			}
+			if errs := formats.CheckSet(docs, secs); len(errs) != 0 {
+				t.Fatalf("good files: %v", errs)
+			}
+			tc.Mutate(docs)
+			var got []string
+			for _, e := range formats.CheckSet(docs, secs) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.Want, "\n") {
+				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.Want, "\n\t"))
+			}
+		})
+	}
+}
