@@ -38,3 +38,16 @@ func BenchmarkDecodeWorkloadYAML(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeCascadePlan decodes and validates a large plan: CascadeServe's golden plan,
+// whose embedded workload holds every validation record (400 KB).
+func BenchmarkDecodeCascadePlan(b *testing.B) {
+	data := readFixture(b, "../testdata/cascade/golden-plan.json")
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Decode("plan.json", data, inTree); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

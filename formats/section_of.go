@@ -115,8 +115,22 @@ func (s SectionOf[T]) Schema() map[string]any {
 // goType is what Schema asks a section for to describe it from its Go type.
 func (s SectionOf[T]) goType() reflect.Type { return reflect.TypeFor[T]() }
 
-// goTyped is implemented by SectionOf: a section described by its Go type.
-type goTyped interface{ goType() reflect.Type }
+// goTyped is implemented by SectionOf: a section described by its Go type, whose structure
+// parse checks on the document's tree before decoding it with decodeChecked.
+type goTyped interface {
+	goType() reflect.Type
+	decodeChecked(js []byte) (any, error)
+}
+
+// decodeChecked is Decode for a section whose structure was checked already: the strict
+// decode alone, so a large section (a cascade's validation records) is not parsed twice.
+func (s SectionOf[T]) decodeChecked(js []byte) (any, error) {
+	v := new(T)
+	if err := StrictUnmarshal(js, v); err != nil {
+		return nil, ErrorList{{Path: s.Name, Rule: err.Error()}}
+	}
+	return v, nil
+}
 
 // In returns the section's value among sv (a plan's or a workload's Sections), nil when
 // the document has none.

@@ -136,19 +136,22 @@ func extractSections(kind string, t reflect.Type, tree map[string]any, secs *Sec
 		if raw == nil {
 			continue // null: absent, as a typed pointer field reads it
 		}
+		decode := sec.Decode
 		if gt, ok := sec.(goTyped); ok {
 			// The structure first, on the tree: a YAML .nan or .inf is reported with its path
-			// before JSON, which has no such numbers, is asked to hold it.
+			// before JSON, which has no such numbers, is asked to hold it; then the strict
+			// decode alone.
 			n := len(*errs)
 			checkStructure(gt.goType(), raw, k, errs)
 			if len(*errs) > n {
 				continue
 			}
+			decode = gt.decodeChecked
 		}
 		js, err := marshalNoEscape(raw)
 		var v any
 		if err == nil {
-			v, err = sec.Decode(bytes.TrimSpace(js))
+			v, err = decode(bytes.TrimSpace(js))
 		}
 		if err != nil {
 			*errs = append(*errs, Problems(err).under(k)...)
