@@ -74,18 +74,13 @@ func crossCheckPlan(cp *CascadePlan, self string, docs map[string]formats.Docume
 	if cp.Task == "" {
 		return nil
 	}
-	var files []string
-	cascades := map[string]bool{}
-	for _, f := range formats.SortedKeys(docs) {
-		w, ok := docs[f].(*formats.Workload)
-		if !ok || w == nil {
-			continue
-		}
-		files = append(files, f)
+	files, cascades := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
+		var names []string
 		for _, cs := range CascadesOf(w) {
-			cascades[cs.Name] = true
+			names = append(names, cs.Name)
 		}
-	}
+		return names
+	})
 	if len(files) == 0 || cascades[cp.Task] {
 		return nil
 	}

@@ -7,6 +7,8 @@
 package dyorcsec
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
@@ -68,22 +70,15 @@ func checkPlan(d *DyOrcPlan, doc formats.Document) formats.ErrorList {
 // crossCheckPlan checks that the plan's deployments serve services of the workflows given
 // with it (when any given workload has workflows).
 func crossCheckPlan(d *DyOrcPlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	var files []string
-	services := map[string]bool{}
 	hasWorkflows := false
-	for _, f := range sortedFiles(docs) {
-		w, ok := docs[f].(*formats.Workload)
-		if !ok || w == nil {
-			continue
+	files, services := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
+		wf := WorkflowsOf(w)
+		if wf == nil {
+			return nil
 		}
-		files = append(files, f)
-		if wf := WorkflowsOf(w); wf != nil {
-			hasWorkflows = true
-			for name := range wf.Services {
-				services[name] = true
-			}
-		}
-	}
+		hasWorkflows = true
+		return slices.Collect(maps.Keys(wf.Services))
+	})
 	if !hasWorkflows {
 		return nil
 	}
@@ -113,7 +108,7 @@ func crossCheckWorkflows(wf *Workflows, self string, docs map[string]formats.Doc
 	var profiles, clusters []string
 	profiled := map[string]bool{}
 	var largest int64
-	for _, f := range sortedFiles(docs) {
+	for _, f := range formats.SortedKeys(docs) {
 		switch d := docs[f].(type) {
 		case *formats.Profile:
 			if d != nil {
@@ -170,11 +165,6 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 		}
 	}
 	return dnn, nil
-}
-
-// sortedFiles lists the files of a set in order, as formats.CheckSet visits them.
-func sortedFiles(docs map[string]formats.Document) []string {
-	return formats.SortedKeys(docs)
 }
 
 // validatePlan checks DyOrc's plan section: deployments of known services on the plan's GPU

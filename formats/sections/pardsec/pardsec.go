@@ -104,18 +104,13 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, pd *PARDPlan, p string) 
 
 // crossCheckPlan checks that the plan's apps are pipelines of the workloads given with it.
 func crossCheckPlan(pd *PARDPlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	var files []string
-	pipelines := map[string]bool{}
-	for _, f := range formats.SortedKeys(docs) {
-		w, ok := docs[f].(*formats.Workload)
-		if !ok || w == nil {
-			continue
-		}
-		files = append(files, f)
+	files, pipelines := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
+		var names []string
 		for _, pl := range PipelinesOf(w) {
-			pipelines[pl.Name] = true
+			names = append(names, pl.Name)
 		}
-	}
+		return names
+	})
 	if len(files) == 0 {
 		return nil
 	}

@@ -72,18 +72,13 @@ func checkPlan(q *QLMPlan, doc formats.Document) formats.ErrorList {
 // crossCheckPlan checks that the plan's groups serve LLM classes of the workloads given with
 // it (when they define any).
 func crossCheckPlan(q *QLMPlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	var files []string
-	classes := map[string]bool{}
-	for _, f := range formats.SortedKeys(docs) {
-		w, ok := docs[f].(*formats.Workload)
-		if !ok || w == nil {
-			continue
-		}
-		files = append(files, f)
+	files, classes := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
+		var names []string
 		for _, c := range ClassesOf(w) {
-			classes[c.Name] = true
+			names = append(names, c.Name)
 		}
-	}
+		return names
+	})
 	if len(classes) == 0 {
 		return nil
 	}
