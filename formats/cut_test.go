@@ -59,8 +59,8 @@ func TestRegisteredSectionsKeepOptionsOrder(t *testing.T) {
 	}
 }
 
-// encoding/json alone reads a plan of formats' own fields, and refuses one with a system's
-// section instead of dropping it.
+// encoding/json alone reads a plan or workload of formats' own fields, and refuses one with a
+// system's section instead of dropping it.
 func TestPlanUnmarshalJSON(t *testing.T) {
 	var p Plan
 	if err := json.Unmarshal([]byte(`{"apiVersion": "plan/v1", "kind": "Plan", "provenance": {"status": "infeasible"}}`), &p); err != nil || p.Provenance.Status != "infeasible" {
@@ -69,5 +69,13 @@ func TestPlanUnmarshalJSON(t *testing.T) {
 	err := json.Unmarshal([]byte(`{"apiVersion": "plan/v1", "kind": "Plan", "jobs": {"rate_rps": 1}}`), &p)
 	if !errors.Is(err, ErrSectionsNeeded) || !strings.Contains(err.Error(), `"jobs"`) {
 		t.Fatalf("plan with a section: %v, want ErrSectionsNeeded naming jobs", err)
+	}
+	var w Workload
+	if err := json.Unmarshal([]byte(`{"apiVersion": "plan/v1", "kind": "Workload", "metadata": {"name": "w"}}`), &w); err != nil || w.Metadata.Name != "w" {
+		t.Fatalf("plain workload: %v, %+v", err, w)
+	}
+	err = json.Unmarshal([]byte(`{"apiVersion": "plan/v1", "kind": "Workload", "models": [{"name": "m"}]}`), &w)
+	if !errors.Is(err, ErrSectionsNeeded) || !strings.Contains(err.Error(), `formats.Workload: "models"`) {
+		t.Fatalf("workload with a section: %v, want ErrSectionsNeeded naming models", err)
 	}
 }

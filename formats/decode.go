@@ -135,9 +135,12 @@ func parse(name string, data []byte, wantKind string, secs *SectionSet) (Documen
 		js, err = withoutKeys(js, ext.cut)
 	}
 	if err == nil {
-		var into any = doc
-		if p, ok := doc.(*Plan); ok {
-			into = (*planFields)(p) // the sections are out: the typed fields, strictly
+		var into any = doc // the sections are out: the shared fields, strictly
+		switch d := doc.(type) {
+		case *Plan:
+			into = (*planFields)(d)
+		case *Workload:
+			into = (*workloadFields)(d)
 		}
 		err = StrictUnmarshal(js, into)
 	}

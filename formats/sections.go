@@ -435,32 +435,54 @@ func (w Workload) MarshalJSON() ([]byte, error) {
 	return w.Sections.appendJSON(js)
 }
 
-// planFields is Plan without its JSON methods: what parse decodes a plan's typed fields into
-// (jsonx checks its fields as for any struct) once the registered sections are taken out.
-type planFields Plan
+// planFields and workloadFields are Plan and Workload without their JSON methods: what parse
+// decodes a document's shared fields into (jsonx checks them as for any struct) once the
+// registered sections are taken out.
+type (
+	planFields     Plan
+	workloadFields Workload
+)
 
-// ErrSectionsNeeded is the error of decoding, with encoding/json, a plan that holds a
-// registered system's section: only the registered sections can read it (Decode, Parse and
-// ReadInto with the set), and encoding/json alone would drop it without a word.
-var ErrSectionsNeeded = errors.New("a plan's system sections are read with the registered systems' sections (formats.Decode, Parse or ReadInto), not encoding/json")
+// ErrSectionsNeeded is the error of decoding, with encoding/json, a plan or workload that
+// holds a registered system's section: only the registered sections can read it (Decode,
+// Parse and ReadInto with the set), and encoding/json alone would drop it without a word.
+var ErrSectionsNeeded = errors.New("a plan's or workload's system sections are read with the registered systems' sections (formats.Decode, Parse or ReadInto), not encoding/json")
 
 // UnmarshalJSON decodes a plan that holds only formats' own fields, and refuses one with a
 // system's section (ErrSectionsNeeded) rather than lose it.
 func (p *Plan) UnmarshalJSON(b []byte) error {
+	if err := refuseSections[Plan]("formats.Plan", b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, (*planFields)(p))
+}
+
+// UnmarshalJSON decodes a workload that holds only formats' own fields, and refuses one
+// with a system's section (ErrSectionsNeeded) rather than lose it.
+func (w *Workload) UnmarshalJSON(b []byte) error {
+	if err := refuseSections[Workload]("formats.Workload", b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, (*workloadFields)(w))
+}
+
+// refuseSections is ErrSectionsNeeded, naming the key, when the JSON object b has a
+// top-level key that is none of T's own fields.
+func refuseSections[T any](what string, b []byte) error {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(b, &members); err != nil {
 		return err
 	}
 	known := map[string]bool{}
-	for _, f := range jsonFields(reflect.TypeFor[Plan]()) {
+	for _, f := range jsonFields(reflect.TypeFor[T]()) {
 		known[f.Name] = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(members)) {
 		if !known[k] {
-			return fmt.Errorf("formats.Plan: %q: %w", k, ErrSectionsNeeded)
+			return fmt.Errorf("%s: %q: %w", what, k, ErrSectionsNeeded)
 		}
 	}
-	return json.Unmarshal(b, (*planFields)(p))
+	return nil
 }
 
 // compile-time check that SectionValues' JSON is what encoding/json would give a map.
