@@ -168,3 +168,18 @@ func ListOf[E any](s SectionOf[[]E], w *Workload) []E {
 	}
 	return nil
 }
+
+// InPlan adapts a plan section's rules to SectionOf.CheckIn: validate checks v, the section
+// at path key of the plan p (whose cluster names the GPU types), into c. Outside a plan it
+// checks nothing.
+func InPlan[T any](key string, validate func(c *Checker, p *Plan, v *T, key string)) func(*T, Document) ErrorList {
+	return func(v *T, doc Document) ErrorList {
+		p, ok := doc.(*Plan)
+		if !ok {
+			return nil
+		}
+		var c Checker
+		validate(&c, p, v, key)
+		return c.Errs()
+	}
+}

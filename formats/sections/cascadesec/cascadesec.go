@@ -43,7 +43,7 @@ func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
 const Position = 3
 
 // PlanSection is the Section of a plan's `cascade` section: a *CascadePlan.
-var PlanSection = planSection{formats.SectionOf[CascadePlan]{Name: PlanKey, Sys: "cascade", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
+var PlanSection = planSection{formats.SectionOf[CascadePlan]{Name: PlanKey, Sys: "cascade", CheckIn: formats.InPlan(PlanKey, validatePlan), Cross: crossCheckPlan, Position: Position}}
 
 // planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
 // (formats.ProfileChecker, formats.TraceTargeter).
@@ -56,17 +56,6 @@ func PlanOf(p *formats.Plan) *CascadePlan { return PlanSection.OfPlan(p) }
 func SetPlan(p *formats.Plan, cp *CascadePlan) *formats.Plan {
 	p.Sections.Set(PlanSection, cp)
 	return p
-}
-
-// checkPlan checks the `cascade` section cp of the plan doc.
-func checkPlan(cp *CascadePlan, doc formats.Document) formats.ErrorList {
-	p, ok := doc.(*formats.Plan)
-	if !ok {
-		return nil
-	}
-	var c formats.Checker
-	validatePlan(&c, p, cp, PlanKey)
-	return c.Errs()
 }
 
 // crossCheckPlan checks that the plan serves a cascade of the workloads given with it.

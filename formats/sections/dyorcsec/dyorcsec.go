@@ -26,7 +26,7 @@ const (
 const Position = 5
 
 // PlanSection is the Section of a plan's `dyorc` section: a *DyOrcPlan.
-var PlanSection = planSection{formats.SectionOf[DyOrcPlan]{Name: PlanKey, Sys: "dyorc", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
+var PlanSection = planSection{formats.SectionOf[DyOrcPlan]{Name: PlanKey, Sys: "dyorc", CheckIn: formats.InPlan(PlanKey, validatePlan), Cross: crossCheckPlan, Position: Position}}
 
 // WorkloadSection is the Section of a workload's `workflows` section: a *Workflows.
 var WorkloadSection = workloadSection{formats.SectionOf[Workflows]{Name: WorkloadKey, Sys: "dyorc", Check: checkWorkflows, Cross: crossCheckWorkflows, Position: Position}}
@@ -54,17 +54,6 @@ func WorkflowsOf(w *formats.Workload) *Workflows { return WorkloadSection.OfWork
 func SetWorkflows(w *formats.Workload, wf *Workflows) *formats.Workload {
 	w.Sections.Set(WorkloadSection, wf)
 	return w
-}
-
-// checkPlan checks the `dyorc` section of the plan doc.
-func checkPlan(d *DyOrcPlan, doc formats.Document) formats.ErrorList {
-	p, ok := doc.(*formats.Plan)
-	if !ok {
-		return nil
-	}
-	var c formats.Checker
-	validatePlan(&c, p, d, PlanKey)
-	return c.Errs()
 }
 
 // crossCheckPlan checks that the plan's deployments serve services of the workflows given

@@ -42,7 +42,7 @@ func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
 const Position = 2
 
 // PlanSection is the Section of a plan's `pard` section: a *PARDPlan.
-var PlanSection = planSection{formats.SectionOf[PARDPlan]{Name: PlanKey, Sys: "pard", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
+var PlanSection = planSection{formats.SectionOf[PARDPlan]{Name: PlanKey, Sys: "pard", CheckIn: formats.InPlan(PlanKey, validatePlan), Cross: crossCheckPlan, Position: Position}}
 
 // planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
 // (formats.ProfileChecker, formats.GPUUser, formats.TraceTargeter).
@@ -55,17 +55,6 @@ func PlanOf(p *formats.Plan) *PARDPlan { return PlanSection.OfPlan(p) }
 func SetPlan(p *formats.Plan, pd *PARDPlan) *formats.Plan {
 	p.Sections.Set(PlanSection, pd)
 	return p
-}
-
-// checkPlan checks the `pard` section pd of the plan doc.
-func checkPlan(pd *PARDPlan, doc formats.Document) formats.ErrorList {
-	p, ok := doc.(*formats.Plan)
-	if !ok {
-		return nil
-	}
-	var c formats.Checker
-	validatePlan(&c, p, pd, PlanKey)
-	return c.Errs()
 }
 
 // validatePlan checks PARD's plan section: a policy, uniquely named apps with an SLO, each

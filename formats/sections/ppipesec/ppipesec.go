@@ -49,7 +49,7 @@ const Position = 1
 // PlanSection is the Section of a plan's `ppipe` section: a *PPipePlan. Its plan's
 // partitions are checked against the profiles by CheckProfiles, which formats runs with the
 // profiles given beside the plan or embedded in it.
-var PlanSection = planSection{formats.SectionOf[PPipePlan]{Name: PlanKey, Sys: "ppipe", CheckIn: checkPlan, Position: Position}}
+var PlanSection = planSection{formats.SectionOf[PPipePlan]{Name: PlanKey, Sys: "ppipe", CheckIn: formats.InPlan(PlanKey, validatePlan), Position: Position}}
 
 // planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
 // (formats.ProfileChecker, formats.GPUUser, formats.TraceTargeter).
@@ -62,17 +62,6 @@ func PlanOf(p *formats.Plan) *PPipePlan { return PlanSection.OfPlan(p) }
 func SetPlan(p *formats.Plan, pp *PPipePlan) *formats.Plan {
 	p.Sections.Set(PlanSection, pp)
 	return p
-}
-
-// checkPlan checks the `ppipe` section pp of the plan doc.
-func checkPlan(pp *PPipePlan, doc formats.Document) formats.ErrorList {
-	p, ok := doc.(*formats.Plan)
-	if !ok {
-		return nil
-	}
-	var c formats.Checker
-	validatePlan(&c, p, pp, PlanKey)
-	return c.Errs()
 }
 
 // checkModels checks the `models` section of a workload.

@@ -25,7 +25,7 @@ const (
 const Position = 4
 
 // PlanSection is the Section of a plan's `qlm` section: a *QLMPlan.
-var PlanSection = planSection{formats.SectionOf[QLMPlan]{Name: PlanKey, Sys: "qlm", CheckIn: checkPlan, Cross: crossCheckPlan, Position: Position}}
+var PlanSection = planSection{formats.SectionOf[QLMPlan]{Name: PlanKey, Sys: "qlm", CheckIn: formats.InPlan(PlanKey, validatePlan), Cross: crossCheckPlan, Position: Position}}
 
 // planSection adds to the plan's SectionOf what formats asks of a plan section beyond it
 // (formats.ProfileChecker, formats.GPUUser, formats.TraceTargeter).
@@ -56,17 +56,6 @@ func ClassesOf(w *formats.Workload) []LLMClass { return formats.ListOf(WorkloadS
 func SetClasses(w *formats.Workload, cs []LLMClass) *formats.Workload {
 	w.Sections.Set(WorkloadSection, &cs)
 	return w
-}
-
-// checkPlan checks the `qlm` section q of the plan doc.
-func checkPlan(q *QLMPlan, doc formats.Document) formats.ErrorList {
-	p, ok := doc.(*formats.Plan)
-	if !ok {
-		return nil
-	}
-	var c formats.Checker
-	validatePlan(&c, p, q, PlanKey)
-	return c.Errs()
 }
 
 // crossCheckPlan checks that the plan's groups serve LLM classes of the workloads given with
