@@ -473,7 +473,7 @@ func (p *Policy) trigger(now dataplane.Time, w dataplane.WorkerID) int {
 	if p.tab.Replicas[w].Stage != g.Stages[0] {
 		return 1
 	}
-	if q := &p.queues[w]; q.len() > 0 && now-q.front().at >= p.tick {
+	if q := &p.queues[w]; q.len() > 0 && now-q.at >= p.tick {
 		return 1
 	}
 	return max(g.B1, 1)
@@ -510,7 +510,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 		if !free {
 			continue
 		}
-		if h := p.queues[w].front().at; best == dataplane.NoWorker || h < bt {
+		if h := p.queues[w].at; best == dataplane.NoWorker || h < bt {
 			best, bt = w, h
 		}
 	}
@@ -519,7 +519,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	}
 	w := best
 	n := p.batchSize(now, w)
-	p.inflight[w] = p.queues[w].take(n, p.inflight[w][:0])
+	p.inflight[w] = p.queues[w].take(n, p.inflight[w][:0], p.v)
 	if p.qlen(w) > 0 {
 		p.newHead(w)
 	}
