@@ -561,14 +561,7 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 			out.Drop(id, dataplane.StageID(st), dataplane.DropCancelled, 0)
 			continue
 		}
-		// The current gear's cascade applies to samples entering a stage from now on; a
-		// request whose model left the cascade goes on with the gear it entered with.
-		g := p.cur
-		pos := indexOf(p.tab.Gears[g].Stages, st)
-		if pos < 0 {
-			g = p.gearOfReq(id)
-			pos = indexOf(p.tab.Gears[g].Stages, st)
-		}
+		g, pos := p.gearPos(id, st)
 		gs := &p.tab.Gears[g]
 		if pos < 0 || pos == len(gs.Stages)-1 || !(float64(r.Result.Certainty) < gs.Thr[pos]) {
 			out.Complete(id, dataplane.StageID(st))
@@ -620,6 +613,19 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 func (p *Policy) colo(w dataplane.WorkerID, s int) []int32 {
 	i := int(w)*len(p.stageReps) + s
 	return p.coloIdx[p.coloOff[i]:p.coloOff[i+1]]
+}
+
+// gearPos is the gear request id goes on with at stage st and st's position in it: the
+// current gear's cascade applies to samples entering a stage from now on; a request whose
+// model left the cascade goes on with the gear it entered with (pos −1 when st is in
+// neither).
+func (p *Policy) gearPos(id dataplane.ReqID, st int) (g, pos int) {
+	g = p.cur
+	if pos = indexOf(p.tab.Gears[g].Stages, st); pos < 0 {
+		g = p.gearOfReq(id)
+		pos = indexOf(p.tab.Gears[g].Stages, st)
+	}
+	return g, pos
 }
 
 func indexOf(xs []int, x int) int {
@@ -704,12 +710,7 @@ func (p *Policy) workerDown(now dataplane.Time, w dataplane.WorkerID, out *datap
 		if r.Outcome != dataplane.Pending {
 			continue
 		}
-		g := p.cur
-		pos := indexOf(p.tab.Gears[g].Stages, st)
-		if pos < 0 {
-			g = p.gearOfReq(id)
-			pos = indexOf(p.tab.Gears[g].Stages, st)
-		}
+		g, pos := p.gearPos(id, st)
 		target := dataplane.NoWorker
 		if pos >= 0 {
 			target = p.route(g, pos, st)
