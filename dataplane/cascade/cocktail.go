@@ -384,14 +384,7 @@ func (p *Cocktail) retire(now dataplane.Time, k int, out *dataplane.Decisions) {
 		p.queues[k] = nil
 		p.touch(k)
 		for _, id := range q {
-			j := p.pick()
-			if j < 0 {
-				// no live replica (never when none failed: pick falls back to replica 0)
-				out.Drop(id, p.stage, dataplane.DropWorkerFailed, 0)
-				continue
-			}
-			p.queues[j] = append(p.queues[j], id)
-			p.touch(j)
+			p.requeue(id, out)
 		}
 	}
 	if p.resident[k] {
@@ -504,16 +497,22 @@ func (p *Cocktail) replicaDown(now dataplane.Time, k int, out *dataplane.Decisio
 	}
 	p.account(now)
 	for _, id := range p.scratch {
-		if p.v.Req(id).Outcome != dataplane.Pending {
-			continue
+		if p.v.Req(id).Outcome == dataplane.Pending {
+			p.requeue(id, out)
 		}
-		j := p.pick()
-		if j < 0 {
-			out.Drop(id, p.stage, dataplane.DropWorkerFailed, 0)
-			continue
-		}
-		p.queues[j] = append(p.queues[j], id)
-		p.touch(j)
 	}
 	p.tryAll(out)
+}
+
+// requeue queues request id on the replica least-loaded routing picks, or drops it as
+// worker-failed when no replica is live (never when none failed: pick falls back to
+// replica 0).
+func (p *Cocktail) requeue(id dataplane.ReqID, out *dataplane.Decisions) {
+	j := p.pick()
+	if j < 0 {
+		out.Drop(id, p.stage, dataplane.DropWorkerFailed, 0)
+		return
+	}
+	p.queues[j] = append(p.queues[j], id)
+	p.touch(j)
 }

@@ -71,9 +71,13 @@ type Policy struct {
 	// compare the index with).
 	dfx  [][]deficitIndex
 	scan bool
-	// colo[w][s]: the replicas of stage s sharing a GPU with worker w, as indexes into
-	// stageReps[s] in increasing order (batchDone's co-located forwarding target).
-	colo [][][]int
+	// colo(w, s): the replicas of stage s sharing a GPU with worker w, as indexes into
+	// stageReps[s] in increasing order (batchDone's co-located forwarding target), every
+	// (w, s) list in one array: coloIdx[coloOff[w·nS+s]:coloOff[w·nS+s+1]]. Per-worker
+	// lists of per-stage lists were three dependent loads from separate allocations per
+	// forwarded request, each a miss once hundreds of replicas finish batches in turn.
+	coloIdx []int32
+	coloOff []int32
 	// per request: the gear it entered with (index by ID - base).
 	gearOf  []int16
 	reqBase dataplane.ReqID
@@ -244,21 +248,28 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	// Co-located replicas through the GPUs' replica lists: O(replicas), not a scan of every
 	// stage's replicas per worker.
-	p.colo = make([][][]int, nW)
-	for w, r := range p.tab.Replicas {
-		p.colo[w] = make([][]int, nS)
+	p.coloOff = make([]int32, 0, nW*nS+1)
+	var lists [][]int32
+	for _, r := range p.tab.Replicas {
+		lists = slices.Grow(lists[:0], nS)[:nS]
+		for s := range lists {
+			lists[s] = lists[s][:0]
+		}
 		for _, d := range r.GPUs {
 			for _, x := range p.gpuReps[d] {
 				s := p.tab.Replicas[x].Stage
-				if k := p.repIdx[x]; !slices.Contains(p.colo[w][s], k) {
-					p.colo[w][s] = append(p.colo[w][s], k)
+				if k := int32(p.repIdx[x]); !slices.Contains(lists[s], k) {
+					lists[s] = append(lists[s], k)
 				}
 			}
 		}
-		for s := range p.colo[w] {
-			slices.Sort(p.colo[w][s])
+		for s := range lists {
+			slices.Sort(lists[s])
+			p.coloOff = append(p.coloOff, int32(len(p.coloIdx)))
+			p.coloIdx = append(p.coloIdx, lists[s]...)
 		}
 	}
+	p.coloOff = append(p.coloOff, int32(len(p.coloIdx)))
 	if !p.switchG {
 		p.cur = len(p.tab.Gears) - 1
 	}
@@ -473,7 +484,7 @@ func (p *Policy) trigger(now dataplane.Time, w dataplane.WorkerID) int {
 	if p.tab.Replicas[w].Stage != g.Stages[0] {
 		return 1
 	}
-	if q := &p.queues[w]; q.len() > 0 && now-q.front().at >= p.tick {
+	if q := &p.queues[w]; q.len() > 0 && now-q.at >= p.tick {
 		return 1
 	}
 	return max(g.B1, 1)
@@ -510,7 +521,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 		if !free {
 			continue
 		}
-		if h := p.queues[w].front().at; best == dataplane.NoWorker || h < bt {
+		if h := p.queues[w].at; best == dataplane.NoWorker || h < bt {
 			best, bt = w, h
 		}
 	}
@@ -519,7 +530,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 	}
 	w := best
 	n := p.batchSize(now, w)
-	p.inflight[w] = p.queues[w].take(n, p.inflight[w][:0])
+	p.inflight[w] = p.queues[w].take(n, p.inflight[w][:0], p.v)
 	if p.qlen(w) > 0 {
 		p.newHead(w)
 	}
@@ -550,14 +561,7 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 			out.Drop(id, dataplane.StageID(st), dataplane.DropCancelled, 0)
 			continue
 		}
-		// The current gear's cascade applies to samples entering a stage from now on; a
-		// request whose model left the cascade goes on with the gear it entered with.
-		g := p.cur
-		pos := indexOf(p.tab.Gears[g].Stages, st)
-		if pos < 0 {
-			g = p.gearOfReq(id)
-			pos = indexOf(p.tab.Gears[g].Stages, st)
-		}
+		g, pos := p.gearPos(id, st)
 		gs := &p.tab.Gears[g]
 		if pos < 0 || pos == len(gs.Stages)-1 || !(float64(r.Result.Certainty) < gs.Thr[pos]) {
 			out.Complete(id, dataplane.StageID(st))
@@ -574,7 +578,7 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 			}
 		} else {
 			// The same first match, among the replicas that share a GPU with w only.
-			for _, k := range p.colo[w][ns] {
+			for _, k := range p.colo(w, ns) {
 				if x := p.stageReps[ns][k]; gs.Share[pos+1][k] > 0 && !p.isDown(x) {
 					target = x
 					break
@@ -602,6 +606,26 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 		p.markFreed(d)
 	}
 	p.tryCandidates(now, out)
+}
+
+// colo is the replicas of stage s sharing a GPU with worker w (indexes into stageReps[s],
+// increasing).
+func (p *Policy) colo(w dataplane.WorkerID, s int) []int32 {
+	i := int(w)*len(p.stageReps) + s
+	return p.coloIdx[p.coloOff[i]:p.coloOff[i+1]]
+}
+
+// gearPos is the gear request id goes on with at stage st and st's position in it: the
+// current gear's cascade applies to samples entering a stage from now on; a request whose
+// model left the cascade goes on with the gear it entered with (pos −1 when st is in
+// neither).
+func (p *Policy) gearPos(id dataplane.ReqID, st int) (g, pos int) {
+	g = p.cur
+	if pos = indexOf(p.tab.Gears[g].Stages, st); pos < 0 {
+		g = p.gearOfReq(id)
+		pos = indexOf(p.tab.Gears[g].Stages, st)
+	}
+	return g, pos
 }
 
 func indexOf(xs []int, x int) int {
@@ -686,12 +710,7 @@ func (p *Policy) workerDown(now dataplane.Time, w dataplane.WorkerID, out *datap
 		if r.Outcome != dataplane.Pending {
 			continue
 		}
-		g := p.cur
-		pos := indexOf(p.tab.Gears[g].Stages, st)
-		if pos < 0 {
-			g = p.gearOfReq(id)
-			pos = indexOf(p.tab.Gears[g].Stages, st)
-		}
+		g, pos := p.gearPos(id, st)
 		target := dataplane.NoWorker
 		if pos >= 0 {
 			target = p.route(g, pos, st)

@@ -2,71 +2,79 @@ package cascade
 
 import "github.com/plan-dev/plan/dataplane"
 
-// A replica's queue keeps, with each request, when it entered the system (the GPU's pick of
-// the oldest head and the trigger's timeout read it), in one array: a push or a batch start
-// touches one queue header and one run of memory, where separate ID, time and head arrays
-// per worker cost a cache miss each once the replicas outgrow the cache (256 GPUs).
+// A replica's queue is one array of request IDs with its head, and the head's arrival (the
+// GPU's pick of the oldest head and the trigger's timeout read it, §4.5). Deficit routing
+// spreads consecutive requests over every replica of a model, so at hundreds of replicas
+// the tail a push writes is a cache line no recent push touched; queues also hold hundreds
+// of requests while a lower gear's backlog drains (§5's α rule). Four-byte entries put
+// sixteen pushes on a line where (ID, arrival) pairs put four, and only the head's arrival
+// is ever read: it is kept beside the head, set from the push into an empty queue or, when
+// a batch start or a drop moves the head, from the request (pushes always pass the request's
+// own Arrival, so the value is the one an entry would have held).
 
-// queued is one waiting request: its ID and its arrival.
-type queued struct {
-	id dataplane.ReqID
-	at dataplane.Time
-}
-
-// wqueue is one replica's FIFO: items[head:] wait.
+// wqueue is one replica's FIFO: ids[head:] wait; at is the arrival of ids[head] when any
+// waits.
 type wqueue struct {
-	items []queued
-	head  int
+	ids  []dataplane.ReqID
+	head int
+	at   dataplane.Time
 }
 
-func (q *wqueue) len() int { return len(q.items) - q.head }
+func (q *wqueue) len() int { return len(q.ids) - q.head }
 
+// push appends request id, which arrived at at.
 func (q *wqueue) push(id dataplane.ReqID, at dataplane.Time) {
-	q.items = append(q.items, queued{id, at})
+	if q.len() == 0 {
+		q.at = at
+	}
+	q.ids = append(q.ids, id)
 }
 
-// front is the head (the queue must not be empty).
-func (q *wqueue) front() queued { return q.items[q.head] }
+// front is the head's ID (the queue must not be empty).
+func (q *wqueue) front() dataplane.ReqID { return q.ids[q.head] }
 
 // reset empties the queue, keeping its array.
-func (q *wqueue) reset() { q.items, q.head = q.items[:0], 0 }
+func (q *wqueue) reset() { q.ids, q.head = q.ids[:0], 0 }
 
-// take appends the IDs of the first n waiting requests to dst and removes them.
-func (q *wqueue) take(n int, dst []dataplane.ReqID) []dataplane.ReqID {
-	for _, it := range q.items[q.head : q.head+n] {
-		dst = append(dst, it.id)
-	}
+// advance removes the first n waiting requests and reads the new head's arrival from v.
+func (q *wqueue) advance(n int, v dataplane.View) {
 	q.head += n
-	if q.head == len(q.items) {
+	if q.head == len(q.ids) {
 		q.reset()
-	} else if q.head > 4096 {
-		q.items = append(q.items[:0], q.items[q.head:]...)
+		return
+	}
+	if q.head > 4096 {
+		q.ids = append(q.ids[:0], q.ids[q.head:]...)
 		q.head = 0
 	}
+	q.at = v.Req(q.ids[q.head]).Arrival
+}
+
+// take appends the IDs of the first n waiting requests to dst and removes them.
+func (q *wqueue) take(n int, dst []dataplane.ReqID, v dataplane.View) []dataplane.ReqID {
+	dst = append(dst, q.ids[q.head:q.head+n]...)
+	q.advance(n, v)
 	return dst
 }
 
 // appendIDs appends the IDs of every waiting request to dst.
 func (q *wqueue) appendIDs(dst []dataplane.ReqID) []dataplane.ReqID {
-	for _, it := range q.items[q.head:] {
-		dst = append(dst, it.id)
-	}
-	return dst
+	return append(dst, q.ids[q.head:]...)
 }
 
 // remove takes request id out of the queue: whether it was there and whether it was the
 // head.
-func (q *wqueue) remove(id dataplane.ReqID) (found, wasHead bool) {
-	for i := q.head; i < len(q.items); i++ {
-		if q.items[i].id != id {
+func (q *wqueue) remove(id dataplane.ReqID, v dataplane.View) (found, wasHead bool) {
+	for i := q.head; i < len(q.ids); i++ {
+		if q.ids[i] != id {
 			continue
 		}
-		wasHead = i == q.head
-		q.items = append(q.items[:i], q.items[i+1:]...)
-		if q.len() == 0 {
-			q.reset()
+		if i == q.head {
+			q.advance(1, v)
+			return true, true
 		}
-		return true, wasHead
+		q.ids = append(q.ids[:i], q.ids[i+1:]...)
+		return true, false
 	}
 	return false, false
 }

@@ -36,7 +36,7 @@ func (p *Policy) markFreed(d int) {
 // trigger drops to 1.
 func (p *Policy) newHead(w dataplane.WorkerID) {
 	p.seq++
-	p.aging.Push(dataplane.Timed[dataplane.WorkerID]{At: p.queues[w].front().at + p.tick, Seq: p.seq, Val: w})
+	p.aging.Push(dataplane.Timed[dataplane.WorkerID]{At: p.queues[w].at + p.tick, Seq: p.seq, Val: w})
 }
 
 // tryCandidates is the pass over every GPU restricted to the candidates (the scan it replaces

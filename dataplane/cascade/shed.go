@@ -62,7 +62,7 @@ func (p *Policy) admits(now dataplane.Time, w dataplane.WorkerID, dl dataplane.T
 	n := min(q+1, p.tab.MaxBatch)
 	est := p.freeAt(now, w) + p.lat(w, n)
 	if q > 0 && q < p.tab.MaxBatch {
-		dl = min(dl, p.v.Req(p.queues[w].front().id).Deadline)
+		dl = min(dl, p.v.Req(p.queues[w].front()).Deadline)
 	}
 	return est <= dl, est
 }
@@ -74,27 +74,23 @@ func (p *Policy) dropLate(now dataplane.Time, w dataplane.WorkerID, out *datapla
 		return
 	}
 	st := dataplane.StageID(p.tab.Replicas[w].Stage)
-	dropped := false
 	l1 := p.lat(w, 1)
 	q := &p.queues[w]
-	for q.len() > 0 {
-		id := q.front().id
+	n := 0
+	for _, id := range q.ids[q.head:] {
 		if now+l1 <= p.v.Req(id).Deadline {
 			break
 		}
 		out.Drop(id, st, dataplane.DropDeadline, l1)
 		p.Shed++
-		q.head++
-		dropped = true
+		n++
 	}
-	if !dropped {
+	if n == 0 {
 		return
 	}
-	if q.len() == 0 {
-		q.reset()
-		return
+	if q.advance(n, p.v); q.len() > 0 {
+		p.newHead(w)
 	}
-	p.newHead(w)
 }
 
 // batchSize is the size of the batch w starts now: everything queued up to max_batch, cut
@@ -105,7 +101,7 @@ func (p *Policy) batchSize(now dataplane.Time, w dataplane.WorkerID) int {
 	if !p.shedding() {
 		return n
 	}
-	dl := p.v.Req(p.queues[w].front().id).Deadline
+	dl := p.v.Req(p.queues[w].front()).Deadline
 	if now+p.lat(w, n) <= dl {
 		return n
 	}
@@ -116,7 +112,7 @@ func (p *Policy) batchSize(now dataplane.Time, w dataplane.WorkerID) int {
 // holds it. A request in a running batch is in no queue: the batch's end skips it.
 func (p *Policy) cancel(id dataplane.ReqID) {
 	for w := range p.queues {
-		if found, wasHead := p.queues[w].remove(id); found {
+		if found, wasHead := p.queues[w].remove(id, p.v); found {
 			if wasHead && p.qlen(dataplane.WorkerID(w)) > 0 {
 				p.newHead(dataplane.WorkerID(w))
 			}
