@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/export/internal/tritonpb"
+	"github.com/plan-dev/plan/formats"
 )
 
 // Helpers the systems' exporters share to write and read back the plan records they embed.
@@ -35,6 +36,29 @@ func ParseIndexList(s string, limit int) ([]int, error) {
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// PlanGPUTypes is the cluster an export of p places on (the plan's own, else the one its
+// provenance embeds) and each GPU index's type in cluster order, the numbering the dataplane
+// replays the plan with. what names the system ("a qlm plan") in the errors.
+func PlanGPUTypes(p *formats.Plan, what string) (*formats.Cluster, []string, error) {
+	cl := p.Cluster
+	if cl == nil && p.Provenance.Embedded != nil {
+		cl = p.Provenance.Embedded.Cluster
+	}
+	if cl == nil {
+		return nil, nil, fmt.Errorf("cluster: missing: %s must carry its cluster", what)
+	}
+	var types []string // GPU index → type
+	for _, g := range cl.GPUs {
+		for k := 0; k < g.Count; k++ {
+			types = append(types, g.Type)
+		}
+	}
+	if len(types) == 0 {
+		return nil, nil, fmt.Errorf("cluster.gpus: no GPUs")
+	}
+	return cl, types, nil
 }
 
 // Comment renders lines as '#' comments (Triton's text format and YAML both take them).

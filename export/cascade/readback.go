@@ -212,27 +212,17 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	ds, err := export.RayDeployments[rayUserConfig](data)
-	if err != nil {
-		return err
-	}
-	for _, d := range ds {
+	return export.EachRayDeployment(data, func(d rayDeployment) error {
 		u := d.UserConfig
 		if u.Table != nil {
-			if err := rb.setTable(export.MustJSON(*u.Table)); err != nil {
-				return fmt.Errorf("deployment %s: %w", d.Name, err)
-			}
-			continue
+			return rb.setTable(export.MustJSON(*u.Table))
 		}
 		per := int(d.RayActorOptions.NumGPUs)
 		if float64(per) != d.RayActorOptions.NumGPUs || per < 1 {
-			return fmt.Errorf("deployment %s: num_gpus %g: a replica takes whole GPUs", d.Name, d.RayActorOptions.NumGPUs)
+			return fmt.Errorf("num_gpus %g: a replica takes whole GPUs", d.RayActorOptions.NumGPUs)
 		}
-		if err := rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per); err != nil {
-			return fmt.Errorf("deployment %s: %w", d.Name, err)
-		}
-	}
-	return nil
+		return rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per)
+	})
 }
 
 // plan assembles the gear plan: placement indices must be 0..n-1, every gear's models must

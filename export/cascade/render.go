@@ -150,13 +150,8 @@ func kserveFiles(l *layout) (export.Files, error) {
 
 func annotation(key string) string { return "plan.dev/cascade." + key }
 
-// rayConfig is serve-config.yaml with the cascade's deployments (the router's user_config
-// is not export.RayUserConfig).
-type (
-	rayConfig     = export.RayConfigOf[rayUserConfig]
-	rayApp        = export.RayAppOf[rayUserConfig]
-	rayDeployment = export.RayDeploymentOf[rayUserConfig]
-)
+// rayDeployment is one of the cascade's deployments (its user_config is not export.RayUserConfig).
+type rayDeployment = export.RayDeploymentOf[rayUserConfig]
 
 // rayUserConfig is a model deployment's (Placement, batching, replicas) or the router's
 // (Table, Stages) configuration.
@@ -174,7 +169,7 @@ type rayUserConfig struct {
 // rayFiles renders serve-config.yaml: one application, a deployment per model and the
 // router deployment.
 func rayFiles(l *layout) (export.Files, error) {
-	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
+	var deps []rayDeployment
 	stages := map[string]string{}
 	accel, err := l.o.RayAcceleratorType(l.gpu)
 	if err != nil {
@@ -183,23 +178,19 @@ func rayFiles(l *layout) (export.Files, error) {
 	for _, s := range l.models {
 		stages[s.model] = s.unit
 		n := float64(s.gpus)
-		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: len(s.replicas), MaxOngoingRequests: 2 * l.maxBatch(),
+		deps = append(deps, rayDeployment{Name: s.unit, NumReplicas: len(s.replicas), MaxOngoingRequests: 2 * l.maxBatch(),
 			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig: rayUserConfig{Placement: l.params(s), MaxBatchSize: l.maxBatch(), Triggers: s.triggers,
 				BatchWaitTimeoutS: float64(s.queueUs) / 1e6, TimeoutS: float64(l.sloUs) / 1e6}})
 	}
 	t := l.table()
-	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1, MaxOngoingRequests: 2 * l.maxBatch(),
+	deps = append(deps, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1, MaxOngoingRequests: 2 * l.maxBatch(),
 		RayActorOptions: export.RayActorOptions{NumCPUs: 1},
 		UserConfig:      rayUserConfig{Table: &t, Stages: stages, Note: "Ray Serve cannot express " + Unsupported + ": this router applies gear_table"}})
-	b, err := export.YAML(rayConfig{Applications: []rayApp{a}})
-	if err != nil {
-		return nil, err
-	}
 	head := export.Comment(fmt.Sprintf("CascadeServe gear plan for cascade %s on %s GPUs: a deployment per model, and a router whose", l.cp.Task, l.gpu),
 		"user_config.gear_table the application's code applies (measure QPS every poll_ms, pick the gear, forward while",
 		"the certainty is below the gear's threshold): Ray Serve cannot express "+Unsupported+" natively.")
-	return export.Files{export.RayConfigFile: append(head, b...)}, nil
+	return export.RaySystemFile(l.o, deps, head)
 }
 
 func put(f export.Files, name string, b []byte) error {

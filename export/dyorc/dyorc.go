@@ -164,21 +164,9 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	if e == nil || e.Workload == nil || dyorcsec.WorkflowsOf(e.Workload) == nil {
 		return nil, fmt.Errorf("provenance.embedded.workload: missing: the workflows of a dyorc plan come from its embedded workload")
 	}
-	cl := p.Cluster
-	if cl == nil {
-		cl = e.Cluster
-	}
-	if cl == nil {
-		return nil, fmt.Errorf("cluster: missing: a dyorc plan must carry its cluster")
-	}
-	var types []string // GPU index → type
-	for _, g := range cl.GPUs {
-		for k := 0; k < g.Count; k++ {
-			types = append(types, g.Type)
-		}
-	}
-	if len(types) == 0 {
-		return nil, fmt.Errorf("cluster.gpus: no GPUs")
+	_, types, err := export.PlanGPUTypes(p, "a dyorc plan")
+	if err != nil {
+		return nil, err
 	}
 	wf := dyorcsec.WorkflowsOf(e.Workload)
 	l := &layout{o: o, unit: map[string]string{}, rec: Record{Policy: dp.Policy, Params: dp.Params, GPUs: len(types), Placement: len(dp.Placement) > 0}}

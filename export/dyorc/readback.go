@@ -188,28 +188,21 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	ds, err := export.RayDeployments[rayUserConfig](data)
-	if err != nil {
-		return err
-	}
-	for _, d := range ds {
+	return export.EachRayDeployment(data, func(d rayDeployment) error {
 		u := d.UserConfig
 		if u.Record != nil {
 			for _, w := range u.Workflows {
 				if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: export.MustJSON(*u.Record), ParamWorkflow: export.MustJSON(w.Workflow)}); err != nil {
-					return fmt.Errorf("deployment %s: %w", d.Name, err)
+					return err
 				}
 			}
-			continue
+			return nil
 		}
 		if d.RayActorOptions.NumGPUs != 1 {
-			return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
+			return fmt.Errorf("num_gpus %g: a service replica takes one GPU", d.RayActorOptions.NumGPUs)
 		}
-		if err := rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize); err != nil {
-			return fmt.Errorf("deployment %s: %w", d.Name, err)
-		}
-	}
-	return nil
+		return rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize)
+	})
 }
 
 // result assembles the plan section: deployment indices must be 0..n-1, GPUs within the

@@ -215,23 +215,13 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	if e == nil || e.Workload == nil || len(qlmsec.ClassesOf(e.Workload)) == 0 {
 		return nil, fmt.Errorf("provenance.embedded.workload.llm_classes: missing: the classes of a qlm plan come from its embedded workload")
 	}
-	cl := p.Cluster
-	if cl == nil {
-		cl = e.Cluster
+	cl, types, err := export.PlanGPUTypes(p, "a qlm plan")
+	if err != nil {
+		return nil, err
 	}
-	if cl == nil {
-		return nil, fmt.Errorf("cluster: missing: a qlm plan must carry its cluster")
-	}
-	var types []string // GPU index → type
 	mem := map[string]int64{}
 	for _, g := range cl.GPUs {
-		for k := 0; k < g.Count; k++ {
-			types = append(types, g.Type)
-		}
 		mem[g.Type] = g.MemoryBytes
-	}
-	if len(types) == 0 {
-		return nil, fmt.Errorf("cluster.gpus: no GPUs")
 	}
 	if len(q.Instances) == 0 {
 		return nil, fmt.Errorf("qlm.instances: none: nothing to export")
