@@ -52,7 +52,10 @@ type ortSession struct {
 	batch   int64
 }
 
-func newSession(spec sessionSpec) (session, error) {
+// sessionOptions loads the ONNX Runtime library (once per process) and makes the options of a
+// session with threads intra-op threads and one inter-op thread (threads 0: ONNX Runtime's
+// defaults). The caller destroys them.
+func sessionOptions(threads int) (*ort.SessionOptions, error) {
 	if _, err := initORT(); err != nil {
 		return nil, err
 	}
@@ -60,15 +63,25 @@ func newSession(spec sessionSpec) (session, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer opts.Destroy()
-	if spec.threads > 0 {
-		if err := opts.SetIntraOpNumThreads(spec.threads); err != nil {
+	if threads > 0 {
+		if err := opts.SetIntraOpNumThreads(threads); err != nil {
+			opts.Destroy()
 			return nil, err
 		}
 		if err := opts.SetInterOpNumThreads(1); err != nil {
+			opts.Destroy()
 			return nil, err
 		}
 	}
+	return opts, nil
+}
+
+func newSession(spec sessionSpec) (session, error) {
+	opts, err := sessionOptions(spec.threads)
+	if err != nil {
+		return nil, err
+	}
+	defer opts.Destroy()
 	// Idle pool threads spin by default, waiting for work; with one session per block timed in
 	// interleaved rounds, the spinning threads of the session that just ran would steal the
 	// cores from the next one and inflate its time.

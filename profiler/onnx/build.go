@@ -85,21 +85,19 @@ func build(g *graph.Graph, seed int64, skeleton bool) ([]byte, error) {
 	for _, t := range b.inits {
 		field(fGraphInitializer, t)
 	}
-	for _, in := range g.Inputs {
-		t := g.Tensors[in]
+	io := func(name string) []byte {
+		t := g.Tensors[name]
 		dt, ok := dtypeByName(t.DType)
 		if !ok {
 			dt = Float
 		}
-		field(fGraphInput, valueInfo(in, dt, t.Shape))
+		return valueInfo(name, dt, t.Shape)
+	}
+	for _, in := range g.Inputs {
+		field(fGraphInput, io(in))
 	}
 	for _, out := range g.Outputs {
-		t := g.Tensors[out]
-		dt, ok := dtypeByName(t.DType)
-		if !ok {
-			dt = Float
-		}
-		field(fGraphOutput, valueInfo(out, dt, t.Shape))
+		field(fGraphOutput, io(out))
 	}
 	graphLen := 0
 	for _, p := range parts {
