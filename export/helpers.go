@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,6 +94,21 @@ func TritonGroups(c *tritonpb.ModelConfig) (groups map[string][]int, count int) 
 		count += int(g.Count)
 	}
 	return groups, count
+}
+
+// TritonPinned checks a model configuration whose unit k is the instance group names[k]
+// pinned to exactly the plan GPUs plan[k], numbered within the model's pod (PodGPUs): for the
+// first unit whose group is missing or on other GPUs, mismatch words the error from the
+// group's GPUs and the pod-local ones it should have. It returns the instances' count.
+func TritonPinned(c *tritonpb.ModelConfig, names []string, plan [][]int, mismatch func(k int, got, local []int) error) (int, error) {
+	groups, count := TritonGroups(c)
+	local := PodGPUs(plan)
+	for k, name := range names {
+		if gs, ok := groups[name]; !ok || !slices.Equal(gs, local[k]) {
+			return 0, mismatch(k, gs, local[k])
+		}
+	}
+	return count, nil
 }
 
 // TritonParams returns a model configuration's parameters as strings.

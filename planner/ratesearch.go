@@ -7,47 +7,41 @@ package planner
 // fails even at minRate; the first error from meets stops the search. meets is assumed
 // monotone: it holds at every rate below one where it holds.
 func HighestRate(start, minRate, maxRate, ratio float64, meets func(rate float64) (bool, error)) (float64, error) {
-	lo, hi, rate := 0.0, 0.0, start
-	ok, err := meets(rate)
-	if err != nil {
+	lo, hi := 0.0, 0.0 // the highest rate known to meet, the lowest known to fail (0: none yet)
+	probe := func(rate float64) error {
+		ok, err := meets(rate)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			lo = rate
+		default:
+			hi = rate
+		}
+		return nil
+	}
+	rate := start
+	if err := probe(rate); err != nil {
 		return 0, err
 	}
-	if ok {
-		lo = rate
-		for hi == 0 && rate < maxRate {
+	// Bracket: double while meets holds, or halve while it fails.
+	up := lo > 0
+	for (up && hi == 0 && rate < maxRate) || (!up && lo == 0 && rate > minRate) {
+		if up {
 			rate *= 2
-			if ok, err = meets(rate); err != nil {
-				return 0, err
-			} else if ok {
-				lo = rate
-			} else {
-				hi = rate
-			}
-		}
-		if hi == 0 {
-			hi = lo
-		}
-	} else {
-		hi = rate
-		for lo == 0 && rate > minRate {
+		} else {
 			rate /= 2
-			if ok, err = meets(rate); err != nil {
-				return 0, err
-			} else if ok {
-				lo = rate
-			} else {
-				hi = rate
-			}
+		}
+		if err := probe(rate); err != nil {
+			return 0, err
 		}
 	}
+	if up && hi == 0 {
+		hi = lo
+	}
 	for lo > 0 && hi > lo*ratio {
-		mid := (lo + hi) / 2
-		if ok, err = meets(mid); err != nil {
+		if err := probe((lo + hi) / 2); err != nil {
 			return 0, err
-		} else if ok {
-			lo = mid
-		} else {
-			hi = mid
 		}
 	}
 	return lo, nil

@@ -2,7 +2,6 @@ package cascade
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -136,16 +135,16 @@ func (rb *reader) triton(data []byte) error {
 	}
 	// Each replica is the instance group r<index> pinned to exactly its GPUs, numbered
 	// within the model's pod (export.PodGPUs).
-	groups, count := export.TritonGroups(c)
-	plan := make([][]int, len(reps))
+	names, plan := make([]string, len(reps)), make([][]int, len(reps))
 	for k, r := range reps {
-		plan[k] = r.gpus
+		names[k], plan[k] = "r"+strconv.Itoa(r.index), r.gpus
 	}
-	local := export.PodGPUs(plan)
-	for k, r := range reps {
-		if gs, ok := groups["r"+strconv.Itoa(r.index)]; !ok || !slices.Equal(gs, local[k]) {
-			return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on plan GPUs %v: %v within the pod", c.Name, r.index, gs, r.gpus, local[k])
-		}
+	count, err := export.TritonPinned(c, names, plan, func(k int, got, local []int) error {
+		r := reps[k]
+		return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on plan GPUs %v: %v within the pod", c.Name, r.index, got, r.gpus, local)
+	})
+	if err != nil {
+		return err
 	}
 	return rb.model(params, count, int(c.MaxBatchSize), 0)
 }

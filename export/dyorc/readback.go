@@ -122,16 +122,16 @@ func (rb *reader) triton(data []byte) error {
 	}
 	// Each GPU holding the service is the instance group g<gpu> pinned to it, numbered
 	// within the service's pod (export.PodGPUs).
-	groups, count := export.TritonGroups(c)
-	plan := make([][]int, len(gpus))
+	names, plan := make([]string, len(gpus)), make([][]int, len(gpus))
 	for k, g := range gpus {
-		plan[k] = []int{g}
+		names[k], plan[k] = "g"+strconv.Itoa(g), []int{g}
 	}
-	local := export.PodGPUs(plan)
-	for k, g := range gpus {
-		if gs, ok := groups["g"+strconv.Itoa(g)]; !ok || !slices.Equal(gs, local[k]) {
-			return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on plan GPU %d: %v within the pod", c.Name, g, gs, g, local[k])
-		}
+	count, err := export.TritonPinned(c, names, plan, func(k int, got, local []int) error {
+		g := gpus[k]
+		return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on plan GPU %d: %v within the pod", c.Name, g, got, g, local)
+	})
+	if err != nil {
+		return err
 	}
 	return rb.service(params, count, int(c.MaxBatchSize))
 }

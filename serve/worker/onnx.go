@@ -274,12 +274,18 @@ func findFeature(fs []Feature, name string) *Feature {
 
 // Close implements Executor.
 func (x *ONNX) Close() error {
+	err := closeSessions(x.owned)
+	x.owned = nil
+	return err
+}
+
+// closeSessions closes every session and returns the first error.
+func closeSessions(ss []*measure.Session) error {
 	var first error
-	for _, s := range x.owned {
+	for _, s := range ss {
 		if err := s.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
-	x.owned = nil
 	return first
 }

@@ -226,12 +226,7 @@ func certainty(v []float32) (float64, int) {
 
 // Close implements Executor.
 func (x *ONNXModels) Close() error {
-	var first error
-	for _, s := range x.owned {
-		if err := s.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
+	err := closeSessions(x.owned)
 	x.owned = nil
-	return first
+	return err
 }
