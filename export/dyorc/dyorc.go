@@ -29,8 +29,8 @@ package dyorc
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -231,11 +231,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			return nil, fmt.Errorf("dyorc.deployments[%d].replicas: %d, but dyorc.placement holds %s on %d GPU(s)", s.index, s.dep.Replicas, s.dep.Service, len(s.gpus))
 		}
 	}
-	names := make([]string, 0, len(wf.Apps))
-	for n := range wf.Apps {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(wf.Apps))
 	for _, n := range names {
 		a := wf.Apps[n]
 		for _, st := range steps(a) {
@@ -279,11 +275,7 @@ func describe(a dyorcsec.App) string {
 	for _, st := range steps(a) {
 		s := st.ID + "=" + st.Service
 		if len(st.Choice) > 0 {
-			cs := make([]string, 0, len(st.Choice))
-			for c := range st.Choice {
-				cs = append(cs, c)
-			}
-			slices.Sort(cs)
+			cs := slices.Sorted(maps.Keys(st.Choice))
 			s = st.ID + "=one of {" + strings.Join(cs, ",") + "}"
 		}
 		if st.Fanout > 1 {

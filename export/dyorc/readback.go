@@ -2,8 +2,8 @@ package dyorc
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -228,11 +228,7 @@ func (rb *reader) result() (*Exported, error) {
 		}
 	}
 	if rb.rec.Placement {
-		gs := make([]int, 0, len(held))
-		for g := range held {
-			gs = append(gs, g)
-		}
-		sort.Ints(gs)
+		gs := slices.Sorted(maps.Keys(held))
 		for _, g := range gs {
 			s := held[g]
 			slices.Sort(s)

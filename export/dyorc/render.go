@@ -2,6 +2,7 @@ package dyorc
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,11 +160,7 @@ func (l *layout) graph(a app) map[string]export.GraphNode {
 			name = export.DNSLabel(name)
 			svcs := []string{st.Service}
 			if len(st.Choice) > 0 {
-				svcs = svcs[:0]
-				for c := range st.Choice {
-					svcs = append(svcs, c)
-				}
-				slices.Sort(svcs)
+				svcs = slices.Sorted(maps.Keys(st.Choice))
 			}
 			call := func(svc string) export.GraphStep {
 				if st.Fanout > 1 {

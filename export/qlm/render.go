@@ -3,6 +3,7 @@ package qlm
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,11 +13,7 @@ import (
 
 // pbParams renders string parameters in key order.
 func pbParams(b *strings.Builder, params map[string]string) {
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(params))
 	for _, k := range keys {
 		fmt.Fprintf(b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
 	}

@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -167,11 +169,7 @@ func AllCutBytes(g *Graph) []int64 {
 		last[o] = n
 	}
 	// Iterate tensors in sorted order so the sums are computed identically every run.
-	names := make([]string, 0, len(last))
-	for name := range last {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(last))
 	for _, name := range names {
 		b, ok := birth[name]
 		t := g.Tensors[name]
