@@ -126,28 +126,33 @@ func appendProvider(opts *ort.SessionOptions, device string, trt bool) error {
 	}
 	idStr := fmt.Sprint(id)
 	if trt {
-		to, err := ort.NewTensorRTProviderOptions()
-		if err != nil {
-			return missingProvider(device, "TensorRT", err)
-		}
-		defer to.Destroy()
-		if err := to.Update(map[string]string{"device_id": idStr}); err != nil {
-			return missingProvider(device, "TensorRT", err)
-		}
-		if err := opts.AppendExecutionProviderTensorRT(to); err != nil {
-			return missingProvider(device, "TensorRT", err)
+		if err := appendOn(device, "TensorRT", idStr, ort.NewTensorRTProviderOptions, opts.AppendExecutionProviderTensorRT); err != nil {
+			return err
 		}
 	}
-	co, err := ort.NewCUDAProviderOptions()
+	return appendOn(device, "CUDA", idStr, ort.NewCUDAProviderOptions, opts.AppendExecutionProviderCUDA)
+}
+
+// providerOptions is an execution provider's options (CUDA's, TensorRT's).
+type providerOptions interface {
+	Update(map[string]string) error
+	Destroy() error
+}
+
+// appendOn appends execution provider name on device's GPU id: its options from newOpts,
+// pointed at the GPU, handed to add. A failure at any step means this build or machine lacks
+// the provider (missingProvider).
+func appendOn[O providerOptions](device, name, id string, newOpts func() (O, error), add func(O) error) error {
+	o, err := newOpts()
 	if err != nil {
-		return missingProvider(device, "CUDA", err)
+		return missingProvider(device, name, err)
 	}
-	defer co.Destroy()
-	if err := co.Update(map[string]string{"device_id": idStr}); err != nil {
-		return missingProvider(device, "CUDA", err)
+	defer o.Destroy()
+	if err := o.Update(map[string]string{"device_id": id}); err != nil {
+		return missingProvider(device, name, err)
 	}
-	if err := opts.AppendExecutionProviderCUDA(co); err != nil {
-		return missingProvider(device, "CUDA", err)
+	if err := add(o); err != nil {
+		return missingProvider(device, name, err)
 	}
 	return nil
 }
