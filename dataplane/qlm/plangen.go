@@ -198,6 +198,18 @@ func Expected(pr *PlanProblem, q [][]int) float64 {
 	return sum
 }
 
+// sortEDF orders groups (indices into pr.Groups) earliest deadline first, ties by group ID:
+// the EDF order every step of the plan generator starts from.
+func sortEDF(pr *PlanProblem, groups []int) {
+	sort.SliceStable(groups, func(a, b int) bool {
+		ga, gb := &pr.Groups[groups[a]], &pr.Groups[groups[b]]
+		if ga.Deadline != gb.Deadline {
+			return ga.Deadline < gb.Deadline
+		}
+		return ga.ID < gb.ID
+	})
+}
+
 // edfPlan is the fallback: groups by earliest deadline (ties by ID), each to its pinned
 // instance or the eligible one with the least expected drain so far.
 func edfPlan(pr *PlanProblem) [][]int {
@@ -206,13 +218,7 @@ func edfPlan(pr *PlanProblem) [][]int {
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		ga, gb := pr.Groups[idx[a]], pr.Groups[idx[b]]
-		if ga.Deadline != gb.Deadline {
-			return ga.Deadline < gb.Deadline
-		}
-		return ga.ID < gb.ID
-	})
+	sortEDF(pr, idx)
 	load := make([]float64, G)
 	for g := range load {
 		load[g] = pr.Instances[g].Residual
