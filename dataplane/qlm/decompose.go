@@ -164,11 +164,7 @@ func relocate(pr *PlanProblem, q [][]int, steps *int, lim int) {
 // to a queue whose tail runs the same model costs no swap, so same-model groups gather.
 func assign(pr *PlanProblem) [][]int {
 	G := len(pr.Instances)
-	idx := make([]int, len(pr.Groups))
-	for i := range idx {
-		idx[i] = i
-	}
-	sortEDF(pr, idx)
+	idx := edfOrder(pr)
 	tq := make([]float64, G)
 	te := make([]float64, G)
 	last := make([]string, G)

@@ -210,15 +210,21 @@ func sortEDF(pr *PlanProblem, groups []int) {
 	})
 }
 
-// edfPlan is the fallback: groups by earliest deadline (ties by ID), each to its pinned
-// instance or the eligible one with the least expected drain so far.
-func edfPlan(pr *PlanProblem) [][]int {
-	G := len(pr.Instances)
+// edfOrder is every group of pr (its index in pr.Groups) in EDF order (sortEDF).
+func edfOrder(pr *PlanProblem) []int {
 	idx := make([]int, len(pr.Groups))
 	for i := range idx {
 		idx[i] = i
 	}
 	sortEDF(pr, idx)
+	return idx
+}
+
+// edfPlan is the fallback: groups by earliest deadline (ties by ID), each to its pinned
+// instance or the eligible one with the least expected drain so far.
+func edfPlan(pr *PlanProblem) [][]int {
+	G := len(pr.Instances)
+	idx := edfOrder(pr)
 	load := make([]float64, G)
 	for g := range load {
 		load[g] = pr.Instances[g].Residual
