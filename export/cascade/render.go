@@ -2,6 +2,7 @@ package cascade
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	}
 	params := map[string]string{ParamTable: export.MustJSON(l.table()), "cascade.models": strings.Join(stages, ";"),
 		ParamCertainty: CertaintyOutput, "cascade.gpu": l.gpu}
-	for _, k := range sortedKeys(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
 	}
 	if err := put(f, l.o.Name+"/config.pbtxt", []byte(b.String())); err != nil {
@@ -73,7 +74,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	if err := put(f, l.o.Name+"/1/.keep", nil); err != nil {
 		return nil, err
 	}
-	readme := export.CoordinatorReadme("CascadeServe", Unsupported, []export.Coordinator{{Model: l.o.Name, Params: sortedKeys(params), Does: []string{
+	readme := export.CoordinatorReadme("CascadeServe", Unsupported, []export.Coordinator{{Model: l.o.Name, Params: slices.Sorted(maps.Keys(params)), Does: []string{
 		"every poll_ms of cascade.gears, measure the request rate (QPS) and pick the gear whose [q_lo, q_hi) holds it (the alpha backlog rule moves up a gear early);",
 		"call the gear's models in order (cascade.models maps each model to its model here) with the request's INPUT0;",
 		"answer with the first model whose " + CertaintyOutput + " output is >= the gear's threshold for it (the last model always answers): OUTPUT0 its output, STAGE its index in the gear.",
@@ -195,13 +196,4 @@ func rayFiles(l *layout) (export.Files, error) {
 
 func put(f export.Files, name string, b []byte) error {
 	return f.Put(name, b, "rename a model, or pass --name")
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
