@@ -56,11 +56,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 		b.WriteString("output {\n  name: \"PATH\"\n  data_type: TYPE_STRING\n  dims: [ -1 ]\n}\n")
 		b.WriteString("instance_group {\n  kind: KIND_CPU\n  count: 1\n}\n")
 		params := l.appParams(a)
-		keys := make([]string, 0, len(params))
-		for k := range params {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(params))
 		for _, k := range keys {
 			fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
 		}
