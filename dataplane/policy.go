@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -264,11 +265,7 @@ func NewOrder(name, def string) (Order, error) {
 	}
 	f, ok := orders[name]
 	if !ok {
-		names := make([]string, 0, len(orders))
-		for n := range orders {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(orders))
 		return nil, fmt.Errorf("unknown order %q: must be one of %s", name, strings.Join(names, ", "))
 	}
 	return f(), nil

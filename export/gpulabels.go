@@ -2,8 +2,9 @@ package export
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -54,12 +55,7 @@ var rayNamePattern = regexp.MustCompile(`^\w+\s+([A-Z0-9]+)`)
 
 // KnownGPULabels lists the GPU types with a built-in label, sorted.
 func KnownGPULabels() []string {
-	out := make([]string, 0, len(gpuProducts))
-	for k := range gpuProducts {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(gpuProducts))
 }
 
 // GPUProduct is the nvidia.com/gpu.product value GFD gives nodes of a known GPU type.

@@ -3,10 +3,12 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/plan-dev/plan/export/internal/tritonpb"
+	"github.com/plan-dev/plan/formats"
 )
 
 // Helpers the systems' exporters share to write and read back the plan records they embed.
@@ -35,6 +37,29 @@ func ParseIndexList(s string, limit int) ([]int, error) {
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// PlanGPUTypes is the cluster an export of p places on (the plan's own, else the one its
+// provenance embeds) and each GPU index's type in cluster order, the numbering the dataplane
+// replays the plan with. what names the system ("a qlm plan") in the errors.
+func PlanGPUTypes(p *formats.Plan, what string) (*formats.Cluster, []string, error) {
+	cl := p.Cluster
+	if cl == nil && p.Provenance.Embedded != nil {
+		cl = p.Provenance.Embedded.Cluster
+	}
+	if cl == nil {
+		return nil, nil, fmt.Errorf("cluster: missing: %s must carry its cluster", what)
+	}
+	var types []string // GPU index → type
+	for _, g := range cl.GPUs {
+		for k := 0; k < g.Count; k++ {
+			types = append(types, g.Type)
+		}
+	}
+	if len(types) == 0 {
+		return nil, nil, fmt.Errorf("cluster.gpus: no GPUs")
+	}
+	return cl, types, nil
 }
 
 // Comment renders lines as '#' comments (Triton's text format and YAML both take them).
@@ -69,6 +94,21 @@ func TritonGroups(c *tritonpb.ModelConfig) (groups map[string][]int, count int) 
 		count += int(g.Count)
 	}
 	return groups, count
+}
+
+// TritonPinned checks a model configuration whose unit k is the instance group names[k]
+// pinned to exactly the plan GPUs plan[k], numbered within the model's pod (PodGPUs): for the
+// first unit whose group is missing or on other GPUs, mismatch words the error from the
+// group's GPUs and the pod-local ones it should have. It returns the instances' count.
+func TritonPinned(c *tritonpb.ModelConfig, names []string, plan [][]int, mismatch func(k int, got, local []int) error) (int, error) {
+	groups, count := TritonGroups(c)
+	local := PodGPUs(plan)
+	for k, name := range names {
+		if gs, ok := groups[name]; !ok || !slices.Equal(gs, local[k]) {
+			return 0, mismatch(k, gs, local[k])
+		}
+	}
+	return count, nil
 }
 
 // TritonParams returns a model configuration's parameters as strings.

@@ -2,7 +2,8 @@ package export
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,11 +27,7 @@ func quantityRules(at string, r Resources) []string {
 	var errs []string
 	check := func(kind string, m map[string]string) map[string]resource.Quantity {
 		out := map[string]resource.Quantity{}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(m))
 		for _, k := range keys {
 			v := m[k]
 			q, err := resource.ParseQuantity(v)
@@ -49,11 +46,7 @@ func quantityRules(at string, r Resources) []string {
 	}
 	lim := check("limits", r.Limits)
 	req := check("requests", r.Requests)
-	names := make([]string, 0, len(req))
-	for k := range req {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(req))
 	for _, k := range names {
 		if !extendedResource(k) {
 			continue

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"fmt"
 	"math"
 
 	"sigs.k8s.io/yaml"
@@ -80,16 +81,32 @@ func NewRayDeployment(name string, pl Placement, accel string, queueDelayUs, tim
 // roundFrac keeps 4 decimals (1/3 → 0.3333): Ray accepts fractional resources to 1e-4.
 func roundFrac(x float64) float64 { return math.Floor(x*1e4) / 1e4 }
 
-// RayDeployments reads a serve config strictly, its deployments' user_config of type U, and
-// lists the deployments of every application in file order: what a system's ReadBack walks.
-func RayDeployments[U any](data []byte) ([]RayDeploymentOf[U], error) {
+// EachRayDeployment reads a serve config strictly, its deployments' user_config of type U,
+// and hands f the deployments of every application in file order: what a system's ReadBack
+// walks. An error from f stops the walk, naming the deployment.
+func EachRayDeployment[U any](data []byte, f func(RayDeploymentOf[U]) error) error {
 	var c RayConfigOf[U]
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return err
+	}
+	for _, a := range c.Applications {
+		for _, d := range a.Deployments {
+			if err := f(d); err != nil {
+				return fmt.Errorf("deployment %s: %w", d.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// RaySystemFile renders the serve-config.yaml of a system whose deployments carry its own
+// user_config: one application named o.Name (route /<name>, o.ImportPath) holding deps, after
+// the comment head.
+func RaySystemFile[U any](o Options, deps []RayDeploymentOf[U], head []byte) (Files, error) {
+	a := RayAppOf[U]{Name: o.Name, RoutePrefix: "/" + o.Name, ImportPath: o.ImportPath, Deployments: deps}
+	b, err := YAML(RayConfigOf[U]{Applications: []RayAppOf[U]{a}})
+	if err != nil {
 		return nil, err
 	}
-	var out []RayDeploymentOf[U]
-	for _, a := range c.Applications {
-		out = append(out, a.Deployments...)
-	}
-	return out, nil
+	return Files{RayConfigFile: append(head, b...)}, nil
 }

@@ -2,7 +2,8 @@ package export
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -87,11 +88,7 @@ func RayReadme(config []byte, importPath string) ([]byte, error) {
 	for _, a := range c.Applications {
 		fmt.Fprintf(&b, "\n## Application `%s` (route `%s`)\n\n", a.Name, a.RoutePrefix)
 		for _, d := range a.Deployments {
-			keys := make([]string, 0, len(d.UserConfig))
-			for k := range d.UserConfig {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := slices.Sorted(maps.Keys(d.UserConfig))
 			gpu := "CPU only"
 			if o := d.RayActorOptions; o.NumGPUs > 0 {
 				gpu = fmt.Sprintf("%g GPU of type %s", o.NumGPUs, o.AcceleratorType)

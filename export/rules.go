@@ -2,9 +2,10 @@ package export
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -225,11 +226,7 @@ func predictorRules(p Predictor) []string {
 
 func graphRules(g InferenceGraph, services map[string]bool) []string {
 	var errs []string
-	nodes := make([]string, 0, len(g.Spec.Nodes))
-	for n := range g.Spec.Nodes {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
+	nodes := slices.Sorted(maps.Keys(g.Spec.Nodes))
 	for _, n := range nodes {
 		for i, st := range g.Spec.Nodes[n].Steps {
 			at := fmt.Sprintf("spec.nodes.%s.steps[%d]", n, i)
@@ -259,11 +256,7 @@ func rayRules(data []byte) []string {
 		for di, d := range a.Deployments {
 			at := fmt.Sprintf("applications[%d].deployments[%d] (%s).ray_actor_options", ai, di, d.Name)
 			o := d.RayActorOptions
-			keys := make([]string, 0, len(o.Resources))
-			for k := range o.Resources {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := slices.Sorted(maps.Keys(o.Resources))
 			for _, k := range keys {
 				if _, gpu := gpuProducts[k]; gpu {
 					errs = append(errs, fmt.Sprintf("%s.resources.%s: %g: a custom resource exists only on nodes started with --resources; select the GPU type with accelerator_type: %q", at, k, o.Resources[k], rayAcceleratorOrSelf(k)))

@@ -2,7 +2,8 @@ package export
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -122,11 +123,7 @@ func (c *TritonConfig) PBTxt() []byte {
 		}
 		b.WriteString("}\n")
 	}
-	keys := make([]string, 0, len(c.Parameters))
-	for k := range c.Parameters {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(c.Parameters))
 	for _, k := range keys {
 		fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(c.Parameters[k]))
 	}
@@ -134,11 +131,7 @@ func (c *TritonConfig) PBTxt() []byte {
 }
 
 func pbMap(b *strings.Builder, field string, m map[string]string) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		fmt.Fprintf(b, "    %s { key: %s value: %s }\n", field, strconv.Quote(k), strconv.Quote(m[k]))
 	}

@@ -49,29 +49,22 @@ type Unit struct {
 // Build turns a plan into groups.
 type Build func(p *formats.Plan, o Options) ([]Group, error)
 
-// Exporters returns the exporters of every target for a system's builder.
+// Exporters returns the exporters of every target for a system's builder: Renderers over
+// its groups and the options they were built with.
 func Exporters(build Build) []Exporter {
-	render := map[string]func([]Group, Options) (Files, error){Triton: TritonFiles, KServe: KServeFiles, Ray: RayFiles}
-	var out []Exporter
-	for _, t := range Targets {
-		r := render[t]
-		out = append(out, Exporter{Target: t, Export: func(p *formats.Plan, o Options) (Files, error) {
-			o = o.Defaults().withPlan(p)
-			gs, err := build(p, o)
-			if err != nil {
-				return nil, err
-			}
-			f, err := r(gs, o)
-			if err != nil {
-				return nil, err
-			}
-			if f, err = withDeploy(t, f, p, o); err != nil {
-				return nil, err
-			}
-			return withReadme(t, f, o)
-		}})
+	type built struct {
+		gs []Group
+		o  Options
 	}
-	return out
+	return Renderers[built]{
+		Build: func(p *formats.Plan, o Options) (built, error) {
+			gs, err := build(p, o)
+			return built{gs, o}, err
+		},
+		Triton: func(b built) (Files, error) { return TritonFiles(b.gs, b.o) },
+		KServe: func(b built) (Files, error) { return KServeFiles(b.gs, b.o) },
+		Ray:    func(b built) (Files, error) { return RayFiles(b.gs, b.o) },
+	}.Exporters()
 }
 
 // TritonFiles renders a model repository: <unit>/config.pbtxt (and <unit>/1/model.onnx when

@@ -4,6 +4,8 @@
 package planner
 
 import (
+	"cmp"
+
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -50,3 +52,7 @@ func ReferenceLatencyUs(m *formats.ModelProfile, use func(gpu string) bool) (flo
 func InputDigest(in *formats.EmbeddedInputs) (string, error) {
 	return formats.Digest(in)
 }
+
+// ToolVersion is the tool version a plan records in its provenance: v, or "dev" when the
+// caller sets none.
+func ToolVersion(v string) string { return cmp.Or(v, "dev") }

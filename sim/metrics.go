@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/plan-dev/plan/dataplane"
@@ -199,11 +201,7 @@ func (c *collector) util(e *dataplane.Engine, wall float64, key func(dataplane.G
 	for g, b := range c.wholeBusy {
 		busy[key(c.dep.Topo.GPUs[g])] += float64(b)
 	}
-	names := make([]string, 0, len(gpus))
-	for k := range gpus {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(gpus))
 	out := make([]Utilization, 0, len(names))
 	for _, k := range names {
 		name := k

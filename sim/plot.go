@@ -135,6 +135,18 @@ func targetStyle(l *plotter.Line, c color.Color) {
 	l.Width = vg.Points(1)
 }
 
+// addLine draws xy as a solid line of color c, width points wide, named name in the legend.
+func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, width vg.Length, name string) error {
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width = c, width
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
+}
+
 // addHLine draws a dashed horizontal line at y over [x0, x1], named name in the legend.
 func addHLine(p *plot.Plot, x0, x1, y float64, name string) error {
 	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}})

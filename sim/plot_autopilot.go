@@ -55,13 +55,9 @@ func AutopilotPlots(title string, s *AutopilotSeries) ([]*plot.Plot, error) {
 		steps = append(steps, plotter.XY{X: g.StartS, Y: float64(g.GPUs)}, plotter.XY{X: g.EndS, Y: float64(g.GPUs)})
 	}
 	if len(steps) > 0 {
-		l, err := plotter.NewLine(steps)
-		if err != nil {
+		if err := addLine(gp, steps, palette[0], vg.Points(2), "autopilot"); err != nil {
 			return nil, err
 		}
-		l.Color, l.Width = palette[0], vg.Points(2)
-		gp.Add(l)
-		gp.Legend.Add("autopilot", l)
 	}
 	for i, r := range s.RefGPUs {
 		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: r.Value}, {X: max(end, 1), Y: r.Value}})
@@ -83,13 +79,9 @@ func AutopilotPlots(title string, s *AutopilotSeries) ([]*plot.Plot, error) {
 		for i := range s.Rate {
 			xy = append(xy, plotter.XY{X: s.RateT[i], Y: s.Rate[i]}, plotter.XY{X: min(s.RateT[i]+s.RateW, max(end, s.RateT[i])), Y: s.Rate[i]})
 		}
-		l, err := plotter.NewLine(xy)
-		if err != nil {
+		if err := addLine(rp, xy, color.Gray{0x70}, vg.Points(1), "trace rate"); err != nil {
 			return nil, err
 		}
-		l.Color, l.Width = color.Gray{0x70}, vg.Points(1)
-		rp.Add(l)
-		rp.Legend.Add("trace rate", l)
 	}
 	var capXY plotter.XYs
 	for i := range s.CapT {
@@ -103,13 +95,9 @@ func AutopilotPlots(title string, s *AutopilotSeries) ([]*plot.Plot, error) {
 		capXY = append(capXY, plotter.XY{X: s.CapT[i], Y: s.Cap[i]}, plotter.XY{X: to, Y: s.Cap[i]})
 	}
 	if len(capXY) > 0 {
-		l, err := plotter.NewLine(capXY)
-		if err != nil {
+		if err := addLine(rp, capXY, palette[0], vg.Points(1.5), "plan capacity"); err != nil {
 			return nil, err
 		}
-		l.Color, l.Width = palette[0], vg.Points(1.5)
-		rp.Add(l)
-		rp.Legend.Add("plan capacity", l)
 	}
 	if len(s.Forecast) > 0 {
 		var xy plotter.XYs

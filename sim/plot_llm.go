@@ -103,14 +103,9 @@ func CDFPlot(title, xLabel string, classes []string, samples map[string][]float6
 			// A step: the CDF jumps at each sample.
 			xy = append(xy, plotter.XY{X: x, Y: 100 * float64(j) / float64(len(xs))}, plotter.XY{X: x, Y: 100 * float64(j+1) / float64(len(xs))})
 		}
-		l, err := plotter.NewLine(xy)
-		if err != nil {
+		if err := addLine(p, xy, palette[i%len(palette)], vg.Points(1.5), name); err != nil {
 			return nil, err
 		}
-		l.Color = palette[i%len(palette)]
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(name, l)
 	}
 	if err := addSLOMarks(p, names, samples, slos); err != nil {
 		return nil, err

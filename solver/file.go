@@ -125,11 +125,7 @@ func SolveFile(ctx context.Context, name string, data []byte, o FileOptions) (*F
 
 // fileOptions sets what SolveFile runs with.
 func fileOptions(ctx context.Context, in *highs.Instance, o FileOptions) error {
-	// As in Solve: the wasm build cannot start threads.
-	if err := in.SetIntOption(ctx, "threads", 1); err != nil {
-		return err
-	}
-	if err := in.SetStringOption(ctx, "parallel", "off"); err != nil {
+	if err := singleThreaded(ctx, in); err != nil {
 		return err
 	}
 	if err := in.SetBoolOption(ctx, "output_flag", false); err != nil {

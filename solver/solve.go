@@ -166,14 +166,18 @@ func (s *session) run(mode runMode) (highs.ModelStatus, error) {
 	return in.ModelStatus(ctx)
 }
 
-func (s *session) setOptions(mode runMode) error {
-	ctx, in := s.ctx, s.in
-	// HiGHS's task scheduler would start threads, which this single-threaded
-	// wasm build cannot do (std::thread throws, aborting the instance).
+// singleThreaded keeps HiGHS on one thread: its task scheduler would start threads, which
+// this single-threaded wasm build cannot do (std::thread throws, aborting the instance).
+func singleThreaded(ctx context.Context, in *highs.Instance) error {
 	if err := in.SetIntOption(ctx, "threads", 1); err != nil {
 		return err
 	}
-	if err := in.SetStringOption(ctx, "parallel", "off"); err != nil {
+	return in.SetStringOption(ctx, "parallel", "off")
+}
+
+func (s *session) setOptions(mode runMode) error {
+	ctx, in := s.ctx, s.in
+	if err := singleThreaded(ctx, in); err != nil {
 		return err
 	}
 	// Logging stays on: it feeds Progress, Options.Log and error messages.

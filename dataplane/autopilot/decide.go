@@ -83,34 +83,25 @@ const (
 // ErrPeriod marks a Holt-Winters period longer than the window history (bad input).
 var ErrPeriod = errors.New("forecaster period longer than the window history")
 
+// positiveOr sets *v to def unless *v > 0: a zero (or negative) setting takes the default.
+func positiveOr[T ~int | ~int64 | ~float64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Mode == "" {
 		c.Mode = Act
 	}
-	if c.Window <= 0 {
-		c.Window = DefaultWindow
-	}
-	if c.History <= 0 {
-		c.History = DefaultHistory
-	}
-	if c.Horizon <= 0 {
-		c.Horizon = DefaultHorizon
-	}
-	if c.Headroom <= 0 {
-		c.Headroom = DefaultHeadroom
-	}
-	if c.Up <= 0 {
-		c.Up = DefaultUp
-	}
-	if c.Down <= 0 {
-		c.Down = DefaultDown
-	}
-	if c.Hold <= 0 {
-		c.Hold = DefaultHold
-	}
-	if c.MinInterval <= 0 {
-		c.MinInterval = DefaultMinInterval
-	}
+	positiveOr(&c.Window, DefaultWindow)
+	positiveOr(&c.History, DefaultHistory)
+	positiveOr(&c.Horizon, DefaultHorizon)
+	positiveOr(&c.Headroom, DefaultHeadroom)
+	positiveOr(&c.Up, DefaultUp)
+	positiveOr(&c.Down, DefaultDown)
+	positiveOr(&c.Hold, DefaultHold)
+	positiveOr(&c.MinInterval, DefaultMinInterval)
 	if c.Burst == 0 {
 		c.Burst = DefaultBurst
 	}

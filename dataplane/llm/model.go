@@ -69,15 +69,9 @@ func NewModel(p *formats.LLMProfile) *Model {
 	m.HostBytesPerUs = host * 1e3
 	if it := p.Iteration; it != nil {
 		m.Prefill, m.Decode, m.CtxUs = it.Prefill, it.Decode, it.DecodeUsPerContextToken
-		if it.MaxBatchedTokens > 0 {
-			m.MaxBatched = it.MaxBatchedTokens
-		}
-		if it.MaxSeqs > 0 {
-			m.MaxSeqs = it.MaxSeqs
-		}
-		if it.BlockTokens > 0 {
-			m.Block = it.BlockTokens
-		}
+		override(&m.MaxBatched, it.MaxBatchedTokens)
+		override(&m.MaxSeqs, it.MaxSeqs)
+		override(&m.Block, it.BlockTokens)
 		if it.PreemptMode != "" {
 			m.Preempt = it.PreemptMode
 		}
@@ -95,6 +89,13 @@ func NewModel(p *formats.LLMProfile) *Model {
 	return m
 }
 
+// override replaces a default with a profile's setting when the profile gives one (> 0).
+func override(dst *int, v int) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
 // engine applies the profile's engine settings over the defaults and the older iteration
 // fields they replace (max_batched_tokens, max_seqs, block_tokens, cpu_swap_bytes: still
 // read, the engine's win).
@@ -102,19 +103,11 @@ func (m *Model) engine(e *formats.LLMEngine) {
 	if e == nil {
 		return
 	}
-	if e.MaxNumBatchedTokens > 0 {
-		m.MaxBatched = e.MaxNumBatchedTokens
-	}
-	if e.MaxNumSeqs > 0 {
-		m.MaxSeqs = e.MaxNumSeqs
-	}
-	if e.BlockSize > 0 {
-		m.Block = e.BlockSize
-	}
+	override(&m.MaxBatched, e.MaxNumBatchedTokens)
+	override(&m.MaxSeqs, e.MaxNumSeqs)
+	override(&m.Block, e.BlockSize)
 	m.Chunked = e.Chunked()
-	if e.MaxNumPartialPrefills > 0 {
-		m.MaxPartial = e.MaxNumPartialPrefills
-	}
+	override(&m.MaxPartial, e.MaxNumPartialPrefills)
 	if e.OutputDelaySteps != nil {
 		m.OutDelay = max(*e.OutputDelaySteps, 0)
 	}

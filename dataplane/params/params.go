@@ -6,8 +6,10 @@ package params
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,11 +27,7 @@ import (
 func Decode[T any](policy string, dst *T, m map[string]string, skipUnknown bool) error {
 	v := reflect.ValueOf(dst).Elem()
 	fields := paramFields(v.Type())
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		i, ok := fields[k]
 		if !ok {

@@ -164,17 +164,7 @@ func relocate(pr *PlanProblem, q [][]int, steps *int, lim int) {
 // to a queue whose tail runs the same model costs no swap, so same-model groups gather.
 func assign(pr *PlanProblem) [][]int {
 	G := len(pr.Instances)
-	idx := make([]int, len(pr.Groups))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		ga, gb := &pr.Groups[idx[a]], &pr.Groups[idx[b]]
-		if ga.Deadline != gb.Deadline {
-			return ga.Deadline < gb.Deadline
-		}
-		return ga.ID < gb.ID
-	})
+	idx := edfOrder(pr)
 	tq := make([]float64, G)
 	te := make([]float64, G)
 	last := make([]string, G)
@@ -228,13 +218,7 @@ func orderExact(pr *PlanProblem, g int, groups []int, steps *int) []int {
 		return groups
 	}
 	sorted := append([]int(nil), groups...)
-	sort.SliceStable(sorted, func(a, b int) bool {
-		ga, gb := &pr.Groups[sorted[a]], &pr.Groups[sorted[b]]
-		if ga.Deadline != gb.Deadline {
-			return ga.Deadline < gb.Deadline
-		}
-		return ga.ID < gb.ID
-	})
+	sortEDF(pr, sorted)
 	best := append([]int(nil), sorted...)
 	bestS := queueScore(pr, g, best, steps)
 	cur := make([]int, 0, n)
@@ -297,13 +281,7 @@ const localWindow = 8
 // model saves a swap) until no move improves the score or the step budget lim is spent.
 func orderLocal(pr *PlanProblem, g int, groups []int, steps *int, lim int) []int {
 	cur := append([]int(nil), groups...)
-	sort.SliceStable(cur, func(a, b int) bool {
-		ga, gb := &pr.Groups[cur[a]], &pr.Groups[cur[b]]
-		if ga.Deadline != gb.Deadline {
-			return ga.Deadline < gb.Deadline
-		}
-		return ga.ID < gb.ID
-	})
+	sortEDF(pr, cur)
 	s := queueScore(pr, g, cur, steps)
 	cand := make([]int, len(cur))
 	for improved := true; improved && *steps < lim; {

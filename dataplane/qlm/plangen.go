@@ -158,11 +158,12 @@ func planScore(pr *PlanProblem, q [][]int) score {
 	return s
 }
 
-// Violations counts groups whose L1-quantile completion under plan q misses their deadline.
-func Violations(pr *PlanProblem, q [][]int) int {
-	n := 0
+// walkPlan visits the groups of plan q in each instance's queue order with the time the
+// instance starts them: from start plus the instance's residual, a model swap before a group
+// of another model than the one before it, and then the drain visit returns for the group.
+func walkPlan(pr *PlanProblem, q [][]int, start float64, visit func(i int, t float64, c *GroupCost) (drain float64)) {
 	for g, order := range q {
-		t := pr.Now + pr.Instances[g].Residual
+		t := start + pr.Instances[g].Residual
 		prev := pr.Instances[g].Loaded
 		for _, i := range order {
 			c := pr.Groups[i].Cost[g]
@@ -170,49 +171,60 @@ func Violations(pr *PlanProblem, q [][]int) int {
 				t += c.Swap
 				prev = pr.Groups[i].Model
 			}
-			if t+c.CQ > pr.Groups[i].Deadline {
-				n++
-			}
-			t += c.WQ
+			t += visit(i, t, c)
 		}
 	}
+}
+
+// Violations counts groups whose L1-quantile completion under plan q misses their deadline.
+func Violations(pr *PlanProblem, q [][]int) int {
+	n := 0
+	walkPlan(pr, q, pr.Now, func(i int, t float64, c *GroupCost) float64 {
+		if t+c.CQ > pr.Groups[i].Deadline {
+			n++
+		}
+		return c.WQ
+	})
 	return n
 }
 
 // Expected is the MILP objective (13) of plan q: the sum of expected group completions.
 func Expected(pr *PlanProblem, q [][]int) float64 {
 	sum := 0.0
-	for g, order := range q {
-		t := pr.Instances[g].Residual
-		prev := pr.Instances[g].Loaded
-		for _, i := range order {
-			c := pr.Groups[i].Cost[g]
-			if pr.Groups[i].Model != prev {
-				t += c.Swap
-				prev = pr.Groups[i].Model
-			}
-			sum += t + c.CMean
-			t += c.WMean
-		}
-	}
+	walkPlan(pr, q, 0, func(_ int, t float64, c *GroupCost) float64 {
+		sum += t + c.CMean
+		return c.WMean
+	})
 	return sum
+}
+
+// sortEDF orders groups (indices into pr.Groups) earliest deadline first, ties by group ID:
+// the EDF order every step of the plan generator starts from.
+func sortEDF(pr *PlanProblem, groups []int) {
+	sort.SliceStable(groups, func(a, b int) bool {
+		ga, gb := &pr.Groups[groups[a]], &pr.Groups[groups[b]]
+		if ga.Deadline != gb.Deadline {
+			return ga.Deadline < gb.Deadline
+		}
+		return ga.ID < gb.ID
+	})
+}
+
+// edfOrder is every group of pr (its index in pr.Groups) in EDF order (sortEDF).
+func edfOrder(pr *PlanProblem) []int {
+	idx := make([]int, len(pr.Groups))
+	for i := range idx {
+		idx[i] = i
+	}
+	sortEDF(pr, idx)
+	return idx
 }
 
 // edfPlan is the fallback: groups by earliest deadline (ties by ID), each to its pinned
 // instance or the eligible one with the least expected drain so far.
 func edfPlan(pr *PlanProblem) [][]int {
 	G := len(pr.Instances)
-	idx := make([]int, len(pr.Groups))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		ga, gb := pr.Groups[idx[a]], pr.Groups[idx[b]]
-		if ga.Deadline != gb.Deadline {
-			return ga.Deadline < gb.Deadline
-		}
-		return ga.ID < gb.ID
-	})
+	idx := edfOrder(pr)
 	load := make([]float64, G)
 	for g := range load {
 		load[g] = pr.Instances[g].Residual

@@ -2,7 +2,6 @@ package cascade
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -136,16 +135,16 @@ func (rb *reader) triton(data []byte) error {
 	}
 	// Each replica is the instance group r<index> pinned to exactly its GPUs, numbered
 	// within the model's pod (export.PodGPUs).
-	groups, count := export.TritonGroups(c)
-	plan := make([][]int, len(reps))
+	names, plan := make([]string, len(reps)), make([][]int, len(reps))
 	for k, r := range reps {
-		plan[k] = r.gpus
+		names[k], plan[k] = "r"+strconv.Itoa(r.index), r.gpus
 	}
-	local := export.PodGPUs(plan)
-	for k, r := range reps {
-		if gs, ok := groups["r"+strconv.Itoa(r.index)]; !ok || !slices.Equal(gs, local[k]) {
-			return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on plan GPUs %v: %v within the pod", c.Name, r.index, gs, r.gpus, local[k])
-		}
+	count, err := export.TritonPinned(c, names, plan, func(k int, got, local []int) error {
+		r := reps[k]
+		return fmt.Errorf("model %s: instance group r%d: GPUs %v, the recorded replica runs on plan GPUs %v: %v within the pod", c.Name, r.index, got, r.gpus, local)
+	})
+	if err != nil {
+		return err
 	}
 	return rb.model(params, count, int(c.MaxBatchSize), 0)
 }
@@ -212,27 +211,17 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	ds, err := export.RayDeployments[rayUserConfig](data)
-	if err != nil {
-		return err
-	}
-	for _, d := range ds {
+	return export.EachRayDeployment(data, func(d rayDeployment) error {
 		u := d.UserConfig
 		if u.Table != nil {
-			if err := rb.setTable(export.MustJSON(*u.Table)); err != nil {
-				return fmt.Errorf("deployment %s: %w", d.Name, err)
-			}
-			continue
+			return rb.setTable(export.MustJSON(*u.Table))
 		}
 		per := int(d.RayActorOptions.NumGPUs)
 		if float64(per) != d.RayActorOptions.NumGPUs || per < 1 {
-			return fmt.Errorf("deployment %s: num_gpus %g: a replica takes whole GPUs", d.Name, d.RayActorOptions.NumGPUs)
+			return fmt.Errorf("num_gpus %g: a replica takes whole GPUs", d.RayActorOptions.NumGPUs)
 		}
-		if err := rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per); err != nil {
-			return fmt.Errorf("deployment %s: %w", d.Name, err)
-		}
-	}
-	return nil
+		return rb.model(u.Placement, export.RayReplicas(d), u.MaxBatchSize, per)
+	})
 }
 
 // plan assembles the gear plan: placement indices must be 0..n-1, every gear's models must

@@ -2,6 +2,7 @@ package cascade
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	}
 	params := map[string]string{ParamTable: export.MustJSON(l.table()), "cascade.models": strings.Join(stages, ";"),
 		ParamCertainty: CertaintyOutput, "cascade.gpu": l.gpu}
-	for _, k := range sortedKeys(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
 	}
 	if err := put(f, l.o.Name+"/config.pbtxt", []byte(b.String())); err != nil {
@@ -73,7 +74,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 	if err := put(f, l.o.Name+"/1/.keep", nil); err != nil {
 		return nil, err
 	}
-	readme := export.CoordinatorReadme("CascadeServe", Unsupported, []export.Coordinator{{Model: l.o.Name, Params: sortedKeys(params), Does: []string{
+	readme := export.CoordinatorReadme("CascadeServe", Unsupported, []export.Coordinator{{Model: l.o.Name, Params: slices.Sorted(maps.Keys(params)), Does: []string{
 		"every poll_ms of cascade.gears, measure the request rate (QPS) and pick the gear whose [q_lo, q_hi) holds it (the alpha backlog rule moves up a gear early);",
 		"call the gear's models in order (cascade.models maps each model to its model here) with the request's INPUT0;",
 		"answer with the first model whose " + CertaintyOutput + " output is >= the gear's threshold for it (the last model always answers): OUTPUT0 its output, STAGE its index in the gear.",
@@ -150,13 +151,8 @@ func kserveFiles(l *layout) (export.Files, error) {
 
 func annotation(key string) string { return "plan.dev/cascade." + key }
 
-// rayConfig is serve-config.yaml with the cascade's deployments (the router's user_config
-// is not export.RayUserConfig).
-type (
-	rayConfig     = export.RayConfigOf[rayUserConfig]
-	rayApp        = export.RayAppOf[rayUserConfig]
-	rayDeployment = export.RayDeploymentOf[rayUserConfig]
-)
+// rayDeployment is one of the cascade's deployments (its user_config is not export.RayUserConfig).
+type rayDeployment = export.RayDeploymentOf[rayUserConfig]
 
 // rayUserConfig is a model deployment's (Placement, batching, replicas) or the router's
 // (Table, Stages) configuration.
@@ -174,7 +170,7 @@ type rayUserConfig struct {
 // rayFiles renders serve-config.yaml: one application, a deployment per model and the
 // router deployment.
 func rayFiles(l *layout) (export.Files, error) {
-	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
+	var deps []rayDeployment
 	stages := map[string]string{}
 	accel, err := l.o.RayAcceleratorType(l.gpu)
 	if err != nil {
@@ -183,34 +179,21 @@ func rayFiles(l *layout) (export.Files, error) {
 	for _, s := range l.models {
 		stages[s.model] = s.unit
 		n := float64(s.gpus)
-		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: len(s.replicas), MaxOngoingRequests: 2 * l.maxBatch(),
+		deps = append(deps, rayDeployment{Name: s.unit, NumReplicas: len(s.replicas), MaxOngoingRequests: 2 * l.maxBatch(),
 			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig: rayUserConfig{Placement: l.params(s), MaxBatchSize: l.maxBatch(), Triggers: s.triggers,
 				BatchWaitTimeoutS: float64(s.queueUs) / 1e6, TimeoutS: float64(l.sloUs) / 1e6}})
 	}
 	t := l.table()
-	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1, MaxOngoingRequests: 2 * l.maxBatch(),
+	deps = append(deps, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1, MaxOngoingRequests: 2 * l.maxBatch(),
 		RayActorOptions: export.RayActorOptions{NumCPUs: 1},
 		UserConfig:      rayUserConfig{Table: &t, Stages: stages, Note: "Ray Serve cannot express " + Unsupported + ": this router applies gear_table"}})
-	b, err := export.YAML(rayConfig{Applications: []rayApp{a}})
-	if err != nil {
-		return nil, err
-	}
 	head := export.Comment(fmt.Sprintf("CascadeServe gear plan for cascade %s on %s GPUs: a deployment per model, and a router whose", l.cp.Task, l.gpu),
 		"user_config.gear_table the application's code applies (measure QPS every poll_ms, pick the gear, forward while",
 		"the certainty is below the gear's threshold): Ray Serve cannot express "+Unsupported+" natively.")
-	return export.Files{export.RayConfigFile: append(head, b...)}, nil
+	return export.RaySystemFile(l.o, deps, head)
 }
 
 func put(f export.Files, name string, b []byte) error {
 	return f.Put(name, b, "rename a model, or pass --name")
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -29,8 +29,8 @@ package dyorc
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -164,21 +164,9 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	if e == nil || e.Workload == nil || dyorcsec.WorkflowsOf(e.Workload) == nil {
 		return nil, fmt.Errorf("provenance.embedded.workload: missing: the workflows of a dyorc plan come from its embedded workload")
 	}
-	cl := p.Cluster
-	if cl == nil {
-		cl = e.Cluster
-	}
-	if cl == nil {
-		return nil, fmt.Errorf("cluster: missing: a dyorc plan must carry its cluster")
-	}
-	var types []string // GPU index → type
-	for _, g := range cl.GPUs {
-		for k := 0; k < g.Count; k++ {
-			types = append(types, g.Type)
-		}
-	}
-	if len(types) == 0 {
-		return nil, fmt.Errorf("cluster.gpus: no GPUs")
+	_, types, err := export.PlanGPUTypes(p, "a dyorc plan")
+	if err != nil {
+		return nil, err
 	}
 	wf := dyorcsec.WorkflowsOf(e.Workload)
 	l := &layout{o: o, unit: map[string]string{}, rec: Record{Policy: dp.Policy, Params: dp.Params, GPUs: len(types), Placement: len(dp.Placement) > 0}}
@@ -243,11 +231,7 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 			return nil, fmt.Errorf("dyorc.deployments[%d].replicas: %d, but dyorc.placement holds %s on %d GPU(s)", s.index, s.dep.Replicas, s.dep.Service, len(s.gpus))
 		}
 	}
-	names := make([]string, 0, len(wf.Apps))
-	for n := range wf.Apps {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(wf.Apps))
 	for _, n := range names {
 		a := wf.Apps[n]
 		for _, st := range steps(a) {
@@ -291,11 +275,7 @@ func describe(a dyorcsec.App) string {
 	for _, st := range steps(a) {
 		s := st.ID + "=" + st.Service
 		if len(st.Choice) > 0 {
-			cs := make([]string, 0, len(st.Choice))
-			for c := range st.Choice {
-				cs = append(cs, c)
-			}
-			slices.Sort(cs)
+			cs := slices.Sorted(maps.Keys(st.Choice))
 			s = st.ID + "=one of {" + strings.Join(cs, ",") + "}"
 		}
 		if st.Fanout > 1 {

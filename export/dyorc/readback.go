@@ -2,8 +2,8 @@ package dyorc
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -122,16 +122,16 @@ func (rb *reader) triton(data []byte) error {
 	}
 	// Each GPU holding the service is the instance group g<gpu> pinned to it, numbered
 	// within the service's pod (export.PodGPUs).
-	groups, count := export.TritonGroups(c)
-	plan := make([][]int, len(gpus))
+	names, plan := make([]string, len(gpus)), make([][]int, len(gpus))
 	for k, g := range gpus {
-		plan[k] = []int{g}
+		names[k], plan[k] = "g"+strconv.Itoa(g), []int{g}
 	}
-	local := export.PodGPUs(plan)
-	for k, g := range gpus {
-		if gs, ok := groups["g"+strconv.Itoa(g)]; !ok || !slices.Equal(gs, local[k]) {
-			return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on plan GPU %d: %v within the pod", c.Name, g, gs, g, local[k])
-		}
+	count, err := export.TritonPinned(c, names, plan, func(k int, got, local []int) error {
+		g := gpus[k]
+		return fmt.Errorf("model %s: instance group g%d: GPUs %v, the recorded placement holds the service on plan GPU %d: %v within the pod", c.Name, g, got, g, local)
+	})
+	if err != nil {
+		return err
 	}
 	return rb.service(params, count, int(c.MaxBatchSize))
 }
@@ -188,28 +188,21 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	ds, err := export.RayDeployments[rayUserConfig](data)
-	if err != nil {
-		return err
-	}
-	for _, d := range ds {
+	return export.EachRayDeployment(data, func(d rayDeployment) error {
 		u := d.UserConfig
 		if u.Record != nil {
 			for _, w := range u.Workflows {
 				if err := rb.app(map[string]string{ParamApp: w.App, ParamPlan: export.MustJSON(*u.Record), ParamWorkflow: export.MustJSON(w.Workflow)}); err != nil {
-					return fmt.Errorf("deployment %s: %w", d.Name, err)
+					return err
 				}
 			}
-			continue
+			return nil
 		}
 		if d.RayActorOptions.NumGPUs != 1 {
-			return fmt.Errorf("deployment %s: num_gpus %g: a service replica takes one GPU", d.Name, d.RayActorOptions.NumGPUs)
+			return fmt.Errorf("num_gpus %g: a service replica takes one GPU", d.RayActorOptions.NumGPUs)
 		}
-		if err := rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize); err != nil {
-			return fmt.Errorf("deployment %s: %w", d.Name, err)
-		}
-	}
-	return nil
+		return rb.service(u.Placement, export.RayReplicas(d), u.MaxBatchSize)
+	})
 }
 
 // result assembles the plan section: deployment indices must be 0..n-1, GPUs within the
@@ -235,11 +228,7 @@ func (rb *reader) result() (*Exported, error) {
 		}
 	}
 	if rb.rec.Placement {
-		gs := make([]int, 0, len(held))
-		for g := range held {
-			gs = append(gs, g)
-		}
-		sort.Ints(gs)
+		gs := slices.Sorted(maps.Keys(held))
 		for _, g := range gs {
 			s := held[g]
 			slices.Sort(s)

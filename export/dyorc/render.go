@@ -2,6 +2,7 @@ package dyorc
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,11 +56,7 @@ func tritonFiles(l *layout) (export.Files, error) {
 		b.WriteString("output {\n  name: \"PATH\"\n  data_type: TYPE_STRING\n  dims: [ -1 ]\n}\n")
 		b.WriteString("instance_group {\n  kind: KIND_CPU\n  count: 1\n}\n")
 		params := l.appParams(a)
-		keys := make([]string, 0, len(params))
-		for k := range params {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(params))
 		for _, k := range keys {
 			fmt.Fprintf(&b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
 		}
@@ -159,11 +156,7 @@ func (l *layout) graph(a app) map[string]export.GraphNode {
 			name = export.DNSLabel(name)
 			svcs := []string{st.Service}
 			if len(st.Choice) > 0 {
-				svcs = svcs[:0]
-				for c := range st.Choice {
-					svcs = append(svcs, c)
-				}
-				slices.Sort(svcs)
+				svcs = slices.Sorted(maps.Keys(st.Choice))
 			}
 			call := func(svc string) export.GraphStep {
 				if st.Fanout > 1 {
@@ -207,13 +200,8 @@ func (l *layout) graph(a app) map[string]export.GraphNode {
 
 func annotation(key string) string { return "plan.dev/dyorc." + key }
 
-// rayConfig is serve-config.yaml with DyOrc's deployments (the driver's user_config is not
-// export.RayUserConfig).
-type (
-	rayConfig     = export.RayConfigOf[rayUserConfig]
-	rayApp        = export.RayAppOf[rayUserConfig]
-	rayDeployment = export.RayDeploymentOf[rayUserConfig]
-)
+// rayDeployment is one of DyOrc's deployments (its user_config is not export.RayUserConfig).
+type rayDeployment = export.RayDeploymentOf[rayUserConfig]
 
 // rayUserConfig is a service deployment's (Placement, batching) or the driver's (Plan,
 // Workflows) configuration.
@@ -238,13 +226,13 @@ type rayWorkflow struct {
 // rayFiles renders serve-config.yaml: one application, a deployment per service deployment
 // and the workflow driver.
 func rayFiles(l *layout) (export.Files, error) {
-	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
+	var deps []rayDeployment
 	for _, s := range l.svcs {
 		accel, err := l.o.RayAcceleratorType(s.dep.GPU)
 		if err != nil {
 			return nil, err
 		}
-		a.Deployments = append(a.Deployments, rayDeployment{Name: s.unit, NumReplicas: s.dep.Replicas, MaxOngoingRequests: 2 * s.dep.MaxBatch,
+		deps = append(deps, rayDeployment{Name: s.unit, NumReplicas: s.dep.Replicas, MaxOngoingRequests: 2 * s.dep.MaxBatch,
 			RayActorOptions: export.RayActorOptions{NumGPUs: 1, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig:      rayUserConfig{Placement: l.params(s), MaxBatchSize: s.dep.MaxBatch, TimeoutS: float64(s.timeoutUs) / 1e6}})
 	}
@@ -258,16 +246,12 @@ func rayFiles(l *layout) (export.Files, error) {
 		}
 		drv.Workflows = append(drv.Workflows, rayWorkflow{App: ap.name, TimeoutS: float64(ap.sloUs) / 1e6, Services: svcs, Workflow: ap.wf})
 	}
-	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-driver"), NumReplicas: 1, MaxOngoingRequests: 100,
+	deps = append(deps, rayDeployment{Name: export.DNSLabel(l.o.Name + "-driver"), NumReplicas: 1, MaxOngoingRequests: 100,
 		RayActorOptions: export.RayActorOptions{NumCPUs: 1}, UserConfig: drv})
-	b, err := export.YAML(rayConfig{Applications: []rayApp{a}})
-	if err != nil {
-		return nil, err
-	}
 	head := export.Comment(fmt.Sprintf("DyOrc plan: a deployment per service (num_replicas = GPUs holding it at start) and a workflow driver for %d application(s)", len(l.apps)),
 		"whose user_config.workflows the application's code walks (guards, choices and the loop's stop decided by each",
 		"service's \""+NextOutput+"\" answer; fan-out copies called together). Ray Serve cannot express "+Unsupported+".")
-	return export.Files{export.RayConfigFile: append(head, b...)}, nil
+	return export.RaySystemFile(l.o, deps, head)
 }
 
 func put(f export.Files, name string, b []byte) error {

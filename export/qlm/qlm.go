@@ -63,6 +63,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/plan-dev/plan/dataplane/llm"
 	dq "github.com/plan-dev/plan/dataplane/qlm"
 	"github.com/plan-dev/plan/export"
 	"github.com/plan-dev/plan/formats"
@@ -215,23 +216,13 @@ func build(p *formats.Plan, o export.Options) (*layout, error) {
 	if e == nil || e.Workload == nil || len(qlmsec.ClassesOf(e.Workload)) == 0 {
 		return nil, fmt.Errorf("provenance.embedded.workload.llm_classes: missing: the classes of a qlm plan come from its embedded workload")
 	}
-	cl := p.Cluster
-	if cl == nil {
-		cl = e.Cluster
+	cl, types, err := export.PlanGPUTypes(p, "a qlm plan")
+	if err != nil {
+		return nil, err
 	}
-	if cl == nil {
-		return nil, fmt.Errorf("cluster: missing: a qlm plan must carry its cluster")
-	}
-	var types []string // GPU index → type
 	mem := map[string]int64{}
 	for _, g := range cl.GPUs {
-		for k := 0; k < g.Count; k++ {
-			types = append(types, g.Type)
-		}
 		mem[g.Type] = g.MemoryBytes
-	}
-	if len(types) == 0 {
-		return nil, fmt.Errorf("cluster.gpus: no GPUs")
 	}
 	if len(q.Instances) == 0 {
 		return nil, fmt.Errorf("qlm.instances: none: nothing to export")
@@ -401,24 +392,15 @@ func modelID(p *formats.LLMProfile, pf string) (string, error) {
 const gib = 1 << 30
 
 // engine sizes an instance's vLLM engine from its profile with the values the simulator
-// runs (dataplane/qlm): the profile's engine settings (formats.LLMEngine), else the older
-// iteration fields, else vLLM V1's defaults (formats.DefaultBatchedTokens, 16-token blocks).
+// runs: its sequence, token and block limits are dataplane/llm's model of the profile (the
+// profile's engine settings, else the older iteration fields, else vLLM V1's defaults:
+// formats.DefaultBatchedTokens, 16-token blocks).
 func engine(p *formats.LLMProfile, in qlmsec.QLMInstance, maxLen int, memBytes int64) (Engine, error) {
-	e := Engine{Model: in.Model, TensorParallelSize: in.GPUCount, MaxNumSeqs: 256, MaxNumBatchedTokens: 4096, BlockSize: 16}
+	m := llm.NewModel(p)
+	e := Engine{Model: in.Model, TensorParallelSize: in.GPUCount, MaxNumSeqs: m.MaxSeqs, MaxNumBatchedTokens: m.MaxBatched, BlockSize: m.Block}
 	swap := int64(0)
-	if it := p.Iteration; it != nil {
-		if it.MaxSeqs > 0 {
-			e.MaxNumSeqs = it.MaxSeqs
-		}
-		if it.MaxBatchedTokens > 0 {
-			e.MaxNumBatchedTokens = it.MaxBatchedTokens
-		}
-		if it.BlockTokens > 0 {
-			e.BlockSize = it.BlockTokens
-		}
-		if it.PreemptMode != "evict" {
-			swap = it.CPUSwapBytes
-		}
+	if it := p.Iteration; it != nil && it.PreemptMode != "evict" {
+		swap = it.CPUSwapBytes
 	}
 	swap = engineSettings(&e, p, swap)
 	if p.KVCapacityTokens < 1 {
@@ -454,28 +436,12 @@ func engine(p *formats.LLMProfile, in qlmsec.QLMInstance, maxLen int, memBytes i
 	return e, nil
 }
 
-// engineSettings applies vLLM V1's defaults and the profile's engine settings over the older
-// iteration fields, as dataplane/qlm's newLLM does, and returns the swap bytes.
+// engineSettings applies the profile's other engine settings (chunked prefill, scheduling,
+// prefix caching, swap space) and returns the swap bytes.
 func engineSettings(e *Engine, p *formats.LLMProfile, swap int64) int64 {
-	b, seqs := formats.DefaultBatchedTokens(p.GPU)
-	if it := p.Iteration; it == nil || it.MaxBatchedTokens == 0 {
-		e.MaxNumBatchedTokens = b
-	}
-	if it := p.Iteration; it == nil || it.MaxSeqs == 0 {
-		e.MaxNumSeqs = seqs
-	}
 	g := p.Engine
 	if g == nil {
 		return swap
-	}
-	if g.MaxNumBatchedTokens > 0 {
-		e.MaxNumBatchedTokens = g.MaxNumBatchedTokens
-	}
-	if g.MaxNumSeqs > 0 {
-		e.MaxNumSeqs = g.MaxNumSeqs
-	}
-	if g.BlockSize > 0 {
-		e.BlockSize = g.BlockSize
 	}
 	if !g.Chunked() {
 		off := false

@@ -299,37 +299,25 @@ func (rb *reader) kserve(data []byte) error {
 }
 
 func (rb *reader) ray(data []byte) error {
-	var c rayConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return err
-	}
-	for _, a := range c.Applications {
-		for _, d := range a.Deployments {
-			u := d.UserConfig
-			if u.Record != nil {
-				if err := rb.record(export.MustJSON(*u.Record)); err != nil {
-					return fmt.Errorf("deployment %s: %w", d.Name, err)
-				}
-				continue
-			}
-			if u.Engine == nil {
-				return fmt.Errorf("deployment %s: user_config has neither qlm nor engine", d.Name)
-			}
-			r := export.RayReplicas(d)
-			if r < 1 || r > maxGPUs {
-				return fmt.Errorf("deployment %s: num_replicas %d: an instance is one replica", d.Name, r)
-			}
-			o := d.RayActorOptions
-			n := int(o.NumGPUs)
-			if float64(n) != o.NumGPUs || o.AcceleratorType == "" {
-				return fmt.Errorf("deployment %s: num_gpus %g, accelerator_type %q: want whole GPUs of one type", d.Name, o.NumGPUs, o.AcceleratorType)
-			}
-			if err := rb.group(u.Placement, d.Name, r, n, *u.Engine); err != nil {
-				return fmt.Errorf("deployment %s: %w", d.Name, err)
-			}
+	return export.EachRayDeployment(data, func(d rayDeployment) error {
+		u := d.UserConfig
+		if u.Record != nil {
+			return rb.record(export.MustJSON(*u.Record))
 		}
-	}
-	return nil
+		if u.Engine == nil {
+			return fmt.Errorf("user_config has neither qlm nor engine")
+		}
+		r := export.RayReplicas(d)
+		if r < 1 || r > maxGPUs {
+			return fmt.Errorf("num_replicas %d: an instance is one replica", r)
+		}
+		o := d.RayActorOptions
+		n := int(o.NumGPUs)
+		if float64(n) != o.NumGPUs || o.AcceleratorType == "" {
+			return fmt.Errorf("num_gpus %g, accelerator_type %q: want whole GPUs of one type", o.NumGPUs, o.AcceleratorType)
+		}
+		return rb.group(u.Placement, d.Name, r, n, *u.Engine)
+	})
 }
 
 // result assembles the qlm section: instance indices must be 0..n-1, the record's units the

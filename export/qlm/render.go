@@ -3,6 +3,7 @@ package qlm
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,11 +13,7 @@ import (
 
 // pbParams renders string parameters in key order.
 func pbParams(b *strings.Builder, params map[string]string) {
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(params))
 	for _, k := range keys {
 		fmt.Fprintf(b, "parameters {\n  key: %s\n  value { string_value: %s }\n}\n", strconv.Quote(k), strconv.Quote(params[k]))
 	}
@@ -181,13 +178,8 @@ func kserveFiles(l *layout) (export.Files, error) {
 	return f, nil
 }
 
-// rayConfig is serve-config.yaml with QLM's deployments (their user_config is not
-// export.RayUserConfig).
-type (
-	rayConfig     = export.RayConfigOf[rayUserConfig]
-	rayApp        = export.RayAppOf[rayUserConfig]
-	rayDeployment = export.RayDeploymentOf[rayUserConfig]
-)
+// rayDeployment is one of QLM's deployments (its user_config is not export.RayUserConfig).
+type rayDeployment = export.RayDeploymentOf[rayUserConfig]
 
 // rayUserConfig is an instance's (Placement, Engine) or the router's (Record) configuration.
 type rayUserConfig struct {
@@ -200,7 +192,7 @@ type rayUserConfig struct {
 // rayFiles renders serve-config.yaml: one application, a deployment per instance and the
 // router.
 func rayFiles(l *layout) (export.Files, error) {
-	a := rayApp{Name: l.o.Name, RoutePrefix: "/" + l.o.Name, ImportPath: l.o.ImportPath}
+	var deps []rayDeployment
 	seqs := 0
 	for _, g := range l.groups {
 		in := g.members[0]
@@ -212,7 +204,7 @@ func rayFiles(l *layout) (export.Files, error) {
 		}
 		// max_ongoing_requests = the engine's running-sequence cap: the router pulls no more
 		// into an instance (a replica) than its continuous batch admits.
-		a.Deployments = append(a.Deployments, rayDeployment{Name: g.unit, NumReplicas: len(g.members), MaxOngoingRequests: eng.MaxNumSeqs,
+		deps = append(deps, rayDeployment{Name: g.unit, NumReplicas: len(g.members), MaxOngoingRequests: eng.MaxNumSeqs,
 			RayActorOptions: export.RayActorOptions{NumGPUs: n, NumCPUs: 1, AcceleratorType: accel},
 			UserConfig:      rayUserConfig{Placement: g.params(), Engine: &eng, Note: g.describe()}})
 		seqs += eng.MaxNumSeqs * len(g.members)
@@ -220,14 +212,10 @@ func rayFiles(l *layout) (export.Files, error) {
 	rec := l.grec
 	// The router holds the global queue: room for every engine's running batch and δ more
 	// batches waiting per engine (the request-group cap δ·batch, QLM §4).
-	a.Deployments = append(a.Deployments, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1,
+	deps = append(deps, rayDeployment{Name: export.DNSLabel(l.o.Name + "-router"), NumReplicas: 1,
 		MaxOngoingRequests: seqs * (1 + DefaultDelta), RayActorOptions: export.RayActorOptions{NumCPUs: 1},
 		UserConfig: rayUserConfig{Record: &rec, Note: "Ray Serve cannot express " + Unsupported +
 			": this router keeps the groups and the virtual queues in qlm and forwards each head group's requests to its instance's deployment (qlm.units)"}})
-	b, err := export.YAML(rayConfig{Applications: []rayApp{a}})
-	if err != nil {
-		return nil, err
-	}
 	what := fmt.Sprintf("a vLLM deployment per LLM instance (%d)", len(l.insts))
 	if l.grec.Roles != nil {
 		what = fmt.Sprintf("a vLLM deployment per role of the disaggregated instances (%d deployments, a replica per instance: %d)", len(l.groups), len(l.insts))
@@ -235,7 +223,7 @@ func rayFiles(l *layout) (export.Files, error) {
 	head := export.Comment("QLM plan: "+what+" and a router whose user_config.qlm holds the request groups,",
 		"every instance's virtual queue and the classes' SLOs. Virtual queues at start: "+l.describeQueues()+".",
 		"Ray Serve cannot express "+Unsupported+".")
-	return export.Files{export.RayConfigFile: append(head, b...)}, nil
+	return export.RaySystemFile(l.o, deps, head)
 }
 
 func put(f export.Files, name string, b []byte) error {

@@ -1,6 +1,7 @@
 package cascade
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -92,14 +93,8 @@ func (r *Result) Document(in planner.Inputs, c *cascadesec.Cascade) *formats.Pla
 	if o.TimeWeights {
 		rec.Weights = "time"
 	}
-	tool := o.ToolVersion
-	if tool == "" {
-		tool = "dev"
-	}
-	name := in.Workload.Metadata.Name
-	if name == "" {
-		name = c.Name
-	}
+	tool := planner.ToolVersion(o.ToolVersion)
+	name := cmp.Or(in.Workload.Metadata.Name, c.Name)
 	// The gear plan is CascadeServe's search (§4: cascades per QPS range, greedy replica
 	// pruning, load balancing by LP): no solver proves a bound on its accuracy, so it is a
 	// heuristic plan without bound or gap, never "optimal" with its own objective as bound.

@@ -1,8 +1,9 @@
 package cascade
 
 import (
+	"maps"
 	"math"
-	"sort"
+	"slices"
 )
 
 // fullReplication places every model of use on every GPU; a w-GPU model gets one replica
@@ -139,11 +140,7 @@ func (p *planning) place(assign []int, minCount map[int]int) ([]Replica, *planEr
 					seen[a] = cq{a, p.q[ri2], ri2}
 				}
 			}
-			keys := make([]int, 0, len(seen))
-			for a := range seen {
-				keys = append(keys, a)
-			}
-			sort.Ints(keys)
+			keys := slices.Sorted(maps.Keys(seen))
 			umax := 0.0
 			feasible := true
 			for _, a := range keys {

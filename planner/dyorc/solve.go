@@ -6,6 +6,7 @@
 package dyorc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,15 +193,9 @@ func Solve(ctx context.Context, wl *formats.Workload, cl *formats.Cluster, refs 
 	if err != nil {
 		return nil, err
 	}
-	name := wl.Metadata.Name
-	if name == "" {
-		name = "dyorc"
-	}
+	name := cmp.Or(wl.Metadata.Name, "dyorc")
 	opts := planner.RecordOptions(Flags{Gap: gap, Policy: o.Policy, TimeLimit: limitIfHit(res.Status.String(), o.TimeLimit)})
-	tool := o.ToolVersion
-	if tool == "" {
-		tool = "dev"
-	}
+	tool := planner.ToolVersion(o.ToolVersion)
 	out := &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: "DyOrc initial service placement (warm start of the speculative scheduler)"},

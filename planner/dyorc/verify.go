@@ -3,7 +3,8 @@ package dyorc
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
@@ -135,11 +136,7 @@ func Compare(got, ref *formats.Plan, tol float64) []planner.Check {
 	if err != nil {
 		return []planner.Check{{Line: "reference: " + err.Error()}}
 	}
-	names := make([]string, 0, len(r))
-	for n := range r {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(r))
 	var out []planner.Check
 	for _, n := range names {
 		gv, ok := g[n]

@@ -10,7 +10,9 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -106,11 +108,7 @@ func gpuIndexTypes(c *formats.Cluster) []string {
 // price and the rest on-demand; the record keeps the all-on-demand cost beside it.
 func Summarize(p *formats.Plan, c *formats.Cluster) (*formats.Fleet, []string, error) {
 	used := Used(p)
-	types := make([]string, 0, len(used))
-	for k := range used {
-		types = append(types, k)
-	}
-	sort.Strings(types)
+	types := slices.Sorted(maps.Keys(used))
 	f := &formats.Fleet{Objective: ObjectiveCost, Currency: c.CurrencyOf()}
 	var defaulted []string
 	onDemand := 0.0

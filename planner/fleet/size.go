@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -285,11 +286,7 @@ func MaxScale(ctx context.Context, p Problem) (float64, error) {
 
 // addLimits bounds each group's GPUs: Σ_{k in group} units_k·n_k ≤ limit.
 func (p *Problem) addLimits(m *solver.Model, n []solver.Var) {
-	groups := make([]string, 0, len(p.Limits))
-	for g := range p.Limits {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
+	groups := slices.Sorted(maps.Keys(p.Limits))
 	for _, g := range groups {
 		var terms []solver.Term
 		for k, t := range p.Types {

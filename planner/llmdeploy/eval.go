@@ -15,6 +15,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/llm/sched/fcfs"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/planner"
 )
 
 // Pcts are a latency's percentiles over a class's answered requests (µs; TPOT µs per token).
@@ -247,64 +248,28 @@ func start(c Candidate, classes []qlmsec.LLMClass) float64 {
 // Capacity finds c's rate by doubling (or halving) from start to a bracket, then bisecting
 // to precision, each probe simulated by ev (Rate 0: not even a trickle meets the SLOs).
 func Capacity(ev Evaluator, c Candidate, classes []qlmsec.LLMClass, o Options) (Evaluation, error) {
+	// last is the prediction at the highest rate that met the SLOs so far (the search's lo).
 	var last []ClassPrediction
-	meets := func(rate float64) (bool, []ClassPrediction, error) {
+	meets := func(rate float64) (bool, error) {
 		p, err := ev.Probe(c, classes, rate, o)
 		if err != nil {
-			return false, nil, err
+			return false, err
 		}
 		for _, x := range p {
 			if x.Requests > 0 && !x.Met() {
-				return false, p, nil
+				return false, nil
 			}
 		}
-		return true, p, nil
+		last = p
+		return true, nil
 	}
-	lo, hi, rate := 0.0, 0.0, 1.0
+	rate := 1.0
 	if len(c.Roles) > 0 {
 		rate = start(c, classes)
 	}
-	ok, p, err := meets(rate)
+	lo, err := planner.HighestRate(rate, minRate, maxRate, 1+precision, meets)
 	if err != nil {
 		return Evaluation{}, err
-	}
-	if ok {
-		lo, last = rate, p
-		for hi == 0 && rate < maxRate {
-			rate *= 2
-			if ok, p, err = meets(rate); err != nil {
-				return Evaluation{}, err
-			} else if ok {
-				lo, last = rate, p
-			} else {
-				hi = rate
-			}
-		}
-		if hi == 0 {
-			hi = lo
-		}
-	} else {
-		hi = rate
-		for lo == 0 && rate > minRate {
-			rate /= 2
-			if ok, p, err = meets(rate); err != nil {
-				return Evaluation{}, err
-			} else if ok {
-				lo, last = rate, p
-			} else {
-				hi = rate
-			}
-		}
-	}
-	for lo > 0 && hi > lo*(1+precision) {
-		mid := (lo + hi) / 2
-		if ok, p, err = meets(mid); err != nil {
-			return Evaluation{}, err
-		} else if ok {
-			lo, last = mid, p
-		} else {
-			hi = mid
-		}
 	}
 	e := Evaluation{Rate: math.Round(lo*1e4) / 1e4, Classes: last}
 	if lo > 0 {

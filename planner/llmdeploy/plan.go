@@ -1,6 +1,7 @@
 package llmdeploy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -67,9 +68,9 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 	for _, u := range units {
 		used[u.gpu] += u.tp
 	}
-	srv := servers(fleet.Cluster(in.Cluster, used))
+	srv := fleet.Servers(fleet.Cluster(in.Cluster, used))
 	for _, u := range units {
-		gpus, ok := take(srv, u.gpu, u.tp)
+		gpus, ok := fleet.TakeBestFit(srv, u.gpu, u.tp)
 		if !ok {
 			return nil, &planner.InputError{Problems: []string{fmt.Sprintf("cluster: gpus: no %d free %s GPUs on one server for an instance of %s (the fleet's GPUs fit the available counts but not the servers)", u.tp, u.gpu, u.model)}}
 		}
@@ -82,14 +83,8 @@ func (res *Result) Plan(in planner.Inputs, po PlanOptions) (*formats.Plan, error
 	groups(q, in.Workload)
 	emb := formats.EmbeddedInputs{Cluster: in.Cluster, Workload: in.Workload, Profiles: []formats.Profile{prof}}
 	digest, _ := planner.InputDigest(&emb)
-	name := in.Workload.Metadata.Name
-	if name == "" {
-		name = "llmdeploy"
-	}
-	tool := po.ToolVersion
-	if tool == "" {
-		tool = "dev"
-	}
+	name := cmp.Or(in.Workload.Metadata.Name, "llmdeploy")
+	tool := planner.ToolVersion(po.ToolVersion)
 	sz := f.Sizing
 	plan := &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
@@ -135,73 +130,6 @@ func groups(q *qlmsec.QLMPlan, w *formats.Workload) {
 		next[cl.Model]++
 		q.Instances[h].Queue = append(q.Instances[h].Queue, id)
 	}
-}
-
-// server is one server's GPUs of one type, by index in cluster order (as export numbers
-// them): the cluster's servers list when given, else every pool in per_server chunks.
-type server struct {
-	gpu  string
-	gpus []int
-	used []bool
-}
-
-func servers(c *formats.Cluster) []*server {
-	var out []*server
-	next := map[string][]int{}
-	idx := 0
-	for _, g := range c.GPUs {
-		for range g.Count {
-			next[g.Type] = append(next[g.Type], idx)
-			idx++
-		}
-	}
-	add := func(gpu string, n int) {
-		n = min(n, len(next[gpu]))
-		if n > 0 {
-			out = append(out, &server{gpu: gpu, gpus: next[gpu][:n], used: make([]bool, n)})
-			next[gpu] = next[gpu][n:]
-		}
-	}
-	for _, s := range c.Servers {
-		add(s.GPU, s.GPUs)
-	}
-	for _, g := range c.GPUs {
-		for len(next[g.Type]) > 0 {
-			add(g.Type, max(g.PerServer, 1))
-		}
-	}
-	return out
-}
-
-func (s *server) free() int {
-	n := 0
-	for _, u := range s.used {
-		if !u {
-			n++
-		}
-	}
-	return n
-}
-
-// take takes k GPUs of type gpu on the fullest server that still holds them.
-func take(srv []*server, gpu string, k int) ([]int, bool) {
-	var best *server
-	for _, s := range srv {
-		if f := s.free(); s.gpu == gpu && f >= k && (best == nil || f < best.free()) {
-			best = s
-		}
-	}
-	if best == nil {
-		return nil, false
-	}
-	var out []int
-	for i := range best.gpus {
-		if len(out) < k && !best.used[i] {
-			best.used[i] = true
-			out = append(out, best.gpus[i])
-		}
-	}
-	return out, true
 }
 
 // Flags are the engine flags each chosen candidate's instances need (vLLM's names):

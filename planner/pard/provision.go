@@ -9,6 +9,7 @@
 package pard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -448,14 +449,8 @@ func assemble(in Inputs, o Options, apps []appInfo, vars []vref, res *solver.Res
 		return nil, err
 	}
 	opts := planner.RecordOptions(Flags{SLOFraction: o.SLOFraction, RateRPS: o.RateRPS, MaxBatch: o.MaxBatch, Policy: o.Policy, Objective: o.Objective, Fill: o.Fill})
-	tool := o.ToolVersion
-	if tool == "" {
-		tool = "dev"
-	}
-	name := in.Workload.Metadata.Name
-	if name == "" {
-		name = "pard"
-	}
+	tool := planner.ToolVersion(o.ToolVersion)
+	name := cmp.Or(in.Workload.Metadata.Name, "pard")
 	out := pardsec.SetPlan(&formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},
 		Metadata: formats.Metadata{Name: name, Description: "PARD pipeline provisioning"},

@@ -2,8 +2,9 @@ package pard
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,11 +121,7 @@ func Verify(p *formats.Plan) []string {
 			}
 		}
 	}
-	types := make([]string, 0, len(use))
-	for t := range use {
-		types = append(types, t)
-	}
-	sort.Strings(types)
+	types := slices.Sorted(maps.Keys(use))
 	for _, t := range types {
 		if rec.Objective == planner.ObjectiveCost {
 			// A cost plan picks its fleet within each type's available count.

@@ -306,9 +306,10 @@ func costStart(p *problem, spaces []*modelSpace, price []float64) assignment {
 	return a
 }
 
-// cost is the price of the physical GPUs of pipes (rounded as the budget rows round them).
-func (p *problem) cost(pipes []pipe, price []float64) float64 {
-	pp := &ppipesec.PPipePlan{Models: make([]ppipesec.PPipeModelPlan, len(p.models))}
+// physical is the physical GPUs of each type pipes take (PhysicalGPUs of their plan, nModels
+// models), rounded as the budget rows round them.
+func (p *problem) physical(pipes []pipe, nModels int) map[string]float64 {
+	pp := &ppipesec.PPipePlan{Models: make([]ppipesec.PPipeModelPlan, nModels)}
 	for _, x := range pipes {
 		pl := ppipesec.PPipePipeline{}
 		for _, pt := range x.parts {
@@ -316,7 +317,12 @@ func (p *problem) cost(pipes []pipe, price []float64) float64 {
 		}
 		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
 	}
-	used := PhysicalGPUs(pp, p.opts.Rounding)
+	return PhysicalGPUs(pp, p.opts.Rounding)
+}
+
+// cost is the price of the physical GPUs of pipes (rounded as the budget rows round them).
+func (p *problem) cost(pipes []pipe, price []float64) float64 {
+	used := p.physical(pipes, len(p.models))
 	c := 0.0
 	for k, t := range p.types {
 		c += price[k] * used[t.name]
@@ -467,16 +473,7 @@ func (s *session) costDecomposed(spaces []*modelSpace, cfg spaceConfig) (assignm
 
 // fits reports whether an assignment's physical GPUs fit every type's count.
 func (p *problem) fits(spaces []*modelSpace, a assignment, cfg spaceConfig) bool {
-	pipes := p.pipes(spaces, a, 1)
-	pp := &ppipesec.PPipePlan{Models: make([]ppipesec.PPipeModelPlan, len(spaces))}
-	for _, x := range pipes {
-		pl := ppipesec.PPipePipeline{}
-		for _, pt := range x.parts {
-			pl.Partitions = append(pl.Partitions, ppipesec.Partition{GPU: p.types[pt.k].name, VGPU: pt.o.v, Count: pt.g})
-		}
-		pp.Models[x.model].Pipelines = append(pp.Models[x.model].Pipelines, pl)
-	}
-	used := PhysicalGPUs(pp, p.opts.Rounding)
+	used := p.physical(p.pipes(spaces, a, 1), len(spaces))
 	for k, t := range p.types {
 		if used[t.name] > float64(p.count(cfg, k))+absTol {
 			return false

@@ -72,11 +72,3 @@ func (o Options) flags() Flags {
 	}
 	return f
 }
-
-// toolVersion is what a plan records as its tool version ("dev" when the caller sets none).
-func (o Options) toolVersion() string {
-	if o.ToolVersion == "" {
-		return "dev"
-	}
-	return o.ToolVersion
-}

@@ -698,7 +698,7 @@ func (p *problem) plan(in Inputs, pipes []pipe, target []float64, st stats) (*fo
 		return nil, err
 	}
 	pl.Provenance = formats.Provenance{
-		Tool: "plan", ToolVersion: o.toolVersion(), Solver: "highs", SolverVersion: solver.Version(),
+		Tool: "plan", ToolVersion: planner.ToolVersion(o.ToolVersion), Solver: "highs", SolverVersion: solver.Version(),
 		InputDigest: digest, Inputs: slices.Clone(in.Refs), Strategy: o.Strategy, Options: planner.RecordOptions(o.flags()),
 		Status: st.status, Objective: st.objective, Bound: formats.Proven(st.bound), Gap: formats.Proven(st.gap), SolveMs: st.solveMs, Nodes: st.nodes,
 		Embedded: &emb,

@@ -2,6 +2,7 @@ package ppipe
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -259,11 +260,7 @@ func (v *verifier) budget(pp *ppipesec.PPipePlan) {
 			v.add("cluster", "budget", "%s: plan needs %d physical GPUs (rounding per %s), cluster has %d", g.Type, u, rounding, g.Count)
 		}
 	}
-	gpus := make([]string, 0, len(used))
-	for gpu := range used {
-		gpus = append(gpus, gpu)
-	}
-	slices.Sort(gpus)
+	gpus := slices.Sorted(maps.Keys(used))
 	for _, gpu := range gpus {
 		if _, ok := v.cl.Pool(gpu); !ok {
 			v.add("cluster", "budget", "%s: used by the plan but not in the cluster", gpu)

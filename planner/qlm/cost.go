@@ -1,6 +1,7 @@
 package qlm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -356,14 +357,8 @@ func SolveCost(ctx context.Context, in planner.Inputs, o Options, timeLimit time
 	initialGroups(q, in.Profiles, w, assign)
 	emb := embedded(in.Profiles, c, w, load)
 	digest, _ := planner.InputDigest(&emb)
-	name := w.Metadata.Name
-	if name == "" {
-		name = "qlm"
-	}
-	tool := o.ToolVersion
-	if tool == "" {
-		tool = "dev"
-	}
+	name := cmp.Or(w.Metadata.Name, "qlm")
+	tool := planner.ToolVersion(o.ToolVersion)
 	sz := res.Sizing
 	plan := &formats.Plan{
 		TypeMeta: formats.TypeMeta{APIVersion: formats.APIVersion, Kind: formats.KindPlan},

@@ -8,6 +8,7 @@
 package qlm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -172,14 +173,8 @@ func Solve(in planner.Inputs, o Options) (*formats.Plan, error) {
 			obj = math.Max(obj, load[m]/float64(count[m]))
 		}
 	}
-	name := w.Metadata.Name
-	if name == "" {
-		name = "qlm"
-	}
-	tool := o.ToolVersion
-	if tool == "" {
-		tool = "dev"
-	}
+	name := cmp.Or(w.Metadata.Name, "qlm")
+	tool := planner.ToolVersion(o.ToolVersion)
 	// The initial placement is QLM's greedy heuristic (§5): no solver, no bound, so its
 	// status is "heuristic", never "optimal".
 	return qlmsec.SetPlan(&formats.Plan{

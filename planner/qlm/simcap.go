@@ -23,6 +23,7 @@ import (
 	"github.com/plan-dev/plan/dataplane/workload"
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
+	"github.com/plan-dev/plan/planner"
 )
 
 // PointSimulator runs a deployment under a policy at its planned rates for a span of seeded
@@ -258,56 +259,11 @@ func InstanceRate(pr *formats.LLMProfile, w *formats.Workload, model string) (fl
 		}
 		return true, nil
 	}
-	lo, hi := 0.0, 0.0
-	rate := 1.0
-	// Find a bracket: halve down to a trickle, or double up to a ceiling no engine reaches.
-	ok1, err := meets(rate)
+	// From 1 req/s, halve down to a trickle or double up to a ceiling no engine reaches, then
+	// bisect to 3%.
+	lo, err := planner.HighestRate(1, 1.0/1024, 1<<14, 1.03, meets)
 	if err != nil {
 		return 0, err
-	}
-	if ok1 {
-		lo = rate
-		for hi == 0 && rate < 1<<14 {
-			rate *= 2
-			ok, err := meets(rate)
-			if err != nil {
-				return 0, err
-			}
-			if ok {
-				lo = rate
-			} else {
-				hi = rate
-			}
-		}
-		if hi == 0 {
-			hi = lo
-		}
-	} else {
-		hi = rate
-		for lo == 0 && rate > 1.0/1024 {
-			rate /= 2
-			ok, err := meets(rate)
-			if err != nil {
-				return 0, err
-			}
-			if ok {
-				lo = rate
-			} else {
-				hi = rate
-			}
-		}
-	}
-	for lo > 0 && hi > lo*1.03 {
-		mid := (lo + hi) / 2
-		ok, err := meets(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
 	}
 	lo = math.Round(lo*1e4) / 1e4
 	capMu.Lock()

@@ -14,70 +14,8 @@ import (
 	"github.com/plan-dev/plan/formats"
 	"github.com/plan-dev/plan/formats/sections/qlmsec"
 	"github.com/plan-dev/plan/planner"
+	"github.com/plan-dev/plan/planner/fleet"
 )
-
-// server is one server's GPUs of one type, by index in cluster order.
-type server struct {
-	gpu  string
-	mem  int64
-	gpus []int
-	used []bool
-}
-
-func (s *server) free() int {
-	n := 0
-	for _, u := range s.used {
-		if !u {
-			n++
-		}
-	}
-	return n
-}
-
-// take marks k free GPUs used, lowest first, and returns them.
-func (s *server) take(k int) []int {
-	var out []int
-	for i := range s.gpus {
-		if len(out) < k && !s.used[i] {
-			s.used[i] = true
-			out = append(out, s.gpus[i])
-		}
-	}
-	return out
-}
-
-// servers splits the cluster's GPUs into servers: its servers list when given (each takes
-// the next GPUs of its type), else every pool in per_server chunks. GPU indices follow the
-// cluster's pools in order, as export numbers them.
-func servers(c *formats.Cluster) []server {
-	var out []server
-	next := map[string][]int{} // type → its GPU indices not yet in a server
-	mem := map[string]int64{}
-	idx := 0
-	for _, g := range c.GPUs {
-		mem[g.Type] = g.MemoryBytes
-		for k := 0; k < g.Count; k++ {
-			next[g.Type] = append(next[g.Type], idx)
-			idx++
-		}
-	}
-	add := func(gpu string, n int) {
-		n = min(n, len(next[gpu]))
-		if n > 0 {
-			out = append(out, server{gpu: gpu, mem: mem[gpu], gpus: next[gpu][:n], used: make([]bool, n)})
-			next[gpu] = next[gpu][n:]
-		}
-	}
-	for _, s := range c.Servers {
-		add(s.GPU, s.GPUs)
-	}
-	for _, g := range c.GPUs {
-		for len(next[g.Type]) > 0 {
-			add(g.Type, max(g.PerServer, 1))
-		}
-	}
-	return out
-}
 
 // profilePath names where profile i of the inputs came from (its file, for errors).
 func profilePath(in planner.Inputs, i int) string {
@@ -98,7 +36,7 @@ func profilePath(in planner.Inputs, i int) string {
 // and hold its weights; else nil and why each candidate does not fit, naming the profile's
 // file, field and value.
 func tensorParallel(in planner.Inputs, model string) (*formats.LLMProfile, []string) {
-	srv := servers(in.Cluster)
+	srv := fleet.Servers(in.Cluster)
 	var best *formats.LLMProfile
 	var probs []string
 	for i, p := range in.Profiles {
@@ -111,8 +49,8 @@ func tensorParallel(in planner.Inputs, model string) (*formats.LLMProfile, []str
 			most, typed := 0, false
 			var mem int64
 			for _, s := range srv {
-				if s.gpu == pr.GPU {
-					typed, most, mem = true, max(most, len(s.gpus)), s.mem
+				if s.GPU == pr.GPU {
+					typed, most, mem = true, max(most, len(s.GPUs)), s.Mem
 				}
 			}
 			switch {
@@ -139,7 +77,7 @@ func tensorParallel(in planner.Inputs, model string) (*formats.LLMProfile, []str
 // wider instances). limit > 0 stops at that many instances (--min-gpus). Instances are numbered in GPU order and record their GPUs.
 func placeTensorParallel(q *qlmsec.QLMPlan, c *formats.Cluster, strategy string, models []string, load map[string]float64,
 	chosen map[string]*formats.LLMProfile, limit int) ([]string, map[string]int, error) {
-	srv := servers(c)
+	srv := fleet.Servers(c)
 	type inst struct {
 		model string
 		gpus  []int
@@ -148,17 +86,11 @@ func placeTensorParallel(q *qlmsec.QLMPlan, c *formats.Cluster, strategy string,
 	count := map[string]int{}
 	place := func(m string) bool {
 		pr := chosen[m]
-		k := max(pr.GPUCount, 1)
-		bi := -1
-		for i := range srv {
-			if f := srv[i].free(); srv[i].gpu == pr.GPU && f >= k && (bi < 0 || f < srv[bi].free()) {
-				bi = i
-			}
-		}
-		if bi < 0 {
+		gpus, ok := fleet.TakeBestFit(srv, pr.GPU, max(pr.GPUCount, 1))
+		if !ok {
 			return false
 		}
-		insts = append(insts, inst{m, srv[bi].take(k)})
+		insts = append(insts, inst{m, gpus})
 		count[m]++
 		return true
 	}

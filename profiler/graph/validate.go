@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -83,6 +85,32 @@ func (g *Graph) Validate() error {
 	return errors.Join(errs...)
 }
 
+// StableOrder is Kahn's topological order of the nodes 0..n-1, given each node's number of
+// distinct producers (indeg, used up) and each node's users: among the ready nodes the
+// lowest index goes first, so nodes already in a topological order keep it. It is shorter
+// than n when the nodes have a cycle.
+func StableOrder(indeg []int, users [][]int) []int {
+	var ready []int
+	for i := range indeg {
+		if indeg[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	order := make([]int, 0, len(indeg))
+	for len(ready) > 0 {
+		sort.Ints(ready)
+		i := ready[0]
+		ready = ready[1:]
+		order = append(order, i)
+		for _, u := range users[i] {
+			if indeg[u]--; indeg[u] == 0 {
+				ready = append(ready, u)
+			}
+		}
+	}
+	return order
+}
+
 // Toposort reorders the nodes into a topological order (stable: among ready nodes the one
 // that came first keeps its place), so graphs from exporters that list nodes out of order
 // can be used. It fails on a cycle.
@@ -101,25 +129,7 @@ func (g *Graph) Toposort() error {
 			}
 		}
 	}
-	var ready []int
-	for i := 0; i < n; i++ {
-		if indeg[i] == 0 {
-			ready = append(ready, i)
-		}
-	}
-	order := make([]int, 0, n)
-	for len(ready) > 0 {
-		sort.Ints(ready)
-		i := ready[0]
-		ready = ready[1:]
-		order = append(order, i)
-		for _, u := range users[i] {
-			indeg[u]--
-			if indeg[u] == 0 {
-				ready = append(ready, u)
-			}
-		}
-	}
+	order := StableOrder(indeg, users)
 	if len(order) != n {
 		return fmt.Errorf("graph %q: has a cycle", g.Name)
 	}
@@ -159,11 +169,7 @@ func AllCutBytes(g *Graph) []int64 {
 		last[o] = n
 	}
 	// Iterate tensors in sorted order so the sums are computed identically every run.
-	names := make([]string, 0, len(last))
-	for name := range last {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(last))
 	for _, name := range names {
 		b, ok := birth[name]
 		t := g.Tensors[name]

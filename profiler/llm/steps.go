@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/llm/pwlcurve"
 )
 
 // Step is one measured engine step: the tokens it computed, how many of them were prompt
@@ -389,27 +390,7 @@ func WithSteps(base formats.LLMProfile, steps []Step) (formats.LLMProfile, error
 	if base.AvgBatch > 0 {
 		// The decode step at the average batch: a planner's field, set where the planner's
 		// fields are (an engine-only profile, EngineProfile, has none).
-		base.DecodeUsPerToken = at(decode, int(math.Round(max(base.AvgBatch, 1))))
+		base.DecodeUsPerToken = pwlcurve.At(decode, int(math.Round(max(base.AvgBatch, 1))))
 	}
 	return base, nil
-}
-
-// at evaluates a curve as the simulator does (flat below the first point, linear between,
-// the last segment's slope clamped ≥ 0 above the last).
-func at(p []formats.PWLPoint, x int) float64 {
-	if x <= p[0].Tokens {
-		return p[0].Us
-	}
-	for i := 1; i < len(p); i++ {
-		if x <= p[i].Tokens {
-			a, b := p[i-1], p[i]
-			return a.Us + (b.Us-a.Us)*float64(x-a.Tokens)/float64(b.Tokens-a.Tokens)
-		}
-	}
-	n := len(p)
-	if n == 1 {
-		return p[0].Us
-	}
-	a, b := p[n-2], p[n-1]
-	return b.Us + max(b.Us-a.Us, 0)*float64(x-b.Tokens)/float64(b.Tokens-a.Tokens)
 }

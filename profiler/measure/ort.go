@@ -52,7 +52,10 @@ type ortSession struct {
 	batch   int64
 }
 
-func newSession(spec sessionSpec) (session, error) {
+// sessionOptions loads the ONNX Runtime library (once per process) and makes the options of a
+// session with threads intra-op threads and one inter-op thread (threads 0: ONNX Runtime's
+// defaults). The caller destroys them.
+func sessionOptions(threads int) (*ort.SessionOptions, error) {
 	if _, err := initORT(); err != nil {
 		return nil, err
 	}
@@ -60,15 +63,25 @@ func newSession(spec sessionSpec) (session, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer opts.Destroy()
-	if spec.threads > 0 {
-		if err := opts.SetIntraOpNumThreads(spec.threads); err != nil {
+	if threads > 0 {
+		if err := opts.SetIntraOpNumThreads(threads); err != nil {
+			opts.Destroy()
 			return nil, err
 		}
 		if err := opts.SetInterOpNumThreads(1); err != nil {
+			opts.Destroy()
 			return nil, err
 		}
 	}
+	return opts, nil
+}
+
+func newSession(spec sessionSpec) (session, error) {
+	opts, err := sessionOptions(spec.threads)
+	if err != nil {
+		return nil, err
+	}
+	defer opts.Destroy()
 	// Idle pool threads spin by default, waiting for work; with one session per block timed in
 	// interleaved rounds, the spinning threads of the session that just ran would steal the
 	// cores from the next one and inflate its time.
@@ -113,28 +126,33 @@ func appendProvider(opts *ort.SessionOptions, device string, trt bool) error {
 	}
 	idStr := fmt.Sprint(id)
 	if trt {
-		to, err := ort.NewTensorRTProviderOptions()
-		if err != nil {
-			return missingProvider(device, "TensorRT", err)
-		}
-		defer to.Destroy()
-		if err := to.Update(map[string]string{"device_id": idStr}); err != nil {
-			return missingProvider(device, "TensorRT", err)
-		}
-		if err := opts.AppendExecutionProviderTensorRT(to); err != nil {
-			return missingProvider(device, "TensorRT", err)
+		if err := appendOn(device, "TensorRT", idStr, ort.NewTensorRTProviderOptions, opts.AppendExecutionProviderTensorRT); err != nil {
+			return err
 		}
 	}
-	co, err := ort.NewCUDAProviderOptions()
+	return appendOn(device, "CUDA", idStr, ort.NewCUDAProviderOptions, opts.AppendExecutionProviderCUDA)
+}
+
+// providerOptions is an execution provider's options (CUDA's, TensorRT's).
+type providerOptions interface {
+	Update(map[string]string) error
+	Destroy() error
+}
+
+// appendOn appends execution provider name on device's GPU id: its options from newOpts,
+// pointed at the GPU, handed to add. A failure at any step means this build or machine lacks
+// the provider (missingProvider).
+func appendOn[O providerOptions](device, name, id string, newOpts func() (O, error), add func(O) error) error {
+	o, err := newOpts()
 	if err != nil {
-		return missingProvider(device, "CUDA", err)
+		return missingProvider(device, name, err)
 	}
-	defer co.Destroy()
-	if err := co.Update(map[string]string{"device_id": idStr}); err != nil {
-		return missingProvider(device, "CUDA", err)
+	defer o.Destroy()
+	if err := o.Update(map[string]string{"device_id": id}); err != nil {
+		return missingProvider(device, name, err)
 	}
-	if err := opts.AppendExecutionProviderCUDA(co); err != nil {
-		return missingProvider(device, "CUDA", err)
+	if err := add(o); err != nil {
+		return missingProvider(device, name, err)
 	}
 	return nil
 }

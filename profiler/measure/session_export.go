@@ -30,22 +30,11 @@ type Session struct {
 // model on device (cpu or cuda:N) with threads intra-op threads (0 = ONNX Runtime's
 // default). Errors wrap ErrNoLibrary or ErrDevice where those apply.
 func NewSession(what string, model []byte, inputs, outputs []string, device string, threads int) (*Session, error) {
-	if _, err := initORT(); err != nil {
-		return nil, err
-	}
-	opts, err := ort.NewSessionOptions()
+	opts, err := sessionOptions(threads)
 	if err != nil {
 		return nil, err
 	}
 	defer opts.Destroy()
-	if threads > 0 {
-		if err := opts.SetIntraOpNumThreads(threads); err != nil {
-			return nil, err
-		}
-		if err := opts.SetInterOpNumThreads(1); err != nil {
-			return nil, err
-		}
-	}
 	if err := appendProvider(opts, device, false); err != nil {
 		return nil, err
 	}

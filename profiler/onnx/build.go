@@ -3,10 +3,10 @@ package onnx
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -85,21 +85,19 @@ func build(g *graph.Graph, seed int64, skeleton bool) ([]byte, error) {
 	for _, t := range b.inits {
 		field(fGraphInitializer, t)
 	}
-	for _, in := range g.Inputs {
-		t := g.Tensors[in]
+	io := func(name string) []byte {
+		t := g.Tensors[name]
 		dt, ok := dtypeByName(t.DType)
 		if !ok {
 			dt = Float
 		}
-		field(fGraphInput, valueInfo(in, dt, t.Shape))
+		return valueInfo(name, dt, t.Shape)
+	}
+	for _, in := range g.Inputs {
+		field(fGraphInput, io(in))
 	}
 	for _, out := range g.Outputs {
-		t := g.Tensors[out]
-		dt, ok := dtypeByName(t.DType)
-		if !ok {
-			dt = Float
-		}
-		field(fGraphOutput, valueInfo(out, dt, t.Shape))
+		field(fGraphOutput, io(out))
 	}
 	graphLen := 0
 	for _, p := range parts {
@@ -119,11 +117,7 @@ func modelHeader(ir int64, opsets map[string]int64, graphLen int) []byte {
 	var out []byte
 	out = putVarint(out, fModelIRVersion, ir)
 	out = putString(out, fModelProducerName, "plan")
-	doms := make([]string, 0, len(opsets))
-	for d := range opsets {
-		doms = append(doms, d)
-	}
-	sort.Strings(doms)
+	doms := slices.Sorted(maps.Keys(opsets))
 	for _, d := range doms {
 		var op []byte
 		if d != "" {
@@ -377,11 +371,7 @@ func (b *builder) node(n *graph.Node) ([]byte, error) {
 		op = "Resize" // Upsample left the opset in version 10
 	}
 	enc = putString(enc, fNodeOpType, op)
-	keys := make([]string, 0, len(attrs))
-	for k := range attrs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(attrs))
 	for _, k := range keys {
 		var a []byte
 		a = putString(a, fAttrName, k)

@@ -241,13 +241,7 @@ func samePads(n *Node, shapes map[string]shapeInfo) []int64 {
 		lower = true
 	}
 	for i := 0; i < r; i++ {
-		s, d := int64(1), int64(1)
-		if i < len(strides) {
-			s = strides[i]
-		}
-		if i < len(dil) {
-			d = dil[i]
-		}
+		s, d := strideDilation(strides, dil, i)
 		in := x.dims[2+i]
 		out := (in + s - 1) / s
 		total := max((out-1)*s+d*(k[i]-1)+1-in, 0)

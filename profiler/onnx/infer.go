@@ -316,13 +316,7 @@ func windowOut(n *Node, in, kernel []int64, ceil bool) ([]int64, error) {
 	}
 	out := make([]int64, r)
 	for i := 0; i < r; i++ {
-		s, d := int64(1), int64(1)
-		if i < len(strides) {
-			s = strides[i]
-		}
-		if i < len(dil) {
-			d = dil[i]
-		}
+		s, d := strideDilation(strides, dil, i)
 		if s <= 0 || d <= 0 || kernel[i] <= 0 {
 			return nil, fmt.Errorf("bad kernel %v, strides %v or dilations %v", kernel, strides, dil)
 		}
@@ -504,4 +498,17 @@ func squeeze(unsq bool, in, axes []int64) ([]int64, error) {
 		}
 	}
 	return d, nil
+}
+
+// strideDilation is spatial axis i's stride and dilation from a node's strides and dilations
+// attributes (ONNX: 1 along an axis the attribute leaves out).
+func strideDilation(strides, dil []int64, i int) (s, d int64) {
+	s, d = 1, 1
+	if i < len(strides) {
+		s = strides[i]
+	}
+	if i < len(dil) {
+		d = dil[i]
+	}
+	return s, d
 }

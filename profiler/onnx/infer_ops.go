@@ -11,19 +11,13 @@ import (
 
 // Float64s decodes a floating-point tensor's values (Resize scales and roi).
 func (t *Tensor) Float64s() ([]float64, error) {
-	n := t.Elements()
-	if n > 1<<20 {
-		return nil, fmt.Errorf("tensor %q: %d elements is too large to read as values", t.Name, n)
+	n, size, err := t.readable()
+	if err != nil {
+		return nil, err
 	}
 	var out []float64
 	switch {
-	case t.External:
-		return nil, fmt.Errorf("tensor %q: data is stored externally", t.Name)
 	case t.rawData != nil:
-		size := t.DataType.Size()
-		if size == 0 || int64(len(t.rawData)) != n*size {
-			return nil, fmt.Errorf("tensor %q: raw data is %d bytes, want %d elements of %s", t.Name, len(t.rawData), n, t.DataType)
-		}
 		out = make([]float64, n)
 		for i := range out {
 			b := t.rawData[int64(i)*size:]

@@ -14,10 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/plan-dev/plan/formats"
+	"github.com/plan-dev/plan/profiler/graph"
 )
 
 // DataType is ONNX's TensorProto.DataType.
@@ -142,20 +142,33 @@ func (t *Tensor) Elements() int64 {
 // Bytes is the in-memory size of the tensor's data.
 func (t *Tensor) Bytes() int64 { return t.Elements() * t.DataType.Size() }
 
+// readable checks that t's values can be decoded here: at most 2^20 of them, stored in the
+// file, and when they are raw bytes, n values of size bytes each (size 0: no raw data).
+func (t *Tensor) readable() (n, size int64, err error) {
+	n = t.Elements()
+	if n > 1<<20 {
+		return 0, 0, fmt.Errorf("tensor %q: %d elements is too large to read as values", t.Name, n)
+	}
+	if t.External {
+		return 0, 0, fmt.Errorf("tensor %q: data is stored externally", t.Name)
+	}
+	if t.rawData != nil {
+		size = t.DataType.Size()
+		if size == 0 || int64(len(t.rawData)) != n*size {
+			return 0, 0, fmt.Errorf("tensor %q: raw data is %d bytes, want %d elements of %s", t.Name, len(t.rawData), n, t.DataType)
+		}
+	}
+	return n, size, nil
+}
+
 // Int64s decodes an integer tensor's values (used for Reshape shapes, axes and the like).
 func (t *Tensor) Int64s() ([]int64, error) {
-	n := t.Elements()
-	if n > 1<<20 {
-		return nil, fmt.Errorf("tensor %q: %d elements is too large to read as values", t.Name, n)
+	n, size, err := t.readable()
+	if err != nil {
+		return nil, err
 	}
 	switch {
-	case t.External:
-		return nil, fmt.Errorf("tensor %q: data is stored externally", t.Name)
 	case t.rawData != nil:
-		size := t.DataType.Size()
-		if size == 0 || int64(len(t.rawData)) != n*size {
-			return nil, fmt.Errorf("tensor %q: raw data is %d bytes, want %d elements of %s", t.Name, len(t.rawData), n, t.DataType)
-		}
 		out := make([]int64, n)
 		for i := range out {
 			b := t.rawData[int64(i)*size:]
@@ -454,24 +467,7 @@ func (m *Model) toposort() error {
 			}
 		}
 	}
-	var ready []int
-	for i := range m.Nodes {
-		if indeg[i] == 0 {
-			ready = append(ready, i)
-		}
-	}
-	order := make([]int, 0, len(m.Nodes))
-	for len(ready) > 0 {
-		sort.Ints(ready)
-		i := ready[0]
-		ready = ready[1:]
-		order = append(order, i)
-		for _, u := range users[i] {
-			if indeg[u]--; indeg[u] == 0 {
-				ready = append(ready, u)
-			}
-		}
-	}
+	order := graph.StableOrder(indeg, users)
 	if len(order) != len(m.Nodes) {
 		return errors.New("graph has a cycle")
 	}

@@ -131,14 +131,7 @@ func efficientNet(name string, width, depth float64, res int64) (*graph.Graph, e
 		{1, 3, 1, 32, 16, 1}, {6, 3, 2, 16, 24, 2}, {6, 5, 2, 24, 40, 2}, {6, 3, 2, 40, 80, 3},
 		{6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4}, {6, 3, 1, 192, 320, 1},
 	}
-	round := func(f int64) int64 {
-		v := float64(f) * width
-		n := int64(math.Max(8, float64(int64(v+4)/8*8)))
-		if float64(n) < 0.9*v {
-			n += 8
-		}
-		return n
-	}
+	round := func(f int64) int64 { return roundFilters(f, width) }
 	b, x := newBuilder(name, 3, res, res)
 	b.scope("stem")
 	x = b.swish(b.conv(x, round(32), 3, 2))
@@ -351,4 +344,16 @@ func demoCNN() (*graph.Graph, error) {
 	x = b.relu(b.conv(x, 1280, 1, 1))
 	x = b.gemm(b.flatten(b.gap(x)), 1000)
 	return b.finish(x)
+}
+
+// roundFilters is EfficientNet's channel count for f channels at width multiplier width: the
+// nearest multiple of 8 (at least 8), one multiple up when that loses more than 10%
+// (EfficientNet's round_filters, Tan & Le 2019, reference implementation).
+func roundFilters(f int64, width float64) int64 {
+	v := float64(f) * width
+	n := int64(math.Max(8, float64(int64(v+4)/8*8)))
+	if float64(n) < 0.9*v {
+		n += 8
+	}
+	return n
 }

@@ -313,14 +313,7 @@ func colorizationV2() (*graph.Graph, error) {
 func efficientNetBody(b *builder, x string, width, depth float64) []string {
 	type stage struct{ expand, k, stride, cout, repeats int64 }
 	stages := []stage{{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3}, {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}}
-	round := func(f int64) int64 {
-		v := float64(f) * width
-		n := int64(math.Max(8, float64(int64(v+4)/8*8)))
-		if float64(n) < 0.9*v {
-			n += 8
-		}
-		return n
-	}
+	round := func(f int64) int64 { return roundFilters(f, width) }
 	b.scope("backbone.stem")
 	x = b.swish(b.conv(x, round(32), 3, 2))
 	var outs []string

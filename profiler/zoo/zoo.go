@@ -7,7 +7,8 @@ package zoo
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/plan-dev/plan/profiler/graph"
@@ -42,12 +43,7 @@ var builders = map[string]func() (*graph.Graph, error){
 
 // Names lists the zoo's models in sorted order.
 func Names() []string {
-	out := make([]string, 0, len(builders))
-	for n := range builders {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(builders))
 }
 
 // Build returns a freshly built, annotated graph of the named model.

@@ -28,18 +28,7 @@ func Dial(addr string) (*grpc.ClientConn, error) {
 // raw_input_contents (FP16 when half), else in typed contents.
 func Request(md *kserve.ModelMetadata, raw, half bool) *pb.ModelInferRequest {
 	in := md.Inputs[0]
-	shape := make([]int64, len(in.Shape))
-	n := int64(1)
-	for i, d := range in.Shape {
-		switch {
-		case i == 0:
-			d = 1
-		case d < 0:
-			d = 4
-		}
-		shape[i] = d
-		n *= d
-	}
+	shape, n := load.SampleShape(md)
 	t := &pb.ModelInferRequest_InferInputTensor{Name: in.Name, Datatype: in.Datatype, Shape: shape}
 	r := &pb.ModelInferRequest{ModelName: md.Name, Inputs: []*pb.ModelInferRequest_InferInputTensor{t}}
 	val := func(i int64) float64 { return float64(i % 7) }

@@ -601,12 +601,12 @@ func doGet(c *http.Client, req *http.Request) ([]byte, http.Header, error) {
 	return b, resp.Header, nil
 }
 
-// requestBody builds one sample for the model's input: variable dimensions get size 4
-// (the batch dimension 1), values are a deterministic ramp.
-func requestBody(md *kserve.ModelMetadata) []byte {
+// SampleShape is the shape of one sample for the model's input (its first): the batch
+// dimension 1, variable dimensions 4; n is the number of values.
+func SampleShape(md *kserve.ModelMetadata) (shape []int64, n int64) {
 	in := md.Inputs[0]
-	shape := make([]int64, len(in.Shape))
-	n := int64(1)
+	shape = make([]int64, len(in.Shape))
+	n = 1
 	for i, d := range in.Shape {
 		switch {
 		case i == 0:
@@ -617,6 +617,14 @@ func requestBody(md *kserve.ModelMetadata) []byte {
 		shape[i] = d
 		n *= d
 	}
+	return shape, n
+}
+
+// requestBody builds one sample for the model's input (SampleShape), its values a
+// deterministic ramp.
+func requestBody(md *kserve.ModelMetadata) []byte {
+	in := md.Inputs[0]
+	shape, n := SampleShape(md)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"inputs":[{"name":%q,"shape":%s,"datatype":%q,"data":[`, in.Name, mustJSON(shape), in.Datatype)
 	for i := int64(0); i < n; i++ {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -54,11 +56,7 @@ type EndpointList map[string]string
 
 // String implements pflag.Value.
 func (l EndpointList) String() string {
-	names := make([]string, 0, len(l))
-	for n := range l {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(l))
 	var b strings.Builder
 	for i, n := range names {
 		if i > 0 {

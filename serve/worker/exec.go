@@ -64,6 +64,36 @@ type Job struct {
 	Gen int
 }
 
+// live lists the payloads still carrying a request (not nil, not failed).
+func (j *Job) live() []int {
+	var out []int
+	for i, p := range j.Payload {
+		if p != nil && p.Err == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// failLive fails every payload still carrying a request with err at stage.
+func (j *Job) failLive(err error, stage string) {
+	for i, p := range j.Payload {
+		if p != nil && p.Err == nil {
+			j.Payload[i] = &Payload{Err: err, ErrStage: stage}
+		}
+	}
+}
+
+// runAsync is Executor.Run for executors whose hop blocks (a session, an HTTP request): run
+// does the hop on its own goroutine, then the job's end is stamped and done called.
+func runAsync(clk Clock, job *Job, done func(*Job), run func(*Job)) {
+	go func() {
+		run(job)
+		job.End = clk.Now()
+		done(job)
+	}()
+}
+
 // Executor runs jobs for the workers of one deployment. Run is called on the driver's
 // goroutine and must not block: it starts the work (a timer, a goroutine) and calls done
 // exactly once, from any goroutine, when the hop finished. The engine guarantees a worker

@@ -186,29 +186,12 @@ func (x *ONNX) Kind() string { return "onnx" }
 func (x *ONNX) Spec(dataplane.AppID) (in, out kserve.TensorSpec) { return x.in, x.out }
 
 // Run implements Executor: the session runs on its own goroutine.
-func (x *ONNX) Run(job *Job, done func(*Job)) {
-	go func() {
-		x.run(job)
-		job.End = x.clk.Now()
-		done(job)
-	}()
-}
+func (x *ONNX) Run(job *Job, done func(*Job)) { runAsync(x.clk, job, done, x.run) }
 
 func (x *ONNX) run(job *Job) {
 	st := x.stages[job.Stage]
-	fail := func(err error) {
-		for i, p := range job.Payload {
-			if p != nil && p.Err == nil {
-				job.Payload[i] = &Payload{Err: err, ErrStage: st.name}
-			}
-		}
-	}
-	var live []int
-	for i, p := range job.Payload {
-		if p != nil && p.Err == nil {
-			live = append(live, i)
-		}
-	}
+	fail := func(err error) { job.failLive(err, st.name) }
+	live := job.live()
 	n := len(live)
 	if n == 0 {
 		return
@@ -291,12 +274,18 @@ func findFeature(fs []Feature, name string) *Feature {
 
 // Close implements Executor.
 func (x *ONNX) Close() error {
+	err := closeSessions(x.owned)
+	x.owned = nil
+	return err
+}
+
+// closeSessions closes every session and returns the first error.
+func closeSessions(ss []*measure.Session) error {
 	var first error
-	for _, s := range x.owned {
+	for _, s := range ss {
 		if err := s.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
-	x.owned = nil
 	return first
 }

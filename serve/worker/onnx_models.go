@@ -112,13 +112,7 @@ func (x *ONNXModels) Kind() string { return "onnx" }
 func (x *ONNXModels) Spec(dataplane.AppID) (in, out kserve.TensorSpec) { return x.in, x.out }
 
 // Run implements Executor: the session runs on its own goroutine.
-func (x *ONNXModels) Run(job *Job, done func(*Job)) {
-	go func() {
-		x.run(job)
-		job.End = x.clk.Now()
-		done(job)
-	}()
-}
+func (x *ONNXModels) Run(job *Job, done func(*Job)) { runAsync(x.clk, job, done, x.run) }
 
 func (x *ONNXModels) run(job *Job) {
 	st, name := x.stages[job.Stage], x.names[job.Stage]
@@ -232,12 +226,7 @@ func certainty(v []float32) (float64, int) {
 
 // Close implements Executor.
 func (x *ONNXModels) Close() error {
-	var first error
-	for _, s := range x.owned {
-		if err := s.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
+	err := closeSessions(x.owned)
 	x.owned = nil
-	return first
+	return err
 }

@@ -149,29 +149,12 @@ func (r *Remote) metaOf(w dataplane.WorkerID) *kserve.ModelMetadata {
 }
 
 // Run implements Executor: one HTTP request per hop, on its own goroutine.
-func (r *Remote) Run(job *Job, done func(*Job)) {
-	go func() {
-		r.run(job)
-		job.End = r.clk.Now()
-		done(job)
-	}()
-}
+func (r *Remote) Run(job *Job, done func(*Job)) { runAsync(r.clk, job, done, r.run) }
 
 func (r *Remote) run(job *Job) {
 	stage := r.dep.Stages[job.Stage].Name
-	fail := func(err error) {
-		for i, p := range job.Payload {
-			if p != nil && p.Err == nil {
-				job.Payload[i] = &Payload{Err: err, ErrStage: stage}
-			}
-		}
-	}
-	var live []int
-	for i, p := range job.Payload {
-		if p != nil && p.Err == nil {
-			live = append(live, i)
-		}
-	}
+	fail := func(err error) { job.failLive(err, stage) }
+	live := job.live()
 	if len(live) == 0 {
 		return
 	}

@@ -228,6 +228,15 @@ func hostResizeHeap(ctx context.Context, m api.Module, s []uint64) {
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
 
+// iovBuf is the buffer WASI iovec i of the array at iov names in the guest's memory (false:
+// the iovec or its buffer lies outside it).
+func iovBuf(mem api.Memory, iov, i uint32) ([]byte, bool) {
+	ptr, ok1 := mem.ReadUint32Le(iov + 8*i)
+	n, ok2 := mem.ReadUint32Le(iov + 8*i + 4)
+	buf, ok3 := mem.Read(ptr, n)
+	return buf, ok1 && ok2 && ok3
+}
+
 func hostFdWrite(ctx context.Context, m api.Module, s []uint64) {
 	checkCanceled(ctx)
 	fd, iov, iovcnt, pnum := uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3])
@@ -239,17 +248,15 @@ func hostFdWrite(ctx context.Context, m api.Module, s []uint64) {
 	st := stateFrom(ctx)
 	var total uint32
 	for i := range iovcnt {
-		ptr, ok1 := mem.ReadUint32Le(iov + 8*i)
-		n, ok2 := mem.ReadUint32Le(iov + 8*i + 4)
-		buf, ok3 := mem.Read(ptr, n)
-		if !ok1 || !ok2 || !ok3 {
+		buf, ok := iovBuf(mem, iov, i)
+		if !ok {
 			s[0] = errnoInval
 			return
 		}
 		if st != nil {
 			st.write(buf)
 		}
-		total += n
+		total += uint32(len(buf))
 	}
 	s[0] = okErrno(mem.WriteUint32Le(pnum, total))
 }
@@ -283,10 +290,8 @@ func hostFdRead(ctx context.Context, m api.Module, s []uint64) {
 	}
 	var total uint32
 	for i := range iovcnt {
-		ptr, ok1 := mem.ReadUint32Le(iov + 8*i)
-		n, ok2 := mem.ReadUint32Le(iov + 8*i + 4)
-		buf, ok3 := mem.Read(ptr, n)
-		if !ok1 || !ok2 || !ok3 {
+		buf, ok := iovBuf(mem, iov, i)
+		if !ok {
 			s[0] = errnoInval
 			return
 		}
