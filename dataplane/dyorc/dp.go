@@ -23,7 +23,8 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 	n := len(svcs)
 	states := G + (n-1)*G*G
 	devs := make([]int, n)
-	if p.ref || p.flat || !p.dpGrouped(now, t0, src, srcSvc, srcItems, svcs, its, devs) {
+	if p.ref || p.flat || !(!p.grouped && p.dpSparse(now, t0, src, srcSvc, srcItems, svcs, its, devs) ||
+		p.dpGrouped(now, t0, src, srcSvc, srcItems, svcs, its, devs)) {
 		p.dpFlat(now, t0, src, srcSvc, srcItems, svcs, its, devs)
 	}
 	// Re-derive each task's finish along the chosen chain (the layers were overwritten).

@@ -47,6 +47,7 @@ type idleSet struct {
 	s12    [][2]int
 	cn, cx []float64
 	wait   []walk
+	sp     sparseSet
 }
 
 // hotDev is what evalLayer reads of a GPU (devStart's inputs, and whether its plan may need a
@@ -126,6 +127,7 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 			}
 		}
 		is.hot[d] = p.hotOf(d)
+		p.syncSparse(d)
 		idle := p.idleNow(d)
 		if !idle && p.down[d] == 0 && dv.dirty && !dv.pend {
 			dv.pend, dv.pendAt = true, now
@@ -196,6 +198,7 @@ func (p *Policy) buildIdle() bool {
 	}
 	is.srvLo, is.srvHi = make([]int, nsrv), make([]int, nsrv)
 	is.hot = make([]hotDev, G)
+	p.initSparse()
 	is.ok = true
 	return true
 }
@@ -219,6 +222,7 @@ func (p *Policy) checkIdle() {
 			panic(fmt.Sprintf("dyorc: GPU %d: kept %+v, is %+v", d, is.hot[d], h))
 		}
 	}
+	p.checkSparse()
 }
 
 // dpGrouped is DP over units (the busy GPUs one by one, the idle ones by class), into devs;
@@ -326,7 +330,8 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		if k < n-1 && is.cx[k+1] >= 0 {
 			slack = max(is.cn[k+1], is.cx[k+1])
 		}
-		last = p.evalLayer(now, &lc, k == 0, src, xu, h, k == n-1, slack)
+		bi, _ := p.evalLayer(now, &lc, k == 0, src, us, xu, h, k == n-1, slack)
+		last = max(bi, 0)
 	}
 	d := us[last].dev
 	devs[n-1] = d
@@ -338,10 +343,10 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	return true
 }
 
-// evalLayer is dpGrouped's evaluation of one layer into h (first: it is layer 0, whose input
-// times come from src, else from x), with the plan walks (availScan) that cannot change the
-// DP's choices skipped. It returns the unit of the layer's least finish (ties to the lowest GPU;
-// 0 when every unit is down), the DP's last GPU when last.
+// evalLayer is dpGrouped's evaluation of one layer of units us into h (first: it is layer 0,
+// whose input times come from src, else from x), with the plan walks (availScan) that cannot
+// change the DP's choices skipped. It returns the unit of the layer's least finish (ties to the
+// lowest GPU; -1 when there are no units), the DP's last GPU when last, and that finish.
 //
 // A unit's finish on an empty plan (devStart), where ExpLat grows with the batch (latUp), is a
 // lower bound of its walk's: a gap starts no earlier, and a batch it joins starts no earlier and
@@ -365,9 +370,8 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 // The least bound is walked first: its walk most often gives the least finish. Walks a DP makes
 // on the scale benchmark's 128 GPUs, in layers before the last 21.3 → 3.9, in the last 30.2 →
 // 6.8 (8 GPUs: 5.5 → 3.2, 7.1 → 4.0; before, the last layer's bound alone: 9.0 and 4.8).
-func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src int, x, h []float64, last bool, slack float64) int {
+func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src int, us []unit, x, h []float64, last bool, slack float64) (int, float64) {
 	is := &p.idle
-	us := is.units
 	h, x = h[:len(us)], x[:len(us)]
 	hot, down, resM, hostC, gsrv := is.hot, p.down, is.resM, p.hostC, p.m.GPUServer
 	ns, sv := len(p.m.W.Services), lc.sv
@@ -420,13 +424,14 @@ func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src i
 		}
 		h[i] = t + lat
 		if u.mask == 0 && hd.walk {
-			if len(wait) > 0 && h[i] < h[wait[0].i] {
-				// The least bound first.
-				wait = append(wait, wait[0])
-				wait[0] = walk{i: i, r: r, sr: sr, t: t}
-			} else {
-				wait = append(wait, walk{i: i, r: r, sr: sr, t: t})
+			// In order of bound (ties to the lower GPU), so that the walks lower the least finish
+			// as early as they can, and the first one pruned prunes the rest.
+			j := len(wait)
+			wait = append(wait, walk{})
+			for ; j > 0 && lessVA(h[i], d, h[wait[j-1].i], us[wait[j-1].i].dev); j-- {
+				wait[j] = wait[j-1]
 			}
+			wait[j] = walk{i: i, r: r, sr: sr, t: t}
 		} else if bi < 0 || lessVA(h[i], d, bv, us[bi].dev) {
 			bv, bi = h[i], i
 		}
@@ -436,7 +441,7 @@ func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src i
 		d := us[w.i].dev
 		if prune && bi >= 0 {
 			if last && !lessVA(h[w.i], d, bv, us[bi].dev) || !last && h[w.i] > bv+slack {
-				continue
+				break
 			}
 		}
 		if pl := p.plan(now, d); len(pl) > 0 {
@@ -447,7 +452,7 @@ func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src i
 		}
 	}
 	is.wait = wait
-	return max(bi, 0)
+	return bi, bv
 }
 
 // walk is a plan walk evalLayer may skip: unit i's devStart.
