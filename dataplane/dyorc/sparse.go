@@ -185,17 +185,20 @@ func (p *Policy) dpSparse(now, t0 dataplane.Time, src, srcSvc, srcItems int, svc
 			s1, s2 = p.sparseBest(k - 1)
 		}
 		lo := len(ss.units)
-		bi, bv := p.sparseTier(now, &lc, k, lo, src, s1, s2, slack, false)
+		e := layerEval{lc: &lc, first: k == 0, last: last, src: src, slack: slack, bv: math.Inf(1), bi: -1, wait: is.wait[:0]}
+		p.sparseTier(&e, k, lo, lo, s1, s2, false)
 		// A GPU without the service finishes no earlier than now + its load + the task's
 		// latency (devStart: t ≥ svcReady; a walk no earlier than t + latency where ExpLat
-		// grows, latUp), the load from host RAM on the warm servers, from disk elsewhere.
-		if !enough(bi, bv, (lc.fnow+min(lc.warmUs, lc.coldUs))+lc.lat) {
-			mid := len(ss.units)
-			bj, bw := p.sparseTier(now, &lc, k, mid, src, s1, s2, slack, true)
-			if bj >= 0 && (bi < 0 || lessVA(bw, ss.units[mid+bj].dev, bv, ss.units[lo+bi].dev)) {
-				bi, bv = mid-lo+bj, bw
-			}
-			if !enough(bi, bv, (lc.fnow+lc.coldUs)+lc.lat) {
+		// grows, latUp), the load from host RAM on the warm servers, from disk elsewhere. The
+		// walks whose bounds reach the first wait: where the warm servers' GPUs are needed,
+		// their finishes may prune them.
+		lbWarm := (lc.fnow + min(lc.warmUs, lc.coldUs)) + lc.lat
+		p.walks(now, &e, lbWarm)
+		if !enough(e.bi, e.bv, lbWarm) {
+			p.sparseTier(&e, k, lo, len(ss.units), s1, s2, true)
+			p.walks(now, &e, math.Inf(1))
+			if !enough(e.bi, e.bv, (lc.fnow+lc.coldUs)+lc.lat) {
+				is.wait = e.wait
 				ss.missed++
 				if k > 0 {
 					p.clearPos(k - 1)
@@ -203,6 +206,8 @@ func (p *Policy) dpSparse(now, t0 dataplane.Time, src, srcSvc, srcItems int, svc
 				return false
 			}
 		}
+		is.wait = e.wait
+		bi := e.bi
 		if k > 0 {
 			p.clearPos(k - 1)
 		}
@@ -233,25 +238,24 @@ func (p *Policy) dpSparse(now, t0 dataplane.Time, src, srcSvc, srcItems int, svc
 }
 
 // sparseTier appends layer k's candidates of one tier (warm: the warm servers' GPUs, else the
-// GPUs holding or loading the service) from units[from:] on, with their inputs from layer
-// k−1's minima (s1, s2: its two best servers), and evaluates them (evalLayer): the best of
-// them, as an index from from, and its finish.
-func (p *Policy) sparseTier(now dataplane.Time, lc *layerConst, k, from, src, s1, s2 int, slack float64, warm bool) (int, float64) {
+// GPUs holding or loading the service), from units[from:] on (the layer's from lo on), with
+// their inputs from layer k−1's minima (s1, s2: its two best servers), to e, and bounds them.
+func (p *Policy) sparseTier(e *layerEval, k, lo, from, s1, s2 int, warm bool) {
 	ss := &p.idle.sp
-	p.candidates(lc.sv, src, warm)
-	us := ss.units[from:]
+	p.candidates(e.lc.sv, e.src, warm)
 	ss.h = grow(ss.h, len(ss.units))
-	ss.x = grow(ss.x[:0], len(us))
+	ss.x = grow(ss.x, len(ss.units)-lo)
 	if k > 0 {
-		for i, u := range us {
+		for i, u := range ss.units[from:] {
 			hd := math.Inf(1)
 			if j := ss.pos[u.dev]; j >= 0 {
 				hd = ss.h[ss.off[k-1]+int(j)]
 			}
-			ss.x[i], _ = predOf(u.dev, u.srv, hd, ss.sm, s1, s2, ss.cn[k], ss.cx[k])
+			ss.x[from-lo+i], _ = predOf(u.dev, u.srv, hd, ss.sm, s1, s2, ss.cn[k], ss.cx[k])
 		}
 	}
-	return p.evalLayer(now, lc, k == 0, src, us, ss.x, ss.h[from:], k == len(ss.cn)-1, slack)
+	e.us, e.x, e.h = ss.units[lo:], ss.x, ss.h[lo:]
+	p.bounds(e, from-lo)
 }
 
 // clearPos forgets the places of layer k's candidates.
