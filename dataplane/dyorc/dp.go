@@ -23,8 +23,7 @@ func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its
 	n := len(svcs)
 	states := G + (n-1)*G*G
 	devs := make([]int, n)
-	if p.ref || p.flat || !(!p.grouped && p.dpSparse(now, t0, src, srcSvc, srcItems, svcs, its, devs) ||
-		p.dpGrouped(now, t0, src, srcSvc, srcItems, svcs, its, devs)) {
+	if p.ref || p.flat || !p.dpGrouped(now, t0, src, srcSvc, srcItems, svcs, its, devs) {
 		p.dpFlat(now, t0, src, srcSvc, srcItems, svcs, its, devs)
 	}
 	// Re-derive each task's finish along the chosen chain (the layers were overwritten).
@@ -225,7 +224,7 @@ func (p *Policy) devStart(d int, lc *layerConst, r float64) (rr, sr, t float64) 
 	case dv.loading == sv:
 		sr = float64(dv.loadETA)
 	default:
-		r, sr = lc.missing(dv.loading >= 0, float64(dv.loadETA), p.hostC[p.m.GPUServer[d]][sv], r)
+		r, sr = lc.missing(fnow, dv.loading >= 0, float64(dv.loadETA), p.hostC[p.m.GPUServer[d]][sv], r)
 	}
 	t = max(fnow, r, sr)
 	if dv.running {
@@ -236,9 +235,9 @@ func (p *Policy) devStart(d int, lc *layerConst, r float64) (rr, sr, t float64) 
 
 // missing is devStart's svcReady of the layer's service on a GPU that neither holds nor loads
 // it, after the GPU's current load (loading, ending at loadETA) and its own, from host RAM
-// (warm) or disk, and the input time r with availCompPred's load charge.
-func (lc *layerConst) missing(loading bool, loadETA float64, warm bool, r float64) (rr, sr float64) {
-	base := lc.fnow
+// (warm) or disk, and the input time r with availCompPred's load charge (fnow: lc.fnow).
+func (lc *layerConst) missing(fnow float64, loading bool, loadETA float64, warm bool, r float64) (rr, sr float64) {
+	base := fnow
 	if loading {
 		base = max(base, loadETA)
 	}

@@ -237,10 +237,9 @@ type Policy struct {
 	// bound: a task joining a batch finishes no earlier than it would alone).
 	latUp   []bool
 	refPlan []pbatch
-	// flat turns the DP's grouping of idle GPUs off (idle.go), grouped its evaluation of
-	// candidates alone (sparse.go), for the equivalence tests.
-	flat, grouped bool
-	idle          idleSet
+	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test.
+	flat bool
+	idle idleSet
 	// DP scratch.
 	h, h2, bestX []float64
 	srvMin       []srvBest

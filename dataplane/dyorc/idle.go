@@ -47,7 +47,6 @@ type idleSet struct {
 	s12    [][2]int
 	cn, cx []float64
 	wait   []walk
-	sp     sparseSet
 }
 
 // hotDev is what evalLayer reads of a GPU (devStart's inputs, and whether its plan may need a
@@ -127,7 +126,6 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 			}
 		}
 		is.hot[d] = p.hotOf(d)
-		p.syncSparse(d)
 		idle := p.idleNow(d)
 		if !idle && p.down[d] == 0 && dv.dirty && !dv.pend {
 			dv.pend, dv.pendAt = true, now
@@ -198,7 +196,6 @@ func (p *Policy) buildIdle() bool {
 	}
 	is.srvLo, is.srvHi = make([]int, nsrv), make([]int, nsrv)
 	is.hot = make([]hotDev, G)
-	p.initSparse()
 	is.ok = true
 	return true
 }
@@ -222,7 +219,6 @@ func (p *Policy) checkIdle() {
 			panic(fmt.Sprintf("dyorc: GPU %d: kept %+v, is %+v", d, is.hot[d], h))
 		}
 	}
-	p.checkSparse()
 }
 
 // dpGrouped is DP over units (the busy GPUs one by one, the idle ones by class), into devs;
@@ -330,8 +326,7 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		if k < n-1 && is.cx[k+1] >= 0 {
 			slack = max(is.cn[k+1], is.cx[k+1])
 		}
-		bi, _ := p.evalLayer(now, &lc, k == 0, src, us, xu, h, k == n-1, slack)
-		last = max(bi, 0)
+		last = p.evalLayer(now, &lc, k == 0, src, xu, h, k == n-1, slack)
 	}
 	d := us[last].dev
 	devs[n-1] = d
@@ -343,10 +338,10 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	return true
 }
 
-// evalLayer is dpGrouped's evaluation of one layer of units us into h (first: it is layer 0,
-// whose input times come from src, else from x), with the plan walks (availScan) that cannot
-// change the DP's choices skipped. It returns the unit of the layer's least finish (ties to the
-// lowest GPU; -1 when there are no units), the DP's last GPU when last, and that finish.
+// evalLayer is dpGrouped's evaluation of one layer into h (first: it is layer 0, whose input
+// times come from src, else from x), with the plan walks (availScan) that cannot change the
+// DP's choices skipped. It returns the unit of the layer's least finish (ties to the lowest GPU;
+// 0 when every unit is down), the DP's last GPU when last.
 //
 // A unit's finish on an empty plan (devStart), where ExpLat grows with the batch (latUp), is a
 // lower bound of its walk's: a gap starts no earlier, and a batch it joins starts no earlier and
@@ -367,48 +362,20 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 //     least finishes exact instead and cost more than it saved: the busy GPUs sit on the
 //     servers holding the chain's services, which that must settle one by one.
 //
-// The walks go in order of bound (ties to the lower GPU): the least bound's walk most often
-// gives the least finish, and once one is pruned so are the rest. Walks a DP makes on the scale
-// benchmark's 128 GPUs, in layers before the last 21.3 → 3.9, in the last 30.2 → 6.8 (8 GPUs:
-// 5.5 → 3.2, 7.1 → 4.0; before, the last layer's bound alone: 9.0 and 4.8); all in order
-// rather than the least first, 6.5 → 4.9 a layer at 128 GPUs.
-func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src int, us []unit, x, h []float64, last bool, slack float64) (int, float64) {
-	e := layerEval{lc: lc, first: first, last: last, src: src, slack: slack, us: us, x: x, h: h, bv: math.Inf(1), bi: -1, wait: p.idle.wait[:0]}
-	p.bounds(&e, 0)
-	p.walks(now, &e, math.Inf(1))
-	p.idle.wait = e.wait
-	return e.bi, e.bv
-}
-
-// layerEval is an evaluation of one layer (evalLayer) under way: the units us with their
-// inputs x and finishes h, the least finish found bv (at unit bi, -1: none), and the walks
-// still to make, wait[next:], in order of bound.
-type layerEval struct {
-	lc          *layerConst
-	first, last bool
-	src         int
-	slack       float64
-	us          []unit
-	x, h        []float64
-	bv          float64
-	bi          int
-	wait        []walk
-	next        int
-}
-
-// bounds evaluates e's units from on (devStart): their finish where it takes no walk, else
-// the bound, their walk queued in order.
-func (p *Policy) bounds(e *layerEval, from int) {
+// The least bound is walked first: its walk most often gives the least finish. Walks a DP makes
+// on the scale benchmark's 128 GPUs, in layers before the last 21.3 → 3.9, in the last 30.2 →
+// 6.8 (8 GPUs: 5.5 → 3.2, 7.1 → 4.0; before, the last layer's bound alone: 9.0 and 4.8).
+func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src int, x, h []float64, last bool, slack float64) int {
 	is := &p.idle
-	lc, us := e.lc, e.us
-	h, x := e.h[:len(us)], e.x[:len(us)]
+	us := is.units
+	h, x = h[:len(us)], x[:len(us)]
 	hot, down, resM, hostC, gsrv := is.hot, p.down, is.resM, p.hostC, p.m.GPUServer
 	ns, sv := len(p.m.W.Services), lc.sv
 	fnow, lat := lc.fnow, lc.lat
 	res64 := ns <= 64
-	bv, bi := e.bv, e.bi
-	wait := e.wait
-	for i := from; i < len(us); i++ {
+	bv, bi := math.Inf(1), -1
+	wait := is.wait[:0]
+	for i := range us {
 		u := &us[i]
 		d := u.dev
 		if down[d] > 0 {
@@ -420,8 +387,8 @@ func (p *Policy) bounds(e *layerEval, from int) {
 			continue
 		}
 		r := x[i]
-		if e.first {
-			r = lc.first(d, e.src, gsrv)
+		if first {
+			r = lc.first(d, src, gsrv)
 		}
 		// devStart, from the hotDev: the same values in the same floating-point operations.
 		hd := &hot[d]
@@ -434,7 +401,7 @@ func (p *Policy) bounds(e *layerEval, from int) {
 			sr = hd.loadETA
 			t = max(fnow, r, sr)
 		default:
-			r, sr = lc.missing(hd.loading >= 0, hd.loadETA, hostC[u.srv][sv], r)
+			r, sr = lc.missing(fnow, hd.loading >= 0, hd.loadETA, hostC[u.srv][sv], r)
 			t = max(fnow, r, sr)
 		}
 		if hd.running {
@@ -442,54 +409,40 @@ func (p *Policy) bounds(e *layerEval, from int) {
 		}
 		h[i] = t + lat
 		if u.mask == 0 && hd.walk {
-			wait = append(wait, walk{i: i, d: d, b: h[i], r: r, sr: sr, t: t})
+			if len(wait) > 0 && h[i] < h[wait[0].i] {
+				// The least bound first.
+				wait = append(wait, wait[0])
+				wait[0] = walk{i: i, r: r, sr: sr, t: t}
+			} else {
+				wait = append(wait, walk{i: i, r: r, sr: sr, t: t})
+			}
 		} else if bi < 0 || lessVA(h[i], d, bv, us[bi].dev) {
 			bv, bi = h[i], i
 		}
 	}
-	e.bv, e.bi, e.wait = bv, bi, wait
-}
-
-// walks makes e's walks that can still change its choices (see evalLayer) and whose bounds
-// are below limit (+Inf: all).
-func (p *Policy) walks(now dataplane.Time, e *layerEval, limit float64) {
-	lc, us, h := e.lc, e.us, e.h
-	prune := p.latUp[lc.sv] && (e.last || e.slack >= 0)
-	for ; e.next < len(e.wait); e.next++ {
-		// The least bound left (ties to the lower GPU) to the front: a few walks of a dozen
-		// waiting are made, so selection costs less than sorting them all.
-		wait := e.wait[e.next:]
-		m := 0
-		for j := 1; j < len(wait); j++ {
-			if lessVA(wait[j].b, wait[j].d, wait[m].b, wait[m].d) {
-				m = j
+	prune := p.latUp[lc.sv] && (last || slack >= 0)
+	for _, w := range wait {
+		d := us[w.i].dev
+		if prune && bi >= 0 {
+			if last && !lessVA(h[w.i], d, bv, us[bi].dev) || !last && h[w.i] > bv+slack {
+				continue
 			}
-		}
-		wait[0], wait[m] = wait[m], wait[0]
-		w := wait[0]
-		d := w.d
-		if prune && e.bi >= 0 {
-			if e.last && !lessVA(h[w.i], d, e.bv, us[e.bi].dev) || !e.last && h[w.i] > e.bv+e.slack {
-				e.next = len(e.wait)
-				return
-			}
-		}
-		if h[w.i] >= limit && !math.IsInf(limit, 1) {
-			return
 		}
 		if pl := p.plan(now, d); len(pl) > 0 {
 			h[w.i] = availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
 		}
-		if e.bi < 0 || lessVA(h[w.i], d, e.bv, us[e.bi].dev) {
-			e.bv, e.bi = h[w.i], w.i
+		if bi < 0 || lessVA(h[w.i], d, bv, us[bi].dev) {
+			bv, bi = h[w.i], w.i
 		}
 	}
+	is.wait = wait
+	return max(bi, 0)
 }
 
-// walk is a plan walk evalLayer may skip: unit i's (GPU d's) bound b and devStart.
+// walk is a plan walk evalLayer may skip: unit i's devStart.
 type walk struct {
-	i, d        int
-	b, r, sr, t float64
+	i        int
+	r, sr, t float64
 }
 
 // unitOf is GPU d's unit in the current dpGrouped.
