@@ -224,24 +224,31 @@ func (p *Policy) devStart(d int, lc *layerConst, r float64) (rr, sr, t float64) 
 	case dv.loading == sv:
 		sr = float64(dv.loadETA)
 	default:
-		base := fnow
-		if dv.loading >= 0 {
-			base = max(base, float64(dv.loadETA))
-		}
-		load := lc.coldUs
-		if p.hostC[p.m.GPUServer[d]][sv] {
-			load = lc.warmUs
-		}
-		sr = base + load
-		if lc.chargeLoad {
-			r += load
-		}
+		r, sr = lc.missing(fnow, dv.loading >= 0, float64(dv.loadETA), p.hostC[p.m.GPUServer[d]][sv], r)
 	}
 	t = max(fnow, r, sr)
 	if dv.running {
 		t = max(t, float64(dv.runEnd))
 	}
 	return r, sr, t
+}
+
+// missing is devStart's svcReady of the layer's service on a GPU that neither holds nor loads
+// it, after the GPU's current load (loading, ending at loadETA) and its own, from host RAM
+// (warm) or disk, and the input time r with availCompPred's load charge (fnow: lc.fnow).
+func (lc *layerConst) missing(fnow float64, loading bool, loadETA float64, warm bool, r float64) (rr, sr float64) {
+	base := fnow
+	if loading {
+		base = max(base, loadETA)
+	}
+	load := lc.coldUs
+	if warm {
+		load = lc.warmUs
+	}
+	if lc.chargeLoad {
+		r += load
+	}
+	return r, base + load
 }
 
 // srvBest holds, for one server, the two smallest finishes of the previous layer (value,

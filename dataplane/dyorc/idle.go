@@ -401,18 +401,7 @@ func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src i
 			sr = hd.loadETA
 			t = max(fnow, r, sr)
 		default:
-			base := fnow
-			if hd.loading >= 0 {
-				base = max(base, hd.loadETA)
-			}
-			load := lc.coldUs
-			if hostC[u.srv][sv] {
-				load = lc.warmUs
-			}
-			sr = base + load
-			if lc.chargeLoad {
-				r += load
-			}
+			r, sr = lc.missing(fnow, hd.loading >= 0, hd.loadETA, hostC[u.srv][sv], r)
 			t = max(fnow, r, sr)
 		}
 		if hd.running {

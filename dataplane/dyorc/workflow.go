@@ -18,8 +18,10 @@ package dyorc
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -97,12 +99,7 @@ func Compile(wf *dyorcsec.Workflows) (*Workflow, error) {
 		return nil, fmt.Errorf("no workflows section")
 	}
 	w := &Workflow{SvcIndex: map[string]int{}}
-	names := make([]string, 0, len(wf.Services))
-	for n := range wf.Services {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(wf.Services)) {
 		s := wf.Services[n]
 		sv := Service{Name: n, Bytes: dyorcsec.ServiceBytes(s), WeightGB: s.WeightsGB, MaxBatch: max(s.MaxBatch, 1),
 			OutBytes: int64(s.OutKB * 1024), Tensor: s.OutKind != "general", Spread: s.WorkSpread}
@@ -116,12 +113,7 @@ func Compile(wf *dyorcsec.Workflows) (*Workflow, error) {
 		w.SvcIndex[n] = len(w.Services)
 		w.Services = append(w.Services, sv)
 	}
-	an := make([]string, 0, len(wf.Apps))
-	for n := range wf.Apps {
-		an = append(an, n)
-	}
-	sort.Strings(an)
-	for _, n := range an {
+	for _, n := range slices.Sorted(maps.Keys(wf.Apps)) {
 		a := wf.Apps[n]
 		app := App{Name: n, SLOUs: float64(time.Duration(a.SLO).Microseconds()), RateRPS: a.RateRPS, Steps: a.Steps, Loop: a.Loop}
 		if app.SLOUs <= 0 {
