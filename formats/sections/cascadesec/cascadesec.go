@@ -21,7 +21,7 @@ const (
 
 // WorkloadSection is the Section of a workload's `cascades` section: the cascades, a
 // *[]Cascade (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]Cascade]{Name: WorkloadKey, Sys: "cascade", Check: checkCascades, Cross: crossCheckCascades, Position: Position}}
+var WorkloadSection = workloadSection{formats.SectionOf[[]Cascade]{Name: WorkloadKey, Sys: "cascade", Check: formats.CheckList(WorkloadKey, validateCascade), Cross: crossCheckCascades, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter).
@@ -33,8 +33,16 @@ func CascadesOf(w *formats.Workload) []Cascade { return formats.ListOf(WorkloadS
 
 // SetCascades sets w's `cascades` section (empty removes it) and returns w.
 func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
-	w.Sections.Set(WorkloadSection, &cs)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, &cs)
+}
+
+// cascadeNames names w's cascades: what a plan's task and a trace's targets may name.
+func cascadeNames(w *formats.Workload) []string {
+	var names []string
+	for _, cs := range CascadesOf(w) {
+		names = append(names, cs.Name)
+	}
+	return names
 }
 
 // Position is the place of CascadeServe's sections in a file: third, after PPipe's and PARD's,
@@ -54,38 +62,15 @@ func PlanOf(p *formats.Plan) *CascadePlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `cascade` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, cp *CascadePlan) *formats.Plan {
-	p.Sections.Set(PlanSection, cp)
-	return p
+	return formats.SetPlan(p, PlanSection, cp)
 }
 
 // crossCheckPlan checks that the plan serves a cascade of the workloads given with it.
 func crossCheckPlan(cp *CascadePlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	if cp.Task == "" {
-		return nil
-	}
-	files, cascades := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
-		var names []string
-		for _, cs := range CascadesOf(w) {
-			names = append(names, cs.Name)
-		}
-		return names
-	})
-	if len(files) == 0 || cascades[cp.Task] {
-		return nil
-	}
-	var c formats.Checker
-	c.Add(PlanKey+".task", cp.Task, "not a cascade of %s", strings.Join(files, ", "))
-	return c.Errs()
-}
-
-// checkCascades checks the `cascades` section of a workload.
-func checkCascades(cs *[]Cascade) formats.ErrorList {
-	var c formats.Checker
-	seen := &formats.Names{}
-	for i := range *cs {
-		validateCascade(&c, &(*cs)[i], formats.Index(WorkloadKey, i), seen)
-	}
-	return c.Errs()
+	defined := func(w *formats.Workload) ([]string, bool) { return cascadeNames(w), true }
+	return formats.CheckWorkloadRefs(docs, defined, []string{cp.Task}, func(_ int, task *string) (string, string) {
+		return PlanKey + ".task", *task
+	}, "not a cascade of %s")
 }
 
 // CrossCheck checks that every model of every cascade is in a given profile (a DNN or an
@@ -136,10 +121,7 @@ func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where
 // (formats.TraceTargeter).
 func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
 	w, _ := doc.(*formats.Workload)
-	for _, cs := range CascadesOf(w) {
-		targets = append(targets, cs.Name)
-	}
-	return targets, nil, true
+	return cascadeNames(w), nil, true
 }
 
 // TraceTargets: a trace given with the plan may name the cascade task it serves.

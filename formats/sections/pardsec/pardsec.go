@@ -20,7 +20,7 @@ const (
 
 // WorkloadSection is the Section of a workload's `pipelines` section: the pipelines, a
 // *[]Pipeline (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]Pipeline]{Name: WorkloadKey, Sys: "pard", Check: checkPipelines, Cross: crossCheckPipelines, Position: Position}}
+var WorkloadSection = workloadSection{formats.SectionOf[[]Pipeline]{Name: WorkloadKey, Sys: "pard", Check: formats.CheckList(WorkloadKey, validatePipeline), Cross: crossCheckPipelines, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter).
@@ -32,8 +32,16 @@ func PipelinesOf(w *formats.Workload) []Pipeline { return formats.ListOf(Workloa
 
 // SetPipelines sets w's `pipelines` section (empty removes it) and returns w.
 func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
-	w.Sections.Set(WorkloadSection, &ps)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, &ps)
+}
+
+// pipelineNames names w's pipelines: what a plan's apps and a trace's targets may name.
+func pipelineNames(w *formats.Workload) []string {
+	var names []string
+	for _, pl := range PipelinesOf(w) {
+		names = append(names, pl.Name)
+	}
+	return names
 }
 
 // Position is the place of PARD's sections in a file: second, after PPipe's, before
@@ -53,8 +61,7 @@ func PlanOf(p *formats.Plan) *PARDPlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `pard` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, pd *PARDPlan) *formats.Plan {
-	p.Sections.Set(PlanSection, pd)
-	return p
+	return formats.SetPlan(p, PlanSection, pd)
 }
 
 // validatePlan checks PARD's plan section: a policy, uniquely named apps with an SLO, each
@@ -93,34 +100,10 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, pd *PARDPlan, p string) 
 
 // crossCheckPlan checks that the plan's apps are pipelines of the workloads given with it.
 func crossCheckPlan(pd *PARDPlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	files, pipelines := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
-		var names []string
-		for _, pl := range PipelinesOf(w) {
-			names = append(names, pl.Name)
-		}
-		return names
-	})
-	if len(files) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	where := strings.Join(files, ", ")
-	for i, a := range pd.Apps {
-		if a.Name != "" && !pipelines[a.Name] {
-			c.Add(formats.Field(formats.Index(PlanKey+".apps", i), "name"), a.Name, "not a pipeline of %s", where)
-		}
-	}
-	return c.Errs()
-}
-
-// checkPipelines checks the `pipelines` section of a workload.
-func checkPipelines(ps *[]Pipeline) formats.ErrorList {
-	var c formats.Checker
-	seen := &formats.Names{}
-	for i := range *ps {
-		validatePipeline(&c, &(*ps)[i], formats.Index(WorkloadKey, i), seen)
-	}
-	return c.Errs()
+	defined := func(w *formats.Workload) ([]string, bool) { return pipelineNames(w), true }
+	return formats.CheckWorkloadRefs(docs, defined, pd.Apps, func(i int, a *PARDApp) (string, string) {
+		return formats.Field(formats.Index(PlanKey+".apps", i), "name"), a.Name
+	}, "not a pipeline of %s")
 }
 
 // validatePipeline checks one pipeline: uniquely named modules whose `after` edges name other
@@ -242,10 +225,7 @@ func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
 // (formats.TraceTargeter).
 func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
 	w, _ := doc.(*formats.Workload)
-	for _, pl := range PipelinesOf(w) {
-		targets = append(targets, pl.Name)
-	}
-	return targets, nil, true
+	return pipelineNames(w), nil, true
 }
 
 // TraceTargets: a trace given with the plan may name the applications it serves.

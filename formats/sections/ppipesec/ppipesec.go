@@ -21,7 +21,7 @@ const (
 
 // WorkloadSection is the Section of a workload's `models` section: the models, a
 // *[]ModelWorkload (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]ModelWorkload]{Name: WorkloadKey, Sys: "ppipe", Check: checkModels, Cross: crossCheckModels, Position: Position}}
+var WorkloadSection = workloadSection{formats.SectionOf[[]ModelWorkload]{Name: WorkloadKey, Sys: "ppipe", Check: formats.CheckList(WorkloadKey, validateModel), Cross: crossCheckModels, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter).
@@ -37,8 +37,7 @@ func ModelsOf(w *formats.Workload) []ModelWorkload {
 
 // SetModels sets w's `models` section (empty removes it) and returns w.
 func SetModels(w *formats.Workload, ms []ModelWorkload) *formats.Workload {
-	w.Sections.Set(WorkloadSection, &ms)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, &ms)
 }
 
 // Position is the place of PPipe's sections in a file: first, before PARD's, CascadeServe's,
@@ -60,18 +59,7 @@ func PlanOf(p *formats.Plan) *PPipePlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `ppipe` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, pp *PPipePlan) *formats.Plan {
-	p.Sections.Set(PlanSection, pp)
-	return p
-}
-
-// checkModels checks the `models` section of a workload.
-func checkModels(ms *[]ModelWorkload) formats.ErrorList {
-	var c formats.Checker
-	seen := &formats.Names{}
-	for i := range *ms {
-		validateModel(&c, &(*ms)[i], formats.Index(WorkloadKey, i), seen)
-	}
-	return c.Errs()
+	return formats.SetPlan(p, PlanSection, pp)
 }
 
 // crossCheckModels checks that every model (its profile name) is in a given profile, when
