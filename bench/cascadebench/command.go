@@ -224,15 +224,8 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		for _, p := range plots {
 			rep.Plots = append(rep.Plots, filepath.Base(p))
 		}
-		if err := bench.WriteReport(o.report, rep); err != nil {
-			return err
-		}
 	}
-	if env.JSON {
-		return env.WriteJSON(rep)
-	}
-	o.print(env, rep)
-	return nil
+	return bench.Finish(env, o.report, rep, rep, func() { o.print(env, rep) })
 }
 
 // peakWindow returns n seconds of q that contain its peak, choosing among those the window

@@ -85,21 +85,13 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.seeds < 0 || o.seconds < 0 || o.gpus < 0 || o.load < 0 || o.stateUs < 0 || o.gpuGB < 0 {
 		return bench.Usagef("--seeds, --seconds, --gpus, --load, --state-us and --gpu-gb must be >= 0")
 	}
-	if o.seconds > 0 && o.seconds < 60 {
-		return bench.Usagef("--seconds %d: must be at least 60", o.seconds)
+	if err := bench.TraceSeconds(o.seconds); err != nil {
+		return err
 	}
-	if o.seeds > 0 {
-		bo.Seeds = o.seeds
-	}
-	if o.seconds > 0 {
-		bo.Seconds = o.seconds
-	}
-	if o.gpus > 0 {
-		bo.GPUs = o.gpus
-	}
-	if o.load > 0 {
-		bo.Load = o.load
-	}
+	bench.Override(&bo.Seeds, o.seeds)
+	bench.Override(&bo.Seconds, o.seconds)
+	bench.Override(&bo.GPUs, o.gpus)
+	bench.Override(&bo.Load, o.load)
 	if o.noScale {
 		bo.Scale = nil
 	}
@@ -116,28 +108,13 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return err
 	}
 	bo.Apps, bo.Policies = apps, pols
-	last := time.Now()
-	bo.Progress = func(done, total int) {
-		if time.Since(last) > 5*time.Second || done == total {
-			last = time.Now()
-			env.Progressf("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
-		}
-	}
+	bo.Progress = env.RunProgress(start)
 	res, err := Run(ctx, bo)
 	if err != nil {
 		return err
 	}
 	res.Options.Progress = nil
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(res)
-	}
-	Print(env, res)
-	return nil
+	return bench.Finish(env, o.report, bench.Report[Result]{Kind: reportKind, Result: res}, res, func() { Print(env, res) })
 }
 
 // Print writes the bench's tables.
@@ -198,16 +175,10 @@ func Print(env bench.Env, res *Result) {
 
 const reportKind = "DyOrcBench"
 
-// reportFile is bench.json.
-type reportFile struct {
-	Kind   string  `json:"kind"`
-	Result *Result `json:"result"`
-}
-
 // ReportKind implements bench.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
 // ReadReport implements bench.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
-	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
+	return bench.RereadResult[Result](name, data, reportKind)
 }

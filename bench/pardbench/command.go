@@ -101,31 +101,15 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.stress != nil {
 		bo.StressPolicies = o.stress
 	}
-	if o.headroom > 0 {
-		bo.Headroom = o.headroom
+	bench.Override(&bo.Headroom, o.headroom)
+	if err := bench.TraceSeconds(o.seconds); err != nil {
+		return err
 	}
-	if o.seconds > 0 && o.seconds < 60 {
-		return bench.Usagef("--seconds %d: must be at least 60", o.seconds)
-	}
-	if o.seeds > 0 {
-		bo.Seeds = o.seeds
-	}
-	if o.seconds > 0 {
-		bo.Seconds = o.seconds
-	}
-	if o.rate > 0 {
-		bo.RateRPS = o.rate
-	}
-	if o.cold > 0 {
-		bo.ColdStart = o.cold
-	}
-	last := time.Now()
-	bo.Progress = func(done, total int) {
-		if time.Since(last) > 5*time.Second || done == total {
-			last = time.Now()
-			env.Progressf("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
-		}
-	}
+	bench.Override(&bo.Seeds, o.seeds)
+	bench.Override(&bo.Seconds, o.seconds)
+	bench.Override(&bo.RateRPS, o.rate)
+	bench.Override(&bo.ColdStart, o.cold)
+	bo.Progress = env.RunProgress(start)
 	res, err := RunBench(ctx, bo)
 	if err != nil {
 		if errors.Is(err, plpard.ErrBadInput) {
@@ -133,21 +117,13 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		}
 		return err
 	}
-	if o.report != "" {
-		res.Options.Progress = nil
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
-			return err
+	res.Options.Progress = nil
+	return bench.Finish(env, o.report, bench.Report[BenchResult]{Kind: reportKind, Result: res}, res, func() {
+		printBenchPARD(env, res)
+		if o.trace {
+			printTrace(env, res)
 		}
-	}
-	if env.JSON {
-		res.Options.Progress = nil
-		return env.WriteJSON(res)
-	}
-	printBenchPARD(env, res)
-	if o.trace {
-		printTrace(env, res)
-	}
-	return nil
+	})
 }
 
 func pardPct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
@@ -271,16 +247,10 @@ func laterRange(res *BenchResult, policy string) string {
 
 const reportKind = "PARDBench"
 
-// reportFile is bench.json.
-type reportFile struct {
-	Kind   string       `json:"kind"`
-	Result *BenchResult `json:"result"`
-}
-
 // ReportKind implements bench.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
 // ReadReport implements bench.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
-	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
+	return bench.RereadResult[BenchResult](name, data, reportKind)
 }

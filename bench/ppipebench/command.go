@@ -137,21 +137,14 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return err
 	}
 	sums := Summarize(res, cfg.Traces)
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res, sums, map[string]interface{}{
-			"large": cfg.Large, "duration_us": cfg.Duration, "seed": cfg.Seed, "loads": cfg.Loads, "max_partitions": cfg.MaxPartitions,
-		}}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(struct {
-			Result  *Result   `json:"result"`
-			Summary []Summary `json:"summary"`
-		}{res, sums})
-	}
-	printBenchPPipe(env, res, sums)
-	return nil
+	report := reportFile{reportKind, res, sums, map[string]interface{}{
+		"large": cfg.Large, "duration_us": cfg.Duration, "seed": cfg.Seed, "loads": cfg.Loads, "max_partitions": cfg.MaxPartitions,
+	}}
+	out := struct {
+		Result  *Result   `json:"result"`
+		Summary []Summary `json:"summary"`
+	}{res, sums}
+	return bench.Finish(env, o.report, report, out, func() { printBenchPPipe(env, res, sums) })
 }
 
 // estimateBench predicts the run time from constants measured on a 2-core CI machine:

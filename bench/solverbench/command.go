@@ -202,16 +202,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if len(res.Rows) == 0 {
 		return fmt.Errorf("bench solver: no solver engine in this binary: %w", solver.ErrBackendUnavailable)
 	}
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(res)
-	}
-	printResult(env, res)
-	return nil
+	return bench.Finish(env, o.report, bench.Report[Result]{Kind: reportKind, Result: res}, res, func() { printResult(env, res) })
 }
 
 // pickEngines validates --engine (every engine when empty).
@@ -320,18 +311,12 @@ func printResult(env bench.Env, res *Result) {
 
 const reportKind = "SolverBench"
 
-// reportFile is bench.json.
-type reportFile struct {
-	Kind   string  `json:"kind"`
-	Result *Result `json:"result"`
-}
-
 // ReportKind implements bench.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
 // ReadReport implements bench.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
-	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
+	return bench.RereadResult[Result](name, data, reportKind)
 }
 
 // EmbeddedModels are the bench's embedded models (demo and hc2-g1), for `plan bench speed`.

@@ -240,19 +240,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		env.Infof("bench speed: %s: %s", m.name, ratioText(r))
 		res.Rows = append(res.Rows, r)
 	}
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, struct {
-			Kind   string  `json:"kind"`
-			Result *Result `json:"result"`
-		}{"SpeedBench", res}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(res.Rows)
-	}
-	printResult(env, res)
-	return nil
+	return bench.Finish(env, o.report, bench.Report[Result]{Kind: "SpeedBench", Result: res}, res.Rows, func() { printResult(env, res) })
 }
 
 // loadAvg is /proc/loadavg's first three fields ("" where there is none).
