@@ -195,24 +195,7 @@ func (s *streamCheck) value(t reflect.Type, tok json.Token) bool {
 		}
 		s.nested++
 		defer func() { s.nested-- }()
-		seen := map[string]bool{}
-		for {
-			tok, ok := s.next()
-			if !ok {
-				return false
-			}
-			if tok == json.Delim('}') {
-				return true
-			}
-			key, _ := tok.(string)
-			if seen[key] { // a duplicate: the tree path reports it
-				return false
-			}
-			seen[key] = true
-			if tok, ok = s.next(); !ok || !s.value(t.Elem(), tok) {
-				return false
-			}
-		}
+		return s.members(func(tok json.Token) bool { return s.value(t.Elem(), tok) })
 	case reflect.String:
 		_, ok := tok.(string)
 		return ok
@@ -239,7 +222,11 @@ func (s *streamCheck) value(t reflect.Type, tok json.Token) bool {
 
 // anyObject checks the members of an object of any shape (its '{' read): well-formed, no key
 // given twice at any depth (the tree path reports duplicates).
-func (s *streamCheck) anyObject() bool {
+func (s *streamCheck) anyObject() bool { return s.members(s.anyValue) }
+
+// members checks the members of an object (its '{' read) whose values value checks: well-formed
+// and no key given twice (a duplicate: the tree path reports it).
+func (s *streamCheck) members(value func(tok json.Token) bool) bool {
 	seen := map[string]bool{}
 	for {
 		tok, ok := s.next()
@@ -254,7 +241,7 @@ func (s *streamCheck) anyObject() bool {
 			return false
 		}
 		seen[key] = true
-		if tok, ok = s.next(); !ok || !s.anyValue(tok) {
+		if tok, ok = s.next(); !ok || !value(tok) {
 			return false
 		}
 	}
