@@ -115,6 +115,16 @@ func (e Env) RunProgress(start time.Time) func(done, total int) {
 	}
 }
 
+// Finished adapts a bench's progress callback (nil: none) to sim.Parallel's, called as each
+// of total runs finishes: finished of total runs.
+func Finished(progress func(done, total int), total int) func(i, finished int, err error) {
+	return func(_, finished int, _ error) {
+		if progress != nil {
+			progress(finished, total)
+		}
+	}
+}
+
 // Override sets *dst, a bench's default, to a flag's value v when the flag gave one: v > 0
 // (the flags of a run's sizes are 0 unless given).
 func Override[T int | float64](dst *T, v T) {
