@@ -68,23 +68,11 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 		} else {
 			c.Rate(formats.Field(ip, "q_hi"), gr.QHi)
 		}
-		mp := formats.Field(ip, "models")
-		if len(gr.Models) == 0 {
-			c.Add(mp, nil, "must list at least one model")
-		}
-		models := map[string]bool{}
-		for j, m := range gr.Models {
-			jp := formats.Index(mp, j)
-			if !c.NotEmpty(jp, m) {
-				continue
-			}
-			if models[m] {
-				c.Add(jp, m, "duplicate model")
-			} else if replicas[m] == 0 {
+		models := checkModels(c, formats.Field(ip, "models"), gr.Models, func(jp, m string) {
+			if replicas[m] == 0 {
 				c.Add(jp, m, "model has no replica in %s", pp)
 			}
-			models[m] = true
-		}
+		})
 		if len(gr.Models) > 0 && len(gr.Thr) != len(gr.Models)-1 {
 			c.Add(formats.Field(ip, "thr"), len(gr.Thr), "length must be len(models)-1 = %d", len(gr.Models)-1)
 		}
@@ -143,21 +131,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 // accuracy), its QPS range and histogram, and its validation records (validateRecords).
 func validateCascade(c *formats.Checker, cs *Cascade, p string, seen *formats.Names) {
 	c.Check(seen, formats.Field(p, "name"), cs.Name)
-	mp := formats.Field(p, "models")
-	if len(cs.Models) == 0 {
-		c.Add(mp, nil, "must list at least one model")
-	}
-	models := map[string]bool{}
-	for j, m := range cs.Models {
-		jp := formats.Index(mp, j)
-		if !c.NotEmpty(jp, m) {
-			continue
-		}
-		if models[m] {
-			c.Add(jp, m, "duplicate model")
-		}
-		models[m] = true
-	}
+	models := checkModels(c, formats.Field(p, "models"), cs.Models, nil)
 	switch {
 	case cs.LatencySLO != nil && cs.AccuracySLO != 0:
 		c.Add(formats.Field(p, "accuracy_slo"), cs.AccuracySLO, "set latency_slo or accuracy_slo, not both")
@@ -219,6 +193,29 @@ const (
 	CertProbability = "probability"
 	CertScore       = "score"
 )
+
+// checkModels checks the models of a cascade or a gear, the list at mp: at least one, each
+// named and listed once; first, when set, checks each model at its first mention (jp). It
+// returns the set of the models named.
+func checkModels(c *formats.Checker, mp string, list []string, first func(jp, m string)) map[string]bool {
+	if len(list) == 0 {
+		c.Add(mp, nil, "must list at least one model")
+	}
+	models := map[string]bool{}
+	for j, m := range list {
+		jp := formats.Index(mp, j)
+		if !c.NotEmpty(jp, m) {
+			continue
+		}
+		if models[m] {
+			c.Add(jp, m, "duplicate model")
+		} else if first != nil {
+			first(jp, m)
+		}
+		models[m] = true
+	}
+	return models
+}
 
 // validateCandidates checks a table of cascades evaluated elsewhere: models of the
 // cascade in order, one threshold per stage but the last, an accuracy in [0, 1] and the
