@@ -49,13 +49,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 			score = score || cs.Name == cp.Task && cs.Certainty == CertScore
 		}
 	}
-	gp := formats.Field(p, "gears")
-	if len(cp.Gears) == 0 {
-		c.Add(gp, nil, "must list at least one gear")
-	}
-	for i := range cp.Gears {
-		gr := &cp.Gears[i]
-		ip := formats.Index(gp, i)
+	formats.Each(c, formats.Field(p, "gears"), "gear", cp.Gears, func(i int, ip string, gr *Gear) {
 		c.Rate(formats.Field(ip, "q_lo"), gr.QLo)
 		if i == 0 && gr.QLo != 0 && formats.Finite(gr.QLo) && gr.QLo >= 0 {
 			c.Add(formats.Field(ip, "q_lo"), gr.QLo, "must be 0: gears must start at QPS 0")
@@ -119,7 +113,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 		c.InRange(formats.Field(ip, "expected_accuracy"), gr.ExpAcc, 0, 1)
 		c.DurationIn(formats.Field(ip, "expected_work_s"), gr.ExpWork, 1e6, "s", false)
 		c.DurationIn(formats.Field(ip, "expected_platency_ms"), gr.ExpPLat, 1e3, "ms", false)
-	}
+	})
 	c.DurationIn(formats.Field(p, "poll_ms"), cp.PollMs, 1e3, "ms", false)
 	c.NonNegative(formats.Field(p, "alpha"), cp.Alpha)
 	if cp.MaxBatch < 0 {

@@ -135,13 +135,8 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // types, each (service, GPU) once, and a seed placement that lists each GPU once.
 func validatePlan(c *formats.Checker, pl *formats.Plan, d *DyOrcPlan, p string) {
 	dp := formats.Field(p, "deployments")
-	if len(d.Deployments) == 0 {
-		c.Add(dp, nil, "must list at least one deployment")
-	}
 	first := map[[2]string]int{}
-	for i := range d.Deployments {
-		s := &d.Deployments[i]
-		ip := formats.Index(dp, i)
+	formats.Each(c, dp, "deployment", d.Deployments, func(i int, ip string, s *ServiceDeployment) {
 		c.NotEmpty(formats.Field(ip, "service"), s.Service)
 		c.GPU(pl, formats.Field(ip, "gpu"), s.GPU)
 		c.AtLeast(formats.Field(ip, "replicas"), int64(s.Replicas), 1)
@@ -152,7 +147,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, d *DyOrcPlan, p string) 
 		} else {
 			first[k] = i
 		}
-	}
+	})
 	c.FiniteParams(formats.Field(p, "params"), d.Params)
 	seenGPU := map[int]bool{}
 	for i, g := range d.Placement {

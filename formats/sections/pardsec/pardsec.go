@@ -69,33 +69,21 @@ func SetPlan(p *formats.Plan, pd *PARDPlan) *formats.Plan {
 func validatePlan(c *formats.Checker, pl *formats.Plan, pd *PARDPlan, p string) {
 	c.NotEmpty(formats.Field(p, "policy"), pd.Policy)
 	c.FiniteParams(formats.Field(p, "params"), pd.Params)
-	ap := formats.Field(p, "apps")
-	if len(pd.Apps) == 0 {
-		c.Add(ap, nil, "must list at least one app")
-	}
 	seen := &formats.Names{}
-	for i := range pd.Apps {
-		a := &pd.Apps[i]
-		ip := formats.Index(ap, i)
+	formats.Each(c, formats.Field(p, "apps"), "app", pd.Apps, func(_ int, ip string, a *PARDApp) {
 		c.Check(seen, formats.Field(ip, "name"), a.Name)
 		c.PositiveDuration(formats.Field(ip, "slo"), a.SLO)
 		c.Rate(formats.Field(ip, "rate_rps"), a.RateRPS)
-		mp := formats.Field(ip, "modules")
-		if len(a.Modules) == 0 {
-			c.Add(mp, nil, "must list at least one module")
-		}
 		mods := &formats.Names{}
-		for j := range a.Modules {
-			m := &a.Modules[j]
-			jp := formats.Index(mp, j)
+		formats.Each(c, formats.Field(ip, "modules"), "module", a.Modules, func(_ int, jp string, m *ModulePlan) {
 			c.Check(mods, formats.Field(jp, "name"), m.Name)
 			c.NotEmpty(formats.Field(jp, "model"), m.Model)
 			c.GPU(pl, formats.Field(jp, "gpu"), m.GPU)
 			c.AtLeast(formats.Field(jp, "batch"), int64(m.Batch), 1)
 			c.AtLeast(formats.Field(jp, "workers"), int64(m.Workers), 1)
 			c.Microseconds(formats.Field(jp, "latency_us"), m.LatencyUs)
-		}
-	}
+		})
+	})
 }
 
 // crossCheckPlan checks that the plan's apps are pipelines of the workloads given with it.
