@@ -291,19 +291,7 @@ func validateRecords(c *formats.Checker, recs []ValidationRecord, cs *Cascade, v
 				c.Add(formats.Field(rp, "model"), r.Model, "unknown model: not in %s", formats.Field(p, "models"))
 			}
 		}
-		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe App. B
-		// Eq. 5): outside [0, 1] they are a unit mistake (logits, percentages).
-		if !formats.Finite(r.Cert) {
-			c.Add(formats.Field(rp, "cert"), r.Cert, "must be a finite number")
-		} else if cs.Certainty != CertScore && (r.Cert < 0 || r.Cert > 1) {
-			c.Add(formats.Field(rp, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; set certainty: score for another scale, e.g. logit gaps)")
-		}
-		switch {
-		case r.Label != "" && r.Correct != nil:
-			c.Add(formats.Field(rp, "correct"), *r.Correct, "set label or correct, not both")
-		case r.Label == "" && r.Correct == nil:
-			c.Add(rp, nil, "must set label or correct")
-		}
+		checkOutcome(c, rp, r, cs.Certainty == CertScore, "set certainty: score for another scale, e.g. logit gaps")
 		k := key{r.Sample, r.Model}
 		if f, dup := first[k]; dup {
 			c.AddRaw(rp, fmt.Sprintf("(sample %d, model %s)", r.Sample, r.Model), "duplicate record (first at %s)", formats.Index(vp, f))
