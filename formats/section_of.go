@@ -212,3 +212,14 @@ func SetWorkload[T any](w *Workload, s Section, v *T) *Workload {
 	w.Sections.Set(s, v)
 	return w
 }
+
+// CheckOf runs check on v, a section's value in a document, with a new Checker, and returns
+// the problems it adds; a nil v (no such section) has none.
+func CheckOf[T any](v *T, check func(c *Checker, v *T)) ErrorList {
+	if v == nil {
+		return nil
+	}
+	var c Checker
+	check(&c, v)
+	return c.Errs()
+}

@@ -104,17 +104,13 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // CheckProfiles checks that every placed replica's model is in the profiles, as a DNN or an
 // LLM (formats.ProfileChecker).
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	cp := PlanOf(p)
-	if cp == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i, r := range cp.Placement {
-		if r.Model != "" && !ix.DNN(r.Model) && !ix.LLM(r.Model) {
-			c.Add(formats.Field(formats.Index(PlanKey+".placement", i), "model"), r.Model, "model not found in %s", where)
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, cp *CascadePlan) {
+		for i, r := range cp.Placement {
+			if r.Model != "" && !ix.DNN(r.Model) && !ix.LLM(r.Model) {
+				c.Add(formats.Field(formats.Index(PlanKey+".placement", i), "model"), r.Model, "model not found in %s", where)
+			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // TraceTargets: a trace given with the workload may name its cascades

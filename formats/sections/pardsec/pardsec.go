@@ -179,19 +179,15 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 
 // CheckProfiles checks that every module's model is in the profiles (formats.ProfileChecker).
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	pd := PlanOf(p)
-	if pd == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i := range pd.Apps {
-		for j, m := range pd.Apps[i].Modules {
-			if m.Model != "" && !ix.DNN(m.Model) {
-				c.Add(formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "model"), m.Model, "model not found in %s", where)
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, pd *PARDPlan) {
+		for i := range pd.Apps {
+			for j, m := range pd.Apps[i].Modules {
+				if m.Model != "" && !ix.DNN(m.Model) {
+					c.Add(formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "model"), m.Model, "model not found in %s", where)
+				}
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // GPURefs lists the GPU types the plan's modules run on (formats.GPUUser).

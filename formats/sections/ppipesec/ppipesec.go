@@ -100,40 +100,36 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // exists, its pipelines' last partition ends at the model's last block, and every (gpu,
 // vgpu, batch) a partition runs has a latency entry.
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	pp := PlanOf(p)
-	if pp == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i := range pp.Models {
-		m := &pp.Models[i]
-		ip := formats.Index(PlanKey+".models", i)
-		if m.Model == "" {
-			continue
-		}
-		if !ix.DNN(m.Model) {
-			c.Add(formats.Field(ip, "model"), m.Model, "model not found in %s", where)
-			continue
-		}
-		nb := ix.Blocks(m.Model)
-		for j := range m.Pipelines {
-			pl := &m.Pipelines[j]
-			jp := formats.Index(formats.Field(ip, "pipelines"), j)
-			if n := len(pl.Partitions); n > 0 {
-				if end := pl.Partitions[n-1].EndBlock; end != nb {
-					c.Add(formats.Field(formats.Index(formats.Field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
-				}
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, pp *PPipePlan) {
+		for i := range pp.Models {
+			m := &pp.Models[i]
+			ip := formats.Index(PlanKey+".models", i)
+			if m.Model == "" {
+				continue
 			}
-			for k := range pl.Partitions {
-				pt := &pl.Partitions[k]
-				if pt.GPU != "" && !ix.Lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
-					c.AddRaw(formats.Index(formats.Field(jp, "partitions"), k), fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch),
-						"no latency entry for model %s in %s", m.Model, where)
+			if !ix.DNN(m.Model) {
+				c.Add(formats.Field(ip, "model"), m.Model, "model not found in %s", where)
+				continue
+			}
+			nb := ix.Blocks(m.Model)
+			for j := range m.Pipelines {
+				pl := &m.Pipelines[j]
+				jp := formats.Index(formats.Field(ip, "pipelines"), j)
+				if n := len(pl.Partitions); n > 0 {
+					if end := pl.Partitions[n-1].EndBlock; end != nb {
+						c.Add(formats.Field(formats.Index(formats.Field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
+					}
+				}
+				for k := range pl.Partitions {
+					pt := &pl.Partitions[k]
+					if pt.GPU != "" && !ix.Lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
+						c.AddRaw(formats.Index(formats.Field(jp, "partitions"), k), fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch),
+							"no latency entry for model %s in %s", m.Model, where)
+					}
 				}
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // GPURefs lists the GPU types the plan's partitions and GPU use name (formats.GPUUser).

@@ -252,22 +252,18 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // CheckProfiles checks that the LLM of every group and instance is in the profiles
 // (formats.ProfileChecker).
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	q := PlanOf(p)
-	if q == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i, g := range q.Groups {
-		if g.Model != "" && !ix.LLM(g.Model) {
-			c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "model"), g.Model, "LLM not found in %s", where)
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, q *QLMPlan) {
+		for i, g := range q.Groups {
+			if g.Model != "" && !ix.LLM(g.Model) {
+				c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "model"), g.Model, "LLM not found in %s", where)
+			}
 		}
-	}
-	for i, in := range q.Instances {
-		if in.Model != "" && !ix.LLM(in.Model) {
-			c.Add(formats.Field(formats.Index(PlanKey+".instances", i), "model"), in.Model, "LLM not found in %s", where)
+		for i, in := range q.Instances {
+			if in.Model != "" && !ix.LLM(in.Model) {
+				c.Add(formats.Field(formats.Index(PlanKey+".instances", i), "model"), in.Model, "LLM not found in %s", where)
+			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // GPURefs lists the GPU types the plan's instances run on (formats.GPUUser).
