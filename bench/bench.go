@@ -44,13 +44,15 @@ func (e Env) Progressf(format string, a ...any) {
 // Bench is one `plan bench NAME` subcommand. One value serves one run: Flags binds the
 // bench's flags to it, Run reads them.
 type Bench interface {
-	Name() string
-	// Short, Long and Example are the subcommand's help.
-	Short() string
-	Long() string
-	Example() string
+	// Help is the subcommand's name and help.
+	Help() Help
 	Flags(fs *pflag.FlagSet)
 	Run(ctx context.Context, env Env) error
+}
+
+// Help is a bench's name (`plan bench NAME`) and its subcommand's help texts.
+type Help struct {
+	Name, Short, Long, Example string
 }
 
 // ReportReader is a Bench whose --report DIR/bench.json can be read back: `plan validate`

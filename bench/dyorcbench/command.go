@@ -27,17 +27,12 @@ type Command struct {
 	noChange bool
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "dyorc" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "DyOrc vs greedy, round-robin, Triton-like and the oracle on GILL, KC, Debate, image, MIX; accuracy; scaling"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Reproduces DyOrc's evaluation (DyOrc §8) in the simulator on our stand-in profiles
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "dyorc",
+		Short: "DyOrc vs greedy, round-robin, Triton-like and the oracle on GILL, KC, Debate, image, MIX; accuracy; scaling",
+		Long: `Reproduces DyOrc's evaluation (DyOrc §8) in the simulator on our stand-in profiles
 of its models (the language models' work drawn per call as U(0.5, 1.5) of the profile's, an
 output length no scheduler knows in advance) and an Azure-like trace (30 Zipf functions,
 lognormal per-minute bursts, a slow sine): each workload (gill, kc, debate, image, mix) is placed by the MILP of plan solve on
@@ -49,13 +44,10 @@ oracle-prediction bound, the predictor's per-step and whole-workflow accuracy ne
 paper's 76–94 %, and per GPU count the latency, DP states, charged scheduler time and the
 measured decision time of this Go DP, and each policy's latency before and after the change.
 
---quick: one seed, 600 s traces, scaling to 128 GPUs (about a minute on 2 cores).`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench dyorc --quick
-  plan bench dyorc --apps gill,mix --seeds 3 --report dyorc-report`
+--quick: one seed, 600 s traces, scaling to 128 GPUs (about a minute on 2 cores).`,
+		Example: `  plan bench dyorc --quick
+  plan bench dyorc --apps gill,mix --seeds 3 --report dyorc-report`,
+	}
 }
 
 // Flags implements bench.Bench.

@@ -31,17 +31,12 @@ type Command struct {
 	stress   []string
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "pard" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "PARD vs Nexus, Clipper++, naive and PARD's ablations on tm, lv, ga, da × wiki, tweet, azure"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Reproduces PARD's evaluation (paper §5) in the simulator on stand-in profiles: each of
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "pard",
+		Short: "PARD vs Nexus, Clipper++, naive and PARD's ablations on tm, lv, ga, da × wiki, tweet, azure",
+		Long: `Reproduces PARD's evaluation (paper §5) in the simulator on stand-in profiles: each of
 the four applications is provisioned by the MILP (Σ 2·d ≤ 0.8·SLO), then replayed on the
 wiki-, tweet- and azure-like traces (CV 0.47 / 1.0 / 1.3) with rate-based autoscaling and
 cold starts under every pipeline policy, for several seeds; a fixed-capacity stress test
@@ -56,13 +51,10 @@ bench/pardbench/RESULTS.md). --trace prints the per-module decision trace (drops
 consumed on arrival and at the drop, queueing, GPU time wasted on requests dropped later);
 --rpc-ms and --batch-overhead-ms add the testbed's serving overheads (default none).
 
---quick: one seed, 300 s traces (about a minute on 2 cores).`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench pard --quick
-  plan bench pard --apps lv --traces tweet --seeds 3 --report pard-report`
+--quick: one seed, 300 s traces (about a minute on 2 cores).`,
+		Example: `  plan bench pard --quick
+  plan bench pard --apps lv --traces tweet --seeds 3 --report pard-report`,
+	}
 }
 
 // Flags implements bench.Bench.

@@ -29,17 +29,12 @@ type Command struct {
 	cv        float64
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "ppipe" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "PPipe vs NP vs DART-r on HC1–HC4 (max load factor at 99% attainment)"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Reproduces PPipe's main comparison (paper §7.2) on roofline stand-in profiles of the
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "ppipe",
+		Short: "PPipe vs NP vs DART-r on HC1–HC4 (max load factor at 99% attainment)",
+		Long: `Reproduces PPipe's main comparison (paper §7.2) on roofline stand-in profiles of the
 zoo's architectures: for each heterogeneous cluster HC1–HC4 (25 high + 75 low GPUs) and each
 three-model group, solve PPipe, NP and DART-r plans, sweep the load factor (relative to the
 PPipe plan's per-model guaranteed rate, target_rps) under Poisson and bursty arrivals, and
@@ -48,13 +43,10 @@ utilization, and the reservation-vs-reactive ablation. Paper models the zoo lack
 stand-in of the same backbone (listed in the output).
 
 --quick runs HC1 and HC2 with one group, Poisson only, 5 s per load point; the full run
-prints an estimate first.`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench ppipe --quick
-  plan bench ppipe --hc HC1,HC3 --groups G2,G4 --trace poisson --report out/`
+prints an estimate first.`,
+		Example: `  plan bench ppipe --quick
+  plan bench ppipe --hc HC1,HC3 --groups G2,G4 --trace poisson --report out/`,
+	}
 }
 
 // Flags implements bench.Bench.

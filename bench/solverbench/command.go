@@ -51,17 +51,12 @@ type Command struct {
 	noHeur    bool
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "solver" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "HiGHS on model files per solver engine: time per simplex iteration, time to a MIP gap"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Solves model files (LP or MPS) with the in-process HiGHS on each solver engine (native:
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "solver",
+		Short: "HiGHS on model files per solver engine: time per simplex iteration, time to a MIP gap",
+		Long: `Solves model files (LP or MPS) with the in-process HiGHS on each solver engine (native:
 the wasm translated to C; wazero: the wasm in Go), one thread, and prints the status,
 objective, simplex iterations, nodes, gap, run time (median of --reps runs) and time per
 simplex iteration, with each engine's time as a multiple of the native engine's.
@@ -77,15 +72,12 @@ proof that the incumbent is within the gap).
 Without --lp it runs two embedded models, the PPipe planner's full MILP for the embedded demo
 and for the 3-model L4+T4 instance hc2-g1. Write your own with PLAN_WRITE_LP=DIR plan solve ...
 
---quick: one run per engine.`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench solver --quick
+--quick: one run per engine.`,
+		Example: `  plan bench solver --quick
   PLAN_WRITE_LP=lps plan solve --slo 200ms && plan bench solver --lp "$(echo lps/ppipe-*.lp | tr ' ' ,)"
   plan bench solver --milp --gap 0.001 --time-limit 60s --engine native
-  plan bench solver --milp --no-heuristics --engine native  # hc2-g1 as the planner runs it`
+  plan bench solver --milp --no-heuristics --engine native  # hc2-g1 as the planner runs it`,
+	}
 }
 
 // Flags implements bench.Bench.
