@@ -37,6 +37,26 @@ func ProfiledModels(docs map[string]Document, dnn, llm bool) (files []string, kn
 	return files, known
 }
 
+// CheckProfiledRefs is a workload section's cross-check against the profiles given beside it
+// (none given: nothing to check against). refs calls add with the path and name of each model
+// the section names (an empty name is not checked): one that is not a DNN model (dnn) or an
+// LLM (llm) of those profiles is a problem, rule with the profiles' file names for its %s
+// ("model not found in any profile (%s)").
+func CheckProfiledRefs(docs map[string]Document, dnn, llm bool, rule string, refs func(add func(path, name string))) ErrorList {
+	files, known := ProfiledModels(docs, dnn, llm)
+	if len(files) == 0 {
+		return nil
+	}
+	var c Checker
+	where := strings.Join(files, ", ")
+	refs(func(path, name string) {
+		if name != "" && !known[name] {
+			c.Add(path, name, rule, where)
+		}
+	})
+	return c.Errs()
+}
+
 // CheckWorkloadRefs is a plan section's cross-check of the names it takes from the workloads
 // given beside the plan (a PARD plan's apps are pipelines of them). defined lists the names a
 // workload defines, ok false where it has no section of that kind; when no workload given has

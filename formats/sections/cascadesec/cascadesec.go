@@ -8,8 +8,6 @@
 package cascadesec
 
 import (
-	"strings"
-
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -76,19 +74,13 @@ func crossCheckPlan(cp *CascadePlan, self string, docs map[string]formats.Docume
 // CrossCheck checks that every model of every cascade is in a given profile (a DNN or an
 // LLM), when profiles are given.
 func crossCheckCascades(cs *[]Cascade, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, known := formats.ProfiledModels(docs, true, true)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *cs {
-		for j, m := range (*cs)[i].Models {
-			if m != "" && !known[m] {
-				c.Add(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "models"), j), m, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+	return formats.CheckProfiledRefs(docs, true, true, "model not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *cs {
+			for j, m := range (*cs)[i].Models {
+				add(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "models"), j), m)
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the cascades' models, as DNNs and as LLMs (a cascade may hold either;

@@ -150,20 +150,13 @@ func validatePipeline(c *formats.Checker, pl *Pipeline, p string, seen *formats.
 // crossCheckPipelines checks that every module's model is in a given profile, when profiles
 // are given.
 func crossCheckPipelines(ps *[]Pipeline, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, known := formats.ProfiledModels(docs, true, false)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *ps {
-		for j, m := range (*ps)[i].Modules {
-			if m.Model != "" && !known[m.Model] {
-				path := formats.Field(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "modules"), j), "model")
-				c.Add(path, m.Model, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+	return formats.CheckProfiledRefs(docs, true, false, "model not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *ps {
+			for j, m := range (*ps)[i].Modules {
+				add(formats.Field(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "modules"), j), "model"), m.Model)
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the pipelines' modules' models (formats.ModelUser, for profile coverage).

@@ -8,7 +8,6 @@ package ppipesec
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -65,24 +64,18 @@ func SetPlan(p *formats.Plan, pp *PPipePlan) *formats.Plan {
 // crossCheckModels checks that every model (its profile name) is in a given profile, when
 // profiles are given.
 func crossCheckModels(ms *[]ModelWorkload, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, known := formats.ProfiledModels(docs, true, false)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *ms {
-		m := &(*ms)[i]
-		p := formats.Index(WorkloadKey, i)
-		if m.Profile != "" {
-			p = formats.Field(p, "profile")
-		} else {
-			p = formats.Field(p, "name")
+	return formats.CheckProfiledRefs(docs, true, false, "model not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *ms {
+			m := &(*ms)[i]
+			p := formats.Index(WorkloadKey, i)
+			if m.Profile != "" {
+				p = formats.Field(p, "profile")
+			} else {
+				p = formats.Field(p, "name")
+			}
+			add(p, m.ProfileName())
 		}
-		if name := m.ProfileName(); name != "" && !known[name] {
-			c.Add(p, name, "model not found in any profile (%s)", strings.Join(profiles, ", "))
-		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the workload's models by profile name (formats.ModelUser, for profile

@@ -227,17 +227,11 @@ func validateTokens(c *formats.Checker, t *TokenProfile, p string) {
 // crossCheckClasses checks that each class's LLM is in a given profile (when profiles are
 // given).
 func crossCheckClasses(cs *[]LLMClass, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, llms := formats.ProfiledModels(docs, false, true)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *cs {
-		if m := (*cs)[i].Model; m != "" && !llms[m] {
-			c.Add(formats.Field(formats.Index(WorkloadKey, i), "model"), m, "LLM not found in any profile (%s)", strings.Join(profiles, ", "))
+	return formats.CheckProfiledRefs(docs, false, true, "LLM not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *cs {
+			add(formats.Field(formats.Index(WorkloadKey, i), "model"), (*cs)[i].Model)
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the LLMs the classes use (formats.ModelUser, for profile coverage).
