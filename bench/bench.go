@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/plan-dev/plan/formats"
 	"github.com/spf13/pflag"
@@ -43,13 +44,15 @@ func (e Env) Progressf(format string, a ...any) {
 // Bench is one `plan bench NAME` subcommand. One value serves one run: Flags binds the
 // bench's flags to it, Run reads them.
 type Bench interface {
-	Name() string
-	// Short, Long and Example are the subcommand's help.
-	Short() string
-	Long() string
-	Example() string
+	// Help is the subcommand's name and help.
+	Help() Help
 	Flags(fs *pflag.FlagSet)
 	Run(ctx context.Context, env Env) error
+}
+
+// Help is a bench's name (`plan bench NAME`) and its subcommand's help texts.
+type Help struct {
+	Name, Short, Long, Example string
 }
 
 // ReportReader is a Bench whose --report DIR/bench.json can be read back: `plan validate`
@@ -74,6 +77,70 @@ func Reread[T any](name string, data []byte, kind string, kindOf func(*T) string
 		return nil, fmt.Errorf("%s: kind: %q: must be %s", name, got, kind)
 	}
 	return reportBytes(v)
+}
+
+// Report is the bench.json of a bench whose report is its result, under the bench's kind.
+type Report[R any] struct {
+	Kind   string `json:"kind"`
+	Result *R     `json:"result"`
+}
+
+// RereadResult is ReadReport for a bench whose bench.json is a Report[R] of kind.
+func RereadResult[R any](name string, data []byte, kind string) ([]byte, error) {
+	return Reread(name, data, kind, func(r *Report[R]) string { return r.Kind })
+}
+
+// Finish ends a bench's Run the one way they all do: report written to dir/bench.json when
+// dir is set (WriteReport), then out as JSON when env asks for it, else print's tables.
+func Finish(env Env, dir string, report, out any, print func()) error {
+	if dir != "" {
+		if err := WriteReport(dir, report); err != nil {
+			return err
+		}
+	}
+	if env.JSON {
+		return env.WriteJSON(out)
+	}
+	print()
+	return nil
+}
+
+// RunProgress is the progress callback of a bench that counts its runs: "[elapsed] done/total
+// runs" at most every 5 s, and at the last run; start is when the bench started.
+func (e Env) RunProgress(start time.Time) func(done, total int) {
+	last := time.Now()
+	return func(done, total int) {
+		if time.Since(last) > 5*time.Second || done == total {
+			last = time.Now()
+			e.Progressf("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
+		}
+	}
+}
+
+// Finished adapts a bench's progress callback (nil: none) to sim.Parallel's, called as each
+// of total runs finishes: finished of total runs.
+func Finished(progress func(done, total int), total int) func(i, finished int, err error) {
+	return func(_, finished int, _ error) {
+		if progress != nil {
+			progress(finished, total)
+		}
+	}
+}
+
+// Override sets *dst, a bench's default, to a flag's value v when the flag gave one: v > 0
+// (the flags of a run's sizes are 0 unless given).
+func Override[T int | float64](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+// TraceSeconds checks --seconds, a trace's length: 0 (the bench's default) or at least 60.
+func TraceSeconds(seconds int) error {
+	if seconds > 0 && seconds < 60 {
+		return Usagef("--seconds %d: must be at least 60", seconds)
+	}
+	return nil
 }
 
 func reportBytes(v any) ([]byte, error) {

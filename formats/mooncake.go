@@ -80,26 +80,25 @@ func ParseMooncakeTrace(name string, data []byte, blockTokens int) (*Trace, erro
 		return nil, fmt.Errorf("%s: hash block size %d: must be in [1, %d]", name, blockTokens, MaxTraceTokens)
 	}
 	t := &Trace{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: KindTrace}, Metadata: Metadata{Name: name}, HashBlockTokens: blockTokens}
-	sc := bufio.NewScanner(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
+	var bad error
+	at, err := ScanLines(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), func(line int, text []byte) bool {
 		r, err := parseMooncakeLine(text, blockTokens)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			bad = fmt.Errorf("%s:%d: %w", name, line, err)
+			return false
 		}
 		if n := len(t.Requests); n > 0 && r.TimeUs < t.Requests[n-1].TimeUs {
-			return nil, fmt.Errorf("%s:%d: timestamp: %s: earlier than the line before (timestamps must be non-decreasing)", name, line, formatMs(r.TimeUs))
+			bad = fmt.Errorf("%s:%d: timestamp: %s: earlier than the line before (timestamps must be non-decreasing)", name, line, formatMs(r.TimeUs))
+			return false
 		}
 		t.Requests = append(t.Requests, r)
+		return true
+	})
+	if bad != nil {
+		return nil, bad
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", name, at, err)
 	}
 	if len(t.Requests) == 0 {
 		return nil, fmt.Errorf("%s: no requests", name)
@@ -108,6 +107,23 @@ func ParseMooncakeTrace(name string, data []byte, blockTokens int) (*Trace, erro
 		return nil, errs.WithFile(name)
 	}
 	return t, nil
+}
+
+// ScanLines calls each with the number (from 1) and the text, white space trimmed, of every
+// non-blank line of data (a JSON Lines file; lines up to 16 MiB) until each returns false. A
+// read error (a longer line) is returned with the number of the line it stopped at.
+func ScanLines(data []byte, each func(line int, text []byte) bool) (at int, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) > 0 && !each(line, text) {
+			return line, nil
+		}
+	}
+	return line + 1, sc.Err()
 }
 
 // formatMs writes µs as the trace's ms.

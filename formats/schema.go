@@ -53,14 +53,7 @@ func Schema(kind string, secs *SectionSet) ([]byte, error) {
 		defs.set(name, g.defs[name])
 	}
 	root.set("$defs", defs)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(root); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return Marshal(root)
 }
 
 type schemaGen struct {

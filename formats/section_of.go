@@ -183,3 +183,43 @@ func InPlan[T any](key string, validate func(c *Checker, p *Plan, v *T, key stri
 		return c.Errs()
 	}
 }
+
+// CheckList adapts the rule for one element of a list-valued section to SectionOf.Check:
+// validate checks each element, at path key[i], with the names of the elements before it
+// (an element's name must be unique in the list).
+func CheckList[E any](key string, validate func(c *Checker, e *E, path string, seen *Names)) func(*[]E) ErrorList {
+	return func(es *[]E) ErrorList {
+		var c Checker
+		seen := &Names{}
+		for i := range *es {
+			validate(&c, &(*es)[i], Index(key, i), seen)
+		}
+		return c.Errs()
+	}
+}
+
+// SetPlan sets the plan section s of p to v (nil removes it) and returns p: a system's typed
+// setter is one line (pardsec.SetPlan). s is the Section the system registers, so a wrapper's
+// methods stay with the value (SectionValues.Set).
+func SetPlan[T any](p *Plan, s Section, v *T) *Plan {
+	p.Sections.Set(s, v)
+	return p
+}
+
+// SetWorkload sets the workload section s of w to v (nil, or an empty list, removes it) and
+// returns w, as SetPlan does for a plan.
+func SetWorkload[T any](w *Workload, s Section, v *T) *Workload {
+	w.Sections.Set(s, v)
+	return w
+}
+
+// CheckOf runs check on v, a section's value in a document, with a new Checker, and returns
+// the problems it adds; a nil v (no such section) has none.
+func CheckOf[T any](v *T, check func(c *Checker, v *T)) ErrorList {
+	if v == nil {
+		return nil
+	}
+	var c Checker
+	check(&c, v)
+	return c.Errs()
+}

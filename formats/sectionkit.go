@@ -142,3 +142,14 @@ func (c *Checker) VGPULevel(path string, x int) { vgpuLevel(&c.v, path, x) }
 // Tagged is l as an error that also matches sentinel (errors.Is): how formats' own decoders
 // return their problems (ErrDecode), for a system's decoders of its own files.
 func (l ErrorList) Tagged(sentinel error) error { return l.tagged(sentinel) }
+
+// Each checks the list es at path p: it must list at least one what ("app"), and check checks
+// each element, its index i and path p[i].
+func Each[E any](c *Checker, p, what string, es []E, check func(i int, ip string, e *E)) {
+	if len(es) == 0 {
+		c.Add(p, nil, "must list at least one %s", what)
+	}
+	for i := range es {
+		check(i, Index(p, i), &es[i])
+	}
+}

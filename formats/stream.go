@@ -128,6 +128,13 @@ func (s *streamCheck) next() (json.Token, bool) {
 	return tok, err == nil
 }
 
+// item reads the next token inside an array or object: more is false at its close (or at an
+// error, when ok is false too).
+func (s *streamCheck) item(close json.Delim) (tok json.Token, more, ok bool) {
+	tok, ok = s.next()
+	return tok, ok && tok != close, ok
+}
+
 func (s *streamCheck) structFields(t reflect.Type) *streamFields {
 	if f, ok := s.fields[t]; ok {
 		return f
@@ -172,15 +179,12 @@ func (s *streamCheck) value(t reflect.Type, tok json.Token) bool {
 		s.nested++
 		defer func() { s.nested-- }()
 		for n := 0; ; n++ {
-			tok, ok := s.next()
-			if !ok {
-				return false
-			}
-			if tok == json.Delim(']') {
-				if s.nested == 1 && n >= minPresized {
+			tok, more, ok := s.item(']')
+			if !more {
+				if ok && s.nested == 1 && n >= minPresized {
 					s.sizes = append(s.sizes, presized{path: slices.Clone(s.path), n: n})
 				}
-				return true
+				return ok
 			}
 			if !s.value(t.Elem(), tok) {
 				return false
@@ -195,24 +199,7 @@ func (s *streamCheck) value(t reflect.Type, tok json.Token) bool {
 		}
 		s.nested++
 		defer func() { s.nested-- }()
-		seen := map[string]bool{}
-		for {
-			tok, ok := s.next()
-			if !ok {
-				return false
-			}
-			if tok == json.Delim('}') {
-				return true
-			}
-			key, _ := tok.(string)
-			if seen[key] { // a duplicate: the tree path reports it
-				return false
-			}
-			seen[key] = true
-			if tok, ok = s.next(); !ok || !s.value(t.Elem(), tok) {
-				return false
-			}
-		}
+		return s.members(func(tok json.Token) bool { return s.value(t.Elem(), tok) })
 	case reflect.String:
 		_, ok := tok.(string)
 		return ok
@@ -239,22 +226,23 @@ func (s *streamCheck) value(t reflect.Type, tok json.Token) bool {
 
 // anyObject checks the members of an object of any shape (its '{' read): well-formed, no key
 // given twice at any depth (the tree path reports duplicates).
-func (s *streamCheck) anyObject() bool {
+func (s *streamCheck) anyObject() bool { return s.members(s.anyValue) }
+
+// members checks the members of an object (its '{' read) whose values value checks: well-formed
+// and no key given twice (a duplicate: the tree path reports it).
+func (s *streamCheck) members(value func(tok json.Token) bool) bool {
 	seen := map[string]bool{}
 	for {
-		tok, ok := s.next()
-		if !ok {
-			return false
-		}
-		if tok == json.Delim('}') {
-			return true
+		tok, more, ok := s.item('}')
+		if !more {
+			return ok
 		}
 		key, _ := tok.(string)
 		if seen[key] {
 			return false
 		}
 		seen[key] = true
-		if tok, ok = s.next(); !ok || !s.anyValue(tok) {
+		if tok, ok = s.next(); !ok || !value(tok) {
 			return false
 		}
 	}
@@ -267,12 +255,9 @@ func (s *streamCheck) anyValue(tok json.Token) bool {
 		return s.anyObject()
 	case json.Delim('['):
 		for {
-			tok, ok := s.next()
-			if !ok {
-				return false
-			}
-			if tok == json.Delim(']') {
-				return true
+			tok, more, ok := s.item(']')
+			if !more {
+				return ok
 			}
 			if !s.anyValue(tok) {
 				return false
@@ -293,11 +278,11 @@ func (s *streamCheck) object(t reflect.Type) bool {
 	f := s.structFields(t)
 	present := make([]bool, len(f.list))
 	for {
-		tok, ok := s.next()
+		tok, more, ok := s.item('}')
 		if !ok {
 			return false
 		}
-		if tok == json.Delim('}') {
+		if !more {
 			break
 		}
 		key, _ := tok.(string)

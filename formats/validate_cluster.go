@@ -31,12 +31,7 @@ func (c *Cluster) Validate() ErrorList {
 	seen := map[string]bool{}
 	for i, g := range c.GPUs {
 		p := idx("gpus", i)
-		if g.Type == "" {
-			v.add(field(p, "type"), g.Type, "must not be empty")
-		} else if seen[g.Type] {
-			v.add(field(p, "type"), g.Type, "duplicate GPU type")
-		}
-		seen[g.Type] = true
+		uniqueGPU(v, seen, field(p, "type"), g.Type)
 		if g.Count < 0 {
 			v.add(field(p, "count"), g.Count, "must be >= 0")
 		}
@@ -203,4 +198,15 @@ func nodeLabels(v *validator, path string, ls map[string]string) {
 			v.add(path+"."+k, ls[k], "not a Kubernetes label value (at most 63 of A-Z a-z 0-9 - _ . starting and ending alphanumeric)")
 		}
 	}
+}
+
+// uniqueGPU requires the GPU type at path to be named, and once in its list (seen holds the
+// types before it): a cluster's pools, a fleet's GPU use.
+func uniqueGPU(v *validator, seen map[string]bool, path, gpu string) {
+	if gpu == "" {
+		v.add(path, gpu, "must not be empty")
+	} else if seen[gpu] {
+		v.add(path, gpu, "duplicate GPU type")
+	}
+	seen[gpu] = true
 }

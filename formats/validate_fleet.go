@@ -15,12 +15,7 @@ func (f *Fleet) validate(v *validator, p string) {
 	seen := map[string]bool{}
 	for i, g := range f.GPUsUsed {
 		q := idx(field(p, "gpus_used"), i)
-		if g.GPU == "" {
-			v.add(field(q, "gpu"), g.GPU, "must not be empty")
-		} else if seen[g.GPU] {
-			v.add(field(q, "gpu"), g.GPU, "duplicate GPU type")
-		}
-		seen[g.GPU] = true
+		uniqueGPU(v, seen, field(q, "gpu"), g.GPU)
 		if g.Count < 0 {
 			v.add(field(q, "count"), g.Count, "must be >= 0")
 		}

@@ -25,17 +25,12 @@ type Command struct {
 	user    userInput
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "cascade" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "CascadeServe vs DynBa, MS+, Cocktail+, no-switch and no-cascade on BERT and Llama stand-ins"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Reproduces CascadeServe's evaluation (paper §6) on stand-ins: seeded latent-difficulty
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "cascade",
+		Short: "CascadeServe vs DynBa, MS+, Cocktail+, no-switch and no-cascade on BERT and Llama stand-ins",
+		Long: `Reproduces CascadeServe's evaluation (paper §6) on stand-ins: seeded latent-difficulty
 validation (planning) and test (serving) sets calibrated to the paper's single-model
 accuracies, stand-in V100 profiles, and per-second arrival rates scaled to the paper's peaks (BERT
 7,600 QPS, Llama 60 QPS) from --trace FILE: the paper's Twitter-derived series
@@ -69,14 +64,11 @@ and replayed on your inputs instead of the stand-ins.
 
 DynBa and MS+ are provisioned by the paper's rule (plan solve --provision queue: the rate
 below which all but the SLO's tail of requests arrive; peaks queue), Cocktail+ as the
-paper's oracle (future QPS known) and as the runtime autoscaler (cocktail+rt).`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench cascade --quick
+paper's oracle (future QPS known) and as the runtime autoscaler (cocktail+rt).`,
+		Example: `  plan bench cascade --quick
   plan bench cascade --setups llama --report cascade-report
-  plan bench cascade --profile my-profile.json --records val.csv --test test.csv --trace qps.txt --slo 400ms`
+  plan bench cascade --profile my-profile.json --records val.csv --test test.csv --trace qps.txt --slo 400ms`,
+	}
 }
 
 // Flags implements bench.Bench.
@@ -224,15 +216,8 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		for _, p := range plots {
 			rep.Plots = append(rep.Plots, filepath.Base(p))
 		}
-		if err := bench.WriteReport(o.report, rep); err != nil {
-			return err
-		}
 	}
-	if env.JSON {
-		return env.WriteJSON(rep)
-	}
-	o.print(env, rep)
-	return nil
+	return bench.Finish(env, o.report, rep, rep, func() { o.print(env, rep) })
 }
 
 // peakWindow returns n seconds of q that contain its peak, choosing among those the window

@@ -27,17 +27,12 @@ type Command struct {
 	noChange bool
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "dyorc" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "DyOrc vs greedy, round-robin, Triton-like and the oracle on GILL, KC, Debate, image, MIX; accuracy; scaling"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Reproduces DyOrc's evaluation (DyOrc §8) in the simulator on our stand-in profiles
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "dyorc",
+		Short: "DyOrc vs greedy, round-robin, Triton-like and the oracle on GILL, KC, Debate, image, MIX; accuracy; scaling",
+		Long: `Reproduces DyOrc's evaluation (DyOrc §8) in the simulator on our stand-in profiles
 of its models (the language models' work drawn per call as U(0.5, 1.5) of the profile's, an
 output length no scheduler knows in advance) and an Azure-like trace (30 Zipf functions,
 lognormal per-minute bursts, a slow sine): each workload (gill, kc, debate, image, mix) is placed by the MILP of plan solve on
@@ -49,13 +44,10 @@ oracle-prediction bound, the predictor's per-step and whole-workflow accuracy ne
 paper's 76–94 %, and per GPU count the latency, DP states, charged scheduler time and the
 measured decision time of this Go DP, and each policy's latency before and after the change.
 
---quick: one seed, 600 s traces, scaling to 128 GPUs (about a minute on 2 cores).`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench dyorc --quick
-  plan bench dyorc --apps gill,mix --seeds 3 --report dyorc-report`
+--quick: one seed, 600 s traces, scaling to 128 GPUs (about a minute on 2 cores).`,
+		Example: `  plan bench dyorc --quick
+  plan bench dyorc --apps gill,mix --seeds 3 --report dyorc-report`,
+	}
 }
 
 // Flags implements bench.Bench.
@@ -85,21 +77,13 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.seeds < 0 || o.seconds < 0 || o.gpus < 0 || o.load < 0 || o.stateUs < 0 || o.gpuGB < 0 {
 		return bench.Usagef("--seeds, --seconds, --gpus, --load, --state-us and --gpu-gb must be >= 0")
 	}
-	if o.seconds > 0 && o.seconds < 60 {
-		return bench.Usagef("--seconds %d: must be at least 60", o.seconds)
+	if err := bench.TraceSeconds(o.seconds); err != nil {
+		return err
 	}
-	if o.seeds > 0 {
-		bo.Seeds = o.seeds
-	}
-	if o.seconds > 0 {
-		bo.Seconds = o.seconds
-	}
-	if o.gpus > 0 {
-		bo.GPUs = o.gpus
-	}
-	if o.load > 0 {
-		bo.Load = o.load
-	}
+	bench.Override(&bo.Seeds, o.seeds)
+	bench.Override(&bo.Seconds, o.seconds)
+	bench.Override(&bo.GPUs, o.gpus)
+	bench.Override(&bo.Load, o.load)
 	if o.noScale {
 		bo.Scale = nil
 	}
@@ -116,28 +100,13 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return err
 	}
 	bo.Apps, bo.Policies = apps, pols
-	last := time.Now()
-	bo.Progress = func(done, total int) {
-		if time.Since(last) > 5*time.Second || done == total {
-			last = time.Now()
-			env.Progressf("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
-		}
-	}
+	bo.Progress = env.RunProgress(start)
 	res, err := Run(ctx, bo)
 	if err != nil {
 		return err
 	}
 	res.Options.Progress = nil
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(res)
-	}
-	Print(env, res)
-	return nil
+	return bench.Finish(env, o.report, bench.Report[Result]{Kind: reportKind, Result: res}, res, func() { Print(env, res) })
 }
 
 // Print writes the bench's tables.
@@ -198,16 +167,10 @@ func Print(env bench.Env, res *Result) {
 
 const reportKind = "DyOrcBench"
 
-// reportFile is bench.json.
-type reportFile struct {
-	Kind   string  `json:"kind"`
-	Result *Result `json:"result"`
-}
-
 // ReportKind implements bench.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
 // ReadReport implements bench.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
-	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
+	return bench.RereadResult[Result](name, data, reportKind)
 }

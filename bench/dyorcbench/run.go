@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/plan-dev/plan/bench"
 	"github.com/plan-dev/plan/dataplane"
 	dp "github.com/plan-dev/plan/dataplane/dyorc"
 	"github.com/plan-dev/plan/formats"
@@ -369,11 +370,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r, err := simulate(dep, j.pol, o.Seconds, j.seed, su)
 		outs[i] = r
 		return err
-	}, func(_, finished int, _ error) {
-		if o.Progress != nil {
-			o.Progress(finished, len(jobs))
-		}
-	})
+	}, bench.Finished(o.Progress, len(jobs)))
 	if err != nil {
 		return nil, err
 	}

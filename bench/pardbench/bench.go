@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plan-dev/plan/bench"
 	dppard "github.com/plan-dev/plan/dataplane/pard"
 	"github.com/plan-dev/plan/formats/sections/pardsec"
 	plpard "github.com/plan-dev/plan/planner/pard"
@@ -364,11 +365,7 @@ func runJobs(ctx context.Context, o BenchOptions, jobs []benchJob, plans map[str
 				Policy: rt.Config{Policy: name, Params: params}})
 		}
 		return err
-	}, func(_, finished int, _ error) {
-		if o.Progress != nil {
-			o.Progress(finished, len(jobs))
-		}
-	})
+	}, bench.Finished(o.Progress, len(jobs)))
 	if err != nil {
 		return nil, err
 	}

@@ -31,17 +31,12 @@ type Command struct {
 	stress   []string
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "pard" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "PARD vs Nexus, Clipper++, naive and PARD's ablations on tm, lv, ga, da × wiki, tweet, azure"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Reproduces PARD's evaluation (paper §5) in the simulator on stand-in profiles: each of
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "pard",
+		Short: "PARD vs Nexus, Clipper++, naive and PARD's ablations on tm, lv, ga, da × wiki, tweet, azure",
+		Long: `Reproduces PARD's evaluation (paper §5) in the simulator on stand-in profiles: each of
 the four applications is provisioned by the MILP (Σ 2·d ≤ 0.8·SLO), then replayed on the
 wiki-, tweet- and azure-like traces (CV 0.47 / 1.0 / 1.3) with rate-based autoscaling and
 cold starts under every pipeline policy, for several seeds; a fixed-capacity stress test
@@ -56,13 +51,10 @@ bench/pardbench/RESULTS.md). --trace prints the per-module decision trace (drops
 consumed on arrival and at the drop, queueing, GPU time wasted on requests dropped later);
 --rpc-ms and --batch-overhead-ms add the testbed's serving overheads (default none).
 
---quick: one seed, 300 s traces (about a minute on 2 cores).`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench pard --quick
-  plan bench pard --apps lv --traces tweet --seeds 3 --report pard-report`
+--quick: one seed, 300 s traces (about a minute on 2 cores).`,
+		Example: `  plan bench pard --quick
+  plan bench pard --apps lv --traces tweet --seeds 3 --report pard-report`,
+	}
 }
 
 // Flags implements bench.Bench.
@@ -101,31 +93,15 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if o.stress != nil {
 		bo.StressPolicies = o.stress
 	}
-	if o.headroom > 0 {
-		bo.Headroom = o.headroom
+	bench.Override(&bo.Headroom, o.headroom)
+	if err := bench.TraceSeconds(o.seconds); err != nil {
+		return err
 	}
-	if o.seconds > 0 && o.seconds < 60 {
-		return bench.Usagef("--seconds %d: must be at least 60", o.seconds)
-	}
-	if o.seeds > 0 {
-		bo.Seeds = o.seeds
-	}
-	if o.seconds > 0 {
-		bo.Seconds = o.seconds
-	}
-	if o.rate > 0 {
-		bo.RateRPS = o.rate
-	}
-	if o.cold > 0 {
-		bo.ColdStart = o.cold
-	}
-	last := time.Now()
-	bo.Progress = func(done, total int) {
-		if time.Since(last) > 5*time.Second || done == total {
-			last = time.Now()
-			env.Progressf("[%s] %d/%d runs", time.Since(start).Round(time.Second), done, total)
-		}
-	}
+	bench.Override(&bo.Seeds, o.seeds)
+	bench.Override(&bo.Seconds, o.seconds)
+	bench.Override(&bo.RateRPS, o.rate)
+	bench.Override(&bo.ColdStart, o.cold)
+	bo.Progress = env.RunProgress(start)
 	res, err := RunBench(ctx, bo)
 	if err != nil {
 		if errors.Is(err, plpard.ErrBadInput) {
@@ -133,21 +109,13 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		}
 		return err
 	}
-	if o.report != "" {
-		res.Options.Progress = nil
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
-			return err
+	res.Options.Progress = nil
+	return bench.Finish(env, o.report, bench.Report[BenchResult]{Kind: reportKind, Result: res}, res, func() {
+		printBenchPARD(env, res)
+		if o.trace {
+			printTrace(env, res)
 		}
-	}
-	if env.JSON {
-		res.Options.Progress = nil
-		return env.WriteJSON(res)
-	}
-	printBenchPARD(env, res)
-	if o.trace {
-		printTrace(env, res)
-	}
-	return nil
+	})
 }
 
 func pardPct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
@@ -271,16 +239,10 @@ func laterRange(res *BenchResult, policy string) string {
 
 const reportKind = "PARDBench"
 
-// reportFile is bench.json.
-type reportFile struct {
-	Kind   string       `json:"kind"`
-	Result *BenchResult `json:"result"`
-}
-
 // ReportKind implements bench.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
 // ReadReport implements bench.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
-	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
+	return bench.RereadResult[BenchResult](name, data, reportKind)
 }

@@ -29,17 +29,12 @@ type Command struct {
 	cv        float64
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "ppipe" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "PPipe vs NP vs DART-r on HC1–HC4 (max load factor at 99% attainment)"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Reproduces PPipe's main comparison (paper §7.2) on roofline stand-in profiles of the
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "ppipe",
+		Short: "PPipe vs NP vs DART-r on HC1–HC4 (max load factor at 99% attainment)",
+		Long: `Reproduces PPipe's main comparison (paper §7.2) on roofline stand-in profiles of the
 zoo's architectures: for each heterogeneous cluster HC1–HC4 (25 high + 75 low GPUs) and each
 three-model group, solve PPipe, NP and DART-r plans, sweep the load factor (relative to the
 PPipe plan's per-model guaranteed rate, target_rps) under Poisson and bursty arrivals, and
@@ -52,13 +47,10 @@ P ≤ 3 MILP does not close the default gap within a minute, and a plan cut off 
 would differ with the machine's speed.
 
 --quick runs HC1 and HC2 with one group, Poisson only, 5 s per load point; the full run
-prints an estimate first.`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench ppipe --quick
-  plan bench ppipe --hc HC1,HC3 --groups G2,G4 --trace poisson --report out/`
+prints an estimate first.`,
+		Example: `  plan bench ppipe --quick
+  plan bench ppipe --hc HC1,HC3 --groups G2,G4 --trace poisson --report out/`,
+	}
 }
 
 // Flags implements bench.Bench.
@@ -141,21 +133,14 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		return err
 	}
 	sums := Summarize(res, cfg.Traces)
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res, sums, map[string]interface{}{
-			"large": cfg.Large, "duration_us": cfg.Duration, "seed": cfg.Seed, "loads": cfg.Loads, "max_partitions": cfg.MaxPartitions,
-		}}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(struct {
-			Result  *Result   `json:"result"`
-			Summary []Summary `json:"summary"`
-		}{res, sums})
-	}
-	printBenchPPipe(env, res, sums)
-	return nil
+	report := reportFile{reportKind, res, sums, map[string]interface{}{
+		"large": cfg.Large, "duration_us": cfg.Duration, "seed": cfg.Seed, "loads": cfg.Loads, "max_partitions": cfg.MaxPartitions,
+	}}
+	out := struct {
+		Result  *Result   `json:"result"`
+		Summary []Summary `json:"summary"`
+	}{res, sums}
+	return bench.Finish(env, o.report, report, out, func() { printBenchPPipe(env, res, sums) })
 }
 
 // estimateBench predicts the run time from constants measured on a 2-core CI machine:

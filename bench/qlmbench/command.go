@@ -43,17 +43,12 @@ type Command struct {
 	relax    []float64
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "qlm" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "QLM vs vLLM-FCFS, EDF, round-robin/random assignment and ablations on the Azure LLM trace"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Replays the Azure LLM inference trace 2023 (conversation service; embedded in plan under
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "qlm",
+		Short: "QLM vs vLLM-FCFS, EDF, round-robin/random assignment and ablations on the Azure LLM trace",
+		Long: `Replays the Azure LLM inference trace 2023 (conversation service; embedded in plan under
 CC-BY 4.0, cite Patel et al., "Splitwise", ISCA 2024; --trace FILE for another) against two
 A100 instances serving Mistral-7B (W_B, single model, QLM §8.2) from the bundled profile
 (a copy of testdata/qlm/profile.json; --profile FILE for another). The output names the
@@ -62,12 +57,9 @@ the rate; prompt and output lengths are the trace's. A --share of requests (ever
 latency-sensitive (20 s end-to-end SLO), the rest batch (10 min). Prints, per policy, SLO
 attainment of each class, throughput and the wall time of the replay. Paper (Fig. 9-10):
 QLM +40-90% SLO attainment over vLLM, ahead of EDF; throughput +20% over vLLM and EDF.
---quick: the first 3 minutes of virtual time. --report DIR writes bench.json.`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return "  plan bench qlm --quick\n  plan bench qlm --minutes 60 --speedup 4\n  plan bench qlm --quick --report qlm-report --trace azure-llm-2023-code.csv"
+--quick: the first 3 minutes of virtual time. --report DIR writes bench.json.`,
+		Example: "  plan bench qlm --quick\n  plan bench qlm --minutes 60 --speedup 4\n  plan bench qlm --quick --report qlm-report --trace azure-llm-2023-code.csv",
+	}
 }
 
 // Flags implements bench.Bench.

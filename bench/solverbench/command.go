@@ -51,17 +51,12 @@ type Command struct {
 	noHeur    bool
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "solver" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "HiGHS on model files per solver engine: time per simplex iteration, time to a MIP gap"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Solves model files (LP or MPS) with the in-process HiGHS on each solver engine (native:
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "solver",
+		Short: "HiGHS on model files per solver engine: time per simplex iteration, time to a MIP gap",
+		Long: `Solves model files (LP or MPS) with the in-process HiGHS on each solver engine (native:
 the wasm translated to C; wazero: the wasm in Go), one thread, and prints the status,
 objective, simplex iterations, nodes, gap, run time (median of --reps runs) and time per
 simplex iteration, with each engine's time as a multiple of the native engine's.
@@ -77,15 +72,12 @@ proof that the incumbent is within the gap).
 Without --lp it runs two embedded models, the PPipe planner's full MILP for the embedded demo
 and for the 3-model L4+T4 instance hc2-g1. Write your own with PLAN_WRITE_LP=DIR plan solve ...
 
---quick: one run per engine.`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench solver --quick
+--quick: one run per engine.`,
+		Example: `  plan bench solver --quick
   PLAN_WRITE_LP=lps plan solve --slo 200ms && plan bench solver --lp "$(echo lps/ppipe-*.lp | tr ' ' ,)"
   plan bench solver --milp --gap 0.001 --time-limit 60s --engine native
-  plan bench solver --milp --no-heuristics --engine native  # hc2-g1 as the planner runs it`
+  plan bench solver --milp --no-heuristics --engine native  # hc2-g1 as the planner runs it`,
+	}
 }
 
 // Flags implements bench.Bench.
@@ -202,16 +194,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 	if len(res.Rows) == 0 {
 		return fmt.Errorf("bench solver: no solver engine in this binary: %w", solver.ErrBackendUnavailable)
 	}
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, reportFile{reportKind, res}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(res)
-	}
-	printResult(env, res)
-	return nil
+	return bench.Finish(env, o.report, bench.Report[Result]{Kind: reportKind, Result: res}, res, func() { printResult(env, res) })
 }
 
 // pickEngines validates --engine (every engine when empty).
@@ -320,18 +303,12 @@ func printResult(env bench.Env, res *Result) {
 
 const reportKind = "SolverBench"
 
-// reportFile is bench.json.
-type reportFile struct {
-	Kind   string  `json:"kind"`
-	Result *Result `json:"result"`
-}
-
 // ReportKind implements bench.ReportReader.
 func (o *Command) ReportKind() string { return reportKind }
 
 // ReadReport implements bench.ReportReader.
 func (o *Command) ReadReport(name string, data []byte) ([]byte, error) {
-	return bench.Reread(name, data, reportKind, func(r *reportFile) string { return r.Kind })
+	return bench.RereadResult[Result](name, data, reportKind)
 }
 
 // EmbeddedModels are the bench's embedded models (demo and hc2-g1), for `plan bench speed`.

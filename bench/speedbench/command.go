@@ -35,17 +35,12 @@ type Command struct {
 	serveWindow time.Duration
 }
 
-// Name implements bench.Bench.
-func (o *Command) Name() string { return "speed" }
-
-// Short implements bench.Bench.
-func (o *Command) Short() string {
-	return "The project's speed ratios on this machine, in one table: simulator scaling, solver, serve"
-}
-
-// Long implements bench.Bench.
-func (o *Command) Long() string {
-	return `Measures the project's speed ratios in one process on the machine at hand and prints one
+// Help implements bench.Bench.
+func (o *Command) Help() bench.Help {
+	return bench.Help{
+		Name:  "speed",
+		Short: "The project's speed ratios on this machine, in one table: simulator scaling, solver, serve",
+		Long: `Measures the project's speed ratios in one process on the machine at hand and prints one
 table: measure, ours, the floor or peer it is compared with, the ratio, the target and
 whether the target is met.
 
@@ -75,15 +70,12 @@ whether the target is met.
 
 Ratios are timings: run it on an otherwise idle machine; the CPU-time ratios hold up
 better than wall-clock ones on a shared one. --quick shortens every run (about 1-2 minutes on
-2 cores); --measure runs some rows only (names or the groups sim, solver, serve).`
-}
-
-// Example implements bench.Bench.
-func (o *Command) Example() string {
-	return `  plan bench speed --quick
+2 cores); --measure runs some rows only (names or the groups sim, solver, serve).`,
+		Example: `  plan bench speed --quick
   plan bench speed --measure sim
   plan bench speed --measure sim-ppipe,serve-rate -O json
-  plan bench speed --quick --report speed-report`
+  plan bench speed --quick --report speed-report`,
+	}
 }
 
 // Flags implements bench.Bench.
@@ -240,19 +232,7 @@ func (o *Command) Run(ctx context.Context, env bench.Env) error {
 		env.Infof("bench speed: %s: %s", m.name, ratioText(r))
 		res.Rows = append(res.Rows, r)
 	}
-	if o.report != "" {
-		if err := bench.WriteReport(o.report, struct {
-			Kind   string  `json:"kind"`
-			Result *Result `json:"result"`
-		}{"SpeedBench", res}); err != nil {
-			return err
-		}
-	}
-	if env.JSON {
-		return env.WriteJSON(res.Rows)
-	}
-	printResult(env, res)
-	return nil
+	return bench.Finish(env, o.report, bench.Report[Result]{Kind: "SpeedBench", Result: res}, res.Rows, func() { printResult(env, res) })
 }
 
 // loadAvg is /proc/loadavg's first three fields ("" where there is none).

@@ -392,25 +392,37 @@ func (s *scanner) pop() {
 	s.keys = s.keys[:s.frames[s.depth].keys]
 }
 
+// empty reads the close of a container just opened (its frame pushed) when it comes next, and
+// pops its frame: an empty array or object.
+func (s *scanner) empty(close byte) bool {
+	s.ws()
+	if s.i < len(s.data) && s.data[s.i] == close {
+		s.i++
+		s.pop()
+		return true
+	}
+	return false
+}
+
+// more skips the white space after an element of a container (an "array" or an "object") to
+// the byte that says what follows: false, with the error, at the end of input.
+func (s *scanner) more(container string) bool {
+	s.ws()
+	return s.i < len(s.data) || s.fail(ErrSyntax, s.i, "unexpected end of input in an "+container)
+}
+
 func (s *scanner) array(elem ref) bool {
 	if !s.push(true) {
 		return false
 	}
 	f := s.depth - 1
-	s.ws()
-	if s.i < len(s.data) && s.data[s.i] == ']' {
-		s.i++
-		s.pop()
+	if s.empty(']') {
 		return true
 	}
 	for {
 		s.ws()
-		if !s.value(elem) {
+		if !s.value(elem) || !s.more("array") {
 			return false
-		}
-		s.ws()
-		if s.i >= len(s.data) {
-			return s.fail(ErrSyntax, s.i, "unexpected end of input in an array")
 		}
 		switch s.data[s.i] {
 		case ',':
@@ -436,10 +448,7 @@ func (s *scanner) object(t *info) bool {
 	if t.kind == kStruct {
 		s.frames[f].seen = append(s.frames[f].seen[:0], make([]bool, len(t.fields))...)
 	}
-	s.ws()
-	if s.i < len(s.data) && s.data[s.i] == '}' {
-		s.i++
-		s.pop()
+	if s.empty('}') {
 		return true
 	}
 	for {
@@ -475,12 +484,8 @@ func (s *scanner) object(t *info) bool {
 		}
 		s.i++
 		s.ws()
-		if !s.value(elem) {
+		if !s.value(elem) || !s.more("object") {
 			return false
-		}
-		s.ws()
-		if s.i >= len(s.data) {
-			return s.fail(ErrSyntax, s.i, "unexpected end of input in an object")
 		}
 		switch s.data[s.i] {
 		case ',':

@@ -49,97 +49,84 @@ func NewStatus(w io.Writer, quiet bool, label string) *Task {
 
 // Note replaces the detail of the task's line (a status's phase, a solver's incumbent).
 func (t *Task) Note(detail string) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ended {
-		return
-	}
-	t.detail = detail
-	t.draw(false)
+	t.live(func() {
+		t.detail = detail
+		t.draw(false)
+	})
 }
 
 // SetUnit names what the task counts once it is known (a task started before its first
 // step, so that its line shows at once).
 func (t *Task) SetUnit(unit string) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.unit = unit
+	t.with(func() { t.unit = unit })
 }
 
 // Println writes a line of its own (a solver's incumbent line, kept in a CI log): on a
 // terminal above the task's line, which is drawn again below it.
 func (t *Task) Println(line string) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.tty && t.drawn && !t.ended {
-		fmt.Fprint(t.w, "\r\033[K"+line+"\n")
-		t.draw(true)
-		return
-	}
-	fmt.Fprintln(t.w, line)
+	t.with(func() {
+		if t.tty && t.drawn && !t.ended {
+			fmt.Fprint(t.w, "\r\033[K"+line+"\n")
+			t.draw(true)
+			return
+		}
+		fmt.Fprintln(t.w, line)
+	})
 }
 
 // Clear ends the task without a summary: on a terminal its line is erased (the command
 // prints its own summary), piped nothing is written.
 func (t *Task) Clear() {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ended {
-		return
-	}
-	t.ended = true
-	if t.tty && t.drawn {
-		fmt.Fprint(t.w, "\r\033[K")
-	}
+	t.live(func() {
+		t.ended = true
+		if t.tty && t.drawn {
+			fmt.Fprint(t.w, "\r\033[K")
+		}
+	})
 }
 
 // Step records done of total (total may grow) and a short detail of the last step.
 func (t *Task) Step(done, total int, detail string) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ended {
-		return
-	}
-	t.done, t.total, t.detail = done, max(total, done), detail
-	t.draw(done == t.total)
+	t.live(func() {
+		t.done, t.total, t.detail = done, max(total, done), detail
+		t.draw(done == t.total)
+	})
 }
 
 // Finish ends the task: on a terminal the bar's last state stays on its own line; piped, the
 // one summary line is written. detail replaces the last step's when not empty.
 func (t *Task) Finish(detail string) {
+	t.live(func() {
+		if detail != "" {
+			t.detail = detail
+		}
+		t.ended = true
+		if t.tty {
+			t.draw(true)
+			fmt.Fprintln(t.w)
+			return
+		}
+		fmt.Fprintln(t.w, t.line(false))
+	})
+}
+
+// with runs f holding the task's lock; a nil task does nothing (every method's guard).
+func (t *Task) with(f func()) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended {
-		return
-	}
-	if detail != "" {
-		t.detail = detail
-	}
-	t.ended = true
-	if t.tty {
-		t.draw(true)
-		fmt.Fprintln(t.w)
-		return
-	}
-	fmt.Fprintln(t.w, t.line(false))
+	f()
+}
+
+// live is with for a task that has not ended: an ended task's line is final.
+func (t *Task) live(f func()) {
+	t.with(func() {
+		if !t.ended {
+			f()
+		}
+	})
 }
 
 // draw rewrites the terminal line, at most ten times a second unless force.

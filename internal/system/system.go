@@ -110,3 +110,15 @@ type Sections struct {
 	// "workload" to the files given. nil: the problems keep the names the planner gave.
 	SolveErrors func(err error, names map[string]string) error
 }
+
+// HasSection is a HasPlan for a system whose plan section has the typed accessor of
+// (pardsec.PlanOf): a plan carries the section when the accessor finds it.
+func HasSection[T any](of func(*formats.Plan) *T) func(*formats.Plan) bool {
+	return func(p *formats.Plan) bool { return of(p) != nil }
+}
+
+// PlanCapacity is a Capacity that reads the plan alone, not its deployment (of: DyOrc's,
+// QLM's and PARD's planners size a plan by what its placement serves).
+func PlanCapacity(of func(*formats.Plan) (map[string]float64, error)) func(*formats.Plan, *dataplane.Deployment) (map[string]float64, error) {
+	return func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) { return of(p) }
+}

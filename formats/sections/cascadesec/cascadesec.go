@@ -8,8 +8,6 @@
 package cascadesec
 
 import (
-	"strings"
-
 	"github.com/plan-dev/plan/formats"
 )
 
@@ -21,7 +19,7 @@ const (
 
 // WorkloadSection is the Section of a workload's `cascades` section: the cascades, a
 // *[]Cascade (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]Cascade]{Name: WorkloadKey, Sys: "cascade", Check: checkCascades, Cross: crossCheckCascades, Position: Position}}
+var WorkloadSection = workloadSection{formats.SectionOf[[]Cascade]{Name: WorkloadKey, Sys: "cascade", Check: formats.CheckList(WorkloadKey, validateCascade), Cross: crossCheckCascades, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter).
@@ -33,8 +31,16 @@ func CascadesOf(w *formats.Workload) []Cascade { return formats.ListOf(WorkloadS
 
 // SetCascades sets w's `cascades` section (empty removes it) and returns w.
 func SetCascades(w *formats.Workload, cs []Cascade) *formats.Workload {
-	w.Sections.Set(WorkloadSection, &cs)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, &cs)
+}
+
+// cascadeNames names w's cascades: what a plan's task and a trace's targets may name.
+func cascadeNames(w *formats.Workload) []string {
+	var names []string
+	for _, cs := range CascadesOf(w) {
+		names = append(names, cs.Name)
+	}
+	return names
 }
 
 // Position is the place of CascadeServe's sections in a file: third, after PPipe's and PARD's,
@@ -54,56 +60,27 @@ func PlanOf(p *formats.Plan) *CascadePlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `cascade` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, cp *CascadePlan) *formats.Plan {
-	p.Sections.Set(PlanSection, cp)
-	return p
+	return formats.SetPlan(p, PlanSection, cp)
 }
 
 // crossCheckPlan checks that the plan serves a cascade of the workloads given with it.
 func crossCheckPlan(cp *CascadePlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	if cp.Task == "" {
-		return nil
-	}
-	files, cascades := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
-		var names []string
-		for _, cs := range CascadesOf(w) {
-			names = append(names, cs.Name)
-		}
-		return names
-	})
-	if len(files) == 0 || cascades[cp.Task] {
-		return nil
-	}
-	var c formats.Checker
-	c.Add(PlanKey+".task", cp.Task, "not a cascade of %s", strings.Join(files, ", "))
-	return c.Errs()
-}
-
-// checkCascades checks the `cascades` section of a workload.
-func checkCascades(cs *[]Cascade) formats.ErrorList {
-	var c formats.Checker
-	seen := &formats.Names{}
-	for i := range *cs {
-		validateCascade(&c, &(*cs)[i], formats.Index(WorkloadKey, i), seen)
-	}
-	return c.Errs()
+	defined := func(w *formats.Workload) ([]string, bool) { return cascadeNames(w), true }
+	return formats.CheckWorkloadRefs(docs, defined, []string{cp.Task}, func(_ int, task *string) (string, string) {
+		return PlanKey + ".task", *task
+	}, "not a cascade of %s")
 }
 
 // CrossCheck checks that every model of every cascade is in a given profile (a DNN or an
 // LLM), when profiles are given.
 func crossCheckCascades(cs *[]Cascade, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, known := formats.ProfiledModels(docs, true, true)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *cs {
-		for j, m := range (*cs)[i].Models {
-			if m != "" && !known[m] {
-				c.Add(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "models"), j), m, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+	return formats.CheckProfiledRefs(docs, true, true, "model not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *cs {
+			for j, m := range (*cs)[i].Models {
+				add(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "models"), j), m)
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the cascades' models, as DNNs and as LLMs (a cascade may hold either;
@@ -119,27 +96,20 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // CheckProfiles checks that every placed replica's model is in the profiles, as a DNN or an
 // LLM (formats.ProfileChecker).
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	cp := PlanOf(p)
-	if cp == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i, r := range cp.Placement {
-		if r.Model != "" && !ix.DNN(r.Model) && !ix.LLM(r.Model) {
-			c.Add(formats.Field(formats.Index(PlanKey+".placement", i), "model"), r.Model, "model not found in %s", where)
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, cp *CascadePlan) {
+		for i, r := range cp.Placement {
+			if r.Model != "" && !ix.DNN(r.Model) && !ix.LLM(r.Model) {
+				c.Add(formats.Field(formats.Index(PlanKey+".placement", i), "model"), r.Model, "model not found in %s", where)
+			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // TraceTargets: a trace given with the workload may name its cascades
 // (formats.TraceTargeter).
 func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
 	w, _ := doc.(*formats.Workload)
-	for _, cs := range CascadesOf(w) {
-		targets = append(targets, cs.Name)
-	}
-	return targets, nil, true
+	return cascadeNames(w), nil, true
 }
 
 // TraceTargets: a trace given with the plan may name the cascade task it serves.

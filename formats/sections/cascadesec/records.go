@@ -1,7 +1,6 @@
 package cascadesec
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -113,18 +112,7 @@ func checkRecord(r *ValidationRecord, p string, score bool) formats.ErrorList {
 	var v formats.Checker
 	v.AtLeast(formats.Field(p, "sample"), int64(r.Sample), 0)
 	v.NotEmpty(formats.Field(p, "model"), r.Model)
-	switch {
-	case !formats.Finite(r.Cert):
-		v.Add(formats.Field(p, "cert"), r.Cert, "must be a finite number")
-	case !score && (r.Cert < 0 || r.Cert > 1):
-		v.Add(formats.Field(p, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; --certainty score for another scale)")
-	}
-	switch {
-	case r.Label != "" && r.Correct != nil:
-		v.Add(formats.Field(p, "correct"), *r.Correct, "set label or correct, not both")
-	case r.Label == "" && r.Correct == nil:
-		v.Add(p, nil, "must set label or correct")
-	}
+	checkOutcome(&v, p, r, score, "--certainty score for another scale")
 	return v.Errs()
 }
 
@@ -151,24 +139,17 @@ func importJSON(data []byte) ([]ValidationRecord, formats.ErrorList) {
 func importJSONL(data []byte) ([]ValidationRecord, formats.ErrorList) {
 	var recs []ValidationRecord
 	var errs formats.ErrorList
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	at, err := formats.ScanLines(data, func(line int, b []byte) bool {
 		var r ValidationRecord
 		if err := formats.StrictUnmarshal(b, &r); err != nil {
 			errs = append(errs, &formats.FieldError{Path: fmt.Sprintf("line %d", line), Rule: err.Error()})
-			continue
+		} else {
+			recs = append(recs, r)
 		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, &formats.FieldError{Path: fmt.Sprintf("line %d", line+1), Rule: err.Error()})
+		return true
+	})
+	if err != nil {
+		errs = append(errs, &formats.FieldError{Path: fmt.Sprintf("line %d", at), Rule: err.Error()})
 	}
 	return recs, errs
 }
@@ -291,4 +272,23 @@ func ValidationRecordsJSON(recs []ValidationRecord) ([]byte, error) {
 		Kind       string             `json:"kind"`
 		Records    []ValidationRecord `json:"records"`
 	}{formats.APIVersion, KindValidationRecords, recs}, "", "  ")
+}
+
+// checkOutcome checks a record's certainty and outcome: a finite certainty, in [0, 1] unless
+// score (certainties are top-1 minus top-2 scores of normalized outputs, CascadeServe App. B
+// Eq. 5: outside [0, 1] they are a unit mistake, logits or percentages; other says how to
+// declare another scale), and the outcome given one way, a label or correct.
+func checkOutcome(c *formats.Checker, p string, r *ValidationRecord, score bool, other string) {
+	switch {
+	case !formats.Finite(r.Cert):
+		c.Add(formats.Field(p, "cert"), r.Cert, "must be a finite number")
+	case !score && (r.Cert < 0 || r.Cert > 1):
+		c.Add(formats.Field(p, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; %s)", other)
+	}
+	switch {
+	case r.Label != "" && r.Correct != nil:
+		c.Add(formats.Field(p, "correct"), *r.Correct, "set label or correct, not both")
+	case r.Label == "" && r.Correct == nil:
+		c.Add(p, nil, "must set label or correct")
+	}
 }

@@ -49,13 +49,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 			score = score || cs.Name == cp.Task && cs.Certainty == CertScore
 		}
 	}
-	gp := formats.Field(p, "gears")
-	if len(cp.Gears) == 0 {
-		c.Add(gp, nil, "must list at least one gear")
-	}
-	for i := range cp.Gears {
-		gr := &cp.Gears[i]
-		ip := formats.Index(gp, i)
+	formats.Each(c, formats.Field(p, "gears"), "gear", cp.Gears, func(i int, ip string, gr *Gear) {
 		c.Rate(formats.Field(ip, "q_lo"), gr.QLo)
 		if i == 0 && gr.QLo != 0 && formats.Finite(gr.QLo) && gr.QLo >= 0 {
 			c.Add(formats.Field(ip, "q_lo"), gr.QLo, "must be 0: gears must start at QPS 0")
@@ -68,23 +62,11 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 		} else {
 			c.Rate(formats.Field(ip, "q_hi"), gr.QHi)
 		}
-		mp := formats.Field(ip, "models")
-		if len(gr.Models) == 0 {
-			c.Add(mp, nil, "must list at least one model")
-		}
-		models := map[string]bool{}
-		for j, m := range gr.Models {
-			jp := formats.Index(mp, j)
-			if !c.NotEmpty(jp, m) {
-				continue
-			}
-			if models[m] {
-				c.Add(jp, m, "duplicate model")
-			} else if replicas[m] == 0 {
+		models := checkModels(c, formats.Field(ip, "models"), gr.Models, func(jp, m string) {
+			if replicas[m] == 0 {
 				c.Add(jp, m, "model has no replica in %s", pp)
 			}
-			models[m] = true
-		}
+		})
 		if len(gr.Models) > 0 && len(gr.Thr) != len(gr.Models)-1 {
 			c.Add(formats.Field(ip, "thr"), len(gr.Thr), "length must be len(models)-1 = %d", len(gr.Models)-1)
 		}
@@ -131,7 +113,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 		c.InRange(formats.Field(ip, "expected_accuracy"), gr.ExpAcc, 0, 1)
 		c.DurationIn(formats.Field(ip, "expected_work_s"), gr.ExpWork, 1e6, "s", false)
 		c.DurationIn(formats.Field(ip, "expected_platency_ms"), gr.ExpPLat, 1e3, "ms", false)
-	}
+	})
 	c.DurationIn(formats.Field(p, "poll_ms"), cp.PollMs, 1e3, "ms", false)
 	c.NonNegative(formats.Field(p, "alpha"), cp.Alpha)
 	if cp.MaxBatch < 0 {
@@ -143,21 +125,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, cp *CascadePlan, p strin
 // accuracy), its QPS range and histogram, and its validation records (validateRecords).
 func validateCascade(c *formats.Checker, cs *Cascade, p string, seen *formats.Names) {
 	c.Check(seen, formats.Field(p, "name"), cs.Name)
-	mp := formats.Field(p, "models")
-	if len(cs.Models) == 0 {
-		c.Add(mp, nil, "must list at least one model")
-	}
-	models := map[string]bool{}
-	for j, m := range cs.Models {
-		jp := formats.Index(mp, j)
-		if !c.NotEmpty(jp, m) {
-			continue
-		}
-		if models[m] {
-			c.Add(jp, m, "duplicate model")
-		}
-		models[m] = true
-	}
+	models := checkModels(c, formats.Field(p, "models"), cs.Models, nil)
 	switch {
 	case cs.LatencySLO != nil && cs.AccuracySLO != 0:
 		c.Add(formats.Field(p, "accuracy_slo"), cs.AccuracySLO, "set latency_slo or accuracy_slo, not both")
@@ -219,6 +187,29 @@ const (
 	CertProbability = "probability"
 	CertScore       = "score"
 )
+
+// checkModels checks the models of a cascade or a gear, the list at mp: at least one, each
+// named and listed once; first, when set, checks each model at its first mention (jp). It
+// returns the set of the models named.
+func checkModels(c *formats.Checker, mp string, list []string, first func(jp, m string)) map[string]bool {
+	if len(list) == 0 {
+		c.Add(mp, nil, "must list at least one model")
+	}
+	models := map[string]bool{}
+	for j, m := range list {
+		jp := formats.Index(mp, j)
+		if !c.NotEmpty(jp, m) {
+			continue
+		}
+		if models[m] {
+			c.Add(jp, m, "duplicate model")
+		} else if first != nil {
+			first(jp, m)
+		}
+		models[m] = true
+	}
+	return models
+}
 
 // validateCandidates checks a table of cascades evaluated elsewhere: models of the
 // cascade in order, one threshold per stage but the last, an accuracy in [0, 1] and the
@@ -300,19 +291,7 @@ func validateRecords(c *formats.Checker, recs []ValidationRecord, cs *Cascade, v
 				c.Add(formats.Field(rp, "model"), r.Model, "unknown model: not in %s", formats.Field(p, "models"))
 			}
 		}
-		// Certainties are top-1 minus top-2 scores of normalized outputs (CascadeServe App. B
-		// Eq. 5): outside [0, 1] they are a unit mistake (logits, percentages).
-		if !formats.Finite(r.Cert) {
-			c.Add(formats.Field(rp, "cert"), r.Cert, "must be a finite number")
-		} else if cs.Certainty != CertScore && (r.Cert < 0 || r.Cert > 1) {
-			c.Add(formats.Field(rp, "cert"), r.Cert, "must be in [0, 1] (a certainty: top-1 minus top-2 normalized score; set certainty: score for another scale, e.g. logit gaps)")
-		}
-		switch {
-		case r.Label != "" && r.Correct != nil:
-			c.Add(formats.Field(rp, "correct"), *r.Correct, "set label or correct, not both")
-		case r.Label == "" && r.Correct == nil:
-			c.Add(rp, nil, "must set label or correct")
-		}
+		checkOutcome(c, rp, r, cs.Certainty == CertScore, "set certainty: score for another scale, e.g. logit gaps")
 		k := key{r.Sample, r.Model}
 		if f, dup := first[k]; dup {
 			c.AddRaw(rp, fmt.Sprintf("(sample %d, model %s)", r.Sample, r.Model), "duplicate record (first at %s)", formats.Index(vp, f))

@@ -43,8 +43,7 @@ func PlanOf(p *formats.Plan) *DyOrcPlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `dyorc` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, d *DyOrcPlan) *formats.Plan {
-	p.Sections.Set(PlanSection, d)
-	return p
+	return formats.SetPlan(p, PlanSection, d)
 }
 
 // WorkflowsOf is w's `workflows` section, nil when w (or it) is absent.
@@ -52,33 +51,22 @@ func WorkflowsOf(w *formats.Workload) *Workflows { return WorkloadSection.OfWork
 
 // SetWorkflows sets w's `workflows` section (nil removes it) and returns w.
 func SetWorkflows(w *formats.Workload, wf *Workflows) *formats.Workload {
-	w.Sections.Set(WorkloadSection, wf)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, wf)
 }
 
 // crossCheckPlan checks that the plan's deployments serve services of the workflows given
 // with it (when any given workload has workflows).
 func crossCheckPlan(d *DyOrcPlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	hasWorkflows := false
-	files, services := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
+	defined := func(w *formats.Workload) ([]string, bool) {
 		wf := WorkflowsOf(w)
 		if wf == nil {
-			return nil
+			return nil, false
 		}
-		hasWorkflows = true
-		return slices.Collect(maps.Keys(wf.Services))
-	})
-	if !hasWorkflows {
-		return nil
+		return slices.Collect(maps.Keys(wf.Services)), true
 	}
-	var c formats.Checker
-	where := strings.Join(files, ", ")
-	for i, s := range d.Deployments {
-		if s.Service != "" && !services[s.Service] {
-			c.Add(formats.Field(formats.Index(PlanKey+".deployments", i), "service"), s.Service, "not a workflow service of %s", where)
-		}
-	}
-	return c.Errs()
+	return formats.CheckWorkloadRefs(docs, defined, d.Deployments, func(i int, s *ServiceDeployment) (string, string) {
+		return formats.Field(formats.Index(PlanKey+".deployments", i), "service"), s.Service
+	}, "not a workflow service of %s")
 }
 
 // checkWorkflows checks the `workflows` section of a workload.
@@ -94,29 +82,16 @@ func checkWorkflows(wf *Workflows) formats.ErrorList {
 // totipotent worker).
 func crossCheckWorkflows(wf *Workflows, self string, docs map[string]formats.Document) formats.ErrorList {
 	var c formats.Checker
-	var profiles, clusters []string
-	profiled := map[string]bool{}
+	profiles, profiled := formats.ProfiledModels(docs, true, false)
+	clusters, cls := formats.Given[formats.Cluster](docs)
 	var largest int64
-	for _, f := range formats.SortedKeys(docs) {
-		switch d := docs[f].(type) {
-		case *formats.Profile:
-			if d != nil {
-				profiles = append(profiles, f)
-				for i := range d.Models {
-					profiled[d.Models[i].Name] = true
-				}
+	for _, cl := range cls {
+		for _, g := range cl.GPUs {
+			m := g.MemoryBytes
+			if m == 0 {
+				m = formats.KnownGPUs[g.Type]
 			}
-		case *formats.Cluster:
-			if d != nil {
-				clusters = append(clusters, f)
-				for _, g := range d.GPUs {
-					m := g.MemoryBytes
-					if m == 0 {
-						m = formats.KnownGPUs[g.Type]
-					}
-					largest = max(largest, m)
-				}
-			}
+			largest = max(largest, m)
 		}
 	}
 	sp := WorkloadKey + ".services"
@@ -160,13 +135,8 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // types, each (service, GPU) once, and a seed placement that lists each GPU once.
 func validatePlan(c *formats.Checker, pl *formats.Plan, d *DyOrcPlan, p string) {
 	dp := formats.Field(p, "deployments")
-	if len(d.Deployments) == 0 {
-		c.Add(dp, nil, "must list at least one deployment")
-	}
 	first := map[[2]string]int{}
-	for i := range d.Deployments {
-		s := &d.Deployments[i]
-		ip := formats.Index(dp, i)
+	formats.Each(c, dp, "deployment", d.Deployments, func(i int, ip string, s *ServiceDeployment) {
 		c.NotEmpty(formats.Field(ip, "service"), s.Service)
 		c.GPU(pl, formats.Field(ip, "gpu"), s.GPU)
 		c.AtLeast(formats.Field(ip, "replicas"), int64(s.Replicas), 1)
@@ -177,7 +147,7 @@ func validatePlan(c *formats.Checker, pl *formats.Plan, d *DyOrcPlan, p string) 
 		} else {
 			first[k] = i
 		}
-	}
+	})
 	c.FiniteParams(formats.Field(p, "params"), d.Params)
 	seenGPU := map[int]bool{}
 	for i, g := range d.Placement {

@@ -11,16 +11,7 @@ import (
 // validateWorkflows checks DyOrc's workload section: services with sane sizes and latencies,
 // and apps whose steps (or bounded loop, DyOrc §2.1) form an acyclic graph of known services.
 func validateWorkflows(c *formats.Checker, w *Workflows, p string) {
-	sp := formats.Field(p, "services")
-	if len(w.Services) == 0 {
-		c.Add(sp, nil, "must define at least one service")
-	}
-	for _, name := range formats.SortedKeys(w.Services) {
-		s := w.Services[name]
-		np := formats.KeyPath(sp, name)
-		if name == "" {
-			c.Add(np, name, "service name must not be empty")
-		}
+	eachNamed(c, formats.Field(p, "services"), "service", w.Services, func(np string, s Service) {
 		c.NonNegative(formats.Field(np, "weights_gb"), s.WeightsGB)
 		c.NonNegative(formats.Field(np, "act_gb"), s.ActGB)
 		c.AtLeast(formats.Field(np, "max_batch"), int64(s.MaxBatch), 1)
@@ -35,17 +26,8 @@ func validateWorkflows(c *formats.Checker, w *Workflows, p string) {
 		if s.OutKind != "" && s.OutKind != "tensor" && s.OutKind != "general" {
 			c.Add(formats.Field(np, "out_kind"), s.OutKind, "must be tensor or general (or omitted)")
 		}
-	}
-	ap := formats.Field(p, "apps")
-	if len(w.Apps) == 0 {
-		c.Add(ap, nil, "must define at least one app")
-	}
-	for _, name := range formats.SortedKeys(w.Apps) {
-		a := w.Apps[name]
-		np := formats.KeyPath(ap, name)
-		if name == "" {
-			c.Add(np, name, "app name must not be empty")
-		}
+	})
+	eachNamed(c, formats.Field(p, "apps"), "app", w.Apps, func(np string, a App) {
 		if a.SLO < 0 {
 			c.Add(formats.Field(np, "slo"), a.SLO, "must be > 0 (or omitted)")
 		}
@@ -79,6 +61,21 @@ func validateWorkflows(c *formats.Checker, w *Workflows, p string) {
 				validateSteps(c, w, formats.Field(lp, "body"), l.Body, ids, l.ID)
 			}
 		}
+	})
+}
+
+// eachNamed checks the map at path p, of what ("service"), to define at least one, each under
+// a non-empty name, and calls check with each entry's path and value, in name order.
+func eachNamed[V any](c *formats.Checker, p, what string, m map[string]V, check func(np string, v V)) {
+	if len(m) == 0 {
+		c.Add(p, nil, "must define at least one %s", what)
+	}
+	for _, name := range formats.SortedKeys(m) {
+		np := formats.KeyPath(p, name)
+		if name == "" {
+			c.Add(np, name, "%s name must not be empty", what)
+		}
+		check(np, m[name])
 	}
 }
 

@@ -20,7 +20,7 @@ const (
 
 // WorkloadSection is the Section of a workload's `pipelines` section: the pipelines, a
 // *[]Pipeline (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]Pipeline]{Name: WorkloadKey, Sys: "pard", Check: checkPipelines, Cross: crossCheckPipelines, Position: Position}}
+var WorkloadSection = workloadSection{formats.SectionOf[[]Pipeline]{Name: WorkloadKey, Sys: "pard", Check: formats.CheckList(WorkloadKey, validatePipeline), Cross: crossCheckPipelines, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter).
@@ -32,8 +32,16 @@ func PipelinesOf(w *formats.Workload) []Pipeline { return formats.ListOf(Workloa
 
 // SetPipelines sets w's `pipelines` section (empty removes it) and returns w.
 func SetPipelines(w *formats.Workload, ps []Pipeline) *formats.Workload {
-	w.Sections.Set(WorkloadSection, &ps)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, &ps)
+}
+
+// pipelineNames names w's pipelines: what a plan's apps and a trace's targets may name.
+func pipelineNames(w *formats.Workload) []string {
+	var names []string
+	for _, pl := range PipelinesOf(w) {
+		names = append(names, pl.Name)
+	}
+	return names
 }
 
 // Position is the place of PARD's sections in a file: second, after PPipe's, before
@@ -53,8 +61,7 @@ func PlanOf(p *formats.Plan) *PARDPlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `pard` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, pd *PARDPlan) *formats.Plan {
-	p.Sections.Set(PlanSection, pd)
-	return p
+	return formats.SetPlan(p, PlanSection, pd)
 }
 
 // validatePlan checks PARD's plan section: a policy, uniquely named apps with an SLO, each
@@ -62,65 +69,29 @@ func SetPlan(p *formats.Plan, pd *PARDPlan) *formats.Plan {
 func validatePlan(c *formats.Checker, pl *formats.Plan, pd *PARDPlan, p string) {
 	c.NotEmpty(formats.Field(p, "policy"), pd.Policy)
 	c.FiniteParams(formats.Field(p, "params"), pd.Params)
-	ap := formats.Field(p, "apps")
-	if len(pd.Apps) == 0 {
-		c.Add(ap, nil, "must list at least one app")
-	}
 	seen := &formats.Names{}
-	for i := range pd.Apps {
-		a := &pd.Apps[i]
-		ip := formats.Index(ap, i)
+	formats.Each(c, formats.Field(p, "apps"), "app", pd.Apps, func(_ int, ip string, a *PARDApp) {
 		c.Check(seen, formats.Field(ip, "name"), a.Name)
 		c.PositiveDuration(formats.Field(ip, "slo"), a.SLO)
 		c.Rate(formats.Field(ip, "rate_rps"), a.RateRPS)
-		mp := formats.Field(ip, "modules")
-		if len(a.Modules) == 0 {
-			c.Add(mp, nil, "must list at least one module")
-		}
 		mods := &formats.Names{}
-		for j := range a.Modules {
-			m := &a.Modules[j]
-			jp := formats.Index(mp, j)
+		formats.Each(c, formats.Field(ip, "modules"), "module", a.Modules, func(_ int, jp string, m *ModulePlan) {
 			c.Check(mods, formats.Field(jp, "name"), m.Name)
 			c.NotEmpty(formats.Field(jp, "model"), m.Model)
 			c.GPU(pl, formats.Field(jp, "gpu"), m.GPU)
 			c.AtLeast(formats.Field(jp, "batch"), int64(m.Batch), 1)
 			c.AtLeast(formats.Field(jp, "workers"), int64(m.Workers), 1)
 			c.Microseconds(formats.Field(jp, "latency_us"), m.LatencyUs)
-		}
-	}
+		})
+	})
 }
 
 // crossCheckPlan checks that the plan's apps are pipelines of the workloads given with it.
 func crossCheckPlan(pd *PARDPlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	files, pipelines := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
-		var names []string
-		for _, pl := range PipelinesOf(w) {
-			names = append(names, pl.Name)
-		}
-		return names
-	})
-	if len(files) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	where := strings.Join(files, ", ")
-	for i, a := range pd.Apps {
-		if a.Name != "" && !pipelines[a.Name] {
-			c.Add(formats.Field(formats.Index(PlanKey+".apps", i), "name"), a.Name, "not a pipeline of %s", where)
-		}
-	}
-	return c.Errs()
-}
-
-// checkPipelines checks the `pipelines` section of a workload.
-func checkPipelines(ps *[]Pipeline) formats.ErrorList {
-	var c formats.Checker
-	seen := &formats.Names{}
-	for i := range *ps {
-		validatePipeline(&c, &(*ps)[i], formats.Index(WorkloadKey, i), seen)
-	}
-	return c.Errs()
+	defined := func(w *formats.Workload) ([]string, bool) { return pipelineNames(w), true }
+	return formats.CheckWorkloadRefs(docs, defined, pd.Apps, func(i int, a *PARDApp) (string, string) {
+		return formats.Field(formats.Index(PlanKey+".apps", i), "name"), a.Name
+	}, "not a pipeline of %s")
 }
 
 // validatePipeline checks one pipeline: uniquely named modules whose `after` edges name other
@@ -179,20 +150,13 @@ func validatePipeline(c *formats.Checker, pl *Pipeline, p string, seen *formats.
 // crossCheckPipelines checks that every module's model is in a given profile, when profiles
 // are given.
 func crossCheckPipelines(ps *[]Pipeline, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, known := formats.ProfiledModels(docs, true, false)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *ps {
-		for j, m := range (*ps)[i].Modules {
-			if m.Model != "" && !known[m.Model] {
-				path := formats.Field(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "modules"), j), "model")
-				c.Add(path, m.Model, "model not found in any profile (%s)", strings.Join(profiles, ", "))
+	return formats.CheckProfiledRefs(docs, true, false, "model not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *ps {
+			for j, m := range (*ps)[i].Modules {
+				add(formats.Field(formats.Index(formats.Field(formats.Index(WorkloadKey, i), "modules"), j), "model"), m.Model)
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the pipelines' modules' models (formats.ModelUser, for profile coverage).
@@ -208,19 +172,15 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 
 // CheckProfiles checks that every module's model is in the profiles (formats.ProfileChecker).
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	pd := PlanOf(p)
-	if pd == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i := range pd.Apps {
-		for j, m := range pd.Apps[i].Modules {
-			if m.Model != "" && !ix.DNN(m.Model) {
-				c.Add(formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "model"), m.Model, "model not found in %s", where)
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, pd *PARDPlan) {
+		for i := range pd.Apps {
+			for j, m := range pd.Apps[i].Modules {
+				if m.Model != "" && !ix.DNN(m.Model) {
+					c.Add(formats.Field(formats.Index(formats.Field(formats.Index(PlanKey+".apps", i), "modules"), j), "model"), m.Model, "model not found in %s", where)
+				}
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // GPURefs lists the GPU types the plan's modules run on (formats.GPUUser).
@@ -242,10 +202,7 @@ func (planSection) GPURefs(p *formats.Plan) []formats.GPURef {
 // (formats.TraceTargeter).
 func (workloadSection) TraceTargets(doc formats.Document) (targets, classes []string, complete bool) {
 	w, _ := doc.(*formats.Workload)
-	for _, pl := range PipelinesOf(w) {
-		targets = append(targets, pl.Name)
-	}
-	return targets, nil, true
+	return pipelineNames(w), nil, true
 }
 
 // TraceTargets: a trace given with the plan may name the applications it serves.

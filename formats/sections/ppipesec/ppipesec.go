@@ -8,7 +8,6 @@ package ppipesec
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/plan-dev/plan/formats"
 )
@@ -21,7 +20,7 @@ const (
 
 // WorkloadSection is the Section of a workload's `models` section: the models, a
 // *[]ModelWorkload (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]ModelWorkload]{Name: WorkloadKey, Sys: "ppipe", Check: checkModels, Cross: crossCheckModels, Position: Position}}
+var WorkloadSection = workloadSection{formats.SectionOf[[]ModelWorkload]{Name: WorkloadKey, Sys: "ppipe", Check: formats.CheckList(WorkloadKey, validateModel), Cross: crossCheckModels, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter).
@@ -37,8 +36,7 @@ func ModelsOf(w *formats.Workload) []ModelWorkload {
 
 // SetModels sets w's `models` section (empty removes it) and returns w.
 func SetModels(w *formats.Workload, ms []ModelWorkload) *formats.Workload {
-	w.Sections.Set(WorkloadSection, &ms)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, &ms)
 }
 
 // Position is the place of PPipe's sections in a file: first, before PARD's, CascadeServe's,
@@ -60,41 +58,24 @@ func PlanOf(p *formats.Plan) *PPipePlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `ppipe` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, pp *PPipePlan) *formats.Plan {
-	p.Sections.Set(PlanSection, pp)
-	return p
-}
-
-// checkModels checks the `models` section of a workload.
-func checkModels(ms *[]ModelWorkload) formats.ErrorList {
-	var c formats.Checker
-	seen := &formats.Names{}
-	for i := range *ms {
-		validateModel(&c, &(*ms)[i], formats.Index(WorkloadKey, i), seen)
-	}
-	return c.Errs()
+	return formats.SetPlan(p, PlanSection, pp)
 }
 
 // crossCheckModels checks that every model (its profile name) is in a given profile, when
 // profiles are given.
 func crossCheckModels(ms *[]ModelWorkload, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, known := formats.ProfiledModels(docs, true, false)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *ms {
-		m := &(*ms)[i]
-		p := formats.Index(WorkloadKey, i)
-		if m.Profile != "" {
-			p = formats.Field(p, "profile")
-		} else {
-			p = formats.Field(p, "name")
+	return formats.CheckProfiledRefs(docs, true, false, "model not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *ms {
+			m := &(*ms)[i]
+			p := formats.Index(WorkloadKey, i)
+			if m.Profile != "" {
+				p = formats.Field(p, "profile")
+			} else {
+				p = formats.Field(p, "name")
+			}
+			add(p, m.ProfileName())
 		}
-		if name := m.ProfileName(); name != "" && !known[name] {
-			c.Add(p, name, "model not found in any profile (%s)", strings.Join(profiles, ", "))
-		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the workload's models by profile name (formats.ModelUser, for profile
@@ -112,40 +93,36 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // exists, its pipelines' last partition ends at the model's last block, and every (gpu,
 // vgpu, batch) a partition runs has a latency entry.
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	pp := PlanOf(p)
-	if pp == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i := range pp.Models {
-		m := &pp.Models[i]
-		ip := formats.Index(PlanKey+".models", i)
-		if m.Model == "" {
-			continue
-		}
-		if !ix.DNN(m.Model) {
-			c.Add(formats.Field(ip, "model"), m.Model, "model not found in %s", where)
-			continue
-		}
-		nb := ix.Blocks(m.Model)
-		for j := range m.Pipelines {
-			pl := &m.Pipelines[j]
-			jp := formats.Index(formats.Field(ip, "pipelines"), j)
-			if n := len(pl.Partitions); n > 0 {
-				if end := pl.Partitions[n-1].EndBlock; end != nb {
-					c.Add(formats.Field(formats.Index(formats.Field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
-				}
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, pp *PPipePlan) {
+		for i := range pp.Models {
+			m := &pp.Models[i]
+			ip := formats.Index(PlanKey+".models", i)
+			if m.Model == "" {
+				continue
 			}
-			for k := range pl.Partitions {
-				pt := &pl.Partitions[k]
-				if pt.GPU != "" && !ix.Lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
-					c.AddRaw(formats.Index(formats.Field(jp, "partitions"), k), fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch),
-						"no latency entry for model %s in %s", m.Model, where)
+			if !ix.DNN(m.Model) {
+				c.Add(formats.Field(ip, "model"), m.Model, "model not found in %s", where)
+				continue
+			}
+			nb := ix.Blocks(m.Model)
+			for j := range m.Pipelines {
+				pl := &m.Pipelines[j]
+				jp := formats.Index(formats.Field(ip, "pipelines"), j)
+				if n := len(pl.Partitions); n > 0 {
+					if end := pl.Partitions[n-1].EndBlock; end != nb {
+						c.Add(formats.Field(formats.Index(formats.Field(jp, "partitions"), n-1), "end_block"), end, "must equal the number of blocks of %s (%d)", m.Model, nb)
+					}
+				}
+				for k := range pl.Partitions {
+					pt := &pl.Partitions[k]
+					if pt.GPU != "" && !ix.Lookup(m.Model, pt.GPU, pt.VGPU, pl.Batch) {
+						c.AddRaw(formats.Index(formats.Field(jp, "partitions"), k), fmt.Sprintf("(%s, vgpu %d, batch %d)", pt.GPU, pt.VGPU, pl.Batch),
+							"no latency entry for model %s in %s", m.Model, where)
+					}
 				}
 			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // GPURefs lists the GPU types the plan's partitions and GPU use name (formats.GPUUser).

@@ -36,13 +36,8 @@ func validatePlan(c *formats.Checker, pl0 *formats.Plan, pp *PPipePlan, p string
 		}
 		c.Rate(formats.Field(ip, "throughput_rps"), m.ThroughputRPS)
 		c.Rate(formats.Field(ip, "target_rps"), m.TargetRPS)
-		if len(m.Pipelines) == 0 {
-			// A model the plan cannot serve has no place in it (the solver fails instead).
-			c.Add(formats.Field(ip, "pipelines"), nil, "must list at least one pipeline")
-		}
-		for j := range m.Pipelines {
-			pl := &m.Pipelines[j]
-			jp := formats.Index(formats.Field(ip, "pipelines"), j)
+		// A model the plan cannot serve has no place in it (the solver fails instead).
+		formats.Each(c, formats.Field(ip, "pipelines"), "pipeline", m.Pipelines, func(_ int, jp string, pl *PPipePipeline) {
 			c.AtLeast(formats.Field(jp, "batch"), int64(pl.Batch), 1)
 			c.Rate(formats.Field(jp, "throughput_rps"), pl.ThroughputRPS)
 			c.Microseconds(formats.Field(jp, "latency_us"), pl.LatencyUs)
@@ -79,7 +74,7 @@ func validatePlan(c *formats.Checker, pl0 *formats.Plan, pp *PPipePlan, p string
 				c.Microseconds(formats.Field(kp, "transfer_us"), pt.TransferUs)
 				c.Rate(formats.Field(kp, "throughput_rps"), pt.ThroughputRPS)
 			}
-		}
+		})
 	}
 	if cluster != nil {
 		types, used := pp.PhysicalGPUs()

@@ -36,13 +36,12 @@ func PlanOf(p *formats.Plan) *QLMPlan { return PlanSection.OfPlan(p) }
 
 // SetPlan sets p's `qlm` section (nil removes it) and returns p.
 func SetPlan(p *formats.Plan, q *QLMPlan) *formats.Plan {
-	p.Sections.Set(PlanSection, q)
-	return p
+	return formats.SetPlan(p, PlanSection, q)
 }
 
 // WorkloadSection is the Section of a workload's `llm_classes` section: the classes, a
 // *[]LLMClass (an empty list reads and writes as no section).
-var WorkloadSection = workloadSection{formats.SectionOf[[]LLMClass]{Name: WorkloadKey, Sys: "qlm", Check: checkClasses, Cross: crossCheckClasses, Position: Position}}
+var WorkloadSection = workloadSection{formats.SectionOf[[]LLMClass]{Name: WorkloadKey, Sys: "qlm", Check: formats.CheckList(WorkloadKey, validateClass), Cross: crossCheckClasses, Position: Position}}
 
 // workloadSection adds to the workload's SectionOf what formats asks of a workload section
 // beyond it (formats.ModelUser, formats.TraceTargeter).
@@ -54,31 +53,22 @@ func ClassesOf(w *formats.Workload) []LLMClass { return formats.ListOf(WorkloadS
 
 // SetClasses sets w's `llm_classes` section (empty removes it) and returns w.
 func SetClasses(w *formats.Workload, cs []LLMClass) *formats.Workload {
-	w.Sections.Set(WorkloadSection, &cs)
-	return w
+	return formats.SetWorkload(w, WorkloadSection, &cs)
 }
 
 // crossCheckPlan checks that the plan's groups serve LLM classes of the workloads given with
 // it (when they define any).
 func crossCheckPlan(q *QLMPlan, self string, docs map[string]formats.Document) formats.ErrorList {
-	files, classes := formats.WorkloadNames(docs, func(w *formats.Workload) []string {
+	defined := func(w *formats.Workload) ([]string, bool) {
 		var names []string
 		for _, c := range ClassesOf(w) {
 			names = append(names, c.Name)
 		}
-		return names
-	})
-	if len(classes) == 0 {
-		return nil
+		return names, len(names) > 0
 	}
-	var c formats.Checker
-	where := strings.Join(files, ", ")
-	for i, g := range q.Groups {
-		if g.Class != "" && !classes[g.Class] {
-			c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "class"), g.Class, "not an LLM class of %s", where)
-		}
-	}
-	return c.Errs()
+	return formats.CheckWorkloadRefs(docs, defined, q.Groups, func(i int, g *QLMGroup) (string, string) {
+		return formats.Field(formats.Index(PlanKey+".groups", i), "class"), g.Class
+	}, "not an LLM class of %s")
 }
 
 // validatePlan checks QLM's plan section: uniquely named groups of one model with an SLO,
@@ -190,16 +180,7 @@ func validateRoles(c *formats.Checker, pl *formats.Plan, q *QLMPlan, p string) {
 	}
 }
 
-// checkClasses checks the `llm_classes` section of a workload.
-func checkClasses(cs *[]LLMClass) formats.ErrorList {
-	var c formats.Checker
-	seen := &formats.Names{}
-	for i := range *cs {
-		validateClass(&c, &(*cs)[i], formats.Index(WorkloadKey, i), seen)
-	}
-	return c.Errs()
-}
-
+// validateClass checks one class of the `llm_classes` section.
 func validateClass(c *formats.Checker, cl *LLMClass, p string, seen *formats.Names) {
 	c.Check(seen, formats.Field(p, "name"), cl.Name)
 	c.NotEmpty(formats.Field(p, "model"), cl.Model)
@@ -246,17 +227,11 @@ func validateTokens(c *formats.Checker, t *TokenProfile, p string) {
 // crossCheckClasses checks that each class's LLM is in a given profile (when profiles are
 // given).
 func crossCheckClasses(cs *[]LLMClass, self string, docs map[string]formats.Document) formats.ErrorList {
-	profiles, llms := formats.ProfiledModels(docs, false, true)
-	if len(profiles) == 0 {
-		return nil
-	}
-	var c formats.Checker
-	for i := range *cs {
-		if m := (*cs)[i].Model; m != "" && !llms[m] {
-			c.Add(formats.Field(formats.Index(WorkloadKey, i), "model"), m, "LLM not found in any profile (%s)", strings.Join(profiles, ", "))
+	return formats.CheckProfiledRefs(docs, false, true, "LLM not found in any profile (%s)", func(add func(path, name string)) {
+		for i := range *cs {
+			add(formats.Field(formats.Index(WorkloadKey, i), "model"), (*cs)[i].Model)
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // UsedModels names the LLMs the classes use (formats.ModelUser, for profile coverage).
@@ -271,22 +246,18 @@ func (workloadSection) UsedModels(doc formats.Document) (dnn, llm []string) {
 // CheckProfiles checks that the LLM of every group and instance is in the profiles
 // (formats.ProfileChecker).
 func (planSection) CheckProfiles(p *formats.Plan, ix formats.ProfileIndex, where string) formats.ErrorList {
-	q := PlanOf(p)
-	if q == nil {
-		return nil
-	}
-	var c formats.Checker
-	for i, g := range q.Groups {
-		if g.Model != "" && !ix.LLM(g.Model) {
-			c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "model"), g.Model, "LLM not found in %s", where)
+	return formats.CheckOf(PlanOf(p), func(c *formats.Checker, q *QLMPlan) {
+		for i, g := range q.Groups {
+			if g.Model != "" && !ix.LLM(g.Model) {
+				c.Add(formats.Field(formats.Index(PlanKey+".groups", i), "model"), g.Model, "LLM not found in %s", where)
+			}
 		}
-	}
-	for i, in := range q.Instances {
-		if in.Model != "" && !ix.LLM(in.Model) {
-			c.Add(formats.Field(formats.Index(PlanKey+".instances", i), "model"), in.Model, "LLM not found in %s", where)
+		for i, in := range q.Instances {
+			if in.Model != "" && !ix.LLM(in.Model) {
+				c.Add(formats.Field(formats.Index(PlanKey+".instances", i), "model"), in.Model, "LLM not found in %s", where)
+			}
 		}
-	}
-	return c.Errs()
+	})
 }
 
 // GPURefs lists the GPU types the plan's instances run on (formats.GPUUser).

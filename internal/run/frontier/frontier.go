@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -226,22 +227,10 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 	}
 	c := *w
 	c.Sections = maps.Clone(w.Sections) // a section set below must not reach w
-	ppipesec.SetModels(&c, append([]ppipesec.ModelWorkload(nil), ppipesec.ModelsOf(w)...))
-	for i := range ppipesec.ModelsOf(&c) {
-		ppipesec.ModelsOf(&c)[i].RateRPS *= f
-	}
-	pardsec.SetPipelines(&c, append([]pardsec.Pipeline(nil), pardsec.PipelinesOf(w)...))
-	for i := range pardsec.PipelinesOf(&c) {
-		pardsec.PipelinesOf(&c)[i].RateRPS *= f
-	}
-	qlmsec.SetClasses(&c, append([]qlmsec.LLMClass(nil), qlmsec.ClassesOf(w)...))
-	for i := range qlmsec.ClassesOf(&c) {
-		qlmsec.ClassesOf(&c)[i].RateRPS *= f
-	}
-	cascadesec.SetCascades(&c, append([]cascadesec.Cascade(nil), cascadesec.CascadesOf(w)...))
-	for i := range cascadesec.CascadesOf(&c) {
-		cascadesec.CascadesOf(&c)[i].QPSMax *= f
-	}
+	scaleList(&c, ppipesec.ModelsOf(w), ppipesec.SetModels, func(m *ppipesec.ModelWorkload) *float64 { return &m.RateRPS }, f)
+	scaleList(&c, pardsec.PipelinesOf(w), pardsec.SetPipelines, func(p *pardsec.Pipeline) *float64 { return &p.RateRPS }, f)
+	scaleList(&c, qlmsec.ClassesOf(w), qlmsec.SetClasses, func(l *qlmsec.LLMClass) *float64 { return &l.RateRPS }, f)
+	scaleList(&c, cascadesec.CascadesOf(w), cascadesec.SetCascades, func(cs *cascadesec.Cascade) *float64 { return &cs.QPSMax }, f)
 	if src := dyorcsec.WorkflowsOf(w); src != nil {
 		wf := *src
 		wf.Apps = map[string]dyorcsec.App{}
@@ -252,6 +241,16 @@ func scaleRates(w *formats.Workload, f float64) *formats.Workload {
 		dyorcsec.SetWorkflows(&c, &wf)
 	}
 	return &c
+}
+
+// scaleList sets on c a copy of the list section list (set is its setter), each element's
+// rate (the field rate points to) multiplied by f: w's own elements stay as they were.
+func scaleList[E any](c *formats.Workload, list []E, set func(*formats.Workload, []E) *formats.Workload, rate func(*E) *float64, f float64) {
+	scaled := slices.Clone(list)
+	for i := range scaled {
+		*rate(&scaled[i]) *= f
+	}
+	set(c, scaled)
 }
 
 // frontierAt solves one point on the whole cluster and on each GPU type alone.

@@ -315,16 +315,12 @@ func runKServe(ctx context.Context, a Args, io *run.IO, target string) error {
 		defer conn.Close()
 		opts.Send = kservegrpc.Sender(conn, a.GRPCRaw, false)
 	}
-	var progressed atomic.Bool
-	opts.Progress = loadProgress(io, "answered", &progressed)
-	res, err := loadgen.Run(ctx, opts)
-	if progressed.Load() {
-		fmt.Fprintln(io.Err)
-	}
-	if errors.Is(err, loadgen.ErrSetup) {
-		return run.UsageError(err)
-	}
-	if err != nil {
+	var res *loadgen.Result
+	if err := withProgress(io, "answered", func(progress func(sent, n int64)) (err error) {
+		opts.Progress = progress
+		res, err = loadgen.Run(ctx, opts)
+		return err
+	}); err != nil {
 		return err
 	}
 	if res.Lag > 10*time.Millisecond {
@@ -441,6 +437,20 @@ func printLoadReport(io *run.IO, res *loadgen.Result) {
 // must not be drawn: only on a terminal (in a CI log or a file it would be one endless
 // line). done names the second count (answered, finished); progressed records that a line
 // was drawn, so the caller ends it.
+// withProgress runs a load, f, with `plan load`'s progress line counting done ("answered"),
+// which it ends once the load is over; a failure to set the load up is a usage error.
+func withProgress(io *run.IO, done string, f func(progress func(sent, n int64)) error) error {
+	var progressed atomic.Bool
+	err := f(loadProgress(io, done, &progressed))
+	if progressed.Load() {
+		fmt.Fprintln(io.Err)
+	}
+	if errors.Is(err, loadgen.ErrSetup) {
+		return run.UsageError(err)
+	}
+	return err
+}
+
 func loadProgress(io *run.IO, done string, progressed *atomic.Bool) func(sent, n int64) {
 	if io.Quiet || !run.IsTerminal(io.Err) || !run.IsTerminal(io.Out) {
 		return nil

@@ -3,7 +3,6 @@ package load
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/plan-dev/plan/formats"
@@ -197,17 +195,14 @@ func runOpenAI(ctx context.Context, a Args, io *run.IO) error {
 	if vllmMode {
 		opts.Burstiness = a.Burstiness
 	}
-	var progressed atomic.Bool
-	opts.Progress = loadProgress(io, "finished", &progressed)
 	date := time.Now()
-	rep, samples, err := loadgen.RunOpenAI(ctx, opts)
-	if progressed.Load() {
-		fmt.Fprintln(io.Err)
-	}
-	if errors.Is(err, loadgen.ErrSetup) {
-		return run.UsageError(err)
-	}
-	if err != nil {
+	var rep *loadgen.OpenAIReport
+	var samples []loadgen.OpenAISample
+	if err := withProgress(io, "finished", func(progress func(sent, n int64)) (err error) {
+		opts.Progress = progress
+		rep, samples, err = loadgen.RunOpenAI(ctx, opts)
+		return err
+	}); err != nil {
 		return err
 	}
 	if a.SaveResult {

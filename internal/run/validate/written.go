@@ -47,55 +47,30 @@ func writtenKinds(reg *systems.Registry, toolBenches []func() bench.Bench) []Kin
 	ks := []Kind{
 		{kindSimulationReport, func(data []byte, top map[string]json.RawMessage) bool {
 			return kindIs(top, kindSimulationReport)
-		}, func(name string, data []byte) ([]byte, error) {
-			var r sim.Report
-			if err := strictRead(name, data, &r); err != nil {
-				return nil, err
-			}
+		}, reread(func(name string, r *sim.Report) error {
 			if r.APIVersion != formats.APIVersion {
-				return nil, &formats.FieldError{File: name, Path: "apiVersion", Value: formats.Echo(r.APIVersion), Rule: "must be " + formats.APIVersion}
+				return &formats.FieldError{File: name, Path: "apiVersion", Value: formats.Echo(r.APIVersion), Rule: "must be " + formats.APIVersion}
 			}
-			if len(r.Points) == 0 {
-				return nil, &formats.FieldError{File: name, Path: "points", Rule: "must list at least one load point"}
-			}
-			return indentJSON(r)
-		}},
+			return atLeastOne(name, "points", len(r.Points), "load point")
+		}, indentJSON)},
 		{kindScheduleReport, func(data []byte, top map[string]json.RawMessage) bool {
 			return hasKeys(top, "schedule", "windows", "overall", "peak", "switch_delay_s")
-		}, func(name string, data []byte) ([]byte, error) {
-			var r runsched.Report
-			if err := strictRead(name, data, &r); err != nil {
-				return nil, err
-			}
-			if len(r.Windows) == 0 {
-				return nil, &formats.FieldError{File: name, Path: "windows", Rule: "must list at least one window"}
-			}
-			return formats.Marshal(r)
-		}},
+		}, reread(func(name string, r *runsched.Report) error {
+			return atLeastOne(name, "windows", len(r.Windows), "window")
+		}, formats.Marshal)},
 		{kindAutopilotReport, func(data []byte, top map[string]json.RawMessage) bool {
 			return hasKeys(top, "start_plan", "decisions", "summary", "trace_rate")
-		}, func(name string, data []byte) ([]byte, error) {
-			var r runap.ReportDoc
-			if err := strictRead(name, data, &r); err != nil {
-				return nil, err
-			}
+		}, reread(func(name string, r *runap.ReportDoc) error {
 			if r.Summary == nil {
-				return nil, &formats.FieldError{File: name, Path: "summary", Rule: "must be set"}
+				return &formats.FieldError{File: name, Path: "summary", Rule: "must be set"}
 			}
-			return formats.Marshal(r)
-		}},
+			return nil
+		}, formats.Marshal)},
 		{kindFrontier, func(data []byte, top map[string]json.RawMessage) bool {
 			return hasKeys(top, "system", "sweep", "currency", "points")
-		}, func(name string, data []byte) ([]byte, error) {
-			var r frontier.Report
-			if err := strictRead(name, data, &r); err != nil {
-				return nil, err
-			}
-			if len(r.Points) == 0 {
-				return nil, &formats.FieldError{File: name, Path: "points", Rule: "must list at least one point"}
-			}
-			return indentJSON(r)
-		}},
+		}, reread(func(name string, r *frontier.Report) error {
+			return atLeastOne(name, "points", len(r.Points), "point")
+		}, indentJSON)},
 		{kindSimulatedRequests, isRequestLog, rereadRequestLog},
 	}
 	var benches []func() bench.Bench
@@ -146,6 +121,29 @@ func hasKeys(top map[string]json.RawMessage, keys ...string) bool {
 		}
 	}
 	return true
+}
+
+// reread is a Kind's Reread for a file its writer wrote from a T: read strictly, checked by
+// check (the rules T's type cannot say), then encoded by write as that writer encodes it.
+func reread[T any](check func(name string, r *T) error, write func(v any) ([]byte, error)) func(name string, data []byte) ([]byte, error) {
+	return func(name string, data []byte) ([]byte, error) {
+		var r T
+		if err := strictRead(name, data, &r); err != nil {
+			return nil, err
+		}
+		if err := check(name, &r); err != nil {
+			return nil, err
+		}
+		return write(r)
+	}
+}
+
+// atLeastOne requires the list at path of the file name to hold n >= 1 of what ("point").
+func atLeastOne(name, path string, n int, what string) error {
+	if n == 0 {
+		return &formats.FieldError{File: name, Path: path, Rule: "must list at least one " + what}
+	}
+	return nil
 }
 
 // strictRead decodes data into v as formats reads a document: unknown fields, duplicate keys,

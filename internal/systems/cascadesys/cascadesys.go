@@ -37,7 +37,7 @@ func System() system.System {
 		PlanSection:      dpc.Kind,
 		// CascadeServe's sections, registered whole (formats/sections/cascadesec).
 		Sections: system.Sections{Plan: cascadesec.PlanSection, Workload: []formats.Section{cascadesec.WorkloadSection}},
-		HasPlan:  func(p *formats.Plan) bool { return cascadesec.PlanOf(p) != nil },
+		HasPlan:  system.HasSection(cascadesec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpc.FromPlan(p)
 			if err == nil {

@@ -39,7 +39,7 @@ func System() system.System {
 		PlanSection:      dpd.Kind,
 		// DyOrc's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: dyorcsec.PlanSection, Workload: []formats.Section{dyorcsec.WorkloadSection}},
-		HasPlan:  func(p *formats.Plan) bool { return dyorcsec.PlanOf(p) != nil },
+		HasPlan:  system.HasSection(dyorcsec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpd.FromPlan(p)
 			pol := dyorcsec.PlanOf(p).Policy
@@ -52,7 +52,7 @@ func System() system.System {
 		Sample:   dpd.Sample,
 		Checker:  Checker{},
 		// The autopilot sizes a plan by the work its placement carries.
-		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) { return dyorc.Capacity(p) },
+		Capacity: system.PlanCapacity(dyorc.Capacity),
 		Benches:  []func() bench.Bench{func() bench.Bench { return &dyorcbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/dyorc).
 		Exporters: xdyorc.Exporters(),

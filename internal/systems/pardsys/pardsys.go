@@ -33,7 +33,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{f: pard.DefaultFlags()} },
 		Render:           Render,
 		PlanSection:      dppard.Kind,
-		HasPlan:          func(p *formats.Plan) bool { return pardsec.PlanOf(p) != nil },
+		HasPlan:          system.HasSection(pardsec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dppard.FromPARDPlan(p)
 			return d, pardsec.PlanOf(p).Policy, err
@@ -43,9 +43,7 @@ func System() system.System {
 		Checker:  Checker{},
 		// The autopilot sizes a plan solved with --fill by what its workers serve, and its
 		// re-solve fills each rung of the ladder; other plans report their rates.
-		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) {
-			return pard.AutopilotCapacity(p)
-		},
+		Capacity:  system.PlanCapacity(pard.AutopilotCapacity),
 		Exporters: xpard.Exporters(),
 		Benches:   []func() bench.Bench{func() bench.Bench { return &pardbench.Command{} }},
 		// A failed solve's problems name the workload or cluster file that holds them.

@@ -36,7 +36,7 @@ func System() system.System {
 		PlanSection:      dpppipe.Kind,
 		// PPipe's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: ppipesec.PlanSection, Workload: []formats.Section{ppipesec.WorkloadSection}},
-		HasPlan:  func(p *formats.Plan) bool { return ppipesec.PlanOf(p) != nil },
+		HasPlan:  system.HasSection(ppipesec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dpppipe.FromPlan(p)
 			return d, dpppipe.DefaultPolicy, err

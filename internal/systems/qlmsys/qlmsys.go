@@ -43,7 +43,7 @@ func System() system.System {
 		PlanSection:      dq.Kind,
 		// QLM's sections, registered whole (formats/sections).
 		Sections: system.Sections{Plan: qlmsec.PlanSection, Workload: []formats.Section{qlmsec.WorkloadSection}},
-		HasPlan:  func(p *formats.Plan) bool { return qlmsec.PlanOf(p) != nil },
+		HasPlan:  system.HasSection(qlmsec.PlanOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := dq.FromPlan(p)
 			return d, dq.PolicyQLM, err
@@ -53,7 +53,7 @@ func System() system.System {
 		Checker:  Checker{},
 		// The autopilot sizes QLM plans by what their instances serve (planner/qlm
 		// capacity.go), not by the workload's rates the plan states.
-		Capacity: func(p *formats.Plan, _ *dataplane.Deployment) (map[string]float64, error) { return pq.PlanCapacity(p) },
+		Capacity: system.PlanCapacity(pq.PlanCapacity),
 		Benches:  []func() bench.Bench{func() bench.Bench { return &qlmbench.Command{} }},
 		// plan export: Triton, KServe and Ray Serve files (export/qlm).
 		Exporters: xqlm.Exporters(),

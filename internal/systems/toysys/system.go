@@ -27,7 +27,7 @@ func System() system.System {
 		NewPlanner:       func() planner.Planner { return &Planner{o: Options{MaxUtil: 0.7}} },
 		Render:           Render,
 		PlanSection:      PlanSection,
-		HasPlan:          func(p *formats.Plan) bool { return planOf(p) != nil },
+		HasPlan:          system.HasSection(planOf),
 		Deploy: func(p *formats.Plan) (*dataplane.Deployment, string, error) {
 			d, err := Deploy(p)
 			return d, Policy, err

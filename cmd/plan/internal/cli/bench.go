@@ -52,16 +52,17 @@ var toolBenches = []func() bench.Bench{
 
 func newBenchSubcommand(app *App, nb func() bench.Bench) *cobra.Command {
 	b := nb()
+	h := b.Help()
 	cmd := &cobra.Command{
-		Use:     b.Name(),
-		Short:   b.Short(),
-		Long:    b.Long(),
-		Example: b.Example(),
+		Use:     h.Name,
+		Short:   h.Short,
+		Long:    h.Long,
+		Example: h.Example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// On a terminal the bench's status line shows at once and follows its progress;
 			// piped, one summary line when it ends; --quiet, nothing (internal/progress).
-			task := progressline.NewStatus(app.Err, app.Quiet, "bench "+b.Name())
+			task := progressline.NewStatus(app.Err, app.Quiet, "bench "+h.Name)
 			progress := func(format string, a ...any) { task.Note(fmt.Sprintf(format, a...)) }
 			infof := app.Infof
 			if task != nil {

@@ -49,7 +49,7 @@ func infoOf(s system.System) systemInfo {
 		in.Policies = append(in.Policies, p.Name)
 	}
 	for _, b := range s.Benches {
-		in.Benches = append(in.Benches, b().Name())
+		in.Benches = append(in.Benches, b().Help().Name)
 	}
 	for _, e := range s.Exporters {
 		in.ExportTargets = append(in.ExportTargets, strings.ToLower(e.Target))
