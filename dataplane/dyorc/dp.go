@@ -197,7 +197,7 @@ func (p *Policy) devFinish(now dataplane.Time, d int, lc *layerConst, r float64,
 	if len(pl) == 0 {
 		return t + lc.lat
 	}
-	return availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], lc.sv, lc.items, r, sr, t, lc.lat)
+	return availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], p.latUp[lc.sv], lc.sv, lc.items, r, sr, t, lc.lat)
 }
 
 // devPlan is GPU d's plan, rebuilt if dirty.
@@ -403,38 +403,20 @@ func (p *Policy) availComp(now dataplane.Time, d, sv, items int, ready float64) 
 	if dv := &p.devs[d]; dv.running {
 		t = max(t, float64(dv.runEnd))
 	}
-	return availScan(now, pl, &p.devs[d], s, p.latTab[sv], sv, items, ready, sr, t, lat)
+	return availScan(now, pl, &p.devs[d], s, p.latTab[sv], p.latUp[sv], sv, items, ready, sr, t, lat)
 }
 
 // availScan is availComp's walk of a planned timeline pl: the best planned batch of s to join,
 // or the first gap from t long enough for lat (sr: svcReady).
 //
 // Every DP layer evaluates every busy GPU's plan, so the walks use the plan's index
-// (indexPlan): the join walk is skipped when the plan holds no batch of sv (dv.pmask), and the
-// gap walk crosses a run of back-to-back batches at once (dv.pnext). A plan's batches start
+// (indexPlan): the join walk is skipped when the plan holds no batch of sv (dv.pmask) and stops
+// where no later batch can beat the finish found (up: below), and the gap walk crosses a run of back-to-back batches at once (dv.pnext). A plan's batches start
 // and end in order (plan appends a batch at or after the end of the one before and only ever
 // extends the last), so inside such a run each batch starts where the one before ends: no gap
 // of lat ≥ 1 µs opens, and the linear walk would leave t at the run's last end. lt is s's
 // ExpLat table (Policy.latTab), the same values without the division.
-func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, lt []float64, sv, items int, ready, sr, t, lat float64) float64 {
-	best := math.Inf(1)
-	if dv.pmask&svcBit(sv) != 0 {
-		// Batches start in order: those before the first that starts at or after the input and
-		// the service are ready cannot be joined.
-		from := max(ready, sr)
-		for i := firstAfter(pl, func(b *pbatch) bool { return float64(b.start) >= from }); i < len(pl); i++ {
-			b := &pl[i]
-			if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
-				el := 0.0
-				if n := b.items + items; n >= 0 && n < len(lt) {
-					el = lt[n]
-				} else {
-					el = s.ExpLat(n)
-				}
-				best = min(best, float64(b.start)+el)
-			}
-		}
-	}
+func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, lt []float64, up bool, sv, items int, ready, sr, t, lat float64) float64 {
 	jump := lat >= 1 && len(dv.pnext) == len(pl)
 	// Batches end in order: the walk would skip every batch that ends by t.
 	for i := firstAfter(pl, func(b *pbatch) bool { return float64(b.end) > t }); i < len(pl); i++ {
@@ -451,7 +433,38 @@ func availScan(now dataplane.Time, pl []pbatch, dv *device, s *Service, lt []flo
 			t = float64(pl[i].end)
 		}
 	}
-	return min(best, t+lat)
+	best := t + lat
+	if dv.pmask&svcBit(sv) == 0 {
+		return best
+	}
+	// Where ExpLat does not fall as the batch grows (up), joining a batch that starts at st
+	// finishes no earlier than st + lat (lat = ExpLat(items) = lt[items], items ≥ 0; a joined
+	// batch holds n = its items (≥ 1) + items ≤ MaxBatch and runs lt[n] ≥ lt[items];
+	// floating-point addition is monotone): once st + lat reaches the least finish so far, no
+	// batch from there on (they start in order) can lower it, and the walk stops. The gap's
+	// finish is found first so that it bounds the join walk too. At 128 GPUs on the scale
+	// benchmark this walks 1.4M batches instead of 6.7M (8 GPUs: 52k instead of 125k), with
+	// the same finishes (TestAvailScanCutMatchesFullWalk).
+	cut := up && items >= 0
+	// Batches start in order: those before the first that starts at or after the input and
+	// the service are ready cannot be joined.
+	from := max(ready, sr)
+	for i := firstAfter(pl, func(b *pbatch) bool { return float64(b.start) >= from }); i < len(pl); i++ {
+		b := &pl[i]
+		if cut && float64(b.start)+lat >= best {
+			break
+		}
+		if b.svc == sv && b.start > now && b.items+items <= s.MaxBatch && ready <= float64(b.start) && sr <= float64(b.start) {
+			el := 0.0
+			if n := b.items + items; n >= 0 && n < len(lt) {
+				el = lt[n]
+			} else {
+				el = s.ExpLat(n)
+			}
+			best = min(best, float64(b.start)+el)
+		}
+	}
+	return best
 }
 
 // firstAfter is the first index of pl whose batch satisfies ok, for ok false up to some index

@@ -429,7 +429,7 @@ func (p *Policy) evalLayer(now dataplane.Time, lc *layerConst, first bool, src i
 			}
 		}
 		if pl := p.plan(now, d); len(pl) > 0 {
-			h[w.i] = availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
+			h[w.i] = availScan(now, pl, &p.devs[d], lc.s, p.latTab[lc.sv], p.latUp[lc.sv], lc.sv, lc.items, w.r, w.sr, w.t, lc.lat)
 		}
 		if bi < 0 || lessVA(h[w.i], d, bv, us[bi].dev) {
 			bv, bi = h[w.i], w.i

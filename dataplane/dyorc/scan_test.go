@@ -1,0 +1,81 @@
+package dyorc
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// TestAvailScanCutMatchesFullWalk: availScan's join walk stopped at the least finish found
+// (up: ExpLat does not fall with the batch) returns the same finish, bit for bit, as the walk
+// of every batch (up false), on random plans of two services (gaps and back-to-back runs,
+// short plans and plans long enough for firstAfter's search) and random queries.
+func TestAvailScanCutMatchesFullWalk(t *testing.T) {
+	cases := []struct {
+		name              string
+		maxBatch          int
+		baseUs, perItemUs float64
+		spread            float64
+	}{
+		{"linear", 8, 900, 150, 0},
+		{"spread", 16, 2000, 40, 0.3},
+		{"flat", 4, 500, 0, 0},
+		{"batch-1", 1, 700, 300, 0.1},
+	}
+	for ci, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, uint64(ci)))
+			svcs := []Service{
+				{Name: "a", MaxBatch: c.maxBatch, BaseUs: c.baseUs, PerItemUs: c.perItemUs, Spread: c.spread},
+				{Name: "b", MaxBatch: c.maxBatch + 2, BaseUs: c.baseUs / 2, PerItemUs: c.perItemUs, Spread: c.spread},
+			}
+			lts := make([][]float64, len(svcs))
+			for sv := range svcs {
+				lts[sv] = make([]float64, svcs[sv].MaxBatch+1)
+				for b := range lts[sv] {
+					lts[sv][b] = svcs[sv].ExpLat(b)
+				}
+			}
+			joined := 0
+			for trial := 0; trial < 3000; trial++ {
+				var dv device
+				now := dataplane.Time(rng.IntN(5000))
+				st := now - dataplane.Time(rng.IntN(3000))
+				for range rng.IntN(60) {
+					sv := rng.IntN(len(svcs))
+					items := 1 + rng.IntN(svcs[sv].MaxBatch)
+					if rng.IntN(3) == 0 {
+						st += dataplane.Time(rng.IntN(4000))
+					}
+					end := st + dataplane.Time(lts[sv][items])
+					dv.plan = append(dv.plan, pbatch{svc: sv, items: items, start: st, end: end})
+					st = end
+				}
+				dv.indexPlan()
+				sv := rng.IntN(len(svcs))
+				s := &svcs[sv]
+				items := 1 + rng.IntN(s.MaxBatch+1)
+				ready := float64(now) + float64(rng.IntN(20000))
+				sr := float64(now) + float64(rng.IntN(3))*float64(rng.IntN(20000))
+				tt := max(float64(now), ready, sr)
+				lat := s.ExpLat(items)
+				full := availScan(now, dv.plan, &dv, s, lts[sv], false, sv, items, ready, sr, tt, lat)
+				got := availScan(now, dv.plan, &dv, s, lts[sv], true, sv, items, ready, sr, tt, lat)
+				if math.Float64bits(got) != math.Float64bits(full) {
+					t.Fatalf("trial %d: cut walk %v, full walk %v (plan %v, svc %d items %d ready %v sr %v)",
+						trial, got, full, dv.plan, sv, items, ready, sr)
+				}
+				gapOnly := dv
+				gapOnly.pmask = 0 // no batch to join: the gap's finish alone
+				if got < availScan(now, dv.plan, &gapOnly, s, lts[sv], true, sv, items, ready, sr, tt, lat) {
+					joined++ // a join won: the cut stopped at a join's finish, not the gap's
+				}
+			}
+			if joined == 0 {
+				t.Fatalf("%s: no query joined a batch: the cut was never exercised", c.name)
+			}
+		})
+	}
+}
