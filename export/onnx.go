@@ -23,14 +23,7 @@ type Cutter struct {
 
 // NewCutter checks that m is the model the plan's embedded profile of model describes.
 func NewCutter(m *onnx.Model, p *formats.Plan, model string) (*Cutter, error) {
-	var prof *formats.ModelProfile
-	if p.Provenance.Embedded != nil {
-		for i := range p.Provenance.Embedded.Profiles {
-			if mp, ok := p.Provenance.Embedded.Profiles[i].Model(model); ok {
-				prof = mp
-			}
-		}
-	}
+	prof := p.EmbeddedModel(model)
 	if prof == nil || len(prof.Blocks) == 0 {
 		return nil, fmt.Errorf("--model: the plan embeds no block profile of model %q to cut the file by", model)
 	}

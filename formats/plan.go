@@ -91,6 +91,22 @@ type EmbeddedInputs struct {
 	Workload *Workload `json:"workload,omitempty"`
 }
 
+// EmbeddedModel is the profile of model among the profiles embedded in the plan (the last
+// one naming it: later profiles override earlier ones, as on the command line), or nil when
+// the plan embeds none. serve's onnx workers and export's cutter both cut a model file by
+// its block ranges.
+func (p *Plan) EmbeddedModel(model string) *ModelProfile {
+	var prof *ModelProfile
+	if e := p.Provenance.Embedded; e != nil {
+		for i := range e.Profiles {
+			if mp, ok := e.Profiles[i].Model(model); ok {
+				prof = mp
+			}
+		}
+	}
+	return prof
+}
+
 // Fleet records the GPUs a cost-optimal plan uses and what they cost per hour.
 type Fleet struct {
 	// Objective is "cost": the plan minimises the fleet's cost per hour at the workload's rates.

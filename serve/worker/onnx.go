@@ -96,14 +96,7 @@ func newONNX(clk Clock, dep *dataplane.Deployment, p *formats.Plan, o ONNXOption
 		return nil, fmt.Errorf("onnx workers serve plans of exactly one model (the one in --model)")
 	}
 	model := c.model
-	var prof *formats.ModelProfile
-	if p.Provenance.Embedded != nil {
-		for i := range p.Provenance.Embedded.Profiles {
-			if mp, ok := p.Provenance.Embedded.Profiles[i].Model(model); ok {
-				prof = mp
-			}
-		}
-	}
+	prof := p.EmbeddedModel(model)
 	if prof == nil || len(prof.Blocks) == 0 {
 		return nil, fmt.Errorf("the plan embeds no block profile of model %q: onnx workers need it to cut --model", model)
 	}
