@@ -237,9 +237,10 @@ type Policy struct {
 	// bound: a task joining a batch finishes no earlier than it would alone).
 	latUp   []bool
 	refPlan []pbatch
-	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test.
-	flat bool
-	idle idleSet
+	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test;
+	// sparseAll tries the sparse layer evaluation (sparse.go) whatever the number of units.
+	flat, sparseAll bool
+	idle            idleSet
 	// DP scratch.
 	h, h2, bestX []float64
 	srvMin       []srvBest

@@ -54,6 +54,13 @@ func TestGroupedMatchesFlat(t *testing.T) {
 					t0 := now + dataplane.Time(r.IntN(4))*5000
 					p.check = true
 					devs, hs, states := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					p.sparseAll = true
+					sDevs, sHs, sStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					p.sparseAll = false
+					if !reflect.DeepEqual(devs, sDevs) || !reflect.DeepEqual(hs, sHs) || states != sStates {
+						t.Fatalf("iter %d, chain %v items %v from GPU %d: grouped %v %v %d, sparse layers %v %v %d",
+							iter, svcs, its, src, devs, hs, states, sDevs, sHs, sStates)
+					}
 					p.check, p.flat = false, true
 					fDevs, fHs, fStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
 					p.flat, p.ref = false, true
