@@ -43,80 +43,148 @@ const sparseUnits = 16
 // elsewhere), and every term made from such a unit exceeds it. The next layer builds its
 // per-server minima from the candidates alone (the infinite finishes never enter a minimum
 // that decides), and the backtrack reads +Inf for a skipped unit, which it never picks.
+//
+// The least load is from host RAM where some server's host cache holds the service, and from
+// disk (seconds) where none does. Where the holders' least finish does not beat the bound with
+// the host load but does with the disk's (under overload, the holders' queues outlast a host
+// load: 24% of the layers at 128 GPUs, nearly all settled so), the units of the servers whose
+// cache holds the service are evaluated too (one or two servers of 16), and every unit left
+// is bounded with the disk load.
 func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm []srvBest, s1, s2 int, h []float64, last bool, slack float64) (int, bool) {
 	is := &p.idle
 	sv := lc.sv
 	if !p.latUp[sv] || !last && !(slack >= 0) {
 		return 0, false
 	}
-	first := k == 0
 	ns := len(p.m.W.Services)
-	us := is.units
-	down := p.down
 	// The candidate units: the GPUs that hold or load sv, per server; a class of idle ones
 	// holds sv in all its GPUs or in none (classes split by the chain's residency).
 	cands := is.cand2[:0]
-	srcS, srcBit := -1, uint64(0)
-	if is.srcU >= 0 {
-		srcS, srcBit = p.m.GPUServer[src], uint64(1)<<is.local[src]
-	}
-	for s, gs := range is.srvDevs {
-		m := is.resM[s*ns+sv] | is.ldM[s*ns+sv]
-		if m == 0 {
-			continue
-		}
-		im := is.idleM[s]
-		for b := m &^ im; b != 0; b &= b - 1 {
-			if d := gs[bits.TrailingZeros64(b)]; down[d] == 0 {
-				cands = append(cands, is.busyAt[d])
-			}
-		}
-		hm := m & im
-		if s == srcS && hm&srcBit != 0 {
-			cands = append(cands, is.srcU)
-			hm &^= srcBit
-		}
-		if hm == 0 {
-			continue
-		}
-		for i := is.srvLo[s]; i < is.srvHi[s]; i++ {
-			if us[i].mask&hm != 0 {
-				cands = append(cands, i)
-			}
+	for s := range is.srvDevs {
+		if m := is.resM[s*ns+sv] | is.ldM[s*ns+sv]; m != 0 {
+			cands = p.unitsOf(cands, s, m, src)
 		}
 	}
 	is.cand2 = cands
 	if len(cands) == 0 {
 		return 0, false
 	}
-	// The candidates as evalLayer evaluates them (devStart from the hotDev, then the walks that
-	// can matter, the least bound first).
+	bv, bi := p.evalUnits(now, lc, k, src, sm, s1, s2, h, cands, math.Inf(1), -1, last, slack)
+	// The bound of every other unit, with the least load lo.
+	beats := func(lo float64) bool {
+		lb := lc.fnow + lo
+		switch {
+		case k == 0:
+			lb = max(lb, min(lc.rSelf, lc.rNear, lc.rFar))
+		case s1 >= 0:
+			x := sm[s1].v1
+			if lc.chargeLoad {
+				x += lo
+			}
+			lb = max(lb, x)
+		}
+		lb += lc.lat
+		return bi >= 0 && !math.IsInf(bv, 1) && (last && lb > bv || !last && lb > bv+slack)
+	}
+	if !beats(min(lc.warmUs, lc.coldUs)) {
+		if !beats(lc.coldUs) {
+			return 0, false
+		}
+		// The units missing sv on the servers whose host cache holds it; those left load it
+		// from disk. bv only falls, so the disk-load bound still beats it.
+		n0 := len(cands)
+		for s, gs := range is.srvDevs {
+			if p.hostC[s][sv] {
+				all := ^uint64(0) >> (64 - len(gs))
+				if m := all &^ (is.resM[s*ns+sv] | is.ldM[s*ns+sv]); m != 0 {
+					cands = p.unitsOf(cands, s, m, src)
+				}
+			}
+		}
+		is.cand2 = cands
+		bv, bi = p.evalUnits(now, lc, k, src, sm, s1, s2, h, cands[n0:], bv, bi, last, slack)
+	}
+	// Keep the layer: +Inf for every other unit, the candidates' finishes (h[i] for them is
+	// what evalUnits wrote).
+	vals := is.xu[:0]
+	for _, i := range cands {
+		vals = append(vals, h[i])
+	}
+	inf := math.Inf(1)
+	for i := range h {
+		h[i] = inf
+	}
+	for j, i := range cands {
+		h[i] = vals[j]
+	}
+	is.cand, is.cand2 = is.cand2, is.cand
+	return bi, true
+}
+
+// unitsOf appends to cands the units of server s's GPUs in mask m (over srvDevs[s]) that are
+// up: each busy GPU's, the source's if idle, and each idle class that meets m (a class lies in
+// m or out of it wherever m is a residency or load mask of a chain service, or its complement).
+func (p *Policy) unitsOf(cands []int, s int, m uint64, src int) []int {
+	is := &p.idle
+	gs, im := is.srvDevs[s], is.idleM[s]
+	for b := m &^ im; b != 0; b &= b - 1 {
+		if d := gs[bits.TrailingZeros64(b)]; p.down[d] == 0 {
+			cands = append(cands, is.busyAt[d])
+		}
+	}
+	hm := m & im
+	if is.srcU >= 0 && p.m.GPUServer[src] == s {
+		if bit := uint64(1) << is.local[src]; hm&bit != 0 {
+			cands = append(cands, is.srcU)
+			hm &^= bit
+		}
+	}
+	if hm != 0 {
+		for i := is.srvLo[s]; i < is.srvHi[s]; i++ {
+			if is.units[i].mask&hm != 0 {
+				cands = append(cands, i)
+			}
+		}
+	}
+	return cands
+}
+
+// evalUnits evaluates units us[cs] of layer k into h as evalLayer does (devStart from the
+// hotDev, then the walks that can matter, the least bound first), from the least finish bv of
+// unit bi found so far (-1: none), and returns the least finish and its unit.
+func (p *Policy) evalUnits(now dataplane.Time, lc *layerConst, k, src int, sm []srvBest, s1, s2 int, h []float64, cs []int, bv float64, bi int, last bool, slack float64) (float64, int) {
+	is := &p.idle
+	us := is.units
 	var prev []float64
-	U := len(us)
-	if !first {
+	if k > 0 {
+		U := len(us)
 		prev = is.hu[(k-1)*U : k*U]
 	}
-	hot, resM, gsrv := is.hot, is.resM, p.m.GPUServer
+	hot, resM, hostC, gsrv := is.hot, is.resM, p.hostC, p.m.GPUServer
+	ns, sv := len(p.m.W.Services), lc.sv
 	fnow, lat := lc.fnow, lc.lat
 	res64 := ns <= 64
 	cn, cx := is.cn[k], is.cx[k]
-	bv, bi := math.Inf(1), -1
 	wait := is.wait[:0]
-	for _, i := range cands {
+	for _, i := range cs {
 		u := &us[i]
 		d := u.dev
 		var r float64
-		if first {
+		if k == 0 {
 			r = lc.first(d, src, gsrv)
 		} else {
 			r, _ = predOf(d, u.srv, prev[i], sm, s1, s2, cn, cx)
 		}
 		hd := &hot[d]
 		var sr, t float64
-		if res64 && hd.res>>(uint(sv)&63)&1 != 0 || !res64 && resM[u.srv*ns+sv]>>hd.local&1 != 0 {
+		switch {
+		case res64 && hd.res>>(uint(sv)&63)&1 != 0 || !res64 && resM[u.srv*ns+sv]>>hd.local&1 != 0:
 			sr, t = fnow, max(fnow, r)
-		} else { // loading sv (a candidate)
+		case int(hd.loading) == sv:
 			sr = hd.loadETA
+			t = max(fnow, r, sr)
+		default:
+			r, sr = lc.missing(fnow, hd.loading >= 0, hd.loadETA, hostC[u.srv][sv], r)
 			t = max(fnow, r, sr)
 		}
 		if hd.running {
@@ -151,36 +219,5 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 		}
 	}
 	is.wait = wait
-	// The bound of every other unit.
-	minLoad := min(lc.warmUs, lc.coldUs)
-	lb := fnow + minLoad
-	switch {
-	case first:
-		lb = max(lb, min(lc.rSelf, lc.rNear, lc.rFar))
-	case s1 >= 0:
-		x := sm[s1].v1
-		if lc.chargeLoad {
-			x += minLoad
-		}
-		lb = max(lb, x)
-	}
-	lb += lat
-	if bi < 0 || math.IsInf(bv, 1) || last && !(lb > bv) || !last && !(lb > bv+slack) {
-		return 0, false
-	}
-	// Keep the layer: +Inf for every other unit, the candidates' finishes (h[i] for them is
-	// what was written above).
-	vals := is.xu[:0]
-	for _, i := range cands {
-		vals = append(vals, h[i])
-	}
-	inf := math.Inf(1)
-	for i := range h {
-		h[i] = inf
-	}
-	for j, i := range cands {
-		h[i] = vals[j]
-	}
-	is.cand, is.cand2 = is.cand2, is.cand
-	return bi, true
+	return bv, bi
 }
