@@ -123,3 +123,25 @@ func randomStates(p *Policy, r *rand.Rand, now dataplane.Time) {
 		p.touch(d)
 	}
 }
+
+// TestTierGPUs: tierGPUs' stand-ins are the first GPUs a scan in index order finds on the same
+// server (not the GPU itself) and on another server, on uneven and interleaved layouts.
+func TestTierGPUs(t *testing.T) {
+	for _, srv := range [][]int{{0}, {0, 0, 0}, {0, 1, 2}, {0, 0, 1, 1, 2, 2}, {1, 1, 0, 0, 0}, {0, 1, 0, 1, 2}, {2, 2, 2, 0}} {
+		near, far := tierGPUs(srv)
+		for g := range srv {
+			wn, wf := -1, -1
+			for e := range srv {
+				if wn < 0 && e != g && srv[e] == srv[g] {
+					wn = e
+				}
+				if wf < 0 && srv[e] != srv[g] {
+					wf = e
+				}
+			}
+			if near[g] != wn || far[g] != wf {
+				t.Errorf("servers %v, GPU %d: near %d far %d, want %d %d", srv, g, near[g], far[g], wn, wf)
+			}
+		}
+	}
+}
