@@ -11,7 +11,9 @@ package dyorc
 // still charged for the paper's states (DP's states), the overhead model of DyOrc §8.5.
 // On the scale benchmark's 128 GPUs a layer evaluates 44 units instead of 128 GPUs, 32 of them
 // busy; evalLayer walks the plans of only those whose bound could matter (about one in five),
-// from compact per-GPU records (hotDev): the per-unit loop is what the DP costs there now.
+// from compact per-GPU records (hotDev). There most layers need not even that: sparse.go
+// evaluates them over the GPUs holding their service (13 units a layer) when a bound shows the
+// other units cannot change a choice.
 
 import (
 	"fmt"

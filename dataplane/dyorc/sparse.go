@@ -44,12 +44,12 @@ const sparseUnits = 16
 // per-server minima from the candidates alone (the infinite finishes never enter a minimum
 // that decides), and the backtrack reads +Inf for a skipped unit, which it never picks.
 //
-// The least load is from host RAM where some server's host cache holds the service, and from
-// disk (seconds) where none does. Where the holders' least finish does not beat the bound with
-// the host load but does with the disk's (under overload, the holders' queues outlast a host
-// load: 24% of the layers at 128 GPUs, nearly all settled so), the units of the servers whose
-// cache holds the service are evaluated too (one or two servers of 16), and every unit left
-// is bounded with the disk load.
+// A GPU loads the service from host RAM where its server's host cache holds it, else from disk
+// (seconds). Where the holders' least finish does not beat the bound with the host load but
+// does with the disk's (under overload, the holders' queues outlast a host load: 24% of the
+// layers at 128 GPUs, nearly all settled so), the units of the servers whose cache holds the
+// service are evaluated too (one or two servers of 16), and every unit left is bounded with
+// the disk load.
 func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm []srvBest, s1, s2 int, h []float64, last bool, slack float64) (int, bool) {
 	is := &p.idle
 	sv := lc.sv
