@@ -153,26 +153,59 @@ func (p *Policy) layerOf(now dataplane.Time, sv, items int, pred bool, t0 datapl
 	s := &p.m.W.Services[sv]
 	lc := layerConst{s: s, sv: sv, items: items, lat: s.ExpLat(items), fnow: float64(now),
 		warmUs: p.m.LoadUs(sv, false), coldUs: p.m.LoadUs(sv, true), chargeLoad: pred && !p.opt.Literal}
-	srv := p.m.GPUServer
 	if first {
 		lc.rSelf = float64(t0) + p.m.Comm(src, src, srcSvc, srcItems)
 		lc.rNear, lc.rFar = lc.rSelf, lc.rSelf
 		if src >= 0 {
-			for e := range p.devs {
-				if e != src && srv[e] == srv[src] {
-					lc.rNear = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
-					break
-				}
+			if e := p.nearOf[src]; e >= 0 {
+				lc.rNear = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
 			}
-			for e := range p.devs {
-				if srv[e] != srv[src] {
-					lc.rFar = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
-					break
-				}
+			if e := p.farOf[src]; e >= 0 {
+				lc.rFar = float64(t0) + p.m.Comm(src, e, srcSvc, srcItems)
 			}
 		}
 	}
 	return lc
+}
+
+// tierGPUs returns, for every GPU g of the servers srv (GPU → server), the first GPU other than
+// g on its server and the first on another server (-1: none): layerOf's stand-ins for the
+// transfer tiers, found once instead of by a scan of the GPUs at every DP (at 128 GPUs up to
+// 120 GPUs scanned for a source on the last server).
+func tierGPUs(srv []int) (near, far []int) {
+	G := len(srv)
+	near, far = make([]int, G), make([]int, G)
+	ns := 0
+	for _, s := range srv {
+		ns = max(ns, s+1)
+	}
+	first, second := make([]int, ns), make([]int, ns)
+	for s := range first {
+		first[s], second[s] = -1, -1
+	}
+	other := -1 // the first GPU not on GPU 0's server
+	for g, s := range srv {
+		switch {
+		case first[s] < 0:
+			first[s] = g
+		case second[s] < 0:
+			second[s] = g
+		}
+		if other < 0 && s != srv[0] {
+			other = g
+		}
+	}
+	for g, s := range srv {
+		near[g] = first[s]
+		if near[g] == g {
+			near[g] = second[s]
+		}
+		far[g] = 0
+		if s == srv[0] {
+			far[g] = other
+		}
+	}
+	return near, far
 }
 
 // first is GPU d's input time in layer 0 (the output of GPU src).

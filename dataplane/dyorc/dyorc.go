@@ -237,9 +237,13 @@ type Policy struct {
 	// bound: a task joining a batch finishes no earlier than it would alone).
 	latUp   []bool
 	refPlan []pbatch
-	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test.
-	flat bool
-	idle idleSet
+	// nearOf[g], farOf[g]: the first GPU other than g on g's server, and the first on another
+	// server (-1: none), whose transfers from g stand for their tiers' (layerOf).
+	nearOf, farOf []int
+	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test;
+	// sparseAll tries the sparse layer evaluation (sparse.go) whatever the number of units.
+	flat, sparseAll bool
+	idle            idleSet
 	// DP scratch.
 	h, h2, bestX []float64
 	srvMin       []srvBest
@@ -275,6 +279,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}
 	p.down = make([]int, m.GPUs)
+	p.nearOf, p.farOf = tierGPUs(m.GPUServer)
 	p.svcMax, p.latTab, p.latUp = make([]int, ns), make([][]float64, ns), make([]bool, ns)
 	for sv := range m.W.Services {
 		s := &m.W.Services[sv]

@@ -11,7 +11,9 @@ package dyorc
 // still charged for the paper's states (DP's states), the overhead model of DyOrc §8.5.
 // On the scale benchmark's 128 GPUs a layer evaluates 44 units instead of 128 GPUs, 32 of them
 // busy; evalLayer walks the plans of only those whose bound could matter (about one in five),
-// from compact per-GPU records (hotDev): the per-unit loop is what the DP costs there now.
+// from compact per-GPU records (hotDev). There most layers need not even that: sparse.go
+// evaluates them over the GPUs holding their service (13 units a layer) when a bound shows the
+// other units cannot change a choice.
 
 import (
 	"fmt"
@@ -31,6 +33,7 @@ type idleSet struct {
 	local   []int   // GPU → its place in srvDevs
 	idleM   []uint64
 	resM    []uint64
+	ldM     []uint64 // as resM, of the service each GPU is loading (holders: sparse.go)
 	busy    []int
 	busyAt  []int // GPU → its place in busy, -1 when idle
 	touched []int // GPUs whose state changed since the last sync
@@ -47,6 +50,8 @@ type idleSet struct {
 	s12    [][2]int
 	cn, cx []float64
 	wait   []walk
+	// cand, cand2: sparse.go's candidate units of the previous and of the current layer.
+	cand, cand2 []int
 }
 
 // hotDev is what evalLayer reads of a GPU (devStart's inputs, and whether its plan may need a
@@ -118,6 +123,14 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 		dv.touched = false
 		s := p.m.GPUServer[d]
 		bit := uint64(1) << is.local[d]
+		if old := int(is.hot[d].loading); old != dv.loading {
+			if old >= 0 {
+				is.ldM[s*ns+old] &^= bit
+			}
+			if dv.loading >= 0 {
+				is.ldM[s*ns+dv.loading] |= bit
+			}
+		}
 		for sv, r := range dv.resident {
 			if r {
 				is.resM[s*ns+sv] |= bit
@@ -187,6 +200,7 @@ func (p *Policy) buildIdle() bool {
 	}
 	is.idleM = make([]uint64, nsrv)
 	is.resM = make([]uint64, nsrv*len(p.m.W.Services))
+	is.ldM = make([]uint64, nsrv*len(p.m.W.Services))
 	is.busy = make([]int, G)
 	is.busyAt = make([]int, G)
 	is.units = make([]unit, G)
@@ -196,6 +210,9 @@ func (p *Policy) buildIdle() bool {
 	}
 	is.srvLo, is.srvHi = make([]int, nsrv), make([]int, nsrv)
 	is.hot = make([]hotDev, G)
+	for d := range is.hot {
+		is.hot[d].loading = -1 // as ldM: no load recorded yet
+	}
 	is.ok = true
 	return true
 }
@@ -213,6 +230,9 @@ func (p *Policy) checkIdle() {
 		for sv, r := range p.devs[d].resident {
 			if (is.resM[s*ns+sv]&bit != 0) != r {
 				panic(fmt.Sprintf("dyorc: GPU %d: kept residency of service %d differs", d, sv))
+			}
+			if (is.ldM[s*ns+sv]&bit != 0) != (p.devs[d].loading == sv) {
+				panic(fmt.Sprintf("dyorc: GPU %d: kept load of service %d differs", d, sv))
 			}
 		}
 		if h := p.hotOf(d); h != is.hot[d] {
@@ -298,25 +318,37 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	}
 	inf := math.Inf(1)
 	last := 0
+	// sparse: the previous layer was evaluated over its candidates alone (sparse.go), the
+	// other units' finishes left infinite.
+	sparse, trySparse := false, p.sparseAll || U >= sparseUnits
 	for k := 0; k < n; k++ {
+		var sm []srvBest
+		s1, s2 := -1, -1
 		if k > 0 {
 			prev := is.hu[(k-1)*U : k*U]
-			sm := is.smL[k][:0]
+			sm = is.smL[k][:0]
 			for range is.srvDevs {
 				sm = append(sm, srvBest{v1: inf, v2: inf, a1: -1, a2: -1})
 			}
-			for i := range us {
-				u := &us[i]
-				sm[u.srv].add(prev[i], u.dev)
-				if u.dev2 >= 0 {
-					sm[u.srv].add(prev[i], u.dev2)
+			if sparse {
+				for _, i := range is.cand {
+					u := &us[i]
+					sm[u.srv].add(prev[i], u.dev)
+					if u.dev2 >= 0 {
+						sm[u.srv].add(prev[i], u.dev2)
+					}
+				}
+			} else {
+				for i := range us {
+					u := &us[i]
+					sm[u.srv].add(prev[i], u.dev)
+					if u.dev2 >= 0 {
+						sm[u.srv].add(prev[i], u.dev2)
+					}
 				}
 			}
-			s1, s2 := bestServers(sm)
+			s1, s2 = bestServers(sm)
 			is.smL[k], is.s12[k] = sm, [2]int{s1, s2}
-			for i := range us {
-				xu[i], _ = predOf(us[i].dev, us[i].srv, prev[i], sm, s1, s2, is.cn[k], is.cx[k])
-			}
 		}
 		lc := p.layerOf(now, svcs[k], its[k], k > 0, t0, src, srcSvc, srcItems, k == 0)
 		h := is.hu[k*U : (k+1)*U]
@@ -325,6 +357,20 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		slack := math.NaN()
 		if k < n-1 && is.cx[k+1] >= 0 {
 			slack = max(is.cn[k+1], is.cx[k+1])
+		}
+		if trySparse {
+			var ok bool
+			if last, ok = p.evalSparse(now, &lc, k, src, sm, s1, s2, h, k == n-1, slack); ok {
+				sparse = true
+				continue
+			}
+		}
+		sparse = false
+		if k > 0 {
+			prev := is.hu[(k-1)*U : k*U]
+			for i := range us {
+				xu[i], _ = predOf(us[i].dev, us[i].srv, prev[i], sm, s1, s2, is.cn[k], is.cx[k])
+			}
 		}
 		last = p.evalLayer(now, &lc, k == 0, src, xu, h, k == n-1, slack)
 	}

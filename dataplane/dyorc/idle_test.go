@@ -54,6 +54,13 @@ func TestGroupedMatchesFlat(t *testing.T) {
 					t0 := now + dataplane.Time(r.IntN(4))*5000
 					p.check = true
 					devs, hs, states := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					p.sparseAll = true
+					sDevs, sHs, sStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					p.sparseAll = false
+					if !reflect.DeepEqual(devs, sDevs) || !reflect.DeepEqual(hs, sHs) || states != sStates {
+						t.Fatalf("iter %d, chain %v items %v from GPU %d: grouped %v %v %d, sparse layers %v %v %d",
+							iter, svcs, its, src, devs, hs, states, sDevs, sHs, sStates)
+					}
 					p.check, p.flat = false, true
 					fDevs, fHs, fStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
 					p.flat, p.ref = false, true
@@ -114,5 +121,27 @@ func randomStates(p *Policy, r *rand.Rand, now dataplane.Time) {
 			}
 		}
 		p.touch(d)
+	}
+}
+
+// TestTierGPUs: tierGPUs' stand-ins are the first GPUs a scan in index order finds on the same
+// server (not the GPU itself) and on another server, on uneven and interleaved layouts.
+func TestTierGPUs(t *testing.T) {
+	for _, srv := range [][]int{{0}, {0, 0, 0}, {0, 1, 2}, {0, 0, 1, 1, 2, 2}, {1, 1, 0, 0, 0}, {0, 1, 0, 1, 2}, {2, 2, 2, 0}} {
+		near, far := tierGPUs(srv)
+		for g := range srv {
+			wn, wf := -1, -1
+			for e := range srv {
+				if wn < 0 && e != g && srv[e] == srv[g] {
+					wn = e
+				}
+				if wf < 0 && srv[e] != srv[g] {
+					wf = e
+				}
+			}
+			if near[g] != wn || far[g] != wf {
+				t.Errorf("servers %v, GPU %d: near %d far %d, want %d %d", srv, g, near[g], far[g], wn, wf)
+			}
+		}
 	}
 }

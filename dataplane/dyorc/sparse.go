@@ -1,0 +1,223 @@
+package dyorc
+
+// The DP's layers over the GPUs that hold the layer's service (DyOrc §5.3, Algorithm 1).
+//
+// A layer's task finishes on a GPU that neither holds nor loads its service no earlier than
+// the service's load from host RAM after now (avail in Eq. 1: the GPU must load it first), and,
+// unless Literal, no earlier than its input plus that load (availCompPred's charge). At 128
+// GPUs with each service warm on few of them, the GPUs that hold the service (resident or
+// loading) usually finish before that bound: then the other units change no choice of the DP
+// and need no evaluation. evalSparse evaluates the holders alone, found per server from the
+// idle set's residency and load masks (resM, ldM), and keeps the layer when the bound shows the
+// others cannot matter; else the full evaluation (evalLayer) runs.
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/plan-dev/plan/dataplane"
+)
+
+// sparseUnits is the number of units from which dpGrouped tries evalSparse first. On one
+// server (the scale benchmark's 8 GPUs: ~8 units a layer) the full evaluation is as cheap as
+// finding the holders, and the layers the bound cannot settle pay both.
+const sparseUnits = 16
+
+// evalSparse evaluates layer k of dpGrouped (lc; sm, s1, s2: the previous layer's per-server
+// minima and best servers, for k > 0) over its candidate units only: those of GPUs that are
+// up and hold or load the layer's service. It returns the unit of the least finish (as
+// evalLayer) and true when no other unit can change the DP's choices, having written the
+// candidates' finishes into h and +Inf for every other unit; false, with h unspecified,
+// otherwise.
+//
+// Every other unit (missing the service, or down) finishes no earlier than lb: its start
+// is at least svcReady ≥ now + the least load time (host RAM or disk), and at least its input
+// time, which is at least rmin at layer 0 and, at a later layer, the previous layer's least
+// finish (bestPred adds transfers ≥ 0 to it), plus the load unless Literal; a walk of its plan
+// only delays it where ExpLat does not fall with the batch (latUp). Floating-point addition
+// and max are monotone, so the bound holds as computed. In the last layer only the least
+// finish matters, and a unit with a finish over lb > best is not it. In an earlier layer, a
+// unit whose finish exceeds best + slack (slack ≥ any transfer) is no unit's predecessor
+// (evalLayer's argument), so its finish, true or +Inf, changes no choice of bestPred: every
+// unit has a term of at most best + slack (its own, best + cn on best's server, best + cx
+// elsewhere), and every term made from such a unit exceeds it. The next layer builds its
+// per-server minima from the candidates alone (the infinite finishes never enter a minimum
+// that decides), and the backtrack reads +Inf for a skipped unit, which it never picks.
+//
+// A GPU loads the service from host RAM where its server's host cache holds it, else from disk
+// (seconds). Where the holders' least finish does not beat the bound with the host load but
+// does with the disk's (under overload, the holders' queues outlast a host load: 24% of the
+// layers at 128 GPUs, nearly all settled so), the units of the servers whose cache holds the
+// service are evaluated too (one or two servers of 16), and every unit left is bounded with
+// the disk load.
+func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm []srvBest, s1, s2 int, h []float64, last bool, slack float64) (int, bool) {
+	is := &p.idle
+	sv := lc.sv
+	if !p.latUp[sv] || !last && !(slack >= 0) {
+		return 0, false
+	}
+	ns := len(p.m.W.Services)
+	// The candidate units: the GPUs that hold or load sv, per server; a class of idle ones
+	// holds sv in all its GPUs or in none (classes split by the chain's residency).
+	cands := is.cand2[:0]
+	for s := range is.srvDevs {
+		if m := is.resM[s*ns+sv] | is.ldM[s*ns+sv]; m != 0 {
+			cands = p.unitsOf(cands, s, m, src)
+		}
+	}
+	is.cand2 = cands
+	if len(cands) == 0 {
+		return 0, false
+	}
+	bv, bi := p.evalUnits(now, lc, k, src, sm, s1, s2, h, cands, math.Inf(1), -1, last, slack)
+	// The bound of every other unit, with the least load lo.
+	beats := func(lo float64) bool {
+		lb := lc.fnow + lo
+		switch {
+		case k == 0:
+			lb = max(lb, min(lc.rSelf, lc.rNear, lc.rFar))
+		case s1 >= 0:
+			x := sm[s1].v1
+			if lc.chargeLoad {
+				x += lo
+			}
+			lb = max(lb, x)
+		}
+		lb += lc.lat
+		return bi >= 0 && !math.IsInf(bv, 1) && (last && lb > bv || !last && lb > bv+slack)
+	}
+	if !beats(min(lc.warmUs, lc.coldUs)) {
+		if !beats(lc.coldUs) {
+			return 0, false
+		}
+		// The units missing sv on the servers whose host cache holds it; those left load it
+		// from disk. bv only falls, so the disk-load bound still beats it.
+		n0 := len(cands)
+		for s, gs := range is.srvDevs {
+			if p.hostC[s][sv] {
+				all := ^uint64(0) >> (64 - len(gs))
+				if m := all &^ (is.resM[s*ns+sv] | is.ldM[s*ns+sv]); m != 0 {
+					cands = p.unitsOf(cands, s, m, src)
+				}
+			}
+		}
+		is.cand2 = cands
+		bv, bi = p.evalUnits(now, lc, k, src, sm, s1, s2, h, cands[n0:], bv, bi, last, slack)
+	}
+	// Keep the layer: +Inf for every other unit, the candidates' finishes (h[i] for them is
+	// what evalUnits wrote).
+	vals := is.xu[:0]
+	for _, i := range cands {
+		vals = append(vals, h[i])
+	}
+	inf := math.Inf(1)
+	for i := range h {
+		h[i] = inf
+	}
+	for j, i := range cands {
+		h[i] = vals[j]
+	}
+	is.cand, is.cand2 = is.cand2, is.cand
+	return bi, true
+}
+
+// unitsOf appends to cands the units of server s's GPUs in mask m (over srvDevs[s]) that are
+// up: each busy GPU's, the source's if idle, and each idle class that meets m (a class lies in
+// m or out of it wherever m is a residency or load mask of a chain service, or its complement).
+func (p *Policy) unitsOf(cands []int, s int, m uint64, src int) []int {
+	is := &p.idle
+	gs, im := is.srvDevs[s], is.idleM[s]
+	for b := m &^ im; b != 0; b &= b - 1 {
+		if d := gs[bits.TrailingZeros64(b)]; p.down[d] == 0 {
+			cands = append(cands, is.busyAt[d])
+		}
+	}
+	hm := m & im
+	if is.srcU >= 0 && p.m.GPUServer[src] == s {
+		if bit := uint64(1) << is.local[src]; hm&bit != 0 {
+			cands = append(cands, is.srcU)
+			hm &^= bit
+		}
+	}
+	if hm != 0 {
+		for i := is.srvLo[s]; i < is.srvHi[s]; i++ {
+			if is.units[i].mask&hm != 0 {
+				cands = append(cands, i)
+			}
+		}
+	}
+	return cands
+}
+
+// evalUnits evaluates units us[cs] of layer k into h as evalLayer does (devStart from the
+// hotDev, then the walks that can matter, the least bound first), from the least finish bv of
+// unit bi found so far (-1: none), and returns the least finish and its unit.
+func (p *Policy) evalUnits(now dataplane.Time, lc *layerConst, k, src int, sm []srvBest, s1, s2 int, h []float64, cs []int, bv float64, bi int, last bool, slack float64) (float64, int) {
+	is := &p.idle
+	us := is.units
+	var prev []float64
+	if k > 0 {
+		U := len(us)
+		prev = is.hu[(k-1)*U : k*U]
+	}
+	hot, resM, hostC, gsrv := is.hot, is.resM, p.hostC, p.m.GPUServer
+	ns, sv := len(p.m.W.Services), lc.sv
+	fnow, lat := lc.fnow, lc.lat
+	res64 := ns <= 64
+	cn, cx := is.cn[k], is.cx[k]
+	wait := is.wait[:0]
+	for _, i := range cs {
+		u := &us[i]
+		d := u.dev
+		var r float64
+		if k == 0 {
+			r = lc.first(d, src, gsrv)
+		} else {
+			r, _ = predOf(d, u.srv, prev[i], sm, s1, s2, cn, cx)
+		}
+		hd := &hot[d]
+		var sr, t float64
+		switch {
+		case res64 && hd.res>>(uint(sv)&63)&1 != 0 || !res64 && resM[u.srv*ns+sv]>>hd.local&1 != 0:
+			sr, t = fnow, max(fnow, r)
+		case int(hd.loading) == sv:
+			sr = hd.loadETA
+			t = max(fnow, r, sr)
+		default:
+			r, sr = lc.missing(fnow, hd.loading >= 0, hd.loadETA, hostC[u.srv][sv], r)
+			t = max(fnow, r, sr)
+		}
+		if hd.running {
+			t = max(t, hd.runEnd)
+		}
+		v := t + lat
+		h[i] = v
+		if u.mask == 0 && hd.walk {
+			w := walk{i: i, r: r, sr: sr, t: t}
+			if len(wait) > 0 && v < h[wait[0].i] {
+				wait = append(wait, wait[0])
+				wait[0] = w
+			} else {
+				wait = append(wait, w)
+			}
+		} else if bi < 0 || lessVA(v, d, bv, us[bi].dev) {
+			bv, bi = v, i
+		}
+	}
+	for _, w := range wait {
+		d := us[w.i].dev
+		if bi >= 0 {
+			if last && !lessVA(h[w.i], d, bv, us[bi].dev) || !last && h[w.i] > bv+slack {
+				continue
+			}
+		}
+		if pl := p.plan(now, d); len(pl) > 0 {
+			h[w.i] = availScan(now, pl, &p.devs[d], lc.s, p.latTab[sv], true, sv, lc.items, w.r, w.sr, w.t, lat)
+		}
+		if bi < 0 || lessVA(h[w.i], d, bv, us[bi].dev) {
+			bv, bi = h[w.i], w.i
+		}
+	}
+	is.wait = wait
+	return bv, bi
+}
