@@ -46,6 +46,16 @@ func (c *chunked[T]) push(x T) {
 	c.n++
 }
 
+// ahead is the slot k places past the back (k ≥ 1) when it lies in the back's chunk, nil
+// otherwise: what a later push overwrites.
+func (c *chunked[T]) ahead(k int) *T {
+	j := c.head + c.n + k - 1
+	if i := j >> chunkBits; i < len(c.chunks) {
+		return &c.chunks[i][j&chunkMask]
+	}
+	return nil
+}
+
 // dropFront forgets the k oldest elements (k ≤ len). They are not cleared: T holds no
 // pointers (the engine's Request, checked by TestRequestLayout), so nothing is kept alive
 // through them, and push overwrites a slot whole; clearing was a write stream as long as the
