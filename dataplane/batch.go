@@ -116,95 +116,95 @@ func (a entry) less(b entry) bool {
 
 // fifo is an ordered queue with cheap pops at the front and sorted inserts near the back.
 // The front entry lives in the queue's header, inside the worker's or link's own record, and
-// only the entries behind it in a buffer: tryWorker and tryLink, which look at the front of
-// queues whose owners they read anyway, then read one line instead of following the buffer
-// pointer to a second one, and a queue of one entry (the usual case under PPipe's
-// reservations, where a hop is queued shortly before it runs) never touches its buffer. At
-// 1,600 GPUs the buffers of 4,800 queues do not stay in cache between two visits.
+// only the entries behind it in a ring buffer: tryWorker and tryLink, which look at the
+// front of queues whose owners they read anyway, then read one line instead of following the
+// buffer pointer to a second one, and a queue of one entry never touches its buffer (half
+// the inserts at 1,600 GPUs find the queue empty). The ring keeps a queue that never empties
+// (a busy worker's, 2-3 entries behind the front) on the same few lines: a buffer whose
+// live part walks forward until a compaction touched a fresh line every few inserts, and at
+// 1,600 GPUs those walks over 4,800 queues do not stay in cache.
 type fifo struct {
-	first entry   // the front, when ok
-	rest  []entry // the entries behind first, in order, from rest[head:]
+	first entry   // the front, when n > 0
+	ring  []entry // the n-1 entries behind first, in order, from ring[head] on (wrapping)
 	head  int32
-	ok    bool
+	n     int32
 }
 
-func (q *fifo) len() int {
-	if !q.ok {
-		return 0
-	}
-	return 1 + len(q.rest) - int(q.head)
-}
+func (q *fifo) len() int { return int(q.n) }
 
-func (q *fifo) front() (entry, bool) { return q.first, q.ok }
+func (q *fifo) front() (entry, bool) { return q.first, q.n > 0 }
+
+func (q *fifo) at(i int32) *entry { return &q.ring[(q.head+i)&int32(len(q.ring)-1)] }
 
 func (q *fifo) pop() {
-	if int(q.head) == len(q.rest) {
-		q.first, q.ok = entry{}, false
+	if q.n <= 1 {
+		q.first, q.n = entry{}, 0
 		return
 	}
-	q.first = q.rest[q.head]
-	q.head++
-	if int(q.head) == len(q.rest) {
-		q.rest = q.rest[:0]
-		q.head = 0
-	} else if q.head > 64 && int(q.head)*2 > len(q.rest) {
-		n := copy(q.rest, q.rest[q.head:])
-		q.rest = q.rest[:n]
-		q.head = 0
-	}
+	q.first = *q.at(0)
+	q.head = (q.head + 1) & int32(len(q.ring)-1)
+	q.n--
 }
 
 // all returns the queued entries in order (a new slice).
 func (q *fifo) all() []entry {
-	if !q.ok {
+	if q.n == 0 {
 		return nil
 	}
-	return append([]entry{q.first}, q.rest[q.head:]...)
+	xs := []entry{q.first}
+	for i := range q.n - 1 {
+		xs = append(xs, *q.at(i))
+	}
+	return xs
 }
 
 // removeBatch drops every queued entry of batch b.
 func (q *fifo) removeBatch(b BatchID) {
-	kept := q.rest[:q.head]
-	for _, x := range q.rest[q.head:] {
-		if x.b != b {
-			kept = append(kept, x)
+	if q.n == 0 {
+		return
+	}
+	k := int32(0)
+	for i := range q.n - 1 {
+		if x := *q.at(i); x.b != b {
+			*q.at(k) = x
+			k++
 		}
 	}
-	q.rest = kept
-	if q.ok && q.first.b == b {
+	q.n = k + 1
+	if q.first.b == b {
 		q.pop()
-	} else if int(q.head) == len(q.rest) {
-		q.rest, q.head = q.rest[:0], 0
 	}
 }
 
 // insert places e after every entry not greater than it. The queue is sorted, so e goes in
-// front only if it is less than the front; else it goes into the buffer where the sorted
+// front only if it is less than the front; else it goes into the ring where the sorted
 // insert from the back puts it.
 func (q *fifo) insert(e entry) {
-	if !q.ok {
-		q.first, q.ok = e, true
+	if q.n == 0 {
+		q.first, q.n = e, 1
 		return
 	}
-	if e.less(q.first) {
-		if q.head > 0 {
-			q.head--
-			q.rest[q.head] = q.first
-		} else {
-			q.rest = append(q.rest, entry{})
-			copy(q.rest[1:], q.rest)
-			q.rest[0] = q.first
+	m := q.n - 1
+	if int(m) == len(q.ring) {
+		ring := make([]entry, max(4, 2*len(q.ring)))
+		for i := range m {
+			ring[i] = *q.at(i)
 		}
+		q.ring, q.head = ring, 0
+	}
+	q.n++
+	if e.less(q.first) {
+		q.head = (q.head - 1) & int32(len(q.ring)-1)
+		q.ring[q.head] = q.first
 		q.first = e
 		return
 	}
-	q.rest = append(q.rest, e)
-	i := len(q.rest) - 1
-	for i > int(q.head) && e.less(q.rest[i-1]) {
-		q.rest[i] = q.rest[i-1]
+	i := m
+	for i > 0 && e.less(*q.at(i - 1)) {
+		*q.at(i) = *q.at(i - 1)
 		i--
 	}
-	q.rest[i] = e
+	*q.at(i) = e
 }
 
 func (e *Engine) dispatch(now Time, d *Decision) error {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestFifoOrder checks fifo (the front in the header, the rest in a buffer) against a plain
+// TestFifoOrder checks fifo (the front in the header, the rest in a ring) against a plain
 // sorted slice: inserts go after every entry not greater than them, pops take the least,
 // removeBatch drops a batch's entries wherever they are, and all lists them in order.
 func TestFifoOrder(t *testing.T) {
@@ -20,7 +20,7 @@ func TestFifoOrder(t *testing.T) {
 	}{
 		{"short queues", 1, 4000, 1000, 50, 55},
 		{"ties on res", 2, 4000, 4, 50, 45},
-		{"long queues (compaction)", 3, 20000, 100000, 400, 35},
+		{"long queues (ring growth)", 3, 20000, 100000, 400, 35},
 		{"growing then draining", 4, 6000, 50, 20, 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
