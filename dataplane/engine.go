@@ -48,6 +48,9 @@ type Engine struct {
 	fx      Effects
 	reqs    chunked[Request]
 	batches []Batch
+	// hopBits has a byte per batch of batches (same index), a filter of its hops' ready and
+	// outReady flags (hopBit): tryWorker and tryLink read it before the batch record.
+	hopBits []uint8
 	workers []workerState
 	up      []linkState
 	down    []linkState
@@ -189,6 +192,7 @@ func (e *Engine) Compact() {
 		n := copy(e.batches, e.batches[k:])
 		clear(e.batches[n:])
 		e.batches = e.batches[:n]
+		e.hopBits = e.hopBits[:copy(e.hopBits, e.hopBits[k:])]
 		e.batchBase += BatchID(k)
 	}
 	// The retired prefix comes from the finished bits (doneSet), without touching a record:
@@ -259,6 +263,9 @@ func (e *Engine) ReserveRequests(n int) {
 		b := make([]Batch, len(e.batches), n)
 		copy(b, e.batches)
 		e.batches = b
+	}
+	if cap(e.hopBits) < n {
+		e.hopBits = append(make([]uint8, 0, n), e.hopBits...)
 	}
 }
 

@@ -30,7 +30,7 @@ func (e *Engine) workerDown(now Time, w WorkerID) error {
 		ws.busyTime += now - ws.curStart
 		lost = append(lost, ws.cur.b)
 	}
-	for _, x := range ws.q.items[ws.q.head:] {
+	for _, x := range ws.q.all() {
 		if !slices.Contains(lost, x.b) {
 			lost = append(lost, x.b)
 		}
