@@ -111,7 +111,7 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 		vals = append(vals, h[i])
 	}
 	inf := math.Inf(1)
-	for i := range h {
+	for i := range h[:len(is.units)] {
 		h[i] = inf
 	}
 	for j, i := range cands {
@@ -140,6 +140,7 @@ func (p *Policy) unitsOf(cands []int, s int, m uint64, src int) []int {
 		}
 	}
 	if hm != 0 {
+		p.classesOf(s)
 		for i := is.srvLo[s]; i < is.srvHi[s]; i++ {
 			if is.units[i].mask&hm != 0 {
 				cands = append(cands, i)
@@ -157,8 +158,7 @@ func (p *Policy) evalUnits(now dataplane.Time, lc *layerConst, k, src int, sm []
 	us := is.units
 	var prev []float64
 	if k > 0 {
-		U := len(us)
-		prev = is.hu[(k-1)*U : k*U]
+		prev = is.hu[(k-1)*is.stride : k*is.stride]
 	}
 	hot, resM, hostC, gsrv := is.hot, is.resM, p.hostC, p.m.GPUServer
 	ns, sv := len(p.m.W.Services), lc.sv
