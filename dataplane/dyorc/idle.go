@@ -34,6 +34,10 @@ type idleSet struct {
 	idleM   []uint64
 	resM    []uint64
 	ldM     []uint64 // as resM, of the service each GPU is loading (holders: sparse.go)
+	// hold[sv]: the servers (bit s) with a GPU that holds or loads sv, where there are 2 to 64
+	// servers and at most 64 services (else nil): evalSparse's holders without a scan of every
+	// server per layer, kept from the changes of the touched GPUs' hotDev.
+	hold    []uint64
 	busy    []int
 	busyAt  []int // GPU → its place in busy, -1 when idle
 	touched []int // GPUs whose state changed since the last sync
@@ -144,7 +148,27 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 				is.resM[s*ns+sv] &^= bit
 			}
 		}
+		old := is.hot[d]
 		is.hot[d] = p.hotOf(d)
+		if is.hold != nil {
+			// The services whose residency or load on d changed.
+			ch := old.res ^ is.hot[d].res
+			if old.loading != is.hot[d].loading {
+				if old.loading >= 0 {
+					ch |= 1 << old.loading
+				}
+				if dv.loading >= 0 {
+					ch |= 1 << dv.loading
+				}
+			}
+			for sb := uint64(1) << s; ch != 0; ch &= ch - 1 {
+				if sv := bits.TrailingZeros64(ch); is.resM[s*ns+sv]|is.ldM[s*ns+sv] != 0 {
+					is.hold[sv] |= sb
+				} else {
+					is.hold[sv] &^= sb
+				}
+			}
+		}
 		idle := p.idleNow(d)
 		if !idle && p.down[d] == 0 && dv.dirty && !dv.pend {
 			dv.pend, dv.pendAt = true, now
@@ -207,6 +231,9 @@ func (p *Policy) buildIdle() bool {
 	is.idleM = make([]uint64, nsrv)
 	is.resM = make([]uint64, nsrv*len(p.m.W.Services))
 	is.ldM = make([]uint64, nsrv*len(p.m.W.Services))
+	if nsrv > 1 && nsrv <= 64 && len(p.m.W.Services) <= 64 {
+		is.hold = make([]uint64, len(p.m.W.Services))
+	}
 	is.busy = make([]int, G)
 	is.busyAt = make([]int, G)
 	is.units = make([]unit, G)
@@ -239,6 +266,13 @@ func (p *Policy) checkIdle() {
 			}
 			if (is.ldM[s*ns+sv]&bit != 0) != (p.devs[d].loading == sv) {
 				panic(fmt.Sprintf("dyorc: GPU %d: kept load of service %d differs", d, sv))
+			}
+		}
+		if is.hold != nil {
+			for sv := range p.devs[d].resident {
+				if (is.hold[sv]>>s&1 != 0) != (is.resM[s*ns+sv]|is.ldM[s*ns+sv] != 0) {
+					panic(fmt.Sprintf("dyorc: server %d: kept holders of service %d differ", s, sv))
+				}
 			}
 		}
 		if h := p.hotOf(d); h != is.hot[d] {
@@ -369,8 +403,10 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 			}
 		}
 		sparse = false
-		p.allClasses()
-		us = is.units
+		if trySparse {
+			p.allClasses()
+			us = is.units
+		}
 		if k > 0 {
 			prev := is.hu[(k-1)*stride : k*stride]
 			for i := range us {
@@ -445,8 +481,11 @@ func (p *Policy) classesOf(s int) {
 
 // allClasses finds the idle classes of every server not found yet in this DP.
 func (p *Policy) allClasses() {
-	for s := range p.idle.srvDevs {
-		p.classesOf(s)
+	is := &p.idle
+	for s := range is.srvDevs {
+		if is.srvAt[s] != is.dpN {
+			p.classesOf(s)
+		}
 	}
 }
 
