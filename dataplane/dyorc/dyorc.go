@@ -167,9 +167,16 @@ type device struct {
 	order []planItem
 	// pre, preN: the plan's settled prefix (order.go): the batches that the queued tasks
 	// among order[:preN] form, every item there ready before an earlier rebuild.
-	pre     []preBatch
-	preN    int
-	timerAt dataplane.Time
+	pre  []preBatch
+	preN int
+	// preT: the planned batches of pre[:preTN] as a rebuild planned them from t = preT0, each
+	// starting where the one before ended (the first at preT0), their services (preTMask)
+	// resident (order.go).
+	preT     []pbatch
+	preTN    int
+	preT0    dataplane.Time
+	preTMask uint64
+	timerAt  dataplane.Time
 	// runW: the workers running the parts of the current batch (a failed one never reports).
 	runW []dataplane.WorkerID
 	// runTasks: the tasks of the current batch, to re-place those a failure releases.

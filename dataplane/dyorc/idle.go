@@ -34,6 +34,10 @@ type idleSet struct {
 	idleM   []uint64
 	resM    []uint64
 	ldM     []uint64 // as resM, of the service each GPU is loading (holders: sparse.go)
+	// hold[sv]: the servers (bit s) with a GPU that holds or loads sv, where there are 2 to 64
+	// servers and at most 64 services (else nil): evalSparse's holders without a scan of every
+	// server per layer, kept from the changes of the touched GPUs' hotDev.
+	hold    []uint64
 	busy    []int
 	busyAt  []int // GPU → its place in busy, -1 when idle
 	touched []int // GPUs whose state changed since the last sync
@@ -43,7 +47,13 @@ type idleSet struct {
 	parts  []uint64
 	srvLo  []int // server → its classes' range in units
 	srvHi  []int
-	srcU   int       // the DP's unit of its source GPU when idle (a unit of its own), else -1
+	srcU   int   // the DP's unit of its source GPU when idle (a unit of its own), else -1
+	src    int   // the DP's source GPU (-1: the request input)
+	svcs   []int // the DP's chain of services (classesOf)
+	layer  int   // the layer dpGrouped evaluates
+	stride int   // hu's stride: layer k's finishes at hu[k*stride:]
+	dpN    int64 // DPs run: srvAt[s] == dpN once server s's classes are found
+	srvAt  []int64
 	hu     []float64 // layer k's finish of unit u at k*len(units)+u
 	xu     []float64
 	smL    [][]srvBest
@@ -138,7 +148,27 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 				is.resM[s*ns+sv] &^= bit
 			}
 		}
+		old := is.hot[d]
 		is.hot[d] = p.hotOf(d)
+		if is.hold != nil {
+			// The services whose residency or load on d changed.
+			ch := old.res ^ is.hot[d].res
+			if old.loading != is.hot[d].loading {
+				if old.loading >= 0 {
+					ch |= 1 << old.loading
+				}
+				if dv.loading >= 0 {
+					ch |= 1 << dv.loading
+				}
+			}
+			for sb := uint64(1) << s; ch != 0; ch &= ch - 1 {
+				if sv := bits.TrailingZeros64(ch); is.resM[s*ns+sv]|is.ldM[s*ns+sv] != 0 {
+					is.hold[sv] |= sb
+				} else {
+					is.hold[sv] &^= sb
+				}
+			}
+		}
 		idle := p.idleNow(d)
 		if !idle && p.down[d] == 0 && dv.dirty && !dv.pend {
 			dv.pend, dv.pendAt = true, now
@@ -201,6 +231,9 @@ func (p *Policy) buildIdle() bool {
 	is.idleM = make([]uint64, nsrv)
 	is.resM = make([]uint64, nsrv*len(p.m.W.Services))
 	is.ldM = make([]uint64, nsrv*len(p.m.W.Services))
+	if nsrv > 1 && nsrv <= 64 && len(p.m.W.Services) <= 64 {
+		is.hold = make([]uint64, len(p.m.W.Services))
+	}
 	is.busy = make([]int, G)
 	is.busyAt = make([]int, G)
 	is.units = make([]unit, G)
@@ -208,7 +241,7 @@ func (p *Policy) buildIdle() bool {
 		is.busy[d], is.busyAt[d] = d, d
 		is.units[d] = unit{dev: d, dev2: -1, srv: p.m.GPUServer[d]}
 	}
-	is.srvLo, is.srvHi = make([]int, nsrv), make([]int, nsrv)
+	is.srvLo, is.srvHi, is.srvAt = make([]int, nsrv), make([]int, nsrv), make([]int64, nsrv)
 	is.hot = make([]hotDev, G)
 	for d := range is.hot {
 		is.hot[d].loading = -1 // as ldM: no load recorded yet
@@ -233,6 +266,13 @@ func (p *Policy) checkIdle() {
 			}
 			if (is.ldM[s*ns+sv]&bit != 0) != (p.devs[d].loading == sv) {
 				panic(fmt.Sprintf("dyorc: GPU %d: kept load of service %d differs", d, sv))
+			}
+		}
+		if is.hold != nil {
+			for sv := range p.devs[d].resident {
+				if (is.hold[sv]>>s&1 != 0) != (is.resM[s*ns+sv]|is.ldM[s*ns+sv] != 0) {
+					panic(fmt.Sprintf("dyorc: server %d: kept holders of service %d differ", s, sv))
+				}
 			}
 		}
 		if h := p.hotOf(d); h != is.hot[d] {
@@ -269,50 +309,45 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	}
 	us := is.units[:len(is.busy)]
 	is.srcU = -1
-	ns := len(p.m.W.Services)
-	for s, gs := range is.srvDevs {
-		im := is.idleM[s]
-		if src >= 0 && p.m.GPUServer[src] == s && im&(1<<is.local[src]) != 0 {
+	if src >= 0 {
+		if s := p.m.GPUServer[src]; is.idleM[s]&(1<<is.local[src]) != 0 {
 			// The source GPU's layer-0 input is its own: a unit of its own.
-			im &^= 1 << is.local[src]
 			is.srcU = len(us)
 			us = append(us, unit{dev: src, dev2: -1, srv: s})
 		}
-		is.srvLo[s] = len(us)
-		if im == 0 {
-			is.srvHi[s] = len(us)
-			continue
-		}
-		parts := append(is.parts[:0], im)
-		for _, sv := range svcs {
-			r := is.resM[s*ns+sv]
-			for i, m := range parts {
-				if a, b := m&r, m&^r; a != 0 && b != 0 {
-					parts[i] = a
-					parts = append(parts, b)
-				}
-			}
-		}
-		for _, m := range parts {
-			u := unit{dev: gs[bits.TrailingZeros64(m)], dev2: -1, srv: s, mask: m}
-			if m2 := m & (m - 1); m2 != 0 {
-				u.dev2 = gs[bits.TrailingZeros64(m2)]
-			}
-			us = append(us, u)
-		}
-		is.parts = parts
-		is.srvHi[s] = len(us)
 	}
-	is.units = us
-	U := len(us)
-	if cap(is.hu) < n*U {
-		is.hu = make([]float64, n*U)
+	is.units, is.svcs, is.src, is.layer = us, svcs, src, 0
+	is.dpN++
+	// A layer's units are the busy GPUs', the source's, and each server's idle classes; hu
+	// keeps layer k's finishes at k*stride+u, stride bounding the units (every class holds a
+	// GPU).
+	G := len(p.devs)
+	stride := G + 1
+	is.stride = stride
+	if cap(is.hu) < n*stride {
+		is.hu = make([]float64, n*stride)
 	}
-	is.hu = is.hu[:n*U]
-	if cap(is.xu) < U {
-		is.xu = make([]float64, U)
+	is.hu = is.hu[:n*stride]
+	if cap(is.xu) < stride {
+		is.xu = make([]float64, stride)
 	}
-	xu := is.xu[:U]
+	xu := is.xu[:stride]
+	// The idle classes are found per server when a layer first needs them: every layer
+	// evalSparse settles needs only those of the servers holding its service (or caching it),
+	// and at 128 GPUs most DPs are settled so in every layer, while finding every server's
+	// classes was a tenth of the DP. Where sparse layers are not tried (fewer than
+	// sparseUnits units: at least the busy GPUs, the source and one class per server with an
+	// idle GPU), every server's are found at once.
+	nu := len(us)
+	for s := range is.srvDevs {
+		if is.idleM[s] != 0 {
+			nu++
+		}
+	}
+	trySparse := p.sparseAll || nu >= sparseUnits
+	if !trySparse {
+		p.allClasses()
+	}
 	for len(is.smL) < n {
 		is.smL, is.s12 = append(is.smL, nil), append(is.s12, [2]int{})
 	}
@@ -320,12 +355,14 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	last := 0
 	// sparse: the previous layer was evaluated over its candidates alone (sparse.go), the
 	// other units' finishes left infinite.
-	sparse, trySparse := false, p.sparseAll || U >= sparseUnits
+	sparse := false
 	for k := 0; k < n; k++ {
+		is.layer = k
+		us := is.units
 		var sm []srvBest
 		s1, s2 := -1, -1
 		if k > 0 {
-			prev := is.hu[(k-1)*U : k*U]
+			prev := is.hu[(k-1)*stride : k*stride]
 			sm = is.smL[k][:0]
 			for range is.srvDevs {
 				sm = append(sm, srvBest{v1: inf, v2: inf, a1: -1, a2: -1})
@@ -351,7 +388,7 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 			is.smL[k], is.s12[k] = sm, [2]int{s1, s2}
 		}
 		lc := p.layerOf(now, svcs[k], its[k], k > 0, t0, src, srcSvc, srcItems, k == 0)
-		h := is.hu[k*U : (k+1)*U]
+		h := is.hu[k*stride : (k+1)*stride]
 		// The walks a layer before the last may skip (evalLayer): the next layer's transfers are
 		// cn and cx, both ≥ 0 (cn is checked above; a negative or NaN cx turns skipping off).
 		slack := math.NaN()
@@ -366,22 +403,90 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 			}
 		}
 		sparse = false
+		if trySparse {
+			p.allClasses()
+			us = is.units
+		}
 		if k > 0 {
-			prev := is.hu[(k-1)*U : k*U]
+			prev := is.hu[(k-1)*stride : k*stride]
 			for i := range us {
 				xu[i], _ = predOf(us[i].dev, us[i].srv, prev[i], sm, s1, s2, is.cn[k], is.cx[k])
 			}
 		}
 		last = p.evalLayer(now, &lc, k == 0, src, xu, h, k == n-1, slack)
 	}
-	d := us[last].dev
+	d := is.units[last].dev
 	devs[n-1] = d
 	for k := n - 1; k > 0; k-- {
 		s12 := is.s12[k]
-		_, d = predOf(d, p.m.GPUServer[d], is.hu[(k-1)*U+p.unitOf(d)], is.smL[k], s12[0], s12[1], is.cn[k], is.cx[k])
+		_, d = predOf(d, p.m.GPUServer[d], is.hu[(k-1)*stride+p.unitOf(d)], is.smL[k], s12[0], s12[1], is.cn[k], is.cx[k])
 		devs[k-1] = d
 	}
 	return true
+}
+
+// classesOf appends server s's idle classes to the DP's units (dpGrouped), once a DP: its
+// idle GPUs (but the source, a unit of its own) split by the residency of each of the chain's
+// services. A class found at layer k took no part in the layers before, all of them sparse
+// (a full layer finds every server's first): its finish there reads +Inf, as evalSparse
+// writes for every unit it does not evaluate.
+func (p *Policy) classesOf(s int) {
+	is := &p.idle
+	if is.srvAt[s] == is.dpN {
+		return
+	}
+	is.srvAt[s] = is.dpN
+	us := is.units
+	is.srvLo[s] = len(us)
+	im := is.idleM[s]
+	if src := is.src; src >= 0 && p.m.GPUServer[src] == s {
+		im &^= 1 << is.local[src]
+	}
+	if im == 0 {
+		is.srvHi[s] = len(us)
+		return
+	}
+	ns := len(p.m.W.Services)
+	parts := append(is.parts[:0], im)
+	for _, sv := range is.svcs {
+		r := is.resM[s*ns+sv]
+		for i, m := range parts {
+			if a, b := m&r, m&^r; a != 0 && b != 0 {
+				parts[i] = a
+				parts = append(parts, b)
+			}
+		}
+	}
+	gs := is.srvDevs[s]
+	for _, m := range parts {
+		u := unit{dev: gs[bits.TrailingZeros64(m)], dev2: -1, srv: s, mask: m}
+		if m2 := m & (m - 1); m2 != 0 {
+			u.dev2 = gs[bits.TrailingZeros64(m2)]
+		}
+		us = append(us, u)
+	}
+	is.parts = parts
+	is.srvHi[s] = len(us)
+	if is.layer > 0 {
+		inf := math.Inf(1)
+		for k := 0; k < is.layer; k++ {
+			h := is.hu[k*is.stride : (k+1)*is.stride]
+			for i := is.srvLo[s]; i < len(us); i++ {
+				h[i] = inf
+			}
+		}
+	}
+	is.units = us
+}
+
+// allClasses finds the idle classes of every server not found yet in this DP.
+func (p *Policy) allClasses() {
+	is := &p.idle
+	for s := range is.srvDevs {
+		if is.srvAt[s] != is.dpN {
+			p.classesOf(s)
+		}
+	}
 }
 
 // evalLayer is dpGrouped's evaluation of one layer into h (first: it is layer 0, whose input

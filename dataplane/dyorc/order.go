@@ -139,6 +139,14 @@ func (dv *device) orderDelTasks(ts []*task, scratch []planItem) []planItem {
 // their start and end times: ~30 items a rebuild instead of ~175 on the scale benchmark's
 // 128 GPUs. An item inserted or a task removed at i < preN unsettles the prefix from i
 // (preCut); a reservation removed there only shifts it (preShift).
+//
+// The times too stand from one rebuild to the next while the GPU runs the same batch: a
+// batch of the prefix starts at max(t, now, svcReady) with t the end of the one before (the
+// first: max(now, the running batch's end)), and where its service is resident svcReady is
+// now ≤ t, so it starts at t whatever now is. A rebuild therefore keeps the planned batches
+// (preT) of the prefix's leading batches that started so (from the same first t, their
+// services still resident) and copies them where they still stand: those of pre[:preTN],
+// which an unsettled or extended batch cuts.
 
 // preBatch is a batch of the settled prefix: its service, its items, and the indices in order
 // of its first and last tasks.
@@ -157,6 +165,7 @@ func (dv *device) preCut(i int) {
 		i = min(i, dv.pre[n].first)
 	}
 	dv.pre, dv.preN = dv.pre[:n], i
+	dv.preTN = min(dv.preTN, n)
 }
 
 // preShift accounts for the removal of the reservation at order index i.

@@ -60,14 +60,28 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 	// The candidate units: the GPUs that hold or load sv, per server; a class of idle ones
 	// holds sv in all its GPUs or in none (classes split by the chain's residency).
 	cands := is.cand2[:0]
-	for s := range is.srvDevs {
-		if m := is.resM[s*ns+sv] | is.ldM[s*ns+sv]; m != 0 {
-			cands = p.unitsOf(cands, s, m, src)
+	if is.hold != nil {
+		for b := is.hold[sv]; b != 0; b &= b - 1 {
+			s := bits.TrailingZeros64(b)
+			cands = p.unitsOf(cands, s, is.resM[s*ns+sv]|is.ldM[s*ns+sv], src)
+		}
+	} else {
+		for s := range is.srvDevs {
+			if m := is.resM[s*ns+sv] | is.ldM[s*ns+sv]; m != 0 {
+				cands = p.unitsOf(cands, s, m, src)
+			}
 		}
 	}
 	is.cand2 = cands
 	if len(cands) == 0 {
 		return 0, false
+	}
+	// Kept, the layer reads +Inf for every unit but the candidates, whose finishes evalUnits
+	// writes.
+	inf := math.Inf(1)
+	nu := len(is.units)
+	for i := range h[:nu] {
+		h[i] = inf
 	}
 	bv, bi := p.evalUnits(now, lc, k, src, sm, s1, s2, h, cands, math.Inf(1), -1, last, slack)
 	// The bound of every other unit, with the least load lo.
@@ -102,20 +116,10 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 			}
 		}
 		is.cand2 = cands
+		for i := nu; i < len(is.units); i++ {
+			h[i] = inf // the classes found here
+		}
 		bv, bi = p.evalUnits(now, lc, k, src, sm, s1, s2, h, cands[n0:], bv, bi, last, slack)
-	}
-	// Keep the layer: +Inf for every other unit, the candidates' finishes (h[i] for them is
-	// what evalUnits wrote).
-	vals := is.xu[:0]
-	for _, i := range cands {
-		vals = append(vals, h[i])
-	}
-	inf := math.Inf(1)
-	for i := range h {
-		h[i] = inf
-	}
-	for j, i := range cands {
-		h[i] = vals[j]
 	}
 	is.cand, is.cand2 = is.cand2, is.cand
 	return bi, true
@@ -140,6 +144,7 @@ func (p *Policy) unitsOf(cands []int, s int, m uint64, src int) []int {
 		}
 	}
 	if hm != 0 {
+		p.classesOf(s)
 		for i := is.srvLo[s]; i < is.srvHi[s]; i++ {
 			if is.units[i].mask&hm != 0 {
 				cands = append(cands, i)
@@ -157,8 +162,7 @@ func (p *Policy) evalUnits(now dataplane.Time, lc *layerConst, k, src int, sm []
 	us := is.units
 	var prev []float64
 	if k > 0 {
-		U := len(us)
-		prev = is.hu[(k-1)*U : k*U]
+		prev = is.hu[(k-1)*is.stride : k*is.stride]
 	}
 	hot, resM, hostC, gsrv := is.hot, is.resM, p.hostC, p.m.GPUServer
 	ns, sv := len(p.m.W.Services), lc.sv

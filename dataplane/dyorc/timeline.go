@@ -6,6 +6,7 @@ package dyorc
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 
@@ -91,12 +92,23 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 			if n := len(pre); n > 0 && pre[n-1].svc == x.svc && pre[n-1].items+x.items <= p.svcMax[x.svc] {
 				pre[n-1].items += x.items
 				pre[n-1].last = i
+				dv.preTN = min(dv.preTN, n-1)
 				continue
 			}
 			pre = append(pre, preBatch{svc: x.svc, items: x.items, first: i, last: i})
 		}
 		dv.pre, dv.preN, from = pre, i, i
-		for k := range pre {
+		// The kept batches of the prefix (device.preT), where they still stand; else the kept
+		// ones restart here.
+		k0 := 0
+		if dv.preTN > 0 && dv.preT0 == t && p.allResident(d, dv.preTMask) {
+			pl = append(pl, dv.preT[:dv.preTN]...)
+			k0 = dv.preTN
+			t = pl[k0-1].start // t as the loop below had it for that batch
+		} else {
+			dv.preTN, dv.preTMask, dv.preT0 = 0, 0, t
+		}
+		for k := k0; k < len(pre); k++ {
 			sv := pre[k].svc
 			sr := p.srV[sv]
 			if p.srAt[sv] != stamp {
@@ -108,6 +120,10 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 			}
 			st := max(t, now, sr)
 			pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(p.expLat(sv, pre[k].items))})
+			if dv.preTN == k && st == t && dv.resident[sv] && sv < 63 {
+				dv.preT = append(dv.preT[:k], pl[len(pl)-1])
+				dv.preTN, dv.preTMask = k+1, dv.preTMask|svcBit(sv)
+			}
 		}
 	}
 	// joined: the last batch took items since its end was computed. Its end is read only when
@@ -160,6 +176,17 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		panic(fmt.Sprintf("dyorc: GPU %d at %d µs: plan from the kept order %v, sorted %v", d, now, dv.plan, p.refPlan))
 	}
 	return dv.plan
+}
+
+// allResident is whether GPU d holds every service of mask (svcBit, services below 63).
+func (p *Policy) allResident(d int, mask uint64) bool {
+	res := p.devs[d].resident
+	for ; mask != 0; mask &= mask - 1 {
+		if !res[bits.TrailingZeros64(mask)] {
+			return false
+		}
+	}
+	return true
 }
 
 // expLat is Services[sv].ExpLat(b), from the table for b ≤ MaxBatch (the same values).
