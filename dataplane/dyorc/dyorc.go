@@ -248,9 +248,10 @@ type Policy struct {
 	// server (-1: none), whose transfers from g stand for their tiers' (layerOf).
 	nearOf, farOf []int
 	// flat turns the DP's grouping of idle GPUs off (idle.go), for the equivalence test;
-	// sparseAll tries the sparse layer evaluation (sparse.go) whatever the number of units.
-	flat, sparseAll bool
-	idle            idleSet
+	// sparseAll tries the sparse layer evaluation (sparse.go) whatever the number of units;
+	// allHolders evaluates every busy holder there, without the best-first cut (idleSet.byEnd).
+	flat, sparseAll, allHolders bool
+	idle                        idleSet
 	// DP scratch.
 	h, h2, bestX []float64
 	srvMin       []srvBest

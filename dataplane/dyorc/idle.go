@@ -37,7 +37,12 @@ type idleSet struct {
 	// hold[sv]: the servers (bit s) with a GPU that holds or loads sv, where there are 2 to 64
 	// servers and at most 64 services (else nil): evalSparse's holders without a scan of every
 	// server per layer, kept from the changes of the touched GPUs' hotDev.
-	hold    []uint64
+	hold []uint64
+	// byEnd: the busy GPUs in order of endKey, then index, kept with hold where there are at
+	// most 64 services (hotDev.res): evalSparse's best-first order of the busy holders.
+	byEnd   []int32
+	beHas   []uint64 // beHas[j]: hasOf of GPU byEnd[j] (evalBusy's scan reads these alone)
+	cuts    int64    // evalBusy's layers cut short (for the tests)
 	busy    []int
 	busyAt  []int // GPU → its place in busy, -1 when idle
 	touched []int // GPUs whose state changed since the last sync
@@ -62,6 +67,10 @@ type idleSet struct {
 	wait   []walk
 	// cand, cand2: sparse.go's candidate units of the previous and of the current layer.
 	cand, cand2 []int
+	// infs: stride +Inf, copied over a sparse layer's finishes (a copy, not a loop of stores).
+	infs []float64
+	// smNone: a server's srvBest with no GPU, one a server (a layer's minima start as a copy).
+	smNone []srvBest
 }
 
 // hotDev is what evalLayer reads of a GPU (devStart's inputs, and whether its plan may need a
@@ -149,6 +158,7 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 			}
 		}
 		old := is.hot[d]
+		wasBusy := is.busyAt[d] >= 0
 		is.hot[d] = p.hotOf(d)
 		if is.hold != nil {
 			// The services whose residency or load on d changed.
@@ -187,10 +197,25 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 			is.units = append(is.units[:len(is.busy)], unit{dev: d, dev2: -1, srv: s})
 			is.busy = append(is.busy, d)
 		}
+		if is.byEnd != nil {
+			busy, k, has := is.busyAt[d] >= 0, endKey(&is.hot[d]), hasOf(&is.hot[d])
+			switch {
+			case !wasBusy || !busy || k != endKey(&old):
+				if wasBusy {
+					is.byEndDel(d, endKey(&old))
+				}
+				if busy {
+					is.byEndAdd(d, k, has)
+				}
+			case has != hasOf(&old):
+				is.beHas[is.byEndAt(d, k)] = has
+			}
+		}
 	}
 	is.touched = is.touched[:0]
 	if p.check {
 		p.checkIdle()
+		p.checkByEnd()
 	}
 	return true
 }
@@ -233,6 +258,11 @@ func (p *Policy) buildIdle() bool {
 	is.ldM = make([]uint64, nsrv*len(p.m.W.Services))
 	if nsrv > 1 && nsrv <= 64 && len(p.m.W.Services) <= 64 {
 		is.hold = make([]uint64, len(p.m.W.Services))
+		// Every GPU busy, none running (hot below): index order.
+		is.byEnd, is.beHas = make([]int32, G), make([]uint64, G)
+		for d := range is.byEnd {
+			is.byEnd[d] = int32(d)
+		}
 	}
 	is.busy = make([]int, G)
 	is.busyAt = make([]int, G)
@@ -277,6 +307,31 @@ func (p *Policy) checkIdle() {
 		}
 		if h := p.hotOf(d); h != is.hot[d] {
 			panic(fmt.Sprintf("dyorc: GPU %d: kept %+v, is %+v", d, is.hot[d], h))
+		}
+	}
+}
+
+// checkByEnd panics where byEnd is not the busy GPUs in order of endKey, then index.
+func (p *Policy) checkByEnd() {
+	is := &p.idle
+	if is.byEnd == nil {
+		return
+	}
+	if len(is.byEnd) != len(is.busy) {
+		panic(fmt.Sprintf("dyorc: %d GPUs by end, %d busy", len(is.byEnd), len(is.busy)))
+	}
+	for j, d := range is.byEnd {
+		if is.busyAt[d] < 0 {
+			panic(fmt.Sprintf("dyorc: idle GPU %d by end", d))
+		}
+		if is.beHas[j] != hasOf(&is.hot[d]) {
+			panic(fmt.Sprintf("dyorc: GPU %d by end: kept services %x, holds %x", d, is.beHas[j], hasOf(&is.hot[d])))
+		}
+		if j > 0 {
+			e := is.byEnd[j-1]
+			if !lessVA(endKey(&is.hot[e]), int(e), endKey(&is.hot[d]), int(d)) {
+				panic(fmt.Sprintf("dyorc: GPUs %d, %d out of end order", e, d))
+			}
 		}
 	}
 }
@@ -331,6 +386,18 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	if cap(is.xu) < stride {
 		is.xu = make([]float64, stride)
 	}
+	if len(is.smNone) != len(is.srvDevs) {
+		is.smNone = make([]srvBest, len(is.srvDevs))
+		for s := range is.smNone {
+			is.smNone[s] = srvBest{v1: math.Inf(1), v2: math.Inf(1), a1: -1, a2: -1}
+		}
+	}
+	if len(is.infs) < stride {
+		is.infs = make([]float64, stride)
+		for i := range is.infs {
+			is.infs[i] = math.Inf(1)
+		}
+	}
 	xu := is.xu[:stride]
 	// The idle classes are found per server when a layer first needs them: every layer
 	// evalSparse settles needs only those of the servers holding its service (or caching it),
@@ -338,20 +405,22 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 	// classes was a tenth of the DP. Where sparse layers are not tried (fewer than
 	// sparseUnits units: at least the busy GPUs, the source and one class per server with an
 	// idle GPU), every server's are found at once.
-	nu := len(us)
-	for s := range is.srvDevs {
-		if is.idleM[s] != 0 {
-			nu++
+	trySparse := p.sparseAll || len(us) >= sparseUnits
+	if !trySparse {
+		nu := len(us)
+		for s := range is.srvDevs {
+			if is.idleM[s] != 0 {
+				nu++
+			}
 		}
+		trySparse = nu >= sparseUnits
 	}
-	trySparse := p.sparseAll || nu >= sparseUnits
 	if !trySparse {
 		p.allClasses()
 	}
 	for len(is.smL) < n {
 		is.smL, is.s12 = append(is.smL, nil), append(is.s12, [2]int{})
 	}
-	inf := math.Inf(1)
 	last := 0
 	// sparse: the previous layer was evaluated over its candidates alone (sparse.go), the
 	// other units' finishes left infinite.
@@ -363,10 +432,7 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		s1, s2 := -1, -1
 		if k > 0 {
 			prev := is.hu[(k-1)*stride : k*stride]
-			sm = is.smL[k][:0]
-			for range is.srvDevs {
-				sm = append(sm, srvBest{v1: inf, v2: inf, a1: -1, a2: -1})
-			}
+			sm = append(is.smL[k][:0], is.smNone...)
 			if sparse {
 				for _, i := range is.cand {
 					u := &us[i]
