@@ -79,3 +79,43 @@ func TestAvailScanCutMatchesFullWalk(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexPlan: indexPlan's one pass gives every batch i the first batch j > i that starts
+// later than the one before it ends (or len), and the plan's service mask, as their
+// definitions say, on random plans of back-to-back runs and gaps (empty and one-batch plans,
+// services past 63 sharing the top bit), reusing the device's pnext as rebuilds do.
+func TestIndexPlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	var dv device
+	for trial := 0; trial < 2000; trial++ {
+		dv.plan = dv.plan[:0]
+		st := dataplane.Time(rng.IntN(1000))
+		for range rng.IntN(40) {
+			if rng.IntN(4) == 0 {
+				st += dataplane.Time(1 + rng.IntN(500))
+			}
+			end := st + dataplane.Time(1+rng.IntN(900))
+			dv.plan = append(dv.plan, pbatch{svc: rng.IntN(70), items: 1, start: st, end: end})
+			st = end
+		}
+		dv.indexPlan()
+		pl := dv.plan
+		var mask uint64
+		for i := range pl {
+			mask |= svcBit(pl[i].svc)
+			want := len(pl)
+			for j := i + 1; j < len(pl); j++ {
+				if pl[j].start != pl[j-1].end {
+					want = j
+					break
+				}
+			}
+			if len(dv.pnext) != len(pl) || int(dv.pnext[i]) != want {
+				t.Fatalf("trial %d: pnext %v, batch %d want %d (plan %v)", trial, dv.pnext, i, want, pl)
+			}
+		}
+		if dv.pmask != mask {
+			t.Fatalf("trial %d: pmask %x, want %x", trial, dv.pmask, mask)
+		}
+	}
+}
