@@ -281,9 +281,10 @@ func (p *Policy) Attach(v dataplane.View) error {
 	ns := len(m.W.Services)
 	p.devs = make([]device, m.GPUs)
 	p.idle = idleSet{}
+	keep := p.opt.Mode != ModeRoundRobin && p.opt.Mode != ModeRay && orderFits(m.W)
 	for g := range p.devs {
 		p.devs[g] = device{resident: make([]bool, ns), qn: make([]int32, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
-			keep: p.opt.Mode != ModeRoundRobin && p.opt.Mode != ModeRay}
+			keep: keep}
 	}
 	p.reqs = map[dataplane.ReqID]*reqState{}
 	p.down = make([]int, m.GPUs)

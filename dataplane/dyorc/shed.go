@@ -105,7 +105,7 @@ func (p *Policy) purge(now dataplane.Time, out *dataplane.Decisions) {
 			if x.resv && !p.opt.Literal && (x.ready < now || x.follows) {
 				continue // as plan leaves it out
 			}
-			sv, items, ready := x.svc, x.items, max(x.ready, now)
+			sv, items, ready := int(x.svc), int(x.items), max(x.ready, now)
 			sr := dataplane.Time(p.svcReady(now, d, sv))
 			bi := -1
 			if n := len(pl); n > 0 {

@@ -95,13 +95,14 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 			if x.resv {
 				continue
 			}
-			if n := len(pre); n > 0 && pre[n-1].svc == x.svc && pre[n-1].items+x.items <= p.svcMax[x.svc] {
-				pre[n-1].items += x.items
+			sv, items := int(x.svc), int(x.items)
+			if n := len(pre); n > 0 && pre[n-1].svc == sv && pre[n-1].items+items <= p.svcMax[sv] {
+				pre[n-1].items += items
 				pre[n-1].last = i
 				dv.preTN = min(dv.preTN, n-1)
 				continue
 			}
-			pre = append(pre, preBatch{svc: x.svc, items: x.items, first: i, last: i})
+			pre = append(pre, preBatch{svc: sv, items: items, first: i, last: i})
 		}
 		dv.pre, dv.preN, from = pre, i, i
 		// The kept batches of the prefix (device.preT), where they still stand; else the kept
@@ -138,7 +139,7 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	// and expLat 3.12k → 3.01k instructions an event (8 GPUs: 1.41k → 1.35k).
 	order := dv.order[from:]
 	for i := range order {
-		if sv := order[i].svc; p.srAt[sv] != stamp {
+		if sv := int(order[i].svc); p.srAt[sv] != stamp {
 			p.srAt[sv], p.srV[sv] = stamp, dataplane.Time(p.svcReady(now, d, sv))
 		}
 	}
@@ -164,7 +165,7 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 			continue
 		}
 		// planAdd, inline.
-		sv, items, ready := x.svc, x.items, max(x.ready, now)
+		sv, items, ready := int(x.svc), int(x.items), max(x.ready, now)
 		sr := srV[sv]
 		if n := len(pl); n > 0 {
 			last := &pl[n-1]
