@@ -79,7 +79,7 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 		p.nDown++
 		moved = append(moved, dv.queue...)
 		for _, t := range dv.queue {
-			p.unqueued(t.req, d)
+			p.unqueued(t)
 		}
 		dv.queue, dv.loadQ = nil, nil
 		clear(dv.qn)

@@ -1,6 +1,7 @@
 package dyorc
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,24 +11,28 @@ import (
 )
 
 // checkQueueIndex reports where the scheduler's queue indexes disagree with its queues: each
-// GPU's per-service count (device.qn) and each request's GPUs (reqState.qdevs).
+// GPU's per-service count (device.qn) and each request's queued tasks with their GPUs
+// (reqState.qdevs).
 func checkQueueIndex(p *Policy) error {
-	held := map[dataplane.ReqID][]int{}
+	held := map[dataplane.ReqID][]qtask{}
 	for d := range p.devs {
 		dv := &p.devs[d]
 		n := make([]int32, len(dv.qn))
 		for _, t := range dv.queue {
 			n[t.svc]++
-			held[t.req] = append(held[t.req], d)
+			held[t.req] = append(held[t.req], qtask{d, t})
 		}
 		if !slices.Equal(n, dv.qn) {
 			return fmt.Errorf("GPU %d: per-service counts %v, queue holds %v", d, dv.qn, n)
 		}
 	}
+	bySeq := func(a, b qtask) int { return cmp.Compare(a.t.seq, b.t.seq) }
 	for r, rs := range p.reqs {
-		got := slices.Sorted(slices.Values(rs.qdevs))
-		if want := held[r]; !slices.Equal(got, want) {
-			return fmt.Errorf("request %d: indexed on GPUs %v, queued on %v", r, got, want)
+		got := slices.SortedFunc(slices.Values(rs.qdevs), bySeq)
+		want := held[r]
+		slices.SortFunc(want, bySeq)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("request %d: indexed %v, queued %v", r, got, want)
 		}
 	}
 	return nil

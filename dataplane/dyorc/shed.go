@@ -148,20 +148,42 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 	if rs == nil {
 		return
 	}
-	// The GPUs holding its queued tasks, each once (a GPU's queue is independent of the
-	// others', so the order they are visited in does not matter).
-	slices.Sort(rs.qdevs)
-	for _, d := range slices.Compact(rs.qdevs) {
+	// The GPUs holding its queued tasks, each once, in index order (the order of the touches).
+	// The request's tasks on a GPU are those of its entries with that GPU (every enqueue adds
+	// one, and every task that leaves a queue removes its own), so the queue is scanned for
+	// their pointers alone.
+	if len(rs.qdevs) > 1 {
+		slices.SortFunc(rs.qdevs, func(a, b qtask) int { return a.dev - b.dev })
+	}
+	for j := 0; j < len(rs.qdevs); {
+		d := rs.qdevs[j].dev
+		k := j + 1
+		for k < len(rs.qdevs) && rs.qdevs[k].dev == d {
+			k++
+		}
+		mine := rs.qdevs[j:k]
+		j = k
 		dv := &p.devs[d]
+		if len(mine) == 1 {
+			// One task (the common case): found by its pointer, and removed.
+			t := mine[0].t
+			if i := slices.Index(dv.queue, t); i >= 0 {
+				dv.orderDel(t.ready, t.seq)
+				dv.qn[t.svc]--
+				dv.queue = slices.Delete(dv.queue, i, i+1)
+			}
+			p.touch(d)
+			continue
+		}
 		// The tasks before its first are kept where they are: found by reads alone, not
 		// rewritten one by one (under overload at 128 GPUs the queues hold ~25 tasks).
 		i0 := 0
-		for i0 < len(dv.queue) && dv.queue[i0].req != id {
+		for i0 < len(dv.queue) && !queuedOf(mine, dv.queue[i0]) {
 			i0++
 		}
 		keep := dv.queue[:i0]
 		for _, t := range dv.queue[i0:] {
-			if t.req == id {
+			if queuedOf(mine, t) {
 				dv.orderDel(t.ready, t.seq)
 				dv.qn[t.svc]--
 				continue
@@ -189,3 +211,13 @@ func (p *Policy) Forget(id dataplane.ReqID) {
 
 // Tracked is the number of requests whose state the scheduler keeps.
 func (p *Policy) Tracked() int { return len(p.reqs) }
+
+// queuedOf is whether t is one of the tasks of qs.
+func queuedOf(qs []qtask, t *task) bool {
+	for _, q := range qs {
+		if q.t == t {
+			return true
+		}
+	}
+	return false
+}
