@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -142,6 +143,50 @@ func TestTierGPUs(t *testing.T) {
 			if near[g] != wn || far[g] != wf {
 				t.Errorf("servers %v, GPU %d: near %d far %d, want %d %d", srv, g, near[g], far[g], wn, wf)
 			}
+		}
+	}
+}
+
+// TestDeviceLayout checks the device record's layout by use (device): what a sparse layer's
+// walk of a GPU's plan reads lies in its first cache line, what devStart and availComp add
+// in its second, and the record fills whole lines.
+func TestDeviceLayout(t *testing.T) {
+	var dv device
+	if n := unsafe.Sizeof(dv); n%64 != 0 {
+		t.Errorf("device is %d bytes, not whole 64-byte lines", n)
+	}
+	for _, c := range []struct {
+		name string
+		end  uintptr
+	}{
+		{"plan", unsafe.Offsetof(dv.plan) + unsafe.Sizeof(dv.plan)},
+		{"pmask", unsafe.Offsetof(dv.pmask) + unsafe.Sizeof(dv.pmask)},
+		{"pnext", unsafe.Offsetof(dv.pnext) + unsafe.Sizeof(dv.pnext)},
+		{"dirty", unsafe.Offsetof(dv.dirty) + unsafe.Sizeof(dv.dirty)},
+		{"pend", unsafe.Offsetof(dv.pend) + unsafe.Sizeof(dv.pend)},
+	} {
+		if c.end > 64 {
+			t.Errorf("device.%s ends at byte %d, past the first cache line", c.name, c.end)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		end  uintptr
+	}{
+		{"runEnd", unsafe.Offsetof(dv.runEnd) + unsafe.Sizeof(dv.runEnd)},
+		{"loading", unsafe.Offsetof(dv.loading) + unsafe.Sizeof(dv.loading)},
+		{"loadETA", unsafe.Offsetof(dv.loadETA) + unsafe.Sizeof(dv.loadETA)},
+		{"pmask", unsafe.Offsetof(dv.pmask) + unsafe.Sizeof(dv.pmask)},
+		{"plan", unsafe.Offsetof(dv.plan) + unsafe.Sizeof(dv.plan)},
+		{"running", unsafe.Offsetof(dv.running) + unsafe.Sizeof(dv.running)},
+		{"dirty", unsafe.Offsetof(dv.dirty) + unsafe.Sizeof(dv.dirty)},
+		{"pend", unsafe.Offsetof(dv.pend) + unsafe.Sizeof(dv.pend)},
+		{"pnext", unsafe.Offsetof(dv.pnext) + unsafe.Sizeof(dv.pnext)},
+		{"resident", unsafe.Offsetof(dv.resident) + unsafe.Sizeof(dv.resident)},
+		{"pendAt", unsafe.Offsetof(dv.pendAt) + unsafe.Sizeof(dv.pendAt)},
+	} {
+		if c.end > 128 {
+			t.Errorf("device.%s ends at byte %d, past the first two cache lines", c.name, c.end)
 		}
 	}
 }
