@@ -150,16 +150,27 @@ func (p *Policy) syncIdle(now dataplane.Time) bool {
 				is.ldM[s*ns+dv.loading] |= bit
 			}
 		}
-		for sv, r := range dv.resident {
-			if r {
-				is.resM[s*ns+sv] |= bit
-			} else {
-				is.resM[s*ns+sv] &^= bit
-			}
-		}
 		old := is.hot[d]
 		wasBusy := is.busyAt[d] >= 0
 		is.hot[d] = p.hotOf(d)
+		if ns <= 64 {
+			// resM holds d's residency as hot[d].res did (both synced here, both empty when
+			// built): only the services whose residency changed flip. At 128 GPUs the loop
+			// over every service read-modify-wrote ns words of resM per touched GPU, in lines
+			// an 8-GPU run keeps in L1 and a 128-GPU run does not (cachegrind: ~3.6 against
+			// ~0.3 L1 misses an event).
+			for ch := old.res ^ is.hot[d].res; ch != 0; ch &= ch - 1 {
+				is.resM[s*ns+bits.TrailingZeros64(ch)] ^= bit
+			}
+		} else {
+			for sv, r := range dv.resident {
+				if r {
+					is.resM[s*ns+sv] |= bit
+				} else {
+					is.resM[s*ns+sv] &^= bit
+				}
+			}
+		}
 		if is.hold != nil {
 			// The services whose residency or load on d changed.
 			ch := old.res ^ is.hot[d].res
