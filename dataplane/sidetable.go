@@ -12,6 +12,13 @@ type sideTable[T any] struct {
 	chunks [][]T
 }
 
+// A side table's chunks hold chunkLen values.
+const (
+	chunkBits = 12
+	chunkLen  = 1 << chunkBits
+	chunkMask = chunkLen - 1
+)
+
 // at is id's value (the zero value when none was set or its chunk was forgotten).
 func (t *sideTable[T]) at(id ReqID) T {
 	if id >= t.base {
