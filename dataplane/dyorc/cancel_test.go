@@ -238,7 +238,7 @@ func TestForget(t *testing.T) {
 	e, _ := runCancels(t, dep, p, apps, arr, nil, 64)
 	// A state the scheduler kept for a retired request (one finished outside its batches).
 	d := p.(*Policy)
-	d.reqs[e.RequestBase()-1] = &reqState{}
+	d.reqs.set(e.RequestBase()-1, &reqState{})
 	d.Forget(e.RequestBase() - 1)
 	if d.Tracked() != 0 {
 		t.Fatalf("%d requests tracked after Forget", d.Tracked())

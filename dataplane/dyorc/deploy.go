@@ -222,7 +222,9 @@ func (m *Meta) emulate(st *dataplane.Stage, r *dataplane.Request, u float64) dat
 				round = (done - 1) / max(len(a.Loop.Body), 1)
 			}
 		}
-		next, _ = a.Next(node, round, uRNG(u))
+		g := uRNG(u)
+		next, _ = a.Next(node, round, g.r)
+		putURNG(g)
 	}
 	if next == Exit {
 		res.Exit = true

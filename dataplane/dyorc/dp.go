@@ -19,15 +19,19 @@ import (
 // to the scheduler's time (DyOrc §8.5), whatever our evaluation costs: dpGrouped (idle.go)
 // evaluates the idle GPUs by class, with the choices of dpFlat's evaluation of every GPU.
 func (p *Policy) DP(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its []int) ([]int, []float64, int) {
+	return p.dp(now, t0, src, srcSvc, srcItems, svcs, its, make([]int, len(svcs)), make([]float64, len(svcs)))
+}
+
+// dp is DP writing the placement and the finishes into devs and hs (len(svcs) each).
+func (p *Policy) dp(now, t0 dataplane.Time, src, srcSvc, srcItems int, svcs, its, devs []int, hs []float64) ([]int, []float64, int) {
 	G := len(p.devs)
 	n := len(svcs)
 	states := G + (n-1)*G*G
-	devs := make([]int, n)
+	clear(devs)
 	if p.ref || p.flat || !p.dpGrouped(now, t0, src, srcSvc, srcItems, svcs, its, devs) {
 		p.dpFlat(now, t0, src, srcSvc, srcItems, svcs, its, devs)
 	}
 	// Re-derive each task's finish along the chosen chain (the layers were overwritten).
-	hs := make([]float64, n)
 	r := float64(t0) + p.m.Comm(src, devs[0], srcSvc, srcItems)
 	for k := 0; k < n; k++ {
 		if k > 0 {

@@ -216,6 +216,8 @@ type reqState struct {
 	qdevs []qtask
 	// on: the API-server worker holding the request's ingress (NoWorker once it is done).
 	on dataplane.WorkerID
+	// free: the state is on the Policy's free list (see release).
+	free bool
 }
 
 // Policy is DyOrc's central scheduler and its ablations, as a dataplane.Policy.
@@ -226,7 +228,7 @@ type Policy struct {
 	dep   *dataplane.Deployment
 	m     *Meta
 	devs  []device
-	reqs  map[dataplane.ReqID]*reqState
+	reqs  reqTable
 	preds []*Predictor
 	hostC [][]bool // [server][svc] in host RAM
 	sched dataplane.Time
@@ -247,8 +249,17 @@ type Policy struct {
 	// against the sort at every rebuild (panics on a difference). Both are for tests only.
 	ref, check bool
 	keys       []planItem
-	members    []*task           // tryStart's scratch
-	reqBuf     []dataplane.ReqID // tryStart's scratch
+	members    []*task // tryStart's scratch
+	// Free lists of request states, tasks and reservations (see release, newTask, newResv):
+	// at 128 GPUs under the 16× load these were a third of the bytes a run allocates, and the
+	// collector's marking of a heap that grows with the run cost ~25% of an event.
+	freeReqs  []*reqState
+	freeTasks []*task
+	freeResv  []*resv
+	// call's scratch: the chain's fan-outs, the DP's placement and finishes, the rollout.
+	its, dpDevs, roll []int
+	dpHs              []float64
+	reqBuf            []dataplane.ReqID // tryStart's scratch
 	// Overload (shed.go): the average of late estimates, whether the scheduler sheds, and
 	// until when.
 	lateAvg   float64
@@ -308,7 +319,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 		p.devs[g] = device{resident: make([]bool, ns), qn: make([]int32, ns), lastUse: make([]dataplane.Time, ns), loading: -1, dirty: true, timerAt: dataplane.Never,
 			keep: keep}
 	}
-	p.reqs = map[dataplane.ReqID]*reqState{}
+	p.reqs = reqTable{}
 	p.down = make([]int, m.GPUs)
 	p.nearOf, p.farOf = tierGPUs(m.GPUServer)
 	p.svcMax, p.latTab, p.latUp = make([]int, ns), make([][]float64, ns), make([]bool, ns)
@@ -353,8 +364,8 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvArrival:
 		r := p.v.Req(ev.Req)
 		a := int(r.App)
-		rs := &reqState{app: a, prevDev: -1, prevSvc: -1, on: dataplane.NoWorker}
-		p.reqs[ev.Req] = rs
+		rs := p.newReqState(a)
+		p.reqs.set(ev.Req, rs)
 		p.ingress(r, rs, out)
 	case dataplane.EvStageArrival:
 		for _, r := range p.v.Arrived(ev) {
@@ -376,7 +387,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		d := p.m.DevOf[ev.Worker]
 		b := p.v.Batch(ev.Batch)
 		for _, r := range b.Reqs {
-			rs := p.reqs[r]
+			rs := p.reqs.get(r)
 			if rs == nil {
 				continue
 			}
@@ -400,6 +411,8 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		if dv.outstanding <= 0 {
 			dv.running = false
 			p.touch(d)
+			// The batch's tasks left their queues and their requests' qdevs when it started.
+			p.freeTasks = append(p.freeTasks, dv.runTasks...)
 			clear(dv.runTasks)
 			dv.runTasks = dv.runTasks[:0]
 			p.startLoad(now, d, out)
@@ -484,7 +497,7 @@ func (p *Policy) itemsOf(a, sv int) int {
 // mispredict). retry re-places a call a worker failure released (see onDown): it is not a new
 // call, so it counts in no prediction statistic.
 func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.StageID, retry bool, out *dataplane.Decisions) {
-	rs := p.reqs[r]
+	rs := p.reqs.get(r)
 	if rs == nil {
 		return
 	}
@@ -539,12 +552,15 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 		if spec {
 			svcs = p.future(r, rs, sv, svcs)
 		}
-		its := make([]int, len(svcs))
+		its := slices.Grow(p.its[:0], len(svcs))[:len(svcs)]
+		p.its = its
 		its[0] = items
 		for k := 1; k < len(svcs); k++ {
 			its[k] = p.itemsOf(rs.app, svcs[k])
 		}
-		devs, hs, states := p.DP(now, t0, rs.prevDev, rs.prevSvc, rs.prevItems, svcs, its)
+		p.dpDevs = slices.Grow(p.dpDevs[:0], len(svcs))[:len(svcs)]
+		p.dpHs = slices.Grow(p.dpHs[:0], len(svcs))[:len(svcs)]
+		devs, hs, states := p.dp(now, t0, rs.prevDev, rs.prevSvc, rs.prevItems, svcs, its, p.dpDevs, p.dpHs)
 		p.st.DPRuns++
 		p.st.StatesExpanded += int64(states)
 		cost := dataplane.Time(math.Ceil(float64(states) * p.opt.StateUs))
@@ -558,12 +574,13 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 		dev = devs[0]
 		if spec {
 			if len(rs.calls) == 0 {
-				rs.flowPred = slices.Clone(svcs)
+				rs.flowPred = append(rs.flowPred[:0], svcs...)
 			}
 			for k := 1; k < len(svcs); k++ {
 				ready := dataplane.Time(hs[k-1] + p.m.Comm(devs[k-1], devs[k], svcs[k-1], its[k-1]))
 				p.seq++
-				x := &resv{svc: svcs[k], items: its[k], dev: devs[k], ready: ready, seq: p.seq, follows: devs[k] == devs[k-1] && svcs[k] == svcs[k-1]}
+				x := p.newResv()
+				*x = resv{svc: svcs[k], items: its[k], dev: devs[k], ready: ready, seq: p.seq, follows: devs[k] == devs[k-1] && svcs[k] == svcs[k-1]}
 				rs.chain = append(rs.chain, x)
 				dv := &p.devs[devs[k]]
 				dv.reserve(x)
@@ -587,7 +604,8 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	ready := max(t0, now+dataplane.Time(math.Ceil(comm)))
 	p.seq++
 	dv := &p.devs[dev]
-	t := &task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems}
+	t := p.newTask()
+	*t = task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems}
 	dv.enqueue(t)
 	rs.qdevs = append(rs.qdevs, qtask{dev, t})
 	p.touch(dev)
@@ -611,8 +629,8 @@ func (p *Policy) future(r dataplane.ReqID, rs *reqState, sv int, svcs []int) []i
 			return svcs
 		}
 	}
-	pred := p.preds[rs.app].Rollout(sv, nil)
-	return append(svcs, pred...)
+	p.roll = p.preds[rs.app].Rollout(sv, p.roll)
+	return append(svcs, p.roll...)
 }
 
 // finish ends a request: leftover reservations go, the chain learns its calls (DyOrc §5.2).
@@ -623,7 +641,7 @@ func (p *Policy) finish(r dataplane.ReqID, rs *reqState) {
 			p.st.StepHit[rs.app]++
 		}
 	}
-	if rs.flowPred != nil {
+	if len(rs.flowPred) > 0 { // a prediction holds at least the call it was made at
 		p.st.FlowTotal[rs.app]++
 		if slices.Equal(rs.flowPred, rs.calls) {
 			p.st.FlowHit[rs.app]++
@@ -633,7 +651,7 @@ func (p *Policy) finish(r dataplane.ReqID, rs *reqState) {
 	if p.opt.Mode == ModeSpec {
 		p.preds[rs.app].Observe(rs.calls)
 	}
-	delete(p.reqs, r)
+	p.release(r, rs)
 }
 
 func (p *Policy) cancelChain(rs *reqState) {
@@ -649,6 +667,8 @@ func (p *Policy) dropResv(x *resv) {
 		dv.resv = slices.Delete(dv.resv, i, i+1)
 		dv.orderDel(x.ready, x.seq)
 		p.touch(x.dev)
+		// Held by no GPU now, and the caller drops it from its chain.
+		p.freeResv = append(p.freeResv, x)
 	}
 }
 

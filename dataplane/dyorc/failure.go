@@ -29,7 +29,7 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 	d := p.m.DevOf[w]
 	if d < 0 {
 		for _, r := range p.sortedReqs(func(rs *reqState) bool { return rs.on == w }) {
-			rs := p.reqs[r]
+			rs := p.reqs.get(r)
 			rs.on = dataplane.NoWorker
 			if p.v.Req(r).Outcome != dataplane.Pending {
 				continue
@@ -86,14 +86,14 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 		for _, r := range p.sortedReqs(func(rs *reqState) bool {
 			return slices.ContainsFunc(rs.chain, func(x *resv) bool { return x.dev == d })
 		}) {
-			p.cancelChain(p.reqs[r])
+			p.cancelChain(p.reqs.get(r))
 		}
 		dv.resv = nil
 		dv.order = dv.order[:0]
 		dv.preCut(0)
 	}
 	for _, t := range moved {
-		rs := p.reqs[t.req]
+		rs := p.reqs.get(t.req)
 		if rs == nil || p.v.Req(t.req).Outcome != dataplane.Pending {
 			continue
 		}
@@ -147,7 +147,7 @@ func (p *Policy) failDrop(r dataplane.ReqID, rs *reqState, stage dataplane.Stage
 	out.Drop(r, stage, dataplane.DropWorkerFailed, 0)
 	p.st.FailDropped++
 	p.cancelChain(rs)
-	delete(p.reqs, r)
+	p.release(r, rs)
 }
 
 // nextLive is the round-robin pick: the next GPU in turn that is not down (-1 if none is).
@@ -176,7 +176,7 @@ func (p *Policy) liveOf(gs []int) []int {
 // sortedReqs lists, by ID, the tracked requests whose state satisfies keep.
 func (p *Policy) sortedReqs(keep func(*reqState) bool) []dataplane.ReqID {
 	var ids []dataplane.ReqID
-	for id, rs := range p.reqs {
+	for id, rs := range p.reqs.all() {
 		if keep(rs) {
 			ids = append(ids, id)
 		}

@@ -27,7 +27,7 @@ func checkQueueIndex(p *Policy) error {
 		}
 	}
 	bySeq := func(a, b qtask) int { return cmp.Compare(a.t.seq, b.t.seq) }
-	for r, rs := range p.reqs {
+	for r, rs := range p.reqs.all() {
 		got := slices.SortedFunc(slices.Values(rs.qdevs), bySeq)
 		want := held[r]
 		slices.SortFunc(want, bySeq)

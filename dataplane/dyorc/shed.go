@@ -72,7 +72,7 @@ func (p *Policy) shed(now dataplane.Time, r dataplane.ReqID, rs *reqState, stage
 	out.Drop(r, stage, why, dataplane.Time(est)-q.Arrival)
 	p.st.Shed++
 	p.cancelChain(rs)
-	delete(p.reqs, r)
+	p.release(r, rs)
 	return true
 }
 
@@ -129,7 +129,7 @@ func (p *Policy) purge(now dataplane.Time, out *dataplane.Decisions) {
 		}
 		for _, m := range ms {
 			q := p.v.Req(m.t.req)
-			if pl[m.b].end <= q.Deadline || p.reqs[m.t.req] == nil || q.Outcome != dataplane.Pending {
+			if pl[m.b].end <= q.Deadline || p.reqs.get(m.t.req) == nil || q.Outcome != dataplane.Pending {
 				continue
 			}
 			out.Drop(m.t.req, m.t.stage, dataplane.DropDeadline, pl[m.b].end-q.Arrival)
@@ -144,7 +144,7 @@ func (p *Policy) purge(now dataplane.Time, out *dataplane.Decisions) {
 // dropped at the GPU's next load (startLoad keeps only needed loads). A task in a running
 // batch stays with the batch until it ends.
 func (p *Policy) cancel(id dataplane.ReqID) {
-	rs := p.reqs[id]
+	rs := p.reqs.get(id)
 	if rs == nil {
 		return
 	}
@@ -171,6 +171,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 				dv.orderDel(t.ready, t.seq)
 				dv.qn[t.svc]--
 				dv.queue = slices.Delete(dv.queue, i, i+1)
+				p.freeTasks = append(p.freeTasks, t)
 			}
 			p.touch(d)
 			continue
@@ -186,6 +187,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 			if queuedOf(mine, t) {
 				dv.orderDel(t.ready, t.seq)
 				dv.qn[t.svc]--
+				p.freeTasks = append(p.freeTasks, t)
 				continue
 			}
 			keep = append(keep, t)
@@ -196,21 +198,21 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 	}
 	rs.qdevs = rs.qdevs[:0]
 	p.cancelChain(rs)
-	delete(p.reqs, id)
+	p.release(id, rs)
 }
 
 // Forget implements dataplane.Forgetter: the engine retired request id. A finished request's
 // state normally went when it finished (finish, shed, failDrop, cancel); this drops whatever
 // is left, so the scheduler's state follows what is in flight.
 func (p *Policy) Forget(id dataplane.ReqID) {
-	if rs := p.reqs[id]; rs != nil {
+	if rs := p.reqs.get(id); rs != nil {
 		p.cancelChain(rs)
-		delete(p.reqs, id)
+		p.release(id, rs)
 	}
 }
 
 // Tracked is the number of requests whose state the scheduler keeps.
-func (p *Policy) Tracked() int { return len(p.reqs) }
+func (p *Policy) Tracked() int { return p.reqs.len() }
 
 // queuedOf is whether t is one of the tasks of qs.
 func queuedOf(qs []qtask, t *task) bool {

@@ -470,7 +470,7 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 
 // unqueued records that task t left its GPU's queue (see reqState.qdevs).
 func (p *Policy) unqueued(t *task) {
-	if rs := p.reqs[t.req]; rs != nil {
+	if rs := p.reqs.get(t.req); rs != nil {
 		if i := slices.IndexFunc(rs.qdevs, func(q qtask) bool { return q.t == t }); i >= 0 {
 			rs.qdevs = slices.Delete(rs.qdevs, i, i+1)
 		}

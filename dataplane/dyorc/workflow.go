@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/plan-dev/plan/formats/sections/dyorcsec"
@@ -236,10 +237,29 @@ func SampleRNG(app int, sample int64) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(sample), uint64(app)*0x9e3779b97f4a7c15+1))
 }
 
-// uRNG turns the driver's uniform u into a generator for the several draws of one transition.
-func uRNG(u float64) *rand.Rand {
-	return rand.New(rand.NewPCG(math.Float64bits(u), 0xd1b54a32d192ed03))
+// uRand is a generator that uRNG seeds anew for each transition.
+type uRand struct {
+	pcg rand.PCG
+	r   *rand.Rand
 }
+
+// uRands recycles the transition generators: the emulation draws one at every stage that ends
+// (a PCG and a Rand each, allocated), and a Meta may serve concurrent runs.
+var uRands = sync.Pool{New: func() any {
+	g := &uRand{}
+	g.r = rand.New(&g.pcg)
+	return g
+}}
+
+// uRNG turns the driver's uniform u into a generator for the several draws of one transition,
+// to hand back with putURNG.
+func uRNG(u float64) *uRand {
+	g := uRands.Get().(*uRand)
+	g.pcg.Seed(math.Float64bits(u), 0xd1b54a32d192ed03) // as rand.NewPCG seeds
+	return g
+}
+
+func putURNG(g *uRand) { uRands.Put(g) }
 
 // ExpectedItems returns the expected batch items each service serves per request of the app
 // (guard probabilities, choice weights, fan-out and the loop's stopping chances): what the
