@@ -474,7 +474,7 @@ func TestShutdown(t *testing.T) {
 				http.DefaultClient.CloseIdleConnections()
 				checkGoroutines(t, before)
 			}()
-			codes := heldRequest(t, s, ts.URL+"/v2/models/m2/infer")
+			codes := heldRequest(t, s, gx, ts.URL+"/v2/models/m2/infer")
 			shut := make(chan error, 1)
 			go func() { shut <- s.Shutdown(context.Background()) }()
 			if tc.want == 200 {
@@ -504,6 +504,10 @@ func TestShutdown(t *testing.T) {
 type gated struct {
 	gate chan struct{}
 	once sync.Once
+	// started counts the hops handed to the gated executors. A request in one is in a
+	// dispatched batch, which no policy may drop; one only accepted may still be dropped
+	// late (a 14 ms SLO passes during a stall of a loaded machine) before it is dispatched.
+	started atomic.Int64
 }
 
 func newGated() *gated { return &gated{gate: make(chan struct{})} }
@@ -511,28 +515,31 @@ func newGated() *gated { return &gated{gate: make(chan struct{})} }
 func (g *gated) open() { g.once.Do(func() { close(g.gate) }) }
 
 func (g *gated) factory(clk worker.Clock, _ *dataplane.Deployment, _ *formats.Plan) (worker.Executor, error) {
-	return &gatedExecutor{Emulated: worker.NewEmulated(clk, 0, 1), gate: g.gate}, nil
+	return &gatedExecutor{Emulated: worker.NewEmulated(clk, 0, 1), g: g}, nil
 }
 
 type gatedExecutor struct {
 	*worker.Emulated
-	gate chan struct{}
+	g *gated
 }
 
 func (e *gatedExecutor) Run(job *worker.Job, done func(*worker.Job)) {
+	e.g.started.Add(1)
 	go func() {
-		<-e.gate
+		<-e.g.gate
 		e.Emulated.Run(job, done)
 	}()
 }
 
-// heldRequest posts one request to url and waits until the driver holds it (its hop waits
-// at a gate); the channel gets its status code. A request the machine delivered too late to
-// be admitted (503) is sent again.
-func heldRequest(t *testing.T, s *Server, url string) <-chan int {
+// heldRequest posts one request to url and waits until the driver holds it: its hop waits
+// at g's gate (accepted is not enough: an accepted request may still be dropped late). The
+// channel gets its status code. A request the machine delivered too late to be admitted, or
+// dropped before its hop started (503), is sent again.
+func heldRequest(t *testing.T, s *Server, g *gated, url string) <-chan int {
 	t.Helper()
 	for try := 0; ; try++ {
 		codes := make(chan int, 1)
+		hops := g.started.Load()
 		go func() {
 			code, _, _ := post(t, url, inferBody(1))
 			codes <- code
@@ -541,7 +548,7 @@ func heldRequest(t *testing.T, s *Server, url string) <-chan int {
 		for time.Now().Before(deadline) {
 			var got int
 			s.d.do(func() { got = s.d.gen.outstanding })
-			if got >= 1 {
+			if got >= 1 && g.started.Load() > hops {
 				return codes
 			}
 			select {
@@ -576,7 +583,7 @@ func TestMaxInFlight(t *testing.T) {
 	gx := newGated()
 	defer gx.open()
 	s, ts := testServer(t, Options{Plan: loadPlan(t, "nic.json"), MaxInFlight: 1, NewExecutor: gx.factory})
-	first := heldRequest(t, s, ts.URL+"/v2/models/m2/infer")
+	first := heldRequest(t, s, gx, ts.URL+"/v2/models/m2/infer")
 	code, h, body := post(t, ts.URL+"/v2/models/m2/infer", inferBody(2))
 	gx.open()
 	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(string(body), `"reason":"overload"`) || !strings.Contains(string(body), `"stage":"intake"`) {
