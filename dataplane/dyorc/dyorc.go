@@ -250,12 +250,12 @@ type Policy struct {
 	ref, check bool
 	keys       []planItem
 	members    []*task // tryStart's scratch
-	// Free lists of request states, tasks and reservations (see release, newTask, newResv):
+	// Free lists of request states, tasks and reservations (pool.go):
 	// at 128 GPUs under the 16× load these were a third of the bytes a run allocates, and the
 	// collector's marking of a heap that grows with the run cost ~25% of an event.
-	freeReqs  []*reqState
-	freeTasks []*task
-	freeResv  []*resv
+	freeReqs  freeList[reqState]
+	freeTasks freeList[task]
+	freeResv  freeList[resv]
 	// call's scratch: the chain's fan-outs, the DP's placement and finishes, the rollout.
 	its, dpDevs, roll []int
 	dpHs              []float64
@@ -412,7 +412,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 			dv.running = false
 			p.touch(d)
 			// The batch's tasks left their queues and their requests' qdevs when it started.
-			p.freeTasks = append(p.freeTasks, dv.runTasks...)
+			p.freeTasks.put(dv.runTasks...)
 			clear(dv.runTasks)
 			dv.runTasks = dv.runTasks[:0]
 			p.startLoad(now, d, out)
@@ -579,7 +579,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 			for k := 1; k < len(svcs); k++ {
 				ready := dataplane.Time(hs[k-1] + p.m.Comm(devs[k-1], devs[k], svcs[k-1], its[k-1]))
 				p.seq++
-				x := p.newResv()
+				x := p.freeResv.take()
 				*x = resv{svc: svcs[k], items: its[k], dev: devs[k], ready: ready, seq: p.seq, follows: devs[k] == devs[k-1] && svcs[k] == svcs[k-1]}
 				rs.chain = append(rs.chain, x)
 				dv := &p.devs[devs[k]]
@@ -604,7 +604,7 @@ func (p *Policy) call(now dataplane.Time, r dataplane.ReqID, stage dataplane.Sta
 	ready := max(t0, now+dataplane.Time(math.Ceil(comm)))
 	p.seq++
 	dv := &p.devs[dev]
-	t := p.newTask()
+	t := p.freeTasks.take()
 	*t = task{req: r, stage: stage, svc: sv, items: items, ready: ready, seq: p.seq, fromSvc: from, fromItems: fromItems}
 	dv.enqueue(t)
 	rs.qdevs = append(rs.qdevs, qtask{dev, t})
@@ -668,7 +668,7 @@ func (p *Policy) dropResv(x *resv) {
 		dv.orderDel(x.ready, x.seq)
 		p.touch(x.dev)
 		// Held by no GPU now, and the caller drops it from its chain.
-		p.freeResv = append(p.freeResv, x)
+		p.freeResv.put(x)
 	}
 }
 

@@ -35,37 +35,25 @@ func TestGroupedMatchesFlat(t *testing.T) {
 				t.Fatal(err)
 			}
 			for iter := 0; iter < 60; iter++ {
-				p := New("dyorc", Options{Mode: ModeSpec, Literal: tc.literal})
-				if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
-					t.Fatal(err)
-				}
 				now := dataplane.Time(1e6)
-				randomStates(p, r, now)
+				p := randomPolicy(t, dep, tc.literal, r, now)
 				G := tc.gpus
 				for call := 0; call < 5; call++ {
-					n := 1 + r.IntN(4)
-					svcs, its := make([]int, n), make([]int, n)
-					for k := range svcs {
-						svcs[k], its[k] = r.IntN(ns), 1+r.IntN(3)
-					}
-					src, srcSvc := r.IntN(G+1)-1, r.IntN(ns)
-					if src < 0 {
-						srcSvc = -1
-					}
-					t0 := now + dataplane.Time(r.IntN(4))*5000
+					c := randomCall(r, ns, G, now)
+					svcs, its, src := c.svcs, c.its, c.src
 					p.check = true
-					devs, hs, states := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					devs, hs, states := c.dp(p, now)
 					p.sparseAll = true
-					sDevs, sHs, sStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					sDevs, sHs, sStates := c.dp(p, now)
 					p.sparseAll = false
 					if !reflect.DeepEqual(devs, sDevs) || !reflect.DeepEqual(hs, sHs) || states != sStates {
 						t.Fatalf("iter %d, chain %v items %v from GPU %d: grouped %v %v %d, sparse layers %v %v %d",
 							iter, svcs, its, src, devs, hs, states, sDevs, sHs, sStates)
 					}
 					p.check, p.flat = false, true
-					fDevs, fHs, fStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					fDevs, fHs, fStates := c.dp(p, now)
 					p.flat, p.ref = false, true
-					rDevs, rHs, rStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					rDevs, rHs, rStates := c.dp(p, now)
 					p.ref = false
 					if !reflect.DeepEqual(devs, fDevs) || !reflect.DeepEqual(hs, fHs) || states != fStates ||
 						!reflect.DeepEqual(devs, rDevs) || !reflect.DeepEqual(hs, rHs) || states != rStates {
@@ -80,6 +68,45 @@ func TestGroupedMatchesFlat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// randomPolicy is a fresh DyOrc policy on dep (the load charge read literally or not),
+// attached to an engine, its GPUs in random states at now (randomStates).
+func randomPolicy(t *testing.T, dep *dataplane.Deployment, literal bool, r *rand.Rand, now dataplane.Time) *Policy {
+	t.Helper()
+	p := New("dyorc", Options{Mode: ModeSpec, Literal: literal})
+	if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
+		t.Fatal(err)
+	}
+	randomStates(p, r, now)
+	return p
+}
+
+// dpCall is a call's chain as the DP tests draw it: 1–4 of ns services with 1–3 items each,
+// sent from GPU src (-1: the API server) after service srcSvc, ready at t0.
+type dpCall struct {
+	svcs, its   []int
+	src, srcSvc int
+	t0          dataplane.Time
+}
+
+func randomCall(r *rand.Rand, ns, G int, now dataplane.Time) dpCall {
+	n := 1 + r.IntN(4)
+	c := dpCall{svcs: make([]int, n), its: make([]int, n)}
+	for k := range c.svcs {
+		c.svcs[k], c.its[k] = r.IntN(ns), 1+r.IntN(3)
+	}
+	c.src, c.srcSvc = r.IntN(G+1)-1, r.IntN(ns)
+	if c.src < 0 {
+		c.srcSvc = -1
+	}
+	c.t0 = now + dataplane.Time(r.IntN(4))*5000
+	return c
+}
+
+// dp places the call with p's DP at now.
+func (c dpCall) dp(p *Policy, now dataplane.Time) ([]int, []float64, int) {
+	return p.DP(now, c.t0, c.src, c.srcSvc, 1, c.svcs, c.its)
 }
 
 // randomStates gives p's GPUs random states at now; times are multiples of 1 ms, so that
@@ -155,38 +182,27 @@ func TestDeviceLayout(t *testing.T) {
 	if n := unsafe.Sizeof(dv); n%64 != 0 {
 		t.Errorf("device is %d bytes, not whole 64-byte lines", n)
 	}
+	// Each field and the number of leading cache lines it must end within (a plan walk reads
+	// the first line's, devStart and availComp the second's too).
 	for _, c := range []struct {
-		name string
-		end  uintptr
+		name  string
+		end   uintptr
+		lines uintptr
 	}{
-		{"plan", unsafe.Offsetof(dv.plan) + unsafe.Sizeof(dv.plan)},
-		{"pmask", unsafe.Offsetof(dv.pmask) + unsafe.Sizeof(dv.pmask)},
-		{"pnext", unsafe.Offsetof(dv.pnext) + unsafe.Sizeof(dv.pnext)},
-		{"dirty", unsafe.Offsetof(dv.dirty) + unsafe.Sizeof(dv.dirty)},
-		{"pend", unsafe.Offsetof(dv.pend) + unsafe.Sizeof(dv.pend)},
+		{"plan", unsafe.Offsetof(dv.plan) + unsafe.Sizeof(dv.plan), 1},
+		{"pmask", unsafe.Offsetof(dv.pmask) + unsafe.Sizeof(dv.pmask), 1},
+		{"pnext", unsafe.Offsetof(dv.pnext) + unsafe.Sizeof(dv.pnext), 1},
+		{"dirty", unsafe.Offsetof(dv.dirty) + unsafe.Sizeof(dv.dirty), 1},
+		{"pend", unsafe.Offsetof(dv.pend) + unsafe.Sizeof(dv.pend), 1},
+		{"runEnd", unsafe.Offsetof(dv.runEnd) + unsafe.Sizeof(dv.runEnd), 2},
+		{"loading", unsafe.Offsetof(dv.loading) + unsafe.Sizeof(dv.loading), 2},
+		{"loadETA", unsafe.Offsetof(dv.loadETA) + unsafe.Sizeof(dv.loadETA), 2},
+		{"running", unsafe.Offsetof(dv.running) + unsafe.Sizeof(dv.running), 2},
+		{"resident", unsafe.Offsetof(dv.resident) + unsafe.Sizeof(dv.resident), 2},
+		{"pendAt", unsafe.Offsetof(dv.pendAt) + unsafe.Sizeof(dv.pendAt), 2},
 	} {
-		if c.end > 64 {
-			t.Errorf("device.%s ends at byte %d, past the first cache line", c.name, c.end)
-		}
-	}
-	for _, c := range []struct {
-		name string
-		end  uintptr
-	}{
-		{"runEnd", unsafe.Offsetof(dv.runEnd) + unsafe.Sizeof(dv.runEnd)},
-		{"loading", unsafe.Offsetof(dv.loading) + unsafe.Sizeof(dv.loading)},
-		{"loadETA", unsafe.Offsetof(dv.loadETA) + unsafe.Sizeof(dv.loadETA)},
-		{"pmask", unsafe.Offsetof(dv.pmask) + unsafe.Sizeof(dv.pmask)},
-		{"plan", unsafe.Offsetof(dv.plan) + unsafe.Sizeof(dv.plan)},
-		{"running", unsafe.Offsetof(dv.running) + unsafe.Sizeof(dv.running)},
-		{"dirty", unsafe.Offsetof(dv.dirty) + unsafe.Sizeof(dv.dirty)},
-		{"pend", unsafe.Offsetof(dv.pend) + unsafe.Sizeof(dv.pend)},
-		{"pnext", unsafe.Offsetof(dv.pnext) + unsafe.Sizeof(dv.pnext)},
-		{"resident", unsafe.Offsetof(dv.resident) + unsafe.Sizeof(dv.resident)},
-		{"pendAt", unsafe.Offsetof(dv.pendAt) + unsafe.Sizeof(dv.pendAt)},
-	} {
-		if c.end > 128 {
-			t.Errorf("device.%s ends at byte %d, past the first two cache lines", c.name, c.end)
+		if c.end > 64*c.lines {
+			t.Errorf("device.%s ends at byte %d, past the first %d cache line(s)", c.name, c.end, c.lines)
 		}
 	}
 }

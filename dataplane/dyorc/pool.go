@@ -18,13 +18,7 @@ import (
 
 // newReqState returns the state of a request of app a that has just arrived.
 func (p *Policy) newReqState(a int) *reqState {
-	n := len(p.freeReqs)
-	if n == 0 {
-		return &reqState{app: a, prevDev: -1, prevSvc: -1, on: dataplane.NoWorker}
-	}
-	rs := p.freeReqs[n-1]
-	p.freeReqs[n-1] = nil
-	p.freeReqs = p.freeReqs[:n-1]
+	rs := p.freeReqs.take()
 	clear(rs.chain)
 	clear(rs.qdevs)
 	*rs = reqState{app: a, prevDev: -1, prevSvc: -1, on: dataplane.NoWorker,
@@ -40,33 +34,27 @@ func (p *Policy) release(r dataplane.ReqID, rs *reqState) {
 	p.reqs.del(r)
 	if !rs.free {
 		rs.free = true
-		p.freeReqs = append(p.freeReqs, rs)
+		p.freeReqs.put(rs)
 	}
 }
 
-// newTask returns a task for the caller to fill.
-func (p *Policy) newTask() *task {
-	n := len(p.freeTasks)
-	if n == 0 {
-		return new(task)
-	}
-	t := p.freeTasks[n-1]
-	p.freeTasks[n-1] = nil
-	p.freeTasks = p.freeTasks[:n-1]
-	return t
-}
+// freeList is a stack of objects to reuse (request states, tasks, reservations).
+type freeList[T any] []*T
 
-// newResv returns a reservation for the caller to fill.
-func (p *Policy) newResv() *resv {
-	n := len(p.freeResv)
+// take pops an object to reuse, else makes one; the caller writes every field.
+func (f *freeList[T]) take() *T {
+	n := len(*f)
 	if n == 0 {
-		return new(resv)
+		return new(T)
 	}
-	x := p.freeResv[n-1]
-	p.freeResv[n-1] = nil
-	p.freeResv = p.freeResv[:n-1]
+	x := (*f)[n-1]
+	(*f)[n-1] = nil
+	*f = (*f)[:n-1]
 	return x
 }
+
+// put hands xs back for reuse; nothing the scheduler keeps may still point to them.
+func (f *freeList[T]) put(xs ...*T) { *f = append(*f, xs...) }
 
 // reqTable maps the tracked requests' IDs to their states: the engine numbers requests in
 // arrival order, so the IDs in flight span a window that moves forward, and the table holds

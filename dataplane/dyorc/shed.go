@@ -171,7 +171,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 				dv.orderDel(t.ready, t.seq)
 				dv.qn[t.svc]--
 				dv.queue = slices.Delete(dv.queue, i, i+1)
-				p.freeTasks = append(p.freeTasks, t)
+				p.freeTasks.put(t)
 			}
 			p.touch(d)
 			continue
@@ -187,7 +187,7 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 			if queuedOf(mine, t) {
 				dv.orderDel(t.ready, t.seq)
 				dv.qn[t.svc]--
-				p.freeTasks = append(p.freeTasks, t)
+				p.freeTasks.put(t)
 				continue
 			}
 			keep = append(keep, t)

@@ -34,12 +34,8 @@ func TestSparseCutMatchesAll(t *testing.T) {
 			}
 			var cuts, layers int64
 			for iter := 0; iter < 40; iter++ {
-				p := New("dyorc", Options{Mode: ModeSpec, Literal: tc.literal})
-				if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
-					t.Fatal(err)
-				}
 				now := dataplane.Time(1e6)
-				randomStates(p, r, now)
+				p := randomPolicy(t, dep, tc.literal, r, now)
 				// More running batches than randomStates gives, ending over 0–200 ms.
 				for d := range p.devs {
 					if r.IntN(3) == 0 && p.down[d] == 0 {
@@ -49,25 +45,17 @@ func TestSparseCutMatchesAll(t *testing.T) {
 				}
 				G := tc.gpus
 				for call := 0; call < 6; call++ {
-					n := 1 + r.IntN(4)
-					svcs, its := make([]int, n), make([]int, n)
-					for k := range svcs {
-						svcs[k], its[k] = r.IntN(ns), 1+r.IntN(3)
-					}
-					src, srcSvc := r.IntN(G+1)-1, r.IntN(ns)
-					if src < 0 {
-						srcSvc = -1
-					}
-					t0 := now + dataplane.Time(r.IntN(4))*5000
+					c := randomCall(r, ns, G, now)
+					svcs, its, src := c.svcs, c.its, c.src
 					p.check, p.sparseAll = true, true
 					c0 := p.idle.cuts
-					devs, hs, states := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					devs, hs, states := c.dp(p, now)
 					cuts += p.idle.cuts - c0
-					layers += int64(n)
+					layers += int64(len(svcs))
 					p.allHolders = true
-					aDevs, aHs, aStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					aDevs, aHs, aStates := c.dp(p, now)
 					p.check, p.sparseAll, p.allHolders, p.flat = false, false, false, true
-					fDevs, fHs, fStates := p.DP(now, t0, src, srcSvc, 1, svcs, its)
+					fDevs, fHs, fStates := c.dp(p, now)
 					p.flat = false
 					if !reflect.DeepEqual(devs, aDevs) || !reflect.DeepEqual(hs, aHs) || states != aStates ||
 						!reflect.DeepEqual(devs, fDevs) || !reflect.DeepEqual(hs, fHs) || states != fStates {
