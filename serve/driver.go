@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -119,28 +118,36 @@ type driver struct {
 	clk     worker.Clock
 	log     *slog.Logger
 	m       *metrics
-	done    chan *worker.Job
-	cmds    chan func()
 	stopped chan struct{}
 	// delivery is shared with the handlers, which observe each answer's delivery time.
 	delivery deliveryTracker
 
-	// The intake: handlers append their calls to inQ under inMu and signal wake (room for
-	// one signal) when they found it empty; the driver takes the whole queue per wakeup.
-	// Under load a wakeup brings several calls, where a channel hand-off cost a select and a
-	// goroutine switch per call. The queue is bounded by MaxInFlight (a call holds its
-	// in-flight slot while queued); inClosed is set when the driver stops, after which
-	// handlers answer 503 themselves.
+	// The intake: handlers append their calls to inQ under inMu and poke the driver's
+	// waiter (wt); the driver takes the whole queue per wakeup. Under load a wakeup brings
+	// several calls, where a channel hand-off cost a select and a goroutine switch per
+	// call. The queue is bounded by MaxInFlight (a call holds its in-flight slot while
+	// queued); inClosed is set when the driver stops, after which handlers answer 503
+	// themselves. Real workers' finished jobs (doneQ) and commands (cmdQ) come the same way.
 	inMu     sync.Mutex
 	inQ      []*call
 	inClosed bool
+	doneQ    []*worker.Job
+	cmdQ     []func()
 	// cancelQ holds the calls whose client left before the answer (Server.Submit's ctx
 	// ended, the HTTP connection closed): the driver withdraws them from the engine
 	// (Engine.Cancel) on its own goroutine, after the calls queued with them.
-	cancelQ  []*call
-	cancelSp []*call
-	wake     chan struct{}
-	inSpare  []*call
+	cancelQ []*call
+	// wt is what the driver sleeps on: its timers' next deadline and the pokes of the
+	// goroutines that queue work for it (waketimer.Waiter).
+	wt waketimer.Waiter
+	// pendingFn is pending as a func value, made once (Waiter.Sleep's busy).
+	pendingFn func() bool
+	// The queues' spare arrays, swapped in when the driver takes them.
+	inSpare   []*call
+	cancelSp  []*call
+	doneSpare []*worker.Job
+	cmdSpare  []func()
+	taken     work
 
 	// Everything below is owned by the loop goroutine.
 	now dataplane.Time
@@ -150,14 +157,13 @@ type driver struct {
 	gens    int
 	timers  dataplane.TimeHeap[timerItem]
 	seq     uint64
-	timer   waketimer.Timer
+	// timerAt is the waiter's precise deadline, soonAt its coarse one (the busy driver's:
+	// see arm); Never when disarmed.
 	timerAt dataplane.Time
-	// soon is the busy driver's wake (see arm): a Go runtime timer, armed for soonAt.
-	soon   *time.Timer
-	soonAt dataplane.Time
+	soonAt  dataplane.Time
 	// intakeAt is when the driver last took calls off the intake, intakeGap a moving
 	// average of the time between calls (µs): calls arriving close together keep the driver
-	// awake, and it may wake for its timers on a Go timer (arm).
+	// awake, and it may wake for its timers on a runtime timer (arm).
 	intakeAt  dataplane.Time
 	intakeGap dataplane.Time
 	xjit      float64
@@ -185,8 +191,8 @@ const (
 	// doorEvery is how often the driver re-evaluates the doors under load (µs).
 	doorEvery dataplane.Time = 100
 	// A driver whose calls arrive on average busyGap (µs) apart or closer, the last one less
-	// than busyQuiet ago, wakes for deadlines within coarseHorizon on a Go timer rather than
-	// the timerfd (arm).
+	// than busyQuiet ago, wakes for deadlines within coarseHorizon on the waiter's coarse
+	// deadline (a runtime timer) rather than the timerfd (arm).
 	busyGap       dataplane.Time = 50
 	busyQuiet     dataplane.Time = 200
 	coarseHorizon dataplane.Time = 1000
@@ -201,9 +207,6 @@ type effects struct {
 func newDriver(clk worker.Clock, log *slog.Logger, m *metrics, jitter float64, seed uint64) *driver {
 	d := &driver{
 		clk: clk, log: log, m: m,
-		wake:      make(chan struct{}, 1),
-		done:      make(chan *worker.Job, 1024),
-		cmds:      make(chan func()),
 		stopped:   make(chan struct{}),
 		xjit:      jitter,
 		xrng:      rand.New(rand.NewPCG(seed, 0xbb67ae8584caa73b)),
@@ -213,9 +216,8 @@ func newDriver(clk worker.Clock, log *slog.Logger, m *metrics, jitter float64, s
 		soonAt:    dataplane.Never,
 		intakeGap: coarseHorizon,
 	}
-	d.timer = waketimer.New()
-	d.soon = time.NewTimer(time.Hour)
-	d.soon.Stop()
+	d.wt = waketimer.NewWaiter()
+	d.pendingFn = d.pending
 	return d
 }
 
@@ -314,8 +316,7 @@ func (d *driver) attach(g *generation) error {
 // run is the event loop.
 func (d *driver) run(first *generation) {
 	defer close(d.stopped)
-	defer d.timer.Close()
-	defer d.soon.Stop()
+	defer d.wt.Close()
 	if err := d.switchTo(first); err != nil {
 		// prepare validated the same deployment and policy; this cannot happen.
 		panic(err)
@@ -326,43 +327,29 @@ func (d *driver) run(first *generation) {
 		// the network poller, and a goroutine it readies queues behind every runnable
 		// goroutine: with thousands of handlers runnable on a busy machine, hop completions
 		// would wait tens of milliseconds while the workers idle — a collapse. A handler's
-		// intake signal readies the driver next on its processor instead, so under load the
-		// timers are served within one arrival's gap.
+		// poke readies the driver next on its processor instead, so under load the timers
+		// are served within one arrival's gap.
 		//
-		// The wake timer is armed only when the driver is about to sleep: while events are
-		// waiting, each of them handles the due timers anyway, and every timerfd re-arm is a
+		// The waiter is armed only when the driver is about to sleep: while work is
+		// waiting, each event handles the due timers anyway, and every timerfd re-arm is a
 		// system call (several µs in a VM, where it reprograms the hardware timer).
-		select {
-		case <-d.wake:
-			d.onIntake()
-		case j := <-d.done:
-			d.onDone(j)
-		case <-d.timer.C():
-			d.onWake()
-		case <-d.soon.C:
-			d.onSoon()
-		case f := <-d.cmds:
-			d.onCmd(f)
-		default:
+		if !d.takeWork() {
 			d.arm()
-			select {
-			case <-d.wake:
-				d.onIntake()
-			case j := <-d.done:
-				d.onDone(j)
-			case <-d.timer.C():
-				d.onWake()
-			case <-d.soon.C:
-				d.onSoon()
-			case f := <-d.cmds:
-				d.onCmd(f)
+			if d.wt.Sleep(d.pendingFn) {
+				d.timerAt = dataplane.Never // a timerfd is disarmed once it fired
+			}
+			if !d.takeWork() {
+				// A deadline (or a poke that raced with the last look): the due timers
+				// are the event.
+				d.onTimers()
+				d.afterEvent()
+				continue
 			}
 		}
-		d.onTimers()
-		d.afterEvent()
+		d.onWork()
 	}
 	// Calls queued after the last event are answered here; later ones are refused by
-	// their handlers.
+	// their handlers. Jobs and commands left are dropped: their senders see d.stopped.
 	d.inMu.Lock()
 	d.inClosed = true
 	left := d.inQ
@@ -376,79 +363,10 @@ func (d *driver) run(first *generation) {
 	d.gen.exec.retire()
 }
 
-// submit queues a call for the driver; false means the driver has stopped.
-func (d *driver) submit(c *call) bool {
-	d.inMu.Lock()
-	if d.inClosed {
-		d.inMu.Unlock()
-		return false
-	}
-	d.inQ = append(d.inQ, c)
-	first := len(d.inQ) == 1 && len(d.cancelQ) == 0
-	d.inMu.Unlock()
-	if first {
-		// The driver takes the whole queue after each signal, so a queue that was not
-		// empty has a signal pending (or the driver is about to take it).
-		select {
-		case d.wake <- struct{}{}:
-		default:
-		}
-	}
-	return true
-}
-
-// onIntake takes the queued calls; each is one event (due timers before it, the bookkeeping
-// after it), as if it had come alone. Cancellations are taken after the calls: a call is
-// always queued before its cancellation.
-func (d *driver) onIntake() {
-	d.inMu.Lock()
-	batch := d.inQ
-	d.inQ = d.inSpare[:0]
-	cancels := d.cancelQ
-	d.cancelQ = d.cancelSp[:0]
-	d.inMu.Unlock()
-	for i, c := range batch {
-		if i > 0 {
-			d.onTimers()
-			d.afterEvent()
-		}
-		d.onTimers() // d.now is the wall clock
-		d.onCall(c)
-		batch[i] = nil
-	}
-	d.inSpare = batch[:0]
-	if n := dataplane.Time(len(batch)); n > 0 {
-		d.intakeGap += (min((d.now-d.intakeAt)/n, busyQuiet) - d.intakeGap) / 8
-		d.intakeAt = d.now
-	}
-	for i, c := range cancels {
-		if i > 0 || len(batch) > 0 {
-			d.onTimers()
-			d.afterEvent()
-		}
-		d.onCancel(c)
-		close(c.cancelDone)
-		cancels[i] = nil
-	}
-	d.cancelSp = cancels[:0]
-}
-
 func (d *driver) onDone(j *worker.Job) {
 	d.onTimers()
 	d.now = max(d.now, d.clk.Now())
 	d.onJob(j)
-}
-
-// onWake handles the wake timer's expiry (a timerfd is disarmed once it fired).
-func (d *driver) onWake() {
-	d.timerAt = dataplane.Never
-	d.onTimers()
-}
-
-// onSoon handles the busy driver's Go timer (arm).
-func (d *driver) onSoon() {
-	d.soonAt = dataplane.Never
-	d.onTimers()
 }
 
 func (d *driver) onCmd(f func()) {
@@ -675,10 +593,7 @@ func (fx *effects) RunBatch(now dataplane.Time, w dataplane.WorkerID, b dataplan
 	ex.start()
 	ex.Run(j, func(j *worker.Job) {
 		ex.finish()
-		select {
-		case d.done <- j:
-		case <-d.stopped:
-		}
+		d.jobDone(j)
 	})
 }
 

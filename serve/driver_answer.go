@@ -18,14 +18,8 @@ func (d *driver) cancel(c *call) {
 	done := make(chan struct{})
 	c.cancelDone = done
 	d.cancelQ = append(d.cancelQ, c)
-	first := len(d.cancelQ) == 1 && len(d.inQ) == 0
 	d.inMu.Unlock()
-	if first {
-		select {
-		case d.wake <- struct{}{}:
-		default:
-		}
-	}
+	d.wt.Poke()
 	select {
 	case <-done:
 	case <-d.stopped:

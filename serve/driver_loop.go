@@ -104,7 +104,7 @@ func genericWait(a *dataplane.App, queued int64) dataplane.Time {
 
 // arm makes sure the driver wakes for its earliest timer when it is about to sleep.
 //
-// An idle driver arms the timerfd (waketimer), which wakes it within µs of the deadline,
+// An idle driver arms the waiter's timerfd (waketimer), which wakes it within µs of the deadline,
 // where a Go timer can be up to 1 ms late (the runtime sleeps in epoll_wait, whose timeout
 // is in ms). But a timerfd re-arm for a deadline this close reprograms the CPU's hardware
 // timer, and the expiry interrupts it again: in a VM both exit to the hypervisor, 8-20 µs of
@@ -115,9 +115,10 @@ func genericWait(a *dataplane.App, queued int64) dataplane.Time {
 // network.
 //
 // A busy driver (calls arriving on average busyGap apart or closer, the last one less than
-// busyQuiet ago: each of them handles the due timers anyway) arms a Go runtime timer instead
-// for deadlines within coarseHorizon: its Reset is a heap update in the runtime, and while
-// the process runs goroutines the scheduler fires it on time. It is late only when the
+// busyQuiet ago: each of them handles the due timers anyway) arms the waiter's coarse
+// deadline instead for deadlines within coarseHorizon: a runtime timer (the timerfd's read
+// deadline), whose reset is a heap update in the runtime, and while the process runs
+// goroutines the scheduler fires it on time. It is late only when the
 // driver's processor goes idle (the runtime's poller then sleeps in whole ms), and then by
 // less than a ms or until the next call, whichever comes first; busyQuiet after the last
 // call the timerfd takes over again, so an idle server keeps its µs wakeups. Whatever the
@@ -131,20 +132,20 @@ func (d *driver) arm() {
 	if d.intakeGap < busyGap && d.now-d.intakeAt < busyQuiet && at-d.now < coarseHorizon {
 		if at != d.soonAt {
 			d.soonAt = at
-			d.soon.Reset(max(time.Until(d.clk.At(at)), 0))
+			d.wt.ArmCoarse(max(time.Until(d.clk.At(at)), 0))
 		}
 		return
 	}
 	if d.soonAt != dataplane.Never {
-		// The timerfd takes over; a stale Go timer would only cost a spurious wakeup.
-		d.soon.Stop()
+		// The timerfd takes over; a stale coarse deadline would only cost a spurious wakeup.
+		d.wt.ArmCoarse(-1)
 		d.soonAt = dataplane.Never
 	}
 	if at == d.timerAt {
 		return
 	}
 	d.timerAt = at
-	d.timer.Reset(max(time.Until(d.clk.At(at)), 0))
+	d.wt.Arm(max(time.Until(d.clk.At(at)), 0))
 }
 
 func (d *driver) push(at dataplane.Time, x timerItem) {
@@ -319,11 +320,14 @@ func (d *driver) snapshot() {
 // do runs f on the driver goroutine and waits; it reports false when the driver has stopped.
 func (d *driver) do(f func()) bool {
 	ok := make(chan struct{})
-	select {
-	case d.cmds <- func() { f(); close(ok) }:
-	case <-d.stopped:
+	d.inMu.Lock()
+	if d.inClosed {
+		d.inMu.Unlock()
 		return false
 	}
+	d.cmdQ = append(d.cmdQ, func() { f(); close(ok) })
+	d.inMu.Unlock()
+	d.wt.Poke()
 	select {
 	case <-ok:
 		return true
