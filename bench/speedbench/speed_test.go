@@ -2,12 +2,14 @@ package speedbench
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEmbeddedDataMatchesTestdata keeps the embedded copies equal to the testdata files the
@@ -156,6 +158,44 @@ func TestMaxInSLO(t *testing.T) {
 	}
 	if got := maxInSLO(nil); got != 0 {
 		t.Errorf("none: got %d", got)
+	}
+}
+
+// TestServeCPURow: the CPU row compares the medians of each server's windows (one window's
+// outlier moves neither), at the ladder's highest rate both sustain.
+func TestServeCPURow(t *testing.T) {
+	us := time.Microsecond
+	cases := []struct {
+		name        string
+		ours, floor []time.Duration
+		want        float64 // ours' median over the floor's
+	}{
+		{"one window", []time.Duration{110 * us}, []time.Duration{100 * us}, 1.1},
+		{"odd: an outlier each", []time.Duration{104 * us, 150 * us, 106 * us}, []time.Duration{60 * us, 100 * us, 102 * us}, 1.06},
+		{"even: the middle two", []time.Duration{100 * us, 120 * us, 110 * us, 500 * us}, []time.Duration{100 * us, 100 * us, 100 * us, 100 * us}, 1.15},
+	}
+	for _, c := range cases {
+		r := (&serveRun{cpuAt: 6000, cpuOurs: c.ours, cpuFloor: c.floor, window: time.Second}).cpuRow()
+		if r.Ratio == nil || math.Abs(*r.Ratio-c.want) > 1e-9 {
+			t.Errorf("%s: ratio %v, want %g", c.name, r.Ratio, c.want)
+		}
+		if !strings.Contains(r.Note, "at 6000/s") || !strings.Contains(r.Note, fmt.Sprintf("medians of %d", len(c.ours))) {
+			t.Errorf("%s: note %q", c.name, r.Note)
+		}
+	}
+	ps := func(att ...float64) []servePoint {
+		var out []servePoint
+		for i, a := range att {
+			out = append(out, servePoint{rate: 1000 * (i + 1), attainment: a, requests: 10})
+		}
+		return out
+	}
+	run := &serveRun{floor: ps(1, 1, 1, 0.5), ours: ps(1, 1, 0.9, 0.5)}
+	if i := run.cpuIndex(); i != 1 {
+		t.Errorf("cpuIndex %d, want 1 (the highest rate both sustain)", i)
+	}
+	if i := (&serveRun{floor: ps(0.5, 0.5), ours: ps(1, 1)}).cpuIndex(); i != 0 {
+		t.Errorf("none shared: cpuIndex %d, want 0", i)
 	}
 }
 
