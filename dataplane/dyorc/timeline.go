@@ -109,7 +109,19 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		// The kept batches of the prefix (device.preT), where they still stand; else the kept
 		// ones restart here.
 		k0 := 0
-		if dv.preTN > 0 && dv.preT0 == t && p.allResident(d, dv.preTMask) {
+		if dv.preTN > 0 && p.allResident(d, dv.preTMask) {
+			if dv.preT0 != t {
+				// Each kept batch starts where the one before ends (the first at t) and ends
+				// its ExpLat later, its service resident (sr = now ≤ t): from another t, every
+				// start and end moves by as much. At 128 GPUs under the 16× load a running batch
+				// often outlasts its expected end, and t is now then.
+				dt := t - dv.preT0
+				for k := range dv.preT[:dv.preTN] {
+					dv.preT[k].start += dt
+					dv.preT[k].end += dt
+				}
+				dv.preT0 = t
+			}
 			pl = append(pl, dv.preT[:dv.preTN]...)
 			k0 = dv.preTN
 			t = pl[k0-1].start // t as the loop below had it for that batch
@@ -127,7 +139,7 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 				t = max(t, pl[n-1].end)
 			}
 			st := max(t, now, sr)
-			pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(p.expLat(sv, pre[k].items))})
+			pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(latOf(p.latTab, p, sv, pre[k].items))})
 			if dv.preTN == k && st == t && dv.resident[sv] && sv < 63 {
 				dv.preT = append(dv.preT[:k], pl[len(pl)-1])
 				dv.preTN, dv.preTMask = k+1, dv.preTMask|svcBit(sv)
