@@ -72,6 +72,7 @@ func (dv *device) enqueue(t *task) {
 
 // reserve adds reservation x to the GPU.
 func (dv *device) reserve(x *resv) {
+	x.at = len(dv.resv)
 	dv.resv = append(dv.resv, x)
 	if !dv.keep {
 		return

@@ -87,3 +87,61 @@ func TestJoinRun(t *testing.T) {
 		}
 	}
 }
+
+// TestDropResv: a GPU's reservations dropped in any order leave the others, each at the index
+// it records (resv.at), and the order and plan as the sort builds them (Policy.check), a
+// reservation already gone (a failed GPU's) dropping nothing.
+func TestDropResv(t *testing.T) {
+	w := loadWorkflow(t, "workload.json")
+	dep := spreadDeployment(t, w, 4)
+	p := New("dyorc", Options{Mode: ModeSpec})
+	if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
+		t.Fatal(err)
+	}
+	p.check = true
+	dv := &p.devs[0]
+	r := rand.New(rand.NewPCG(5, 9))
+	now := dataplane.Time(1e6)
+	var held []*resv // the reservations the GPU should hold
+	var seq int64
+	for step := 0; step < 4000; step++ {
+		switch {
+		case r.IntN(2) == 0:
+			seq++
+			x := &resv{svc: r.IntN(len(w.Services)), items: 1 + r.IntN(3), ready: now + dataplane.Time(r.IntN(6000)-2000), seq: seq, follows: r.IntN(5) == 0}
+			dv.reserve(x)
+			held = append(held, x)
+		case len(held) > 0:
+			i := r.IntN(len(held))
+			x := held[i]
+			held = slices.Delete(held, i, i+1)
+			p.dropResv(x)
+			p.dropResv(x) // gone already: nothing
+		}
+		if r.IntN(200) == 0 { // the GPU fails: its reservations go, their chains drop them later
+			dv.resv = nil
+			dv.order = dv.order[:0]
+			dv.preCut(0)
+			for _, x := range held {
+				p.dropResv(x)
+			}
+			held = held[:0]
+		}
+		for i, x := range dv.resv {
+			if x.at != i {
+				t.Fatalf("step %d: reservation %d at index %d records %d", step, x.seq, i, x.at)
+			}
+		}
+		got := slices.Clone(dv.resv)
+		want := slices.Clone(held)
+		bySeq := func(a, b *resv) int { return int(a.seq - b.seq) }
+		slices.SortFunc(got, bySeq)
+		slices.SortFunc(want, bySeq)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: the GPU holds %d reservations, want %d", step, len(got), len(want))
+		}
+		now += dataplane.Time(r.IntN(300))
+		dv.dirty = true
+		p.plan(now, 0) // panics where the kept order's plan differs from the sort's
+	}
+}
