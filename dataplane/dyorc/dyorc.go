@@ -170,9 +170,9 @@ type device struct {
 	// among order[:preN] form, every item there ready before an earlier rebuild.
 	pre  []preBatch
 	preN int
-	// preT: the planned batches of pre[:preTN] as a rebuild planned them from t = preT0, each
-	// starting where the one before ended (the first at preT0), their services (preTMask)
-	// resident (order.go).
+	// preT: the planned batches of pre[:preTN] as a rebuild planned them, the first starting
+	// at preT0 and each after it where the one before ended, the services of those after the
+	// first (preTMask) resident (order.go).
 	preT        []pbatch
 	preTN       int
 	preT0       dataplane.Time
