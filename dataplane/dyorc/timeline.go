@@ -43,9 +43,13 @@ func (dv *device) indexPlan() {
 	// One pass: a run's batches learn their pnext when the next run starts.
 	var mask uint64
 	run := 0 // the current run's first batch
-	for i := range pl {
-		mask |= svcBit(pl[i].svc)
-		if i > 0 && pl[i].start != pl[i-1].end {
+	if n > 0 {
+		mask = svcBit(pl[0].svc)
+	}
+	for i := 1; i < n; i++ {
+		b := &pl[i]
+		mask |= svcBit(b.svc)
+		if b.start != pl[i-1].end {
 			for j := run; j < i; j++ {
 				pnext[j] = int32(i)
 			}
