@@ -171,11 +171,6 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	// A batch per item at most: the appends below never grow pl.
 	pl = slices.Grow(pl, len(order))
 	lit, srV, srAt, svcMax, latTab := p.opt.Literal, p.srV, p.srAt, p.svcMax, p.latTab
-	// joined: the last batch took items since its end was computed. Its end is read only when
-	// the next batch starts after it, so it is computed then (or at the end), once per batch
-	// rather than once per task joining it: on the scale benchmark's 128 GPUs a rebuild joins
-	// ~15 tasks into ~15 batches (the same values: ExpLat of the batch's final items).
-	joined := false
 	// skipF: unless Literal, the items here are ready at or after now (the settled prefix
 	// took those before), so the reservations the plan leaves out are those that follow, and
 	// only a reservation follows (reserve).
@@ -193,7 +188,10 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		if x.follows && skipF {
 			continue // x.resv && !lit && (x.ready < now || x.follows): see skipF
 		}
-		// planAdd, inline.
+		// planAdd, inline. The items that join a batch are the ones joinRun takes right after
+		// it opens (or after the one that joins the settled prefix's last batch): the item it
+		// stops at fails the same rule against the same batch, so the batch is then closed and
+		// its end (ExpLat of its final items) is computed once.
 		sv, items, ready := int(x.svc), int(x.items), max(x.ready, now)
 		sr := srV[sv]
 		if srAt[sv] != stamp {
@@ -203,31 +201,19 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		if n := len(pl); n > 0 {
 			last := &pl[n-1]
 			if last.svc == sv && last.items+items <= svcMax[sv] && ready <= last.start && sr <= last.start {
-				last.items += items
-				joined = true
-				if k, room := joinRun(order[i+1:], uint16(sv), last.start, svcMax[sv]-last.items, skipF); k > 0 {
-					i += k
-					last.items = svcMax[sv] - room
-				}
+				k, room := joinRun(order[i+1:], uint16(sv), last.start, svcMax[sv]-last.items-items, skipF)
+				i += k
+				last.items = svcMax[sv] - room
+				last.end = last.start + dataplane.Time(latOf(latTab, p, sv, last.items))
 				continue
-			}
-			if joined {
-				last.end = last.start + dataplane.Time(latOf(latTab, p, last.svc, last.items))
-				joined = false
 			}
 			t = max(t, last.end)
 		}
 		st := max(t, ready, sr)
+		k, room := joinRun(order[i+1:], uint16(sv), st, svcMax[sv]-items, skipF)
+		i += k
+		items = svcMax[sv] - room
 		pl = append(pl, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(latOf(latTab, p, sv, items))})
-		if k, room := joinRun(order[i+1:], uint16(sv), st, svcMax[sv]-items, skipF); k > 0 {
-			i += k
-			pl[len(pl)-1].items = svcMax[sv] - room
-			joined = true
-		}
-	}
-	if joined {
-		last := &pl[len(pl)-1]
-		last.end = last.start + dataplane.Time(p.expLat(last.svc, last.items))
 	}
 	dv.plan = pl
 	if p.check && !slices.Equal(p.refPlan, dv.plan) {
