@@ -213,7 +213,9 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		k, room := joinRun(order[i+1:], uint16(sv), st, svcMax[sv]-items, skipF)
 		i += k
 		items = svcMax[sv] - room
-		pl = append(pl, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(latOf(latTab, p, sv, items))})
+		n := len(pl)
+		pl = pl[:n+1] // within the capacity grown above
+		pl[n] = pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(latOf(latTab, p, sv, items))}
 	}
 	dv.plan = pl
 	if p.check && !slices.Equal(p.refPlan, dv.plan) {
