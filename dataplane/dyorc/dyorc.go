@@ -121,6 +121,8 @@ type resv struct {
 	follows bool
 	ready   dataplane.Time
 	seq     int64
+	// at: the reservation's index in its GPU's resv while it is there (dropResv).
+	at int
 }
 
 type pbatch struct {
@@ -168,9 +170,9 @@ type device struct {
 	// among order[:preN] form, every item there ready before an earlier rebuild.
 	pre  []preBatch
 	preN int
-	// preT: the planned batches of pre[:preTN] as a rebuild planned them from t = preT0, each
-	// starting where the one before ended (the first at preT0), their services (preTMask)
-	// resident (order.go).
+	// preT: the planned batches of pre[:preTN] as a rebuild planned them, the first starting
+	// at preT0 and each after it where the one before ended, the services of those after the
+	// first (preTMask) resident (order.go).
 	preT        []pbatch
 	preTN       int
 	preT0       dataplane.Time
@@ -663,8 +665,15 @@ func (p *Policy) cancelChain(rs *reqState) {
 
 func (p *Policy) dropResv(x *resv) {
 	dv := &p.devs[x.dev]
-	if i := slices.Index(dv.resv, x); i >= 0 {
-		dv.resv = slices.Delete(dv.resv, i, i+1)
+	// The GPU's reservations are a set (planSorted sorts them, neededResv asks for any): the
+	// last takes x's place instead of every one after it moving down, and x finds its place
+	// by its index instead of a search (at 128 GPUs under the 16× load a busy GPU holds ~60).
+	if i := x.at; i < len(dv.resv) && dv.resv[i] == x {
+		n := len(dv.resv) - 1
+		dv.resv[i] = dv.resv[n]
+		dv.resv[i].at = i
+		dv.resv[n] = nil
+		dv.resv = dv.resv[:n]
 		dv.orderDel(x.ready, x.seq)
 		p.touch(x.dev)
 		// Held by no GPU now, and the caller drops it from its chain.

@@ -72,6 +72,7 @@ func (dv *device) enqueue(t *task) {
 
 // reserve adds reservation x to the GPU.
 func (dv *device) reserve(x *resv) {
+	x.at = len(dv.resv)
 	dv.resv = append(dv.resv, x)
 	if !dv.keep {
 		return
@@ -161,13 +162,13 @@ func (dv *device) orderDelTasks(ts []*task, scratch []planItem) []planItem {
 // 128 GPUs. An item inserted or a task removed at i < preN unsettles the prefix from i
 // (preCut); a reservation removed there only shifts it (preShift).
 //
-// The times too stand from one rebuild to the next while the GPU runs the same batch: a
-// batch of the prefix starts at max(t, now, svcReady) with t the end of the one before (the
-// first: max(now, the running batch's end)), and where its service is resident svcReady is
-// now ≤ t, so it starts at t whatever now is. A rebuild therefore keeps the planned batches
-// (preT) of the prefix's leading batches that started so (from the same first t, their
-// services still resident) and copies them where they still stand: those of pre[:preTN],
-// which an unsettled or extended batch cuts.
+// The times too move together from one rebuild to the next: a batch of the prefix starts at
+// max(t, now, svcReady) with t the end of the one before (the first: max(now, the running
+// batch's end)), and where its service is resident svcReady is now ≤ t, so it starts at t
+// whatever now is. A rebuild therefore keeps the planned batches (preT) of the prefix's
+// leading batches that started so after the first (their services still resident), and
+// copies them moved by as much as the first batch's start moved: those of pre[:preTN], which
+// an unsettled or extended batch cuts.
 
 // preBatch is a batch of the settled prefix: its service, its items, and the indices in order
 // of its first and last tasks.

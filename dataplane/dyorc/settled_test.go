@@ -12,8 +12,9 @@ import (
 // reference (planSorted) after every kind of change to its queue and reservations: tasks
 // queued ready in the past, now or later, reservations past, counted or following, tasks and
 // reservations removed inside and past the settled items, batches started, the GPU reset by a
-// failure, with rebuilds at the same time and later. Policy.check panics on any difference; the
-// test also counts that the prefix was used at all.
+// failure, with rebuilds at the same time and later, idle or running a batch that ends before
+// or after now. Policy.check panics on any difference; the test also counts that the prefix
+// was used at all and that kept prefix batches were moved to another first start.
 func TestSettledPrefix(t *testing.T) {
 	w := loadWorkflow(t, "workload.json")
 	dep := spreadDeployment(t, w, 4)
@@ -24,12 +25,15 @@ func TestSettledPrefix(t *testing.T) {
 		svcs    int // services drawn from (fewer: longer batches)
 		delFrac float64
 		reset   bool
+		running bool // the GPU runs batches (a rebuild's first start is max(now, runEnd)), most services resident
 	}{
-		{"one-service", 1, 1, 0.1, false},
-		{"two-services", 2, 2, 0.2, false},
-		{"all-services", 3, ns, 0.3, false},
-		{"heavy-removal", 4, 2, 0.6, false},
-		{"with-resets", 5, 3, 0.2, true},
+		{"one-service", 1, 1, 0.1, false, false},
+		{"two-services", 2, 2, 0.2, false, false},
+		{"all-services", 3, ns, 0.3, false, false},
+		{"heavy-removal", 4, 2, 0.6, false, false},
+		{"with-resets", 5, 3, 0.2, true, false},
+		{"running", 6, 2, 0.2, false, true},
+		{"running-all-services", 7, ns, 0.3, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := New("dyorc", Options{Mode: ModeSpec})
@@ -38,10 +42,15 @@ func TestSettledPrefix(t *testing.T) {
 			}
 			p.check = true
 			dv := &p.devs[0]
+			if tc.running { // most services resident (svcReady is now): kept prefix batches
+				for sv := range dv.resident {
+					dv.resident[sv] = sv%3 != 2
+				}
+			}
 			r := rand.New(rand.NewPCG(tc.seed, 7))
 			now := dataplane.Time(1e6)
 			var seq int64
-			settled := 0
+			settled, shifted := 0, 0
 			for step := 0; step < 3000; step++ {
 				switch op := r.IntN(10); {
 				case op < 4: // queue a task, ready up to 2 ms before or after now
@@ -86,12 +95,27 @@ func TestSettledPrefix(t *testing.T) {
 				if r.IntN(3) > 0 {
 					now += dataplane.Time(r.IntN(800))
 				}
+				if tc.running && r.IntN(4) == 0 { // a batch starts or ends, or runs past its end
+					dv.running = r.IntN(3) > 0
+					dv.runEnd = now + dataplane.Time(r.IntN(3000)-1000)
+				}
+				t0 := now
+				if dv.running {
+					t0 = max(t0, dv.runEnd)
+				}
+				moved := dv.preTN > 0 && dv.preT0 != t0
 				dv.dirty = true
 				p.plan(now, 0) // panics where the settled prefix's plan differs from the sort's
 				settled += dv.preN
+				if moved && dv.preTN > 0 && dv.preT0 == t0 {
+					shifted++
+				}
 			}
 			if settled == 0 {
 				t.Fatal("the settled prefix was never used")
+			}
+			if tc.running && shifted == 0 {
+				t.Fatal("no kept prefix batch was ever moved to another first start")
 			}
 		})
 	}

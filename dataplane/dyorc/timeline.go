@@ -43,9 +43,13 @@ func (dv *device) indexPlan() {
 	// One pass: a run's batches learn their pnext when the next run starts.
 	var mask uint64
 	run := 0 // the current run's first batch
-	for i := range pl {
-		mask |= svcBit(pl[i].svc)
-		if i > 0 && pl[i].start != pl[i-1].end {
+	if n > 0 {
+		mask = svcBit(pl[0].svc)
+	}
+	for i := 1; i < n; i++ {
+		b := &pl[i]
+		mask |= svcBit(b.svc)
+		if b.start != pl[i-1].end {
 			for j := run; j < i; j++ {
 				pnext[j] = int32(i)
 			}
@@ -107,14 +111,33 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		}
 		dv.pre, dv.preN, from = pre, i, i
 		// The kept batches of the prefix (device.preT), where they still stand; else the kept
-		// ones restart here.
+		// ones restart here. The first starts at max(t, now, its service's svcReady), each
+		// after it where the one before ends, their services resident (preTMask: sr = now ≤
+		// that end), so where the first starts elsewhere than it did (preT0), every start and
+		// end moves by as much. At 128 GPUs under the 16× load a running batch often outlasts
+		// its expected end (t is now then), and a quarter of the rebuilds find the first batch
+		// waiting for its service's load (8 prefix batches a rebuild, 3.7 kept before).
 		k0 := 0
-		if dv.preTN > 0 && dv.preT0 == t && p.allResident(d, dv.preTMask) {
+		if dv.preTN > 0 && p.allResident(d, dv.preTMask) {
+			sv := pre[0].svc
+			sr := p.srV[sv]
+			if p.srAt[sv] != stamp {
+				sr = dataplane.Time(p.svcReady(now, d, sv))
+				p.srAt[sv], p.srV[sv] = stamp, sr
+			}
+			if s0 := max(t, now, sr); s0 != dv.preT0 {
+				dt := s0 - dv.preT0
+				for k := range dv.preT[:dv.preTN] {
+					dv.preT[k].start += dt
+					dv.preT[k].end += dt
+				}
+				dv.preT0 = s0
+			}
 			pl = append(pl, dv.preT[:dv.preTN]...)
 			k0 = dv.preTN
 			t = pl[k0-1].start // t as the loop below had it for that batch
 		} else {
-			dv.preTN, dv.preTMask, dv.preT0 = 0, 0, t
+			dv.preTN, dv.preTMask = 0, 0
 		}
 		for k := k0; k < len(pre); k++ {
 			sv := pre[k].svc
@@ -127,32 +150,32 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 				t = max(t, pl[n-1].end)
 			}
 			st := max(t, now, sr)
-			pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(p.expLat(sv, pre[k].items))})
-			if dv.preTN == k && st == t && dv.resident[sv] && sv < 63 {
+			pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(latOf(p.latTab, p, sv, pre[k].items))})
+			if dv.preTN == k && (k == 0 || st == t && dv.resident[sv] && sv < 63) {
 				dv.preT = append(dv.preT[:k], pl[len(pl)-1])
-				dv.preTN, dv.preTMask = k+1, dv.preTMask|svcBit(sv)
+				dv.preTN = k + 1
+				if k == 0 {
+					dv.preT0 = st
+				} else {
+					dv.preTMask |= svcBit(sv)
+				}
 			}
 		}
 	}
-	// svcReady of every service the rest of the order holds, before the loop below, so that
-	// the loop makes no call in its common path (ExpLat's table read inline, latOf): on the
-	// scale benchmark, ~23 items a rebuild at 128 GPUs (most of them reservations), rebuild
-	// and expLat 3.12k → 3.01k instructions an event (8 GPUs: 1.41k → 1.35k).
+	// The rest of the order: on the scale benchmark ~24 items an event at 128 GPUs (most of
+	// them reservations) against ~10 at 8, of which ~7 open a batch (5 at 8) and the rest join
+	// the batch just opened (joinRun). svcReady is found once per service met (srAt) by the
+	// items that open or join at the outer loop; the joinRun items need none (their batch's
+	// service). A pass over every item before the loop cost more at both sizes.
 	order := dv.order[from:]
-	for i := range order {
-		if sv := int(order[i].svc); p.srAt[sv] != stamp {
-			p.srAt[sv], p.srV[sv] = stamp, dataplane.Time(p.svcReady(now, d, sv))
-		}
-	}
 	// A batch per item at most: the appends below never grow pl.
 	pl = slices.Grow(pl, len(order))
-	lit, srV, svcMax, latTab := p.opt.Literal, p.srV, p.svcMax, p.latTab
-	// joined: the last batch took items since its end was computed. Its end is read only when
-	// the next batch starts after it, so it is computed then (or at the end), once per batch
-	// rather than once per task joining it: on the scale benchmark's 128 GPUs a rebuild joins
-	// ~15 tasks into ~15 batches (the same values: ExpLat of the batch's final items).
-	joined := false
-	for i := range order {
+	lit, srV, srAt, svcMax, latTab := p.opt.Literal, p.srV, p.srAt, p.svcMax, p.latTab
+	// skipF: unless Literal, the items here are ready at or after now (the settled prefix
+	// took those before), so the reservations the plan leaves out are those that follow, and
+	// only a reservation follows (reserve).
+	skipF := !lit
+	for i := 0; i < len(order); i++ {
 		x := &order[i]
 		// Read literally every reservation counts [ours, measured in plan bench dyorc]:
 		//   - one whose estimated input time has passed waits on a late predecessor: when it
@@ -162,37 +185,67 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		//     Debate round after a round) would be planned as a batch of its own right after
 		//     its predecessor's, though the worker batches it with whatever of that service is
 		//     queued then: counted, Debate's mean is 1.7 % above Greedy's; left out, equal.
-		if x.resv && !lit && (x.ready < now || x.follows) {
-			continue
+		if x.follows && skipF {
+			continue // x.resv && !lit && (x.ready < now || x.follows): see skipF
 		}
-		// planAdd, inline.
+		// planAdd, inline. The items that join a batch are the ones joinRun takes right after
+		// it opens (or after the one that joins the settled prefix's last batch): the item it
+		// stops at fails the same rule against the same batch, so the batch is then closed and
+		// its end (ExpLat of its final items) is computed once.
 		sv, items, ready := int(x.svc), int(x.items), max(x.ready, now)
 		sr := srV[sv]
+		if srAt[sv] != stamp {
+			sr = dataplane.Time(p.svcReady(now, d, sv))
+			srAt[sv], srV[sv] = stamp, sr
+		}
 		if n := len(pl); n > 0 {
 			last := &pl[n-1]
 			if last.svc == sv && last.items+items <= svcMax[sv] && ready <= last.start && sr <= last.start {
-				last.items += items
-				joined = true
+				k, room := joinRun(order[i+1:], uint16(sv), last.start, svcMax[sv]-last.items-items, skipF)
+				i += k
+				last.items = svcMax[sv] - room
+				last.end = last.start + dataplane.Time(latOf(latTab, p, sv, last.items))
 				continue
-			}
-			if joined {
-				last.end = last.start + dataplane.Time(latOf(latTab, p, last.svc, last.items))
-				joined = false
 			}
 			t = max(t, last.end)
 		}
 		st := max(t, ready, sr)
-		pl = append(pl, pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(latOf(latTab, p, sv, items))})
-	}
-	if joined {
-		last := &pl[len(pl)-1]
-		last.end = last.start + dataplane.Time(p.expLat(last.svc, last.items))
+		k, room := joinRun(order[i+1:], uint16(sv), st, svcMax[sv]-items, skipF)
+		i += k
+		items = svcMax[sv] - room
+		n := len(pl)
+		pl = pl[:n+1] // within the capacity grown above
+		pl[n] = pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(latOf(latTab, p, sv, items))}
 	}
 	dv.plan = pl
 	if p.check && !slices.Equal(p.refPlan, dv.plan) {
 		panic(fmt.Sprintf("dyorc: GPU %d at %d µs: plan from the kept order %v, sorted %v", d, now, dv.plan, p.refPlan))
 	}
 	return dv.plan
+}
+
+// joinRun is the rebuild's join rule over the items that follow a batch's last item: how many
+// of them (k) join the batch of service sv starting at st with room items left, and the room
+// left after them. An item joins when it is of sv, fits and is ready by st (every batch starts
+// at or after now, so max(ready, now) ≤ st is ready ≤ st; sv's svcReady is ≤ st, the batch's
+// own start being at least it); a following reservation is skipped where skip is set (not
+// Literal: the items after the settled prefix are ready at or after now, so it is the only
+// reservation the rebuild leaves out there). Under the 16× load at 128 GPUs most of a rebuild's
+// ~23 future items join the batch just opened (15 of 24 an event, against 4 of 10 at 8), and
+// this loop, apart from the rebuild's many live values, keeps its few in registers.
+func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool) (int, int) {
+	n := len(rest)
+	for len(rest) > 0 {
+		y := &rest[0]
+		if !(y.follows && skip) {
+			if y.svc != sv || y.ready > st || int(y.items) > room {
+				break
+			}
+			room -= int(y.items)
+		}
+		rest = rest[1:]
+	}
+	return n - len(rest), room
 }
 
 // allResident is whether GPU d holds every service of mask (svcBit, services below 63).
