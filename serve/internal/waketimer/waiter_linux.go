@@ -37,15 +37,8 @@ type fdWaiter struct {
 
 // NewWaiter makes a disarmed Waiter; Close releases it.
 func NewWaiter() Waiter {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err != nil {
-		return newGoWaiter()
-	}
-	f := os.NewFile(uintptr(fd), "timerfd")
-	rc, err := f.SyscallConn()
-	// A descriptor the poller did not take takes no deadline (see New).
-	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
-		_ = f.Close()
+	fd, f, rc, ok := openTimerfd()
+	if !ok {
 		return newGoWaiter()
 	}
 	w := &fdWaiter{fd: fd, f: f, rc: rc}

@@ -33,18 +33,28 @@ type fdTimer struct {
 // epoch is the origin of fdTimer.due: time.Since reads the monotonic clock, the timerfd's.
 var epoch = time.Now()
 
-// New makes a disarmed timer; Close releases it.
-func New() Timer {
+// openTimerfd makes a disarmed timerfd the network poller watches; ok is false where there is
+// none (the caller falls back to the portable timer).
+func openTimerfd() (fd int, f *os.File, rc syscall.RawConn, ok bool) {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
-		return newGoTimer()
+		return 0, nil, nil, false
 	}
-	f := os.NewFile(uintptr(fd), "timerfd")
-	rc, err := f.SyscallConn()
+	f = os.NewFile(uintptr(fd), "timerfd")
+	rc, err = f.SyscallConn()
 	// A descriptor the poller did not take takes no deadline: waiting on it would block a
 	// thread, and the portable timer does instead.
 	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
 		_ = f.Close()
+		return 0, nil, nil, false
+	}
+	return fd, f, rc, true
+}
+
+// New makes a disarmed timer; Close releases it.
+func New() Timer {
+	fd, f, rc, ok := openTimerfd()
+	if !ok {
 		return newGoTimer()
 	}
 	t := &fdTimer{fd: fd, f: f, rc: rc, c: make(chan struct{}, 1), done: make(chan struct{})}
