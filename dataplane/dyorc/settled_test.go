@@ -44,7 +44,7 @@ func TestSettledPrefix(t *testing.T) {
 			dv := &p.devs[0]
 			if tc.running { // most services resident (svcReady is now): kept prefix batches
 				for sv := range dv.resident {
-					dv.resident[sv] = sv%3 != 2
+					dv.setResident(sv, sv%3 != 2)
 				}
 			}
 			r := rand.New(rand.NewPCG(tc.seed, 7))

@@ -251,6 +251,9 @@ func joinRun(rest []planItem, sv uint16, st dataplane.Time, room int, skip bool)
 // allResident is whether GPU d holds every service of mask (svcBit, services below 63).
 func (p *Policy) allResident(d int, mask uint64) bool {
 	res := p.devs[d].resident
+	if len(res) <= 64 {
+		return p.devs[d].resM&mask == mask
+	}
 	for ; mask != 0; mask &= mask - 1 {
 		if !res[bits.TrailingZeros64(mask)] {
 			return false
@@ -502,7 +505,7 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 		}
 		for _, sv := range victims[:k] {
 			out.Evict(p.m.Holder[d][sv], p.m.W.Services[sv].Name)
-			dv.resident[sv] = false
+			dv.setResident(sv, false)
 			dv.mem -= p.m.W.Services[sv].Bytes
 			p.st.Evictions++
 		}
