@@ -40,24 +40,22 @@ func (dv *device) indexPlan() {
 	pl := dv.plan
 	n := len(pl)
 	pnext := slices.Grow(dv.pnext[:0], n)[:n]
-	// One pass: a run's batches learn their pnext when the next run starts.
 	var mask uint64
-	run := 0 // the current run's first batch
 	if n > 0 {
-		mask = svcBit(pl[0].svc)
-	}
-	for i := 1; i < n; i++ {
-		b := &pl[i]
-		mask |= svcBit(b.svc)
-		if b.start != pl[i-1].end {
-			for j := run; j < i; j++ {
-				pnext[j] = int32(i)
+		// One pass from the end: a batch's run ends where the next batch's does, unless the
+		// next one starts later than this one ends. (A forward pass, each run's batches
+		// learning their pnext when the next run starts, cost ~24 instructions a batch.)
+		next := int32(n)
+		pnext[n-1] = next
+		mask = svcBit(pl[n-1].svc)
+		for i := n - 2; i >= 0; i-- {
+			b := &pl[i]
+			mask |= svcBit(b.svc)
+			if pl[i+1].start != b.end {
+				next = int32(i + 1)
 			}
-			run = i
+			pnext[i] = next
 		}
-	}
-	for j := run; j < n; j++ {
-		pnext[j] = int32(n)
 	}
 	dv.pmask, dv.pnext = mask, pnext
 }
