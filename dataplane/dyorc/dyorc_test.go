@@ -265,7 +265,7 @@ func TestDPMatchesBruteForce(t *testing.T) {
 		ns := len(m.W.Services)
 		for d := 0; d < G; d++ {
 			for sv := 0; sv < ns; sv++ {
-				p.devs[d].resident[sv] = r.IntN(2) == 0
+				p.devs[d].setResident(sv, r.IntN(2) == 0)
 			}
 			if r.IntN(3) == 0 {
 				p.devs[d].running, p.devs[d].runEnd = true, dataplane.Time(r.IntN(50000))
@@ -380,7 +380,7 @@ func TestPredictedLoadCharged(t *testing.T) {
 		}
 		for g, svcs := range warm {
 			for _, sv := range svcs {
-				p.devs[g].resident[sv] = true
+				p.devs[g].setResident(sv, true)
 			}
 		}
 		p.hostC[0][sd] = true
@@ -429,7 +429,7 @@ func TestStaleReservationLeavesTimeline(t *testing.T) {
 		if _, err := dataplane.NewEngine(dep, p, nopFx{}); err != nil {
 			t.Fatal(err)
 		}
-		p.devs[0].resident[llm] = true
+		p.devs[0].setResident(llm, true)
 		p.devs[0].reserve(&resv{svc: llm, items: 1, dev: 0, ready: tc.ready, seq: 1, follows: tc.follows})
 		p.devs[0].dirty = true
 		if got := len(p.plan(2e6, 0)); got != tc.want {

@@ -46,7 +46,7 @@ func (p *Policy) onDown(now dataplane.Time, w dataplane.WorkerID, out *dataplane
 			continue
 		}
 		if dv.resident[sv] {
-			dv.resident[sv] = false
+			dv.setResident(sv, false)
 			dv.mem -= p.m.W.Services[sv].Bytes
 		}
 		if dv.loading == sv {

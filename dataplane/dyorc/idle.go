@@ -237,11 +237,7 @@ func (p *Policy) hotOf(d int) hotDev {
 	h := hotDev{runEnd: float64(dv.runEnd), loadETA: float64(dv.loadETA), loading: int32(dv.loading),
 		local: uint8(p.idle.local[d]), running: dv.running, walk: dv.dirty || len(dv.plan) > 0}
 	if len(dv.resident) <= 64 {
-		for sv, r := range dv.resident {
-			if r {
-				h.res |= 1 << sv
-			}
-		}
+		h.res = dv.resM
 	}
 	return h
 }

@@ -123,14 +123,14 @@ func randomStates(p *Policy, r *rand.Rand, now dataplane.Time) {
 	for d := range p.devs {
 		dv := &p.devs[d]
 		for sv := range dv.resident {
-			dv.resident[sv] = r.IntN(3) == 0
+			dv.setResident(sv, r.IntN(3) == 0)
 		}
 		switch r.IntN(10) {
 		case 0:
 			dv.running, dv.runEnd = true, ms(40)
 		case 1:
 			sv := r.IntN(ns)
-			dv.resident[sv] = false
+			dv.setResident(sv, false)
 			dv.loading, dv.loadETA = sv, ms(40)
 		case 2:
 			for k := 1 + r.IntN(4); k > 0; k-- {
@@ -203,6 +203,28 @@ func TestDeviceLayout(t *testing.T) {
 	} {
 		if c.end > 64*c.lines {
 			t.Errorf("device.%s ends at byte %d, past the first %d cache line(s)", c.name, c.end, c.lines)
+		}
+	}
+}
+
+// TestResidentMask: the resident mask (device.resM) that hotOf and allResident read equals
+// the resident flags after random sequences of loads and evictions, with services past 63
+// (no bit) among them.
+func TestResidentMask(t *testing.T) {
+	for _, ns := range []int{1, 32, 64, 70} {
+		r := rand.New(rand.NewPCG(uint64(ns), 3))
+		dv := device{resident: make([]bool, ns)}
+		for step := 0; step < 2000; step++ {
+			dv.setResident(r.IntN(ns), r.IntN(2) == 0)
+			var want uint64
+			for sv, ok := range dv.resident {
+				if ok && sv < 64 {
+					want |= 1 << sv
+				}
+			}
+			if dv.resM != want {
+				t.Fatalf("%d services, step %d: mask %#x, want %#x", ns, step, dv.resM, want)
+			}
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 // TestAvailScanCutMatchesFullWalk: availScan's join walk stopped at the least finish found
 // (up: ExpLat does not fall with the batch) returns the same finish, bit for bit, as the walk
 // of every batch (up false), on random plans of two services (gaps and back-to-back runs,
-// short plans and plans long enough for firstAfter's search) and random queries.
+// short plans and plans long enough for the searches, firstEndAfter and firstStartFrom) and
+// random queries.
 func TestAvailScanCutMatchesFullWalk(t *testing.T) {
 	cases := []struct {
 		name              string
@@ -116,6 +117,41 @@ func TestIndexPlan(t *testing.T) {
 		}
 		if dv.pmask != mask {
 			t.Fatalf("trial %d: pmask %x, want %x", trial, dv.pmask, mask)
+		}
+	}
+}
+
+// TestFirstAfter: the galloping searches (firstEndAfter, firstStartFrom) find the first batch
+// that ends after, or starts at or after, a bound, as a linear scan does, on random plans of
+// up to 300 batches, with bounds before the plan, at and between its times, and past it.
+func TestFirstAfter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	for trial := 0; trial < 5000; trial++ {
+		var pl []pbatch
+		st := dataplane.Time(rng.IntN(100))
+		for range rng.IntN(300) {
+			st += dataplane.Time(rng.IntN(3))
+			end := st + dataplane.Time(rng.IntN(3))
+			pl = append(pl, pbatch{svc: 0, items: 1, start: st, end: end})
+			st = end
+		}
+		x := dataplane.Time(rng.IntN(int(st) + 20))
+		if rng.IntN(2) == 0 && len(pl) > 0 { // often near the head, as the walks search
+			x = pl[min(rng.IntN(6), len(pl)-1)].start
+		}
+		got, want := firstStartFrom(pl, float64(x)), 0
+		for want < len(pl) && pl[want].start < x {
+			want++
+		}
+		if got != want {
+			t.Fatalf("trial %d: %d batches, start ≥ %d: firstStartFrom %d, want %d", trial, len(pl), x, got, want)
+		}
+		got, want = firstEndAfter(pl, float64(x)), 0
+		for want < len(pl) && pl[want].end <= x {
+			want++
+		}
+		if got != want {
+			t.Fatalf("trial %d: %d batches, end > %d: firstEndAfter %d, want %d", trial, len(pl), x, got, want)
 		}
 	}
 }

@@ -14,7 +14,9 @@ import (
 // reservations removed inside and past the settled items, batches started, the GPU reset by a
 // failure, with rebuilds at the same time and later, idle or running a batch that ends before
 // or after now. Policy.check panics on any difference; the test also counts that the prefix
-// was used at all and that kept prefix batches were moved to another first start.
+// was used at all and that kept prefix batches were moved to another first start, and after
+// every rebuild compares the order with the sorted tasks and the reservations not yet ready
+// (those ready before the rebuild leave the order).
 func TestSettledPrefix(t *testing.T) {
 	w := loadWorkflow(t, "workload.json")
 	dep := spreadDeployment(t, w, 4)
@@ -44,13 +46,14 @@ func TestSettledPrefix(t *testing.T) {
 			dv := &p.devs[0]
 			if tc.running { // most services resident (svcReady is now): kept prefix batches
 				for sv := range dv.resident {
-					dv.resident[sv] = sv%3 != 2
+					dv.setResident(sv, sv%3 != 2)
 				}
 			}
 			r := rand.New(rand.NewPCG(tc.seed, 7))
 			now := dataplane.Time(1e6)
 			var seq int64
-			settled, shifted := 0, 0
+			settled, shifted, dropped := 0, 0, 0
+			var want []planItem
 			for step := 0; step < 3000; step++ {
 				switch op := r.IntN(10); {
 				case op < 4: // queue a task, ready up to 2 ms before or after now
@@ -107,12 +110,37 @@ func TestSettledPrefix(t *testing.T) {
 				dv.dirty = true
 				p.plan(now, 0) // panics where the settled prefix's plan differs from the sort's
 				settled += dv.preN
+				// The order holds the queued tasks and the reservations not yet ready at the
+				// rebuild (those ready before it left the order), in the plan's order.
+				want := want[:0]
+				for _, tk := range dv.queue {
+					want = append(want, planItem{ready: tk.ready, seq: tk.seq, svc: uint16(tk.svc), items: int32(tk.items)})
+				}
+				for _, x := range dv.resv {
+					if x.ready >= now {
+						want = append(want, planItem{ready: x.ready, seq: x.seq, svc: uint16(x.svc), items: int32(x.items), resv: true, follows: x.follows})
+					} else {
+						dropped++
+					}
+				}
+				slices.SortFunc(want, func(a, b planItem) int {
+					if a.before(&b) {
+						return -1
+					}
+					return 1
+				})
+				if !slices.Equal(dv.order, want) {
+					t.Fatalf("step %d: order %v, want %v", step, dv.order, want)
+				}
 				if moved && dv.preTN > 0 && dv.preT0 == t0 {
 					shifted++
 				}
 			}
 			if settled == 0 {
 				t.Fatal("the settled prefix was never used")
+			}
+			if dropped == 0 {
+				t.Fatal("no reservation ever left the order")
 			}
 			if tc.running && shifted == 0 {
 				t.Fatal("no kept prefix batch was ever moved to another first start")
