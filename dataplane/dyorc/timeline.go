@@ -90,88 +90,7 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	pl := dv.plan
 	from := 0
 	if !p.opt.Literal {
-		// The settled prefix (order.go): extend it over the items ready since, then plan its
-		// batches as the loop below would plan their tasks one by one.
-		// The reservations met here leave the order (w: where the next task settles): the plan
-		// leaves them out at this and every later rebuild (ready < now), and out of the
-		// order their removal (orderDel, ~0.4 an event) no longer moves the order's tail: at
-		// 128 GPUs under the 16× load they sat ~150 items deep in orders of ~250, and their
-		// removals moved ~42 items an event, two thirds of the order's memmove; here the
-		// tail (the future part, ~24 items) moves at most once a rebuild.
-		pre, i, w := dv.pre, dv.preN, dv.preN
-		for ; i < len(dv.order) && dv.order[i].ready < now; i++ {
-			x := &dv.order[i]
-			if x.resv {
-				continue
-			}
-			if w < i {
-				dv.order[w] = *x
-			}
-			sv, items := int(x.svc), int(x.items)
-			if n := len(pre); n > 0 && pre[n-1].svc == sv && pre[n-1].items+items <= p.svcMax[sv] {
-				pre[n-1].items += items
-				pre[n-1].last = w
-				dv.preTN = min(dv.preTN, n-1)
-			} else {
-				pre = append(pre, preBatch{svc: sv, items: items, first: w, last: w})
-			}
-			w++
-		}
-		if w < i {
-			dv.order = append(dv.order[:w], dv.order[i:]...)
-		}
-		dv.pre, dv.preN, from = pre, w, w
-		// The kept batches of the prefix (device.preT), where they still stand; else the kept
-		// ones restart here. The first starts at max(t, now, its service's svcReady), each
-		// after it where the one before ends, their services resident (preTMask: sr = now ≤
-		// that end), so where the first starts elsewhere than it did (preT0), every start and
-		// end moves by as much. At 128 GPUs under the 16× load a running batch often outlasts
-		// its expected end (t is now then), and a quarter of the rebuilds find the first batch
-		// waiting for its service's load (8 prefix batches a rebuild, 3.7 kept before).
-		k0 := 0
-		if dv.preTN > 0 && p.allResident(d, dv.preTMask) {
-			sv := pre[0].svc
-			sr := p.srV[sv]
-			if p.srAt[sv] != stamp {
-				sr = dataplane.Time(p.svcReady(now, d, sv))
-				p.srAt[sv], p.srV[sv] = stamp, sr
-			}
-			if s0 := max(t, now, sr); s0 != dv.preT0 {
-				dt := s0 - dv.preT0
-				for k := range dv.preT[:dv.preTN] {
-					dv.preT[k].start += dt
-					dv.preT[k].end += dt
-				}
-				dv.preT0 = s0
-			}
-			pl = append(pl, dv.preT[:dv.preTN]...)
-			k0 = dv.preTN
-			t = pl[k0-1].start // t as the loop below had it for that batch
-		} else {
-			dv.preTN, dv.preTMask = 0, 0
-		}
-		for k := k0; k < len(pre); k++ {
-			sv := pre[k].svc
-			sr := p.srV[sv]
-			if p.srAt[sv] != stamp {
-				sr = dataplane.Time(p.svcReady(now, d, sv))
-				p.srAt[sv], p.srV[sv] = stamp, sr
-			}
-			if n := len(pl); n > 0 {
-				t = max(t, pl[n-1].end)
-			}
-			st := max(t, now, sr)
-			pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(latOf(p.latTab, p, sv, pre[k].items))})
-			if dv.preTN == k && (k == 0 || st == t && dv.resident[sv] && sv < 63) {
-				dv.preT = append(dv.preT[:k], pl[len(pl)-1])
-				dv.preTN = k + 1
-				if k == 0 {
-					dv.preT0 = st
-				} else {
-					dv.preTMask |= svcBit(sv)
-				}
-			}
-		}
+		pl, from, t = p.rebuildPrefix(now, d, t, stamp, pl)
 	}
 	// The rest of the order: on the scale benchmark ~24 items an event at 128 GPUs (most of
 	// them reservations) against ~10 at 8, of which ~7 open a batch (5 at 8) and the rest join
@@ -233,6 +152,95 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		panic(fmt.Sprintf("dyorc: GPU %d at %d µs: plan from the kept order %v, sorted %v", d, now, dv.plan, p.refPlan))
 	}
 	return dv.plan
+}
+
+// rebuildPrefix plans the settled prefix of GPU d's order (order.go) into pl, as rebuild's
+// loop would plan its tasks one by one, and returns pl, where the rest of the order starts,
+// and t as the loop has it after the prefix.
+func (p *Policy) rebuildPrefix(now dataplane.Time, d int, t dataplane.Time, stamp int64, pl []pbatch) ([]pbatch, int, dataplane.Time) {
+	dv := &p.devs[d]
+	// Extend the settled prefix over the items ready since, then plan its batches.
+	// The reservations met here leave the order (w: where the next task settles): the plan
+	// leaves them out at this and every later rebuild (ready < now), and out of the
+	// order their removal (orderDel, ~0.4 an event) no longer moves the order's tail: at
+	// 128 GPUs under the 16× load they sat ~150 items deep in orders of ~250, and their
+	// removals moved ~42 items an event, two thirds of the order's memmove; here the
+	// tail (the future part, ~24 items) moves at most once a rebuild.
+	pre, i, w := dv.pre, dv.preN, dv.preN
+	for ; i < len(dv.order) && dv.order[i].ready < now; i++ {
+		x := &dv.order[i]
+		if x.resv {
+			continue
+		}
+		if w < i {
+			dv.order[w] = *x
+		}
+		sv, items := int(x.svc), int(x.items)
+		if n := len(pre); n > 0 && pre[n-1].svc == sv && pre[n-1].items+items <= p.svcMax[sv] {
+			pre[n-1].items += items
+			pre[n-1].last = w
+			dv.preTN = min(dv.preTN, n-1)
+		} else {
+			pre = append(pre, preBatch{svc: sv, items: items, first: w, last: w})
+		}
+		w++
+	}
+	if w < i {
+		dv.order = append(dv.order[:w], dv.order[i:]...)
+	}
+	dv.pre, dv.preN = pre, w
+	// The kept batches of the prefix (device.preT), where they still stand; else the kept
+	// ones restart here. The first starts at max(t, now, its service's svcReady), each
+	// after it where the one before ends, their services resident (preTMask: sr = now ≤
+	// that end), so where the first starts elsewhere than it did (preT0), every start and
+	// end moves by as much. At 128 GPUs under the 16× load a running batch often outlasts
+	// its expected end (t is now then), and a quarter of the rebuilds find the first batch
+	// waiting for its service's load (8 prefix batches a rebuild, 3.7 kept before).
+	k0 := 0
+	if dv.preTN > 0 && p.allResident(d, dv.preTMask) {
+		sv := pre[0].svc
+		sr := p.srV[sv]
+		if p.srAt[sv] != stamp {
+			sr = dataplane.Time(p.svcReady(now, d, sv))
+			p.srAt[sv], p.srV[sv] = stamp, sr
+		}
+		if s0 := max(t, now, sr); s0 != dv.preT0 {
+			dt := s0 - dv.preT0
+			for k := range dv.preT[:dv.preTN] {
+				dv.preT[k].start += dt
+				dv.preT[k].end += dt
+			}
+			dv.preT0 = s0
+		}
+		pl = append(pl, dv.preT[:dv.preTN]...)
+		k0 = dv.preTN
+		t = pl[k0-1].start // t as the loop below has it for that batch
+	} else {
+		dv.preTN, dv.preTMask = 0, 0
+	}
+	for k := k0; k < len(pre); k++ {
+		sv := pre[k].svc
+		sr := p.srV[sv]
+		if p.srAt[sv] != stamp {
+			sr = dataplane.Time(p.svcReady(now, d, sv))
+			p.srAt[sv], p.srV[sv] = stamp, sr
+		}
+		if n := len(pl); n > 0 {
+			t = max(t, pl[n-1].end)
+		}
+		st := max(t, now, sr)
+		pl = append(pl, pbatch{svc: sv, items: pre[k].items, start: st, end: st + dataplane.Time(latOf(p.latTab, p, sv, pre[k].items))})
+		if dv.preTN == k && (k == 0 || st == t && dv.resident[sv] && sv < 63) {
+			dv.preT = append(dv.preT[:k], pl[len(pl)-1])
+			dv.preTN = k + 1
+			if k == 0 {
+				dv.preT0 = st
+			} else {
+				dv.preTMask |= svcBit(sv)
+			}
+		}
+	}
+	return pl, dv.preN, t
 }
 
 // joinRun is the rebuild's join rule over the items that follow a batch's last item: how many
