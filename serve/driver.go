@@ -147,7 +147,6 @@ type driver struct {
 	cancelSp  []*call
 	doneSpare []*worker.Job
 	cmdSpare  []func()
-	taken     work
 
 	// Everything below is owned by the loop goroutine.
 	now dataplane.Time
@@ -333,12 +332,13 @@ func (d *driver) run(first *generation) {
 		// The waiter is armed only when the driver is about to sleep: while work is
 		// waiting, each event handles the due timers anyway, and every timerfd re-arm is a
 		// system call (several µs in a VM, where it reprograms the hardware timer).
-		if !d.takeWork() {
+		w, ok := d.takeWork()
+		if !ok {
 			d.arm()
 			if d.wt.Sleep(d.pendingFn) {
 				d.timerAt = dataplane.Never // a timerfd is disarmed once it fired
 			}
-			if !d.takeWork() {
+			if w, ok = d.takeWork(); !ok {
 				// A deadline (or a poke that raced with the last look): the due timers
 				// are the event.
 				d.onTimers()
@@ -346,7 +346,7 @@ func (d *driver) run(first *generation) {
 				continue
 			}
 		}
-		d.onWork()
+		d.onWork(w)
 	}
 	// Calls queued after the last event are answered here; later ones are refused by
 	// their handlers. Jobs and commands left are dropped: their senders see d.stopped.

@@ -34,9 +34,14 @@ func (d *driver) jobDone(j *worker.Job) {
 // pending reports whether anything is queued for the driver (the waiter's busy check).
 func (d *driver) pending() bool {
 	d.inMu.Lock()
-	n := len(d.inQ) + len(d.cancelQ) + len(d.doneQ) + len(d.cmdQ)
+	n := d.queuedLocked()
 	d.inMu.Unlock()
 	return n > 0
+}
+
+// queuedLocked is how many items wait in the driver's queues; inMu is held.
+func (d *driver) queuedLocked() int {
+	return len(d.inQ) + len(d.cancelQ) + len(d.doneQ) + len(d.cmdQ)
 }
 
 // work is what the driver took off its queues at one wakeup.
@@ -47,25 +52,22 @@ type work struct {
 }
 
 // takeWork swaps the queues for their spare arrays; false when all were empty.
-func (d *driver) takeWork() bool {
+func (d *driver) takeWork() (work, bool) {
 	d.inMu.Lock()
-	if len(d.inQ)+len(d.cancelQ)+len(d.doneQ)+len(d.cmdQ) == 0 {
-		d.inMu.Unlock()
-		return false
+	defer d.inMu.Unlock()
+	if d.queuedLocked() == 0 {
+		return work{}, false
 	}
-	d.taken = work{calls: d.inQ, cancels: d.cancelQ, dones: d.doneQ, cmds: d.cmdQ}
+	w := work{calls: d.inQ, cancels: d.cancelQ, dones: d.doneQ, cmds: d.cmdQ}
 	d.inQ, d.cancelQ, d.doneQ, d.cmdQ = d.inSpare[:0], d.cancelSp[:0], d.doneSpare[:0], d.cmdSpare[:0]
-	d.inMu.Unlock()
-	return true
+	return w, true
 }
 
 // onWork handles what takeWork took; each item is one event (due timers before it, the
 // bookkeeping after it), as if it had come alone. Finished jobs come first (they free
 // workers), then commands, calls and cancellations: a call is always queued before its
 // cancellation.
-func (d *driver) onWork() {
-	w := d.taken
-	d.taken = work{}
+func (d *driver) onWork(w work) {
 	for i, j := range w.dones {
 		d.onDone(j)
 		d.onTimers()
