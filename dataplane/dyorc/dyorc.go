@@ -170,11 +170,14 @@ type device struct {
 	// among order[:preN] form, every item there ready before an earlier rebuild.
 	pre  []preBatch
 	preN int
-	// preT: the planned batches of pre[:preTN] as a rebuild planned them, the first starting
-	// at preT0 and each after it where the one before ended, the services of those after the
-	// first (preTMask) resident (order.go).
-	preT        []pbatch
-	preTN       int
+	// plan[:preTN]: the planned batches of pre[:preTN] as the last rebuild planned them, the
+	// first starting at preT0 and each after it where the one before ended, the services of
+	// those after the first (preTMask) resident (order.go).
+	preTN int
+	// preJ, preJB: 1 + the index of the kept batch that the last rebuild's future items
+	// joined (0: none), and that batch as the prefix planned it.
+	preJ        int
+	preJB       pbatch
 	preT0       dataplane.Time
 	preTMask    uint64
 	outstanding int
@@ -196,9 +199,9 @@ type device struct {
 	// sync (hotOf) read it from the 32 flags of the scale benchmark's services at every
 	// touched GPU, ~190 instructions an event at 128 GPUs.
 	resM uint64
-	// The device fills whole cache lines, so that in the devices' slice (a 64-byte aligned
-	// allocation) each one's line 0 starts a line (TestDeviceLayout).
-	_ [16]byte
+	// The device fills whole cache lines (448 bytes, no padding left), so that in the
+	// devices' slice (a 64-byte aligned allocation) each one's line 0 starts a line
+	// (TestDeviceLayout).
 }
 
 // setResident records whether service sv's model is resident on the GPU.
@@ -294,6 +297,8 @@ type Policy struct {
 	// bound: a task joining a batch finishes no earlier than it would alone).
 	latUp   []bool
 	refPlan []pbatch
+	// keptPlan: rebuild's copy of a checked GPU's kept prefix batches while planSorted runs.
+	keptPlan []pbatch
 	// nearOf[g], farOf[g]: the first GPU other than g on g's server, and the first on another
 	// server (-1: none), whose transfers from g stand for their tiers' (layerOf).
 	nearOf, farOf []int
