@@ -251,6 +251,10 @@ type Policy struct {
 	reqs  reqTable
 	preds []*Predictor
 	hostC [][]bool // [server][svc] in host RAM
+	// hostM[sv]: the servers (bit s) whose host RAM holds sv, where there are at most 64
+	// servers (else nil), kept with hostC (setHost): evalSparse's disk-load fallback visits
+	// those servers alone instead of reading every server's row of hostC.
+	hostM []uint64
 	sched dataplane.Time
 	seq   int64
 	rr    int
@@ -370,11 +374,31 @@ func (p *Policy) Attach(v dataplane.View) error {
 	for _, s := range m.GPUServer {
 		nsrv = max(nsrv, s+1)
 	}
+	p.initHost(nsrv, ns)
+	return nil
+}
+
+// initHost lays out the host caches of nsrv servers, empty, for ns services.
+func (p *Policy) initHost(nsrv, ns int) {
 	p.hostC = make([][]bool, nsrv)
 	for i := range p.hostC {
 		p.hostC[i] = make([]bool, ns)
 	}
-	return nil
+	p.hostM = nil
+	if nsrv <= 64 {
+		p.hostM = make([]uint64, ns)
+	}
+}
+
+// setHost records whether server s's host RAM holds service sv (hostC, hostM).
+func (p *Policy) setHost(s, sv int, in bool) {
+	p.hostC[s][sv] = in
+	if p.hostM != nil {
+		p.hostM[sv] &^= 1 << s
+		if in {
+			p.hostM[sv] |= 1 << s
+		}
+	}
 }
 
 // Handle implements dataplane.Policy.
@@ -499,7 +523,7 @@ func (p *Policy) prewarm(now dataplane.Time, out *dataplane.Decisions) {
 			// Resident at once: a batch dispatched meanwhile waits for the 0-length load.
 			p.devs[g].setResident(sv, true)
 			p.devs[g].mem += s.Bytes
-			p.hostC[p.m.GPUServer[g]][sv] = true
+			p.setHost(p.m.GPUServer[g], sv, true)
 		}
 	}
 }

@@ -316,6 +316,13 @@ func (p *Policy) checkIdle() {
 			panic(fmt.Sprintf("dyorc: GPU %d: kept %+v, is %+v", d, is.hot[d], h))
 		}
 	}
+	for s, row := range p.hostC {
+		for sv, in := range row {
+			if p.hostM != nil && (p.hostM[sv]>>s&1 != 0) != in {
+				panic(fmt.Sprintf("dyorc: server %d: kept host cache of service %d differs", s, sv))
+			}
+		}
+	}
 }
 
 // checkByEnd panics where byEnd is not the busy GPUs in order of endKey, then index.

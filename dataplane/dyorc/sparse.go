@@ -135,11 +135,22 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 		// The units missing sv on the servers whose host cache holds it; those left load it
 		// from disk. bv only falls, so the disk-load bound still beats it.
 		n0 := len(cands)
-		for s, gs := range is.srvDevs {
-			if p.hostC[s][sv] {
-				all := ^uint64(0) >> (64 - len(gs))
+		if p.hostM != nil {
+			// The servers whose cache holds sv, as the loop below finds them.
+			for b := p.hostM[sv]; b != 0; b &= b - 1 {
+				s := bits.TrailingZeros64(b)
+				all := ^uint64(0) >> (64 - len(is.srvDevs[s]))
 				if m := all &^ (is.resM[s*ns+sv] | is.ldM[s*ns+sv]); m != 0 {
 					cands = p.unitsOf(cands, s, m, src)
+				}
+			}
+		} else {
+			for s, gs := range is.srvDevs {
+				if p.hostC[s][sv] {
+					all := ^uint64(0) >> (64 - len(gs))
+					if m := all &^ (is.resM[s*ns+sv] | is.ldM[s*ns+sv]); m != 0 {
+						cands = p.unitsOf(cands, s, m, src)
+					}
 				}
 			}
 		}

@@ -553,7 +553,7 @@ func (p *Policy) startLoad(now dataplane.Time, d int, out *dataplane.Decisions) 
 	if !p.hostC[srv][l.svc] {
 		p.rebuildDeferred(srv)
 	}
-	p.hostC[srv][l.svc] = true
+	p.setHost(srv, l.svc, true)
 	out.Load(p.m.Holder[d][l.svc], s.Name, s.Bytes, dur)
 	dv.loading, dv.loadETA = l.svc, now+dur
 	dv.mem += s.Bytes
