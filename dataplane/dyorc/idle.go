@@ -459,12 +459,21 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 			prev := is.hu[(k-1)*stride : k*stride]
 			sm = append(is.smL[k][:0], is.smNone...)
 			if sparse {
+				// The servers of the candidates (at most 64 servers: byEnd), the only ones
+				// with a GPU in sm, so the only ones bestServers can pick.
+				var srvs uint64
 				for _, i := range is.cand {
 					u := &us[i]
 					sm[u.srv].add(prev[i], u.dev)
 					if u.dev2 >= 0 {
 						sm[u.srv].add(prev[i], u.dev2)
 					}
+					srvs |= 1 << (uint(u.srv) & 63)
+				}
+				if len(sm) <= 64 {
+					s1, s2 = bestServersIn(sm, srvs)
+				} else {
+					s1, s2 = bestServers(sm)
 				}
 			} else {
 				for i := range us {
@@ -474,8 +483,8 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 						sm[u.srv].add(prev[i], u.dev2)
 					}
 				}
+				s1, s2 = bestServers(sm)
 			}
-			s1, s2 = bestServers(sm)
 			is.smL[k], is.s12[k] = sm, [2]int{s1, s2}
 		}
 		lc := p.layerOf(now, svcs[k], its[k], k > 0, t0, src, srcSvc, srcItems, k == 0)
