@@ -289,11 +289,10 @@ type Policy struct {
 	lateAvg   float64
 	overload  bool
 	shedUntil dataplane.Time
-	// Plan rebuild scratch: rebuilds counts them; srAt[sv] is the rebuild whose svcReady of sv
-	// srV[sv] holds.
+	// Plan rebuild scratch: rebuilds counts them; srs[sv] holds a svcReady of sv and the
+	// rebuild that found it.
 	rebuilds int64
-	srAt     []int64
-	srV      []dataplane.Time
+	srs      []svcReadyAt
 	// svcMax[sv] is service sv's MaxBatch, latTab[sv][b] its ExpLat(b) for b ≤ MaxBatch.
 	svcMax []int
 	latTab [][]float64
@@ -742,4 +741,11 @@ func (p *Policy) bestFixed(now, t0 dataplane.Time, rs *reqState, sv, items int) 
 		best = p.nextLive()
 	}
 	return best
+}
+
+// svcReadyAt is a service's svcReady on the GPU being rebuilt, and the rebuild that found it
+// (Policy.rebuilds): one slice for the rebuild's loop to keep in registers, not two.
+type svcReadyAt struct {
+	at int64
+	v  dataplane.Time
 }

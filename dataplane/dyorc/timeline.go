@@ -89,9 +89,9 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		p.keptPlan = kept
 	}
 	// svcReady depends on the service and on GPU state that the rebuild does not change: it is
-	// computed once per service met (srAt: the rebuild that computed srV).
-	if len(p.srAt) < len(p.m.W.Services) {
-		p.srAt, p.srV = make([]int64, len(p.m.W.Services)), make([]dataplane.Time, len(p.m.W.Services))
+	// computed once per service met (srs: with the rebuild that computed it).
+	if len(p.srs) < len(p.m.W.Services) {
+		p.srs = make([]svcReadyAt, len(p.m.W.Services))
 	}
 	p.rebuilds++
 	stamp := p.rebuilds
@@ -102,13 +102,13 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	}
 	// The rest of the order: on the scale benchmark ~24 items an event at 128 GPUs (most of
 	// them reservations) against ~10 at 8, of which ~7 open a batch (5 at 8) and the rest join
-	// the batch just opened (joinRun). svcReady is found once per service met (srAt) by the
+	// the batch just opened (joinRun). svcReady is found once per service met (srs) by the
 	// items that open or join at the outer loop; the joinRun items need none (their batch's
 	// service). A pass over every item before the loop cost more at both sizes.
 	order := dv.order[from:]
 	// A batch per item at most: the appends below never grow pl.
 	pl = slices.Grow(pl, len(order))
-	lit, srV, srAt, svcMax, latTab := p.opt.Literal, p.srV, p.srAt, p.svcMax, p.latTab
+	lit, srs, svcMax, latTab := p.opt.Literal, p.srs, p.svcMax, p.latTab
 	// skipF: unless Literal, the items here are ready at or after now (the settled prefix
 	// took those before), so the reservations the plan leaves out are those that follow, and
 	// only a reservation follows (reserve).
@@ -131,10 +131,11 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		// stops at fails the same rule against the same batch, so the batch is then closed and
 		// its end (ExpLat of its final items) is computed once.
 		sv, items, ready := int(x.svc), int(x.items), max(x.ready, now)
-		sr := srV[sv]
-		if srAt[sv] != stamp {
+		e := &srs[sv]
+		sr := e.v
+		if e.at != stamp {
 			sr = dataplane.Time(p.svcReady(now, d, sv))
-			srAt[sv], srV[sv] = stamp, sr
+			e.at, e.v = stamp, sr
 		}
 		if n := len(pl); n > 0 {
 			last := &pl[n-1]
@@ -216,10 +217,11 @@ func (p *Policy) rebuildPrefix(now dataplane.Time, d int, t dataplane.Time, stam
 	dv.preJ = 0
 	if dv.preTN > 0 && p.allResident(d, dv.preTMask) {
 		sv := pre[0].svc
-		sr := p.srV[sv]
-		if p.srAt[sv] != stamp {
+		e := &p.srs[sv]
+		sr := e.v
+		if e.at != stamp {
 			sr = dataplane.Time(p.svcReady(now, d, sv))
-			p.srAt[sv], p.srV[sv] = stamp, sr
+			e.at, e.v = stamp, sr
 		}
 		pl = pl[:dv.preTN]
 		if j == dv.preTN {
@@ -240,10 +242,11 @@ func (p *Policy) rebuildPrefix(now dataplane.Time, d int, t dataplane.Time, stam
 	}
 	for k := k0; k < len(pre); k++ {
 		sv := pre[k].svc
-		sr := p.srV[sv]
-		if p.srAt[sv] != stamp {
+		e := &p.srs[sv]
+		sr := e.v
+		if e.at != stamp {
 			sr = dataplane.Time(p.svcReady(now, d, sv))
-			p.srAt[sv], p.srV[sv] = stamp, sr
+			e.at, e.v = stamp, sr
 		}
 		if n := len(pl); n > 0 {
 			t = max(t, pl[n-1].end)
