@@ -348,6 +348,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.down = make([]int, m.GPUs)
 	p.nearOf, p.farOf = tierGPUs(m.GPUServer)
 	p.svcMax, p.latTab, p.latUp = make([]int, ns), make([][]float64, ns), make([]bool, ns)
+	p.srs = nil // made again from these at the first rebuild
 	for sv := range m.W.Services {
 		s := &m.W.Services[sv]
 		p.svcMax[sv] = s.MaxBatch
@@ -744,8 +745,11 @@ func (p *Policy) bestFixed(now, t0 dataplane.Time, rs *reqState, sv, items int) 
 }
 
 // svcReadyAt is a service's svcReady on the GPU being rebuilt, and the rebuild that found it
-// (Policy.rebuilds): one slice for the rebuild's loop to keep in registers, not two.
+// (Policy.rebuilds), with the service's svcMax and latTab: one slice for the rebuild's loop
+// to keep in registers, not four.
 type svcReadyAt struct {
-	at int64
-	v  dataplane.Time
+	at  int64
+	v   dataplane.Time
+	max int
+	lat []float64
 }

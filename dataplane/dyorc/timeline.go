@@ -92,6 +92,9 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	// computed once per service met (srs: with the rebuild that computed it).
 	if len(p.srs) < len(p.m.W.Services) {
 		p.srs = make([]svcReadyAt, len(p.m.W.Services))
+		for sv := range p.srs {
+			p.srs[sv].max, p.srs[sv].lat = p.svcMax[sv], p.latTab[sv]
+		}
 	}
 	p.rebuilds++
 	stamp := p.rebuilds
@@ -108,7 +111,7 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 	order := dv.order[from:]
 	// A batch per item at most: the appends below never grow pl.
 	pl = slices.Grow(pl, len(order))
-	lit, srs, svcMax, latTab := p.opt.Literal, p.srs, p.svcMax, p.latTab
+	lit, srs := p.opt.Literal, p.srs
 	// skipF: unless Literal, the items here are ready at or after now (the settled prefix
 	// took those before), so the reservations the plan leaves out are those that follow, and
 	// only a reservation follows (reserve).
@@ -139,26 +142,26 @@ func (p *Policy) rebuild(now dataplane.Time, d int) []pbatch {
 		}
 		if n := len(pl); n > 0 {
 			last := &pl[n-1]
-			if last.svc == sv && last.items+items <= svcMax[sv] && ready <= last.start && sr <= last.start {
+			if last.svc == sv && last.items+items <= e.max && ready <= last.start && sr <= last.start {
 				if n <= dv.preTN {
 					// A kept prefix batch (plan[:preTN]) grows: its prefix's own is kept.
 					dv.preJ, dv.preJB = n, *last
 				}
-				k, room := joinRun(order[i+1:], uint16(sv), last.start, svcMax[sv]-last.items-items, skipF)
+				k, room := joinRun(order[i+1:], uint16(sv), last.start, e.max-last.items-items, skipF)
 				i += k
-				last.items = svcMax[sv] - room
-				last.end = last.start + dataplane.Time(latOf(latTab, p, sv, last.items))
+				last.items = e.max - room
+				last.end = last.start + dataplane.Time(e.latOf(p, sv, last.items))
 				continue
 			}
 			t = max(t, last.end)
 		}
 		st := max(t, ready, sr)
-		k, room := joinRun(order[i+1:], uint16(sv), st, svcMax[sv]-items, skipF)
+		k, room := joinRun(order[i+1:], uint16(sv), st, e.max-items, skipF)
 		i += k
-		items = svcMax[sv] - room
+		items = e.max - room
 		n := len(pl)
 		pl = pl[:n+1] // within the capacity grown above
-		pl[n] = pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(latOf(latTab, p, sv, items))}
+		pl[n] = pbatch{svc: sv, items: items, start: st, end: st + dataplane.Time(e.latOf(p, sv, items))}
 	}
 	dv.plan = pl
 	if p.check && !slices.Equal(p.refPlan, dv.plan) {
@@ -304,6 +307,13 @@ func (p *Policy) allResident(d int, mask uint64) bool {
 }
 
 // latOf is p.expLat(sv, b) with the table's lookup inlined (lt: p.latTab).
+func (e *svcReadyAt) latOf(p *Policy, sv, b int) float64 {
+	if uint(b) < uint(len(e.lat)) {
+		return e.lat[b]
+	}
+	return p.expLat(sv, b)
+}
+
 func latOf(lt [][]float64, p *Policy, sv, b int) float64 {
 	if t := lt[sv]; uint(b) < uint(len(t)) {
 		return t[b]
