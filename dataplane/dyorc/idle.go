@@ -456,36 +456,7 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		var sm []srvBest
 		s1, s2 := -1, -1
 		if k > 0 {
-			prev := is.hu[(k-1)*stride : k*stride]
-			sm = append(is.smL[k][:0], is.smNone...)
-			if sparse {
-				// The servers of the candidates (at most 64 servers: byEnd), the only ones
-				// with a GPU in sm, so the only ones bestServers can pick.
-				var srvs uint64
-				for _, i := range is.cand {
-					u := &us[i]
-					sm[u.srv].add(prev[i], u.dev)
-					if u.dev2 >= 0 {
-						sm[u.srv].add(prev[i], u.dev2)
-					}
-					srvs |= 1 << (uint(u.srv) & 63)
-				}
-				if len(sm) <= 64 {
-					s1, s2 = bestServersIn(sm, srvs)
-				} else {
-					s1, s2 = bestServers(sm)
-				}
-			} else {
-				for i := range us {
-					u := &us[i]
-					sm[u.srv].add(prev[i], u.dev)
-					if u.dev2 >= 0 {
-						sm[u.srv].add(prev[i], u.dev2)
-					}
-				}
-				s1, s2 = bestServers(sm)
-			}
-			is.smL[k], is.s12[k] = sm, [2]int{s1, s2}
+			sm, s1, s2 = is.minima(k, sparse)
 		}
 		lc := p.layerOf(now, svcs[k], its[k], k > 0, t0, src, srcSvc, srcItems, k == 0)
 		h := is.hu[k*stride : (k+1)*stride]
@@ -523,6 +494,42 @@ func (p *Policy) dpGrouped(now, t0 dataplane.Time, src, srcSvc, srcItems int, sv
 		devs[k-1] = d
 	}
 	return true
+}
+
+// minima builds layer k's per-server minima of layer k-1's finishes (smL[k]) and its two
+// best servers (s12[k]), from layer k-1's candidates where it was sparse.
+func (is *idleSet) minima(k int, sparse bool) (sm []srvBest, s1, s2 int) {
+	us, prev := is.units, is.hu[(k-1)*is.stride:k*is.stride]
+	sm = append(is.smL[k][:0], is.smNone...)
+	if sparse {
+		// The servers of the candidates (at most 64 servers: byEnd), the only ones with a
+		// GPU in sm, so the only ones bestServers can pick.
+		var srvs uint64
+		for _, i := range is.cand {
+			u := &us[i]
+			sm[u.srv].add(prev[i], u.dev)
+			if u.dev2 >= 0 {
+				sm[u.srv].add(prev[i], u.dev2)
+			}
+			srvs |= 1 << (uint(u.srv) & 63)
+		}
+		if len(sm) <= 64 {
+			s1, s2 = bestServersIn(sm, srvs)
+		} else {
+			s1, s2 = bestServers(sm)
+		}
+	} else {
+		for i := range us {
+			u := &us[i]
+			sm[u.srv].add(prev[i], u.dev)
+			if u.dev2 >= 0 {
+				sm[u.srv].add(prev[i], u.dev2)
+			}
+		}
+		s1, s2 = bestServers(sm)
+	}
+	is.smL[k], is.s12[k] = sm, [2]int{s1, s2}
+	return sm, s1, s2
 }
 
 // classesOf appends server s's idle classes to the DP's units (dpGrouped), once a DP: its
