@@ -5,6 +5,7 @@ package dyorc
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -310,6 +311,26 @@ func (b *srvBest) add(v float64, e int) {
 func bestServers(sm []srvBest) (s1, s2 int) {
 	s1, s2 = -1, -1
 	for i := range sm {
+		if sm[i].a1 < 0 {
+			continue
+		}
+		switch {
+		case s1 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s1].v1, sm[s1].a1):
+			s1, s2 = i, s1
+		case s2 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s2].v1, sm[s2].a1):
+			s2 = i
+		}
+	}
+	return s1, s2
+}
+
+// bestServersIn is bestServers over the servers in srvs (bit s), every other server of sm
+// holding no GPU: (finish, GPU) orders the servers' best GPUs totally, so the two least are
+// the same in any order of visit.
+func bestServersIn(sm []srvBest, srvs uint64) (s1, s2 int) {
+	s1, s2 = -1, -1
+	for ; srvs != 0; srvs &= srvs - 1 {
+		i := bits.TrailingZeros64(srvs)
 		if sm[i].a1 < 0 {
 			continue
 		}

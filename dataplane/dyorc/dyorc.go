@@ -170,11 +170,14 @@ type device struct {
 	// among order[:preN] form, every item there ready before an earlier rebuild.
 	pre  []preBatch
 	preN int
-	// preT: the planned batches of pre[:preTN] as a rebuild planned them, the first starting
-	// at preT0 and each after it where the one before ended, the services of those after the
-	// first (preTMask) resident (order.go).
-	preT        []pbatch
-	preTN       int
+	// plan[:preTN]: the planned batches of pre[:preTN] as the last rebuild planned them, the
+	// first starting at preT0 and each after it where the one before ended, the services of
+	// those after the first (preTMask) resident (order.go).
+	preTN int
+	// preJ, preJB: 1 + the index of the kept batch that the last rebuild's future items
+	// joined (0: none), and that batch as the prefix planned it.
+	preJ        int
+	preJB       pbatch
 	preT0       dataplane.Time
 	preTMask    uint64
 	outstanding int
@@ -196,9 +199,9 @@ type device struct {
 	// sync (hotOf) read it from the 32 flags of the scale benchmark's services at every
 	// touched GPU, ~190 instructions an event at 128 GPUs.
 	resM uint64
-	// The device fills whole cache lines, so that in the devices' slice (a 64-byte aligned
-	// allocation) each one's line 0 starts a line (TestDeviceLayout).
-	_ [16]byte
+	// The device fills whole cache lines (448 bytes, no padding left), so that in the
+	// devices' slice (a 64-byte aligned allocation) each one's line 0 starts a line
+	// (TestDeviceLayout).
 }
 
 // setResident records whether service sv's model is resident on the GPU.
@@ -248,6 +251,10 @@ type Policy struct {
 	reqs  reqTable
 	preds []*Predictor
 	hostC [][]bool // [server][svc] in host RAM
+	// hostM[sv]: the servers (bit s) whose host RAM holds sv, where there are at most 64
+	// servers (else nil), kept with hostC (setHost): evalSparse's disk-load fallback visits
+	// those servers alone instead of reading every server's row of hostC.
+	hostM []uint64
 	sched dataplane.Time
 	seq   int64
 	rr    int
@@ -282,11 +289,10 @@ type Policy struct {
 	lateAvg   float64
 	overload  bool
 	shedUntil dataplane.Time
-	// Plan rebuild scratch: rebuilds counts them; srAt[sv] is the rebuild whose svcReady of sv
-	// srV[sv] holds.
+	// Plan rebuild scratch: rebuilds counts them; srs[sv] holds a svcReady of sv and the
+	// rebuild that found it.
 	rebuilds int64
-	srAt     []int64
-	srV      []dataplane.Time
+	srs      []svcReadyAt
 	// svcMax[sv] is service sv's MaxBatch, latTab[sv][b] its ExpLat(b) for b ≤ MaxBatch.
 	svcMax []int
 	latTab [][]float64
@@ -294,6 +300,8 @@ type Policy struct {
 	// bound: a task joining a batch finishes no earlier than it would alone).
 	latUp   []bool
 	refPlan []pbatch
+	// keptPlan: rebuild's copy of a checked GPU's kept prefix batches while planSorted runs.
+	keptPlan []pbatch
 	// nearOf[g], farOf[g]: the first GPU other than g on g's server, and the first on another
 	// server (-1: none), whose transfers from g stand for their tiers' (layerOf).
 	nearOf, farOf []int
@@ -340,6 +348,7 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.down = make([]int, m.GPUs)
 	p.nearOf, p.farOf = tierGPUs(m.GPUServer)
 	p.svcMax, p.latTab, p.latUp = make([]int, ns), make([][]float64, ns), make([]bool, ns)
+	p.srs = nil // made again from these at the first rebuild
 	for sv := range m.W.Services {
 		s := &m.W.Services[sv]
 		p.svcMax[sv] = s.MaxBatch
@@ -365,11 +374,31 @@ func (p *Policy) Attach(v dataplane.View) error {
 	for _, s := range m.GPUServer {
 		nsrv = max(nsrv, s+1)
 	}
+	p.initHost(nsrv, ns)
+	return nil
+}
+
+// initHost lays out the host caches of nsrv servers, empty, for ns services.
+func (p *Policy) initHost(nsrv, ns int) {
 	p.hostC = make([][]bool, nsrv)
 	for i := range p.hostC {
 		p.hostC[i] = make([]bool, ns)
 	}
-	return nil
+	p.hostM = nil
+	if nsrv <= 64 {
+		p.hostM = make([]uint64, ns)
+	}
+}
+
+// setHost records whether server s's host RAM holds service sv (hostC, hostM).
+func (p *Policy) setHost(s, sv int, in bool) {
+	p.hostC[s][sv] = in
+	if p.hostM != nil {
+		p.hostM[sv] &^= 1 << s
+		if in {
+			p.hostM[sv] |= 1 << s
+		}
+	}
 }
 
 // Handle implements dataplane.Policy.
@@ -494,7 +523,7 @@ func (p *Policy) prewarm(now dataplane.Time, out *dataplane.Decisions) {
 			// Resident at once: a batch dispatched meanwhile waits for the 0-length load.
 			p.devs[g].setResident(sv, true)
 			p.devs[g].mem += s.Bytes
-			p.hostC[p.m.GPUServer[g]][sv] = true
+			p.setHost(p.m.GPUServer[g], sv, true)
 		}
 	}
 }
@@ -713,4 +742,14 @@ func (p *Policy) bestFixed(now, t0 dataplane.Time, rs *reqState, sv, items int) 
 		best = p.nextLive()
 	}
 	return best
+}
+
+// svcReadyAt is a service's svcReady on the GPU being rebuilt, and the rebuild that found it
+// (Policy.rebuilds), with the service's svcMax and latTab: one slice for the rebuild's loop
+// to keep in registers, not four.
+type svcReadyAt struct {
+	at  int64
+	v   dataplane.Time
+	max int
+	lat []float64
 }

@@ -383,7 +383,7 @@ func TestPredictedLoadCharged(t *testing.T) {
 				p.devs[g].setResident(sv, true)
 			}
 		}
-		p.hostC[0][sd] = true
+		p.setHost(0, sd, true)
 		ready := 10e6 // 10 s ahead: longer than any load
 		lat := w.Services[sd].Lat(1)
 		if h := p.availCompPred(0, 0, sd, 1, ready); math.Abs(h-(ready+lat)) > 1 {

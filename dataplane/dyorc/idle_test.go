@@ -116,7 +116,7 @@ func randomStates(p *Policy, r *rand.Rand, now dataplane.Time) {
 	ms := func(k int) dataplane.Time { return now + dataplane.Time(r.IntN(k))*1000 }
 	for s := range p.hostC {
 		for sv := range p.hostC[s] {
-			p.hostC[s][sv] = r.IntN(2) == 0
+			p.setHost(s, sv, r.IntN(2) == 0)
 		}
 	}
 	seq := int64(0)
@@ -224,6 +224,37 @@ func TestResidentMask(t *testing.T) {
 			}
 			if dv.resM != want {
 				t.Fatalf("%d services, step %d: mask %#x, want %#x", ns, step, dv.resM, want)
+			}
+		}
+	}
+}
+
+// TestHostMask: the servers that evalSparse's disk-load fallback visits for a service
+// (hostM's bits) are those whose host cache holds it (hostC), after random sequences of
+// setHost; past 64 servers there is no mask and the fallback reads hostC.
+func TestHostMask(t *testing.T) {
+	for _, c := range []struct{ nsrv, ns int }{{1, 4}, {16, 32}, {64, 7}, {65, 3}} {
+		r := rand.New(rand.NewPCG(uint64(c.nsrv), uint64(c.ns)))
+		var p Policy
+		p.initHost(c.nsrv, c.ns)
+		if (p.hostM == nil) != (c.nsrv > 64) {
+			t.Fatalf("%d servers: mask kept %v", c.nsrv, p.hostM != nil)
+		}
+		for step := 0; step < 3000; step++ {
+			p.setHost(r.IntN(c.nsrv), r.IntN(c.ns), r.IntN(3) > 0)
+			if p.hostM == nil {
+				continue
+			}
+			for sv := 0; sv < c.ns; sv++ {
+				var want uint64
+				for s := range p.hostC {
+					if p.hostC[s][sv] {
+						want |= 1 << s
+					}
+				}
+				if p.hostM[sv] != want {
+					t.Fatalf("%d servers, step %d, service %d: mask %#x, want %#x", c.nsrv, step, sv, p.hostM[sv], want)
+				}
 			}
 		}
 	}

@@ -165,7 +165,7 @@ func (dv *device) orderDelTasks(ts []*task, scratch []planItem) []planItem {
 // The times too move together from one rebuild to the next: a batch of the prefix starts at
 // max(t, now, svcReady) with t the end of the one before (the first: max(now, the running
 // batch's end)), and where its service is resident svcReady is now ≤ t, so it starts at t
-// whatever now is. A rebuild therefore keeps the planned batches (preT) of the prefix's
+// whatever now is. A rebuild therefore keeps the planned batches (plan[:preTN]) of the prefix's
 // leading batches that started so after the first (their services still resident), and
 // copies them moved by as much as the first batch's start moved: those of pre[:preTN], which
 // an unsettled or extended batch cuts.

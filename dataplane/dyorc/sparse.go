@@ -69,16 +69,18 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 	switch {
 	case byEnd:
 		// The idle holders here, the busy ones best-first below (evalBusy).
+		hm := is.holdM[sv*len(is.srvDevs):]
 		for b := is.hold[sv]; b != 0; b &= b - 1 {
 			s := bits.TrailingZeros64(b)
-			if m := (is.resM[s*ns+sv] | is.ldM[s*ns+sv]) & is.idleM[s]; m != 0 {
+			if m := hm[s] & is.idleM[s]; m != 0 {
 				cands = p.unitsOf(cands, s, m, src)
 			}
 		}
 	case is.hold != nil:
+		hm := is.holdM[sv*len(is.srvDevs):]
 		for b := is.hold[sv]; b != 0; b &= b - 1 {
 			s := bits.TrailingZeros64(b)
-			cands = p.unitsOf(cands, s, is.resM[s*ns+sv]|is.ldM[s*ns+sv], src)
+			cands = p.unitsOf(cands, s, hm[s], src)
 		}
 	default:
 		for s := range is.srvDevs {
@@ -135,11 +137,26 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 		// The units missing sv on the servers whose host cache holds it; those left load it
 		// from disk. bv only falls, so the disk-load bound still beats it.
 		n0 := len(cands)
-		for s, gs := range is.srvDevs {
-			if p.hostC[s][sv] {
-				all := ^uint64(0) >> (64 - len(gs))
-				if m := all &^ (is.resM[s*ns+sv] | is.ldM[s*ns+sv]); m != 0 {
+		if p.hostM != nil {
+			// The servers whose cache holds sv, as the loop below finds them.
+			for b := p.hostM[sv]; b != 0; b &= b - 1 {
+				s := bits.TrailingZeros64(b)
+				all := ^uint64(0) >> (64 - len(is.srvDevs[s]))
+				h := is.resM[s*ns+sv] | is.ldM[s*ns+sv]
+				if is.holdM != nil {
+					h = is.holdM[sv*len(is.srvDevs)+s]
+				}
+				if m := all &^ h; m != 0 {
 					cands = p.unitsOf(cands, s, m, src)
+				}
+			}
+		} else {
+			for s, gs := range is.srvDevs {
+				if p.hostC[s][sv] {
+					all := ^uint64(0) >> (64 - len(gs))
+					if m := all &^ (is.resM[s*ns+sv] | is.ldM[s*ns+sv]); m != 0 {
+						cands = p.unitsOf(cands, s, m, src)
+					}
 				}
 			}
 		}

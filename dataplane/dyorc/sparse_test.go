@@ -2,6 +2,7 @@ package dyorc
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -77,5 +78,36 @@ func TestSparseCutMatchesAll(t *testing.T) {
 			}
 			t.Logf("%d of %d layers cut short", cuts, layers)
 		})
+	}
+}
+
+// TestBestServersIn: over the servers of a sparse layer's candidates (every other server
+// holding no GPU), bestServersIn picks the servers bestServers picks over all of them, ties
+// of finishes (to the lowest GPU) and NaN finishes included.
+func TestBestServersIn(t *testing.T) {
+	for _, nsrv := range []int{1, 2, 16, 64} {
+		r := rand.New(rand.NewPCG(uint64(nsrv), 9))
+		for iter := 0; iter < 2000; iter++ {
+			sm := make([]srvBest, nsrv)
+			var srvs uint64
+			for s := range sm {
+				sm[s] = srvBest{v1: math.Inf(1), v2: math.Inf(1), a1: -1, a2: -1}
+				if r.IntN(3) > 0 {
+					continue
+				}
+				srvs |= 1 << s
+				for g := 0; g < 1+r.IntN(3); g++ {
+					v := float64(r.IntN(5))
+					if r.IntN(20) == 0 {
+						v = math.NaN()
+					}
+					sm[s].add(v, s*8+r.IntN(8))
+				}
+			}
+			a1, a2 := bestServers(sm)
+			if b1, b2 := bestServersIn(sm, srvs); a1 != b1 || a2 != b2 {
+				t.Fatalf("%d servers, iter %d: %d, %d; want %d, %d (%+v)", nsrv, iter, b1, b2, a1, a2, sm)
+			}
+		}
 	}
 }
