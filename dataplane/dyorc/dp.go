@@ -310,16 +310,8 @@ func (b *srvBest) add(v float64, e int) {
 // bestServers returns the two best servers of sm by their best GPU (-1: none).
 func bestServers(sm []srvBest) (s1, s2 int) {
 	s1, s2 = -1, -1
-	for i := range sm {
-		if sm[i].a1 < 0 {
-			continue
-		}
-		switch {
-		case s1 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s1].v1, sm[s1].a1):
-			s1, s2 = i, s1
-		case s2 < 0 || lessVA(sm[i].v1, sm[i].a1, sm[s2].v1, sm[s2].a1):
-			s2 = i
-		}
+	for base := 0; base < len(sm); base += 64 {
+		s1, s2 = bestServersFrom(sm, base, ^uint64(0)>>(64-min(64, len(sm)-base)), s1, s2)
 	}
 	return s1, s2
 }
@@ -328,9 +320,14 @@ func bestServers(sm []srvBest) (s1, s2 int) {
 // holding no GPU: (finish, GPU) orders the servers' best GPUs totally, so the two least are
 // the same in any order of visit.
 func bestServersIn(sm []srvBest, srvs uint64) (s1, s2 int) {
-	s1, s2 = -1, -1
+	return bestServersFrom(sm, 0, srvs, -1, -1)
+}
+
+// bestServersFrom visits servers base+s of sm for each bit s of srvs, in ascending order,
+// from the best (s1) and second best (s2) so far, and returns the two best.
+func bestServersFrom(sm []srvBest, base int, srvs uint64, s1, s2 int) (int, int) {
 	for ; srvs != 0; srvs &= srvs - 1 {
-		i := bits.TrailingZeros64(srvs)
+		i := base + bits.TrailingZeros64(srvs)
 		if sm[i].a1 < 0 {
 			continue
 		}
