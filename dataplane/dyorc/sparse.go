@@ -142,9 +142,11 @@ func (p *Policy) evalSparse(now dataplane.Time, lc *layerConst, k, src int, sm [
 			for b := p.hostM[sv]; b != 0; b &= b - 1 {
 				s := bits.TrailingZeros64(b)
 				all := ^uint64(0) >> (64 - len(is.srvDevs[s]))
-				h := is.resM[s*ns+sv] | is.ldM[s*ns+sv]
+				var h uint64
 				if is.holdM != nil {
 					h = is.holdM[sv*len(is.srvDevs)+s]
+				} else {
+					h = is.resM[s*ns+sv] | is.ldM[s*ns+sv]
 				}
 				if m := all &^ h; m != 0 {
 					cands = p.unitsOf(cands, s, m, src)
