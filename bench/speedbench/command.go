@@ -46,8 +46,10 @@ whether the target is met.
 
   sim-POLICY   simulator scaling: events per CPU-second at 16× the GPUs (workers,
                instances) against 1×, on the cases of each data-plane package's
-               BenchmarkSimScale (PPipe, PARD, QLM, CascadeServe, cocktail+, DyOrc);
-               target >= 0.9 (the simulator's cost grows linearly with N).
+               BenchmarkSimScale (PPipe, PARD, QLM, CascadeServe, cocktail+, DyOrc),
+               each run timed with the garbage collector held off (the note gives
+               each side's bytes allocated per event, which the collector's share
+               follows); target >= 0.9 (the simulator's cost grows linearly with N).
   solver-lp-*  the native engine's time per simplex iteration against native HiGHS on
                the bundled LP relaxations (bench solver's models, presolve off, one
                thread); target <= 1.10. Native HiGHS is the lpbench binary that
