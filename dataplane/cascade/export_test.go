@@ -8,7 +8,7 @@ func SetScan(p *Policy, on bool) { p.scan = on }
 func CheckRoute(p *Policy, f func(index, scan int)) { p.checkRoute = f }
 
 // GearRecords is the number of per-request gear records p keeps.
-func GearRecords(p *Policy) int { return len(p.gearOf) }
+func GearRecords(p *Policy) int { return p.nGear }
 
 // CocktailCounts is p's counted active replicas and held GPUs, and the same by a scan of
 // every replica (what scale and account counted before the index kept them).
