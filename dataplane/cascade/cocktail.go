@@ -199,12 +199,8 @@ func (p *Cocktail) loadTime(k int) dataplane.Time {
 func (p *Cocktail) account(now dataplane.Time) {
 	p.GPUSeconds += float64(p.held) * float64(now-p.heldSince) / float64(dataplane.Second)
 	p.heldSince = now
-	p.held = 0
-	for k := range p.reps {
-		if p.active[k] || p.loading[k] || p.resident[k] {
-			p.held += len(p.gpus[k])
-		}
-	}
+	// The GPUs of the replicas active, loading or resident, as touch counted them.
+	p.held = p.ix.held
 }
 
 // GPUAverage is the time-averaged GPU count up to now.
@@ -320,12 +316,7 @@ func (p *Cocktail) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplan
 // scale sets the active replicas to ceil(qps/packing): up at once (loading joiners), down
 // only at an interval's end, to its peak.
 func (p *Cocktail) scale(now dataplane.Time, qps float64, intervalEnd bool, out *dataplane.Decisions) {
-	n := 0
-	for k := range p.reps {
-		if p.active[k] {
-			n++
-		}
-	}
+	n := p.ix.nActive
 	want := min(len(p.reps), max(1, int(math.Ceil(qps/p.packing-absTol))))
 	if intervalEnd {
 		want = min(len(p.reps), max(1, int(math.Ceil(p.peak/p.packing-absTol))))

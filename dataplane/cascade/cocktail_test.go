@@ -127,3 +127,75 @@ func TestCocktail(t *testing.T) {
 		t.Error("interval_ms below poll_ms must fail")
 	}
 }
+
+// TestCocktailCounts checks the index's counts of active replicas and held GPUs, and its
+// routing choice, against a scan of every replica after every event: through scale-out and
+// scale-in, a failure, and the scaled golden plan's fleet loading replica by replica.
+func TestCocktailCounts(t *testing.T) {
+	plan := examplePlan(t)
+	cp := *cascadesec.PlanOf(plan)
+	cp.Placement = []cascadesec.Replica{{Model: "bert-base", GPUs: []int{0}}, {Model: "bert-base", GPUs: []int{1}}}
+	cp.Gears = []cascadesec.Gear{{QLo: 0, QHi: 14000, Models: []string{"bert-base"}, Thr: []float64{},
+		Share: map[string][]float64{"bert-base": {0.5, 0.5}}, Trigger: map[string]int{"bert-base": 1}}}
+	cascadesec.SetPlan(plan, &cp)
+	two, err := dpc.FromPlan(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spike := make([]float64, 16)
+	for i := range spike {
+		spike[i] = 200
+		if i >= 3 && i < 6 {
+			spike[i] = 1500
+		}
+	}
+	tests := []struct {
+		name     string
+		dep      *dataplane.Deployment
+		params   map[string]string
+		rate     []float64
+		failures []sim.Failure
+		dur      dataplane.Time
+		// held: the GPUs held at some point (the run scaled out to them)
+		held int
+	}{
+		{"scales out and in", two, map[string]string{"packing": "1000", "interval_ms": "5000"}, spike, nil, 16 * dataplane.Second, 2},
+		{"active replica fails", two, map[string]string{"packing": "5000"}, spike[:6], []sim.Failure{{Worker: 0, At: 1500 * dataplane.Millisecond, Until: 3500 * dataplane.Millisecond}}, 6 * dataplane.Second, 1},
+		{"golden plan, 16 GPUs", scaledDeployment(t, scaleBase), nil, []float64{7000}, nil, dataplane.Second, 13},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := dpc.Registry().New(tc.dep, dataplane.Config{Policy: dpc.PolicyCocktail, Params: tc.params}, dpc.PolicyGears)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := sim.New(tc.dep, pol, []sim.Source{steps(tc.rate)}, sim.Options{Duration: tc.dur, Seed: 1, Horizon: 600 * dataplane.Second, Failures: tc.failures})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := pol.(*dpc.Cocktail)
+			events, bad := 0, 0
+			maxHeld := 0
+			s.Engine.Observe(func(now dataplane.Time, _ *dataplane.Event, _ []dataplane.Decision) {
+				events++
+				a, h, sa, sh := dpc.CocktailCounts(c)
+				maxHeld = max(maxHeld, h)
+				if (a != sa || h != sh) && bad < 5 {
+					bad++
+					t.Errorf("at %d µs: counted %d active, %d GPUs held; a scan finds %d, %d", now, a, h, sa, sh)
+				}
+				if i, sc := dpc.CocktailPick(c); i != sc && bad < 5 {
+					bad++
+					t.Errorf("at %d µs: the index routes to replica %d, the scan to %d", now, i, sc)
+				}
+			})
+			if _, err := s.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if maxHeld < tc.held {
+				t.Errorf("at most %d GPUs held, want %d", maxHeld, tc.held)
+			}
+			t.Logf("%d events, up to %d GPUs held", events, maxHeld)
+		})
+	}
+}

@@ -22,25 +22,49 @@ import (
 //
 // While a replica is down the routing scan runs instead (isDown reads the view, which the
 // tree does not track); failures are rare and the scan is the reference.
+//
+// A node is one int64, key<<kBits | replica: the least key is the least value, and on equal
+// keys the lower replica is, so a level of the repair is one minimum of two words (eight
+// bytes a node where a (key, replica) pair took sixteen). An arrival raises the picked
+// replica's key, which moves the minimum of every subtree above it: the repair walks all
+// log n levels, the routing cost that grows with the fleet.
+//
+// The index also keeps what the autoscaler's passes counted by a scan of every replica:
+// the active replicas (scale) and the GPUs held (account), at every tick and every load.
+// Both grow with the fleet, and so do a run's ticks (one per 100 ms, and the backlog the
+// first replica builds while the others load drains longer: 64 simulated seconds at 16 GPUs,
+// 1,022 at 256). touch sees every change of a replica's state, so it updates both counts,
+// exactly (integers), as the scans would find them.
 type cocktailIndex struct {
 	repOf []int32  // worker → replica index (-1: not a replica of the served model)
 	size  int      // leaves: a power of two ≥ the replicas
-	node  []ckNode // heap-ordered, root 1, leaves [size, 2·size)
+	kBits uint     // bits of the replica index in a node
+	node  []int64  // heap-ordered, root 1, leaves [size, 2·size)
 	ready []uint64 // bit k: replica k can start a batch if its GPUs are free
+	// st[k]: replica k's state as last counted (ckActive, ckHeld); nActive and held: the
+	// active replicas and the GPUs of the held ones (active, loading or resident).
+	st      []uint8
+	nActive int
+	held    int
 }
 
-// ckNode is a subtree's least routing key and the leftmost replica holding it.
-type ckNode struct {
-	key int64
-	k   int32
-}
-
-// ckNone is the key of a replica pick never takes (inactive), and of padding.
+// ckNone is the node of a replica pick never takes (inactive), and of padding.
 const ckNone = math.MaxInt64
 
 // ckLoading is added to the key of an active replica that is not resident yet: above any
-// queue length, as the scan's 1e12.
-const ckLoading = 1 << 50
+// queue length, as the scan's 1e12 (2^40 > 1e12: a resident replica with a queue shorter
+// than 1e12 orders before every loading one either way).
+const ckLoading = 1 << 40
+
+// ckMaxBits bounds the replica bits: keys stay below 2^41 (ckLoading plus a queue shorter
+// than 2^40), so the node fits an int64 with up to 2^22 replicas; beyond that pick scans.
+const ckMaxBits = 22
+
+// Replica states touch counts.
+const (
+	ckActive = 1 << iota
+	ckHeld
+)
 
 func (p *Cocktail) buildIndex() {
 	ix := &p.ix
@@ -55,17 +79,20 @@ func (p *Cocktail) buildIndex() {
 	for ix.size < len(p.reps) {
 		ix.size *= 2
 	}
-	ix.node = make([]ckNode, 2*ix.size)
+	ix.kBits = uint(bits.Len(uint(len(p.reps))))
+	ix.node = make([]int64, 2*ix.size)
 	for i := range ix.node {
-		ix.node[i] = ckNode{ckNone, -1}
+		ix.node[i] = ckNone
 	}
 	ix.ready = make([]uint64, (len(p.reps)+63)/64)
+	ix.st = make([]uint8, len(p.reps))
 	for k := range p.reps {
 		p.touch(k)
 	}
 }
 
-// touch refreshes replica k's routing key and ready bit after any change of its state.
+// touch refreshes replica k's routing key, ready bit and counted state after any change of
+// its state.
 func (p *Cocktail) touch(k int) {
 	ix := &p.ix
 	if p.resident[k] && !p.running[k] && !p.loading[k] && len(p.queues[k]) > 0 {
@@ -73,28 +100,53 @@ func (p *Cocktail) touch(k int) {
 	} else {
 		ix.ready[k>>6] &^= 1 << (k & 63)
 	}
-	key := int64(ckNone)
+	var st uint8
+	v := int64(ckNone)
 	if p.active[k] {
-		key = int64(len(p.queues[k]))
+		st = ckActive | ckHeld
+		key := int64(len(p.queues[k]))
 		if !p.resident[k] {
 			key += ckLoading
 		}
+		v = key<<ix.kBits | int64(k)
+	} else if p.loading[k] || p.resident[k] {
+		st = ckHeld
 	}
+	if old := ix.st[k]; old != st {
+		p.countState(k, old, -1)
+		p.countState(k, st, 1)
+		ix.st[k] = st
+	}
+	node := ix.node
 	i := ix.size + k
-	if ix.node[i].key == key {
+	if node[i] == v {
 		return
 	}
-	ix.node[i] = ckNode{key, int32(k)}
-	for i > 1 {
-		i >>= 1
-		l, r := ix.node[2*i], ix.node[2*i+1]
-		if r.key < l.key {
-			l = r
+	node[i] = v
+	// The repair runs on every arrival, log n levels: the test below never fails (the
+	// children of a node are below len(node), which is even), and it lets the compiler drop
+	// the level's three bounds checks.
+	for u := uint(i); u > 1; {
+		l := u &^ 1
+		if l+1 >= uint(len(node)) {
+			break
 		}
-		if ix.node[i] == l {
+		m := min(node[l], node[l+1])
+		u = l >> 1
+		if node[u] == m {
 			return
 		}
-		ix.node[i] = l
+		node[u] = m
+	}
+}
+
+// countState adds sign times replica k's contribution in state st to the counts.
+func (p *Cocktail) countState(k int, st uint8, sign int) {
+	if st&ckActive != 0 {
+		p.ix.nActive += sign
+	}
+	if st&ckHeld != 0 {
+		p.ix.held += sign * len(p.gpus[k])
 	}
 }
 
@@ -109,11 +161,11 @@ func (p *Cocktail) index(w dataplane.WorkerID) int {
 // pick is least-loaded routing over the active replicas: resident ones first (queued plus
 // running), else the active one loading with the shortest queue.
 func (p *Cocktail) pick() int {
-	if p.nDown > 0 {
+	if p.nDown > 0 || p.ix.kBits > ckMaxBits {
 		return p.pickScan()
 	}
-	if root := p.ix.node[1]; root.key != ckNone {
-		return int(root.k)
+	if root := p.ix.node[1]; root != ckNone {
+		return int(root & (1<<p.ix.kBits - 1))
 	}
 	// nothing active (before the first tick): replica 0, which the next scale-up
 	// activates first

@@ -78,8 +78,13 @@ type Policy struct {
 	// forwarded request, each a miss once hundreds of replicas finish batches in turn.
 	coloIdx []int32
 	coloOff []int32
-	// per request: the gear it entered with (index by ID - base).
+	// per request: the gear it entered with, for the nGear requests from reqBase on, in a
+	// ring indexed by ID (len(gearOf) a power of two, at least nGear). The engine retires
+	// requests one Forget at a time, oldest first: a slice re-cut at its front and copied
+	// when it shrank cost every Forget a capacity check and, as the requests in flight grow
+	// with the cluster, copies into fresh memory; the ring is only ever grown.
 	gearOf  []int16
+	nGear   int
 	reqBase dataplane.ReqID
 	// QPS measurement: arrivals since the last poll; with window_ms, the counts of the
 	// polls inside the window (a ring).
@@ -227,6 +232,9 @@ func (p *Policy) Attach(v dataplane.View) error {
 	p.tick = p.TickEvery()
 	p.running = make([]bool, nW)
 	p.queues = make([]wqueue, nW)
+	for w, r := range p.tab.Replicas {
+		p.queues[w].stage, p.queues[w].gpus = int32(r.Stage), r.GPUs
+	}
 	p.loaded = make([]bool, nW)
 	p.loading = make([]bool, nW)
 	p.inflight = make([][]dataplane.ReqID, nW)
@@ -305,7 +313,9 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvArrival:
 		p.count++
 		r := p.v.Req(ev.Req)
-		p.setGear(ev.Req, p.cur)
+		if !p.setNextGear(ev.Req, p.cur) {
+			p.setGear(ev.Req, p.cur)
+		}
 		g := &p.tab.Gears[p.cur]
 		w := p.route(p.cur, 0, g.Stages[0])
 		if w == dataplane.NoWorker {
@@ -392,23 +402,57 @@ func (p *Policy) ensureLoaded(now dataplane.Time, out *dataplane.Decisions) {
 	}
 }
 
+// setNextGear is setGear's common case, small enough to inline into Handle: id is the
+// request after the last recorded and the ring has room (every arrival but the first and a
+// ring's growth). It reports whether it recorded id.
+func (p *Policy) setNextGear(id dataplane.ReqID, g int) bool {
+	i := int(id - p.reqBase)
+	if p.nGear == 0 || i != p.nGear || i >= len(p.gearOf) {
+		return false
+	}
+	p.gearOf[int(id)&(len(p.gearOf)-1)] = int16(g)
+	p.nGear++
+	return true
+}
+
+// setGear records that request id entered with gear g; the requests between the last
+// recorded and id get gear 0.
 func (p *Policy) setGear(id dataplane.ReqID, g int) {
-	if len(p.gearOf) == 0 {
+	if p.nGear == 0 {
 		p.reqBase = id
 	}
 	i := int(id - p.reqBase)
-	for len(p.gearOf) <= i {
-		p.gearOf = append(p.gearOf, 0)
+	if i >= len(p.gearOf) {
+		p.growGears(i + 1)
 	}
-	p.gearOf[i] = int16(g)
+	mask := len(p.gearOf) - 1
+	for ; p.nGear < i; p.nGear++ {
+		p.gearOf[(int(p.reqBase)+p.nGear)&mask] = 0
+	}
+	p.nGear = max(p.nGear, i+1)
+	p.gearOf[int(id)&mask] = int16(g)
+}
+
+// growGears makes the ring hold at least n records, keeping the recorded ones.
+func (p *Policy) growGears(n int) {
+	size := max(64, len(p.gearOf))
+	for size < n {
+		size *= 2
+	}
+	ring := make([]int16, size)
+	for j := range p.nGear {
+		id := int(p.reqBase) + j
+		ring[id&(size-1)] = p.gearOf[id&(len(p.gearOf)-1)]
+	}
+	p.gearOf = ring
 }
 
 func (p *Policy) gearOfReq(id dataplane.ReqID) int {
 	i := int(id - p.reqBase)
-	if i < 0 || i >= len(p.gearOf) {
+	if i < 0 || i >= p.nGear {
 		return p.cur
 	}
-	return int(p.gearOf[i])
+	return int(p.gearOf[int(id)&(len(p.gearOf)-1)])
 }
 
 // route picks stage s's replica for position pos of gear g by deficit over the gear's
@@ -481,10 +525,11 @@ func (p *Policy) qlen(w dataplane.WorkerID) int { return p.queues[w].len() }
 // waits).
 func (p *Policy) trigger(now dataplane.Time, w dataplane.WorkerID) int {
 	g := &p.tab.Gears[p.cur]
-	if p.tab.Replicas[w].Stage != g.Stages[0] {
+	q := &p.queues[w]
+	if int(q.stage) != g.Stages[0] {
 		return 1
 	}
-	if q := &p.queues[w]; q.len() > 0 && now-q.at >= p.tick {
+	if q.len() > 0 && now-q.at >= p.tick {
 		return 1
 	}
 	return max(g.B1, 1)
@@ -492,7 +537,7 @@ func (p *Policy) trigger(now dataplane.Time, w dataplane.WorkerID) int {
 
 // kick tries to start batches on the GPUs of worker w.
 func (p *Policy) kick(now dataplane.Time, w dataplane.WorkerID, out *dataplane.Decisions) {
-	for _, g := range p.tab.Replicas[w].GPUs {
+	for _, g := range p.queues[w].gpus {
 		p.tryGPU(now, g, out)
 	}
 }
@@ -515,7 +560,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 			continue
 		}
 		free := true
-		for _, d := range p.tab.Replicas[w].GPUs {
+		for _, d := range p.queues[w].gpus {
 			free = free && !p.gpuBusy[d]
 		}
 		if !free {
@@ -535,12 +580,13 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 		p.newHead(w)
 	}
 	end := now + p.lat(w, n)
-	for _, d := range p.tab.Replicas[w].GPUs {
+	q := &p.queues[w]
+	for _, d := range q.gpus {
 		p.gpuBusy[d], p.gpuEnd[d] = true, end
 	}
 	p.running[w] = true
-	p.path[0] = dataplane.PathHop{Stage: dataplane.StageID(p.tab.Replicas[w].Stage), Worker: w}
-	out.Dispatch(p.dep.Stages[p.tab.Replicas[w].Stage].App, p.inflight[w], p.path[:])
+	p.path[0] = dataplane.PathHop{Stage: dataplane.StageID(q.stage), Worker: w}
+	out.Dispatch(p.dep.Stages[q.stage].App, p.inflight[w], p.path[:])
 }
 
 // batchDone forwards each request of the finished batch whose certainty is below the
@@ -548,7 +594,7 @@ func (p *Policy) tryGPU(now dataplane.Time, g int, out *dataplane.Decisions) {
 // completes the others (§2.1, §5), then frees the replica's GPUs.
 func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *dataplane.Decisions) {
 	w := ev.Worker
-	st := p.tab.Replicas[w].Stage
+	st := int(p.queues[w].stage)
 	b := p.v.Batch(ev.Batch)
 	p.pending = pendingOf(p.v, b.Reqs, p.pending)
 	for i, id := range b.Reqs {
@@ -601,7 +647,7 @@ func (p *Policy) batchDone(now dataplane.Time, ev *dataplane.Event, out *datapla
 	}
 	p.inflight[w] = p.inflight[w][:0]
 	p.running[w] = false
-	for _, d := range p.tab.Replicas[w].GPUs {
+	for _, d := range p.queues[w].gpus {
 		p.gpuBusy[d] = false
 		p.markFreed(d)
 	}

@@ -12,15 +12,22 @@ import "github.com/plan-dev/plan/dataplane"
 // a batch start or a drop moves the head, from the request (pushes always pass the request's
 // own Arrival, so the value is the one an entry would have held).
 
-// wqueue is one replica's FIFO: ids[head:] wait; at is the arrival of ids[head] when any
-// waits.
+// wqueue is one replica's FIFO, with what every push and batch start reads of the replica
+// beside it: ids[head:] wait; at is the arrival of ids[head] when any waits; stage and gpus
+// are the replica's (tab.Replicas[w]). At hundreds of replicas a push's replica is one no
+// recent event touched, and its queue header and its replica spec (stage, GPU list) were a
+// miss each, in two arrays; one 64-byte record makes them one: an array of them is 64-byte
+// aligned (a multiple of 64 bytes gets a size class that is a multiple of 64, in a
+// page-aligned span; large arrays are page-aligned), so no record straddles two lines.
 type wqueue struct {
-	ids  []dataplane.ReqID
-	head int
-	at   dataplane.Time
+	ids   []dataplane.ReqID
+	at    dataplane.Time
+	head  int32
+	stage int32
+	gpus  []int
 }
 
-func (q *wqueue) len() int { return len(q.ids) - q.head }
+func (q *wqueue) len() int { return len(q.ids) - int(q.head) }
 
 // push appends request id, which arrived at at.
 func (q *wqueue) push(id dataplane.ReqID, at dataplane.Time) {
@@ -38,8 +45,8 @@ func (q *wqueue) reset() { q.ids, q.head = q.ids[:0], 0 }
 
 // advance removes the first n waiting requests and reads the new head's arrival from v.
 func (q *wqueue) advance(n int, v dataplane.View) {
-	q.head += n
-	if q.head == len(q.ids) {
+	q.head += int32(n)
+	if int(q.head) == len(q.ids) {
 		q.reset()
 		return
 	}
@@ -52,7 +59,8 @@ func (q *wqueue) advance(n int, v dataplane.View) {
 
 // take appends the IDs of the first n waiting requests to dst and removes them.
 func (q *wqueue) take(n int, dst []dataplane.ReqID, v dataplane.View) []dataplane.ReqID {
-	dst = append(dst, q.ids[q.head:q.head+n]...)
+	h := int(q.head)
+	dst = append(dst, q.ids[h:h+n]...)
 	q.advance(n, v)
 	return dst
 }
@@ -65,11 +73,11 @@ func (q *wqueue) appendIDs(dst []dataplane.ReqID) []dataplane.ReqID {
 // remove takes request id out of the queue: whether it was there and whether it was the
 // head.
 func (q *wqueue) remove(id dataplane.ReqID, v dataplane.View) (found, wasHead bool) {
-	for i := q.head; i < len(q.ids); i++ {
+	for i := int(q.head); i < len(q.ids); i++ {
 		if q.ids[i] != id {
 			continue
 		}
-		if i == q.head {
+		if i == int(q.head) {
 			q.advance(1, v)
 			return true, true
 		}

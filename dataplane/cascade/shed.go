@@ -38,7 +38,7 @@ func (p *Policy) shedding() bool { return p.cur == len(p.tab.Gears)-1 }
 // the earliest).
 func (p *Policy) freeAt(now dataplane.Time, w dataplane.WorkerID) dataplane.Time {
 	t := now
-	for _, d := range p.tab.Replicas[w].GPUs {
+	for _, d := range p.queues[w].gpus {
 		if p.gpuBusy[d] {
 			t = max(t, p.gpuEnd[d])
 		}
@@ -48,7 +48,7 @@ func (p *Policy) freeAt(now dataplane.Time, w dataplane.WorkerID) dataplane.Time
 
 // lat is the nominal latency of a batch of n on replica w's model.
 func (p *Policy) lat(w dataplane.WorkerID, n int) dataplane.Time {
-	return p.dep.Stages[p.tab.Replicas[w].Stage].Lat(n)
+	return p.dep.Stages[p.queues[w].stage].Lat(n)
 }
 
 // admits reports whether a request with deadline dl can join w's queue now: the batch it
@@ -73,9 +73,9 @@ func (p *Policy) dropLate(now dataplane.Time, w dataplane.WorkerID, out *datapla
 	if p.qlen(w) == 0 || !p.shedding() {
 		return
 	}
-	st := dataplane.StageID(p.tab.Replicas[w].Stage)
-	l1 := p.lat(w, 1)
 	q := &p.queues[w]
+	st := dataplane.StageID(q.stage)
+	l1 := p.lat(w, 1)
 	n := 0
 	for _, id := range q.ids[q.head:] {
 		if now+l1 <= p.v.Req(id).Deadline {
@@ -122,18 +122,15 @@ func (p *Policy) cancel(id dataplane.ReqID) {
 }
 
 // Forget implements dataplane.Forgetter: the engine retired request id and every older one,
-// so the gear record of each goes (gearOf holds the requests from reqBase on).
+// so the gear record of each goes (gearOf holds the nGear requests from reqBase on).
 func (p *Policy) Forget(id dataplane.ReqID) {
 	k := int(id-p.reqBase) + 1
-	if k <= 0 || len(p.gearOf) == 0 {
+	if k <= 0 || p.nGear == 0 {
 		return
 	}
-	k = min(k, len(p.gearOf))
-	p.gearOf = p.gearOf[k:]
+	k = min(k, p.nGear)
+	p.nGear -= k
 	p.reqBase += dataplane.ReqID(k)
-	if cap(p.gearOf) > 64 && len(p.gearOf) < cap(p.gearOf)/4 {
-		p.gearOf = append(make([]int16, 0, 2*len(p.gearOf)+16), p.gearOf...)
-	}
 }
 
 var _ dataplane.Door = (*Policy)(nil)
