@@ -15,19 +15,17 @@ import (
 // keeps each instance's value in compact arrays indexed by instance, and recomputes only
 // the entries forgotten since.
 
-// drainMemo are the kept values: per instance the drain of its whole virtual queue and its
-// tail model (valid while its bit in ok is set), and the model swap for swapModel (valid
+// drainMemo are the kept values: per instance the drain t of its whole virtual queue and
+// its tail model (valid while its bit in ok is set), and the model swap for swapModel (valid
 // while its bit in swapOK is set). ids caches the instance indices of the lists place scans.
+// The drains are an array of their own: place reads the tail only of an instance whose
+// drain beats the best so far.
 type drainMemo struct {
 	ok, swapOK []uint64
-	v          []drainEntry
+	t          []float64
+	tail       []string
 	swap       []swapEntry
 	ids        []placeIDs
-}
-
-type drainEntry struct {
-	t    float64
-	tail string
 }
 
 type swapEntry struct {
@@ -44,7 +42,7 @@ type placeIDs struct {
 
 func (m *drainMemo) init(n int) {
 	w := (n + 63) / 64
-	*m = drainMemo{ok: make([]uint64, w), swapOK: make([]uint64, w), v: make([]drainEntry, n), swap: make([]swapEntry, n)}
+	*m = drainMemo{ok: make([]uint64, w), swapOK: make([]uint64, w), t: make([]float64, n), tail: make([]string, n), swap: make([]swapEntry, n)}
 }
 
 // forgetDrain drops instance i's kept drain. Every change to what qlmQueue.drain reads of
@@ -93,17 +91,17 @@ func (p *Policy) placeIDs(el []*instance) []int32 {
 // inside Handle. Under checkMemo a kept value is checked against a fresh one.
 func (q *qlmQueue) drainAll(p *Policy, i int) (float64, string) {
 	if p.memoOn && i/64 < len(p.dm.ok) && p.dm.ok[i/64]&(1<<(i%64)) != 0 {
-		d := &p.dm.v[i]
+		kt, ktail := p.dm.t[i], p.dm.tail[i]
 		if p.checkMemo {
-			if t, tail := q.drainTail(p, p.inst[i]); math.Float64bits(t) != math.Float64bits(d.t) || tail != d.tail {
-				panic(fmt.Sprintf("qlm: instance %d: kept drain %v (%q), now %v (%q)", i, d.t, d.tail, t, tail))
+			if t, tail := q.drainTail(p, p.inst[i]); math.Float64bits(t) != math.Float64bits(kt) || tail != ktail {
+				panic(fmt.Sprintf("qlm: instance %d: kept drain %v (%q), now %v (%q)", i, kt, ktail, t, tail))
 			}
 		}
-		return d.t, d.tail
+		return kt, ktail
 	}
 	t, tail := q.drainTail(p, p.inst[i])
 	if p.memoOn && i/64 < len(p.dm.ok) {
-		p.dm.v[i] = drainEntry{t, tail}
+		p.dm.t[i], p.dm.tail[i] = t, tail
 		p.dm.ok[i/64] |= 1 << (i % 64)
 	}
 	return t, tail

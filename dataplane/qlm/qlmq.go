@@ -139,18 +139,20 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 	best, bt := el[0].ID, math.Inf(1)
 	// Each instance's drain and tail are kept between calls (drainAll); a kept one is read
 	// here (drainAll checks it under checkMemo).
-	kept := p.memoOn && !p.checkMemo && len(p.dm.v) == len(p.inst)
+	kept := p.memoOn && !p.checkMemo
+	okw, ts := p.dm.ok, p.dm.t
 	for _, id := range p.placeIDs(el) {
 		i := int(id)
 		var t float64
 		var prev string
-		if kept && p.dm.ok[i/64]&(1<<(i%64)) != 0 {
-			t, prev = p.dm.v[i].t, p.dm.v[i].tail
-		} else {
-			t, prev = q.drainAll(p, i)
-		}
-		if t >= bt {
-			// A model swap only adds time (swapSeconds > 0): it cannot win.
+		// A model swap only adds time (swapSeconds > 0): an instance whose drain reaches
+		// the best so far cannot win.
+		if u := uint(id); kept && u/64 < uint(len(okw)) && okw[u/64]&(1<<(u%64)) != 0 && u < uint(len(ts)) {
+			if t = ts[u]; t >= bt {
+				continue
+			}
+			prev = p.dm.tail[u]
+		} else if t, prev = q.drainAll(p, i); t >= bt {
 			continue
 		}
 		// On an instance holding another model the group starts only after its own model
