@@ -57,7 +57,7 @@ func (p *Policy) EngineGauges(emit func(app dataplane.AppID, engine, running, wa
 // tokens) of the step instance w is running, vLLM's vllm:iteration_tokens_total. Called when
 // the step ends, before the policy applies it.
 func (p *Policy) IterationTokens(w dataplane.WorkerID) (n int, ok bool) {
-	in := p.byW[w]
+	in := p.byWorker(w)
 	if in == nil || len(in.Iter) == 0 {
 		return 0, false
 	}

@@ -46,18 +46,32 @@ type instance struct {
 	// Engine is the instance's LLM engine (running and swapped sequences, KV, the iteration
 	// in flight); its ID is the instance's index.
 	llm.Engine
-	w       dataplane.WorkerID
-	gpu     string
+	// The fields up to floor are the ones an event on the instance, its step, its residual
+	// and the placement and pull passes over the instances read: they follow the engine's
+	// in three cache lines (at 128 instances they were spread over five, the 528-byte
+	// admission door in between).
 	model   string
 	loading bool
-	target  string
+	// down: the instance's worker failed (EvWorkerDown) and is not back.
+	down bool
+	// drain: a model switch waits for the running batch to finish (ours).
+	drain   bool
+	iterSat bool
+	resOK   bool
 	// outstanding counts the iteration's batches (one per application) not yet done.
 	outstanding int
-	// warm lists the models kept in CPU memory (warm start), least recently used first.
-	warm     []string
-	cpuBytes int64
-	// drain: a model switch waits for the running batch to finish (ours).
-	drain bool
+	// res is qlmQueue.residual's value while resOK: every change to what it reads (the
+	// running and swapped sequences, their tokens, the model, Θ, the observed load) goes
+	// through an event on the instance (touch), its own step or instanceDown, which clear it.
+	res float64
+	// observed is what the instance's engine last reported it holds (waiting + running,
+	// QLM's own requests included); 0 without an observation (ObserveInstance: remote
+	// engines only). Each observation replaces the last, so no timestamp is kept.
+	observed float64
+	// llms are the profiles of the instance's GPU by model name (Attach): llmFor scans these
+	// few entries instead of hashing a two-string key into Policy.models, which took ~40% of
+	// a 128-instance simulation.
+	llms []namedLLM
 	// Throughput profiled over time (QLM §2.4 Insight #1: "throughput can be estimated by
 	// profiling the workload over time"): exponentially decayed sums over the iterations
 	// that ran while requests waited (the saturated regime where waiting time matters) of
@@ -66,34 +80,22 @@ type instance struct {
 	// Busy seconds and decode iterations over every iteration (same decay): a running
 	// sequence's time per output token at the current load.
 	allTime, allDecodes float64
-	iterSat             bool
 	iterStart           dataplane.Time
 	// iterEnd is when the iteration in flight ends (admission reads it, admit.go).
 	iterEnd dataplane.Time
 	// paceReal and paceNominal are decayed sums of the steps' observed and profiled times
 	// (observePace): a wall-clock server whose steps end late runs slower than its profile.
 	paceReal, paceNominal float64
-	// door keeps admission's replay of this engine between arrivals (llm.Door).
-	door llm.Door
 	// floor is the batch size below which the deadline guard admits and protectDeadlines
 	// does not evict: the decode knee while waiting groups are behind, else 0 (re-checked
 	// every tick, so it does not flip between an admission and the next step's eviction).
 	floor int
-	// observed is what the instance's engine last reported it holds (waiting + running,
-	// QLM's own requests included); 0 without an observation (ObserveInstance: remote
-	// engines only). Each observation replaces the last, so no timestamp is kept.
-	observed float64
-	// down: the instance's worker failed (EvWorkerDown) and is not back.
-	down bool
-	// llms are the profiles of the instance's GPU by model name (Attach): llmFor scans these
-	// few entries instead of hashing a two-string key into Policy.models, which took ~40% of
-	// a 128-instance simulation.
-	llms []namedLLM
-	// res is qlmQueue.residual's value while resOK: every change to what it reads (the
-	// running and swapped sequences, their tokens, the model, Θ, the observed load) goes
-	// through an event on the instance (touch), its own step or instanceDown, which clear it.
-	res   float64
-	resOK bool
+	gpu   string
+	// warm lists the models kept in CPU memory (warm start), least recently used first.
+	warm     []string
+	w        dataplane.WorkerID
+	target   string
+	cpuBytes int64
 	// role is the instance's part in a disaggregated deployment ("", prefill, decode);
 	// on a decode instance, pending are the prefilled sequences waiting for their KV
 	// transfer (FIFO), landing the one whose transfer is in flight (one at a time over its
@@ -102,6 +104,9 @@ type instance struct {
 	pending []*seq
 	landing *seq
 	resv    int
+	// door keeps admission's replay of this engine between arrivals (llm.Door): 528 bytes
+	// only admission reads.
+	door llm.Door
 }
 
 // namedLLM is one entry of instance.llms.

@@ -80,7 +80,6 @@ type Policy struct {
 	class  []Class
 	models map[modelKey]*lm
 	inst   []*instance
-	byW    map[dataplane.WorkerID]*instance
 	seqs   map[dataplane.ReqID]*seq
 	// seqsVer counts the changes to seqs (putSeq, delSeq); ahead is admission's memo of
 	// the waiting queues (admit.go).
@@ -106,8 +105,10 @@ type Policy struct {
 	// runBuf is byDeadline's scratch (the deadline checks sort the running batch each step).
 	runBuf []*seq
 	// memoOn: inside Handle, residual values are kept per instance until the instance
-	// changes (instance.resOK). Off under fullStep and outside Handle.
+	// changes (instance.resOK); dm, likewise, each instance's drain for place (drainmemo.go).
+	// Off under fullStep and outside Handle.
 	memoOn bool
+	dm     drainMemo
 	// checkMemo (tests): every kept residual is checked against a fresh one, and every idle
 	// skip (stepset.go) against a pull.
 	checkMemo bool
@@ -129,6 +130,16 @@ type Policy struct {
 	sch engineSched
 	// disagg: some instances have roles (disaggpol.go).
 	disagg bool
+}
+
+// byWorker is the instance on worker w (nil for a worker no instance runs on). Instance i
+// runs on worker i (Attach): an index, where a map's hashing missed the cache on every
+// event at 128 instances.
+func (p *Policy) byWorker(w dataplane.WorkerID) *instance {
+	if w >= 0 && int(w) < len(p.inst) {
+		return p.inst[w]
+	}
+	return nil
 }
 
 // Preemptions implements serve.Preempter: running sequences preempted so far, by recompute
@@ -240,7 +251,6 @@ func (p *Policy) Attach(v dataplane.View) error {
 		pr := &s.Profiles[i]
 		p.models[keyOf(pr)] = newLM(pr)
 	}
-	p.byW = map[dataplane.WorkerID]*instance{}
 	p.inst = nil
 	p.ctr, p.sch = &llm.Counters{}, engineSched{p}
 	for i, in := range s.Instances {
@@ -261,7 +271,6 @@ func (p *Policy) Attach(v dataplane.View) error {
 			}
 		}
 		p.inst = append(p.inst, x)
-		p.byW[x.w] = x
 	}
 	if p.disagg, err = p.disaggSetup(); err != nil {
 		return err
@@ -336,18 +345,18 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 	case dataplane.EvCancel:
 		p.cancel(ev.Req)
 	case dataplane.EvWorkerDown:
-		if in := p.byW[ev.Worker]; in != nil {
+		if in := p.byWorker(ev.Worker); in != nil {
 			p.instanceDown(now, in, out)
 			p.touch(in.ID)
 		}
 	case dataplane.EvWorkerUp:
-		if in := p.byW[ev.Worker]; in != nil {
+		if in := p.byWorker(ev.Worker); in != nil {
 			// Back empty: the next step loads its head group's model cold.
 			p.setDown(in, false)
 			p.touch(in.ID)
 		}
 	case dataplane.EvBatchDone:
-		in := p.byW[ev.Worker]
+		in := p.byWorker(ev.Worker)
 		if in == nil || !in.Busy {
 			return
 		}
@@ -363,7 +372,7 @@ func (p *Policy) Handle(now dataplane.Time, ev *dataplane.Event, out *dataplane.
 		p.outputStep(now, in, out)
 		return
 	case dataplane.EvModelLoaded:
-		in := p.byW[ev.Worker]
+		in := p.byWorker(ev.Worker)
 		if in != nil && in.loading {
 			in.loading = false
 			in.model = in.target
@@ -449,6 +458,7 @@ func (p *Policy) eligible(model string) []*instance {
 func (p *Policy) setDown(in *instance, down bool) {
 	in.down = down
 	clear(p.elig)
+	p.dm.ids = p.dm.ids[:0]
 	clear(p.groupCap)
 }
 
@@ -634,6 +644,7 @@ func (p *Policy) instanceDown(now dataplane.Time, in *instance, out *dataplane.D
 	orphans := in.Reset()
 	p.setDown(in, true)
 	in.resOK = false
+	p.forgetDrain(in.ID)
 	in.outstanding, in.loading, in.drain = 0, false, false
 	in.model, in.target, in.warm = "", "", nil
 	in.satTok, in.satTime, in.satDecodes, in.allTime, in.allDecodes = 0, 0, 0, 0, 0

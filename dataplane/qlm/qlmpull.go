@@ -105,6 +105,8 @@ func (q *qlmQueue) pull(p *Policy, in *instance) *group {
 	if known {
 		panic(fmt.Sprintf("qlm: instance %d pulled group %d, kept as finding nothing", in.ID, best.id))
 	}
+	p.forgetDrain(best.vq)
+	p.forgetDrain(in.ID)
 	from := q.vq[best.vq]
 	for i, g := range from {
 		if g == best {
@@ -157,6 +159,8 @@ func (q *qlmQueue) split(p *Policy, in *instance) *group {
 	if best == nil {
 		return nil
 	}
+	p.forgetDrain(best.vq)
+	p.forgetDrain(in.ID)
 	k := len(best.members) / 2
 	g := &group{id: q.next, app: best.app, model: best.model, bucket: best.bucket, deadline: dataplane.Never, vq: in.ID,
 		mu: best.mu, sd: best.sd, maxOut: best.maxOut, prio: best.prio, gpu: best.gpu}

@@ -111,6 +111,7 @@ func (q *qlmQueue) add(p *Policy, now dataplane.Time, s *seq) {
 		q.mark(g.vq)
 	}
 	g.members = append(g.members, s)
+	p.forgetDrain(g.vq)
 	g.size++
 	q.waiting++
 	p.changed()
@@ -136,8 +137,24 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 		return el[int(llm.U01(uint64(g.id), p.opt.seed)*float64(len(el)))%len(el)].ID
 	}
 	best, bt := el[0].ID, math.Inf(1)
-	for _, in := range el {
-		t := q.drain(p, in, len(q.vq[in.ID]))
+	// Each instance's drain and tail are kept between calls (drainAll); a kept one is read
+	// here (drainAll checks it under checkMemo).
+	kept := p.memoOn && !p.checkMemo
+	okw, ts := p.dm.ok, p.dm.t
+	for _, id := range p.placeIDs(el) {
+		i := int(id)
+		var t float64
+		var prev string
+		// A model swap only adds time (swapSeconds > 0): an instance whose drain reaches
+		// the best so far cannot win.
+		if u := uint(id); kept && u/64 < uint(len(okw)) && okw[u/64]&(1<<(u%64)) != 0 && u < uint(len(ts)) {
+			if t = ts[u]; t >= bt {
+				continue
+			}
+			prev = p.dm.tail[u]
+		} else if t, prev = q.drainAll(p, i); t >= bt {
+			continue
+		}
 		// On an instance holding another model the group starts only after its own model
 		// replaces that one (as pull counts it): without this an idle instance of another
 		// model wins any tie with a busy one of the group's model and evicts its model for a
@@ -146,15 +163,11 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 		// the vicuna request that followed waited 14 s; serve's real-time arrivals hit it, the
 		// simulator's same-instant ones did not). An empty instance (back from a failure)
 		// evicts nothing: loading there runs beside the busy ones, as before.
-		prev := in.upcoming()
-		if v := q.vq[in.ID]; len(v) > 0 {
-			prev = v[len(v)-1].model
-		}
 		if prev != "" && g.model != prev {
-			t += p.swapSeconds(in, g.model)
+			t += p.swapKept(i, g.model)
 		}
 		if t < bt {
-			best, bt = in.ID, t
+			best, bt = i, t
 		}
 	}
 	return best
@@ -263,6 +276,7 @@ func (q *qlmQueue) violation(p *Policy, now dataplane.Time) bool {
 // virtual-queue orders (QLM §7). Started groups stay on their instance (QLM §5).
 func (q *qlmQueue) replan(p *Policy, now dataplane.Time) {
 	p.changed()
+	p.forgetDrains()
 	q.lastSolve = now
 	p.stats.Replans++
 	oldHead := make([]*seq, len(p.inst))
@@ -500,6 +514,7 @@ func (q *qlmQueue) head(p *Policy, in *instance) *seq {
 	}
 	for len(v) > 0 && len(v[0].members) == 0 {
 		v = v[1:]
+		p.forgetDrain(in.ID)
 	}
 	q.vq[in.ID] = v
 	if len(v) == 0 {
@@ -523,6 +538,7 @@ func (q *qlmQueue) pop(p *Policy, _ *instance, s *seq) {
 		}
 	}
 	p.changed()
+	p.forgetDrain(g.vq)
 	g.started = true
 	g.retime()
 }
@@ -546,6 +562,8 @@ func (g *group) retime() {
 func (q *qlmQueue) requeue(p *Policy, in *instance, s *seq) {
 	g := ext(s).group
 	g.members = append([]*seq{s}, g.members...)
+	p.forgetDrain(in.ID)
+	p.forgetDrain(g.vq)
 	q.waiting++
 	p.changed()
 	p.touch(in.ID)
@@ -604,6 +622,7 @@ func (q *qlmQueue) withdraw(p *Policy, s *seq) {
 	for i, x := range g.members {
 		if x == s {
 			g.members = append(g.members[:i], g.members[i+1:]...)
+			p.forgetDrain(g.vq)
 			q.waiting--
 			g.retime()
 			if len(g.members) == 0 {
@@ -683,6 +702,7 @@ func (q *qlmQueue) othersWaiting(p *Policy) bool { return q.waiting > 0 && p.opt
 func (q *qlmQueue) evacuate(p *Policy, in *instance) []*seq {
 	q.init(p)
 	p.changed()
+	p.forgetDrain(in.ID)
 	var out []*seq
 	for _, g := range q.vq[in.ID] {
 		out = append(out, g.members...)

@@ -63,6 +63,7 @@ type stepSet struct {
 func (p *Policy) initStepSet() {
 	n := (len(p.inst) + 63) / 64
 	p.ss = stepSet{inert: make([]uint64, n), quiet: make([]uint64, n), idle: make([]uint64, n), ver: 1}
+	p.dm.init(len(p.inst))
 }
 
 // changed records a change to what a quiet instance's step reads (a virtual queue, a queued
@@ -84,6 +85,7 @@ func (p *Policy) touch(i int) {
 	}
 	in := p.inst[i]
 	in.resOK = false
+	p.forgetDrain(i)
 	b := ^(uint64(1) << (i % 64))
 	p.ss.inert[i/64] &= b
 	p.ss.quiet[i/64] &= b
@@ -100,6 +102,7 @@ func (p *Policy) touchAll() {
 	for _, in := range p.inst {
 		in.resOK = false
 	}
+	p.forgetDrains()
 	clear(p.ss.inert)
 	clear(p.ss.quiet)
 	p.changed()
@@ -173,6 +176,7 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		in.resOK = false
 		p.step(now, in, out)
 		in.resOK = false
+		p.forgetDrain(i)
 		p.classify(in, sq)
 		switch {
 		case queued || !sq.empty(in):
