@@ -122,12 +122,13 @@ func (a entry) less(b entry) bool {
 // the inserts at 1,600 GPUs find the queue empty). The ring keeps a queue that never empties
 // (a busy worker's, 2-3 entries behind the front) on the same few lines: a buffer whose
 // live part walks forward until a compaction touched a fresh line every few inserts, and at
-// 1,600 GPUs those walks over 4,800 queues do not stay in cache.
+// 1,600 GPUs those walks over 4,800 queues do not stay in cache. The ring's header comes
+// last: the front, n and head then lie on the owner's first line (workerState, linkState).
 type fifo struct {
-	first entry   // the front, when n > 0
-	ring  []entry // the n-1 entries behind first, in order, from ring[head] on (wrapping)
-	head  int32
+	first entry // the front, when n > 0
 	n     int32
+	head  int32
+	ring  []entry // the n-1 entries behind first, in order, from ring[head] on (wrapping)
 }
 
 func (q *fifo) len() int { return int(q.n) }
@@ -223,7 +224,7 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 			return fmt.Errorf("%w: hop %d: stage %d worker %d", errBadDecision, i, p.Stage, p.Worker)
 		}
 		st := &e.dep.Stages[p.Stage]
-		if e.dep.Topo.Workers[p.Worker].Stage != p.Stage {
+		if e.wk[p.Worker].stage != p.Stage {
 			return fmt.Errorf("%w: hop %d: worker %d does not serve stage %s", errBadDecision, i, p.Worker, st.Name)
 		}
 		if i > 0 && !hasNext(&e.dep.Stages[d.Path[i-1].Stage], p.Stage) {
@@ -286,8 +287,8 @@ func (e *Engine) dispatch(now Time, d *Decision) error {
 		h := &bp.Hops[i]
 		e.workers[h.Worker].q.insert(entry{b: id, hop: int32(i), res: h.ResStart, seq: bp.seq})
 		if i+1 < len(bp.Hops) {
-			src := e.dep.Topo.Workers[h.Worker].Server
-			dst := e.dep.Topo.Workers[bp.Hops[i+1].Worker].Server
+			src := e.wk[h.Worker].server
+			dst := e.wk[bp.Hops[i+1].Worker].server
 			x := entry{b: id, hop: int32(i), res: h.OutRes, seq: bp.seq}
 			e.up[src].q.insert(x)
 			e.down[dst].q.insert(x)
@@ -324,7 +325,7 @@ func (e *Engine) tryWorker(now Time, w WorkerID) {
 	}
 	ws.q.pop()
 	ws.busy = true
-	ws.cur = x
+	ws.curB, ws.curHop = x.b, x.hop
 	ws.curStart = now
 	b.running++
 	e.fx.RunBatch(now, w, x.b, int(x.hop), h.Stage, len(b.Reqs), h.Nominal)
@@ -338,7 +339,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	if ev.Batch >= e.batchBase && int(ev.Batch-e.batchBase) < len(e.batches) && e.bt(ev.Batch).Lost {
 		return e.lostDone(now, ev)
 	}
-	if !ws.busy || ws.cur.b != ev.Batch || ws.cur.hop != ev.Hop {
+	if !ws.busy || ws.curB != ev.Batch || ws.curHop != ev.Hop {
 		return fmt.Errorf("batch-done for batch %d hop %d on worker %d, which is not running it", ev.Batch, ev.Hop, ev.Worker)
 	}
 	if ev.End < ev.Start {
@@ -350,7 +351,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	b.running--
 	h := &b.Hops[ev.Hop]
 	h.Start, h.End = ev.Start, ev.End
-	share := float64(ev.End-ev.Start) / float64(len(b.Reqs)*e.dep.Topo.Workers[ev.Worker].VGPU)
+	share := float64(ev.End-ev.Start) / float64(len(b.Reqs)*e.wk[ev.Worker].vgpu)
 	for _, r := range b.Reqs {
 		e.rq(r).WorkGPU += share
 	}
@@ -360,7 +361,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 	case !last:
 		h.outReady = true
 		e.markHop(ev.Batch, ev.Hop, true)
-		e.tryLink(now, e.dep.Topo.Workers[ev.Worker].Server, true)
+		e.tryLink(now, e.wk[ev.Worker].server, true)
 	case st.Manual:
 		// The policy decides what becomes of the requests (EvBatchDone below); a cancelled
 		// one is finished here and its EvCancel comes first.
@@ -384,7 +385,7 @@ func (e *Engine) batchDone(now Time, ev Event) error {
 		// stage's pool through the sender's uplink only (the receiver is not known yet).
 		h.outReady = true
 		e.markHop(ev.Batch, ev.Hop, true)
-		src := e.dep.Topo.Workers[ev.Worker].Server
+		src := e.wk[ev.Worker].server
 		e.seq++
 		e.up[src].q.insert(entry{b: ev.Batch, hop: ev.Hop, res: 0, seq: e.seq})
 		e.tryLink(now, src, true)
@@ -426,10 +427,10 @@ func (e *Engine) exitAll(now Time, b *Batch, end Time) bool {
 // linkEnds returns the servers a transfer after hop hop of batch b uses (dst = NoServer for a
 // transfer into a pool queue).
 func (e *Engine) linkEnds(b *Batch, hop int) (src, dst ServerID) {
-	src = e.dep.Topo.Workers[b.Hops[hop].Worker].Server
+	src = e.wk[b.Hops[hop].Worker].server
 	dst = NoServer
 	if hop+1 < len(b.Hops) {
-		dst = e.dep.Topo.Workers[b.Hops[hop+1].Worker].Server
+		dst = e.wk[b.Hops[hop+1].Worker].server
 	}
 	return src, dst
 }
@@ -502,10 +503,8 @@ func (e *Engine) transferDone(now Time, ev Event) error {
 	h.OutStart, h.OutEnd = ev.Start, ev.End
 	src, dst := e.linkEnds(b, int(ev.Hop))
 	e.up[src].busy = false
-	e.up[src].busyTime += ev.End - ev.Start
 	if dst != NoServer {
 		e.down[dst].busy = false
-		e.down[dst].busyTime += ev.End - ev.Start
 		nh := &b.Hops[ev.Hop+1]
 		nh.ready = true
 		e.markHop(ev.Batch, ev.Hop+1, false)

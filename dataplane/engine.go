@@ -6,19 +6,30 @@ import (
 	"slices"
 )
 
+// workerState is a worker's record: 128 bytes, two cache lines of the workers table. The
+// first line holds all that tryWorker reads and writes and all that batchDone does, so a
+// batch's end and the start of the worker's next hop touch one line of the record: the
+// fields were in declaration order over 152 bytes, and at 1,600 workers (240 KB, out of the
+// first-level cache) the flags, the running entry and the queue's front fell on two to
+// four lines. The second line holds the queue's ring, read only when two or more hops wait.
+// TestWorkerLayout checks this, and that a table past 32 KB starts on a line (Go places a
+// smaller table 8 bytes in, behind a header; that one fits the first-level cache).
 type workerState struct {
-	q    fifo
 	busy bool
-	// cur is the running entry while busy.
-	cur      entry
-	curStart Time
-	busyTime Time
 	// loading: a model load occupies the worker; models and mem are what is resident.
 	loading bool
-	models  []residentModel
-	mem     int64
 	// down: the worker failed (EvWorkerDown) and is not back (EvWorkerUp).
 	down bool
+	// curB and curHop are the running hop while busy (an entry's batch and hop: its
+	// reservation and sequence are not needed once it runs), curStart when it started.
+	curHop   int32
+	curB     BatchID
+	curStart Time
+	busyTime Time
+	q        fifo
+	models   []residentModel
+	mem      int64
+	_        [8]byte
 }
 
 type residentModel struct {
@@ -32,10 +43,24 @@ type loadJob struct {
 	bytes int64
 }
 
+// workerInfo is what the engine's per-event paths read of a worker's Topology record: its
+// server (the transfer's links), stage (dispatch's check) and slice level (the GPU share of
+// a batch). Topology's Worker is 88 bytes with its names, so at 1,600 workers those records
+// span 140 KB and each lookup was a line of its own, missed at scale (linkEnds reads two
+// per transfer); these 16-byte copies span 25 KB, four to a line. The deployment is not
+// changed while an engine serves it (NewEngine validated it), so the copies stay true.
+type workerInfo struct {
+	server ServerID
+	stage  StageID
+	vgpu   int
+}
+
+// linkState is a server's uplink or downlink: 64 bytes, one cache line (TestWorkerLayout)
+// that holds the flag and queue front tryLink reads. How long a link was busy is not kept:
+// nothing read it, and it made the record 72 bytes, which put them on two lines at times.
 type linkState struct {
-	q        fifo
-	busy     bool
-	busyTime Time
+	q    fifo
+	busy bool
 }
 
 // Engine is the runtime's state machine: it owns requests, batches, worker and link queues,
@@ -52,6 +77,7 @@ type Engine struct {
 	// outReady flags (hopBit): tryWorker and tryLink read it before the batch record.
 	hopBits []uint8
 	workers []workerState
+	wk      []workerInfo
 	up      []linkState
 	down    []linkState
 	dec     Decisions
@@ -112,6 +138,11 @@ func NewEngine(dep *Deployment, pol Policy, fx Effects) (*Engine, error) {
 		timerLive:  map[int64]int64{},
 		timerKeyOf: map[int64]int64{},
 		loads:      map[int64]loadJob{},
+	}
+	e.wk = make([]workerInfo, len(dep.Topo.Workers))
+	for i := range dep.Topo.Workers {
+		w := &dep.Topo.Workers[i]
+		e.wk[i] = workerInfo{server: w.Server, stage: w.Stage, vgpu: w.VGPU}
 	}
 	e.forget, _ = pol.(Forgetter)
 	if err := pol.Attach(View{e}); err != nil {

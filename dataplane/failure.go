@@ -28,7 +28,7 @@ func (e *Engine) workerDown(now Time, w WorkerID) error {
 	if ws.busy {
 		ws.busy = false
 		ws.busyTime += now - ws.curStart
-		lost = append(lost, ws.cur.b)
+		lost = append(lost, ws.curB)
 	}
 	for _, x := range ws.q.all() {
 		if !slices.Contains(lost, x.b) {
@@ -116,7 +116,7 @@ func (e *Engine) lostDone(now Time, ev Event) error {
 	if ev.Kind == EvBatchDone {
 		ws := &e.workers[ev.Worker]
 		// The failed worker itself was freed when it failed (and may run other work now).
-		if ws.busy && ws.cur.b == ev.Batch && ws.cur.hop == ev.Hop {
+		if ws.busy && ws.curB == ev.Batch && ws.curHop == ev.Hop {
 			ws.busy = false
 			ws.busyTime += ev.End - ev.Start
 			e.tryWorker(now, ev.Worker)
@@ -125,11 +125,9 @@ func (e *Engine) lostDone(now Time, ev Event) error {
 	}
 	src, dst := e.linkEnds(b, int(ev.Hop))
 	e.up[src].busy = false
-	e.up[src].busyTime += ev.End - ev.Start
 	e.tryLink(now, src, true)
 	if dst != NoServer {
 		e.down[dst].busy = false
-		e.down[dst].busyTime += ev.End - ev.Start
 		e.tryLink(now, dst, false)
 	}
 	return nil

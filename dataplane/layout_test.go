@@ -90,3 +90,57 @@ func TestPointerField(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerLayout checks the worker and link records' layouts that workerState's and
+// linkState's comments describe: two lines and one, with what tryWorker, batchDone and
+// tryLink read on the first, and tables of them starting on a line at the scales where
+// that matters (tables past 32 KB, out of the first-level cache: Go places a smaller table
+// that holds pointers 8 bytes behind a header).
+func TestWorkerLayout(t *testing.T) {
+	const line = 64
+	var w workerState
+	var l linkState
+	for _, tc := range []struct {
+		name       string
+		size, want uintptr
+	}{
+		{"workerState", unsafe.Sizeof(w), 2 * line},
+		{"linkState", unsafe.Sizeof(l), line},
+	} {
+		if tc.size != tc.want {
+			t.Errorf("%s is %d bytes, want %d", tc.name, tc.size, tc.want)
+		}
+	}
+	q := unsafe.Offsetof(w.q)
+	lq := unsafe.Offsetof(l.q)
+	for _, tc := range []struct {
+		field     string
+		off, size uintptr
+	}{
+		{"workerState.busy", unsafe.Offsetof(w.busy), unsafe.Sizeof(w.busy)},
+		{"workerState.loading", unsafe.Offsetof(w.loading), unsafe.Sizeof(w.loading)},
+		{"workerState.down", unsafe.Offsetof(w.down), unsafe.Sizeof(w.down)},
+		{"workerState.curB", unsafe.Offsetof(w.curB), unsafe.Sizeof(w.curB)},
+		{"workerState.curHop", unsafe.Offsetof(w.curHop), unsafe.Sizeof(w.curHop)},
+		{"workerState.curStart", unsafe.Offsetof(w.curStart), unsafe.Sizeof(w.curStart)},
+		{"workerState.busyTime", unsafe.Offsetof(w.busyTime), unsafe.Sizeof(w.busyTime)},
+		{"workerState.q.first", q + unsafe.Offsetof(w.q.first), unsafe.Sizeof(w.q.first)},
+		{"workerState.q.n", q + unsafe.Offsetof(w.q.n), unsafe.Sizeof(w.q.n)},
+		{"workerState.q.head", q + unsafe.Offsetof(w.q.head), unsafe.Sizeof(w.q.head)},
+		{"linkState.busy", unsafe.Offsetof(l.busy), unsafe.Sizeof(l.busy)},
+		{"linkState.q.first", lq + unsafe.Offsetof(l.q.first), unsafe.Sizeof(l.q.first)},
+		{"linkState.q.n", lq + unsafe.Offsetof(l.q.n), unsafe.Sizeof(l.q.n)},
+	} {
+		if last := tc.off + tc.size - 1; last >= line {
+			t.Errorf("%s spans bytes [%d, %d): past the first line", tc.field, tc.off, tc.off+tc.size)
+		}
+	}
+	for _, n := range []int{600, 1600, 6400} {
+		if a := uintptr(unsafe.Pointer(&make([]workerState, n)[0])); a%line != 0 {
+			t.Errorf("a table of %d workers starts at %#x, not on a cache line", n, a)
+		}
+		if a := uintptr(unsafe.Pointer(&make([]linkState, n)[0])); a%line != 0 {
+			t.Errorf("a table of %d links starts at %#x, not on a cache line", n, a)
+		}
+	}
+}

@@ -78,7 +78,7 @@ func (v View) WorkerQueued(w WorkerID) int { return v.e.workers[w].q.len() }
 // WorkerRunning returns the batch worker w is running, when it started, and whether it runs.
 func (v View) WorkerRunning(w WorkerID) (BatchID, Time, bool) {
 	ws := &v.e.workers[w]
-	return ws.cur.b, ws.curStart, ws.busy
+	return ws.curB, ws.curStart, ws.busy
 }
 
 // StageRecord is what happened to a request at one stage: the worker, the execution and the

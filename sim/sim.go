@@ -9,6 +9,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/plan-dev/plan/dataplane"
 )
@@ -97,6 +98,9 @@ type Sim struct {
 	scratch []*dataplane.Request
 	// cancel draws the withdrawals of Options.CancelFraction (nil: none).
 	cancel *canceller
+	// emulates: the deployment emulates some stage's results (Deployment.Emulate, or a
+	// Routed stage); when it does not, emulate returns before reading the batch.
+	emulates bool
 	// touched keeps what emulate's first pass reads from being optimized away (the compiler
 	// drops a load nothing uses; that pass is there for its loads).
 	touched float64
@@ -116,6 +120,7 @@ func New(dep *dataplane.Deployment, pol dataplane.Policy, sources []Source, opts
 		answers = opts.ExpectedRequests
 	}
 	s := &Sim{dep: dep, sources: sources, opts: opts, col: newCollector(dep, answers, !opts.NoLatencies, opts.Warmup, opts.LLM), arrivals: make([]int64, len(dep.Apps))}
+	s.emulates = dep.Emulate != nil || slices.ContainsFunc(dep.Stages, func(st dataplane.Stage) bool { return st.Routed })
 	if opts.Jitter > 0 {
 		s.jit = dataplane.NewJitter(opts.Jitter, opts.Seed)
 	}
@@ -279,7 +284,9 @@ func (s *Sim) Run() (*Metrics, error) {
 // emulate reports the emulated results of a finished batch's requests (routed stages and
 // systems that model their outputs), drawn in request order from the run's seeded generator.
 func (s *Sim) emulate(ev dataplane.Event) {
-	if s.Engine.BatchLost(ev.Batch) {
+	// Most deployments emulate nothing (PPipe's, PARD's, QLM's): their batch ends skip the
+	// batch lookups below, whose first load, the batch record, misses at scale.
+	if !s.emulates || s.Engine.BatchLost(ev.Batch) {
 		return
 	}
 	b := s.Engine.Batch(ev.Batch)
