@@ -6,10 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plan-dev/plan/dataplane"
+	"github.com/plan-dev/plan/sim/simscale"
 )
 
 // TestEmbeddedDataMatchesTestdata keeps the embedded copies equal to the testdata files the
@@ -251,5 +255,42 @@ func TestCutoffRow(t *testing.T) {
 				t.Errorf("cutoffRow = %g, %v; want %g, %v", b, ok, c.bound, c.ok)
 			}
 		})
+	}
+}
+
+// TestSimSideRun: a timed run holds the collector off and then gives the process back its
+// collector settings (a bench that left GOGC off would grow the heap of whatever ran after
+// it), counts the run's events, CPU time and allocation, and collects nothing under the
+// memory limit.
+func TestSimSideRun(t *testing.T) {
+	c, err := simscale.PARD("pard", 1, dataplane.Second/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prevGC := debug.SetGCPercent(73)
+	defer debug.SetGCPercent(prevGC)
+	prevLimit := debug.SetMemoryLimit(1 << 40)
+	defer debug.SetMemoryLimit(prevLimit)
+
+	s := &simSide{c: c}
+	for i := 0; i < 2; i++ {
+		if err := s.run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := debug.SetGCPercent(73); got != 73 {
+		t.Errorf("GC percent after the runs: %d, want 73 restored", got)
+	}
+	if got := debug.SetMemoryLimit(1 << 40); got != 1<<40 {
+		t.Errorf("memory limit after the runs: %d, want %d restored", got, int64(1<<40))
+	}
+	if s.runs != 2 || s.events <= 0 || s.cpu <= 0 || s.bytes == 0 {
+		t.Errorf("side after two runs: %+v", s)
+	}
+	if s.cycles != 0 {
+		t.Errorf("%d collections during the runs, want none (collector off, far under the limit)", s.cycles)
+	}
+	if bpe := s.bytesPerEvent(); bpe <= 0 || bpe > 1<<16 {
+		t.Errorf("bytes per event %g", bpe)
 	}
 }
