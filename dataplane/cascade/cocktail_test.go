@@ -27,7 +27,10 @@ func joinRates(q []float64) string {
 	return b.String()
 }
 
-func TestCocktail(t *testing.T) {
+// twoReplicas is the example plan cut to one gear of bert-base on two one-GPU replicas,
+// each given half of the traffic, the first replica's queue triggering at one request.
+func twoReplicas(t *testing.T) *dataplane.Deployment {
+	t.Helper()
 	plan := examplePlan(t)
 	cp := *cascadesec.PlanOf(plan)
 	cp.Placement = []cascadesec.Replica{{Model: "bert-base", GPUs: []int{0}}, {Model: "bert-base", GPUs: []int{1}}}
@@ -38,6 +41,11 @@ func TestCocktail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dep
+}
+
+// spikeRates is 16 seconds of 200 req/s with 1,500 req/s from the 4th to the 6th second.
+func spikeRates() []float64 {
 	rates := make([]float64, 16)
 	for i := range rates {
 		rates[i] = 200
@@ -45,6 +53,12 @@ func TestCocktail(t *testing.T) {
 			rates[i] = 1500
 		}
 	}
+	return rates
+}
+
+func TestCocktail(t *testing.T) {
+	dep := twoReplicas(t)
+	rates := spikeRates()
 	tests := []struct {
 		name   string
 		params map[string]string
@@ -132,23 +146,8 @@ func TestCocktail(t *testing.T) {
 // routing choice, against a scan of every replica after every event: through scale-out and
 // scale-in, a failure, and the scaled golden plan's fleet loading replica by replica.
 func TestCocktailCounts(t *testing.T) {
-	plan := examplePlan(t)
-	cp := *cascadesec.PlanOf(plan)
-	cp.Placement = []cascadesec.Replica{{Model: "bert-base", GPUs: []int{0}}, {Model: "bert-base", GPUs: []int{1}}}
-	cp.Gears = []cascadesec.Gear{{QLo: 0, QHi: 14000, Models: []string{"bert-base"}, Thr: []float64{},
-		Share: map[string][]float64{"bert-base": {0.5, 0.5}}, Trigger: map[string]int{"bert-base": 1}}}
-	cascadesec.SetPlan(plan, &cp)
-	two, err := dpc.FromPlan(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spike := make([]float64, 16)
-	for i := range spike {
-		spike[i] = 200
-		if i >= 3 && i < 6 {
-			spike[i] = 1500
-		}
-	}
+	two := twoReplicas(t)
+	spike := spikeRates()
 	tests := []struct {
 		name     string
 		dep      *dataplane.Deployment
