@@ -16,9 +16,11 @@ func TestWaiter(t *testing.T) {
 			w := mk()
 			defer w.Close()
 			idle := func() bool { return false }
-			sleep := func(busy func() bool) (bool, time.Duration) {
+			// sleep returns whether the wake was precise and the time since start. A deadline
+			// counts from its Arm, so callers that check one pass the time taken before arming:
+			// under -race on a busy machine the goroutine can start well after the arm.
+			sleepSince := func(start time.Time, busy func() bool) (bool, time.Duration) {
 				t.Helper()
-				start := time.Now()
 				done := make(chan bool)
 				go func() { done <- w.Sleep(busy) }()
 				select {
@@ -29,15 +31,21 @@ func TestWaiter(t *testing.T) {
 					return false, 0
 				}
 			}
+			sleep := func(busy func() bool) (bool, time.Duration) {
+				t.Helper()
+				return sleepSince(time.Now(), busy)
+			}
 
 			for _, d := range []time.Duration{300 * time.Microsecond, 2 * time.Millisecond} {
+				armed := time.Now()
 				w.Arm(d)
-				if p, got := sleep(idle); !p || got < d {
+				if p, got := sleepSince(armed, idle); !p || got < d {
 					t.Fatalf("precise %v: woke after %v, precise %v", d, got, p)
 				}
 			}
+			armed := time.Now()
 			w.ArmCoarse(time.Millisecond)
-			if p, got := sleep(idle); p || got < time.Millisecond {
+			if p, got := sleepSince(armed, idle); p || got < time.Millisecond {
 				t.Fatalf("coarse 1ms: woke after %v, precise %v", got, p)
 			}
 			// A coarse deadline due at once (or passed before the sleep) ends the sleep.
@@ -54,6 +62,7 @@ func TestWaiter(t *testing.T) {
 			w.ArmCoarse(-1)
 			var mu sync.Mutex
 			queued := 0
+			launched := time.Now()
 			go func() {
 				time.Sleep(5 * time.Millisecond)
 				mu.Lock()
@@ -62,7 +71,7 @@ func TestWaiter(t *testing.T) {
 				w.Poke()
 			}()
 			busy := func() bool { mu.Lock(); defer mu.Unlock(); return queued > 0 }
-			if p, got := sleep(busy); p || got < 5*time.Millisecond {
+			if p, got := sleepSince(launched, busy); p || got < 5*time.Millisecond {
 				t.Fatalf("poke after 5ms: woke after %v, precise %v", got, p)
 			}
 
