@@ -182,27 +182,32 @@ func (p *Policy) rebuildPrefix(now dataplane.Time, d int, t dataplane.Time, stam
 	// 128 GPUs under the 16× load they sat ~150 items deep in orders of ~250, and their
 	// removals moved ~42 items an event, two thirds of the order's memmove; here the
 	// tail (the future part, ~24 items) moves at most once a rebuild.
+	//
+	// The order, the batch caps and the kept batches' count are held in locals: with the
+	// writes through dv and pre, the compiler reloaded them at every item.
 	pre, i, w := dv.pre, dv.preN, dv.preN
-	for ; i < len(dv.order) && dv.order[i].ready < now; i++ {
-		x := &dv.order[i]
+	order, maxB, preTN := dv.order, p.svcMax, dv.preTN
+	for ; i < len(order) && order[i].ready < now; i++ {
+		x := &order[i]
 		if x.resv {
 			continue
 		}
 		if w < i {
-			dv.order[w] = *x
+			order[w] = *x
 		}
 		sv, items := int(x.svc), int(x.items)
-		if n := len(pre); n > 0 && pre[n-1].svc == sv && pre[n-1].items+items <= p.svcMax[sv] {
+		if n := len(pre); n > 0 && pre[n-1].svc == sv && pre[n-1].items+items <= maxB[sv] {
 			pre[n-1].items += items
 			pre[n-1].last = w
-			dv.preTN = min(dv.preTN, n-1)
+			preTN = min(preTN, n-1)
 		} else {
 			pre = append(pre, preBatch{svc: sv, items: items, first: w, last: w})
 		}
 		w++
 	}
+	dv.preTN = preTN
 	if w < i {
-		dv.order = append(dv.order[:w], dv.order[i:]...)
+		dv.order = append(order[:w], order[i:]...)
 	}
 	dv.pre, dv.preN = pre, w
 	// The kept batches of the prefix (device.preTN), where they still stand; else the kept
