@@ -97,6 +97,11 @@ func (p *Policy) touch(i int) {
 	}
 }
 
+// isQuiet: instance i is quiet (as its last step left it, untouched since).
+func (p *Policy) isQuiet(i int) bool {
+	return i >= 0 && i/64 < len(p.ss.quiet) && p.ss.quiet[i/64]&(1<<(i%64)) != 0
+}
+
 // touchAll makes the next pass step every instance.
 func (p *Policy) touchAll() {
 	for _, in := range p.inst {
@@ -178,6 +183,13 @@ func (p *Policy) stepAll(now dataplane.Time, out *dataplane.Decisions) {
 		in.resOK = false
 		p.forgetDrain(i)
 		p.classify(in, sq)
+		if qq, ok := sq.(*qlmQueue); ok && p.memoOn && (!in.Busy || p.dm.eager(now, in.iterEnd)) {
+			// Its drain for place, now while the step left its running batch and queue in
+			// cache, when a placement is likely before its iteration ends (drainMemo.eager):
+			// recomputed by place, it read them cold (at 128 instances about 22 per
+			// placement).
+			qq.drainAll(p, i)
+		}
 		switch {
 		case queued || !sq.empty(in):
 			// Others read its new state.
