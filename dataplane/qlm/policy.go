@@ -102,6 +102,8 @@ type Policy struct {
 	// held are the instances it kept from starting.
 	hold dataplane.Time
 	held []int
+	// observedAny: some instance reported external load (ObserveInstance) at some time.
+	observedAny bool
 	// runBuf is byDeadline's scratch (the deadline checks sort the running batch each step).
 	runBuf []*seq
 	// memoOn: inside Handle, residual values are kept per instance until the instance
@@ -256,10 +258,9 @@ func (p *Policy) Attach(v dataplane.View) error {
 	}
 	p.inst = nil
 	p.ctr, p.sch = &llm.Counters{}, engineSched{p}
-	// The instances are one array, not one allocation each: a 1,000-byte record alone takes
+	// The instances are one array, not one allocation each: a 1,000-byte record alone took
 	// a 1,024-byte slot, so every instance's k-th cache line fell in the same 4 of the L1's
-	// 64 sets, and at 128 instances the lines an event reads evicted each other. In one
-	// array at a 1,000-byte stride they spread over all sets.
+	// 64 sets. In one array of 17-line records (instance) they spread over all of them.
 	recs := make([]instance, len(s.Instances))
 	// Instances of one GPU type share one profile list (read on every llmFor): one copy
 	// stays in cache instead of one small allocation per instance.

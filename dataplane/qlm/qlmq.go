@@ -141,8 +141,12 @@ func (q *qlmQueue) place(p *Policy, now dataplane.Time, g *group) int {
 	// Each instance's drain and tail are kept between calls (drainAll); a kept one is read
 	// here (drainAll checks it under checkMemo).
 	kept := p.memoOn && !p.checkMemo
+	ids, mask := p.placeIDs(el)
+	if kept && mask != nil {
+		return q.placeKept(p, g, mask, best)
+	}
 	okw, ts := p.dm.ok, p.dm.t
-	for _, id := range p.placeIDs(el) {
+	for _, id := range ids {
 		i := int(id)
 		var t float64
 		var prev string
@@ -217,7 +221,11 @@ func (q *qlmQueue) residual(p *Policy, in *instance) float64 {
 }
 
 func (q *qlmQueue) residualNow(p *Policy, in *instance) float64 {
-	ext := p.externalSeconds(in)
+	// externalSeconds is 0 without an observation (externalRequests): no call then.
+	ext := 0.0
+	if in.observed > 0 {
+		ext = p.externalSeconds(in)
+	}
 	m := p.llmFor(in, in.model)
 	if m == nil {
 		return ext
